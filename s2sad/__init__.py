@@ -1,0 +1,23 @@
+"""s2sad: source-to-source automatic differentiation for Python and NumPy.
+
+>>> import s2sad
+>>> @s2sad.grad
+... def dbabysqrt(x):
+...     t = (1 + x) / 2
+...     for i in range(10):
+...         t = (t + x / t) / 2
+...     return t
+>>> dbabysqrt(2.0)
+0.35355339059327373
+"""
+from . import rules  # noqa: F401  (registers the built-in rules)
+from .api import check_grad, defvjp, grad, nondiff, source, value_and_grad, vjp
+from .errors import (GradientCheckError, InternalError, MissingRuleError,
+                     NonScalarOutputError, S2SADError, SourceUnavailableError,
+                     UnsupportedSyntaxError)
+
+__version__ = "0.1.0"
+__all__ = ["grad", "value_and_grad", "vjp", "source", "check_grad", "defvjp", "nondiff",
+           "S2SADError", "UnsupportedSyntaxError", "MissingRuleError",
+           "NonScalarOutputError", "SourceUnavailableError", "GradientCheckError",
+           "InternalError"]

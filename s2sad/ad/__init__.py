@@ -1,0 +1,1 @@
+"""The AD transformations: reverse mode (pullbacks) and, later, forward mode."""

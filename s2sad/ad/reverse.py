@@ -1,0 +1,399 @@
+"""Reverse mode: Wengert form to `f_vjp(x) -> (y, f_pullback)`.
+
+The forward pass is the user's code, with a tape per loop holding only what that loop's
+pullback reads; the pullback is a closure that runs the statements' adjoints backwards,
+mirroring `if`s on their recorded tests and loops by iterating their tapes in reverse.
+Adjoints accumulate out of place; an adjoint that receives nothing is never written.
+
+>>> from s2sad.ad.reverse import Reverse
+>>> print(show(Reverse, '''
+... def f(x, y):
+...     return x * y + sin(x)
+... '''))
+def f_vjp(x, y):
+    t = x * y
+    t_1 = sin(x)
+    y_1 = t + t_1
+<BLANKLINE>
+    def f_pullback(y_1_bar):
+        # grad of: return x * y + sin(x)
+        t_bar = y_1_bar
+        t_1_bar = y_1_bar
+        x_bar = t_1_bar * cos(x)
+        x_bar = x_bar + t_bar * y
+        y_bar = t_bar * x
+        return (x_bar, y_bar)
+    return (y_1, f_pullback)
+"""
+import copy
+
+import gast
+
+from ..codegen import nodes
+from ..errors import InternalError, MissingRuleError
+from ..analysis.activity import active_names
+from ..analysis.primitives import COPY
+from ..frontend.source import MISSING
+from .simplify import simplify
+
+
+class Reverse:
+    """See the module docstring."""
+
+    def __init__(self, src, namer, wrt):
+        self.src = src
+        self.namer = namer
+        self.wrt = list(wrt)
+        self.adjoints = {}
+        self.helpers = {}
+        self.loops = {}
+
+    def run(self, fn):
+        *body, ret = fn.body
+        if not isinstance(ret, gast.Return):
+            raise InternalError("reverse: Wengert form must end with one return")
+        output = ret.value.id if isinstance(ret.value, gast.Name) else None
+        self.active = active_names(fn, self.src, self.wrt, output)
+        self.primal_names = {n.id for n in gast.walk(fn) if isinstance(n, gast.Name)}
+        seed = self.adj(output) if output in self.active else self.namer.fresh("y_bar")
+        defined = {output} if output in self.active else set()
+        reverse = self.block(body, defined)
+        result = [self.adjoint_or_zero(p, defined) for p in self.wrt]
+        reverse = _annotate(reverse, self.src)
+        reverse.append(nodes.ret(result[0] if len(result) == 1 else nodes.tuple_(result)))
+        pullback = nodes.function(self.namer.fresh(f"{fn.name}_pullback"), [seed], reverse)
+        forward = self.forward(body)
+        vjp = nodes.function(self.namer.fresh(f"{fn.name}_vjp"), [], forward + [
+            pullback, nodes.ret(nodes.tuple_([ret.value, nodes.name(pullback.name)]))],
+            like=fn)
+        vjp.s2s_pullback = pullback
+        return vjp
+
+    # -- names ------------------------------------------------------------------------
+    def adj(self, n):
+        if n not in self.adjoints:
+            self.adjoints[n] = self.namer.fresh(f"{n}_bar")
+        return self.adjoints[n]
+
+    def adjoint_or_zero(self, p, defined):
+        if p in defined:
+            return nodes.name(self.adj(p))
+        return nodes.call(self.helper("zeros_like", "s2sad.rules.runtime"), [nodes.name(p)])
+
+    def helper(self, name, module=None, obj=MISSING):
+        """The name generated code uses for helper `name` (an object to bind)."""
+        if obj is MISSING:
+            import importlib
+            obj = getattr(importlib.import_module(module), name)
+        for bound, value in self.helpers.items():
+            if value is obj and (bound == name or bound.startswith(name + "_")):
+                return bound
+        free = self.src.free_values()
+        if name in free and free[name] is obj:
+            bound = name
+        elif name in self.namer.taken and name not in self.helpers:
+            bound = self.namer.fresh(name)
+        else:
+            bound = name
+            self.namer.taken.add(name)
+        self.helpers[bound] = obj
+        return bound
+
+    # -- pullback ---------------------------------------------------------------------
+    def block(self, stmts, defined):
+        out = []
+        for s in reversed(stmts):
+            out.extend(self.stmt(s, defined))
+        return out
+
+    def stmt(self, s, defined):
+        if isinstance(s, gast.Assign):
+            return self.assign(s, defined)
+        if isinstance(s, gast.If):
+            return self.if_(s, defined)
+        if isinstance(s, (gast.For, gast.While)):
+            return self.loop(s, defined)
+        return []
+
+    def accumulate(self, target, expr, defined, origin):
+        bar = self.adj(target)
+        if target in defined:
+            expr = nodes.binop(nodes.name(bar), gast.Add(), expr)
+        defined.add(target)
+        return nodes.located(nodes.assign(bar, expr), origin)
+
+    def assign(self, s, defined):
+        target = s.targets[0].id
+        if target not in self.active or target not in defined:
+            return []
+        g = nodes.name(self.adj(target))
+        defined.discard(target)
+        op = s.s2s_op
+        out = []
+        for i, arg in op.diff_args():
+            if not (isinstance(arg, gast.Name) and arg.id in self.active):
+                continue
+            if op.kind == COPY:
+                expr = copy.deepcopy(g)
+            else:
+                expr = self.contribution(op, i, g, target, s)
+            out.append(self.accumulate(arg.id, expr, defined, s))
+        return out
+
+    def contribution(self, op, i, g, target, s):
+        if op.params is None:
+            raise self.missing_rule(op, s)
+        param, template = list(op.params.items())[i]
+        subst = {"g": g, "ans": nodes.name(target)}
+        subst.update({p: a for p, a in zip(op.params, op.args)})
+        for free, obj in template.free.items():
+            subst[free] = nodes.name(self.helper(free, obj=obj))
+        expr = copy.deepcopy(template.tree)
+        expr = _Substitute(subst).visit(expr)
+        return simplify(expr)
+
+    def missing_rule(self, op, s):
+        what = gast.unparse(op.node) if hasattr(gast, "unparse") else "call"
+        func = getattr(op.node, "func", None)
+        label = _label(op.prim) if op.prim is not None else (
+            _expr_source(func) if func is not None else type(op.node).__name__)
+        if op.prim is not None and op.params is None and _has_rule(op.prim):
+            detail = (f"s2sad has rules for {label} but not with {len(op.args)} "
+                      "positional arguments")
+        elif op.prim is not None and callable(op.prim) and hasattr(op.prim, "__code__"):
+            detail = (f"{label} is a Python function; calls to other Python functions are "
+                      "not differentiated yet")
+        else:
+            detail = f"s2sad has no derivative rule for {label}"
+        del what
+        return MissingRuleError(
+            f"{self.src.where(s)}: {detail}, and a differentiated value flows into it:\n"
+            f"    {self.src.line_text(s).strip()}\n"
+            f"Register a rule with s2sad.defvjp({_short(label)}, ...) or, if it has no "
+            f"derivative, mark it with s2sad.nondiff({_short(label)}).")
+
+    def if_(self, s, defined):
+        branches = []
+        for stmts in (s.body, s.orelse):
+            d = set(defined)
+            branches.append((self.block(stmts, d), d))
+        union = branches[0][1] | branches[1][1]
+        for code, d in branches:
+            code.extend(self.zero(n) for n in sorted(union - d, key=self.adj))
+        defined.clear()
+        defined.update(union)
+        (then, _), (orelse, _) = branches
+        if not then and not orelse:
+            return []
+        if not then:
+            return [nodes.located(nodes.if_(nodes.not_(copy.deepcopy(s.test)), orelse), s)]
+        return [nodes.located(nodes.if_(copy.deepcopy(s.test), then, orelse), s)]
+
+    def zero(self, n):
+        return nodes.assign(self.adj(n), nodes.const(0.0))
+
+    def loop(self, s, defined):
+        info = _LoopInfo(s, self)
+        flowing = {n for n in info.read_outside | info.carried if n in self.active}
+        inner = set(defined) | flowing
+        body = self.block(s.body, inner)
+        body.extend(self.zero(n) for n in sorted(info.carried & self.active - inner,
+                                                 key=self.adj))
+        loaded = set(nodes.names_loaded(nodes.if_(nodes.const(True), body)))
+        pre = sorted((n for n in flowing - defined if self.adj(n) in loaded), key=self.adj)
+        if not body:
+            return []
+        defined.update(pre)
+        stored = set(nodes.names_stored(nodes.if_(nodes.const(True), body)))
+        record = sorted(n for n in loaded - stored
+                        if n in self.primal_names and n in info.defined_inside)
+        info.plan(record)
+        self.loops[id(s)] = info
+        return [self.zero(n) for n in pre] + [nodes.located(info.reversed_loop(body), s)]
+
+    # -- forward ----------------------------------------------------------------------
+    def forward(self, stmts):
+        out = []
+        for s in stmts:
+            if isinstance(s, gast.If):
+                s.body = self.forward(s.body) or [gast.Pass()]
+                s.orelse = self.forward(s.orelse)
+            elif isinstance(s, (gast.For, gast.While)):
+                info = self.loops.get(id(s))
+                if info is not None:
+                    out.extend(info.instrument())
+                s.body = self.forward(s.body)
+            elif getattr(s, "s2s_marker", None):
+                continue
+            out.append(s)
+        return out
+
+
+class _LoopInfo:
+    """What one loop's pullback needs, and how the forward loop records it."""
+
+    def __init__(self, loop, rev):
+        self.loop = loop
+        self.rev = rev
+        self.carried = {s.targets[0].id for s in _own(loop.body)
+                        if getattr(s, "s2s_phi", False)}
+        stored = set(nodes.names_stored(nodes.if_(nodes.const(True), loop.body)))
+        if isinstance(loop, gast.For):
+            stored.add(loop.target.id)
+        for inner in _own_loops(loop.body):
+            info = rev.loops.get(id(inner))
+            if info is not None:
+                stored.update(info.created)
+        self.defined_inside = stored
+        loaded = set(nodes.names_loaded(nodes.if_(nodes.const(True), loop.body)))
+        self.read_outside = loaded - stored
+        self.created = []
+
+    def plan(self, record):
+        loop, namer = self.loop, self.rev.namer
+        self.record = record
+        target = loop.target.id if isinstance(loop, gast.For) else None
+        self.range_args = None
+        if (isinstance(loop, gast.For) and set(record) <= {target} and _is_range(loop, self.rev)
+                and not _breaks(loop.body)):
+            self.range_args = loop.iter.args
+            self.mode = "range"
+            self.record = record
+        elif not record:
+            self.mode = "trips"
+            self.tape = namer.fresh("_s2s_trips")
+        else:
+            self.tape = namer.fresh("_s2s_tape")
+            starts = self.carried | ({target} if target else set())
+            self.mode = "start" if set(record) <= starts else "end"
+        if self.mode != "range":
+            self.created = [self.tape]
+
+    def reversed_loop(self, body):
+        if self.mode == "range":
+            if self.record:
+                it = nodes.call("reversed", [nodes.call("range", self.range_args)])
+                return nodes.for_(self.record[0], it, body)
+            return nodes.for_(self.rev.namer.fresh("_"), nodes.call("range", self.range_args),
+                              body)
+        if self.mode == "trips":
+            return nodes.for_(self.rev.namer.fresh("_"), nodes.call("range", [
+                nodes.name(self.tape)]), body)
+        target = (nodes.name(self.record[0], store=True) if len(self.record) == 1
+                  else nodes.tuple_([nodes.name(n, store=True) for n in self.record],
+                                    store=True))
+        return nodes.for_(target, nodes.call("reversed", [nodes.name(self.tape)]), body)
+
+    def instrument(self):
+        """Statements before the loop; the loop body gets its recording in place."""
+        loop = self.loop
+        if self.mode == "range":
+            return []
+        if self.mode == "trips":
+            loop.body.insert(0, gast.AugAssign(target=nodes.name(self.tape, store=True),
+                                               op=gast.Add(), value=nodes.const(1)))
+            return [nodes.assign(self.tape, nodes.const(0))]
+        if self.mode == "start":
+            loop.body.insert(0, self.push(set(self.record)))
+        else:
+            target = {loop.target.id} if isinstance(loop, gast.For) else set()
+            at_start = (set(self.record) - self.defined_inside) | self.carried | target
+            loop.body = _at_path_ends(loop.body, self.push, at_start)
+        return [nodes.assign(self.tape, gast.List(elts=[], ctx=gast.Load()))]
+
+    def push(self, available):
+        vals = [nodes.name(n) if n in available else nodes.const(None) for n in self.record]
+        value = vals[0] if len(vals) == 1 else nodes.tuple_(vals)
+        return nodes.expr_stmt(nodes.call(nodes.attribute(self.tape, "append"), [value]))
+
+
+def _own(stmts):
+    """Statements of `stmts` and of ifs nested in it, not of nested loops."""
+    for s in stmts:
+        yield s
+        if isinstance(s, gast.If):
+            yield from _own(s.body)
+            yield from _own(s.orelse)
+
+
+def _own_loops(stmts):
+    return [s for s in _own(stmts) if isinstance(s, (gast.For, gast.While))]
+
+
+def _breaks(stmts):
+    return any(isinstance(s, gast.Break) for s in _own(stmts))
+
+
+def _is_range(loop, rev):
+    it = loop.iter
+    return (isinstance(it, gast.Call) and not it.keywords
+            and rev.src.resolve(it.func) is range)
+
+
+def _at_path_ends(stmts, push, defined):
+    """Replace the path-end markers of this loop by `push(names defined there)`."""
+    defined = set(defined)
+    out = []
+    for s in stmts:
+        if getattr(s, "s2s_marker", None) == "path_end":
+            out.append(nodes.located(push(defined), s))
+            continue
+        if isinstance(s, gast.If):
+            before = set(defined)
+            s.body = _at_path_ends(s.body, push, before)
+            s.orelse = _at_path_ends(s.orelse, push, before)
+            defined |= (_defs(s.body) & _defs(s.orelse))
+        else:
+            defined |= set(nodes.names_stored(s))
+        out.append(s)
+    return out
+
+
+def _defs(stmts):
+    return set(nodes.names_stored(nodes.if_(nodes.const(True), stmts)))
+
+
+def _annotate(stmts, src, previous=None):
+    """Put `# grad of: <line>` over each run of adjoint code from one source line."""
+    out = []
+    for s in stmts:
+        line = getattr(s, "lineno", None)
+        if line is not None and line != previous:
+            out.append(nodes.comment("grad of: " + src.line_text(s).strip()))
+            previous = line
+        if isinstance(s, (gast.If, gast.For, gast.While)):
+            s.body = _annotate(s.body, src, line)
+            s.orelse = _annotate(s.orelse, src, line)
+            previous = None
+        out.append(s)
+    return out
+
+
+class _Substitute(gast.NodeTransformer):
+    def __init__(self, mapping):
+        self.mapping = mapping
+
+    def visit_Name(self, node):
+        if node.id in self.mapping:
+            return copy.deepcopy(self.mapping[node.id])
+        return node
+
+
+def _label(prim):
+    mod = getattr(prim, "__module__", None)
+    name = getattr(prim, "__qualname__", None) or repr(prim)
+    return f"{mod}.{name}" if mod and mod != "builtins" else name
+
+
+def _short(label):
+    return label
+
+
+def _has_rule(prim):
+    from ..rules import registry
+    return registry.lookup(prim) is not None
+
+
+def _expr_source(node):
+    import ast
+    return ast.unparse(gast.gast_to_ast(node))

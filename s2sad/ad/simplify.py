@@ -1,0 +1,75 @@
+"""Algebraic clean-up of instantiated rule templates: fold constants, drop `* 1`."""
+import operator
+
+import gast
+
+from ..codegen import nodes
+
+FOLD = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul,
+        gast.Div: operator.truediv, gast.Pow: operator.pow}
+
+
+def simplify(e):
+    if isinstance(e, gast.BinOp):
+        e.left, e.right = simplify(e.left), simplify(e.right)
+        return _binop(e)
+    if isinstance(e, gast.UnaryOp):
+        e.operand = simplify(e.operand)
+        if isinstance(e.op, gast.USub):
+            inner = e.operand
+            if isinstance(inner, gast.UnaryOp) and isinstance(inner.op, gast.USub):
+                return inner.operand
+            if _num(inner) and not isinstance(inner.value, bool):
+                return nodes.const(-inner.value)
+        return e
+    for field, value in gast.iter_fields(e):
+        if isinstance(value, gast.AST):
+            setattr(e, field, simplify(value))
+        elif isinstance(value, list):
+            setattr(e, field, [simplify(v) if isinstance(v, gast.AST) else v for v in value])
+    return e
+
+
+def _num(e):
+    return (isinstance(e, gast.Constant) and isinstance(e.value, (int, float))
+            and not isinstance(e.value, bool))
+
+
+def _is(e, value):
+    return _num(e) and e.value == value and type(e.value) is type(value) or (
+        _num(e) and e.value == value and isinstance(value, int))
+
+
+def _binop(e):
+    l, r, op = e.left, e.right, type(e.op)
+    if _num(l) and _num(r) and op in FOLD:
+        try:
+            value = FOLD[op](l.value, r.value)
+            if isinstance(value, (int, float)) and abs(value) < 1e15:
+                return nodes.const(value)
+        except (ArithmeticError, ValueError):
+            pass
+    if op is gast.Mult:
+        if _is(r, 1):
+            return l
+        if _is(l, 1):
+            return r
+        if _is(r, -1):
+            return simplify(nodes.unary(gast.USub(), l))
+        if _is(l, -1):
+            return simplify(nodes.unary(gast.USub(), r))
+    if op is gast.Div and _is(r, 1):
+        return l
+    if op is gast.Pow and _is(r, 1):
+        return l
+    if op is gast.Add:
+        if _is(r, 0):
+            return l
+        if _is(l, 0):
+            return r
+    if op is gast.Sub and _is(r, 0):
+        return l
+    if op in (gast.Mult, gast.Div) and isinstance(l, gast.UnaryOp) and isinstance(
+            l.op, gast.USub) and isinstance(r, gast.Constant) and _num(r) and r.value < 0:
+        return gast.BinOp(left=l.operand, op=e.op, right=nodes.const(-r.value))
+    return e

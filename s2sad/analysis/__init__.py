@@ -1,0 +1,1 @@
+"""Analyses over Wengert form: what each statement computes, and what is active."""

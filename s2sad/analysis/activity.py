@@ -1,0 +1,43 @@
+"""Activity analysis: which names carry a derivative.
+
+A name is *varied* if it depends differentiably on a differentiated input, *useful* if
+the output depends differentiably on it, and *active* if both. Only active names get
+adjoints. Wengert form is SSA but for join and carried names, so a flow-insensitive
+fixed point over names is exact enough.
+"""
+import gast
+
+from .primitives import classify
+
+
+def definitions(stmts):
+    """(target name, Op) for every assignment in `stmts`, nested ones included."""
+    for s in stmts:
+        for n in gast.walk(s):
+            if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name):
+                yield n.targets[0].id, n
+
+
+def active_names(fn, src, wrt, output):
+    edges = []
+    for target, stmt in definitions(fn.body):
+        op = classify(stmt.value, src)
+        stmt.s2s_op = op
+        for _, a in op.diff_args():
+            if isinstance(a, gast.Name):
+                edges.append((a.id, target))
+    varied = _closure(set(wrt), edges)
+    useful = _closure({output} if output else set(), [(b, a) for a, b in edges])
+    return varied & useful
+
+
+def _closure(start, edges):
+    reached = set(start)
+    changed = True
+    while changed:
+        changed = False
+        for a, b in edges:
+            if a in reached and b not in reached:
+                reached.add(b)
+                changed = True
+    return reached

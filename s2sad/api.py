@@ -1,0 +1,221 @@
+"""The public API: grad, value_and_grad, vjp, source, check_grad, and rule registration."""
+import functools
+import math
+import numbers
+
+import numpy as np
+
+from . import cache, pipeline
+from .errors import GradientCheckError, NonScalarOutputError, S2SADError
+from .frontend.source import unwrap
+from .rules import registry
+
+
+def _compiled(fn, wrt):
+    fn = unwrap(fn)
+    key = ("reverse", wrt if isinstance(wrt, tuple) else (wrt,))
+    return cache.get(fn, key, lambda: pipeline.reverse(fn, wrt))
+
+
+class _Derivative:
+    """Base of the callables `grad` and `value_and_grad` return."""
+
+    s2s_derivative = True
+
+    def __init__(self, fn, wrt):
+        functools.update_wrapper(self, fn)
+        self.primal = fn
+        self.wrt = wrt
+        self._vjp = None
+        self._version = -1
+
+    def _get(self):
+        if self._vjp is None or self._version != registry.version:
+            self._vjp = _compiled(self.primal, self.wrt).fn
+            self._version = registry.version
+        return self._vjp
+
+    @property
+    def source(self):
+        """The generated source of the derivative."""
+        return _compiled(self.primal, self.wrt).source
+
+    def __repr__(self):
+        return f"<{type(self).__name__} of {self.primal.__qualname__} wrt={self.wrt!r}>"
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else functools.partial(self, obj)
+
+
+class GradientFunction(_Derivative):
+    """The gradient of a scalar function; call it like the function."""
+
+    def __call__(self, *args, **kwargs):
+        y, pullback = self._get()(*args, **kwargs)
+        return pullback(_seed(y, self.primal))
+
+
+class ValueAndGradientFunction(_Derivative):
+    """Returns `(f(*args), gradient)` from one forward pass."""
+
+    def __call__(self, *args, **kwargs):
+        y, pullback = self._get()(*args, **kwargs)
+        return y, pullback(_seed(y, self.primal))
+
+
+def _seed(y, fn):
+    if type(y) is float:
+        return 1.0
+    if isinstance(y, (numbers.Number, np.generic)) and not isinstance(y, (complex, bool)):
+        return np.ones_like(y)[()] if isinstance(y, np.generic) else 1.0
+    if isinstance(y, np.ndarray) and y.shape == ():
+        return np.ones_like(y)
+    shape = getattr(y, "shape", None)
+    found = f"an array of shape {shape}" if shape is not None else f"a {type(y).__name__}"
+    raise NonScalarOutputError(
+        f"grad needs a function with a scalar output, but {fn.__qualname__} returned "
+        f"{found}. Use s2sad.vjp for non-scalar outputs (or reduce the output, e.g. "
+        "with .sum()).")
+
+
+def _decorator(cls, f, wrt):
+    if f is None:
+        return lambda g: cls(g, wrt)
+    if not callable(f):
+        raise TypeError(f"s2sad differentiates functions; got {type(f).__name__} {f!r}")
+    return cls(f, wrt)
+
+
+def grad(f=None, wrt=0):
+    """The gradient of scalar function `f` with respect to parameter(s) `wrt`.
+
+    `wrt` is a positional parameter's index or name, or a tuple of them (then the
+    gradient is a tuple). Keyword arguments are passed through, never differentiated.
+
+    >>> import math, s2sad
+    >>> def f(x1, x2):
+    ...     return math.log(x1) + x1 * x2 - math.sin(x2)
+    >>> s2sad.grad(f)(2.0, 5.0)
+    5.5
+    >>> s2sad.grad(f, wrt=(0, "x2"))(2.0, 5.0)
+    (5.5, 1.7163378145367738)
+
+    As a decorator, bare or with options:
+
+    >>> @s2sad.grad(wrt="x")
+    ... def dcube(x, n=3):
+    ...     return x ** n
+    >>> dcube(2.0)
+    12.0
+    """
+    return _decorator(GradientFunction, f, wrt)
+
+
+def value_and_grad(f=None, wrt=0):
+    """Like `grad`, but returns `(f(*args), gradient)`, running `f` once.
+
+    >>> import s2sad
+    >>> def sq(x):
+    ...     return x * x
+    >>> s2sad.value_and_grad(sq)(3.0)
+    (9.0, 6.0)
+    """
+    return _decorator(ValueAndGradientFunction, f, wrt)
+
+
+def vjp(f, *args, **kwargs):
+    """`(f(*args), pullback)`: `pullback(y_bar)` returns one adjoint per positional arg.
+
+    >>> import s2sad
+    >>> def mul(x, y):
+    ...     return x * y
+    >>> y, pullback = s2sad.vjp(mul, 2.0, 3.0)
+    >>> y, pullback(1.0)
+    (6.0, (3.0, 2.0))
+    """
+    if not args:
+        raise S2SADError("vjp needs the positional arguments to differentiate at")
+    wrt = tuple(range(len(args)))
+    y, pullback = _compiled(f, wrt if len(wrt) > 1 else 0).fn(*args, **kwargs)
+    if len(wrt) == 1:
+        return y, lambda y_bar: (pullback(y_bar),)
+    return y, pullback
+
+
+def source(f, mode="reverse", wrt=0):
+    """The generated derivative source of `f`, as a string.
+
+    >>> import s2sad
+    >>> def sq(x):
+    ...     return x * x
+    >>> print(s2sad.source(sq))
+    def sq_vjp(x):
+        y = x * x
+    <BLANKLINE>
+        def sq_pullback(y_bar):
+            # grad of: return x * x
+            x_bar = y_bar * x
+            x_bar = x_bar + y_bar * x
+            return x_bar
+        return (y, sq_pullback)
+    <BLANKLINE>
+    """
+    if mode != "reverse":
+        raise S2SADError(f"mode={mode!r}: only mode='reverse' is available so far")
+    return _compiled(f, wrt).source
+
+
+def check_grad(f, *args, wrt=0, rtol=1e-5, atol=1e-7, **kwargs):
+    """Compare `grad(f, wrt)` at `args` with central finite differences (float64).
+
+    Returns the gradient; raises `GradientCheckError` listing the entries that differ.
+
+    >>> import math, s2sad
+    >>> def f(x):
+    ...     return math.sin(x) * x
+    >>> round(s2sad.check_grad(f, 1.0), 6)
+    1.381773
+    """
+    g = grad(f, wrt)(*args, **kwargs)
+    index = pipeline.wrt_indices(f, wrt)
+    many = isinstance(wrt, (tuple, list))
+    grads = g if many else (g,)
+    bad = []
+    for k, i, gi in zip(range(len(index)), index, grads):
+        fd = _central_difference(f, args, kwargs, i)
+        if not np.allclose(gi, fd, rtol=rtol, atol=atol):
+            bad.append(f"argument {i}: s2sad gives {gi!r}, finite differences give {fd!r}")
+    if bad:
+        raise GradientCheckError(f"gradient of {f.__qualname__} at {args!r} disagrees with "
+                                 "central finite differences:\n  " + "\n  ".join(bad))
+    return g
+
+
+def _central_difference(f, args, kwargs, i):
+    x = np.asarray(args[i], dtype=np.float64)
+    out = np.zeros_like(x)
+    for idx in np.ndindex(x.shape):
+        h = 1e-6 * max(1.0, abs(float(x[idx])))
+        plus, minus = x.copy(), x.copy()
+        plus[idx] += h
+        minus[idx] -= h
+        a = list(args)
+        a[i] = plus if x.shape else float(plus)
+        fp = f(*a, **kwargs)
+        a[i] = minus if x.shape else float(minus)
+        fm = f(*a, **kwargs)
+        out[idx] = (fp - fm) / (2 * h)
+    return out if x.shape else float(out)
+
+
+def defvjp(prim, params, *templates, namespace=None):
+    """Register reverse rules for a primitive without Python source (see docs/rules)."""
+    return registry.vjp(prim, params, *templates, namespace=namespace)
+
+
+def nondiff(prim):
+    """Declare `prim` non-differentiable: calls to it carry no derivative."""
+    return registry.nondiff(prim)
+
+
+del math

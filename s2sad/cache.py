@@ -1,0 +1,30 @@
+"""The derivative cache: weakly keyed on the function object.
+
+The inner key holds the mode, the differentiated parameters, and the version of the
+rule registry, so registering a rule invalidates every derivative compiled before.
+"""
+import threading
+import weakref
+
+from .rules import registry
+
+_cache = weakref.WeakKeyDictionary()
+_lock = threading.RLock()
+
+
+def get(fn, key, build):
+    full = key + (registry.version,)
+    try:
+        return _cache[fn][full]
+    except (KeyError, TypeError):
+        pass
+    with _lock:
+        per_fn = _cache.setdefault(fn, {})
+        if full not in per_fn:
+            per_fn[full] = build()
+        return per_fn[full]
+
+
+def clear():
+    with _lock:
+        _cache.clear()

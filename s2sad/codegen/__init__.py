@@ -1,0 +1,1 @@
+"""Emission of generated source and its compilation."""

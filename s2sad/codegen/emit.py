@@ -1,0 +1,61 @@
+"""Emit: gast to Python source with `ast.unparse`; compile with a real file name.
+
+The generated function is built on a factory whose parameters bring in the runtime
+helpers and the user's closure values, and runs with the user's module globals, live:
+nothing is injected into user modules.
+"""
+import ast
+import copy
+import linecache
+import types
+
+import gast
+
+from . import nodes
+
+
+def to_source(node):
+    """Python source of a gast node, with comment and marker statements as comments."""
+    node = copy.deepcopy(node)
+    for parent in gast.walk(node):
+        for field in ("body", "orelse"):
+            stmts = getattr(parent, field, None)
+            if isinstance(stmts, list):
+                stmts = [_visible(s) for s in stmts]
+                if field == "body" and not stmts:
+                    stmts = [gast.Pass()]
+                setattr(parent, field, stmts)
+    tree = gast.gast_to_ast(node)
+    tree.lineno = getattr(tree, "lineno", 1)
+    tree.col_offset = getattr(tree, "col_offset", 0)
+    text = ast.unparse(ast.fix_missing_locations(tree))
+    return "\n".join(_comment_line(line) for line in text.split("\n")) + "\n"
+
+
+def _visible(s):
+    kind = getattr(s, "s2s_marker", None)
+    return nodes.comment(kind.replace("_", " ")) if kind else s
+
+
+def _comment_line(line):
+    stripped = line.lstrip()
+    if stripped.lstrip("'\"").startswith(nodes.COMMENT):
+        text = ast.literal_eval(stripped)[len(nodes.COMMENT):]
+        return line[:len(line) - len(stripped)] + "# " + text
+    return line
+
+
+def compile_function(fn_node, bindings, user_fn, filename):
+    """Compile `fn_node` into a function; `bindings` maps free names to objects."""
+    source = to_source(fn_node)
+    tree = ast.parse(source, filename)
+    params = sorted(bindings)
+    factory = ast.parse(f"def _s2s_factory({', '.join(params)}):\n    pass").body[0]
+    factory.body = tree.body + [ast.Return(value=ast.Name(id=fn_node.name, ctx=ast.Load()))]
+    module = ast.Module(body=[factory], type_ignores=[])
+    ast.fix_missing_locations(module)
+    code = compile(module, filename, "exec")
+    factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
+    make = types.FunctionType(factory_code, user_fn.__globals__, "_s2s_factory")
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    return make(*(bindings[p] for p in params)), source

@@ -1,0 +1,136 @@
+"""The one place where gast nodes are built.
+
+gast changes its node set between versions; building every node here, with keyword
+arguments or by parsing a snippet, keeps the rest of s2sad independent of that.
+"""
+import copy
+
+import gast
+
+COMMENT = "__s2s_comment__:"
+
+
+def name(id, store=False):
+    return gast.Name(id=id, ctx=gast.Store() if store else gast.Load(), annotation=None,
+                     type_comment=None)
+
+
+def const(value):
+    return gast.Constant(value=value, kind=None)
+
+
+def atom(value):
+    """A name (given as str) or a constant (anything else) as an expression node."""
+    return name(value) if isinstance(value, str) else const(value)
+
+
+def assign(target, value):
+    target = name(target, store=True) if isinstance(target, str) else target
+    return gast.Assign(targets=[target], value=value, type_comment=None)
+
+
+def expr_stmt(value):
+    return gast.Expr(value=value)
+
+
+def comment(text):
+    """A statement that `emit` turns into the line comment `# text`."""
+    return expr_stmt(const(COMMENT + text))
+
+
+def marker(kind):
+    """A placeholder statement that a later pass replaces; `kind` says which."""
+    stmt = gast.Pass()
+    stmt.s2s_marker = kind
+    return stmt
+
+
+def tuple_(elts, store=False):
+    return gast.Tuple(elts=list(elts), ctx=gast.Store() if store else gast.Load())
+
+
+def call(func, args=(), keywords=()):
+    func = name(func) if isinstance(func, str) else func
+    return gast.Call(func=func, args=list(args), keywords=list(keywords))
+
+
+def attribute(value, attr):
+    value = name(value) if isinstance(value, str) else value
+    return gast.Attribute(value=value, attr=attr, ctx=gast.Load())
+
+
+def binop(left, op, right):
+    return gast.BinOp(left=left, op=op, right=right)
+
+
+def unary(op, operand):
+    return gast.UnaryOp(op=op, operand=operand)
+
+
+def not_(operand):
+    return unary(gast.Not(), operand)
+
+
+def if_(test, body, orelse=None):
+    """An `if`; the statement lists are used as given (not copied), so a pass can keep
+    appending to a branch. `emit` fills empty bodies with `pass`."""
+    return gast.If(test=test, body=body, orelse=[] if orelse is None else orelse)
+
+
+def for_(target, iter, body):
+    target = name(target, store=True) if isinstance(target, str) else target
+    return gast.For(target=target, iter=iter, body=body, orelse=[], type_comment=None)
+
+
+def while_(test, body):
+    return gast.While(test=test, body=list(body), orelse=[])
+
+
+def ret(value):
+    return gast.Return(value=value)
+
+
+def function(fname, params, body, like=None):
+    """A `def` with positional parameters `params`; `like` lends its full signature."""
+    if like is not None:
+        args = copy.deepcopy(like.args)
+    else:
+        args = gast.arguments(args=[name(p, store=False) for p in params], posonlyargs=[],
+                              vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
+                              defaults=[])
+        for a in args.args:
+            a.ctx = gast.Param()
+    node = gast.parse(f"def {fname}():\n    pass").body[0]
+    node.args = args
+    node.body = list(body)
+    return node
+
+
+def parse_expr(src):
+    return gast.parse(src, mode="eval").body
+
+
+def is_name(node, id=None):
+    return isinstance(node, gast.Name) and (id is None or node.id == id)
+
+
+def is_atom(node):
+    return isinstance(node, (gast.Name, gast.Constant))
+
+
+def located(new, old):
+    """`new` with the source location of `old`; returns `new`."""
+    for attr in ("lineno", "col_offset", "end_lineno", "end_col_offset"):
+        if hasattr(old, attr):
+            setattr(new, attr, getattr(old, attr))
+    return new
+
+
+def names_loaded(node):
+    return [n.id for n in gast.walk(node) if isinstance(n, gast.Name)
+            and isinstance(n.ctx, gast.Load)]
+
+
+def names_stored(node):
+    return [n.id for n in gast.walk(node) if isinstance(n, gast.Name)
+            and isinstance(n.ctx, (gast.Store, gast.Param))]

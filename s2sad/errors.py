@@ -1,0 +1,64 @@
+"""The exceptions s2sad raises.
+
+Every error a user can meet is an `S2SADError`; each condition has its own class
+whose message says what was expected, what was found, where, and how to fix it.
+"""
+
+
+class S2SADError(Exception):
+    """Base class of every error raised by s2sad."""
+
+
+class UnsupportedSyntaxError(S2SADError, SyntaxError):
+    """The function uses a construct s2sad cannot differentiate.
+
+    It is also a `SyntaxError`: `filename`, `lineno`, `offset` and `text` point at the
+    construct in the user's file (absolute line numbers), and the message suggests
+    a rewrite.
+    """
+
+    def __init__(self, message, filename=None, lineno=None, offset=None, text=None):
+        SyntaxError.__init__(self, message, (filename, lineno, offset, text))
+        self.reason = message
+
+    def __str__(self):
+        return format_located(self.reason, self.filename, self.lineno, self.offset, self.text)
+
+
+class MissingRuleError(S2SADError):
+    """A differentiated value flows into a call that has no derivative rule and no
+    Python source s2sad could read. Register a rule with `s2sad.defvjp` or mark the
+    function non-differentiable with `s2sad.nondiff`."""
+
+
+class NonScalarOutputError(S2SADError):
+    """`grad` was asked for the gradient of a function whose output is not a scalar.
+    Use `vjp` (or `jacrev`) for non-scalar outputs."""
+
+
+class SourceUnavailableError(S2SADError):
+    """The source of the function cannot be read (a builtin, a C extension, or a
+    function defined in a REPL or by `exec`)."""
+
+
+class GradientCheckError(S2SADError):
+    """`check_grad` found a gradient that disagrees with central finite differences."""
+
+
+class InternalError(S2SADError):
+    """A compiler invariant broke. This is a bug in s2sad: please report it with the
+    function that triggered it."""
+
+
+def format_located(message, filename, lineno, offset=None, text=None):
+    """`message` followed by the location and, when the line is known, a caret."""
+    where = f"{filename}:{lineno}" if lineno else str(filename)
+    if offset:
+        where += f":{offset}"
+    out = f"{where}: {message}"
+    if text:
+        line = text.rstrip("\n")
+        stripped = line.lstrip()
+        caret = " " * max((offset or 1) - 1 - (len(line) - len(stripped)), 0) + "^"
+        out += f"\n    {stripped}\n    {caret}"
+    return out

@@ -1,0 +1,1 @@
+"""Source capture, the syntax fence, and name resolution."""

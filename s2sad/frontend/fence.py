@@ -1,0 +1,96 @@
+"""The fence: reject what s2sad cannot differentiate, before any pass runs.
+
+One message per construct, with the user's file, line, column and a caret, and a
+suggestion. Whatever passes the fence is the language the passes are written for.
+"""
+import gast
+
+REJECTED = {
+    gast.Try: "try/except cannot be differentiated; move the error handling outside the "
+              "differentiated function",
+    gast.With: "'with' blocks are not supported; move the context manager outside the "
+               "differentiated function",
+    gast.AsyncWith: "'async with' is not supported",
+    gast.AsyncFor: "'async for' is not supported",
+    gast.AsyncFunctionDef: "async functions are not supported",
+    gast.Await: "'await' is not supported",
+    gast.Yield: "generators ('yield') are not supported; return a value instead",
+    gast.YieldFrom: "generators ('yield from') are not supported; return a value instead",
+    gast.ClassDef: "class definitions inside a differentiated function are not supported; "
+                   "define the class at module level",
+    gast.FunctionDef: "nested function definitions are not supported yet; define the helper "
+                      "at module level",
+    gast.Lambda: "lambda is not supported yet inside a differentiated function; define a "
+                 "module-level function instead",
+    gast.ListComp: "list comprehensions are not supported yet; write a for loop",
+    gast.SetComp: "set comprehensions are not supported",
+    gast.DictComp: "dict comprehensions are not supported yet; write a for loop",
+    gast.GeneratorExp: "generator expressions are not supported yet; write a for loop",
+    gast.Global: "'global' is not supported: a differentiated function must not rebind "
+                 "module variables; return the value instead",
+    gast.Nonlocal: "'nonlocal' is not supported: return the value instead",
+    gast.Delete: "'del' is not supported; drop the statement",
+    gast.Import: "imports inside a differentiated function are not supported; import at "
+                 "module level",
+    gast.ImportFrom: "imports inside a differentiated function are not supported; import "
+                     "at module level",
+    gast.NamedExpr: "assignment expressions (:=) are not supported; assign on its own line",
+    gast.Starred: "star-arguments (*args) are not supported; pass the values one by one",
+    gast.Set: "set displays are not supported",
+    gast.Dict: "dict displays are not supported yet",
+}
+if hasattr(gast, "Match"):
+    REJECTED[gast.Match] = "'match' statements are not supported; use if/elif/else"
+
+
+def check(src):
+    """Raise `UnsupportedSyntaxError` at the first construct outside the subset."""
+    fn = src.node
+    args = fn.args
+    if args.vararg or args.kwarg:
+        raise src.syntax_error(fn, f"{fn.name}() takes *args or **kwargs, which s2sad does "
+                                   "not support; list the parameters explicitly")
+    for stmt in fn.body:
+        for node in gast.walk(stmt):
+            message = _problem(node)
+            if message:
+                raise src.syntax_error(node, message)
+
+
+def _problem(node):
+    for kind, message in REJECTED.items():
+        if isinstance(node, kind):
+            return message
+    if isinstance(node, (gast.For, gast.While)) and node.orelse:
+        return None
+    if isinstance(node, (gast.Assign, gast.AugAssign, gast.AnnAssign)):
+        targets = node.targets if isinstance(node, gast.Assign) else [node.target]
+        for target in targets:
+            for t in _flat_targets(target):
+                if isinstance(t, gast.Subscript):
+                    return ("assignment to an element (a[i] = ...) is not supported yet; "
+                            "build a new value instead")
+                if isinstance(t, gast.Attribute):
+                    return ("assignment to an attribute (obj.x = ...) is not supported; "
+                            "keep the value in a local variable")
+                if not isinstance(t, gast.Name):
+                    return "this assignment target is not supported"
+        if isinstance(node, gast.AnnAssign) and node.value is None:
+            return "an annotation without a value is not supported; assign a value"
+    if isinstance(node, gast.For) and not isinstance(node.target, gast.Name):
+        return ("unpacking in a for target is not supported yet; use one loop variable "
+                "and index it")
+    if isinstance(node, gast.Call):
+        if any(k.arg is None for k in node.keywords):
+            return "**kwargs in a call is not supported; pass keyword arguments by name"
+    if isinstance(node, gast.Expr) and not isinstance(node.value, (gast.Call, gast.Constant)):
+        return "an expression statement that is not a call has no effect; remove it"
+    return None
+
+
+def _flat_targets(target):
+    if isinstance(target, (gast.Tuple, gast.List)):
+        for elt in target.elts:
+            yield from _flat_targets(elt)
+    else:
+        yield target

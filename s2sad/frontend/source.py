@@ -1,0 +1,123 @@
+"""Source capture: a function object to its gast tree, file name and absolute lines.
+
+Everything later reports locations through `FunctionSource.locate`, so an error or a
+generated comment always names the user's file and the line in it.
+"""
+import builtins
+import inspect
+import linecache
+import textwrap
+
+import gast
+
+from ..errors import SourceUnavailableError, UnsupportedSyntaxError
+
+MISSING = object()
+
+
+class FunctionSource:
+    """A parsed user function and where it came from."""
+
+    def __init__(self, fn, node, filename, first_line, indent):
+        self.fn = fn
+        self.node = node
+        self.filename = filename
+        self.first_line = first_line
+        self.indent = indent
+
+    @property
+    def name(self):
+        return self.node.name
+
+    def lineno(self, node):
+        """The absolute line of `node` in the user's file."""
+        return getattr(node, "lineno", 1) + self.first_line - 1
+
+    def line_text(self, node):
+        return linecache.getline(self.filename, self.lineno(node)).rstrip("\n")
+
+    def where(self, node):
+        return f"{self.filename}:{self.lineno(node)}"
+
+    def syntax_error(self, node, message):
+        offset = getattr(node, "col_offset", 0) + self.indent + 1
+        return UnsupportedSyntaxError(message, self.filename, self.lineno(node), offset,
+                                      self.line_text(node))
+
+    def resolve(self, expr):
+        """The object a `Name` or `a.b.c` attribute chain denotes at definition scope,
+        or `MISSING` when it is local to the function or not resolvable."""
+        if isinstance(expr, gast.Attribute):
+            base = self.resolve(expr.value)
+            return MISSING if base is MISSING else getattr(base, expr.attr, MISSING)
+        if not isinstance(expr, gast.Name) or expr.id in self.local_names:
+            return MISSING
+        return self.free_values().get(expr.id, MISSING)
+
+    def free_values(self):
+        """Values of the names the function reads from outside: closure cells, then
+        module globals, then builtins."""
+        values = {}
+        code = self.fn.__code__
+        for var, cell in zip(code.co_freevars, self.fn.__closure__ or ()):
+            try:
+                values[var] = cell.cell_contents
+            except ValueError:
+                pass
+        for var in code.co_names + code.co_freevars:
+            if var in values:
+                continue
+            if var in self.fn.__globals__:
+                values[var] = self.fn.__globals__[var]
+            elif hasattr(builtins, var):
+                values[var] = getattr(builtins, var)
+        return values
+
+    @property
+    def local_names(self):
+        code = self.fn.__code__
+        return set(code.co_varnames) | set(code.co_cellvars)
+
+
+def unwrap(fn):
+    """The plain Python function behind a bound method."""
+    if getattr(fn, "s2s_derivative", False):
+        raise SourceUnavailableError(
+            f"{fn!r} is a derivative made by s2sad; derivatives of derivatives are not "
+            "supported yet. Differentiate the original function (its .primal).")
+    return getattr(fn, "__func__", fn)
+
+
+def capture(fn):
+    """Parse `fn`'s source into a `FunctionSource`."""
+    fn = unwrap(fn)
+    if not callable(fn):
+        raise TypeError(f"s2sad differentiates functions; got {type(fn).__name__} {fn!r}")
+    if not inspect.isfunction(fn):
+        raise SourceUnavailableError(
+            f"{getattr(fn, '__qualname__', fn)!r} is not a Python function with source "
+            f"(it is a {type(fn).__name__}); s2sad needs Python source to differentiate. "
+            "For a builtin or C-extension primitive, register a rule with s2sad.defvjp.")
+    filename = inspect.getsourcefile(fn) or getattr(fn.__code__, "co_filename", "<unknown>")
+    try:
+        lines, first_line = inspect.getsourcelines(fn)
+    except (OSError, TypeError) as exc:
+        raise SourceUnavailableError(
+            f"cannot read the source of {fn.__qualname__!r} (defined in {filename}): {exc}. "
+            "Define the function in a .py file (not in a REPL, exec or eval).") from None
+    source = "".join(lines)
+    indent = len(lines[0]) - len(lines[0].lstrip())
+    try:
+        tree = gast.parse(textwrap.dedent(source))
+    except SyntaxError as exc:
+        raise SourceUnavailableError(
+            f"the source of {fn.__qualname__!r} at {filename}:{first_line} does not parse "
+            f"on its own ({exc.msg}). Is it a lambda inside a larger expression? "
+            "Define it with def.") from None
+    node = tree.body[0]
+    if not isinstance(node, gast.FunctionDef) or node.name != fn.__name__:
+        raise UnsupportedSyntaxError(
+            f"s2sad differentiates functions defined with def; {fn.__qualname__!r} is a "
+            "lambda. Define it with def.", filename, first_line, indent + 1, lines[0])
+    node.decorator_list = []
+    return FunctionSource(fn, node, filename, first_line, indent)

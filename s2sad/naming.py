@@ -1,0 +1,29 @@
+"""Deterministic, collision-free names for generated code.
+
+Every name the user's function already uses is reserved up front; a generated name
+takes the first free one of `base`, `base_1`, `base_2`, ...
+"""
+import gast
+
+
+class Namer:
+    def __init__(self, reserved=()):
+        self.taken = set(reserved)
+
+    @classmethod
+    def for_function(cls, src):
+        """Reserve every name `src`'s function mentions and every name it can see."""
+        used = {n.id for n in gast.walk(src.node) if isinstance(n, gast.Name)}
+        return cls(used | set(src.free_values()) | {src.name})
+
+    def fresh(self, base):
+        candidate, k = base, 0
+        while candidate in self.taken:
+            k += 1
+            candidate = f"{base}_{k}"
+        self.taken.add(candidate)
+        return candidate
+
+    def version(self, base):
+        """A name for a new SSA version of `base`: `base` itself if still free."""
+        return self.fresh(base)

@@ -1,0 +1,314 @@
+"""Wengert form: one primitive operation per statement, straight-line code in SSA.
+
+Takes desugared code and leaves a function where every statement is
+`name = prim(atoms)` (atoms are names, constants and module-level references such as
+`math.pi`), `if` tests on a name, and each name is assigned once on every path, except
+
+- the join name of an `if`, assigned at the end of each branch, and
+- the carried names of a loop, assigned at the loop's path ends ("phi copies", after a
+  path-end marker) and read, inside the body, as their value on entry to the iteration.
+
+Comparisons, boolean operators and `while` tests are not differentiable; they stay whole.
+
+>>> from s2sad.passes.wengert import Wengert
+>>> print(show(Wengert, '''
+... def f(x):
+...     t = (1 + x) / 2
+...     for i in range(3):
+...         t = (t + x / t) / 2
+...     return t
+... '''))
+def f(x):
+    t_1 = 1 + x
+    t = t_1 / 2
+    for i in range(3):
+        t_2 = x / t
+        t_3 = t + t_2
+        t_4 = t_3 / 2
+        # path end
+        t = t_4
+    return t
+"""
+import copy
+
+import gast
+
+from ..codegen import nodes
+
+
+class Wengert:
+    """See the module docstring."""
+
+    def __init__(self, src, namer):
+        self.src = src
+        self.namer = namer
+        self.read = set()
+        self.defined = set()
+        self.loops = []
+
+    def run(self, fn):
+        params = [a.id for a in fn.args.args + fn.args.kwonlyargs + fn.args.posonlyargs]
+        self.locals = set(params) | {n.id for s in fn.body for n in gast.walk(s)
+                                     if isinstance(n, gast.Name)
+                                     and isinstance(n.ctx, gast.Store)}
+        self.defined = set(params)
+        env = {p: p for p in params}
+        fn.body, _ = self.block(fn.body, env)
+        return fn
+
+    # -- helpers ----------------------------------------------------------------------
+    def version(self, var):
+        if var not in self.defined:
+            self.defined.add(var)
+            self.namer.taken.add(var)
+            return var
+        return self.namer.fresh(var)
+
+    def emit(self, out, stmt, origin):
+        nodes.located(stmt, origin)
+        for n in gast.walk(stmt):
+            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load):
+                self.read.add(n.id)
+        out.append(stmt)
+        return stmt
+
+    def rename(self, expr, env):
+        expr = copy.deepcopy(expr)
+        for n in gast.walk(expr):
+            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) and n.id in env:
+                n.id = env[n.id]
+        return expr
+
+    def is_global_ref(self, e):
+        while isinstance(e, gast.Attribute):
+            e = e.value
+        return isinstance(e, gast.Name) and e.id not in self.locals
+
+    # -- expressions ------------------------------------------------------------------
+    def flatten(self, e, env, out, origin, into=None):
+        """Emit statements computing `e`; return an atom holding its value."""
+        if isinstance(e, (gast.Name, gast.Constant)) or self.is_global_ref(e):
+            atom = self.rename(e, env)
+            if into is None:
+                return atom
+            self.emit(out, nodes.assign(_named(into), atom), origin)
+            return nodes.name(_named(into))
+        if isinstance(e, gast.IfExp):
+            cond = self.flatten(e.test, env, out, origin)
+            target = _named(into) if into else self.namer.fresh("t")
+            then, orelse = [], []
+            self.flatten(e.body, env, then, origin, into=target)
+            self.flatten(e.orelse, env, orelse, origin, into=target)
+            self.emit(out, nodes.if_(cond, then, orelse), origin)
+            return nodes.name(target)
+        value = self.prim(e, env, out, origin)
+        target = _named(into) if into else self.namer.fresh("t")
+        self.emit(out, nodes.assign(target, value), origin)
+        return nodes.name(target)
+
+    def prim(self, e, env, out, origin):
+        """`e` as one primitive operation over atoms."""
+        flat = lambda x: self.flatten(x, env, out, origin)  # noqa: E731
+        if isinstance(e, gast.BinOp):
+            return nodes.binop(flat(e.left), e.op, flat(e.right))
+        if isinstance(e, gast.UnaryOp) and not isinstance(e.op, gast.Not):
+            return nodes.unary(e.op, flat(e.operand))
+        if isinstance(e, gast.Call):
+            func = e.func
+            if isinstance(func, gast.Attribute) and not self.is_global_ref(func):
+                func = nodes.attribute(flat(func.value), func.attr)
+            else:
+                func = self.rename(func, env)
+            keywords = [gast.keyword(arg=k.arg, value=flat(k.value)) for k in e.keywords]
+            return nodes.call(func, [flat(a) for a in e.args], keywords)
+        if isinstance(e, gast.Attribute):
+            return nodes.attribute(flat(e.value), e.attr)
+        if isinstance(e, gast.Subscript):
+            return gast.Subscript(value=flat(e.value), slice=self.index(e.slice, env, out,
+                                                                       origin),
+                                  ctx=gast.Load())
+        if isinstance(e, (gast.Tuple, gast.List)):
+            return type(e)(elts=[flat(x) for x in e.elts], ctx=gast.Load())
+        return self.rename(e, env)
+
+    def index(self, s, env, out, origin):
+        if isinstance(s, gast.Slice):
+            part = lambda x: None if x is None else self.flatten(x, env, out, origin)  # noqa
+            return gast.Slice(lower=part(s.lower), upper=part(s.upper), step=part(s.step))
+        if isinstance(s, gast.Tuple):
+            return nodes.tuple_([self.index(x, env, out, origin) for x in s.elts])
+        return self.flatten(s, env, out, origin)
+
+    # -- statements -------------------------------------------------------------------
+    def block(self, stmts, env, last_into=None):
+        """Translate `stmts`; return (statements, tail): `tail` is the list where control
+        falling off the end continues (inside the one branch of an `if` that does not
+        jump), or None when every path jumps."""
+        out = tail = []
+        last = _last_assignments(stmts, last_into or {})
+        for i, s in enumerate(stmts):
+            if isinstance(s, gast.Assign):
+                self.assign(s, env, tail, into=last.get(i))
+            elif isinstance(s, gast.If):
+                tail = self.if_(s, env, tail)
+                if tail is None:
+                    return out, None
+            elif isinstance(s, (gast.For, gast.While)):
+                self.loop(s, env, tail)
+            elif isinstance(s, (gast.Break, gast.Continue)):
+                self.path_end(tail, env, s)
+                self.emit(tail, s, s)
+                return out, None
+            elif isinstance(s, gast.Return):
+                value = s.value if s.value is not None else nodes.const(None)
+                into = None if nodes.is_atom(value) else self.version("y")
+                self.emit(tail, nodes.ret(self.flatten(value, env, tail, s, into=into)), s)
+                return out, None
+            elif isinstance(s, gast.Raise):
+                self.emit(tail, self.rename(s, env), s)
+                return out, None
+            elif not isinstance(s, gast.Pass):
+                self.emit(tail, self.rename(s, env), s)
+        return out, tail
+
+    def assign(self, s, env, out, into=None):
+        target, value = s.targets[0], s.value
+        if isinstance(target, gast.Name):
+            new = nodes.is_atom(value) and (into or self.version(target.id))
+            env[target.id] = self.flatten(value, env, out, s, into=new or _Deferred(
+                lambda: into or self.version(target.id))).id
+            return
+        if isinstance(value, (gast.Tuple, gast.List)) and len(value.elts) == len(target.elts):
+            pairs = list(zip(target.elts, value.elts))
+        else:
+            whole = self.flatten(value, env, out, s)
+            pairs = [(t, gast.Subscript(value=whole, slice=nodes.const(i), ctx=gast.Load()))
+                     for i, t in enumerate(target.elts)]
+        bound = {}
+        for t, v in pairs:
+            if isinstance(t, gast.Name):
+                bound[t.id] = self.version(t.id)
+                self.flatten(v, env, out, s, into=bound[t.id])
+            else:
+                sub_env = dict(env)
+                self.assign(nodes.located(nodes.assign(t, v), s), sub_env, out)
+                bound.update({k: sub_env[k] for k in _assigned([nodes.assign(t, v)])})
+        env.update(bound)
+
+    def if_(self, s, env, out):
+        cond = self.flatten(s.test, env, out, s)
+        assigned = sorted(_assigned(s.body) | _assigned(s.orelse))
+        joins = {v: self.version(v) for v in assigned}
+        branches = []
+        for stmts in (s.body, s.orelse):
+            benv = dict(env)
+            block, tail = self.block(stmts, benv, joins)
+            branches.append((block, benv, tail))
+        live = [b for b in branches if b[2] is not None]
+        if len(live) == 2:
+            for block, benv, tail in live:
+                for v, j in joins.items():
+                    if v in benv and benv[v] != j:
+                        _coalesce(block, benv[v], j) or self.emit(
+                            tail, nodes.assign(j, nodes.name(benv[v])), s)
+        self.emit(out, nodes.if_(cond, branches[0][0], branches[1][0]), s)
+        if len(live) == 1:
+            env.update(live[0][1])
+            return live[0][2]
+        if live:
+            env.update({v: j for v, j in joins.items() if any(v in b[1] for b in live)})
+            return out
+        return None
+
+    def loop(self, s, env, out):
+        is_for = isinstance(s, gast.For)
+        iter_ = self.iterable(s.iter, env, out, s) if is_for else None
+        target = s.target.id if is_for else None
+        carried = {}
+        for v in sorted(_assigned(s.body) - {target}):
+            p = env.get(v)
+            if p is None or p not in self.read:
+                carried[v] = p or self.version(v)
+            else:
+                carried[v] = self.namer.fresh(v)
+                self.emit(out, nodes.assign(carried[v], nodes.name(p)), s)
+        benv = dict(env)
+        benv.update(carried)
+        if is_for:
+            benv[target] = self.version(target)
+        test = None if is_for else self.rename(s.test, benv)
+        self.loops.append(carried)
+        body, tail = self.block(s.body, benv)
+        if tail is not None:
+            self.path_end(tail, benv, s)
+        self.loops.pop()
+        if is_for:
+            node = nodes.for_(benv[target], iter_, body)
+        else:
+            node = nodes.while_(test, body)
+        self.emit(out, node, s)
+        env.update(carried)
+        if is_for:
+            env[target] = benv[target]
+
+    def iterable(self, e, env, out, origin):
+        if isinstance(e, gast.Call):
+            return nodes.call(self.rename(e.func, env),
+                              [self.flatten(a, env, out, origin) for a in e.args])
+        return self.flatten(e, env, out, origin)
+
+    def path_end(self, out, env, origin):
+        out.append(nodes.located(nodes.marker("path_end"), origin))
+        for v, c in self.loops[-1].items():
+            if v in env and env[v] != c:
+                copy_ = self.emit(out, nodes.assign(c, nodes.name(env[v])), origin)
+                copy_.s2s_phi = True
+
+
+class _Deferred:
+    """A target name chosen only when it is needed, so names number in order."""
+
+    def __init__(self, make):
+        self.make = make
+        self.value = None
+
+
+def _named(into):
+    if isinstance(into, _Deferred):
+        into.value = into.value or into.make()
+        return into.value
+    return into
+
+
+def _assigned(stmts):
+    """User variables assigned anywhere in `stmts`."""
+    out = set()
+    for s in stmts:
+        for n in gast.walk(s):
+            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
+                out.add(n.id)
+    return out
+
+
+def _last_assignments(stmts, joins):
+    """{index: join name} for the last top-level plain assignment of each joined var
+    in `stmts` that no later statement of `stmts` assigns again."""
+    out, seen = {}, set()
+    for i in range(len(stmts) - 1, -1, -1):
+        s = stmts[i]
+        if (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+                and s.targets[0].id in joins and s.targets[0].id not in seen):
+            out[i] = joins[s.targets[0].id]
+        seen |= _assigned([s])
+    return out
+
+
+def _coalesce(block, old, new):
+    """Rename `old` to `new` throughout `block` if `block` defines `old`; say if done."""
+    if old not in _assigned(block):
+        return False
+    for s in block:
+        for n in gast.walk(s):
+            if isinstance(n, gast.Name) and n.id == old:
+                n.id = new
+    return True

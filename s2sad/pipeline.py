@@ -1,0 +1,99 @@
+"""The compiler on one screen: the passes, in order, from a function to its derivative.
+
+    capture   read the source, remember file and absolute lines, resolve free names
+    fence     reject unsupported syntax with a located message
+    desugar   augmented and multiple assignment, loop else, early returns, jumps
+    wengert   one primitive operation per statement, SSA names
+    reverse   forward pass with per-loop tapes, and the pullback closure
+    optimize  coalesce copies, propagate adjoint copies, fuse accumulations
+    emit      gast -> ast -> ast.unparse, compiled with the user's globals, live
+"""
+import copy
+
+from .ad.reverse import Reverse
+from .codegen import emit
+from .frontend import fence, source
+from .naming import Namer
+from .passes.desugar import Desugar
+from .passes.optimize import Optimize
+from .passes.wengert import Wengert
+
+STAGES = ("desugar", "wengert", "reverse")
+
+
+class Derivative:
+    """A compiled derivative: the callable and its source."""
+
+    def __init__(self, fn, source_text, filename):
+        self.fn = fn
+        self.source = source_text
+        self.filename = filename
+
+
+def wrt_names(src, wrt):
+    """Parameter names for `wrt` (an index, a name, or a tuple of them)."""
+    from .errors import S2SADError
+    params = [a.id for a in src.node.args.posonlyargs + src.node.args.args]
+    items = wrt if isinstance(wrt, (tuple, list)) else (wrt,)
+    out = []
+    for w in items:
+        if isinstance(w, bool) or not isinstance(w, (int, str)):
+            raise S2SADError(f"wrt must be a parameter index or name, got {w!r}")
+        if isinstance(w, int):
+            if not -len(params) <= w < len(params):
+                raise S2SADError(
+                    f"wrt={w} is out of range: {src.name}() has {len(params)} positional "
+                    f"parameter(s) {params}")
+            out.append(params[w])
+        elif w in params:
+            out.append(w)
+        else:
+            kwonly = [a.id for a in src.node.args.kwonlyargs]
+            hint = " (keyword-only parameters are never differentiated)" if w in kwonly else ""
+            raise S2SADError(f"wrt={w!r} is not a positional parameter of {src.name}(); "
+                             f"its parameters are {params}{hint}")
+    return out
+
+
+def wrt_indices(fn, wrt):
+    """Positional indices of the parameters `wrt` names."""
+    src = source.capture(fn)
+    params = [a.id for a in src.node.args.posonlyargs + src.node.args.args]
+    return [params.index(n) for n in wrt_names(src, wrt)]
+
+
+def stages(fn, wrt=0, stop=None):
+    """Run the passes on `fn` up to and including `stop`; return (src, node, reverse)."""
+    src = source.capture(fn)
+    fence.check(src)
+    namer = Namer.for_function(src)
+    wrt = wrt_names(src, wrt)
+    node = copy.deepcopy(src.node)
+    node = Desugar(src, namer).run(node)
+    if stop == "desugar":
+        return src, node, None
+    node = Wengert(src, namer).run(node)
+    if stop == "wengert":
+        return src, node, None
+    rev = Reverse(src, namer, wrt)
+    node = rev.run(node)
+    node = Optimize(src, namer).run(node)
+    return src, node, rev
+
+
+def reverse(fn, wrt=0):
+    """Compile the reverse-mode derivative `f_vjp` of `fn`."""
+    src, node, rev = stages(fn, wrt)
+    bindings = dict(rev.helpers)
+    code = src.fn.__code__
+    for var, cell in zip(code.co_freevars, src.fn.__closure__ or ()):
+        bindings.setdefault(var, cell.cell_contents)
+    filename = f"<s2sad: {node.name}, from {src.filename}:{src.first_line}>"
+    compiled, text = emit.compile_function(node, bindings, src.fn, filename)
+    return Derivative(compiled, text, filename)
+
+
+def stage_source(fn, stage, wrt=0):
+    """The source of `fn` after `stage` (one of STAGES)."""
+    _, node, _ = stages(fn, wrt, stop=stage)
+    return emit.to_source(node)

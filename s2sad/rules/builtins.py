@@ -1,0 +1,18 @@
+"""Rules for Python builtins."""
+import builtins
+import math
+
+from .registry import nondiff, vjp
+from .runtime import log_base
+
+vjp(builtins.abs, "x", "g * copysign(1.0, x)", namespace=vars(math))
+vjp(builtins.pow, "x, y", "g * y * x ** (y - 1)", "g * ans * _s2s_log(x)",
+    namespace={"_s2s_log": log_base})
+vjp(builtins.max, "x, y", "g * (x >= y)", "g * (x < y)")
+vjp(builtins.min, "x, y", "g * (x <= y)", "g * (x > y)")
+vjp(builtins.float, "x", "g")
+
+for _f in (builtins.int, builtins.round, builtins.bool, builtins.len, builtins.range,
+           builtins.print, builtins.isinstance, builtins.str, builtins.repr,
+           builtins.hash, builtins.id, builtins.type):
+    nondiff(_f)

@@ -1,0 +1,20 @@
+"""Helpers that generated code calls where plain arithmetic will not do."""
+import math
+
+import numpy as np
+
+
+def zeros_like(x):
+    """The zero adjoint of `x`: 0.0 for a number, a float zero array for an array."""
+    if isinstance(x, np.ndarray):
+        return np.zeros_like(x, dtype=np.result_type(x.dtype, np.float32))
+    if isinstance(x, (tuple, list)):
+        return type(x)(zeros_like(v) for v in x)
+    return 0.0
+
+
+def log_base(x):
+    """log(x) for the exponent rule of `x ** y`: 0.0 where x == 0 (0 ** y is flat in y)."""
+    if isinstance(x, np.ndarray):
+        return np.log(np.where(x == 0, 1.0, x))
+    return math.log(x) if x != 0 else 0.0
