@@ -13,7 +13,7 @@ from .rules import registry
 
 def _compiled(fn, wrt):
     fn = unwrap(fn)
-    key = ("reverse", wrt if isinstance(wrt, tuple) else (wrt,))
+    key = ("reverse", tuple(wrt) if isinstance(wrt, (tuple, list)) else wrt)
     return cache.get(fn, key, lambda: pipeline.reverse(fn, wrt))
 
 
@@ -135,11 +135,7 @@ def vjp(f, *args, **kwargs):
     """
     if not args:
         raise S2SADError("vjp needs the positional arguments to differentiate at")
-    wrt = tuple(range(len(args)))
-    y, pullback = _compiled(f, wrt if len(wrt) > 1 else 0).fn(*args, **kwargs)
-    if len(wrt) == 1:
-        return y, lambda y_bar: (pullback(y_bar),)
-    return y, pullback
+    return _compiled(f, tuple(range(len(args)))).fn(*args, **kwargs)
 
 
 def source(f, mode="reverse", wrt=0):

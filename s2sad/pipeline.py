@@ -67,6 +67,7 @@ def stages(fn, wrt=0, stop=None):
     src = source.capture(fn)
     fence.check(src)
     namer = Namer.for_function(src)
+    as_tuple = isinstance(wrt, (tuple, list))
     wrt = wrt_names(src, wrt)
     node = copy.deepcopy(src.node)
     node = Desugar(src, namer).run(node)
@@ -75,7 +76,7 @@ def stages(fn, wrt=0, stop=None):
     node = Wengert(src, namer).run(node)
     if stop == "wengert":
         return src, node, None
-    rev = Reverse(src, namer, wrt)
+    rev = Reverse(src, namer, wrt, as_tuple)
     node = rev.run(node)
     node = Optimize(src, namer).run(node)
     return src, node, rev

@@ -40,10 +40,11 @@ from .simplify import simplify
 class Reverse:
     """See the module docstring."""
 
-    def __init__(self, src, namer, wrt):
+    def __init__(self, src, namer, wrt, as_tuple=False):
         self.src = src
         self.namer = namer
         self.wrt = list(wrt)
+        self.as_tuple = as_tuple or len(self.wrt) > 1
         self.adjoints = {}
         self.helpers = {}
         self.loops = {}
@@ -60,9 +61,9 @@ class Reverse:
         reverse = self.block(body, defined)
         result = [self.adjoint_or_zero(p, defined) for p in self.wrt]
         reverse = _annotate(reverse, self.src)
-        reverse.append(nodes.ret(result[0] if len(result) == 1 else nodes.tuple_(result)))
+        reverse.append(nodes.ret(nodes.tuple_(result) if self.as_tuple else result[0]))
         pullback = nodes.function(self.namer.fresh(f"{fn.name}_pullback"), [seed], reverse)
-        forward = self.forward(body)
+        forward = _strip_markers(self.forward(body))
         vjp = nodes.function(self.namer.fresh(f"{fn.name}_vjp"), [], forward + [
             pullback, nodes.ret(nodes.tuple_([ret.value, nodes.name(pullback.name)]))],
             like=fn)
@@ -205,6 +206,7 @@ class Reverse:
             return []
         defined.update(pre)
         stored = set(nodes.names_stored(nodes.if_(nodes.const(True), body)))
+        info.add_inner()
         record = sorted(n for n in loaded - stored
                         if n in self.primal_names and n in info.defined_inside)
         info.plan(record)
@@ -219,12 +221,10 @@ class Reverse:
                 s.body = self.forward(s.body) or [gast.Pass()]
                 s.orelse = self.forward(s.orelse)
             elif isinstance(s, (gast.For, gast.While)):
+                s.body = self.forward(s.body)
                 info = self.loops.get(id(s))
                 if info is not None:
                     out.extend(info.instrument())
-                s.body = self.forward(s.body)
-            elif getattr(s, "s2s_marker", None):
-                continue
             out.append(s)
         return out
 
@@ -240,14 +240,18 @@ class _LoopInfo:
         stored = set(nodes.names_stored(nodes.if_(nodes.const(True), loop.body)))
         if isinstance(loop, gast.For):
             stored.add(loop.target.id)
-        for inner in _own_loops(loop.body):
-            info = rev.loops.get(id(inner))
-            if info is not None:
-                stored.update(info.created)
         self.defined_inside = stored
         loaded = set(nodes.names_loaded(nodes.if_(nodes.const(True), loop.body)))
         self.read_outside = loaded - stored
         self.created = []
+
+    def add_inner(self):
+        """Count the tapes of the loops nested in this one (known once they are
+        reversed) as defined inside it."""
+        for inner in _walk_loops(self.loop.body):
+            info = self.rev.loops.get(id(inner))
+            if info is not None:
+                self.defined_inside.update(info.created)
 
     def plan(self, record):
         loop, namer = self.loop, self.rev.namer
@@ -268,6 +272,7 @@ class _LoopInfo:
             self.mode = "start" if set(record) <= starts else "end"
         if self.mode != "range":
             self.created = [self.tape]
+            self.rev.primal_names.add(self.tape)
 
     def reversed_loop(self, body):
         if self.mode == "range":
@@ -307,6 +312,18 @@ class _LoopInfo:
         return nodes.expr_stmt(nodes.call(nodes.attribute(self.tape, "append"), [value]))
 
 
+def _strip_markers(stmts):
+    out = []
+    for s in stmts:
+        if getattr(s, "s2s_marker", None):
+            continue
+        for field in ("body", "orelse"):
+            if isinstance(getattr(s, field, None), list):
+                setattr(s, field, _strip_markers(getattr(s, field)))
+        out.append(s)
+    return out
+
+
 def _own(stmts):
     """Statements of `stmts` and of ifs nested in it, not of nested loops."""
     for s in stmts:
@@ -316,8 +333,8 @@ def _own(stmts):
             yield from _own(s.orelse)
 
 
-def _own_loops(stmts):
-    return [s for s in _own(stmts) if isinstance(s, (gast.For, gast.While))]
+def _walk_loops(stmts):
+    return [n for s in stmts for n in gast.walk(s) if isinstance(n, (gast.For, gast.While))]
 
 
 def _breaks(stmts):

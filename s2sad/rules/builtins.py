@@ -2,7 +2,7 @@
 import builtins
 import math
 
-from .registry import nondiff, vjp
+from .registry import nondiff, vjp, vjp_each
 from .runtime import log_base
 
 vjp(builtins.abs, "x", "g * copysign(1.0, x)", namespace=vars(math))
@@ -10,6 +10,8 @@ vjp(builtins.pow, "x, y", "g * y * x ** (y - 1)", "g * ans * _s2s_log(x)",
     namespace={"_s2s_log": log_base})
 vjp(builtins.max, "x, y", "g * (x >= y)", "g * (x < y)")
 vjp(builtins.min, "x, y", "g * (x <= y)", "g * (x > y)")
+vjp_each(builtins.max, "x", "g * (x == ans)")
+vjp_each(builtins.min, "x", "g * (x == ans)")
 vjp(builtins.float, "x", "g")
 
 for _f in (builtins.int, builtins.round, builtins.bool, builtins.len, builtins.range,

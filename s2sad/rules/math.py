@@ -1,7 +1,7 @@
 """Rules for the `math` module."""
 import math
 
-from .registry import nondiff, vjp
+from .registry import nondiff, vjp, vjp_each
 from .runtime import log_base
 
 ns = vars(math)
@@ -31,6 +31,7 @@ vjp(math.asinh, "x", "g / sqrt(x ** 2 + 1)", namespace=ns)
 vjp(math.acosh, "x", "g / sqrt(x ** 2 - 1)", namespace=ns)
 vjp(math.atanh, "x", "g / (1 - x ** 2)")
 vjp(math.hypot, "x, y", "g * x / ans", "g * y / ans")
+vjp_each(math.hypot, "x", "g * x / ans")
 vjp(math.fabs, "x", "g * copysign(1.0, x)", namespace=ns)
 vjp(math.copysign, "x, y", "g * copysign(1.0, x) * copysign(1.0, y)", None, namespace=ns)
 vjp(math.fmod, "x, y", "g", "-g * trunc(x / y)", namespace=ns)

@@ -24,13 +24,19 @@ class Rule:
     def __init__(self, prim):
         self.prim = prim
         self.variants = {}
+        self.each = None
         self.nondiff = False
 
     def templates(self, nargs):
         """{param: template or None}, or None when no variant takes `nargs` args."""
         if self.nondiff:
             return {}
-        return self.variants.get(nargs)
+        if nargs in self.variants:
+            return self.variants[nargs]
+        if self.each is not None:
+            return {f"{self.each[0]}{i}": self.each[1].renamed(f"{self.each[0]}{i}")
+                    for i in range(nargs)}
+        return None
 
 
 class Template:
@@ -48,6 +54,16 @@ class Template:
                                      "neither an argument, 'g', 'ans', nor in its namespace")
                 self.free[n.id] = namespace[n.id]
 
+    def renamed(self, param):
+        """This template over one argument, with that argument called `param`."""
+        import copy
+        out = copy.copy(self)
+        out.tree = copy.deepcopy(self.tree)
+        for n in gast.walk(out.tree):
+            if isinstance(n, gast.Name) and n.id == self.param:
+                n.id = param
+        return out
+
 
 def vjp(prim, params, *templates, namespace=None):
     """Register reverse rules for `prim` called with the parameters `params`
@@ -62,6 +78,18 @@ def vjp(prim, params, *templates, namespace=None):
     rule.nondiff = False
     rule.variants[len(names)] = {
         p: None if t is None else Template(t, names, namespace) for p, t in zip(names, templates)}
+    version += 1
+    return prim
+
+
+def vjp_each(prim, param, template, namespace=None):
+    """Register one template for every positional argument of a variadic `prim`, used
+    when no fixed-arity variant matches; `param` names the argument in `template`."""
+    global version
+    t = Template(template, [param], dict(namespace or {}))
+    t.param = param
+    rule = RULES.setdefault(prim, Rule(prim))
+    rule.each = (param, t)
     version += 1
     return prim
 
