@@ -150,8 +150,7 @@ def source(f, mode="reverse", wrt=0):
     <BLANKLINE>
         def sq_pullback(y_bar):
             # grad of: return x * x
-            x_bar = y_bar * x
-            x_bar = x_bar + y_bar * x
+            x_bar = y_bar * x + y_bar * x
             return x_bar
         return (y, sq_pullback)
     <BLANKLINE>

@@ -18,7 +18,7 @@ from .passes.desugar import Desugar
 from .passes.optimize import Optimize
 from .passes.wengert import Wengert
 
-STAGES = ("desugar", "wengert", "reverse")
+STAGES = ("desugar", "wengert", "reverse", "optimize")
 
 
 class Derivative:
@@ -78,7 +78,8 @@ def stages(fn, wrt=0, stop=None):
         return src, node, None
     rev = Reverse(src, namer, wrt, as_tuple)
     node = rev.run(node)
-    node = Optimize(src, namer).run(node)
+    if stop != "reverse":
+        node = Optimize(src, namer).run(node)
     return src, node, rev
 
 

@@ -9,14 +9,13 @@ Adjoints accumulate out of place; an adjoint that receives nothing is never writ
 >>> print(show(Reverse, '''
 ... def f(x, y):
 ...     return x * y + sin(x)
-... '''))
+... ''', wrt=(0, 1)))
 def f_vjp(x, y):
     t = x * y
     t_1 = sin(x)
     y_1 = t + t_1
 <BLANKLINE>
     def f_pullback(y_1_bar):
-        # grad of: return x * y + sin(x)
         t_bar = y_1_bar
         t_1_bar = y_1_bar
         x_bar = t_1_bar * cos(x)
@@ -24,6 +23,9 @@ def f_vjp(x, y):
         y_bar = t_bar * x
         return (x_bar, y_bar)
     return (y_1, f_pullback)
+
+(The result is called `y_1` because the function already uses `y`. The `optimize` pass
+then removes the copies and adds `# grad of:` comments.)
 """
 import copy
 
@@ -60,7 +62,6 @@ class Reverse:
         defined = {output} if output in self.active else set()
         reverse = self.block(body, defined)
         result = [self.adjoint_or_zero(p, defined) for p in self.wrt]
-        reverse = _annotate(reverse, self.src)
         reverse.append(nodes.ret(nodes.tuple_(result) if self.as_tuple else result[0]))
         pullback = nodes.function(self.namer.fresh(f"{fn.name}_pullback"), [seed], reverse)
         forward = _strip_markers(self.forward(body))
@@ -370,7 +371,7 @@ def _defs(stmts):
     return set(nodes.names_stored(nodes.if_(nodes.const(True), stmts)))
 
 
-def _annotate(stmts, src, previous=None):
+def annotate(stmts, src, previous=None):
     """Put `# grad of: <line>` over each run of adjoint code from one source line."""
     out = []
     for s in stmts:
@@ -379,8 +380,8 @@ def _annotate(stmts, src, previous=None):
             out.append(nodes.comment("grad of: " + src.line_text(s).strip()))
             previous = line
         if isinstance(s, (gast.If, gast.For, gast.While)):
-            s.body = _annotate(s.body, src, line)
-            s.orelse = _annotate(s.orelse, src, line)
+            s.body = annotate(s.body, src, line)
+            s.orelse = annotate(s.orelse, src, line)
             previous = None
         out.append(s)
     return out

@@ -1,13 +1,258 @@
-"""Optimize: clean up generated derivative code.
+"""Optimize: make generated derivative code as lean as a careful hand-written one.
 
-(Filled in below; for now the identity.)
+Takes the output of `reverse` and, to a fixed point,
+
+- in the forward pass, renames a loop body's last definition of a carried variable to
+  the carried name when the entry value is not needed after it, dropping the copy
+  (`s_1 = s + t; s = s_1` becomes `s = s + t`), and drops copies nobody reads;
+- in the pullback, propagates adjoint copies (`t_2_bar = t_1_bar`), fuses a first
+  contribution with the next accumulation (`a = e1; ...; a = a + e2` becomes
+  `a = e1 + e2`), writes `a + -b` as `a - b`, and removes adjoints nobody reads.
+
+>>> from s2sad.passes.optimize import Optimize
+>>> print(show(Optimize, '''
+... def f(x):
+...     s = 0.0
+...     for i in range(3):
+...         s += x * i
+...     return s
+... '''))
+def f_vjp(x):
+    s = 0.0
+    for i in range(3):
+        t = x * i
+        s = s + t
+<BLANKLINE>
+    def f_pullback(s_bar):
+        x_bar = 0.0
+        # grad of: for i in range(3):
+        for i in reversed(range(3)):
+            # grad of: s += x * i
+            x_bar = x_bar + s_bar * i
+        return x_bar
+    return (s, f_pullback)
 """
+import gast
+
+from ..ad.reverse import annotate
+from ..codegen import nodes
 
 
 class Optimize:
+    """See the module docstring."""
+
     def __init__(self, src, namer):
         self.src = src
         self.namer = namer
 
     def run(self, fn):
+        pullback = fn.s2s_pullback
+        forward = [s for s in fn.body if s is not pullback]
+        _coalesce_loops(forward)
+        changed = True
+        while changed:
+            changed = _drop_dead_copies(fn, forward)
+            locals_ = _adjoint_names(pullback)
+            changed |= _propagate_copies(pullback, locals_)
+            changed |= _fuse_accumulations(pullback.body)
+            changed |= _drop_dead_adjoints(pullback, locals_)
+        _rename_unpacks(pullback, self.namer)
+        pullback.body[:-1] = annotate(pullback.body[:-1], self.src)
+        for s in gast.walk(pullback):
+            if isinstance(s, gast.Assign):
+                s.value = _minus(s.value)
         return fn
+
+
+def _blocks(stmts):
+    """`stmts` and every statement list nested in it."""
+    yield stmts
+    for s in stmts:
+        for field in ("body", "orelse"):
+            inner = getattr(s, field, None)
+            if isinstance(inner, list) and not isinstance(s, gast.FunctionDef):
+                yield from _blocks(inner)
+
+
+def _loads(node, name):
+    return sum(1 for n in gast.walk(node) if isinstance(n, gast.Name) and n.id == name
+               and isinstance(n.ctx, gast.Load))
+
+
+def _stores(node, name):
+    return any(isinstance(n, gast.Name) and n.id == name and not isinstance(n.ctx, gast.Load)
+               for n in gast.walk(node))
+
+
+def _rename(node, old, new):
+    for n in gast.walk(node):
+        if isinstance(n, gast.Name) and n.id == old:
+            n.id = new
+
+
+def _copy_parts(s):
+    if (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+            and isinstance(s.value, gast.Name)):
+        return s.targets[0].id, s.value.id
+    return None
+
+
+# -- forward --------------------------------------------------------------------------
+def _coalesce_loops(stmts):
+    for block in _blocks(stmts):
+        for s in block:
+            if isinstance(s, (gast.For, gast.While)):
+                for body in _blocks(s.body):
+                    _coalesce_block(body)
+
+
+def _coalesce_block(block):
+    for i in range(len(block) - 1, -1, -1):
+        s = block[i]
+        if not getattr(s, "s2s_phi", False):
+            continue
+        carried, w = _copy_parts(s)
+        for j in range(i - 1, -1, -1):
+            d = block[j]
+            if isinstance(d, gast.Assign) and nodes.is_name(d.targets[0], w):
+                between = block[j + 1:i]
+                later = block[i + 1:]
+                if (not any(_loads(b, carried) or _stores(b, carried) for b in between)
+                        and not any(_loads(b, w) for b in later)):
+                    d.targets[0].id = carried
+                    for b in between:
+                        _rename(b, w, carried)
+                    del block[i]
+                break
+            if _stores(d, w):
+                break
+
+
+def _drop_dead_copies(fn, forward):
+    changed = False
+    for block in _blocks(forward):
+        for s in list(block):
+            if getattr(s, "s2s_phi", False):
+                target = s.targets[0].id
+                if _loads(fn, target) == 0:
+                    block.remove(s)
+                    changed = True
+    return changed
+
+
+# -- pullback -------------------------------------------------------------------------
+def _adjoint_names(pullback):
+    """Names the pullback assigns with `=` (not loop targets): its adjoints."""
+    return {s.targets[0].id for s in gast.walk(pullback)
+            if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)}
+
+
+def _propagate_copies(pullback, locals_):
+    changed = False
+    defs = {}
+    for s in gast.walk(pullback):
+        if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
+            defs[s.targets[0].id] = defs.get(s.targets[0].id, 0) + 1
+    for block in _blocks(pullback.body):
+        i = 0
+        while i < len(block):
+            parts = _copy_parts(block[i])
+            if parts and parts[0] in locals_ and defs.get(parts[0]) == 1:
+                a, b = parts
+                uses = [k for k in range(i + 1, len(block)) if _loads(block[k], a)]
+                total = _loads(pullback, a)
+                if uses and sum(_loads(block[k], a) for k in uses) == total and not any(
+                        _stores(block[k], b) and _copy_parts(block[k]) != (b, a)
+                        for k in range(i + 1, uses[-1])) and not (
+                        _loops_over(block, i + 1, uses[-1], b)):
+                    for k in uses:
+                        _rename(block[k], a, b)
+                    del block[i]
+                    block[:] = [t for t in block if _copy_parts(t) != (b, b)]
+                    changed = True
+                    continue
+                if not uses and total == 0:
+                    del block[i]
+                    changed = True
+                    continue
+            i += 1
+    return changed
+
+
+def _loops_over(block, start, stop, name):
+    return any(_stores(block[k], name) for k in range(start, stop + 1)
+               if isinstance(block[k], (gast.For, gast.While)))
+
+
+def _fuse_accumulations(stmts):
+    changed = False
+    for block in _blocks(stmts):
+        i = 0
+        while i < len(block):
+            s = block[i]
+            if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
+                a = s.targets[0].id
+                read = set(nodes.names_loaded(s.value))
+                for k in range(i + 1, len(block)):
+                    t = block[k]
+                    if _is_accumulation(t, a):
+                        if _loads(t.value.right, a) == 0:
+                            t.value = nodes.binop(s.value, gast.Add(), t.value.right)
+                            del block[i]
+                            changed = True
+                            i -= 1
+                        break
+                    if _loads(t, a) or _stores(t, a) or any(_stores(t, r) for r in read):
+                        break
+            i += 1
+    return changed
+
+
+def _is_accumulation(s, a):
+    return (isinstance(s, gast.Assign) and nodes.is_name(s.targets[0], a)
+            and isinstance(s.value, gast.BinOp) and isinstance(s.value.op, gast.Add)
+            and nodes.is_name(s.value.left, a))
+
+
+def _drop_dead_adjoints(pullback, locals_):
+    changed = False
+    for block in _blocks(pullback.body):
+        for s in list(block):
+            if (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+                    and s.targets[0].id in locals_ and _loads(pullback, s.targets[0].id) == 0):
+                block.remove(s)
+                changed = True
+    return changed
+
+
+def _rename_unpacks(pullback, namer):
+    """A reversed loop rebinds the values it reads from its tape; where the pullback
+    also reads those names outside the loop (final values), rename them in the loop."""
+    for loop in [n for n in gast.walk(pullback) if isinstance(n, gast.For)]:
+        for name in set(nodes.names_stored(loop.target)):
+            if _loads(pullback, name) > _loads(loop, name):
+                new = namer.fresh(name)
+                _rename(loop.target, name, new)
+                for s in loop.body:
+                    _rename(s, name, new)
+
+
+def _negated(e):
+    """`e'` if `e` is `-e'` up to a product or quotient, else None."""
+    if isinstance(e, gast.UnaryOp) and isinstance(e.op, gast.USub):
+        return e.operand
+    if isinstance(e, gast.BinOp) and isinstance(e.op, (gast.Mult, gast.Div)):
+        inner = _negated(e.left)
+        if inner is not None:
+            return nodes.binop(inner, e.op, e.right)
+    return None
+
+
+def _minus(e):
+    """`a + -b` as `a - b`, throughout `e`."""
+    for n in gast.walk(e):
+        if isinstance(n, gast.BinOp) and isinstance(n.op, gast.Add):
+            inner = _negated(n.right)
+            if inner is not None:
+                n.op, n.right = gast.Sub(), inner
+    return e

@@ -1,0 +1,138 @@
+"""The `s2sad` command: show generated derivative source, check gradients.
+
+    s2sad show FILE.py:FUNC [--mode reverse] [--wrt NAME[,NAME]] [--stage STAGE]
+    s2sad check FILE.py:FUNC --at V [V ...] [--wrt NAME[,NAME]]
+
+Errors are one line on stderr and exit status 2; `check` exits 1 when the gradient
+disagrees with finite differences.
+"""
+import argparse
+import importlib.util
+import inspect
+import os
+import sys
+
+from . import api, pipeline
+from .errors import GradientCheckError, S2SADError
+
+
+class CLIError(Exception):
+    pass
+
+
+def main(argv=None):
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args)
+    except (CLIError, S2SADError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(f"s2sad: error: {first}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+def _parser():
+    parser = argparse.ArgumentParser(prog="s2sad", description="Source-to-source automatic "
+                                     "differentiation for Python.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    show = sub.add_parser("show", help="print the generated derivative source")
+    show.add_argument("target", metavar="FILE.py:FUNC")
+    show.add_argument("--mode", choices=["reverse", "forward"], default="reverse")
+    show.add_argument("--wrt", help="parameters to differentiate, comma-separated "
+                                    "(default: the first)")
+    show.add_argument("--stage", choices=list(pipeline.STAGES),
+                      help="print an intermediate form instead")
+    show.set_defaults(run=_show)
+    check = sub.add_parser("check", help="compare the gradient with finite differences")
+    check.add_argument("target", metavar="FILE.py:FUNC")
+    check.add_argument("--at", nargs="+", required=True, metavar="V",
+                       help="the point: one number per positional parameter")
+    check.add_argument("--wrt", help="parameters to differentiate (default: all)")
+    check.set_defaults(run=_check)
+    return parser
+
+
+def load(target):
+    """The function `FUNC` of the file in `FILE.py:FUNC`."""
+    path, sep, name = target.rpartition(":")
+    if not sep or not path or not name:
+        raise CLIError(f"expected FILE.py:FUNC, got {target!r}")
+    if not os.path.isfile(path):
+        raise CLIError(f"no such file: {path}")
+    module_name = os.path.splitext(os.path.basename(path))[0]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(module_name, module)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # the user's module failed to import
+        raise CLIError(f"importing {path} failed: {type(exc).__name__}: {exc}") from None
+    fn = getattr(module, name, None)
+    if fn is None:
+        funcs = sorted(k for k, v in vars(module).items()
+                       if inspect.isfunction(v) and v.__module__ == module.__name__)
+        raise CLIError(f"{path} has no function {name!r}; it defines: {', '.join(funcs)}")
+    return getattr(fn, "primal", fn)
+
+
+def _wrt(text, default):
+    if not text:
+        return default
+    names = tuple(w.strip() for w in text.split(",") if w.strip())
+    return tuple(int(w) if w.lstrip("-").isdigit() else w for w in names)
+
+
+def _show(args):
+    fn = load(args.target)
+    if args.mode == "forward":
+        raise CLIError("--mode forward is not available yet; use --mode reverse")
+    wrt = _wrt(args.wrt, 0)
+    if args.stage:
+        text = pipeline.stage_source(fn, args.stage, wrt)
+    else:
+        text = api.source(fn, wrt=wrt)
+    print(_highlight(text), end="")
+    return 0
+
+
+def _check(args):
+    fn = load(args.target)
+    try:
+        point = [float(v) for v in args.at]
+    except ValueError:
+        raise CLIError(f"--at takes numbers, got {' '.join(args.at)}") from None
+    params = inspect.signature(fn).parameters.values()
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = [p for p in positional if p.default is p.empty]
+    if not len(required) <= len(point) <= len(positional):
+        expected = (str(len(required)) if len(required) == len(positional)
+                    else f"{len(required)} to {len(positional)}")
+        raise CLIError(f"{fn.__name__}() takes {expected} positional value(s), but --at "
+                       f"gave {len(point)}")
+    wrt = _wrt(args.wrt, tuple(range(len(point))))
+    try:
+        g = api.check_grad(fn, *point, wrt=wrt)
+    except GradientCheckError as exc:
+        print(f"FAIL {exc}")
+        return 1
+    names = [positional[i].name for i in pipeline.wrt_indices(fn, wrt)]
+    for n, v in zip(names, g if isinstance(g, tuple) else (g,)):
+        print(f"  d/d{n} = {v!r}")
+    print(f"OK: the gradient of {fn.__name__} at {tuple(point)} matches central finite "
+          "differences")
+    return 0
+
+
+def _highlight(text):
+    if not sys.stdout.isatty():
+        return text
+    try:
+        from pygments import highlight
+        from pygments.formatters import TerminalFormatter
+        from pygments.lexers import PythonLexer
+    except ImportError:
+        return text
+    return highlight(text, PythonLexer(), TerminalFormatter())
