@@ -299,16 +299,20 @@ class _LoopInfo:
             loop.body.insert(0, gast.AugAssign(target=nodes.name(self.tape, store=True),
                                                op=gast.Add(), value=nodes.const(1)))
             return [nodes.assign(self.tape, nodes.const(0))]
+        before = [nodes.assign(self.tape, gast.List(elts=[], ctx=gast.Load()))]
         if self.mode == "start":
-            loop.body.insert(0, self.push(set(self.record)))
-        else:
-            target = {loop.target.id} if isinstance(loop, gast.For) else set()
-            at_start = (set(self.record) - self.defined_inside) | self.carried | target
-            loop.body = _at_path_ends(loop.body, self.push, at_start)
-        return [nodes.assign(self.tape, gast.List(elts=[], ctx=gast.Load()))]
+            loop.body.insert(0, self.push())
+            return before
+        target = {loop.target.id} if isinstance(loop, gast.For) else set()
+        at_start = (set(self.record) - self.defined_inside) | self.carried | target
+        partial = set()
+        loop.body = _at_path_ends(loop.body, self.push, at_start, self.record, partial)
+        # A value defined on some paths only is read back only on those paths; before
+        # the first iteration it still needs a binding to be recorded.
+        return [nodes.assign(n, nodes.const(None)) for n in sorted(partial)] + before
 
-    def push(self, available):
-        vals = [nodes.name(n) if n in available else nodes.const(None) for n in self.record]
+    def push(self):
+        vals = [nodes.name(n) for n in self.record]
         value = vals[0] if len(vals) == 1 else nodes.tuple_(vals)
         return nodes.expr_stmt(nodes.call(nodes.attribute(self.tape, "append"), [value]))
 
@@ -348,18 +352,19 @@ def _is_range(loop, rev):
             and rev.src.resolve(it.func) is range)
 
 
-def _at_path_ends(stmts, push, defined):
-    """Replace the path-end markers of this loop by `push(names defined there)`."""
+def _at_path_ends(stmts, push, defined, record, partial):
+    """Replace this loop's path-end markers by `push()`; add to `partial` the recorded
+    names that are not defined on every path reaching a marker."""
     defined = set(defined)
     out = []
     for s in stmts:
         if getattr(s, "s2s_marker", None) == "path_end":
-            out.append(nodes.located(push(defined), s))
+            partial.update(set(record) - defined)
+            out.append(nodes.located(push(), s))
             continue
         if isinstance(s, gast.If):
-            before = set(defined)
-            s.body = _at_path_ends(s.body, push, before)
-            s.orelse = _at_path_ends(s.orelse, push, before)
+            s.body = _at_path_ends(s.body, push, defined, record, partial)
+            s.orelse = _at_path_ends(s.orelse, push, defined, record, partial)
             defined |= (_defs(s.body) & _defs(s.orelse))
         else:
             defined |= set(nodes.names_stored(s))

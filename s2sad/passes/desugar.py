@@ -50,6 +50,8 @@ class Desugar:
         returns = [n for s in body for n in gast.walk(s) if isinstance(n, gast.Return)]
         if not (len(returns) == 1 and body and body[-1] is returns[0]):
             body = self.single_exit(body)
+        else:
+            body, _, _ = self.jumps(body)
         fn.body = body
         return fn
 
