@@ -10,6 +10,7 @@ Peers (autograd, JAX, PyTorch) are used only when they are importable.
 """
 
 import argparse
+import importlib.metadata
 import json
 import math
 import os
@@ -74,6 +75,8 @@ def per_call(fn, args, target, repeat, budget):
     """Minimum seconds per call over `repeat` measurements of ~`target` s."""
     timer = timeit.Timer("fn(*args)", globals={"fn": fn, "args": args})
     number, dt = 1, timer.timeit(1)
+    if dt >= budget:  # very slow: one call is all we can afford
+        return dt
     while dt < target / 10:
         number *= 10
         dt = timer.timeit(number)
@@ -104,7 +107,11 @@ def math_for(lib):
                                     ("log", "sin", "cos", "exp", "sqrt")})
 
 
-def load_peers(wanted):
+class Skip(Exception):
+    """A peer declines a workload (reported, not an error)."""
+
+
+def load_peers(wanted, jit_max_eqns):
     peers, versions = {}, {}
 
     def want(name):
@@ -115,11 +122,11 @@ def load_peers(wanted):
             import autograd
             import autograd.numpy as anp
 
-            def autograd_grad(f, wrt):
+            def autograd_grad(f, wrt, args):
                 return autograd.grad(fresh(f, math=math_for(anp)), wrt)
 
             peers["autograd"] = autograd_grad
-            versions["autograd"] = getattr(autograd, "__version__", "?")
+            versions["autograd"] = importlib.metadata.version("autograd")
         except Exception:
             pass
 
@@ -129,13 +136,20 @@ def load_peers(wanted):
             import jax.numpy as jnp
             jax.config.update("jax_enable_x64", True)  # float64 like the rest
 
-            def jax_grad(f, wrt, jit=False):
+            def jax_grad(f, wrt, args, jit=False):
                 g = jax.grad(fresh(f, math=math_for(jnp)), argnums=wrt)
-                g = jax.jit(g) if jit else g
+                if jit:  # Python loops unroll: the XLA compile can explode
+                    traced = jax.jit(g).trace(*args)
+                    n = len(traced.jaxpr.eqns)
+                    if n > jit_max_eqns:
+                        raise Skip(f"{n} equations once unrolled, over "
+                                   f"--jit-max-eqns {jit_max_eqns}")
+                    g = traced.lower().compile()
                 return lambda *a: jax.block_until_ready(g(*a))
 
             peers["jax"] = jax_grad
-            peers["jax.jit"] = lambda f, wrt: jax_grad(f, wrt, jit=True)
+            peers["jax.jit"] = lambda f, wrt, args: jax_grad(f, wrt, args,
+                                                             jit=True)
             versions["jax"] = jax.__version__
         except Exception:
             pass
@@ -144,7 +158,7 @@ def load_peers(wanted):
         try:
             import torch
 
-            def torch_grad(f, wrt):
+            def torch_grad(f, wrt, args):
                 g = fresh(f, math=math_for(torch))
                 idx = wrt_indices(wrt)
 
@@ -184,7 +198,11 @@ def fail(msg):
 
 
 def check(name, f, hand, args, wrt, s2sad, peers):
-    """Validate the hand gradient, s2sad and peers; return peers that agree."""
+    """Validate the hand gradient, s2sad and peers.
+
+    Returns {peer: (gradient function, seconds to build it and call it once)}
+    for the peers that agree with the hand gradient.
+    """
     want = as_tuple(hand(*args), wrt)
     fd = central_fd(f, args, wrt)
     if not close(want, fd, FD_RTOL):
@@ -203,15 +221,22 @@ def check(name, f, hand, args, wrt, s2sad, peers):
     ok = {}
     for peer, make in peers.items():
         try:
-            got = as_tuple(make(f, wrt)(*args), wrt)
-            if close(got, want, PEER_RTOL):
-                ok[peer] = make
-            else:
-                print(f"warning: {peer} on {name} gives {got}, expected "
-                      f"{want}; peer dropped for this workload")
+            t0 = time.perf_counter()
+            gf = make(f, wrt, args)
+            got = as_tuple(gf(*args), wrt)
+            first = time.perf_counter() - t0
+        except Skip as e:
+            print(f"note: {peer} skipped on {name}: {e}")
+            continue
         except Exception as e:
             print(f"warning: {peer} fails on {name} ({type(e).__name__}: "
                   f"{e}); peer dropped for this workload")
+            continue
+        if close(got, want, PEER_RTOL):
+            ok[peer] = (gf, first)
+        else:
+            print(f"warning: {peer} on {name} gives {got}, expected "
+                  f"{want}; peer dropped for this workload")
     return ok
 
 
@@ -264,8 +289,11 @@ def main():
     ap.add_argument("--quick", action="store_true",
                     help="short smoke run (less precise timings)")
     ap.add_argument("--json", metavar="FILE", help="also write raw results")
-    ap.add_argument("--peers", default="all",
-                    help="'all', 'none' or a comma list of autograd,jax,torch")
+    ap.add_argument("--peers", help="'all', 'none' or a comma list of "
+                    "autograd,jax,torch (default: all; --quick: all but jax)")
+    ap.add_argument("--jit-max-eqns", type=int, default=20000,
+                    help="skip jax.jit when the unrolled trace is bigger "
+                    "(default %(default)s; XLA compile time explodes)")
     ap.add_argument("--no-s2sad", action="store_true",
                     help="skip s2sad (time only plain, hand and peers)")
     opts = ap.parse_args()
@@ -278,7 +306,8 @@ def main():
     s2sad, why = (None, "--no-s2sad") if opts.no_s2sad else load_s2sad()
     if s2sad is None:
         print(f"warning: s2sad not benchmarked ({why})")
-    peers, versions = load_peers(opts.peers)
+    wanted = opts.peers or ("autograd,torch" if opts.quick else "all")
+    peers, versions = load_peers(wanted, opts.jit_max_eqns)
     print(f"Python {platform.python_version()} on {platform.machine()}, "
           f"peers: {', '.join(f'{k} {v}' for k, v in versions.items()) or 'none'}"
           f"{' (quick run)' if opts.quick else ''}")
@@ -298,10 +327,10 @@ def main():
                                       target, repeat, budget)
             transform = first_call(lambda: s2sad.grad(fresh(f), wrt=wrt),
                                    args, transforms)
-        for peer, make in ok_peers.items():
+        for peer, (gf, first) in ok_peers.items():
             if peer == "jax.jit":
-                jit_compile = first_call(lambda: make(f, wrt), args, 1)
-            times[peer] = per_call(make(f, wrt), args, target, repeat, budget)
+                jit_compile = first  # trace + lower + compile + one call
+            times[peer] = per_call(gf, args, target, repeat, budget)
         rows.append({"workload": name, "times": times,
                      "s2sad_transform": transform,
                      "jax_jit_compile": jit_compile})

@@ -1,7 +1,5 @@
 """The public API: grad, value_and_grad, vjp, source, check_grad, and rule registration."""
 import functools
-import math
-import numbers
 
 import numpy as np
 
@@ -11,10 +9,10 @@ from .frontend.source import unwrap
 from .rules import registry
 
 
-def _compiled(fn, wrt):
+def _compiled(fn, wrt, fused=False):
     fn = unwrap(fn)
-    key = ("reverse", tuple(wrt) if isinstance(wrt, (tuple, list)) else wrt)
-    return cache.get(fn, key, lambda: pipeline.reverse(fn, wrt))
+    key = ("grad" if fused else "reverse", tuple(wrt) if isinstance(wrt, (tuple, list)) else wrt)
+    return cache.get(fn, key, lambda: pipeline.reverse(fn, wrt, fused))
 
 
 class _Derivative:
@@ -26,19 +24,18 @@ class _Derivative:
         functools.update_wrapper(self, fn)
         self.primal = fn
         self.wrt = wrt
-        self._vjp = None
+        self._fn = self._compile_and_call
         self._version = -1
 
-    def _get(self):
-        if self._vjp is None or self._version != registry.version:
-            self._vjp = _compiled(self.primal, self.wrt).fn
-            self._version = registry.version
-        return self._vjp
+    def _compile_and_call(self, *args, **kwargs):
+        self._fn = _compiled(self.primal, self.wrt, fused=True).fn
+        self._version = registry.version
+        return self._fn(*args, **kwargs)
 
     @property
     def source(self):
-        """The generated source of the derivative."""
-        return _compiled(self.primal, self.wrt).source
+        """The generated source this derivative runs (`f_value_and_grad`)."""
+        return _compiled(self.primal, self.wrt, fused=True).source
 
     def __repr__(self):
         return f"<{type(self).__name__} of {self.primal.__qualname__} wrt={self.wrt!r}>"
@@ -51,31 +48,18 @@ class GradientFunction(_Derivative):
     """The gradient of a scalar function; call it like the function."""
 
     def __call__(self, *args, **kwargs):
-        y, pullback = self._get()(*args, **kwargs)
-        return pullback(_seed(y, self.primal))
+        if self._version != registry.version:
+            self._fn = self._compile_and_call
+        return self._fn(*args, **kwargs)[1]
 
 
 class ValueAndGradientFunction(_Derivative):
     """Returns `(f(*args), gradient)` from one forward pass."""
 
     def __call__(self, *args, **kwargs):
-        y, pullback = self._get()(*args, **kwargs)
-        return y, pullback(_seed(y, self.primal))
-
-
-def _seed(y, fn):
-    if type(y) is float:
-        return 1.0
-    if isinstance(y, (numbers.Number, np.generic)) and not isinstance(y, (complex, bool)):
-        return np.ones_like(y)[()] if isinstance(y, np.generic) else 1.0
-    if isinstance(y, np.ndarray) and y.shape == ():
-        return np.ones_like(y)
-    shape = getattr(y, "shape", None)
-    found = f"an array of shape {shape}" if shape is not None else f"a {type(y).__name__}"
-    raise NonScalarOutputError(
-        f"grad needs a function with a scalar output, but {fn.__qualname__} returned "
-        f"{found}. Use s2sad.vjp for non-scalar outputs (or reduce the output, e.g. "
-        "with .sum()).")
+        if self._version != registry.version:
+            self._fn = self._compile_and_call
+        return self._fn(*args, **kwargs)
 
 
 def _decorator(cls, f, wrt):
@@ -213,4 +197,3 @@ def nondiff(prim):
     return registry.nondiff(prim)
 
 
-del math

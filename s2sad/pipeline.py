@@ -10,7 +10,7 @@
 """
 import copy
 
-from .ad.reverse import Reverse
+from .ad.reverse import Reverse, fuse
 from .codegen import emit
 from .frontend import fence, source
 from .naming import Namer
@@ -83,9 +83,12 @@ def stages(fn, wrt=0, stop=None):
     return src, node, rev
 
 
-def reverse(fn, wrt=0):
-    """Compile the reverse-mode derivative `f_vjp` of `fn`."""
+def reverse(fn, wrt=0, fused=False):
+    """Compile the reverse-mode derivative `f_vjp` of `fn` (with `fused`, the
+    `f_value_and_grad` that `grad` runs)."""
     src, node, rev = stages(fn, wrt)
+    if fused:
+        node = fuse(node, rev.namer, rev.helper)
     bindings = dict(rev.helpers)
     code = src.fn.__code__
     for var, cell in zip(code.co_freevars, src.fn.__closure__ or ()):

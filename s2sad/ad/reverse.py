@@ -82,7 +82,7 @@ class Reverse:
             return nodes.name(self.adj(p))
         return nodes.call(self.helper("zeros_like", "s2sad.rules.runtime"), [nodes.name(p)])
 
-    def helper(self, name, module=None, obj=MISSING):
+    def helper(self, name, module="builtins", obj=MISSING):
         """The name generated code uses for helper `name` (an object to bind)."""
         if obj is MISSING:
             import importlib
@@ -228,6 +228,33 @@ class Reverse:
                     out.extend(info.instrument())
             out.append(s)
         return out
+
+
+def fuse(vjp, namer, helper):
+    """`f_value_and_grad(x) -> (y, x_bar)`: the forward pass, then the pullback inlined
+    with its seed, for `grad` and `value_and_grad` (no closure, one call)."""
+    pullback = vjp.s2s_pullback
+    forward = [s for s in vjp.body[:-1] if s is not pullback]
+    result = vjp.body[-1].value.elts[0]
+    grads = pullback.body[-1].value
+    out = []
+    if isinstance(result, gast.Name) and result.id in nodes.names_stored(pullback):
+        kept = namer.fresh("value")
+        out.append(nodes.assign(kept, copy.deepcopy(result)))
+        result = nodes.name(kept)
+    r = ast_unparse(vjp.body[-1].value.elts[0])
+    seed = nodes.parse_expr(f"1.0 if {helper('type')}({r}) is {helper('float')} "
+                            f"else {helper('seed', 's2sad.rules.runtime')}({r}, "
+                            f"{vjp.name[:-4]!r})")
+    out.append(nodes.assign(pullback.args.args[0].id, seed))
+    body = forward + out + pullback.body[:-1] + [nodes.ret(nodes.tuple_([result, grads]))]
+    fused = nodes.function(namer.fresh(vjp.name[:-4] + "_value_and_grad"), [], body, like=vjp)
+    return fused
+
+
+def ast_unparse(node):
+    import ast
+    return ast.unparse(gast.gast_to_ast(copy.deepcopy(node)))
 
 
 class _LoopInfo:

@@ -1,0 +1,145 @@
+"""Control-flow corner cases: breaks hidden in branches, returns inside nested loops,
+for-else, while True, loop-carried swaps, names read both before and after loops.
+Each is checked against finite differences in tests/test_control_flow.py."""
+import math
+
+def conflict(x):
+    t = x
+    for i in range(3):
+        t = math.sin(t)
+    return t * t
+
+def newton_sqrt(a):
+    x = a
+    while abs(x * x - a) > 1e-12 * a:
+        x = (x + a / x) / 2
+    return x
+
+def ret_in_loop(x):
+    s = 0.0
+    for i in range(10):
+        s = s + x * i
+        if s > 5:
+            return s * x
+    return -s
+
+def nested_break(x):
+    s = x
+    for i in range(6):
+        if i > 1:
+            s = s * 1.5
+            if s > 4:
+                break
+            s = s + x
+        s = s * x
+    return s
+
+def for_else(x):
+    s = x
+    for i in range(4):
+        s = s * x
+        if s > 100:
+            break
+    else:
+        s = s + 1
+    return s
+
+def cont(x):
+    s = 0.0
+    for i in range(6):
+        if i % 2 == 0:
+            continue
+        s += x ** i
+    return s
+
+def kw(x, *, scale=2.0, n=3):
+    y = x
+    for i in range(n):
+        y = y * scale + x
+    return y
+
+def fib(x):
+    a, b = x, 1.0
+    for i in range(5):
+        a, b = b, a + b
+    return a * b
+
+def ifexp(x):
+    y = x * x if x > 0 else -x
+    return y + (3.0 if x < 1 else x)
+
+def defined_in_loop(x):
+    for i in range(3):
+        z = x * (i + 1)
+    return z * z
+
+def zero_trip(x, n=0):
+    s = x
+    for i in range(n):
+        s = s * 2
+    return s * s
+
+def multi(x):
+    a = b = x * 2
+    a += 1
+    return a * b
+
+def unused(x, y):
+    return x * 3.0
+
+def nested_while(x):
+    n = 0
+    s = x
+    while n < 3:
+        m = 0
+        while m < n:
+            s = s + math.sin(s) * x
+            m += 1
+        n += 1
+    return s
+
+def self_ref(x):
+    t = x
+    for i in range(3):
+        t = t * t * 0.5 + x
+    return t
+
+def loop_temp_result(x):
+    t = x
+    for i in range(4):
+        t = math.exp(t * 0.3) - x
+    return t
+
+def early(x):
+    if x < 0:
+        return 0.0
+    if x > 10:
+        return x
+    return x * x
+
+def ret_in_nested(x):
+    for i in range(5):
+        for j in range(5):
+            if i * j * x > 3:
+                return x * i + j
+    return x
+
+def chain_cmp(x):
+    if 0 < x < 1:
+        return x ** 3
+    return x
+
+def swap_loop(x, y):
+    for i in range(3):
+        x, y = y, x * y
+    return x + y
+
+def while_break(x):
+    k = 0
+    s = x
+    while True:
+        s = s * 1.1 + x
+        k += 1
+        if k >= 4:
+            break
+    return s
