@@ -66,7 +66,7 @@ def _decorator(cls, f, wrt):
     if f is None:
         return lambda g: cls(g, wrt)
     if not callable(f):
-        raise TypeError(f"s2sad differentiates functions; got {type(f).__name__} {f!r}")
+        raise S2SADError(f"s2sad differentiates functions; got {type(f).__name__} {f!r}")
     return cls(f, wrt)
 
 

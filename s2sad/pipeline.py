@@ -12,6 +12,7 @@ import copy
 
 from .ad.reverse import Reverse, fuse
 from .codegen import emit
+from .errors import InternalError, S2SADError
 from .frontend import fence, source
 from .naming import Namer
 from .passes.desugar import Desugar
@@ -32,7 +33,6 @@ class Derivative:
 
 def wrt_names(src, wrt):
     """Parameter names for `wrt` (an index, a name, or a tuple of them)."""
-    from .errors import S2SADError
     params = [a.id for a in src.node.args.posonlyargs + src.node.args.args]
     items = wrt if isinstance(wrt, (tuple, list)) else (wrt,)
     out = []
@@ -64,6 +64,23 @@ def wrt_indices(fn, wrt):
 
 def stages(fn, wrt=0, stop=None):
     """Run the passes on `fn` up to and including `stop`; return (src, node, reverse)."""
+    try:
+        return _stages(fn, wrt, stop)
+    except S2SADError:
+        raise
+    except Exception as exc:
+        import traceback
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        where = getattr(fn, "__code__", None)
+        origin = f" ({where.co_filename}:{where.co_firstlineno})" if where else ""
+        raise InternalError(
+            f"s2sad failed inside {frame.filename.split('s2sad')[-1]}:{frame.lineno} while "
+            f"differentiating {getattr(fn, '__qualname__', fn)}{origin}: "
+            f"{type(exc).__name__}: {exc}. This is a bug in s2sad; please report it with "
+            "the function.") from exc
+
+
+def _stages(fn, wrt, stop):
     src = source.capture(fn)
     fence.check(src)
     namer = Namer.for_function(src)

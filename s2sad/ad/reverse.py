@@ -69,6 +69,7 @@ class Reverse:
             pullback, nodes.ret(nodes.tuple_([ret.value, nodes.name(pullback.name)]))],
             like=fn)
         vjp.s2s_pullback = pullback
+        vjp.s2s_loops = list(self.loops.values())
         return vjp
 
     # -- names ------------------------------------------------------------------------
@@ -132,7 +133,11 @@ class Reverse:
         defined.discard(target)
         op = s.s2s_op
         out = []
-        for i, arg in op.diff_args():
+        # Accumulate into adjoints that exist before starting new ones, so that a copy
+        # `a_bar = b_bar` can later be propagated.
+        args = sorted(op.diff_args(), key=lambda ia: not (
+            isinstance(ia[1], gast.Name) and ia[1].id in defined))
+        for i, arg in args:
             if not (isinstance(arg, gast.Name) and arg.id in self.active):
                 continue
             if op.kind == COPY:
@@ -155,24 +160,41 @@ class Reverse:
         return simplify(expr)
 
     def missing_rule(self, op, s):
-        what = gast.unparse(op.node) if hasattr(gast, "unparse") else "call"
-        func = getattr(op.node, "func", None)
-        label = _label(op.prim) if op.prim is not None else (
-            _expr_source(func) if func is not None else type(op.node).__name__)
-        if op.prim is not None and op.params is None and _has_rule(op.prim):
-            detail = (f"s2sad has rules for {label} but not with {len(op.args)} "
-                      "positional arguments")
-        elif op.prim is not None and callable(op.prim) and hasattr(op.prim, "__code__"):
+        where = f"{self.src.where(s)}: "
+        line = f"\n    {self.src.line_text(s).strip()}\n"
+        node = op.node
+        if op.prim is None:
+            what = {gast.Tuple: "building a tuple of differentiated values",
+                    gast.List: "building a list of differentiated values",
+                    gast.Subscript: "indexing a differentiated value",
+                    gast.Attribute: "reading an attribute of a differentiated value",
+                    }.get(type(node))
+            if what is None and isinstance(node, gast.Call):
+                func = _expr_source(node.func)
+                what = (f"the method call {func}() on a differentiated value"
+                        if isinstance(node.func, gast.Attribute)
+                        else f"the call {func}(), whose function s2sad cannot resolve "
+                             "statically,")
+            return MissingRuleError(
+                f"{where}{what or type(node).__name__} is not supported yet:{line}"
+                "Compute the value from scalars the function receives, or keep it out of "
+                "the differentiated path.")
+        label = _label(op.prim)
+        n = len(op.args)
+        if _has_rule(op.prim):
+            detail = f"s2sad has rules for {label} but not with {n} positional arguments"
+        elif callable(op.prim) and hasattr(op.prim, "__code__"):
             detail = (f"{label} is a Python function; calls to other Python functions are "
                       "not differentiated yet")
         else:
             detail = f"s2sad has no derivative rule for {label}"
-        del what
+        params = ", ".join("xyzuvw"[:n]) if n <= 6 else "x"
+        templates = ", ".join(f'"g * d{label.split(".")[-1]}/d{p}"' for p in params.split(", "))
         return MissingRuleError(
-            f"{self.src.where(s)}: {detail}, and a differentiated value flows into it:\n"
-            f"    {self.src.line_text(s).strip()}\n"
-            f"Register a rule with s2sad.defvjp({_short(label)}, ...) or, if it has no "
-            f"derivative, mark it with s2sad.nondiff({_short(label)}).")
+            f"{where}{detail}, and a differentiated value flows into it:{line}"
+            f"Register a rule, e.g. s2sad.defvjp({label}, \"{params}\", {templates}) with "
+            f"the derivatives written out (see docs/rules.md), or, if it has no derivative, "
+            f"s2sad.nondiff({label}).")
 
     def if_(self, s, defined):
         branches = []
@@ -272,6 +294,7 @@ class _LoopInfo:
         loaded = set(nodes.names_loaded(nodes.if_(nodes.const(True), loop.body)))
         self.read_outside = loaded - stored
         self.created = []
+        self.pushes = []
 
     def add_inner(self):
         """Count the tapes of the loops nested in this one (known once they are
@@ -315,7 +338,9 @@ class _LoopInfo:
         target = (nodes.name(self.record[0], store=True) if len(self.record) == 1
                   else nodes.tuple_([nodes.name(n, store=True) for n in self.record],
                                     store=True))
-        return nodes.for_(target, nodes.call("reversed", [nodes.name(self.tape)]), body)
+        self.reversed = nodes.for_(target, nodes.call("reversed", [nodes.name(self.tape)]),
+                                   body)
+        return self.reversed
 
     def instrument(self):
         """Statements before the loop; the loop body gets its recording in place."""
@@ -336,12 +361,34 @@ class _LoopInfo:
         loop.body = _at_path_ends(loop.body, self.push, at_start, self.record, partial)
         # A value defined on some paths only is read back only on those paths; before
         # the first iteration it still needs a binding to be recorded.
-        return [nodes.assign(n, nodes.const(None)) for n in sorted(partial)] + before
+        inits = [nodes.assign(n, nodes.const(None)) for n in sorted(partial)]
+        for init in inits:
+            init.s2s_init = True
+        return inits + before
 
     def push(self):
         vals = [nodes.name(n) for n in self.record]
         value = vals[0] if len(vals) == 1 else nodes.tuple_(vals)
-        return nodes.expr_stmt(nodes.call(nodes.attribute(self.tape, "append"), [value]))
+        stmt = nodes.expr_stmt(nodes.call(nodes.attribute(self.tape, "append"), [value]))
+        self.pushes.append(stmt.value)
+        return stmt
+
+    def prune(self):
+        """Drop recorded values the (optimized) reversed loop no longer reads."""
+        if self.mode not in ("start", "end") or len(self.record) < 2:
+            return
+        loop = self.reversed
+        read = set(nodes.names_loaded(nodes.if_(nodes.const(True), loop.body)))
+        unpacked = nodes.names_stored(loop.target)
+        keep = [i for i, n in enumerate(unpacked) if n in read] or [0]
+        if len(keep) == len(unpacked):
+            return
+        names = [unpacked[i] for i in keep]
+        loop.target = (nodes.name(names[0], store=True) if len(names) == 1 else
+                       nodes.tuple_([nodes.name(n, store=True) for n in names], store=True))
+        for call in self.pushes:
+            vals = [call.args[0].elts[i] for i in keep]
+            call.args[0] = vals[0] if len(vals) == 1 else nodes.tuple_(vals)
 
 
 def _strip_markers(stmts):
@@ -433,10 +480,6 @@ def _label(prim):
     mod = getattr(prim, "__module__", None)
     name = getattr(prim, "__qualname__", None) or repr(prim)
     return f"{mod}.{name}" if mod and mod != "builtins" else name
-
-
-def _short(label):
-    return label
 
 
 def _has_rule(prim):

@@ -83,7 +83,8 @@ def _problem(node):
     if isinstance(node, gast.Call):
         if any(k.arg is None for k in node.keywords):
             return "**kwargs in a call is not supported; pass keyword arguments by name"
-    if isinstance(node, gast.Expr) and not isinstance(node.value, (gast.Call, gast.Constant)):
+    if isinstance(node, gast.Expr) and not isinstance(
+            node.value, (gast.Call, gast.Constant, gast.Yield, gast.YieldFrom, gast.Await)):
         return "an expression statement that is not a call has no effect; remove it"
     return None
 

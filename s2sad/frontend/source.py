@@ -10,7 +10,7 @@ import textwrap
 
 import gast
 
-from ..errors import SourceUnavailableError, UnsupportedSyntaxError
+from ..errors import S2SADError, SourceUnavailableError, UnsupportedSyntaxError
 
 MISSING = object()
 
@@ -92,7 +92,7 @@ def capture(fn):
     """Parse `fn`'s source into a `FunctionSource`."""
     fn = unwrap(fn)
     if not callable(fn):
-        raise TypeError(f"s2sad differentiates functions; got {type(fn).__name__} {fn!r}")
+        raise S2SADError(f"s2sad differentiates functions; got {type(fn).__name__} {fn!r}")
     if not inspect.isfunction(fn):
         raise SourceUnavailableError(
             f"{getattr(fn, '__qualname__', fn)!r} is not a Python function with source "

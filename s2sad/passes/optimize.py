@@ -48,14 +48,19 @@ class Optimize:
     def run(self, fn):
         pullback = fn.s2s_pullback
         forward = [s for s in fn.body if s is not pullback]
-        _coalesce_loops(forward)
         changed = True
         while changed:
-            changed = _drop_dead_copies(fn, forward)
             locals_ = _adjoint_names(pullback)
+            changed = _hoist_equal_branches(pullback.body)
             changed |= _propagate_copies(pullback, locals_)
+            changed |= _inline_single_use(pullback, locals_)
             changed |= _fuse_accumulations(pullback.body)
             changed |= _drop_dead_adjoints(pullback, locals_)
+        for loop in fn.s2s_loops:
+            loop.prune()
+        _coalesce_loops(forward)
+        while _drop_dead_copies(fn, forward):
+            pass
         _rename_unpacks(pullback, self.namer)
         pullback.body[:-1] = annotate(pullback.body[:-1], self.src)
         for s in gast.walk(pullback):
@@ -132,7 +137,7 @@ def _drop_dead_copies(fn, forward):
     changed = False
     for block in _blocks(forward):
         for s in list(block):
-            if getattr(s, "s2s_phi", False):
+            if getattr(s, "s2s_phi", False) or getattr(s, "s2s_init", False):
                 target = s.targets[0].id
                 if _loads(fn, target) == 0:
                     block.remove(s)
@@ -177,6 +182,77 @@ def _propagate_copies(pullback, locals_):
                     continue
             i += 1
     return changed
+
+
+def _hoist_equal_branches(stmts):
+    """`if c: A else: A` is `A`."""
+    changed = False
+    for block in _blocks(stmts):
+        for i, s in enumerate(block):
+            if (isinstance(s, gast.If) and s.orelse
+                    and gast.dump(_body(s.body)) == gast.dump(_body(s.orelse))):
+                block[i:i + 1] = s.body
+                changed = True
+    return changed
+
+
+def _body(stmts):
+    return gast.Module(body=stmts, type_ignores=[])
+
+
+def _inline_single_use(pullback, locals_):
+    """`a = e; ...; b = a` is `b = e` when `a` is read once and nothing between changes
+    what `e` reads; likewise a small `e` (one operation on names) into any one use."""
+    changed = False
+    for block in _blocks(pullback.body):
+        i = 0
+        while i < len(block):
+            s = block[i]
+            if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+                    and s.targets[0].id in locals_):
+                i += 1
+                continue
+            a = s.targets[0].id
+            if _loads(pullback, a) != 1 or sum(
+                    1 for n in gast.walk(pullback) if isinstance(n, gast.Assign)
+                    and nodes.is_name(n.targets[0], a)) != 1:
+                i += 1
+                continue
+            reads = set(nodes.names_loaded(s.value))
+            for k in range(i + 1, len(block)):
+                t = block[k]
+                if _loads(t, a):
+                    parts = _copy_parts(t)
+                    if ((parts and parts[1] == a) or _small(s.value)) and not isinstance(
+                            t, (gast.For, gast.While)):
+                        _replace_load(t, a, s.value)
+                        del block[i]
+                        changed = True
+                        i -= 1
+                    break
+                if any(_stores(t, r) for r in reads | {a}):
+                    break
+            i += 1
+    return changed
+
+
+def _small(e):
+    if nodes.is_atom(e):
+        return True
+    if isinstance(e, gast.UnaryOp):
+        return nodes.is_atom(e.operand)
+    return isinstance(e, gast.BinOp) and nodes.is_atom(e.left) and nodes.is_atom(e.right)
+
+
+def _replace_load(stmt, name, expr):
+    import copy
+
+    class Replace(gast.NodeTransformer):
+        def visit_Name(self, node):
+            if node.id == name and isinstance(node.ctx, gast.Load):
+                return copy.deepcopy(expr)
+            return node
+    Replace().visit(stmt)
 
 
 def _loops_over(block, start, stop, name):
@@ -255,4 +331,6 @@ def _minus(e):
             inner = _negated(n.right)
             if inner is not None:
                 n.op, n.right = gast.Sub(), inner
+            elif _negated(n.left) is not None:
+                n.op, n.left, n.right = gast.Sub(), n.right, _negated(n.left)
     return e

@@ -11,7 +11,7 @@ ns = {"_s2s_log": log_base}
 vjp(operator.add, "x, y", "g", "g")
 vjp(operator.sub, "x, y", "g", "-g")
 vjp(operator.mul, "x, y", "g * y", "g * x")
-vjp(operator.truediv, "x, y", "g / y", "-g * x / y ** 2")
+vjp(operator.truediv, "x, y", "g / y", "-g * x / (y * y)")
 vjp(operator.pow, "x, y", "g * y * x ** (y - 1)", "g * ans * _s2s_log(x)", namespace=ns)
 vjp(operator.mod, "x, y", "g", "-g * (x // y)")
 vjp(operator.neg, "x", "-g")

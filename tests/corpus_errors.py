@@ -1,0 +1,74 @@
+"""Functions s2sad must refuse, each with a located, documented error (tests/test_errors.py).
+Line numbers matter: tests look lines up by their text, not by number."""
+import math
+import numpy as np
+
+def uses_try(x):
+    try:
+        y = x * 2
+    except ValueError:
+        y = 0.0
+    return y
+
+def uses_lambda(x):
+    f = lambda z: z * 2
+    return f(x)
+
+def helper(x):
+    return x * x
+
+def calls_helper(x):
+    return helper(x) + 1.0
+
+def uses_gamma(x):
+    return math.gamma(x)
+
+def array_out(x):
+    return np.array([x, x])
+
+def tuple_out(x):
+    return (x, x * 2)
+
+def subscript(p):
+    return p[0] * p[1]
+
+def method(x):
+    return x.conjugate()
+
+def star(*args):
+    return args[0]
+
+def with_global(x):
+    global G
+    G = x
+    return x
+
+def list_comp(x):
+    return sum([x * i for i in range(3)])
+
+def uses_yield(x):
+    yield x
+
+def string_out(x):
+    return "a"
+
+def nested_def(x):
+    def inner(y):
+        return y * 2
+    return inner(x)
+
+def setitem(x):
+    a = [0.0, 0.0]
+    a[0] = x
+    return a[0]
+
+def div_zero(x):
+    return x / 0.0
+
+
+def opaque(x):
+    return x ** 3
+
+
+def uses_opaque(x):
+    return opaque(x) + x

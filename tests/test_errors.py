@@ -1,0 +1,144 @@
+"""Each error class: its type, message, and the user's file and absolute line."""
+import inspect
+import math
+
+import pytest
+
+import s2sad
+import corpus_errors as bad
+from s2sad import (GradientCheckError, MissingRuleError, NonScalarOutputError, S2SADError,
+                   SourceUnavailableError, UnsupportedSyntaxError)
+
+FILE = inspect.getsourcefile(bad)
+
+
+def line_of(text):
+    """The absolute line in corpus_errors.py that contains `text`."""
+    with open(FILE) as f:
+        for number, line in enumerate(f, 1):
+            if text in line:
+                return number
+    raise AssertionError(text)
+
+
+@pytest.mark.parametrize("name, construct, message", [
+    ("uses_try", "try:", "try/except"),
+    ("uses_lambda", "lambda z", "lambda"),
+    ("star", "def star(*args)", "*args"),
+    ("with_global", "global G", "'global'"),
+    ("list_comp", "for i in range(3)]", "list comprehensions"),
+    ("uses_yield", "yield x", "generators"),
+    ("nested_def", "def inner", "nested function"),
+    ("setitem", "a[0] = x", "assignment to an element"),
+])
+def test_unsupported_syntax(name, construct, message):
+    with pytest.raises(UnsupportedSyntaxError) as info:
+        s2sad.grad(getattr(bad, name))(1.5)
+    err = info.value
+    assert isinstance(err, SyntaxError) and isinstance(err, S2SADError)
+    assert err.filename == FILE
+    assert err.lineno == line_of(construct)
+    assert err.offset >= 1
+    assert message in str(err)
+    text = str(err)
+    assert f"{FILE}:{err.lineno}:{err.offset}:" in text
+    assert text.splitlines()[-1].strip() == "^"
+
+
+def test_caret_points_at_the_construct():
+    with pytest.raises(UnsupportedSyntaxError) as info:
+        s2sad.grad(bad.uses_lambda)(1.0)
+    lines = str(info.value).splitlines()
+    code, caret = lines[-2], lines[-1]
+    assert code[caret.index("^"):].startswith("lambda")
+
+
+def test_missing_rule_names_function_line_and_fix():
+    with pytest.raises(MissingRuleError) as info:
+        s2sad.grad(bad.uses_gamma)(1.5)
+    text = str(info.value)
+    assert f"{FILE}:{line_of('math.gamma(x)')}" in text
+    assert "math.gamma" in text and "s2sad.defvjp" in text and "s2sad.nondiff" in text
+
+
+def test_missing_rule_for_python_helper():
+    with pytest.raises(MissingRuleError, match="bad.helper|helper is a Python function"):
+        s2sad.grad(bad.calls_helper)(1.5)
+
+
+@pytest.mark.parametrize("name, what", [
+    ("tuple_out", "building a tuple"),
+    ("subscript", "indexing a differentiated value"),
+    ("method", "x.conjugate()"),
+])
+def test_not_yet_supported_operations(name, what):
+    arg = (1.0, 2.0) if name == "subscript" else 1.5
+    with pytest.raises(MissingRuleError) as info:
+        s2sad.grad(getattr(bad, name))(arg)
+    assert what in str(info.value)
+    assert f"{FILE}:" in str(info.value)
+
+
+def test_non_scalar_output():
+    with pytest.raises(NonScalarOutputError, match="scalar output.*s2sad.vjp"):
+        s2sad.grad(bad.string_out)(1.5)
+
+
+def test_registering_a_rule_fixes_missing_rule():
+    def digamma(x):
+        return (math.lgamma(x + 1e-6) - math.lgamma(x - 1e-6)) / 2e-6
+
+    s2sad.defvjp(math.gamma, "x", "g * ans * digamma(x)", namespace={"digamma": digamma})
+    x = 1.7
+    fd = (math.gamma(x + 1e-6) - math.gamma(x - 1e-6)) / 2e-6
+    assert s2sad.grad(bad.uses_gamma)(x) == pytest.approx(fd, rel=1e-6)
+
+
+def test_nondiff_marks_a_function():
+    def keep(x):
+        return x
+
+    s2sad.nondiff(keep)
+    import textwrap
+    from s2sad.testing import function_from_source
+    f = function_from_source(textwrap.dedent('''
+        def uses_keep(x):
+            return keep(x) * x
+    '''), {"keep": keep})
+    assert s2sad.grad(f)(3.0) == 3.0   # d/dx [c * x] with c = keep(x) held constant
+
+
+@pytest.mark.parametrize("wrt, message", [
+    (5, "out of range"), ("z", "not a positional parameter"), (1.5, "index or name")])
+def test_bad_wrt(wrt, message):
+    with pytest.raises(S2SADError, match=message):
+        s2sad.grad(bad.helper, wrt=wrt)(1.0)
+
+
+def test_not_a_function():
+    with pytest.raises(S2SADError, match="differentiates functions"):
+        s2sad.grad(3)
+
+
+def test_builtin_has_no_source():
+    with pytest.raises(SourceUnavailableError, match="defvjp"):
+        s2sad.grad(math.sin)(1.0)
+
+
+def test_exec_function_has_no_source():
+    ns = {}
+    exec("def h(x):\n    return x * 2\n", ns)
+    with pytest.raises(SourceUnavailableError, match=r"\.py file"):
+        s2sad.grad(ns["h"])(1.0)
+
+
+def test_gradient_check_error():
+    s2sad.defvjp(bad.opaque, "x", "g * 3.0 * x")   # deliberately wrong: d/dx x**3 is 3x**2
+    with pytest.raises(GradientCheckError, match="finite differences"):
+        s2sad.check_grad(bad.uses_opaque, 2.0)
+
+
+def test_errors_are_documented():
+    for cls in (S2SADError, UnsupportedSyntaxError, MissingRuleError, NonScalarOutputError,
+                SourceUnavailableError, GradientCheckError, s2sad.InternalError):
+        assert cls.__doc__ and len(cls.__doc__) > 40
