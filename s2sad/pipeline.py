@@ -62,25 +62,35 @@ def wrt_indices(fn, wrt):
     return [params.index(n) for n in wrt_names(src, wrt)]
 
 
+def _guarded(run):
+    """Report anything but an `S2SADError` escaping the compiler as an `InternalError`."""
+    def guarded(fn, *args, **kwargs):
+        try:
+            return run(fn, *args, **kwargs)
+        except S2SADError:
+            raise
+        except Exception as exc:
+            raise _internal(fn, exc) from exc
+    guarded.__doc__ = run.__doc__
+    guarded.__name__ = run.__name__
+    return guarded
+
+
+def _internal(fn, exc):
+    import traceback
+    frame = traceback.extract_tb(exc.__traceback__)[-1]
+    where = getattr(fn, "__code__", None)
+    origin = f" ({where.co_filename}:{where.co_firstlineno})" if where else ""
+    return InternalError(
+        f"s2sad failed inside {frame.filename.split('s2sad')[-1]}:{frame.lineno} while "
+        f"differentiating {getattr(fn, '__qualname__', fn)}{origin}: "
+        f"{type(exc).__name__}: {exc}. This is a bug in s2sad; please report it with "
+        "the function.")
+
+
+@_guarded
 def stages(fn, wrt=0, stop=None):
     """Run the passes on `fn` up to and including `stop`; return (src, node, reverse)."""
-    try:
-        return _stages(fn, wrt, stop)
-    except S2SADError:
-        raise
-    except Exception as exc:
-        import traceback
-        frame = traceback.extract_tb(exc.__traceback__)[-1]
-        where = getattr(fn, "__code__", None)
-        origin = f" ({where.co_filename}:{where.co_firstlineno})" if where else ""
-        raise InternalError(
-            f"s2sad failed inside {frame.filename.split('s2sad')[-1]}:{frame.lineno} while "
-            f"differentiating {getattr(fn, '__qualname__', fn)}{origin}: "
-            f"{type(exc).__name__}: {exc}. This is a bug in s2sad; please report it with "
-            "the function.") from exc
-
-
-def _stages(fn, wrt, stop):
     src = source.capture(fn)
     fence.check(src)
     namer = Namer.for_function(src)
@@ -100,6 +110,7 @@ def _stages(fn, wrt, stop):
     return src, node, rev
 
 
+@_guarded
 def reverse(fn, wrt=0, fused=False):
     """Compile the reverse-mode derivative `f_vjp` of `fn` (with `fused`, the
     `f_value_and_grad` that `grad` runs)."""
