@@ -188,12 +188,52 @@ def _central_difference(f, args, kwargs, i):
 
 
 def defvjp(prim, params, *templates, namespace=None):
-    """Register reverse rules for a primitive without Python source (see docs/rules)."""
-    return registry.vjp(prim, params, *templates, namespace=namespace)
+    """Register the reverse-mode rule of `prim`, a function s2sad should not (or cannot)
+    read: a builtin, a C extension, or a Python function you want treated as a primitive.
+
+    `params` names `prim`'s positional parameters, comma-separated. Each template is a
+    Python expression for the adjoint contribution to one parameter, written over the
+    parameter names, `g` (the adjoint of the result) and `ans` (the result); `None`
+    means no derivative with respect to that parameter. Other names in a template are
+    looked up in `namespace`. Templates are inlined into the generated code, so the
+    pullback reads like hand-written derivative code. Registering a rule invalidates
+    every derivative compiled before.
+
+    >>> import math, s2sad
+    >>> def softplus(x):
+    ...     return math.log1p(math.exp(x))
+    >>> s2sad.defvjp(softplus, "x", "g / (1 + exp(-x))", namespace={"exp": math.exp})
+    >>> def loss(w):
+    ...     return softplus(3 * w)
+    >>> s2sad.grad(loss)(0.0)
+    1.5
+    >>> print(s2sad.source(loss))
+    def loss_vjp(w):
+        t = 3 * w
+        y = softplus(t)
+    <BLANKLINE>
+        def loss_pullback(y_bar):
+            # grad of: return softplus(3 * w)
+            t_bar = y_bar / (1 + exp(-t))
+            w_bar = t_bar * 3
+            return w_bar
+        return (y, loss_pullback)
+    <BLANKLINE>
+    """
+    registry.vjp(prim, params, *templates, namespace=namespace)
 
 
 def nondiff(prim):
-    """Declare `prim` non-differentiable: calls to it carry no derivative."""
-    return registry.nondiff(prim)
+    """Declare `prim` non-differentiable: calls to it carry no derivative, and values
+    computed from its result are constants to s2sad (like a stop-gradient).
 
-
+    >>> import s2sad
+    >>> def frozen(x):
+    ...     return x
+    >>> s2sad.nondiff(frozen)
+    >>> def f(x):
+    ...     return frozen(x) * x
+    >>> s2sad.grad(f)(3.0)
+    3.0
+    """
+    registry.nondiff(prim)

@@ -193,7 +193,7 @@ class Reverse:
         return MissingRuleError(
             f"{where}{detail}, and a differentiated value flows into it:{line}"
             f"Register a rule, e.g. s2sad.defvjp({label}, \"{params}\", {templates}) with "
-            f"the derivatives written out (see docs/rules.md), or, if it has no derivative, "
+            f"the derivatives written out (see help(s2sad.defvjp)), or, if it has no derivative, "
             f"s2sad.nondiff({label}).")
 
     def if_(self, s, defined):

@@ -224,7 +224,7 @@ def _inline_single_use(pullback, locals_):
                 if _loads(t, a):
                     parts = _copy_parts(t)
                     if ((parts and parts[1] == a) or _small(s.value)) and not isinstance(
-                            t, (gast.For, gast.While)):
+                            t, (gast.For, gast.While, gast.Return)):
                         _replace_load(t, a, s.value)
                         del block[i]
                         changed = True

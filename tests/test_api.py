@@ -1,0 +1,113 @@
+"""The public API as a user meets it."""
+import inspect
+import math
+import traceback
+
+import numpy as np
+import pytest
+
+import s2sad
+import api_functions as m
+from oracle import assert_close
+
+
+def test_grad_wrt_forms():
+    g = 2 - math.cos(5.0)
+    assert s2sad.grad(m.f)(2.0, 5.0) == 5.5
+    assert s2sad.grad(m.f, wrt=1)(2.0, 5.0) == pytest.approx(g, rel=1e-15)
+    assert s2sad.grad(m.f, wrt="x2")(2.0, 5.0) == pytest.approx(g, rel=1e-15)
+    assert s2sad.grad(m.f, wrt=(0, "x2"))(2.0, 5.0) == pytest.approx((5.5, g), rel=1e-15)
+    assert s2sad.grad(m.f, wrt=("x1",))(2.0, 5.0) == (5.5,)
+
+
+def test_decorator_forms():
+    bare = s2sad.grad(m.scaled)
+    with_options = s2sad.grad(wrt="x")(m.scaled)
+    assert bare(3.0) == with_options(3.0) == 2 * m.SCALE * 3.0
+
+
+def test_value_and_grad_runs_once():
+    value, grad = s2sad.value_and_grad(m.f, wrt="x2")(2.0, 5.0)
+    assert value == m.f(2.0, 5.0)
+    assert grad == pytest.approx(2 - math.cos(5.0), rel=1e-15)
+
+
+def test_vjp_returns_one_adjoint_per_argument():
+    y, pullback = s2sad.vjp(m.f, 2.0, 5.0)
+    assert y == m.f(2.0, 5.0)
+    assert_close(pullback(1.0), (5.5, 2 - math.cos(5.0)))
+    assert_close(pullback(-2.0), (-11.0, -2 * (2 - math.cos(5.0))))
+    y, pullback = s2sad.vjp(m.scaled, 3.0)
+    assert pullback(1.0) == (2 * m.SCALE * 3.0,)
+
+
+def test_keyword_arguments_are_never_differentiated():
+    g = s2sad.grad(m.with_kwonly)
+    # d/dx (x y)^p = p x^(p-1) y^p
+    assert g(2.0, 3.0, power=3) == pytest.approx(3 * 2.0 ** 2 * 3.0 ** 3)
+    assert g(2.0, y=3.0) == pytest.approx(2 * 2.0 * 9.0)
+    with pytest.raises(s2sad.S2SADError, match="keyword-only"):
+        s2sad.grad(m.with_kwonly, wrt="power")(2.0)
+
+
+def test_int_inputs_give_float_gradients():
+    g = s2sad.grad(m.with_kwonly, wrt=(0, 1))(2, 3)
+    assert g == (36.0, 24.0) and all(type(v) is float for v in g)
+
+
+def test_source_and_attributes():
+    df = s2sad.grad(m.f, wrt=(0, 1))
+    assert df.primal is m.f
+    assert df.__name__ == "f" and df.__doc__ == m.f.__doc__
+    assert df.source.startswith("def f_value_and_grad(x1, x2):")
+    assert s2sad.source(m.f).startswith("def f_vjp(x1, x2):")
+    with pytest.raises(s2sad.S2SADError, match="mode="):
+        s2sad.source(m.f, mode="sideways")
+
+
+def test_generated_code_is_inspectable_and_shows_in_tracebacks():
+    compiled = s2sad.pipeline.reverse(m.f, 0)
+    assert inspect.getsource(compiled.fn) == compiled.source
+    with pytest.raises(ZeroDivisionError) as info:
+        s2sad.grad(m.fails_in_forward)(1.0)
+    frames = traceback.extract_tb(info.value.__traceback__)
+    generated = [fr for fr in frames if fr.filename.startswith("<s2sad:")]
+    assert generated and generated[-1].line == "y = t / t_1"
+
+
+def test_user_globals_are_live():
+    df = s2sad.grad(m.scaled)
+    before = df(3.0)
+    m.SCALE, old = 5.0, m.SCALE
+    try:
+        assert df(3.0) == 5.0 * 2 * 3.0 != before
+    finally:
+        m.SCALE = old
+
+
+def test_cache_and_rule_invalidation():
+    from s2sad import api
+    first = api._compiled(m.f, (0, 1))
+    assert api._compiled(m.f, (0, 1)) is first
+    s2sad.nondiff(lambda x: x)          # any registration invalidates
+    assert api._compiled(m.f, (0, 1)) is not first
+
+
+def test_non_scalar_output():
+    with pytest.raises(s2sad.NonScalarOutputError, match=r"shape \(2,\).*vjp"):
+        s2sad.grad(m.vector_out)(1.0)
+
+
+def test_check_grad():
+    assert s2sad.check_grad(m.f, 2.0, 5.0, wrt=(0, 1)) == pytest.approx(
+        (5.5, 2 - math.cos(5.0)))
+
+
+def test_no_internal_exception_escapes(monkeypatch):
+    from s2sad.passes import wengert
+
+    def broken(self, fn):
+        raise KeyError("boom")
+    monkeypatch.setattr(wengert.Wengert, "run", broken)
+    with pytest.raises(s2sad.InternalError, match="bug in s2sad"):
+        s2sad.pipeline.reverse(m.scaled, 0)
