@@ -2,7 +2,7 @@
 
 Run from the repository root:
 
-    python bench/run.py            # full run, a few minutes at most
+    python bench/run.py            # full run, about a minute
     python bench/run.py --quick    # smoke run, seconds
     python bench/run.py --json results.json
 
@@ -218,6 +218,15 @@ def check(name, f, hand, args, wrt, s2sad, peers):
             fail(f"{name}: s2sad.grad({f.__name__}, wrt={wrt})(*{args}) = "
                  f"{got}, but the hand-written gradient is {want} "
                  f"(finite differences: {fd}; rtol {S2SAD_RTOL})")
+        try:
+            value, got = s2sad.value_and_grad(f, wrt=wrt)(*args)
+        except Exception:
+            fail(f"{name}: s2sad.value_and_grad({f.__name__}, wrt={wrt})"
+                 f"(*{args}) raised:\n{traceback.format_exc()}")
+        if not (close((value,), (f(*args),), S2SAD_RTOL)
+                and close(as_tuple(got, wrt), want, S2SAD_RTOL)):
+            fail(f"{name}: s2sad.value_and_grad({f.__name__}, wrt={wrt})"
+                 f"(*{args}) = {(value, got)}, expected {(f(*args), want)}")
     ok = {}
     for peer, make in peers.items():
         try:
@@ -249,7 +258,10 @@ def fmt_us(s):
 
 
 def fmt_ratio(a, b):
-    return "-" if a is None or b is None else f"{a / b:.2f}"
+    if a is None or b is None:
+        return "-"
+    r = a / b
+    return f"{r:.2f}" if r < 10 else f"{r:.1f}" if r < 100 else f"{r:.0f}"
 
 
 def fmt_ms(s):
