@@ -116,7 +116,7 @@ def reverse(fn, wrt=0, fused=False):
     `f_value_and_grad` that `grad` runs)."""
     src, node, rev = stages(fn, wrt)
     if fused:
-        node = fuse(node, rev.namer, rev.helper)
+        node = fuse(node, rev.namer, rev.helper, rev.runtime)
     bindings = dict(rev.helpers)
     code = src.fn.__code__
     for var, cell in zip(code.co_freevars, src.fn.__closure__ or ()):

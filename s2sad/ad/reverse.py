@@ -34,7 +34,8 @@ import gast
 from ..codegen import nodes
 from ..errors import InternalError, MissingRuleError
 from ..analysis.activity import active_names
-from ..analysis.primitives import COPY
+from ..analysis.kinds import ARRAY, CONTAINER, SCALAR, UNKNOWN, Kinds
+from ..analysis.primitives import COPY, PACK
 from ..frontend.source import MISSING
 from .simplify import simplify
 
@@ -57,11 +58,14 @@ class Reverse:
             raise InternalError("reverse: Wengert form must end with one return")
         output = ret.value.id if isinstance(ret.value, gast.Name) else None
         self.active = active_names(fn, self.src, self.wrt, output)
+        self.kinds = Kinds(fn, self.src)
+        self.unreduced = set()
+        self.indexed = {a.id for s in _assigns(fn) for a in _getitem_receivers(s)}
         self.primal_names = {n.id for n in gast.walk(fn) if isinstance(n, gast.Name)}
         seed = self.adj(output) if output in self.active else self.namer.fresh("y_bar")
         defined = {output} if output in self.active else set()
         reverse = self.block(body, defined)
-        result = [self.adjoint_or_zero(p, defined) for p in self.wrt]
+        result = [self.fitted(p, defined) for p in self.wrt]
         reverse.append(nodes.ret(nodes.tuple_(result) if self.as_tuple else result[0]))
         pullback = nodes.function(self.namer.fresh(f"{fn.name}_pullback"), [seed], reverse)
         forward = _strip_markers(self.forward(body))
@@ -78,10 +82,20 @@ class Reverse:
             self.adjoints[n] = self.namer.fresh(f"{n}_bar")
         return self.adjoints[n]
 
-    def adjoint_or_zero(self, p, defined):
-        if p in defined:
-            return nodes.name(self.adj(p))
-        return nodes.call(self.helper("zeros_like", "s2sad.rules.runtime"), [nodes.name(p)])
+    def fitted(self, p, defined):
+        """The adjoint returned for parameter `p`: zeros if it received nothing, summed
+        to `p`'s shape if broadcasting on values of unknown kind was deferred."""
+        if p not in defined:
+            return nodes.call(self.runtime("zeros_like"), [nodes.name(p)])
+        bar = nodes.name(self.adj(p))
+        if p in self.unreduced and self.kinds.evidence:
+            return nodes.call(self.runtime("unbroadcast"), [bar, nodes.name(p)])
+        return bar
+
+    def runtime(self, name):
+        """The generated-code name of runtime helper `name` of s2sad.rules.runtime."""
+        from ..rules import runtime
+        return self.helper("_s2s_" + name, obj=getattr(runtime, name))
 
     def helper(self, name, module="builtins", obj=MISSING):
         """The name generated code uses for helper `name` (an object to bind)."""
@@ -121,7 +135,11 @@ class Reverse:
     def accumulate(self, target, expr, defined, origin):
         bar = self.adj(target)
         if target in defined:
-            expr = nodes.binop(nodes.name(bar), gast.Add(), expr)
+            kind = self.kinds.kind.get(target)
+            if kind == CONTAINER or (target in self.indexed and kind != ARRAY):
+                expr = nodes.call(self.runtime("add"), [nodes.name(bar), expr])
+            else:
+                expr = nodes.binop(nodes.name(bar), gast.Add(), expr)
         defined.add(target)
         return nodes.located(nodes.assign(bar, expr), origin)
 
@@ -132,32 +150,56 @@ class Reverse:
         g = nodes.name(self.adj(target))
         defined.discard(target)
         op = s.s2s_op
+        self.propagating = target in self.unreduced
         out = []
         # Accumulate into adjoints that exist before starting new ones, so that a copy
         # `a_bar = b_bar` can later be propagated.
         args = sorted(op.diff_args(), key=lambda ia: not (
             isinstance(ia[1], gast.Name) and ia[1].id in defined))
-        for i, arg in args:
+        for param, arg in args:
             if not (isinstance(arg, gast.Name) and arg.id in self.active):
                 continue
             if op.kind == COPY:
                 expr = copy.deepcopy(g)
+                if self.propagating:
+                    self.unreduced.add(arg.id)
+            elif op.kind == PACK:
+                expr = gast.Subscript(value=copy.deepcopy(g), slice=nodes.const(param),
+                                      ctx=gast.Load())
             else:
-                expr = self.contribution(op, i, g, target, s)
+                expr = self.contribution(op, param, g, target, s)
             out.append(self.accumulate(arg.id, expr, defined, s))
         return out
 
-    def contribution(self, op, i, g, target, s):
-        if op.params is None:
+    def contribution(self, op, param, g, target, s):
+        if op.variant is None:
             raise self.missing_rule(op, s)
-        param, template = list(op.params.items())[i]
+        template = op.variant.templates[param]
         subst = {"g": g, "ans": nodes.name(target)}
-        subst.update({p: a for p, a in zip(op.params, op.args)})
+        subst.update(op.bound)
         for free, obj in template.free.items():
             subst[free] = nodes.name(self.helper(free, obj=obj))
         expr = copy.deepcopy(template.tree)
         expr = _Substitute(subst).visit(expr)
+        for n in gast.walk(expr):
+            if getattr(n, "s2s_builtin", False):
+                n.id = self.helper(n.id)
+        arg = op.bound[param]
+        if op.variant.broadcast and self.needs_unbroadcast(op, param):
+            expr = nodes.call(self.runtime("unbroadcast"), [expr, copy.deepcopy(arg)])
+        elif (op.variant.elementwise and (self.propagating or op.variant.broadcast)
+              and self.kinds[arg] != ARRAY):
+            self.unreduced.add(arg.id)
         return simplify(expr)
+
+    def needs_unbroadcast(self, op, param):
+        """Whether the contribution to `param` may have another shape than it. Between
+        values of unknown kind the reduction is deferred to the pullback's return."""
+        mine = self.kinds[op.bound[param]]
+        others = [self.kinds[a] for p, a in op.bound.items() if p != param]
+        if all(k == SCALAR for k in others):
+            return False
+        return ARRAY in others or mine == ARRAY
 
     def missing_rule(self, op, s):
         where = f"{self.src.where(s)}: "
@@ -252,7 +294,7 @@ class Reverse:
         return out
 
 
-def fuse(vjp, namer, helper):
+def fuse(vjp, namer, helper, runtime):
     """`f_value_and_grad(x) -> (y, x_bar)`: the forward pass, then the pullback inlined
     with its seed, for `grad` and `value_and_grad` (no closure, one call)."""
     pullback = vjp.s2s_pullback
@@ -266,8 +308,7 @@ def fuse(vjp, namer, helper):
         result = nodes.name(kept)
     r = ast_unparse(vjp.body[-1].value.elts[0])
     seed = nodes.parse_expr(f"1.0 if {helper('type')}({r}) is {helper('float')} "
-                            f"else {helper('seed', 's2sad.rules.runtime')}({r}, "
-                            f"{vjp.name[:-4]!r})")
+                            f"else {runtime('seed')}({r}, {vjp.name[:-4]!r})")
     out.append(nodes.assign(pullback.args.args[0].id, seed))
     body = forward + out + pullback.body[:-1] + [nodes.ret(nodes.tuple_([result, grads]))]
     fused = nodes.function(namer.fresh(vjp.name[:-4] + "_value_and_grad"), [], body, like=vjp)
@@ -401,6 +442,15 @@ def _strip_markers(stmts):
                 setattr(s, field, _strip_markers(getattr(s, field)))
         out.append(s)
     return out
+
+
+def _assigns(fn):
+    return [n for n in gast.walk(fn) if isinstance(n, gast.Assign)]
+
+
+def _getitem_receivers(s):
+    if isinstance(s.value, gast.Subscript) and isinstance(s.value.value, gast.Name):
+        yield s.value.value
 
 
 def _own(stmts):

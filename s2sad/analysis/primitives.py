@@ -1,4 +1,6 @@
 """What a Wengert statement computes: its primitive, its arguments and its rule."""
+import operator
+
 import gast
 
 from ..codegen import nodes
@@ -8,26 +10,32 @@ from ..rules.operators import SYNTAX
 
 COPY = "copy"
 NONDIFF = "nondiff"
+CALL = "call"
+PACK = "pack"
 
 
 class Op:
     """The primitive of one statement `name = value`."""
 
-    def __init__(self, kind, args=(), prim=None, params=None, node=None):
-        self.kind = kind          # COPY, NONDIFF, or "call"
-        self.args = list(args)    # argument atoms, positional
-        self.prim = prim          # the primitive object
-        self.params = params      # {param name: Template or None} or None if no rule
+    def __init__(self, kind, args=(), prim=None, node=None, variant=None, bound=None):
+        self.kind = kind          # COPY, NONDIFF or CALL
+        self.args = list(args)    # the argument atoms
+        self.prim = prim          # the primitive object, if resolved
         self.node = node
+        self.variant = variant    # the matching rule variant, or None (no rule)
+        self.bound = bound        # {param: argument node}
 
     def diff_args(self):
-        """(position, atom) of the arguments a derivative may flow through."""
+        """(param, atom) of the arguments a derivative may flow through."""
         if self.kind == COPY:
+            return [(None, self.args[0])]
+        if self.kind == PACK:
             return list(enumerate(self.args))
-        if self.kind == NONDIFF or self.params is None:
-            return [] if self.kind == NONDIFF else list(enumerate(self.args))
-        return [(i, a) for i, (a, t) in enumerate(zip(self.args, self.params.values()))
-                if t is not None]
+        if self.kind == NONDIFF:
+            return []
+        if self.variant is None:
+            return [(None, a) for a in self.args]
+        return [(p, a) for p, a in self.bound.items() if p in self.variant.templates]
 
 
 def classify(value, src):
@@ -35,27 +43,58 @@ def classify(value, src):
     if nodes.is_atom(value) or _global_ref(value, src):
         return Op(COPY, [value])
     if isinstance(value, gast.BinOp):
-        return _rule_op(SYNTAX.get(type(value.op)), [value.left, value.right], value)
+        return _rule_op(SYNTAX.get(type(value.op)), [value.left, value.right], {}, value)
     if isinstance(value, gast.UnaryOp) and not isinstance(value.op, gast.Not):
-        return _rule_op(SYNTAX.get(type(value.op)), [value.operand], value)
+        return _rule_op(SYNTAX.get(type(value.op)), [value.operand], {}, value)
     if isinstance(value, gast.Call):
+        keywords = {k.arg: k.value for k in value.keywords}
         prim = src.resolve(value.func)
+        if prim is MISSING and isinstance(value.func, gast.Attribute):
+            receiver = [value.func.value]
+            method = registry.METHODS.get(value.func.attr)
+            if method is None:
+                return Op(CALL, receiver + value.args + list(keywords.values()), None, value)
+            return _rule_op(method, receiver + value.args, keywords, value)
         if prim is MISSING:
-            receiver = [value.func.value] if isinstance(value.func, gast.Attribute) else []
-            return Op("call", receiver + value.args, None, None, value)
-        return _rule_op(prim, value.args, value)
+            return Op(CALL, value.args + list(keywords.values()), None, value)
+        return _rule_op(prim, value.args, keywords, value)
+    if isinstance(value, gast.Attribute):
+        prim = registry.ATTRIBUTES.get(value.attr)
+        if prim is None:
+            return Op(CALL, [value.value], None, value)
+        return _rule_op(prim, [value.value], {}, value)
+    if isinstance(value, gast.Subscript):
+        return _rule_op(operator.getitem, [value.value, index_value(value.slice)], {}, value)
+    if isinstance(value, (gast.Tuple, gast.List)):
+        return Op(PACK, value.elts, None, value)
     if isinstance(value, (gast.Compare, gast.BoolOp, gast.UnaryOp, gast.JoinedStr)):
         return Op(NONDIFF, node=value)
-    return Op("call", [a for a in gast.iter_child_nodes(value) if nodes.is_atom(a)],
-              None, None, value)
+    return Op(CALL, [a for a in gast.iter_child_nodes(value) if nodes.is_atom(a)],
+              None, value)
 
 
-def _rule_op(prim, args, node):
+def index_value(index):
+    """An index (`1:n`, `i, ::2`, `...`) as an expression with the same value."""
+    if isinstance(index, gast.Slice):
+        parts = [p if p is not None else nodes.const(None)
+                 for p in (index.lower, index.upper, index.step)]
+        call = nodes.call("slice", parts)
+        call.func.s2s_builtin = True
+        return call
+    if isinstance(index, gast.Tuple):
+        return nodes.tuple_([index_value(e) for e in index.elts])
+    return index
+
+
+def _rule_op(prim, args, keywords, node):
     rule = registry.lookup(prim)
+    everything = list(args) + list(keywords.values())
     if rule is not None and rule.nondiff:
-        return Op(NONDIFF, args, prim, node=node)
-    params = rule.templates(len(args)) if rule is not None else None
-    return Op("call", args, prim, params, node)
+        return Op(NONDIFF, everything, prim, node)
+    if rule is None:
+        return Op(CALL, everything, prim, node)
+    variant, bound = rule.match(args, keywords)
+    return Op(CALL, everything, prim, node, variant, bound)
 
 
 def _global_ref(e, src):

@@ -87,6 +87,10 @@ class Wengert:
     # -- expressions ------------------------------------------------------------------
     def flatten(self, e, env, out, origin, into=None):
         """Emit statements computing `e`; return an atom holding its value."""
+        if (isinstance(e, gast.UnaryOp) and isinstance(e.op, gast.USub)
+                and isinstance(e.operand, gast.Constant)
+                and type(e.operand.value) in (int, float)):
+            e = nodes.const(-e.operand.value)
         if isinstance(e, (gast.Name, gast.Constant)) or self.is_global_ref(e):
             atom = self.rename(e, env)
             if into is None:

@@ -3,4 +3,4 @@
 Importing this package registers the built-in tables.
 """
 from . import registry  # noqa: F401
-from . import operators, math, builtins  # noqa: F401  (registration side effects)
+from . import operators, math, builtins, numpy  # noqa: F401  (registration side effects)

@@ -1,10 +1,14 @@
 """Rules for the `math` module."""
 import math
 
-from .registry import nondiff, vjp, vjp_each
+import functools
+
+from . import registry
+from .registry import nondiff, vjp_each
 from .runtime import log_base
 
 ns = vars(math)
+vjp = functools.partial(registry.vjp, elementwise=True)
 
 vjp(math.exp, "x", "g * ans")
 vjp(math.expm1, "x", "g * (ans + 1)")
@@ -47,3 +51,8 @@ if hasattr(math, "exp2"):
 for _f in (math.floor, math.ceil, math.trunc, math.isnan, math.isinf, math.isfinite,
            math.isclose, math.factorial, math.gcd, math.comb, math.perm):
     nondiff(_f)
+
+from .registry import RETURNS as _RETURNS  # noqa: E402
+for _name in dir(math):
+    if callable(getattr(math, _name)):
+        _RETURNS[getattr(math, _name)] = "scalar"

@@ -3,19 +3,27 @@ import operator
 
 import gast
 
-from .registry import nondiff, vjp
-from .runtime import log_base
+from . import runtime
+from .registry import nondiff, returns, vjp
 
-ns = {"_s2s_log": log_base}
+ns = {"_s2s_log": runtime.log_base, "_s2s_unindex": runtime.unindex,
+      "_s2s_matmul_lhs": runtime.matmul_lhs, "_s2s_matmul_rhs": runtime.matmul_rhs}
 
-vjp(operator.add, "x, y", "g", "g")
-vjp(operator.sub, "x, y", "g", "-g")
-vjp(operator.mul, "x, y", "g * y", "g * x")
-vjp(operator.truediv, "x, y", "g / y", "-g * x / (y * y)")
-vjp(operator.pow, "x, y", "g * y * x ** (y - 1)", "g * ans * _s2s_log(x)", namespace=ns)
-vjp(operator.mod, "x, y", "g", "-g * (x // y)")
-vjp(operator.neg, "x", "-g")
-vjp(operator.pos, "x", "g")
+vjp(operator.add, "x, y", "g", "g", broadcast=True)
+vjp(operator.sub, "x, y", "g", "-g", broadcast=True)
+vjp(operator.mul, "x, y", "g * y", "g * x", broadcast=True)
+vjp(operator.truediv, "x, y", "g / y", "-g * x / (y * y)", broadcast=True)
+vjp(operator.pow, "x, y", "g * y * x ** (y - 1)", "g * ans * _s2s_log(x)", namespace=ns,
+    broadcast=True)
+vjp(operator.mod, "x, y", "g", "-g * (x // y)", broadcast=True)
+vjp(operator.neg, "x", "-g", elementwise=True)
+vjp(operator.pos, "x", "g", elementwise=True)
+vjp(operator.matmul, "a, b", "_s2s_matmul_lhs(g, a, b)", "_s2s_matmul_rhs(g, a, b)",
+    namespace=ns)
+vjp(operator.getitem, "x, index", "_s2s_unindex(g, x, index)", namespace=ns)
+returns("args", operator.add, operator.sub, operator.mul, operator.truediv, operator.pow,
+        operator.mod, operator.neg, operator.pos, operator.floordiv)
+returns("array", operator.matmul)
 nondiff(operator.floordiv)
 nondiff(operator.invert)
 

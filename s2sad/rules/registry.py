@@ -1,42 +1,34 @@
 """The rule registry: derivative rules keyed by the primitive object itself.
 
-A reverse rule is a source template per positional argument, written over the
-argument names, `g` (the adjoint of the result) and `ans` (the result):
+A reverse rule gives, for each differentiable parameter of a primitive, a source
+template for the adjoint contribution, written over the parameter names, `g` (the
+adjoint of the result) and `ans` (the result):
 
     vjp(math.sin, "x", "g * cos(x)")
+    vjp(np.sum, "a, axis=None, keepdims=False", a="_s2s_unreduce(g, a, axis, keepdims)")
 
 The template is inlined into generated code with names substituted, so a pullback reads
 `x_bar = y_bar * cos(x)`. Free names in templates (here `cos`) are resolved in the
-namespace given at registration. `None` as a template means "no derivative with respect
-to this argument" (like ChainRules' `NoTangent`); `nondiff(prim)` marks a whole primitive.
+namespace given at registration. A parameter without a template has no derivative (like
+ChainRules' `NoTangent`); `nondiff(prim)` marks a whole primitive. `broadcast=True`
+says the primitive broadcasts its arguments like a NumPy ufunc: the engine then sums
+each contribution back to its argument's shape where shapes may differ.
 """
+import copy
+
 import gast
 
 from ..errors import S2SADError
 
 RULES = {}
+#: What a primitive returns: "scalar", "array", "container", or "args" (the kind of its
+#: arguments, as arithmetic does).
+RETURNS = {}
+#: Array methods and attributes, by name: `x.sum(...)` means `METHODS["sum"](x, ...)`.
+METHODS = {}
+ATTRIBUTES = {}
 version = 0
-
-
-class Rule:
-    """The rules of one primitive, by number of positional arguments."""
-
-    def __init__(self, prim):
-        self.prim = prim
-        self.variants = {}
-        self.each = None
-        self.nondiff = False
-
-    def templates(self, nargs):
-        """{param: template or None}, or None when no variant takes `nargs` args."""
-        if self.nondiff:
-            return {}
-        if nargs in self.variants:
-            return self.variants[nargs]
-        if self.each is not None:
-            return {f"{self.each[0]}{i}": self.each[1].renamed(f"{self.each[0]}{i}")
-                    for i in range(nargs)}
-        return None
+REQUIRED = object()
 
 
 class Template:
@@ -51,45 +43,113 @@ class Template:
             if isinstance(n, gast.Name) and n.id not in bound:
                 if n.id not in namespace:
                     raise S2SADError(f"rule template {source!r} uses {n.id!r}, which is "
-                                     "neither an argument, 'g', 'ans', nor in its namespace")
+                                     "neither a parameter, 'g', 'ans', nor in its namespace")
                 self.free[n.id] = namespace[n.id]
 
-    def renamed(self, param):
-        """This template over one argument, with that argument called `param`."""
-        import copy
+    def renamed(self, old, new):
         out = copy.copy(self)
         out.tree = copy.deepcopy(self.tree)
         for n in gast.walk(out.tree):
-            if isinstance(n, gast.Name) and n.id == self.param:
-                n.id = param
+            if isinstance(n, gast.Name) and n.id == old:
+                n.id = new
         return out
 
 
-def vjp(prim, params, *templates, namespace=None):
-    """Register reverse rules for `prim` called with the parameters `params`
-    (a comma-separated string), one template (or None) per parameter."""
+class Variant:
+    """One signature of a primitive and the templates of its parameters."""
+
+    def __init__(self, params, templates, broadcast, elementwise=False):
+        self.params = params              # [(name, default or REQUIRED)]
+        self.templates = templates        # {name: Template}
+        self.broadcast = broadcast
+        self.elementwise = elementwise or broadcast
+
+    def bind(self, args, keywords):
+        """{param: argument node} for a call, or None if the call does not fit."""
+        names = [p for p, _ in self.params]
+        if len(args) > len(names) or any(k not in names for k in keywords):
+            return None
+        bound = dict(zip(names, args))
+        for k, v in keywords.items():
+            if k in bound:
+                return None
+            bound[k] = v
+        for name, default in self.params:
+            if name not in bound:
+                if default is REQUIRED:
+                    return None
+                bound[name] = gast.Constant(value=default, kind=None)
+        return bound
+
+
+class Rule:
+    """The rules of one primitive: its variants, tried in order."""
+
+    def __init__(self, prim):
+        self.prim = prim
+        self.variants = []
+        self.each = None
+        self.nondiff = False
+
+    def match(self, args, keywords):
+        """(Variant, binding) for a call, or (None, None)."""
+        for variant in self.variants:
+            bound = variant.bind(args, keywords)
+            if bound is not None:
+                return variant, bound
+        if self.each is not None and not keywords:
+            param, template, broadcast = self.each
+            names = [f"{param}{i}" for i in range(len(args))]
+            variant = Variant([(n, REQUIRED) for n in names],
+                              {n: template.renamed(param, n) for n in names}, broadcast, True)
+            return variant, dict(zip(names, args))
+        return None, None
+
+
+def _parse_params(params):
+    out = []
+    for part in (p.strip() for p in params.split(",")):
+        if not part:
+            continue
+        name, eq, default = part.partition("=")
+        out.append((name.strip(), eval(default, {}) if eq else REQUIRED))
+    return out
+
+
+def returns(kind, *prims):
+    """Declare the kind of value `prims` return (see RETURNS)."""
+    for prim in prims:
+        RETURNS[prim] = kind
+
+
+def vjp(prim, params, *templates, namespace=None, broadcast=False, elementwise=False,
+        **by_name):
+    """Register reverse rules for `prim` called with `params` ("x, axis=None, ..."):
+    templates by position (None for no derivative) or by parameter name. `elementwise`
+    says the result has the shape of the arguments, element by element."""
     global version
-    names = [p.strip() for p in params.split(",") if p.strip()]
-    if len(names) != len(templates):
-        raise S2SADError(f"{len(names)} parameters but {len(templates)} templates for "
-                         f"{prim!r}")
-    namespace = dict(namespace or {})
+    spec = _parse_params(params)
+    names = [n for n, _ in spec]
+    if len(templates) > len(names) or any(k not in names for k in by_name):
+        raise S2SADError(f"templates do not match the parameters {names} of {prim!r}")
+    given = dict(zip(names, templates))
+    given.update(by_name)
+    ns = dict(namespace or {})
+    compiled = {n: Template(t, names, ns) for n, t in given.items() if t is not None}
     rule = RULES.setdefault(prim, Rule(prim))
     rule.nondiff = False
-    rule.variants[len(names)] = {
-        p: None if t is None else Template(t, names, namespace) for p, t in zip(names, templates)}
+    rule.variants = [v for v in rule.variants if [p for p, _ in v.params] != names]
+    rule.variants.append(Variant(spec, compiled, broadcast, elementwise))
     version += 1
     return prim
 
 
-def vjp_each(prim, param, template, namespace=None):
+def vjp_each(prim, param, template, namespace=None, broadcast=False):
     """Register one template for every positional argument of a variadic `prim`, used
-    when no fixed-arity variant matches; `param` names the argument in `template`."""
+    when no fixed signature matches; `param` names the argument in `template`."""
     global version
-    t = Template(template, [param], dict(namespace or {}))
-    t.param = param
     rule = RULES.setdefault(prim, Rule(prim))
-    rule.each = (param, t)
+    rule.each = (param, Template(template, [param], dict(namespace or {})), broadcast)
     version += 1
     return prim
 

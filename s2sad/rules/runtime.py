@@ -13,6 +13,55 @@ def zeros_like(x):
     return 0.0
 
 
+def unbroadcast(g, x):
+    """`g` summed down to the shape of `x`: the adjoint of broadcasting `x`."""
+    shape = np.shape(x)
+    if np.shape(g) == shape and (isinstance(x, np.ndarray) or not isinstance(g, np.ndarray)):
+        return g
+    g = np.asarray(g)
+    lead = g.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape)
+                                       if n == 1 and g.shape[lead + i] != 1)
+    out = g.sum(axis=axes).reshape(shape) if axes else g.reshape(shape)
+    if not isinstance(x, (np.ndarray, np.generic)):
+        return float(out)
+    return out
+
+
+def add(a, b):
+    """Adjoint accumulation that also adds tuples, lists and dicts elementwise."""
+    if isinstance(a, (tuple, list)):
+        return type(a)(add(u, v) for u, v in zip(a, b))
+    if isinstance(a, dict):
+        return {k: add(a[k], b[k]) for k in a}
+    return a + b
+
+
+def unindex(g, x, index):
+    """The adjoint of `x[index]`: zeros shaped like `x` with `g` added at `index`."""
+    if isinstance(x, (tuple, list)):
+        out = [zeros_like(v) for v in x]
+        if isinstance(index, slice):
+            for i, v in zip(range(*index.indices(len(x))), g):
+                out[i] = add(out[i], v)
+        else:
+            out[index] = add(out[index], g)
+        return type(x)(out)
+    x = np.asarray(x)
+    out = np.zeros(x.shape, dtype=np.result_type(x.dtype, np.float32))
+    if _basic(index):
+        out[index] = unbroadcast(g, out[index])
+    else:
+        np.add.at(out, index, g)
+    return out
+
+
+def _basic(index):
+    items = index if isinstance(index, tuple) else (index,)
+    return all(isinstance(i, (int, slice, type(None), type(Ellipsis))) or (
+        isinstance(i, np.integer)) for i in items)
+
+
 def log_base(x):
     """log(x) for the exponent rule of `x ** y`: 0.0 where x == 0 (0 ** y is flat in y)."""
     if isinstance(x, np.ndarray):
@@ -35,3 +84,279 @@ def seed(y, name):
     raise NonScalarOutputError(
         f"grad needs a function with a scalar output, but {name}() returned {found}. Use "
         "s2sad.vjp for non-scalar outputs (or reduce the output, e.g. with .sum()).")
+
+
+# -- NumPy adjoints that are more than one expression -----------------------------------
+def _axes(axis, ndim):
+    if axis is None:
+        return tuple(range(ndim))
+    axis = axis if isinstance(axis, tuple) else (axis,)
+    return tuple(a % ndim for a in axis)
+
+
+def unreduce(g, x, axis=None, keepdims=False):
+    """The adjoint of a sum of `x` over `axis`: `g` broadcast back to `x`'s shape."""
+    shape = np.shape(x)
+    g = np.asarray(g)
+    if not keepdims:
+        g = np.expand_dims(g, _axes(axis, len(shape))) if shape else g
+    return np.broadcast_to(g, shape)
+
+
+def count(x, axis=None):
+    """How many elements a reduction of `x` over `axis` combines."""
+    shape = np.shape(x)
+    return int(np.prod([shape[a] for a in _axes(axis, len(shape))]))
+
+
+def extremum(g, x, ans, axis=None, keepdims=False):
+    """The adjoint of max/min: `g` shared equally among the elements that attain it."""
+    mask = np.asarray(x) == unreduce(ans, x, axis, keepdims)
+    return unreduce(g, x, axis, keepdims) * mask / mask.sum(axis=axis, keepdims=True)
+
+
+def variance(g, x, axis=None, ddof=0, keepdims=False):
+    """The adjoint of var(x, axis, ddof)."""
+    x = np.asarray(x)
+    centred = x - x.mean(axis=axis, keepdims=True)
+    return unreduce(g, x, axis, keepdims) * 2 * centred / (count(x, axis) - ddof)
+
+
+def cumsum(g, x, axis=None):
+    """The adjoint of cumsum: a cumulative sum from the end."""
+    if axis is None:
+        return np.cumsum(np.asarray(g)[::-1])[::-1].reshape(np.shape(x))
+    return np.flip(np.cumsum(np.flip(g, axis), axis), axis)
+
+
+def cumprod(g, x, ans, axis=None):
+    """The adjoint of cumprod (for `x` without zeros)."""
+    x = np.asarray(x)
+    if axis is None:
+        return (cumsum(np.asarray(g) * ans, x.ravel()) / x.ravel()).reshape(x.shape)
+    return cumsum(g * ans, x, axis) / x
+
+
+def _promote(a, b):
+    return np.atleast_1d(a), np.atleast_1d(b)
+
+
+def matmul_lhs(g, a, b):
+    """The adjoint of `a` in `a @ b`."""
+    a, b = np.asarray(a), np.asarray(b)
+    if b.ndim == 1:
+        out = np.expand_dims(g, -1) * b if a.ndim > 1 else g * b
+    elif a.ndim == 1:
+        out = np.matmul(b, np.expand_dims(g, -1))[..., 0] if b.ndim > 2 else b @ g
+    else:
+        out = np.matmul(g, np.swapaxes(b, -1, -2))
+    return unbroadcast(out, a)
+
+
+def matmul_rhs(g, a, b):
+    """The adjoint of `b` in `a @ b`."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.ndim == 1:
+        out = np.expand_dims(a, -1) * np.expand_dims(g, -2) if b.ndim > 1 else g * a
+    elif b.ndim == 1:
+        out = np.matmul(np.swapaxes(a, -1, -2), np.expand_dims(g, -1))[..., 0]
+    else:
+        out = np.matmul(np.swapaxes(a, -1, -2), g)
+    return unbroadcast(out, b)
+
+
+def dot_lhs(g, a, b):
+    """The adjoint of `a` in `np.dot(a, b)`."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.ndim == 0 or b.ndim == 0:
+        return unbroadcast(g * b, a)
+    if b.ndim <= 2:
+        return matmul_lhs(g, a, b)
+    # dot sums over the last axis of a and the second-to-last of b
+    return np.tensordot(g, b, axes=(list(range(a.ndim - 1, g.ndim)),
+                                    [i for i in range(b.ndim) if i != b.ndim - 2]))
+
+
+def dot_rhs(g, a, b):
+    """The adjoint of `b` in `np.dot(a, b)`."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.ndim == 0 or b.ndim == 0:
+        return unbroadcast(g * a, b)
+    if b.ndim <= 2:
+        return matmul_rhs(g, a, b)
+    out = np.tensordot(a, g, axes=(list(range(a.ndim - 1)), list(range(a.ndim - 1))))
+    return np.moveaxis(out, 0, -2)
+
+
+def einsum(g, subscripts, k, *operands):
+    """The adjoint of operand `k` of `np.einsum(subscripts, *operands)`."""
+    inputs, _, output = subscripts.replace(" ", "").partition("->")
+    inputs = inputs.split(",")
+    if not _:
+        output = "".join(sorted(c for c in set("".join(inputs))
+                                if "".join(inputs).count(c) == 1))
+    mine = inputs[k]
+    if len(set(mine)) != len(mine) or "." in mine:
+        raise NotImplementedError("einsum adjoints with repeated or '...' subscripts")
+    others = [s for i, s in enumerate(inputs) if i != k]
+    present = set(output + "".join(others))
+    kept = "".join(c for c in mine if c in present)
+    spec = ",".join([output] + others) + "->" + kept
+    out = np.einsum(spec, g, *[o for i, o in enumerate(operands) if i != k])
+    shape = np.shape(operands[k])
+    full = [shape[mine.index(c)] if c in kept else 1 for c in mine]
+    out = np.reshape(np.transpose(out, [kept.index(c) for c in mine if c in kept]),
+                     full)
+    return np.broadcast_to(out, shape)
+
+
+def tensordot(g, a, b, axes, which):
+    """The adjoint of `a` (which=0) or `b` (which=1) in `np.tensordot(a, b, axes)`."""
+    a, b = np.asarray(a), np.asarray(b)
+    if isinstance(axes, int):
+        axes = (list(range(a.ndim - axes, a.ndim)), list(range(axes)))
+    ax_a, ax_b = ([axes[0]] if isinstance(axes[0], int) else list(axes[0]),
+                  [axes[1]] if isinstance(axes[1], int) else list(axes[1]))
+    letters = iter("abcdefghijklmnopqrstuvwxyz")
+    sa = [next(letters) for _ in range(a.ndim)]
+    sb = [next(letters) for _ in range(b.ndim)]
+    for i, j in zip(ax_a, ax_b):
+        sb[j] = sa[i]
+    out = [c for i, c in enumerate(sa) if i not in ax_a] + [
+        c for j, c in enumerate(sb) if j not in ax_b]
+    spec = f"{''.join(sa)},{''.join(sb)}->{''.join(out)}"
+    return einsum(g, spec, which, a, b)
+
+
+def trace(g, x, offset=0, axis1=0, axis2=1):
+    """The adjoint of np.trace."""
+    x = np.asarray(x)
+    eye = np.eye(x.shape[axis1], x.shape[axis2], k=offset)
+    eye = np.moveaxis(eye.reshape(eye.shape + (1,) * (x.ndim - 2)), (0, 1), (axis1, axis2))
+    return np.asarray(g) * eye
+
+
+def diag(g, v, k=0):
+    """The adjoint of np.diag (in both directions)."""
+    v = np.asarray(v)
+    if v.ndim == 1:
+        return np.diagonal(g, offset=k).copy()
+    out = np.zeros(v.shape, dtype=np.result_type(v, np.float32))
+    rows = np.arange(len(g)) + max(-k, 0)
+    out[rows, rows + k] = g
+    return out
+
+
+def norm(g, x, ans, ord=None, axis=None, keepdims=False):
+    """The adjoint of np.linalg.norm for the 2-norm of vectors and the Frobenius norm."""
+    x = np.asarray(x)
+    if ord not in (None, 2, "fro") or (ord == 2 and (axis is None and x.ndim > 1)):
+        raise NotImplementedError(f"the adjoint of norm with ord={ord!r}")
+    scale = unreduce(np.asarray(g) / np.where(ans == 0, 1, ans), x, axis, keepdims)
+    return scale * x
+
+
+def solve(g, a, b, ans, which):
+    """The adjoint of `a` (which=0) or `b` (which=1) in `x = np.linalg.solve(a, b)`."""
+    a = np.asarray(a)
+    b_bar = np.linalg.solve(np.swapaxes(a, -1, -2), g)
+    if which == 1:
+        return b_bar
+    if np.ndim(ans) == a.ndim - 1:
+        return -np.expand_dims(b_bar, -1) * np.expand_dims(ans, -2)
+    return -np.matmul(b_bar, np.swapaxes(ans, -1, -2))
+
+
+def cholesky(g, ans):
+    """The adjoint of `L = np.linalg.cholesky(a)` (a symmetric)."""
+    lower = ans
+    phi = np.tril(np.swapaxes(lower, -1, -2) @ g)
+    phi = phi - 0.5 * np.eye(lower.shape[-1]) * phi
+    inv = np.linalg.inv(lower)
+    s = np.swapaxes(inv, -1, -2) @ phi @ inv
+    return 0.5 * (s + np.swapaxes(s, -1, -2))
+
+
+def split_like(g, arrays, axis=0):
+    """The adjoint of concatenating `arrays` along `axis`: the pieces of `g`."""
+    sizes = [np.shape(a)[axis] for a in arrays]
+    return np.split(g, np.cumsum(sizes)[:-1], axis=axis)
+
+
+def unstack(g, arrays, axis=0):
+    """The adjoint of np.stack(arrays, axis)."""
+    return [np.take(g, i, axis=axis) for i in range(len(arrays))]
+
+
+def hstack(g, arrays):
+    flat = [np.atleast_1d(a) for a in arrays]
+    axis = 0 if flat[0].ndim == 1 else 1
+    return [np.reshape(p, np.shape(a)) for p, a in zip(split_like(g, flat, axis), arrays)]
+
+
+def vstack(g, arrays):
+    rows = [np.atleast_2d(a) for a in arrays]
+    return [np.reshape(p, np.shape(a)) for p, a in zip(split_like(g, rows, 0), arrays)]
+
+
+def from_array(g, obj):
+    """The adjoint of np.array(obj): `g` in the nesting of `obj`."""
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(from_array(gi, o) for gi, o in zip(g, obj))
+    if isinstance(obj, np.ndarray):
+        return np.asarray(g, dtype=np.result_type(obj.dtype, np.float32))
+    return float(g) if isinstance(obj, (int, float)) else g
+
+
+def untranspose(g, axes=None):
+    if axes is None or axes == ():
+        return np.transpose(g)
+    if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+        axes = axes[0]
+    return np.transpose(g, np.argsort(axes))
+
+
+def untile(g, x, reps):
+    x = np.asarray(x)
+    reps = (reps,) if np.isscalar(reps) else tuple(reps)
+    nd = max(x.ndim, len(reps))
+    shape = (1,) * (nd - x.ndim) + x.shape
+    reps = (1,) * (nd - len(reps)) + reps
+    g = np.reshape(g, [d for pair in zip(reps, shape) for d in pair])
+    return g.sum(axis=tuple(range(0, 2 * nd, 2))).reshape(x.shape)
+
+
+def unrepeat(g, x, repeats, axis=None):
+    x = np.asarray(x)
+    if axis is None:
+        flat = x.ravel()
+        idx = np.repeat(np.arange(flat.size), repeats)
+        out = np.zeros(flat.size, dtype=np.result_type(x, np.float32))
+        np.add.at(out, idx, np.ravel(g))
+        return out.reshape(x.shape)
+    idx = np.repeat(np.arange(x.shape[axis]), repeats)
+    out = np.zeros(x.shape, dtype=np.result_type(x, np.float32))
+    np.add.at(np.moveaxis(out, axis, 0), idx, np.moveaxis(g, axis, 0))
+    return out
+
+
+def unpad(g, x, pad_width):
+    x = np.asarray(x)
+    width = np.broadcast_to(np.asarray(pad_width), (x.ndim, 2))
+    return np.asarray(g)[tuple(slice(lo, lo + n) for (lo, _), n in zip(width, x.shape))]
+
+
+def clip_mask(x, lo, hi):
+    """Where `np.clip(x, lo, hi)` passes `x` through."""
+    x = np.asarray(x)
+    inside = np.ones(x.shape, dtype=bool)
+    if lo is not None:
+        inside &= x >= lo
+    if hi is not None:
+        inside &= x <= hi
+    return inside
+
+
+def cast_like(g, x):
+    """`g` with the dtype of `x` (the adjoint of a dtype conversion)."""
+    return np.asarray(g).astype(np.result_type(x), copy=False)

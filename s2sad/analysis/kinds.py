@@ -1,0 +1,113 @@
+"""Kind analysis: which names are certainly Python scalars, NumPy values, containers.
+
+Adjoints of broadcasting operations must be summed back to their argument's shape. The
+engine emits that only where an array can meet a value of another shape: two scalars
+never broadcast, nor does an array with a scalar. Operations on values of unknown kind
+(parameters, and arithmetic on them) are elementwise, so their reduction can wait until
+the adjoint leaves the pullback (`deferred`).
+"""
+import gast
+
+from ..codegen import nodes
+from ..frontend.source import MISSING
+from ..rules import registry
+
+SCALAR, ARRAY, CONTAINER, UNKNOWN = "scalar", "array", "container", "unknown"
+SCALARS = "scalars"     # a container of scalars, such as an array's shape
+
+
+def join(a, b):
+    if a is None:
+        return b
+    return a if a == b or b is None else UNKNOWN
+
+
+def combine(kinds):
+    """The kind of an arithmetic result over operands of `kinds`."""
+    kinds = [k for k in kinds if k is not None]
+    if ARRAY in kinds:
+        return ARRAY
+    if kinds and all(k == SCALAR for k in kinds):
+        return SCALAR
+    return UNKNOWN
+
+
+class Kinds:
+    def __init__(self, fn, src):
+        self.src = src
+        self.kind = {a.id: UNKNOWN for a in fn.args.args + fn.args.posonlyargs
+                     + fn.args.kwonlyargs}
+        defs = [(n.targets[0].id, n.value) for n in gast.walk(fn)
+                if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name)]
+        defs += [(n.target.id, None) for n in gast.walk(fn) if isinstance(n, gast.For)]
+        changed = True
+        while changed:
+            changed = False
+            for target, value in defs:
+                k = join(self.kind.get(target), self.of(value))
+                if k != self.kind.get(target):
+                    self.kind[target] = k
+                    changed = True
+        self.evidence = any(k in (ARRAY,) for k in self.kind.values())
+
+    def __getitem__(self, atom):
+        return self.of(atom)
+
+    def of(self, e):
+        if e is None:
+            return UNKNOWN
+        if isinstance(e, gast.Constant):
+            return SCALAR if isinstance(e.value, (int, float, bool)) else None
+        if isinstance(e, gast.Name):
+            if e.id in self.src.local_names or e.id in self.kind:
+                return self.kind.get(e.id)
+            return _kind_of_object(self.src.resolve(e))
+        if isinstance(e, gast.Attribute) and not _is_local_ref(e, self.src):
+            return _kind_of_object(self.src.resolve(e))
+        if isinstance(e, (gast.BinOp,)):
+            return combine([self.of(e.left), self.of(e.right)])
+        if isinstance(e, gast.UnaryOp):
+            return combine([self.of(e.operand)])
+        if isinstance(e, (gast.Tuple, gast.List)):
+            return CONTAINER
+        if isinstance(e, gast.Call):
+            prim = self.src.resolve(e.func)
+            if prim is MISSING and isinstance(e.func, gast.Attribute):
+                prim = registry.METHODS.get(e.func.attr, MISSING)
+            returns = registry.RETURNS.get(_key(prim))
+            if returns == "args":
+                return combine([self.of(a) for a in e.args])
+            return returns or UNKNOWN
+        if isinstance(e, gast.Attribute):
+            prim = registry.ATTRIBUTES.get(e.attr)
+            return registry.RETURNS.get(_key(prim), UNKNOWN) if prim else UNKNOWN
+        if isinstance(e, gast.Subscript):
+            base = self.of(e.value)
+            return {ARRAY: ARRAY, SCALARS: SCALAR}.get(base, UNKNOWN)
+        return SCALAR
+
+
+def _key(prim):
+    try:
+        hash(prim)
+        return prim
+    except TypeError:
+        return None
+
+
+def _is_local_ref(e, src):
+    while isinstance(e, gast.Attribute):
+        e = e.value
+    return isinstance(e, gast.Name) and e.id in src.local_names
+
+
+def _kind_of_object(obj):
+    import numbers
+    import numpy as np
+    if isinstance(obj, np.ndarray):
+        return ARRAY
+    if isinstance(obj, (numbers.Number, np.generic)):
+        return SCALAR
+    if isinstance(obj, (tuple, list)):
+        return CONTAINER
+    return UNKNOWN
