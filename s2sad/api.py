@@ -1,12 +1,13 @@
 """The public API: grad, value_and_grad, vjp, source, check_grad, and rule registration."""
 import functools
+import inspect
 
 import numpy as np
 
 from . import cache, pipeline
 from .errors import GradientCheckError, NonScalarOutputError, S2SADError
 from .frontend.source import unwrap
-from .rules import registry
+from .rules import registry, runtime
 
 
 def _compiled(fn, wrt, fused=False):
@@ -64,10 +65,37 @@ class ValueAndGradientFunction(_Derivative):
 
 def _decorator(cls, f, wrt):
     if f is None:
-        return lambda g: cls(g, wrt)
+        return lambda g: _decorator(cls, g, wrt)
     if not callable(f):
         raise S2SADError(f"s2sad differentiates functions; got {type(f).__name__} {f!r}")
+    if inspect.ismethod(f):
+        # a bound method: differentiate its function, with the instance passed first
+        derivative = cls(f.__func__, _shift(wrt))
+        return _BoundDerivative(derivative, f.__self__, f)
     return cls(f, wrt)
+
+
+def _shift(wrt):
+    if isinstance(wrt, (tuple, list)):
+        return tuple(_shift(w) for w in wrt)
+    return wrt + 1 if isinstance(wrt, int) and wrt >= 0 else wrt
+
+
+class _BoundDerivative:
+    """The derivative of a bound method: the instance is passed, not differentiated."""
+
+    def __init__(self, derivative, instance, method):
+        self._derivative = derivative
+        self._instance = instance
+        self.primal = method
+        functools.update_wrapper(self, method)
+
+    def __call__(self, *args, **kwargs):
+        return self._derivative(self._instance, *args, **kwargs)
+
+    @property
+    def source(self):
+        return self._derivative.source
 
 
 def grad(f=None, wrt=0):
@@ -119,7 +147,16 @@ def vjp(f, *args, **kwargs):
     """
     if not args:
         raise S2SADError("vjp needs the positional arguments to differentiate at")
-    return _compiled(f, tuple(range(len(args)))).fn(*args, **kwargs)
+    wrt = tuple(range(len(args)))
+    if inspect.ismethod(f):
+        f, args, wrt = f.__func__, (f.__self__,) + args, _shift(wrt)
+    y, pullback = _compiled(f, wrt).fn(*args, **kwargs)
+    args = args[len(args) - len(wrt):]
+
+    def fitted_pullback(y_bar):
+        """One adjoint per positional argument, with that argument's shape."""
+        return tuple(runtime.unbroadcast(g, x) for g, x in zip(pullback(y_bar), args))
+    return y, fitted_pullback
 
 
 def source(f, mode="reverse", wrt=0):

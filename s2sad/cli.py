@@ -114,6 +114,11 @@ def _check(args):
                        f"gave {len(point)}")
     wrt = _wrt(args.wrt, tuple(range(len(point))))
     try:
+        fn(*point)
+    except Exception as exc:  # the user's function fails at this point
+        raise CLIError(f"{fn.__name__}{tuple(point)} raised {type(exc).__name__}: {exc}; "
+                       "choose a point in its domain") from None
+    try:
         g = api.check_grad(fn, *point, wrt=wrt)
     except GradientCheckError as exc:
         print(f"FAIL {exc}")

@@ -78,7 +78,8 @@ def _guarded(run):
 
 def _internal(fn, exc):
     import traceback
-    frame = traceback.extract_tb(exc.__traceback__)[-1]
+    frames = traceback.extract_tb(exc.__traceback__)
+    frame = ([f for f in frames if "/s2sad/" in f.filename] or frames)[-1]
     where = getattr(fn, "__code__", None)
     origin = f" ({where.co_filename}:{where.co_firstlineno})" if where else ""
     return InternalError(

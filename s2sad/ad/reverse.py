@@ -57,7 +57,8 @@ class Reverse:
         if not isinstance(ret, gast.Return):
             raise InternalError("reverse: Wengert form must end with one return")
         output = ret.value.id if isinstance(ret.value, gast.Name) else None
-        self.active = active_names(fn, self.src, self.wrt, output)
+        self.ops = {}
+        self.active = active_names(fn, self.src, self.wrt, output, self.ops)
         self.kinds = Kinds(fn, self.src)
         self.unreduced = set()
         self.indexed = {a.id for s in _assigns(fn) for a in _getitem_receivers(s)}
@@ -149,7 +150,7 @@ class Reverse:
             return []
         g = nodes.name(self.adj(target))
         defined.discard(target)
-        op = s.s2s_op
+        op = self.ops[id(s)]
         self.propagating = target in self.unreduced
         out = []
         # Accumulate into adjoints that exist before starting new ones, so that a copy
@@ -202,8 +203,9 @@ class Reverse:
         return ARRAY in others or mine == ARRAY
 
     def missing_rule(self, op, s):
+        """A located MissingRuleError whose first line says what to do."""
         where = f"{self.src.where(s)}: "
-        line = f"\n    {self.src.line_text(s).strip()}\n"
+        code = f"\n    {self.src.line_text(s).strip()}"
         node = op.node
         if op.prim is None:
             what = {gast.Tuple: "building a tuple of differentiated values",
@@ -218,25 +220,23 @@ class Reverse:
                         else f"the call {func}(), whose function s2sad cannot resolve "
                              "statically,")
             return MissingRuleError(
-                f"{where}{what or type(node).__name__} is not supported yet:{line}"
-                "Compute the value from scalars the function receives, or keep it out of "
-                "the differentiated path.")
-        label = _label(op.prim)
-        n = len(op.args)
+                f"{where}{what or type(node).__name__} is not supported yet; compute the "
+                f"value from the scalars and arrays the function receives{code}")
+        spelled = _expr_source(node.func) if isinstance(node, gast.Call) else _label(op.prim)
         if _has_rule(op.prim):
-            detail = f"s2sad has rules for {label} but not with {n} positional arguments"
+            detail = (f"s2sad's rules for {spelled} do not cover this call "
+                      f"({len(op.args)} arguments)")
         elif callable(op.prim) and hasattr(op.prim, "__code__"):
-            detail = (f"{label} is a Python function; calls to other Python functions are "
-                      "not differentiated yet")
+            detail = (f"{spelled} is a Python function, and calls to other Python functions "
+                      "are not differentiated yet")
         else:
-            detail = f"s2sad has no derivative rule for {label}"
-        params = ", ".join("xyzuvw"[:n]) if n <= 6 else "x"
-        templates = ", ".join(f'"g * d{label.split(".")[-1]}/d{p}"' for p in params.split(", "))
+            detail = f"s2sad has no derivative rule for {spelled}"
+        params = _param_names(op.prim, len(op.args))
+        templates = ", ".join(f'"g * d{spelled.split(".")[-1]}/d{p}"' for p in params)
         return MissingRuleError(
-            f"{where}{detail}, and a differentiated value flows into it:{line}"
-            f"Register a rule, e.g. s2sad.defvjp({label}, \"{params}\", {templates}) with "
-            f"the derivatives written out (see help(s2sad.defvjp)), or, if it has no derivative, "
-            f"s2sad.nondiff({label}).")
+            f"{where}{detail}; register one with s2sad.defvjp({spelled}, "
+            f"\"{', '.join(params)}\", {templates}) (derivatives written out, see "
+            f"help(s2sad.defvjp)) or mark it s2sad.nondiff({spelled}){code}")
 
     def if_(self, s, defined):
         branches = []
@@ -530,6 +530,16 @@ def _label(prim):
     mod = getattr(prim, "__module__", None)
     name = getattr(prim, "__qualname__", None) or repr(prim)
     return f"{mod}.{name}" if mod and mod != "builtins" else name
+
+
+def _param_names(prim, n):
+    import inspect
+    try:
+        names = [p.name for p in inspect.signature(prim).parameters.values()
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        names = []
+    return names[:n] if len(names) >= n else ["x", "y", "z", "u", "v", "w"][:n]
 
 
 def _has_rule(prim):

@@ -18,11 +18,12 @@ def definitions(stmts):
                 yield n.targets[0].id, n
 
 
-def active_names(fn, src, wrt, output):
+def active_names(fn, src, wrt, output, ops):
+    """The active names; fills `ops` with {id(statement): Op}."""
     edges = []
     for target, stmt in definitions(fn.body):
         op = classify(stmt.value, src)
-        stmt.s2s_op = op
+        ops[id(stmt)] = op
         for _, a in op.diff_args():
             if isinstance(a, gast.Name):
                 edges.append((a.id, target))

@@ -58,4 +58,6 @@ def compile_function(fn_node, bindings, user_fn, filename):
     factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
     make = types.FunctionType(factory_code, user_fn.__globals__, "_s2s_factory")
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    return make(*(bindings[p] for p in params)), source
+    fn = make(*(bindings[p] for p in params))
+    fn.__qualname__ = fn.__name__
+    return fn, source

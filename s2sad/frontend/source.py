@@ -93,6 +93,11 @@ def capture(fn):
     fn = unwrap(fn)
     if not callable(fn):
         raise S2SADError(f"s2sad differentiates functions; got {type(fn).__name__} {fn!r}")
+    if getattr(fn, "__wrapped__", None) is not None and inspect.isfunction(fn):
+        raise SourceUnavailableError(
+            f"{fn.__qualname__!r} is wrapped by a decorator (it has __wrapped__), so its "
+            "source is not the code that runs; s2sad cannot see through decorators yet. "
+            "Differentiate the undecorated function.")
     if not inspect.isfunction(fn):
         raise SourceUnavailableError(
             f"{getattr(fn, '__qualname__', fn)!r} is not a Python function with source "

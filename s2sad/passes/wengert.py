@@ -54,6 +54,11 @@ class Wengert:
         self.defined = set(params)
         env = {p: p for p in params}
         fn.body, _ = self.block(fn.body, env)
+        if not isinstance(fn.body[-1], gast.Return):
+            # every other path raises: the one return can stand last
+            ret = _take_return(fn.body)
+            if ret is not None:
+                fn.body.append(ret)
         return fn
 
     # -- helpers ----------------------------------------------------------------------
@@ -305,6 +310,19 @@ def _last_assignments(stmts, joins):
             out[i] = joins[s.targets[0].id]
         seen |= _assigned([s])
     return out
+
+
+def _take_return(stmts):
+    for s in stmts:
+        for field in ("body", "orelse"):
+            inner = getattr(s, field, None)
+            if isinstance(inner, list) and inner:
+                if isinstance(inner[-1], gast.Return):
+                    return inner.pop()
+                found = _take_return(inner)
+                if found is not None:
+                    return found
+    return None
 
 
 def _coalesce(block, old, new):

@@ -10,11 +10,15 @@ def zeros_like(x):
         return np.zeros_like(x, dtype=np.result_type(x.dtype, np.float32))
     if isinstance(x, (tuple, list)):
         return type(x)(zeros_like(v) for v in x)
+    if isinstance(x, dict):
+        return {k: zeros_like(v) for k, v in x.items()}
     return 0.0
 
 
 def unbroadcast(g, x):
     """`g` summed down to the shape of `x`: the adjoint of broadcasting `x`."""
+    if isinstance(x, (tuple, list, dict)) or x is None:
+        return g
     shape = np.shape(x)
     if np.shape(g) == shape and (isinstance(x, np.ndarray) or not isinstance(g, np.ndarray)):
         return g
@@ -39,6 +43,10 @@ def add(a, b):
 
 def unindex(g, x, index):
     """The adjoint of `x[index]`: zeros shaped like `x` with `g` added at `index`."""
+    if isinstance(x, dict):
+        out = zeros_like(x)
+        out[index] = add(out[index], g)
+        return out
     if isinstance(x, (tuple, list)):
         out = [zeros_like(v) for v in x]
         if isinstance(index, slice):
