@@ -62,6 +62,12 @@ def setitem(x):
     a[0] = x
     return a[0]
 
+def nested_setitem(x):
+    a = [[0.0, 0.0]]
+    a[0][1] = x
+    return a[0][1]
+
+
 def div_zero(x):
     return x / 0.0
 

@@ -29,7 +29,7 @@ def line_of(text):
     ("list_comp", "for i in range(3)]", "list comprehensions"),
     ("uses_yield", "yield x", "generators"),
     ("nested_def", "def inner", "nested function"),
-    ("setitem", "a[0] = x", "assignment to an element"),
+    ("nested_setitem", "a[0][1] = x", "assignment to an element"),
 ])
 def test_unsupported_syntax(name, construct, message):
     with pytest.raises(UnsupportedSyntaxError) as info:

@@ -6,11 +6,13 @@ and read the diff before committing.
 """
 import os
 
+import numpy as np
 import pytest
 
+import s2sad
 from s2sad import pipeline
 
-from golden import functions
+from golden import functions, functions_numpy
 
 HERE = os.path.join(os.path.dirname(__file__), "golden")
 CASES = {
@@ -24,12 +26,22 @@ CASES = {
     "break_loop": 0,
     "early_return": 0,
     "lotka_volterra": (0, 1, 2, 3),
+    "numpy.logistic_loss": 0,
+    "numpy.mlp_loss": (0, 1, 2, 3),
+    "numpy.rosenbrock": 0,
+    "numpy.smooth_in_place": 0,
+    "numpy.append_loop": 0,
 }
+
+
+def function(name):
+    module, _, fname = name.rpartition(".")
+    return getattr(functions_numpy if module else functions, fname)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_generated_source(name):
-    text = pipeline.reverse(getattr(functions, name), CASES[name]).source
+    text = pipeline.reverse(function(name), CASES[name]).source
     path = os.path.join(HERE, f"{name}.txt")
     if os.environ.get("S2SAD_UPDATE_GOLDEN"):
         with open(path, "w") as f:
@@ -40,5 +52,48 @@ def test_generated_source(name):
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_regeneration_is_deterministic(name):
-    f = getattr(functions, name)
+    f = function(name)
     assert pipeline.reverse(f, CASES[name]).source == pipeline.reverse(f, CASES[name]).source
+
+
+def _point(name):
+    rng = np.random.default_rng(7)
+    if name == "numpy.mlp_loss":
+        return (rng.normal(size=(4, 5)) * 0.5, rng.normal(size=5) * 0.1,
+                rng.normal(size=(5, 3)) * 0.5, rng.normal(size=3) * 0.1,
+                rng.normal(size=(6, 4)), np.eye(3)[rng.integers(0, 3, 6)])
+    if name == "numpy.logistic_loss":
+        return (rng.normal(size=3), rng.normal(size=(8, 3)), (rng.random(8) > 0.5) * 1.0)
+    if name in ("numpy.rosenbrock", "numpy.smooth_in_place"):
+        return (rng.normal(size=6),)
+    if name == "lotka_volterra":
+        return (1.0, 0.5, 0.7, 0.3)
+    if name in ("straight_line", "if_else"):
+        return (2.0, 5.0)
+    return (0.7,)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_gradient_matches_finite_differences(name):
+    f, wrt = function(name), CASES[name]
+    point = _point(name)
+    got = s2sad.grad(f, wrt=wrt)(*point)
+    got = got if isinstance(wrt, tuple) else (got,)
+    for i, g in zip(wrt if isinstance(wrt, tuple) else (wrt,), got):
+        np.testing.assert_allclose(np.asarray(g, dtype=float), central_difference(f, point, i),
+                                   rtol=1e-5, atol=1e-7)
+
+
+def central_difference(f, point, i):
+    x = np.asarray(point[i], dtype=float)
+    out = np.zeros_like(x)
+    for idx in np.ndindex(x.shape):
+        h = 1e-6 * max(1.0, abs(float(x[idx])))
+        hi, lo = x.copy(), x.copy()
+        hi[idx] += h
+        lo[idx] -= h
+        args_hi, args_lo = list(point), list(point)
+        args_hi[i] = hi if x.shape else float(hi)
+        args_lo[i] = lo if x.shape else float(lo)
+        out[idx] = (f(*args_hi) - f(*args_lo)) / (2 * h)
+    return out

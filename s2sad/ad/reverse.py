@@ -66,6 +66,7 @@ class Reverse:
         seed = self.adj(output) if output in self.active else self.namer.fresh("y_bar")
         defined = {output} if output in self.active else set()
         reverse = self.block(body, defined)
+        self.updates = _Updates(body, self.src, reverse, self)
         result = [self.fitted(p, defined) for p in self.wrt]
         reverse.append(nodes.ret(nodes.tuple_(result) if self.as_tuple else result[0]))
         pullback = nodes.function(self.namer.fresh(f"{fn.name}_pullback"), [seed], reverse)
@@ -75,6 +76,7 @@ class Reverse:
             like=fn)
         vjp.s2s_pullback = pullback
         vjp.s2s_loops = list(self.loops.values())
+        self.updates.finish(vjp, self.loops)
         return vjp
 
     # -- names ------------------------------------------------------------------------
@@ -290,6 +292,9 @@ class Reverse:
                 info = self.loops.get(id(s))
                 if info is not None:
                     out.extend(info.instrument())
+            elif self.updates.is_update(s):
+                out.extend(self.updates.expand(s))
+                continue
             out.append(s)
         return out
 
@@ -318,6 +323,160 @@ def fuse(vjp, namer, helper, runtime):
 def ast_unparse(node):
     import ast
     return ast.unparse(gast.gast_to_ast(copy.deepcopy(node)))
+
+
+class _Updates:
+    """Element assignments and appends: functional in Wengert form (`a_1 =
+    setitem(a, i, v)`), emitted in place (`a[i] = v`) when the array or list belongs to
+    the function and the pullback never reads a state it overwrites; otherwise on a copy,
+    so that inputs are never mutated and recorded states stay intact."""
+
+    def __init__(self, body, src, pullback, rev):
+        from ..rules import runtime
+        self.prims = (runtime.setitem, runtime.append)
+        self.stmts = [n for s in body for n in gast.walk(s) if self.is_update(n)]
+        self.old = {id(s): s.value.args[0].id for s in self.stmts}
+        self.owned = _owned(body, src, self.prims)
+        self.in_place = {}
+        self.rev = rev
+        self.pullback = nodes.if_(nodes.const(True), pullback)
+        self.loop_of = {}
+        for loop in (n for s in body for n in gast.walk(s) if isinstance(n, (gast.For,
+                                                                             gast.While))):
+            for n in gast.walk(loop):
+                if self.is_update(n):
+                    self.loop_of[id(n)] = loop     # walk order: the innermost wins
+        self.classes = _alias_classes(body, self.stmts)
+
+    def safe(self, s):
+        """Whether writing in place cannot change a state the pullback reads."""
+        old = self.old[id(s)]
+        if old not in self.owned:
+            return False
+        loop = self.loop_of.get(id(s))
+        info = self.rev.loops.get(id(loop)) if loop is not None else None
+        if info is None:
+            return not self.value_loads(self.pullback, {old})
+        return not self.value_loads(info.reversed, self.classes.get(old, {old}))
+
+    def value_loads(self, node, names):
+        """Loads of `names` in `node` other than as shape-only helper arguments."""
+        from ..rules import runtime
+        skip = set()
+        for call in gast.walk(node):
+            if isinstance(call, gast.Call) and isinstance(call.func, gast.Name):
+                obj = self.rev.helpers.get(call.func.id)
+                name = getattr(obj, "__name__", None)
+                if obj is getattr(runtime, name or "", None) and name in runtime.SHAPE_ONLY:
+                    skip.update(id(a) for i, a in enumerate(call.args)
+                                if i in runtime.SHAPE_ONLY[name])
+        return any(isinstance(n, gast.Name) and n.id in names and id(n) not in skip
+                   for n in gast.walk(node))
+
+    def is_update(self, s):
+        return (isinstance(s, gast.Assign) and isinstance(s.value, gast.Call)
+                and getattr(s.value.func, "s2s_prim", None) in self.prims)
+
+    def expand(self, s):
+        new, call = s.targets[0].id, s.value
+        old = call.args[0].id
+        self.in_place[id(s)] = in_place = self.safe(s)
+        target = old if in_place else new
+        out = [] if in_place else [nodes.assign(new, nodes.call(nodes.attribute(old, "copy")))]
+        if hasattr(call, "s2s_index"):
+            write = nodes.assign(gast.Subscript(value=nodes.name(target), slice=call.s2s_index,
+                                                ctx=gast.Store()), call.args[2])
+        else:
+            write = nodes.expr_stmt(nodes.call(nodes.attribute(target, "append"),
+                                               [call.args[1]]))
+        return [nodes.located(x, s) for x in out + [write]]
+
+    def finish(self, vjp, loops):
+        """Name each in-place result after the object it updates."""
+        renames = {s.targets[0].id: self.old[id(s)] for s in self.stmts
+                   if self.in_place.get(id(s))}
+        if not renames:
+            return
+
+        def final(n):
+            while n in renames:
+                n = renames[n]
+            return n
+        pullback = vjp.s2s_pullback
+        for n in gast.walk(vjp):
+            if isinstance(n, gast.Name) and n.id in renames:
+                n.id = final(n.id)
+        for block in _blocks(vjp.body):
+            block[:] = [s for s in block if not (
+                isinstance(s, gast.Assign) and isinstance(s.value, gast.Name)
+                and nodes.is_name(s.targets[0], s.value.id))]
+        del pullback
+
+
+def _blocks(stmts):
+    yield stmts
+    for s in stmts:
+        for field in ("body", "orelse"):
+            inner = getattr(s, field, None)
+            if isinstance(inner, list):
+                yield from _blocks(inner)
+
+
+def _alias_classes(body, updates):
+    """{name: the names that may hold the same object}, through updates and copies."""
+    parent = {}
+
+    def find(n):
+        while parent.get(n, n) != n:
+            n = parent[n]
+        return n
+    for s in updates:
+        parent[find(s.targets[0].id)] = find(s.value.args[0].id)
+    for s in (n for b in body for n in gast.walk(b)):
+        if (isinstance(s, gast.Assign) and isinstance(s.value, gast.Name)
+                and isinstance(s.targets[0], gast.Name)):
+            parent[find(s.targets[0].id)] = find(s.value.id)
+    classes = {}
+    for n in list(parent) + [find(n) for n in parent]:
+        classes.setdefault(find(n), set()).add(n)
+    return {n: classes[find(n)] for n in parent}
+
+
+def _owned(body, src, updates):
+    """Names whose value is an array or list the function created itself (so writing
+    into it cannot change an input or a value held elsewhere)."""
+    from ..rules import registry
+    defs = {}
+    for s in (n for b in body for n in gast.walk(b)):
+        if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
+            defs.setdefault(s.targets[0].id, []).append(s.value)
+    fresh = {}
+
+    def creates(v):
+        if isinstance(v, (gast.BinOp, gast.UnaryOp, gast.List, gast.Tuple)):
+            return True
+        if isinstance(v, gast.Call):
+            prim = getattr(v.func, "s2s_prim", None)
+            if prim in updates:
+                return "old"
+            prim = src.resolve(v.func) if prim is None else prim
+            if prim is MISSING and isinstance(v.func, gast.Attribute):
+                prim = registry.METHODS.get(v.func.attr, MISSING)
+            return prim is not MISSING and prim not in registry.VIEWS
+        return isinstance(v, gast.Name) and "copy"
+    owned = set(defs)
+    changed = True
+    while changed:
+        changed = False
+        for name in list(owned):
+            for v in defs[name]:
+                kind = creates(v)
+                if kind is False or (kind == "old" and v.args[0].id not in owned) or (
+                        kind == "copy" and v.id not in owned):
+                    owned.discard(name)
+                    changed = True
+                    break
+    return owned
 
 
 class _LoopInfo:
@@ -367,6 +526,10 @@ class _LoopInfo:
             self.rev.primal_names.add(self.tape)
 
     def reversed_loop(self, body):
+        self.reversed = self._reversed_loop(body)
+        return self.reversed
+
+    def _reversed_loop(self, body):
         if self.mode == "range":
             if self.record:
                 it = nodes.call("reversed", [nodes.call("range", self.range_args)])
@@ -379,9 +542,7 @@ class _LoopInfo:
         target = (nodes.name(self.record[0], store=True) if len(self.record) == 1
                   else nodes.tuple_([nodes.name(n, store=True) for n in self.record],
                                     store=True))
-        self.reversed = nodes.for_(target, nodes.call("reversed", [nodes.name(self.tape)]),
-                                   body)
-        return self.reversed
+        return nodes.for_(target, nodes.call("reversed", [nodes.name(self.tape)]), body)
 
     def instrument(self):
         """Statements before the loop; the loop body gets its recording in place."""

@@ -71,7 +71,7 @@ class Kinds:
         if isinstance(e, (gast.Tuple, gast.List)):
             return CONTAINER
         if isinstance(e, gast.Call):
-            prim = self.src.resolve(e.func)
+            prim = getattr(e.func, "s2s_prim", None) or self.src.resolve(e.func)
             if prim is MISSING and isinstance(e.func, gast.Attribute):
                 prim = registry.METHODS.get(e.func.attr, MISSING)
             returns = registry.RETURNS.get(_key(prim))

@@ -66,10 +66,12 @@ def _problem(node):
     if isinstance(node, (gast.Assign, gast.AugAssign, gast.AnnAssign)):
         targets = node.targets if isinstance(node, gast.Assign) else [node.target]
         for target in targets:
+            if isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name):
+                continue
             for t in _flat_targets(target):
                 if isinstance(t, gast.Subscript):
-                    return ("assignment to an element (a[i] = ...) is not supported yet; "
-                            "build a new value instead")
+                    return ("this assignment to an element is not supported; write one "
+                            "element assignment a[i] = v per line, on a variable")
                 if isinstance(t, gast.Attribute):
                     return ("assignment to an attribute (obj.x = ...) is not supported; "
                             "keep the value in a local variable")

@@ -283,4 +283,7 @@ def _load(target):
 def _store(target):
     t = copy.deepcopy(target)
     t.ctx = gast.Store()
+    for n in gast.walk(t.value if isinstance(t, gast.Subscript) else t):
+        if hasattr(n, "ctx") and n is not t:
+            n.ctx = gast.Load()
     return t

@@ -33,7 +33,9 @@ import copy
 
 import gast
 
+from ..analysis import primitives
 from ..codegen import nodes
+from ..rules import runtime
 
 
 class Wengert:
@@ -48,9 +50,7 @@ class Wengert:
 
     def run(self, fn):
         params = [a.id for a in fn.args.args + fn.args.kwonlyargs + fn.args.posonlyargs]
-        self.locals = set(params) | {n.id for s in fn.body for n in gast.walk(s)
-                                     if isinstance(n, gast.Name)
-                                     and isinstance(n.ctx, gast.Store)}
+        self.locals = set(params) | _assigned(fn.body)
         self.defined = set(params)
         env = {p: p for p in params}
         fn.body, _ = self.block(fn.body, env)
@@ -176,12 +176,23 @@ class Wengert:
             elif isinstance(s, gast.Raise):
                 self.emit(tail, self.rename(s, env), s)
                 return out, None
+            elif _appended(s):
+                call = s.value
+                v = self.flatten(call.args[0], env, tail, s)
+                self.update(call.func.value.id, runtime.append, [v], env, tail, s)
             elif not isinstance(s, gast.Pass):
                 self.emit(tail, self.rename(s, env), s)
         return out, tail
 
     def assign(self, s, env, out, into=None):
         target, value = s.targets[0], s.value
+        if isinstance(target, gast.Subscript):
+            base = target.value.id
+            index = self.index(target.slice, env, out, s)
+            v = self.flatten(value, env, out, s)
+            self.update(base, runtime.setitem, [primitives.index_value(index), v], env, out,
+                        s).s2s_index = index
+            return
         if isinstance(target, gast.Name):
             new = nodes.is_atom(value) and (into or self.version(target.id))
             env[target.id] = self.flatten(value, env, out, s, into=new or _Deferred(
@@ -203,6 +214,15 @@ class Wengert:
                 self.assign(nodes.located(nodes.assign(t, v), s), sub_env, out)
                 bound.update({k: sub_env[k] for k in _assigned([nodes.assign(t, v)])})
         env.update(bound)
+
+    def update(self, base, prim, args, env, out, origin):
+        """`base = prim(base, *args)`: a mutation, as a new SSA version of `base`."""
+        call = nodes.call("_s2s_" + prim.__name__, [nodes.name(env.get(base, base))] + args)
+        call.func.s2s_prim = prim
+        new = self.version(base)
+        self.emit(out, nodes.assign(new, call), origin)
+        env[base] = new
+        return call
 
     def if_(self, s, env, out):
         cond = self.flatten(s.test, env, out, s)
@@ -290,13 +310,25 @@ def _named(into):
 
 
 def _assigned(stmts):
-    """User variables assigned anywhere in `stmts`."""
+    """User variables assigned (or mutated) anywhere in `stmts`."""
     out = set()
     for s in stmts:
         for n in gast.walk(s):
             if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
                 out.add(n.id)
+            elif isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Subscript):
+                out.add(n.targets[0].value.id)
+            elif _appended(n):
+                out.add(n.value.func.value.id)
     return out
+
+
+def _appended(s):
+    """Whether `s` is `name.append(value)`."""
+    return (isinstance(s, gast.Expr) and isinstance(s.value, gast.Call)
+            and isinstance(s.value.func, gast.Attribute) and s.value.func.attr == "append"
+            and isinstance(s.value.func.value, gast.Name) and len(s.value.args) == 1
+            and not s.value.keywords)
 
 
 def _last_assignments(stmts, joins):

@@ -7,7 +7,7 @@ back to each argument's shape, once, where shapes may differ.
 import numpy as np
 
 from . import runtime
-from .registry import ATTRIBUTES, METHODS, nondiff, returns, vjp
+from .registry import ATTRIBUTES, METHODS, VIEWS, nondiff, returns, vjp
 
 ns = {"np": np}
 ns.update({"_s2s_" + k: getattr(runtime, k) for k in dir(runtime) if not k.startswith("_")})
@@ -182,3 +182,7 @@ for n in range(5):
     rule(_Reshape, "a" + (", " + dims if dims else ""), a="np.reshape(g, np.shape(a))")
     rule(_Transpose, "a" + (", " + dims if dims else ""),
          a=f"_s2s_untranspose(g, ({dims}{',' if n == 1 else ''}))")
+
+VIEWS.update({np.reshape, np.ravel, np.transpose, np.squeeze, np.swapaxes, np.moveaxis,
+              np.expand_dims, np.broadcast_to, np.asarray, np.real, np.diagonal,
+              _Reshape, _Transpose})

@@ -21,6 +21,12 @@ vjp(operator.pos, "x", "g", elementwise=True)
 vjp(operator.matmul, "a, b", "_s2s_matmul_lhs(g, a, b)", "_s2s_matmul_rhs(g, a, b)",
     namespace=ns)
 vjp(operator.getitem, "x, index", "_s2s_unindex(g, x, index)", namespace=ns)
+ns_mut = {"_s2s_zero_at": runtime.zero_at, "_s2s_take": runtime.take,
+          "_s2s_unbroadcast": runtime.unbroadcast}
+vjp(runtime.setitem, "a, index, v", a="_s2s_zero_at(g, index)",
+    v="_s2s_unbroadcast(_s2s_take(g, index), v)", namespace=ns_mut)
+vjp(runtime.append, "a, v", a="_s2s_head(g)", v="_s2s_last(g)",
+    namespace={"_s2s_head": runtime.head, "_s2s_last": runtime.last})
 returns("args", operator.add, operator.sub, operator.mul, operator.truediv, operator.pow,
         operator.mod, operator.neg, operator.pos, operator.floordiv)
 returns("array", operator.matmul)

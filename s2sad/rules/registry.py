@@ -27,6 +27,8 @@ RETURNS = {}
 #: Array methods and attributes, by name: `x.sum(...)` means `METHODS["sum"](x, ...)`.
 METHODS = {}
 ATTRIBUTES = {}
+#: Primitives whose result may share memory with an argument (NumPy views).
+VIEWS = set()
 version = 0
 REQUIRED = object()
 

@@ -368,3 +368,57 @@ def clip_mask(x, lo, hi):
 def cast_like(g, x):
     """`g` with the dtype of `x` (the adjoint of a dtype conversion)."""
     return np.asarray(g).astype(np.result_type(x), copy=False)
+
+
+# -- element assignment and append, in functional form ---------------------------------
+def setitem(a, index, v):
+    """`a` with `a[index] = v`, as a new value (what `a[index] = v` means to AD)."""
+    out = a.copy()
+    out[index] = v
+    return out
+
+
+def append(a, v):
+    """`a` with `v` appended, as a new value (what `a.append(v)` means to AD)."""
+    return a + [v]
+
+
+def zero_at(g, index):
+    """The adjoint of the array or list written by `a[index] = v`: `g` without the
+    overwritten elements."""
+    if _is_zero(g):
+        return g
+    if isinstance(g, list):
+        out = list(g)
+        out[index] = zeros_like(out[index])
+        return out
+    out = np.array(g, dtype=np.result_type(g, np.float32))
+    out[index] = 0
+    return out
+
+
+def take(g, index):
+    """`g[index]`, on a copy where `g[index]` would be a view."""
+    if _is_zero(g):
+        return g
+    part = g[index]
+    return part.copy() if isinstance(part, np.ndarray) else part
+
+
+def head(g):
+    """The adjoint of the list `a` in `a.append(v)`: all of `g` but its last entry."""
+    return g if _is_zero(g) else g[:-1]
+
+
+def last(g):
+    """The adjoint of `v` in `a.append(v)`: the last entry of `g`."""
+    return g if _is_zero(g) else g[-1]
+
+
+def _is_zero(g):
+    return isinstance(g, float) and g == 0.0
+
+
+#: Helpers that read these arguments only for their shape, type or structure.
+SHAPE_ONLY = {"unindex": (1,), "unreduce": (1,), "unbroadcast": (1,), "count": (0,),
+              "zeros_like": (0,), "from_array": (1,), "extremum": ()}

@@ -1,0 +1,35 @@
+"""Representative NumPy functions whose generated derivative source is pinned."""
+import numpy as np
+
+
+def logistic_loss(w, X, y):
+    z = X @ w
+    return np.mean(np.logaddexp(0.0, z) - y * z)
+
+
+def mlp_loss(W1, b1, W2, b2, X, Y):
+    h = np.tanh(X @ W1 + b1)
+    logits = h @ W2 + b2
+    m = logits.max(axis=1, keepdims=True)
+    lse = m + np.log(np.exp(logits - m).sum(axis=1, keepdims=True))
+    return -(Y * (logits - lse)).sum() / X.shape[0]
+
+
+def rosenbrock(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+
+
+def smooth_in_place(x):
+    y = x.copy()
+    for i in range(1, len(x) - 1):
+        y[i] = 0.5 * x[i] + 0.25 * (x[i - 1] + x[i + 1])
+    return np.sum(y * y)
+
+
+def append_loop(x, n=4):
+    terms = []
+    p = 1.0
+    for k in range(n):
+        p = p * x / (k + 1)
+        terms.append(p)
+    return np.sum(np.array(terms))
