@@ -5,7 +5,7 @@ import inspect
 import numpy as np
 
 from . import cache, pipeline
-from .errors import GradientCheckError, NonScalarOutputError, S2SADError
+from .errors import GradientCheckError, S2SADError
 from .frontend.source import unwrap
 from .rules import registry, runtime
 
@@ -29,6 +29,7 @@ class _Derivative:
         self._version = -1
 
     def _compile_and_call(self, *args, **kwargs):
+        _check_inputs(self.primal, self.wrt, args)
         self._fn = _compiled(self.primal, self.wrt, fused=True).fn
         self._version = registry.version
         return self._fn(*args, **kwargs)
@@ -61,6 +62,23 @@ class ValueAndGradientFunction(_Derivative):
         if self._version != registry.version:
             self._fn = self._compile_and_call
         return self._fn(*args, **kwargs)
+
+
+def _check_inputs(fn, wrt, args):
+    """Refuse, clearly, inputs s2sad cannot differentiate (checked at compilation)."""
+    for i in pipeline.wrt_indices(fn, wrt):
+        if i >= len(args):
+            continue
+        x = args[i]
+        dtype = getattr(x, "dtype", None)
+        if isinstance(x, complex) or (dtype is not None
+                                      and np.issubdtype(dtype, np.complexfloating)):
+            raise S2SADError(f"argument {i} of {fn.__qualname__} is complex; complex "
+                             "numbers are not supported yet")
+        if dtype is not None and not np.issubdtype(dtype, np.floating):
+            raise S2SADError(
+                f"argument {i} of {fn.__qualname__} is an array of {dtype}, which carries no "
+                "derivative; pass a float array (x.astype(float)) or leave it out of wrt")
 
 
 def _decorator(cls, f, wrt):
@@ -148,6 +166,8 @@ def vjp(f, *args, **kwargs):
     if not args:
         raise S2SADError("vjp needs the positional arguments to differentiate at")
     wrt = tuple(range(len(args)))
+    _check_inputs(getattr(f, "__func__", f), _shift(wrt) if inspect.ismethod(f) else wrt,
+                  ((f.__self__,) if inspect.ismethod(f) else ()) + args)
     if inspect.ismethod(f):
         f, args, wrt = f.__func__, (f.__self__,) + args, _shift(wrt)
     y, pullback = _compiled(f, wrt).fn(*args, **kwargs)

@@ -34,7 +34,7 @@ import gast
 from ..codegen import nodes
 from ..errors import InternalError, MissingRuleError
 from ..analysis.activity import active_names
-from ..analysis.kinds import ARRAY, CONTAINER, SCALAR, UNKNOWN, Kinds
+from ..analysis.kinds import ARRAY, CONTAINER, SCALAR, Kinds
 from ..analysis.primitives import COPY, PACK
 from ..frontend.source import MISSING
 from .simplify import simplify
@@ -450,7 +450,6 @@ def _owned(body, src, updates):
     for s in (n for b in body for n in gast.walk(b)):
         if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
             defs.setdefault(s.targets[0].id, []).append(s.value)
-    fresh = {}
 
     def creates(v):
         if isinstance(v, (gast.BinOp, gast.UnaryOp, gast.List, gast.Tuple)):

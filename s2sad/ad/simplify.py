@@ -41,35 +41,35 @@ def _is(e, value):
 
 
 def _binop(e):
-    l, r, op = e.left, e.right, type(e.op)
-    if _num(l) and _num(r) and op in FOLD:
+    left, r, op = e.left, e.right, type(e.op)
+    if _num(left) and _num(r) and op in FOLD:
         try:
-            value = FOLD[op](l.value, r.value)
+            value = FOLD[op](left.value, r.value)
             if isinstance(value, (int, float)) and abs(value) < 1e15:
                 return nodes.const(value)
         except (ArithmeticError, ValueError):
             pass
     if op is gast.Mult:
         if _is(r, 1):
-            return l
-        if _is(l, 1):
+            return left
+        if _is(left, 1):
             return r
         if _is(r, -1):
-            return simplify(nodes.unary(gast.USub(), l))
-        if _is(l, -1):
+            return simplify(nodes.unary(gast.USub(), left))
+        if _is(left, -1):
             return simplify(nodes.unary(gast.USub(), r))
     if op is gast.Div and _is(r, 1):
-        return l
+        return left
     if op is gast.Pow and _is(r, 1):
-        return l
+        return left
     if op is gast.Add:
         if _is(r, 0):
-            return l
-        if _is(l, 0):
+            return left
+        if _is(left, 0):
             return r
     if op is gast.Sub and _is(r, 0):
-        return l
-    if op in (gast.Mult, gast.Div) and isinstance(l, gast.UnaryOp) and isinstance(
-            l.op, gast.USub) and isinstance(r, gast.Constant) and _num(r) and r.value < 0:
-        return gast.BinOp(left=l.operand, op=e.op, right=nodes.const(-r.value))
+        return left
+    if op in (gast.Mult, gast.Div) and isinstance(left, gast.UnaryOp) and isinstance(
+            left.op, gast.USub) and isinstance(r, gast.Constant) and _num(r) and r.value < 0:
+        return gast.BinOp(left=left.operand, op=e.op, right=nodes.const(-r.value))
     return e

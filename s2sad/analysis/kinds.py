@@ -8,7 +8,6 @@ the adjoint leaves the pullback (`deferred`).
 """
 import gast
 
-from ..codegen import nodes
 from ..frontend.source import MISSING
 from ..rules import registry
 
@@ -64,7 +63,9 @@ class Kinds:
             return _kind_of_object(self.src.resolve(e))
         if isinstance(e, gast.Attribute) and not _is_local_ref(e, self.src):
             return _kind_of_object(self.src.resolve(e))
-        if isinstance(e, (gast.BinOp,)):
+        if isinstance(e, gast.BinOp):
+            if isinstance(e.op, gast.MatMult):
+                return ARRAY
             return combine([self.of(e.left), self.of(e.right)])
         if isinstance(e, gast.UnaryOp):
             return combine([self.of(e.operand)])

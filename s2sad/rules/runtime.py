@@ -34,6 +34,10 @@ def unbroadcast(g, x):
 
 def add(a, b):
     """Adjoint accumulation that also adds tuples, lists and dicts elementwise."""
+    if _is_zero(a):
+        return b
+    if _is_zero(b):
+        return a
     if isinstance(a, (tuple, list)):
         return type(a)(add(u, v) for u, v in zip(a, b))
     if isinstance(a, dict):
@@ -45,15 +49,15 @@ def unindex(g, x, index):
     """The adjoint of `x[index]`: zeros shaped like `x` with `g` added at `index`."""
     if isinstance(x, dict):
         out = zeros_like(x)
-        out[index] = add(out[index], g)
+        out[index] = unbroadcast(g, x[index])
         return out
     if isinstance(x, (tuple, list)):
         out = [zeros_like(v) for v in x]
         if isinstance(index, slice):
             for i, v in zip(range(*index.indices(len(x))), g):
-                out[i] = add(out[i], v)
+                out[i] = unbroadcast(v, x[i])
         else:
-            out[index] = add(out[index], g)
+            out[index] = unbroadcast(g, x[index])
         return type(x)(out)
     x = np.asarray(x)
     out = np.zeros(x.shape, dtype=np.result_type(x.dtype, np.float32))
