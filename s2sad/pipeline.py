@@ -127,6 +127,37 @@ def reverse(fn, wrt=0, fused=False):
     return Derivative(compiled, text, filename)
 
 
+_compiling = []
+
+
+class LazyVJP:
+    """The vjp of a function still being compiled (a recursive call): compiled on first
+    use, then called directly."""
+
+    def __init__(self, fn, wrt):
+        self.fn, self.wrt, self.compiled = fn, wrt, None
+
+    def __call__(self, *args, **kwargs):
+        if self.compiled is None:
+            self.compiled = vjp_of(self.fn, self.wrt)
+        return self.compiled(*args, **kwargs)
+
+    def __repr__(self):
+        return f"<s2sad vjp of {self.fn.__qualname__} (compiled on first call)>"
+
+
+def vjp_of(fn, wrt):
+    """The compiled `f_vjp` of `fn` for `wrt`, through the cache."""
+    from . import api
+    if any(f is fn for f in _compiling):
+        return LazyVJP(fn, wrt)
+    _compiling.append(fn)
+    try:
+        return api._compiled(fn, wrt).fn
+    finally:
+        _compiling.pop()
+
+
 def stage_source(fn, stage, wrt=0):
     """The source of `fn` after `stage` (one of STAGES)."""
     _, node, _ = stages(fn, wrt, stop=stage)

@@ -35,7 +35,8 @@ from ..codegen import nodes
 from ..errors import InternalError, MissingRuleError
 from ..analysis.activity import active_names
 from ..analysis.kinds import ARRAY, CONTAINER, SCALAR, Kinds
-from ..analysis.primitives import COPY, PACK
+from ..analysis import primitives
+from ..analysis.primitives import COPY, PACK, USER
 from ..frontend.source import MISSING
 from .simplify import simplify
 
@@ -61,6 +62,7 @@ class Reverse:
         self.active = active_names(fn, self.src, self.wrt, output, self.ops)
         self.kinds = Kinds(fn, self.src)
         self.unreduced = set()
+        self.user_calls = {}
         self.indexed = {a.id for s in _assigns(fn) for a in _getitem_receivers(s)}
         self.primal_names = {n.id for n in gast.walk(fn) if isinstance(n, gast.Name)}
         seed = self.adj(output) if output in self.active else self.namer.fresh("y_bar")
@@ -111,7 +113,7 @@ class Reverse:
         free = self.src.free_values()
         if name in free and free[name] is obj:
             bound = name
-        elif name in self.namer.taken and name not in self.helpers:
+        elif name in self.namer.taken:
             bound = self.namer.fresh(name)
         else:
             bound = name
@@ -153,6 +155,8 @@ class Reverse:
         g = nodes.name(self.adj(target))
         defined.discard(target)
         op = self.ops[id(s)]
+        if op.kind == USER:
+            return self.user_call(s, op, g, defined)
         self.propagating = target in self.unreduced
         out = []
         # Accumulate into adjoints that exist before starting new ones, so that a copy
@@ -173,6 +177,51 @@ class Reverse:
                 expr = self.contribution(op, param, g, target, s)
             out.append(self.accumulate(arg.id, expr, defined, s))
         return out
+
+    def user_call(self, s, op, g, defined):
+        """`t = helper(a, b)`: the forward pass calls `helper_vjp`, which also returns
+        `helper`'s pullback; the pullback calls that on `t_bar`."""
+        active = [i for i, a in enumerate(op.args)
+                  if isinstance(a, gast.Name) and a.id in self.active]
+        name = primitives.python_function(op.prim)[0].__name__
+        pullback = self.namer.fresh(f"{name}_pullback")
+        wrt = tuple(active) if len(active) > 1 else active[0]
+        self.user_calls[id(s)] = (pullback, self.callee(op.prim, wrt))
+        self.primal_names.add(pullback)
+        call = nodes.call(pullback, [g])
+        if len(active) == 1:
+            return [self.accumulate(op.args[active[0]].id, call, defined, s)]
+        targets, then = [], []
+        for i in active:
+            arg = op.args[i].id
+            if arg in defined or arg in [t for t, _ in targets]:
+                temp = self.namer.fresh(f"{arg}_bar")
+                targets.append((arg, temp))
+            else:
+                targets.append((arg, None))
+        names = [temp or self.adj(arg) for arg, temp in targets]
+        out = [nodes.located(nodes.assign(nodes.tuple_([nodes.name(n, store=True)
+                                                        for n in names], store=True), call), s)]
+        for arg, temp in targets:
+            if temp is None:
+                defined.add(arg)
+            else:
+                then.append(self.accumulate(arg, nodes.name(temp), defined, s))
+        return out + then
+
+    def callee(self, prim, wrt):
+        """The generated-code name of the vjp of `prim` for `wrt` (compiled now, unless
+        that is a recursive call, then on first use); a method's instance and a partial's
+        arguments are bound to it."""
+        import functools
+        from .. import pipeline
+        fn, args, kwargs = primitives.python_function(prim)
+        shift = len(args)
+        wrt = tuple(w + shift for w in wrt) if isinstance(wrt, tuple) else wrt + shift
+        vjp = pipeline.vjp_of(fn, wrt)
+        if args or kwargs:
+            vjp = functools.partial(vjp, *args, **kwargs)
+        return self.helper(f"{fn.__name__}_vjp", obj=vjp)
 
     def contribution(self, op, param, g, target, s):
         if op.variant is None:
@@ -274,6 +323,8 @@ class Reverse:
         defined.update(pre)
         stored = set(nodes.names_stored(nodes.if_(nodes.const(True), body)))
         info.add_inner()
+        info.defined_inside.update(self.user_calls[id(n)][0] for n in gast.walk(s)
+                                   if id(n) in self.user_calls)
         record = sorted(n for n in loaded - stored
                         if n in self.primal_names and n in info.defined_inside)
         info.plan(record)
@@ -295,6 +346,12 @@ class Reverse:
             elif self.updates.is_update(s):
                 out.extend(self.updates.expand(s))
                 continue
+            elif id(s) in self.user_calls:
+                pullback, vjp = self.user_calls[id(s)]
+                s.targets = [nodes.tuple_([nodes.name(s.targets[0].id, store=True),
+                                           nodes.name(pullback, store=True)], store=True)]
+                s.value = copy.copy(s.value)
+                s.value.func = nodes.name(vjp)
             out.append(s)
         return out
 

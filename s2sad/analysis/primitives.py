@@ -1,4 +1,6 @@
 """What a Wengert statement computes: its primitive, its arguments and its rule."""
+import functools
+import inspect
 import operator
 
 import gast
@@ -12,6 +14,7 @@ COPY = "copy"
 NONDIFF = "nondiff"
 CALL = "call"
 PACK = "pack"
+USER = "user"       # a call to a Python function without a rule: differentiated itself
 
 
 class Op:
@@ -29,7 +32,7 @@ class Op:
         """(param, atom) of the arguments a derivative may flow through."""
         if self.kind == COPY:
             return [(None, self.args[0])]
-        if self.kind == PACK:
+        if self.kind in (PACK, USER):
             return list(enumerate(self.args))
         if self.kind == NONDIFF:
             return []
@@ -73,6 +76,20 @@ def classify(value, src):
               None, value)
 
 
+def python_function(prim):
+    """(function, arguments bound before the call's own) if `prim` is Python code s2sad
+    can differentiate: a function, a bound method, or a functools.partial of one."""
+    if getattr(prim, "s2s_derivative", False):
+        return None
+    if inspect.isfunction(prim):
+        return prim, (), {}
+    if inspect.ismethod(prim) and inspect.isfunction(prim.__func__):
+        return prim.__func__, (prim.__self__,), {}
+    if isinstance(prim, functools.partial) and inspect.isfunction(prim.func):
+        return prim.func, prim.args, prim.keywords
+    return None
+
+
 def index_value(index):
     """An index (`1:n`, `i, ::2`, `...`) as an expression with the same value."""
     if isinstance(index, gast.Slice):
@@ -88,6 +105,8 @@ def index_value(index):
 
 def _rule_op(prim, args, keywords, node):
     rule = registry.lookup(prim)
+    if rule is None and python_function(prim) is not None:
+        return Op(USER, args, prim, node)
     everything = list(args) + list(keywords.values())
     if rule is not None and rule.nondiff:
         return Op(NONDIFF, everything, prim, node)
