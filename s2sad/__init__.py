@@ -11,13 +11,15 @@
 0.35355339059327373
 """
 from . import rules  # noqa: F401  (registers the built-in rules)
-from .api import check_grad, defvjp, grad, nondiff, source, value_and_grad, vjp
+from .api import (check_grad, custom_vjp, defvjp, grad, nondiff, source, stop_gradient,
+                  value_and_grad, vjp)
 from .errors import (GradientCheckError, InternalError, MissingRuleError,
                      NonScalarOutputError, S2SADError, SourceUnavailableError,
                      UnsupportedSyntaxError)
 
 __version__ = "0.1.0"
 __all__ = ["grad", "value_and_grad", "vjp", "source", "check_grad", "defvjp", "nondiff",
+           "custom_vjp", "stop_gradient",
            "S2SADError", "UnsupportedSyntaxError", "MissingRuleError",
            "NonScalarOutputError", "SourceUnavailableError", "GradientCheckError",
            "InternalError"]

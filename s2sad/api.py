@@ -10,8 +10,13 @@ from .frontend.source import unwrap
 from .rules import registry, runtime
 
 
+def _target(fn):
+    """The Python function s2sad compiles for `fn`."""
+    return _custom_wrapper(fn) if getattr(fn, "s2s_custom", False) else unwrap(fn)
+
+
 def _compiled(fn, wrt, fused=False):
-    fn = unwrap(fn)
+    fn = _target(fn)
     key = ("grad" if fused else "reverse", tuple(wrt) if isinstance(wrt, (tuple, list)) else wrt)
     return cache.get(fn, key, lambda: pipeline.reverse(fn, wrt, fused))
 
@@ -29,8 +34,9 @@ class _Derivative:
         self._version = -1
 
     def _compile_and_call(self, *args, **kwargs):
+        fn = _compiled(self.primal, self.wrt, fused=True).fn
         _check_inputs(self.primal, self.wrt, args)
-        self._fn = _compiled(self.primal, self.wrt, fused=True).fn
+        self._fn = fn
         self._version = registry.version
         return self._fn(*args, **kwargs)
 
@@ -66,7 +72,7 @@ class ValueAndGradientFunction(_Derivative):
 
 def _check_inputs(fn, wrt, args):
     """Refuse, clearly, inputs s2sad cannot differentiate (checked at compilation)."""
-    for i in pipeline.wrt_indices(fn, wrt):
+    for i in pipeline.wrt_indices(_target(fn), wrt):
         if i >= len(args):
             continue
         x = args[i]
@@ -294,3 +300,84 @@ def nondiff(prim):
     3.0
     """
     registry.nondiff(prim)
+
+
+def _custom_wrapper(custom):
+    """A Python function that only calls `custom` (so its derivative uses the rule)."""
+    if getattr(custom, "_wrapper", None) is None:
+        from .testing import function_from_source
+        params = [p for p in inspect.signature(custom.primal).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        names = ", ".join(p.name for p in params)
+        name = custom.__name__
+        custom._wrapper = function_from_source(
+            f"def {name}({names}):\n    return _s2s_custom({names})\n",
+            {"_s2s_custom": custom})
+    return custom._wrapper
+
+
+class custom_vjp:
+    """A function with a reverse rule written by hand (like `jax.custom_vjp`), for
+    numerical stability, speed, or code s2sad cannot see into.
+
+    `fwd(*args)` returns `(value, residuals)`; `bwd(residuals, g)` returns a tuple with
+    one cotangent per positional argument. Differentiated code calls `fwd` and `bwd`
+    by name:
+
+    >>> import math, s2sad
+    >>> @s2sad.custom_vjp
+    ... def softplus(x):                         # log(1 + exp(x)), without overflow
+    ...     return max(x, 0.0) + math.log1p(math.exp(-abs(x)))
+    >>> def softplus_fwd(x):
+    ...     return softplus(x), x
+    >>> def softplus_bwd(x, g):
+    ...     return (g / (1 + math.exp(-x)),)     # the logistic function, in one line
+    >>> softplus.defvjp(softplus_fwd, softplus_bwd)
+    >>> def loss(w):
+    ...     return softplus(1000.0 * w)
+    >>> s2sad.grad(loss)(1.0)
+    1000.0
+    >>> print(s2sad.source(loss))
+    def loss_vjp(w):
+        t = 1000.0 * w
+        y, softplus_residuals = softplus_fwd(t)
+    <BLANKLINE>
+        def loss_pullback(y_bar):
+            # grad of: return softplus(1000.0 * w)
+            t_bar = softplus_bwd(softplus_residuals, y_bar)[0]
+            w_bar = t_bar * 1000.0
+            return w_bar
+        return (y, loss_pullback)
+    <BLANKLINE>
+    """
+
+    s2s_custom = True
+
+    def __init__(self, fn):
+        functools.update_wrapper(self, fn)
+        self.primal = fn
+        self.fwd = self.bwd = self._wrapper = None
+
+    def defvjp(self, fwd, bwd):
+        """Set the forward (`fwd(*args) -> (value, residuals)`) and backward
+        (`bwd(residuals, g) -> cotangents`) functions; invalidates compiled code."""
+        self.fwd, self.bwd = fwd, bwd
+        registry.bump()
+
+    def __call__(self, *args, **kwargs):
+        return self.primal(*args, **kwargs)
+
+
+def stop_gradient(x):
+    """`x`, as a constant to s2sad: no derivative flows through it.
+
+    >>> import s2sad
+    >>> def f(x):
+    ...     return x * s2sad.stop_gradient(x)
+    >>> s2sad.grad(f)(3.0)
+    3.0
+    """
+    return x
+
+
+registry.nondiff(stop_gradient)

@@ -36,7 +36,7 @@ from ..errors import InternalError, MissingRuleError
 from ..analysis.activity import active_names
 from ..analysis.kinds import ARRAY, CONTAINER, SCALAR, Kinds
 from ..analysis import primitives
-from ..analysis.primitives import COPY, PACK, USER
+from ..analysis.primitives import COPY, CUSTOM, PACK, USER
 from ..frontend.source import MISSING
 from .simplify import simplify
 
@@ -155,7 +155,7 @@ class Reverse:
         g = nodes.name(self.adj(target))
         defined.discard(target)
         op = self.ops[id(s)]
-        if op.kind == USER:
+        if op.kind in (USER, CUSTOM):
             return self.user_call(s, op, g, defined)
         self.propagating = target in self.unreduced
         out = []
@@ -183,6 +183,23 @@ class Reverse:
         `helper`'s pullback; the pullback calls that on `t_bar`."""
         active = [i for i, a in enumerate(op.args)
                   if isinstance(a, gast.Name) and a.id in self.active]
+        if op.kind == CUSTOM:
+            if op.prim.fwd is None:
+                raise MissingRuleError(
+                    f"{self.src.where(s)}: {op.prim.__name__} is a custom_vjp without its "
+                    f"rule; call {op.prim.__name__}.defvjp(fwd, bwd) first")
+            name = op.prim.__name__
+            residuals = self.namer.fresh(f"{name}_residuals")
+            fwd = self.helper(op.prim.fwd.__name__, obj=op.prim.fwd)
+            bwd = self.helper(op.prim.bwd.__name__, obj=op.prim.bwd)
+            self.user_calls[id(s)] = (residuals, fwd)
+            self.primal_names.add(residuals)
+            call = nodes.call(bwd, [nodes.name(residuals), g])
+            out = []
+            for i in active:
+                part = gast.Subscript(value=call, slice=nodes.const(i), ctx=gast.Load())
+                out.append(self.accumulate(op.args[i].id, part, defined, s))
+            return out
         name = primitives.python_function(op.prim)[0].__name__
         pullback = self.namer.fresh(f"{name}_pullback")
         wrt = tuple(active) if len(active) > 1 else active[0]

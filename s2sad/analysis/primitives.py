@@ -15,6 +15,7 @@ NONDIFF = "nondiff"
 CALL = "call"
 PACK = "pack"
 USER = "user"       # a call to a Python function without a rule: differentiated itself
+CUSTOM = "custom"   # a call to a function with a custom_vjp
 
 
 class Op:
@@ -32,7 +33,7 @@ class Op:
         """(param, atom) of the arguments a derivative may flow through."""
         if self.kind == COPY:
             return [(None, self.args[0])]
-        if self.kind in (PACK, USER):
+        if self.kind in (PACK, USER, CUSTOM):
             return list(enumerate(self.args))
         if self.kind == NONDIFF:
             return []
@@ -105,6 +106,8 @@ def index_value(index):
 
 def _rule_op(prim, args, keywords, node):
     rule = registry.lookup(prim)
+    if getattr(prim, "s2s_custom", False):
+        return Op(CUSTOM, args, prim, node)
     if rule is None and python_function(prim) is not None:
         return Op(USER, args, prim, node)
     everything = list(args) + list(keywords.values())

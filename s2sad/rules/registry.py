@@ -164,6 +164,12 @@ def nondiff(prim):
     return prim
 
 
+def bump():
+    """Invalidate every compiled derivative (a rule changed elsewhere)."""
+    global version
+    version += 1
+
+
 def lookup(prim):
     try:
         return RULES.get(prim)
