@@ -6,6 +6,7 @@ nothing is injected into user modules.
 """
 import ast
 import copy
+import re
 import linecache
 import types
 
@@ -37,7 +38,14 @@ def _visible(s):
     return nodes.comment(kind.replace("_", " ")) if kind else s
 
 
+_TUPLE_FOR = re.compile(r"^(\s*)for \(([^()]*)\) in ")
+_TUPLE_ASSIGN = re.compile(r"^(\s*)\(([^()]*)\) = ")
+
+
 def _comment_line(line):
+    # Python 3.10's unparser parenthesises tuple targets; later versions do not.
+    line = _TUPLE_FOR.sub(r"\1for \2 in ", line)
+    line = _TUPLE_ASSIGN.sub(r"\1\2 = ", line)
     stripped = line.lstrip()
     if stripped.lstrip("'\"").startswith(nodes.COMMENT):
         text = ast.literal_eval(stripped)[len(nodes.COMMENT):]
