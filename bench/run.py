@@ -2,14 +2,16 @@
 
 Run from the repository root:
 
-    python bench/run.py            # full run, about a minute
-    python bench/run.py --quick    # smoke run, seconds
+    python bench/run.py                       # full run, about 2 minutes
+    python bench/run.py --quick               # smoke run, seconds
+    python bench/run.py --only mlp,logreg     # selected workloads
     python bench/run.py --json results.json
 
 Peers (autograd, JAX, PyTorch) are used only when they are importable.
 """
 
 import argparse
+import gc
 import importlib.metadata
 import json
 import math
@@ -19,15 +21,41 @@ import sys
 import time
 import timeit
 import traceback
+import tracemalloc
 import types
+
+
+def _early_threads(argv):
+    """The value of --threads, which must act before NumPy loads its BLAS."""
+    for i, a in enumerate(argv):
+        if a == "--threads" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--threads="):
+            return a.partition("=")[2]
+    return None
+
+
+THREADS = _early_threads(sys.argv[1:])
+if THREADS and THREADS.isdigit() and int(THREADS) > 0:
+    for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[_var] = THREADS
+    if THREADS == "1":  # JAX (XLA on CPU): one thread for its Eigen kernels
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
+                                   " --xla_cpu_multi_thread_eigen=false"
+                                   " intra_op_parallelism_threads=1").strip()
+
+import numpy as np  # after --threads
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(BENCH))  # the repository's s2sad first
-from workloads import WORKLOADS, ident  # noqa: E402
+from workloads import ident, workloads  # noqa: E402
 
 FD_RTOL = 1e-6      # hand gradient vs central finite differences
 S2SAD_RTOL = 1e-9   # s2sad vs hand gradient (both exact up to rounding)
 PEER_RTOL = 1e-6    # peers vs hand gradient
+TIME_GOAL = 1.15    # the issue's goal for NumPy workloads: s2sad / hand time
+MEMORY_GOAL = 1.2   # ... and s2sad / hand peak memory
+CLOCK = time.perf_counter  # per-call timings; --cpu-time: time.process_time
 
 
 # ---------------------------------------------------------------------------
@@ -45,8 +73,17 @@ def fresh(f, **extra_globals):
                               f.__closure__)
 
 
+def to_numpy(c):
+    """A float64 NumPy array (0-d for a number) from a float, a NumPy, JAX or
+    torch array."""
+    if hasattr(c, "detach"):  # a torch tensor
+        c = c.detach().cpu().numpy()
+    return np.asarray(c, dtype=np.float64)
+
+
 def as_tuple(g, wrt):
-    return (g,) if isinstance(wrt, int) else tuple(g)
+    """The gradient's components, one float64 array (0-d for a float) each."""
+    return tuple(to_numpy(c) for c in ((g,) if isinstance(wrt, int) else g))
 
 
 def wrt_indices(wrt):
@@ -54,26 +91,77 @@ def wrt_indices(wrt):
 
 
 def close(got, want, rtol):
-    """Componentwise, with the gradient's largest entry as the scale."""
-    scale = max(abs(w) for w in want) or 1.0
-    return len(got) == len(want) and all(
-        abs(float(g) - w) <= rtol * max(abs(w), scale) for g, w in zip(got, want))
+    """Elementwise, each error within rtol times a scale.
+
+    For scalar gradients the scale is the gradient's largest entry; for array
+    gradients it is the largest entry of the same component (so that a small
+    bias gradient is not judged on the scale of a large weight gradient).
+    """
+    if len(got) != len(want) or any(g.shape != w.shape
+                                     for g, w in zip(got, want)):
+        return False
+    if all(w.ndim == 0 for w in want):
+        scales = [max(abs(float(w)) for w in want) or 1.0] * len(want)
+    else:
+        scales = [float(np.max(np.abs(w), initial=0.0)) or 1.0 for w in want]
+    return all(bool(np.all(np.abs(g - w) <= rtol * np.maximum(np.abs(w), s)))
+               for g, w, s in zip(got, want, scales))
+
+
+def show(g):
+    """A gradient for a message: its floats, or a summary of large arrays."""
+    if all(c.ndim == 0 for c in g):
+        return str(tuple(float(c) for c in g))
+    return "(" + ", ".join(
+        f"array{c.shape} {np.array2string(c.ravel()[:3], precision=6)[:-1]} ...]"
+        if c.size > 3 else np.array2string(c, precision=6) for c in g) + ")"
+
+
+def worst(got, want):
+    """Where two gradients differ most, per component, for a message."""
+    parts = []
+    for i, (g, w) in enumerate(zip(got, want)):
+        if g.shape != w.shape:
+            parts.append(f"component {i}: shape {g.shape}, expected {w.shape}")
+            continue
+        err = np.abs(g - w)
+        if not err.size:
+            continue
+        k = tuple(int(j) for j in np.unravel_index(np.argmax(err), err.shape))
+        parts.append(f"component {i}: largest difference {float(err[k]):.3g} "
+                     f"at index {k} (got {float(g[k]):.17g}, expected "
+                     f"{float(w[k]):.17g}; scale {float(np.max(np.abs(w))):.3g})")
+    return "\n  ".join(parts)
 
 
 def central_fd(f, args, wrt):
+    """Central differences, one element at a time (arrays: use small ones)."""
     out = []
     for i in wrt_indices(wrt):
-        h = 1e-5 * max(1.0, abs(args[i]))
+        a = args[i]
+        if isinstance(a, np.ndarray):
+            g = np.empty(a.shape)
+            for k in np.ndindex(a.shape):
+                h = 1e-5 * max(1.0, abs(a[k]))
+                hi, lo = a.copy(), a.copy()
+                hi[k] += h
+                lo[k] -= h
+                g[k] = (f(*args[:i], hi, *args[i + 1:])
+                        - f(*args[:i], lo, *args[i + 1:])) / (2 * h)
+            out.append(g)
+            continue
+        h = 1e-5 * max(1.0, abs(a))
         hi, lo = list(args), list(args)
         hi[i] += h
         lo[i] -= h
-        out.append((f(*hi) - f(*lo)) / (2 * h))
+        out.append(to_numpy((f(*hi) - f(*lo)) / (2 * h)))
     return tuple(out)
 
 
 def per_call(fn, args, target, repeat, budget):
     """Minimum seconds per call over `repeat` measurements of ~`target` s."""
-    timer = timeit.Timer("fn(*args)", globals={"fn": fn, "args": args})
+    timer = timeit.Timer("fn(*args)", globals={"fn": fn, "args": args},
+                         timer=CLOCK)
     number, dt = 1, timer.timeit(1)
     if dt >= budget:  # very slow: one call is all we can afford
         return dt
@@ -96,10 +184,36 @@ def first_call(make, args, times):
     return best
 
 
+def peak_memory(fn, args, times):
+    """Minimum over `times` of the peak bytes tracemalloc sees during one call.
+
+    Only what is allocated during the call counts (the arguments are not), and
+    the result, alive at the end, does.  NumPy reports its array buffers to
+    tracemalloc, so this is the peak of temporaries plus the result.
+    """
+    fn(*args)  # warm: compile, caches
+    best = math.inf
+    for _ in range(times):
+        gc.collect()
+        tracemalloc.start()
+        try:
+            out = fn(*args)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        del out
+        best = min(best, peak)
+    return best
+
+
 # ---------------------------------------------------------------------------
-# Peers: each maps (f, wrt) to a gradient function returning floats.  The
-# workloads call ``math.log`` etc.; for peers ``math`` is rebound to the
-# peer's own functions of the same names, the code itself is unchanged.
+# Peers: each maps (workload, args) to (gradient function, its arguments).
+# The scalar workloads call ``math.log`` etc.; for peers ``math`` is rebound
+# to the peer's own functions of the same names, the code itself is
+# unchanged.  The NumPy workloads run with ``np`` rebound to
+# ``autograd.numpy`` or ``jax.numpy``; torch runs the workload's ``torch_f``
+# twin.  Array arguments are converted to the peer's arrays once, outside
+# the timing.
 
 
 def math_for(lib):
@@ -111,7 +225,7 @@ class Skip(Exception):
     """A peer declines a workload (reported, not an error)."""
 
 
-def load_peers(wanted, jit_max_eqns):
+def load_peers(wanted, jit_max_eqns, threads=None):
     peers, versions = {}, {}
 
     def want(name):
@@ -122,8 +236,9 @@ def load_peers(wanted, jit_max_eqns):
             import autograd
             import autograd.numpy as anp
 
-            def autograd_grad(f, wrt, args):
-                return autograd.grad(fresh(f, math=math_for(anp)), wrt)
+            def autograd_grad(w, args):
+                f = fresh(w.f, math=math_for(anp), np=anp)
+                return autograd.grad(f, w.wrt), args
 
             peers["autograd"] = autograd_grad
             versions["autograd"] = importlib.metadata.version("autograd")
@@ -136,8 +251,11 @@ def load_peers(wanted, jit_max_eqns):
             import jax.numpy as jnp
             jax.config.update("jax_enable_x64", True)  # float64 like the rest
 
-            def jax_grad(f, wrt, args, jit=False):
-                g = jax.grad(fresh(f, math=math_for(jnp)), argnums=wrt)
+            def jax_grad(w, args, jit=False):
+                f = fresh(w.f, math=math_for(jnp), np=jnp)
+                g = jax.grad(f, argnums=w.wrt)
+                if w.numpy:  # device arrays, once, outside the timing
+                    args = tuple(jnp.asarray(a) for a in args)
                 if jit:  # Python loops unroll: the XLA compile can explode
                     traced = jax.jit(g).trace(*args)
                     n = len(traced.jaxpr.eqns)
@@ -145,11 +263,10 @@ def load_peers(wanted, jit_max_eqns):
                         raise Skip(f"{n} equations once unrolled, over "
                                    f"--jit-max-eqns {jit_max_eqns}")
                     g = traced.lower().compile()
-                return lambda *a: jax.block_until_ready(g(*a))
+                return (lambda *a: jax.block_until_ready(g(*a))), args
 
             peers["jax"] = jax_grad
-            peers["jax.jit"] = lambda f, wrt, args: jax_grad(f, wrt, args,
-                                                             jit=True)
+            peers["jax.jit"] = lambda w, args: jax_grad(w, args, jit=True)
             versions["jax"] = jax.__version__
         except Exception:
             pass
@@ -157,10 +274,14 @@ def load_peers(wanted, jit_max_eqns):
     if want("torch"):
         try:
             import torch
+            if threads:
+                torch.set_num_threads(threads)
 
-            def torch_grad(f, wrt, args):
-                g = fresh(f, math=math_for(torch))
-                idx = wrt_indices(wrt)
+            def torch_grad(w, args):
+                wrt, idx = w.wrt, wrt_indices(w.wrt)
+                if w.numpy:
+                    return torch_array_grad(w, args)
+                g = fresh(w.f, math=math_for(torch))
 
                 def grad_fn(*args):
                     xs = [torch.tensor(a, dtype=torch.float64,
@@ -169,7 +290,21 @@ def load_peers(wanted, jit_max_eqns):
                     gs = torch.autograd.grad(g(*xs), [xs[i] for i in idx])
                     gs = tuple(x.item() for x in gs)
                     return gs[0] if isinstance(wrt, int) else gs
-                return grad_fn
+                return grad_fn, args
+
+            def torch_array_grad(w, args):
+                if w.torch_f is None:
+                    raise Skip("no torch version of this workload")
+                g = fresh(w.torch_f, torch=torch)
+                idx = wrt_indices(w.wrt)
+                xs = tuple(torch.from_numpy(a).requires_grad_(i in idx)
+                           if isinstance(a, np.ndarray) else a
+                           for i, a in enumerate(args))
+
+                def grad_fn(*xs):
+                    gs = torch.autograd.grad(g(*xs), [xs[i] for i in idx])
+                    return gs[0] if isinstance(w.wrt, int) else gs
+                return grad_fn, xs
 
             peers["torch"] = torch_grad
             versions["torch"] = torch.__version__
@@ -197,42 +332,55 @@ def fail(msg):
     sys.exit(f"\nbench/run.py: CHECK FAILED\n{msg}")
 
 
-def check(name, f, hand, args, wrt, s2sad, peers):
-    """Validate the hand gradient, s2sad and peers.
+def check(w, s2sad, peers):
+    """Validate the hand gradient, s2sad and peers on workload `w`.
 
-    Returns {peer: (gradient function, seconds to build it and call it once)}
-    for the peers that agree with the hand gradient.
+    Returns {peer: (gradient function, its arguments, seconds to build it and
+    call it once)} for the peers that agree with the hand gradient.
     """
+    name, f, hand, args, wrt = w.name, w.f, w.hand, w.args, w.wrt
     want = as_tuple(hand(*args), wrt)
-    fd = central_fd(f, args, wrt)
-    if not close(want, fd, FD_RTOL):
-        fail(f"{name}: hand-written gradient {want} disagrees with central "
-             f"finite differences {fd} (rtol {FD_RTOL}) at args {args}")
+    # Finite differences: on the instance itself for scalars, on a small
+    # instance for arrays (one pair of calls per element).
+    fd_args = w.small if w.numpy else args
+    fd_want = as_tuple(hand(*fd_args), wrt) if w.numpy else want
+    fd = central_fd(f, fd_args, wrt)
+    where = "on the small instance " if w.numpy else f"at args {args} "
+    if not close(fd_want, fd, FD_RTOL):
+        fail(f"{name}: hand-written gradient {show(fd_want)} disagrees with "
+             f"central finite differences {show(fd)} {where}(rtol {FD_RTOL}):"
+             f"\n  {worst(fd_want, fd)}")
     if s2sad is not None:
-        try:
-            got = as_tuple(s2sad.grad(f, wrt=wrt)(*args), wrt)
-        except Exception:
-            fail(f"{name}: s2sad.grad({f.__name__}, wrt={wrt})(*{args}) "
-                 f"raised:\n{traceback.format_exc()}")
-        if not close(got, want, S2SAD_RTOL):
-            fail(f"{name}: s2sad.grad({f.__name__}, wrt={wrt})(*{args}) = "
-                 f"{got}, but the hand-written gradient is {want} "
-                 f"(finite differences: {fd}; rtol {S2SAD_RTOL})")
+        instances = [("the small instance", fd_args, fd_want)] if w.numpy else []
+        instances.append(("the benchmark instance" if w.numpy else
+                          f"args {args}", args, want))
+        call = f"s2sad.grad({f.__name__}, wrt={wrt})"
+        for label, a, ref in instances:
+            try:
+                got = as_tuple(s2sad.grad(f, wrt=wrt)(*a), wrt)
+            except Exception:
+                fail(f"{name}: {call} raised on {label}:\n"
+                     f"{traceback.format_exc()}")
+            if not close(got, ref, S2SAD_RTOL):
+                fail(f"{name}: {call} on {label} = {show(got)}, but the "
+                     f"hand-written gradient is {show(ref)} (rtol "
+                     f"{S2SAD_RTOL}):\n  {worst(got, ref)}")
+        call = f"s2sad.value_and_grad({f.__name__}, wrt={wrt})"
         try:
             value, got = s2sad.value_and_grad(f, wrt=wrt)(*args)
         except Exception:
-            fail(f"{name}: s2sad.value_and_grad({f.__name__}, wrt={wrt})"
-                 f"(*{args}) raised:\n{traceback.format_exc()}")
-        if not (close((value,), (f(*args),), S2SAD_RTOL)
-                and close(as_tuple(got, wrt), want, S2SAD_RTOL)):
-            fail(f"{name}: s2sad.value_and_grad({f.__name__}, wrt={wrt})"
-                 f"(*{args}) = {(value, got)}, expected {(f(*args), want)}")
+            fail(f"{name}: {call} raised:\n{traceback.format_exc()}")
+        got, value_want = as_tuple(got, wrt), f(*args)
+        if not (close(as_tuple(value, 0), as_tuple(value_want, 0), S2SAD_RTOL)
+                and close(got, want, S2SAD_RTOL)):
+            fail(f"{name}: {call} = {(value, show(got))}, expected "
+                 f"{(value_want, show(want))}")
     ok = {}
     for peer, make in peers.items():
         try:
             t0 = time.perf_counter()
-            gf = make(f, wrt, args)
-            got = as_tuple(gf(*args), wrt)
+            gf, peer_args = make(w, args)
+            got = as_tuple(gf(*peer_args), wrt)
             first = time.perf_counter() - t0
         except Skip as e:
             print(f"note: {peer} skipped on {name}: {e}")
@@ -242,10 +390,11 @@ def check(name, f, hand, args, wrt, s2sad, peers):
                   f"{e}); peer dropped for this workload")
             continue
         if close(got, want, PEER_RTOL):
-            ok[peer] = (gf, first)
+            ok[peer] = (gf, peer_args, first)
         else:
-            print(f"warning: {peer} on {name} gives {got}, expected "
-                  f"{want}; peer dropped for this workload")
+            print(f"warning: {peer} on {name} gives {show(got)}, expected "
+                  f"{show(want)}; peer dropped for this workload:\n  "
+                  f"{worst(got, want)}")
     return ok
 
 
@@ -282,24 +431,62 @@ def table(rows, peer_names):
         if "jax.jit" in peer_names:
             line.append(fmt_ms(r["jax_jit_compile"]))
         body.append(line)
+    return render(head, body)
+
+
+def fmt_mb(b):
+    return "-" if b is None else f"{b / 1e6:.3g}"
+
+
+def memory_table(rows):
+    head = ["workload", "plain MB", "hand MB", "s2sad MB", "s2sad/hand"]
+    body = [[r["workload"], fmt_mb(m["plain"]), fmt_mb(m["hand"]),
+             fmt_mb(m.get("s2sad")), fmt_ratio(m.get("s2sad"), m["hand"])]
+            for r in rows if (m := r.get("memory"))]
+    return render(head, body) if body else ""
+
+
+def render(head, body):
     widths = [max(len(x[i]) for x in [head] + body) for i in range(len(head))]
 
-    def show(cells):
+    def show_row(cells):
         return "| " + " | ".join(
             c.ljust(w) if i == 0 else c.rjust(w)
             for i, (c, w) in enumerate(zip(cells, widths))) + " |"
     sep = "|" + "|".join("-" * (w + 1) + (":" if i else "-")
                          for i, w in enumerate(widths)) + "|"
-    return "\n".join([show(head), sep] + [show(b) for b in body])
+    return "\n".join([show_row(head), sep] + [show_row(b) for b in body])
+
+
+def goal_report(rows):
+    """One line per NumPy workload that misses the issue's goal."""
+    out = []
+    for r in rows:
+        t, m = r["times"], r.get("memory")
+        if not m or t.get("s2sad") is None:
+            continue
+        tr, mr = t["s2sad"] / t["hand"], m["s2sad"] / m["hand"]
+        if tr > TIME_GOAL or mr > MEMORY_GOAL:
+            out.append(f"  {r['workload']}: time {tr:.2f}x, memory {mr:.2f}x")
+    head = (f"NumPy goal: s2sad within {TIME_GOAL}x of the hand gradient's "
+            f"time and {MEMORY_GOAL}x of its peak memory: ")
+    if not any(r.get("memory") and r["times"].get("s2sad") for r in rows):
+        return ""
+    return head + ("met by every NumPy workload" if not out
+                   else "missed by\n" + "\n".join(out))
 
 
 # ---------------------------------------------------------------------------
 
 
 def main():
+    suite = workloads()
+    names = [w.name for w in suite]
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true",
                     help="short smoke run (less precise timings)")
+    ap.add_argument("--only", metavar="NAME[,NAME]",
+                    help="run only these workloads: " + ", ".join(names))
     ap.add_argument("--json", metavar="FILE", help="also write raw results")
     ap.add_argument("--peers", help="'all', 'none' or a comma list of "
                     "autograd,jax,torch (default: all; --quick: all but jax)")
@@ -308,28 +495,57 @@ def main():
                     "(default %(default)s; XLA compile time explodes)")
     ap.add_argument("--no-s2sad", action="store_true",
                     help="skip s2sad (time only plain, hand and peers)")
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="time calls in process CPU time, not wall time "
+                    "(steadier on a busy machine; use with --threads 1)")
+    ap.add_argument("--threads", type=int, metavar="N",
+                    help="limit NumPy's BLAS, torch (and JAX, for N = 1) to N "
+                    "threads (default: the libraries' own defaults)")
     opts = ap.parse_args()
+    if opts.threads is not None and opts.threads < 1:
+        ap.error("--threads: N must be at least 1")
+    if opts.cpu_time:
+        global CLOCK
+        CLOCK = time.process_time
+
+    if opts.only:
+        only = [n.strip() for n in opts.only.split(",") if n.strip()]
+        unknown = [n for n in only if n not in names]
+        if unknown or not only:
+            ap.error(f"--only: unknown workload {', '.join(unknown) or '(none)'};"
+                     f" the workloads are {', '.join(names)}")
+        suite = [w for w in suite if w.name in only]
 
     if opts.quick:
-        target, repeat, budget, transforms = 0.01, 3, 0.1, 1
+        target, repeat, budget, transforms, mem_times = 0.01, 3, 0.1, 1, 1
     else:
-        target, repeat, budget, transforms = 0.2, 5, 2.0, 3
+        target, repeat, budget, transforms, mem_times = 0.2, 5, 2.0, 3, 3
 
     s2sad, why = (None, "--no-s2sad") if opts.no_s2sad else load_s2sad()
     if s2sad is None:
         print(f"warning: s2sad not benchmarked ({why})")
     wanted = opts.peers or ("autograd,torch" if opts.quick else "all")
-    peers, versions = load_peers(wanted, opts.jit_max_eqns)
-    print(f"Python {platform.python_version()} on {platform.machine()}, "
+    peers, versions = load_peers(wanted, opts.jit_max_eqns, opts.threads)
+    cpus = os.cpu_count() or 1
+    print(f"Python {platform.python_version()} on {platform.machine()} "
+          f"({cpus} CPUs, threads: {opts.threads or 'library defaults'}"
+          f"{', CPU time' if opts.cpu_time else ''}), "
+          f"numpy {np.__version__}, "
           f"peers: {', '.join(f'{k} {v}' for k, v in versions.items()) or 'none'}"
           f"{' (quick run)' if opts.quick else ''}")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    if load > 0.5 * cpus:
+        print(f"warning: the machine is busy (load average {load:.1f} on "
+              f"{cpus} CPUs): timings will be noisy, multi-threaded BLAS "
+              f"calls most of all (try --threads 1 --cpu-time)")
 
-    checked = [(w, check(*w, s2sad, peers)) for w in WORKLOADS]
+    checked = [(w, check(w, s2sad, peers)) for w in suite]
     print("checks passed: hand gradients match finite differences"
           + (", s2sad matches hand" if s2sad else ""))
 
     rows = []
-    for (name, f, hand, args, wrt), ok_peers in checked:
+    for w, ok_peers in checked:
+        name, f, hand, args, wrt = w.name, w.f, w.hand, w.args, w.wrt
         print(f"timing {name} ...", file=sys.stderr, flush=True)
         times = {"plain": per_call(f, args, target, repeat, budget),
                  "hand": per_call(hand, args, target, repeat, budget)}
@@ -339,13 +555,19 @@ def main():
                                       target, repeat, budget)
             transform = first_call(lambda: s2sad.grad(fresh(f), wrt=wrt),
                                    args, transforms)
-        for peer, (gf, first) in ok_peers.items():
+        for peer, (gf, peer_args, first) in ok_peers.items():
             if peer == "jax.jit":
                 jit_compile = first  # trace + lower + compile + one call
-            times[peer] = per_call(gf, args, target, repeat, budget)
-        rows.append({"workload": name, "times": times,
-                     "s2sad_transform": transform,
-                     "jax_jit_compile": jit_compile})
+            times[peer] = per_call(gf, peer_args, target, repeat, budget)
+        row = {"workload": name, "times": times, "s2sad_transform": transform,
+               "jax_jit_compile": jit_compile}
+        if w.numpy:  # after the timings: tracemalloc slows every allocation
+            row["memory"] = {"plain": peak_memory(f, args, mem_times),
+                             "hand": peak_memory(hand, args, mem_times)}
+            if s2sad is not None:
+                row["memory"]["s2sad"] = peak_memory(s2sad.grad(f, wrt=wrt),
+                                                     args, mem_times)
+        rows.append(row)
 
     overhead = None
     if s2sad is not None:
@@ -356,6 +578,15 @@ def main():
     print()
     print(table(rows, list(peers)))
     print()
+    memory = memory_table(rows)
+    if memory:
+        print("Peak memory of one call (tracemalloc), in MB:")
+        print()
+        print(memory)
+        print()
+    goal = goal_report(rows)
+    if goal:
+        print(goal)
     if overhead:
         print(f"s2sad cached call overhead: grad(ident)(1.0) takes "
               f"{fmt_us(overhead['s2sad_grad_ident'])} us "
@@ -364,11 +595,12 @@ def main():
     if opts.json:
         with open(opts.json, "w") as fh:
             json.dump({"python": platform.python_version(),
-                       "machine": platform.machine(),
+                       "machine": platform.machine(), "numpy": np.__version__,
+                       "threads": opts.threads, "cpu_time": opts.cpu_time,
                        "quick": opts.quick, "peers": versions,
                        "s2sad": why or "ok", "results": rows,
                        "overhead": overhead}, fh, indent=2)
-        print(f"raw results (seconds) written to {opts.json}")
+        print(f"raw results (seconds, bytes) written to {opts.json}")
 
 
 if __name__ == "__main__":

@@ -1,14 +1,25 @@
 """Benchmark workloads for s2sad, each with a hand-written reverse-mode gradient.
 
-Every workload is a plain Python function on scalar floats (``math`` and
-loops only), so s2sad can read its source.  Next to it is the gradient a
-careful person would write by hand: a forward sweep that records what the
-backward sweep needs in a list, then a reversed loop that accumulates
-adjoints.  A hand gradient returns what ``s2sad.grad(f, wrt)`` returns: a
-float for a single ``wrt``, a tuple of floats for a tuple ``wrt``.
+Two groups.  The scalar workloads are plain Python functions on floats
+(``math`` and loops only).  Next to each is the gradient a careful person
+would write by hand: a forward sweep that records what the backward sweep
+needs in a list, then a reversed loop that accumulates adjoints.
+
+The NumPy workloads are vectorised losses on float64 arrays.  Their hand
+gradients are what a careful NumPy programmer would write: one forward pass
+whose intermediates are reused (and overwritten in place once they are no
+longer needed), no allocation that is not needed, and no computation of the
+loss value when the gradient does not need it.
+
+A hand gradient returns what ``s2sad.grad(f, wrt)`` returns: a float or an
+array for a single ``wrt``, a tuple of them for a tuple ``wrt``.
 """
 
 import math
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
 
 # ---------------------------------------------------------------------------
 # 1. Babylonian square root: t <- (t + x/t) / 2, started at (1 + x) / 2.
@@ -120,6 +131,148 @@ def lotka_volterra_hand(a, b, c, d):
 
 
 # ---------------------------------------------------------------------------
+# NumPy workloads.  Each has a ``*_torch`` twin: the same loss written with
+# ``torch`` functions (the harness binds the name ``torch`` when it uses
+# them, so this module never imports torch).  autograd and JAX run the NumPy
+# function itself with ``np`` rebound to ``autograd.numpy`` / ``jax.numpy``.
+#
+
+torch = None  # the *_torch twins run with this name bound to the torch module
+
+# 4. Rosenbrock, vectorised: sum over i of 100 (x[i+1] - x[i]^2)^2 + (1 - x[i])^2.
+
+
+def rosenbrock(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+
+
+def rosenbrock_hand(x):
+    # With d = x[1:] - x[:-1]**2:
+    #   df/dx[1:]  += 200 d
+    #   df/dx[:-1] += -400 d x[:-1] - 2 (1 - x[:-1]) = 2 (x[:-1] (1 - 200 d) - 1)
+    # Two arrays are allocated: d and the gradient; everything else is in place.
+    xa = x[:-1]                       # a view
+    d = xa * xa
+    np.subtract(x[1:], d, out=d)
+    d *= 200.0                        # d is now df/dx[1:]
+    g = np.empty_like(x)
+    ga = g[:-1]                       # a view: written in place
+    np.subtract(1.0, d, out=ga)
+    ga *= xa
+    ga -= 1.0
+    ga *= 2.0
+    g[-1] = 0.0
+    g[1:] += d
+    return g
+
+
+def rosenbrock_torch(x):
+    return torch.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+
+
+def rosenbrock_args(n, seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.uniform(-1.5, 1.5, n),)
+
+
+# ---------------------------------------------------------------------------
+# 5. Two-layer perceptron: tanh hidden layer, softmax cross-entropy (with a
+#    max-shifted log-sum-exp), mean over the batch.  Gradient w.r.t. the
+#    weights and biases; the data X and the one-hot labels Y are fixed.
+
+
+def mlp(W1, b1, W2, b2, X, Y):
+    H = np.tanh(X @ W1 + b1)
+    Z = H @ W2 + b2
+    S = Z - np.max(Z, axis=1, keepdims=True)
+    lse = np.log(np.sum(np.exp(S), axis=1, keepdims=True))
+    return -np.sum(Y * (S - lse)) / X.shape[0]
+
+
+def mlp_hand(W1, b1, W2, b2, X, Y):
+    # Forward, overwriting in place: H holds tanh(X W1 + b1), P the softmax.
+    n = X.shape[0]
+    H = X @ W1
+    H += b1
+    np.tanh(H, out=H)
+    P = H @ W2
+    P += b2
+    P -= P.max(axis=1, keepdims=True)
+    np.exp(P, out=P)
+    P /= P.sum(axis=1, keepdims=True)
+    # dL/dZ = (softmax - Y) / n, because every row of the one-hot Y sums to 1
+    # (the max shift has no effect on the gradient).
+    P -= Y
+    P /= n
+    W2_bar = H.T @ P
+    b2_bar = P.sum(axis=0)
+    A_bar = P @ W2.T                  # dL/dH, then dL/d(X W1 + b1)
+    H *= H
+    np.subtract(1.0, H, out=H)        # tanh' = 1 - tanh^2, over H
+    A_bar *= H
+    W1_bar = X.T @ A_bar
+    b1_bar = A_bar.sum(axis=0)
+    return W1_bar, b1_bar, W2_bar, b2_bar
+
+
+def mlp_torch(W1, b1, W2, b2, X, Y):
+    H = torch.tanh(X @ W1 + b1)
+    Z = H @ W2 + b2
+    S = Z - torch.amax(Z, dim=1, keepdim=True)
+    lse = torch.log(torch.sum(torch.exp(S), dim=1, keepdim=True))
+    return -torch.sum(Y * (S - lse)) / X.shape[0]
+
+
+def mlp_args(batch, n_in, n_hidden, n_out, seed=0):
+    rng = np.random.default_rng(seed)
+    W1 = rng.standard_normal((n_in, n_hidden)) / np.sqrt(n_in)
+    b1 = 0.1 * rng.standard_normal(n_hidden)
+    W2 = rng.standard_normal((n_hidden, n_out)) / np.sqrt(n_hidden)
+    b2 = 0.1 * rng.standard_normal(n_out)
+    X = rng.standard_normal((batch, n_in))
+    Y = np.eye(n_out)[rng.integers(0, n_out, batch)]
+    return W1, b1, W2, b2, X, Y
+
+
+# ---------------------------------------------------------------------------
+# 6. Logistic regression: mean log-loss of sigmoid(X w) against labels y in
+#    {0, 1}.  -y log s(z) - (1 - y) log(1 - s(z)) = log(1 + e^z) - y z, with
+#    log(1 + e^z) = logaddexp(0, z) so that no exp overflows.  Gradient w.r.t. w.
+
+
+def logreg(w, X, y):
+    z = X @ w
+    return np.mean(np.logaddexp(0.0, z) - y * z)
+
+
+def logreg_hand(w, X, y):
+    # dL/dz = (sigmoid(z) - y) / n, with sigmoid(z) = (1 + tanh(z/2)) / 2,
+    # which cannot overflow.  One array of n is allocated, z, then reused.
+    z = X @ w
+    z *= 0.5
+    np.tanh(z, out=z)
+    z += 1.0
+    z *= 0.5
+    z -= y
+    g = z @ X                         # X.T @ z
+    g /= X.shape[0]
+    return g
+
+
+def logreg_torch(w, X, y):
+    z = X @ w
+    return torch.mean(torch.logaddexp(z.new_zeros(()), z) - y * z)
+
+
+def logreg_args(n, dim, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, dim))
+    w = rng.standard_normal(dim) / np.sqrt(dim)
+    y = (rng.random(n) < 1 / (1 + np.exp(-2 * (X @ w)))).astype(np.float64)
+    return 0.5 * w, X, y
+
+
+# ---------------------------------------------------------------------------
 # Trivial function used to measure the fixed cost of calling an s2sad gradient.
 
 
@@ -128,12 +281,40 @@ def ident(x):
 
 
 # ---------------------------------------------------------------------------
-# The suite: (name, function, hand gradient, arguments, wrt).
+# The suite.
 
-WORKLOADS = [
-    ("babysqrt10", babysqrt10, babysqrt10_hand, (2.0,), 0),
-    ("babysqrt1000", babysqrt1000, babysqrt1000_hand, (2.0,), 0),
-    ("logsin", logsin, logsin_hand, (2.0, 5.0), (0, 1)),
-    ("lotka_volterra", lotka_volterra, lotka_volterra_hand,
-     (1.5, 1.0, 3.0, 1.0), (0, 1, 2, 3)),
-]
+
+class Workload(NamedTuple):
+    name: str
+    f: Callable
+    hand: Callable
+    args: tuple            # the benchmark instance
+    wrt: object            # an index or a tuple of indices, as for s2sad.grad
+    small: tuple | None = None       # arrays: a small instance for the
+    #                                     finite-difference check
+    torch_f: Callable | None = None  # arrays: the loss written for torch
+
+    @property
+    def numpy(self):
+        return self.small is not None
+
+
+def workloads():
+    """Build the suite (the NumPy instances are generated here, seeded)."""
+    return [
+        Workload("babysqrt10", babysqrt10, babysqrt10_hand, (2.0,), 0),
+        Workload("babysqrt1000", babysqrt1000, babysqrt1000_hand, (2.0,), 0),
+        Workload("logsin", logsin, logsin_hand, (2.0, 5.0), (0, 1)),
+        Workload("lotka_volterra", lotka_volterra, lotka_volterra_hand,
+                 (1.5, 1.0, 3.0, 1.0), (0, 1, 2, 3)),
+        Workload("rosenbrock_1e3", rosenbrock, rosenbrock_hand,
+                 rosenbrock_args(10 ** 3), 0, small=rosenbrock_args(8, seed=1),
+                 torch_f=rosenbrock_torch),
+        Workload("rosenbrock_1e6", rosenbrock, rosenbrock_hand,
+                 rosenbrock_args(10 ** 6), 0, small=rosenbrock_args(8, seed=1),
+                 torch_f=rosenbrock_torch),
+        Workload("mlp", mlp, mlp_hand, mlp_args(256, 784, 256, 10), (0, 1, 2, 3),
+                 small=mlp_args(7, 6, 5, 3, seed=1), torch_f=mlp_torch),
+        Workload("logreg", logreg, logreg_hand, logreg_args(10000, 100), 0,
+                 small=logreg_args(20, 4, seed=1), torch_f=logreg_torch),
+    ]
