@@ -15,10 +15,14 @@ def _target(fn):
     return _custom_wrapper(fn) if getattr(fn, "s2s_custom", False) else unwrap(fn)
 
 
-def _compiled(fn, wrt, fused=False):
+def _compiled(fn, wrt, fused=False, kinds=None):
+    """The compiled derivative of `fn` for `wrt`, specialised on argument `kinds`
+    (see pipeline.kinds_of); without kinds, those `source(f)` assumes."""
     fn = _target(fn)
-    key = ("grad" if fused else "reverse", tuple(wrt) if isinstance(wrt, (tuple, list)) else wrt)
-    return cache.get(fn, key, lambda: pipeline.reverse(fn, wrt, fused))
+    kinds = pipeline.default_kinds(fn) if kinds is None else kinds
+    key = ("grad" if fused else "reverse",
+           tuple(wrt) if isinstance(wrt, (tuple, list)) else wrt, pipeline._kinds_key(kinds))
+    return cache.get(fn, key, lambda: pipeline.reverse(fn, wrt, fused, kinds))
 
 
 class _Derivative:
@@ -32,18 +36,30 @@ class _Derivative:
         self.wrt = wrt
         self._fn = self._compile_and_call
         self._version = -1
+        self._kinds = None
 
     def _compile_and_call(self, *args, **kwargs):
-        fn = _compiled(self.primal, self.wrt, fused=True).fn
+        """Compile for the kinds of `args` (or fetch that version), then call it."""
+        self._kinds = pipeline.kinds_of(_target(self.primal), args)
+        fn = _compiled(self.primal, self.wrt, fused=True, kinds=self._kinds).fn
         _check_inputs(self.primal, self.wrt, args)
         self._fn = fn
         self._version = registry.version
         return self._fn(*args, **kwargs)
 
+    def _run(self, args, kwargs):
+        if self._version != registry.version:
+            self._fn = self._compile_and_call
+        try:
+            return self._fn(*args, **kwargs)
+        except runtime.Respecialize:
+            return self._compile_and_call(*args, **kwargs)
+
     @property
     def source(self):
-        """The generated source this derivative runs (`f_value_and_grad`)."""
-        return _compiled(self.primal, self.wrt, fused=True).source
+        """The generated source this derivative runs (`f_value_and_grad`), for the
+        argument kinds of its last call."""
+        return _compiled(self.primal, self.wrt, fused=True, kinds=self._kinds).source
 
     def __repr__(self):
         return f"<{type(self).__name__} of {self.primal.__qualname__} wrt={self.wrt!r}>"
@@ -56,18 +72,14 @@ class GradientFunction(_Derivative):
     """The gradient of a scalar function; call it like the function."""
 
     def __call__(self, *args, **kwargs):
-        if self._version != registry.version:
-            self._fn = self._compile_and_call
-        return self._fn(*args, **kwargs)[1]
+        return self._run(args, kwargs)[1]
 
 
 class ValueAndGradientFunction(_Derivative):
     """Returns `(f(*args), gradient)` from one forward pass."""
 
     def __call__(self, *args, **kwargs):
-        if self._version != registry.version:
-            self._fn = self._compile_and_call
-        return self._fn(*args, **kwargs)
+        return self._run(args, kwargs)
 
 
 def _check_inputs(fn, wrt, args):
@@ -176,17 +188,13 @@ def vjp(f, *args, **kwargs):
                   ((f.__self__,) if inspect.ismethod(f) else ()) + args)
     if inspect.ismethod(f):
         f, args, wrt = f.__func__, (f.__self__,) + args, _shift(wrt)
-    y, pullback = _compiled(f, wrt).fn(*args, **kwargs)
-    args = args[len(args) - len(wrt):]
-
-    def fitted_pullback(y_bar):
-        """One adjoint per positional argument, with that argument's shape."""
-        return tuple(runtime.unbroadcast(g, x) for g, x in zip(pullback(y_bar), args))
-    return y, fitted_pullback
+    kinds = pipeline.kinds_of(_target(f), args)
+    return _compiled(f, wrt, kinds=kinds).fn(*args, **kwargs)
 
 
-def source(f, mode="reverse", wrt=0):
-    """The generated derivative source of `f`, as a string.
+def source(f, mode="reverse", wrt=0, at=None):
+    """The generated derivative source of `f`, as a string: the code `vjp` runs for
+    arguments like `at` (a tuple), by default floats (arrays if `f` uses NumPy).
 
     >>> import s2sad
     >>> def sq(x):
@@ -202,9 +210,14 @@ def source(f, mode="reverse", wrt=0):
         return (y, sq_pullback)
     <BLANKLINE>
     """
+    kinds = None if at is None else pipeline.kinds_of(_target(f), at)
+    if mode == "forward":
+        from . import forward_api
+        wrt = tuple(wrt) if isinstance(wrt, (tuple, list)) else (wrt,)
+        return forward_api.compiled(f, wrt, kinds).source
     if mode != "reverse":
-        raise S2SADError(f"mode={mode!r}: only mode='reverse' is available so far")
-    return _compiled(f, wrt).source
+        raise S2SADError(f"mode={mode!r}: the mode is 'reverse' or 'forward'")
+    return _compiled(f, wrt, kinds=kinds).source
 
 
 def check_grad(f, *args, wrt=0, rtol=1e-5, atol=1e-7, **kwargs):

@@ -5,11 +5,16 @@
     desugar   augmented and multiple assignment, loop else, early returns, jumps
     wengert   one primitive operation per statement, SSA names
     reverse   forward pass with per-loop tapes, and the pullback closure
+    forward   (forward mode, instead of reverse) each statement, then its tangent
     optimize  coalesce copies, propagate adjoint copies, fuse accumulations
     emit      gast -> ast -> ast.unparse, compiled with the user's globals, live
 """
 import copy
+import inspect
 
+import numpy as np
+
+from .ad.forward import Forward, prepare
 from .ad.reverse import Reverse, fuse
 from .codegen import emit
 from .errors import InternalError, S2SADError
@@ -19,7 +24,7 @@ from .passes.desugar import Desugar
 from .passes.optimize import Optimize
 from .passes.wengert import Wengert
 
-STAGES = ("desugar", "wengert", "reverse", "optimize")
+STAGES = ("desugar", "wengert", "reverse", "optimize", "forward")
 
 
 class Derivative:
@@ -89,10 +94,36 @@ def _internal(fn, exc):
         "the function.")
 
 
-@_guarded
-def stages(fn, wrt=0, stop=None):
-    """Run the passes on `fn` up to and including `stop`; return (src, node, reverse)."""
+def kinds_of(fn, args):
+    """{parameter: type} for the positional arguments whose exact type s2sad specialises
+    on (float, int, ndarray); other arguments are of unknown kind."""
+    params = list(inspect.signature(fn).parameters)
+    return {p: type(a) for p, a in zip(params, args) if type(a) in (float, int, np.ndarray)}
+
+
+def default_kinds(fn):
+    """The kinds `source(f)` assumes without arguments: floats, or arrays when the
+    function uses NumPy."""
     src = source.capture(fn)
+    uses_numpy = any(getattr(v, "__name__", "") == "numpy" or
+                     getattr(v, "__module__", "") and str(getattr(v, "__module__", ""))
+                     .startswith("numpy") for v in src.free_values().values())
+    params = [a.id for a in src.node.args.posonlyargs + src.node.args.args]
+    return {p: np.ndarray if uses_numpy else float for p in params}
+
+
+def _kinds_key(kinds):
+    return tuple(sorted((p, getattr(k, "__name__", k)) for p, k in (kinds or {}).items()))
+
+
+@_guarded
+def stages(fn, wrt=0, stop=None, kinds=None):
+    """Run the passes on `fn` up to and including `stop`; return (src, node, reverse).
+    `kinds` gives parameters' types (float, int, ndarray) or kinds ("scalar", ...)."""
+    kinds = default_kinds(fn) if kinds is None else kinds
+    src = source.capture(fn)
+    if stop == "forward":
+        prepare(src)
     fence.check(src)
     namer = Namer.for_function(src)
     as_tuple = isinstance(wrt, (tuple, list))
@@ -104,7 +135,10 @@ def stages(fn, wrt=0, stop=None):
     node = Wengert(src, namer).run(node)
     if stop == "wengert":
         return src, node, None
-    rev = Reverse(src, namer, wrt, as_tuple)
+    if stop == "forward":
+        fwd = Forward(src, namer, wrt, kinds)
+        return src, fwd.run(node), fwd
+    rev = Reverse(src, namer, wrt, as_tuple, kinds)
     node = rev.run(node)
     if stop != "reverse":
         node = Optimize(src, namer).run(node)
@@ -112,12 +146,14 @@ def stages(fn, wrt=0, stop=None):
 
 
 @_guarded
-def reverse(fn, wrt=0, fused=False):
+def reverse(fn, wrt=0, fused=False, kinds=None):
     """Compile the reverse-mode derivative `f_vjp` of `fn` (with `fused`, the
-    `f_value_and_grad` that `grad` runs)."""
-    src, node, rev = stages(fn, wrt)
+    `f_value_and_grad` that `grad` runs), specialised on `kinds` (by default, those
+    of `default_kinds`)."""
+    kinds = default_kinds(fn) if kinds is None else kinds
+    src, node, rev = stages(fn, wrt, kinds=kinds)
     if fused:
-        node = fuse(node, rev.namer, rev.helper, rev.runtime)
+        node = fuse(node, rev.namer, rev.helper, rev.runtime, rev.guarded_types())
     bindings = dict(rev.helpers)
     code = src.fn.__code__
     for var, cell in zip(code.co_freevars, src.fn.__closure__ or ()):
@@ -127,6 +163,24 @@ def reverse(fn, wrt=0, fused=False):
     return Derivative(compiled, text, filename)
 
 
+@_guarded
+def forward(fn, wrt=0, kinds=None):
+    """Compile the forward-mode derivative `f_jvp` of `fn` (also of s2sad's own
+    reverse-mode code: forward over reverse), specialised on `kinds` like `reverse`; its
+    `tangent_names` are the parameters that take the tangents of `wrt`."""
+    kinds = default_kinds(fn) if kinds is None else kinds
+    src, node, fwd = stages(fn, wrt, stop="forward", kinds=kinds)
+    bindings = dict(fwd.helpers)
+    code = src.fn.__code__
+    for var, cell in zip(code.co_freevars, src.fn.__closure__ or ()):
+        bindings.setdefault(var, cell.cell_contents)
+    filename = f"<s2sad: {node.name}, from {src.filename}:{src.first_line}>"
+    compiled, text = emit.compile_function(node, bindings, src.fn, filename)
+    derivative = Derivative(compiled, text, filename)
+    derivative.tangent_names = fwd.tangent_names
+    return derivative
+
+
 _compiling = []
 
 
@@ -134,31 +188,31 @@ class LazyVJP:
     """The vjp of a function still being compiled (a recursive call): compiled on first
     use, then called directly."""
 
-    def __init__(self, fn, wrt):
-        self.fn, self.wrt, self.compiled = fn, wrt, None
+    def __init__(self, fn, wrt, kinds):
+        self.fn, self.wrt, self.kinds, self.compiled = fn, wrt, kinds, None
 
     def __call__(self, *args, **kwargs):
         if self.compiled is None:
-            self.compiled = vjp_of(self.fn, self.wrt)
+            self.compiled = vjp_of(self.fn, self.wrt, self.kinds)
         return self.compiled(*args, **kwargs)
 
     def __repr__(self):
         return f"<s2sad vjp of {self.fn.__qualname__} (compiled on first call)>"
 
 
-def vjp_of(fn, wrt):
-    """The compiled `f_vjp` of `fn` for `wrt`, through the cache."""
+def vjp_of(fn, wrt, kinds=None):
+    """The compiled `f_vjp` of `fn` for `wrt` and argument `kinds`, through the cache."""
     from . import api
     if any(f is fn for f in _compiling):
-        return LazyVJP(fn, wrt)
+        return LazyVJP(fn, wrt, kinds)
     _compiling.append(fn)
     try:
-        return api._compiled(fn, wrt).fn
+        return api._compiled(fn, wrt, kinds=kinds).fn
     finally:
         _compiling.pop()
 
 
-def stage_source(fn, stage, wrt=0):
+def stage_source(fn, stage, wrt=0, kinds=None):
     """The source of `fn` after `stage` (one of STAGES)."""
-    _, node, _ = stages(fn, wrt, stop=stage)
+    _, node, _ = stages(fn, wrt, stop=stage, kinds=kinds or default_kinds(fn))
     return emit.to_source(node)

@@ -34,3 +34,38 @@ def decorated(x):
 
 def scale(x, w):
     return x * w
+
+
+def bias_and_l2(b, X):
+    return np.sum(X + b) + np.sum(b * b)
+
+
+def scale_then_index(a, s):
+    y = a * s
+    return y[0] + s
+
+
+def write_through_view(x):
+    y = x.copy()
+    y[:2] *= x[:2]
+    return np.sum(y)
+
+
+def sorted_top2(x):
+    return np.sum(np.sort(x)[-2:])
+
+
+def builtin_sum(xs):
+    return sum(xs) * 2.0
+
+
+def stencil(x):
+    y = np.zeros(len(x))
+    y[0] = x[0]
+    for i in range(1, len(x)):
+        y[i] = y[i - 1] * 0.5 + x[i]
+    return np.sum(y * y)
+
+
+def mixed(x, w):
+    return np.sum(x * w)

@@ -50,3 +50,65 @@ def test_cli_check_outside_the_domain_is_one_line():
                          cwd=root, capture_output=True, text=True, timeout=120)
     assert out.returncode == 2
     assert out.stderr.count("\n") == 1 and "math domain error" in out.stderr
+
+
+def _fd(f, x, eps=1e-6):
+    x = np.asarray(x, dtype=float)
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[i] = eps
+        g[i] = (f(x + e) - f(x - e)) / (2 * eps)
+    return g
+
+
+def test_bias_with_its_own_l2_term_is_not_overcounted():
+    X = np.arange(12.0).reshape(4, 3)
+    g = s2sad.grad(r.bias_and_l2)(np.ones(3), X)
+    np.testing.assert_allclose(g, 4 + 2 * np.ones(3))          # 4 rows + 2b
+
+
+def test_scalar_times_array_then_index():
+    a = np.array([1.0, 2.0])
+    assert s2sad.grad(r.scale_then_index, wrt=1)(a, 3.0) == pytest.approx(2.0)
+
+
+def test_in_place_write_through_a_view():
+    x = np.array([2.0, 3.0, 5.0])
+    np.testing.assert_allclose(s2sad.grad(r.write_through_view)(x),
+                               _fd(r.write_through_view, x), rtol=1e-6)
+
+
+def test_sort_has_a_derivative():
+    x = np.array([0.3, -1.0, 2.0])
+    np.testing.assert_allclose(s2sad.grad(r.sorted_top2)(x), [1.0, 0.0, 1.0])
+
+
+def test_builtin_sum_of_a_list():
+    assert s2sad.grad(r.builtin_sum)([1.0, 2.0, 3.0]) == [2.0, 2.0, 2.0]
+
+
+def test_in_place_loop_is_linear_and_correct():
+    x = np.linspace(0.1, 1.0, 6)
+    np.testing.assert_allclose(s2sad.grad(r.stencil)(x), _fd(r.stencil, x), rtol=1e-6)
+    assert "y[i] = " in s2sad.source(r.stencil)                # written in place
+
+
+def test_respecialises_when_argument_types_change():
+    df = s2sad.grad(r.mixed, wrt=1)
+    assert df(2.0, 3.0) == 2.0                                  # floats
+    assert df(np.array([1.0, 2.0]), 3.0) == 3.0                 # now an array x
+    assert df(2.0, 3.0) == 2.0
+
+
+def test_unconnected_input_warns_and_gives_zero():
+    from s2sad.ad.reverse import UnconnectedInputWarning
+
+    def scale_only_x(x, w):
+        return x * 3.0
+    import inspect
+    import textwrap
+    from s2sad.testing import function_from_source
+    f = function_from_source(textwrap.dedent(inspect.getsource(scale_only_x)))
+    with pytest.warns(UnconnectedInputWarning, match="'w'"):
+        assert s2sad.grad(f, wrt=(0, 1))(1.0, 2.0) == (3.0, 0.0)

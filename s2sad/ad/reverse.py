@@ -41,12 +41,20 @@ from ..frontend.source import MISSING
 from .simplify import simplify
 
 
+class UnconnectedInputWarning(UserWarning):
+    """The output does not depend on a differentiated input; its gradient is zero."""
+
+
 class Reverse:
     """See the module docstring."""
 
-    def __init__(self, src, namer, wrt, as_tuple=False):
+    def __init__(self, src, namer, wrt, as_tuple=False, kinds=None):
+        import numpy as np
         self.src = src
         self.namer = namer
+        self.types = {p: k for p, k in (kinds or {}).items() if isinstance(k, type)}
+        self.param_kinds = {p: (ARRAY if k is np.ndarray else SCALAR) if isinstance(k, type)
+                            else k for p, k in (kinds or {}).items()}
         self.wrt = list(wrt)
         self.as_tuple = as_tuple or len(self.wrt) > 1
         self.adjoints = {}
@@ -60,8 +68,13 @@ class Reverse:
         output = ret.value.id if isinstance(ret.value, gast.Name) else None
         self.ops = {}
         self.active = active_names(fn, self.src, self.wrt, output, self.ops)
-        self.kinds = Kinds(fn, self.src)
-        self.unreduced = set()
+        self.kinds = Kinds(fn, self.src, self.param_kinds)
+        for p in self.wrt:
+            if p not in self.active:
+                import warnings
+                warnings.warn(f"{self.src.name}(): the output does not depend on {p!r} "
+                              "(through differentiable operations); its gradient is zero",
+                              UnconnectedInputWarning, stacklevel=2)
         self.user_calls = {}
         self.indexed = {a.id for s in _assigns(fn) for a in _getitem_receivers(s)}
         self.primal_names = {n.id for n in gast.walk(fn) if isinstance(n, gast.Name)}
@@ -79,6 +92,8 @@ class Reverse:
         vjp.s2s_pullback = pullback
         vjp.s2s_loops = list(self.loops.values())
         self.updates.finish(vjp, self.loops)
+        from ..passes.optimize import rename_unpacks
+        rename_unpacks(pullback, self.namer)
         return vjp
 
     # -- names ------------------------------------------------------------------------
@@ -88,14 +103,16 @@ class Reverse:
         return self.adjoints[n]
 
     def fitted(self, p, defined):
-        """The adjoint returned for parameter `p`: zeros if it received nothing, summed
-        to `p`'s shape if broadcasting on values of unknown kind was deferred."""
+        """The adjoint returned for parameter `p` (zeros if it received nothing)."""
         if p not in defined:
             return nodes.call(self.runtime("zeros_like"), [nodes.name(p)])
-        bar = nodes.name(self.adj(p))
-        if p in self.unreduced and self.kinds.evidence:
-            return nodes.call(self.runtime("unbroadcast"), [bar, nodes.name(p)])
-        return bar
+        return nodes.name(self.adj(p))
+
+    def guarded_types(self):
+        """[(parameter, generated-code name of its type)] for the fused function's guard."""
+        order = [a.id for a in self.src.node.args.posonlyargs + self.src.node.args.args]
+        return [(p, self.helper(self.types[p].__name__, obj=self.types[p]))
+                for p in order if p in self.types]
 
     def runtime(self, name):
         """The generated-code name of runtime helper `name` of s2sad.rules.runtime."""
@@ -157,7 +174,6 @@ class Reverse:
         op = self.ops[id(s)]
         if op.kind in (USER, CUSTOM):
             return self.user_call(s, op, g, defined)
-        self.propagating = target in self.unreduced
         out = []
         # Accumulate into adjoints that exist before starting new ones, so that a copy
         # `a_bar = b_bar` can later be propagated.
@@ -168,8 +184,6 @@ class Reverse:
                 continue
             if op.kind == COPY:
                 expr = copy.deepcopy(g)
-                if self.propagating:
-                    self.unreduced.add(arg.id)
             elif op.kind == PACK:
                 expr = gast.Subscript(value=copy.deepcopy(g), slice=nodes.const(param),
                                       ctx=gast.Load())
@@ -203,7 +217,7 @@ class Reverse:
         name = primitives.python_function(op.prim)[0].__name__
         pullback = self.namer.fresh(f"{name}_pullback")
         wrt = tuple(active) if len(active) > 1 else active[0]
-        self.user_calls[id(s)] = (pullback, self.callee(op.prim, wrt))
+        self.user_calls[id(s)] = (pullback, self.callee(op.prim, wrt, op.args))
         self.primal_names.add(pullback)
         call = nodes.call(pullback, [g])
         if len(active) == 1:
@@ -226,16 +240,19 @@ class Reverse:
                 then.append(self.accumulate(arg, nodes.name(temp), defined, s))
         return out + then
 
-    def callee(self, prim, wrt):
+    def callee(self, prim, wrt, call_args):
         """The generated-code name of the vjp of `prim` for `wrt` (compiled now, unless
         that is a recursive call, then on first use); a method's instance and a partial's
         arguments are bound to it."""
         import functools
+        import inspect
         from .. import pipeline
         fn, args, kwargs = primitives.python_function(prim)
         shift = len(args)
         wrt = tuple(w + shift for w in wrt) if isinstance(wrt, tuple) else wrt + shift
-        vjp = pipeline.vjp_of(fn, wrt)
+        params = list(inspect.signature(fn).parameters)[shift:]
+        kinds = {p: self.kinds[a] for p, a in zip(params, call_args)}
+        vjp = pipeline.vjp_of(fn, wrt, kinds)
         if args or kwargs:
             vjp = functools.partial(vjp, *args, **kwargs)
         return self.helper(f"{fn.__name__}_vjp", obj=vjp)
@@ -256,19 +273,14 @@ class Reverse:
         arg = op.bound[param]
         if op.variant.broadcast and self.needs_unbroadcast(op, param):
             expr = nodes.call(self.runtime("unbroadcast"), [expr, copy.deepcopy(arg)])
-        elif (op.variant.elementwise and (self.propagating or op.variant.broadcast)
-              and self.kinds[arg] != ARRAY):
-            self.unreduced.add(arg.id)
         return simplify(expr)
 
     def needs_unbroadcast(self, op, param):
-        """Whether the contribution to `param` may have another shape than it. Between
-        values of unknown kind the reduction is deferred to the pullback's return."""
-        mine = self.kinds[op.bound[param]]
-        others = [self.kinds[a] for p, a in op.bound.items() if p != param]
-        if all(k == SCALAR for k in others):
-            return False
-        return ARRAY in others or mine == ARRAY
+        """Whether the contribution to `param` may have another shape than it: not when
+        every other operand is a scalar or `param` itself (`x * x`)."""
+        mine = op.bound[param]
+        others = [a for p, a in op.bound.items() if p != param]
+        return not all(self.kinds[a] == SCALAR or _same(a, mine) for a in others)
 
     def missing_rule(self, op, s):
         """A located MissingRuleError whose first line says what to do."""
@@ -373,10 +385,16 @@ class Reverse:
         return out
 
 
-def fuse(vjp, namer, helper, runtime):
+def fuse(vjp, namer, helper, runtime, guards=()):
     """`f_value_and_grad(x) -> (y, x_bar)`: the forward pass, then the pullback inlined
-    with its seed, for `grad` and `value_and_grad` (no closure, one call)."""
+    with its seed, for `grad` and `value_and_grad` (no closure, one call). It starts by
+    checking that the arguments have the types it was specialised for."""
     pullback = vjp.s2s_pullback
+    check = []
+    if guards:
+        test = " or ".join(f"{helper('type')}({p}) is not {t}" for p, t in guards)
+        check = [nodes.if_(nodes.parse_expr(test), [gast.Raise(
+            exc=nodes.name(runtime("Respecialize")), cause=None)])]
     forward = [s for s in vjp.body[:-1] if s is not pullback]
     result = vjp.body[-1].value.elts[0]
     grads = pullback.body[-1].value
@@ -389,7 +407,8 @@ def fuse(vjp, namer, helper, runtime):
     seed = nodes.parse_expr(f"1.0 if {helper('type')}({r}) is {helper('float')} "
                             f"else {runtime('seed')}({r}, {vjp.name[:-4]!r})")
     out.append(nodes.assign(pullback.args.args[0].id, seed))
-    body = forward + out + pullback.body[:-1] + [nodes.ret(nodes.tuple_([result, grads]))]
+    body = (check + forward + out + pullback.body[:-1]
+            + [nodes.ret(nodes.tuple_([result, grads]))])
     fused = nodes.function(namer.fresh(vjp.name[:-4] + "_value_and_grad"), [], body, like=vjp)
     return fused
 
@@ -420,7 +439,13 @@ class _Updates:
             for n in gast.walk(loop):
                 if self.is_update(n):
                     self.loop_of[id(n)] = loop     # walk order: the innermost wins
-        self.classes = _alias_classes(body, self.stmts)
+        self.classes = _alias_classes(body, self.stmts, src)
+        self.order = {}
+        for i, n in enumerate(n for b in body for n in gast.walk(b)):
+            if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name):
+                self.order.setdefault(n.targets[0].id, i)
+            if self.is_update(n):
+                self.order[id(n)] = i
 
     def safe(self, s):
         """Whether writing in place cannot change a state the pullback reads."""
@@ -429,9 +454,11 @@ class _Updates:
             return False
         loop = self.loop_of.get(id(s))
         info = self.rev.loops.get(id(loop)) if loop is not None else None
+        aliases = self.classes.get(old, {old})
         if info is None:
-            return not self.value_loads(self.pullback, {old})
-        return not self.value_loads(info.reversed, self.classes.get(old, {old}))
+            earlier = {n for n in aliases if self.order.get(n, -1) < self.order[id(s)]}
+            return not self.value_loads(self.pullback, earlier | {old})
+        return not self.value_loads(info.reversed, aliases)
 
     def value_loads(self, node, names):
         """Loads of `names` in `node` other than as shape-only helper arguments."""
@@ -444,8 +471,8 @@ class _Updates:
                 if obj is getattr(runtime, name or "", None) and name in runtime.SHAPE_ONLY:
                     skip.update(id(a) for i, a in enumerate(call.args)
                                 if i in runtime.SHAPE_ONLY[name])
-        return any(isinstance(n, gast.Name) and n.id in names and id(n) not in skip
-                   for n in gast.walk(node))
+        return any(isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
+                   and n.id in names and id(n) not in skip for n in gast.walk(node))
 
     def is_update(self, s):
         return (isinstance(s, gast.Assign) and isinstance(s.value, gast.Call)
@@ -496,8 +523,10 @@ def _blocks(stmts):
                 yield from _blocks(inner)
 
 
-def _alias_classes(body, updates):
-    """{name: the names that may hold the same object}, through updates and copies."""
+def _alias_classes(body, updates, src):
+    """{name: the names that may hold the same object or share its memory}, through
+    updates, copies and views (indexing, reshapes, transposes)."""
+    from ..rules import registry
     parent = {}
 
     def find(n):
@@ -507,13 +536,34 @@ def _alias_classes(body, updates):
     for s in updates:
         parent[find(s.targets[0].id)] = find(s.value.args[0].id)
     for s in (n for b in body for n in gast.walk(b)):
-        if (isinstance(s, gast.Assign) and isinstance(s.value, gast.Name)
-                and isinstance(s.targets[0], gast.Name)):
-            parent[find(s.targets[0].id)] = find(s.value.id)
+        if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)):
+            continue
+        source = _view_of(s.value, src, registry)
+        if source is not None:
+            parent[find(s.targets[0].id)] = find(source)
     classes = {}
     for n in list(parent) + [find(n) for n in parent]:
         classes.setdefault(find(n), set()).add(n)
-    return {n: classes[find(n)] for n in parent}
+    return {n: members for members in classes.values() for n in members}
+
+
+def _view_of(v, src, registry):
+    """The name `v` may share memory with: a copy, an index, a reshape, a transpose."""
+    if isinstance(v, gast.Name):
+        return v.id
+    if isinstance(v, gast.Subscript) and isinstance(v.value, gast.Name):
+        return v.value.id
+    if isinstance(v, gast.Attribute) and isinstance(v.value, gast.Name):
+        return v.value.id if registry.ATTRIBUTES.get(v.attr) in registry.VIEWS else None
+    if isinstance(v, gast.Call) and v.args and isinstance(v.args[0], gast.Name):
+        prim = src.resolve(v.func)
+        if prim in registry.VIEWS:
+            return v.args[0].id
+    if (isinstance(v, gast.Call) and isinstance(v.func, gast.Attribute)
+            and isinstance(v.func.value, gast.Name)
+            and registry.METHODS.get(v.func.attr) in registry.VIEWS):
+        return v.func.value.id
+    return None
 
 
 def _owned(body, src, updates):
@@ -676,6 +726,10 @@ def _strip_markers(stmts):
                 setattr(s, field, _strip_markers(getattr(s, field)))
         out.append(s)
     return out
+
+
+def _same(a, b):
+    return isinstance(a, gast.Name) and isinstance(b, gast.Name) and a.id == b.id
 
 
 def _assigns(fn):

@@ -1,10 +1,11 @@
-"""Kind analysis: which names are certainly Python scalars, NumPy values, containers.
+"""Kind analysis: which names are certainly scalars, arrays, or containers.
 
 Adjoints of broadcasting operations must be summed back to their argument's shape. The
-engine emits that only where an array can meet a value of another shape: two scalars
-never broadcast, nor does an array with a scalar. Operations on values of unknown kind
-(parameters, and arithmetic on them) are elementwise, so their reduction can wait until
-the adjoint leaves the pullback (`deferred`).
+engine emits that only where it may be needed: two scalars never broadcast, nor does an
+array with a scalar. The kinds of the parameters come from the arguments of the call
+the derivative is compiled for (the generated code checks them, like JAX specialises on
+shapes); everything else follows from the code. SCALAR means "has shape ()": Python
+numbers, and NumPy results of full reductions.
 """
 import gast
 
@@ -32,13 +33,16 @@ def combine(kinds):
 
 
 class Kinds:
-    def __init__(self, fn, src):
+    def __init__(self, fn, src, params=None):
         self.src = src
         self.kind = {a.id: UNKNOWN for a in fn.args.args + fn.args.posonlyargs
                      + fn.args.kwonlyargs}
+        self.kind.update(params or {})
         defs = [(n.targets[0].id, n.value) for n in gast.walk(fn)
                 if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name)]
-        defs += [(n.target.id, None) for n in gast.walk(fn) if isinstance(n, gast.For)]
+        defs += [(n.target.id, _target_kind(n, src)) for n in gast.walk(fn)
+                 if isinstance(n, gast.For)]
+        self.local = {t for t, _ in defs} | set(self.kind)
         changed = True
         while changed:
             changed = False
@@ -47,18 +51,17 @@ class Kinds:
                 if k != self.kind.get(target):
                     self.kind[target] = k
                     changed = True
-        self.evidence = any(k in (ARRAY,) for k in self.kind.values())
 
     def __getitem__(self, atom):
         return self.of(atom)
 
     def of(self, e):
-        if e is None:
-            return UNKNOWN
+        if e is None or isinstance(e, str):
+            return e or UNKNOWN
         if isinstance(e, gast.Constant):
             return SCALAR if isinstance(e.value, (int, float, bool)) else None
         if isinstance(e, gast.Name):
-            if e.id in self.src.local_names or e.id in self.kind:
+            if e.id in self.local or e.id in self.src.local_names:
                 return self.kind.get(e.id)
             return _kind_of_object(self.src.resolve(e))
         if isinstance(e, gast.Attribute) and not _is_local_ref(e, self.src):
@@ -73,11 +76,16 @@ class Kinds:
             return CONTAINER
         if isinstance(e, gast.Call):
             prim = getattr(e.func, "s2s_prim", None) or self.src.resolve(e.func)
-            if prim is MISSING and isinstance(e.func, gast.Attribute):
+            method = prim is MISSING and isinstance(e.func, gast.Attribute)
+            if method:
                 prim = registry.METHODS.get(e.func.attr, MISSING)
             returns = registry.RETURNS.get(_key(prim))
             if returns == "args":
                 return combine([self.of(a) for a in e.args])
+            if returns == "reduction":    # a full reduction has shape ()
+                partial = any(k.arg in ("axis", "keepdims") for k in e.keywords) or (
+                    len(e.args) > (0 if method else 1))
+                return ARRAY if partial else SCALAR
             return returns or UNKNOWN
         if isinstance(e, gast.Attribute):
             prim = registry.ATTRIBUTES.get(e.attr)
@@ -86,6 +94,14 @@ class Kinds:
             base = self.of(e.value)
             return {ARRAY: ARRAY, SCALARS: SCALAR}.get(base, UNKNOWN)
         return SCALAR
+
+
+def _target_kind(loop, src):
+    """The kind of a for loop's target: a scalar over range(...)."""
+    it = loop.iter
+    if isinstance(it, gast.Call) and src.resolve(it.func) is range:
+        return SCALAR
+    return UNKNOWN
 
 
 def _key(prim):

@@ -22,9 +22,13 @@ def to_source(node):
         for field in ("body", "orelse"):
             stmts = getattr(parent, field, None)
             if isinstance(stmts, list):
+                had_code = bool(stmts)
                 stmts = [_visible(s) for s in stmts]
-                if field == "body" and not stmts:
-                    stmts = [gast.Pass()]
+                only_comments = all(getattr(getattr(s, "value", None), "value", None)
+                                    is not None and str(s.value.value).startswith(
+                                        nodes.COMMENT) for s in stmts)
+                if (field == "body" or had_code) and only_comments:
+                    stmts.append(gast.Pass())
                 setattr(parent, field, stmts)
     tree = gast.gast_to_ast(node)
     tree.lineno = getattr(tree, "lineno", 1)

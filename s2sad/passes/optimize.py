@@ -61,7 +61,7 @@ class Optimize:
         _coalesce_loops(forward)
         while _drop_dead_copies(fn, forward):
             pass
-        _rename_unpacks(pullback, self.namer)
+        rename_unpacks(pullback, self.namer)
         pullback.body[:-1] = annotate(pullback.body[:-1], self.src)
         for s in gast.walk(pullback):
             if isinstance(s, gast.Assign):
@@ -301,7 +301,7 @@ def _drop_dead_adjoints(pullback, locals_):
     return changed
 
 
-def _rename_unpacks(pullback, namer):
+def rename_unpacks(pullback, namer):
     """A reversed loop rebinds the values it reads from its tape; where the pullback
     also reads those names outside the loop (final values), rename them in the loop."""
     for loop in [n for n in gast.walk(pullback) if isinstance(n, gast.For)]:

@@ -3,6 +3,7 @@ import builtins
 import math
 
 from .registry import nondiff, returns, vjp, vjp_each
+from . import runtime
 from .runtime import log_base
 
 vjp(builtins.abs, "x", "g * copysign(1.0, x)", namespace=vars(math), elementwise=True)
@@ -13,6 +14,8 @@ vjp(builtins.min, "x, y", "g * (x <= y)", "g * (x > y)")
 vjp_each(builtins.max, "x", "g * (x == ans)")
 vjp_each(builtins.min, "x", "g * (x == ans)")
 vjp(builtins.float, "x", "g", elementwise=True)
+vjp(builtins.sum, "iterable, start=0", "_s2s_unsum(g, iterable)", "g",
+    namespace={"_s2s_unsum": runtime.unsum})
 
 for _f in (builtins.int, builtins.round, builtins.bool, builtins.len, builtins.range,
            builtins.print, builtins.isinstance, builtins.str, builtins.repr,

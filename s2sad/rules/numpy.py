@@ -69,7 +69,7 @@ ufunc2(np.hypot, "g * x / ans", "g * y / ans")
 ufunc2(np.arctan2, "g * y / (x * x + y * y)", "-g * x / (x * x + y * y)")
 rule(np.where, "condition, x, y", None, "np.where(condition, g, 0.0)",
      "np.where(condition, 0.0, g)", broadcast=True)
-rule(np.clip, "a, a_min, a_max", "g * _s2s_clip_mask(a, a_min, a_max)")
+rule(np.clip, "a, a_min, a_max", "g * _s2s_clip_mask(a, a_min, a_max)", broadcast=True)
 
 # reductions
 rule(np.sum, "a, axis=None, dtype=None, out=None, keepdims=False",
@@ -91,7 +91,7 @@ rule(np.cumprod, "a, axis=None", a="_s2s_cumprod(g, a, ans, axis)")
 # linear algebra
 rule(np.matmul, "a, b", "_s2s_matmul_lhs(g, a, b)", "_s2s_matmul_rhs(g, a, b)")
 rule(np.dot, "a, b", "_s2s_dot_lhs(g, a, b)", "_s2s_dot_rhs(g, a, b)")
-rule(np.inner, "a, b", "_s2s_dot_lhs(g, a, b)", "_s2s_dot_rhs(g, a, b)")
+rule(np.inner, "a, b", "_s2s_inner(g, a, b, 0)", "_s2s_inner(g, a, b, 1)")
 rule(np.outer, "a, b", "np.reshape(g @ np.ravel(b), np.shape(a))",
      "np.reshape(np.ravel(a) @ g, np.shape(b))")
 rule(np.tensordot, "a, b, axes=2", "_s2s_tensordot(g, a, b, axes, 0)",
@@ -116,6 +116,7 @@ rule(np.linalg.cholesky, "a", "_s2s_cholesky(g, ans)")
 
 # shapes and construction
 rule(np.reshape, "a, newshape", a="np.reshape(g, np.shape(a))")
+rule(np.reshape, "a, shape", a="np.reshape(g, np.shape(a))")
 rule(np.ravel, "a", "np.reshape(g, np.shape(a))")
 rule(np.squeeze, "a, axis=None", a="np.reshape(g, np.shape(a))")
 rule(np.expand_dims, "a, axis", a="np.reshape(g, np.shape(a))")
@@ -137,17 +138,21 @@ rule(np.vstack, "tup", "_s2s_vstack(g, tup)")
 rule(np.array, "object, dtype=None", object="_s2s_from_array(g, object)")
 rule(np.asarray, "a, dtype=None", a="_s2s_from_array(g, a)")
 rule(np.copy, "a", "g")
+rule(np.sort, "a, axis=-1", a="_s2s_unsort(g, a, axis)")
 rule(np.ndarray.astype, "self, dtype", self="_s2s_cast_like(g, self)")
 
 for _f in (np.zeros_like, np.ones_like, np.full_like, np.empty_like, np.zeros, np.ones,
            np.full, np.empty, np.eye, np.identity, np.arange, np.linspace, np.shape,
            np.ndim, np.size, np.result_type, np.sign, np.floor, np.ceil, np.round,
-           np.rint, np.trunc, np.argmax, np.argmin, np.argsort, np.sort, np.nonzero,
+           np.rint, np.trunc, np.argmax, np.argmin, np.argsort, np.nonzero,
            np.isnan, np.isinf, np.isfinite, np.less, np.less_equal, np.greater,
            np.greater_equal, np.equal, np.not_equal, np.logical_and, np.logical_or,
            np.logical_not, np.any, np.all, np.floor_divide, np.heaviside,
            np.count_nonzero, np.allclose, np.isclose, np.array_equal):
     nondiff(_f)
+returns("reduction", np.sum, np.mean, np.prod, np.max, np.min, np.amax, np.amin, np.var,
+        np.std)
+returns("scalar", np.linalg.det)
 returns("scalars", np.shape)
 returns("scalar", np.ndim, np.size)
 returns("array", np.transpose, np.real)

@@ -175,3 +175,53 @@ def lookup(prim):
         return RULES.get(prim)
     except TypeError:
         return None
+
+
+# -- forward rules ----------------------------------------------------------------------
+#: Forward rules, {prim: Rule}. A variant's templates give, per parameter, the
+#: contribution of its tangent `t` to the tangent of the result; its `linear` groups name
+#: parameters in which the primitive is linear (its tangent is the call itself, on the
+#: tangents). Rules flagged `elementwise` need no entry: see s2sad.rules.tangents.
+JVPS = {}
+
+
+def jvp(prim, params, *templates, namespace=None, **by_name):
+    """Register forward rules for `prim` called with `params`: templates by position or
+    parameter name, written over the parameter names, `t` (the tangent of that
+    parameter) and `ans` (the result). The engine sums the contributions of the
+    arguments that carry a tangent; a parameter without a template contributes none."""
+    spec = _parse_params(params)
+    names = [n for n, _ in spec]
+    if len(templates) > len(names) or any(k not in names for k in by_name) or "t" in names:
+        raise S2SADError(f"tangent templates do not match the parameters {names} of "
+                         f"{prim!r} (a parameter must not be called 't', the tangent)")
+    given = dict(zip(names, templates))
+    given.update(by_name)
+    ns = dict(namespace or {})
+    compiled = {n: Template(t, names + ["t"], ns) for n, t in given.items() if t is not None}
+    return _add_jvp(prim, spec, compiled, [])
+
+
+def linear(prim, params, *groups):
+    """Register the forward rule of `prim`, linear in each group of parameters ("a, v"):
+    the tangent is `prim` called with the tangents of a group in place of its arguments
+    (zeros for those without), summed over the groups. `np.dot` is linear in "a" and in
+    "b" (two groups); `setitem(a, index, v)` in "a, v" jointly (one group)."""
+    spec = _parse_params(params)
+    names = [n for n, _ in spec]
+    groups = [[p.strip() for p in g.split(",")] for g in groups]
+    if any(p not in names for g in groups for p in g):
+        raise S2SADError(f"linear groups {groups} do not match the parameters {names}")
+    return _add_jvp(prim, spec, {}, groups)
+
+
+def _add_jvp(prim, spec, templates, groups):
+    global version
+    rule = JVPS.setdefault(prim, Rule(prim))
+    names = [n for n, _ in spec]
+    rule.variants = [v for v in rule.variants if [p for p, _ in v.params] != names]
+    variant = Variant(spec, templates, False)
+    variant.linear = groups
+    rule.variants.append(variant)
+    version += 1
+    return prim

@@ -4,12 +4,17 @@ import math
 import numpy as np
 
 
+class Respecialize(Exception):
+    """Raised by generated code called with arguments of other types than it was
+    compiled for; the caller compiles (or fetches) the matching version."""
+
+
 def zeros_like(x):
     """The zero adjoint of `x`: 0.0 for a number, a float zero array for an array."""
     if isinstance(x, np.ndarray):
         return np.zeros_like(x, dtype=np.result_type(x.dtype, np.float32))
     if isinstance(x, (tuple, list)):
-        return type(x)(zeros_like(v) for v in x)
+        return _rebuild(x, [zeros_like(v) for v in x])
     if isinstance(x, dict):
         return {k: zeros_like(v) for k, v in x.items()}
     return 0.0
@@ -17,6 +22,11 @@ def zeros_like(x):
 
 def unbroadcast(g, x):
     """`g` summed down to the shape of `x`: the adjoint of broadcasting `x`."""
+    try:
+        if g.shape == x.shape:
+            return g
+    except AttributeError:
+        pass
     if isinstance(x, (tuple, list, dict)) or x is None:
         return g
     shape = np.shape(x)
@@ -39,7 +49,7 @@ def add(a, b):
     if _is_zero(b):
         return a
     if isinstance(a, (tuple, list)):
-        return type(a)(add(u, v) for u, v in zip(a, b))
+        return _rebuild(a, [add(u, v) for u, v in zip(a, b)])
     if isinstance(a, dict):
         return {k: add(a[k], b[k]) for k in a}
     return a + b
@@ -58,7 +68,7 @@ def unindex(g, x, index):
                 out[i] = unbroadcast(v, x[i])
         else:
             out[index] = unbroadcast(g, x[index])
-        return type(x)(out)
+        return _rebuild(x, out)
     x = np.asarray(x)
     out = np.zeros(x.shape, dtype=np.result_type(x.dtype, np.float32))
     if _basic(index):
@@ -66,6 +76,13 @@ def unindex(g, x, index):
     else:
         np.add.at(out, index, g)
     return out
+
+
+def _rebuild(like, items):
+    """A tuple, list or named tuple of the type of `like`, holding `items`."""
+    if hasattr(like, "_fields"):
+        return type(like)(*items)
+    return type(like)(items)
 
 
 def _basic(index):
@@ -124,7 +141,8 @@ def count(x, axis=None):
 def extremum(g, x, ans, axis=None, keepdims=False):
     """The adjoint of max/min: `g` shared equally among the elements that attain it."""
     mask = np.asarray(x) == unreduce(ans, x, axis, keepdims)
-    return unreduce(g, x, axis, keepdims) * mask / mask.sum(axis=axis, keepdims=True)
+    share = mask / mask.sum(axis=axis, keepdims=True)
+    return unreduce(g, x, axis, keepdims) * share.astype(np.result_type(x, np.float32))
 
 
 def variance(g, x, axis=None, ddof=0, keepdims=False):
@@ -200,6 +218,17 @@ def dot_rhs(g, a, b):
     return np.moveaxis(out, 0, -2)
 
 
+def inner(g, a, b, which):
+    """The adjoint of `a` (which=0) or `b` (which=1) in np.inner (sums the last axes)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.ndim == 0 or b.ndim == 0:
+        return unbroadcast(g * (b if which == 0 else a), a if which == 0 else b)
+    na, nb = a.ndim - 1, b.ndim - 1
+    if which == 0:
+        return np.tensordot(g, b, axes=(list(range(na, na + nb)), list(range(nb))))
+    return np.tensordot(g, a, axes=(list(range(na)), list(range(na))))
+
+
 def einsum(g, subscripts, k, *operands):
     """The adjoint of operand `k` of `np.einsum(subscripts, *operands)`."""
     inputs, _, output = subscripts.replace(" ", "").partition("->")
@@ -209,7 +238,11 @@ def einsum(g, subscripts, k, *operands):
                                 if "".join(inputs).count(c) == 1))
     mine = inputs[k]
     if len(set(mine)) != len(mine) or "." in mine:
-        raise NotImplementedError("einsum adjoints with repeated or '...' subscripts")
+        from ..errors import MissingRuleError
+        raise MissingRuleError(
+            f"s2sad has no derivative rule for np.einsum({subscripts!r}, ...): repeated "
+            "subscripts (diagonals) and '...' are not supported yet; write them with "
+            "explicit indices or np.diagonal")
     others = [s for i, s in enumerate(inputs) if i != k]
     present = set(output + "".join(others))
     kept = "".join(c for c in mine if c in present)
@@ -243,9 +276,15 @@ def tensordot(g, a, b, axes, which):
 def trace(g, x, offset=0, axis1=0, axis2=1):
     """The adjoint of np.trace."""
     x = np.asarray(x)
-    eye = np.eye(x.shape[axis1], x.shape[axis2], k=offset)
-    eye = np.moveaxis(eye.reshape(eye.shape + (1,) * (x.ndim - 2)), (0, 1), (axis1, axis2))
-    return np.asarray(g) * eye
+    axis1, axis2 = axis1 % x.ndim, axis2 % x.ndim
+    shape = [1] * x.ndim
+    shape[axis1], shape[axis2] = x.shape[axis1], x.shape[axis2]
+    eye = np.eye(x.shape[axis1], x.shape[axis2], k=offset).reshape(
+        shape if axis1 < axis2 else shape)
+    if axis1 > axis2:
+        eye = np.swapaxes(eye, axis1, axis2).reshape(shape)
+    g = np.expand_dims(np.asarray(g), tuple(sorted((axis1, axis2))))
+    return (g * eye).astype(np.result_type(x, np.float32), copy=False)
 
 
 def diag(g, v, k=0):
@@ -260,12 +299,22 @@ def diag(g, v, k=0):
 
 
 def norm(g, x, ans, ord=None, axis=None, keepdims=False):
-    """The adjoint of np.linalg.norm for the 2-norm of vectors and the Frobenius norm."""
+    """The adjoint of np.linalg.norm: vector p-norms (and inf), and the Frobenius norm."""
+    from ..errors import MissingRuleError
     x = np.asarray(x)
-    if ord not in (None, 2, "fro") or (ord == 2 and (axis is None and x.ndim > 1)):
-        raise NotImplementedError(f"the adjoint of norm with ord={ord!r}")
-    scale = unreduce(np.asarray(g) / np.where(ans == 0, 1, ans), x, axis, keepdims)
-    return scale * x
+    vector = axis is not None and np.ndim(axis) == 0 or (axis is None and x.ndim == 1)
+    if not vector and ord not in (None, "fro"):
+        raise MissingRuleError(f"s2sad has no derivative rule for the matrix norm "
+                               f"ord={ord!r}; only the Frobenius norm")
+    if ord in (None, 2, "fro"):
+        scale = unreduce(np.asarray(g) / np.where(ans == 0, 1, ans), x, axis, keepdims)
+        return scale * x
+    if ord in (np.inf, -np.inf):
+        return extremum(g, np.abs(x), ans, axis, keepdims) * np.sign(x)
+    p = float(ord)
+    safe = np.where(ans == 0, 1, ans)
+    scale = unreduce(np.asarray(g) / safe ** (p - 1), x, axis, keepdims)
+    return scale * np.sign(x) * np.abs(x) ** (p - 1)
 
 
 def solve(g, a, b, ans, which):
@@ -283,10 +332,10 @@ def cholesky(g, ans):
     """The adjoint of `L = np.linalg.cholesky(a)` (a symmetric)."""
     lower = ans
     phi = np.tril(np.swapaxes(lower, -1, -2) @ g)
-    phi = phi - 0.5 * np.eye(lower.shape[-1]) * phi
+    phi = phi - 0.5 * np.eye(lower.shape[-1], dtype=lower.dtype) * phi
     inv = np.linalg.inv(lower)
     s = np.swapaxes(inv, -1, -2) @ phi @ inv
-    return 0.5 * (s + np.swapaxes(s, -1, -2))
+    return (0.5 * (s + np.swapaxes(s, -1, -2))).astype(lower.dtype, copy=False)
 
 
 def split_like(g, arrays, axis=0):
@@ -367,6 +416,25 @@ def clip_mask(x, lo, hi):
     if hi is not None:
         inside &= x <= hi
     return inside
+
+
+def unsort(g, x, axis=-1):
+    """The adjoint of np.sort: `g` put back where each element came from."""
+    x = np.asarray(x)
+    if axis is None:
+        out = np.zeros(x.size, dtype=np.result_type(x, np.float32))
+        out[np.argsort(x, axis=None)] = np.ravel(g)
+        return out.reshape(x.shape)
+    out = np.zeros(x.shape, dtype=np.result_type(x, np.float32))
+    np.put_along_axis(out, np.argsort(x, axis=axis), g, axis=axis)
+    return out
+
+
+def unsum(g, items):
+    """The adjoint of the builtin sum(items): `g` for every item."""
+    if isinstance(items, (list, tuple)):
+        return _rebuild(items, [unbroadcast(g, v) for v in items])
+    return np.broadcast_to(g, np.shape(items)).copy()
 
 
 def cast_like(g, x):

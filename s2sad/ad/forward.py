@@ -1,0 +1,553 @@
+"""Forward mode: Wengert form to `f_jvp(x, ..., x_dot, ...) -> (y, y_dot)`.
+
+Each statement whose value varies with the differentiated inputs is followed by its
+tangent statement; other values get no tangent. A tangent known to be zero is never
+computed, only written where a join or a loop needs one for a name that varies on
+another path. Control flow is kept as it is: a loop over varied values iterates their
+tangents alongside, and a call to another Python function calls its own `g_jvp`.
+Tangent parameters follow the primal ones (keyword-only after parameters with
+defaults); at the output a zero tangent is materialised.
+
+>>> from s2sad.ad.forward import Forward
+>>> print(show(Forward, '''
+... def f(x, y):
+...     return x * y + sin(x)
+... ''', wrt=(0, 1)))
+def f_jvp(x, y, x_dot, y_dot):
+    t = x * y
+    t_dot = x_dot * y + y_dot * x
+    t_1 = sin(x)
+    t_1_dot = x_dot * cos(x)
+    y_1 = t + t_1
+    y_1_dot = t_dot + t_1_dot
+    return (y_1, y_1_dot)
+
+Loops keep their shape; a carried value's tangent is carried with it:
+
+>>> print(show(Forward, '''
+... def f(x):
+...     t = (1 + x) / 2
+...     for i in range(3):
+...         t = (t + x / t) / 2
+...     return t
+... '''))
+def f_jvp(x, x_dot):
+    t_1 = 1 + x
+    t_1_dot = x_dot
+    t = t_1 / 2
+    t_dot = t_1_dot / 2
+    for i in range(3):
+        t_2 = x / t
+        t_2_dot = x_dot / t - t_dot * x / (t * t)
+        t_3 = t + t_2
+        t_3_dot = t_dot + t_2_dot
+        t = t_3 / 2
+        t_dot = t_3_dot / 2
+    return (t, t_dot)
+"""
+import builtins
+import copy
+
+import gast
+import numpy as np
+
+from ..analysis import primitives
+from ..analysis.activity import definitions
+from ..analysis.kinds import ARRAY, SCALAR, Kinds
+from ..analysis.primitives import CALL, COPY, CUSTOM, NONDIFF, PACK, USER, classify
+from ..codegen import nodes
+from ..errors import InternalError, MissingRuleError, S2SADError
+from ..frontend.source import MISSING
+from ..rules import registry
+from .simplify import simplify
+
+
+class Forward:
+    """See the module docstring."""
+
+    def __init__(self, src, namer, wrt, kinds=None):
+        self.src = src
+        self.namer = namer
+        self.wrt = list(wrt)
+        self.param_kinds = {p: (ARRAY if k is np.ndarray else SCALAR) if isinstance(k, type)
+                            else k for p, k in (kinds or {}).items()}
+        self.helpers = {}
+        self.dots = {}
+        self.adapters = {}
+
+    def run(self, fn):
+        *body, ret = fn.body
+        if not isinstance(ret, gast.Return):
+            raise InternalError("forward: Wengert form must end with one return")
+        self.tangent_names = [self.dot(p) for p in self.wrt]
+        self.free = self.src.free_values()
+        self.ops = {}
+        self.varied = self.analyse(fn)
+        self.kinds = Kinds(fn, self.src, self.param_kinds)
+        params = [a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
+        start = [self.zero_tangent(p, nodes.name(p)) for p in params
+                 if p in self.varied and p not in self.wrt]
+        body = start + self.block(body)
+        y_dot = self.tangent(ret.value)
+        body.append(nodes.located(nodes.ret(nodes.tuple_([ret.value, y_dot])), ret))
+        jvp = nodes.function(self.namer.fresh(f"{fn.name}_jvp"), [], body, like=fn)
+        self.add_tangent_params(jvp.args)
+        for n in gast.walk(jvp):
+            if isinstance(n, gast.Name) and getattr(n, "s2s_prim", None) is not None:
+                n.id = self.helper(n.id, n.s2s_prim)
+        _coalesce(jvp, set(self.dots.values()))
+        return jvp
+
+    # -- activity: the names that vary with the inputs ------------------------------------
+    def analyse(self, fn):
+        edges = []
+        for target, s in definitions(fn.body):
+            op = self.ops[id(s)] = classify(s.value, self.src)
+            edges += [(a.id, target) for a in self.sources(op) if isinstance(a, gast.Name)]
+        for loop in (n for n in gast.walk(fn) if isinstance(n, gast.For)):
+            edges += [(a.id, loop.target.id) for a in self.iter_sources(loop.iter)
+                      if isinstance(a, gast.Name)]
+        varied, changed = set(self.wrt), True
+        while changed:
+            changed = False
+            for a, b in edges:
+                if a in varied and b not in varied:
+                    varied.add(b)
+                    changed = True
+        return varied
+
+    def sources(self, op):
+        """The argument atoms a tangent can flow from."""
+        if op.kind in (COPY, PACK):
+            return op.args
+        if op.kind == NONDIFF:
+            return []
+        rule = self.rule(op)
+        if rule is None:
+            return op.args
+        variant, bound, _ = rule
+        params = set(variant.templates) | {p for g in _groups(variant) for p in g}
+        return [a for p, a in bound.items() if p in params]
+
+    def iter_sources(self, it):
+        return [it] if isinstance(it, gast.Name) else self.sources(classify(it, self.src))
+
+    def rule(self, op):
+        """(variant, binding, tangent placeholder) of `op`'s forward rule, or None."""
+        if op.prim is None or op.kind in (COPY, PACK, NONDIFF):
+            return None
+        args, keywords = _arguments(op, self.src)
+        return forward_rule(op.prim, args, keywords)
+
+    # -- names --------------------------------------------------------------------------
+    def dot(self, n):
+        if n not in self.dots:
+            self.dots[n] = self.namer.fresh(f"{n}_dot")
+        return self.dots[n]
+
+    def is_varied(self, atom):
+        return isinstance(atom, gast.Name) and atom.id in self.varied
+
+    def tangent(self, atom):
+        """The tangent of `atom` as an expression (zeros if it has none)."""
+        return nodes.name(self.dot(atom.id)) if self.is_varied(atom) else self.zero(atom)
+
+    def zero(self, atom):
+        if isinstance(atom, gast.Constant) and type(atom.value) in (int, float):
+            return nodes.const(0.0)
+        return nodes.call(self.runtime("zeros_like"), [copy.deepcopy(atom)])
+
+    def zero_tangent(self, target, value):
+        return nodes.assign(self.dot(target), self.zero(value if nodes.is_atom(value)
+                                                       else nodes.name(target)))
+
+    def helper(self, name, obj):
+        """The name generated code uses for the object `obj`, bound at compilation."""
+        for bound, value in self.helpers.items():
+            if value is obj and (bound == name or bound.startswith(name + "_")):
+                return bound
+        bound = name if self.free.get(name, MISSING) is obj else self.namer.fresh(name)
+        self.helpers[bound] = obj
+        return bound
+
+    def runtime(self, name):
+        from ..rules import runtime, tangents
+        return self.helper("_s2s_" + name, getattr(runtime, name, None)
+                           or getattr(tangents, name))
+
+    def add_tangent_params(self, args):
+        params = [nodes.name(n) for n in self.tangent_names]
+        for p in params:
+            p.ctx = gast.Param()
+        if args.defaults:   # after parameters with defaults, tangents are keyword-only
+            args.kwonlyargs = params + args.kwonlyargs
+            args.kw_defaults = [None] * len(params) + args.kw_defaults
+        else:
+            args.args = args.args + params
+
+    # -- statements ---------------------------------------------------------------------
+    def block(self, stmts):
+        out = []
+        for s in stmts:
+            if getattr(s, "s2s_marker", None):
+                continue
+            if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
+                out.extend(self.assign(s))
+                continue
+            head = self.iterate(s) if isinstance(s, gast.For) else []
+            if isinstance(s, (gast.If, gast.For, gast.While)):
+                s.body = head + self.block(s.body)
+                s.orelse = self.block(s.orelse)
+            out.append(s)
+        return out
+
+    def assign(self, s):
+        target = s.targets[0].id
+        if target not in self.varied:
+            return [s]
+        op = self.ops[id(s)]
+        if self.calls_user(op):
+            return [self.user_call(s, op)]
+        expr = self.tangent_expr(op, target, s)
+        tangent = (self.zero_tangent(target, s.value) if expr is None
+                   else nodes.assign(self.dot(target), expr))
+        tangent.s2s_phi = getattr(s, "s2s_phi", False)
+        return [s, nodes.located(tangent, s)]
+
+    def tangent_expr(self, op, target, s):
+        if not any(self.is_varied(a) for a in self.sources(op)):
+            return None
+        if op.kind == COPY:
+            return self.tangent(op.args[0])
+        if op.kind == PACK:
+            return type(op.node)(elts=[self.tangent(a) for a in op.args], ctx=gast.Load())
+        rule = self.rule(op)
+        if rule is None:
+            raise self.missing_rule(op, s)
+        variant, bound, placeholder = rule
+        terms = []
+        for group in _groups(variant):
+            if any(self.is_varied(bound[p]) for p in group):
+                terms.append(_replaced(op.node, {id(bound[p]): self.tangent(bound[p])
+                                                 for p in group}))
+        for param, template in variant.templates.items():
+            if self.is_varied(bound[param]):
+                terms.append(self.instantiate(template, placeholder, param, bound, target))
+        expr = _sum(terms)
+        return self.broadcast(expr, bound, target) if variant.broadcast else expr
+
+    def instantiate(self, template, placeholder, param, bound, target):
+        subst = {"ans": nodes.name(target)}
+        subst.update(bound)
+        subst[placeholder] = nodes.name(self.dot(bound[param].id))
+        for free, obj in template.free.items():
+            subst[free] = nodes.name(self.helper(free, obj))
+        expr = _Substitute(subst).visit(copy.deepcopy(template.tree))
+        for n in gast.walk(expr):
+            if getattr(n, "s2s_builtin", False):
+                n.id = self.helper(n.id, getattr(builtins, n.id))
+        return simplify(expr)
+
+    def broadcast(self, expr, bound, target):
+        """`expr` broadcast to the result's shape where a broadcasting operation's
+        tangent may be smaller than the result (`x_dot` in `x + y` if only `x` varies)."""
+        loaded = set(nodes.names_loaded(expr))
+        if target in loaded or all(
+                self.kinds[a] == SCALAR for a in bound.values() if isinstance(a, gast.Name)
+                and a.id not in loaded and self.dots.get(a.id) not in loaded):
+            return expr
+        return nodes.call(self.runtime("broadcast_like"), [expr, nodes.name(target)])
+
+    def iterate(self, loop):
+        """`for v in xs` over varied `xs` is `for v, v_dot in zip(xs, xs_dot)`; returns
+        the statements that start the body."""
+        target = loop.target.id
+        if target not in self.varied:
+            return []
+        it = loop.iter
+        if not any(self.is_varied(a) for a in self.iter_sources(it)):
+            # the target varies through an assignment in the body, not its items
+            return [self.zero_tangent(target, nodes.name(target))]
+        if isinstance(it, gast.Name):
+            it_dot = self.tangent(it)
+        else:
+            op = classify(it, self.src)
+            rule = self.rule(op)
+            if rule is None or rule[1] is None or not _groups(rule[0]):
+                raise S2SADError(
+                    f"{self.src.where(loop)}: forward mode cannot iterate over "
+                    f"{_source(it)}, whose items vary with the inputs; loop over "
+                    f"range(len(...)) and index instead\n    "
+                    f"{self.src.line_text(loop).strip()}")
+            variant, bound, _ = rule
+            it_dot = _replaced(op.node, {id(bound[p]): self.tangent(bound[p])
+                                         for p in _groups(variant)[0]})
+        loop.target = nodes.tuple_([nodes.name(target, store=True),
+                                    nodes.name(self.dot(target), store=True)], store=True)
+        loop.iter = nodes.call(self.helper("zip", zip), [it, it_dot])
+        return []
+
+    # -- calls to other Python functions ------------------------------------------------
+    def calls_user(self, op):
+        """Whether `op` calls Python code without a forward rule, on varied values."""
+        if op.kind not in (USER, CUSTOM, CALL) or op.prim is None or self.rule(op):
+            return False
+        prim = op.prim.primal if op.kind == CUSTOM else op.prim
+        return (primitives.python_function(prim) is not None
+                and any(self.is_varied(a) for a in op.args))
+
+    def user_call(self, s, op):
+        """`t = g(a, b)`: `t, t_dot = g_jvp(a, b, a_dot)`, `g`'s own forward mode."""
+        prim = op.prim.primal if op.kind == CUSTOM else op.prim
+        fn, args, kwargs = primitives.python_function(prim)
+        call = s.value
+        varied = [i for i, a in enumerate(call.args) if self.is_varied(a)]
+        key = (id(prim), tuple(varied), len(call.args))
+        if key not in self.adapters:
+            adapter = CallJVP(fn, tuple(i + len(args) for i in varied), len(call.args), args,
+                              kwargs)
+            self.adapters[key] = (adapter, prim)
+        name = self.helper(f"{fn.__name__}_jvp", self.adapters[key][0])
+        value = nodes.call(name, [copy.deepcopy(a) for a in call.args] + [
+            nodes.name(self.dot(call.args[i].id)) for i in varied], call.keywords)
+        target = s.targets[0].id
+        pair = nodes.tuple_([nodes.name(target, store=True),
+                             nodes.name(self.dot(target), store=True)], store=True)
+        return nodes.located(nodes.assign(pair, value), s)
+
+    def missing_rule(self, op, s):
+        what = _source(op.node.func if isinstance(op.node, gast.Call) else op.node)
+        return MissingRuleError(
+            f"{self.src.where(s)}: s2sad has no forward-mode rule for {what}; register one "
+            f"with s2sad.defjvp (see help(s2sad.defjvp)), or mark it s2sad.nondiff\n    "
+            f"{self.src.line_text(s).strip()}")
+
+
+class CallJVP:
+    """What forward-mode code calls for a call to another Python function: that
+    function's own `f_jvp` (compiled on first use, so recursion works), given the
+    call's `nargs` positional arguments, then the tangents of those in `wrt`."""
+
+    def __init__(self, fn, wrt, nargs, args=(), kwargs=None):
+        self.fn, self.wrt, self.nargs = fn, wrt, nargs
+        self.args, self.kwargs = tuple(args), dict(kwargs or {})
+        self.compiled = None
+
+    def __call__(self, *values, **kwargs):
+        if self.compiled is None:
+            from .. import forward_api
+            self.compiled = forward_api.compiled(self.fn, self.wrt)
+        d = self.compiled
+        kwargs = {**self.kwargs, **kwargs, **dict(zip(d.tangent_names, values[self.nargs:]))}
+        return d.fn(*self.args, *values[:self.nargs], **kwargs)
+
+    def __repr__(self):
+        return f"<s2sad jvp of {self.fn.__qualname__} (compiled on first call)>"
+
+
+def forward_rule(prim, args, keywords):
+    """(variant, binding, tangent placeholder) of the forward rule of a call to `prim`:
+    a registered one, else the reverse rule's if it is elementwise (its templates are
+    linear in `g`, the placeholder), else None."""
+    for table, placeholder in ((registry.JVPS, "t"), (registry.RULES, "g")):
+        try:
+            rule = table.get(prim)
+        except TypeError:
+            return None
+        if rule is not None and not rule.nondiff:
+            variant, bound = rule.match(args, keywords)
+            if variant is not None and (placeholder == "t" or variant.elementwise):
+                return variant, bound, placeholder
+    return None
+
+
+def prepare(src):
+    """Let forward mode read s2sad's own reverse-mode code (for forward over reverse):
+    its loops over tapes unpack tuples (`for a, b in reversed(tape)`), which the fence
+    refuses from users; give them one loop variable and an unpacking assignment."""
+    if not src.filename.startswith("<s2sad:"):
+        return
+    used = {n.id for n in gast.walk(src.node) if isinstance(n, gast.Name)}
+    for loop in [n for n in gast.walk(src.node) if isinstance(n, gast.For)]:
+        if isinstance(loop.target, gast.Tuple):
+            item = next(f"_s2s_item_{k}" for k in range(len(used) + 1)
+                        if f"_s2s_item_{k}" not in used)
+            used.add(item)
+            unpack = nodes.located(nodes.assign(loop.target, nodes.name(item)), loop)
+            loop.target = nodes.name(item, store=True)
+            loop.body.insert(0, unpack)
+
+
+def _arguments(op, src):
+    """The positional arguments and keywords `classify` matched `op`'s rule with."""
+    node = op.node
+    if isinstance(node, gast.BinOp):
+        return [node.left, node.right], {}
+    if isinstance(node, gast.UnaryOp):
+        return [node.operand], {}
+    if isinstance(node, gast.Attribute):
+        return [node.value], {}
+    if isinstance(node, gast.Subscript):
+        return [node.value, primitives.index_value(node.slice)], {}
+    func = node.func
+    receiver = []
+    if (getattr(func, "s2s_prim", None) is None and isinstance(func, gast.Attribute)
+            and src.resolve(func) is MISSING):
+        receiver = [func.value]
+    return receiver + list(node.args), {k.arg: k.value for k in node.keywords}
+
+
+def _groups(variant):
+    return getattr(variant, "linear", None) or []
+
+
+def _replaced(node, swap):
+    """A copy of `node` with the subtrees whose id is in `swap` replaced."""
+    if id(node) in swap:
+        return swap[id(node)]
+    new = copy.copy(node)
+    for field, value in gast.iter_fields(node):
+        if isinstance(value, gast.AST):
+            setattr(new, field, _replaced(value, swap))
+        elif isinstance(value, list):
+            setattr(new, field, [_replaced(v, swap) if isinstance(v, gast.AST) else v
+                                 for v in value])
+    return new
+
+
+def _sum(terms):
+    """`terms` added up, with `a + -b` written `a - b`."""
+    expr = terms[0]
+    for term in terms[1:]:
+        negated = _negated(term)
+        expr = (nodes.binop(expr, gast.Sub(), negated) if negated is not None
+                else nodes.binop(expr, gast.Add(), term))
+    return expr
+
+
+def _negated(e):
+    """`e'` if `e` is `-e'` up to products and quotients, else None."""
+    if isinstance(e, gast.UnaryOp) and isinstance(e.op, gast.USub):
+        return e.operand
+    if isinstance(e, gast.BinOp) and isinstance(e.op, (gast.Mult, gast.Div)):
+        inner = _negated(e.left)
+        return None if inner is None else nodes.binop(inner, e.op, e.right)
+    return None
+
+
+class _Substitute(gast.NodeTransformer):
+    def __init__(self, mapping):
+        self.mapping = mapping
+
+    def visit_Name(self, node):
+        if node.id in self.mapping:
+            return copy.deepcopy(self.mapping[node.id])
+        return node
+
+
+def _source(node):
+    import ast
+    return ast.unparse(gast.gast_to_ast(copy.deepcopy(node)))
+
+
+# -- clean-up: fold a loop's carried copies into the definitions they copy ----------------
+def _coalesce(fn, tangents):
+    """`w = e; ...; c = w` at a loop's path end is `c = e` when nothing in between reads
+    or writes `c` and nothing else reads `w`. Then copies whose value nothing needs are
+    dropped (also the join copies of a name defined in one branch only, which would read
+    it unbound)."""
+    loads = {}
+    for n in gast.walk(fn):
+        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load):
+            loads[n.id] = loads.get(n.id, 0) + 1
+    for loop in [n for n in gast.walk(fn) if isinstance(n, (gast.For, gast.While))]:
+        for block in _blocks(loop.body):
+            _coalesce_block(block, loads)
+    _live(fn.body, set(), None, delete=True, pure=tangents)
+
+
+def _coalesce_block(block, loads):
+    i = 0
+    while i < len(block):
+        s = block[i]
+        if getattr(s, "s2s_phi", False) and isinstance(s.value, gast.Name):
+            c, w = s.targets[0].id, s.value.id
+            j = next((j for j in range(i - 1, -1, -1) if _stores(block[j], w)), None)
+            between = block[j + 1:i] if j is not None else []
+            if (j is not None and isinstance(block[j], gast.Assign)
+                    and nodes.is_name(block[j].targets[0], w)
+                    and not any(_stores(b, c) or _count(b, c) for b in between)
+                    and sum(_count(b, w) for b in between) + 1 == loads.get(w, 0)):
+                block[j].targets[0].id = c
+                for b in between:
+                    for n in gast.walk(b):
+                        if isinstance(n, gast.Name) and n.id == w:
+                            n.id = c
+                loads[c] = loads.get(c, 0) + loads.pop(w) - 1
+                del block[i]
+                continue
+        i += 1
+
+
+def _live(stmts, live, loop, delete, pure=()):
+    """The names live before `stmts` given those live after (backward liveness over
+    structured code; `loop` is (live after, live at the head) of the enclosing loop).
+    With `delete`, drop the assignments to names not live that are copies or define
+    names in `pure` (tangents)."""
+    keep = []
+    for s in reversed(stmts):
+        if isinstance(s, gast.Break):
+            live = set(loop[0])
+        elif isinstance(s, gast.Continue):
+            live = set(loop[1])
+        elif isinstance(s, (gast.Return, gast.Raise)):
+            live = set(nodes.names_loaded(s))
+        elif isinstance(s, gast.If):
+            live = (_live(s.body, live, loop, delete, pure)
+                    | _live(s.orelse, live, loop, delete, pure) | set(nodes.names_loaded(s.test)))
+        elif isinstance(s, (gast.For, gast.While)):
+            live = _live_loop(s, live, delete, pure)
+        elif (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+              and s.targets[0].id not in live
+              and (nodes.is_atom(s.value) or s.targets[0].id in pure)):
+            continue
+        else:
+            live = (live - set(nodes.names_stored(s))) | set(nodes.names_loaded(s))
+        keep.append(s)
+    if delete:
+        stmts[:] = keep[::-1]
+    return live
+
+
+def _live_loop(loop, after, delete, pure):
+    is_for = isinstance(loop, gast.For)
+    head = set(after) | set(nodes.names_loaded(loop.iter if is_for else loop.test))
+    while True:
+        body = _live(loop.body, head, (after, head), False, pure)
+        if is_for:
+            body -= set(nodes.names_stored(loop.target))
+        if body <= head:
+            break
+        head |= body
+    if delete:
+        _live(loop.body, head, (after, head), True, pure)
+    return head
+
+
+def _blocks(stmts):
+    yield stmts
+    for s in stmts:
+        for field in ("body", "orelse"):
+            inner = getattr(s, field, None)
+            if isinstance(inner, list):
+                yield from _blocks(inner)
+
+
+def _stores(node, name):
+    return any(isinstance(n, gast.Name) and n.id == name and not isinstance(n.ctx, gast.Load)
+               for n in gast.walk(node))
+
+
+def _count(node, name):
+    return sum(1 for n in gast.walk(node) if isinstance(n, gast.Name) and n.id == name
+               and isinstance(n.ctx, gast.Load))

@@ -1,0 +1,209 @@
+"""Forward mode and second derivatives: jvp, jacfwd, jacrev, hvp, hessian, defjvp."""
+import inspect
+import re
+
+import numpy as np
+
+from . import api, cache, pipeline
+from .errors import MissingRuleError, S2SADError
+from .rules import registry, runtime
+
+
+def compiled(fn, wrt, kinds=None):
+    """The compiled `f_jvp` of `fn` for `wrt` (a tuple of indices or names), specialised
+    on argument `kinds` (see pipeline.kinds_of), through the cache."""
+    fn = api._target(fn)
+    kinds = pipeline.default_kinds(fn) if kinds is None else kinds
+    key = ("forward", tuple(wrt), pipeline._kinds_key(kinds))
+    return cache.get(fn, key, lambda: pipeline.forward(fn, tuple(wrt), kinds))
+
+
+def _call(d, args, kwargs, tangents):
+    return d.fn(*args, **kwargs, **dict(zip(d.tangent_names, tangents)))
+
+
+def jvp(f, primals, tangents, **kwargs):
+    """`(f(*primals), y_dot)`: the value of `f` and its directional derivative along
+    `tangents`, one per positional argument (like `jax.jvp`), in one forward pass.
+
+    >>> import math, s2sad
+    >>> def f(x, y):
+    ...     return x * y + math.sin(x)
+    >>> s2sad.jvp(f, (0.0, 2.0), (1.0, 0.0))        # d/dx at (0, 2)
+    (0.0, 3.0)
+
+    The tangent's structure is the output's: an array for an array output, a tuple for
+    a tuple. Keyword arguments are passed through, never differentiated.
+    """
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(primals) != len(tangents):
+        raise S2SADError(f"jvp needs one tangent per primal: got {len(primals)} primal(s) "
+                         f"and {len(tangents)} tangent(s)")
+    if not primals:
+        raise S2SADError("jvp needs the positional arguments to differentiate at")
+    first = 0
+    if inspect.ismethod(f):
+        f, primals, first = f.__func__, (f.__self__,) + primals, 1
+    wrt = tuple(range(first, len(primals)))
+    d = compiled(f, wrt, pipeline.kinds_of(api._target(f), primals))
+    return _call(d, primals, kwargs, tangents)
+
+
+def _wrt(f, wrt):
+    many = isinstance(wrt, (tuple, list))
+    return many, pipeline.wrt_indices(api._target(f), wrt)
+
+
+def _basis(x):
+    """Unit tangents for each element of `x`, shaped like `x` (floats for numbers)."""
+    shape = np.shape(x)
+    for idx in np.ndindex(shape):
+        e = np.zeros(shape)
+        e[idx] = 1.0
+        yield e if shape else 1.0
+
+
+def _assemble(parts, out_shape, in_shape):
+    """The Jacobian of shape `out_shape + in_shape`; a float if both are scalar."""
+    if not parts:
+        return np.zeros(out_shape + in_shape)
+    jac = np.stack([np.asarray(p, dtype=float) for p in parts], axis=-1)
+    jac = jac.reshape(out_shape + in_shape)
+    return float(jac) if jac.ndim == 0 else jac
+
+
+def jacfwd(f, wrt=0):
+    """The Jacobian of `f` with respect to argument(s) `wrt`, by forward mode: one `jvp`
+    per input element, so it pays off for few inputs and many outputs. The Jacobian has
+    shape `output.shape + input.shape`; a tuple `wrt` gives a tuple of them.
+
+    >>> import numpy as np, s2sad
+    >>> def polar(p):
+    ...     return np.array([p[0] * np.cos(p[1]), p[0] * np.sin(p[1])])
+    >>> s2sad.jacfwd(polar)(np.array([2.0, 0.0]))
+    array([[1., 0.],
+           [0., 2.]])
+    """
+    def jacobian(*args, **kwargs):
+        many, indices = _wrt(f, wrt)
+        kinds = pipeline.kinds_of(api._target(f), args)
+        out = []
+        for i in indices:
+            d = compiled(f, (i,), kinds)
+            cols = [_call(d, args, kwargs, (e,))[1] for e in _basis(args[i])]
+            y_shape = np.shape(cols[0]) if cols else np.shape(f(*args, **kwargs))
+            out.append(_assemble(cols, y_shape, np.shape(args[i])))
+        return tuple(out) if many else out[0]
+    jacobian.__name__ = f"jacfwd_{getattr(f, '__name__', 'f')}"
+    return jacobian
+
+
+def jacrev(f, wrt=0):
+    """The Jacobian of `f` with respect to argument(s) `wrt`, by reverse mode: one
+    pullback per output element, so it pays off for many inputs and few outputs. Same
+    result as `jacfwd`.
+
+    >>> import numpy as np, s2sad
+    >>> def polar(p):
+    ...     return np.array([p[0] * np.cos(p[1]), p[0] * np.sin(p[1])])
+    >>> s2sad.jacrev(polar)(np.array([2.0, 0.0]))
+    array([[1., 0.],
+           [0., 2.]])
+    """
+    def jacobian(*args, **kwargs):
+        many, indices = _wrt(f, wrt)
+        kinds = pipeline.kinds_of(api._target(f), args)
+        y, pullback = api._compiled(f, tuple(indices), kinds=kinds).fn(*args, **kwargs)
+        rows = [pullback(e) for e in _basis(y)]
+        out = []
+        for k, i in enumerate(indices):
+            shape = np.shape(y) + np.shape(args[i])
+            jac = np.reshape([np.asarray(runtime.unbroadcast(r[k], args[i]), dtype=float)
+                              for r in rows], shape)
+            out.append(float(jac) if jac.ndim == 0 else jac)
+        return tuple(out) if many else out[0]
+    jacobian.__name__ = f"jacrev_{getattr(f, '__name__', 'f')}"
+    return jacobian
+
+
+def _grad_jvp(f, wrt, args):
+    """The forward mode of `f`'s generated `f_value_and_grad` (forward over reverse):
+    `((y, g), (y_dot, g_dot))`, where `g_dot` is the Hessian times the tangent."""
+    if isinstance(wrt, (tuple, list)):
+        raise S2SADError("hessian and hvp differentiate with respect to one argument; "
+                         f"got wrt={wrt!r}")
+    target = api._target(f)
+    i = pipeline.wrt_indices(target, wrt)[0]
+    kinds = pipeline.kinds_of(target, args)
+
+    def build():
+        grad = api._compiled(f, i, fused=True, kinds=kinds)
+        try:
+            return pipeline.forward(grad.fn, (i,), kinds)
+        except MissingRuleError as exc:
+            callee = re.search(r"rule for (\w+)_pullback", str(exc))
+            if callee is None:
+                raise
+            raise S2SADError(
+                f"hessian and hvp of {target.__qualname__} need the second derivative of "
+                f"{callee.group(1)}(), another Python function it calls; forward over reverse "
+                "does not go through such calls yet. Inline it, or make it a primitive with "
+                "s2sad.defvjp and s2sad.defjvp.") from None
+    return i, cache.get(target, ("hessian", i, pipeline._kinds_key(kinds)), build)
+
+
+def hvp(f, wrt=0):
+    """The Hessian-vector product of scalar function `f`: `hvp(f)(*args, v)` is the
+    Hessian of `f` with respect to argument `wrt`, at `args`, times `v`. Exact: forward
+    mode applied to the generated gradient code (forward over reverse), at the cost of
+    a few gradients, without forming the Hessian.
+
+    >>> import s2sad
+    >>> def f(x, y):
+    ...     return x ** 3 * y
+    >>> s2sad.hvp(f)(2.0, 5.0, 1.0)                # d2f/dx2 = 6 x y
+    60.0
+    """
+    def product(*args, **kwargs):
+        *args, v = args
+        i, d = _grad_jvp(f, wrt, args)
+        return _call(d, args, kwargs, (v,))[1][1]
+    product.__name__ = f"hvp_{getattr(f, '__name__', 'f')}"
+    return product
+
+
+def hessian(f, wrt=0):
+    """The Hessian of scalar function `f` with respect to argument `wrt` (shape
+    `x.shape + x.shape`), exactly: one Hessian-vector product per element of `x`.
+
+    >>> import numpy as np, s2sad
+    >>> def rosenbrock(x):
+    ...     return (1 - x[0]) ** 2 + 100 * (x[1] - x[0] ** 2) ** 2
+    >>> s2sad.hessian(rosenbrock)(np.array([1.0, 1.0]))
+    array([[ 802., -400.],
+           [-400.,  200.]])
+    """
+    def hess(*args, **kwargs):
+        i, d = _grad_jvp(f, wrt, args)
+        cols = [_call(d, args, kwargs, (e,))[1][1] for e in _basis(args[i])]
+        return _assemble(cols, np.shape(args[i]), np.shape(args[i]))
+    hess.__name__ = f"hessian_{getattr(f, '__name__', 'f')}"
+    return hess
+
+
+def defjvp(prim, params, *templates, namespace=None):
+    """Register the forward-mode rule of `prim` (the counterpart of `defvjp`): for each
+    parameter, a Python expression for its contribution to the tangent of the result,
+    written over the parameter names, `t` (the tangent of that parameter) and `ans`
+    (the result); `None` for no derivative. Other names are looked up in `namespace`.
+
+    >>> import math, s2sad
+    >>> def softplus(x):
+    ...     return math.log1p(math.exp(x))
+    >>> s2sad.defjvp(softplus, "x", "t / (1 + exp(-x))", namespace={"exp": math.exp})
+    >>> def loss(w):
+    ...     return softplus(3 * w)
+    >>> s2sad.jvp(loss, (0.0,), (1.0,))
+    (0.6931471805599453, 1.5)
+    """
+    registry.jvp(prim, params, *templates, namespace=namespace)

@@ -1,0 +1,142 @@
+"""Sample points and a finite-difference oracle for array-valued inputs.
+
+Nothing in here imports s2sad. ``fd_array_grad`` estimates the gradient of a
+scalar function of arrays element by element with ``oracle.fd_partial``
+(Richardson-extrapolated central differences in float64); ``Samples`` draws
+reproducible sample points inside the domains the NumPy rules need (positive,
+inside (-1, 1), away from zero, pairwise separated values for max/min/clip...).
+"""
+
+import numbers
+
+import numpy as np
+
+from oracle import fd_partial
+
+__all__ = ["Samples", "fd_array_grad", "as_float64", "compare", "same_value"]
+
+
+class Samples:
+    """Reproducible sample arrays; ``shape=None`` means a Python float."""
+
+    def __init__(self, seed):
+        self.rng = np.random.default_rng(seed)
+
+    @staticmethod
+    def _out(values, shape):
+        if shape is None:
+            return float(np.ravel(values)[0])
+        return np.asarray(values, dtype=np.float64).reshape(shape)
+
+    @staticmethod
+    def _size(shape):
+        return 1 if shape is None else int(np.prod(shape, dtype=int))
+
+    def uniform(self, shape, lo, hi):
+        return self._out(self.rng.uniform(lo, hi, self._size(shape)), shape)
+
+    def real(self, shape, scale=1.0):
+        """Normal samples, clipped to |x| <= 2.5 * scale."""
+        v = np.clip(self.rng.standard_normal(self._size(shape)), -2.5, 2.5) * scale
+        return self._out(v, shape)
+
+    def away(self, shape, lo=0.3, hi=1.5):
+        """Values with lo <= |x| <= hi and a random sign."""
+        n = self._size(shape)
+        v = self.rng.uniform(lo, hi, n) * self.rng.choice([-1.0, 1.0], n)
+        return self._out(v, shape)
+
+    def distinct(self, *shapes, lo=-2.0, hi=2.0):
+        """Arrays of the given shapes whose values, all together, are pairwise at least
+        0.6 * (hi - lo) / (n - 1) apart: no ties, and no tie crossed by a small step."""
+        sizes = [self._size(s) for s in shapes]
+        n = sum(sizes)
+        grid = np.linspace(lo, hi, n)
+        gap = (hi - lo) / max(n - 1, 1)
+        v = self.rng.permutation(grid + self.rng.uniform(-0.2, 0.2, n) * gap)
+        out, k = [], 0
+        for s, m in zip(shapes, sizes):
+            out.append(self._out(v[k:k + m], s))
+            k += m
+        return out[0] if len(out) == 1 else tuple(out)
+
+
+def as_float64(value):
+    """`value` with every float32 array or scalar converted to float64."""
+    if isinstance(value, np.ndarray):
+        return value.astype(np.float64) if value.dtype == np.float32 else value
+    if isinstance(value, np.float32):
+        return np.float64(value)
+    return value
+
+
+def fd_array_grad(fn, args, i):
+    """d fn(*args) / d args[i] by central differences, shaped like args[i] (float64)."""
+    args = tuple(as_float64(a) for a in args)
+    x = args[i]
+    if isinstance(x, numbers.Real) and not isinstance(x, np.ndarray):
+        return fd_partial(fn, args, i)
+    x = np.asarray(x, dtype=np.float64)
+    out = np.empty(x.shape)
+    for idx in np.ndindex(x.shape):
+        def at(t, idx=idx):
+            y = x.copy()
+            y[idx] = t
+            shifted = list(args)
+            shifted[i] = y
+            return fn(*shifted)
+        out[idx] = fd_partial(at, (float(x[idx]),), 0)
+    return out
+
+
+def fd_array_grad_central(fn, args, i, h=1e-6):
+    """Like `fd_array_grad`, with a plain central difference (for smoothness checks)."""
+    args = tuple(as_float64(a) for a in args)
+    x = args[i]
+    if isinstance(x, numbers.Real) and not isinstance(x, np.ndarray):
+        return fd_partial(fn, args, i, method="central", h=h)
+    x = np.asarray(x, dtype=np.float64)
+    out = np.empty(x.shape)
+    for idx in np.ndindex(x.shape):
+        def at(t, idx=idx):
+            y = x.copy()
+            y[idx] = t
+            shifted = list(args)
+            shifted[i] = y
+            return fn(*shifted)
+        out[idx] = fd_partial(at, (float(x[idx]),), 0, method="central", h=h)
+    return out
+
+
+def compare(actual, expected, rtol, atol, what):
+    """An error message if `actual` is not elementwise close to `expected`, else None."""
+    try:
+        a = np.asarray(actual, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        return f"{what}: not a numeric array ({type(actual).__name__}: {exc})"
+    e = np.asarray(expected, dtype=np.float64)
+    if a.shape != e.shape:
+        return f"{what}: shape {a.shape}, expected {e.shape}"
+    if not np.all(np.isfinite(a)):
+        return f"{what}: non-finite values {a!r}"
+    err = np.abs(a - e)
+    tol = atol + rtol * np.abs(e)
+    if np.all(err <= tol):
+        return None
+    k = np.unravel_index(np.argmax(err - tol), err.shape) if err.shape else ()
+    return (f"{what}: worst element {k}: got {a[k]!r}, expected {e[k]!r} (abs err "
+            f"{err[k]:.3g} > tol {tol[k]:.3g}); {int(np.sum(err > tol))} of {err.size} "
+            f"elements differ.\n  got      {np.array2string(a, precision=6)}\n"
+            f"  expected {np.array2string(e, precision=6)}")
+
+
+def same_value(a, b):
+    """Exact equality of two arguments (arrays: dtype, shape and bits; else ==)."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
+                and a.dtype == b.dtype and a.shape == b.shape
+                and np.array_equal(a, b, equal_nan=True))
+    if isinstance(a, (list, tuple)):
+        return (type(a) is type(b) and len(a) == len(b)
+                and all(same_value(u, v) for u, v in zip(a, b)))
+    return type(a) is type(b) and a == b
