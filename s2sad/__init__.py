@@ -13,13 +13,17 @@
 from . import rules  # noqa: F401  (registers the built-in rules)
 from .api import (check_grad, custom_vjp, defvjp, grad, nondiff, source, stop_gradient,
                   value_and_grad, vjp)
+from .forward_api import defjvp, hessian, hvp, jacfwd, jacrev, jvp
+from .trace import trace
+from .ad.reverse import UnconnectedInputWarning
 from .errors import (GradientCheckError, InternalError, MissingRuleError,
                      NonScalarOutputError, S2SADError, SourceUnavailableError,
                      UnsupportedSyntaxError)
 
 __version__ = "0.1.0"
 __all__ = ["grad", "value_and_grad", "vjp", "source", "check_grad", "defvjp", "nondiff",
-           "custom_vjp", "stop_gradient",
+           "custom_vjp", "stop_gradient", "trace", "jvp", "jacfwd", "jacrev", "hvp", "hessian",
+           "defjvp",
            "S2SADError", "UnsupportedSyntaxError", "MissingRuleError",
            "NonScalarOutputError", "SourceUnavailableError", "GradientCheckError",
-           "InternalError"]
+           "InternalError", "UnconnectedInputWarning"]

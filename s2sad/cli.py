@@ -1,7 +1,9 @@
 """The `s2sad` command: show generated derivative source, check gradients.
 
-    s2sad show FILE.py:FUNC [--mode reverse] [--wrt NAME[,NAME]] [--stage STAGE]
+    s2sad show FILE.py:FUNC [--mode reverse|forward] [--wrt NAME[,NAME]] [--stage STAGE]
     s2sad check FILE.py:FUNC --at V [V ...] [--wrt NAME[,NAME]]
+    s2sad trace FILE.py:FUNC --at V [V ...] [--wrt NAME[,NAME]] [--format text|markdown|json]
+    s2sad graph FILE.py:FUNC [--pullback] [--wrt NAME[,NAME]] [-o OUT.dot|OUT.svg|OUT.png]
 
 Errors are one line on stderr and exit status 2; `check` exits 1 when the gradient
 disagrees with finite differences.
@@ -51,6 +53,26 @@ def _parser():
                        help="the point: one number per positional parameter")
     check.add_argument("--wrt", help="parameters to differentiate (default: all)")
     check.set_defaults(run=_check)
+    trace = sub.add_parser("trace", help="print the evaluation trace: every intermediate "
+                                         "value and its adjoint")
+    trace.add_argument("target", metavar="FILE.py:FUNC")
+    trace.add_argument("--at", nargs="+", required=True, metavar="V",
+                       help="the point: one number per positional parameter")
+    trace.add_argument("--wrt", help="parameters to compute adjoints for, comma-separated "
+                                     "(default: all)")
+    trace.add_argument("--format", choices=["text", "markdown", "json"], default="text")
+    trace.set_defaults(run=_trace)
+    graph = sub.add_parser("graph", help="print the computational graph as Graphviz DOT, "
+                                         "or draw it")
+    graph.add_argument("target", metavar="FILE.py:FUNC")
+    graph.add_argument("--pullback", action="store_true",
+                       help="the graph of the generated pullback instead of the function")
+    graph.add_argument("--wrt", help="parameters to differentiate for --pullback, "
+                                     "comma-separated (default: all)")
+    graph.add_argument("-o", "--output", metavar="OUT",
+                       help="write to OUT: .dot or .gv for DOT text, .svg, .png or .pdf "
+                            "drawn by Graphviz's dot (default: DOT text on stdout)")
+    graph.set_defaults(run=_graph)
     return parser
 
 
@@ -87,13 +109,14 @@ def _wrt(text, default):
 
 def _show(args):
     fn = load(args.target)
-    if args.mode == "forward":
-        raise CLIError("--mode forward is not available yet; use --mode reverse")
+    if args.mode == "forward" and args.stage in ("reverse", "optimize"):
+        raise CLIError(f"--stage {args.stage} is a reverse-mode stage; with --mode forward "
+                       "use desugar, wengert or forward")
     wrt = _wrt(args.wrt, 0)
     if args.stage:
         text = pipeline.stage_source(fn, args.stage, wrt)
     else:
-        text = api.source(fn, wrt=wrt)
+        text = api.source(fn, mode=args.mode, wrt=wrt)
     print(_highlight(text), end="")
     return 0
 
@@ -128,6 +151,58 @@ def _check(args):
         print(f"  d/d{n} = {v!r}")
     print(f"OK: the gradient of {fn.__name__} at {tuple(point)} matches central finite "
           "differences")
+    return 0
+
+
+def _point(fn, at):
+    """The numbers of --at, checked against `fn`'s positional parameters."""
+    try:
+        point = [float(v) for v in at]
+    except ValueError:
+        raise CLIError(f"--at takes numbers, got {' '.join(at)}") from None
+    params = inspect.signature(fn).parameters.values()
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = [p for p in positional if p.default is p.empty]
+    if not len(required) <= len(point) <= len(positional):
+        expected = (str(len(required)) if len(required) == len(positional)
+                    else f"{len(required)} to {len(positional)}")
+        raise CLIError(f"{fn.__name__}() takes {expected} positional value(s), but --at "
+                       f"gave {len(point)}")
+    try:
+        fn(*point)
+    except Exception as exc:  # the user's function fails at this point
+        raise CLIError(f"{fn.__name__}{tuple(point)} raised {type(exc).__name__}: {exc}; "
+                       "choose a point in its domain") from None
+    return point
+
+
+def _trace(args):
+    from .trace import trace
+    fn = load(args.target)
+    point = _point(fn, args.at)
+    wrt = _wrt(args.wrt, tuple(range(len(point))))
+    result = trace(fn, *point, wrt=wrt)
+    if args.format == "json":
+        print(result.to_json())
+    elif args.format == "markdown":
+        print(result.to_markdown(), end="")
+    else:
+        print(result)
+    return 0
+
+
+def _graph(args):
+    from . import graph
+    fn = load(args.target)
+    if args.wrt and not args.pullback:
+        raise CLIError("--wrt only matters with --pullback (the graph of the function "
+                       "does not depend on it)")
+    text = graph.dot(fn, wrt=_wrt(args.wrt, None), pullback=args.pullback)
+    if not args.output:
+        print(text, end="")
+        return 0
+    graph.render(text, args.output)
+    print(f"wrote {args.output}")
     return 0
 
 
