@@ -2319,37 +2319,11 @@ case(f64_astype32, [], (R((3, 4)),), rtol=1e-2, atol=1e-3, table=F32_CASES)
 # =======================================================================================
 # Known s2sad bugs: xfail(strict=True) marks, by function name (and label).
 # =======================================================================================
-_UNTRANSPOSE = ("_s2s_untranspose inverts the permutation with np.argsort, wrong for negative "
-                "axes: gradient shape (4, 2, 3), expected (2, 3, 4)")
 _EINSUM = ("limitation: MissingRuleError: s2sad has no derivative rule for np.einsum(...): "
            "repeated subscripts (diagonals) and '...' are not supported yet")
 XFAIL = {
-    "clip_array_bounds": (
-        "np.clip's rule has no template for a_min/a_max, so the gradient w.r.t. array "
-        "bounds is silently 0 (expected g where the bound is active)"),
-    "clip_x_broadcast": (
-        "_s2s_clip_mask does `inside &= x >= lo` in place on an x-shaped mask: ValueError: "
-        "non-broadcastable output operand with shape (4,) doesn't match the broadcast "
-        "shape (3,4)"),
-    "m_astype_int": (
-        "x.astype(np.int64) passes the gradient straight through (_s2s_cast_like casts g "
-        "back to x's dtype): got W34, expected 0 (an integer cast is piecewise constant)"),
-    "tensordot_neg_axes": (
-        "_s2s_tensordot does not normalise negative axes: ValueError: einstein sum "
-        "subscripts string contains too many subscripts for operand 0"),
     "einsum_diag": _EINSUM,
     "einsum_ellipsis": _EINSUM,
-    "trace_axes_swapped_offset": (
-        "_s2s_trace with axis1 > axis2 and offset != 0 reshapes the (4, 3) eye instead of "
-        "transposing it: silently wrong gradient (4 of 24 elements differ)"),
-    "solve_broadcast": (
-        "the adjoint of a in np.linalg.solve(a (3, 3), b (2, 3, 2)) is not summed over the "
-        "broadcast batch axis: shape (2, 3, 3), expected (3, 3)"),
-    "transpose_neg_axes": _UNTRANSPOSE,
-    "m_transpose_neg": _UNTRANSPOSE,
-    "concat_flat": (
-        "_s2s_split_like indexes shapes with axis=None: TypeError: tuple indices must be "
-        "integers or slices, not NoneType"),
 }
 
 for _c in CASES + F32_CASES:

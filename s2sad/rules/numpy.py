@@ -69,7 +69,8 @@ ufunc2(np.hypot, "g * x / ans", "g * y / ans")
 ufunc2(np.arctan2, "g * y / (x * x + y * y)", "-g * x / (x * x + y * y)")
 rule(np.where, "condition, x, y", None, "np.where(condition, g, 0.0)",
      "np.where(condition, 0.0, g)", broadcast=True)
-rule(np.clip, "a, a_min, a_max", "g * _s2s_clip_mask(a, a_min, a_max)", broadcast=True)
+rule(np.clip, "a, a_min, a_max", "g * _s2s_clip_mask(a, a_min, a_max)",
+     "g * (a < a_min)", "g * (a > a_max)", broadcast=True)
 
 # reductions
 rule(np.sum, "a, axis=None, dtype=None, out=None, keepdims=False",
@@ -139,7 +140,7 @@ rule(np.array, "object, dtype=None", object="_s2s_from_array(g, object)")
 rule(np.asarray, "a, dtype=None", a="_s2s_from_array(g, a)")
 rule(np.copy, "a", "g")
 rule(np.sort, "a, axis=-1", a="_s2s_unsort(g, a, axis)")
-rule(np.ndarray.astype, "self, dtype", self="_s2s_cast_like(g, self)")
+rule(np.ndarray.astype, "self, dtype", self="_s2s_cast_like(g, self, dtype)")
 
 for _f in (np.zeros_like, np.ones_like, np.full_like, np.empty_like, np.zeros, np.ones,
            np.full, np.empty, np.eye, np.identity, np.arange, np.linspace, np.shape,

@@ -129,7 +129,9 @@ def unreduce(g, x, axis=None, keepdims=False):
     g = np.asarray(g)
     if not keepdims:
         g = np.expand_dims(g, _axes(axis, len(shape))) if shape else g
-    return np.broadcast_to(g, shape)
+    out = np.empty(shape, dtype=np.result_type(g, x))
+    out[...] = g
+    return out
 
 
 def count(x, axis=None):
@@ -262,6 +264,7 @@ def tensordot(g, a, b, axes, which):
         axes = (list(range(a.ndim - axes, a.ndim)), list(range(axes)))
     ax_a, ax_b = ([axes[0]] if isinstance(axes[0], int) else list(axes[0]),
                   [axes[1]] if isinstance(axes[1], int) else list(axes[1]))
+    ax_a, ax_b = [i % a.ndim for i in ax_a], [j % b.ndim for j in ax_b]
     letters = iter("abcdefghijklmnopqrstuvwxyz")
     sa = [next(letters) for _ in range(a.ndim)]
     sb = [next(letters) for _ in range(b.ndim)]
@@ -274,17 +277,14 @@ def tensordot(g, a, b, axes, which):
 
 
 def trace(g, x, offset=0, axis1=0, axis2=1):
-    """The adjoint of np.trace."""
+    """The adjoint of np.trace: `g` on the diagonal `offset` of the planes (axis1, axis2)."""
     x = np.asarray(x)
-    axis1, axis2 = axis1 % x.ndim, axis2 % x.ndim
-    shape = [1] * x.ndim
-    shape[axis1], shape[axis2] = x.shape[axis1], x.shape[axis2]
-    eye = np.eye(x.shape[axis1], x.shape[axis2], k=offset).reshape(
-        shape if axis1 < axis2 else shape)
-    if axis1 > axis2:
-        eye = np.swapaxes(eye, axis1, axis2).reshape(shape)
-    g = np.expand_dims(np.asarray(g), tuple(sorted((axis1, axis2))))
-    return (g * eye).astype(np.result_type(x, np.float32), copy=False)
+    out = np.zeros(x.shape, dtype=np.result_type(x, np.float32))
+    planes = np.moveaxis(out, (axis1, axis2), (-2, -1))      # a view into `out`
+    n, m = planes.shape[-2:]
+    rows = np.arange(max(0, -offset), min(n, m - offset))
+    planes[..., rows, rows + offset] = np.expand_dims(np.asarray(g), -1)
+    return out
 
 
 def diag(g, v, k=0):
@@ -322,10 +322,10 @@ def solve(g, a, b, ans, which):
     a = np.asarray(a)
     b_bar = np.linalg.solve(np.swapaxes(a, -1, -2), g)
     if which == 1:
-        return b_bar
-    if np.ndim(ans) == a.ndim - 1:
-        return -np.expand_dims(b_bar, -1) * np.expand_dims(ans, -2)
-    return -np.matmul(b_bar, np.swapaxes(ans, -1, -2))
+        return unbroadcast(b_bar, b)
+    if np.ndim(ans) == a.ndim - 1 and np.ndim(b) == a.ndim - 1:
+        return unbroadcast(-np.expand_dims(b_bar, -1) * np.expand_dims(ans, -2), a)
+    return unbroadcast(-np.matmul(b_bar, np.swapaxes(ans, -1, -2)), a)
 
 
 def cholesky(g, ans):
@@ -340,6 +340,10 @@ def cholesky(g, ans):
 
 def split_like(g, arrays, axis=0):
     """The adjoint of concatenating `arrays` along `axis`: the pieces of `g`."""
+    if axis is None:
+        sizes = [np.size(a) for a in arrays]
+        pieces = np.split(np.ravel(g), np.cumsum(sizes)[:-1])
+        return [np.reshape(p, np.shape(a)) for p, a in zip(pieces, arrays)]
     sizes = [np.shape(a)[axis] for a in arrays]
     return np.split(g, np.cumsum(sizes)[:-1], axis=axis)
 
@@ -374,7 +378,7 @@ def untranspose(g, axes=None):
         return np.transpose(g)
     if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
         axes = axes[0]
-    return np.transpose(g, np.argsort(axes))
+    return np.transpose(g, np.argsort([a % np.ndim(g) for a in axes]))
 
 
 def untile(g, x, reps):
@@ -409,12 +413,11 @@ def unpad(g, x, pad_width):
 
 def clip_mask(x, lo, hi):
     """Where `np.clip(x, lo, hi)` passes `x` through."""
-    x = np.asarray(x)
-    inside = np.ones(x.shape, dtype=bool)
+    inside = np.asarray(True)
     if lo is not None:
-        inside &= x >= lo
+        inside = inside & (np.asarray(x) >= lo)
     if hi is not None:
-        inside &= x <= hi
+        inside = inside & (np.asarray(x) <= hi)
     return inside
 
 
@@ -437,8 +440,11 @@ def unsum(g, items):
     return np.broadcast_to(g, np.shape(items)).copy()
 
 
-def cast_like(g, x):
-    """`g` with the dtype of `x` (the adjoint of a dtype conversion)."""
+def cast_like(g, x, dtype=None):
+    """The adjoint of `x.astype(dtype)`: `g` in the dtype of `x`, or zero when `dtype` is
+    an integer or boolean type (the conversion is then piecewise constant)."""
+    if dtype is not None and not np.issubdtype(np.dtype(dtype), np.inexact):
+        return zeros_like(np.asarray(x))
     return np.asarray(g).astype(np.result_type(x), copy=False)
 
 
