@@ -254,7 +254,7 @@ def einsum(g, subscripts, k, *operands):
     full = [shape[mine.index(c)] if c in kept else 1 for c in mine]
     out = np.reshape(np.transpose(out, [kept.index(c) for c in mine if c in kept]),
                      full)
-    return np.broadcast_to(out, shape)
+    return out if out.shape == tuple(shape) else np.array(np.broadcast_to(out, shape))
 
 
 def tensordot(g, a, b, axes, which):
