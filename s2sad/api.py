@@ -209,6 +209,15 @@ def source(f, mode="reverse", wrt=0, at=None):
             return x_bar
         return (y, sq_pullback)
     <BLANKLINE>
+
+    With `mode="forward"`, the pushforward `f_jvp` (see `s2sad.jvp`):
+
+    >>> print(s2sad.source(sq, mode="forward"))
+    def sq_jvp(x, x_dot):
+        y = x * x
+        y_dot = x_dot * x + x_dot * x
+        return (y, y_dot)
+    <BLANKLINE>
     """
     kinds = None if at is None else pipeline.kinds_of(_target(f), at)
     if mode == "forward":

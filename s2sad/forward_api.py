@@ -1,4 +1,5 @@
 """Forward mode and second derivatives: jvp, jacfwd, jacrev, hvp, hessian, defjvp."""
+import functools
 import inspect
 import re
 
@@ -51,7 +52,13 @@ def jvp(f, primals, tangents, **kwargs):
 
 def _wrt(f, wrt):
     many = isinstance(wrt, (tuple, list))
-    return many, pipeline.wrt_indices(api._target(f), wrt)
+    return many, _indices(api._target(f), tuple(wrt) if many else wrt)
+
+
+@functools.lru_cache(maxsize=256)
+def _indices(fn, wrt):
+    """The positional indices `wrt` names (reading the source once per function)."""
+    return pipeline.wrt_indices(fn, wrt)
 
 
 def _basis(x):
@@ -133,7 +140,7 @@ def _grad_jvp(f, wrt, args):
         raise S2SADError("hessian and hvp differentiate with respect to one argument; "
                          f"got wrt={wrt!r}")
     target = api._target(f)
-    i = pipeline.wrt_indices(target, wrt)[0]
+    i = _indices(target, wrt)[0]
     kinds = pipeline.kinds_of(target, args)
 
     def build():

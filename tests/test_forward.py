@@ -449,12 +449,11 @@ def test_every_runtime_helper_of_reverse_code_has_a_forward_rule():
 
 
 def _module_level(fn, namespace=None, text=None):
-    """A function with readable source (tests/ functions defined inside tests have
-    source too, but this gives module-level globals)."""
+    """The last function of `text` (by default, `fn`'s source, dedented), defined at
+    module level with `namespace` as its globals (its source stays readable)."""
     from s2sad.testing import function_from_source
     if text is None:
-        text = inspect.getsource(fn)
-        text = "\n".join(line[4:] for line in text.splitlines()) + "\n"
+        text = "\n".join(line[4:] for line in inspect.getsource(fn).splitlines()) + "\n"
     return function_from_source(text, namespace)
 
 
@@ -484,3 +483,9 @@ def test_hessian_through_custom_vjp_and_error_for_other_calls():
     calls = loss.__globals__["calls"]
     with pytest.raises(s2sad.S2SADError, match="second derivative of helper"):
         s2sad.hessian(calls)(0.5)
+
+
+def test_loop_target_reassigned_in_the_body():
+    f = _module_level(None, {}, "import math\n\ndef f(x):\n    x = math.tanh(x)\n"
+                      "    for i in range(3):\n        i = x\n    return i\n")
+    assert s2sad.jvp(f, (0.5,), (1.0,))[1] == pytest.approx(1 - math.tanh(0.5) ** 2)

@@ -9,7 +9,6 @@ import os
 import numpy as np
 import pytest
 
-import s2sad
 from s2sad import pipeline
 
 from golden import functions, functions_numpy

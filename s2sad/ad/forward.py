@@ -158,8 +158,12 @@ class Forward:
         return nodes.call(self.runtime("zeros_like"), [copy.deepcopy(atom)])
 
     def zero_tangent(self, target, value):
-        return nodes.assign(self.dot(target), self.zero(value if nodes.is_atom(value)
-                                                       else nodes.name(target)))
+        """`target_dot = ...` for a varied `target` whose value here does not vary."""
+        if isinstance(value, (gast.Tuple, gast.List)):
+            zero = type(value)(elts=[self.zero(a) for a in value.elts], ctx=gast.Load())
+        else:
+            zero = self.zero(value if nodes.is_atom(value) else nodes.name(target))
+        return nodes.assign(self.dot(target), zero)
 
     def helper(self, name, obj):
         """The name generated code uses for the object `obj`, bound at compilation."""

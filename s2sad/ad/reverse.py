@@ -72,9 +72,10 @@ class Reverse:
         for p in self.wrt:
             if p not in self.active:
                 import warnings
-                warnings.warn(f"{self.src.name}(): the output does not depend on {p!r} "
-                              "(through differentiable operations); its gradient is zero",
-                              UnconnectedInputWarning, stacklevel=2)
+                warnings.warn_explicit(
+                    f"{self.src.name}(): the output does not depend on {p!r} (through "
+                    "differentiable operations); its gradient is zero",
+                    UnconnectedInputWarning, self.src.filename, self.src.first_line)
         self.user_calls = {}
         self.indexed = {a.id for s in _assigns(fn) for a in _getitem_receivers(s)}
         self.primal_names = {n.id for n in gast.walk(fn) if isinstance(n, gast.Name)}
