@@ -69,3 +69,40 @@ def stencil(x):
 
 def mixed(x, w):
     return np.sum(x * w)
+
+
+def over_list(x):
+    vals = [x, 2.0 * x]
+    s = 0.0
+    for v in vals:
+        s = s + v * v
+    return s
+
+COEFFS2 = (1.0, 2.0)
+
+def over_const(x):
+    s = 0.0
+    for c in COEFFS2:
+        s = s * x + c
+    return s
+
+def unroll_changes(a, b):
+    for v in (a, b):
+        b = b * 2.0
+        a = a + v
+    return a * b
+
+def reassign_target(x):
+    for i in range(3):
+        i = x
+    return i
+
+
+def branches_and_loops(x):
+    out = x.copy()
+    for i in range(1, len(x)):
+        if x[i] > x[i - 1]:
+            out[i] = out[i - 1] * x[i]
+        else:
+            out[i] = out[i - 1] + np.sin(x[i])
+    return np.sum(out * out)

@@ -112,3 +112,25 @@ def test_unconnected_input_warns_and_gives_zero():
     f = function_from_source(textwrap.dedent(inspect.getsource(scale_only_x)))
     with pytest.warns(UnconnectedInputWarning, match="'w'"):
         assert s2sad.grad(f, wrt=(0, 1))(1.0, 2.0) == (3.0, 0.0)
+
+
+def test_element_write_in_branches_of_a_loop():
+    x = np.array([0.3, 0.9, 0.2, 1.5, 0.7])
+    np.testing.assert_allclose(s2sad.grad(r.branches_and_loops)(x),
+                               _fd(r.branches_and_loops, x), rtol=1e-6)
+
+
+def test_loop_over_a_differentiated_list_is_refused_not_dropped():
+    with pytest.raises(s2sad.MissingRuleError, match="range\\(len"):
+        s2sad.grad(r.over_list)(2.0)
+    assert s2sad.grad(r.over_const)(2.0) == 1.0     # a constant sequence is fine
+
+
+def test_unrolled_tuple_is_evaluated_before_the_body():
+    g = s2sad.grad(r.unroll_changes, wrt=(0, 1))(1.0, 2.0)
+    assert g == pytest.approx((16.0, 24.0))
+
+
+def test_loop_variable_assigned_in_the_loop_is_refused():
+    with pytest.raises(s2sad.UnsupportedSyntaxError, match="loop variable"):
+        s2sad.grad(r.reassign_target)(2.0)

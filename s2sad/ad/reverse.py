@@ -180,6 +180,9 @@ class Reverse:
         # `a_bar = b_bar` can later be propagated.
         args = sorted(op.diff_args(), key=lambda ia: not (
             isinstance(ia[1], gast.Name) and ia[1].id in defined))
+        if op.kind == "call" and op.bound and "v" in op.bound and "index" in op.bound:
+            # an element write: read the written element's adjoint before zeroing it
+            args.sort(key=lambda ia: ia[0] != "v")
         for param, arg in args:
             if not (isinstance(arg, gast.Name) and arg.id in self.active):
                 continue
@@ -340,6 +343,12 @@ class Reverse:
         return nodes.assign(self.adj(n), nodes.const(0.0))
 
     def loop(self, s, defined):
+        if isinstance(s, gast.For) and not _is_range(s, self) and any(
+                isinstance(n, gast.Name) and n.id in self.active for n in gast.walk(s.iter)):
+            raise MissingRuleError(
+                f"{self.src.where(s)}: iterating over a differentiated sequence is not "
+                "supported yet; loop over range(len(...)) and index it"
+                f"\n    {self.src.line_text(s).strip()}")
         info = _LoopInfo(s, self)
         flowing = {n for n in info.read_outside | info.carried if n in self.active}
         inner = set(defined) | flowing

@@ -27,6 +27,10 @@ def active_names(fn, src, wrt, output, ops):
         for _, a in op.diff_args():
             if isinstance(a, gast.Name):
                 edges.append((a.id, target))
+    for loop in (n for s in fn.body for n in gast.walk(s) if isinstance(n, gast.For)):
+        # the loop variable takes the iterable's values
+        edges.extend((n.id, loop.target.id) for n in gast.walk(loop.iter)
+                     if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load))
     varied = _closure(set(wrt), edges)
     useful = _closure({output} if output else set(), [(b, a) for a, b in edges])
     return varied & useful

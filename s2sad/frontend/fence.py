@@ -82,6 +82,11 @@ def _problem(node):
     if isinstance(node, gast.For) and not isinstance(node.target, gast.Name):
         return ("unpacking in a for target is not supported yet; use one loop variable "
                 "and index it")
+    if isinstance(node, gast.For) and any(
+            isinstance(n, gast.Name) and n.id == node.target.id
+            and isinstance(n.ctx, gast.Store) for s in node.body for n in gast.walk(s)):
+        return (f"the loop variable {node.target.id!r} is assigned inside its loop; use "
+                "another name for the new value")
     if isinstance(node, gast.Call):
         if any(k.arg is None for k in node.keywords):
             return "**kwargs in a call is not supported; pass keyword arguments by name"

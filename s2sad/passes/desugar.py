@@ -88,9 +88,17 @@ class Desugar:
             raise self.src.syntax_error(
                 loop, "break/continue in a for loop over a tuple or list display is not "
                       "supported; loop over range(len(...)) instead")
-        out = []
-        for elt in loop.iter.elts:
-            out.append(nodes.located(nodes.assign(loop.target.id, elt), loop))
+        out, elts = [], list(loop.iter.elts)
+        changed = {n.id for s in loop.body for n in gast.walk(s)
+                   if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+        if any(isinstance(n, gast.Name) and n.id in changed for e in elts for n in gast.walk(e)):
+            # the tuple is built before the loop runs: keep its values
+            for k, elt in enumerate(elts):
+                held = self.namer.fresh(f"{loop.target.id}_{k}")
+                out.append(nodes.located(nodes.assign(held, elt), loop))
+                elts[k] = nodes.name(held)
+        for elt in elts:
+            out.append(nodes.located(nodes.assign(loop.target.id, copy.deepcopy(elt)), loop))
             out.extend(copy.deepcopy(loop.body))
         return out + loop.orelse
 

@@ -58,6 +58,7 @@ class Optimize:
             changed |= _drop_dead_adjoints(pullback, locals_)
         for loop in fn.s2s_loops:
             loop.prune()
+        del fn.s2s_loops                 # compiler state, not part of the tree
         _coalesce_loops(forward)
         while _drop_dead_copies(fn, forward):
             pass
@@ -166,10 +167,13 @@ def _propagate_copies(pullback, locals_):
                 a, b = parts
                 uses = [k for k in range(i + 1, len(block)) if _loads(block[k], a)]
                 total = _loads(pullback, a)
+                last = block[uses[-1]] if uses else None
                 if uses and sum(_loads(block[k], a) for k in uses) == total and not any(
                         _stores(block[k], b) and _copy_parts(block[k]) != (b, a)
                         for k in range(i + 1, uses[-1])) and not (
-                        _loops_over(block, i + 1, uses[-1], b)):
+                        _loops_over(block, i + 1, uses[-1], b)) and not (
+                        isinstance(last, (gast.If, gast.For, gast.While))
+                        and _stores(last, b)):
                     for k in uses:
                         _rename(block[k], a, b)
                     del block[i]
