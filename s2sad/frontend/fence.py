@@ -61,8 +61,6 @@ def _problem(node):
     for kind, message in REJECTED.items():
         if isinstance(node, kind):
             return message
-    if isinstance(node, (gast.For, gast.While)) and node.orelse:
-        return None
     if isinstance(node, (gast.Assign, gast.AugAssign, gast.AnnAssign)):
         targets = node.targets if isinstance(node, gast.Assign) else [node.target]
         for target in targets:

@@ -167,10 +167,10 @@ class Desugar:
             elif a_body and a_else:
                 out.append(s)
                 return out, k_body | k_else, True
-            elif a_body and not k_else:
+            elif a_body:     # the rest runs only where the else branch falls through
                 s.orelse, kinds, always = self.jumps(s.orelse + rest)
                 return out + [s], k_body | kinds, always
-            elif a_else and not k_body:
+            elif a_else:
                 s.body, kinds, always = self.jumps(s.body + rest)
                 return out + [s], k_else | kinds, always
             else:

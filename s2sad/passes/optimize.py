@@ -47,7 +47,7 @@ class Optimize:
 
     def run(self, fn):
         pullback = fn.s2s_pullback
-        forward = [s for s in fn.body if s is not pullback]
+        forward = fn.body        # the clean-ups below skip the nested pullback
         changed = True
         while changed:
             locals_ = _adjoint_names(pullback)
@@ -60,6 +60,7 @@ class Optimize:
             loop.prune()
         del fn.s2s_loops                 # compiler state, not part of the tree
         _coalesce_loops(forward)
+        _drop_needless_inits(forward)
         while _drop_dead_copies(fn, forward):
             pass
         rename_unpacks(pullback, self.namer)
@@ -132,6 +133,23 @@ def _coalesce_block(block):
                 break
             if _stores(d, w):
                 break
+
+
+def _drop_needless_inits(forward):
+    """`v = None` before a loop binds a name the loop assigns first; drop it when every
+    iteration assigns `v` (at the top level of the body) before anything reads it."""
+    for block in _blocks(forward):
+        for i, s in enumerate(block):
+            if not isinstance(s, (gast.For, gast.While)):
+                continue
+            for init in [b for b in block[:i] if getattr(b, "s2s_init", False)
+                         and isinstance(b.value, gast.Constant) and b.value.value is None]:
+                name = init.targets[0].id
+                first = next((b for b in s.body if _loads(b, name) or _stores(b, name)),
+                             None)
+                if (isinstance(first, gast.Assign) and nodes.is_name(first.targets[0], name)
+                        and not _loads(first, name)):
+                    block.remove(init)
 
 
 def _drop_dead_copies(fn, forward):

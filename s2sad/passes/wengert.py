@@ -256,8 +256,14 @@ class Wengert:
         carried = {}
         for v in sorted(_assigned(s.body) - {target}):
             p = env.get(v)
-            if p is None or p not in self.read:
-                carried[v] = p or self.version(v)
+            if p is None:
+                # first bound inside the loop: the copies that carry it must not fail
+                # on the paths that have not bound it yet
+                carried[v] = self.version(v)
+                init = self.emit(out, nodes.assign(carried[v], nodes.const(None)), s)
+                init.s2s_init = True
+            elif p not in self.read:
+                carried[v] = p
             else:
                 carried[v] = self.namer.fresh(v)
                 self.emit(out, nodes.assign(carried[v], nodes.name(p)), s)
