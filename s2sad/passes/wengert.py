@@ -238,7 +238,9 @@ class Wengert:
             for block, benv, tail in live:
                 for v, j in joins.items():
                     if v in benv and benv[v] != j:
-                        _coalesce(block, benv[v], j) or self.emit(
+                        # rename only a name the branch binds first (not one that also
+                        # holds the value from before the branch, like a carried name)
+                        (benv[v] != env.get(v) and _coalesce(block, benv[v], j)) or self.emit(
                             tail, nodes.assign(j, nodes.name(benv[v])), s)
         self.emit(out, nodes.if_(cond, branches[0][0], branches[1][0]), s)
         if len(live) == 1:
