@@ -134,3 +134,10 @@ def test_unrolled_tuple_is_evaluated_before_the_body():
 def test_loop_variable_assigned_in_the_loop_is_refused():
     with pytest.raises(s2sad.UnsupportedSyntaxError, match="loop variable"):
         s2sad.grad(r.reassign_target)(2.0)
+
+
+def test_min_of_repeated_argument_counts_once():
+    from s2sad.testing import function_from_source
+    f = function_from_source("def f(x):\n    a = x\n    return min(a, a, a) + max(x, 2.0, x * 0.5)\n")
+    assert s2sad.grad(f)(1.0) == 1.0          # min(x, x, x) = x; max = 2.0 is constant
+    assert s2sad.grad(f)(3.0) == 2.0          # both are x

@@ -2,7 +2,7 @@
 import builtins
 import math
 
-from .registry import nondiff, returns, vjp, vjp_each
+from .registry import nondiff, returns, vjp
 from . import runtime
 from .runtime import log_base
 
@@ -11,8 +11,13 @@ vjp(builtins.pow, "x, y", "g * y * x ** (y - 1)", "g * ans * _s2s_log(x)",
     namespace={"_s2s_log": log_base})
 vjp(builtins.max, "x, y", "g * (x >= y)", "g * (x < y)")
 vjp(builtins.min, "x, y", "g * (x <= y)", "g * (x > y)")
-vjp_each(builtins.max, "x", "g * (x == ans)")
-vjp_each(builtins.min, "x", "g * (x == ans)")
+# With three or more arguments, the gradient goes to the first argument that attains the
+# result, the one Python returns.
+for _n in range(3, 9):
+    _params = ", ".join(f"x{i}" for i in range(_n))
+    for _f in (builtins.max, builtins.min):
+        vjp(_f, _params, *[f"g * _s2s_first(ans, {i}, {_params})" for i in range(_n)],
+            namespace={"_s2s_first": runtime.first})
 vjp(builtins.float, "x", "g", elementwise=True)
 vjp(builtins.sum, "iterable, start=0", "_s2s_unsum(g, iterable)", "g",
     namespace={"_s2s_unsum": runtime.unsum})

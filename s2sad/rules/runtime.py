@@ -421,6 +421,14 @@ def clip_mask(x, lo, hi):
     return inside
 
 
+def first(ans, i, *xs):
+    """1.0 if argument `i` is the first of `xs` equal to `ans` (the one min/max return)."""
+    for j, x in enumerate(xs):
+        if x == ans:
+            return 1.0 if j == i else 0.0
+    return 0.0
+
+
 def unsort(g, x, axis=-1):
     """The adjoint of np.sort: `g` put back where each element came from."""
     x = np.asarray(x)

@@ -37,6 +37,11 @@ linear(builtins.sum, "iterable, start=0", "iterable, start")
 jvp(builtins.pow, "x, y", "t * y * x ** (y - 1)", "t * ans * _s2s_log(x)", namespace=ns)
 jvp(builtins.max, "x, y", "t * (x >= y)", "t * (x < y)")
 jvp(builtins.min, "x, y", "t * (x <= y)", "t * (x > y)")
+for _n in range(3, 9):     # the first argument that attains the result carries it
+    _params = ", ".join(f"x{i}" for i in range(_n))
+    for _f in (builtins.max, builtins.min):
+        jvp(_f, _params, *[f"t * _s2s_first(ans, {i}, {_params})" for i in range(_n)],
+            namespace={"_s2s_first": R.first})
 
 
 # -- NumPy --------------------------------------------------------------------------------
@@ -170,6 +175,8 @@ ns.update({"_s2s_" + k: getattr(R, k) for k in ("einsum", "tensordot", "solve", 
 jvp(R.zeros_like, "x")                      # constants: no tangent
 jvp(R.seed, "y, name")
 jvp(R.count, "x, axis=None")
+for _n in range(3, 9):                      # 0 or 1: no tangent
+    jvp(R.first, "ans, i, " + ", ".join(f"x{k}" for k in range(_n)))
 jvp(R.clip_mask, "x, lo, hi")
 jvp(R.log_base, "x", "_s2s_log_base_dot(t, x)", namespace=ns)
 linear(R.add, "a, b", "a, b")
