@@ -123,24 +123,10 @@ def _show(args):
 
 def _check(args):
     fn = load(args.target)
-    try:
-        point = [float(v) for v in args.at]
-    except ValueError:
-        raise CLIError(f"--at takes numbers, got {' '.join(args.at)}") from None
-    params = inspect.signature(fn).parameters.values()
-    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    required = [p for p in positional if p.default is p.empty]
-    if not len(required) <= len(point) <= len(positional):
-        expected = (str(len(required)) if len(required) == len(positional)
-                    else f"{len(required)} to {len(positional)}")
-        raise CLIError(f"{fn.__name__}() takes {expected} positional value(s), but --at "
-                       f"gave {len(point)}")
+    point = _point(fn, args.at)
     wrt = _wrt(args.wrt, tuple(range(len(point))))
-    try:
-        fn(*point)
-    except Exception as exc:  # the user's function fails at this point
-        raise CLIError(f"{fn.__name__}{tuple(point)} raised {type(exc).__name__}: {exc}; "
-                       "choose a point in its domain") from None
+    positional = [p for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     try:
         g = api.check_grad(fn, *point, wrt=wrt)
     except GradientCheckError as exc:

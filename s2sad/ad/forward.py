@@ -59,7 +59,7 @@ from ..codegen import nodes
 from ..errors import InternalError, MissingRuleError, S2SADError
 from ..frontend.source import MISSING
 from ..rules import registry
-from .simplify import simplify
+from .simplify import negated, simplify
 
 
 class Forward:
@@ -246,7 +246,7 @@ class Forward:
         subst[placeholder] = nodes.name(self.dot(bound[param].id))
         for free, obj in template.free.items():
             subst[free] = nodes.name(self.helper(free, obj))
-        expr = _Substitute(subst).visit(copy.deepcopy(template.tree))
+        expr = nodes.substitute(template.tree, subst)
         for n in gast.walk(expr):
             if getattr(n, "s2s_builtin", False):
                 n.id = self.helper(n.id, getattr(builtins, n.id))
@@ -423,30 +423,10 @@ def _sum(terms):
     """`terms` added up, with `a + -b` written `a - b`."""
     expr = terms[0]
     for term in terms[1:]:
-        negated = _negated(term)
-        expr = (nodes.binop(expr, gast.Sub(), negated) if negated is not None
+        positive = negated(term)
+        expr = (nodes.binop(expr, gast.Sub(), positive) if positive is not None
                 else nodes.binop(expr, gast.Add(), term))
     return expr
-
-
-def _negated(e):
-    """`e'` if `e` is `-e'` up to products and quotients, else None."""
-    if isinstance(e, gast.UnaryOp) and isinstance(e.op, gast.USub):
-        return e.operand
-    if isinstance(e, gast.BinOp) and isinstance(e.op, (gast.Mult, gast.Div)):
-        inner = _negated(e.left)
-        return None if inner is None else nodes.binop(inner, e.op, e.right)
-    return None
-
-
-class _Substitute(gast.NodeTransformer):
-    def __init__(self, mapping):
-        self.mapping = mapping
-
-    def visit_Name(self, node):
-        if node.id in self.mapping:
-            return copy.deepcopy(self.mapping[node.id])
-        return node
 
 
 def _source(node):

@@ -269,8 +269,7 @@ class Reverse:
         subst.update(op.bound)
         for free, obj in template.free.items():
             subst[free] = nodes.name(self.helper(free, obj=obj))
-        expr = copy.deepcopy(template.tree)
-        expr = _Substitute(subst).visit(expr)
+        expr = nodes.substitute(template.tree, subst)
         for n in gast.walk(expr):
             if getattr(n, "s2s_builtin", False):
                 n.id = self.helper(n.id)
@@ -812,16 +811,6 @@ def annotate(stmts, src, previous=None):
             previous = None
         out.append(s)
     return out
-
-
-class _Substitute(gast.NodeTransformer):
-    def __init__(self, mapping):
-        self.mapping = mapping
-
-    def visit_Name(self, node):
-        if node.id in self.mapping:
-            return copy.deepcopy(self.mapping[node.id])
-        return node
 
 
 def _label(prim):

@@ -73,3 +73,14 @@ def _binop(e):
             left.op, gast.USub) and isinstance(r, gast.Constant) and _num(r) and r.value < 0:
         return gast.BinOp(left=left.operand, op=e.op, right=nodes.const(-r.value))
     return e
+
+
+def negated(e):
+    """`e'` if `e` is `-e'` up to a product or quotient, else None."""
+    if isinstance(e, gast.UnaryOp) and isinstance(e.op, gast.USub):
+        return e.operand
+    if isinstance(e, gast.BinOp) and isinstance(e.op, (gast.Mult, gast.Div)):
+        inner = negated(e.left)
+        if inner is not None:
+            return nodes.binop(inner, e.op, e.right)
+    return None

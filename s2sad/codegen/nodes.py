@@ -134,3 +134,13 @@ def names_loaded(node):
 def names_stored(node):
     return [n.id for n in gast.walk(node) if isinstance(n, gast.Name)
             and isinstance(n.ctx, (gast.Store, gast.Param))]
+
+
+def substitute(expr, mapping):
+    """A copy of `expr` with each name in `mapping` replaced by (a copy of) its node."""
+    class Substitute(gast.NodeTransformer):
+        def visit_Name(self, node):
+            if node.id in mapping:
+                return copy.deepcopy(mapping[node.id])
+            return node
+    return Substitute().visit(copy.deepcopy(expr))

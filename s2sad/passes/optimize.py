@@ -35,6 +35,7 @@ def f_vjp(x):
 import gast
 
 from ..ad.reverse import annotate
+from ..ad.simplify import negated
 from ..codegen import nodes
 
 
@@ -335,24 +336,13 @@ def rename_unpacks(pullback, namer):
                     _rename(s, name, new)
 
 
-def _negated(e):
-    """`e'` if `e` is `-e'` up to a product or quotient, else None."""
-    if isinstance(e, gast.UnaryOp) and isinstance(e.op, gast.USub):
-        return e.operand
-    if isinstance(e, gast.BinOp) and isinstance(e.op, (gast.Mult, gast.Div)):
-        inner = _negated(e.left)
-        if inner is not None:
-            return nodes.binop(inner, e.op, e.right)
-    return None
-
-
 def _minus(e):
     """`a + -b` as `a - b`, throughout `e`."""
     for n in gast.walk(e):
         if isinstance(n, gast.BinOp) and isinstance(n.op, gast.Add):
-            inner = _negated(n.right)
+            inner = negated(n.right)
             if inner is not None:
                 n.op, n.right = gast.Sub(), inner
-            elif _negated(n.left) is not None:
-                n.op, n.left, n.right = gast.Sub(), n.right, _negated(n.left)
+            elif negated(n.left) is not None:
+                n.op, n.left, n.right = gast.Sub(), n.right, negated(n.left)
     return e
