@@ -5,7 +5,7 @@ import inspect
 import numpy as np
 
 from . import cache, pipeline
-from .errors import GradientCheckError, S2SADError
+from .errors import GradientCheckError, NonScalarOutputError, S2SADError
 from .frontend.source import unwrap
 from .rules import registry, runtime
 
@@ -104,11 +104,52 @@ def _decorator(cls, f, wrt):
         return lambda g: _decorator(cls, g, wrt)
     if not callable(f):
         raise S2SADError(f"s2sad differentiates functions; got {type(f).__name__} {f!r}")
+    if isinstance(f, GradientFunction) and cls is GradientFunction:
+        return _second_derivative(f, wrt)
     if inspect.ismethod(f):
         # a bound method: differentiate its function, with the instance passed first
         derivative = cls(f.__func__, _shift(wrt))
         return _BoundDerivative(derivative, f.__self__, f)
     return cls(f, wrt)
+
+
+def _second_derivative(df, wrt):
+    """`grad(grad(f, i), j)`: forward mode over the generated gradient of `f` (forward
+    over reverse), for a scalar derivative df/dx_i.
+
+    >>> import s2sad
+    >>> def f(x, y):
+    ...     return x ** 3 * y
+    >>> s2sad.grad(s2sad.grad(f))(2.0, 5.0)          # d2f/dx2 = 6 x y
+    60.0
+    >>> s2sad.grad(s2sad.grad(f), wrt=1)(2.0, 5.0)   # d2f/dx dy = 3 x^2
+    12.0
+    """
+    from . import forward_api
+    if isinstance(df.wrt, (tuple, list)) or isinstance(wrt, (tuple, list)):
+        raise S2SADError("grad(grad(f)) takes one parameter at each level; use "
+                         "s2sad.hessian for all second derivatives at once")
+
+    def second(*args, **kwargs):
+        target = _target(df.primal)
+        i = pipeline.wrt_indices(target, df.wrt)[0]
+        j = pipeline.wrt_indices(target, wrt)[0]
+        if np.ndim(args[i]) != 0:
+            raise NonScalarOutputError(
+                f"grad(grad({target.__qualname__})): the inner gradient has the shape of "
+                "an array argument, not a scalar; use s2sad.hessian or s2sad.jacfwd")
+        kinds = pipeline.kinds_of(target, args)
+        key = ("grad2", i, j, pipeline._kinds_key(kinds))
+        d = cache.get(target, key, lambda: pipeline.forward(
+            _compiled(df.primal, i, fused=True, kinds=kinds).fn, (j,), kinds))
+        x = args[j]
+        if np.ndim(x) == 0:
+            return forward_api._call(d, args, kwargs, (1.0,))[1][1]
+        parts = [forward_api._call(d, args, kwargs, (e,))[1][1] for e in forward_api._basis(x)]
+        return np.reshape(np.asarray(parts, dtype=float), np.shape(x))
+    functools.update_wrapper(second, df.primal)
+    second.primal = df.primal
+    return second
 
 
 def _shift(wrt):
