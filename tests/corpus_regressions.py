@@ -106,3 +106,24 @@ def branches_and_loops(x):
         else:
             out[i] = out[i - 1] + np.sin(x[i])
     return np.sum(out * out)
+
+
+y = 2.0
+
+def ans_after_loop(x):
+    a = math.tanh(x)
+    for i in range(2):
+        a = a * 2.0
+    return a
+
+def neg_base(x):
+    return (-1.0) ** 2 * x
+
+def global_y(x):
+    return x * y
+
+def shadows(x, reversed=1.0):
+    s = x
+    for i in range(3):
+        s = s * x
+    return s * reversed

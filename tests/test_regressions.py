@@ -141,3 +141,19 @@ def test_min_of_repeated_argument_counts_once():
     f = function_from_source("def f(x):\n    a = x\n    return min(a, a, a) + max(x, 2.0, x * 0.5)\n")
     assert s2sad.grad(f)(1.0) == 1.0          # min(x, x, x) = x; max = 2.0 is constant
     assert s2sad.grad(f)(3.0) == 2.0          # both are x
+
+
+def test_rule_reading_its_result_before_a_loop_overwrites_the_name():
+    assert s2sad.grad(r.ans_after_loop)(0.5) == pytest.approx(4 * (1 - np.tanh(0.5) ** 2))
+
+
+def test_negative_constant_base_keeps_its_parentheses():
+    assert s2sad.grad(r.neg_base)(0.5) == 1.0
+
+
+def test_global_named_y_is_not_the_output_name():
+    assert s2sad.grad(r.global_y)(0.5) == 2.0
+
+
+def test_parameter_named_reversed():
+    assert s2sad.grad(r.shadows)(0.5) == pytest.approx(4 * 0.5 ** 3)

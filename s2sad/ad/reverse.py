@@ -662,19 +662,20 @@ class _LoopInfo:
         return self.reversed
 
     def _reversed_loop(self, body):
+        reversed_, range_ = self.rev.helper("reversed"), self.rev.helper("range")
         if self.mode == "range":
             if self.record:
-                it = nodes.call("reversed", [nodes.call("range", self.range_args)])
+                it = nodes.call(reversed_, [nodes.call(range_, self.range_args)])
                 return nodes.for_(self.record[0], it, body)
-            return nodes.for_(self.rev.namer.fresh("_"), nodes.call("range", self.range_args),
+            return nodes.for_(self.rev.namer.fresh("_"), nodes.call(range_, self.range_args),
                               body)
         if self.mode == "trips":
-            return nodes.for_(self.rev.namer.fresh("_"), nodes.call("range", [
+            return nodes.for_(self.rev.namer.fresh("_"), nodes.call(range_, [
                 nodes.name(self.tape)]), body)
         target = (nodes.name(self.record[0], store=True) if len(self.record) == 1
                   else nodes.tuple_([nodes.name(n, store=True) for n in self.record],
                                     store=True))
-        return nodes.for_(target, nodes.call("reversed", [nodes.name(self.tape)]), body)
+        return nodes.for_(target, nodes.call(reversed_, [nodes.name(self.tape)]), body)
 
     def instrument(self):
         """Statements before the loop; the loop body gets its recording in place."""

@@ -30,6 +30,11 @@ def to_source(node):
                 if (field == "body" or had_code) and only_comments:
                     stmts.append(gast.Pass())
                 setattr(parent, field, stmts)
+    for n in gast.walk(node):
+        for field, value in list(gast.iter_fields(n)):
+            if (isinstance(value, gast.Constant) and type(value.value) in (int, float)
+                    and value.value < 0):
+                setattr(n, field, nodes.unary(gast.USub(), nodes.const(-value.value)))
     tree = gast.gast_to_ast(node)
     tree.lineno = getattr(tree, "lineno", 1)
     tree.col_offset = getattr(tree, "col_offset", 0)

@@ -74,6 +74,9 @@ class Wengert:
         for n in gast.walk(stmt):
             if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load):
                 self.read.add(n.id)
+        if isinstance(stmt, gast.Assign) and _reads_result(stmt.value, self.src):
+            # its adjoint reads the value it assigns: a loop must not overwrite that name
+            self.read.add(stmt.targets[0].id)
         out.append(stmt)
         return stmt
 
@@ -170,7 +173,8 @@ class Wengert:
                 return out, None
             elif isinstance(s, gast.Return):
                 value = s.value if s.value is not None else nodes.const(None)
-                into = None if nodes.is_atom(value) else self.version("y")
+                into = None if nodes.is_atom(value) else (
+                    self.version("y") if "y" in self.locals else self.namer.fresh("y"))
                 self.emit(tail, nodes.ret(self.flatten(value, env, tail, s, into=into)), s)
                 return out, None
             elif isinstance(s, gast.Raise):
@@ -350,6 +354,16 @@ def _last_assignments(stmts, joins):
             out[i] = joins[s.targets[0].id]
         seen |= _assigned([s])
     return out
+
+
+def _reads_result(value, src):
+    """Whether the derivative rule of `value` reads its result (`ans`)."""
+    if not isinstance(value, (gast.Call, gast.BinOp, gast.UnaryOp)):
+        return False
+    op = primitives.classify(value, src)
+    return op.variant is not None and any(
+        isinstance(n, gast.Name) and n.id == "ans"
+        for t in op.variant.templates.values() for n in gast.walk(t.tree))
 
 
 def _take_return(stmts):
