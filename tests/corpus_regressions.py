@@ -127,3 +127,26 @@ def shadows(x, reversed=1.0):
     for i in range(3):
         s = s * x
     return s * reversed
+
+
+def zero_trip_then_read(x, y):
+    y **= 2
+    for j in [math.tanh(x + y), math.hypot(x, 1.0), int(y)]:
+        if j > 0.5:
+            return x
+        k2 = 0
+        while k2 > 2 and k2 < 3:
+            acc = int(2.0 + math.cos(j * y))
+            k2 += 1
+    return y
+
+
+def branch_bound_in_unrolled_loop(x, y):
+    y = y + 0.25 * math.sin(y ** 3 * y)
+    for j in (0.5 * (x + y), 2.0 * -1.5, math.cbrt(1.5 + math.sin(-1.75))):
+        y = math.tanh(y * (x / (1.0 + x * x)) + -1.5)
+        if math.hypot(x, 0.25) <= -2.0:
+            y -= 0.25 * abs(x * 0.75)
+            c = math.tanh(abs(math.log(0.25 + j * j)))
+            u = c
+    return x

@@ -157,3 +157,13 @@ def test_global_named_y_is_not_the_output_name():
 
 def test_parameter_named_reversed():
     assert s2sad.grad(r.shadows)(0.5) == pytest.approx(4 * 0.5 ** 3)
+
+
+def test_name_bound_in_a_loop_that_runs_zero_times():
+    # returns x on the second element of the loop over the list display
+    assert s2sad.grad(r.zero_trip_then_read, wrt=(0, 1))(-0.638, 0.34) == (1.0, 0.0)
+
+
+def test_name_bound_on_one_branch_of_an_unrolled_loop():
+    y, pullback = s2sad.vjp(r.branch_bound_in_unrolled_loop, 0.003, 0.029)
+    assert y == 0.003 and pullback(1.0) == (1.0, 0.0)

@@ -138,7 +138,9 @@ def _coalesce_block(block):
 
 def _drop_needless_inits(forward):
     """`v = None` before a loop binds a name the loop assigns first; drop it when every
-    iteration assigns `v` (at the top level of the body) before anything reads it."""
+    iteration assigns `v` (at the top level of the body) before anything reads it, and
+    nothing after the loop reads it (the loop may run zero times)."""
+    everything = _body(forward)
     for block in _blocks(forward):
         for i, s in enumerate(block):
             if not isinstance(s, (gast.For, gast.While)):
@@ -149,7 +151,8 @@ def _drop_needless_inits(forward):
                 first = next((b for b in s.body if _loads(b, name) or _stores(b, name)),
                              None)
                 if (isinstance(first, gast.Assign) and nodes.is_name(first.targets[0], name)
-                        and not _loads(first, name)):
+                        and not _loads(first, name)
+                        and _loads(everything, name) == _loads(_body(s.body), name)):
                     block.remove(init)
 
 

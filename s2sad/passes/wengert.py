@@ -241,7 +241,11 @@ class Wengert:
         if len(live) == 2:
             for block, benv, tail in live:
                 for v, j in joins.items():
-                    if v in benv and benv[v] != j:
+                    if v not in benv and any(v in b[1] for b in live):
+                        # bound on the other branch only: the join must not fail here
+                        init = self.emit(tail, nodes.assign(j, nodes.const(None)), s)
+                        init.s2s_init = True
+                    elif v in benv and benv[v] != j:
                         # rename only a name the branch binds first (not one that also
                         # holds the value from before the branch, like a carried name)
                         (benv[v] != env.get(v) and _coalesce(block, benv[v], j)) or self.emit(
