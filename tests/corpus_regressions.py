@@ -143,7 +143,7 @@ def zero_trip_then_read(x, y):
 
 def branch_bound_in_unrolled_loop(x, y):
     y = y + 0.25 * math.sin(y ** 3 * y)
-    for j in (0.5 * (x + y), 2.0 * -1.5, math.cbrt(1.5 + math.sin(-1.75))):
+    for j in (0.5 * (x + y), 2.0 * -1.5, math.sqrt(1.5 + math.sin(-1.75))):
         y = math.tanh(y * (x / (1.0 + x * x)) + -1.5)
         if math.hypot(x, 0.25) <= -2.0:
             y -= 0.25 * abs(x * 0.75)
