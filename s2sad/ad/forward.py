@@ -445,7 +445,7 @@ def _coalesce(fn, tangents):
         if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load):
             loads[n.id] = loads.get(n.id, 0) + 1
     for loop in [n for n in gast.walk(fn) if isinstance(n, (gast.For, gast.While))]:
-        for block in _blocks(loop.body):
+        for block in nodes.blocks(loop.body):
             _coalesce_block(block, loads)
     _live(fn.body, set(), None, delete=True, pure=tangents)
 
@@ -456,11 +456,11 @@ def _coalesce_block(block, loads):
         s = block[i]
         if getattr(s, "s2s_phi", False) and isinstance(s.value, gast.Name):
             c, w = s.targets[0].id, s.value.id
-            j = next((j for j in range(i - 1, -1, -1) if _stores(block[j], w)), None)
+            j = next((j for j in range(i - 1, -1, -1) if nodes.stores(block[j], w)), None)
             between = block[j + 1:i] if j is not None else []
             if (j is not None and isinstance(block[j], gast.Assign)
                     and nodes.is_name(block[j].targets[0], w)
-                    and not any(_stores(b, c) or _count(b, c) for b in between)
+                    and not any(nodes.stores(b, c) or _count(b, c) for b in between)
                     and sum(_count(b, w) for b in between) + 1 == loads.get(w, 0)):
                 block[j].targets[0].id = c
                 for b in between:
@@ -516,20 +516,6 @@ def _live_loop(loop, after, delete, pure):
     if delete:
         _live(loop.body, head, (after, head), True, pure)
     return head
-
-
-def _blocks(stmts):
-    yield stmts
-    for s in stmts:
-        for field in ("body", "orelse"):
-            inner = getattr(s, field, None)
-            if isinstance(inner, list):
-                yield from _blocks(inner)
-
-
-def _stores(node, name):
-    return any(isinstance(n, gast.Name) and n.id == name and not isinstance(n.ctx, gast.Load)
-               for n in gast.walk(node))
 
 
 def _count(node, name):

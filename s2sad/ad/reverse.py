@@ -512,24 +512,13 @@ class _Updates:
             while n in renames:
                 n = renames[n]
             return n
-        pullback = vjp.s2s_pullback
         for n in gast.walk(vjp):
             if isinstance(n, gast.Name) and n.id in renames:
                 n.id = final(n.id)
-        for block in _blocks(vjp.body):
+        for block in nodes.blocks(vjp.body):
             block[:] = [s for s in block if not (
                 isinstance(s, gast.Assign) and isinstance(s.value, gast.Name)
                 and nodes.is_name(s.targets[0], s.value.id))]
-        del pullback
-
-
-def _blocks(stmts):
-    yield stmts
-    for s in stmts:
-        for field in ("body", "orelse"):
-            inner = getattr(s, field, None)
-            if isinstance(inner, list):
-                yield from _blocks(inner)
 
 
 def _alias_classes(body, updates, src):

@@ -144,3 +144,22 @@ def substitute(expr, mapping):
                 return copy.deepcopy(mapping[node.id])
             return node
     return Substitute().visit(copy.deepcopy(expr))
+
+
+def blocks(stmts, functions=True):
+    """`stmts` and every statement list nested in it (not inside nested function
+    definitions unless `functions`)."""
+    yield stmts
+    for s in stmts:
+        if not functions and isinstance(s, gast.FunctionDef):
+            continue
+        for field in ("body", "orelse"):
+            inner = getattr(s, field, None)
+            if isinstance(inner, list):
+                yield from blocks(inner, functions)
+
+
+def stores(node, name):
+    """Whether `node` assigns (or binds as a parameter or loop target) `name`."""
+    return any(isinstance(n, gast.Name) and n.id == name and not isinstance(n.ctx, gast.Load)
+               for n in gast.walk(node))

@@ -72,24 +72,9 @@ class Optimize:
         return fn
 
 
-def _blocks(stmts):
-    """`stmts` and every statement list nested in it."""
-    yield stmts
-    for s in stmts:
-        for field in ("body", "orelse"):
-            inner = getattr(s, field, None)
-            if isinstance(inner, list) and not isinstance(s, gast.FunctionDef):
-                yield from _blocks(inner)
-
-
 def _loads(node, name):
     return sum(1 for n in gast.walk(node) if isinstance(n, gast.Name) and n.id == name
                and isinstance(n.ctx, gast.Load))
-
-
-def _stores(node, name):
-    return any(isinstance(n, gast.Name) and n.id == name and not isinstance(n.ctx, gast.Load)
-               for n in gast.walk(node))
 
 
 def _rename(node, old, new):
@@ -107,10 +92,10 @@ def _copy_parts(s):
 
 # -- forward --------------------------------------------------------------------------
 def _coalesce_loops(stmts):
-    for block in _blocks(stmts):
+    for block in nodes.blocks(stmts, functions=False):
         for s in block:
             if isinstance(s, (gast.For, gast.While)):
-                for body in _blocks(s.body):
+                for body in nodes.blocks(s.body, functions=False):
                     _coalesce_block(body)
 
 
@@ -125,14 +110,14 @@ def _coalesce_block(block):
             if isinstance(d, gast.Assign) and nodes.is_name(d.targets[0], w):
                 between = block[j + 1:i]
                 later = block[i + 1:]
-                if (not any(_loads(b, carried) or _stores(b, carried) for b in between)
+                if (not any(_loads(b, carried) or nodes.stores(b, carried) for b in between)
                         and not any(_loads(b, w) for b in later)):
                     d.targets[0].id = carried
                     for b in between:
                         _rename(b, w, carried)
                     del block[i]
                 break
-            if _stores(d, w):
+            if nodes.stores(d, w):
                 break
 
 
@@ -141,14 +126,14 @@ def _drop_needless_inits(forward):
     iteration assigns `v` (at the top level of the body) before anything reads it, and
     nothing after the loop reads it (the loop may run zero times)."""
     everything = _body(forward)
-    for block in _blocks(forward):
+    for block in nodes.blocks(forward, functions=False):
         for i, s in enumerate(block):
             if not isinstance(s, (gast.For, gast.While)):
                 continue
             for init in [b for b in block[:i] if getattr(b, "s2s_init", False)
                          and isinstance(b.value, gast.Constant) and b.value.value is None]:
                 name = init.targets[0].id
-                first = next((b for b in s.body if _loads(b, name) or _stores(b, name)),
+                first = next((b for b in s.body if _loads(b, name) or nodes.stores(b, name)),
                              None)
                 if (isinstance(first, gast.Assign) and nodes.is_name(first.targets[0], name)
                         and not _loads(first, name)
@@ -158,7 +143,7 @@ def _drop_needless_inits(forward):
 
 def _drop_dead_copies(fn, forward):
     changed = False
-    for block in _blocks(forward):
+    for block in nodes.blocks(forward, functions=False):
         for s in list(block):
             if getattr(s, "s2s_phi", False) or getattr(s, "s2s_init", False):
                 target = s.targets[0].id
@@ -181,7 +166,7 @@ def _propagate_copies(pullback, locals_):
     for s in gast.walk(pullback):
         if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
             defs[s.targets[0].id] = defs.get(s.targets[0].id, 0) + 1
-    for block in _blocks(pullback.body):
+    for block in nodes.blocks(pullback.body, functions=False):
         i = 0
         while i < len(block):
             parts = _copy_parts(block[i])
@@ -191,11 +176,11 @@ def _propagate_copies(pullback, locals_):
                 total = _loads(pullback, a)
                 last = block[uses[-1]] if uses else None
                 if uses and sum(_loads(block[k], a) for k in uses) == total and not any(
-                        _stores(block[k], b) and _copy_parts(block[k]) != (b, a)
+                        nodes.stores(block[k], b) and _copy_parts(block[k]) != (b, a)
                         for k in range(i + 1, uses[-1])) and not (
                         _loops_over(block, i + 1, uses[-1], b)) and not (
                         isinstance(last, (gast.If, gast.For, gast.While))
-                        and _stores(last, b)):
+                        and nodes.stores(last, b)):
                     for k in uses:
                         _rename(block[k], a, b)
                     del block[i]
@@ -213,7 +198,7 @@ def _propagate_copies(pullback, locals_):
 def _hoist_equal_branches(stmts):
     """`if c: A else: A` is `A`."""
     changed = False
-    for block in _blocks(stmts):
+    for block in nodes.blocks(stmts, functions=False):
         for i, s in enumerate(block):
             if (isinstance(s, gast.If) and s.orelse
                     and gast.dump(_body(s.body)) == gast.dump(_body(s.orelse))):
@@ -230,7 +215,7 @@ def _inline_single_use(pullback, locals_):
     """`a = e; ...; b = a` is `b = e` when `a` is read once and nothing between changes
     what `e` reads; likewise a small `e` (one operation on names) into any one use."""
     changed = False
-    for block in _blocks(pullback.body):
+    for block in nodes.blocks(pullback.body, functions=False):
         i = 0
         while i < len(block):
             s = block[i]
@@ -256,7 +241,7 @@ def _inline_single_use(pullback, locals_):
                         changed = True
                         i -= 1
                     break
-                if any(_stores(t, r) for r in reads | {a}):
+                if any(nodes.stores(t, r) for r in reads | {a}):
                     break
             i += 1
     return changed
@@ -282,13 +267,13 @@ def _replace_load(stmt, name, expr):
 
 
 def _loops_over(block, start, stop, name):
-    return any(_stores(block[k], name) for k in range(start, stop + 1)
+    return any(nodes.stores(block[k], name) for k in range(start, stop + 1)
                if isinstance(block[k], (gast.For, gast.While)))
 
 
 def _fuse_accumulations(stmts):
     changed = False
-    for block in _blocks(stmts):
+    for block in nodes.blocks(stmts, functions=False):
         i = 0
         while i < len(block):
             s = block[i]
@@ -304,7 +289,7 @@ def _fuse_accumulations(stmts):
                             changed = True
                             i -= 1
                         break
-                    if _loads(t, a) or _stores(t, a) or any(_stores(t, r) for r in read):
+                    if _loads(t, a) or nodes.stores(t, a) or any(nodes.stores(t, r) for r in read):
                         break
             i += 1
     return changed
@@ -318,7 +303,7 @@ def _is_accumulation(s, a):
 
 def _drop_dead_adjoints(pullback, locals_):
     changed = False
-    for block in _blocks(pullback.body):
+    for block in nodes.blocks(pullback.body, functions=False):
         for s in list(block):
             if (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
                     and s.targets[0].id in locals_ and _loads(pullback, s.targets[0].id) == 0):
