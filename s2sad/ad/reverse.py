@@ -97,6 +97,49 @@ class Reverse:
         rename_unpacks(pullback, self.namer)
         return vjp
 
+    # -- header -------------------------------------------------------------------------
+    def header(self, vjp):
+        """Comment lines for the top of the optimized `vjp`: what is differentiated, what
+        the pullback keeps of the forward pass, and which rules it uses."""
+        import os
+        src = self.src
+        wrt = ", ".join(p if p in self.active else f"{p} (unconnected)" for p in self.wrt)
+        lines = [f"reverse mode of {src.name}() ({os.path.basename(src.filename)}:"
+                 f"{src.first_line}) with respect to {wrt}"]
+        kept = []
+        pullback = vjp.s2s_pullback
+        stored = set(nodes.names_stored(pullback))
+        taped = set()
+        for info in self.loops.values():
+            if info.mode in ("start", "end") and info.pushes:
+                taped.add(info.tape)
+                values = ", ".join(nodes.names_loaded(info.pushes[0].args[0]))
+                kept.append(f"{values} of each iteration of the loop at line "
+                            f"{src.lineno(info.loop)}")
+            elif info.mode == "trips":
+                taped.add(info.tape)
+                kept.append(f"the trip count of the loop at line {src.lineno(info.loop)}")
+        closure = sorted({n for n in nodes.names_loaded(pullback)
+                          if n in self.primal_names and n not in stored and n not in taped})
+        lines.append("the pullback reads: " + "; ".join(
+            ([", ".join(closure)] if closure else []) + kept) if closure or kept
+            else "the pullback reads nothing of the forward pass")
+        rules = []
+        for stmt in _in_order(vjp.body):
+            op = self.ops.get(id(stmt))
+            target = stmt.targets[0] if isinstance(stmt, gast.Assign) else None
+            if isinstance(target, gast.Tuple):      # `t, t_pullback = g_vjp(...)`
+                target = target.elts[0]
+            if op is None or target.id not in self.active or op.kind not in (
+                    "call", USER, CUSTOM):
+                continue
+            name = _rule_name(op, self.src.local_names)
+            if name not in rules:
+                rules.append(name)
+        if rules:
+            lines.append("rules: " + ", ".join(rules))
+        return [nodes.comment(line) for line in lines]
+
     # -- names ------------------------------------------------------------------------
     def adj(self, n):
         if n not in self.adjoints:
@@ -201,6 +244,8 @@ class Reverse:
         `helper`'s pullback; the pullback calls that on `t_bar`."""
         active = [i for i, a in enumerate(op.args)
                   if isinstance(a, gast.Name) and a.id in self.active]
+        if not active:          # constant arguments: the call is not differentiated
+            return []
         if op.kind == CUSTOM:
             if op.prim.fwd is None:
                 raise MissingRuleError(
@@ -349,17 +394,20 @@ class Reverse:
                 "supported yet; loop over range(len(...)) and index it"
                 f"\n    {self.src.line_text(s).strip()}")
         info = _LoopInfo(s, self)
-        flowing = {n for n in info.read_outside | info.carried if n in self.active}
+        flowing = {n for n in info.read_outside | info.carried_within if n in self.active}
         inner = set(defined) | flowing
         body = self.block(s.body, inner)
-        body.extend(self.zero(n) for n in sorted(info.carried & self.active - inner,
+        body.extend(self.zero(n) for n in sorted(info.carried_within & self.active - inner,
                                                  key=self.adj))
         loaded = set(nodes.names_loaded(nodes.if_(nodes.const(True), body)))
-        pre = sorted((n for n in flowing - defined if self.adj(n) in loaded), key=self.adj)
+        stored = set(nodes.names_stored(nodes.if_(nodes.const(True), body)))
+        # an adjoint the body reads or writes exists after the reversed loop, and must be
+        # zero before it (the body may read it first; the loop may run no iteration)
+        pre = sorted((n for n in flowing - defined if self.adj(n) in loaded | stored),
+                     key=self.adj)
         if not body:
             return []
         defined.update(pre)
-        stored = set(nodes.names_stored(nodes.if_(nodes.const(True), body)))
         info.add_inner()
         info.defined_inside.update(self.user_calls[id(n)][0] for n in gast.walk(s)
                                    if id(n) in self.user_calls)
@@ -608,6 +656,11 @@ class _LoopInfo:
         self.rev = rev
         self.carried = {s.targets[0].id for s in _own(loop.body)
                         if getattr(s, "s2s_phi", False)}
+        # a name a nested loop carries is carried by this one too if an iteration may
+        # read the value the previous one left (its adjoint flows between iterations)
+        self.carried_within = self.carried | ({
+            s.targets[0].id for s in gast.walk(loop) if getattr(s, "s2s_phi", False)}
+            & _exposed(loop.body, set()))
         stored = set(nodes.names_stored(nodes.if_(nodes.const(True), loop.body)))
         if isinstance(loop, gast.For):
             stored.add(loop.target.id)
@@ -735,6 +788,15 @@ def _assigns(fn):
     return [n for n in gast.walk(fn) if isinstance(n, gast.Assign)]
 
 
+def _in_order(stmts):
+    """The statements of `stmts` and of the blocks nested in them, in source order."""
+    for s in stmts:
+        yield s
+        for block in ("body", "orelse"):
+            if not isinstance(s, gast.FunctionDef):
+                yield from _in_order(getattr(s, block, []))
+
+
 def _getitem_receivers(s):
     if isinstance(s.value, gast.Subscript) and isinstance(s.value.value, gast.Name):
         yield s.value.value
@@ -747,6 +809,32 @@ def _own(stmts):
         if isinstance(s, gast.If):
             yield from _own(s.body)
             yield from _own(s.orelse)
+
+
+def _exposed(stmts, bound):
+    """Names `stmts` may read before assigning them (`bound`: assigned on every path so
+    far; updated)."""
+    out = set()
+    for s in stmts:
+        if isinstance(s, gast.If):
+            out |= set(nodes.names_loaded(s.test)) - bound
+            branches = []
+            for body in (s.body, s.orelse):
+                b = set(bound)
+                out |= _exposed(body, b)
+                branches.append(b)
+            bound |= branches[0] & branches[1]
+        elif isinstance(s, (gast.For, gast.While)):
+            head = s.iter if isinstance(s, gast.For) else s.test
+            out |= set(nodes.names_loaded(head)) - bound
+            inner = set(bound)
+            if isinstance(s, gast.For):
+                inner |= set(nodes.names_stored(s.target))
+            out |= _exposed(s.body, inner)      # what it assigns may not happen
+        else:
+            out |= set(nodes.names_loaded(s)) - bound
+            bound |= set(nodes.names_stored(s))
+    return out
 
 
 def _walk_loops(stmts):
@@ -801,6 +889,32 @@ def annotate(stmts, src, previous=None):
             previous = None
         out.append(s)
     return out
+
+
+_SYMBOLS = {gast.Add: "+", gast.Sub: "-", gast.Mult: "*", gast.Div: "/", gast.Pow: "**",
+            gast.MatMult: "@", gast.FloorDiv: "//", gast.Mod: "%", gast.USub: "unary -",
+            gast.UAdd: "unary +"}
+
+
+def _rule_name(op, local_names):
+    """How the header names the rule of `op`: as the user spelled the operation."""
+    node = op.node
+    if isinstance(node, (gast.BinOp, gast.UnaryOp)):
+        return _SYMBOLS.get(type(node.op), type(node.op).__name__)
+    if isinstance(node, gast.Subscript):
+        return "[]"
+    if isinstance(node, gast.Attribute):
+        return "." + node.attr
+    if isinstance(node, gast.Call):
+        func = node.func
+        root = func
+        while isinstance(root, gast.Attribute):
+            root = root.value
+        if isinstance(func, gast.Attribute) and not (
+                isinstance(root, gast.Name) and root.id not in local_names):
+            return f".{func.attr}()"        # a method of a local value
+        return _expr_source(func)
+    return _expr_source(node)
 
 
 def _label(prim):

@@ -279,8 +279,14 @@ class Wengert:
                 self.emit(out, nodes.assign(carried[v], nodes.name(p)), s)
         benv = dict(env)
         benv.update(carried)
+        target_init = None
         if is_for:
             benv[target] = self.version(target)
+            if env.get(target) is not None:
+                # a loop that runs no iteration leaves its variable's old value
+                target_init = self.emit(
+                    out, nodes.assign(benv[target], nodes.name(env[target])), s)
+                target_init.s2s_init = True
         test = None if is_for else self.rename(s.test, benv)
         self.loops.append(carried)
         body, tail = self.block(s.body, benv)
@@ -289,6 +295,8 @@ class Wengert:
         self.loops.pop()
         if is_for:
             node = nodes.for_(benv[target], iter_, body)
+            if target_init is not None:
+                target_init.s2s_loop = node      # only reads after the loop need it
         else:
             node = nodes.while_(test, body)
         self.emit(out, node, s)
