@@ -12,10 +12,10 @@ plain Python.
 import numpy as np
 
 
-# 1. `.T` of an intermediate value (not a name of the user's) is taken as inactive: the
-#    adjoint does not flow through it. Expected cos(w); s2sad gives zeros (and jvp 0).
-#    (`np.sum(x[:, :-1].T)` and `np.broadcast_to(x, (2, 3)).T` the same way.)
-#    Workaround in numpy_programs.py: `.T` only on names, `np.transpose` otherwise.
+# 1. `.T` of an intermediate value is taken as inactive: the adjoint does not flow
+#    through it. Expected cos(w); s2sad gives zeros (and jvp 0). The same for
+#    `np.sum(x[:, :-1].T)`, `np.broadcast_to(x, (2, 3)).T`, and `a.T` after `a += x`.
+#    Workaround in numpy_programs.py: `.T` only on parameters, `np.transpose` otherwise.
 def transpose_of_intermediate(w):
     return np.sum(np.sin(w).T)
 
@@ -42,8 +42,50 @@ def write_then_constant_in_branch(x):
     return np.sum(d)
 
 
+# 4. An array written in an inner loop and read in the outer loop: in the pullback the
+#    read's adjoint replaces the array's adjoint carried from later outer iterations
+#    (`h_bar = _s2s_unindex(...)` instead of adding), and the adjoint never reaches the
+#    array's definition before the loop (no `x_bar += h_bar`). Expected [3, 1, 0];
+#    s2sad gives [2, 0, 0].
+#    Workaround in numpy_programs.py: an array written in a loop is not read again until
+#    the outermost loop ends (`hidden`).
+def write_in_inner_loop_read_in_outer(x):
+    h = x * 1.0
+    s = 0.0
+    for i in range(2):
+        for j in range(2):
+            h[0] += x[0]
+        s = s + h[i]
+    return s
+
+
+# 5. An array written and then read in the same loop body: the forward pass sets the
+#    array to None before the loop (`h = None` after `h = x * 1.0`) and crashes with
+#    "TypeError: 'NoneType' object does not support item assignment". Expected
+#    [0, 2, 0]. (Reading before the write in the body works.) Same workaround as 4.
+def write_then_read_in_loop(x):
+    h = x * 1.0
+    s = 0.0
+    for i in range(2):
+        h[0] = x[0]
+        s = s + h[1]
+    return s
+
+
+# 6. `np.where` broadcasting a reduction's result: the adjoint reaching `np.min(...,
+#    axis=1)` (shape (1,)) has the broadcast shape (3,) and the min rule crashes:
+#    "ValueError: could not broadcast input array from shape (3,1) into shape (1,2)".
+#    Expected (ones(2) at the minimum's entry times the count of v <= 0, zeros(3)).
+#    Workaround in numpy_programs.py: the branches of `np.where` have the full shape.
+def where_broadcasts_reduction(x, v):
+    return np.sum(np.where(v > 0.0, 1.0, np.min(x[None], axis=1)))
+
+
 CASES = [
     (transpose_of_intermediate, (np.array([[0.2, 0.5, -0.4], [0.9, -1.2, 0.3]]),)),
     (unused_branch_array_gradient, (np.array([0.5, 0.25]), np.array([[0.3, 0.2]]))),
     (write_then_constant_in_branch, (np.array([0.5, 1.5]),)),
+    (write_in_inner_loop_read_in_outer, (np.array([0.5, 0.25, 0.3]),)),
+    (write_then_read_in_loop, (np.array([0.5, 0.25, 0.3]),)),
+    (where_broadcasts_reduction, (np.array([0.5, 0.25]), np.array([-0.3, 0.2, -0.1]))),
 ]

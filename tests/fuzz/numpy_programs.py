@@ -12,7 +12,7 @@ scalar. The subset:
   `np.arctan`, `np.square`, `np.abs`, `np.exp`/`np.expm1`/`np.sinh` of bounded values,
   `np.log(c + v * v)`, `np.log1p(v * v)`, `np.sqrt(2.0 + np.cos(v))`, divisions by
   `c + np.cos(v)` or `1.0 + v * v`, `np.maximum`/`np.minimum`, `np.where` on comparisons,
-  `np.clip` with constant bounds, and conditional expressions on a scalar condition;
+  `np.clip` with constant bounds (branches of `np.where` have the full shape), and conditional expressions on a scalar condition;
 - reductions, full or along an axis, with or without `keepdims`: `np.sum`, `np.mean`,
   `np.max`, `np.min`, and `np.prod` of bounded values, also as methods (`v.sum(axis=0)`);
 - `@`, `np.dot` and `np.matmul` where the shapes fit (vector-vector, matrix-vector,
@@ -281,6 +281,7 @@ class _Gen:
         self.loop_depth = 0
         self.branches = 0          # depth of if statements and conditional expressions
         self.params = ()
+        self.hidden = {}           # arrays written in the current loop nest (bugs 4, 5)
 
     # -- choices (first option = simplest) -----------------------------------------------
     def pick(self, options):
@@ -349,7 +350,7 @@ class _Gen:
         for template, new_shape, kind, bound in path:
             if bound == "prod" and e.bound > 1.2:
                 e = self.squash(e)
-            if template == "{}.T" and not e.text.isidentifier():
+            if template == "{}.T" and e.text not in self.params:
                 template = "np.transpose({})"     # s2sad bug (found_numpy.py, 1)
             view = kind == "view" and not e.fresh
             e = _E(template.format(e.text), new_shape, _apply_bound(bound, e.bound, e.shape),
@@ -469,8 +470,9 @@ class _Gen:
         elif kind == "where":
             c1 = self.expr(env, d, shape)
             c2 = self.expr(env, d, self.broadcast_partner(shape))
-            a = self.expr(env, d, self.broadcast_partner(shape))
-            b = self.expr(env, d, self.broadcast_partner(shape))
+            # branches of the full shape: s2sad bug 6 (found_numpy.py)
+            a = self.expr(env, d, shape)
+            b = self.expr(env, d, shape)
             op = self.pick((">", "<", ">="))
             e = _E(f"np.where({c1.text} {op} {c2.text}, {a.text}, {b.text})", shape,
                    max(a.bound, b.bound))
@@ -677,6 +679,10 @@ class _Gen:
             lines.append(f"{pad}{name} = np.tanh({name})")
             bound = 1.0
         env[name] = _V(var.shape, bound, True, active=var.active or self.active(env, e))
+        if self.loop_depth:
+            # s2sad bugs 4 and 5 (found_numpy.py): an array written in a loop and read
+            # later in the same loop (nest). Unreadable until the outermost loop ends.
+            self.hidden[name] = env.pop(name)
         return lines, env
 
     def stmt_augment(self, env, pad, indent, depth):
@@ -728,6 +734,11 @@ class _Gen:
             self.trips = saved
         out = {}
         for n, v in env.items():
+            if n not in end and n in self.hidden:
+                if self.loop_depth:
+                    continue
+                end = dict(end)
+                end[n] = self.hidden.pop(n)
             if v.kind == "int" and n in end:
                 out[n] = v.copy()
             elif n in end:

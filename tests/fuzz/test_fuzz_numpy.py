@@ -50,8 +50,8 @@ from .numpy_programs import forget, numpy_programs
 
 pytestmark = [pytest.mark.fuzz, pytest.mark.filterwarnings("ignore:.*does not depend on")]
 
-# share of the profile's max_examples each test runs (fast: 1000 -> ~400 programs)
-SHARES = {"gradient": 0.25, "forward": 0.15}
+# share of the profile's max_examples each test runs (fast: 1000 -> 300 programs)
+SHARES = {"gradient": 0.2, "forward": 0.1}
 MAX_STATEMENTS = 10 if settings.get_current_profile_name() == "long" else 4
 RTOL, ATOL = 1e-5, 1e-7                # derivative vs finite differences
 DOT_RTOL, DOT_ATOL = 1e-9, 1e-11       # jvp vs <grad, tangent> (both exact), times scale
