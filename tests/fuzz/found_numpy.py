@@ -81,6 +81,13 @@ def where_broadcasts_reduction(x, v):
     return np.sum(np.where(v > 0.0, 1.0, np.min(x[None], axis=1)))
 
 
+# 7. `np.prod` over values one of which is exactly zero (here x - x[-1] at the last
+#    entry): the gradient is nan (the rule divides the product by the factor). Expected
+#    [-0.05, 0.2, 0.01]. Workaround in numpy_programs.py: `np.prod` of cosines only.
+def prod_with_zero_factor(x):
+    return np.prod(x - x[-1])
+
+
 CASES = [
     (transpose_of_intermediate, (np.array([[0.2, 0.5, -0.4], [0.9, -1.2, 0.3]]),)),
     (unused_branch_array_gradient, (np.array([0.5, 0.25]), np.array([[0.3, 0.2]]))),
@@ -88,4 +95,5 @@ CASES = [
     (write_in_inner_loop_read_in_outer, (np.array([0.5, 0.25, 0.3]),)),
     (write_then_read_in_loop, (np.array([0.5, 0.25, 0.3]),)),
     (where_broadcasts_reduction, (np.array([0.5, 0.25]), np.array([-0.3, 0.2, -0.1]))),
+    (prod_with_zero_factor, (np.array([0.5, 0.25, 0.3]),)),
 ]
