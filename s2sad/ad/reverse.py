@@ -79,6 +79,9 @@ class Reverse:
         self.user_calls = {}
         self.indexed = {a.id for s in _assigns(fn) for a in _getitem_receivers(s)}
         self.primal_names = {n.id for n in gast.walk(fn) if isinstance(n, gast.Name)}
+        self.scalar_zeros = False
+        self.in_loops = {name for loop in _walk_loops(fn.body)
+                         for name in nodes.names_stored(loop)}
         seed = self.adj(output) if output in self.active else self.namer.fresh("y_bar")
         defined = {output} if output in self.active else set()
         reverse = self.block(body, defined)
@@ -133,7 +136,7 @@ class Reverse:
             if op is None or target.id not in self.active or op.kind not in (
                     "call", USER, CUSTOM):
                 continue
-            name = _rule_name(op, self.src.local_names)
+            name = _rule_name(op, self.src)
             if name not in rules:
                 rules.append(name)
         if rules:
@@ -150,6 +153,10 @@ class Reverse:
         """The adjoint returned for parameter `p` (zeros if it received nothing)."""
         if p not in defined:
             return nodes.call(self.runtime("zeros_like"), [nodes.name(p)])
+        if self.scalar_zeros and self.kinds.kind.get(p) == ARRAY:
+            # a symbolic zero may reach it: give it the array's shape
+            return nodes.call(self.runtime("unbroadcast"), [nodes.name(self.adj(p)),
+                                                            nodes.name(p)])
         return nodes.name(self.adj(p))
 
     def guarded_types(self):
@@ -384,6 +391,14 @@ class Reverse:
         return [nodes.located(nodes.if_(copy.deepcopy(s.test), then, orelse), s)]
 
     def zero(self, n):
+        """`n_bar = 0.0`, a symbolic zero that arithmetic broadcasts; for an array that no
+        loop assigns (so reading it adds nothing to a tape), zeros of its shape, which
+        indexing and reshaping rules and the caller need."""
+        if self.kinds.kind.get(n) == ARRAY and n not in self.in_loops:
+            return nodes.assign(self.adj(n), nodes.call(self.runtime("zeros_like"),
+                                                        [nodes.name(n)]))
+        if self.kinds.kind.get(n) != SCALAR:
+            self.scalar_zeros = True
         return nodes.assign(self.adj(n), nodes.const(0.0))
 
     def loop(self, s, defined):
@@ -547,6 +562,7 @@ class _Updates:
         else:
             write = nodes.expr_stmt(nodes.call(nodes.attribute(target, "append"),
                                                [call.args[1]]))
+        write.s2s_defines = new         # the name the write stands for (renamed later)
         return [nodes.located(x, s) for x in out + [write]]
 
     def finish(self, vjp, loops):
@@ -866,13 +882,16 @@ def _at_path_ends(stmts, push, defined, record, partial):
             s.orelse = _at_path_ends(s.orelse, push, defined, record, partial)
             defined |= (_defs(s.body) & _defs(s.orelse))
         else:
-            defined |= set(nodes.names_stored(s))
+            defined |= _defs([s])
         out.append(s)
     return out
 
 
 def _defs(stmts):
-    return set(nodes.names_stored(nodes.if_(nodes.const(True), stmts)))
+    """Names `stmts` bind, counting in-place writes as binding the name they stand for."""
+    tree = nodes.if_(nodes.const(True), stmts)
+    return set(nodes.names_stored(tree)) | {
+        n.s2s_defines for n in gast.walk(tree) if hasattr(n, "s2s_defines")}
 
 
 def annotate(stmts, src, previous=None):
@@ -896,7 +915,7 @@ _SYMBOLS = {gast.Add: "+", gast.Sub: "-", gast.Mult: "*", gast.Div: "/", gast.Po
             gast.UAdd: "unary +"}
 
 
-def _rule_name(op, local_names):
+def _rule_name(op, src):
     """How the header names the rule of `op`: as the user spelled the operation."""
     node = op.node
     if isinstance(node, (gast.BinOp, gast.UnaryOp)):
@@ -911,7 +930,7 @@ def _rule_name(op, local_names):
         while isinstance(root, gast.Attribute):
             root = root.value
         if isinstance(func, gast.Attribute) and not (
-                isinstance(root, gast.Name) and root.id not in local_names):
+                isinstance(root, gast.Name) and not src.is_local(root.id)):
             return f".{func.attr}()"        # a method of a local value
         return _expr_source(func)
     return _expr_source(node)

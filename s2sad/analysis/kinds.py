@@ -61,7 +61,7 @@ class Kinds:
         if isinstance(e, gast.Constant):
             return SCALAR if isinstance(e.value, (int, float, bool)) else None
         if isinstance(e, gast.Name):
-            if e.id in self.local or e.id in self.src.local_names:
+            if e.id in self.local or self.src.is_local(e.id):
                 return self.kind.get(e.id)
             return _kind_of_object(self.src.resolve(e))
         if isinstance(e, gast.Attribute) and not _is_local_ref(e, self.src):
@@ -93,6 +93,10 @@ class Kinds:
         if isinstance(e, gast.Subscript):
             base = self.of(e.value)
             return {ARRAY: ARRAY, SCALARS: SCALAR}.get(base, UNKNOWN)
+        if isinstance(e, gast.Compare):       # elementwise on arrays
+            return combine([self.of(e.left)] + [self.of(c) for c in e.comparators])
+        if isinstance(e, gast.BoolOp):
+            return combine([self.of(v) for v in e.values])
         return SCALAR
 
 
@@ -115,7 +119,7 @@ def _key(prim):
 def _is_local_ref(e, src):
     while isinstance(e, gast.Attribute):
         e = e.value
-    return isinstance(e, gast.Name) and e.id in src.local_names
+    return isinstance(e, gast.Name) and src.is_local(e.id)
 
 
 def _kind_of_object(obj):

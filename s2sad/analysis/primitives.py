@@ -122,4 +122,4 @@ def _rule_op(prim, args, keywords, node):
 def _global_ref(e, src):
     while isinstance(e, gast.Attribute):
         e = e.value
-    return isinstance(e, gast.Name) and e.id not in src.local_names
+    return isinstance(e, gast.Name) and not src.is_local(e.id)

@@ -33,6 +33,9 @@ def unbroadcast(g, x):
     if np.shape(g) == shape and (isinstance(x, np.ndarray) or not isinstance(g, np.ndarray)):
         return g
     g = np.asarray(g)
+    if g.ndim == 0 and isinstance(x, np.ndarray):
+        # a scalar adjoint (a symbolic zero, or one value for every entry) of an array
+        return np.full(shape, g, dtype=x.dtype if x.dtype.kind == "f" else float)
     lead = g.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape)
                                        if n == 1 and g.shape[lead + i] != 1)
@@ -132,6 +135,51 @@ def unreduce(g, x, axis=None, keepdims=False):
     out = np.empty(shape, dtype=np.result_type(g, x))
     out[...] = g
     return out
+
+
+def prod_others(x, axis=None):
+    """For each entry of `x`, the product of the other entries it is multiplied with by
+    `np.prod(x, axis)`: the derivative of the product, also where an entry is zero."""
+    x = np.asarray(x)
+    if x.ndim == 0:
+        return np.ones_like(x, dtype=np.result_type(x, np.float32))
+    axes = _axes(axis, x.ndim)
+    moved = np.moveaxis(x, axes, range(x.ndim - len(axes), x.ndim))
+    flat = moved.reshape(moved.shape[:x.ndim - len(axes)] + (-1,))
+
+    def before(a):       # exclusive cumulative product along the last axis
+        out = np.ones_like(a, dtype=np.result_type(a, np.float32))
+        out[..., 1:] = np.cumprod(a[..., :-1], axis=-1)
+        return out
+    others = before(flat) * before(flat[..., ::-1])[..., ::-1]
+    return np.moveaxis(others.reshape(moved.shape), range(x.ndim - len(axes), x.ndim), axes)
+
+
+def prod_others_dot(x, t, axis=None):
+    """The tangent of `prod_others(x, axis)` along `t` (products of dual numbers, so
+    that zero entries need no division)."""
+    x, t = np.asarray(x), np.asarray(t)
+    if x.ndim == 0:
+        return np.zeros_like(x, dtype=np.result_type(x, np.float32))
+    axes = _axes(axis, x.ndim)
+    last = range(x.ndim - len(axes), x.ndim)
+
+    def flat(a):
+        moved = np.moveaxis(a, axes, last)
+        return moved.reshape(moved.shape[:x.ndim - len(axes)] + (-1,)), moved.shape
+
+    (fx, shape), (ft, _) = flat(x), flat(t)
+
+    def before(a, da):      # exclusive cumulative products and their tangents
+        p = np.ones_like(a, dtype=np.result_type(a, np.float32))
+        dp = np.zeros_like(p)
+        for k in range(1, a.shape[-1]):
+            p[..., k] = p[..., k - 1] * a[..., k - 1]
+            dp[..., k] = dp[..., k - 1] * a[..., k - 1] + p[..., k - 1] * da[..., k - 1]
+        return p, dp
+    (b, db), (a, da) = before(fx, ft), before(fx[..., ::-1], ft[..., ::-1])
+    a, da = a[..., ::-1], da[..., ::-1]
+    return np.moveaxis((db * a + b * da).reshape(shape), last, axes)
 
 
 def count(x, axis=None):

@@ -50,11 +50,11 @@ Not generated (s2sad limitations or outside the subset): iterating over an array
 parameters, and float32.
 
 Restrictions that only work around open s2sad bugs (tests/fuzz/found_numpy.py; drop
-each when its reproducer XPASSes): `.T` only on parameters (`np.transpose` otherwise,
-bug 1); inside branches every stored value depends on a parameter (bug 3); an array
-written in a loop is not read again before the outermost loop ends (bugs 4, 5); the
-branches of `np.where` have the full shape (bug 6); `np.prod` only of cosines, never of
-an exact zero (bug 7).
+each when its reproducer XPASSes; all seven are fixed now and moved to
+tests/test_regressions.py, and the restrictions for bugs 1 and 6 are lifted): inside
+branches every stored value depends on a parameter (bug 3); an array written in a loop is
+not read again before the outermost loop ends (bugs 4, 5); `np.prod` only of cosines,
+never of an exact zero (bug 7).
 
 Shrinking produces simpler programs: every choice's first option is the simplest.
 """
@@ -358,8 +358,6 @@ class _Gen:
             if bound == "prod":
                 # never a factor of exactly zero: s2sad bug 7 (found_numpy.py)
                 e = _E(f"np.cos({e.text})", e.shape, 1.0)
-            if template == "{}.T" and e.text not in self.params:
-                template = "np.transpose({})"     # s2sad bug (found_numpy.py, 1)
             view = kind == "view" and not e.fresh
             e = _E(template.format(e.text), new_shape, _apply_bound(bound, e.bound, e.shape),
                    fresh=not view, root=e.root if view else frozenset())
@@ -478,9 +476,8 @@ class _Gen:
         elif kind == "where":
             c1 = self.expr(env, d, shape)
             c2 = self.expr(env, d, self.broadcast_partner(shape))
-            # branches of the full shape: s2sad bug 6 (found_numpy.py)
             a = self.expr(env, d, shape)
-            b = self.expr(env, d, shape)
+            b = self.expr(env, d, self.broadcast_partner(shape))
             op = self.pick((">", "<", ">="))
             e = _E(f"np.where({c1.text} {op} {c2.text}, {a.text}, {b.text})", shape,
                    max(a.bound, b.bound))

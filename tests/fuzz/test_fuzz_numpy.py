@@ -59,7 +59,7 @@ SMOOTH_RTOL, SMOOTH_ATOL = 3e-6, 3e-8
 # s2sad bug 2 of found_numpy.py: an array parameter that only a branch not taken reads
 # gets the gradient `0.0` (a float). Tolerated here (as zeros of its shape) so that the
 # fuzzer looks further; the strict xfail there says when it is fixed: then set False.
-KNOWN_SCALAR_ZERO = True
+KNOWN_SCALAR_ZERO = False     # fixed; kept as a switch for regressions
 
 
 def fuzz_settings(share):
@@ -302,7 +302,8 @@ def _found_cases():
     return [pytest.param(fn, args, id=fn.__name__, marks=pytest.mark.xfail(
         strict=True, reason="s2sad bug found by fuzzing (tests/fuzz/found_numpy.py); when "
                             "it passes, the bug is fixed: move the case to a regular test"))
-            for fn, args in found_numpy.CASES]
+            for fn, args in found_numpy.CASES] + [
+        pytest.param(fn, args, id=fn.__name__) for fn, args in found_numpy.FIXED]
 
 
 @pytest.mark.parametrize("fn, args", _found_cases())
