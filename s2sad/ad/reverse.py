@@ -282,6 +282,12 @@ class Reverse:
     def contribution(self, op, param, g, target, s):
         if op.variant is None:
             raise self.missing_rule(op, s)
+        if op.prim is getattr and self.kinds[op.bound["obj"]] in (SCALAR, ARRAY):
+            kind = "number" if self.kinds[op.bound["obj"]] == SCALAR else "array"
+            raise MissingRuleError(
+                f"{self.src.where(s)}: reading the attribute .{op.bound['name'].value} of a "
+                f"differentiated {kind} is not supported; fields are differentiated for "
+                "dataclasses and named tuples\n    " + self.src.line_text(s).strip())
         template = op.variant.templates[param]
         subst = {"g": g, "ans": nodes.name(target)}
         subst.update(op.bound)
