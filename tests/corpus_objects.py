@@ -122,3 +122,7 @@ def calls_method_by_class(p):
 
 def calls_method_on_value(p):
     return p.norm2()
+
+
+def imag_plus(z):
+    return z.imag + z

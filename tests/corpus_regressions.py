@@ -150,3 +150,7 @@ def branch_bound_in_unrolled_loop(x, y):
             c = math.tanh(abs(math.log(0.25 + j * j)))
             u = c
     return x
+
+
+def attribute_of_temporary(x):
+    return np.sum((x * 2).T * x)      # `.T` of a temporary was taken for a global: no adjoint

@@ -207,3 +207,19 @@ def test_jvp_needs_one_tangent():
 def test_math_is_unchanged_for_floats():
     assert s2sad.grad(lambda_free_neg)(c.Pair(3.0, 4.0)) == c.Pair(-4.0, -3.0)
     assert math.isclose(s2sad.grad(c.product)(c.Pair(0.0, 1.0)).a, 2.0)
+
+
+def test_cli_show_forward_calls_the_custom_jvp_rule(capsys):
+    import os
+    from s2sad import cli
+    path = os.path.join(os.path.dirname(__file__), "corpus_custom.py")
+    assert cli.main(["show", f"{path}:radius", "--mode", "forward"]) == 0
+    assert "safe_sqrt_jvp((t_2,), (t_2_dot,))" in capsys.readouterr().out
+
+
+def test_attribute_of_a_differentiated_number_is_a_located_error():
+    with pytest.raises(s2sad.MissingRuleError) as info:
+        s2sad.grad(c.imag_plus)(1.0)
+    line = c.imag_plus.__code__.co_firstlineno + 1
+    assert f"corpus_objects.py:{line}: reading the attribute .imag of a differentiated " \
+           "number" in str(info.value)

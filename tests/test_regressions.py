@@ -167,3 +167,12 @@ def test_name_bound_in_a_loop_that_runs_zero_times():
 def test_name_bound_on_one_branch_of_an_unrolled_loop():
     y, pullback = s2sad.vjp(r.branch_bound_in_unrolled_loop, 0.003, 0.029)
     assert y == 0.003 and pullback(1.0) == (1.0, 0.0)
+
+
+def test_attribute_of_a_temporary_carries_its_adjoint():
+    x = np.array([[1.0, 2.0], [3.0, 4.0]])
+    expected = 4 * x.T                   # d/dx sum(2 x^T * x) = 4 x^T
+    np.testing.assert_allclose(s2sad.grad(r.attribute_of_temporary)(x), expected, rtol=1e-14)
+    v = np.array([[0.0, 1.0], [0.0, 0.0]])
+    _, y_dot = s2sad.jvp(r.attribute_of_temporary, (x,), (v,))
+    assert y_dot == pytest.approx(np.sum(expected * v))
