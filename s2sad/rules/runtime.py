@@ -69,11 +69,11 @@ def unattr(g, obj, name):
             f"reading .{name} of a differentiated {type(obj).__name__}: s2sad differentiates "
             "with respect to fields of dataclasses and named tuples only; make "
             f"{type(obj).__name__} a dataclass or pass it as a non-differentiated argument")
-    out = zeros_like(obj)
+    values = {f: _field_zero(getattr(obj, f)) for f in _fields(obj)}
     value = getattr(obj, name)
     if carries_derivative(value):
-        object.__setattr__(out, name, unbroadcast(g, value))
-    return out
+        values[name] = unbroadcast(g, value)
+    return _replace(obj, values)
 
 
 def cotangent(c, x):
