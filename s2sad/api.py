@@ -404,8 +404,10 @@ class custom_vjp:
     numerical stability, speed, or code s2sad cannot see into.
 
     `fwd(*args)` returns `(value, residuals)`; `bwd(residuals, g)` returns a tuple with
-    one cotangent per positional argument. Differentiated code calls `fwd` and `bwd`
-    by name:
+    one cotangent per positional argument, or None for an argument without one (a
+    literal None emits no code). Forward mode (`jvp`) differentiates the function's own
+    source; `hessian` differentiates `fwd` and `bwd`. Differentiated code calls `fwd`
+    and `bwd` by name:
 
     >>> import math, s2sad
     >>> @s2sad.custom_vjp

@@ -126,3 +126,7 @@ def calls_method_on_value(p):
 
 def imag_plus(z):
     return z.imag + z
+
+
+def summed(p):
+    return np.sum(p.a * p.b) + np.sum(p.a)

@@ -143,8 +143,19 @@ def test_fields_read_in_a_loop():
 
 def test_generated_code_reads_the_field_and_routes_its_adjoint():
     text = s2sad.source(c.product, at=(c.Point(1.0, 2.0),))
-    assert "t = p.a" in text and "_s2s_unattr(t_bar, p, 'a')" in text
-    assert "_s2s_add(p_bar" in text
+    assert "t = p.a" in text and "_s2s_unattr(y_bar * t_1, p, 'a')" in text
+    assert "_s2s_add(p_bar" in text and "unbroadcast" not in text   # float fields
+
+
+def test_field_types_are_specialised_on():
+    df = s2sad.grad(c.summed)
+    p = c.Point(0.5, 2.0)
+    check_structure(df(p), c.summed, (p,))
+    assert "type(p.a) is not float" in df.source
+    q = c.Point(np.array([0.5, -1.0, 3.0]), 2.0)        # now an array field: recompiled
+    check_structure(df(q), c.summed, (q,))
+    assert isinstance(df(q).a, np.ndarray) and isinstance(df(q).b, float)
+    check_structure(df(p), c.summed, (p,))
 
 
 # -- plain objects as constants ---------------------------------------------------------

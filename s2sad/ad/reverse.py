@@ -111,7 +111,9 @@ class Reverse:
 
     def guarded_types(self):
         """[(parameter, generated-code name of its type)] for the fused function's guard."""
-        order = [a.id for a in self.src.node.args.posonlyargs + self.src.node.args.args]
+        params = [a.id for a in self.src.node.args.posonlyargs + self.src.node.args.args]
+        order = params + sorted(k for k in self.types if k.split(".")[0] in params
+                                and k not in params)
         return [(p, self.helper(self.types[p].__name__, obj=self.types[p]))
                 for p in order if p in self.types]
 

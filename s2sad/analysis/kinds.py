@@ -42,7 +42,8 @@ class Kinds:
                 if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name)]
         defs += [(n.target.id, _target_kind(n, src)) for n in gast.walk(fn)
                  if isinstance(n, gast.For)]
-        self.local = {t for t, _ in defs} | set(self.kind)
+        self.assigned = {t for t, _ in defs}
+        self.local = self.assigned | set(self.kind)
         changed = True
         while changed:
             changed = False
@@ -88,12 +89,20 @@ class Kinds:
                 return ARRAY if partial else SCALAR
             return returns or UNKNOWN
         if isinstance(e, gast.Attribute):
+            field = _field_key(e)
+            if field in self.kind and e.value.id not in self.assigned:
+                return self.kind[field]     # a field of a dataclass or named tuple argument
             prim = registry.ATTRIBUTES.get(e.attr)
             return registry.RETURNS.get(_key(prim), UNKNOWN) if prim else UNKNOWN
         if isinstance(e, gast.Subscript):
             base = self.of(e.value)
             return {ARRAY: ARRAY, SCALARS: SCALAR}.get(base, UNKNOWN)
         return SCALAR
+
+
+def _field_key(e):
+    """"p.a" for the attribute read `p.a` of a name, else None."""
+    return f"{e.value.id}.{e.attr}" if isinstance(e.value, gast.Name) else None
 
 
 def _target_kind(loop, src):

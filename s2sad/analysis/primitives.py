@@ -15,7 +15,7 @@ NONDIFF = "nondiff"
 CALL = "call"
 PACK = "pack"
 USER = "user"       # a call to a Python function without a rule: differentiated itself
-CUSTOM = "custom"   # a call to a function with a custom_vjp
+CUSTOM = "custom"   # a call to a custom_vjp or custom_jvp function
 
 
 class Op:
