@@ -130,3 +130,7 @@ def imag_plus(z):
 
 def summed(p):
     return np.sum(p.a * p.b) + np.sum(p.a)
+
+
+def scaled_sample(s):
+    return s.x * s.x * s.count

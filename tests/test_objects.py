@@ -234,3 +234,27 @@ def test_attribute_of_a_differentiated_number_is_a_located_error():
     line = c.imag_plus.__code__.co_firstlineno + 1
     assert f"corpus_objects.py:{line}: reading the attribute .imag of a differentiated " \
            "number" in str(info.value)
+
+
+def test_named_tuple_fields_without_a_derivative_get_none():
+    import collections
+    Sample = collections.namedtuple("Sample", "x count label")
+    s = Sample(1.5, 3, "a")
+    g = s2sad.grad(c.scaled_sample)(s)
+    assert type(g) is Sample and g.count is None and g.label is None
+    assert g.x == pytest.approx(fd_grad(lambda t: c.scaled_sample(Sample(t, 3, "a")), (1.5,)))
+
+
+def test_jvp_through_a_list_of_named_tuples():
+    ps = [c.Pair(1.0, 2.0), c.Pair(-0.5, 0.25)]
+    dps = [c.Pair(0.3, -1.0), c.Pair(2.0, 0.5)]
+    y, y_dot = s2sad.jvp(c.pairs, (ps, 1.5), (dps, 0.0))
+    along = lambda t: c.pairs([c.Pair(p.a + t * d.a, p.b + t * d.b)  # noqa: E731
+                               for p, d in zip(ps, dps)], 1.5)
+    assert y == pytest.approx(c.pairs(ps, 1.5))
+    assert y_dot == pytest.approx(fd_grad(along, (0.0,)), rel=1e-7)
+
+
+def test_hessian_with_a_model_argument_left_out():
+    h = s2sad.hessian(c.uses_object_argument, wrt=1)(c.plain, 0.8)
+    assert h == pytest.approx(2 * c.plain.w)

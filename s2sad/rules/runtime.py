@@ -15,6 +15,8 @@ def zeros_like(x):
     """The zero adjoint of `x`: 0.0 for a number, a float zero array for an array."""
     if isinstance(x, np.ndarray):
         return np.zeros_like(x, dtype=np.result_type(x.dtype, np.float32))
+    if _is_named_tuple(x):
+        return _rebuild(x, [_field_zero(v) for v in x])
     if isinstance(x, (tuple, list)):
         return _rebuild(x, [zeros_like(v) for v in x])
     if isinstance(x, dict):
@@ -27,6 +29,10 @@ def zeros_like(x):
 def is_record(x):
     """Whether `x` is a dataclass instance (a named tuple is a tuple)."""
     return dataclasses.is_dataclass(x) and not isinstance(x, type)
+
+
+def _is_named_tuple(x):
+    return isinstance(x, tuple) and hasattr(x, "_fields")
 
 
 def _fields(x):
@@ -61,7 +67,7 @@ def _field_zero(v):
 
 def unattr(g, obj, name):
     """The adjoint of `obj.name`: zeros shaped like `obj` with `g` in field `name`."""
-    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+    if _is_named_tuple(obj):
         return unindex(g, obj, obj._fields.index(name))
     if not is_record(obj):
         from ..errors import S2SADError
@@ -126,12 +132,13 @@ def unindex(g, x, index):
         out[index] = unbroadcast(g, x[index])
         return out
     if isinstance(x, (tuple, list)):
-        out = [zeros_like(v) for v in x]
-        if isinstance(index, slice):
-            for i, v in zip(range(*index.indices(len(x))), g):
+        out = list(zeros_like(x))
+        named = _is_named_tuple(x)
+        items = (zip(range(*index.indices(len(x))), g) if isinstance(index, slice)
+                 else [(index, g)])
+        for i, v in items:
+            if not named or carries_derivative(x[i]):
                 out[i] = unbroadcast(v, x[i])
-        else:
-            out[index] = unbroadcast(g, x[index])
         return _rebuild(x, out)
     x = np.asarray(x)
     out = np.zeros(x.shape, dtype=np.result_type(x.dtype, np.float32))
