@@ -34,7 +34,12 @@ def jvp(f, primals, tangents, **kwargs):
     (0.0, 3.0)
 
     The tangent's structure is the output's: an array for an array output, a tuple for
-    a tuple. Keyword arguments are passed through, never differentiated.
+    a tuple. A tangent of a dataclass or named tuple is an instance of the same type.
+    A tangent `None` leaves its argument out (a model object, a count); keyword
+    arguments are passed through, never differentiated.
+
+    >>> s2sad.jvp(f, (3.0, 2.0), (None, 1.0))       # d/dy, x held fixed
+    (6.141120008059867, 3.0)
     """
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
@@ -45,9 +50,11 @@ def jvp(f, primals, tangents, **kwargs):
     first = 0
     if inspect.ismethod(f):
         f, primals, first = f.__func__, (f.__self__,) + primals, 1
-    wrt = tuple(range(first, len(primals)))
+    wrt = tuple(i for i in range(first, len(primals)) if tangents[i - first] is not None)
+    if not wrt:
+        raise S2SADError("jvp needs at least one tangent that is not None")
     d = compiled(f, wrt, pipeline.kinds_of(api._target(f), primals))
-    return _call(d, primals, kwargs, tangents)
+    return _call(d, primals, kwargs, tuple(t for t in tangents if t is not None))
 
 
 def _wrt(f, wrt):

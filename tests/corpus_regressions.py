@@ -222,3 +222,7 @@ def helper_of_a_constant_in_a_loop(x):
         else:
             x = x * 3.0
     return x
+
+
+def attribute_of_temporary(x):
+    return np.sum((x * 2).T * x)      # `.T` of a temporary was taken for a global: no adjoint

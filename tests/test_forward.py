@@ -430,6 +430,9 @@ def test_every_forward_rule_is_checked():
         called |= {id(classify(s.value, src).prim) for _, s in definitions(node.body)}
         called |= {id(src.resolve(loop.iter.func)) for loop in gast.walk(node)
                    if isinstance(loop, gast.For) and isinstance(loop.iter, gast.Call)}
+    # fields of objects take dataclass and named-tuple tangents, which jacfwd does not
+    # build: tests/test_objects.py checks them against central differences
+    called.add(id(getattr))
     unchecked = [getattr(p, "__qualname__", p) for p in registry.JVPS
                  if getattr(p, "__module__", "") != runtime.__name__ and id(p) not in called]
     assert not unchecked, "forward rules without a check: " + ", ".join(map(str, unchecked))

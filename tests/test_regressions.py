@@ -198,3 +198,12 @@ def test_loop_that_runs_no_iteration_keeps_its_variable():
 def test_call_of_a_user_function_on_constants_assigned_to_an_active_name():
     assert s2sad.grad(r.helper_of_a_constant_in_a_loop)(-0.5) == 9.0    # x * 3 twice
     assert s2sad.grad(r.helper_of_a_constant_in_a_loop)(0.5) == 0.0
+
+
+def test_attribute_of_a_temporary_carries_its_adjoint():
+    x = np.array([[1.0, 2.0], [3.0, 4.0]])
+    expected = 4 * x.T                   # d/dx sum(2 x^T * x) = 4 x^T
+    np.testing.assert_allclose(s2sad.grad(r.attribute_of_temporary)(x), expected, rtol=1e-14)
+    v = np.array([[0.0, 1.0], [0.0, 0.0]])
+    _, y_dot = s2sad.jvp(r.attribute_of_temporary, (x,), (v,))
+    assert y_dot == pytest.approx(np.sum(expected * v))

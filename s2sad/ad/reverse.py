@@ -161,7 +161,9 @@ class Reverse:
 
     def guarded_types(self):
         """[(parameter, generated-code name of its type)] for the fused function's guard."""
-        order = [a.id for a in self.src.node.args.posonlyargs + self.src.node.args.args]
+        params = [a.id for a in self.src.node.args.posonlyargs + self.src.node.args.args]
+        order = params + sorted(k for k in self.types if k.split(".")[0] in params
+                                and k not in params)
         return [(p, self.helper(self.types[p].__name__, obj=self.types[p]))
                 for p in order if p in self.types]
 
@@ -253,27 +255,15 @@ class Reverse:
                   if isinstance(a, gast.Name) and a.id in self.active]
         if not active:          # constant arguments: the call is not differentiated
             return []
-        if op.kind == CUSTOM:
-            if op.prim.fwd is None:
-                raise MissingRuleError(
-                    f"{self.src.where(s)}: {op.prim.__name__} is a custom_vjp without its "
-                    f"rule; call {op.prim.__name__}.defvjp(fwd, bwd) first")
-            name = op.prim.__name__
-            residuals = self.namer.fresh(f"{name}_residuals")
-            fwd = self.helper(op.prim.fwd.__name__, obj=op.prim.fwd)
-            bwd = self.helper(op.prim.bwd.__name__, obj=op.prim.bwd)
-            self.user_calls[id(s)] = (residuals, fwd)
-            self.primal_names.add(residuals)
-            call = nodes.call(bwd, [nodes.name(residuals), g])
-            out = []
-            for i in active:
-                part = gast.Subscript(value=call, slice=nodes.const(i), ctx=gast.Load())
-                out.append(self.accumulate(op.args[i].id, part, defined, s))
-            return out
-        name = primitives.python_function(op.prim)[0].__name__
+        prim = op.prim
+        if op.kind == CUSTOM and prim.s2s_custom == "vjp":
+            return self.custom_vjp_call(s, op, g, defined, active)
+        if op.kind == CUSTOM:       # a custom_jvp: reverse mode differentiates its source
+            prim = prim.primal
+        name = primitives.python_function(prim)[0].__name__
         pullback = self.namer.fresh(f"{name}_pullback")
         wrt = tuple(active) if len(active) > 1 else active[0]
-        self.user_calls[id(s)] = (pullback, self.callee(op.prim, wrt, op.args))
+        self.user_calls[id(s)] = (pullback, self.callee(prim, wrt, op.args))
         self.primal_names.add(pullback)
         call = nodes.call(pullback, [g])
         if len(active) == 1:
@@ -296,6 +286,36 @@ class Reverse:
                 then.append(self.accumulate(arg, nodes.name(temp), defined, s))
         return out + then
 
+    def custom_vjp_call(self, s, op, g, defined, active):
+        """`t = f(a, b)` with a custom_vjp: the forward pass calls `fwd`, the pullback
+        `bwd`; a cotangent `bwd` returns as a literal None is a symbolic zero (no code),
+        one it may return as None at run time becomes zeros."""
+        prim = op.prim
+        if prim.fwd is None:
+            raise MissingRuleError(
+                f"{self.src.where(s)}: {prim.__name__} is a custom_vjp without its "
+                f"rule; call {prim.__name__}.defvjp(fwd, bwd) first")
+        residuals = self.namer.fresh(f"{prim.__name__}_residuals")
+        fwd = self.helper(prim.fwd.__name__, obj=prim.fwd)
+        bwd = self.helper(prim.bwd.__name__, obj=prim.bwd)
+        self.user_calls[id(s)] = (residuals, fwd)
+        self.primal_names.add(residuals)
+        zeros = _literal_nones(prim.bwd)
+        active = [i for i in active if zeros.get(i) != "always"]
+        call = nodes.call(bwd, [nodes.name(residuals), g])
+        out = []
+        if len(active) > 1:     # call bwd once
+            cotangents = self.namer.fresh(f"{prim.__name__}_cotangents")
+            out.append(nodes.located(nodes.assign(cotangents, call), s))
+            call = nodes.name(cotangents)
+        for i in active:
+            part = gast.Subscript(value=copy.deepcopy(call), slice=nodes.const(i),
+                                  ctx=gast.Load())
+            if zeros.get(i) != "never":
+                part = nodes.call(self.runtime("cotangent"), [part, copy.deepcopy(op.args[i])])
+            out.append(self.accumulate(op.args[i].id, part, defined, s))
+        return out
+
     def callee(self, prim, wrt, call_args):
         """The generated-code name of the vjp of `prim` for `wrt` (compiled now, unless
         that is a recursive call, then on first use); a method's instance and a partial's
@@ -316,6 +336,12 @@ class Reverse:
     def contribution(self, op, param, g, target, s):
         if op.variant is None:
             raise self.missing_rule(op, s)
+        if op.prim is getattr and self.kinds[op.bound["obj"]] in (SCALAR, ARRAY):
+            kind = "number" if self.kinds[op.bound["obj"]] == SCALAR else "array"
+            raise MissingRuleError(
+                f"{self.src.where(s)}: reading the attribute .{op.bound['name'].value} of a "
+                f"differentiated {kind} is not supported; fields are differentiated for "
+                "dataclasses and named tuples\n    " + self.src.line_text(s).strip())
         template = op.variant.templates[param]
         subst = {"g": g, "ans": nodes.name(target)}
         subst.update(op.bound)
@@ -796,6 +822,31 @@ def _strip_markers(stmts):
     return out
 
 
+def _literal_nones(fn):
+    """{position: "always" | "never"} for the tuples `fn` returns as literals: whether
+    each position is the constant None in every return (a position missing, or None in
+    some returns only, may be None at run time). Empty if the source is unreadable."""
+    import ast
+    import inspect
+    import textwrap
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return {}
+    returns = [n.value for n in ast.walk(tree.body[0]) if isinstance(n, ast.Return)]
+    if not returns or not all(isinstance(r, ast.Tuple) for r in returns):
+        return {}
+    size = len(returns[0].elts)
+    if any(len(r.elts) != size for r in returns):
+        return {}
+    out = {}
+    for i in range(size):
+        nones = [isinstance(r.elts[i], ast.Constant) and r.elts[i].value is None
+                 for r in returns]
+        out[i] = "always" if all(nones) else "never" if not any(nones) else "sometimes"
+    return out
+
+
 def _same(a, b):
     return isinstance(a, gast.Name) and isinstance(b, gast.Name) and a.id == b.id
 
@@ -814,8 +865,14 @@ def _in_order(stmts):
 
 
 def _getitem_receivers(s):
-    if isinstance(s.value, gast.Subscript) and isinstance(s.value.value, gast.Name):
-        yield s.value.value
+    """The names `s` indexes or reads a field of: their adjoints are structures."""
+    from ..rules import registry
+    v = s.value
+    if isinstance(v, gast.Subscript) and isinstance(v.value, gast.Name):
+        yield v.value
+    if (isinstance(v, gast.Attribute) and isinstance(v.value, gast.Name)
+            and registry.ATTRIBUTES.get(v.attr) is None):
+        yield v.value
 
 
 def _own(stmts):
