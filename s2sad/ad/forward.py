@@ -93,7 +93,9 @@ class Forward:
         jvp = nodes.function(self.namer.fresh(f"{fn.name}_jvp"), [], body, like=fn)
         self.add_tangent_params(jvp.args)
         for n in gast.walk(jvp):
-            if isinstance(n, gast.Name) and getattr(n, "s2s_prim", None) is not None:
+            if isinstance(n, gast.Name) and getattr(n, "s2s_lifted", False):
+                self.helpers[n.id] = n.s2s_prim    # its own name: nothing else has it
+            elif isinstance(n, gast.Name) and getattr(n, "s2s_prim", None) is not None:
                 n.id = self.helper(n.id, n.s2s_prim)
         _coalesce(jvp, set(self.dots.values()))
         return jvp

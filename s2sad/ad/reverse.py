@@ -87,6 +87,9 @@ class Reverse:
         reverse.append(nodes.ret(nodes.tuple_(result) if self.as_tuple else result[0]))
         pullback = nodes.function(self.namer.fresh(f"{fn.name}_pullback"), [seed], reverse)
         forward = _strip_markers(self.forward(body))
+        for n in gast.walk(nodes.function("_", [], forward)):
+            if isinstance(n, gast.Name) and getattr(n, "s2s_lifted", False):
+                self.helpers[n.id] = n.s2s_prim    # a lifted function it runs unchanged
         vjp = nodes.function(self.namer.fresh(f"{fn.name}_vjp"), [], forward + [
             pullback, nodes.ret(nodes.tuple_([ret.value, nodes.name(pullback.name)]))],
             like=fn)
