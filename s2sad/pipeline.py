@@ -37,6 +37,7 @@ class Derivative:
         self.fn = fn
         self.source = source_text
         self.filename = filename
+        self.lifted = []    # (function, wrt, kinds) of the lifted functions it calls
 
 
 def wrt_names(src, wrt):
@@ -167,7 +168,9 @@ def reverse(fn, wrt=0, fused=False, kinds=None):
         bindings.setdefault(var, cell.cell_contents)
     filename = f"<s2sad: {node.name}, from {src.filename}:{src.first_line}>"
     compiled, text = emit.compile_function(node, bindings, src.fn, filename)
-    return Derivative(compiled, text, filename)
+    derivative = Derivative(compiled, text, filename)
+    derivative.lifted = rev.lifted
+    return derivative
 
 
 @_guarded
@@ -185,6 +188,7 @@ def forward(fn, wrt=0, kinds=None):
     compiled, text = emit.compile_function(node, bindings, src.fn, filename)
     derivative = Derivative(compiled, text, filename)
     derivative.tangent_names = fwd.tangent_names
+    derivative.lifted = fwd.lifted
     return derivative
 
 

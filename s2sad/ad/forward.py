@@ -74,6 +74,7 @@ class Forward:
         self.helpers = {}
         self.dots = {}
         self.adapters = {}
+        self.lifted = []      # (function, wrt, kinds) of the lifted functions it calls
 
     def run(self, fn):
         *body, ret = fn.body
@@ -313,6 +314,8 @@ class Forward:
             adapter = CallJVP(fn, tuple(i + len(args) for i in varied), len(call.args), args,
                               kwargs)
             self.adapters[key] = (adapter, prim)
+            if hasattr(fn, "s2s_lifted"):
+                self.lifted.append((fn, adapter.wrt, None))
         name = self.helper(f"{fn.__name__}_jvp", self.adapters[key][0])
         value = nodes.call(name, [copy.deepcopy(a) for a in call.args] + [
             nodes.name(self.dot(call.args[i].id)) for i in varied], call.keywords)

@@ -60,6 +60,7 @@ class Reverse:
         self.adjoints = {}
         self.helpers = {}
         self.loops = {}
+        self.lifted = []      # (function, wrt, kinds) of the lifted functions it calls
 
     def run(self, fn):
         *body, ret = fn.body
@@ -260,6 +261,8 @@ class Reverse:
         params = list(inspect.signature(fn).parameters)[shift:]
         kinds = {p: self.kinds[a] for p, a in zip(params, call_args)}
         vjp = pipeline.vjp_of(fn, wrt, kinds)
+        if hasattr(fn, "s2s_lifted") and (fn, wrt, kinds) not in self.lifted:
+            self.lifted.append((fn, wrt, kinds))
         if args or kwargs:
             vjp = functools.partial(vjp, *args, **kwargs)
         return self.helper(f"{fn.__name__}_vjp", obj=vjp)
