@@ -157,3 +157,9 @@ def nested_missing_rule(x):
     def g(t):
         return math.gamma(t)
     return g(x)
+
+
+def comp_variable_and_user_name(x):
+    k = 3.0
+    total = sum(x * k for k in range(5)) * k
+    return total + k

@@ -162,3 +162,31 @@ def test_user_values_are_not_mutated():
     s2sad.grad(c.nested_numpy)(x)
     s2sad.grad(c.comp_numpy)(x)
     np.testing.assert_array_equal(x, X)
+
+
+def test_source_shows_the_lifted_functions_derivatives_with_their_line():
+    lines, first = inspect.getsourcelines(c.lambda_in_loop)
+    line = first + next(i for i, t in enumerate(lines) if "lambda s, k" in t)
+    for mode, name in (("reverse", "step_vjp"), ("forward", "step_jvp")):
+        text = s2sad.source(c.lambda_in_loop, mode=mode)
+        header = f"# step: nested in lambda_in_loop (line {line}), lifted: x passed in"
+        assert header in text
+        assert f"def {name}(s, k, x" in text.split(header)[1]
+
+
+def test_cli_shows_the_lift_stage(capsys):
+    from s2sad import cli
+    assert cli.main(["show", f"{inspect.getsourcefile(c)}:nested_calls_module_function",
+                     "--stage", "lift"]) == 0
+    out = capsys.readouterr().out
+    assert "def g(t, x):" in out and "return g(x, x) * g(2.0, x)" in out
+
+
+def test_comprehension_variables_do_not_leak_into_user_names():
+    # `k` of the comprehension and the user's `k` are different variables
+    def by_hand(x):
+        k = 3.0
+        return sum(x * j for j in range(5)) * k + k
+    x = 0.6
+    assert_close(c.comp_variable_and_user_name(x), by_hand(x))
+    assert_close(s2sad.grad(c.comp_variable_and_user_name)(x), fd_grad(by_hand, (x,), 0))
