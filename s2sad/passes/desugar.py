@@ -126,8 +126,7 @@ class Desugar:
     # -- comprehensions ---------------------------------------------------------------
     def comprehensions(self, s):
         """(loops building the lists of the comprehensions in `s`'s own expressions,
-        `s` reading those lists instead, or None when the first loop builds the list
-        `s` assigns)."""
+        `s` reading those lists instead, or None when the loops replace `s`)."""
         if isinstance(s, gast.While) and _comprehension_in(s.test):
             raise self.src.syntax_error(
                 _comprehension_in(s.test), "a comprehension in a while condition is not "
@@ -138,7 +137,7 @@ class Desugar:
             return self.expand(s.value, s.targets[0].id), None
         if isinstance(s, gast.For) and isinstance(s.iter, gast.GeneratorExp):
             if len(s.iter.generators) == 1 or not _breaks(s.body):
-                return [], self.merged(s)
+                return [self.merged(s)], None
             s.iter.s2s_consumed = True
         prelude = []
         hoist = _Hoist(self, prelude)

@@ -89,9 +89,11 @@ class Lift:
                 raise self.src.syntax_error(
                     n, f"{n.id!r} names a nested function and is assigned again; give the "
                        "function and the value different names")
-        for name in sorted(params & set(found)):
-            raise self.src.syntax_error(found[name][0], f"the nested function {name!r} "
-                                        "has the name of a parameter; rename one of them")
+        clash = sorted(params & set(found))
+        if clash:
+            raise self.src.syntax_error(found[clash[0]][0], f"the nested function "
+                                        f"{clash[0]!r} has the name of a parameter; rename "
+                                        "one of them")
         return found
 
     def define(self, found, name, stmt, node):
