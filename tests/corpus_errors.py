@@ -96,6 +96,13 @@ def comp_in_while(x):
 def comp_unpacking(x):
     return sum([i * v for i, v in enumerate([x, x])])
 
+def nested_appends(x):
+    terms = []
+    def add(v):
+        terms.append(v * v)
+    add(x)
+    return sum(terms)
+
 def comp_in_ifexp(x):
     return sum([x for i in range(2)]) if x > 0 else 0.0
 

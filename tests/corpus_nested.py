@@ -153,9 +153,19 @@ closure_f = make_closure(3.0)
 
 
 # -- errors inside a lifted function ------------------------------------------------------
+class _Opaque:
+    """A callable without Python source or rule."""
+
+    def __call__(self, v):
+        return v
+
+
+opaque = _Opaque()
+
+
 def nested_missing_rule(x):
     def g(t):
-        return math.gamma(t)
+        return opaque(t) * 2.0
     return g(x)
 
 

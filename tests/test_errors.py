@@ -37,6 +37,7 @@ def line_of(text):
     ("comp_in_while", "while sum([x * i", "comprehension in a while condition"),
     ("comp_unpacking", "for i, v in enumerate", "unpacking in a comprehension"),
     ("comp_in_ifexp", "return sum([x for i", "inside a conditional expression"),
+    ("nested_appends", "terms.append(v * v)", "changes 'terms' of the enclosing function"),
     ("nested_setitem", "a[0][1] = x", "assignment to an element"),
 ])
 def test_unsupported_syntax(name, construct, message):

@@ -37,6 +37,10 @@ from ..codegen import emit, nodes
 
 _lifted = weakref.WeakKeyDictionary()   # user function -> (functions, signatures)
 
+# methods that change a list, dict or array in place
+MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "update", "sort",
+            "reverse", "setdefault", "popitem", "fill", "resize", "itemset", "put"}
+
 
 class Lift:
     """See the module docstring."""
@@ -154,6 +158,8 @@ class Lift:
                         if v not in extras[name]:
                             extras[name].append(v)
                             changed = True
+        for name, (_, node) in definitions.items():
+            self.check_no_mutation(name, node, extras[name])
         signatures = {name: ([a.id for a in node.args.posonlyargs + node.args.args],
                              extras[name]) for name, (_, node) in definitions.items()}
         defs = [self.lifted_def(name, node, extras[name])
@@ -165,6 +171,26 @@ class Lift:
             _mark_calls(d, functions)
             functions[d.name].s2s_lifted = Lifted(d, self.src, signatures[d.name])
         return functions, signatures
+
+    def check_no_mutation(self, name, node, extras):
+        """A lifted function receives the values of its free variables, so it must not
+        change them in place (`lst.append(v)`, `a[i] = v`): the enclosing function's
+        derivative would not see the change."""
+        body = node.body if isinstance(node, gast.FunctionDef) else [node.body]
+        for n in _own(body):
+            target = None
+            if isinstance(n, (gast.Assign, gast.AugAssign)):
+                targets = n.targets if isinstance(n, gast.Assign) else [n.target]
+                target = next((t.value for t in targets if isinstance(t, gast.Subscript)),
+                              None)
+            elif (isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute)
+                  and n.func.attr in MUTATORS):
+                target = n.func.value
+            if isinstance(target, gast.Name) and target.id in extras:
+                raise self.src.syntax_error(
+                    n, f"the nested function {name!r} changes {target.id!r} of the "
+                       "enclosing function in place, which s2sad cannot differentiate; "
+                       "return the new value from the nested function instead")
 
     def lifted_def(self, name, node, extra):
         if isinstance(node, gast.Lambda):
