@@ -131,6 +131,14 @@ def lambda_in_comprehension(x):
     return sum([g(x + i) for i in range(3)])
 
 
+RATE = 10.0
+
+
+def lambda_reads_global_not_comprehension_var(x):
+    g = lambda t: t * RATE       # RATE is the global, not the comprehension's RATE
+    return sum([g(x) * RATE for RATE in range(3)])
+
+
 def nested_with_comprehension(x):
     def poly(t):
         return sum([t ** k / (k + 1) for k in range(4)])

@@ -143,9 +143,12 @@ class Lift:
 
     def lift(self, definitions):
         """{name: (lifted function, names of its extra parameters)}."""
-        scope = {a.id for a in _params(self.src.node)} | {
-            n.id for n in _own(self.src.node.body)
-            if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load)}
+        body = self.src.node.body
+        comprehension_targets = {id(n) for c in _own(body) if isinstance(c, gast.comprehension)
+                                 for n in gast.walk(c.target)}
+        scope = {a.id for a in _params(self.src.node)} | {   # the enclosing function's names
+            n.id for n in _own(body) if isinstance(n, gast.Name)
+            and not isinstance(n.ctx, gast.Load) and id(n) not in comprehension_targets}
         free = {name: _free(node) for name, (_, node) in definitions.items()}
         extras = {name: [v for v in free[name] if v in scope and v not in definitions]
                   for name in definitions}
