@@ -139,6 +139,11 @@ def lambda_reads_global_not_comprehension_var(x):
     return sum([g(x) * RATE for RATE in range(3)])
 
 
+def comprehension_var_named_like_a_global(x):
+    scaled = sum([x * RATE for k in range(2)])
+    return scaled + sum([x * RATE for RATE in range(3)])
+
+
 def nested_with_comprehension(x):
     def poly(t):
         return sum([t ** k / (k + 1) for k in range(4)])

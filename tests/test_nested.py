@@ -38,6 +38,7 @@ CASES = [
     (c.nested_recursive, (1.3,)),
     (c.lambda_in_comprehension, (0.4,)),
     (c.lambda_reads_global_not_comprehension_var, (0.4,)),
+    (c.comprehension_var_named_like_a_global, (0.4,)),
     (c.nested_with_comprehension, (0.8,)),
     (c.nested_numpy, (X,)),
     (c.closure_f, (0.9,)),

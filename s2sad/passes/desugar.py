@@ -53,7 +53,7 @@ class Desugar:
         self.ret_flag = None
 
     def run(self, fn):
-        self.outside = set(_names_outside_comprehensions(fn))
+        self.outside = set(_names_outside_comprehensions(fn)) | set(self.src.free_values())
         self.comprehension_vars = set()
         body = [s for stmt in fn.body for s in self.stmt(stmt)]
         body = _drop_docstring(body)
@@ -190,7 +190,8 @@ class Desugar:
 
     def loop_var(self, var):
         """The name of a comprehension's loop variable in the loop that replaces it:
-        its own, unless the function or another comprehension uses it."""
+        its own, unless the function, a global it reads or another comprehension uses
+        it."""
         if var in self.outside or var in self.comprehension_vars:
             var = self.namer.fresh(var)
         self.comprehension_vars.add(var)
