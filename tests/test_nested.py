@@ -193,3 +193,13 @@ def test_comprehension_variables_do_not_leak_into_user_names():
     x = 0.6
     assert_close(c.comp_variable_and_user_name(x), by_hand(x))
     assert_close(s2sad.grad(c.comp_variable_and_user_name)(x), fd_grad(by_hand, (x,), 0))
+
+
+def test_hessian_through_a_nested_function_is_refused_clearly():
+    with pytest.raises(s2sad.S2SADError, match="square_vjp.*second derivatives"):
+        s2sad.hessian(c.lambda_simple)(0.7)
+
+
+def test_hessian_of_a_comprehension():
+    x = 0.7        # d2/dx2 of sum_{i odd < 6} x**i = 2*3*x + 4*5*x**3
+    assert s2sad.hessian(c.comp_filter)(x) == pytest.approx(6 * x + 20 * x ** 3, rel=1e-12)

@@ -56,7 +56,7 @@ from ..analysis.activity import definitions
 from ..analysis.kinds import ARRAY, SCALAR, Kinds
 from ..analysis.primitives import CALL, COPY, CUSTOM, NONDIFF, PACK, USER, classify
 from ..codegen import nodes
-from ..errors import InternalError, MissingRuleError, S2SADError
+from ..errors import InternalError, MissingRuleError, S2SADError, UnsupportedSyntaxError
 from ..frontend.source import MISSING
 from ..rules import registry
 from .simplify import negated, simplify
@@ -344,11 +344,25 @@ class CallJVP:
 
     def __call__(self, *values, **kwargs):
         if self.compiled is None:
-            from .. import forward_api
-            self.compiled = forward_api.compiled(self.fn, self.wrt)
+            self.compiled = self.compile()
         d = self.compiled
         kwargs = {**self.kwargs, **kwargs, **dict(zip(d.tangent_names, values[self.nargs:]))}
         return d.fn(*self.args, *values[:self.nargs], **kwargs)
+
+    def compile(self):
+        from .. import forward_api
+        try:
+            return forward_api.compiled(self.fn, self.wrt)
+        except UnsupportedSyntaxError as exc:
+            if not str(exc.filename).startswith("<s2sad:"):
+                raise
+            # forward over reverse met the `g_vjp` of a function the user's calls
+            raise S2SADError(
+                f"forward mode cannot go through {self.fn.__name__}, the generated "
+                "derivative of another Python function the differentiated function calls: "
+                "second derivatives (hessian, hvp) do not go through calls to Python "
+                "functions, nested ones included, yet. Inline the function, or make it a "
+                "primitive with s2sad.defvjp and s2sad.defjvp.") from None
 
     def __repr__(self):
         return f"<s2sad jvp of {self.fn.__qualname__} (compiled on first call)>"
