@@ -281,13 +281,36 @@ def source(f, mode="reverse", wrt=0, at=None):
     <BLANKLINE>
     """
     kinds = None if at is None else pipeline.kinds_of(_target(f), at)
+    if mode not in ("reverse", "forward"):
+        raise S2SADError(f"mode={mode!r}: the mode is 'reverse' or 'forward'")
+    return _with_lifted(_derivative(f, mode, wrt, kinds), mode)
+
+
+def _derivative(f, mode, wrt, kinds):
     if mode == "forward":
         from . import forward_api
         wrt = tuple(wrt) if isinstance(wrt, (tuple, list)) else (wrt,)
-        return forward_api.compiled(f, wrt, kinds).source
-    if mode != "reverse":
-        raise S2SADError(f"mode={mode!r}: the mode is 'reverse' or 'forward'")
-    return _compiled(f, wrt, kinds=kinds).source
+        return forward_api.compiled(f, wrt, kinds)
+    return _compiled(f, wrt, kinds=kinds)
+
+
+def _with_lifted(derivative, mode, shown=None):
+    """The derivative's source, then that of each nested function (lambda or def) it
+    calls, lifted out of the function it was written in."""
+    shown = set() if shown is None else shown
+    text = derivative.source
+    for fn, wrt, kinds in derivative.lifted:
+        key = (fn, wrt, pipeline._kinds_key(kinds))
+        if key in shown:
+            continue
+        shown.add(key)
+        lifted = fn.s2s_lifted
+        extras = ", ".join(lifted.extras)
+        text += (f"\n# {fn.__name__}: nested in {lifted.src.name} (line "
+                 f"{lifted.src.lineno(lifted.node)}), lifted"
+                 + (f": {extras} passed in" if extras else "") + "\n")
+        text += _with_lifted(_derivative(fn, mode, wrt, kinds), mode, shown)
+    return text
 
 
 def check_grad(f, *args, wrt=0, rtol=1e-5, atol=1e-7, **kwargs):

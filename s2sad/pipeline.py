@@ -2,7 +2,9 @@
 
     capture   read the source, remember file and absolute lines, resolve free names
     fence     reject unsupported syntax with a located message
-    desugar   augmented and multiple assignment, loop else, early returns, jumps
+    lift      nested functions and lambdas become functions of their own
+    desugar   comprehensions, augmented and multiple assignment, loop else, early
+              returns, jumps
     wengert   one primitive operation per statement, SSA names
     reverse   forward pass with per-loop tapes, and the pullback closure
     forward   (forward mode, instead of reverse) each statement, then its tangent
@@ -21,10 +23,11 @@ from .errors import InternalError, S2SADError
 from .frontend import fence, source
 from .naming import Namer
 from .passes.desugar import Desugar
+from .passes.lift import Lift
 from .passes.optimize import Optimize
 from .passes.wengert import Wengert
 
-STAGES = ("desugar", "wengert", "reverse", "optimize", "forward")
+STAGES = ("lift", "desugar", "wengert", "reverse", "optimize", "forward")
 
 
 class Derivative:
@@ -34,6 +37,7 @@ class Derivative:
         self.fn = fn
         self.source = source_text
         self.filename = filename
+        self.lifted = []    # (function, wrt, kinds) of the lifted functions it calls
 
 
 def wrt_names(src, wrt):
@@ -148,6 +152,10 @@ def stages(fn, wrt=0, stop=None, kinds=None):
     as_tuple = isinstance(wrt, (tuple, list))
     wrt = wrt_names(src, wrt)
     node = copy.deepcopy(src.node)
+    lift = Lift(src, namer)
+    node = lift.run(node)
+    if stop == "lift":
+        return src, node, lift
     node = Desugar(src, namer).run(node)
     if stop == "desugar":
         return src, node, None
@@ -179,7 +187,9 @@ def reverse(fn, wrt=0, fused=False, kinds=None):
         bindings.setdefault(var, cell.cell_contents)
     filename = f"<s2sad: {node.name}, from {src.filename}:{src.first_line}>"
     compiled, text = emit.compile_function(node, bindings, src.fn, filename)
-    return Derivative(compiled, text, filename)
+    derivative = Derivative(compiled, text, filename)
+    derivative.lifted = rev.lifted
+    return derivative
 
 
 @_guarded
@@ -197,6 +207,7 @@ def forward(fn, wrt=0, kinds=None):
     compiled, text = emit.compile_function(node, bindings, src.fn, filename)
     derivative = Derivative(compiled, text, filename)
     derivative.tangent_names = fwd.tangent_names
+    derivative.lifted = fwd.lifted
     return derivative
 
 
@@ -233,5 +244,6 @@ def vjp_of(fn, wrt, kinds=None):
 
 def stage_source(fn, stage, wrt=0, kinds=None):
     """The source of `fn` after `stage` (one of STAGES)."""
-    _, node, _ = stages(fn, wrt, stop=stage, kinds=kinds or default_kinds(fn))
-    return emit.to_source(node)
+    _, node, lift = stages(fn, wrt, stop=stage, kinds=kinds or default_kinds(fn))
+    lifted = [f.s2s_lifted.node for f in lift.functions.values()] if stage == "lift" else []
+    return "\n".join(emit.to_source(n) for n in lifted + [node])

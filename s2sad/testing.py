@@ -3,7 +3,6 @@ import itertools
 import linecache
 import math
 
-from .codegen import emit
 
 _counter = itertools.count()
 
@@ -24,5 +23,4 @@ def show(pass_class, text, wrt=0):
     """The source of the function in `text` after the pass `pass_class`."""
     from . import pipeline
     stage = pass_class.__name__.lower()
-    _, node, _ = pipeline.stages(function_from_source(text), wrt, stop=stage)
-    return emit.to_source(node).rstrip("\n")
+    return pipeline.stage_source(function_from_source(text), stage, wrt).rstrip("\n")

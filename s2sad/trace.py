@@ -604,7 +604,9 @@ def _bindings(src, tree):
     bindings = _closure(src)
     for n in gast.walk(tree):
         prim = getattr(n, "s2s_prim", None)
-        if isinstance(n, gast.Name) and n.id.startswith("_s2s_"):
+        if isinstance(n, gast.Name) and getattr(n, "s2s_lifted", False):
+            bindings.setdefault(n.id, prim)
+        elif isinstance(n, gast.Name) and n.id.startswith("_s2s_"):
             obj = prim if prim is not None else getattr(runtime, n.id[5:], None)
             if obj is not None:
                 bindings.setdefault(n.id, obj)

@@ -10,9 +10,11 @@ def uses_try(x):
         y = 0.0
     return y
 
-def uses_lambda(x):
-    f = lambda z: z * 2
+def apply(f, x):
     return f(x)
+
+def uses_lambda(x):
+    return apply(lambda z: z * 2, x)
 
 def helper(x):
     return x * x
@@ -43,8 +45,12 @@ def with_global(x):
     G = x
     return x
 
-def list_comp(x):
-    return sum([x * i for i in range(3)])
+def stored_generator(x):
+    terms = (x * i for i in range(3))
+    return sum(terms)
+
+def set_comp(x):
+    return sum({x * i for i in range(3)})
 
 def uses_yield(x):
     yield x
@@ -55,7 +61,50 @@ def string_out(x):
 def nested_def(x):
     def inner(y):
         return y * 2
-    return inner(x)
+    return inner(x) + apply(inner, x)
+
+def with_nonlocal(x):
+    total = 0.0
+    def add(v):
+        nonlocal total
+        total = total + v
+    add(x)
+    return total
+
+def nested_default(x):
+    def scaled(v, k=2.0):
+        return v * k
+    return scaled(x)
+
+def called_before_def(x):
+    y = early(x)
+    def early(v):
+        return v * 2
+    return y
+
+def defined_twice(x):
+    twice = lambda v: v * 2
+    def twice(v):
+        return v * 3
+    return twice(x)
+
+def comp_in_while(x):
+    while sum([x * i for i in range(2)]) < 10.0:
+        x = x * 2
+    return x
+
+def comp_unpacking(x):
+    return sum([i * v for i, v in enumerate([x, x])])
+
+def nested_appends(x):
+    terms = []
+    def add(v):
+        terms.append(v * v)
+    add(x)
+    return sum(terms)
+
+def comp_in_ifexp(x):
+    return sum([x for i in range(2)]) if x > 0 else 0.0
 
 def setitem(x):
     a = [0.0, 0.0]

@@ -23,12 +23,21 @@ def line_of(text):
 
 @pytest.mark.parametrize("name, construct, message", [
     ("uses_try", "try:", "try/except"),
-    ("uses_lambda", "lambda z", "lambda"),
+    ("uses_lambda", "lambda z", "lambda is only supported when it is assigned"),
     ("star", "def star(*args)", "*args"),
     ("with_global", "global G", "'global'"),
-    ("list_comp", "for i in range(3)]", "list comprehensions"),
+    ("stored_generator", "terms = (x * i", "generator expression is supported as"),
+    ("set_comp", "{x * i for i in range(3)}", "set comprehensions"),
     ("uses_yield", "yield x", "generators"),
-    ("nested_def", "def inner", "nested function"),
+    ("nested_def", "apply(inner, x)", "'inner' is used as a value"),
+    ("with_nonlocal", "nonlocal total", "'nonlocal' is not supported"),
+    ("nested_default", "def scaled(v, k=2.0)", "default parameter values"),
+    ("called_before_def", "y = early(x)", "'early' is called before its definition"),
+    ("defined_twice", "def twice(v)", "'twice' is defined twice"),
+    ("comp_in_while", "while sum([x * i", "comprehension in a while condition"),
+    ("comp_unpacking", "for i, v in enumerate", "unpacking in a comprehension"),
+    ("comp_in_ifexp", "return sum([x for i", "inside a conditional expression"),
+    ("nested_appends", "terms.append(v * v)", "changes 'terms' of the enclosing function"),
     ("nested_setitem", "a[0][1] = x", "assignment to an element"),
 ])
 def test_unsupported_syntax(name, construct, message):

@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-from s2sad import pipeline
+from s2sad import api, pipeline
 
 from golden import functions, functions_numpy
 from test_golden import _point, central_difference
@@ -24,6 +24,8 @@ CASES = {
     "numpy.logistic_loss": (0,),
     "numpy.mlp_loss": (0, 1, 2, 3),
     "numpy.append_loop": (0,),
+    "comprehension": (0,),
+    "nested_closure": (0, 1),
 }
 
 
@@ -34,7 +36,7 @@ def function(name):
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_generated_source(name):
-    text = pipeline.forward(function(name), CASES[name]).source
+    text = api._with_lifted(pipeline.forward(function(name), CASES[name]), "forward")
     path = os.path.join(HERE, f"forward.{name}.txt")
     if os.environ.get("S2SAD_UPDATE_GOLDEN"):
         with open(path, "w") as f:

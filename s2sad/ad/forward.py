@@ -56,7 +56,7 @@ from ..analysis.activity import definitions
 from ..analysis.kinds import ARRAY, SCALAR, Kinds
 from ..analysis.primitives import CALL, COPY, CUSTOM, NONDIFF, PACK, USER, classify
 from ..codegen import nodes
-from ..errors import InternalError, MissingRuleError, S2SADError
+from ..errors import InternalError, MissingRuleError, S2SADError, UnsupportedSyntaxError
 from ..frontend.source import MISSING
 from ..rules import registry
 from .simplify import negated, simplify
@@ -74,6 +74,7 @@ class Forward:
         self.helpers = {}
         self.dots = {}
         self.adapters = {}
+        self.lifted = []      # (function, wrt, kinds) of the lifted functions it calls
 
     def run(self, fn):
         *body, ret = fn.body
@@ -93,7 +94,9 @@ class Forward:
         jvp = nodes.function(self.namer.fresh(f"{fn.name}_jvp"), [], body, like=fn)
         self.add_tangent_params(jvp.args)
         for n in gast.walk(jvp):
-            if isinstance(n, gast.Name) and getattr(n, "s2s_prim", None) is not None:
+            if isinstance(n, gast.Name) and getattr(n, "s2s_lifted", False):
+                self.helpers[n.id] = n.s2s_prim    # its own name: nothing else has it
+            elif isinstance(n, gast.Name) and getattr(n, "s2s_prim", None) is not None:
                 n.id = self.helper(n.id, n.s2s_prim)
         _coalesce(jvp, set(self.dots.values()))
         return jvp
@@ -314,6 +317,8 @@ class Forward:
             adapter = CallJVP(fn, tuple(i + len(args) for i in varied), len(call.args), args,
                               kwargs)
             self.adapters[key] = (adapter, prim)
+            if hasattr(fn, "s2s_lifted"):
+                self.lifted.append((fn, adapter.wrt, None))
         name = self.helper(f"{fn.__name__}_jvp", self.adapters[key][0])
         value = nodes.call(name, [copy.deepcopy(a) for a in call.args] + [
             nodes.name(self.dot(call.args[i].id)) for i in varied], call.keywords)
@@ -363,18 +368,25 @@ class CallJVP:
 
     def __call__(self, *values, **kwargs):
         if self.compiled is None:
-            from .. import forward_api
-            if self.fn.__code__.co_filename.startswith("<s2sad:"):
-                name = self.fn.__name__.removesuffix("_vjp")
-                raise S2SADError(
-                    f"hessian and hvp need the second derivative of {name}(), a Python "
-                    "function called from the differentiated one; forward over reverse "
-                    "does not go through such calls yet. Inline it, or make it a "
-                    "primitive with s2sad.defvjp and s2sad.defjvp.")
-            self.compiled = forward_api.compiled(self.fn, self.wrt)
+            self.compiled = self.compile()
         d = self.compiled
         kwargs = {**self.kwargs, **kwargs, **dict(zip(d.tangent_names, values[self.nargs:]))}
         return d.fn(*self.args, *values[:self.nargs], **kwargs)
+
+    def compile(self):
+        from .. import forward_api
+        try:
+            return forward_api.compiled(self.fn, self.wrt)
+        except UnsupportedSyntaxError as exc:
+            if not str(exc.filename).startswith("<s2sad:"):
+                raise
+            # forward over reverse met the `g_vjp` of a function the user's calls
+            name = self.fn.__name__.removesuffix("_vjp")
+            raise S2SADError(
+                f"hessian and hvp need the second derivative of {name}(), a Python "
+                "function the differentiated one calls (nested functions included); forward "
+                "over reverse does not go through such calls yet. Inline it, or make it a "
+                "primitive with s2sad.defvjp and s2sad.defjvp.") from None
 
     def __repr__(self):
         return f"<s2sad jvp of {self.fn.__qualname__} (compiled on first call)>"

@@ -60,6 +60,7 @@ class Reverse:
         self.adjoints = {}
         self.helpers = {}
         self.loops = {}
+        self.lifted = []      # (function, wrt, kinds) of the lifted functions it calls
 
     def run(self, fn):
         *body, ret = fn.body
@@ -90,6 +91,9 @@ class Reverse:
         reverse.append(nodes.ret(nodes.tuple_(result) if self.as_tuple else result[0]))
         pullback = nodes.function(self.namer.fresh(f"{fn.name}_pullback"), [seed], reverse)
         forward = _strip_markers(self.forward(body))
+        for n in gast.walk(nodes.function("_", [], forward)):
+            if isinstance(n, gast.Name) and getattr(n, "s2s_lifted", False):
+                self.helpers[n.id] = n.s2s_prim    # a lifted function it runs unchanged
         vjp = nodes.function(self.namer.fresh(f"{fn.name}_vjp"), [], forward + [
             pullback, nodes.ret(nodes.tuple_([ret.value, nodes.name(pullback.name)]))],
             like=fn)
@@ -329,6 +333,8 @@ class Reverse:
         params = list(inspect.signature(fn).parameters)[shift:]
         kinds = {p: self.kinds[a] for p, a in zip(params, call_args)}
         vjp = pipeline.vjp_of(fn, wrt, kinds)
+        if hasattr(fn, "s2s_lifted") and (fn, wrt, kinds) not in self.lifted:
+            self.lifted.append((fn, wrt, kinds))
         if args or kwargs:
             vjp = functools.partial(vjp, *args, **kwargs)
         return self.helper(f"{fn.__name__}_vjp", obj=vjp)

@@ -64,17 +64,30 @@ def _comment_line(line):
 
 def compile_function(fn_node, bindings, user_fn, filename):
     """Compile `fn_node` into a function; `bindings` maps free names to objects."""
-    source = to_source(fn_node)
+    [fn], source = _compile([fn_node], bindings, user_fn, filename)
+    return fn, source
+
+
+def compile_functions(fn_nodes, bindings, user_fn, filename):
+    """Compile `fn_nodes` together (each sees the others) into functions."""
+    return _compile(fn_nodes, bindings, user_fn, filename)[0]
+
+
+def _compile(fn_nodes, bindings, user_fn, filename):
+    source = "\n".join(to_source(n) for n in fn_nodes)
     tree = ast.parse(source, filename)
     params = sorted(bindings)
     factory = ast.parse(f"def _s2s_factory({', '.join(params)}):\n    pass").body[0]
-    factory.body = tree.body + [ast.Return(value=ast.Name(id=fn_node.name, ctx=ast.Load()))]
+    made = ast.Tuple(elts=[ast.Name(id=n.name, ctx=ast.Load()) for n in fn_nodes],
+                     ctx=ast.Load())
+    factory.body = tree.body + [ast.Return(value=made)]
     module = ast.Module(body=[factory], type_ignores=[])
     ast.fix_missing_locations(module)
     code = compile(module, filename, "exec")
     factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
     make = types.FunctionType(factory_code, user_fn.__globals__, "_s2s_factory")
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    fn = make(*(bindings[p] for p in params))
-    fn.__qualname__ = fn.__name__
-    return fn, source
+    fns = make(*(bindings[p] for p in params))
+    for fn in fns:
+        fn.__qualname__ = fn.__name__
+    return fns, source

@@ -18,14 +18,8 @@ REJECTED = {
     gast.YieldFrom: "generators ('yield from') are not supported; return a value instead",
     gast.ClassDef: "class definitions inside a differentiated function are not supported; "
                    "define the class at module level",
-    gast.FunctionDef: "nested function definitions are not supported yet; define the helper "
-                      "at module level",
-    gast.Lambda: "lambda is not supported yet inside a differentiated function; define a "
-                 "module-level function instead",
-    gast.ListComp: "list comprehensions are not supported yet; write a for loop",
     gast.SetComp: "set comprehensions are not supported",
     gast.DictComp: "dict comprehensions are not supported yet; write a for loop",
-    gast.GeneratorExp: "generator expressions are not supported yet; write a for loop",
     gast.Global: "'global' is not supported: a differentiated function must not rebind "
                  "module variables; return the value instead",
     gast.Nonlocal: "'nonlocal' is not supported: return the value instead",

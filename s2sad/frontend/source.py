@@ -65,7 +65,7 @@ class FunctionSource:
                 values[var] = cell.cell_contents
             except ValueError:
                 pass
-        for var in code.co_names + code.co_freevars:
+        for var in _global_names(code) + code.co_freevars:
             if var in values:
                 continue
             if var in self.fn.__globals__:
@@ -89,6 +89,16 @@ class FunctionSource:
         return name not in self._free
 
 
+def _global_names(code):
+    """The global names `code` and the code nested in it (comprehensions, lambdas,
+    nested functions) read."""
+    names = code.co_names
+    for const in code.co_consts:
+        if inspect.iscode(const):
+            names += _global_names(const)
+    return names
+
+
 def unwrap(fn):
     """The plain Python function behind a bound method."""
     if getattr(fn, "s2s_derivative", False):
@@ -101,6 +111,9 @@ def unwrap(fn):
 def capture(fn):
     """Parse `fn`'s source into a `FunctionSource`."""
     fn = unwrap(fn)
+    lifted = getattr(fn, "s2s_lifted", None)
+    if lifted is not None:      # a nested function s2sad lifted out of its parent
+        return lifted.source(fn)
     if not callable(fn):
         raise S2SADError(f"s2sad differentiates functions; got {type(fn).__name__} {fn!r}")
     if getattr(fn, "__wrapped__", None) is not None and inspect.isfunction(fn):

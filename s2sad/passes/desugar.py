@@ -1,7 +1,11 @@
 """Desugar: rewrite syntactic sugar into a smaller language.
 
-Takes a fenced function and leaves one where
+Takes a fenced and lifted function and leaves one where
 
+- a list comprehension or generator expression is a loop that appends to a new list,
+  before the statement that uses it (a generator expression only where it is consumed
+  whole: as the argument of `sum`, `list`, `tuple`, `min`, `max`, ... or a loop's
+  iterable),
 - augmented and annotated assignments are plain assignments (`x += y` is `x = x + y`),
 - an assignment has one target (`a = b = e` is `a = e; b = a`),
 - a `for` over a tuple or list display is unrolled,
@@ -16,14 +20,18 @@ Takes a fenced function and leaves one where
 ...     if x > 0:
 ...         return x
 ...     x *= 2
-...     return x
+...     return sum(x * i for i in range(4) if i != 2)
 ... '''))
 def f(x):
     if x > 0:
         y = x
     else:
         x = x * 2
-        y = x
+        items = []
+        for i in range(4):
+            if i != 2:
+                items.append(x * i)
+        y = sum(items)
     return y
 """
 import copy
@@ -45,6 +53,8 @@ class Desugar:
         self.ret_flag = None
 
     def run(self, fn):
+        self.outside = set(_names_outside_comprehensions(fn)) | set(self.src.free_values())
+        self.comprehension_vars = set()
         body = [s for stmt in fn.body for s in self.stmt(stmt)]
         body = _drop_docstring(body)
         returns = [n for s in body for n in gast.walk(s) if isinstance(n, gast.Return)]
@@ -57,6 +67,9 @@ class Desugar:
 
     # -- sugar ------------------------------------------------------------------------
     def stmt(self, s):
+        prelude, s = self.comprehensions(s)
+        if prelude:
+            return self.block(prelude) + (self.stmt(s) if s is not None else [])
         if isinstance(s, gast.AugAssign):
             value = gast.BinOp(left=_load(s.target), op=s.op, right=s.value)
             return [nodes.located(nodes.assign(_store(s.target), value), s)]
@@ -109,6 +122,80 @@ class Desugar:
         init = nodes.located(nodes.assign(flag, nodes.const(False)), loop)
         guard = nodes.located(nodes.if_(nodes.not_(nodes.name(flag)), orelse), loop)
         return [init, loop, guard]
+
+    # -- comprehensions ---------------------------------------------------------------
+    def comprehensions(self, s):
+        """(loops building the lists of the comprehensions in `s`'s own expressions,
+        `s` reading those lists instead, or None when the loops replace `s`)."""
+        if isinstance(s, gast.While) and _comprehension_in(s.test):
+            raise self.src.syntax_error(
+                _comprehension_in(s.test), "a comprehension in a while condition is not "
+                "supported; compute it before the loop and at the end of its body")
+        if (isinstance(s, gast.Assign) and len(s.targets) == 1
+                and isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.ListComp)
+                and s.targets[0].id not in nodes.names_loaded(s.value)):
+            return self.expand(s.value, s.targets[0].id), None
+        if isinstance(s, gast.For) and isinstance(s.iter, gast.GeneratorExp):
+            if len(s.iter.generators) == 1 or not _breaks(s.body):
+                return [self.merged(s)], None
+            s.iter.s2s_consumed = True
+        prelude = []
+        hoist = _Hoist(self, prelude)
+        for field, value in gast.iter_fields(s):
+            if field in ("body", "orelse"):
+                continue
+            if isinstance(value, list):
+                setattr(s, field, [hoist.visit(v) for v in value])
+            elif isinstance(value, gast.AST):
+                setattr(s, field, hoist.visit(value))
+        return prelude, s
+
+    def merged(self, loop):
+        """`for v in (e for k in it)`, its body run as the generator yields: `for k in
+        it: v = e` followed by the body."""
+        var = loop.target.id
+        [outer] = self.expand(loop.iter, var, lambda element: [
+            nodes.located(nodes.assign(var, element), loop)] + loop.body)[1:]
+        outer.orelse = loop.orelse
+        return outer
+
+    def expand(self, comp, items, innermost=None):
+        """`items = []` and the loops of `comp` appending its elements to `items`."""
+        renames, loops = {}, []
+        for gen in comp.generators:
+            if not isinstance(gen.target, gast.Name):
+                raise self.src.syntax_error(
+                    gen.target, "unpacking in a comprehension's for is not supported yet; "
+                                "use one loop variable and index it")
+            iter_ = _renamed(gen.iter, renames)
+            renames[gen.target.id] = self.loop_var(gen.target.id)
+            loops.append((renames[gen.target.id], iter_,
+                          [_renamed(c, renames) for c in gen.ifs]))
+        element = _renamed(comp.elt, renames)
+        if innermost is not None:
+            inner = innermost(element)
+        else:
+            inner = [nodes.expr_stmt(nodes.call(nodes.attribute(items, "append"),
+                                                [element]))]
+        for var, iter_, ifs in reversed(loops):
+            for test in reversed(ifs):
+                inner = [nodes.if_(test, inner)]
+            inner = [nodes.for_(var, iter_, inner)]
+        out = [nodes.assign(items, gast.List(elts=[], ctx=gast.Load()))] + inner
+        for block in nodes.blocks(out):
+            for stmt in block:
+                if not hasattr(stmt, "lineno"):
+                    nodes.located(stmt, comp)
+        return out
+
+    def loop_var(self, var):
+        """The name of a comprehension's loop variable in the loop that replaces it:
+        its own, unless the function, a global it reads or another comprehension uses
+        it."""
+        if var in self.outside or var in self.comprehension_vars:
+            var = self.namer.fresh(var)
+        self.comprehension_vars.add(var)
+        return var
 
     # -- jumps ------------------------------------------------------------------------
     def single_exit(self, body):
@@ -295,3 +382,103 @@ def _store(target):
         if hasattr(n, "ctx") and n is not t:
             n.ctx = gast.Load()
     return t
+
+
+# the callables that consume an iterable whole, so a list can stand for a generator
+CONSUMERS = (sum, list, tuple, min, max, sorted, any, all)
+COMPREHENSIONS = (gast.ListComp, gast.GeneratorExp, gast.SetComp, gast.DictComp)
+
+
+class _Hoist(gast.NodeTransformer):
+    """Replace the comprehensions of an expression by the lists that loops, appended
+    to `prelude`, build; not inside the comprehensions (their loops do that)."""
+
+    def __init__(self, desugar, prelude):
+        self.desugar, self.prelude = desugar, prelude
+
+    def visit_Call(self, node):
+        consumer = self.desugar.src.resolve(node.func)
+        if any(consumer is c for c in CONSUMERS):
+            for a in node.args:
+                if isinstance(a, gast.GeneratorExp):
+                    a.s2s_consumed = True
+        return self.generic_visit(node)
+
+    def visit_ListComp(self, node):
+        items = self.desugar.namer.fresh("items")
+        self.prelude.extend(self.desugar.expand(node, items))
+        return nodes.located(nodes.name(items), node)
+
+    def visit_GeneratorExp(self, node):
+        if not getattr(node, "s2s_consumed", False):
+            raise self.desugar.src.syntax_error(
+                node, "a generator expression is supported as the argument of sum, "
+                      "list, tuple, min, max, sorted, any or all, and as a loop's "
+                      "iterable; use a list comprehension [...] here")
+        return self.visit_ListComp(node)
+
+    def visit_IfExp(self, node):
+        return self.conditional(node)
+
+    def visit_BoolOp(self, node):
+        return self.conditional(node)
+
+    def conditional(self, node):
+        inner = _comprehension_in(node)
+        if inner is not None:
+            raise self.desugar.src.syntax_error(
+                inner, "a comprehension inside a conditional expression or and/or is not "
+                       "supported; compute it on its own line first")
+        return node
+
+
+def _breaks(stmts):
+    """Whether a `break` in `stmts` leaves the loop they are the body of."""
+    for s in stmts:
+        if isinstance(s, gast.Break):
+            return True
+        if isinstance(s, gast.If) and (_breaks(s.body) or _breaks(s.orelse)):
+            return True
+    return False
+
+
+def _comprehension_in(expr):
+    return next((n for n in gast.walk(expr) if isinstance(n, COMPREHENSIONS)), None)
+
+
+def _names_outside_comprehensions(fn):
+    todo = [fn]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, gast.Name):
+            yield n.id
+        if not isinstance(n, COMPREHENSIONS):
+            todo.extend(gast.iter_child_nodes(n))
+
+
+def _renamed(expr, renames):
+    """A copy of `expr` reading `renames[v]` for each name v, except where a
+    comprehension inside binds v again."""
+    expr = copy.deepcopy(expr)
+    _rename(expr, renames)
+    return expr
+
+
+def _rename(node, renames):
+    if not renames:
+        return
+    if isinstance(node, gast.Name):
+        node.id = renames.get(node.id, node.id)
+    elif isinstance(node, COMPREHENSIONS):
+        inner = dict(renames)
+        for gen in node.generators:
+            _rename(gen.iter, inner)
+            inner = {k: v for k, v in inner.items() if k not in nodes.names_stored(gen.target)}
+            for test in gen.ifs:
+                _rename(test, inner)
+        for part in ("elt", "key", "value"):
+            if hasattr(node, part):
+                _rename(getattr(node, part), inner)
+    else:
+        for child in gast.iter_child_nodes(node):
+            _rename(child, renames)

@@ -89,6 +89,8 @@ def cotangent(c, x):
 
 def unbroadcast(g, x):
     """`g` summed down to the shape of `x`: the adjoint of broadcasting `x`."""
+    if type(g) is float and type(x) in (float, int):     # the common scalar case, fast
+        return g
     try:
         if g.shape == x.shape:
             return g

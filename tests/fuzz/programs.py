@@ -880,8 +880,8 @@ _Loop.continue_ok = True
 # Statements s2sad documents as unsupported (UnsupportedSyntaxError at their line); drop
 # one from here when s2sad starts supporting it.
 UNSUPPORTED = (
-    "{v} = [w * 2.0 for w in ({v}, 1.0)][0]",
-    "{v} = sum(w for w in ({v}, 1.0))",
+    "{v} = sum({{w * 2.0 for w in ({v}, 1.0)}})",
+    "fuzz_terms = (w * 2.0 for w in ({v}, 1.0))",
     "{v} = (lambda w: w * 2.0)({v})",
     "{v} = {{'a': {v}}}['a']",
     "{v} = {{{v}, 1.0}}.pop()",
@@ -891,7 +891,7 @@ UNSUPPORTED = (
     "global GLOBAL_FUZZ",
     "{v} = ({v} := {v} * 2.0)",
     "class C:\n    pass",
-    "def helper(w):\n    return w",
+    "def helper(w=1.0):\n    return w",
     "import os",
     "{v} + 1.0",
 )
@@ -981,7 +981,7 @@ def programs(draw, names="plain", max_statements=12, max_params=3, unsupported=F
     return Program(source, fname, tuple(params), unsupported_line, shadows)
 
 
-_UNSUPPORTED_NODES = (ast.ListComp, ast.GeneratorExp, ast.Lambda, ast.Dict, ast.Set,
+_UNSUPPORTED_NODES = (ast.SetComp, ast.GeneratorExp, ast.Lambda, ast.Dict, ast.Set,
                       ast.Delete, ast.Try, ast.With, ast.Global, ast.NamedExpr,
                       ast.ClassDef, ast.Import)
 

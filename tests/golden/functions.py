@@ -81,3 +81,21 @@ def lotka_volterra(a, b, c, d):
         u = u + h * du
         v = v + h * dv
     return u
+
+
+def comprehension(x):
+    return sum([sin(x * k) / k for k in range(1, 6) if k != 3])
+
+
+def lambda_loop(x):
+    step = lambda s: s - 0.1 * (s * s - x)
+    s = x
+    for i in range(5):
+        s = step(s)
+    return s
+
+
+def nested_closure(x, y):
+    def spring(t):
+        return 0.5 * y * (t - x) ** 2
+    return spring(x * 2.0) + spring(y)

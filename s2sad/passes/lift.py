@@ -1,0 +1,339 @@
+"""Lift: nested functions and lambdas become functions of their own (lambda lifting).
+
+Takes a fenced function and leaves one without nested `def` or `lambda`. Each nested
+function that is only called (`g(a)`, not returned, stored or passed on) becomes a
+separate Python function whose free variables from the enclosing function are extra
+parameters, after its own; each call `g(a)` becomes `g(a, x)`. The rest of the
+compiler then treats `g` like any function defined at module level: reverse mode calls
+its own `g_vjp`, forward mode its `g_jvp`, each compiled from the lifted source, whose
+lines are still the lines of the user's file.
+
+A closure reads its free variables when it is called, not when it is defined; the call
+passes the values they have at that moment, so the two agree.
+
+>>> from s2sad.passes.lift import Lift
+>>> print(show(Lift, '''
+... def f(x):
+...     def g(t):
+...         return t * x
+...     square = lambda t: t * t
+...     return g(x) + square(x)
+... '''))
+def g(t, x):
+    return t * x
+<BLANKLINE>
+def square(t):
+    return t * t
+<BLANKLINE>
+def f(x):
+    return g(x, x) + square(x)
+"""
+import copy
+import weakref
+
+import gast
+
+from ..codegen import emit, nodes
+
+_lifted = weakref.WeakKeyDictionary()   # user function -> (functions, signatures)
+
+# methods that change a list, dict or array in place
+MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "update", "sort",
+            "reverse", "setdefault", "popitem", "fill", "resize", "itemset", "put"}
+
+
+class Lift:
+    """See the module docstring."""
+
+    def __init__(self, src, namer):
+        self.src = src
+        self.namer = namer
+        self.functions = {}     # name -> lifted Python function
+
+    def run(self, fn):
+        definitions = self.definitions(fn)
+        if not definitions:
+            return fn
+        self.check_uses(fn, definitions)
+        if self.src.fn not in _lifted:
+            _lifted[self.src.fn] = self.lift(definitions)
+        self.functions, signatures = _lifted[self.src.fn]
+        _rewrite_calls(fn, signatures, self.src)
+        _mark_calls(fn, self.functions)
+        gone = {id(stmt) for stmt, _ in definitions.values()}
+        for block in nodes.blocks(fn.body, functions=False):
+            if any(id(s) in gone for s in block):
+                block[:] = [s for s in block if id(s) not in gone] or [gast.Pass()]
+        return fn
+
+    def definitions(self, fn):
+        """{name: (defining statement, FunctionDef or Lambda)} of the nested functions
+        of `fn`, checking that each is a form that can be lifted."""
+        found = {}
+        assigned_lambdas = set()
+        for n in _own(fn.body):
+            if isinstance(n, gast.FunctionDef):
+                self.check_def(n)
+                self.define(found, n.name, n, n)
+            elif (isinstance(n, gast.Assign) and isinstance(n.value, gast.Lambda)
+                  and len(n.targets) == 1 and isinstance(n.targets[0], gast.Name)):
+                self.check_def(n.value)
+                self.define(found, n.targets[0].id, n, n.value)
+                assigned_lambdas.add(id(n.value))
+        for n in _own(fn.body):
+            if isinstance(n, gast.Lambda) and id(n) not in assigned_lambdas:
+                raise self.src.syntax_error(
+                    n, "a lambda is only supported when it is assigned to a name and that "
+                       "name is called (g = lambda t: ...; g(x)); here it is used as a "
+                       "value. Call a function defined with def instead of passing it on")
+        params = {a.id for a in _params(fn)}
+        for n in _own(fn.body):
+            if (isinstance(n, gast.Name) and n.id in found and not isinstance(n.ctx, gast.Load)
+                    and not _defines(found[n.id][0], n)):
+                raise self.src.syntax_error(
+                    n, f"{n.id!r} names a nested function and is assigned again; give the "
+                       "function and the value different names")
+        clash = sorted(params & set(found))
+        if clash:
+            raise self.src.syntax_error(found[clash[0]][0], f"the nested function "
+                                        f"{clash[0]!r} has the name of a parameter; rename "
+                                        "one of them")
+        return found
+
+    def define(self, found, name, stmt, node):
+        if name in found:
+            raise self.src.syntax_error(
+                stmt, f"the nested function {name!r} is defined twice; give each "
+                      "definition its own name")
+        found[name] = (stmt, node)
+
+    def check_def(self, node):
+        args = node.args
+        if getattr(node, "decorator_list", None):
+            raise self.src.syntax_error(
+                node.decorator_list[0], "decorators on nested functions are not "
+                "supported; define the function at module level")
+        if args.defaults or any(d is not None for d in args.kw_defaults):
+            raise self.src.syntax_error(
+                node, "default parameter values of nested functions and lambdas are not "
+                      "supported; pass the value at each call")
+        if args.vararg or args.kwarg:
+            raise self.src.syntax_error(
+                node, "nested functions and lambdas with *args or **kwargs are not "
+                      "supported; list the parameters explicitly")
+
+    def check_uses(self, fn, definitions):
+        """Each use of a nested function is a direct call, after its definition."""
+        called = {id(n.func) for n in gast.walk(fn) if isinstance(n, gast.Call)}
+        own = {id(n) for n in _own(fn.body)}
+        for n in gast.walk(fn):
+            if not (isinstance(n, gast.Name) and n.id in definitions
+                    and isinstance(n.ctx, gast.Load)):
+                continue
+            if id(n) not in called:
+                raise self.src.syntax_error(
+                    n, f"the nested function {n.id!r} is used as a value here (returned, "
+                       "stored or passed on); s2sad differentiates nested functions and "
+                       "lambdas that are only called. Define it at module level and pass "
+                       "the values it needs as arguments")
+            stmt = definitions[n.id][0]
+            if id(n) in own and _position(n) < _position(stmt):
+                raise self.src.syntax_error(
+                    n, f"{n.id!r} is called before its definition; define it first")
+
+    def lift(self, definitions):
+        """{name: (lifted function, names of its extra parameters)}."""
+        body = self.src.node.body
+        comprehension_targets = {id(n) for c in _own(body) if isinstance(c, gast.comprehension)
+                                 for n in gast.walk(c.target)}
+        scope = {a.id for a in _params(self.src.node)} | {   # the enclosing function's names
+            n.id for n in _own(body) if isinstance(n, gast.Name)
+            and not isinstance(n.ctx, gast.Load) and id(n) not in comprehension_targets}
+        free = {name: _free(node) for name, (_, node) in definitions.items()}
+        extras = {name: [v for v in free[name] if v in scope and v not in definitions]
+                  for name in definitions}
+        changed = True
+        while changed:     # a function that calls a sibling passes on its extra values
+            changed = False
+            for name in definitions:
+                for callee in [v for v in free[name] if v in definitions]:
+                    for v in extras[callee]:
+                        if v not in extras[name]:
+                            extras[name].append(v)
+                            changed = True
+        for name, (_, node) in definitions.items():
+            self.check_no_mutation(name, node, extras[name])
+        signatures = {name: ([a.id for a in node.args.posonlyargs + node.args.args],
+                             extras[name]) for name, (_, node) in definitions.items()}
+        defs = [self.lifted_def(name, node, extras[name])
+                for name, (_, node) in definitions.items()]
+        for d in defs:
+            _rewrite_calls(d, signatures, self.src)
+        functions = self.compile(defs)
+        for d in defs:
+            _mark_calls(d, functions)
+            functions[d.name].s2s_lifted = Lifted(d, self.src, signatures[d.name])
+        return functions, signatures
+
+    def check_no_mutation(self, name, node, extras):
+        """A lifted function receives the values of its free variables, so it must not
+        change them in place (`lst.append(v)`, `a[i] = v`): the enclosing function's
+        derivative would not see the change."""
+        body = node.body if isinstance(node, gast.FunctionDef) else [node.body]
+        for n in _own(body):
+            target = None
+            if isinstance(n, (gast.Assign, gast.AugAssign)):
+                targets = n.targets if isinstance(n, gast.Assign) else [n.target]
+                target = next((t.value for t in targets if isinstance(t, gast.Subscript)),
+                              None)
+            elif (isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute)
+                  and n.func.attr in MUTATORS):
+                target = n.func.value
+            if isinstance(target, gast.Name) and target.id in extras:
+                raise self.src.syntax_error(
+                    n, f"the nested function {name!r} changes {target.id!r} of the "
+                       "enclosing function in place, which s2sad cannot differentiate; "
+                       "return the new value from the nested function instead")
+
+    def lifted_def(self, name, node, extra):
+        if isinstance(node, gast.Lambda):
+            body = [nodes.located(nodes.ret(copy.deepcopy(node.body)), node.body)]
+            lifted = nodes.located(nodes.function(name, [], body, like=node), node)
+        else:
+            lifted = copy.deepcopy(node)
+        for v in extra:
+            param = nodes.name(v)
+            param.ctx = gast.Param()
+            lifted.args.args.append(param)
+        for a in _params(lifted):
+            a.annotation = None
+        lifted.returns = None
+        return lifted
+
+    def compile(self, defs):
+        """The lifted definitions as Python functions (for the calls that run them
+        unchanged), closing over the enclosing function's own closure values."""
+        fn = self.src.fn
+        code = fn.__code__
+        bindings = {}
+        for var, cell in zip(code.co_freevars, fn.__closure__ or ()):
+            try:
+                bindings[var] = cell.cell_contents
+            except ValueError:
+                pass
+        names = ", ".join(d.name for d in defs)
+        filename = f"<s2sad: {names}, lifted from {fn.__qualname__} in " \
+                   f"{self.src.filename}:{self.src.first_line}>"
+        compiled = emit.compile_functions(defs, bindings, fn, filename)
+        for f in compiled:
+            f.__qualname__ = f"{fn.__qualname__}.<locals>.{f.__name__}"
+        return {f.__name__: f for f in compiled}
+
+
+class Lifted:
+    """Where a lifted function's source comes from: its `def` node, with line numbers
+    in the user's file, for `source.capture`."""
+
+    def __init__(self, node, src, signature):
+        self.node, self.src = node, src
+        self.params, self.extras = signature
+
+    def source(self, fn):
+        from ..frontend.source import FunctionSource
+        src = self.src
+        return FunctionSource(fn, copy.deepcopy(self.node), src.filename, src.first_line,
+                              src.indent)
+
+
+def lifted_functions(node):
+    """The lifted functions that `node`'s calls name, in order of first call."""
+    out = {}
+    for n in gast.walk(node):
+        if isinstance(n, gast.Name) and getattr(n, "s2s_lifted", False):
+            out.setdefault(n.id, n.s2s_prim)
+    return list(out.values())
+
+
+def _rewrite_calls(tree, signatures, src):
+    """`g(a)` becomes `g(a, x)` for each call in `tree` of a lifted `g` with extra
+    parameter `x`, its keyword arguments bound to positions."""
+    for call in [n for n in gast.walk(tree) if isinstance(n, gast.Call)]:
+        if isinstance(call.func, gast.Name) and call.func.id in signatures:
+            params, extras = signatures[call.func.id]
+            call.args, call.keywords = _positional(call, params, src)
+            call.args += [nodes.located(nodes.name(v), call) for v in extras]
+
+
+def _mark_calls(tree, functions):
+    """Let the names of calls to lifted functions carry the function (`s2s_prim`)."""
+    for call in [n for n in gast.walk(tree) if isinstance(n, gast.Call)]:
+        if isinstance(call.func, gast.Name) and call.func.id in functions:
+            call.func.s2s_prim = functions[call.func.id]
+            call.func.s2s_lifted = True
+
+
+def _positional(call, params, src):
+    """The call's arguments for `params` in order; the keywords of other parameters."""
+    if len(call.args) > len(params):
+        raise src.syntax_error(call, f"{call.func.id}() takes {len(params)} positional "
+                                     f"argument(s) but this call gives {len(call.args)}")
+    args = list(call.args) + [None] * (len(params) - len(call.args))
+    rest = []
+    for k in call.keywords:
+        if k.arg in params:
+            args[params.index(k.arg)] = k.value
+        else:
+            rest.append(k)
+    missing = [p for p, a in zip(params, args) if a is None]
+    if missing:
+        raise src.syntax_error(call, f"this call of {call.func.id}() gives no value for "
+                                     f"its parameter {missing[0]!r}")
+    return args, rest
+
+
+def _own(stmts):
+    """The nodes of `stmts`, not descending into nested functions and lambdas (which
+    are yielded themselves)."""
+    todo = list(reversed(stmts))
+    while todo:
+        n = todo.pop()
+        yield n
+        if isinstance(n, gast.FunctionDef):
+            todo.extend(reversed(n.decorator_list + n.args.defaults))
+        elif isinstance(n, gast.Lambda):
+            todo.extend(reversed(n.args.defaults))
+        else:
+            todo.extend(reversed(list(gast.iter_child_nodes(n))))
+
+
+def _params(fn):
+    args = fn.args
+    return args.posonlyargs + args.args + args.kwonlyargs
+
+
+def _free(fn):
+    """The names `fn` (a FunctionDef or Lambda) and the functions nested in it read
+    from enclosing scopes, in order of first appearance."""
+    body = fn.body if isinstance(fn, gast.FunctionDef) else [fn.body]
+    local = {a.id for a in _params(fn)}
+    reads = []
+    for n in _own(body):
+        if isinstance(n, gast.FunctionDef):
+            local.add(n.name)
+            reads += _free(n)
+        elif isinstance(n, gast.Lambda):
+            reads += _free(n)
+        elif isinstance(n, gast.Name):
+            if isinstance(n.ctx, gast.Load):
+                reads.append(n.id)
+            else:
+                local.add(n.id)
+    return [v for v in dict.fromkeys(reads) if v not in local]
+
+
+def _defines(stmt, name_node):
+    return isinstance(stmt, gast.Assign) and stmt.targets[0] is name_node
+
+
+def _position(n):
+    return (getattr(n, "lineno", 0), getattr(n, "col_offset", 0))
