@@ -262,6 +262,9 @@ def source(f, mode="reverse", wrt=0, at=None):
     ...     return x * x
     >>> print(s2sad.source(sq))
     def sq_vjp(x):
+        # reverse mode of sq() with respect to x
+        # the pullback reads: x
+        # rules: *
         y = x * x
     <BLANKLINE>
         def sq_pullback(y_bar):
@@ -378,6 +381,9 @@ def defvjp(prim, params, *templates, namespace=None):
     1.5
     >>> print(s2sad.source(loss))
     def loss_vjp(w):
+        # reverse mode of loss() with respect to w
+        # the pullback reads: t
+        # rules: *, softplus
         t = 3 * w
         y = softplus(t)
     <BLANKLINE>
@@ -447,6 +453,9 @@ class custom_vjp:
     1000.0
     >>> print(s2sad.source(loss))
     def loss_vjp(w):
+        # reverse mode of loss() with respect to w
+        # the pullback reads: softplus_residuals
+        # rules: *, softplus
         t = 1000.0 * w
         y, softplus_residuals = softplus_fwd(t)
     <BLANKLINE>

@@ -169,6 +169,7 @@ def stages(fn, wrt=0, stop=None, kinds=None):
     node = rev.run(node)
     if stop != "reverse":
         node = Optimize(src, namer).run(node)
+        node.body[:0] = rev.header(node)
     return src, node, rev
 
 

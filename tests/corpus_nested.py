@@ -166,7 +166,7 @@ closure_f = make_closure(3.0)
 
 
 # -- errors inside a lifted function ------------------------------------------------------
-opaque = math.gamma      # a C function without a rule (nor Python source)
+opaque = math.ulp        # a C function without a rule (nor Python source)
 
 
 def nested_missing_rule(x):

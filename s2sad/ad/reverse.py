@@ -111,8 +111,9 @@ class Reverse:
         import os
         src = self.src
         wrt = ", ".join(p if p in self.active else f"{p} (unconnected)" for p in self.wrt)
-        lines = [f"reverse mode of {src.name}() ({os.path.basename(src.filename)}:"
-                 f"{src.first_line}) with respect to {wrt}"]
+        where = ("" if src.filename.startswith("<") else
+                 f" ({os.path.basename(src.filename)}:{src.first_line})")
+        lines = [f"reverse mode of {src.name}(){where} with respect to {wrt}"]
         kept = []
         pullback = vjp.s2s_pullback
         stored = set(nodes.names_stored(pullback))
@@ -127,7 +128,8 @@ class Reverse:
                 taped.add(info.tape)
                 kept.append(f"the trip count of the loop at line {src.lineno(info.loop)}")
         closure = sorted({n for n in nodes.names_loaded(pullback)
-                          if n in self.primal_names and n not in stored and n not in taped})
+                          if n in self.primal_names and n not in stored and n not in taped
+                          and self.src.is_local(n)})
         lines.append("the pullback reads: " + "; ".join(
             ([", ".join(closure)] if closure else []) + kept) if closure or kept
             else "the pullback reads nothing of the forward pass")
