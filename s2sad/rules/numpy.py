@@ -74,9 +74,9 @@ rule(np.clip, "a, a_min, a_max", "g * _s2s_clip_mask(a, a_min, a_max)",
 
 # reductions
 rule(np.sum, "a, axis=None, dtype=None, out=None, keepdims=False",
-     a="_s2s_unreduce(g, a, axis, keepdims)")
+     a="_s2s_unreduce(g, a, axis, keepdims)", uniform="g")
 rule(np.mean, "a, axis=None, dtype=None, out=None, keepdims=False",
-     a="_s2s_unreduce(g, a, axis, keepdims) / _s2s_count(a, axis)")
+     a="_s2s_unreduce(g, a, axis, keepdims) / _s2s_count(a, axis)", uniform="g / np.size(a)")
 rule(np.prod, "a, axis=None, dtype=None, out=None, keepdims=False",
      a="_s2s_unreduce(g * ans, a, axis, keepdims) / a")
 for _f in (np.max, np.min, np.amax, np.amin):
