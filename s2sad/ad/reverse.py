@@ -39,7 +39,7 @@ from ..analysis.shapes import Shapes
 from ..analysis import primitives
 from ..analysis.primitives import COPY, CUSTOM, PACK, USER
 from ..frontend.source import MISSING
-from .simplify import simplify
+from .simplify import simplify, with_constant
 
 
 class UnconnectedInputWarning(UserWarning):
@@ -179,19 +179,24 @@ class Reverse:
         return []
 
     def accumulate(self, target, expr, defined, origin, uniform=False):
-        """`target_bar = expr`, or `target_bar = target_bar + expr`. A `uniform`
+        """[`target_bar = expr`], or [`target_bar = target_bar + expr`]. A `uniform`
         contribution is a scalar standing for an array of `target`'s shape whose
         elements all equal it; the adjoint stays such a scalar while all its
-        contributions are."""
+        contributions are. The adjoint of an array indexed with slices is an array
+        of zeros that its elements' adjoints are added into."""
         bar = self.adj(target)
         if uniform and not (target in self.straight and self.kinds.kind.get(target) == ARRAY):
             expr, uniform = self.expanded(expr, target), False
         owned = target in self.straight and self.kinds.kind.get(target) == ARRAY
+        in_place = self.added_in_place(bar, expr) if owned else None
+        if in_place is not None and (target not in defined or target in self.owned):
+            zeros = [] if target in defined else [nodes.assign(bar, nodes.call(
+                self.runtime("zeros_like"), [nodes.name(target)]))]
+            defined.add(target)
+            self.owned.add(target)
+            return [nodes.located(x, origin) for x in zeros + [in_place]]
         if target in defined:
             uniform = uniform and target in self.uniform
-            in_place = self.added_in_place(bar, expr) if target in self.owned else None
-            if in_place is not None:
-                return nodes.located(in_place, origin)
             kind = self.kinds.kind.get(target)
             if kind == CONTAINER or (target in self.indexed and kind != ARRAY):
                 expr = nodes.call(self.runtime("add"), [nodes.name(bar), expr])
@@ -202,7 +207,7 @@ class Reverse:
         defined.add(target)
         (self.uniform.add if uniform else self.uniform.discard)(target)
         (self.owned.add if owned and not uniform else self.owned.discard)(target)
-        return nodes.located(nodes.assign(bar, expr), origin)
+        return [nodes.located(nodes.assign(bar, expr), origin)]
 
     def is_runtime_call(self, e, name):
         from ..rules import runtime
@@ -273,7 +278,7 @@ class Reverse:
             else:
                 reduced = self.reduced_to_scalar(op, param, target)
                 expr = self.contribution(op, param, g, target, s, reduced)
-            out.append(self.accumulate(arg.id, expr, defined, s, reduced or (
+            out.extend(self.accumulate(arg.id, expr, defined, s, reduced or (
                 uniform and self.scalar_valued(expr, g.id))))
         return out
 
@@ -297,7 +302,7 @@ class Reverse:
             out = []
             for i in active:
                 part = gast.Subscript(value=call, slice=nodes.const(i), ctx=gast.Load())
-                out.append(self.accumulate(op.args[i].id, part, defined, s))
+                out.extend(self.accumulate(op.args[i].id, part, defined, s))
             return out
         name = primitives.python_function(op.prim)[0].__name__
         pullback = self.namer.fresh(f"{name}_pullback")
@@ -306,7 +311,7 @@ class Reverse:
         self.primal_names.add(pullback)
         call = nodes.call(pullback, [g])
         if len(active) == 1:
-            return [self.accumulate(op.args[active[0]].id, call, defined, s)]
+            return self.accumulate(op.args[active[0]].id, call, defined, s)
         targets, then = [], []
         for i in active:
             arg = op.args[i].id
@@ -322,7 +327,7 @@ class Reverse:
             if temp is None:
                 defined.add(arg)
             else:
-                then.append(self.accumulate(arg, nodes.name(temp), defined, s))
+                then.extend(self.accumulate(arg, nodes.name(temp), defined, s))
         return out + then
 
     def callee(self, prim, wrt, call_args):
@@ -500,24 +505,32 @@ def fuse(vjp, rev, value=True):
     forward = [s for s in vjp.body[:-1] if s is not pullback]
     result = vjp.body[-1].value.elts[0]
     grads = pullback.body[-1].value
-    out = []
+    out, seeded = [], []
     if isinstance(result, gast.Name) and result.id in nodes.names_stored(pullback):
         kept = namer.fresh("value")
         out.append(nodes.assign(kept, copy.deepcopy(result)))
         result = nodes.name(kept)
     r = ast_unparse(vjp.body[-1].value.elts[0])
-    if rev.scalar_output:
-        seed = nodes.const(1.0)
+    seed_name = pullback.args.args[0].id
+    folded = [with_constant(s, seed_name, 1.0) for s in pullback.body
+              ] if rev.scalar_output else [None]
+    if None not in folded and not any(nodes.stores(s, seed_name) for s in pullback.body):
+        # the output is a full reduction: its adjoint is the number 1.0
+        pullback.body = folded
+        grads = pullback.body[-1].value
     else:
-        seed = nodes.parse_expr(f"1.0 if {helper('type')}({r}) is {helper('float')} "
-                                f"else {runtime('seed')}({r}, {vjp.name[:-4]!r})")
-    out.append(nodes.assign(pullback.args.args[0].id, seed))
+        if rev.scalar_output:
+            seed = nodes.const(1.0)
+        else:
+            seed = nodes.parse_expr(f"1.0 if {helper('type')}({r}) is {helper('float')} "
+                                    f"else {runtime('seed')}({r}, {vjp.name[:-4]!r})")
+        seeded.append(nodes.assign(seed_name, seed))
     if value:
-        body = (check + forward + out + pullback.body[:-1]
+        body = (check + forward + out + seeded + pullback.body[:-1]
                 + [nodes.ret(nodes.tuple_([result, grads]))])
         return nodes.function(namer.fresh(vjp.name[:-4] + "_value_and_grad"), [], body,
                               like=vjp)
-    body = _live(forward + out[-1:] + pullback.body[:-1] + [nodes.ret(grads)], rev.ops)
+    body = _live(forward + seeded + pullback.body[:-1] + [nodes.ret(grads)], rev.ops)
     return nodes.function(namer.fresh(vjp.name[:-4] + "_grad"), [], check + body, like=vjp)
 
 

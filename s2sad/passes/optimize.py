@@ -36,7 +36,7 @@ def f_vjp(x):
 import gast
 
 from ..ad.reverse import annotate
-from ..ad.simplify import negated
+from ..ad.simplify import fold_negation, negated
 from ..codegen import nodes
 
 
@@ -70,7 +70,11 @@ class Optimize:
         pullback.body[:-1] = annotate(pullback.body[:-1], self.src)
         for s in gast.walk(pullback):
             if isinstance(s, gast.Assign):
-                s.value = _minus(s.value)
+                s.value = _minus(fold_negation(s.value))
+            elif isinstance(s, gast.AugAssign) and isinstance(s.op, gast.Add):
+                s.value = fold_negation(s.value)
+                if negated(s.value) is not None:
+                    s.op, s.value = gast.Sub(), negated(s.value)
         return fn
 
 
