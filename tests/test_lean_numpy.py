@@ -73,6 +73,16 @@ def two_dims(x):
     return np.sum(x[1:, :-1] * x[:-1, 1:])
 
 
+def logistic(w, X, y):
+    z = X @ w
+    return np.mean(np.logaddexp(0.0, z) - y * z)
+
+
+def broadcast_sets(x, b):
+    a = x * b
+    return np.sum(np.tanh(a) * np.exp(b) - a * a)
+
+
 RNG = np.random.default_rng(7)
 CASES = [
     (rosenbrock, (RNG.uniform(-1.5, 1.5, 6),), 0),
@@ -92,6 +102,9 @@ CASES = [
     (kept_value, (RNG.normal(size=3),), 0),
     (indexed_by_array, (RNG.normal(size=5), np.array([0, 2, 2, 4])), 0),
     (two_dims, (RNG.normal(size=(3, 4)),), 0),
+    (logistic, (RNG.normal(size=3), RNG.normal(size=(5, 3)), RNG.random(5)), 0),
+    (logistic, (RNG.normal(size=3), RNG.normal(size=(5, 3)), 0.5), 0),
+    (broadcast_sets, (RNG.normal(size=(2, 3)), RNG.normal(size=3)), (0, 1)),
 ]
 
 
@@ -170,6 +183,11 @@ def test_unknown_shapes_are_still_unbroadcast():
     assert "_s2s_unbroadcast" in text
 
 
+def test_grad_does_not_compute_what_only_the_value_needs():
+    text = _grad_source(logistic, np.ones(3), np.ones((5, 3)), np.ones(5))
+    assert "= np.logaddexp(" not in text        # its derivative does not need it
+
+
 def test_advanced_index_is_not_added_in_place():
     text = _grad_source(indexed_by_array, np.ones(5), np.array([0, 2, 2]))
     assert "+=" not in text
@@ -192,6 +210,18 @@ def test_shapes_of_slices():
     shapes = same_shape_in(f)
     assert shapes.same("a", "b") and shapes.same("g", "a") and shapes.same("c", "d")
     assert not shapes.same("a", "c") and not shapes.same("a", "x")
+
+
+def test_shapes_are_broadcasts_of_sets():
+    def f(y, z):
+        a = y * z
+        b = np.exp(z)
+        c = a - b
+        d = b * 2.0
+        return np.sum(c + d)
+    shapes = same_shape_in(f)
+    assert shapes.same("c", "a") and shapes.same("d", "b") and shapes.same("d", "z")
+    assert not shapes.same("c", "b") and not shapes.same("a", "y")
 
 
 def test_shapes_of_loop_carried_names_are_unknown():

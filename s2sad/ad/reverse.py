@@ -231,12 +231,12 @@ class Reverse:
         """A uniform adjoint `g` of `target` as the full array."""
         return nodes.call(self.runtime("unreduce"), [g, nodes.name(target)])
 
-    def keeps_uniform(self, op, param):
+    def keeps_uniform(self, op, param, target):
         """Whether the contribution of `op` to `param` may be computed from a uniform
-        scalar adjoint of its result: an elementwise operation, same shapes."""
+        scalar adjoint of its result `target`: an elementwise operation, same shapes."""
         return op.kind == COPY or (op.kind not in (PACK, USER, CUSTOM)
                                    and op.variant is not None and op.variant.elementwise
-                                   and not self.needs_unbroadcast(op, param))
+                                   and not self.needs_unbroadcast(op, param, target))
 
     def scalar_valued(self, expr, g):
         """Whether `expr` reads no array but the uniform adjoint `g`."""
@@ -253,7 +253,7 @@ class Reverse:
         op = self.ops[id(s)]
         out = []
         uniform = target in self.uniform
-        if uniform and not all(self.keeps_uniform(op, p) for p, a in op.diff_args()
+        if uniform and not all(self.keeps_uniform(op, p, target) for p, a in op.diff_args()
                                if isinstance(a, gast.Name) and a.id in self.active):
             out.append(nodes.located(nodes.assign(g.id, self.expanded(g, target)), s))
             g, uniform = nodes.name(g.id), False
@@ -368,14 +368,17 @@ class Reverse:
             if getattr(n, "s2s_builtin", False):
                 n.id = self.helper(n.id)
         arg = op.bound[param]
-        if op.variant.broadcast and not reduced and self.needs_unbroadcast(op, param):
+        if op.variant.broadcast and not reduced and self.needs_unbroadcast(op, param, target):
             expr = nodes.call(self.runtime("unbroadcast"), [expr, copy.deepcopy(arg)])
         return simplify(expr)
 
-    def needs_unbroadcast(self, op, param):
+    def needs_unbroadcast(self, op, param, target):
         """Whether the contribution to `param` may have another shape than it: not when
-        every other operand is a scalar or has the same shape (`x * x`, `x[1:] - x[:-1]`)."""
+        it has the shape of the result `target`, nor when every other operand is a
+        scalar or has the same shape (`x * x`, `x[1:] - x[:-1]`)."""
         mine = op.bound[param]
+        if self.shapes.same(mine, target):
+            return False
         others = [a for p, a in op.bound.items() if p != param]
         return not all(self.kinds[a] == SCALAR or _same(a, mine) or self.shapes.same(a, mine)
                        for a in others)
@@ -530,8 +533,32 @@ def fuse(vjp, rev, value=True):
                 + [nodes.ret(nodes.tuple_([result, grads]))])
         return nodes.function(namer.fresh(vjp.name[:-4] + "_value_and_grad"), [], body,
                               like=vjp)
-    body = _live(forward + seeded + pullback.body[:-1] + [nodes.ret(grads)], rev.ops)
+    pullback = _shapes_from_earliest(pullback.body[:-1] + [nodes.ret(grads)], rev)
+    body = _live(forward + seeded + pullback, rev.ops)
     return nodes.function(namer.fresh(vjp.name[:-4] + "_grad"), [], check + body, like=vjp)
+
+
+def _shapes_from_earliest(stmts, rev):
+    """`stmts` reading, where a helper needs only an argument's shape, the first
+    parameter or top-level name with the same shape, so that later ones may be dead."""
+    from ..rules import runtime
+    order = [a.id for a in rev.src.node.args.posonlyargs + rev.src.node.args.args]
+    order += [s.targets[0].id for s in rev.wengert.body if isinstance(s, gast.Assign)
+              and isinstance(s.targets[0], gast.Name) and s.targets[0].id in rev.straight]
+    first = {}
+    for n in order:
+        if rev.shapes.of(n) is not None:
+            first.setdefault(rev.shapes.of(n), n)
+    for call in (c for s in stmts for c in gast.walk(s) if isinstance(c, gast.Call)):
+        obj = rev.helpers.get(getattr(call.func, "id", None))
+        name = getattr(obj, "__name__", None)
+        if obj is None or obj is not getattr(runtime, name or "", None):
+            continue
+        for i in runtime.SHAPE_ONLY.get(name, ()):
+            arg = call.args[i] if i < len(call.args) else None
+            if isinstance(arg, gast.Name) and arg.id in rev.straight:
+                arg.id = first.get(rev.shapes.of(arg.id), arg.id)
+    return stmts
 
 
 def _live(body, ops):

@@ -1,12 +1,13 @@
 """Shape analysis: which names certainly have the same shape.
 
 The adjoint of a broadcasting operation is summed back to each argument's shape unless
-the shapes are known to be equal. Two names have the same shape when one is an
-elementwise function of the other (with scalars: `2 * x`, `np.tanh(x)`), when both are
-elementwise functions of names with the same shape, or when both index names with the
-same shape by constant slices that trim as many elements from each axis (`x[1:]` and
-`x[:-1]`). Only names assigned once are classified; a name assigned in several places
-(a loop-carried value) has a shape of its own.
+the shapes are known to be equal. The shape of a name is known as the broadcast of a set
+of shapes: a parameter's own, or that of an index of an array by constant slices that
+trim as many elements from each axis (`x[1:]` and `x[:-1]` have the same shape). An
+elementwise operation (`2 * x`, `np.tanh(x)`, `x + y`) has the broadcast of the sets of
+its array operands, so that `y * z` and `(y * z) - np.exp(z)` have the same shape. Only
+names assigned once are classified; a name assigned in several places (a loop-carried
+value) has a shape of its own.
 
 >>> import gast
 >>> from s2sad.frontend import source
@@ -46,10 +47,10 @@ class Shapes:
                     self.cls[target.id] = key
 
     def of(self, name):
-        """A token equal for names with the same shape (None for unknown)."""
+        """A set of shapes whose broadcast is the shape of `name` (None for unknown)."""
         if name in self.many:
             return None
-        return self.cls.get(name, ("name", name))
+        return self.cls.get(name, frozenset([("name", name)]))
 
     def same(self, a, b):
         """Whether names (or name nodes) `a` and `b` certainly have the same shape."""
@@ -66,15 +67,16 @@ class Shapes:
                 and self.kinds[value.value] == ARRAY):
             index = _trims(value.slice)
             base = self.of(value.value.id)
-            return None if index is None or base is None else ("index", base, index)
+            return None if index is None or base is None else frozenset(
+                [("index", base, index)])
         variant = getattr(op, "variant", None)
         if variant is None or not variant.elementwise:
             return None
         shaped = [a for a in op.bound.values() if self.kinds[a] != SCALAR]
         if not shaped or not all(isinstance(a, gast.Name) for a in shaped):
             return None
-        keys = {self.of(a.id) for a in shaped}
-        return keys.pop() if len(keys) == 1 and None not in keys else None
+        keys = [self.of(a.id) for a in shaped]
+        return None if None in keys else frozenset().union(*keys)
 
 
 def _trims(index):
