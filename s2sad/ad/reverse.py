@@ -533,17 +533,18 @@ def fuse(vjp, rev, value=True):
                 + [nodes.ret(nodes.tuple_([result, grads]))])
         return nodes.function(namer.fresh(vjp.name[:-4] + "_value_and_grad"), [], body,
                               like=vjp)
-    pullback = _shapes_from_earliest(pullback.body[:-1] + [nodes.ret(grads)], rev)
+    pullback = _shapes_from_earliest(pullback.body[:-1] + [nodes.ret(grads)], forward, rev)
     body = _live(forward + seeded + pullback, rev.ops)
     return nodes.function(namer.fresh(vjp.name[:-4] + "_grad"), [], check + body, like=vjp)
 
 
-def _shapes_from_earliest(stmts, rev):
+def _shapes_from_earliest(stmts, forward, rev):
     """`stmts` reading, where a helper needs only an argument's shape, the first
-    parameter or top-level name with the same shape, so that later ones may be dead."""
+    parameter or top-level name of `forward` with the same shape, so that later ones
+    may be dead."""
     from ..rules import runtime
     order = [a.id for a in rev.src.node.args.posonlyargs + rev.src.node.args.args]
-    order += [s.targets[0].id for s in rev.wengert.body if isinstance(s, gast.Assign)
+    order += [s.targets[0].id for s in forward if isinstance(s, gast.Assign)
               and isinstance(s.targets[0], gast.Name) and s.targets[0].id in rev.straight]
     first = {}
     for n in order:
