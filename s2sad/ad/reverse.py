@@ -194,6 +194,7 @@ class Reverse:
                 self.runtime("zeros_like"), [nodes.name(target)]))]
             defined.add(target)
             self.owned.add(target)
+            self.uniform.discard(target)
             return [nodes.located(x, origin) for x in zeros + [in_place]]
         if target in defined:
             uniform = uniform and target in self.uniform
