@@ -27,6 +27,8 @@ from .kinds import ARRAY, SCALAR
 
 
 class Shapes:
+    """See the module docstring; `ops` are the statements' `Op`s, `kinds` their `Kinds`."""
+
     def __init__(self, fn, ops, kinds):
         assigned = {}
         for n in gast.walk(fn):
