@@ -15,20 +15,22 @@ def _target(fn):
     return _custom_wrapper(fn) if getattr(fn, "s2s_custom", False) else unwrap(fn)
 
 
-def _compiled(fn, wrt, fused=False, kinds=None):
+def _compiled(fn, wrt, fused=False, kinds=None, release=False):
     """The compiled derivative of `fn` for `wrt`, specialised on argument `kinds`
-    (see pipeline.kinds_of); without kinds, those `source(f)` assumes."""
+    (see pipeline.kinds_of); without kinds, those `source(f)` assumes. `fused` and
+    `release` are those of pipeline.reverse."""
     fn = _target(fn)
     kinds = pipeline.default_kinds(fn) if kinds is None else kinds
-    key = ("grad" if fused else "reverse",
+    key = ({False: "reverse", True: "value_and_grad", "grad": "grad"}[fused], release,
            tuple(wrt) if isinstance(wrt, (tuple, list)) else wrt, pipeline._kinds_key(kinds))
-    return cache.get(fn, key, lambda: pipeline.reverse(fn, wrt, fused, kinds))
+    return cache.get(fn, key, lambda: pipeline.reverse(fn, wrt, fused, kinds, release))
 
 
 class _Derivative:
     """Base of the callables `grad` and `value_and_grad` return."""
 
     s2s_derivative = True
+    fused = True            # which compiled variant it runs (see pipeline.reverse)
 
     def __init__(self, fn, wrt):
         functools.update_wrapper(self, fn)
@@ -41,7 +43,7 @@ class _Derivative:
     def _compile_and_call(self, *args, **kwargs):
         """Compile for the kinds of `args` (or fetch that version), then call it."""
         self._kinds = pipeline.kinds_of(_target(self.primal), args)
-        fn = _compiled(self.primal, self.wrt, fused=True, kinds=self._kinds).fn
+        fn = _compiled(self.primal, self.wrt, self.fused, self._kinds, release=True).fn
         _check_inputs(self.primal, self.wrt, args)
         self._fn = fn
         self._version = registry.version
@@ -57,9 +59,9 @@ class _Derivative:
 
     @property
     def source(self):
-        """The generated source this derivative runs (`f_value_and_grad`), for the
-        argument kinds of its last call."""
-        return _compiled(self.primal, self.wrt, fused=True, kinds=self._kinds).source
+        """The generated source this derivative runs (`f_grad` or `f_value_and_grad`),
+        for the argument kinds of its last call."""
+        return _compiled(self.primal, self.wrt, self.fused, self._kinds, release=True).source
 
     def __repr__(self):
         return f"<{type(self).__name__} of {self.primal.__qualname__} wrt={self.wrt!r}>"
@@ -71,8 +73,10 @@ class _Derivative:
 class GradientFunction(_Derivative):
     """The gradient of a scalar function; call it like the function."""
 
+    fused = "grad"
+
     def __call__(self, *args, **kwargs):
-        return self._run(args, kwargs)[1]
+        return self._run(args, kwargs)
 
 
 class ValueAndGradientFunction(_Derivative):

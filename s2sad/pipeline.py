@@ -9,6 +9,8 @@
     reverse   forward pass with per-loop tapes, and the pullback closure
     forward   (forward mode, instead of reverse) each statement, then its tangent
     optimize  coalesce copies, propagate adjoint copies, fuse accumulations
+    fuse      (grad, value_and_grad) forward pass and pullback in one function
+    release   (fused) delete each array after its last use
     emit      gast -> ast -> ast.unparse, compiled with the user's globals, live
 """
 import copy
@@ -25,6 +27,7 @@ from .naming import Namer
 from .passes.desugar import Desugar
 from .passes.lift import Lift
 from .passes.optimize import Optimize
+from .passes.release import Release
 from .passes.wengert import Wengert
 
 STAGES = ("lift", "desugar", "wengert", "reverse", "optimize", "forward")
@@ -174,14 +177,17 @@ def stages(fn, wrt=0, stop=None, kinds=None):
 
 
 @_guarded
-def reverse(fn, wrt=0, fused=False, kinds=None):
+def reverse(fn, wrt=0, fused=False, kinds=None, release=False):
     """Compile the reverse-mode derivative `f_vjp` of `fn` (with `fused`, the
-    `f_value_and_grad` that `grad` runs), specialised on `kinds` (by default, those
-    of `default_kinds`)."""
+    `f_value_and_grad` that `value_and_grad` runs; with `fused="grad"`, the `f_grad`
+    that `grad` runs), specialised on `kinds` (by default, those of `default_kinds`).
+    With `release`, a fused function deletes each array after its last use."""
     kinds = default_kinds(fn) if kinds is None else kinds
     src, node, rev = stages(fn, wrt, kinds=kinds)
     if fused:
-        node = fuse(node, rev.namer, rev.helper, rev.runtime, rev.guarded_types())
+        node = fuse(node, rev, value=fused != "grad")
+        if release:
+            node = Release(rev.array_names()).run(node)
     bindings = dict(rev.helpers)
     code = src.fn.__code__
     for var, cell in zip(code.co_freevars, src.fn.__closure__ or ()):

@@ -35,10 +35,11 @@ from ..codegen import nodes
 from ..errors import InternalError, MissingRuleError
 from ..analysis.activity import active_names
 from ..analysis.kinds import ARRAY, CONTAINER, SCALAR, Kinds
+from ..analysis.shapes import Shapes
 from ..analysis import primitives
 from ..analysis.primitives import COPY, CUSTOM, PACK, USER
 from ..frontend.source import MISSING
-from .simplify import simplify
+from .simplify import simplify, with_constant
 
 
 class UnconnectedInputWarning(UserWarning):
@@ -68,8 +69,13 @@ class Reverse:
             raise InternalError("reverse: Wengert form must end with one return")
         output = ret.value.id if isinstance(ret.value, gast.Name) else None
         self.ops = {}
+        self.wengert = fn
         self.active = active_names(fn, self.src, self.wrt, output, self.ops)
         self.kinds = Kinds(fn, self.src, self.param_kinds)
+        self.shapes = Shapes(fn, self.ops, self.kinds)
+        self.straight = _straight_line_names(fn)
+        self.uniform = set()
+        self.owned = set()
         for p in self.wrt:
             if p not in self.active:
                 import warnings
@@ -85,6 +91,10 @@ class Reverse:
                          for name in nodes.names_stored(loop)}
         seed = self.adj(output) if output in self.active else self.namer.fresh("y_bar")
         defined = {output} if output in self.active else set()
+        self.scalar_output = any(
+            nodes.is_name(s.targets[0], output) and self.ops[id(s)].variant is not None
+            and self.reduced_to_scalar(self.ops[id(s)], self.ops[id(s)].variant.params[0][0],
+                                       output) for s in body if isinstance(s, gast.Assign))
         reverse = self.block(body, defined)
         self.updates = _Updates(body, self.src, reverse, self)
         result = [self.fitted(p, defined) for p in self.wrt]
@@ -159,11 +169,24 @@ class Reverse:
         """The adjoint returned for parameter `p` (zeros if it received nothing)."""
         if p not in defined:
             return nodes.call(self.runtime("zeros_like"), [nodes.name(p)])
+        if p in self.uniform:
+            return self.expanded(nodes.name(self.adj(p)), p)
         if self.scalar_zeros and self.kinds.kind.get(p) == ARRAY:
             # a symbolic zero may reach it: give it the array's shape
             return nodes.call(self.runtime("unbroadcast"), [nodes.name(self.adj(p)),
                                                             nodes.name(p)])
         return nodes.name(self.adj(p))
+
+    def array_names(self):
+        """The primal names and adjoints that certainly hold arrays."""
+        from ..rules import registry
+        arrays = {n for n, k in self.kinds.kind.items() if k == ARRAY}
+        params = {a.id for a in self.src.node.args.args + self.src.node.args.posonlyargs}
+        views = {s.targets[0].id for s in _assigns(self.wengert)
+                 if isinstance(s.targets[0], gast.Name)
+                 and _view_of(s.value, self.src, registry) in params}
+        bars = {self.adjoints[n] for n in arrays if n in self.adjoints}
+        return (arrays - views) | bars
 
     def guarded_types(self):
         """[(parameter, generated-code name of its type)] for the fused function's guard."""
@@ -213,16 +236,72 @@ class Reverse:
             return self.loop(s, defined)
         return []
 
-    def accumulate(self, target, expr, defined, origin):
+    def accumulate(self, target, expr, defined, origin, uniform=False):
+        """[`target_bar = expr`], or [`target_bar = target_bar + expr`]. A `uniform`
+        contribution is a scalar standing for an array of `target`'s shape whose
+        elements all equal it; the adjoint stays such a scalar while all its
+        contributions are. The adjoint of an array indexed with slices is an array
+        of zeros that its elements' adjoints are added into."""
         bar = self.adj(target)
+        if uniform and not (target in self.straight and self.kinds.kind.get(target) == ARRAY):
+            expr, uniform = self.expanded(expr, target), False
+        owned = target in self.straight and self.kinds.kind.get(target) == ARRAY
+        in_place = self.added_in_place(bar, expr) if owned else None
+        if in_place is not None and (target not in defined or target in self.owned):
+            zeros = [] if target in defined else [nodes.assign(bar, nodes.call(
+                self.runtime("zeros_like"), [nodes.name(target)]))]
+            defined.add(target)
+            self.owned.add(target)
+            self.uniform.discard(target)
+            return [nodes.located(x, origin) for x in zeros + [in_place]]
         if target in defined:
+            uniform = uniform and target in self.uniform
             kind = self.kinds.kind.get(target)
             if kind == CONTAINER or (target in self.indexed and kind != ARRAY):
                 expr = nodes.call(self.runtime("add"), [nodes.name(bar), expr])
             else:
                 expr = nodes.binop(nodes.name(bar), gast.Add(), expr)
+        else:
+            owned = owned and self.is_runtime_call(expr, "unindex")
         defined.add(target)
-        return nodes.located(nodes.assign(bar, expr), origin)
+        (self.uniform.add if uniform else self.uniform.discard)(target)
+        (self.owned.add if owned and not uniform else self.owned.discard)(target)
+        return [nodes.located(nodes.assign(bar, expr), origin)]
+
+    def is_runtime_call(self, e, name):
+        from ..rules import runtime
+        return (isinstance(e, gast.Call) and isinstance(e.func, gast.Name)
+                and self.helpers.get(e.func.id) is getattr(runtime, name))
+
+    def added_in_place(self, bar, expr):
+        """`bar[index] += g` for `expr` = `_s2s_unindex(g, x, index)`, when `bar` is an
+        array the pullback created (nothing else holds it) and `index` selects each
+        element at most once."""
+        if not self.is_runtime_call(expr, "unindex"):
+            return None
+        g, _, index = expr.args
+        if not primitives.is_basic_index(index, self.kinds):
+            return None
+        target = gast.Subscript(value=nodes.name(bar), slice=primitives.index_syntax(index),
+                                ctx=gast.Store())
+        return gast.AugAssign(target=target, op=gast.Add(), value=g)
+
+    def expanded(self, g, target):
+        """A uniform adjoint `g` of `target` as the full array."""
+        return nodes.call(self.runtime("unreduce"), [g, nodes.name(target)])
+
+    def keeps_uniform(self, op, param, target):
+        """Whether the contribution of `op` to `param` may be computed from a uniform
+        scalar adjoint of its result `target`: an elementwise operation, same shapes."""
+        return op.kind == COPY or (op.kind not in (PACK, USER, CUSTOM)
+                                   and op.variant is not None and op.variant.elementwise
+                                   and not self.needs_unbroadcast(op, param, target))
+
+    def scalar_valued(self, expr, g):
+        """Whether `expr` reads no array but the uniform adjoint `g`."""
+        return all(n.id == g or n.id not in self.kinds.local or self.kinds[n] == SCALAR
+                   for n in gast.walk(expr)
+                   if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load))
 
     def assign(self, s, defined):
         target = s.targets[0].id
@@ -231,9 +310,14 @@ class Reverse:
         g = nodes.name(self.adj(target))
         defined.discard(target)
         op = self.ops[id(s)]
-        if op.kind in (USER, CUSTOM):
-            return self.user_call(s, op, g, defined)
         out = []
+        uniform = target in self.uniform
+        if uniform and not all(self.keeps_uniform(op, p, target) for p, a in op.diff_args()
+                               if isinstance(a, gast.Name) and a.id in self.active):
+            out.append(nodes.located(nodes.assign(g.id, self.expanded(g, target)), s))
+            g, uniform = nodes.name(g.id), False
+        if op.kind in (USER, CUSTOM):
+            return out + self.user_call(s, op, g, defined)
         # Accumulate into adjoints that exist before starting new ones, so that a copy
         # `a_bar = b_bar` can later be propagated.
         args = sorted(op.diff_args(), key=lambda ia: not (
@@ -244,14 +328,17 @@ class Reverse:
         for param, arg in args:
             if not (isinstance(arg, gast.Name) and arg.id in self.active):
                 continue
+            reduced = False
             if op.kind == COPY:
                 expr = copy.deepcopy(g)
             elif op.kind == PACK:
                 expr = gast.Subscript(value=copy.deepcopy(g), slice=nodes.const(param),
                                       ctx=gast.Load())
             else:
-                expr = self.contribution(op, param, g, target, s)
-            out.append(self.accumulate(arg.id, expr, defined, s))
+                reduced = self.reduced_to_scalar(op, param, target)
+                expr = self.contribution(op, param, g, target, s, reduced)
+            out.extend(self.accumulate(arg.id, expr, defined, s, reduced or (
+                uniform and self.scalar_valued(expr, g.id))))
         return out
 
     def user_call(self, s, op, g, defined):
@@ -273,7 +360,7 @@ class Reverse:
         self.primal_names.add(pullback)
         call = nodes.call(pullback, [g])
         if len(active) == 1:
-            return [self.accumulate(op.args[active[0]].id, call, defined, s)]
+            return self.accumulate(op.args[active[0]].id, call, defined, s)
         targets, then = [], []
         for i in active:
             arg = op.args[i].id
@@ -289,7 +376,7 @@ class Reverse:
             if temp is None:
                 defined.add(arg)
             else:
-                then.append(self.accumulate(arg, nodes.name(temp), defined, s))
+                then.extend(self.accumulate(arg, nodes.name(temp), defined, s))
         return out + then
 
     def custom_vjp_call(self, s, op, g, defined, active):
@@ -319,7 +406,7 @@ class Reverse:
                                   ctx=gast.Load())
             if zeros.get(i) != "never":
                 part = nodes.call(self.runtime("cotangent"), [part, copy.deepcopy(op.args[i])])
-            out.append(self.accumulate(op.args[i].id, part, defined, s))
+            out.extend(self.accumulate(op.args[i].id, part, defined, s))
         return out
 
     def callee(self, prim, wrt, call_args):
@@ -341,7 +428,15 @@ class Reverse:
             vjp = functools.partial(vjp, *args, **kwargs)
         return self.helper(f"{fn.__name__}_vjp", obj=vjp)
 
-    def contribution(self, op, param, g, target, s):
+    def reduced_to_scalar(self, op, param, target):
+        """Whether `op` reduces the array `param` to the scalar `target` and its rule
+        says what each element of the adjoint is."""
+        variant = op.variant
+        return (variant is not None and variant.uniform is not None
+                and param == variant.params[0][0] and self.kinds.kind.get(target) == SCALAR
+                and self.kinds[op.bound[param]] == ARRAY)
+
+    def contribution(self, op, param, g, target, s, reduced=False):
         if op.variant is None:
             raise self.missing_rule(op, s)
         if op.prim is getattr and self.kinds[op.bound["obj"]] in (SCALAR, ARRAY):
@@ -350,7 +445,7 @@ class Reverse:
                 f"{self.src.where(s)}: reading the attribute .{op.bound['name'].value} of a "
                 f"differentiated {kind} is not supported; fields are differentiated for "
                 "dataclasses and named tuples\n    " + self.src.line_text(s).strip())
-        template = op.variant.templates[param]
+        template = op.variant.uniform if reduced else op.variant.templates[param]
         subst = {"g": g, "ans": nodes.name(target)}
         subst.update(op.bound)
         for free, obj in template.free.items():
@@ -360,16 +455,20 @@ class Reverse:
             if getattr(n, "s2s_builtin", False):
                 n.id = self.helper(n.id)
         arg = op.bound[param]
-        if op.variant.broadcast and self.needs_unbroadcast(op, param):
+        if op.variant.broadcast and not reduced and self.needs_unbroadcast(op, param, target):
             expr = nodes.call(self.runtime("unbroadcast"), [expr, copy.deepcopy(arg)])
         return simplify(expr)
 
-    def needs_unbroadcast(self, op, param):
+    def needs_unbroadcast(self, op, param, target):
         """Whether the contribution to `param` may have another shape than it: not when
-        every other operand is a scalar or `param` itself (`x * x`)."""
+        it has the shape of the result `target`, nor when every other operand is a
+        scalar or has the same shape (`x * x`, `x[1:] - x[:-1]`)."""
         mine = op.bound[param]
+        if self.shapes.same(mine, target):
+            return False
         others = [a for p, a in op.bound.items() if p != param]
-        return not all(self.kinds[a] == SCALAR or _same(a, mine) for a in others)
+        return not all(self.kinds[a] == SCALAR or _same(a, mine) or self.shapes.same(a, mine)
+                       for a in others)
 
     def missing_rule(self, op, s):
         """A located MissingRuleError whose first line says what to do."""
@@ -491,10 +590,13 @@ class Reverse:
         return out
 
 
-def fuse(vjp, namer, helper, runtime, guards=()):
+def fuse(vjp, rev, value=True):
     """`f_value_and_grad(x) -> (y, x_bar)`: the forward pass, then the pullback inlined
-    with its seed, for `grad` and `value_and_grad` (no closure, one call). It starts by
-    checking that the arguments have the types it was specialised for."""
+    with its seed, for `value_and_grad` (no closure, one call). It starts by checking
+    that the arguments have the types it was specialised for. Without `value`,
+    `f_grad(x) -> x_bar` for `grad`, without the forward statements only the value
+    needs."""
+    namer, helper, runtime, guards = rev.namer, rev.helper, rev.runtime, rev.guarded_types()
     pullback = vjp.s2s_pullback
     check = []
     if guards:
@@ -504,19 +606,78 @@ def fuse(vjp, namer, helper, runtime, guards=()):
     forward = [s for s in vjp.body[:-1] if s is not pullback]
     result = vjp.body[-1].value.elts[0]
     grads = pullback.body[-1].value
-    out = []
+    out, seeded = [], []
     if isinstance(result, gast.Name) and result.id in nodes.names_stored(pullback):
         kept = namer.fresh("value")
         out.append(nodes.assign(kept, copy.deepcopy(result)))
         result = nodes.name(kept)
     r = ast_unparse(vjp.body[-1].value.elts[0])
-    seed = nodes.parse_expr(f"1.0 if {helper('type')}({r}) is {helper('float')} "
-                            f"else {runtime('seed')}({r}, {vjp.name[:-4]!r})")
-    out.append(nodes.assign(pullback.args.args[0].id, seed))
-    body = (check + forward + out + pullback.body[:-1]
-            + [nodes.ret(nodes.tuple_([result, grads]))])
-    fused = nodes.function(namer.fresh(vjp.name[:-4] + "_value_and_grad"), [], body, like=vjp)
-    return fused
+    seed_name = pullback.args.args[0].id
+    folded = [with_constant(s, seed_name, 1.0) for s in pullback.body
+              ] if rev.scalar_output else [None]
+    if None not in folded and not any(nodes.stores(s, seed_name) for s in pullback.body):
+        # the output is a full reduction: its adjoint is the number 1.0
+        pullback.body = folded
+        grads = pullback.body[-1].value
+    else:
+        if rev.scalar_output:
+            seed = nodes.const(1.0)
+        else:
+            seed = nodes.parse_expr(f"1.0 if {helper('type')}({r}) is {helper('float')} "
+                                    f"else {runtime('seed')}({r}, {vjp.name[:-4]!r})")
+        seeded.append(nodes.assign(seed_name, seed))
+    if value:
+        body = (check + forward + out + seeded + pullback.body[:-1]
+                + [nodes.ret(nodes.tuple_([result, grads]))])
+        return nodes.function(namer.fresh(vjp.name[:-4] + "_value_and_grad"), [], body,
+                              like=vjp)
+    pullback = _shapes_from_earliest(pullback.body[:-1] + [nodes.ret(grads)], forward, rev)
+    body = _live(forward + seeded + pullback, rev.ops)
+    return nodes.function(namer.fresh(vjp.name[:-4] + "_grad"), [], check + body, like=vjp)
+
+
+def _shapes_from_earliest(stmts, forward, rev):
+    """`stmts` reading, where a helper needs only an argument's shape, the first
+    parameter or top-level name of `forward` with the same shape, so that later ones
+    may be dead."""
+    from ..rules import runtime
+    order = [a.id for a in rev.src.node.args.posonlyargs + rev.src.node.args.args]
+    order += [s.targets[0].id for s in forward if isinstance(s, gast.Assign)
+              and isinstance(s.targets[0], gast.Name) and s.targets[0].id in rev.straight]
+    first = {}
+    for n in order:
+        if rev.shapes.of(n) is not None:
+            first.setdefault(rev.shapes.of(n), n)
+    for call in (c for s in stmts for c in gast.walk(s) if isinstance(c, gast.Call)):
+        obj = rev.helpers.get(getattr(call.func, "id", None))
+        name = getattr(obj, "__name__", None)
+        if obj is None or obj is not getattr(runtime, name or "", None):
+            continue
+        for i in runtime.SHAPE_ONLY.get(name, ()):
+            arg = call.args[i] if i < len(call.args) else None
+            if isinstance(arg, gast.Name) and arg.id in rev.straight:
+                arg.id = first.get(rev.shapes.of(arg.id), arg.id)
+    return stmts
+
+
+def _live(body, ops):
+    """`body` without the top-level assignments nobody reads whose value is a name, a
+    constant, syntax or a call of a primitive with a derivative rule."""
+    changed = True
+    while changed:
+        changed = False
+        for i in range(len(body) - 1, -1, -1):
+            s = body[i]
+            if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)):
+                continue
+            op = ops.get(id(s))
+            pure = op is not None and (op.kind in (COPY, PACK) or op.variant is not None
+                                       or (op.kind == primitives.NONDIFF and op.prim is None))
+            target = s.targets[0].id
+            if pure and not any(target in nodes.names_loaded(t) for t in body[i + 1:]):
+                del body[i]
+                changed = True
+    return body
 
 
 def ast_unparse(node):
@@ -816,6 +977,17 @@ class _LoopInfo:
         for call in self.pushes:
             vals = [call.args[0].elts[i] for i in keep]
             call.args[0] = vals[0] if len(vals) == 1 else nodes.tuple_(vals)
+
+
+def _straight_line_names(fn):
+    """Names neither assigned nor read inside an `if` or a loop."""
+    nested = set()
+    for s in fn.body:
+        if isinstance(s, (gast.If, gast.For, gast.While)):
+            nested.update(n.id for n in gast.walk(s) if isinstance(n, gast.Name))
+    everything = {n.id for n in gast.walk(fn) if isinstance(n, gast.Name)}
+    params = {a.id for a in fn.args.args + fn.args.posonlyargs + fn.args.kwonlyargs}
+    return (everything | params) - nested
 
 
 def _strip_markers(stmts):

@@ -1,4 +1,5 @@
 """Algebraic clean-up of instantiated rule templates: fold constants, drop `* 1`."""
+import copy
 import operator
 
 import gast
@@ -80,7 +81,45 @@ def negated(e):
     if isinstance(e, gast.UnaryOp) and isinstance(e.op, gast.USub):
         return e.operand
     if isinstance(e, gast.BinOp) and isinstance(e.op, (gast.Mult, gast.Div)):
+        if _num(e.right) and e.right.value < 0:
+            return nodes.binop(e.left, e.op, nodes.const(-e.right.value))
         inner = negated(e.left)
         if inner is not None:
             return nodes.binop(inner, e.op, e.right)
     return None
+
+
+def fold_negation(e):
+    """`-a * 2` as `a * -2`, throughout `e`: one operation less on arrays."""
+    for n in gast.walk(e):
+        if (isinstance(n, gast.BinOp) and isinstance(n.op, (gast.Mult, gast.Div))
+                and isinstance(n.left, gast.UnaryOp) and isinstance(n.left.op, gast.USub)
+                and _num(n.right) and not isinstance(n.right.value, bool)):
+            n.left, n.right = n.left.operand, nodes.const(-n.right.value)
+    return e
+
+
+def with_constant(stmt, name, value):
+    """`stmt` with `name` read as the number `value`, products and quotients of numbers
+    folded (`y_bar * 2 * t` with `y_bar` 1.0 is `2.0 * t`); None if some read of `name`
+    does not fold into another number (`simplify` would write `1.0 * t` as `t`, which
+    is not the same for an integer array)."""
+    class Replace(gast.NodeTransformer):
+        def visit_Name(self, node):
+            if node.id == name and isinstance(node.ctx, gast.Load):
+                new = nodes.const(value)
+                new.s2s_unfolded = True
+                return new
+            return node
+
+        def visit_BinOp(self, node):
+            self.generic_visit(node)
+            if (_num(node.left) and _num(node.right) and type(node.op) in FOLD
+                    and not isinstance(node.op, gast.Pow)):
+                try:
+                    return nodes.const(FOLD[type(node.op)](node.left.value, node.right.value))
+                except ArithmeticError:
+                    pass
+            return node
+    out = Replace().visit(copy.deepcopy(stmt))
+    return None if any(getattr(n, "s2s_unfolded", False) for n in gast.walk(out)) else out

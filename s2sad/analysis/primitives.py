@@ -115,6 +115,33 @@ def index_value(index):
     return index
 
 
+def index_syntax(index):
+    """The index syntax of an `index_value`: `slice(1, None, None)` is `1:`."""
+    if (isinstance(index, gast.Call) and getattr(index.func, "s2s_builtin", False)
+            and len(index.args) == 3):
+        lower, upper, step = (None if nodes.is_name(a, "None") or (
+            isinstance(a, gast.Constant) and a.value is None) else a for a in index.args)
+        return gast.Slice(lower=lower, upper=upper, step=step)
+    if isinstance(index, gast.Tuple):
+        return nodes.tuple_([index_syntax(e) for e in index.elts])
+    return index
+
+
+def is_basic_index(index, kinds):
+    """Whether `index` (an `index_value`) selects each element at most once: slices,
+    integers and scalars, `...` and `None`."""
+    from .kinds import SCALAR
+    items = index.elts if isinstance(index, gast.Tuple) else [index]
+    for item in items:
+        if isinstance(item, gast.Call) and getattr(item.func, "s2s_builtin", False):
+            parts = item.args
+        else:
+            parts = [item]
+        if not all(isinstance(p, gast.Constant) or kinds[p] == SCALAR for p in parts):
+            return False
+    return True
+
+
 def _rule_op(prim, args, keywords, node):
     rule = registry.lookup(prim)
     if getattr(prim, "s2s_custom", False):

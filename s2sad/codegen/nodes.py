@@ -29,6 +29,11 @@ def assign(target, value):
     return gast.Assign(targets=[target], value=value, type_comment=None)
 
 
+def delete(names):
+    return gast.Delete(targets=[gast.Name(id=n, ctx=gast.Del(), annotation=None,
+                                          type_comment=None) for n in names])
+
+
 def expr_stmt(value):
     return gast.Expr(value=value)
 

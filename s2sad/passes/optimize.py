@@ -7,7 +7,8 @@ Takes the output of `reverse` and, to a fixed point,
   (`s_1 = s + t; s = s_1` becomes `s = s + t`), and drops copies nobody reads;
 - in the pullback, propagates adjoint copies (`t_2_bar = t_1_bar`), fuses a first
   contribution with the next accumulation (`a = e1; ...; a = a + e2` becomes
-  `a = e1 + e2`), writes `a + -b` as `a - b`, and removes adjoints nobody reads.
+  `a = e1 + e2`) or rebinding (`a = e; a = f(a)` becomes `a = f(e)`), writes `a + -b`
+  as `a - b`, and removes adjoints nobody reads.
 
 >>> from s2sad.passes.optimize import Optimize
 >>> print(show(Optimize, '''
@@ -40,7 +41,7 @@ from collections import Counter
 import gast
 
 from ..ad.reverse import annotate
-from ..ad.simplify import negated
+from ..ad.simplify import fold_negation, negated
 from ..codegen import nodes
 
 
@@ -61,6 +62,7 @@ class Optimize:
             changed |= _propagate_copies(pullback, locals_)
             changed |= _inline_single_use(pullback, locals_)
             changed |= _fuse_accumulations(pullback.body)
+            changed |= _merge_rebinds(pullback.body)
             changed |= _drop_dead_adjoints(pullback, locals_)
         for loop in fn.s2s_loops:
             loop.prune()
@@ -72,7 +74,11 @@ class Optimize:
         pullback.body[:-1] = annotate(pullback.body[:-1], self.src)
         for s in gast.walk(pullback):
             if isinstance(s, gast.Assign):
-                s.value = _minus(s.value)
+                s.value = _minus(fold_negation(s.value))
+            elif isinstance(s, gast.AugAssign) and isinstance(s.op, gast.Add):
+                s.value = fold_negation(s.value)
+                if negated(s.value) is not None:
+                    s.op, s.value = gast.Sub(), negated(s.value)
         return fn
 
 
@@ -326,6 +332,36 @@ def _fuse_accumulations(stmts):
                         break
             i += 1
     return changed
+
+
+def _merge_rebinds(stmts):
+    """`a = e; a = f(a)` is `a = f(e)` when `f(a)` reads `a` once and the line stays
+    short (a chain of accumulations stays a chain)."""
+    import copy
+    changed = False
+    for block in nodes.blocks(stmts, functions=False):
+        i = 0
+        while i + 1 < len(block):
+            s, t = block[i], block[i + 1]
+            parts = [x.targets[0].id for x in (s, t) if isinstance(x, gast.Assign)
+                     and isinstance(x.targets[0], gast.Name)]
+            if len(parts) == 2 and parts[0] == parts[1] and _loads(t.value, parts[0]) == 1:
+                merged = copy.deepcopy(t)
+                _replace_load(merged, parts[0], s.value)
+                if len(_source(merged)) > 72:
+                    i += 1
+                    continue
+                _replace_load(t, parts[0], s.value)
+                del block[i]
+                changed = True
+                continue
+            i += 1
+    return changed
+
+
+def _source(node):
+    import ast
+    return ast.unparse(gast.gast_to_ast(node))
 
 
 def _is_accumulation(s, a):

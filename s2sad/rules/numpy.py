@@ -64,7 +64,7 @@ ufunc2(np.maximum, "g * (x >= y)", "g * (x < y)")
 ufunc2(np.minimum, "g * (x <= y)", "g * (x > y)")
 ufunc2(np.fmax, "g * (x >= y)", "g * (x < y)")
 ufunc2(np.fmin, "g * (x <= y)", "g * (x > y)")
-ufunc2(np.logaddexp, "g * np.exp(x - ans)", "g * np.exp(y - ans)")
+ufunc2(np.logaddexp, "g / (1 + np.exp(y - x))", "g / (1 + np.exp(x - y))")
 ufunc2(np.hypot, "g * x / ans", "g * y / ans")
 ufunc2(np.arctan2, "g * y / (x * x + y * y)", "-g * x / (x * x + y * y)")
 rule(np.where, "condition, x, y", None, "np.where(condition, g, 0.0)",
@@ -74,9 +74,9 @@ rule(np.clip, "a, a_min, a_max", "g * _s2s_clip_mask(a, a_min, a_max)",
 
 # reductions
 rule(np.sum, "a, axis=None, dtype=None, out=None, keepdims=False",
-     a="_s2s_unreduce(g, a, axis, keepdims)")
+     a="_s2s_unreduce(g, a, axis, keepdims)", uniform="g")
 rule(np.mean, "a, axis=None, dtype=None, out=None, keepdims=False",
-     a="_s2s_unreduce(g, a, axis, keepdims) / _s2s_count(a, axis)")
+     a="_s2s_unreduce(g, a, axis, keepdims) / _s2s_count(a, axis)", uniform="g / _s2s_count(a)")
 rule(np.prod, "a, axis=None, dtype=None, out=None, keepdims=False",
      a="_s2s_unreduce(g, a, axis, keepdims) * _s2s_prod_others(a, axis)")
 for _f in (np.max, np.min, np.amax, np.amin):

@@ -60,11 +60,12 @@ class Template:
 class Variant:
     """One signature of a primitive and the templates of its parameters."""
 
-    def __init__(self, params, templates, broadcast, elementwise=False):
+    def __init__(self, params, templates, broadcast, elementwise=False, uniform=None):
         self.params = params              # [(name, default or REQUIRED)]
         self.templates = templates        # {name: Template}
         self.broadcast = broadcast
         self.elementwise = elementwise or broadcast
+        self.uniform = uniform            # Template of a full reduction's adjoint, or None
 
     def bind(self, args, keywords):
         """{param: argument node} for a call, or None if the call does not fit."""
@@ -125,10 +126,14 @@ def returns(kind, *prims):
 
 
 def vjp(prim, params, *templates, namespace=None, broadcast=False, elementwise=False,
-        **by_name):
+        uniform=None, **by_name):
     """Register reverse rules for `prim` called with `params` ("x, axis=None, ..."):
     templates by position (None for no derivative) or by parameter name. `elementwise`
-    says the result has the shape of the arguments, element by element."""
+    says the result has the shape of the arguments, element by element. `uniform` is
+    for reductions: the value, the same for every element, of the first parameter's
+    adjoint when the call reduces its array to a scalar (`"g"` for a sum). Generated
+    code then keeps that adjoint a scalar for as long as the arrays it meets are
+    elementwise operations of the same shape."""
     global version
     spec = _parse_params(params)
     names = [n for n, _ in spec]
@@ -141,7 +146,8 @@ def vjp(prim, params, *templates, namespace=None, broadcast=False, elementwise=F
     rule = RULES.setdefault(prim, Rule(prim))
     rule.nondiff = False
     rule.variants = [v for v in rule.variants if [p for p, _ in v.params] != names]
-    rule.variants.append(Variant(spec, compiled, broadcast, elementwise))
+    uniform = None if uniform is None else Template(uniform, names, ns)
+    rule.variants.append(Variant(spec, compiled, broadcast, elementwise, uniform))
     version += 1
     return prim
 

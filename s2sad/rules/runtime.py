@@ -202,10 +202,11 @@ def _axes(axis, ndim):
 def unreduce(g, x, axis=None, keepdims=False):
     """The adjoint of a sum of `x` over `axis`: `g` broadcast back to `x`'s shape."""
     shape = np.shape(x)
+    dtype = np.result_type(g, x)        # before asarray: a Python float stays weak
     g = np.asarray(g)
     if not keepdims:
         g = np.expand_dims(g, _axes(axis, len(shape))) if shape else g
-    out = np.empty(shape, dtype=np.result_type(g, x))
+    out = np.empty(shape, dtype=dtype)
     out[...] = g
     return out
 
@@ -312,7 +313,8 @@ def matmul_rhs(g, a, b):
     if a.ndim == 1:
         out = np.expand_dims(a, -1) * np.expand_dims(g, -2) if b.ndim > 1 else g * a
     elif b.ndim == 1:
-        out = np.matmul(np.swapaxes(a, -1, -2), np.expand_dims(g, -1))[..., 0]
+        out = g @ a if a.ndim == 2 else np.matmul(np.swapaxes(a, -1, -2),
+                                                   np.expand_dims(g, -1))[..., 0]
     else:
         out = np.matmul(np.swapaxes(a, -1, -2), g)
     return unbroadcast(out, b)

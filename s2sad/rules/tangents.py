@@ -87,6 +87,9 @@ _helpers(extremum_dot, variance_dot, norm_dot, cholesky_dot)
 REDUCTION = "a, axis=None, dtype=None, out=None, keepdims=False"
 linear(np.real, "val", "val")
 jvp(np.clip, "a, a_min, a_max", "t * _s2s_clip_mask(a, a_min, a_max)", namespace=ns)
+# The reverse rule does without `ans`, so that `grad` may skip computing it; a tangent is
+# computed next to the value, and reuses it.
+jvp(np.logaddexp, "x, y", "t * np.exp(x - ans)", "t * np.exp(y - ans)", namespace=ns)
 linear(np.sum, REDUCTION, "a")
 linear(np.mean, REDUCTION, "a")
 jvp(np.prod, REDUCTION,

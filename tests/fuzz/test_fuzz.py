@@ -22,8 +22,9 @@ one). Each test takes a share of the profile's `max_examples` (SHARES below).
 Properties
 ----------
 1. `test_gradient_matches_finite_differences`: the gradient with respect to all
-   parameters, through `value_and_grad` (the fused code `grad` runs), `vjp` and its
-   pullback, or forward mode (`jvp` with each unit tangent), agrees with finite differences (rtol 1e-5, atol 1e-7) at random points in
+   parameters, through `grad` or `value_and_grad` (fused code), `vjp` and its
+   pullback, or forward mode (`jvp` with each unit tangent), agrees with finite
+   differences (rtol 1e-5, atol 1e-7) at random points in
    [-2, 2], and the value agrees with `f`'s. Points sit on a 1e-3 grid shifted by an
    irrational offset, so they never lie exactly on a branch boundary `x == 0.5`. A partial
    derivative is only compared where `f` is smooth along that coordinate: two fourth-order
@@ -145,15 +146,20 @@ def _close(a, b, rel=1e-9, abs_=1e-12):
 
 
 def check_gradients(program, points, via="grad"):
-    """Property 1 for one program at some points, through `value_and_grad` (the fused
-    f_value_and_grad) or `vjp` (f_vjp and its pullback). Returns the number of partial
-    derivatives compared."""
+    """Property 1 for one program at some points, through `grad` (the fused f_grad),
+    `value_and_grad` (f_value_and_grad) or `vjp` (f_vjp and its pullback). Returns the
+    number of partial derivatives compared."""
     note(program.source)
     f = program.load()
     wrt = tuple(range(len(program.params)))
     try:
-        if via == "grad":
+        if via == "value_and_grad":
             vg = s2sad.value_and_grad(f, wrt=wrt)
+        elif via == "grad":     # f_grad, without the value: the value from f itself
+            df = s2sad.grad(f, wrt=wrt)
+
+            def vg(*point):
+                return f(*point), df(*point)
         elif via == "vjp":
             def vg(*point):
                 y, pullback = s2sad.vjp(f, *point)
@@ -211,7 +217,7 @@ def _points(data, program, most):
 
 @fuzz_settings("gradient")
 @given(program=programs(names="plain", max_statements=MAX_STATEMENTS),
-       via=st.sampled_from(("grad", "vjp", "jvp")), data=st.data())
+       via=st.sampled_from(("grad", "value_and_grad", "vjp", "jvp")), data=st.data())
 def test_gradient_matches_finite_differences(program, via, data):
     check_gradients(program, _points(data, program, 3), via)
 
@@ -220,7 +226,7 @@ def test_gradient_matches_finite_differences(program, via, data):
 
 @fuzz_settings("names")
 @given(program=programs(names="tricky", max_statements=MAX_STATEMENTS),
-       via=st.sampled_from(("grad", "vjp", "jvp")), data=st.data())
+       via=st.sampled_from(("grad", "value_and_grad", "vjp", "jvp")), data=st.data())
 def test_gradient_with_colliding_names(program, via, data):
     check_gradients(program, _points(data, program, 2), via)
 
@@ -240,7 +246,8 @@ def test_generated_source_is_deterministic(program, fused):
                 first = s2sad.grad(f, wrt=wrt).source
             else:
                 first = s2sad.source(f, wrt=wrt)
-            again = pipeline.reverse(f2, wrt, fused=fused).source
+            again = pipeline.reverse(f2, wrt, fused="grad" if fused else False,
+                                     release=True).source
         except S2SADError as exc:
             _fail(program, f"s2sad rejected a program of the supported subset: "
                            f"{type(exc).__name__}: {exc}")

@@ -1,0 +1,66 @@
+"""Release: free each array of a fused gradient as soon as nothing reads it any more.
+
+Takes the fused `f_value_and_grad` (forward pass then pullback in one function) and,
+after the last top-level statement that mentions an array (a primal value or an
+adjoint), deletes the name, so that NumPy returns its buffer before the next
+intermediate is allocated: peak memory follows what is live, not everything computed.
+Names the function returns, parameters, and names that are not certainly bound there
+(bound only inside an `if` or a loop) are left alone; so are scalars.
+
+>>> import numpy as np
+>>> from s2sad import pipeline
+>>> def f(x):
+...     return np.sum(np.tanh(2.0 * x))
+>>> print(pipeline.reverse(f, fused=True, release=True).source.rstrip())
+def f_value_and_grad(x):
+    if type(x) is not ndarray:
+        raise _s2s_Respecialize
+    # reverse mode of f() with respect to x
+    # the pullback reads: t_1
+    # rules: *, np.tanh, np.sum
+    t = 2.0 * x
+    t_1 = np.tanh(t)
+    del t
+    y = np.sum(t_1)
+    y_bar = 1.0
+    # grad of: return np.sum(np.tanh(2.0 * x))
+    t_bar = y_bar * (1 - t_1 * t_1)
+    del t_1
+    x_bar = t_bar * 2.0
+    del t_bar
+    return (y, x_bar)
+"""
+import gast
+
+from ..codegen import nodes
+
+
+class Release:
+    """See the module docstring; `arrays` are the names that hold arrays."""
+
+    def __init__(self, arrays):
+        self.arrays = set(arrays)
+
+    def run(self, fn):
+        body = fn.body
+        params = {a.id for a in fn.args.args + fn.args.posonlyargs + fn.args.kwonlyargs}
+        returned = set(nodes.names_loaded(body[-1])) if isinstance(body[-1], gast.Return) \
+            else set(self.arrays)
+        bound, last = {}, {}
+        for i, s in enumerate(body):
+            for n in gast.walk(s):
+                if isinstance(n, gast.Name) and n.id in self.arrays:
+                    last[n.id] = i
+            if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
+                bound.setdefault(s.targets[0].id, i)
+        after = {}
+        for name in sorted(bound, key=bound.get):
+            if (name in self.arrays and name not in params | returned
+                    and last[name] < len(body) - 1):
+                after.setdefault(last[name], []).append(name)
+        fn.body = []
+        for i, s in enumerate(body):
+            fn.body.append(s)
+            if i in after:
+                fn.body.append(nodes.delete(after[i]))
+        return fn
