@@ -226,3 +226,25 @@ def helper_of_a_constant_in_a_loop(x):
 
 def attribute_of_temporary(x):
     return np.sum((x * 2).T * x)      # `.T` of a temporary was taken for a global: no adjoint
+
+
+def push_doubled(lst, v):
+    lst.append(v * 2.0)
+
+
+def calls_a_mutating_helper(x):
+    lst = [x]
+    push_doubled(lst, x)
+    return lst[0] + lst[1]
+
+
+def set_first_of_copy(a, v):
+    a = a.copy()
+    a[0] = v
+    return a
+
+
+def calls_a_copying_helper(x):
+    a = np.zeros(2)
+    a = set_first_of_copy(a, x)
+    return np.sum(a * a)

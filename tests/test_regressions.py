@@ -207,3 +207,12 @@ def test_attribute_of_a_temporary_carries_its_adjoint():
     v = np.array([[0.0, 1.0], [0.0, 0.0]])
     _, y_dot = s2sad.jvp(r.attribute_of_temporary, (x,), (v,))
     assert y_dot == pytest.approx(np.sum(expected * v))
+
+
+def test_helper_that_changes_its_argument_in_place_is_refused_not_wrong():
+    # the derivative would miss lst's change (it gave 1.0 instead of 3.0)
+    with pytest.raises(s2sad.UnsupportedSyntaxError, match="push_doubled.*in place") as info:
+        s2sad.grad(r.calls_a_mutating_helper)(1.5)
+    assert info.value.lineno == r.calls_a_mutating_helper.__code__.co_firstlineno + 2
+    # a helper that copies its argument first is fine: d/dx sum([x, 0]^2) = 2x
+    assert s2sad.grad(r.calls_a_copying_helper)(1.5) == 3.0

@@ -34,7 +34,7 @@ import gast
 from ..codegen import nodes
 from ..errors import InternalError, MissingRuleError
 from ..analysis.activity import active_names
-from ..analysis.kinds import ARRAY, CONTAINER, SCALAR, Kinds
+from ..analysis.kinds import ARRAY, CONTAINER, SCALAR, UNKNOWN, Kinds
 from ..analysis.shapes import Shapes
 from ..analysis import primitives
 from ..analysis.primitives import COPY, CUSTOM, PACK, USER
@@ -84,6 +84,7 @@ class Reverse:
                     "differentiable operations); its gradient is zero",
                     UnconnectedInputWarning, self.src.filename, self.src.first_line)
         self.user_calls = {}
+        self.refuse_mutating_calls(fn)
         self.indexed = {a.id for s in _assigns(fn) for a in _getitem_receivers(s)}
         self.primal_names = {n.id for n in gast.walk(fn) if isinstance(n, gast.Name)}
         self.scalar_zeros = False
@@ -408,6 +409,50 @@ class Reverse:
                 part = nodes.call(self.runtime("cotangent"), [part, copy.deepcopy(op.args[i])])
             out.extend(self.accumulate(op.args[i].id, part, defined, s))
         return out
+
+    def refuse_mutating_calls(self, fn):
+        """A called Python function that changes an argument in place (`a[i] = v`,
+        `lst.append(v)`, `a += v` on an array) changes the caller's value behind its back;
+        the derivative would miss that, so it is refused."""
+        for s in _in_order(fn.body):
+            for call in gast.walk(s):
+                if not isinstance(call, gast.Call):
+                    continue
+                prim = getattr(call.func, "s2s_prim", None) or self.src.resolve(call.func)
+                if (prim is not MISSING and primitives.python_function(prim) is not None
+                        and primitives.registry.lookup(prim) is None
+                        and not getattr(prim, "s2s_custom", False)):
+                    self.refuse_mutating_callee(prim, call.args, s)
+
+    def refuse_mutating_callee(self, prim, call_args, s):
+        import inspect
+        from ..errors import UnsupportedSyntaxError
+        from ..frontend import source
+        fn, bound, _ = primitives.python_function(prim)
+        try:
+            callee = source.capture(fn)
+        except Exception:       # noqa: BLE001 - no source: compiling it reports that
+            return
+        params = list(inspect.signature(fn).parameters)[len(bound):]
+        local = {p for p, a in zip(params, call_args)
+                 if isinstance(a, gast.Name) and self.src.is_local(a.id)}
+        # a parameter the callee rebinds (`a = a.copy()`) may be its own value by then
+        rebound = {t.id for n in gast.walk(callee.node)
+                   if isinstance(n, (gast.Assign, gast.For))
+                   for t in gast.walk(n.targets[0] if isinstance(n, gast.Assign) else n.target)
+                   if isinstance(t, gast.Name) and isinstance(t.ctx, gast.Store)}
+        local -= rebound
+        arrays = {p for p, a in zip(params, call_args)
+                  if p in local and self.kinds[a] in (ARRAY, UNKNOWN)}
+        for node in gast.walk(callee.node):
+            name = _mutated_name(node, arrays)
+            if name in local:
+                raise UnsupportedSyntaxError(
+                    f"{callee.name}() changes its argument {name!r} in place "
+                    f"({callee.where(node)}); s2sad cannot differentiate a change made "
+                    "to the caller's value by another function yet. Return the new value "
+                    "instead (e.g. `lst = lst + [v]`, `a = a.copy(); a[i] = v; return a`)",
+                    self.src.filename, self.src.lineno(s), 0, self.src.line_text(s))
 
     def callee(self, prim, wrt, call_args):
         """The generated-code name of the vjp of `prim` for `wrt` (compiled now, unless
@@ -1033,6 +1078,30 @@ def _same(a, b):
 
 def _assigns(fn):
     return [n for n in gast.walk(fn) if isinstance(n, gast.Assign)]
+
+
+_MUTATING_METHODS = {"append", "extend", "insert", "pop", "remove", "clear", "sort",
+                     "reverse", "update", "setdefault", "popitem", "fill", "resize", "put",
+                     "itemset", "__setitem__", "__iadd__"}
+
+
+def _mutated_name(node, arrays):
+    """The name `node` changes in place, if it does: `a[i] = v`, `a[i] += v`,
+    `a.append(v)`, or `a += v` where `a` is in `arrays` (for numbers it rebinds)."""
+    targets = (node.targets if isinstance(node, gast.Assign) else
+               [node.target] if isinstance(node, gast.AugAssign) else [])
+    for t in targets:
+        while isinstance(t, (gast.Subscript, gast.Attribute)):
+            if isinstance(t.value, gast.Name):
+                return t.value.id
+            t = t.value
+    if isinstance(node, gast.AugAssign) and isinstance(node.target, gast.Name) and (
+            node.target.id in arrays):
+        return node.target.id
+    if (isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute)
+            and node.func.attr in _MUTATING_METHODS and isinstance(node.func.value, gast.Name)):
+        return node.func.value.id
+    return None
 
 
 def _in_order(stmts):
