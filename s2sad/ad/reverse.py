@@ -604,7 +604,10 @@ class Reverse:
         info.add_inner()
         info.defined_inside.update(self.user_calls[id(n)][0] for n in gast.walk(s)
                                    if id(n) in self.user_calls)
-        record = sorted(n for n in loaded - stored
+        # what the reversed body reads of this iteration; a value an inner reversed loop
+        # unpacks from its own tape is that loop's business, but the same name read
+        # elsewhere in the body still needs this iteration's value
+        record = sorted(n for n in _free_loads(body, set())
                         if n in self.primal_names and n in info.defined_inside)
         info.plan(record)
         self.loops[id(s)] = info
@@ -1102,6 +1105,21 @@ def _mutated_name(node, arrays):
             and node.func.attr in _MUTATING_METHODS and isinstance(node.func.value, gast.Name)):
         return node.func.value.id
     return None
+
+
+def _free_loads(stmts, bound):
+    """Names `stmts` read that are not bound by an enclosing `for` target among them."""
+    out = set()
+    for s in stmts:
+        if isinstance(s, gast.For):
+            out |= set(nodes.names_loaded(s.iter)) - bound
+            out |= _free_loads(s.body, bound | set(nodes.names_stored(s.target)))
+        elif isinstance(s, (gast.If, gast.While)):
+            out |= set(nodes.names_loaded(s.test)) - bound
+            out |= _free_loads(s.body, bound) | _free_loads(s.orelse, bound)
+        else:
+            out |= set(nodes.names_loaded(s)) - bound
+    return out
 
 
 def _in_order(stmts):
