@@ -1,7 +1,8 @@
 """Forward mode and second derivatives: jvp, jacfwd, jacrev, hvp, hessian, defjvp."""
 import functools
-import inspect
 import re
+import types
+import weakref
 
 import numpy as np
 
@@ -40,14 +41,47 @@ def jvp(f, primals, tangents, **kwargs):
     if len(primals) != len(tangents):
         raise S2SADError(f"jvp needs one tangent per primal: got {len(primals)} primal(s) "
                          f"and {len(tangents)} tangent(s)")
-    if not primals:
-        raise S2SADError("jvp needs the positional arguments to differentiate at")
     first = 0
-    if inspect.ismethod(f):
+    if isinstance(f, types.MethodType):   # differentiate the function, not the instance
         f, primals, first = f.__func__, (f.__self__,) + primals, 1
+    key = (first, tuple(map(type, primals)), registry.version)
+    try:
+        run = _jvp_calls[f][key]
+    except (KeyError, TypeError):  # first call for these types, or f not weakly keyable
+        run = _jvp_call(f, primals, first)
+        try:
+            per_fn = _jvp_calls.setdefault(f, {})
+        except TypeError:
+            pass
+        else:
+            if any(k[-1] != registry.version for k in per_fn):
+                per_fn.clear()
+            per_fn[key] = run
+    return run(primals, tangents, kwargs)
+
+
+# f -> {(first, argument types, registry version): run}: jvp's fast path, one dict lookup
+# per call instead of reading f's signature (which costs more than a small jvp).
+_jvp_calls = weakref.WeakKeyDictionary()
+
+
+def _jvp_call(f, primals, first):
+    """`run(primals, tangents, kwargs)` calling the compiled `f_jvp` for the arguments
+    `primals`, the first `first` of them not differentiated (a method's instance);
+    the tangents are passed positionally when its signature allows."""
+    if len(primals) == first:
+        raise S2SADError("jvp needs the positional arguments to differentiate at")
     wrt = tuple(range(first, len(primals)))
     d = compiled(f, wrt, pipeline.kinds_of(api._target(f), primals))
-    return _call(d, primals, kwargs, tangents)
+    fn, names = d.fn, d.tangent_names
+    code = getattr(fn, "__code__", None)
+    if code is not None and code.co_varnames[len(primals):code.co_argcount] == tuple(names):
+        def run(primals, tangents, kwargs):
+            return fn(*primals, *tangents, **kwargs)
+    else:   # tangents after parameters with defaults are keyword-only
+        def run(primals, tangents, kwargs):
+            return fn(*primals, **kwargs, **dict(zip(names, tangents)))
+    return run
 
 
 def _wrt(f, wrt):

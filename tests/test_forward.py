@@ -90,6 +90,38 @@ def test_jvp_errors():
         s2sad.jvp(corpus_control_flow.conflict, (1.0,), (1.0, 2.0))
 
 
+def test_jvp_fast_path_follows_types_rules_tangent_count_and_methods():
+    # jvp caches the compiled f_jvp per argument types and registry version: each of these
+    # repeated calls must still see what changed since the first.
+    def cube(x):
+        return x ** 3
+    f = _module_level(None, {"cube": cube}, "def g(x, n=2):\n    return cube(x) * n\n")
+    assert s2sad.jvp(f, (2.0,), (1.0,)) == (16.0, 24.0)           # 2 * 3 x^2
+    assert s2sad.jvp(f, (2.0,), (1.0,)) == (16.0, 24.0)           # cached
+    assert s2sad.jvp(f, (2.0, 3.0), (1.0, 1.0)) == (24.0, 44.0)   # n is differentiated too
+    x = np.array([1.0, 2.0])
+    y, y_dot = s2sad.jvp(f, (x,), (np.array([1.0, 0.0]),))        # another kind: arrays
+    assert np.array_equal(y, 2 * x ** 3) and np.array_equal(y_dot, [6.0, 0.0])
+    s2sad.defjvp(cube, "x", "t * 5.0")                            # a wrong rule, on purpose
+    try:
+        assert s2sad.jvp(f, (2.0,), (1.0,)) == (16.0, 10.0)
+    finally:
+        registry.JVPS.pop(cube)
+        registry.bump()
+    assert s2sad.jvp(f, (2.0,), (1.0,)) == (16.0, 24.0)
+    with pytest.raises(s2sad.S2SADError, match="one tangent per primal"):
+        s2sad.jvp(f, (2.0,), (1.0, 1.0))
+
+    class Scaled:
+        def __init__(self, k):
+            self.k = k
+
+        def apply(self, x):
+            return self.k * x * x
+    for k in (1.0, 3.0):   # one compiled f_jvp, each call with its own instance
+        assert s2sad.jvp(Scaled(k).apply, (2.0,), (1.0,)) == (4.0 * k, 4.0 * k)
+
+
 def test_missing_forward_rule_is_reported():
     def opaque(x):
         return x
