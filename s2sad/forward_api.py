@@ -205,9 +205,16 @@ def hvp(f, wrt=0):
     >>> s2sad.hvp(f)(2.0, 5.0, 1.0)                # d2f/dx2 = 6 x y
     60.0
     """
+    compiled_for = {}   # (argument types, registry version) -> the compiled code
+
     def product(*args, **kwargs):
         *args, v = args
-        i, d = _grad_jvp(f, wrt, args)
+        key = (tuple(map(type, args)), registry.version)
+        d = compiled_for.get(key)
+        if d is None:
+            if len(compiled_for) > 16:
+                compiled_for.clear()
+            d = compiled_for[key] = _grad_jvp(f, wrt, args)[1]
         return _call(d, args, kwargs, (v,))[1][1]
     product.__name__ = f"hvp_{getattr(f, '__name__', 'f')}"
     return product

@@ -424,6 +424,17 @@ def test_hvp_matches_hessian():
     np.testing.assert_allclose(s2sad.hvp(rosenbrock)(x, v), rosenbrock_hessian(x) @ v)
 
 
+def test_hvp_reused_across_argument_types():
+    # one hvp object compiles once per argument types: float, then int, then float again
+    def cubic(x, k):
+        return k * x ** 3
+    f = _module_level(cubic)
+    hvp = s2sad.hvp(f)
+    assert hvp(2.0, 1.5, 1.0) == pytest.approx(18.0)      # 6 k x v
+    assert hvp(2.0, 3, 0.5) == pytest.approx(18.0)
+    assert hvp(-1.0, 1.5, 2.0) == pytest.approx(-18.0)
+
+
 def test_hessian_takes_one_argument():
     with pytest.raises(s2sad.S2SADError, match="one argument"):
         s2sad.hessian(quadratic_form, wrt=(0, 1))(np.ones(3), np.eye(3))
