@@ -46,42 +46,44 @@ def jvp(f, primals, tangents, **kwargs):
         f, primals, first = f.__func__, (f.__self__,) + primals, 1
     key = (first, tuple(map(type, primals)), registry.version)
     try:
-        run = _jvp_calls[f][key]
+        fn, names = _jvp_calls[weakref.ref(f)][key]
     except (KeyError, TypeError):  # first call for these types, or f not weakly keyable
-        run = _jvp_call(f, primals, first)
+        fn, names = entry = _jvp_entry(f, primals, first)
         try:
-            per_fn = _jvp_calls.setdefault(f, {})
+            per_fn = _jvp_calls.setdefault(weakref.ref(f, _forget), {})
         except TypeError:
             pass
         else:
             if any(k[-1] != registry.version for k in per_fn):
                 per_fn.clear()
-            per_fn[key] = run
-    return run(primals, tangents, kwargs)
+            per_fn[key] = entry
+    if names is None:
+        return fn(*primals, *tangents, **kwargs)
+    return fn(*primals, **kwargs, **dict(zip(names, tangents)))
 
 
-# f -> {(first, argument types, registry version): run}: jvp's fast path, one dict lookup
-# per call instead of reading f's signature (which costs more than a small jvp).
-_jvp_calls = weakref.WeakKeyDictionary()
+# weakref(f) -> {(first, argument types, registry version): (f_jvp, names)}: jvp's fast
+# path, two dict lookups per call instead of reading f's signature (which costs more
+# than a small jvp); an entry goes when its function does.
+_jvp_calls = {}
 
 
-def _jvp_call(f, primals, first):
-    """`run(primals, tangents, kwargs)` calling the compiled `f_jvp` for the arguments
-    `primals`, the first `first` of them not differentiated (a method's instance);
-    the tangents are passed positionally when its signature allows."""
+def _forget(ref):
+    _jvp_calls.pop(ref, None)
+
+
+def _jvp_entry(f, primals, first):
+    """`(f_jvp, names)`: the compiled `f_jvp` for the arguments `primals`, the first
+    `first` of them not differentiated (a method's instance), and the names of its
+    tangent parameters if they must be passed by name, None if by position."""
     if len(primals) == first:
         raise S2SADError("jvp needs the positional arguments to differentiate at")
     wrt = tuple(range(first, len(primals)))
     d = compiled(f, wrt, pipeline.kinds_of(api._target(f), primals))
-    fn, names = d.fn, d.tangent_names
-    code = getattr(fn, "__code__", None)
-    if code is not None and code.co_varnames[len(primals):code.co_argcount] == tuple(names):
-        def run(primals, tangents, kwargs):
-            return fn(*primals, *tangents, **kwargs)
-    else:   # tangents after parameters with defaults are keyword-only
-        def run(primals, tangents, kwargs):
-            return fn(*primals, **kwargs, **dict(zip(names, tangents)))
-    return run
+    code = getattr(d.fn, "__code__", None)
+    by_position = (code is not None and
+                   code.co_varnames[len(primals):code.co_argcount] == tuple(d.tangent_names))
+    return d.fn, None if by_position else d.tangent_names
 
 
 def _wrt(f, wrt):
