@@ -260,13 +260,12 @@ def source(f, mode="reverse", wrt=0, at=None):
         return (y, y_dot)
     <BLANKLINE>
     """
-    kinds = None if at is None else pipeline.kinds_of(_target(f), at)
     if mode == "forward":
         from . import forward_api
-        wrt = tuple(wrt) if isinstance(wrt, (tuple, list)) else (wrt,)
-        return forward_api.compiled(f, wrt, kinds).source
+        return forward_api.source(f, wrt, at)
     if mode != "reverse":
         raise S2SADError(f"mode={mode!r}: the mode is 'reverse' or 'forward'")
+    kinds = None if at is None else pipeline.kinds_of(_target(f), at)
     return _compiled(f, wrt, kinds=kinds).source
 
 

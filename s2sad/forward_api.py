@@ -170,29 +170,90 @@ def jacrev(f, wrt=0):
 
 
 def _grad_jvp(f, wrt, args):
-    """The forward mode of `f`'s generated `f_value_and_grad` (forward over reverse):
-    `((y, g), (y_dot, g_dot))`, where `g_dot` is the Hessian times the tangent."""
+    """`(i, d)`: the index `i` of parameter `wrt` and the compiled forward mode `d`, along
+    that parameter, of `f`'s gradient code, for `args`; `d` returns `((y, g), (y_dot,
+    g_dot))`, where `g_dot` is the Hessian times the tangent."""
     if isinstance(wrt, (tuple, list)):
         raise S2SADError("hessian and hvp differentiate with respect to one argument; "
                          f"got wrt={wrt!r}")
     target = api._target(f)
     i = _indices(target, wrt)[0]
-    kinds = pipeline.kinds_of(target, args)
+    return i, _gradient_jvp(f, i, (i,), pipeline.kinds_of(target, args))
+
+
+def gradient_code(f, kinds=None):
+    """The compiled gradient code (`g_value_and_grad`, without its argument-type guard)
+    that forward over reverse differentiates for gradient `f` (see `gradient_of`), for
+    arguments of `kinds` (by default, those `source` assumes)."""
+    primal, grad_wrt = gradient_of(f)
+    return _gradient_code(api._target(primal), grad_wrt, kinds)
+
+
+def _gradient_code(target, grad_wrt, kinds=None):
+    kinds = pipeline.default_kinds(target) if kinds is None else kinds
+    grad_key = tuple(grad_wrt) if isinstance(grad_wrt, (tuple, list)) else grad_wrt
+    return cache.get(target, ("grad, unguarded", grad_key, pipeline._kinds_key(kinds)),
+                     lambda: pipeline.reverse(target, grad_wrt, True, kinds, guard=False))
+
+
+def _gradient_jvp(f, grad_wrt, wrt, kinds):
+    """The compiled forward mode, along parameters `wrt` (indices), of the
+    `f_value_and_grad` that `grad(f, grad_wrt)` runs (forward over reverse), for
+    arguments of `kinds`, through the cache. The gradient code is compiled without its
+    argument-type guard: the callers pick the version by the arguments' types."""
+    target = api._target(f)
+    grad_key = tuple(grad_wrt) if isinstance(grad_wrt, (tuple, list)) else grad_wrt
+    kinds_key = pipeline._kinds_key(kinds)
 
     def build():
-        grad = api._compiled(f, i, fused=True, kinds=kinds)
+        grad = _gradient_code(target, grad_wrt, kinds)
         try:
-            return pipeline.forward(grad.fn, (i,), kinds)
+            return pipeline.forward(grad.fn, tuple(wrt), kinds)
         except MissingRuleError as exc:
             callee = re.search(r"rule for (\w+)_pullback", str(exc))
             if callee is None:
                 raise
             raise S2SADError(
-                f"hessian and hvp of {target.__qualname__} need the second derivative of "
-                f"{callee.group(1)}(), another Python function it calls; forward over reverse "
-                "does not go through such calls yet. Inline it, or make it a primitive with "
-                "s2sad.defvjp and s2sad.defjvp.") from None
-    return i, cache.get(target, ("hessian", i, pipeline._kinds_key(kinds)), build)
+                f"second derivatives of {target.__qualname__} (hessian, hvp, forward mode of "
+                f"its gradient) need the second derivative of {callee.group(1)}(), another "
+                "Python function it calls; forward over reverse does not go through such "
+                "calls yet. Inline it, or make it a primitive with s2sad.defvjp and "
+                "s2sad.defjvp.") from None
+    return cache.get(target, ("forward over reverse", grad_key, tuple(wrt), kinds_key), build)
+
+
+def gradient_of(f):
+    """`(primal, wrt)` if `f` is a gradient made by s2sad whose forward mode is forward
+    over reverse (made by `grad`, `value_and_grad`, `hvp` or `hessian`), else None."""
+    if isinstance(f, api._Derivative) or getattr(f, "s2s_forward_over_reverse", False):
+        return f.primal, f.wrt
+    return None
+
+
+def source(f, wrt=0, at=None):
+    """The forward-mode source `s2sad.source(f, mode="forward", wrt=wrt, at=at)` gives:
+    `f_jvp` for a function, and for a gradient `grad(g)` (or `value_and_grad`, `hvp`,
+    `hessian` of `g`) the forward mode of the gradient code it runs,
+    `g_value_and_grad_jvp`, with tangents for `g`'s parameters `wrt`."""
+    wrt = tuple(wrt) if isinstance(wrt, (tuple, list)) else (wrt,)
+    gradient = gradient_of(f)
+    if gradient is None:
+        kinds = None if at is None else pipeline.kinds_of(api._target(f), at)
+        return compiled(f, wrt, kinds).source
+    primal, grad_wrt = gradient
+    target = api._target(primal)
+    kinds = pipeline.default_kinds(target) if at is None else pipeline.kinds_of(target, at)
+    indices = tuple(pipeline.wrt_indices(target, wrt))
+    return _gradient_jvp(primal, grad_wrt, indices, kinds).source
+
+
+def _mark_gradient(derivative, f, wrt, kind):
+    """Name `derivative` (made by `hvp` or `hessian`) and mark it as forward over reverse
+    of `f`'s gradient, for `source(derivative, mode="forward")` and the CLI."""
+    derivative.__name__ = f"{kind}_{getattr(f, '__name__', 'f')}"
+    derivative.primal, derivative.wrt = f, wrt
+    derivative.s2s_derivative = derivative.s2s_forward_over_reverse = True
+    return derivative
 
 
 def hvp(f, wrt=0):
@@ -218,8 +279,7 @@ def hvp(f, wrt=0):
                 compiled_for.clear()
             d = compiled_for[key] = _grad_jvp(f, wrt, args)[1]
         return _call(d, args, kwargs, (v,))[1][1]
-    product.__name__ = f"hvp_{getattr(f, '__name__', 'f')}"
-    return product
+    return _mark_gradient(product, f, wrt, "hvp")
 
 
 def hessian(f, wrt=0):
@@ -237,8 +297,7 @@ def hessian(f, wrt=0):
         i, d = _grad_jvp(f, wrt, args)
         cols = [_call(d, args, kwargs, (e,))[1][1] for e in _basis(args[i])]
         return _assemble(cols, np.shape(args[i]), np.shape(args[i]))
-    hess.__name__ = f"hessian_{getattr(f, '__name__', 'f')}"
-    return hess
+    return _mark_gradient(hess, f, wrt, "hessian")
 
 
 def defjvp(prim, params, *templates, namespace=None):

@@ -146,14 +146,16 @@ def stages(fn, wrt=0, stop=None, kinds=None):
 
 
 @_guarded
-def reverse(fn, wrt=0, fused=False, kinds=None):
+def reverse(fn, wrt=0, fused=False, kinds=None, guard=True):
     """Compile the reverse-mode derivative `f_vjp` of `fn` (with `fused`, the
-    `f_value_and_grad` that `grad` runs), specialised on `kinds` (by default, those
-    of `default_kinds`)."""
+    `f_value_and_grad` that `grad` runs, which starts by checking its arguments' types
+    unless `guard` is false), specialised on `kinds` (by default, those of
+    `default_kinds`)."""
     kinds = default_kinds(fn) if kinds is None else kinds
     src, node, rev = stages(fn, wrt, kinds=kinds)
     if fused:
-        node = fuse(node, rev.namer, rev.helper, rev.runtime, rev.guarded_types())
+        node = fuse(node, rev.namer, rev.helper, rev.runtime,
+                    rev.guarded_types() if guard else ())
     bindings = dict(rev.helpers)
     code = src.fn.__code__
     for var, cell in zip(code.co_freevars, src.fn.__closure__ or ()):

@@ -435,6 +435,20 @@ def test_hvp_reused_across_argument_types():
     assert hvp(-1.0, 1.5, 2.0) == pytest.approx(-18.0)
 
 
+def test_source_of_hvp_and_hessian_is_the_code_they_run():
+    # forward mode of the gradient, tangent along the parameter they differentiate
+    x, v = np.array([1.2, 0.8, -0.5]), np.array([0.3, -1.0, 2.0])
+    text = s2sad.source(s2sad.grad(rosenbrock), mode="forward", at=(x,))
+    assert text.startswith("def rosenbrock_value_and_grad_jvp(x, x_dot):")
+    assert s2sad.source(s2sad.hvp(rosenbrock), mode="forward", at=(x,)) == text
+    assert s2sad.source(s2sad.hessian(rosenbrock), mode="forward", at=(x,)) == text
+    hvp = s2sad.hvp(rosenbrock)
+    assert hvp.__name__ == "hvp_rosenbrock" and hvp.primal is rosenbrock
+    np.testing.assert_allclose(hvp(x, v), rosenbrock_hessian(x) @ v)
+    with pytest.raises(s2sad.SourceUnavailableError, match="derivative made by s2sad"):
+        s2sad.grad(hvp)(x, v)
+
+
 def test_hessian_takes_one_argument():
     with pytest.raises(s2sad.S2SADError, match="one argument"):
         s2sad.hessian(quadratic_form, wrt=(0, 1))(np.ones(3), np.eye(3))
