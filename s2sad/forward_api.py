@@ -42,9 +42,9 @@ def jvp(f, primals, tangents, **kwargs):
         raise S2SADError(f"jvp needs one tangent per primal: got {len(primals)} primal(s) "
                          f"and {len(tangents)} tangent(s)")
     first = 0
-    if isinstance(f, types.MethodType):   # differentiate the function, not the instance
+    if type(f) is types.MethodType:   # differentiate the function, not the instance
         f, primals, first = f.__func__, (f.__self__,) + primals, 1
-    key = (first, tuple(map(type, primals)), registry.version)
+    key = (first, registry.version, *map(type, primals))
     try:
         fn, names = _jvp_calls[weakref.ref(f)][key]
     except (KeyError, TypeError):  # first call for these types, or f not weakly keyable
@@ -54,15 +54,15 @@ def jvp(f, primals, tangents, **kwargs):
         except TypeError:
             pass
         else:
-            if any(k[-1] != registry.version for k in per_fn):
+            if any(k[1] != registry.version for k in per_fn):
                 per_fn.clear()
             per_fn[key] = entry
     if names is None:
-        return fn(*primals, *tangents, **kwargs)
+        return fn(*primals, *tangents, **kwargs) if kwargs else fn(*primals, *tangents)
     return fn(*primals, **kwargs, **dict(zip(names, tangents)))
 
 
-# weakref(f) -> {(first, argument types, registry version): (f_jvp, names)}: jvp's fast
+# weakref(f) -> {(first, registry version, *argument types): (f_jvp, names)}: jvp's fast
 # path, two dict lookups per call instead of reading f's signature (which costs more
 # than a small jvp); an entry goes when its function does.
 _jvp_calls = {}
