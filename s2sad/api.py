@@ -97,6 +97,26 @@ def _check_inputs(fn, wrt, args):
             raise S2SADError(
                 f"argument {i} of {fn.__qualname__} is an array of {dtype}, which carries no "
                 "derivative; pass a float array (x.astype(float)) or leave it out of wrt")
+        odd = _opaque(x)
+        if odd is not None:
+            raise S2SADError(
+                f"argument {i} of {fn.__qualname__} is or holds a {type(odd).__name__} object; "
+                "s2sad differentiates with respect to numbers, arrays, and tuples, lists, "
+                "dicts, dataclasses and named tuples of them. Make "
+                f"{type(odd).__name__} a dataclass, or leave the argument out of wrt (its "
+                "attributes can still be read)")
+
+
+def _opaque(x):
+    """The first object in `x` s2sad cannot give an adjoint of, or None."""
+    import numbers
+    if x is None or isinstance(x, (numbers.Number, np.ndarray, np.generic, str)):
+        return None
+    if isinstance(x, (tuple, list)):
+        return next((o for o in map(_opaque, x) if o is not None), None)
+    if isinstance(x, dict):
+        return _opaque(list(x.values()))
+    return None if runtime.is_record(x) else x
 
 
 def _decorator(cls, f, wrt):
@@ -383,8 +403,10 @@ class custom_vjp:
     numerical stability, speed, or code s2sad cannot see into.
 
     `fwd(*args)` returns `(value, residuals)`; `bwd(residuals, g)` returns a tuple with
-    one cotangent per positional argument. Differentiated code calls `fwd` and `bwd`
-    by name:
+    one cotangent per positional argument, or None for an argument without one (a
+    literal None emits no code). Forward mode (`jvp`) differentiates the function's own
+    source; `hessian` differentiates `fwd` and `bwd`. Differentiated code calls `fwd`
+    and `bwd` by name:
 
     >>> import math, s2sad
     >>> @s2sad.custom_vjp
@@ -413,7 +435,7 @@ class custom_vjp:
     <BLANKLINE>
     """
 
-    s2s_custom = True
+    s2s_custom = "vjp"
 
     def __init__(self, fn):
         functools.update_wrapper(self, fn)
@@ -425,6 +447,57 @@ class custom_vjp:
         (`bwd(residuals, g) -> cotangents`) functions; invalidates compiled code."""
         self.fwd, self.bwd = fwd, bwd
         registry.bump()
+
+    def __call__(self, *args, **kwargs):
+        return self.primal(*args, **kwargs)
+
+
+class custom_jvp:
+    """A function with a forward rule written by hand (like `jax.custom_jvp`).
+
+    `rule(primals, tangents)` gets the tuple of positional arguments and the tuple of
+    their tangents (zeros for those that do not vary) and returns `(value,
+    tangent)`. Forward-mode code (`jvp`, `jacfwd`) calls it by name:
+
+    >>> import math, s2sad
+    >>> @s2sad.custom_jvp
+    ... def safe_sqrt(x):
+    ...     return math.sqrt(x)
+    >>> @safe_sqrt.defjvp
+    ... def safe_sqrt_jvp(primals, tangents):
+    ...     (x,), (x_dot,) = primals, tangents
+    ...     y = math.sqrt(x)
+    ...     return y, (x_dot / (2 * y) if y > 0 else 0.0)   # 0 at 0, where 1/(2 sqrt x) is inf
+    >>> def f(x):
+    ...     return safe_sqrt(x * x)
+    >>> s2sad.jvp(f, (0.0,), (1.0,))
+    (0.0, 0.0)
+    >>> print(s2sad.source(f, mode="forward"))
+    def f_jvp(x, x_dot):
+        t = x * x
+        t_dot = x_dot * x + x_dot * x
+        y, y_dot = safe_sqrt_jvp((t,), (t_dot,))
+        return (y, y_dot)
+    <BLANKLINE>
+
+    Reverse mode (`grad`, `vjp`) differentiates the function's own source, not the
+    rule (JAX would transpose the rule); give it a `custom_vjp` as well where that
+    matters.
+    """
+
+    s2s_custom = "jvp"
+
+    def __init__(self, fn):
+        functools.update_wrapper(self, fn)
+        self.primal = fn
+        self.rule = self._wrapper = None
+
+    def defjvp(self, rule):
+        """Set the forward rule `rule(primals, tangents) -> (value, tangent)`;
+        invalidates compiled code. Returns `rule`, so it works as a decorator."""
+        self.rule = rule
+        registry.bump()
+        return rule
 
     def __call__(self, *args, **kwargs):
         return self.primal(*args, **kwargs)

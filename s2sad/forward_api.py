@@ -35,7 +35,12 @@ def jvp(f, primals, tangents, **kwargs):
     (0.0, 3.0)
 
     The tangent's structure is the output's: an array for an array output, a tuple for
-    a tuple. Keyword arguments are passed through, never differentiated.
+    a tuple. A tangent of a dataclass or named tuple is an instance of the same type.
+    A tangent `None` leaves its argument out (a model object, a count); keyword
+    arguments are passed through, never differentiated.
+
+    >>> s2sad.jvp(f, (3.0, 2.0), (None, 1.0))       # d/dy, x held fixed
+    (6.141120008059867, 3.0)
     """
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
@@ -44,11 +49,12 @@ def jvp(f, primals, tangents, **kwargs):
     first = 0
     if type(f) is types.MethodType:   # differentiate the function, not the instance
         f, primals, first = f.__func__, (f.__self__,) + primals, 1
-    key = (first, registry.version, *map(type, primals))
+    # the types of the tangents tell which are None (arguments left out)
+    key = (first, registry.version, *map(type, primals), *map(type, tangents))
     try:
-        fn, names = _jvp_calls[weakref.ref(f)][key]
+        fn, names, skip = _jvp_calls[weakref.ref(f)][key]
     except (KeyError, TypeError):  # first call for these types, or f not weakly keyable
-        fn, names = entry = _jvp_entry(f, primals, first)
+        fn, names, skip = entry = _jvp_entry(f, primals, tangents, first)
         try:
             per_fn = _jvp_calls.setdefault(weakref.ref(f, _forget), {})
         except TypeError:
@@ -57,14 +63,16 @@ def jvp(f, primals, tangents, **kwargs):
             if any(k[1] != registry.version for k in per_fn):
                 per_fn.clear()
             per_fn[key] = entry
+    if skip:
+        tangents = tuple(t for t in tangents if t is not None)
     if names is None:
         return fn(*primals, *tangents, **kwargs) if kwargs else fn(*primals, *tangents)
     return fn(*primals, **kwargs, **dict(zip(names, tangents)))
 
 
-# weakref(f) -> {(first, registry version, *argument types): (f_jvp, names)}: jvp's fast
-# path, two dict lookups per call instead of reading f's signature (which costs more
-# than a small jvp); an entry goes when its function does.
+# weakref(f) -> {(first, registry version, *argument types, *tangent types): (f_jvp, names,
+# skip)}: jvp's fast path, two dict lookups per call instead of reading f's signature
+# (which costs more than a small jvp); an entry goes when its function does.
 _jvp_calls = {}
 
 
@@ -72,18 +80,21 @@ def _forget(ref):
     _jvp_calls.pop(ref, None)
 
 
-def _jvp_entry(f, primals, first):
-    """`(f_jvp, names)`: the compiled `f_jvp` for the arguments `primals`, the first
-    `first` of them not differentiated (a method's instance), and the names of its
-    tangent parameters if they must be passed by name, None if by position."""
+def _jvp_entry(f, primals, tangents, first):
+    """`(f_jvp, names, skip)`: the compiled `f_jvp` for the arguments `primals`, the
+    first `first` of them not differentiated (a method's instance), nor those whose
+    tangent is None (then `skip`); `names` are the names of its tangent parameters if
+    they must be passed by name, None if by position."""
     if len(primals) == first:
         raise S2SADError("jvp needs the positional arguments to differentiate at")
-    wrt = tuple(range(first, len(primals)))
+    wrt = tuple(i for i in range(first, len(primals)) if tangents[i - first] is not None)
+    if not wrt:
+        raise S2SADError("jvp needs at least one tangent that is not None")
     d = compiled(f, wrt, pipeline.kinds_of(api._target(f), primals))
     code = getattr(d.fn, "__code__", None)
     by_position = (code is not None and
                    code.co_varnames[len(primals):code.co_argcount] == tuple(d.tangent_names))
-    return d.fn, None if by_position else d.tangent_names
+    return d.fn, None if by_position else d.tangent_names, len(wrt) < len(primals) - first
 
 
 def _wrt(f, wrt):

@@ -94,11 +94,30 @@ def _internal(fn, exc):
         "the function.")
 
 
+_SPECIALISED = (float, int, np.ndarray)
+
+
 def kinds_of(fn, args):
     """{parameter: type} for the positional arguments whose exact type s2sad specialises
-    on (float, int, ndarray); other arguments are of unknown kind."""
+    on (float, int, ndarray), and {"p.a": type} for such fields of dataclass and named
+    tuple arguments; other arguments are of unknown kind."""
     params = list(inspect.signature(fn).parameters)
-    return {p: type(a) for p, a in zip(params, args) if type(a) in (float, int, np.ndarray)}
+    kinds = {p: type(a) for p, a in zip(params, args) if type(a) in _SPECIALISED}
+    for p, a in zip(params, args):
+        for field in _record_fields(a):
+            value = getattr(a, field)
+            if type(value) in _SPECIALISED:
+                kinds[f"{p}.{field}"] = type(value)
+    return kinds
+
+
+def _record_fields(x):
+    import dataclasses
+    if isinstance(x, tuple) and hasattr(x, "_fields"):
+        return x._fields
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return [f.name for f in dataclasses.fields(x)]
+    return ()
 
 
 def default_kinds(fn):

@@ -150,3 +150,79 @@ def branch_bound_in_unrolled_loop(x, y):
             c = math.tanh(abs(math.log(0.25 + j * j)))
             u = c
     return x
+
+
+# Found by tests/fuzz (adjoints of loop-carried names, zero-trip loops)
+def read_then_overwritten_by_constant_in_loop(x):
+    for i in range(1):
+        t = x
+        x = 2.0
+    return t
+
+
+def sum_then_overwritten_by_constant_in_loop(x):
+    s = 0.0
+    for i in range(2):
+        s = s + x
+        x = 2.0
+    return s
+
+
+def constant_in_inner_while(y, z):
+    for i in range(3):
+        while z >= y + 10.0:
+            y = 2.0
+        z = y * y
+    return z
+
+
+def swap_in_nested_loop(z):
+    b = 1.75
+    for j in range(2):
+        for i in range(1):
+            z, b = b, z
+    return z
+
+
+def return_in_nested_loop_after_constant(x, w):
+    for j in range(2):
+        for i in range(1):
+            if x > 0.0:
+                return w
+            w = 2.0
+    return x
+
+
+def zero_trip_inner_loop_variable(x):
+    for i in range(2):
+        for j in range(i):
+            x = x * 1.5
+    if x > 0.0:
+        x = x + 1.0
+    else:
+        j = 1
+    return x
+
+
+def loop_variable_kept_by_zero_trip_loop(x, n):
+    j = 2
+    for j in range(n):
+        x = x * 1.5
+    return x * j
+
+
+def square(a):
+    return a * a
+
+
+def helper_of_a_constant_in_a_loop(x):
+    for i in range(2):
+        if x > 0.0:
+            x = square(0.5)
+        else:
+            x = x * 3.0
+    return x
+
+
+def attribute_of_temporary(x):
+    return np.sum((x * 2).T * x)      # `.T` of a temporary was taken for a global: no adjoint

@@ -111,3 +111,41 @@ def test_no_internal_exception_escapes(monkeypatch):
     monkeypatch.setattr(wengert.Wengert, "run", broken)
     with pytest.raises(s2sad.InternalError, match="bug in s2sad"):
         s2sad.pipeline.reverse(m.scaled, 0)
+
+
+def test_compiling_from_two_threads_at_once_gives_one_cache_entry(monkeypatch):
+    import threading
+    import time
+    from s2sad import cache, pipeline
+    builds = []
+    reverse = pipeline.reverse
+
+    def slow_reverse(*args, **kwargs):
+        builds.append(args[0])
+        time.sleep(0.05)            # widen the window in which a second build could start
+        return reverse(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "reverse", slow_reverse)
+    from s2sad.testing import function_from_source
+    f = function_from_source(
+        "def f(x):\n    t = x\n    for i in range(5):\n        t = t * x + 1.0\n    return t\n", {})
+    start = threading.Barrier(8)
+    results, failures = [], []
+
+    def work():
+        try:
+            start.wait()
+            results.append(s2sad.grad(f)(0.5))
+        except BaseException as exc:       # noqa: BLE001 - reported below
+            failures.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures
+    # after five steps t = x^6 + x^4 + x^3 + x^2 + x + 1
+    expected = 6 * 0.5 ** 5 + 4 * 0.5 ** 3 + 3 * 0.5 ** 2 + 2 * 0.5 + 1
+    assert results == [pytest.approx(expected)] * 8
+    assert len(cache._cache[f]) == 1 and builds == [f]

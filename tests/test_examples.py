@@ -34,8 +34,11 @@ def test_example_runs(name):
     missing = _missing_optional(path)
     if missing:
         pytest.skip(f"{name} needs {', '.join(missing)}, which is not installed")
+    # the checkout under test, not whichever s2sad is installed
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        p for p in (ROOT, os.environ.get("PYTHONPATH")) if p))
     result = subprocess.run([sys.executable, os.path.join("examples", name)], cwd=ROOT,
-                            capture_output=True, text=True, timeout=120)
+                            capture_output=True, text=True, timeout=120, env=env)
     assert result.returncode == 0, (
         f"python examples/{name} exited with {result.returncode}\n"
         f"--- stdout ---\n{result.stdout[-4000:]}\n--- stderr ---\n{result.stderr[-4000:]}")

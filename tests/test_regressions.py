@@ -167,3 +167,43 @@ def test_name_bound_in_a_loop_that_runs_zero_times():
 def test_name_bound_on_one_branch_of_an_unrolled_loop():
     y, pullback = s2sad.vjp(r.branch_bound_in_unrolled_loop, 0.003, 0.029)
     assert y == 0.003 and pullback(1.0) == (1.0, 0.0)
+
+
+def test_adjoint_of_a_name_read_then_overwritten_by_a_constant_in_a_loop():
+    assert s2sad.grad(r.read_then_overwritten_by_constant_in_loop)(1.3) == 1.0
+    # the first iteration reads x, the second the constant
+    assert s2sad.grad(r.sum_then_overwritten_by_constant_in_loop)(1.3) == 1.0
+
+
+def test_name_carried_by_an_inner_loop_keeps_its_adjoint_in_the_outer_loop():
+    # the while loop never runs: z = y * y three times, so dz/dy = 2 y and dz/dz0 = 0
+    assert s2sad.grad(r.constant_in_inner_while, wrt=(0, 1))(0.3, 0.7) == (
+        pytest.approx(0.6), 0.0)
+    # two swaps: z comes back
+    assert s2sad.grad(r.swap_in_nested_loop)(0.7) == 1.0
+    # returns w (never overwritten: x > 0 returns in the first iteration)
+    assert s2sad.grad(r.return_in_nested_loop_after_constant, wrt=(0, 1))(0.3, 0.7) == (
+        0.0, 1.0)
+
+
+def test_loop_that_runs_no_iteration_keeps_its_variable():
+    # x * 1.5 once (i = 1), then + 1
+    assert s2sad.grad(r.zero_trip_inner_loop_variable)(0.3) == pytest.approx(1.5)
+    assert r.loop_variable_kept_by_zero_trip_loop(0.3, 0) == 0.6
+    assert s2sad.grad(r.loop_variable_kept_by_zero_trip_loop)(0.3, 0) == 2.0
+    assert s2sad.grad(r.loop_variable_kept_by_zero_trip_loop)(0.3, 3) == pytest.approx(
+        2 * 1.5 ** 3)
+
+
+def test_call_of_a_user_function_on_constants_assigned_to_an_active_name():
+    assert s2sad.grad(r.helper_of_a_constant_in_a_loop)(-0.5) == 9.0    # x * 3 twice
+    assert s2sad.grad(r.helper_of_a_constant_in_a_loop)(0.5) == 0.0
+
+
+def test_attribute_of_a_temporary_carries_its_adjoint():
+    x = np.array([[1.0, 2.0], [3.0, 4.0]])
+    expected = 4 * x.T                   # d/dx sum(2 x^T * x) = 4 x^T
+    np.testing.assert_allclose(s2sad.grad(r.attribute_of_temporary)(x), expected, rtol=1e-14)
+    v = np.array([[0.0, 1.0], [0.0, 0.0]])
+    _, y_dot = s2sad.jvp(r.attribute_of_temporary, (x,), (v,))
+    assert y_dot == pytest.approx(np.sum(expected * v))

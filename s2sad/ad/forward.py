@@ -210,6 +210,9 @@ class Forward:
         if target not in self.varied:
             return [s]
         op = self.ops[id(s)]
+        if op.kind == CUSTOM and op.prim.s2s_custom == "jvp" and any(
+                self.is_varied(a) for a in op.args):
+            return [self.custom_call(s, op)]
         if self.calls_user(op):
             return [self.user_call(s, op)]
         expr = self.tangent_expr(op, target, s)
@@ -319,6 +322,27 @@ class Forward:
                              nodes.name(self.dot(target), store=True)], store=True)
         return nodes.located(nodes.assign(pair, value), s)
 
+    def custom_call(self, s, op):
+        """`t = f(a, b)` with a custom_jvp: `t, t_dot = f_rule((a, b), (a_dot, b_dot))`."""
+        prim, call = op.prim, s.value
+        if prim.rule is None:
+            raise MissingRuleError(
+                f"{self.src.where(s)}: {prim.__name__} is a custom_jvp without its rule; "
+                f"define one with @{prim.__name__}.defjvp first"
+                f"\n    {self.src.line_text(s).strip()}")
+        if call.keywords:
+            raise S2SADError(
+                f"{self.src.where(s)}: {prim.__name__} is a custom_jvp, whose rule takes "
+                "positional arguments only; pass the keyword arguments by position"
+                f"\n    {self.src.line_text(s).strip()}")
+        rule = self.helper(prim.rule.__name__, prim.rule)
+        value = nodes.call(rule, [nodes.tuple_([copy.deepcopy(a) for a in call.args]),
+                                  nodes.tuple_([self.tangent(a) for a in call.args])])
+        target = s.targets[0].id
+        pair = nodes.tuple_([nodes.name(target, store=True),
+                             nodes.name(self.dot(target), store=True)], store=True)
+        return nodes.located(nodes.assign(pair, value), s)
+
     def missing_rule(self, op, s):
         what = _source(op.node.func if isinstance(op.node, gast.Call) else op.node)
         return MissingRuleError(
@@ -340,6 +364,13 @@ class CallJVP:
     def __call__(self, *values, **kwargs):
         if self.compiled is None:
             from .. import forward_api
+            if self.fn.__code__.co_filename.startswith("<s2sad:"):
+                name = self.fn.__name__.removesuffix("_vjp")
+                raise S2SADError(
+                    f"hessian and hvp need the second derivative of {name}(), a Python "
+                    "function called from the differentiated one; forward over reverse "
+                    "does not go through such calls yet. Inline it, or make it a "
+                    "primitive with s2sad.defvjp and s2sad.defjvp.")
             self.compiled = forward_api.compiled(self.fn, self.wrt)
         d = self.compiled
         kwargs = {**self.kwargs, **kwargs, **dict(zip(d.tangent_names, values[self.nargs:]))}
@@ -390,7 +421,7 @@ def _arguments(op, src):
     if isinstance(node, gast.UnaryOp):
         return [node.operand], {}
     if isinstance(node, gast.Attribute):
-        return [node.value], {}
+        return primitives.attribute_args(node), {}
     if isinstance(node, gast.Subscript):
         return [node.value, primitives.index_value(node.slice)], {}
     func = node.func

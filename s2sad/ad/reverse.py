@@ -79,6 +79,9 @@ class Reverse:
         self.user_calls = {}
         self.indexed = {a.id for s in _assigns(fn) for a in _getitem_receivers(s)}
         self.primal_names = {n.id for n in gast.walk(fn) if isinstance(n, gast.Name)}
+        self.scalar_zeros = False
+        self.in_loops = {name for loop in _walk_loops(fn.body)
+                         for name in nodes.names_stored(loop)}
         seed = self.adj(output) if output in self.active else self.namer.fresh("y_bar")
         defined = {output} if output in self.active else set()
         reverse = self.block(body, defined)
@@ -97,6 +100,49 @@ class Reverse:
         rename_unpacks(pullback, self.namer)
         return vjp
 
+    # -- header -------------------------------------------------------------------------
+    def header(self, vjp):
+        """Comment lines for the top of the optimized `vjp`: what is differentiated, what
+        the pullback keeps of the forward pass, and which rules it uses."""
+        import os
+        src = self.src
+        wrt = ", ".join(p if p in self.active else f"{p} (unconnected)" for p in self.wrt)
+        lines = [f"reverse mode of {src.name}() ({os.path.basename(src.filename)}:"
+                 f"{src.first_line}) with respect to {wrt}"]
+        kept = []
+        pullback = vjp.s2s_pullback
+        stored = set(nodes.names_stored(pullback))
+        taped = set()
+        for info in self.loops.values():
+            if info.mode in ("start", "end") and info.pushes:
+                taped.add(info.tape)
+                values = ", ".join(nodes.names_loaded(info.pushes[0].args[0]))
+                kept.append(f"{values} of each iteration of the loop at line "
+                            f"{src.lineno(info.loop)}")
+            elif info.mode == "trips":
+                taped.add(info.tape)
+                kept.append(f"the trip count of the loop at line {src.lineno(info.loop)}")
+        closure = sorted({n for n in nodes.names_loaded(pullback)
+                          if n in self.primal_names and n not in stored and n not in taped})
+        lines.append("the pullback reads: " + "; ".join(
+            ([", ".join(closure)] if closure else []) + kept) if closure or kept
+            else "the pullback reads nothing of the forward pass")
+        rules = []
+        for stmt in _in_order(vjp.body):
+            op = self.ops.get(id(stmt))
+            target = stmt.targets[0] if isinstance(stmt, gast.Assign) else None
+            if isinstance(target, gast.Tuple):      # `t, t_pullback = g_vjp(...)`
+                target = target.elts[0]
+            if op is None or target.id not in self.active or op.kind not in (
+                    "call", USER, CUSTOM):
+                continue
+            name = _rule_name(op, self.src)
+            if name not in rules:
+                rules.append(name)
+        if rules:
+            lines.append("rules: " + ", ".join(rules))
+        return [nodes.comment(line) for line in lines]
+
     # -- names ------------------------------------------------------------------------
     def adj(self, n):
         if n not in self.adjoints:
@@ -107,11 +153,17 @@ class Reverse:
         """The adjoint returned for parameter `p` (zeros if it received nothing)."""
         if p not in defined:
             return nodes.call(self.runtime("zeros_like"), [nodes.name(p)])
+        if self.scalar_zeros and self.kinds.kind.get(p) == ARRAY:
+            # a symbolic zero may reach it: give it the array's shape
+            return nodes.call(self.runtime("unbroadcast"), [nodes.name(self.adj(p)),
+                                                            nodes.name(p)])
         return nodes.name(self.adj(p))
 
     def guarded_types(self):
         """[(parameter, generated-code name of its type)] for the fused function's guard."""
-        order = [a.id for a in self.src.node.args.posonlyargs + self.src.node.args.args]
+        params = [a.id for a in self.src.node.args.posonlyargs + self.src.node.args.args]
+        order = params + sorted(k for k in self.types if k.split(".")[0] in params
+                                and k not in params)
         return [(p, self.helper(self.types[p].__name__, obj=self.types[p]))
                 for p in order if p in self.types]
 
@@ -201,27 +253,17 @@ class Reverse:
         `helper`'s pullback; the pullback calls that on `t_bar`."""
         active = [i for i, a in enumerate(op.args)
                   if isinstance(a, gast.Name) and a.id in self.active]
-        if op.kind == CUSTOM:
-            if op.prim.fwd is None:
-                raise MissingRuleError(
-                    f"{self.src.where(s)}: {op.prim.__name__} is a custom_vjp without its "
-                    f"rule; call {op.prim.__name__}.defvjp(fwd, bwd) first")
-            name = op.prim.__name__
-            residuals = self.namer.fresh(f"{name}_residuals")
-            fwd = self.helper(op.prim.fwd.__name__, obj=op.prim.fwd)
-            bwd = self.helper(op.prim.bwd.__name__, obj=op.prim.bwd)
-            self.user_calls[id(s)] = (residuals, fwd)
-            self.primal_names.add(residuals)
-            call = nodes.call(bwd, [nodes.name(residuals), g])
-            out = []
-            for i in active:
-                part = gast.Subscript(value=call, slice=nodes.const(i), ctx=gast.Load())
-                out.append(self.accumulate(op.args[i].id, part, defined, s))
-            return out
-        name = primitives.python_function(op.prim)[0].__name__
+        if not active:          # constant arguments: the call is not differentiated
+            return []
+        prim = op.prim
+        if op.kind == CUSTOM and prim.s2s_custom == "vjp":
+            return self.custom_vjp_call(s, op, g, defined, active)
+        if op.kind == CUSTOM:       # a custom_jvp: reverse mode differentiates its source
+            prim = prim.primal
+        name = primitives.python_function(prim)[0].__name__
         pullback = self.namer.fresh(f"{name}_pullback")
         wrt = tuple(active) if len(active) > 1 else active[0]
-        self.user_calls[id(s)] = (pullback, self.callee(op.prim, wrt, op.args))
+        self.user_calls[id(s)] = (pullback, self.callee(prim, wrt, op.args))
         self.primal_names.add(pullback)
         call = nodes.call(pullback, [g])
         if len(active) == 1:
@@ -244,6 +286,36 @@ class Reverse:
                 then.append(self.accumulate(arg, nodes.name(temp), defined, s))
         return out + then
 
+    def custom_vjp_call(self, s, op, g, defined, active):
+        """`t = f(a, b)` with a custom_vjp: the forward pass calls `fwd`, the pullback
+        `bwd`; a cotangent `bwd` returns as a literal None is a symbolic zero (no code),
+        one it may return as None at run time becomes zeros."""
+        prim = op.prim
+        if prim.fwd is None:
+            raise MissingRuleError(
+                f"{self.src.where(s)}: {prim.__name__} is a custom_vjp without its "
+                f"rule; call {prim.__name__}.defvjp(fwd, bwd) first")
+        residuals = self.namer.fresh(f"{prim.__name__}_residuals")
+        fwd = self.helper(prim.fwd.__name__, obj=prim.fwd)
+        bwd = self.helper(prim.bwd.__name__, obj=prim.bwd)
+        self.user_calls[id(s)] = (residuals, fwd)
+        self.primal_names.add(residuals)
+        zeros = _literal_nones(prim.bwd)
+        active = [i for i in active if zeros.get(i) != "always"]
+        call = nodes.call(bwd, [nodes.name(residuals), g])
+        out = []
+        if len(active) > 1:     # call bwd once
+            cotangents = self.namer.fresh(f"{prim.__name__}_cotangents")
+            out.append(nodes.located(nodes.assign(cotangents, call), s))
+            call = nodes.name(cotangents)
+        for i in active:
+            part = gast.Subscript(value=copy.deepcopy(call), slice=nodes.const(i),
+                                  ctx=gast.Load())
+            if zeros.get(i) != "never":
+                part = nodes.call(self.runtime("cotangent"), [part, copy.deepcopy(op.args[i])])
+            out.append(self.accumulate(op.args[i].id, part, defined, s))
+        return out
+
     def callee(self, prim, wrt, call_args):
         """The generated-code name of the vjp of `prim` for `wrt` (compiled now, unless
         that is a recursive call, then on first use); a method's instance and a partial's
@@ -264,6 +336,12 @@ class Reverse:
     def contribution(self, op, param, g, target, s):
         if op.variant is None:
             raise self.missing_rule(op, s)
+        if op.prim is getattr and self.kinds[op.bound["obj"]] in (SCALAR, ARRAY):
+            kind = "number" if self.kinds[op.bound["obj"]] == SCALAR else "array"
+            raise MissingRuleError(
+                f"{self.src.where(s)}: reading the attribute .{op.bound['name'].value} of a "
+                f"differentiated {kind} is not supported; fields are differentiated for "
+                "dataclasses and named tuples\n    " + self.src.line_text(s).strip())
         template = op.variant.templates[param]
         subst = {"g": g, "ans": nodes.name(target)}
         subst.update(op.bound)
@@ -339,6 +417,14 @@ class Reverse:
         return [nodes.located(nodes.if_(copy.deepcopy(s.test), then, orelse), s)]
 
     def zero(self, n):
+        """`n_bar = 0.0`, a symbolic zero that arithmetic broadcasts; for an array that no
+        loop assigns (so reading it adds nothing to a tape), zeros of its shape, which
+        indexing and reshaping rules and the caller need."""
+        if self.kinds.kind.get(n) == ARRAY and n not in self.in_loops:
+            return nodes.assign(self.adj(n), nodes.call(self.runtime("zeros_like"),
+                                                        [nodes.name(n)]))
+        if self.kinds.kind.get(n) != SCALAR:
+            self.scalar_zeros = True
         return nodes.assign(self.adj(n), nodes.const(0.0))
 
     def loop(self, s, defined):
@@ -349,17 +435,20 @@ class Reverse:
                 "supported yet; loop over range(len(...)) and index it"
                 f"\n    {self.src.line_text(s).strip()}")
         info = _LoopInfo(s, self)
-        flowing = {n for n in info.read_outside | info.carried if n in self.active}
+        flowing = {n for n in info.read_outside | info.carried_within if n in self.active}
         inner = set(defined) | flowing
         body = self.block(s.body, inner)
-        body.extend(self.zero(n) for n in sorted(info.carried & self.active - inner,
+        body.extend(self.zero(n) for n in sorted(info.carried_within & self.active - inner,
                                                  key=self.adj))
         loaded = set(nodes.names_loaded(nodes.if_(nodes.const(True), body)))
-        pre = sorted((n for n in flowing - defined if self.adj(n) in loaded), key=self.adj)
+        stored = set(nodes.names_stored(nodes.if_(nodes.const(True), body)))
+        # an adjoint the body reads or writes exists after the reversed loop, and must be
+        # zero before it (the body may read it first; the loop may run no iteration)
+        pre = sorted((n for n in flowing - defined if self.adj(n) in loaded | stored),
+                     key=self.adj)
         if not body:
             return []
         defined.update(pre)
-        stored = set(nodes.names_stored(nodes.if_(nodes.const(True), body)))
         info.add_inner()
         info.defined_inside.update(self.user_calls[id(n)][0] for n in gast.walk(s)
                                    if id(n) in self.user_calls)
@@ -499,6 +588,7 @@ class _Updates:
         else:
             write = nodes.expr_stmt(nodes.call(nodes.attribute(target, "append"),
                                                [call.args[1]]))
+        write.s2s_defines = new         # the name the write stands for (renamed later)
         return [nodes.located(x, s) for x in out + [write]]
 
     def finish(self, vjp, loops):
@@ -608,6 +698,11 @@ class _LoopInfo:
         self.rev = rev
         self.carried = {s.targets[0].id for s in _own(loop.body)
                         if getattr(s, "s2s_phi", False)}
+        # a name a nested loop carries is carried by this one too if an iteration may
+        # read the value the previous one left (its adjoint flows between iterations)
+        self.carried_within = self.carried | ({
+            s.targets[0].id for s in gast.walk(loop) if getattr(s, "s2s_phi", False)}
+            & _exposed(loop.body, set()))
         stored = set(nodes.names_stored(nodes.if_(nodes.const(True), loop.body)))
         if isinstance(loop, gast.For):
             stored.add(loop.target.id)
@@ -727,6 +822,31 @@ def _strip_markers(stmts):
     return out
 
 
+def _literal_nones(fn):
+    """{position: "always" | "never"} for the tuples `fn` returns as literals: whether
+    each position is the constant None in every return (a position missing, or None in
+    some returns only, may be None at run time). Empty if the source is unreadable."""
+    import ast
+    import inspect
+    import textwrap
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return {}
+    returns = [n.value for n in ast.walk(tree.body[0]) if isinstance(n, ast.Return)]
+    if not returns or not all(isinstance(r, ast.Tuple) for r in returns):
+        return {}
+    size = len(returns[0].elts)
+    if any(len(r.elts) != size for r in returns):
+        return {}
+    out = {}
+    for i in range(size):
+        nones = [isinstance(r.elts[i], ast.Constant) and r.elts[i].value is None
+                 for r in returns]
+        out[i] = "always" if all(nones) else "never" if not any(nones) else "sometimes"
+    return out
+
+
 def _same(a, b):
     return isinstance(a, gast.Name) and isinstance(b, gast.Name) and a.id == b.id
 
@@ -735,9 +855,24 @@ def _assigns(fn):
     return [n for n in gast.walk(fn) if isinstance(n, gast.Assign)]
 
 
+def _in_order(stmts):
+    """The statements of `stmts` and of the blocks nested in them, in source order."""
+    for s in stmts:
+        yield s
+        for block in ("body", "orelse"):
+            if not isinstance(s, gast.FunctionDef):
+                yield from _in_order(getattr(s, block, []))
+
+
 def _getitem_receivers(s):
-    if isinstance(s.value, gast.Subscript) and isinstance(s.value.value, gast.Name):
-        yield s.value.value
+    """The names `s` indexes or reads a field of: their adjoints are structures."""
+    from ..rules import registry
+    v = s.value
+    if isinstance(v, gast.Subscript) and isinstance(v.value, gast.Name):
+        yield v.value
+    if (isinstance(v, gast.Attribute) and isinstance(v.value, gast.Name)
+            and registry.ATTRIBUTES.get(v.attr) is None):
+        yield v.value
 
 
 def _own(stmts):
@@ -747,6 +882,32 @@ def _own(stmts):
         if isinstance(s, gast.If):
             yield from _own(s.body)
             yield from _own(s.orelse)
+
+
+def _exposed(stmts, bound):
+    """Names `stmts` may read before assigning them (`bound`: assigned on every path so
+    far; updated)."""
+    out = set()
+    for s in stmts:
+        if isinstance(s, gast.If):
+            out |= set(nodes.names_loaded(s.test)) - bound
+            branches = []
+            for body in (s.body, s.orelse):
+                b = set(bound)
+                out |= _exposed(body, b)
+                branches.append(b)
+            bound |= branches[0] & branches[1]
+        elif isinstance(s, (gast.For, gast.While)):
+            head = s.iter if isinstance(s, gast.For) else s.test
+            out |= set(nodes.names_loaded(head)) - bound
+            inner = set(bound)
+            if isinstance(s, gast.For):
+                inner |= set(nodes.names_stored(s.target))
+            out |= _exposed(s.body, inner)      # what it assigns may not happen
+        else:
+            out |= set(nodes.names_loaded(s)) - bound
+            bound |= set(nodes.names_stored(s))
+    return out
 
 
 def _walk_loops(stmts):
@@ -778,13 +939,16 @@ def _at_path_ends(stmts, push, defined, record, partial):
             s.orelse = _at_path_ends(s.orelse, push, defined, record, partial)
             defined |= (_defs(s.body) & _defs(s.orelse))
         else:
-            defined |= set(nodes.names_stored(s))
+            defined |= _defs([s])
         out.append(s)
     return out
 
 
 def _defs(stmts):
-    return set(nodes.names_stored(nodes.if_(nodes.const(True), stmts)))
+    """Names `stmts` bind, counting in-place writes as binding the name they stand for."""
+    tree = nodes.if_(nodes.const(True), stmts)
+    return set(nodes.names_stored(tree)) | {
+        n.s2s_defines for n in gast.walk(tree) if hasattr(n, "s2s_defines")}
 
 
 def annotate(stmts, src, previous=None):
@@ -801,6 +965,32 @@ def annotate(stmts, src, previous=None):
             previous = None
         out.append(s)
     return out
+
+
+_SYMBOLS = {gast.Add: "+", gast.Sub: "-", gast.Mult: "*", gast.Div: "/", gast.Pow: "**",
+            gast.MatMult: "@", gast.FloorDiv: "//", gast.Mod: "%", gast.USub: "unary -",
+            gast.UAdd: "unary +"}
+
+
+def _rule_name(op, src):
+    """How the header names the rule of `op`: as the user spelled the operation."""
+    node = op.node
+    if isinstance(node, (gast.BinOp, gast.UnaryOp)):
+        return _SYMBOLS.get(type(node.op), type(node.op).__name__)
+    if isinstance(node, gast.Subscript):
+        return "[]"
+    if isinstance(node, gast.Attribute):
+        return "." + node.attr
+    if isinstance(node, gast.Call):
+        func = node.func
+        root = func
+        while isinstance(root, gast.Attribute):
+            root = root.value
+        if isinstance(func, gast.Attribute) and not (
+                isinstance(root, gast.Name) and not src.is_local(root.id)):
+            return f".{func.attr}()"        # a method of a local value
+        return _expr_source(func)
+    return _expr_source(node)
 
 
 def _label(prim):

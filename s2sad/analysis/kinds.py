@@ -42,7 +42,8 @@ class Kinds:
                 if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name)]
         defs += [(n.target.id, _target_kind(n, src)) for n in gast.walk(fn)
                  if isinstance(n, gast.For)]
-        self.local = {t for t, _ in defs} | set(self.kind)
+        self.assigned = {t for t, _ in defs}
+        self.local = self.assigned | set(self.kind)
         changed = True
         while changed:
             changed = False
@@ -61,7 +62,7 @@ class Kinds:
         if isinstance(e, gast.Constant):
             return SCALAR if isinstance(e.value, (int, float, bool)) else None
         if isinstance(e, gast.Name):
-            if e.id in self.local or e.id in self.src.local_names:
+            if e.id in self.local or self.src.is_local(e.id):
                 return self.kind.get(e.id)
             return _kind_of_object(self.src.resolve(e))
         if isinstance(e, gast.Attribute) and not _is_local_ref(e, self.src):
@@ -88,12 +89,24 @@ class Kinds:
                 return ARRAY if partial else SCALAR
             return returns or UNKNOWN
         if isinstance(e, gast.Attribute):
+            field = _field_key(e)
+            if field in self.kind and e.value.id not in self.assigned:
+                return self.kind[field]     # a field of a dataclass or named tuple argument
             prim = registry.ATTRIBUTES.get(e.attr)
             return registry.RETURNS.get(_key(prim), UNKNOWN) if prim else UNKNOWN
         if isinstance(e, gast.Subscript):
             base = self.of(e.value)
             return {ARRAY: ARRAY, SCALARS: SCALAR}.get(base, UNKNOWN)
+        if isinstance(e, gast.Compare):       # elementwise on arrays
+            return combine([self.of(e.left)] + [self.of(c) for c in e.comparators])
+        if isinstance(e, gast.BoolOp):
+            return combine([self.of(v) for v in e.values])
         return SCALAR
+
+
+def _field_key(e):
+    """"p.a" for the attribute read `p.a` of a name, else None."""
+    return f"{e.value.id}.{e.attr}" if isinstance(e.value, gast.Name) else None
 
 
 def _target_kind(loop, src):
@@ -113,9 +126,11 @@ def _key(prim):
 
 
 def _is_local_ref(e, src):
+    if getattr(e, "s2s_local", False):
+        return True
     while isinstance(e, gast.Attribute):
         e = e.value
-    return isinstance(e, gast.Name) and e.id in src.local_names
+    return isinstance(e, gast.Name) and src.is_local(e.id)
 
 
 def _kind_of_object(obj):

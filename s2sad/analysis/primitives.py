@@ -15,7 +15,7 @@ NONDIFF = "nondiff"
 CALL = "call"
 PACK = "pack"
 USER = "user"       # a call to a Python function without a rule: differentiated itself
-CUSTOM = "custom"   # a call to a function with a custom_vjp
+CUSTOM = "custom"   # a call to a custom_vjp or custom_jvp function
 
 
 class Op:
@@ -64,8 +64,8 @@ def classify(value, src):
         return _rule_op(prim, value.args, keywords, value)
     if isinstance(value, gast.Attribute):
         prim = registry.ATTRIBUTES.get(value.attr)
-        if prim is None:
-            return Op(CALL, [value.value], None, value)
+        if prim is None:    # a field of an object: `getattr(obj, "name")`
+            return _rule_op(getattr, attribute_args(value), {}, value)
         return _rule_op(prim, [value.value], {}, value)
     if isinstance(value, gast.Subscript):
         return _rule_op(operator.getitem, [value.value, index_value(value.slice)], {}, value)
@@ -88,7 +88,18 @@ def python_function(prim):
         return prim.__func__, (prim.__self__,), {}
     if isinstance(prim, functools.partial) and inspect.isfunction(prim.func):
         return prim.func, prim.args, prim.keywords
+    call = getattr(type(prim), "__call__", None)
+    if inspect.isfunction(call) and not isinstance(prim, type):
+        return call, (prim,), {}      # an instance of a class with a Python __call__
     return None
+
+
+def attribute_args(node):
+    """The arguments of the primitive an attribute read `node` means: `[obj]` for an
+    array attribute (`x.T` is `np.transpose(x)`), `[obj, "name"]` for a field."""
+    if registry.ATTRIBUTES.get(node.attr) is not None:
+        return [node.value]
+    return [node.value, nodes.const(node.attr)]
 
 
 def index_value(index):
@@ -120,6 +131,8 @@ def _rule_op(prim, args, keywords, node):
 
 
 def _global_ref(e, src):
+    if getattr(e, "s2s_local", False):
+        return False
     while isinstance(e, gast.Attribute):
         e = e.value
-    return isinstance(e, gast.Name) and e.id not in src.local_names
+    return isinstance(e, gast.Name) and not src.is_local(e.id)

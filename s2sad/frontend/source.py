@@ -24,6 +24,7 @@ class FunctionSource:
         self.filename = filename
         self.first_line = first_line
         self.indent = indent
+        self._free = None
 
     @property
     def name(self):
@@ -50,7 +51,7 @@ class FunctionSource:
         if isinstance(expr, gast.Attribute):
             base = self.resolve(expr.value)
             return MISSING if base is MISSING else getattr(base, expr.attr, MISSING)
-        if not isinstance(expr, gast.Name) or expr.id in self.local_names:
+        if not isinstance(expr, gast.Name) or self.is_local(expr.id):
             return MISSING
         return self.free_values().get(expr.id, MISSING)
 
@@ -77,6 +78,15 @@ class FunctionSource:
     def local_names(self):
         code = self.fn.__code__
         return set(code.co_varnames) | set(code.co_cellvars)
+
+    def is_local(self, name):
+        """Whether `name` is local to the function: one of its own, or one s2sad made
+        (generated names never shadow a name the function reads from outside)."""
+        if name in self.local_names:
+            return True
+        if self._free is None:
+            self._free = set(self.free_values())
+        return name not in self._free
 
 
 def unwrap(fn):

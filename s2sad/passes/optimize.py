@@ -32,6 +32,8 @@ def f_vjp(x):
         return x_bar
     return (s, f_pullback)
 """
+from collections import Counter
+
 import gast
 
 from ..ad.reverse import annotate
@@ -62,8 +64,7 @@ class Optimize:
         del fn.s2s_loops                 # compiler state, not part of the tree
         _coalesce_loops(forward)
         _drop_needless_inits(forward)
-        while _drop_dead_copies(fn, forward):
-            pass
+        _drop_dead_copies(fn, forward)
         rename_unpacks(pullback, self.namer)
         pullback.body[:-1] = annotate(pullback.body[:-1], self.src)
         for s in gast.walk(pullback):
@@ -142,15 +143,44 @@ def _drop_needless_inits(forward):
 
 
 def _drop_dead_copies(fn, forward):
-    changed = False
-    for block in nodes.blocks(forward, functions=False):
-        for s in list(block):
-            if getattr(s, "s2s_phi", False) or getattr(s, "s2s_init", False):
-                target = s.targets[0].id
-                if _loads(fn, target) == 0:
-                    block.remove(s)
-                    changed = True
-    return changed
+    """Drop the copies and initialisations Wengert form adds for loops and joins
+    (`x = x_1`, `j_1 = j`, `v = None`) whose value nothing reads, also when they only
+    feed each other. An initialisation of a loop variable is read only by reads after
+    its loop (inside, the loop binds it)."""
+    candidates = [(s, block) for block in nodes.blocks(forward, functions=False)
+                  for s in block
+                  if getattr(s, "s2s_phi", False) or getattr(s, "s2s_init", False)]
+    reads = [Counter(nodes.names_loaded(s)) for s, _ in candidates]
+    everywhere = Counter(nodes.names_loaded(fn))
+    inside = {}         # loop-variable initialisation -> (its loop's loads, candidates in it)
+    for k, (s, _) in enumerate(candidates):
+        loop = getattr(s, "s2s_loop", None)
+        if loop is not None:
+            ids = {id(n) for n in gast.walk(loop)}
+            inside[k] = (Counter(nodes.names_loaded(_body(loop.body))),
+                         [j for j, (c, _) in enumerate(candidates) if id(c) in ids])
+
+    def real(name, loads, among, live):
+        """Reads of `name` in `loads` not made by dead candidates (of `among`)."""
+        return loads[name] - sum(reads[j][name] for j in among if j not in live)
+
+    live = set()
+    changed = True
+    while changed:
+        changed = False
+        for k, (s, _) in enumerate(candidates):
+            if k in live:
+                continue
+            name = s.targets[0].id
+            count = real(name, everywhere, range(len(candidates)), live)
+            if k in inside:
+                count -= real(name, *inside[k], live)
+            if count > 0:
+                live.add(k)
+                changed = True
+    for k, (s, block) in enumerate(candidates):
+        if k not in live:
+            block.remove(s)
 
 
 # -- pullback -------------------------------------------------------------------------

@@ -134,7 +134,9 @@ class Wengert:
             keywords = [gast.keyword(arg=k.arg, value=flat(k.value)) for k in e.keywords]
             return nodes.call(func, [flat(a) for a in e.args], keywords)
         if isinstance(e, gast.Attribute):
-            return nodes.attribute(flat(e.value), e.attr)
+            read = nodes.attribute(flat(e.value), e.attr)
+            read.s2s_local = True       # of a computed value, perhaps a temporary
+            return read
         if isinstance(e, gast.Subscript):
             return gast.Subscript(value=flat(e.value), slice=self.index(e.slice, env, out,
                                                                        origin),
@@ -279,8 +281,14 @@ class Wengert:
                 self.emit(out, nodes.assign(carried[v], nodes.name(p)), s)
         benv = dict(env)
         benv.update(carried)
+        target_init = None
         if is_for:
             benv[target] = self.version(target)
+            if env.get(target) is not None:
+                # a loop that runs no iteration leaves its variable's old value
+                target_init = self.emit(
+                    out, nodes.assign(benv[target], nodes.name(env[target])), s)
+                target_init.s2s_init = True
         test = None if is_for else self.rename(s.test, benv)
         self.loops.append(carried)
         body, tail = self.block(s.body, benv)
@@ -289,6 +297,8 @@ class Wengert:
         self.loops.pop()
         if is_for:
             node = nodes.for_(benv[target], iter_, body)
+            if target_init is not None:
+                target_init.s2s_loop = node      # only reads after the loop need it
         else:
             node = nodes.while_(test, body)
         self.emit(out, node, s)

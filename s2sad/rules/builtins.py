@@ -21,6 +21,8 @@ for _n in range(3, 9):
 vjp(builtins.float, "x", "g", elementwise=True)
 vjp(builtins.sum, "iterable, start=0", "_s2s_unsum(g, iterable)", "g",
     namespace={"_s2s_unsum": runtime.unsum})
+vjp(builtins.getattr, "obj, name", "_s2s_unattr(g, obj, name)",
+    namespace={"_s2s_unattr": runtime.unattr})      # `p.a`, a field of an object
 
 for _f in (builtins.int, builtins.round, builtins.bool, builtins.len, builtins.range,
            builtins.print, builtins.isinstance, builtins.str, builtins.repr,

@@ -78,7 +78,7 @@ rule(np.sum, "a, axis=None, dtype=None, out=None, keepdims=False",
 rule(np.mean, "a, axis=None, dtype=None, out=None, keepdims=False",
      a="_s2s_unreduce(g, a, axis, keepdims) / _s2s_count(a, axis)")
 rule(np.prod, "a, axis=None, dtype=None, out=None, keepdims=False",
-     a="_s2s_unreduce(g * ans, a, axis, keepdims) / a")
+     a="_s2s_unreduce(g, a, axis, keepdims) * _s2s_prod_others(a, axis)")
 for _f in (np.max, np.min, np.amax, np.amin):
     rule(_f, "a, axis=None, out=None, keepdims=False",
          a="_s2s_extremum(g, a, ans, axis, keepdims)")

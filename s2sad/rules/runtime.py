@@ -1,4 +1,6 @@
 """Helpers that generated code calls where plain arithmetic will not do."""
+import copy
+import dataclasses
 import math
 
 import numpy as np
@@ -13,11 +15,76 @@ def zeros_like(x):
     """The zero adjoint of `x`: 0.0 for a number, a float zero array for an array."""
     if isinstance(x, np.ndarray):
         return np.zeros_like(x, dtype=np.result_type(x.dtype, np.float32))
+    if _is_named_tuple(x):
+        return _rebuild(x, [_field_zero(v) for v in x])
     if isinstance(x, (tuple, list)):
         return _rebuild(x, [zeros_like(v) for v in x])
     if isinstance(x, dict):
         return {k: zeros_like(v) for k, v in x.items()}
+    if is_record(x):
+        return _replace(x, {f: _field_zero(getattr(x, f)) for f in _fields(x)})
     return 0.0
+
+
+def is_record(x):
+    """Whether `x` is a dataclass instance (a named tuple is a tuple)."""
+    return dataclasses.is_dataclass(x) and not isinstance(x, type)
+
+
+def _is_named_tuple(x):
+    return isinstance(x, tuple) and hasattr(x, "_fields")
+
+
+def _fields(x):
+    return [f.name for f in dataclasses.fields(x)]
+
+
+def _replace(x, values):
+    """A shallow copy of dataclass instance `x` with fields `values`, made without
+    calling `__init__` or `__post_init__` (an adjoint is not a validated value)."""
+    out = copy.copy(x)
+    for name, value in values.items():
+        object.__setattr__(out, name, value)
+    return out
+
+
+def carries_derivative(v):
+    """Whether a field holding `v` gets an adjoint: floats, float arrays, and containers
+    and dataclasses; not ints, bools, strings, None, integer arrays or other objects
+    (their adjoint is None, like JAX's float0 or PyTorch's None)."""
+    if isinstance(v, (bool, np.bool_)):
+        return False
+    if isinstance(v, (float, complex, np.floating, np.complexfloating)):
+        return True
+    if isinstance(v, np.ndarray):
+        return np.issubdtype(v.dtype, np.inexact)
+    return isinstance(v, (tuple, list, dict)) or is_record(v)
+
+
+def _field_zero(v):
+    return zeros_like(v) if carries_derivative(v) else None
+
+
+def unattr(g, obj, name):
+    """The adjoint of `obj.name`: zeros shaped like `obj` with `g` in field `name`."""
+    if _is_named_tuple(obj):
+        return unindex(g, obj, obj._fields.index(name))
+    if not is_record(obj):
+        from ..errors import S2SADError
+        raise S2SADError(
+            f"reading .{name} of a differentiated {type(obj).__name__}: s2sad differentiates "
+            "with respect to fields of dataclasses and named tuples only; make "
+            f"{type(obj).__name__} a dataclass or pass it as a non-differentiated argument")
+    values = {f: _field_zero(getattr(obj, f)) for f in _fields(obj)}
+    value = getattr(obj, name)
+    if carries_derivative(value):
+        values[name] = unbroadcast(g, value)
+    return _replace(obj, values)
+
+
+def cotangent(c, x):
+    """A cotangent a custom rule returned for `x`: None means zero."""
+    return zeros_like(x) if c is None else c
 
 
 def unbroadcast(g, x):
@@ -33,6 +100,9 @@ def unbroadcast(g, x):
     if np.shape(g) == shape and (isinstance(x, np.ndarray) or not isinstance(g, np.ndarray)):
         return g
     g = np.asarray(g)
+    if g.ndim == 0 and isinstance(x, np.ndarray):
+        # a scalar adjoint (a symbolic zero, or one value for every entry) of an array
+        return np.full(shape, g, dtype=x.dtype if x.dtype.kind == "f" else float)
     lead = g.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape)
                                        if n == 1 and g.shape[lead + i] != 1)
@@ -43,15 +113,18 @@ def unbroadcast(g, x):
 
 
 def add(a, b):
-    """Adjoint accumulation that also adds tuples, lists and dicts elementwise."""
-    if _is_zero(a):
+    """Adjoint accumulation that also adds tuples, lists, dicts and dataclasses
+    elementwise; None (no adjoint) counts as zero."""
+    if a is None or _is_zero(a):
         return b
-    if _is_zero(b):
+    if b is None or _is_zero(b):
         return a
     if isinstance(a, (tuple, list)):
         return _rebuild(a, [add(u, v) for u, v in zip(a, b)])
     if isinstance(a, dict):
         return {k: add(a[k], b[k]) for k in a}
+    if is_record(a):
+        return _replace(a, {f: add(getattr(a, f), getattr(b, f)) for f in _fields(a)})
     return a + b
 
 
@@ -62,12 +135,13 @@ def unindex(g, x, index):
         out[index] = unbroadcast(g, x[index])
         return out
     if isinstance(x, (tuple, list)):
-        out = [zeros_like(v) for v in x]
-        if isinstance(index, slice):
-            for i, v in zip(range(*index.indices(len(x))), g):
+        out = list(zeros_like(x))
+        named = _is_named_tuple(x)
+        items = (zip(range(*index.indices(len(x))), g) if isinstance(index, slice)
+                 else [(index, g)])
+        for i, v in items:
+            if not named or carries_derivative(x[i]):
                 out[i] = unbroadcast(v, x[i])
-        else:
-            out[index] = unbroadcast(g, x[index])
         return _rebuild(x, out)
     x = np.asarray(x)
     out = np.zeros(x.shape, dtype=np.result_type(x.dtype, np.float32))
@@ -132,6 +206,51 @@ def unreduce(g, x, axis=None, keepdims=False):
     out = np.empty(shape, dtype=np.result_type(g, x))
     out[...] = g
     return out
+
+
+def prod_others(x, axis=None):
+    """For each entry of `x`, the product of the other entries it is multiplied with by
+    `np.prod(x, axis)`: the derivative of the product, also where an entry is zero."""
+    x = np.asarray(x)
+    if x.ndim == 0:
+        return np.ones_like(x, dtype=np.result_type(x, np.float32))
+    axes = _axes(axis, x.ndim)
+    moved = np.moveaxis(x, axes, range(x.ndim - len(axes), x.ndim))
+    flat = moved.reshape(moved.shape[:x.ndim - len(axes)] + (-1,))
+
+    def before(a):       # exclusive cumulative product along the last axis
+        out = np.ones_like(a, dtype=np.result_type(a, np.float32))
+        out[..., 1:] = np.cumprod(a[..., :-1], axis=-1)
+        return out
+    others = before(flat) * before(flat[..., ::-1])[..., ::-1]
+    return np.moveaxis(others.reshape(moved.shape), range(x.ndim - len(axes), x.ndim), axes)
+
+
+def prod_others_dot(x, t, axis=None):
+    """The tangent of `prod_others(x, axis)` along `t` (products of dual numbers, so
+    that zero entries need no division)."""
+    x, t = np.asarray(x), np.asarray(t)
+    if x.ndim == 0:
+        return np.zeros_like(x, dtype=np.result_type(x, np.float32))
+    axes = _axes(axis, x.ndim)
+    last = range(x.ndim - len(axes), x.ndim)
+
+    def flat(a):
+        moved = np.moveaxis(a, axes, last)
+        return moved.reshape(moved.shape[:x.ndim - len(axes)] + (-1,)), moved.shape
+
+    (fx, shape), (ft, _) = flat(x), flat(t)
+
+    def before(a, da):      # exclusive cumulative products and their tangents
+        p = np.ones_like(a, dtype=np.result_type(a, np.float32))
+        dp = np.zeros_like(p)
+        for k in range(1, a.shape[-1]):
+            p[..., k] = p[..., k - 1] * a[..., k - 1]
+            dp[..., k] = dp[..., k - 1] * a[..., k - 1] + p[..., k - 1] * da[..., k - 1]
+        return p, dp
+    (b, db), (a, da) = before(fx, ft), before(fx[..., ::-1], ft[..., ::-1])
+    a, da = a[..., ::-1], da[..., ::-1]
+    return np.moveaxis((db * a + b * da).reshape(shape), last, axes)
 
 
 def count(x, axis=None):
@@ -506,5 +625,5 @@ def _is_zero(g):
 
 
 #: Helpers that read these arguments only for their shape, type or structure.
-SHAPE_ONLY = {"unindex": (1,), "unreduce": (1,), "unbroadcast": (1,), "count": (0,),
-              "zeros_like": (0,), "from_array": (1,), "extremum": ()}
+SHAPE_ONLY = {"unindex": (1,), "unattr": (1,), "unreduce": (1,), "unbroadcast": (1,), "count": (0,),
+              "zeros_like": (0,), "cotangent": (1,), "from_array": (1,), "extremum": ()}

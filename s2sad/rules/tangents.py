@@ -19,7 +19,8 @@ from . import runtime as R
 from .registry import METHODS, jvp, linear, returns
 
 ns = {"np": np, "_s2s_log": R.log_base, "_s2s_zeros_like": R.zeros_like,
-      "_s2s_unreduce": R.unreduce, "_s2s_clip_mask": R.clip_mask}
+      "_s2s_unreduce": R.unreduce, "_s2s_clip_mask": R.clip_mask,
+      "_s2s_prod_others": R.prod_others}
 
 
 def _helpers(*fns):
@@ -30,6 +31,7 @@ def _helpers(*fns):
 # -- Python operators and builtins ------------------------------------------------------
 linear(operator.matmul, "a, b", "a", "b")
 linear(operator.getitem, "x, index", "x")
+linear(builtins.getattr, "obj, name", "obj")
 linear(R.setitem, "a, index, v", "a, v")
 linear(R.append, "a, v", "a, v")
 linear(builtins.reversed, "seq", "seq")
@@ -88,7 +90,7 @@ jvp(np.clip, "a, a_min, a_max", "t * _s2s_clip_mask(a, a_min, a_max)", namespace
 linear(np.sum, REDUCTION, "a")
 linear(np.mean, REDUCTION, "a")
 jvp(np.prod, REDUCTION,
-    a="np.sum(_s2s_unreduce(ans, a, axis, keepdims) / a * t, axis, keepdims=keepdims)",
+    a="np.sum(_s2s_prod_others(a, axis) * t, axis, keepdims=keepdims)",
     namespace=ns)
 for _f in (np.max, np.min, np.amax, np.amin):
     jvp(_f, "a, axis=None, out=None, keepdims=False",
@@ -170,7 +172,8 @@ def cholesky_adjoint_dot(g, L, t):
 
 _helpers(log_base_dot, cholesky_adjoint_dot)
 ns.update({"_s2s_" + k: getattr(R, k) for k in ("einsum", "tensordot", "solve", "norm",
-                                                  "cumprod", "cholesky", "inner")})
+                                                  "cumprod", "cholesky", "inner",
+                                                  "prod_others_dot")})
 
 jvp(R.zeros_like, "x")                      # constants: no tangent
 jvp(R.seed, "y, name")
@@ -179,10 +182,13 @@ jvp(R.count, "x, axis=None")
 for _n in range(3, 9):                      # 0 or 1: no tangent
     jvp(R.first, "ans, i, " + ", ".join(f"x{k}" for k in range(_n)))
 jvp(R.clip_mask, "x, lo, hi")
+jvp(R.prod_others, "x, axis=None", "_s2s_prod_others_dot(x, t, axis)", namespace=ns)
 jvp(R.log_base, "x", "_s2s_log_base_dot(t, x)", namespace=ns)
 linear(R.add, "a, b", "a, b")
 linear(R.unbroadcast, "g, x", "g")
 linear(R.unindex, "g, x, index", "g")
+linear(R.unattr, "g, obj, name", "g")
+linear(R.cotangent, "c, x", "c")
 linear(R.unreduce, "g, x, axis=None, keepdims=False", "g")
 linear(R.extremum, "g, x, m, axis=None, keepdims=False", "g")
 linear(R.variance, "g, x, axis=None, ddof=0, keepdims=False", "g", "x")

@@ -162,6 +162,7 @@ class _Gen:
         self.loops = []
         self.reserved = set()
         self.in_display = 0     # inside a loop over a display: no break/continue
+        self.helpers = []       # (name, number of parameters, bound of the result)
 
     # -- choices (first option = simplest, so shrinking simplifies) --------------------
     def pick(self, options):
@@ -277,10 +278,15 @@ class _Gen:
         kind = self.weighted([
             (4, "leaf"), (5, "arith"), (3, "mul"), (2, "div"), (3, "unary_math"),
             (1, "exp"), (1, "log"), (1, "sqrt"), (1, "pow"), (2, "builtin"),
-            (1, "neg"), (1, "ifexp"), (1, "mod"), (1, "more_math")])
+            (1, "neg"), (1, "ifexp"), (1, "mod"), (1, "more_math"),
+            (2 if self.helpers else 0, "call")])
         d = depth - 1
         if kind == "leaf":
             return self.leaf(env)
+        if kind == "call":
+            name, n, bound = self.pick(self.helpers)
+            args = [self.bounded(env, d, 2.0)[0] for _ in range(n)]
+            return f"{name}({', '.join(args)})", bound
         if kind == "arith":
             (a, ba), (b, bb) = self.expr(env, d), self.expr(env, d)
             op = self.pick(("+", "-"))
@@ -932,6 +938,26 @@ def programs(draw, names="plain", max_statements=12, max_params=3, unsupported=F
                 gen.reserved.add(g)
         if len(header) > 2:
             header.append("")
+    # module-level helper functions f calls (their parameters see values in [-2, 2])
+    for k in range(draw(st.integers(0, 2))):
+        hname = f"h{k + 1}" if names == "plain" else draw(st.sampled_from(
+            [n for n in TRICKY_FUNCTIONS if n != fname and n not in gen.reserved
+             and n not in params]))
+        hparams = list(("a", "b")[:draw(st.integers(1, 2))])
+        hgen = _Gen(draw, "plain", draw(st.integers(1, 3)), allow_for_else)
+        hgen.helpers = list(gen.helpers)        # a helper may call the ones before it
+        hgen.reserved = {hname} | gen.reserved
+        hbody, hend, _ = hgen.block({a: _Var("float", 2.0) for a in hparams}, 1, 0)
+        bound = 2.0
+        if hend is not None:
+            value, vb = hgen.bounded(hend, draw(st.integers(0, 2)), 2.0)
+            hbody.append(f"    return {value}")
+            bound = max(bound, vb)
+        else:
+            bound = 1e6     # its returns are unbounded as far as the caller knows
+        header += [f"def {hname}({', '.join(hparams)}):"] + hbody + [""]
+        gen.reserved.add(hname)
+        gen.helpers.append((hname, len(hparams), bound))
     body, end_env, _ = gen.block(dict(env), 1, 0)
     if end_env is not None:
         value, _ = gen.expr(end_env, draw(st.integers(0, 3)))

@@ -22,8 +22,8 @@ one). Each test takes a share of the profile's `max_examples` (SHARES below).
 Properties
 ----------
 1. `test_gradient_matches_finite_differences`: the gradient with respect to all
-   parameters, through `value_and_grad` (the fused code `grad` runs) or `vjp` and its
-   pullback, agrees with finite differences (rtol 1e-5, atol 1e-7) at random points in
+   parameters, through `value_and_grad` (the fused code `grad` runs), `vjp` and its
+   pullback, or forward mode (`jvp` with each unit tangent), agrees with finite differences (rtol 1e-5, atol 1e-7) at random points in
    [-2, 2], and the value agrees with `f`'s. Points sit on a 1e-3 grid shifted by an
    irrational offset, so they never lie exactly on a branch boundary `x == 0.5`. A partial
    derivative is only compared where `f` is smooth along that coordinate: two fourth-order
@@ -154,10 +154,17 @@ def check_gradients(program, points, via="grad"):
     try:
         if via == "grad":
             vg = s2sad.value_and_grad(f, wrt=wrt)
-        else:
+        elif via == "vjp":
             def vg(*point):
                 y, pullback = s2sad.vjp(f, *point)
                 return y, pullback(1.0)
+        else:       # forward mode: one jvp per parameter, with a unit tangent
+            def vg(*point):
+                dots = []
+                for i in range(len(point)):
+                    y, y_dot = s2sad.jvp(f, point, tuple(float(i == k) for k in wrt))
+                    dots.append(y_dot)
+                return y, tuple(dots)
         compared = 0
         for point in points:
             try:
@@ -204,7 +211,7 @@ def _points(data, program, most):
 
 @fuzz_settings("gradient")
 @given(program=programs(names="plain", max_statements=MAX_STATEMENTS),
-       via=st.sampled_from(("grad", "vjp")), data=st.data())
+       via=st.sampled_from(("grad", "vjp", "jvp")), data=st.data())
 def test_gradient_matches_finite_differences(program, via, data):
     check_gradients(program, _points(data, program, 3), via)
 
@@ -213,7 +220,7 @@ def test_gradient_matches_finite_differences(program, via, data):
 
 @fuzz_settings("names")
 @given(program=programs(names="tricky", max_statements=MAX_STATEMENTS),
-       via=st.sampled_from(("grad", "vjp")), data=st.data())
+       via=st.sampled_from(("grad", "vjp", "jvp")), data=st.data())
 def test_gradient_with_colliding_names(program, via, data):
     check_gradients(program, _points(data, program, 2), via)
 

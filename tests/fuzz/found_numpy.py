@@ -1,0 +1,103 @@
+"""Minimized s2sad bugs found by tests/fuzz/test_fuzz_numpy.py.
+
+Each function is a reproducer; CASES lists (function, arguments) and
+`test_found_numpy_reproducers` checks `s2sad.grad(f, wrt=all)` (the gradient of an array
+has its shape and dtype, and agrees entry by entry with finite differences) and
+`s2sad.jvp` with a tangent of ones against the directional difference, as a strict xfail:
+when a bug is fixed its case XPASSes, which fails the run, so move the function to a
+regular regression test then (FIXED below), and drop the generator's or the test's
+workaround named in the comment. All seven found so far are fixed. Every function is smooth at its arguments and runs without error there in
+plain Python.
+"""
+import numpy as np
+
+
+# 1. `.T` of an intermediate value is taken as inactive: the adjoint does not flow
+#    through it. Expected cos(w); s2sad gives zeros (and jvp 0). The same for
+#    `np.sum(x[:, :-1].T)`, `np.broadcast_to(x, (2, 3)).T`, and `a.T` after `a += x`.
+#    Workaround in numpy_programs.py: `.T` only on parameters, `np.transpose` otherwise.
+def transpose_of_intermediate(w):
+    return np.sum(np.sin(w).T)
+
+
+# 2. An array parameter read only in a branch that is not taken gets the gradient `0.0`
+#    (a float) instead of zeros of its shape. Expected (ones(2), zeros((1, 2))).
+#    Workaround: KNOWN_SCALAR_ZERO in test_fuzz_numpy.py.
+def unused_branch_array_gradient(x, w):
+    return np.sum(x) if np.sum(x) > 0.0 else np.sum(w * w)
+
+
+# 3. An element write with a slice (`d[:, 0] = x`), then a taken branch rebinding the
+#    array to a value that does not depend on the inputs: the adjoint of `d` there is the
+#    float 0.0 and the write's pullback crashes in `_s2s_unbroadcast(_s2s_take(0.0, (slice,
+#    0)), t)`: "ValueError: cannot reshape array of size 1 into shape (2,)". Expected
+#    zeros(2) (the written value is discarded).
+#    Workaround in numpy_programs.py: inside branches every stored value depends on a
+#    parameter (`activated`).
+def write_then_constant_in_branch(x):
+    d = np.ones((2, 2))
+    d[:, 0] = x
+    if x[1] > 1.0:
+        d = np.zeros((2, 2))
+    return np.sum(d)
+
+
+# 4. An array written in an inner loop and read in the outer loop: in the pullback the
+#    read's adjoint replaces the array's adjoint carried from later outer iterations
+#    (`h_bar = _s2s_unindex(...)` instead of adding), and the adjoint never reaches the
+#    array's definition before the loop (no `x_bar += h_bar`). Expected [3, 1, 0];
+#    s2sad gives [2, 0, 0].
+#    Workaround in numpy_programs.py: an array written in a loop is not read again until
+#    the outermost loop ends (`hidden`).
+def write_in_inner_loop_read_in_outer(x):
+    h = x * 1.0
+    s = 0.0
+    for i in range(2):
+        for j in range(2):
+            h[0] += x[0]
+        s = s + h[i]
+    return s
+
+
+# 5. An array written and then read in the same loop body: the forward pass sets the
+#    array to None before the loop (`h = None` after `h = x * 1.0`) and crashes with
+#    "TypeError: 'NoneType' object does not support item assignment". Expected
+#    [0, 2, 0]. (Reading before the write in the body works.) Same workaround as 4.
+def write_then_read_in_loop(x):
+    h = x * 1.0
+    s = 0.0
+    for i in range(2):
+        h[0] = x[0]
+        s = s + h[1]
+    return s
+
+
+# 6. `np.where` broadcasting a reduction's result: the adjoint reaching `np.min(...,
+#    axis=1)` (shape (1,)) has the broadcast shape (3,) and the min rule crashes:
+#    "ValueError: could not broadcast input array from shape (3,1) into shape (1,2)".
+#    Expected (ones(2) at the minimum's entry times the count of v <= 0, zeros(3)).
+#    Workaround in numpy_programs.py: the branches of `np.where` have the full shape.
+def where_broadcasts_reduction(x, v):
+    return np.sum(np.where(v > 0.0, 1.0, np.min(x[None], axis=1)))
+
+
+# 7. `np.prod` over values one of which is exactly zero (here x - x[-1] at the last
+#    entry): the gradient is nan (the rule divides the product by the factor). Expected
+#    [-0.05, 0.2, 0.01]. Workaround in numpy_programs.py: `np.prod` of cosines only.
+def prod_with_zero_factor(x):
+    return np.prod(x - x[-1])
+
+
+# fixed: kept as regression tests (checked the same way, not as xfails)
+FIXED = [
+    (transpose_of_intermediate, (np.array([[0.2, 0.5, -0.4], [0.9, -1.2, 0.3]]),)),
+    (unused_branch_array_gradient, (np.array([0.5, 0.25]), np.array([[0.3, 0.2]]))),
+    (write_then_constant_in_branch, (np.array([0.5, 1.5]),)),
+    (write_in_inner_loop_read_in_outer, (np.array([0.5, 0.25, 0.3]),)),
+    (write_then_read_in_loop, (np.array([0.5, 0.25, 0.3]),)),
+    (where_broadcasts_reduction, (np.array([0.5, 0.25]), np.array([-0.3, 0.2, -0.1]))),
+    (prod_with_zero_factor, (np.array([0.5, 0.25, 0.3]),)),
+]
+
+# open reproducers (strict xfails)
+CASES = []

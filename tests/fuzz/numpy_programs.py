@@ -1,0 +1,853 @@
+"""Random differentiable NumPy programs, as source text, for fuzzing s2sad.
+
+`numpy_programs()` is a hypothesis strategy whose values are `NumpyProgram`s: the text of
+a module `import numpy as np` with one `def f(x, w, v, s)`: one to three float64 array
+parameters of small fixed shapes (`(3,)`, `(2, 3)`, `(3, 1)`, `(2,)`, `(1, 3)`) and
+sometimes a float parameter `s`. The generator tracks the shape of every value (all of
+them have at most two axes of length 1 to 3), so every program is valid and returns a
+scalar. The subset:
+
+- elementwise arithmetic `+ - * /` with broadcasting between any two shapes that
+  broadcast (scalars included), unary `-`, and the ufuncs `np.sin`, `np.cos`, `np.tanh`,
+  `np.arctan`, `np.square`, `np.abs`, `np.exp`/`np.expm1`/`np.sinh` of bounded values,
+  `np.log(c + v * v)`, `np.log1p(v * v)`, `np.sqrt(2.0 + np.cos(v))`, divisions by
+  `c + np.cos(v)` or `1.0 + v * v`, `np.maximum`/`np.minimum`, `np.where` on comparisons,
+  `np.clip` with constant bounds, and conditional expressions on a scalar condition;
+- reductions, full or along an axis, with or without `keepdims`: `np.sum`, `np.mean`,
+  `np.max`, `np.min`, and `np.prod` of cosines, also as methods (`v.sum(axis=0)`);
+- `@`, `np.dot` and `np.matmul` where the shapes fit (vector-vector, matrix-vector,
+  matrix-matrix);
+- indexing reads: integers (also negative and loop variables), slices (with negative
+  bounds and steps), `None`, `...`, integer lists (with repeats) and constant boolean
+  masks (`v[np.array([True, False, True])]`), and data-dependent masks inside a full
+  reduction (`np.sum(v[v > 0.5])`);
+- shape functions: `reshape` (method and function, also `-1`), `ravel`, `flatten`,
+  `.T`, `np.transpose`, `np.swapaxes`, `np.squeeze`, `np.expand_dims`, `np.broadcast_to`,
+  `np.flip`, `np.concatenate`, `np.stack`, `np.array` of scalars, `np.zeros`,
+  `np.ones`, `np.zeros_like`, `copy`;
+- statements: assignments (new names and rebinding with the same shape), element
+  writes `a[idx] = e`, `a[idx] += e`, `a[idx] -= e`, `a[idx] *= c` (integer, slice,
+  loop-variable, integer-list and mask indices) and whole-array `a += e` / `a *= e`
+  only into arrays the function created (`x.copy()`, `np.zeros(...)`, results of
+  arithmetic; never a parameter or a view of one), `if`/`else` on a scalar condition
+  (`if np.sum(x) > 0.5:`), `for i in range(k)` with array-carried values, and a list
+  appended in a loop and then joined with `np.stack`, `np.array` or `np.concatenate`.
+
+The program never aliases an array it writes into: a view (a bare name, a slice,
+`reshape`, `.T`, ...) of a writable array is copied (`np.copy(...)`) before it is stored
+in another name or a list, and a writable name is only rebound to a fresh array. So
+Python's reference semantics and s2sad's value semantics agree, and `f` never mutates
+its arguments.
+
+Every program evaluates without error or overflow for inputs in [-2, 2]: values are
+kept bounded (logarithms and square roots see positive arguments, divisors stay away
+from zero, `exp` sees bounded arguments, loop-carried values are squashed with
+`np.tanh`). `np.max`, `np.abs`, `np.maximum`, masks and comparisons make kinks; the
+tests only compare derivatives where `f` is smooth.
+
+Not generated (s2sad limitations or outside the subset): iterating over an array
+(`for row in x`), `while` loops, `break`/`continue`, early returns, integer arrays as
+parameters, and float32.
+
+Restrictions that only work around open s2sad bugs (tests/fuzz/found_numpy.py; drop
+each when its reproducer XPASSes; all seven are fixed now and moved to
+tests/test_regressions.py, and the restrictions for bugs 1 and 6 are lifted): inside
+branches every stored value depends on a parameter (bug 3); an array written in a loop is
+not read again before the outermost loop ends (bugs 4, 5); `np.prod` only of cosines,
+never of an exact zero (bug 7).
+
+Shrinking produces simpler programs: every choice's first option is the simplest.
+"""
+import ast
+import math
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+from hypothesis import strategies as st
+
+from .programs import forget, load_function
+
+__all__ = ["NumpyProgram", "numpy_programs", "forget"]
+
+PARAMS = ("x", "w", "v")
+SCALAR_PARAM = "s"
+PARAM_SHAPES = ((3,), (2, 3), (3, 1), (2,), (1, 3))
+NAMES = ("a", "b", "c", "d", "e", "g", "h", "p", "q", "r", "u", "z")
+INDEX_NAMES = ("i", "j", "k")
+LIST_NAMES = ("parts", "rows", "acc")
+# every value has one of these shapes (at most 2 axes, of length 1 to 3)
+SHAPES = ((),) + tuple((n,) for n in (1, 2, 3)) + tuple(
+    (m, n) for m in (1, 2, 3) for n in (1, 2, 3))
+
+CAP = 4.0          # bound of a stored value (larger ones are squashed)
+LIMIT = 20.0       # bound of any subexpression (larger ones are squashed)
+
+
+@dataclass(frozen=True)
+class NumpyProgram:
+    """A generated module: `source`, the function `name`, its `params` and their
+    `shapes` (`None` for the float parameter)."""
+
+    source: str
+    name: str
+    params: tuple
+    shapes: tuple
+
+    def __repr__(self):
+        return (f"NumpyProgram(params={self.params!r}, shapes={self.shapes!r}, source=\n"
+                f"{self.source})")
+
+    def load(self):
+        """Exec the module under a fresh fake file name registered in `linecache`
+        and return the function (drop it with `forget(fn)`)."""
+        return load_function(self.source, self.name)
+
+
+def _num(v):
+    text = repr(float(v))
+    return f"(-{text[1:]})" if text.startswith("-") else text
+
+
+def _size(shape):
+    return math.prod(shape)
+
+
+def _broadcasts_to(a, s):
+    """True if shape `a` broadcasts to shape `s` (and the result is `s`)."""
+    if len(a) > len(s):
+        return False
+    return all(p in (1, q) for p, q in zip(a[::-1], s[::-1]))
+
+
+# -- shape operations: (template with {} for the operand, result shape, kind, bound) -----
+#    kind: "view" (may share memory with the operand) or "fresh"; bound: how the
+#    operand's bound maps to the result's ("same", "sum", "prod").
+
+def _index_ops(shape):
+    """Readable index expressions `{}[...]` of an array of `shape` (at most 2 axes)."""
+    ops = []
+    if len(shape) == 1:
+        n = shape[0]
+        ops.append(("{}[0]", (), "fresh"))
+        ops.append(("{}[-1]", (), "fresh"))
+        if n >= 2:
+            ops += [("{}[1:]", (n - 1,), "view"), ("{}[:-1]", (n - 1,), "view"),
+                    ("{}[::-1]", (n,), "view"), ("{}[[0, 0, 1]]", (3,), "fresh"),
+                    ("{}[[-1, 0]]", (2,), "fresh")]
+        if n == 3:
+            ops += [("{}[::2]", (2,), "view"), ("{}[1]", (), "fresh"),
+                    ("{}[np.array([True, False, True])]", (2,), "fresh"),
+                    ("{}[[2, 0]]", (2,), "fresh")]
+        ops += [("{}[None]", (1, n), "view"), ("{}[:, None]", (n, 1), "view"),
+                ("{}[..., None]", (n, 1), "view")]
+    elif len(shape) == 2:
+        m, n = shape
+        ops += [("{}[0]", (n,), "view"), ("{}[:, 0]", (m,), "view"),
+                ("{}[-1]", (n,), "view"), ("{}[:, -1]", (m,), "view"),
+                ("{}[0, -1]", (), "fresh"), ("{}[..., 0]", (m,), "view")]
+        if m >= 2:
+            ops += [("{}[1:]", (m - 1, n), "view"), ("{}[::-1]", (m, n), "view"),
+                    ("{}[[1, 0]]", (2, n), "fresh"), ("{}[1, :]", (n,), "view")]
+        if n >= 2:
+            ops += [("{}[:, 1:]", (m, n - 1), "view"), ("{}[:, :-1]", (m, n - 1), "view"),
+                    ("{}[:, [0, 0]]", (m, 2), "fresh"), ("{}[-1, 1]", (), "fresh")]
+        if n == 3:
+            ops += [("{}[:, ::2]", (m, 2), "view"),
+                    ("{}[:, np.array([False, True, True])]", (m, 2), "fresh")]
+        if m >= 2 and n >= 2:
+            ops += [("{}[[0, 1], [1, 0]]", (2,), "fresh"), ("{}[1:, 1:]", (m - 1, n - 1),
+                                                             "view")]
+    return [(t, s, k, "same") for t, s, k in ops]
+
+
+def _reduce_ops(shape):
+    if not shape:
+        return []
+    ops = [("np.sum({})", (), "fresh", "sum"), ("np.mean({})", (), "fresh", "same"),
+           ("{}.sum()", (), "fresh", "sum"), ("np.max({})", (), "fresh", "same"),
+           ("np.min({})", (), "fresh", "same"), ("{}.mean()", (), "fresh", "same"),
+           ("np.prod({})", (), "fresh", "prod")]
+    for axis in range(len(shape)):
+        rest = shape[:axis] + shape[axis + 1:]
+        kept = shape[:axis] + (1,) + shape[axis + 1:]
+        for fn, bound in (("sum", "sum"), ("mean", "same"), ("max", "same"),
+                          ("min", "same"), ("prod", "prod")):
+            ops.append((f"np.{fn}({{}}, axis={axis})", rest, "fresh", bound))
+            ops.append((f"np.{fn}({{}}, axis={axis}, keepdims=True)", kept, "fresh", bound))
+        ops.append((f"{{}}.sum(axis={axis})", rest, "fresh", "sum"))
+        if axis == len(shape) - 1:
+            ops.append(("{}.max(axis=-1)", rest, "fresh", "same"))
+    return ops
+
+
+def _shape_ops(shape):
+    if len(shape) > 2 or max(shape, default=1) > 3:
+        # a stack of 2-axis pieces, or a long concatenation: only reduced
+        ops = [("np.sum({})", (), "fresh", "sum"), ("np.mean({})", (), "fresh", "same"),
+               ("np.sum({}, axis=0)", shape[1:], "fresh", "sum")]
+        return [op for op in ops if op[1] in SHAPES]
+    ops = _index_ops(shape) + _reduce_ops(shape)
+    if len(shape) == 2:
+        t = shape[::-1]
+        ops += [("{}.T", t, "view", "same"), ("np.transpose({})", t, "view", "same"),
+                ("np.swapaxes({}, 0, 1)", t, "view", "same"),
+                ("{}.ravel()", (_size(shape),), "view", "same"),
+                ("{}.flatten()", (_size(shape),), "fresh", "same"),
+                ("np.flip({}, axis=1)", shape, "view", "same")]
+        if 1 in shape:
+            ops.append(("np.squeeze({})", tuple(d for d in shape if d != 1), "view", "same"))
+    if len(shape) == 1:
+        ops += [("np.expand_dims({}, 0)", (1,) + shape, "view", "same"),
+                ("np.flip({})", shape, "view", "same")]
+    for s in SHAPES:
+        if s and s != shape and shape and _size(s) == _size(shape):
+            ops.append((f"{{}}.reshape({', '.join(map(str, s))})", s, "view", "same"))
+            ops.append((f"np.reshape({{}}, {s!r})", s, "view", "same"))
+            if len(s) == 1:
+                ops.append(("{}.reshape(-1)", s, "view", "same"))
+        if s and s != shape and _broadcasts_to(shape, s):
+            ops.append((f"np.broadcast_to({{}}, {s!r})", s, "view", "same"))
+            ops.append((f"({{}} + np.zeros({s!r}))", s, "fresh", "same"))
+            ops.append((f"({{}} * np.ones({s!r}))", s, "fresh", "same"))
+    return [op for op in ops if op[1] in SHAPES]
+
+
+@lru_cache(maxsize=None)
+def _paths(src, dst):
+    """Sequences of shape operations from `src` to `dst`, shortest first (at most 2
+    steps; always at least one for src != dst)."""
+    if src == dst:
+        return ((),)
+    out = []
+    for op in _shape_ops(src):
+        if op[1] == dst:
+            out.append((op,))
+    for op in _shape_ops(src):
+        if op[1] != dst and op[1] != src:
+            for op2 in _shape_ops(op[1]):
+                if op2[1] == dst:
+                    out.append((op, op2))
+    assert out, (src, dst)
+    return tuple(out)
+
+
+def _apply_bound(kind, bound, shape):
+    if kind == "sum":
+        return bound * max(_size(shape), 1)
+    if kind == "prod":
+        return bound ** max(_size(shape), 1) if bound > 1 else bound
+    return bound
+
+
+class _E:
+    """A generated expression: text, shape, bound of its entries, whether it is a fresh
+    array (not a view of a name's storage) and the names it may be a view of."""
+    __slots__ = ("text", "shape", "bound", "fresh", "root")
+
+    def __init__(self, text, shape, bound, fresh=True, root=frozenset()):
+        self.text, self.shape, self.bound = text, shape, bound
+        self.fresh, self.root = fresh, root
+
+
+class _V:
+    __slots__ = ("shape", "bound", "owned", "kind", "active")
+
+    def __init__(self, shape, bound, owned=False, kind="value", active=True):
+        self.shape = shape        # None for an int loop variable
+        self.bound = bound        # |entries| <= bound; for an int, the exclusive upper end
+        self.owned = owned        # an array the function created: writable, not aliased
+        self.kind = kind          # "value", "int", "list"
+        self.active = active      # depends on a parameter
+
+    def copy(self):
+        return _V(self.shape, self.bound, self.owned, self.kind, self.active)
+
+
+def _join_envs(envs):
+    envs = [e for e in envs if e is not None]
+    out = {}
+    for n in set(envs[0]).intersection(*envs[1:]):
+        vs = [e[n] for e in envs]
+        if len({(v.shape, v.kind) for v in vs}) != 1:
+            continue
+        v = vs[0].copy()
+        v.bound = max(x.bound for x in vs)
+        v.owned = all(x.owned for x in vs)
+        v.active = any(x.active for x in vs)
+        out[n] = v
+    return out
+
+
+class _Gen:
+    def __init__(self, draw, budget):
+        self.draw = draw
+        self.budget = budget
+        self.trips = 1             # product of the enclosing loops' trip counts
+        self.loop_depth = 0
+        self.branches = 0          # depth of if statements and conditional expressions
+        self.params = ()
+        self.hidden = {}           # arrays written in the current loop nest (bugs 4, 5)
+
+    # -- choices (first option = simplest) -----------------------------------------------
+    def pick(self, options):
+        return self.draw(st.sampled_from(options))
+
+    def weighted(self, pairs):
+        total = sum(w for w, _ in pairs)
+        r = self.draw(st.integers(0, total - 1))
+        for w, opt in pairs:
+            if r < w:
+                return opt
+            r -= w
+        raise AssertionError
+
+    def chance(self, percent):
+        return self.draw(st.integers(0, 99)) >= 100 - percent
+
+    def const(self, lo=-2.0, hi=2.0, step=0.25):
+        grid = [lo + j * step for j in range(int(round((hi - lo) / step)) + 1)]
+        return ([0.5] + grid)[self.draw(st.integers(0, len(grid)))]
+
+    def shape(self, env):
+        """A shape for a new value: a shape already in use, or any other."""
+        used = sorted({v.shape for v in env.values() if v.kind == "value"},
+                      key=lambda s: (len(s), s))
+        if self.chance(70):
+            return self.pick(used)
+        return self.pick(SHAPES)
+
+    # -- activity (known s2sad bug 3 in found_numpy.py) ---------------------------------------
+    def active(self, env, e):
+        """True if `e` reads a value that depends on a parameter."""
+        names = [n for n, v in env.items() if v.kind == "value" and v.active]
+        return bool(names) and re.search(rf"\b({'|'.join(names)})\b", e.text) is not None
+
+    def activated(self, env, e):
+        """`e`, made to depend on a parameter if it does not (inside branches: a branch
+        that stores a constant zeroes the adjoint of an array with element writes into
+        a float 0.0, which crashes s2sad; found_numpy.py, 3)."""
+        if not self.branches or self.active(env, e):
+            return e
+        p = self.pick(sorted(n for n in self.params))
+        term = f"np.sum(np.tanh({p}))" if env[p].shape else f"np.tanh({p})"
+        return _E(f"({e.text} + 0.01 * {term})", e.shape, e.bound + 0.01 * max(
+            _size(env[p].shape), 1), e.fresh, e.root)
+
+    # -- expressions ------------------------------------------------------------------------
+    def squash(self, e, cap=1.0):
+        how = self.pick(("tanh", "sin", "arctan", "scale"))
+        if how == "scale" and e.bound > 0:
+            factor = cap / e.bound
+            factor = 2.0 ** math.floor(math.log2(factor)) if factor < 1 else 1.0
+            return _E(f"({_num(factor)} * {e.text})", e.shape, e.bound * factor)
+        fn = "tanh" if how == "scale" else how
+        bound = math.pi / 2 if fn == "arctan" else 1.0
+        return _E(f"np.{fn}({e.text})", e.shape, bound)
+
+    def bounded(self, env, depth, shape, limit):
+        e = self.expr(env, depth, shape)
+        return self.squash(e, limit) if e.bound > limit else e
+
+    def convert(self, e, shape):
+        """`e` reshaped/reduced/indexed/broadcast to `shape`."""
+        paths = _paths(e.shape, shape)
+        path = paths[self.draw(st.integers(0, len(paths) - 1))]
+        for template, new_shape, kind, bound in path:
+            if bound == "prod":
+                # never a factor of exactly zero: s2sad bug 7 (found_numpy.py)
+                e = _E(f"np.cos({e.text})", e.shape, 1.0)
+            view = kind == "view" and not e.fresh
+            e = _E(template.format(e.text), new_shape, _apply_bound(bound, e.bound, e.shape),
+                   fresh=not view, root=e.root if view else frozenset())
+        return e
+
+    def leaf(self, env, shape):
+        names = sorted(n for n, v in env.items() if v.kind == "value")
+        same = [n for n in names if env[n].shape == shape]
+        choice = self.weighted([(6, "same"), (4, "any"), (1, "const"), (1, "loop")])
+        if choice == "loop":
+            e = self.loop_read(env)
+            if e is not None:
+                return self.convert(e, shape)
+            choice = "any"
+        if choice == "same" and same:
+            n = self.pick(same)
+        elif choice != "const" and names:
+            n = self.pick(names)
+        elif not shape:
+            c = self.const()
+            return _E(_num(c), (), abs(c))
+        else:
+            c = self.const()
+            text = (f"np.full({shape!r}, {_num(c)})" if self.chance(50)
+                    else f"np.linspace(-1.0, 1.0, {shape[0]})" if len(shape) == 1
+                    else f"np.ones({shape!r})")
+            return _E(text, shape, max(abs(c), 1.0))
+        v = env[n]
+        return self.convert(_E(n, v.shape, v.bound, fresh=False, root=frozenset((n,))), shape)
+
+    def loop_read(self, env):
+        """`v[i]` (or `v[:, i]`, `v[-1 - i]`) with a loop variable in range."""
+        ints = sorted(n for n, v in env.items() if v.kind == "int")
+        if not ints:
+            return None
+        i = self.pick(ints)
+        hi = env[i].bound
+        arrays = sorted(n for n, v in env.items() if v.kind == "value" and v.shape
+                        and (v.shape[0] >= hi or v.shape[-1] >= hi))
+        if not arrays:
+            return _E(f"(0.5 * {i})", (), 0.5 * hi)
+        n = self.pick(arrays)
+        shape, bound = env[n].shape, env[n].bound
+        forms = []
+        if shape[0] >= hi:
+            forms += [(f"{n}[{i}]", shape[1:]), (f"{n}[-1 - {i}]", shape[1:])]
+        if len(shape) == 2 and shape[1] >= hi:
+            forms += [(f"{n}[:, {i}]", shape[:1])]
+        text, s = self.pick(forms)
+        return _E(text, s, bound, fresh=not s, root=frozenset((n,)) if s else frozenset())
+
+    def broadcast_partner(self, shape):
+        """A shape that broadcasts against `shape` to `shape`."""
+        options = [shape] + [s for s in SHAPES if s != shape and _broadcasts_to(s, shape)]
+        return self.pick(options)
+
+    def expr(self, env, depth, shape):
+        if depth <= 0:
+            return self.leaf(env, shape)
+        kinds = [(4, "leaf"), (5, "arith"), (3, "mul"), (2, "div"), (4, "unary"),
+                 (1, "exp"), (2, "log"), (1, "sqrt"), (2, "minmax"), (2, "where"),
+                 (2, "matmul"), (3, "reshape"), (1, "join"), (1, "ifexp"), (1, "clip"),
+                 (1, "mask_sum"), (1, "neg")]
+        kind = self.weighted(kinds)
+        d = depth - 1
+        if kind == "leaf":
+            return self.leaf(env, shape)
+        if kind in ("arith", "mul", "minmax"):
+            a = self.expr(env, d, shape)
+            b = self.expr(env, d, self.broadcast_partner(shape))
+            if self.chance(50):
+                a, b = b, a
+            if kind == "arith":
+                op = self.pick(("+", "-"))
+                e = _E(f"({a.text} {op} {b.text})", shape, a.bound + b.bound)
+            elif kind == "mul":
+                e = _E(f"({a.text} * {b.text})", shape, a.bound * b.bound)
+            else:
+                fn = self.pick(("maximum", "minimum"))
+                e = _E(f"np.{fn}({a.text}, {b.text})", shape, max(a.bound, b.bound))
+        elif kind == "div":
+            a = self.expr(env, d, shape)
+            form = self.pick(("const", "cos", "square"))
+            if form == "const":
+                c = self.pick((2.0, 4.0, -2.0, 0.5))
+                e = _E(f"({a.text} / {_num(c)})", shape, a.bound / abs(c))
+            else:
+                b = self.expr(env, d, self.broadcast_partner(shape))
+                if form == "cos":
+                    c = self.pick((1.5, 2.0))
+                    e = _E(f"({a.text} / ({_num(c)} + np.cos({b.text})))", shape,
+                           a.bound / (c - 1.0))
+                else:
+                    e = _E(f"({a.text} / (1.0 + {b.text} * {b.text}))", shape, a.bound)
+        elif kind == "unary":
+            a = self.expr(env, d, shape)
+            fn = self.pick(("sin", "tanh", "cos", "arctan", "square", "abs"))
+            bound = {"arctan": math.pi / 2, "square": a.bound ** 2, "abs": a.bound}.get(fn, 1.0)
+            e = _E(f"np.{fn}({a.text})", shape, bound)
+        elif kind == "exp":
+            a = self.bounded(env, d, shape, 2.0)
+            fn = self.pick(("exp", "expm1", "sinh"))
+            e = _E(f"np.{fn}({a.text})", shape, math.exp(a.bound))
+        elif kind == "log":
+            a = self.bounded(env, d, shape, 6.0)
+            form = self.pick(("square", "log1p"))
+            if form == "square":
+                c = self.pick((1.0, 0.5, 2.0))
+                e = _E(f"np.log({_num(c)} + {a.text} * {a.text})", shape,
+                       abs(math.log(c)) + math.log1p(a.bound ** 2 / c))
+            else:
+                e = _E(f"np.log1p({a.text} * {a.text})", shape, math.log1p(a.bound ** 2))
+        elif kind == "sqrt":
+            a = self.expr(env, d, shape)
+            e = _E(f"np.sqrt(2.0 + np.cos({a.text}))", shape, math.sqrt(3.0))
+        elif kind == "where":
+            c1 = self.expr(env, d, shape)
+            c2 = self.expr(env, d, self.broadcast_partner(shape))
+            a = self.expr(env, d, shape)
+            b = self.expr(env, d, self.broadcast_partner(shape))
+            op = self.pick((">", "<", ">="))
+            e = _E(f"np.where({c1.text} {op} {c2.text}, {a.text}, {b.text})", shape,
+                   max(a.bound, b.bound))
+        elif kind == "matmul":
+            e = self.matmul(env, d, shape)
+        elif kind == "reshape":
+            src = self.pick(SHAPES[1:])
+            e = self.convert(self.expr(env, d, src), shape)
+        elif kind == "join":
+            e = self.join(env, d, shape)
+        elif kind == "ifexp":
+            cond = self.cond(env, d)
+            self.branches += 1
+            try:
+                a = self.activated(env, self.expr(env, d, shape))
+                b = self.activated(env, self.expr(env, d, shape))
+            finally:
+                self.branches -= 1
+            e = _E(f"({a.text} if {cond} else {b.text})", shape, max(a.bound, b.bound),
+                   a.fresh and b.fresh, a.root | b.root)
+        elif kind == "clip":
+            a = self.expr(env, d, shape)
+            lo = self.pick((-1.0, -0.5, 0.0))
+            e = _E(f"np.clip({a.text}, {_num(lo)}, {_num(lo + 1.5)})", shape, 1.5)
+        elif kind == "mask_sum" and not shape:
+            a = self.expr(env, d, self.pick(SHAPES[1:]))
+            c = self.const(-1.0, 1.0)
+            e = _E(f"np.sum({a.text}[{a.text} > {_num(c)}])", (),
+                   a.bound * _size(a.shape))
+        else:
+            a = self.expr(env, d, shape)
+            e = _E(f"(-{a.text})", shape, a.bound)
+        if e.bound > LIMIT or not math.isfinite(e.bound):
+            e = self.squash(e, 2.0)
+        return e
+
+    def matmul(self, env, d, shape):
+        k = self.pick((3, 2, 1))
+        if not shape:
+            ls, rs = (k,), (k,)
+        elif len(shape) == 1:
+            ls, rs = ((shape[0], k), (k,)) if self.chance(50) else ((k,), (k, shape[0]))
+        else:
+            ls, rs = (shape[0], k), (k, shape[1])
+        a = self.bounded(env, d, ls, 2.0)
+        b = self.bounded(env, d, rs, 2.0)
+        form = self.pick(("@", "dot", "matmul"))
+        text = (f"({a.text} @ {b.text})" if form == "@"
+                else f"np.{form}({a.text}, {b.text})")
+        return _E(text, shape, k * a.bound * b.bound)
+
+    def join(self, env, d, shape):
+        if not shape:
+            return self.leaf(env, shape)
+        axis = self.pick(tuple(range(len(shape))))
+        n = shape[axis]
+        if n >= 2 and self.chance(50):
+            first = self.pick(tuple(range(1, n)))
+            pieces = [shape[:axis] + (m,) + shape[axis + 1:] for m in (first, n - first)]
+            parts = [self.expr(env, d, s) for s in pieces]
+            text = ", ".join(p.text for p in parts)
+            return _E(f"np.concatenate([{text}], axis={axis})", shape,
+                      max(p.bound for p in parts))
+        piece = shape[:axis] + shape[axis + 1:]
+        parts = [self.expr(env, d, piece) for _ in range(n)]
+        text = ", ".join(p.text for p in parts)
+        if axis == 0 and not piece and self.chance(50):
+            return _E(f"np.array([{text}])", shape, max(p.bound for p in parts))
+        return _E(f"np.stack([{text}], axis={axis})", shape, max(p.bound for p in parts))
+
+    def cond(self, env, depth):
+        a = self.expr(env, max(depth, 0), ())
+        op = self.pick((">", "<", ">=", "<="))
+        b = _num(self.const(-1.0, 1.0)) if self.chance(60) else self.expr(env, 0, ()).text
+        text = f"{a.text} {op} {b}"
+        if self.chance(15):
+            other = self.expr(env, 0, ())
+            text = f"({text}) {self.pick(('and', 'or'))} ({other.text} > 0.0)"
+        return text
+
+    # -- statements -------------------------------------------------------------------------
+    def block(self, env, indent, depth, most):
+        lines = []
+        n = self.draw(st.integers(1, most))
+        for k in range(n):
+            if self.budget <= 0 and k > 0:
+                break
+            self.budget -= 1
+            sub, env = self.statement(env, indent, depth)
+            lines += sub
+        return lines, env
+
+    def statement(self, env, indent, depth):
+        pad = "    " * indent
+        owned = [n for n, v in env.items() if v.owned and v.shape]
+        kinds = [(6, "assign"), (2, "create"), (3 if owned else 0, "write"),
+                 (1 if owned else 0, "augment"), (2 if depth < 2 else 0, "if"),
+                 (2 if depth < 2 else 0, "for"), (1 if depth < 2 else 0, "list")]
+        kind = self.weighted([(w, k) for w, k in kinds if w])
+        return getattr(self, f"stmt_{kind}")(env, pad, indent, depth)
+
+    def new_name(self, env, pool=NAMES):
+        free = [n for n in pool if n not in env]
+        return self.pick(free) if free else None
+
+    def rebindable(self, env):
+        return sorted(n for n, v in env.items() if v.kind == "value" and n not in PARAMS
+                      and n != SCALAR_PARAM)
+
+    def stored(self, env, e, owned_target):
+        """The value to store: squashed to CAP, and copied if it is a view of a
+        writable array or the target must stay writable."""
+        if e.bound > CAP:
+            e = self.squash(e, CAP)
+        if e.shape and not e.fresh and (owned_target or any(
+                n in env and env[n].owned for n in e.root)):
+            form = self.pick(("np.copy({})", "{}.copy()"))
+            e = _E(form.format(e.text), e.shape, e.bound)
+        return e
+
+    def stmt_assign(self, env, pad, indent, depth):
+        existing = self.rebindable(env)
+        name = None
+        if existing and self.chance(50):
+            name = self.pick(existing)
+        else:
+            name = self.new_name(env)
+        if name is None:
+            return [], env
+        old = env.get(name)
+        shape = old.shape if old is not None else self.shape(env)
+        owned = old.owned if old is not None else False
+        depth_e = self.draw(st.integers(0, 3))
+        e = self.stored(env, self.activated(env, self.expr(env, depth_e, shape)), owned)
+        active = self.active(env, e)
+        env = dict(env)
+        env[name] = _V(shape, e.bound, owned or (e.fresh and bool(shape)), active=active)
+        return [f"{pad}{name} = {e.text}"], env
+
+    def stmt_create(self, env, pad, indent, depth):
+        name = self.new_name(env)
+        if name is None or self.branches:
+            return self.stmt_assign(env, pad, indent, depth)
+        form = self.pick(("copy", "zeros", "ones", "zeros_like", "np_copy", "array"))
+        arrays = sorted(n for n, v in env.items() if v.kind == "value" and v.shape)
+        if form in ("copy", "np_copy", "zeros_like") and arrays:
+            src = self.pick(arrays)
+            shape, bound = env[src].shape, env[src].bound
+            text = {"copy": f"{src}.copy()", "np_copy": f"np.copy({src})",
+                    "zeros_like": f"np.zeros_like({src})"}[form]
+            if form == "zeros_like":
+                bound = 0.0
+        elif form == "array":
+            k = self.pick((3, 2))
+            parts = [self.stored(env, self.expr(env, 1, ()), False) for _ in range(k)]
+            shape, bound = (k,), max(p.bound for p in parts)
+            text = f"np.array([{', '.join(p.text for p in parts)}])"
+        else:
+            shape = self.pick(SHAPES[1:]) if self.chance(30) else self.pick(
+                sorted({v.shape for v in env.values() if v.kind == "value" and v.shape}))
+            fn = "ones" if form == "ones" else "zeros"
+            text, bound = f"np.{fn}({shape!r})", 1.0 if fn == "ones" else 0.0
+        env = dict(env)
+        env[name] = _V(shape, bound, True, active=self.active(env, _E(text, shape, bound))
+                       and form != "zeros_like")
+        return [f"{pad}{name} = {text}"], env
+
+    def write_index(self, env, shape):
+        """(index text, shape of the selected part) for an element write."""
+        ints = sorted(n for n, v in env.items() if v.kind == "int" and v.bound <= shape[0])
+        options = [("0", shape[1:]), ("-1", shape[1:])]
+        if shape[0] >= 2:
+            options += [("1:", (shape[0] - 1,) + shape[1:]),
+                        (":-1", (shape[0] - 1,) + shape[1:]),
+                        ("[1, 0]", (2,) + shape[1:])]
+        if shape[0] == 3:
+            options += [("np.array([True, False, True])", (2,) + shape[1:])]
+        if len(shape) == 2:
+            options += [(":, 0", shape[:1]), ("0, -1", ()), (":, 1:", (shape[0], shape[1] - 1))
+                        if shape[1] >= 2 else (":, -1", shape[:1])]
+        if ints:
+            i = self.pick(ints)
+            options += [(i, shape[1:]), (f"-1 - {i}", shape[1:])]
+        return self.pick(options)
+
+    def stmt_write(self, env, pad, indent, depth):
+        owned = sorted(n for n, v in env.items() if v.owned and v.shape)
+        name = self.pick(owned)
+        var = env[name]
+        index, part = self.write_index(env, var.shape)
+        op = self.weighted([(3, "="), (3, "+="), (1, "-="), (1, "*=")])
+        value_shape = self.broadcast_partner(part)
+        env = dict(env)
+        if op == "*=":
+            e = self.bounded(env, self.draw(st.integers(0, 2)), value_shape, 1.0)
+            e = _E(f"np.tanh({e.text})", e.shape, 1.0) if self.chance(50) else e
+            bound = var.bound
+        else:
+            limit = 1.0 if self.loop_depth else CAP
+            e = self.bounded(env, self.draw(st.integers(0, 2)), value_shape, limit)
+            bound = max(var.bound, e.bound) if op == "=" else var.bound + e.bound * self.trips
+        lines = [f"{pad}{name}[{index}] {op} {e.text}"]
+        if bound > CAP * 3:
+            lines.append(f"{pad}{name} = np.tanh({name})")
+            bound = 1.0
+        env[name] = _V(var.shape, bound, True, active=var.active or self.active(env, e))
+        if self.loop_depth:
+            # s2sad bugs 4 and 5 (found_numpy.py): an array written in a loop and read
+            # later in the same loop (nest). Unreadable until the outermost loop ends.
+            self.hidden[name] = env.pop(name)
+        return lines, env
+
+    def stmt_augment(self, env, pad, indent, depth):
+        owned = sorted(n for n, v in env.items() if v.owned and v.shape)
+        name = self.pick(owned)
+        var = env[name]
+        op = self.pick(("+=", "*=", "-="))
+        shape = self.broadcast_partner(var.shape)
+        if op == "*=":
+            e = self.bounded(env, self.draw(st.integers(0, 2)), shape, 1.0)
+            bound = var.bound * e.bound
+        else:
+            e = self.bounded(env, self.draw(st.integers(0, 2)), shape, 1.0)
+            bound = var.bound + e.bound * self.trips
+        lines = [f"{pad}{name} {op} {e.text}"]
+        if bound > CAP * 3:
+            lines.append(f"{pad}{name} = np.tanh({name})")
+            bound = 1.0
+        env = dict(env)
+        env[name] = _V(var.shape, bound, True, active=var.active or self.active(env, e))
+        return lines, env
+
+    def stmt_if(self, env, pad, indent, depth):
+        lines = [f"{pad}if {self.cond(env, self.draw(st.integers(1, 2)))}:"]
+        self.branches += 1
+        try:
+            body, env_then = self.block(dict(env), indent + 1, depth + 1, 3)
+            lines += body
+            if self.chance(50):
+                lines.append(f"{pad}else:")
+                body, env_else = self.block(dict(env), indent + 1, depth + 1, 3)
+                lines += body
+            else:
+                env_else = env
+        finally:
+            self.branches -= 1
+        return lines, _join_envs([env_then, env_else])
+
+    def loop(self, env, indent, depth, trips, body_fn):
+        """Run `body_fn(env)` as a loop body: names defined before keep their shape;
+        bounds of carried values are the ones after the body."""
+        self.loop_depth += 1
+        saved = self.trips
+        self.trips *= trips
+        try:
+            body, end = body_fn(env)
+        finally:
+            self.loop_depth -= 1
+            self.trips = saved
+        out = {}
+        for n, v in env.items():
+            if n not in end and n in self.hidden:
+                if self.loop_depth:
+                    continue
+                end = dict(end)
+                end[n] = self.hidden.pop(n)
+            if v.kind == "int" and n in end:
+                out[n] = v.copy()
+            elif n in end:
+                w = v.copy()
+                w.bound = max(v.bound, end[n].bound)
+                w.owned = v.owned and end[n].owned
+                w.active = v.active or end[n].active
+                out[n] = w
+        return body, out
+
+    def stmt_for(self, env, pad, indent, depth):
+        index = self.new_name(env, INDEX_NAMES)
+        if index is None:
+            return self.stmt_assign(env, pad, indent, depth)
+        start, trips = self.pick(((0, 2), (0, 3), (1, 3), (0, 1)))
+        args = f"{trips}" if start == 0 else f"{start}, {trips}"
+        inner = dict(env)
+        inner[index] = _V(None, trips, kind="int")
+
+        def body_fn(e):
+            return self.block(e, indent + 1, depth + 1, 3)
+
+        body, after = self.loop(inner, indent, depth, trips - start, body_fn)
+        after.pop(index, None)
+        for n, v in env.items():
+            if n not in after:
+                after[n] = v
+        # the loop runs at least once: names defined in it are not kept (their bounds
+        # are unknown), which keeps the generator simple
+        return [f"{pad}for {index} in range({args}):"] + body, after
+
+    def stmt_list(self, env, pad, indent, depth):
+        lst = self.new_name(env, LIST_NAMES)
+        index = self.new_name(env, INDEX_NAMES)
+        name = self.new_name(env)
+        if lst is None or index is None or name is None:
+            return self.stmt_assign(env, pad, indent, depth)
+        trips = self.pick((2, 3))
+        piece = self.pick(((), (3,), (2,), (1, 3), (2, 1)) if self.chance(70) else SHAPES)
+        inner = dict(env)
+        inner[index] = _V(None, trips, kind="int")
+        holder = {}
+
+        def body_fn(e):
+            lines = []
+            if self.chance(40):
+                sub, e = self.block(e, indent + 1, depth + 1, 2)
+                lines += sub
+            value = self.stored(e, self.expr(e, self.draw(st.integers(0, 2)), piece), False)
+            if value.shape and not value.fresh:
+                value = _E(f"np.copy({value.text})", value.shape, value.bound)
+            holder["bound"] = value.bound
+            holder["active"] = self.active(e, value)
+            lines.append(f"{pad}    {lst}.append({value.text})")
+            return lines, e
+
+        body, after = self.loop(inner, indent, depth, trips, body_fn)
+        after.pop(index, None)
+        joins = [("np.stack({})", (trips,) + piece), ("np.array({})", (trips,) + piece)]
+        if piece:
+            joins.append(("np.stack({}, axis=-1)", piece + (trips,)))
+        if len(piece) == 1 and piece[0] * trips <= 3:
+            joins.append(("np.concatenate({})", (piece[0] * trips,)))
+        if len(piece) == 2:
+            joins.append(("np.concatenate({}, axis=1)", (piece[0], piece[1] * trips)))
+        template, shape = self.pick(joins)
+        lines = [f"{pad}{lst} = []", f"{pad}for {index} in range({trips}):"] + body
+        result = _E(template.format(lst), shape, holder["bound"])
+        if shape not in SHAPES:
+            result = self.convert(_E(template.format(lst), shape, holder["bound"]),
+                                  self.pick(((), (3,))) if len(shape) <= 2 else ())
+            shape = result.shape
+        lines.append(f"{pad}{name} = {result.text}")
+        after[name] = _V(shape, result.bound, bool(shape), active=holder["active"])
+        return lines, after
+
+
+@st.composite
+def numpy_programs(draw, max_statements=8, max_params=3):
+    """Hypothesis strategy of `NumpyProgram`s (see the module docstring)."""
+    n_arrays = draw(st.integers(1, max_params))
+    params = list(PARAMS[:n_arrays])
+    shapes = [draw(st.sampled_from(PARAM_SHAPES)) for _ in params]
+    if draw(st.integers(0, 99)) >= 75:
+        params.append(SCALAR_PARAM)
+        shapes.append(None)
+    env = {p: _V(s if s is not None else (), 2.0) for p, s in zip(params, shapes)}
+    budget = draw(st.integers(min(2, max_statements), max_statements))
+    gen = _Gen(draw, budget)
+    gen.params = tuple(params)
+    body, env = gen.block(env, 1, 0, 6)
+    shape = gen.shape(env)
+    final = gen.expr(env, draw(st.integers(0, 2)), shape)
+    if shape:
+        fn = gen.pick(("np.sum({})", "np.mean({})", "{}.sum()"))
+        final = _E(fn.format(final.text), (), final.bound)
+    body.append(f"    return {final.text}")
+    text = "\n".join(["import numpy as np", "", f"def f({', '.join(params)}):"] + body) + "\n"
+    source = ast.unparse(ast.parse(text)) + "\n"
+    return NumpyProgram(source, "f", tuple(params), tuple(shapes))
+
+
+def example_arguments(program, seed=0):
+    """Arguments in [-2, 2] for a program (for quick manual runs)."""
+    rng = np.random.default_rng(seed)
+    return [float(rng.uniform(-2, 2)) if s is None else rng.uniform(-2, 2, s)
+            for s in program.shapes]
