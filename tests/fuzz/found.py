@@ -19,5 +19,22 @@ overwritten by a constant in a loop losing its adjoint; the adjoint of a name ca
 inner loop reset at every iteration of the outer one; a for loop that runs no iteration
 leaving its variable unbound. Their regression tests are in tests/test_regressions.py.
 """
+import math
 
-CASES = []
+
+def early_return_beside_inner_loop(x, z):
+    # Found by test_gradient_matches_finite_differences (a longer program) and minimized.
+    # The branch with the `return` and the inner loop is never taken at the point, yet
+    # d/dx is 0.0014530 where central differences give 0.0015404.
+    for l in range(3):
+        if z > 5.0:
+            if z > 6.0:
+                return x
+            for i in range(4):
+                x = math.sin(x)
+        else:
+            x = math.tanh(x * z + 0.5)
+    return x
+
+
+CASES = [(early_return_beside_inner_loop, (0.18400014142135623, 0.15600067082039326))]
