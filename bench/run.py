@@ -11,6 +11,7 @@ Peers (autograd, JAX, PyTorch) are used only when they are importable.
 """
 
 import argparse
+import functools
 import gc
 import importlib.metadata
 import json
@@ -44,10 +45,11 @@ if THREADS and THREADS.isdigit() and int(THREADS) > 0:
                                    " --xla_cpu_multi_thread_eigen=false"
                                    " intra_op_parallelism_threads=1").strip()
 
-import numpy as np  # after --threads
+import numpy as np  # noqa: E402  (after --threads)
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(BENCH))  # the repository's s2sad first
+import workloads as wl  # noqa: E402
 from workloads import ident, workloads  # noqa: E402
 
 FD_RTOL = 1e-6      # hand gradient vs central finite differences
@@ -55,6 +57,9 @@ S2SAD_RTOL = 1e-9   # s2sad vs hand gradient (both exact up to rounding)
 PEER_RTOL = 1e-6    # peers vs hand gradient
 TIME_GOAL = 1.15    # the issue's goal for NumPy workloads: s2sad / hand time
 MEMORY_GOAL = 1.2   # ... and s2sad / hand peak memory
+JVP_GOAL = 1.5      # s2sad.jvp / hand tangent time (scalar workloads)
+HVP_GOAL = 5.0      # s2sad.hvp / s2sad.grad time (Rosenbrock 1e3)
+TRANSFORM_GOAL = 0.050  # seconds to transform and compile one workload
 CLOCK = time.perf_counter  # per-call timings; --cpu-time: time.process_time
 
 
@@ -175,12 +180,13 @@ def per_call(fn, args, target, repeat, budget):
 
 
 def first_call(make, args, times):
-    """Minimum over `times` of: build a fresh gradient and call it once."""
+    """Minimum over `times` of: build a fresh gradient and call it once (in CPU time
+    with --cpu-time: the transform is single-threaded Python)."""
     best = math.inf
     for _ in range(times):
-        t0 = time.perf_counter()
+        t0 = CLOCK()
         make()(*args)
-        best = min(best, time.perf_counter() - t0)
+        best = min(best, CLOCK() - t0)
     return best
 
 
@@ -399,6 +405,222 @@ def check(w, s2sad, peers):
 
 
 # ---------------------------------------------------------------------------
+# Forward mode: s2sad.jvp against the hand-written tangents of the scalar
+# workloads (dual-number style, next to each workload).
+
+
+def direction(n):
+    """The tangent of the jvp benchmarks: (1, -1/2, 1/3, -1/4)[:n]."""
+    return tuple((-1) ** k / (k + 1) for k in range(n))
+
+
+def directional_fd(f, args, tangents):
+    """Central difference of scalar f along `tangents`."""
+    h = 1e-5 * max(1.0, max(abs(a) for a in args))
+    hi = [a + h * t for a, t in zip(args, tangents)]
+    lo = [a - h * t for a, t in zip(args, tangents)]
+    return (f(*hi) - f(*lo)) / (2 * h)
+
+
+def load_jvp_peers(loaded):
+    """{peer: make(w, args, tangents) -> (jvp function, its arguments)} for the
+    peers in `loaded` (those load_peers imported); each jvp function returns
+    (value, tangent), like s2sad.jvp."""
+    peers = {}
+    if "autograd" in loaded:
+        import autograd
+        import autograd.numpy as anp
+
+        def autograd_jvp(w, args, tangents):
+            f, n = fresh(w.f, math=math_for(anp)), len(args)
+            idx = tuple(range(n))
+            return (lambda *a: autograd.make_jvp(f, idx)(*a[:n])(a[n:])), args + tangents
+        peers["autograd"] = autograd_jvp
+    if "jax" in loaded:
+        import jax
+        import jax.numpy as jnp
+
+        def jax_jvp(w, args, tangents):
+            f = fresh(w.f, math=math_for(jnp))
+            return (lambda p, t: jax.block_until_ready(jax.jvp(f, p, t))), (args, tangents)
+        peers["jax"] = jax_jvp
+    if "torch" in loaded:
+        import torch
+        import torch.func
+
+        def torch_jvp(w, args, tangents):
+            f = fresh(w.f, math=math_for(torch))
+
+            def jvp(p, t):  # float64 scalar tensors built in each call, like grad
+                p = tuple(torch.tensor(a, dtype=torch.float64) for a in p)
+                t = tuple(torch.tensor(a, dtype=torch.float64) for a in t)
+                y, y_dot = torch.func.jvp(f, p, t)
+                return y.item(), y_dot.item()
+            return jvp, (args, tangents)
+        peers["torch"] = torch_jvp
+    return peers
+
+
+def check_jvp(w, s2sad, peers):
+    """Validate the hand tangent (finite differences), s2sad.jvp and peers (the
+    hand tangent) on scalar workload `w`.  Returns (tangents, {peer: (jvp
+    function, its arguments, seconds to build it and call it once)})."""
+    name, f, args = w.name, w.f, w.args
+    tangents = direction(len(args))
+    value, tangent = (float(c) for c in w.jvp_hand(*args, *tangents))
+    fd = directional_fd(f, args, tangents)
+    where = f"at args {args}, tangents {tangents}"
+    if not close((np.asarray(value),), (np.asarray(f(*args)),), S2SAD_RTOL):
+        fail(f"{name}: the hand tangent's value {value} is not f{args} = {f(*args)}")
+    # The tangent sums the partials times the tangents, and may cancel: judge it on
+    # the scale of those terms (finite differences, one argument at a time).
+    scale = sum(abs(float(g) * t) for g, t in zip(central_fd(f, args, w.wrt), tangents))
+    if not abs(tangent - fd) <= FD_RTOL * max(scale, abs(fd)):
+        fail(f"{name}: hand-written tangent {tangent!r} disagrees with central finite "
+             f"differences {fd!r} {where} (rtol {FD_RTOL} of {scale:.3g})")
+
+    def agree(got, rtol):
+        return (len(got) == 2 and
+                close((to_numpy(got[0]),), (np.asarray(value),), rtol) and
+                close((to_numpy(got[1]),), (np.asarray(tangent),), rtol))
+    if s2sad is not None:
+        call = f"s2sad.jvp({f.__name__}, {args}, {tangents})"
+        try:
+            got = s2sad.jvp(f, args, tangents)
+        except Exception:
+            fail(f"{name}: {call} raised:\n{traceback.format_exc()}")
+        if not agree(got, S2SAD_RTOL):
+            fail(f"{name}: {call} = {got}, but the hand-written tangent gives "
+                 f"{(value, tangent)} (rtol {S2SAD_RTOL})")
+    ok = {}
+    for peer, make in peers.items():
+        try:
+            t0 = time.perf_counter()
+            fn, peer_args = make(w, args, tangents)
+            got = fn(*peer_args)
+            first = time.perf_counter() - t0
+        except Exception as e:
+            print(f"warning: {peer} jvp fails on {name} ({type(e).__name__}: {e}); "
+                  "peer dropped for this workload")
+            continue
+        if agree(got, PEER_RTOL):
+            ok[peer] = (fn, peer_args, first)
+        else:
+            print(f"warning: {peer} jvp on {name} gives {got}, expected "
+                  f"{(value, tangent)}; peer dropped for this workload")
+    return tangents, ok
+
+
+def time_jvp(w, tangents, ok_peers, s2sad, plain, timing, transforms):
+    """One row of the jvp table."""
+    args = w.args
+    times = {"plain": plain, "hand": per_call(w.jvp_hand, args + tangents, *timing)}
+    transform = None
+    if s2sad is not None:
+        times["s2sad"] = per_call(s2sad.jvp, (w.f, args, tangents), *timing)
+        # the generated f_jvp itself, called without the API (for its overhead)
+        wrt = tuple(range(len(args)))
+        f_jvp = s2sad.forward_api.compiled(
+            w.f, wrt, s2sad.pipeline.kinds_of(w.f, args)).fn
+        times["f_jvp"] = per_call(f_jvp, args + tangents, *timing)
+        transform = first_call(lambda: functools.partial(s2sad.jvp, fresh(w.f)),
+                               (args, tangents), transforms)
+    for peer, (fn, peer_args, _) in ok_peers.items():
+        times[peer] = per_call(fn, peer_args, *timing)
+    return {"workload": w.name, "tangents": tangents, "times": times,
+            "s2sad_transform": transform}
+
+
+# ---------------------------------------------------------------------------
+# Hessian-vector product of Rosenbrock (10^3): s2sad.hvp against s2sad.grad
+# and against the hand-written product.
+
+
+def hvp_bench(s2sad, timing, transforms):
+    f, grad_hand, hvp_hand = wl.rosenbrock, wl.rosenbrock_hand, wl.rosenbrock_hvp_hand
+    rng = np.random.default_rng(2)
+    small, = wl.rosenbrock_args(8, seed=1)
+    x, = wl.rosenbrock_args(10 ** 3)
+    instances = [("the small instance", small, rng.standard_normal(small.size)),
+                 ("the benchmark instance", x, rng.standard_normal(x.size))]
+    for label, xs, vs in instances:
+        want = hvp_hand(xs, vs)
+        h = 1e-6
+        fd = (grad_hand(xs + h * vs) - grad_hand(xs - h * vs)) / (2 * h)
+        if not close((want,), (fd,), FD_RTOL):
+            fail(f"rosenbrock hvp: the hand-written Hessian-vector product disagrees "
+                 f"with finite differences of the hand gradient on {label}:\n  "
+                 f"{worst((want,), (fd,))}")
+        if s2sad is not None:
+            got = np.asarray(s2sad.hvp(f)(xs, vs))
+            if not close((got,), (want,), S2SAD_RTOL):
+                fail(f"rosenbrock hvp: s2sad.hvp(rosenbrock) disagrees with the "
+                     f"hand-written product on {label}:\n  {worst((got,), (want,))}")
+    v = instances[1][2]
+    times = {"hand_grad": per_call(grad_hand, (x,), *timing),
+             "hand_hvp": per_call(hvp_hand, (x, v), *timing)}
+    transform = None
+    if s2sad is not None:
+        times["s2sad_grad"] = per_call(s2sad.grad(f), (x,), *timing)
+        times["s2sad_hvp"] = per_call(s2sad.hvp(f), (x, v), *timing)
+        transform = first_call(lambda: s2sad.hvp(fresh(f)), (x, v), transforms)
+    return {"workload": "rosenbrock_1e3", "times": times, "s2sad_transform": transform}
+
+
+# ---------------------------------------------------------------------------
+# Memory of a long tape: the Lotka-Volterra gradient over 10^5 Euler steps.
+
+
+def tape_values(source):
+    """(names stored on the tape per iteration, those of them the pullback reads)
+    for the first tape of generated source: the tuple appended to the tape in the
+    forward loop, and the names of `for ... in reversed(tape)` loaded in its body."""
+    import ast
+    tree = ast.parse(source)
+    for loop in ast.walk(tree):
+        if not (isinstance(loop, ast.For) and isinstance(loop.iter, ast.Call)
+                and getattr(loop.iter.func, "id", None) == "reversed"):
+            continue
+        tape = loop.iter.args[0].id
+        stored = next(
+            [ast.unparse(e) for e in (c.args[0].elts if isinstance(c.args[0], ast.Tuple)
+                                      else [c.args[0]])]
+            for c in ast.walk(tree)
+            if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+            and c.func.attr == "append" and getattr(c.func.value, "id", None) == tape)
+        loaded = {n.id for stmt in loop.body for n in ast.walk(stmt)
+                  if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        targets = ([e.id for e in loop.target.elts] if isinstance(loop.target, ast.Tuple)
+                   else [loop.target.id])
+        return stored, [t for t in targets if t in loaded]
+    return [], []
+
+
+def tape_bench(s2sad, timing, mem_times):
+    f, hand = wl.lotka_volterra_1e5, wl.lotka_volterra_1e5_hand
+    args, wrt, steps = (1.5, 1.0, 3.0, 1.0), (0, 1, 2, 3), wl.LV_LONG_STEPS
+    want = as_tuple(hand(*args), wrt)
+    fd = central_fd(f, args, wrt)
+    if not close(want, fd, FD_RTOL):
+        fail(f"lotka_volterra_1e5: hand-written gradient {show(want)} disagrees with "
+             f"central finite differences {show(fd)}:\n  {worst(want, fd)}")
+    row = {"workload": "lotka_volterra_1e5", "steps": steps,
+           "memory": {"hand": peak_memory(hand, args, mem_times)},
+           "times": {"hand": per_call(hand, args, *timing)},
+           "hand_values": ["u", "v"]}
+    if s2sad is not None:
+        g = s2sad.grad(f, wrt=wrt)
+        got = as_tuple(g(*args), wrt)
+        if not close(got, want, S2SAD_RTOL):
+            fail(f"lotka_volterra_1e5: s2sad.grad = {show(got)}, but the hand-written "
+                 f"gradient is {show(want)}:\n  {worst(got, want)}")
+        row["memory"]["s2sad"] = peak_memory(g, args, mem_times)
+        row["times"]["s2sad"] = per_call(g, args, *timing)
+        row["stored"], row["read"] = tape_values(g.source)
+    return row
+
+
+# ---------------------------------------------------------------------------
 # Report
 
 
@@ -476,6 +698,81 @@ def goal_report(rows):
                    else "missed by\n" + "\n".join(out))
 
 
+def jvp_table(rows, peer_names):
+    head = (["workload", "plain us", "hand us", "s2sad us", "s2sad/hand", "f_jvp us",
+             "f_jvp/hand"] + [f"{p}/hand" for p in peer_names] + ["transform ms"])
+    body = []
+    for r in rows:
+        t = r["times"]
+        body.append([r["workload"], fmt_us(t["plain"]), fmt_us(t["hand"]),
+                     fmt_us(t.get("s2sad")), fmt_ratio(t.get("s2sad"), t["hand"]),
+                     fmt_us(t.get("f_jvp")), fmt_ratio(t.get("f_jvp"), t["hand"])]
+                    + [fmt_ratio(t.get(p), t["hand"]) for p in peer_names]
+                    + [fmt_ms(r["s2sad_transform"])])
+    return render(head, body)
+
+
+def hvp_table(r):
+    t = r["times"]
+    head = ["workload", "hand grad us", "hand hvp us", "s2sad grad us", "s2sad hvp us",
+            "hvp/grad", "hvp/hand hvp", "transform ms"]
+    body = [[r["workload"], fmt_us(t["hand_grad"]), fmt_us(t["hand_hvp"]),
+             fmt_us(t.get("s2sad_grad")), fmt_us(t.get("s2sad_hvp")),
+             fmt_ratio(t.get("s2sad_hvp"), t.get("s2sad_grad")),
+             fmt_ratio(t.get("s2sad_hvp"), t["hand_hvp"]),
+             fmt_ms(r["s2sad_transform"])]]
+    return render(head, body)
+
+
+def tape_table(r):
+    m, t, n = r["memory"], r["times"], r["steps"]
+    head = ["gradient", "ms", "peak MB", "bytes/step", "values/step"]
+    body = [["hand", fmt_ms(t["hand"]), fmt_mb(m["hand"]), f"{m['hand'] / n:.0f}",
+             f"{len(r['hand_values'])} ({', '.join(r['hand_values'])})"]]
+    if "s2sad" in m:
+        body.append(["s2sad", fmt_ms(t["s2sad"]), fmt_mb(m["s2sad"]),
+                     f"{m['s2sad'] / n:.0f}",
+                     f"{len(r['stored'])} ({', '.join(r['stored'])})"])
+    return render(head, body)
+
+
+def forward_goals(jvp_rows, hvp_row, tape_row, rows):
+    """The goals of issues #4 and #6 for these sections, one line each."""
+    out = []
+    ratios = [(r["workload"], r["times"]["s2sad"] / r["times"]["hand"])
+              for r in jvp_rows if "s2sad" in r["times"]]
+    if ratios:
+        missed = [f"{n} {x:.2f}x" for n, x in ratios if x > JVP_GOAL]
+        out.append(f"jvp goal: s2sad.jvp within {JVP_GOAL}x of the hand tangent: "
+                   + (f"missed by {', '.join(missed)}" if missed else
+                      f"met ({', '.join(f'{n} {x:.2f}x' for n, x in ratios)})"))
+    if hvp_row and "s2sad_hvp" in hvp_row["times"]:
+        t = hvp_row["times"]
+        x = t["s2sad_hvp"] / t["s2sad_grad"]
+        out.append(f"hvp goal: s2sad.hvp under {HVP_GOAL}x of s2sad.grad on "
+                   f"rosenbrock_1e3: {'met' if x < HVP_GOAL else 'missed'} ({x:.2f}x)")
+    if tape_row and "stored" in tape_row:
+        stored, read = tape_row["stored"], tape_row["read"]
+        unread = [v for v in stored if v not in read]
+        out.append(f"tape goal: the tape holds no more than the values the pullback "
+                   f"reads: {'met' if not unread else 'missed'} ({len(stored)} values "
+                   f"stored per step, {len(read)} of them read"
+                   + (f"; never read: {', '.join(unread)}" if unread else "") + ")")
+    compile_ms = []   # the transform's time, minus that of one cached call
+    for kind, group in (("grad", rows), ("jvp", jvp_rows)):
+        compile_ms += [(f"{r['workload']} ({kind})", r["s2sad_transform"] - r["times"]["s2sad"])
+                       for r in group if r.get("s2sad_transform") is not None]
+    if hvp_row and hvp_row["s2sad_transform"] is not None:
+        compile_ms.append(("rosenbrock_1e3 (hvp)",
+                           hvp_row["s2sad_transform"] - hvp_row["times"]["s2sad_hvp"]))
+    if compile_ms:
+        missed = [f"{n} {s * 1e3:.0f} ms" for n, s in compile_ms if s > TRANSFORM_GOAL]
+        out.append(f"transform goal: under {TRANSFORM_GOAL * 1e3:.0f} ms per workload "
+                   "(first call minus one cached call): "
+                   + (f"missed by {', '.join(missed)}" if missed else "met by all"))
+    return "\n".join(out)
+
+
 # ---------------------------------------------------------------------------
 
 
@@ -540,7 +837,10 @@ def main():
               f"calls most of all (try --threads 1 --cpu-time)")
 
     checked = [(w, check(w, s2sad, peers)) for w in suite]
-    print("checks passed: hand gradients match finite differences"
+    # peers' jvps on 1000-step loops take seconds: --quick leaves them out unless asked
+    jvp_peers = load_jvp_peers(versions) if opts.peers or not opts.quick else {}
+    jvp_checked = [(w, *check_jvp(w, s2sad, jvp_peers)) for w in suite if w.jvp_hand]
+    print("checks passed: hand gradients and tangents match finite differences"
           + (", s2sad matches hand" if s2sad else ""))
 
     rows = []
@@ -569,6 +869,21 @@ def main():
                                                      args, mem_times)
         rows.append(row)
 
+    timing = (target, repeat, budget)
+    plain = {r["workload"]: r["times"]["plain"] for r in rows}
+    jvp_rows = []
+    for w, tangents, ok_peers in jvp_checked:
+        print(f"timing {w.name} jvp ...", file=sys.stderr, flush=True)
+        jvp_rows.append(time_jvp(w, tangents, ok_peers, s2sad, plain[w.name], timing,
+                                 transforms))
+    hvp_row = tape_row = None
+    if any(w.name == "rosenbrock_1e3" for w in suite):
+        print("timing rosenbrock_1e3 hvp ...", file=sys.stderr, flush=True)
+        hvp_row = hvp_bench(s2sad, timing, transforms)
+    if any(w.name == "lotka_volterra" for w in suite):
+        print("timing lotka_volterra_1e5 (memory) ...", file=sys.stderr, flush=True)
+        tape_row = tape_bench(s2sad, timing, mem_times)
+
     overhead = None
     if s2sad is not None:
         overhead = {"s2sad_grad_ident": per_call(s2sad.grad(ident), (1.0,),
@@ -591,6 +906,27 @@ def main():
         print(f"s2sad cached call overhead: grad(ident)(1.0) takes "
               f"{fmt_us(overhead['s2sad_grad_ident'])} us "
               f"(ident(1.0) itself: {fmt_us(overhead['ident'])} us)")
+    if jvp_rows:
+        print()
+        print("Forward mode: jvp of the scalar workloads, along tangents "
+              "(1, -1/2, 1/3, -1/4)[:n], in us per call:")
+        print()
+        print(jvp_table(jvp_rows, list(jvp_peers)))
+    if hvp_row:
+        print()
+        print("Hessian-vector product (forward over reverse), in us per call:")
+        print()
+        print(hvp_table(hvp_row))
+    if tape_row:
+        print()
+        print(f"Gradient of Lotka-Volterra over {tape_row['steps']:.0e} Euler steps: "
+              "time, peak memory (tracemalloc) and values kept per step:")
+        print()
+        print(tape_table(tape_row))
+    goals = forward_goals(jvp_rows, hvp_row, tape_row, rows)
+    if goals:
+        print()
+        print(goals)
 
     if opts.json:
         with open(opts.json, "w") as fh:
@@ -599,6 +935,7 @@ def main():
                        "threads": opts.threads, "cpu_time": opts.cpu_time,
                        "quick": opts.quick, "peers": versions,
                        "s2sad": why or "ok", "results": rows,
+                       "jvp": jvp_rows, "hvp": hvp_row, "tape": tape_row,
                        "overhead": overhead}, fh, indent=2)
         print(f"raw results (seconds, bytes) written to {opts.json}")
 

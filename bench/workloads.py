@@ -1,4 +1,5 @@
-"""Benchmark workloads for s2sad, each with a hand-written reverse-mode gradient.
+"""Benchmark workloads for s2sad, each with a hand-written reverse-mode gradient
+(and, for the scalar ones, a hand-written forward-mode tangent).
 
 Two groups.  The scalar workloads are plain Python functions on floats
 (``math`` and loops only).  Next to each is the gradient a careful person
@@ -12,7 +13,13 @@ longer needed), no allocation that is not needed, and no computation of the
 loss value when the gradient does not need it.
 
 A hand gradient returns what ``s2sad.grad(f, wrt)`` returns: a float or an
-array for a single ``wrt``, a tuple of them for a tuple ``wrt``.
+array for a single ``wrt``, a tuple of them for a tuple ``wrt``.  A hand
+tangent ``f_jvp_hand(*primals, *tangents)`` returns what
+``s2sad.jvp(f, primals, tangents)`` returns: ``(value, tangent)``, computed
+dual-number style, each tangent next to its value.
+
+Also here: a hand Hessian-vector product of Rosenbrock (``hvp``), and the
+Lotka-Volterra model over 10^5 steps (the memory of a long gradient tape).
 """
 
 import math
@@ -65,6 +72,27 @@ def babysqrt1000_hand(x):
     return _babysqrt_hand(x, 1000)
 
 
+def _babysqrt_jvp_hand(x, x_dot, n):
+    # Tangents ride along with the values (dual numbers), nothing is stored:
+    # d(x/t) = (x_dot - (x/t) t_dot) / t.
+    t = (1 + x) / 2
+    t_dot = x_dot / 2
+    for i in range(n):
+        q = x / t
+        q_dot = (x_dot - q * t_dot) / t
+        t = (t + q) / 2
+        t_dot = (t_dot + q_dot) / 2
+    return t, t_dot
+
+
+def babysqrt10_jvp_hand(x, x_dot):
+    return _babysqrt_jvp_hand(x, x_dot, 10)
+
+
+def babysqrt1000_jvp_hand(x, x_dot):
+    return _babysqrt_jvp_hand(x, x_dot, 1000)
+
+
 # ---------------------------------------------------------------------------
 # 2. A small closed-form expression, gradient w.r.t. both arguments.
 
@@ -78,6 +106,12 @@ def logsin_hand(x1, x2):
     x1_bar = 1.0 / x1 + x2
     x2_bar = x1 - math.cos(x2)
     return x1_bar, x2_bar
+
+
+def logsin_jvp_hand(x1, x2, x1_dot, x2_dot):
+    y = math.log(x1) + x1 * x2 - math.sin(x2)
+    y_dot = x1_dot * (1.0 / x1 + x2) + x2_dot * (x1 - math.cos(x2))
+    return y, y_dot
 
 
 # ---------------------------------------------------------------------------
@@ -100,24 +134,24 @@ def lotka_volterra(a, b, c, d):
     return u
 
 
-def lotka_volterra_hand(a, b, c, d):
+def _lotka_volterra_hand(a, b, c, d, steps, h):
     # Forward: remember the state entering every step.
     u = 1.0
     v = 1.0
     states = []
-    for i in range(LV_STEPS):
+    for i in range(steps):
         states.append((u, v))
         du = a * u - b * u * v
         dv = -c * v + d * u * v
-        u = u + LV_H * du
-        v = v + LV_H * dv
+        u = u + h * du
+        v = v + h * dv
     # Backward: adjoints of (u, v) after the step -> before the step.
     u_bar = 1.0
     v_bar = 0.0
     a_bar = b_bar = c_bar = d_bar = 0.0
     for u, v in reversed(states):
-        du_bar = LV_H * u_bar
-        dv_bar = LV_H * v_bar
+        du_bar = h * u_bar
+        dv_bar = h * v_bar
         uv = u * v
         a_bar += du_bar * u
         b_bar -= du_bar * uv
@@ -128,6 +162,53 @@ def lotka_volterra_hand(a, b, c, d):
             v_bar - du_bar * (b * u) + dv_bar * (d * u - c),
         )
     return a_bar, b_bar, c_bar, d_bar
+
+
+def lotka_volterra_hand(a, b, c, d):
+    return _lotka_volterra_hand(a, b, c, d, LV_STEPS, LV_H)
+
+
+def lotka_volterra_jvp_hand(a, b, c, d, a_dot, b_dot, c_dot, d_dot):
+    # The state's tangents (u_dot, v_dot) are carried through every step.
+    u = 1.0
+    v = 1.0
+    u_dot = 0.0
+    v_dot = 0.0
+    for i in range(LV_STEPS):
+        uv = u * v
+        uv_dot = u_dot * v + u * v_dot
+        du = a * u - b * uv
+        du_dot = a_dot * u + a * u_dot - b_dot * uv - b * uv_dot
+        dv = d * uv - c * v
+        dv_dot = d_dot * uv + d * uv_dot - c_dot * v - c * v_dot
+        u = u + LV_H * du
+        u_dot = u_dot + LV_H * du_dot
+        v = v + LV_H * dv
+        v_dot = v_dot + LV_H * dv_dot
+    return u, u_dot
+
+
+# The same model over 10^5 steps, for the memory of the gradient (its tape
+# grows with the number of steps).  h = 0.01 would blow up over that many
+# explicit Euler steps; h = 0.001 stays on the orbit.
+
+LV_LONG_STEPS = 10 ** 5
+LV_LONG_H = 0.001
+
+
+def lotka_volterra_1e5(a, b, c, d):
+    u = 1.0
+    v = 1.0
+    for i in range(LV_LONG_STEPS):
+        du = a * u - b * u * v
+        dv = -c * v + d * u * v
+        u = u + LV_LONG_H * du
+        v = v + LV_LONG_H * dv
+    return u
+
+
+def lotka_volterra_1e5_hand(a, b, c, d):
+    return _lotka_volterra_hand(a, b, c, d, LV_LONG_STEPS, LV_LONG_H)
 
 
 # ---------------------------------------------------------------------------
@@ -164,6 +245,32 @@ def rosenbrock_hand(x):
     g[-1] = 0.0
     g[1:] += d
     return g
+
+
+def rosenbrock_hvp_hand(x, v):
+    # The tangent of rosenbrock_hand's gradient along v.  With a = x[:-1],
+    # d = x[1:] - a^2 and d_dot = v[1:] - 2 a v[:-1]:
+    #   (H v)[:-1] = 2 (v[:-1] (1 - 200 d) - 200 a d_dot)
+    #   (H v)[1:] += 200 d_dot
+    a, va = x[:-1], v[:-1]
+    d = a * a
+    np.subtract(x[1:], d, out=d)
+    d_dot = a * va
+    d_dot *= -2.0
+    d_dot += v[1:]
+    hv = np.empty_like(x)
+    out = hv[:-1]                     # a view: written in place
+    np.multiply(d, -200.0, out=out)
+    out += 1.0
+    out *= va
+    np.multiply(a, d_dot, out=d)      # d is not needed any more: -200 a d_dot
+    d *= -200.0
+    out += d
+    out *= 2.0
+    hv[-1] = 0.0
+    d_dot *= 200.0
+    hv[1:] += d_dot
+    return hv
 
 
 def rosenbrock_torch(x):
@@ -293,6 +400,8 @@ class Workload(NamedTuple):
     small: tuple | None = None       # arrays: a small instance for the
     #                                     finite-difference check
     torch_f: Callable | None = None  # arrays: the loss written for torch
+    jvp_hand: Callable | None = None  # scalars: the tangent by hand,
+    #                                     (*primals, *tangents) -> (value, tangent)
 
     @property
     def numpy(self):
@@ -302,11 +411,14 @@ class Workload(NamedTuple):
 def workloads():
     """Build the suite (the NumPy instances are generated here, seeded)."""
     return [
-        Workload("babysqrt10", babysqrt10, babysqrt10_hand, (2.0,), 0),
-        Workload("babysqrt1000", babysqrt1000, babysqrt1000_hand, (2.0,), 0),
-        Workload("logsin", logsin, logsin_hand, (2.0, 5.0), (0, 1)),
+        Workload("babysqrt10", babysqrt10, babysqrt10_hand, (2.0,), 0,
+                 jvp_hand=babysqrt10_jvp_hand),
+        Workload("babysqrt1000", babysqrt1000, babysqrt1000_hand, (2.0,), 0,
+                 jvp_hand=babysqrt1000_jvp_hand),
+        Workload("logsin", logsin, logsin_hand, (2.0, 5.0), (0, 1),
+                 jvp_hand=logsin_jvp_hand),
         Workload("lotka_volterra", lotka_volterra, lotka_volterra_hand,
-                 (1.5, 1.0, 3.0, 1.0), (0, 1, 2, 3)),
+                 (1.5, 1.0, 3.0, 1.0), (0, 1, 2, 3), jvp_hand=lotka_volterra_jvp_hand),
         Workload("rosenbrock_1e3", rosenbrock, rosenbrock_hand,
                  rosenbrock_args(10 ** 3), 0, small=rosenbrock_args(8, seed=1),
                  torch_f=rosenbrock_torch),

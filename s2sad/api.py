@@ -287,9 +287,13 @@ def source(f, mode="reverse", wrt=0, at=None):
         return (y, y_dot)
     <BLANKLINE>
     """
-    kinds = None if at is None else pipeline.kinds_of(_target(f), at)
     if mode not in ("reverse", "forward"):
         raise S2SADError(f"mode={mode!r}: the mode is 'reverse' or 'forward'")
+    if mode == "forward":
+        from . import forward_api
+        if forward_api.gradient_of(f) is not None:   # forward over reverse of a gradient
+            return forward_api.source(f, wrt, at)
+    kinds = None if at is None else pipeline.kinds_of(_target(f), at)
     return _with_lifted(_derivative(f, mode, wrt, kinds), mode)
 
 

@@ -14,7 +14,7 @@ import inspect
 import os
 import sys
 
-from . import api, pipeline
+from . import api, forward_api, pipeline
 from .errors import GradientCheckError, S2SADError
 
 
@@ -76,8 +76,9 @@ def _parser():
     return parser
 
 
-def load(target):
-    """The function `FUNC` of the file in `FILE.py:FUNC`."""
+def load(target, derivatives=False):
+    """The function `FUNC` of the file in `FILE.py:FUNC`; for a derivative made by s2sad
+    (`grad`, `hvp`, ...), the function it differentiates, unless `derivatives`."""
     path, sep, name = target.rpartition(":")
     if not sep or not path or not name:
         raise CLIError(f"expected FILE.py:FUNC, got {target!r}")
@@ -97,7 +98,7 @@ def load(target):
         funcs = sorted(k for k, v in vars(module).items()
                        if inspect.isfunction(v) and v.__module__ == module.__name__)
         raise CLIError(f"{path} has no function {name!r}; it defines: {', '.join(funcs)}")
-    return getattr(fn, "primal", fn)
+    return fn if derivatives else getattr(fn, "primal", fn)
 
 
 def _wrt(text, default):
@@ -108,15 +109,21 @@ def _wrt(text, default):
 
 
 def _show(args):
-    fn = load(args.target)
+    fn = load(args.target, derivatives=True)
     if args.mode == "forward" and args.stage in ("reverse", "optimize"):
         raise CLIError(f"--stage {args.stage} is a reverse-mode stage; with --mode forward "
                        "use desugar, wengert or forward")
     wrt = _wrt(args.wrt, 0)
-    if args.stage:
-        text = pipeline.stage_source(fn, args.stage, wrt)
+    if args.mode == "forward" and forward_api.gradient_of(fn):
+        # a gradient: forward mode of the gradient code it runs (forward over reverse)
+        if args.stage:
+            text = pipeline.stage_source(forward_api.gradient_code(fn).fn, args.stage, wrt)
+        else:
+            text = api.source(fn, mode="forward", wrt=wrt)
+    elif args.stage:
+        text = pipeline.stage_source(getattr(fn, "primal", fn), args.stage, wrt)
     else:
-        text = api.source(fn, mode=args.mode, wrt=wrt)
+        text = api.source(getattr(fn, "primal", fn), mode=args.mode, wrt=wrt)
     print(_highlight(text), end="")
     return 0
 

@@ -1,7 +1,8 @@
 """Forward mode and second derivatives: jvp, jacfwd, jacrev, hvp, hessian, defjvp."""
 import functools
-import inspect
 import re
+import types
+import weakref
 
 import numpy as np
 
@@ -45,16 +46,55 @@ def jvp(f, primals, tangents, **kwargs):
     if len(primals) != len(tangents):
         raise S2SADError(f"jvp needs one tangent per primal: got {len(primals)} primal(s) "
                          f"and {len(tangents)} tangent(s)")
-    if not primals:
-        raise S2SADError("jvp needs the positional arguments to differentiate at")
     first = 0
-    if inspect.ismethod(f):
+    if type(f) is types.MethodType:   # differentiate the function, not the instance
         f, primals, first = f.__func__, (f.__self__,) + primals, 1
+    # the types of the tangents tell which are None (arguments left out)
+    key = (first, registry.version, *map(type, primals), *map(type, tangents))
+    try:
+        fn, names, skip = _jvp_calls[weakref.ref(f)][key]
+    except (KeyError, TypeError):  # first call for these types, or f not weakly keyable
+        fn, names, skip = entry = _jvp_entry(f, primals, tangents, first)
+        try:
+            per_fn = _jvp_calls.setdefault(weakref.ref(f, _forget), {})
+        except TypeError:
+            pass
+        else:
+            if any(k[1] != registry.version for k in per_fn):
+                per_fn.clear()
+            per_fn[key] = entry
+    if skip:
+        tangents = tuple(t for t in tangents if t is not None)
+    if names is None:
+        return fn(*primals, *tangents, **kwargs) if kwargs else fn(*primals, *tangents)
+    return fn(*primals, **kwargs, **dict(zip(names, tangents)))
+
+
+# weakref(f) -> {(first, registry version, *argument types, *tangent types): (f_jvp, names,
+# skip)}: jvp's fast path, two dict lookups per call instead of reading f's signature
+# (which costs more than a small jvp); an entry goes when its function does.
+_jvp_calls = {}
+
+
+def _forget(ref):
+    _jvp_calls.pop(ref, None)
+
+
+def _jvp_entry(f, primals, tangents, first):
+    """`(f_jvp, names, skip)`: the compiled `f_jvp` for the arguments `primals`, the
+    first `first` of them not differentiated (a method's instance), nor those whose
+    tangent is None (then `skip`); `names` are the names of its tangent parameters if
+    they must be passed by name, None if by position."""
+    if len(primals) == first:
+        raise S2SADError("jvp needs the positional arguments to differentiate at")
     wrt = tuple(i for i in range(first, len(primals)) if tangents[i - first] is not None)
     if not wrt:
         raise S2SADError("jvp needs at least one tangent that is not None")
     d = compiled(f, wrt, pipeline.kinds_of(api._target(f), primals))
-    return _call(d, primals, kwargs, tuple(t for t in tangents if t is not None))
+    code = getattr(d.fn, "__code__", None)
+    by_position = (code is not None and
+                   code.co_varnames[len(primals):code.co_argcount] == tuple(d.tangent_names))
+    return d.fn, None if by_position else d.tangent_names, len(wrt) < len(primals) - first
 
 
 def _wrt(f, wrt):
@@ -141,29 +181,90 @@ def jacrev(f, wrt=0):
 
 
 def _grad_jvp(f, wrt, args):
-    """The forward mode of `f`'s generated `f_value_and_grad` (forward over reverse):
-    `((y, g), (y_dot, g_dot))`, where `g_dot` is the Hessian times the tangent."""
+    """`(i, d)`: the index `i` of parameter `wrt` and the compiled forward mode `d`, along
+    that parameter, of `f`'s gradient code, for `args`; `d` returns `((y, g), (y_dot,
+    g_dot))`, where `g_dot` is the Hessian times the tangent."""
     if isinstance(wrt, (tuple, list)):
         raise S2SADError("hessian and hvp differentiate with respect to one argument; "
                          f"got wrt={wrt!r}")
     target = api._target(f)
     i = _indices(target, wrt)[0]
-    kinds = pipeline.kinds_of(target, args)
+    return i, _gradient_jvp(f, i, (i,), pipeline.kinds_of(target, args))
+
+
+def gradient_code(f, kinds=None):
+    """The compiled gradient code (`g_value_and_grad`, without its argument-type guard)
+    that forward over reverse differentiates for gradient `f` (see `gradient_of`), for
+    arguments of `kinds` (by default, those `source` assumes)."""
+    primal, grad_wrt = gradient_of(f)
+    return _gradient_code(api._target(primal), grad_wrt, kinds)
+
+
+def _gradient_code(target, grad_wrt, kinds=None):
+    kinds = pipeline.default_kinds(target) if kinds is None else kinds
+    grad_key = tuple(grad_wrt) if isinstance(grad_wrt, (tuple, list)) else grad_wrt
+    return cache.get(target, ("grad, unguarded", grad_key, pipeline._kinds_key(kinds)),
+                     lambda: pipeline.reverse(target, grad_wrt, True, kinds, guard=False))
+
+
+def _gradient_jvp(f, grad_wrt, wrt, kinds):
+    """The compiled forward mode, along parameters `wrt` (indices), of the
+    `f_value_and_grad` that `grad(f, grad_wrt)` runs (forward over reverse), for
+    arguments of `kinds`, through the cache. The gradient code is compiled without its
+    argument-type guard: the callers pick the version by the arguments' types."""
+    target = api._target(f)
+    grad_key = tuple(grad_wrt) if isinstance(grad_wrt, (tuple, list)) else grad_wrt
+    kinds_key = pipeline._kinds_key(kinds)
 
     def build():
-        grad = api._compiled(f, i, fused=True, kinds=kinds)
+        grad = _gradient_code(target, grad_wrt, kinds)
         try:
-            return pipeline.forward(grad.fn, (i,), kinds)
+            return pipeline.forward(grad.fn, tuple(wrt), kinds)
         except MissingRuleError as exc:
             callee = re.search(r"rule for (\w+)_pullback", str(exc))
             if callee is None:
                 raise
             raise S2SADError(
-                f"hessian and hvp of {target.__qualname__} need the second derivative of "
-                f"{callee.group(1)}(), another Python function it calls; forward over reverse "
-                "does not go through such calls yet. Inline it, or make it a primitive with "
-                "s2sad.defvjp and s2sad.defjvp.") from None
-    return i, cache.get(target, ("hessian", i, pipeline._kinds_key(kinds)), build)
+                f"second derivatives of {target.__qualname__} (hessian, hvp, forward mode of "
+                f"its gradient) need the second derivative of {callee.group(1)}(), another "
+                "Python function it calls; forward over reverse does not go through such "
+                "calls yet. Inline it, or make it a primitive with s2sad.defvjp and "
+                "s2sad.defjvp.") from None
+    return cache.get(target, ("forward over reverse", grad_key, tuple(wrt), kinds_key), build)
+
+
+def gradient_of(f):
+    """`(primal, wrt)` if `f` is a gradient made by s2sad whose forward mode is forward
+    over reverse (made by `grad`, `value_and_grad`, `hvp` or `hessian`), else None."""
+    if isinstance(f, api._Derivative) or getattr(f, "s2s_forward_over_reverse", False):
+        return f.primal, f.wrt
+    return None
+
+
+def source(f, wrt=0, at=None):
+    """The forward-mode source `s2sad.source(f, mode="forward", wrt=wrt, at=at)` gives:
+    `f_jvp` for a function, and for a gradient `grad(g)` (or `value_and_grad`, `hvp`,
+    `hessian` of `g`) the forward mode of the gradient code it runs,
+    `g_value_and_grad_jvp`, with tangents for `g`'s parameters `wrt`."""
+    wrt = tuple(wrt) if isinstance(wrt, (tuple, list)) else (wrt,)
+    gradient = gradient_of(f)
+    if gradient is None:
+        kinds = None if at is None else pipeline.kinds_of(api._target(f), at)
+        return compiled(f, wrt, kinds).source
+    primal, grad_wrt = gradient
+    target = api._target(primal)
+    kinds = pipeline.default_kinds(target) if at is None else pipeline.kinds_of(target, at)
+    indices = tuple(pipeline.wrt_indices(target, wrt))
+    return _gradient_jvp(primal, grad_wrt, indices, kinds).source
+
+
+def _mark_gradient(derivative, f, wrt, kind):
+    """Name `derivative` (made by `hvp` or `hessian`) and mark it as forward over reverse
+    of `f`'s gradient, for `source(derivative, mode="forward")` and the CLI."""
+    derivative.__name__ = f"{kind}_{getattr(f, '__name__', 'f')}"
+    derivative.primal, derivative.wrt = f, wrt
+    derivative.s2s_derivative = derivative.s2s_forward_over_reverse = True
+    return derivative
 
 
 def hvp(f, wrt=0):
@@ -178,12 +279,18 @@ def hvp(f, wrt=0):
     >>> s2sad.hvp(f)(2.0, 5.0, 1.0)                # d2f/dx2 = 6 x y
     60.0
     """
+    compiled_for = {}   # (argument types, registry version) -> the compiled code
+
     def product(*args, **kwargs):
         *args, v = args
-        i, d = _grad_jvp(f, wrt, args)
+        key = (tuple(map(type, args)), registry.version)
+        d = compiled_for.get(key)
+        if d is None:
+            if len(compiled_for) > 16:
+                compiled_for.clear()
+            d = compiled_for[key] = _grad_jvp(f, wrt, args)[1]
         return _call(d, args, kwargs, (v,))[1][1]
-    product.__name__ = f"hvp_{getattr(f, '__name__', 'f')}"
-    return product
+    return _mark_gradient(product, f, wrt, "hvp")
 
 
 def hessian(f, wrt=0):
@@ -201,8 +308,7 @@ def hessian(f, wrt=0):
         i, d = _grad_jvp(f, wrt, args)
         cols = [_call(d, args, kwargs, (e,))[1][1] for e in _basis(args[i])]
         return _assemble(cols, np.shape(args[i]), np.shape(args[i]))
-    hess.__name__ = f"hessian_{getattr(f, '__name__', 'f')}"
-    return hess
+    return _mark_gradient(hess, f, wrt, "hessian")
 
 
 def defjvp(prim, params, *templates, namespace=None):

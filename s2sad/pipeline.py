@@ -177,15 +177,16 @@ def stages(fn, wrt=0, stop=None, kinds=None):
 
 
 @_guarded
-def reverse(fn, wrt=0, fused=False, kinds=None, release=False):
+def reverse(fn, wrt=0, fused=False, kinds=None, release=False, guard=True):
     """Compile the reverse-mode derivative `f_vjp` of `fn` (with `fused`, the
     `f_value_and_grad` that `value_and_grad` runs; with `fused="grad"`, the `f_grad`
     that `grad` runs), specialised on `kinds` (by default, those of `default_kinds`).
-    With `release`, a fused function deletes each array after its last use."""
+    A fused function starts by checking its arguments' types unless `guard` is false;
+    with `release`, it deletes each array after its last use."""
     kinds = default_kinds(fn) if kinds is None else kinds
     src, node, rev = stages(fn, wrt, kinds=kinds)
     if fused:
-        node = fuse(node, rev, value=fused != "grad")
+        node = fuse(node, rev, value=fused != "grad", guard=guard)
         if release:
             node = Release(rev.array_names()).run(node)
     bindings = dict(rev.helpers)

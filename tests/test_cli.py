@@ -1,4 +1,5 @@
 """The command line, run as a user would: in a subprocess."""
+import math
 import os
 import subprocess
 import sys
@@ -35,6 +36,52 @@ def test_show_wrt_names():
     out = run("show", f"{GOLDEN}:straight_line", "--wrt", "x1,x2")
     assert out.returncode == 0, out.stderr
     assert "return (x1_bar, x2_bar)" in out.stdout
+
+
+GRADIENTS = """\
+import math
+import s2sad
+
+
+def f(x, y):
+    return x * x * y + math.sin(x)
+
+
+df = s2sad.grad(f)
+both = s2sad.value_and_grad(f, wrt=(0, 1))
+hv = s2sad.hvp(f, wrt=1)
+"""
+
+
+def test_show_forward_of_a_gradient_is_forward_over_reverse(tmp_path):
+    mod = tmp_path / "grads.py"
+    mod.write_text(GRADIENTS)
+    out = run("show", f"{mod}:df", "--mode", "forward")
+    assert out.returncode == 0, out.stderr
+    # the tangent of the gradient code, not the function's own f_jvp
+    assert out.stdout.startswith("def f_value_and_grad_jvp(x, y, x_dot):")
+    assert "x_bar_dot = " in out.stdout and "return (y_2, y_2_dot)" in out.stdout
+    assert "Respecialize" not in out.stdout      # no argument-type guard to read through
+    namespace = {}
+    exec(compile(out.stdout, "shown", "exec"), {"math": math, "cos": math.cos,
+                                                "sin": math.sin}, namespace)
+    (y, g), (y_dot, g_dot) = namespace["f_value_and_grad_jvp"](0.5, 3.0, 1.0)
+    # f = x^2 y + sin x: df/dx = 2 x y + cos x, d2f/dx2 = 2 y - sin x
+    assert g == pytest.approx(2 * 0.5 * 3.0 + math.cos(0.5), rel=1e-12)
+    assert g_dot == pytest.approx(2 * 3.0 - math.sin(0.5), rel=1e-12)
+    # the same text as s2sad.source(df, mode="forward"); tangents picked with --wrt
+    both = run("show", f"{mod}:both", "--mode", "forward", "--wrt", "x,y")
+    assert both.returncode == 0, both.stderr
+    assert both.stdout.startswith("def f_value_and_grad_jvp(x, y, x_dot, y_dot):")
+    assert " = (x_bar_dot, y_bar_dot)" in both.stdout   # the Hessian times (x_dot, y_dot)
+    hv = run("show", f"{mod}:hv", "--mode", "forward", "--wrt", "y")
+    assert hv.stdout.startswith("def f_value_and_grad_jvp(x, y, y_dot):"), hv.stderr
+    # reverse mode and stages: the gradient code's own stages, the function's reverse mode
+    stage = run("show", f"{mod}:df", "--mode", "forward", "--stage", "wengert")
+    assert stage.stdout.startswith("def f_value_and_grad(x, y):"), stage.stderr
+    assert run("show", f"{mod}:df").stdout.startswith("def f_vjp(x, y):")
+    bad = run("show", f"{mod}:df", "--mode", "forward", "--stage", "optimize")
+    assert bad.returncode == 2 and "reverse-mode stage" in bad.stderr
 
 
 def test_check_passes():
@@ -80,3 +127,15 @@ def test_console_script_is_installed():
     out = subprocess.run([exe, "show", f"{BABY}:babysqrt"], cwd=ROOT, capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 0 and "babysqrt_vjp" in out.stdout
+
+
+def test_cli_docs_show_the_real_forward_over_reverse_source(tmp_path):
+    with open(os.path.join(ROOT, "docs", "cli.md")) as f:
+        doc = f.read()
+    start = doc.index("```python\n", doc.index("Here `quad.py` holds:")) + len("```python\n")
+    (tmp_path / "quad.py").write_text(doc[start:doc.index("```", start)])
+    command = "$ s2sad show quad.py:df --mode forward\n"
+    start = doc.index(command) + len(command)
+    shown = run("show", f"{tmp_path / 'quad.py'}:df", "--mode", "forward")
+    assert shown.returncode == 0, shown.stderr
+    assert doc[start:doc.index("```", start)] == shown.stdout

@@ -90,6 +90,44 @@ def test_jvp_errors():
         s2sad.jvp(corpus_control_flow.conflict, (1.0,), (1.0, 2.0))
 
 
+def test_jvp_fast_path_follows_types_rules_tangent_count_and_methods():
+    # jvp caches the compiled f_jvp per argument types and registry version: each of these
+    # repeated calls must still see what changed since the first.
+    def cube(x):
+        return x ** 3
+    f = _module_level(None, {"cube": cube}, "def g(x, n=2):\n    return cube(x) * n\n")
+    assert s2sad.jvp(f, (2.0,), (1.0,)) == (16.0, 24.0)           # 2 * 3 x^2
+    assert s2sad.jvp(f, (2.0,), (1.0,)) == (16.0, 24.0)           # cached
+    assert s2sad.jvp(f, (2.0, 3.0), (1.0, 1.0)) == (24.0, 44.0)   # n is differentiated too
+    x = np.array([1.0, 2.0])
+    y, y_dot = s2sad.jvp(f, (x,), (np.array([1.0, 0.0]),))        # another kind: arrays
+    assert np.array_equal(y, 2 * x ** 3) and np.array_equal(y_dot, [6.0, 0.0])
+    s2sad.defjvp(cube, "x", "t * 5.0")                            # a wrong rule, on purpose
+    try:
+        assert s2sad.jvp(f, (2.0,), (1.0,)) == (16.0, 10.0)
+    finally:
+        registry.JVPS.pop(cube)
+        registry.bump()
+    assert s2sad.jvp(f, (2.0,), (1.0,)) == (16.0, 24.0)
+    with pytest.raises(s2sad.S2SADError, match="one tangent per primal"):
+        s2sad.jvp(f, (2.0,), (1.0, 1.0))
+    # None tangents leave arguments out; each pattern is its own entry of the cache
+    assert s2sad.jvp(f, (2.0, 3.0), (None, 1.0)) == (24.0, 8.0)      # x^3
+    assert s2sad.jvp(f, (2.0, 3.0), (1.0, None)) == (24.0, 36.0)     # 3 x^2 n
+    assert s2sad.jvp(f, (2.0, 3.0), (None, 1.0)) == (24.0, 8.0)
+    with pytest.raises(s2sad.S2SADError, match="at least one tangent"):
+        s2sad.jvp(f, (2.0, 3.0), (None, None))
+
+    class Scaled:
+        def __init__(self, k):
+            self.k = k
+
+        def apply(self, x):
+            return self.k * x * x
+    for k in (1.0, 3.0):   # one compiled f_jvp, each call with its own instance
+        assert s2sad.jvp(Scaled(k).apply, (2.0,), (1.0,)) == (4.0 * k, 4.0 * k)
+
+
 def test_missing_forward_rule_is_reported():
     def opaque(x):
         return x
@@ -390,6 +428,31 @@ def test_hessian_scalar_corpus(f, point):
 def test_hvp_matches_hessian():
     x, v = np.array([1.2, 0.8, -0.5]), np.array([0.3, -1.0, 2.0])
     np.testing.assert_allclose(s2sad.hvp(rosenbrock)(x, v), rosenbrock_hessian(x) @ v)
+
+
+def test_hvp_reused_across_argument_types():
+    # one hvp object compiles once per argument types: float, then int, then float again
+    def cubic(x, k):
+        return k * x ** 3
+    f = _module_level(cubic)
+    hvp = s2sad.hvp(f)
+    assert hvp(2.0, 1.5, 1.0) == pytest.approx(18.0)      # 6 k x v
+    assert hvp(2.0, 3, 0.5) == pytest.approx(18.0)
+    assert hvp(-1.0, 1.5, 2.0) == pytest.approx(-18.0)
+
+
+def test_source_of_hvp_and_hessian_is_the_code_they_run():
+    # forward mode of the gradient, tangent along the parameter they differentiate
+    x, v = np.array([1.2, 0.8, -0.5]), np.array([0.3, -1.0, 2.0])
+    text = s2sad.source(s2sad.grad(rosenbrock), mode="forward", at=(x,))
+    assert text.startswith("def rosenbrock_value_and_grad_jvp(x, x_dot):")
+    assert s2sad.source(s2sad.hvp(rosenbrock), mode="forward", at=(x,)) == text
+    assert s2sad.source(s2sad.hessian(rosenbrock), mode="forward", at=(x,)) == text
+    hvp = s2sad.hvp(rosenbrock)
+    assert hvp.__name__ == "hvp_rosenbrock" and hvp.primal is rosenbrock
+    np.testing.assert_allclose(hvp(x, v), rosenbrock_hessian(x) @ v)
+    with pytest.raises(s2sad.SourceUnavailableError, match="derivative made by s2sad"):
+        s2sad.grad(hvp)(x, v)
 
 
 def test_hessian_takes_one_argument():

@@ -216,3 +216,11 @@ def test_helper_that_changes_its_argument_in_place_is_refused_not_wrong():
     assert info.value.lineno == r.calls_a_mutating_helper.__code__.co_firstlineno + 2
     # a helper that copies its argument first is fine: d/dx sum([x, 0]^2) = 2x
     assert s2sad.grad(r.calls_a_copying_helper)(1.5) == 3.0
+
+
+def test_value_read_in_an_outer_loop_and_unpacked_by_an_inner_reversed_loop():
+    from oracle import fd_grad
+    point = (0.18400014142135623, 0.15600067082039326)
+    got = s2sad.grad(r.early_return_beside_inner_loop, wrt=(0, 1))(*point)
+    assert got == pytest.approx(fd_grad(r.early_return_beside_inner_loop, point, wrt=(0, 1)),
+                                rel=1e-6)

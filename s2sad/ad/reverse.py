@@ -638,13 +638,14 @@ class Reverse:
         return out
 
 
-def fuse(vjp, rev, value=True):
+def fuse(vjp, rev, value=True, guard=True):
     """`f_value_and_grad(x) -> (y, x_bar)`: the forward pass, then the pullback inlined
     with its seed, for `value_and_grad` (no closure, one call). It starts by checking
     that the arguments have the types it was specialised for. Without `value`,
     `f_grad(x) -> x_bar` for `grad`, without the forward statements only the value
     needs."""
-    namer, helper, runtime, guards = rev.namer, rev.helper, rev.runtime, rev.guarded_types()
+    namer, helper, runtime = rev.namer, rev.helper, rev.runtime
+    guards = rev.guarded_types() if guard else ()
     pullback = vjp.s2s_pullback
     check = []
     if guards:

@@ -16,7 +16,7 @@ import operator
 import numpy as np
 
 from . import runtime as R
-from .registry import METHODS, jvp, linear
+from .registry import METHODS, jvp, linear, returns
 
 ns = {"np": np, "_s2s_log": R.log_base, "_s2s_zeros_like": R.zeros_like,
       "_s2s_unreduce": R.unreduce, "_s2s_clip_mask": R.clip_mask,
@@ -180,6 +180,7 @@ ns.update({"_s2s_" + k: getattr(R, k) for k in ("einsum", "tensordot", "solve", 
 
 jvp(R.zeros_like, "x")                      # constants: no tangent
 jvp(R.seed, "y, name")
+returns("scalar", R.seed)                   # the adjoint 1 of a scalar output: shape ()
 jvp(R.count, "x, axis=None")
 for _n in range(3, 9):                      # 0 or 1: no tangent
     jvp(R.first, "ans, i, " + ", ".join(f"x{k}" for k in range(_n)))

@@ -17,7 +17,9 @@ loop overwrote the name; a local named `reversed`; a negative constant base losi
 parentheses; a module global named `y` colliding with the output name; a name read and then
 overwritten by a constant in a loop losing its adjoint; the adjoint of a name carried by an
 inner loop reset at every iteration of the outer one; a for loop that runs no iteration
-leaving its variable unbound. Their regression tests are in tests/test_regressions.py.
+leaving its variable unbound; an early return beside an inner loop in an untaken branch
+(a value read in the outer loop's pullback but unpacked by the inner loop's was not
+recorded). Their regression tests are in tests/test_regressions.py.
 """
 
 CASES = []
