@@ -263,3 +263,12 @@ def early_return_beside_inner_loop(x, z):
         else:
             x = math.tanh(x * z + 0.5)
     return x
+
+
+def inner_range_of_an_outer_counter(x, y):
+    k = 0
+    while k < 2:
+        k += 1
+        for l in range(k):
+            x = 0.75 * x + y
+    return x

@@ -224,3 +224,9 @@ def test_value_read_in_an_outer_loop_and_unpacked_by_an_inner_reversed_loop():
     got = s2sad.grad(r.early_return_beside_inner_loop, wrt=(0, 1))(*point)
     assert got == pytest.approx(fd_grad(r.early_return_beside_inner_loop, point, wrt=(0, 1)),
                                 rel=1e-6)
+
+
+def test_inner_loop_bound_read_from_the_outer_loops_tape():
+    # three steps x -> 0.75 x + y (one, then two): found by the long fuzz profile
+    assert s2sad.grad(r.inner_range_of_an_outer_counter, wrt=(0, 1))(0.1, 0.2) == (
+        pytest.approx(0.75 ** 3), pytest.approx(1 + 0.75 + 0.75 ** 2))

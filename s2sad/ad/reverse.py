@@ -967,9 +967,9 @@ class _LoopInfo:
         reversed_, range_ = self.rev.helper("reversed"), self.rev.helper("range")
         if self.mode == "range":
             if self.record:
-                it = nodes.call(reversed_, [nodes.call(range_, self.range_args)])
+                it = nodes.call(reversed_, [nodes.call(range_, copy.deepcopy(self.range_args))])
                 return nodes.for_(self.record[0], it, body)
-            return nodes.for_(self.rev.namer.fresh("_"), nodes.call(range_, self.range_args),
+            return nodes.for_(self.rev.namer.fresh("_"), nodes.call(range_, copy.deepcopy(self.range_args)),
                               body)
         if self.mode == "trips":
             return nodes.for_(self.rev.namer.fresh("_"), nodes.call(range_, [

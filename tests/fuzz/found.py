@@ -19,7 +19,16 @@ overwritten by a constant in a loop losing its adjoint; the adjoint of a name ca
 inner loop reset at every iteration of the outer one; a for loop that runs no iteration
 leaving its variable unbound; an early return beside an inner loop in an untaken branch
 (a value read in the outer loop's pullback but unpacked by the inner loop's was not
-recorded). Their regression tests are in tests/test_regressions.py.
+recorded); an inner `range(k)` reversed with the final k instead of the recorded one. Their regression tests are in tests/test_regressions.py.
 """
 
-CASES = []
+
+# 8. `x ** n` with x == 0.0 and an integer exponent variable n == 0 (found by the long
+#    profile): the rule's `n * x ** (n - 1)` evaluates 0.0 ** -1 and raises
+#    ZeroDivisionError (Python floats; NumPy would give nan). Expected 1.0 (x ** 0 is 1).
+def zero_to_a_zero_power(x):
+    n = int(x * 0.0)
+    return (x * 0.0) ** n + x
+
+
+CASES = [(zero_to_a_zero_power, (0.3,))]
