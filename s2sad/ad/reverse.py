@@ -966,11 +966,11 @@ class _LoopInfo:
     def _reversed_loop(self, body):
         reversed_, range_ = self.rev.helper("reversed"), self.rev.helper("range")
         if self.mode == "range":
+            # its own copy of the bounds: the forward loop's get renamed by coalescing
+            bounds = nodes.call(range_, copy.deepcopy(self.range_args))
             if self.record:
-                it = nodes.call(reversed_, [nodes.call(range_, copy.deepcopy(self.range_args))])
-                return nodes.for_(self.record[0], it, body)
-            return nodes.for_(self.rev.namer.fresh("_"), nodes.call(range_, copy.deepcopy(self.range_args)),
-                              body)
+                return nodes.for_(self.record[0], nodes.call(reversed_, [bounds]), body)
+            return nodes.for_(self.rev.namer.fresh("_"), bounds, body)
         if self.mode == "trips":
             return nodes.for_(self.rev.namer.fresh("_"), nodes.call(range_, [
                 nodes.name(self.tape)]), body)
