@@ -272,3 +272,12 @@ def inner_range_of_an_outer_counter(x, y):
         for l in range(k):
             x = 0.75 * x + y
     return x
+
+
+def adds_into_a_number_parameter(a, b):
+    b += a          # rebinds b (a float): nothing of the caller changes
+    return a * b
+
+
+def calls_a_helper_that_rebinds_a_number(x):
+    return adds_into_a_number_parameter(x, adds_into_a_number_parameter(x, x))

@@ -230,3 +230,9 @@ def test_inner_loop_bound_read_from_the_outer_loops_tape():
     # three steps x -> 0.75 x + y (one, then two): found by the long fuzz profile
     assert s2sad.grad(r.inner_range_of_an_outer_counter, wrt=(0, 1))(0.1, 0.2) == (
         pytest.approx(0.75 ** 3), pytest.approx(1 + 0.75 + 0.75 ** 2))
+
+
+def test_augmented_assignment_to_a_number_parameter_is_not_an_in_place_change():
+    # inner = x * 2x = 2x^2; outer = x * (2x^2 + x) = 2x^3 + x^2
+    assert s2sad.grad(r.calls_a_helper_that_rebinds_a_number)(0.5) == pytest.approx(
+        6 * 0.25 + 2 * 0.5)

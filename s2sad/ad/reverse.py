@@ -34,7 +34,7 @@ import gast
 from ..codegen import nodes
 from ..errors import InternalError, MissingRuleError
 from ..analysis.activity import active_names
-from ..analysis.kinds import ARRAY, CONTAINER, SCALAR, UNKNOWN, Kinds
+from ..analysis.kinds import ARRAY, CONTAINER, SCALAR, Kinds
 from ..analysis.shapes import Shapes
 from ..analysis import primitives
 from ..analysis.primitives import COPY, CUSTOM, PACK, USER
@@ -442,8 +442,8 @@ class Reverse:
                    for t in gast.walk(n.targets[0] if isinstance(n, gast.Assign) else n.target)
                    if isinstance(t, gast.Name) and isinstance(t.ctx, gast.Store)}
         local -= rebound
-        arrays = {p for p, a in zip(params, call_args)
-                  if p in local and self.kinds[a] in (ARRAY, UNKNOWN)}
+        # `b += a` changes an array in place but rebinds a number: only known arrays count
+        arrays = {p for p, a in zip(params, call_args) if p in local and self.kinds[a] == ARRAY}
         for node in gast.walk(callee.node):
             name = _mutated_name(node, arrays)
             if name in local:
