@@ -67,7 +67,7 @@ from functools import lru_cache
 import numpy as np
 from hypothesis import strategies as st
 
-from .programs import forget, load_function
+from .programs import Choices, forget, load_function
 
 __all__ = ["NumpyProgram", "numpy_programs", "forget"]
 
@@ -280,7 +280,7 @@ def _join_envs(envs):
     return out
 
 
-class _Gen:
+class _Gen(Choices):
     def __init__(self, draw, budget):
         self.draw = draw
         self.budget = budget
@@ -289,26 +289,6 @@ class _Gen:
         self.branches = 0          # depth of if statements and conditional expressions
         self.params = ()
         self.hidden = {}           # arrays written in the current loop nest (bugs 4, 5)
-
-    # -- choices (first option = simplest) -----------------------------------------------
-    def pick(self, options):
-        return self.draw(st.sampled_from(options))
-
-    def weighted(self, pairs):
-        total = sum(w for w, _ in pairs)
-        r = self.draw(st.integers(0, total - 1))
-        for w, opt in pairs:
-            if r < w:
-                return opt
-            r -= w
-        raise AssertionError
-
-    def chance(self, percent):
-        return self.draw(st.integers(0, 99)) >= 100 - percent
-
-    def const(self, lo=-2.0, hi=2.0, step=0.25):
-        grid = [lo + j * step for j in range(int(round((hi - lo) / step)) + 1)]
-        return ([0.5] + grid)[self.draw(st.integers(0, len(grid)))]
 
     def shape(self, env):
         """A shape for a new value: a shape already in use, or any other."""

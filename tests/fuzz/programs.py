@@ -151,20 +151,10 @@ class _Loop:
         self.assigned = {}            # name -> _Var joined over every assignment inside
 
 
-class _Gen:
-    """Draws one program. Statements are text lines; expressions are (text, bound)."""
+class Choices:
+    """Hypothesis choices for a generator with a `draw`; the first option is the
+    simplest, so shrinking simplifies."""
 
-    def __init__(self, draw, names, budget, allow_for_else):
-        self.draw = draw
-        self.tricky = names
-        self.budget = budget
-        self.allow_for_else = allow_for_else
-        self.loops = []
-        self.reserved = set()
-        self.in_display = 0     # inside a loop over a display: no break/continue
-        self.helpers = []       # (name, number of parameters, bound of the result)
-
-    # -- choices (first option = simplest, so shrinking simplifies) --------------------
     def pick(self, options):
         return self.draw(st.sampled_from(options))
 
@@ -186,6 +176,20 @@ class _Gen:
         """A multiple of `step` in [lo, hi]; shrinks to 0.5 (then lo, lo + step, ...)."""
         grid = [lo + j * step for j in range(int(round((hi - lo) / step)) + 1)]
         return ([0.5] + grid)[self.draw(st.integers(0, len(grid)))]
+
+
+class _Gen(Choices):
+    """Draws one program. Statements are text lines; expressions are (text, bound)."""
+
+    def __init__(self, draw, names, budget, allow_for_else):
+        self.draw = draw
+        self.tricky = names
+        self.budget = budget
+        self.allow_for_else = allow_for_else
+        self.loops = []
+        self.reserved = set()
+        self.in_display = 0     # inside a loop over a display: no break/continue
+        self.helpers = []       # (name, number of parameters, bound of the result)
 
     def pos_const(self):
         return self.pick((1.0, 0.5, 2.0, 1.5, 0.25, 3.0))
