@@ -281,3 +281,14 @@ def adds_into_a_number_parameter(a, b):
 
 def calls_a_helper_that_rebinds_a_number(x):
     return adds_into_a_number_parameter(x, adds_into_a_number_parameter(x, x))
+
+
+def return_in_a_second_inner_loop(x, z):
+    for j in range(3):
+        for ii in range(1):
+            if z == x:
+                return 1.0
+            x = x * z
+        for l in range(3):
+            return x
+    return x

@@ -236,3 +236,9 @@ def test_augmented_assignment_to_a_number_parameter_is_not_an_in_place_change():
     # inner = x * 2x = 2x^2; outer = x * (2x^2 + x) = 2x^3 + x^2
     assert s2sad.grad(r.calls_a_helper_that_rebinds_a_number)(0.5) == pytest.approx(
         6 * 0.25 + 2 * 0.5)
+
+
+def test_branch_test_read_before_a_loop_in_the_branch_changes_the_name():
+    # `if returned:` was recorded with the value the loop in its else branch left
+    assert s2sad.grad(r.return_in_a_second_inner_loop, wrt=(0, 1))(0.3, 0.2) == (
+        pytest.approx(0.2), pytest.approx(0.3))

@@ -232,6 +232,9 @@ class Wengert:
 
     def if_(self, s, env, out):
         cond = self.flatten(s.test, env, out, s)
+        # the test is read before the branches run: a loop in a branch must not keep
+        # changing the name it reads (its value is recorded at the end of an iteration)
+        self.read.update(n.id for n in gast.walk(cond) if isinstance(n, gast.Name))
         assigned = sorted(_assigned(s.body) | _assigned(s.orelse))
         joins = {v: self.version(v) for v in assigned}
         branches = []

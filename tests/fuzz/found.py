@@ -31,4 +31,20 @@ def zero_to_a_zero_power(x):
     return (x * 0.0) ** n + x
 
 
-CASES = [(zero_to_a_zero_power, (0.3,))]
+# 9. Found by the long profile, not minimized yet (the obvious smaller variants work):
+#    desugaring drops `x -= ...` and the whole `for l` loop after the inner loop, so the
+#    function is taken to return None when neither early return is taken (grad raises
+#    NonScalarOutputError, vjp gives zeros). Expected d/dz = -0.2248 at the point.
+def code_after_an_inner_loop_dropped(x, y, z):
+    y = -z
+    for j in range(3):
+        for ii in range(1):
+            s = math.cosh(math.sin(-math.log(1.0 + math.exp(y))))
+            if z == x:
+                return int(math.sqrt(2.0 + math.cos(y)))
+            y = math.tanh(y * z + -0.75)
+
+
+CASES = [(zero_to_a_zero_power, (0.3,)),
+         (code_after_an_inner_loop_dropped,
+          (0.32600014142135625, -0.3879996535898385, 0.18100067082039326))]
