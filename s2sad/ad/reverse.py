@@ -88,6 +88,13 @@ class Reverse:
         self.indexed = {a.id for s in _assigns(fn) for a in _getitem_receivers(s)}
         self.primal_names = {n.id for n in gast.walk(fn) if isinstance(n, gast.Name)}
         self.scalar_zeros = False
+        # names holding lists (appended to): their adjoints add entrywise, not by `+`
+        self.containers = {n.targets[0].id for n in gast.walk(fn) if isinstance(n, gast.Assign)
+                           and isinstance(n.targets[0], gast.Name) and (
+                               isinstance(n.value, gast.List) or (
+                                   isinstance(n.value, gast.Call)
+                                   and getattr(n.value.func, "s2s_prim", None) is not None
+                                   and getattr(n.value.func.s2s_prim, "__name__", "") == "append"))}
         self.in_loops = {name for loop in _walk_loops(fn.body)
                          for name in nodes.names_stored(loop)}
         seed = self.adj(output) if output in self.active else self.namer.fresh("y_bar")
@@ -258,7 +265,8 @@ class Reverse:
         if target in defined:
             uniform = uniform and target in self.uniform
             kind = self.kinds.kind.get(target)
-            if kind == CONTAINER or (target in self.indexed and kind != ARRAY):
+            if kind == CONTAINER or (kind != ARRAY and (
+                    target in self.indexed or target in self.containers)):
                 expr = nodes.call(self.runtime("add"), [nodes.name(bar), expr])
             else:
                 expr = nodes.binop(nodes.name(bar), gast.Add(), expr)

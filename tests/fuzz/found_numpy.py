@@ -88,8 +88,26 @@ def prod_with_zero_factor(x):
     return np.prod(x - x[-1])
 
 
+# 8. Found by the long profile (not minimized): a list rebuilt in an outer loop and appended
+#    to in inner loops: "TypeError: unsupported operand type(s) for +: 'float' and 'list'"
+#    (list adjoints were accumulated with `+`, which concatenates; now `_s2s_add`).
+def list_rebuilt_in_outer_loop(x, w):
+    parts = []
+    for i in range(2):
+        parts = []
+        for j in range(2):
+            parts.append(np.copy(w[None]))
+        a = np.sum(np.array(parts))
+        for j in range(2):
+            u = np.tanh(a)
+        parts.append(np.tanh(a + np.zeros((1, 3))))
+    a = np.sum(np.stack(parts))
+    return np.sum(np.broadcast_to(np.tanh(a), (3, 1)))
+
+
 # fixed: kept as regression tests (checked the same way, not as xfails)
 FIXED = [
+    (list_rebuilt_in_outer_loop, (np.array([0.5, 0.25]), np.array([0.3, -0.2, 0.1]))),
     (transpose_of_intermediate, (np.array([[0.2, 0.5, -0.4], [0.9, -1.2, 0.3]]),)),
     (unused_branch_array_gradient, (np.array([0.5, 0.25]), np.array([[0.3, 0.2]]))),
     (write_then_constant_in_branch, (np.array([0.5, 1.5]),)),
