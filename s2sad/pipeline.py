@@ -189,15 +189,7 @@ def reverse(fn, wrt=0, fused=False, kinds=None, release=False, guard=True):
         node = fuse(node, rev, value=fused != "grad", guard=guard)
         if release:
             node = Release(rev.array_names()).run(node)
-    bindings = dict(rev.helpers)
-    code = src.fn.__code__
-    for var, cell in zip(code.co_freevars, src.fn.__closure__ or ()):
-        bindings.setdefault(var, cell.cell_contents)
-    filename = f"<s2sad: {node.name}, from {src.filename}:{src.first_line}>"
-    compiled, text = emit.compile_function(node, bindings, src.fn, filename)
-    derivative = Derivative(compiled, text, filename)
-    derivative.lifted = rev.lifted
-    return derivative
+    return _compiled(src, node, rev)
 
 
 @_guarded
@@ -207,15 +199,22 @@ def forward(fn, wrt=0, kinds=None):
     `tangent_names` are the parameters that take the tangents of `wrt`."""
     kinds = default_kinds(fn) if kinds is None else kinds
     src, node, fwd = stages(fn, wrt, stop="forward", kinds=kinds)
-    bindings = dict(fwd.helpers)
+    derivative = _compiled(src, node, fwd)
+    derivative.tangent_names = fwd.tangent_names
+    return derivative
+
+
+def _compiled(src, node, transform):
+    """Compile the generated function `node` with the helpers `transform` bound and the
+    user function's closure values, under a file name that says where it came from."""
+    bindings = dict(transform.helpers)
     code = src.fn.__code__
     for var, cell in zip(code.co_freevars, src.fn.__closure__ or ()):
         bindings.setdefault(var, cell.cell_contents)
     filename = f"<s2sad: {node.name}, from {src.filename}:{src.first_line}>"
     compiled, text = emit.compile_function(node, bindings, src.fn, filename)
     derivative = Derivative(compiled, text, filename)
-    derivative.tangent_names = fwd.tangent_names
-    derivative.lifted = fwd.lifted
+    derivative.lifted = transform.lifted
     return derivative
 
 
