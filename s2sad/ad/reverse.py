@@ -89,12 +89,12 @@ class Reverse:
         self.primal_names = {n.id for n in gast.walk(fn) if isinstance(n, gast.Name)}
         self.scalar_zeros = False
         # names holding lists (appended to): their adjoints add entrywise, not by `+`
-        self.containers = {n.targets[0].id for n in gast.walk(fn) if isinstance(n, gast.Assign)
-                           and isinstance(n.targets[0], gast.Name) and (
-                               isinstance(n.value, gast.List) or (
-                                   isinstance(n.value, gast.Call)
-                                   and getattr(n.value.func, "s2s_prim", None) is not None
-                                   and getattr(n.value.func.s2s_prim, "__name__", "") == "append"))}
+        from ..rules import runtime
+        self.containers = {s.targets[0].id for s in _assigns(fn)
+                           if isinstance(s.targets[0], gast.Name) and (
+                               isinstance(s.value, gast.List) or (
+                                   isinstance(s.value, gast.Call) and getattr(
+                                       s.value.func, "s2s_prim", None) is runtime.append))}
         self.in_loops = {name for loop in _walk_loops(fn.body)
                          for name in nodes.names_stored(loop)}
         seed = self.adj(output) if output in self.active else self.namer.fresh("y_bar")

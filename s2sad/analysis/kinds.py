@@ -126,8 +126,6 @@ def _key(prim):
 
 
 def _is_local_ref(e, src):
-    if getattr(e, "s2s_local", False):
-        return True
     while isinstance(e, gast.Attribute):
         e = e.value
     return isinstance(e, gast.Name) and src.is_local(e.id)

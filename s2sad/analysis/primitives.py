@@ -158,8 +158,6 @@ def _rule_op(prim, args, keywords, node):
 
 
 def _global_ref(e, src):
-    if getattr(e, "s2s_local", False):
-        return False
     while isinstance(e, gast.Attribute):
         e = e.value
     return isinstance(e, gast.Name) and not src.is_local(e.id)

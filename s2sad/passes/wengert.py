@@ -134,9 +134,7 @@ class Wengert:
             keywords = [gast.keyword(arg=k.arg, value=flat(k.value)) for k in e.keywords]
             return nodes.call(func, [flat(a) for a in e.args], keywords)
         if isinstance(e, gast.Attribute):
-            read = nodes.attribute(flat(e.value), e.attr)
-            read.s2s_local = True       # of a computed value, perhaps a temporary
-            return read
+            return nodes.attribute(flat(e.value), e.attr)
         if isinstance(e, gast.Subscript):
             return gast.Subscript(value=flat(e.value), slice=self.index(e.slice, env, out,
                                                                        origin),

@@ -211,38 +211,35 @@ def unreduce(g, x, axis=None, keepdims=False):
     return out
 
 
+def _along_last(fn, axis, x, *more):
+    """`fn` applied with the reduced axes of `x` (for `np.prod(x, axis)`) flattened into
+    the last one, its result put back in `x`'s shape; `more` arrays move alike."""
+    x = np.asarray(x)
+    axes = _axes(axis, x.ndim)
+    last = range(x.ndim - len(axes), x.ndim)
+    moved = [np.moveaxis(np.asarray(a), axes, last) for a in (x, *more)]
+    flat = [m.reshape(m.shape[:x.ndim - len(axes)] + (-1,)) for m in moved]
+    return np.moveaxis(fn(*flat).reshape(moved[0].shape), last, axes)
+
+
 def prod_others(x, axis=None):
     """For each entry of `x`, the product of the other entries it is multiplied with by
     `np.prod(x, axis)`: the derivative of the product, also where an entry is zero."""
-    x = np.asarray(x)
-    if x.ndim == 0:
+    if np.ndim(x) == 0:
         return np.ones_like(x, dtype=np.result_type(x, np.float32))
-    axes = _axes(axis, x.ndim)
-    moved = np.moveaxis(x, axes, range(x.ndim - len(axes), x.ndim))
-    flat = moved.reshape(moved.shape[:x.ndim - len(axes)] + (-1,))
 
     def before(a):       # exclusive cumulative product along the last axis
         out = np.ones_like(a, dtype=np.result_type(a, np.float32))
         out[..., 1:] = np.cumprod(a[..., :-1], axis=-1)
         return out
-    others = before(flat) * before(flat[..., ::-1])[..., ::-1]
-    return np.moveaxis(others.reshape(moved.shape), range(x.ndim - len(axes), x.ndim), axes)
+    return _along_last(lambda a: before(a) * before(a[..., ::-1])[..., ::-1], axis, x)
 
 
 def prod_others_dot(x, t, axis=None):
     """The tangent of `prod_others(x, axis)` along `t` (products of dual numbers, so
     that zero entries need no division)."""
-    x, t = np.asarray(x), np.asarray(t)
-    if x.ndim == 0:
+    if np.ndim(x) == 0:
         return np.zeros_like(x, dtype=np.result_type(x, np.float32))
-    axes = _axes(axis, x.ndim)
-    last = range(x.ndim - len(axes), x.ndim)
-
-    def flat(a):
-        moved = np.moveaxis(a, axes, last)
-        return moved.reshape(moved.shape[:x.ndim - len(axes)] + (-1,)), moved.shape
-
-    (fx, shape), (ft, _) = flat(x), flat(t)
 
     def before(a, da):      # exclusive cumulative products and their tangents
         p = np.ones_like(a, dtype=np.result_type(a, np.float32))
@@ -251,9 +248,11 @@ def prod_others_dot(x, t, axis=None):
             p[..., k] = p[..., k - 1] * a[..., k - 1]
             dp[..., k] = dp[..., k - 1] * a[..., k - 1] + p[..., k - 1] * da[..., k - 1]
         return p, dp
-    (b, db), (a, da) = before(fx, ft), before(fx[..., ::-1], ft[..., ::-1])
-    a, da = a[..., ::-1], da[..., ::-1]
-    return np.moveaxis((db * a + b * da).reshape(shape), last, axes)
+
+    def dot(a, da):
+        (b, db), (r, dr) = before(a, da), before(a[..., ::-1], da[..., ::-1])
+        return db * r[..., ::-1] + b * dr[..., ::-1]
+    return _along_last(dot, axis, x, t)
 
 
 def count(x, axis=None):
