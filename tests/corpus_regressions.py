@@ -292,3 +292,29 @@ def return_in_a_second_inner_loop(x, z):
         for l in range(3):
             return x
     return x
+
+
+
+UNCONNECTED_OUTPUT_AFTER_LOOPS = """\
+import math
+y_2 = 0.25
+result = 0.5
+
+def value(_1, _s2s_zeros_like, log):
+    _s2s_zeros_like, _1, log = (_1, log, _s2s_zeros_like)
+    _s2s_zeros_like = math.radians(math.degrees(_s2s_zeros_like)) / (1.5 + math.tanh(-2.0))
+    g = 0
+    while True:
+        g += 1
+        if g > 2:
+            break
+        if _s2s_zeros_like > log and _s2s_zeros_like > _1:
+            break
+        x_bar = _1 - y_2
+    for f_vjp in range(0, 3):
+        t_bar = math.hypot(0.5, 0.5)
+    else:
+        _1 = t_bar + 2.0
+    _1 //= 1.0
+    return math.radians(math.degrees(t_bar))
+"""

@@ -82,7 +82,7 @@ class Forward:
             raise InternalError("forward: Wengert form must end with one return")
         self.tangent_names = [self.dot(p) for p in self.wrt]
         self.free = self.src.free_values()
-        self.ops = {}
+        self.ops = nodes.NodeMap()
         self.varied = self.analyse(fn)
         self.kinds = Kinds(fn, self.src, self.param_kinds)
         params = [a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
@@ -105,7 +105,7 @@ class Forward:
     def analyse(self, fn):
         edges = []
         for target, s in definitions(fn.body):
-            op = self.ops[id(s)] = classify(s.value, self.src)
+            op = self.ops[s] = classify(s.value, self.src)
             edges += [(a.id, target) for a in self.sources(op) if isinstance(a, gast.Name)]
         for loop in (n for n in gast.walk(fn) if isinstance(n, gast.For)):
             edges += [(a.id, loop.target.id) for a in self.iter_sources(loop.iter)
@@ -212,7 +212,7 @@ class Forward:
         target = s.targets[0].id
         if target not in self.varied:
             return [s]
-        op = self.ops[id(s)]
+        op = self.ops[s]
         if op.kind == CUSTOM and op.prim.s2s_custom == "jvp" and any(
                 self.is_varied(a) for a in op.args):
             return [self.custom_call(s, op)]

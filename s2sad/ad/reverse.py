@@ -60,7 +60,7 @@ class Reverse:
         self.as_tuple = as_tuple or len(self.wrt) > 1
         self.adjoints = {}
         self.helpers = {}
-        self.loops = {}
+        self.loops = nodes.NodeMap()
         self.lifted = []      # (function, wrt, kinds) of the lifted functions it calls
 
     def run(self, fn):
@@ -68,7 +68,7 @@ class Reverse:
         if not isinstance(ret, gast.Return):
             raise InternalError("reverse: Wengert form must end with one return")
         output = ret.value.id if isinstance(ret.value, gast.Name) else None
-        self.ops = {}
+        self.ops = nodes.NodeMap()
         self.wengert = fn
         self.active = active_names(fn, self.src, self.wrt, output, self.ops)
         self.kinds = Kinds(fn, self.src, self.param_kinds)
@@ -83,7 +83,7 @@ class Reverse:
                     f"{self.src.name}(): the output does not depend on {p!r} (through "
                     "differentiable operations); its gradient is zero",
                     UnconnectedInputWarning, self.src.filename, self.src.first_line)
-        self.user_calls = {}
+        self.user_calls = nodes.NodeMap()
         self.refuse_mutating_calls(fn)
         self.indexed = {a.id for s in _assigns(fn) for a in _getitem_receivers(s)}
         self.primal_names = {n.id for n in gast.walk(fn) if isinstance(n, gast.Name)}
@@ -100,8 +100,8 @@ class Reverse:
         seed = self.adj(output) if output in self.active else self.namer.fresh("y_bar")
         defined = {output} if output in self.active else set()
         self.scalar_output = any(
-            nodes.is_name(s.targets[0], output) and self.ops[id(s)].variant is not None
-            and self.reduced_to_scalar(self.ops[id(s)], self.ops[id(s)].variant.params[0][0],
+            nodes.is_name(s.targets[0], output) and self.ops[s].variant is not None
+            and self.reduced_to_scalar(self.ops[s], self.ops[s].variant.params[0][0],
                                        output) for s in body if isinstance(s, gast.Assign))
         reverse = self.block(body, defined)
         self.updates = _Updates(body, self.src, reverse, self)
@@ -153,7 +153,7 @@ class Reverse:
             else "the pullback reads nothing of the forward pass")
         rules = []
         for stmt in _in_order(vjp.body):
-            op = self.ops.get(id(stmt))
+            op = self.ops.get(stmt)
             target = stmt.targets[0] if isinstance(stmt, gast.Assign) else None
             if isinstance(target, gast.Tuple):      # `t, t_pullback = g_vjp(...)`
                 target = target.elts[0]
@@ -318,7 +318,7 @@ class Reverse:
             return []
         g = nodes.name(self.adj(target))
         defined.discard(target)
-        op = self.ops[id(s)]
+        op = self.ops[s]
         out = []
         uniform = target in self.uniform
         if uniform and not all(self.keeps_uniform(op, p, target) for p, a in op.diff_args()
@@ -365,7 +365,7 @@ class Reverse:
         name = primitives.python_function(prim)[0].__name__
         pullback = self.namer.fresh(f"{name}_pullback")
         wrt = tuple(active) if len(active) > 1 else active[0]
-        self.user_calls[id(s)] = (pullback, self.callee(prim, wrt, op.args))
+        self.user_calls[s] = (pullback, self.callee(prim, wrt, op.args))
         self.primal_names.add(pullback)
         call = nodes.call(pullback, [g])
         if len(active) == 1:
@@ -400,7 +400,7 @@ class Reverse:
         residuals = self.namer.fresh(f"{prim.__name__}_residuals")
         fwd = self.helper(prim.fwd.__name__, obj=prim.fwd)
         bwd = self.helper(prim.bwd.__name__, obj=prim.bwd)
-        self.user_calls[id(s)] = (residuals, fwd)
+        self.user_calls[s] = (residuals, fwd)
         self.primal_names.add(residuals)
         zeros = _literal_nones(prim.bwd)
         active = [i for i in active if zeros.get(i) != "always"]
@@ -610,15 +610,15 @@ class Reverse:
             return []
         defined.update(pre)
         info.add_inner()
-        info.defined_inside.update(self.user_calls[id(n)][0] for n in gast.walk(s)
-                                   if id(n) in self.user_calls)
+        info.defined_inside.update(self.user_calls[n][0] for n in gast.walk(s)
+                                   if n in self.user_calls)
         # what the reversed body reads of this iteration; a value an inner reversed loop
         # unpacks from its own tape is that loop's business, but the same name read
         # elsewhere in the body still needs this iteration's value
         record = sorted(n for n in _free_loads(body, set())
                         if n in self.primal_names and n in info.defined_inside)
         info.plan(record)
-        self.loops[id(s)] = info
+        self.loops[s] = info
         return [self.zero(n) for n in pre] + [nodes.located(info.reversed_loop(body), s)]
 
     # -- forward ----------------------------------------------------------------------
@@ -630,14 +630,14 @@ class Reverse:
                 s.orelse = self.forward(s.orelse)
             elif isinstance(s, (gast.For, gast.While)):
                 s.body = self.forward(s.body)
-                info = self.loops.get(id(s))
+                info = self.loops.get(s)
                 if info is not None:
                     out.extend(info.instrument())
             elif self.updates.is_update(s):
                 out.extend(self.updates.expand(s))
                 continue
-            elif id(s) in self.user_calls:
-                pullback, vjp = self.user_calls[id(s)]
+            elif s in self.user_calls:
+                pullback, vjp = self.user_calls[s]
                 s.targets = [nodes.tuple_([nodes.name(s.targets[0].id, store=True),
                                            nodes.name(pullback, store=True)], store=True)]
                 s.value = copy.copy(s.value)
@@ -727,7 +727,7 @@ def _live(body, ops):
             s = body[i]
             if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)):
                 continue
-            op = ops.get(id(s))
+            op = ops.get(s)
             pure = op is not None and (op.kind in (COPY, PACK) or op.variant is not None
                                        or (op.kind == primitives.NONDIFF and op.prim is None))
             target = s.targets[0].id
@@ -777,7 +777,7 @@ class _Updates:
         if old not in self.owned:
             return False
         loop = self.loop_of.get(id(s))
-        info = self.rev.loops.get(id(loop)) if loop is not None else None
+        info = self.rev.loops.get(loop) if loop is not None else None
         aliases = self.classes.get(old, {old})
         if info is None:
             earlier = {n for n in aliases if self.order.get(n, -1) < self.order[id(s)]}
@@ -942,7 +942,7 @@ class _LoopInfo:
         """Count the tapes of the loops nested in this one (known once they are
         reversed) as defined inside it."""
         for inner in _walk_loops(self.loop.body):
-            info = self.rev.loops.get(id(inner))
+            info = self.rev.loops.get(inner)
             if info is not None:
                 self.defined_inside.update(info.created)
 

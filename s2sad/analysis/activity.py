@@ -19,11 +19,11 @@ def definitions(stmts):
 
 
 def active_names(fn, src, wrt, output, ops):
-    """The active names; fills `ops` with {id(statement): Op}."""
+    """The active names; fills `ops` with {statement: Op} (a `NodeMap`)."""
     edges = []
     for target, stmt in definitions(fn.body):
         op = classify(stmt.value, src)
-        ops[id(stmt)] = op
+        ops[stmt] = op
         for _, a in op.diff_args():
             if isinstance(a, gast.Name):
                 edges.append((a.id, target))

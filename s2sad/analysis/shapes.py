@@ -23,6 +23,7 @@ value) has a shape of its own.
 """
 import gast
 
+from ..codegen import nodes
 from .kinds import ARRAY, SCALAR
 
 
@@ -44,7 +45,7 @@ class Shapes:
         for s in (n for n in gast.walk(fn) if isinstance(n, gast.Assign)):
             target = s.targets[0]
             if isinstance(target, gast.Name) and target.id not in self.many:
-                key = self._key(s.value, ops.get(id(s)))
+                key = self._key(s.value, ops.get(s))
                 if key is not None:
                     self.cls[target.id] = key
 
@@ -118,5 +119,5 @@ def same_shape_in(fn):
     from .kinds import ARRAY, Kinds
     from .primitives import classify
     src, node, _ = pipeline.stages(fn, stop="wengert")
-    ops = {id(s): classify(s.value, src) for _, s in definitions(node.body)}
+    ops = nodes.NodeMap((s, classify(s.value, src)) for _, s in definitions(node.body))
     return Shapes(node, ops, Kinds(node, src, {a.id: ARRAY for a in node.args.args}))

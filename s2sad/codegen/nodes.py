@@ -168,3 +168,33 @@ def stores(node, name):
     """Whether `node` assigns (or binds as a parameter or loop target) `name`."""
     return any(isinstance(n, gast.Name) and n.id == name and not isinstance(n.ctx, gast.Load)
                for n in gast.walk(node))
+
+
+class NodeMap:
+    """A mapping keyed by the identity of AST nodes. It keeps its keys alive: a dict
+    keyed by `id(node)` would hand a freed node's entry to a new node that happens to
+    get the same address, and the generated source would depend on the allocator."""
+
+    def __init__(self, items=()):
+        self._items = {}
+        for node, value in items:
+            self[node] = value
+
+    def __setitem__(self, node, value):
+        self._items[id(node)] = (node, value)
+
+    def __getitem__(self, node):
+        return self._items[id(node)][1]
+
+    def __contains__(self, node):
+        return id(node) in self._items
+
+    def get(self, node, default=None):
+        entry = self._items.get(id(node))
+        return default if entry is None else entry[1]
+
+    def values(self):
+        return [value for _, value in self._items.values()]
+
+    def __len__(self):
+        return len(self._items)
