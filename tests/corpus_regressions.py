@@ -318,3 +318,23 @@ def value(_1, _s2s_zeros_like, log):
     _1 //= 1.0
     return math.radians(math.degrees(t_bar))
 """
+
+
+def polynomial(x, n):
+    s = 0.0
+    for k in range(n):
+        s += (k + 1) * x ** k        # 1 + 2x + 3x^2 + ...
+    return s
+
+
+def zero_to_a_zero_power(x):
+    n = int(x * 0.0)                 # found by the fuzzer: (x * 0.0) ** 0 at x == 0.3
+    return (x * 0.0) ** n + x
+
+
+def sum_of_powers(x, n):
+    return np.sum(x ** n)
+
+
+def power_of_arrays(x, y):
+    return np.sum(x ** y)

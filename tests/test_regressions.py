@@ -269,3 +269,25 @@ def test_node_map_keeps_its_keys_alive():
         m[gast.Constant(value=i, kind=None)] = i
     assert not any(gast.Constant(value=0, kind=None) in m for _ in range(100))
     assert len(m) == 100
+
+
+def test_power_with_a_variable_exponent_at_zero():
+    # the rule's n * x ** (n - 1) raised ZeroDivisionError for 0.0 ** -1 (n == 0)
+    assert s2sad.grad(r.polynomial)(0.0, 4) == 2.0                   # d/dx at 0: 2
+    assert s2sad.grad(r.polynomial)(0.5, 4) == pytest.approx(2 + 6 * 0.5 + 12 * 0.25)
+    assert s2sad.jvp(r.polynomial, (0.0, 4), (1.0, 0))[1] == 2.0
+    assert s2sad.grad(r.zero_to_a_zero_power)(0.3) == 1.0
+    x = np.array([0.0, 2.0], dtype=np.float32)
+    g = s2sad.grad(r.sum_of_powers)(x, 0)
+    assert g.dtype == np.float32 and g.tolist() == [0.0, 0.0]       # x ** 0 is 1
+    assert s2sad.grad(r.sum_of_powers)(x, 3).tolist() == [0.0, 12.0]
+
+
+def test_power_with_an_array_exponent_is_elementwise():
+    x, y = np.array([1.5, 2.0]), np.array([2.0, 3.0])
+    gx, gy = s2sad.grad(r.power_of_arrays, wrt=(0, 1))(x, y)
+    np.testing.assert_allclose(gx, y * x ** (y - 1), rtol=1e-14)
+    np.testing.assert_allclose(gy, x ** y * np.log(x), rtol=1e-14)
+    dx, dy = np.array([0.5, -1.0]), np.array([0.25, 2.0])
+    _, tangent = s2sad.jvp(r.power_of_arrays, (x, y), (dx, dy))
+    assert tangent == pytest.approx(np.sum(y * x ** (y - 1) * dx + x ** y * np.log(x) * dy))

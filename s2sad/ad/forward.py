@@ -59,7 +59,7 @@ from ..codegen import nodes
 from ..errors import InternalError, MissingRuleError, S2SADError, UnsupportedSyntaxError
 from ..frontend.source import MISSING
 from ..rules import registry
-from .simplify import negated, simplify
+from .simplify import negated, on_numbers, simplify
 
 
 class Forward:
@@ -256,7 +256,7 @@ class Forward:
         for n in gast.walk(expr):
             if getattr(n, "s2s_builtin", False):
                 n.id = self.helper(n.id, getattr(builtins, n.id))
-        return simplify(expr)
+        return simplify(on_numbers(expr, lambda n: self.kinds[n] == SCALAR))
 
     def broadcast(self, expr, bound, target):
         """`expr` broadcast to the result's shape where a broadcasting operation's

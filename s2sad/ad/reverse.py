@@ -39,7 +39,7 @@ from ..analysis.shapes import Shapes
 from ..analysis import primitives
 from ..analysis.primitives import COPY, CUSTOM, PACK, USER
 from ..frontend.source import MISSING
-from .simplify import simplify, with_constant
+from .simplify import on_numbers, simplify, with_constant
 
 
 class UnconnectedInputWarning(UserWarning):
@@ -510,7 +510,7 @@ class Reverse:
         arg = op.bound[param]
         if op.variant.broadcast and not reduced and self.needs_unbroadcast(op, param, target):
             expr = nodes.call(self.runtime("unbroadcast"), [expr, copy.deepcopy(arg)])
-        return simplify(expr)
+        return simplify(on_numbers(expr, lambda n: self.kinds[n] == SCALAR))
 
     def needs_unbroadcast(self, op, param, target):
         """Whether the contribution to `param` may have another shape than it: not when

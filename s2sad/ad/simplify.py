@@ -1,4 +1,5 @@
-"""Algebraic clean-up of instantiated rule templates: fold constants, drop `* 1`."""
+"""Algebraic clean-up of instantiated rule templates: fold constants, drop `* 1`, keep
+the branch of a conditional whose test is a constant."""
 import copy
 import operator
 
@@ -8,6 +9,8 @@ from ..codegen import nodes
 
 FOLD = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul,
         gast.Div: operator.truediv, gast.Pow: operator.pow}
+COMPARE = {gast.Eq: operator.eq, gast.NotEq: operator.ne, gast.Lt: operator.lt,
+           gast.LtE: operator.le, gast.Gt: operator.gt, gast.GtE: operator.ge}
 
 
 def simplify(e):
@@ -23,12 +26,36 @@ def simplify(e):
             if _num(inner) and not isinstance(inner.value, bool):
                 return nodes.const(-inner.value)
         return e
+    if isinstance(e, gast.Compare):
+        e.left, e.comparators = simplify(e.left), [simplify(c) for c in e.comparators]
+        if (len(e.ops) == 1 and type(e.ops[0]) in COMPARE and _num(e.left)
+                and _num(e.comparators[0])):
+            return nodes.const(COMPARE[type(e.ops[0])](e.left.value, e.comparators[0].value))
+        return e
+    if isinstance(e, gast.IfExp):
+        e.test = simplify(e.test)
+        if isinstance(e.test, gast.Constant):
+            return simplify(e.body if e.test.value else e.orelse)
+        e.body, e.orelse = simplify(e.body), simplify(e.orelse)
+        return e
     for field, value in gast.iter_fields(e):
         if isinstance(value, gast.AST):
             setattr(e, field, simplify(value))
         elif isinstance(value, list):
             setattr(e, field, [simplify(v) if isinstance(v, gast.AST) else v for v in value])
     return e
+
+
+def on_numbers(e, is_number):
+    """`e` with each conditional whose test reads a value that may be an array replaced
+    by its first branch: an array has no truth value, and its operations follow NumPy
+    (`x ** y` for an array `y` is differentiated as `np.power` is)."""
+    class Branch(gast.NodeTransformer):
+        def visit_IfExp(self, node):
+            self.generic_visit(node)
+            reads = [n for n in gast.walk(node.test) if isinstance(n, gast.Name)]
+            return node if all(is_number(n) for n in reads) else node.body
+    return Branch().visit(e)
 
 
 def _num(e):

@@ -4,6 +4,7 @@ import math
 import functools
 
 from . import registry
+from .operators import POW_X
 from .registry import nondiff, vjp_each
 from .runtime import log_base
 
@@ -19,7 +20,7 @@ vjp(math.log2, "x", "g / (x * log(2.0))", namespace=ns)
 vjp(math.log10, "x", "g / (x * log(10.0))", namespace=ns)
 vjp(math.log1p, "x", "g / (1 + x)")
 vjp(math.sqrt, "x", "g / (2 * ans)")
-vjp(math.pow, "x, y", "g * y * x ** (y - 1)", "g * ans * _s2s_log(x)",
+vjp(math.pow, "x, y", POW_X, "g * ans * _s2s_log(x)",
     namespace={"_s2s_log": log_base})
 vjp(math.sin, "x", "g * cos(x)", namespace=ns)
 vjp(math.cos, "x", "-g * sin(x)", namespace=ns)

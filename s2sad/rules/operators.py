@@ -9,11 +9,15 @@ from .registry import nondiff, returns, vjp
 ns = {"_s2s_log": runtime.log_base, "_s2s_unindex": runtime.unindex,
       "_s2s_matmul_lhs": runtime.matmul_lhs, "_s2s_matmul_rhs": runtime.matmul_rhs}
 
+#: d(x ** y)/dx. At y == 0 it is 0 (x ** 0 is 1), also at x == 0, where the formula
+#: would raise 0.0 ** -1; constant exponents fold (`x ** 2` gives `g * 2 * x`).
+POW_X = "g * y * x ** (y - 1) if y != 0 else 0.0 * x"
+
 vjp(operator.add, "x, y", "g", "g", broadcast=True)
 vjp(operator.sub, "x, y", "g", "-g", broadcast=True)
 vjp(operator.mul, "x, y", "g * y", "g * x", broadcast=True)
 vjp(operator.truediv, "x, y", "g / y", "-g * x / (y * y)", broadcast=True)
-vjp(operator.pow, "x, y", "g * y * x ** (y - 1)", "g * ans * _s2s_log(x)", namespace=ns,
+vjp(operator.pow, "x, y", POW_X, "g * ans * _s2s_log(x)", namespace=ns,
     broadcast=True)
 vjp(operator.mod, "x, y", "g", "-g * (x // y)", broadcast=True)
 vjp(operator.neg, "x", "-g", elementwise=True)

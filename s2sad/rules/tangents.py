@@ -16,6 +16,7 @@ import operator
 import numpy as np
 
 from . import runtime as R
+from .operators import POW_X
 from .registry import METHODS, jvp, linear, returns
 
 ns = {"np": np, "_s2s_log": R.log_base, "_s2s_zeros_like": R.zeros_like,
@@ -36,7 +37,7 @@ linear(R.setitem, "a, index, v", "a, v")
 linear(R.append, "a, v", "a, v")
 linear(builtins.reversed, "seq", "seq")
 linear(builtins.sum, "iterable, start=0", "iterable, start")
-jvp(builtins.pow, "x, y", "t * y * x ** (y - 1)", "t * ans * _s2s_log(x)", namespace=ns)
+jvp(builtins.pow, "x, y", POW_X.replace("g", "t"), "t * ans * _s2s_log(x)", namespace=ns)
 jvp(builtins.max, "x, y", "t * (x >= y)", "t * (x < y)")
 jvp(builtins.min, "x, y", "t * (x <= y)", "t * (x > y)")
 for _n in range(3, 9):     # the first argument that attains the result carries it
