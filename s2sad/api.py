@@ -6,6 +6,7 @@ import numpy as np
 
 from . import cache, pipeline
 from .errors import GradientCheckError, NonScalarOutputError, S2SADError
+from .ad.reverse import warn_unconnected
 from .frontend.source import unwrap
 from .rules import registry, runtime
 
@@ -15,15 +16,23 @@ def _target(fn):
     return _custom_wrapper(fn) if getattr(fn, "s2s_custom", False) else unwrap(fn)
 
 
-def _compiled(fn, wrt, fused=False, kinds=None, release=False):
+def _compiled(fn, wrt, fused=False, kinds=None, release=False, warn=True):
     """The compiled derivative of `fn` for `wrt`, specialised on argument `kinds`
     (see pipeline.kinds_of); without kinds, those `source(f)` assumes. `fused` and
-    `release` are those of pipeline.reverse."""
+    `release` are those of pipeline.reverse. When it is compiled, an
+    `UnconnectedInputWarning` names each input the output does not depend on, unless
+    `warn` is false (for the functions a differentiated function calls)."""
     fn = _target(fn)
     kinds = pipeline.default_kinds(fn) if kinds is None else kinds
     key = ({False: "reverse", True: "value_and_grad", "grad": "grad"}[fused], release,
            tuple(wrt) if isinstance(wrt, (tuple, list)) else wrt, pipeline._kinds_key(kinds))
-    return cache.get(fn, key, lambda: pipeline.reverse(fn, wrt, fused, kinds, release))
+
+    def build():
+        derivative = pipeline.reverse(fn, wrt, fused, kinds, release)
+        if warn:
+            warn_unconnected(*derivative.unconnected)
+        return derivative
+    return cache.get(fn, key, build)
 
 
 class _Derivative:

@@ -41,6 +41,7 @@ class Derivative:
         self.source = source_text
         self.filename = filename
         self.lifted = []    # (function, wrt, kinds) of the lifted functions it calls
+        self.unconnected = (None, [])   # (source, differentiated inputs with no effect)
 
 
 def wrt_names(src, wrt):
@@ -215,6 +216,7 @@ def _compiled(src, node, transform):
     compiled, text = emit.compile_function(node, bindings, src.fn, filename)
     derivative = Derivative(compiled, text, filename)
     derivative.lifted = transform.lifted
+    derivative.unconnected = (src, getattr(transform, "unconnected", []))
     return derivative
 
 
@@ -244,7 +246,7 @@ def vjp_of(fn, wrt, kinds=None):
         return LazyVJP(fn, wrt, kinds)
     _compiling.append(fn)
     try:
-        return api._compiled(fn, wrt, kinds=kinds).fn
+        return api._compiled(fn, wrt, kinds=kinds, warn=False).fn
     finally:
         _compiling.pop()
 

@@ -338,3 +338,11 @@ def sum_of_powers(x, n):
 
 def power_of_arrays(x, y):
     return np.sum(x ** y)
+
+
+def doubles_its_first(a, b):
+    return a * 2.0
+
+
+def calls_a_helper_with_an_unused_parameter(x, y):
+    return doubles_its_first(x, y) + y

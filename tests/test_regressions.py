@@ -2,6 +2,7 @@
 import os
 import subprocess
 import sys
+import warnings
 
 
 import numpy as np
@@ -291,3 +292,19 @@ def test_power_with_an_array_exponent_is_elementwise():
     dx, dy = np.array([0.5, -1.0]), np.array([0.25, 2.0])
     _, tangent = s2sad.jvp(r.power_of_arrays, (x, y), (dx, dy))
     assert tangent == pytest.approx(np.sum(y * x ** (y - 1) * dx + x ** y * np.log(x) * dy))
+
+
+def test_unused_parameter_of_a_called_function_does_not_warn():
+    # the output depends on both inputs; only the helper ignores its second parameter
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        g = s2sad.grad(r.calls_a_helper_with_an_unused_parameter, wrt=(0, 1))(1.0, 2.0)
+    assert g == (2.0, 1.0)
+
+
+def test_unconnected_input_warning_as_error_is_the_warning_itself():
+    # with warnings turned into errors it used to come out as an InternalError
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(s2sad.UnconnectedInputWarning, match="'b'"):
+            s2sad.grad(r.doubles_its_first, wrt=(0, 1))(1.0, 2.0)

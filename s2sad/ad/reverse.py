@@ -42,6 +42,17 @@ from ..frontend.source import MISSING
 from .simplify import on_numbers, simplify, with_constant
 
 
+def warn_unconnected(src, params):
+    """Warn that the output of `src`'s function does not depend on `params` (called by
+    the API for the function the user differentiates, not for the functions it calls)."""
+    import warnings
+    for p in params:
+        warnings.warn_explicit(
+            f"{src.name}(): the output does not depend on {p!r} (through differentiable "
+            "operations); its gradient is zero", UnconnectedInputWarning, src.filename,
+            src.first_line)
+
+
 class UnconnectedInputWarning(UserWarning):
     """The output does not depend on a differentiated input; its gradient is zero."""
 
@@ -76,13 +87,7 @@ class Reverse:
         self.straight = _straight_line_names(fn)
         self.uniform = set()
         self.owned = set()
-        for p in self.wrt:
-            if p not in self.active:
-                import warnings
-                warnings.warn_explicit(
-                    f"{self.src.name}(): the output does not depend on {p!r} (through "
-                    "differentiable operations); its gradient is zero",
-                    UnconnectedInputWarning, self.src.filename, self.src.first_line)
+        self.unconnected = [p for p in self.wrt if p not in self.active]
         self.user_calls = nodes.NodeMap()
         self.refuse_mutating_calls(fn)
         self.indexed = {a.id for s in _assigns(fn) for a in _getitem_receivers(s)}
