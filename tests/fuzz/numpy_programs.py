@@ -14,7 +14,8 @@ scalar. The subset:
   `c + np.cos(v)` or `1.0 + v * v`, `np.maximum`/`np.minimum`, `np.where` on comparisons,
   `np.clip` with constant bounds, and conditional expressions on a scalar condition;
 - reductions, full or along an axis, with or without `keepdims`: `np.sum`, `np.mean`,
-  `np.max`, `np.min`, and `np.prod` of cosines, also as methods (`v.sum(axis=0)`);
+  `np.max`, `np.min`, and `np.prod` (of factors of at most 1, exact zeros included),
+  also as methods (`v.sum(axis=0)`);
 - `@`, `np.dot` and `np.matmul` where the shapes fit (vector-vector, matrix-vector,
   matrix-matrix);
 - indexing reads: integers (also negative and loop variables), slices (with negative
@@ -49,12 +50,11 @@ Not generated (s2sad limitations or outside the subset): iterating over an array
 (`for row in x`), `while` loops, `break`/`continue`, early returns, integer arrays as
 parameters, and float32.
 
-Restrictions that only work around open s2sad bugs (tests/fuzz/found_numpy.py; drop
-each when its reproducer XPASSes; all seven are fixed now and moved to
-tests/test_regressions.py, and the restrictions for bugs 1 and 6 are lifted): inside
-branches every stored value depends on a parameter (bug 3); an array written in a loop is
-not read again before the outermost loop ends (bugs 4, 5); `np.prod` only of cosines,
-never of an exact zero (bug 7).
+No restriction works around an s2sad bug any more: the seven found while this generator
+was written (tests/fuzz/found_numpy.py) are fixed, with regression tests in
+tests/test_regressions.py, and the generator then lifted the restrictions that had kept
+clear of them (constant values stored in branches, arrays read again in the loop that
+writes them, `np.prod` with zero factors).
 
 Shrinking produces simpler programs: every choice's first option is the simplest.
 """
@@ -286,9 +286,7 @@ class _Gen(Choices):
         self.budget = budget
         self.trips = 1             # product of the enclosing loops' trip counts
         self.loop_depth = 0
-        self.branches = 0          # depth of if statements and conditional expressions
         self.params = ()
-        self.hidden = {}           # arrays written in the current loop nest (bugs 4, 5)
 
     def shape(self, env):
         """A shape for a new value: a shape already in use, or any other."""
@@ -298,22 +296,11 @@ class _Gen(Choices):
             return self.pick(used)
         return self.pick(SHAPES)
 
-    # -- activity (known s2sad bug 3 in found_numpy.py) ---------------------------------------
+    # -- activity ---------------------------------------------------------------------------
     def active(self, env, e):
         """True if `e` reads a value that depends on a parameter."""
         names = [n for n, v in env.items() if v.kind == "value" and v.active]
         return bool(names) and re.search(rf"\b({'|'.join(names)})\b", e.text) is not None
-
-    def activated(self, env, e):
-        """`e`, made to depend on a parameter if it does not (inside branches: a branch
-        that stores a constant zeroes the adjoint of an array with element writes into
-        a float 0.0, which crashes s2sad; found_numpy.py, 3)."""
-        if not self.branches or self.active(env, e):
-            return e
-        p = self.pick(sorted(n for n in self.params))
-        term = f"np.sum(np.tanh({p}))" if env[p].shape else f"np.tanh({p})"
-        return _E(f"({e.text} + 0.01 * {term})", e.shape, e.bound + 0.01 * max(
-            _size(env[p].shape), 1), e.fresh, e.root)
 
     # -- expressions ------------------------------------------------------------------------
     def squash(self, e, cap=1.0):
@@ -335,9 +322,8 @@ class _Gen(Choices):
         paths = _paths(e.shape, shape)
         path = paths[self.draw(st.integers(0, len(paths) - 1))]
         for template, new_shape, kind, bound in path:
-            if bound == "prod":
-                # never a factor of exactly zero: s2sad bug 7 (found_numpy.py)
-                e = _E(f"np.cos({e.text})", e.shape, 1.0)
+            if bound == "prod" and e.bound > 1.0:
+                e = self.squash(e)        # factors of at most 1 (exact zeros included)
             view = kind == "view" and not e.fresh
             e = _E(template.format(e.text), new_shape, _apply_bound(bound, e.bound, e.shape),
                    fresh=not view, root=e.root if view else frozenset())
@@ -470,12 +456,8 @@ class _Gen(Choices):
             e = self.join(env, d, shape)
         elif kind == "ifexp":
             cond = self.cond(env, d)
-            self.branches += 1
-            try:
-                a = self.activated(env, self.expr(env, d, shape))
-                b = self.activated(env, self.expr(env, d, shape))
-            finally:
-                self.branches -= 1
+            a = self.expr(env, d, shape)
+            b = self.expr(env, d, shape)
             e = _E(f"({a.text} if {cond} else {b.text})", shape, max(a.bound, b.bound),
                    a.fresh and b.fresh, a.root | b.root)
         elif kind == "clip":
@@ -591,7 +573,7 @@ class _Gen(Choices):
         shape = old.shape if old is not None else self.shape(env)
         owned = old.owned if old is not None else False
         depth_e = self.draw(st.integers(0, 3))
-        e = self.stored(env, self.activated(env, self.expr(env, depth_e, shape)), owned)
+        e = self.stored(env, self.expr(env, depth_e, shape), owned)
         active = self.active(env, e)
         env = dict(env)
         env[name] = _V(shape, e.bound, owned or (e.fresh and bool(shape)), active=active)
@@ -599,7 +581,7 @@ class _Gen(Choices):
 
     def stmt_create(self, env, pad, indent, depth):
         name = self.new_name(env)
-        if name is None or self.branches:
+        if name is None:
             return self.stmt_assign(env, pad, indent, depth)
         form = self.pick(("copy", "zeros", "ones", "zeros_like", "np_copy", "array"))
         arrays = sorted(n for n, v in env.items() if v.kind == "value" and v.shape)
@@ -664,10 +646,6 @@ class _Gen(Choices):
             lines.append(f"{pad}{name} = np.tanh({name})")
             bound = 1.0
         env[name] = _V(var.shape, bound, True, active=var.active or self.active(env, e))
-        if self.loop_depth:
-            # s2sad bugs 4 and 5 (found_numpy.py): an array written in a loop and read
-            # later in the same loop (nest). Unreadable until the outermost loop ends.
-            self.hidden[name] = env.pop(name)
         return lines, env
 
     def stmt_augment(self, env, pad, indent, depth):
@@ -692,18 +670,14 @@ class _Gen(Choices):
 
     def stmt_if(self, env, pad, indent, depth):
         lines = [f"{pad}if {self.cond(env, self.draw(st.integers(1, 2)))}:"]
-        self.branches += 1
-        try:
-            body, env_then = self.block(dict(env), indent + 1, depth + 1, 3)
+        body, env_then = self.block(dict(env), indent + 1, depth + 1, 3)
+        lines += body
+        if self.chance(50):
+            lines.append(f"{pad}else:")
+            body, env_else = self.block(dict(env), indent + 1, depth + 1, 3)
             lines += body
-            if self.chance(50):
-                lines.append(f"{pad}else:")
-                body, env_else = self.block(dict(env), indent + 1, depth + 1, 3)
-                lines += body
-            else:
-                env_else = env
-        finally:
-            self.branches -= 1
+        else:
+            env_else = env
         return lines, _join_envs([env_then, env_else])
 
     def loop(self, env, indent, depth, trips, body_fn):
@@ -719,11 +693,6 @@ class _Gen(Choices):
             self.trips = saved
         out = {}
         for n, v in env.items():
-            if n not in end and n in self.hidden:
-                if self.loop_depth:
-                    continue
-                end = dict(end)
-                end[n] = self.hidden.pop(n)
             if v.kind == "int" and n in end:
                 out[n] = v.copy()
             elif n in end:
