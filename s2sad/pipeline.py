@@ -10,6 +10,7 @@
     forward   (forward mode, instead of reverse) each statement, then its tangent
     optimize  coalesce copies, propagate adjoint copies, fuse accumulations
     fuse      (grad, value_and_grad) forward pass and pullback in one function
+    reuse     (fused) compute elementwise results into the buffers of dead temporaries
     release   (fused) delete each array after its last use
     emit      gast -> ast -> ast.unparse, compiled with the user's globals, live
 """
@@ -28,6 +29,7 @@ from .passes.desugar import Desugar
 from .passes.lift import Lift
 from .passes.optimize import Optimize
 from .passes.release import Release
+from .passes.reuse import Reuse
 from .passes.wengert import Wengert
 
 STAGES = ("lift", "desugar", "wengert", "reverse", "optimize", "forward")
@@ -183,12 +185,14 @@ def reverse(fn, wrt=0, fused=False, kinds=None, release=False, guard=True):
     `f_value_and_grad` that `value_and_grad` runs; with `fused="grad"`, the `f_grad`
     that `grad` runs), specialised on `kinds` (by default, those of `default_kinds`).
     A fused function starts by checking its arguments' types unless `guard` is false;
-    with `release`, it deletes each array after its last use."""
+    with `release`, it reuses dead temporaries' buffers and deletes each array after
+    its last use."""
     kinds = default_kinds(fn) if kinds is None else kinds
     src, node, rev = stages(fn, wrt, kinds=kinds)
     if fused:
         node = fuse(node, rev, value=fused != "grad", guard=guard)
         if release:
+            node = Reuse(rev).run(node)
             node = Release(rev.array_names()).run(node)
     return _compiled(src, node, rev)
 

@@ -68,7 +68,7 @@ class Shapes:
             return self.of(value.id)
         if (isinstance(value, gast.Subscript) and isinstance(value.value, gast.Name)
                 and self.kinds[value.value] == ARRAY):
-            index = _trims(value.slice)
+            index = trims(value.slice)
             base = self.of(value.value.id)
             return None if index is None or base is None else frozenset(
                 [("index", base, index)])
@@ -82,7 +82,7 @@ class Shapes:
         return None if None in keys else frozenset().union(*keys)
 
 
-def _trims(index):
+def trims(index):
     """A key for a constant basic index that determines the shape it selects from an
     array of a given shape: per axis, an int removes it, and a slice `a:-b` keeps
     `max(n - a - b, 0)` of `n` elements."""

@@ -1,0 +1,166 @@
+"""Buffer reuse (passes/reuse.py): elementwise results computed into the buffers of
+dead temporaries. Gradients are checked against central differences, inputs must be
+unchanged, dtypes kept, and the cases where reuse would be wrong must not reuse."""
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import s2sad
+from s2sad import pipeline
+
+from numpy_cases import compare, fd_array_grad
+
+
+def rosenbrock(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+
+
+def chain(x):
+    return np.sum(np.exp(x[1:] - x[:-1]) ** 2 * np.tanh(x[1:]))
+
+
+def through_views(x):
+    # arguments reach elementwise operations through views: never written into
+    a = x[1:]
+    b = np.reshape(x, (2, -1))
+    c = b.T
+    return np.sum(np.sin(a) * a) + np.sum(np.cos(c) * c)
+
+
+def grows(x, M):
+    a = x * 2.0                 # x: (n,), M: (k, n): a * M is larger than a
+    return np.sum(np.tanh(a * M))
+
+
+def read_later(x):
+    a = x[1:] * 2.0
+    b = a * 3.0
+    return np.sum(b * a)
+
+
+def on_a_tape(x):
+    a = x[1:] * 2.0
+    s = 0.0
+    for i in range(3):
+        b = np.sin(a)
+        s = s + np.sum(b * a)
+        a = a * 1.5
+    return s
+
+
+def zero_dimensional(x):
+    return np.sum(np.exp(x * 2.0) * x)
+
+
+def with_ints(x, n):
+    return np.sum(x[1:] * (n[1:] / 2) + np.exp(x[:-1] * n[:-1]))
+
+
+def mixed_precision(x, c):
+    t = x[1:] * 3.0
+    return np.sum(t * c[1:])
+
+
+RNG = np.random.default_rng(11)
+CASES = [
+    (rosenbrock, (RNG.uniform(-1.5, 1.5, 7),), 0),
+    (chain, (RNG.normal(size=6),), 0),
+    (through_views, (RNG.normal(size=6),), 0),
+    (grows, (RNG.normal(size=4), RNG.normal(size=(3, 4))), (0, 1)),
+    (read_later, (RNG.normal(size=5),), 0),
+    (on_a_tape, (RNG.normal(size=5),), 0),
+    (zero_dimensional, (np.array(0.3),), 0),
+    (with_ints, (RNG.normal(size=5), np.arange(1, 6)), 0),
+    (mixed_precision, (RNG.normal(size=5), RNG.normal(size=5)), 0),
+]
+
+
+@pytest.mark.parametrize("f, args, wrt", CASES, ids=[c[0].__name__ for c in CASES])
+@pytest.mark.parametrize("which", ["grad", "value_and_grad"])
+def test_gradient_matches_finite_differences(f, args, wrt, which):
+    before = [np.copy(a) for a in args]
+    if which == "grad":
+        got = s2sad.grad(f, wrt)(*args)
+    else:
+        value, got = s2sad.value_and_grad(f, wrt)(*args)
+        assert value == pytest.approx(f(*[np.copy(a) for a in args]), rel=1e-12)
+    single = not isinstance(wrt, tuple)
+    for i, g in zip((wrt,) if single else wrt, (got,) if single else got):
+        error = compare(g, fd_array_grad(f, args, i), 1e-6, 1e-8, f"d{f.__name__}/d{i}")
+        assert error is None, error
+        assert not any(np.shares_memory(g, a) for a in args)
+    for a, b in zip(args, before):
+        assert np.array_equal(a, b)          # inputs untouched
+    again = s2sad.grad(f, wrt)(*args)        # a second call gives the same gradient
+    for g, h in zip((got,) if single else got, (again,) if single else again):
+        assert np.array_equal(g, h)
+
+
+def _source(f, *args, wrt=0):
+    return pipeline.reverse(f, wrt, fused="grad", kinds=pipeline.kinds_of(f, args),
+                            release=True).source
+
+
+def _outs(text):
+    return [line.strip() for line in text.splitlines() if "out=" in line or " *= " in line
+            or " += " in line and "[" not in line.split("+=")[0]]
+
+
+def test_rosenbrock_reuses_dead_temporaries():
+    text = _source(rosenbrock, np.ones(5))
+    assert "t_3 = np.subtract(t, t_2, out=t_2)" in text
+    assert "t_1_bar = np.multiply(t_3_bar, -2, out=t_3_bar)" in text
+    assert "t_1_bar *= t_1" in text
+    # the addition of t_3_bar moved up, so that its buffer is free for t_1_bar
+    assert text.index("x_bar[1:] += t_3_bar") < text.index("t_1_bar = ")
+
+
+def test_views_of_arguments_are_never_written():
+    text = _source(through_views, np.ones(6))
+    for line in _outs(text):
+        assert not any(f"out={v})" in line for v in ("a", "b", "c", "x")), line
+
+
+def test_no_reuse_when_broadcasting_grows_the_result():
+    text = _source(grows, np.ones(4), np.ones((3, 4)), wrt=(0, 1))
+    assert not any("out=a)" in line or line.startswith("a *=") for line in _outs(text))
+
+
+def test_no_reuse_of_a_value_read_later():
+    text = _source(read_later, np.ones(5))
+    assert "b = a * 3.0" in text
+
+
+def test_no_reuse_of_zero_dimensional_values():
+    # x * 2.0 on a 0-d array is a NumPy scalar: no buffer to write into
+    assert _outs(_source(zero_dimensional, np.array(0.3))) == []
+
+
+def test_no_reuse_across_dtypes():
+    # t is float32 (from x), c float64: t * c is float64 and must not go into t
+    x, c = np.linspace(0.1, 1, 5, dtype=np.float32), np.linspace(1, 2, 5)
+    assert "out=t)" not in _source(mixed_precision, x, c)
+    value, g = s2sad.value_and_grad(mixed_precision)(x, c)
+    assert value.dtype == np.float64 and g.dtype == np.float32
+
+
+def test_float32_stays_float32():
+    x = np.linspace(-1, 1, 7, dtype=np.float32)
+    for f in (rosenbrock, chain):
+        g = s2sad.grad(f)(x)
+        assert g.dtype == np.float32, f.__name__
+        error = compare(g, fd_array_grad(f, (x,), 0), 1e-3, 1e-3, f.__name__)
+        assert error is None, error
+
+
+def test_rosenbrock_peak_memory():
+    n = 200_000
+    x = RNG.uniform(-1.5, 1.5, n)
+    df = s2sad.grad(rosenbrock)
+    df(x)
+    tracemalloc.start()
+    df(x)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 3.2 * 8 * n     # the gradient and two temporaries, not five
