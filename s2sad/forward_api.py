@@ -11,13 +11,14 @@ from .errors import MissingRuleError, S2SADError
 from .rules import registry, runtime
 
 
-def compiled(fn, wrt, kinds=None):
+def compiled(fn, wrt, kinds=None, guard=False):
     """The compiled `f_jvp` of `fn` for `wrt` (a tuple of indices or names), specialised
-    on argument `kinds` (see pipeline.kinds_of), through the cache."""
+    on argument `kinds` (see pipeline.kinds_of), through the cache; with `guard`, the
+    version that checks its arguments (see pipeline.forward)."""
     fn = api._target(fn)
     kinds = pipeline.default_kinds(fn) if kinds is None else kinds
-    key = ("forward", tuple(wrt), pipeline._kinds_key(kinds))
-    return cache.get(fn, key, lambda: pipeline.forward(fn, tuple(wrt), kinds))
+    key = ("forward", guard, tuple(wrt), pipeline._kinds_key(kinds))
+    return cache.get(fn, key, lambda: pipeline.forward(fn, tuple(wrt), kinds, guard))
 
 
 def _call(d, args, kwargs, tangents):
@@ -42,6 +43,37 @@ def jvp(f, primals, tangents, **kwargs):
     >>> s2sad.jvp(f, (3.0, 2.0), (None, 1.0))       # d/dy, x held fixed
     (6.141120008059867, 3.0)
     """
+    # the fast path: the f_jvp of f's last call, which checks its arguments' types (and
+    # that no tangent is None) itself, raising Respecialize for others. It takes n
+    # primals, then n tangents: given n tangents, other counts of primals fail the call.
+    try:
+        version, n, fn, _ = _last[id(f)]
+    except KeyError:
+        return _jvp(f, primals, tangents, kwargs)
+    if version == registry.version and len(tangents) == n:
+        try:
+            return fn(*primals, *tangents, **kwargs) if kwargs else fn(*primals, *tangents)
+        except runtime.Respecialize:
+            pass
+        except TypeError:
+            if len(primals) == n:
+                raise
+    return _jvp(f, primals, tangents, kwargs)
+
+
+# id(f) -> (registry version, number of primals, f_jvp, weakref to f): jvp's fast path,
+# for functions (not methods) whose last call gave every tangent, by position; the entry
+# goes when f does, so its id is never another object's.
+_last = {}
+
+# weakref(f) -> {(first, registry version, *argument types, *tangent types): (f_jvp, names,
+# skip)}: jvp's general path, two dict lookups per call instead of reading f's signature
+# (which costs more than a small jvp); an entry goes when its function does.
+_jvp_calls = {}
+
+
+def _jvp(f, primals, tangents, kwargs):
+    """jvp's general path: the first call, methods, tangents left out, other types."""
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise S2SADError(f"jvp needs one tangent per primal: got {len(primals)} primal(s) "
@@ -51,46 +83,68 @@ def jvp(f, primals, tangents, **kwargs):
         f, primals, first = f.__func__, (f.__self__,) + primals, 1
     # the types of the tangents tell which are None (arguments left out)
     key = (first, registry.version, *map(type, primals), *map(type, tangents))
+    per_fn = _calls_of(f)
+    entry = per_fn.get(key)
+    if entry is None:
+        if any(k[1] != registry.version for k in per_fn):
+            per_fn.clear()
+        entry = per_fn[key] = _jvp_entry(f, primals, tangents, first)
+    _remember(f, first, primals, entry)
     try:
-        fn, names, skip = _jvp_calls[weakref.ref(f)][key]
-    except (KeyError, TypeError):  # first call for these types, or f not weakly keyable
-        fn, names, skip = entry = _jvp_entry(f, primals, tangents, first)
-        try:
-            per_fn = _jvp_calls.setdefault(weakref.ref(f, _forget), {})
-        except TypeError:
-            pass
-        else:
-            if any(k[1] != registry.version for k in per_fn):
-                per_fn.clear()
-            per_fn[key] = entry
+        return _run(entry, primals, tangents, kwargs)
+    except runtime.Respecialize:
+        # a field of a dataclass argument changed type, which the key does not see
+        entry = per_fn[key] = _jvp_entry(f, primals, tangents, first)
+        _remember(f, first, primals, entry)
+        return _run(entry, primals, tangents, kwargs)
+
+
+def _run(entry, primals, tangents, kwargs):
+    fn, names, skip = entry
     if skip:
         tangents = tuple(t for t in tangents if t is not None)
     if names is None:
-        return fn(*primals, *tangents, **kwargs) if kwargs else fn(*primals, *tangents)
+        return fn(*primals, *tangents, **kwargs)
     return fn(*primals, **kwargs, **dict(zip(names, tangents)))
 
 
-# weakref(f) -> {(first, registry version, *argument types, *tangent types): (f_jvp, names,
-# skip)}: jvp's fast path, two dict lookups per call instead of reading f's signature
-# (which costs more than a small jvp); an entry goes when its function does.
-_jvp_calls = {}
+def _calls_of(f):
+    try:
+        return _jvp_calls[weakref.ref(f)]
+    except KeyError:
+        return _jvp_calls.setdefault(weakref.ref(f, _forget), {})
+    except TypeError:   # f is not weakly referable: no cache
+        return {}
 
 
 def _forget(ref):
     _jvp_calls.pop(ref, None)
 
 
+def _remember(f, first, primals, entry):
+    """Make `entry` jvp's fast path for `f` if it can be (see `_last`), else leave none."""
+    fn, names, skip = entry
+    if first or names is not None or skip:
+        _last.pop(id(f), None)
+        return
+    try:
+        ref = weakref.ref(f, lambda _, key=id(f): _last.pop(key, None))
+    except TypeError:
+        return
+    _last[id(f)] = (registry.version, len(primals), fn, ref)
+
+
 def _jvp_entry(f, primals, tangents, first):
-    """`(f_jvp, names, skip)`: the compiled `f_jvp` for the arguments `primals`, the
-    first `first` of them not differentiated (a method's instance), nor those whose
-    tangent is None (then `skip`); `names` are the names of its tangent parameters if
-    they must be passed by name, None if by position."""
+    """`(f_jvp, names, skip)`: the compiled `f_jvp` for the arguments `primals` (the
+    version that checks them), the first `first` of them not differentiated (a method's
+    instance), nor those whose tangent is None (then `skip`); `names` are the names of its
+    tangent parameters if they must be passed by name, None if by position."""
     if len(primals) == first:
         raise S2SADError("jvp needs the positional arguments to differentiate at")
     wrt = tuple(i for i in range(first, len(primals)) if tangents[i - first] is not None)
     if not wrt:
         raise S2SADError("jvp needs at least one tangent that is not None")
-    d = compiled(f, wrt, pipeline.kinds_of(api._target(f), primals))
+    d = compiled(f, wrt, pipeline.kinds_of(api._target(f), primals), guard=True)
     code = getattr(d.fn, "__code__", None)
     by_position = (code is not None and
                    code.co_varnames[len(primals):code.co_argcount] == tuple(d.tangent_names))

@@ -193,12 +193,15 @@ def reverse(fn, wrt=0, fused=False, kinds=None, release=False, guard=True):
 
 
 @_guarded
-def forward(fn, wrt=0, kinds=None):
+def forward(fn, wrt=0, kinds=None, guard=False):
     """Compile the forward-mode derivative `f_jvp` of `fn` (also of s2sad's own
     reverse-mode code: forward over reverse), specialised on `kinds` like `reverse`; its
-    `tangent_names` are the parameters that take the tangents of `wrt`."""
+    `tangent_names` are the parameters that take the tangents of `wrt`. With `guard`, it
+    starts by checking its arguments' types and that no tangent is None."""
     kinds = default_kinds(fn) if kinds is None else kinds
     src, node, fwd = stages(fn, wrt, stop="forward", kinds=kinds)
+    if guard:
+        node.body.insert(0, fwd.guard())
     derivative = _compiled(src, node, fwd)
     derivative.tangent_names = fwd.tangent_names
     return derivative

@@ -128,6 +128,55 @@ def test_jvp_fast_path_follows_types_rules_tangent_count_and_methods():
         assert s2sad.jvp(Scaled(k).apply, (2.0,), (1.0,)) == (4.0 * k, 4.0 * k)
 
 
+def test_jvp_fast_path_checks_what_it_skips():
+    # after a call with every tangent, jvp calls that f_jvp directly: the generated code
+    # checks the argument types and that no tangent is None, jvp the number of tangents
+    import dataclasses
+    import gc
+    from s2sad import forward_api
+    f = _module_level(None, {}, "def g(x, y, *, k=1.0):\n    return k * x * x * y\n")
+    assert s2sad.jvp(f, (2.0, 3.0), (1.0, 0.0)) == (12.0, 12.0)
+    assert id(f) in forward_api._last
+    x = np.array([1.0, 2.0])
+    y, y_dot = s2sad.jvp(f, (x, 3.0), (np.ones(2), 0.0))         # arrays: respecialised
+    assert np.array_equal(y, 3 * x * x) and np.array_equal(y_dot, 6 * x)
+    assert s2sad.jvp(f, (2.0, 3.0), (1.0, 0.0)) == (12.0, 12.0)  # and back
+    assert s2sad.jvp(f, (2.0, 3), (1.0, 1.0)) == (12.0, 16.0)    # an int
+    assert s2sad.jvp(f, (2.0, 3.0), (None, 1.0)) == (12.0, 4.0)  # a tangent left out
+    assert s2sad.jvp(f, (2.0, 3.0), (1.0, 0.0), k=2.0) == (24.0, 24.0)
+    for primals, tangents in (((2.0, 3.0, 4.0), (1.0,)), ((2.0,), (1.0, 0.0, 1.0)),
+                              ((2.0,), (1.0,))):
+        s2sad.jvp(f, (2.0, 3.0), (1.0, 0.0))
+        with pytest.raises((s2sad.S2SADError, TypeError), match="tangent per primal|argument"):
+            s2sad.jvp(f, primals, tangents)
+    # an error of the function itself is raised once, as it is
+    calls = []
+    note = calls.append
+    s2sad.nondiff(note)
+    boom = _module_level(None, {"note": note},
+                         "def boom(x):\n    note(x)\n    return x + 'a'\n")
+    try:
+        for _ in range(2):
+            with pytest.raises(TypeError, match="unsupported operand"):
+                s2sad.jvp(boom, (1.0,), (1.0,))
+    finally:
+        registry.RULES.pop(note)
+        registry.bump()
+    assert len(calls) == 2
+
+    @dataclasses.dataclass
+    class Box:
+        w: object
+    h = _module_level(None, {}, "def h(b, x):\n    return b.w * x\n")
+    assert s2sad.jvp(h, (Box(2.0), 3.0), (Box(1.0), 0.0)) == (6.0, 3.0)
+    y, y_dot = s2sad.jvp(h, (Box(x), 3.0), (Box(np.ones(2)), 0.0))   # a field's type
+    assert np.array_equal(y, 3 * x) and np.array_equal(y_dot, [3.0, 3.0])
+    key = id(f)
+    del f
+    gc.collect()
+    assert key not in forward_api._last
+
+
 def test_missing_forward_rule_is_reported():
     def opaque(x):
         return x

@@ -34,7 +34,7 @@ import gast
 from ..codegen import nodes
 from ..errors import InternalError, MissingRuleError
 from ..analysis.activity import active_names
-from ..analysis.kinds import ARRAY, CONTAINER, SCALAR, Kinds
+from ..analysis.kinds import ARRAY, CONTAINER, SCALAR, Kinds, guarded
 from ..analysis.shapes import Shapes
 from ..analysis import primitives
 from ..analysis.primitives import COPY, CUSTOM, PACK, USER
@@ -199,10 +199,8 @@ class Reverse:
     def guarded_types(self):
         """[(parameter, generated-code name of its type)] for the fused function's guard."""
         params = [a.id for a in self.src.node.args.posonlyargs + self.src.node.args.args]
-        order = params + sorted(k for k in self.types if k.split(".")[0] in params
-                                and k not in params)
         return [(p, self.helper(self.types[p].__name__, obj=self.types[p]))
-                for p in order if p in self.types]
+                for p in guarded(params, self.types)]
 
     def runtime(self, name):
         """The generated-code name of runtime helper `name` of s2sad.rules.runtime."""
@@ -657,9 +655,8 @@ def fuse(vjp, rev, value=True, guard=True):
     pullback = vjp.s2s_pullback
     check = []
     if guards:
-        test = " or ".join(f"{helper('type')}({p}) is not {t}" for p, t in guards)
-        check = [nodes.if_(nodes.parse_expr(test), [gast.Raise(
-            exc=nodes.name(runtime("Respecialize")), cause=None)])]
+        check = [nodes.guard([f"{helper('type')}({p}) is not {t}" for p, t in guards],
+                             runtime("Respecialize"))]
     forward = [s for s in vjp.body[:-1] if s is not pullback]
     result = vjp.body[-1].value.elts[0]
     grads = pullback.body[-1].value
