@@ -49,13 +49,14 @@ class _Derivative:
         self._version = registry.version
         return self._fn(*args, **kwargs)
 
-    def _run(self, args, kwargs):
-        if self._version != registry.version:
-            self._fn = self._compile_and_call
-        try:
-            return self._fn(*args, **kwargs)
-        except runtime.Respecialize:
-            return self._compile_and_call(*args, **kwargs)
+    def __call__(self, *args, **kwargs):
+        # the compiled code checks its arguments' types, raising Respecialize for others
+        if self._version == registry.version:
+            try:
+                return self._fn(*args, **kwargs) if kwargs else self._fn(*args)
+            except runtime.Respecialize:
+                pass
+        return self._compile_and_call(*args, **kwargs)
 
     @property
     def source(self):
@@ -75,15 +76,9 @@ class GradientFunction(_Derivative):
 
     fused = "grad"
 
-    def __call__(self, *args, **kwargs):
-        return self._run(args, kwargs)
-
 
 class ValueAndGradientFunction(_Derivative):
     """Returns `(f(*args), gradient)` from one forward pass."""
-
-    def __call__(self, *args, **kwargs):
-        return self._run(args, kwargs)
 
 
 def _check_inputs(fn, wrt, args):
