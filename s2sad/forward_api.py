@@ -1,13 +1,12 @@
 """Forward mode and second derivatives: jvp, jacfwd, jacrev, hvp, hessian, defjvp."""
 import functools
-import re
 import types
 import weakref
 
 import numpy as np
 
 from . import api, cache, pipeline
-from .errors import MissingRuleError, S2SADError
+from .errors import S2SADError
 from .rules import registry, runtime
 
 
@@ -236,8 +235,8 @@ def jacrev(f, wrt=0):
 
 def _grad_jvp(f, wrt, args):
     """`(i, d)`: the index `i` of parameter `wrt` and the compiled forward mode `d`, along
-    that parameter, of `f`'s gradient code, for `args`; `d` returns `((y, g), (y_dot,
-    g_dot))`, where `g_dot` is the Hessian times the tangent."""
+    that parameter, of `f`'s gradient code, for `args`; `d` returns `(g, g_dot)`, where
+    `g_dot` is the Hessian times the tangent."""
     if isinstance(wrt, (tuple, list)):
         raise S2SADError("hessian and hvp differentiate with respect to one argument; "
                          f"got wrt={wrt!r}")
@@ -247,8 +246,9 @@ def _grad_jvp(f, wrt, args):
 
 
 def gradient_code(f, kinds=None):
-    """The compiled gradient code (`g_value_and_grad`, without its argument-type guard)
-    that forward over reverse differentiates for gradient `f` (see `gradient_of`), for
+    """The compiled gradient code (`g_grad`, without its argument-type guard, calling
+    other Python functions through their `h_adjoint`, see pipeline.adjoint_of) that
+    forward over reverse differentiates for gradient `f` (see `gradient_of`), for
     arguments of `kinds` (by default, those `source` assumes)."""
     primal, grad_wrt = gradient_of(f)
     return _gradient_code(api._target(primal), grad_wrt, kinds)
@@ -258,32 +258,24 @@ def _gradient_code(target, grad_wrt, kinds=None):
     kinds = pipeline.default_kinds(target) if kinds is None else kinds
     grad_key = tuple(grad_wrt) if isinstance(grad_wrt, (tuple, list)) else grad_wrt
     return cache.get(target, ("grad, unguarded", grad_key, pipeline._kinds_key(kinds)),
-                     lambda: pipeline.reverse(target, grad_wrt, True, kinds, guard=False))
+                     lambda: pipeline.reverse(target, grad_wrt, "grad", kinds, guard=False,
+                                              recompute=True))
 
 
 def _gradient_jvp(f, grad_wrt, wrt, kinds):
-    """The compiled forward mode, along parameters `wrt` (indices), of the
-    `f_value_and_grad` that `grad(f, grad_wrt)` runs (forward over reverse), for
-    arguments of `kinds`, through the cache. The gradient code is compiled without its
-    argument-type guard: the callers pick the version by the arguments' types."""
+    """The compiled forward mode, along parameters `wrt` (indices), of the `f_grad` that
+    `grad(f, grad_wrt)` runs (forward over reverse), for arguments of `kinds`, through
+    the cache. The gradient code is compiled without its argument-type guard (the
+    callers pick the version by the arguments' types) and calls other functions
+    through their adjoints (see `gradient_code`). Without the value, it computes no
+    tangent of the value but those the gradient's tangent needs."""
     target = api._target(f)
     grad_key = tuple(grad_wrt) if isinstance(grad_wrt, (tuple, list)) else grad_wrt
     kinds_key = pipeline._kinds_key(kinds)
 
     def build():
         grad = _gradient_code(target, grad_wrt, kinds)
-        try:
-            return pipeline.forward(grad.fn, tuple(wrt), kinds)
-        except MissingRuleError as exc:
-            callee = re.search(r"rule for (\w+)_pullback", str(exc))
-            if callee is None:
-                raise
-            raise S2SADError(
-                f"second derivatives of {target.__qualname__} (hessian, hvp, forward mode of "
-                f"its gradient) need the second derivative of {callee.group(1)}(), another "
-                "Python function it calls; forward over reverse does not go through such "
-                "calls yet. Inline it, or make it a primitive with s2sad.defvjp and "
-                "s2sad.defjvp.") from None
+        return pipeline.forward(grad.fn, tuple(wrt), kinds)
     return cache.get(target, ("forward over reverse", grad_key, tuple(wrt), kinds_key), build)
 
 
@@ -295,11 +287,14 @@ def gradient_of(f):
     return None
 
 
-def source(f, wrt=0, at=None):
+def source(f, wrt=None, at=None):
     """The forward-mode source `s2sad.source(f, mode="forward", wrt=wrt, at=at)` gives:
     `f_jvp` for a function, and for a gradient `grad(g)` (or `value_and_grad`, `hvp`,
-    `hessian` of `g`) the forward mode of the gradient code it runs,
-    `g_value_and_grad_jvp`, with tangents for `g`'s parameters `wrt`."""
+    `hessian`, `grad(grad(g))` of `g`) the forward mode of the gradient code it runs,
+    `g_grad_jvp`, with tangents for `g`'s parameters `wrt` (by default those
+    of the second derivative's tangent, the first parameter for a gradient)."""
+    if wrt is None:
+        wrt = getattr(f, "s2s_tangents", 0)
     wrt = tuple(wrt) if isinstance(wrt, (tuple, list)) else (wrt,)
     gradient = gradient_of(f)
     if gradient is None:
@@ -312,11 +307,13 @@ def source(f, wrt=0, at=None):
     return _gradient_jvp(primal, grad_wrt, indices, kinds).source
 
 
-def _mark_gradient(derivative, f, wrt, kind):
-    """Name `derivative` (made by `hvp` or `hessian`) and mark it as forward over reverse
-    of `f`'s gradient, for `source(derivative, mode="forward")` and the CLI."""
-    derivative.__name__ = f"{kind}_{getattr(f, '__name__', 'f')}"
+def _mark_gradient(derivative, f, wrt, kind, tangents=None):
+    """Name `derivative` (made by `hvp`, `hessian` or `grad(grad(f))`) and mark it as
+    forward over reverse of `f`'s gradient with respect to `wrt`, with tangents along
+    `tangents` (by default `wrt`), for `source(derivative, mode="forward")` and the CLI."""
+    derivative.__name__ = derivative.__qualname__ = f"{kind}_{getattr(f, '__name__', 'f')}"
     derivative.primal, derivative.wrt = f, wrt
+    derivative.s2s_tangents = wrt if tangents is None else tangents
     derivative.s2s_derivative = derivative.s2s_forward_over_reverse = True
     return derivative
 
@@ -343,7 +340,7 @@ def hvp(f, wrt=0):
             if len(compiled_for) > 16:
                 compiled_for.clear()
             d = compiled_for[key] = _grad_jvp(f, wrt, args)[1]
-        return _call(d, args, kwargs, (v,))[1][1]
+        return _call(d, args, kwargs, (v,))[1]
     return _mark_gradient(product, f, wrt, "hvp")
 
 
@@ -360,7 +357,7 @@ def hessian(f, wrt=0):
     """
     def hess(*args, **kwargs):
         i, d = _grad_jvp(f, wrt, args)
-        cols = [_call(d, args, kwargs, (e,))[1][1] for e in _basis(args[i])]
+        cols = [_call(d, args, kwargs, (e,))[1] for e in _basis(args[i])]
         return _assemble(cols, np.shape(args[i]), np.shape(args[i]))
     return _mark_gradient(hess, f, wrt, "hessian")
 

@@ -392,13 +392,12 @@ class CallJVP:
         except UnsupportedSyntaxError as exc:
             if not str(exc.filename).startswith("<s2sad:"):
                 raise
-            # forward over reverse met the `g_vjp` of a function the user's calls
+            # forward over reverse met generated code with a closure (a `g_vjp`)
             name = self.fn.__name__.removesuffix("_vjp")
             raise S2SADError(
-                f"hessian and hvp need the second derivative of {name}(), a Python "
-                "function the differentiated one calls (nested functions included); forward "
-                "over reverse does not go through such calls yet. Inline it, or make it a "
-                "primitive with s2sad.defvjp and s2sad.defjvp.") from None
+                f"second derivatives need the forward mode of {name}(), generated "
+                "reverse-mode code with a pullback closure, which forward mode cannot read; "
+                "make it a primitive with s2sad.defvjp and s2sad.defjvp.") from None
 
     def __repr__(self):
         return f"<s2sad jvp of {self.fn.__qualname__} (compiled on first call)>"
