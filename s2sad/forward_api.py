@@ -42,21 +42,18 @@ def jvp(f, primals, tangents, **kwargs):
     >>> s2sad.jvp(f, (3.0, 2.0), (None, 1.0))       # d/dy, x held fixed
     (6.141120008059867, 3.0)
     """
-    # the fast path: the f_jvp of f's last call, which checks its arguments' types (and
-    # that no tangent is None) itself, raising Respecialize for others. It takes n
-    # primals, then n tangents: given n tangents, other counts of primals fail the call.
+    # the fast path: the f_jvp of f's last call, for n primals and n tangents, which
+    # checks their types (and that no tangent is None) itself, raising Respecialize
     try:
         version, n, fn, _ = _last[id(f)]
-    except KeyError:
-        return _jvp(f, primals, tangents, kwargs)
-    if version == registry.version and len(tangents) == n:
+        fast = version == registry.version and len(primals) == n == len(tangents)
+    except (KeyError, TypeError):   # no entry, or primals without a length (a generator)
+        fast = False
+    if fast:
         try:
             return fn(*primals, *tangents, **kwargs) if kwargs else fn(*primals, *tangents)
         except runtime.Respecialize:
             pass
-        except TypeError:
-            if len(primals) == n:
-                raise
     return _jvp(f, primals, tangents, kwargs)
 
 

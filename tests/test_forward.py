@@ -145,6 +145,7 @@ def test_jvp_fast_path_checks_what_it_skips():
     assert s2sad.jvp(f, (2.0, 3), (1.0, 1.0)) == (12.0, 16.0)    # an int
     assert s2sad.jvp(f, (2.0, 3.0), (None, 1.0)) == (12.0, 4.0)  # a tangent left out
     assert s2sad.jvp(f, (2.0, 3.0), (1.0, 0.0), k=2.0) == (24.0, 24.0)
+    assert s2sad.jvp(f, iter((2.0, 3.0)), [1.0, 0.0]) == (12.0, 12.0)  # any iterables
     for primals, tangents in (((2.0, 3.0, 4.0), (1.0,)), ((2.0,), (1.0, 0.0, 1.0)),
                               ((2.0,), (1.0,))):
         s2sad.jvp(f, (2.0, 3.0), (1.0, 0.0))
