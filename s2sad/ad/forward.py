@@ -38,7 +38,7 @@ def f_jvp(x, x_dot):
     t_dot = t_1_dot / 2
     for i in range(3):
         t_2 = x / t
-        t_2_dot = x_dot / t - t_dot * x / (t * t)
+        t_2_dot = x_dot / t - t_dot * t_2 / t
         t_3 = t + t_2
         t_3_dot = t_dot + t_2_dot
         t = t_3 / 2
