@@ -58,13 +58,14 @@ class _Derivative:
         self._version = registry.version
         return self._fn(*args, **kwargs)
 
-    def _run(self, args, kwargs):
-        if self._version != registry.version:
-            self._fn = self._compile_and_call
-        try:
-            return self._fn(*args, **kwargs)
-        except runtime.Respecialize:
-            return self._compile_and_call(*args, **kwargs)
+    def __call__(self, *args, **kwargs):
+        # the compiled code checks its arguments' types, raising Respecialize for others
+        if self._version == registry.version:
+            try:
+                return self._fn(*args, **kwargs) if kwargs else self._fn(*args)
+            except runtime.Respecialize:
+                pass
+        return self._compile_and_call(*args, **kwargs)
 
     @property
     def source(self):
@@ -84,15 +85,9 @@ class GradientFunction(_Derivative):
 
     fused = "grad"
 
-    def __call__(self, *args, **kwargs):
-        return self._run(args, kwargs)
-
 
 class ValueAndGradientFunction(_Derivative):
     """Returns `(f(*args), gradient)` from one forward pass."""
-
-    def __call__(self, *args, **kwargs):
-        return self._run(args, kwargs)
 
 
 def _check_inputs(fn, wrt, args):
@@ -171,18 +166,13 @@ def _second_derivative(df, wrt):
             raise NonScalarOutputError(
                 f"grad(grad({target.__qualname__})): the inner gradient has the shape of "
                 "an array argument, not a scalar; use s2sad.hessian or s2sad.jacfwd")
-        kinds = pipeline.kinds_of(target, args)
-        key = ("grad2", i, j, pipeline._kinds_key(kinds))
-        d = cache.get(target, key, lambda: pipeline.forward(
-            _compiled(df.primal, i, fused=True, kinds=kinds).fn, (j,), kinds))
+        d = forward_api._gradient_jvp(df.primal, i, (j,), pipeline.kinds_of(target, args))
         x = args[j]
         if np.ndim(x) == 0:
-            return forward_api._call(d, args, kwargs, (1.0,))[1][1]
-        parts = [forward_api._call(d, args, kwargs, (e,))[1][1] for e in forward_api._basis(x)]
+            return forward_api._call(d, args, kwargs, (1.0,))[1]
+        parts = [forward_api._call(d, args, kwargs, (e,))[1] for e in forward_api._basis(x)]
         return np.reshape(np.asarray(parts, dtype=float), np.shape(x))
-    functools.update_wrapper(second, df.primal)
-    second.primal = df.primal
-    return second
+    return forward_api._mark_gradient(second, df.primal, df.wrt, "grad_grad", tangents=wrt)
 
 
 def _shift(wrt):
@@ -266,9 +256,11 @@ def vjp(f, *args, **kwargs):
     return _compiled(f, wrt, kinds=kinds).fn(*args, **kwargs)
 
 
-def source(f, mode="reverse", wrt=0, at=None):
+def source(f, mode="reverse", wrt=None, at=None):
     """The generated derivative source of `f`, as a string: the code `vjp` runs for
-    arguments like `at` (a tuple), by default floats (arrays if `f` uses NumPy).
+    arguments like `at` (a tuple), by default floats (arrays if `f` uses NumPy), with
+    respect to `wrt` (by default the first parameter; for a second derivative in
+    forward mode, the parameter of its tangent).
 
     >>> import s2sad
     >>> def sq(x):
@@ -302,6 +294,7 @@ def source(f, mode="reverse", wrt=0, at=None):
         from . import forward_api
         if forward_api.gradient_of(f) is not None:   # forward over reverse of a gradient
             return forward_api.source(f, wrt, at)
+    wrt = 0 if wrt is None else wrt
     kinds = None if at is None else pipeline.kinds_of(_target(f), at)
     return _with_lifted(_derivative(f, mode, wrt, kinds), mode)
 

@@ -115,7 +115,9 @@ def _show(args):
                        "use desugar, wengert or forward")
     wrt = _wrt(args.wrt, 0)
     if args.mode == "forward" and forward_api.gradient_of(fn):
-        # a gradient: forward mode of the gradient code it runs (forward over reverse)
+        # a gradient: forward mode of the gradient code it runs (forward over reverse),
+        # by default along the tangent of a second derivative
+        wrt = _wrt(args.wrt, getattr(fn, "s2s_tangents", 0))
         if args.stage:
             text = pipeline.stage_source(forward_api.gradient_code(fn).fn, args.stage, wrt)
         else:

@@ -1,23 +1,24 @@
 """Forward mode and second derivatives: jvp, jacfwd, jacrev, hvp, hessian, defjvp."""
 import functools
-import re
 import types
 import weakref
 
 import numpy as np
 
 from . import api, cache, pipeline
-from .errors import MissingRuleError, S2SADError
+from .ad.reverse import warn_unconnected
+from .errors import S2SADError
 from .rules import registry, runtime
 
 
-def compiled(fn, wrt, kinds=None):
+def compiled(fn, wrt, kinds=None, guard=False):
     """The compiled `f_jvp` of `fn` for `wrt` (a tuple of indices or names), specialised
-    on argument `kinds` (see pipeline.kinds_of), through the cache."""
+    on argument `kinds` (see pipeline.kinds_of), through the cache; with `guard`, the
+    version that checks its arguments (see pipeline.forward)."""
     fn = api._target(fn)
     kinds = pipeline.default_kinds(fn) if kinds is None else kinds
-    key = ("forward", tuple(wrt), pipeline._kinds_key(kinds))
-    return cache.get(fn, key, lambda: pipeline.forward(fn, tuple(wrt), kinds))
+    key = ("forward", guard, tuple(wrt), pipeline._kinds_key(kinds))
+    return cache.get(fn, key, lambda: pipeline.forward(fn, tuple(wrt), kinds, guard))
 
 
 def _call(d, args, kwargs, tangents):
@@ -42,6 +43,34 @@ def jvp(f, primals, tangents, **kwargs):
     >>> s2sad.jvp(f, (3.0, 2.0), (None, 1.0))       # d/dy, x held fixed
     (6.141120008059867, 3.0)
     """
+    # the fast path: the f_jvp of f's last call, for n primals and n tangents, which
+    # checks their types (and that no tangent is None) itself, raising Respecialize
+    try:
+        version, n, fn, _ = _last[id(f)]
+        fast = version == registry.version and len(primals) == n == len(tangents)
+    except (KeyError, TypeError):   # no entry, or primals without a length (a generator)
+        fast = False
+    if fast:
+        try:
+            return fn(*primals, *tangents, **kwargs) if kwargs else fn(*primals, *tangents)
+        except runtime.Respecialize:
+            pass
+    return _jvp(f, primals, tangents, kwargs)
+
+
+# id(f) -> (registry version, number of primals, f_jvp, weakref to f): jvp's fast path,
+# for functions (not methods) whose last call gave every tangent, by position; the entry
+# goes when f does, so its id is never another object's.
+_last = {}
+
+# weakref(f) -> {(first, registry version, *argument types, *tangent types): (f_jvp, names,
+# skip)}: jvp's general path, two dict lookups per call instead of reading f's signature
+# (which costs more than a small jvp); an entry goes when its function does.
+_jvp_calls = {}
+
+
+def _jvp(f, primals, tangents, kwargs):
+    """jvp's general path: the first call, methods, tangents left out, other types."""
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise S2SADError(f"jvp needs one tangent per primal: got {len(primals)} primal(s) "
@@ -51,46 +80,68 @@ def jvp(f, primals, tangents, **kwargs):
         f, primals, first = f.__func__, (f.__self__,) + primals, 1
     # the types of the tangents tell which are None (arguments left out)
     key = (first, registry.version, *map(type, primals), *map(type, tangents))
+    per_fn = _calls_of(f)
+    entry = per_fn.get(key)
+    if entry is None:
+        if any(k[1] != registry.version for k in per_fn):
+            per_fn.clear()
+        entry = per_fn[key] = _jvp_entry(f, primals, tangents, first)
+    _remember(f, first, primals, entry)
     try:
-        fn, names, skip = _jvp_calls[weakref.ref(f)][key]
-    except (KeyError, TypeError):  # first call for these types, or f not weakly keyable
-        fn, names, skip = entry = _jvp_entry(f, primals, tangents, first)
-        try:
-            per_fn = _jvp_calls.setdefault(weakref.ref(f, _forget), {})
-        except TypeError:
-            pass
-        else:
-            if any(k[1] != registry.version for k in per_fn):
-                per_fn.clear()
-            per_fn[key] = entry
+        return _run(entry, primals, tangents, kwargs)
+    except runtime.Respecialize:
+        # a field of a dataclass argument changed type, which the key does not see
+        entry = per_fn[key] = _jvp_entry(f, primals, tangents, first)
+        _remember(f, first, primals, entry)
+        return _run(entry, primals, tangents, kwargs)
+
+
+def _run(entry, primals, tangents, kwargs):
+    fn, names, skip = entry
     if skip:
         tangents = tuple(t for t in tangents if t is not None)
     if names is None:
-        return fn(*primals, *tangents, **kwargs) if kwargs else fn(*primals, *tangents)
+        return fn(*primals, *tangents, **kwargs)
     return fn(*primals, **kwargs, **dict(zip(names, tangents)))
 
 
-# weakref(f) -> {(first, registry version, *argument types, *tangent types): (f_jvp, names,
-# skip)}: jvp's fast path, two dict lookups per call instead of reading f's signature
-# (which costs more than a small jvp); an entry goes when its function does.
-_jvp_calls = {}
+def _calls_of(f):
+    try:
+        return _jvp_calls[weakref.ref(f)]
+    except KeyError:
+        return _jvp_calls.setdefault(weakref.ref(f, _forget), {})
+    except TypeError:   # f is not weakly referable: no cache
+        return {}
 
 
 def _forget(ref):
     _jvp_calls.pop(ref, None)
 
 
+def _remember(f, first, primals, entry):
+    """Make `entry` jvp's fast path for `f` if it can be (see `_last`), else leave none."""
+    fn, names, skip = entry
+    if first or names is not None or skip:
+        _last.pop(id(f), None)
+        return
+    try:
+        ref = weakref.ref(f, lambda _, key=id(f): _last.pop(key, None))
+    except TypeError:
+        return
+    _last[id(f)] = (registry.version, len(primals), fn, ref)
+
+
 def _jvp_entry(f, primals, tangents, first):
-    """`(f_jvp, names, skip)`: the compiled `f_jvp` for the arguments `primals`, the
-    first `first` of them not differentiated (a method's instance), nor those whose
-    tangent is None (then `skip`); `names` are the names of its tangent parameters if
-    they must be passed by name, None if by position."""
+    """`(f_jvp, names, skip)`: the compiled `f_jvp` for the arguments `primals` (the
+    version that checks them), the first `first` of them not differentiated (a method's
+    instance), nor those whose tangent is None (then `skip`); `names` are the names of its
+    tangent parameters if they must be passed by name, None if by position."""
     if len(primals) == first:
         raise S2SADError("jvp needs the positional arguments to differentiate at")
     wrt = tuple(i for i in range(first, len(primals)) if tangents[i - first] is not None)
     if not wrt:
         raise S2SADError("jvp needs at least one tangent that is not None")
-    d = compiled(f, wrt, pipeline.kinds_of(api._target(f), primals))
+    d = compiled(f, wrt, pipeline.kinds_of(api._target(f), primals), guard=True)
     code = getattr(d.fn, "__code__", None)
     by_position = (code is not None and
                    code.co_varnames[len(primals):code.co_argcount] == tuple(d.tangent_names))
@@ -182,8 +233,8 @@ def jacrev(f, wrt=0):
 
 def _grad_jvp(f, wrt, args):
     """`(i, d)`: the index `i` of parameter `wrt` and the compiled forward mode `d`, along
-    that parameter, of `f`'s gradient code, for `args`; `d` returns `((y, g), (y_dot,
-    g_dot))`, where `g_dot` is the Hessian times the tangent."""
+    that parameter, of `f`'s gradient code, for `args`; `d` returns `(g, g_dot)`, where
+    `g_dot` is the Hessian times the tangent."""
     if isinstance(wrt, (tuple, list)):
         raise S2SADError("hessian and hvp differentiate with respect to one argument; "
                          f"got wrt={wrt!r}")
@@ -193,8 +244,9 @@ def _grad_jvp(f, wrt, args):
 
 
 def gradient_code(f, kinds=None):
-    """The compiled gradient code (`g_value_and_grad`, without its argument-type guard)
-    that forward over reverse differentiates for gradient `f` (see `gradient_of`), for
+    """The compiled gradient code (`g_grad`, without its argument-type guard, calling
+    other Python functions through their `h_adjoint`, see pipeline.adjoint_of) that
+    forward over reverse differentiates for gradient `f` (see `gradient_of`), for
     arguments of `kinds` (by default, those `source` assumes)."""
     primal, grad_wrt = gradient_of(f)
     return _gradient_code(api._target(primal), grad_wrt, kinds)
@@ -203,33 +255,30 @@ def gradient_code(f, kinds=None):
 def _gradient_code(target, grad_wrt, kinds=None):
     kinds = pipeline.default_kinds(target) if kinds is None else kinds
     grad_key = tuple(grad_wrt) if isinstance(grad_wrt, (tuple, list)) else grad_wrt
+
+    def build():
+        derivative = pipeline.reverse(target, grad_wrt, "grad", kinds, guard=False,
+                                      recompute=True)
+        warn_unconnected(*derivative.unconnected)
+        return derivative
     return cache.get(target, ("grad, unguarded", grad_key, pipeline._kinds_key(kinds)),
-                     lambda: pipeline.reverse(target, grad_wrt, True, kinds, guard=False))
+                     build)
 
 
 def _gradient_jvp(f, grad_wrt, wrt, kinds):
-    """The compiled forward mode, along parameters `wrt` (indices), of the
-    `f_value_and_grad` that `grad(f, grad_wrt)` runs (forward over reverse), for
-    arguments of `kinds`, through the cache. The gradient code is compiled without its
-    argument-type guard: the callers pick the version by the arguments' types."""
+    """The compiled forward mode, along parameters `wrt` (indices), of the `f_grad` that
+    `grad(f, grad_wrt)` runs (forward over reverse), for arguments of `kinds`, through
+    the cache. The gradient code is compiled without its argument-type guard (the
+    callers pick the version by the arguments' types) and calls other functions
+    through their adjoints (see `gradient_code`). Without the value, it computes no
+    tangent of the value but those the gradient's tangent needs."""
     target = api._target(f)
     grad_key = tuple(grad_wrt) if isinstance(grad_wrt, (tuple, list)) else grad_wrt
     kinds_key = pipeline._kinds_key(kinds)
 
     def build():
         grad = _gradient_code(target, grad_wrt, kinds)
-        try:
-            return pipeline.forward(grad.fn, tuple(wrt), kinds)
-        except MissingRuleError as exc:
-            callee = re.search(r"rule for (\w+)_pullback", str(exc))
-            if callee is None:
-                raise
-            raise S2SADError(
-                f"second derivatives of {target.__qualname__} (hessian, hvp, forward mode of "
-                f"its gradient) need the second derivative of {callee.group(1)}(), another "
-                "Python function it calls; forward over reverse does not go through such "
-                "calls yet. Inline it, or make it a primitive with s2sad.defvjp and "
-                "s2sad.defjvp.") from None
+        return pipeline.forward(grad.fn, tuple(wrt), kinds)
     return cache.get(target, ("forward over reverse", grad_key, tuple(wrt), kinds_key), build)
 
 
@@ -241,11 +290,14 @@ def gradient_of(f):
     return None
 
 
-def source(f, wrt=0, at=None):
+def source(f, wrt=None, at=None):
     """The forward-mode source `s2sad.source(f, mode="forward", wrt=wrt, at=at)` gives:
     `f_jvp` for a function, and for a gradient `grad(g)` (or `value_and_grad`, `hvp`,
-    `hessian` of `g`) the forward mode of the gradient code it runs,
-    `g_value_and_grad_jvp`, with tangents for `g`'s parameters `wrt`."""
+    `hessian`, `grad(grad(g))` of `g`) the forward mode of the gradient code it runs,
+    `g_grad_jvp`, with tangents for `g`'s parameters `wrt` (by default those
+    of the second derivative's tangent, the first parameter for a gradient)."""
+    if wrt is None:
+        wrt = getattr(f, "s2s_tangents", 0)
     wrt = tuple(wrt) if isinstance(wrt, (tuple, list)) else (wrt,)
     gradient = gradient_of(f)
     if gradient is None:
@@ -258,11 +310,13 @@ def source(f, wrt=0, at=None):
     return _gradient_jvp(primal, grad_wrt, indices, kinds).source
 
 
-def _mark_gradient(derivative, f, wrt, kind):
-    """Name `derivative` (made by `hvp` or `hessian`) and mark it as forward over reverse
-    of `f`'s gradient, for `source(derivative, mode="forward")` and the CLI."""
-    derivative.__name__ = f"{kind}_{getattr(f, '__name__', 'f')}"
+def _mark_gradient(derivative, f, wrt, kind, tangents=None):
+    """Name `derivative` (made by `hvp`, `hessian` or `grad(grad(f))`) and mark it as
+    forward over reverse of `f`'s gradient with respect to `wrt`, with tangents along
+    `tangents` (by default `wrt`), for `source(derivative, mode="forward")` and the CLI."""
+    derivative.__name__ = derivative.__qualname__ = f"{kind}_{getattr(f, '__name__', 'f')}"
     derivative.primal, derivative.wrt = f, wrt
+    derivative.s2s_tangents = wrt if tangents is None else tangents
     derivative.s2s_derivative = derivative.s2s_forward_over_reverse = True
     return derivative
 
@@ -289,7 +343,7 @@ def hvp(f, wrt=0):
             if len(compiled_for) > 16:
                 compiled_for.clear()
             d = compiled_for[key] = _grad_jvp(f, wrt, args)[1]
-        return _call(d, args, kwargs, (v,))[1][1]
+        return _call(d, args, kwargs, (v,))[1]
     return _mark_gradient(product, f, wrt, "hvp")
 
 
@@ -306,7 +360,7 @@ def hessian(f, wrt=0):
     """
     def hess(*args, **kwargs):
         i, d = _grad_jvp(f, wrt, args)
-        cols = [_call(d, args, kwargs, (e,))[1][1] for e in _basis(args[i])]
+        cols = [_call(d, args, kwargs, (e,))[1] for e in _basis(args[i])]
         return _assemble(cols, np.shape(args[i]), np.shape(args[i]))
     return _mark_gradient(hess, f, wrt, "hessian")
 

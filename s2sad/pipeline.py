@@ -146,9 +146,10 @@ def _kinds_key(kinds):
 
 
 @_guarded
-def stages(fn, wrt=0, stop=None, kinds=None):
+def stages(fn, wrt=0, stop=None, kinds=None, recompute=False):
     """Run the passes on `fn` up to and including `stop`; return (src, node, reverse).
-    `kinds` gives parameters' types (float, int, ndarray) or kinds ("scalar", ...)."""
+    `kinds` gives parameters' types (float, int, ndarray) or kinds ("scalar", ...);
+    `recompute` is that of Reverse."""
     kinds = default_kinds(fn) if kinds is None else kinds
     src = source.capture(fn)
     if stop == "forward":
@@ -171,7 +172,7 @@ def stages(fn, wrt=0, stop=None, kinds=None):
     if stop == "forward":
         fwd = Forward(src, namer, wrt, kinds)
         return src, fwd.run(node), fwd
-    rev = Reverse(src, namer, wrt, as_tuple, kinds)
+    rev = Reverse(src, namer, wrt, as_tuple, kinds, recompute)
     node = rev.run(node)
     if stop != "reverse":
         node = Optimize(src, namer).run(node)
@@ -180,17 +181,21 @@ def stages(fn, wrt=0, stop=None, kinds=None):
 
 
 @_guarded
-def reverse(fn, wrt=0, fused=False, kinds=None, release=False, guard=True):
+def reverse(fn, wrt=0, fused=False, kinds=None, release=False, guard=True, recompute=False):
     """Compile the reverse-mode derivative `f_vjp` of `fn` (with `fused`, the
     `f_value_and_grad` that `value_and_grad` runs; with `fused="grad"`, the `f_grad`
-    that `grad` runs), specialised on `kinds` (by default, those of `default_kinds`).
+    that `grad` runs; with `fused="adjoint"`, `f_adjoint(y_bar, ...)`, see
+    `adjoint_of`), specialised on `kinds` (by default, those of `default_kinds`).
     A fused function starts by checking its arguments' types unless `guard` is false;
     with `release`, it reuses dead temporaries' buffers and deletes each array after
-    its last use."""
+    its last use. With `recompute`, calls to other Python functions go through their
+    `g_adjoint` (see Reverse), not `g_vjp`: code that forward mode can differentiate
+    (forward over reverse)."""
     kinds = default_kinds(fn) if kinds is None else kinds
-    src, node, rev = stages(fn, wrt, kinds=kinds)
+    src, node, rev = stages(fn, wrt, kinds=kinds, recompute=recompute)
     if fused:
-        node = fuse(node, rev, value=fused != "grad", guard=guard)
+        node = fuse(node, rev, value={"grad": False, "adjoint": "adjoint"}.get(fused, True),
+                    guard=guard)
         if release:
             node = Reuse(rev).run(node)
             node = Release(rev.array_names()).run(node)
@@ -198,12 +203,15 @@ def reverse(fn, wrt=0, fused=False, kinds=None, release=False, guard=True):
 
 
 @_guarded
-def forward(fn, wrt=0, kinds=None):
+def forward(fn, wrt=0, kinds=None, guard=False):
     """Compile the forward-mode derivative `f_jvp` of `fn` (also of s2sad's own
     reverse-mode code: forward over reverse), specialised on `kinds` like `reverse`; its
-    `tangent_names` are the parameters that take the tangents of `wrt`."""
+    `tangent_names` are the parameters that take the tangents of `wrt`. With `guard`, it
+    starts by checking its arguments' types and that no tangent is None."""
     kinds = default_kinds(fn) if kinds is None else kinds
     src, node, fwd = stages(fn, wrt, stop="forward", kinds=kinds)
+    if guard:
+        node.body.insert(0, fwd.guard())
     derivative = _compiled(src, node, fwd)
     derivative.tangent_names = fwd.tangent_names
     return derivative
@@ -218,7 +226,7 @@ def _compiled(src, node, transform):
         bindings.setdefault(var, cell.cell_contents)
     filename = f"<s2sad: {node.name}, from {src.filename}:{src.first_line}>"
     compiled, text = emit.compile_function(node, bindings, src.fn, filename)
-    derivative = Derivative(compiled, text, filename)
+    derivative = Derivative(compiled, text, compiled.__code__.co_filename)
     derivative.lifted = transform.lifted
     derivative.unconnected = (src, getattr(transform, "unconnected", []))
     return derivative
@@ -253,6 +261,39 @@ def vjp_of(fn, wrt, kinds=None):
         return api._compiled(fn, wrt, kinds=kinds, warn=False).fn
     finally:
         _compiling.pop()
+
+
+def adjoint_of(fn, wrt, kinds=None):
+    """The compiled `f_adjoint(y_bar, *args)` of `fn` for `wrt` and argument `kinds`,
+    through the cache: `f`'s pullback at `args`, applied to `y_bar`, recomputing the
+    forward pass (no closure: forward mode can differentiate it, for second
+    derivatives through calls). A recursive call gets one compiled on first use."""
+    from . import api, cache
+    fn = api._target(fn)
+    kinds = default_kinds(fn) if kinds is None else kinds
+    key = ("adjoint", tuple(wrt) if isinstance(wrt, (tuple, list)) else wrt,
+           _kinds_key(kinds))
+    if any(f is fn for f in _compiling):
+        return LazyAdjoint(fn, wrt, kinds)
+    _compiling.append(fn)
+    try:
+        return cache.get(fn, key, lambda: reverse(fn, wrt, "adjoint", kinds, guard=False,
+                                                  recompute=True)).fn
+    finally:
+        _compiling.pop()
+
+
+class LazyAdjoint(LazyVJP):
+    """The adjoint of a function still being compiled (a recursive call); forward mode
+    differentiates the function it compiles to."""
+
+    def __call__(self, *args, **kwargs):
+        return self.s2s_function()(*args, **kwargs)
+
+    def s2s_function(self):
+        if self.compiled is None:
+            self.compiled = adjoint_of(self.fn, self.wrt, self.kinds)
+        return self.compiled
 
 
 def stage_source(fn, stage, wrt=0, kinds=None):

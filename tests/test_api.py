@@ -69,6 +69,11 @@ def test_source_and_attributes():
 def test_generated_code_is_inspectable_and_shows_in_tracebacks():
     compiled = s2sad.pipeline.reverse(m.f, 0)
     assert inspect.getsource(compiled.fn) == compiled.source
+    # another version of the same function (other parameters) keeps its own lines
+    other = s2sad.pipeline.reverse(m.f, 1)
+    assert other.filename != compiled.filename
+    assert inspect.getsource(other.fn) == other.source != compiled.source
+    assert inspect.getsource(compiled.fn) == compiled.source
     with pytest.raises(ZeroDivisionError) as info:
         s2sad.grad(m.fails_in_forward)(1.0)
     frames = traceback.extract_tb(info.value.__traceback__)

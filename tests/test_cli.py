@@ -50,6 +50,8 @@ def f(x, y):
 df = s2sad.grad(f)
 both = s2sad.value_and_grad(f, wrt=(0, 1))
 hv = s2sad.hvp(f, wrt=1)
+d2 = s2sad.grad(s2sad.grad(f), wrt=1)
+d3 = s2sad.grad(d2)
 """
 
 
@@ -59,26 +61,33 @@ def test_show_forward_of_a_gradient_is_forward_over_reverse(tmp_path):
     out = run("show", f"{mod}:df", "--mode", "forward")
     assert out.returncode == 0, out.stderr
     # the tangent of the gradient code, not the function's own f_jvp
-    assert out.stdout.startswith("def f_value_and_grad_jvp(x, y, x_dot):")
-    assert "x_bar_dot = " in out.stdout and "return (y_2, y_2_dot)" in out.stdout
+    assert out.stdout.startswith("def f_grad_jvp(x, y, x_dot):")
+    assert "x_bar_dot = " in out.stdout and "return (x_bar, x_bar_dot)" in out.stdout
+    assert "y_1_dot" not in out.stdout           # no tangent of the value, which is dropped
     assert "Respecialize" not in out.stdout      # no argument-type guard to read through
     namespace = {}
     exec(compile(out.stdout, "shown", "exec"), {"math": math, "cos": math.cos,
                                                 "sin": math.sin}, namespace)
-    (y, g), (y_dot, g_dot) = namespace["f_value_and_grad_jvp"](0.5, 3.0, 1.0)
+    g, g_dot = namespace["f_grad_jvp"](0.5, 3.0, 1.0)
     # f = x^2 y + sin x: df/dx = 2 x y + cos x, d2f/dx2 = 2 y - sin x
     assert g == pytest.approx(2 * 0.5 * 3.0 + math.cos(0.5), rel=1e-12)
     assert g_dot == pytest.approx(2 * 3.0 - math.sin(0.5), rel=1e-12)
     # the same text as s2sad.source(df, mode="forward"); tangents picked with --wrt
     both = run("show", f"{mod}:both", "--mode", "forward", "--wrt", "x,y")
     assert both.returncode == 0, both.stderr
-    assert both.stdout.startswith("def f_value_and_grad_jvp(x, y, x_dot, y_dot):")
-    assert " = (x_bar_dot, y_bar_dot)" in both.stdout   # the Hessian times (x_dot, y_dot)
-    hv = run("show", f"{mod}:hv", "--mode", "forward", "--wrt", "y")
-    assert hv.stdout.startswith("def f_value_and_grad_jvp(x, y, y_dot):"), hv.stderr
+    assert both.stdout.startswith("def f_grad_jvp(x, y, x_dot, y_dot):")
+    assert "(x_bar_dot, y_bar_dot)" in both.stdout   # the Hessian times (x_dot, y_dot)
+    # hvp(f, wrt=1) and grad(grad(f), wrt=1): tangents along y, without --wrt
+    hv = run("show", f"{mod}:hv", "--mode", "forward")
+    assert hv.stdout.startswith("def f_grad_jvp(x, y, y_dot):"), hv.stderr
+    d2 = run("show", f"{mod}:d2", "--mode", "forward")
+    assert d2.stdout.startswith("def f_grad_jvp(x, y, y_dot):"), d2.stderr  # d/dy of df/dx
+    assert d2.stdout.endswith("return (x_bar, x_bar_dot)\n")
+    d3 = run("show", f"{mod}:d3", "--mode", "forward")
+    assert d3.returncode == 2 and "derivative made by s2sad" in d3.stderr
     # reverse mode and stages: the gradient code's own stages, the function's reverse mode
     stage = run("show", f"{mod}:df", "--mode", "forward", "--stage", "wengert")
-    assert stage.stdout.startswith("def f_value_and_grad(x, y):"), stage.stderr
+    assert stage.stdout.startswith("def f_grad(x, y):"), stage.stderr
     assert run("show", f"{mod}:df").stdout.startswith("def f_vjp(x, y):")
     bad = run("show", f"{mod}:df", "--mode", "forward", "--stage", "optimize")
     assert bad.returncode == 2 and "reverse-mode stage" in bad.stderr

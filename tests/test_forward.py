@@ -16,6 +16,7 @@ import gast
 import numpy as np
 import pytest
 
+import corpus_calls
 import corpus_control_flow
 import s2sad
 from corpus_scalar import CORPUS
@@ -126,6 +127,56 @@ def test_jvp_fast_path_follows_types_rules_tangent_count_and_methods():
             return self.k * x * x
     for k in (1.0, 3.0):   # one compiled f_jvp, each call with its own instance
         assert s2sad.jvp(Scaled(k).apply, (2.0,), (1.0,)) == (4.0 * k, 4.0 * k)
+
+
+def test_jvp_fast_path_checks_what_it_skips():
+    # after a call with every tangent, jvp calls that f_jvp directly: the generated code
+    # checks the argument types and that no tangent is None, jvp the number of tangents
+    import dataclasses
+    import gc
+    from s2sad import forward_api
+    f = _module_level(None, {}, "def g(x, y, *, k=1.0):\n    return k * x * x * y\n")
+    assert s2sad.jvp(f, (2.0, 3.0), (1.0, 0.0)) == (12.0, 12.0)
+    assert id(f) in forward_api._last
+    x = np.array([1.0, 2.0])
+    y, y_dot = s2sad.jvp(f, (x, 3.0), (np.ones(2), 0.0))         # arrays: respecialised
+    assert np.array_equal(y, 3 * x * x) and np.array_equal(y_dot, 6 * x)
+    assert s2sad.jvp(f, (2.0, 3.0), (1.0, 0.0)) == (12.0, 12.0)  # and back
+    assert s2sad.jvp(f, (2.0, 3), (1.0, 1.0)) == (12.0, 16.0)    # an int
+    assert s2sad.jvp(f, (2.0, 3.0), (None, 1.0)) == (12.0, 4.0)  # a tangent left out
+    assert s2sad.jvp(f, (2.0, 3.0), (1.0, 0.0), k=2.0) == (24.0, 24.0)
+    assert s2sad.jvp(f, iter((2.0, 3.0)), [1.0, 0.0]) == (12.0, 12.0)  # any iterables
+    for primals, tangents in (((2.0, 3.0, 4.0), (1.0,)), ((2.0,), (1.0, 0.0, 1.0)),
+                              ((2.0,), (1.0,))):
+        s2sad.jvp(f, (2.0, 3.0), (1.0, 0.0))
+        with pytest.raises((s2sad.S2SADError, TypeError), match="tangent per primal|argument"):
+            s2sad.jvp(f, primals, tangents)
+    # an error of the function itself is raised once, as it is
+    calls = []
+    note = calls.append
+    s2sad.nondiff(note)
+    boom = _module_level(None, {"note": note},
+                         "def boom(x):\n    note(x)\n    return x + 'a'\n")
+    try:
+        for _ in range(2):
+            with pytest.raises(TypeError, match="unsupported operand"):
+                s2sad.jvp(boom, (1.0,), (1.0,))
+    finally:
+        registry.RULES.pop(note)
+        registry.bump()
+    assert len(calls) == 2
+
+    @dataclasses.dataclass
+    class Box:
+        w: object
+    h = _module_level(None, {}, "def h(b, x):\n    return b.w * x\n")
+    assert s2sad.jvp(h, (Box(2.0), 3.0), (Box(1.0), 0.0)) == (6.0, 3.0)
+    y, y_dot = s2sad.jvp(h, (Box(x), 3.0), (Box(np.ones(2)), 0.0))   # a field's type
+    assert np.array_equal(y, 3 * x) and np.array_equal(y_dot, [3.0, 3.0])
+    key = id(f)
+    del f
+    gc.collect()
+    assert key not in forward_api._last
 
 
 def test_missing_forward_rule_is_reported():
@@ -445,7 +496,7 @@ def test_source_of_hvp_and_hessian_is_the_code_they_run():
     # forward mode of the gradient, tangent along the parameter they differentiate
     x, v = np.array([1.2, 0.8, -0.5]), np.array([0.3, -1.0, 2.0])
     text = s2sad.source(s2sad.grad(rosenbrock), mode="forward", at=(x,))
-    assert text.startswith("def rosenbrock_value_and_grad_jvp(x, x_dot):")
+    assert text.startswith("def rosenbrock_grad_jvp(x, x_dot):")
     assert s2sad.source(s2sad.hvp(rosenbrock), mode="forward", at=(x,)) == text
     assert s2sad.source(s2sad.hessian(rosenbrock), mode="forward", at=(x,)) == text
     hvp = s2sad.hvp(rosenbrock)
@@ -545,8 +596,55 @@ def test_hessian_through_custom_vjp_and_error_for_other_calls():
     expected = 6 * sigmoid + 9 * 0.5 * sigmoid * (1 - sigmoid)     # (w softplus(3w))''
     assert s2sad.hessian(loss)(0.5) == pytest.approx(expected, rel=1e-12)
     calls = loss.__globals__["calls"]
-    with pytest.raises(s2sad.S2SADError, match="second derivative of helper"):
-        s2sad.hessian(calls)(0.5)
+    assert s2sad.hessian(calls)(0.5) == pytest.approx(3.0, rel=1e-12)     # (x^3)'' = 6 x
+
+
+def _fd_second(f, point, i, j, h=1e-4):
+    """d2 f / dx_i dx_j at `point`, by central differences of `f` itself (float64)."""
+    def at(di, dj):
+        p = list(point)
+        p[i] += di * h * max(1.0, abs(point[i]))
+        p[j] += dj * h * max(1.0, abs(point[j]))
+        return f(*p)
+    hi, hj = h * max(1.0, abs(point[i])), h * max(1.0, abs(point[j]))
+    if i == j:
+        p = list(point)
+        plus, minus = list(point), list(point)
+        plus[i] += hi
+        minus[i] -= hi
+        return (f(*plus) - 2 * f(*p) + f(*minus)) / (hi * hi)
+    return (at(1, 1) - at(1, -1) - at(-1, 1) + at(-1, -1)) / (4 * hi * hj)
+
+
+@pytest.mark.parametrize("f, point", [pytest.param(f, p, id=f.__name__)
+                                      for f, p in corpus_calls.SCALAR])
+def test_second_derivatives_through_calls(f, point):
+    """hessian, hvp and grad(grad(f)) of functions that call other Python functions
+    (nested, in loops, with keywords, recursive, methods, a custom_vjp in the callee),
+    against central differences of the function."""
+    expected = [[_fd_second(f, point, i, j) for j in range(2)] for i in range(2)]
+    for i in range(2):
+        assert s2sad.hessian(f, wrt=i)(*point) == pytest.approx(expected[i][i], rel=1e-5)
+        v = 0.75
+        assert s2sad.hvp(f, wrt=i)(*point, v) == pytest.approx(v * expected[i][i], rel=1e-5)
+        for j in range(2):
+            second = s2sad.grad(s2sad.grad(f, wrt=i), wrt=j)(*point)
+            assert second == pytest.approx(expected[i][j], rel=1e-5, abs=1e-7)
+
+
+def test_hessian_through_calls_on_arrays():
+    x = np.array([0.3, -0.2, 0.5, 0.1])
+    h = s2sad.hessian(corpus_calls.arrays)(x)
+    fd = np.empty((4, 4))
+    for i in range(4):
+        for j in range(4):
+            def f(a, b):
+                y = x.copy()
+                y[i] += a
+                y[j] += b
+                return corpus_calls.arrays(y)
+            fd[i, j] = _fd_second(f, (0.0, 0.0), 0, 1 if i != j else 0)
+    np.testing.assert_allclose(h, fd, rtol=1e-5, atol=1e-6)
 
 
 def test_loop_target_reassigned_in_the_body_is_refused():

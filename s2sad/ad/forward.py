@@ -38,7 +38,7 @@ def f_jvp(x, x_dot):
     t_dot = t_1_dot / 2
     for i in range(3):
         t_2 = x / t
-        t_2_dot = x_dot / t - t_dot * x / (t * t)
+        t_2_dot = x_dot / t - t_dot * t_2 / t
         t_3 = t + t_2
         t_3_dot = t_dot + t_2_dot
         t = t_3 / 2
@@ -53,7 +53,7 @@ import numpy as np
 
 from ..analysis import primitives
 from ..analysis.activity import definitions
-from ..analysis.kinds import ARRAY, SCALAR, Kinds
+from ..analysis.kinds import ARRAY, SCALAR, Kinds, guarded
 from ..analysis.primitives import CALL, COPY, CUSTOM, NONDIFF, PACK, USER, classify
 from ..codegen import nodes
 from ..errors import InternalError, MissingRuleError, S2SADError, UnsupportedSyntaxError
@@ -69,6 +69,7 @@ class Forward:
         self.src = src
         self.namer = namer
         self.wrt = list(wrt)
+        self.types = {p: k for p, k in (kinds or {}).items() if isinstance(k, type)}
         self.param_kinds = {p: (ARRAY if k is np.ndarray else SCALAR) if isinstance(k, type)
                             else k for p, k in (kinds or {}).items()}
         self.helpers = {}
@@ -100,6 +101,17 @@ class Forward:
                 n.id = self.helper(n.id, n.s2s_prim)
         _coalesce(jvp, set(self.dots.values()))
         return jvp
+
+    def guard(self):
+        """`if type(x) is not float or x_dot is None: raise _s2s_Respecialize`, the first
+        statement of the `f_jvp` that `s2sad.jvp` calls without looking at its arguments:
+        the types it was specialised on, and no tangent left out."""
+        params = [a.id for a in self.src.node.args.posonlyargs + self.src.node.args.args]
+        tests = [f"{self.helper('type', type)}({p}) is not "
+                 f"{self.helper(self.types[p].__name__, self.types[p])}"
+                 for p in guarded(params, self.types)]
+        return nodes.guard(tests + [f"{t} is None" for t in self.tangent_names],
+                           self.runtime("Respecialize"))
 
     # -- activity: the names that vary with the inputs ------------------------------------
     def analyse(self, fn):
@@ -380,13 +392,12 @@ class CallJVP:
         except UnsupportedSyntaxError as exc:
             if not str(exc.filename).startswith("<s2sad:"):
                 raise
-            # forward over reverse met the `g_vjp` of a function the user's calls
+            # forward over reverse met generated code with a closure (a `g_vjp`)
             name = self.fn.__name__.removesuffix("_vjp")
             raise S2SADError(
-                f"hessian and hvp need the second derivative of {name}(), a Python "
-                "function the differentiated one calls (nested functions included); forward "
-                "over reverse does not go through such calls yet. Inline it, or make it a "
-                "primitive with s2sad.defvjp and s2sad.defjvp.") from None
+                f"second derivatives need the forward mode of {name}(), generated "
+                "reverse-mode code with a pullback closure, which forward mode cannot read; "
+                "make it a primitive with s2sad.defvjp and s2sad.defjvp.") from None
 
     def __repr__(self):
         return f"<s2sad jvp of {self.fn.__qualname__} (compiled on first call)>"

@@ -34,7 +34,7 @@ import gast
 from ..codegen import nodes
 from ..errors import InternalError, MissingRuleError
 from ..analysis.activity import active_names
-from ..analysis.kinds import ARRAY, CONTAINER, SCALAR, Kinds
+from ..analysis.kinds import ARRAY, CONTAINER, SCALAR, Kinds, guarded
 from ..analysis.shapes import Shapes
 from ..analysis import primitives
 from ..analysis.primitives import COPY, CUSTOM, PACK, USER
@@ -60,9 +60,10 @@ class UnconnectedInputWarning(UserWarning):
 class Reverse:
     """See the module docstring."""
 
-    def __init__(self, src, namer, wrt, as_tuple=False, kinds=None):
+    def __init__(self, src, namer, wrt, as_tuple=False, kinds=None, recompute=False):
         import numpy as np
         self.src = src
+        self.recompute = recompute
         self.namer = namer
         self.types = {p: k for p, k in (kinds or {}).items() if isinstance(k, type)}
         self.param_kinds = {p: (ARRAY if k is np.ndarray else SCALAR) if isinstance(k, type)
@@ -204,10 +205,8 @@ class Reverse:
     def guarded_types(self):
         """[(parameter, generated-code name of its type)] for the fused function's guard."""
         params = [a.id for a in self.src.node.args.posonlyargs + self.src.node.args.args]
-        order = params + sorted(k for k in self.types if k.split(".")[0] in params
-                                and k not in params)
         return [(p, self.helper(self.types[p].__name__, obj=self.types[p]))
-                for p in order if p in self.types]
+                for p in guarded(params, self.types)]
 
     def runtime(self, name):
         """The generated-code name of runtime helper `name` of s2sad.rules.runtime."""
@@ -368,11 +367,14 @@ class Reverse:
         if op.kind == CUSTOM:       # a custom_jvp: reverse mode differentiates its source
             prim = prim.primal
         name = primitives.python_function(prim)[0].__name__
-        pullback = self.namer.fresh(f"{name}_pullback")
         wrt = tuple(active) if len(active) > 1 else active[0]
-        self.user_calls[s] = (pullback, self.callee(prim, wrt, op.args))
-        self.primal_names.add(pullback)
-        call = nodes.call(pullback, [g])
+        if self.recompute:
+            call = self.adjoint_call(s, prim, wrt, g)
+        else:
+            pullback = self.namer.fresh(f"{name}_pullback")
+            self.user_calls[s] = (pullback, self.callee(prim, wrt, op.args))
+            self.primal_names.add(pullback)
+            call = nodes.call(pullback, [g])
         if len(active) == 1:
             return self.accumulate(op.args[active[0]].id, call, defined, s)
         targets, then = [], []
@@ -392,6 +394,28 @@ class Reverse:
             else:
                 then.extend(self.accumulate(arg, nodes.name(temp), defined, s))
         return out + then
+
+    def adjoint_call(self, s, prim, wrt, g):
+        """With `recompute`, `helper_adjoint(t_bar, a, b)` for `t = helper(a, b)`: the
+        callee's pullback that runs its forward pass again, a plain function of the
+        call's arguments (forward mode can differentiate that, not a closure). Arguments
+        bound to the callee (a method's instance) are passed as constants."""
+        import inspect
+        from .. import pipeline
+        fn, args, kwargs = primitives.python_function(prim)
+        shift = len(args)
+        wrt = tuple(w + shift for w in wrt) if isinstance(wrt, tuple) else wrt + shift
+        params = list(inspect.signature(fn).parameters)
+        kinds = {p: self.kinds[a] for p, a in zip(params[shift:], s.value.args)}
+        adjoint = self.helper(f"{fn.__name__}_adjoint",
+                              obj=pipeline.adjoint_of(fn, wrt, kinds))
+        bound = [nodes.name(self.helper(f"{fn.__name__}_{p}", obj=a))
+                 for p, a in zip(params, args)]
+        keywords = [gast.keyword(arg=k, value=nodes.name(self.helper(f"{fn.__name__}_{k}",
+                                                                     obj=v)))
+                    for k, v in kwargs.items()]
+        return nodes.call(adjoint, [g] + bound + copy.deepcopy(s.value.args),
+                          keywords + copy.deepcopy(s.value.keywords))
 
     def custom_vjp_call(self, s, op, g, defined, active):
         """`t = f(a, b)` with a custom_vjp: the forward pass calls `fwd`, the pullback
@@ -656,15 +680,15 @@ def fuse(vjp, rev, value=True, guard=True):
     with its seed, for `value_and_grad` (no closure, one call). It starts by checking
     that the arguments have the types it was specialised for. Without `value`,
     `f_grad(x) -> x_bar` for `grad`, without the forward statements only the value
-    needs."""
+    needs; with `value="adjoint"`, `f_adjoint(y_bar, x) -> x_bar`, the same with the seed
+    as its first parameter (what `recompute` calls)."""
     namer, helper, runtime = rev.namer, rev.helper, rev.runtime
     guards = rev.guarded_types() if guard else ()
     pullback = vjp.s2s_pullback
     check = []
     if guards:
-        test = " or ".join(f"{helper('type')}({p}) is not {t}" for p, t in guards)
-        check = [nodes.if_(nodes.parse_expr(test), [gast.Raise(
-            exc=nodes.name(runtime("Respecialize")), cause=None)])]
+        check = [nodes.guard([f"{helper('type')}({p}) is not {t}" for p, t in guards],
+                             runtime("Respecialize"))]
     forward = [s for s in vjp.body[:-1] if s is not pullback]
     result = vjp.body[-1].value.elts[0]
     grads = pullback.body[-1].value
@@ -675,6 +699,13 @@ def fuse(vjp, rev, value=True, guard=True):
         result = nodes.name(kept)
     r = ast_unparse(vjp.body[-1].value.elts[0])
     seed_name = pullback.args.args[0].id
+    if value == "adjoint":
+        body = _live(forward + pullback.body[:-1] + [nodes.ret(grads)], rev.ops)
+        adjoint = nodes.function(namer.fresh(vjp.name[:-4] + "_adjoint"), [], body, like=vjp)
+        params = adjoint.args.posonlyargs or adjoint.args.args
+        params.insert(0, gast.Name(id=seed_name, ctx=gast.Param(), annotation=None,
+                                   type_comment=None))
+        return adjoint
     folded = [with_constant(s, seed_name, 1.0) for s in pullback.body
               ] if rev.scalar_output else [None]
     if None not in folded and not any(nodes.stores(s, seed_name) for s in pullback.body):

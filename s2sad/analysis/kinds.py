@@ -32,6 +32,13 @@ def combine(kinds):
     return UNKNOWN
 
 
+def guarded(params, types):
+    """The names in `types` ({parameter or "p.field": type}) whose types specialised code
+    checks, in order: the parameters `params`, then their fields."""
+    fields = sorted(k for k in types if k not in params and k.split(".")[0] in params)
+    return [p for p in params if p in types] + fields
+
+
 class Kinds:
     def __init__(self, fn, src, params=None):
         self.src = src

@@ -82,6 +82,8 @@ def python_function(prim):
     can differentiate: a function, a bound method, or a functools.partial of one."""
     if getattr(prim, "s2s_derivative", False):
         return None
+    if hasattr(type(prim), "s2s_function"):    # compiled on first use (recursion)
+        return python_function(prim.s2s_function())
     if inspect.isfunction(prim):
         return prim, (), {}
     if inspect.ismethod(prim) and inspect.isfunction(prim.__func__):

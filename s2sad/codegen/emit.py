@@ -62,6 +62,17 @@ def _comment_line(line):
     return line
 
 
+def _unused(filename, source):
+    """`filename`, numbered if `linecache` holds other source under it: another version
+    of the same generated function (for other parameters or argument types) keeps its
+    own lines, for tracebacks and for s2sad reading it again (forward over reverse)."""
+    lines, name, k = source.splitlines(True), filename, 1
+    while name in linecache.cache and linecache.cache[name][2] != lines:
+        k += 1
+        name = f"{filename[:-1]} #{k}>"
+    return name
+
+
 def compile_function(fn_node, bindings, user_fn, filename):
     """Compile `fn_node` into a function; `bindings` maps free names to objects."""
     [fn], source = _compile([fn_node], bindings, user_fn, filename)
@@ -75,6 +86,7 @@ def compile_functions(fn_nodes, bindings, user_fn, filename):
 
 def _compile(fn_nodes, bindings, user_fn, filename):
     source = "\n".join(to_source(n) for n in fn_nodes)
+    filename = _unused(filename, source)
     tree = ast.parse(source, filename)
     params = sorted(bindings)
     factory = ast.parse(f"def _s2s_factory({', '.join(params)}):\n    pass").body[0]

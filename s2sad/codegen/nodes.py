@@ -111,6 +111,12 @@ def function(fname, params, body, like=None):
     return node
 
 
+def guard(tests, exc):
+    """`if test or ...: raise exc`, from the tests' source: the start of generated code
+    specialised on its arguments, which lets its caller compile another version."""
+    return if_(parse_expr(" or ".join(tests)), [gast.Raise(exc=name(exc), cause=None)])
+
+
 def parse_expr(src):
     return gast.parse(src, mode="eval").body
 

@@ -104,7 +104,8 @@ def unwrap(fn):
     if getattr(fn, "s2s_derivative", False):
         raise SourceUnavailableError(
             f"{fn!r} is a derivative made by s2sad; derivatives of derivatives are not "
-            "supported yet. Differentiate the original function (its .primal).")
+            "supported yet, except second derivatives as grad(grad(f)), hessian(f) and "
+            "hvp(f). Differentiate the original function (its .primal).")
     return getattr(fn, "__func__", fn)
 
 

@@ -37,6 +37,8 @@ linear(R.setitem, "a, index, v", "a, v")
 linear(R.append, "a, v", "a, v")
 linear(builtins.reversed, "seq", "seq")
 linear(builtins.sum, "iterable, start=0", "iterable, start")
+# the quotient rule from the quotient: one multiplication fewer than the reverse rule's
+jvp(operator.truediv, "x, y", "t / y", "-t * ans / y")
 jvp(builtins.pow, "x, y", POW_X.replace("g", "t"), "t * ans * _s2s_log(x)", namespace=ns)
 jvp(builtins.max, "x, y", "t * (x >= y)", "t * (x < y)")
 jvp(builtins.min, "x, y", "t * (x <= y)", "t * (x > y)")
