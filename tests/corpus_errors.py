@@ -127,3 +127,17 @@ def opaque(x):
 
 def uses_opaque(x):
     return opaque(x) + x
+
+
+SEEN = []
+TABLE = [0.0, 0.0]
+
+
+def appends_to_a_module_list(x):
+    SEEN.append(x)
+    return x * x
+
+
+def writes_into_a_module_list(x):
+    TABLE[0] += x
+    return x * x

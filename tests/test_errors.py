@@ -39,6 +39,8 @@ def line_of(text):
     ("comp_in_ifexp", "return sum([x for i", "inside a conditional expression"),
     ("nested_appends", "terms.append(v * v)", "changes 'terms' of the enclosing function"),
     ("nested_setitem", "a[0][1] = x", "assignment to an element"),
+    ("appends_to_a_module_list", "SEEN.append(x)", "appends to 'SEEN', which is not one"),
+    ("writes_into_a_module_list", "TABLE[0] += x", "assigns to an element of 'TABLE'"),
 ])
 def test_unsupported_syntax(name, construct, message):
     with pytest.raises(UnsupportedSyntaxError) as info:
@@ -153,3 +155,12 @@ def test_errors_are_documented():
     for cls in (S2SADError, UnsupportedSyntaxError, MissingRuleError, NonScalarOutputError,
                 SourceUnavailableError, GradientCheckError, s2sad.InternalError):
         assert cls.__doc__ and len(cls.__doc__) > 40
+
+
+def test_refused_change_outside_the_function_leaves_it_unchanged():
+    for name in ("appends_to_a_module_list", "writes_into_a_module_list"):
+        with pytest.raises(UnsupportedSyntaxError):
+            s2sad.grad(getattr(bad, name))(1.5)
+        with pytest.raises(UnsupportedSyntaxError):
+            s2sad.jvp(getattr(bad, name), (1.5,), (1.0,))
+    assert bad.SEEN == [] and bad.TABLE == [0.0, 0.0]

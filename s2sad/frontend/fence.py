@@ -46,7 +46,7 @@ def check(src):
                                    "not support; list the parameters explicitly")
     for stmt in fn.body:
         for node in gast.walk(stmt):
-            message = _problem(node)
+            message = _problem(node) or _outside_change(node, src)
             if message:
                 raise src.syntax_error(node, message)
 
@@ -86,6 +86,29 @@ def _problem(node):
             node.value, (gast.Call, gast.Constant, gast.Yield, gast.YieldFrom, gast.Await)):
         return "an expression statement that is not a call has no effect; remove it"
     return None
+
+
+def _outside_change(node, src):
+    """A message if `node` changes in place an object the function does not own a name
+    for (`total.append(x)` or `cache[k] = v` on a module variable): gradient code runs
+    on copies and never changes what is outside the function."""
+    if isinstance(node, (gast.Assign, gast.AugAssign)):
+        target = node.targets[0] if isinstance(node, gast.Assign) else node.target
+        how = "assigns to an element of"
+    elif (isinstance(node, gast.Expr) and isinstance(node.value, gast.Call)
+          and isinstance(node.value.func, gast.Attribute) and node.value.func.attr == "append"):
+        target = node.value.func
+        how = "appends to"
+    else:
+        return None
+    if not (isinstance(target, (gast.Subscript, gast.Attribute))
+            and isinstance(target.value, gast.Name)) or target.value.id in src.local_names:
+        return None
+    name = target.value.id
+    return (f"{src.name}() {how} {name!r}, which is not one of its variables: a "
+            "differentiated function must not change objects outside it; work on a local "
+            f"copy (mine = list({name}), or {name}.copy() for an array) and return what is "
+            "needed")
 
 
 def _flat_targets(target):
