@@ -1,7 +1,8 @@
 """Reverse mode: Wengert form to `f_vjp(x) -> (y, f_pullback)`.
 
 The forward pass is the user's code, with a tape per loop holding only what that loop's
-pullback reads; the pullback is a closure that runs the statements' adjoints backwards,
+pullback reads and cannot compute again in one operation from other taped values and
+values the loop does not change (`recomputable`); the pullback is a closure that runs the statements' adjoints backwards,
 mirroring `if`s on their recorded tests and loops by iterating their tapes in reverse.
 Adjoints accumulate out of place; an adjoint that receives nothing is never written.
 
@@ -28,6 +29,7 @@ def f_vjp(x, y):
 then removes the copies and adds `# grad of:` comments.)
 """
 import copy
+from collections import Counter
 
 import gast
 
@@ -74,6 +76,7 @@ class Reverse:
         self.kinds = Kinds(fn, self.src, self.param_kinds)
         self.shapes = Shapes(fn, self.ops, self.kinds)
         self.straight = _straight_line_names(fn)
+        self.assigned = None      # how often each name is assigned (when needed)
         self.uniform = set()
         self.owned = set()
         for p in self.wrt:
@@ -617,9 +620,46 @@ class Reverse:
         # elsewhere in the body still needs this iteration's value
         record = sorted(n for n in _free_loads(body, set())
                         if n in self.primal_names and n in info.defined_inside)
-        info.plan(record)
+        again = self.recomputable(s, record, info.defined_inside)
+        body[:0] = again
+        recomputed = {d.targets[0].id for d in again}
+        info.plan([n for n in record if n not in recomputed])
         self.loops[s] = info
         return [self.zero(n) for n in pre] + [nodes.located(info.reversed_loop(body), s)]
+
+    def recomputable(self, loop, record, inside):
+        """Statements for the top of `loop`'s reversed body that compute again, instead
+        of reading from the tape, the values in `record` that are one scalar `+ - * /`
+        or sign change of values on the tape or not assigned in the loop (such as `-c`
+        of a `c` the loop does not change), computed on every path through the body."""
+        if self.assigned is None:
+            self.assigned = Counter(nodes.names_stored(self.wengert))
+        nested = {n for inner in _walk_loops(loop.body) for n in nodes.names_stored(inner)}
+
+        def available(x):
+            return isinstance(x, gast.Constant) or (
+                self.kinds[x] == SCALAR and self.src.is_local(x.id)
+                and (x.id not in inside or (x.id in record and x.id not in nested)))
+        found = []
+        for d in loop.body:
+            if any(isinstance(x, (gast.Break, gast.Continue, gast.Return))
+                   or getattr(x, "s2s_marker", None) == "path_end" for x in _own([d])):
+                break           # the statements after it do not run on every path
+            operands = _cheap_operands(d.value) if isinstance(d, gast.Assign) else None
+            target = d.targets[0] if operands is not None else None
+            if (isinstance(target, gast.Name) and target.id in record
+                    and self.assigned[target.id] == 1 and self.kinds[target] == SCALAR
+                    and all(available(x) for x in operands)):
+                found.append(d)
+        # a value another one is recomputed from stays on the tape
+        taped = {x.id for d in found for x in _cheap_operands(d.value)
+                 if isinstance(x, gast.Name)}
+        out = []
+        for d in found:
+            if d.targets[0].id not in taped:
+                out.append(nodes.assign(d.targets[0].id, copy.deepcopy(d.value)))
+                out[-1].s2s_recomputed = True
+        return out
 
     # -- forward ----------------------------------------------------------------------
     def forward(self, stmts):
@@ -1122,13 +1162,26 @@ def _free_loads(stmts, bound):
     for s in stmts:
         if isinstance(s, gast.For):
             out |= set(nodes.names_loaded(s.iter)) - bound
-            out |= _free_loads(s.body, bound | set(nodes.names_stored(s.target)))
+            again = {x.targets[0].id for x in s.body if getattr(x, "s2s_recomputed", False)}
+            out |= _free_loads(s.body, bound | set(nodes.names_stored(s.target)) | again)
         elif isinstance(s, (gast.If, gast.While)):
             out |= set(nodes.names_loaded(s.test)) - bound
             out |= _free_loads(s.body, bound) | _free_loads(s.orelse, bound)
         else:
             out |= set(nodes.names_loaded(s)) - bound
     return out
+
+
+def _cheap_operands(v):
+    """The operands of `v` if it is one `+`, `-`, `*`, `/` or sign change of atoms."""
+    if isinstance(v, gast.BinOp) and isinstance(v.op, (gast.Add, gast.Sub, gast.Mult,
+                                                       gast.Div)):
+        operands = [v.left, v.right]
+    elif isinstance(v, gast.UnaryOp) and isinstance(v.op, (gast.USub, gast.UAdd)):
+        operands = [v.operand]
+    else:
+        return None
+    return operands if all(nodes.is_atom(x) for x in operands) else None
 
 
 def _in_order(stmts):
