@@ -2,8 +2,9 @@
 
 The forward pass is the user's code, with a tape per loop holding only what that loop's
 pullback reads and cannot compute again in one operation from other taped values and
-values the loop does not change (`recomputable`); the pullback is a closure that runs the statements' adjoints backwards,
-mirroring `if`s on their recorded tests and loops by iterating their tapes in reverse.
+values the loop does not change (`recomputable`); the pullback is a closure that runs
+the statements' adjoints backwards, mirroring `if`s on their recorded tests and loops by
+iterating their tapes in reverse.
 Adjoints accumulate out of place; an adjoint that receives nothing is never written.
 
 >>> from s2sad.ad.reverse import Reverse
@@ -139,7 +140,7 @@ class Reverse:
         pullback = vjp.s2s_pullback
         stored = set(nodes.names_stored(pullback))
         taped = set()
-        for info in self.loops.values():
+        for info in sorted(self.loops.values(), key=lambda info: src.lineno(info.loop)):
             if info.mode in ("start", "end") and info.pushes:
                 taped.add(info.tape)
                 values = ", ".join(nodes.names_loaded(info.pushes[0].args[0]))
@@ -168,7 +169,7 @@ class Reverse:
                 rules.append(name)
         if rules:
             lines.append("rules: " + ", ".join(rules))
-        return [nodes.comment(line) for line in lines]
+        return [nodes.comment(part) for line in lines for part in _wrapped(line)]
 
     # -- names ------------------------------------------------------------------------
     def adj(self, n):
@@ -1182,6 +1183,22 @@ def _cheap_operands(v):
     else:
         return None
     return operands if all(nodes.is_atom(x) for x in operands) else None
+
+
+def _wrapped(line, width=84):
+    """`line` as lines of at most about `width` characters: a long one is broken after
+    each of its `;`-separated parts, and between words within a part, with the
+    continuation lines indented."""
+    import textwrap
+    if len(line) <= width:
+        return [line]
+    parts = line.split("; ")
+    out = []
+    for k, part in enumerate(parts):
+        out += textwrap.wrap(part + (";" if k < len(parts) - 1 else ""), width,
+                             initial_indent="    " if k else "", subsequent_indent="    ",
+                             break_long_words=False, break_on_hyphens=False)
+    return out
 
 
 def _in_order(stmts):
