@@ -143,3 +143,82 @@ def while_break(x):
         if k >= 4:
             break
     return s
+
+# Loops whose tape leaves out what the reversed loop can compute again: values the
+# loop does not change (`-c`), and one operation of such values and taped ones.
+
+def invariant_in_loop(x, c):
+    s = x
+    for i in range(5):
+        k = -c
+        s = s * k + x * s * 0.5
+    return s
+
+def invariant_rebound_in_branch(x, c):
+    s = x
+    for i in range(6):
+        k = -c
+        s = s * k + x * s
+        if s > 0.2:
+            c = c * c * 0.9
+    return s
+
+def rebound_before_use(x, c):
+    s = x
+    for i in range(5):
+        if s > 1.0:
+            c = c * s
+        k = c * x
+        s = s * k - 0.3 * s
+    return s
+
+def invariant_of_inner_loop(x, c):
+    s = x
+    for i in range(3):
+        a = s * c
+        for j in range(2):
+            b = a * x
+            s = s * b + 0.1
+    return s
+
+def recompute_after_break(x, c):
+    s = x
+    for i in range(8):
+        k = c * s
+        if k > 2.0:
+            break
+        m = -k
+        s = s + m * x * s
+    return s
+
+def recompute_after_continue(x, c):
+    s = x
+    for i in range(6):
+        k = c * s
+        if i % 2 == 1:
+            s = s * k
+            continue
+        m = k / x
+        s = s + m * s
+    return s
+
+def invariant_in_while(x, c):
+    s = x
+    while s < 5.0:
+        k = c * c
+        s = s * k + x
+    return s
+
+def invariant_zero_trips(x, c, n=0):
+    s = x * c
+    for i in range(n):
+        k = -c
+        s = s * k
+    return s
+
+def loop_index_operand(x, c):
+    s = x
+    for i in range(1, 5):
+        w = i * c
+        s = s * w + x / i
+    return s

@@ -29,6 +29,19 @@ CASES = [
     (c.swap_loop, [(0.9, 1.1)]),
     (c.while_break, [(0.5,)]),
 ]
+# loops whose reversed body recomputes values instead of reading them from the tape
+RECOMPUTING = [
+    (c.invariant_in_loop, [(0.7, 1.1), (1.3, -0.8)]),
+    (c.invariant_rebound_in_branch, [(0.7, 1.1), (0.3, 0.8), (0.9, -1.2)]),
+    (c.rebound_before_use, [(0.7, 1.1), (1.3, 0.8), (1.6, -0.9)]),
+    (c.invariant_of_inner_loop, [(0.7, 1.1), (1.3, -0.8)]),
+    (c.recompute_after_break, [(0.7, 1.1), (1.3, 0.8), (0.9, -1.2)]),
+    (c.recompute_after_continue, [(0.7, 1.1), (1.3, 0.8)]),
+    (c.invariant_in_while, [(0.7, 1.1), (0.9, -1.2)]),
+    (c.invariant_zero_trips, [(0.7, 1.1)]),
+    (c.loop_index_operand, [(0.7, 1.1), (1.3, -0.8)]),
+]
+CASES += RECOMPUTING
 
 
 @pytest.mark.parametrize("f, point", [(f, p) for f, ps in CASES for p in ps],
@@ -61,3 +74,41 @@ def test_int_input_gives_float_gradient():
     g = s2sad.grad(c.multi)(2)   # (2x + 1) * 2x has derivative 8x + 2
     assert type(g) is float
     assert g == 18.0
+
+
+@pytest.mark.parametrize("f, point", [(f, p) for f, ps in RECOMPUTING for p in ps],
+                         ids=lambda v: getattr(v, "__name__", None))
+def test_pullback_of_recomputing_loops(f, point):
+    y, pullback = s2sad.vjp(f, *point)
+    assert y == f(*point)
+    assert_close(pullback(1.0), fd_grad(f, point, (0, 1)), rtol=1e-6)
+
+
+def _taped(f, wrt):
+    """{tape: the names appended to it} in the source of `f`'s gradient."""
+    import re
+    out = {}
+    for tape, values in re.findall(r"(_s2s_tape\w*)\.append\((.*)\)", s2sad.source(f, wrt=wrt)):
+        out.setdefault(tape, set()).update(re.findall(r"\w+", values))
+    return out
+
+
+@pytest.mark.parametrize("f, taped", [
+    (c.invariant_in_loop, {"_s2s_tape": {"s"}}),           # not k = -c: c is not assigned
+    (c.invariant_in_while, {"_s2s_tape": {"s"}}),          # not k = c * c
+    (c.loop_index_operand, {"_s2s_tape": {"i", "s"}}),     # not w = i * c
+    (c.invariant_of_inner_loop, {"_s2s_tape": {"s_1"},     # not b = a * x, nor a = s * c
+                                 "_s2s_tape_1": {"_s2s_tape", "s"}}),
+    (c.recompute_after_continue, {"_s2s_tape": {"m", "m_1", "s", "t"}}),  # not k = c * s
+])
+def test_tape_leaves_out_what_the_reversed_loop_recomputes(f, taped):
+    assert _taped(f, (0, 1)) == taped
+
+
+def test_rebound_values_stay_on_the_tape():
+    # `c` changes in the loop (in a branch), so `k = -c` of that iteration is not
+    # loop-invariant: it is recomputed from the c on the tape, or taped itself
+    assert _taped(c.invariant_rebound_in_branch, (0, 1)) == {"_s2s_tape": {"c", "s", "t_2"}}
+    assert {"c_1", "c", "s"} <= _taped(c.rebound_before_use, (0, 1))["_s2s_tape"]
+    # a value computed after a `break` may not exist in every iteration: taped
+    assert "m" in _taped(c.recompute_after_break, (0, 1))["_s2s_tape"]

@@ -26,6 +26,7 @@ CASES = {
     "break_loop": 0,
     "early_return": 0,
     "lotka_volterra": (0, 1, 2, 3),
+    "loop_invariant": (0, 1),
     "numpy.logistic_loss": 0,
     "numpy.mlp_loss": (0, 1, 2, 3),
     "numpy.rosenbrock": 0,
@@ -75,6 +76,8 @@ def _point(name):
         return (1.0, 0.5, 0.7, 0.3)
     if name in ("straight_line", "if_else", "nested_closure"):
         return (2.0, 5.0)
+    if name == "loop_invariant":
+        return (0.9, 0.6)
     return (0.7,)
 
 

@@ -1,8 +1,10 @@
 """Reverse mode: Wengert form to `f_vjp(x) -> (y, f_pullback)`.
 
 The forward pass is the user's code, with a tape per loop holding only what that loop's
-pullback reads; the pullback is a closure that runs the statements' adjoints backwards,
-mirroring `if`s on their recorded tests and loops by iterating their tapes in reverse.
+pullback reads and cannot compute again in one operation from other taped values and
+values the loop does not change (`recomputable`); the pullback is a closure that runs
+the statements' adjoints backwards, mirroring `if`s on their recorded tests and loops by
+iterating their tapes in reverse.
 Adjoints accumulate out of place; an adjoint that receives nothing is never written.
 
 >>> from s2sad.ad.reverse import Reverse
@@ -28,6 +30,7 @@ def f_vjp(x, y):
 then removes the copies and adds `# grad of:` comments.)
 """
 import copy
+from collections import Counter
 
 import gast
 
@@ -86,6 +89,7 @@ class Reverse:
         self.kinds = Kinds(fn, self.src, self.param_kinds)
         self.shapes = Shapes(fn, self.ops, self.kinds)
         self.straight = _straight_line_names(fn)
+        self.assigned = None      # how often each name is assigned (when needed)
         self.uniform = set()
         self.owned = set()
         self.unconnected = [p for p in self.wrt if p not in self.active]
@@ -142,7 +146,7 @@ class Reverse:
         pullback = vjp.s2s_pullback
         stored = set(nodes.names_stored(pullback))
         taped = set()
-        for info in self.loops.values():
+        for info in sorted(self.loops.values(), key=lambda info: src.lineno(info.loop)):
             if info.mode in ("start", "end") and info.pushes:
                 taped.add(info.tape)
                 values = ", ".join(nodes.names_loaded(info.pushes[0].args[0]))
@@ -171,7 +175,7 @@ class Reverse:
                 rules.append(name)
         if rules:
             lines.append("rules: " + ", ".join(rules))
-        return [nodes.comment(line) for line in lines]
+        return [nodes.comment(part) for line in lines for part in _wrapped(line)]
 
     # -- names ------------------------------------------------------------------------
     def adj(self, n):
@@ -646,9 +650,46 @@ class Reverse:
         # elsewhere in the body still needs this iteration's value
         record = sorted(n for n in _free_loads(body, set())
                         if n in self.primal_names and n in info.defined_inside)
-        info.plan(record)
+        again = self.recomputable(s, record, info.defined_inside)
+        body[:0] = again
+        recomputed = {d.targets[0].id for d in again}
+        info.plan([n for n in record if n not in recomputed])
         self.loops[s] = info
         return [self.zero(n) for n in pre] + [nodes.located(info.reversed_loop(body), s)]
+
+    def recomputable(self, loop, record, inside):
+        """Statements for the top of `loop`'s reversed body that compute again, instead
+        of reading from the tape, the values in `record` that are one scalar `+ - * /`
+        or sign change of values on the tape or not assigned in the loop (such as `-c`
+        of a `c` the loop does not change), computed on every path through the body."""
+        if self.assigned is None:
+            self.assigned = Counter(nodes.names_stored(self.wengert))
+        nested = {n for inner in _walk_loops(loop.body) for n in nodes.names_stored(inner)}
+
+        def available(x):
+            return isinstance(x, gast.Constant) or (
+                self.kinds[x] == SCALAR and self.src.is_local(x.id)
+                and (x.id not in inside or (x.id in record and x.id not in nested)))
+        found = []
+        for d in loop.body:
+            if any(isinstance(x, (gast.Break, gast.Continue, gast.Return))
+                   or getattr(x, "s2s_marker", None) == "path_end" for x in _own([d])):
+                break           # the statements after it do not run on every path
+            operands = _cheap_operands(d.value) if isinstance(d, gast.Assign) else None
+            target = d.targets[0] if operands is not None else None
+            if (isinstance(target, gast.Name) and target.id in record
+                    and self.assigned[target.id] == 1 and self.kinds[target] == SCALAR
+                    and all(available(x) for x in operands)):
+                found.append(d)
+        # a value another one is recomputed from stays on the tape
+        taped = {x.id for d in found for x in _cheap_operands(d.value)
+                 if isinstance(x, gast.Name)}
+        out = []
+        for d in found:
+            if d.targets[0].id not in taped:
+                out.append(nodes.assign(d.targets[0].id, copy.deepcopy(d.value)))
+                out[-1].s2s_recomputed = True
+        return out
 
     # -- forward ----------------------------------------------------------------------
     def forward(self, stmts):
@@ -1158,12 +1199,41 @@ def _free_loads(stmts, bound):
     for s in stmts:
         if isinstance(s, gast.For):
             out |= set(nodes.names_loaded(s.iter)) - bound
-            out |= _free_loads(s.body, bound | set(nodes.names_stored(s.target)))
+            again = {x.targets[0].id for x in s.body if getattr(x, "s2s_recomputed", False)}
+            out |= _free_loads(s.body, bound | set(nodes.names_stored(s.target)) | again)
         elif isinstance(s, (gast.If, gast.While)):
             out |= set(nodes.names_loaded(s.test)) - bound
             out |= _free_loads(s.body, bound) | _free_loads(s.orelse, bound)
         else:
             out |= set(nodes.names_loaded(s)) - bound
+    return out
+
+
+def _cheap_operands(v):
+    """The operands of `v` if it is one `+`, `-`, `*`, `/` or sign change of atoms."""
+    if isinstance(v, gast.BinOp) and isinstance(v.op, (gast.Add, gast.Sub, gast.Mult,
+                                                       gast.Div)):
+        operands = [v.left, v.right]
+    elif isinstance(v, gast.UnaryOp) and isinstance(v.op, (gast.USub, gast.UAdd)):
+        operands = [v.operand]
+    else:
+        return None
+    return operands if all(nodes.is_atom(x) for x in operands) else None
+
+
+def _wrapped(line, width=84):
+    """`line` as lines of at most about `width` characters: a long one is broken after
+    each of its `;`-separated parts, and between words within a part, with the
+    continuation lines indented."""
+    import textwrap
+    if len(line) <= width:
+        return [line]
+    parts = line.split("; ")
+    out = []
+    for k, part in enumerate(parts):
+        out += textwrap.wrap(part + (";" if k < len(parts) - 1 else ""), width,
+                             initial_indent="    " if k else "", subsequent_indent="    ",
+                             break_long_words=False, break_on_hyphens=False)
     return out
 
 

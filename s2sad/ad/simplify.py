@@ -104,7 +104,7 @@ def _binop(e):
 
 
 def negated(e):
-    """`e'` if `e` is `-e'` up to a product or quotient, else None."""
+    """`e'` if `e` is `-e'` up to a product or quotient (`-a * b`, `a * -b`), else None."""
     if isinstance(e, gast.UnaryOp) and isinstance(e.op, gast.USub):
         return e.operand
     if isinstance(e, gast.BinOp) and isinstance(e.op, (gast.Mult, gast.Div)):
@@ -113,6 +113,9 @@ def negated(e):
         inner = negated(e.left)
         if inner is not None:
             return nodes.binop(inner, e.op, e.right)
+        inner = negated(e.right)
+        if inner is not None:
+            return nodes.binop(e.left, e.op, inner)
     return None
 
 

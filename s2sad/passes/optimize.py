@@ -58,12 +58,13 @@ class Optimize:
         changed = True
         while changed:
             locals_ = _adjoint_names(pullback)
-            changed = _hoist_equal_branches(pullback.body)
-            changed |= _propagate_copies(pullback, locals_)
-            changed |= _inline_single_use(pullback, locals_)
-            changed |= _fuse_accumulations(pullback.body)
-            changed |= _merge_rebinds(pullback.body)
-            changed |= _drop_dead_adjoints(pullback, locals_)
+            names = _Names(pullback)
+            changed = _hoist_equal_branches(pullback.body, names)
+            changed |= _propagate_copies(pullback, locals_, names)
+            changed |= _inline_single_use(pullback, locals_, names)
+            changed |= _fuse_accumulations(pullback.body, names)
+            changed |= _merge_rebinds(pullback.body, names)
+            changed |= _drop_dead_adjoints(pullback, locals_, names)
         for loop in fn.s2s_loops:
             loop.prune()
         del fn.s2s_loops                 # compiler state, not part of the tree
@@ -80,6 +81,58 @@ class Optimize:
                 if negated(s.value) is not None:
                     s.op, s.value = gast.Sub(), negated(s.value)
         return fn
+
+
+class _Names:
+    """How often each name is loaded, and assigned with `=`, in a tree: counted once,
+    then kept current by the passes, which `drop` a statement before changing or
+    deleting it and `add` it back after (counting by walking the whole tree for each
+    name made these passes quadratic in the size of the pullback)."""
+
+    def __init__(self, tree):
+        self.loads = Counter()
+        self.assigns = Counter()
+        self.add(tree)
+
+    def add(self, node, sign=1):
+        for n in gast.walk(node):
+            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load):
+                self.loads[n.id] += sign
+            elif isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name):
+                self.assigns[n.targets[0].id] += sign
+
+    def drop(self, node):
+        self.add(node, -1)
+
+
+class _Statements:
+    """The names each statement of one block loads (how often) and binds, found once per
+    statement while the block is scanned; a statement that changes is `forget`ten."""
+
+    def __init__(self):
+        self.found = nodes.NodeMap()
+
+    def loads(self, s, name):
+        return self.names(s)[0][name]
+
+    def stores(self, s, name):
+        return name in self.names(s)[1]
+
+    def names(self, s):
+        entry = self.found.get(s)
+        if entry is None:
+            loads, stores = Counter(), set()
+            for n in gast.walk(s):
+                if isinstance(n, gast.Name):
+                    if isinstance(n.ctx, gast.Load):
+                        loads[n.id] += 1
+                    else:
+                        stores.add(n.id)
+            entry = self.found[s] = (loads, stores)
+        return entry
+
+    def forget(self, s):
+        self.found[s] = None
 
 
 def _loads(node, name):
@@ -199,34 +252,47 @@ def _adjoint_names(pullback):
             if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)}
 
 
-def _propagate_copies(pullback, locals_):
+def _propagate_copies(pullback, locals_, names):
     changed = False
-    defs = {}
-    for s in gast.walk(pullback):
-        if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
-            defs[s.targets[0].id] = defs.get(s.targets[0].id, 0) + 1
+    defs = Counter(names.assigns)       # as at the start: stale within the sweep
     for block in nodes.blocks(pullback.body, functions=False):
+        known = _Statements()
         i = 0
         while i < len(block):
             parts = _copy_parts(block[i])
             if parts and parts[0] in locals_ and defs.get(parts[0]) == 1:
                 a, b = parts
-                uses = [k for k in range(i + 1, len(block)) if _loads(block[k], a)]
-                total = _loads(pullback, a)
+                total = names.loads[a]
+                uses, found = [], 0
+                for k in range(i + 1, len(block)):
+                    if found == total:
+                        break
+                    n = known.loads(block[k], a)
+                    if n:
+                        uses.append(k)
+                        found += n
                 last = block[uses[-1]] if uses else None
-                if uses and sum(_loads(block[k], a) for k in uses) == total and not any(
-                        nodes.stores(block[k], b) and _copy_parts(block[k]) != (b, a)
+                if uses and found == total and not any(
+                        known.stores(block[k], b) and _copy_parts(block[k]) != (b, a)
                         for k in range(i + 1, uses[-1])) and not (
-                        _loops_over(block, i + 1, uses[-1], b)) and not (
+                        _loops_over(block, i + 1, uses[-1], b, known)) and not (
                         isinstance(last, (gast.If, gast.For, gast.While))
-                        and nodes.stores(last, b)):
+                        and known.stores(last, b)):
                     for k in uses:
+                        names.drop(block[k])
                         _rename(block[k], a, b)
+                        names.add(block[k])
+                        known.forget(block[k])
+                    names.drop(block[i])
                     del block[i]
+                    for t in block:
+                        if _copy_parts(t) == (b, b):
+                            names.drop(t)
                     block[:] = [t for t in block if _copy_parts(t) != (b, b)]
                     changed = True
                     continue
                 if not uses and total == 0:
+                    names.drop(block[i])
                     del block[i]
                     changed = True
                     continue
@@ -234,13 +300,15 @@ def _propagate_copies(pullback, locals_):
     return changed
 
 
-def _hoist_equal_branches(stmts):
+def _hoist_equal_branches(stmts, names):
     """`if c: A else: A` is `A`."""
     changed = False
     for block in nodes.blocks(stmts, functions=False):
         for i, s in enumerate(block):
             if (isinstance(s, gast.If) and s.orelse
                     and gast.dump(_body(s.body)) == gast.dump(_body(s.orelse))):
+                names.drop(s.test)
+                names.drop(_body(s.orelse))
                 block[i:i + 1] = s.body
                 changed = True
     return changed
@@ -250,11 +318,12 @@ def _body(stmts):
     return gast.Module(body=stmts, type_ignores=[])
 
 
-def _inline_single_use(pullback, locals_):
+def _inline_single_use(pullback, locals_, names):
     """`a = e; ...; b = a` is `b = e` when `a` is read once and nothing between changes
     what `e` reads; likewise a small `e` (one operation on names) into any one use."""
     changed = False
     for block in nodes.blocks(pullback.body, functions=False):
+        known = _Statements()
         i = 0
         while i < len(block):
             s = block[i]
@@ -263,24 +332,26 @@ def _inline_single_use(pullback, locals_):
                 i += 1
                 continue
             a = s.targets[0].id
-            if _loads(pullback, a) != 1 or sum(
-                    1 for n in gast.walk(pullback) if isinstance(n, gast.Assign)
-                    and nodes.is_name(n.targets[0], a)) != 1:
+            if names.loads[a] != 1 or names.assigns[a] != 1:
                 i += 1
                 continue
             reads = set(nodes.names_loaded(s.value))
             for k in range(i + 1, len(block)):
                 t = block[k]
-                if _loads(t, a):
+                if known.loads(t, a):
                     parts = _copy_parts(t)
                     if ((parts and parts[1] == a) or _small(s.value)) and not isinstance(
                             t, (gast.For, gast.While, gast.Return)):
+                        names.drop(t)
                         _replace_load(t, a, s.value)
+                        names.add(t)
+                        known.forget(t)
+                        names.drop(s)
                         del block[i]
                         changed = True
                         i -= 1
                     break
-                if any(nodes.stores(t, r) for r in reads | {a}):
+                if any(known.stores(t, r) for r in reads | {a}):
                     break
             i += 1
     return changed
@@ -305,14 +376,15 @@ def _replace_load(stmt, name, expr):
     Replace().visit(stmt)
 
 
-def _loops_over(block, start, stop, name):
-    return any(nodes.stores(block[k], name) for k in range(start, stop + 1)
+def _loops_over(block, start, stop, name, known):
+    return any(known.stores(block[k], name) for k in range(start, stop + 1)
                if isinstance(block[k], (gast.For, gast.While)))
 
 
-def _fuse_accumulations(stmts):
+def _fuse_accumulations(stmts, names):
     changed = False
     for block in nodes.blocks(stmts, functions=False):
+        known = _Statements()
         i = 0
         while i < len(block):
             s = block[i]
@@ -323,18 +395,23 @@ def _fuse_accumulations(stmts):
                     t = block[k]
                     if _is_accumulation(t, a):
                         if _loads(t.value.right, a) == 0:
+                            names.drop(t)
                             t.value = nodes.binop(s.value, gast.Add(), t.value.right)
+                            names.add(t)
+                            known.forget(t)
+                            names.drop(s)
                             del block[i]
                             changed = True
                             i -= 1
                         break
-                    if _loads(t, a) or nodes.stores(t, a) or any(nodes.stores(t, r) for r in read):
+                    if known.loads(t, a) or known.stores(t, a) or any(
+                            known.stores(t, r) for r in read):
                         break
             i += 1
     return changed
 
 
-def _merge_rebinds(stmts):
+def _merge_rebinds(stmts, names):
     """`a = e; a = f(a)` is `a = f(e)` when `f(a)` reads `a` once and the line stays
     short (a chain of accumulations stays a chain)."""
     import copy
@@ -351,7 +428,10 @@ def _merge_rebinds(stmts):
                 if len(_source(merged)) > 72:
                     i += 1
                     continue
+                names.drop(t)
                 _replace_load(t, parts[0], s.value)
+                names.add(t)
+                names.drop(s)
                 del block[i]
                 changed = True
                 continue
@@ -370,12 +450,13 @@ def _is_accumulation(s, a):
             and nodes.is_name(s.value.left, a))
 
 
-def _drop_dead_adjoints(pullback, locals_):
+def _drop_dead_adjoints(pullback, locals_, names):
     changed = False
     for block in nodes.blocks(pullback.body, functions=False):
         for s in list(block):
             if (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
-                    and s.targets[0].id in locals_ and _loads(pullback, s.targets[0].id) == 0):
+                    and s.targets[0].id in locals_ and names.loads[s.targets[0].id] == 0):
+                names.drop(s)
                 block.remove(s)
                 changed = True
     return changed
@@ -384,13 +465,19 @@ def _drop_dead_adjoints(pullback, locals_):
 def rename_unpacks(pullback, namer):
     """A reversed loop rebinds the values it reads from its tape; where the pullback
     also reads those names outside the loop (final values), rename them in the loop."""
+    names = _Names(pullback)
     for loop in [n for n in gast.walk(pullback) if isinstance(n, gast.For)]:
-        for name in set(nodes.names_stored(loop.target)):
-            if _loads(pullback, name) > _loads(loop, name):
+        inside = None
+        for name in sorted(set(nodes.names_stored(loop.target))):
+            inside = inside or _Names(loop)
+            if names.loads[name] > inside.loads[name]:
                 new = namer.fresh(name)
+                names.drop(loop)
                 _rename(loop.target, name, new)
                 for s in loop.body:
                     _rename(s, name, new)
+                names.add(loop)
+                inside = None
 
 
 def _minus(e):

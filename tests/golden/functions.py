@@ -99,3 +99,16 @@ def nested_closure(x, y):
     def spring(t):
         return 0.5 * y * (t - x) ** 2
     return spring(x * 2.0) + spring(y)
+
+
+def loop_invariant(x, c):
+    # the first loop does not change c: its tape holds s, not -c; the second
+    # may change c before computing -c, which is taped
+    s = x
+    for i in range(4):
+        s = s * -c + x * s
+    for i in range(4):
+        if s > 1.0:
+            c = c * s
+        s = s * -c + x
+    return s
