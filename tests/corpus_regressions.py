@@ -346,3 +346,11 @@ def doubles_its_first(a, b):
 
 def calls_a_helper_with_an_unused_parameter(x, y):
     return doubles_its_first(x, y) + y
+
+
+def loop_variable_rebinds_a_differentiated_name(x, y):
+    b = y
+    if x > 0.0:
+        for b in range(3):      # found by the long fuzz profile: b is 2 after the loop
+            pass
+    return b * x

@@ -308,3 +308,11 @@ def test_unconnected_input_warning_as_error_is_the_warning_itself():
         warnings.simplefilter("error")
         with pytest.raises(s2sad.UnconnectedInputWarning, match="'b'"):
             s2sad.grad(r.doubles_its_first, wrt=(0, 1))(1.0, 2.0)
+
+
+def test_loop_variable_ends_the_adjoint_of_the_name_it_rebinds():
+    # the adjoint of b after the loop flowed to y through the zero-trip copy b_1 = b
+    f = r.loop_variable_rebinds_a_differentiated_name
+    assert s2sad.grad(f, wrt=(0, 1))(1.5, 2.0) == (2.0, 0.0)       # b * x = 2 x
+    assert s2sad.grad(f, wrt=(0, 1))(-1.5, 2.0) == (2.0, -1.5)     # b * x = y x
+    assert s2sad.jvp(f, (1.5, 2.0), (1.0, 1.0)) == (3.0, 2.0)

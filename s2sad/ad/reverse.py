@@ -633,6 +633,11 @@ class Reverse:
         body = self.block(s.body, inner)
         body.extend(self.zero(n) for n in sorted(info.carried_within & self.active - inner,
                                                  key=self.adj))
+        target = s.target.id if isinstance(s, gast.For) else None
+        if target in defined and target in self.active:
+            # each iteration binds the target anew (to a number of range): the value it
+            # had before the loop, and its adjoint, end with the first iteration
+            body.append(self.zero(target))
         loaded = set(nodes.names_loaded(nodes.if_(nodes.const(True), body)))
         stored = set(nodes.names_stored(nodes.if_(nodes.const(True), body)))
         # an adjoint the body reads or writes exists after the reversed loop, and must be
