@@ -354,3 +354,17 @@ def loop_variable_rebinds_a_differentiated_name(x, y):
         for b in range(3):      # found by the long fuzz profile: b is 2 after the loop
             pass
     return b * x
+
+
+def parameter_changed_only_by_an_inner_loop(x, z):
+    k = 0
+    while True:                 # found by the long fuzz profile (minimized by hand)
+        k += 1
+        if k > 2:
+            break
+        kk = 0
+        while kk < 2 and z > 10.0:
+            z = z * x
+            kk += 1
+        x = math.tanh(x + math.atan(z))
+    return x * z

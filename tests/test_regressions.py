@@ -316,3 +316,16 @@ def test_loop_variable_ends_the_adjoint_of_the_name_it_rebinds():
     assert s2sad.grad(f, wrt=(0, 1))(1.5, 2.0) == (2.0, 0.0)       # b * x = 2 x
     assert s2sad.grad(f, wrt=(0, 1))(-1.5, 2.0) == (2.0, -1.5)     # b * x = y x
     assert s2sad.jvp(f, (1.5, 2.0), (1.0, 1.0)) == (3.0, 2.0)
+
+
+def test_parameter_changed_only_by_an_inner_loop_keeps_its_value():
+    # the outer loop's recording bound z = None before it (z is set on some paths of
+    # its body only), overwriting the parameter: TypeError in math.atan
+    f = r.parameter_changed_only_by_an_inner_loop
+    point = (0.3, 0.7)
+    g = s2sad.grad(f, wrt=(0, 1))(*point)
+    h = 1e-6
+    for i in range(2):
+        up = list(point); up[i] += h
+        down = list(point); down[i] -= h
+        assert g[i] == pytest.approx((f(*up) - f(*down)) / (2 * h), rel=1e-6)

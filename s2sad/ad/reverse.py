@@ -89,6 +89,7 @@ class Reverse:
         self.kinds = Kinds(fn, self.src, self.param_kinds)
         self.shapes = Shapes(fn, self.ops, self.kinds)
         self.straight = _straight_line_names(fn)
+        self.bound_before = _bound_before_loops(fn)
         self.assigned = None      # how often each name is assigned (when needed)
         self.uniform = set()
         self.owned = set()
@@ -1088,7 +1089,8 @@ class _LoopInfo:
         loop.body = _at_path_ends(loop.body, self.push, at_start, self.record, partial)
         # A value defined on some paths only is read back only on those paths; before
         # the first iteration it still needs a binding to be recorded.
-        inits = [nodes.assign(n, nodes.const(None)) for n in sorted(partial)]
+        inits = [nodes.assign(n, nodes.const(None))
+                 for n in sorted(partial - self.rev.bound_before.get(loop, set()))]
         for init in inits:
             init.s2s_init = True
         return inits + before
@@ -1116,6 +1118,19 @@ class _LoopInfo:
         for call in self.pushes:
             vals = [call.args[0].elts[i] for i in keep]
             call.args[0] = vals[0] if len(vals) == 1 else nodes.tuple_(vals)
+
+
+def _bound_before_loops(fn):
+    """{loop: the names certainly bound when it starts}: the parameters and the names the
+    top-level statements before it assign."""
+    bound = {a.id for a in fn.args.args + fn.args.posonlyargs + fn.args.kwonlyargs}
+    out = nodes.NodeMap()
+    for s in fn.body:
+        for loop in _walk_loops([s]):
+            out[loop] = frozenset(bound)
+        if isinstance(s, gast.Assign):
+            bound.update(nodes.names_stored(s))
+    return out
 
 
 def _straight_line_names(fn):
