@@ -22,7 +22,9 @@ leaving its variable unbound; an early return beside an inner loop in an untaken
 recorded); an inner `range(k)` reversed with the final k instead of the recorded one;
 `x ** n` with x == 0 and an integer variable n == 0 (the rule's `n * x ** (n - 1)` raised
 ZeroDivisionError); maps keyed by `id(node)` that made the generated source depend on
-memory addresses. Their regression tests are in tests/test_regressions.py.
+memory addresses; a for loop's variable not ending the adjoint of the value its name held
+before the loop; a parameter changed only by an inner loop bound to None before the outer
+loop's recording. Their regression tests are in tests/test_regressions.py.
 
 A reproducer saved as "code dropped after an inner loop" turned out to be a wrong copy
 (its function returned None at its point, so its xfail could not pass); it was removed
