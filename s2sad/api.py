@@ -25,7 +25,7 @@ def _compiled(fn, wrt, fused=False, kinds=None, release=False, warn=True):
     fn = _target(fn)
     kinds = pipeline.default_kinds(fn) if kinds is None else kinds
     key = ({False: "reverse", True: "value_and_grad", "grad": "grad"}[fused], release,
-           tuple(wrt) if isinstance(wrt, (tuple, list)) else wrt, pipeline._kinds_key(kinds))
+           pipeline._wrt_key(wrt), pipeline._kinds_key(kinds))
 
     def build():
         derivative = pipeline.reverse(fn, wrt, fused, kinds, release)

@@ -254,15 +254,14 @@ def gradient_code(f, kinds=None):
 
 def _gradient_code(target, grad_wrt, kinds=None):
     kinds = pipeline.default_kinds(target) if kinds is None else kinds
-    grad_key = tuple(grad_wrt) if isinstance(grad_wrt, (tuple, list)) else grad_wrt
 
     def build():
         derivative = pipeline.reverse(target, grad_wrt, "grad", kinds, guard=False,
                                       recompute=True)
         warn_unconnected(*derivative.unconnected)
         return derivative
-    return cache.get(target, ("grad, unguarded", grad_key, pipeline._kinds_key(kinds)),
-                     build)
+    return cache.get(target, ("grad, unguarded", pipeline._wrt_key(grad_wrt),
+                              pipeline._kinds_key(kinds)), build)
 
 
 def _gradient_jvp(f, grad_wrt, wrt, kinds):
@@ -273,13 +272,13 @@ def _gradient_jvp(f, grad_wrt, wrt, kinds):
     through their adjoints (see `gradient_code`). Without the value, it computes no
     tangent of the value but those the gradient's tangent needs."""
     target = api._target(f)
-    grad_key = tuple(grad_wrt) if isinstance(grad_wrt, (tuple, list)) else grad_wrt
-    kinds_key = pipeline._kinds_key(kinds)
+    key = ("forward over reverse", pipeline._wrt_key(grad_wrt), tuple(wrt),
+           pipeline._kinds_key(kinds))
 
     def build():
         grad = _gradient_code(target, grad_wrt, kinds)
         return pipeline.forward(grad.fn, tuple(wrt), kinds)
-    return cache.get(target, ("forward over reverse", grad_key, tuple(wrt), kinds_key), build)
+    return cache.get(target, key, build)
 
 
 def gradient_of(f):

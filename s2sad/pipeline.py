@@ -141,6 +141,10 @@ def default_kinds(fn):
     return {p: np.ndarray if uses_numpy else float for p in params}
 
 
+def _wrt_key(wrt):
+    return tuple(wrt) if isinstance(wrt, (tuple, list)) else wrt
+
+
 def _kinds_key(kinds):
     return tuple(sorted((p, getattr(k, "__name__", k)) for p, k in (kinds or {}).items()))
 
@@ -271,8 +275,7 @@ def adjoint_of(fn, wrt, kinds=None):
     from . import api, cache
     fn = api._target(fn)
     kinds = default_kinds(fn) if kinds is None else kinds
-    key = ("adjoint", tuple(wrt) if isinstance(wrt, (tuple, list)) else wrt,
-           _kinds_key(kinds))
+    key = ("adjoint", _wrt_key(wrt), _kinds_key(kinds))
     if any(f is fn for f in _compiling):
         return LazyAdjoint(fn, wrt, kinds)
     _compiling.append(fn)
