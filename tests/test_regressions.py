@@ -329,3 +329,21 @@ def test_parameter_changed_only_by_an_inner_loop_keeps_its_value():
         up = list(point); up[i] += h
         down = list(point); down[i] -= h
         assert g[i] == pytest.approx((f(*up) - f(*down)) / (2 * h), rel=1e-6)
+
+
+@pytest.mark.parametrize("transform", [s2sad.grad, s2sad.value_and_grad])
+def test_integer_array_on_a_later_call_is_refused_clearly(transform):
+    # the compiled code tested only type(x) is ndarray: an int array on a later call ran
+    # the float code, where buffer reuse (out=) raised NumPy's UFuncTypeError
+    def rosenbrock(x):
+        return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+    df = transform(rosenbrock)
+    df(np.array([0.5, 1.0, 1.5]))
+    for bad in (np.array([1, 2, 3]), np.array([True, False, True])):
+        with pytest.raises(s2sad.S2SADError, match="carries no derivative"):
+            df(bad)
+    # float32 compiles its own version and keeps its dtype
+    g = transform(rosenbrock)(np.array([0.5, 1.0, 1.5], dtype=np.float32))
+    g = g[1] if isinstance(g, tuple) else g
+    assert g.dtype == np.float32
+    np.testing.assert_allclose(g, [-151.0, -50.0, 100.0])

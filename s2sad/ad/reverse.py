@@ -734,8 +734,12 @@ def fuse(vjp, rev, value=True, guard=True):
     pullback = vjp.s2s_pullback
     check = []
     if guards:
-        check = [nodes.guard([f"{helper('type')}({p}) is not {t}" for p, t in guards],
-                             runtime("Respecialize"))]
+        # a differentiated array must stay floating: grad refuses others when it compiles
+        # (api._check_inputs), and buffer reuse relies on it
+        floats = [f"{p}.dtype.kind != 'f'" for p, _ in guards
+                  if rev.param_kinds.get(p) == ARRAY and p in rev.wrt]
+        check = [nodes.guard([f"{helper('type')}({p}) is not {t}" for p, t in guards]
+                             + floats, runtime("Respecialize"))]
     forward = [s for s in vjp.body[:-1] if s is not pullback]
     result = vjp.body[-1].value.elts[0]
     grads = pullback.body[-1].value

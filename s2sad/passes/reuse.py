@@ -20,7 +20,7 @@ computed, so that `g`'s buffer is free for what follows.
 ...     return np.sum(np.exp(x[1:] - x[:-1]) ** 2)
 >>> print(pipeline.reverse(f, fused="grad", release=True).source.rstrip())
 def f_grad(x):
-    if type(x) is not ndarray:
+    if type(x) is not ndarray or x.dtype.kind != 'f':
         raise _s2s_Respecialize
     # reverse mode of f() with respect to x
     # the pullback reads: t_3, x
