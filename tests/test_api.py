@@ -75,10 +75,16 @@ def test_generated_code_is_inspectable_and_shows_in_tracebacks():
     assert inspect.getsource(other.fn) == other.source != compiled.source
     assert inspect.getsource(compiled.fn) == compiled.source
     with pytest.raises(ZeroDivisionError) as info:
-        s2sad.grad(m.fails_in_forward)(1.0)
+        s2sad.value_and_grad(m.fails_in_forward)(1.0)
     frames = traceback.extract_tb(info.value.__traceback__)
     generated = [fr for fr in frames if fr.filename.startswith("<s2sad:")]
     assert generated and generated[-1].line == "y = t / t_1"
+    # grad does not compute the value; its derivative divides by zero too
+    with pytest.raises(ZeroDivisionError) as info:
+        s2sad.grad(m.fails_in_forward)(1.0)
+    frames = traceback.extract_tb(info.value.__traceback__)
+    generated = [fr for fr in frames if fr.filename.startswith("<s2sad:")]
+    assert generated and generated[-1].line == "t_1_bar = -y_bar * t / (t_1 * t_1)"
 
 
 def test_user_globals_are_live():

@@ -62,6 +62,32 @@ def mixed_precision(x, c):
     return np.sum(t * c[1:])
 
 
+def into_columns(X):
+    # the first contribution goes into a non-contiguous slice, X_bar[:, :-1]
+    return np.sum(np.tanh(X[:, 1:]) * 3.0) + np.sum(X[:, :-1] ** 2)
+
+
+def subtracted(x):
+    # x_bar[:-1] -= g first, where g's last update is not a multiplication by a constant
+    return np.sum(np.log(1.5 - x[:-1] * 0.1))
+
+
+def subtracted_seed(x):
+    # x_bar[:-1] -= g first, where g's last update multiplies by the seed y_bar = 1.0
+    return np.sum(np.sin(1.5 - x[:-1]))
+
+
+def first_read_again(x):
+    # the first contribution to x_bar is read again afterwards: not computed in x_bar
+    a = np.exp(x[1:])
+    return np.sum(a) + np.sum(a * x[:-1])
+
+
+def first_broadcast(x, w):
+    # the first contribution has the shape of a broadcast: not computed in x_bar
+    return np.sum(np.sin(x[None, 1:] * w))
+
+
 RNG = np.random.default_rng(11)
 CASES = [
     (rosenbrock, (RNG.uniform(-1.5, 1.5, 7),), 0),
@@ -73,6 +99,11 @@ CASES = [
     (zero_dimensional, (np.array(0.3),), 0),
     (with_ints, (RNG.normal(size=5), np.arange(1, 6)), 0),
     (mixed_precision, (RNG.normal(size=5), RNG.normal(size=5)), 0),
+    (into_columns, (RNG.normal(size=(3, 4)),), 0),
+    (subtracted, (RNG.normal(size=6),), 0),
+    (subtracted_seed, (RNG.normal(size=6),), 0),
+    (first_read_again, (RNG.normal(size=5),), 0),
+    (first_broadcast, (RNG.normal(size=5), RNG.normal(size=(2, 4))), (0, 1)),
 ]
 
 
@@ -163,4 +194,28 @@ def test_rosenbrock_peak_memory():
     df(x)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    assert peak < 3.2 * 8 * n     # the gradient and two temporaries, not five
+    assert peak < 2.2 * 8 * n     # the gradient and one temporary, as by hand
+
+
+def test_first_contribution_is_computed_in_the_slice_of_zeros():
+    text = _source(rosenbrock, np.ones(5))
+    # 1 - x[:-1] is computed in x_bar[:-1]; x_bar[:-1] -= 2 (1 - x[:-1]) negates the 2
+    assert "t_7 = np.subtract(1, t_6, out=x_bar[:-1])" in text
+    assert "np.multiply(-2.0, t_7, out=t_7)" in text
+    assert "x_bar[:-1] -=" not in text
+    assert text.index("x_bar = _s2s_zeros_like(x)") < text.index("out=x_bar[:-1]")
+    # an added expression is computed in the slice directly
+    assert "np.multiply(2.0, t_4, out=X_bar[:, :-1])" in _source(into_columns, np.ones((3, 4)))
+    # a subtraction without a constant factor to negate, and one with the seed's
+    text = _source(subtracted, np.ones(5))
+    assert "np.negative(t_" in text and "x_bar[:-1] " not in text
+    text = _source(subtracted_seed, np.ones(5))
+    assert "t_1_bar *= -1.0" in text and "x_bar[:-1] " not in text
+
+
+def test_first_contribution_stays_separate_when_it_must():
+    # a, the value added first, is read again: it is not computed in the slice
+    text = _source(first_read_again, np.ones(5))
+    assert "a = np.exp(t)" in text and "np.multiply(y_bar, a, out=x_bar[:-1])" in text
+    text = _source(first_broadcast, np.ones(5), np.ones((2, 4)), wrt=(0, 1))
+    assert "x_bar[None, 1:] += t_bar" in text and "out=x_bar" not in text

@@ -110,10 +110,12 @@ class Reverse:
                          for name in nodes.names_stored(loop)}
         seed = self.adj(output) if output in self.active else self.namer.fresh("y_bar")
         defined = {output} if output in self.active else set()
+        # the output is certainly a number: a full reduction, or arithmetic on numbers
         self.scalar_output = any(
             nodes.is_name(s.targets[0], output) and self.ops[s].variant is not None
-            and self.reduced_to_scalar(self.ops[s], self.ops[s].variant.params[0][0],
-                                       output) for s in body if isinstance(s, gast.Assign))
+            and (self.reduced_to_scalar(self.ops[s], self.ops[s].variant.params[0][0],
+                                        output) or self.arithmetic_on_numbers(s.value))
+            for s in body if isinstance(s, gast.Assign))
         reverse = self.block(body, defined)
         self.updates = _Updates(body, self.src, reverse, self)
         result = [self.fitted(p, defined) for p in self.wrt]
@@ -514,6 +516,17 @@ class Reverse:
         if args or kwargs:
             vjp = functools.partial(vjp, *args, **kwargs)
         return self.helper(f"{fn.__name__}_vjp", obj=vjp)
+
+    def arithmetic_on_numbers(self, e):
+        """Whether `e` is `a op b` or `-a` on operands that are certainly numbers."""
+        if isinstance(e, gast.BinOp) and not isinstance(e.op, gast.MatMult):
+            operands = [e.left, e.right]
+        elif isinstance(e, gast.UnaryOp) and isinstance(e.op, (gast.USub, gast.UAdd)):
+            operands = [e.operand]
+        else:
+            return False
+        return all(self.kinds[a] == SCALAR for a in operands if not isinstance(
+            a, gast.Constant) or type(a.value) not in (int, float))
 
     def reduced_to_scalar(self, op, param, target):
         """Whether `op` reduces the array `param` to the scalar `target` and its rule

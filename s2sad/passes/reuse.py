@@ -40,6 +40,7 @@ def f_grad(x):
     del t_2_bar
     return x_bar
 """
+import collections
 import copy
 import itertools
 from typing import NamedTuple
@@ -95,14 +96,53 @@ class Reuse:
         facts = self.analyse(fn.body, params)
         fn.body = self.hoisted(fn.body, facts)
         facts = self.analyse(fn.body, params)
-        live = [set() for _ in fn.body] + [set()]
-        for i in range(len(fn.body) - 1, -1, -1):
-            live[i] = live[i + 1] | self.loaded(fn.body[i], facts[i])
+        live = self.live(fn.body, facts)
         out = []
         for i, s in enumerate(fn.body):
             out.extend(self.rewritten(s, facts[i], live[i + 1]))
-        fn.body = out
+        stored = collections.Counter(nodes.names_stored(fn))
+        self.numbers = {s.targets[0].id: s.value.value for s in fn.body
+                        if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+                        and isinstance(s.value, gast.Constant)
+                        and type(s.value.value) in (int, float)
+                        and stored[s.targets[0].id] == 1}
+        fn.body = self.without_unit_factors(self.into_zeros(out, params), params)
         return fn
+
+    def number(self, e):
+        """The number `e` certainly is (a constant, or a name bound once to one), or None."""
+        if isinstance(e, gast.Constant) and type(e.value) in (int, float):
+            return e.value
+        return self.numbers.get(e.id) if isinstance(e, gast.Name) else None
+
+    def without_unit_factors(self, body, params):
+        """`body` without the in-place multiplications of float arrays by 1 (the seed
+        `y_bar = 1.0` that did not fold into a constant)."""
+        facts, out = self.analyse(body, params), []
+        for s, known in zip(body, facts):
+            if isinstance(s, gast.AugAssign) and isinstance(s.op, gast.Mult) and \
+                    self.in_place(s, known) and self.number(s.value) == 1 and \
+                    self.is_float(known[s.target.id].dtype):
+                continue
+            call = s.value if isinstance(s, (gast.Assign, gast.Expr)) else None
+            into = call is not None and self.out_of(call, known)
+            if into and self.resolve(call.func) is np.multiply and self.is_float(
+                    known[into].dtype) and len(call.args) == 2 and any(
+                    nodes.is_name(a, into) for a in call.args) and any(
+                    self.number(a) == 1 for a in call.args):
+                if isinstance(s, gast.Assign):
+                    out.append(nodes.located(nodes.assign(s.targets[0].id,
+                                                          nodes.name(into)), s))
+                continue
+            out.append(s)
+        return out
+
+    def live(self, body, facts):
+        """For each statement of `body` and the end, the buffers read from there on."""
+        live = [set() for _ in body] + [set()]
+        for i in range(len(body) - 1, -1, -1):
+            live[i] = live[i + 1] | self.loaded(body[i], facts[i])
+        return live
 
     # -- facts ------------------------------------------------------------------------
     def analyse(self, body, params):
@@ -113,6 +153,8 @@ class Reuse:
             facts = dict(facts)
             if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
                 facts[s.targets[0].id] = self.fact(s.value, facts)
+            elif self.in_place(s, facts):
+                pass        # an array updated in place keeps its shape, dtype and memory
             elif isinstance(s, gast.Delete):
                 for t in s.targets:
                     facts.pop(getattr(t, "id", None), None)
@@ -126,6 +168,25 @@ class Reuse:
                     facts[n] = Fact(buffers=frozenset(shared)) if nodes.stores(s, n) else \
                         old._replace(buffers=old.buffers | shared)
         return out
+
+    def in_place(self, s, facts):
+        """Whether `s` is `t op= a` or `ufunc(..., out=t)` on an array `t` (what this
+        pass writes), which changes no fact."""
+        if isinstance(s, gast.AugAssign) and isinstance(s.target, gast.Name):
+            return (type(s.op) in _OPERATORS
+                    and facts.get(s.target.id, Fact()).kind in (ND, NDARRAY))
+        return isinstance(s, gast.Expr) and self.out_of(s.value, facts) is not None
+
+    def out_of(self, e, facts):
+        """`t` when `e` is an elementwise `ufunc(..., out=t)` into an array `t`."""
+        if not (isinstance(e, gast.Call) and len(e.keywords) == 1
+                and e.keywords[0].arg == "out" and isinstance(e.keywords[0].value, gast.Name)):
+            return None
+        bare = gast.Call(func=e.func, args=e.args, keywords=[])
+        t = e.keywords[0].value.id
+        if self.elementwise(bare) is None or facts.get(t, Fact()).kind not in (ND, NDARRAY):
+            return None
+        return t
 
     def writes_array(self, s, facts):
         target = getattr(s, "target", None) or getattr(s, "targets", [None])[0]
@@ -167,6 +228,13 @@ class Reuse:
         if isinstance(e, gast.Subscript):
             return self.indexed(e, self.fact(e.value, facts), facts)
         if isinstance(e, gast.Call):
+            into = self.out_of(e, facts)
+            if into is not None:
+                return facts[into]
+            if (len(e.keywords) == 1 and e.keywords[0].arg == "out"
+                    and isinstance(e.keywords[0].value, gast.Subscript)
+                    and self.elementwise(gast.Call(func=e.func, args=e.args, keywords=[]))):
+                return self.fact(e.keywords[0].value, facts)   # into a slice (into_zeros)
             return self.helper_result(e, facts) or self.unknown(e, facts)
         return self.unknown(e, facts)
 
@@ -299,6 +367,131 @@ class Reuse:
             self.rev.helper("np", obj=np), ufunc.__name__)
         call = nodes.call(func, args, [gast.keyword(arg="out", value=copy.deepcopy(buffer))])
         return nodes.expr_stmt(call) if kind == "update" else nodes.assign(target, call)
+
+    # -- computing into a slice of zeros ----------------------------------------------
+    def into_zeros(self, body, params):
+        """`body` where the first addition into a slice of an array of zeros,
+        `x_bar[:-1] -= g`, is dropped and the statement that allocated `g`'s buffer
+        computes into that slice instead (`np.subtract(1, t_6, out=x_bar[:-1])`, the
+        zeros moved up before it), so that the updates of `g` in place happen in
+        `x_bar`; a subtraction negates the constant factor of the last update, or the
+        slice. An added expression is computed into the slice the same way. One array
+        fewer, and one pass fewer over it."""
+        while True:
+            facts = self.analyse(body, params)
+            live = self.live(body, facts)
+            found = next((found for a in range(len(body))
+                          for found in [self.zeros_slice(body, a, facts, live)] if found), None)
+            if found is None:
+                return self.unnamed(body)
+            z, r, a = found
+            addition = body[a]
+            if r is None:       # name the added expression, computed in one buffer
+                g = self.rev.namer.fresh("t")
+                named = nodes.located(nodes.assign(g, addition.value), addition)
+                addition.value = nodes.name(g)
+                body[a:a + 1] = self.rewritten(named, facts[a], live[a + 1]) + [addition]
+                continue
+            target = copy.deepcopy(addition.target)
+            target.ctx = gast.Load()
+            operands, ufunc = self.elementwise(body[r].value)
+            call = body[r].value if isinstance(body[r].value, gast.Call) else nodes.call(
+                nodes.attribute(self.rev.helper("np", obj=np), ufunc.__name__), operands)
+            call.keywords = [gast.keyword(arg="out", value=target)]
+            body[r] = nodes.located(nodes.assign(body[r].targets[0].id, call), body[r])
+            body[a] = None
+            if isinstance(addition.op, gast.Sub):
+                body[a] = self.negated(body, r, a, addition.value.id, facts)
+            if z > r:
+                body = body[:r] + [body[z]] + body[r:z] + body[z + 1:]
+            body = [s for s in body if s is not None]
+
+    def unnamed(self, body):
+        """`body` where `t = ufunc(..., out=...)` is `ufunc(..., out=...)` when nothing
+        reads `t`."""
+        loaded = {n for s in body for n in nodes.names_loaded(s)} | {
+            s.target.id for s in body
+            if isinstance(s, gast.AugAssign) and isinstance(s.target, gast.Name)}
+        return [nodes.located(nodes.expr_stmt(s.value), s)
+                if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+                and s.targets[0].id not in loaded and isinstance(s.value, gast.Call)
+                and any(k.arg == "out" for k in s.value.keywords) else s for s in body]
+
+    def zeros_slice(self, body, a, facts, live):
+        """(z, r, a) when statement `a` is `x_bar[...] += g` or `-=`, the first statement
+        to touch `x_bar` since `z`, `x_bar = _s2s_zeros_like(x)`, and `g`'s buffer, which
+        has the slice's shape, is allocated by statement `r`, an elementwise operation,
+        and read by nothing after `a`; (z, None, a) when `g` is an elementwise expression
+        of the slice's shape; else None."""
+        from ..rules import runtime
+        s = body[a]
+        if not (self.is_addition(s) and not nodes.names_loaded(s.target.slice)):
+            return None
+        array = s.target.value.id
+        mentions = [i for i in range(a) if array in nodes.names_loaded(body[i])
+                    or array in nodes.names_stored(body[i])]
+        if not mentions:
+            return None
+        z = mentions[-1]
+        made = body[z]
+        if not (isinstance(made, gast.Assign) and nodes.is_name(made.targets[0], array)
+                and isinstance(made.value, gast.Call)
+                and self.rev.helpers.get(getattr(made.value.func, "id", None))
+                is runtime.zeros_like and all(nodes.is_name(x) for x in made.value.args)):
+            return None
+        sliced = self.indexed(s.target, facts[a].get(array, Fact()), facts[a])
+        g = self.fact(s.value, facts[a])
+        if (g.kind != ND or g.shape is None or g.shape != sliced.shape
+                or not self.is_float(g.dtype)):
+            return None
+        if not isinstance(s.value, gast.Name):
+            return (z, None, a) if self.elementwise(s.value) is not None else None
+        if len(g.buffers) != 1 or not g.buffers <= self.owned or g.buffers & live[a + 1]:
+            return None
+        buffer, = g.buffers
+        r = next((i for i in range(a) if isinstance(body[i], gast.Assign)
+                  and buffer in self.fact_after(body[i], facts[i + 1]).buffers), None)
+        if (r is None or self.fact_after(body[r], facts[r + 1]).shape != g.shape
+                or self.elementwise(body[r].value) is None
+                or getattr(body[r].value, "keywords", None)
+                or any(set(nodes.names_stored(body[i])) & set(nodes.names_loaded(made.value))
+                       for i in range(r, z))
+                or any(i != z and array in nodes.names_loaded(body[i]) + nodes.names_stored(
+                       body[i]) for i in range(r, a))):
+            return None
+        return z, r, a
+
+    def fact_after(self, s, facts):
+        return facts.get(s.targets[0].id, Fact()) if isinstance(
+            s.targets[0], gast.Name) else Fact()
+
+    def negated(self, body, r, a, g, facts):
+        """`g = -g` in place, once `g` has been computed (between statements `r` and
+        `a`): by negating the constant of its last update when that multiplies by a
+        constant (`t_bar = np.multiply(-2.0, t, out=t)`, `t_bar *= -2.0`), else with
+        `np.negative(g, out=g)`."""
+        def writes(s, i):
+            return g in nodes.names_stored(s) or (
+                isinstance(s, gast.Expr) and self.out_of(s.value, facts[i]) == g)
+        last = body[next(i for i in range(a - 1, r - 1, -1) if writes(body[i], i))]
+        factors = []
+        if isinstance(last, gast.AugAssign) and isinstance(last.op, gast.Mult):
+            factors = [(last, "value")]
+        elif isinstance(last, (gast.Assign, gast.Expr)) and isinstance(last.value, gast.Call) \
+                and self.resolve(last.value.func) is np.multiply:
+            factors = [(last.value.args, i) for i in range(len(last.value.args))]
+        for holder, key in factors:
+            x = holder[key] if isinstance(holder, list) else getattr(holder, key)
+            if self.number(x) is not None:
+                negative = gast.Constant(value=-self.number(x), kind=None)
+                if isinstance(holder, list):
+                    holder[key] = negative
+                else:
+                    setattr(holder, key, negative)
+                return None
+        return nodes.expr_stmt(nodes.call(
+            nodes.attribute(self.rev.helper("np", obj=np), "negative"),
+            [nodes.name(g)], [gast.keyword(arg="out", value=nodes.name(g))]))
 
     # -- moving in-place additions up -------------------------------------------------
     def hoisted(self, body, facts):
