@@ -347,3 +347,19 @@ def test_integer_array_on_a_later_call_is_refused_clearly(transform):
     g = g[1] if isinstance(g, tuple) else g
     assert g.dtype == np.float32
     np.testing.assert_allclose(g, [-151.0, -50.0, 100.0])
+
+
+def test_long_type_check_reads_as_written_and_wraps():
+    # ast.unparse wrote the fourth and later tests of the check as "(w.dtype.kind != 'f')"
+    def loss(w, b, X, y):
+        return np.sum((X @ w + b - y) ** 2)
+    X, y = np.ones((3, 2)), np.ones(3)
+    df = s2sad.grad(loss, wrt=(0, 1))
+    g = df(np.ones(2), np.ones(3), X, y)
+    np.testing.assert_allclose(g[0], X.T @ (2 * (X @ np.ones(2) + 1 - y)))
+    lines = df.source.splitlines()
+    check = lines[1:lines.index("        raise _s2s_Respecialize")]
+    assert check[0].startswith("    if (type(w) is not ndarray or ")
+    assert all(len(line) <= 100 and "(type(" not in line[8:] and "('f')" not in line
+               and "(w.dtype" not in line for line in check)
+    assert " ".join(x.strip() for x in check).count(" or ") == 5

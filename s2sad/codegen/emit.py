@@ -30,6 +30,14 @@ def to_source(node):
                 if (field == "body" or had_code) and only_comments:
                     stmts.append(gast.Pass())
                 setattr(parent, field, stmts)
+    # tests emitted as written: ast.unparse parenthesises the fourth and later
+    # comparisons of a long `or`
+    written = {}
+    for n in gast.walk(node):
+        if isinstance(n, gast.If) and getattr(n.test, "s2s_tests", None):
+            key = f"_s2s_written_{len(written)}"
+            written[key] = n.test.s2s_tests
+            n.test = nodes.name(key)
     for n in gast.walk(node):
         for field, value in list(gast.iter_fields(n)):
             if (isinstance(value, gast.Constant) and type(value.value) in (int, float)
@@ -39,7 +47,25 @@ def to_source(node):
     tree.lineno = getattr(tree, "lineno", 1)
     tree.col_offset = getattr(tree, "col_offset", 0)
     text = ast.unparse(ast.fix_missing_locations(tree))
+    for key, tests in written.items():
+        text = re.sub(rf"^( *)if {key}:$", lambda m: _if_any(m.group(1), tests), text,
+                      flags=re.M)
     return "\n".join(_comment_line(line) for line in text.split("\n")) + "\n"
+
+
+def _if_any(indent, tests, width=100):
+    """`if a or b ...:`, wrapped in parentheses over lines of at most `width`."""
+    line = f"{indent}if {' or '.join(tests)}:"
+    if len(line) <= width:
+        return line
+    lines, current = [], f"{indent}if ({tests[0]}"
+    for t in tests[1:]:
+        if len(current) + len(t) + 5 > width:
+            lines.append(current)
+            current = f"{indent}        or {t}"
+        else:
+            current += f" or {t}"
+    return "\n".join(lines + [current + "):"])
 
 
 def _visible(s):

@@ -114,7 +114,9 @@ def function(fname, params, body, like=None):
 def guard(tests, exc):
     """`if test or ...: raise exc`, from the tests' source: the start of generated code
     specialised on its arguments, which lets its caller compile another version."""
-    return if_(parse_expr(" or ".join(tests)), [gast.Raise(exc=name(exc), cause=None)])
+    test = parse_expr(" or ".join(tests))
+    test.s2s_tests = list(tests)      # emitted as written (see emit.to_source)
+    return if_(test, [gast.Raise(exc=name(exc), cause=None)])
 
 
 def parse_expr(src):

@@ -14,7 +14,12 @@ class Respecialize(Exception):
 def zeros_like(x):
     """The zero adjoint of `x`: 0.0 for a number, a float zero array for an array."""
     if isinstance(x, np.ndarray):
-        return np.zeros_like(x, dtype=np.result_type(x.dtype, np.float32))
+        dtype = x.dtype
+        if dtype.kind != "f" or dtype.itemsize < 4:     # float32 at least
+            dtype = np.result_type(dtype, np.float32)
+        # np.zeros is about three times as fast as np.zeros_like (which keeps subclasses)
+        return np.zeros(x.shape, dtype) if type(x) is np.ndarray else np.zeros_like(
+            x, dtype=dtype)
     if _is_named_tuple(x):
         return _rebuild(x, [_field_zero(v) for v in x])
     if isinstance(x, (tuple, list)):
