@@ -144,7 +144,26 @@ def test_rosenbrock_reuses_dead_temporaries():
     assert "t_1_bar = np.multiply(t_3_bar, -2, out=t_3_bar)" in text
     assert "t_1_bar *= t_1" in text
     # the addition of t_3_bar moved up, so that its buffer is free for t_1_bar
-    assert text.index("x_bar[1:] += t_3_bar") < text.index("t_1_bar = ")
+    assert text.index("x_bar_view += t_3_bar") < text.index("t_1_bar = ")
+    # the second x[:-1] is the same view as the first: t_1 serves both
+    code = [line for line in text.splitlines() if not line.strip().startswith("#")]
+    assert sum("= x[:-1]" in line for line in code) == 1
+
+
+def two_updates_of_one_slice(x):
+    # the first contribution to x_bar[1:] is computed in it, the next two are added
+    # through one view of it
+    return (np.sum(np.sin(x[1:]) * x[:-1]) + np.sum(np.cos(x[1:]) * x[:-1])
+            + np.sum(np.exp(x[1:])))
+
+
+def test_one_view_serves_every_update_of_a_slice():
+    text = _source(two_updates_of_one_slice, np.ones(5))
+    assert text.count("= x_bar[1:]") == 1 and text.count("x_bar_view += ") == 3
+    g = s2sad.grad(two_updates_of_one_slice)(np.linspace(0.1, 0.5, 5))
+    error = compare(g, fd_array_grad(two_updates_of_one_slice, (np.linspace(0.1, 0.5, 5),), 0),
+                    1e-6, 1e-8, "two_updates_of_one_slice")
+    assert error is None, error
 
 
 def test_views_of_arguments_are_never_written():
@@ -200,7 +219,7 @@ def test_rosenbrock_peak_memory():
 def test_first_contribution_is_computed_in_the_slice_of_zeros():
     text = _source(rosenbrock, np.ones(5))
     # 1 - x[:-1] is computed in x_bar[:-1]; x_bar[:-1] -= 2 (1 - x[:-1]) negates the 2
-    assert "t_7 = np.subtract(1, t_6, out=x_bar[:-1])" in text
+    assert "t_7 = np.subtract(1, t_1, out=x_bar[:-1])" in text
     assert "np.multiply(-2.0, t_7, out=t_7)" in text
     assert "x_bar[:-1] -=" not in text
     assert text.index("x_bar = _s2s_zeros_like(x)") < text.index("out=x_bar[:-1]")

@@ -12,7 +12,10 @@ was promoted from, `a`'s dtype is floating, and `a` is an ndarray (a 0-d operati
 gives a NumPy scalar, which has no buffer). A chain inside one statement,
 `t = a * -2 * b`, is computed into one buffer: `t = a * -2` then `t *= b`. In-place
 additions into slices of an adjoint (`x_bar[1:] += g`) move up to where `g` is
-computed, so that `g`'s buffer is free for what follows.
+computed, so that `g`'s buffer is free for what follows. The first addition into a
+slice of an array of zeros computes its value in that slice instead (`into_zeros`), and
+additions into slices go through named views (`x_bar_view += g`), which spares NumPy
+copying the slice onto itself.
 
 >>> import numpy as np
 >>> from s2sad import pipeline
@@ -35,8 +38,10 @@ def f_grad(x):
     t_2_bar = np.multiply(t_3_bar, t_3, out=t_3_bar)
     del t_3, t_3_bar
     x_bar = _s2s_zeros_like(x)
-    x_bar[:-1] -= t_2_bar
-    x_bar[1:] += t_2_bar
+    x_bar_view = x_bar[:-1]
+    x_bar_view -= t_2_bar
+    x_bar_view_1 = x_bar[1:]
+    x_bar_view_1 += t_2_bar
     del t_2_bar
     return x_bar
 """
@@ -50,6 +55,7 @@ import numpy as np
 
 from ..analysis.kinds import ARRAY, SCALAR
 from ..analysis.shapes import trims
+
 from ..codegen import nodes
 
 ND, NDARRAY, NUMBER, INTS = "nd", "ndarray", "number", "ints"
@@ -100,14 +106,93 @@ class Reuse:
         out = []
         for i, s in enumerate(fn.body):
             out.extend(self.rewritten(s, facts[i], live[i + 1]))
+        out = self.shared_views(out, params)
         stored = collections.Counter(nodes.names_stored(fn))
         self.numbers = {s.targets[0].id: s.value.value for s in fn.body
                         if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
                         and isinstance(s.value, gast.Constant)
                         and type(s.value.value) in (int, float)
                         and stored[s.targets[0].id] == 1}
-        fn.body = self.without_unit_factors(self.into_zeros(out, params), params)
+        body = self.without_unit_factors(self.into_zeros(out, params), params)
+        fn.body = self.viewed(self.unnamed(body), params)
         return fn
+
+    def shared_views(self, body, params):
+        """`body` without `t_6 = x[:-1]` when `t_1 = x[:-1]` is bound to the same view
+        of the same array: `t_6` reads are `t_1`."""
+        facts, out, seen, renamed = self.analyse(body, params), [], {}, {}
+
+        class Rename(gast.NodeTransformer):
+            def visit_Name(self, node):
+                if isinstance(node.ctx, gast.Load) and node.id in renamed:
+                    return nodes.name(renamed[node.id])
+                return node
+        stored = collections.Counter(n for s in body for n in nodes.names_stored(s))
+        for s, known in zip(body, facts):
+            s = Rename().visit(s)
+            for n in nodes.names_stored(s):
+                seen = {k: v for k, v in seen.items() if n not in (k[0], v)}
+            value = getattr(s, "value", None)
+            if (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+                    and stored[s.targets[0].id] == 1 and isinstance(value, gast.Subscript)
+                    and isinstance(value.value, gast.Name)
+                    and known.get(value.value.id, Fact()).kind in (ND, NDARRAY)
+                    and trims(value.slice) is not None
+                    and not all(i == "int" for i in trims(value.slice))):
+                key = (value.value.id, gast.dump(value.slice))
+                if key in seen:
+                    renamed[s.targets[0].id] = seen[key]
+                    continue
+                seen[key] = s.targets[0].id
+            out.append(s)
+        return out
+
+    def viewed(self, body, params):
+        """`body` where `x_bar[1:] += g` on an array is `x_bar_view += g` after
+        `x_bar_view = x_bar[1:]`: the same update in place, without `__setitem__`
+        copying the view onto itself (half a microsecond a statement). A view serves
+        every update of the same slice until the array is bound again."""
+        facts, out, views = self.analyse(body, params), [], {}
+        for s, known in zip(body, facts):
+            for n in nodes.names_stored(s):
+                views = {k: v for k, v in views.items() if n not in (k[0], v)}
+            target = getattr(s, "target", None)
+            index = trims(target.slice) if isinstance(s, gast.AugAssign) and isinstance(
+                target, gast.Subscript) and isinstance(target.value, gast.Name) else None
+            if (index is None or all(i == "int" for i in index)
+                    or known.get(target.value.id, Fact()).kind not in (ND, NDARRAY)):
+                out.append(s)
+                continue
+            key = (target.value.id, gast.dump(target.slice))
+            if key not in views:
+                views[key] = self.rev.namer.fresh(f"{target.value.id}_view")
+                target = copy.deepcopy(target)
+                target.ctx = gast.Load()
+                out.append(nodes.located(nodes.assign(views[key], target), s))
+            s.target = nodes.name(views[key], store=True)
+            out.append(self.without_unit_products(s, known))
+        return out
+
+    def without_unit_products(self, s, facts):
+        """`s` with `1.0 * a` inside it read as `a` for a float array `a` (not as the whole
+        value of an assignment, which would then share `a`'s memory)."""
+        reuse = self
+
+        class Drop(gast.NodeTransformer):
+            def visit_BinOp(self, node):
+                self.generic_visit(node)
+                if isinstance(node.op, gast.Mult):
+                    for one, other in ((node.left, node.right), (node.right, node.left)):
+                        fact = facts.get(getattr(other, "id", None), Fact())
+                        if reuse.number(one) == 1 and isinstance(other, gast.Name) and \
+                                fact.kind in (ND, NDARRAY) and reuse.is_float(fact.dtype):
+                            return other
+                return node
+        if isinstance(s, gast.Assign) and isinstance(s.value, gast.BinOp):
+            s.value.left, s.value.right = (Drop().visit(s.value.left),
+                                           Drop().visit(s.value.right))
+            return s
+        return Drop().visit(s)
 
     def number(self, e):
         """The number `e` certainly is (a constant, or a name bound once to one), or None."""
@@ -119,6 +204,7 @@ class Reuse:
         """`body` without the in-place multiplications of float arrays by 1 (the seed
         `y_bar = 1.0` that did not fold into a constant)."""
         facts, out = self.analyse(body, params), []
+        loaded = self.names_read(body)
         for s, known in zip(body, facts):
             if isinstance(s, gast.AugAssign) and isinstance(s.op, gast.Mult) and \
                     self.in_place(s, known) and self.number(s.value) == 1 and \
@@ -130,7 +216,7 @@ class Reuse:
                     known[into].dtype) and len(call.args) == 2 and any(
                     nodes.is_name(a, into) for a in call.args) and any(
                     self.number(a) == 1 for a in call.args):
-                if isinstance(s, gast.Assign):
+                if isinstance(s, gast.Assign) and s.targets[0].id in loaded:
                     out.append(nodes.located(nodes.assign(s.targets[0].id,
                                                           nodes.name(into)), s))
                 continue
@@ -383,7 +469,7 @@ class Reuse:
             found = next((found for a in range(len(body))
                           for found in [self.zeros_slice(body, a, facts, live)] if found), None)
             if found is None:
-                return self.unnamed(body)
+                return body
             z, r, a = found
             addition = body[a]
             if r is None:       # name the added expression, computed in one buffer
@@ -406,12 +492,16 @@ class Reuse:
                 body = body[:r] + [body[z]] + body[r:z] + body[z + 1:]
             body = [s for s in body if s is not None]
 
+    def names_read(self, body):
+        """The names statements of `body` read (an augmented assignment reads its target)."""
+        return {n for s in body for n in nodes.names_loaded(s)} | {
+            s.target.id for s in body
+            if isinstance(s, gast.AugAssign) and isinstance(s.target, gast.Name)}
+
     def unnamed(self, body):
         """`body` where `t = ufunc(..., out=...)` is `ufunc(..., out=...)` when nothing
         reads `t`."""
-        loaded = {n for s in body for n in nodes.names_loaded(s)} | {
-            s.target.id for s in body
-            if isinstance(s, gast.AugAssign) and isinstance(s.target, gast.Name)}
+        loaded = self.names_read(body)
         return [nodes.located(nodes.expr_stmt(s.value), s)
                 if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
                 and s.targets[0].id not in loaded and isinstance(s.value, gast.Call)
