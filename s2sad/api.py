@@ -48,6 +48,9 @@ class _Derivative:
         self._fn = self._compile_and_call
         self._version = -1
         self._kinds = None
+        # a class of its own, whose __call__ becomes a function with the primal's
+        # parameters (see _install)
+        self.__class__ = type(type(self).__name__, (type(self),), {})
 
     def _compile_and_call(self, *args, **kwargs):
         """Compile for the kinds of `args` (or fetch that version), then call it."""
@@ -56,7 +59,34 @@ class _Derivative:
         _check_inputs(self.primal, self.wrt, args)
         self._fn = fn
         self._version = registry.version
+        self._install(fn)
         return self._fn(*args, **kwargs)
+
+    def _install(self, fn):
+        """Make calls go straight to `fn` through a `__call__` with the primal's own
+        parameters, when they are plain ones: forwarding `*args, **kwargs` costs more
+        than the whole gradient of a small scalar function."""
+        try:
+            signature = inspect.signature(_target(self.primal))
+        except (TypeError, ValueError):
+            return
+        names = list(signature.parameters)
+        if not names or any(p.kind is not p.POSITIONAL_OR_KEYWORD or p.default is not p.empty
+                            for p in signature.parameters.values()) or any(
+                            n in ("self", "_s2s_fn", "_s2s_registry", "_s2s_Respecialize")
+                            for n in names):
+            return
+        params = ", ".join(names)
+        namespace = {"_s2s_fn": fn, "_s2s_registry": registry,
+                     "_s2s_Respecialize": runtime.Respecialize}
+        exec(f"def __call__(self, {params}):\n"
+             f"    if self._version == _s2s_registry.version:\n"
+             f"        try:\n"
+             f"            return _s2s_fn({params})\n"
+             f"        except _s2s_Respecialize:\n"
+             f"            pass\n"
+             f"    return self._compile_and_call({params})\n", namespace)
+        type(self).__call__ = namespace["__call__"]
 
     def __call__(self, *args, **kwargs):
         # the compiled code checks its arguments' types, raising Respecialize for others

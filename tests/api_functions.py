@@ -25,3 +25,11 @@ def vector_out(x):
 def fails_in_forward(x):
     t = x * 2
     return t / (x - x)
+
+
+def cube(x):
+    return x ** 3
+
+
+def uses_cube(x):
+    return cube(x) + x

@@ -161,3 +161,31 @@ def test_compiling_from_two_threads_at_once_gives_one_cache_entry(monkeypatch):
     expected = 6 * 0.5 ** 5 + 4 * 0.5 ** 3 + 3 * 0.5 ** 2 + 2 * 0.5 + 1
     assert results == [pytest.approx(expected)] * 8
     assert len(cache._cache[f]) == 1 and builds == [f]
+
+
+def test_direct_call_follows_types_keywords_and_rule_changes():
+    # after its first call a gradient calls its compiled code through a __call__ with
+    # the primal's parameters; it must still respecialise, take keywords and see rules
+    df = s2sad.grad(m.f, wrt=(0, 1))
+    expected = (1 / 2.0 + 5.0, 2.0 - math.cos(5.0))     # d/dx1, d/dx2 of m.f
+    assert_close(df(2.0, 5.0), expected)
+    assert_close(df(x2=5.0, x1=2.0), expected)
+    with pytest.raises(TypeError):
+        df(2.0)
+    # d/dx 2 x^2 = 4 x, for a float, a NumPy float32, an int, then a float again
+    ds = s2sad.grad(m.scaled)
+    assert_close(ds(1.5), 6.0)
+    assert ds(np.float32(1.5)) == np.float32(6.0)
+    assert ds(2) == 8.0
+    assert_close(ds(1.5), 6.0)
+    # a rule registered after the first call is used by the next one
+    dc = s2sad.grad(m.uses_cube)
+    assert_close(dc(2.0), 3 * 2.0 ** 2 + 1)
+    s2sad.defvjp(m.cube, "x", "g * 0.0")                # a rule that ignores x
+    assert_close(dc(2.0), 1.0)
+    # defaults and keyword-only parameters keep the generic call: d/dx (x y)^2 = 2 x y^2
+    dk = s2sad.grad(m.with_kwonly)
+    assert_close(dk(2.0), 4.0)
+    assert_close(dk(2.0, 3.0, power=2), 36.0)
+    assert inspect.signature(type(df).__call__).parameters.keys() == {"self", "x1", "x2"}
+    assert "kwargs" in inspect.signature(type(dk).__call__).parameters
