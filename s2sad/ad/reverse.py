@@ -97,7 +97,7 @@ class Reverse:
         self.user_calls = nodes.NodeMap()
         self.refuse_mutating_calls(fn)
         self.indexed = {a.id for s in _assigns(fn) for a in _getitem_receivers(s)}
-        self.primal_names = {n.id for n in gast.walk(fn) if isinstance(n, gast.Name)}
+        self.primal_names = {n.id for n in nodes.walk(fn) if isinstance(n, gast.Name)}
         self.scalar_zeros = False
         # names holding lists (appended to): their adjoints add entrywise, not by `+`
         from ..rules import runtime
@@ -122,7 +122,7 @@ class Reverse:
         reverse.append(nodes.ret(nodes.tuple_(result) if self.as_tuple else result[0]))
         pullback = nodes.function(self.namer.fresh(f"{fn.name}_pullback"), [seed], reverse)
         forward = _strip_markers(self.forward(body))
-        for n in gast.walk(nodes.function("_", [], forward)):
+        for n in nodes.walk(nodes.function("_", [], forward)):
             if isinstance(n, gast.Name) and getattr(n, "s2s_lifted", False):
                 self.helpers[n.id] = n.s2s_prim    # a lifted function it runs unchanged
         vjp = nodes.function(self.namer.fresh(f"{fn.name}_vjp"), [], forward + [
@@ -320,7 +320,7 @@ class Reverse:
     def scalar_valued(self, expr, g):
         """Whether `expr` reads no array but the uniform adjoint `g`."""
         return all(n.id == g or n.id not in self.kinds.local or self.kinds[n] == SCALAR
-                   for n in gast.walk(expr)
+                   for n in nodes.walk(expr)
                    if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load))
 
     def assign(self, s, defined):
@@ -459,7 +459,7 @@ class Reverse:
         `lst.append(v)`, `a += v` on an array) changes the caller's value behind its back;
         the derivative would miss that, so it is refused."""
         for s in _in_order(fn.body):
-            for call in gast.walk(s):
+            for call in nodes.walk(s):
                 if not isinstance(call, gast.Call):
                     continue
                 prim = getattr(call.func, "s2s_prim", None) or self.src.resolve(call.func)
@@ -481,14 +481,14 @@ class Reverse:
         local = {p for p, a in zip(params, call_args)
                  if isinstance(a, gast.Name) and self.src.is_local(a.id)}
         # a parameter the callee rebinds (`a = a.copy()`) may be its own value by then
-        rebound = {t.id for n in gast.walk(callee.node)
+        rebound = {t.id for n in nodes.walk(callee.node)
                    if isinstance(n, (gast.Assign, gast.For))
-                   for t in gast.walk(n.targets[0] if isinstance(n, gast.Assign) else n.target)
+                   for t in nodes.walk(n.targets[0] if isinstance(n, gast.Assign) else n.target)
                    if isinstance(t, gast.Name) and isinstance(t.ctx, gast.Store)}
         local -= rebound
         # `b += a` changes an array in place but rebinds a number: only known arrays count
         arrays = {p for p, a in zip(params, call_args) if p in local and self.kinds[a] == ARRAY}
-        for node in gast.walk(callee.node):
+        for node in nodes.walk(callee.node):
             name = _mutated_name(node, arrays)
             if name in local:
                 raise UnsupportedSyntaxError(
@@ -551,7 +551,7 @@ class Reverse:
         for free, obj in template.free.items():
             subst[free] = nodes.name(self.helper(free, obj=obj))
         expr = nodes.substitute(template.tree, subst)
-        for n in gast.walk(expr):
+        for n in nodes.walk(expr):
             if getattr(n, "s2s_builtin", False):
                 n.id = self.helper(n.id)
         arg = op.bound[param]
@@ -636,7 +636,7 @@ class Reverse:
 
     def loop(self, s, defined):
         if isinstance(s, gast.For) and not _is_range(s, self) and any(
-                isinstance(n, gast.Name) and n.id in self.active for n in gast.walk(s.iter)):
+                isinstance(n, gast.Name) and n.id in self.active for n in nodes.walk(s.iter)):
             raise MissingRuleError(
                 f"{self.src.where(s)}: iterating over a differentiated sequence is not "
                 "supported yet; loop over range(len(...)) and index it"
@@ -662,7 +662,7 @@ class Reverse:
             return []
         defined.update(pre)
         info.add_inner()
-        info.defined_inside.update(self.user_calls[n][0] for n in gast.walk(s)
+        info.defined_inside.update(self.user_calls[n][0] for n in nodes.walk(s)
                                    if n in self.user_calls)
         # what the reversed body reads of this iteration; a value an inner reversed loop
         # unpacks from its own tape is that loop's business, but the same name read
@@ -805,7 +805,7 @@ def _shapes_from_earliest(stmts, forward, rev):
     for n in order:
         if rev.shapes.of(n) is not None:
             first.setdefault(rev.shapes.of(n), n)
-    for call in (c for s in stmts for c in gast.walk(s) if isinstance(c, gast.Call)):
+    for call in (c for s in stmts for c in nodes.walk(s) if isinstance(c, gast.Call)):
         obj = rev.helpers.get(getattr(call.func, "id", None))
         name = getattr(obj, "__name__", None)
         if obj is None or obj is not getattr(runtime, name or "", None):
@@ -851,21 +851,21 @@ class _Updates:
     def __init__(self, body, src, pullback, rev):
         from ..rules import runtime
         self.prims = (runtime.setitem, runtime.append)
-        self.stmts = [n for s in body for n in gast.walk(s) if self.is_update(n)]
+        self.stmts = [n for s in body for n in nodes.walk(s) if self.is_update(n)]
         self.old = {id(s): s.value.args[0].id for s in self.stmts}
         self.owned = _owned(body, src, self.prims)
         self.in_place = {}
         self.rev = rev
         self.pullback = nodes.if_(nodes.const(True), pullback)
         self.loop_of = {}
-        for loop in (n for s in body for n in gast.walk(s) if isinstance(n, (gast.For,
+        for loop in (n for s in body for n in nodes.walk(s) if isinstance(n, (gast.For,
                                                                              gast.While))):
-            for n in gast.walk(loop):
+            for n in nodes.walk(loop):
                 if self.is_update(n):
                     self.loop_of[id(n)] = loop     # walk order: the innermost wins
         self.classes = _alias_classes(body, self.stmts, src)
         self.order = {}
-        for i, n in enumerate(n for b in body for n in gast.walk(b)):
+        for i, n in enumerate(n for b in body for n in nodes.walk(b)):
             if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name):
                 self.order.setdefault(n.targets[0].id, i)
             if self.is_update(n):
@@ -888,7 +888,7 @@ class _Updates:
         """Loads of `names` in `node` other than as shape-only helper arguments."""
         from ..rules import runtime
         skip = set()
-        for call in gast.walk(node):
+        for call in nodes.walk(node):
             if isinstance(call, gast.Call) and isinstance(call.func, gast.Name):
                 obj = self.rev.helpers.get(call.func.id)
                 name = getattr(obj, "__name__", None)
@@ -896,7 +896,7 @@ class _Updates:
                     skip.update(id(a) for i, a in enumerate(call.args)
                                 if i in runtime.SHAPE_ONLY[name])
         return any(isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
-                   and n.id in names and id(n) not in skip for n in gast.walk(node))
+                   and n.id in names and id(n) not in skip for n in nodes.walk(node))
 
     def is_update(self, s):
         return (isinstance(s, gast.Assign) and isinstance(s.value, gast.Call)
@@ -928,7 +928,7 @@ class _Updates:
             while n in renames:
                 n = renames[n]
             return n
-        for n in gast.walk(vjp):
+        for n in nodes.walk(vjp):
             if isinstance(n, gast.Name) and n.id in renames:
                 n.id = final(n.id)
         for block in nodes.blocks(vjp.body):
@@ -949,7 +949,7 @@ def _alias_classes(body, updates, src):
         return n
     for s in updates:
         parent[find(s.targets[0].id)] = find(s.value.args[0].id)
-    for s in (n for b in body for n in gast.walk(b)):
+    for s in (n for b in body for n in nodes.walk(b)):
         if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)):
             continue
         source = _view_of(s.value, src, registry)
@@ -985,7 +985,7 @@ def _owned(body, src, updates):
     into it cannot change an input or a value held elsewhere)."""
     from ..rules import registry
     defs = {}
-    for s in (n for b in body for n in gast.walk(b)):
+    for s in (n for b in body for n in nodes.walk(b)):
         if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
             defs.setdefault(s.targets[0].id, []).append(s.value)
 
@@ -1027,7 +1027,7 @@ class _LoopInfo:
         # a name a nested loop carries is carried by this one too if an iteration may
         # read the value the previous one left (its adjoint flows between iterations)
         self.carried_within = self.carried | ({
-            s.targets[0].id for s in gast.walk(loop) if getattr(s, "s2s_phi", False)}
+            s.targets[0].id for s in nodes.walk(loop) if getattr(s, "s2s_phi", False)}
             & _exposed(loop.body, set()))
         stored = set(nodes.names_stored(nodes.if_(nodes.const(True), loop.body)))
         if isinstance(loop, gast.For):
@@ -1155,8 +1155,8 @@ def _straight_line_names(fn):
     nested = set()
     for s in fn.body:
         if isinstance(s, (gast.If, gast.For, gast.While)):
-            nested.update(n.id for n in gast.walk(s) if isinstance(n, gast.Name))
-    everything = {n.id for n in gast.walk(fn) if isinstance(n, gast.Name)}
+            nested.update(n.id for n in nodes.walk(s) if isinstance(n, gast.Name))
+    everything = {n.id for n in nodes.walk(fn) if isinstance(n, gast.Name)}
     params = {a.id for a in fn.args.args + fn.args.posonlyargs + fn.args.kwonlyargs}
     return (everything | params) - nested
 
@@ -1203,7 +1203,7 @@ def _same(a, b):
 
 
 def _assigns(fn):
-    return [n for n in gast.walk(fn) if isinstance(n, gast.Assign)]
+    return [n for n in nodes.walk(fn) if isinstance(n, gast.Assign)]
 
 
 _MUTATING_METHODS = {"append", "extend", "insert", "pop", "remove", "clear", "sort",
@@ -1330,7 +1330,7 @@ def _exposed(stmts, bound):
 
 
 def _walk_loops(stmts):
-    return [n for s in stmts for n in gast.walk(s) if isinstance(n, (gast.For, gast.While))]
+    return [n for s in stmts for n in nodes.walk(s) if isinstance(n, (gast.For, gast.While))]
 
 
 def _breaks(stmts):
@@ -1367,7 +1367,7 @@ def _defs(stmts):
     """Names `stmts` bind, counting in-place writes as binding the name they stand for."""
     tree = nodes.if_(nodes.const(True), stmts)
     return set(nodes.names_stored(tree)) | {
-        n.s2s_defines for n in gast.walk(tree) if hasattr(n, "s2s_defines")}
+        n.s2s_defines for n in nodes.walk(tree) if hasattr(n, "s2s_defines")}
 
 
 def annotate(stmts, src, previous=None):

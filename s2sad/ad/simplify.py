@@ -53,7 +53,7 @@ def on_numbers(e, is_number):
     class Branch(gast.NodeTransformer):
         def visit_IfExp(self, node):
             self.generic_visit(node)
-            reads = [n for n in gast.walk(node.test) if isinstance(n, gast.Name)]
+            reads = [n for n in nodes.walk(node.test) if isinstance(n, gast.Name)]
             return node if all(is_number(n) for n in reads) else node.body
     return Branch().visit(e)
 
@@ -121,7 +121,7 @@ def negated(e):
 
 def fold_negation(e):
     """`-a * 2` as `a * -2`, throughout `e`: one operation less on arrays."""
-    for n in gast.walk(e):
+    for n in nodes.walk(e):
         if (isinstance(n, gast.BinOp) and isinstance(n.op, (gast.Mult, gast.Div))
                 and isinstance(n.left, gast.UnaryOp) and isinstance(n.left.op, gast.USub)
                 and _num(n.right) and not isinstance(n.right.value, bool)):
@@ -152,4 +152,4 @@ def with_constant(stmt, name, value):
                     pass
             return node
     out = Replace().visit(copy.deepcopy(stmt))
-    return None if any(getattr(n, "s2s_unfolded", False) for n in gast.walk(out)) else out
+    return None if any(getattr(n, "s2s_unfolded", False) for n in nodes.walk(out)) else out

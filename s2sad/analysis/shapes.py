@@ -32,17 +32,17 @@ class Shapes:
 
     def __init__(self, fn, ops, kinds):
         assigned = {}
-        for n in gast.walk(fn):
+        for n in nodes.walk(fn):
             if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name):
                 assigned.setdefault(n.targets[0].id, []).append(n)
             elif isinstance(n, (gast.For, gast.AugAssign)):
-                for t in gast.walk(n.target):
+                for t in nodes.walk(n.target):
                     if isinstance(t, gast.Name):
                         assigned.setdefault(t.id, []).extend([None, None])
         self.kinds = kinds
         self.cls = {}
         self.many = {n for n, defs in assigned.items() if len(defs) > 1}
-        for s in (n for n in gast.walk(fn) if isinstance(n, gast.Assign)):
+        for s in (n for n in nodes.walk(fn) if isinstance(n, gast.Assign)):
             target = s.targets[0]
             if isinstance(target, gast.Name) and target.id not in self.many:
                 key = self._key(s.value, ops.get(s))

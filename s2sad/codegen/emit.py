@@ -18,7 +18,7 @@ from . import nodes
 def to_source(node):
     """Python source of a gast node, with comment and marker statements as comments."""
     node = copy.deepcopy(node)
-    for parent in gast.walk(node):
+    for parent in nodes.walk(node):
         for field in ("body", "orelse"):
             stmts = getattr(parent, field, None)
             if isinstance(stmts, list):
@@ -33,12 +33,12 @@ def to_source(node):
     # tests emitted as written: ast.unparse parenthesises the fourth and later
     # comparisons of a long `or`
     written = {}
-    for n in gast.walk(node):
+    for n in nodes.walk(node):
         if isinstance(n, gast.If) and getattr(n.test, "s2s_tests", None):
             key = f"_s2s_written_{len(written)}"
             written[key] = n.test.s2s_tests
             n.test = nodes.name(key)
-    for n in gast.walk(node):
+    for n in nodes.walk(node):
         for field, value in list(gast.iter_fields(n)):
             if (isinstance(value, gast.Constant) and type(value.value) in (int, float)
                     and value.value < 0):

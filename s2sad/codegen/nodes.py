@@ -3,6 +3,7 @@
 gast changes its node set between versions; building every node here, with keyword
 arguments or by parsing a snippet, keeps the rest of s2sad independent of that.
 """
+import collections
 import copy
 
 import gast
@@ -139,14 +140,29 @@ def located(new, old):
     return new
 
 
+def walk(node):
+    """`gast.walk(node)`, in the same order (breadth first), about twice as fast: the
+    passes walk statements thousands of times per transform."""
+    todo = collections.deque([node])
+    AST = gast.AST
+    while todo:
+        n = todo.popleft()
+        for field in n._fields:
+            value = getattr(n, field, None)
+            if isinstance(value, list):
+                todo.extend(v for v in value if isinstance(v, AST))
+            elif isinstance(value, AST):
+                todo.append(value)
+        yield n
+
+
 def names_loaded(node):
-    return [n.id for n in gast.walk(node) if isinstance(n, gast.Name)
-            and isinstance(n.ctx, gast.Load)]
+    return [n.id for n in walk(node) if type(n) is gast.Name and type(n.ctx) is gast.Load]
 
 
 def names_stored(node):
-    return [n.id for n in gast.walk(node) if isinstance(n, gast.Name)
-            and isinstance(n.ctx, (gast.Store, gast.Param))]
+    return [n.id for n in walk(node) if type(n) is gast.Name
+            and type(n.ctx) in (gast.Store, gast.Param)]
 
 
 def substitute(expr, mapping):

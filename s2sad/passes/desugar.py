@@ -57,7 +57,7 @@ class Desugar:
         self.comprehension_vars = set()
         body = [s for stmt in fn.body for s in self.stmt(stmt)]
         body = _drop_docstring(body)
-        returns = [n for s in body for n in gast.walk(s) if isinstance(n, gast.Return)]
+        returns = [n for s in body for n in nodes.walk(s) if isinstance(n, gast.Return)]
         if not (len(returns) == 1 and body and body[-1] is returns[0]):
             body = self.single_exit(body)
         else:
@@ -97,14 +97,14 @@ class Desugar:
 
     def unroll(self, loop):
         if any(isinstance(n, (gast.Break, gast.Continue)) for s in loop.body
-               for n in gast.walk(s)):
+               for n in nodes.walk(s)):
             raise self.src.syntax_error(
                 loop, "break/continue in a for loop over a tuple or list display is not "
                       "supported; loop over range(len(...)) instead")
         out, elts = [], list(loop.iter.elts)
-        changed = {n.id for s in loop.body for n in gast.walk(s)
+        changed = {n.id for s in loop.body for n in nodes.walk(s)
                    if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
-        if any(isinstance(n, gast.Name) and n.id in changed for e in elts for n in gast.walk(e)):
+        if any(isinstance(n, gast.Name) and n.id in changed for e in elts for n in nodes.walk(e)):
             # the tuple is built before the loop runs: keep its values
             for k, elt in enumerate(elts):
                 held = self.namer.fresh(f"{loop.target.id}_{k}")
@@ -369,7 +369,7 @@ def _drop_docstring(body):
 
 def _load(target):
     t = copy.deepcopy(target)
-    for n in gast.walk(t):
+    for n in nodes.walk(t):
         if hasattr(n, "ctx"):
             n.ctx = gast.Load()
     return t
@@ -378,7 +378,7 @@ def _load(target):
 def _store(target):
     t = copy.deepcopy(target)
     t.ctx = gast.Store()
-    for n in gast.walk(t.value if isinstance(t, gast.Subscript) else t):
+    for n in nodes.walk(t.value if isinstance(t, gast.Subscript) else t):
         if hasattr(n, "ctx") and n is not t:
             n.ctx = gast.Load()
     return t
@@ -443,7 +443,7 @@ def _breaks(stmts):
 
 
 def _comprehension_in(expr):
-    return next((n for n in gast.walk(expr) if isinstance(n, COMPREHENSIONS)), None)
+    return next((n for n in nodes.walk(expr) if isinstance(n, COMPREHENSIONS)), None)
 
 
 def _names_outside_comprehensions(fn):

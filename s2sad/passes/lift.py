@@ -124,9 +124,9 @@ class Lift:
 
     def check_uses(self, fn, definitions):
         """Each use of a nested function is a direct call, after its definition."""
-        called = {id(n.func) for n in gast.walk(fn) if isinstance(n, gast.Call)}
+        called = {id(n.func) for n in nodes.walk(fn) if isinstance(n, gast.Call)}
         own = {id(n) for n in _own(fn.body)}
-        for n in gast.walk(fn):
+        for n in nodes.walk(fn):
             if not (isinstance(n, gast.Name) and n.id in definitions
                     and isinstance(n.ctx, gast.Load)):
                 continue
@@ -145,7 +145,7 @@ class Lift:
         """{name: (lifted function, names of its extra parameters)}."""
         body = self.src.node.body
         comprehension_targets = {id(n) for c in _own(body) if isinstance(c, gast.comprehension)
-                                 for n in gast.walk(c.target)}
+                                 for n in nodes.walk(c.target)}
         scope = {a.id for a in _params(self.src.node)} | {   # the enclosing function's names
             n.id for n in _own(body) if isinstance(n, gast.Name)
             and not isinstance(n.ctx, gast.Load) and id(n) not in comprehension_targets}
@@ -248,7 +248,7 @@ class Lifted:
 def lifted_functions(node):
     """The lifted functions that `node`'s calls name, in order of first call."""
     out = {}
-    for n in gast.walk(node):
+    for n in nodes.walk(node):
         if isinstance(n, gast.Name) and getattr(n, "s2s_lifted", False):
             out.setdefault(n.id, n.s2s_prim)
     return list(out.values())
@@ -257,7 +257,7 @@ def lifted_functions(node):
 def _rewrite_calls(tree, signatures, src):
     """`g(a)` becomes `g(a, x)` for each call in `tree` of a lifted `g` with extra
     parameter `x`, its keyword arguments bound to positions."""
-    for call in [n for n in gast.walk(tree) if isinstance(n, gast.Call)]:
+    for call in [n for n in nodes.walk(tree) if isinstance(n, gast.Call)]:
         if isinstance(call.func, gast.Name) and call.func.id in signatures:
             params, extras = signatures[call.func.id]
             call.args, call.keywords = _positional(call, params, src)
@@ -266,7 +266,7 @@ def _rewrite_calls(tree, signatures, src):
 
 def _mark_calls(tree, functions):
     """Let the names of calls to lifted functions carry the function (`s2s_prim`)."""
-    for call in [n for n in gast.walk(tree) if isinstance(n, gast.Call)]:
+    for call in [n for n in nodes.walk(tree) if isinstance(n, gast.Call)]:
         if isinstance(call.func, gast.Name) and call.func.id in functions:
             call.func.s2s_prim = functions[call.func.id]
             call.func.s2s_lifted = True

@@ -73,7 +73,7 @@ class Optimize:
         _drop_dead_copies(fn, forward)
         rename_unpacks(pullback, self.namer)
         pullback.body[:-1] = annotate(pullback.body[:-1], self.src)
-        for s in gast.walk(pullback):
+        for s in nodes.walk(pullback):
             if isinstance(s, gast.Assign):
                 s.value = _minus(fold_negation(s.value))
             elif isinstance(s, gast.AugAssign) and isinstance(s.op, gast.Add):
@@ -95,7 +95,7 @@ class _Names:
         self.add(tree)
 
     def add(self, node, sign=1):
-        for n in gast.walk(node):
+        for n in nodes.walk(node):
             if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load):
                 self.loads[n.id] += sign
             elif isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name):
@@ -122,7 +122,7 @@ class _Statements:
         entry = self.found.get(s)
         if entry is None:
             loads, stores = Counter(), set()
-            for n in gast.walk(s):
+            for n in nodes.walk(s):
                 if isinstance(n, gast.Name):
                     if isinstance(n.ctx, gast.Load):
                         loads[n.id] += 1
@@ -136,12 +136,12 @@ class _Statements:
 
 
 def _loads(node, name):
-    return sum(1 for n in gast.walk(node) if isinstance(n, gast.Name) and n.id == name
+    return sum(1 for n in nodes.walk(node) if isinstance(n, gast.Name) and n.id == name
                and isinstance(n.ctx, gast.Load))
 
 
 def _rename(node, old, new):
-    for n in gast.walk(node):
+    for n in nodes.walk(node):
         if isinstance(n, gast.Name) and n.id == old:
             n.id = new
 
@@ -218,7 +218,7 @@ def _drop_dead_copies(fn, forward):
     for k, (s, _) in enumerate(candidates):
         loop = getattr(s, "s2s_loop", None)
         if loop is not None:
-            ids = {id(n) for n in gast.walk(loop)}
+            ids = {id(n) for n in nodes.walk(loop)}
             inside[k] = (Counter(nodes.names_loaded(_body(loop.body))),
                          [j for j, (c, _) in enumerate(candidates) if id(c) in ids])
 
@@ -248,7 +248,7 @@ def _drop_dead_copies(fn, forward):
 # -- pullback -------------------------------------------------------------------------
 def _adjoint_names(pullback):
     """Names the pullback assigns with `=` (not loop targets): its adjoints."""
-    return {s.targets[0].id for s in gast.walk(pullback)
+    return {s.targets[0].id for s in nodes.walk(pullback)
             if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)}
 
 
@@ -466,7 +466,7 @@ def rename_unpacks(pullback, namer):
     """A reversed loop rebinds the values it reads from its tape; where the pullback
     also reads those names outside the loop (final values), rename them in the loop."""
     names = _Names(pullback)
-    for loop in [n for n in gast.walk(pullback) if isinstance(n, gast.For)]:
+    for loop in [n for n in nodes.walk(pullback) if isinstance(n, gast.For)]:
         inside = None
         for name in sorted(set(nodes.names_stored(loop.target))):
             inside = inside or _Names(loop)
@@ -482,7 +482,7 @@ def rename_unpacks(pullback, namer):
 
 def _minus(e):
     """`a + -b` as `a - b`, throughout `e`."""
-    for n in gast.walk(e):
+    for n in nodes.walk(e):
         if isinstance(n, gast.BinOp) and isinstance(n.op, gast.Add):
             inner = negated(n.right)
             if inner is not None:

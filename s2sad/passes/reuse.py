@@ -106,21 +106,32 @@ class Reuse:
         out = []
         for i, s in enumerate(fn.body):
             out.extend(self.rewritten(s, facts[i], live[i + 1]))
-        out = self.shared_views(out, params)
         stored = collections.Counter(nodes.names_stored(fn))
         self.numbers = {s.targets[0].id: s.value.value for s in fn.body
                         if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
                         and isinstance(s.value, gast.Constant)
                         and type(s.value.value) in (int, float)
                         and stored[s.targets[0].id] == 1}
-        body = self.without_unit_factors(self.into_zeros(out, params), params)
-        fn.body = self.viewed(self.unnamed(body), params)
+        body, facts = self.into_zeros(out, params)
+        # the clean-ups below change no fact of the names they read: one analysis serves
+        before = {id(s): f for s, f in zip(body, facts)}
+        body = self.without_unit_factors(self.shared_views(body, before), before)
+        fn.body = self.viewed(self.unnamed(body), before)
         return fn
 
-    def shared_views(self, body, params):
+    def facts_of(self, body, before):
+        """The facts before each statement of `body`, from `before` ({id(statement):
+        facts}), a new statement taking those of the statement before it."""
+        out, known = [], {}
+        for s in body:
+            known = before.get(id(s), known)
+            out.append(known)
+        return out
+
+    def shared_views(self, body, before):
         """`body` without `t_6 = x[:-1]` when `t_1 = x[:-1]` is bound to the same view
         of the same array: `t_6` reads are `t_1`."""
-        facts, out, seen, renamed = self.analyse(body, params), [], {}, {}
+        facts, out, seen, renamed = self.facts_of(body, before), [], {}, {}
 
         class Rename(gast.NodeTransformer):
             def visit_Name(self, node):
@@ -129,7 +140,8 @@ class Reuse:
                 return node
         stored = collections.Counter(n for s in body for n in nodes.names_stored(s))
         for s, known in zip(body, facts):
-            s = Rename().visit(s)
+            if renamed and set(nodes.names_loaded(s)) & renamed.keys():
+                s = Rename().visit(s)
             for n in nodes.names_stored(s):
                 seen = {k: v for k, v in seen.items() if n not in (k[0], v)}
             value = getattr(s, "value", None)
@@ -147,12 +159,12 @@ class Reuse:
             out.append(s)
         return out
 
-    def viewed(self, body, params):
+    def viewed(self, body, before):
         """`body` where `x_bar[1:] += g` on an array is `x_bar_view += g` after
         `x_bar_view = x_bar[1:]`: the same update in place, without `__setitem__`
         copying the view onto itself (half a microsecond a statement). A view serves
         every update of the same slice until the array is bound again."""
-        facts, out, views = self.analyse(body, params), [], {}
+        facts, out, views = self.facts_of(body, before), [], {}
         for s, known in zip(body, facts):
             for n in nodes.names_stored(s):
                 views = {k: v for k, v in views.items() if n not in (k[0], v)}
@@ -200,10 +212,10 @@ class Reuse:
             return e.value
         return self.numbers.get(e.id) if isinstance(e, gast.Name) else None
 
-    def without_unit_factors(self, body, params):
+    def without_unit_factors(self, body, before):
         """`body` without the in-place multiplications of float arrays by 1 (the seed
         `y_bar = 1.0` that did not fold into a constant)."""
-        facts, out = self.analyse(body, params), []
+        facts, out = self.facts_of(body, before), []
         loaded = self.names_read(body)
         for s, known in zip(body, facts):
             if isinstance(s, gast.AugAssign) and isinstance(s.op, gast.Mult) and \
@@ -466,10 +478,12 @@ class Reuse:
         while True:
             facts = self.analyse(body, params)
             live = self.live(body, facts)
-            found = next((found for a in range(len(body))
-                          for found in [self.zeros_slice(body, a, facts, live)] if found), None)
+            names = [(set(nodes.names_loaded(s)), set(nodes.names_stored(s))) for s in body]
+            found = next((found for a in range(len(body)) if self.is_addition(body[a])
+                          for found in [self.zeros_slice(body, a, facts, live, names)]
+                          if found), None)
             if found is None:
-                return body
+                return body, facts
             z, r, a = found
             addition = body[a]
             if r is None:       # name the added expression, computed in one buffer
@@ -507,7 +521,7 @@ class Reuse:
                 and s.targets[0].id not in loaded and isinstance(s.value, gast.Call)
                 and any(k.arg == "out" for k in s.value.keywords) else s for s in body]
 
-    def zeros_slice(self, body, a, facts, live):
+    def zeros_slice(self, body, a, facts, live, names):
         """(z, r, a) when statement `a` is `x_bar[...] += g` or `-=`, the first statement
         to touch `x_bar` since `z`, `x_bar = _s2s_zeros_like(x)`, and `g`'s buffer, which
         has the slice's shape, is allocated by statement `r`, an elementwise operation,
@@ -518,8 +532,7 @@ class Reuse:
         if not (self.is_addition(s) and not nodes.names_loaded(s.target.slice)):
             return None
         array = s.target.value.id
-        mentions = [i for i in range(a) if array in nodes.names_loaded(body[i])
-                    or array in nodes.names_stored(body[i])]
+        mentions = [i for i in range(a) if array in names[i][0] or array in names[i][1]]
         if not mentions:
             return None
         z = mentions[-1]
@@ -544,10 +557,9 @@ class Reuse:
         if (r is None or self.fact_after(body[r], facts[r + 1]).shape != g.shape
                 or self.elementwise(body[r].value) is None
                 or getattr(body[r].value, "keywords", None)
-                or any(set(nodes.names_stored(body[i])) & set(nodes.names_loaded(made.value))
-                       for i in range(r, z))
-                or any(i != z and array in nodes.names_loaded(body[i]) + nodes.names_stored(
-                       body[i]) for i in range(r, a))):
+                or any(names[i][1] & set(nodes.names_loaded(made.value)) for i in range(r, z))
+                or any(i != z and (array in names[i][0] or array in names[i][1])
+                       for i in range(r, a))):
             return None
         return z, r, a
 

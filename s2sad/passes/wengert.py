@@ -71,7 +71,7 @@ class Wengert:
 
     def emit(self, out, stmt, origin):
         nodes.located(stmt, origin)
-        for n in gast.walk(stmt):
+        for n in nodes.walk(stmt):
             if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load):
                 self.read.add(n.id)
         if isinstance(stmt, gast.Assign) and _reads_result(stmt.value, self.src):
@@ -82,7 +82,7 @@ class Wengert:
 
     def rename(self, expr, env):
         expr = copy.deepcopy(expr)
-        for n in gast.walk(expr):
+        for n in nodes.walk(expr):
             if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) and n.id in env:
                 n.id = env[n.id]
         return expr
@@ -232,7 +232,7 @@ class Wengert:
         cond = self.flatten(s.test, env, out, s)
         # the test is read before the branches run: a loop in a branch must not keep
         # changing the name it reads (its value is recorded at the end of an iteration)
-        self.read.update(n.id for n in gast.walk(cond) if isinstance(n, gast.Name))
+        self.read.update(n.id for n in nodes.walk(cond) if isinstance(n, gast.Name))
         assigned = sorted(_assigned(s.body) | _assigned(s.orelse))
         joins = {v: self.version(v) for v in assigned}
         branches = []
@@ -340,7 +340,7 @@ def _assigned(stmts):
     """User variables assigned (or mutated) anywhere in `stmts`."""
     out = set()
     for s in stmts:
-        for n in gast.walk(s):
+        for n in nodes.walk(s):
             if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
                 out.add(n.id)
             elif isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Subscript):
@@ -378,7 +378,7 @@ def _reads_result(value, src):
     op = primitives.classify(value, src)
     return op.variant is not None and any(
         isinstance(n, gast.Name) and n.id == "ans"
-        for t in op.variant.templates.values() for n in gast.walk(t.tree))
+        for t in op.variant.templates.values() for n in nodes.walk(t.tree))
 
 
 def _take_return(stmts):
@@ -399,7 +399,7 @@ def _coalesce(block, old, new):
     if old not in _assigned(block):
         return False
     for s in block:
-        for n in gast.walk(s):
+        for n in nodes.walk(s):
             if isinstance(n, gast.Name) and n.id == old:
                 n.id = new
     return True
