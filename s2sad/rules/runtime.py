@@ -110,6 +110,11 @@ def unbroadcast(g, x):
     if g.ndim == 0 and isinstance(x, np.ndarray):
         # a scalar adjoint (a symbolic zero, or one value for every entry) of an array
         return np.full(shape, g, dtype=x.dtype if x.dtype.kind == "f" else float)
+    full = np.broadcast_shapes(g.shape, shape)
+    if full != g.shape:
+        # g stands for an array of a larger shape: a scalar adjoint (one value for every
+        # entry) times a smaller operand; spread it out first
+        g = np.array(np.broadcast_to(g, full))
     lead = g.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape)
                                        if n == 1 and g.shape[lead + i] != 1)
@@ -209,7 +214,7 @@ def unreduce(g, x, axis=None, keepdims=False):
     shape = np.shape(x)
     dtype = np.result_type(g, x)        # before asarray: a Python float stays weak
     g = np.asarray(g)
-    if not keepdims:
+    if not keepdims and g.ndim:     # a 0-d g stands for the same value everywhere
         g = np.expand_dims(g, _axes(axis, len(shape))) if shape else g
     out = np.empty(shape, dtype=dtype)
     out[...] = g

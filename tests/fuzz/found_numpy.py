@@ -6,7 +6,7 @@ has its shape and dtype, and agrees entry by entry with finite differences) and
 `s2sad.jvp` with a tangent of ones against the directional difference, as a strict xfail:
 when a bug is fixed its case XPASSes, which fails the run, so move the function to a
 regular regression test then (FIXED below), and drop the generator's or the test's
-workaround named in the comment. All seven found so far are fixed. Every function is smooth at its arguments and runs without error there in
+workaround named in the comment. All ten found so far are fixed. Every function is smooth at its arguments and runs without error there in
 plain Python.
 """
 import numpy as np
@@ -105,8 +105,34 @@ def list_rebuilt_in_outer_loop(x, w):
     return np.sum(np.broadcast_to(np.tanh(a), (3, 1)))
 
 
+# 9. Found by the long profile: an array overwritten in a loop, so that its adjoint is
+#    the scalar 0.0 (a symbolic zero) where it meets a smaller operand: 0.0 * t_5, of
+#    shape (1,), could not be unbroadcast to the (3,) of `x + w[:, 0]` ("cannot reshape
+#    array of size 1 into shape (3,)").
+def zero_adjoint_meets_smaller_operand(x, w):
+    a = (x + w[:, 0]) * np.sin(np.prod(np.tanh(w), axis=0, keepdims=True).reshape(-1))
+    for i in range(2):
+        a = np.sin(x)
+    return a[0]
+
+
+# 10. Found by the long profile: the same scalar zero as the adjoint of a reduction over
+#    axis 1 (`np.prod(..., axis=1)`): "AxisError: axis 1 is out of bounds for array of
+#    dimension 1" when it was spread back over the reduced axis.
+def zero_adjoint_of_an_axis_reduction(v):
+    a = np.prod(np.tanh(np.expand_dims(v, 0)), axis=1)
+    for i in range(2):
+        a = a + a
+        for j in range(2):
+            a = np.linspace(-1.0, 1.0, 1) + v[:1]
+    return a[0]
+
+
 # fixed: kept as regression tests (checked the same way, not as xfails)
 FIXED = [
+    (zero_adjoint_meets_smaller_operand,
+     (np.array([0.1, 0.2, 0.3]), np.array([[0.2], [0.3], [0.4]]))),
+    (zero_adjoint_of_an_axis_reduction, (np.array([0.3, 0.5]),)),
     (list_rebuilt_in_outer_loop, (np.array([0.5, 0.25]), np.array([0.3, -0.2, 0.1]))),
     (transpose_of_intermediate, (np.array([[0.2, 0.5, -0.4], [0.9, -1.2, 0.3]]),)),
     (unused_branch_array_gradient, (np.array([0.5, 0.25]), np.array([[0.3, 0.2]]))),
