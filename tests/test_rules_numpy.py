@@ -1071,6 +1071,24 @@ def einsum_ellipsis(a, b):
     return np.sum(np.einsum("...ij,jk->...ik", a, b) * W235)
 
 
+def einsum_trace(a):
+    return np.einsum("ii->", a) * W_
+
+
+def einsum_diagonal_times(a, b):
+    # a repeated subscript and a second operand: sum_i a[i, i, j] b[j]
+    return np.sum(np.einsum("iij,j->i", a, b) * W3)
+
+
+def einsum_broadcast_ellipsis(a, b):
+    # a's leading 1 is broadcast against b's 2: its adjoint is summed back
+    return np.sum(np.einsum("...ij,...jk->...ik", a, b) * W235)
+
+
+def einsum_implicit_ellipsis(a, b):
+    return np.sum(np.einsum("...i,i", a, b) * W23)
+
+
 def trace_sq(x):
     return np.trace(x) * W_
 
@@ -2145,6 +2163,10 @@ case(einsum_three, [np.einsum], (R((3,)), R((3, 4)), R((4,))))
 case(einsum_outer, [np.einsum], (R((3,)), R((4,))))
 case(einsum_diag, [np.einsum], (R((3, 3)),))
 case(einsum_ellipsis, [np.einsum], (R((2, 3, 4)), R((4, 5))))
+case(einsum_trace, [np.einsum], (R((3, 3)),))
+case(einsum_diagonal_times, [np.einsum], (R((3, 3, 4)), R((4,))))
+case(einsum_broadcast_ellipsis, [np.einsum], (R((1, 3, 4)), R((2, 4, 5))))
+case(einsum_implicit_ellipsis, [np.einsum], (R((2, 3, 4)), R((4,))))
 case(trace_sq, [np.trace], (R((3, 3)),))
 case(trace_offset, [np.trace], (R((3, 4)),))
 case(trace_neg_offset, [np.trace], (R((4, 3)),))
@@ -2319,12 +2341,7 @@ case(f64_astype32, [], (R((3, 4)),), rtol=1e-2, atol=1e-3, table=F32_CASES)
 # =======================================================================================
 # Known s2sad bugs: xfail(strict=True) marks, by function name (and label).
 # =======================================================================================
-_EINSUM = ("limitation: MissingRuleError: s2sad has no derivative rule for np.einsum(...): "
-           "repeated subscripts (diagonals) and '...' are not supported yet")
-XFAIL = {
-    "einsum_diag": _EINSUM,
-    "einsum_ellipsis": _EINSUM,
-}
+XFAIL = {}
 
 for _c in CASES + F32_CASES:
     _x = XFAIL.get(_c.fn.__name__)

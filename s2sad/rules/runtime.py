@@ -364,29 +364,61 @@ def inner(g, a, b, which):
 
 
 def einsum(g, subscripts, k, *operands):
-    """The adjoint of operand `k` of `np.einsum(subscripts, *operands)`."""
-    inputs, _, output = subscripts.replace(" ", "").partition("->")
+    """The adjoint of operand `k` of `np.einsum(subscripts, *operands)`: an einsum of `g`
+    with the other operands, summed down where operand `k` was broadcast, and put on
+    its diagonal where it repeats a subscript (`"ii->"`)."""
+    inputs, arrow, output = subscripts.replace(" ", "").partition("->")
     inputs = inputs.split(",")
-    if not _:
-        output = "".join(sorted(c for c in set("".join(inputs))
-                                if "".join(inputs).count(c) == 1))
-    mine = inputs[k]
-    if len(set(mine)) != len(mine) or "." in mine:
-        from ..errors import MissingRuleError
-        raise MissingRuleError(
-            f"s2sad has no derivative rule for np.einsum({subscripts!r}, ...): repeated "
-            "subscripts (diagonals) and '...' are not supported yet; write them with "
-            "explicit indices or np.diagonal")
+    if "." in subscripts:
+        inputs, output = _without_ellipsis(inputs, output if arrow else None, operands)
+    elif not arrow:
+        joined = "".join(inputs)
+        output = "".join(sorted(c for c in set(joined) if joined.count(c) == 1))
+    mine, shape = inputs[k], np.shape(operands[k])
+    unique = "".join(dict.fromkeys(mine))           # a repeated subscript once
+    sizes = [shape[mine.index(c)] for c in unique]
     others = [s for i, s in enumerate(inputs) if i != k]
     present = set(output + "".join(others))
-    kept = "".join(c for c in mine if c in present)
-    spec = ",".join([output] + others) + "->" + kept
-    out = np.einsum(spec, g, *[o for i, o in enumerate(operands) if i != k])
-    shape = np.shape(operands[k])
-    full = [shape[mine.index(c)] if c in kept else 1 for c in mine]
-    out = np.reshape(np.transpose(out, [kept.index(c) for c in mine if c in kept]),
-                     full)
-    return out if out.shape == tuple(shape) else np.array(np.broadcast_to(out, shape))
+    kept = "".join(c for c in unique if c in present)
+    out = np.einsum(",".join([output] + others) + "->" + kept, g,
+                    *[o for i, o in enumerate(operands) if i != k])
+    out = np.transpose(out, [kept.index(c) for c in unique if c in kept])
+    out = np.reshape(out, _in_order(out, unique, kept))
+    summed = tuple(i for i, n in enumerate(sizes) if n == 1 and out.shape[i] != 1)
+    if summed:                                      # operand k was broadcast there
+        out = out.sum(axis=summed, keepdims=True)
+    if out.shape != tuple(sizes):
+        out = np.array(np.broadcast_to(out, sizes))
+    if unique == mine:
+        return out
+    full = np.zeros(shape, dtype=np.result_type(out, np.float32))
+    np.einsum(f"{mine}->{unique}", full)[...] = out  # a writable view of the diagonal
+    return full
+
+
+def _in_order(out, unique, kept):
+    """The shape of `out` (axes in the order of `unique`'s letters that are in `kept`)
+    with a 1 for each letter of `unique` that is not."""
+    sizes = iter(out.shape)
+    return [next(sizes) if c in kept else 1 for c in unique]
+
+
+def _without_ellipsis(inputs, output, operands):
+    """`inputs` and `output` of an einsum with each `...` written as letters (the
+    broadcast dimensions, right-aligned); `output` None for the implicit form."""
+    import string
+    used = set("".join(inputs) + (output or ""))
+    free = [c for c in string.ascii_letters if c not in used]
+    ranks = [np.ndim(o) - len(s.replace("...", "")) for s, o in zip(inputs, operands)]
+    letters = "".join(free[:max(ranks, default=0)])
+    inputs = [s.replace("...", letters[len(letters) - r:]) for s, r in zip(inputs, ranks)]
+    if output is None:
+        joined = "".join(inputs)
+        output = letters + "".join(sorted(c for c in set(joined) - set(letters)
+                                          if joined.count(c) == 1))
+    else:
+        output = output.replace("...", letters)
+    return inputs, output
 
 
 def tensordot(g, a, b, axes, which):
