@@ -131,6 +131,19 @@ def agrees(got, fd):
     return math.isfinite(got) and abs(got - fd) <= ATOL + RTOL * abs(fd)
 
 
+def _finer_if_needed(got, fd, phi):
+    """`fd`, or the derivative of `phi` with much smaller steps when only that agrees
+    with `got`: near a kink closer than the usual steps (np.min of values of 1e-13,
+    from arguments of 1e-7), only they see the derivative."""
+    if agrees(got, fd):
+        return fd
+    fine = smooth_derivative(phi, 2.0 ** -30)
+    if fine is not None and agrees(got, fine):
+        event("agrees at finer steps only")
+        return fine
+    return fd
+
+
 def along(f, args, direction):
     """h -> f(args + h * direction), direction given per argument."""
     def phi(h):
@@ -233,13 +246,7 @@ def check_gradients(program, args, via):
                     continue
                 compared += 1
                 got_p = float(g[idx] if isinstance(g, np.ndarray) else g)
-                if not agrees(got_p, fd):
-                    # near a kink closer than the steps (np.min of values of 1e-13, from
-                    # arguments of 1e-7), only much smaller steps see the derivative
-                    fine = smooth_derivative(along(f, args, unit(args, p, idx)), 2.0 ** -30)
-                    if fine is not None and agrees(got_p, fine):
-                        event("entry agrees at finer steps only")
-                        fd = fine
+                fd = _finer_if_needed(got_p, fd, along(f, args, unit(args, p, idx)))
                 if not agrees(got_p, fd):
                     _fail(program, f"gradient mismatch ({via}) for {program.params[p]!r}"
                                    f"{list(idx) if idx else ''}: s2sad gives {got_p!r}, "
@@ -272,11 +279,7 @@ def check_forward(program, args, tangents):
         if fd is None:
             event("direction skipped (not smooth)")
             return
-        if not agrees(got_dot, fd):
-            fine = smooth_derivative(along(f, args, tangents), 2.0 ** -30)
-            if fine is not None and agrees(got_dot, fine):
-                event("direction agrees at finer steps only")
-                fd = fine
+        fd = _finer_if_needed(got_dot, fd, along(f, args, tangents))
         if not agrees(got_dot, fd):
             _fail(program, f"jvp mismatch: s2sad gives {got_dot!r}, the directional finite "
                            f"difference gives {fd!r}\nat {args!r}\ntangents {tangents!r}")
