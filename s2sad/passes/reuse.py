@@ -55,7 +55,6 @@ import numpy as np
 
 from ..analysis.kinds import ARRAY, SCALAR
 from ..analysis.shapes import trims
-
 from ..codegen import nodes
 
 ND, NDARRAY, NUMBER, INTS = "nd", "ndarray", "number", "ints"
@@ -182,7 +181,7 @@ class Reuse:
                 target.ctx = gast.Load()
                 out.append(nodes.located(nodes.assign(views[key], target), s))
             s.target = nodes.name(views[key], store=True)
-            out.append(self.without_unit_products(s, known))
+            out.append(s)
         return out
 
     def without_unit_products(self, s, facts):
@@ -232,7 +231,7 @@ class Reuse:
                     out.append(nodes.located(nodes.assign(s.targets[0].id,
                                                           nodes.name(into)), s))
                 continue
-            out.append(s)
+            out.append(self.without_unit_products(s, known))
         return out
 
     def live(self, body, facts):
