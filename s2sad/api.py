@@ -199,8 +199,8 @@ def _second_derivative(df, wrt):
         d = forward_api._gradient_jvp(df.primal, i, (j,), pipeline.kinds_of(target, args))
         x = args[j]
         if np.ndim(x) == 0:
-            return forward_api._call(d, args, kwargs, (1.0,))[1]
-        parts = [forward_api._call(d, args, kwargs, (e,))[1] for e in forward_api._basis(x)]
+            return forward_api._call(d, args, kwargs, (1.0,))
+        parts = [forward_api._call(d, args, kwargs, (e,)) for e in forward_api._basis(x)]
         return np.reshape(np.asarray(parts, dtype=float), np.shape(x))
     return forward_api._mark_gradient(second, df.primal, df.wrt, "grad_grad", tangents=wrt)
 

@@ -233,8 +233,8 @@ def jacrev(f, wrt=0):
 
 def _grad_jvp(f, wrt, args):
     """`(i, d)`: the index `i` of parameter `wrt` and the compiled forward mode `d`, along
-    that parameter, of `f`'s gradient code, for `args`; `d` returns `(g, g_dot)`, where
-    `g_dot` is the Hessian times the tangent."""
+    that parameter, of `f`'s gradient code, for `args`; `d` returns `g_dot`, the
+    Hessian times the tangent."""
     if isinstance(wrt, (tuple, list)):
         raise S2SADError("hessian and hvp differentiate with respect to one argument; "
                          f"got wrt={wrt!r}")
@@ -277,7 +277,7 @@ def _gradient_jvp(f, grad_wrt, wrt, kinds):
 
     def build():
         grad = _gradient_code(target, grad_wrt, kinds)
-        return pipeline.forward(grad.fn, tuple(wrt), kinds)
+        return pipeline.forward(grad.fn, tuple(wrt), kinds, tangent_only=True)
     return cache.get(target, key, build)
 
 
@@ -342,7 +342,7 @@ def hvp(f, wrt=0):
             if len(compiled_for) > 16:
                 compiled_for.clear()
             d = compiled_for[key] = _grad_jvp(f, wrt, args)[1]
-        return _call(d, args, kwargs, (v,))[1]
+        return _call(d, args, kwargs, (v,))
     return _mark_gradient(product, f, wrt, "hvp")
 
 
@@ -359,7 +359,7 @@ def hessian(f, wrt=0):
     """
     def hess(*args, **kwargs):
         i, d = _grad_jvp(f, wrt, args)
-        cols = [_call(d, args, kwargs, (e,))[1] for e in _basis(args[i])]
+        cols = [_call(d, args, kwargs, (e,)) for e in _basis(args[i])]
         return _assemble(cols, np.shape(args[i]), np.shape(args[i]))
     return _mark_gradient(hess, f, wrt, "hessian")
 

@@ -207,13 +207,18 @@ def reverse(fn, wrt=0, fused=False, kinds=None, release=False, guard=True, recom
 
 
 @_guarded
-def forward(fn, wrt=0, kinds=None, guard=False):
+def forward(fn, wrt=0, kinds=None, guard=False, tangent_only=False):
     """Compile the forward-mode derivative `f_jvp` of `fn` (also of s2sad's own
     reverse-mode code: forward over reverse), specialised on `kinds` like `reverse`; its
     `tangent_names` are the parameters that take the tangents of `wrt`. With `guard`, it
-    starts by checking its arguments' types and that no tangent is None."""
+    starts by checking its arguments' types and that no tangent is None. With
+    `tangent_only`, it returns the tangent alone, and leaves out the statements only
+    the value needs (what a Hessian-vector product runs)."""
     kinds = default_kinds(fn) if kinds is None else kinds
     src, node, fwd = stages(fn, wrt, stop="forward", kinds=kinds)
+    if tangent_only:
+        node.body[-1].value = node.body[-1].value.elts[1]
+        node.body = fwd.without_dead_code(node.body)
     if guard:
         node.body.insert(0, fwd.guard())
     derivative = _compiled(src, node, fwd)

@@ -93,7 +93,7 @@ def test_gradient_tangent_is_hessian_times_tangent(name):
     tangents = [rng.normal(size=np.shape(point[i])) for i in wrt]
     tangents = [t if np.ndim(t) else float(t) for t in tangents]
     d = forward_api._gradient_jvp(f, grad_wrt, wrt, pipeline.kinds_of(f, point))
-    g, g_dot = d.fn(*point, **dict(zip(d.tangent_names, tangents)))
+    g_dot = d.fn(*point, **dict(zip(d.tangent_names, tangents)))     # the tangent alone
     many = isinstance(grad_wrt, tuple)
     for i, gi_dot in zip(grad_wrt if many else (grad_wrt,), g_dot if many else (g_dot,)):
         want = sum(_second_difference(f, point, i, j, t) for j, t in zip(wrt, tangents))

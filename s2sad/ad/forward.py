@@ -62,6 +62,9 @@ from ..rules import registry
 from .simplify import negated, on_numbers, simplify
 
 
+_PURE_BUILTINS = (slice, type, float, int, bool, len, abs, min, max, range, tuple)
+
+
 class Forward:
     """See the module docstring."""
 
@@ -188,6 +191,40 @@ class Forward:
         bound = name if self.free.get(name, MISSING) is obj else self.namer.fresh(name)
         self.helpers[bound] = obj
         return bound
+
+    def without_dead_code(self, body):
+        """`body` without the top-level assignments that nothing after them reads and
+        whose value calls only NumPy, `math` or s2sad's runtime helpers (and array
+        methods): the value's statements, once `f_jvp` returns the tangent alone."""
+        def pure(e):
+            for n in nodes.walk(e):
+                if isinstance(n, gast.Call):
+                    base = n.func
+                    while isinstance(base, gast.Attribute):
+                        base = base.value
+                    if not isinstance(base, gast.Name):
+                        return False
+                    obj = self.helpers.get(base.id, self.free.get(
+                        base.id, getattr(builtins, base.id, MISSING)))
+                    module = getattr(obj, "__module__", None) or getattr(obj, "__name__", "")
+                    local = obj is MISSING and isinstance(n.func, gast.Attribute)
+                    if not (local or obj in _PURE_BUILTINS or str(module).split(".")[0] in (
+                            "numpy", "math", "s2sad")):
+                        return False
+                elif isinstance(n, (gast.Lambda, gast.NamedExpr, gast.Yield, gast.Await)):
+                    return False
+            return True
+        out, read = [], set()
+        for s in reversed(body):
+            if (isinstance(s, gast.Assign) and len(s.targets) == 1
+                    and isinstance(s.targets[0], gast.Name) and s.targets[0].id not in read
+                    and pure(s.value)):
+                continue
+            read |= set(nodes.names_loaded(s))
+            if isinstance(s, gast.AugAssign) and isinstance(s.target, gast.Name):
+                read.add(s.target.id)
+            out.append(s)
+        return out[::-1]
 
     def runtime(self, name):
         from ..rules import runtime, tangents
