@@ -30,6 +30,7 @@ def f_vjp(x, y):
 then removes the copies and adds `# grad of:` comments.)
 """
 import copy
+import re
 from collections import Counter
 
 import gast
@@ -160,7 +161,7 @@ class Reverse:
                 kept.append(f"the trip count of the loop at line {src.lineno(info.loop)}")
         closure = sorted({n for n in nodes.names_loaded(pullback)
                           if n in self.primal_names and n not in stored and n not in taped
-                          and self.src.is_local(n)})
+                          and self.src.is_local(n)}, key=_natural)
         lines.append("the pullback reads: " + "; ".join(
             ([", ".join(closure)] if closure else []) + kept) if closure or kept
             else "the pullback reads nothing of the forward pass")
@@ -815,6 +816,11 @@ def _shapes_from_earliest(stmts, forward, rev):
             if isinstance(arg, gast.Name) and arg.id in rev.straight:
                 arg.id = first.get(rev.shapes.of(arg.id), arg.id)
     return stmts
+
+
+def _natural(name):
+    """A sort key that puts t_2 before t_12."""
+    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name)]
 
 
 def _live(body, ops):
