@@ -304,9 +304,28 @@ def _promote(a, b):
     return np.atleast_1d(a), np.atleast_1d(b)
 
 
+def _matmul_shape(a, b):
+    """The shape of `a @ b`, without computing it."""
+    if a.ndim == 1 and b.ndim == 1:
+        return ()
+    if a.ndim == 1:
+        return b.shape[:-2] + b.shape[-1:]
+    if b.ndim == 1:
+        return a.shape[:-1]
+    return np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+
+
+def _spread(g, shape):
+    """`g` as an array of `shape`: a 0-d adjoint stands for the same value everywhere (a
+    symbolic zero reset to 0.0, or the adjoint of a mean), which the adjoints of
+    linear algebra need written out."""
+    return np.broadcast_to(g, shape) if np.ndim(g) == 0 and shape != () else g
+
+
 def matmul_lhs(g, a, b):
     """The adjoint of `a` in `a @ b`."""
     a, b = np.asarray(a), np.asarray(b)
+    g = _spread(g, _matmul_shape(a, b))
     if b.ndim == 1:
         out = np.expand_dims(g, -1) * b if a.ndim > 1 else g * b
     elif a.ndim == 1:
@@ -319,6 +338,7 @@ def matmul_lhs(g, a, b):
 def matmul_rhs(g, a, b):
     """The adjoint of `b` in `a @ b`."""
     a, b = np.asarray(a), np.asarray(b)
+    g = _spread(g, _matmul_shape(a, b))
     if a.ndim == 1:
         out = np.expand_dims(a, -1) * np.expand_dims(g, -2) if b.ndim > 1 else g * a
     elif b.ndim == 1:
@@ -336,6 +356,7 @@ def dot_lhs(g, a, b):
         return unbroadcast(g * b, a)
     if b.ndim <= 2:
         return matmul_lhs(g, a, b)
+    g = _spread(g, a.shape[:-1] + b.shape[:-2] + b.shape[-1:])
     # dot sums over the last axis of a and the second-to-last of b
     return np.tensordot(g, b, axes=(list(range(a.ndim - 1, g.ndim)),
                                     [i for i in range(b.ndim) if i != b.ndim - 2]))
@@ -348,6 +369,7 @@ def dot_rhs(g, a, b):
         return unbroadcast(g * a, b)
     if b.ndim <= 2:
         return matmul_rhs(g, a, b)
+    g = _spread(g, a.shape[:-1] + b.shape[:-2] + b.shape[-1:])
     out = np.tensordot(a, g, axes=(list(range(a.ndim - 1)), list(range(a.ndim - 1))))
     return np.moveaxis(out, 0, -2)
 
@@ -374,6 +396,12 @@ def einsum(g, subscripts, k, *operands):
     elif not arrow:
         joined = "".join(inputs)
         output = "".join(sorted(c for c in set(joined) if joined.count(c) == 1))
+    if np.ndim(g) == 0 and output:
+        sizes = {}
+        for s, o in zip(inputs, operands):
+            for c, n in zip(s, np.shape(o)):
+                sizes[c] = max(sizes.get(c, 1), n)
+        g = _spread(g, tuple(sizes[c] for c in output))
     mine, shape = inputs[k], np.shape(operands[k])
     unique = "".join(dict.fromkeys(mine))           # a repeated subscript once
     sizes = [shape[mine.index(c)] for c in unique]

@@ -6,7 +6,7 @@ has its shape and dtype, and agrees entry by entry with finite differences) and
 `s2sad.jvp` with a tangent of ones against the directional difference, as a strict xfail:
 when a bug is fixed its case XPASSes, which fails the run, so move the function to a
 regular regression test then (FIXED below), and drop the generator's or the test's
-workaround named in the comment. All ten found so far are fixed. Every function is smooth at its arguments and runs without error there in
+workaround named in the comment. All found so far are fixed. Every function is smooth at its arguments and runs without error there in
 plain Python.
 """
 import numpy as np
@@ -128,8 +128,37 @@ def zero_adjoint_of_an_axis_reduction(v):
     return a[0]
 
 
+# 11. Found by the second long run: the same scalar zero as the adjoint of `@`:
+#    "matmul: Input operand 1 does not have enough dimensions (has 0 ...)". The adjoints
+#    of `@`, `np.dot` and `np.einsum` now spread a 0-d adjoint to the product's shape
+#    (12 and 13 are the same for einsum and a 3-d np.dot, written by hand).
+def zero_adjoint_of_a_matmul(x):
+    a = x
+    a = np.tanh(np.sum(a, axis=0, keepdims=True)) @ a[None]
+    for i in range(2):
+        a = np.copy(x)
+    return a[0]
+
+
+def zero_adjoint_of_an_einsum(x, w):
+    a = np.einsum("ij,jk->ik", x, w)
+    for i in range(2):
+        a = np.copy(x) * 2.0
+    return a[0, 0]
+
+
+def zero_adjoint_of_a_dot(x, w):
+    a = np.dot(x, w)
+    for i in range(2):
+        a = x[:, 0] * 3.0
+    return a[0]
+
+
 # fixed: kept as regression tests (checked the same way, not as xfails)
 FIXED = [
+    (zero_adjoint_of_a_matmul, (np.array([0.1, 0.2, 0.3]),)),
+    (zero_adjoint_of_an_einsum, (np.array([[0.1, 0.2], [0.3, 0.4]]), np.ones((2, 2)))),
+    (zero_adjoint_of_a_dot, (np.array([[0.1, 0.2], [0.3, 0.4]]), np.ones((2, 2, 2)))),
     (zero_adjoint_meets_smaller_operand,
      (np.array([0.1, 0.2, 0.3]), np.array([[0.2], [0.3], [0.4]]))),
     (zero_adjoint_of_an_axis_reduction, (np.array([0.3, 0.5]),)),
