@@ -10,7 +10,8 @@
     forward   (forward mode, instead of reverse) each statement, then its tangent
     optimize  coalesce copies, propagate adjoint copies, fuse accumulations
     fuse      (grad, value_and_grad) forward pass and pullback in one function
-    reuse     (fused) compute elementwise results into the buffers of dead temporaries
+    reuse     (fused) compute elementwise results into the buffers of dead temporaries,
+              and the first contribution to a slice of zeros in that slice
     release   (fused) delete each array after its last use
     emit      gast -> ast -> ast.unparse, compiled with the user's globals, live
 """
