@@ -114,8 +114,8 @@ def _calls_of(f):
         return {}
 
 
-def _forget(ref):
-    _jvp_calls.pop(ref, None)
+def _forget(ref, calls=_jvp_calls):
+    calls.pop(ref, None)
 
 
 def _remember(f, first, primals, entry):
@@ -125,7 +125,7 @@ def _remember(f, first, primals, entry):
         _last.pop(id(f), None)
         return
     try:
-        ref = weakref.ref(f, lambda _, key=id(f): _last.pop(key, None))
+        ref = weakref.ref(f, lambda _, key=id(f), last=_last: last.pop(key, None))
     except TypeError:
         return
     _last[id(f)] = (registry.version, len(primals), fn, ref)

@@ -287,6 +287,8 @@ def variance(g, x, axis=None, ddof=0, keepdims=False):
 
 def cumsum(g, x, axis=None):
     """The adjoint of cumsum: a cumulative sum from the end."""
+    if np.ndim(g) == 0:
+        return g                                    # the zero (see `_spread`)
     if axis is None:
         return np.cumsum(np.asarray(g)[::-1])[::-1].reshape(np.shape(x))
     return np.flip(np.cumsum(np.flip(g, axis), axis), axis)
@@ -318,7 +320,13 @@ def _matmul_shape(a, b):
 def _spread(g, shape):
     """`g` as an array of `shape`: a 0-d adjoint stands for the same value everywhere (a
     symbolic zero reset to 0.0, or the adjoint of a mean), which the adjoints of
-    linear algebra need written out."""
+    linear algebra need written out.
+
+    The pullback resets the adjoint of an array that a loop rebinds to the number 0.0
+    (its shape is not on the tape). Every rule accepts such a 0-d adjoint for a value
+    with axes: linear algebra spreads it here; a rule that reshapes, indexes, stacks or
+    moves axes returns it unchanged, the 0-d zero of each input, which arithmetic
+    broadcasts and the returned gradient gets the parameter's shape from."""
     return np.broadcast_to(g, shape) if np.ndim(g) == 0 and shape != () else g
 
 
@@ -380,6 +388,7 @@ def inner(g, a, b, which):
     if a.ndim == 0 or b.ndim == 0:
         return unbroadcast(g * (b if which == 0 else a), a if which == 0 else b)
     na, nb = a.ndim - 1, b.ndim - 1
+    g = _spread(g, a.shape[:-1] + b.shape[:-1])
     if which == 0:
         return np.tensordot(g, b, axes=(list(range(na, na + nb)), list(range(nb))))
     return np.tensordot(g, a, axes=(list(range(na)), list(range(na))))
@@ -482,6 +491,8 @@ def trace(g, x, offset=0, axis1=0, axis2=1):
 def diag(g, v, k=0):
     """The adjoint of np.diag (in both directions)."""
     v = np.asarray(v)
+    if np.ndim(g) == 0:
+        return g                                    # the zero (see `_spread`)
     if v.ndim == 1:
         return np.diagonal(g, offset=k).copy()
     out = np.zeros(v.shape, dtype=np.result_type(v, np.float32))
@@ -512,7 +523,7 @@ def norm(g, x, ans, ord=None, axis=None, keepdims=False):
 def solve(g, a, b, ans, which):
     """The adjoint of `a` (which=0) or `b` (which=1) in `x = np.linalg.solve(a, b)`."""
     a = np.asarray(a)
-    b_bar = np.linalg.solve(np.swapaxes(a, -1, -2), g)
+    b_bar = np.linalg.solve(np.swapaxes(a, -1, -2), _spread(g, np.shape(ans)))
     if which == 1:
         return unbroadcast(b_bar, b)
     if np.ndim(ans) == a.ndim - 1 and np.ndim(b) == a.ndim - 1:
@@ -523,15 +534,46 @@ def solve(g, a, b, ans, which):
 def cholesky(g, ans):
     """The adjoint of `L = np.linalg.cholesky(a)` (a symmetric)."""
     lower = ans
-    phi = np.tril(np.swapaxes(lower, -1, -2) @ g)
+    phi = np.tril(np.swapaxes(lower, -1, -2) @ _spread(g, np.shape(ans)))
     phi = phi - 0.5 * np.eye(lower.shape[-1], dtype=lower.dtype) * phi
     inv = np.linalg.inv(lower)
     s = np.swapaxes(inv, -1, -2) @ phi @ inv
     return (0.5 * (s + np.swapaxes(s, -1, -2))).astype(lower.dtype, copy=False)
 
 
+def outer(g, a, b, which):
+    """The adjoint of `a` (which=0) or `b` (which=1) in np.outer."""
+    if np.ndim(g) == 0:
+        return g                                    # the zero (see `_spread`)
+    if which == 0:
+        return np.reshape(g @ np.ravel(b), np.shape(a))
+    return np.reshape(np.ravel(a) @ g, np.shape(b))
+
+
+def inv(g, ans):
+    """The adjoint of `ans = np.linalg.inv(a)`."""
+    inverse_t = np.swapaxes(ans, -1, -2)
+    return -inverse_t @ _spread(g, np.shape(ans)) @ inverse_t
+
+
+def reshape_like(g, x):
+    """`g` in the shape of `x`: the adjoint of a reshape of `x`."""
+    if np.ndim(g) == 0 and np.size(x) != 1:
+        return g                                    # the zero (see `_spread`)
+    return np.reshape(g, np.shape(x))
+
+
+def on_axes(op, g, *args):
+    """`op(g, *args)`, for an `op` that moves, flips or masks the axes of `g`."""
+    if np.ndim(g) == 0:
+        return g                                    # the zero (see `_spread`)
+    return op(g, *args)
+
+
 def split_like(g, arrays, axis=0):
     """The adjoint of concatenating `arrays` along `axis`: the pieces of `g`."""
+    if np.ndim(g) == 0:
+        return [g] * len(arrays)                    # the zero (see `_spread`)
     if axis is None:
         sizes = [np.size(a) for a in arrays]
         pieces = np.split(np.ravel(g), np.cumsum(sizes)[:-1])
@@ -542,16 +584,22 @@ def split_like(g, arrays, axis=0):
 
 def unstack(g, arrays, axis=0):
     """The adjoint of np.stack(arrays, axis)."""
+    if np.ndim(g) == 0:
+        return [g] * len(arrays)                    # the zero (see `_spread`)
     return [np.take(g, i, axis=axis) for i in range(len(arrays))]
 
 
 def hstack(g, arrays):
+    if np.ndim(g) == 0:
+        return [g] * len(arrays)                    # the zero (see `_spread`)
     flat = [np.atleast_1d(a) for a in arrays]
     axis = 0 if flat[0].ndim == 1 else 1
     return [np.reshape(p, np.shape(a)) for p, a in zip(split_like(g, flat, axis), arrays)]
 
 
 def vstack(g, arrays):
+    if np.ndim(g) == 0:
+        return [g] * len(arrays)                    # the zero (see `_spread`)
     rows = [np.atleast_2d(a) for a in arrays]
     return [np.reshape(p, np.shape(a)) for p, a in zip(split_like(g, rows, 0), arrays)]
 
@@ -559,6 +607,8 @@ def vstack(g, arrays):
 def from_array(g, obj):
     """The adjoint of np.array(obj): `g` in the nesting of `obj`."""
     if isinstance(obj, (list, tuple)):
+        if np.ndim(g) == 0:                         # the zero (see `_spread`)
+            return type(obj)(from_array(g, o) for o in obj)
         return type(obj)(from_array(gi, o) for gi, o in zip(g, obj))
     if isinstance(obj, np.ndarray):
         return np.asarray(g, dtype=np.result_type(obj.dtype, np.float32))
@@ -566,6 +616,8 @@ def from_array(g, obj):
 
 
 def untranspose(g, axes=None):
+    if np.ndim(g) == 0:
+        return g                                    # the zero (see `_spread`)
     if axes is None or axes == ():
         return np.transpose(g)
     if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
@@ -574,6 +626,8 @@ def untranspose(g, axes=None):
 
 
 def untile(g, x, reps):
+    if np.ndim(g) == 0:
+        return g                                    # the zero (see `_spread`)
     x = np.asarray(x)
     reps = (reps,) if np.isscalar(reps) else tuple(reps)
     nd = max(x.ndim, len(reps))
@@ -584,6 +638,8 @@ def untile(g, x, reps):
 
 
 def unrepeat(g, x, repeats, axis=None):
+    if np.ndim(g) == 0:
+        return g                                    # the zero (see `_spread`)
     x = np.asarray(x)
     if axis is None:
         flat = x.ravel()
@@ -598,6 +654,8 @@ def unrepeat(g, x, repeats, axis=None):
 
 
 def unpad(g, x, pad_width):
+    if np.ndim(g) == 0:
+        return g                                    # the zero (see `_spread`)
     x = np.asarray(x)
     width = np.broadcast_to(np.asarray(pad_width), (x.ndim, 2))
     return np.asarray(g)[tuple(slice(lo, lo + n) for (lo, _), n in zip(width, x.shape))]
@@ -699,4 +757,5 @@ def _is_zero(g):
 
 #: Helpers that read these arguments only for their shape, type or structure.
 SHAPE_ONLY = {"unindex": (1,), "unattr": (1,), "unreduce": (1,), "unbroadcast": (1,), "count": (0,),
-              "zeros_like": (0,), "cotangent": (1,), "from_array": (1,), "extremum": ()}
+              "zeros_like": (0,), "cotangent": (1,), "from_array": (1,), "extremum": (),
+              "reshape_like": (1,)}

@@ -170,15 +170,23 @@ def cholesky_adjoint_dot(g, L, t):
     """The tangent of `cholesky(g, L)` (the adjoint of a Cholesky factor) along `L`."""
     inv = np.linalg.inv(L)
     inv_dot = -inv @ t @ inv
+    g = R._spread(g, np.shape(L))
     phi = _phi(np.tril(_t(L) @ g))
     s_dot = (_t(inv_dot) @ phi @ inv + _t(inv) @ _phi(np.tril(_t(t) @ g)) @ inv
              + _t(inv) @ phi @ inv_dot)
     return 0.5 * (s_dot + _t(s_dot))
 
 
-_helpers(log_base_dot, cholesky_adjoint_dot)
+def inv_adjoint_dot(g, ans, t):
+    """The tangent of `inv(g, ans)` (the adjoint of an inverse `ans`) along `ans`."""
+    g = R._spread(g, np.shape(ans))
+    return -(_t(t) @ g @ _t(ans) + _t(ans) @ g @ _t(t))
+
+
+_helpers(log_base_dot, cholesky_adjoint_dot, inv_adjoint_dot)
 ns.update({"_s2s_" + k: getattr(R, k) for k in ("einsum", "tensordot", "solve", "norm",
-                                                  "cumprod", "cholesky", "inner",
+                                                  "cumprod", "cholesky", "inner", "outer",
+                                                  "inv",
                                                   "prod_others_dot")})
 
 jvp(R.zeros_like, "x")                      # constants: no tangent
@@ -221,6 +229,13 @@ jvp(R.tensordot, "g, a, b, axes, which", "_s2s_tensordot(t, a, b, axes, which)",
 jvp(R.inner, "g, a, b, which", "_s2s_inner(t, a, b, which)",
     "_s2s_inner(g, t, b, which) if which == 1 else _s2s_zeros_like(ans)",
     "_s2s_inner(g, a, t, which) if which == 0 else _s2s_zeros_like(ans)", namespace=ns)
+jvp(R.outer, "g, a, b, which", "_s2s_outer(t, a, b, which)",
+    "_s2s_outer(g, t, b, which) if which == 1 else _s2s_zeros_like(ans)",
+    "_s2s_outer(g, a, t, which) if which == 0 else _s2s_zeros_like(ans)", namespace=ns)
+jvp(R.inv, "g, ans", "_s2s_inv(t, ans)", "_s2s_inv_adjoint_dot(g, ans, t)", namespace=ns)
+linear(R.reshape_like, "g, x", "g")
+for _n in range(1, 4):
+    linear(R.on_axes, "op, g" + "".join(f", a{i}" for i in range(_n)), "g")
 linear(R.trace, "g, x, offset=0, axis1=0, axis2=1", "g")
 linear(R.diag, "g, v, k=0", "g")
 jvp(R.norm, "g, x, n, ord=None, axis=None, keepdims=False",

@@ -6,8 +6,8 @@ has its shape and dtype, and agrees entry by entry with finite differences) and
 `s2sad.jvp` with a tangent of ones against the directional difference, as a strict xfail:
 when a bug is fixed its case XPASSes, which fails the run, so move the function to a
 regular regression test then (FIXED below), and drop the generator's or the test's
-workaround named in the comment. Two are open (CASES, at the end). Every function is smooth at its arguments and runs without error there in
-plain Python.
+workaround named in the comment. None is open now (CASES, at the end). Every function
+is smooth at its arguments and runs without error there in plain Python.
 """
 import numpy as np
 
@@ -154,6 +154,31 @@ def zero_adjoint_of_a_dot(x, w):
     return a[0]
 
 
+# 14. Found by the third long run (forward-mode test, through its gradient check): an
+#    array rebound in an inner loop has the adjoint 0.0 there, and the adjoint of
+#    `np.stack` indexed it: "IndexError: index 1 is out of bounds for axis 0 with size 1".
+#    Expected (zeros(3), 1.0). Fixed with 15: every rule that reshapes, indexes, stacks
+#    or moves the axes of its adjoint passes a 0-d one on (tests/test_zero_adjoints.py
+#    checks each rule so).
+def stack_in_inner_loop(v, s):
+    a = v
+    for i in range(2):
+        for j in range(2):
+            a = np.stack([s, s, s], axis=0)
+    return a[0]
+
+
+# 15. Found by the third long run: the same zero reaching the adjoint of `np.reshape`:
+#    "cannot reshape array of size 1 into shape (1,2)". Expected (0, 0, 1): the last
+#    iteration leaves a = [x[2], x[2]].
+def reshape_in_loop(x):
+    a = np.sin(x[:2])
+    for j in range(3):
+        a = -a
+        a = np.reshape(x[j] + np.zeros((1, 2)), (2,))
+    return np.mean(a)
+
+
 # fixed: kept as regression tests (checked the same way, not as xfails)
 FIXED = [
     (zero_adjoint_of_a_matmul, (np.array([0.1, 0.2, 0.3]),)),
@@ -170,34 +195,10 @@ FIXED = [
     (write_then_read_in_loop, (np.array([0.5, 0.25, 0.3]),)),
     (where_broadcasts_reduction, (np.array([0.5, 0.25]), np.array([-0.3, 0.2, -0.1]))),
     (prod_with_zero_factor, (np.array([0.5, 0.25, 0.3]),)),
-]
-
-# 14. Found by the third long run (forward-mode test, through its gradient check), open:
-#    an array rebound in an inner loop has the adjoint 0.0 there, and the adjoint of
-#    `np.stack` indexes it: "IndexError: index 1 is out of bounds for axis 0 with size 1".
-#    Expected (zeros(3), 1.0).
-def stack_in_inner_loop(v, s):
-    a = v
-    for i in range(2):
-        for j in range(2):
-            a = np.stack([s, s, s], axis=0)
-    return a[0]
-
-
-# 15. Found by the third long run, open: the same scalar zero reaching the adjoint of
-#    `np.reshape`: "cannot reshape array of size 1 into shape (1,2)". Expected
-#    (0, 0, 1): the last iteration leaves a = [x[2], x[2]]. Both want the reset adjoint of an array to keep its shape (or every
-#    rule that reshapes or indexes its adjoint to spread a 0-d one, as `@` does).
-def reshape_in_loop(x):
-    a = np.sin(x[:2])
-    for j in range(3):
-        a = -a
-        a = np.reshape(x[j] + np.zeros((1, 2)), (2,))
-    return np.mean(a)
-
-
-# open reproducers (strict xfails)
-CASES = [
     (stack_in_inner_loop, (np.array([0.1, 0.2, 0.3]), 0.5)),
     (reshape_in_loop, (np.array([0.1, 0.2, 0.3]),)),
 ]
+
+
+# open reproducers (strict xfails)
+CASES = []
