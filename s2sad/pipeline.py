@@ -28,7 +28,7 @@ from .frontend import fence, source
 from .naming import Namer
 from .passes.desugar import Desugar
 from .passes.lift import Lift
-from .passes.optimize import Optimize
+from .passes.optimize import Optimize, distinct_results
 from .passes.release import Release
 from .passes.reuse import Reuse
 from .passes.wengert import Wengert
@@ -181,6 +181,7 @@ def stages(fn, wrt=0, stop=None, kinds=None, recompute=False):
     node = rev.run(node)
     if stop != "reverse":
         node = Optimize(src, namer).run(node)
+        distinct_results(node.s2s_pullback, rev.array_positions())
         node.body[:0] = rev.header(node)
     return src, node, rev
 

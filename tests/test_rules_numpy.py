@@ -2528,10 +2528,6 @@ def test_gradients_are_writable():
     assert not readonly, "read-only gradients: " + ", ".join(readonly)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "np.add / `+` give both operands the same adjoint array: for "
-    "f(x, y) = np.sum(x + y), grad(f, wrt=(0, 1))(x, y) returns (g, g) with g the same "
-    "object, so updating one gradient in place changes the other"))
 def test_gradients_do_not_share_memory():
     """Returned gradients share no memory with each other, the arguments, or the module's
     constant arrays (an in-place update of one must not change another)."""

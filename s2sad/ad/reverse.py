@@ -199,6 +199,10 @@ class Reverse:
                                                             nodes.name(p)])
         return nodes.name(self.adj(p))
 
+    def array_positions(self):
+        """The positions in the pullback's returned tuple of the gradients of arrays."""
+        return {i for i, p in enumerate(self.wrt) if self.kinds.kind.get(p) == ARRAY}
+
     def array_names(self):
         """The primal names and adjoints that certainly hold arrays."""
         from ..rules import registry
