@@ -16,19 +16,22 @@ def _target(fn):
     return _custom_wrapper(fn) if getattr(fn, "s2s_custom", False) else unwrap(fn)
 
 
-def _compiled(fn, wrt, fused=False, kinds=None, release=False, warn=True):
+def _compiled(fn, wrt, fused=False, kinds=None, release=False, warn=True, patterns=None):
     """The compiled derivative of `fn` for `wrt`, specialised on argument `kinds`
     (see pipeline.kinds_of); without kinds, those `source(f)` assumes. `fused` and
-    `release` are those of pipeline.reverse. When it is compiled, an
+    `release` are those of pipeline.reverse, and so are `patterns` (see
+    pipeline.patterns_of), for `fused`. When it is compiled, an
     `UnconnectedInputWarning` names each input the output does not depend on, unless
     `warn` is false (for the functions a differentiated function calls)."""
     fn = _target(fn)
     kinds = pipeline.default_kinds(fn) if kinds is None else kinds
+    patterns = patterns if fused else None
     key = ({False: "reverse", True: "value_and_grad", "grad": "grad"}[fused], release,
-           pipeline._wrt_key(wrt), pipeline._kinds_key(kinds))
+           pipeline._wrt_key(wrt), pipeline._kinds_key(kinds),
+           pipeline._patterns_key(patterns))
 
     def build():
-        derivative = pipeline.reverse(fn, wrt, fused, kinds, release)
+        derivative = pipeline.reverse(fn, wrt, fused, kinds, release, patterns=patterns)
         if warn:
             warn_unconnected(*derivative.unconnected)
         return derivative
@@ -48,14 +51,18 @@ class _Derivative:
         self._fn = self._compile_and_call
         self._version = -1
         self._kinds = None
+        self._patterns = None
         # a class of its own, whose __call__ becomes a function with the primal's
         # parameters (see _install)
         self.__class__ = type(type(self).__name__, (type(self),), {})
 
     def _compile_and_call(self, *args, **kwargs):
         """Compile for the kinds of `args` (or fetch that version), then call it."""
-        self._kinds = pipeline.kinds_of(_target(self.primal), args)
-        fn = _compiled(self.primal, self.wrt, self.fused, self._kinds, release=True).fn
+        target = _target(self.primal)
+        self._kinds = pipeline.kinds_of(target, args)
+        self._patterns = pipeline.patterns_of(target, args)
+        fn = _compiled(self.primal, self.wrt, self.fused, self._kinds, release=True,
+                       patterns=self._patterns).fn
         _check_inputs(self.primal, self.wrt, args)
         self._fn = fn
         self._version = registry.version
@@ -101,7 +108,8 @@ class _Derivative:
     def source(self):
         """The generated source this derivative runs (`f_grad` or `f_value_and_grad`),
         for the argument kinds of its last call."""
-        return _compiled(self.primal, self.wrt, self.fused, self._kinds, release=True).source
+        return _compiled(self.primal, self.wrt, self.fused, self._kinds, release=True,
+                         patterns=self._patterns).source
 
     def __repr__(self):
         return f"<{type(self).__name__} of {self.primal.__qualname__} wrt={self.wrt!r}>"

@@ -21,7 +21,8 @@ import inspect
 import numpy as np
 
 from .ad.forward import Forward, prepare
-from .ad.reverse import Reverse, fuse
+from .ad.reverse import Reverse, fuse, guard_patterns, shapes_from_earliest
+from .analysis.shapes import pattern
 from .codegen import emit
 from .errors import InternalError, S2SADError
 from .frontend import fence, source
@@ -122,6 +123,17 @@ def kinds_of(fn, args):
     return kinds
 
 
+def patterns_of(fn, args):
+    """{parameter: shape pattern} of the array arguments (see analysis.shapes.pattern):
+    how many axes each has and which have length 1, which broadcasting depends on."""
+    params = list(inspect.signature(fn).parameters)
+    return {p: pattern(a) for p, a in zip(params, args) if type(a) is np.ndarray}
+
+
+def _patterns_key(patterns):
+    return tuple(sorted((patterns or {}).items()))
+
+
 def _record_fields(x):
     import dataclasses
     if isinstance(x, tuple) and hasattr(x, "_fields"):
@@ -151,10 +163,11 @@ def _kinds_key(kinds):
 
 
 @_guarded
-def stages(fn, wrt=0, stop=None, kinds=None, recompute=False):
+def stages(fn, wrt=0, stop=None, kinds=None, recompute=False, patterns=None):
     """Run the passes on `fn` up to and including `stop`; return (src, node, reverse).
     `kinds` gives parameters' types (float, int, ndarray) or kinds ("scalar", ...);
-    `recompute` is that of Reverse."""
+    `recompute` is that of Reverse; `patterns` the shape patterns of array parameters
+    (see patterns_of) that code with a guard may be specialised on."""
     kinds = default_kinds(fn) if kinds is None else kinds
     src = source.capture(fn)
     if stop == "forward":
@@ -177,17 +190,19 @@ def stages(fn, wrt=0, stop=None, kinds=None, recompute=False):
     if stop == "forward":
         fwd = Forward(src, namer, wrt, kinds)
         return src, fwd.run(node), fwd
-    rev = Reverse(src, namer, wrt, as_tuple, kinds, recompute)
+    rev = Reverse(src, namer, wrt, as_tuple, kinds, recompute, patterns)
     node = rev.run(node)
     if stop != "reverse":
         node = Optimize(src, namer).run(node)
+        node = shapes_from_earliest(node, rev)
         distinct_results(node.s2s_pullback, rev.array_positions())
         node.body[:0] = rev.header(node)
     return src, node, rev
 
 
 @_guarded
-def reverse(fn, wrt=0, fused=False, kinds=None, release=False, guard=True, recompute=False):
+def reverse(fn, wrt=0, fused=False, kinds=None, release=False, guard=True, recompute=False,
+            patterns=None):
     """Compile the reverse-mode derivative `f_vjp` of `fn` (with `fused`, the
     `f_value_and_grad` that `value_and_grad` runs; with `fused="grad"`, the `f_grad`
     that `grad` runs; with `fused="adjoint"`, `f_adjoint(y_bar, ...)`, see
@@ -196,15 +211,23 @@ def reverse(fn, wrt=0, fused=False, kinds=None, release=False, guard=True, recom
     with `release`, it reuses dead temporaries' buffers and deletes each array after
     its last use. With `recompute`, calls to other Python functions go through their
     `g_adjoint` (see Reverse), not `g_vjp`: code that forward mode can differentiate
-    (forward over reverse)."""
+    (forward over reverse). `patterns` (see patterns_of) serve a guarded fused function.
+    """
     kinds = default_kinds(fn) if kinds is None else kinds
-    src, node, rev = stages(fn, wrt, kinds=kinds, recompute=recompute)
+    if not (fused in (True, "grad") and guard):
+        patterns = None
+    src, node, rev = stages(fn, wrt, kinds=kinds, recompute=recompute, patterns=patterns)
     if fused:
         node = fuse(node, rev, value={"grad": False, "adjoint": "adjoint"}.get(fused, True),
                     guard=guard)
+        dtypes = ()
         if release:
-            node = Reuse(rev).run(node)
+            reuse = Reuse(rev)
+            node = reuse.run(node)
+            dtypes = reuse.used_dtypes
             node = Release(rev.array_names()).run(node)
+        if guard and patterns:
+            node = guard_patterns(node, rev, dtypes)
     return _compiled(src, node, rev)
 
 

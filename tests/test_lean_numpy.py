@@ -248,3 +248,44 @@ def test_shapes_of_loop_carried_names_are_unknown():
         return np.sum(s)
     shapes = same_shape_in(f)
     assert not shapes.same("s", "x")
+
+
+def test_logistic_gradient_is_written_like_by_hand():
+    """Specialised on its arguments' shape patterns and dtypes, the gradient of a mean
+    loss keeps the mean's adjoint a number and computes in the buffer of `X @ w`."""
+    w, X, y = RNG.normal(size=3), RNG.normal(size=(50, 3)), RNG.random(50)
+    df = s2sad.grad(logistic)
+    got = df(w, X, y)
+    assert compare(got, fd_array_grad(logistic, (w, X, y), 0), 1e-6, 1e-8, "dw") is None
+    text = df.source
+    assert "_s2s_unreduce" not in text and "_s2s_unbroadcast" not in text
+    assert "z_bar -= y" in text and "* y" not in text    # no temporary for y * g
+    assert "X.ndim != 2" in text and "y.dtype != float64" in text    # the guard
+
+
+@pytest.mark.parametrize("y", [RNG.random((50,)), RNG.random((1,)), RNG.random(()),
+                               RNG.random((50, 1)), RNG.random(50).astype(np.float32)],
+                         ids=["same", "one", "0d", "column", "float32"])
+def test_specialised_gradient_respecialises(y):
+    """One gradient object called with arguments of other shape patterns and dtypes
+    compiles another version each time, and each is right."""
+    w, X = RNG.normal(size=3), RNG.normal(size=(50, 3))
+    df = s2sad.grad(logistic)
+    df(w, X, RNG.random(50))                 # first specialised on (50,) float64
+    got = df(w, X, y)
+    expected = fd_array_grad(logistic, (w, X, y), 0)
+    assert compare(got, expected, 1e-6, 1e-8, "dw") is None
+    x1 = RNG.normal(size=(1, 3))             # a batch of one: an axis of length 1
+    got = df(w, x1, y[:1] if y.ndim else y)
+    expected = fd_array_grad(logistic, (w, x1, y[:1] if y.ndim else y), 0)
+    assert compare(got, expected, 1e-6, 1e-8, "dw") is None
+
+
+def test_matrix_products_are_not_elementwise():
+    """np.matmul is a ufunc, but not an elementwise one (it has a signature)."""
+    def f(a, b):
+        t = np.matmul(a, b)
+        return t
+    matrix = ("<f8", (0, 0))
+    shapes = same_shape_in(f, {"a": matrix, "b": matrix})
+    assert not shapes.same("t", "a") and not shapes.same("a", "b")

@@ -362,4 +362,7 @@ def test_long_type_check_reads_as_written_and_wraps():
     assert check[0].startswith("    if (type(w) is not ndarray or ")
     assert all(len(line) <= 100 and "(type(" not in line[8:] and "('f')" not in line
                and "(w.dtype" not in line for line in check)
-    assert " ".join(x.strip() for x in check).count(" or ") == 5
+    tests = " ".join(x.strip() for x in check)[4:-2].split(" or ")
+    assert tests[:4] == [f"type({p}) is not ndarray" for p in ("w", "b", "X", "y")]
+    # specialised on shape patterns and dtypes (see analysis/shapes.py)
+    assert "X.ndim != 2" in tests and "X.dtype != float64" in tests

@@ -39,7 +39,7 @@ from ..codegen import nodes
 from ..errors import InternalError, MissingRuleError
 from ..analysis.activity import active_names
 from ..analysis.kinds import ARRAY, CONTAINER, SCALAR, Kinds, guarded
-from ..analysis.shapes import Shapes
+from ..analysis.shapes import Shapes, pattern_tests
 from ..analysis import primitives
 from ..analysis.primitives import COPY, CUSTOM, PACK, USER
 from ..frontend.source import MISSING
@@ -64,9 +64,11 @@ class UnconnectedInputWarning(UserWarning):
 class Reverse:
     """See the module docstring."""
 
-    def __init__(self, src, namer, wrt, as_tuple=False, kinds=None, recompute=False):
+    def __init__(self, src, namer, wrt, as_tuple=False, kinds=None, recompute=False,
+                 patterns=None):
         import numpy as np
         self.src = src
+        self.patterns = patterns
         self.recompute = recompute
         self.namer = namer
         self.types = {p: k for p, k in (kinds or {}).items() if isinstance(k, type)}
@@ -88,7 +90,7 @@ class Reverse:
         self.wengert = fn
         self.active = active_names(fn, self.src, self.wrt, output, self.ops)
         self.kinds = Kinds(fn, self.src, self.param_kinds)
-        self.shapes = Shapes(fn, self.ops, self.kinds)
+        self.shapes = Shapes(fn, self.ops, self.kinds, self.patterns)
         self.straight = _straight_line_names(fn)
         self.bound_before = _bound_before_loops(fn)
         self.assigned = None      # how often each name is assigned (when needed)
@@ -798,27 +800,66 @@ def fuse(vjp, rev, value=True, guard=True):
     return nodes.function(namer.fresh(vjp.name[:-4] + "_grad"), [], check + body, like=vjp)
 
 
-def _shapes_from_earliest(stmts, forward, rev):
-    """`stmts` reading, where a helper needs only an argument's shape, the first
-    parameter or top-level name of `forward` with the same shape, so that later ones
-    may be dead."""
+def guard_patterns(fn, rev, dtypes=()):
+    """`fn` (fused, with a guard) also checking the shape patterns its shape classes
+    depend on (see analysis.shapes) and the dtypes of the parameters `dtypes`."""
+    guard = fn.body[0] if fn.body else None
+    tests = getattr(getattr(guard, "test", None), "s2s_tests", None)
+    if tests is None or not (rev.shapes.used or dtypes):
+        return fn
+    import numpy as np
+    # a dtype test makes the test that a differentiated array is floating needless
+    tests = [t for t in tests if not any(t == f"{p}.dtype.kind != 'f'" for p in dtypes)]
+    tests += [t for p in sorted(rev.shapes.used) for t in pattern_tests(p, rev.patterns[p][1])]
+    for p in sorted(dtypes):
+        dtype = np.dtype(rev.patterns[p][0])
+        tests.append(f"{p}.dtype != {rev.helper(dtype.name, obj=dtype)}")
+    fn.body[0] = nodes.located(nodes.guard(tests, guard.body[0].exc.id), guard)
+    return fn
+
+
+def shapes_from_earliest(vjp, rev):
+    """`vjp` whose pullback reads, where a helper needs only an argument's shape, a
+    parameter or a value it reads anyway of that shape (see `_shapes_from_earliest`),
+    so that it keeps fewer values of the forward pass alive."""
+    pullback = vjp.s2s_pullback
+    forward = [s for s in vjp.body if s is not pullback]
+    shape_only = {id(arg) for _, arg in _shape_only_args(pullback.body, rev)}
+    read = {n.id for n in nodes.walk(pullback) if isinstance(n, gast.Name)
+            and isinstance(n.ctx, gast.Load) and id(n) not in shape_only}
+    pullback.body = _shapes_from_earliest(pullback.body, forward, rev, read)
+    return vjp
+
+
+def _shape_only_args(stmts, rev):
+    """(call, argument) for each argument of a runtime helper in `stmts` that the
+    helper reads only for its shape, type or structure (runtime.SHAPE_ONLY)."""
     from ..rules import runtime
-    order = [a.id for a in rev.src.node.args.posonlyargs + rev.src.node.args.args]
-    order += [s.targets[0].id for s in forward if isinstance(s, gast.Assign)
-              and isinstance(s.targets[0], gast.Name) and s.targets[0].id in rev.straight]
-    first = {}
-    for n in order:
-        if rev.shapes.of(n) is not None:
-            first.setdefault(rev.shapes.of(n), n)
     for call in (c for s in stmts for c in nodes.walk(s) if isinstance(c, gast.Call)):
         obj = rev.helpers.get(getattr(call.func, "id", None))
         name = getattr(obj, "__name__", None)
         if obj is None or obj is not getattr(runtime, name or "", None):
             continue
         for i in runtime.SHAPE_ONLY.get(name, ()):
-            arg = call.args[i] if i < len(call.args) else None
-            if isinstance(arg, gast.Name) and arg.id in rev.straight:
-                arg.id = first.get(rev.shapes.of(arg.id), arg.id)
+            if i < len(call.args):
+                yield call, call.args[i]
+
+
+def _shapes_from_earliest(stmts, forward, rev, among=None):
+    """`stmts` reading, where a helper needs only an argument's shape, the first
+    parameter or top-level name of `forward` (in `among`, if given) with the same
+    shape, so that later ones may be dead."""
+    order = [a.id for a in rev.src.node.args.posonlyargs + rev.src.node.args.args]
+    order += [s.targets[0].id for s in forward if isinstance(s, gast.Assign)
+              and isinstance(s.targets[0], gast.Name) and s.targets[0].id in rev.straight]
+    order = [n for n in order if among is None or n in among]
+    first = {}
+    for n in order:
+        if rev.shapes.of(n) is not None:
+            first.setdefault(rev.shapes.of(n), n)
+    for _, arg in list(_shape_only_args(stmts, rev)):
+        if isinstance(arg, gast.Name) and arg.id in rev.straight:
+            arg.id = first.get(rev.shapes.of(arg.id), arg.id)
     return stmts
 
 

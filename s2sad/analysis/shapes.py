@@ -20,6 +20,28 @@ value) has a shape of its own.
 >>> shapes = same_shape_in(f)
 >>> shapes.same("d", "a"), shapes.same("d", "x")
 (True, False)
+
+A gradient with a guard (`grad`, `value_and_grad`) may be specialised on the shape
+patterns of its array arguments: how many axes each has and which have length 1
+(`pattern`). Arrays that broadcast together and have the pattern of the result have its
+shape (two axes of more than one element broadcast only if they are equal), so the
+other members of the set are dropped, and the shapes of those arrays are one when the
+statement that broadcast them surely ran. In `y * X @ w` with `y` of shape (n,) and
+`X` of shape (n, d), `y` and the product have one shape, and the adjoint of a mean of
+it stays a number. The patterns of matrix products are inferred from their operands'.
+The guard then tests the patterns the classes depend on (`used`, `pattern_tests`).
+
+>>> def g(w, X, y):
+...     z = X @ w
+...     a = y * z
+...     return a
+>>> vector, matrix = ("<f8", (0,)), ("<f8", (0, 0))
+>>> shapes = same_shape_in(g, {"w": vector, "X": matrix, "y": vector})
+>>> shapes.same("a", "z"), shapes.same("y", "z"), sorted(shapes.used)
+(True, True, ['X', 'w', 'y'])
+>>> shapes = same_shape_in(g, {"w": vector, "X": matrix, "y": ("<f8", (1,))})
+>>> shapes.same("a", "z"), shapes.same("y", "z")
+(True, False)
 """
 import gast
 
@@ -28,9 +50,11 @@ from .kinds import ARRAY, SCALAR
 
 
 class Shapes:
-    """See the module docstring; `ops` are the statements' `Op`s, `kinds` their `Kinds`."""
+    """See the module docstring; `ops` are the statements' `Op`s, `kinds` their `Kinds`,
+    `patterns` the shape patterns of array parameters the code is specialised on (see
+    `pattern`)."""
 
-    def __init__(self, fn, ops, kinds):
+    def __init__(self, fn, ops, kinds, patterns=None):
         assigned = {}
         for n in nodes.walk(fn):
             if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name):
@@ -42,18 +66,28 @@ class Shapes:
         self.kinds = kinds
         self.cls = {}
         self.many = {n for n, defs in assigned.items() if len(defs) > 1}
+        self.pattern = {("name", p): v[1] for p, v in (patterns or {}).items()}
+        self.sources = {("name", p): {p} for p in (patterns or {})}
+        self.parent = {}
+        self.used = set()       # parameters whose patterns the classes depend on
+        sure = _surely_run(fn) if patterns else set()
         for s in (n for n in nodes.walk(fn) if isinstance(n, gast.Assign)):
             target = s.targets[0]
             if isinstance(target, gast.Name) and target.id not in self.many:
-                key = self._key(s.value, ops.get(s))
+                op = ops.get(s)
+                key = self._key(s.value, op)
                 if key is not None:
                     self.cls[target.id] = key
+                    if id(s) in sure:
+                        self._join(key)
+                elif patterns:
+                    self._infer(("name", target.id), op)
 
     def of(self, name):
         """A set of shapes whose broadcast is the shape of `name` (None for unknown)."""
         if name in self.many:
             return None
-        return self.cls.get(name, frozenset([("name", name)]))
+        return self._canonical(self.cls.get(name, frozenset([("name", name)])))
 
     def same(self, a, b):
         """Whether names (or name nodes) `a` and `b` certainly have the same shape."""
@@ -62,6 +96,102 @@ class Shapes:
             return False
         ka, kb = self.of(a), self.of(b)
         return a == b or (ka is not None and ka == kb)
+
+    def pattern_of(self, name):
+        """The shape pattern of `name` (see `pattern`), or None when unknown."""
+        key = self.of(name)
+        return None if key is None else _broadcast([self._pattern(b) for b in key])
+
+    # -- shape patterns: the number of axes, and which have length 1 ---------------------
+    def _find(self, base):
+        while base in self.parent:
+            base = self.parent[base]
+        return base
+
+    def _pattern(self, base):
+        base = self._find(base)
+        if base in self.pattern:
+            return self.pattern[base]
+        if base[0] == "index":
+            whole = _broadcast([self._pattern(b) for b in self._canonical(base[1])])
+            if whole is None or len(base[2]) > len(whole):
+                return None
+            kept = [d for d, trim in zip(whole, base[2]) if trim != "int"]
+            if any(trim not in ("int", 0) for trim in base[2]):
+                return None         # a trimmed axis may be left with one element
+            return tuple(kept) + whole[len(base[2]):]
+        return None
+
+    def _full(self, key):
+        """The members of `key` whose shape is the broadcast of all of them (given that
+        they broadcast together), or None when a pattern is unknown."""
+        patterns = [self._pattern(b) for b in key]
+        whole = _broadcast(patterns)
+        if whole is None:
+            return None
+        return [b for b, p in zip(key, patterns) if p == whole]
+
+    def _depends(self, key):
+        for b in key:
+            self.used |= self.sources.get(self._find(b), set())
+            if b[0] == "index":
+                self._depends(b[1])
+
+    def _canonical(self, key):
+        """`key` with its members' classes, reduced to one member of the broadcast's
+        shape when there is one: the others have ones or fewer axes where it has more
+        (they broadcast together, or the value would not exist)."""
+        key = frozenset(self._find(b) for b in key)
+        if len(key) < 2 or not self.pattern:
+            return key
+        full = self._full(key)
+        if not full:
+            return key
+        self._depends(key)
+        return frozenset([min(full, key=repr)])
+
+    def _join(self, key):
+        """Record that the members of `key` of the broadcast's shape have one shape: the
+        statement that broadcast them together surely ran."""
+        key = frozenset(self._find(b) for b in key)
+        full = self._full(key) if len(key) > 1 and self.pattern else None
+        if full and len(full) > 1:
+            self._depends(key)
+            first = min(full, key=repr)
+            for b in full:
+                if b != first:
+                    self.parent[b] = first
+
+    def _infer(self, base, op):
+        """The pattern of the result of a matrix product, from its operands'."""
+        import operator
+        import numpy as np
+        if op is None or op.prim not in (operator.matmul, np.matmul, np.dot) or not all(
+                isinstance(a, gast.Name) for a in op.args) or len(op.args) != 2:
+            return
+        keys = [self.of(a.id) for a in op.args]
+        if None in keys:
+            return
+        a, b = (_broadcast([self._pattern(m) for m in k]) for k in keys)
+        if a is None or b is None or (op.prim is np.dot and max(len(a), len(b)) > 2):
+            return
+        if not a or not b:
+            return
+        if len(a) == 1 and len(b) == 1:
+            out = ()
+        elif len(a) == 1:
+            out = b[:-2] + b[-1:]
+        elif len(b) == 1:
+            out = a[:-1]
+        else:
+            batch = _broadcast([a[:-2], b[:-2]])
+            out = batch + (a[-2], b[-1])
+        self.pattern[base] = out
+        self.sources[base] = set()
+        for k in keys:
+            for m in k:
+                self.sources[base] |= self.sources.get(self._find(m), set())
+
 
     def _key(self, value, op):
         if isinstance(value, gast.Name):
@@ -80,6 +210,44 @@ class Shapes:
             return None
         keys = [self.of(a.id) for a in shaped]
         return None if None in keys else frozenset().union(*keys)
+
+
+def pattern(array):
+    """The pattern of `array` that generated code may be specialised on: its dtype (as
+    `dtype.str`), and its shape pattern: per axis, 1 if it has length 1, else 0
+    (broadcasting depends on nothing else)."""
+    return array.dtype.str, tuple(1 if n == 1 else 0 for n in array.shape)
+
+
+def pattern_tests(name, pat):
+    """The tests, in generated code, that array `name` does not have shape pattern `pat`
+    (the second item of a `pattern`)."""
+    tests = [f"{name}.ndim != {len(pat)}"]
+    if pat and not any(pat):
+        return tests + [f"1 in {name}.shape"]
+    return tests + [f"{name}.shape[{i}] {'!=' if one else '=='} 1" for i, one in enumerate(pat)]
+
+
+def _broadcast(patterns):
+    """The pattern of the broadcast of arrays of `patterns` (None if one is unknown)."""
+    if any(p is None for p in patterns):
+        return None
+    ndim = max((len(p) for p in patterns), default=0)
+    padded = [(1,) * (ndim - len(p)) + tuple(p) for p in patterns]
+    return tuple(min(axis) if axis else 1 for axis in zip(*padded)) if padded else ()
+
+
+def _surely_run(fn):
+    """The ids of the assignments at the top of `fn`'s body that run whenever it
+    returns: those before any statement that may return early."""
+    out = set()
+    for s in fn.body:
+        if not isinstance(s, gast.Assign) and any(
+                isinstance(n, (gast.Return, gast.Raise)) for n in nodes.walk(s)):
+            break
+        if isinstance(s, gast.Assign):
+            out.add(id(s))
+    return out
 
 
 def trims(index):
@@ -112,12 +280,14 @@ def _int(e):
     return None
 
 
-def same_shape_in(fn):
-    """The `Shapes` of `fn` in Wengert form, its parameters arrays (for examples)."""
+def same_shape_in(fn, patterns=None):
+    """The `Shapes` of `fn` in Wengert form, its parameters arrays (for examples), with
+    the shape `patterns` ({parameter: (dtype, shape pattern)}) of some."""
     from .. import pipeline
     from .activity import definitions
     from .kinds import ARRAY, Kinds
     from .primitives import classify
     src, node, _ = pipeline.stages(fn, stop="wengert")
     ops = nodes.NodeMap((s, classify(s.value, src)) for _, s in definitions(node.body))
-    return Shapes(node, ops, Kinds(node, src, {a.id: ARRAY for a in node.args.args}))
+    return Shapes(node, ops, Kinds(node, src, {a.id: ARRAY for a in node.args.args}),
+                  patterns)

@@ -84,13 +84,17 @@ class Reuse:
         self.ids = itertools.count()
         self.owned = set()          # buffers the function allocated
         self.floating = set()       # dtype origins certainly floating
+        # the dtypes of the array parameters the code is specialised on (see
+        # pipeline.patterns_of), and those the rewriting relied on (the guard tests them)
+        self.dtypes = {p: np.dtype(v[0]) for p, v in (rev.patterns or {}).items()}
+        self.used_dtypes = set()
 
     def run(self, fn):
         params = {}
         for p in (a.id for a in fn.args.posonlyargs + fn.args.args):
             kind, typ = self.rev.param_kinds.get(p), self.rev.types.get(p)
             if kind == ARRAY:
-                params[p] = Fact(frozenset([("param", p)]), frozenset([p]), NDARRAY,
+                params[p] = Fact(self.canonical(frozenset([("name", p)])), frozenset([p]), NDARRAY,
                                  frozenset([p]))
                 if p in self.rev.wrt:
                     self.floating.add(p)    # grad refuses other arrays
@@ -249,7 +253,7 @@ class Reuse:
             out.append(facts)
             facts = dict(facts)
             if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
-                facts[s.targets[0].id] = self.fact(s.value, facts)
+                facts[s.targets[0].id] = self.named(s.targets[0].id, self.fact(s.value, facts))
             elif self.in_place(s, facts):
                 pass        # an array updated in place keeps its shape, dtype and memory
             elif isinstance(s, gast.Delete):
@@ -335,15 +339,32 @@ class Reuse:
             return self.helper_result(e, facts) or self.unknown(e, facts)
         return self.unknown(e, facts)
 
+    def canonical(self, shape):
+        """`shape` in the classes of the reverse pass's shape analysis, which knows more
+        when the code is specialised on shape patterns (see analysis/shapes.py)."""
+        return None if shape is None else self.rev.shapes._canonical(shape)
+
+    def named(self, name, fact):
+        """`fact` of the value assigned to `name`, with the shape class of the analysis
+        when `name` is a value of the function the analysis classified."""
+        if (name in self.rev.primal_names and name in self.rev.straight
+                and self.rev.shapes.of(name) is not None):
+            if fact.kind in (ND, NDARRAY):
+                return fact._replace(shape=self.rev.shapes.of(name))
+            if fact.kind is None and self.rev.shapes.pattern_of(name):
+                # an array of one or more axes, by the patterns of the parameters
+                return fact._replace(shape=self.rev.shapes.of(name), kind=ND)
+        return fact
+
     def result(self, operands):
         """The fact of a new value that operands of `operands` broadcast and promote to."""
         fresh = self.new(owned=True)
         known = all(f.kind is not None for f in operands)
-        shape = None if any(f.shape is None for f in operands) else frozenset().union(
-            *(f.shape for f in operands))
+        shape = None if any(f.shape is None for f in operands) else self.canonical(
+            frozenset().union(*(f.shape for f in operands)))
         dtype = None if any(f.dtype is None for f in operands) else frozenset().union(
             *(f.dtype for f in operands))
-        if dtype is not None and not dtype & self.floating:
+        if dtype and not self.is_float(dtype):
             dtype = frozenset([fresh])      # promotion rules differ off floats: a new dtype
         kind = (ND if any(f.kind == ND for f in operands) else
                 NUMBER if all(f.kind == NUMBER for f in operands) else None)
@@ -382,7 +403,61 @@ class Reuse:
         return None
 
     def is_float(self, dtype):
-        return dtype is not None and bool(dtype & self.floating)
+        if dtype is not None and dtype & self.floating:
+            return True
+        known = self.concrete(dtype)
+        if known is not None and known.kind == "f":
+            self.used_dtypes |= dtype
+            return True
+        return False
+
+    def concrete(self, dtype):
+        """The dtype the origins `dtype` promote to, when each is a parameter whose dtype
+        the code is specialised on; else None."""
+        if not dtype or not all(o in self.dtypes for o in dtype):
+            return None
+        return np.result_type(*(self.dtypes[o] for o in dtype))
+
+    def same_dtype(self, a, b):
+        """Whether the origins `a` and `b` certainly promote to one dtype."""
+        if a == b:
+            return True
+        known = self.concrete(a)
+        if known is not None and known == self.concrete(b):
+            self.used_dtypes |= a | b
+            return True
+        return False
+
+    def factored(self, e, facts):
+        """`(a - b) * s` for `s * a - s * b` (`+` alike; `s / a` is `s * (1.0 / a)`), `s`
+        a number and the result an array: one multiplication after the sum instead of
+        one per term, and every step computed in one buffer (`s * b` would need one of
+        its own when `b` is an argument)."""
+        if not (isinstance(e, gast.BinOp) and isinstance(e.op, (gast.Add, gast.Sub))):
+            return e
+        left = self.factored(e.left, facts)
+        terms = [self.scaled(left, facts), self.scaled(e.right, facts)]
+        if None in terms or terms[0][0] != terms[1][0] or self.fact(e, facts).kind != ND:
+            return e
+        (s, a), (_, b) = terms
+        return gast.BinOp(left=gast.BinOp(left=a, op=type(e.op)(), right=b), op=gast.Mult(),
+                          right=nodes.name(s))
+
+    def scaled(self, e, facts):
+        """(`s`, `a`) when `e` is `s * a`, `a * s` or `s / a` (`a` is then `1.0 / a`) with
+        `s` the name of a number."""
+        if not (isinstance(e, gast.BinOp) and isinstance(e.op, (gast.Mult, gast.Div))):
+            return None
+
+        def number(x):
+            return isinstance(x, gast.Name) and facts.get(x.id, Fact()).kind == NUMBER
+        if number(e.left):
+            rest = e.right if isinstance(e.op, gast.Mult) else gast.BinOp(
+                left=nodes.const(1.0), op=gast.Div(), right=e.right)
+            return e.left.id, rest
+        if isinstance(e.op, gast.Mult) and number(e.right):
+            return e.right.id, e.left
+        return None
 
     def elementwise(self, e):
         """(operands, ufunc) of an elementwise operation whose dtype is its operands'
@@ -417,7 +492,10 @@ class Reuse:
         free = {n for n, f in facts.items() if f.buffers and f.buffers <= self.owned
                 and f.kind in (ND, NDARRAY)
                 and all(b not in live and uses.get(b) == 1 for b in f.buffers)}
-        steps = self.plan(s.value, facts, free)
+        value = self.factored(s.value, facts)
+        steps = self.plan(value, facts, free)
+        if value is not s.value and (not steps or steps[0][0] == "bind"):
+            steps = self.plan(s.value, facts, free)     # factoring allocates anyway
         if not steps or steps[0][0] == "bind" and len(steps) == 1:
             return [s]
         target = s.targets[0].id
@@ -437,7 +515,7 @@ class Reuse:
             return None
 
         def fits(f):
-            return f.shape == mine.shape and f.dtype == mine.dtype
+            return f.shape == mine.shape and self.same_dtype(f.dtype, mine.dtype)
         for i, a in enumerate(operands):
             inner = self.plan(a, facts, free)
             if inner is not None and fits(self.fact(a, facts)):

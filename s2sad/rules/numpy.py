@@ -15,7 +15,7 @@ ns.update({"_s2s_" + k: getattr(runtime, k) for k in dir(runtime) if not k.start
 
 
 def rule(prim, params, *templates, **kw):
-    kw.setdefault("elementwise", isinstance(prim, np.ufunc))
+    kw.setdefault("elementwise", isinstance(prim, np.ufunc) and prim.signature is None)
     vjp(prim, params, *templates, namespace=ns, **kw)
     returns("array", prim)
 
