@@ -72,7 +72,10 @@ class _Derivative:
     def _install(self, fn):
         """Make calls go straight to `fn` through a `__call__` with the primal's own
         parameters, when they are plain ones: forwarding `*args, **kwargs` costs more
-        than the whole gradient of a small scalar function."""
+        than the whole gradient of a small scalar function. The `__call__` is a static
+        method (no bound method to make per call) that asks for another version when
+        `fn`'s guard refuses the arguments; a change of the rules removes it (see
+        registry.bump), and calls go through `_Derivative.__call__` again."""
         try:
             signature = inspect.signature(_target(self.primal))
         except (TypeError, ValueError):
@@ -80,20 +83,24 @@ class _Derivative:
         names = list(signature.parameters)
         if not names or any(p.kind is not p.POSITIONAL_OR_KEYWORD or p.default is not p.empty
                             for p in signature.parameters.values()) or any(
-                            n in ("self", "_s2s_fn", "_s2s_registry", "_s2s_Respecialize")
+                            n in ("_s2s_fn", "_s2s_again", "_s2s_Respecialize")
                             for n in names):
             return
         params = ", ".join(names)
-        namespace = {"_s2s_fn": fn, "_s2s_registry": registry,
+        namespace = {"_s2s_fn": fn, "_s2s_again": self._compile_and_call,
                      "_s2s_Respecialize": runtime.Respecialize}
-        exec(f"def __call__(self, {params}):\n"
-             f"    if self._version == _s2s_registry.version:\n"
-             f"        try:\n"
-             f"            return _s2s_fn({params})\n"
-             f"        except _s2s_Respecialize:\n"
-             f"            pass\n"
-             f"    return self._compile_and_call({params})\n", namespace)
-        type(self).__call__ = namespace["__call__"]
+        exec(f"def __call__({params}):\n"
+             f"    try:\n"
+             f"        return _s2s_fn({params})\n"
+             f"    except _s2s_Respecialize:\n"
+             f"        return _s2s_again({params})\n", namespace)
+        type(self).__call__ = staticmethod(namespace["__call__"])
+        registry.installed.add(self)
+
+    def _uninstall(self):
+        """Calls go through `_Derivative.__call__` again (the rules changed)."""
+        if "__call__" in type(self).__dict__:
+            delattr(type(self), "__call__")
 
     def __call__(self, *args, **kwargs):
         # the compiled code checks its arguments' types, raising Respecialize for others

@@ -1,6 +1,7 @@
 """Buffer reuse (passes/reuse.py): elementwise results computed into the buffers of
 dead temporaries. Gradients are checked against central differences, inputs must be
 unchanged, dtypes kept, and the cases where reuse would be wrong must not reuse."""
+import math
 import tracemalloc
 
 import numpy as np
@@ -238,3 +239,25 @@ def test_first_contribution_stays_separate_when_it_must():
     assert "a = np.exp(t)" in text and "np.multiply(y_bar, a, out=x_bar[:-1])" in text
     text = _source(first_broadcast, np.ones(5), np.ones((2, 4)), wrt=(0, 1))
     assert "x_bar[None, 1:] += t_bar" in text and "out=x_bar" not in text
+
+
+def logsin(x1, x2):
+    return math.log(x1) + x1 * x2 - math.sin(x2)
+
+
+def times_count(x, n):
+    return x * n
+
+
+def test_unit_seed_folds_into_float_products():
+    """`1.0 * v` is `v` for a Python float `v` (a float parameter, a math function of
+    numbers): grad writes no multiplication by the seed. Not for an int, whose
+    gradient would then be an int."""
+    df = s2sad.grad(logsin, wrt=(0, 1))
+    assert df(1.5, 0.5) == pytest.approx((1 / 1.5 + 0.5, 1.5 - np.cos(0.5)), rel=1e-15)
+    text = df.source
+    assert "x2_bar = x1 - cos(x2)" in text and "x1_bar = x2 + 1.0 / x1" in text
+    assert "y_bar" not in text
+    dn = s2sad.grad(times_count)
+    assert dn(2.0, 3) == 3.0 and type(dn(2.0, 3)) is float
+    assert "y_bar * n" in dn.source

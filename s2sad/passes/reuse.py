@@ -62,6 +62,11 @@ EMPTY = frozenset()
 _OPERATORS = {gast.Add: np.add, gast.Sub: np.subtract, gast.Mult: np.multiply,
               gast.Div: np.divide, gast.Pow: np.power, gast.USub: np.negative}
 _COMMUTE = (gast.Add, gast.Mult)
+#: `math` functions whose value is a float for number arguments.
+_MATH_FLOATS = {"sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh",
+                "tanh", "asinh", "acosh", "atanh", "exp", "expm1", "exp2", "log", "log1p",
+                "log2", "log10", "sqrt", "cbrt", "pow", "hypot", "erf", "erfc", "fabs",
+                "copysign", "degrees", "radians", "gamma", "lgamma", "fmod"}
 
 
 class Fact(NamedTuple):
@@ -115,6 +120,7 @@ class Reuse:
                         and isinstance(s.value, gast.Constant)
                         and type(s.value.value) in (int, float)
                         and stored[s.targets[0].id] == 1}
+        self.floats = self.float_names(fn)
         body, facts = self.into_zeros(out, params)
         # the clean-ups below change no fact of the names they read: one analysis serves
         before = {id(s): f for s, f in zip(body, facts)}
@@ -196,18 +202,69 @@ class Reuse:
         class Drop(gast.NodeTransformer):
             def visit_BinOp(self, node):
                 self.generic_visit(node)
+                if isinstance(node.op, gast.Div) and reuse.number(node.left) is not None \
+                        and isinstance(node.left, gast.Name):
+                    node.left = nodes.const(reuse.number(node.left))  # `1.0 / x`, not `y_bar / x`
                 if isinstance(node.op, gast.Mult):
                     for one, other in ((node.left, node.right), (node.right, node.left)):
                         fact = facts.get(getattr(other, "id", None), Fact())
                         if reuse.number(one) == 1 and isinstance(other, gast.Name) and \
                                 fact.kind in (ND, NDARRAY) and reuse.is_float(fact.dtype):
                             return other
+                        if reuse.number(one) == 1 and reuse.certainly_float(other,
+                                                                            reuse.floats):
+                            return other        # a Python float: no memory to share
                 return node
-        if isinstance(s, gast.Assign) and isinstance(s.value, gast.BinOp):
+        if isinstance(s, gast.Assign) and isinstance(s.value, gast.BinOp) and any(
+                reuse.number(x) == 1 and not reuse.certainly_float(y, reuse.floats)
+                for x, y in ((s.value.left, s.value.right), (s.value.right, s.value.left))):
             s.value.left, s.value.right = (Drop().visit(s.value.left),
                                            Drop().visit(s.value.right))
             return s
         return Drop().visit(s)
+
+    def float_names(self, fn):
+        """Names certainly bound to a Python float: parameters the code is specialised on
+        as floats, and names assigned once from a float expression (`certainly_float`)."""
+        floats = {p for p, t in self.rev.types.items() if t is float}
+        stored = collections.Counter(nodes.names_stored(fn))
+        assigns = [s for s in nodes.walk(fn) if isinstance(s, gast.Assign)
+                   and isinstance(s.targets[0], gast.Name) and stored[s.targets[0].id] == 1]
+        changed = True
+        while changed:
+            changed = False
+            for s in assigns:
+                if s.targets[0].id not in floats and self.certainly_float(s.value, floats):
+                    floats.add(s.targets[0].id)
+                    changed = True
+        return floats
+
+    def certainly_float(self, e, floats):
+        """Whether `e` is certainly a Python float: a float constant or name, a `math`
+        function of floats, or arithmetic on numbers with a float operand (or `/`)."""
+        import math
+        if isinstance(e, gast.Constant):
+            return type(e.value) is float
+        if isinstance(e, gast.Name):
+            return e.id in floats
+        if isinstance(e, gast.UnaryOp) and isinstance(e.op, (gast.USub, gast.UAdd)):
+            return self.certainly_float(e.operand, floats)
+        if isinstance(e, gast.BinOp) and type(e.op) in (gast.Add, gast.Sub, gast.Mult,
+                                                         gast.Div, gast.Pow):
+            numbers = [self.certainly_float(x, floats) or self.is_int(x) for x in
+                       (e.left, e.right)]
+            floating = [self.certainly_float(x, floats) for x in (e.left, e.right)]
+            return all(numbers) and (any(floating) or isinstance(e.op, gast.Div))
+        if isinstance(e, gast.Call) and not e.keywords:
+            f = self.resolve(e.func)
+            return (getattr(f, "__module__", None) == "math" or f in vars(math).values()) and \
+                getattr(f, "__name__", "") in _MATH_FLOATS and all(
+                    self.certainly_float(a, floats) or self.is_int(a) for a in e.args)
+        return False
+
+    def is_int(self, e):
+        return (isinstance(e, gast.Constant) and type(e.value) is int) or (
+            isinstance(e, gast.Name) and self.rev.types.get(e.id) is int)
 
     def number(self, e):
         """The number `e` certainly is (a constant, or a name bound once to one), or None."""
@@ -236,7 +293,10 @@ class Reuse:
                                                           nodes.name(into)), s))
                 continue
             out.append(self.without_unit_products(s, known))
-        return out
+        read = self.names_read(out)
+        return [s for s in out if not (isinstance(s, gast.Assign) and isinstance(
+            s.targets[0], gast.Name) and s.targets[0].id in self.numbers
+            and s.targets[0].id not in read)]
 
     def live(self, body, facts):
         """For each statement of `body` and the end, the buffers read from there on."""

@@ -15,6 +15,7 @@ says the primitive broadcasts its arguments like a NumPy ufunc: the engine then 
 each contribution back to its argument's shape where shapes may differ.
 """
 import copy
+import weakref
 
 import gast
 
@@ -30,6 +31,8 @@ ATTRIBUTES = {}
 #: Primitives whose result may share memory with an argument (NumPy views).
 VIEWS = set()
 version = 0
+#: The gradient objects whose calls go straight to compiled code (see api._install).
+installed = weakref.WeakSet()
 REQUIRED = object()
 
 
@@ -134,7 +137,6 @@ def vjp(prim, params, *templates, namespace=None, broadcast=False, elementwise=F
     adjoint when the call reduces its array to a scalar (`"g"` for a sum). Generated
     code then keeps that adjoint a scalar for as long as the arrays it meets are
     elementwise operations of the same shape."""
-    global version
     spec = _parse_params(params)
     names = [n for n, _ in spec]
     if len(templates) > len(names) or any(k not in names for k in by_name):
@@ -148,25 +150,23 @@ def vjp(prim, params, *templates, namespace=None, broadcast=False, elementwise=F
     rule.variants = [v for v in rule.variants if [p for p, _ in v.params] != names]
     uniform = None if uniform is None else Template(uniform, names, ns)
     rule.variants.append(Variant(spec, compiled, broadcast, elementwise, uniform))
-    version += 1
+    bump()
     return prim
 
 
 def vjp_each(prim, param, template, namespace=None, broadcast=False):
     """Register one template for every positional argument of a variadic `prim`, used
     when no fixed signature matches; `param` names the argument in `template`."""
-    global version
     rule = RULES.setdefault(prim, Rule(prim))
     rule.each = (param, Template(template, [param], dict(namespace or {})), broadcast)
-    version += 1
+    bump()
     return prim
 
 
 def nondiff(prim):
     """Declare `prim` non-differentiable: its result never carries a derivative."""
-    global version
     RULES.setdefault(prim, Rule(prim)).nondiff = True
-    version += 1
+    bump()
     return prim
 
 
@@ -174,6 +174,9 @@ def bump():
     """Invalidate every compiled derivative (a rule changed elsewhere)."""
     global version
     version += 1
+    for derivative in list(installed):
+        derivative._uninstall()
+    installed.clear()
 
 
 def lookup(prim):
@@ -222,12 +225,11 @@ def linear(prim, params, *groups):
 
 
 def _add_jvp(prim, spec, templates, groups):
-    global version
     rule = JVPS.setdefault(prim, Rule(prim))
     names = [n for n, _ in spec]
     rule.variants = [v for v in rule.variants if [p for p, _ in v.params] != names]
     variant = Variant(spec, templates, False)
     variant.linear = groups
     rule.variants.append(variant)
-    version += 1
+    bump()
     return prim
