@@ -289,3 +289,18 @@ def test_matrix_products_are_not_elementwise():
     matrix = ("<f8", (0, 0))
     shapes = same_shape_in(f, {"a": matrix, "b": matrix})
     assert not shapes.same("t", "a") and not shapes.same("a", "b")
+
+
+@pytest.mark.parametrize("which", ["grad", "value_and_grad"])
+def test_float32_parameter_with_float64_data(which):
+    """The gradient of a float32 parameter is float32 when float64 data promotes its
+    adjoint (as JAX casts a cotangent to its primal's dtype)."""
+    w = RNG.normal(size=3).astype(np.float32)
+    X, y = RNG.normal(size=(20, 3)), RNG.random(20)
+    if which == "grad":
+        got = s2sad.grad(logistic)(w, X, y)
+    else:
+        _, got = s2sad.value_and_grad(logistic)(w, X, y)
+    assert got.dtype == np.float32
+    expected = fd_array_grad(logistic, (w.astype(np.float64), X, y), 0)
+    assert compare(got, expected, 1e-5, 1e-6, "dw") is None

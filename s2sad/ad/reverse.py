@@ -793,8 +793,10 @@ def fuse(vjp, rev, value=True, guard=True):
     if value:
         body = (check + forward + out + seeded + pullback.body[:-1]
                 + [nodes.ret(nodes.tuple_([result, grads]))])
-        return nodes.function(namer.fresh(vjp.name[:-4] + "_value_and_grad"), [], body,
-                              like=vjp)
+        fused = nodes.function(namer.fresh(vjp.name[:-4] + "_value_and_grad"), [], body,
+                               like=vjp)
+        fused.s2s_value = True          # returns (value, gradients)
+        return fused
     pullback = _shapes_from_earliest(pullback.body[:-1] + [nodes.ret(grads)], forward, rev)
     body = _live(forward + seeded + pullback, rev.ops)
     return nodes.function(namer.fresh(vjp.name[:-4] + "_grad"), [], check + body, like=vjp)

@@ -126,7 +126,37 @@ class Reuse:
         before = {id(s): f for s, f in zip(body, facts)}
         body = self.without_unit_factors(self.shared_views(body, before), before)
         fn.body = self.viewed(self.unnamed(body), before)
+        self.cast_results(fn, before)
         return fn
+
+    def cast_results(self, fn, before):
+        """Return each gradient of an array in its parameter's dtype when it certainly has
+        another: a float32 parameter meeting float64 data gives float64 adjoints."""
+        ret = fn.body[-1] if fn.body else None
+        if not isinstance(ret, gast.Return) or id(ret) not in before:
+            return
+        facts = before[id(ret)]
+        holder, field = (ret.value.elts, 1) if getattr(fn, "s2s_value", False) else (ret, "value")
+        grads = holder[field] if field == 1 else ret.value
+        if not self.rev.as_tuple:       # one gradient: a tuple of one to edit
+            grads = gast.Tuple(elts=[grads], ctx=gast.Load())
+        entries = grads.elts
+        for i, (p, e) in enumerate(zip(self.rev.wrt, entries)):
+            if not isinstance(e, gast.Name) or p not in self.dtypes:
+                continue
+            origins = facts.get(e.id, Fact()).dtype
+            have = self.concrete(origins)
+            if have is None or have == self.dtypes[p]:
+                continue
+            self.used_dtypes |= origins | {p}
+            dtype = self.dtypes[p]
+            entries[i] = nodes.call(nodes.attribute(e, "astype"),
+                                    [nodes.name(self.rev.helper(dtype.name, obj=dtype))])
+        if not self.rev.as_tuple:
+            if field == 1:
+                holder[1] = entries[0]
+            else:
+                ret.value = entries[0]
 
     def facts_of(self, body, before):
         """The facts before each statement of `body`, from `before` ({id(statement):
@@ -448,6 +478,11 @@ class Reuse:
         args = [self.fact(a, facts) for a in e.args]
         if helper is runtime.count:
             return Fact(EMPTY, EMPTY, NUMBER)
+        if helper in (runtime.matmul_lhs, runtime.matmul_rhs, runtime.dot_lhs,
+                      runtime.dot_rhs) and all(a.kind in (ND, NDARRAY) for a in args):
+            # a new array, in the promotion of the adjoint's and the operands' dtypes
+            made = self.result(args)
+            return Fact(None, made.dtype, None, frozenset([self.new(owned=True)]))
         if helper is runtime.zeros_like and args[0].kind in (ND, NDARRAY):
             fresh = self.new(owned=True)
             self.floating.add(("zeros", fresh))
