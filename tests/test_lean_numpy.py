@@ -304,3 +304,19 @@ def test_float32_parameter_with_float64_data(which):
     assert got.dtype == np.float32
     expected = fd_array_grad(logistic, (w.astype(np.float64), X, y), 0)
     assert compare(got, expected, 1e-5, 1e-6, "dw") is None
+
+
+def test_patterns_of_reductions_along_constant_axes():
+    def f(Z, v, u):
+        m = np.max(Z, axis=1, keepdims=True)
+        S = Z - m
+        s = np.sum(Z, axis=0)
+        t = s * v
+        w = np.sum(Z, axis=0, keepdims=True)
+        r = u * w
+        return S, t, r
+    matrix, vector = ("<f8", (0, 0)), ("<f8", (0,))
+    shapes = same_shape_in(f, {"Z": matrix, "v": vector, "u": vector})
+    assert shapes.same("S", "Z") and shapes.same("t", "s") and shapes.same("t", "v")
+    assert shapes.pattern_of("m") == (0, 1) and shapes.pattern_of("w") == (1, 0)
+    assert shapes.same("r", "w") and not shapes.same("r", "u")  # (n,) * (1, n): (1, n)

@@ -163,9 +163,12 @@ class Shapes:
                     self.parent[b] = first
 
     def _infer(self, base, op):
-        """The pattern of the result of a matrix product, from its operands'."""
+        """The pattern of the result of a matrix product or a reduction along constant
+        axes, from its operands'."""
         import operator
         import numpy as np
+        if op is not None and op.prim in _REDUCTIONS():
+            return self._reduced(base, op)
         if op is None or op.prim not in (operator.matmul, np.matmul, np.dot) or not all(
                 isinstance(a, gast.Name) for a in op.args) or len(op.args) != 2:
             return
@@ -211,6 +214,34 @@ class Shapes:
         keys = [self.of(a.id) for a in shaped]
         return None if None in keys else frozenset().union(*keys)
 
+    def _reduced(self, base, op):
+        a = op.bound.get("a")
+        if not isinstance(a, gast.Name) or self.of(a.id) is None:
+            return
+        key = self.of(a.id)
+        whole = _broadcast([self._pattern(m) for m in key])
+        axis, keepdims = op.bound.get("axis"), op.bound.get("keepdims")
+        if whole is None or not _constant(axis) or not _constant(keepdims):
+            return
+        axis = None if axis is None else axis.value if isinstance(axis, gast.Constant) \
+            else tuple(e.value for e in axis.elts)
+        if axis is None:
+            axes = set(range(len(whole)))
+        else:
+            axes = {i % len(whole) for i in ((axis,) if isinstance(axis, int) else axis)} \
+                if whole else set()
+        kept = keepdims is not None and keepdims.value
+        self.pattern[base] = tuple(1 if i in axes else d for i, d in enumerate(whole)) \
+            if kept else tuple(d for i, d in enumerate(whole) if i not in axes)
+        self.sources[base] = set()
+        for m in key:
+            self.sources[base] |= self.sources.get(self._find(m), set())
+
+
+def _REDUCTIONS():
+    import numpy as np
+    return (np.sum, np.mean, np.max, np.min, np.amax, np.amin, np.prod, np.var, np.std)
+
 
 def pattern(array):
     """The pattern of `array` that generated code may be specialised on: its dtype (as
@@ -226,6 +257,13 @@ def pattern_tests(name, pat):
     if pat and not any(pat):
         return tests + [f"1 in {name}.shape"]
     return tests + [f"{name}.shape[{i}] {'!=' if one else '=='} 1" for i, one in enumerate(pat)]
+
+
+def _constant(e):
+    """Whether `e` is absent or a constant (an int, a bool, None, or a tuple of ints)."""
+    return e is None or (isinstance(e, gast.Constant) and type(e.value) in (
+        int, bool, type(None))) or (isinstance(e, gast.Tuple) and all(
+            isinstance(x, gast.Constant) and type(x.value) is int for x in e.elts))
 
 
 def _broadcast(patterns):
