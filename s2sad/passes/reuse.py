@@ -517,8 +517,9 @@ class Reuse:
         """Whether the origins `a` and `b` certainly promote to one dtype."""
         if a == b:
             return True
-        known = self.concrete(a)
-        if known is not None and known == self.concrete(b):
+        known, other = self.concrete(a), self.concrete(b)
+        # (not `known == other` alone: a dtype equals None, read as float64)
+        if known is not None and other is not None and known == other:
             self.used_dtypes |= a | b
             return True
         return False
