@@ -932,10 +932,14 @@ class _Updates:
         loop = self.loop_of.get(id(s))
         info = self.rev.loops.get(loop) if loop is not None else None
         aliases = self.classes.get(old, {old})
+        earlier = {n for n in aliases if self.order.get(n, -1) < self.order[id(s)]}
         if info is None:
-            earlier = {n for n in aliases if self.order.get(n, -1) < self.order[id(s)]}
             return not self.value_loads(self.pullback, earlier | {old})
-        return not self.value_loads(info.reversed, aliases)
+        # in a loop: nor may the pullback read a state from before the loop (the value
+        # of `np.tanh` that its own pullback reads, before `a[0] += ...` in the loop)
+        before = {n for n in earlier if n not in info.defined_inside}
+        return not (self.value_loads(info.reversed, aliases)
+                    or self.value_loads(self.pullback, before))
 
     def value_loads(self, node, names):
         """Loads of `names` in `node` other than as shape-only helper arguments."""
