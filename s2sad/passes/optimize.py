@@ -501,8 +501,8 @@ _FRESH_HELPERS = {"_s2s_" + n for n in (
 _OF_ADJOINT = {"_s2s_" + n: 0 for n in (
     "unbroadcast", "reshape_like", "untranspose", "cotangent", "cast_like", "from_array",
     "take", "head", "last", "split_like", "unstack", "hstack", "vstack", "unpad", "untile",
-    "unrepeat", "cumsum", "diag", "outer", "zero_at", "unattr", "unsum")}
-_OF_ADJOINT["_s2s_on_axes"] = 1
+    "unrepeat", "cumsum", "diag", "outer", "zero_at", "unattr", "unsum", "swapaxes",
+    "moveaxis", "flip", "roll", "triu", "tril")}
 #: NumPy functions (besides ufuncs) whose result is a new array.
 _FRESH_NUMPY = {"sum", "mean", "prod", "dot", "matmul", "einsum", "outer", "where",
                 "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "copy",

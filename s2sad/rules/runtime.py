@@ -563,11 +563,18 @@ def reshape_like(g, x):
     return np.reshape(g, np.shape(x))
 
 
-def on_axes(op, g, *args):
-    """`op(g, *args)`, for an `op` that moves, flips or masks the axes of `g`."""
-    if np.ndim(g) == 0:
-        return g                                    # the zero (see `_spread`)
-    return op(g, *args)
+def _on_axes(op):
+    """`op(g, *args)` for the adjoint `g`, for an `op` that moves, flips or masks the
+    axes of `g`; the 0-d zero (see `_spread`) passes through."""
+    def adjoint(g, *args):
+        return g if np.ndim(g) == 0 else op(g, *args)
+    adjoint.__name__ = adjoint.__qualname__ = op.__name__
+    adjoint.__doc__ = f"`np.{op.__name__}(g, ...)`, or the 0-d zero `g` (see `_spread`)."
+    return adjoint
+
+
+swapaxes, moveaxis, flip, roll, triu, tril = map(_on_axes, (
+    np.swapaxes, np.moveaxis, np.flip, np.roll, np.triu, np.tril))
 
 
 def split_like(g, arrays, axis=0):

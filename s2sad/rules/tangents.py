@@ -234,8 +234,10 @@ jvp(R.outer, "g, a, b, which", "_s2s_outer(t, a, b, which)",
     "_s2s_outer(g, a, t, which) if which == 0 else _s2s_zeros_like(ans)", namespace=ns)
 jvp(R.inv, "g, ans", "_s2s_inv(t, ans)", "_s2s_inv_adjoint_dot(g, ans, t)", namespace=ns)
 linear(R.reshape_like, "g, x", "g")
-for _n in range(1, 4):
-    linear(R.on_axes, "op, g" + "".join(f", a{i}" for i in range(_n)), "g")
+for _f, _params in [(R.swapaxes, "g, axis1, axis2"), (R.moveaxis, "g, source, destination"),
+                    (R.flip, "g, axis=None"), (R.roll, "g, shift, axis=None"),
+                    (R.triu, "g, k=0"), (R.tril, "g, k=0")]:
+    linear(_f, _params, "g")
 linear(R.trace, "g, x, offset=0, axis1=0, axis2=1", "g")
 linear(R.diag, "g, v, k=0", "g")
 jvp(R.norm, "g, x, n, ord=None, axis=None, keepdims=False",
