@@ -124,8 +124,9 @@ def kinds_of(fn, args):
 
 
 def patterns_of(fn, args):
-    """{parameter: shape pattern} of the array arguments (see analysis.shapes.pattern):
-    how many axes each has and which have length 1, which broadcasting depends on."""
+    """{parameter: (dtype, shape pattern)} of the array arguments (see
+    analysis.shapes.pattern): each one's dtype, how many axes it has and which have
+    length 1, which broadcasting depends on."""
     params = list(inspect.signature(fn).parameters)
     return {p: pattern(a) for p, a in zip(params, args) if type(a) is np.ndarray}
 

@@ -43,7 +43,10 @@ The guard then tests the patterns the classes depend on (`used`, `pattern_tests`
 >>> shapes.same("a", "z"), shapes.same("y", "z")
 (True, False)
 """
+import operator
+
 import gast
+import numpy as np
 
 from ..codegen import nodes
 from .kinds import ARRAY, SCALAR
@@ -165,9 +168,7 @@ class Shapes:
     def _infer(self, base, op):
         """The pattern of the result of a matrix product or a reduction along constant
         axes, from its operands'."""
-        import operator
-        import numpy as np
-        if op is not None and op.prim in _REDUCTIONS():
+        if op is not None and op.prim in _REDUCTIONS:
             return self._reduced(base, op)
         if op is None or op.prim not in (operator.matmul, np.matmul, np.dot) or not all(
                 isinstance(a, gast.Name) for a in op.args) or len(op.args) != 2:
@@ -238,9 +239,9 @@ class Shapes:
             self.sources[base] |= self.sources.get(self._find(m), set())
 
 
-def _REDUCTIONS():
-    import numpy as np
-    return (np.sum, np.mean, np.max, np.min, np.amax, np.amin, np.prod, np.var, np.std)
+#: Reductions whose result's pattern follows from their argument's, `axis` and
+#: `keepdims` (when those are constants).
+_REDUCTIONS = (np.sum, np.mean, np.max, np.min, np.amax, np.amin, np.prod, np.var, np.std)
 
 
 def pattern(array):

@@ -136,27 +136,24 @@ class Reuse:
         if not isinstance(ret, gast.Return) or id(ret) not in before:
             return
         facts = before[id(ret)]
-        holder, field = (ret.value.elts, 1) if getattr(fn, "s2s_value", False) else (ret, "value")
-        grads = holder[field] if field == 1 else ret.value
-        if not self.rev.as_tuple:       # one gradient: a tuple of one to edit
-            grads = gast.Tuple(elts=[grads], ctx=gast.Load())
-        entries = grads.elts
-        for i, (p, e) in enumerate(zip(self.rev.wrt, entries)):
-            if not isinstance(e, gast.Name) or p not in self.dtypes:
-                continue
-            origins = facts.get(e.id, Fact()).dtype
+
+        def cast(e, p):
+            origins = facts.get(getattr(e, "id", None), Fact()).dtype
             have = self.concrete(origins)
-            if have is None or have == self.dtypes[p]:
-                continue
+            if p not in self.dtypes or have is None or have == self.dtypes[p]:
+                return e
             self.used_dtypes |= origins | {p}
             dtype = self.dtypes[p]
-            entries[i] = nodes.call(nodes.attribute(e, "astype"),
-                                    [nodes.name(self.rev.helper(dtype.name, obj=dtype))])
-        if not self.rev.as_tuple:
-            if field == 1:
-                holder[1] = entries[0]
-            else:
-                ret.value = entries[0]
+            return nodes.call(nodes.attribute(e, "astype"),
+                              [nodes.name(self.rev.helper(dtype.name, obj=dtype))])
+        value = getattr(fn, "s2s_value", False)     # returns (value, gradients)
+        grads = ret.value.elts[1] if value else ret.value
+        if self.rev.as_tuple:
+            grads.elts = [cast(e, p) for e, p in zip(grads.elts, self.rev.wrt)]
+        elif value:
+            ret.value.elts[1] = cast(grads, self.rev.wrt[0])
+        else:
+            ret.value = cast(grads, self.rev.wrt[0])
 
     def facts_of(self, body, before):
         """The facts before each statement of `body`, from `before` ({id(statement):
