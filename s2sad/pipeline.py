@@ -227,6 +227,7 @@ def reverse(fn, wrt=0, fused=False, kinds=None, release=False, guard=True, recom
             node = reuse.run(node)
             dtypes = reuse.used_dtypes
             node = Release(rev.array_names()).run(node)
+            rev.refresh_header(node)
         if guard and patterns:
             node = guard_patterns(node, rev, dtypes)
     return _compiled(src, node, rev)

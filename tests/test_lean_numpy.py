@@ -320,3 +320,28 @@ def test_patterns_of_reductions_along_constant_axes():
     assert shapes.same("S", "Z") and shapes.same("t", "s") and shapes.same("t", "v")
     assert shapes.pattern_of("m") == (0, 1) and shapes.pattern_of("w") == (1, 0)
     assert shapes.same("r", "w") and not shapes.same("r", "u")  # (n,) * (1, n): (1, n)
+
+
+def _rosenbrock_gradient(x):
+    """The analytic gradient of rosenbrock, in float64."""
+    x = x.astype(np.float64)
+    g = np.zeros_like(x)
+    d = x[1:] - x[:-1] ** 2
+    g[1:] += 200.0 * d
+    g[:-1] += -400.0 * d * x[:-1] - 2.0 * (1.0 - x[:-1])
+    return g
+
+
+@pytest.mark.parametrize("dtype, spelled", [(np.float64, "np.zeros(x.shape)\n"),
+                                            (np.float32, "np.zeros(x.shape, float32)\n")])
+def test_gradient_of_a_specialised_dtype_starts_from_np_zeros(dtype, spelled):
+    # the dtype is known from the specialisation: no helper checks the argument
+    x = RNG.uniform(-1.5, 1.5, 9).astype(dtype)
+    df = s2sad.grad(rosenbrock)
+    g = df(x)
+    assert g.dtype == dtype
+    np.testing.assert_allclose(g, _rosenbrock_gradient(x),
+                               rtol=1e-10 if dtype == np.float64 else 2e-4, atol=1e-3 * (
+                                   dtype == np.float32))
+    assert "x_bar = " + spelled in df.source and "_s2s_zeros_like" not in df.source
+    assert f"x.dtype != {np.dtype(dtype).name}" in df.source

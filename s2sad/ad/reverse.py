@@ -164,9 +164,6 @@ class Reverse:
         closure = sorted({n for n in nodes.names_loaded(pullback)
                           if n in self.primal_names and n not in stored and n not in taped
                           and self.src.is_local(n)}, key=_natural)
-        lines.append("the pullback reads: " + "; ".join(
-            ([", ".join(closure)] if closure else []) + kept) if closure or kept
-            else "the pullback reads nothing of the forward pass")
         rules = []
         for stmt in _in_order(vjp.body):
             op = self.ops.get(stmt)
@@ -179,9 +176,29 @@ class Reverse:
             name = _rule_name(op, self.src)
             if name not in rules:
                 rules.append(name)
-        if rules:
-            lines.append("rules: " + ", ".join(rules))
+        self._header = (lines, closure, kept, ["rules: " + ", ".join(rules)] if rules else [])
+        self.header_comments = self.rendered_header()
+        return self.header_comments
+
+    def rendered_header(self, present=None):
+        """The header's comment lines, listing only the values in `present` (all without
+        it) among those the pullback reads of the forward pass."""
+        first, closure, kept, rules = self._header
+        closure = [n for n in closure if present is None or n in present]
+        lines = first + ["the pullback reads: " + "; ".join(
+            ([", ".join(closure)] if closure else []) + kept) if closure or kept
+            else "the pullback reads nothing of the forward pass"] + rules
         return [nodes.comment(part) for line in lines for part in _wrapped(line)]
+
+    def refresh_header(self, fn):
+        """Drop from the header of `fn` the values the optimized code no longer names (one
+        computed straight into an adjoint's memory)."""
+        present = {n.id for n in nodes.walk(fn) if isinstance(n, gast.Name)}
+        old = self.header_comments
+        at = next((i for i, s in enumerate(fn.body) if s is old[0]), None)
+        if at is None or all(n in present for n in self._header[1]):
+            return
+        fn.body[at:at + len(old)] = self.header_comments = self.rendered_header(present)
 
     # -- names ------------------------------------------------------------------------
     def adj(self, n):

@@ -127,7 +127,28 @@ class Reuse:
         body = self.without_unit_factors(self.shared_views(body, before), before)
         fn.body = self.viewed(self.unnamed(body), before)
         self.cast_results(fn, before)
+        self.plain_zeros(fn)
         return fn
+
+    def plain_zeros(self, fn):
+        """`np.zeros(x.shape)` for `_s2s_zeros_like(x)`, `x` an ndarray parameter never
+        bound again whose dtype the code is specialised on (`np.zeros(x.shape, float32)`
+        for float32): half the time of the helper, which checks its argument."""
+        stored = collections.Counter(nodes.names_stored(fn))
+        for s in nodes.walk(fn):
+            value = getattr(s, "value", None)
+            if not (isinstance(s, gast.Assign) and self.is_zeros(s) and len(value.args) == 1):
+                continue
+            x = value.args[0].id
+            if x not in self.dtypes or stored[x] != 1 or self.rev.types.get(x) is not np.ndarray:
+                continue
+            dtype = self.dtypes[x]
+            if dtype.kind != "f" or dtype.itemsize < 4:
+                dtype = np.result_type(dtype, np.float32)
+            self.used_dtypes.add(x)
+            args = [nodes.attribute(x, "shape")] + ([] if dtype == np.float64 else [
+                nodes.name(self.rev.helper(dtype.name, obj=dtype))])
+            s.value = nodes.call(nodes.attribute(self.rev.helper("np", obj=np), "zeros"), args)
 
     def cast_results(self, fn, before):
         """Return each gradient of an array in its parameter's dtype when it certainly has
@@ -301,7 +322,8 @@ class Reuse:
 
     def without_unit_factors(self, body, before):
         """`body` without the in-place multiplications of float arrays by 1 (the seed
-        `y_bar = 1.0` that did not fold into a constant)."""
+        `y_bar = 1.0` that did not fold into a constant), and with a multiplication by 1
+        into a slice as a copy into it."""
         facts, out = self.facts_of(body, before), []
         loaded = self.names_read(body)
         for s, known in zip(body, facts):
@@ -319,11 +341,35 @@ class Reuse:
                     out.append(nodes.located(nodes.assign(s.targets[0].id,
                                                           nodes.name(into)), s))
                 continue
+            copied = call is not None and self.copied(call)
+            if copied:
+                target, value = copied
+                out.append(nodes.located(nodes.assign(target, value), s))
+                if isinstance(s, gast.Assign) and s.targets[0].id in loaded:
+                    view = copy.deepcopy(target)
+                    view.ctx = gast.Load()
+                    out.append(nodes.located(nodes.assign(s.targets[0].id, view), s))
+                continue
             out.append(self.without_unit_products(s, known))
         read = self.names_read(out)
         return [s for s in out if not (isinstance(s, gast.Assign) and isinstance(
             s.targets[0], gast.Name) and s.targets[0].id in self.numbers
             and s.targets[0].id not in read)]
+
+    def copied(self, call):
+        """(`a[i]`, `g`) when `call` is `np.multiply(1.0, g, out=a[i])`, which copies `g`
+        into the slice as `a[i] = g` does; else None."""
+        if not (isinstance(call, gast.Call) and len(call.args) == 2 and len(call.keywords) == 1
+                and call.keywords[0].arg == "out"
+                and isinstance(call.keywords[0].value, gast.Subscript)
+                and self.resolve(call.func) is np.multiply):
+            return None
+        ones = [i for i, a in enumerate(call.args) if self.number(a) == 1]
+        if not ones:
+            return None
+        target = copy.deepcopy(call.keywords[0].value)
+        target.ctx = gast.Store()
+        return target, call.args[1 - ones[0]]
 
     def live(self, body, facts):
         """For each statement of `body` and the end, the buffers read from there on."""
@@ -636,6 +682,14 @@ class Reuse:
         call = nodes.call(func, args, [gast.keyword(arg="out", value=copy.deepcopy(buffer))])
         return nodes.expr_stmt(call) if kind == "update" else nodes.assign(target, call)
 
+    def is_zeros(self, s):
+        """Whether `s` is `a = _s2s_zeros_like(x)`."""
+        from ..rules import runtime
+        return (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+                and isinstance(s.value, gast.Call)
+                and self.rev.helpers.get(getattr(s.value.func, "id", None)) is runtime.zeros_like
+                and all(nodes.is_name(x) for x in s.value.args))
+
     # -- computing into a slice of zeros ----------------------------------------------
     def into_zeros(self, body, params):
         """`body` where the first addition into a slice of an array of zeros,
@@ -697,7 +751,6 @@ class Reuse:
         has the slice's shape, is allocated by statement `r`, an elementwise operation,
         and read by nothing after `a`; (z, None, a) when `g` is an elementwise expression
         of the slice's shape; else None."""
-        from ..rules import runtime
         s = body[a]
         if not (self.is_addition(s) and not nodes.names_loaded(s.target.slice)):
             return None
@@ -707,10 +760,7 @@ class Reuse:
             return None
         z = mentions[-1]
         made = body[z]
-        if not (isinstance(made, gast.Assign) and nodes.is_name(made.targets[0], array)
-                and isinstance(made.value, gast.Call)
-                and self.rev.helpers.get(getattr(made.value.func, "id", None))
-                is runtime.zeros_like and all(nodes.is_name(x) for x in made.value.args)):
+        if not (self.is_zeros(made) and nodes.is_name(made.targets[0], array)):
             return None
         sliced = self.indexed(s.target, facts[a].get(array, Fact()), facts[a])
         g = self.fact(s.value, facts[a])
