@@ -1,6 +1,7 @@
 """The public API: grad, value_and_grad, vjp, source, check_grad, and rule registration."""
 import functools
 import inspect
+import types
 
 import numpy as np
 
@@ -70,31 +71,21 @@ class _Derivative:
         return self._fn(*args, **kwargs)
 
     def _install(self, fn):
-        """Make calls go straight to `fn` through a `__call__` with the primal's own
-        parameters, when they are plain ones: forwarding `*args, **kwargs` costs more
-        than the whole gradient of a small scalar function. The `__call__` is a static
-        method (no bound method to make per call) that asks for another version when
-        `fn`'s guard refuses the arguments; a change of the rules removes it (see
-        registry.bump), and calls go through `_Derivative.__call__` again."""
-        try:
-            signature = inspect.signature(_target(self.primal))
-        except (TypeError, ValueError):
+        """Make calls go straight to a copy of `fn` (a class attribute `__call__`, a
+        static method: no bound method to make, no frame of s2sad's own per call) whose
+        guard, on arguments of other types, compiles another version and calls it. A
+        change of the rules removes it (see registry.bump), and calls go through
+        `_Derivative.__call__` again."""
+        closure = fn.__closure__ or ()
+        if not any(c.cell_contents is runtime.respecialize for c in closure):
             return
-        names = list(signature.parameters)
-        if not names or any(p.kind is not p.POSITIONAL_OR_KEYWORD or p.default is not p.empty
-                            for p in signature.parameters.values()) or any(
-                            n in ("_s2s_fn", "_s2s_again", "_s2s_Respecialize")
-                            for n in names):
-            return
-        params = ", ".join(names)
-        namespace = {"_s2s_fn": fn, "_s2s_again": self._compile_and_call,
-                     "_s2s_Respecialize": runtime.Respecialize}
-        exec(f"def __call__({params}):\n"
-             f"    try:\n"
-             f"        return _s2s_fn({params})\n"
-             f"    except _s2s_Respecialize:\n"
-             f"        return _s2s_again({params})\n", namespace)
-        type(self).__call__ = staticmethod(namespace["__call__"])
+        own = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
+                                 tuple(types.CellType(self._compile_and_call)
+                                       if c.cell_contents is runtime.respecialize else c
+                                       for c in closure))
+        own.__kwdefaults__ = fn.__kwdefaults__
+        own.__qualname__ = fn.__qualname__
+        type(self).__call__ = staticmethod(own)
         registry.installed.add(self)
 
     def _uninstall(self):
@@ -103,7 +94,8 @@ class _Derivative:
             delattr(type(self), "__call__")
 
     def __call__(self, *args, **kwargs):
-        # the compiled code checks its arguments' types, raising Respecialize for others
+        # the compiled code checks its arguments' types; for others, its fallback raises
+        # Respecialize
         if self._version == registry.version:
             try:
                 return self._fn(*args, **kwargs) if kwargs else self._fn(*args)

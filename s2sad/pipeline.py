@@ -247,7 +247,7 @@ def forward(fn, wrt=0, kinds=None, guard=False, tangent_only=False):
         node.body[-1].value = node.body[-1].value.elts[1]
         node.body = fwd.without_dead_code(node.body)
     if guard:
-        node.body.insert(0, fwd.guard())
+        node.body.insert(0, fwd.guard(node))
     derivative = _compiled(src, node, fwd)
     derivative.tangent_names = fwd.tangent_names
     return derivative

@@ -33,3 +33,7 @@ def cube(x):
 
 def uses_cube(x):
     return cube(x) + x
+
+
+def named_like_the_fallback(_s2s_respecialize):
+    return _s2s_respecialize ** 2

@@ -183,10 +183,17 @@ def test_direct_call_follows_types_keywords_and_rule_changes():
     assert_close(dc(2.0), 3 * 2.0 ** 2 + 1)
     s2sad.defvjp(m.cube, "x", "g * 0.0")                # a rule that ignores x
     assert_close(dc(2.0), 1.0)
-    # defaults and keyword-only parameters keep the generic call: d/dx (x y)^2 = 2 x y^2
+    # defaults and keyword-only parameters too: d/dx (x y)^2 = 2 x y^2
     dk = s2sad.grad(m.with_kwonly)
     assert_close(dk(2.0), 4.0)
     assert_close(dk(2.0, 3.0, power=2), 36.0)
+    assert_close(dk(2, 3.0, power=2), 36.0)         # an int x: another version
+    assert_close(dk(2.0, y=3.0), 36.0)
     assert_close(df(2.0, 5.0), expected)    # the rule change removed the direct call
     assert inspect.signature(type(df).__call__).parameters.keys() == {"x1", "x2"}
-    assert "kwargs" in inspect.signature(type(dk).__call__).parameters
+    assert inspect.signature(type(dk).__call__) == inspect.signature(m.with_kwonly)
+    # a parameter with the fallback's name: the fallback is found by what it is
+    dn = s2sad.grad(m.named_like_the_fallback)
+    assert_close(dn(3.0), 6.0)
+    assert "__call__" in type(dn).__dict__
+    assert dn(np.float32(3.0)) == np.float32(6.0) and dn(3) == 6

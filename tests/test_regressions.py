@@ -358,7 +358,7 @@ def test_long_type_check_reads_as_written_and_wraps():
     g = df(np.ones(2), np.ones(3), X, y)
     np.testing.assert_allclose(g[0], X.T @ (2 * (X @ np.ones(2) + 1 - y)))
     lines = df.source.splitlines()
-    check = lines[1:lines.index("        raise _s2s_Respecialize")]
+    check = lines[1:next(i for i, line in enumerate(lines) if "return _s2s_respecialize(" in line)]
     assert check[0].startswith("    if (type(w) is not ndarray or ")
     assert all(len(line) <= 100 and "(type(" not in line[8:] and "('f')" not in line
                and "(w.dtype" not in line for line in check)

@@ -776,7 +776,7 @@ def fuse(vjp, rev, value=True, guard=True):
         floats = [f"{p}.dtype.kind != 'f'" for p, _ in guards
                   if rev.param_kinds.get(p) == ARRAY and p in rev.wrt]
         check = [nodes.guard([f"{helper('type')}({p}) is not {t}" for p, t in guards]
-                             + floats, runtime("Respecialize"))]
+                             + floats, nodes.passing_on(runtime("respecialize"), vjp.args))]
     forward = [s for s in vjp.body[:-1] if s is not pullback]
     result = vjp.body[-1].value.elts[0]
     grads = pullback.body[-1].value
@@ -833,7 +833,7 @@ def guard_patterns(fn, rev, dtypes=()):
     for p in sorted(dtypes):
         dtype = np.dtype(rev.patterns[p][0])
         tests.append(f"{p}.dtype != {rev.helper(dtype.name, obj=dtype)}")
-    fn.body[0] = nodes.located(nodes.guard(tests, guard.body[0].exc.id), guard)
+    fn.body[0] = nodes.located(nodes.guard(tests, guard.body[0].value), guard)
     return fn
 
 

@@ -112,12 +112,25 @@ def function(fname, params, body, like=None):
     return node
 
 
-def guard(tests, exc):
-    """`if test or ...: raise exc`, from the tests' source: the start of generated code
-    specialised on its arguments, which lets its caller compile another version."""
+def guard(tests, fallback):
+    """`if test or ...: return fallback`, from the tests' source: the start of generated
+    code specialised on its arguments, whose `fallback` (see `passing_on`) runs another
+    version."""
     test = parse_expr(" or ".join(tests))
     test.s2s_tests = list(tests)      # emitted as written (see emit.to_source)
-    return if_(test, [gast.Raise(exc=name(exc), cause=None)])
+    return if_(test, [gast.Return(value=fallback)])
+
+
+def passing_on(func, args):
+    """`func(a, b, *rest, k=k, **kw)`: a call of `func` with the parameters `args` (a
+    gast.arguments) as the function received them."""
+    positional = [name(a.id) for a in args.posonlyargs + args.args]
+    if args.vararg is not None:
+        positional.append(gast.Starred(value=name(args.vararg.id), ctx=gast.Load()))
+    keywords = [gast.keyword(arg=a.id, value=name(a.id)) for a in args.kwonlyargs]
+    if args.kwarg is not None:
+        keywords.append(gast.keyword(arg=None, value=name(args.kwarg.id)))
+    return call(func, positional, keywords)
 
 
 def parse_expr(src):

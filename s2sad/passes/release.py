@@ -14,7 +14,7 @@ Names the function returns, parameters, and names that are not certainly bound t
 >>> print(pipeline.reverse(f, fused=True, release=True).source.rstrip())
 def f_value_and_grad(x):
     if type(x) is not ndarray or x.dtype.kind != 'f':
-        raise _s2s_Respecialize
+        return _s2s_respecialize(x)
     # reverse mode of f() with respect to x
     # the pullback reads: t_1
     # rules: *, np.tanh, np.sum

@@ -24,7 +24,7 @@ copying the slice onto itself.
 >>> print(pipeline.reverse(f, fused="grad", release=True).source.rstrip())
 def f_grad(x):
     if type(x) is not ndarray or x.dtype.kind != 'f':
-        raise _s2s_Respecialize
+        return _s2s_respecialize(x)
     # reverse mode of f() with respect to x
     # the pullback reads: t_3, x
     # rules: [], -, np.exp, **, np.sum

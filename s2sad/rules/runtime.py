@@ -7,8 +7,16 @@ import numpy as np
 
 
 class Respecialize(Exception):
-    """Raised by generated code called with arguments of other types than it was
+    """Raised when generated code is called with arguments of other types than it was
     compiled for; the caller compiles (or fetches) the matching version."""
+
+
+def respecialize(*args, **kwargs):
+    """What generated code returns for arguments of other types than it was compiled
+    for, passing them on: raise Respecialize. A gradient object binds its own function
+    in its copy of the code instead, which compiles the matching version and calls it
+    (see api._Derivative._install)."""
+    raise Respecialize
 
 
 def zeros_like(x):

@@ -56,7 +56,7 @@ TRICKY_NAMES = (
     "cos", "sin", "exp", "log", "sqrt", "tanh", "copysign", "zeros_like", "seed",
     "log_base", "_s2s_log", "ans", "g", "type", "i_bar", "a_bar", "pullback", "result",
     "_s2s_factory", "y_bar_1", "s_bar", "v_1", "returned", "broke", "_s2s_seed",
-    "_s2s_zeros_like", "_s2s_Respecialize", "i_1", "__1")
+    "_s2s_zeros_like", "_s2s_Respecialize", "_s2s_respecialize", "i_1", "__1")
 TRICKY_FUNCTIONS = ("f", "t", "value", "f_pullback", "f_vjp", "x_bar", "y_bar", "g",
                     "_s2s_tape", "seed", "reversed")
 # Module globals that shadow builtins/helpers without the function reading them.
