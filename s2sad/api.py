@@ -503,8 +503,7 @@ class custom_vjp:
         # reverse mode of loss() with respect to w
         # the pullback reads: softplus_residuals
         # rules: *, softplus
-        t = 1000.0 * w
-        y, softplus_residuals = softplus_fwd(t)
+        y, softplus_residuals = softplus_fwd(1000.0 * w)
     <BLANKLINE>
         def loss_pullback(y_bar):
             # grad of: return softplus(1000.0 * w)

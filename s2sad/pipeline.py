@@ -8,7 +8,8 @@
     wengert   one primitive operation per statement, SSA names
     reverse   forward pass with per-loop tapes, and the pullback closure
     forward   (forward mode, instead of reverse) each statement, then its tangent
-    optimize  coalesce copies, propagate adjoint copies, fuse accumulations
+    optimize  coalesce copies, propagate adjoint copies, fuse accumulations; then
+              the forward pass's temporaries of numbers go back into their one use
     fuse      (grad, value_and_grad) forward pass and pullback in one function
     reuse     (fused) compute elementwise results into the buffers of dead temporaries,
               and the first contribution to a slice of zeros in that slice
@@ -29,7 +30,7 @@ from .frontend import fence, source
 from .naming import Namer
 from .passes.desugar import Desugar
 from .passes.lift import Lift
-from .passes.optimize import Optimize, distinct_results
+from .passes.optimize import Optimize, distinct_results, inline_temporaries
 from .passes.release import Release
 from .passes.reuse import Reuse
 from .passes.wengert import Wengert
@@ -198,6 +199,7 @@ def stages(fn, wrt=0, stop=None, kinds=None, recompute=False, patterns=None):
         node = shapes_from_earliest(node, rev)
         distinct_results(node.s2s_pullback, rev.array_positions())
         node.body[:0] = rev.header(node)
+        inline_temporaries(node, rev.scalar_names(), rev.resolve)
     return src, node, rev
 
 

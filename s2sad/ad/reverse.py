@@ -233,6 +233,16 @@ class Reverse:
         bars = {self.adjoints[n] for n in arrays if n in self.adjoints}
         return (arrays - views) | bars
 
+    def resolve(self, func):
+        """The object the function name `func` of generated code denotes, or MISSING."""
+        if isinstance(func, gast.Name) and func.id in self.helpers:
+            return self.helpers[func.id]
+        return self.src.resolve(func)
+
+    def scalar_names(self):
+        """The names that are certainly numbers (see analysis.kinds)."""
+        return {n for n, k in self.kinds.kind.items() if k == SCALAR}
+
     def guarded_types(self):
         """[(parameter, generated-code name of its type)] for the fused function's guard."""
         params = [a.id for a in self.src.node.args.posonlyargs + self.src.node.args.args]

@@ -8,7 +8,10 @@ Takes the output of `reverse` and, to a fixed point,
 - in the pullback, propagates adjoint copies (`t_2_bar = t_1_bar`), fuses a first
   contribution with the next accumulation (`a = e1; ...; a = a + e2` becomes
   `a = e1 + e2`) or rebinding (`a = e; a = f(a)` becomes `a = f(e)`), writes `a + -b`
-  as `a - b`, and removes adjoints nobody reads.
+  as `a - b`, and removes adjoints nobody reads;
+- then (`inline_temporaries`, once the header names the rules) puts each temporary
+  number of the forward pass back into the one statement that reads it
+  (`t = x * i; s = s + t` becomes `s = s + x * i`).
 
 >>> from s2sad.passes.optimize import Optimize
 >>> print(show(Optimize, '''
@@ -24,8 +27,7 @@ def f_vjp(x):
     # rules: *, +
     s = 0.0
     for i in range(3):
-        t = x * i
-        s = s + t
+        s = s + x * i
 <BLANKLINE>
     def f_pullback(s_bar):
         x_bar = 0.0
@@ -243,6 +245,60 @@ def _drop_dead_copies(fn, forward):
     for k, (s, block) in enumerate(candidates):
         if k not in live:
             block.remove(s)
+
+
+def inline_temporaries(fn, scalars, resolve):
+    """`fn` (a vjp) whose forward pass reads `du = a * u - b * u * v` again for `t = a * u;
+    t_1 = b * u; t_2 = t_1 * v; du = t - t_2`: a temporary of Wengert form in `scalars`
+    (names of numbers), computed by arithmetic and `math` functions on numbers (`resolve`
+    gives the object a function name denotes) and read once, by a later
+    statement of its block, goes back into that statement when nothing between binds
+    what it reads (the same operations, in the same order). After the header, which
+    names the rules of the statements this removes."""
+    everywhere = Counter(nodes.names_loaded(fn))
+    stored = Counter(nodes.names_stored(fn))
+    for block in nodes.blocks(fn.body, functions=False):
+        known = _Statements()
+        i = 0
+        while i < len(block):
+            s = block[i]
+            a = s.targets[0].id if getattr(s, "s2s_temporary", False) and isinstance(
+                s, gast.Assign) and isinstance(s.targets[0], gast.Name) else None
+            if a is None:
+                i += 1
+                continue
+            reads = set(nodes.names_loaded(s.value))
+            # (locals that are numbers, or globals: no statement between changes them in
+            # place)
+            if (a not in scalars or everywhere[a] != 1 or stored[a] != 1
+                    or not _arithmetic(s.value, resolve)
+                    or not all(r in scalars or stored[r] == 0 for r in reads)):
+                i += 1
+                continue
+            reads.add(a)
+            k = next((k for k in range(i + 1, len(block))
+                      if known.loads(block[k], a) or any(known.stores(block[k], r)
+                                                         for r in reads)), None)
+            use = block[k] if k is not None else None
+            if (use is None or not known.loads(use, a)
+                    or not isinstance(use, (gast.Assign, gast.Return, gast.Expr))):
+                i += 1
+                continue
+            _replace_load(use, a, s.value)
+            known.forget(use)
+            del block[i]
+
+
+def _arithmetic(e, resolve):
+    """Whether `e` is arithmetic and calls of `math` functions on names and constants."""
+    if isinstance(e, gast.BinOp):
+        return _arithmetic(e.left, resolve) and _arithmetic(e.right, resolve)
+    if isinstance(e, gast.UnaryOp):
+        return _arithmetic(e.operand, resolve)
+    if isinstance(e, gast.Call):
+        return (not e.keywords and getattr(resolve(e.func), "__module__", None) == "math"
+                and all(_arithmetic(a, resolve) for a in e.args))
+    return isinstance(e, (gast.Name, gast.Constant))
 
 
 # -- pullback -------------------------------------------------------------------------

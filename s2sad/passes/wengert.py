@@ -115,7 +115,7 @@ class Wengert:
             return nodes.name(target)
         value = self.prim(e, env, out, origin)
         target = _named(into) if into else self.namer.fresh("t")
-        self.emit(out, nodes.assign(target, value), origin)
+        self.emit(out, nodes.assign(target, value), origin).s2s_temporary = into is None
         return nodes.name(target)
 
     def prim(self, e, env, out, origin):
