@@ -553,9 +553,7 @@ class custom_jvp:
     (0.0, 0.0)
     >>> print(s2sad.source(f, mode="forward"))
     def f_jvp(x, x_dot):
-        t = x * x
-        t_dot = x_dot * x + x_dot * x
-        y, y_dot = safe_sqrt_jvp((t,), (t_dot,))
+        y, y_dot = safe_sqrt_jvp((x * x,), (x_dot * x + x_dot * x,))
         return (y, y_dot)
     <BLANKLINE>
 

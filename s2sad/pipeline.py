@@ -199,7 +199,7 @@ def stages(fn, wrt=0, stop=None, kinds=None, recompute=False, patterns=None):
         node = shapes_from_earliest(node, rev)
         distinct_results(node.s2s_pullback, rev.array_positions())
         node.body[:0] = rev.header(node)
-        inline_temporaries(node, rev.scalar_names(), rev.resolve)
+        inline_temporaries(node, rev.scalar_names(), rev.helpers, src)
     return src, node, rev
 
 
@@ -248,6 +248,7 @@ def forward(fn, wrt=0, kinds=None, guard=False, tangent_only=False):
     if tangent_only:
         node.body[-1].value = node.body[-1].value.elts[1]
         node.body = fwd.without_dead_code(node.body)
+    inline_temporaries(node, fwd.scalar_names(), fwd.helpers, src)
     if guard:
         node.body.insert(0, fwd.guard(node))
     derivative = _compiled(src, node, fwd)

@@ -158,6 +158,11 @@ class Forward:
         return forward_rule(op.prim, args, keywords)
 
     # -- names --------------------------------------------------------------------------
+    def scalar_names(self):
+        """The names that are certainly numbers, with their tangents (see analysis.kinds)."""
+        scalars = {n for n, k in self.kinds.kind.items() if k == SCALAR}
+        return scalars | {self.dots[n] for n in scalars if n in self.dots}
+
     def dot(self, n):
         if n not in self.dots:
             self.dots[n] = self.namer.fresh(f"{n}_dot")
@@ -271,6 +276,7 @@ class Forward:
         tangent = (self.zero_tangent(target, s.value) if expr is None
                    else nodes.assign(self.dot(target), expr))
         tangent.s2s_phi = getattr(s, "s2s_phi", False)
+        tangent.s2s_temporary = getattr(s, "s2s_temporary", False)
         return [s, nodes.located(tangent, s)]
 
     def tangent_expr(self, op, target, s):

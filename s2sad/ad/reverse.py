@@ -233,12 +233,6 @@ class Reverse:
         bars = {self.adjoints[n] for n in arrays if n in self.adjoints}
         return (arrays - views) | bars
 
-    def resolve(self, func):
-        """The object the function name `func` of generated code denotes, or MISSING."""
-        if isinstance(func, gast.Name) and func.id in self.helpers:
-            return self.helpers[func.id]
-        return self.src.resolve(func)
-
     def scalar_names(self):
         """The names that are certainly numbers (see analysis.kinds)."""
         return {n for n, k in self.kinds.kind.items() if k == SCALAR}

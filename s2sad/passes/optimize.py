@@ -247,14 +247,19 @@ def _drop_dead_copies(fn, forward):
             block.remove(s)
 
 
-def inline_temporaries(fn, scalars, resolve):
+def inline_temporaries(fn, scalars, helpers, src):
     """`fn` (a vjp) whose forward pass reads `du = a * u - b * u * v` again for `t = a * u;
     t_1 = b * u; t_2 = t_1 * v; du = t - t_2`: a temporary of Wengert form in `scalars`
-    (names of numbers), computed by arithmetic and `math` functions on numbers (`resolve`
-    gives the object a function name denotes) and read once, by a later
+    (names of numbers), computed by arithmetic and `math` functions on numbers (names
+    of the `helpers` generated code binds, or of the user's `src`) and read once, by a
+    later
     statement of its block, goes back into that statement when nothing between binds
     what it reads (the same operations, in the same order). After the header, which
     names the rules of the statements this removes."""
+    def resolve(func):
+        if isinstance(func, gast.Name) and func.id in helpers:
+            return helpers[func.id]
+        return src.resolve(func)
     everywhere = Counter(nodes.names_loaded(fn))
     stored = Counter(nodes.names_stored(fn))
     for block in nodes.blocks(fn.body, functions=False):
@@ -285,6 +290,8 @@ def inline_temporaries(fn, scalars, resolve):
                 i += 1
                 continue
             _replace_load(use, a, s.value)
+            if isinstance(use, gast.Assign):     # (`t - -u` where `t_1 = -u` went in)
+                use.value = _plus(_minus(use.value, swap=False))
             known.forget(use)
             del block[i]
 
@@ -536,15 +543,25 @@ def rename_unpacks(pullback, namer):
                 inside = None
 
 
-def _minus(e):
-    """`a + -b` as `a - b`, throughout `e`."""
+def _minus(e, swap=True):
+    """`a + -b` as `a - b` throughout `e`, and (with `swap`) `-a + b` as `b - a`."""
     for n in nodes.walk(e):
         if isinstance(n, gast.BinOp) and isinstance(n.op, gast.Add):
             inner = negated(n.right)
             if inner is not None:
                 n.op, n.right = gast.Sub(), inner
-            elif negated(n.left) is not None:
+            elif swap and negated(n.left) is not None:
                 n.op, n.left, n.right = gast.Sub(), n.right, negated(n.left)
+    return e
+
+
+def _plus(e):
+    """`a - -b` as `a + b`, throughout `e`."""
+    for n in nodes.walk(e):
+        if isinstance(n, gast.BinOp) and isinstance(n.op, gast.Sub):
+            inner = negated(n.right)
+            if inner is not None:
+                n.op, n.right = gast.Add(), inner
     return e
 
 
