@@ -248,14 +248,13 @@ def _drop_dead_copies(fn, forward):
 
 
 def inline_temporaries(fn, scalars, helpers, src):
-    """`fn` (a vjp) whose forward pass reads `du = a * u - b * u * v` again for `t = a * u;
-    t_1 = b * u; t_2 = t_1 * v; du = t - t_2`: a temporary of Wengert form in `scalars`
-    (names of numbers), computed by arithmetic and `math` functions on numbers (names
-    of the `helpers` generated code binds, or of the user's `src`) and read once, by a
-    later
-    statement of its block, goes back into that statement when nothing between binds
-    what it reads (the same operations, in the same order). After the header, which
-    names the rules of the statements this removes."""
+    """`fn` (a vjp or a jvp) whose forward pass reads `du = a * u - b * u * v` again for
+    `t = a * u; t_1 = b * u; t_2 = t_1 * v; du = t - t_2`: a temporary of Wengert form
+    in `scalars` (names of numbers), computed by arithmetic and `math` functions on
+    numbers (names of the `helpers` generated code binds, or of the user's `src`) and
+    read once, by a later statement of its block, goes back into that statement when
+    nothing between binds what it reads (the same operations, in the same order). For
+    a vjp, after the header, which names the rules of the statements this removes."""
     def resolve(func):
         if isinstance(func, gast.Name) and func.id in helpers:
             return helpers[func.id]
