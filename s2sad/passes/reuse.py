@@ -351,9 +351,11 @@ class Reuse:
             else:
                 # anything else may store any of the values it reads in any of them
                 shared = self.loaded(s, facts) | {self.new()}
-                for n in set(nodes.names_loaded(s)) | set(nodes.names_stored(s)):
+                names = [(n.id, type(n.ctx)) for n in nodes.walk(s) if type(n) is gast.Name]
+                written = {n for n, ctx in names if ctx is not gast.Load}
+                for n in {n for n, ctx in names if ctx is not gast.Del}:
                     old = facts.get(n, Fact())
-                    facts[n] = Fact(buffers=frozenset(shared)) if nodes.stores(s, n) else \
+                    facts[n] = Fact(buffers=frozenset(shared)) if n in written else \
                         old._replace(buffers=old.buffers | shared)
         return out
 
