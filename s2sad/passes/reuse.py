@@ -351,7 +351,7 @@ class Reuse:
             else:
                 # anything else may store any of the values it reads in any of them
                 shared = self.loaded(s, facts) | {self.new()}
-                names = [(n.id, type(n.ctx)) for n in nodes.walk(s) if type(n) is gast.Name]
+                names = [(n.id, type(n.ctx)) for n in nodes.name_nodes(s)]
                 written = {n for n, ctx in names if ctx is not gast.Load}
                 for n in {n for n, ctx in names if ctx is not gast.Del}:
                     old = facts.get(n, Fact())
