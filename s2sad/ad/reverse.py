@@ -873,6 +873,7 @@ def _natural(name):
 def _live(body, ops):
     """`body` without the top-level assignments nobody reads whose value is a name, a
     constant, syntax or a call of a primitive with a derivative rule."""
+    loads = [set(nodes.names_loaded(s)) for s in body]
     changed = True
     while changed:
         changed = False
@@ -884,8 +885,8 @@ def _live(body, ops):
             pure = op is not None and (op.kind in (COPY, PACK) or op.variant is not None
                                        or (op.kind == primitives.NONDIFF and op.prim is None))
             target = s.targets[0].id
-            if pure and not any(target in nodes.names_loaded(t) for t in body[i + 1:]):
-                del body[i]
+            if pure and not any(target in read for read in loads[i + 1:]):
+                del body[i], loads[i]
                 changed = True
     return body
 
