@@ -649,6 +649,8 @@ class Reuse:
         fewer, and one pass fewer over it."""
         while True:
             facts = self.analyse(body, params)
+            if not any(self.is_addition(s) for s in body):
+                return body, facts
             live = self.live(body, facts)
             names = [(set(nodes.names_loaded(s)), set(nodes.names_stored(s))) for s in body]
             found = next((found for a in range(len(body)) if self.is_addition(body[a])
