@@ -95,11 +95,13 @@ class _Names:
         self.add(tree)
 
     def add(self, node, sign=1):
-        for n in nodes.walk(node):
-            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load):
+        for n in nodes.name_nodes(node):
+            if isinstance(n.ctx, gast.Load):
                 self.loads[n.id] += sign
-            elif isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name):
-                self.assigns[n.targets[0].id] += sign
+        for block in nodes.blocks([node]):
+            for s in block:
+                if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
+                    self.assigns[s.targets[0].id] += sign
 
     def drop(self, node):
         self.add(node, -1)
@@ -122,12 +124,11 @@ class _Statements:
         entry = self.found.get(s)
         if entry is None:
             loads, stores = Counter(), set()
-            for n in nodes.walk(s):
-                if isinstance(n, gast.Name):
-                    if isinstance(n.ctx, gast.Load):
-                        loads[n.id] += 1
-                    else:
-                        stores.add(n.id)
+            for n in nodes.name_nodes(s):
+                if isinstance(n.ctx, gast.Load):
+                    loads[n.id] += 1
+                else:
+                    stores.add(n.id)
             entry = self.found[s] = (loads, stores)
         return entry
 
@@ -136,13 +137,13 @@ class _Statements:
 
 
 def _loads(node, name):
-    return sum(1 for n in nodes.walk(node) if isinstance(n, gast.Name) and n.id == name
+    return sum(1 for n in nodes.name_nodes(node) if n.id == name
                and isinstance(n.ctx, gast.Load))
 
 
 def _rename(node, old, new):
-    for n in nodes.walk(node):
-        if isinstance(n, gast.Name) and n.id == old:
+    for n in nodes.name_nodes(node):
+        if n.id == old:
             n.id = new
 
 
