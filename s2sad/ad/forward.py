@@ -173,7 +173,7 @@ class Forward:
     def zero(self, atom):
         if isinstance(atom, gast.Constant) and type(atom.value) in (int, float):
             return nodes.const(0.0)
-        return nodes.call(self.runtime("zeros_like"), [copy.deepcopy(atom)])
+        return nodes.call(self.runtime("zeros_like"), [nodes.copied(atom)])
 
     def zero_tangent(self, target, value):
         """`target_dot = ...` for a varied `target` whose value here does not vary."""
@@ -369,7 +369,7 @@ class Forward:
             if hasattr(fn, "s2s_lifted"):
                 self.lifted.append((fn, adapter.wrt, None))
         name = self.helper(f"{fn.__name__}_jvp", self.adapters[key][0])
-        value = nodes.call(name, [copy.deepcopy(a) for a in call.args] + [
+        value = nodes.call(name, [nodes.copied(a) for a in call.args] + [
             nodes.name(self.dot(call.args[i].id)) for i in varied], call.keywords)
         target = s.targets[0].id
         pair = nodes.tuple_([nodes.name(target, store=True),
@@ -390,7 +390,7 @@ class Forward:
                 "positional arguments only; pass the keyword arguments by position"
                 f"\n    {self.src.line_text(s).strip()}")
         rule = self.helper(prim.rule.__name__, prim.rule)
-        value = nodes.call(rule, [nodes.tuple_([copy.deepcopy(a) for a in call.args]),
+        value = nodes.call(rule, [nodes.tuple_([nodes.copied(a) for a in call.args]),
                                   nodes.tuple_([self.tangent(a) for a in call.args])])
         target = s.targets[0].id
         pair = nodes.tuple_([nodes.name(target, store=True),
@@ -522,7 +522,7 @@ def _sum(terms):
 
 def _source(node):
     import ast
-    return ast.unparse(gast.gast_to_ast(copy.deepcopy(node)))
+    return ast.unparse(gast.gast_to_ast(node))
 
 
 # -- clean-up: fold a loop's carried copies into the definitions they copy ----------------

@@ -357,9 +357,9 @@ class Reverse:
                 continue
             reduced = False
             if op.kind == COPY:
-                expr = copy.deepcopy(g)
+                expr = nodes.copied(g)
             elif op.kind == PACK:
-                expr = gast.Subscript(value=copy.deepcopy(g), slice=nodes.const(param),
+                expr = gast.Subscript(value=nodes.copied(g), slice=nodes.const(param),
                                       ctx=gast.Load())
             else:
                 reduced = self.reduced_to_scalar(op, param, target)
@@ -428,8 +428,8 @@ class Reverse:
         keywords = [gast.keyword(arg=k, value=nodes.name(self.helper(f"{fn.__name__}_{k}",
                                                                      obj=v)))
                     for k, v in kwargs.items()]
-        return nodes.call(adjoint, [g] + bound + copy.deepcopy(s.value.args),
-                          keywords + copy.deepcopy(s.value.keywords))
+        return nodes.call(adjoint, [g] + bound + nodes.copied(s.value.args),
+                          keywords + nodes.copied(s.value.keywords))
 
     def custom_vjp_call(self, s, op, g, defined, active):
         """`t = f(a, b)` with a custom_vjp: the forward pass calls `fwd`, the pullback
@@ -454,10 +454,10 @@ class Reverse:
             out.append(nodes.located(nodes.assign(cotangents, call), s))
             call = nodes.name(cotangents)
         for i in active:
-            part = gast.Subscript(value=copy.deepcopy(call), slice=nodes.const(i),
+            part = gast.Subscript(value=nodes.copied(call), slice=nodes.const(i),
                                   ctx=gast.Load())
             if zeros.get(i) != "never":
-                part = nodes.call(self.runtime("cotangent"), [part, copy.deepcopy(op.args[i])])
+                part = nodes.call(self.runtime("cotangent"), [part, nodes.copied(op.args[i])])
             out.extend(self.accumulate(op.args[i].id, part, defined, s))
         return out
 
@@ -563,7 +563,7 @@ class Reverse:
                 n.id = self.helper(n.id)
         arg = op.bound[param]
         if op.variant.broadcast and not reduced and self.needs_unbroadcast(op, param, target):
-            expr = nodes.call(self.runtime("unbroadcast"), [expr, copy.deepcopy(arg)])
+            expr = nodes.call(self.runtime("unbroadcast"), [expr, nodes.copied(arg)])
         return simplify(on_numbers(expr, lambda n: self.kinds[n] == SCALAR))
 
     def needs_unbroadcast(self, op, param, target):
@@ -627,8 +627,8 @@ class Reverse:
         if not then and not orelse:
             return []
         if not then:
-            return [nodes.located(nodes.if_(nodes.not_(copy.deepcopy(s.test)), orelse), s)]
-        return [nodes.located(nodes.if_(copy.deepcopy(s.test), then, orelse), s)]
+            return [nodes.located(nodes.if_(nodes.not_(nodes.copied(s.test)), orelse), s)]
+        return [nodes.located(nodes.if_(nodes.copied(s.test), then, orelse), s)]
 
     def zero(self, n):
         """`n_bar = 0.0`, a symbolic zero that arithmetic broadcasts; for an array that no
@@ -713,7 +713,7 @@ class Reverse:
         out = []
         for d in found:
             if d.targets[0].id not in taped:
-                out.append(nodes.assign(d.targets[0].id, copy.deepcopy(d.value)))
+                out.append(nodes.assign(d.targets[0].id, nodes.copied(d.value)))
                 out[-1].s2s_recomputed = True
         return out
 
@@ -893,7 +893,7 @@ def _live(body, ops):
 
 def ast_unparse(node):
     import ast
-    return ast.unparse(gast.gast_to_ast(copy.deepcopy(node)))
+    return ast.unparse(gast.gast_to_ast(node))
 
 
 class _Updates:
@@ -1133,7 +1133,7 @@ class _LoopInfo:
         reversed_, range_ = self.rev.helper("reversed"), self.rev.helper("range")
         if self.mode == "range":
             # its own copy of the bounds: the forward loop's get renamed by coalescing
-            bounds = nodes.call(range_, copy.deepcopy(self.range_args))
+            bounds = nodes.call(range_, nodes.copied(self.range_args))
             if self.record:
                 return nodes.for_(self.record[0], nodes.call(reversed_, [bounds]), body)
             return nodes.for_(self.rev.namer.fresh("_"), bounds, body)

@@ -1,6 +1,5 @@
 """Algebraic clean-up of instantiated rule templates: fold constants, drop `* 1`, keep
 the branch of a conditional whose test is a constant."""
-import copy
 import operator
 
 import gast
@@ -151,5 +150,5 @@ def with_constant(stmt, name, value):
                 except ArithmeticError:
                     pass
             return node
-    out = Replace().visit(copy.deepcopy(stmt))
+    out = Replace().visit(nodes.copied(stmt))
     return None if any(getattr(n, "s2s_unfolded", False) for n in nodes.walk(out)) else out

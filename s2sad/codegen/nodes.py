@@ -98,7 +98,7 @@ def ret(value):
 def function(fname, params, body, like=None):
     """A `def` with positional parameters `params`; `like` lends its full signature."""
     if like is not None:
-        args = copy.deepcopy(like.args)
+        args = copied(like.args)
     else:
         args = gast.arguments(args=[name(p, store=False) for p in params], posonlyargs=[],
                               vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
@@ -186,14 +186,43 @@ def names_stored(node):
     return [n.id for n in name_nodes(node) if type(n.ctx) in (gast.Store, gast.Param)]
 
 
+_ATOMIC = frozenset({str, int, float, bool, complex, bytes, type(None)})
+
+
+def copied(node):
+    """`copy.deepcopy(node)` for a tree, four times as fast: the passes copy expressions
+    thousands of times per transform."""
+    memo = {}
+    AST = gast.AST
+
+    def copy_(x):
+        if type(x) in _ATOMIC:
+            return x
+        done = memo.get(id(x))
+        if done is not None:
+            return done
+        if isinstance(x, AST):
+            new = memo[id(x)] = type(x)()
+            fields = new.__dict__
+            for k, v in x.__dict__.items():
+                fields[k] = v if type(v) in _ATOMIC else copy_(v)
+            return new
+        if type(x) is list:
+            new = memo[id(x)] = []
+            new.extend([copy_(v) for v in x])
+            return new
+        return copy.deepcopy(x, memo)
+    return copy_(node)
+
+
 def substitute(expr, mapping):
     """A copy of `expr` with each name in `mapping` replaced by (a copy of) its node."""
     class Substitute(gast.NodeTransformer):
         def visit_Name(self, node):
             if node.id in mapping:
-                return copy.deepcopy(mapping[node.id])
+                return copied(mapping[node.id])
             return node
-    return Substitute().visit(copy.deepcopy(expr))
+    return Substitute().visit(copied(expr))
 
 
 def blocks(stmts, functions=True):

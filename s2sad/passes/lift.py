@@ -28,7 +28,6 @@ def square(t):
 def f(x):
     return g(x, x) + square(x)
 """
-import copy
 import weakref
 
 import gast
@@ -197,10 +196,10 @@ class Lift:
 
     def lifted_def(self, name, node, extra):
         if isinstance(node, gast.Lambda):
-            body = [nodes.located(nodes.ret(copy.deepcopy(node.body)), node.body)]
+            body = [nodes.located(nodes.ret(nodes.copied(node.body)), node.body)]
             lifted = nodes.located(nodes.function(name, [], body, like=node), node)
         else:
-            lifted = copy.deepcopy(node)
+            lifted = nodes.copied(node)
         for v in extra:
             param = nodes.name(v)
             param.ctx = gast.Param()
@@ -241,7 +240,7 @@ class Lifted:
     def source(self, fn):
         from ..frontend.source import FunctionSource
         src = self.src
-        return FunctionSource(fn, copy.deepcopy(self.node), src.filename, src.first_line,
+        return FunctionSource(fn, nodes.copied(self.node), src.filename, src.first_line,
                               src.indent)
 
 

@@ -367,12 +367,11 @@ def _small(e):
 
 
 def _replace_load(stmt, name, expr):
-    import copy
 
     class Replace(gast.NodeTransformer):
         def visit_Name(self, node):
             if node.id == name and isinstance(node.ctx, gast.Load):
-                return copy.deepcopy(expr)
+                return nodes.copied(expr)
             return node
     Replace().visit(stmt)
 
@@ -415,7 +414,6 @@ def _fuse_accumulations(stmts, names):
 def _merge_rebinds(stmts, names):
     """`a = e; a = f(a)` is `a = f(e)` when `f(a)` reads `a` once and the line stays
     short (a chain of accumulations stays a chain)."""
-    import copy
     changed = False
     for block in nodes.blocks(stmts, functions=False):
         i = 0
@@ -424,7 +422,7 @@ def _merge_rebinds(stmts, names):
             parts = [x.targets[0].id for x in (s, t) if isinstance(x, gast.Assign)
                      and isinstance(x.targets[0], gast.Name)]
             if len(parts) == 2 and parts[0] == parts[1] and _loads(t.value, parts[0]) == 1:
-                merged = copy.deepcopy(t)
+                merged = nodes.copied(t)
                 _replace_load(merged, parts[0], s.value)
                 if len(_source(merged)) > 72:
                     i += 1

@@ -29,7 +29,6 @@ def f(x):
         t = t_4
     return t
 """
-import copy
 
 import gast
 
@@ -81,7 +80,7 @@ class Wengert:
         return stmt
 
     def rename(self, expr, env):
-        expr = copy.deepcopy(expr)
+        expr = nodes.copied(expr)
         for n in nodes.walk(expr):
             if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) and n.id in env:
                 n.id = env[n.id]
