@@ -100,7 +100,7 @@ class Reverse:
         self.user_calls = nodes.NodeMap()
         self.refuse_mutating_calls(fn)
         self.indexed = {a.id for s in _assigns(fn) for a in _getitem_receivers(s)}
-        self.primal_names = {n.id for n in nodes.walk(fn) if isinstance(n, gast.Name)}
+        self.primal_names = {n.id for n in nodes.name_nodes(fn)}
         self.scalar_zeros = False
         # names holding lists (appended to): their adjoints add entrywise, not by `+`
         from ..rules import runtime
@@ -125,8 +125,8 @@ class Reverse:
         reverse.append(nodes.ret(nodes.tuple_(result) if self.as_tuple else result[0]))
         pullback = nodes.function(self.namer.fresh(f"{fn.name}_pullback"), [seed], reverse)
         forward = _strip_markers(self.forward(body))
-        for n in nodes.walk(nodes.function("_", [], forward)):
-            if isinstance(n, gast.Name) and getattr(n, "s2s_lifted", False):
+        for n in nodes.name_nodes(nodes.function("_", [], forward)):
+            if getattr(n, "s2s_lifted", False):
                 self.helpers[n.id] = n.s2s_prim    # a lifted function it runs unchanged
         vjp = nodes.function(self.namer.fresh(f"{fn.name}_vjp"), [], forward + [
             pullback, nodes.ret(nodes.tuple_([ret.value, nodes.name(pullback.name)]))],
@@ -905,21 +905,20 @@ class _Updates:
     def __init__(self, body, src, pullback, rev):
         from ..rules import runtime
         self.prims = (runtime.setitem, runtime.append)
-        self.stmts = [n for s in body for n in nodes.walk(s) if self.is_update(n)]
+        self.stmts = [n for s in body for n in nodes.statements(s) if self.is_update(n)]
         self.old = {id(s): s.value.args[0].id for s in self.stmts}
         self.owned = _owned(body, src, self.prims)
         self.in_place = {}
         self.rev = rev
         self.pullback = nodes.if_(nodes.const(True), pullback)
         self.loop_of = {}
-        for loop in (n for s in body for n in nodes.walk(s) if isinstance(n, (gast.For,
-                                                                             gast.While))):
-            for n in nodes.walk(loop):
+        for loop in _walk_loops(body):
+            for n in nodes.statements(loop):
                 if self.is_update(n):
                     self.loop_of[id(n)] = loop     # walk order: the innermost wins
         self.classes = _alias_classes(body, self.stmts, src)
         self.order = {}
-        for i, n in enumerate(n for b in body for n in nodes.walk(b)):
+        for i, n in enumerate(n for b in body for n in nodes.statements(b)):
             if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name):
                 self.order.setdefault(n.targets[0].id, i)
             if self.is_update(n):
@@ -1213,8 +1212,8 @@ def _straight_line_names(fn):
     nested = set()
     for s in fn.body:
         if isinstance(s, (gast.If, gast.For, gast.While)):
-            nested.update(n.id for n in nodes.walk(s) if isinstance(n, gast.Name))
-    everything = {n.id for n in nodes.walk(fn) if isinstance(n, gast.Name)}
+            nested.update(n.id for n in nodes.name_nodes(s))
+    everything = {n.id for n in nodes.name_nodes(fn)}
     params = {a.id for a in fn.args.args + fn.args.posonlyargs + fn.args.kwonlyargs}
     return (everything | params) - nested
 
@@ -1261,7 +1260,7 @@ def _same(a, b):
 
 
 def _assigns(fn):
-    return [n for n in nodes.walk(fn) if isinstance(n, gast.Assign)]
+    return [n for n in nodes.statements(fn) if isinstance(n, gast.Assign)]
 
 
 _MUTATING_METHODS = {"append", "extend", "insert", "pop", "remove", "clear", "sort",
@@ -1388,7 +1387,8 @@ def _exposed(stmts, bound):
 
 
 def _walk_loops(stmts):
-    return [n for s in stmts for n in nodes.walk(s) if isinstance(n, (gast.For, gast.While))]
+    return [n for s in stmts for n in nodes.statements(s)
+            if isinstance(n, (gast.For, gast.While))]
 
 
 def _breaks(stmts):

@@ -59,13 +59,13 @@ class Shapes:
 
     def __init__(self, fn, ops, kinds, patterns=None):
         assigned = {}
-        for n in nodes.walk(fn):
+        statements = nodes.statements(fn)
+        for n in statements:
             if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name):
                 assigned.setdefault(n.targets[0].id, []).append(n)
             elif isinstance(n, (gast.For, gast.AugAssign)):
-                for t in nodes.walk(n.target):
-                    if isinstance(t, gast.Name):
-                        assigned.setdefault(t.id, []).extend([None, None])
+                for t in nodes.name_nodes(n.target):
+                    assigned.setdefault(t.id, []).extend([None, None])
         self.kinds = kinds
         self.cls = {}
         self.many = {n for n, defs in assigned.items() if len(defs) > 1}
@@ -74,7 +74,7 @@ class Shapes:
         self.parent = {}
         self.used = set()       # parameters whose patterns the classes depend on
         sure = _surely_run(fn) if patterns else set()
-        for s in (n for n in nodes.walk(fn) if isinstance(n, gast.Assign)):
+        for s in (n for n in statements if isinstance(n, gast.Assign)):
             target = s.targets[0]
             if isinstance(target, gast.Name) and target.id not in self.many:
                 op = ops.get(s)

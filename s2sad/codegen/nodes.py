@@ -178,6 +178,21 @@ def name_nodes(node):
     return out
 
 
+def statements(node):
+    """The statements of `node` (`node` too, if one), in the order of `walk`, which this
+    visits no expression for: statements are only ever in `body` and `orelse` lists
+    (fence refuses try, with and match)."""
+    out, todo = [], [node]
+    for n in todo:
+        if isinstance(n, gast.stmt):
+            out.append(n)
+        for field in ("body", "orelse"):
+            inner = getattr(n, field, None)
+            if type(inner) is list:
+                todo.extend(inner)
+    return out
+
+
 def names_loaded(node):
     return [n.id for n in name_nodes(node) if type(n.ctx) is gast.Load]
 

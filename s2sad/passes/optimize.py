@@ -249,7 +249,7 @@ def _drop_dead_copies(fn, forward):
 # -- pullback -------------------------------------------------------------------------
 def _adjoint_names(pullback):
     """Names the pullback assigns with `=` (not loop targets): its adjoints."""
-    return {s.targets[0].id for s in nodes.walk(pullback)
+    return {s.targets[0].id for s in nodes.statements(pullback)
             if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)}
 
 
@@ -465,7 +465,7 @@ def rename_unpacks(pullback, namer):
     """A reversed loop rebinds the values it reads from its tape; where the pullback
     also reads those names outside the loop (final values), rename them in the loop."""
     names = _Names(pullback)
-    for loop in [n for n in nodes.walk(pullback) if isinstance(n, gast.For)]:
+    for loop in [n for n in nodes.statements(pullback) if isinstance(n, gast.For)]:
         inside = None
         for name in sorted(set(nodes.names_stored(loop.target))):
             inside = inside or _Names(loop)
@@ -542,7 +542,7 @@ def distinct_results(pullback, arrays):
     if not (isinstance(ret, gast.Return) and isinstance(ret.value, gast.Tuple)):
         return
     sources = {}
-    for s in nodes.walk(pullback):
+    for s in nodes.statements(pullback):
         if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
             sources.setdefault(s.targets[0].id, set()).update(_sources(s.value))
         elif isinstance(s, (gast.Assign, gast.For)):

@@ -70,9 +70,7 @@ class Wengert:
 
     def emit(self, out, stmt, origin):
         nodes.located(stmt, origin)
-        for n in nodes.walk(stmt):
-            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load):
-                self.read.add(n.id)
+        self.read.update(nodes.names_loaded(stmt))
         if isinstance(stmt, gast.Assign) and _reads_result(stmt.value, self.src):
             # its adjoint reads the value it assigns: a loop must not overwrite that name
             self.read.add(stmt.targets[0].id)
@@ -81,8 +79,8 @@ class Wengert:
 
     def rename(self, expr, env):
         expr = nodes.copied(expr)
-        for n in nodes.walk(expr):
-            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) and n.id in env:
+        for n in nodes.name_nodes(expr):
+            if isinstance(n.ctx, gast.Load) and n.id in env:
                 n.id = env[n.id]
         return expr
 
@@ -398,7 +396,7 @@ def _coalesce(block, old, new):
     if old not in _assigned(block):
         return False
     for s in block:
-        for n in nodes.walk(s):
-            if isinstance(n, gast.Name) and n.id == old:
+        for n in nodes.name_nodes(s):
+            if n.id == old:
                 n.id = new
     return True
