@@ -7,12 +7,18 @@ import builtins
 import inspect
 import linecache
 import textwrap
+import weakref
 
 import gast
 
+from ..codegen import nodes
 from ..errors import S2SADError, SourceUnavailableError, UnsupportedSyntaxError
 
 MISSING = object()
+
+#: {function: (its code, file name, first line, indent, `def` node)}, read once: `capture`
+#: hands out copies of the node
+_parsed = weakref.WeakKeyDictionary()
 
 
 class FunctionSource:
@@ -110,7 +116,7 @@ def unwrap(fn):
 
 
 def capture(fn):
-    """Parse `fn`'s source into a `FunctionSource`."""
+    """Parse `fn`'s source into a `FunctionSource` (read once per function)."""
     fn = unwrap(fn)
     lifted = getattr(fn, "s2s_lifted", None)
     if lifted is not None:      # a nested function s2sad lifted out of its parent
@@ -127,6 +133,15 @@ def capture(fn):
             f"{getattr(fn, '__qualname__', fn)!r} is not a Python function with source "
             f"(it is a {type(fn).__name__}); s2sad needs Python source to differentiate. "
             "For a builtin or C-extension primitive, register a rule with s2sad.defvjp.")
+    parsed = _parsed.get(fn)
+    if parsed is None or parsed[0] is not fn.__code__:
+        parsed = _parsed[fn] = (fn.__code__, *_parse(fn))
+    _, filename, first_line, indent, node = parsed
+    return FunctionSource(fn, nodes.copied(node), filename, first_line, indent)
+
+
+def _parse(fn):
+    """(file name, first line, indent, `def` node) of function `fn`."""
     filename = inspect.getsourcefile(fn) or getattr(fn.__code__, "co_filename", "<unknown>")
     try:
         lines, first_line = inspect.getsourcelines(fn)
@@ -149,4 +164,9 @@ def capture(fn):
             f"s2sad differentiates functions defined with def; {fn.__qualname__!r} is a "
             "lambda. Define it with def.", filename, first_line, indent + 1, lines[0])
     node.decorator_list = []
-    return FunctionSource(fn, node, filename, first_line, indent)
+    return filename, first_line, indent, node
+
+
+def forget():
+    """Read every function's source again (see `cache.clear`)."""
+    _parsed.clear()
