@@ -232,12 +232,25 @@ def copied(node):
 
 def substitute(expr, mapping):
     """A copy of `expr` with each name in `mapping` replaced by (a copy of) its node."""
-    class Substitute(gast.NodeTransformer):
-        def visit_Name(self, node):
-            if node.id in mapping:
-                return copied(mapping[node.id])
-            return node
-    return Substitute().visit(copied(expr))
+    return _substituted(copied(expr), mapping)
+
+
+def _substituted(node, mapping):
+    if type(node) is gast.Name:
+        return copied(mapping[node.id]) if node.id in mapping else node
+    return rebuilt(node, lambda child: _substituted(child, mapping))
+
+
+def rebuilt(node, f):
+    """`node` with each child `c` replaced by `f(c)`, in place, as `gast.NodeTransformer`
+    does: the transformations the passes run thousands of times, without a class each."""
+    for field in node._fields:
+        value = getattr(node, field, None)
+        if type(value) is list:
+            value[:] = [f(v) if isinstance(v, gast.AST) else v for v in value]
+        elif isinstance(value, gast.AST):
+            setattr(node, field, f(value))
+    return node
 
 
 def blocks(stmts, functions=True):

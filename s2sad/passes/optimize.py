@@ -367,13 +367,12 @@ def _small(e):
 
 
 def _replace_load(stmt, name, expr):
-
-    class Replace(gast.NodeTransformer):
-        def visit_Name(self, node):
-            if node.id == name and isinstance(node.ctx, gast.Load):
-                return nodes.copied(expr)
-            return node
-    Replace().visit(stmt)
+    def replaced(node):
+        if type(node) is gast.Name:
+            return nodes.copied(expr) if node.id == name and isinstance(
+                node.ctx, gast.Load) else node
+        return nodes.rebuilt(node, replaced)
+    replaced(stmt)
 
 
 def _loops_over(block, start, stop, name, known):
