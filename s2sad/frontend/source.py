@@ -4,6 +4,7 @@ Everything later reports locations through `FunctionSource.locate`, so an error 
 generated comment always names the user's file and the line in it.
 """
 import builtins
+import functools
 import inspect
 import linecache
 import textwrap
@@ -30,7 +31,7 @@ class FunctionSource:
         self.filename = filename
         self.first_line = first_line
         self.indent = indent
-        self._free = None
+        self._values = None
 
     @property
     def name(self):
@@ -63,8 +64,11 @@ class FunctionSource:
 
     def free_values(self):
         """Values of the names the function reads from outside: closure cells, then
-        module globals, then builtins."""
-        values = {}
+        module globals, then builtins (read at the first call: the passes ask for them
+        hundreds of times)."""
+        if self._values is not None:
+            return self._values
+        values = self._values = {}
         code = self.fn.__code__
         for var, cell in zip(code.co_freevars, self.fn.__closure__ or ()):
             try:
@@ -80,7 +84,7 @@ class FunctionSource:
                 values[var] = getattr(builtins, var)
         return values
 
-    @property
+    @functools.cached_property
     def local_names(self):
         code = self.fn.__code__
         return set(code.co_varnames) | set(code.co_cellvars)
@@ -88,11 +92,7 @@ class FunctionSource:
     def is_local(self, name):
         """Whether `name` is local to the function: one of its own, or one s2sad made
         (generated names never shadow a name the function reads from outside)."""
-        if name in self.local_names:
-            return True
-        if self._free is None:
-            self._free = set(self.free_values())
-        return name not in self._free
+        return name in self.local_names or name not in self.free_values()
 
 
 def _global_names(code):
