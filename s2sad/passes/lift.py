@@ -85,6 +85,8 @@ class Lift:
                     n, "a lambda is only supported when it is assigned to a name and that "
                        "name is called (g = lambda t: ...; g(x)); here it is used as a "
                        "value. Call a function defined with def instead of passing it on")
+        if not found:
+            return found
         params = {a.id for a in _params(fn)}
         for n in _own(fn.body):
             if (isinstance(n, gast.Name) and n.id in found and not isinstance(n.ctx, gast.Load)
