@@ -558,7 +558,7 @@ class Reverse:
         for free, obj in template.free.items():
             subst[free] = nodes.name(self.helper(free, obj=obj))
         expr = nodes.substitute(template.tree, subst)
-        for n in nodes.walk(expr):
+        for n in nodes.name_nodes(expr):
             if getattr(n, "s2s_builtin", False):
                 n.id = self.helper(n.id)
         arg = op.bound[param]
@@ -827,8 +827,8 @@ def shapes_from_earliest(vjp, rev):
     pullback = vjp.s2s_pullback
     forward = [s for s in vjp.body if s is not pullback]
     shape_only = {id(arg) for _, arg in _shape_only_args(pullback.body, rev)}
-    read = {n.id for n in nodes.walk(pullback) if isinstance(n, gast.Name)
-            and isinstance(n.ctx, gast.Load) and id(n) not in shape_only}
+    read = {n.id for n in nodes.name_nodes(pullback)
+            if isinstance(n.ctx, gast.Load) and id(n) not in shape_only}
     pullback.body = _shapes_from_earliest(pullback.body, forward, rev, read)
     return vjp
 
@@ -1006,7 +1006,7 @@ def _alias_classes(body, updates, src):
         return n
     for s in updates:
         parent[find(s.targets[0].id)] = find(s.value.args[0].id)
-    for s in (n for b in body for n in nodes.walk(b)):
+    for s in (n for b in body for n in nodes.statements(b)):
         if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)):
             continue
         source = _view_of(s.value, src, registry)
@@ -1042,7 +1042,7 @@ def _owned(body, src, updates):
     into it cannot change an input or a value held elsewhere)."""
     from ..rules import registry
     defs = {}
-    for s in (n for b in body for n in nodes.walk(b)):
+    for s in (n for b in body for n in nodes.statements(b)):
         if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
             defs.setdefault(s.targets[0].id, []).append(s.value)
 

@@ -73,7 +73,7 @@ class Optimize:
         _drop_dead_copies(fn, forward)
         rename_unpacks(pullback, self.namer)
         pullback.body[:-1] = annotate(pullback.body[:-1], self.src)
-        for s in nodes.walk(pullback):
+        for s in nodes.statements(pullback):
             if isinstance(s, gast.Assign):
                 s.value = _minus(fold_negation(s.value))
             elif isinstance(s, gast.AugAssign) and isinstance(s.op, gast.Add):

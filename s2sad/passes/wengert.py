@@ -337,10 +337,9 @@ def _assigned(stmts):
     """User variables assigned (or mutated) anywhere in `stmts`."""
     out = set()
     for s in stmts:
-        for n in nodes.walk(s):
-            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
-                out.add(n.id)
-            elif isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Subscript):
+        out.update(n.id for n in nodes.name_nodes(s) if isinstance(n.ctx, gast.Store))
+        for n in nodes.statements(s):
+            if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Subscript):
                 out.add(n.targets[0].value.id)
             elif _appended(n):
                 out.add(n.value.func.value.id)
@@ -374,8 +373,7 @@ def _reads_result(value, src):
         return False
     op = primitives.classify(value, src)
     return op.variant is not None and any(
-        isinstance(n, gast.Name) and n.id == "ans"
-        for t in op.variant.templates.values() for n in nodes.walk(t.tree))
+        n.id == "ans" for t in op.variant.templates.values() for n in nodes.name_nodes(t.tree))
 
 
 def _take_return(stmts):
