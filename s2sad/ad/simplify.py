@@ -13,6 +13,8 @@ COMPARE = {gast.Eq: operator.eq, gast.NotEq: operator.ne, gast.Lt: operator.lt,
 
 
 def simplify(e):
+    if isinstance(e, (gast.Name, gast.Constant)):
+        return e
     if isinstance(e, gast.BinOp):
         e.left, e.right = simplify(e.left), simplify(e.right)
         return _binop(e)
