@@ -394,7 +394,8 @@ class Reuse:
         """The buffers the names `node` reads may share memory with."""
         out = set()
         for n in nodes.names_loaded(node):
-            out |= facts.get(n, Fact(buffers=frozenset([n]))).buffers
+            fact = facts.get(n)
+            out |= {n} if fact is None else fact.buffers
         return out
 
     def unknown(self, e, facts):
