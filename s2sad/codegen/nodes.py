@@ -139,22 +139,30 @@ def located(new, old):
     return new
 
 
+#: Fields that never hold a node, and those that hold no name either (contexts and
+#: operators), left out by `walk` and `name_nodes`; the fields of each class they visit.
+_SCALARS = frozenset({"id", "attr", "arg", "kind", "type_comment", "conversion", "is_async",
+                      "simple", "level", "module"})
+_NAMELESS = _SCALARS | {"ctx", "op", "ops"}
+_WALKED, _NAMED = {}, {}
+
+
 def walk(node):
     """`gast.walk(node)`, in the same order (breadth first), faster: the passes walk
     statements thousands of times per transform."""
     todo = [node]
     AST = gast.AST
     for n in todo:
-        for field in n._fields:
+        fields = _WALKED.get(type(n))
+        if fields is None:
+            fields = _WALKED[type(n)] = tuple(f for f in n._fields if f not in _SCALARS)
+        for field in fields:
             value = getattr(n, field, None)
             if type(value) is list:
                 todo.extend([v for v in value if isinstance(v, AST)])
             elif isinstance(value, AST):
                 todo.append(value)
         yield n
-
-
-_LEAVES = (gast.expr_context, gast.operator, gast.unaryop, gast.cmpop, gast.boolop)
 
 
 def name_nodes(node):
@@ -169,11 +177,14 @@ def name_nodes(node):
             if annotation is not None:
                 todo.append(annotation)
             continue
-        for field in n._fields:
+        fields = _NAMED.get(type(n))
+        if fields is None:
+            fields = _NAMED[type(n)] = tuple(f for f in n._fields if f not in _NAMELESS)
+        for field in fields:
             value = getattr(n, field, None)
             if type(value) is list:
                 todo.extend([v for v in value if isinstance(v, AST)])
-            elif isinstance(value, AST) and not isinstance(value, _LEAVES):
+            elif isinstance(value, AST):
                 todo.append(value)
     return out
 
