@@ -95,6 +95,9 @@ def ret(value):
     return gast.Return(value=value)
 
 
+_DEF = gast.parse("def _():\n    pass").body[0]     # the fields of a `def` in this gast
+
+
 def function(fname, params, body, like=None):
     """A `def` with positional parameters `params`; `like` lends its full signature."""
     if like is not None:
@@ -105,7 +108,8 @@ def function(fname, params, body, like=None):
                               defaults=[])
         for a in args.args:
             a.ctx = gast.Param()
-    node = gast.parse(f"def {fname}():\n    pass").body[0]
+    node = copied(_DEF)
+    node.name = fname
     node.args = args
     node.body = list(body)
     return node
