@@ -128,9 +128,11 @@ def _compile(fn_nodes, bindings, user_fn, filename):
     factory = ast.parse(f"def _s2s_factory({', '.join(params)}):\n    pass").body[0]
     made = ast.Tuple(elts=[ast.Name(id=n.name, ctx=ast.Load()) for n in fn_nodes],
                      ctx=ast.Load())
-    factory.body = tree.body + [ast.Return(value=made)]
+    returned = ast.Return(value=made)
+    for new in [returned, made, *made.elts]:    # the only nodes without a location
+        ast.copy_location(new, factory)
+    factory.body = tree.body + [returned]
     module = ast.Module(body=[factory], type_ignores=[])
-    ast.fix_missing_locations(module)
     code = compile(module, filename, "exec")
     factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
     make = types.FunctionType(factory_code, user_fn.__globals__, "_s2s_factory")
