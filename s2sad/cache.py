@@ -6,6 +6,7 @@ rule registry, so registering a rule invalidates every derivative compiled befor
 import threading
 import weakref
 
+from .frontend import source
 from .rules import registry
 
 _cache = weakref.WeakKeyDictionary()
@@ -26,5 +27,7 @@ def get(fn, key, build):
 
 
 def clear():
+    """Forget every compiled derivative, and the sources read for them."""
     with _lock:
         _cache.clear()
+        source.forget()

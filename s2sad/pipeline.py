@@ -16,7 +16,6 @@
     release   (fused) delete each array after its last use
     emit      gast -> ast -> ast.unparse, compiled with the user's globals, live
 """
-import copy
 import inspect
 
 import numpy as np
@@ -24,7 +23,7 @@ import numpy as np
 from .ad.forward import Forward, prepare
 from .ad.reverse import Reverse, fuse, guard_patterns, shapes_from_earliest
 from .analysis.shapes import pattern
-from .codegen import emit
+from .codegen import emit, nodes
 from .errors import InternalError, S2SADError
 from .frontend import fence, source
 from .naming import Namer
@@ -178,7 +177,7 @@ def stages(fn, wrt=0, stop=None, kinds=None, recompute=False, patterns=None):
     namer = Namer.for_function(src)
     as_tuple = isinstance(wrt, (tuple, list))
     wrt = wrt_names(src, wrt)
-    node = copy.deepcopy(src.node)
+    node = nodes.copied(src.node)
     lift = Lift(src, namer)
     node = lift.run(node)
     if stop == "lift":

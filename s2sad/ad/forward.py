@@ -97,10 +97,10 @@ class Forward:
         body.append(nodes.located(nodes.ret(nodes.tuple_([ret.value, y_dot])), ret))
         jvp = nodes.function(self.namer.fresh(f"{fn.name}_jvp"), [], body, like=fn)
         self.add_tangent_params(jvp.args)
-        for n in nodes.walk(jvp):
-            if isinstance(n, gast.Name) and getattr(n, "s2s_lifted", False):
+        for n in nodes.name_nodes(jvp):
+            if getattr(n, "s2s_lifted", False):
                 self.helpers[n.id] = n.s2s_prim    # its own name: nothing else has it
-            elif isinstance(n, gast.Name) and getattr(n, "s2s_prim", None) is not None:
+            elif getattr(n, "s2s_prim", None) is not None:
                 n.id = self.helper(n.id, n.s2s_prim)
         _coalesce(jvp, set(self.dots.values()))
         return jvp
@@ -122,7 +122,7 @@ class Forward:
         for target, s in definitions(fn.body):
             op = self.ops[s] = classify(s.value, self.src)
             edges += [(a.id, target) for a in self.sources(op) if isinstance(a, gast.Name)]
-        for loop in (n for n in nodes.walk(fn) if isinstance(n, gast.For)):
+        for loop in (n for n in nodes.statements(fn) if isinstance(n, gast.For)):
             edges += [(a.id, loop.target.id) for a in self.iter_sources(loop.iter)
                       if isinstance(a, gast.Name)]
         varied, changed = set(self.wrt), True
@@ -178,7 +178,7 @@ class Forward:
     def zero(self, atom):
         if isinstance(atom, gast.Constant) and type(atom.value) in (int, float):
             return nodes.const(0.0)
-        return nodes.call(self.runtime("zeros_like"), [copy.deepcopy(atom)])
+        return nodes.call(self.runtime("zeros_like"), [nodes.copied(atom)])
 
     def zero_tangent(self, target, value):
         """`target_dot = ...` for a varied `target` whose value here does not vary."""
@@ -308,7 +308,7 @@ class Forward:
         for free, obj in template.free.items():
             subst[free] = nodes.name(self.helper(free, obj))
         expr = nodes.substitute(template.tree, subst)
-        for n in nodes.walk(expr):
+        for n in nodes.name_nodes(expr):
             if getattr(n, "s2s_builtin", False):
                 n.id = self.helper(n.id, getattr(builtins, n.id))
         return simplify(on_numbers(expr, lambda n: self.kinds[n] == SCALAR))
@@ -375,7 +375,7 @@ class Forward:
             if hasattr(fn, "s2s_lifted"):
                 self.lifted.append((fn, adapter.wrt, None))
         name = self.helper(f"{fn.__name__}_jvp", self.adapters[key][0])
-        value = nodes.call(name, [copy.deepcopy(a) for a in call.args] + [
+        value = nodes.call(name, [nodes.copied(a) for a in call.args] + [
             nodes.name(self.dot(call.args[i].id)) for i in varied], call.keywords)
         target = s.targets[0].id
         pair = nodes.tuple_([nodes.name(target, store=True),
@@ -396,7 +396,7 @@ class Forward:
                 "positional arguments only; pass the keyword arguments by position"
                 f"\n    {self.src.line_text(s).strip()}")
         rule = self.helper(prim.rule.__name__, prim.rule)
-        value = nodes.call(rule, [nodes.tuple_([copy.deepcopy(a) for a in call.args]),
+        value = nodes.call(rule, [nodes.tuple_([nodes.copied(a) for a in call.args]),
                                   nodes.tuple_([self.tangent(a) for a in call.args])])
         target = s.targets[0].id
         pair = nodes.tuple_([nodes.name(target, store=True),
@@ -528,7 +528,7 @@ def _sum(terms):
 
 def _source(node):
     import ast
-    return ast.unparse(gast.gast_to_ast(copy.deepcopy(node)))
+    return ast.unparse(gast.gast_to_ast(node))
 
 
 # -- clean-up: fold a loop's carried copies into the definitions they copy ----------------
@@ -538,10 +538,9 @@ def _coalesce(fn, tangents):
     dropped (also the join copies of a name defined in one branch only, which would read
     it unbound)."""
     loads = {}
-    for n in nodes.walk(fn):
-        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load):
-            loads[n.id] = loads.get(n.id, 0) + 1
-    for loop in [n for n in nodes.walk(fn) if isinstance(n, (gast.For, gast.While))]:
+    for n in nodes.names_loaded(fn):
+        loads[n] = loads.get(n, 0) + 1
+    for loop in [n for n in nodes.statements(fn) if isinstance(n, (gast.For, gast.While))]:
         for block in nodes.blocks(loop.body):
             _coalesce_block(block, loads)
     _live(fn.body, set(), None, delete=True, pure=tangents)
@@ -561,8 +560,8 @@ def _coalesce_block(block, loads):
                     and sum(_count(b, w) for b in between) + 1 == loads.get(w, 0)):
                 block[j].targets[0].id = c
                 for b in between:
-                    for n in nodes.walk(b):
-                        if isinstance(n, gast.Name) and n.id == w:
+                    for n in nodes.name_nodes(b):
+                        if n.id == w:
                             n.id = c
                 loads[c] = loads.get(c, 0) + loads.pop(w) - 1
                 del block[i]
@@ -616,5 +615,5 @@ def _live_loop(loop, after, delete, pure):
 
 
 def _count(node, name):
-    return sum(1 for n in nodes.walk(node) if isinstance(n, gast.Name) and n.id == name
+    return sum(1 for n in nodes.name_nodes(node) if n.id == name
                and isinstance(n.ctx, gast.Load))

@@ -100,7 +100,7 @@ class Reverse:
         self.user_calls = nodes.NodeMap()
         self.refuse_mutating_calls(fn)
         self.indexed = {a.id for s in _assigns(fn) for a in _getitem_receivers(s)}
-        self.primal_names = {n.id for n in nodes.walk(fn) if isinstance(n, gast.Name)}
+        self.primal_names = {n.id for n in nodes.name_nodes(fn)}
         self.scalar_zeros = False
         # names holding lists (appended to): their adjoints add entrywise, not by `+`
         from ..rules import runtime
@@ -125,8 +125,8 @@ class Reverse:
         reverse.append(nodes.ret(nodes.tuple_(result) if self.as_tuple else result[0]))
         pullback = nodes.function(self.namer.fresh(f"{fn.name}_pullback"), [seed], reverse)
         forward = _strip_markers(self.forward(body))
-        for n in nodes.walk(nodes.function("_", [], forward)):
-            if isinstance(n, gast.Name) and getattr(n, "s2s_lifted", False):
+        for n in nodes.name_nodes(nodes.function("_", [], forward)):
+            if getattr(n, "s2s_lifted", False):
                 self.helpers[n.id] = n.s2s_prim    # a lifted function it runs unchanged
         vjp = nodes.function(self.namer.fresh(f"{fn.name}_vjp"), [], forward + [
             pullback, nodes.ret(nodes.tuple_([ret.value, nodes.name(pullback.name)]))],
@@ -378,9 +378,9 @@ class Reverse:
                 continue
             reduced = False
             if op.kind == COPY:
-                expr = copy.deepcopy(g)
+                expr = nodes.copied(g)
             elif op.kind == PACK:
-                expr = gast.Subscript(value=copy.deepcopy(g), slice=nodes.const(param),
+                expr = gast.Subscript(value=nodes.copied(g), slice=nodes.const(param),
                                       ctx=gast.Load())
             else:
                 reduced = self.reduced_to_scalar(op, param, target)
@@ -449,8 +449,8 @@ class Reverse:
         keywords = [gast.keyword(arg=k, value=nodes.name(self.helper(f"{fn.__name__}_{k}",
                                                                      obj=v)))
                     for k, v in kwargs.items()]
-        return nodes.call(adjoint, [g] + bound + copy.deepcopy(s.value.args),
-                          keywords + copy.deepcopy(s.value.keywords))
+        return nodes.call(adjoint, [g] + bound + nodes.copied(s.value.args),
+                          keywords + nodes.copied(s.value.keywords))
 
     def custom_vjp_call(self, s, op, g, defined, active):
         """`t = f(a, b)` with a custom_vjp: the forward pass calls `fwd`, the pullback
@@ -475,10 +475,10 @@ class Reverse:
             out.append(nodes.located(nodes.assign(cotangents, call), s))
             call = nodes.name(cotangents)
         for i in active:
-            part = gast.Subscript(value=copy.deepcopy(call), slice=nodes.const(i),
+            part = gast.Subscript(value=nodes.copied(call), slice=nodes.const(i),
                                   ctx=gast.Load())
             if zeros.get(i) != "never":
-                part = nodes.call(self.runtime("cotangent"), [part, copy.deepcopy(op.args[i])])
+                part = nodes.call(self.runtime("cotangent"), [part, nodes.copied(op.args[i])])
             out.extend(self.accumulate(op.args[i].id, part, defined, s))
         return out
 
@@ -579,12 +579,12 @@ class Reverse:
         for free, obj in template.free.items():
             subst[free] = nodes.name(self.helper(free, obj=obj))
         expr = nodes.substitute(template.tree, subst)
-        for n in nodes.walk(expr):
+        for n in nodes.name_nodes(expr):
             if getattr(n, "s2s_builtin", False):
                 n.id = self.helper(n.id)
         arg = op.bound[param]
         if op.variant.broadcast and not reduced and self.needs_unbroadcast(op, param, target):
-            expr = nodes.call(self.runtime("unbroadcast"), [expr, copy.deepcopy(arg)])
+            expr = nodes.call(self.runtime("unbroadcast"), [expr, nodes.copied(arg)])
         return simplify(on_numbers(expr, lambda n: self.kinds[n] == SCALAR))
 
     def needs_unbroadcast(self, op, param, target):
@@ -648,8 +648,8 @@ class Reverse:
         if not then and not orelse:
             return []
         if not then:
-            return [nodes.located(nodes.if_(nodes.not_(copy.deepcopy(s.test)), orelse), s)]
-        return [nodes.located(nodes.if_(copy.deepcopy(s.test), then, orelse), s)]
+            return [nodes.located(nodes.if_(nodes.not_(nodes.copied(s.test)), orelse), s)]
+        return [nodes.located(nodes.if_(nodes.copied(s.test), then, orelse), s)]
 
     def zero(self, n):
         """`n_bar = 0.0`, a symbolic zero that arithmetic broadcasts; for an array that no
@@ -734,7 +734,7 @@ class Reverse:
         out = []
         for d in found:
             if d.targets[0].id not in taped:
-                out.append(nodes.assign(d.targets[0].id, copy.deepcopy(d.value)))
+                out.append(nodes.assign(d.targets[0].id, nodes.copied(d.value)))
                 out[-1].s2s_recomputed = True
         return out
 
@@ -848,8 +848,8 @@ def shapes_from_earliest(vjp, rev):
     pullback = vjp.s2s_pullback
     forward = [s for s in vjp.body if s is not pullback]
     shape_only = {id(arg) for _, arg in _shape_only_args(pullback.body, rev)}
-    read = {n.id for n in nodes.walk(pullback) if isinstance(n, gast.Name)
-            and isinstance(n.ctx, gast.Load) and id(n) not in shape_only}
+    read = {n.id for n in nodes.name_nodes(pullback)
+            if isinstance(n.ctx, gast.Load) and id(n) not in shape_only}
     pullback.body = _shapes_from_earliest(pullback.body, forward, rev, read)
     return vjp
 
@@ -894,6 +894,7 @@ def _natural(name):
 def _live(body, ops):
     """`body` without the top-level assignments nobody reads whose value is a name, a
     constant, syntax or a call of a primitive with a derivative rule."""
+    loads = [set(nodes.names_loaded(s)) for s in body]
     changed = True
     while changed:
         changed = False
@@ -905,15 +906,15 @@ def _live(body, ops):
             pure = op is not None and (op.kind in (COPY, PACK) or op.variant is not None
                                        or (op.kind == primitives.NONDIFF and op.prim is None))
             target = s.targets[0].id
-            if pure and not any(target in nodes.names_loaded(t) for t in body[i + 1:]):
-                del body[i]
+            if pure and not any(target in read for read in loads[i + 1:]):
+                del body[i], loads[i]
                 changed = True
     return body
 
 
 def ast_unparse(node):
     import ast
-    return ast.unparse(gast.gast_to_ast(copy.deepcopy(node)))
+    return ast.unparse(gast.gast_to_ast(node))
 
 
 class _Updates:
@@ -925,21 +926,20 @@ class _Updates:
     def __init__(self, body, src, pullback, rev):
         from ..rules import runtime
         self.prims = (runtime.setitem, runtime.append)
-        self.stmts = [n for s in body for n in nodes.walk(s) if self.is_update(n)]
+        self.stmts = [n for s in body for n in nodes.statements(s) if self.is_update(n)]
         self.old = {id(s): s.value.args[0].id for s in self.stmts}
         self.owned = _owned(body, src, self.prims)
         self.in_place = {}
         self.rev = rev
         self.pullback = nodes.if_(nodes.const(True), pullback)
         self.loop_of = {}
-        for loop in (n for s in body for n in nodes.walk(s) if isinstance(n, (gast.For,
-                                                                             gast.While))):
-            for n in nodes.walk(loop):
+        for loop in _walk_loops(body):
+            for n in nodes.statements(loop):
                 if self.is_update(n):
                     self.loop_of[id(n)] = loop     # walk order: the innermost wins
         self.classes = _alias_classes(body, self.stmts, src)
         self.order = {}
-        for i, n in enumerate(n for b in body for n in nodes.walk(b)):
+        for i, n in enumerate(n for b in body for n in nodes.statements(b)):
             if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name):
                 self.order.setdefault(n.targets[0].id, i)
             if self.is_update(n):
@@ -1027,7 +1027,7 @@ def _alias_classes(body, updates, src):
         return n
     for s in updates:
         parent[find(s.targets[0].id)] = find(s.value.args[0].id)
-    for s in (n for b in body for n in nodes.walk(b)):
+    for s in (n for b in body for n in nodes.statements(b)):
         if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)):
             continue
         source = _view_of(s.value, src, registry)
@@ -1063,7 +1063,7 @@ def _owned(body, src, updates):
     into it cannot change an input or a value held elsewhere)."""
     from ..rules import registry
     defs = {}
-    for s in (n for b in body for n in nodes.walk(b)):
+    for s in (n for b in body for n in nodes.statements(b)):
         if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
             defs.setdefault(s.targets[0].id, []).append(s.value)
 
@@ -1153,7 +1153,7 @@ class _LoopInfo:
         reversed_, range_ = self.rev.helper("reversed"), self.rev.helper("range")
         if self.mode == "range":
             # its own copy of the bounds: the forward loop's get renamed by coalescing
-            bounds = nodes.call(range_, copy.deepcopy(self.range_args))
+            bounds = nodes.call(range_, nodes.copied(self.range_args))
             if self.record:
                 return nodes.for_(self.record[0], nodes.call(reversed_, [bounds]), body)
             return nodes.for_(self.rev.namer.fresh("_"), bounds, body)
@@ -1233,8 +1233,8 @@ def _straight_line_names(fn):
     nested = set()
     for s in fn.body:
         if isinstance(s, (gast.If, gast.For, gast.While)):
-            nested.update(n.id for n in nodes.walk(s) if isinstance(n, gast.Name))
-    everything = {n.id for n in nodes.walk(fn) if isinstance(n, gast.Name)}
+            nested.update(n.id for n in nodes.name_nodes(s))
+    everything = {n.id for n in nodes.name_nodes(fn)}
     params = {a.id for a in fn.args.args + fn.args.posonlyargs + fn.args.kwonlyargs}
     return (everything | params) - nested
 
@@ -1281,7 +1281,7 @@ def _same(a, b):
 
 
 def _assigns(fn):
-    return [n for n in nodes.walk(fn) if isinstance(n, gast.Assign)]
+    return [n for n in nodes.statements(fn) if isinstance(n, gast.Assign)]
 
 
 _MUTATING_METHODS = {"append", "extend", "insert", "pop", "remove", "clear", "sort",
@@ -1408,7 +1408,8 @@ def _exposed(stmts, bound):
 
 
 def _walk_loops(stmts):
-    return [n for s in stmts for n in nodes.walk(s) if isinstance(n, (gast.For, gast.While))]
+    return [n for s in stmts for n in nodes.statements(s)
+            if isinstance(n, (gast.For, gast.While))]
 
 
 def _breaks(stmts):

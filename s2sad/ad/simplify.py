@@ -1,6 +1,5 @@
 """Algebraic clean-up of instantiated rule templates: fold constants, drop `* 1`, keep
 the branch of a conditional whose test is a constant."""
-import copy
 import operator
 
 import gast
@@ -14,6 +13,8 @@ COMPARE = {gast.Eq: operator.eq, gast.NotEq: operator.ne, gast.Lt: operator.lt,
 
 
 def simplify(e):
+    if isinstance(e, (gast.Name, gast.Constant)):
+        return e
     if isinstance(e, gast.BinOp):
         e.left, e.right = simplify(e.left), simplify(e.right)
         return _binop(e)
@@ -50,12 +51,11 @@ def on_numbers(e, is_number):
     """`e` with each conditional whose test reads a value that may be an array replaced
     by its first branch: an array has no truth value, and its operations follow NumPy
     (`x ** y` for an array `y` is differentiated as `np.power` is)."""
-    class Branch(gast.NodeTransformer):
-        def visit_IfExp(self, node):
-            self.generic_visit(node)
-            reads = [n for n in nodes.walk(node.test) if isinstance(n, gast.Name)]
-            return node if all(is_number(n) for n in reads) else node.body
-    return Branch().visit(e)
+    nodes.rebuilt(e, lambda child: on_numbers(child, is_number))
+    if isinstance(e, gast.IfExp):
+        reads = [n for n in nodes.walk(e.test) if isinstance(n, gast.Name)]
+        return e if all(is_number(n) for n in reads) else e.body
+    return e
 
 
 def _num(e):
@@ -134,22 +134,20 @@ def with_constant(stmt, name, value):
     folded (`y_bar * 2 * t` with `y_bar` 1.0 is `2.0 * t`); None if some read of `name`
     does not fold into another number (`simplify` would write `1.0 * t` as `t`, which
     is not the same for an integer array)."""
-    class Replace(gast.NodeTransformer):
-        def visit_Name(self, node):
+    def replaced(node):
+        if type(node) is gast.Name:
             if node.id == name and isinstance(node.ctx, gast.Load):
                 new = nodes.const(value)
                 new.s2s_unfolded = True
                 return new
             return node
-
-        def visit_BinOp(self, node):
-            self.generic_visit(node)
-            if (_num(node.left) and _num(node.right) and type(node.op) in FOLD
-                    and not isinstance(node.op, gast.Pow)):
-                try:
-                    return nodes.const(FOLD[type(node.op)](node.left.value, node.right.value))
-                except ArithmeticError:
-                    pass
-            return node
-    out = Replace().visit(copy.deepcopy(stmt))
+        nodes.rebuilt(node, replaced)
+        if (isinstance(node, gast.BinOp) and _num(node.left) and _num(node.right)
+                and type(node.op) in FOLD and not isinstance(node.op, gast.Pow)):
+            try:
+                return nodes.const(FOLD[type(node.op)](node.left.value, node.right.value))
+            except ArithmeticError:
+                pass
+        return node
+    out = replaced(nodes.copied(stmt))
     return None if any(getattr(n, "s2s_unfolded", False) for n in nodes.walk(out)) else out

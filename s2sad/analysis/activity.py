@@ -7,13 +7,14 @@ fixed point over names is exact enough.
 """
 import gast
 
+from ..codegen import nodes
 from .primitives import classify
 
 
 def definitions(stmts):
     """(target name, Op) for every assignment in `stmts`, nested ones included."""
     for s in stmts:
-        for n in gast.walk(s):
+        for n in nodes.statements(s):
             if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name):
                 yield n.targets[0].id, n
 
@@ -27,10 +28,9 @@ def active_names(fn, src, wrt, output, ops):
         for _, a in op.diff_args():
             if isinstance(a, gast.Name):
                 edges.append((a.id, target))
-    for loop in (n for s in fn.body for n in gast.walk(s) if isinstance(n, gast.For)):
+    for loop in (n for s in fn.body for n in nodes.statements(s) if isinstance(n, gast.For)):
         # the loop variable takes the iterable's values
-        edges.extend((n.id, loop.target.id) for n in gast.walk(loop.iter)
-                     if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load))
+        edges.extend((n, loop.target.id) for n in nodes.names_loaded(loop.iter))
     varied = _closure(set(wrt), edges)
     useful = _closure({output} if output else set(), [(b, a) for a, b in edges])
     return varied & useful

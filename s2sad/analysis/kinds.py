@@ -9,6 +9,7 @@ numbers, and NumPy results of full reductions.
 """
 import gast
 
+from ..codegen import nodes
 from ..frontend.source import MISSING
 from ..rules import registry
 
@@ -45,9 +46,10 @@ class Kinds:
         self.kind = {a.id: UNKNOWN for a in fn.args.args + fn.args.posonlyargs
                      + fn.args.kwonlyargs}
         self.kind.update(params or {})
-        defs = [(n.targets[0].id, n.value) for n in gast.walk(fn)
+        statements = nodes.statements(fn)
+        defs = [(n.targets[0].id, n.value) for n in statements
                 if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name)]
-        defs += [(n.target.id, _target_kind(n, src)) for n in gast.walk(fn)
+        defs += [(n.target.id, _target_kind(n, src)) for n in statements
                  if isinstance(n, gast.For)]
         self.assigned = {t for t, _ in defs}
         self.local = self.assigned | set(self.kind)

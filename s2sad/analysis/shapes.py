@@ -59,13 +59,13 @@ class Shapes:
 
     def __init__(self, fn, ops, kinds, patterns=None):
         assigned = {}
-        for n in nodes.walk(fn):
+        statements = nodes.statements(fn)
+        for n in statements:
             if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name):
                 assigned.setdefault(n.targets[0].id, []).append(n)
             elif isinstance(n, (gast.For, gast.AugAssign)):
-                for t in nodes.walk(n.target):
-                    if isinstance(t, gast.Name):
-                        assigned.setdefault(t.id, []).extend([None, None])
+                for t in nodes.name_nodes(n.target):
+                    assigned.setdefault(t.id, []).extend([None, None])
         self.kinds = kinds
         self.cls = {}
         self.many = {n for n, defs in assigned.items() if len(defs) > 1}
@@ -73,8 +73,9 @@ class Shapes:
         self.sources = {("name", p): {p} for p in (patterns or {})}
         self.parent = {}
         self.used = set()       # parameters whose patterns the classes depend on
+        self._known = None      # {key: its canonical key}, once the classes are built
         sure = _surely_run(fn) if patterns else set()
-        for s in (n for n in nodes.walk(fn) if isinstance(n, gast.Assign)):
+        for s in (n for n in statements if isinstance(n, gast.Assign)):
             target = s.targets[0]
             if isinstance(target, gast.Name) and target.id not in self.many:
                 op = ops.get(s)
@@ -85,6 +86,7 @@ class Shapes:
                         self._join(key)
                 elif patterns:
                     self._infer(("name", target.id), op)
+        self._known = {}
 
     def of(self, name):
         """A set of shapes whose broadcast is the shape of `name` (None for unknown)."""
@@ -144,14 +146,16 @@ class Shapes:
         """`key` with its members' classes, reduced to one member of the broadcast's
         shape when there is one: the others have ones or fewer axes where it has more
         (they broadcast together, or the value would not exist)."""
-        key = frozenset(self._find(b) for b in key)
-        if len(key) < 2 or not self.pattern:
-            return key
-        full = self._full(key)
-        if not full:
-            return key
-        self._depends(key)
-        return frozenset([min(full, key=repr)])
+        if self._known is not None and key in self._known:
+            return self._known[key]
+        out = found = frozenset(self._find(b) for b in key)
+        full = self._full(found) if len(found) > 1 and self.pattern else None
+        if full:
+            self._depends(found)
+            out = frozenset([min(full, key=repr)])
+        if self._known is not None:
+            self._known[key] = out
+        return out
 
     def _join(self, key):
         """Record that the members of `key` of the broadcast's shape have one shape: the

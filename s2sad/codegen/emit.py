@@ -5,7 +5,6 @@ helpers and the user's closure values, and runs with the user's module globals, 
 nothing is injected into user modules.
 """
 import ast
-import copy
 import re
 import linecache
 import types
@@ -17,33 +16,16 @@ from . import nodes
 
 def to_source(node):
     """Python source of a gast node, with comment and marker statements as comments."""
-    node = copy.deepcopy(node)
-    for parent in nodes.walk(node):
-        for field in ("body", "orelse"):
-            stmts = getattr(parent, field, None)
-            if isinstance(stmts, list):
-                had_code = bool(stmts)
-                stmts = [_visible(s) for s in stmts]
-                only_comments = all(getattr(getattr(s, "value", None), "value", None)
-                                    is not None and str(s.value.value).startswith(
-                                        nodes.COMMENT) for s in stmts)
-                if (field == "body" or had_code) and only_comments:
-                    stmts.append(gast.Pass())
-                setattr(parent, field, stmts)
-    # tests emitted as written: ast.unparse parenthesises the fourth and later
-    # comparisons of a long `or`
     written = {}
-    for n in nodes.walk(node):
-        if isinstance(n, gast.If) and getattr(n.test, "s2s_tests", None):
-            key = f"_s2s_written_{len(written)}"
-            written[key] = n.test.s2s_tests
-            n.test = nodes.name(key)
-    for n in nodes.walk(node):
-        for field, value in list(gast.iter_fields(n)):
-            if (isinstance(value, gast.Constant) and type(value.value) in (int, float)
-                    and value.value < 0):
-                setattr(n, field, nodes.unary(gast.USub(), nodes.const(-value.value)))
-    tree = gast.gast_to_ast(node)
+    shown = list(_as_shown(node, written))
+    # set for the conversion, then restored: cheaper than converting a copy
+    try:
+        for parent, field, value, _ in shown:
+            setattr(parent, field, value)
+        tree = gast.gast_to_ast(node)
+    finally:
+        for parent, field, _, value in reversed(shown):
+            setattr(parent, field, value)
     tree.lineno = getattr(tree, "lineno", 1)
     tree.col_offset = getattr(tree, "col_offset", 0)
     text = ast.unparse(ast.fix_missing_locations(tree))
@@ -51,6 +33,34 @@ def to_source(node):
         text = re.sub(rf"^( *)if {key}:$", lambda m: _if_any(m.group(1), tests), text,
                       flags=re.M)
     return "\n".join(_comment_line(line) for line in text.split("\n")) + "\n"
+
+
+def _as_shown(node, written):
+    """(parent, field, shown, value) for each field of the tree `node` emitted otherwise
+    than it is: markers as comments, a block of comments with a `pass`, negative numbers
+    as negations, and a guard's tests as a name `written` maps to them, emitted as
+    written (ast.unparse parenthesises the fourth and later comparisons of a long `or`)."""
+    for parent in nodes.walk(node):
+        for field in ("body", "orelse"):
+            stmts = getattr(parent, field, None)
+            if isinstance(stmts, list):
+                visible = [_visible(s) for s in stmts]
+                only_comments = all(getattr(getattr(s, "value", None), "value", None)
+                                    is not None and str(s.value.value).startswith(
+                                        nodes.COMMENT) for s in visible)
+                if (field == "body" or stmts) and only_comments:
+                    visible.append(gast.Pass())
+                if visible != stmts:
+                    yield parent, field, visible, stmts
+        if isinstance(parent, gast.If) and getattr(parent.test, "s2s_tests", None):
+            key = f"_s2s_written_{len(written)}"
+            written[key] = parent.test.s2s_tests
+            yield parent, "test", nodes.name(key), parent.test
+        for field in parent._fields:
+            value = getattr(parent, field, None)
+            if (isinstance(value, gast.Constant) and type(value.value) in (int, float)
+                    and value.value < 0):
+                yield parent, field, nodes.unary(gast.USub(), nodes.const(-value.value)), value
 
 
 def _if_any(indent, tests, width=100):
@@ -118,9 +128,11 @@ def _compile(fn_nodes, bindings, user_fn, filename):
     factory = ast.parse(f"def _s2s_factory({', '.join(params)}):\n    pass").body[0]
     made = ast.Tuple(elts=[ast.Name(id=n.name, ctx=ast.Load()) for n in fn_nodes],
                      ctx=ast.Load())
-    factory.body = tree.body + [ast.Return(value=made)]
+    returned = ast.Return(value=made)
+    for new in [returned, made, *made.elts]:    # the only nodes without a location
+        ast.copy_location(new, factory)
+    factory.body = tree.body + [returned]
     module = ast.Module(body=[factory], type_ignores=[])
-    ast.fix_missing_locations(module)
     code = compile(module, filename, "exec")
     factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
     make = types.FunctionType(factory_code, user_fn.__globals__, "_s2s_factory")

@@ -5,6 +5,8 @@ suggestion. Whatever passes the fence is the language the passes are written for
 """
 import gast
 
+from ..codegen import nodes
+
 REJECTED = {
     gast.Try: "try/except cannot be differentiated; move the error handling outside the "
               "differentiated function",
@@ -45,7 +47,7 @@ def check(src):
         raise src.syntax_error(fn, f"{fn.name}() takes *args or **kwargs, which s2sad does "
                                    "not support; list the parameters explicitly")
     for stmt in fn.body:
-        for node in gast.walk(stmt):
+        for node in nodes.walk(stmt):
             message = _problem(node) or _outside_change(node, src)
             if message:
                 raise src.syntax_error(node, message)
@@ -75,8 +77,8 @@ def _problem(node):
         return ("unpacking in a for target is not supported yet; use one loop variable "
                 "and index it")
     if isinstance(node, gast.For) and any(
-            isinstance(n, gast.Name) and n.id == node.target.id
-            and isinstance(n.ctx, gast.Store) for s in node.body for n in gast.walk(s)):
+            n.id == node.target.id and isinstance(n.ctx, gast.Store)
+            for s in node.body for n in nodes.name_nodes(s)):
         return (f"the loop variable {node.target.id!r} is assigned inside its loop; use "
                 "another name for the new value")
     if isinstance(node, gast.Call):

@@ -4,15 +4,22 @@ Everything later reports locations through `FunctionSource.locate`, so an error 
 generated comment always names the user's file and the line in it.
 """
 import builtins
+import functools
 import inspect
 import linecache
 import textwrap
+import weakref
 
 import gast
 
+from ..codegen import nodes
 from ..errors import S2SADError, SourceUnavailableError, UnsupportedSyntaxError
 
 MISSING = object()
+
+#: {function: (its code, file name, first line, indent, `def` node)}, read once: `capture`
+#: hands out copies of the node
+_parsed = weakref.WeakKeyDictionary()
 
 
 class FunctionSource:
@@ -24,7 +31,7 @@ class FunctionSource:
         self.filename = filename
         self.first_line = first_line
         self.indent = indent
-        self._free = None
+        self._values = None
 
     @property
     def name(self):
@@ -57,8 +64,11 @@ class FunctionSource:
 
     def free_values(self):
         """Values of the names the function reads from outside: closure cells, then
-        module globals, then builtins."""
-        values = {}
+        module globals, then builtins (read at the first call: the passes ask for them
+        hundreds of times)."""
+        if self._values is not None:
+            return self._values
+        values = self._values = {}
         code = self.fn.__code__
         for var, cell in zip(code.co_freevars, self.fn.__closure__ or ()):
             try:
@@ -74,7 +84,7 @@ class FunctionSource:
                 values[var] = getattr(builtins, var)
         return values
 
-    @property
+    @functools.cached_property
     def local_names(self):
         code = self.fn.__code__
         return set(code.co_varnames) | set(code.co_cellvars)
@@ -82,11 +92,7 @@ class FunctionSource:
     def is_local(self, name):
         """Whether `name` is local to the function: one of its own, or one s2sad made
         (generated names never shadow a name the function reads from outside)."""
-        if name in self.local_names:
-            return True
-        if self._free is None:
-            self._free = set(self.free_values())
-        return name not in self._free
+        return name in self.local_names or name not in self.free_values()
 
 
 def _global_names(code):
@@ -110,7 +116,7 @@ def unwrap(fn):
 
 
 def capture(fn):
-    """Parse `fn`'s source into a `FunctionSource`."""
+    """Parse `fn`'s source into a `FunctionSource` (read once per function)."""
     fn = unwrap(fn)
     lifted = getattr(fn, "s2s_lifted", None)
     if lifted is not None:      # a nested function s2sad lifted out of its parent
@@ -127,6 +133,15 @@ def capture(fn):
             f"{getattr(fn, '__qualname__', fn)!r} is not a Python function with source "
             f"(it is a {type(fn).__name__}); s2sad needs Python source to differentiate. "
             "For a builtin or C-extension primitive, register a rule with s2sad.defvjp.")
+    parsed = _parsed.get(fn)
+    if parsed is None or parsed[0] is not fn.__code__:
+        parsed = _parsed[fn] = (fn.__code__, *_parse(fn))
+    _, filename, first_line, indent, node = parsed
+    return FunctionSource(fn, nodes.copied(node), filename, first_line, indent)
+
+
+def _parse(fn):
+    """(file name, first line, indent, `def` node) of function `fn`."""
     filename = inspect.getsourcefile(fn) or getattr(fn.__code__, "co_filename", "<unknown>")
     try:
         lines, first_line = inspect.getsourcelines(fn)
@@ -149,4 +164,9 @@ def capture(fn):
             f"s2sad differentiates functions defined with def; {fn.__qualname__!r} is a "
             "lambda. Define it with def.", filename, first_line, indent + 1, lines[0])
     node.decorator_list = []
-    return FunctionSource(fn, node, filename, first_line, indent)
+    return filename, first_line, indent, node
+
+
+def forget():
+    """Read every function's source again (see `cache.clear`)."""
+    _parsed.clear()

@@ -34,7 +34,6 @@ def f(x):
         y = sum(items)
     return y
 """
-import copy
 
 import gast
 
@@ -111,8 +110,8 @@ class Desugar:
                 out.append(nodes.located(nodes.assign(held, elt), loop))
                 elts[k] = nodes.name(held)
         for elt in elts:
-            out.append(nodes.located(nodes.assign(loop.target.id, copy.deepcopy(elt)), loop))
-            out.extend(copy.deepcopy(loop.body))
+            out.append(nodes.located(nodes.assign(loop.target.id, nodes.copied(elt)), loop))
+            out.extend(nodes.copied(loop.body))
         return out + loop.orelse
 
     def loop_else(self, loop):
@@ -368,7 +367,7 @@ def _drop_docstring(body):
 
 
 def _load(target):
-    t = copy.deepcopy(target)
+    t = nodes.copied(target)
     for n in nodes.walk(t):
         if hasattr(n, "ctx"):
             n.ctx = gast.Load()
@@ -376,7 +375,7 @@ def _load(target):
 
 
 def _store(target):
-    t = copy.deepcopy(target)
+    t = nodes.copied(target)
     t.ctx = gast.Store()
     for n in nodes.walk(t.value if isinstance(t, gast.Subscript) else t):
         if hasattr(n, "ctx") and n is not t:
@@ -459,7 +458,7 @@ def _names_outside_comprehensions(fn):
 def _renamed(expr, renames):
     """A copy of `expr` reading `renames[v]` for each name v, except where a
     comprehension inside binds v again."""
-    expr = copy.deepcopy(expr)
+    expr = nodes.copied(expr)
     _rename(expr, renames)
     return expr
 

@@ -28,7 +28,6 @@ def square(t):
 def f(x):
     return g(x, x) + square(x)
 """
-import copy
 import weakref
 
 import gast
@@ -86,6 +85,8 @@ class Lift:
                     n, "a lambda is only supported when it is assigned to a name and that "
                        "name is called (g = lambda t: ...; g(x)); here it is used as a "
                        "value. Call a function defined with def instead of passing it on")
+        if not found:
+            return found
         params = {a.id for a in _params(fn)}
         for n in _own(fn.body):
             if (isinstance(n, gast.Name) and n.id in found and not isinstance(n.ctx, gast.Load)
@@ -197,10 +198,10 @@ class Lift:
 
     def lifted_def(self, name, node, extra):
         if isinstance(node, gast.Lambda):
-            body = [nodes.located(nodes.ret(copy.deepcopy(node.body)), node.body)]
+            body = [nodes.located(nodes.ret(nodes.copied(node.body)), node.body)]
             lifted = nodes.located(nodes.function(name, [], body, like=node), node)
         else:
-            lifted = copy.deepcopy(node)
+            lifted = nodes.copied(node)
         for v in extra:
             param = nodes.name(v)
             param.ctx = gast.Param()
@@ -241,7 +242,7 @@ class Lifted:
     def source(self, fn):
         from ..frontend.source import FunctionSource
         src = self.src
-        return FunctionSource(fn, copy.deepcopy(self.node), src.filename, src.first_line,
+        return FunctionSource(fn, nodes.copied(self.node), src.filename, src.first_line,
                               src.indent)
 
 

@@ -75,7 +75,7 @@ class Optimize:
         _drop_dead_copies(fn, forward)
         rename_unpacks(pullback, self.namer)
         pullback.body[:-1] = annotate(pullback.body[:-1], self.src)
-        for s in nodes.walk(pullback):
+        for s in nodes.statements(pullback):
             if isinstance(s, gast.Assign):
                 s.value = _minus(fold_negation(s.value))
             elif isinstance(s, gast.AugAssign) and isinstance(s.op, gast.Add):
@@ -97,11 +97,13 @@ class _Names:
         self.add(tree)
 
     def add(self, node, sign=1):
-        for n in nodes.walk(node):
-            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load):
+        for n in nodes.name_nodes(node):
+            if isinstance(n.ctx, gast.Load):
                 self.loads[n.id] += sign
-            elif isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name):
-                self.assigns[n.targets[0].id] += sign
+        for block in nodes.blocks([node]):
+            for s in block:
+                if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
+                    self.assigns[s.targets[0].id] += sign
 
     def drop(self, node):
         self.add(node, -1)
@@ -124,12 +126,11 @@ class _Statements:
         entry = self.found.get(s)
         if entry is None:
             loads, stores = Counter(), set()
-            for n in nodes.walk(s):
-                if isinstance(n, gast.Name):
-                    if isinstance(n.ctx, gast.Load):
-                        loads[n.id] += 1
-                    else:
-                        stores.add(n.id)
+            for n in nodes.name_nodes(s):
+                if isinstance(n.ctx, gast.Load):
+                    loads[n.id] += 1
+                else:
+                    stores.add(n.id)
             entry = self.found[s] = (loads, stores)
         return entry
 
@@ -138,13 +139,13 @@ class _Statements:
 
 
 def _loads(node, name):
-    return sum(1 for n in nodes.walk(node) if isinstance(n, gast.Name) and n.id == name
+    return sum(1 for n in nodes.name_nodes(node) if n.id == name
                and isinstance(n.ctx, gast.Load))
 
 
 def _rename(node, old, new):
-    for n in nodes.walk(node):
-        if isinstance(n, gast.Name) and n.id == old:
+    for n in nodes.name_nodes(node):
+        if n.id == old:
             n.id = new
 
 
@@ -310,7 +311,7 @@ def _arithmetic(e, resolve):
 # -- pullback -------------------------------------------------------------------------
 def _adjoint_names(pullback):
     """Names the pullback assigns with `=` (not loop targets): its adjoints."""
-    return {s.targets[0].id for s in nodes.walk(pullback)
+    return {s.targets[0].id for s in nodes.statements(pullback)
             if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)}
 
 
@@ -428,14 +429,12 @@ def _small(e):
 
 
 def _replace_load(stmt, name, expr):
-    import copy
-
-    class Replace(gast.NodeTransformer):
-        def visit_Name(self, node):
-            if node.id == name and isinstance(node.ctx, gast.Load):
-                return copy.deepcopy(expr)
-            return node
-    Replace().visit(stmt)
+    def replaced(node):
+        if type(node) is gast.Name:
+            return nodes.copied(expr) if node.id == name and isinstance(
+                node.ctx, gast.Load) else node
+        return nodes.rebuilt(node, replaced)
+    replaced(stmt)
 
 
 def _loops_over(block, start, stop, name, known):
@@ -476,7 +475,6 @@ def _fuse_accumulations(stmts, names):
 def _merge_rebinds(stmts, names):
     """`a = e; a = f(a)` is `a = f(e)` when `f(a)` reads `a` once and the line stays
     short (a chain of accumulations stays a chain)."""
-    import copy
     changed = False
     for block in nodes.blocks(stmts, functions=False):
         i = 0
@@ -485,7 +483,7 @@ def _merge_rebinds(stmts, names):
             parts = [x.targets[0].id for x in (s, t) if isinstance(x, gast.Assign)
                      and isinstance(x.targets[0], gast.Name)]
             if len(parts) == 2 and parts[0] == parts[1] and _loads(t.value, parts[0]) == 1:
-                merged = copy.deepcopy(t)
+                merged = nodes.copied(t)
                 _replace_load(merged, parts[0], s.value)
                 if len(_source(merged)) > 72:
                     i += 1
@@ -528,7 +526,7 @@ def rename_unpacks(pullback, namer):
     """A reversed loop rebinds the values it reads from its tape; where the pullback
     also reads those names outside the loop (final values), rename them in the loop."""
     names = _Names(pullback)
-    for loop in [n for n in nodes.walk(pullback) if isinstance(n, gast.For)]:
+    for loop in [n for n in nodes.statements(pullback) if isinstance(n, gast.For)]:
         inside = None
         for name in sorted(set(nodes.names_stored(loop.target))):
             inside = inside or _Names(loop)
@@ -615,7 +613,7 @@ def distinct_results(pullback, arrays):
     if not (isinstance(ret, gast.Return) and isinstance(ret.value, gast.Tuple)):
         return
     sources = {}
-    for s in nodes.walk(pullback):
+    for s in nodes.statements(pullback):
         if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
             sources.setdefault(s.targets[0].id, set()).update(_sources(s.value))
         elif isinstance(s, (gast.Assign, gast.For)):

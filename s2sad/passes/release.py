@@ -48,8 +48,8 @@ class Release:
             else set(self.arrays)
         bound, last = {}, {}
         for i, s in enumerate(body):
-            for n in nodes.walk(s):
-                if isinstance(n, gast.Name) and n.id in self.arrays:
+            for n in nodes.name_nodes(s):
+                if n.id in self.arrays:
                     last[n.id] = i
             if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
                 bound.setdefault(s.targets[0].id, i)

@@ -397,9 +397,11 @@ class Reuse:
             else:
                 # anything else may store any of the values it reads in any of them
                 shared = self.loaded(s, facts) | {self.new()}
-                for n in set(nodes.names_loaded(s)) | set(nodes.names_stored(s)):
+                names = [(n.id, type(n.ctx)) for n in nodes.name_nodes(s)]
+                written = {n for n, ctx in names if ctx is not gast.Load}
+                for n in {n for n, ctx in names if ctx is not gast.Del}:
                     old = facts.get(n, Fact())
-                    facts[n] = Fact(buffers=frozenset(shared)) if nodes.stores(s, n) else \
+                    facts[n] = Fact(buffers=frozenset(shared)) if n in written else \
                         old._replace(buffers=old.buffers | shared)
         return out
 
@@ -438,7 +440,8 @@ class Reuse:
         """The buffers the names `node` reads may share memory with."""
         out = set()
         for n in nodes.names_loaded(node):
-            out |= facts.get(n, Fact(buffers=frozenset([n]))).buffers
+            fact = facts.get(n)
+            out |= {n} if fact is None else fact.buffers
         return out
 
     def unknown(self, e, facts):
@@ -701,6 +704,8 @@ class Reuse:
         fewer, and one pass fewer over it."""
         while True:
             facts = self.analyse(body, params)
+            if not any(self.is_addition(s) for s in body):
+                return body, facts
             live = self.live(body, facts)
             names = [(set(nodes.names_loaded(s)), set(nodes.names_stored(s))) for s in body]
             found = next((found for a in range(len(body)) if self.is_addition(body[a])

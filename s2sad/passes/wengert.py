@@ -29,7 +29,6 @@ def f(x):
         t = t_4
     return t
 """
-import copy
 
 import gast
 
@@ -71,9 +70,7 @@ class Wengert:
 
     def emit(self, out, stmt, origin):
         nodes.located(stmt, origin)
-        for n in nodes.walk(stmt):
-            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load):
-                self.read.add(n.id)
+        self.read.update(nodes.names_loaded(stmt))
         if isinstance(stmt, gast.Assign) and _reads_result(stmt.value, self.src):
             # its adjoint reads the value it assigns: a loop must not overwrite that name
             self.read.add(stmt.targets[0].id)
@@ -81,9 +78,9 @@ class Wengert:
         return stmt
 
     def rename(self, expr, env):
-        expr = copy.deepcopy(expr)
-        for n in nodes.walk(expr):
-            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) and n.id in env:
+        expr = nodes.copied(expr)
+        for n in nodes.name_nodes(expr):
+            if isinstance(n.ctx, gast.Load) and n.id in env:
                 n.id = env[n.id]
         return expr
 
@@ -340,10 +337,9 @@ def _assigned(stmts):
     """User variables assigned (or mutated) anywhere in `stmts`."""
     out = set()
     for s in stmts:
-        for n in nodes.walk(s):
-            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
-                out.add(n.id)
-            elif isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Subscript):
+        out.update(n.id for n in nodes.name_nodes(s) if isinstance(n.ctx, gast.Store))
+        for n in nodes.statements(s):
+            if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Subscript):
                 out.add(n.targets[0].value.id)
             elif _appended(n):
                 out.add(n.value.func.value.id)
@@ -377,8 +373,7 @@ def _reads_result(value, src):
         return False
     op = primitives.classify(value, src)
     return op.variant is not None and any(
-        isinstance(n, gast.Name) and n.id == "ans"
-        for t in op.variant.templates.values() for n in nodes.walk(t.tree))
+        n.id == "ans" for t in op.variant.templates.values() for n in nodes.name_nodes(t.tree))
 
 
 def _take_return(stmts):
@@ -399,7 +394,7 @@ def _coalesce(block, old, new):
     if old not in _assigned(block):
         return False
     for s in block:
-        for n in nodes.walk(s):
-            if isinstance(n, gast.Name) and n.id == old:
+        for n in nodes.name_nodes(s):
+            if n.id == old:
                 n.id = new
     return True
