@@ -193,7 +193,7 @@ class Reverse:
     def refresh_header(self, fn):
         """Drop from the header of `fn` the values the optimized code no longer names (one
         computed straight into an adjoint's memory)."""
-        present = {n.id for n in nodes.walk(fn) if isinstance(n, gast.Name)}
+        present = {n.id for n in nodes.name_nodes(fn)}
         old = self.header_comments
         at = next((i for i, s in enumerate(fn.body) if s is old[0]), None)
         if at is None or all(n in present for n in self._header[1]):

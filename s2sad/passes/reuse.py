@@ -46,7 +46,6 @@ def f_grad(x):
     return x_bar
 """
 import collections
-import copy
 import itertools
 from typing import NamedTuple
 
@@ -235,7 +234,7 @@ class Reuse:
             key = (target.value.id, gast.dump(target.slice))
             if key not in views:
                 views[key] = self.rev.namer.fresh(f"{target.value.id}_view")
-                target = copy.deepcopy(target)
+                target = nodes.copied(target)
                 target.ctx = gast.Load()
                 out.append(nodes.located(nodes.assign(views[key], target), s))
             s.target = nodes.name(views[key], store=True)
@@ -346,7 +345,7 @@ class Reuse:
                 target, value = copied
                 out.append(nodes.located(nodes.assign(target, value), s))
                 if isinstance(s, gast.Assign) and s.targets[0].id in loaded:
-                    view = copy.deepcopy(target)
+                    view = nodes.copied(target)
                     view.ctx = gast.Load()
                     out.append(nodes.located(nodes.assign(s.targets[0].id, view), s))
                 continue
@@ -367,7 +366,7 @@ class Reuse:
         ones = [i for i, a in enumerate(call.args) if self.number(a) == 1]
         if not ones:
             return None
-        target = copy.deepcopy(call.keywords[0].value)
+        target = nodes.copied(call.keywords[0].value)
         target.ctx = gast.Store()
         return target, call.args[1 - ones[0]]
 
@@ -680,9 +679,9 @@ class Reuse:
             return gast.AugAssign(target=nodes.name(target, store=True), op=e.op,
                                   value=operands[1 - i])
         args = [buffer if j == i else a for j, a in enumerate(operands)]
-        func = copy.deepcopy(e.func) if isinstance(e, gast.Call) else nodes.attribute(
+        func = nodes.copied(e.func) if isinstance(e, gast.Call) else nodes.attribute(
             self.rev.helper("np", obj=np), ufunc.__name__)
-        call = nodes.call(func, args, [gast.keyword(arg="out", value=copy.deepcopy(buffer))])
+        call = nodes.call(func, args, [gast.keyword(arg="out", value=nodes.copied(buffer))])
         return nodes.expr_stmt(call) if kind == "update" else nodes.assign(target, call)
 
     def is_zeros(self, s):
@@ -721,7 +720,7 @@ class Reuse:
                 addition.value = nodes.name(g)
                 body[a:a + 1] = self.rewritten(named, facts[a], live[a + 1]) + [addition]
                 continue
-            target = copy.deepcopy(addition.target)
+            target = nodes.copied(addition.target)
             target.ctx = gast.Load()
             operands, ufunc = self.elementwise(body[r].value)
             call = body[r].value if isinstance(body[r].value, gast.Call) else nodes.call(
