@@ -165,18 +165,34 @@ def central_fd(f, args, wrt):
 
 def per_call(fn, args, target, repeat, budget):
     """Minimum seconds per call over `repeat` measurements of ~`target` s."""
-    timer = timeit.Timer("fn(*args)", globals={"fn": fn, "args": args},
-                         timer=CLOCK)
-    number, dt = 1, timer.timeit(1)
-    if dt >= budget:  # very slow: one call is all we can afford
-        return dt
-    while dt < target / 10:
-        number *= 10
-        dt = timer.timeit(number)
-    one = dt / number
-    number = max(1, round(target / one))
-    repeat = max(1, min(repeat, int(budget / (number * one))))
-    return min(timer.repeat(repeat, number)) / number
+    return per_calls({"fn": (fn, args)}, target, repeat, budget)["fn"]
+
+
+def per_calls(calls, target, repeat, budget):
+    """{name: minimum seconds per call} for `calls` ({name: (fn, args)}), each over
+    up to `repeat` measurements of ~`target` s, taken in turns (one measurement of
+    each, then the next round): a machine that slows down for a while slows all of
+    them, so their ratios stay steady."""
+    timers, plans, best = {}, {}, {}
+    for name, (fn, args) in calls.items():
+        timer = timers[name] = timeit.Timer("fn(*args)", globals={"fn": fn, "args": args},
+                                            timer=CLOCK)
+        number, dt = 1, timer.timeit(1)
+        if dt >= budget:  # very slow: one call is all we can afford
+            best[name] = dt
+            continue
+        while dt < target / 10:
+            number *= 10
+            dt = timer.timeit(number)
+        one = dt / number
+        number = max(1, round(target / one))
+        plans[name] = (number, max(1, min(repeat, int(budget / (number * one)))))
+        best[name] = math.inf
+    for round_ in range(max((r for _, r in plans.values()), default=0)):
+        for name, (number, rounds) in plans.items():
+            if round_ < rounds:
+                best[name] = min(best[name], timers[name].timeit(number) / number)
+    return best
 
 
 def first_call(make, args, times):
@@ -514,19 +530,20 @@ def check_jvp(w, s2sad, peers):
 def time_jvp(w, tangents, ok_peers, s2sad, plain, timing, transforms):
     """One row of the jvp table."""
     args = w.args
-    times = {"plain": plain, "hand": per_call(w.jvp_hand, args + tangents, *timing)}
+    calls = {"hand": (w.jvp_hand, args + tangents)}
     transform = None
     if s2sad is not None:
-        times["s2sad"] = per_call(s2sad.jvp, (w.f, args, tangents), *timing)
+        calls["s2sad"] = (s2sad.jvp, (w.f, args, tangents))
         # the generated f_jvp itself, called without the API (for its overhead)
         wrt = tuple(range(len(args)))
         f_jvp = s2sad.forward_api.compiled(
             w.f, wrt, s2sad.pipeline.kinds_of(w.f, args)).fn
-        times["f_jvp"] = per_call(f_jvp, args + tangents, *timing)
+        calls["f_jvp"] = (f_jvp, args + tangents)
         transform = first_call(lambda: functools.partial(s2sad.jvp, fresh(w.f)),
                                (args, tangents), transforms)
     for peer, (fn, peer_args, _) in ok_peers.items():
-        times[peer] = per_call(fn, peer_args, *timing)
+        calls[peer] = (fn, peer_args)
+    times = {"plain": plain, **per_calls(calls, *timing)}
     return {"workload": w.name, "tangents": tangents, "times": times,
             "s2sad_transform": transform}
 
@@ -557,13 +574,13 @@ def hvp_bench(s2sad, timing, transforms):
                 fail(f"rosenbrock hvp: s2sad.hvp(rosenbrock) disagrees with the "
                      f"hand-written product on {label}:\n  {worst((got,), (want,))}")
     v = instances[1][2]
-    times = {"hand_grad": per_call(grad_hand, (x,), *timing),
-             "hand_hvp": per_call(hvp_hand, (x, v), *timing)}
+    calls = {"hand_grad": (grad_hand, (x,)), "hand_hvp": (hvp_hand, (x, v))}
     transform = None
     if s2sad is not None:
-        times["s2sad_grad"] = per_call(s2sad.grad(f), (x,), *timing)
-        times["s2sad_hvp"] = per_call(s2sad.hvp(f), (x, v), *timing)
+        calls["s2sad_grad"] = (s2sad.grad(f), (x,))
+        calls["s2sad_hvp"] = (s2sad.hvp(f), (x, v))
         transform = first_call(lambda: s2sad.hvp(fresh(f)), (x, v), transforms)
+    times = per_calls(calls, *timing)
     return {"workload": "rosenbrock_1e3", "times": times, "s2sad_transform": transform}
 
 
@@ -816,7 +833,7 @@ def main():
     if opts.quick:
         target, repeat, budget, transforms, mem_times = 0.01, 3, 0.1, 1, 1
     else:
-        target, repeat, budget, transforms, mem_times = 0.2, 5, 2.0, 3, 3
+        target, repeat, budget, transforms, mem_times = 0.15, 7, 2.0, 3, 3
 
     s2sad, why = (None, "--no-s2sad") if opts.no_s2sad else load_s2sad()
     if s2sad is None:
@@ -847,18 +864,17 @@ def main():
     for w, ok_peers in checked:
         name, f, hand, args, wrt = w.name, w.f, w.hand, w.args, w.wrt
         print(f"timing {name} ...", file=sys.stderr, flush=True)
-        times = {"plain": per_call(f, args, target, repeat, budget),
-                 "hand": per_call(hand, args, target, repeat, budget)}
+        calls = {"plain": (f, args), "hand": (hand, args)}
         transform = jit_compile = None
         if s2sad is not None:
-            times["s2sad"] = per_call(s2sad.grad(f, wrt=wrt), args,
-                                      target, repeat, budget)
+            calls["s2sad"] = (s2sad.grad(f, wrt=wrt), args)
             transform = first_call(lambda: s2sad.grad(fresh(f), wrt=wrt),
                                    args, transforms)
         for peer, (gf, peer_args, first) in ok_peers.items():
             if peer == "jax.jit":
                 jit_compile = first  # trace + lower + compile + one call
-            times[peer] = per_call(gf, peer_args, target, repeat, budget)
+            calls[peer] = (gf, peer_args)
+        times = per_calls(calls, target, repeat, budget)
         row = {"workload": name, "times": times, "s2sad_transform": transform,
                "jax_jit_compile": jit_compile}
         if w.numpy:  # after the timings: tracemalloc slows every allocation
@@ -886,9 +902,8 @@ def main():
 
     overhead = None
     if s2sad is not None:
-        overhead = {"s2sad_grad_ident": per_call(s2sad.grad(ident), (1.0,),
-                                                 target, repeat, budget),
-                    "ident": per_call(ident, (1.0,), target, repeat, budget)}
+        overhead = per_calls({"s2sad_grad_ident": (s2sad.grad(ident), (1.0,)),
+                              "ident": (ident, (1.0,))}, target, repeat, budget)
 
     print()
     print(table(rows, list(peers)))
