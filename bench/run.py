@@ -163,11 +163,6 @@ def central_fd(f, args, wrt):
     return tuple(out)
 
 
-def per_call(fn, args, target, repeat, budget):
-    """Minimum seconds per call over `repeat` measurements of ~`target` s."""
-    return per_calls({"fn": (fn, args)}, target, repeat, budget)["fn"]
-
-
 def per_calls(calls, target, repeat, budget):
     """{name: minimum seconds per call} for `calls` ({name: (fn, args)}), each over
     up to `repeat` measurements of ~`target` s, taken in turns (one measurement of
@@ -623,8 +618,8 @@ def tape_bench(s2sad, timing, mem_times):
              f"central finite differences {show(fd)}:\n  {worst(want, fd)}")
     row = {"workload": "lotka_volterra_1e5", "steps": steps,
            "memory": {"hand": peak_memory(hand, args, mem_times)},
-           "times": {"hand": per_call(hand, args, *timing)},
            "hand_values": ["u", "v"]}
+    calls = {"hand": (hand, args)}
     if s2sad is not None:
         g = s2sad.grad(f, wrt=wrt)
         got = as_tuple(g(*args), wrt)
@@ -632,8 +627,9 @@ def tape_bench(s2sad, timing, mem_times):
             fail(f"lotka_volterra_1e5: s2sad.grad = {show(got)}, but the hand-written "
                  f"gradient is {show(want)}:\n  {worst(got, want)}")
         row["memory"]["s2sad"] = peak_memory(g, args, mem_times)
-        row["times"]["s2sad"] = per_call(g, args, *timing)
+        calls["s2sad"] = (g, args)
         row["stored"], row["read"] = tape_values(g.source)
+    row["times"] = per_calls(calls, *timing)
     return row
 
 
