@@ -340,7 +340,7 @@ class Reuse:
                     out.append(nodes.located(nodes.assign(s.targets[0].id,
                                                           nodes.name(into)), s))
                 continue
-            copied = call is not None and self.copied(call)
+            copied = call is not None and self.copy_into_slice(call)
             if copied:
                 target, value = copied
                 out.append(nodes.located(nodes.assign(target, value), s))
@@ -355,7 +355,7 @@ class Reuse:
             s.targets[0], gast.Name) and s.targets[0].id in self.numbers
             and s.targets[0].id not in read)]
 
-    def copied(self, call):
+    def copy_into_slice(self, call):
         """(`a[i]`, `g`) when `call` is `np.multiply(1.0, g, out=a[i])`, which copies `g`
         into the slice as `a[i] = g` does; else None."""
         if not (isinstance(call, gast.Call) and len(call.args) == 2 and len(call.keywords) == 1
