@@ -45,9 +45,7 @@ def _as_shown(node, written):
             stmts = getattr(parent, field, None)
             if isinstance(stmts, list):
                 visible = [_visible(s) for s in stmts]
-                only_comments = all(getattr(getattr(s, "value", None), "value", None)
-                                    is not None and str(s.value.value).startswith(
-                                        nodes.COMMENT) for s in visible)
+                only_comments = all(nodes.is_comment(s) for s in visible)
                 if (field == "body" or stmts) and only_comments:
                     visible.append(gast.Pass())
                 if visible != stmts:

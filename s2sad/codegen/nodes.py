@@ -43,6 +43,13 @@ def comment(text):
     return expr_stmt(const(COMMENT + text))
 
 
+def is_comment(stmt):
+    """Whether `stmt` is one that `comment` made."""
+    value = getattr(stmt, "value", None)
+    return (isinstance(stmt, gast.Expr) and isinstance(value, gast.Constant)
+            and str(value.value).startswith(COMMENT))
+
+
 def marker(kind):
     """A placeholder statement that a later pass replaces; `kind` says which."""
     stmt = gast.Pass()

@@ -55,6 +55,7 @@ import numpy as np
 from ..analysis.kinds import ARRAY, SCALAR
 from ..analysis.shapes import trims
 from ..codegen import nodes
+from .collect import Collect
 
 ND, NDARRAY, NUMBER, INTS = "nd", "ndarray", "number", "ints"
 EMPTY = frozenset()
@@ -106,6 +107,7 @@ class Reuse:
                 params[p] = Fact(EMPTY, EMPTY, NUMBER)
             else:
                 params[p] = Fact(buffers=frozenset([p]))
+        fn.body = Collect(self).run(fn.body, params)
         facts = self.analyse(fn.body, params)
         fn.body = self.hoisted(fn.body, facts)
         facts = self.analyse(fn.body, params)
