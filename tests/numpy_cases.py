@@ -140,3 +140,30 @@ def same_value(a, b):
         return (type(a) is type(b) and len(a) == len(b)
                 and all(same_value(u, v) for u, v in zip(a, b)))
     return type(a) is type(b) and a == b
+
+
+def check_fused(f, args, wrt, which):
+    """Check `s2sad.grad` (`which="grad"`) or `s2sad.value_and_grad` of `f` at `args`
+    against central differences: the gradients, their memory (never an argument's), the
+    arguments left unchanged, the value, and a second call giving the same gradients."""
+    import pytest
+    import s2sad
+    before = [np.copy(a) for a in args]
+
+    def run():
+        if which == "grad":
+            return s2sad.grad(f, wrt)(*args)
+        value, got = s2sad.value_and_grad(f, wrt)(*args)
+        assert value == pytest.approx(f(*[np.copy(a) for a in args]), rel=1e-12)
+        return got
+    got = run()
+    single = not isinstance(wrt, tuple)
+    for i, g in zip((wrt,) if single else wrt, (got,) if single else got):
+        error = compare(g, fd_array_grad(f, args, i), 1e-6, 1e-8, f"d{f.__name__}/d{i}")
+        assert error is None, error
+        assert not any(np.shares_memory(g, a) for a in args)
+    for a, b in zip(args, before):
+        assert np.array_equal(a, b)          # inputs untouched
+    again = run()
+    for g, h in zip((got,) if single else got, (again,) if single else again):
+        assert np.array_equal(g, h)
