@@ -100,6 +100,12 @@ def ends(x):
     return np.sum(x[1:] ** 3 + (1 - x[:-1]) ** 2)
 
 
+def exp_and_valley(x):
+    # the seed y_bar stays named (np.exp's term does not fold it): left out of
+    # y_bar * 100.0 * 2, it leaves a product of numbers, folded
+    return np.sum(np.exp(x[:-1]) + 100.0 * (x[1:] - x[:-1] ** 2) ** 2)
+
+
 RNG = np.random.default_rng(11)
 CASES = [
     (rosenbrock, (RNG.uniform(-1.5, 1.5, 7),), 0),
@@ -118,6 +124,7 @@ CASES = [
     (first_broadcast, (RNG.normal(size=5), RNG.normal(size=(2, 4))), (0, 1)),
     (valley_cubed, (RNG.normal(size=6),), 0),
     (ends, (RNG.normal(size=6),), 0),
+    (exp_and_valley, (RNG.normal(size=6),), 0),
 ]
 
 
@@ -214,6 +221,11 @@ def test_rosenbrock_peak_memory():
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert peak < 2.2 * 8 * n     # the gradient and one temporary, as by hand
+
+
+def test_numbers_left_by_the_seed_are_folded():
+    text = _source(exp_and_valley, np.ones(5))
+    assert "np.multiply(200.0, t_5, out=t_5)" in text and "100.0 * 2" not in text
 
 
 def test_first_contribution_is_computed_in_the_slice_of_zeros():

@@ -47,6 +47,7 @@ def f_grad(x):
 """
 import collections
 import itertools
+import operator
 from typing import NamedTuple
 
 import gast
@@ -62,6 +63,7 @@ EMPTY = frozenset()
 _OPERATORS = {gast.Add: np.add, gast.Sub: np.subtract, gast.Mult: np.multiply,
               gast.Div: np.divide, gast.Pow: np.power, gast.USub: np.negative}
 _COMMUTE = (gast.Add, gast.Mult)
+_ARITHMETIC = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul}
 #: `math` functions whose value is a float for number arguments.
 _MATH_FLOATS = {"sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh",
                 "tanh", "asinh", "acosh", "atanh", "exp", "expm1", "exp2", "log", "log1p",
@@ -251,6 +253,11 @@ class Reuse:
         class Drop(gast.NodeTransformer):
             def visit_BinOp(self, node):
                 self.generic_visit(node)
+                numbers = [x.value for x in (node.left, node.right) if isinstance(
+                    x, gast.Constant) and type(x.value) in (int, float)]
+                if len(numbers) == 2 and isinstance(node.op, (gast.Add, gast.Sub, gast.Mult)):
+                    # `100.0 * 2` once the seed of `y_bar * 100.0 * 2` is left out
+                    return nodes.const(_ARITHMETIC[type(node.op)](*numbers))
                 if isinstance(node.op, gast.Div) and reuse.number(node.left) is not None \
                         and isinstance(node.left, gast.Name):
                     node.left = nodes.const(reuse.number(node.left))  # `1.0 / x`, not `y_bar / x`
