@@ -1006,13 +1006,26 @@ class _Updates:
             while n in renames:
                 n = renames[n]
             return n
+        # `p_2 = None` binds, before a loop, a result some paths of the loop make; named
+        # `p`, it must not unbind the `p` the loop updates
+        inits = {id(s) for s in nodes.walk(vjp) if getattr(s, "s2s_init", False)
+                 and nodes.is_name(s.targets[0]) and s.targets[0].id in renames}
         for n in nodes.walk(vjp):
             if isinstance(n, gast.Name) and n.id in renames:
                 n.id = final(n.id)
+        params = {a.id for a in vjp.args.posonlyargs + vjp.args.args + vjp.args.kwonlyargs}
         for block in nodes.blocks(vjp.body):
-            block[:] = [s for s in block if not (
-                isinstance(s, gast.Assign) and isinstance(s.value, gast.Name)
-                and nodes.is_name(s.targets[0], s.value.id))]
+            kept, bound = [], set(params)
+            for s in block:
+                if isinstance(s, gast.Assign) and isinstance(s.value, gast.Name) and \
+                        nodes.is_name(s.targets[0], s.value.id):
+                    continue
+                if id(s) in inits and s.targets[0].id in bound:
+                    continue
+                kept.append(s)
+                if isinstance(s, gast.Assign):
+                    bound.update(nodes.names_stored(s))
+            block[:] = kept
 
 
 def _alias_classes(body, updates, src):

@@ -203,6 +203,20 @@ def write_in_loop_over_a_read_result(v):
     return a[0]
 
 
+# 18. Found by the seventh long run: an element write in a branch of a loop, then a read
+#    of the array there. The result of the write (`p_2` in Wengert form) is bound to
+#    None before the loop, for the tape to record it on every path; written in place,
+#    it is named `p`, and `p = None` unbound the array before the loop ran: "TypeError:
+#    'NoneType' object does not support item assignment". Expected: the gradient.
+def write_in_branch_of_loop(x):
+    p = np.sin(x)
+    for i in range(1):
+        if x[0] < 2.0:
+            p[0] = x[1] * x[2]
+            p[1:] -= np.tanh(p.mean())
+    return np.sum(p)
+
+
 # fixed: kept as regression tests (checked the same way, not as xfails)
 FIXED = [
     (zero_adjoint_of_a_matmul, (np.array([0.1, 0.2, 0.3]),)),
@@ -223,6 +237,7 @@ FIXED = [
     (reshape_in_loop, (np.array([0.1, 0.2, 0.3]),)),
     (min_of_strided_slice, (np.array([0.3, -0.2, 0.5]),)),
     (write_in_loop_over_a_read_result, (np.array([0.3, 0.5]),)),
+    (write_in_branch_of_loop, (np.array([0.5, 0.25, 0.3]),)),
 ]
 
 
