@@ -62,6 +62,9 @@ import numpy as np
 from ..codegen import nodes
 
 _MAX_TERMS = 8      # larger sums are left as they are: the search grows with them
+#: NumPy functions that write into an array they are given.
+_WRITERS = {"copyto", "put", "place", "putmask", "fill_diagonal", "put_along_axis",
+            "shuffle"}
 
 
 class Collect:
@@ -122,7 +125,6 @@ class Collect:
                 and isinstance(s.targets[0], gast.Name) and stores[s.targets[0].id] == 1
                 and isinstance(s.value, gast.Constant) and s.value.value == 1
                 and type(s.value.value) in (int, float)}
-
         views = self.views(body, stores)
 
         def expanded(name):
@@ -210,15 +212,17 @@ class Collect:
         return True
 
     def pure(self, e):
-        """Whether the calls in `e` are of NumPy or s2sad's helpers, without `out`."""
+        """Whether the calls in `e` are of NumPy or s2sad's helpers, without `out`, none
+        writing into an array it is given."""
         from ..rules import runtime
         for n in nodes.walk(e):
             if isinstance(n, gast.Call):
                 f = self.reuse.resolve(n.func)
+                module = str(getattr(f, "__module__", ""))
                 if any(k.arg == "out" for k in n.keywords) or not (
-                        isinstance(f, np.ufunc) or getattr(f, "__module__", None) in (
-                            runtime.__name__,) or str(getattr(f, "__module__", "")).startswith(
-                            "numpy")):
+                        isinstance(f, np.ufunc) or module == runtime.__name__
+                        or module.startswith("numpy")
+                        and getattr(f, "__name__", None) not in _WRITERS):
                     return False
         return True
 
