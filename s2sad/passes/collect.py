@@ -300,7 +300,8 @@ def best(p, memo):
     """(operations, expression) of fewest operations found for the polynomial `p`, each
     operation combining the value so far with one name or number; of those, one with
     fewest subtractions from a name or number (`1 - t`, which `t -= 1` cannot spell)."""
-    return _best(p, memo)[0][0], _best(p, memo)[1]
+    (cost, _), expr = _best(p, memo)
+    return cost, expr
 
 
 def _best(p, memo):
@@ -323,7 +324,7 @@ def _best(p, memo):
         options.append(((cost, 0), expr))
     if terms and number:
         rest = {m: p[m] for m in terms}
-        then(rest, lambda e: _binop(e, gast.Add(), number))
+        then(rest, lambda e: _plus(e, number))
         then(scaled(rest, -1), lambda e: nodes.binop(nodes.const(number), gast.Sub(), e),
              True)
     for m in terms:
@@ -360,11 +361,11 @@ def product(m, c):
     return cost, expr
 
 
-def _binop(left, op, number):
+def _plus(left, number):
+    """`left + number`, or `left - -number` for a negative number."""
     if number < 0:
-        return nodes.binop(left, gast.Sub() if isinstance(op, gast.Add) else gast.Add(),
-                           nodes.const(-number))
-    return nodes.binop(left, op, nodes.const(number))
+        return nodes.binop(left, gast.Sub(), nodes.const(-number))
+    return nodes.binop(left, gast.Add(), nodes.const(number))
 
 
 def _without(m, v):
