@@ -11,6 +11,8 @@
     optimize  coalesce copies, propagate adjoint copies, fuse accumulations; then
               the forward pass's temporaries of numbers go back into their one use
     fuse      (grad, value_and_grad) forward pass and pullback in one function
+    spell     (fused, run by reuse) the adjoints of broadcasting and matrix products
+              as plain NumPy where the shape patterns are known
     collect   (fused, run by reuse) the terms added into one slice of an adjoint as
               one polynomial, written with the fewest operations
     reuse     (fused) compute elementwise results into the buffers of dead temporaries,

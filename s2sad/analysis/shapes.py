@@ -107,6 +107,16 @@ class Shapes:
         key = self.of(name)
         return None if key is None else _broadcast([self._pattern(b) for b in key])
 
+    def class_pattern(self, key):
+        """The shape pattern of the arrays of shape class `key` (a value of `of`), or None
+        when unknown. Code that relies on it calls `rely_on(key)`."""
+        return None if key is None else _broadcast([self._pattern(b) for b in key])
+
+    def rely_on(self, key):
+        """Record that generated code relies on the pattern of class `key`: the guard
+        tests the patterns of the parameters it comes from."""
+        self._depends(key)
+
     # -- shape patterns: the number of axes, and which have length 1 ---------------------
     def _find(self, base):
         while base in self.parent:

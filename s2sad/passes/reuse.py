@@ -57,12 +57,14 @@ from ..analysis.kinds import ARRAY, SCALAR
 from ..analysis.shapes import trims
 from ..codegen import nodes
 from .collect import Collect
+from .spell import Spell
 
 ND, NDARRAY, NUMBER, INTS = "nd", "ndarray", "number", "ints"
 EMPTY = frozenset()
 _OPERATORS = {gast.Add: np.add, gast.Sub: np.subtract, gast.Mult: np.multiply,
               gast.Div: np.divide, gast.Pow: np.power, gast.USub: np.negative}
 _COMMUTE = (gast.Add, gast.Mult)
+_REDUCTIONS = (np.sum, np.max, np.min, np.amax, np.amin, np.mean, np.prod)
 _ARITHMETIC = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul}
 #: `math` functions whose value is a float for number arguments.
 _MATH_FLOATS = {"sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh",
@@ -109,6 +111,7 @@ class Reuse:
                 params[p] = Fact(EMPTY, EMPTY, NUMBER)
             else:
                 params[p] = Fact(buffers=frozenset([p]))
+        fn.body = Spell(self).run(fn.body, params)
         fn.body = Collect(self).run(fn.body, params)
         facts = self.analyse(fn.body, params)
         fn.body = self.hoisted(fn.body, facts)
@@ -129,9 +132,35 @@ class Reuse:
         before = {id(s): f for s, f in zip(body, facts)}
         body = self.without_unit_factors(self.shared_views(body, before), before)
         fn.body = self.viewed(self.unnamed(body), before)
+        self.uncopied_results(fn, before)
         self.cast_results(fn, before)
         self.plain_zeros(fn)
         return fn
+
+    def uncopied_results(self, fn, before):
+        """Return a gradient without the copy that keeps it apart from the others
+        (optimize.distinct_results) when it certainly shares no memory with them: an
+        array the function allocated, `np.sum(g, axis=0)` where code without the shapes
+        may have returned `g` itself."""
+        ret = fn.body[-1] if fn.body else None
+        if not isinstance(ret, gast.Return) or id(ret) not in before:
+            return
+        facts = before[id(ret)]
+        grads = ret.value.elts[1] if getattr(fn, "s2s_value", False) else ret.value
+        if not isinstance(grads, gast.Tuple):
+            return
+        memory = [self.loaded(e, facts) for e in grads.elts]
+        for i, e in enumerate(grads.elts):
+            if not (isinstance(e, gast.Call) and isinstance(e.func, gast.Attribute)
+                    and e.func.attr == "copy" and nodes.is_name(e.func.value, "np")
+                    and len(e.args) == 1 and isinstance(e.args[0], gast.Name)):
+                continue
+            mine = facts.get(e.args[0].id, Fact())
+            others = set().union(*(m for j, m in enumerate(memory) if j != i))
+            if (mine.kind in (ND, NDARRAY) and mine.buffers and mine.buffers <= self.owned
+                    and not mine.buffers & others):
+                grads.elts[i] = e.args[0]
+                memory[i] = set(mine.buffers)
 
     def plain_zeros(self, fn):
         """`np.zeros(x.shape)` for `_s2s_zeros_like(x)`, `x` an ndarray parameter never
@@ -392,26 +421,31 @@ class Reuse:
         facts, out = dict(params), []
         for s in body:
             out.append(facts)
-            facts = dict(facts)
-            if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
-                facts[s.targets[0].id] = self.named(s.targets[0].id, self.fact(s.value, facts))
-            elif self.in_place(s, facts):
-                pass        # an array updated in place keeps its shape, dtype and memory
-            elif isinstance(s, gast.Delete):
-                for t in s.targets:
-                    facts.pop(getattr(t, "id", None), None)
-            elif self.writes_array(s, facts) or isinstance(s, gast.Return):
-                pass        # an element write copies the values into the array
-            else:
-                # anything else may store any of the values it reads in any of them
-                shared = self.loaded(s, facts) | {self.new()}
-                names = [(n.id, type(n.ctx)) for n in nodes.name_nodes(s)]
-                written = {n for n, ctx in names if ctx is not gast.Load}
-                for n in {n for n, ctx in names if ctx is not gast.Del}:
-                    old = facts.get(n, Fact())
-                    facts[n] = Fact(buffers=frozenset(shared)) if n in written else \
-                        old._replace(buffers=old.buffers | shared)
+            facts = self.step(s, facts)
         return out
+
+    def step(self, s, facts):
+        """The facts after statement `s`, from those before it."""
+        facts = dict(facts)
+        if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
+            facts[s.targets[0].id] = self.named(s.targets[0].id, self.fact(s.value, facts))
+        elif self.in_place(s, facts):
+            pass        # an array updated in place keeps its shape, dtype and memory
+        elif isinstance(s, gast.Delete):
+            for t in s.targets:
+                facts.pop(getattr(t, "id", None), None)
+        elif self.writes_array(s, facts) or isinstance(s, gast.Return):
+            pass        # an element write copies the values into the array
+        else:
+            # anything else may store any of the values it reads in any of them
+            shared = self.loaded(s, facts) | {self.new()}
+            names = [(n.id, type(n.ctx)) for n in nodes.name_nodes(s)]
+            written = {n for n, ctx in names if ctx is not gast.Load}
+            for n in {n for n, ctx in names if ctx is not gast.Del}:
+                old = facts.get(n, Fact())
+                facts[n] = Fact(buffers=frozenset(shared)) if n in written else \
+                    old._replace(buffers=old.buffers | shared)
+        return facts
 
     def in_place(self, s, facts):
         """Whether `s` is `t op= a` or `ufunc(..., out=t)` on an array `t` (what this
@@ -456,6 +490,9 @@ class Reuse:
         return Fact(buffers=frozenset(self.loaded(e, facts) | {self.new()}))
 
     def fact(self, e, facts):
+        like = getattr(e, "s2s_like", None)
+        if like is not None:        # a new array, of the fact Spell wrote it for
+            return like._replace(buffers=frozenset([self.new(owned=True)]))
         if isinstance(e, gast.Constant):
             weak = type(e.value) in (bool, int, float)
             return Fact(EMPTY, EMPTY, NUMBER) if weak else Fact()
@@ -480,8 +517,20 @@ class Reuse:
                     and isinstance(e.keywords[0].value, gast.Subscript)
                     and self.elementwise(gast.Call(func=e.func, args=e.args, keywords=[]))):
                 return self.fact(e.keywords[0].value, facts)   # into a slice (into_zeros)
-            return self.helper_result(e, facts) or self.unknown(e, facts)
+            return (self.helper_result(e, facts) or self.reduction(e, facts)
+                    or self.unknown(e, facts))
         return self.unknown(e, facts)
+
+    def reduction(self, e, facts):
+        """The fact of `np.sum(x, axis, keepdims=...)` (max, min, mean, prod) of a float
+        `x`: a new value of `x`'s dtype (an array, or a NumPy scalar for all axes)."""
+        if not (e.args and self.resolve(e.func) in _REDUCTIONS and len(e.args) <= 2
+                and all(k.arg in ("axis", "keepdims") for k in e.keywords)):
+            return None
+        of = self.fact(e.args[0], facts)
+        if not self.is_float(of.dtype):
+            return None
+        return Fact(None, of.dtype, None, frozenset([self.new(owned=True)]))
 
     def canonical(self, shape):
         """`shape` in the classes of the reverse pass's shape analysis, which knows more
@@ -542,7 +591,7 @@ class Reuse:
             self.floating.add(("zeros", fresh))
             return Fact(args[0].shape, frozenset([("zeros", fresh)]),
                         args[0].kind, frozenset([fresh]))
-        if helper is runtime.unreduce and args[1].kind in (ND, NDARRAY):
+        if helper in (runtime.unreduce, runtime.extremum) and args[1].kind in (ND, NDARRAY):
             made = self.result(args[:2])
             return Fact(args[1].shape, made.dtype, args[1].kind, made.buffers)
         if (helper is runtime.unbroadcast and args[0].kind in (ND, NDARRAY)
@@ -635,13 +684,8 @@ class Reuse:
     def rewritten(self, s, facts, live):
         if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)):
             return [s]
-        uses = {}
-        for n in nodes.names_loaded(s.value):
-            for b in facts.get(n, Fact()).buffers:
-                uses[b] = uses.get(b, 0) + 1
         free = {n for n, f in facts.items() if f.buffers and f.buffers <= self.owned
-                and f.kind in (ND, NDARRAY)
-                and all(b not in live and uses.get(b) == 1 for b in f.buffers)}
+                and f.kind in (ND, NDARRAY) and not f.buffers & live}
         value = self.factored(s.value, facts)
         steps = self.plan(value, facts, free)
         if value is not s.value and (not steps or steps[0][0] == "bind"):
@@ -651,11 +695,13 @@ class Reuse:
         target = s.targets[0].id
         return [nodes.located(x, s) for x in (self.spelled(step, target) for step in steps)]
 
-    def plan(self, e, facts, free):
+    def plan(self, e, facts, free, reads=None):
         """Steps that compute `e` in one buffer: ("bind", e) allocates it, ("out", e, i)
         writes into operand i, ("update", e, i) computes e over the buffer holding its
         operand i; None when `e` is not certainly an array of known shape and float
-        dtype."""
+        dtype. Operand i may be written when it is `free` (nothing reads its buffer
+        after the statement) and this operation is all that reads it (`H * H` may be
+        computed in `H`): it is the first step."""
         operation = self.elementwise(e)
         if operation is None:
             return None
@@ -663,17 +709,25 @@ class Reuse:
         mine = self.fact(e, facts)
         if mine.shape is None or not self.is_float(mine.dtype):
             return None
+        reads = self.reads(e, facts) if reads is None else reads
 
         def fits(f):
             return f.shape == mine.shape and self.same_dtype(f.dtype, mine.dtype)
         for i, a in enumerate(operands):
-            inner = self.plan(a, facts, free)
+            inner = self.plan(a, facts, free, reads)
             if inner is not None and fits(self.fact(a, facts)):
                 return inner + [("update", e, i)]
+        here = self.reads(e, facts)
         for i, a in enumerate(operands):
-            if isinstance(a, gast.Name) and a.id in free and fits(facts[a.id]):
+            if isinstance(a, gast.Name) and a.id in free and fits(facts[a.id]) and all(
+                    here[b] == reads[b] for b in facts[a.id].buffers):
                 return [("out", e, i)]
         return [("bind", e)] if mine.kind == ND else None
+
+    def reads(self, e, facts):
+        """How many times `e` reads each buffer."""
+        return collections.Counter(b for n in nodes.names_loaded(e)
+                                   for b in facts.get(n, Fact()).buffers)
 
     def spelled(self, step, target):
         """The statement for one step of a plan, computing into `target`."""

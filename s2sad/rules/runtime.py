@@ -281,9 +281,14 @@ def count(x, axis=None):
 
 def extremum(g, x, ans, axis=None, keepdims=False):
     """The adjoint of max/min: `g` shared equally among the elements that attain it."""
-    mask = np.asarray(x) == unreduce(ans, x, axis, keepdims)
-    share = mask / mask.sum(axis=axis, keepdims=True)
-    return unreduce(g, x, axis, keepdims) * share.astype(np.result_type(x, np.float32))
+    x = np.asarray(x)
+    if not keepdims and axis is not None and x.ndim:
+        axes = _axes(axis, x.ndim)      # g and ans broadcast against x again
+        ans = np.expand_dims(ans, axes)
+        g = np.expand_dims(g, axes) if np.ndim(g) else g
+    mask = x == ans
+    dtype = np.result_type(x, np.float32)
+    return g * (mask / mask.sum(axis=axis, keepdims=True, dtype=dtype))
 
 
 def variance(g, x, axis=None, ddof=0, keepdims=False):

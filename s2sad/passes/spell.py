@@ -1,0 +1,162 @@
+"""Spell: the adjoints of broadcasting and of matrix products written as plain NumPy when
+the code is specialised on the shapes of the arrays involved.
+
+Takes the fused gradient before Reuse, which runs it first. Where the facts of Reuse
+(analysis/shapes.py's classes, with the shape patterns of the parameters) give the
+number of axes of an adjoint `g` and of the operands, and which have length 1:
+
+- `_s2s_unbroadcast(g, b)` is `np.sum(g, axis=0)` for `b` of one axis fewer,
+  `np.sum(g, axis=1, keepdims=True)` for `b` of length 1 along axis 1, or `g` when the
+  shapes are the same (`-np.sum(h, ...)` for `g = -h`: the negation on the smaller
+  array);
+- `_s2s_matmul_lhs(g, a, b)` is `g @ b.T`, and `_s2s_matmul_rhs(g, a, b)` is `a.T @ g`,
+  for matrices (`np.outer` or a product with the vector for one of them), and likewise
+  for `np.dot`.
+
+That is what a hand gradient has, without the helpers' tests of their arguments. Each
+new value is marked with its fact (`s2s_like`: the shape class and dtype of the array
+it is) so that Reuse computes what follows in its buffer; the guard then also tests
+the patterns the rewrite relied on.
+
+>>> import numpy as np
+>>> from s2sad import pipeline
+>>> def f(X, w, b):
+...     return np.sum(np.tanh(X @ w + b))
+>>> X, w, b = np.ones((4, 3)), np.ones((3, 2)), np.ones(2)
+>>> args = (X, w, b)
+>>> code = pipeline.reverse(f, wrt=(1, 2), fused="grad", release=True,
+...                         kinds=pipeline.kinds_of(f, args),
+...                         patterns=pipeline.patterns_of(f, args)).source
+>>> print(code[code.index("    # grad of"):].rstrip())
+    # grad of: return np.sum(np.tanh(X @ w + b))
+    t_1_bar = np.multiply(t_2, t_2, out=t_2)
+    del t_2
+    np.subtract(1, t_1_bar, out=t_1_bar)
+    b_bar = np.sum(t_1_bar, axis=0)
+    w_bar = X.T @ t_1_bar
+    del t_1_bar
+    return (w_bar, b_bar)
+"""
+import gast
+import numpy as np
+
+from ..codegen import nodes
+
+#: The helpers of the adjoints of matrix products, by the operand they give.
+_PRODUCTS = {"matmul_lhs": 0, "matmul_rhs": 1, "dot_lhs": 0, "dot_rhs": 1}
+
+
+class Spell:
+    """See the module docstring; `reuse` is the Reuse that runs it (for its facts)."""
+
+    def __init__(self, reuse):
+        self.reuse, self.rev = reuse, reuse.rev
+        self.shapes = reuse.rev.shapes
+        from ..rules import runtime
+        from .reuse import ND, NDARRAY
+        self.arrays = (ND, NDARRAY)
+        self.helpers = {getattr(runtime, name): name
+                        for name in ["unbroadcast", *_PRODUCTS]}
+
+    def run(self, body, params):
+        if not self.shapes.pattern:         # not specialised on shapes
+            return body
+        facts = dict(params)
+        for s in body:
+            if isinstance(s, (gast.Assign, gast.Expr, gast.Return, gast.AugAssign)) \
+                    and s.value is not None:
+                s.value = self.spelled(s.value, facts)
+            facts = self.reuse.step(s, facts)
+        return body
+
+    def spelled(self, e, facts):
+        """`e` with the helper calls inside it written out, innermost first."""
+        for field, value in gast.iter_fields(e):
+            if isinstance(value, gast.AST):
+                setattr(e, field, self.spelled(value, facts))
+            elif isinstance(value, list):
+                value[:] = [self.spelled(v, facts) if isinstance(v, gast.AST) else v
+                            for v in value]
+        if not (isinstance(e, gast.Call) and isinstance(e.func, gast.Name) and not e.keywords):
+            return e
+        name = self.helpers.get(self.rev.helpers.get(e.func.id))
+        if name == "unbroadcast" and len(e.args) == 2:
+            return self.summed(e, *e.args, facts)
+        if name in _PRODUCTS and len(e.args) == 3:
+            return self.product(e, *e.args, _PRODUCTS[name], facts)
+        return e
+
+    def pattern(self, e, facts):
+        """(fact, shape pattern) of the array of one or more axes `e`, or None. (A value
+        of known shape class with axes is an array: a parameter of that pattern or a
+        NumPy operation on one.)"""
+        fact = self.reuse.fact(e, facts)
+        if fact.kind not in (*self.arrays, None):
+            return None
+        found = self.shapes.class_pattern(fact.shape)
+        return None if not found else (fact, found)
+
+    def summed(self, call, g, x, facts):
+        """`_s2s_unbroadcast(g, x)` as `np.sum(g, axis=...)`, or `g`."""
+        known, shape = self.pattern(g, facts), self.pattern(x, facts)
+        if known is None or shape is None:
+            return call
+        (fact, big), (small_fact, small) = known, shape
+        lead = len(big) - len(small)
+        if lead < 0 or any(s == 0 and b == 1 for s, b in zip(small, big[lead:])):
+            return call
+        kept = [lead + i for i, (s, b) in enumerate(zip(small, big[lead:])) if s == 1 and b == 0]
+        if lead and kept:
+            return call         # axes to drop and axes to keep: left to the helper
+        self.shapes.rely_on(fact.shape)
+        self.shapes.rely_on(small_fact.shape)
+        if not lead and not kept:
+            return g
+        negated = isinstance(g, gast.UnaryOp) and isinstance(g.op, gast.USub)
+        axes = list(range(lead)) or kept
+        axis = nodes.const(axes[0]) if len(axes) == 1 else gast.Tuple(
+            elts=[nodes.const(a) for a in axes], ctx=gast.Load())
+        keywords = [gast.keyword(arg="axis", value=axis)]
+        if kept:
+            keywords.append(gast.keyword(arg="keepdims", value=nodes.const(True)))
+        total = nodes.call(nodes.attribute(self.rev.helper("np", obj=np), "sum"),
+                           [g.operand if negated else g], keywords)
+        total.s2s_like = fact._replace(shape=small_fact.shape)
+        if not negated:
+            return total
+        out = gast.UnaryOp(op=gast.USub(), operand=total)
+        out.s2s_like = total.s2s_like
+        return out
+
+    def product(self, call, g, a, b, which, facts):
+        """The adjoint of operand `which` (0 or 1) of `a @ b`, `_s2s_matmul_lhs(g, a, b)`
+        or `_s2s_matmul_rhs(g, a, b)`, with `@`, `.T` and `np.outer`."""
+        found = [self.pattern(v, facts) for v in (g, a, b)]
+        if None in found:
+            return call
+        (fg, pg), (fa, pa), (fb, pb) = found
+        if (len(pa), len(pb)) not in ((2, 2), (2, 1), (1, 2)) or pg != pa[:-1] + pb[1:]:
+            return call
+        for fact in (fg, fa, fb):
+            self.shapes.rely_on(fact.shape)
+
+        def t(v):
+            return nodes.attribute(nodes.copied(v), "T")
+
+        def matmul(x, y):
+            return gast.BinOp(left=x, op=gast.MatMult(), right=y)
+
+        def outer(x, y):
+            return nodes.call(nodes.attribute(self.rev.helper("np", obj=np), "outer"),
+                              [x, y])
+        g = nodes.copied(g)
+        if which == 0:
+            out = (matmul(g, t(b)) if len(pb) == 2 else outer(g, nodes.copied(b))) \
+                if len(pa) == 2 else matmul(nodes.copied(b), g)
+            made = self.reuse.result([fg, fb])
+        else:
+            out = (matmul(t(a), g) if len(pa) == 2 else outer(nodes.copied(a), g)) \
+                if len(pb) == 2 else matmul(g, nodes.copied(a))
+            made = self.reuse.result([fa, fg])
+        out.s2s_like = made._replace(shape=(fa, fb)[which].shape, kind=self.arrays[0])
+        return out
