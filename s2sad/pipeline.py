@@ -10,6 +10,8 @@
     forward   (forward mode, instead of reverse) each statement, then its tangent
     optimize  coalesce copies, propagate adjoint copies, fuse accumulations; then
               the forward pass's temporaries of numbers go back into their one use
+    elements  a reversed loop updates the adjoints of arrays it reads or writes
+              element by element in place
     fuse      (grad, value_and_grad) forward pass and pullback in one function
     spell     (fused, run by reuse) the adjoints of broadcasting and matrix products
               as plain NumPy where the shape patterns are known
@@ -32,6 +34,7 @@ from .errors import InternalError, S2SADError
 from .frontend import fence, source
 from .naming import Namer
 from .passes.desugar import Desugar
+from .passes.elements import Elements
 from .passes.lift import Lift
 from .passes.optimize import Optimize, distinct_results, inline_temporaries
 from .passes.release import Release
@@ -199,6 +202,7 @@ def stages(fn, wrt=0, stop=None, kinds=None, recompute=False, patterns=None):
     node = rev.run(node)
     if stop != "reverse":
         node = Optimize(src, namer).run(node)
+        Elements(rev).run(node.s2s_pullback)
         node = shapes_from_earliest(node, rev)
         distinct_results(node.s2s_pullback, rev.array_positions())
         node.body[:0] = rev.header(node)

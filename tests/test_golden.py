@@ -1,6 +1,7 @@
 """Golden tests: the exact generated source of representative functions.
 
-A change that alters generated code shows up here as a diff to review. To accept a
+A change that alters generated code shows up here as a diff to review: the reverse
+mode's `f_vjp`, and the fused `f_grad` that `grad` runs (tests/golden/grad.*.txt). To accept a
 deliberate change, regenerate with `S2SAD_UPDATE_GOLDEN=1 pytest tests/test_golden.py`
 and read the diff before committing.
 """
@@ -54,6 +55,25 @@ def test_generated_source(name):
             f.write(text)
     with open(path) as f:
         assert text == f.read()
+
+
+#: The fused gradients `grad` runs, specialised on the kinds (and shape patterns) of
+#: the case's point: what `s2sad.grad(f).source` shows after a call.
+FUSED = ["straight_line", "lotka_volterra", "numpy.logistic_loss", "numpy.mlp_loss",
+         "numpy.rosenbrock", "numpy.smooth_in_place"]
+
+
+@pytest.mark.parametrize("name", FUSED)
+def test_fused_gradient_source(name):
+    f = function(name)
+    g = s2sad.grad(f, wrt=CASES[name])
+    g(*_point(name))
+    path = os.path.join(HERE, f"grad.{name}.txt")
+    if os.environ.get("S2SAD_UPDATE_GOLDEN"):
+        with open(path, "w") as out:
+            out.write(g.source)
+    with open(path) as golden:
+        assert g.source == golden.read()
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -92,6 +92,8 @@ class Kinds:
             returns = registry.RETURNS.get(_key(prim))
             if returns == "args":
                 return combine([self.of(a) for a in e.args])
+            if returns == "first":      # an element write: the array or list written
+                return self.of(e.args[0]) if e.args else UNKNOWN
             if returns == "reduction":    # a full reduction has shape ()
                 partial = any(k.arg in ("axis", "keepdims") for k in e.keywords) or (
                     len(e.args) > (0 if method else 1))

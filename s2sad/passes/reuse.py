@@ -65,6 +65,7 @@ _OPERATORS = {gast.Add: np.add, gast.Sub: np.subtract, gast.Mult: np.multiply,
               gast.Div: np.divide, gast.Pow: np.power, gast.USub: np.negative}
 _COMMUTE = (gast.Add, gast.Mult)
 _REDUCTIONS = (np.sum, np.max, np.min, np.amax, np.amin, np.mean, np.prod)
+_METHODS = ("sum", "max", "min", "mean", "prod")
 _ARITHMETIC = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul}
 #: `math` functions whose value is a float for number arguments.
 _MATH_FLOATS = {"sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh",
@@ -522,12 +523,19 @@ class Reuse:
         return self.unknown(e, facts)
 
     def reduction(self, e, facts):
-        """The fact of `np.sum(x, axis, keepdims=...)` (max, min, mean, prod) of a float
-        `x`: a new value of `x`'s dtype (an array, or a NumPy scalar for all axes)."""
-        if not (e.args and self.resolve(e.func) in _REDUCTIONS and len(e.args) <= 2
-                and all(k.arg in ("axis", "keepdims") for k in e.keywords)):
+        """The fact of `np.sum(x, axis, keepdims=...)` or `x.sum(axis, keepdims=...)`
+        (max, min, mean, prod) of a float array `x`: a new value of `x`'s dtype (an
+        array, or a NumPy scalar for all axes)."""
+        if not all(k.arg in ("axis", "keepdims") for k in e.keywords):
             return None
-        of = self.fact(e.args[0], facts)
+        if isinstance(e.func, gast.Attribute) and e.func.attr in _METHODS and len(e.args) <= 1:
+            of = self.fact(e.func.value, facts)
+            if of.kind not in (ND, NDARRAY):
+                return None
+        elif e.args and self.resolve(e.func) in _REDUCTIONS and len(e.args) <= 2:
+            of = self.fact(e.args[0], facts)
+        else:
+            return None
         if not self.is_float(of.dtype):
             return None
         return Fact(None, of.dtype, None, frozenset([self.new(owned=True)]))

@@ -77,6 +77,9 @@ class Spell:
             elif isinstance(value, list):
                 value[:] = [self.spelled(v, facts) if isinstance(v, gast.AST) else v
                             for v in value]
+        if isinstance(e, gast.BinOp) and isinstance(e.op, gast.Add) and isinstance(
+                e.right, gast.UnaryOp) and isinstance(e.right.op, gast.USub):
+            return gast.BinOp(left=e.left, op=gast.Sub(), right=e.right.operand)  # a + -b
         if not (isinstance(e, gast.Call) and isinstance(e.func, gast.Name) and not e.keywords):
             return e
         name = self.helpers.get(self.rev.helpers.get(e.func.id))

@@ -29,6 +29,7 @@ ns_mut = {"_s2s_zero_at": runtime.zero_at, "_s2s_take": runtime.take,
           "_s2s_unbroadcast": runtime.unbroadcast}
 vjp(runtime.setitem, "a, index, v", a="_s2s_zero_at(g, index)",
     v="_s2s_unbroadcast(_s2s_take(g, index), v)", namespace=ns_mut)
+returns("first", runtime.setitem)
 vjp(runtime.append, "a, v", a="_s2s_head(g)", v="_s2s_last(g)",
     namespace={"_s2s_head": runtime.head, "_s2s_last": runtime.last})
 returns("args", operator.add, operator.sub, operator.mul, operator.truediv, operator.pow,

@@ -22,8 +22,8 @@ import gast
 from ..errors import S2SADError
 
 RULES = {}
-#: What a primitive returns: "scalar", "array", "container", or "args" (the kind of its
-#: arguments, as arithmetic does).
+#: What a primitive returns: "scalar", "array", "container", "args" (the kind of its
+#: arguments, as arithmetic does) or "first" (the kind of its first argument).
 RETURNS = {}
 #: Array methods and attributes, by name: `x.sum(...)` means `METHODS["sum"](x, ...)`.
 METHODS = {}

@@ -753,6 +753,13 @@ def zero_at(g, index):
     return out
 
 
+def own(g, x):
+    """`g`, the adjoint of the array `x`, as an array of its own (a copy, of a floating
+    dtype, of `x`'s shape), which a reversed loop then updates in place."""
+    x = np.asarray(x)
+    return np.array(np.broadcast_to(g, x.shape), dtype=np.result_type(g, x.dtype, np.float32))
+
+
 def take(g, index):
     """`g[index]`, on a copy where `g[index]` would be a view."""
     if _is_zero(g):

@@ -1,0 +1,168 @@
+"""Elements: the adjoint of an array that a loop reads or writes element by element is
+updated in place by the reversed loop.
+
+The adjoint of a read `x[i]` adds `_s2s_unindex(g, x, i)`, zeros shaped like `x` with
+`g` at `i`, to `x_bar`; that of a write `y[i] = v` makes `y_bar` a copy with a zero at
+`i`. Each makes an array of the whole size, so a loop over the elements would take time
+in the square of their number. In a reversed loop where an array's adjoint is only
+added to at an index, zeroed at one, and read at one (`_s2s_take`, which copies), the
+adjoint is made an array of its own once, before the loop (`_s2s_own`, a copy; not when
+it was just made, as zeros or by arithmetic), and the loop updates it in place, as a
+hand-written gradient does:
+
+    x_bar[t_6] += t_7_bar           # for x_bar = x_bar + _s2s_unindex(t_7_bar, x, t_6)
+    y_bar[i] = 0.0                  # for y_bar = _s2s_zero_at(y_bar, i)
+
+Only indexes that select each element at most once (integers, slices) are rewritten.
+Runs on the pullback after Optimize, which gathers the additions into one statement.
+
+>>> import numpy as np
+>>> from s2sad import pipeline
+>>> def f(x):
+...     y = x.copy()
+...     for i in range(1, len(x)):
+...         y[i] = x[i] * x[i - 1]
+...     return np.sum(y * y)
+>>> code = pipeline.reverse(f, kinds={"x": np.ndarray}).source
+>>> print(code[code.index("    def f_pullback"):code.index("    return (")].rstrip())
+    def f_pullback(y_2_bar):
+        # grad of: return np.sum(y * y)
+        y_bar = y_2_bar * y + y_2_bar * y
+        x_bar = _s2s_zeros_like(x)
+        # grad of: for i in range(1, len(x)):
+        for i, t_1, t_3, t_4 in reversed(_s2s_tape):
+            # grad of: y[i] = x[i] * x[i - 1]
+            t_4_bar = _s2s_unbroadcast(_s2s_take(y_bar, i), t_4)
+            y_bar[i] = 0.0
+            t_1_bar = _s2s_unbroadcast(t_4_bar * t_3, t_1)
+            t_3_bar = _s2s_unbroadcast(t_4_bar * t_1, t_3)
+            x_bar[i - 1] += t_3_bar
+            x_bar[i] += t_1_bar
+        # grad of: y = x.copy()
+        x_bar = x_bar + y_bar
+        return x_bar
+"""
+import gast
+
+from ..analysis.kinds import ARRAY
+from ..analysis.primitives import index_syntax, is_basic_index
+from ..codegen import nodes
+
+
+class Elements:
+    """See the module docstring; `rev` is the Reverse that made the pullback."""
+
+    def __init__(self, rev):
+        from ..rules import runtime
+        self.rev = rev
+        self.bars = {bar: n for n, bar in rev.adjoints.items()
+                     if rev.kinds.kind.get(n) == ARRAY}
+        self.helpers = {name: getattr(runtime, name) for name in
+                        ("unindex", "zero_at", "take", "zeros_like")}
+
+    def run(self, pullback):
+        if self.bars:
+            pullback.body = self.block(pullback.body)
+        return pullback
+
+    def block(self, stmts):
+        out = []
+        for s in stmts:
+            if isinstance(s, (gast.For, gast.While)):
+                for bar in sorted(self.candidates(s)):
+                    self.rewrite(s, bar)
+                    if not self.fresh(out, bar):
+                        out.append(nodes.located(nodes.assign(bar, nodes.call(
+                            self.rev.runtime("own"),
+                            [nodes.name(bar), nodes.name(self.bars[bar])])), s))
+                s.body = self.block(s.body)
+            elif isinstance(s, gast.If):
+                s.body = self.block(s.body)
+                s.orelse = self.block(s.orelse)
+            out.append(s)
+        return out
+
+    def is_call(self, e, helper):
+        return (isinstance(e, gast.Call) and isinstance(e.func, gast.Name)
+                and self.rev.helpers.get(e.func.id) is self.helpers[helper])
+
+    def updates(self, s, bar):
+        """The (index, value) pairs `s` adds into `bar` at an index, [(index, None)] when
+        it zeroes `bar` at `index`, or None when `s` is neither."""
+        if not (isinstance(s, gast.Assign) and nodes.is_name(s.targets[0], bar)):
+            return None
+        if self.is_call(s.value, "zero_at") and len(s.value.args) == 2 and nodes.is_name(
+                s.value.args[0], bar):
+            index = s.value.args[1]
+            return [(index, None)] if self.basic(index, bar) else None
+        terms = []
+        e = s.value
+        while isinstance(e, gast.BinOp) and isinstance(e.op, gast.Add):
+            terms.append(e.right)
+            e = e.left
+        if not (terms and nodes.is_name(e, bar)):
+            return None
+        found = []
+        for t in reversed(terms):
+            if not (self.is_call(t, "unindex") and len(t.args) == 3
+                    and nodes.is_name(t.args[1], self.bars[bar])
+                    and self.basic(t.args[2], bar) and bar not in nodes.names_loaded(t.args[0])):
+                return None
+            found.append((t.args[2], t.args[0]))
+        return found
+
+    def basic(self, index, bar):
+        return bar not in nodes.names_loaded(index) and is_basic_index(index, self.rev.kinds)
+
+    def candidates(self, loop):
+        """The adjoints of arrays that `loop` only updates at an index or reads at one."""
+        stored = set(nodes.names_stored(loop))
+        mentions, allowed, updated = {}, {}, set()
+        for n in nodes.walk(loop):
+            if isinstance(n, gast.Name) and n.id in self.bars:
+                mentions[n.id] = mentions.get(n.id, 0) + 1
+            elif self.is_call(n, "take") and n.args and isinstance(n.args[0], gast.Name):
+                bar = n.args[0].id
+                allowed[bar] = allowed.get(bar, 0) + 1
+            elif isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name) \
+                    and n.targets[0].id in self.bars:
+                bar = n.targets[0].id
+                if self.updates(n, bar) is not None:
+                    allowed[bar] = allowed.get(bar, 0) + 2      # the target, and the read
+                    updated.add(bar)
+        return {bar for bar in updated if mentions.get(bar) == allowed.get(bar)
+                and self.bars[bar] not in stored}
+
+    def rewrite(self, loop, bar):
+        """Each update of `bar` inside `loop` in place."""
+        for n in list(nodes.walk(loop)):
+            for field in ("body", "orelse"):
+                stmts = getattr(n, field, None)
+                if not isinstance(stmts, list):
+                    continue
+                out = []
+                for s in stmts:
+                    pairs = self.updates(s, bar) if isinstance(s, gast.Assign) else None
+                    if pairs is None:
+                        out.append(s)
+                        continue
+                    for index, value in pairs:
+                        target = gast.Subscript(value=nodes.name(bar), slice=index_syntax(
+                            nodes.copied(index)), ctx=gast.Store())
+                        out.append(nodes.located(
+                            gast.Assign(targets=[target], value=nodes.const(0.0),
+                                        type_comment=None) if value is None else
+                            gast.AugAssign(target=target, op=gast.Add(), value=value), s))
+                setattr(n, field, out)
+
+    def fresh(self, before, bar):
+        """Whether the last statement of `before` to mention `bar` makes it a new array of
+        its own: zeros, or arithmetic with an array (`y_bar = g * y + g * y`)."""
+        for s in reversed(before):
+            if bar in nodes.names_loaded(s) or bar in nodes.names_stored(s):
+                return (isinstance(s, gast.Assign) and nodes.is_name(s.targets[0], bar)
+                        and bar not in nodes.names_loaded(s.value)
+                        and (self.is_call(s.value, "zeros_like") or (
+                            isinstance(s.value, (gast.BinOp, gast.UnaryOp))
+                            and self.rev.kinds.of(s.value) == ARRAY)))
+        return False

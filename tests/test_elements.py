@@ -1,0 +1,160 @@
+"""Loops that read or write arrays element by element (passes/elements.py): the reversed
+loop updates the adjoints in place instead of making an array of the whole size per
+element.
+
+Gradients are checked against central differences (inputs unchanged, for `grad` and
+`value_and_grad`); the generated source is checked to update in place where it may and
+to leave alone what it must; Hessians, which differentiate the generated code again,
+are checked against differences of the gradient."""
+import numpy as np
+import pytest
+
+import s2sad
+from s2sad import pipeline
+
+from numpy_cases import check_fused, compare, fd_array_grad
+
+
+def smooth(x):
+    y = x.copy()
+    for i in range(1, len(x) - 1):
+        y[i] = 0.5 * x[i] + 0.25 * (x[i - 1] + x[i + 1])
+    return np.sum(y * y)
+
+
+def neighbours(x):
+    s = 0.0
+    for i in range(1, len(x)):
+        s = s + x[i] * x[i - 1]
+    return s
+
+
+def weighted(x, w):
+    y = np.zeros(len(x))
+    for i in range(len(x)):
+        y[i] = np.sin(x[i]) * w[i]
+    return np.dot(y, w)             # y's adjoint comes from a helper: made its own first
+
+
+def grid(a):
+    total = 0.0
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            total = total + a[i, j] ** 2 * (i + 1)
+    return total
+
+
+def windows(x):
+    s = 0.0
+    for i in range(len(x) - 1):
+        s = s + np.sum(np.exp(x[i:i + 2]))
+    return s
+
+
+def branchy(x):
+    y = x.copy()
+    for i in range(len(x)):
+        if x[i] > 0:
+            y[i] = x[i] ** 2
+    return np.sum(y * x)
+
+
+def recurrence(x):
+    y = x.copy()
+    for i in range(1, len(x)):
+        y[i] = y[i - 1] * x[i]      # reads the array it writes: left to the helpers
+    return np.sum(y)
+
+
+def picked(x, idx):
+    s = 0.0
+    for k in range(3):
+        s = s + np.sum(x[idx] * (k + 1))    # an index array may repeat: left alone
+    return s
+
+
+rng = np.random.default_rng(11)
+CASES = {
+    "smooth": (smooth, (rng.standard_normal(7),), 0),
+    "neighbours": (neighbours, (rng.standard_normal(6),), 0),
+    "weighted": (weighted, (rng.standard_normal(5), rng.standard_normal(5)), (0, 1)),
+    "grid": (grid, (rng.standard_normal((3, 4)),), 0),
+    "windows": (windows, (rng.standard_normal(5),), 0),
+    "branchy": (branchy, (rng.standard_normal(6),), 0),
+    "recurrence": (recurrence, (rng.uniform(0.5, 1.5, 6),), 0),
+    "picked": (picked, (rng.standard_normal(5), np.array([0, 2, 2, 4])), 0),
+}
+#: What the reversed loop of each case does to the adjoints in place.
+UPDATED = {
+    "smooth": ["x_bar[i + 1] += ", "x_bar[i - 1] += ", "y_bar[i] = 0.0"],
+    "neighbours": ["x_bar[i] += ", "x_bar[i - 1] += "],
+    "weighted": ["y_bar = _s2s_own(y_bar, y)", "y_bar[i] = 0.0", "x_bar[i] += "],
+    "grid": ["a_bar[i, j"],
+    "windows": ["x_bar[i:i + 2] += "],
+    "branchy": ["x_bar[i] += "],     # y's adjoint goes through a copy per branch
+}
+
+
+@pytest.mark.parametrize("which", ["grad", "value_and_grad"])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_gradients_match_finite_differences(name, which):
+    f, args, wrt = CASES[name]
+    if name == "picked":        # the index array is not differentiated
+        got = s2sad.grad(f)(*args) if which == "grad" else s2sad.value_and_grad(f)(*args)[1]
+        error = compare(got, fd_array_grad(f, args, 0), 1e-6, 1e-8, "dpicked/dx")
+        assert error is None, error
+        return
+    check_fused(f, args, wrt, which)
+
+
+def loop_of(f, args, wrt):
+    """The reversed loop of `f`'s gradient, and what comes before it."""
+    g = s2sad.grad(f, wrt)
+    g(*args)
+    code = g.source
+    start = code.index("reversed(_s2s_tape)")
+    return code[:start], code[start:]
+
+
+@pytest.mark.parametrize("name", sorted(UPDATED))
+def test_the_reversed_loop_updates_in_place(name):
+    f, args, wrt = CASES[name]
+    before, loop = loop_of(f, args, wrt)
+    for text in UPDATED[name]:
+        assert text in before + loop, before + loop
+    assert "_s2s_unindex" not in loop, loop
+    if name != "branchy":
+        assert "_s2s_zero_at" not in loop, loop
+
+
+def test_a_new_adjoint_is_not_copied():
+    # y_bar = g * y + g * y is an array of its own already; x_bar was just made zeros
+    before, _ = loop_of(smooth, *CASES["smooth"][1:])
+    assert "_s2s_own" not in before, before
+
+
+def test_reading_the_written_array_and_index_arrays_are_left_alone():
+    _, loop = loop_of(*CASES["recurrence"])
+    assert "_s2s_zero_at" in loop
+    f, args, _ = CASES["picked"]
+    assert "_s2s_unindex" in pipeline.reverse(f, kinds=pipeline.kinds_of(f, args)).source
+
+
+def test_hessian_of_the_in_place_gradient():
+    # forward mode differentiates the generated pullback, element writes included
+    x = CASES["smooth"][1][0]
+    H = s2sad.hessian(smooth)(x)
+    grad = s2sad.grad(smooth)
+    for k in range(len(x)):
+        e = np.zeros_like(x)
+        e[k] = 1e-6
+        column = (grad(x + e) - grad(x - e)) / 2e-6
+        np.testing.assert_allclose(H[:, k], column, rtol=1e-6, atol=1e-8)
+
+
+def test_gradient_shares_no_memory_with_the_weights():
+    x, w = CASES["weighted"][1]
+    w_before = w.copy()
+    x_bar, w_bar = s2sad.grad(weighted, (0, 1))(x, w)
+    assert np.array_equal(w, w_before)
+    assert not np.shares_memory(w_bar, w) and not np.shares_memory(x_bar, w)
