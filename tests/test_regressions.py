@@ -359,10 +359,10 @@ def test_long_type_check_reads_as_written_and_wraps():
     np.testing.assert_allclose(g[0], X.T @ (2 * (X @ np.ones(2) + 1 - y)))
     lines = df.source.splitlines()
     check = lines[1:next(i for i, line in enumerate(lines) if "return _s2s_respecialize(" in line)]
-    assert check[0].startswith("    if (type(w) is not ndarray or ")
-    assert all(len(line) <= 100 and "(type(" not in line[8:] and "('f')" not in line
+    assert check[0].startswith("    if (w.__class__ is not ndarray or ")
+    assert all(len(line) <= 100 and "(b.__class__" not in line and "('f')" not in line
                and "(w.dtype" not in line for line in check)
     tests = " ".join(x.strip() for x in check)[4:-2].split(" or ")
-    assert tests[:4] == [f"type({p}) is not ndarray" for p in ("w", "b", "X", "y")]
+    assert tests[:4] == [f"{p}.__class__ is not ndarray" for p in ("w", "b", "X", "y")]
     # specialised on shape patterns and dtypes (see analysis/shapes.py)
     assert "X.ndim != 2" in tests and "X.dtype != float64" in tests

@@ -106,11 +106,11 @@ class Forward:
         return jvp
 
     def guard(self, jvp):
-        """`if type(x) is not float or x_dot is None: return _s2s_respecialize(x, x_dot)`,
+        """`if x.__class__ is not float or x_dot is None: return _s2s_respecialize(x, x_dot)`,
         the first statement of the `f_jvp` that `s2sad.jvp` calls without looking at its
         arguments: the types it was specialised on, and no tangent left out."""
         params = [a.id for a in self.src.node.args.posonlyargs + self.src.node.args.args]
-        tests = [f"{self.helper('type', type)}({p}) is not "
+        tests = [f"{p}.__class__ is not "
                  f"{self.helper(self.types[p].__name__, self.types[p])}"
                  for p in guarded(params, self.types)]
         return nodes.guard(tests + [f"{t} is None" for t in self.tangent_names],

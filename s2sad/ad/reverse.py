@@ -779,7 +779,7 @@ def fuse(vjp, rev, value=True, guard=True):
         # (api._check_inputs), and buffer reuse relies on it
         floats = [f"{p}.dtype.kind != 'f'" for p, _ in guards
                   if rev.param_kinds.get(p) == ARRAY and p in rev.wrt]
-        check = [nodes.guard([f"{helper('type')}({p}) is not {t}" for p, t in guards]
+        check = [nodes.guard([f"{p}.__class__ is not {t}" for p, t in guards]
                              + floats, nodes.passing_on(runtime("respecialize"), vjp.args))]
     forward = [s for s in vjp.body[:-1] if s is not pullback]
     result = vjp.body[-1].value.elts[0]

@@ -67,8 +67,9 @@ def _if_any(indent, tests, width=100):
     if len(line) <= width:
         return line
     lines, current = [], f"{indent}if ({tests[0]}"
-    for t in tests[1:]:
-        if len(current) + len(t) + 5 > width:
+    for i, t in enumerate(tests[1:], 2):
+        closing = 2 if i == len(tests) else 0      # the last line ends with "):"
+        if len(current) + len(t) + 4 + closing > width:
             lines.append(current)
             current = f"{indent}        or {t}"
         else:

@@ -13,7 +13,7 @@ Names the function returns, parameters, and names that are not certainly bound t
 ...     return np.sum(np.tanh(2.0 * x))
 >>> print(pipeline.reverse(f, fused=True, release=True).source.rstrip())
 def f_value_and_grad(x):
-    if type(x) is not ndarray or x.dtype.kind != 'f':
+    if x.__class__ is not ndarray or x.dtype.kind != 'f':
         return _s2s_respecialize(x)
     # reverse mode of f() with respect to x
     # the pullback reads: t_1

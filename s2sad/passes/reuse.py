@@ -23,7 +23,7 @@ copying the slice onto itself.
 ...     return np.sum(np.exp(x[1:] - x[:-1]) ** 2)
 >>> print(pipeline.reverse(f, fused="grad", release=True).source.rstrip())
 def f_grad(x):
-    if type(x) is not ndarray or x.dtype.kind != 'f':
+    if x.__class__ is not ndarray or x.dtype.kind != 'f':
         return _s2s_respecialize(x)
     # reverse mode of f() with respect to x
     # the pullback reads: t_3, x
