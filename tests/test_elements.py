@@ -62,8 +62,30 @@ def branchy(x):
 def recurrence(x):
     y = x.copy()
     for i in range(1, len(x)):
-        y[i] = y[i - 1] * x[i]      # reads the array it writes: left to the helpers
+        y[i] = y[i - 1] * x[i]      # reads an element the loop wrote before
     return np.sum(y)
+
+
+def decay(r):
+    u = np.zeros(len(r) + 1)
+    u[0] = 1.0
+    for i in range(len(r)):
+        u[i + 1] = u[i] - 0.1 * r[i] * u[i] ** 2     # explicit Euler, stored
+    return np.sum(u * u)
+
+
+def rows(a):
+    y = a.copy()
+    for i in range(1, a.shape[0]):
+        y[i] = np.tanh(y[i - 1]) * a[i]     # y[i - 1] is a row: a view, recorded as a copy
+    return np.sum(y ** 2)
+
+
+def same_rows(a):
+    y = a.copy()
+    for i in range(a.shape[0]):
+        y[i] = y[i] ** 2 + a[i]     # reads the row it writes: the loop writes a copy
+    return np.sum(y * a)
 
 
 def picked(x, idx):
@@ -83,6 +105,9 @@ CASES = {
     "branchy": (branchy, (rng.standard_normal(6),), 0),
     "recurrence": (recurrence, (rng.uniform(0.5, 1.5, 6),), 0),
     "picked": (picked, (rng.standard_normal(5), np.array([0, 2, 2, 4])), 0),
+    "decay": (decay, (rng.uniform(0.5, 1.5, 6),), 0),
+    "rows": (rows, (rng.standard_normal((4, 3)),), 0),
+    "same_rows": (same_rows, (rng.standard_normal((4, 3)),), 0),
 }
 #: What the reversed loop of each case does to the adjoints in place.
 UPDATED = {
@@ -92,6 +117,9 @@ UPDATED = {
     "grid": ["a_bar[i, j"],
     "windows": ["x_bar[i:i + 2] += "],
     "branchy": ["x_bar[i] += "],     # y's adjoint goes through a copy per branch
+    "recurrence": ["y_bar[i] = 0.0", "y_bar[i - 1] += "],
+    "decay": ["u_1_bar[t_3] = 0.0", "u_1_bar[i] += ", "r_bar[i] += "],
+    "rows": ["y_bar[i] = 0.0", "y_bar[i - 1] += "],
 }
 
 
@@ -133,11 +161,37 @@ def test_a_new_adjoint_is_not_copied():
     assert "_s2s_own" not in before, before
 
 
-def test_reading_the_written_array_and_index_arrays_are_left_alone():
-    _, loop = loop_of(*CASES["recurrence"])
-    assert "_s2s_zero_at" in loop
+@pytest.mark.parametrize("name", ["recurrence", "decay", "rows"])
+def test_a_loop_reading_elements_it_wrote_before_writes_in_place(name):
+    # the elements the pullback reads are recorded (copied when they are arrays), not
+    # the array; rows' pullback reads np.tanh of the row, a new array
+    before, _ = loop_of(*CASES[name])
+    forward = before[before.index("for i in range"):]
+    assert ".copy()" not in forward, before
+    assert ("_s2s_snapshot(" in forward) == (name != "rows"), before
+
+
+def test_reading_the_element_written_and_index_arrays_are_left_alone():
+    before, _ = loop_of(*CASES["same_rows"])
+    assert ".copy()" in before[before.index("for i in range"):], before
     f, args, _ = CASES["picked"]
     assert "_s2s_unindex" in pipeline.reverse(f, kinds=pipeline.kinds_of(f, args)).source
+
+
+def test_the_tape_of_a_stored_recurrence_grows_linearly():
+    # a copy of the array per step would take memory in the square of the steps
+    import tracemalloc
+    g = s2sad.grad(decay)
+    peaks = []
+    for n in (1000, 8000):
+        r = np.full(n, 0.01)
+        g(r)
+        tracemalloc.start()
+        g(r)
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+    assert peaks[1] < 16 * peaks[0], peaks     # 8 times the steps; 64 times if quadratic
+    assert peaks[1] < 8000 * 500, peaks        # bytes per step: a few numbers
 
 
 def test_hessian_of_the_in_place_gradient():
@@ -158,3 +212,29 @@ def test_gradient_shares_no_memory_with_the_weights():
     x_bar, w_bar = s2sad.grad(weighted, (0, 1))(x, w)
     assert np.array_equal(w, w_before)
     assert not np.shares_memory(w_bar, w) and not np.shares_memory(x_bar, w)
+
+
+def wraps(x):
+    y = x.copy()
+    for i in range(len(x) - 1):
+        y[i + 1] = y[i - 1] * x[i]      # y[-1] at i = 0: the last element, written later
+    return np.sum(y)
+
+
+def nested_write(a):
+    y = a.copy()
+    for i in range(1, a.shape[0]):
+        r = y[i - 1]
+        for j in range(a.shape[1]):
+            y[i, j] = y[i, j] * 2.0     # an inner loop writes: the row read is left alone
+        y[i] = np.sin(r) * y[i]
+    return np.sum(y ** 2)
+
+
+@pytest.mark.parametrize("f, args", [(wraps, (rng.uniform(0.5, 1.5, 2),)),
+                                     (wraps, (rng.uniform(0.5, 1.5, 5),)),
+                                     (nested_write, (rng.standard_normal((3, 2)),))])
+def test_elements_that_may_be_written_in_the_iteration_are_not_recorded_late(f, args):
+    check_fused(f, args, 0, "grad")
+    before, _ = loop_of(f, args, 0)
+    assert "_s2s_snapshot" not in before, before

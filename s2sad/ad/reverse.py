@@ -155,7 +155,9 @@ class Reverse:
         for info in sorted(self.loops.values(), key=lambda info: src.lineno(info.loop)):
             if info.mode in ("start", "end") and info.pushes:
                 taped.add(info.tape)
-                values = ", ".join(nodes.names_loaded(info.pushes[0].args[0]))
+                pushed = info.pushes[0].args[0]
+                values = ", ".join(v.args[0].id if isinstance(v, gast.Call) else v.id for v in (
+                    pushed.elts if isinstance(pushed, gast.Tuple) else [pushed]))
                 kept.append(f"{values} of each iteration of the loop at line "
                             f"{src.lineno(info.loop)}")
             elif info.mode == "trips":
@@ -933,10 +935,12 @@ class _Updates:
         self.rev = rev
         self.pullback = nodes.if_(nodes.const(True), pullback)
         self.loop_of = {}
+        self.updates_in = {}        # {id(loop): the ids of the updates inside it}
         for loop in _walk_loops(body):
             for n in nodes.statements(loop):
                 if self.is_update(n):
                     self.loop_of[id(n)] = loop     # walk order: the innermost wins
+                    self.updates_in.setdefault(id(loop), set()).add(id(n))
         self.classes = _alias_classes(body, self.stmts, src)
         self.order = {}
         for i, n in enumerate(n for b in body for n in nodes.statements(b)):
@@ -959,8 +963,62 @@ class _Updates:
         # in a loop: nor may the pullback read a state from before the loop (the value
         # of `np.tanh` that its own pullback reads, before `a[0] += ...` in the loop)
         before = {n for n in earlier if n not in info.defined_inside}
-        return not (self.value_loads(info.reversed, aliases)
-                    or self.value_loads(self.pullback, before))
+        if self.value_loads(self.pullback, before):
+            return False
+        read = {n for n in aliases if self.value_loads(info.reversed, {n})}
+        kept = self.kept_apart(loop, info, aliases, read)
+        if kept is None:
+            return False
+        info.snapshots.update(kept)
+        return True
+
+    def kept_apart(self, loop, info, aliases, read):
+        """The elements of the array that the reversed loop reads (`read`, names bound in
+        the loop to `a[i + c]`, `i` the loop's counter) when each is certainly apart from
+        every element the loop writes (`a[i + d]`, `d != c`): recorded as copies at the
+        end of the iteration (`_s2s_snapshot`, which copies an array and leaves a number
+        as it is), they let the loop write the array in place. None when another value
+        of the array is read."""
+        if not (read and isinstance(loop, gast.For) and _is_range(loop, self.rev)
+                and isinstance(loop.target, gast.Name)):
+            return None if read else set()
+        counter = loop.target.id
+        defs = {}
+        for n in nodes.statements(loop):
+            if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name):
+                defs.setdefault(n.targets[0].id, []).append(n.value)
+
+        def offset(e):
+            if isinstance(e, gast.Name) and e.id != counter and len(defs.get(e.id, [])) == 1:
+                e = defs[e.id][0]
+            if nodes.is_name(e, counter):
+                return 0
+            if (isinstance(e, gast.BinOp) and isinstance(e.op, (gast.Add, gast.Sub))
+                    and nodes.is_name(e.left, counter) and isinstance(e.right, gast.Constant)
+                    and type(e.right.value) is int):
+                return e.right.value if isinstance(e.op, gast.Add) else -e.right.value
+            return None
+        inside = self.updates_in.get(id(loop), set())
+        written = [offset(w.value.args[1]) for w in self.stmts
+                   if id(w) in inside and self.old[id(w)] in aliases]
+        args = loop.iter.args
+        start = 0 if len(args) == 1 else getattr(args[0], "value", None)
+        if (None in written or counter in self.assigned_in(loop) or len(args) > 2
+                or type(start) is not int):
+            return None
+        for n in read:
+            value = defs.get(n, [None])
+            if not (n in info.record and len(value) == 1 and isinstance(value[0], gast.Subscript)
+                    and isinstance(value[0].value, gast.Name) and value[0].value.id in aliases):
+                return None
+            at = offset(value[0].slice)
+            # no index below 0: `a[i - 1]` at i = 0 would be the last element
+            if at is None or at in written or start + min([at] + written) < 0:
+                return None
+        return read
+
+    def assigned_in(self, loop):
+        return set(nodes.names_stored(nodes.if_(nodes.const(True), loop.body)))
 
     def value_loads(self, node, names):
         """Loads of `names` in `node` other than as shape-only helper arguments."""
@@ -1128,6 +1186,7 @@ class _LoopInfo:
         self.read_outside = loaded - stored
         self.created = []
         self.pushes = []
+        self.snapshots = set()      # recorded as copies (see _Updates.kept_apart)
 
     def add_inner(self):
         """Count the tapes of the loops nested in this one (known once they are
@@ -1204,7 +1263,8 @@ class _LoopInfo:
         return inits + before
 
     def push(self):
-        vals = [nodes.name(n) for n in self.record]
+        vals = [nodes.call(self.rev.runtime("snapshot"), [nodes.name(n)])
+                if n in self.snapshots else nodes.name(n) for n in self.record]
         value = vals[0] if len(vals) == 1 else nodes.tuple_(vals)
         stmt = nodes.expr_stmt(nodes.call(nodes.attribute(self.tape, "append"), [value]))
         self.pushes.append(stmt.value)

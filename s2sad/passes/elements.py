@@ -100,12 +100,18 @@ class Elements:
         while isinstance(e, gast.BinOp) and isinstance(e.op, gast.Add):
             terms.append(e.right)
             e = e.left
-        if not (terms and nodes.is_name(e, bar)):
-            return None
         found = []
+        if self.is_call(e, "zero_at") and len(e.args) == 2 and nodes.is_name(e.args[0], bar) \
+                and self.basic(e.args[1], bar):
+            found.append((e.args[1], None))     # a write, then reads of other elements
+        elif not nodes.is_name(e, bar):
+            return None
+        if not terms:
+            return None
         for t in reversed(terms):
+            # added to the adjoint of its own array (`x` names it, or a version of it)
             if not (self.is_call(t, "unindex") and len(t.args) == 3
-                    and nodes.is_name(t.args[1], self.bars[bar])
+                    and isinstance(t.args[1], gast.Name)
                     and self.basic(t.args[2], bar) and bar not in nodes.names_loaded(t.args[0])):
                 return None
             found.append((t.args[2], t.args[0]))

@@ -760,6 +760,12 @@ def own(g, x):
     return np.array(np.broadcast_to(g, x.shape), dtype=np.result_type(g, x.dtype, np.float32))
 
 
+def snapshot(v):
+    """`v` as a loop's tape records it: a copy of an array (an element of an array that
+    the loop then writes in place), anything else as it is."""
+    return v.copy() if isinstance(v, np.ndarray) else v
+
+
 def take(g, index):
     """`g[index]`, on a copy where `g[index]` would be a view."""
     if _is_zero(g):
