@@ -366,3 +366,18 @@ def test_long_type_check_reads_as_written_and_wraps():
     assert tests[:4] == [f"{p}.__class__ is not ndarray" for p in ("w", "b", "X", "y")]
     # specialised on shape patterns and dtypes (see analysis/shapes.py)
     assert "X.ndim != 2" in tests and "X.dtype != float64" in tests
+
+
+@pytest.mark.xfail(strict=True, reason="known bug: a write into an array whose view the "
+                   "pullback reads goes to a copy of the array, so the view misses it")
+def test_a_view_sees_a_later_write_through_its_array():
+    # found in session 8: `r` views row 0 of `y`; the user's function sees the write
+    def f(a):
+        y = a.copy()
+        r = y[0]
+        y[0, 0] = 5.0
+        return np.sum(r * a[0])
+    a = np.arange(1.0, 5.0).reshape(2, 2)
+    value, g = s2sad.value_and_grad(f)(a)
+    assert value == f(a) == 9.0
+    np.testing.assert_allclose(g, [[5.0, 4.0], [0.0, 0.0]])
