@@ -100,9 +100,12 @@ def cotangent(c, x):
     return zeros_like(x) if c is None else c
 
 
+_NUMBERS = frozenset([float, int, np.float64])
+
+
 def unbroadcast(g, x):
     """`g` summed down to the shape of `x`: the adjoint of broadcasting `x`."""
-    if type(g) is float and type(x) in (float, int):     # the common scalar case, fast
+    if type(g) in _NUMBERS and type(x) in _NUMBERS:     # numbers: the common case, fast
         return g
     try:
         if g.shape == x.shape:
