@@ -74,6 +74,14 @@ def decay(r):
     return np.sum(u * u)
 
 
+def misfit(r, observed):
+    u = np.zeros(len(observed))
+    u[0] = 1.0
+    for i in range(len(observed) - 1):
+        u[i + 1] = u[i] - 0.1 * r[i] * u[i] ** 2
+    return np.sum((u - observed) ** 2)    # u's adjoint from a helper: made its own first
+
+
 def rows(a):
     y = a.copy()
     for i in range(1, a.shape[0]):
@@ -107,6 +115,7 @@ CASES = {
     "picked": (picked, (rng.standard_normal(5), np.array([0, 2, 2, 4])), 0),
     "decay": (decay, (rng.uniform(0.5, 1.5, 6),), 0),
     "rows": (rows, (rng.standard_normal((4, 3)),), 0),
+    "misfit": (misfit, (rng.uniform(0.5, 1.5, 5), rng.uniform(0.5, 1.0, 6)), (0, 1)),
     "same_rows": (same_rows, (rng.standard_normal((4, 3)),), 0),
 }
 #: What the reversed loop of each case does to the adjoints in place.
@@ -120,6 +129,7 @@ UPDATED = {
     "recurrence": ["y_bar[i] = 0.0", "y_bar[i - 1] += "],
     "decay": ["u_1_bar[t_3] = 0.0", "u_1_bar[i] += ", "r_bar[i] += "],
     "rows": ["y_bar[i] = 0.0", "y_bar[i - 1] += "],
+    "misfit": ["_s2s_own(", "r_bar[i] += "],
 }
 
 

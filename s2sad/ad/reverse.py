@@ -949,6 +949,11 @@ class _Updates:
             if self.is_update(n):
                 self.order[id(n)] = i
 
+    def final(self, n):
+        """The name `n` has once each in-place result is named after the object it
+        updates (see `finish`)."""
+        return n
+
     def safe(self, s):
         """Whether writing in place cannot change a state the pullback reads."""
         old = self.old[id(s)]
@@ -1064,6 +1069,7 @@ class _Updates:
             while n in renames:
                 n = renames[n]
             return n
+        self.final = final
         # `p_2 = None` binds, before a loop, a result some paths of the loop make; named
         # `p`, it must not unbind the `p` the loop updates
         inits = {id(s) for s in nodes.walk(vjp) if getattr(s, "s2s_init", False)

@@ -72,9 +72,9 @@ class Elements:
                 for bar in sorted(self.candidates(s)):
                     self.rewrite(s, bar)
                     if not self.fresh(out, bar):
+                        array = self.rev.updates.final(self.bars[bar])  # written in place?
                         out.append(nodes.located(nodes.assign(bar, nodes.call(
-                            self.rev.runtime("own"),
-                            [nodes.name(bar), nodes.name(self.bars[bar])])), s))
+                            self.rev.runtime("own"), [nodes.name(bar), nodes.name(array)])), s))
                 s.body = self.block(s.body)
             elif isinstance(s, gast.If):
                 s.body = self.block(s.body)
