@@ -82,6 +82,22 @@ def misfit(r, observed):
     return np.sum((u - observed) ** 2)    # u's adjoint from a helper: made its own first
 
 
+def until(x):
+    y = x.copy()
+    i = 0
+    while i < len(x) - 1 and y[i] < 3.0:    # a while loop: its pullback updates in place
+        y[i + 1] = y[i] * x[i + 1] + 0.1
+        i = i + 1
+    return np.sum(y * y)
+
+
+def columns(a):
+    s = 0.0
+    for j in range(a.shape[1]):
+        s = s + np.sum(np.sin(a[:, j]) * (j + 1))
+    return s
+
+
 def rows(a):
     y = a.copy()
     for i in range(1, a.shape[0]):
@@ -115,6 +131,8 @@ CASES = {
     "picked": (picked, (rng.standard_normal(5), np.array([0, 2, 2, 4])), 0),
     "decay": (decay, (rng.uniform(0.5, 1.5, 6),), 0),
     "rows": (rows, (rng.standard_normal((4, 3)),), 0),
+    "until": (until, (np.array([0.5, 1.2, 1.3, 0.9, 1.1]),), 0),
+    "columns": (columns, (rng.standard_normal((3, 4)),), 0),
     "misfit": (misfit, (rng.uniform(0.5, 1.5, 5), rng.uniform(0.5, 1.0, 6)), (0, 1)),
     "same_rows": (same_rows, (rng.standard_normal((4, 3)),), 0),
 }
@@ -130,6 +148,8 @@ UPDATED = {
     "decay": ["u_1_bar[t_3] = 0.0", "u_1_bar[i] += ", "r_bar[i] += "],
     "rows": ["y_bar[i] = 0.0", "y_bar[i - 1] += "],
     "misfit": ["_s2s_own(", "r_bar[i] += "],
+    "until": ["x_bar[i + 1] += ", "y_bar[i] += "],
+    "columns": ["a_bar[:, j] += "],
 }
 
 
