@@ -224,11 +224,12 @@ def test_the_tape_of_a_stored_recurrence_grows_linearly():
     assert peaks[1] < 8000 * 500, peaks        # bytes per step: a few numbers
 
 
-def test_hessian_of_the_in_place_gradient():
+@pytest.mark.parametrize("name", ["smooth", "decay", "recurrence"])
+def test_hessian_of_the_in_place_gradient(name):
     # forward mode differentiates the generated pullback, element writes included
-    x = CASES["smooth"][1][0]
-    H = s2sad.hessian(smooth)(x)
-    grad = s2sad.grad(smooth)
+    f, (x,), _ = CASES[name]
+    H = s2sad.hessian(f)(x)
+    grad = s2sad.grad(f)
     for k in range(len(x)):
         e = np.zeros_like(x)
         e[k] = 1e-6
