@@ -185,6 +185,16 @@ def test_the_reversed_loop_updates_in_place(name):
         assert "_s2s_zero_at" not in loop, loop
 
 
+def test_elements_at_the_counter_have_one_shape():
+    # x[i], x[i - 1] and x[i + 1] (i counts a for over range) have the shape of one
+    # element: no summing back, and nothing on the tape only for its shape
+    _, loop = loop_of(*CASES["smooth"])
+    assert loop.startswith("reversed(_s2s_tape):"), loop
+    assert loop.count("_s2s_unbroadcast") == 1, loop        # the write's own rule
+    before, _ = loop_of(*CASES["smooth"])
+    assert "_s2s_tape.append((i, t_10))" in before, before
+
+
 def test_a_new_adjoint_is_not_copied():
     # y_bar = g * y + g * y is an array of its own already; x_bar was just made zeros
     before, _ = loop_of(smooth, *CASES["smooth"][1:])

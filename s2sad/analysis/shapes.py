@@ -69,6 +69,7 @@ class Shapes:
         self.kinds = kinds
         self.cls = {}
         self.many = {n for n, defs in assigned.items() if len(defs) > 1}
+        self.ints = _ints(statements, kinds, assigned)
         self.pattern = {("name", p): v[1] for p, v in (patterns or {}).items()}
         self.sources = {("name", p): {p} for p in (patterns or {})}
         self.parent = {}
@@ -216,7 +217,7 @@ class Shapes:
             return self.of(value.id)
         if (isinstance(value, gast.Subscript) and isinstance(value.value, gast.Name)
                 and self.kinds[value.value] == ARRAY):
-            index = trims(value.slice)
+            index = trims(value.slice, self.ints)
             base = self.of(value.value.id)
             return None if index is None or base is None else frozenset(
                 [("index", base, index)])
@@ -303,14 +304,38 @@ def _surely_run(fn):
     return out
 
 
-def trims(index):
+def _ints(statements, kinds, assigned):
+    """The names certainly bound to ints: the counter of a `for` over `range` assigned
+    nowhere else, and names assigned once to a sum or difference of those and ints."""
+    out = set()
+    for n in statements:
+        if (isinstance(n, gast.For) and isinstance(n.target, gast.Name)
+                and len(assigned.get(n.target.id, ())) == 2 and isinstance(n.iter, gast.Call)
+                and kinds.src.resolve(n.iter.func) is range):
+            out.add(n.target.id)
+    once = [n for n in statements if isinstance(n, gast.Assign)
+            and isinstance(n.targets[0], gast.Name) and len(assigned[n.targets[0].id]) == 1
+            and isinstance(n.value, gast.BinOp) and isinstance(n.value.op, (gast.Add, gast.Sub))]
+    changed = True
+    while changed:
+        changed = False
+        for n in once:
+            if n.targets[0].id not in out and all(
+                    _int(x) is not None or (isinstance(x, gast.Name) and x.id in out)
+                    for x in (n.value.left, n.value.right)):
+                out.add(n.targets[0].id)
+                changed = True
+    return out
+
+
+def trims(index, ints=()):
     """A key for a constant basic index that determines the shape it selects from an
-    array of a given shape: per axis, an int removes it, and a slice `a:-b` keeps
-    `max(n - a - b, 0)` of `n` elements."""
+    array of a given shape: per axis, an int (a constant, or a name in `ints`) removes
+    it, and a slice `a:-b` keeps `max(n - a - b, 0)` of `n` elements."""
     items = index.elts if isinstance(index, gast.Tuple) else [index]
     out = []
     for item in items:
-        if _int(item) is not None:
+        if _int(item) is not None or (isinstance(item, gast.Name) and item.id in ints):
             out.append("int")
             continue
         if not isinstance(item, gast.Slice) or item.step is not None:

@@ -34,10 +34,8 @@ Runs on the pullback after Optimize, which gathers the additions into one statem
             # grad of: y[i] = x[i] * x[i - 1]
             t_4_bar = _s2s_unbroadcast(_s2s_take(y_bar, i), t_4)
             y_bar[i] = 0.0
-            t_1_bar = _s2s_unbroadcast(t_4_bar * t_3, t_1)
-            t_3_bar = _s2s_unbroadcast(t_4_bar * t_1, t_3)
-            x_bar[i - 1] += t_3_bar
-            x_bar[i] += t_1_bar
+            x_bar[i - 1] += t_4_bar * t_1
+            x_bar[i] += t_4_bar * t_3
         # grad of: y = x.copy()
         x_bar = x_bar + y_bar
         return x_bar
