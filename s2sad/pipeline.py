@@ -201,8 +201,11 @@ def stages(fn, wrt=0, stop=None, kinds=None, recompute=False, patterns=None):
     rev = Reverse(src, namer, wrt, as_tuple, kinds, recompute, patterns)
     node = rev.run(node)
     if stop != "reverse":
+        loops = list(getattr(node, "s2s_loops", ()))
         node = Optimize(src, namer).run(node)
         Elements(rev).run(node.s2s_pullback)
+        for info in loops:      # what the in-place updates no longer read
+            info.prune()
         node = shapes_from_earliest(node, rev)
         distinct_results(node.s2s_pullback, rev.array_positions())
         node.body[:0] = rev.header(node)

@@ -70,6 +70,9 @@ class Shapes:
         self.cls = {}
         self.many = {n for n, defs in assigned.items() if len(defs) > 1}
         self.ints = _ints(statements, kinds, assigned)
+        # the versions of an array written element by element have its shape
+        self.versions = _versions(statements, kinds, assigned, self.many)
+        self.many -= set(self.versions)
         self.pattern = {("name", p): v[1] for p, v in (patterns or {}).items()}
         self.sources = {("name", p): {p} for p in (patterns or {})}
         self.parent = {}
@@ -91,6 +94,7 @@ class Shapes:
 
     def of(self, name):
         """A set of shapes whose broadcast is the shape of `name` (None for unknown)."""
+        name = self.versions.get(name, name)
         if name in self.many:
             return None
         return self._canonical(self.cls.get(name, frozenset([("name", name)])))
@@ -325,6 +329,46 @@ def _ints(statements, kinds, assigned):
                     for x in (n.value.left, n.value.right)):
                 out.add(n.targets[0].id)
                 changed = True
+    return out
+
+
+def _versions(statements, kinds, assigned, many):
+    """{name: the array it is a version of}: the results of element writes
+    (`a_1 = _s2s_setitem(a, i, v)`), and the names a loop carries that are only ever
+    such results or other versions (`a_1 = a_2` at the end of an iteration), back to
+    the array first written, which is assigned once."""
+    from ..rules import runtime
+    written = {n.targets[0].id: n.value.args[0].id for n in statements
+               if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name)
+               and isinstance(n.value, gast.Call)
+               and getattr(n.value.func, "s2s_prim", None) is runtime.setitem
+               and n.value.args and isinstance(n.value.args[0], gast.Name)}
+
+    def root(n, seen):
+        if n in seen:
+            return None         # around a loop: the other definitions decide
+        seen = seen | {n}
+        if n not in many:
+            return root(written[n], seen) if n in written else n
+        found = set()
+        for d in assigned[n]:
+            v = getattr(d, "value", None)
+            if isinstance(v, gast.Name):
+                r = root(v.id, seen)
+            elif isinstance(v, gast.Call) and getattr(v.func, "s2s_prim", None) is \
+                    runtime.setitem and v.args and isinstance(v.args[0], gast.Name):
+                r = root(v.args[0].id, seen)
+            else:
+                return None     # bound to another value
+            if r is not None:
+                found.add(r)
+        return found.pop() if len(found) == 1 else None
+    out = {}
+    for n in set(written) | {n for n in many if any(
+            isinstance(getattr(d, "value", None), gast.Name) for d in assigned[n])}:
+        r = root(n, frozenset())
+        if r is not None and r != n and r not in many and kinds.kind.get(r) == ARRAY:
+            out[n] = r
     return out
 
 
