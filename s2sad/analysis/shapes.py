@@ -5,9 +5,12 @@ the shapes are known to be equal. The shape of a name is known as the broadcast 
 of shapes: a parameter's own, or that of an index of an array by constant slices that
 trim as many elements from each axis (`x[1:]` and `x[:-1]` have the same shape). An
 elementwise operation (`2 * x`, `np.tanh(x)`, `x + y`) has the broadcast of the sets of
-its array operands, so that `y * z` and `(y * z) - np.exp(z)` have the same shape. Only
-names assigned once are classified; a name assigned in several places (a loop-carried
-value) has a shape of its own.
+its array operands, so that `y * z` and `(y * z) - np.exp(z)` have the same shape. An
+index by an int removes an axis: a constant, the counter of a `for` over `range`, or
+the counter plus or minus an int (`x[i]` and `x[i - 1]` have one shape). Only names
+assigned once are classified; a name assigned in several places (a loop-carried value)
+has a shape of its own, unless it only ever holds versions of an array written element
+by element (`a[i] = v`), which have that array's shape.
 
 >>> import gast
 >>> from s2sad.frontend import source
