@@ -190,7 +190,7 @@ class Shapes:
     def _infer(self, base, op):
         """The pattern of the result of a matrix product or a reduction along constant
         axes, from its operands'."""
-        if op is not None and op.prim in _REDUCTIONS:
+        if op is not None and op.prim in REDUCTIONS:
             return self._reduced(base, op)
         if op is None or op.prim not in (operator.matmul, np.matmul, np.dot) or not all(
                 isinstance(a, gast.Name) for a in op.args) or len(op.args) != 2:
@@ -263,7 +263,7 @@ class Shapes:
 
 #: Reductions whose result's pattern follows from their argument's, `axis` and
 #: `keepdims` (when those are constants).
-_REDUCTIONS = (np.sum, np.mean, np.max, np.min, np.amax, np.amin, np.prod, np.var, np.std)
+REDUCTIONS = (np.sum, np.mean, np.max, np.min, np.amax, np.amin, np.prod, np.var, np.std)
 
 
 def pattern(array):

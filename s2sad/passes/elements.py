@@ -51,12 +51,10 @@ class Elements:
     """See the module docstring; `rev` is the Reverse that made the pullback."""
 
     def __init__(self, rev):
-        from ..rules import runtime
         self.rev = rev
         self.bars = {bar: n for n, bar in rev.adjoints.items()
                      if rev.kinds.kind.get(n) == ARRAY}
-        self.helpers = {name: getattr(runtime, name) for name in
-                        ("unindex", "zero_at", "take", "zeros_like")}
+        self.is_call = rev.is_runtime_call
 
     def run(self, pullback):
         if self.bars:
@@ -79,10 +77,6 @@ class Elements:
                 s.orelse = self.block(s.orelse)
             out.append(s)
         return out
-
-    def is_call(self, e, helper):
-        return (isinstance(e, gast.Call) and isinstance(e.func, gast.Name)
-                and self.rev.helpers.get(e.func.id) is self.helpers[helper])
 
     def updates(self, s, bar):
         """The (index, value) pairs `s` adds into `bar` at an index, [(index, None)] when

@@ -54,7 +54,7 @@ import gast
 import numpy as np
 
 from ..analysis.kinds import ARRAY, SCALAR
-from ..analysis.shapes import trims
+from ..analysis.shapes import REDUCTIONS, trims
 from ..codegen import nodes
 from .collect import Collect
 from .spell import Spell
@@ -64,7 +64,6 @@ EMPTY = frozenset()
 _OPERATORS = {gast.Add: np.add, gast.Sub: np.subtract, gast.Mult: np.multiply,
               gast.Div: np.divide, gast.Pow: np.power, gast.USub: np.negative}
 _COMMUTE = (gast.Add, gast.Mult)
-_REDUCTIONS = (np.sum, np.max, np.min, np.amax, np.amin, np.mean, np.prod)
 _METHODS = ("sum", "max", "min", "mean", "prod")
 _ARITHMETIC = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul}
 #: `math` functions whose value is a float for number arguments.
@@ -524,15 +523,15 @@ class Reuse:
 
     def reduction(self, e, facts):
         """The fact of `np.sum(x, axis, keepdims=...)` or `x.sum(axis, keepdims=...)`
-        (max, min, mean, prod) of a float array `x`: a new value of `x`'s dtype (an
-        array, or a NumPy scalar for all axes)."""
+        (max, min, mean, prod; var and std as functions) of a float array `x`: a new
+        value of `x`'s dtype (an array, or a NumPy scalar for all axes)."""
         if not all(k.arg in ("axis", "keepdims") for k in e.keywords):
             return None
         if isinstance(e.func, gast.Attribute) and e.func.attr in _METHODS and len(e.args) <= 1:
             of = self.fact(e.func.value, facts)
             if of.kind not in (ND, NDARRAY):
                 return None
-        elif e.args and self.resolve(e.func) in _REDUCTIONS and len(e.args) <= 2:
+        elif e.args and self.resolve(e.func) in REDUCTIONS and len(e.args) <= 2:
             of = self.fact(e.args[0], facts)
         else:
             return None

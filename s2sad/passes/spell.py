@@ -144,7 +144,7 @@ class Spell:
             self.shapes.rely_on(fact.shape)
 
         def t(v):
-            return nodes.attribute(nodes.copied(v), "T")
+            return nodes.attribute(v, "T")
 
         def matmul(x, y):
             return gast.BinOp(left=x, op=gast.MatMult(), right=y)
@@ -152,14 +152,22 @@ class Spell:
         def outer(x, y):
             return nodes.call(nodes.attribute(self.rev.helper("np", obj=np), "outer"),
                               [x, y])
-        g = nodes.copied(g)
-        if which == 0:
-            out = (matmul(g, t(b)) if len(pb) == 2 else outer(g, nodes.copied(b))) \
-                if len(pa) == 2 else matmul(nodes.copied(b), g)
+        g, a, b = (nodes.copied(v) for v in (g, a, b))
+        if which == 0:          # a_bar
+            if len(pa) == 1:
+                out = matmul(b, g)          # vector @ matrix
+            elif len(pb) == 1:
+                out = outer(g, b)           # matrix @ vector
+            else:
+                out = matmul(g, t(b))
             made = self.reuse.result([fg, fb])
-        else:
-            out = (matmul(t(a), g) if len(pa) == 2 else outer(nodes.copied(a), g)) \
-                if len(pb) == 2 else matmul(g, nodes.copied(a))
+        else:                   # b_bar
+            if len(pb) == 1:
+                out = matmul(g, a)
+            elif len(pa) == 1:
+                out = outer(a, g)
+            else:
+                out = matmul(t(a), g)
             made = self.reuse.result([fa, fg])
         out.s2s_like = made._replace(shape=(fa, fb)[which].shape, kind=self.arrays[0])
         return out
