@@ -1,7 +1,17 @@
 """Doctest set-up shared by the package, the docs and the tests."""
 import pytest
 
-from s2sad.testing import show
+from s2sad import pipeline
+from s2sad.frontend.source import function_from_source
+
+
+def show(stage, text, wrt=0):
+    """The source of the function in `text` after the pass `stage` (a pass name, or a
+    pass class, named after it), for arguments that are numbers."""
+    name = stage if isinstance(stage, str) else stage.__name__.lower()
+    fn = function_from_source(text)
+    mode = "forward" if name in ("forward", "tangent_only", "guard") else "reverse"
+    return pipeline.stage_source(fn, name, wrt, mode=mode).rstrip("\n")
 
 
 @pytest.fixture(autouse=True)

@@ -15,10 +15,9 @@ from .api import (check_grad, custom_jvp, custom_vjp, defvjp, grad, nondiff, sou
                   value_and_grad, vjp)
 from .forward_api import defjvp, hessian, hvp, jacfwd, jacrev, jvp
 from .trace import trace
-from .ad.reverse import UnconnectedInputWarning
 from .errors import (GradientCheckError, InternalError, MissingRuleError,
                      NonScalarOutputError, S2SADError, SourceUnavailableError,
-                     UnsupportedSyntaxError)
+                     UnconnectedInputWarning, UnsupportedSyntaxError)
 
 __version__ = "0.1.0"
 __all__ = ["grad", "value_and_grad", "vjp", "source", "check_grad", "defvjp", "nondiff",

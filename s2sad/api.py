@@ -1,48 +1,36 @@
 """The public API: grad, value_and_grad, vjp, source, check_grad, and rule registration."""
 import functools
 import inspect
+import numbers
 import types
+import weakref
 
 import numpy as np
 
-from . import cache, pipeline
-from .errors import GradientCheckError, NonScalarOutputError, S2SADError
-from .ad.reverse import warn_unconnected
-from .frontend.source import unwrap
+from . import forward_api, pipeline
+from .compilation import kinds_key, kinds_of, patterns_of, wrt_indices
+from .errors import GradientCheckError, S2SADError, warn_unconnected
 from .rules import registry, runtime
 
-
-def _target(fn):
-    """The Python function s2sad compiles for `fn`."""
-    return _custom_wrapper(fn) if getattr(fn, "s2s_custom", False) else unwrap(fn)
+_target = pipeline.target
 
 
-def _compiled(fn, wrt, fused=False, kinds=None, release=False, warn=True, patterns=None):
+def _compiled(fn, wrt, fused=False, kinds=None, release=False, patterns=None):
     """The compiled derivative of `fn` for `wrt`, specialised on argument `kinds`
-    (see pipeline.kinds_of); without kinds, those `source(f)` assumes. `fused` and
+    (see compilation.kinds_of); without kinds, those `source(f)` assumes. `fused` and
     `release` are those of pipeline.reverse, and so are `patterns` (see
-    pipeline.patterns_of), for `fused`. When it is compiled, an
-    `UnconnectedInputWarning` names each input the output does not depend on, unless
-    `warn` is false (for the functions a differentiated function calls)."""
-    fn = _target(fn)
-    kinds = pipeline.default_kinds(fn) if kinds is None else kinds
-    patterns = patterns if fused else None
-    key = ({False: "reverse", True: "value_and_grad", "grad": "grad"}[fused], release,
-           pipeline._wrt_key(wrt), pipeline._kinds_key(kinds),
-           pipeline._patterns_key(patterns))
-
-    def build():
-        derivative = pipeline.reverse(fn, wrt, fused, kinds, release, patterns=patterns)
-        if warn:
-            warn_unconnected(*derivative.unconnected)
-        return derivative
-    return cache.get(fn, key, build)
+    compilation.patterns_of), for `fused`. The first time, an `UnconnectedInputWarning`
+    names each input the output does not depend on."""
+    derivative = pipeline.derivative(fn, "reverse", wrt, kinds, fused=fused, release=release,
+                                     patterns=patterns if fused else None)
+    return warn_unconnected(derivative)
 
 
 class _Derivative:
     """Base of the callables `grad` and `value_and_grad` return."""
 
     s2s_derivative = True
+    s2s_forward_over_reverse = True     # its forward mode differentiates its code
     fused = True            # which compiled variant it runs (see pipeline.reverse)
 
     def __init__(self, fn, wrt):
@@ -60,8 +48,8 @@ class _Derivative:
     def _compile_and_call(self, *args, **kwargs):
         """Compile for the kinds of `args` (or fetch that version), then call it."""
         target = _target(self.primal)
-        self._kinds = pipeline.kinds_of(target, args)
-        self._patterns = pipeline.patterns_of(target, args)
+        self._kinds = kinds_of(target, args)
+        self._patterns = patterns_of(target, args)
         fn = _compiled(self.primal, self.wrt, self.fused, self._kinds, release=True,
                        patterns=self._patterns).fn
         _check_inputs(self.primal, self.wrt, args)
@@ -86,7 +74,7 @@ class _Derivative:
         own.__kwdefaults__ = fn.__kwdefaults__
         own.__qualname__ = fn.__qualname__
         type(self).__call__ = staticmethod(own)
-        registry.installed.add(self)
+        _installed.add(self)
 
     def _uninstall(self):
         """Calls go through `_Derivative.__call__` again (the rules changed)."""
@@ -117,6 +105,20 @@ class _Derivative:
         return self if obj is None else functools.partial(self, obj)
 
 
+#: The derivatives whose calls go straight to compiled code (see `_install`).
+_installed = weakref.WeakSet()
+
+
+def _uninstall_all():
+    """A rule changed: every derivative checks the registry's version again."""
+    for derivative in list(_installed):
+        derivative._uninstall()
+    _installed.clear()
+
+
+registry.on_change(_uninstall_all)
+
+
 class GradientFunction(_Derivative):
     """The gradient of a scalar function; call it like the function."""
 
@@ -129,7 +131,7 @@ class ValueAndGradientFunction(_Derivative):
 
 def _check_inputs(fn, wrt, args):
     """Refuse, clearly, inputs s2sad cannot differentiate (checked at compilation)."""
-    for i in pipeline.wrt_indices(_target(fn), wrt):
+    for i in wrt_indices(_target(fn), wrt):
         if i >= len(args):
             continue
         x = args[i]
@@ -154,7 +156,6 @@ def _check_inputs(fn, wrt, args):
 
 def _opaque(x):
     """The first object in `x` s2sad cannot give an adjoint of, or None."""
-    import numbers
     if x is None or isinstance(x, (numbers.Number, np.ndarray, np.generic, str)):
         return None
     if isinstance(x, (tuple, list)):
@@ -170,46 +171,13 @@ def _decorator(cls, f, wrt):
     if not callable(f):
         raise S2SADError(f"s2sad differentiates functions; got {type(f).__name__} {f!r}")
     if isinstance(f, GradientFunction) and cls is GradientFunction:
-        return _second_derivative(f, wrt)
+        return forward_api.second_derivative(f, wrt)
     if inspect.ismethod(f):
         # a bound method: differentiate its function, with the instance passed first
         derivative = cls(f.__func__, _shift(wrt))
         return _BoundDerivative(derivative, f.__self__, f)
     return cls(f, wrt)
 
-
-def _second_derivative(df, wrt):
-    """`grad(grad(f, i), j)`: forward mode over the generated gradient of `f` (forward
-    over reverse), for a scalar derivative df/dx_i.
-
-    >>> import s2sad
-    >>> def f(x, y):
-    ...     return x ** 3 * y
-    >>> s2sad.grad(s2sad.grad(f))(2.0, 5.0)          # d2f/dx2 = 6 x y
-    60.0
-    >>> s2sad.grad(s2sad.grad(f), wrt=1)(2.0, 5.0)   # d2f/dx dy = 3 x^2
-    12.0
-    """
-    from . import forward_api
-    if isinstance(df.wrt, (tuple, list)) or isinstance(wrt, (tuple, list)):
-        raise S2SADError("grad(grad(f)) takes one parameter at each level; use "
-                         "s2sad.hessian for all second derivatives at once")
-
-    def second(*args, **kwargs):
-        target = _target(df.primal)
-        i = pipeline.wrt_indices(target, df.wrt)[0]
-        j = pipeline.wrt_indices(target, wrt)[0]
-        if np.ndim(args[i]) != 0:
-            raise NonScalarOutputError(
-                f"grad(grad({target.__qualname__})): the inner gradient has the shape of "
-                "an array argument, not a scalar; use s2sad.hessian or s2sad.jacfwd")
-        d = forward_api._gradient_jvp(df.primal, i, (j,), pipeline.kinds_of(target, args))
-        x = args[j]
-        if np.ndim(x) == 0:
-            return forward_api._call(d, args, kwargs, (1.0,))
-        parts = [forward_api._call(d, args, kwargs, (e,)) for e in forward_api._basis(x)]
-        return np.reshape(np.asarray(parts, dtype=float), np.shape(x))
-    return forward_api._mark_gradient(second, df.primal, df.wrt, "grad_grad", tangents=wrt)
 
 
 def _shift(wrt):
@@ -289,7 +257,7 @@ def vjp(f, *args, **kwargs):
                   ((f.__self__,) if inspect.ismethod(f) else ()) + args)
     if inspect.ismethod(f):
         f, args, wrt = f.__func__, (f.__self__,) + args, _shift(wrt)
-    kinds = pipeline.kinds_of(_target(f), args)
+    kinds = kinds_of(_target(f), args)
     return _compiled(f, wrt, kinds=kinds).fn(*args, **kwargs)
 
 
@@ -327,18 +295,15 @@ def source(f, mode="reverse", wrt=None, at=None):
     """
     if mode not in ("reverse", "forward"):
         raise S2SADError(f"mode={mode!r}: the mode is 'reverse' or 'forward'")
-    if mode == "forward":
-        from . import forward_api
-        if forward_api.gradient_of(f) is not None:   # forward over reverse of a gradient
-            return forward_api.source(f, wrt, at)
+    if mode == "forward" and forward_api.gradient_of(f) is not None:
+        return forward_api.source(f, wrt, at)   # forward over reverse of a gradient
     wrt = 0 if wrt is None else wrt
-    kinds = None if at is None else pipeline.kinds_of(_target(f), at)
+    kinds = None if at is None else kinds_of(_target(f), at)
     return _with_lifted(_derivative(f, mode, wrt, kinds), mode)
 
 
 def _derivative(f, mode, wrt, kinds):
     if mode == "forward":
-        from . import forward_api
         wrt = tuple(wrt) if isinstance(wrt, (tuple, list)) else (wrt,)
         return forward_api.compiled(f, wrt, kinds)
     return _compiled(f, wrt, kinds=kinds)
@@ -350,7 +315,7 @@ def _with_lifted(derivative, mode, shown=None):
     shown = set() if shown is None else shown
     text = derivative.source
     for fn, wrt, kinds in derivative.lifted:
-        key = (fn, wrt, pipeline._kinds_key(kinds))
+        key = (fn, wrt, kinds_key(kinds))
         if key in shown:
             continue
         shown.add(key)
@@ -375,7 +340,7 @@ def check_grad(f, *args, wrt=0, rtol=1e-5, atol=1e-7, **kwargs):
     1.381773
     """
     g = grad(f, wrt)(*args, **kwargs)
-    index = pipeline.wrt_indices(f, wrt)
+    index = wrt_indices(f, wrt)
     many = isinstance(wrt, (tuple, list))
     grads = g if many else (g,)
     bad = []
@@ -460,19 +425,6 @@ def nondiff(prim):
     """
     registry.nondiff(prim)
 
-
-def _custom_wrapper(custom):
-    """A Python function that only calls `custom` (so its derivative uses the rule)."""
-    if getattr(custom, "_wrapper", None) is None:
-        from .testing import function_from_source
-        params = [p for p in inspect.signature(custom.primal).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        names = ", ".join(p.name for p in params)
-        name = custom.__name__
-        custom._wrapper = function_from_source(
-            f"def {name}({names}):\n    return _s2s_custom({names})\n",
-            {"_s2s_custom": custom})
-    return custom._wrapper
 
 
 class custom_vjp:

@@ -26,6 +26,20 @@ def get(fn, key, build):
         return per_fn[full]
 
 
+def peek(fn, key):
+    """The derivative stored for `fn` and `key`, or None."""
+    try:
+        return _cache[fn][key + (registry.version,)]
+    except (KeyError, TypeError):
+        return None
+
+
+def put(fn, key, derivative):
+    """Store `derivative` for `fn` and `key` (one the driver compiled as a callee)."""
+    with _lock:
+        _cache.setdefault(fn, {}).setdefault(key + (registry.version,), derivative)
+
+
 def clear():
     """Forget every compiled derivative, and the sources read for them."""
     with _lock:

@@ -14,8 +14,10 @@ import inspect
 import os
 import sys
 
-from . import api, forward_api, pipeline
+from . import api, forward_api, graph, pipeline
+from .compilation import wrt_indices
 from .errors import GradientCheckError, S2SADError
+from .trace import trace
 
 
 class CLIError(Exception):
@@ -40,12 +42,13 @@ def _parser():
                                      "differentiation for Python.")
     sub = parser.add_subparsers(dest="command", required=True)
     show = sub.add_parser("show", help="print the generated derivative source")
-    show.add_argument("target", metavar="FILE.py:FUNC")
+    show.add_argument("target", metavar="FILE.py:FUNC", nargs="?")
     show.add_argument("--mode", choices=["reverse", "forward"], default="reverse")
     show.add_argument("--wrt", help="parameters to differentiate, comma-separated "
                                     "(default: the first)")
-    show.add_argument("--stage", choices=list(pipeline.STAGES),
-                      help="print an intermediate form instead")
+    show.add_argument("--stage", metavar="PASS", choices=["list"] + list(dict.fromkeys(
+        pipeline.stage_names() + pipeline.stage_names("forward"))),
+        help="print the code after this pass instead; 'list' lists the passes")
     show.set_defaults(run=_show)
     check = sub.add_parser("check", help="compare the gradient with finite differences")
     check.add_argument("target", metavar="FILE.py:FUNC")
@@ -109,21 +112,28 @@ def _wrt(text, default):
 
 
 def _show(args):
+    if args.stage == "list":
+        print(pipeline.described())
+        return 0
+    if args.target is None:
+        raise CLIError("show needs the function: FILE.py:FUNC")
     fn = load(args.target, derivatives=True)
-    if args.mode == "forward" and args.stage in ("reverse", "optimize"):
-        raise CLIError(f"--stage {args.stage} is a reverse-mode stage; with --mode forward "
-                       "use desugar, wengert or forward")
+    if args.stage and args.stage not in pipeline.stage_names(args.mode):
+        raise CLIError(f"--stage {args.stage} is not a pass of {args.mode} mode; its passes "
+                       f"are {', '.join(pipeline.stage_names(args.mode))}")
     wrt = _wrt(args.wrt, 0)
     if args.mode == "forward" and forward_api.gradient_of(fn):
         # a gradient: forward mode of the gradient code it runs (forward over reverse),
         # by default along the tangent of a second derivative
         wrt = _wrt(args.wrt, getattr(fn, "s2s_tangents", 0))
         if args.stage:
-            text = pipeline.stage_source(forward_api.gradient_code(fn).fn, args.stage, wrt)
+            text = pipeline.stage_source(forward_api.gradient_code(fn).fn, args.stage, wrt,
+                                         mode="forward")
         else:
             text = api.source(fn, mode="forward", wrt=wrt)
     elif args.stage:
-        text = pipeline.stage_source(getattr(fn, "primal", fn), args.stage, wrt)
+        text = pipeline.stage_source(getattr(fn, "primal", fn), args.stage, wrt,
+                                     mode=args.mode)
     else:
         text = api.source(getattr(fn, "primal", fn), mode=args.mode, wrt=wrt)
     print(_highlight(text), end="")
@@ -141,7 +151,7 @@ def _check(args):
     except GradientCheckError as exc:
         print(f"FAIL {exc}")
         return 1
-    names = [positional[i].name for i in pipeline.wrt_indices(fn, wrt)]
+    names = [positional[i].name for i in wrt_indices(fn, wrt)]
     for n, v in zip(names, g if isinstance(g, tuple) else (g,)):
         print(f"  d/d{n} = {v!r}")
     print(f"OK: the gradient of {fn.__name__} at {tuple(point)} matches central finite "
@@ -172,7 +182,6 @@ def _point(fn, at):
 
 
 def _trace(args):
-    from .trace import trace
     fn = load(args.target)
     point = _point(fn, args.at)
     wrt = _wrt(args.wrt, tuple(range(len(point))))
@@ -187,7 +196,6 @@ def _trace(args):
 
 
 def _graph(args):
-    from . import graph
     fn = load(args.target)
     if args.wrt and not args.pullback:
         raise CLIError("--wrt only matters with --pullback (the graph of the function "

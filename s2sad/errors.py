@@ -3,6 +3,7 @@
 Every error a user can meet is an `S2SADError`; each condition has its own class
 whose message says what was expected, what was found, where, and how to fix it.
 """
+import warnings
 
 
 class S2SADError(Exception):
@@ -62,3 +63,21 @@ def format_located(message, filename, lineno, offset=None, text=None):
         caret = " " * max((offset or 1) - 1 - (len(line) - len(stripped)), 0) + "^"
         out += f"\n    {stripped}\n    {caret}"
     return out
+
+
+class UnconnectedInputWarning(UserWarning):
+    """The output does not depend on a differentiated input; its gradient is zero."""
+
+
+def warn_unconnected(derivative):
+    """Warn, the first time a derivative is handed to the user, that its function's
+    output does not depend on some differentiated inputs; return `derivative`."""
+    if not derivative.warned:
+        derivative.warned = True
+        src, params = derivative.unconnected
+        for p in params:
+            warnings.warn_explicit(
+                f"{src.name}(): the output does not depend on {p!r} (through "
+                "differentiable operations); its gradient is zero", UnconnectedInputWarning,
+                src.filename, src.first_line)
+    return derivative

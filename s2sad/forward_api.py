@@ -5,20 +5,19 @@ import weakref
 
 import numpy as np
 
-from . import api, cache, pipeline
-from .ad.reverse import warn_unconnected
-from .errors import S2SADError
+from . import pipeline
+from .compilation import default_kinds, kinds_of, wrt_indices
+from .errors import NonScalarOutputError, S2SADError, warn_unconnected
 from .rules import registry, runtime
+
+_target = pipeline.target
 
 
 def compiled(fn, wrt, kinds=None, guard=False):
     """The compiled `f_jvp` of `fn` for `wrt` (a tuple of indices or names), specialised
-    on argument `kinds` (see pipeline.kinds_of), through the cache; with `guard`, the
+    on argument `kinds` (see compilation.kinds_of), through the cache; with `guard`, the
     version that checks its arguments (see pipeline.forward)."""
-    fn = api._target(fn)
-    kinds = pipeline.default_kinds(fn) if kinds is None else kinds
-    key = ("forward", guard, tuple(wrt), pipeline._kinds_key(kinds))
-    return cache.get(fn, key, lambda: pipeline.forward(fn, tuple(wrt), kinds, guard))
+    return pipeline.derivative(fn, "forward", tuple(wrt), kinds, guard=guard)
 
 
 def _call(d, args, kwargs, tangents):
@@ -141,7 +140,7 @@ def _jvp_entry(f, primals, tangents, first):
     wrt = tuple(i for i in range(first, len(primals)) if tangents[i - first] is not None)
     if not wrt:
         raise S2SADError("jvp needs at least one tangent that is not None")
-    d = compiled(f, wrt, pipeline.kinds_of(api._target(f), primals), guard=True)
+    d = compiled(f, wrt, kinds_of(_target(f), primals), guard=True)
     code = getattr(d.fn, "__code__", None)
     by_position = (code is not None and
                    code.co_varnames[len(primals):code.co_argcount] == tuple(d.tangent_names))
@@ -150,13 +149,13 @@ def _jvp_entry(f, primals, tangents, first):
 
 def _wrt(f, wrt):
     many = isinstance(wrt, (tuple, list))
-    return many, _indices(api._target(f), tuple(wrt) if many else wrt)
+    return many, _indices(_target(f), tuple(wrt) if many else wrt)
 
 
 @functools.lru_cache(maxsize=256)
 def _indices(fn, wrt):
     """The positional indices `wrt` names (reading the source once per function)."""
-    return pipeline.wrt_indices(fn, wrt)
+    return wrt_indices(fn, wrt)
 
 
 def _basis(x):
@@ -191,7 +190,7 @@ def jacfwd(f, wrt=0):
     """
     def jacobian(*args, **kwargs):
         many, indices = _wrt(f, wrt)
-        kinds = pipeline.kinds_of(api._target(f), args)
+        kinds = kinds_of(_target(f), args)
         out = []
         for i in indices:
             d = compiled(f, (i,), kinds)
@@ -217,8 +216,9 @@ def jacrev(f, wrt=0):
     """
     def jacobian(*args, **kwargs):
         many, indices = _wrt(f, wrt)
-        kinds = pipeline.kinds_of(api._target(f), args)
-        y, pullback = api._compiled(f, tuple(indices), kinds=kinds).fn(*args, **kwargs)
+        kinds = kinds_of(_target(f), args)
+        derivative = pipeline.derivative(f, "reverse", tuple(indices), kinds)
+        y, pullback = warn_unconnected(derivative).fn(*args, **kwargs)
         rows = [pullback(e) for e in _basis(y)]
         out = []
         for k, i in enumerate(indices):
@@ -238,9 +238,9 @@ def _grad_jvp(f, wrt, args):
     if isinstance(wrt, (tuple, list)):
         raise S2SADError("hessian and hvp differentiate with respect to one argument; "
                          f"got wrt={wrt!r}")
-    target = api._target(f)
+    target = _target(f)
     i = _indices(target, wrt)[0]
-    return i, _gradient_jvp(f, i, (i,), pipeline.kinds_of(target, args))
+    return i, _gradient_jvp(f, i, (i,), kinds_of(target, args))
 
 
 def gradient_code(f, kinds=None):
@@ -249,19 +249,12 @@ def gradient_code(f, kinds=None):
     forward over reverse differentiates for gradient `f` (see `gradient_of`), for
     arguments of `kinds` (by default, those `source` assumes)."""
     primal, grad_wrt = gradient_of(f)
-    return _gradient_code(api._target(primal), grad_wrt, kinds)
+    return _gradient_code(_target(primal), grad_wrt, kinds)
 
 
 def _gradient_code(target, grad_wrt, kinds=None):
-    kinds = pipeline.default_kinds(target) if kinds is None else kinds
-
-    def build():
-        derivative = pipeline.reverse(target, grad_wrt, "grad", kinds, guard=False,
-                                      recompute=True)
-        warn_unconnected(*derivative.unconnected)
-        return derivative
-    return cache.get(target, ("grad, unguarded", pipeline._wrt_key(grad_wrt),
-                              pipeline._kinds_key(kinds)), build)
+    return warn_unconnected(pipeline.derivative(target, "reverse", grad_wrt, kinds,
+                                                fused="grad", guard=False, recompute=True))
 
 
 def _gradient_jvp(f, grad_wrt, wrt, kinds):
@@ -271,20 +264,14 @@ def _gradient_jvp(f, grad_wrt, wrt, kinds):
     callers pick the version by the arguments' types) and calls other functions
     through their adjoints (see `gradient_code`). Without the value, it computes no
     tangent of the value but those the gradient's tangent needs."""
-    target = api._target(f)
-    key = ("forward over reverse", pipeline._wrt_key(grad_wrt), tuple(wrt),
-           pipeline._kinds_key(kinds))
-
-    def build():
-        grad = _gradient_code(target, grad_wrt, kinds)
-        return pipeline.forward(grad.fn, tuple(wrt), kinds, tangent_only=True)
-    return cache.get(target, key, build)
+    grad = _gradient_code(_target(f), grad_wrt, kinds)
+    return pipeline.derivative(grad.fn, "forward", tuple(wrt), kinds, tangent_only=True)
 
 
 def gradient_of(f):
     """`(primal, wrt)` if `f` is a gradient made by s2sad whose forward mode is forward
     over reverse (made by `grad`, `value_and_grad`, `hvp` or `hessian`), else None."""
-    if isinstance(f, api._Derivative) or getattr(f, "s2s_forward_over_reverse", False):
+    if getattr(f, "s2s_forward_over_reverse", False):
         return f.primal, f.wrt
     return None
 
@@ -300,12 +287,12 @@ def source(f, wrt=None, at=None):
     wrt = tuple(wrt) if isinstance(wrt, (tuple, list)) else (wrt,)
     gradient = gradient_of(f)
     if gradient is None:
-        kinds = None if at is None else pipeline.kinds_of(api._target(f), at)
+        kinds = None if at is None else kinds_of(_target(f), at)
         return compiled(f, wrt, kinds).source
     primal, grad_wrt = gradient
-    target = api._target(primal)
-    kinds = pipeline.default_kinds(target) if at is None else pipeline.kinds_of(target, at)
-    indices = tuple(pipeline.wrt_indices(target, wrt))
+    target = _target(primal)
+    kinds = default_kinds(target) if at is None else kinds_of(target, at)
+    indices = tuple(wrt_indices(target, wrt))
     return _gradient_jvp(primal, grad_wrt, indices, kinds).source
 
 
@@ -318,6 +305,39 @@ def _mark_gradient(derivative, f, wrt, kind, tangents=None):
     derivative.s2s_tangents = wrt if tangents is None else tangents
     derivative.s2s_derivative = derivative.s2s_forward_over_reverse = True
     return derivative
+
+
+def second_derivative(df, wrt):
+    """`grad(grad(f, i), j)`: forward mode over the generated gradient of `f` (forward
+    over reverse), for a scalar derivative df/dx_i.
+
+    >>> import s2sad
+    >>> def f(x, y):
+    ...     return x ** 3 * y
+    >>> s2sad.grad(s2sad.grad(f))(2.0, 5.0)          # d2f/dx2 = 6 x y
+    60.0
+    >>> s2sad.grad(s2sad.grad(f), wrt=1)(2.0, 5.0)   # d2f/dx dy = 3 x^2
+    12.0
+    """
+    if isinstance(df.wrt, (tuple, list)) or isinstance(wrt, (tuple, list)):
+        raise S2SADError("grad(grad(f)) takes one parameter at each level; use "
+                         "s2sad.hessian for all second derivatives at once")
+
+    def second(*args, **kwargs):
+        target = _target(df.primal)
+        i = wrt_indices(target, df.wrt)[0]
+        j = wrt_indices(target, wrt)[0]
+        if np.ndim(args[i]) != 0:
+            raise NonScalarOutputError(
+                f"grad(grad({target.__qualname__})): the inner gradient has the shape of "
+                "an array argument, not a scalar; use s2sad.hessian or s2sad.jacfwd")
+        d = _gradient_jvp(df.primal, i, (j,), kinds_of(target, args))
+        x = args[j]
+        if np.ndim(x) == 0:
+            return _call(d, args, kwargs, (1.0,))
+        parts = [_call(d, args, kwargs, (e,)) for e in _basis(x)]
+        return np.reshape(np.asarray(parts, dtype=float), np.shape(x))
+    return _mark_gradient(second, df.primal, df.wrt, "grad_grad", tangents=wrt)
 
 
 def hvp(f, wrt=0):

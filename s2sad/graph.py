@@ -46,6 +46,7 @@ import subprocess
 import gast
 
 from . import pipeline
+from .frontend import source
 from .codegen import emit, nodes
 from .errors import S2SADError
 
@@ -60,9 +61,8 @@ def dot(fn, wrt=None, pullback=False):
     generates for it, differentiated with respect to `wrt` (default: every positional
     parameter)."""
     if not pullback:
-        src, node, _ = pipeline.stages(fn, (), stop="wengert")
+        _, node = pipeline.compilation(fn, (), until="wengert")
         return function_dot(node, f"{node.name} (Wengert form)")
-    from .frontend import source
     src = source.capture(fn)
     params = [a.id for a in src.node.args.posonlyargs + src.node.args.args]
     if wrt is None:
@@ -70,7 +70,8 @@ def dot(fn, wrt=None, pullback=False):
     if isinstance(wrt, (tuple, list)) and not wrt:
         raise S2SADError(f"{src.name}() has no positional parameter to differentiate, so "
                          "it has no pullback")
-    src, vjp, _ = pipeline.stages(fn, wrt)
+    ctx, vjp = pipeline.compilation(fn, wrt)
+    src = ctx.src
     inner = [s for s in vjp.body if isinstance(s, gast.FunctionDef)]
     if not inner:
         raise S2SADError(f"s2sad generated no pullback for {src.name}()")

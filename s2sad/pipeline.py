@@ -1,93 +1,130 @@
-"""The compiler on one screen: the passes, in order, from a function to its derivative.
+"""The driver: the compiler's passes in order, and the derivatives they make, compiled,
+linked and cached.
 
-    capture   read the source, remember file and absolute lines, resolve free names
-    fence     reject unsupported syntax with a located message
-    lift      nested functions and lambdas become functions of their own
-    desugar   comprehensions, augmented and multiple assignment, loop else, early
-              returns, jumps
-    wengert   one primitive operation per statement, SSA names
-    reverse   forward pass with per-loop tapes, and the pullback closure
-    forward   (forward mode, instead of reverse) each statement, then its tangent
-    optimize  coalesce copies, propagate adjoint copies, fuse accumulations; then
-              the forward pass's temporaries of numbers go back into their one use
-    elements  a reversed loop updates the adjoints of arrays it reads or writes
-              element by element in place
-    fuse      (grad, value_and_grad) forward pass and pullback in one function
-    spell     (fused, run by reuse) the adjoints of broadcasting and matrix products
-              as plain NumPy where the shape patterns are known
-    collect   (fused, run by reuse) the terms added into one slice of an adjoint as
-              one polynomial, written with the fewest operations
-    reuse     (fused) compute elementwise results into the buffers of dead temporaries,
-              and the first contribution to a slice of zeros in that slice
-    release   (fused) delete each array after its last use
-    emit      gast -> ast -> ast.unparse, compiled with the user's globals, live
+Every pass is `run(fn, ctx) -> fn` over a gast function and the `Compilation` context
+(s2sad.compilation). The lists below are the whole compiler; `s2sad show --stage NAME`
+stops after any pass of them, and `--stage list` prints them.
+
+A derivative that calls other Python functions calls their derivatives (`g_vjp`,
+`g_adjoint`, `g_jvp`). A transform does not compile them: it names them in the generated
+code and lists them as the context's `callees`. The driver compiles each one it does not
+have yet from a worklist, as a compiler walks its call graph, then links every
+derivative of the build to those it calls. Recursion needs nothing special: a function
+that calls itself is one more entry of the worklist, linked to itself.
+
+>>> from s2sad import pipeline
+>>> [p.name for p in pipeline.FORWARD_MODE]
+['lift', 'desugar', 'wengert', 'forward', 'tangent_only', 'scalar_temporaries', 'guard']
 """
+from __future__ import annotations
+
+import dataclasses
+import functools
 import inspect
+import traceback
+from typing import Callable
 
-import numpy as np
+import gast
 
-from .ad.forward import Forward, prepare
-from .ad.reverse import Reverse, fuse, guard_patterns, shapes_from_earliest
-from .analysis.shapes import pattern
+from . import cache
+from .ad import fused, header, forward as forward_mode, reverse as reverse_mode
 from .codegen import emit, nodes
-from .errors import InternalError, S2SADError
-from .frontend import fence, source
-from .naming import Namer
-from .passes.desugar import Desugar
-from .passes.elements import Elements
-from .passes.lift import Lift
-from .passes.optimize import Optimize, distinct_results, inline_temporaries
-from .passes.release import Release
-from .passes.reuse import Reuse
-from .passes.wengert import Wengert
-
-STAGES = ("lift", "desugar", "wengert", "reverse", "optimize", "forward")
+from .compilation import (Compilation, default_kinds, kinds_key, patterns_key,
+                          wrt_key)
+from .errors import InternalError, S2SADError, UnsupportedSyntaxError
+from .frontend import source
+from .passes import (collect, desugar, elements, lift, optimize, release, reuse, spell,
+                     wengert)
 
 
-class Derivative:
-    """A compiled derivative: the callable and its source."""
-
-    def __init__(self, fn, source_text, filename):
-        self.fn = fn
-        self.source = source_text
-        self.filename = filename
-        self.lifted = []    # (function, wrt, kinds) of the lifted functions it calls
-        self.unconnected = (None, [])   # (source, differentiated inputs with no effect)
+@dataclasses.dataclass(frozen=True)
+class Pass:
+    """One pass: its name (for `--stage`), `run(fn, ctx) -> fn`, and what it does."""
+    name: str
+    run: Callable[[gast.FunctionDef, Compilation], gast.FunctionDef]
+    does: str
 
 
-def wrt_names(src, wrt):
-    """Parameter names for `wrt` (an index, a name, or a tuple of them)."""
-    params = [a.id for a in src.node.args.posonlyargs + src.node.args.args]
-    items = wrt if isinstance(wrt, (tuple, list)) else (wrt,)
-    out = []
-    for w in items:
-        if isinstance(w, bool) or not isinstance(w, (int, str)):
-            raise S2SADError(f"wrt must be a parameter index or name, got {w!r}")
-        if isinstance(w, int):
-            if not -len(params) <= w < len(params):
-                raise S2SADError(
-                    f"wrt={w} is out of range: {src.name}() has {len(params)} positional "
-                    f"parameter(s) {params}")
-            out.append(params[w])
-        elif w in params:
-            out.append(w)
-        else:
-            kwonly = [a.id for a in src.node.args.kwonlyargs]
-            hint = " (keyword-only parameters are never differentiated)" if w in kwonly else ""
-            raise S2SADError(f"wrt={w!r} is not a positional parameter of {src.name}(); "
-                             f"its parameters are {params}{hint}")
-    return out
+#: Before differentiation: from the user's function to Wengert form. (The front end,
+#: which reads the source and refuses unsupported syntax, makes the `Compilation`.)
+FRONT = [
+    Pass("lift", lift.run, "nested functions and lambdas become functions of their own"),
+    Pass("desugar", desugar.run, "comprehensions, augmented and multiple assignment, "
+         "loop else, early returns, jumps"),
+    Pass("wengert", wengert.run, "one primitive operation per statement, SSA names"),
+]
+
+#: Reverse mode: `f_vjp(x) -> (y, f_pullback)`, what `vjp` runs.
+REVERSE_MODE = FRONT + [
+    Pass("reverse", reverse_mode.run, "forward pass with per-loop tapes, and the "
+         "pullback closure"),
+    Pass("optimize", optimize.run, "coalesce copies, propagate adjoint copies, fuse "
+         "accumulations, `# grad of:` comments"),
+    Pass("elements", elements.run, "a reversed loop updates the adjoints of arrays it "
+         "reads or writes element by element in place"),
+    Pass("prune_tapes", reverse_mode.prune_tapes, "tapes drop what the reversed loops "
+         "no longer read"),
+    Pass("shapes_from_earliest", fused.shapes_from_earliest, "a helper that needs only "
+         "a shape reads the earliest value of that shape"),
+    Pass("distinct_results", optimize.distinct_results, "gradients that could share "
+         "memory are returned as copies"),
+    Pass("header", header.run, "comments: what is differentiated, what the pullback "
+         "reads, which rules"),
+    Pass("scalar_temporaries", optimize.inline_temporaries, "the forward pass's "
+         "temporaries of numbers go back into their one use"),
+]
+
+#: The fused gradient: `f_grad` (`grad`), `f_value_and_grad` or `f_adjoint`.
+FUSED_GRADIENT = REVERSE_MODE + [
+    Pass("fuse", fused.run, "forward pass and pullback in one function, the seed "
+         "folded in"),
+    Pass("spell", spell.run, "(with release) the adjoints of broadcasting and matrix "
+         "products as plain NumPy where the shape patterns are known"),
+    Pass("collect", collect.run, "(with release) the terms added into one slice of an "
+         "adjoint as one polynomial, with the fewest operations"),
+    Pass("reuse", reuse.run, "(with release) elementwise results computed into the "
+         "buffers of dead temporaries"),
+    Pass("release", release.run, "(with release) each array deleted after its last use"),
+    Pass("guard_patterns", fused.guard_patterns, "the guard also tests the shape "
+         "patterns and dtypes the code relies on"),
+]
+
+#: Forward mode: `f_jvp(x, x_dot) -> (y, y_dot)`.
+FORWARD_MODE = FRONT + [
+    Pass("forward", forward_mode.run, "each statement, then its tangent"),
+    Pass("tangent_only", forward_mode.tangent_only, "(for hvp) the tangent alone, "
+         "without the statements only the value needs"),
+    Pass("scalar_temporaries", optimize.inline_temporaries, "the temporaries of numbers "
+         "go back into their one use"),
+    Pass("guard", forward_mode.guard, "(for jvp) check the argument types first"),
+]
+
+LISTS = {"reverse mode": REVERSE_MODE, "fused gradient": FUSED_GRADIENT,
+         "forward mode": FORWARD_MODE}
 
 
-def wrt_indices(fn, wrt):
-    """Positional indices of the parameters `wrt` names."""
-    src = source.capture(fn)
-    params = [a.id for a in src.node.args.posonlyargs + src.node.args.args]
-    return [params.index(n) for n in wrt_names(src, wrt)]
+def described():
+    """The pass lists as text (what `s2sad show --stage list` prints)."""
+    lines = []
+    for title, passes in LISTS.items():
+        lines.append(f"{title}:")
+        new = passes if title != "fused gradient" else passes[len(REVERSE_MODE):]
+        if title == "fused gradient":
+            lines.append("  (the reverse-mode passes, then)")
+        lines += [f"  {p.name:<21}{p.does}" for p in new]
+    return "\n".join(lines)
 
 
+def stage_names(mode="reverse"):
+    """The names `--stage` takes in `mode`."""
+    lists = [FORWARD_MODE] if mode == "forward" else [REVERSE_MODE, FUSED_GRADIENT]
+    return list(dict.fromkeys(p.name for passes in lists for p in passes))
+
+
+# -- running passes ----------------------------------------------------------------------
 def _guarded(run):
     """Report anything but an `S2SADError` escaping the compiler as an `InternalError`."""
+    @functools.wraps(run)
     def guarded(fn, *args, **kwargs):
         try:
             return run(fn, *args, **kwargs)
@@ -95,13 +132,10 @@ def _guarded(run):
             raise
         except Exception as exc:
             raise _internal(fn, exc) from exc
-    guarded.__doc__ = run.__doc__
-    guarded.__name__ = run.__name__
     return guarded
 
 
 def _internal(fn, exc):
-    import traceback
     frames = traceback.extract_tb(exc.__traceback__)
     frame = ([f for f in frames if "/s2sad/" in f.filename] or frames)[-1]
     where = getattr(fn, "__code__", None)
@@ -113,104 +147,68 @@ def _internal(fn, exc):
         "the function.")
 
 
-_SPECIALISED = (float, int, np.ndarray)
-
-
-def kinds_of(fn, args):
-    """{parameter: type} for the positional arguments whose exact type s2sad specialises
-    on (float, int, ndarray), and {"p.a": type} for such fields of dataclass and named
-    tuple arguments; other arguments are of unknown kind."""
-    params = list(inspect.signature(fn).parameters)
-    kinds = {p: type(a) for p, a in zip(params, args) if type(a) in _SPECIALISED}
-    for p, a in zip(params, args):
-        for field in _record_fields(a):
-            value = getattr(a, field)
-            if type(value) in _SPECIALISED:
-                kinds[f"{p}.{field}"] = type(value)
-    return kinds
-
-
-def patterns_of(fn, args):
-    """{parameter: (dtype, shape pattern)} of the array arguments (see
-    analysis.shapes.pattern): each one's dtype, how many axes it has and which have
-    length 1, which broadcasting depends on."""
-    params = list(inspect.signature(fn).parameters)
-    return {p: pattern(a) for p, a in zip(params, args) if type(a) is np.ndarray}
-
-
-def _patterns_key(patterns):
-    return tuple(sorted((patterns or {}).items()))
-
-
-def _record_fields(x):
-    import dataclasses
-    if isinstance(x, tuple) and hasattr(x, "_fields"):
-        return x._fields
-    if dataclasses.is_dataclass(x) and not isinstance(x, type):
-        return [f.name for f in dataclasses.fields(x)]
-    return ()
-
-
-def default_kinds(fn):
-    """The kinds `source(f)` assumes without arguments: floats, or arrays when the
-    function uses NumPy."""
-    src = source.capture(fn)
-    uses_numpy = any(getattr(v, "__name__", "") == "numpy" or
-                     getattr(v, "__module__", "") and str(getattr(v, "__module__", ""))
-                     .startswith("numpy") for v in src.free_values().values())
-    params = [a.id for a in src.node.args.posonlyargs + src.node.args.args]
-    return {p: np.ndarray if uses_numpy else float for p in params}
-
-
-def _wrt_key(wrt):
-    return tuple(wrt) if isinstance(wrt, (tuple, list)) else wrt
-
-
-def _kinds_key(kinds):
-    return tuple(sorted((p, getattr(k, "__name__", k)) for p, k in (kinds or {}).items()))
-
-
 @_guarded
-def stages(fn, wrt=0, stop=None, kinds=None, recompute=False, patterns=None):
-    """Run the passes on `fn` up to and including `stop`; return (src, node, reverse).
-    `kinds` gives parameters' types (float, int, ndarray) or kinds ("scalar", ...);
-    `recompute` is that of Reverse; `patterns` the shape patterns of array parameters
-    (see patterns_of) that code with a guard may be specialised on."""
-    kinds = default_kinds(fn) if kinds is None else kinds
-    src = source.capture(fn)
-    if stop == "forward":
-        prepare(src)
-    fence.check(src)
-    namer = Namer.for_function(src)
-    as_tuple = isinstance(wrt, (tuple, list))
-    wrt = wrt_names(src, wrt)
-    node = nodes.copied(src.node)
-    lift = Lift(src, namer)
-    node = lift.run(node)
-    if stop == "lift":
-        return src, node, lift
-    node = Desugar(src, namer).run(node)
-    if stop == "desugar":
-        return src, node, None
-    node = Wengert(src, namer).run(node)
-    if stop == "wengert":
-        return src, node, None
-    if stop == "forward":
-        fwd = Forward(src, namer, wrt, kinds)
-        return src, fwd.run(node), fwd
-    rev = Reverse(src, namer, wrt, as_tuple, kinds, recompute, patterns)
-    node = rev.run(node)
-    if stop != "reverse":
-        loops = list(getattr(node, "s2s_loops", ()))
-        node = Optimize(src, namer).run(node)
-        Elements(rev).run(node.s2s_pullback)
-        for info in loops:      # what the in-place updates no longer read
-            info.prune()
-        node = shapes_from_earliest(node, rev)
-        distinct_results(node.s2s_pullback, rev.array_positions())
-        node.body[:0] = rev.header(node)
-        inline_temporaries(node, rev.scalar_names(), rev.helpers, src)
-    return src, node, rev
+def compilation(fn, wrt=0, passes=REVERSE_MODE, until=None, kinds=None, **options):
+    """`(ctx, node)`: `fn` through `passes`, up to and including the pass named `until`
+    (all of them without it), for `wrt`, specialised on `kinds` (by default
+    `default_kinds`); `options` are those of `Compilation`."""
+    ctx = Compilation.of(fn, wrt, kinds, mode="forward" if passes is FORWARD_MODE
+                         else "reverse", **options)
+    if until is not None and until not in [p.name for p in passes]:
+        raise S2SADError(f"no pass is called {until!r}; the passes are "
+                         + ", ".join(p.name for p in passes))
+    node = nodes.copied(ctx.src.node)
+    for p in passes:
+        node = p.run(node, ctx)
+        if p.name == until:
+            break
+    return ctx, node
+
+
+def stage_source(fn, stage, wrt=0, kinds=None, mode="reverse"):
+    """The source of `fn` after the pass `stage` (see `stage_names`): of the reverse-mode
+    list, else of the fused gradient `grad` runs, or (with `mode="forward"`) of forward
+    mode's."""
+    if mode == "forward":
+        passes, options = FORWARD_MODE, {}
+    elif stage in [p.name for p in REVERSE_MODE]:
+        passes, options = REVERSE_MODE, {}
+    else:
+        passes, options = FUSED_GRADIENT, {"fused": "grad", "release": True}
+    ctx, node = compilation(fn, wrt, passes, stage, kinds, **options)
+    lifted = ctx.lifted_defs if stage == "lift" else []
+    return "\n".join(emit.to_source(n) for n in lifted + [node])
+
+
+# -- derivatives -------------------------------------------------------------------------
+class Derivative:
+    """A compiled derivative: the callable and its source."""
+
+    def __init__(self, fn, source_text, filename, ctx):
+        self.fn = fn
+        self.source = source_text
+        self.filename = filename
+        self.lifted = ctx.lifted      # (function, wrt, kinds) of the lifted functions it calls
+        self.unconnected = (ctx.src, ctx.reverse.unconnected if ctx.reverse else [])
+        self.tangent_names = ctx.forward.tangent_names if ctx.forward else None
+        self.callees = ctx.callees    # [(name in its code, Callee)]: linked by the driver
+        self.warned = False
+
+
+def _compiled(ctx, node):
+    """Compile the generated function `node` with the context's bindings and the user
+    function's closure values, under a file name that says where it came from; the
+    callees stay unbound until `_link`."""
+    bindings = dict(ctx.bindings)
+    for name, _ in ctx.callees:
+        bindings[name] = None
+    src = ctx.src
+    code = src.fn.__code__
+    for var, cell in zip(code.co_freevars, src.fn.__closure__ or ()):
+        bindings.setdefault(var, cell.cell_contents)
+    filename = f"<s2sad: {node.name}, from {src.filename}:{src.first_line}>"
+    compiled, text = emit.compile_function(node, bindings, src.fn, filename)
+    return Derivative(compiled, text, compiled.__code__.co_filename, ctx)
 
 
 @_guarded
@@ -218,31 +216,17 @@ def reverse(fn, wrt=0, fused=False, kinds=None, release=False, guard=True, recom
             patterns=None):
     """Compile the reverse-mode derivative `f_vjp` of `fn` (with `fused`, the
     `f_value_and_grad` that `value_and_grad` runs; with `fused="grad"`, the `f_grad`
-    that `grad` runs; with `fused="adjoint"`, `f_adjoint(y_bar, ...)`, see
-    `adjoint_of`), specialised on `kinds` (by default, those of `default_kinds`).
+    that `grad` runs; with `fused="adjoint"`, `f_adjoint(y_bar, ...)`, the pullback
+    applied to `y_bar` after the forward pass, with no closure: what forward mode can
+    differentiate), specialised on `kinds` (by default, those of `default_kinds`).
     A fused function starts by checking its arguments' types unless `guard` is false;
     with `release`, it reuses dead temporaries' buffers and deletes each array after
     its last use. With `recompute`, calls to other Python functions go through their
-    `g_adjoint` (see Reverse), not `g_vjp`: code that forward mode can differentiate
-    (forward over reverse). `patterns` (see patterns_of) serve a guarded fused function.
+    `g_adjoint`, not `g_vjp`: code that forward mode can differentiate (forward over
+    reverse). `patterns` (see compilation.patterns_of) serve a guarded fused function.
     """
-    kinds = default_kinds(fn) if kinds is None else kinds
-    if not (fused in (True, "grad") and guard):
-        patterns = None
-    src, node, rev = stages(fn, wrt, kinds=kinds, recompute=recompute, patterns=patterns)
-    if fused:
-        node = fuse(node, rev, value={"grad": False, "adjoint": "adjoint"}.get(fused, True),
-                    guard=guard)
-        dtypes = ()
-        if release:
-            reuse = Reuse(rev)
-            node = reuse.run(node)
-            dtypes = reuse.used_dtypes
-            node = Release(rev.array_names()).run(node)
-            rev.refresh_header(node)
-        if guard and patterns:
-            node = guard_patterns(node, rev, dtypes)
-    return _compiled(src, node, rev)
+    return _Build().run(_request("reverse", fn, wrt, kinds, fused=fused, release=release,
+                                 guard=guard, recompute=recompute, patterns=patterns))
 
 
 @_guarded
@@ -253,99 +237,170 @@ def forward(fn, wrt=0, kinds=None, guard=False, tangent_only=False):
     starts by checking its arguments' types and that no tangent is None. With
     `tangent_only`, it returns the tangent alone, and leaves out the statements only
     the value needs (what a Hessian-vector product runs)."""
+    return _Build().run(_request("forward", fn, wrt, kinds, guard=guard,
+                                 tangent_only=tangent_only))
+
+
+def derivative(fn, mode="reverse", wrt=0, kinds=None, **options):
+    """The compiled derivative of `fn`, as `reverse` or `forward` (`mode`) make it with
+    `options`, through the cache."""
+    request = _request(mode, fn, wrt, kinds, **options)
+    return cache.get(request.fn, request.key, lambda: _Build().run(request))
+
+
+@dataclasses.dataclass
+class _Request:
+    mode: str
+    fn: Callable
+    wrt: object
+    kinds: dict
+    options: dict
+
+    @property
+    def key(self):
+        options = dict(self.options)
+        patterns = options.pop("patterns", None)
+        return (self.mode, wrt_key(self.wrt), kinds_key(self.kinds), patterns_key(patterns),
+                tuple(sorted(options.items())))
+
+
+def _request(mode, fn, wrt, kinds, **options):
+    fn = target(fn)
     kinds = default_kinds(fn) if kinds is None else kinds
-    src, node, fwd = stages(fn, wrt, stop="forward", kinds=kinds)
-    if tangent_only:
-        node.body[-1].value = node.body[-1].value.elts[1]
-        node.body = fwd.without_dead_code(node.body)
-    inline_temporaries(node, fwd.scalar_names(), fwd.helpers, src)
-    if guard:
-        node.body.insert(0, fwd.guard(node))
-    derivative = _compiled(src, node, fwd)
-    derivative.tangent_names = fwd.tangent_names
-    return derivative
+    if mode == "forward":
+        options.setdefault("guard", False)
+        options.setdefault("tangent_only", False)
+    else:
+        options.setdefault("fused", False)
+        options.setdefault("release", False)
+        options.setdefault("guard", True)
+        options.setdefault("recompute", False)
+        if not (options["fused"] in (True, "grad") and options["guard"]):
+            options["patterns"] = None
+    return _Request(mode, fn, wrt, kinds, options)
 
 
-def _compiled(src, node, transform):
-    """Compile the generated function `node` with the helpers `transform` bound and the
-    user function's closure values, under a file name that says where it came from."""
-    bindings = dict(transform.helpers)
-    code = src.fn.__code__
-    for var, cell in zip(code.co_freevars, src.fn.__closure__ or ()):
-        bindings.setdefault(var, cell.cell_contents)
-    filename = f"<s2sad: {node.name}, from {src.filename}:{src.first_line}>"
-    compiled, text = emit.compile_function(node, bindings, src.fn, filename)
-    derivative = Derivative(compiled, text, compiled.__code__.co_filename)
-    derivative.lifted = transform.lifted
-    derivative.unconnected = (src, getattr(transform, "unconnected", []))
-    return derivative
+class _Build:
+    """One derivative and the derivatives of the functions it calls that the cache does
+    not hold: compiled from a worklist, then linked."""
+
+    def __init__(self):
+        self.made = {}          # (id(fn), key) -> (request, Derivative), in this build
+
+    def run(self, request):
+        top = self.make(request)
+        queue = [top]
+        while queue:
+            derivative = queue.pop()
+            for _, callee in derivative.callees:
+                new = self.callee(callee)
+                if new is not None:
+                    queue.append(new)
+        for request, derivative in self.made.values():
+            self.link(derivative)
+            if derivative is not top:
+                cache.put(request.fn, request.key, derivative)
+        return top
+
+    def make(self, request):
+        options = dict(request.options)
+        if request.mode == "forward":
+            passes = FORWARD_MODE
+        else:
+            passes = FUSED_GRADIENT if options["fused"] else REVERSE_MODE
+        ctx, node = compilation(request.fn, request.wrt, passes, None, request.kinds,
+                                **options)
+        derivative = _compiled(ctx, node)
+        self.made[(id(request.fn), request.key)] = (request, derivative)
+        return derivative
+
+    def callee(self, callee):
+        """Compile `callee` unless the cache or this build has it; the new derivative,
+        or None."""
+        request = _callee_request(callee)
+        if cache.peek(request.fn, request.key) is not None or (
+                (id(request.fn), request.key) in self.made):
+            return None
+        try:
+            return self.make(request)
+        except UnsupportedSyntaxError as exc:
+            if callee.mode != "jvp" or not str(exc.filename).startswith("<s2sad:"):
+                raise
+            # forward over reverse met generated code with a closure (a `g_vjp`)
+            name = callee.fn.__name__.removesuffix("_vjp")
+            raise S2SADError(
+                f"second derivatives need the forward mode of {name}(), generated "
+                "reverse-mode code with a pullback closure, which forward mode cannot read; "
+                "make it a primitive with s2sad.defvjp and s2sad.defjvp.") from None
+
+    def compiled(self, callee):
+        request = _callee_request(callee)
+        found = self.made.get((id(request.fn), request.key))
+        return found[1] if found else cache.peek(request.fn, request.key)
+
+    def link(self, derivative):
+        """Bind the names `derivative`'s code calls other derivatives by."""
+        for name, callee in derivative.callees:
+            emit.bind_late(derivative.fn, name, _linked(callee, self.compiled(callee)))
 
 
-_compiling = []
+def _callee_request(callee):
+    if callee.mode == "jvp":
+        return _request("forward", callee.fn, callee.wrt, callee.kinds)
+    if callee.mode == "adjoint":
+        return _request("reverse", callee.fn, callee.wrt, callee.kinds, fused="adjoint",
+                        guard=False, recompute=True)
+    return _request("reverse", callee.fn, callee.wrt, callee.kinds)
 
 
-class LazyVJP:
-    """The vjp of a function still being compiled (a recursive call): compiled on first
-    use, then called directly."""
+def callee_bindings(ctx):
+    """{name: object} for the callees of `ctx`, each compiled and linked (for code that
+    the driver does not compile itself, such as the tables of `s2sad.trace`)."""
+    out = {}
+    for name, callee in ctx.callees:
+        request = _callee_request(callee)
+        out[name] = _linked(callee, derivative(request.fn, request.mode, request.wrt,
+                                               request.kinds, **request.options))
+    return out
 
-    def __init__(self, fn, wrt, kinds):
-        self.fn, self.wrt, self.kinds, self.compiled = fn, wrt, kinds, None
 
-    def __call__(self, *args, **kwargs):
-        if self.compiled is None:
-            self.compiled = vjp_of(self.fn, self.wrt, self.kinds)
-        return self.compiled(*args, **kwargs)
+def _linked(callee, derivative):
+    """What generated code calls for `callee`, given its compiled derivative."""
+    if callee.mode == "jvp":
+        return JVPCall(derivative, callee.nargs, callee.args, callee.kwargs)
+    if callee.args or callee.kwargs:
+        return functools.partial(derivative.fn, *callee.args, **callee.kwargs)
+    return derivative.fn
+
+
+class JVPCall:
+    """What forward-mode code calls for a call to another Python function: that
+    function's own `f_jvp`, given the call's `nargs` positional arguments, then the
+    tangents of those it differentiates (passed on by name)."""
+
+    def __init__(self, derivative, nargs, args=(), kwargs=None):
+        self.derivative, self.nargs = derivative, nargs
+        self.args, self.kwargs = tuple(args), dict(kwargs or {})
+
+    def __call__(self, *values, **kwargs):
+        d = self.derivative
+        kwargs = {**self.kwargs, **kwargs, **dict(zip(d.tangent_names, values[self.nargs:]))}
+        return d.fn(*self.args, *values[:self.nargs], **kwargs)
 
     def __repr__(self):
-        return f"<s2sad vjp of {self.fn.__qualname__} (compiled on first call)>"
+        return f"<s2sad jvp {self.derivative.fn.__qualname__}>"
 
 
-def vjp_of(fn, wrt, kinds=None):
-    """The compiled `f_vjp` of `fn` for `wrt` and argument `kinds`, through the cache."""
-    from . import api
-    if any(f is fn for f in _compiling):
-        return LazyVJP(fn, wrt, kinds)
-    _compiling.append(fn)
-    try:
-        return api._compiled(fn, wrt, kinds=kinds, warn=False).fn
-    finally:
-        _compiling.pop()
-
-
-def adjoint_of(fn, wrt, kinds=None):
-    """The compiled `f_adjoint(y_bar, *args)` of `fn` for `wrt` and argument `kinds`,
-    through the cache: `f`'s pullback at `args`, applied to `y_bar`, recomputing the
-    forward pass (no closure: forward mode can differentiate it, for second
-    derivatives through calls). A recursive call gets one compiled on first use."""
-    from . import api, cache
-    fn = api._target(fn)
-    kinds = default_kinds(fn) if kinds is None else kinds
-    key = ("adjoint", _wrt_key(wrt), _kinds_key(kinds))
-    if any(f is fn for f in _compiling):
-        return LazyAdjoint(fn, wrt, kinds)
-    _compiling.append(fn)
-    try:
-        return cache.get(fn, key, lambda: reverse(fn, wrt, "adjoint", kinds, guard=False,
-                                                  recompute=True)).fn
-    finally:
-        _compiling.pop()
-
-
-class LazyAdjoint(LazyVJP):
-    """The adjoint of a function still being compiled (a recursive call); forward mode
-    differentiates the function it compiles to."""
-
-    def __call__(self, *args, **kwargs):
-        return self.s2s_function()(*args, **kwargs)
-
-    def s2s_function(self):
-        if self.compiled is None:
-            self.compiled = adjoint_of(self.fn, self.wrt, self.kinds)
-        return self.compiled
-
-
-def stage_source(fn, stage, wrt=0, kinds=None):
-    """The source of `fn` after `stage` (one of STAGES)."""
-    _, node, lift = stages(fn, wrt, stop=stage, kinds=kinds or default_kinds(fn))
-    lifted = [f.s2s_lifted.node for f in lift.functions.values()] if stage == "lift" else []
-    return "\n".join(emit.to_source(n) for n in lifted + [node])
+def target(fn):
+    """The Python function s2sad compiles for `fn`: for a `custom_vjp` or `custom_jvp`,
+    a function that only calls it (so its derivative uses the rule)."""
+    if not getattr(fn, "s2s_custom", False):
+        return source.unwrap(fn)
+    if getattr(fn, "_wrapper", None) is None:
+        params = [p for p in inspect.signature(fn.primal).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        names = ", ".join(p.name for p in params)
+        fn._wrapper = source.function_from_source(
+            f"def {fn.__name__}({names}):\n    return _s2s_custom({names})\n",
+            {"_s2s_custom": fn})
+    return fn._wrapper

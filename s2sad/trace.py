@@ -40,6 +40,7 @@ does not reach the output (a symbolic zero). Tangents come from the forward-mode
 """
 import copy
 import html
+import inspect
 import itertools
 import json
 import math
@@ -48,10 +49,12 @@ import numbers
 import gast
 import numpy as np
 
-from . import pipeline
+from . import forward_api, pipeline
 from .codegen import emit, nodes
+from .compilation import kinds_of, wrt_names
 from .errors import S2SADError
 from .frontend import source
+from .rules import runtime
 
 __all__ = ["trace", "Trace", "Row"]
 
@@ -600,7 +603,6 @@ def _closure(src):
 def _bindings(src, tree):
     """Closure values of the user's function, and the runtime helpers the Wengert form
     calls (`_s2s_setitem`, ...)."""
-    from .rules import runtime
     bindings = _closure(src)
     for n in gast.walk(tree):
         prim = getattr(n, "s2s_prim", None)
@@ -683,12 +685,10 @@ def trace(f, *args, wrt=None, seed=None, adjoints=True, tangents=None, **kwargs)
     (1,) c_1 = c * x 4.0 2.0
     (2,) c_1 = c * x 8.0 1.0
     """
-    from .api import _target
-    import inspect
     bound_self = ()
     if inspect.ismethod(f):
         bound_self, f = (f.__self__,), f.__func__
-    fn = _target(f)
+    fn = pipeline.target(f)
     call_args = bound_self + args
     src = source.capture(fn)
     params = [a.id for a in src.node.args.posonlyargs + src.node.args.args]
@@ -698,16 +698,14 @@ def trace(f, *args, wrt=None, seed=None, adjoints=True, tangents=None, **kwargs)
     elif bound_self:
         wrt = tuple(w + 1 if isinstance(w, int) and w >= 0 else w
                     for w in (wrt if isinstance(wrt, (tuple, list)) else (wrt,)))
-    differentiated = tuple(pipeline.wrt_names(src, wrt if isinstance(wrt, (tuple, list))
+    differentiated = tuple(wrt_names(src, wrt if isinstance(wrt, (tuple, list))
                                               else (wrt,)))
     names = differentiated if adjoints else ()
     wanted = tangents is not None and tangents is not False
-    if wanted and not _has_forward():
-        raise S2SADError("tangents= needs forward mode (s2sad.jvp), which this version of "
-                         "s2sad does not have")
 
     # values: the instrumented Wengert form
-    src, node, _ = pipeline.stages(fn, names, stop="wengert")
+    ctx, node = pipeline.compilation(fn, names, until="wengert")
+    src = ctx.src
     taken = {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
     taken |= set(src.free_values())
     rec_name = _fresh("_s2s_trace", taken)
@@ -742,7 +740,7 @@ def trace(f, *args, wrt=None, seed=None, adjoints=True, tangents=None, **kwargs)
         gradient, notes = _adjoints(fn, src, names, call_args, kwargs, seed, rows, value,
                                     forward.loops)
     seeds = None
-    if differentiated and (wanted or (tangents is None and names and _has_forward())):
+    if differentiated and (wanted or (tangents is None and names)):
         try:
             seeds = _tangents(fn, differentiated, call_args, kwargs, tangents, rows, value,
                               len(forward.loops), notes)
@@ -771,17 +769,10 @@ def _nudged_output(trace_, index, h):
         recorder.nudge = None
 
 
-def _has_forward():
-    """Whether forward mode is there to compute tangents with."""
-    import s2sad
-    return callable(getattr(s2sad, "jvp", None)) and "forward" in getattr(
-        pipeline, "STAGES", ())
-
 
 def _tangents(fn, names, args, kwargs, tangents, rows, value, nloops, notes):
     """Run the instrumented `f_jvp`; fill in `rows`' tangents; return the seeds as
     ((name, tangent), ...)."""
-    import s2sad
     node = source.capture(fn).node
     positional = dict(zip([a.id for a in node.args.posonlyargs + node.args.args], args))
     if tangents is None:
@@ -797,18 +788,20 @@ def _tangents(fn, names, args, kwargs, tangents, rows, value, nloops, notes):
     if len(tangents) != len(names):
         raise S2SADError(f"tangents: expected one per differentiated input {list(names)}, "
                          f"got {len(tangents)}")
-    src, jvp, fwd = pipeline.stages(fn, names, stop="forward", **_kinds(fn, args))
+    ctx, jvp = pipeline.compilation(fn, names, pipeline.FORWARD_MODE, "forward",
+                                    kinds_of(fn, args))
+    src, helpers = ctx.src, dict(ctx.bindings, **pipeline.callee_bindings(ctx))
     taken = {n.id for n in gast.walk(jvp) if isinstance(n, gast.Name)}
-    taken |= set(src.free_values()) | set(fwd.helpers)
+    taken |= set(src.free_values()) | set(helpers)
     rec_name = _fresh("_s2s_trace", taken)
     recorder = _Recorder()
-    instrument = _Tangents(rec_name, fwd.dots)
+    instrument = _Tangents(rec_name, ctx.forward.dots)
     jvp.body = instrument.block(jvp.body)
     matched = instrument.loops == nloops
-    bindings = dict(_closure(src), **fwd.helpers)
+    bindings = dict(_closure(src), **helpers)
     bindings[rec_name] = recorder
     compiled = _compile(jvp, bindings, src, "tangents")
-    y, y_dot = compiled(*args, **kwargs, **dict(zip(fwd.tangent_names, tangents)))
+    y, y_dot = compiled(*args, **kwargs, **dict(zip(ctx.forward.tangent_names, tangents)))
     if not _same(y, value):
         notes.append(f"the tangent pass computed the output {_show(y)}, not "
                      f"{_show(value)}: the function is not deterministic")
@@ -834,7 +827,7 @@ def _tangents(fn, names, args, kwargs, tangents, rows, value, nloops, notes):
                 other.tangent = r.tangent
             elif other is not None and r.tangent is None and other.tangent is not None:
                 r.tangent = other.tangent
-    if not _same(y_dot, _output_tangent(s2sad, fn, args, kwargs, names, tangents, y_dot)):
+    if not _same(y_dot, _output_tangent(fn, args, kwargs, names, tangents, y_dot)):
         notes.append("the tangents disagree with s2sad.jvp")
     return tuple((n, _snapshot(t)) for n, t in zip(names, tangents))
 
@@ -850,31 +843,23 @@ def _filled(x, c):
     return float(c)
 
 
-def _output_tangent(s2sad, fn, args, kwargs, names, tangents, fallback):
+def _output_tangent(fn, args, kwargs, names, tangents, fallback):
     """The output tangent `s2sad.jvp` gives (when the inputs are all positional)."""
     node = source.capture(fn).node
     params = [a.id for a in node.args.posonlyargs + node.args.args][:len(args)]
     if set(names) - set(params):
         return fallback
     given = dict(zip(names, tangents))
-    from .rules import runtime
     full = tuple(given[p] if p in given else runtime.zeros_like(a)
                  for p, a in zip(params, args))
     try:
-        return s2sad.jvp(fn, args, full, **kwargs)[1]
+        return forward_api.jvp(fn, args, full, **kwargs)[1]
     except S2SADError:
         return fallback
 
 
-def _kinds(fn, args):
-    """The `kinds=` keyword that specialises the derivative on the argument types, as
-    `vjp` does (when the pipeline has it)."""
-    kinds_of = getattr(pipeline, "kinds_of", None)
-    return {} if kinds_of is None else {"kinds": kinds_of(fn, args)}
-
 
 def _arguments(fn, args, kwargs):
-    import inspect
     try:
         bound = inspect.signature(fn).bind(*args, **kwargs)
         bound.apply_defaults()
@@ -885,25 +870,26 @@ def _arguments(fn, args, kwargs):
 
 def _adjoints(fn, src, names, args, kwargs, seed, rows, value, loops):
     """Run the instrumented pullback; fill in `rows`' adjoints; return the gradient."""
-    from .rules import runtime
-    src, vjp, rev = pipeline.stages(fn, names, stop="reverse", **_kinds(fn, args))
-    pullback = vjp.s2s_pullback
+    ctx, vjp = pipeline.compilation(fn, names, until="reverse", kinds=kinds_of(fn, args))
+    src, result = ctx.src, ctx.reverse
+    helpers = dict(ctx.bindings, **pipeline.callee_bindings(ctx))
+    pullback = result.pullback
     forward_body = [s for s in vjp.body if s is not pullback]
     forward_loops = _loops_preorder(forward_body)
     index = {id(loop): i for i, loop in enumerate(forward_loops)}
     loop_ids = {}
     if len(forward_loops) == len(loops):
-        for info in vjp.s2s_loops:
+        for info in result.loops:
             rev_loop = getattr(info, "reversed", None)
             if rev_loop is not None and id(info.loop) in index:
                 loop_ids[id(rev_loop)] = index[id(info.loop)]
     taken = {n.id for n in gast.walk(vjp) if isinstance(n, gast.Name)}
-    taken |= set(src.free_values()) | set(rev.helpers)
+    taken |= set(src.free_values()) | set(helpers)
     rec_name = _fresh("_s2s_trace", taken)
     locals_name = _fresh("_s2s_locals", taken)
     recorder = _Recorder()
-    _Backward(rec_name, rev.adjoints, loop_ids, locals_name).run(pullback)
-    bindings = dict(_closure(src), **rev.helpers)
+    _Backward(rec_name, result.adjoints, loop_ids, locals_name).run(pullback)
+    bindings = dict(_closure(src), **helpers)
     bindings[rec_name] = recorder
     bindings[locals_name] = locals
     compiled = _compile(vjp, bindings, src, "adjoints")

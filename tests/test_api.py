@@ -130,15 +130,15 @@ def test_compiling_from_two_threads_at_once_gives_one_cache_entry(monkeypatch):
     import time
     from s2sad import cache, pipeline
     builds = []
-    reverse = pipeline.reverse
+    make = pipeline._Build.make
 
-    def slow_reverse(*args, **kwargs):
-        builds.append(args[0])
+    def slow_make(self, request):
+        builds.append(request.fn)
         time.sleep(0.05)            # widen the window in which a second build could start
-        return reverse(*args, **kwargs)
+        return make(self, request)
 
-    monkeypatch.setattr(pipeline, "reverse", slow_reverse)
-    from s2sad.testing import function_from_source
+    monkeypatch.setattr(pipeline._Build, "make", slow_make)
+    from s2sad.frontend.source import function_from_source
     f = function_from_source(
         "def f(x):\n    t = x\n    for i in range(5):\n        t = t * x + 1.0\n    return t\n", {})
     start = threading.Barrier(8)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import s2sad
-from s2sad import pipeline
+from s2sad import compilation, pipeline
 from s2sad.codegen import emit
 from s2sad.passes.collect import best, operations
 
@@ -130,8 +130,8 @@ def test_gradient_matches_finite_differences(f, args, wrt, which):
 
 
 def _source(f, *args, wrt=0, fused="grad"):
-    return pipeline.reverse(f, wrt, fused=fused, kinds=pipeline.kinds_of(f, args),
-                            patterns=pipeline.patterns_of(f, args), release=True).source
+    return pipeline.reverse(f, wrt, fused=fused, kinds=compilation.kinds_of(f, args),
+                            patterns=compilation.patterns_of(f, args), release=True).source
 
 
 @pytest.mark.parametrize("fused", ["grad", True])

@@ -113,7 +113,7 @@ def test_nondiff_marks_a_function():
 
     s2sad.nondiff(keep)
     import textwrap
-    from s2sad.testing import function_from_source
+    from s2sad.frontend.source import function_from_source
     f = function_from_source(textwrap.dedent('''
         def uses_keep(x):
             return keep(x) * x

@@ -540,7 +540,8 @@ def test_every_forward_rule_is_checked():
     from s2sad.analysis.primitives import classify
     called = set()
     for f, _ in JACOBIAN_CASES:
-        src, node, _ = pipeline.stages(f, stop="wengert")
+        ctx, node = pipeline.compilation(f, until="wengert")
+        src = ctx.src
         called |= {id(classify(s.value, src).prim) for _, s in definitions(node.body)}
         called |= {id(src.resolve(loop.iter.func)) for loop in gast.walk(node)
                    if isinstance(loop, gast.For) and isinstance(loop.iter, gast.Call)}
@@ -566,7 +567,7 @@ def test_every_runtime_helper_of_reverse_code_has_a_forward_rule():
 def _module_level(fn, namespace=None, text=None):
     """The last function of `text` (by default, `fn`'s source, dedented), defined at
     module level with `namespace` as its globals (its source stays readable)."""
-    from s2sad.testing import function_from_source
+    from s2sad.frontend.source import function_from_source
     if text is None:
         text = "\n".join(line[4:] for line in inspect.getsource(fn).splitlines()) + "\n"
     return function_from_source(text, namespace)
@@ -581,7 +582,7 @@ def test_cli_show_forward(capsys):
     assert out.startswith("def babysqrt_jvp(x, x_dot):") and "return (t, t_dot)" in out
     assert cli.main(["show", f"{baby}:babysqrt", "--mode", "forward",
                      "--stage", "optimize"]) == 2
-    assert "reverse-mode stage" in capsys.readouterr().err
+    assert "not a pass of forward mode" in capsys.readouterr().err
 
 
 def test_hessian_through_custom_vjp_and_error_for_other_calls():

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import s2sad
-from s2sad import api, pipeline
+from s2sad import api, compilation, pipeline
 
 from golden import functions, functions_numpy
 
@@ -47,7 +47,7 @@ def function(name):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_generated_source(name):
     f = function(name)
-    derivative = pipeline.reverse(f, CASES[name], kinds=pipeline.kinds_of(f, _point(name)))
+    derivative = pipeline.reverse(f, CASES[name], kinds=compilation.kinds_of(f, _point(name)))
     text = api._with_lifted(derivative, "reverse")     # with nested functions it calls
     path = os.path.join(HERE, f"{name}.txt")
     if os.environ.get("S2SAD_UPDATE_GOLDEN"):

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import s2sad
-from s2sad import api, forward_api, pipeline
+from s2sad import api, compilation, forward_api, pipeline
 
 from golden import functions, functions_numpy
 from test_golden import _point, central_difference
@@ -55,7 +55,7 @@ def test_tangent_matches_finite_differences(name):
     rng = np.random.default_rng(5)
     tangents = [rng.normal(size=np.shape(point[i])) for i in wrt]
     tangents = [t if np.ndim(t) else float(t) for t in tangents]
-    d = pipeline.forward(f, wrt, pipeline.kinds_of(f, point))
+    d = pipeline.forward(f, wrt, compilation.kinds_of(f, point))
     _, y_dot = d.fn(*point, **dict(zip(d.tangent_names, tangents)))
     expected = sum(np.sum(central_difference(f, point, i) * t) for i, t in zip(wrt, tangents))
     assert y_dot == pytest.approx(expected, rel=1e-6, abs=1e-8)
@@ -92,7 +92,7 @@ def test_gradient_tangent_is_hessian_times_tangent(name):
     rng = np.random.default_rng(11)
     tangents = [rng.normal(size=np.shape(point[i])) for i in wrt]
     tangents = [t if np.ndim(t) else float(t) for t in tangents]
-    d = forward_api._gradient_jvp(f, grad_wrt, wrt, pipeline.kinds_of(f, point))
+    d = forward_api._gradient_jvp(f, grad_wrt, wrt, compilation.kinds_of(f, point))
     g_dot = d.fn(*point, **dict(zip(d.tangent_names, tangents)))     # the tangent alone
     many = isinstance(grad_wrt, tuple)
     for i, gi_dot in zip(grad_wrt if many else (grad_wrt,), g_dot if many else (g_dot,)):

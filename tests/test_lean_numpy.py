@@ -6,10 +6,17 @@ import numpy as np
 import pytest
 
 import s2sad
-from s2sad import pipeline
-from s2sad.analysis.shapes import same_shape_in
+from s2sad import compilation, pipeline
 
 from numpy_cases import compare, fd_array_grad
+
+
+def same_shape_in(f, patterns=None):
+    """The shape analysis of `f`'s Wengert form, its parameters arrays, with the shape
+    `patterns` ({parameter: (dtype, shape pattern)}) of some."""
+    kinds = {p: np.ndarray for p in f.__code__.co_varnames[:f.__code__.co_argcount]}
+    ctx, _ = pipeline.compilation(f, until="wengert", kinds=kinds, patterns=patterns)
+    return ctx.shapes
 
 
 def rosenbrock(x):
@@ -173,7 +180,7 @@ def test_float32_gradient_stays_float32():
 
 
 def _grad_source(f, *args, wrt=0):
-    return pipeline.reverse(f, wrt, fused="grad", kinds=pipeline.kinds_of(f, args),
+    return pipeline.reverse(f, wrt, fused="grad", kinds=compilation.kinds_of(f, args),
                             release=True).source
 
 

@@ -106,13 +106,13 @@ def test_respecialises_when_argument_types_change():
 
 
 def test_unconnected_input_warns_and_gives_zero():
-    from s2sad.ad.reverse import UnconnectedInputWarning
+    from s2sad import UnconnectedInputWarning
 
     def scale_only_x(x, w):
         return x * 3.0
     import inspect
     import textwrap
-    from s2sad.testing import function_from_source
+    from s2sad.frontend.source import function_from_source
     f = function_from_source(textwrap.dedent(inspect.getsource(scale_only_x)))
     with pytest.warns(UnconnectedInputWarning, match="'w'"):
         assert s2sad.grad(f, wrt=(0, 1))(1.0, 2.0) == (3.0, 0.0)
@@ -141,7 +141,7 @@ def test_loop_variable_assigned_in_the_loop_is_refused():
 
 
 def test_min_of_repeated_argument_counts_once():
-    from s2sad.testing import function_from_source
+    from s2sad.frontend.source import function_from_source
     f = function_from_source("def f(x):\n    a = x\n    return min(a, a, a) + max(x, 2.0, x * 0.5)\n")
     assert s2sad.grad(f)(1.0) == 1.0          # min(x, x, x) = x; max = 2.0 is constant
     assert s2sad.grad(f)(3.0) == 2.0          # both are x

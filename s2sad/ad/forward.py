@@ -47,16 +47,17 @@ def f_jvp(x, x_dot):
 """
 import builtins
 import copy
+import dataclasses
 
 import gast
-import numpy as np
 
 from ..analysis import primitives
 from ..analysis.activity import definitions
-from ..analysis.kinds import ARRAY, SCALAR, Kinds, guarded
+from ..analysis.kinds import SCALAR, guarded
 from ..analysis.primitives import CALL, COPY, CUSTOM, NONDIFF, PACK, USER, classify
 from ..codegen import nodes
-from ..errors import InternalError, MissingRuleError, S2SADError, UnsupportedSyntaxError
+from ..compilation import Callee, parameters
+from ..errors import InternalError, MissingRuleError, S2SADError
 from ..frontend.source import MISSING
 from ..rules import registry
 from .simplify import negated, on_numbers, simplify
@@ -65,30 +66,66 @@ from .simplify import negated, on_numbers, simplify
 _PURE_BUILTINS = (slice, type, float, int, bool, len, abs, min, max, range, tuple)
 
 
-class Forward:
-    """See the module docstring."""
+def run(fn, ctx):
+    """The pass: `f_jvp` for the function `fn` in Wengert form; the transform's result
+    is `ctx.forward`."""
+    return Forward(ctx).run(fn)
 
-    def __init__(self, src, namer, wrt, kinds=None):
-        self.src = src
-        self.namer = namer
-        self.wrt = list(wrt)
-        self.types = {p: k for p, k in (kinds or {}).items() if isinstance(k, type)}
-        self.param_kinds = {p: (ARRAY if k is np.ndarray else SCALAR) if isinstance(k, type)
-                            else k for p, k in (kinds or {}).items()}
-        self.helpers = {}
+
+def tangent_only(jvp, ctx):
+    """The pass (with `ctx.tangent_only`): `jvp` returning the tangent alone, without the
+    statements only the value needs."""
+    if ctx.tangent_only:
+        jvp.body[-1].value = jvp.body[-1].value.elts[1]
+        jvp.body = without_dead_code(jvp.body, ctx)
+    return jvp
+
+
+def guard(jvp, ctx):
+    """The pass (with `ctx.guard`): `if x.__class__ is not float or x_dot is None:
+    return _s2s_respecialize(x, x_dot)` first, for the `f_jvp` that `s2sad.jvp` calls
+    without looking at its arguments: the types it was specialised on, and no tangent
+    left out."""
+    if not ctx.guard:
+        return jvp
+    types = ctx.types
+    tests = [f"{p}.__class__ is not {ctx.bind(types[p].__name__, obj=types[p])}"
+             for p in guarded(parameters(ctx.src), types)]
+    jvp.body.insert(0, nodes.guard(
+        tests + [f"{t} is None" for t in ctx.forward.tangent_names],
+        nodes.passing_on(ctx.runtime("respecialize"), jvp.args)))
+    return jvp
+
+
+@dataclasses.dataclass
+class ForwardResult:
+    """What the forward transform made: the names of the tangent parameters (those of
+    `wrt`, in order) and {name: its tangent's name}."""
+    tangent_names: list
+    dots: dict
+
+
+class Forward:
+    """See the module docstring; `ctx` is the `Compilation`."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.src = ctx.src
+        self.namer = ctx.namer
+        self.wrt = list(ctx.wrt)
         self.dots = {}
         self.adapters = {}
-        self.lifted = []      # (function, wrt, kinds) of the lifted functions it calls
 
     def run(self, fn):
         *body, ret = fn.body
         if not isinstance(ret, gast.Return):
             raise InternalError("forward: Wengert form must end with one return")
         self.tangent_names = [self.dot(p) for p in self.wrt]
+        self.ctx.forward = ForwardResult(self.tangent_names, self.dots)
         self.free = self.src.free_values()
-        self.ops = nodes.NodeMap()
+        self.ops = self.ctx.ops
         self.varied = self.analyse(fn)
-        self.kinds = Kinds(fn, self.src, self.param_kinds)
+        self.kinds = self.ctx.value_kinds
         params = [a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
         start = [self.zero_tangent(p, nodes.name(p)) for p in params
                  if p in self.varied and p not in self.wrt]
@@ -99,28 +136,18 @@ class Forward:
         self.add_tangent_params(jvp.args)
         for n in nodes.name_nodes(jvp):
             if getattr(n, "s2s_lifted", False):
-                self.helpers[n.id] = n.s2s_prim    # its own name: nothing else has it
+                self.ctx.bindings[n.id] = n.s2s_prim    # its own name: nothing else has it
             elif getattr(n, "s2s_prim", None) is not None:
-                n.id = self.helper(n.id, n.s2s_prim)
+                n.id = self.ctx.bind(n.id, obj=n.s2s_prim)
         _coalesce(jvp, set(self.dots.values()))
         return jvp
 
-    def guard(self, jvp):
-        """`if x.__class__ is not float or x_dot is None: return _s2s_respecialize(x, x_dot)`,
-        the first statement of the `f_jvp` that `s2sad.jvp` calls without looking at its
-        arguments: the types it was specialised on, and no tangent left out."""
-        params = [a.id for a in self.src.node.args.posonlyargs + self.src.node.args.args]
-        tests = [f"{p}.__class__ is not "
-                 f"{self.helper(self.types[p].__name__, self.types[p])}"
-                 for p in guarded(params, self.types)]
-        return nodes.guard(tests + [f"{t} is None" for t in self.tangent_names],
-                           nodes.passing_on(self.runtime("respecialize"), jvp.args))
 
     # -- activity: the names that vary with the inputs ------------------------------------
     def analyse(self, fn):
         edges = []
         for target, s in definitions(fn.body):
-            op = self.ops[s] = classify(s.value, self.src)
+            op = self.ops[s]
             edges += [(a.id, target) for a in self.sources(op) if isinstance(a, gast.Name)]
         for loop in (n for n in nodes.statements(fn) if isinstance(n, gast.For)):
             edges += [(a.id, loop.target.id) for a in self.iter_sources(loop.iter)
@@ -158,10 +185,6 @@ class Forward:
         return forward_rule(op.prim, args, keywords)
 
     # -- names --------------------------------------------------------------------------
-    def scalar_names(self):
-        """The names that are certainly numbers, with their tangents (see analysis.kinds)."""
-        scalars = {n for n, k in self.kinds.kind.items() if k == SCALAR}
-        return scalars | {self.dots[n] for n in scalars if n in self.dots}
 
     def dot(self, n):
         if n not in self.dots:
@@ -178,7 +201,7 @@ class Forward:
     def zero(self, atom):
         if isinstance(atom, gast.Constant) and type(atom.value) in (int, float):
             return nodes.const(0.0)
-        return nodes.call(self.runtime("zeros_like"), [nodes.copied(atom)])
+        return nodes.call(self.ctx.runtime("zeros_like"), [nodes.copied(atom)])
 
     def zero_tangent(self, target, value):
         """`target_dot = ...` for a varied `target` whose value here does not vary."""
@@ -188,53 +211,8 @@ class Forward:
             zero = self.zero(value if nodes.is_atom(value) else nodes.name(target))
         return nodes.assign(self.dot(target), zero)
 
-    def helper(self, name, obj):
-        """The name generated code uses for the object `obj`, bound at compilation."""
-        for bound, value in self.helpers.items():
-            if value is obj and (bound == name or bound.startswith(name + "_")):
-                return bound
-        bound = name if self.free.get(name, MISSING) is obj else self.namer.fresh(name)
-        self.helpers[bound] = obj
-        return bound
 
-    def without_dead_code(self, body):
-        """`body` without the top-level assignments that nothing after them reads and
-        whose value calls only NumPy, `math` or s2sad's runtime helpers (and array
-        methods): the value's statements, once `f_jvp` returns the tangent alone."""
-        def pure(e):
-            for n in nodes.walk(e):
-                if isinstance(n, gast.Call):
-                    base = n.func
-                    while isinstance(base, gast.Attribute):
-                        base = base.value
-                    if not isinstance(base, gast.Name):
-                        return False
-                    obj = self.helpers.get(base.id, self.free.get(
-                        base.id, getattr(builtins, base.id, MISSING)))
-                    module = getattr(obj, "__module__", None) or getattr(obj, "__name__", "")
-                    local = obj is MISSING and isinstance(n.func, gast.Attribute)
-                    if not (local or obj in _PURE_BUILTINS or str(module).split(".")[0] in (
-                            "numpy", "math", "s2sad")):
-                        return False
-                elif isinstance(n, (gast.Lambda, gast.NamedExpr, gast.Yield, gast.Await)):
-                    return False
-            return True
-        out, read = [], set()
-        for s in reversed(body):
-            if (isinstance(s, gast.Assign) and len(s.targets) == 1
-                    and isinstance(s.targets[0], gast.Name) and s.targets[0].id not in read
-                    and pure(s.value)):
-                continue
-            read |= set(nodes.names_loaded(s))
-            if isinstance(s, gast.AugAssign) and isinstance(s.target, gast.Name):
-                read.add(s.target.id)
-            out.append(s)
-        return out[::-1]
 
-    def runtime(self, name):
-        from ..rules import runtime, tangents
-        return self.helper("_s2s_" + name, getattr(runtime, name, None)
-                           or getattr(tangents, name))
 
     def add_tangent_params(self, args):
         params = [nodes.name(n) for n in self.tangent_names]
@@ -306,11 +284,11 @@ class Forward:
         subst.update(bound)
         subst[placeholder] = nodes.name(self.dot(bound[param].id))
         for free, obj in template.free.items():
-            subst[free] = nodes.name(self.helper(free, obj))
+            subst[free] = nodes.name(self.ctx.bind(free, obj=obj))
         expr = nodes.substitute(template.tree, subst)
         for n in nodes.name_nodes(expr):
             if getattr(n, "s2s_builtin", False):
-                n.id = self.helper(n.id, getattr(builtins, n.id))
+                n.id = self.ctx.bind(n.id, obj=getattr(builtins, n.id))
         return simplify(on_numbers(expr, lambda n: self.kinds[n] == SCALAR))
 
     def broadcast(self, expr, bound, target):
@@ -321,7 +299,7 @@ class Forward:
                 self.kinds[a] == SCALAR for a in bound.values() if isinstance(a, gast.Name)
                 and a.id not in loaded and self.dots.get(a.id) not in loaded):
             return expr
-        return nodes.call(self.runtime("broadcast_like"), [expr, nodes.name(target)])
+        return nodes.call(self.ctx.runtime("broadcast_like"), [expr, nodes.name(target)])
 
     def iterate(self, loop):
         """`for v in xs` over varied `xs` is `for v, v_dot in zip(xs, xs_dot)`; returns
@@ -349,7 +327,7 @@ class Forward:
                                          for p in _groups(variant)[0]})
         loop.target = nodes.tuple_([nodes.name(target, store=True),
                                     nodes.name(self.dot(target), store=True)], store=True)
-        loop.iter = nodes.call(self.helper("zip", zip), [it, it_dot])
+        loop.iter = nodes.call(self.ctx.bind("zip", obj=zip), [it, it_dot])
         return []
 
     # -- calls to other Python functions ------------------------------------------------
@@ -369,12 +347,12 @@ class Forward:
         varied = [i for i, a in enumerate(call.args) if self.is_varied(a)]
         key = (id(prim), tuple(varied), len(call.args))
         if key not in self.adapters:
-            adapter = CallJVP(fn, tuple(i + len(args) for i in varied), len(call.args), args,
-                              kwargs)
-            self.adapters[key] = (adapter, prim)
+            wrt = tuple(i + len(args) for i in varied)
+            callee = Callee(fn, "jvp", wrt, None, tuple(args), dict(kwargs), len(call.args))
+            self.adapters[key] = (self.ctx.call(callee, f"{fn.__name__}_jvp"), prim)
             if hasattr(fn, "s2s_lifted"):
-                self.lifted.append((fn, adapter.wrt, None))
-        name = self.helper(f"{fn.__name__}_jvp", self.adapters[key][0])
+                self.ctx.lifted.append((fn, wrt, None))
+        name = self.adapters[key][0]
         value = nodes.call(name, [nodes.copied(a) for a in call.args] + [
             nodes.name(self.dot(call.args[i].id)) for i in varied], call.keywords)
         target = s.targets[0].id
@@ -395,7 +373,7 @@ class Forward:
                 f"{self.src.where(s)}: {prim.__name__} is a custom_jvp, whose rule takes "
                 "positional arguments only; pass the keyword arguments by position"
                 f"\n    {self.src.line_text(s).strip()}")
-        rule = self.helper(prim.rule.__name__, prim.rule)
+        rule = self.ctx.bind(prim.rule.__name__, obj=prim.rule)
         value = nodes.call(rule, [nodes.tuple_([nodes.copied(a) for a in call.args]),
                                   nodes.tuple_([self.tangent(a) for a in call.args])])
         target = s.targets[0].id
@@ -411,39 +389,39 @@ class Forward:
             f"{self.src.line_text(s).strip()}")
 
 
-class CallJVP:
-    """What forward-mode code calls for a call to another Python function: that
-    function's own `f_jvp` (compiled on first use, so recursion works), given the
-    call's `nargs` positional arguments, then the tangents of those in `wrt`."""
-
-    def __init__(self, fn, wrt, nargs, args=(), kwargs=None):
-        self.fn, self.wrt, self.nargs = fn, wrt, nargs
-        self.args, self.kwargs = tuple(args), dict(kwargs or {})
-        self.compiled = None
-
-    def __call__(self, *values, **kwargs):
-        if self.compiled is None:
-            self.compiled = self.compile()
-        d = self.compiled
-        kwargs = {**self.kwargs, **kwargs, **dict(zip(d.tangent_names, values[self.nargs:]))}
-        return d.fn(*self.args, *values[:self.nargs], **kwargs)
-
-    def compile(self):
-        from .. import forward_api
-        try:
-            return forward_api.compiled(self.fn, self.wrt)
-        except UnsupportedSyntaxError as exc:
-            if not str(exc.filename).startswith("<s2sad:"):
-                raise
-            # forward over reverse met generated code with a closure (a `g_vjp`)
-            name = self.fn.__name__.removesuffix("_vjp")
-            raise S2SADError(
-                f"second derivatives need the forward mode of {name}(), generated "
-                "reverse-mode code with a pullback closure, which forward mode cannot read; "
-                "make it a primitive with s2sad.defvjp and s2sad.defjvp.") from None
-
-    def __repr__(self):
-        return f"<s2sad jvp of {self.fn.__qualname__} (compiled on first call)>"
+def without_dead_code(body, ctx):
+    """`body` without the top-level assignments that nothing after them reads and
+    whose value calls only NumPy, `math` or s2sad's runtime helpers (and array
+    methods): the value's statements, once `f_jvp` returns the tangent alone."""
+    def pure(e):
+        for n in nodes.walk(e):
+            if isinstance(n, gast.Call):
+                base = n.func
+                while isinstance(base, gast.Attribute):
+                    base = base.value
+                if not isinstance(base, gast.Name):
+                    return False
+                obj = ctx.bindings.get(base.id, ctx.src.free_values().get(
+                    base.id, getattr(builtins, base.id, MISSING)))
+                module = getattr(obj, "__module__", None) or getattr(obj, "__name__", "")
+                local = obj is MISSING and isinstance(n.func, gast.Attribute)
+                if not (local or obj in _PURE_BUILTINS or str(module).split(".")[0] in (
+                        "numpy", "math", "s2sad")):
+                    return False
+            elif isinstance(n, (gast.Lambda, gast.NamedExpr, gast.Yield, gast.Await)):
+                return False
+        return True
+    out, read = [], set()
+    for s in reversed(body):
+        if (isinstance(s, gast.Assign) and len(s.targets) == 1
+                and isinstance(s.targets[0], gast.Name) and s.targets[0].id not in read
+                and pure(s.value)):
+            continue
+        read |= set(nodes.names_loaded(s))
+        if isinstance(s, gast.AugAssign) and isinstance(s.target, gast.Name):
+            read.add(s.target.id)
+        out.append(s)
+    return out[::-1]
 
 
 def forward_rule(prim, args, keywords):
@@ -460,23 +438,6 @@ def forward_rule(prim, args, keywords):
             if variant is not None and (placeholder == "t" or variant.elementwise):
                 return variant, bound, placeholder
     return None
-
-
-def prepare(src):
-    """Let forward mode read s2sad's own reverse-mode code (for forward over reverse):
-    its loops over tapes unpack tuples (`for a, b in reversed(tape)`), which the fence
-    refuses from users; give them one loop variable and an unpacking assignment."""
-    if not src.filename.startswith("<s2sad:"):
-        return
-    used = {n.id for n in nodes.walk(src.node) if isinstance(n, gast.Name)}
-    for loop in [n for n in nodes.walk(src.node) if isinstance(n, gast.For)]:
-        if isinstance(loop.target, gast.Tuple):
-            item = next(f"_s2s_item_{k}" for k in range(len(used) + 1)
-                        if f"_s2s_item_{k}" not in used)
-            used.add(item)
-            unpack = nodes.located(nodes.assign(loop.target, nodes.name(item)), loop)
-            loop.target = nodes.name(item, store=True)
-            loop.body.insert(0, unpack)
 
 
 def _arguments(op, src):
@@ -527,8 +488,7 @@ def _sum(terms):
 
 
 def _source(node):
-    import ast
-    return ast.unparse(gast.gast_to_ast(node))
+    return nodes.unparse(node)
 
 
 # -- clean-up: fold a loop's carried copies into the definitions they copy ----------------

@@ -8,7 +8,6 @@ fixed point over names is exact enough.
 import gast
 
 from ..codegen import nodes
-from .primitives import classify
 
 
 def definitions(stmts):
@@ -19,13 +18,11 @@ def definitions(stmts):
                 yield n.targets[0].id, n
 
 
-def active_names(fn, src, wrt, output, ops):
-    """The active names; fills `ops` with {statement: Op} (a `NodeMap`)."""
+def active_names(fn, wrt, output, ops):
+    """The active names; `ops` holds the `Op` of each statement (a `NodeMap`)."""
     edges = []
     for target, stmt in definitions(fn.body):
-        op = classify(stmt.value, src)
-        ops[stmt] = op
-        for _, a in op.diff_args():
+        for _, a in ops[stmt].diff_args():
             if isinstance(a, gast.Name):
                 edges.append((a.id, target))
     for loop in (n for s in fn.body for n in nodes.statements(s) if isinstance(n, gast.For)):

@@ -9,6 +9,7 @@ from ..codegen import nodes
 from ..frontend.source import MISSING
 from ..rules import registry
 from ..rules.operators import SYNTAX
+from .kinds import SCALAR
 
 COPY = "copy"
 NONDIFF = "nondiff"
@@ -82,8 +83,6 @@ def python_function(prim):
     can differentiate: a function, a bound method, or a functools.partial of one."""
     if getattr(prim, "s2s_derivative", False):
         return None
-    if hasattr(type(prim), "s2s_function"):    # compiled on first use (recursion)
-        return python_function(prim.s2s_function())
     if inspect.isfunction(prim):
         return prim, (), {}
     if inspect.ismethod(prim) and inspect.isfunction(prim.__func__):
@@ -132,7 +131,6 @@ def index_syntax(index):
 def is_basic_index(index, kinds):
     """Whether `index` (an `index_value`) selects each element at most once: slices,
     integers and scalars, `...` and `None`."""
-    from .kinds import SCALAR
     items = index.elts if isinstance(index, gast.Tuple) else [index]
     for item in items:
         if isinstance(item, gast.Call) and getattr(item.func, "s2s_builtin", False):

@@ -12,8 +12,12 @@ assigned once are classified; a name assigned in several places (a loop-carried 
 has a shape of its own, unless it only ever holds versions of an array written element
 by element (`a[i] = v`), which have that array's shape.
 
->>> import gast
->>> from s2sad.frontend import source
+>>> import numpy as np
+>>> from s2sad import pipeline
+>>> def same_shape_in(f, patterns=None):    # the Shapes of f's Wengert form
+...     kinds = {p: np.ndarray for p in f.__code__.co_varnames[:f.__code__.co_argcount]}
+...     ctx, _ = pipeline.compilation(f, until="wengert", kinds=kinds, patterns=patterns)
+...     return ctx.shapes
 >>> def f(x):
 ...     a = x[1:]
 ...     b = x[:-1]
@@ -52,6 +56,7 @@ import gast
 import numpy as np
 
 from ..codegen import nodes
+from ..rules import runtime
 from .kinds import ARRAY, SCALAR
 
 
@@ -100,7 +105,7 @@ class Shapes:
         name = self.versions.get(name, name)
         if name in self.many:
             return None
-        return self._canonical(self.cls.get(name, frozenset([("name", name)])))
+        return self.canonical(self.cls.get(name, frozenset([("name", name)])))
 
     def same(self, a, b):
         """Whether names (or name nodes) `a` and `b` certainly have the same shape."""
@@ -136,7 +141,7 @@ class Shapes:
         if base in self.pattern:
             return self.pattern[base]
         if base[0] == "index":
-            whole = _broadcast([self._pattern(b) for b in self._canonical(base[1])])
+            whole = _broadcast([self._pattern(b) for b in self.canonical(base[1])])
             if whole is None or len(base[2]) > len(whole):
                 return None
             kept = [d for d, trim in zip(whole, base[2]) if trim != "int"]
@@ -160,7 +165,7 @@ class Shapes:
             if b[0] == "index":
                 self._depends(b[1])
 
-    def _canonical(self, key):
+    def canonical(self, key):
         """`key` with its members' classes, reduced to one member of the broadcast's
         shape when there is one: the others have ones or fewer axes where it has more
         (they broadcast together, or the value would not exist)."""
@@ -340,7 +345,6 @@ def _versions(statements, kinds, assigned, many):
     (`a_1 = _s2s_setitem(a, i, v)`), and the names a loop carries that are only ever
     such results or other versions (`a_1 = a_2` at the end of an iteration), back to
     the array first written, which is assigned once."""
-    from ..rules import runtime
     written = {n.targets[0].id: n.value.args[0].id for n in statements
                if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name)
                and isinstance(n.value, gast.Call)
@@ -404,15 +408,3 @@ def _int(e):
         return -e.operand.value
     return None
 
-
-def same_shape_in(fn, patterns=None):
-    """The `Shapes` of `fn` in Wengert form, its parameters arrays (for examples), with
-    the shape `patterns` ({parameter: (dtype, shape pattern)}) of some."""
-    from .. import pipeline
-    from .activity import definitions
-    from .kinds import ARRAY, Kinds
-    from .primitives import classify
-    src, node, _ = pipeline.stages(fn, stop="wengert")
-    ops = nodes.NodeMap((s, classify(s.value, src)) for _, s in definitions(node.body))
-    return Shapes(node, ops, Kinds(node, src, {a.id: ARRAY for a in node.args.args}),
-                  patterns)

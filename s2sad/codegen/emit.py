@@ -140,3 +140,12 @@ def _compile(fn_nodes, bindings, user_fn, filename):
     for fn in fns:
         fn.__qualname__ = fn.__name__
     return fns, source
+
+
+def bind_late(fn, name, value):
+    """Bind the free name `name` of the compiled function `fn` (and of the functions
+    nested in it, which share the cell) to `value`: how the driver links a derivative to
+    those it calls, which may be compiled after it (recursion)."""
+    code = fn.__code__
+    if name in code.co_freevars:
+        fn.__closure__[code.co_freevars.index(name)].cell_contents = value

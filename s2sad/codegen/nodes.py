@@ -1,8 +1,9 @@
-"""The one place where gast nodes are built.
+"""The AST toolkit: the one place where gast nodes are built, walked and printed.
 
 gast changes its node set between versions; building every node here, with keyword
 arguments or by parsing a snippet, keeps the rest of s2sad independent of that.
 """
+import ast
 import copy
 
 import gast
@@ -334,3 +335,18 @@ class NodeMap:
 
     def __len__(self):
         return len(self._items)
+
+
+def unparse(node):
+    """The source of one expression or statement (see codegen.emit for functions)."""
+    return ast.unparse(gast.gast_to_ast(node))
+
+
+def in_order(stmts):
+    """The statements of `stmts` and of the blocks nested in them, in source order (not
+    inside nested functions)."""
+    for s in stmts:
+        yield s
+        for block in ("body", "orelse"):
+            if not isinstance(s, gast.FunctionDef):
+                yield from in_order(getattr(s, block, []))

@@ -6,7 +6,9 @@ generated comment always names the user's file and the line in it.
 import builtins
 import functools
 import inspect
+import itertools
 import linecache
+import math
 import textwrap
 import weakref
 
@@ -170,3 +172,37 @@ def _parse(fn):
 def forget():
     """Read every function's source again (see `cache.clear`)."""
     _parsed.clear()
+
+
+def prepare_generated(src):
+    """Let forward mode read s2sad's own reverse-mode code (forward over reverse): its
+    loops over tapes unpack tuples (`for a, b in reversed(tape)`), which the fence refuses
+    from users; give them one loop variable and an unpacking assignment."""
+    if not src.filename.startswith("<s2sad:"):
+        return
+    used = {n.id for n in nodes.walk(src.node) if isinstance(n, gast.Name)}
+    for loop in [n for n in nodes.walk(src.node) if isinstance(n, gast.For)]:
+        if isinstance(loop.target, gast.Tuple):
+            item = next(f"_s2s_item_{k}" for k in range(len(used) + 1)
+                        if f"_s2s_item_{k}" not in used)
+            used.add(item)
+            unpack = nodes.located(nodes.assign(loop.target, nodes.name(item)), loop)
+            loop.target = nodes.name(item, store=True)
+            loop.body.insert(0, unpack)
+
+
+_counter = itertools.count()
+
+
+def function_from_source(text, namespace=None):
+    """The last function `text` defines, compiled under a file name of its own whose
+    lines `linecache` holds, so that s2sad (and `inspect`) can read its source again.
+    `namespace` adds to the globals, which start with `math` and its common functions."""
+    filename = f"<s2sad-example-{next(_counter)}>"
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    ns = {"math": math, "sin": math.sin, "cos": math.cos, "exp": math.exp,
+          "log": math.log, "sqrt": math.sqrt}
+    ns.update(namespace or {})
+    before = set(ns)
+    exec(compile(text, filename, "exec"), ns)
+    return [v for k, v in ns.items() if k not in before and callable(v)][-1]

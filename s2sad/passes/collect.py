@@ -1,7 +1,7 @@
 """Collect: the additions into one slice of an adjoint, as one expression computed in
 one buffer.
 
-Takes the fused gradient before Reuse, which runs it. After `x_bar = _s2s_zeros_like(x)`
+Takes the fused gradient after Spell, before Reuse. After `x_bar = _s2s_zeros_like(x)`
 come additions into constant slices of `x_bar` (`x_bar[:-1] -= g`, `x_bar[1:] += h`),
 up to the first statement that reads or writes `x_bar` otherwise; additions commute.
 The values added into one slice sum to a polynomial in names and numbers, read
@@ -60,6 +60,7 @@ import gast
 import numpy as np
 
 from ..codegen import nodes
+from ..rules import runtime
 
 _MAX_TERMS = 8      # larger sums are left as they are: the search grows with them
 #: NumPy functions that write into an array they are given.
@@ -67,16 +68,24 @@ _WRITERS = {"copyto", "put", "place", "putmask", "fill_diagonal", "put_along_axi
             "shuffle"}
 
 
-class Collect:
-    """See the module docstring; `reuse` is the `Reuse` running it, whose analyses
-    decide whether a sum can be computed in its slice."""
+def run(fn, ctx):
+    """The pass (with `ctx.release`, after spell, before reuse)."""
+    if ctx.release:
+        fn.body = Collect(ctx).run(fn.body, ctx.array_facts.parameters(fn))
+    return fn
 
-    def __init__(self, reuse):
-        self.reuse = reuse
+
+class Collect:
+    """See the module docstring; the array facts (`ctx.array_facts`) decide whether a
+    sum can be computed in its slice."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.known = ctx.array_facts
 
     def run(self, body, params):
         """`body` (top-level statements) with the additions into each slice collected."""
-        for zeros in [s for s in body if self.reuse.is_zeros(s)]:
+        for zeros in [s for s in body if self.known.is_zeros(s)]:
             array, tried = zeros.targets[0].id, set()
             while True:
                 z = next(i for i, s in enumerate(body) if s is zeros)
@@ -98,7 +107,7 @@ class Collect:
             s = body[i]
             if array not in nodes.names_loaded(s) + nodes.names_stored(s):
                 continue
-            if not (self.reuse.is_addition(s) and nodes.is_name(s.target.value, array)
+            if not (self.known.is_addition(s) and nodes.is_name(s.target.value, array)
                     and not nodes.names_loaded(s.target.slice)
                     and array not in nodes.names_loaded(s.value)):
                 break
@@ -112,7 +121,7 @@ class Collect:
         them move after it, so that it still is."""
         first, last = group[0], group[-1]
         others = [i for i in range(first, last) if i not in group
-                  and self.reuse.is_addition(body[i])
+                  and self.known.is_addition(body[i])
                   and nodes.is_name(body[i].target.value, array)]
         if not all(self.movable(body, i, last, body[i].value, array) for i in others):
             return None
@@ -168,7 +177,7 @@ class Collect:
         merged = [nodes.located(gast.AugAssign(target=nodes.copied(body[last].target),
                                                op=gast.Add(), value=expr), body[last])]
         if cost and not fresh:      # named, for Reuse to compute in one buffer
-            g = self.reuse.rev.namer.fresh("t")
+            g = self.ctx.namer.fresh("t")
             merged[:0] = [nodes.located(nodes.assign(g, expr), body[last])]
             merged[1].value = nodes.name(g)
         dropped = inlined | set(group) | set(others)
@@ -206,7 +215,7 @@ class Collect:
                     s.targets[0], gast.Name):
                 if s.targets[0].id in read or not self.pure(s.value):
                     return False
-            elif not (self.reuse.is_addition(s) and nodes.is_name(s.target.value, array)
+            elif not (self.known.is_addition(s) and nodes.is_name(s.target.value, array)
                       or nodes.is_comment(s)):
                 return False
         return True
@@ -214,10 +223,9 @@ class Collect:
     def pure(self, e):
         """Whether the calls in `e` are of NumPy or s2sad's helpers, without `out`, none
         writing into an array it is given."""
-        from ..rules import runtime
         for n in nodes.walk(e):
             if isinstance(n, gast.Call):
-                f = self.reuse.resolve(n.func)
+                f = self.known.resolve(n.func)
                 module = str(getattr(f, "__module__", ""))
                 if any(k.arg == "out" for k in n.keywords) or not (
                         isinstance(f, np.ufunc) or module == runtime.__name__
@@ -229,8 +237,8 @@ class Collect:
     def computable(self, body, a, cost, params):
         """Whether Reuse computes the value `body[a]` names in one buffer (that of the
         slice, when it is the first to touch an array of zeros), one step an operation."""
-        facts = self.reuse.analyse(body, params)
-        steps = self.reuse.plan(body[a].value, facts[a], set())
+        facts = self.known.analyse(body, params)
+        steps = self.known.plan(body[a].value, facts[a], set())
         return (steps is not None and len(steps) == cost and steps[0][0] == "bind"
                 and all(s[0] == "update" for s in steps[1:]))
 

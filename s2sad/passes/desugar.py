@@ -42,6 +42,11 @@ from ..codegen import nodes
 JUMPS = (gast.Break, gast.Continue)
 
 
+def run(fn, ctx):
+    """The pass."""
+    return Desugar(ctx.src, ctx.namer).run(fn)
+
+
 class Desugar:
     """See the module docstring."""
 

@@ -47,14 +47,22 @@ from ..analysis.primitives import index_syntax, is_basic_index
 from ..codegen import nodes
 
 
-class Elements:
-    """See the module docstring; `rev` is the Reverse that made the pullback."""
+def run(vjp, ctx):
+    """The pass, on the pullback of `vjp`."""
+    Elements(ctx).run(ctx.reverse.pullback)
+    return vjp
 
-    def __init__(self, rev):
-        self.rev = rev
-        self.bars = {bar: n for n, bar in rev.adjoints.items()
-                     if rev.kinds.kind.get(n) == ARRAY}
-        self.is_call = rev.is_runtime_call
+
+class Elements:
+    """See the module docstring; `ctx` is the `Compilation`, whose `reverse` made the
+    pullback."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.kinds = ctx.value_kinds
+        self.bars = {bar: n for n, bar in ctx.reverse.adjoints.items()
+                     if self.kinds.kind.get(n) == ARRAY}
+        self.is_call = ctx.is_runtime_call
 
     def run(self, pullback):
         if self.bars:
@@ -68,9 +76,9 @@ class Elements:
                 for bar in sorted(self.candidates(s)):
                     self.rewrite(s, bar)
                     if not self.fresh(out, bar):
-                        array = self.rev.updates.final(self.bars[bar])  # written in place?
+                        array = self.ctx.reverse.renamed(self.bars[bar])  # written in place?
                         out.append(nodes.located(nodes.assign(bar, nodes.call(
-                            self.rev.runtime("own"), [nodes.name(bar), nodes.name(array)])), s))
+                            self.ctx.runtime("own"), [nodes.name(bar), nodes.name(array)])), s))
                 s.body = self.block(s.body)
             elif isinstance(s, gast.If):
                 s.body = self.block(s.body)
@@ -110,7 +118,7 @@ class Elements:
         return found
 
     def basic(self, index, bar):
-        return bar not in nodes.names_loaded(index) and is_basic_index(index, self.rev.kinds)
+        return bar not in nodes.names_loaded(index) and is_basic_index(index, self.kinds)
 
     def candidates(self, loop):
         """The adjoints of arrays that `loop` only updates at an index or reads at one."""
@@ -162,5 +170,5 @@ class Elements:
                         and bar not in nodes.names_loaded(s.value)
                         and (self.is_call(s.value, "zeros_like") or (
                             isinstance(s.value, (gast.BinOp, gast.UnaryOp))
-                            and self.rev.kinds.of(s.value) == ARRAY)))
+                            and self.kinds.of(s.value) == ARRAY)))
         return False

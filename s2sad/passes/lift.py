@@ -33,12 +33,21 @@ import weakref
 import gast
 
 from ..codegen import emit, nodes
+from ..frontend.source import FunctionSource
 
 _lifted = weakref.WeakKeyDictionary()   # user function -> (functions, signatures)
 
 # methods that change a list, dict or array in place
 MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "update", "sort",
             "reverse", "setdefault", "popitem", "fill", "resize", "itemset", "put"}
+
+
+def run(fn, ctx):
+    """The pass; the lifted functions' definitions are `ctx.lifted_defs`."""
+    lift = Lift(ctx.src, ctx.namer)
+    fn = lift.run(fn)
+    ctx.lifted_defs = [f.s2s_lifted.node for f in lift.functions.values()]
+    return fn
 
 
 class Lift:
@@ -240,7 +249,6 @@ class Lifted:
         self.params, self.extras = signature
 
     def source(self, fn):
-        from ..frontend.source import FunctionSource
         src = self.src
         return FunctionSource(fn, nodes.copied(self.node), src.filename, src.first_line,
                               src.indent)

@@ -9,9 +9,10 @@ Takes the output of `reverse` and, to a fixed point,
   contribution with the next accumulation (`a = e1; ...; a = a + e2` becomes
   `a = e1 + e2`) or rebinding (`a = e; a = f(a)` becomes `a = f(e)`), writes `a + -b`
   as `a - b`, and removes adjoints nobody reads;
-- then (`inline_temporaries`, once the header names the rules) puts each temporary
-  number of the forward pass back into the one statement that reads it
-  (`t = x * i; s = s + t` becomes `s = s + x * i`).
+- then, as a pass of its own (`scalar_temporaries`, after the header, which names the
+  rules of the statements it removes), `inline_temporaries` puts each temporary number
+  of the forward pass back into the one statement that reads it (`t = x * i;
+  s = s + t` becomes `s = s + x * i`).
 
 >>> from s2sad.passes.optimize import Optimize
 >>> print(show(Optimize, '''
@@ -22,12 +23,10 @@ Takes the output of `reverse` and, to a fixed point,
 ...     return s
 ... '''))
 def f_vjp(x):
-    # reverse mode of f() with respect to x
-    # the pullback reads nothing of the forward pass
-    # rules: *, +
     s = 0.0
     for i in range(3):
-        s = s + x * i
+        t = x * i
+        s = s + t
 <BLANKLINE>
     def f_pullback(s_bar):
         x_bar = 0.0
@@ -42,9 +41,15 @@ from collections import Counter
 
 import gast
 
-from ..ad.reverse import annotate
 from ..ad.simplify import fold_negation, negated
+from ..analysis.kinds import ARRAY, SCALAR
+from ..analysis.names import NameCounts, StatementNames, count_loads, rename
 from ..codegen import nodes
+
+
+def run(vjp, ctx):
+    """The pass."""
+    return Optimize(ctx.src, ctx.namer).run(vjp, ctx.reverse)
 
 
 class Optimize:
@@ -54,26 +59,25 @@ class Optimize:
         self.src = src
         self.namer = namer
 
-    def run(self, fn):
-        pullback = fn.s2s_pullback
+    def run(self, fn, result):
+        """`fn`, the vjp the reverse transform made (`result`, its ReverseResult)."""
+        pullback = result.pullback
         forward = fn.body        # the clean-ups below skip the nested pullback
         changed = True
         while changed:
             locals_ = _adjoint_names(pullback)
-            names = _Names(pullback)
+            names = NameCounts(pullback)
             changed = _hoist_equal_branches(pullback.body, names)
             changed |= _propagate_copies(pullback, locals_, names)
             changed |= _inline_single_use(pullback, locals_, names)
             changed |= _fuse_accumulations(pullback.body, names)
             changed |= _merge_rebinds(pullback.body, names)
             changed |= _drop_dead_adjoints(pullback, locals_, names)
-        for loop in fn.s2s_loops:
+        for loop in result.loops:
             loop.prune()
-        del fn.s2s_loops                 # compiler state, not part of the tree
         _coalesce_loops(forward)
         _drop_needless_inits(forward)
         _drop_dead_copies(fn, forward)
-        rename_unpacks(pullback, self.namer)
         pullback.body[:-1] = annotate(pullback.body[:-1], self.src)
         for s in nodes.statements(pullback):
             if isinstance(s, gast.Assign):
@@ -83,70 +87,6 @@ class Optimize:
                 if negated(s.value) is not None:
                     s.op, s.value = gast.Sub(), negated(s.value)
         return fn
-
-
-class _Names:
-    """How often each name is loaded, and assigned with `=`, in a tree: counted once,
-    then kept current by the passes, which `drop` a statement before changing or
-    deleting it and `add` it back after (counting by walking the whole tree for each
-    name made these passes quadratic in the size of the pullback)."""
-
-    def __init__(self, tree):
-        self.loads = Counter()
-        self.assigns = Counter()
-        self.add(tree)
-
-    def add(self, node, sign=1):
-        for n in nodes.name_nodes(node):
-            if isinstance(n.ctx, gast.Load):
-                self.loads[n.id] += sign
-        for block in nodes.blocks([node]):
-            for s in block:
-                if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
-                    self.assigns[s.targets[0].id] += sign
-
-    def drop(self, node):
-        self.add(node, -1)
-
-
-class _Statements:
-    """The names each statement of one block loads (how often) and binds, found once per
-    statement while the block is scanned; a statement that changes is `forget`ten."""
-
-    def __init__(self):
-        self.found = nodes.NodeMap()
-
-    def loads(self, s, name):
-        return self.names(s)[0][name]
-
-    def stores(self, s, name):
-        return name in self.names(s)[1]
-
-    def names(self, s):
-        entry = self.found.get(s)
-        if entry is None:
-            loads, stores = Counter(), set()
-            for n in nodes.name_nodes(s):
-                if isinstance(n.ctx, gast.Load):
-                    loads[n.id] += 1
-                else:
-                    stores.add(n.id)
-            entry = self.found[s] = (loads, stores)
-        return entry
-
-    def forget(self, s):
-        self.found[s] = None
-
-
-def _loads(node, name):
-    return sum(1 for n in nodes.name_nodes(node) if n.id == name
-               and isinstance(n.ctx, gast.Load))
-
-
-def _rename(node, old, new):
-    for n in nodes.name_nodes(node):
-        if n.id == old:
-            n.id = new
 
 
 def _copy_parts(s):
@@ -176,11 +116,11 @@ def _coalesce_block(block):
             if isinstance(d, gast.Assign) and nodes.is_name(d.targets[0], w):
                 between = block[j + 1:i]
                 later = block[i + 1:]
-                if (not any(_loads(b, carried) or nodes.stores(b, carried) for b in between)
-                        and not any(_loads(b, w) for b in later)):
+                if (not any(count_loads(b, carried) or nodes.stores(b, carried) for b in between)
+                        and not any(count_loads(b, w) for b in later)):
                     d.targets[0].id = carried
                     for b in between:
-                        _rename(b, w, carried)
+                        rename(b, w, carried)
                     del block[i]
                 break
             if nodes.stores(d, w):
@@ -199,11 +139,11 @@ def _drop_needless_inits(forward):
             for init in [b for b in block[:i] if getattr(b, "s2s_init", False)
                          and isinstance(b.value, gast.Constant) and b.value.value is None]:
                 name = init.targets[0].id
-                first = next((b for b in s.body if _loads(b, name) or nodes.stores(b, name)),
+                first = next((b for b in s.body if count_loads(b, name) or nodes.stores(b, name)),
                              None)
                 if (isinstance(first, gast.Assign) and nodes.is_name(first.targets[0], name)
-                        and not _loads(first, name)
-                        and _loads(everything, name) == _loads(_body(s.body), name)):
+                        and not count_loads(first, name)
+                        and count_loads(everything, name) == count_loads(_body(s.body), name)):
                     block.remove(init)
 
 
@@ -248,7 +188,16 @@ def _drop_dead_copies(fn, forward):
             block.remove(s)
 
 
-def inline_temporaries(fn, scalars, helpers, src):
+def inline_temporaries(fn, ctx):
+    """The pass: see `temporaries_inlined`."""
+    scalars = {n for n, k in ctx.value_kinds.kind.items() if k == SCALAR}
+    if ctx.forward is not None:     # with their tangents
+        scalars |= {ctx.forward.dots[n] for n in scalars if n in ctx.forward.dots}
+    temporaries_inlined(fn, scalars, ctx.bindings, ctx.src)
+    return fn
+
+
+def temporaries_inlined(fn, scalars, helpers, src):
     """`fn` (a vjp or a jvp) whose forward pass reads `du = a * u - b * u * v` again for
     `t = a * u; t_1 = b * u; t_2 = t_1 * v; du = t - t_2`: a temporary of Wengert form
     in `scalars` (names of numbers), computed by arithmetic and `math` functions on
@@ -263,7 +212,7 @@ def inline_temporaries(fn, scalars, helpers, src):
     everywhere = Counter(nodes.names_loaded(fn))
     stored = Counter(nodes.names_stored(fn))
     for block in nodes.blocks(fn.body, functions=False):
-        known = _Statements()
+        known = StatementNames()
         i = 0
         while i < len(block):
             s = block[i]
@@ -319,7 +268,7 @@ def _propagate_copies(pullback, locals_, names):
     changed = False
     defs = Counter(names.assigns)       # as at the start: stale within the sweep
     for block in nodes.blocks(pullback.body, functions=False):
-        known = _Statements()
+        known = StatementNames()
         i = 0
         while i < len(block):
             parts = _copy_parts(block[i])
@@ -343,7 +292,7 @@ def _propagate_copies(pullback, locals_, names):
                         and known.stores(last, b)):
                     for k in uses:
                         names.drop(block[k])
-                        _rename(block[k], a, b)
+                        rename(block[k], a, b)
                         names.add(block[k])
                         known.forget(block[k])
                     names.drop(block[i])
@@ -386,7 +335,7 @@ def _inline_single_use(pullback, locals_, names):
     what `e` reads; likewise a small `e` (one operation on names) into any one use."""
     changed = False
     for block in nodes.blocks(pullback.body, functions=False):
-        known = _Statements()
+        known = StatementNames()
         i = 0
         while i < len(block):
             s = block[i]
@@ -445,7 +394,7 @@ def _loops_over(block, start, stop, name, known):
 def _fuse_accumulations(stmts, names):
     changed = False
     for block in nodes.blocks(stmts, functions=False):
-        known = _Statements()
+        known = StatementNames()
         i = 0
         while i < len(block):
             s = block[i]
@@ -455,7 +404,7 @@ def _fuse_accumulations(stmts, names):
                 for k in range(i + 1, len(block)):
                     t = block[k]
                     if _is_accumulation(t, a):
-                        if _loads(t.value.right, a) == 0:
+                        if count_loads(t.value.right, a) == 0:
                             names.drop(t)
                             t.value = nodes.binop(s.value, gast.Add(), t.value.right)
                             names.add(t)
@@ -482,10 +431,10 @@ def _merge_rebinds(stmts, names):
             s, t = block[i], block[i + 1]
             parts = [x.targets[0].id for x in (s, t) if isinstance(x, gast.Assign)
                      and isinstance(x.targets[0], gast.Name)]
-            if len(parts) == 2 and parts[0] == parts[1] and _loads(t.value, parts[0]) == 1:
+            if len(parts) == 2 and parts[0] == parts[1] and count_loads(t.value, parts[0]) == 1:
                 merged = nodes.copied(t)
                 _replace_load(merged, parts[0], s.value)
-                if len(_source(merged)) > 72:
+                if len(nodes.unparse(merged)) > 72:
                     i += 1
                     continue
                 names.drop(t)
@@ -497,11 +446,6 @@ def _merge_rebinds(stmts, names):
                 continue
             i += 1
     return changed
-
-
-def _source(node):
-    import ast
-    return ast.unparse(gast.gast_to_ast(node))
 
 
 def _is_accumulation(s, a):
@@ -520,24 +464,6 @@ def _drop_dead_adjoints(pullback, locals_, names):
                 block.remove(s)
                 changed = True
     return changed
-
-
-def rename_unpacks(pullback, namer):
-    """A reversed loop rebinds the values it reads from its tape; where the pullback
-    also reads those names outside the loop (final values), rename them in the loop."""
-    names = _Names(pullback)
-    for loop in [n for n in nodes.statements(pullback) if isinstance(n, gast.For)]:
-        inside = None
-        for name in sorted(set(nodes.names_stored(loop.target))):
-            inside = inside or _Names(loop)
-            if names.loads[name] > inside.loads[name]:
-                new = namer.fresh(name)
-                names.drop(loop)
-                _rename(loop.target, name, new)
-                for s in loop.body:
-                    _rename(s, name, new)
-                names.add(loop)
-                inside = None
 
 
 def _minus(e, swap=True):
@@ -605,7 +531,15 @@ def _sources(e):
     return set(nodes.names_loaded(e))
 
 
-def distinct_results(pullback, arrays):
+def distinct_results(vjp, ctx):
+    """The pass: see `copied_results`, for the gradients of arrays."""
+    kinds = ctx.value_kinds.kind
+    copied_results(ctx.reverse.pullback,
+                   {i for i, p in enumerate(ctx.wrt) if kinds.get(p) == ARRAY})
+    return vjp
+
+
+def copied_results(pullback, arrays):
     """Copy a returned gradient (at the positions `arrays` of the returned tuple) that
     may share memory with another one: `x + y` gives both operands the same adjoint,
     and updating one returned gradient in place must leave the other alone."""
@@ -638,3 +572,19 @@ def distinct_results(pullback, arrays):
         if mine & taken:
             ret.value.elts[i] = nodes.call(nodes.attribute(nodes.name("np"), "copy"), [e])
         taken |= mine
+
+
+def annotate(stmts, src, previous=None):
+    """Put `# grad of: <line>` over each run of adjoint code from one source line."""
+    out = []
+    for s in stmts:
+        line = getattr(s, "lineno", None)
+        if line is not None and line != previous:
+            out.append(nodes.comment("grad of: " + src.line_text(s).strip()))
+            previous = line
+        if isinstance(s, (gast.If, gast.For, gast.While)):
+            s.body = annotate(s.body, src, line)
+            s.orelse = annotate(s.orelse, src, line)
+            previous = None
+        out.append(s)
+    return out

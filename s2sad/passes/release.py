@@ -32,7 +32,33 @@ def f_value_and_grad(x):
 """
 import gast
 
+from ..ad import header
+from ..ad.inplace import view_of
+from ..analysis.kinds import ARRAY
 from ..codegen import nodes
+from ..compilation import parameters
+
+
+def run(fn, ctx):
+    """The pass (with `ctx.release`, last); the header then drops what the code no
+    longer names."""
+    if not ctx.release:
+        return fn
+    fn = Release(array_names(ctx)).run(fn)
+    header.refresh(fn, ctx)
+    return fn
+
+
+def array_names(ctx):
+    """The primal names and adjoints that certainly hold arrays (not views of the
+    parameters)."""
+    arrays = {n for n, k in ctx.value_kinds.kind.items() if k == ARRAY}
+    params = set(parameters(ctx.src))
+    views = {s.targets[0].id for s in nodes.statements(ctx.wengert)
+             if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+             and view_of(s.value, ctx.src) in params}
+    adjoints = ctx.reverse.adjoints
+    return (arrays - views) | {adjoints[n] for n in arrays if n in adjoints}
 
 
 class Release:

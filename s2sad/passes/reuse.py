@@ -46,25 +46,16 @@ def f_grad(x):
     return x_bar
 """
 import collections
-import itertools
 import operator
-from typing import NamedTuple
 
 import gast
 import numpy as np
 
-from ..analysis.kinds import ARRAY, SCALAR
-from ..analysis.shapes import REDUCTIONS, trims
+from ..analysis.buffers import ND, NDARRAY, NUMBER, Fact
+from ..analysis.shapes import trims
 from ..codegen import nodes
-from .collect import Collect
-from .spell import Spell
 
-ND, NDARRAY, NUMBER, INTS = "nd", "ndarray", "number", "ints"
-EMPTY = frozenset()
-_OPERATORS = {gast.Add: np.add, gast.Sub: np.subtract, gast.Mult: np.multiply,
-              gast.Div: np.divide, gast.Pow: np.power, gast.USub: np.negative}
 _COMMUTE = (gast.Add, gast.Mult)
-_METHODS = ("sum", "max", "min", "mean", "prod")
 _ARITHMETIC = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul}
 #: `math` functions whose value is a float for number arguments.
 _MATH_FLOATS = {"sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh",
@@ -73,50 +64,25 @@ _MATH_FLOATS = {"sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "c
                 "copysign", "degrees", "radians", "gamma", "lgamma", "fmod"}
 
 
-class Fact(NamedTuple):
-    """What is known of a value: `shape`, a set of shapes it is the broadcast of;
-    `dtype`, a set of origins it is the promotion of (weak Python numbers are none);
-    `kind`: ND (an ndarray of one or more dimensions), NDARRAY, NUMBER (shape ()),
-    INTS (a shape) or None; `buffers`, the buffers it may share memory with. None is
-    unknown."""
-    shape: frozenset = None
-    dtype: frozenset = None
-    kind: str = None
-    buffers: frozenset = EMPTY
+def run(fn, ctx):
+    """The pass (with `ctx.release`, after spell and collect)."""
+    return Reuse(ctx).run(fn) if ctx.release else fn
 
 
 class Reuse:
-    """See the module docstring; `rev` is the `Reverse` that made the function."""
+    """See the module docstring; the facts are `ctx.array_facts`, which Spell and
+    Collect used before it."""
 
-    def __init__(self, rev):
-        self.rev = rev
-        self.ids = itertools.count()
-        self.owned = set()          # buffers the function allocated
-        self.floating = set()       # dtype origins certainly floating
-        # the dtypes of the array parameters the code is specialised on (see
-        # pipeline.patterns_of), and those the rewriting relied on (the guard tests them)
-        self.dtypes = {p: np.dtype(v[0]) for p, v in (rev.patterns or {}).items()}
-        self.used_dtypes = set()
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.known = ctx.array_facts
 
     def run(self, fn):
-        params = {}
-        for p in (a.id for a in fn.args.posonlyargs + fn.args.args):
-            kind, typ = self.rev.param_kinds.get(p), self.rev.types.get(p)
-            if kind == ARRAY:
-                params[p] = Fact(self.canonical(frozenset([("name", p)])), frozenset([p]), NDARRAY,
-                                 frozenset([p]))
-                if p in self.rev.wrt:
-                    self.floating.add(p)    # grad refuses other arrays
-            elif kind == SCALAR and typ in (float, int):
-                params[p] = Fact(EMPTY, EMPTY, NUMBER)
-            else:
-                params[p] = Fact(buffers=frozenset([p]))
-        fn.body = Spell(self).run(fn.body, params)
-        fn.body = Collect(self).run(fn.body, params)
-        facts = self.analyse(fn.body, params)
+        params = self.known.parameters(fn)
+        facts = self.known.analyse(fn.body, params)
         fn.body = self.hoisted(fn.body, facts)
-        facts = self.analyse(fn.body, params)
-        live = self.live(fn.body, facts)
+        facts = self.known.analyse(fn.body, params)
+        live = self.known.live(fn.body, facts)
         out = []
         for i, s in enumerate(fn.body):
             out.extend(self.rewritten(s, facts[i], live[i + 1]))
@@ -146,10 +112,10 @@ class Reuse:
         if not isinstance(ret, gast.Return) or id(ret) not in before:
             return
         facts = before[id(ret)]
-        grads = ret.value.elts[1] if getattr(fn, "s2s_value", False) else ret.value
+        grads = ret.value.elts[1] if self.ctx.fused is True else ret.value
         if not isinstance(grads, gast.Tuple):
             return
-        memory = [self.loaded(e, facts) for e in grads.elts]
+        memory = [self.known.loaded(e, facts) for e in grads.elts]
         for i, e in enumerate(grads.elts):
             if not (isinstance(e, gast.Call) and isinstance(e.func, gast.Attribute)
                     and e.func.attr == "copy" and nodes.is_name(e.func.value, "np")
@@ -157,7 +123,7 @@ class Reuse:
                 continue
             mine = facts.get(e.args[0].id, Fact())
             others = set().union(*(m for j, m in enumerate(memory) if j != i))
-            if (mine.kind in (ND, NDARRAY) and mine.buffers and mine.buffers <= self.owned
+            if (mine.kind in (ND, NDARRAY) and mine.buffers and mine.buffers <= self.known.owned
                     and not mine.buffers & others):
                 grads.elts[i] = e.args[0]
                 memory[i] = set(mine.buffers)
@@ -169,18 +135,18 @@ class Reuse:
         stored = collections.Counter(nodes.names_stored(fn))
         for s in nodes.walk(fn):
             value = getattr(s, "value", None)
-            if not (isinstance(s, gast.Assign) and self.is_zeros(s) and len(value.args) == 1):
+            if not (isinstance(s, gast.Assign) and self.known.is_zeros(s) and len(value.args) == 1):
                 continue
             x = value.args[0].id
-            if x not in self.dtypes or stored[x] != 1 or self.rev.types.get(x) is not np.ndarray:
+            if x not in self.known.dtypes or stored[x] != 1 or self.ctx.types.get(x) is not np.ndarray:
                 continue
-            dtype = self.dtypes[x]
+            dtype = self.known.dtypes[x]
             if dtype.kind != "f" or dtype.itemsize < 4:
                 dtype = np.result_type(dtype, np.float32)
-            self.used_dtypes.add(x)
+            self.known.used_dtypes.add(x)
             args = [nodes.attribute(x, "shape")] + ([] if dtype == np.float64 else [
-                nodes.name(self.rev.helper(dtype.name, obj=dtype))])
-            s.value = nodes.call(nodes.attribute(self.rev.helper("np", obj=np), "zeros"), args)
+                nodes.name(self.ctx.bind(dtype.name, obj=dtype))])
+            s.value = nodes.call(nodes.attribute(self.ctx.bind("np", obj=np), "zeros"), args)
 
     def cast_results(self, fn, before):
         """Return each gradient of an array in its parameter's dtype when it certainly has
@@ -192,21 +158,21 @@ class Reuse:
 
         def cast(e, p):
             origins = facts.get(getattr(e, "id", None), Fact()).dtype
-            have = self.concrete(origins)
-            if p not in self.dtypes or have is None or have == self.dtypes[p]:
+            have = self.known.concrete(origins)
+            if p not in self.known.dtypes or have is None or have == self.known.dtypes[p]:
                 return e
-            self.used_dtypes |= origins | {p}
-            dtype = self.dtypes[p]
+            self.known.used_dtypes |= origins | {p}
+            dtype = self.known.dtypes[p]
             return nodes.call(nodes.attribute(e, "astype"),
-                              [nodes.name(self.rev.helper(dtype.name, obj=dtype))])
-        value = getattr(fn, "s2s_value", False)     # returns (value, gradients)
+                              [nodes.name(self.ctx.bind(dtype.name, obj=dtype))])
+        value = self.ctx.fused is True     # returns (value, gradients)
         grads = ret.value.elts[1] if value else ret.value
-        if self.rev.as_tuple:
-            grads.elts = [cast(e, p) for e, p in zip(grads.elts, self.rev.wrt)]
+        if self.ctx.as_tuple:
+            grads.elts = [cast(e, p) for e, p in zip(grads.elts, self.ctx.wrt)]
         elif value:
-            ret.value.elts[1] = cast(grads, self.rev.wrt[0])
+            ret.value.elts[1] = cast(grads, self.ctx.wrt[0])
         else:
-            ret.value = cast(grads, self.rev.wrt[0])
+            ret.value = cast(grads, self.ctx.wrt[0])
 
     def facts_of(self, body, before):
         """The facts before each statement of `body`, from `before` ({id(statement):
@@ -266,7 +232,7 @@ class Reuse:
                 continue
             key = (target.value.id, gast.dump(target.slice))
             if key not in views:
-                views[key] = self.rev.namer.fresh(f"{target.value.id}_view")
+                views[key] = self.ctx.namer.fresh(f"{target.value.id}_view")
                 target = nodes.copied(target)
                 target.ctx = gast.Load()
                 out.append(nodes.located(nodes.assign(views[key], target), s))
@@ -294,7 +260,7 @@ class Reuse:
                     for one, other in ((node.left, node.right), (node.right, node.left)):
                         fact = facts.get(getattr(other, "id", None), Fact())
                         if reuse.number(one) == 1 and isinstance(other, gast.Name) and \
-                                fact.kind in (ND, NDARRAY) and reuse.is_float(fact.dtype):
+                                fact.kind in (ND, NDARRAY) and reuse.known.is_float(fact.dtype):
                             return other
                         if reuse.number(one) == 1 and reuse.certainly_float(other,
                                                                             reuse.floats):
@@ -311,7 +277,7 @@ class Reuse:
     def float_names(self, fn):
         """Names certainly bound to a Python float: parameters the code is specialised on
         as floats, and names assigned once from a float expression (`certainly_float`)."""
-        floats = {p for p, t in self.rev.types.items() if t is float}
+        floats = {p for p, t in self.ctx.types.items() if t is float}
         stored = collections.Counter(nodes.names_stored(fn))
         assigns = [s for s in nodes.walk(fn) if isinstance(s, gast.Assign)
                    and isinstance(s.targets[0], gast.Name) and stored[s.targets[0].id] == 1]
@@ -341,7 +307,7 @@ class Reuse:
             floating = [self.certainly_float(x, floats) for x in (e.left, e.right)]
             return all(numbers) and (any(floating) or isinstance(e.op, gast.Div))
         if isinstance(e, gast.Call) and not e.keywords:
-            f = self.resolve(e.func)
+            f = self.known.resolve(e.func)
             return (getattr(f, "__module__", None) == "math" or f in vars(math).values()) and \
                 getattr(f, "__name__", "") in _MATH_FLOATS and all(
                     self.certainly_float(a, floats) or self.is_int(a) for a in e.args)
@@ -349,7 +315,7 @@ class Reuse:
 
     def is_int(self, e):
         return (isinstance(e, gast.Constant) and type(e.value) is int) or (
-            isinstance(e, gast.Name) and self.rev.types.get(e.id) is int)
+            isinstance(e, gast.Name) and self.ctx.types.get(e.id) is int)
 
     def number(self, e):
         """The number `e` certainly is (a constant, or a name bound once to one), or None."""
@@ -365,12 +331,12 @@ class Reuse:
         loaded = self.names_read(body)
         for s, known in zip(body, facts):
             if isinstance(s, gast.AugAssign) and isinstance(s.op, gast.Mult) and \
-                    self.in_place(s, known) and self.number(s.value) == 1 and \
-                    self.is_float(known[s.target.id].dtype):
+                    self.known.in_place(s, known) and self.number(s.value) == 1 and \
+                    self.known.is_float(known[s.target.id].dtype):
                 continue
             call = s.value if isinstance(s, (gast.Assign, gast.Expr)) else None
-            into = call is not None and self.out_of(call, known)
-            if into and self.resolve(call.func) is np.multiply and self.is_float(
+            into = call is not None and self.known.out_of(call, known)
+            if into and self.known.resolve(call.func) is np.multiply and self.known.is_float(
                     known[into].dtype) and len(call.args) == 2 and any(
                     nodes.is_name(a, into) for a in call.args) and any(
                     self.number(a) == 1 for a in call.args):
@@ -399,7 +365,7 @@ class Reuse:
         if not (isinstance(call, gast.Call) and len(call.args) == 2 and len(call.keywords) == 1
                 and call.keywords[0].arg == "out"
                 and isinstance(call.keywords[0].value, gast.Subscript)
-                and self.resolve(call.func) is np.multiply):
+                and self.known.resolve(call.func) is np.multiply):
             return None
         ones = [i for i, a in enumerate(call.args) if self.number(a) == 1]
         if not ones:
@@ -407,232 +373,6 @@ class Reuse:
         target = nodes.copied(call.keywords[0].value)
         target.ctx = gast.Store()
         return target, call.args[1 - ones[0]]
-
-    def live(self, body, facts):
-        """For each statement of `body` and the end, the buffers read from there on."""
-        live = [set() for _ in body] + [set()]
-        for i in range(len(body) - 1, -1, -1):
-            live[i] = live[i + 1] | self.loaded(body[i], facts[i])
-        return live
-
-    # -- facts ------------------------------------------------------------------------
-    def analyse(self, body, params):
-        """The facts of each name before each statement of `body`."""
-        facts, out = dict(params), []
-        for s in body:
-            out.append(facts)
-            facts = self.step(s, facts)
-        return out
-
-    def step(self, s, facts):
-        """The facts after statement `s`, from those before it."""
-        facts = dict(facts)
-        if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
-            facts[s.targets[0].id] = self.named(s.targets[0].id, self.fact(s.value, facts))
-        elif self.in_place(s, facts):
-            pass        # an array updated in place keeps its shape, dtype and memory
-        elif isinstance(s, gast.Delete):
-            for t in s.targets:
-                facts.pop(getattr(t, "id", None), None)
-        elif self.writes_array(s, facts) or isinstance(s, gast.Return):
-            pass        # an element write copies the values into the array
-        else:
-            # anything else may store any of the values it reads in any of them
-            shared = self.loaded(s, facts) | {self.new()}
-            names = [(n.id, type(n.ctx)) for n in nodes.name_nodes(s)]
-            written = {n for n, ctx in names if ctx is not gast.Load}
-            for n in {n for n, ctx in names if ctx is not gast.Del}:
-                old = facts.get(n, Fact())
-                facts[n] = Fact(buffers=frozenset(shared)) if n in written else \
-                    old._replace(buffers=old.buffers | shared)
-        return facts
-
-    def in_place(self, s, facts):
-        """Whether `s` is `t op= a` or `ufunc(..., out=t)` on an array `t` (what this
-        pass writes), which changes no fact."""
-        if isinstance(s, gast.AugAssign) and isinstance(s.target, gast.Name):
-            return (type(s.op) in _OPERATORS
-                    and facts.get(s.target.id, Fact()).kind in (ND, NDARRAY))
-        return isinstance(s, gast.Expr) and self.out_of(s.value, facts) is not None
-
-    def out_of(self, e, facts):
-        """`t` when `e` is an elementwise `ufunc(..., out=t)` into an array `t`."""
-        if not (isinstance(e, gast.Call) and len(e.keywords) == 1
-                and e.keywords[0].arg == "out" and isinstance(e.keywords[0].value, gast.Name)):
-            return None
-        bare = gast.Call(func=e.func, args=e.args, keywords=[])
-        t = e.keywords[0].value.id
-        if self.elementwise(bare) is None or facts.get(t, Fact()).kind not in (ND, NDARRAY):
-            return None
-        return t
-
-    def writes_array(self, s, facts):
-        target = getattr(s, "target", None) or getattr(s, "targets", [None])[0]
-        return (isinstance(s, (gast.Assign, gast.AugAssign))
-                and isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name)
-                and facts.get(target.value.id, Fact()).kind in (ND, NDARRAY))
-
-    def new(self, owned=False):
-        b = next(self.ids)
-        if owned:
-            self.owned.add(b)
-        return b
-
-    def loaded(self, node, facts):
-        """The buffers the names `node` reads may share memory with."""
-        out = set()
-        for n in nodes.names_loaded(node):
-            fact = facts.get(n)
-            out |= {n} if fact is None else fact.buffers
-        return out
-
-    def unknown(self, e, facts):
-        return Fact(buffers=frozenset(self.loaded(e, facts) | {self.new()}))
-
-    def fact(self, e, facts):
-        like = getattr(e, "s2s_like", None)
-        if like is not None:        # a new array, of the fact Spell wrote it for
-            return like._replace(buffers=frozenset([self.new(owned=True)]))
-        if isinstance(e, gast.Constant):
-            weak = type(e.value) in (bool, int, float)
-            return Fact(EMPTY, EMPTY, NUMBER) if weak else Fact()
-        if isinstance(e, gast.Name):
-            return facts.get(e.id) or Fact(buffers=frozenset([e.id]))
-        operation = self.elementwise(e)
-        if operation is not None:
-            return self.result([self.fact(a, facts) for a in operation[0]])
-        if isinstance(e, gast.BinOp) and isinstance(e.op, gast.MatMult):
-            fresh = self.new(owned=True)
-            made = self.result([self.fact(a, facts) for a in (e.left, e.right)])
-            return Fact(frozenset([("value", fresh)]), made.dtype, None, made.buffers)
-        if isinstance(e, gast.Attribute) and e.attr in ("shape", "ndim", "size"):
-            return Fact(None, EMPTY, INTS)
-        if isinstance(e, gast.Subscript):
-            return self.indexed(e, self.fact(e.value, facts), facts)
-        if isinstance(e, gast.Call):
-            into = self.out_of(e, facts)
-            if into is not None:
-                return facts[into]
-            if (len(e.keywords) == 1 and e.keywords[0].arg == "out"
-                    and isinstance(e.keywords[0].value, gast.Subscript)
-                    and self.elementwise(gast.Call(func=e.func, args=e.args, keywords=[]))):
-                return self.fact(e.keywords[0].value, facts)   # into a slice (into_zeros)
-            return (self.helper_result(e, facts) or self.reduction(e, facts)
-                    or self.unknown(e, facts))
-        return self.unknown(e, facts)
-
-    def reduction(self, e, facts):
-        """The fact of `np.sum(x, axis, keepdims=...)` or `x.sum(axis, keepdims=...)`
-        (max, min, mean, prod; var and std as functions) of a float array `x`: a new
-        value of `x`'s dtype (an array, or a NumPy scalar for all axes)."""
-        if not all(k.arg in ("axis", "keepdims") for k in e.keywords):
-            return None
-        if isinstance(e.func, gast.Attribute) and e.func.attr in _METHODS and len(e.args) <= 1:
-            of = self.fact(e.func.value, facts)
-            if of.kind not in (ND, NDARRAY):
-                return None
-        elif e.args and self.resolve(e.func) in REDUCTIONS and len(e.args) <= 2:
-            of = self.fact(e.args[0], facts)
-        else:
-            return None
-        if not self.is_float(of.dtype):
-            return None
-        return Fact(None, of.dtype, None, frozenset([self.new(owned=True)]))
-
-    def canonical(self, shape):
-        """`shape` in the classes of the reverse pass's shape analysis, which knows more
-        when the code is specialised on shape patterns (see analysis/shapes.py)."""
-        return None if shape is None else self.rev.shapes._canonical(shape)
-
-    def named(self, name, fact):
-        """`fact` of the value assigned to `name`, with the shape class of the analysis
-        when `name` is a value of the function the analysis classified."""
-        if (name in self.rev.primal_names and name in self.rev.straight
-                and self.rev.shapes.of(name) is not None):
-            if fact.kind in (ND, NDARRAY):
-                return fact._replace(shape=self.rev.shapes.of(name))
-            if fact.kind is None and self.rev.shapes.pattern_of(name):
-                # an array of one or more axes, by the patterns of the parameters
-                return fact._replace(shape=self.rev.shapes.of(name), kind=ND)
-        return fact
-
-    def result(self, operands):
-        """The fact of a new value that operands of `operands` broadcast and promote to."""
-        fresh = self.new(owned=True)
-        known = all(f.kind is not None for f in operands)
-        shape = None if any(f.shape is None for f in operands) else self.canonical(
-            frozenset().union(*(f.shape for f in operands)))
-        dtype = None if any(f.dtype is None for f in operands) else frozenset().union(
-            *(f.dtype for f in operands))
-        if dtype and not self.is_float(dtype):
-            dtype = frozenset([fresh])      # promotion rules differ off floats: a new dtype
-        kind = (ND if any(f.kind == ND for f in operands) else
-                NUMBER if all(f.kind == NUMBER for f in operands) else None)
-        buffers = {fresh} | (set() if known else set().union(*(f.buffers for f in operands)))
-        return Fact(shape, dtype, kind, frozenset(buffers))
-
-    def indexed(self, e, base, facts):
-        if base.kind == INTS:
-            return Fact(EMPTY, EMPTY, NUMBER)
-        if base.kind not in (ND, NDARRAY):
-            return self.unknown(e, facts)
-        index = trims(e.slice)
-        if index is None or base.shape is None:     # a view or a copy
-            return Fact(None, base.dtype, None, frozenset(self.loaded(e, facts)))
-        kind = ND if any(i != "int" for i in index) else None
-        return Fact(frozenset([("index", base.shape, index)]), base.dtype, kind, base.buffers)
-
-    def helper_result(self, e, facts):
-        from ..rules import runtime
-        helper = self.rev.helpers.get(getattr(e.func, "id", None))
-        args = [self.fact(a, facts) for a in e.args]
-        if helper is runtime.count:
-            return Fact(EMPTY, EMPTY, NUMBER)
-        if helper in (runtime.matmul_lhs, runtime.matmul_rhs, runtime.dot_lhs,
-                      runtime.dot_rhs) and all(a.kind in (ND, NDARRAY) for a in args):
-            # a new array, in the promotion of the adjoint's and the operands' dtypes
-            made = self.result(args)
-            return Fact(None, made.dtype, None, frozenset([self.new(owned=True)]))
-        if helper is runtime.zeros_like and args[0].kind in (ND, NDARRAY):
-            fresh = self.new(owned=True)
-            self.floating.add(("zeros", fresh))
-            return Fact(args[0].shape, frozenset([("zeros", fresh)]),
-                        args[0].kind, frozenset([fresh]))
-        if helper in (runtime.unreduce, runtime.extremum) and args[1].kind in (ND, NDARRAY):
-            made = self.result(args[:2])
-            return Fact(args[1].shape, made.dtype, args[1].kind, made.buffers)
-        if (helper is runtime.unbroadcast and args[0].kind in (ND, NDARRAY)
-                and args[1].kind == ND and self.is_float(args[0].dtype)):
-            return Fact(args[1].shape, args[0].dtype, ND,
-                        args[0].buffers | {self.new(owned=True)})
-        return None
-
-    def is_float(self, dtype):
-        if dtype is not None and dtype & self.floating:
-            return True
-        known = self.concrete(dtype)
-        if known is not None and known.kind == "f":
-            self.used_dtypes |= dtype
-            return True
-        return False
-
-    def concrete(self, dtype):
-        """The dtype the origins `dtype` promote to, when each is a parameter whose dtype
-        the code is specialised on; else None."""
-        if not dtype or not all(o in self.dtypes for o in dtype):
-            return None
-        return np.result_type(*(self.dtypes[o] for o in dtype))
-
-    def same_dtype(self, a, b):
-        """Whether the origins `a` and `b` certainly promote to one dtype."""
-        if a == b:
-            return True
-        known, other = self.concrete(a), self.concrete(b)
-        # (not `known == other` alone: a dtype equals None, read as float64)
-        if known is not None and other is not None and known == other:
-            self.used_dtypes |= a | b
-            return True
-        return False
 
     def factored(self, e, facts):
         """`(a - b) * s` for `s * a - s * b` (`+` alike; `s / a` is `s * (1.0 / a)`), `s`
@@ -643,7 +383,7 @@ class Reuse:
             return e
         left = self.factored(e.left, facts)
         terms = [self.scaled(left, facts), self.scaled(e.right, facts)]
-        if None in terms or terms[0][0] != terms[1][0] or self.fact(e, facts).kind != ND:
+        if None in terms or terms[0][0] != terms[1][0] or self.known.fact(e, facts).kind != ND:
             return e
         (s, a), (_, b) = terms
         return gast.BinOp(left=gast.BinOp(left=a, op=type(e.op)(), right=b), op=gast.Mult(),
@@ -665,83 +405,27 @@ class Reuse:
             return e.right.id, e.left
         return None
 
-    def elementwise(self, e):
-        """(operands, ufunc) of an elementwise operation whose dtype is its operands'
-        promotion for floats, or None."""
-        if isinstance(e, gast.BinOp) and type(e.op) in _OPERATORS:
-            return [e.left, e.right], _OPERATORS[type(e.op)]
-        if isinstance(e, gast.UnaryOp) and isinstance(e.op, gast.USub):
-            return [e.operand], np.negative
-        if isinstance(e, gast.Call) and not e.keywords:
-            f = self.resolve(e.func)
-            if (isinstance(f, np.ufunc) and f.nout == 1 and f.nin == len(e.args)
-                    and not any(isinstance(a, gast.Starred) for a in e.args)
-                    and all(f"{c * f.nin}->{c}" in f.types for c in "efd")):
-                return list(e.args), f
-        return None
-
-    def resolve(self, func):
-        from ..frontend.source import MISSING
-        if isinstance(func, gast.Name) and func.id in self.rev.helpers:
-            return self.rev.helpers[func.id]
-        obj = self.rev.src.resolve(func)
-        return None if obj is MISSING else obj
-
     # -- rewriting --------------------------------------------------------------------
     def rewritten(self, s, facts, live):
         if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)):
             return [s]
-        free = {n for n, f in facts.items() if f.buffers and f.buffers <= self.owned
+        free = {n for n, f in facts.items() if f.buffers and f.buffers <= self.known.owned
                 and f.kind in (ND, NDARRAY) and not f.buffers & live}
         value = self.factored(s.value, facts)
-        steps = self.plan(value, facts, free)
+        steps = self.known.plan(value, facts, free)
         if value is not s.value and (not steps or steps[0][0] == "bind"):
-            steps = self.plan(s.value, facts, free)     # factoring allocates anyway
+            steps = self.known.plan(s.value, facts, free)     # factoring allocates anyway
         if not steps or steps[0][0] == "bind" and len(steps) == 1:
             return [s]
         target = s.targets[0].id
         return [nodes.located(x, s) for x in (self.spelled(step, target) for step in steps)]
-
-    def plan(self, e, facts, free, reads=None):
-        """Steps that compute `e` in one buffer: ("bind", e) allocates it, ("out", e, i)
-        writes into operand i, ("update", e, i) computes e over the buffer holding its
-        operand i; None when `e` is not certainly an array of known shape and float
-        dtype. Operand i may be written when it is `free` (nothing reads its buffer
-        after the statement) and this operation is all that reads it (`H * H` may be
-        computed in `H`): it is the first step."""
-        operation = self.elementwise(e)
-        if operation is None:
-            return None
-        operands, _ = operation
-        mine = self.fact(e, facts)
-        if mine.shape is None or not self.is_float(mine.dtype):
-            return None
-        reads = self.reads(e, facts) if reads is None else reads
-
-        def fits(f):
-            return f.shape == mine.shape and self.same_dtype(f.dtype, mine.dtype)
-        for i, a in enumerate(operands):
-            inner = self.plan(a, facts, free, reads)
-            if inner is not None and fits(self.fact(a, facts)):
-                return inner + [("update", e, i)]
-        here = self.reads(e, facts)
-        for i, a in enumerate(operands):
-            if isinstance(a, gast.Name) and a.id in free and fits(facts[a.id]) and all(
-                    here[b] == reads[b] for b in facts[a.id].buffers):
-                return [("out", e, i)]
-        return [("bind", e)] if mine.kind == ND else None
-
-    def reads(self, e, facts):
-        """How many times `e` reads each buffer."""
-        return collections.Counter(b for n in nodes.names_loaded(e)
-                                   for b in facts.get(n, Fact()).buffers)
 
     def spelled(self, step, target):
         """The statement for one step of a plan, computing into `target`."""
         kind, e, *i = step
         if kind == "bind":
             return nodes.assign(target, e)
-        operands, ufunc = self.elementwise(e)
+        operands, ufunc = self.known.elementwise(e)
         i = i[0]
         buffer = operands[i] if kind == "out" else nodes.name(target)
         if nodes.is_name(buffer, target) and isinstance(e, gast.BinOp) and (
@@ -750,17 +434,9 @@ class Reuse:
                                   value=operands[1 - i])
         args = [buffer if j == i else a for j, a in enumerate(operands)]
         func = nodes.copied(e.func) if isinstance(e, gast.Call) else nodes.attribute(
-            self.rev.helper("np", obj=np), ufunc.__name__)
+            self.ctx.bind("np", obj=np), ufunc.__name__)
         call = nodes.call(func, args, [gast.keyword(arg="out", value=nodes.copied(buffer))])
         return nodes.expr_stmt(call) if kind == "update" else nodes.assign(target, call)
-
-    def is_zeros(self, s):
-        """Whether `s` is `a = _s2s_zeros_like(x)`."""
-        from ..rules import runtime
-        return (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
-                and isinstance(s.value, gast.Call)
-                and self.rev.helpers.get(getattr(s.value.func, "id", None)) is runtime.zeros_like
-                and all(nodes.is_name(x) for x in s.value.args))
 
     # -- computing into a slice of zeros ----------------------------------------------
     def into_zeros(self, body, params):
@@ -772,12 +448,12 @@ class Reuse:
         slice. An added expression is computed into the slice the same way. One array
         fewer, and one pass fewer over it."""
         while True:
-            facts = self.analyse(body, params)
-            if not any(self.is_addition(s) for s in body):
+            facts = self.known.analyse(body, params)
+            if not any(self.known.is_addition(s) for s in body):
                 return body, facts
-            live = self.live(body, facts)
+            live = self.known.live(body, facts)
             names = [(set(nodes.names_loaded(s)), set(nodes.names_stored(s))) for s in body]
-            found = next((found for a in range(len(body)) if self.is_addition(body[a])
+            found = next((found for a in range(len(body)) if self.known.is_addition(body[a])
                           for found in [self.zeros_slice(body, a, facts, live, names)]
                           if found), None)
             if found is None:
@@ -785,16 +461,16 @@ class Reuse:
             z, r, a = found
             addition = body[a]
             if r is None:       # name the added expression, computed in one buffer
-                g = self.rev.namer.fresh("t")
+                g = self.ctx.namer.fresh("t")
                 named = nodes.located(nodes.assign(g, addition.value), addition)
                 addition.value = nodes.name(g)
                 body[a:a + 1] = self.rewritten(named, facts[a], live[a + 1]) + [addition]
                 continue
             target = nodes.copied(addition.target)
             target.ctx = gast.Load()
-            operands, ufunc = self.elementwise(body[r].value)
+            operands, ufunc = self.known.elementwise(body[r].value)
             call = body[r].value if isinstance(body[r].value, gast.Call) else nodes.call(
-                nodes.attribute(self.rev.helper("np", obj=np), ufunc.__name__), operands)
+                nodes.attribute(self.ctx.bind("np", obj=np), ufunc.__name__), operands)
             call.keywords = [gast.keyword(arg="out", value=target)]
             body[r] = nodes.located(nodes.assign(body[r].targets[0].id, call), body[r])
             body[a] = None
@@ -826,7 +502,7 @@ class Reuse:
         and read by nothing after `a`; (z, None, a) when `g` is an elementwise expression
         of the slice's shape; else None."""
         s = body[a]
-        if not (self.is_addition(s) and not nodes.names_loaded(s.target.slice)):
+        if not (self.known.is_addition(s) and not nodes.names_loaded(s.target.slice)):
             return None
         array = s.target.value.id
         mentions = [i for i in range(a) if array in names[i][0] or array in names[i][1]]
@@ -834,22 +510,22 @@ class Reuse:
             return None
         z = mentions[-1]
         made = body[z]
-        if not (self.is_zeros(made) and nodes.is_name(made.targets[0], array)):
+        if not (self.known.is_zeros(made) and nodes.is_name(made.targets[0], array)):
             return None
-        sliced = self.indexed(s.target, facts[a].get(array, Fact()), facts[a])
-        g = self.fact(s.value, facts[a])
+        sliced = self.known.indexed(s.target, facts[a].get(array, Fact()), facts[a])
+        g = self.known.fact(s.value, facts[a])
         if (g.kind != ND or g.shape is None or g.shape != sliced.shape
-                or not self.is_float(g.dtype)):
+                or not self.known.is_float(g.dtype)):
             return None
         if not isinstance(s.value, gast.Name):
-            return (z, None, a) if self.elementwise(s.value) is not None else None
-        if len(g.buffers) != 1 or not g.buffers <= self.owned or g.buffers & live[a + 1]:
+            return (z, None, a) if self.known.elementwise(s.value) is not None else None
+        if len(g.buffers) != 1 or not g.buffers <= self.known.owned or g.buffers & live[a + 1]:
             return None
         buffer, = g.buffers
         r = next((i for i in range(a) if isinstance(body[i], gast.Assign)
                   and buffer in self.fact_after(body[i], facts[i + 1]).buffers), None)
         if (r is None or self.fact_after(body[r], facts[r + 1]).shape != g.shape
-                or self.elementwise(body[r].value) is None
+                or self.known.elementwise(body[r].value) is None
                 or getattr(body[r].value, "keywords", None)
                 or any(names[i][1] & set(nodes.names_loaded(made.value)) for i in range(r, z))
                 or any(i != z and (array in names[i][0] or array in names[i][1])
@@ -868,13 +544,13 @@ class Reuse:
         `np.negative(g, out=g)`."""
         def writes(s, i):
             return g in nodes.names_stored(s) or (
-                isinstance(s, gast.Expr) and self.out_of(s.value, facts[i]) == g)
+                isinstance(s, gast.Expr) and self.known.out_of(s.value, facts[i]) == g)
         last = body[next(i for i in range(a - 1, r - 1, -1) if writes(body[i], i))]
         factors = []
         if isinstance(last, gast.AugAssign) and isinstance(last.op, gast.Mult):
             factors = [(last, "value")]
         elif isinstance(last, (gast.Assign, gast.Expr)) and isinstance(last.value, gast.Call) \
-                and self.resolve(last.value.func) is np.multiply:
+                and self.known.resolve(last.value.func) is np.multiply:
             factors = [(last.value.args, i) for i in range(len(last.value.args))]
         for holder, key in factors:
             x = holder[key] if isinstance(holder, list) else getattr(holder, key)
@@ -886,7 +562,7 @@ class Reuse:
                     setattr(holder, key, negative)
                 return None
         return nodes.expr_stmt(nodes.call(
-            nodes.attribute(self.rev.helper("np", obj=np), "negative"),
+            nodes.attribute(self.ctx.bind("np", obj=np), "negative"),
             [nodes.name(g)], [gast.keyword(arg="out", value=nodes.name(g))]))
 
     # -- moving in-place additions up -------------------------------------------------
@@ -896,35 +572,30 @@ class Reuse:
         out, at = [], {id(s): i for i, s in enumerate(body)}
         for i, s in enumerate(body):
             j = len(out)
-            if self.is_addition(s):
+            if self.known.is_addition(s):
                 while j > 0 and self.commutes(out[j - 1], facts[at[id(out[j - 1])]],
                                               s, facts[i]):
                     j -= 1
-                if all(self.is_addition(t) for t in out[j:]):
+                if all(self.known.is_addition(t) for t in out[j:]):
                     j = len(out)        # nothing to gain: keep the order of additions
             out.insert(j, s)
         return out
-
-    def is_addition(self, s):
-        return (isinstance(s, gast.AugAssign) and isinstance(s.op, (gast.Add, gast.Sub))
-                and isinstance(s.target, gast.Subscript)
-                and isinstance(s.target.value, gast.Name))
 
     def commutes(self, earlier, before, s, facts):
         """Whether the addition `s` may run before the statement `earlier`."""
         written = facts[s.target.value.id].buffers if s.target.value.id in facts else None
         if written is None:
             return False
-        read = self.loaded(s.value, facts) | self.loaded(s.target.slice, facts)
+        read = self.known.loaded(s.value, facts) | self.known.loaded(s.target.slice, facts)
         if written & read:
             return False
-        if self.is_addition(earlier):
+        if self.known.is_addition(earlier):
             other = before.get(earlier.target.value.id, Fact()).buffers
-            other_read = self.loaded(earlier.value, before) | self.loaded(
+            other_read = self.known.loaded(earlier.value, before) | self.known.loaded(
                 earlier.target.slice, before)
             return not (other & read or written & other_read) and (
                 other == written or not other & written)
         if not (isinstance(earlier, gast.Assign) and isinstance(earlier.targets[0], gast.Name)):
             return False
         return (earlier.targets[0].id not in nodes.names_loaded(s)
-                and not written & self.loaded(earlier.value, before))
+                and not written & self.known.loaded(earlier.value, before))

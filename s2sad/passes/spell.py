@@ -1,7 +1,7 @@
 """Spell: the adjoints of broadcasting and of matrix products written as plain NumPy when
 the code is specialised on the shapes of the arrays involved.
 
-Takes the fused gradient before Reuse, which runs it first. Where the facts of Reuse
+Takes the fused gradient before Collect and Reuse. Where the array facts
 (analysis/shapes.py's classes, with the shape patterns of the parameters) give the
 number of axes of an adjoint `g` and of the operands, and which have length 1:
 
@@ -19,14 +19,14 @@ it is) so that Reuse computes what follows in its buffer; the guard then also te
 the patterns the rewrite relied on.
 
 >>> import numpy as np
->>> from s2sad import pipeline
+>>> from s2sad import compilation, pipeline
 >>> def f(X, w, b):
 ...     return np.sum(np.tanh(X @ w + b))
 >>> X, w, b = np.ones((4, 3)), np.ones((3, 2)), np.ones(2)
 >>> args = (X, w, b)
 >>> code = pipeline.reverse(f, wrt=(1, 2), fused="grad", release=True,
-...                         kinds=pipeline.kinds_of(f, args),
-...                         patterns=pipeline.patterns_of(f, args)).source
+...                         kinds=compilation.kinds_of(f, args),
+...                         patterns=compilation.patterns_of(f, args)).source
 >>> print(code[code.index("    # grad of"):].rstrip())
     # grad of: return np.sum(np.tanh(X @ w + b))
     t_1_bar = np.multiply(t_2, t_2, out=t_2)
@@ -40,20 +40,28 @@ the patterns the rewrite relied on.
 import gast
 import numpy as np
 
+from ..analysis.buffers import ND, NDARRAY
 from ..codegen import nodes
+from ..rules import runtime
 
 #: The helpers of the adjoints of matrix products, by the operand they give.
 _PRODUCTS = {"matmul_lhs": 0, "matmul_rhs": 1, "dot_lhs": 0, "dot_rhs": 1}
 
 
-class Spell:
-    """See the module docstring; `reuse` is the Reuse that runs it (for its facts)."""
+def run(fn, ctx):
+    """The pass (with `ctx.release`, before collect and reuse)."""
+    if ctx.release:
+        fn.body = Spell(ctx).run(fn.body, ctx.array_facts.parameters(fn))
+    return fn
 
-    def __init__(self, reuse):
-        self.reuse, self.rev = reuse, reuse.rev
-        self.shapes = reuse.rev.shapes
-        from ..rules import runtime
-        from .reuse import ND, NDARRAY
+
+class Spell:
+    """See the module docstring; the facts are `ctx.array_facts`."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.known = ctx.array_facts
+        self.shapes = ctx.shapes
         self.arrays = (ND, NDARRAY)
         self.helpers = {getattr(runtime, name): name
                         for name in ["unbroadcast", *_PRODUCTS]}
@@ -66,7 +74,7 @@ class Spell:
             if isinstance(s, (gast.Assign, gast.Expr, gast.Return, gast.AugAssign)) \
                     and s.value is not None:
                 s.value = self.spelled(s.value, facts)
-            facts = self.reuse.step(s, facts)
+            facts = self.known.step(s, facts)
         return body
 
     def spelled(self, e, facts):
@@ -82,7 +90,7 @@ class Spell:
             return gast.BinOp(left=e.left, op=gast.Sub(), right=e.right.operand)  # a + -b
         if not (isinstance(e, gast.Call) and isinstance(e.func, gast.Name) and not e.keywords):
             return e
-        name = self.helpers.get(self.rev.helpers.get(e.func.id))
+        name = self.helpers.get(self.ctx.bindings.get(e.func.id))
         if name == "unbroadcast" and len(e.args) == 2:
             return self.summed(e, *e.args, facts)
         if name in _PRODUCTS and len(e.args) == 3:
@@ -93,7 +101,7 @@ class Spell:
         """(fact, shape pattern) of the array of one or more axes `e`, or None. (A value
         of known shape class with axes is an array: a parameter of that pattern or a
         NumPy operation on one.)"""
-        fact = self.reuse.fact(e, facts)
+        fact = self.known.fact(e, facts)
         if fact.kind not in (*self.arrays, None):
             return None
         found = self.shapes.class_pattern(fact.shape)
@@ -122,7 +130,7 @@ class Spell:
         keywords = [gast.keyword(arg="axis", value=axis)]
         if kept:
             keywords.append(gast.keyword(arg="keepdims", value=nodes.const(True)))
-        total = nodes.call(nodes.attribute(self.rev.helper("np", obj=np), "sum"),
+        total = nodes.call(nodes.attribute(self.ctx.bind("np", obj=np), "sum"),
                            [g.operand if negated else g], keywords)
         total.s2s_like = fact._replace(shape=small_fact.shape)
         if not negated:
@@ -150,7 +158,7 @@ class Spell:
             return gast.BinOp(left=x, op=gast.MatMult(), right=y)
 
         def outer(x, y):
-            return nodes.call(nodes.attribute(self.rev.helper("np", obj=np), "outer"),
+            return nodes.call(nodes.attribute(self.ctx.bind("np", obj=np), "outer"),
                               [x, y])
         g, a, b = (nodes.copied(v) for v in (g, a, b))
         if which == 0:          # a_bar
@@ -160,7 +168,7 @@ class Spell:
                 out = outer(g, b)           # matrix @ vector
             else:
                 out = matmul(g, t(b))
-            made = self.reuse.result([fg, fb])
+            made = self.known.result([fg, fb])
         else:                   # b_bar
             if len(pb) == 1:
                 out = matmul(g, a)
@@ -168,6 +176,6 @@ class Spell:
                 out = outer(a, g)
             else:
                 out = matmul(t(a), g)
-            made = self.reuse.result([fa, fg])
+            made = self.known.result([fa, fg])
         out.s2s_like = made._replace(shape=(fa, fb)[which].shape, kind=self.arrays[0])
         return out

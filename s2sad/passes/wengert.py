@@ -37,6 +37,12 @@ from ..codegen import nodes
 from ..rules import runtime
 
 
+def run(fn, ctx):
+    """The pass; the analyses of the context (`ctx.ops`, ...) read its result."""
+    ctx.wengert = Wengert(ctx.src, ctx.namer).run(fn)
+    return ctx.wengert
+
+
 class Wengert:
     """See the module docstring."""
 

@@ -15,7 +15,6 @@ says the primitive broadcasts its arguments like a NumPy ufunc: the engine then 
 each contribution back to its argument's shape where shapes may differ.
 """
 import copy
-import weakref
 
 import gast
 
@@ -31,8 +30,8 @@ ATTRIBUTES = {}
 #: Primitives whose result may share memory with an argument (NumPy views).
 VIEWS = set()
 version = 0
-#: The gradient objects whose calls go straight to compiled code (see api._install).
-installed = weakref.WeakSet()
+#: What to call when a rule changes (the API's gradients forget their compiled code).
+_listeners = []
 REQUIRED = object()
 
 
@@ -174,9 +173,13 @@ def bump():
     """Invalidate every compiled derivative (a rule changed elsewhere)."""
     global version
     version += 1
-    for derivative in list(installed):
-        derivative._uninstall()
-    installed.clear()
+    for listener in _listeners:
+        listener()
+
+
+def on_change(listener):
+    """Call `listener()` whenever a rule changes."""
+    _listeners.append(listener)
 
 
 def lookup(prim):

@@ -5,6 +5,8 @@ import math
 
 import numpy as np
 
+from ..errors import MissingRuleError, NonScalarOutputError, S2SADError
+
 
 class Respecialize(Exception):
     """Raised when generated code is called with arguments of other types than it was
@@ -83,7 +85,6 @@ def unattr(g, obj, name):
     if _is_named_tuple(obj):
         return unindex(g, obj, obj._fields.index(name))
     if not is_record(obj):
-        from ..errors import S2SADError
         raise S2SADError(
             f"reading .{name} of a differentiated {type(obj).__name__}: s2sad differentiates "
             "with respect to fields of dataclasses and named tuples only; make "
@@ -198,7 +199,6 @@ def log_base(x):
 def seed(y, name):
     """The adjoint 1 of a scalar output `y` of the same type; a clear error otherwise."""
     import numbers
-    from ..errors import NonScalarOutputError
     if isinstance(y, np.ndarray) and y.shape == ():
         return np.ones_like(y)
     if isinstance(y, np.generic) and np.issubdtype(y.dtype, np.floating):
@@ -519,7 +519,6 @@ def diag(g, v, k=0):
 
 def norm(g, x, ans, ord=None, axis=None, keepdims=False):
     """The adjoint of np.linalg.norm: vector p-norms (and inf), and the Frobenius norm."""
-    from ..errors import MissingRuleError
     x = np.asarray(x)
     vector = axis is not None and np.ndim(axis) == 0 or (axis is None and x.ndim == 1)
     if not vector and ord not in (None, "fro"):

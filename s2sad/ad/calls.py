@@ -1,0 +1,214 @@
+"""Calls in reverse mode: to other Python functions (through their own derivatives,
+which the driver compiles), to `custom_vjp` functions (through their `fwd` and `bwd`),
+and the refusal of callees that change their arguments in place.
+"""
+import ast
+import inspect
+import textwrap
+
+import gast
+
+from ..analysis import primitives
+from ..analysis.kinds import ARRAY
+from ..analysis.primitives import CUSTOM
+from ..codegen import nodes
+from ..compilation import Callee
+from ..errors import MissingRuleError, UnsupportedSyntaxError
+from ..frontend import source
+from ..frontend.source import MISSING
+from ..rules import registry
+
+
+class CallAdjoints:
+    """The part of `Reverse` (see ad/reverse.py) that differentiates calls."""
+
+    def user_call(self, s, op, g, defined):
+        """`t = helper(a, b)`: the forward pass calls `helper_vjp`, which also returns
+        `helper`'s pullback; the pullback calls that on `t_bar`."""
+        active = [i for i, a in enumerate(op.args)
+                  if isinstance(a, gast.Name) and a.id in self.active]
+        if not active:          # constant arguments: the call is not differentiated
+            return []
+        prim = op.prim
+        if op.kind == CUSTOM and prim.s2s_custom == "vjp":
+            return self.custom_vjp_call(s, op, g, defined, active)
+        if op.kind == CUSTOM:       # a custom_jvp: reverse mode differentiates its source
+            prim = prim.primal
+        name = primitives.python_function(prim)[0].__name__
+        wrt = tuple(active) if len(active) > 1 else active[0]
+        if self.recompute:
+            call = self.adjoint_call(s, prim, wrt, g)
+        else:
+            pullback = self.namer.fresh(f"{name}_pullback")
+            self.user_calls[s] = (pullback, self.callee(prim, wrt, op.args))
+            self.primal_names.add(pullback)
+            call = nodes.call(pullback, [g])
+        if len(active) == 1:
+            return self.accumulate(op.args[active[0]].id, call, defined, s)
+        targets, then = [], []
+        for i in active:
+            arg = op.args[i].id
+            if arg in defined or arg in [t for t, _ in targets]:
+                temp = self.namer.fresh(f"{arg}_bar")
+                targets.append((arg, temp))
+            else:
+                targets.append((arg, None))
+        names = [temp or self.adj(arg) for arg, temp in targets]
+        out = [nodes.located(nodes.assign(nodes.tuple_([nodes.name(n, store=True)
+                                                        for n in names], store=True), call), s)]
+        for arg, temp in targets:
+            if temp is None:
+                defined.add(arg)
+            else:
+                then.extend(self.accumulate(arg, nodes.name(temp), defined, s))
+        return out + then
+
+    def adjoint_call(self, s, prim, wrt, g):
+        """With `recompute`, `helper_adjoint(t_bar, a, b)` for `t = helper(a, b)`: the
+        callee's pullback that runs its forward pass again, a plain function of the
+        call's arguments (forward mode can differentiate that, not a closure). Arguments
+        bound to the callee (a method's instance) are passed as constants."""
+        fn, args, kwargs = primitives.python_function(prim)
+        shift = len(args)
+        wrt = tuple(w + shift for w in wrt) if isinstance(wrt, tuple) else wrt + shift
+        params = list(inspect.signature(fn).parameters)
+        kinds = {p: self.kinds[a] for p, a in zip(params[shift:], s.value.args)}
+        adjoint = self.ctx.call(Callee(fn, "adjoint", wrt, kinds), f"{fn.__name__}_adjoint")
+        bound = [nodes.name(self.ctx.bind(f"{fn.__name__}_{p}", obj=a))
+                 for p, a in zip(params, args)]
+        keywords = [gast.keyword(arg=k, value=nodes.name(self.ctx.bind(f"{fn.__name__}_{k}",
+                                                                       obj=v)))
+                    for k, v in kwargs.items()]
+        return nodes.call(adjoint, [g] + bound + nodes.copied(s.value.args),
+                          keywords + nodes.copied(s.value.keywords))
+
+    def custom_vjp_call(self, s, op, g, defined, active):
+        """`t = f(a, b)` with a custom_vjp: the forward pass calls `fwd`, the pullback
+        `bwd`; a cotangent `bwd` returns as a literal None is a symbolic zero (no code),
+        one it may return as None at run time becomes zeros."""
+        prim = op.prim
+        if prim.fwd is None:
+            raise MissingRuleError(
+                f"{self.src.where(s)}: {prim.__name__} is a custom_vjp without its "
+                f"rule; call {prim.__name__}.defvjp(fwd, bwd) first")
+        residuals = self.namer.fresh(f"{prim.__name__}_residuals")
+        fwd = self.ctx.bind(prim.fwd.__name__, obj=prim.fwd)
+        bwd = self.ctx.bind(prim.bwd.__name__, obj=prim.bwd)
+        self.user_calls[s] = (residuals, fwd)
+        self.primal_names.add(residuals)
+        zeros = _literal_nones(prim.bwd)
+        active = [i for i in active if zeros.get(i) != "always"]
+        call = nodes.call(bwd, [nodes.name(residuals), g])
+        out = []
+        if len(active) > 1:     # call bwd once
+            cotangents = self.namer.fresh(f"{prim.__name__}_cotangents")
+            out.append(nodes.located(nodes.assign(cotangents, call), s))
+            call = nodes.name(cotangents)
+        for i in active:
+            part = gast.Subscript(value=nodes.copied(call), slice=nodes.const(i),
+                                  ctx=gast.Load())
+            if zeros.get(i) != "never":
+                part = nodes.call(self.ctx.runtime("cotangent"), [part, nodes.copied(op.args[i])])
+            out.extend(self.accumulate(op.args[i].id, part, defined, s))
+        return out
+
+    def refuse_mutating_calls(self, fn):
+        """A called Python function that changes an argument in place (`a[i] = v`,
+        `lst.append(v)`, `a += v` on an array) changes the caller's value behind its back;
+        the derivative would miss that, so it is refused."""
+        for s in nodes.in_order(fn.body):
+            for call in nodes.walk(s):
+                if not isinstance(call, gast.Call):
+                    continue
+                prim = getattr(call.func, "s2s_prim", None) or self.src.resolve(call.func)
+                if (prim is not MISSING and primitives.python_function(prim) is not None
+                        and registry.lookup(prim) is None
+                        and not getattr(prim, "s2s_custom", False)):
+                    self.refuse_mutating_callee(prim, call.args, s)
+
+    def refuse_mutating_callee(self, prim, call_args, s):
+        fn, bound, _ = primitives.python_function(prim)
+        try:
+            callee = source.capture(fn)
+        except Exception:       # noqa: BLE001 - no source: compiling it reports that
+            return
+        params = list(inspect.signature(fn).parameters)[len(bound):]
+        local = {p for p, a in zip(params, call_args)
+                 if isinstance(a, gast.Name) and self.src.is_local(a.id)}
+        # a parameter the callee rebinds (`a = a.copy()`) may be its own value by then
+        rebound = {t.id for n in nodes.walk(callee.node)
+                   if isinstance(n, (gast.Assign, gast.For))
+                   for t in nodes.walk(n.targets[0] if isinstance(n, gast.Assign) else n.target)
+                   if isinstance(t, gast.Name) and isinstance(t.ctx, gast.Store)}
+        local -= rebound
+        # `b += a` changes an array in place but rebinds a number: only known arrays count
+        arrays = {p for p, a in zip(params, call_args) if p in local and self.kinds[a] == ARRAY}
+        for node in nodes.walk(callee.node):
+            name = _mutated_name(node, arrays)
+            if name in local:
+                raise UnsupportedSyntaxError(
+                    f"{callee.name}() changes its argument {name!r} in place "
+                    f"({callee.where(node)}); s2sad cannot differentiate a change made "
+                    "to the caller's value by another function yet. Return the new value "
+                    "instead (e.g. `lst = lst + [v]`, `a = a.copy(); a[i] = v; return a`)",
+                    self.src.filename, self.src.lineno(s), 0, self.src.line_text(s))
+
+    def callee(self, prim, wrt, call_args):
+        """The generated-code name of the vjp of `prim` for `wrt`, which the driver
+        compiles; a method's instance and a partial's arguments are bound to it."""
+        fn, args, kwargs = primitives.python_function(prim)
+        shift = len(args)
+        wrt = tuple(w + shift for w in wrt) if isinstance(wrt, tuple) else wrt + shift
+        params = list(inspect.signature(fn).parameters)[shift:]
+        kinds = {p: self.kinds[a] for p, a in zip(params, call_args)}
+        if hasattr(fn, "s2s_lifted") and (fn, wrt, kinds) not in self.ctx.lifted:
+            self.ctx.lifted.append((fn, wrt, kinds))
+        return self.ctx.call(Callee(fn, "vjp", wrt, kinds, tuple(args), dict(kwargs)),
+                             f"{fn.__name__}_vjp")
+
+
+def _literal_nones(fn):
+    """{position: "always" | "never"} for the tuples `fn` returns as literals: whether
+    each position is the constant None in every return (a position missing, or None in
+    some returns only, may be None at run time). Empty if the source is unreadable."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return {}
+    returns = [n.value for n in ast.walk(tree.body[0]) if isinstance(n, ast.Return)]
+    if not returns or not all(isinstance(r, ast.Tuple) for r in returns):
+        return {}
+    size = len(returns[0].elts)
+    if any(len(r.elts) != size for r in returns):
+        return {}
+    out = {}
+    for i in range(size):
+        nones = [isinstance(r.elts[i], ast.Constant) and r.elts[i].value is None
+                 for r in returns]
+        out[i] = "always" if all(nones) else "never" if not any(nones) else "sometimes"
+    return out
+
+
+
+_MUTATING_METHODS = {"append", "extend", "insert", "pop", "remove", "clear", "sort",
+                     "reverse", "update", "setdefault", "popitem", "fill", "resize", "put",
+                     "itemset", "__setitem__", "__iadd__"}
+
+
+def _mutated_name(node, arrays):
+    """The name `node` changes in place, if it does: `a[i] = v`, `a[i] += v`,
+    `a.append(v)`, or `a += v` where `a` is in `arrays` (for numbers it rebinds)."""
+    targets = (node.targets if isinstance(node, gast.Assign) else
+               [node.target] if isinstance(node, gast.AugAssign) else [])
+    for t in targets:
+        while isinstance(t, (gast.Subscript, gast.Attribute)):
+            if isinstance(t.value, gast.Name):
+                return t.value.id
+            t = t.value
+    if isinstance(node, gast.AugAssign) and isinstance(node.target, gast.Name) and (
+            node.target.id in arrays):
+        return node.target.id
+    if (isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute)
+            and node.func.attr in _MUTATING_METHODS and isinstance(node.func.value, gast.Name)):
+        return node.func.value.id
+    return None

@@ -1,0 +1,193 @@
+"""The fused gradient: the forward pass and the pullback in one function, as `grad`
+(`f_grad`), `value_and_grad` (`f_value_and_grad`) and forward over reverse
+(`f_adjoint`) run it; its guard; and the shape-only arguments of helpers read from the
+earliest value of that shape.
+
+>>> print(show("fuse", '''
+... def f(x):
+...     return sin(x) * x
+... '''))
+def f_grad(x):
+    if x.__class__ is not float:
+        return _s2s_respecialize(x)
+    # reverse mode of f() with respect to x
+    # the pullback reads: t, x
+    # rules: sin, *
+    t = sin(x)
+    y_bar = 1.0
+    # grad of: return sin(x) * x
+    x_bar = y_bar * t + y_bar * x * cos(x)
+    return x_bar
+"""
+import copy
+
+import gast
+import numpy as np
+
+from ..analysis.kinds import ARRAY, guarded
+from ..analysis.primitives import COPY, NONDIFF, PACK
+from ..analysis.shapes import pattern_tests
+from ..codegen import nodes
+from ..compilation import parameters
+from ..rules import runtime
+from .simplify import with_constant
+
+
+def run(vjp, ctx):
+    """The pass (for a fused `ctx.fused`): `f_value_and_grad`, `f_grad` or `f_adjoint`."""
+    if not ctx.fused:
+        return vjp
+    return fuse(vjp, ctx, value={"grad": False, "adjoint": "adjoint"}.get(ctx.fused, True),
+                guard=ctx.guard)
+
+
+def guarded_types(ctx):
+    """[(parameter, generated-code name of its type)] for the fused function's guard."""
+    types = ctx.types
+    return [(p, ctx.bind(types[p].__name__, obj=types[p]))
+            for p in guarded(parameters(ctx.src), types)]
+
+
+def fuse(vjp, ctx, value=True, guard=True):
+    """`f_value_and_grad(x) -> (y, x_bar)`: the forward pass, then the pullback inlined
+    with its seed, for `value_and_grad` (no closure, one call). It starts by checking
+    that the arguments have the types it was specialised for. Without `value`,
+    `f_grad(x) -> x_bar` for `grad`, without the forward statements only the value
+    needs; with `value="adjoint"`, `f_adjoint(y_bar, x) -> x_bar`, the same with the seed
+    as its first parameter (what `recompute` calls)."""
+    namer, helper, runtime = ctx.namer, ctx.bind, ctx.runtime
+    guards = guarded_types(ctx) if guard else ()
+    pullback = ctx.reverse.pullback
+    check = []
+    if guards:
+        # a differentiated array must stay floating: grad refuses others when it compiles
+        # (api._check_inputs), and buffer reuse relies on it
+        floats = [f"{p}.dtype.kind != 'f'" for p, _ in guards
+                  if ctx.param_kinds.get(p) == ARRAY and p in ctx.wrt]
+        check = [nodes.guard([f"{p}.__class__ is not {t}" for p, t in guards]
+                             + floats, nodes.passing_on(runtime("respecialize"), vjp.args))]
+    forward = [s for s in vjp.body[:-1] if s is not pullback]
+    result = vjp.body[-1].value.elts[0]
+    grads = pullback.body[-1].value
+    out, seeded = [], []
+    if isinstance(result, gast.Name) and result.id in nodes.names_stored(pullback):
+        kept = namer.fresh("value")
+        out.append(nodes.assign(kept, copy.deepcopy(result)))
+        result = nodes.name(kept)
+    r = nodes.unparse(vjp.body[-1].value.elts[0])
+    seed_name = pullback.args.args[0].id
+    if value == "adjoint":
+        body = _live(forward + pullback.body[:-1] + [nodes.ret(grads)], ctx.ops)
+        adjoint = nodes.function(namer.fresh(vjp.name[:-4] + "_adjoint"), [], body, like=vjp)
+        params = adjoint.args.posonlyargs or adjoint.args.args
+        params.insert(0, gast.Name(id=seed_name, ctx=gast.Param(), annotation=None,
+                                   type_comment=None))
+        return adjoint
+    folded = [with_constant(s, seed_name, 1.0) for s in pullback.body
+              ] if ctx.reverse.scalar_output else [None]
+    if None not in folded and not any(nodes.stores(s, seed_name) for s in pullback.body):
+        # the output is a full reduction: its adjoint is the number 1.0
+        pullback.body = folded
+        grads = pullback.body[-1].value
+    else:
+        if ctx.reverse.scalar_output:
+            seed = nodes.const(1.0)
+        else:
+            seed = nodes.parse_expr(f"1.0 if {helper('type')}({r}) is {helper('float')} "
+                                    f"else {runtime('seed')}({r}, {vjp.name[:-4]!r})")
+        seeded.append(nodes.assign(seed_name, seed))
+    if value:
+        body = (check + forward + out + seeded + pullback.body[:-1]
+                + [nodes.ret(nodes.tuple_([result, grads]))])
+        fused = nodes.function(namer.fresh(vjp.name[:-4] + "_value_and_grad"), [], body,
+                               like=vjp)
+        return fused
+    pullback = _shapes_from_earliest(pullback.body[:-1] + [nodes.ret(grads)], forward, ctx)
+    body = _live(forward + seeded + pullback, ctx.ops)
+    return nodes.function(namer.fresh(vjp.name[:-4] + "_grad"), [], check + body, like=vjp)
+
+
+def guard_patterns(fn, ctx):
+    """The pass: `fn` (fused, with a guard) also checking the shape patterns its shape
+    classes depend on (see analysis.shapes) and the dtypes of the parameters that buffer
+    reuse relied on."""
+    if not (ctx.fused in (True, "grad") and ctx.guard and ctx.patterns):
+        return fn
+    dtypes = ctx.array_facts.used_dtypes if ctx.release else ()
+    guard = fn.body[0] if fn.body else None
+    tests = getattr(getattr(guard, "test", None), "s2s_tests", None)
+    if tests is None or not (ctx.shapes.used or dtypes):
+        return fn
+    # a dtype test makes the test that a differentiated array is floating needless
+    tests = [t for t in tests if not any(t == f"{p}.dtype.kind != 'f'" for p in dtypes)]
+    tests += [t for p in sorted(ctx.shapes.used) for t in pattern_tests(p, ctx.patterns[p][1])]
+    for p in sorted(dtypes):
+        dtype = np.dtype(ctx.patterns[p][0])
+        tests.append(f"{p}.dtype != {ctx.bind(dtype.name, obj=dtype)}")
+    fn.body[0] = nodes.located(nodes.guard(tests, guard.body[0].value), guard)
+    return fn
+
+
+def shapes_from_earliest(vjp, ctx):
+    """The pass: `vjp` whose pullback reads, where a helper needs only an argument's shape, a
+    parameter or a value it reads anyway of that shape (see `_shapes_from_earliest`),
+    so that it keeps fewer values of the forward pass alive."""
+    pullback = ctx.reverse.pullback
+    forward = [s for s in vjp.body if s is not pullback]
+    shape_only = {id(arg) for _, arg in _shape_only_args(pullback.body, ctx)}
+    read = {n.id for n in nodes.name_nodes(pullback)
+            if isinstance(n.ctx, gast.Load) and id(n) not in shape_only}
+    pullback.body = _shapes_from_earliest(pullback.body, forward, ctx, read)
+    return vjp
+
+
+def _shape_only_args(stmts, ctx):
+    """(call, argument) for each argument of a runtime helper in `stmts` that the
+    helper reads only for its shape, type or structure (runtime.SHAPE_ONLY)."""
+    for call in (c for s in stmts for c in nodes.walk(s) if isinstance(c, gast.Call)):
+        obj = ctx.bindings.get(getattr(call.func, "id", None))
+        name = getattr(obj, "__name__", None)
+        if obj is None or obj is not getattr(runtime, name or "", None):
+            continue
+        for i in runtime.SHAPE_ONLY.get(name, ()):
+            if i < len(call.args):
+                yield call, call.args[i]
+
+
+def _shapes_from_earliest(stmts, forward, ctx, among=None):
+    """`stmts` reading, where a helper needs only an argument's shape, the first
+    parameter or top-level name of `forward` (in `among`, if given) with the same
+    shape, so that later ones may be dead."""
+    order = parameters(ctx.src)
+    order += [s.targets[0].id for s in forward if isinstance(s, gast.Assign)
+              and isinstance(s.targets[0], gast.Name) and s.targets[0].id in ctx.reverse.straight]
+    order = [n for n in order if among is None or n in among]
+    first = {}
+    for n in order:
+        if ctx.shapes.of(n) is not None:
+            first.setdefault(ctx.shapes.of(n), n)
+    for _, arg in list(_shape_only_args(stmts, ctx)):
+        if isinstance(arg, gast.Name) and arg.id in ctx.reverse.straight:
+            arg.id = first.get(ctx.shapes.of(arg.id), arg.id)
+    return stmts
+
+
+def _live(body, ops):
+    """`body` without the top-level assignments nobody reads whose value is a name, a
+    constant, syntax or a call of a primitive with a derivative rule."""
+    loads = [set(nodes.names_loaded(s)) for s in body]
+    changed = True
+    while changed:
+        changed = False
+        for i in range(len(body) - 1, -1, -1):
+            s = body[i]
+            if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)):
+                continue
+            op = ops.get(s)
+            pure = op is not None and (op.kind in (COPY, PACK) or op.variant is not None
+                                       or (op.kind == NONDIFF and op.prim is None))
+            target = s.targets[0].id
+            if pure and not any(target in read for read in loads[i + 1:]):
+                del body[i], loads[i]
+                changed = True
+    return body

@@ -1,0 +1,259 @@
+"""In-place writes: element assignments and appends (`a_1 = setitem(a, i, v)` in Wengert
+form) emitted in place (`a[i] = v`) when the array or list belongs to the function and
+the pullback never reads a state they overwrite, otherwise on a copy, so that inputs are
+never mutated and recorded states stay intact.
+"""
+import gast
+
+from ..codegen import nodes
+from ..frontend.source import MISSING
+from ..rules import registry, runtime
+from .tapes import is_range, loops_in
+
+
+class InPlaceWrites:
+    """Element assignments and appends: functional in Wengert form (`a_1 =
+    setitem(a, i, v)`), emitted in place (`a[i] = v`) when the array or list belongs to
+    the function and the pullback never reads a state it overwrites; otherwise on a copy,
+    so that inputs are never mutated and recorded states stay intact."""
+
+    def __init__(self, body, src, pullback, rev):
+        self.prims = (runtime.setitem, runtime.append)
+        self.stmts = [n for s in body for n in nodes.statements(s) if self.is_update(n)]
+        self.old = {id(s): s.value.args[0].id for s in self.stmts}
+        self.owned = _owned(body, src, self.prims)
+        self.in_place = {}
+        self.rev = rev
+        self.pullback = nodes.if_(nodes.const(True), pullback)
+        self.loop_of = {}
+        self.updates_in = {}        # {id(loop): the ids of the updates inside it}
+        for loop in loops_in(body):
+            for n in nodes.statements(loop):
+                if self.is_update(n):
+                    self.loop_of[id(n)] = loop     # walk order: the innermost wins
+                    self.updates_in.setdefault(id(loop), set()).add(id(n))
+        self.classes = _alias_classes(body, self.stmts, src)
+        self.order = {}
+        for i, n in enumerate(n for b in body for n in nodes.statements(b)):
+            if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name):
+                self.order.setdefault(n.targets[0].id, i)
+            if self.is_update(n):
+                self.order[id(n)] = i
+
+    def final(self, n):
+        """The name `n` has once each in-place result is named after the object it
+        updates (see `finish`)."""
+        return n
+
+    def safe(self, s):
+        """Whether writing in place cannot change a state the pullback reads."""
+        old = self.old[id(s)]
+        if old not in self.owned:
+            return False
+        loop = self.loop_of.get(id(s))
+        info = self.rev.loops.get(loop) if loop is not None else None
+        aliases = self.classes.get(old, {old})
+        earlier = {n for n in aliases if self.order.get(n, -1) < self.order[id(s)]}
+        if info is None:
+            return not self.value_loads(self.pullback, earlier | {old})
+        # in a loop: nor may the pullback read a state from before the loop (the value
+        # of `np.tanh` that its own pullback reads, before `a[0] += ...` in the loop)
+        before = {n for n in earlier if n not in info.defined_inside}
+        if self.value_loads(self.pullback, before):
+            return False
+        read = {n for n in aliases if self.value_loads(info.reversed, {n})}
+        kept = self.kept_apart(loop, info, aliases, read)
+        if kept is None:
+            return False
+        info.snapshots.update(kept)
+        return True
+
+    def kept_apart(self, loop, info, aliases, read):
+        """The elements of the array that the reversed loop reads (`read`, names bound in
+        the loop to `a[i + c]`, `i` the loop's counter) when each is certainly apart from
+        every element the loop writes (`a[i + d]`, `d != c`): recorded as copies at the
+        end of the iteration (`_s2s_snapshot`, which copies an array and leaves a number
+        as it is), they let the loop write the array in place. None when another value
+        of the array is read."""
+        if not (read and isinstance(loop, gast.For) and is_range(loop, self.rev)
+                and isinstance(loop.target, gast.Name)):
+            return None if read else set()
+        counter = loop.target.id
+        defs = {}
+        for n in nodes.statements(loop):
+            if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name):
+                defs.setdefault(n.targets[0].id, []).append(n.value)
+
+        def offset(e):
+            if isinstance(e, gast.Name) and e.id != counter and len(defs.get(e.id, [])) == 1:
+                e = defs[e.id][0]
+            if nodes.is_name(e, counter):
+                return 0
+            if (isinstance(e, gast.BinOp) and isinstance(e.op, (gast.Add, gast.Sub))
+                    and nodes.is_name(e.left, counter) and isinstance(e.right, gast.Constant)
+                    and type(e.right.value) is int):
+                return e.right.value if isinstance(e.op, gast.Add) else -e.right.value
+            return None
+        inside = self.updates_in.get(id(loop), set())
+        written = [offset(w.value.args[1]) for w in self.stmts
+                   if id(w) in inside and self.old[id(w)] in aliases]
+        args = loop.iter.args
+        start = 0 if len(args) == 1 else getattr(args[0], "value", None)
+        if (None in written or counter in self.assigned_in(loop) or len(args) > 2
+                or type(start) is not int):
+            return None
+        for n in read:
+            value = defs.get(n, [None])
+            if not (n in info.record and len(value) == 1 and isinstance(value[0], gast.Subscript)
+                    and isinstance(value[0].value, gast.Name) and value[0].value.id in aliases):
+                return None
+            at = offset(value[0].slice)
+            # no index below 0: `a[i - 1]` at i = 0 would be the last element
+            if at is None or at in written or start + min([at] + written) < 0:
+                return None
+        return read
+
+    def assigned_in(self, loop):
+        return set(nodes.names_stored(nodes.if_(nodes.const(True), loop.body)))
+
+    def value_loads(self, node, names):
+        """Loads of `names` in `node` other than as shape-only helper arguments."""
+        skip = set()
+        for call in nodes.walk(node):
+            if isinstance(call, gast.Call) and isinstance(call.func, gast.Name):
+                obj = self.rev.ctx.bindings.get(call.func.id)
+                name = getattr(obj, "__name__", None)
+                if obj is getattr(runtime, name or "", None) and name in runtime.SHAPE_ONLY:
+                    skip.update(id(a) for i, a in enumerate(call.args)
+                                if i in runtime.SHAPE_ONLY[name])
+        return any(isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
+                   and n.id in names and id(n) not in skip for n in nodes.walk(node))
+
+    def is_update(self, s):
+        return (isinstance(s, gast.Assign) and isinstance(s.value, gast.Call)
+                and getattr(s.value.func, "s2s_prim", None) in self.prims)
+
+    def expand(self, s):
+        new, call = s.targets[0].id, s.value
+        old = call.args[0].id
+        self.in_place[id(s)] = in_place = self.safe(s)
+        target = old if in_place else new
+        out = [] if in_place else [nodes.assign(new, nodes.call(nodes.attribute(old, "copy")))]
+        if hasattr(call, "s2s_index"):
+            write = nodes.assign(gast.Subscript(value=nodes.name(target), slice=call.s2s_index,
+                                                ctx=gast.Store()), call.args[2])
+        else:
+            write = nodes.expr_stmt(nodes.call(nodes.attribute(target, "append"),
+                                               [call.args[1]]))
+        write.s2s_defines = new         # the name the write stands for (renamed later)
+        return [nodes.located(x, s) for x in out + [write]]
+
+    def finish(self, vjp, loops):
+        """Name each in-place result after the object it updates."""
+        renames = {s.targets[0].id: self.old[id(s)] for s in self.stmts
+                   if self.in_place.get(id(s))}
+        if not renames:
+            return
+
+        def final(n):
+            while n in renames:
+                n = renames[n]
+            return n
+        self.final = final
+        # `p_2 = None` binds, before a loop, a result some paths of the loop make; named
+        # `p`, it must not unbind the `p` the loop updates
+        inits = {id(s) for s in nodes.walk(vjp) if getattr(s, "s2s_init", False)
+                 and nodes.is_name(s.targets[0]) and s.targets[0].id in renames}
+        for n in nodes.walk(vjp):
+            if isinstance(n, gast.Name) and n.id in renames:
+                n.id = final(n.id)
+        params = {a.id for a in vjp.args.posonlyargs + vjp.args.args + vjp.args.kwonlyargs}
+        for block in nodes.blocks(vjp.body):
+            kept, bound = [], set(params)
+            for s in block:
+                if isinstance(s, gast.Assign) and isinstance(s.value, gast.Name) and \
+                        nodes.is_name(s.targets[0], s.value.id):
+                    continue
+                if id(s) in inits and s.targets[0].id in bound:
+                    continue
+                kept.append(s)
+                if isinstance(s, gast.Assign):
+                    bound.update(nodes.names_stored(s))
+            block[:] = kept
+
+
+def _alias_classes(body, updates, src):
+    """{name: the names that may hold the same object or share its memory}, through
+    updates, copies and views (indexing, reshapes, transposes)."""
+    parent = {}
+
+    def find(n):
+        while parent.get(n, n) != n:
+            n = parent[n]
+        return n
+    for s in updates:
+        parent[find(s.targets[0].id)] = find(s.value.args[0].id)
+    for s in (n for b in body for n in nodes.statements(b)):
+        if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)):
+            continue
+        source = view_of(s.value, src)
+        if source is not None:
+            parent[find(s.targets[0].id)] = find(source)
+    classes = {}
+    for n in list(parent) + [find(n) for n in parent]:
+        classes.setdefault(find(n), set()).add(n)
+    return {n: members for members in classes.values() for n in members}
+
+
+def view_of(v, src):
+    """The name `v` may share memory with: a copy, an index, a reshape, a transpose."""
+    if isinstance(v, gast.Name):
+        return v.id
+    if isinstance(v, gast.Subscript) and isinstance(v.value, gast.Name):
+        return v.value.id
+    if isinstance(v, gast.Attribute) and isinstance(v.value, gast.Name):
+        return v.value.id if registry.ATTRIBUTES.get(v.attr) in registry.VIEWS else None
+    if isinstance(v, gast.Call) and v.args and isinstance(v.args[0], gast.Name):
+        prim = src.resolve(v.func)
+        if prim in registry.VIEWS:
+            return v.args[0].id
+    if (isinstance(v, gast.Call) and isinstance(v.func, gast.Attribute)
+            and isinstance(v.func.value, gast.Name)
+            and registry.METHODS.get(v.func.attr) in registry.VIEWS):
+        return v.func.value.id
+    return None
+
+
+def _owned(body, src, updates):
+    """Names whose value is an array or list the function created itself (so writing
+    into it cannot change an input or a value held elsewhere)."""
+    defs = {}
+    for s in (n for b in body for n in nodes.statements(b)):
+        if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
+            defs.setdefault(s.targets[0].id, []).append(s.value)
+
+    def creates(v):
+        if isinstance(v, (gast.BinOp, gast.UnaryOp, gast.List, gast.Tuple)):
+            return True
+        if isinstance(v, gast.Call):
+            prim = getattr(v.func, "s2s_prim", None)
+            if prim in updates:
+                return "old"
+            prim = src.resolve(v.func) if prim is None else prim
+            if prim is MISSING and isinstance(v.func, gast.Attribute):
+                prim = registry.METHODS.get(v.func.attr, MISSING)
+            return prim is not MISSING and prim not in registry.VIEWS
+        return isinstance(v, gast.Name) and "copy"
+    owned = set(defs)
+    changed = True
+    while changed:
+        changed = False
+        for name in list(owned):
+            for v in defs[name]:
+                kind = creates(v)
+                if kind is False or (kind == "old" and v.args[0].id not in owned) or (
+                        kind == "copy" and v.id not in owned):
+                    owned.discard(name)
+                    changed = True
+                    break
+    return owned

@@ -1,0 +1,222 @@
+"""Tapes: how a loop's forward pass records what its pullback reads, and how the pullback
+runs the loop backwards.
+
+A `LoopPlan` is made for each loop whose adjoint needs something: with the values the
+reversed body reads of an iteration (`record`), it picks the cheapest recording. A `for`
+over `range` whose reversed body reads only the index is reversed as
+`reversed(range(...))` (mode "range"); a loop that needs nothing from its iterations
+counts its trips ("trips"); otherwise each iteration appends the values to a list, at the
+start of the iteration when they are all carried in ("start"), else at each path's end
+("end"), and the pullback iterates the list in reverse.
+"""
+import gast
+
+from ..codegen import nodes
+
+
+class LoopPlan:
+    """What one loop's pullback needs, and how the forward loop records it."""
+
+    def __init__(self, loop, rev):
+        self.loop = loop
+        self.rev = rev
+        self.carried = {s.targets[0].id for s in own_statements(loop.body)
+                        if getattr(s, "s2s_phi", False)}
+        # a name a nested loop carries is carried by this one too if an iteration may
+        # read the value the previous one left (its adjoint flows between iterations)
+        self.carried_within = self.carried | ({
+            s.targets[0].id for s in nodes.walk(loop) if getattr(s, "s2s_phi", False)}
+            & exposed(loop.body, set()))
+        stored = set(nodes.names_stored(nodes.if_(nodes.const(True), loop.body)))
+        if isinstance(loop, gast.For):
+            stored.add(loop.target.id)
+        self.defined_inside = stored
+        loaded = set(nodes.names_loaded(nodes.if_(nodes.const(True), loop.body)))
+        self.read_outside = loaded - stored
+        self.created = []
+        self.pushes = []
+        self.snapshots = set()      # recorded as copies (see InPlaceWrites.kept_apart)
+
+    def add_inner(self):
+        """Count the tapes of the loops nested in this one (known once they are
+        reversed) as defined inside it."""
+        for inner in loops_in(self.loop.body):
+            info = self.rev.loops.get(inner)
+            if info is not None:
+                self.defined_inside.update(info.created)
+
+    def plan(self, record):
+        loop, namer = self.loop, self.rev.namer
+        self.record = record
+        target = loop.target.id if isinstance(loop, gast.For) else None
+        self.range_args = None
+        if (isinstance(loop, gast.For) and set(record) <= {target} and is_range(loop, self.rev)
+                and not breaks(loop.body)):
+            self.range_args = loop.iter.args
+            self.mode = "range"
+            self.record = record
+        elif not record:
+            self.mode = "trips"
+            self.tape = namer.fresh("_s2s_trips")
+        else:
+            self.tape = namer.fresh("_s2s_tape")
+            starts = self.carried | ({target} if target else set())
+            self.mode = "start" if set(record) <= starts else "end"
+        if self.mode != "range":
+            self.created = [self.tape]
+            self.rev.primal_names.add(self.tape)
+
+    def reversed_loop(self, body):
+        self.reversed = self._reversed_loop(body)
+        return self.reversed
+
+    def _reversed_loop(self, body):
+        reversed_, range_ = self.rev.ctx.bind("reversed"), self.rev.ctx.bind("range")
+        if self.mode == "range":
+            # its own copy of the bounds: the forward loop's get renamed by coalescing
+            bounds = nodes.call(range_, nodes.copied(self.range_args))
+            if self.record:
+                return nodes.for_(self.record[0], nodes.call(reversed_, [bounds]), body)
+            return nodes.for_(self.rev.namer.fresh("_"), bounds, body)
+        if self.mode == "trips":
+            return nodes.for_(self.rev.namer.fresh("_"), nodes.call(range_, [
+                nodes.name(self.tape)]), body)
+        target = (nodes.name(self.record[0], store=True) if len(self.record) == 1
+                  else nodes.tuple_([nodes.name(n, store=True) for n in self.record],
+                                    store=True))
+        return nodes.for_(target, nodes.call(reversed_, [nodes.name(self.tape)]), body)
+
+    def instrument(self):
+        """Statements before the loop; the loop body gets its recording in place."""
+        loop = self.loop
+        if self.mode == "range":
+            return []
+        if self.mode == "trips":
+            loop.body.insert(0, gast.AugAssign(target=nodes.name(self.tape, store=True),
+                                               op=gast.Add(), value=nodes.const(1)))
+            return [nodes.assign(self.tape, nodes.const(0))]
+        before = [nodes.assign(self.tape, gast.List(elts=[], ctx=gast.Load()))]
+        if self.mode == "start":
+            loop.body.insert(0, self.push())
+            return before
+        target = {loop.target.id} if isinstance(loop, gast.For) else set()
+        at_start = (set(self.record) - self.defined_inside) | self.carried | target
+        partial = set()
+        loop.body = _at_path_ends(loop.body, self.push, at_start, self.record, partial)
+        # A value defined on some paths only is read back only on those paths; before
+        # the first iteration it still needs a binding to be recorded.
+        inits = [nodes.assign(n, nodes.const(None))
+                 for n in sorted(partial - self.rev.bound_before.get(loop, set()))]
+        for init in inits:
+            init.s2s_init = True
+        return inits + before
+
+    def push(self):
+        vals = [nodes.call(self.rev.ctx.runtime("snapshot"), [nodes.name(n)])
+                if n in self.snapshots else nodes.name(n) for n in self.record]
+        value = vals[0] if len(vals) == 1 else nodes.tuple_(vals)
+        stmt = nodes.expr_stmt(nodes.call(nodes.attribute(self.tape, "append"), [value]))
+        self.pushes.append(stmt.value)
+        return stmt
+
+    def prune(self):
+        """Drop recorded values the (optimized) reversed loop no longer reads."""
+        if self.mode not in ("start", "end") or len(self.record) < 2:
+            return
+        loop = self.reversed
+        read = set(nodes.names_loaded(nodes.if_(nodes.const(True), loop.body)))
+        unpacked = nodes.names_stored(loop.target)
+        keep = [i for i, n in enumerate(unpacked) if n in read] or [0]
+        if len(keep) == len(unpacked):
+            return
+        names = [unpacked[i] for i in keep]
+        loop.target = (nodes.name(names[0], store=True) if len(names) == 1 else
+                       nodes.tuple_([nodes.name(n, store=True) for n in names], store=True))
+        for call in self.pushes:
+            vals = [call.args[0].elts[i] for i in keep]
+            call.args[0] = vals[0] if len(vals) == 1 else nodes.tuple_(vals)
+
+
+def bound_before_loops(fn):
+    """{loop: the names certainly bound when it starts}: the parameters and the names the
+    top-level statements before it assign."""
+    bound = {a.id for a in fn.args.args + fn.args.posonlyargs + fn.args.kwonlyargs}
+    out = nodes.NodeMap()
+    for s in fn.body:
+        for loop in loops_in([s]):
+            out[loop] = frozenset(bound)
+        if isinstance(s, gast.Assign):
+            bound.update(nodes.names_stored(s))
+    return out
+
+
+
+def own_statements(stmts):
+    """Statements of `stmts` and of ifs nested in it, not of nested loops."""
+    for s in stmts:
+        yield s
+        if isinstance(s, gast.If):
+            yield from own_statements(s.body)
+            yield from own_statements(s.orelse)
+
+def exposed(stmts, bound):
+    """Names `stmts` may read before assigning them (`bound`: assigned on every path so
+    far; updated)."""
+    out = set()
+    for s in stmts:
+        if isinstance(s, gast.If):
+            out |= set(nodes.names_loaded(s.test)) - bound
+            branches = []
+            for body in (s.body, s.orelse):
+                b = set(bound)
+                out |= exposed(body, b)
+                branches.append(b)
+            bound |= branches[0] & branches[1]
+        elif isinstance(s, (gast.For, gast.While)):
+            head = s.iter if isinstance(s, gast.For) else s.test
+            out |= set(nodes.names_loaded(head)) - bound
+            inner = set(bound)
+            if isinstance(s, gast.For):
+                inner |= set(nodes.names_stored(s.target))
+            out |= exposed(s.body, inner)      # what it assigns may not happen
+        else:
+            out |= set(nodes.names_loaded(s)) - bound
+            bound |= set(nodes.names_stored(s))
+    return out
+
+def loops_in(stmts):
+    return [n for s in stmts for n in nodes.statements(s)
+            if isinstance(n, (gast.For, gast.While))]
+
+def breaks(stmts):
+    return any(isinstance(s, gast.Break) for s in own_statements(stmts))
+
+def is_range(loop, rev):
+    it = loop.iter
+    return (isinstance(it, gast.Call) and not it.keywords
+            and rev.src.resolve(it.func) is range)
+
+def _at_path_ends(stmts, push, defined, record, partial):
+    """Replace this loop's path-end markers by `push()`; add to `partial` the recorded
+    names that are not defined on every path reaching a marker."""
+    defined = set(defined)
+    out = []
+    for s in stmts:
+        if getattr(s, "s2s_marker", None) == "path_end":
+            partial.update(set(record) - defined)
+            out.append(nodes.located(push(), s))
+            continue
+        if isinstance(s, gast.If):
+            s.body = _at_path_ends(s.body, push, defined, record, partial)
+            s.orelse = _at_path_ends(s.orelse, push, defined, record, partial)
+            defined |= (_defs(s.body) & _defs(s.orelse))
+        else:
+            defined |= _defs([s])
+        out.append(s)
+    return out
+
+def _defs(stmts):
+    """Names `stmts` bind, counting in-place writes as binding the name they stand for."""
+    tree = nodes.if_(nodes.const(True), stmts)
+    return set(nodes.names_stored(tree)) | {
+        n.s2s_defines for n in nodes.walk(tree) if hasattr(n, "s2s_defines")}

@@ -1,0 +1,359 @@
+"""Facts about the arrays of a fused gradient: their shapes, dtypes, and the buffers
+they may share memory with; and how an elementwise expression can be computed in one
+buffer (`plan`). Spell, Collect and Reuse rewrite the fused gradient with these facts.
+
+A `Fact` says what is known of one value before one statement; `analyse` gives the facts
+of every name before each statement of a block, starting from the parameters'. Shapes
+are the classes of analysis/shapes.py (which knows more when the code is specialised on
+the shape patterns of its array parameters); dtypes are sets of origins (parameters, or
+new dtypes) whose promotion the value has; buffers are the parameters and the arrays the
+function allocated (numbered) that the value may share memory with.
+"""
+import collections
+import itertools
+from typing import NamedTuple
+
+import gast
+import numpy as np
+
+from ..codegen import nodes
+from ..rules import runtime
+from .kinds import ARRAY, SCALAR
+from .shapes import REDUCTIONS, trims
+
+ND, NDARRAY, NUMBER, INTS = "nd", "ndarray", "number", "ints"
+EMPTY = frozenset()
+OPERATORS = {gast.Add: np.add, gast.Sub: np.subtract, gast.Mult: np.multiply,
+             gast.Div: np.divide, gast.Pow: np.power, gast.USub: np.negative}
+_METHODS = ("sum", "max", "min", "mean", "prod")
+
+
+class Fact(NamedTuple):
+    """What is known of a value: `shape`, a set of shapes it is the broadcast of;
+    `dtype`, a set of origins it is the promotion of (weak Python numbers are none);
+    `kind`: ND (an ndarray of one or more dimensions), NDARRAY, NUMBER (shape ()),
+    INTS (a shape) or None; `buffers`, the buffers it may share memory with. None is
+    unknown."""
+    shape: frozenset = None
+    dtype: frozenset = None
+    kind: str = None
+    buffers: frozenset = EMPTY
+
+
+class ArrayFacts:
+    """The facts of one fused gradient's arrays (`ctx.array_facts`): the buffers it
+    allocated (`owned`), the dtype origins certainly floating, the dtypes of the array
+    parameters it is specialised on, and those a rewrite relied on (`used_dtypes`: the
+    guard tests them)."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.ids = itertools.count()
+        self.owned = set()          # buffers the function allocated
+        self.floating = set()       # dtype origins certainly floating
+        self.dtypes = {p: np.dtype(v[0]) for p, v in (ctx.patterns or {}).items()}
+        self.used_dtypes = set()
+
+    def parameters(self, fn):
+        """The facts of `fn`'s parameters."""
+        params = {}
+        for p in (a.id for a in fn.args.posonlyargs + fn.args.args):
+            kind, typ = self.ctx.param_kinds.get(p), self.ctx.types.get(p)
+            if kind == ARRAY:
+                params[p] = Fact(self.canonical(frozenset([("name", p)])), frozenset([p]),
+                                 NDARRAY, frozenset([p]))
+                if p in self.ctx.wrt:
+                    self.floating.add(p)    # grad refuses other arrays
+            elif kind == SCALAR and typ in (float, int):
+                params[p] = Fact(EMPTY, EMPTY, NUMBER)
+            else:
+                params[p] = Fact(buffers=frozenset([p]))
+        return params
+
+    def live(self, body, facts):
+        """For each statement of `body` and the end, the buffers read from there on."""
+        live = [set() for _ in body] + [set()]
+        for i in range(len(body) - 1, -1, -1):
+            live[i] = live[i + 1] | self.loaded(body[i], facts[i])
+        return live
+
+    def analyse(self, body, params):
+        """The facts of each name before each statement of `body`."""
+        facts, out = dict(params), []
+        for s in body:
+            out.append(facts)
+            facts = self.step(s, facts)
+        return out
+
+    def step(self, s, facts):
+        """The facts after statement `s`, from those before it."""
+        facts = dict(facts)
+        if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
+            facts[s.targets[0].id] = self.named(s.targets[0].id, self.fact(s.value, facts))
+        elif self.in_place(s, facts):
+            pass        # an array updated in place keeps its shape, dtype and memory
+        elif isinstance(s, gast.Delete):
+            for t in s.targets:
+                facts.pop(getattr(t, "id", None), None)
+        elif self.writes_array(s, facts) or isinstance(s, gast.Return):
+            pass        # an element write copies the values into the array
+        else:
+            # anything else may store any of the values it reads in any of them
+            shared = self.loaded(s, facts) | {self.new()}
+            names = [(n.id, type(n.ctx)) for n in nodes.name_nodes(s)]
+            written = {n for n, ctx in names if ctx is not gast.Load}
+            for n in {n for n, ctx in names if ctx is not gast.Del}:
+                old = facts.get(n, Fact())
+                facts[n] = Fact(buffers=frozenset(shared)) if n in written else \
+                    old._replace(buffers=old.buffers | shared)
+        return facts
+
+    def in_place(self, s, facts):
+        """Whether `s` is `t op= a` or `ufunc(..., out=t)` on an array `t` (what this
+        pass writes), which changes no fact."""
+        if isinstance(s, gast.AugAssign) and isinstance(s.target, gast.Name):
+            return (type(s.op) in OPERATORS
+                    and facts.get(s.target.id, Fact()).kind in (ND, NDARRAY))
+        return isinstance(s, gast.Expr) and self.out_of(s.value, facts) is not None
+
+    def out_of(self, e, facts):
+        """`t` when `e` is an elementwise `ufunc(..., out=t)` into an array `t`."""
+        if not (isinstance(e, gast.Call) and len(e.keywords) == 1
+                and e.keywords[0].arg == "out" and isinstance(e.keywords[0].value, gast.Name)):
+            return None
+        bare = gast.Call(func=e.func, args=e.args, keywords=[])
+        t = e.keywords[0].value.id
+        if self.elementwise(bare) is None or facts.get(t, Fact()).kind not in (ND, NDARRAY):
+            return None
+        return t
+
+    def writes_array(self, s, facts):
+        target = getattr(s, "target", None) or getattr(s, "targets", [None])[0]
+        return (isinstance(s, (gast.Assign, gast.AugAssign))
+                and isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name)
+                and facts.get(target.value.id, Fact()).kind in (ND, NDARRAY))
+
+    def new(self, owned=False):
+        b = next(self.ids)
+        if owned:
+            self.owned.add(b)
+        return b
+
+    def loaded(self, node, facts):
+        """The buffers the names `node` reads may share memory with."""
+        out = set()
+        for n in nodes.names_loaded(node):
+            fact = facts.get(n)
+            out |= {n} if fact is None else fact.buffers
+        return out
+
+    def unknown(self, e, facts):
+        return Fact(buffers=frozenset(self.loaded(e, facts) | {self.new()}))
+
+    def fact(self, e, facts):
+        like = getattr(e, "s2s_like", None)
+        if like is not None:        # a new array, of the fact Spell wrote it for
+            return like._replace(buffers=frozenset([self.new(owned=True)]))
+        if isinstance(e, gast.Constant):
+            weak = type(e.value) in (bool, int, float)
+            return Fact(EMPTY, EMPTY, NUMBER) if weak else Fact()
+        if isinstance(e, gast.Name):
+            return facts.get(e.id) or Fact(buffers=frozenset([e.id]))
+        operation = self.elementwise(e)
+        if operation is not None:
+            return self.result([self.fact(a, facts) for a in operation[0]])
+        if isinstance(e, gast.BinOp) and isinstance(e.op, gast.MatMult):
+            fresh = self.new(owned=True)
+            made = self.result([self.fact(a, facts) for a in (e.left, e.right)])
+            return Fact(frozenset([("value", fresh)]), made.dtype, None, made.buffers)
+        if isinstance(e, gast.Attribute) and e.attr in ("shape", "ndim", "size"):
+            return Fact(None, EMPTY, INTS)
+        if isinstance(e, gast.Subscript):
+            return self.indexed(e, self.fact(e.value, facts), facts)
+        if isinstance(e, gast.Call):
+            into = self.out_of(e, facts)
+            if into is not None:
+                return facts[into]
+            if (len(e.keywords) == 1 and e.keywords[0].arg == "out"
+                    and isinstance(e.keywords[0].value, gast.Subscript)
+                    and self.elementwise(gast.Call(func=e.func, args=e.args, keywords=[]))):
+                return self.fact(e.keywords[0].value, facts)   # into a slice (into_zeros)
+            return (self.helper_result(e, facts) or self.reduction(e, facts)
+                    or self.unknown(e, facts))
+        return self.unknown(e, facts)
+
+    def reduction(self, e, facts):
+        """The fact of `np.sum(x, axis, keepdims=...)` or `x.sum(axis, keepdims=...)`
+        (max, min, mean, prod; var and std as functions) of a float array `x`: a new
+        value of `x`'s dtype (an array, or a NumPy scalar for all axes)."""
+        if not all(k.arg in ("axis", "keepdims") for k in e.keywords):
+            return None
+        if isinstance(e.func, gast.Attribute) and e.func.attr in _METHODS and len(e.args) <= 1:
+            of = self.fact(e.func.value, facts)
+            if of.kind not in (ND, NDARRAY):
+                return None
+        elif e.args and self.resolve(e.func) in REDUCTIONS and len(e.args) <= 2:
+            of = self.fact(e.args[0], facts)
+        else:
+            return None
+        if not self.is_float(of.dtype):
+            return None
+        return Fact(None, of.dtype, None, frozenset([self.new(owned=True)]))
+
+    def canonical(self, shape):
+        """`shape` in the classes of the shape analysis, which knows more
+        when the code is specialised on shape patterns (see analysis/shapes.py)."""
+        return None if shape is None else self.ctx.shapes.canonical(shape)
+
+    def named(self, name, fact):
+        """`fact` of the value assigned to `name`, with the shape class of the analysis
+        when `name` is a value of the function the analysis classified."""
+        if (name in self.ctx.reverse.primal_names and name in self.ctx.reverse.straight
+                and self.ctx.shapes.of(name) is not None):
+            if fact.kind in (ND, NDARRAY):
+                return fact._replace(shape=self.ctx.shapes.of(name))
+            if fact.kind is None and self.ctx.shapes.pattern_of(name):
+                # an array of one or more axes, by the patterns of the parameters
+                return fact._replace(shape=self.ctx.shapes.of(name), kind=ND)
+        return fact
+
+    def result(self, operands):
+        """The fact of a new value that operands of `operands` broadcast and promote to."""
+        fresh = self.new(owned=True)
+        known = all(f.kind is not None for f in operands)
+        shape = None if any(f.shape is None for f in operands) else self.canonical(
+            frozenset().union(*(f.shape for f in operands)))
+        dtype = None if any(f.dtype is None for f in operands) else frozenset().union(
+            *(f.dtype for f in operands))
+        if dtype and not self.is_float(dtype):
+            dtype = frozenset([fresh])      # promotion rules differ off floats: a new dtype
+        kind = (ND if any(f.kind == ND for f in operands) else
+                NUMBER if all(f.kind == NUMBER for f in operands) else None)
+        buffers = {fresh} | (set() if known else set().union(*(f.buffers for f in operands)))
+        return Fact(shape, dtype, kind, frozenset(buffers))
+
+    def indexed(self, e, base, facts):
+        if base.kind == INTS:
+            return Fact(EMPTY, EMPTY, NUMBER)
+        if base.kind not in (ND, NDARRAY):
+            return self.unknown(e, facts)
+        index = trims(e.slice)
+        if index is None or base.shape is None:     # a view or a copy
+            return Fact(None, base.dtype, None, frozenset(self.loaded(e, facts)))
+        kind = ND if any(i != "int" for i in index) else None
+        return Fact(frozenset([("index", base.shape, index)]), base.dtype, kind, base.buffers)
+
+    def helper_result(self, e, facts):
+        helper = self.ctx.bindings.get(getattr(e.func, "id", None))
+        args = [self.fact(a, facts) for a in e.args]
+        if helper is runtime.count:
+            return Fact(EMPTY, EMPTY, NUMBER)
+        if helper in (runtime.matmul_lhs, runtime.matmul_rhs, runtime.dot_lhs,
+                      runtime.dot_rhs) and all(a.kind in (ND, NDARRAY) for a in args):
+            # a new array, in the promotion of the adjoint's and the operands' dtypes
+            made = self.result(args)
+            return Fact(None, made.dtype, None, frozenset([self.new(owned=True)]))
+        if helper is runtime.zeros_like and args[0].kind in (ND, NDARRAY):
+            fresh = self.new(owned=True)
+            self.floating.add(("zeros", fresh))
+            return Fact(args[0].shape, frozenset([("zeros", fresh)]),
+                        args[0].kind, frozenset([fresh]))
+        if helper in (runtime.unreduce, runtime.extremum) and args[1].kind in (ND, NDARRAY):
+            made = self.result(args[:2])
+            return Fact(args[1].shape, made.dtype, args[1].kind, made.buffers)
+        if (helper is runtime.unbroadcast and args[0].kind in (ND, NDARRAY)
+                and args[1].kind == ND and self.is_float(args[0].dtype)):
+            return Fact(args[1].shape, args[0].dtype, ND,
+                        args[0].buffers | {self.new(owned=True)})
+        return None
+
+    def is_float(self, dtype):
+        if dtype is not None and dtype & self.floating:
+            return True
+        known = self.concrete(dtype)
+        if known is not None and known.kind == "f":
+            self.used_dtypes |= dtype
+            return True
+        return False
+
+    def concrete(self, dtype):
+        """The dtype the origins `dtype` promote to, when each is a parameter whose dtype
+        the code is specialised on; else None."""
+        if not dtype or not all(o in self.dtypes for o in dtype):
+            return None
+        return np.result_type(*(self.dtypes[o] for o in dtype))
+
+    def same_dtype(self, a, b):
+        """Whether the origins `a` and `b` certainly promote to one dtype."""
+        if a == b:
+            return True
+        known, other = self.concrete(a), self.concrete(b)
+        # (not `known == other` alone: a dtype equals None, read as float64)
+        if known is not None and other is not None and known == other:
+            self.used_dtypes |= a | b
+            return True
+        return False
+
+    def elementwise(self, e):
+        """(operands, ufunc) of an elementwise operation whose dtype is its operands'
+        promotion for floats, or None."""
+        if isinstance(e, gast.BinOp) and type(e.op) in OPERATORS:
+            return [e.left, e.right], OPERATORS[type(e.op)]
+        if isinstance(e, gast.UnaryOp) and isinstance(e.op, gast.USub):
+            return [e.operand], np.negative
+        if isinstance(e, gast.Call) and not e.keywords:
+            f = self.resolve(e.func)
+            if (isinstance(f, np.ufunc) and f.nout == 1 and f.nin == len(e.args)
+                    and not any(isinstance(a, gast.Starred) for a in e.args)
+                    and all(f"{c * f.nin}->{c}" in f.types for c in "efd")):
+                return list(e.args), f
+        return None
+
+    def resolve(self, func):
+        return self.ctx.resolve(func)
+
+    def plan(self, e, facts, free, reads=None):
+        """Steps that compute `e` in one buffer: ("bind", e) allocates it, ("out", e, i)
+        writes into operand i, ("update", e, i) computes e over the buffer holding its
+        operand i; None when `e` is not certainly an array of known shape and float
+        dtype. Operand i may be written when it is `free` (nothing reads its buffer
+        after the statement) and this operation is all that reads it (`H * H` may be
+        computed in `H`): it is the first step."""
+        operation = self.elementwise(e)
+        if operation is None:
+            return None
+        operands, _ = operation
+        mine = self.fact(e, facts)
+        if mine.shape is None or not self.is_float(mine.dtype):
+            return None
+        reads = self.reads(e, facts) if reads is None else reads
+
+        def fits(f):
+            return f.shape == mine.shape and self.same_dtype(f.dtype, mine.dtype)
+        for i, a in enumerate(operands):
+            inner = self.plan(a, facts, free, reads)
+            if inner is not None and fits(self.fact(a, facts)):
+                return inner + [("update", e, i)]
+        here = self.reads(e, facts)
+        for i, a in enumerate(operands):
+            if isinstance(a, gast.Name) and a.id in free and fits(facts[a.id]) and all(
+                    here[b] == reads[b] for b in facts[a.id].buffers):
+                return [("out", e, i)]
+        return [("bind", e)] if mine.kind == ND else None
+
+    def reads(self, e, facts):
+        """How many times `e` reads each buffer."""
+        return collections.Counter(b for n in nodes.names_loaded(e)
+                                   for b in facts.get(n, Fact()).buffers)
+
+    def is_zeros(self, s):
+        """Whether `s` is `a = _s2s_zeros_like(x)`."""
+        return (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+                and isinstance(s.value, gast.Call)
+                and self.ctx.bindings.get(getattr(s.value.func, "id", None)) is runtime.zeros_like
+                and all(nodes.is_name(x) for x in s.value.args))
+
+    def is_addition(self, s):
+        return (isinstance(s, gast.AugAssign) and isinstance(s.op, (gast.Add, gast.Sub))
+                and isinstance(s.target, gast.Subscript)
+                and isinstance(s.target.value, gast.Name))

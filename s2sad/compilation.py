@@ -1,0 +1,292 @@
+"""The compilation context: what one derivative's compilation knows, shared by its passes.
+
+A `Compilation` holds the user's function (`src`), what to differentiate (`wrt`), the
+argument types the code is specialised on (`kinds`, `patterns`), the options of the
+derivative being made, the `namer` every generated name comes from, the `bindings` of
+the names generated code reads to the objects they denote (runtime helpers, rule
+namespaces, the derivatives of called functions), and the `callees` the driver must
+compile and link. The analyses of the function in Wengert form (`ops`, `kinds_of`,
+`shapes`) are computed on first use and kept. A transform leaves its result here too
+(`reverse`, `forward`), for the passes after it. Every pass has the signature
+`run(fn, ctx) -> fn` (see `s2sad.pipeline`).
+
+>>> import math
+>>> from s2sad.compilation import Compilation
+>>> def f(x, n):
+...     return math.sin(x) * n
+>>> ctx = Compilation.of(f, wrt=0, kinds={"x": float})
+>>> ctx.wrt, ctx.as_tuple
+(['x'], False)
+>>> ctx.bind("cos", obj=math.cos), ctx.bind("cos", obj=math.cos)
+('cos', 'cos')
+>>> ctx.bindings["cos"] is math.cos
+True
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+from typing import Any, Callable
+
+import gast
+import numpy as np
+
+from .analysis.kinds import ARRAY, SCALAR, Kinds
+from .analysis.activity import definitions
+from .analysis.buffers import ArrayFacts
+from .analysis.primitives import classify
+from .analysis.shapes import Shapes, pattern
+from .codegen import nodes
+from .errors import S2SADError
+from .frontend import fence, source
+from .frontend.source import MISSING, FunctionSource
+from .naming import Namer
+from .rules import runtime, tangents
+
+#: The argument types a derivative is specialised on; others are of unknown kind.
+SPECIALISED = (float, int, np.ndarray)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Callee:
+    """A derivative of another Python function that generated code calls: `mode` is
+    "vjp" (its `g_vjp`), "adjoint" (its `g_adjoint`, see `pipeline.reverse`) or "jvp"
+    (its `g_jvp`); `args` and `kwargs` are bound to it first (a method's instance, a
+    partial's arguments); `nargs` is the number of positional arguments the call passes
+    (for a jvp, whose tangents follow them)."""
+    fn: Callable
+    mode: str
+    wrt: Any
+    kinds: dict | None = None
+    args: tuple = ()
+    kwargs: dict = dataclasses.field(default_factory=dict)
+    nargs: int = 0
+
+    def same(self, other):
+        """Whether `other` is the same derivative, with nothing bound to it."""
+        return (not (self.args or self.kwargs or other.args or other.kwargs)
+                and self.fn is other.fn and (self.mode, self.wrt, self.kinds, self.nargs)
+                == (other.mode, other.wrt, other.kinds, other.nargs))
+
+
+@dataclasses.dataclass(eq=False)
+class Compilation:
+    """See the module docstring."""
+    src: FunctionSource
+    wrt: list
+    as_tuple: bool
+    kinds: dict                                 # {parameter: type or kind} (see kinds_of)
+    namer: Namer
+    patterns: dict | None = None                # {parameter: (dtype, shape pattern)}
+    mode: str = "reverse"                       # or "forward"
+    fused: Any = False                          # False, True, "grad" or "adjoint"
+    release: bool = False
+    guard: bool = True
+    recompute: bool = False
+    tangent_only: bool = False
+    bindings: dict = dataclasses.field(default_factory=dict)
+    callees: list = dataclasses.field(default_factory=list)   # [(bound name, Callee)]
+    lifted: list = dataclasses.field(default_factory=list)    # (fn, wrt, kinds) called
+    lifted_defs: list = dataclasses.field(default_factory=list)
+    wengert: gast.FunctionDef | None = None     # the function as the wengert pass left it
+    reverse: Any = None                         # the reverse transform's ReverseResult
+    forward: Any = None                         # the forward transform's ForwardResult
+    _analyses: dict = dataclasses.field(default_factory=dict, repr=False)
+
+    @classmethod
+    def of(cls, fn, wrt=0, kinds=None, mode="reverse", **options):
+        """The context for compiling `fn`'s derivative with respect to `wrt` (an index, a
+        name, or a tuple of them), specialised on `kinds` (by default `default_kinds`):
+        the front end, which reads `fn`'s source and refuses what s2sad does not
+        support (frontend.fence)."""
+        kinds = default_kinds(fn) if kinds is None else kinds
+        src = source.capture(fn)
+        if mode == "forward":
+            source.prepare_generated(src)
+        fence.check(src)
+        return cls(src=src, wrt=wrt_names(src, wrt), as_tuple=isinstance(wrt, (tuple, list)),
+                   kinds=kinds, namer=Namer.for_function(src), mode=mode, **options)
+
+    # -- argument types -----------------------------------------------------------------
+    @property
+    def types(self) -> dict:
+        """{parameter: type} of the parameters specialised on a type."""
+        return {p: k for p, k in self.kinds.items() if isinstance(k, type)}
+
+    @property
+    def param_kinds(self) -> dict:
+        """{parameter: kind} ("scalar", "array", ...) of the parameters of known kind."""
+        return {p: (ARRAY if k is np.ndarray else SCALAR) if isinstance(k, type) else k
+                for p, k in self.kinds.items()}
+
+    # -- analyses of the function in Wengert form, on first use ---------------------------
+    def _analysis(self, name, compute):
+        if name not in self._analyses:
+            if self.wengert is None:
+                raise S2SADError(f"the {name} analysis needs the function in Wengert form")
+            self._analyses[name] = compute()
+        return self._analyses[name]
+
+    @property
+    def ops(self) -> nodes.NodeMap:
+        """{assignment: `Op`}, what each statement of Wengert form computes."""
+        return self._analysis("ops", lambda: nodes.NodeMap(
+            (s, classify(s.value, self.src)) for _, s in definitions(self.wengert.body)))
+
+    @property
+    def value_kinds(self) -> Kinds:
+        """Which names are certainly numbers, arrays or containers (analysis.kinds)."""
+        return self._analysis("kinds", lambda: Kinds(self.wengert, self.src, self.param_kinds))
+
+    @property
+    def shapes(self) -> Shapes:
+        """Which names certainly have one shape (analysis.shapes)."""
+        return self._analysis("shapes", lambda: Shapes(self.wengert, self.ops,
+                                                       self.value_kinds, self.patterns))
+
+    @property
+    def array_facts(self) -> ArrayFacts:
+        """The facts of the fused gradient's arrays that Spell, Collect and Reuse share
+        (analysis.buffers)."""
+        if "array_facts" not in self._analyses:
+            self._analyses["array_facts"] = ArrayFacts(self)
+        return self._analyses["array_facts"]
+
+    # -- names generated code reads --------------------------------------------------------
+    def bind(self, name, module="builtins", obj=MISSING) -> str:
+        """The name generated code uses for the object `obj` (by default `name` of
+        `module`): `name` itself when free or already the user's name for it, else the
+        next free `name_1`, ..."""
+        if obj is MISSING:
+            obj = getattr(importlib.import_module(module), name)
+        for bound, value in self.bindings.items():
+            if value is obj and (bound == name or bound.startswith(name + "_")):
+                return bound
+        free = self.src.free_values()
+        if name in free and free[name] is obj:
+            bound = name
+        else:
+            bound = self.namer.fresh(name)
+        self.bindings[bound] = obj
+        return bound
+
+    def runtime(self, name) -> str:
+        """The generated-code name of runtime helper `name` (rules.runtime, or
+        rules.tangents for forward mode's)."""
+        obj = getattr(runtime, name, None)
+        if obj is None:
+            obj = getattr(tangents, name)
+        return self.bind("_s2s_" + name, obj=obj)
+
+    def is_runtime_call(self, e, name) -> bool:
+        """Whether `e` calls the runtime helper `name`."""
+        return (isinstance(e, gast.Call) and isinstance(e.func, gast.Name)
+                and self.bindings.get(e.func.id) is getattr(runtime, name))
+
+    def resolve(self, func):
+        """The object the name or attribute chain `func` denotes in generated code (a
+        binding, or what the user's function sees), or None."""
+        if isinstance(func, gast.Name) and func.id in self.bindings:
+            return self.bindings[func.id]
+        obj = self.src.resolve(func)
+        return None if obj is MISSING else obj
+
+    def call(self, callee: Callee, name: str) -> str:
+        """The generated-code name of the derivative `callee`, which the driver compiles
+        and binds (see pipeline.link)."""
+        for bound, known in self.callees:
+            if known.same(callee) and (bound == name or bound.startswith(name + "_")):
+                return bound
+        bound = self.namer.fresh(name)
+        self.callees.append((bound, callee))
+        return bound
+
+
+# -- what to differentiate, and the argument types to specialise on ----------------------
+def parameters(src):
+    """The names of the positional parameters of `src`'s function."""
+    return [a.id for a in src.node.args.posonlyargs + src.node.args.args]
+
+
+def wrt_names(src, wrt):
+    """Parameter names for `wrt` (an index, a name, or a tuple of them)."""
+    params = parameters(src)
+    items = wrt if isinstance(wrt, (tuple, list)) else (wrt,)
+    out = []
+    for w in items:
+        if isinstance(w, bool) or not isinstance(w, (int, str)):
+            raise S2SADError(f"wrt must be a parameter index or name, got {w!r}")
+        if isinstance(w, int):
+            if not -len(params) <= w < len(params):
+                raise S2SADError(
+                    f"wrt={w} is out of range: {src.name}() has {len(params)} positional "
+                    f"parameter(s) {params}")
+            out.append(params[w])
+        elif w in params:
+            out.append(w)
+        else:
+            kwonly = [a.id for a in src.node.args.kwonlyargs]
+            hint = " (keyword-only parameters are never differentiated)" if w in kwonly else ""
+            raise S2SADError(f"wrt={w!r} is not a positional parameter of {src.name}(); "
+                             f"its parameters are {params}{hint}")
+    return out
+
+
+def wrt_indices(fn, wrt):
+    """Positional indices of the parameters `wrt` names."""
+    src = source.capture(fn)
+    params = parameters(src)
+    return [params.index(n) for n in wrt_names(src, wrt)]
+
+
+def kinds_of(fn, args):
+    """{parameter: type} for the positional arguments whose exact type s2sad specialises
+    on (float, int, ndarray), and {"p.a": type} for such fields of dataclass and named
+    tuple arguments; other arguments are of unknown kind."""
+    params = list(inspect.signature(fn).parameters)
+    kinds = {p: type(a) for p, a in zip(params, args) if type(a) in SPECIALISED}
+    for p, a in zip(params, args):
+        for field in _record_fields(a):
+            value = getattr(a, field)
+            if type(value) in SPECIALISED:
+                kinds[f"{p}.{field}"] = type(value)
+    return kinds
+
+
+def patterns_of(fn, args):
+    """{parameter: (dtype, shape pattern)} of the array arguments (see
+    analysis.shapes.pattern): each one's dtype, how many axes it has and which have
+    length 1, which broadcasting depends on."""
+    params = list(inspect.signature(fn).parameters)
+    return {p: pattern(a) for p, a in zip(params, args) if type(a) is np.ndarray}
+
+
+def default_kinds(fn):
+    """The kinds `source(f)` assumes without arguments: floats, or arrays when the
+    function uses NumPy."""
+    src = source.capture(fn)
+    uses_numpy = any(getattr(v, "__name__", "") == "numpy" or
+                     getattr(v, "__module__", "") and str(getattr(v, "__module__", ""))
+                     .startswith("numpy") for v in src.free_values().values())
+    return {p: np.ndarray if uses_numpy else float for p in parameters(src)}
+
+
+def _record_fields(x):
+    if isinstance(x, tuple) and hasattr(x, "_fields"):
+        return x._fields
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return [f.name for f in dataclasses.fields(x)]
+    return ()
+
+
+def wrt_key(wrt):
+    return tuple(wrt) if isinstance(wrt, (tuple, list)) else wrt
+
+
+def kinds_key(kinds):
+    return tuple(sorted((p, getattr(k, "__name__", k)) for p, k in (kinds or {}).items()))
+
+
+def patterns_key(patterns):
+    return tuple(sorted((patterns or {}).items()))
