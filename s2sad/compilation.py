@@ -32,12 +32,12 @@ from typing import Any, Callable
 import gast
 import numpy as np
 
-from .analysis.kinds import ARRAY, SCALAR, Kinds
+from .analysis.value_kinds import ARRAY, SCALAR, ValueKinds
 from .analysis.activity import definitions
 from .analysis.buffers import ArrayFacts
-from .analysis.primitives import classify
+from .analysis.operations import classify
 from .analysis.shapes import Shapes, pattern
-from .codegen import nodes
+from . import syntax
 from .errors import S2SADError
 from .frontend import fence, source
 from .frontend.source import MISSING, FunctionSource
@@ -129,15 +129,15 @@ class Compilation:
         return self._analyses[name]
 
     @property
-    def ops(self) -> nodes.NodeMap:
+    def ops(self) -> syntax.NodeMap:
         """{assignment: `Op`}, what each statement of Wengert form computes."""
-        return self._analysis("ops", lambda: nodes.NodeMap(
+        return self._analysis("ops", lambda: syntax.NodeMap(
             (s, classify(s.value, self.src)) for _, s in definitions(self.wengert.body)))
 
     @property
-    def value_kinds(self) -> Kinds:
-        """Which names are certainly numbers, arrays or containers (analysis.kinds)."""
-        return self._analysis("kinds", lambda: Kinds(self.wengert, self.src, self.param_kinds))
+    def value_kinds(self) -> ValueKinds:
+        """Which names are certainly numbers, arrays or containers (analysis.value_kinds)."""
+        return self._analysis("kinds", lambda: ValueKinds(self.wengert, self.src, self.param_kinds))
 
     @property
     def shapes(self) -> Shapes:
@@ -147,8 +147,8 @@ class Compilation:
 
     @property
     def array_facts(self) -> ArrayFacts:
-        """The facts of the fused gradient's arrays that Spell, Collect and Reuse share
-        (analysis.buffers)."""
+        """The facts of the fused gradient's arrays that InlineHelpers, CombineTerms
+        and ReuseBuffers share (analysis.buffers)."""
         if "array_facts" not in self._analyses:
             self._analyses["array_facts"] = ArrayFacts(self)
         return self._analyses["array_facts"]

@@ -47,7 +47,7 @@ import gast
 
 from . import pipeline
 from .frontend import source
-from .codegen import emit, nodes
+from . import emit, syntax
 from .errors import S2SADError
 
 __all__ = ["dot", "function_dot", "render", "FORMATS"]
@@ -79,7 +79,7 @@ def dot(fn, wrt=None, pullback=False):
     outer = {a.id for a in vjp.args.posonlyargs + vjp.args.args + vjp.args.kwonlyargs}
     for s in vjp.body:
         if s is not pb:
-            outer.update(nodes.names_stored(s))
+            outer.update(syntax.names_stored(s))
     return function_dot(pb, f"{pb.name} (pullback of {src.name})", outer=outer)
 
 
@@ -186,7 +186,7 @@ class _Graph:
         names = []
         for e in expr_nodes:
             if e is not None:
-                names += nodes.names_loaded(e)
+                names += syntax.names_loaded(e)
         for name in dict.fromkeys(names):
             defs = env.get(name)
             if defs is None and name in self.outer:
@@ -228,7 +228,7 @@ class _Graph:
                                  if isinstance(s.target, gast.Name) else s.target)
                 self.uses(n, reads, env)
                 for t in targets:
-                    for name in nodes.names_stored(t):
+                    for name in syntax.names_stored(t):
                         env[name] = frozenset({n})
             elif isinstance(s, gast.Expr):
                 n = self.node(id(s), _src(s), {"shape": "box"})
@@ -294,7 +294,7 @@ class _Graph:
             ctx = _Loop()
             inside = dict(entry)
             if isinstance(s, gast.For):
-                for name in nodes.names_stored(s.target):
+                for name in syntax.names_stored(s.target):
                     inside[name] = frozenset({head})
             else:
                 self.uses(head, [s.test], entry)
@@ -309,7 +309,7 @@ class _Graph:
         self.stack.pop()
         out = _merge(entry, *ctx.exits)
         if isinstance(s, gast.For):
-            for name in nodes.names_stored(s.target):
+            for name in syntax.names_stored(s.target):
                 out[name] = out.get(name, frozenset()) | {head}
         if s.orelse:
             out = self.block(s.orelse, out, None) or out

@@ -3,7 +3,7 @@
 Every name the user's function already uses is reserved up front; a generated name
 takes the first free one of `base`, `base_1`, `base_2`, ...
 """
-from .codegen import nodes
+from . import syntax
 
 
 class Namer:
@@ -13,7 +13,7 @@ class Namer:
     @classmethod
     def for_function(cls, src):
         """Reserve every name `src`'s function mentions and every name it can see."""
-        used = {n.id for n in nodes.name_nodes(src.node)}
+        used = {n.id for n in syntax.name_nodes(src.node)}
         return cls(used | set(src.free_values()) | {src.name})
 
     def fresh(self, base):

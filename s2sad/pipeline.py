@@ -14,7 +14,7 @@ that calls itself is one more entry of the worklist, linked to itself.
 
 >>> from s2sad import pipeline
 >>> [p.name for p in pipeline.FORWARD_MODE]
-['lift', 'desugar', 'wengert', 'forward', 'tangent_only', 'scalar_temporaries', 'guard']
+['lift', 'desugar', 'wengert', 'forward', 'tangent_only', 'inline_temporaries', 'guard']
 """
 from __future__ import annotations
 
@@ -26,15 +26,14 @@ from typing import Callable
 
 import gast
 
-from . import cache
-from .ad import fused, header, forward as forward_mode, reverse as reverse_mode
-from .codegen import emit, nodes
+from . import cache, emit, syntax
+from .ad import forward as forward_mode, fused, header, reverse as reverse_mode
 from .compilation import (Compilation, default_kinds, kinds_key, patterns_key,
                           wrt_key)
 from .errors import InternalError, S2SADError, UnsupportedSyntaxError
 from .frontend import source
-from .passes import (collect, desugar, elements, lift, optimize, release, reuse, spell,
-                     wengert)
+from .passes import (combine_terms, desugar, element_adjoints, inline_helpers, insert_dels,
+                     lift, optimize, reuse_buffers, wengert)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,8 +59,8 @@ REVERSE_MODE = FRONT + [
          "pullback closure"),
     Pass("optimize", optimize.run, "coalesce copies, propagate adjoint copies, fuse "
          "accumulations, `# grad of:` comments"),
-    Pass("elements", elements.run, "a reversed loop updates the adjoints of arrays it "
-         "reads or writes element by element in place"),
+    Pass("element_adjoints", element_adjoints.run, "a reversed loop updates in place "
+         "the adjoints of arrays it reads or writes element by element"),
     Pass("prune_tapes", reverse_mode.prune_tapes, "tapes drop what the reversed loops "
          "no longer read"),
     Pass("shapes_from_earliest", fused.shapes_from_earliest, "a helper that needs only "
@@ -70,21 +69,23 @@ REVERSE_MODE = FRONT + [
          "memory are returned as copies"),
     Pass("header", header.run, "comments: what is differentiated, what the pullback "
          "reads, which rules"),
-    Pass("scalar_temporaries", optimize.inline_temporaries, "the forward pass's "
+    Pass("inline_temporaries", optimize.inline_temporaries, "the forward pass's "
          "temporaries of numbers go back into their one use"),
 ]
 
-#: The fused gradient: `f_grad` (`grad`), `f_value_and_grad` or `f_adjoint`.
+#: The fused gradient: `f_grad` (`grad`), `f_value_and_grad` or `f_adjoint`. The passes
+#: marked (release) run for `grad` and `value_and_grad`, which reuse memory.
 FUSED_GRADIENT = REVERSE_MODE + [
     Pass("fuse", fused.run, "forward pass and pullback in one function, the seed "
          "folded in"),
-    Pass("spell", spell.run, "(with release) the adjoints of broadcasting and matrix "
-         "products as plain NumPy where the shape patterns are known"),
-    Pass("collect", collect.run, "(with release) the terms added into one slice of an "
-         "adjoint as one polynomial, with the fewest operations"),
-    Pass("reuse", reuse.run, "(with release) elementwise results computed into the "
-         "buffers of dead temporaries"),
-    Pass("release", release.run, "(with release) each array deleted after its last use"),
+    Pass("inline_helpers", inline_helpers.run, "(release) the adjoints of broadcasting "
+         "and matrix products as plain NumPy where the shape patterns are known"),
+    Pass("combine_terms", combine_terms.run, "(release) the terms added into one slice "
+         "of an adjoint as one polynomial, with the fewest operations"),
+    Pass("reuse_buffers", reuse_buffers.run, "(release) elementwise results computed "
+         "into the buffers of dead temporaries"),
+    Pass("insert_dels", insert_dels.run, "(release) each array deleted after its last "
+         "use"),
     Pass("guard_patterns", fused.guard_patterns, "the guard also tests the shape "
          "patterns and dtypes the code relies on"),
 ]
@@ -94,7 +95,7 @@ FORWARD_MODE = FRONT + [
     Pass("forward", forward_mode.run, "each statement, then its tangent"),
     Pass("tangent_only", forward_mode.tangent_only, "(for hvp) the tangent alone, "
          "without the statements only the value needs"),
-    Pass("scalar_temporaries", optimize.inline_temporaries, "the temporaries of numbers "
+    Pass("inline_temporaries", optimize.inline_temporaries, "the temporaries of numbers "
          "go back into their one use"),
     Pass("guard", forward_mode.guard, "(for jvp) check the argument types first"),
 ]
@@ -157,7 +158,7 @@ def compilation(fn, wrt=0, passes=REVERSE_MODE, until=None, kinds=None, **option
     if until is not None and until not in [p.name for p in passes]:
         raise S2SADError(f"no pass is called {until!r}; the passes are "
                          + ", ".join(p.name for p in passes))
-    node = nodes.copied(ctx.src.node)
+    node = syntax.copied(ctx.src.node)
     for p in passes:
         node = p.run(node, ctx)
         if p.name == until:

@@ -50,7 +50,7 @@ import gast
 import numpy as np
 
 from . import forward_api, pipeline
-from .codegen import emit, nodes
+from . import emit, syntax
 from .compilation import kinds_of, wrt_names
 from .errors import S2SADError
 from .frontend import source
@@ -396,7 +396,7 @@ class _Recorder:
 
 
 def _call(recorder, method, *args):
-    return nodes.expr_stmt(nodes.call(nodes.attribute(recorder, method), list(args)))
+    return syntax.expr_stmt(syntax.call(syntax.attribute(recorder, method), list(args)))
 
 
 def _stmt_source(s):
@@ -449,9 +449,9 @@ class _Forward:
 
     def record(self, variable, operation, kind):
         """`v = recorder.value(row, v)`: records `v` (and lets a check perturb it)."""
-        call = nodes.call(nodes.attribute(self.rec, "value"), [
-            nodes.const(self.row(variable, operation, kind)), nodes.name(variable)])
-        return nodes.assign(variable, call)
+        call = syntax.call(syntax.attribute(self.rec, "value"), [
+            syntax.const(self.row(variable, operation, kind)), syntax.name(variable)])
+        return syntax.assign(variable, call)
 
     def run(self, fn):
         params = [a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
@@ -468,7 +468,7 @@ class _Forward:
                 out.append(s)
                 kind = "carried" if getattr(s, "s2s_phi", False) else "op"
                 op = _op_source(s)
-                for n in nodes.names_stored(gast.Module(body=s.targets, type_ignores=[])):
+                for n in syntax.names_stored(gast.Module(body=s.targets, type_ignores=[])):
                     out.append(self.record(n, op, kind))
             elif isinstance(s, gast.If):
                 s.body = self.block(s.body)
@@ -480,10 +480,10 @@ class _Forward:
                 body = [_call(self.rec, "step")]
                 if isinstance(s, gast.For):
                     header = self.loops[-1]
-                    body += [self.record(n, header, "loop") for n in nodes.names_stored(s.target)]
+                    body += [self.record(n, header, "loop") for n in syntax.names_stored(s.target)]
                 s.body = body + self.block(s.body)
                 s.orelse = self.block(s.orelse)
-                out += [_call(self.rec, "enter", nodes.const(loop)), s, _call(self.rec, "leave")]
+                out += [_call(self.rec, "enter", syntax.const(loop)), s, _call(self.rec, "leave")]
             else:
                 out.append(s)
         return out
@@ -498,11 +498,11 @@ class _Backward:
         self.primal_of = {bar: primal for primal, bar in adjoints.items()}
         self.loop_ids = loop_ids
         self.locals_name = locals_name
-        self.names = nodes.const(None)
+        self.names = syntax.const(None)
 
     def run(self, pullback):
-        self.names = gast.Dict(keys=[nodes.const(b) for b in sorted(self.primal_of)],
-                               values=[nodes.const(self.primal_of[b])
+        self.names = gast.Dict(keys=[syntax.const(b) for b in sorted(self.primal_of)],
+                               values=[syntax.const(self.primal_of[b])
                                        for b in sorted(self.primal_of)])
         seed = pullback.args.args[0].id
         head = self.records(seed)
@@ -512,14 +512,14 @@ class _Backward:
     def records(self, bar):
         if bar not in self.primal_of:
             return []
-        return [_call(self.rec, "value", nodes.const(self.primal_of[bar]), nodes.name(bar))]
+        return [_call(self.rec, "value", syntax.const(self.primal_of[bar]), syntax.name(bar))]
 
     def block(self, stmts):
         out = []
         for s in stmts:
             if isinstance(s, gast.Assign):
                 out.append(s)
-                for n in nodes.names_stored(gast.Module(body=s.targets, type_ignores=[])):
+                for n in syntax.names_stored(gast.Module(body=s.targets, type_ignores=[])):
                     out += self.records(n)
             elif isinstance(s, gast.If):
                 s.body = self.block(s.body)
@@ -527,9 +527,9 @@ class _Backward:
                 out.append(s)
             elif isinstance(s, gast.For):
                 loop = self.loop_ids.get(id(s), ("unmatched", id(s)))
-                s.iter = nodes.call(nodes.attribute(self.rec, "reversed_loop"),
-                                    [nodes.const(loop), s.iter])
-                start = _call(self.rec, "start", nodes.call(self.locals_name),
+                s.iter = syntax.call(syntax.attribute(self.rec, "reversed_loop"),
+                                    [syntax.const(loop), s.iter])
+                start = _call(self.rec, "start", syntax.call(self.locals_name),
                               copy.deepcopy(self.names))
                 s.body = [start] + self.block(s.body)
                 out.append(s)
@@ -551,7 +551,7 @@ class _Tangents:
         self.loops = 0
 
     def records(self, names):
-        return [_call(self.rec, "value", nodes.const(self.primal_of[n]), nodes.name(n))
+        return [_call(self.rec, "value", syntax.const(self.primal_of[n]), syntax.name(n))
                 for n in names if n in self.primal_of]
 
     def block(self, stmts):
@@ -559,7 +559,7 @@ class _Tangents:
         for s in stmts:
             if isinstance(s, gast.Assign):
                 out.append(s)
-                out += self.records(nodes.names_stored(gast.Module(body=s.targets,
+                out += self.records(syntax.names_stored(gast.Module(body=s.targets,
                                                                    type_ignores=[])))
             elif isinstance(s, gast.If):
                 s.body = self.block(s.body)
@@ -570,10 +570,10 @@ class _Tangents:
                 self.loops += 1
                 head = [_call(self.rec, "step")]
                 if isinstance(s, gast.For):
-                    head += self.records(nodes.names_stored(s.target))
+                    head += self.records(syntax.names_stored(s.target))
                 s.body = head + self.block(s.body)
                 s.orelse = self.block(s.orelse)
-                out += [_call(self.rec, "enter", nodes.const(loop)), s, _call(self.rec, "leave")]
+                out += [_call(self.rec, "enter", syntax.const(loop)), s, _call(self.rec, "leave")]
             else:
                 out.append(s)
         return out

@@ -537,7 +537,7 @@ def test_every_forward_rule_is_checked():
     are checked by the Hessians)."""
     from s2sad import pipeline
     from s2sad.analysis.activity import definitions
-    from s2sad.analysis.primitives import classify
+    from s2sad.analysis.operations import classify
     called = set()
     for f, _ in JACOBIAN_CASES:
         ctx, node = pipeline.compilation(f, until="wengert")

@@ -142,7 +142,8 @@ def test_loop_variable_assigned_in_the_loop_is_refused():
 
 def test_min_of_repeated_argument_counts_once():
     from s2sad.frontend.source import function_from_source
-    f = function_from_source("def f(x):\n    a = x\n    return min(a, a, a) + max(x, 2.0, x * 0.5)\n")
+    f = function_from_source(
+        "def f(x):\n    a = x\n    return min(a, a, a) + max(x, 2.0, x * 0.5)\n")
     assert s2sad.grad(f)(1.0) == 1.0          # min(x, x, x) = x; max = 2.0 is constant
     assert s2sad.grad(f)(3.0) == 2.0          # both are x
 
@@ -264,7 +265,7 @@ def test_generated_source_does_not_depend_on_node_addresses():
 
 def test_node_map_keeps_its_keys_alive():
     import gast
-    from s2sad.codegen.nodes import NodeMap
+    from s2sad.syntax import NodeMap
     m = NodeMap()
     for i in range(100):
         m[gast.Constant(value=i, kind=None)] = i

@@ -8,10 +8,10 @@ import textwrap
 
 import gast
 
-from ..analysis import primitives
-from ..analysis.kinds import ARRAY
-from ..analysis.primitives import CUSTOM
-from ..codegen import nodes
+from ..analysis import operations
+from ..analysis.value_kinds import ARRAY
+from ..analysis.operations import CUSTOM
+from .. import syntax
 from ..compilation import Callee
 from ..errors import MissingRuleError, UnsupportedSyntaxError
 from ..frontend import source
@@ -34,7 +34,7 @@ class CallAdjoints:
             return self.custom_vjp_call(s, op, g, defined, active)
         if op.kind == CUSTOM:       # a custom_jvp: reverse mode differentiates its source
             prim = prim.primal
-        name = primitives.python_function(prim)[0].__name__
+        name = operations.python_function(prim)[0].__name__
         wrt = tuple(active) if len(active) > 1 else active[0]
         if self.recompute:
             call = self.adjoint_call(s, prim, wrt, g)
@@ -42,7 +42,7 @@ class CallAdjoints:
             pullback = self.namer.fresh(f"{name}_pullback")
             self.user_calls[s] = (pullback, self.callee(prim, wrt, op.args))
             self.primal_names.add(pullback)
-            call = nodes.call(pullback, [g])
+            call = syntax.call(pullback, [g])
         if len(active) == 1:
             return self.accumulate(op.args[active[0]].id, call, defined, s)
         targets, then = [], []
@@ -54,13 +54,13 @@ class CallAdjoints:
             else:
                 targets.append((arg, None))
         names = [temp or self.adj(arg) for arg, temp in targets]
-        out = [nodes.located(nodes.assign(nodes.tuple_([nodes.name(n, store=True)
+        out = [syntax.located(syntax.assign(syntax.tuple_([syntax.name(n, store=True)
                                                         for n in names], store=True), call), s)]
         for arg, temp in targets:
             if temp is None:
                 defined.add(arg)
             else:
-                then.extend(self.accumulate(arg, nodes.name(temp), defined, s))
+                then.extend(self.accumulate(arg, syntax.name(temp), defined, s))
         return out + then
 
     def adjoint_call(self, s, prim, wrt, g):
@@ -68,19 +68,19 @@ class CallAdjoints:
         callee's pullback that runs its forward pass again, a plain function of the
         call's arguments (forward mode can differentiate that, not a closure). Arguments
         bound to the callee (a method's instance) are passed as constants."""
-        fn, args, kwargs = primitives.python_function(prim)
+        fn, args, kwargs = operations.python_function(prim)
         shift = len(args)
         wrt = tuple(w + shift for w in wrt) if isinstance(wrt, tuple) else wrt + shift
         params = list(inspect.signature(fn).parameters)
         kinds = {p: self.kinds[a] for p, a in zip(params[shift:], s.value.args)}
         adjoint = self.ctx.call(Callee(fn, "adjoint", wrt, kinds), f"{fn.__name__}_adjoint")
-        bound = [nodes.name(self.ctx.bind(f"{fn.__name__}_{p}", obj=a))
+        bound = [syntax.name(self.ctx.bind(f"{fn.__name__}_{p}", obj=a))
                  for p, a in zip(params, args)]
-        keywords = [gast.keyword(arg=k, value=nodes.name(self.ctx.bind(f"{fn.__name__}_{k}",
+        keywords = [gast.keyword(arg=k, value=syntax.name(self.ctx.bind(f"{fn.__name__}_{k}",
                                                                        obj=v)))
                     for k, v in kwargs.items()]
-        return nodes.call(adjoint, [g] + bound + nodes.copied(s.value.args),
-                          keywords + nodes.copied(s.value.keywords))
+        return syntax.call(adjoint, [g] + bound + syntax.copied(s.value.args),
+                          keywords + syntax.copied(s.value.keywords))
 
     def custom_vjp_call(self, s, op, g, defined, active):
         """`t = f(a, b)` with a custom_vjp: the forward pass calls `fwd`, the pullback
@@ -98,17 +98,17 @@ class CallAdjoints:
         self.primal_names.add(residuals)
         zeros = _literal_nones(prim.bwd)
         active = [i for i in active if zeros.get(i) != "always"]
-        call = nodes.call(bwd, [nodes.name(residuals), g])
+        call = syntax.call(bwd, [syntax.name(residuals), g])
         out = []
         if len(active) > 1:     # call bwd once
             cotangents = self.namer.fresh(f"{prim.__name__}_cotangents")
-            out.append(nodes.located(nodes.assign(cotangents, call), s))
-            call = nodes.name(cotangents)
+            out.append(syntax.located(syntax.assign(cotangents, call), s))
+            call = syntax.name(cotangents)
         for i in active:
-            part = gast.Subscript(value=nodes.copied(call), slice=nodes.const(i),
+            part = gast.Subscript(value=syntax.copied(call), slice=syntax.const(i),
                                   ctx=gast.Load())
             if zeros.get(i) != "never":
-                part = nodes.call(self.ctx.runtime("cotangent"), [part, nodes.copied(op.args[i])])
+                part = syntax.call(self.ctx.runtime("cotangent"), [part, syntax.copied(op.args[i])])
             out.extend(self.accumulate(op.args[i].id, part, defined, s))
         return out
 
@@ -116,18 +116,18 @@ class CallAdjoints:
         """A called Python function that changes an argument in place (`a[i] = v`,
         `lst.append(v)`, `a += v` on an array) changes the caller's value behind its back;
         the derivative would miss that, so it is refused."""
-        for s in nodes.in_order(fn.body):
-            for call in nodes.walk(s):
+        for s in syntax.in_order(fn.body):
+            for call in syntax.walk(s):
                 if not isinstance(call, gast.Call):
                     continue
                 prim = getattr(call.func, "s2s_prim", None) or self.src.resolve(call.func)
-                if (prim is not MISSING and primitives.python_function(prim) is not None
+                if (prim is not MISSING and operations.python_function(prim) is not None
                         and registry.lookup(prim) is None
                         and not getattr(prim, "s2s_custom", False)):
                     self.refuse_mutating_callee(prim, call.args, s)
 
     def refuse_mutating_callee(self, prim, call_args, s):
-        fn, bound, _ = primitives.python_function(prim)
+        fn, bound, _ = operations.python_function(prim)
         try:
             callee = source.capture(fn)
         except Exception:       # noqa: BLE001 - no source: compiling it reports that
@@ -136,14 +136,14 @@ class CallAdjoints:
         local = {p for p, a in zip(params, call_args)
                  if isinstance(a, gast.Name) and self.src.is_local(a.id)}
         # a parameter the callee rebinds (`a = a.copy()`) may be its own value by then
-        rebound = {t.id for n in nodes.walk(callee.node)
+        rebound = {t.id for n in syntax.walk(callee.node)
                    if isinstance(n, (gast.Assign, gast.For))
-                   for t in nodes.walk(n.targets[0] if isinstance(n, gast.Assign) else n.target)
+                   for t in syntax.walk(n.targets[0] if isinstance(n, gast.Assign) else n.target)
                    if isinstance(t, gast.Name) and isinstance(t.ctx, gast.Store)}
         local -= rebound
         # `b += a` changes an array in place but rebinds a number: only known arrays count
         arrays = {p for p, a in zip(params, call_args) if p in local and self.kinds[a] == ARRAY}
-        for node in nodes.walk(callee.node):
+        for node in syntax.walk(callee.node):
             name = _mutated_name(node, arrays)
             if name in local:
                 raise UnsupportedSyntaxError(
@@ -156,7 +156,7 @@ class CallAdjoints:
     def callee(self, prim, wrt, call_args):
         """The generated-code name of the vjp of `prim` for `wrt`, which the driver
         compiles; a method's instance and a partial's arguments are bound to it."""
-        fn, args, kwargs = primitives.python_function(prim)
+        fn, args, kwargs = operations.python_function(prim)
         shift = len(args)
         wrt = tuple(w + shift for w in wrt) if isinstance(wrt, tuple) else wrt + shift
         params = list(inspect.signature(fn).parameters)[shift:]

@@ -51,11 +51,11 @@ import dataclasses
 
 import gast
 
-from ..analysis import primitives
+from ..analysis import operations
 from ..analysis.activity import definitions
-from ..analysis.kinds import SCALAR, guarded
-from ..analysis.primitives import CALL, COPY, CUSTOM, NONDIFF, PACK, USER, classify
-from ..codegen import nodes
+from ..analysis.value_kinds import SCALAR, guarded
+from ..analysis.operations import CALL, COPY, CUSTOM, NONDIFF, PACK, USER, classify
+from .. import syntax
 from ..compilation import Callee, parameters
 from ..errors import InternalError, MissingRuleError, S2SADError
 from ..frontend.source import MISSING
@@ -91,9 +91,9 @@ def guard(jvp, ctx):
     types = ctx.types
     tests = [f"{p}.__class__ is not {ctx.bind(types[p].__name__, obj=types[p])}"
              for p in guarded(parameters(ctx.src), types)]
-    jvp.body.insert(0, nodes.guard(
+    jvp.body.insert(0, syntax.guard(
         tests + [f"{t} is None" for t in ctx.forward.tangent_names],
-        nodes.passing_on(ctx.runtime("respecialize"), jvp.args)))
+        syntax.passing_on(ctx.runtime("respecialize"), jvp.args)))
     return jvp
 
 
@@ -127,14 +127,14 @@ class Forward:
         self.varied = self.analyse(fn)
         self.kinds = self.ctx.value_kinds
         params = [a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
-        start = [self.zero_tangent(p, nodes.name(p)) for p in params
+        start = [self.zero_tangent(p, syntax.name(p)) for p in params
                  if p in self.varied and p not in self.wrt]
         body = start + self.block(body)
         y_dot = self.tangent(ret.value)
-        body.append(nodes.located(nodes.ret(nodes.tuple_([ret.value, y_dot])), ret))
-        jvp = nodes.function(self.namer.fresh(f"{fn.name}_jvp"), [], body, like=fn)
+        body.append(syntax.located(syntax.ret(syntax.tuple_([ret.value, y_dot])), ret))
+        jvp = syntax.function(self.namer.fresh(f"{fn.name}_jvp"), [], body, like=fn)
         self.add_tangent_params(jvp.args)
-        for n in nodes.name_nodes(jvp):
+        for n in syntax.name_nodes(jvp):
             if getattr(n, "s2s_lifted", False):
                 self.ctx.bindings[n.id] = n.s2s_prim    # its own name: nothing else has it
             elif getattr(n, "s2s_prim", None) is not None:
@@ -149,7 +149,7 @@ class Forward:
         for target, s in definitions(fn.body):
             op = self.ops[s]
             edges += [(a.id, target) for a in self.sources(op) if isinstance(a, gast.Name)]
-        for loop in (n for n in nodes.statements(fn) if isinstance(n, gast.For)):
+        for loop in (n for n in syntax.statements(fn) if isinstance(n, gast.For)):
             edges += [(a.id, loop.target.id) for a in self.iter_sources(loop.iter)
                       if isinstance(a, gast.Name)]
         varied, changed = set(self.wrt), True
@@ -196,26 +196,26 @@ class Forward:
 
     def tangent(self, atom):
         """The tangent of `atom` as an expression (zeros if it has none)."""
-        return nodes.name(self.dot(atom.id)) if self.is_varied(atom) else self.zero(atom)
+        return syntax.name(self.dot(atom.id)) if self.is_varied(atom) else self.zero(atom)
 
     def zero(self, atom):
         if isinstance(atom, gast.Constant) and type(atom.value) in (int, float):
-            return nodes.const(0.0)
-        return nodes.call(self.ctx.runtime("zeros_like"), [nodes.copied(atom)])
+            return syntax.const(0.0)
+        return syntax.call(self.ctx.runtime("zeros_like"), [syntax.copied(atom)])
 
     def zero_tangent(self, target, value):
         """`target_dot = ...` for a varied `target` whose value here does not vary."""
         if isinstance(value, (gast.Tuple, gast.List)):
             zero = type(value)(elts=[self.zero(a) for a in value.elts], ctx=gast.Load())
         else:
-            zero = self.zero(value if nodes.is_atom(value) else nodes.name(target))
-        return nodes.assign(self.dot(target), zero)
+            zero = self.zero(value if syntax.is_atom(value) else syntax.name(target))
+        return syntax.assign(self.dot(target), zero)
 
 
 
 
     def add_tangent_params(self, args):
-        params = [nodes.name(n) for n in self.tangent_names]
+        params = [syntax.name(n) for n in self.tangent_names]
         for p in params:
             p.ctx = gast.Param()
         if args.defaults:   # after parameters with defaults, tangents are keyword-only
@@ -252,10 +252,10 @@ class Forward:
             return [self.user_call(s, op)]
         expr = self.tangent_expr(op, target, s)
         tangent = (self.zero_tangent(target, s.value) if expr is None
-                   else nodes.assign(self.dot(target), expr))
+                   else syntax.assign(self.dot(target), expr))
         tangent.s2s_phi = getattr(s, "s2s_phi", False)
         tangent.s2s_temporary = getattr(s, "s2s_temporary", False)
-        return [s, nodes.located(tangent, s)]
+        return [s, syntax.located(tangent, s)]
 
     def tangent_expr(self, op, target, s):
         if not any(self.is_varied(a) for a in self.sources(op)):
@@ -280,13 +280,13 @@ class Forward:
         return self.broadcast(expr, bound, target) if variant.broadcast else expr
 
     def instantiate(self, template, placeholder, param, bound, target):
-        subst = {"ans": nodes.name(target)}
+        subst = {"ans": syntax.name(target)}
         subst.update(bound)
-        subst[placeholder] = nodes.name(self.dot(bound[param].id))
+        subst[placeholder] = syntax.name(self.dot(bound[param].id))
         for free, obj in template.free.items():
-            subst[free] = nodes.name(self.ctx.bind(free, obj=obj))
-        expr = nodes.substitute(template.tree, subst)
-        for n in nodes.name_nodes(expr):
+            subst[free] = syntax.name(self.ctx.bind(free, obj=obj))
+        expr = syntax.substitute(template.tree, subst)
+        for n in syntax.name_nodes(expr):
             if getattr(n, "s2s_builtin", False):
                 n.id = self.ctx.bind(n.id, obj=getattr(builtins, n.id))
         return simplify(on_numbers(expr, lambda n: self.kinds[n] == SCALAR))
@@ -294,12 +294,12 @@ class Forward:
     def broadcast(self, expr, bound, target):
         """`expr` broadcast to the result's shape where a broadcasting operation's
         tangent may be smaller than the result (`x_dot` in `x + y` if only `x` varies)."""
-        loaded = set(nodes.names_loaded(expr))
+        loaded = set(syntax.names_loaded(expr))
         if target in loaded or all(
                 self.kinds[a] == SCALAR for a in bound.values() if isinstance(a, gast.Name)
                 and a.id not in loaded and self.dots.get(a.id) not in loaded):
             return expr
-        return nodes.call(self.ctx.runtime("broadcast_like"), [expr, nodes.name(target)])
+        return syntax.call(self.ctx.runtime("broadcast_like"), [expr, syntax.name(target)])
 
     def iterate(self, loop):
         """`for v in xs` over varied `xs` is `for v, v_dot in zip(xs, xs_dot)`; returns
@@ -310,7 +310,7 @@ class Forward:
         it = loop.iter
         if not any(self.is_varied(a) for a in self.iter_sources(it)):
             # the target varies through an assignment in the body, not its items
-            return [self.zero_tangent(target, nodes.name(target))]
+            return [self.zero_tangent(target, syntax.name(target))]
         if isinstance(it, gast.Name):
             it_dot = self.tangent(it)
         else:
@@ -325,9 +325,9 @@ class Forward:
             variant, bound, _ = rule
             it_dot = _replaced(op.node, {id(bound[p]): self.tangent(bound[p])
                                          for p in _groups(variant)[0]})
-        loop.target = nodes.tuple_([nodes.name(target, store=True),
-                                    nodes.name(self.dot(target), store=True)], store=True)
-        loop.iter = nodes.call(self.ctx.bind("zip", obj=zip), [it, it_dot])
+        loop.target = syntax.tuple_([syntax.name(target, store=True),
+                                    syntax.name(self.dot(target), store=True)], store=True)
+        loop.iter = syntax.call(self.ctx.bind("zip", obj=zip), [it, it_dot])
         return []
 
     # -- calls to other Python functions ------------------------------------------------
@@ -336,13 +336,13 @@ class Forward:
         if op.kind not in (USER, CUSTOM, CALL) or op.prim is None or self.rule(op):
             return False
         prim = op.prim.primal if op.kind == CUSTOM else op.prim
-        return (primitives.python_function(prim) is not None
+        return (operations.python_function(prim) is not None
                 and any(self.is_varied(a) for a in op.args))
 
     def user_call(self, s, op):
         """`t = g(a, b)`: `t, t_dot = g_jvp(a, b, a_dot)`, `g`'s own forward mode."""
         prim = op.prim.primal if op.kind == CUSTOM else op.prim
-        fn, args, kwargs = primitives.python_function(prim)
+        fn, args, kwargs = operations.python_function(prim)
         call = s.value
         varied = [i for i, a in enumerate(call.args) if self.is_varied(a)]
         key = (id(prim), tuple(varied), len(call.args))
@@ -353,12 +353,12 @@ class Forward:
             if hasattr(fn, "s2s_lifted"):
                 self.ctx.lifted.append((fn, wrt, None))
         name = self.adapters[key][0]
-        value = nodes.call(name, [nodes.copied(a) for a in call.args] + [
-            nodes.name(self.dot(call.args[i].id)) for i in varied], call.keywords)
+        value = syntax.call(name, [syntax.copied(a) for a in call.args] + [
+            syntax.name(self.dot(call.args[i].id)) for i in varied], call.keywords)
         target = s.targets[0].id
-        pair = nodes.tuple_([nodes.name(target, store=True),
-                             nodes.name(self.dot(target), store=True)], store=True)
-        return nodes.located(nodes.assign(pair, value), s)
+        pair = syntax.tuple_([syntax.name(target, store=True),
+                             syntax.name(self.dot(target), store=True)], store=True)
+        return syntax.located(syntax.assign(pair, value), s)
 
     def custom_call(self, s, op):
         """`t = f(a, b)` with a custom_jvp: `t, t_dot = f_rule((a, b), (a_dot, b_dot))`."""
@@ -374,12 +374,12 @@ class Forward:
                 "positional arguments only; pass the keyword arguments by position"
                 f"\n    {self.src.line_text(s).strip()}")
         rule = self.ctx.bind(prim.rule.__name__, obj=prim.rule)
-        value = nodes.call(rule, [nodes.tuple_([nodes.copied(a) for a in call.args]),
-                                  nodes.tuple_([self.tangent(a) for a in call.args])])
+        value = syntax.call(rule, [syntax.tuple_([syntax.copied(a) for a in call.args]),
+                                  syntax.tuple_([self.tangent(a) for a in call.args])])
         target = s.targets[0].id
-        pair = nodes.tuple_([nodes.name(target, store=True),
-                             nodes.name(self.dot(target), store=True)], store=True)
-        return nodes.located(nodes.assign(pair, value), s)
+        pair = syntax.tuple_([syntax.name(target, store=True),
+                             syntax.name(self.dot(target), store=True)], store=True)
+        return syntax.located(syntax.assign(pair, value), s)
 
     def missing_rule(self, op, s):
         what = _source(op.node.func if isinstance(op.node, gast.Call) else op.node)
@@ -394,7 +394,7 @@ def without_dead_code(body, ctx):
     whose value calls only NumPy, `math` or s2sad's runtime helpers (and array
     methods): the value's statements, once `f_jvp` returns the tangent alone."""
     def pure(e):
-        for n in nodes.walk(e):
+        for n in syntax.walk(e):
             if isinstance(n, gast.Call):
                 base = n.func
                 while isinstance(base, gast.Attribute):
@@ -417,7 +417,7 @@ def without_dead_code(body, ctx):
                 and isinstance(s.targets[0], gast.Name) and s.targets[0].id not in read
                 and pure(s.value)):
             continue
-        read |= set(nodes.names_loaded(s))
+        read |= set(syntax.names_loaded(s))
         if isinstance(s, gast.AugAssign) and isinstance(s.target, gast.Name):
             read.add(s.target.id)
         out.append(s)
@@ -448,9 +448,9 @@ def _arguments(op, src):
     if isinstance(node, gast.UnaryOp):
         return [node.operand], {}
     if isinstance(node, gast.Attribute):
-        return primitives.attribute_args(node), {}
+        return operations.attribute_args(node), {}
     if isinstance(node, gast.Subscript):
-        return [node.value, primitives.index_value(node.slice)], {}
+        return [node.value, operations.index_value(node.slice)], {}
     func = node.func
     receiver = []
     if (getattr(func, "s2s_prim", None) is None and isinstance(func, gast.Attribute)
@@ -482,13 +482,13 @@ def _sum(terms):
     expr = terms[0]
     for term in terms[1:]:
         positive = negated(term)
-        expr = (nodes.binop(expr, gast.Sub(), positive) if positive is not None
-                else nodes.binop(expr, gast.Add(), term))
+        expr = (syntax.binop(expr, gast.Sub(), positive) if positive is not None
+                else syntax.binop(expr, gast.Add(), term))
     return expr
 
 
 def _source(node):
-    return nodes.unparse(node)
+    return syntax.unparse(node)
 
 
 # -- clean-up: fold a loop's carried copies into the definitions they copy ----------------
@@ -498,10 +498,10 @@ def _coalesce(fn, tangents):
     dropped (also the join copies of a name defined in one branch only, which would read
     it unbound)."""
     loads = {}
-    for n in nodes.names_loaded(fn):
+    for n in syntax.names_loaded(fn):
         loads[n] = loads.get(n, 0) + 1
-    for loop in [n for n in nodes.statements(fn) if isinstance(n, (gast.For, gast.While))]:
-        for block in nodes.blocks(loop.body):
+    for loop in [n for n in syntax.statements(fn) if isinstance(n, (gast.For, gast.While))]:
+        for block in syntax.blocks(loop.body):
             _coalesce_block(block, loads)
     _live(fn.body, set(), None, delete=True, pure=tangents)
 
@@ -512,15 +512,15 @@ def _coalesce_block(block, loads):
         s = block[i]
         if getattr(s, "s2s_phi", False) and isinstance(s.value, gast.Name):
             c, w = s.targets[0].id, s.value.id
-            j = next((j for j in range(i - 1, -1, -1) if nodes.stores(block[j], w)), None)
+            j = next((j for j in range(i - 1, -1, -1) if syntax.stores(block[j], w)), None)
             between = block[j + 1:i] if j is not None else []
             if (j is not None and isinstance(block[j], gast.Assign)
-                    and nodes.is_name(block[j].targets[0], w)
-                    and not any(nodes.stores(b, c) or _count(b, c) for b in between)
+                    and syntax.is_name(block[j].targets[0], w)
+                    and not any(syntax.stores(b, c) or _count(b, c) for b in between)
                     and sum(_count(b, w) for b in between) + 1 == loads.get(w, 0)):
                 block[j].targets[0].id = c
                 for b in between:
-                    for n in nodes.name_nodes(b):
+                    for n in syntax.name_nodes(b):
                         if n.id == w:
                             n.id = c
                 loads[c] = loads.get(c, 0) + loads.pop(w) - 1
@@ -541,18 +541,18 @@ def _live(stmts, live, loop, delete, pure=()):
         elif isinstance(s, gast.Continue):
             live = set(loop[1])
         elif isinstance(s, (gast.Return, gast.Raise)):
-            live = set(nodes.names_loaded(s))
+            live = set(syntax.names_loaded(s))
         elif isinstance(s, gast.If):
             live = (_live(s.body, live, loop, delete, pure)
-                    | _live(s.orelse, live, loop, delete, pure) | set(nodes.names_loaded(s.test)))
+                    | _live(s.orelse, live, loop, delete, pure) | set(syntax.names_loaded(s.test)))
         elif isinstance(s, (gast.For, gast.While)):
             live = _live_loop(s, live, delete, pure)
         elif (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
               and s.targets[0].id not in live
-              and (nodes.is_atom(s.value) or s.targets[0].id in pure)):
+              and (syntax.is_atom(s.value) or s.targets[0].id in pure)):
             continue
         else:
-            live = (live - set(nodes.names_stored(s))) | set(nodes.names_loaded(s))
+            live = (live - set(syntax.names_stored(s))) | set(syntax.names_loaded(s))
         keep.append(s)
     if delete:
         stmts[:] = keep[::-1]
@@ -561,11 +561,11 @@ def _live(stmts, live, loop, delete, pure=()):
 
 def _live_loop(loop, after, delete, pure):
     is_for = isinstance(loop, gast.For)
-    head = set(after) | set(nodes.names_loaded(loop.iter if is_for else loop.test))
+    head = set(after) | set(syntax.names_loaded(loop.iter if is_for else loop.test))
     while True:
         body = _live(loop.body, head, (after, head), False, pure)
         if is_for:
-            body -= set(nodes.names_stored(loop.target))
+            body -= set(syntax.names_stored(loop.target))
         if body <= head:
             break
         head |= body
@@ -575,5 +575,5 @@ def _live_loop(loop, after, delete, pure):
 
 
 def _count(node, name):
-    return sum(1 for n in nodes.name_nodes(node) if n.id == name
+    return sum(1 for n in syntax.name_nodes(node) if n.id == name
                and isinstance(n.ctx, gast.Load))

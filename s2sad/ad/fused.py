@@ -24,10 +24,10 @@ import copy
 import gast
 import numpy as np
 
-from ..analysis.kinds import ARRAY, guarded
-from ..analysis.primitives import COPY, NONDIFF, PACK
+from ..analysis.value_kinds import ARRAY, guarded
+from ..analysis.operations import COPY, NONDIFF, PACK
 from ..analysis.shapes import pattern_tests
-from ..codegen import nodes
+from .. import syntax
 from ..compilation import parameters
 from ..rules import runtime
 from .simplify import with_constant
@@ -64,47 +64,47 @@ def fuse(vjp, ctx, value=True, guard=True):
         # (api._check_inputs), and buffer reuse relies on it
         floats = [f"{p}.dtype.kind != 'f'" for p, _ in guards
                   if ctx.param_kinds.get(p) == ARRAY and p in ctx.wrt]
-        check = [nodes.guard([f"{p}.__class__ is not {t}" for p, t in guards]
-                             + floats, nodes.passing_on(runtime("respecialize"), vjp.args))]
+        check = [syntax.guard([f"{p}.__class__ is not {t}" for p, t in guards]
+                             + floats, syntax.passing_on(runtime("respecialize"), vjp.args))]
     forward = [s for s in vjp.body[:-1] if s is not pullback]
     result = vjp.body[-1].value.elts[0]
     grads = pullback.body[-1].value
     out, seeded = [], []
-    if isinstance(result, gast.Name) and result.id in nodes.names_stored(pullback):
+    if isinstance(result, gast.Name) and result.id in syntax.names_stored(pullback):
         kept = namer.fresh("value")
-        out.append(nodes.assign(kept, copy.deepcopy(result)))
-        result = nodes.name(kept)
-    r = nodes.unparse(vjp.body[-1].value.elts[0])
+        out.append(syntax.assign(kept, copy.deepcopy(result)))
+        result = syntax.name(kept)
+    r = syntax.unparse(vjp.body[-1].value.elts[0])
     seed_name = pullback.args.args[0].id
     if value == "adjoint":
-        body = _live(forward + pullback.body[:-1] + [nodes.ret(grads)], ctx.ops)
-        adjoint = nodes.function(namer.fresh(vjp.name[:-4] + "_adjoint"), [], body, like=vjp)
+        body = _live(forward + pullback.body[:-1] + [syntax.ret(grads)], ctx.ops)
+        adjoint = syntax.function(namer.fresh(vjp.name[:-4] + "_adjoint"), [], body, like=vjp)
         params = adjoint.args.posonlyargs or adjoint.args.args
         params.insert(0, gast.Name(id=seed_name, ctx=gast.Param(), annotation=None,
                                    type_comment=None))
         return adjoint
     folded = [with_constant(s, seed_name, 1.0) for s in pullback.body
               ] if ctx.reverse.scalar_output else [None]
-    if None not in folded and not any(nodes.stores(s, seed_name) for s in pullback.body):
+    if None not in folded and not any(syntax.stores(s, seed_name) for s in pullback.body):
         # the output is a full reduction: its adjoint is the number 1.0
         pullback.body = folded
         grads = pullback.body[-1].value
     else:
         if ctx.reverse.scalar_output:
-            seed = nodes.const(1.0)
+            seed = syntax.const(1.0)
         else:
-            seed = nodes.parse_expr(f"1.0 if {helper('type')}({r}) is {helper('float')} "
+            seed = syntax.parse_expr(f"1.0 if {helper('type')}({r}) is {helper('float')} "
                                     f"else {runtime('seed')}({r}, {vjp.name[:-4]!r})")
-        seeded.append(nodes.assign(seed_name, seed))
+        seeded.append(syntax.assign(seed_name, seed))
     if value:
         body = (check + forward + out + seeded + pullback.body[:-1]
-                + [nodes.ret(nodes.tuple_([result, grads]))])
-        fused = nodes.function(namer.fresh(vjp.name[:-4] + "_value_and_grad"), [], body,
+                + [syntax.ret(syntax.tuple_([result, grads]))])
+        fused = syntax.function(namer.fresh(vjp.name[:-4] + "_value_and_grad"), [], body,
                                like=vjp)
         return fused
-    pullback = _shapes_from_earliest(pullback.body[:-1] + [nodes.ret(grads)], forward, ctx)
+    pullback = _shapes_from_earliest(pullback.body[:-1] + [syntax.ret(grads)], forward, ctx)
     body = _live(forward + seeded + pullback, ctx.ops)
-    return nodes.function(namer.fresh(vjp.name[:-4] + "_grad"), [], check + body, like=vjp)
+    return syntax.function(namer.fresh(vjp.name[:-4] + "_grad"), [], check + body, like=vjp)
 
 
 def guard_patterns(fn, ctx):
@@ -124,7 +124,7 @@ def guard_patterns(fn, ctx):
     for p in sorted(dtypes):
         dtype = np.dtype(ctx.patterns[p][0])
         tests.append(f"{p}.dtype != {ctx.bind(dtype.name, obj=dtype)}")
-    fn.body[0] = nodes.located(nodes.guard(tests, guard.body[0].value), guard)
+    fn.body[0] = syntax.located(syntax.guard(tests, guard.body[0].value), guard)
     return fn
 
 
@@ -135,7 +135,7 @@ def shapes_from_earliest(vjp, ctx):
     pullback = ctx.reverse.pullback
     forward = [s for s in vjp.body if s is not pullback]
     shape_only = {id(arg) for _, arg in _shape_only_args(pullback.body, ctx)}
-    read = {n.id for n in nodes.name_nodes(pullback)
+    read = {n.id for n in syntax.name_nodes(pullback)
             if isinstance(n.ctx, gast.Load) and id(n) not in shape_only}
     pullback.body = _shapes_from_earliest(pullback.body, forward, ctx, read)
     return vjp
@@ -144,7 +144,7 @@ def shapes_from_earliest(vjp, ctx):
 def _shape_only_args(stmts, ctx):
     """(call, argument) for each argument of a runtime helper in `stmts` that the
     helper reads only for its shape, type or structure (runtime.SHAPE_ONLY)."""
-    for call in (c for s in stmts for c in nodes.walk(s) if isinstance(c, gast.Call)):
+    for call in (c for s in stmts for c in syntax.walk(s) if isinstance(c, gast.Call)):
         obj = ctx.bindings.get(getattr(call.func, "id", None))
         name = getattr(obj, "__name__", None)
         if obj is None or obj is not getattr(runtime, name or "", None):
@@ -175,7 +175,7 @@ def _shapes_from_earliest(stmts, forward, ctx, among=None):
 def _live(body, ops):
     """`body` without the top-level assignments nobody reads whose value is a name, a
     constant, syntax or a call of a primitive with a derivative rule."""
-    loads = [set(nodes.names_loaded(s)) for s in body]
+    loads = [set(syntax.names_loaded(s)) for s in body]
     changed = True
     while changed:
         changed = False

@@ -30,9 +30,9 @@ import textwrap
 
 import gast
 
-from ..analysis.primitives import CUSTOM, USER
-from ..codegen import nodes
-from ..codegen.nodes import unparse
+from ..analysis.operations import CUSTOM, USER
+from .. import syntax
+from ..syntax import unparse
 
 
 @dataclasses.dataclass
@@ -52,7 +52,7 @@ class Header:
         lines = self.first + ["the pullback reads: " + "; ".join(
             ([", ".join(closure)] if closure else []) + self.kept) if closure or self.kept
             else "the pullback reads nothing of the forward pass"] + self.rules
-        return [nodes.comment(part) for line in lines for part in _wrapped(line)]
+        return [syntax.comment(part) for line in lines for part in _wrapped(line)]
 
 
 def run(vjp, ctx):
@@ -67,7 +67,7 @@ def refresh(fn, ctx):
     """Drop from the header of `fn` the values the optimized code no longer names (one
     computed straight into an adjoint's memory)."""
     header = ctx.reverse.header
-    present = {n.id for n in nodes.name_nodes(fn)}
+    present = {n.id for n in syntax.name_nodes(fn)}
     old = header.comments
     at = next((i for i, s in enumerate(fn.body) if s is old[0]), None)
     if at is None or all(n in present for n in header.closure):
@@ -83,7 +83,7 @@ def _parts(vjp, ctx):
     first = [f"reverse mode of {src.name}(){where} with respect to {wrt}"]
     kept = []
     pullback = result.pullback
-    stored = set(nodes.names_stored(pullback))
+    stored = set(syntax.names_stored(pullback))
     taped = set()
     for info in sorted(result.loops, key=lambda info: src.lineno(info.loop)):
         if info.mode in ("start", "end") and info.pushes:
@@ -96,11 +96,11 @@ def _parts(vjp, ctx):
         elif info.mode == "trips":
             taped.add(info.tape)
             kept.append(f"the trip count of the loop at line {src.lineno(info.loop)}")
-    closure = sorted({n for n in nodes.names_loaded(pullback)
+    closure = sorted({n for n in syntax.names_loaded(pullback)
                       if n in result.primal_names and n not in stored and n not in taped
                       and src.is_local(n)}, key=_natural)
     rules = []
-    for stmt in nodes.in_order(vjp.body):
+    for stmt in syntax.in_order(vjp.body):
         op = ctx.ops.get(stmt)
         target = stmt.targets[0] if isinstance(stmt, gast.Assign) else None
         if isinstance(target, gast.Tuple):      # `t, t_pullback = g_vjp(...)`

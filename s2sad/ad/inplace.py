@@ -5,7 +5,7 @@ never mutated and recorded states stay intact.
 """
 import gast
 
-from ..codegen import nodes
+from .. import syntax
 from ..frontend.source import MISSING
 from ..rules import registry, runtime
 from .tapes import is_range, loops_in
@@ -19,22 +19,22 @@ class InPlaceWrites:
 
     def __init__(self, body, src, pullback, rev):
         self.prims = (runtime.setitem, runtime.append)
-        self.stmts = [n for s in body for n in nodes.statements(s) if self.is_update(n)]
+        self.stmts = [n for s in body for n in syntax.statements(s) if self.is_update(n)]
         self.old = {id(s): s.value.args[0].id for s in self.stmts}
         self.owned = _owned(body, src, self.prims)
         self.in_place = {}
         self.rev = rev
-        self.pullback = nodes.if_(nodes.const(True), pullback)
+        self.pullback = syntax.if_(syntax.const(True), pullback)
         self.loop_of = {}
         self.updates_in = {}        # {id(loop): the ids of the updates inside it}
         for loop in loops_in(body):
-            for n in nodes.statements(loop):
+            for n in syntax.statements(loop):
                 if self.is_update(n):
                     self.loop_of[id(n)] = loop     # walk order: the innermost wins
                     self.updates_in.setdefault(id(loop), set()).add(id(n))
         self.classes = _alias_classes(body, self.stmts, src)
         self.order = {}
-        for i, n in enumerate(n for b in body for n in nodes.statements(b)):
+        for i, n in enumerate(n for b in body for n in syntax.statements(b)):
             if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name):
                 self.order.setdefault(n.targets[0].id, i)
             if self.is_update(n):
@@ -80,17 +80,17 @@ class InPlaceWrites:
             return None if read else set()
         counter = loop.target.id
         defs = {}
-        for n in nodes.statements(loop):
+        for n in syntax.statements(loop):
             if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name):
                 defs.setdefault(n.targets[0].id, []).append(n.value)
 
         def offset(e):
             if isinstance(e, gast.Name) and e.id != counter and len(defs.get(e.id, [])) == 1:
                 e = defs[e.id][0]
-            if nodes.is_name(e, counter):
+            if syntax.is_name(e, counter):
                 return 0
             if (isinstance(e, gast.BinOp) and isinstance(e.op, (gast.Add, gast.Sub))
-                    and nodes.is_name(e.left, counter) and isinstance(e.right, gast.Constant)
+                    and syntax.is_name(e.left, counter) and isinstance(e.right, gast.Constant)
                     and type(e.right.value) is int):
                 return e.right.value if isinstance(e.op, gast.Add) else -e.right.value
             return None
@@ -114,12 +114,12 @@ class InPlaceWrites:
         return read
 
     def assigned_in(self, loop):
-        return set(nodes.names_stored(nodes.if_(nodes.const(True), loop.body)))
+        return set(syntax.names_stored(syntax.if_(syntax.const(True), loop.body)))
 
     def value_loads(self, node, names):
         """Loads of `names` in `node` other than as shape-only helper arguments."""
         skip = set()
-        for call in nodes.walk(node):
+        for call in syntax.walk(node):
             if isinstance(call, gast.Call) and isinstance(call.func, gast.Name):
                 obj = self.rev.ctx.bindings.get(call.func.id)
                 name = getattr(obj, "__name__", None)
@@ -127,7 +127,7 @@ class InPlaceWrites:
                     skip.update(id(a) for i, a in enumerate(call.args)
                                 if i in runtime.SHAPE_ONLY[name])
         return any(isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
-                   and n.id in names and id(n) not in skip for n in nodes.walk(node))
+                   and n.id in names and id(n) not in skip for n in syntax.walk(node))
 
     def is_update(self, s):
         return (isinstance(s, gast.Assign) and isinstance(s.value, gast.Call)
@@ -138,15 +138,15 @@ class InPlaceWrites:
         old = call.args[0].id
         self.in_place[id(s)] = in_place = self.safe(s)
         target = old if in_place else new
-        out = [] if in_place else [nodes.assign(new, nodes.call(nodes.attribute(old, "copy")))]
+        out = [] if in_place else [syntax.assign(new, syntax.call(syntax.attribute(old, "copy")))]
         if hasattr(call, "s2s_index"):
-            write = nodes.assign(gast.Subscript(value=nodes.name(target), slice=call.s2s_index,
+            write = syntax.assign(gast.Subscript(value=syntax.name(target), slice=call.s2s_index,
                                                 ctx=gast.Store()), call.args[2])
         else:
-            write = nodes.expr_stmt(nodes.call(nodes.attribute(target, "append"),
+            write = syntax.expr_stmt(syntax.call(syntax.attribute(target, "append"),
                                                [call.args[1]]))
         write.s2s_defines = new         # the name the write stands for (renamed later)
-        return [nodes.located(x, s) for x in out + [write]]
+        return [syntax.located(x, s) for x in out + [write]]
 
     def finish(self, vjp, loops):
         """Name each in-place result after the object it updates."""
@@ -162,23 +162,23 @@ class InPlaceWrites:
         self.final = final
         # `p_2 = None` binds, before a loop, a result some paths of the loop make; named
         # `p`, it must not unbind the `p` the loop updates
-        inits = {id(s) for s in nodes.walk(vjp) if getattr(s, "s2s_init", False)
-                 and nodes.is_name(s.targets[0]) and s.targets[0].id in renames}
-        for n in nodes.walk(vjp):
+        inits = {id(s) for s in syntax.walk(vjp) if getattr(s, "s2s_init", False)
+                 and syntax.is_name(s.targets[0]) and s.targets[0].id in renames}
+        for n in syntax.walk(vjp):
             if isinstance(n, gast.Name) and n.id in renames:
                 n.id = final(n.id)
         params = {a.id for a in vjp.args.posonlyargs + vjp.args.args + vjp.args.kwonlyargs}
-        for block in nodes.blocks(vjp.body):
+        for block in syntax.blocks(vjp.body):
             kept, bound = [], set(params)
             for s in block:
                 if isinstance(s, gast.Assign) and isinstance(s.value, gast.Name) and \
-                        nodes.is_name(s.targets[0], s.value.id):
+                        syntax.is_name(s.targets[0], s.value.id):
                     continue
                 if id(s) in inits and s.targets[0].id in bound:
                     continue
                 kept.append(s)
                 if isinstance(s, gast.Assign):
-                    bound.update(nodes.names_stored(s))
+                    bound.update(syntax.names_stored(s))
             block[:] = kept
 
 
@@ -193,7 +193,7 @@ def _alias_classes(body, updates, src):
         return n
     for s in updates:
         parent[find(s.targets[0].id)] = find(s.value.args[0].id)
-    for s in (n for b in body for n in nodes.statements(b)):
+    for s in (n for b in body for n in syntax.statements(b)):
         if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)):
             continue
         source = view_of(s.value, src)
@@ -228,7 +228,7 @@ def _owned(body, src, updates):
     """Names whose value is an array or list the function created itself (so writing
     into it cannot change an input or a value held elsewhere)."""
     defs = {}
-    for s in (n for b in body for n in nodes.statements(b)):
+    for s in (n for b in body for n in syntax.statements(b)):
         if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
             defs.setdefault(s.targets[0].id, []).append(s.value)
 

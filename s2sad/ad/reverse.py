@@ -36,13 +36,13 @@ from collections import Counter
 
 import gast
 
-from ..analysis import primitives
+from ..analysis import operations
 from ..analysis.activity import active_names
-from ..analysis.kinds import ARRAY, CONTAINER, SCALAR
+from ..analysis.value_kinds import ARRAY, CONTAINER, SCALAR
 from ..analysis.names import NameCounts, rename
-from ..analysis.primitives import COPY, CUSTOM, PACK, USER
-from ..codegen import nodes
-from ..codegen.nodes import unparse
+from ..analysis.operations import COPY, CUSTOM, PACK, USER
+from .. import syntax
+from ..syntax import unparse
 from ..errors import InternalError, MissingRuleError
 from ..rules import registry, runtime
 from .calls import CallAdjoints
@@ -99,7 +99,7 @@ class Reverse(CallAdjoints):
         self.wrt = list(ctx.wrt)
         self.as_tuple = ctx.as_tuple or len(self.wrt) > 1
         self.adjoints = {}
-        self.loops = nodes.NodeMap()
+        self.loops = syntax.NodeMap()
 
     def run(self, fn):
         *body, ret = fn.body
@@ -117,10 +117,10 @@ class Reverse(CallAdjoints):
         self.uniform = set()
         self.owned = set()
         self.unconnected = [p for p in self.wrt if p not in self.active]
-        self.user_calls = nodes.NodeMap()
+        self.user_calls = syntax.NodeMap()
         self.refuse_mutating_calls(fn)
         self.indexed = {a.id for s in _assigns(fn) for a in _getitem_receivers(s)}
-        self.primal_names = {n.id for n in nodes.name_nodes(fn)}
+        self.primal_names = {n.id for n in syntax.name_nodes(fn)}
         self.scalar_zeros = False
         # names holding lists (appended to): their adjoints add entrywise, not by `+`
         self.containers = {s.targets[0].id for s in _assigns(fn)
@@ -129,26 +129,26 @@ class Reverse(CallAdjoints):
                                    isinstance(s.value, gast.Call) and getattr(
                                        s.value.func, "s2s_prim", None) is runtime.append))}
         self.in_loops = {name for loop in loops_in(fn.body)
-                         for name in nodes.names_stored(loop)}
+                         for name in syntax.names_stored(loop)}
         seed = self.adj(output) if output in self.active else self.namer.fresh("y_bar")
         defined = {output} if output in self.active else set()
         # the output is certainly a number: a full reduction, or arithmetic on numbers
         self.scalar_output = any(
-            nodes.is_name(s.targets[0], output) and self.ops[s].variant is not None
+            syntax.is_name(s.targets[0], output) and self.ops[s].variant is not None
             and (self.reduced_to_scalar(self.ops[s], self.ops[s].variant.params[0][0],
                                         output) or self.arithmetic_on_numbers(s.value))
             for s in body if isinstance(s, gast.Assign))
         reverse = self.block(body, defined)
         self.updates = InPlaceWrites(body, self.src, reverse, self)
         result = [self.fitted(p, defined) for p in self.wrt]
-        reverse.append(nodes.ret(nodes.tuple_(result) if self.as_tuple else result[0]))
-        pullback = nodes.function(self.namer.fresh(f"{fn.name}_pullback"), [seed], reverse)
+        reverse.append(syntax.ret(syntax.tuple_(result) if self.as_tuple else result[0]))
+        pullback = syntax.function(self.namer.fresh(f"{fn.name}_pullback"), [seed], reverse)
         forward = _strip_markers(self.forward(body))
-        for n in nodes.name_nodes(nodes.function("_", [], forward)):
+        for n in syntax.name_nodes(syntax.function("_", [], forward)):
             if getattr(n, "s2s_lifted", False):
                 self.ctx.bindings[n.id] = n.s2s_prim    # a lifted function it runs unchanged
-        vjp = nodes.function(self.namer.fresh(f"{fn.name}_vjp"), [], forward + [
-            pullback, nodes.ret(nodes.tuple_([ret.value, nodes.name(pullback.name)]))],
+        vjp = syntax.function(self.namer.fresh(f"{fn.name}_vjp"), [], forward + [
+            pullback, syntax.ret(syntax.tuple_([ret.value, syntax.name(pullback.name)]))],
             like=fn)
         self.updates.finish(vjp, self.loops)
         rename_unpacks(pullback, self.namer)
@@ -167,14 +167,14 @@ class Reverse(CallAdjoints):
     def fitted(self, p, defined):
         """The adjoint returned for parameter `p` (zeros if it received nothing)."""
         if p not in defined:
-            return nodes.call(self.ctx.runtime("zeros_like"), [nodes.name(p)])
+            return syntax.call(self.ctx.runtime("zeros_like"), [syntax.name(p)])
         if p in self.uniform:
-            return self.expanded(nodes.name(self.adj(p)), p)
+            return self.expanded(syntax.name(self.adj(p)), p)
         if self.scalar_zeros and self.kinds.kind.get(p) == ARRAY:
             # a symbolic zero may reach it: give it the array's shape
-            return nodes.call(self.ctx.runtime("unbroadcast"), [nodes.name(self.adj(p)),
-                                                            nodes.name(p)])
-        return nodes.name(self.adj(p))
+            return syntax.call(self.ctx.runtime("unbroadcast"), [syntax.name(self.adj(p)),
+                                                            syntax.name(p)])
+        return syntax.name(self.adj(p))
 
 
 
@@ -208,26 +208,26 @@ class Reverse(CallAdjoints):
         owned = target in self.straight and self.kinds.kind.get(target) == ARRAY
         in_place = self.added_in_place(bar, expr) if owned else None
         if in_place is not None and (target not in defined or target in self.owned):
-            zeros = [] if target in defined else [nodes.assign(bar, nodes.call(
-                self.ctx.runtime("zeros_like"), [nodes.name(target)]))]
+            zeros = [] if target in defined else [syntax.assign(bar, syntax.call(
+                self.ctx.runtime("zeros_like"), [syntax.name(target)]))]
             defined.add(target)
             self.owned.add(target)
             self.uniform.discard(target)
-            return [nodes.located(x, origin) for x in zeros + [in_place]]
+            return [syntax.located(x, origin) for x in zeros + [in_place]]
         if target in defined:
             uniform = uniform and target in self.uniform
             kind = self.kinds.kind.get(target)
             if kind == CONTAINER or (kind != ARRAY and (
                     target in self.indexed or target in self.containers)):
-                expr = nodes.call(self.ctx.runtime("add"), [nodes.name(bar), expr])
+                expr = syntax.call(self.ctx.runtime("add"), [syntax.name(bar), expr])
             else:
-                expr = nodes.binop(nodes.name(bar), gast.Add(), expr)
+                expr = syntax.binop(syntax.name(bar), gast.Add(), expr)
         else:
             owned = owned and self.ctx.is_runtime_call(expr, "unindex")
         defined.add(target)
         (self.uniform.add if uniform else self.uniform.discard)(target)
         (self.owned.add if owned and not uniform else self.owned.discard)(target)
-        return [nodes.located(nodes.assign(bar, expr), origin)]
+        return [syntax.located(syntax.assign(bar, expr), origin)]
 
     def added_in_place(self, bar, expr):
         """`bar[index] += g` for `expr` = `_s2s_unindex(g, x, index)`, when `bar` is an
@@ -236,15 +236,15 @@ class Reverse(CallAdjoints):
         if not self.ctx.is_runtime_call(expr, "unindex"):
             return None
         g, _, index = expr.args
-        if not primitives.is_basic_index(index, self.kinds):
+        if not operations.is_basic_index(index, self.kinds):
             return None
-        target = gast.Subscript(value=nodes.name(bar), slice=primitives.index_syntax(index),
+        target = gast.Subscript(value=syntax.name(bar), slice=operations.index_syntax(index),
                                 ctx=gast.Store())
         return gast.AugAssign(target=target, op=gast.Add(), value=g)
 
     def expanded(self, g, target):
         """A uniform adjoint `g` of `target` as the full array."""
-        return nodes.call(self.ctx.runtime("unreduce"), [g, nodes.name(target)])
+        return syntax.call(self.ctx.runtime("unreduce"), [g, syntax.name(target)])
 
     def keeps_uniform(self, op, param, target):
         """Whether the contribution of `op` to `param` may be computed from a uniform
@@ -256,22 +256,22 @@ class Reverse(CallAdjoints):
     def scalar_valued(self, expr, g):
         """Whether `expr` reads no array but the uniform adjoint `g`."""
         return all(n.id == g or n.id not in self.kinds.local or self.kinds[n] == SCALAR
-                   for n in nodes.walk(expr)
+                   for n in syntax.walk(expr)
                    if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load))
 
     def assign(self, s, defined):
         target = s.targets[0].id
         if target not in self.active or target not in defined:
             return []
-        g = nodes.name(self.adj(target))
+        g = syntax.name(self.adj(target))
         defined.discard(target)
         op = self.ops[s]
         out = []
         uniform = target in self.uniform
         if uniform and not all(self.keeps_uniform(op, p, target) for p, a in op.diff_args()
                                if isinstance(a, gast.Name) and a.id in self.active):
-            out.append(nodes.located(nodes.assign(g.id, self.expanded(g, target)), s))
-            g, uniform = nodes.name(g.id), False
+            out.append(syntax.located(syntax.assign(g.id, self.expanded(g, target)), s))
+            g, uniform = syntax.name(g.id), False
         if op.kind in (USER, CUSTOM):
             return out + self.user_call(s, op, g, defined)
         # Accumulate into adjoints that exist before starting new ones, so that a copy
@@ -286,9 +286,9 @@ class Reverse(CallAdjoints):
                 continue
             reduced = False
             if op.kind == COPY:
-                expr = nodes.copied(g)
+                expr = syntax.copied(g)
             elif op.kind == PACK:
-                expr = gast.Subscript(value=nodes.copied(g), slice=nodes.const(param),
+                expr = gast.Subscript(value=syntax.copied(g), slice=syntax.const(param),
                                       ctx=gast.Load())
             else:
                 reduced = self.reduced_to_scalar(op, param, target)
@@ -326,17 +326,17 @@ class Reverse(CallAdjoints):
                 f"differentiated {kind} is not supported; fields are differentiated for "
                 "dataclasses and named tuples\n    " + self.src.line_text(s).strip())
         template = op.variant.uniform if reduced else op.variant.templates[param]
-        subst = {"g": g, "ans": nodes.name(target)}
+        subst = {"g": g, "ans": syntax.name(target)}
         subst.update(op.bound)
         for free, obj in template.free.items():
-            subst[free] = nodes.name(self.ctx.bind(free, obj=obj))
-        expr = nodes.substitute(template.tree, subst)
-        for n in nodes.name_nodes(expr):
+            subst[free] = syntax.name(self.ctx.bind(free, obj=obj))
+        expr = syntax.substitute(template.tree, subst)
+        for n in syntax.name_nodes(expr):
             if getattr(n, "s2s_builtin", False):
                 n.id = self.ctx.bind(n.id)
         arg = op.bound[param]
         if op.variant.broadcast and not reduced and self.needs_unbroadcast(op, param, target):
-            expr = nodes.call(self.ctx.runtime("unbroadcast"), [expr, nodes.copied(arg)])
+            expr = syntax.call(self.ctx.runtime("unbroadcast"), [expr, syntax.copied(arg)])
         return simplify(on_numbers(expr, lambda n: self.kinds[n] == SCALAR))
 
     def needs_unbroadcast(self, op, param, target):
@@ -400,23 +400,23 @@ class Reverse(CallAdjoints):
         if not then and not orelse:
             return []
         if not then:
-            return [nodes.located(nodes.if_(nodes.not_(nodes.copied(s.test)), orelse), s)]
-        return [nodes.located(nodes.if_(nodes.copied(s.test), then, orelse), s)]
+            return [syntax.located(syntax.if_(syntax.not_(syntax.copied(s.test)), orelse), s)]
+        return [syntax.located(syntax.if_(syntax.copied(s.test), then, orelse), s)]
 
     def zero(self, n):
         """`n_bar = 0.0`, a symbolic zero that arithmetic broadcasts; for an array that no
         loop assigns (so reading it adds nothing to a tape), zeros of its shape, which
         indexing and reshaping rules and the caller need."""
         if self.kinds.kind.get(n) == ARRAY and n not in self.in_loops:
-            return nodes.assign(self.adj(n), nodes.call(self.ctx.runtime("zeros_like"),
-                                                        [nodes.name(n)]))
+            return syntax.assign(self.adj(n), syntax.call(self.ctx.runtime("zeros_like"),
+                                                        [syntax.name(n)]))
         if self.kinds.kind.get(n) != SCALAR:
             self.scalar_zeros = True
-        return nodes.assign(self.adj(n), nodes.const(0.0))
+        return syntax.assign(self.adj(n), syntax.const(0.0))
 
     def loop(self, s, defined):
         if isinstance(s, gast.For) and not is_range(s, self) and any(
-                isinstance(n, gast.Name) and n.id in self.active for n in nodes.walk(s.iter)):
+                isinstance(n, gast.Name) and n.id in self.active for n in syntax.walk(s.iter)):
             raise MissingRuleError(
                 f"{self.src.where(s)}: iterating over a differentiated sequence is not "
                 "supported yet; loop over range(len(...)) and index it"
@@ -432,8 +432,8 @@ class Reverse(CallAdjoints):
             # each iteration binds the target anew (to a number of range): the value it
             # had before the loop, and its adjoint, end with the first iteration
             body.append(self.zero(target))
-        loaded = set(nodes.names_loaded(nodes.if_(nodes.const(True), body)))
-        stored = set(nodes.names_stored(nodes.if_(nodes.const(True), body)))
+        loaded = set(syntax.names_loaded(syntax.if_(syntax.const(True), body)))
+        stored = set(syntax.names_stored(syntax.if_(syntax.const(True), body)))
         # an adjoint the body reads or writes exists after the reversed loop, and must be
         # zero before it (the body may read it first; the loop may run no iteration)
         pre = sorted((n for n in flowing - defined if self.adj(n) in loaded | stored),
@@ -442,7 +442,7 @@ class Reverse(CallAdjoints):
             return []
         defined.update(pre)
         info.add_inner()
-        info.defined_inside.update(self.user_calls[n][0] for n in nodes.walk(s)
+        info.defined_inside.update(self.user_calls[n][0] for n in syntax.walk(s)
                                    if n in self.user_calls)
         # what the reversed body reads of this iteration; a value an inner reversed loop
         # unpacks from its own tape is that loop's business, but the same name read
@@ -454,7 +454,7 @@ class Reverse(CallAdjoints):
         recomputed = {d.targets[0].id for d in again}
         info.plan([n for n in record if n not in recomputed])
         self.loops[s] = info
-        return [self.zero(n) for n in pre] + [nodes.located(info.reversed_loop(body), s)]
+        return [self.zero(n) for n in pre] + [syntax.located(info.reversed_loop(body), s)]
 
     def recomputable(self, loop, record, inside):
         """Statements for the top of `loop`'s reversed body that compute again, instead
@@ -462,8 +462,8 @@ class Reverse(CallAdjoints):
         or sign change of values on the tape or not assigned in the loop (such as `-c`
         of a `c` the loop does not change), computed on every path through the body."""
         if self.assigned is None:
-            self.assigned = Counter(nodes.names_stored(self.wengert))
-        nested = {n for inner in loops_in(loop.body) for n in nodes.names_stored(inner)}
+            self.assigned = Counter(syntax.names_stored(self.wengert))
+        nested = {n for inner in loops_in(loop.body) for n in syntax.names_stored(inner)}
 
         def available(x):
             return isinstance(x, gast.Constant) or (
@@ -486,7 +486,7 @@ class Reverse(CallAdjoints):
         out = []
         for d in found:
             if d.targets[0].id not in taped:
-                out.append(nodes.assign(d.targets[0].id, nodes.copied(d.value)))
+                out.append(syntax.assign(d.targets[0].id, syntax.copied(d.value)))
                 out[-1].s2s_recomputed = True
         return out
 
@@ -507,10 +507,10 @@ class Reverse(CallAdjoints):
                 continue
             elif s in self.user_calls:
                 pullback, vjp = self.user_calls[s]
-                s.targets = [nodes.tuple_([nodes.name(s.targets[0].id, store=True),
-                                           nodes.name(pullback, store=True)], store=True)]
+                s.targets = [syntax.tuple_([syntax.name(s.targets[0].id, store=True),
+                                           syntax.name(pullback, store=True)], store=True)]
                 s.value = copy.copy(s.value)
-                s.value.func = nodes.name(vjp)
+                s.value.func = syntax.name(vjp)
             out.append(s)
         return out
 
@@ -520,8 +520,8 @@ def _straight_line_names(fn):
     nested = set()
     for s in fn.body:
         if isinstance(s, (gast.If, gast.For, gast.While)):
-            nested.update(n.id for n in nodes.name_nodes(s))
-    everything = {n.id for n in nodes.name_nodes(fn)}
+            nested.update(n.id for n in syntax.name_nodes(s))
+    everything = {n.id for n in syntax.name_nodes(fn)}
     params = {a.id for a in fn.args.args + fn.args.posonlyargs + fn.args.kwonlyargs}
     return (everything | params) - nested
 
@@ -543,7 +543,7 @@ def _same(a, b):
 
 
 def _assigns(fn):
-    return [n for n in nodes.statements(fn) if isinstance(n, gast.Assign)]
+    return [n for n in syntax.statements(fn) if isinstance(n, gast.Assign)]
 
 
 def _free_loads(stmts, bound):
@@ -551,14 +551,14 @@ def _free_loads(stmts, bound):
     out = set()
     for s in stmts:
         if isinstance(s, gast.For):
-            out |= set(nodes.names_loaded(s.iter)) - bound
+            out |= set(syntax.names_loaded(s.iter)) - bound
             again = {x.targets[0].id for x in s.body if getattr(x, "s2s_recomputed", False)}
-            out |= _free_loads(s.body, bound | set(nodes.names_stored(s.target)) | again)
+            out |= _free_loads(s.body, bound | set(syntax.names_stored(s.target)) | again)
         elif isinstance(s, (gast.If, gast.While)):
-            out |= set(nodes.names_loaded(s.test)) - bound
+            out |= set(syntax.names_loaded(s.test)) - bound
             out |= _free_loads(s.body, bound) | _free_loads(s.orelse, bound)
         else:
-            out |= set(nodes.names_loaded(s)) - bound
+            out |= set(syntax.names_loaded(s)) - bound
     return out
 
 
@@ -571,7 +571,7 @@ def _cheap_operands(v):
         operands = [v.operand]
     else:
         return None
-    return operands if all(nodes.is_atom(x) for x in operands) else None
+    return operands if all(syntax.is_atom(x) for x in operands) else None
 
 
 def _getitem_receivers(s):
@@ -623,9 +623,9 @@ def rename_unpacks(pullback, namer):
     """A reversed loop rebinds the values it reads from its tape; where the pullback
     also reads those names outside the loop (final values), rename them in the loop."""
     names = NameCounts(pullback)
-    for loop in [n for n in nodes.statements(pullback) if isinstance(n, gast.For)]:
+    for loop in [n for n in syntax.statements(pullback) if isinstance(n, gast.For)]:
         inside = None
-        for name in sorted(set(nodes.names_stored(loop.target))):
+        for name in sorted(set(syntax.names_stored(loop.target))):
             inside = inside or NameCounts(loop)
             if names.loads[name] > inside.loads[name]:
                 new = namer.fresh(name)

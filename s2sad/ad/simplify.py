@@ -4,7 +4,7 @@ import operator
 
 import gast
 
-from ..codegen import nodes
+from .. import syntax
 
 FOLD = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul,
         gast.Div: operator.truediv, gast.Pow: operator.pow}
@@ -25,13 +25,13 @@ def simplify(e):
             if isinstance(inner, gast.UnaryOp) and isinstance(inner.op, gast.USub):
                 return inner.operand
             if _num(inner) and not isinstance(inner.value, bool):
-                return nodes.const(-inner.value)
+                return syntax.const(-inner.value)
         return e
     if isinstance(e, gast.Compare):
         e.left, e.comparators = simplify(e.left), [simplify(c) for c in e.comparators]
         if (len(e.ops) == 1 and type(e.ops[0]) in COMPARE and _num(e.left)
                 and _num(e.comparators[0])):
-            return nodes.const(COMPARE[type(e.ops[0])](e.left.value, e.comparators[0].value))
+            return syntax.const(COMPARE[type(e.ops[0])](e.left.value, e.comparators[0].value))
         return e
     if isinstance(e, gast.IfExp):
         e.test = simplify(e.test)
@@ -51,9 +51,9 @@ def on_numbers(e, is_number):
     """`e` with each conditional whose test reads a value that may be an array replaced
     by its first branch: an array has no truth value, and its operations follow NumPy
     (`x ** y` for an array `y` is differentiated as `np.power` is)."""
-    nodes.rebuilt(e, lambda child: on_numbers(child, is_number))
+    syntax.rebuilt(e, lambda child: on_numbers(child, is_number))
     if isinstance(e, gast.IfExp):
-        reads = [n for n in nodes.walk(e.test) if isinstance(n, gast.Name)]
+        reads = [n for n in syntax.walk(e.test) if isinstance(n, gast.Name)]
         return e if all(is_number(n) for n in reads) else e.body
     return e
 
@@ -74,7 +74,7 @@ def _binop(e):
         try:
             value = FOLD[op](left.value, r.value)
             if isinstance(value, (int, float)) and abs(value) < 1e15:
-                return nodes.const(value)
+                return syntax.const(value)
         except (ArithmeticError, ValueError):
             pass
     if op is gast.Mult:
@@ -83,9 +83,9 @@ def _binop(e):
         if _is(left, 1):
             return r
         if _is(r, -1):
-            return simplify(nodes.unary(gast.USub(), left))
+            return simplify(syntax.unary(gast.USub(), left))
         if _is(left, -1):
-            return simplify(nodes.unary(gast.USub(), r))
+            return simplify(syntax.unary(gast.USub(), r))
     if op is gast.Div and _is(r, 1):
         return left
     if op is gast.Pow and _is(r, 1):
@@ -99,7 +99,7 @@ def _binop(e):
         return left
     if op in (gast.Mult, gast.Div) and isinstance(left, gast.UnaryOp) and isinstance(
             left.op, gast.USub) and isinstance(r, gast.Constant) and _num(r) and r.value < 0:
-        return gast.BinOp(left=left.operand, op=e.op, right=nodes.const(-r.value))
+        return gast.BinOp(left=left.operand, op=e.op, right=syntax.const(-r.value))
     return e
 
 
@@ -109,23 +109,23 @@ def negated(e):
         return e.operand
     if isinstance(e, gast.BinOp) and isinstance(e.op, (gast.Mult, gast.Div)):
         if _num(e.right) and e.right.value < 0:
-            return nodes.binop(e.left, e.op, nodes.const(-e.right.value))
+            return syntax.binop(e.left, e.op, syntax.const(-e.right.value))
         inner = negated(e.left)
         if inner is not None:
-            return nodes.binop(inner, e.op, e.right)
+            return syntax.binop(inner, e.op, e.right)
         inner = negated(e.right)
         if inner is not None:
-            return nodes.binop(e.left, e.op, inner)
+            return syntax.binop(e.left, e.op, inner)
     return None
 
 
 def fold_negation(e):
     """`-a * 2` as `a * -2`, throughout `e`: one operation less on arrays."""
-    for n in nodes.walk(e):
+    for n in syntax.walk(e):
         if (isinstance(n, gast.BinOp) and isinstance(n.op, (gast.Mult, gast.Div))
                 and isinstance(n.left, gast.UnaryOp) and isinstance(n.left.op, gast.USub)
                 and _num(n.right) and not isinstance(n.right.value, bool)):
-            n.left, n.right = n.left.operand, nodes.const(-n.right.value)
+            n.left, n.right = n.left.operand, syntax.const(-n.right.value)
     return e
 
 
@@ -137,17 +137,17 @@ def with_constant(stmt, name, value):
     def replaced(node):
         if type(node) is gast.Name:
             if node.id == name and isinstance(node.ctx, gast.Load):
-                new = nodes.const(value)
+                new = syntax.const(value)
                 new.s2s_unfolded = True
                 return new
             return node
-        nodes.rebuilt(node, replaced)
+        syntax.rebuilt(node, replaced)
         if (isinstance(node, gast.BinOp) and _num(node.left) and _num(node.right)
                 and type(node.op) in FOLD and not isinstance(node.op, gast.Pow)):
             try:
-                return nodes.const(FOLD[type(node.op)](node.left.value, node.right.value))
+                return syntax.const(FOLD[type(node.op)](node.left.value, node.right.value))
             except ArithmeticError:
                 pass
         return node
-    out = replaced(nodes.copied(stmt))
-    return None if any(getattr(n, "s2s_unfolded", False) for n in nodes.walk(out)) else out
+    out = replaced(syntax.copied(stmt))
+    return None if any(getattr(n, "s2s_unfolded", False) for n in syntax.walk(out)) else out

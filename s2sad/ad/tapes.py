@@ -11,7 +11,7 @@ start of the iteration when they are all carried in ("start"), else at each path
 """
 import gast
 
-from ..codegen import nodes
+from .. import syntax
 
 
 class LoopPlan:
@@ -25,13 +25,13 @@ class LoopPlan:
         # a name a nested loop carries is carried by this one too if an iteration may
         # read the value the previous one left (its adjoint flows between iterations)
         self.carried_within = self.carried | ({
-            s.targets[0].id for s in nodes.walk(loop) if getattr(s, "s2s_phi", False)}
+            s.targets[0].id for s in syntax.walk(loop) if getattr(s, "s2s_phi", False)}
             & exposed(loop.body, set()))
-        stored = set(nodes.names_stored(nodes.if_(nodes.const(True), loop.body)))
+        stored = set(syntax.names_stored(syntax.if_(syntax.const(True), loop.body)))
         if isinstance(loop, gast.For):
             stored.add(loop.target.id)
         self.defined_inside = stored
-        loaded = set(nodes.names_loaded(nodes.if_(nodes.const(True), loop.body)))
+        loaded = set(syntax.names_loaded(syntax.if_(syntax.const(True), loop.body)))
         self.read_outside = loaded - stored
         self.created = []
         self.pushes = []
@@ -74,17 +74,17 @@ class LoopPlan:
         reversed_, range_ = self.rev.ctx.bind("reversed"), self.rev.ctx.bind("range")
         if self.mode == "range":
             # its own copy of the bounds: the forward loop's get renamed by coalescing
-            bounds = nodes.call(range_, nodes.copied(self.range_args))
+            bounds = syntax.call(range_, syntax.copied(self.range_args))
             if self.record:
-                return nodes.for_(self.record[0], nodes.call(reversed_, [bounds]), body)
-            return nodes.for_(self.rev.namer.fresh("_"), bounds, body)
+                return syntax.for_(self.record[0], syntax.call(reversed_, [bounds]), body)
+            return syntax.for_(self.rev.namer.fresh("_"), bounds, body)
         if self.mode == "trips":
-            return nodes.for_(self.rev.namer.fresh("_"), nodes.call(range_, [
-                nodes.name(self.tape)]), body)
-        target = (nodes.name(self.record[0], store=True) if len(self.record) == 1
-                  else nodes.tuple_([nodes.name(n, store=True) for n in self.record],
+            return syntax.for_(self.rev.namer.fresh("_"), syntax.call(range_, [
+                syntax.name(self.tape)]), body)
+        target = (syntax.name(self.record[0], store=True) if len(self.record) == 1
+                  else syntax.tuple_([syntax.name(n, store=True) for n in self.record],
                                     store=True))
-        return nodes.for_(target, nodes.call(reversed_, [nodes.name(self.tape)]), body)
+        return syntax.for_(target, syntax.call(reversed_, [syntax.name(self.tape)]), body)
 
     def instrument(self):
         """Statements before the loop; the loop body gets its recording in place."""
@@ -92,10 +92,10 @@ class LoopPlan:
         if self.mode == "range":
             return []
         if self.mode == "trips":
-            loop.body.insert(0, gast.AugAssign(target=nodes.name(self.tape, store=True),
-                                               op=gast.Add(), value=nodes.const(1)))
-            return [nodes.assign(self.tape, nodes.const(0))]
-        before = [nodes.assign(self.tape, gast.List(elts=[], ctx=gast.Load()))]
+            loop.body.insert(0, gast.AugAssign(target=syntax.name(self.tape, store=True),
+                                               op=gast.Add(), value=syntax.const(1)))
+            return [syntax.assign(self.tape, syntax.const(0))]
+        before = [syntax.assign(self.tape, gast.List(elts=[], ctx=gast.Load()))]
         if self.mode == "start":
             loop.body.insert(0, self.push())
             return before
@@ -105,17 +105,17 @@ class LoopPlan:
         loop.body = _at_path_ends(loop.body, self.push, at_start, self.record, partial)
         # A value defined on some paths only is read back only on those paths; before
         # the first iteration it still needs a binding to be recorded.
-        inits = [nodes.assign(n, nodes.const(None))
+        inits = [syntax.assign(n, syntax.const(None))
                  for n in sorted(partial - self.rev.bound_before.get(loop, set()))]
         for init in inits:
             init.s2s_init = True
         return inits + before
 
     def push(self):
-        vals = [nodes.call(self.rev.ctx.runtime("snapshot"), [nodes.name(n)])
-                if n in self.snapshots else nodes.name(n) for n in self.record]
-        value = vals[0] if len(vals) == 1 else nodes.tuple_(vals)
-        stmt = nodes.expr_stmt(nodes.call(nodes.attribute(self.tape, "append"), [value]))
+        vals = [syntax.call(self.rev.ctx.runtime("snapshot"), [syntax.name(n)])
+                if n in self.snapshots else syntax.name(n) for n in self.record]
+        value = vals[0] if len(vals) == 1 else syntax.tuple_(vals)
+        stmt = syntax.expr_stmt(syntax.call(syntax.attribute(self.tape, "append"), [value]))
         self.pushes.append(stmt.value)
         return stmt
 
@@ -124,29 +124,29 @@ class LoopPlan:
         if self.mode not in ("start", "end") or len(self.record) < 2:
             return
         loop = self.reversed
-        read = set(nodes.names_loaded(nodes.if_(nodes.const(True), loop.body)))
-        unpacked = nodes.names_stored(loop.target)
+        read = set(syntax.names_loaded(syntax.if_(syntax.const(True), loop.body)))
+        unpacked = syntax.names_stored(loop.target)
         keep = [i for i, n in enumerate(unpacked) if n in read] or [0]
         if len(keep) == len(unpacked):
             return
         names = [unpacked[i] for i in keep]
-        loop.target = (nodes.name(names[0], store=True) if len(names) == 1 else
-                       nodes.tuple_([nodes.name(n, store=True) for n in names], store=True))
+        loop.target = (syntax.name(names[0], store=True) if len(names) == 1 else
+                       syntax.tuple_([syntax.name(n, store=True) for n in names], store=True))
         for call in self.pushes:
             vals = [call.args[0].elts[i] for i in keep]
-            call.args[0] = vals[0] if len(vals) == 1 else nodes.tuple_(vals)
+            call.args[0] = vals[0] if len(vals) == 1 else syntax.tuple_(vals)
 
 
 def bound_before_loops(fn):
     """{loop: the names certainly bound when it starts}: the parameters and the names the
     top-level statements before it assign."""
     bound = {a.id for a in fn.args.args + fn.args.posonlyargs + fn.args.kwonlyargs}
-    out = nodes.NodeMap()
+    out = syntax.NodeMap()
     for s in fn.body:
         for loop in loops_in([s]):
             out[loop] = frozenset(bound)
         if isinstance(s, gast.Assign):
-            bound.update(nodes.names_stored(s))
+            bound.update(syntax.names_stored(s))
     return out
 
 
@@ -165,7 +165,7 @@ def exposed(stmts, bound):
     out = set()
     for s in stmts:
         if isinstance(s, gast.If):
-            out |= set(nodes.names_loaded(s.test)) - bound
+            out |= set(syntax.names_loaded(s.test)) - bound
             branches = []
             for body in (s.body, s.orelse):
                 b = set(bound)
@@ -174,18 +174,18 @@ def exposed(stmts, bound):
             bound |= branches[0] & branches[1]
         elif isinstance(s, (gast.For, gast.While)):
             head = s.iter if isinstance(s, gast.For) else s.test
-            out |= set(nodes.names_loaded(head)) - bound
+            out |= set(syntax.names_loaded(head)) - bound
             inner = set(bound)
             if isinstance(s, gast.For):
-                inner |= set(nodes.names_stored(s.target))
+                inner |= set(syntax.names_stored(s.target))
             out |= exposed(s.body, inner)      # what it assigns may not happen
         else:
-            out |= set(nodes.names_loaded(s)) - bound
-            bound |= set(nodes.names_stored(s))
+            out |= set(syntax.names_loaded(s)) - bound
+            bound |= set(syntax.names_stored(s))
     return out
 
 def loops_in(stmts):
-    return [n for s in stmts for n in nodes.statements(s)
+    return [n for s in stmts for n in syntax.statements(s)
             if isinstance(n, (gast.For, gast.While))]
 
 def breaks(stmts):
@@ -204,7 +204,7 @@ def _at_path_ends(stmts, push, defined, record, partial):
     for s in stmts:
         if getattr(s, "s2s_marker", None) == "path_end":
             partial.update(set(record) - defined)
-            out.append(nodes.located(push(), s))
+            out.append(syntax.located(push(), s))
             continue
         if isinstance(s, gast.If):
             s.body = _at_path_ends(s.body, push, defined, record, partial)
@@ -217,6 +217,6 @@ def _at_path_ends(stmts, push, defined, record, partial):
 
 def _defs(stmts):
     """Names `stmts` bind, counting in-place writes as binding the name they stand for."""
-    tree = nodes.if_(nodes.const(True), stmts)
-    return set(nodes.names_stored(tree)) | {
-        n.s2s_defines for n in nodes.walk(tree) if hasattr(n, "s2s_defines")}
+    tree = syntax.if_(syntax.const(True), stmts)
+    return set(syntax.names_stored(tree)) | {
+        n.s2s_defines for n in syntax.walk(tree) if hasattr(n, "s2s_defines")}

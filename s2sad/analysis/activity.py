@@ -7,13 +7,13 @@ fixed point over names is exact enough.
 """
 import gast
 
-from ..codegen import nodes
+from .. import syntax
 
 
 def definitions(stmts):
     """(target name, Op) for every assignment in `stmts`, nested ones included."""
     for s in stmts:
-        for n in nodes.statements(s):
+        for n in syntax.statements(s):
             if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name):
                 yield n.targets[0].id, n
 
@@ -25,9 +25,9 @@ def active_names(fn, wrt, output, ops):
         for _, a in ops[stmt].diff_args():
             if isinstance(a, gast.Name):
                 edges.append((a.id, target))
-    for loop in (n for s in fn.body for n in nodes.statements(s) if isinstance(n, gast.For)):
+    for loop in (n for s in fn.body for n in syntax.statements(s) if isinstance(n, gast.For)):
         # the loop variable takes the iterable's values
-        edges.extend((n, loop.target.id) for n in nodes.names_loaded(loop.iter))
+        edges.extend((n, loop.target.id) for n in syntax.names_loaded(loop.iter))
     varied = _closure(set(wrt), edges)
     useful = _closure({output} if output else set(), [(b, a) for a, b in edges])
     return varied & useful

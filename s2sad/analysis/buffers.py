@@ -1,6 +1,7 @@
 """Facts about the arrays of a fused gradient: their shapes, dtypes, and the buffers
 they may share memory with; and how an elementwise expression can be computed in one
-buffer (`plan`). Spell, Collect and Reuse rewrite the fused gradient with these facts.
+buffer (`plan`). InlineHelpers, CombineTerms and ReuseBuffers rewrite the fused
+gradient with these facts.
 
 A `Fact` says what is known of one value before one statement; `analyse` gives the facts
 of every name before each statement of a block, starting from the parameters'. Shapes
@@ -16,9 +17,9 @@ from typing import NamedTuple
 import gast
 import numpy as np
 
-from ..codegen import nodes
+from .. import syntax
 from ..rules import runtime
-from .kinds import ARRAY, SCALAR
+from .value_kinds import ARRAY, SCALAR
 from .shapes import REDUCTIONS, trims
 
 ND, NDARRAY, NUMBER, INTS = "nd", "ndarray", "number", "ints"
@@ -100,7 +101,7 @@ class ArrayFacts:
         else:
             # anything else may store any of the values it reads in any of them
             shared = self.loaded(s, facts) | {self.new()}
-            names = [(n.id, type(n.ctx)) for n in nodes.name_nodes(s)]
+            names = [(n.id, type(n.ctx)) for n in syntax.name_nodes(s)]
             written = {n for n, ctx in names if ctx is not gast.Load}
             for n in {n for n, ctx in names if ctx is not gast.Del}:
                 old = facts.get(n, Fact())
@@ -142,7 +143,7 @@ class ArrayFacts:
     def loaded(self, node, facts):
         """The buffers the names `node` reads may share memory with."""
         out = set()
-        for n in nodes.names_loaded(node):
+        for n in syntax.names_loaded(node):
             fact = facts.get(n)
             out |= {n} if fact is None else fact.buffers
         return out
@@ -152,7 +153,7 @@ class ArrayFacts:
 
     def fact(self, e, facts):
         like = getattr(e, "s2s_like", None)
-        if like is not None:        # a new array, of the fact Spell wrote it for
+        if like is not None:        # a new array, of the fact InlineHelpers wrote it for
             return like._replace(buffers=frozenset([self.new(owned=True)]))
         if isinstance(e, gast.Constant):
             weak = type(e.value) in (bool, int, float)
@@ -343,7 +344,7 @@ class ArrayFacts:
 
     def reads(self, e, facts):
         """How many times `e` reads each buffer."""
-        return collections.Counter(b for n in nodes.names_loaded(e)
+        return collections.Counter(b for n in syntax.names_loaded(e)
                                    for b in facts.get(n, Fact()).buffers)
 
     def is_zeros(self, s):
@@ -351,7 +352,7 @@ class ArrayFacts:
         return (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
                 and isinstance(s.value, gast.Call)
                 and self.ctx.bindings.get(getattr(s.value.func, "id", None)) is runtime.zeros_like
-                and all(nodes.is_name(x) for x in s.value.args))
+                and all(syntax.is_name(x) for x in s.value.args))
 
     def is_addition(self, s):
         return (isinstance(s, gast.AugAssign) and isinstance(s.op, (gast.Add, gast.Sub))

@@ -5,7 +5,7 @@ from collections import Counter
 
 import gast
 
-from ..codegen import nodes
+from .. import syntax
 
 
 class NameCounts:
@@ -20,10 +20,10 @@ class NameCounts:
         self.add(tree)
 
     def add(self, node, sign=1):
-        for n in nodes.name_nodes(node):
+        for n in syntax.name_nodes(node):
             if isinstance(n.ctx, gast.Load):
                 self.loads[n.id] += sign
-        for block in nodes.blocks([node]):
+        for block in syntax.blocks([node]):
             for s in block:
                 if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
                     self.assigns[s.targets[0].id] += sign
@@ -37,7 +37,7 @@ class StatementNames:
     statement while the block is scanned; a statement that changes is `forget`ten."""
 
     def __init__(self):
-        self.found = nodes.NodeMap()
+        self.found = syntax.NodeMap()
 
     def loads(self, s, name):
         return self.names(s)[0][name]
@@ -49,7 +49,7 @@ class StatementNames:
         entry = self.found.get(s)
         if entry is None:
             loads, stores = Counter(), set()
-            for n in nodes.name_nodes(s):
+            for n in syntax.name_nodes(s):
                 if isinstance(n.ctx, gast.Load):
                     loads[n.id] += 1
                 else:
@@ -62,11 +62,11 @@ class StatementNames:
 
 
 def count_loads(node, name):
-    return sum(1 for n in nodes.name_nodes(node) if n.id == name
+    return sum(1 for n in syntax.name_nodes(node) if n.id == name
                and isinstance(n.ctx, gast.Load))
 
 
 def rename(node, old, new):
-    for n in nodes.name_nodes(node):
+    for n in syntax.name_nodes(node):
         if n.id == old:
             n.id = new

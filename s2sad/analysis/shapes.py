@@ -55,24 +55,24 @@ import operator
 import gast
 import numpy as np
 
-from ..codegen import nodes
+from .. import syntax
 from ..rules import runtime
-from .kinds import ARRAY, SCALAR
+from .value_kinds import ARRAY, SCALAR
 
 
 class Shapes:
-    """See the module docstring; `ops` are the statements' `Op`s, `kinds` their `Kinds`,
+    """See the module docstring; `ops` are the statements' `Op`s, `kinds` their `ValueKinds`,
     `patterns` the shape patterns of array parameters the code is specialised on (see
     `pattern`)."""
 
     def __init__(self, fn, ops, kinds, patterns=None):
         assigned = {}
-        statements = nodes.statements(fn)
+        statements = syntax.statements(fn)
         for n in statements:
             if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name):
                 assigned.setdefault(n.targets[0].id, []).append(n)
             elif isinstance(n, (gast.For, gast.AugAssign)):
-                for t in nodes.name_nodes(n.target):
+                for t in syntax.name_nodes(n.target):
                     assigned.setdefault(t.id, []).extend([None, None])
         self.kinds = kinds
         self.cls = {}
@@ -309,7 +309,7 @@ def _surely_run(fn):
     out = set()
     for s in fn.body:
         if not isinstance(s, gast.Assign) and any(
-                isinstance(n, (gast.Return, gast.Raise)) for n in nodes.walk(s)):
+                isinstance(n, (gast.Return, gast.Raise)) for n in syntax.walk(s)):
             break
         if isinstance(s, gast.Assign):
             out.add(id(s))

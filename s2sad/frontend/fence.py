@@ -5,7 +5,7 @@ suggestion. Whatever passes the fence is the language the passes are written for
 """
 import gast
 
-from ..codegen import nodes
+from .. import syntax
 
 REJECTED = {
     gast.Try: "try/except cannot be differentiated; move the error handling outside the "
@@ -47,7 +47,7 @@ def check(src):
         raise src.syntax_error(fn, f"{fn.name}() takes *args or **kwargs, which s2sad does "
                                    "not support; list the parameters explicitly")
     for stmt in fn.body:
-        for node in nodes.walk(stmt):
+        for node in syntax.walk(stmt):
             message = _problem(node) or _outside_change(node, src)
             if message:
                 raise src.syntax_error(node, message)
@@ -78,7 +78,7 @@ def _problem(node):
                 "and index it")
     if isinstance(node, gast.For) and any(
             n.id == node.target.id and isinstance(n.ctx, gast.Store)
-            for s in node.body for n in nodes.name_nodes(s)):
+            for s in node.body for n in syntax.name_nodes(s)):
         return (f"the loop variable {node.target.id!r} is assigned inside its loop; use "
                 "another name for the new value")
     if isinstance(node, gast.Call):

@@ -14,7 +14,7 @@ import weakref
 
 import gast
 
-from ..codegen import nodes
+from .. import syntax
 from ..errors import S2SADError, SourceUnavailableError, UnsupportedSyntaxError
 
 MISSING = object()
@@ -139,7 +139,7 @@ def capture(fn):
     if parsed is None or parsed[0] is not fn.__code__:
         parsed = _parsed[fn] = (fn.__code__, *_parse(fn))
     _, filename, first_line, indent, node = parsed
-    return FunctionSource(fn, nodes.copied(node), filename, first_line, indent)
+    return FunctionSource(fn, syntax.copied(node), filename, first_line, indent)
 
 
 def _parse(fn):
@@ -180,14 +180,14 @@ def prepare_generated(src):
     from users; give them one loop variable and an unpacking assignment."""
     if not src.filename.startswith("<s2sad:"):
         return
-    used = {n.id for n in nodes.walk(src.node) if isinstance(n, gast.Name)}
-    for loop in [n for n in nodes.walk(src.node) if isinstance(n, gast.For)]:
+    used = {n.id for n in syntax.walk(src.node) if isinstance(n, gast.Name)}
+    for loop in [n for n in syntax.walk(src.node) if isinstance(n, gast.For)]:
         if isinstance(loop.target, gast.Tuple):
             item = next(f"_s2s_item_{k}" for k in range(len(used) + 1)
                         if f"_s2s_item_{k}" not in used)
             used.add(item)
-            unpack = nodes.located(nodes.assign(loop.target, nodes.name(item)), loop)
-            loop.target = nodes.name(item, store=True)
+            unpack = syntax.located(syntax.assign(loop.target, syntax.name(item)), loop)
+            loop.target = syntax.name(item, store=True)
             loop.body.insert(0, unpack)
 
 

@@ -37,7 +37,7 @@ def f(x):
 
 import gast
 
-from ..codegen import nodes
+from .. import syntax
 
 JUMPS = (gast.Break, gast.Continue)
 
@@ -61,7 +61,7 @@ class Desugar:
         self.comprehension_vars = set()
         body = [s for stmt in fn.body for s in self.stmt(stmt)]
         body = _drop_docstring(body)
-        returns = [n for s in body for n in nodes.walk(s) if isinstance(n, gast.Return)]
+        returns = [n for s in body for n in syntax.walk(s) if isinstance(n, gast.Return)]
         if not (len(returns) == 1 and body and body[-1] is returns[0]):
             body = self.single_exit(body)
         else:
@@ -76,12 +76,12 @@ class Desugar:
             return self.block(prelude) + (self.stmt(s) if s is not None else [])
         if isinstance(s, gast.AugAssign):
             value = gast.BinOp(left=_load(s.target), op=s.op, right=s.value)
-            return [nodes.located(nodes.assign(_store(s.target), value), s)]
+            return [syntax.located(syntax.assign(_store(s.target), value), s)]
         if isinstance(s, gast.AnnAssign):
-            return [nodes.located(nodes.assign(s.target, s.value), s)]
+            return [syntax.located(syntax.assign(s.target, s.value), s)]
         if isinstance(s, gast.Assign) and len(s.targets) > 1:
-            first = nodes.located(nodes.assign(s.targets[0], s.value), s)
-            rest = [nodes.located(nodes.assign(t, _load(s.targets[0])), s)
+            first = syntax.located(syntax.assign(s.targets[0], s.value), s)
+            rest = [syntax.located(syntax.assign(t, _load(s.targets[0])), s)
                     for t in s.targets[1:]]
             return [first] + rest
         if isinstance(s, gast.If):
@@ -101,30 +101,30 @@ class Desugar:
 
     def unroll(self, loop):
         if any(isinstance(n, (gast.Break, gast.Continue)) for s in loop.body
-               for n in nodes.walk(s)):
+               for n in syntax.walk(s)):
             raise self.src.syntax_error(
                 loop, "break/continue in a for loop over a tuple or list display is not "
                       "supported; loop over range(len(...)) instead")
         out, elts = [], list(loop.iter.elts)
-        changed = {n.id for s in loop.body for n in nodes.walk(s)
+        changed = {n.id for s in loop.body for n in syntax.walk(s)
                    if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
-        if any(isinstance(n, gast.Name) and n.id in changed for e in elts for n in nodes.walk(e)):
+        if any(isinstance(n, gast.Name) and n.id in changed for e in elts for n in syntax.walk(e)):
             # the tuple is built before the loop runs: keep its values
             for k, elt in enumerate(elts):
                 held = self.namer.fresh(f"{loop.target.id}_{k}")
-                out.append(nodes.located(nodes.assign(held, elt), loop))
-                elts[k] = nodes.name(held)
+                out.append(syntax.located(syntax.assign(held, elt), loop))
+                elts[k] = syntax.name(held)
         for elt in elts:
-            out.append(nodes.located(nodes.assign(loop.target.id, nodes.copied(elt)), loop))
-            out.extend(nodes.copied(loop.body))
+            out.append(syntax.located(syntax.assign(loop.target.id, syntax.copied(elt)), loop))
+            out.extend(syntax.copied(loop.body))
         return out + loop.orelse
 
     def loop_else(self, loop):
         flag = self.namer.fresh("broke")
         loop.body = _flag_breaks(loop.body, flag)
         orelse, loop.orelse = loop.orelse, []
-        init = nodes.located(nodes.assign(flag, nodes.const(False)), loop)
-        guard = nodes.located(nodes.if_(nodes.not_(nodes.name(flag)), orelse), loop)
+        init = syntax.located(syntax.assign(flag, syntax.const(False)), loop)
+        guard = syntax.located(syntax.if_(syntax.not_(syntax.name(flag)), orelse), loop)
         return [init, loop, guard]
 
     # -- comprehensions ---------------------------------------------------------------
@@ -137,7 +137,7 @@ class Desugar:
                 "supported; compute it before the loop and at the end of its body")
         if (isinstance(s, gast.Assign) and len(s.targets) == 1
                 and isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.ListComp)
-                and s.targets[0].id not in nodes.names_loaded(s.value)):
+                and s.targets[0].id not in syntax.names_loaded(s.value)):
             return self.expand(s.value, s.targets[0].id), None
         if isinstance(s, gast.For) and isinstance(s.iter, gast.GeneratorExp):
             if len(s.iter.generators) == 1 or not _breaks(s.body):
@@ -159,7 +159,7 @@ class Desugar:
         it: v = e` followed by the body."""
         var = loop.target.id
         [outer] = self.expand(loop.iter, var, lambda element: [
-            nodes.located(nodes.assign(var, element), loop)] + loop.body)[1:]
+            syntax.located(syntax.assign(var, element), loop)] + loop.body)[1:]
         outer.orelse = loop.orelse
         return outer
 
@@ -179,17 +179,17 @@ class Desugar:
         if innermost is not None:
             inner = innermost(element)
         else:
-            inner = [nodes.expr_stmt(nodes.call(nodes.attribute(items, "append"),
+            inner = [syntax.expr_stmt(syntax.call(syntax.attribute(items, "append"),
                                                 [element]))]
         for var, iter_, ifs in reversed(loops):
             for test in reversed(ifs):
-                inner = [nodes.if_(test, inner)]
-            inner = [nodes.for_(var, iter_, inner)]
-        out = [nodes.assign(items, gast.List(elts=[], ctx=gast.Load()))] + inner
-        for block in nodes.blocks(out):
+                inner = [syntax.if_(test, inner)]
+            inner = [syntax.for_(var, iter_, inner)]
+        out = [syntax.assign(items, gast.List(elts=[], ctx=gast.Load()))] + inner
+        for block in syntax.blocks(out):
             for stmt in block:
                 if not hasattr(stmt, "lineno"):
-                    nodes.located(stmt, comp)
+                    syntax.located(stmt, comp)
         return out
 
     def loop_var(self, var):
@@ -205,20 +205,20 @@ class Desugar:
     def single_exit(self, body):
         self.ret_name = self.namer.fresh("y")
         if not body or not _always_exits(body[-1]):
-            body = body + [nodes.ret(nodes.const(None))]
+            body = body + [syntax.ret(syntax.const(None))]
         body, _, _ = self.jumps(self.returns_to_jumps(body))
         body = _strip_return_jumps(body)
         if self.ret_flag:
-            body.insert(0, nodes.assign(self.ret_flag, nodes.const(False)))
-        return body + [nodes.ret(nodes.name(self.ret_name))]
+            body.insert(0, syntax.assign(self.ret_flag, syntax.const(False)))
+        return body + [syntax.ret(syntax.name(self.ret_name))]
 
     def returns_to_jumps(self, stmts):
         out = []
         for s in stmts:
             if isinstance(s, gast.Return):
-                value = s.value if s.value is not None else nodes.const(None)
-                out.append(nodes.located(nodes.assign(self.ret_name, value), s))
-                out.append(nodes.located(_return_jump(), s))
+                value = s.value if s.value is not None else syntax.const(None)
+                out.append(syntax.located(syntax.assign(self.ret_name, value), s))
+                out.append(syntax.located(_return_jump(), s))
                 continue
             for field in ("body", "orelse"):
                 if hasattr(s, field):
@@ -242,8 +242,8 @@ class Desugar:
                 if "return" in kinds:
                     flag = self.return_flag()
                     s.body = _replace_jumps(s.body, "return", lambda: [
-                        nodes.assign(flag, nodes.const(True)), gast.Break()])
-                    guard = nodes.located(nodes.if_(nodes.name(flag), [_return_jump()]), s)
+                        syntax.assign(flag, syntax.const(True)), gast.Break()])
+                    guard = syntax.located(syntax.if_(syntax.name(flag), [_return_jump()]), s)
                     block, kinds, always = self.jumps([guard] + rest)
                     return out + [s] + block, kinds, always
                 out.append(s)
@@ -275,16 +275,16 @@ class Desugar:
             flag = self.return_flag() if kind == "return" else self.namer.fresh(
                 {"break": "broke", "continue": "skipped"}[kind])
             if kind != "return":
-                out.append(nodes.located(nodes.assign(flag, nodes.const(False)), s))
+                out.append(syntax.located(syntax.assign(flag, syntax.const(False)), s))
             s.body = _replace_jumps(s.body, kind, lambda f=flag: [
-                nodes.assign(f, nodes.const(True))])
+                syntax.assign(f, syntax.const(True))])
             s.orelse = _replace_jumps(s.orelse, kind, lambda f=flag: [
-                nodes.assign(f, nodes.const(True))])
+                syntax.assign(f, syntax.const(True))])
             guards.append((flag, kind))
         out.append(s)
         chain = rest
         for flag, kind in reversed(guards):
-            chain = [nodes.located(nodes.if_(nodes.name(flag), [_jump(kind)], chain), s)]
+            chain = [syntax.located(syntax.if_(syntax.name(flag), [_jump(kind)], chain), s)]
         block, more, always = self.jumps(chain)
         return out + block, more, always
 
@@ -349,7 +349,7 @@ def _flag_breaks(stmts, flag):
     out = []
     for s in stmts:
         if isinstance(s, gast.Break):
-            out.append(nodes.assign(flag, nodes.const(True)))
+            out.append(syntax.assign(flag, syntax.const(True)))
         elif isinstance(s, gast.If):
             s.body = _flag_breaks(s.body, flag)
             s.orelse = _flag_breaks(s.orelse, flag)
@@ -372,17 +372,17 @@ def _drop_docstring(body):
 
 
 def _load(target):
-    t = nodes.copied(target)
-    for n in nodes.walk(t):
+    t = syntax.copied(target)
+    for n in syntax.walk(t):
         if hasattr(n, "ctx"):
             n.ctx = gast.Load()
     return t
 
 
 def _store(target):
-    t = nodes.copied(target)
+    t = syntax.copied(target)
     t.ctx = gast.Store()
-    for n in nodes.walk(t.value if isinstance(t, gast.Subscript) else t):
+    for n in syntax.walk(t.value if isinstance(t, gast.Subscript) else t):
         if hasattr(n, "ctx") and n is not t:
             n.ctx = gast.Load()
     return t
@@ -411,7 +411,7 @@ class _Hoist(gast.NodeTransformer):
     def visit_ListComp(self, node):
         items = self.desugar.namer.fresh("items")
         self.prelude.extend(self.desugar.expand(node, items))
-        return nodes.located(nodes.name(items), node)
+        return syntax.located(syntax.name(items), node)
 
     def visit_GeneratorExp(self, node):
         if not getattr(node, "s2s_consumed", False):
@@ -447,7 +447,7 @@ def _breaks(stmts):
 
 
 def _comprehension_in(expr):
-    return next((n for n in nodes.walk(expr) if isinstance(n, COMPREHENSIONS)), None)
+    return next((n for n in syntax.walk(expr) if isinstance(n, COMPREHENSIONS)), None)
 
 
 def _names_outside_comprehensions(fn):
@@ -463,7 +463,7 @@ def _names_outside_comprehensions(fn):
 def _renamed(expr, renames):
     """A copy of `expr` reading `renames[v]` for each name v, except where a
     comprehension inside binds v again."""
-    expr = nodes.copied(expr)
+    expr = syntax.copied(expr)
     _rename(expr, renames)
     return expr
 
@@ -477,7 +477,7 @@ def _rename(node, renames):
         inner = dict(renames)
         for gen in node.generators:
             _rename(gen.iter, inner)
-            inner = {k: v for k, v in inner.items() if k not in nodes.names_stored(gen.target)}
+            inner = {k: v for k, v in inner.items() if k not in syntax.names_stored(gen.target)}
             for test in gen.ifs:
                 _rename(test, inner)
         for part in ("elt", "key", "value"):

@@ -32,7 +32,7 @@ import weakref
 
 import gast
 
-from ..codegen import emit, nodes
+from .. import emit, syntax
 from ..frontend.source import FunctionSource
 
 _lifted = weakref.WeakKeyDictionary()   # user function -> (functions, signatures)
@@ -69,7 +69,7 @@ class Lift:
         _rewrite_calls(fn, signatures, self.src)
         _mark_calls(fn, self.functions)
         gone = {id(stmt) for stmt, _ in definitions.values()}
-        for block in nodes.blocks(fn.body, functions=False):
+        for block in syntax.blocks(fn.body, functions=False):
             if any(id(s) in gone for s in block):
                 block[:] = [s for s in block if id(s) not in gone] or [gast.Pass()]
         return fn
@@ -134,9 +134,9 @@ class Lift:
 
     def check_uses(self, fn, definitions):
         """Each use of a nested function is a direct call, after its definition."""
-        called = {id(n.func) for n in nodes.walk(fn) if isinstance(n, gast.Call)}
+        called = {id(n.func) for n in syntax.walk(fn) if isinstance(n, gast.Call)}
         own = {id(n) for n in _own(fn.body)}
-        for n in nodes.walk(fn):
+        for n in syntax.walk(fn):
             if not (isinstance(n, gast.Name) and n.id in definitions
                     and isinstance(n.ctx, gast.Load)):
                 continue
@@ -155,7 +155,7 @@ class Lift:
         """{name: (lifted function, names of its extra parameters)}."""
         body = self.src.node.body
         comprehension_targets = {id(n) for c in _own(body) if isinstance(c, gast.comprehension)
-                                 for n in nodes.walk(c.target)}
+                                 for n in syntax.walk(c.target)}
         scope = {a.id for a in _params(self.src.node)} | {   # the enclosing function's names
             n.id for n in _own(body) if isinstance(n, gast.Name)
             and not isinstance(n.ctx, gast.Load) and id(n) not in comprehension_targets}
@@ -207,12 +207,12 @@ class Lift:
 
     def lifted_def(self, name, node, extra):
         if isinstance(node, gast.Lambda):
-            body = [nodes.located(nodes.ret(nodes.copied(node.body)), node.body)]
-            lifted = nodes.located(nodes.function(name, [], body, like=node), node)
+            body = [syntax.located(syntax.ret(syntax.copied(node.body)), node.body)]
+            lifted = syntax.located(syntax.function(name, [], body, like=node), node)
         else:
-            lifted = nodes.copied(node)
+            lifted = syntax.copied(node)
         for v in extra:
-            param = nodes.name(v)
+            param = syntax.name(v)
             param.ctx = gast.Param()
             lifted.args.args.append(param)
         for a in _params(lifted):
@@ -250,14 +250,14 @@ class Lifted:
 
     def source(self, fn):
         src = self.src
-        return FunctionSource(fn, nodes.copied(self.node), src.filename, src.first_line,
+        return FunctionSource(fn, syntax.copied(self.node), src.filename, src.first_line,
                               src.indent)
 
 
 def lifted_functions(node):
     """The lifted functions that `node`'s calls name, in order of first call."""
     out = {}
-    for n in nodes.walk(node):
+    for n in syntax.walk(node):
         if isinstance(n, gast.Name) and getattr(n, "s2s_lifted", False):
             out.setdefault(n.id, n.s2s_prim)
     return list(out.values())
@@ -266,16 +266,16 @@ def lifted_functions(node):
 def _rewrite_calls(tree, signatures, src):
     """`g(a)` becomes `g(a, x)` for each call in `tree` of a lifted `g` with extra
     parameter `x`, its keyword arguments bound to positions."""
-    for call in [n for n in nodes.walk(tree) if isinstance(n, gast.Call)]:
+    for call in [n for n in syntax.walk(tree) if isinstance(n, gast.Call)]:
         if isinstance(call.func, gast.Name) and call.func.id in signatures:
             params, extras = signatures[call.func.id]
             call.args, call.keywords = _positional(call, params, src)
-            call.args += [nodes.located(nodes.name(v), call) for v in extras]
+            call.args += [syntax.located(syntax.name(v), call) for v in extras]
 
 
 def _mark_calls(tree, functions):
     """Let the names of calls to lifted functions carry the function (`s2s_prim`)."""
-    for call in [n for n in nodes.walk(tree) if isinstance(n, gast.Call)]:
+    for call in [n for n in syntax.walk(tree) if isinstance(n, gast.Call)]:
         if isinstance(call.func, gast.Name) and call.func.id in functions:
             call.func.s2s_prim = functions[call.func.id]
             call.func.s2s_lifted = True

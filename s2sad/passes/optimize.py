@@ -9,7 +9,7 @@ Takes the output of `reverse` and, to a fixed point,
   contribution with the next accumulation (`a = e1; ...; a = a + e2` becomes
   `a = e1 + e2`) or rebinding (`a = e; a = f(a)` becomes `a = f(e)`), writes `a + -b`
   as `a - b`, and removes adjoints nobody reads;
-- then, as a pass of its own (`scalar_temporaries`, after the header, which names the
+- then, as a pass of its own (`inline_temporaries`, after the header, which names the
   rules of the statements it removes), `inline_temporaries` puts each temporary number
   of the forward pass back into the one statement that reads it (`t = x * i;
   s = s + t` becomes `s = s + x * i`).
@@ -42,9 +42,9 @@ from collections import Counter
 import gast
 
 from ..ad.simplify import fold_negation, negated
-from ..analysis.kinds import ARRAY, SCALAR
+from ..analysis.value_kinds import ARRAY, SCALAR
 from ..analysis.names import NameCounts, StatementNames, count_loads, rename
-from ..codegen import nodes
+from .. import syntax
 
 
 def run(vjp, ctx):
@@ -79,7 +79,7 @@ class Optimize:
         _drop_needless_inits(forward)
         _drop_dead_copies(fn, forward)
         pullback.body[:-1] = annotate(pullback.body[:-1], self.src)
-        for s in nodes.statements(pullback):
+        for s in syntax.statements(pullback):
             if isinstance(s, gast.Assign):
                 s.value = _minus(fold_negation(s.value))
             elif isinstance(s, gast.AugAssign) and isinstance(s.op, gast.Add):
@@ -98,10 +98,10 @@ def _copy_parts(s):
 
 # -- forward --------------------------------------------------------------------------
 def _coalesce_loops(stmts):
-    for block in nodes.blocks(stmts, functions=False):
+    for block in syntax.blocks(stmts, functions=False):
         for s in block:
             if isinstance(s, (gast.For, gast.While)):
-                for body in nodes.blocks(s.body, functions=False):
+                for body in syntax.blocks(s.body, functions=False):
                     _coalesce_block(body)
 
 
@@ -113,17 +113,17 @@ def _coalesce_block(block):
         carried, w = _copy_parts(s)
         for j in range(i - 1, -1, -1):
             d = block[j]
-            if isinstance(d, gast.Assign) and nodes.is_name(d.targets[0], w):
+            if isinstance(d, gast.Assign) and syntax.is_name(d.targets[0], w):
                 between = block[j + 1:i]
                 later = block[i + 1:]
-                if (not any(count_loads(b, carried) or nodes.stores(b, carried) for b in between)
+                if (not any(count_loads(b, carried) or syntax.stores(b, carried) for b in between)
                         and not any(count_loads(b, w) for b in later)):
                     d.targets[0].id = carried
                     for b in between:
                         rename(b, w, carried)
                     del block[i]
                 break
-            if nodes.stores(d, w):
+            if syntax.stores(d, w):
                 break
 
 
@@ -132,16 +132,16 @@ def _drop_needless_inits(forward):
     iteration assigns `v` (at the top level of the body) before anything reads it, and
     nothing after the loop reads it (the loop may run zero times)."""
     everything = _body(forward)
-    for block in nodes.blocks(forward, functions=False):
+    for block in syntax.blocks(forward, functions=False):
         for i, s in enumerate(block):
             if not isinstance(s, (gast.For, gast.While)):
                 continue
             for init in [b for b in block[:i] if getattr(b, "s2s_init", False)
                          and isinstance(b.value, gast.Constant) and b.value.value is None]:
                 name = init.targets[0].id
-                first = next((b for b in s.body if count_loads(b, name) or nodes.stores(b, name)),
+                first = next((b for b in s.body if count_loads(b, name) or syntax.stores(b, name)),
                              None)
-                if (isinstance(first, gast.Assign) and nodes.is_name(first.targets[0], name)
+                if (isinstance(first, gast.Assign) and syntax.is_name(first.targets[0], name)
                         and not count_loads(first, name)
                         and count_loads(everything, name) == count_loads(_body(s.body), name)):
                     block.remove(init)
@@ -152,17 +152,17 @@ def _drop_dead_copies(fn, forward):
     (`x = x_1`, `j_1 = j`, `v = None`) whose value nothing reads, also when they only
     feed each other. An initialisation of a loop variable is read only by reads after
     its loop (inside, the loop binds it)."""
-    candidates = [(s, block) for block in nodes.blocks(forward, functions=False)
+    candidates = [(s, block) for block in syntax.blocks(forward, functions=False)
                   for s in block
                   if getattr(s, "s2s_phi", False) or getattr(s, "s2s_init", False)]
-    reads = [Counter(nodes.names_loaded(s)) for s, _ in candidates]
-    everywhere = Counter(nodes.names_loaded(fn))
+    reads = [Counter(syntax.names_loaded(s)) for s, _ in candidates]
+    everywhere = Counter(syntax.names_loaded(fn))
     inside = {}         # loop-variable initialisation -> (its loop's loads, candidates in it)
     for k, (s, _) in enumerate(candidates):
         loop = getattr(s, "s2s_loop", None)
         if loop is not None:
-            ids = {id(n) for n in nodes.walk(loop)}
-            inside[k] = (Counter(nodes.names_loaded(_body(loop.body))),
+            ids = {id(n) for n in syntax.walk(loop)}
+            inside[k] = (Counter(syntax.names_loaded(_body(loop.body))),
                          [j for j, (c, _) in enumerate(candidates) if id(c) in ids])
 
     def real(name, loads, among, live):
@@ -209,9 +209,9 @@ def temporaries_inlined(fn, scalars, helpers, src):
         if isinstance(func, gast.Name) and func.id in helpers:
             return helpers[func.id]
         return src.resolve(func)
-    everywhere = Counter(nodes.names_loaded(fn))
-    stored = Counter(nodes.names_stored(fn))
-    for block in nodes.blocks(fn.body, functions=False):
+    everywhere = Counter(syntax.names_loaded(fn))
+    stored = Counter(syntax.names_stored(fn))
+    for block in syntax.blocks(fn.body, functions=False):
         known = StatementNames()
         i = 0
         while i < len(block):
@@ -221,7 +221,7 @@ def temporaries_inlined(fn, scalars, helpers, src):
             if a is None:
                 i += 1
                 continue
-            reads = set(nodes.names_loaded(s.value))
+            reads = set(syntax.names_loaded(s.value))
             # (locals that are numbers, or globals: no statement between changes them in
             # place)
             if (a not in scalars or everywhere[a] != 1 or stored[a] != 1
@@ -260,14 +260,14 @@ def _arithmetic(e, resolve):
 # -- pullback -------------------------------------------------------------------------
 def _adjoint_names(pullback):
     """Names the pullback assigns with `=` (not loop targets): its adjoints."""
-    return {s.targets[0].id for s in nodes.statements(pullback)
+    return {s.targets[0].id for s in syntax.statements(pullback)
             if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)}
 
 
 def _propagate_copies(pullback, locals_, names):
     changed = False
     defs = Counter(names.assigns)       # as at the start: stale within the sweep
-    for block in nodes.blocks(pullback.body, functions=False):
+    for block in syntax.blocks(pullback.body, functions=False):
         known = StatementNames()
         i = 0
         while i < len(block):
@@ -315,7 +315,7 @@ def _propagate_copies(pullback, locals_, names):
 def _hoist_equal_branches(stmts, names):
     """`if c: A else: A` is `A`."""
     changed = False
-    for block in nodes.blocks(stmts, functions=False):
+    for block in syntax.blocks(stmts, functions=False):
         for i, s in enumerate(block):
             if (isinstance(s, gast.If) and s.orelse
                     and gast.dump(_body(s.body)) == gast.dump(_body(s.orelse))):
@@ -334,7 +334,7 @@ def _inline_single_use(pullback, locals_, names):
     """`a = e; ...; b = a` is `b = e` when `a` is read once and nothing between changes
     what `e` reads; likewise a small `e` (one operation on names) into any one use."""
     changed = False
-    for block in nodes.blocks(pullback.body, functions=False):
+    for block in syntax.blocks(pullback.body, functions=False):
         known = StatementNames()
         i = 0
         while i < len(block):
@@ -347,7 +347,7 @@ def _inline_single_use(pullback, locals_, names):
             if names.loads[a] != 1 or names.assigns[a] != 1:
                 i += 1
                 continue
-            reads = set(nodes.names_loaded(s.value))
+            reads = set(syntax.names_loaded(s.value))
             for k in range(i + 1, len(block)):
                 t = block[k]
                 if known.loads(t, a):
@@ -370,19 +370,19 @@ def _inline_single_use(pullback, locals_, names):
 
 
 def _small(e):
-    if nodes.is_atom(e):
+    if syntax.is_atom(e):
         return True
     if isinstance(e, gast.UnaryOp):
-        return nodes.is_atom(e.operand)
-    return isinstance(e, gast.BinOp) and nodes.is_atom(e.left) and nodes.is_atom(e.right)
+        return syntax.is_atom(e.operand)
+    return isinstance(e, gast.BinOp) and syntax.is_atom(e.left) and syntax.is_atom(e.right)
 
 
 def _replace_load(stmt, name, expr):
     def replaced(node):
         if type(node) is gast.Name:
-            return nodes.copied(expr) if node.id == name and isinstance(
+            return syntax.copied(expr) if node.id == name and isinstance(
                 node.ctx, gast.Load) else node
-        return nodes.rebuilt(node, replaced)
+        return syntax.rebuilt(node, replaced)
     replaced(stmt)
 
 
@@ -393,20 +393,20 @@ def _loops_over(block, start, stop, name, known):
 
 def _fuse_accumulations(stmts, names):
     changed = False
-    for block in nodes.blocks(stmts, functions=False):
+    for block in syntax.blocks(stmts, functions=False):
         known = StatementNames()
         i = 0
         while i < len(block):
             s = block[i]
             if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
                 a = s.targets[0].id
-                read = set(nodes.names_loaded(s.value))
+                read = set(syntax.names_loaded(s.value))
                 for k in range(i + 1, len(block)):
                     t = block[k]
                     if _is_accumulation(t, a):
                         if count_loads(t.value.right, a) == 0:
                             names.drop(t)
-                            t.value = nodes.binop(s.value, gast.Add(), t.value.right)
+                            t.value = syntax.binop(s.value, gast.Add(), t.value.right)
                             names.add(t)
                             known.forget(t)
                             names.drop(s)
@@ -425,16 +425,16 @@ def _merge_rebinds(stmts, names):
     """`a = e; a = f(a)` is `a = f(e)` when `f(a)` reads `a` once and the line stays
     short (a chain of accumulations stays a chain)."""
     changed = False
-    for block in nodes.blocks(stmts, functions=False):
+    for block in syntax.blocks(stmts, functions=False):
         i = 0
         while i + 1 < len(block):
             s, t = block[i], block[i + 1]
             parts = [x.targets[0].id for x in (s, t) if isinstance(x, gast.Assign)
                      and isinstance(x.targets[0], gast.Name)]
             if len(parts) == 2 and parts[0] == parts[1] and count_loads(t.value, parts[0]) == 1:
-                merged = nodes.copied(t)
+                merged = syntax.copied(t)
                 _replace_load(merged, parts[0], s.value)
-                if len(nodes.unparse(merged)) > 72:
+                if len(syntax.unparse(merged)) > 72:
                     i += 1
                     continue
                 names.drop(t)
@@ -449,14 +449,14 @@ def _merge_rebinds(stmts, names):
 
 
 def _is_accumulation(s, a):
-    return (isinstance(s, gast.Assign) and nodes.is_name(s.targets[0], a)
+    return (isinstance(s, gast.Assign) and syntax.is_name(s.targets[0], a)
             and isinstance(s.value, gast.BinOp) and isinstance(s.value.op, gast.Add)
-            and nodes.is_name(s.value.left, a))
+            and syntax.is_name(s.value.left, a))
 
 
 def _drop_dead_adjoints(pullback, locals_, names):
     changed = False
-    for block in nodes.blocks(pullback.body, functions=False):
+    for block in syntax.blocks(pullback.body, functions=False):
         for s in list(block):
             if (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
                     and s.targets[0].id in locals_ and names.loads[s.targets[0].id] == 0):
@@ -468,7 +468,7 @@ def _drop_dead_adjoints(pullback, locals_, names):
 
 def _minus(e, swap=True):
     """`a + -b` as `a - b` throughout `e`, and (with `swap`) `-a + b` as `b - a`."""
-    for n in nodes.walk(e):
+    for n in syntax.walk(e):
         if isinstance(n, gast.BinOp) and isinstance(n.op, gast.Add):
             inner = negated(n.right)
             if inner is not None:
@@ -480,7 +480,7 @@ def _minus(e, swap=True):
 
 def _plus(e):
     """`a - -b` as `a + b`, throughout `e`."""
-    for n in nodes.walk(e):
+    for n in syntax.walk(e):
         if isinstance(n, gast.BinOp) and isinstance(n.op, gast.Sub):
             inner = negated(n.right)
             if inner is not None:
@@ -528,7 +528,7 @@ def _sources(e):
                 return set()
         return set().union(*(_sources(a) for a in e.args),
                            *(_sources(k.value) for k in e.keywords))
-    return set(nodes.names_loaded(e))
+    return set(syntax.names_loaded(e))
 
 
 def distinct_results(vjp, ctx):
@@ -547,11 +547,11 @@ def copied_results(pullback, arrays):
     if not (isinstance(ret, gast.Return) and isinstance(ret.value, gast.Tuple)):
         return
     sources = {}
-    for s in nodes.statements(pullback):
+    for s in syntax.statements(pullback):
         if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
             sources.setdefault(s.targets[0].id, set()).update(_sources(s.value))
         elif isinstance(s, (gast.Assign, gast.For)):
-            for n in nodes.names_stored(s.targets[0] if isinstance(s, gast.Assign)
+            for n in syntax.names_stored(s.targets[0] if isinstance(s, gast.Assign)
                                         else s.target):
                 sources.setdefault(n, set()).add(n)
 
@@ -570,7 +570,7 @@ def copied_results(pullback, arrays):
             continue
         mine = roots(e.id)
         if mine & taken:
-            ret.value.elts[i] = nodes.call(nodes.attribute(nodes.name("np"), "copy"), [e])
+            ret.value.elts[i] = syntax.call(syntax.attribute(syntax.name("np"), "copy"), [e])
         taken |= mine
 
 
@@ -580,7 +580,7 @@ def annotate(stmts, src, previous=None):
     for s in stmts:
         line = getattr(s, "lineno", None)
         if line is not None and line != previous:
-            out.append(nodes.comment("grad of: " + src.line_text(s).strip()))
+            out.append(syntax.comment("grad of: " + src.line_text(s).strip()))
             previous = line
         if isinstance(s, (gast.If, gast.For, gast.While)):
             s.body = annotate(s.body, src, line)

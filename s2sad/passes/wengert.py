@@ -32,8 +32,8 @@ def f(x):
 
 import gast
 
-from ..analysis import primitives
-from ..codegen import nodes
+from ..analysis import operations
+from .. import syntax
 from ..rules import runtime
 
 
@@ -75,8 +75,8 @@ class Wengert:
         return self.namer.fresh(var)
 
     def emit(self, out, stmt, origin):
-        nodes.located(stmt, origin)
-        self.read.update(nodes.names_loaded(stmt))
+        syntax.located(stmt, origin)
+        self.read.update(syntax.names_loaded(stmt))
         if isinstance(stmt, gast.Assign) and _reads_result(stmt.value, self.src):
             # its adjoint reads the value it assigns: a loop must not overwrite that name
             self.read.add(stmt.targets[0].id)
@@ -84,8 +84,8 @@ class Wengert:
         return stmt
 
     def rename(self, expr, env):
-        expr = nodes.copied(expr)
-        for n in nodes.name_nodes(expr):
+        expr = syntax.copied(expr)
+        for n in syntax.name_nodes(expr):
             if isinstance(n.ctx, gast.Load) and n.id in env:
                 n.id = env[n.id]
         return expr
@@ -101,43 +101,43 @@ class Wengert:
         if (isinstance(e, gast.UnaryOp) and isinstance(e.op, gast.USub)
                 and isinstance(e.operand, gast.Constant)
                 and type(e.operand.value) in (int, float)):
-            e = nodes.const(-e.operand.value)
+            e = syntax.const(-e.operand.value)
         if isinstance(e, (gast.Name, gast.Constant)) or self.is_global_ref(e):
             atom = self.rename(e, env)
             if into is None:
                 return atom
-            self.emit(out, nodes.assign(_named(into), atom), origin)
-            return nodes.name(_named(into))
+            self.emit(out, syntax.assign(_named(into), atom), origin)
+            return syntax.name(_named(into))
         if isinstance(e, gast.IfExp):
             cond = self.flatten(e.test, env, out, origin)
             target = _named(into) if into else self.namer.fresh("t")
             then, orelse = [], []
             self.flatten(e.body, env, then, origin, into=target)
             self.flatten(e.orelse, env, orelse, origin, into=target)
-            self.emit(out, nodes.if_(cond, then, orelse), origin)
-            return nodes.name(target)
+            self.emit(out, syntax.if_(cond, then, orelse), origin)
+            return syntax.name(target)
         value = self.prim(e, env, out, origin)
         target = _named(into) if into else self.namer.fresh("t")
-        self.emit(out, nodes.assign(target, value), origin).s2s_temporary = into is None
-        return nodes.name(target)
+        self.emit(out, syntax.assign(target, value), origin).s2s_temporary = into is None
+        return syntax.name(target)
 
     def prim(self, e, env, out, origin):
         """`e` as one primitive operation over atoms."""
         flat = lambda x: self.flatten(x, env, out, origin)  # noqa: E731
         if isinstance(e, gast.BinOp):
-            return nodes.binop(flat(e.left), e.op, flat(e.right))
+            return syntax.binop(flat(e.left), e.op, flat(e.right))
         if isinstance(e, gast.UnaryOp) and not isinstance(e.op, gast.Not):
-            return nodes.unary(e.op, flat(e.operand))
+            return syntax.unary(e.op, flat(e.operand))
         if isinstance(e, gast.Call):
             func = e.func
             if isinstance(func, gast.Attribute) and not self.is_global_ref(func):
-                func = nodes.attribute(flat(func.value), func.attr)
+                func = syntax.attribute(flat(func.value), func.attr)
             else:
                 func = self.rename(func, env)
             keywords = [gast.keyword(arg=k.arg, value=flat(k.value)) for k in e.keywords]
-            return nodes.call(func, [flat(a) for a in e.args], keywords)
+            return syntax.call(func, [flat(a) for a in e.args], keywords)
         if isinstance(e, gast.Attribute):
-            return nodes.attribute(flat(e.value), e.attr)
+            return syntax.attribute(flat(e.value), e.attr)
         if isinstance(e, gast.Subscript):
             return gast.Subscript(value=flat(e.value), slice=self.index(e.slice, env, out,
                                                                        origin),
@@ -151,7 +151,7 @@ class Wengert:
             part = lambda x: None if x is None else self.flatten(x, env, out, origin)  # noqa
             return gast.Slice(lower=part(s.lower), upper=part(s.upper), step=part(s.step))
         if isinstance(s, gast.Tuple):
-            return nodes.tuple_([self.index(x, env, out, origin) for x in s.elts])
+            return syntax.tuple_([self.index(x, env, out, origin) for x in s.elts])
         return self.flatten(s, env, out, origin)
 
     # -- statements -------------------------------------------------------------------
@@ -175,10 +175,10 @@ class Wengert:
                 self.emit(tail, s, s)
                 return out, None
             elif isinstance(s, gast.Return):
-                value = s.value if s.value is not None else nodes.const(None)
-                into = None if nodes.is_atom(value) else (
+                value = s.value if s.value is not None else syntax.const(None)
+                into = None if syntax.is_atom(value) else (
                     self.version("y") if "y" in self.locals else self.namer.fresh("y"))
-                self.emit(tail, nodes.ret(self.flatten(value, env, tail, s, into=into)), s)
+                self.emit(tail, syntax.ret(self.flatten(value, env, tail, s, into=into)), s)
                 return out, None
             elif isinstance(s, gast.Raise):
                 self.emit(tail, self.rename(s, env), s)
@@ -197,11 +197,11 @@ class Wengert:
             base = target.value.id
             index = self.index(target.slice, env, out, s)
             v = self.flatten(value, env, out, s)
-            self.update(base, runtime.setitem, [primitives.index_value(index), v], env, out,
+            self.update(base, runtime.setitem, [operations.index_value(index), v], env, out,
                         s).s2s_index = index
             return
         if isinstance(target, gast.Name):
-            new = nodes.is_atom(value) and (into or self.version(target.id))
+            new = syntax.is_atom(value) and (into or self.version(target.id))
             env[target.id] = self.flatten(value, env, out, s, into=new or _Deferred(
                 lambda: into or self.version(target.id))).id
             return
@@ -209,7 +209,7 @@ class Wengert:
             pairs = list(zip(target.elts, value.elts))
         else:
             whole = self.flatten(value, env, out, s)
-            pairs = [(t, gast.Subscript(value=whole, slice=nodes.const(i), ctx=gast.Load()))
+            pairs = [(t, gast.Subscript(value=whole, slice=syntax.const(i), ctx=gast.Load()))
                      for i, t in enumerate(target.elts)]
         bound = {}
         for t, v in pairs:
@@ -218,16 +218,16 @@ class Wengert:
                 self.flatten(v, env, out, s, into=bound[t.id])
             else:
                 sub_env = dict(env)
-                self.assign(nodes.located(nodes.assign(t, v), s), sub_env, out)
-                bound.update({k: sub_env[k] for k in _assigned([nodes.assign(t, v)])})
+                self.assign(syntax.located(syntax.assign(t, v), s), sub_env, out)
+                bound.update({k: sub_env[k] for k in _assigned([syntax.assign(t, v)])})
         env.update(bound)
 
     def update(self, base, prim, args, env, out, origin):
         """`base = prim(base, *args)`: a mutation, as a new SSA version of `base`."""
-        call = nodes.call("_s2s_" + prim.__name__, [nodes.name(env.get(base, base))] + args)
+        call = syntax.call("_s2s_" + prim.__name__, [syntax.name(env.get(base, base))] + args)
         call.func.s2s_prim = prim
         new = self.version(base)
-        self.emit(out, nodes.assign(new, call), origin)
+        self.emit(out, syntax.assign(new, call), origin)
         env[base] = new
         return call
 
@@ -235,7 +235,7 @@ class Wengert:
         cond = self.flatten(s.test, env, out, s)
         # the test is read before the branches run: a loop in a branch must not keep
         # changing the name it reads (its value is recorded at the end of an iteration)
-        self.read.update(n.id for n in nodes.walk(cond) if isinstance(n, gast.Name))
+        self.read.update(n.id for n in syntax.walk(cond) if isinstance(n, gast.Name))
         assigned = sorted(_assigned(s.body) | _assigned(s.orelse))
         joins = {v: self.version(v) for v in assigned}
         branches = []
@@ -249,14 +249,14 @@ class Wengert:
                 for v, j in joins.items():
                     if v not in benv and any(v in b[1] for b in live):
                         # bound on the other branch only: the join must not fail here
-                        init = self.emit(tail, nodes.assign(j, nodes.const(None)), s)
+                        init = self.emit(tail, syntax.assign(j, syntax.const(None)), s)
                         init.s2s_init = True
                     elif v in benv and benv[v] != j:
                         # rename only a name the branch binds first (not one that also
                         # holds the value from before the branch, like a carried name)
                         (benv[v] != env.get(v) and _coalesce(block, benv[v], j)) or self.emit(
-                            tail, nodes.assign(j, nodes.name(benv[v])), s)
-        self.emit(out, nodes.if_(cond, branches[0][0], branches[1][0]), s)
+                            tail, syntax.assign(j, syntax.name(benv[v])), s)
+        self.emit(out, syntax.if_(cond, branches[0][0], branches[1][0]), s)
         if len(live) == 1:
             env.update(live[0][1])
             return live[0][2]
@@ -276,13 +276,13 @@ class Wengert:
                 # first bound inside the loop: the copies that carry it must not fail
                 # on the paths that have not bound it yet
                 carried[v] = self.version(v)
-                init = self.emit(out, nodes.assign(carried[v], nodes.const(None)), s)
+                init = self.emit(out, syntax.assign(carried[v], syntax.const(None)), s)
                 init.s2s_init = True
             elif p not in self.read:
                 carried[v] = p
             else:
                 carried[v] = self.namer.fresh(v)
-                self.emit(out, nodes.assign(carried[v], nodes.name(p)), s)
+                self.emit(out, syntax.assign(carried[v], syntax.name(p)), s)
         benv = dict(env)
         benv.update(carried)
         target_init = None
@@ -291,7 +291,7 @@ class Wengert:
             if env.get(target) is not None:
                 # a loop that runs no iteration leaves its variable's old value
                 target_init = self.emit(
-                    out, nodes.assign(benv[target], nodes.name(env[target])), s)
+                    out, syntax.assign(benv[target], syntax.name(env[target])), s)
                 target_init.s2s_init = True
         test = None if is_for else self.rename(s.test, benv)
         self.loops.append(carried)
@@ -300,11 +300,11 @@ class Wengert:
             self.path_end(tail, benv, s)
         self.loops.pop()
         if is_for:
-            node = nodes.for_(benv[target], iter_, body)
+            node = syntax.for_(benv[target], iter_, body)
             if target_init is not None:
                 target_init.s2s_loop = node      # only reads after the loop need it
         else:
-            node = nodes.while_(test, body)
+            node = syntax.while_(test, body)
         self.emit(out, node, s)
         env.update(carried)
         if is_for:
@@ -312,15 +312,15 @@ class Wengert:
 
     def iterable(self, e, env, out, origin):
         if isinstance(e, gast.Call):
-            return nodes.call(self.rename(e.func, env),
+            return syntax.call(self.rename(e.func, env),
                               [self.flatten(a, env, out, origin) for a in e.args])
         return self.flatten(e, env, out, origin)
 
     def path_end(self, out, env, origin):
-        out.append(nodes.located(nodes.marker("path_end"), origin))
+        out.append(syntax.located(syntax.marker("path_end"), origin))
         for v, c in self.loops[-1].items():
             if v in env and env[v] != c:
-                copy_ = self.emit(out, nodes.assign(c, nodes.name(env[v])), origin)
+                copy_ = self.emit(out, syntax.assign(c, syntax.name(env[v])), origin)
                 copy_.s2s_phi = True
 
 
@@ -343,8 +343,8 @@ def _assigned(stmts):
     """User variables assigned (or mutated) anywhere in `stmts`."""
     out = set()
     for s in stmts:
-        out.update(n.id for n in nodes.name_nodes(s) if isinstance(n.ctx, gast.Store))
-        for n in nodes.statements(s):
+        out.update(n.id for n in syntax.name_nodes(s) if isinstance(n.ctx, gast.Store))
+        for n in syntax.statements(s):
             if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Subscript):
                 out.add(n.targets[0].value.id)
             elif _appended(n):
@@ -377,9 +377,9 @@ def _reads_result(value, src):
     """Whether the derivative rule of `value` reads its result (`ans`)."""
     if not isinstance(value, (gast.Call, gast.BinOp, gast.UnaryOp)):
         return False
-    op = primitives.classify(value, src)
+    op = operations.classify(value, src)
     return op.variant is not None and any(
-        n.id == "ans" for t in op.variant.templates.values() for n in nodes.name_nodes(t.tree))
+        n.id == "ans" for t in op.variant.templates.values() for n in syntax.name_nodes(t.tree))
 
 
 def _take_return(stmts):
@@ -400,7 +400,7 @@ def _coalesce(block, old, new):
     if old not in _assigned(block):
         return False
     for s in block:
-        for n in nodes.name_nodes(s):
+        for n in syntax.name_nodes(s):
             if n.id == old:
                 n.id = new
     return True

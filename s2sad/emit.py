@@ -11,7 +11,7 @@ import types
 
 import gast
 
-from . import nodes
+from . import syntax
 
 
 def to_source(node):
@@ -40,12 +40,12 @@ def _as_shown(node, written):
     than it is: markers as comments, a block of comments with a `pass`, negative numbers
     as negations, and a guard's tests as a name `written` maps to them, emitted as
     written (ast.unparse parenthesises the fourth and later comparisons of a long `or`)."""
-    for parent in nodes.walk(node):
+    for parent in syntax.walk(node):
         for field in ("body", "orelse"):
             stmts = getattr(parent, field, None)
             if isinstance(stmts, list):
                 visible = [_visible(s) for s in stmts]
-                only_comments = all(nodes.is_comment(s) for s in visible)
+                only_comments = all(syntax.is_comment(s) for s in visible)
                 if (field == "body" or stmts) and only_comments:
                     visible.append(gast.Pass())
                 if visible != stmts:
@@ -53,12 +53,12 @@ def _as_shown(node, written):
         if isinstance(parent, gast.If) and getattr(parent.test, "s2s_tests", None):
             key = f"_s2s_written_{len(written)}"
             written[key] = parent.test.s2s_tests
-            yield parent, "test", nodes.name(key), parent.test
+            yield parent, "test", syntax.name(key), parent.test
         for field in parent._fields:
             value = getattr(parent, field, None)
             if (isinstance(value, gast.Constant) and type(value.value) in (int, float)
                     and value.value < 0):
-                yield parent, field, nodes.unary(gast.USub(), nodes.const(-value.value)), value
+                yield parent, field, syntax.unary(gast.USub(), syntax.const(-value.value)), value
 
 
 def _if_any(indent, tests, width=100):
@@ -79,7 +79,7 @@ def _if_any(indent, tests, width=100):
 
 def _visible(s):
     kind = getattr(s, "s2s_marker", None)
-    return nodes.comment(kind.replace("_", " ")) if kind else s
+    return syntax.comment(kind.replace("_", " ")) if kind else s
 
 
 _TUPLE_FOR = re.compile(r"^(\s*)for \(([^()]*)\) in ")
@@ -91,8 +91,8 @@ def _comment_line(line):
     line = _TUPLE_FOR.sub(r"\1for \2 in ", line)
     line = _TUPLE_ASSIGN.sub(r"\1\2 = ", line)
     stripped = line.lstrip()
-    if stripped.lstrip("'\"").startswith(nodes.COMMENT):
-        text = ast.literal_eval(stripped)[len(nodes.COMMENT):]
+    if stripped.lstrip("'\"").startswith(syntax.COMMENT):
+        text = ast.literal_eval(stripped)[len(syntax.COMMENT):]
         return line[:len(line) - len(stripped)] + "# " + text
     return line
 

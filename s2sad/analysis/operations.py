@@ -5,11 +5,11 @@ import operator
 
 import gast
 
-from ..codegen import nodes
+from .. import syntax
 from ..frontend.source import MISSING
 from ..rules import registry
 from ..rules.operators import SYNTAX
-from .kinds import SCALAR
+from .value_kinds import SCALAR
 
 COPY = "copy"
 NONDIFF = "nondiff"
@@ -45,7 +45,7 @@ class Op:
 
 def classify(value, src):
     """The `Op` of a Wengert right-hand side."""
-    if nodes.is_atom(value) or _global_ref(value, src):
+    if syntax.is_atom(value) or _global_ref(value, src):
         return Op(COPY, [value])
     if isinstance(value, gast.BinOp):
         return _rule_op(SYNTAX.get(type(value.op)), [value.left, value.right], {}, value)
@@ -74,7 +74,7 @@ def classify(value, src):
         return Op(PACK, value.elts, None, value)
     if isinstance(value, (gast.Compare, gast.BoolOp, gast.UnaryOp, gast.JoinedStr)):
         return Op(NONDIFF, node=value)
-    return Op(CALL, [a for a in gast.iter_child_nodes(value) if nodes.is_atom(a)],
+    return Op(CALL, [a for a in gast.iter_child_nodes(value) if syntax.is_atom(a)],
               None, value)
 
 
@@ -100,19 +100,19 @@ def attribute_args(node):
     array attribute (`x.T` is `np.transpose(x)`), `[obj, "name"]` for a field."""
     if registry.ATTRIBUTES.get(node.attr) is not None:
         return [node.value]
-    return [node.value, nodes.const(node.attr)]
+    return [node.value, syntax.const(node.attr)]
 
 
 def index_value(index):
     """An index (`1:n`, `i, ::2`, `...`) as an expression with the same value."""
     if isinstance(index, gast.Slice):
-        parts = [p if p is not None else nodes.const(None)
+        parts = [p if p is not None else syntax.const(None)
                  for p in (index.lower, index.upper, index.step)]
-        call = nodes.call("slice", parts)
+        call = syntax.call("slice", parts)
         call.func.s2s_builtin = True
         return call
     if isinstance(index, gast.Tuple):
-        return nodes.tuple_([index_value(e) for e in index.elts])
+        return syntax.tuple_([index_value(e) for e in index.elts])
     return index
 
 
@@ -120,11 +120,11 @@ def index_syntax(index):
     """The index syntax of an `index_value`: `slice(1, None, None)` is `1:`."""
     if (isinstance(index, gast.Call) and getattr(index.func, "s2s_builtin", False)
             and len(index.args) == 3):
-        lower, upper, step = (None if nodes.is_name(a, "None") or (
+        lower, upper, step = (None if syntax.is_name(a, "None") or (
             isinstance(a, gast.Constant) and a.value is None) else a for a in index.args)
         return gast.Slice(lower=lower, upper=upper, step=step)
     if isinstance(index, gast.Tuple):
-        return nodes.tuple_([index_syntax(e) for e in index.elts])
+        return syntax.tuple_([index_syntax(e) for e in index.elts])
     return index
 
 

@@ -1,4 +1,4 @@
-"""Elements: the adjoint of an array that a loop reads or writes element by element is
+"""ElementAdjoints: the adjoint of an array that a loop reads or writes element by element is
 updated in place by the reversed loop.
 
 The adjoint of a read `x[i]` adds `_s2s_unindex(g, x, i)`, zeros shaped like `x` with
@@ -42,18 +42,18 @@ Runs on the pullback after Optimize, which gathers the additions into one statem
 """
 import gast
 
-from ..analysis.kinds import ARRAY
-from ..analysis.primitives import index_syntax, is_basic_index
-from ..codegen import nodes
+from ..analysis.value_kinds import ARRAY
+from ..analysis.operations import index_syntax, is_basic_index
+from .. import syntax
 
 
 def run(vjp, ctx):
     """The pass, on the pullback of `vjp`."""
-    Elements(ctx).run(ctx.reverse.pullback)
+    ElementAdjoints(ctx).run(ctx.reverse.pullback)
     return vjp
 
 
-class Elements:
+class ElementAdjoints:
     """See the module docstring; `ctx` is the `Compilation`, whose `reverse` made the
     pullback."""
 
@@ -77,8 +77,8 @@ class Elements:
                     self.rewrite(s, bar)
                     if not self.fresh(out, bar):
                         array = self.ctx.reverse.renamed(self.bars[bar])  # written in place?
-                        out.append(nodes.located(nodes.assign(bar, nodes.call(
-                            self.ctx.runtime("own"), [nodes.name(bar), nodes.name(array)])), s))
+                        out.append(syntax.located(syntax.assign(bar, syntax.call(
+                            self.ctx.runtime("own"), [syntax.name(bar), syntax.name(array)])), s))
                 s.body = self.block(s.body)
             elif isinstance(s, gast.If):
                 s.body = self.block(s.body)
@@ -89,9 +89,9 @@ class Elements:
     def updates(self, s, bar):
         """The (index, value) pairs `s` adds into `bar` at an index, [(index, None)] when
         it zeroes `bar` at `index`, or None when `s` is neither."""
-        if not (isinstance(s, gast.Assign) and nodes.is_name(s.targets[0], bar)):
+        if not (isinstance(s, gast.Assign) and syntax.is_name(s.targets[0], bar)):
             return None
-        if self.is_call(s.value, "zero_at") and len(s.value.args) == 2 and nodes.is_name(
+        if self.is_call(s.value, "zero_at") and len(s.value.args) == 2 and syntax.is_name(
                 s.value.args[0], bar):
             index = s.value.args[1]
             return [(index, None)] if self.basic(index, bar) else None
@@ -101,10 +101,10 @@ class Elements:
             terms.append(e.right)
             e = e.left
         found = []
-        if self.is_call(e, "zero_at") and len(e.args) == 2 and nodes.is_name(e.args[0], bar) \
+        if self.is_call(e, "zero_at") and len(e.args) == 2 and syntax.is_name(e.args[0], bar) \
                 and self.basic(e.args[1], bar):
             found.append((e.args[1], None))     # a write, then reads of other elements
-        elif not nodes.is_name(e, bar):
+        elif not syntax.is_name(e, bar):
             return None
         if not terms:
             return None
@@ -112,19 +112,19 @@ class Elements:
             # added to the adjoint of its own array (`x` names it, or a version of it)
             if not (self.is_call(t, "unindex") and len(t.args) == 3
                     and isinstance(t.args[1], gast.Name)
-                    and self.basic(t.args[2], bar) and bar not in nodes.names_loaded(t.args[0])):
+                    and self.basic(t.args[2], bar) and bar not in syntax.names_loaded(t.args[0])):
                 return None
             found.append((t.args[2], t.args[0]))
         return found
 
     def basic(self, index, bar):
-        return bar not in nodes.names_loaded(index) and is_basic_index(index, self.kinds)
+        return bar not in syntax.names_loaded(index) and is_basic_index(index, self.kinds)
 
     def candidates(self, loop):
         """The adjoints of arrays that `loop` only updates at an index or reads at one."""
-        stored = set(nodes.names_stored(loop))
+        stored = set(syntax.names_stored(loop))
         mentions, allowed, updated = {}, {}, set()
-        for n in nodes.walk(loop):
+        for n in syntax.walk(loop):
             if isinstance(n, gast.Name) and n.id in self.bars:
                 mentions[n.id] = mentions.get(n.id, 0) + 1
             elif self.is_call(n, "take") and n.args and isinstance(n.args[0], gast.Name):
@@ -141,7 +141,7 @@ class Elements:
 
     def rewrite(self, loop, bar):
         """Each update of `bar` inside `loop` in place."""
-        for n in list(nodes.walk(loop)):
+        for n in list(syntax.walk(loop)):
             for field in ("body", "orelse"):
                 stmts = getattr(n, field, None)
                 if not isinstance(stmts, list):
@@ -153,10 +153,10 @@ class Elements:
                         out.append(s)
                         continue
                     for index, value in pairs:
-                        target = gast.Subscript(value=nodes.name(bar), slice=index_syntax(
-                            nodes.copied(index)), ctx=gast.Store())
-                        out.append(nodes.located(
-                            gast.Assign(targets=[target], value=nodes.const(0.0),
+                        target = gast.Subscript(value=syntax.name(bar), slice=index_syntax(
+                            syntax.copied(index)), ctx=gast.Store())
+                        out.append(syntax.located(
+                            gast.Assign(targets=[target], value=syntax.const(0.0),
                                         type_comment=None) if value is None else
                             gast.AugAssign(target=target, op=gast.Add(), value=value), s))
                 setattr(n, field, out)
@@ -165,9 +165,9 @@ class Elements:
         """Whether the last statement of `before` to mention `bar` makes it a new array of
         its own: zeros, or arithmetic with an array (`y_bar = g * y + g * y`)."""
         for s in reversed(before):
-            if bar in nodes.names_loaded(s) or bar in nodes.names_stored(s):
-                return (isinstance(s, gast.Assign) and nodes.is_name(s.targets[0], bar)
-                        and bar not in nodes.names_loaded(s.value)
+            if bar in syntax.names_loaded(s) or bar in syntax.names_stored(s):
+                return (isinstance(s, gast.Assign) and syntax.is_name(s.targets[0], bar)
+                        and bar not in syntax.names_loaded(s.value)
                         and (self.is_call(s.value, "zeros_like") or (
                             isinstance(s.value, (gast.BinOp, gast.UnaryOp))
                             and self.kinds.of(s.value) == ARRAY)))

@@ -9,7 +9,7 @@ numbers, and NumPy results of full reductions.
 """
 import gast
 
-from ..codegen import nodes
+from .. import syntax
 from ..frontend.source import MISSING
 from ..rules import registry
 
@@ -40,13 +40,13 @@ def guarded(params, types):
     return [p for p in params if p in types] + fields
 
 
-class Kinds:
+class ValueKinds:
     def __init__(self, fn, src, params=None):
         self.src = src
         self.kind = {a.id: UNKNOWN for a in fn.args.args + fn.args.posonlyargs
                      + fn.args.kwonlyargs}
         self.kind.update(params or {})
-        statements = nodes.statements(fn)
+        statements = syntax.statements(fn)
         defs = [(n.targets[0].id, n.value) for n in statements
                 if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name)]
         defs += [(n.target.id, _target_kind(n, src)) for n in statements

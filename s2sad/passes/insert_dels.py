@@ -1,4 +1,4 @@
-"""Release: free each array of a fused gradient as soon as nothing reads it any more.
+"""InsertDels: free each array of a fused gradient as soon as nothing reads it any more.
 
 Takes the fused `f_value_and_grad` (forward pass then pullback in one function) and,
 after the last top-level statement that mentions an array (a primal value or an
@@ -34,8 +34,8 @@ import gast
 
 from ..ad import header
 from ..ad.inplace import view_of
-from ..analysis.kinds import ARRAY
-from ..codegen import nodes
+from ..analysis.value_kinds import ARRAY
+from .. import syntax
 from ..compilation import parameters
 
 
@@ -44,7 +44,7 @@ def run(fn, ctx):
     longer names."""
     if not ctx.release:
         return fn
-    fn = Release(array_names(ctx)).run(fn)
+    fn = InsertDels(array_names(ctx)).run(fn)
     header.refresh(fn, ctx)
     return fn
 
@@ -54,14 +54,14 @@ def array_names(ctx):
     parameters)."""
     arrays = {n for n, k in ctx.value_kinds.kind.items() if k == ARRAY}
     params = set(parameters(ctx.src))
-    views = {s.targets[0].id for s in nodes.statements(ctx.wengert)
+    views = {s.targets[0].id for s in syntax.statements(ctx.wengert)
              if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
              and view_of(s.value, ctx.src) in params}
     adjoints = ctx.reverse.adjoints
     return (arrays - views) | {adjoints[n] for n in arrays if n in adjoints}
 
 
-class Release:
+class InsertDels:
     """See the module docstring; `arrays` are the names that hold arrays."""
 
     def __init__(self, arrays):
@@ -70,11 +70,11 @@ class Release:
     def run(self, fn):
         body = fn.body
         params = {a.id for a in fn.args.args + fn.args.posonlyargs + fn.args.kwonlyargs}
-        returned = set(nodes.names_loaded(body[-1])) if isinstance(body[-1], gast.Return) \
+        returned = set(syntax.names_loaded(body[-1])) if isinstance(body[-1], gast.Return) \
             else set(self.arrays)
         bound, last = {}, {}
         for i, s in enumerate(body):
-            for n in nodes.name_nodes(s):
+            for n in syntax.name_nodes(s):
                 if n.id in self.arrays:
                     last[n.id] = i
             if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
@@ -88,5 +88,5 @@ class Release:
         for i, s in enumerate(body):
             fn.body.append(s)
             if i in after:
-                fn.body.append(nodes.delete(after[i]))
+                fn.body.append(syntax.delete(after[i]))
         return fn

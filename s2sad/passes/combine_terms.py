@@ -1,7 +1,8 @@
-"""Collect: the additions into one slice of an adjoint, as one expression computed in
+"""CombineTerms: the additions into one slice of an adjoint, as one expression computed in
 one buffer.
 
-Takes the fused gradient after Spell, before Reuse. After `x_bar = _s2s_zeros_like(x)`
+Takes the fused gradient after InlineHelpers, before ReuseBuffers. After
+`x_bar = _s2s_zeros_like(x)`
 come additions into constant slices of `x_bar` (`x_bar[:-1] -= g`, `x_bar[1:] += h`),
 up to the first statement that reads or writes `x_bar` otherwise; additions commute.
 The values added into one slice sum to a polynomial in names and numbers, read
@@ -15,11 +16,11 @@ addition:
 
     -(2.0 * (1 - t_6)) + t_3_bar * -2 * t_1   ->   (t_3_bar * -2 + 2.0) * t_1 - 2.0
 
-Reuse then computes it step by step in one buffer: in the slice itself when it is the
+ReuseBuffers then computes it step by step in one buffer: in the slice itself when it is the
 first to be written (the additions into other slices that came between move after it),
 else in an array that is added once. No array of its own for any term, and fewer passes
 over the data: the common factors are applied once. The rewrite is kept only when it
-has fewer operations than the statements it replaces and Reuse computes every step in
+has fewer operations than the statements it replaces and ReuseBuffers computes every step in
 the one buffer.
 
 >>> import numpy as np
@@ -59,7 +60,7 @@ from fractions import Fraction
 import gast
 import numpy as np
 
-from ..codegen import nodes
+from .. import syntax
 from ..rules import runtime
 
 _MAX_TERMS = 8      # larger sums are left as they are: the search grows with them
@@ -71,11 +72,11 @@ _WRITERS = {"copyto", "put", "place", "putmask", "fill_diagonal", "put_along_axi
 def run(fn, ctx):
     """The pass (with `ctx.release`, after spell, before reuse)."""
     if ctx.release:
-        fn.body = Collect(ctx).run(fn.body, ctx.array_facts.parameters(fn))
+        fn.body = CombineTerms(ctx).run(fn.body, ctx.array_facts.parameters(fn))
     return fn
 
 
-class Collect:
+class CombineTerms:
     """See the module docstring; the array facts (`ctx.array_facts`) decide whether a
     sum can be computed in its slice."""
 
@@ -105,30 +106,30 @@ class Collect:
         groups = {}
         for i in range(z + 1, len(body)):
             s = body[i]
-            if array not in nodes.names_loaded(s) + nodes.names_stored(s):
+            if array not in syntax.names_loaded(s) + syntax.names_stored(s):
                 continue
-            if not (self.known.is_addition(s) and nodes.is_name(s.target.value, array)
-                    and not nodes.names_loaded(s.target.slice)
-                    and array not in nodes.names_loaded(s.value)):
+            if not (self.known.is_addition(s) and syntax.is_name(s.target.value, array)
+                    and not syntax.names_loaded(s.target.slice)
+                    and array not in syntax.names_loaded(s.value)):
                 break
             groups.setdefault(gast.dump(s.target.slice), []).append(i)
         return groups
 
     def collected(self, body, array, group, fresh, params):
         """`body` with the additions `group` (indices) into one slice of `array` made one,
-        or None; `fresh` when the first of them is the first to touch `array` (Reuse
+        or None; `fresh` when the first of them is the first to touch `array` (ReuseBuffers
         then computes the sum in the slice), and the additions into other slices among
         them move after it, so that it still is."""
         first, last = group[0], group[-1]
         others = [i for i in range(first, last) if i not in group
                   and self.known.is_addition(body[i])
-                  and nodes.is_name(body[i].target.value, array)]
+                  and syntax.is_name(body[i].target.value, array)]
         if not all(self.movable(body, i, last, body[i].value, array) for i in others):
             return None
-        loads = collections.Counter(nodes.names_loaded(gast.Module(body=body,
+        loads = collections.Counter(syntax.names_loaded(gast.Module(body=body,
                                                                    type_ignores=[])))
-        stores = collections.Counter(n for s in body for n in nodes.names_stored(s))
-        stored_at = {n: i for i, s in enumerate(body) for n in nodes.names_stored(s)}
+        stores = collections.Counter(n for s in body for n in syntax.names_stored(s))
+        stored_at = {n: i for i, s in enumerate(body) for n in syntax.names_stored(s)}
         inlined, old = set(), len(group)
         ones = {s.targets[0].id for s in body if isinstance(s, gast.Assign)
                 and isinstance(s.targets[0], gast.Name) and stores[s.targets[0].id] == 1
@@ -174,12 +175,12 @@ class Collect:
         cost, expr = best(total, {})
         if cost + 1 >= old:
             return None
-        merged = [nodes.located(gast.AugAssign(target=nodes.copied(body[last].target),
+        merged = [syntax.located(gast.AugAssign(target=syntax.copied(body[last].target),
                                                op=gast.Add(), value=expr), body[last])]
-        if cost and not fresh:      # named, for Reuse to compute in one buffer
+        if cost and not fresh:      # named, for ReuseBuffers to compute in one buffer
             g = self.ctx.namer.fresh("t")
-            merged[:0] = [nodes.located(nodes.assign(g, expr), body[last])]
-            merged[1].value = nodes.name(g)
+            merged[:0] = [syntax.located(syntax.assign(g, expr), body[last])]
+            merged[1].value = syntax.name(g)
         dropped = inlined | set(group) | set(others)
         out = [s for i, s in enumerate(body) if i not in dropped or i == last]
         at = next(i for i, s in enumerate(out) if s is body[last])
@@ -195,7 +196,7 @@ class Collect:
                     and stores[s.targets[0].id] == 1 and isinstance(s.value, gast.Subscript)
                     and isinstance(s.value.value, gast.Name)
                     and stores[s.value.value.id] <= 1
-                    and not nodes.names_loaded(s.value.slice)):
+                    and not syntax.names_loaded(s.value.slice)):
                 key = (s.value.value.id, gast.dump(s.value.slice))
                 if key in first:
                     out[s.targets[0].id] = first[key]
@@ -207,7 +208,7 @@ class Collect:
         """Whether `value`, computed at statement `i`, may be computed at statement
         `last` instead: what runs between binds none of the names it reads, and is only
         assignments of names (whose calls write no array) and additions into `array`."""
-        read = set(nodes.names_loaded(value))
+        read = set(syntax.names_loaded(value))
         if array in read:
             return False
         for s in body[i + 1:last]:
@@ -215,15 +216,15 @@ class Collect:
                     s.targets[0], gast.Name):
                 if s.targets[0].id in read or not self.pure(s.value):
                     return False
-            elif not (self.known.is_addition(s) and nodes.is_name(s.target.value, array)
-                      or nodes.is_comment(s)):
+            elif not (self.known.is_addition(s) and syntax.is_name(s.target.value, array)
+                      or syntax.is_comment(s)):
                 return False
         return True
 
     def pure(self, e):
         """Whether the calls in `e` are of NumPy or s2sad's helpers, without `out`, none
         writing into an array it is given."""
-        for n in nodes.walk(e):
+        for n in syntax.walk(e):
             if isinstance(n, gast.Call):
                 f = self.known.resolve(n.func)
                 module = str(getattr(f, "__module__", ""))
@@ -235,7 +236,7 @@ class Collect:
         return True
 
     def computable(self, body, a, cost, params):
-        """Whether Reuse computes the value `body[a]` names in one buffer (that of the
+        """Whether ReuseBuffers computes the value `body[a]` names in one buffer (that of the
         slice, when it is the first to touch an array of zeros), one step an operation."""
         facts = self.known.analyse(body, params)
         steps = self.known.plan(body[a].value, facts[a], set())
@@ -295,13 +296,13 @@ def multiplied(p, q):
 
 def operations(e, ones=()):
     """The arithmetic operations of `e`, but for products by 1 (a number, or one of the
-    names `ones`), which Reuse leaves out."""
+    names `ones`), which ReuseBuffers leaves out."""
     def unit(x):
         return (isinstance(x, gast.Constant) and type(x.value) in (int, float)
                 and x.value == 1) or (isinstance(x, gast.Name) and x.id in ones)
     return sum(isinstance(n, (gast.BinOp, gast.UnaryOp)) and not (
         isinstance(n, gast.BinOp) and isinstance(n.op, gast.Mult)
-        and (unit(n.left) or unit(n.right))) for n in nodes.walk(e))
+        and (unit(n.left) or unit(n.right))) for n in syntax.walk(e))
 
 
 def best(p, memo):
@@ -326,54 +327,54 @@ def _best(p, memo):
         if expr is not None:
             options.append(((cost + 1, turns + (reversed_ and cost > 0)), combine(expr)))
     if not terms:
-        options.append(((0, 0), nodes.const(number)))
+        options.append(((0, 0), syntax.const(number)))
     elif len(p) == 1:
         cost, expr = product(terms[0], p[terms[0]])
         options.append(((cost, 0), expr))
     if terms and number:
         rest = {m: p[m] for m in terms}
         then(rest, lambda e: _plus(e, number))
-        then(scaled(rest, -1), lambda e: nodes.binop(nodes.const(number), gast.Sub(), e),
+        then(scaled(rest, -1), lambda e: syntax.binop(syntax.const(number), gast.Sub(), e),
              True)
     for m in terms:
         if len(m) == 1 and p[m] in (1, -1) and len(p) > 1:
             rest = {n: c for n, c in p.items() if n != m}
             op = gast.Add() if p[m] == 1 else gast.Sub()
-            then(rest, lambda e: nodes.binop(e, op, nodes.name(m[0])))
+            then(rest, lambda e: syntax.binop(e, op, syntax.name(m[0])))
             if p[m] == 1:
-                then(scaled(rest, -1), lambda e: nodes.binop(nodes.name(m[0]), gast.Sub(), e),
+                then(scaled(rest, -1), lambda e: syntax.binop(syntax.name(m[0]), gast.Sub(), e),
                      True)
     if terms and not number:
         for v in sorted(set(terms[0]).intersection(*terms[1:])):
             then({_without(m, v): c for m, c in p.items()},
-                 lambda e: nodes.binop(e, gast.Mult(), nodes.name(v)))
+                 lambda e: syntax.binop(e, gast.Mult(), syntax.name(v)))
     sizes = sorted({abs(v) for v in p.values()})
     for c in [c for c in sizes if c != 1] + [-c for c in sizes]:
         if all(Fraction(v) / Fraction(c) == Fraction(v / c) for v in p.values()):
             then({m: v / c if type(c) is float or v % c else v // c for m, v in p.items()},
-                 lambda e: nodes.binop(e, gast.Mult(), nodes.const(c)))
+                 lambda e: syntax.binop(e, gast.Mult(), syntax.const(c)))
     memo[key] = min(options, key=lambda o: o[0]) if options else ((math.inf, 0), None)
     return memo[key]
 
 
 def product(m, c):
     """(operations, expression) of the term `c * m`."""
-    expr = nodes.name(m[0])
+    expr = syntax.name(m[0])
     for v in m[1:]:
-        expr = nodes.binop(expr, gast.Mult(), nodes.name(v))
+        expr = syntax.binop(expr, gast.Mult(), syntax.name(v))
     cost = len(m) - 1
     if c == -1:
-        return cost + 1, nodes.unary(gast.USub(), expr)
+        return cost + 1, syntax.unary(gast.USub(), expr)
     if c != 1:
-        return cost + 1, nodes.binop(expr, gast.Mult(), nodes.const(c))
+        return cost + 1, syntax.binop(expr, gast.Mult(), syntax.const(c))
     return cost, expr
 
 
 def _plus(left, number):
     """`left + number`, or `left - -number` for a negative number."""
     if number < 0:
-        return nodes.binop(left, gast.Sub(), nodes.const(-number))
-    return nodes.binop(left, gast.Add(), nodes.const(number))
+        return syntax.binop(left, gast.Sub(), syntax.const(-number))
+    return syntax.binop(left, gast.Add(), syntax.const(number))
 
 
 def _without(m, v):

@@ -1,7 +1,7 @@
-"""Spell: the adjoints of broadcasting and of matrix products written as plain NumPy when
+"""InlineHelpers: the adjoints of broadcasting and of matrix products written as plain NumPy when
 the code is specialised on the shapes of the arrays involved.
 
-Takes the fused gradient before Collect and Reuse. Where the array facts
+Takes the fused gradient before CombineTerms and ReuseBuffers. Where the array facts
 (analysis/shapes.py's classes, with the shape patterns of the parameters) give the
 number of axes of an adjoint `g` and of the operands, and which have length 1:
 
@@ -15,7 +15,7 @@ number of axes of an adjoint `g` and of the operands, and which have length 1:
 
 That is what a hand gradient has, without the helpers' tests of their arguments. Each
 new value is marked with its fact (`s2s_like`: the shape class and dtype of the array
-it is) so that Reuse computes what follows in its buffer; the guard then also tests
+it is) so that ReuseBuffers computes what follows in its buffer; the guard then also tests
 the patterns the rewrite relied on.
 
 >>> import numpy as np
@@ -41,7 +41,7 @@ import gast
 import numpy as np
 
 from ..analysis.buffers import ND, NDARRAY
-from ..codegen import nodes
+from .. import syntax
 from ..rules import runtime
 
 #: The helpers of the adjoints of matrix products, by the operand they give.
@@ -51,11 +51,11 @@ _PRODUCTS = {"matmul_lhs": 0, "matmul_rhs": 1, "dot_lhs": 0, "dot_rhs": 1}
 def run(fn, ctx):
     """The pass (with `ctx.release`, before collect and reuse)."""
     if ctx.release:
-        fn.body = Spell(ctx).run(fn.body, ctx.array_facts.parameters(fn))
+        fn.body = InlineHelpers(ctx).run(fn.body, ctx.array_facts.parameters(fn))
     return fn
 
 
-class Spell:
+class InlineHelpers:
     """See the module docstring; the facts are `ctx.array_facts`."""
 
     def __init__(self, ctx):
@@ -125,12 +125,12 @@ class Spell:
             return g
         negated = isinstance(g, gast.UnaryOp) and isinstance(g.op, gast.USub)
         axes = list(range(lead)) or kept
-        axis = nodes.const(axes[0]) if len(axes) == 1 else gast.Tuple(
-            elts=[nodes.const(a) for a in axes], ctx=gast.Load())
+        axis = syntax.const(axes[0]) if len(axes) == 1 else gast.Tuple(
+            elts=[syntax.const(a) for a in axes], ctx=gast.Load())
         keywords = [gast.keyword(arg="axis", value=axis)]
         if kept:
-            keywords.append(gast.keyword(arg="keepdims", value=nodes.const(True)))
-        total = nodes.call(nodes.attribute(self.ctx.bind("np", obj=np), "sum"),
+            keywords.append(gast.keyword(arg="keepdims", value=syntax.const(True)))
+        total = syntax.call(syntax.attribute(self.ctx.bind("np", obj=np), "sum"),
                            [g.operand if negated else g], keywords)
         total.s2s_like = fact._replace(shape=small_fact.shape)
         if not negated:
@@ -152,15 +152,15 @@ class Spell:
             self.shapes.rely_on(fact.shape)
 
         def t(v):
-            return nodes.attribute(v, "T")
+            return syntax.attribute(v, "T")
 
         def matmul(x, y):
             return gast.BinOp(left=x, op=gast.MatMult(), right=y)
 
         def outer(x, y):
-            return nodes.call(nodes.attribute(self.ctx.bind("np", obj=np), "outer"),
+            return syntax.call(syntax.attribute(self.ctx.bind("np", obj=np), "outer"),
                               [x, y])
-        g, a, b = (nodes.copied(v) for v in (g, a, b))
+        g, a, b = (syntax.copied(v) for v in (g, a, b))
         if which == 0:          # a_bar
             if len(pa) == 1:
                 out = matmul(b, g)          # vector @ matrix

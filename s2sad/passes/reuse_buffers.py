@@ -1,7 +1,7 @@
-"""Reuse: compute an elementwise result into the buffer of a temporary nothing reads
+"""ReuseBuffers: compute an elementwise result into the buffer of a temporary nothing reads
 any more, instead of allocating a new array.
 
-Takes the fused gradient (`f_grad`, `f_value_and_grad`) before `release`. A top-level
+Takes the fused gradient (`f_grad`, `f_value_and_grad`) before `insert_dels`. A top-level
 statement `t = a OP b` (an arithmetic operator, or a NumPy ufunc with float loops)
 writes its result into `a` (`np.subtract(a, b, out=a)`, or `t += b` when `a` is `t`'s
 old value) when `a` is an array the function allocated itself (never an argument or
@@ -53,7 +53,7 @@ import numpy as np
 
 from ..analysis.buffers import ND, NDARRAY, NUMBER, Fact
 from ..analysis.shapes import trims
-from ..codegen import nodes
+from .. import syntax
 
 _COMMUTE = (gast.Add, gast.Mult)
 _ARITHMETIC = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul}
@@ -66,12 +66,12 @@ _MATH_FLOATS = {"sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "c
 
 def run(fn, ctx):
     """The pass (with `ctx.release`, after spell and collect)."""
-    return Reuse(ctx).run(fn) if ctx.release else fn
+    return ReuseBuffers(ctx).run(fn) if ctx.release else fn
 
 
-class Reuse:
-    """See the module docstring; the facts are `ctx.array_facts`, which Spell and
-    Collect used before it."""
+class ReuseBuffers:
+    """See the module docstring; the facts are `ctx.array_facts`, which InlineHelpers and
+    CombineTerms used before it."""
 
     def __init__(self, ctx):
         self.ctx = ctx
@@ -86,7 +86,7 @@ class Reuse:
         out = []
         for i, s in enumerate(fn.body):
             out.extend(self.rewritten(s, facts[i], live[i + 1]))
-        stored = collections.Counter(nodes.names_stored(fn))
+        stored = collections.Counter(syntax.names_stored(fn))
         self.numbers = {s.targets[0].id: s.value.value for s in fn.body
                         if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
                         and isinstance(s.value, gast.Constant)
@@ -118,7 +118,7 @@ class Reuse:
         memory = [self.known.loaded(e, facts) for e in grads.elts]
         for i, e in enumerate(grads.elts):
             if not (isinstance(e, gast.Call) and isinstance(e.func, gast.Attribute)
-                    and e.func.attr == "copy" and nodes.is_name(e.func.value, "np")
+                    and e.func.attr == "copy" and syntax.is_name(e.func.value, "np")
                     and len(e.args) == 1 and isinstance(e.args[0], gast.Name)):
                 continue
             mine = facts.get(e.args[0].id, Fact())
@@ -132,21 +132,22 @@ class Reuse:
         """`np.zeros(x.shape)` for `_s2s_zeros_like(x)`, `x` an ndarray parameter never
         bound again whose dtype the code is specialised on (`np.zeros(x.shape, float32)`
         for float32): half the time of the helper, which checks its argument."""
-        stored = collections.Counter(nodes.names_stored(fn))
-        for s in nodes.walk(fn):
+        stored = collections.Counter(syntax.names_stored(fn))
+        for s in syntax.walk(fn):
             value = getattr(s, "value", None)
             if not (isinstance(s, gast.Assign) and self.known.is_zeros(s) and len(value.args) == 1):
                 continue
             x = value.args[0].id
-            if x not in self.known.dtypes or stored[x] != 1 or self.ctx.types.get(x) is not np.ndarray:
+            if (x not in self.known.dtypes or stored[x] != 1
+                    or self.ctx.types.get(x) is not np.ndarray):
                 continue
             dtype = self.known.dtypes[x]
             if dtype.kind != "f" or dtype.itemsize < 4:
                 dtype = np.result_type(dtype, np.float32)
             self.known.used_dtypes.add(x)
-            args = [nodes.attribute(x, "shape")] + ([] if dtype == np.float64 else [
-                nodes.name(self.ctx.bind(dtype.name, obj=dtype))])
-            s.value = nodes.call(nodes.attribute(self.ctx.bind("np", obj=np), "zeros"), args)
+            args = [syntax.attribute(x, "shape")] + ([] if dtype == np.float64 else [
+                syntax.name(self.ctx.bind(dtype.name, obj=dtype))])
+            s.value = syntax.call(syntax.attribute(self.ctx.bind("np", obj=np), "zeros"), args)
 
     def cast_results(self, fn, before):
         """Return each gradient of an array in its parameter's dtype when it certainly has
@@ -163,8 +164,8 @@ class Reuse:
                 return e
             self.known.used_dtypes |= origins | {p}
             dtype = self.known.dtypes[p]
-            return nodes.call(nodes.attribute(e, "astype"),
-                              [nodes.name(self.ctx.bind(dtype.name, obj=dtype))])
+            return syntax.call(syntax.attribute(e, "astype"),
+                              [syntax.name(self.ctx.bind(dtype.name, obj=dtype))])
         value = self.ctx.fused is True     # returns (value, gradients)
         grads = ret.value.elts[1] if value else ret.value
         if self.ctx.as_tuple:
@@ -191,13 +192,13 @@ class Reuse:
         class Rename(gast.NodeTransformer):
             def visit_Name(self, node):
                 if isinstance(node.ctx, gast.Load) and node.id in renamed:
-                    return nodes.name(renamed[node.id])
+                    return syntax.name(renamed[node.id])
                 return node
-        stored = collections.Counter(n for s in body for n in nodes.names_stored(s))
+        stored = collections.Counter(n for s in body for n in syntax.names_stored(s))
         for s, known in zip(body, facts):
-            if renamed and set(nodes.names_loaded(s)) & renamed.keys():
+            if renamed and set(syntax.names_loaded(s)) & renamed.keys():
                 s = Rename().visit(s)
-            for n in nodes.names_stored(s):
+            for n in syntax.names_stored(s):
                 seen = {k: v for k, v in seen.items() if n not in (k[0], v)}
             value = getattr(s, "value", None)
             if (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
@@ -221,7 +222,7 @@ class Reuse:
         every update of the same slice until the array is bound again."""
         facts, out, views = self.facts_of(body, before), [], {}
         for s, known in zip(body, facts):
-            for n in nodes.names_stored(s):
+            for n in syntax.names_stored(s):
                 views = {k: v for k, v in views.items() if n not in (k[0], v)}
             target = getattr(s, "target", None)
             index = trims(target.slice) if isinstance(s, gast.AugAssign) and isinstance(
@@ -233,10 +234,10 @@ class Reuse:
             key = (target.value.id, gast.dump(target.slice))
             if key not in views:
                 views[key] = self.ctx.namer.fresh(f"{target.value.id}_view")
-                target = nodes.copied(target)
+                target = syntax.copied(target)
                 target.ctx = gast.Load()
-                out.append(nodes.located(nodes.assign(views[key], target), s))
-            s.target = nodes.name(views[key], store=True)
+                out.append(syntax.located(syntax.assign(views[key], target), s))
+            s.target = syntax.name(views[key], store=True)
             out.append(s)
         return out
 
@@ -252,10 +253,10 @@ class Reuse:
                     x, gast.Constant) and type(x.value) in (int, float)]
                 if len(numbers) == 2 and isinstance(node.op, (gast.Add, gast.Sub, gast.Mult)):
                     # `100.0 * 2` once the seed of `y_bar * 100.0 * 2` is left out
-                    return nodes.const(_ARITHMETIC[type(node.op)](*numbers))
+                    return syntax.const(_ARITHMETIC[type(node.op)](*numbers))
                 if isinstance(node.op, gast.Div) and reuse.number(node.left) is not None \
                         and isinstance(node.left, gast.Name):
-                    node.left = nodes.const(reuse.number(node.left))  # `1.0 / x`, not `y_bar / x`
+                    node.left = syntax.const(reuse.number(node.left))  # `1.0 / x`, not `y_bar / x`
                 if isinstance(node.op, gast.Mult):
                     for one, other in ((node.left, node.right), (node.right, node.left)):
                         fact = facts.get(getattr(other, "id", None), Fact())
@@ -278,8 +279,8 @@ class Reuse:
         """Names certainly bound to a Python float: parameters the code is specialised on
         as floats, and names assigned once from a float expression (`certainly_float`)."""
         floats = {p for p, t in self.ctx.types.items() if t is float}
-        stored = collections.Counter(nodes.names_stored(fn))
-        assigns = [s for s in nodes.walk(fn) if isinstance(s, gast.Assign)
+        stored = collections.Counter(syntax.names_stored(fn))
+        assigns = [s for s in syntax.walk(fn) if isinstance(s, gast.Assign)
                    and isinstance(s.targets[0], gast.Name) and stored[s.targets[0].id] == 1]
         changed = True
         while changed:
@@ -338,20 +339,20 @@ class Reuse:
             into = call is not None and self.known.out_of(call, known)
             if into and self.known.resolve(call.func) is np.multiply and self.known.is_float(
                     known[into].dtype) and len(call.args) == 2 and any(
-                    nodes.is_name(a, into) for a in call.args) and any(
+                    syntax.is_name(a, into) for a in call.args) and any(
                     self.number(a) == 1 for a in call.args):
                 if isinstance(s, gast.Assign) and s.targets[0].id in loaded:
-                    out.append(nodes.located(nodes.assign(s.targets[0].id,
-                                                          nodes.name(into)), s))
+                    out.append(syntax.located(syntax.assign(s.targets[0].id,
+                                                          syntax.name(into)), s))
                 continue
             copied = call is not None and self.copy_into_slice(call)
             if copied:
                 target, value = copied
-                out.append(nodes.located(nodes.assign(target, value), s))
+                out.append(syntax.located(syntax.assign(target, value), s))
                 if isinstance(s, gast.Assign) and s.targets[0].id in loaded:
-                    view = nodes.copied(target)
+                    view = syntax.copied(target)
                     view.ctx = gast.Load()
-                    out.append(nodes.located(nodes.assign(s.targets[0].id, view), s))
+                    out.append(syntax.located(syntax.assign(s.targets[0].id, view), s))
                 continue
             out.append(self.without_unit_products(s, known))
         read = self.names_read(out)
@@ -370,7 +371,7 @@ class Reuse:
         ones = [i for i, a in enumerate(call.args) if self.number(a) == 1]
         if not ones:
             return None
-        target = nodes.copied(call.keywords[0].value)
+        target = syntax.copied(call.keywords[0].value)
         target.ctx = gast.Store()
         return target, call.args[1 - ones[0]]
 
@@ -387,7 +388,7 @@ class Reuse:
             return e
         (s, a), (_, b) = terms
         return gast.BinOp(left=gast.BinOp(left=a, op=type(e.op)(), right=b), op=gast.Mult(),
-                          right=nodes.name(s))
+                          right=syntax.name(s))
 
     def scaled(self, e, facts):
         """(`s`, `a`) when `e` is `s * a`, `a * s` or `s / a` (`a` is then `1.0 / a`) with
@@ -399,7 +400,7 @@ class Reuse:
             return isinstance(x, gast.Name) and facts.get(x.id, Fact()).kind == NUMBER
         if number(e.left):
             rest = e.right if isinstance(e.op, gast.Mult) else gast.BinOp(
-                left=nodes.const(1.0), op=gast.Div(), right=e.right)
+                left=syntax.const(1.0), op=gast.Div(), right=e.right)
             return e.left.id, rest
         if isinstance(e.op, gast.Mult) and number(e.right):
             return e.right.id, e.left
@@ -418,25 +419,25 @@ class Reuse:
         if not steps or steps[0][0] == "bind" and len(steps) == 1:
             return [s]
         target = s.targets[0].id
-        return [nodes.located(x, s) for x in (self.spelled(step, target) for step in steps)]
+        return [syntax.located(x, s) for x in (self.spelled(step, target) for step in steps)]
 
     def spelled(self, step, target):
         """The statement for one step of a plan, computing into `target`."""
         kind, e, *i = step
         if kind == "bind":
-            return nodes.assign(target, e)
+            return syntax.assign(target, e)
         operands, ufunc = self.known.elementwise(e)
         i = i[0]
-        buffer = operands[i] if kind == "out" else nodes.name(target)
-        if nodes.is_name(buffer, target) and isinstance(e, gast.BinOp) and (
+        buffer = operands[i] if kind == "out" else syntax.name(target)
+        if syntax.is_name(buffer, target) and isinstance(e, gast.BinOp) and (
                 i == 0 or isinstance(e.op, _COMMUTE)):
-            return gast.AugAssign(target=nodes.name(target, store=True), op=e.op,
+            return gast.AugAssign(target=syntax.name(target, store=True), op=e.op,
                                   value=operands[1 - i])
         args = [buffer if j == i else a for j, a in enumerate(operands)]
-        func = nodes.copied(e.func) if isinstance(e, gast.Call) else nodes.attribute(
+        func = syntax.copied(e.func) if isinstance(e, gast.Call) else syntax.attribute(
             self.ctx.bind("np", obj=np), ufunc.__name__)
-        call = nodes.call(func, args, [gast.keyword(arg="out", value=nodes.copied(buffer))])
-        return nodes.expr_stmt(call) if kind == "update" else nodes.assign(target, call)
+        call = syntax.call(func, args, [gast.keyword(arg="out", value=syntax.copied(buffer))])
+        return syntax.expr_stmt(call) if kind == "update" else syntax.assign(target, call)
 
     # -- computing into a slice of zeros ----------------------------------------------
     def into_zeros(self, body, params):
@@ -452,7 +453,7 @@ class Reuse:
             if not any(self.known.is_addition(s) for s in body):
                 return body, facts
             live = self.known.live(body, facts)
-            names = [(set(nodes.names_loaded(s)), set(nodes.names_stored(s))) for s in body]
+            names = [(set(syntax.names_loaded(s)), set(syntax.names_stored(s))) for s in body]
             found = next((found for a in range(len(body)) if self.known.is_addition(body[a])
                           for found in [self.zeros_slice(body, a, facts, live, names)]
                           if found), None)
@@ -462,17 +463,17 @@ class Reuse:
             addition = body[a]
             if r is None:       # name the added expression, computed in one buffer
                 g = self.ctx.namer.fresh("t")
-                named = nodes.located(nodes.assign(g, addition.value), addition)
-                addition.value = nodes.name(g)
+                named = syntax.located(syntax.assign(g, addition.value), addition)
+                addition.value = syntax.name(g)
                 body[a:a + 1] = self.rewritten(named, facts[a], live[a + 1]) + [addition]
                 continue
-            target = nodes.copied(addition.target)
+            target = syntax.copied(addition.target)
             target.ctx = gast.Load()
             operands, ufunc = self.known.elementwise(body[r].value)
-            call = body[r].value if isinstance(body[r].value, gast.Call) else nodes.call(
-                nodes.attribute(self.ctx.bind("np", obj=np), ufunc.__name__), operands)
+            call = body[r].value if isinstance(body[r].value, gast.Call) else syntax.call(
+                syntax.attribute(self.ctx.bind("np", obj=np), ufunc.__name__), operands)
             call.keywords = [gast.keyword(arg="out", value=target)]
-            body[r] = nodes.located(nodes.assign(body[r].targets[0].id, call), body[r])
+            body[r] = syntax.located(syntax.assign(body[r].targets[0].id, call), body[r])
             body[a] = None
             if isinstance(addition.op, gast.Sub):
                 body[a] = self.negated(body, r, a, addition.value.id, facts)
@@ -482,7 +483,7 @@ class Reuse:
 
     def names_read(self, body):
         """The names statements of `body` read (an augmented assignment reads its target)."""
-        return {n for s in body for n in nodes.names_loaded(s)} | {
+        return {n for s in body for n in syntax.names_loaded(s)} | {
             s.target.id for s in body
             if isinstance(s, gast.AugAssign) and isinstance(s.target, gast.Name)}
 
@@ -490,7 +491,7 @@ class Reuse:
         """`body` where `t = ufunc(..., out=...)` is `ufunc(..., out=...)` when nothing
         reads `t`."""
         loaded = self.names_read(body)
-        return [nodes.located(nodes.expr_stmt(s.value), s)
+        return [syntax.located(syntax.expr_stmt(s.value), s)
                 if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
                 and s.targets[0].id not in loaded and isinstance(s.value, gast.Call)
                 and any(k.arg == "out" for k in s.value.keywords) else s for s in body]
@@ -502,7 +503,7 @@ class Reuse:
         and read by nothing after `a`; (z, None, a) when `g` is an elementwise expression
         of the slice's shape; else None."""
         s = body[a]
-        if not (self.known.is_addition(s) and not nodes.names_loaded(s.target.slice)):
+        if not (self.known.is_addition(s) and not syntax.names_loaded(s.target.slice)):
             return None
         array = s.target.value.id
         mentions = [i for i in range(a) if array in names[i][0] or array in names[i][1]]
@@ -510,7 +511,7 @@ class Reuse:
             return None
         z = mentions[-1]
         made = body[z]
-        if not (self.known.is_zeros(made) and nodes.is_name(made.targets[0], array)):
+        if not (self.known.is_zeros(made) and syntax.is_name(made.targets[0], array)):
             return None
         sliced = self.known.indexed(s.target, facts[a].get(array, Fact()), facts[a])
         g = self.known.fact(s.value, facts[a])
@@ -527,7 +528,7 @@ class Reuse:
         if (r is None or self.fact_after(body[r], facts[r + 1]).shape != g.shape
                 or self.known.elementwise(body[r].value) is None
                 or getattr(body[r].value, "keywords", None)
-                or any(names[i][1] & set(nodes.names_loaded(made.value)) for i in range(r, z))
+                or any(names[i][1] & set(syntax.names_loaded(made.value)) for i in range(r, z))
                 or any(i != z and (array in names[i][0] or array in names[i][1])
                        for i in range(r, a))):
             return None
@@ -543,7 +544,7 @@ class Reuse:
         constant (`t_bar = np.multiply(-2.0, t, out=t)`, `t_bar *= -2.0`), else with
         `np.negative(g, out=g)`."""
         def writes(s, i):
-            return g in nodes.names_stored(s) or (
+            return g in syntax.names_stored(s) or (
                 isinstance(s, gast.Expr) and self.known.out_of(s.value, facts[i]) == g)
         last = body[next(i for i in range(a - 1, r - 1, -1) if writes(body[i], i))]
         factors = []
@@ -561,9 +562,9 @@ class Reuse:
                 else:
                     setattr(holder, key, negative)
                 return None
-        return nodes.expr_stmt(nodes.call(
-            nodes.attribute(self.ctx.bind("np", obj=np), "negative"),
-            [nodes.name(g)], [gast.keyword(arg="out", value=nodes.name(g))]))
+        return syntax.expr_stmt(syntax.call(
+            syntax.attribute(self.ctx.bind("np", obj=np), "negative"),
+            [syntax.name(g)], [gast.keyword(arg="out", value=syntax.name(g))]))
 
     # -- moving in-place additions up -------------------------------------------------
     def hoisted(self, body, facts):
@@ -597,5 +598,5 @@ class Reuse:
                 other == written or not other & written)
         if not (isinstance(earlier, gast.Assign) and isinstance(earlier.targets[0], gast.Name)):
             return False
-        return (earlier.targets[0].id not in nodes.names_loaded(s)
+        return (earlier.targets[0].id not in syntax.names_loaded(s)
                 and not written & self.known.loaded(earlier.value, before))

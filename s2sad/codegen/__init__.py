@@ -1,1 +1,0 @@
-"""Emission of generated source and its compilation."""
