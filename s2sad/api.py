@@ -1,14 +1,17 @@
 """The public API: grad, value_and_grad, vjp, source, check_grad, and rule registration."""
+from __future__ import annotations
+
 import functools
 import inspect
 import numbers
 import types
 import weakref
+from typing import Any, Callable
 
 import numpy as np
 
 from . import forward_api, pipeline
-from .compilation import kinds_key, kinds_of, patterns_of, wrt_indices
+from .compilation import Wrt, kinds_key, kinds_of, patterns_of, wrt_indices
 from .errors import GradientCheckError, S2SADError, warn_unconnected
 from .rules import registry, runtime
 
@@ -203,7 +206,7 @@ class _BoundDerivative:
         return self._derivative.source
 
 
-def grad(f=None, wrt=0):
+def grad(f: Callable | None = None, wrt: Wrt = 0) -> GradientFunction:
     """The gradient of scalar function `f` with respect to parameter(s) `wrt`.
 
     `wrt` is a positional parameter's index or name, or a tuple of them (then the
@@ -228,7 +231,7 @@ def grad(f=None, wrt=0):
     return _decorator(GradientFunction, f, wrt)
 
 
-def value_and_grad(f=None, wrt=0):
+def value_and_grad(f: Callable | None = None, wrt: Wrt = 0) -> ValueAndGradientFunction:
     """Like `grad`, but returns `(f(*args), gradient)`, running `f` once.
 
     >>> import s2sad
@@ -240,7 +243,7 @@ def value_and_grad(f=None, wrt=0):
     return _decorator(ValueAndGradientFunction, f, wrt)
 
 
-def vjp(f, *args, **kwargs):
+def vjp(f: Callable, *args: Any, **kwargs: Any) -> tuple[Any, Callable]:
     """`(f(*args), pullback)`: `pullback(y_bar)` returns one adjoint per positional arg.
 
     >>> import s2sad
@@ -261,7 +264,8 @@ def vjp(f, *args, **kwargs):
     return _compiled(f, wrt, kinds=kinds).fn(*args, **kwargs)
 
 
-def source(f, mode="reverse", wrt=None, at=None):
+def source(f: Callable, mode: str = "reverse", wrt: Wrt | None = None,
+           at: tuple | None = None) -> str:
     """The generated derivative source of `f`, as a string: the code `vjp` runs for
     arguments like `at` (a tuple), by default floats (arrays if `f` uses NumPy), with
     respect to `wrt` (by default the first parameter; for a second derivative in
@@ -328,7 +332,8 @@ def _with_lifted(derivative, mode, shown=None):
     return text
 
 
-def check_grad(f, *args, wrt=0, rtol=1e-5, atol=1e-7, **kwargs):
+def check_grad(f: Callable, *args: Any, wrt: Wrt = 0, rtol: float = 1e-5, atol: float = 1e-7,
+               **kwargs: Any) -> Any:
     """Compare `grad(f, wrt)` at `args` with central finite differences (float64).
 
     Returns the gradient; raises `GradientCheckError` listing the entries that differ.
@@ -532,7 +537,7 @@ class custom_jvp:
         return self.primal(*args, **kwargs)
 
 
-def stop_gradient(x):
+def stop_gradient(x: Any) -> Any:
     """`x`, as a constant to s2sad: no derivative flows through it.
 
     >>> import s2sad

@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
-from typing import Any, Callable
+from typing import Any, Callable, Union
 
 import gast
 import numpy as np
@@ -43,6 +43,9 @@ from .frontend import fence, source
 from .frontend.source import MISSING, FunctionSource
 from .naming import Namer
 from .rules import runtime, tangents
+
+#: What to differentiate: a positional parameter's index or name, or a tuple of them.
+Wrt = Union[int, str, tuple]
 
 #: The argument types a derivative is specialised on; others are of unknown kind.
 SPECIALISED = (float, int, np.ndarray)

@@ -1,12 +1,15 @@
 """Forward mode and second derivatives: jvp, jacfwd, jacrev, hvp, hessian, defjvp."""
+from __future__ import annotations
+
 import functools
 import types
 import weakref
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from . import pipeline
-from .compilation import default_kinds, kinds_of, wrt_indices
+from .compilation import Wrt, default_kinds, kinds_of, wrt_indices
 from .errors import NonScalarOutputError, S2SADError, warn_unconnected
 from .rules import registry, runtime
 
@@ -24,7 +27,7 @@ def _call(d, args, kwargs, tangents):
     return d.fn(*args, **kwargs, **dict(zip(d.tangent_names, tangents)))
 
 
-def jvp(f, primals, tangents, **kwargs):
+def jvp(f: Callable, primals: Sequence, tangents: Sequence, **kwargs: Any) -> tuple[Any, Any]:
     """`(f(*primals), y_dot)`: the value of `f` and its directional derivative along
     `tangents`, one per positional argument (like `jax.jvp`), in one forward pass.
 
@@ -176,7 +179,7 @@ def _assemble(parts, out_shape, in_shape):
     return float(jac) if jac.ndim == 0 else jac
 
 
-def jacfwd(f, wrt=0):
+def jacfwd(f: Callable, wrt: Wrt = 0) -> Callable:
     """The Jacobian of `f` with respect to argument(s) `wrt`, by forward mode: one `jvp`
     per input element, so it pays off for few inputs and many outputs. The Jacobian has
     shape `output.shape + input.shape`; a tuple `wrt` gives a tuple of them.
@@ -202,7 +205,7 @@ def jacfwd(f, wrt=0):
     return jacobian
 
 
-def jacrev(f, wrt=0):
+def jacrev(f: Callable, wrt: Wrt = 0) -> Callable:
     """The Jacobian of `f` with respect to argument(s) `wrt`, by reverse mode: one
     pullback per output element, so it pays off for many inputs and few outputs. Same
     result as `jacfwd`.
@@ -340,7 +343,7 @@ def second_derivative(df, wrt):
     return _mark_gradient(second, df.primal, df.wrt, "grad_grad", tangents=wrt)
 
 
-def hvp(f, wrt=0):
+def hvp(f: Callable, wrt: Wrt = 0) -> Callable:
     """The Hessian-vector product of scalar function `f`: `hvp(f)(*args, v)` is the
     Hessian of `f` with respect to argument `wrt`, at `args`, times `v`. Exact: forward
     mode applied to the generated gradient code (forward over reverse), at the cost of
@@ -366,7 +369,7 @@ def hvp(f, wrt=0):
     return _mark_gradient(product, f, wrt, "hvp")
 
 
-def hessian(f, wrt=0):
+def hessian(f: Callable, wrt: Wrt = 0) -> Callable:
     """The Hessian of scalar function `f` with respect to argument `wrt` (shape
     `x.shape + x.shape`), exactly: one Hessian-vector product per element of `x`.
 

@@ -28,7 +28,7 @@ import gast
 
 from . import cache, emit, syntax
 from .ad import forward as forward_mode, fused, header, reverse as reverse_mode
-from .compilation import (Compilation, default_kinds, kinds_key, patterns_key,
+from .compilation import (Compilation, Wrt, default_kinds, kinds_key, patterns_key,
                           wrt_key)
 from .errors import InternalError, S2SADError, UnsupportedSyntaxError
 from .frontend import source
@@ -104,7 +104,7 @@ LISTS = {"reverse mode": REVERSE_MODE, "fused gradient": FUSED_GRADIENT,
          "forward mode": FORWARD_MODE}
 
 
-def described():
+def described() -> str:
     """The pass lists as text (what `s2sad show --stage list` prints)."""
     lines = []
     for title, passes in LISTS.items():
@@ -116,7 +116,7 @@ def described():
     return "\n".join(lines)
 
 
-def stage_names(mode="reverse"):
+def stage_names(mode: str = "reverse") -> list[str]:
     """The names `--stage` takes in `mode`."""
     lists = [FORWARD_MODE] if mode == "forward" else [REVERSE_MODE, FUSED_GRADIENT]
     return list(dict.fromkeys(p.name for passes in lists for p in passes))
@@ -149,7 +149,9 @@ def _internal(fn, exc):
 
 
 @_guarded
-def compilation(fn, wrt=0, passes=REVERSE_MODE, until=None, kinds=None, **options):
+def compilation(fn: Callable, wrt: Wrt = 0, passes: list[Pass] = REVERSE_MODE,
+                until: str | None = None, kinds: dict | None = None,
+                **options) -> tuple[Compilation, gast.FunctionDef]:
     """`(ctx, node)`: `fn` through `passes`, up to and including the pass named `until`
     (all of them without it), for `wrt`, specialised on `kinds` (by default
     `default_kinds`); `options` are those of `Compilation`."""
@@ -166,7 +168,8 @@ def compilation(fn, wrt=0, passes=REVERSE_MODE, until=None, kinds=None, **option
     return ctx, node
 
 
-def stage_source(fn, stage, wrt=0, kinds=None, mode="reverse"):
+def stage_source(fn: Callable, stage: str, wrt: Wrt = 0, kinds: dict | None = None,
+                 mode: str = "reverse") -> str:
     """The source of `fn` after the pass `stage` (see `stage_names`): of the reverse-mode
     list, else of the fused gradient `grad` runs, or (with `mode="forward"`) of forward
     mode's."""
@@ -213,8 +216,9 @@ def _compiled(ctx, node):
 
 
 @_guarded
-def reverse(fn, wrt=0, fused=False, kinds=None, release=False, guard=True, recompute=False,
-            patterns=None):
+def reverse(fn: Callable, wrt: Wrt = 0, fused: bool | str = False, kinds: dict | None = None,
+            release: bool = False, guard: bool = True, recompute: bool = False,
+            patterns: dict | None = None) -> Derivative:
     """Compile the reverse-mode derivative `f_vjp` of `fn` (with `fused`, the
     `f_value_and_grad` that `value_and_grad` runs; with `fused="grad"`, the `f_grad`
     that `grad` runs; with `fused="adjoint"`, `f_adjoint(y_bar, ...)`, the pullback
@@ -231,7 +235,8 @@ def reverse(fn, wrt=0, fused=False, kinds=None, release=False, guard=True, recom
 
 
 @_guarded
-def forward(fn, wrt=0, kinds=None, guard=False, tangent_only=False):
+def forward(fn: Callable, wrt: Wrt = 0, kinds: dict | None = None, guard: bool = False,
+            tangent_only: bool = False) -> Derivative:
     """Compile the forward-mode derivative `f_jvp` of `fn` (also of s2sad's own
     reverse-mode code: forward over reverse), specialised on `kinds` like `reverse`; its
     `tangent_names` are the parameters that take the tangents of `wrt`. With `guard`, it
@@ -242,7 +247,8 @@ def forward(fn, wrt=0, kinds=None, guard=False, tangent_only=False):
                                  tangent_only=tangent_only))
 
 
-def derivative(fn, mode="reverse", wrt=0, kinds=None, **options):
+def derivative(fn: Callable, mode: str = "reverse", wrt: Wrt = 0, kinds: dict | None = None,
+               **options) -> Derivative:
     """The compiled derivative of `fn`, as `reverse` or `forward` (`mode`) make it with
     `options`, through the cache."""
     request = _request(mode, fn, wrt, kinds, **options)
