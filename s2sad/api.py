@@ -29,7 +29,7 @@ def _compiled(fn, wrt, fused=False, kinds=None, release=False, patterns=None):
     return warn_unconnected(derivative)
 
 
-class _Derivative:
+class _DerivativeFunction:
     """Base of the callables `grad` and `value_and_grad` return."""
 
     s2s_derivative = True
@@ -66,7 +66,7 @@ class _Derivative:
         static method: no bound method to make, no frame of s2sad's own per call) whose
         guard, on arguments of other types, compiles another version and calls it. A
         change of the rules removes it (see registry.bump), and calls go through
-        `_Derivative.__call__` again."""
+        `_DerivativeFunction.__call__` again."""
         closure = fn.__closure__ or ()
         if not any(c.cell_contents is runtime.respecialize for c in closure):
             return
@@ -80,7 +80,7 @@ class _Derivative:
         _installed.add(self)
 
     def _uninstall(self):
-        """Calls go through `_Derivative.__call__` again (the rules changed)."""
+        """Calls go through `_DerivativeFunction.__call__` again (the rules changed)."""
         if "__call__" in type(self).__dict__:
             delattr(type(self), "__call__")
 
@@ -122,13 +122,13 @@ def _uninstall_all():
 registry.on_change(_uninstall_all)
 
 
-class GradientFunction(_Derivative):
+class GradientFunction(_DerivativeFunction):
     """The gradient of a scalar function; call it like the function."""
 
     fused = "grad"
 
 
-class ValueAndGradientFunction(_Derivative):
+class ValueAndGradientFunction(_DerivativeFunction):
     """Returns `(f(*args), gradient)` from one forward pass."""
 
 

@@ -123,17 +123,17 @@ def stage_names(mode: str = "reverse") -> list[str]:
 
 
 # -- running passes ----------------------------------------------------------------------
-def _guarded(run):
+def _reported(run):
     """Report anything but an `S2SADError` escaping the compiler as an `InternalError`."""
     @functools.wraps(run)
-    def guarded(fn, *args, **kwargs):
+    def reported(fn, *args, **kwargs):
         try:
             return run(fn, *args, **kwargs)
         except S2SADError:
             raise
         except Exception as exc:
             raise _internal(fn, exc) from exc
-    return guarded
+    return reported
 
 
 def _internal(fn, exc):
@@ -148,7 +148,7 @@ def _internal(fn, exc):
         "the function.")
 
 
-@_guarded
+@_reported
 def compilation(fn: Callable, wrt: Wrt = 0, passes: list[Pass] = REVERSE_MODE,
                 until: str | None = None, kinds: dict | None = None,
                 **options) -> tuple[Compilation, gast.FunctionDef]:
@@ -185,7 +185,7 @@ def stage_source(fn: Callable, stage: str, wrt: Wrt = 0, kinds: dict | None = No
 
 
 # -- derivatives -------------------------------------------------------------------------
-class Derivative:
+class CompiledDerivative:
     """A compiled derivative: the callable and its source."""
 
     def __init__(self, fn, source_text, filename, ctx):
@@ -212,13 +212,13 @@ def _compiled(ctx, node):
         bindings.setdefault(var, cell.cell_contents)
     filename = f"<s2sad: {node.name}, from {src.filename}:{src.first_line}>"
     compiled, text = emit.compile_function(node, bindings, src.fn, filename)
-    return Derivative(compiled, text, compiled.__code__.co_filename, ctx)
+    return CompiledDerivative(compiled, text, compiled.__code__.co_filename, ctx)
 
 
-@_guarded
+@_reported
 def reverse(fn: Callable, wrt: Wrt = 0, fused: bool | str = False, kinds: dict | None = None,
             release: bool = False, guard: bool = True, recompute: bool = False,
-            patterns: dict | None = None) -> Derivative:
+            patterns: dict | None = None) -> CompiledDerivative:
     """Compile the reverse-mode derivative `f_vjp` of `fn` (with `fused`, the
     `f_value_and_grad` that `value_and_grad` runs; with `fused="grad"`, the `f_grad`
     that `grad` runs; with `fused="adjoint"`, `f_adjoint(y_bar, ...)`, the pullback
@@ -234,9 +234,9 @@ def reverse(fn: Callable, wrt: Wrt = 0, fused: bool | str = False, kinds: dict |
                                  guard=guard, recompute=recompute, patterns=patterns))
 
 
-@_guarded
+@_reported
 def forward(fn: Callable, wrt: Wrt = 0, kinds: dict | None = None, guard: bool = False,
-            tangent_only: bool = False) -> Derivative:
+            tangent_only: bool = False) -> CompiledDerivative:
     """Compile the forward-mode derivative `f_jvp` of `fn` (also of s2sad's own
     reverse-mode code: forward over reverse), specialised on `kinds` like `reverse`; its
     `tangent_names` are the parameters that take the tangents of `wrt`. With `guard`, it
@@ -248,7 +248,7 @@ def forward(fn: Callable, wrt: Wrt = 0, kinds: dict | None = None, guard: bool =
 
 
 def derivative(fn: Callable, mode: str = "reverse", wrt: Wrt = 0, kinds: dict | None = None,
-               **options) -> Derivative:
+               **options) -> CompiledDerivative:
     """The compiled derivative of `fn`, as `reverse` or `forward` (`mode`) make it with
     `options`, through the cache."""
     request = _request(mode, fn, wrt, kinds, **options)
@@ -292,7 +292,7 @@ class _Build:
     not hold: compiled from a worklist, then linked."""
 
     def __init__(self):
-        self.made = {}          # (id(fn), key) -> (request, Derivative), in this build
+        self.made = {}          # (id(fn), key) -> (request, CompiledDerivative), in this build
 
     def run(self, request):
         top = self.make(request)

@@ -17,7 +17,7 @@ def respecialize(*args, **kwargs):
     """What generated code returns for arguments of other types than it was compiled
     for, passing them on: raise Respecialize. A gradient object binds its own function
     in its copy of the code instead, which compiles the matching version and calls it
-    (see api._Derivative._install)."""
+    (see api._DerivativeFunction._install)."""
     raise Respecialize
 
 
