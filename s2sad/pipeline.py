@@ -112,7 +112,7 @@ def described() -> str:
         new = passes if title != "fused gradient" else passes[len(REVERSE_MODE):]
         if title == "fused gradient":
             lines.append("  (the reverse-mode passes, then)")
-        lines += [f"  {p.name:<21}{p.does}" for p in new]
+        lines += [f"  {p.name:<22}{p.does}" for p in new]
     return "\n".join(lines)
 
 

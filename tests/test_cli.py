@@ -148,3 +148,13 @@ def test_cli_docs_show_the_real_forward_over_reverse_source(tmp_path):
     shown = run("show", f"{tmp_path / 'quad.py'}:df", "--mode", "forward")
     assert shown.returncode == 0, shown.stderr
     assert doc[start:doc.index("```", start)] == shown.stdout
+
+
+def test_cli_docs_list_the_passes_as_the_command_does():
+    with open(os.path.join(ROOT, "docs", "cli.md")) as f:
+        doc = f.read()
+    command = "$ s2sad show --stage list\n"
+    start = doc.index(command) + len(command)
+    shown = run("show", "--stage", "list")
+    assert shown.returncode == 0, shown.stderr
+    assert doc[start:doc.index("```", start)] == shown.stdout
