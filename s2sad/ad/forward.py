@@ -53,6 +53,7 @@ import gast
 
 from ..analysis import operations
 from ..analysis.activity import definitions
+from ..analysis.names import count_loads, live_names
 from ..analysis.value_kinds import SCALAR, guarded
 from ..analysis.operations import CALL, COPY, CUSTOM, NONDIFF, PACK, USER, classify
 from .. import syntax
@@ -503,7 +504,8 @@ def _coalesce(fn, tangents):
     for loop in [n for n in syntax.statements(fn) if isinstance(n, (gast.For, gast.While))]:
         for block in syntax.blocks(loop.body):
             _coalesce_block(block, loads)
-    _live(fn.body, set(), None, delete=True, pure=tangents)
+    live_names(fn.body, set(), delete=True, dead=lambda s, target: (
+        syntax.is_atom(s.value) or target in tangents))
 
 
 def _coalesce_block(block, loads):
@@ -516,8 +518,8 @@ def _coalesce_block(block, loads):
             between = block[j + 1:i] if j is not None else []
             if (j is not None and isinstance(block[j], gast.Assign)
                     and syntax.is_name(block[j].targets[0], w)
-                    and not any(syntax.stores(b, c) or _count(b, c) for b in between)
-                    and sum(_count(b, w) for b in between) + 1 == loads.get(w, 0)):
+                    and not any(syntax.stores(b, c) or count_loads(b, c) for b in between)
+                    and sum(count_loads(b, w) for b in between) + 1 == loads.get(w, 0)):
                 block[j].targets[0].id = c
                 for b in between:
                     for n in syntax.name_nodes(b):
@@ -527,53 +529,3 @@ def _coalesce_block(block, loads):
                 del block[i]
                 continue
         i += 1
-
-
-def _live(stmts, live, loop, delete, pure=()):
-    """The names live before `stmts` given those live after (backward liveness over
-    structured code; `loop` is (live after, live at the head) of the enclosing loop).
-    With `delete`, drop the assignments to names not live that are copies or define
-    names in `pure` (tangents)."""
-    keep = []
-    for s in reversed(stmts):
-        if isinstance(s, gast.Break):
-            live = set(loop[0])
-        elif isinstance(s, gast.Continue):
-            live = set(loop[1])
-        elif isinstance(s, (gast.Return, gast.Raise)):
-            live = set(syntax.names_loaded(s))
-        elif isinstance(s, gast.If):
-            live = (_live(s.body, live, loop, delete, pure)
-                    | _live(s.orelse, live, loop, delete, pure) | set(syntax.names_loaded(s.test)))
-        elif isinstance(s, (gast.For, gast.While)):
-            live = _live_loop(s, live, delete, pure)
-        elif (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
-              and s.targets[0].id not in live
-              and (syntax.is_atom(s.value) or s.targets[0].id in pure)):
-            continue
-        else:
-            live = (live - set(syntax.names_stored(s))) | set(syntax.names_loaded(s))
-        keep.append(s)
-    if delete:
-        stmts[:] = keep[::-1]
-    return live
-
-
-def _live_loop(loop, after, delete, pure):
-    is_for = isinstance(loop, gast.For)
-    head = set(after) | set(syntax.names_loaded(loop.iter if is_for else loop.test))
-    while True:
-        body = _live(loop.body, head, (after, head), False, pure)
-        if is_for:
-            body -= set(syntax.names_stored(loop.target))
-        if body <= head:
-            break
-        head |= body
-    if delete:
-        _live(loop.body, head, (after, head), True, pure)
-    return head
-
-
-def _count(node, name):
-    return sum(1 for n in syntax.name_nodes(node) if n.id == name
-               and isinstance(n.ctx, gast.Load))

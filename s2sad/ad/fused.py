@@ -26,6 +26,7 @@ import numpy as np
 
 from ..analysis.value_kinds import ARRAY, guarded
 from ..analysis.operations import COPY, NONDIFF, PACK
+from ..analysis.names import live_names
 from ..analysis.shapes import pattern_tests
 from .. import syntax
 from ..compilation import parameters
@@ -175,19 +176,12 @@ def _shapes_from_earliest(stmts, forward, ctx, among=None):
 def _live(body, ops):
     """`body` without the top-level assignments nobody reads whose value is a name, a
     constant, syntax or a call of a primitive with a derivative rule."""
-    loads = [set(syntax.names_loaded(s)) for s in body]
-    changed = True
-    while changed:
-        changed = False
-        for i in range(len(body) - 1, -1, -1):
-            s = body[i]
-            if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)):
-                continue
-            op = ops.get(s)
-            pure = op is not None and (op.kind in (COPY, PACK) or op.variant is not None
-                                       or (op.kind == NONDIFF and op.prim is None))
-            target = s.targets[0].id
-            if pure and not any(target in read for read in loads[i + 1:]):
-                del body[i], loads[i]
-                changed = True
+    top = {id(s) for s in body}
+
+    def dead(s, target):
+        op = ops.get(s)
+        return id(s) in top and op is not None and (
+            op.kind in (COPY, PACK) or op.variant is not None
+            or (op.kind == NONDIFF and op.prim is None))
+    live_names(body, set(), delete=True, dead=dead)
     return body

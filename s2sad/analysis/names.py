@@ -1,5 +1,6 @@
-"""Name counts: how often each name is loaded and assigned in a tree, kept current as
-passes change it (optimize, reverse's renaming of tape unpacks).
+"""Names in code: how often each name is loaded and assigned in a tree, kept current as
+passes change it (optimize, reverse's renaming of tape unpacks); and which names are
+live, so that dead assignments can be dropped (forward mode, the fused gradient).
 """
 from collections import Counter
 
@@ -70,3 +71,49 @@ def rename(node, old, new):
     for n in syntax.name_nodes(node):
         if n.id == old:
             n.id = new
+
+
+def live_names(stmts, live, loop=None, delete=False, dead=None):
+    """The names live before `stmts`, given those live after: backward liveness over
+    structured code (`loop` is (live after, live at the head) of the enclosing loop).
+    An assignment `name = ...` whose name is not live and for which `dead(statement,
+    name)` is true is dead: it reads nothing, and with `delete` it is removed."""
+    keep = []
+    for s in reversed(stmts):
+        if isinstance(s, gast.Break):
+            live = set(loop[0])
+        elif isinstance(s, gast.Continue):
+            live = set(loop[1])
+        elif isinstance(s, (gast.Return, gast.Raise)):
+            live = set(syntax.names_loaded(s))
+        elif isinstance(s, gast.If):
+            live = (live_names(s.body, live, loop, delete, dead)
+                    | live_names(s.orelse, live, loop, delete, dead)
+                    | set(syntax.names_loaded(s.test)))
+        elif isinstance(s, (gast.For, gast.While)):
+            live = _live_in_loop(s, live, delete, dead)
+        elif (dead is not None and isinstance(s, gast.Assign)
+              and isinstance(s.targets[0], gast.Name) and s.targets[0].id not in live
+              and dead(s, s.targets[0].id)):
+            continue
+        else:
+            live = (live - set(syntax.names_stored(s))) | set(syntax.names_loaded(s))
+        keep.append(s)
+    if delete:
+        stmts[:] = keep[::-1]
+    return live
+
+
+def _live_in_loop(loop, after, delete, dead):
+    is_for = isinstance(loop, gast.For)
+    head = set(after) | set(syntax.names_loaded(loop.iter if is_for else loop.test))
+    while True:
+        body = live_names(loop.body, head, (after, head), False, dead)
+        if is_for:
+            body -= set(syntax.names_stored(loop.target))
+        if body <= head:
+            break
+        head |= body
+    if delete:
+        live_names(loop.body, head, (after, head), True, dead)
+    return head
