@@ -429,12 +429,11 @@ def forward_rule(prim, args, keywords):
     """(variant, binding, tangent placeholder) of the forward rule of a call to `prim`:
     a registered one, else the reverse rule's if it is elementwise (its templates are
     linear in `g`, the placeholder), else None."""
-    for table, placeholder in ((registry.JVPS, "t"), (registry.RULES, "g")):
-        try:
-            rule = table.get(prim)
-        except TypeError:
-            return None
-        if rule is not None and not rule.nondiff:
+    record = registry.primitive(prim)
+    if record is None:
+        return None
+    for rule, placeholder in ((record.jvp, "t"), (None if record.nondiff else record.vjp, "g")):
+        if rule is not None:
             variant, bound = rule.match(args, keywords)
             if variant is not None and (placeholder == "t" or variant.elementwise):
                 return variant, bound, placeholder

@@ -212,16 +212,21 @@ def view_of(v, src):
     if isinstance(v, gast.Subscript) and isinstance(v.value, gast.Name):
         return v.value.id
     if isinstance(v, gast.Attribute) and isinstance(v.value, gast.Name):
-        return v.value.id if registry.ATTRIBUTES.get(v.attr) in registry.VIEWS else None
+        return v.value.id if _is_view(registry.ATTRIBUTES.get(v.attr)) else None
     if isinstance(v, gast.Call) and v.args and isinstance(v.args[0], gast.Name):
         prim = src.resolve(v.func)
-        if prim in registry.VIEWS:
+        if _is_view(prim):
             return v.args[0].id
     if (isinstance(v, gast.Call) and isinstance(v.func, gast.Attribute)
             and isinstance(v.func.value, gast.Name)
-            and registry.METHODS.get(v.func.attr) in registry.VIEWS):
+            and _is_view(registry.METHODS.get(v.func.attr))):
         return v.func.value.id
     return None
+
+
+def _is_view(prim):
+    """Whether the result of `prim` may share memory with an argument (a NumPy view)."""
+    return getattr(registry.primitive(prim), "view", False)
 
 
 def _owned(body, src, updates):
@@ -242,7 +247,7 @@ def _owned(body, src, updates):
             prim = src.resolve(v.func) if prim is None else prim
             if prim is MISSING and isinstance(v.func, gast.Attribute):
                 prim = registry.METHODS.get(v.func.attr, MISSING)
-            return prim is not MISSING and prim not in registry.VIEWS
+            return prim is not MISSING and not _is_view(prim)
         return isinstance(v, gast.Name) and "copy"
     owned = set(defs)
     changed = True

@@ -18,15 +18,14 @@ import gast
 import numpy as np
 
 from .. import syntax
-from ..rules import runtime
+from ..rules import registry, runtime
 from .value_kinds import ARRAY, SCALAR
-from .shapes import REDUCTIONS, trims
+from .shapes import trims
 
 ND, NDARRAY, NUMBER, INTS = "nd", "ndarray", "number", "ints"
 EMPTY = frozenset()
 OPERATORS = {gast.Add: np.add, gast.Sub: np.subtract, gast.Mult: np.multiply,
              gast.Div: np.divide, gast.Pow: np.power, gast.USub: np.negative}
-_METHODS = ("sum", "max", "min", "mean", "prod")
 
 
 class Fact(NamedTuple):
@@ -185,15 +184,17 @@ class ArrayFacts:
 
     def reduction(self, e, facts):
         """The fact of `np.sum(x, axis, keepdims=...)` or `x.sum(axis, keepdims=...)`
-        (max, min, mean, prod; var and std as functions) of a float array `x`: a new
-        value of `x`'s dtype (an array, or a NumPy scalar for all axes)."""
+        (a reduction: see registry.Primitive) of a float array `x`: a new value of `x`'s
+        dtype (an array, or a NumPy scalar for all axes)."""
         if not all(k.arg in ("axis", "keepdims") for k in e.keywords):
             return None
-        if isinstance(e.func, gast.Attribute) and e.func.attr in _METHODS and len(e.args) <= 1:
+        prim = self.resolve(e.func)
+        if (prim is None and isinstance(e.func, gast.Attribute) and len(e.args) <= 1
+                and _reduction(registry.METHODS.get(e.func.attr))):
             of = self.fact(e.func.value, facts)
             if of.kind not in (ND, NDARRAY):
                 return None
-        elif e.args and self.resolve(e.func) in REDUCTIONS and len(e.args) <= 2:
+        elif e.args and _reduction(prim) and len(e.args) <= 2:
             of = self.fact(e.args[0], facts)
         else:
             return None
@@ -358,3 +359,8 @@ class ArrayFacts:
         return (isinstance(s, gast.AugAssign) and isinstance(s.op, (gast.Add, gast.Sub))
                 and isinstance(s.target, gast.Subscript)
                 and isinstance(s.target.value, gast.Name))
+
+
+def _reduction(prim):
+    """Whether `prim` is a reduction (`np.sum`): its record says so."""
+    return getattr(registry.primitive(prim), "reduction", False)

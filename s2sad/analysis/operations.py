@@ -143,13 +143,14 @@ def is_basic_index(index, kinds):
 
 
 def _rule_op(prim, args, keywords, node):
-    rule = registry.lookup(prim)
+    record = registry.primitive(prim)
+    rule = None if record is None else record.vjp
     if getattr(prim, "s2s_custom", False):
         return Op(CUSTOM, args, prim, node)
     if rule is None and python_function(prim) is not None:
         return Op(USER, args, prim, node)
     everything = list(args) + list(keywords.values())
-    if rule is not None and rule.nondiff:
+    if rule is not None and record.nondiff:
         return Op(NONDIFF, everything, prim, node)
     if rule is None:
         return Op(CALL, everything, prim, node)

@@ -56,7 +56,7 @@ import gast
 import numpy as np
 
 from .. import syntax
-from ..rules import runtime
+from ..rules import registry, runtime
 from .value_kinds import ARRAY, SCALAR
 
 
@@ -195,7 +195,7 @@ class Shapes:
     def _infer(self, base, op):
         """The pattern of the result of a matrix product or a reduction along constant
         axes, from its operands'."""
-        if op is not None and op.prim in REDUCTIONS:
+        if op is not None and getattr(registry.primitive(op.prim), "reduction", False):
             return self._reduced(base, op)
         if op is None or op.prim not in (operator.matmul, np.matmul, np.dot) or not all(
                 isinstance(a, gast.Name) for a in op.args) or len(op.args) != 2:
@@ -264,11 +264,6 @@ class Shapes:
         self.sources[base] = set()
         for m in key:
             self.sources[base] |= self.sources.get(self._find(m), set())
-
-
-#: Reductions whose result's pattern follows from their argument's, `axis` and
-#: `keepdims` (when those are constants).
-REDUCTIONS = (np.sum, np.mean, np.max, np.min, np.amax, np.amin, np.prod, np.var, np.std)
 
 
 def pattern(array):

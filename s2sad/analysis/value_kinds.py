@@ -89,22 +89,24 @@ class ValueKinds:
             method = prim is MISSING and isinstance(e.func, gast.Attribute)
             if method:
                 prim = registry.METHODS.get(e.func.attr, MISSING)
-            returns = registry.RETURNS.get(_key(prim))
-            if returns == "args":
-                return combine([self.of(a) for a in e.args])
-            if returns == "first":      # an element write: the array or list written
-                return self.of(e.args[0]) if e.args else UNKNOWN
-            if returns == "reduction":    # a full reduction has shape ()
+            record = registry.primitive(prim)
+            if record is None:
+                return UNKNOWN
+            if record.reduction:        # a full reduction has shape ()
                 partial = any(k.arg in ("axis", "keepdims") for k in e.keywords) or (
                     len(e.args) > (0 if method else 1))
                 return ARRAY if partial else SCALAR
-            return returns or UNKNOWN
+            if record.returns == "args":
+                return combine([self.of(a) for a in e.args])
+            if record.returns == "first":       # an element write: the array or list written
+                return self.of(e.args[0]) if e.args else UNKNOWN
+            return record.returns or UNKNOWN
         if isinstance(e, gast.Attribute):
             field = _field_key(e)
             if field in self.kind and e.value.id not in self.assigned:
                 return self.kind[field]     # a field of a dataclass or named tuple argument
-            prim = registry.ATTRIBUTES.get(e.attr)
-            return registry.RETURNS.get(_key(prim), UNKNOWN) if prim else UNKNOWN
+            record = registry.primitive(registry.ATTRIBUTES.get(e.attr))
+            return (record.returns if record else None) or UNKNOWN
         if isinstance(e, gast.Subscript):
             base = self.of(e.value)
             return {ARRAY: ARRAY, SCALARS: SCALAR}.get(base, UNKNOWN)
@@ -126,14 +128,6 @@ def _target_kind(loop, src):
     if isinstance(it, gast.Call) and src.resolve(it.func) is range:
         return SCALAR
     return UNKNOWN
-
-
-def _key(prim):
-    try:
-        hash(prim)
-        return prim
-    except TypeError:
-        return None
 
 
 def _is_local_ref(e, src):

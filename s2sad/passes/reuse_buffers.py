@@ -54,14 +54,10 @@ import numpy as np
 from ..analysis.buffers import ND, NDARRAY, NUMBER, Fact
 from ..analysis.shapes import trims
 from .. import syntax
+from ..rules import registry
 
 _COMMUTE = (gast.Add, gast.Mult)
 _ARITHMETIC = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul}
-#: `math` functions whose value is a float for number arguments.
-_MATH_FLOATS = {"sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh",
-                "tanh", "asinh", "acosh", "atanh", "exp", "expm1", "exp2", "log", "log1p",
-                "log2", "log10", "sqrt", "cbrt", "pow", "hypot", "erf", "erfc", "fabs",
-                "copysign", "degrees", "radians", "gamma", "lgamma", "fmod"}
 
 
 def run(fn, ctx):
@@ -292,9 +288,9 @@ class ReuseBuffers:
         return floats
 
     def certainly_float(self, e, floats):
-        """Whether `e` is certainly a Python float: a float constant or name, a `math`
-        function of floats, or arithmetic on numbers with a float operand (or `/`)."""
-        import math
+        """Whether `e` is certainly a Python float: a float constant or name, a function
+        whose record says it gives floats for numbers (`math.sin`) called on numbers, or
+        arithmetic on numbers with a float operand (or `/`)."""
         if isinstance(e, gast.Constant):
             return type(e.value) is float
         if isinstance(e, gast.Name):
@@ -309,9 +305,8 @@ class ReuseBuffers:
             return all(numbers) and (any(floating) or isinstance(e.op, gast.Div))
         if isinstance(e, gast.Call) and not e.keywords:
             f = self.known.resolve(e.func)
-            return (getattr(f, "__module__", None) == "math" or f in vars(math).values()) and \
-                getattr(f, "__name__", "") in _MATH_FLOATS and all(
-                    self.certainly_float(a, floats) or self.is_int(a) for a in e.args)
+            return getattr(registry.primitive(f), "floats", False) and all(
+                self.certainly_float(a, floats) or self.is_int(a) for a in e.args)
         return False
 
     def is_int(self, e):

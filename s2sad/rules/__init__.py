@@ -1,7 +1,11 @@
 """Derivative rules, one module per library; the engine holds no library knowledge.
 
-Importing this package registers the built-in tables.
+`registry` holds one record per primitive; `operators`, `math`, `builtins` and `numpy`
+declare theirs, one statement each; `tangents` holds forward mode's helpers and the
+forward rules of the `runtime` helpers that generated code calls. Importing this
+package registers them all.
 """
-from . import registry  # noqa: F401
-from . import operators, math, builtins, numpy  # noqa: F401  (registration side effects)
-from . import tangents  # noqa: F401,E402  (forward rules; after the tables it extends)
+from . import registry
+from . import operators, math, builtins, numpy, tangents  # their registrations
+
+__all__ = ["registry", "operators", "math", "builtins", "numpy", "tangents"]

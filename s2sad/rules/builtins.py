@@ -1,34 +1,39 @@
-"""Rules for Python builtins."""
+"""Rules for Python builtins, one statement per primitive (see registry.define)."""
 import builtins
 import math
 
-from .operators import POW_X
-from .registry import nondiff, returns, vjp
 from . import runtime
-from .runtime import log_base
+from .operators import POW_X
+from .registry import define
 
-vjp(builtins.abs, "x", "g * copysign(1.0, x)", namespace=vars(math), elementwise=True)
-vjp(builtins.pow, "x, y", POW_X, "g * ans * _s2s_log(x)",
-    namespace={"_s2s_log": log_base})
-vjp(builtins.max, "x, y", "g * (x >= y)", "g * (x < y)")
-vjp(builtins.min, "x, y", "g * (x <= y)", "g * (x > y)")
-# With three or more arguments, the gradient goes to the first argument that attains the
-# result, the one Python returns.
+ns = {"copysign": math.copysign, "_s2s_log": runtime.log_base, "_s2s_first": runtime.first,
+      "_s2s_unsum": runtime.unsum, "_s2s_unattr": runtime.unattr}
+
+define(builtins.abs, "x", "g * copysign(1.0, x)", namespace=ns, elementwise=True,
+       returns="args")
+define(builtins.pow, "x, y", POW_X, "g * ans * _s2s_log(x)", namespace=ns,
+       tangent=(POW_X.replace("g", "t"), "t * ans * _s2s_log(x)"), returns="args")
+define(builtins.max, "x, y", "g * (x >= y)", "g * (x < y)",
+       tangent=("t * (x >= y)", "t * (x < y)"), returns="args")
+define(builtins.min, "x, y", "g * (x <= y)", "g * (x > y)",
+       tangent=("t * (x <= y)", "t * (x > y)"), returns="args")
+# With three or more arguments, the derivative goes to the first argument that attains
+# the result, the one Python returns.
 for _n in range(3, 9):
     _params = ", ".join(f"x{i}" for i in range(_n))
     for _f in (builtins.max, builtins.min):
-        vjp(_f, _params, *[f"g * _s2s_first(ans, {i}, {_params})" for i in range(_n)],
-            namespace={"_s2s_first": runtime.first})
-vjp(builtins.float, "x", "g", elementwise=True)
-vjp(builtins.sum, "iterable, start=0", "_s2s_unsum(g, iterable)", "g",
-    namespace={"_s2s_unsum": runtime.unsum})
-vjp(builtins.getattr, "obj, name", "_s2s_unattr(g, obj, name)",
-    namespace={"_s2s_unattr": runtime.unattr})      # `p.a`, a field of an object
+        define(_f, _params, *[f"g * _s2s_first(ans, {i}, {_params})" for i in range(_n)],
+               namespace=ns,
+               tangent=[f"t * _s2s_first(ans, {i}, {_params})" for i in range(_n)])
+define(builtins.float, "x", "g", elementwise=True, returns="scalar")
+define(builtins.sum, "iterable, start=0", "_s2s_unsum(g, iterable)", "g", namespace=ns,
+       linear="iterable, start")
+define(builtins.getattr, "obj, name", "_s2s_unattr(g, obj, name)", namespace=ns,
+       linear="obj")                                 # `p.a`, a field of an object
+define(builtins.reversed, "seq", linear="seq")
 
-for _f in (builtins.int, builtins.round, builtins.bool, builtins.len, builtins.range,
-           builtins.print, builtins.isinstance, builtins.str, builtins.repr,
+for _f in (builtins.int, builtins.round, builtins.bool, builtins.len):
+    define(_f, nondiff=True, returns="scalar")
+for _f in (builtins.range, builtins.print, builtins.isinstance, builtins.str, builtins.repr,
            builtins.hash, builtins.id, builtins.type):
-    nondiff(_f)
-
-returns("scalar", builtins.float, builtins.int, builtins.round, builtins.len, builtins.bool)
-returns("args", builtins.abs, builtins.pow, builtins.max, builtins.min)
+    define(_f, nondiff=True)

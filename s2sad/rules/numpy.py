@@ -1,27 +1,34 @@
 """Rules for NumPy, keyed by the NumPy functions (and ufuncs) themselves.
 
-Array methods (`x.sum()`) and attributes (`x.T`) map to the functions with the same
-meaning. Broadcasting binary ufuncs say `broadcast=True`: the engine sums their adjoints
-back to each argument's shape, once, where shapes may differ.
+Each function is declared in one statement (see registry.define): its parameters, the
+adjoint templates, its forward rule where it is not elementwise (`tangent=` templates
+over `t`, or `linear=`, the groups of parameters it is linear in), and what else s2sad
+needs to know: what it returns (an array unless said), whether it is a `reduction` or
+a `view`, and the array methods (`x.sum()`) and attributes (`x.T`) that mean it.
+Broadcasting binary ufuncs say `broadcast=True`: the engine sums their adjoints back to
+each argument's shape, once, where shapes may differ. Ufuncs are elementwise: their
+reverse templates give their tangents.
 """
 import numpy as np
 
-from . import runtime
+from . import runtime, tangents
 from .operators import POW_X
-from .registry import ATTRIBUTES, METHODS, VIEWS, nondiff, returns, vjp
+from .registry import define
 
 ns = {"np": np}
 ns.update({"_s2s_" + k: getattr(runtime, k) for k in dir(runtime) if not k.startswith("_")})
+ns.update({"_s2s_" + f.__name__: f for f in (tangents.extremum_dot, tangents.variance_dot,
+                                             tangents.norm_dot, tangents.cholesky_dot)})
 
 
-def rule(prim, params, *templates, **kw):
+def rule(prim, params, *adjoints, **kw):
     kw.setdefault("elementwise", isinstance(prim, np.ufunc) and prim.signature is None)
-    vjp(prim, params, *templates, namespace=ns, **kw)
-    returns("array", prim)
+    kw.setdefault("returns", None if kw.get("reduction") else "array")
+    define(prim, params, *adjoints, namespace=ns, **kw)
 
 
-def ufunc2(prim, dx, dy):
-    rule(prim, "x, y", dx, dy, broadcast=True)
+def ufunc2(prim, dx, dy, **kw):
+    rule(prim, "x, y", dx, dy, broadcast=True, **kw)
 
 
 # elementwise, one argument
@@ -53,7 +60,7 @@ rule(np.arccosh, "x", "g / np.sqrt(x * x - 1)")
 rule(np.arctanh, "x", "g / (1 - x * x)")
 rule(np.deg2rad, "x", "g * (np.pi / 180)")
 rule(np.rad2deg, "x", "g * (180 / np.pi)")
-rule(np.real, "val", "g")
+rule(np.real, "val", "g", linear="val", view=True, attribute="real")
 
 # elementwise, two arguments (broadcasting)
 ufunc2(np.add, "g", "g")
@@ -65,113 +72,113 @@ ufunc2(np.maximum, "g * (x >= y)", "g * (x < y)")
 ufunc2(np.minimum, "g * (x <= y)", "g * (x > y)")
 ufunc2(np.fmax, "g * (x >= y)", "g * (x < y)")
 ufunc2(np.fmin, "g * (x <= y)", "g * (x > y)")
-ufunc2(np.logaddexp, "g / (1 + np.exp(y - x))", "g / (1 + np.exp(x - y))")
+# The reverse rule does without `ans`, so that `grad` may skip computing it; a tangent is
+# computed next to the value, and reuses it.
+ufunc2(np.logaddexp, "g / (1 + np.exp(y - x))", "g / (1 + np.exp(x - y))",
+       tangent=("t * np.exp(x - ans)", "t * np.exp(y - ans)"))
 ufunc2(np.hypot, "g * x / ans", "g * y / ans")
 ufunc2(np.arctan2, "g * y / (x * x + y * y)", "-g * x / (x * x + y * y)")
 rule(np.where, "condition, x, y", None, "np.where(condition, g, 0.0)",
      "np.where(condition, 0.0, g)", broadcast=True)
 rule(np.clip, "a, a_min, a_max", "g * _s2s_clip_mask(a, a_min, a_max)",
-     "g * (a < a_min)", "g * (a > a_max)", broadcast=True)
+     "g * (a < a_min)", "g * (a > a_max)", broadcast=True,
+     tangent="t * _s2s_clip_mask(a, a_min, a_max)", method="clip")
 
 # reductions
-rule(np.sum, "a, axis=None, dtype=None, out=None, keepdims=False",
-     a="_s2s_unreduce(g, a, axis, keepdims)", uniform="g")
-rule(np.mean, "a, axis=None, dtype=None, out=None, keepdims=False",
-     a="_s2s_unreduce(g, a, axis, keepdims) / _s2s_count(a, axis)", uniform="g / _s2s_count(a)")
-rule(np.prod, "a, axis=None, dtype=None, out=None, keepdims=False",
-     a="_s2s_unreduce(g, a, axis, keepdims) * _s2s_prod_others(a, axis)")
-for _f in (np.max, np.min, np.amax, np.amin):
+REDUCTION = "a, axis=None, dtype=None, out=None, keepdims=False"
+rule(np.sum, REDUCTION, a="_s2s_unreduce(g, a, axis, keepdims)", uniform="g", linear="a",
+     reduction=True, method="sum")
+rule(np.mean, REDUCTION, a="_s2s_unreduce(g, a, axis, keepdims) / _s2s_count(a, axis)",
+     uniform="g / _s2s_count(a)", linear="a", reduction=True, method="mean")
+rule(np.prod, REDUCTION, a="_s2s_unreduce(g, a, axis, keepdims) * _s2s_prod_others(a, axis)",
+     tangent={"a": "np.sum(_s2s_prod_others(a, axis) * t, axis, keepdims=keepdims)"},
+     reduction=True, method="prod")
+for _f, _method in ((np.max, "max"), (np.min, "min"), (np.amax, ()), (np.amin, ())):
     rule(_f, "a, axis=None, out=None, keepdims=False",
-         a="_s2s_extremum(g, a, ans, axis, keepdims)")
+         a="_s2s_extremum(g, a, ans, axis, keepdims)",
+         tangent={"a": "_s2s_extremum_dot(t, a, ans, axis, keepdims)"}, reduction=True,
+         method=_method)
 rule(np.var, "a, axis=None, dtype=None, out=None, ddof=0, keepdims=False",
-     a="_s2s_variance(g, a, axis, ddof, keepdims)")
+     a="_s2s_variance(g, a, axis, ddof, keepdims)",
+     tangent={"a": "_s2s_variance_dot(t, a, axis, ddof, keepdims)"}, reduction=True,
+     method="var")
 rule(np.std, "a, axis=None, dtype=None, out=None, ddof=0, keepdims=False",
-     a="_s2s_variance(g / (2 * ans), a, axis, ddof, keepdims)")
-rule(np.cumsum, "a, axis=None", a="_s2s_cumsum(g, a, axis)")
-rule(np.cumprod, "a, axis=None", a="_s2s_cumprod(g, a, ans, axis)")
+     a="_s2s_variance(g / (2 * ans), a, axis, ddof, keepdims)",
+     tangent={"a": "_s2s_variance_dot(t, a, axis, ddof, keepdims) / (2 * ans)"},
+     reduction=True, method="std")
+rule(np.cumsum, "a, axis=None", a="_s2s_cumsum(g, a, axis)", linear="a", method="cumsum")
+rule(np.cumprod, "a, axis=None", a="_s2s_cumprod(g, a, ans, axis)",
+     tangent={"a": "ans * np.cumsum(t / a, axis)"}, method="cumprod")
 
 # linear algebra
-rule(np.matmul, "a, b", "_s2s_matmul_lhs(g, a, b)", "_s2s_matmul_rhs(g, a, b)")
-rule(np.dot, "a, b", "_s2s_dot_lhs(g, a, b)", "_s2s_dot_rhs(g, a, b)")
-rule(np.inner, "a, b", "_s2s_inner(g, a, b, 0)", "_s2s_inner(g, a, b, 1)")
-rule(np.outer, "a, b", "_s2s_outer(g, a, b, 0)", "_s2s_outer(g, a, b, 1)")
+rule(np.matmul, "a, b", "_s2s_matmul_lhs(g, a, b)", "_s2s_matmul_rhs(g, a, b)",
+     linear=("a", "b"))
+rule(np.dot, "a, b", "_s2s_dot_lhs(g, a, b)", "_s2s_dot_rhs(g, a, b)", linear=("a", "b"),
+     method="dot")
+rule(np.inner, "a, b", "_s2s_inner(g, a, b, 0)", "_s2s_inner(g, a, b, 1)", linear=("a", "b"))
+rule(np.outer, "a, b", "_s2s_outer(g, a, b, 0)", "_s2s_outer(g, a, b, 1)", linear=("a", "b"))
 rule(np.tensordot, "a, b, axes=2", "_s2s_tensordot(g, a, b, axes, 0)",
-     "_s2s_tensordot(g, a, b, axes, 1)")
-rule(np.einsum, "subscripts, a", None, "_s2s_einsum(g, subscripts, 0, a)")
+     "_s2s_tensordot(g, a, b, axes, 1)", linear=("a", "b"))
+rule(np.einsum, "subscripts, a", None, "_s2s_einsum(g, subscripts, 0, a)", linear="a")
 rule(np.einsum, "subscripts, a, b", None, "_s2s_einsum(g, subscripts, 0, a, b)",
-     "_s2s_einsum(g, subscripts, 1, a, b)")
+     "_s2s_einsum(g, subscripts, 1, a, b)", linear=("a", "b"))
 rule(np.einsum, "subscripts, a, b, c", None, "_s2s_einsum(g, subscripts, 0, a, b, c)",
-     "_s2s_einsum(g, subscripts, 1, a, b, c)", "_s2s_einsum(g, subscripts, 2, a, b, c)")
-rule(np.trace, "a, offset=0, axis1=0, axis2=1",
-     a="_s2s_trace(g, a, offset, axis1, axis2)")
-rule(np.diag, "v, k=0", v="_s2s_diag(g, v, k)")
+     "_s2s_einsum(g, subscripts, 1, a, b, c)", "_s2s_einsum(g, subscripts, 2, a, b, c)",
+     linear=("a", "b", "c"))
+rule(np.trace, "a, offset=0, axis1=0, axis2=1", a="_s2s_trace(g, a, offset, axis1, axis2)",
+     linear="a", method="trace")
+rule(np.diag, "v, k=0", v="_s2s_diag(g, v, k)", linear="v")
 rule(np.linalg.norm, "x, ord=None, axis=None, keepdims=False",
-     x="_s2s_norm(g, x, ans, ord, axis, keepdims)")
-rule(np.linalg.solve, "a, b", "_s2s_solve(g, a, b, ans, 0)", "_s2s_solve(g, a, b, ans, 1)")
-rule(np.linalg.inv, "a", "_s2s_inv(g, ans)")
+     x="_s2s_norm(g, x, ans, ord, axis, keepdims)",
+     tangent={"x": "_s2s_norm_dot(t, x, ans, ord, axis, keepdims)"})
+rule(np.linalg.solve, "a, b", "_s2s_solve(g, a, b, ans, 0)", "_s2s_solve(g, a, b, ans, 1)",
+     tangent=("-np.linalg.solve(a, t @ ans)", "np.linalg.solve(a, t)"))
+rule(np.linalg.inv, "a", "_s2s_inv(g, ans)", tangent="-ans @ t @ ans")
 rule(np.linalg.det, "a",
-     "(g * ans)[..., None, None] * np.swapaxes(np.linalg.inv(a), -1, -2)")
-rule(np.linalg.slogdet, "a", "g[1][..., None, None] * np.swapaxes(np.linalg.inv(a), -1, -2)")
-returns("container", np.linalg.slogdet)
-rule(np.linalg.cholesky, "a", "_s2s_cholesky(g, ans)")
+     "(g * ans)[..., None, None] * np.swapaxes(np.linalg.inv(a), -1, -2)",
+     tangent="ans * np.trace(np.linalg.solve(a, t), 0, -2, -1)", returns="scalar")
+rule(np.linalg.slogdet, "a", "g[1][..., None, None] * np.swapaxes(np.linalg.inv(a), -1, -2)",
+     tangent="(_s2s_zeros_like(ans[0]), np.trace(np.linalg.solve(a, t), 0, -2, -1))",
+     returns="container")
+rule(np.linalg.cholesky, "a", "_s2s_cholesky(g, ans)", tangent="_s2s_cholesky_dot(t, ans)")
 
 # shapes and construction
-rule(np.reshape, "a, newshape", a="_s2s_reshape_like(g, a)")
+rule(np.reshape, "a, newshape", a="_s2s_reshape_like(g, a)", linear="a", view=True)
 rule(np.reshape, "a, shape", a="_s2s_reshape_like(g, a)")
-rule(np.ravel, "a", "_s2s_reshape_like(g, a)")
-rule(np.squeeze, "a, axis=None", a="_s2s_reshape_like(g, a)")
-rule(np.expand_dims, "a, axis", a="_s2s_reshape_like(g, a)")
-rule(np.transpose, "a, axes=None", a="_s2s_untranspose(g, axes)")
-rule(np.swapaxes, "a, axis1, axis2", a="_s2s_swapaxes(g, axis1, axis2)")
-rule(np.moveaxis, "a, source, destination", a="_s2s_moveaxis(g, destination, source)")
-rule(np.broadcast_to, "array, shape", array="_s2s_unbroadcast(g, array)")
-rule(np.flip, "m, axis=None", m="_s2s_flip(g, axis)")
-rule(np.roll, "a, shift, axis=None", a="_s2s_roll(g, np.negative(shift), axis)")
-rule(np.tile, "A, reps", A="_s2s_untile(g, A, reps)")
-rule(np.repeat, "a, repeats, axis=None", a="_s2s_unrepeat(g, a, repeats, axis)")
-rule(np.pad, "array, pad_width", array="_s2s_unpad(g, array, pad_width)")
-rule(np.triu, "m, k=0", m="_s2s_triu(g, k)")
-rule(np.tril, "m, k=0", m="_s2s_tril(g, k)")
-rule(np.concatenate, "arrays, axis=0", arrays="_s2s_split_like(g, arrays, axis)")
-rule(np.stack, "arrays, axis=0", arrays="_s2s_unstack(g, arrays, axis)")
-rule(np.hstack, "tup", "_s2s_hstack(g, tup)")
-rule(np.vstack, "tup", "_s2s_vstack(g, tup)")
-rule(np.array, "object, dtype=None", object="_s2s_from_array(g, object)")
-rule(np.asarray, "a, dtype=None", a="_s2s_from_array(g, a)")
-rule(np.copy, "a", "g")
-rule(np.sort, "a, axis=-1", a="_s2s_unsort(g, a, axis)")
-rule(np.ndarray.astype, "self, dtype", self="_s2s_cast_like(g, self, dtype)")
-
-for _f in (np.zeros_like, np.ones_like, np.full_like, np.empty_like, np.zeros, np.ones,
-           np.full, np.empty, np.eye, np.identity, np.arange, np.linspace, np.shape,
-           np.ndim, np.size, np.result_type, np.sign, np.floor, np.ceil, np.round,
-           np.rint, np.trunc, np.argmax, np.argmin, np.argsort, np.nonzero,
-           np.isnan, np.isinf, np.isfinite, np.less, np.less_equal, np.greater,
-           np.greater_equal, np.equal, np.not_equal, np.logical_and, np.logical_or,
-           np.logical_not, np.any, np.all, np.floor_divide, np.heaviside,
-           np.count_nonzero, np.allclose, np.isclose, np.array_equal):
-    nondiff(_f)
-returns("reduction", np.sum, np.mean, np.prod, np.max, np.min, np.amax, np.amin, np.var,
-        np.std)
-returns("scalar", np.linalg.det)
-returns("scalars", np.shape)
-returns("scalar", np.ndim, np.size)
-returns("array", np.transpose, np.real)
-returns("array", np.zeros_like, np.ones_like, np.full_like, np.zeros, np.ones, np.full,
-        np.eye, np.identity, np.arange, np.linspace, np.sign, np.floor, np.ceil, np.round)
-
-# methods and attributes of arrays
-METHODS.update({
-    "sum": np.sum, "mean": np.mean, "prod": np.prod, "max": np.max, "min": np.min,
-    "var": np.var, "std": np.std, "cumsum": np.cumsum, "cumprod": np.cumprod,
-    "dot": np.dot, "ravel": np.ravel, "flatten": np.ravel, "squeeze": np.squeeze,
-    "swapaxes": np.swapaxes, "clip": np.clip, "trace": np.trace, "repeat": np.repeat,
-    "copy": np.copy, "astype": np.ndarray.astype, "argmax": np.argmax,
-    "argmin": np.argmin, "argsort": np.argsort, "any": np.any, "all": np.all,
-    "nonzero": np.nonzero,
-})
-ATTRIBUTES.update({"T": np.transpose, "shape": np.shape, "ndim": np.ndim, "size": np.size,
-                   "dtype": np.result_type, "real": np.real})
+rule(np.ravel, "a", "_s2s_reshape_like(g, a)", linear="a", view=True,
+     method=("ravel", "flatten"))
+rule(np.squeeze, "a, axis=None", a="_s2s_reshape_like(g, a)", linear="a", view=True,
+     method="squeeze")
+rule(np.expand_dims, "a, axis", a="_s2s_reshape_like(g, a)", linear="a", view=True)
+rule(np.transpose, "a, axes=None", a="_s2s_untranspose(g, axes)", linear="a", view=True,
+     attribute="T")
+rule(np.swapaxes, "a, axis1, axis2", a="_s2s_swapaxes(g, axis1, axis2)", linear="a",
+     view=True, method="swapaxes")
+rule(np.moveaxis, "a, source, destination", a="_s2s_moveaxis(g, destination, source)",
+     linear="a", view=True)
+rule(np.broadcast_to, "array, shape", array="_s2s_unbroadcast(g, array)", linear="array",
+     view=True)
+rule(np.flip, "m, axis=None", m="_s2s_flip(g, axis)", linear="m")
+rule(np.roll, "a, shift, axis=None", a="_s2s_roll(g, np.negative(shift), axis)", linear="a")
+rule(np.tile, "A, reps", A="_s2s_untile(g, A, reps)", linear="A")
+rule(np.repeat, "a, repeats, axis=None", a="_s2s_unrepeat(g, a, repeats, axis)", linear="a",
+     method="repeat")
+rule(np.pad, "array, pad_width", array="_s2s_unpad(g, array, pad_width)", linear="array")
+rule(np.triu, "m, k=0", m="_s2s_triu(g, k)", linear="m")
+rule(np.tril, "m, k=0", m="_s2s_tril(g, k)", linear="m")
+rule(np.concatenate, "arrays, axis=0", arrays="_s2s_split_like(g, arrays, axis)",
+     linear="arrays")
+rule(np.stack, "arrays, axis=0", arrays="_s2s_unstack(g, arrays, axis)", linear="arrays")
+rule(np.hstack, "tup", "_s2s_hstack(g, tup)", linear="tup")
+rule(np.vstack, "tup", "_s2s_vstack(g, tup)", linear="tup")
+rule(np.array, "object, dtype=None", object="_s2s_from_array(g, object)", linear="object")
+rule(np.asarray, "a, dtype=None", a="_s2s_from_array(g, a)", linear="a", view=True)
+rule(np.copy, "a", "g", linear="a", method="copy")
+rule(np.sort, "a, axis=-1", a="_s2s_unsort(g, a, axis)",
+     tangent={"a": "np.take_along_axis(t, np.argsort(a, axis), axis)"})
+rule(np.ndarray.astype, "self, dtype", self="_s2s_cast_like(g, self, dtype)", linear="self",
+     method="astype")
+define(np.diagonal, view=True)          # no rule yet
 
 
 class _Reshape:
@@ -182,13 +189,26 @@ class _Transpose:
     """`x.transpose()`, `x.transpose(1, 0)` and `x.transpose((1, 0))`."""
 
 
-METHODS["reshape"], METHODS["transpose"] = _Reshape, _Transpose
-for n in range(5):
-    dims = ", ".join(f"d{i}" for i in range(n))
-    rule(_Reshape, "a" + (", " + dims if dims else ""), a="_s2s_reshape_like(g, a)")
-    rule(_Transpose, "a" + (", " + dims if dims else ""),
-         a=f"_s2s_untranspose(g, ({dims}{',' if n == 1 else ''}))")
+for _n in range(5):
+    _dims = ", ".join(f"d{i}" for i in range(_n))
+    rule(_Reshape, "a" + (", " + _dims if _dims else ""), a="_s2s_reshape_like(g, a)",
+         linear="a", view=True, method="reshape")
+    rule(_Transpose, "a" + (", " + _dims if _dims else ""),
+         a=f"_s2s_untranspose(g, ({_dims}{',' if _n == 1 else ''}))", linear="a", view=True,
+         method="transpose")
 
-VIEWS.update({np.reshape, np.ravel, np.transpose, np.squeeze, np.swapaxes, np.moveaxis,
-              np.expand_dims, np.broadcast_to, np.asarray, np.real, np.diagonal,
-              _Reshape, _Transpose})
+# not differentiable
+for _f in (np.zeros_like, np.ones_like, np.full_like, np.zeros, np.ones, np.full, np.eye,
+           np.identity, np.arange, np.linspace, np.sign, np.floor, np.ceil, np.round):
+    define(_f, nondiff=True, returns="array")
+define(np.shape, nondiff=True, returns="scalars", attribute="shape")
+define(np.ndim, nondiff=True, returns="scalar", attribute="ndim")
+define(np.size, nondiff=True, returns="scalar", attribute="size")
+define(np.result_type, nondiff=True, attribute="dtype")
+for _f in (np.argmax, np.argmin, np.argsort, np.any, np.all, np.nonzero):
+    define(_f, nondiff=True, method=_f.__name__)
+for _f in (np.empty_like, np.empty, np.rint, np.trunc, np.isnan, np.isinf, np.isfinite,
+           np.less, np.less_equal, np.greater, np.greater_equal, np.equal, np.not_equal,
+           np.logical_and, np.logical_or, np.logical_not, np.floor_divide, np.heaviside,
+           np.count_nonzero, np.allclose, np.isclose, np.array_equal):
+    define(_f, nondiff=True)

@@ -1,42 +1,47 @@
-"""Rules for Python's operators, keyed by the `operator` functions the syntax means."""
+"""Rules for Python's operators, keyed by the `operator` functions the syntax means, and
+for the element writes (`a[i] = v`, `lst.append(v)`) the engine rewrites into calls.
+
+One statement per primitive (see registry.define): its parameters, adjoint templates,
+forward rule where it is not elementwise, and the kind of value it returns.
+"""
 import operator
 
 import gast
 
 from . import runtime
-from .registry import nondiff, returns, vjp
+from .registry import define
 
 ns = {"_s2s_log": runtime.log_base, "_s2s_unindex": runtime.unindex,
-      "_s2s_matmul_lhs": runtime.matmul_lhs, "_s2s_matmul_rhs": runtime.matmul_rhs}
+      "_s2s_matmul_lhs": runtime.matmul_lhs, "_s2s_matmul_rhs": runtime.matmul_rhs,
+      "_s2s_zero_at": runtime.zero_at, "_s2s_take": runtime.take,
+      "_s2s_unbroadcast": runtime.unbroadcast, "_s2s_head": runtime.head,
+      "_s2s_last": runtime.last}
 
 #: d(x ** y)/dx. At y == 0 it is 0 (x ** 0 is 1), also at x == 0, where the formula
 #: would raise 0.0 ** -1; constant exponents fold (`x ** 2` gives `g * 2 * x`).
 POW_X = "g * y * x ** (y - 1) if y != 0 else 0.0 * x"
 
-vjp(operator.add, "x, y", "g", "g", broadcast=True)
-vjp(operator.sub, "x, y", "g", "-g", broadcast=True)
-vjp(operator.mul, "x, y", "g * y", "g * x", broadcast=True)
-vjp(operator.truediv, "x, y", "g / y", "-g * x / (y * y)", broadcast=True)
-vjp(operator.pow, "x, y", POW_X, "g * ans * _s2s_log(x)", namespace=ns,
-    broadcast=True)
-vjp(operator.mod, "x, y", "g", "-g * (x // y)", broadcast=True)
-vjp(operator.neg, "x", "-g", elementwise=True)
-vjp(operator.pos, "x", "g", elementwise=True)
-vjp(operator.matmul, "a, b", "_s2s_matmul_lhs(g, a, b)", "_s2s_matmul_rhs(g, a, b)",
-    namespace=ns)
-vjp(operator.getitem, "x, index", "_s2s_unindex(g, x, index)", namespace=ns)
-ns_mut = {"_s2s_zero_at": runtime.zero_at, "_s2s_take": runtime.take,
-          "_s2s_unbroadcast": runtime.unbroadcast}
-vjp(runtime.setitem, "a, index, v", a="_s2s_zero_at(g, index)",
-    v="_s2s_unbroadcast(_s2s_take(g, index), v)", namespace=ns_mut)
-returns("first", runtime.setitem)
-vjp(runtime.append, "a, v", a="_s2s_head(g)", v="_s2s_last(g)",
-    namespace={"_s2s_head": runtime.head, "_s2s_last": runtime.last})
-returns("args", operator.add, operator.sub, operator.mul, operator.truediv, operator.pow,
-        operator.mod, operator.neg, operator.pos, operator.floordiv)
-returns("array", operator.matmul)
-nondiff(operator.floordiv)
-nondiff(operator.invert)
+define(operator.add, "x, y", "g", "g", broadcast=True, returns="args")
+define(operator.sub, "x, y", "g", "-g", broadcast=True, returns="args")
+define(operator.mul, "x, y", "g * y", "g * x", broadcast=True, returns="args")
+# the quotient rule from the quotient: one multiplication fewer than the reverse rule's
+define(operator.truediv, "x, y", "g / y", "-g * x / (y * y)", broadcast=True,
+       tangent=("t / y", "-t * ans / y"), returns="args")
+define(operator.pow, "x, y", POW_X, "g * ans * _s2s_log(x)", namespace=ns, broadcast=True,
+       returns="args")
+define(operator.mod, "x, y", "g", "-g * (x // y)", broadcast=True, returns="args")
+define(operator.neg, "x", "-g", elementwise=True, returns="args")
+define(operator.pos, "x", "g", elementwise=True, returns="args")
+define(operator.matmul, "a, b", "_s2s_matmul_lhs(g, a, b)", "_s2s_matmul_rhs(g, a, b)",
+       namespace=ns, linear=("a", "b"), returns="array")
+define(operator.getitem, "x, index", "_s2s_unindex(g, x, index)", namespace=ns, linear="x")
+define(runtime.setitem, "a, index, v", a="_s2s_zero_at(g, index)",
+       v="_s2s_unbroadcast(_s2s_take(g, index), v)", namespace=ns, linear="a, v",
+       returns="first")
+define(runtime.append, "a, v", a="_s2s_head(g)", v="_s2s_last(g)", namespace=ns,
+       linear="a, v")
+define(operator.floordiv, nondiff=True, returns="args")
+define(operator.invert, nondiff=True)
 
 #: The primitive each operator syntax means.
 SYNTAX = {
@@ -48,4 +53,4 @@ SYNTAX = {
     gast.RShift: operator.rshift,
 }
 for _op in (operator.and_, operator.or_, operator.xor, operator.lshift, operator.rshift):
-    nondiff(_op)
+    define(_op, nondiff=True)

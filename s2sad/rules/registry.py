@@ -1,34 +1,43 @@
-"""The rule registry: derivative rules keyed by the primitive object itself.
+"""The registry: one record per primitive, keyed by the primitive object itself.
+
+A `Primitive` record holds everything s2sad knows about one primitive: its reverse rule
+(`vjp`), its forward rule (`jvp`), whether its result carries no derivative at all
+(`nondiff`), the kind of value it returns (`returns`), whether its result may share
+memory with an argument (`view`, NumPy views), whether it is a reduction (`reduction`),
+whether it gives a float for numbers (`floats`), and the array methods and attributes
+that mean it (`methods`, `attributes`; `METHODS` and `ATTRIBUTES` find it by name).
+`primitive(prim)` gives the record, or None. A rule module declares each primitive in
+one statement, `define`:
+
+    define(np.sum, "a, axis=None, dtype=None, out=None, keepdims=False",
+           a="_s2s_unreduce(g, a, axis, keepdims)", uniform="g", linear="a",
+           reduction=True, method="sum", namespace=ns)
 
 A reverse rule gives, for each differentiable parameter of a primitive, a source
 template for the adjoint contribution, written over the parameter names, `g` (the
-adjoint of the result) and `ans` (the result):
-
-    vjp(math.sin, "x", "g * cos(x)")
-    vjp(np.sum, "a, axis=None, keepdims=False", a="_s2s_unreduce(g, a, axis, keepdims)")
-
+adjoint of the result) and `ans` (the result): `define(math.sin, "x", "g * cos(x)")`.
 The template is inlined into generated code with names substituted, so a pullback reads
 `x_bar = y_bar * cos(x)`. Free names in templates (here `cos`) are resolved in the
 namespace given at registration. A parameter without a template has no derivative (like
-ChainRules' `NoTangent`); `nondiff(prim)` marks a whole primitive. `broadcast=True`
+ChainRules' `NoTangent`); `nondiff=True` marks a whole primitive. `broadcast=True`
 says the primitive broadcasts its arguments like a NumPy ufunc: the engine then sums
 each contribution back to its argument's shape where shapes may differ.
+
+A forward rule gives templates over `t`, the tangent of one parameter (`tangent=`), or
+the groups of parameters the primitive is linear in (`linear=`). Elementwise primitives
+need none: their reverse templates, linear in `g`, give the tangent with `t` for `g`.
+
+`vjp`, `vjp_each`, `jvp`, `linear` and `nondiff` register one part of a record (the
+public `s2sad.defvjp`, `s2sad.defjvp` and `s2sad.nondiff` call them). Each registration
+bumps `version` and calls the `on_change` listeners.
 """
 import copy
+import dataclasses
 
 import gast
 
 from ..errors import S2SADError
 
-RULES = {}
-#: What a primitive returns: "scalar", "array", "container", "args" (the kind of its
-#: arguments, as arithmetic does) or "first" (the kind of its first argument).
-RETURNS = {}
-#: Array methods and attributes, by name: `x.sum(...)` means `METHODS["sum"](x, ...)`.
-METHODS = {}
-ATTRIBUTES = {}
-#: Primitives whose result may share memory with an argument (NumPy views).
-VIEWS = set()
 version = 0
 #: What to call when a rule changes (the API's gradients forget their compiled code).
 _listeners = []
@@ -62,12 +71,14 @@ class Template:
 class Variant:
     """One signature of a primitive and the templates of its parameters."""
 
-    def __init__(self, params, templates, broadcast, elementwise=False, uniform=None):
+    def __init__(self, params, templates, broadcast, elementwise=False, uniform=None,
+                 linear=None):
         self.params = params              # [(name, default or REQUIRED)]
         self.templates = templates        # {name: Template}
         self.broadcast = broadcast
         self.elementwise = elementwise or broadcast
         self.uniform = uniform            # Template of a full reduction's adjoint, or None
+        self.linear = linear              # forward: the groups of parameters it is linear in
 
     def bind(self, args, keywords):
         """{param: argument node} for a call, or None if the call does not fit."""
@@ -88,13 +99,18 @@ class Variant:
 
 
 class Rule:
-    """The rules of one primitive: its variants, tried in order."""
+    """The reverse or the forward rule of one primitive: its variants, tried in order."""
 
-    def __init__(self, prim):
-        self.prim = prim
+    def __init__(self, record):
+        self.record = record
+        self.prim = record.prim
         self.variants = []
         self.each = None
-        self.nondiff = False
+
+    @property
+    def nondiff(self):
+        """Its record's `nondiff`, for readers that hold the rule."""
+        return self.record.nondiff
 
     def match(self, args, keywords):
         """(Variant, binding) for a call, or (None, None)."""
@@ -110,21 +126,104 @@ class Rule:
             return variant, dict(zip(names, args))
         return None, None
 
-
-def _parse_params(params):
-    out = []
-    for part in (p.strip() for p in params.split(",")):
-        if not part:
-            continue
-        name, eq, default = part.partition("=")
-        out.append((name.strip(), eval(default, {}) if eq else REQUIRED))
-    return out
+    def add(self, variant):
+        """Add `variant`, in place of one with the same parameter names."""
+        names = [p for p, _ in variant.params]
+        self.variants = [v for v in self.variants if [p for p, _ in v.params] != names]
+        self.variants.append(variant)
 
 
-def returns(kind, *prims):
-    """Declare the kind of value `prims` return (see RETURNS)."""
-    for prim in prims:
-        RETURNS[prim] = kind
+@dataclasses.dataclass(eq=False)
+class Primitive:
+    """Everything s2sad knows about one primitive."""
+    prim: object
+    vjp: Rule = None            # the reverse rule, or None
+    jvp: Rule = None            # the forward rule, or None (elementwise: from `vjp`)
+    nondiff: bool = False       # its result never carries a derivative
+    #: What it returns: "scalar", "array", "container", "scalars" (a container of
+    #: scalars, such as a shape), "args" (the kind of its arguments, as arithmetic does)
+    #: or "first" (the kind of its first argument); None if unknown.
+    returns: str = None
+    view: bool = False          # its result may share memory with an argument
+    #: It reduces its first argument `a` along `axis` (keeping them with `keepdims`):
+    #: its result has shape () when it reduces a whole array (no axis given).
+    reduction: bool = False
+    floats: bool = False        # it gives a float for numbers (`math.sin`)
+    methods: tuple = ()         # the array methods that mean it: `x.sum()`
+    attributes: tuple = ()      # the array attributes that mean it: `x.T`
+
+
+#: The records, {prim: Primitive}.
+PRIMITIVES = {}
+#: Array methods and attributes, by name: `x.sum(...)` means `METHODS["sum"](x, ...)`.
+METHODS = {}
+ATTRIBUTES = {}
+
+
+def primitive(prim):
+    """The record of `prim`, or None (also for an unhashable object)."""
+    try:
+        return PRIMITIVES.get(prim)
+    except TypeError:
+        return None
+
+
+def lookup(prim):
+    """The reverse rule of `prim` (its record's `vjp`), or None."""
+    return getattr(primitive(prim), "vjp", None)
+
+
+def define(prim, params=None, *adjoints, namespace=None, broadcast=False, elementwise=False,
+           uniform=None, tangent=None, linear=None, nondiff=False, returns=None, view=False,
+           reduction=False, floats=False, method=(), attribute=(), **by_name):
+    """Declare what s2sad knows about `prim` in one statement; returns `prim`.
+
+    `params` ("x, axis=None, ...") is the signature of the variant the rules are for.
+    Adjoint templates, by position (None for no derivative) or by parameter name, give
+    its reverse rule (see `vjp` for `broadcast`, `elementwise` and `uniform`). Its forward
+    rule is `tangent`, templates over `t` (one string for the first parameter, a tuple
+    by position, or a dict by name; `()` for a constant), or `linear`, the groups of
+    parameters it is linear in ("a" or "a, v" for one group, ("a", "b") for two: see
+    `linear`). A primitive with several signatures takes one statement per signature.
+    The other keywords fill in its record (see `Primitive`): `method` and `attribute`
+    are names (a string or a tuple of them) that `METHODS` and `ATTRIBUTES` map to it."""
+    if tangent is not None and linear is not None:
+        raise S2SADError(f"{prim!r}: a forward rule is either templates or linear groups")
+    spec = None if params is None else _parse_params(params)
+    if spec is None and (adjoints or by_name or uniform is not None or tangent is not None
+                         or linear is not None):
+        raise S2SADError(f"rules for {prim!r} need its parameters")
+    ns = dict(namespace or {})
+    reverse = forward = None
+    if adjoints or by_name or uniform is not None:
+        reverse = _reverse(prim, spec, adjoints, by_name, ns, broadcast, elementwise, uniform)
+    if isinstance(tangent, dict):
+        forward = _forward(prim, spec, (), tangent, ns)
+    elif tangent is not None:
+        positional = (tangent,) if isinstance(tangent, str) else tuple(tangent)
+        forward = _forward(prim, spec, positional, {}, ns)
+    elif linear is not None:
+        forward = _linear(spec, (linear,) if isinstance(linear, str) else tuple(linear))
+    record = _record(prim)
+    if reverse is not None:
+        _rule(record, "vjp").add(reverse)
+        record.nondiff = False
+    if forward is not None:
+        _rule(record, "jvp").add(forward)
+    if nondiff:
+        _rule(record, "vjp")
+        record.nondiff = True
+    if returns is not None:
+        record.returns = returns
+    record.view |= view
+    record.reduction |= reduction
+    record.floats |= floats
+    for name in _names(method):
+        record.methods = _spelled(METHODS, name, record, "methods")
+    for name in _names(attribute):
+        record.attributes = _spelled(ATTRIBUTES, name, record, "attributes")
+    bump()
+    return prim
 
 
 def vjp(prim, params, *templates, namespace=None, broadcast=False, elementwise=False,
@@ -136,19 +235,11 @@ def vjp(prim, params, *templates, namespace=None, broadcast=False, elementwise=F
     adjoint when the call reduces its array to a scalar (`"g"` for a sum). Generated
     code then keeps that adjoint a scalar for as long as the arrays it meets are
     elementwise operations of the same shape."""
-    spec = _parse_params(params)
-    names = [n for n, _ in spec]
-    if len(templates) > len(names) or any(k not in names for k in by_name):
-        raise S2SADError(f"templates do not match the parameters {names} of {prim!r}")
-    given = dict(zip(names, templates))
-    given.update(by_name)
-    ns = dict(namespace or {})
-    compiled = {n: Template(t, names, ns) for n, t in given.items() if t is not None}
-    rule = RULES.setdefault(prim, Rule(prim))
-    rule.nondiff = False
-    rule.variants = [v for v in rule.variants if [p for p, _ in v.params] != names]
-    uniform = None if uniform is None else Template(uniform, names, ns)
-    rule.variants.append(Variant(spec, compiled, broadcast, elementwise, uniform))
+    variant = _reverse(prim, _parse_params(params), templates, by_name,
+                       dict(namespace or {}), broadcast, elementwise, uniform)
+    record = _record(prim)
+    _rule(record, "vjp").add(variant)
+    record.nondiff = False
     bump()
     return prim
 
@@ -156,15 +247,35 @@ def vjp(prim, params, *templates, namespace=None, broadcast=False, elementwise=F
 def vjp_each(prim, param, template, namespace=None, broadcast=False):
     """Register one template for every positional argument of a variadic `prim`, used
     when no fixed signature matches; `param` names the argument in `template`."""
-    rule = RULES.setdefault(prim, Rule(prim))
-    rule.each = (param, Template(template, [param], dict(namespace or {})), broadcast)
+    each = (param, Template(template, [param], dict(namespace or {})), broadcast)
+    _rule(_record(prim), "vjp").each = each
     bump()
     return prim
 
 
 def nondiff(prim):
     """Declare `prim` non-differentiable: its result never carries a derivative."""
-    RULES.setdefault(prim, Rule(prim)).nondiff = True
+    return define(prim, nondiff=True)
+
+
+def jvp(prim, params, *templates, namespace=None, **by_name):
+    """Register forward rules for `prim` called with `params`: templates by position or
+    parameter name, written over the parameter names, `t` (the tangent of that
+    parameter) and `ans` (the result). The engine sums the contributions of the
+    arguments that carry a tangent; a parameter without a template contributes none."""
+    variant = _forward(prim, _parse_params(params), templates, by_name, dict(namespace or {}))
+    _rule(_record(prim), "jvp").add(variant)
+    bump()
+    return prim
+
+
+def linear(prim, params, *groups):
+    """Register the forward rule of `prim`, linear in each group of parameters ("a, v"):
+    the tangent is `prim` called with the tangents of a group in place of its arguments
+    (zeros for those without), summed over the groups. `np.dot` is linear in "a" and in
+    "b" (two groups); `setitem(a, index, v)` in "a, v" jointly (one group)."""
+    variant = _linear(_parse_params(params), groups)
+    _rule(_record(prim), "jvp").add(variant)
     bump()
     return prim
 
@@ -182,57 +293,113 @@ def on_change(listener):
     _listeners.append(listener)
 
 
-def lookup(prim):
-    try:
-        return RULES.get(prim)
-    except TypeError:
-        return None
+# -- building records -------------------------------------------------------------------
+def _record(prim):
+    record = PRIMITIVES.get(prim)
+    if record is None:
+        record = PRIMITIVES[prim] = Primitive(prim)
+    return record
 
 
-# -- forward rules ----------------------------------------------------------------------
-#: Forward rules, {prim: Rule}. A variant's templates give, per parameter, the
-#: contribution of its tangent `t` to the tangent of the result; its `linear` groups name
-#: parameters in which the primitive is linear (its tangent is the call itself, on the
-#: tangents). Rules flagged `elementwise` need no entry: see s2sad.rules.tangents.
-JVPS = {}
+def _rule(record, field):
+    """The record's rule `field` ("vjp" or "jvp"), created if it has none."""
+    if getattr(record, field) is None:
+        setattr(record, field, Rule(record))
+    return getattr(record, field)
 
 
-def jvp(prim, params, *templates, namespace=None, **by_name):
-    """Register forward rules for `prim` called with `params`: templates by position or
-    parameter name, written over the parameter names, `t` (the tangent of that
-    parameter) and `ans` (the result). The engine sums the contributions of the
-    arguments that carry a tangent; a parameter without a template contributes none."""
-    spec = _parse_params(params)
+def _parse_params(params):
+    out = []
+    for part in (p.strip() for p in params.split(",")):
+        if not part:
+            continue
+        name, eq, default = part.partition("=")
+        out.append((name.strip(), eval(default, {}) if eq else REQUIRED))
+    return out
+
+
+def _reverse(prim, spec, templates, by_name, ns, broadcast, elementwise, uniform):
+    names = [n for n, _ in spec]
+    if len(templates) > len(names) or any(k not in names for k in by_name):
+        raise S2SADError(f"templates do not match the parameters {names} of {prim!r}")
+    given = dict(zip(names, templates))
+    given.update(by_name)
+    compiled = {n: Template(t, names, ns) for n, t in given.items() if t is not None}
+    uniform = None if uniform is None else Template(uniform, names, ns)
+    return Variant(spec, compiled, broadcast, elementwise, uniform)
+
+
+def _forward(prim, spec, templates, by_name, ns):
     names = [n for n, _ in spec]
     if len(templates) > len(names) or any(k not in names for k in by_name) or "t" in names:
         raise S2SADError(f"tangent templates do not match the parameters {names} of "
                          f"{prim!r} (a parameter must not be called 't', the tangent)")
     given = dict(zip(names, templates))
     given.update(by_name)
-    ns = dict(namespace or {})
     compiled = {n: Template(t, names + ["t"], ns) for n, t in given.items() if t is not None}
-    return _add_jvp(prim, spec, compiled, [])
+    return Variant(spec, compiled, False, linear=[])
 
 
-def linear(prim, params, *groups):
-    """Register the forward rule of `prim`, linear in each group of parameters ("a, v"):
-    the tangent is `prim` called with the tangents of a group in place of its arguments
-    (zeros for those without), summed over the groups. `np.dot` is linear in "a" and in
-    "b" (two groups); `setitem(a, index, v)` in "a, v" jointly (one group)."""
-    spec = _parse_params(params)
+def _linear(spec, groups):
     names = [n for n, _ in spec]
     groups = [[p.strip() for p in g.split(",")] for g in groups]
     if any(p not in names for g in groups for p in g):
         raise S2SADError(f"linear groups {groups} do not match the parameters {names}")
-    return _add_jvp(prim, spec, {}, groups)
+    return Variant(spec, {}, False, linear=groups)
 
 
-def _add_jvp(prim, spec, templates, groups):
-    rule = JVPS.setdefault(prim, Rule(prim))
-    names = [n for n, _ in spec]
-    rule.variants = [v for v in rule.variants if [p for p, _ in v.params] != names]
-    variant = Variant(spec, templates, False)
-    variant.linear = groups
-    rule.variants.append(variant)
-    bump()
-    return prim
+def _names(spelling):
+    return (spelling,) if isinstance(spelling, str) else tuple(spelling or ())
+
+
+def _spelled(table, name, record, field):
+    """`record`'s names in `field` once `table[name]` means its primitive."""
+    old = primitive(table.get(name))
+    if old is not None and old is not record:
+        setattr(old, field, tuple(n for n in getattr(old, field) if n != name))
+    table[name] = record.prim
+    names = getattr(record, field)
+    return names if name in names else names + (name,)
+
+
+# -- views ------------------------------------------------------------------------------
+class _Rules:
+    """{prim: Rule}, a read-only view of the records' reverse (`vjp`) or forward (`jvp`)
+    rules; `pop` removes one (a test that registered a rule for itself)."""
+
+    def __init__(self, field):
+        self.field = field
+
+    def get(self, prim, default=None):
+        rule = getattr(primitive(prim), self.field, None)
+        return default if rule is None else rule
+
+    def __getitem__(self, prim):
+        rule = self.get(prim)
+        if rule is None:
+            raise KeyError(prim)
+        return rule
+
+    def __contains__(self, prim):
+        return self.get(prim) is not None
+
+    def __iter__(self):
+        return iter([p for p, r in PRIMITIVES.items() if getattr(r, self.field) is not None])
+
+    def __len__(self):
+        return len(list(iter(self)))
+
+    def items(self):
+        return [(p, getattr(PRIMITIVES[p], self.field)) for p in self]
+
+    def pop(self, prim):
+        rule = self[prim]
+        setattr(PRIMITIVES[prim], self.field, None)
+        if self.field == "vjp":
+            PRIMITIVES[prim].nondiff = False
+        return rule
+
+
+#: The reverse and the forward rules, by primitive: views of the records.
+RULES = _Rules("vjp")
+JVPS = _Rules("jvp")

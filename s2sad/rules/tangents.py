@@ -1,27 +1,22 @@
-"""Forward rules: the tangents of primitives whose reverse rule is not elementwise.
+"""Forward mode's part of the rules: the helpers forward code calls, and the forward rules
+of the helpers reverse-mode code calls.
 
-Rules flagged `elementwise` (scalar math, Python operators, NumPy ufuncs) need no entry:
-their reverse templates are linear in `g` and act element by element, so with the
-tangent `t` for `g` they give the tangent (`g * cos(x)` becomes `x_dot * cos(x)`).
-
-The others are here, one line per rule. `linear(prim, params, *groups)` says `prim` is
-linear in each group of parameters: its tangent is the call itself on the tangents
-(`np.sum(x_dot, axis=0)`). `jvp(prim, params, ...)` gives templates over `t`, the
-tangent of that parameter, and `ans`, the result. The last block covers the helpers
-that reverse-mode code calls, so that forward mode applies to it (`hessian`).
+The forward rules of the libraries' primitives are declared with their reverse rules, in
+one statement each (rules/numpy.py, math.py, ...); an elementwise rule needs none, as
+its reverse template, linear in `g`, gives the tangent with `t` for `g`. What is here
+is forward mode's own: the tangents of NumPy functions too long for a template
+(`extremum_dot`, ...), `broadcast_like`, and, so that forward mode applies to the code
+reverse mode generates (forward over reverse: `hessian`), the forward rules of the
+runtime helpers that code calls, one statement each: `linear(prim, params, *groups)`
+(the helper is linear in each group of parameters) or `jvp(prim, params, ...)`
+(templates over `t`, the tangent of that parameter, and `ans`, the result).
 """
-import builtins
-import operator
-
 import numpy as np
 
 from . import runtime as R
-from .operators import POW_X
-from .registry import METHODS, jvp, linear, returns
+from .registry import define, jvp, linear
 
-ns = {"np": np, "_s2s_log": R.log_base, "_s2s_zeros_like": R.zeros_like,
-      "_s2s_unreduce": R.unreduce, "_s2s_clip_mask": R.clip_mask,
-      "_s2s_prod_others": R.prod_others}
+ns = {"np": np, "_s2s_zeros_like": R.zeros_like}
 
 
 def _helpers(*fns):
@@ -29,27 +24,7 @@ def _helpers(*fns):
     return fns[0]
 
 
-# -- Python operators and builtins ------------------------------------------------------
-linear(operator.matmul, "a, b", "a", "b")
-linear(operator.getitem, "x, index", "x")
-linear(builtins.getattr, "obj, name", "obj")
-linear(R.setitem, "a, index, v", "a, v")
-linear(R.append, "a, v", "a, v")
-linear(builtins.reversed, "seq", "seq")
-linear(builtins.sum, "iterable, start=0", "iterable, start")
-# the quotient rule from the quotient: one multiplication fewer than the reverse rule's
-jvp(operator.truediv, "x, y", "t / y", "-t * ans / y")
-jvp(builtins.pow, "x, y", POW_X.replace("g", "t"), "t * ans * _s2s_log(x)", namespace=ns)
-jvp(builtins.max, "x, y", "t * (x >= y)", "t * (x < y)")
-jvp(builtins.min, "x, y", "t * (x <= y)", "t * (x > y)")
-for _n in range(3, 9):     # the first argument that attains the result carries it
-    _params = ", ".join(f"x{i}" for i in range(_n))
-    for _f in (builtins.max, builtins.min):
-        jvp(_f, _params, *[f"t * _s2s_first(ans, {i}, {_params})" for i in range(_n)],
-            namespace={"_s2s_first": R.first})
-
-
-# -- NumPy --------------------------------------------------------------------------------
+# -- tangents of NumPy functions (rules/numpy.py) ----------------------------------------
 def extremum_dot(t, a, ans, axis=None, keepdims=False):
     """The tangent of max/min: the mean of `t` over the elements that attain it."""
     weights = R.extremum(np.ones_like(ans), a, ans, axis, keepdims)
@@ -87,76 +62,6 @@ def cholesky_dot(t, ans):
 
 _helpers(extremum_dot, variance_dot, norm_dot, cholesky_dot)
 
-REDUCTION = "a, axis=None, dtype=None, out=None, keepdims=False"
-linear(np.real, "val", "val")
-jvp(np.clip, "a, a_min, a_max", "t * _s2s_clip_mask(a, a_min, a_max)", namespace=ns)
-# The reverse rule does without `ans`, so that `grad` may skip computing it; a tangent is
-# computed next to the value, and reuses it.
-jvp(np.logaddexp, "x, y", "t * np.exp(x - ans)", "t * np.exp(y - ans)", namespace=ns)
-linear(np.sum, REDUCTION, "a")
-linear(np.mean, REDUCTION, "a")
-jvp(np.prod, REDUCTION,
-    a="np.sum(_s2s_prod_others(a, axis) * t, axis, keepdims=keepdims)",
-    namespace=ns)
-for _f in (np.max, np.min, np.amax, np.amin):
-    jvp(_f, "a, axis=None, out=None, keepdims=False",
-        a="_s2s_extremum_dot(t, a, ans, axis, keepdims)", namespace=ns)
-jvp(np.var, "a, axis=None, dtype=None, out=None, ddof=0, keepdims=False",
-    a="_s2s_variance_dot(t, a, axis, ddof, keepdims)", namespace=ns)
-jvp(np.std, "a, axis=None, dtype=None, out=None, ddof=0, keepdims=False",
-    a="_s2s_variance_dot(t, a, axis, ddof, keepdims) / (2 * ans)", namespace=ns)
-linear(np.cumsum, "a, axis=None", "a")
-jvp(np.sort, "a, axis=-1", a="np.take_along_axis(t, np.argsort(a, axis), axis)", namespace=ns)
-jvp(np.cumprod, "a, axis=None", a="ans * np.cumsum(t / a, axis)", namespace=ns)
-
-linear(np.matmul, "a, b", "a", "b")
-linear(np.dot, "a, b", "a", "b")
-linear(np.inner, "a, b", "a", "b")
-linear(np.outer, "a, b", "a", "b")
-linear(np.tensordot, "a, b, axes=2", "a", "b")
-linear(np.einsum, "subscripts, a", "a")
-linear(np.einsum, "subscripts, a, b", "a", "b")
-linear(np.einsum, "subscripts, a, b, c", "a", "b", "c")
-linear(np.trace, "a, offset=0, axis1=0, axis2=1", "a")
-linear(np.diag, "v, k=0", "v")
-jvp(np.linalg.norm, "x, ord=None, axis=None, keepdims=False",
-    x="_s2s_norm_dot(t, x, ans, ord, axis, keepdims)", namespace=ns)
-jvp(np.linalg.solve, "a, b", "-np.linalg.solve(a, t @ ans)", "np.linalg.solve(a, t)",
-    namespace=ns)
-jvp(np.linalg.inv, "a", "-ans @ t @ ans")
-jvp(np.linalg.det, "a", "ans * np.trace(np.linalg.solve(a, t), 0, -2, -1)", namespace=ns)
-jvp(np.linalg.slogdet, "a",
-    "(_s2s_zeros_like(ans[0]), np.trace(np.linalg.solve(a, t), 0, -2, -1))", namespace=ns)
-jvp(np.linalg.cholesky, "a", "_s2s_cholesky_dot(t, ans)", namespace=ns)
-
-linear(np.reshape, "a, newshape", "a")
-linear(np.ravel, "a", "a")
-linear(np.squeeze, "a, axis=None", "a")
-linear(np.expand_dims, "a, axis", "a")
-linear(np.transpose, "a, axes=None", "a")
-linear(np.swapaxes, "a, axis1, axis2", "a")
-linear(np.moveaxis, "a, source, destination", "a")
-linear(np.broadcast_to, "array, shape", "array")
-linear(np.flip, "m, axis=None", "m")
-linear(np.roll, "a, shift, axis=None", "a")
-linear(np.tile, "A, reps", "A")
-linear(np.repeat, "a, repeats, axis=None", "a")
-linear(np.pad, "array, pad_width", "array")
-linear(np.triu, "m, k=0", "m")
-linear(np.tril, "m, k=0", "m")
-linear(np.concatenate, "arrays, axis=0", "arrays")
-linear(np.stack, "arrays, axis=0", "arrays")
-linear(np.hstack, "tup", "tup")
-linear(np.vstack, "tup", "tup")
-linear(np.array, "object, dtype=None", "object")
-linear(np.asarray, "a, dtype=None", "a")
-linear(np.copy, "a", "a")
-linear(np.ndarray.astype, "self, dtype", "self")
-for _n in range(5):
-    _dims = "".join(f", d{i}" for i in range(_n))
-    linear(METHODS["reshape"], "a" + _dims, "a")
-    linear(METHODS["transpose"], "a" + _dims, "a")
-
 
 # -- helpers of reverse-mode code (for forward over reverse) -----------------------------
 def log_base_dot(t, x):
@@ -186,12 +91,10 @@ def inv_adjoint_dot(g, ans, t):
 _helpers(log_base_dot, cholesky_adjoint_dot, inv_adjoint_dot)
 ns.update({"_s2s_" + k: getattr(R, k) for k in ("einsum", "tensordot", "solve", "norm",
                                                   "cumprod", "cholesky", "inner", "outer",
-                                                  "inv",
-                                                  "prod_others_dot")})
+                                                  "inv", "prod_others_dot")})
 
 jvp(R.zeros_like, "x")                      # constants: no tangent
-jvp(R.seed, "y, name")
-returns("scalar", R.seed)                   # the adjoint 1 of a scalar output: shape ()
+define(R.seed, "y, name", tangent=(), returns="scalar")  # the adjoint 1 of a scalar output
 jvp(R.count, "x, axis=None")
 for _n in range(3, 9):                      # 0 or 1: no tangent
     jvp(R.first, "ans, i, " + ", ".join(f"x{k}" for k in range(_n)))
