@@ -27,7 +27,7 @@ from typing import Callable
 import gast
 
 from . import cache, emit, syntax
-from .ad import forward as forward_mode, fused, header, reverse as reverse_mode
+from .ad import forward_mode, fused, header, reverse_mode
 from .compilation import (Compilation, Wrt, default_kinds, kinds_key, patterns_key,
                           wrt_key)
 from .errors import InternalError, S2SADError, UnsupportedSyntaxError

@@ -517,7 +517,7 @@ BUILT_IN = {prim: list(rule.variants) for prim, rule in registry.RULES.items()}
 
 
 def test_every_reverse_rule_has_a_forward_rule():
-    from s2sad.ad.forward import forward_rule
+    from s2sad.ad.forward_mode import forward_rule
     missing = []
     for prim, variants in BUILT_IN.items():
         for variant in variants:

@@ -20,7 +20,7 @@ from ..rules import registry
 
 
 class CallAdjoints:
-    """The part of `Reverse` (see ad/reverse.py) that differentiates calls."""
+    """The part of `Reverse` (see ad/reverse_mode.py) that differentiates calls."""
 
     def user_call(self, s, op, g, defined):
         """`t = helper(a, b)`: the forward pass calls `helper_vjp`, which also returns
@@ -30,9 +30,9 @@ class CallAdjoints:
         if not active:          # constant arguments: the call is not differentiated
             return []
         prim = op.prim
-        if op.kind == CUSTOM and prim.s2s_custom == "vjp":
+        if op.form == CUSTOM and prim.s2s_custom == "vjp":
             return self.custom_vjp_call(s, op, g, defined, active)
-        if op.kind == CUSTOM:       # a custom_jvp: reverse mode differentiates its source
+        if op.form == CUSTOM:       # a custom_jvp: reverse mode differentiates its source
             prim = prim.primal
         name = operations.python_function(prim)[0].__name__
         wrt = tuple(active) if len(active) > 1 else active[0]

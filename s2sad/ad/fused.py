@@ -181,7 +181,7 @@ def _live(body, ops):
     def dead(s, target):
         op = ops.get(s)
         return id(s) in top and op is not None and (
-            op.kind in (COPY, PACK) or op.variant is not None
-            or (op.kind == NONDIFF and op.prim is None))
+            op.form in (COPY, PACK) or op.variant is not None
+            or (op.form == NONDIFF and op.prim is None))
     live_names(body, set(), delete=True, dead=dead)
     return body

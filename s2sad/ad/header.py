@@ -105,7 +105,7 @@ def _parts(vjp, ctx):
         target = stmt.targets[0] if isinstance(stmt, gast.Assign) else None
         if isinstance(target, gast.Tuple):      # `t, t_pullback = g_vjp(...)`
             target = target.elts[0]
-        if op is None or target.id not in result.active or op.kind not in (
+        if op is None or target.id not in result.active or op.form not in (
                 "call", USER, CUSTOM):
             continue
         name = _rule_name(op, src)

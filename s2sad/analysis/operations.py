@@ -22,8 +22,8 @@ CUSTOM = "custom"   # a call to a custom_vjp or custom_jvp function
 class Op:
     """The primitive of one statement `name = value`."""
 
-    def __init__(self, kind, args=(), prim=None, node=None, variant=None, bound=None):
-        self.kind = kind          # COPY, NONDIFF or CALL
+    def __init__(self, form, args=(), prim=None, node=None, variant=None, bound=None):
+        self.form = form          # COPY, NONDIFF, CALL, PACK, USER or CUSTOM
         self.args = list(args)    # the argument atoms
         self.prim = prim          # the primitive object, if resolved
         self.node = node
@@ -32,11 +32,11 @@ class Op:
 
     def diff_args(self):
         """(param, atom) of the arguments a derivative may flow through."""
-        if self.kind == COPY:
+        if self.form == COPY:
             return [(None, self.args[0])]
-        if self.kind in (PACK, USER, CUSTOM):
+        if self.form in (PACK, USER, CUSTOM):
             return list(enumerate(self.args))
-        if self.kind == NONDIFF:
+        if self.form == NONDIFF:
             return []
         if self.variant is None:
             return [(None, a) for a in self.args]

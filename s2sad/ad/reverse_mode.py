@@ -7,7 +7,7 @@ the statements' adjoints backwards, mirroring `if`s on their recorded tests and 
 iterating their tapes in reverse.
 Adjoints accumulate out of place; an adjoint that receives nothing is never written.
 
->>> from s2sad.ad.reverse import Reverse
+>>> from s2sad.ad.reverse_mode import Reverse
 >>> print(show(Reverse, '''
 ... def f(x, y):
 ...     return x * y + sin(x)
@@ -143,7 +143,7 @@ class Reverse(CallAdjoints):
         result = [self.fitted(p, defined) for p in self.wrt]
         reverse.append(syntax.ret(syntax.tuple_(result) if self.as_tuple else result[0]))
         pullback = syntax.function(self.namer.fresh(f"{fn.name}_pullback"), [seed], reverse)
-        forward = _strip_markers(self.forward(body))
+        forward = _strip_markers(self.forward_pass(body))
         for n in syntax.name_nodes(syntax.function("_", [], forward)):
             if getattr(n, "s2s_lifted", False):
                 self.ctx.bindings[n.id] = n.s2s_prim    # a lifted function it runs unchanged
@@ -249,7 +249,7 @@ class Reverse(CallAdjoints):
     def keeps_uniform(self, op, param, target):
         """Whether the contribution of `op` to `param` may be computed from a uniform
         scalar adjoint of its result `target`: an elementwise operation, same shapes."""
-        return op.kind == COPY or (op.kind not in (PACK, USER, CUSTOM)
+        return op.form == COPY or (op.form not in (PACK, USER, CUSTOM)
                                    and op.variant is not None and op.variant.elementwise
                                    and not self.needs_unbroadcast(op, param, target))
 
@@ -272,22 +272,22 @@ class Reverse(CallAdjoints):
                                if isinstance(a, gast.Name) and a.id in self.active):
             out.append(syntax.located(syntax.assign(g.id, self.expanded(g, target)), s))
             g, uniform = syntax.name(g.id), False
-        if op.kind in (USER, CUSTOM):
+        if op.form in (USER, CUSTOM):
             return out + self.user_call(s, op, g, defined)
         # Accumulate into adjoints that exist before starting new ones, so that a copy
         # `a_bar = b_bar` can later be propagated.
         args = sorted(op.diff_args(), key=lambda ia: not (
             isinstance(ia[1], gast.Name) and ia[1].id in defined))
-        if op.kind == "call" and op.bound and "v" in op.bound and "index" in op.bound:
+        if op.form == "call" and op.bound and "v" in op.bound and "index" in op.bound:
             # an element write: read the written element's adjoint before zeroing it
             args.sort(key=lambda ia: ia[0] != "v")
         for param, arg in args:
             if not (isinstance(arg, gast.Name) and arg.id in self.active):
                 continue
             reduced = False
-            if op.kind == COPY:
+            if op.form == COPY:
                 expr = syntax.copied(g)
-            elif op.kind == PACK:
+            elif op.form == PACK:
                 expr = gast.Subscript(value=syntax.copied(g), slice=syntax.const(param),
                                       ctx=gast.Load())
             else:
@@ -490,15 +490,15 @@ class Reverse(CallAdjoints):
                 out[-1].s2s_recomputed = True
         return out
 
-    # -- forward ----------------------------------------------------------------------
-    def forward(self, stmts):
+    # -- forward pass ------------------------------------------------------------------
+    def forward_pass(self, stmts):
         out = []
         for s in stmts:
             if isinstance(s, gast.If):
-                s.body = self.forward(s.body) or [gast.Pass()]
-                s.orelse = self.forward(s.orelse)
+                s.body = self.forward_pass(s.body) or [gast.Pass()]
+                s.orelse = self.forward_pass(s.orelse)
             elif isinstance(s, (gast.For, gast.While)):
-                s.body = self.forward(s.body)
+                s.body = self.forward_pass(s.body)
                 info = self.loops.get(s)
                 if info is not None:
                     out.extend(info.instrument())

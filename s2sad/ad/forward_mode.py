@@ -8,7 +8,7 @@ tangents alongside, and a call to another Python function calls its own `g_jvp`.
 Tangent parameters follow the primal ones (keyword-only after parameters with
 defaults); at the output a zero tangent is materialised.
 
->>> from s2sad.ad.forward import Forward
+>>> from s2sad.ad.forward_mode import Forward
 >>> print(show(Forward, '''
 ... def f(x, y):
 ...     return x * y + sin(x)
@@ -164,9 +164,9 @@ class Forward:
 
     def sources(self, op):
         """The argument atoms a tangent can flow from."""
-        if op.kind in (COPY, PACK):
+        if op.form in (COPY, PACK):
             return op.args
-        if op.kind == NONDIFF:
+        if op.form == NONDIFF:
             return []
         rule = self.rule(op)
         if rule is None:
@@ -180,7 +180,7 @@ class Forward:
 
     def rule(self, op):
         """(variant, binding, tangent placeholder) of `op`'s forward rule, or None."""
-        if op.prim is None or op.kind in (COPY, PACK, NONDIFF):
+        if op.prim is None or op.form in (COPY, PACK, NONDIFF):
             return None
         args, keywords = _arguments(op, self.src)
         return forward_rule(op.prim, args, keywords)
@@ -246,7 +246,7 @@ class Forward:
         if target not in self.varied:
             return [s]
         op = self.ops[s]
-        if op.kind == CUSTOM and op.prim.s2s_custom == "jvp" and any(
+        if op.form == CUSTOM and op.prim.s2s_custom == "jvp" and any(
                 self.is_varied(a) for a in op.args):
             return [self.custom_call(s, op)]
         if self.calls_user(op):
@@ -261,9 +261,9 @@ class Forward:
     def tangent_expr(self, op, target, s):
         if not any(self.is_varied(a) for a in self.sources(op)):
             return None
-        if op.kind == COPY:
+        if op.form == COPY:
             return self.tangent(op.args[0])
-        if op.kind == PACK:
+        if op.form == PACK:
             return type(op.node)(elts=[self.tangent(a) for a in op.args], ctx=gast.Load())
         rule = self.rule(op)
         if rule is None:
@@ -334,15 +334,15 @@ class Forward:
     # -- calls to other Python functions ------------------------------------------------
     def calls_user(self, op):
         """Whether `op` calls Python code without a forward rule, on varied values."""
-        if op.kind not in (USER, CUSTOM, CALL) or op.prim is None or self.rule(op):
+        if op.form not in (USER, CUSTOM, CALL) or op.prim is None or self.rule(op):
             return False
-        prim = op.prim.primal if op.kind == CUSTOM else op.prim
+        prim = op.prim.primal if op.form == CUSTOM else op.prim
         return (operations.python_function(prim) is not None
                 and any(self.is_varied(a) for a in op.args))
 
     def user_call(self, s, op):
         """`t = g(a, b)`: `t, t_dot = g_jvp(a, b, a_dot)`, `g`'s own forward mode."""
-        prim = op.prim.primal if op.kind == CUSTOM else op.prim
+        prim = op.prim.primal if op.form == CUSTOM else op.prim
         fn, args, kwargs = operations.python_function(prim)
         call = s.value
         varied = [i for i, a in enumerate(call.args) if self.is_varied(a)]
