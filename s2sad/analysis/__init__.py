@@ -1,1 +1,1 @@
-"""Analyses over Wengert form: what each statement computes, and what is active."""
+"""Analyses: facts about code that the transforms and passes read (through the `Compilation`, on first use)."""
