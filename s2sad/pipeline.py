@@ -155,8 +155,8 @@ def compilation(fn: Callable, wrt: Wrt = 0, passes: list[Pass] = REVERSE_MODE,
     """`(ctx, node)`: `fn` through `passes`, up to and including the pass named `until`
     (all of them without it), for `wrt`, specialised on `kinds` (by default
     `default_kinds`); `options` are those of `Compilation`."""
-    ctx = Compilation.of(fn, wrt, kinds, mode="forward" if passes is FORWARD_MODE
-                         else "reverse", **options)
+    forward = any(p.run is forward_mode.run for p in passes)
+    ctx = Compilation.of(fn, wrt, kinds, mode="forward" if forward else "reverse", **options)
     if until is not None and until not in [p.name for p in passes]:
         raise S2SADError(f"no pass is called {until!r}; the passes are "
                          + ", ".join(p.name for p in passes))
