@@ -32,14 +32,13 @@ then removes the copies and adds `# grad of:` comments.)
 import copy
 import dataclasses
 import inspect
-from collections import Counter
 
 import gast
 
 from ..analysis import operations
 from ..analysis.activity import active_names
 from ..analysis.value_kinds import ARRAY, CONTAINER, SCALAR
-from ..analysis.names import NameCounts, rename
+from ..analysis.names import NameCounts, rename, store_counts
 from ..analysis.operations import COPY, CUSTOM, PACK, USER
 from .. import syntax
 from ..syntax import unparse
@@ -462,7 +461,7 @@ class Reverse(CallAdjoints):
         or sign change of values on the tape or not assigned in the loop (such as `-c`
         of a `c` the loop does not change), computed on every path through the body."""
         if self.assigned is None:
-            self.assigned = Counter(syntax.names_stored(self.wengert))
+            self.assigned = store_counts(self.wengert)
         nested = {n for inner in loops_in(loop.body) for n in syntax.names_stored(inner)}
 
         def available(x):

@@ -9,6 +9,12 @@ import gast
 from .. import syntax
 
 
+def store_counts(tree):
+    """How often each name is bound in `tree`, a node or a list of statements."""
+    items = tree if isinstance(tree, list) else [tree]
+    return Counter(n for t in items for n in syntax.names_stored(t))
+
+
 class NameCounts:
     """How often each name is loaded, and assigned with `=`, in a tree: counted once,
     then kept current by the passes, which `drop` a statement before changing or

@@ -61,6 +61,7 @@ import gast
 import numpy as np
 
 from .. import syntax
+from ..analysis.names import store_counts
 from ..rules import runtime
 
 _MAX_TERMS = 8      # larger sums are left as they are: the search grows with them
@@ -128,7 +129,7 @@ class CombineTerms:
             return None
         loads = collections.Counter(syntax.names_loaded(gast.Module(body=body,
                                                                    type_ignores=[])))
-        stores = collections.Counter(n for s in body for n in syntax.names_stored(s))
+        stores = store_counts(body)
         stored_at = {n: i for i, s in enumerate(body) for n in syntax.names_stored(s)}
         inlined, old = set(), len(group)
         ones = {s.targets[0].id for s in body if isinstance(s, gast.Assign)

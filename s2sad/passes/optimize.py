@@ -43,7 +43,7 @@ import gast
 
 from ..ad.simplify import fold_negation, negated
 from ..analysis.value_kinds import ARRAY, SCALAR
-from ..analysis.names import NameCounts, StatementNames, count_loads, rename
+from ..analysis.names import NameCounts, StatementNames, count_loads, rename, store_counts
 from .. import syntax
 
 
@@ -210,7 +210,7 @@ def temporaries_inlined(fn, scalars, helpers, src):
             return helpers[func.id]
         return src.resolve(func)
     everywhere = Counter(syntax.names_loaded(fn))
-    stored = Counter(syntax.names_stored(fn))
+    stored = store_counts(fn)
     for block in syntax.blocks(fn.body, functions=False):
         known = StatementNames()
         i = 0

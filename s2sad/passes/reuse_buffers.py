@@ -45,13 +45,13 @@ def f_grad(x):
     del t_2_bar
     return x_bar
 """
-import collections
 import operator
 
 import gast
 import numpy as np
 
 from ..analysis.buffers import ND, NDARRAY, NUMBER, Fact
+from ..analysis.names import store_counts
 from ..analysis.shapes import trims
 from .. import syntax
 from ..rules import registry
@@ -82,7 +82,7 @@ class ReuseBuffers:
         out = []
         for i, s in enumerate(fn.body):
             out.extend(self.rewritten(s, facts[i], live[i + 1]))
-        stored = collections.Counter(syntax.names_stored(fn))
+        stored = store_counts(fn)
         self.numbers = {s.targets[0].id: s.value.value for s in fn.body
                         if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
                         and isinstance(s.value, gast.Constant)
@@ -128,7 +128,7 @@ class ReuseBuffers:
         """`np.zeros(x.shape)` for `_s2s_zeros_like(x)`, `x` an ndarray parameter never
         bound again whose dtype the code is specialised on (`np.zeros(x.shape, float32)`
         for float32): half the time of the helper, which checks its argument."""
-        stored = collections.Counter(syntax.names_stored(fn))
+        stored = store_counts(fn)
         for s in syntax.walk(fn):
             value = getattr(s, "value", None)
             if not (isinstance(s, gast.Assign) and self.known.is_zeros(s) and len(value.args) == 1):
@@ -190,7 +190,7 @@ class ReuseBuffers:
                 if isinstance(node.ctx, gast.Load) and node.id in renamed:
                     return syntax.name(renamed[node.id])
                 return node
-        stored = collections.Counter(n for s in body for n in syntax.names_stored(s))
+        stored = store_counts(body)
         for s, known in zip(body, facts):
             if renamed and set(syntax.names_loaded(s)) & renamed.keys():
                 s = Rename().visit(s)
@@ -275,7 +275,7 @@ class ReuseBuffers:
         """Names certainly bound to a Python float: parameters the code is specialised on
         as floats, and names assigned once from a float expression (`certainly_float`)."""
         floats = {p for p, t in self.ctx.types.items() if t is float}
-        stored = collections.Counter(syntax.names_stored(fn))
+        stored = store_counts(fn)
         assigns = [s for s in syntax.walk(fn) if isinstance(s, gast.Assign)
                    and isinstance(s.targets[0], gast.Name) and stored[s.targets[0].id] == 1]
         changed = True
