@@ -104,7 +104,9 @@ class Compilation:
         the front end, which reads `fn`'s source and refuses what s2sad does not
         support (frontend.fence)."""
         kinds = default_kinds(fn) if kinds is None else kinds
-        src = source.capture(fn)
+        # the passes run on a copy of the tree (pipeline.compilation); forward mode
+        # rewrites generated code's loops in the tree itself first
+        src = source.capture(fn, copy=mode == "forward")
         if mode == "forward":
             source.prepare_generated(src)
         fence.check(src)
@@ -238,7 +240,7 @@ def wrt_names(src, wrt):
 
 def wrt_indices(fn, wrt):
     """Positional indices of the parameters `wrt` names."""
-    src = source.capture(fn)
+    src = source.capture(fn, copy=False)
     params = parameters(src)
     return [params.index(n) for n in wrt_names(src, wrt)]
 
@@ -268,7 +270,7 @@ def patterns_of(fn, args):
 def default_kinds(fn):
     """The kinds `source(f)` assumes without arguments: floats, or arrays when the
     function uses NumPy."""
-    src = source.capture(fn)
+    src = source.capture(fn, copy=False)
     uses_numpy = any(getattr(v, "__name__", "") == "numpy" or
                      getattr(v, "__module__", "") and str(getattr(v, "__module__", ""))
                      .startswith("numpy") for v in src.free_values().values())

@@ -129,7 +129,7 @@ class CallAdjoints:
     def refuse_mutating_callee(self, prim, call_args, s):
         fn, bound, _ = operations.python_function(prim)
         try:
-            callee = source.capture(fn)
+            callee = source.capture(fn, copy=False)   # read only
         except Exception:       # noqa: BLE001 - no source: compiling it reports that
             return
         params = list(inspect.signature(fn).parameters)[len(bound):]

@@ -117,12 +117,14 @@ def unwrap(fn):
     return getattr(fn, "__func__", fn)
 
 
-def capture(fn):
-    """Parse `fn`'s source into a `FunctionSource` (read once per function)."""
+def capture(fn, copy=True):
+    """Parse `fn`'s source into a `FunctionSource` (read once per function). Its tree is
+    a copy of its own, unless `copy` is false: then it is the one kept for `fn`, which
+    the caller only reads."""
     fn = unwrap(fn)
     lifted = getattr(fn, "s2s_lifted", None)
     if lifted is not None:      # a nested function s2sad lifted out of its parent
-        return lifted.source(fn)
+        return lifted.source(fn, copy)
     if not callable(fn):
         raise S2SADError(f"s2sad differentiates functions; got {type(fn).__name__} {fn!r}")
     if getattr(fn, "__wrapped__", None) is not None and inspect.isfunction(fn):
@@ -139,7 +141,8 @@ def capture(fn):
     if parsed is None or parsed[0] is not fn.__code__:
         parsed = _parsed[fn] = (fn.__code__, *_parse(fn))
     _, filename, first_line, indent, node = parsed
-    return FunctionSource(fn, syntax.copied(node), filename, first_line, indent)
+    return FunctionSource(fn, syntax.copied(node) if copy else node, filename, first_line,
+                          indent)
 
 
 def _parse(fn):

@@ -248,10 +248,10 @@ class Lifted:
         self.node, self.src = node, src
         self.params, self.extras = signature
 
-    def source(self, fn):
+    def source(self, fn, copy=True):
         src = self.src
-        return FunctionSource(fn, syntax.copied(self.node), src.filename, src.first_line,
-                              src.indent)
+        node = syntax.copied(self.node) if copy else self.node
+        return FunctionSource(fn, node, src.filename, src.first_line, src.indent)
 
 
 def lifted_functions(node):
