@@ -1,17 +1,21 @@
 """Doctest set-up shared by the package, the docs and the tests."""
+import numpy as np
 import pytest
 
 from s2sad import pipeline
 from s2sad.frontend.source import function_from_source
 
 
-def show(stage, text, wrt=0):
+def show(stage, text, wrt=0, arrays=False):
     """The source of the function in `text` after the pass `stage` (a pass name, or a
-    pass class, named after it), for arguments that are numbers."""
+    pass class, named after it), for arguments that are numbers (with `arrays`, NumPy
+    arrays; `np` is NumPy in `text`)."""
     name = stage if isinstance(stage, str) else stage.__name__.lower()
-    fn = function_from_source(text)
+    fn = function_from_source(text, {"np": np})
+    kinds = {p: np.ndarray if arrays else float
+             for p in fn.__code__.co_varnames[:fn.__code__.co_argcount]}
     mode = "forward" if name in ("forward", "tangent_only", "guard") else "reverse"
-    return pipeline.stage_source(fn, name, wrt, mode=mode).rstrip("\n")
+    return pipeline.stage_source(fn, name, wrt, kinds, mode=mode).rstrip("\n")
 
 
 @pytest.fixture(autouse=True)

@@ -33,7 +33,7 @@ from .compilation import (Compilation, Wrt, default_kinds, kinds_key, patterns_k
 from .errors import InternalError, S2SADError, UnsupportedSyntaxError
 from .frontend import source
 from .passes import (combine_terms, desugar, element_adjoints, inline_helpers, insert_dels,
-                     lift, optimize, reuse_buffers, wengert)
+                     lift, optimize, peephole, reuse_buffers, wengert)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,6 +84,8 @@ FUSED_GRADIENT = REVERSE_MODE + [
          "of an adjoint as one polynomial, with the fewest operations"),
     Pass("reuse_buffers", reuse_buffers.run, "(release) elementwise results computed "
          "into the buffers of dead temporaries"),
+    Pass("peephole", peephole.run, "(release) one name per view, no products by 1, "
+         "slice updates through named views, no needless copies or zeros helpers"),
     Pass("insert_dels", insert_dels.run, "(release) each array deleted after its last "
          "use"),
     Pass("guard_patterns", fused.guard_patterns, "the guard also tests the shape "

@@ -53,6 +53,9 @@ class ArrayFacts:
         self.floating = set()       # dtype origins certainly floating
         self.dtypes = {p: np.dtype(v[0]) for p, v in (ctx.patterns or {}).items()}
         self.used_dtypes = set()
+        # {id(statement): facts before it} of the fused gradient as reuse_buffers left it,
+        # which the peephole pass reads
+        self.statement_facts = None
 
     def parameters(self, fn):
         """The facts of `fn`'s parameters."""

@@ -15,6 +15,23 @@ def store_counts(tree):
     return Counter(n for t in items for n in syntax.names_stored(t))
 
 
+def number_names(fn):
+    """{name: number} of the names `fn` binds once, to a number constant."""
+    stored = store_counts(fn)
+    return {s.targets[0].id: s.value.value for s in fn.body
+            if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+            and isinstance(s.value, gast.Constant) and type(s.value.value) in (int, float)
+            and stored[s.targets[0].id] == 1}
+
+
+def number_value(e, numbers):
+    """The number `e` certainly is (a constant, or a name of `numbers`, see
+    `number_names`), or None."""
+    if isinstance(e, gast.Constant) and type(e.value) in (int, float):
+        return e.value
+    return numbers.get(e.id) if isinstance(e, gast.Name) else None
+
+
 class NameCounts:
     """How often each name is loaded, and assigned with `=`, in a tree: counted once,
     then kept current by the passes, which `drop` a statement before changing or
