@@ -5,8 +5,9 @@ argument types the code is specialised on (`kinds`, `patterns`), the options of 
 derivative being made, the `namer` every generated name comes from, the `bindings` of
 the names generated code reads to the objects they denote (runtime helpers, rule
 namespaces, the derivatives of called functions), and the `callees` the driver must
-compile and link. The analyses of the function in Wengert form (`ops`, `kinds_of`,
-`shapes`) are computed on first use and kept. A transform leaves its result here too
+compile and link. The analyses of the function in Wengert form (`ops`, `active`,
+`value_kinds`, `shapes`) and of the fused gradient's arrays (`array_facts`) are
+computed on first use and kept. A transform leaves its result here too
 (`reverse`, `forward`), for the passes after it. Every pass has the signature
 `run(fn, ctx) -> fn` (see `s2sad.pipeline`).
 
@@ -33,7 +34,7 @@ import gast
 import numpy as np
 
 from .analysis.value_kinds import ARRAY, SCALAR, ValueKinds
-from .analysis.activity import definitions
+from .analysis.activity import active_names, definitions
 from .analysis.buffers import ArrayFacts
 from .analysis.operations import classify
 from .analysis.shapes import Shapes, pattern
@@ -138,6 +139,16 @@ class Compilation:
         """{assignment: `Op`}, what each statement of Wengert form computes."""
         return self._analysis("ops", lambda: syntax.NodeMap(
             (s, classify(s.value, self.src)) for _, s in definitions(self.wengert.body)))
+
+    @property
+    def active(self) -> set:
+        """The names that carry a derivative: they depend on `wrt` and the output depends
+        on them (analysis.activity)."""
+        def compute():
+            ret = self.wengert.body[-1]
+            output = ret.value.id if isinstance(getattr(ret, "value", None), gast.Name) else None
+            return active_names(self.wengert, self.wrt, output, self.ops)
+        return self._analysis("active", compute)
 
     @property
     def value_kinds(self) -> ValueKinds:

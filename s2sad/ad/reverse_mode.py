@@ -36,7 +36,6 @@ import inspect
 import gast
 
 from ..analysis import operations
-from ..analysis.activity import active_names
 from ..analysis.value_kinds import ARRAY, CONTAINER, SCALAR
 from ..analysis.names import NameCounts, rename, store_counts
 from ..analysis.operations import COPY, CUSTOM, PACK, USER
@@ -107,7 +106,7 @@ class Reverse(CallAdjoints):
         output = ret.value.id if isinstance(ret.value, gast.Name) else None
         self.wengert = fn
         self.ops = self.ctx.ops
-        self.active = active_names(fn, self.wrt, output, self.ops)
+        self.active = self.ctx.active
         self.kinds = self.ctx.value_kinds
         self.shapes = self.ctx.shapes
         self.straight = _straight_line_names(fn)

@@ -1,1 +1,2 @@
-"""Analyses: facts about code that the transforms and passes read (through the `Compilation`, on first use)."""
+"""Analyses: facts about code that the transforms and passes read, through the
+`Compilation`, which computes each on first use."""

@@ -235,7 +235,8 @@ class Peephole:
                     return syntax.const(_ARITHMETIC[type(node.op)](*numbers))
                 if isinstance(node.op, gast.Div) and peephole.number(node.left) is not None \
                         and isinstance(node.left, gast.Name):
-                    node.left = syntax.const(peephole.number(node.left))  # `1.0 / x`, not `y_bar / x`
+                    # `1.0 / x`, not `y_bar / x`
+                    node.left = syntax.const(peephole.number(node.left))
                 if isinstance(node.op, gast.Mult):
                     for one, other in ((node.left, node.right), (node.right, node.left)):
                         fact = facts.get(getattr(other, "id", None), Fact())
