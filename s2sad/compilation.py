@@ -5,7 +5,7 @@ argument types the code is specialised on (`kinds`, `patterns`), the options of 
 derivative being made, the `namer` every generated name comes from, the `bindings` of
 the names generated code reads to the objects they denote (runtime helpers, rule
 namespaces, the derivatives of called functions), and the `callees` the driver must
-compile and link. The analyses of the function in Wengert form (`ops`, `active`,
+compile and link. The analyses of the function in Wengert form (`ops`, `varied`, `active`,
 `value_kinds`, `shapes`) and of the fused gradient's arrays (`array_facts`) are
 computed on first use and kept. A transform leaves its result here too
 (`reverse`, `forward`), for the passes after it. Every pass has the signature
@@ -34,7 +34,7 @@ import gast
 import numpy as np
 
 from .analysis.value_kinds import ARRAY, SCALAR, ValueKinds
-from .analysis.activity import active_names, definitions
+from .analysis.activity import active_names, definitions, varied_names
 from .analysis.buffers import ArrayFacts
 from .analysis.operations import classify
 from .analysis.shapes import Shapes, pattern
@@ -149,6 +149,12 @@ class Compilation:
             output = ret.value.id if isinstance(getattr(ret, "value", None), gast.Name) else None
             return active_names(self.wengert, self.wrt, output, self.ops)
         return self._analysis("active", compute)
+
+    @property
+    def varied(self) -> set:
+        """The names that depend differentiably on `wrt` (analysis.activity)."""
+        return self._analysis("varied", lambda: varied_names(self.wengert, self.wrt,
+                                                             self.ops))
 
     @property
     def value_kinds(self) -> ValueKinds:

@@ -319,6 +319,14 @@ def broadcasting(x, w):
     return (np.outer(x, np.ones(2)) * w + w).ravel()
 
 
+def construction(x):
+    """Arrays built from differentiated values: fills, ends, start and step."""
+    parts = [np.full(3, x[0]), np.full_like(x, x[1]) * x, np.linspace(x[0], x[2], 4),
+             np.linspace(x[1], x[2], 3, endpoint=False), np.arange(x[0], 2.0, x[2]),
+             np.arange(x[1] + 3.0)]
+    return np.concatenate(parts)
+
+
 JACOBIAN_CASES = [
     (polar, (np.array([2.0, 0.7]),)),
     (elementwise, (np.array([0.3, -1.2, 0.8]),)),
@@ -331,6 +339,7 @@ JACOBIAN_CASES = [
     (more_linear_algebra, (np.array([0.3, -0.2, 0.5, 0.1, 0.4, -0.6, 0.2, 0.7, 0.15]),)),
     (more_shapes, (np.array([0.3, -0.2, 0.9, -1.4, 0.7, 0.25]),)),
     (python_builtins, (np.array([0.6, -0.4, 1.1]),)),
+    (construction, (np.array([0.3, -0.4, 0.45]),)),
     (broadcasting, (np.array([0.5, -1.0, 2.0]), np.array([0.3, 0.7]))),
 ]
 

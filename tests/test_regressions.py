@@ -12,6 +12,7 @@ import s2sad
 from s2sad import pipeline
 from fuzz.programs import forget, load_function
 import corpus_regressions as r
+from numpy_cases import fd_array_grad
 
 
 def test_numpy_template_with_module_reference():
@@ -382,3 +383,41 @@ def test_a_view_sees_a_later_write_through_its_array():
     value, g = s2sad.value_and_grad(f)(a)
     assert value == f(a) == 9.0
     np.testing.assert_allclose(g, [[5.0, 4.0], [0.0, 0.0]])
+
+
+def _unbound_in_branches(x, w, v):
+    # found by the long fuzz run of session 9 (reduced by removing statements); the
+    # commit before that session fails the same way
+    a = v + v
+    if np.max(x, axis=0, keepdims=True)[0, -1] / (2.0 + np.cos(np.min(a + np.zeros((3, 3))))) \
+            * a[:-1][-1] > np.mean(np.sum(v, axis=0, keepdims=True)):
+        if (np.mean(np.mean(a, axis=0, keepdims=True)) + np.max(w[..., 0], axis=0)
+                if np.maximum(w[0, -1], np.max(np.max(w, axis=0, keepdims=True)))
+                > v.reshape(3, 1).sum()
+                else np.max(w + np.zeros((3, 2)), axis=1) @ (np.min(w, axis=0)
+                                                             + np.zeros((3,)))) \
+                <= np.max(a[None]):
+            pass
+        a[:-1] = np.mean(w[1:])
+    else:
+        a = np.sin(np.min(w + np.zeros((3, 3)), axis=0)
+                   @ (0.5 * np.square(np.max(v) * np.ones((3, 3)))))
+        if np.log(2.0 + (np.mean(a[[-1, 0]]) + np.prod(np.tanh(w.sum(axis=1))))
+                  * (np.mean(a[[-1, 0]]) + np.prod(np.tanh(w.sum(axis=1))))) >= -0.5:
+            a[0] -= np.reshape(v, (1, 3))[0, -1]
+    return np.sum(np.cos(np.dot(0.5 * np.max(a + np.zeros((2, 3)), axis=1),
+                                np.sin(np.broadcast_to(np.sum(a, axis=0), (2, 3))))))
+
+
+@pytest.mark.xfail(strict=True, raises=UnboundLocalError, reason="known bug: the fused "
+                   "gradient reads a version of `a` that the branch taken did not bind")
+def test_element_writes_in_branches_bind_every_version_the_gradient_reads():
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        x, w, v = rng.uniform(-1, 1, (2, 3)), rng.uniform(-1, 1, (3, 2)), rng.uniform(-1, 1, 3)
+    args = (x, w, v)
+    value, grads = s2sad.value_and_grad(_unbound_in_branches, wrt=(0, 1, 2))(*args)
+    assert value == pytest.approx(_unbound_in_branches(*args))
+    for i, g in enumerate(grads):
+        np.testing.assert_allclose(g, fd_array_grad(_unbound_in_branches, args, i),
+                                   rtol=1e-5, atol=1e-7)

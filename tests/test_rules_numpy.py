@@ -2092,6 +2092,44 @@ for _fn in (cumprod_flat, cumprod_ax0, cumprod_ax1):
 case(cumprod_vec, [np.cumprod], (S.uniform((4,), 0.5, 1.5),))
 
 
+
+# -- construction from values: differentiated fills and bounds ---------------------------
+def full_fill(v):
+    return np.sum(np.full((2, 3), v) * np.arange(1.0, 7.0).reshape(2, 3))
+
+
+def full_row(v):
+    return np.sum(np.full((2, 3), v) ** 2)
+
+
+def full_like_fill(a, v):
+    return np.sum(np.full_like(a, v) * a)
+
+
+def linspace_ends(a, b):
+    return np.sum(np.linspace(a, b, 7) ** 2)
+
+
+def linspace_open(a, b):
+    return np.sum(np.sin(np.linspace(a, b, 5, endpoint=False)))
+
+
+def linspace_rows(a, b):
+    return np.sum(np.linspace(a, b, 4) ** 3)
+
+
+def arange_start_step(a, b):
+    return np.sum(np.arange(a, 4.0, b) ** 2)
+
+
+case(full_fill, [np.full], {"py": (R(None),), "0d": (R(()),)})
+case(full_row, [np.full], (R((3,)),))
+case(full_like_fill, [np.full_like], {"py": (R((2, 3)), R(None)), "row": (R((2, 3)), R((3,)))})
+case(linspace_ends, [np.linspace], (R(None), R(None)))
+case(linspace_open, [np.linspace], (R(None), R(None)))
+case(linspace_rows, [np.linspace], (R((3,)), R((3,))))
+case(arange_start_step, [np.arange], (S.uniform(None, 0.25, 0.3), S.uniform(None, 0.68, 0.72)))
+
 # -- reductions and friends as array methods --------------------------------------------
 for _fn, _claim, _gen in [
         (m_sum, "sum", R), (m_sum_ax1, "sum", R), (m_sum_expr, "sum", R),

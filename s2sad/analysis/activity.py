@@ -18,8 +18,22 @@ def definitions(stmts):
                 yield n.targets[0].id, n
 
 
+def varied_names(fn, wrt, ops):
+    """The names that depend differentiably on the parameters `wrt`; `ops` holds the
+    `Op` of each statement (a `NodeMap`)."""
+    return _closure(set(wrt), _edges(fn, ops))
+
+
 def active_names(fn, wrt, output, ops):
     """The active names; `ops` holds the `Op` of each statement (a `NodeMap`)."""
+    edges = _edges(fn, ops)
+    varied = _closure(set(wrt), edges)
+    useful = _closure({output} if output else set(), [(b, a) for a, b in edges])
+    return varied & useful
+
+
+def _edges(fn, ops):
+    """(a, b) for each name `b` assigned from `a` through a differentiable operation."""
     edges = []
     for target, stmt in definitions(fn.body):
         for _, a in ops[stmt].diff_args():
@@ -28,9 +42,7 @@ def active_names(fn, wrt, output, ops):
     for loop in (n for s in fn.body for n in syntax.statements(s) if isinstance(n, gast.For)):
         # the loop variable takes the iterable's values
         edges.extend((n, loop.target.id) for n in syntax.names_loaded(loop.iter))
-    varied = _closure(set(wrt), edges)
-    useful = _closure({output} if output else set(), [(b, a) for a, b in edges])
-    return varied & useful
+    return edges
 
 
 def _closure(start, edges):

@@ -62,12 +62,9 @@ import numpy as np
 
 from .. import syntax
 from ..analysis.names import store_counts
-from ..rules import runtime
+from ..rules import registry, runtime
 
 _MAX_TERMS = 8      # larger sums are left as they are: the search grows with them
-#: NumPy functions that write into an array they are given.
-_WRITERS = {"copyto", "put", "place", "putmask", "fill_diagonal", "put_along_axis",
-            "shuffle"}
 
 
 def run(fn, ctx):
@@ -232,7 +229,7 @@ class CombineTerms:
                 if any(k.arg == "out" for k in n.keywords) or not (
                         isinstance(f, np.ufunc) or module == runtime.__name__
                         or module.startswith("numpy")
-                        and getattr(f, "__name__", None) not in _WRITERS):
+                        and getattr(registry.primitive(f), "writes", None) is None):
                     return False
         return True
 

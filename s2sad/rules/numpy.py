@@ -79,7 +79,7 @@ ufunc2(np.logaddexp, "g / (1 + np.exp(y - x))", "g / (1 + np.exp(x - y))",
 ufunc2(np.hypot, "g * x / ans", "g * y / ans")
 ufunc2(np.arctan2, "g * y / (x * x + y * y)", "-g * x / (x * x + y * y)")
 rule(np.where, "condition, x, y", None, "np.where(condition, g, 0.0)",
-     "np.where(condition, 0.0, g)", broadcast=True)
+     "np.where(condition, 0.0, g)", broadcast=True, zero="condition")
 rule(np.clip, "a, a_min, a_max", "g * _s2s_clip_mask(a, a_min, a_max)",
      "g * (a < a_min)", "g * (a > a_max)", broadcast=True,
      tangent="t * _s2s_clip_mask(a, a_min, a_max)", method="clip")
@@ -103,8 +103,9 @@ rule(np.var, "a, axis=None, dtype=None, out=None, ddof=0, keepdims=False",
      tangent={"a": "_s2s_variance_dot(t, a, axis, ddof, keepdims)"}, reduction=True,
      method="var")
 rule(np.std, "a, axis=None, dtype=None, out=None, ddof=0, keepdims=False",
-     a="_s2s_variance(g / (2 * ans), a, axis, ddof, keepdims)",
-     tangent={"a": "_s2s_variance_dot(t, a, axis, ddof, keepdims) / (2 * ans)"},
+     a="_s2s_variance(_s2s_safe_divide(g, 2 * ans), a, axis, ddof, keepdims)",
+     tangent={"a": "_s2s_safe_divide(_s2s_variance_dot(t, a, axis, ddof, keepdims), "
+                   "2 * ans)"},
      reduction=True, method="std")
 rule(np.cumsum, "a, axis=None", a="_s2s_cumsum(g, a, axis)", linear="a", method="cumsum")
 rule(np.cumprod, "a, axis=None", a="_s2s_cumprod(g, a, ans, axis)",
@@ -197,9 +198,28 @@ for _n in range(5):
          a=f"_s2s_untranspose(g, ({_dims}{',' if _n == 1 else ''}))", linear="a", view=True,
          method="transpose")
 
+# construction from values
+rule(np.full, "shape, fill_value, dtype=None", None, "_s2s_unbroadcast(g, fill_value)",
+     linear="fill_value")
+rule(np.full_like, "a, fill_value, dtype=None", None, "_s2s_unbroadcast(g, fill_value)",
+     linear="fill_value", zero="a")
+rule(np.linspace, "start, stop, num=50, endpoint=True",
+     "_s2s_linspace_end(g, start, stop, num, endpoint, 0)",
+     "_s2s_linspace_end(g, start, stop, num, endpoint, 1)", linear="start, stop")
+rule(np.arange, "start, stop=None, step=None", "_s2s_arange_part(g, start, stop, step, 0)",
+     None, "_s2s_arange_part(g, start, stop, step, 2)", zero="stop",
+     tangent={"start": "np.zeros_like(ans) + (0.0 if stop is None else t)",
+              "step": "t * np.arange(np.shape(ans)[0])"})
+
+# functions that write into an argument (passes/lost_derivatives.py refuses them on
+# differentiated values)
+for _f in (np.copyto, np.put, np.place, np.putmask, np.fill_diagonal, np.put_along_axis,
+           np.random.shuffle):
+    define(_f, writes=0)
+
 # not differentiable
-for _f in (np.zeros_like, np.ones_like, np.full_like, np.zeros, np.ones, np.full, np.eye,
-           np.identity, np.arange, np.linspace, np.sign, np.floor, np.ceil, np.round):
+for _f in (np.zeros_like, np.ones_like, np.zeros, np.ones, np.eye, np.identity, np.sign,
+           np.floor, np.ceil, np.round):
     define(_f, nondiff=True, returns="array")
 define(np.shape, nondiff=True, returns="scalars", attribute="shape")
 define(np.ndim, nondiff=True, returns="scalar", attribute="ndim")

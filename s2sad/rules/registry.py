@@ -72,9 +72,15 @@ class Variant:
     """One signature of a primitive and the templates of its parameters."""
 
     def __init__(self, params, templates, broadcast, elementwise=False, uniform=None,
-                 linear=None):
+                 linear=None, zero=()):
         self.params = params              # [(name, default or REQUIRED)]
         self.templates = templates        # {name: Template}
+        #: Parameters whose derivative is zero although a differentiated value may be
+        #: passed: they give only a shape or dtype (`np.full_like`'s `a`), or a choice
+        #: that is piecewise constant (`np.where`'s `condition`). A differentiated value
+        #: passed for any other parameter without a template is refused
+        #: (passes/lost_derivatives.py).
+        self.zero = frozenset(zero)
         self.broadcast = broadcast
         self.elementwise = elementwise or broadcast
         self.uniform = uniform            # Template of a full reduction's adjoint, or None
@@ -149,6 +155,8 @@ class Primitive:
     #: its result has shape () when it reduces a whole array (no axis given).
     reduction: bool = False
     floats: bool = False        # it gives a float for numbers (`math.sin`)
+    #: The position of the argument it writes into (`np.copyto(dst, src)`: 0), or None.
+    writes: int = None
     methods: tuple = ()         # the array methods that mean it: `x.sum()`
     attributes: tuple = ()      # the array attributes that mean it: `x.T`
 
@@ -175,7 +183,8 @@ def lookup(prim):
 
 def define(prim, params=None, *adjoints, namespace=None, broadcast=False, elementwise=False,
            uniform=None, tangent=None, linear=None, nondiff=False, returns=None, view=False,
-           reduction=False, floats=False, method=(), attribute=(), **by_name):
+           reduction=False, floats=False, writes=None, zero=(), method=(),
+           attribute=(), **by_name):
     """Declare what s2sad knows about `prim` in one statement; returns `prim`.
 
     `params` ("x, axis=None, ...") is the signature of the variant the rules are for.
@@ -185,8 +194,11 @@ def define(prim, params=None, *adjoints, namespace=None, broadcast=False, elemen
     by position, or a dict by name; `()` for a constant), or `linear`, the groups of
     parameters it is linear in ("a" or "a, v" for one group, ("a", "b") for two: see
     `linear`). A primitive with several signatures takes one statement per signature.
-    The other keywords fill in its record (see `Primitive`): `method` and `attribute`
-    are names (a string or a tuple of them) that `METHODS` and `ATTRIBUTES` map to it."""
+    `zero` names the parameters without templates whose derivative is zero although a
+    differentiated value may be passed (see `Variant.zero`). The other keywords fill in
+    its record (see `Primitive`): `method` and `attribute` are names (a string or a
+    tuple of them) that `METHODS` and `ATTRIBUTES` map to it; `writes` is the position
+    of the argument the primitive writes into."""
     if tangent is not None and linear is not None:
         raise S2SADError(f"{prim!r}: a forward rule is either templates or linear groups")
     spec = None if params is None else _parse_params(params)
@@ -196,7 +208,8 @@ def define(prim, params=None, *adjoints, namespace=None, broadcast=False, elemen
     ns = dict(namespace or {})
     reverse = forward = None
     if adjoints or by_name or uniform is not None:
-        reverse = _reverse(prim, spec, adjoints, by_name, ns, broadcast, elementwise, uniform)
+        reverse = _reverse(prim, spec, adjoints, by_name, ns, broadcast, elementwise, uniform,
+                           zero)
     if isinstance(tangent, dict):
         forward = _forward(prim, spec, (), tangent, ns)
     elif tangent is not None:
@@ -218,6 +231,8 @@ def define(prim, params=None, *adjoints, namespace=None, broadcast=False, elemen
     record.view |= view
     record.reduction |= reduction
     record.floats |= floats
+    if writes is not None:
+        record.writes = writes
     for name in _names(method):
         record.methods = _spelled(METHODS, name, record, "methods")
     for name in _names(attribute):
@@ -234,9 +249,14 @@ def vjp(prim, params, *templates, namespace=None, broadcast=False, elementwise=F
     for reductions: the value, the same for every element, of the first parameter's
     adjoint when the call reduces its array to a scalar (`"g"` for a sum). Generated
     code then keeps that adjoint a scalar for as long as the arrays it meets are
-    elementwise operations of the same shape."""
-    variant = _reverse(prim, _parse_params(params), templates, by_name,
-                       dict(namespace or {}), broadcast, elementwise, uniform)
+    elementwise operations of the same shape. A parameter whose template is None has
+    a zero derivative (ChainRules' NoTangent): a differentiated value may be passed
+    there, and gets none (this is the rule `s2sad.defvjp` writes)."""
+    spec = _parse_params(params)
+    given = dict(zip([n for n, _ in spec], templates), **by_name)
+    zero = [n for n, t in given.items() if t is None]
+    variant = _reverse(prim, spec, templates, by_name, dict(namespace or {}), broadcast,
+                       elementwise, uniform, zero)
     record = _record(prim)
     _rule(record, "vjp").add(variant)
     record.nondiff = False
@@ -318,7 +338,7 @@ def _parse_params(params):
     return out
 
 
-def _reverse(prim, spec, templates, by_name, ns, broadcast, elementwise, uniform):
+def _reverse(prim, spec, templates, by_name, ns, broadcast, elementwise, uniform, zero=()):
     names = [n for n, _ in spec]
     if len(templates) > len(names) or any(k not in names for k in by_name):
         raise S2SADError(f"templates do not match the parameters {names} of {prim!r}")
@@ -326,7 +346,10 @@ def _reverse(prim, spec, templates, by_name, ns, broadcast, elementwise, uniform
     given.update(by_name)
     compiled = {n: Template(t, names, ns) for n, t in given.items() if t is not None}
     uniform = None if uniform is None else Template(uniform, names, ns)
-    return Variant(spec, compiled, broadcast, elementwise, uniform)
+    zero = tuple(z.strip() for z in zero.split(",")) if isinstance(zero, str) else zero
+    if any(z not in names or z in compiled for z in zero):
+        raise S2SADError(f"zero={zero} must name parameters of {prim!r} without templates")
+    return Variant(spec, compiled, broadcast, elementwise, uniform, zero=zero)
 
 
 def _forward(prim, spec, templates, by_name, ns):

@@ -301,6 +301,38 @@ def variance(g, x, axis=None, ddof=0, keepdims=False):
     return unreduce(g, x, axis, keepdims) * 2 * centred / (count(x, axis) - ddof)
 
 
+def safe_divide(n, d):
+    """`n / d`, and 0 where `d` is 0: the adjoint of a square root or a deviation at 0,
+    where s2sad gives the subgradient 0 (the standard deviation of one value, or of
+    equal values, is 0 around them)."""
+    if isinstance(n, np.ndarray) or isinstance(d, np.ndarray):
+        zero = np.asarray(d) == 0
+        return np.where(zero, 0.0, n / np.where(zero, 1.0, d))
+    return n / d if d != 0 else 0.0 * n
+
+
+def linspace_end(g, start, stop, num=50, endpoint=True, which=0):
+    """The adjoint of `start` (`which` 0) or `stop` (1) of `np.linspace(start, stop,
+    num, endpoint)`: each sample is `start + (stop - start) * w`, `w` from 0 up to 1
+    (or short of it without the endpoint)."""
+    g = np.asarray(g)
+    n = g.shape[0] if g.ndim else 1
+    w = np.arange(n) / ((n - 1 if endpoint else n) or 1)
+    w = w.reshape((n,) + (1,) * max(g.ndim - 1, 0))
+    part = np.sum(g * (w if which else 1 - w), axis=0) if g.ndim else g
+    return unbroadcast(part, start if which == 0 else stop)
+
+
+def arange_part(g, start, stop=None, step=None, which=0):
+    """The adjoint of `start` (`which` 0) or `step` (2) of `np.arange(start, stop,
+    step)`, whose samples are `start + i * step`; with one argument, `np.arange(stop)`,
+    the samples are the integers below it: no derivative."""
+    if stop is None:
+        return 0.0 * np.sum(g)
+    g = np.asarray(g)
+    return np.sum(g) if which == 0 else np.sum(g * np.arange(g.shape[0]))
+
+
 def cumsum(g, x, axis=None):
     """The adjoint of cumsum: a cumulative sum from the end."""
     if np.ndim(g) == 0:

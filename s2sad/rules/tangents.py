@@ -91,7 +91,8 @@ def inv_adjoint_dot(g, ans, t):
 _helpers(log_base_dot, cholesky_adjoint_dot, inv_adjoint_dot)
 ns.update({"_s2s_" + k: getattr(R, k) for k in ("einsum", "tensordot", "solve", "norm",
                                                   "cumprod", "cholesky", "inner", "outer",
-                                                  "inv", "prod_others_dot")})
+                                                  "inv", "prod_others_dot",
+                                                  "safe_divide")})
 
 jvp(R.zeros_like, "x")                      # constants: no tangent
 define(R.seed, "y, name", tangent=(), returns="scalar")  # the adjoint 1 of a scalar output
@@ -112,6 +113,10 @@ linear(R.unreduce, "g, x, axis=None, keepdims=False", "g")
 linear(R.extremum, "g, x, m, axis=None, keepdims=False", "g")
 linear(R.variance, "g, x, axis=None, ddof=0, keepdims=False", "g", "x")
 linear(R.cumsum, "g, x, axis=None", "g")
+linear(R.linspace_end, "g, start, stop, num=50, endpoint=True, which=0", "g")
+linear(R.arange_part, "g, start, stop=None, step=None, which=0", "g")
+jvp(R.safe_divide, "n, d", "_s2s_safe_divide(t, d)", "-_s2s_safe_divide(n * t, d * d)",
+    namespace=ns)
 jvp(R.cumprod, "g, x, p, axis=None", "_s2s_cumprod(t, x, p, axis)", "-ans * t / x",
     "_s2s_cumprod(g, x, t, axis)", namespace=ns)
 linear(R.matmul_lhs, "g, a, b", "g", "b")

@@ -1,0 +1,140 @@
+"""Lost derivatives: refuse, before differentiating, the code through which a
+differentiated value would lose its derivative without a word.
+
+Takes the function in Wengert form and changes nothing. Activity analysis follows a
+value through the operations that have a derivative rule, parameter by parameter; what
+it cannot see would come out as a zero gradient. So, where a value that depends on the
+differentiated inputs (`ctx.varied`) meets one of these, compilation stops with a
+located error that says what to write instead:
+
+- a call that writes into an array it is given: a keyword `out=` (`np.multiply(x, x,
+  out=y)`), a NumPy function that writes into an argument (`np.copyto`, `np.put`,
+  `np.place`, ...: its record's `writes`), a ufunc's `.at` (`np.add.at`), or an in-place
+  method (`y.sort()`, `y.fill(v)`, `lst.extend(v)`): `UnsupportedSyntaxError`, since the
+  write changes the array behind the names that hold it;
+- a differentiated value passed for a parameter the rule gives no derivative for
+  (`np.einsum(A, (0, 1), (1, 0))`, whose interleaved form puts `A` where the rule has
+  the subscripts; `np.r_[x, x]`, an index of an object s2sad has no rule for):
+  `MissingRuleError`, unless the rule says the derivative is zero there
+  (`registry.Variant.zero`: a shape, a dtype, a piecewise-constant choice).
+
+>>> from s2sad import UnsupportedSyntaxError
+>>> try:
+...     show("lost_derivatives", '''
+... def f(x):
+...     y = x * 2.0
+...     y.sort()
+...     return y[0]
+... ''', arrays=True)
+... except UnsupportedSyntaxError as exc:
+...     print(exc.lineno, exc.reason)
+4 y.sort() changes y in place, which s2sad cannot differentiate: the derivative would miss the change. Compute a new array instead: y = np.sort(y)
+"""
+import gast
+import numpy as np
+
+from .. import syntax
+from ..analysis.operations import CALL
+from ..errors import MissingRuleError
+from ..rules import registry
+
+#: Methods that change their object in place (of arrays, lists and dicts), and what to
+#: write instead.
+MUTATING_METHODS = {
+    "sort": "{x} = np.sort({x})", "fill": "np.full_like({x}, v)",
+    "put": "an np.where or a new array", "partition": "{x} = np.partition({x}, k)",
+    "resize": "{x} = np.resize({x}, shape)", "itemset": "{x}[i] = v",
+    "setfield": "a new array", "byteswap": "a new array",
+    "extend": "{x} = {x} + list(v)", "insert": "a new list", "pop": "a new list",
+    "remove": "a new list", "reverse": "{x} = {x}[::-1]", "clear": "a new list",
+    "update": "a new dict", "setdefault": "a new dict", "popitem": "a new dict",
+    "__setitem__": "{x}[i] = v", "__iadd__": "{x} = {x} + v",
+}
+
+
+def run(fn, ctx):
+    """The pass: check `fn`, leaving it as it is."""
+    varied = ctx.varied
+    if not varied:
+        return fn
+    for s in syntax.statements(fn):
+        if isinstance(s, (gast.Assign, gast.Expr)):
+            for call in (n for n in syntax.walk(s.value) if isinstance(n, gast.Call)):
+                _refuse_writes(call, s, ctx, varied)
+        if s in ctx.ops:
+            _refuse_unruled_arguments(ctx.ops[s], s, ctx, varied)
+    return fn
+
+
+def _refuse_writes(call, s, ctx, varied):
+    """Refuse `call` if it writes into an array and touches a varied value."""
+    if not varied & set(syntax.names_loaded(call)):
+        return
+    func, src = call.func, ctx.src
+    spelled = syntax.unparse(func)
+    out = next((k.value for k in call.keywords if k.arg == "out"), None)
+    if out is not None:
+        target = syntax.unparse(out)
+        raise src.syntax_error(s, (
+            f"{spelled}(..., out={target}) writes its result into {target}, which s2sad "
+            f"cannot differentiate: the derivative would miss the write. Assign the result "
+            f"instead: {target} = {spelled}(...) without out="))
+    record = registry.primitive(ctx.resolve(func))
+    if record is not None and record.writes is not None and len(call.args) > record.writes:
+        target = syntax.unparse(call.args[record.writes])
+        raise src.syntax_error(s, (
+            f"{spelled}() writes into {target} in place, which s2sad cannot "
+            "differentiate: the derivative would miss the write. Build the new array "
+            f"instead (for example with np.where, or {target} = <new value>)"))
+    if isinstance(func, gast.Attribute) and func.attr == "at" and isinstance(
+            ctx.resolve(func.value), np.ufunc):
+        raise src.syntax_error(s, (
+            f"{spelled}() adds into its first argument in place, which s2sad cannot "
+            "differentiate. Build the new array instead (np.bincount, or an explicit "
+            "loop that assigns elements)"))
+    if (isinstance(func, gast.Attribute) and func.attr in MUTATING_METHODS
+            and isinstance(func.value, gast.Name) and ctx.resolve(func.value) is None):
+        x = func.value.id
+        instead = MUTATING_METHODS[func.attr].format(x=x)
+        raise src.syntax_error(s, (
+            f"{x}.{func.attr}() changes {x} in place, which s2sad cannot differentiate: the "
+            f"derivative would miss the change. Compute a new array instead: {instead}"))
+
+
+def _refuse_unruled_arguments(op, s, ctx, varied):
+    """Refuse a varied value passed for a parameter `op`'s rule has no derivative for."""
+    variant = op.variant
+    if op.form != CALL or variant is None:
+        return
+    linear = {p for group in (variant.linear or ()) for p in group}
+    for param, arg in op.bound.items():
+        if param in variant.templates or param in variant.zero or param in linear:
+            continue
+        if param == "index" and _local(op, ctx):
+            continue    # an index of a local array is an int (a float fails at run time)
+        lost = sorted(n.id for n in syntax.name_nodes(arg) if n.id in varied)
+        if lost:
+            where, line = ctx.src.where(s), ctx.src.line_text(s).strip()
+            spelled = _spelled(op)
+            raise MissingRuleError(
+                f"{where}: {lost[0]} depends on the differentiated inputs and is passed to "
+                f"{spelled} as its parameter {param!r}, for which s2sad's rule has no "
+                "derivative, so the gradient would lose it. Pass it where the rule "
+                f"differentiates, rewrite the call, or register a rule with s2sad.defvjp; "
+                f"use s2sad.stop_gradient({lost[0]}) if no derivative should flow there"
+                f"\n    {line}")
+
+
+def _local(op, ctx):
+    """Whether `op` indexes a value of the function (not a module object like `np.r_`)."""
+    base = op.node.value if isinstance(op.node, gast.Subscript) else op.bound.get("a")
+    return isinstance(base, gast.Name) and ctx.src.is_local(base.id)
+
+
+def _spelled(op):
+    node = op.node
+    if isinstance(node, gast.Call):
+        return syntax.unparse(node.func) + "()"
+    if isinstance(node, gast.Subscript):
+        return f"indexing {syntax.unparse(node.value)}[...]"
+    return syntax.unparse(node)
