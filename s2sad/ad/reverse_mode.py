@@ -370,8 +370,17 @@ class Reverse(CallAdjoints):
                 f"value from the scalars and arrays the function receives{code}")
         spelled = unparse(node.func) if isinstance(node, gast.Call) else _label(op.prim)
         if _has_rule(op.prim):
-            detail = (f"s2sad's rules for {spelled} do not cover this call "
-                      f"({len(op.args)} arguments)")
+            covered = " or ".join(f"{spelled}({', '.join(_spelled_param(p) for p in v.params)})"
+                                  for v in registry.lookup(op.prim).variants)
+            given = ", ".join(f"{k.arg}=" for k in getattr(node, "keywords", ()))
+            return MissingRuleError(
+                f"{where}s2sad's rules for {spelled} cover the calls {covered}; this one "
+                f"passes {len(getattr(node, 'args', ()))} positional argument(s)"
+                + (f" and {given}" if given else "") + ", which they do not. Write the "
+                "call in one of those forms" + (" (for where=mask, multiply by the mask: "
+                                               "np.sum(x * mask))" if "where=" in given
+                                               else "")
+                + f", or register a rule for it with s2sad.defvjp{code}")
         elif callable(op.prim) and hasattr(op.prim, "__code__"):
             detail = (f"{spelled} is a Python function, and calls to other Python functions "
                       "are not differentiated yet")
@@ -609,6 +618,11 @@ def _param_names(prim, n):
     except (TypeError, ValueError):
         names = []
     return names[:n] if len(names) >= n else ["x", "y", "z", "u", "v", "w"][:n]
+
+
+def _spelled_param(param):
+    name, default = param
+    return name if default is registry.REQUIRED else f"{name}={default!r}"
 
 
 def _has_rule(prim):

@@ -243,6 +243,8 @@ class Shapes:
         return None if None in keys else frozenset().union(*keys)
 
     def _reduced(self, base, op):
+        if op.bound is None:        # a call the rule does not cover (`where=`)
+            return
         a = op.bound.get("a")
         if not isinstance(a, gast.Name) or self.of(a.id) is None:
             return

@@ -172,12 +172,17 @@ rule(np.concatenate, "arrays, axis=0", arrays="_s2s_split_like(g, arrays, axis)"
 rule(np.stack, "arrays, axis=0", arrays="_s2s_unstack(g, arrays, axis)", linear="arrays")
 rule(np.hstack, "tup", "_s2s_hstack(g, tup)", linear="tup")
 rule(np.vstack, "tup", "_s2s_vstack(g, tup)", linear="tup")
-rule(np.array, "object, dtype=None", object="_s2s_from_array(g, object)", linear="object")
-rule(np.asarray, "a, dtype=None", a="_s2s_from_array(g, a)", linear="a", view=True)
+rule(np.array, "object", object="_s2s_from_array(g, object)", linear="object")
+rule(np.array, "object, dtype", object="_s2s_from_array(_s2s_int_zero(g, dtype), object)",
+     tangent={"object": "_s2s_cast_tangent(np.array(t), dtype)"})
+rule(np.asarray, "a", a="_s2s_from_array(g, a)", linear="a", view=True)
+rule(np.asarray, "a, dtype", a="_s2s_from_array(_s2s_int_zero(g, dtype), a)",
+     tangent={"a": "_s2s_cast_tangent(np.asarray(t), dtype)"}, view=True)
 rule(np.copy, "a", "g", linear="a", method="copy")
 rule(np.sort, "a, axis=-1", a="_s2s_unsort(g, a, axis)",
      tangent={"a": "np.take_along_axis(t, np.argsort(a, axis), axis)"})
-rule(np.ndarray.astype, "self, dtype", self="_s2s_cast_like(g, self, dtype)", linear="self",
+rule(np.ndarray.astype, "self, dtype", self="_s2s_cast_like(g, self, dtype)",
+     tangent={"self": "_s2s_cast_tangent(t, dtype)"},
      method="astype")
 define(np.diagonal, view=True)          # no rule yet
 

@@ -221,7 +221,10 @@ def _axes(axis, ndim):
 
 
 def unreduce(g, x, axis=None, keepdims=False):
-    """The adjoint of a sum of `x` over `axis`: `g` broadcast back to `x`'s shape."""
+    """The adjoint of a sum of `x` over `axis`: `g` broadcast back to `x`'s shape (an
+    array also for a list of numbers, `np.sum([a, b])`, whose entries it then holds)."""
+    if isinstance(x, (list, tuple)):
+        x = np.asarray(x)
     shape = np.shape(x)
     dtype = np.result_type(g, x)        # before asarray: a Python float stays weak
     g = np.asarray(g)
@@ -750,6 +753,24 @@ def unsum(g, items):
     if isinstance(items, (list, tuple)):
         return _rebuild(items, [unbroadcast(g, v) for v in items])
     return np.broadcast_to(g, np.shape(items)).copy()
+
+
+def int_zero(g, dtype=None):
+    """`g`, or zeros of its shape when `dtype` is an integer or boolean type: the adjoint
+    of a conversion to `dtype` (`np.array(x, dtype=int)`), which is piecewise constant."""
+    if dtype is None or np.issubdtype(np.dtype(dtype), np.inexact):
+        return g
+    return np.zeros(np.shape(g))
+
+
+def cast_tangent(t, dtype=None):
+    """The tangent of a conversion to `dtype` of a value whose tangent is `t`: `t` in that
+    dtype, or zeros for an integer or boolean type."""
+    if dtype is None:
+        return t
+    if np.issubdtype(np.dtype(dtype), np.inexact):
+        return np.asarray(t).astype(dtype)
+    return np.zeros(np.shape(t))
 
 
 def cast_like(g, x, dtype=None):

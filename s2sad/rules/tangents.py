@@ -113,6 +113,7 @@ linear(R.unreduce, "g, x, axis=None, keepdims=False", "g")
 linear(R.extremum, "g, x, m, axis=None, keepdims=False", "g")
 linear(R.variance, "g, x, axis=None, ddof=0, keepdims=False", "g", "x")
 linear(R.cumsum, "g, x, axis=None", "g")
+linear(R.int_zero, "g, dtype=None", "g")
 linear(R.linspace_end, "g, start, stop, num=50, endpoint=True, which=0", "g")
 linear(R.arange_part, "g, start, stop=None, step=None, which=0", "g")
 jvp(R.safe_divide, "n, d", "_s2s_safe_divide(t, d)", "-_s2s_safe_divide(n * t, d * d)",
