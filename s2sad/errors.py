@@ -78,6 +78,9 @@ def warn_unconnected(derivative):
         for p in params:
             warnings.warn_explicit(
                 f"{src.name}(): the output does not depend on {p!r} (through "
-                "differentiable operations); its gradient is zero", UnconnectedInputWarning,
+                "differentiable operations); its gradient is zero. s2sad refuses the code "
+                f"that would lose a derivative unseen, so {p!r} reaches the output only "
+                "through comparisons, int(), round(), shapes, or not at all (see "
+                "docs/errors.md)", UnconnectedInputWarning,
                 src.filename, src.first_line)
     return derivative

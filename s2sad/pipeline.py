@@ -21,10 +21,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import math
 import traceback
 from typing import Callable
 
 import gast
+import numpy as np
 
 from . import cache, emit, syntax
 from .ad import forward_mode, fused, header, reverse_mode
@@ -32,6 +34,7 @@ from .compilation import (Compilation, Wrt, default_kinds, kinds_key, patterns_k
                           wrt_key)
 from .errors import InternalError, S2SADError, UnsupportedSyntaxError
 from .frontend import source
+from .rules import registry
 from .passes import (combine_terms, desugar, element_adjoints, inline_helpers, insert_dels,
                      lift, lost_derivatives, optimize, peephole, reuse_buffers,
                      wengert)
@@ -385,6 +388,10 @@ def _linked(callee, derivative):
     return derivative.fn
 
 
+#: {primitive: the function that only calls it}, for `target`.
+_primitive_targets = {}
+
+
 class JVPCall:
     """What forward-mode code calls for a call to another Python function: that
     function's own `f_jvp`, given the call's `nargs` positional arguments, then the
@@ -405,7 +412,20 @@ class JVPCall:
 
 def target(fn):
     """The Python function s2sad compiles for `fn`: for a `custom_vjp` or `custom_jvp`,
-    a function that only calls it (so its derivative uses the rule)."""
+    or a primitive with a rule (`np.sin`), a function that only calls it (so its
+    derivative uses the rule)."""
+    record = registry.primitive(fn) if not inspect.isfunction(fn) else None
+    if record is not None and record.vjp is not None and record.vjp.variants:
+        if fn not in _primitive_targets:
+            names = ", ".join(p for p, default in record.vjp.variants[0].params
+                              if default is registry.REQUIRED)
+            module = {"numpy": "np"}.get(str(getattr(fn, "__module__", None)), "math")
+            spelled = f"{module}.{fn.__name__}" if getattr(
+                {"np": np, "math": math}[module], fn.__name__, None) is fn else "_s2s_primitive"
+            _primitive_targets[fn] = source.function_from_source(
+                f"def {fn.__name__}({names}):\n    return {spelled}({names})\n",
+                {"_s2s_primitive": fn, "np": np})
+        return _primitive_targets[fn]
     if not getattr(fn, "s2s_custom", False):
         return source.unwrap(fn)
     if getattr(fn, "_wrapper", None) is None:

@@ -352,3 +352,70 @@ def test_a_form_is_differentiated_or_refused_clearly(f, mode):
 
 def test_the_list_is_long_enough():
     assert len(FORMS) >= 50 and len({f.__name__ for f in FORMS}) == len(FORMS)
+
+
+# -- crashes that are results or clear errors now -----------------------------------------
+def test_a_primitive_with_a_rule_is_differentiated_directly():
+    assert s2sad.grad(np.sin)(1.0) == pytest.approx(math.cos(1.0), rel=1e-15)
+    assert s2sad.hessian(np.sin)(1.0) == pytest.approx(-math.sin(1.0), rel=1e-15)
+    assert s2sad.grad(math.log)(2.0) == pytest.approx(0.5, rel=1e-15)
+    assert s2sad.jvp(np.exp, (1.0,), (2.0,))[1] == pytest.approx(2 * math.e, rel=1e-15)
+    assert s2sad.grad(np.arctan2, wrt=(0, 1))(1.0, 2.0) == pytest.approx((0.4, -0.2))
+    assert "y = np.sin(x)" in s2sad.source(np.sin)
+    with pytest.raises(s2sad.SourceUnavailableError, match="register a rule"):
+        s2sad.grad(math.nextafter)(1.0, 2.0)    # a C function without a rule
+
+
+async def _coroutine(x):
+    return x
+
+
+def test_async_def_is_named_as_such():
+    with pytest.raises(s2sad.UnsupportedSyntaxError, match="async function"):
+        s2sad.grad(_coroutine)(1.0)
+
+
+def _power(x, y):
+    return np.sum(x ** y)
+
+
+def _through(x, y):
+    return _power(x, y) * 2.0
+
+
+def test_hvp_of_a_power_with_an_array_exponent_through_a_call():
+    y = np.array([1.0, 2.0, 3.5])
+    # d2/dx2 of 2 sum(x^y) = 2 sum(y (y - 1) x^(y - 2))
+    want = 2 * np.sum(y * (y - 1) * 1.5 ** (y - 2))
+    assert s2sad.hvp(_through)(1.5, y, 1.0) == pytest.approx(want, rel=1e-12)
+
+
+def _norm(x, o):
+    return np.linalg.norm(x, ord=o)
+
+
+@pytest.mark.parametrize("o", [1, 3, 4, np.inf, -np.inf, 2, None])
+def test_forward_mode_of_vector_norms(o):
+    x, t = np.array([1.0, -2.0, 0.5]), np.array([0.3, 0.1, -0.4])
+    h = 1e-6
+    want = (_norm(x + h * t, o) - _norm(x - h * t, o)) / (2 * h)
+    assert s2sad.jvp(_norm, (x, o), (t, None))[1] == pytest.approx(want, rel=1e-7)
+
+
+def test_forward_mode_of_a_matrix_norm_without_a_rule_is_a_clear_error():
+    m = np.array([[1.0, 2.0], [0.5, -1.0]])
+    with pytest.raises(s2sad.MissingRuleError, match="ord='nuc'"):
+        s2sad.jvp(_norm, (m, "nuc"), (np.ones((2, 2)), None))
+
+
+NUM = 5
+
+
+def _linspace_default(x, y, num=NUM):
+    return np.sum(np.linspace(x, y, num) ** 2)
+
+
+def test_a_default_read_from_a_global():
+    got = s2sad.grad(_linspace_default, wrt=(0, 1))(0.5, 2.0)
+    want = [fd_array_grad(_linspace_default, (0.5, 2.0), i) for i in (0, 1)]
+    np.testing.assert_allclose(got, want, rtol=1e-6)

@@ -48,6 +48,7 @@ def f_jvp(x, x_dot):
 import builtins
 import copy
 import dataclasses
+import inspect
 
 import gast
 
@@ -346,10 +347,13 @@ class Forward:
         fn, args, kwargs = operations.python_function(prim)
         call = s.value
         varied = [i for i, a in enumerate(call.args) if self.is_varied(a)]
-        key = (id(prim), tuple(varied), len(call.args))
+        # compiled for the kinds of the arguments here, as reverse mode's callees are
+        params = list(inspect.signature(fn).parameters)[len(args):]
+        kinds = {p: self.kinds[a] for p, a in zip(params, call.args)}
+        key = (id(prim), tuple(varied), len(call.args), tuple(sorted(kinds.items())))
         if key not in self.adapters:
             wrt = tuple(i + len(args) for i in varied)
-            callee = Callee(fn, "jvp", wrt, None, tuple(args), dict(kwargs), len(call.args))
+            callee = Callee(fn, "jvp", wrt, kinds, tuple(args), dict(kwargs), len(call.args))
             self.adapters[key] = (self.ctx.call(callee, f"{fn.__name__}_jvp"), prim)
             if hasattr(fn, "s2s_lifted"):
                 self.ctx.lifted.append((fn, wrt, None))

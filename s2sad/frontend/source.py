@@ -164,6 +164,11 @@ def _parse(fn):
             f"on its own ({exc.msg}). Is it a lambda inside a larger expression? "
             "Define it with def.") from None
     node = tree.body[0]
+    if isinstance(node, gast.AsyncFunctionDef):
+        raise UnsupportedSyntaxError(
+            f"{fn.__qualname__!r} is an async function (async def), which s2sad cannot "
+            "differentiate: differentiate the plain function its coroutine awaits, defined "
+            "with def.", filename, first_line, indent + 1, lines[0])
     if not isinstance(node, gast.FunctionDef) or node.name != fn.__name__:
         raise UnsupportedSyntaxError(
             f"s2sad differentiates functions defined with def; {fn.__qualname__!r} is a "
@@ -206,6 +211,6 @@ def function_from_source(text, namespace=None):
     ns = {"math": math, "sin": math.sin, "cos": math.cos, "exp": math.exp,
           "log": math.log, "sqrt": math.sqrt}
     ns.update(namespace or {})
-    before = set(ns)
+    before = dict(ns)
     exec(compile(text, filename, "exec"), ns)
-    return [v for k, v in ns.items() if k not in before and callable(v)][-1]
+    return [v for k, v in ns.items() if before.get(k) is not v and callable(v)][-1]

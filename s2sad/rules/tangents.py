@@ -13,6 +13,7 @@ runtime helpers that code calls, one statement each: `linear(prim, params, *grou
 """
 import numpy as np
 
+from ..errors import MissingRuleError
 from . import runtime as R
 from .registry import define, jvp, linear
 
@@ -39,10 +40,17 @@ def variance_dot(t, a, axis=None, ddof=0, keepdims=False):
 
 
 def norm_dot(t, x, ans, ord=None, axis=None, keepdims=False):
-    """The tangent of the 2-norm of vectors and the Frobenius norm."""
-    if ord not in (None, 2, "fro") or (ord == 2 and axis is None and np.ndim(x) > 1):
-        raise NotImplementedError(f"the tangent of norm with ord={ord!r}")
-    return np.sum(np.asarray(x) * t, axis=axis, keepdims=keepdims) / np.where(ans == 0, 1, ans)
+    """The tangent of np.linalg.norm: vector p-norms (and inf), and the Frobenius norm:
+    the adjoint's contraction with `t` (the same derivative, read the other way)."""
+    x = np.asarray(x)
+    vector = axis is not None and np.ndim(axis) == 0 or (axis is None and x.ndim == 1)
+    if ord in (None, "fro") or (ord == 2 and vector):
+        return np.sum(x * t, axis=axis, keepdims=keepdims) / np.where(ans == 0, 1, ans)
+    if not vector:
+        raise MissingRuleError(f"s2sad has no derivative rule for the matrix norm "
+                               f"ord={ord!r}; only the Frobenius norm")
+    grad = R.norm(np.ones_like(ans), x, ans, ord, axis, keepdims)
+    return np.sum(grad * t, axis=axis, keepdims=keepdims)
 
 
 def _t(m):
