@@ -288,6 +288,19 @@ def partial_inside(x):
     return f(x[1]) + f(x[2])
 
 
+def _loglik(y, mu=0.0):
+    return -(y - mu) ** 2
+
+
+def keyword_to_python(x):
+    return _loglik(x[1], mu=x[0]) + _loglik(x[2], x[0])
+
+
+def partial_called(x):
+    g = functools.partial(_loglik, mu=x[0])
+    return g(1.5) * x[1]
+
+
 def sorted_values(x):
     s = sorted([x[0], x[1], x[2]])
     return s[0] * 2.0 + s[2]
@@ -310,7 +323,8 @@ FORMS = [out_ufunc, out_ufunc_result_used, out_unary, out_reduction, out_clip, s
          std_of_a_number, std_of_equal_values, where_float_condition, where_mask, copysign,
          sign_times, floor_plus, int_cast, round_plus, heaviside, astype_int, array_int,
          sum_where,
-         mean_where, max_initial, sum_of_list, mean_of_list, partial_inside, sorted_values,
+         mean_where, max_initial, sum_of_list, mean_of_list, partial_inside, keyword_to_python,
+         partial_called, sorted_values,
          np_sort, cumsum]
 
 #: Forms that still fail, kept visible: the reason, for a strict xfail.
@@ -419,3 +433,12 @@ def test_a_default_read_from_a_global():
     got = s2sad.grad(_linspace_default, wrt=(0, 1))(0.5, 2.0)
     want = [fd_array_grad(_linspace_default, (0.5, 2.0), i) for i in (0, 1)]
     np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_a_scipy_function_given_a_differentiated_keyword():
+    stats = pytest.importorskip("scipy.stats")
+
+    def loglik(mu, y):
+        return np.sum(stats.norm.logpdf(y, loc=mu, scale=1.0))
+    with pytest.raises(s2sad.MissingRuleError, match="by keyword"):
+        s2sad.grad(loglik)(0.3, np.array([0.5, 1.0]))

@@ -12,6 +12,9 @@ located error that says what to write instead:
   `np.place`, ...: its record's `writes`), a ufunc's `.at` (`np.add.at`), or an in-place
   method (`y.sort()`, `y.fill(v)`, `lst.extend(v)`): `UnsupportedSyntaxError`, since the
   write changes the array behind the names that hold it;
+- a call of a value that holds differentiated values (`g = functools.partial(f,
+  mu=mu)`, then `g(y)`), and a differentiated value passed by keyword to a Python
+  function (`loglik(y, mu=mu)`): `MissingRuleError`, until they are differentiated;
 - a differentiated value passed for a parameter the rule gives no derivative for
   (`np.einsum(A, (0, 1), (1, 0))`, whose interleaved form puts `A` where the rule has
   the subscripts; `np.r_[x, x]`, an index of an object s2sad has no rule for):
@@ -34,7 +37,7 @@ import gast
 import numpy as np
 
 from .. import syntax
-from ..analysis.operations import CALL
+from ..analysis.operations import CALL, CUSTOM, USER
 from ..errors import MissingRuleError
 from ..rules import registry
 
@@ -63,14 +66,22 @@ def run(fn, ctx):
                 _refuse_writes(call, s, ctx, varied)
         if s in ctx.ops:
             _refuse_unruled_arguments(ctx.ops[s], s, ctx, varied)
+            _refuse_keywords_to_python(ctx.ops[s], s, ctx, varied)
     return fn
 
 
 def _refuse_writes(call, s, ctx, varied):
-    """Refuse `call` if it writes into an array and touches a varied value."""
+    """Refuse `call` if it writes into an array and touches a varied value, or if what
+    it calls is itself a varied value (a partial or an object holding one)."""
     if not varied & set(syntax.names_loaded(call)):
         return
     func, src = call.func, ctx.src
+    if isinstance(func, gast.Name) and func.id in varied:
+        raise MissingRuleError(
+            f"{src.where(s)}: {func.id} holds values that depend on the differentiated "
+            f"inputs (a functools.partial, or an object made from them), and calling it "
+            "cannot be differentiated yet; call the function it wraps with those values "
+            f"as arguments\n    {src.line_text(s).strip()}")
     spelled = syntax.unparse(func)
     out = next((k.value for k in call.keywords if k.arg == "out"), None)
     if out is not None:
@@ -129,6 +140,23 @@ def _local(op, ctx):
     """Whether `op` indexes a value of the function (not a module object like `np.r_`)."""
     base = op.node.value if isinstance(op.node, gast.Subscript) else op.bound.get("a")
     return isinstance(base, gast.Name) and ctx.src.is_local(base.id)
+
+
+def _refuse_keywords_to_python(op, s, ctx, varied):
+    """Refuse a varied value passed by keyword to a Python function differentiated
+    through its source: its derivative is taken for positional arguments only."""
+    if op.form not in (USER, CUSTOM) or not isinstance(op.node, gast.Call):
+        return
+    for k in op.node.keywords:
+        lost = sorted(n.id for n in syntax.name_nodes(k.value) if n.id in varied)
+        if lost:
+            func = syntax.unparse(op.node.func)
+            raise MissingRuleError(
+                f"{ctx.src.where(s)}: {lost[0]} depends on the differentiated inputs and is "
+                f"passed to {func}() by keyword ({k.arg}=...); s2sad differentiates the "
+                f"arguments of Python functions passed by position only (yet): pass it by "
+                f"position, in the order of {func}'s parameters"
+                f"\n    {ctx.src.line_text(s).strip()}")
 
 
 def _spelled(op):
