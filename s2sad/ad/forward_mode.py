@@ -53,7 +53,7 @@ import inspect
 import gast
 
 from ..analysis import operations
-from ..analysis.activity import definitions
+from ..analysis.activity import closure, definitions
 from ..analysis.names import count_loads, live_names
 from ..analysis.value_kinds import SCALAR, guarded
 from ..analysis.operations import CALL, COPY, CUSTOM, NONDIFF, PACK, USER, classify
@@ -154,14 +154,7 @@ class Forward:
         for loop in (n for n in syntax.statements(fn) if isinstance(n, gast.For)):
             edges += [(a.id, loop.target.id) for a in self.iter_sources(loop.iter)
                       if isinstance(a, gast.Name)]
-        varied, changed = set(self.wrt), True
-        while changed:
-            changed = False
-            for a, b in edges:
-                if a in varied and b not in varied:
-                    varied.add(b)
-                    changed = True
-        return varied
+        return closure(set(self.wrt), edges)
 
     def sources(self, op):
         """The argument atoms a tangent can flow from."""

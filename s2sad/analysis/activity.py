@@ -21,14 +21,14 @@ def definitions(stmts):
 def varied_names(fn, wrt, ops):
     """The names that depend differentiably on the parameters `wrt`; `ops` holds the
     `Op` of each statement (a `NodeMap`)."""
-    return _closure(set(wrt), _edges(fn, ops))
+    return closure(set(wrt), _edges(fn, ops))
 
 
 def active_names(fn, wrt, output, ops):
     """The active names; `ops` holds the `Op` of each statement (a `NodeMap`)."""
     edges = _edges(fn, ops)
-    varied = _closure(set(wrt), edges)
-    useful = _closure({output} if output else set(), [(b, a) for a, b in edges])
+    varied = closure(set(wrt), edges)
+    useful = closure({output} if output else set(), [(b, a) for a, b in edges])
     return varied & useful
 
 
@@ -45,7 +45,8 @@ def _edges(fn, ops):
     return edges
 
 
-def _closure(start, edges):
+def closure(start, edges):
+    """The names reached from `start` along `edges` ((a, b): b from a)."""
     reached = set(start)
     changed = True
     while changed:
