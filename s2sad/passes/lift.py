@@ -254,14 +254,6 @@ class Lifted:
         return FunctionSource(fn, node, src.filename, src.first_line, src.indent)
 
 
-def lifted_functions(node):
-    """The lifted functions that `node`'s calls name, in order of first call."""
-    out = {}
-    for n in syntax.walk(node):
-        if isinstance(n, gast.Name) and getattr(n, "s2s_lifted", False):
-            out.setdefault(n.id, n.s2s_prim)
-    return list(out.values())
-
 
 def _rewrite_calls(tree, signatures, src):
     """`g(a)` becomes `g(a, x)` for each call in `tree` of a lifted `g` with extra

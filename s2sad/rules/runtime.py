@@ -353,9 +353,6 @@ def cumprod(g, x, ans, axis=None):
     return cumsum(g * ans, x, axis) / x
 
 
-def _promote(a, b):
-    return np.atleast_1d(a), np.atleast_1d(b)
-
 
 def _matmul_shape(a, b):
     """The shape of `a @ b`, without computing it."""
