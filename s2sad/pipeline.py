@@ -14,7 +14,7 @@ that calls itself is one more entry of the worklist, linked to itself.
 
 >>> from s2sad import pipeline
 >>> [p.name for p in pipeline.FORWARD_MODE]
-['lift', 'desugar', 'wengert', 'lost_derivatives', 'forward', 'tangent_only', 'inline_temporaries', 'guard']
+['lift', 'desugar', 'wengert', 'aliasing', 'lost_derivatives', 'forward', 'tangent_only', 'inline_temporaries', 'guard']
 """
 from __future__ import annotations
 
@@ -35,9 +35,9 @@ from .compilation import (Compilation, Wrt, default_kinds, kinds_key, patterns_k
 from .errors import InternalError, S2SADError, UnsupportedSyntaxError
 from .frontend import source
 from .rules import registry
-from .passes import (combine_terms, desugar, element_adjoints, inline_helpers, insert_dels,
-                     lift, lost_derivatives, optimize, peephole, reuse_buffers,
-                     wengert)
+from .passes import (aliasing, combine_terms, desugar, element_adjoints, inline_helpers,
+                     insert_dels, lift, lost_derivatives, optimize, peephole,
+                     reuse_buffers, wengert)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,6 +55,8 @@ FRONT = [
     Pass("desugar", desugar.run, "comprehensions, augmented and multiple assignment, "
          "loop else, early returns, jumps"),
     Pass("wengert", wengert.run, "one primitive operation per statement, SSA names"),
+    Pass("aliasing", aliasing.run, "refuse a read, after a write, of another name for "
+         "the memory written (a view, an alias)"),
     Pass("lost_derivatives", lost_derivatives.run, "refuse writes into arrays through "
          "calls, and differentiated values passed where a rule has no derivative"),
 ]

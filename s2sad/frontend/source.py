@@ -182,11 +182,16 @@ def forget():
     _parsed.clear()
 
 
+def is_generated(src):
+    """Whether `src` is s2sad's own generated code (a derivative differentiated again)."""
+    return src.filename.startswith("<s2sad:")
+
+
 def prepare_generated(src):
     """Let forward mode read s2sad's own reverse-mode code (forward over reverse): its
     loops over tapes unpack tuples (`for a, b in reversed(tape)`), which the fence refuses
     from users; give them one loop variable and an unpacking assignment."""
-    if not src.filename.startswith("<s2sad:"):
+    if not is_generated(src):
         return
     used = {n.id for n in syntax.walk(src.node) if isinstance(n, gast.Name)}
     for loop in [n for n in syntax.walk(src.node) if isinstance(n, gast.For)]:

@@ -76,7 +76,10 @@ class Desugar:
             return self.block(prelude) + (self.stmt(s) if s is not None else [])
         if isinstance(s, gast.AugAssign):
             value = gast.BinOp(left=_load(s.target), op=s.op, right=s.value)
-            return [syntax.located(syntax.assign(_store(s.target), value), s)]
+            plain = syntax.located(syntax.assign(_store(s.target), value), s)
+            # NumPy does `x += y` in place on an array: passes.aliasing needs to know
+            plain.s2s_augmented = isinstance(s.target, gast.Name)
+            return [plain]
         if isinstance(s, gast.AnnAssign):
             return [syntax.located(syntax.assign(s.target, s.value), s)]
         if isinstance(s, gast.Assign) and len(s.targets) > 1:

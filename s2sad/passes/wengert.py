@@ -204,6 +204,8 @@ class Wengert:
             new = syntax.is_atom(value) and (into or self.version(target.id))
             env[target.id] = self.flatten(value, env, out, s, into=new or _Deferred(
                 lambda: into or self.version(target.id))).id
+            if getattr(s, "s2s_augmented", False):
+                out[-1].s2s_augmented = True        # `x = x + t`, the last of them
             return
         if isinstance(value, (gast.Tuple, gast.List)) and len(value.elts) == len(target.elts):
             pairs = list(zip(target.elts, value.elts))
@@ -287,7 +289,7 @@ class Wengert:
         benv.update(carried)
         target_init = None
         if is_for:
-            benv[target] = self.version(target)
+            benv[target] = variable = self.version(target)
             if env.get(target) is not None:
                 # a loop that runs no iteration leaves its variable's old value
                 target_init = self.emit(
@@ -300,7 +302,7 @@ class Wengert:
             self.path_end(tail, benv, s)
         self.loops.pop()
         if is_for:
-            node = syntax.for_(benv[target], iter_, body)
+            node = syntax.for_(variable, iter_, body)    # the body may write a version
             if target_init is not None:
                 target_init.s2s_loop = node      # only reads after the loop need it
         else:

@@ -812,6 +812,14 @@ def own(g, x):
     return np.array(np.broadcast_to(g, x.shape), dtype=np.result_type(g, x.dtype, np.float32))
 
 
+def refuse_view(v, error):
+    """Raise `error` if `v`, an index of an array whose number of axes was not known when
+    compiling, is a view: the function reads it after a write into that array, which
+    the derivative would not see (passes.aliasing). A number is a copy: nothing to do."""
+    if isinstance(v, np.ndarray):
+        raise error
+
+
 def snapshot(v):
     """`v` as a loop's tape records it: a copy of an array (an element of an array that
     the loop then writes in place), anything else as it is."""
