@@ -409,8 +409,6 @@ def _unbound_in_branches(x, w, v):
                                 np.sin(np.broadcast_to(np.sum(a, axis=0), (2, 3))))))
 
 
-@pytest.mark.xfail(strict=True, raises=UnboundLocalError, reason="known bug: the fused "
-                   "gradient reads a version of `a` that the branch taken did not bind")
 def test_element_writes_in_branches_bind_every_version_the_gradient_reads():
     rng = np.random.default_rng(0)
     for _ in range(3):
