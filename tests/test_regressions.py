@@ -484,3 +484,19 @@ def test_element_writes_in_branches_reduced(f, v0):
         for g, e in zip(got, expected):
             assert np.shape(g) == np.shape(e)
             np.testing.assert_allclose(g, e, rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.xfail(strict=True, raises=TypeError, reason="known bug: the zero adjoint a "
+                   "branch join gives a list is the number 0.0, which the adjoint of the "
+                   "list display then indexes")
+def test_a_list_made_before_a_branch_that_only_one_branch_reads():
+    # found while reducing `_unbound_in_branches`: `b = a` on one path only
+    def f(v):
+        a = [v[0]]
+        if v[0] > 0.0:
+            b = a
+        else:
+            b = [v[1]]
+        return b[0] * 2.0
+    for v in (np.array([0.7, 1.3]), np.array([-0.7, 1.3])):
+        np.testing.assert_allclose(s2sad.grad(f)(v), fd_array_grad(f, (v,), 0), rtol=1e-7)
