@@ -149,16 +149,45 @@ class InPlaceWrites:
         return [syntax.located(x, s) for x in out + [write]]
 
     def finish(self, vjp, loops):
-        """Name each in-place result after the object it updates."""
-        renames = {s.targets[0].id: self.old[id(s)] for s in self.stmts
-                   if self.in_place.get(id(s))}
-        if not renames:
+        """Name each in-place result after the object it updates, where that is the object
+        the name holds on every path: each assignment of the name writes into it or copies
+        it. A name some path binds otherwise (the join of branches that write into
+        different arrays, or make a new one) keeps its name, bound to the object after each
+        write into it, so that no path leaves it unbound or holding another array."""
+        olds = {}           # {result: the names of the objects written in place for it}
+        for s in self.stmts:
+            if self.in_place.get(id(s)):
+                olds.setdefault(s.targets[0].id, set()).add(self.old[id(s)])
+        if not olds:
             return
+        others = {}         # {result: the statements of the forward pass that bind it}
+        forward = [s for s in vjp.body if not isinstance(s, (gast.FunctionDef, gast.Return))]
+        for s in syntax.statements(syntax.if_(syntax.const(True), forward)):
+            targets = s.targets if isinstance(s, gast.Assign) else [getattr(s, "target", None)]
+            for name in {n for t in targets if t is not None for n in syntax.names_stored(t)}:
+                if name in olds:
+                    others.setdefault(name, []).append(s)
+        renames = {new: min(o) for new, o in olds.items()}
 
         def final(n):
             while n in renames:
                 n = renames[n]
             return n
+
+        def holds(new):
+            """Whether every path binds `new` to the one object its writes update: each
+            other assignment of it copies that object, or is an initialisation
+            before a loop."""
+            objects = {final(o) for o in olds[new]}
+            return len(objects) == 1 and all(
+                getattr(s, "s2s_init", False) or (
+                    isinstance(s, gast.Assign) and isinstance(s.value, gast.Name)
+                    and final(s.value.id) in objects) for s in others.get(new, []))
+        dropped = True
+        while dropped:
+            dropped = [new for new in renames if not holds(new)]
+            for new in dropped:
+                del renames[new]
         self.final = final
         # `p_2 = None` binds, before a loop, a result some paths of the loop make; named
         # `p`, it must not unbind the `p` the loop updates
@@ -177,9 +206,18 @@ class InPlaceWrites:
                 if id(s) in inits and s.targets[0].id in bound:
                     continue
                 kept.append(s)
+                new = getattr(s, "s2s_defines", None)
+                if new in olds and new not in renames and _updated(s) != new:
+                    kept.append(syntax.located(syntax.assign(new, syntax.name(_updated(s))), s))
                 if isinstance(s, gast.Assign):
                     bound.update(syntax.names_stored(s))
             block[:] = kept
+
+
+def _updated(write):
+    """The name of the object an element write (`a[i] = v`) or an append writes into."""
+    target = write.targets[0] if isinstance(write, gast.Assign) else write.value.func
+    return target.value.id
 
 
 def _alias_classes(body, updates, src):
