@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import types
 import weakref
 from typing import Any, Callable, Sequence
@@ -230,6 +231,11 @@ def _units(shape):
         yield e if shape else 1.0
 
 
+def _is_scalar(x):
+    """Whether `x` is a number or a 0-d array, not a structure."""
+    return not _is_structure(x) and np.ndim(x) == 0
+
+
 def _per_leaf(parts, like):
     """`parts`, one per unit tangent of `_basis(like)`, flattened, in one list per leaf of
     `like` (empty for a leaf that is None)."""
@@ -309,15 +315,23 @@ def jacfwd(f: Callable, wrt: Wrt = 0) -> Callable:
     >>> s2sad.jacfwd(scaled)({"w": np.array([1.0, 2.0]), "b": 3.0})
     {'w': array([[3., 0.],
            [0., 3.]]), 'b': array([1., 2.])}
+
+    `jacfwd(s2sad.grad(f))` is forward mode over `f`'s generated gradient: the
+    Hessian (see `hessian`), with `wrt` the mixed second derivatives.
     """
     def jacobian(*args, **kwargs):
-        target = _target(f)
+        gradient = _gradient(f)
+        target = _target(f if gradient is None else gradient[0])
         many, indices = _wrt(target, wrt)
         kinds = kinds_of(target, args)
         likes, cols = [_template(args[i]) for i in indices], []
         for i, like in zip(indices, likes):
-            d = compiled(f, (i,), kinds)
-            cols += [_call(d, args, kwargs, (e,))[1] for e in _basis(like)]
+            if gradient is None:
+                d = compiled(f, (i,), kinds)
+                cols += [_call(d, args, kwargs, (e,))[1] for e in _basis(like)]
+            else:
+                d = _gradient_jvp(*gradient, (i,), kinds)
+                cols += [_call(d, args, kwargs, (e,)) for e in _basis(like)]
         return _assemble(cols, cols[0] if cols else f(*args, **kwargs),
                          tuple(likes) if many else likes[0])
     jacobian.__name__ = f"jacfwd_{getattr(f, '__name__', 'f')}"
@@ -396,6 +410,12 @@ def gradient_of(f):
     return None
 
 
+def _gradient(f):
+    """`(primal, wrt)` if `f` is `grad(primal, wrt)` (which runs the gradient code,
+    `fused="grad"`), whose Jacobian is forward mode over that code, else None."""
+    return gradient_of(f) if getattr(f, "fused", None) == "grad" else None
+
+
 def source(f, wrt=None, at=None):
     """The forward-mode source `s2sad.source(f, mode="forward", wrt=wrt, at=at)` gives:
     `f_jvp` for a function, and for a gradient `grad(g)` (or `value_and_grad`, `hvp`,
@@ -447,17 +467,28 @@ def second_derivative(df, wrt):
         target = _target(df.primal)
         i = wrt_indices(target, df.wrt)[0]
         j = wrt_indices(target, wrt)[0]
-        if np.ndim(args[i]) != 0:
-            raise NonScalarOutputError(
-                f"grad(grad({target.__qualname__})): the inner gradient has the shape of "
-                "an array argument, not a scalar; use s2sad.hessian or s2sad.jacfwd")
+        _check_scalar_gradient(target, i, args[i])
         d = _gradient_jvp(df.primal, i, (j,), kinds_of(target, args))
-        x = args[j]
-        if np.ndim(x) == 0:
+        if _is_scalar(args[j]):
             return _call(d, args, kwargs, (1.0,))
-        parts = [_call(d, args, kwargs, (e,)) for e in _basis(x)]
-        return np.reshape(np.asarray(parts, dtype=float), np.shape(x))
+        like = _template(args[j])
+        return _assemble([_call(d, args, kwargs, (e,)) for e in _basis(like)], 0.0, like)
     return _mark_gradient(second, df.primal, df.wrt, "grad_grad", tangents=wrt)
+
+
+def _check_scalar_gradient(target, i, x):
+    """Refuse `grad(grad(f))` where the inner gradient, like argument `i`, is not a
+    number: the outer `grad` needs a scalar."""
+    if _is_scalar(x):
+        return
+    name = target.__qualname__
+    found = (f"an array of shape {np.shape(x)}" if isinstance(x, np.ndarray) else
+             f"a {type(x).__name__}")
+    parameter = list(inspect.signature(target).parameters)[i]
+    raise NonScalarOutputError(
+        f"grad(grad({name})): the inner gradient, like argument {parameter!r}, is {found}, "
+        f"not a scalar, and grad needs a scalar output; use s2sad.hessian({name}) or "
+        f"s2sad.jacfwd(s2sad.grad({name})) for its derivatives")
 
 
 def hvp(f: Callable, wrt: Wrt = 0) -> Callable:

@@ -1,5 +1,5 @@
-"""jacfwd, jacrev and hessian on arguments and outputs that are dicts, lists, tuples,
-named tuples and dataclasses (JAX's pytrees).
+"""jacfwd, jacrev, hessian, jacfwd(grad(f)) and grad(grad(f)) on arguments and outputs
+that are dicts, lists, tuples, named tuples and dataclasses (JAX's pytrees).
 
 The layout is JAX's: the output's structure outside, the input's inside, and at each pair
 of leaves a block of shape `out_leaf.shape + in_leaf.shape`. Every block is compared with
@@ -271,6 +271,12 @@ def test_hessian_of_structures(f, gradient, point):
     check(s2sad.hessian(f)(arg), expected, arg, arg)
 
 
+@pytest.mark.parametrize("f, gradient, point", SCALAR_CASES, ids=SCALAR_IDS)
+def test_jacfwd_of_grad_of_structures(f, gradient, point):
+    arg = point()
+    expected = fd_jacobian(gradient, arg)
+    check(s2sad.jacfwd(s2sad.grad(f))(arg), expected, arg, arg)
+
 
 def test_hessian_of_a_dict_is_the_analytic_one():
     def energy(p):
@@ -289,3 +295,30 @@ def test_hessian_gives_none_for_fields_without_a_derivative():
     assert type(H) is Params and H.n is None and H.name is None
     assert type(H.w) is Params and H.w.n is None and H.c.name is None
     assert H.w.w.shape == (2, 2) and H.w.c.shape == (2,) and np.shape(H.c.c) == ()
+
+
+def test_mixed_second_derivatives_with_respect_to_a_dict():
+    """grad(grad(f, 0), 1) and jacfwd(grad(f), 1) where argument 1 is a dict:
+    d/dp of df/dx, against the analytic derivative."""
+    def mixed(x, p):
+        return x ** 2 * np.sum(p["w"] ** 2) * p["b"]
+    x, p = 1.5, {"w": np.array([0.3, -0.8]), "b": 0.7}
+    expected = {"w": 4 * x * p["w"] * p["b"], "b": 2 * x * np.sum(p["w"] ** 2)}
+    for second in (s2sad.grad(s2sad.grad(mixed), wrt=1), s2sad.jacfwd(s2sad.grad(mixed), wrt=1)):
+        got = second(x, p)
+        assert list(got) == ["w", "b"]
+        np.testing.assert_allclose(got["w"], expected["w"], rtol=1e-12)
+        assert got["b"] == pytest.approx(expected["b"], rel=1e-12)
+
+
+# -- grad(grad(f)) needs a scalar inner gradient --------------------------------------------
+@pytest.mark.parametrize("f, point", [(dict_loss, SCALAR_CASES[0][2]),
+                                      (listed, SCALAR_CASES[2][2]),
+                                      (record_loss, params)], ids=["dict", "list", "dataclass"])
+def test_grad_of_grad_of_a_structure_says_what_to_use(f, point):
+    with pytest.raises(s2sad.NonScalarOutputError) as info:
+        s2sad.grad(s2sad.grad(f))(point())
+    message = str(info.value)
+    assert f"grad(grad({f.__name__}))" in message and type(point()).__name__ in message
+    assert f"s2sad.hessian({f.__name__})" in message
+    assert f"s2sad.jacfwd(s2sad.grad({f.__name__}))" in message
