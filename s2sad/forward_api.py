@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import types
 import weakref
 from typing import Any, Callable, Sequence
@@ -150,9 +151,9 @@ def _jvp_entry(f, primals, tangents, first):
     return d.fn, None if by_position else d.tangent_names, len(wrt) < len(primals) - first
 
 
-def _wrt(f, wrt):
+def _wrt(target, wrt):
     many = isinstance(wrt, (tuple, list))
-    return many, _indices(_target(f), tuple(wrt) if many else wrt)
+    return many, _indices(target, tuple(wrt) if many else wrt)
 
 
 @functools.lru_cache(maxsize=256)
@@ -161,22 +162,133 @@ def _indices(fn, wrt):
     return wrt_indices(fn, wrt)
 
 
-def _basis(x):
-    """Unit tangents for each element of `x`, shaped like `x` (floats for numbers)."""
-    shape = np.shape(x)
+# -- Jacobians of structures ---------------------------------------------------------------
+# An argument or a result is a number, an array, or a tuple, list, dict, named tuple or
+# dataclass of them, nested (JAX's pytrees), whose leaves are its numbers and arrays. A
+# template (`_template`) stands for a value: its structure and its leaves' shapes, with
+# None for a field of a record that carries no derivative (an int, a string, None), which
+# gets no unit tangents and a Jacobian of None, as `grad` gives it None.
+def _leaves(x):
+    """The leaves of `x`, in order: `x` itself if it is not a structure."""
+    if not _is_structure(x):
+        return [x]
+    if isinstance(x, dict):
+        x = x.values()
+    elif runtime.is_record(x):
+        x = [getattr(x, name) for name in runtime._fields(x)]
+    return [leaf for item in x for leaf in _leaves(item)]
+
+
+def _unflatten(like, leaves):
+    """A structure like `like` that holds `leaves` in place of its own, in the order of
+    `_leaves(like)`; a leaf may be a structure itself."""
+    return _build(like, iter(leaves)) if _is_structure(like) else leaves[0]
+
+
+def _build(x, leaves):
+    if isinstance(x, (tuple, list)):
+        return runtime._rebuild(x, [_build(item, leaves) for item in x])
+    if isinstance(x, dict):
+        return {k: _build(item, leaves) for k, item in x.items()}
+    if runtime.is_record(x):
+        return runtime._replace(x, {name: _build(getattr(x, name), leaves)
+                                    for name in runtime._fields(x)})
+    return next(leaves)
+
+
+#: Types of leaves, known without asking whether they are dataclasses.
+_LEAF_TYPES = frozenset([float, int, np.ndarray, np.float64])
+
+
+def _is_structure(x):
+    return type(x) not in _LEAF_TYPES and (isinstance(x, (tuple, list, dict))
+                                           or runtime.is_record(x))
+
+
+def _template(x):
+    """What the functions below read of `x`: `runtime.zeros_like(x)` for a structure,
+    `x` itself (its shape) for a number or an array."""
+    return runtime.zeros_like(x) if _is_structure(x) else x
+
+
+def _basis(like):
+    """The unit tangents of template `like`: one per element of each leaf, shaped like
+    `like`, zero elsewhere (floats for numbers, 0.0 for the leaves that are None)."""
+    if not _is_structure(like):
+        return _units(np.shape(like))
+    leaves = _leaves(like)
+    zero = [0.0 if leaf is None else leaf for leaf in leaves]
+    return (_unflatten(like, zero[:k] + [e] + zero[k + 1:])
+            for k, leaf in enumerate(leaves) if leaf is not None
+            for e in _units(np.shape(leaf)))
+
+
+def _units(shape):
+    """Unit tangents for each element of an array of `shape` (floats for numbers)."""
     for idx in np.ndindex(shape):
         e = np.zeros(shape)
         e[idx] = 1.0
         yield e if shape else 1.0
 
 
-def _assemble(parts, out_shape, in_shape):
-    """The Jacobian of shape `out_shape + in_shape`; a float if both are scalar."""
+def _is_scalar(x):
+    """Whether `x` is a number or a 0-d array, not a structure."""
+    return not _is_structure(x) and np.ndim(x) == 0
+
+
+def _per_leaf(parts, like):
+    """`parts`, one per unit tangent of `_basis(like)`, flattened, in one list per leaf of
+    `like` (empty for a leaf that is None)."""
+    out, start = [], 0
+    for leaf in _leaves(like):
+        n = 0 if leaf is None else np.size(leaf)
+        out.append([_leaves(p) for p in parts[start:start + n]])
+        start += n
+    return out
+
+
+def _jacobian(out_like, in_like, block):
+    """The Jacobian laid out as JAX lays it out: the structure of `out_like` holding, at
+    each leaf `o`, the structure of `in_like` holding, at each leaf `i`, `block(o, i,
+    shape)`, the derivative of output leaf o with respect to input leaf i, of shape
+    `shape` (o's shape, then i's); None for a leaf that is None."""
+    ins = _leaves(in_like)
+    rows = [None if y is None else _unflatten(in_like, [
+        None if x is None else block(o, i, np.shape(y) + np.shape(x))
+        for i, x in enumerate(ins)]) for o, y in enumerate(_leaves(out_like))]
+    return _unflatten(out_like, rows)
+
+
+def _stack(parts, shape, axis):
+    """The block of shape `shape` whose elements `parts` give along `axis` (-1: columns,
+    forward mode; 0: rows, reverse mode); a float if it is a scalar."""
     if not parts:
-        return np.zeros(out_shape + in_shape)
-    jac = np.stack([np.asarray(p, dtype=float) for p in parts], axis=-1)
-    jac = jac.reshape(out_shape + in_shape)
+        return np.zeros(shape)
+    parts = [np.asarray(p, dtype=float) for p in parts]
+    jac = (np.array(parts) if axis == 0 else np.stack(parts, axis=axis)).reshape(shape)
     return float(jac) if jac.ndim == 0 else jac
+
+
+def _assemble(columns, out_like, in_like):
+    """The Jacobian from its `columns`, the output tangents for `_basis(in_like)`, each
+    like `out_like` (see `_jacobian`)."""
+    if not (_is_structure(out_like) or _is_structure(in_like)):     # numbers and arrays
+        return _stack(columns, np.shape(out_like) + np.shape(in_like), -1)
+    by_input = _per_leaf(columns, in_like)
+    return _jacobian(out_like, in_like, lambda o, i, shape: _stack(
+        [column[o] for column in by_input[i]], shape, -1))
+
+
+def _assemble_rows(rows, out_like, x):
+    """The Jacobian from its `rows`, the adjoints of argument `x` for `_basis(out_like)`
+    (see `_jacobian`)."""
+    in_like = _template(x)
+    if not (_is_structure(out_like) or _is_structure(in_like)):     # numbers and arrays
+        return _stack([runtime.unbroadcast(row, x) for row in rows],
+                      np.shape(out_like) + np.shape(x), 0)
+    by_output, primals = _per_leaf(rows, out_like), _leaves(x)
+    return _jacobian(out_like, in_like, lambda o, i, shape: _stack(
+        [runtime.unbroadcast(row[i], primals[i]) for row in by_output[o]], shape, 0))
 
 
 def jacfwd(f: Callable, wrt: Wrt = 0) -> Callable:
@@ -190,17 +302,38 @@ def jacfwd(f: Callable, wrt: Wrt = 0) -> Callable:
     >>> s2sad.jacfwd(polar)(np.array([2.0, 0.0]))
     array([[1., 0.],
            [0., 2.]])
+
+    An input or output that is a tuple, list, dict, named tuple or dataclass (nested)
+    gives the Jacobian JAX gives: the output's structure, holding at each of its
+    numbers and arrays the input's structure (with a tuple `wrt`, the tuple of the
+    inputs), holding at each of its numbers and arrays the block of shape
+    `out_leaf.shape + in_leaf.shape`; a field that carries no derivative gives None,
+    as in `grad`:
+
+    >>> def scaled(p):
+    ...     return p["w"] * p["b"]
+    >>> s2sad.jacfwd(scaled)({"w": np.array([1.0, 2.0]), "b": 3.0})
+    {'w': array([[3., 0.],
+           [0., 3.]]), 'b': array([1., 2.])}
+
+    `jacfwd(s2sad.grad(f))` is forward mode over `f`'s generated gradient: the
+    Hessian (see `hessian`), with `wrt` the mixed second derivatives.
     """
     def jacobian(*args, **kwargs):
-        many, indices = _wrt(f, wrt)
-        kinds = kinds_of(_target(f), args)
-        out = []
-        for i in indices:
-            d = compiled(f, (i,), kinds)
-            cols = [_call(d, args, kwargs, (e,))[1] for e in _basis(args[i])]
-            y_shape = np.shape(cols[0]) if cols else np.shape(f(*args, **kwargs))
-            out.append(_assemble(cols, y_shape, np.shape(args[i])))
-        return tuple(out) if many else out[0]
+        gradient = _gradient(f)
+        target = _target(f if gradient is None else gradient[0])
+        many, indices = _wrt(target, wrt)
+        kinds = kinds_of(target, args)
+        likes, cols = [_template(args[i]) for i in indices], []
+        for i, like in zip(indices, likes):
+            if gradient is None:
+                d = compiled(f, (i,), kinds)
+                cols += [_call(d, args, kwargs, (e,))[1] for e in _basis(like)]
+            else:
+                d = _gradient_jvp(*gradient, (i,), kinds)
+                cols += [_call(d, args, kwargs, (e,)) for e in _basis(like)]
+        return _assemble(cols, cols[0] if cols else f(*args, **kwargs),
+                         tuple(likes) if many else likes[0])
     jacobian.__name__ = f"jacfwd_{getattr(f, '__name__', 'f')}"
     return jacobian
 
@@ -208,7 +341,7 @@ def jacfwd(f: Callable, wrt: Wrt = 0) -> Callable:
 def jacrev(f: Callable, wrt: Wrt = 0) -> Callable:
     """The Jacobian of `f` with respect to argument(s) `wrt`, by reverse mode: one
     pullback per output element, so it pays off for many inputs and few outputs. Same
-    result as `jacfwd`.
+    result as `jacfwd`, also for structures.
 
     >>> import numpy as np, s2sad
     >>> def polar(p):
@@ -218,18 +351,16 @@ def jacrev(f: Callable, wrt: Wrt = 0) -> Callable:
            [0., 2.]])
     """
     def jacobian(*args, **kwargs):
-        many, indices = _wrt(f, wrt)
-        kinds = kinds_of(_target(f), args)
+        target = _target(f)
+        many, indices = _wrt(target, wrt)
+        kinds = kinds_of(target, args)
         derivative = pipeline.derivative(f, "reverse", tuple(indices), kinds)
         y, pullback = warn_unconnected(derivative).fn(*args, **kwargs)
-        rows = [pullback(e) for e in _basis(y)]
-        out = []
-        for k, i in enumerate(indices):
-            shape = np.shape(y) + np.shape(args[i])
-            jac = np.reshape([np.asarray(runtime.unbroadcast(r[k], args[i]), dtype=float)
-                              for r in rows], shape)
-            out.append(float(jac) if jac.ndim == 0 else jac)
-        return tuple(out) if many else out[0]
+        y_like = _template(y)
+        rows = [pullback(e) for e in _basis(y_like)]
+        if many:
+            return _assemble_rows(rows, y_like, tuple(args[i] for i in indices))
+        return _assemble_rows([row[0] for row in rows], y_like, args[indices[0]])
     jacobian.__name__ = f"jacrev_{getattr(f, '__name__', 'f')}"
     return jacobian
 
@@ -277,6 +408,12 @@ def gradient_of(f):
     if getattr(f, "s2s_forward_over_reverse", False):
         return f.primal, f.wrt
     return None
+
+
+def _gradient(f):
+    """`(primal, wrt)` if `f` is `grad(primal, wrt)` (which runs the gradient code,
+    `fused="grad"`), whose Jacobian is forward mode over that code, else None."""
+    return gradient_of(f) if getattr(f, "fused", None) == "grad" else None
 
 
 def source(f, wrt=None, at=None):
@@ -330,17 +467,28 @@ def second_derivative(df, wrt):
         target = _target(df.primal)
         i = wrt_indices(target, df.wrt)[0]
         j = wrt_indices(target, wrt)[0]
-        if np.ndim(args[i]) != 0:
-            raise NonScalarOutputError(
-                f"grad(grad({target.__qualname__})): the inner gradient has the shape of "
-                "an array argument, not a scalar; use s2sad.hessian or s2sad.jacfwd")
+        _check_scalar_gradient(target, i, args[i])
         d = _gradient_jvp(df.primal, i, (j,), kinds_of(target, args))
-        x = args[j]
-        if np.ndim(x) == 0:
+        if _is_scalar(args[j]):
             return _call(d, args, kwargs, (1.0,))
-        parts = [_call(d, args, kwargs, (e,)) for e in _basis(x)]
-        return np.reshape(np.asarray(parts, dtype=float), np.shape(x))
+        like = _template(args[j])
+        return _assemble([_call(d, args, kwargs, (e,)) for e in _basis(like)], 0.0, like)
     return _mark_gradient(second, df.primal, df.wrt, "grad_grad", tangents=wrt)
+
+
+def _check_scalar_gradient(target, i, x):
+    """Refuse `grad(grad(f))` where the inner gradient, like argument `i`, is not a
+    number: the outer `grad` needs a scalar."""
+    if _is_scalar(x):
+        return
+    name = target.__qualname__
+    found = (f"an array of shape {np.shape(x)}" if isinstance(x, np.ndarray) else
+             f"a {type(x).__name__}")
+    parameter = list(inspect.signature(target).parameters)[i]
+    raise NonScalarOutputError(
+        f"grad(grad({name})): the inner gradient, like argument {parameter!r}, is {found}, "
+        f"not a scalar, and grad needs a scalar output; use s2sad.hessian({name}) or "
+        f"s2sad.jacfwd(s2sad.grad({name})) for its derivatives")
 
 
 def hvp(f: Callable, wrt: Wrt = 0) -> Callable:
@@ -379,11 +527,22 @@ def hessian(f: Callable, wrt: Wrt = 0) -> Callable:
     >>> s2sad.hessian(rosenbrock)(np.array([1.0, 1.0]))
     array([[ 802., -400.],
            [-400.,  200.]])
+
+    For `x` a tuple, list, dict, named tuple or dataclass, the Hessian is nested like
+    JAX's: `H[k1][k2]`, of shape `x[k1].shape + x[k2].shape`, is the block of second
+    derivatives with respect to `x[k1]` and `x[k2]` (a float for two numbers):
+
+    >>> def energy(p):
+    ...     return np.sum(p["w"] ** 2) * p["b"] + p["b"] ** 3
+    >>> H = s2sad.hessian(energy)({"w": np.array([1.0, 2.0]), "b": 0.5})
+    >>> H["w"]["w"], H["w"]["b"], H["b"]["b"]       # 2 b I, 2 w, 6 b
+    (array([[1., 0.],
+           [0., 1.]]), array([2., 4.]), 3.0)
     """
     def hess(*args, **kwargs):
         i, d = _grad_jvp(f, wrt, args)
-        cols = [_call(d, args, kwargs, (e,)) for e in _basis(args[i])]
-        return _assemble(cols, np.shape(args[i]), np.shape(args[i]))
+        like = _template(args[i])
+        return _assemble([_call(d, args, kwargs, (e,)) for e in _basis(like)], like, like)
     return _mark_gradient(hess, f, wrt, "hessian")
 
 
