@@ -156,6 +156,20 @@ def is_atom(node):
     return isinstance(node, (gast.Name, gast.Constant))
 
 
+def counter_offset(e, counter, defs):
+    """`k` when the index `e` is `counter + k` or `counter - k` (also through a name
+    with one definition in `defs`, {name: [values]}), else None."""
+    if isinstance(e, gast.Name) and e.id != counter and len(defs.get(e.id, [])) == 1:
+        e = defs[e.id][0]
+    if is_name(e, counter):
+        return 0
+    if (isinstance(e, gast.BinOp) and isinstance(e.op, (gast.Add, gast.Sub))
+            and is_name(e.left, counter) and isinstance(e.right, gast.Constant)
+            and type(e.right.value) is int):
+        return e.right.value if isinstance(e.op, gast.Add) else -e.right.value
+    return None
+
+
 def located(new, old):
     """`new` with the source location of `old`; returns `new`."""
     for attr in ("lineno", "col_offset", "end_lineno", "end_col_offset"):

@@ -85,15 +85,7 @@ class InPlaceWrites:
                 defs.setdefault(n.targets[0].id, []).append(n.value)
 
         def offset(e):
-            if isinstance(e, gast.Name) and e.id != counter and len(defs.get(e.id, [])) == 1:
-                e = defs[e.id][0]
-            if syntax.is_name(e, counter):
-                return 0
-            if (isinstance(e, gast.BinOp) and isinstance(e.op, (gast.Add, gast.Sub))
-                    and syntax.is_name(e.left, counter) and isinstance(e.right, gast.Constant)
-                    and type(e.right.value) is int):
-                return e.right.value if isinstance(e.op, gast.Add) else -e.right.value
-            return None
+            return syntax.counter_offset(e, counter, defs)
         inside = self.updates_in.get(id(loop), set())
         written = [offset(w.value.args[1]) for w in self.stmts
                    if id(w) in inside and self.old[id(w)] in aliases]

@@ -119,6 +119,7 @@ class Aliasing:
                     self.loop_of[id(inner)] = s         # walk order: the innermost wins
             if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
                 self.defs.setdefault(s.targets[0].id, []).append(s)
+        self.values = {n: [d.value for d in ds] for n, ds in self.defs.items()}
 
     def check(self, fn):
         """Raise at the first read of an old value, if there is one whatever the indexes
@@ -383,16 +384,7 @@ class Aliasing:
                 and None not in (c, d) and c != d and start + min(c, d) >= 0)
 
     def offset(self, e, counter):
-        """`k` for an index `counter + k` (through one name bound to it), else None."""
-        if isinstance(e, gast.Name) and e.id != counter and len(self.defs.get(e.id, [])) == 1:
-            e = self.defs[e.id][0].value
-        if syntax.is_name(e, counter):
-            return 0
-        if (isinstance(e, gast.BinOp) and isinstance(e.op, (gast.Add, gast.Sub))
-                and syntax.is_name(e.left, counter) and isinstance(e.right, gast.Constant)
-                and type(e.right.value) is int):
-            return e.right.value if isinstance(e.op, gast.Add) else -e.right.value
-        return None
+        return syntax.counter_offset(e, counter, self.values)
 
     # -- the error -------------------------------------------------------------------
     def refusal(self, name, write, link, read):
