@@ -122,7 +122,8 @@ def _broadcasts_to(a, s):
 
 
 # -- shape operations: (template with {} for the operand, result shape, kind, bound) -----
-#    kind: "view" (may share memory with the operand) or "fresh"; bound: how the
+#    kind: "view" (may share memory with the operand), "readonly" (a view that cannot
+#    be written, even of a fresh operand: `np.broadcast_to`) or "fresh"; bound: how the
 #    operand's bound maps to the result's ("same", "sum", "prod").
 
 def _index_ops(shape):
@@ -208,7 +209,7 @@ def _shape_ops(shape):
             if len(s) == 1:
                 ops.append(("{}.reshape(-1)", s, "view", "same"))
         if s and s != shape and _broadcasts_to(shape, s):
-            ops.append((f"np.broadcast_to({{}}, {s!r})", s, "view", "same"))
+            ops.append((f"np.broadcast_to({{}}, {s!r})", s, "readonly", "same"))
             ops.append((f"({{}} + np.zeros({s!r}))", s, "fresh", "same"))
             ops.append((f"({{}} * np.ones({s!r}))", s, "fresh", "same"))
     return [op for op in ops if op[1] in SHAPES]
@@ -324,9 +325,9 @@ class _Gen(Choices):
         for template, new_shape, kind, bound in path:
             if bound == "prod" and e.bound > 1.0:
                 e = self.squash(e)        # factors of at most 1 (exact zeros included)
-            view = kind == "view" and not e.fresh
+            fresh = kind == "fresh" or (kind == "view" and e.fresh)
             e = _E(template.format(e.text), new_shape, _apply_bound(bound, e.bound, e.shape),
-                   fresh=not view, root=e.root if view else frozenset())
+                   fresh=fresh, root=frozenset() if fresh else e.root)
         return e
 
     def leaf(self, env, shape):
