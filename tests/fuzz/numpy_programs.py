@@ -1080,7 +1080,8 @@ class _Gen(Choices):
                                   self.pick(((), (3,))) if len(shape) <= 2 else ())
             shape = result.shape
         lines.append(f"{pad}{name} = {result.text}")
-        _bind(after, name, _V(shape, result.bound, bool(shape), active=holder["active"]))
+        _bind(after, name, _V(shape, result.bound, bool(shape) and result.fresh,
+                              active=holder["active"]))
         return lines, after
 
 
