@@ -51,8 +51,9 @@ says which it uses):
   of the other name; and loops over an array's rows (`for row in y:`), whose body
   often writes through `row`. Writes through views also come from the ordinary write
   statements, which may pick a view.
-- `writers`: calls that write into a writable array (possibly a view): `out=` on ufuncs
-  and reductions (`np.multiply(a, b, out=y)`, `np.exp(y, out=y)`,
+- `writers`: calls that write into a writable array (possibly a view), or into a view
+  of it written out (`y[1:].sort()`, `np.exp(y.T, out=y.T)`): `out=` on ufuncs and
+  reductions (`np.multiply(a, b, out=y)`, `np.exp(y, out=y)`,
   `np.sum(a, axis=0, out=y)`, `np.clip(a, lo, hi, out=y)`, sometimes with the result
   bound to a new name, an alias of `y`), in-place methods (`y.sort()`, `y.fill(e)`) and
   writer functions (`np.copyto(y, e)`, `np.put(y, idx, e)`, `np.add.at(y, idx, e)`).
@@ -904,13 +905,17 @@ class _Gen(Choices):
         return lines + sub, env
 
     def writer_into(self, env, pad, name):
-        """A call that writes into `name`: a ufunc or reduction with `out=name`, an
-        in-place method (`name.sort()`, `name.fill(e)`) or a writer function
-        (`np.copyto`, `np.put`, `np.add.at`)."""
+        """A call that writes into `name`, or into a view of it (`name[1:]`, `name.T`,
+        ...): a ufunc or reduction with `out=`, an in-place method (`.sort()`,
+        `.fill(e)`) or a writer function (`np.copyto`, `np.put`, `np.add.at`)."""
         var = env[name]
-        shape = var.shape
         env = dict(env)
         self.used.add("writers")
+        target, shape = name, var.shape
+        if self.chance(30):
+            template, shape = self.pick([(t, s) for t, s in _view_forms(var.shape)
+                                         if s and t != "{}"])
+            target = template.format(name)
         d = self.draw(st.integers(0, 2))
         limit = 1.0 if self.loop_depth else CAP
         forms = ["ufunc", "unary", "clip", "copyto", "fill", "sort", "put", "add_at"]
@@ -918,15 +923,14 @@ class _Gen(Choices):
         if reduced:
             forms.append("reduce")
         form = self.pick(forms)
-        itself = _E(name, shape, var.bound, fresh=False, root=frozenset((name,)))
+        itself = _E(target, shape, var.bound, fresh=False, root=frozenset((name,)))
         bound, result = var.bound, None
         if form == "ufunc":
             fn = self.pick(("multiply", "add", "subtract"))
             a = itself if self.chance(40) else self.bounded(env, d, shape, 2.0)
             b = self.bounded(env, d, self.broadcast_partner(shape), 2.0)
             bound = a.bound * b.bound if fn == "multiply" else a.bound + b.bound
-            text = f"np.{fn}({a.text}, {b.text}, out={name})"
-            result = text
+            text = result = f"np.{fn}({a.text}, {b.text}, out={target})"
         elif form == "unary":
             fn = self.pick(("tanh", "sin", "exp", "negative"))
             a = itself if self.chance(50) else self.bounded(
@@ -934,43 +938,42 @@ class _Gen(Choices):
             if fn == "exp" and a.bound > 2.0:
                 fn = "tanh"
             bound = {"exp": math.exp(a.bound), "negative": a.bound}.get(fn, 1.0)
-            text = f"np.{fn}({a.text}, out={name})"
-            result = text
+            text = result = f"np.{fn}({a.text}, out={target})"
         elif form == "clip":
             a = self.expr(env, d, self.broadcast_partner(shape))
             lo = self.pick((-1.0, -0.5, 0.0))
-            text, bound = f"np.clip({a.text}, {_num(lo)}, {_num(lo + 1.5)}, out={name})", 1.5
-            result = text
+            text = result = f"np.clip({a.text}, {_num(lo)}, {_num(lo + 1.5)}, out={target})"
+            bound = 1.5
         elif form == "reduce":
             template, src = self.pick(reduced)
             fn = self.pick(("sum", "mean", "max"))
             a = self.bounded(env, d, src, 1.0)
             bound = a.bound * (_size(src) if fn == "sum" else 1)
-            text = template.format(fn=fn, a=a.text, out=name)
-            result = text
+            text = result = template.format(fn=fn, a=a.text, out=target)
         elif form == "copyto":
             a = self.bounded(env, d, self.broadcast_partner(shape), limit)
-            text, bound = f"np.copyto({name}, {a.text})", max(var.bound, a.bound)
+            text, bound = f"np.copyto({target}, {a.text})", a.bound
         elif form == "fill":
             a = self.bounded(env, d, (), limit)
-            text, bound = f"{name}.fill({a.text})", a.bound
+            text, bound = f"{target}.fill({a.text})", a.bound
         elif form == "sort":
             axis = self.pick(("", "axis=0")) if len(shape) == 2 else ""
-            text = f"{name}.sort({axis})"
+            text = f"{target}.sort({axis})"
         elif form == "put":
             n = _size(shape)
             index = self.pick([[0], [n - 1]] + ([[1, 0], [0, n - 1]] if n >= 2 else [])
                               + ([[0, 2, 1]] if n >= 3 else []))
             a = self.bounded(env, d, self.pick(((), (len(index),))), limit)
-            text, bound = f"np.put({name}, {index!r}, {a.text})", max(var.bound, a.bound)
+            text, bound = f"np.put({target}, {index!r}, {a.text})", a.bound
         else:
             m = shape[0]
             index = self.pick([[0], [0, 0]] + ([[0, 0, 1], [m - 1, 0]] if m >= 2 else []))
             part = self.pick(((), shape[1:]) if shape[1:] else ((),))
             a = self.bounded(env, d, part, 1.0)
             repeats = max(index.count(i) for i in index)
-            text = f"np.add.at({name}, {index!r}, {a.text})"
+            text = f"np.add.at({target}, {index!r}, {a.text})"
             bound = var.bound + repeats * a.bound * self.trips
+        bound = max(bound, var.bound) if form != "sort" else var.bound
         lines = [f"{pad}{text}"]
         active = self.active(env, _E(text, shape, bound))
         lines += self.written(env, pad, name, bound, active)
