@@ -799,8 +799,8 @@ class _Gen(Choices):
     # -- views, aliases, out= and writers (`views`, `writers`) --------------------------------
     def stmt_view(self, env, pad, indent, depth):
         """`r = y[0]`, `s = y[1:]`, `v = y.T`, `z = y`, ... of a writable `y`, then (often)
-        a write through one of the two names and a read of the other; or (rarely) a
-        loop over the rows of an array."""
+        a write through one of the two names (sometimes then through the other) and a
+        read of the other; or (rarely) a loop over the rows of an array."""
         if depth < 2 and self.chance(10):
             return self.stmt_rows(env, pad, indent, depth)
         lines, env, base = self.writable(env, pad, indent, depth)
@@ -819,6 +819,10 @@ class _Gen(Choices):
             target, other = (name, base) if shape and self.chance(60) else (base, name)
             sub, env = self.write_through(env, pad, target)
             lines += sub
+            if shape and self.chance(30):
+                # and through the other (a writer into `z = y` after `y[0] = x[0]`)
+                sub, env = self.write_through(env, pad, other)
+                lines += sub
             if self.chance(70):
                 sub, env = self.read_back(env, pad, other)
                 lines += sub
