@@ -34,11 +34,33 @@ scalar. The subset:
   (`if np.sum(x) > 0.5:`), `for i in range(k)` with array-carried values, and a list
   appended in a loop and then joined with `np.stack`, `np.array` or `np.concatenate`.
 
-The program never aliases an array it writes into: a view (a bare name, a slice,
-`reshape`, `.T`, ...) of a writable array is copied (`np.copy(...)`) before it is stored
-in another name or a list, and a writable name is only rebound to a fresh array. So
-Python's reference semantics and s2sad's value semantics agree, and `f` never mutates
-its arguments.
+By default the program never aliases an array it writes into: a view (a bare name, a
+slice, `reshape`, `.T`, ...) of a writable array is copied (`np.copy(...)`) before it
+is stored in another name or a list, and a writable name is only rebound to a fresh
+array. So Python's reference semantics and s2sad's value semantics agree.
+
+Two options add writes through shared storage, where the two semantics differ (each is
+the chance in percent that a program may use the family; the program's `mutation`
+says which it uses):
+
+- `views`: a view or alias of a writable array bound to a name (`z = y`, `v = y.view()`,
+  `v = y.reshape(-1)`, `v = y.T`, `v = y.ravel()`, `r = y[0]`, `s = y[1:]`, `y[None]`,
+  ...; `y[0]` of a vector is a copy), usually followed by a write through the view or
+  the base (element and slice assignments `v[i] = e`, `v[i, j] = e`, `v[...] = e`,
+  augmented assignments of whole arrays `v *= e`, which NumPy does in place) and a read
+  of the other name; and loops over an array's rows (`for row in y:`), whose body
+  often writes through `row`. Writes through views also come from the ordinary write
+  statements, which may pick a view.
+- `writers`: calls that write into a writable array (possibly a view), or into a view
+  of it written out (`y[1:].sort()`, `np.exp(y.T, out=y.T)`): `out=` on ufuncs and
+  reductions (`np.multiply(a, b, out=y)`, `np.exp(y, out=y)`,
+  `np.sum(a, axis=0, out=y)`, `np.clip(a, lo, hi, out=y)`, sometimes with the result
+  bound to a new name, an alias of `y`), in-place methods (`y.sort()`, `y.fill(e)`) and
+  writer functions (`np.copyto(y, e)`, `np.put(y, idx, e)`, `np.add.at(y, idx, e)`).
+
+The generator keeps, for each name, the names that may share its storage, and a write
+through one updates the bounds of all. Only storage the function created is written
+(a view of a parameter is never writable), so `f` never mutates its arguments.
 
 Every program evaluates without error or overflow for inputs in [-2, 2]: values are
 kept bounded (logarithms and square roots see positive arguments, divisors stay away
@@ -46,9 +68,9 @@ from zero, `exp` sees bounded arguments, loop-carried values are squashed with
 `np.tanh`). `np.max`, `np.abs`, `np.maximum`, masks and comparisons make kinks; the
 tests only compare derivatives where `f` is smooth.
 
-Not generated (s2sad limitations or outside the subset): iterating over an array
-(`for row in x`), `while` loops, `break`/`continue`, early returns, integer arrays as
-parameters, and float32.
+Not generated (s2sad limitations or outside the subset): `while` loops,
+`break`/`continue`, early returns, integer arrays as parameters, and float32; iterating
+over an array (`for row in x`) only with `views`.
 
 No restriction works around an s2sad bug any more: the seven found while this generator
 was written (tests/fuzz/found_numpy.py) are fixed, with regression tests in
@@ -76,6 +98,7 @@ SCALAR_PARAM = "s"
 PARAM_SHAPES = ((3,), (2, 3), (3, 1), (2,), (1, 3))
 NAMES = ("a", "b", "c", "d", "e", "g", "h", "p", "q", "r", "u", "z")
 INDEX_NAMES = ("i", "j", "k")
+ROW_NAMES = ("row", "col")
 LIST_NAMES = ("parts", "rows", "acc")
 # every value has one of these shapes (at most 2 axes, of length 1 to 3)
 SHAPES = ((),) + tuple((n,) for n in (1, 2, 3)) + tuple(
@@ -88,16 +111,19 @@ LIMIT = 20.0       # bound of any subexpression (larger ones are squashed)
 @dataclass(frozen=True)
 class NumpyProgram:
     """A generated module: `source`, the function `name`, its `params` and their
-    `shapes` (`None` for the float parameter)."""
+    `shapes` (`None` for the float parameter); `mutation` names the families of writes
+    through shared storage it uses: "views" (views and aliases bound to names, `for row
+    in a`), "writers" (`out=`, in-place methods, writer functions)."""
 
     source: str
     name: str
     params: tuple
     shapes: tuple
+    mutation: tuple = ()
 
     def __repr__(self):
-        return (f"NumpyProgram(params={self.params!r}, shapes={self.shapes!r}, source=\n"
-                f"{self.source})")
+        return (f"NumpyProgram(params={self.params!r}, shapes={self.shapes!r}, "
+                f"mutation={self.mutation!r}, source=\n{self.source})")
 
     def load(self):
         """Exec the module under a fresh fake file name registered in `linecache`
@@ -122,7 +148,8 @@ def _broadcasts_to(a, s):
 
 
 # -- shape operations: (template with {} for the operand, result shape, kind, bound) -----
-#    kind: "view" (may share memory with the operand) or "fresh"; bound: how the
+#    kind: "view" (may share memory with the operand), "readonly" (a view that cannot
+#    be written, even of a fresh operand: `np.broadcast_to`) or "fresh"; bound: how the
 #    operand's bound maps to the result's ("same", "sum", "prod").
 
 def _index_ops(shape):
@@ -208,7 +235,7 @@ def _shape_ops(shape):
             if len(s) == 1:
                 ops.append(("{}.reshape(-1)", s, "view", "same"))
         if s and s != shape and _broadcasts_to(shape, s):
-            ops.append((f"np.broadcast_to({{}}, {s!r})", s, "view", "same"))
+            ops.append((f"np.broadcast_to({{}}, {s!r})", s, "readonly", "same"))
             ops.append((f"({{}} + np.zeros({s!r}))", s, "fresh", "same"))
             ops.append((f"({{}} * np.ones({s!r}))", s, "fresh", "same"))
     return [op for op in ops if op[1] in SHAPES]
@@ -241,6 +268,49 @@ def _apply_bound(kind, bound, shape):
     return bound
 
 
+def _view_forms(shape):
+    """(template, shape) of views of an array of `shape` bound to a name: the plain
+    alias first, then views that share all or part of the storage (`y[0]` of a vector
+    is a copy: reading it after a write into `y` sees the old value)."""
+    forms = [("{}", shape), ("{}.view()", shape)]
+    if len(shape) == 1:
+        n = shape[0]
+        forms += [("{}.reshape(-1)", shape), ("{}.T", shape), ("{}.ravel()", shape),
+                  ("{}[0]", ()), ("{}[None]", (1, n)), ("{}[:, None]", (n, 1)),
+                  (f"{{}}.reshape(1, {n})", (1, n))]
+        if n >= 2:
+            forms += [("{}[1:]", (n - 1,)), ("{}[:-1]", (n - 1,)), ("{}[::-1]", shape)]
+        if n == 3:
+            forms += [("{}[::2]", (2,))]
+    else:
+        m, n = shape
+        forms += [("{}.T", (n, m)), ("{}[0]", (n,)), ("{}[-1]", (n,)), ("{}[:, 0]", (m,)),
+                  ("{}[0, -1]", ()), ("{}.ravel()", (m * n,)), ("{}.reshape(-1)", (m * n,)),
+                  (f"{{}}.reshape({n}, {m})", (n, m))]
+        if m >= 2:
+            forms += [("{}[1:]", (m - 1, n)), ("{}[::-1]", shape)]
+        if n >= 2:
+            forms += [("{}[:, 1:]", (m, n - 1))]
+        if m >= 2 and n >= 2:
+            forms += [("{}[1:, :-1]", (m - 1, n - 1))]
+    return [(t, s) for t, s in forms if s in SHAPES]
+
+
+def _reduce_into(shape):
+    """(template, source shape) of reductions `np.{fn}(a, axis=..., out=y)` whose result
+    has `shape`."""
+    out = []
+    for k in (1, 2, 3):
+        if len(shape) == 1:
+            out += [("np.{fn}({a}, axis=0, out={out})", (k,) + shape),
+                    ("np.{fn}({a}, axis=1, out={out})", shape + (k,))]
+        elif shape[0] == 1:
+            out += [("np.{fn}({a}, axis=0, keepdims=True, out={out})", (k, shape[1]))]
+        elif shape[1] == 1:
+            out += [("np.{fn}({a}, axis=1, keepdims=True, out={out})", (shape[0], k))]
+    return [(t, s) for t, s in out if s in SHAPES]
+
+
 class _E:
     """A generated expression: text, shape, bound of its entries, whether it is a fresh
     array (not a view of a name's storage) and the names it may be a view of."""
@@ -252,17 +322,48 @@ class _E:
 
 
 class _V:
-    __slots__ = ("shape", "bound", "owned", "kind", "active")
+    __slots__ = ("shape", "bound", "owned", "kind", "active", "aliases")
 
-    def __init__(self, shape, bound, owned=False, kind="value", active=True):
+    def __init__(self, shape, bound, owned=False, kind="value", active=True,
+                 aliases=frozenset()):
         self.shape = shape        # None for an int loop variable
         self.bound = bound        # |entries| <= bound; for an int, the exclusive upper end
-        self.owned = owned        # an array the function created: writable, not aliased
+        self.owned = owned        # storage the function made (not a parameter's): writable
         self.kind = kind          # "value", "int", "list"
         self.active = active      # depends on a parameter
+        self.aliases = aliases    # other names that may share its storage (views, aliases)
 
     def copy(self):
-        return _V(self.shape, self.bound, self.owned, self.kind, self.active)
+        return _V(self.shape, self.bound, self.owned, self.kind, self.active, self.aliases)
+
+
+def _bind(env, name, var, base=None):
+    """Bind `name` to `var` in `env` (a dict the caller owns): the name leaves the alias
+    sets it was in; with `base`, it is a view of `base`'s storage (and of its aliases')."""
+    for n, v in list(env.items()):
+        if name in v.aliases:
+            v = v.copy()
+            v.aliases = v.aliases - {name}
+            env[n] = v
+    if base is not None:
+        group = {n for n in env[base].aliases | {base} if n in env} - {name}
+        var.aliases = frozenset(group)
+        for n in group:
+            v = env[n].copy()
+            v.aliases = v.aliases | {name}
+            env[n] = v
+    env[name] = var
+
+
+def _written(env, name, bound, active):
+    """Record a write into `name`'s storage: its new bound, and every name that may share
+    the storage may now hold values up to that bound."""
+    for n in {name} | env[name].aliases:
+        if n in env:
+            v = env[n].copy()
+            v.bound = bound if n == name else max(v.bound, bound)
+            v.active = v.active or active
+            env[n] = v
 
 
 def _join_envs(envs):
@@ -276,6 +377,7 @@ def _join_envs(envs):
         v.bound = max(x.bound for x in vs)
         v.owned = all(x.owned for x in vs)
         v.active = any(x.active for x in vs)
+        v.aliases = frozenset().union(*(x.aliases for x in vs))
         out[n] = v
     return out
 
@@ -287,6 +389,10 @@ class _Gen(Choices):
         self.trips = 1             # product of the enclosing loops' trip counts
         self.loop_depth = 0
         self.params = ()
+        self.views = False         # may bind views and aliases of writable arrays
+        self.writers = False       # may call out=, in-place methods and writer functions
+        self.used = set()          # which of the two families the program uses
+        self.fixed = set()         # loop variables over arrays (`for row in a:`) in scope
 
     def shape(self, env):
         """A shape for a new value: a shape already in use, or any other."""
@@ -324,9 +430,9 @@ class _Gen(Choices):
         for template, new_shape, kind, bound in path:
             if bound == "prod" and e.bound > 1.0:
                 e = self.squash(e)        # factors of at most 1 (exact zeros included)
-            view = kind == "view" and not e.fresh
+            fresh = kind == "fresh" or (kind == "view" and e.fresh)
             e = _E(template.format(e.text), new_shape, _apply_bound(bound, e.bound, e.shape),
-                   fresh=not view, root=e.root if view else frozenset())
+                   fresh=fresh, root=frozenset() if fresh else e.root)
         return e
 
     def leaf(self, env, shape):
@@ -538,6 +644,10 @@ class _Gen(Choices):
         kinds = [(6, "assign"), (2, "create"), (3 if owned else 0, "write"),
                  (1 if owned else 0, "augment"), (2 if depth < 2 else 0, "if"),
                  (2 if depth < 2 else 0, "for"), (1 if depth < 2 else 0, "list")]
+        if self.writers:
+            kinds += [(3, "writer")]
+        if self.views:
+            kinds += [(4, "view")]
         kind = self.weighted([(w, k) for w, k in kinds if w])
         return getattr(self, f"stmt_{kind}")(env, pad, indent, depth)
 
@@ -547,7 +657,7 @@ class _Gen(Choices):
 
     def rebindable(self, env):
         return sorted(n for n, v in env.items() if v.kind == "value" and n not in PARAMS
-                      and n != SCALAR_PARAM)
+                      and n != SCALAR_PARAM and n not in self.fixed)
 
     def stored(self, env, e, owned_target):
         """The value to store: squashed to CAP, and copied if it is a view of a
@@ -576,7 +686,7 @@ class _Gen(Choices):
         e = self.stored(env, self.expr(env, depth_e, shape), owned)
         active = self.active(env, e)
         env = dict(env)
-        env[name] = _V(shape, e.bound, owned or (e.fresh and bool(shape)), active=active)
+        _bind(env, name, _V(shape, e.bound, owned or (e.fresh and bool(shape)), active=active))
         return [f"{pad}{name} = {e.text}"], env
 
     def stmt_create(self, env, pad, indent, depth):
@@ -603,8 +713,8 @@ class _Gen(Choices):
             fn = "ones" if form == "ones" else "zeros"
             text, bound = f"np.{fn}({shape!r})", 1.0 if fn == "ones" else 0.0
         env = dict(env)
-        env[name] = _V(shape, bound, True, active=self.active(env, _E(text, shape, bound))
-                       and form != "zeros_like")
+        _bind(env, name, _V(shape, bound, True, active=self.active(env, _E(text, shape, bound))
+                            and form != "zeros_like"))
         return [f"{pad}{name} = {text}"], env
 
     def write_index(self, env, shape):
@@ -623,11 +733,19 @@ class _Gen(Choices):
         if ints:
             i = self.pick(ints)
             options += [(i, shape[1:]), (f"-1 - {i}", shape[1:])]
+        if self.views:
+            options += [("...", shape), (":", shape)]
+            if len(shape) == 2:
+                options += [(f"{shape[0] - 1}, 0", ())]
         return self.pick(options)
 
     def stmt_write(self, env, pad, indent, depth):
         owned = sorted(n for n, v in env.items() if v.owned and v.shape)
-        name = self.pick(owned)
+        return self.write_into(env, pad, self.pick(owned))
+
+    def write_into(self, env, pad, name):
+        """An element or slice write `name[idx] op= e` (through a view, it writes the
+        base too)."""
         var = env[name]
         index, part = self.write_index(env, var.shape)
         op = self.weighted([(3, "="), (3, "+="), (1, "-="), (1, "*=")])
@@ -642,15 +760,29 @@ class _Gen(Choices):
             e = self.bounded(env, self.draw(st.integers(0, 2)), value_shape, limit)
             bound = max(var.bound, e.bound) if op == "=" else var.bound + e.bound * self.trips
         lines = [f"{pad}{name}[{index}] {op} {e.text}"]
+        return lines + self.written(env, pad, name, bound, self.active(env, e)), env
+
+    def written(self, env, pad, name, bound, active):
+        """Record a write into `name` (in `env`, a dict the caller owns), and squash the
+        array when its bound grows too large: rebinding it, or, when other names share
+        its storage or it is a loop variable, in place."""
+        squash = []
         if bound > CAP * 3:
-            lines.append(f"{pad}{name} = np.tanh({name})")
+            if env[name].aliases or name in self.fixed:
+                squash = [f"{pad}{name}[...] = np.tanh({name})"]
+                _written(env, name, bound, active)
+            else:
+                squash = [f"{pad}{name} = np.tanh({name})"]
             bound = 1.0
-        env[name] = _V(var.shape, bound, True, active=var.active or self.active(env, e))
-        return lines, env
+        _written(env, name, bound, active)
+        return squash
 
     def stmt_augment(self, env, pad, indent, depth):
         owned = sorted(n for n, v in env.items() if v.owned and v.shape)
-        name = self.pick(owned)
+        return self.augment_into(env, pad, self.pick(owned))
+
+    def augment_into(self, env, pad, name):
+        """`name op= e` on a whole array: NumPy does it in place."""
         var = env[name]
         op = self.pick(("+=", "*=", "-="))
         shape = self.broadcast_partner(var.shape)
@@ -661,11 +793,199 @@ class _Gen(Choices):
             e = self.bounded(env, self.draw(st.integers(0, 2)), shape, 1.0)
             bound = var.bound + e.bound * self.trips
         lines = [f"{pad}{name} {op} {e.text}"]
-        if bound > CAP * 3:
-            lines.append(f"{pad}{name} = np.tanh({name})")
-            bound = 1.0
         env = dict(env)
-        env[name] = _V(var.shape, bound, True, active=var.active or self.active(env, e))
+        return lines + self.written(env, pad, name, bound, self.active(env, e)), env
+
+    # -- views, aliases, out= and writers (`views`, `writers`) --------------------------------
+    def stmt_view(self, env, pad, indent, depth):
+        """`r = y[0]`, `s = y[1:]`, `v = y.T`, `z = y`, ... of a writable `y`, then (often)
+        a write through one of the two names (sometimes then through the other) and a
+        read of the other; or (rarely) a loop over the rows of an array."""
+        if depth < 2 and self.chance(10):
+            return self.stmt_rows(env, pad, indent, depth)
+        lines, env, base = self.writable(env, pad, indent, depth)
+        name = self.new_name(env)
+        if base is None or name is None:
+            return lines, env
+        var = env[base]
+        template, shape = self.pick(_view_forms(var.shape))
+        env = dict(env)
+        # a view shares the storage; an element (`y[0]` of a vector) is a copy
+        _bind(env, name, _V(shape, var.bound, bool(shape), active=var.active),
+              base if shape else None)
+        self.used.add("views")
+        lines.append(f"{pad}{name} = {template.format(base)}")
+        if self.chance(80):
+            target, other = (name, base) if shape and self.chance(60) else (base, name)
+            sub, env = self.write_through(env, pad, target)
+            lines += sub
+            if shape and self.chance(30):
+                # and through the other (a writer into `z = y` after `y[0] = x[0]`)
+                sub, env = self.write_through(env, pad, other)
+                lines += sub
+            if self.chance(70):
+                sub, env = self.read_back(env, pad, other)
+                lines += sub
+        return lines, env
+
+    def write_through(self, env, pad, name):
+        """A write into `name`'s storage: an element or slice write, an augmented
+        assignment of the whole array, or (with `writers`) a writer call."""
+        kind = self.weighted([(3, "write"), (2, "augment"), (2 if self.writers else 0, "call")])
+        if kind == "write":
+            return self.write_into(env, pad, name)
+        if kind == "augment":
+            return self.augment_into(env, pad, name)
+        return self.writer_into(env, pad, name)
+
+    def read_back(self, env, pad, name):
+        """`q = <name, reshaped> op e` in a new name: a read of `name` after a write."""
+        new = self.new_name(env)
+        if new is None:
+            return [], env
+        var = env[name]
+        shape = self.shape(env)
+        read = self.convert(_E(name, var.shape, var.bound, fresh=False,
+                               root=frozenset((name,))), shape)
+        other = self.expr(env, self.draw(st.integers(0, 1)), self.broadcast_partner(shape))
+        op = self.pick(("*", "+"))
+        bound = read.bound * other.bound if op == "*" else read.bound + other.bound
+        e = self.stored(env, _E(f"({read.text} {op} {other.text})", shape, bound), False)
+        env = dict(env)
+        _bind(env, new, _V(shape, e.bound, bool(shape), active=self.active(env, e)))
+        return [f"{pad}{new} = {e.text}"], env
+
+    def stmt_rows(self, env, pad, indent, depth):
+        """`for row in a:` (rows of a matrix are views; entries of a vector are copies),
+        with a body that often writes through `row`."""
+        arrays = sorted(n for n, v in env.items() if v.kind == "value" and v.shape
+                        and n not in self.fixed)
+        row = self.new_name(env, ROW_NAMES)
+        if not arrays or row is None:
+            return self.stmt_assign(env, pad, indent, depth)
+        base = self.pick(arrays)
+        var = env[base]
+        shape = var.shape[1:]
+        writable = var.owned and bool(shape)
+        inner = dict(env)
+        _bind(inner, row, _V(shape, var.bound, writable, active=var.active),
+              base if shape else None)
+        self.used.add("views")
+
+        def body_fn(e):
+            lines = []
+            if writable and self.chance(60):
+                sub, e = self.write_through(e, pad + "    ", row)
+                lines += sub
+            sub, e = self.block(e, indent + 1, depth + 1, 2)
+            return lines + sub, e
+
+        self.fixed.add(row)
+        try:
+            body, after = self.loop(inner, indent, depth, var.shape[0], body_fn)
+        finally:
+            self.fixed.discard(row)
+        after.pop(row, None)
+        for n, v in env.items():
+            if n not in after:
+                after[n] = v
+        return [f"{pad}for {row} in {base}:"] + body, after
+
+    def writable(self, env, pad, indent, depth):
+        """(lines, env, name): a writable array, made first if there is none (then
+        `lines` make it; `name` is None if no name is free)."""
+        owned = sorted(n for n, v in env.items() if v.owned and v.shape)
+        if owned:
+            return [], env, self.pick(owned)
+        lines, env = self.stmt_create(env, pad, indent, depth)
+        owned = sorted(n for n, v in env.items() if v.owned and v.shape)
+        return lines, env, self.pick(owned) if owned else None
+
+    def stmt_writer(self, env, pad, indent, depth):
+        lines, env, name = self.writable(env, pad, indent, depth)
+        if name is None:
+            return lines, env
+        sub, env = self.writer_into(dict(env), pad, name)
+        return lines + sub, env
+
+    def writer_into(self, env, pad, name):
+        """A call that writes into `name`, or into a view of it (`name[1:]`, `name.T`,
+        ...): a ufunc or reduction with `out=`, an in-place method (`.sort()`,
+        `.fill(e)`) or a writer function (`np.copyto`, `np.put`, `np.add.at`)."""
+        var = env[name]
+        env = dict(env)
+        self.used.add("writers")
+        target, shape = name, var.shape
+        if self.chance(30):
+            template, shape = self.pick([(t, s) for t, s in _view_forms(var.shape)
+                                         if s and t != "{}"])
+            target = template.format(name)
+        d = self.draw(st.integers(0, 2))
+        limit = 1.0 if self.loop_depth else CAP
+        forms = ["ufunc", "unary", "clip", "copyto", "fill", "sort", "put", "add_at"]
+        reduced = _reduce_into(shape)
+        if reduced:
+            forms.append("reduce")
+        form = self.pick(forms)
+        itself = _E(target, shape, var.bound, fresh=False, root=frozenset((name,)))
+        bound, result = var.bound, None
+        if form == "ufunc":
+            fn = self.pick(("multiply", "add", "subtract"))
+            a = itself if self.chance(40) else self.bounded(env, d, shape, 2.0)
+            b = self.bounded(env, d, self.broadcast_partner(shape), 2.0)
+            bound = a.bound * b.bound if fn == "multiply" else a.bound + b.bound
+            text = result = f"np.{fn}({a.text}, {b.text}, out={target})"
+        elif form == "unary":
+            fn = self.pick(("tanh", "sin", "exp", "negative"))
+            a = itself if self.chance(50) else self.bounded(
+                env, d, self.broadcast_partner(shape), 2.0)
+            if fn == "exp" and a.bound > 2.0:
+                fn = "tanh"
+            bound = {"exp": math.exp(a.bound), "negative": a.bound}.get(fn, 1.0)
+            text = result = f"np.{fn}({a.text}, out={target})"
+        elif form == "clip":
+            a = self.expr(env, d, self.broadcast_partner(shape))
+            lo = self.pick((-1.0, -0.5, 0.0))
+            text = result = f"np.clip({a.text}, {_num(lo)}, {_num(lo + 1.5)}, out={target})"
+            bound = 1.5
+        elif form == "reduce":
+            template, src = self.pick(reduced)
+            fn = self.pick(("sum", "mean", "max"))
+            a = self.bounded(env, d, src, 1.0)
+            bound = a.bound * (_size(src) if fn == "sum" else 1)
+            text = result = template.format(fn=fn, a=a.text, out=target)
+        elif form == "copyto":
+            a = self.bounded(env, d, self.broadcast_partner(shape), limit)
+            text, bound = f"np.copyto({target}, {a.text})", a.bound
+        elif form == "fill":
+            a = self.bounded(env, d, (), limit)
+            text, bound = f"{target}.fill({a.text})", a.bound
+        elif form == "sort":
+            axis = self.pick(("", "axis=0")) if len(shape) == 2 else ""
+            text = f"{target}.sort({axis})"
+        elif form == "put":
+            n = _size(shape)
+            index = self.pick([[0], [n - 1]] + ([[1, 0], [0, n - 1]] if n >= 2 else [])
+                              + ([[0, 2, 1]] if n >= 3 else []))
+            a = self.bounded(env, d, self.pick(((), (len(index),))), limit)
+            text, bound = f"np.put({target}, {index!r}, {a.text})", a.bound
+        else:
+            m = shape[0]
+            index = self.pick([[0], [0, 0]] + ([[0, 0, 1], [m - 1, 0]] if m >= 2 else []))
+            part = self.pick(((), shape[1:]) if shape[1:] else ((),))
+            a = self.bounded(env, d, part, 1.0)
+            repeats = max(index.count(i) for i in index)
+            text = f"np.add.at({target}, {index!r}, {a.text})"
+            bound = var.bound + repeats * a.bound * self.trips
+        bound = max(bound, var.bound) if form != "sort" else var.bound
+        lines = [f"{pad}{text}"]
+        active = self.active(env, _E(text, shape, bound))
+        lines += self.written(env, pad, name, bound, active)
+        alias = self.new_name(env) if result is not None else None
+        if alias is not None and not lines[1:] and self.chance(30):
+            # the call returns its `out=` array: bind it, an alias of `name`
+            lines = [f"{pad}{alias} = {result}"]
+            _bind(env, alias, _V(shape, bound, True, active=active), name)
         return lines, env
 
     def stmt_if(self, env, pad, indent, depth):
@@ -700,6 +1020,7 @@ class _Gen(Choices):
                 w.bound = max(v.bound, end[n].bound)
                 w.owned = v.owned and end[n].owned
                 w.active = v.active or end[n].active
+                w.aliases = v.aliases | end[n].aliases
                 out[n] = w
         return body, out
 
@@ -766,13 +1087,17 @@ class _Gen(Choices):
                                   self.pick(((), (3,))) if len(shape) <= 2 else ())
             shape = result.shape
         lines.append(f"{pad}{name} = {result.text}")
-        after[name] = _V(shape, result.bound, bool(shape), active=holder["active"])
+        _bind(after, name, _V(shape, result.bound, bool(shape) and result.fresh,
+                              active=holder["active"]))
         return lines, after
 
 
 @st.composite
-def numpy_programs(draw, max_statements=8, max_params=3):
-    """Hypothesis strategy of `NumpyProgram`s (see the module docstring)."""
+def numpy_programs(draw, max_statements=8, max_params=3, views=0, writers=0):
+    """Hypothesis strategy of `NumpyProgram`s (see the module docstring). `views` and
+    `writers` are the chances in percent that a program may also bind views and aliases
+    of the arrays it writes (and write through them), and call `out=`, in-place methods
+    and writer functions; with 0 (the default) the programs are the ones of before."""
     n_arrays = draw(st.integers(1, max_params))
     params = list(PARAMS[:n_arrays])
     shapes = [draw(st.sampled_from(PARAM_SHAPES)) for _ in params]
@@ -783,6 +1108,8 @@ def numpy_programs(draw, max_statements=8, max_params=3):
     budget = draw(st.integers(min(2, max_statements), max_statements))
     gen = _Gen(draw, budget)
     gen.params = tuple(params)
+    gen.views = views > 0 and gen.chance(views)
+    gen.writers = writers > 0 and gen.chance(writers)
     body, env = gen.block(env, 1, 0, 6)
     shape = gen.shape(env)
     final = gen.expr(env, draw(st.integers(0, 2)), shape)
@@ -792,7 +1119,8 @@ def numpy_programs(draw, max_statements=8, max_params=3):
     body.append(f"    return {final.text}")
     text = "\n".join(["import numpy as np", "", f"def f({', '.join(params)}):"] + body) + "\n"
     source = ast.unparse(ast.parse(text)) + "\n"
-    return NumpyProgram(source, "f", tuple(params), tuple(shapes))
+    return NumpyProgram(source, "f", tuple(params), tuple(shapes),
+                        tuple(sorted(gen.used)))
 
 
 def example_arguments(program, seed=0):
