@@ -54,7 +54,7 @@ import gast
 
 from ..analysis import operations
 from ..analysis.activity import closure, definitions
-from ..analysis.names import count_loads, live_names
+from ..analysis.names import StatementNames, live_names
 from ..analysis.value_kinds import SCALAR, guarded
 from ..analysis.operations import CALL, COPY, CUSTOM, NONDIFF, PACK, USER, classify
 from .. import syntax
@@ -505,22 +505,26 @@ def _coalesce(fn, tangents):
 
 
 def _coalesce_block(block, loads):
+    known = StatementNames()
     i = 0
     while i < len(block):
         s = block[i]
         if getattr(s, "s2s_phi", False) and isinstance(s.value, gast.Name):
             c, w = s.targets[0].id, s.value.id
-            j = next((j for j in range(i - 1, -1, -1) if syntax.stores(block[j], w)), None)
+            j = next((j for j in range(i - 1, -1, -1) if known.stores(block[j], w)), None)
             between = block[j + 1:i] if j is not None else []
             if (j is not None and isinstance(block[j], gast.Assign)
                     and syntax.is_name(block[j].targets[0], w)
-                    and not any(syntax.stores(b, c) or count_loads(b, c) for b in between)
-                    and sum(count_loads(b, w) for b in between) + 1 == loads.get(w, 0)):
+                    and not any(known.stores(b, c) or known.loads(b, c) for b in between)
+                    and sum(known.loads(b, w) for b in between) + 1 == loads.get(w, 0)):
                 block[j].targets[0].id = c
+                known.forget(block[j])
                 for b in between:
-                    for n in syntax.name_nodes(b):
-                        if n.id == w:
-                            n.id = c
+                    if known.loads(b, w):     # (nothing between binds it)
+                        for n in syntax.name_nodes(b):
+                            if n.id == w:
+                                n.id = c
+                        known.forget(b)
                 loads[c] = loads.get(c, 0) + loads.pop(w) - 1
                 del block[i]
                 continue
