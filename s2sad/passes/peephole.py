@@ -285,9 +285,8 @@ class Peephole:
             return self.certainly_float(e.operand, floats)
         if isinstance(e, gast.BinOp) and type(e.op) in (gast.Add, gast.Sub, gast.Mult,
                                                          gast.Div, gast.Pow):
-            numbers = [self.certainly_float(x, floats) or self.is_int(x) for x in
-                       (e.left, e.right)]
             floating = [self.certainly_float(x, floats) for x in (e.left, e.right)]
+            numbers = [f or self.is_int(x) for f, x in zip(floating, (e.left, e.right))]
             return all(numbers) and (any(floating) or isinstance(e.op, gast.Div))
         if isinstance(e, gast.Call) and not e.keywords:
             f = self.known.resolve(e.func)
