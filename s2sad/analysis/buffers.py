@@ -12,6 +12,7 @@ function allocated (numbered) that the value may share memory with, a set of bit
 int: a value computed from many others may share memory with thousands of buffers,
 which sets would copy at each statement).
 """
+import bisect
 import collections
 import itertools
 from typing import NamedTuple
@@ -84,23 +85,32 @@ class ArrayFacts:
         return live
 
     def analyse(self, body, params):
-        """The facts of each name before each statement of `body`."""
-        facts, out = dict(params), []
-        for s in body:
-            out.append(facts)
-            facts = self.step(s, facts)
+        """The facts of each name before each statement of `body` (`Before` each: a copy
+        of all of them per statement would make this quadratic)."""
+        facts, history, out = dict(params), {}, []
+        for n, f in facts.items():
+            history[n] = ([0], [f])
+        for i, s in enumerate(body):
+            out.append(Before(history, i))
+            for n in self.update(s, facts):
+                at, versions = history.setdefault(n, ([], []))
+                at.append(i + 1)
+                versions.append(facts.get(n))
         return out
 
-    def step(self, s, facts):
-        """The facts after statement `s`, from those before it."""
-        facts = dict(facts)
+    def update(self, s, facts):
+        """Change `facts`, those before statement `s`, to those after it; the names whose
+        facts it changed."""
+        changed = ()
         if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
             facts[s.targets[0].id] = self.named(s.targets[0].id, self.fact(s.value, facts))
+            changed = [s.targets[0].id]
         elif self.in_place(s, facts):
             pass        # an array updated in place keeps its shape, dtype and memory
         elif isinstance(s, gast.Delete):
-            for t in s.targets:
-                facts.pop(getattr(t, "id", None), None)
+            changed = [t.id for t in s.targets if isinstance(t, gast.Name)]
+            for n in changed:
+                facts.pop(n, None)
         elif self.writes_array(s, facts) or isinstance(s, gast.Return):
             pass        # an element write copies the values into the array
         else:
@@ -108,11 +118,12 @@ class ArrayFacts:
             shared = self.loaded(s, facts) | 1 << self.new()
             names = [(n.id, type(n.ctx)) for n in syntax.name_nodes(s)]
             written = {n for n, ctx in names if ctx is not gast.Load}
-            for n in {n for n, ctx in names if ctx is not gast.Del}:
+            changed = {n for n, ctx in names if ctx is not gast.Del}
+            for n in changed:
                 old = facts.get(n, Fact())
                 facts[n] = Fact(buffers=shared) if n in written else \
                     old._replace(buffers=old.buffers | shared)
-        return facts
+        return changed
 
     def in_place(self, s, facts):
         """Whether `s` is `t op= a` or `ufunc(..., out=t)` on an array `t` (what this
@@ -376,6 +387,34 @@ class ArrayFacts:
         return (isinstance(s, gast.AugAssign) and isinstance(s.op, (gast.Add, gast.Sub))
                 and isinstance(s.target, gast.Subscript)
                 and isinstance(s.target.value, gast.Name))
+
+
+class Before:
+    """The facts before one statement of a block `ArrayFacts.analyse` went through, as a
+    read-only mapping: each name's fact is its last version before the statement in the
+    history of the block's facts (`{name: ([statement index], [fact or None])}`)."""
+    __slots__ = ("history", "at")
+
+    def __init__(self, history, at):
+        self.history, self.at = history, at
+
+    def get(self, name, default=None):
+        found = self.history.get(name)
+        if found is None:
+            return default
+        at, versions = found
+        k = bisect.bisect_right(at, self.at)
+        fact = versions[k - 1] if k else None
+        return default if fact is None else fact
+
+    def __getitem__(self, name):
+        fact = self.get(name)
+        if fact is None:
+            raise KeyError(name)
+        return fact
+
+    def __contains__(self, name):
+        return self.get(name) is not None
 
 
 def _reduction(prim):

@@ -71,8 +71,10 @@ class ReuseBuffers:
     def run(self, fn):
         params = self.known.parameters(fn)
         facts = self.known.analyse(fn.body, params)
-        fn.body = self.hoisted(fn.body, facts)
-        facts = self.known.analyse(fn.body, params)
+        body = self.hoisted(fn.body, facts)
+        if any(s is not t for s, t in zip(body, fn.body)):     # (else the facts hold)
+            facts = self.known.analyse(body, params)
+        fn.body = body
         live = self.known.live(fn.body, facts)
         out = []
         for i, s in enumerate(fn.body):
