@@ -45,6 +45,7 @@ def f_jvp(x, x_dot):
         t_dot = t_3_dot / 2
     return (t, t_dot)
 """
+import bisect
 import builtins
 import copy
 import dataclasses
@@ -505,27 +506,57 @@ def _coalesce(fn, tangents):
 
 
 def _coalesce_block(block, loads):
-    known = StatementNames()
+    # where each name is bound and read, by the positions of the statements at the start
+    # (statements are only removed): an index, not a scan of the statements between
+    # each copy and the definition it copies
+    statements, known = list(block), StatementNames()
+    position = {id(s): k for k, s in enumerate(statements)}
+    stores, reads = {}, {}
+    for k, s in enumerate(statements):
+        read, stored = known.names(s)
+        for n in stored:
+            stores.setdefault(n, []).append(k)
+        for n in read:
+            reads.setdefault(n, []).append(k)
     i = 0
     while i < len(block):
         s = block[i]
         if getattr(s, "s2s_phi", False) and isinstance(s.value, gast.Name):
             c, w = s.targets[0].id, s.value.id
-            j = next((j for j in range(i - 1, -1, -1) if known.stores(block[j], w)), None)
-            between = block[j + 1:i] if j is not None else []
-            if (j is not None and isinstance(block[j], gast.Assign)
-                    and syntax.is_name(block[j].targets[0], w)
-                    and not any(known.stores(b, c) or known.loads(b, c) for b in between)
-                    and sum(known.loads(b, w) for b in between) + 1 == loads.get(w, 0)):
-                block[j].targets[0].id = c
-                known.forget(block[j])
-                for b in between:
-                    if known.loads(b, w):     # (nothing between binds it)
-                        for n in syntax.name_nodes(b):
-                            if n.id == w:
-                                n.id = c
-                        known.forget(b)
+            at = position[id(s)]
+            earlier = _between(stores, w, -1, at)
+            j = earlier[-1] if earlier else None
+            uses = _between(reads, w, j, at) if j is not None else []
+            if (j is not None and isinstance(statements[j], gast.Assign)
+                    and syntax.is_name(statements[j].targets[0], w)
+                    and not _between(stores, c, j, at) and not _between(reads, c, j, at)
+                    and sum(known.loads(statements[k], w) for k in uses) + 1
+                    == loads.get(w, 0)):
+                statements[j].targets[0].id = c
+                known.forget(statements[j])
+                _moved(stores, w, c, [j])
+                for k in uses:      # (nothing between binds `w`)
+                    for n in syntax.name_nodes(statements[k]):
+                        if n.id == w:
+                            n.id = c
+                    known.forget(statements[k])
+                _moved(reads, w, c, uses)
                 loads[c] = loads.get(c, 0) + loads.pop(w) - 1
+                _moved(stores, c, None, [at])
+                _moved(reads, w, None, [at])
                 del block[i]
                 continue
         i += 1
+
+
+def _between(index, name, start, stop):
+    """The positions in `index[name]` (in order) after `start` and before `stop`."""
+    positions = index.get(name, [])
+    return positions[bisect.bisect_right(positions, start):bisect.bisect_left(positions, stop)]
+
+
+def _moved(index, old, new, positions):
+    """Move `positions` from `index[old]` to `index[new]` (drop them if `new` is None)."""
+    index[old] = [k for k in index[old] if k not in positions]
+    for k in positions if new is not None else ():
+        bisect.insort(index.setdefault(new, []), k)
