@@ -45,7 +45,6 @@ def f_jvp(x, x_dot):
         t_dot = t_3_dot / 2
     return (t, t_dot)
 """
-import bisect
 import builtins
 import copy
 import dataclasses
@@ -55,7 +54,7 @@ import gast
 
 from ..analysis import operations
 from ..analysis.activity import closure, definitions
-from ..analysis.names import StatementNames, live_names
+from ..analysis.names import BlockNames, live_names
 from ..analysis.value_kinds import SCALAR, guarded
 from ..analysis.operations import CALL, COPY, CUSTOM, NONDIFF, PACK, USER, classify
 from .. import syntax
@@ -506,57 +505,33 @@ def _coalesce(fn, tangents):
 
 
 def _coalesce_block(block, loads):
-    # where each name is bound and read, by the positions of the statements at the start
-    # (statements are only removed): an index, not a scan of the statements between
-    # each copy and the definition it copies
-    statements, known = list(block), StatementNames()
-    position = {id(s): k for k, s in enumerate(statements)}
-    stores, reads = {}, {}
-    for k, s in enumerate(statements):
-        read, stored = known.names(s)
-        for n in stored:
-            stores.setdefault(n, []).append(k)
-        for n in read:
-            reads.setdefault(n, []).append(k)
+    index = BlockNames(block)      # (not a scan between each copy and its definition)
+    statements, known = index.statements, index.known
     i = 0
     while i < len(block):
         s = block[i]
         if getattr(s, "s2s_phi", False) and isinstance(s.value, gast.Name):
             c, w = s.targets[0].id, s.value.id
-            at = position[id(s)]
-            earlier = _between(stores, w, -1, at)
+            at = index.position[id(s)]
+            earlier = index.binding(w, -1, at)
             j = earlier[-1] if earlier else None
-            uses = _between(reads, w, j, at) if j is not None else []
+            uses = index.reading(w, j, at) if j is not None else []
             if (j is not None and isinstance(statements[j], gast.Assign)
                     and syntax.is_name(statements[j].targets[0], w)
-                    and not _between(stores, c, j, at) and not _between(reads, c, j, at)
+                    and not index.binding(c, j, at) and not index.reading(c, j, at)
                     and sum(known.loads(statements[k], w) for k in uses) + 1
                     == loads.get(w, 0)):
+                index.drop(j)
                 statements[j].targets[0].id = c
-                known.forget(statements[j])
-                _moved(stores, w, c, [j])
+                index.add(j)
                 for k in uses:      # (nothing between binds `w`)
+                    index.drop(k)
                     for n in syntax.name_nodes(statements[k]):
                         if n.id == w:
                             n.id = c
-                    known.forget(statements[k])
-                _moved(reads, w, c, uses)
+                    index.add(k)
                 loads[c] = loads.get(c, 0) + loads.pop(w) - 1
-                _moved(stores, c, None, [at])
-                _moved(reads, w, None, [at])
+                index.drop(at)
                 del block[i]
                 continue
         i += 1
-
-
-def _between(index, name, start, stop):
-    """The positions in `index[name]` (in order) after `start` and before `stop`."""
-    positions = index.get(name, [])
-    return positions[bisect.bisect_right(positions, start):bisect.bisect_left(positions, stop)]
-
-
-def _moved(index, old, new, positions):
-    """Move `positions` from `index[old]` to `index[new]` (drop them if `new` is None)."""
-    index[old] = [k for k in index[old] if k not in positions]
-    for k in positions if new is not None else ():
-        bisect.insort(index.setdefault(new, []), k)

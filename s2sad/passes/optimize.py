@@ -43,7 +43,8 @@ import gast
 
 from ..ad.simplify import fold_negation, negated
 from ..analysis.value_kinds import ARRAY, SCALAR
-from ..analysis.names import NameCounts, StatementNames, count_loads, rename, store_counts
+from ..analysis.names import (BlockNames, NameCounts, StatementNames, count_loads, rename,
+                              store_counts)
 from .. import syntax
 
 
@@ -106,29 +107,30 @@ def _coalesce_loops(stmts):
 
 
 def _coalesce_block(block):
-    known = StatementNames()
+    index = BlockNames(block)      # (not a scan between each copy and its definition)
+    end = len(block)
     for i in range(len(block) - 1, -1, -1):
         s = block[i]
         if not getattr(s, "s2s_phi", False):
             continue
         carried, w = _copy_parts(s)
-        for j in range(i - 1, -1, -1):
-            d = block[j]
-            if isinstance(d, gast.Assign) and syntax.is_name(d.targets[0], w):
-                between = block[j + 1:i]
-                later = block[i + 1:]
-                if (not any(known.loads(b, carried) or known.stores(b, carried) for b in between)
-                        and not any(known.loads(b, w) for b in later)):
-                    d.targets[0].id = carried
-                    known.forget(d)
-                    for b in between:
-                        if known.loads(b, w):     # (nothing between binds it)
-                            rename(b, w, carried)
-                            known.forget(b)
-                    del block[i]
-                break
-            if known.stores(d, w):
-                break
+        at = index.position[id(s)]
+        earlier = index.binding(w, -1, at)
+        d = index.statements[earlier[-1]] if earlier else None
+        if not (isinstance(d, gast.Assign) and syntax.is_name(d.targets[0], w)):
+            continue
+        j = earlier[-1]
+        if (not index.binding(carried, j, at) and not index.reading(carried, j, at)
+                and not index.reading(w, at, end)):
+            index.drop(j)
+            d.targets[0].id = carried
+            index.add(j)
+            for k in index.reading(w, j, at):     # (nothing between binds it)
+                index.drop(k)
+                rename(index.statements[k], w, carried)
+                index.add(k)
+            index.drop(at)
+            del block[i]
 
 
 def _drop_needless_inits(forward):
