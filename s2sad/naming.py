@@ -9,6 +9,7 @@ from . import syntax
 class Namer:
     def __init__(self, reserved=()):
         self.taken = set(reserved)
+        self.tried = {}     # base -> the k of the last name given for it (all before taken)
 
     @classmethod
     def for_function(cls, src):
@@ -17,11 +18,13 @@ class Namer:
         return cls(used | set(src.free_values()) | {src.name})
 
     def fresh(self, base):
-        candidate, k = base, 0
+        k = self.tried.get(base, 0)
+        candidate = f"{base}_{k}" if k else base
         while candidate in self.taken:
             k += 1
             candidate = f"{base}_{k}"
         self.taken.add(candidate)
+        self.tried[base] = k
         return candidate
 
     def version(self, base):

@@ -54,7 +54,7 @@ import gast
 
 from ..analysis import operations
 from ..analysis.activity import closure, definitions
-from ..analysis.names import count_loads, live_names
+from ..analysis.names import BlockNames, live_names
 from ..analysis.value_kinds import SCALAR, guarded
 from ..analysis.operations import CALL, COPY, CUSTOM, NONDIFF, PACK, USER, classify
 from .. import syntax
@@ -505,23 +505,33 @@ def _coalesce(fn, tangents):
 
 
 def _coalesce_block(block, loads):
+    index = BlockNames(block)      # (not a scan between each copy and its definition)
+    statements, known = index.statements, index.known
     i = 0
     while i < len(block):
         s = block[i]
         if getattr(s, "s2s_phi", False) and isinstance(s.value, gast.Name):
             c, w = s.targets[0].id, s.value.id
-            j = next((j for j in range(i - 1, -1, -1) if syntax.stores(block[j], w)), None)
-            between = block[j + 1:i] if j is not None else []
-            if (j is not None and isinstance(block[j], gast.Assign)
-                    and syntax.is_name(block[j].targets[0], w)
-                    and not any(syntax.stores(b, c) or count_loads(b, c) for b in between)
-                    and sum(count_loads(b, w) for b in between) + 1 == loads.get(w, 0)):
-                block[j].targets[0].id = c
-                for b in between:
-                    for n in syntax.name_nodes(b):
+            at = index.position[id(s)]
+            earlier = index.binding(w, -1, at)
+            j = earlier[-1] if earlier else None
+            uses = index.reading(w, j, at) if j is not None else []
+            if (j is not None and isinstance(statements[j], gast.Assign)
+                    and syntax.is_name(statements[j].targets[0], w)
+                    and not index.binding(c, j, at) and not index.reading(c, j, at)
+                    and sum(known.loads(statements[k], w) for k in uses) + 1
+                    == loads.get(w, 0)):
+                index.drop(j)
+                statements[j].targets[0].id = c
+                index.add(j)
+                for k in uses:      # (nothing between binds `w`)
+                    index.drop(k)
+                    for n in syntax.name_nodes(statements[k]):
                         if n.id == w:
                             n.id = c
+                    index.add(k)
                 loads[c] = loads.get(c, 0) + loads.pop(w) - 1
+                index.drop(at)
                 del block[i]
                 continue
         i += 1

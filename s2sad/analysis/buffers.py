@@ -8,8 +8,11 @@ of every name before each statement of a block, starting from the parameters'. S
 are the classes of analysis/shapes.py (which knows more when the code is specialised on
 the shape patterns of its array parameters); dtypes are sets of origins (parameters, or
 new dtypes) whose promotion the value has; buffers are the parameters and the arrays the
-function allocated (numbered) that the value may share memory with.
+function allocated (numbered) that the value may share memory with, a set of bits (an
+int: a value computed from many others may share memory with thousands of buffers,
+which sets would copy at each statement).
 """
+import bisect
 import collections
 import itertools
 from typing import NamedTuple
@@ -32,12 +35,12 @@ class Fact(NamedTuple):
     """What is known of a value: `shape`, a set of shapes it is the broadcast of;
     `dtype`, a set of origins it is the promotion of (weak Python numbers are none);
     `kind`: ND (an ndarray of one or more dimensions), NDARRAY, NUMBER (shape ()),
-    INTS (a shape) or None; `buffers`, the buffers it may share memory with. None is
-    unknown."""
+    INTS (a shape) or None; `buffers`, the buffers it may share memory with (bit `b`
+    for buffer `b`, see `ArrayFacts.new` and `ArrayFacts.buffer_of`). None is unknown."""
     shape: frozenset = None
     dtype: frozenset = None
     kind: str = None
-    buffers: frozenset = EMPTY
+    buffers: int = 0
 
 
 class ArrayFacts:
@@ -49,7 +52,8 @@ class ArrayFacts:
     def __init__(self, ctx):
         self.ctx = ctx
         self.ids = itertools.count()
-        self.owned = set()          # buffers the function allocated
+        self.owned = 0              # buffers the function allocated
+        self.named_buffers = {}     # the buffer of a parameter, or a name without a fact
         self.floating = set()       # dtype origins certainly floating
         self.dtypes = {p: np.dtype(v[0]) for p, v in (ctx.patterns or {}).items()}
         self.used_dtypes = set()
@@ -64,52 +68,62 @@ class ArrayFacts:
             kind, typ = self.ctx.param_kinds.get(p), self.ctx.types.get(p)
             if kind == ARRAY:
                 params[p] = Fact(self.canonical(frozenset([("name", p)])), frozenset([p]),
-                                 NDARRAY, frozenset([p]))
+                                 NDARRAY, self.buffer_of(p))
                 if p in self.ctx.wrt:
                     self.floating.add(p)    # grad refuses other arrays
             elif kind == SCALAR and typ in (float, int):
                 params[p] = Fact(EMPTY, EMPTY, NUMBER)
             else:
-                params[p] = Fact(buffers=frozenset([p]))
+                params[p] = Fact(buffers=self.buffer_of(p))
         return params
 
     def live(self, body, facts):
         """For each statement of `body` and the end, the buffers read from there on."""
-        live = [set() for _ in body] + [set()]
+        live = [0] * (len(body) + 1)
         for i in range(len(body) - 1, -1, -1):
             live[i] = live[i + 1] | self.loaded(body[i], facts[i])
         return live
 
     def analyse(self, body, params):
-        """The facts of each name before each statement of `body`."""
-        facts, out = dict(params), []
-        for s in body:
-            out.append(facts)
-            facts = self.step(s, facts)
+        """The facts of each name before each statement of `body` (`Before` each: a copy
+        of all of them per statement would make this quadratic)."""
+        facts, history, out = dict(params), {}, []
+        for n, f in facts.items():
+            history[n] = ([0], [f])
+        for i, s in enumerate(body):
+            out.append(Before(history, i))
+            for n in self.update(s, facts):
+                at, versions = history.setdefault(n, ([], []))
+                at.append(i + 1)
+                versions.append(facts.get(n))
         return out
 
-    def step(self, s, facts):
-        """The facts after statement `s`, from those before it."""
-        facts = dict(facts)
+    def update(self, s, facts):
+        """Change `facts`, those before statement `s`, to those after it; the names whose
+        facts it changed."""
+        changed = ()
         if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
             facts[s.targets[0].id] = self.named(s.targets[0].id, self.fact(s.value, facts))
+            changed = [s.targets[0].id]
         elif self.in_place(s, facts):
             pass        # an array updated in place keeps its shape, dtype and memory
         elif isinstance(s, gast.Delete):
-            for t in s.targets:
-                facts.pop(getattr(t, "id", None), None)
+            changed = [t.id for t in s.targets if isinstance(t, gast.Name)]
+            for n in changed:
+                facts.pop(n, None)
         elif self.writes_array(s, facts) or isinstance(s, gast.Return):
             pass        # an element write copies the values into the array
         else:
             # anything else may store any of the values it reads in any of them
-            shared = self.loaded(s, facts) | {self.new()}
+            shared = self.loaded(s, facts) | 1 << self.new()
             names = [(n.id, type(n.ctx)) for n in syntax.name_nodes(s)]
             written = {n for n, ctx in names if ctx is not gast.Load}
-            for n in {n for n, ctx in names if ctx is not gast.Del}:
+            changed = {n for n, ctx in names if ctx is not gast.Del}
+            for n in changed:
                 old = facts.get(n, Fact())
-                facts[n] = Fact(buffers=frozenset(shared)) if n in written else \
+                facts[n] = Fact(buffers=shared) if n in written else \
                     old._replace(buffers=old.buffers | shared)
-        return facts
+        return changed
 
     def in_place(self, s, facts):
         """Whether `s` is `t op= a` or `ufunc(..., out=t)` on an array `t` (what this
@@ -137,31 +151,39 @@ class ArrayFacts:
                 and facts.get(target.value.id, Fact()).kind in (ND, NDARRAY))
 
     def new(self, owned=False):
+        """A new buffer `b` (its bit is `1 << b`)."""
         b = next(self.ids)
         if owned:
-            self.owned.add(b)
+            self.owned |= 1 << b
         return b
+
+    def buffer_of(self, name):
+        """The bit of the buffer of a parameter, or of a name read without a fact."""
+        b = self.named_buffers.get(name)
+        if b is None:
+            b = self.named_buffers[name] = self.new()
+        return 1 << b
 
     def loaded(self, node, facts):
         """The buffers the names `node` reads may share memory with."""
-        out = set()
+        out = 0
         for n in syntax.names_loaded(node):
             fact = facts.get(n)
-            out |= {n} if fact is None else fact.buffers
+            out |= self.buffer_of(n) if fact is None else fact.buffers
         return out
 
     def unknown(self, e, facts):
-        return Fact(buffers=frozenset(self.loaded(e, facts) | {self.new()}))
+        return Fact(buffers=self.loaded(e, facts) | 1 << self.new())
 
     def fact(self, e, facts):
         like = getattr(e, "s2s_like", None)
         if like is not None:        # a new array, of the fact InlineHelpers wrote it for
-            return like._replace(buffers=frozenset([self.new(owned=True)]))
+            return like._replace(buffers=1 << self.new(owned=True))
         if isinstance(e, gast.Constant):
             weak = type(e.value) in (bool, int, float)
             return Fact(EMPTY, EMPTY, NUMBER) if weak else Fact()
         if isinstance(e, gast.Name):
-            return facts.get(e.id) or Fact(buffers=frozenset([e.id]))
+            return facts.get(e.id) or Fact(buffers=self.buffer_of(e.id))
         operation = self.elementwise(e)
         if operation is not None:
             return self.result([self.fact(a, facts) for a in operation[0]])
@@ -203,7 +225,7 @@ class ArrayFacts:
             return None
         if not self.is_float(of.dtype):
             return None
-        return Fact(None, of.dtype, None, frozenset([self.new(owned=True)]))
+        return Fact(None, of.dtype, None, 1 << self.new(owned=True))
 
     def canonical(self, shape):
         """`shape` in the classes of the shape analysis, which knows more
@@ -234,8 +256,11 @@ class ArrayFacts:
             dtype = frozenset([fresh])      # promotion rules differ off floats: a new dtype
         kind = (ND if any(f.kind == ND for f in operands) else
                 NUMBER if all(f.kind == NUMBER for f in operands) else None)
-        buffers = {fresh} | (set() if known else set().union(*(f.buffers for f in operands)))
-        return Fact(shape, dtype, kind, frozenset(buffers))
+        buffers = 1 << fresh
+        if not known:
+            for f in operands:
+                buffers |= f.buffers
+        return Fact(shape, dtype, kind, buffers)
 
     def indexed(self, e, base, facts):
         if base.kind == INTS:
@@ -244,7 +269,7 @@ class ArrayFacts:
             return self.unknown(e, facts)
         index = trims(e.slice)
         if index is None or base.shape is None:     # a view or a copy
-            return Fact(None, base.dtype, None, frozenset(self.loaded(e, facts)))
+            return Fact(None, base.dtype, None, self.loaded(e, facts))
         kind = ND if any(i != "int" for i in index) else None
         return Fact(frozenset([("index", base.shape, index)]), base.dtype, kind, base.buffers)
 
@@ -257,19 +282,19 @@ class ArrayFacts:
                       runtime.dot_rhs) and all(a.kind in (ND, NDARRAY) for a in args):
             # a new array, in the promotion of the adjoint's and the operands' dtypes
             made = self.result(args)
-            return Fact(None, made.dtype, None, frozenset([self.new(owned=True)]))
+            return Fact(None, made.dtype, None, 1 << self.new(owned=True))
         if helper is runtime.zeros_like and args[0].kind in (ND, NDARRAY):
             fresh = self.new(owned=True)
             self.floating.add(("zeros", fresh))
             return Fact(args[0].shape, frozenset([("zeros", fresh)]),
-                        args[0].kind, frozenset([fresh]))
+                        args[0].kind, 1 << fresh)
         if helper in (runtime.unreduce, runtime.extremum) and args[1].kind in (ND, NDARRAY):
             made = self.result(args[:2])
             return Fact(args[1].shape, made.dtype, args[1].kind, made.buffers)
         if (helper is runtime.unbroadcast and args[0].kind in (ND, NDARRAY)
                 and args[1].kind == ND and self.is_float(args[0].dtype)):
             return Fact(args[1].shape, args[0].dtype, ND,
-                        args[0].buffers | {self.new(owned=True)})
+                        args[0].buffers | 1 << self.new(owned=True))
         return None
 
     def is_float(self, dtype):
@@ -317,13 +342,14 @@ class ArrayFacts:
     def resolve(self, func):
         return self.ctx.resolve(func)
 
-    def plan(self, e, facts, free, reads=None):
+    def plan(self, e, facts, free, loads=None):
         """Steps that compute `e` in one buffer: ("bind", e) allocates it, ("out", e, i)
         writes into operand i, ("update", e, i) computes e over the buffer holding its
         operand i; None when `e` is not certainly an array of known shape and float
         dtype. Operand i may be written when it is `free` (nothing reads its buffer
         after the statement) and this operation is all that reads it (`H * H` may be
-        computed in `H`): it is the first step."""
+        computed in `H`): it is the first step. (`loads`: the names the whole expression
+        reads, and how often.)"""
         operation = self.elementwise(e)
         if operation is None:
             return None
@@ -331,25 +357,24 @@ class ArrayFacts:
         mine = self.fact(e, facts)
         if mine.shape is None or not self.is_float(mine.dtype):
             return None
-        reads = self.reads(e, facts) if reads is None else reads
+        loads = collections.Counter(syntax.names_loaded(e)) if loads is None else loads
 
         def fits(f):
             return f.shape == mine.shape and self.same_dtype(f.dtype, mine.dtype)
         for i, a in enumerate(operands):
-            inner = self.plan(a, facts, free, reads)
+            inner = self.plan(a, facts, free, loads)
             if inner is not None and fits(self.fact(a, facts)):
                 return inner + [("update", e, i)]
-        here = self.reads(e, facts)
+        elsewhere = None      # the buffers the whole expression reads outside `e`
         for i, a in enumerate(operands):
-            if isinstance(a, gast.Name) and a.id in free and fits(facts[a.id]) and all(
-                    here[b] == reads[b] for b in facts[a.id].buffers):
-                return [("out", e, i)]
+            if isinstance(a, gast.Name) and a.id in free and fits(facts[a.id]):
+                if elsewhere is None:
+                    elsewhere = 0
+                    for n in loads - collections.Counter(syntax.names_loaded(e)):
+                        elsewhere |= facts.get(n, Fact()).buffers
+                if not facts[a.id].buffers & elsewhere:
+                    return [("out", e, i)]
         return [("bind", e)] if mine.kind == ND else None
-
-    def reads(self, e, facts):
-        """How many times `e` reads each buffer."""
-        return collections.Counter(b for n in syntax.names_loaded(e)
-                                   for b in facts.get(n, Fact()).buffers)
 
     def is_zeros(self, s):
         """Whether `s` is `a = _s2s_zeros_like(x)`."""
@@ -362,6 +387,34 @@ class ArrayFacts:
         return (isinstance(s, gast.AugAssign) and isinstance(s.op, (gast.Add, gast.Sub))
                 and isinstance(s.target, gast.Subscript)
                 and isinstance(s.target.value, gast.Name))
+
+
+class Before:
+    """The facts before one statement of a block `ArrayFacts.analyse` went through, as a
+    read-only mapping: each name's fact is its last version before the statement in the
+    history of the block's facts (`{name: ([statement index], [fact or None])}`)."""
+    __slots__ = ("history", "at")
+
+    def __init__(self, history, at):
+        self.history, self.at = history, at
+
+    def get(self, name, default=None):
+        found = self.history.get(name)
+        if found is None:
+            return default
+        at, versions = found
+        k = bisect.bisect_right(at, self.at)
+        fact = versions[k - 1] if k else None
+        return default if fact is None else fact
+
+    def __getitem__(self, name):
+        fact = self.get(name)
+        if fact is None:
+            raise KeyError(name)
+        return fact
+
+    def __contains__(self, name):
+        return self.get(name) is not None
 
 
 def _reduction(prim):

@@ -2,6 +2,7 @@
 passes change it (optimize, reverse's renaming of tape unpacks); and which names are
 live, so that dead assignments can be dropped (forward mode, the fused gradient).
 """
+import bisect
 from collections import Counter
 
 import gast
@@ -83,6 +84,50 @@ class StatementNames:
 
     def forget(self, s):
         self.found[s] = None
+
+
+class BlockNames:
+    """Where each name is bound and read in one block: the positions (in the block as it
+    was when this was made) of the statements that bind it, and of those that read it,
+    so that a pass finds the statements between two that mention a name by bisection,
+    not by scanning them. A pass may then only remove statements and change them, each
+    between `drop(k)` and `add(k)` (`k`, its position)."""
+
+    def __init__(self, block):
+        self.statements = list(block)
+        self.position = {id(s): k for k, s in enumerate(self.statements)}
+        self.known = StatementNames()
+        self.stores, self.loads = {}, {}
+        for k in range(len(self.statements)):
+            self.add(k)
+
+    def binding(self, name, start, stop):
+        """The positions of the statements after `start` and before `stop` that bind
+        `name`."""
+        return _between(self.stores.get(name, []), start, stop)
+
+    def reading(self, name, start, stop):
+        """The positions of the statements after `start` and before `stop` that read
+        `name`."""
+        return _between(self.loads.get(name, []), start, stop)
+
+    def drop(self, k):
+        loads, stores = self.known.names(self.statements[k])
+        for index, names in ((self.loads, loads), (self.stores, stores)):
+            for n in names:
+                positions = index[n]
+                del positions[bisect.bisect_left(positions, k)]
+
+    def add(self, k):
+        self.known.forget(self.statements[k])
+        loads, stores = self.known.names(self.statements[k])
+        for index, names in ((self.loads, loads), (self.stores, stores)):
+            for n in names:
+                bisect.insort(index.setdefault(n, []), k)
+
+
+def _between(positions, start, stop):
+    return positions[bisect.bisect_right(positions, start):bisect.bisect_left(positions, stop)]
 
 
 def count_loads(node, name):

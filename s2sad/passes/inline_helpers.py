@@ -74,7 +74,7 @@ class InlineHelpers:
             if isinstance(s, (gast.Assign, gast.Expr, gast.Return, gast.AugAssign)) \
                     and s.value is not None:
                 s.value = self.spelled(s.value, facts)
-            facts = self.known.step(s, facts)
+            self.known.update(s, facts)
         return body
 
     def spelled(self, e, facts):

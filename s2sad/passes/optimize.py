@@ -43,7 +43,8 @@ import gast
 
 from ..ad.simplify import fold_negation, negated
 from ..analysis.value_kinds import ARRAY, SCALAR
-from ..analysis.names import NameCounts, StatementNames, count_loads, rename, store_counts
+from ..analysis.names import (BlockNames, NameCounts, StatementNames, count_loads, rename,
+                              store_counts)
 from .. import syntax
 
 
@@ -106,44 +107,56 @@ def _coalesce_loops(stmts):
 
 
 def _coalesce_block(block):
+    index = BlockNames(block)      # (not a scan between each copy and its definition)
+    end = len(block)
     for i in range(len(block) - 1, -1, -1):
         s = block[i]
         if not getattr(s, "s2s_phi", False):
             continue
         carried, w = _copy_parts(s)
-        for j in range(i - 1, -1, -1):
-            d = block[j]
-            if isinstance(d, gast.Assign) and syntax.is_name(d.targets[0], w):
-                between = block[j + 1:i]
-                later = block[i + 1:]
-                if (not any(count_loads(b, carried) or syntax.stores(b, carried) for b in between)
-                        and not any(count_loads(b, w) for b in later)):
-                    d.targets[0].id = carried
-                    for b in between:
-                        rename(b, w, carried)
-                    del block[i]
-                break
-            if syntax.stores(d, w):
-                break
+        at = index.position[id(s)]
+        earlier = index.binding(w, -1, at)
+        d = index.statements[earlier[-1]] if earlier else None
+        if not (isinstance(d, gast.Assign) and syntax.is_name(d.targets[0], w)):
+            continue
+        j = earlier[-1]
+        if (not index.binding(carried, j, at) and not index.reading(carried, j, at)
+                and not index.reading(w, at, end)):
+            index.drop(j)
+            d.targets[0].id = carried
+            index.add(j)
+            for k in index.reading(w, j, at):     # (nothing between binds it)
+                index.drop(k)
+                rename(index.statements[k], w, carried)
+                index.add(k)
+            index.drop(at)
+            del block[i]
 
 
 def _drop_needless_inits(forward):
     """`v = None` before a loop binds a name the loop assigns first; drop it when every
     iteration assigns `v` (at the top level of the body) before anything reads it, and
     nothing after the loop reads it (the loop may run zero times)."""
-    everything = _body(forward)
+    everywhere = Counter(syntax.names_loaded(_body(forward)))     # no init reads a name
     for block in syntax.blocks(forward, functions=False):
         for i, s in enumerate(block):
             if not isinstance(s, (gast.For, gast.While)):
                 continue
-            for init in [b for b in block[:i] if getattr(b, "s2s_init", False)
-                         and isinstance(b.value, gast.Constant) and b.value.value is None]:
+            inits = [b for b in block[:i] if getattr(b, "s2s_init", False)
+                     and isinstance(b.value, gast.Constant) and b.value.value is None]
+            if not inits:
+                continue
+            inside = Counter(syntax.names_loaded(_body(s.body)))
+            first = {}      # name -> the first statement of the body that reads or binds it
+            for b in s.body:
+                for n in syntax.name_nodes(b):
+                    first.setdefault(n.id, b)
+            for init in inits:
                 name = init.targets[0].id
-                first = next((b for b in s.body if count_loads(b, name) or syntax.stores(b, name)),
-                             None)
-                if (isinstance(first, gast.Assign) and syntax.is_name(first.targets[0], name)
-                        and not count_loads(first, name)
-                        and count_loads(everything, name) == count_loads(_body(s.body), name)):
+                found = first.get(name)
+                if (isinstance(found, gast.Assign) and syntax.is_name(found.targets[0], name)
+                        and not count_loads(found, name)
+                        and everywhere[name] == inside[name]):
                     block.remove(init)
 
 
@@ -269,6 +282,9 @@ def _propagate_copies(pullback, locals_, names):
     defs = Counter(names.assigns)       # as at the start: stale within the sweep
     for block in syntax.blocks(pullback.body, functions=False):
         known = StatementNames()
+        # the copies `b = b` of the block, each dropped with a copy `a = b` or `b = a`
+        # (renaming makes others only from the statements it renames)
+        selves = [t for t in block if _copy_parts(t) and len(set(_copy_parts(t))) == 1]
         i = 0
         while i < len(block):
             parts = _copy_parts(block[i])
@@ -297,10 +313,13 @@ def _propagate_copies(pullback, locals_, names):
                         known.forget(block[k])
                     names.drop(block[i])
                     del block[i]
-                    for t in block:
-                        if _copy_parts(t) == (b, b):
+                    dropped = {id(t): t for t in selves + [block[k - 1] for k in uses]
+                               if _copy_parts(t) == (b, b)}
+                    if dropped:
+                        for t in dropped.values():
                             names.drop(t)
-                    block[:] = [t for t in block if _copy_parts(t) != (b, b)]
+                        block[:] = [t for t in block if id(t) not in dropped]
+                        selves = [t for t in selves if id(t) not in dropped]
                     changed = True
                     continue
                 if not uses and total == 0:

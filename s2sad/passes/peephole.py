@@ -101,11 +101,13 @@ class Peephole:
                     and len(e.args) == 1 and isinstance(e.args[0], gast.Name)):
                 continue
             mine = facts.get(e.args[0].id, Fact())
-            others = set().union(*(m for j, m in enumerate(memory) if j != i))
-            if (mine.kind in (ND, NDARRAY) and mine.buffers and mine.buffers <= self.known.owned
-                    and not mine.buffers & others):
+            others = 0
+            for j, m in enumerate(memory):
+                others |= m if j != i else 0
+            if (mine.kind in (ND, NDARRAY) and mine.buffers
+                    and not mine.buffers & ~self.known.owned and not mine.buffers & others):
                 grads.elts[i] = e.args[0]
-                memory[i] = set(mine.buffers)
+                memory[i] = mine.buffers
 
     def plain_zeros(self, fn):
         """`np.zeros(x.shape)` for `_s2s_zeros_like(x)`, `x` an ndarray parameter never
@@ -283,9 +285,8 @@ class Peephole:
             return self.certainly_float(e.operand, floats)
         if isinstance(e, gast.BinOp) and type(e.op) in (gast.Add, gast.Sub, gast.Mult,
                                                          gast.Div, gast.Pow):
-            numbers = [self.certainly_float(x, floats) or self.is_int(x) for x in
-                       (e.left, e.right)]
             floating = [self.certainly_float(x, floats) for x in (e.left, e.right)]
+            numbers = [f or self.is_int(x) for f, x in zip(floating, (e.left, e.right))]
             return all(numbers) and (any(floating) or isinstance(e.op, gast.Div))
         if isinstance(e, gast.Call) and not e.keywords:
             f = self.known.resolve(e.func)

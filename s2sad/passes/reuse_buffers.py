@@ -71,8 +71,10 @@ class ReuseBuffers:
     def run(self, fn):
         params = self.known.parameters(fn)
         facts = self.known.analyse(fn.body, params)
-        fn.body = self.hoisted(fn.body, facts)
-        facts = self.known.analyse(fn.body, params)
+        body = self.hoisted(fn.body, facts)
+        if any(s is not t for s, t in zip(body, fn.body)):     # (else the facts hold)
+            facts = self.known.analyse(body, params)
+        fn.body = body
         live = self.known.live(fn.body, facts)
         out = []
         for i, s in enumerate(fn.body):
@@ -118,7 +120,8 @@ class ReuseBuffers:
     def rewritten(self, s, facts, live):
         if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)):
             return [s]
-        free = {n for n, f in facts.items() if f.buffers and f.buffers <= self.known.owned
+        read = {n: facts[n] for n in syntax.names_loaded(s.value) if n in facts}
+        free = {n for n, f in read.items() if f.buffers and not f.buffers & ~self.known.owned
                 and f.kind in (ND, NDARRAY) and not f.buffers & live}
         value = self.factored(s.value, facts)
         steps = self.known.plan(value, facts, free)
@@ -213,11 +216,12 @@ class ReuseBuffers:
             return None
         if not isinstance(s.value, gast.Name):
             return (z, None, a) if self.known.elementwise(s.value) is not None else None
-        if len(g.buffers) != 1 or not g.buffers <= self.known.owned or g.buffers & live[a + 1]:
+        if (g.buffers.bit_count() != 1 or g.buffers & ~self.known.owned
+                or g.buffers & live[a + 1]):
             return None
-        buffer, = g.buffers
+        buffer = g.buffers
         r = next((i for i in range(a) if isinstance(body[i], gast.Assign)
-                  and buffer in self.fact_after(body[i], facts[i + 1]).buffers), None)
+                  and buffer & self.fact_after(body[i], facts[i + 1]).buffers), None)
         if (r is None or self.fact_after(body[r], facts[r + 1]).shape != g.shape
                 or self.known.elementwise(body[r].value) is None
                 or getattr(body[r].value, "keywords", None)
