@@ -126,9 +126,8 @@ def _coalesce_block(block):
             d.targets[0].id = carried
             index.add(j)
             for k in index.reading(w, j, at):     # (nothing between binds it)
-                index.drop(k)
                 rename(index.statements[k], w, carried)
-                index.add(k)
+                index.renamed(k, w, carried)
             index.drop(at)
             del block[i]
 
