@@ -85,6 +85,15 @@ class StatementNames:
     def forget(self, s):
         self.found[s] = None
 
+    def reads_more(self, s, counts):
+        """`s` now reads each name of `counts` (a mapping) that many times more (or
+        fewer, for a negative count)."""
+        loads = self.names(s)[0]
+        for n, k in counts.items():
+            loads[n] += k
+            if loads[n] <= 0:
+                del loads[n]
+
     def renamed(self, s, old, new):
         """Every name `old` of `s` (read or bound) is now `new` (see `rename`)."""
         loads, stores = self.names(s)
