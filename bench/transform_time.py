@@ -184,7 +184,8 @@ def exponent(sizes, times):
 
 
 def check(fn):
-    """The generated derivatives run and agree (grad against jvp along each axis of x)."""
+    """The generated derivatives run and agree (the gradient's `x` component against
+    the jvp along `x`)."""
     import s2sad
     gx, ga = s2sad.grad(fn, wrt=WRT)(*ARGS)
     _, dx = s2sad.jvp(fn, ARGS, (1.0, np.zeros(5), None))

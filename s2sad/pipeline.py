@@ -18,10 +18,13 @@ that calls itself is one more entry of the worklist, linked to itself.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
+import gc
 import inspect
 import math
+import threading
 import traceback
 from typing import Callable
 
@@ -305,14 +308,15 @@ class _Build:
         self.made = {}          # (id(fn), key) -> (request, CompiledDerivative), in this build
 
     def run(self, request):
-        top = self.make(request)
-        queue = [top]
-        while queue:
-            derivative = queue.pop()
-            for _, callee in derivative.callees:
-                new = self.callee(callee)
-                if new is not None:
-                    queue.append(new)
+        with _no_collection():
+            top = self.make(request)
+            queue = [top]
+            while queue:
+                derivative = queue.pop()
+                for _, callee in derivative.callees:
+                    new = self.callee(callee)
+                    if new is not None:
+                        queue.append(new)
         for request, derivative in self.made.values():
             self.link(derivative)
             if derivative is not top:
@@ -359,6 +363,31 @@ class _Build:
         """Bind the names `derivative`'s code calls other derivatives by."""
         for name, callee in derivative.callees:
             emit.bind_late(derivative.fn, name, _linked(callee, self.compiled(callee)))
+
+
+_builds = threading.Lock()
+_building = {"count": 0, "collecting": False}
+
+
+@contextlib.contextmanager
+def _no_collection():
+    """No cyclic garbage collection while derivatives are compiled: the passes make
+    hundreds of thousands of syntax nodes that live until the build ends, and each full
+    collection walks all of them (for a function of 800 statements, a fifth of its
+    transform, and more the longer the function). The collector is on again (if it was)
+    when the last build running ends, and collects what they left."""
+    with _builds:
+        if _building["count"] == 0:
+            _building["collecting"] = gc.isenabled()
+            gc.disable()
+        _building["count"] += 1
+    try:
+        yield
+    finally:
+        with _builds:
+            _building["count"] -= 1
+            if _building["count"] == 0 and _building["collecting"]:
+                gc.enable()
 
 
 def _callee_request(callee):

@@ -54,7 +54,7 @@ import gast
 
 from ..analysis import operations
 from ..analysis.activity import closure, definitions
-from ..analysis.names import BlockNames, live_names
+from ..analysis.names import BlockNames, live_names, rename
 from ..analysis.value_kinds import SCALAR, guarded
 from ..analysis.operations import CALL, COPY, CUSTOM, NONDIFF, PACK, USER, classify
 from .. import syntax
@@ -525,11 +525,8 @@ def _coalesce_block(block, loads):
                 statements[j].targets[0].id = c
                 index.add(j)
                 for k in uses:      # (nothing between binds `w`)
-                    index.drop(k)
-                    for n in syntax.name_nodes(statements[k]):
-                        if n.id == w:
-                            n.id = c
-                    index.add(k)
+                    rename(statements[k], w, c)
+                    index.renamed(k, w, c)
                 loads[c] = loads.get(c, 0) + loads.pop(w) - 1
                 index.drop(at)
                 del block[i]

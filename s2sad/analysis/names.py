@@ -85,13 +85,32 @@ class StatementNames:
     def forget(self, s):
         self.found[s] = None
 
+    def reads_more(self, s, counts):
+        """`s` now reads each name of `counts` (a mapping) that many times more (or
+        fewer, for a negative count)."""
+        loads = self.names(s)[0]
+        for n, k in counts.items():
+            loads[n] += k
+            if loads[n] <= 0:
+                del loads[n]
+
+    def renamed(self, s, old, new):
+        """Every name `old` of `s` (read or bound) is now `new` (see `rename`)."""
+        loads, stores = self.names(s)
+        if old in loads:
+            loads[new] += loads.pop(old)
+        if old in stores:
+            stores.discard(old)
+            stores.add(new)
+
 
 class BlockNames:
     """Where each name is bound and read in one block: the positions (in the block as it
     was when this was made) of the statements that bind it, and of those that read it,
     so that a pass finds the statements between two that mention a name by bisection,
     not by scanning them. A pass may then only remove statements and change them, each
-    between `drop(k)` and `add(k)` (`k`, its position)."""
+    between `drop(k)` and `add(k)` (`k`, its position), or rename a name in one
+    (`renamed`)."""
 
     def __init__(self, block):
         self.statements = list(block)
@@ -117,6 +136,17 @@ class BlockNames:
             for n in names:
                 positions = index[n]
                 del positions[bisect.bisect_left(positions, k)]
+
+    def renamed(self, k, old, new):
+        """Statement `k` was passed to `rename(statement, old, new)`."""
+        loads, stores = self.known.names(self.statements[k])
+        for index, names in ((self.loads, loads), (self.stores, stores)):
+            if old in names:
+                positions = index[old]
+                del positions[bisect.bisect_left(positions, k)]
+                if new not in names:
+                    bisect.insort(index.setdefault(new, []), k)
+        self.known.renamed(self.statements[k], old, new)
 
     def add(self, k):
         self.known.forget(self.statements[k])

@@ -126,9 +126,8 @@ def _coalesce_block(block):
             d.targets[0].id = carried
             index.add(j)
             for k in index.reading(w, j, at):     # (nothing between binds it)
-                index.drop(k)
                 rename(index.statements[k], w, carried)
-                index.add(k)
+                index.renamed(k, w, carried)
             index.drop(at)
             del block[i]
 
@@ -419,22 +418,24 @@ def _fuse_accumulations(stmts, names):
             s = block[i]
             if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
                 a = s.targets[0].id
-                read = set(syntax.names_loaded(s.value))
+                read = set(known.names(s)[0])
                 for k in range(i + 1, len(block)):
                     t = block[k]
                     if _is_accumulation(t, a):
                         if count_loads(t.value.right, a) == 0:
-                            names.drop(t)
+                            # one read and one assignment of `a` fewer (counted so, not
+                            # by reading `t` again: each link of a chain would read it)
+                            known.reads_more(t, {a: -1})
+                            known.reads_more(t, known.names(s)[0])
                             t.value = syntax.binop(s.value, gast.Add(), t.value.right)
-                            names.add(t)
-                            known.forget(t)
-                            names.drop(s)
+                            names.loads[a] -= 1
+                            names.assigns[a] -= 1
                             del block[i]
                             changed = True
                             i -= 1
                         break
-                    if known.loads(t, a) or known.stores(t, a) or any(
-                            known.stores(t, r) for r in read):
+                    if known.loads(t, a) or known.stores(t, a) or not read.isdisjoint(
+                            known.names(t)[1]):
                         break
             i += 1
     return changed

@@ -225,37 +225,37 @@ class Peephole:
     def without_unit_products(self, s, facts):
         """`s` with `1.0 * a` inside it read as `a` for a float array `a` (not as the whole
         value of an assignment, which would then share `a`'s memory)."""
-        peephole = self
-
-        class Drop(gast.NodeTransformer):
-            def visit_BinOp(self, node):
-                self.generic_visit(node)
-                numbers = [x.value for x in (node.left, node.right) if isinstance(
-                    x, gast.Constant) and type(x.value) in (int, float)]
-                if len(numbers) == 2 and isinstance(node.op, (gast.Add, gast.Sub, gast.Mult)):
-                    # `100.0 * 2` once the seed of `y_bar * 100.0 * 2` is left out
-                    return syntax.const(_ARITHMETIC[type(node.op)](*numbers))
-                if isinstance(node.op, gast.Div) and peephole.number(node.left) is not None \
-                        and isinstance(node.left, gast.Name):
-                    # `1.0 / x`, not `y_bar / x`
-                    node.left = syntax.const(peephole.number(node.left))
-                if isinstance(node.op, gast.Mult):
-                    for one, other in ((node.left, node.right), (node.right, node.left)):
-                        fact = facts.get(getattr(other, "id", None), Fact())
-                        if peephole.number(one) == 1 and isinstance(other, gast.Name) and \
-                                fact.kind in (ND, NDARRAY) and peephole.known.is_float(fact.dtype):
-                            return other
-                        if peephole.number(one) == 1 and peephole.certainly_float(other,
-                                                                            peephole.floats):
-                            return other        # a Python float: no memory to share
-                return node
+        def dropped(node):
+            syntax.rebuilt(node, dropped)
+            return self.operation_dropped(node, facts) if isinstance(node, gast.BinOp) else node
         if isinstance(s, gast.Assign) and isinstance(s.value, gast.BinOp) and any(
-                peephole.number(x) == 1 and not peephole.certainly_float(y, peephole.floats)
+                self.number(x) == 1 and not self.certainly_float(y, self.floats)
                 for x, y in ((s.value.left, s.value.right), (s.value.right, s.value.left))):
-            s.value.left, s.value.right = (Drop().visit(s.value.left),
-                                           Drop().visit(s.value.right))
+            s.value.left, s.value.right = dropped(s.value.left), dropped(s.value.right)
             return s
-        return Drop().visit(s)
+        return dropped(s)
+
+    def operation_dropped(self, node, facts):
+        """The operation `node` (its operands done) folded, or its operand for a product
+        by 1 of a float array or a Python float (see `without_unit_products`)."""
+        numbers = [x.value for x in (node.left, node.right) if isinstance(
+            x, gast.Constant) and type(x.value) in (int, float)]
+        if len(numbers) == 2 and isinstance(node.op, (gast.Add, gast.Sub, gast.Mult)):
+            # `100.0 * 2` once the seed of `y_bar * 100.0 * 2` is left out
+            return syntax.const(_ARITHMETIC[type(node.op)](*numbers))
+        if isinstance(node.op, gast.Div) and self.number(node.left) is not None \
+                and isinstance(node.left, gast.Name):
+            # `1.0 / x`, not `y_bar / x`
+            node.left = syntax.const(self.number(node.left))
+        if isinstance(node.op, gast.Mult):
+            for one, other in ((node.left, node.right), (node.right, node.left)):
+                fact = facts.get(getattr(other, "id", None), Fact())
+                if self.number(one) == 1 and isinstance(other, gast.Name) and \
+                        fact.kind in (ND, NDARRAY) and self.known.is_float(fact.dtype):
+                    return other
+                if self.number(one) == 1 and self.certainly_float(other, self.floats):
+                    return other        # a Python float: no memory to share
+        return node
 
     def float_names(self, fn):
         """Names certainly bound to a Python float: parameters the code is specialised on

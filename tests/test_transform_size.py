@@ -1,0 +1,82 @@
+"""A transform's work grows linearly with the size of the function (issue #19).
+
+Not timed (machines are noisy): what is counted is the work itself. A pass that
+scans a block, or the whole function, again for each statement reads four times as
+many names for twice as many statements; so the names the passes read
+(`syntax.name_nodes`) are counted for generated functions of 100 and 200 statements
+with a loop (bench/transform_time.py), whose transform used to read 3.2 to 3.6 times
+as many for the larger. Two analyses whose cost was not in reading names are tested
+directly.
+"""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import s2sad
+from s2sad import syntax
+from s2sad.frontend import source
+from s2sad.naming import Namer
+from s2sad.passes import peephole
+
+BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench")
+sys.path.insert(0, BENCH)
+import transform_time  # noqa: E402  (bench/transform_time.py)
+
+
+@pytest.fixture(scope="module")
+def loops(tmp_path_factory):
+    sizes = (100, 200)
+    sources = {f"loop_{n}": transform_time.function_source(f"loop_{n}", n, "loop")
+               for n in sizes}
+    fns = transform_time.load(sources, str(tmp_path_factory.mktemp("transform_size")))
+    return [fns[f"loop_{n}"] for n in sizes]
+
+
+@pytest.mark.parametrize("mode", transform_time.MODES)
+def test_names_read_grow_linearly(loops, mode, monkeypatch):
+    read = []
+    name_nodes = syntax.name_nodes
+
+    def counted(node):
+        found = name_nodes(node)
+        read[-1] += len(found)
+        return found
+    monkeypatch.setattr(syntax, "name_nodes", counted)
+    for fn in loops:
+        read.append(0)
+        transform_time.transform(fn, mode)
+    assert read[1] / read[0] < 2.5, read
+
+
+def test_floats_are_found_in_one_visit_of_an_expression(monkeypatch):
+    # `certainly_float` once visited each operand twice: 2**16 calls for a product of
+    # depth 16 in the fused gradient
+    calls = []
+    certainly_float = peephole.Peephole.certainly_float
+
+    def counted(self, e, floats):
+        calls.append(e)
+        return certainly_float(self, e, floats)
+    monkeypatch.setattr(peephole.Peephole, "certainly_float", counted)
+    text = ("def f(x, a):\n    s = x\n"
+            + "".join(f"    s = s * 1.5 + {k}.0 * x\n" for k in range(16))
+            + "    return np.sum(a * s)\n")
+    f = source.function_from_source(text, {"np": np})
+    s2sad.grad(f, wrt=(0, 1))(0.3, np.ones(3))
+    assert 0 < len(calls) < 1000
+
+
+def test_fresh_names_do_not_search_from_the_start():
+    class Counted(set):
+        tests = 0
+
+        def __contains__(self, name):
+            Counted.tests += 1
+            return super().__contains__(name)
+    namer = Namer()
+    namer.taken = Counted(namer.taken)
+    names = [namer.fresh("t") for _ in range(1000)]
+    assert names[:3] == ["t", "t_1", "t_2"] and len(set(names)) == 1000
+    assert Counted.tests < 3000
