@@ -278,11 +278,11 @@ def check_gradients(program, args, via):
         except Exception as exc:   # noqa: BLE001 - any failure is a finding
             if refused(program, f, exc):
                 return
-            _fail(program, f"s2sad.{via} failed: {type(exc).__name__}: {exc}")
+            _fail(program, f"s2sad.{via} failed: {type(exc).__name__}: {exc}\nat {args!r}")
         _check_unchanged(program, args, before, f"s2sad.{via}")
         _check_structure(program, grads, args, f"s2sad.{via}")
         if not _close(_real(got), value):
-            _fail(program, f"s2sad.{via} value {got!r} != f(...) = {value!r}")
+            _fail(program, f"s2sad.{via} value {got!r} != f(...) = {value!r}\nat {args!r}")
         compared = 0
         for p, (a, g) in enumerate(zip(args, grads)):
             for idx in (np.ndindex(a.shape) if isinstance(a, np.ndarray) else [()]):
@@ -318,11 +318,11 @@ def check_forward(program, args, tangents):
         except Exception as exc:   # noqa: BLE001 - any failure is a finding
             if refused(program, f, exc):
                 return
-            _fail(program, f"s2sad.jvp failed: {type(exc).__name__}: {exc}")
+            _fail(program, f"s2sad.jvp failed: {type(exc).__name__}: {exc}\nat {args!r}")
         _check_unchanged(program, args, before, "s2sad.jvp")
         _check_unchanged(program, tangents, tangents_before, "s2sad.jvp (tangents)")
         if not _close(_real(got), value):
-            _fail(program, f"s2sad.jvp value {got!r} != f(...) = {value!r}")
+            _fail(program, f"s2sad.jvp value {got!r} != f(...) = {value!r}\nat {args!r}")
         got_dot = _real(got_dot)
         fd = smooth_derivative(along(f, args, tangents))
         if fd is None:
@@ -337,7 +337,7 @@ def check_forward(program, args, tangents):
         except Exception as exc:   # noqa: BLE001
             if refused(program, f, exc):
                 return
-            _fail(program, f"s2sad.grad failed: {type(exc).__name__}: {exc}")
+            _fail(program, f"s2sad.grad failed: {type(exc).__name__}: {exc}\nat {args!r}")
         dot = math.fsum(float(np.sum(np.asarray(g) * np.asarray(t)))
                         for g, t in zip(grads, tangents))
         scale = math.fsum(float(np.sum(np.abs(np.asarray(g) * np.asarray(t))))
