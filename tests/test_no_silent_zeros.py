@@ -640,3 +640,20 @@ def test_an_element_that_turns_out_a_view_is_refused_when_it_runs():
     gradient(V.copy())                          # specialised on a vector: no check...
     with pytest.raises(s2sad.UnsupportedSyntaxError, match="shares memory with"):
         gradient(np.ones((3, 2)))               # ...so its guard tests the axes
+
+
+def _times_one(a):
+    return a * 1.0
+
+
+def _scalar_in_place(x):
+    # found by the scalar fuzzer: a float cannot change in place, so `b` keeps its value
+    a = _times_one(x)
+    b = a
+    a *= 2.0
+    return b + a
+
+
+def test_an_augmented_assignment_to_a_number_is_not_a_write():
+    assert s2sad.grad(_scalar_in_place)(0.3) == pytest.approx(3.0, rel=1e-15)
+    assert s2sad.jvp(_scalar_in_place, (0.3,), (1.0,))[1] == pytest.approx(3.0, rel=1e-15)

@@ -61,7 +61,7 @@ import gast
 import numpy as np
 
 from .. import syntax
-from ..analysis.value_kinds import CONTAINER, SCALAR, UNKNOWN
+from ..analysis.value_kinds import ARRAY, CONTAINER, SCALAR, UNKNOWN
 from ..frontend import source
 from ..rules import registry, runtime
 
@@ -120,6 +120,7 @@ class Aliasing:
             if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
                 self.defs.setdefault(s.targets[0].id, []).append(s)
         self.values = {n: [d.value for d in ds] for n, ds in self.defs.items()}
+        self.arrays = self.mutable()
 
     def check(self, fn):
         """Raise at the first read of an old value, if there is one whatever the indexes
@@ -159,6 +160,21 @@ class Aliasing:
         except _Found:
             return True
         return False
+
+    def mutable(self):
+        """The names that may hold an array or a list: of that kind, or a view or a
+        version of one (`v = y.view()`)."""
+        out = {n for n, k in self.kinds.kind.items() if k in (ARRAY, CONTAINER)}
+        changed = True
+        while changed:
+            changed = False
+            for name, defs in self.defs.items():
+                if name not in out and any(
+                        relation in ("same", "version") and other in out
+                        for d in defs for other, relation in self.shares(name, d.value)):
+                    out.add(name)
+                    changed = True
+        return out
 
     # -- the data flow -----------------------------------------------------------------
     def flow(self, stmts, state):
@@ -265,8 +281,10 @@ class Aliasing:
         if isinstance(v, gast.Call) and getattr(v.func, "s2s_prim", None) in (
                 runtime.setitem, runtime.append):
             return v.args[0].id
+        # `x += y` writes in place only into an array or a list; of unknown kind (the
+        # result of a Python function) it is taken as a number, not to refuse scalar code
         if (getattr(s, "s2s_augmented", False) and isinstance(v, gast.BinOp)
-                and isinstance(v.left, gast.Name) and self.kinds.kind.get(v.left.id) != SCALAR):
+                and isinstance(v.left, gast.Name) and v.left.id in self.arrays):
             return v.left.id
         return None
 
