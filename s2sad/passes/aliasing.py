@@ -108,8 +108,7 @@ class Aliasing:
         self.params = set(params)
         self.entry = {p: Held(frozenset([p]), frozenset([p])) for p in params
                       if self.kinds.kind.get(p) != SCALAR}
-        self.ndim, self.patterned = _ndims(fn, ctx)
-        self.contents = {}      # {container object: the objects it may hold}
+        self.contents = {}      # {container object: the objects it may hold}, per `run`
         self.maybe = {}         # {id of `r = y[i]` that may be a view: (the parameters
         #                          whose patterns tell, the error if it is a view)}
         self.defs, self.loop_of = {}, {}
@@ -120,6 +119,7 @@ class Aliasing:
             if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
                 self.defs.setdefault(s.targets[0].id, []).append(s)
         self.values = {n: [d.value for d in ds] for n, ds in self.defs.items()}
+        self.ndim, self.patterned = _ndims(self.values, ctx)
         self.arrays = self.mutable()
 
     def check(self, fn):
@@ -451,16 +451,12 @@ def _first(index):
     return index.elts[0] if isinstance(index, gast.Tuple) and index.elts else index
 
 
-def _ndims(fn, ctx):
+def _ndims(defs, ctx):
     """{name: its number of axes}, where certain: parameters of known pattern or kind,
     arrays made by np.zeros(n), np.zeros((n, m)), ..., and their copies and versions;
     and {name: the parameters of known shape pattern that number relies on}."""
     known = {p: len(pat) for p, (_, pat) in (ctx.patterns or {}).items()}
     known.update({p: 0 for p, k in ctx.kinds.items() if k in (int, float)})
-    defs = {}
-    for s in syntax.statements(fn):
-        if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
-            defs.setdefault(s.targets[0].id, []).append(s.value)
     # optimistic, to a fixed point: a name not yet reached is None, one of no certain
     # number of axes UNKNOWN (a name bound in a loop has several definitions)
     ndim = {p: known.get(p, UNKNOWN) for p in ctx.kinds if p not in defs}
