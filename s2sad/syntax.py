@@ -156,6 +156,18 @@ def is_atom(node):
     return isinstance(node, (gast.Name, gast.Constant))
 
 
+def receiver_root(e):
+    """The name a method's receiver is reached from, through attributes, indexes and
+    method calls (`h` for `h.T`, `y[1:]`, `a.view()`, `q.reshape(-1)`), or None."""
+    while True:
+        if isinstance(e, (gast.Attribute, gast.Subscript)):
+            e = e.value
+        elif isinstance(e, gast.Call) and isinstance(e.func, gast.Attribute):
+            e = e.func.value
+        else:
+            return e.id if isinstance(e, gast.Name) else None
+
+
 def counter_offset(e, counter, defs):
     """`k` when the index `e` is `counter + k` or `counter - k` (also through a name
     with one definition in `defs`, {name: [values]}), else None."""

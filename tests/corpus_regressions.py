@@ -238,6 +238,16 @@ def calls_a_mutating_helper(x):
     return lst[0] + lst[1]
 
 
+def sort_head(a):
+    a[:2].sort()
+
+
+def calls_a_helper_that_sorts_a_slice(x):
+    y = x * 2.0
+    sort_head(y)
+    return np.sum(y * x)
+
+
 def set_first_of_copy(a, v):
     a = a.copy()
     a[0] = v

@@ -310,6 +310,48 @@ def np_sort(x):
     return np.sort(x)[0] * 2.0 + np.sum(x)
 
 
+def transposed_fill(x):
+    h = np.outer(x, x)
+    h.T.fill(x[0])
+    return np.sum(h * x)
+
+
+def slice_sort(x):
+    y = x * 2.0
+    y[:2].sort()
+    return np.sum(y * x)
+
+
+def row_fill(x):
+    y = np.outer(x, x)
+    y[0].fill(x[2])
+    return np.sum(y)
+
+
+def view_fill(x):
+    a = x * 1.0
+    a.view().fill(x[0])
+    return np.sum(a * x)
+
+
+def reshaped_fill(x):
+    q = np.outer(x, x)
+    q.reshape(-1).fill(x[1])
+    return np.sum(q * x)
+
+
+def slice_augmented_add(x):
+    e = x * 1.0
+    e[:] += x
+    return np.sum(e * e)
+
+
+def slice_augmented_multiply(x):
+    e = x * 1.0
+    e[1:] *= x[:2]
+    return np.sum(e * e)
+
+
 def cumsum(x):
     return np.sum(np.cumsum(x) ** 2)
 
@@ -450,7 +492,12 @@ FORMS = [out_ufunc, out_ufunc_result_used, out_unary, out_reduction, out_clip, s
          sum_where,
          mean_where, max_initial, sum_of_list, mean_of_list, partial_inside, keyword_to_python,
          partial_called, sorted_values,
-         np_sort, cumsum]
+         np_sort, cumsum, slice_augmented_add, slice_augmented_multiply]
+
+#: In-place methods called through a view of a local array: refused, since they write
+#: into the array.
+THROUGH_VIEWS = [transposed_fill, slice_sort, row_fill, view_fill, reshaped_fill]
+FORMS += THROUGH_VIEWS
 
 #: Forms that NumPy computes through an alias: refused, never differentiated as if the
 #: write were not seen.
@@ -507,6 +554,14 @@ def test_a_write_another_name_sees_is_refused(f):
         s2sad.grad(f)(V.copy())
     assert _located(info.value)
     with pytest.raises(s2sad.UnsupportedSyntaxError, match=refused):
+        s2sad.jvp(f, (V.copy(),), (np.ones(3),))
+
+
+@pytest.mark.parametrize("f", THROUGH_VIEWS, ids=lambda f: f.__name__)
+def test_an_in_place_method_through_a_view_is_refused(f):
+    with pytest.raises(s2sad.UnsupportedSyntaxError, match=r"changes \w+ in place \(through"):
+        s2sad.grad(f)(V.copy())
+    with pytest.raises(s2sad.UnsupportedSyntaxError, match=r"changes \w+ in place \(through"):
         s2sad.jvp(f, (V.copy(),), (np.ones(3),))
 
 

@@ -222,6 +222,10 @@ def test_helper_that_changes_its_argument_in_place_is_refused_not_wrong():
     assert info.value.lineno == r.calls_a_mutating_helper.__code__.co_firstlineno + 2
     # a helper that copies its argument first is fine: d/dx sum([x, 0]^2) = 2x
     assert s2sad.grad(r.calls_a_copying_helper)(1.5) == 3.0
+    # a method through a view writes into the argument as well
+    with pytest.raises(s2sad.UnsupportedSyntaxError, match="sort_head.*in place") as info:
+        s2sad.grad(r.calls_a_helper_that_sorts_a_slice)(np.array([0.33, -0.72, 1.13]))
+    assert info.value.lineno == r.calls_a_helper_that_sorts_a_slice.__code__.co_firstlineno + 2
 
 
 def test_value_read_in_an_outer_loop_and_unpacked_by_an_inner_reversed_loop():

@@ -209,6 +209,6 @@ def _mutated_name(node, arrays):
             node.target.id in arrays):
         return node.target.id
     if (isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute)
-            and node.func.attr in _MUTATING_METHODS and isinstance(node.func.value, gast.Name)):
-        return node.func.value.id
+            and node.func.attr in _MUTATING_METHODS):
+        return syntax.receiver_root(node.func.value)   # also `a[1:].sort()`, `a.T.fill(v)`
     return None

@@ -187,7 +187,9 @@ class Shapes:
         full = self._full(key) if len(key) > 1 and self.pattern else None
         if full and len(full) > 1:
             self._depends(key)
-            first = min(full, key=repr)
+            # the least nested member leads, so that an index never leads the class of
+            # the array it indexes (`t = e[:]; u = t + e`), which would be a cycle
+            first = min(full, key=lambda b: (_depth(b), repr(b)))
             for b in full:
                 if b != first:
                     self.parent[b] = first
@@ -282,6 +284,11 @@ def pattern_tests(name, pat):
     if pat and not any(pat):
         return tests + [f"1 in {name}.shape"]
     return tests + [f"{name}.shape[{i}] {'!=' if one else '=='} 1" for i, one in enumerate(pat)]
+
+
+def _depth(base):
+    """How deep `base` nests indexes: 0 for a name, 1 + its array's for an index."""
+    return 0 if base[0] != "index" else 1 + max((_depth(b) for b in base[1]), default=0)
 
 
 def _constant(e):

@@ -10,8 +10,9 @@ located error that says what to write instead:
 - a call that writes into an array it is given: a keyword `out=` (`np.multiply(x, x,
   out=y)`), a NumPy function that writes into an argument (`np.copyto`, `np.put`,
   `np.place`, ...: its record's `writes`), a ufunc's `.at` (`np.add.at`), or an in-place
-  method (`y.sort()`, `y.fill(v)`, `lst.extend(v)`): `UnsupportedSyntaxError`, since the
-  write changes the array behind the names that hold it;
+  method (`y.sort()`, `y.fill(v)`, `lst.extend(v)`, also through a view: `y[:2].sort()`,
+  `h.T.fill(v)`): `UnsupportedSyntaxError`, since the write changes the array behind
+  the names that hold it;
 - a call of a value that holds differentiated values (`g = functools.partial(f,
   mu=mu)`, then `g(y)`), and a differentiated value passed by keyword to a Python
   function (`loglik(y, mu=mu)`): `MissingRuleError`, until they are differentiated;
@@ -103,13 +104,21 @@ def _refuse_writes(call, s, ctx, varied):
             f"{spelled}() adds into its first argument in place, which s2sad cannot "
             "differentiate. Build the new array instead (np.bincount, or an explicit "
             "loop that assigns elements)"))
-    if (isinstance(func, gast.Attribute) and func.attr in MUTATING_METHODS
-            and isinstance(func.value, gast.Name) and ctx.resolve(func.value) is None):
-        x = func.value.id
-        instead = MUTATING_METHODS[func.attr].format(x=x)
+    if not (isinstance(func, gast.Attribute) and func.attr in MUTATING_METHODS):
+        return
+    root = syntax.receiver_root(func.value)
+    if root is not None and ctx.src.is_local(root):
+        x = syntax.unparse(func.value)
+        if isinstance(func.value, gast.Name):
+            instead = "Compute a new array instead: " + MUTATING_METHODS[func.attr].format(x=x)
+            raise src.syntax_error(s, (
+                f"{x}.{func.attr}() changes {x} in place, which s2sad cannot differentiate: "
+                f"the derivative would miss the change. {instead}"))
+        # `h.T.fill(v)`, `y[1:].sort()`, `a.view().fill(v)` write into h, y, a
         raise src.syntax_error(s, (
-            f"{x}.{func.attr}() changes {x} in place, which s2sad cannot differentiate: the "
-            f"derivative would miss the change. Compute a new array instead: {instead}"))
+            f"{x}.{func.attr}() changes {root} in place (through {x}), which s2sad cannot "
+            "differentiate: the derivative would miss the change. Compute the new values "
+            f"and assign them instead ({root}[...] = <new values>, or {root} = <new array>)"))
 
 
 def _refuse_unruled_arguments(op, s, ctx, varied):
