@@ -12,7 +12,7 @@ import numpy as np
 from . import pipeline
 from .compilation import Wrt, default_kinds, kinds_of, wrt_indices
 from .errors import NonScalarOutputError, S2SADError, warn_unconnected
-from .rules import registry, runtime
+from .rules import containers, registry, runtime
 
 _target = pipeline.target
 
@@ -175,7 +175,7 @@ def _leaves(x):
     if isinstance(x, dict):
         x = x.values()
     elif runtime.is_record(x):
-        x = [getattr(x, name) for name in runtime._fields(x)]
+        x = [getattr(x, name) for name in containers.fields(x)]
     return [leaf for item in x for leaf in _leaves(item)]
 
 
@@ -187,12 +187,12 @@ def _unflatten(like, leaves):
 
 def _build(x, leaves):
     if isinstance(x, (tuple, list)):
-        return runtime._rebuild(x, [_build(item, leaves) for item in x])
+        return containers.rebuild(x, [_build(item, leaves) for item in x])
     if isinstance(x, dict):
         return {k: _build(item, leaves) for k, item in x.items()}
     if runtime.is_record(x):
-        return runtime._replace(x, {name: _build(getattr(x, name), leaves)
-                                    for name in runtime._fields(x)})
+        return containers.replace(x, {name: _build(getattr(x, name), leaves)
+                                    for name in containers.fields(x)})
     return next(leaves)
 
 

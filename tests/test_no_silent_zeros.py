@@ -310,6 +310,40 @@ def np_sort(x):
     return np.sort(x)[0] * 2.0 + np.sum(x)
 
 
+def list_join(x):
+    a = [x[0]]
+    b = a + [2.0 * x[1]]
+    return b[0] * b[1]
+
+
+def tuple_join(x):
+    a = (x[0], 1.0)
+    b = a + (3.0 * x[2],)
+    return b[0] * b[2] + b[1]
+
+
+def list_join_constant(x):
+    a = [x[1]] + [2.0]
+    return a[0] * a[1]
+
+
+def list_repeat(x):
+    a = [x[0], 2.0 * x[1]] * 2
+    return a[0] * a[3]
+
+
+def tuple_repeat(x):
+    b = (x[2],) * 3
+    return b[0] + b[2] * x[0]
+
+
+def list_grown_in_a_loop(x):
+    vals = [x[0]]
+    for i in range(2):
+        vals = vals + [vals[-1] * x[i + 1]]
+    return vals[0] + vals[2]
+
+
 def transposed_fill(x):
     h = np.outer(x, x)
     h.T.fill(x[0])
@@ -492,7 +526,8 @@ FORMS = [out_ufunc, out_ufunc_result_used, out_unary, out_reduction, out_clip, s
          sum_where,
          mean_where, max_initial, sum_of_list, mean_of_list, partial_inside, keyword_to_python,
          partial_called, sorted_values,
-         np_sort, cumsum, slice_augmented_add, slice_augmented_multiply]
+         np_sort, cumsum, slice_augmented_add, slice_augmented_multiply, list_join,
+         tuple_join, list_join_constant, list_repeat, tuple_repeat, list_grown_in_a_loop]
 
 #: In-place methods called through a view of a local array: refused, since they write
 #: into the array.

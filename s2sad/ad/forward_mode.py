@@ -55,7 +55,7 @@ import gast
 from ..analysis import operations
 from ..analysis.activity import closure, definitions
 from ..analysis.names import BlockNames, live_names, rename
-from ..analysis.value_kinds import SCALAR, guarded
+from ..analysis.value_kinds import SCALAR, guarded, sequence_operands
 from ..analysis.operations import CALL, COPY, CUSTOM, NONDIFF, PACK, USER, classify
 from .. import syntax
 from ..compilation import Callee, parameters
@@ -259,6 +259,11 @@ class Forward:
             return self.tangent(op.args[0])
         if op.form == PACK:
             return type(op.node)(elts=[self.tangent(a) for a in op.args], ctx=gast.Load())
+        sequences = sequence_operands(op, self.kinds)
+        if sequences:       # `+` joins lists or tuples, `*` repeats one
+            helper = "join_tangent" if isinstance(op.node.op, gast.Add) else "repeat_tangent"
+            return syntax.call(self.ctx.runtime(helper), [syntax.copied(a) for a in sequences]
+                               + [self.tangent(a) for a in sequences])
         rule = self.rule(op)
         if rule is None:
             raise self.missing_rule(op, s)

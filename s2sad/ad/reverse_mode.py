@@ -32,11 +32,12 @@ then removes the copies and adds `# grad of:` comments.)
 import copy
 import dataclasses
 import inspect
+import operator
 
 import gast
 
 from ..analysis import operations
-from ..analysis.value_kinds import ARRAY, CONTAINER, SCALAR
+from ..analysis.value_kinds import ARRAY, CONTAINER, SCALAR, sequence_operands
 from ..analysis.names import NameCounts, rename, store_counts
 from ..analysis.operations import COPY, CUSTOM, PACK, USER
 from .. import syntax
@@ -323,6 +324,11 @@ class Reverse(CallAdjoints):
                 f"{self.src.where(s)}: reading the attribute .{op.bound['name'].value} of a "
                 f"differentiated {kind} is not supported; fields are differentiated for "
                 "dataclasses and named tuples\n    " + self.src.line_text(s).strip())
+        sequences = sequence_operands(op, self.kinds)
+        if sequences:       # `+` joins lists or tuples, `*` repeats one
+            helper = "unadd" if op.prim is operator.add else "unmul"
+            return syntax.call(self.ctx.runtime(helper), [g] + [
+                syntax.copied(a) for a in sequences] + [syntax.const(["x", "y"].index(param))])
         template = op.variant.uniform if reduced else op.variant.templates[param]
         subst = {"g": g, "ans": syntax.name(target)}
         subst.update(op.bound)

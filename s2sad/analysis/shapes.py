@@ -57,7 +57,7 @@ import numpy as np
 
 from .. import syntax
 from ..rules import registry, runtime
-from .value_kinds import ARRAY, SCALAR
+from .value_kinds import ARRAY, SCALAR, sequence_operands
 
 
 class Shapes:
@@ -236,8 +236,8 @@ class Shapes:
             return None if index is None or base is None else frozenset(
                 [("index", base, index)])
         variant = getattr(op, "variant", None)
-        if variant is None or not variant.elementwise:
-            return None
+        if variant is None or not variant.elementwise or sequence_operands(op, self.kinds):
+            return None     # (`+` joining lists and `*` repeating one change the length)
         shaped = [a for a in op.bound.values() if self.kinds[a] != SCALAR]
         if not shaped or not all(isinstance(a, gast.Name) for a in shaped):
             return None

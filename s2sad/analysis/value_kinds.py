@@ -79,7 +79,10 @@ class ValueKinds:
         if isinstance(e, gast.BinOp):
             if isinstance(e.op, gast.MatMult):
                 return ARRAY
-            return combine([self.of(e.left), self.of(e.right)])
+            kinds = [self.of(e.left), self.of(e.right)]
+            if isinstance(e.op, (gast.Add, gast.Mult)) and CONTAINER in kinds:
+                return CONTAINER        # lists or tuples joined or repeated
+            return combine(kinds)
         if isinstance(e, gast.UnaryOp):
             return combine([self.of(e.operand)])
         if isinstance(e, (gast.Tuple, gast.List)):
@@ -115,6 +118,16 @@ class ValueKinds:
         if isinstance(e, gast.BoolOp):
             return combine([self.of(v) for v in e.values])
         return SCALAR
+
+
+def sequence_operands(op, kinds):
+    """The operand nodes of `op` if it is a `+` that joins lists or tuples or a `*` that
+    repeats one (an operand is one), else None."""
+    node = op.node
+    if (isinstance(node, gast.BinOp) and isinstance(node.op, (gast.Add, gast.Mult))
+            and CONTAINER in (kinds[node.left], kinds[node.right])):
+        return [node.left, node.right]
+    return None
 
 
 def _field_key(e):

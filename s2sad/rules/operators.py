@@ -15,7 +15,8 @@ ns = {"_s2s_log": runtime.log_base, "_s2s_unindex": runtime.unindex,
       "_s2s_matmul_lhs": runtime.matmul_lhs, "_s2s_matmul_rhs": runtime.matmul_rhs,
       "_s2s_zero_at": runtime.zero_at, "_s2s_take": runtime.take,
       "_s2s_unbroadcast": runtime.unbroadcast, "_s2s_head": runtime.head,
-      "_s2s_last": runtime.last}
+      "_s2s_last": runtime.last, "_s2s_unsequence": runtime.unsequence,
+      "_s2s_zeros_like": runtime.zeros_like}
 
 #: d(x ** y)/dx. At y == 0 it is 0 (x ** 0 is 1), also at x == 0, where the formula
 #: would raise 0.0 ** -1; constant exponents fold (`x ** 2` gives `g * 2 * x`).
@@ -40,6 +41,15 @@ define(runtime.setitem, "a, index, v", a="_s2s_zero_at(g, index)",
        returns="first")
 define(runtime.append, "a, v", a="_s2s_head(g)", v="_s2s_last(g)", namespace=ns,
        linear="a, v")
+# the loops over sequences and dicts that passes.desugar writes with indexes
+define(runtime.sequence, "obj", "_s2s_unsequence(g, obj, 0.0)", namespace=ns,
+       tangent="_s2s_unsequence(t, obj, _s2s_zeros_like(ans))")
+define(runtime.unsequence, "d, obj, zero", linear="d, zero")
+define(runtime.keys, nondiff=True)
+# `+` and `*` of lists and tuples (join, repeat): the engine calls these where an operand
+# may be one; they are linear in the adjoints and tangents
+define(runtime.unadd, "g, x, y, which", linear="g")
+define(runtime.unmul, "g, x, y, which", linear="g")
 define(operator.floordiv, nondiff=True, returns="args")
 define(operator.invert, nondiff=True)
 

@@ -1,11 +1,14 @@
 """Helpers that generated code calls where plain arithmetic will not do."""
-import copy
-import dataclasses
 import math
 
 import numpy as np
 
 from ..errors import MissingRuleError, NonScalarOutputError, S2SADError
+from .containers import (  # noqa: F401 - generated code finds them in runtime
+    add, carries_derivative, is_record, keys, sequence, unsequence, zeros_like,
+    field_zero as _field_zero, fields as _fields, is_named_tuple as _is_named_tuple,
+    is_zero as _is_zero, joined as _joined, rebuild as _rebuild, repeated as _repeated,
+    replace as _replace)
 
 
 class Respecialize(Exception):
@@ -19,65 +22,6 @@ def respecialize(*args, **kwargs):
     in its copy of the code instead, which compiles the matching version and calls it
     (see api._DerivativeFunction._install)."""
     raise Respecialize
-
-
-def zeros_like(x):
-    """The zero adjoint of `x`: 0.0 for a number, a float zero array for an array."""
-    if isinstance(x, np.ndarray):
-        dtype = x.dtype
-        if dtype.kind != "f" or dtype.itemsize < 4:     # float32 at least
-            dtype = np.result_type(dtype, np.float32)
-        # np.zeros is about three times as fast as np.zeros_like (which keeps subclasses)
-        return np.zeros(x.shape, dtype) if type(x) is np.ndarray else np.zeros_like(
-            x, dtype=dtype)
-    if _is_named_tuple(x):
-        return _rebuild(x, [_field_zero(v) for v in x])
-    if isinstance(x, (tuple, list)):
-        return _rebuild(x, [zeros_like(v) for v in x])
-    if isinstance(x, dict):
-        return {k: zeros_like(v) for k, v in x.items()}
-    if is_record(x):
-        return _replace(x, {f: _field_zero(getattr(x, f)) for f in _fields(x)})
-    return 0.0
-
-
-def is_record(x):
-    """Whether `x` is a dataclass instance (a named tuple is a tuple)."""
-    return dataclasses.is_dataclass(x) and not isinstance(x, type)
-
-
-def _is_named_tuple(x):
-    return isinstance(x, tuple) and hasattr(x, "_fields")
-
-
-def _fields(x):
-    return [f.name for f in dataclasses.fields(x)]
-
-
-def _replace(x, values):
-    """A shallow copy of dataclass instance `x` with fields `values`, made without
-    calling `__init__` or `__post_init__` (an adjoint is not a validated value)."""
-    out = copy.copy(x)
-    for name, value in values.items():
-        object.__setattr__(out, name, value)
-    return out
-
-
-def carries_derivative(v):
-    """Whether a field holding `v` gets an adjoint: floats, float arrays, and containers
-    and dataclasses; not ints, bools, strings, None, integer arrays or other objects
-    (their adjoint is None, like JAX's float0 or PyTorch's None)."""
-    if isinstance(v, (bool, np.bool_)):
-        return False
-    if isinstance(v, (float, complex, np.floating, np.complexfloating)):
-        return True
-    if isinstance(v, np.ndarray):
-        return np.issubdtype(v.dtype, np.inexact)
-    return isinstance(v, (tuple, list, dict)) or is_record(v)
-
-
-def _field_zero(v):
-    return zeros_like(v) if carries_derivative(v) else None
 
 
 def unattr(g, obj, name):
@@ -113,6 +57,11 @@ def unbroadcast(g, x):
             return g
     except AttributeError:
         pass
+    if isinstance(x, (tuple, list)) and isinstance(g, (tuple, list)) and len(g) != len(x):
+        raise MissingRuleError(
+            f"a list or tuple of {len(x)} values was joined to others with + (or repeated "
+            "with *) where s2sad could not tell it was one, so the derivative cannot be "
+            "split back; build the list with a display ([a, b]) or append() instead")
     if isinstance(x, (tuple, list, dict)) or x is None:
         return g
     shape = np.shape(x)
@@ -134,22 +83,6 @@ def unbroadcast(g, x):
     if not isinstance(x, (np.ndarray, np.generic)):
         return float(out)
     return out
-
-
-def add(a, b):
-    """Adjoint accumulation that also adds tuples, lists, dicts and dataclasses
-    elementwise; None (no adjoint) counts as zero."""
-    if a is None or _is_zero(a):
-        return b
-    if b is None or _is_zero(b):
-        return a
-    if isinstance(a, (tuple, list)):
-        return _rebuild(a, [add(u, v) for u, v in zip(a, b)])
-    if isinstance(a, dict):
-        return {k: add(a[k], b[k]) for k in a}
-    if is_record(a):
-        return _replace(a, {f: add(getattr(a, f), getattr(b, f)) for f in _fields(a)})
-    return a + b
 
 
 def unindex(g, x, index):
@@ -174,13 +107,6 @@ def unindex(g, x, index):
     else:
         np.add.at(out, index, g)
     return out
-
-
-def _rebuild(like, items):
-    """A tuple, list or named tuple of the type of `like`, holding `items`."""
-    if hasattr(like, "_fields"):
-        return type(like)(*items)
-    return type(like)(items)
 
 
 def _basic(index):
@@ -351,7 +277,6 @@ def cumprod(g, x, ans, axis=None):
     if axis is None:
         return (cumsum(np.asarray(g) * ans, x.ravel()) / x.ravel()).reshape(x.shape)
     return cumsum(g * ans, x, axis) / x
-
 
 
 def _matmul_shape(a, b):
@@ -812,6 +737,50 @@ def own(g, x):
     return np.array(np.broadcast_to(g, x.shape), dtype=np.result_type(g, x.dtype, np.float32))
 
 
+def unadd(g, x, y, which):
+    """The adjoint of operand `which` (0 or 1) of `x + y`: its part of `g` where `+`
+    joins two lists or tuples, else `g` summed down to its shape."""
+    if not _joined(x, y):
+        return unbroadcast(g, (x, y)[which])
+    if _is_zero(g):
+        return g
+    return g[:len(x)] if which == 0 else g[len(x):]
+
+
+def unmul(g, x, y, which):
+    """The adjoint of operand `which` of `x * y`: where `*` repeats a list or tuple, the
+    sum of `g`'s parts for it (none for the count), else the product's adjoint."""
+    seq = _repeated(x, y)
+    if seq is None:
+        return unbroadcast(g * (y, x)[which], (x, y)[which])
+    if (x, y)[which] is not seq or _is_zero(g):
+        return 0.0
+    n = len(seq)
+    out = zeros_like(seq)
+    for k in range(0, len(g), n):
+        out = add(out, g[k:k + n])
+    return out
+
+
+def join_tangent(x, y, x_dot, y_dot):
+    """The tangent of `x + y` where `+` may join lists or tuples (a symbolic zero tangent
+    stands for zeros of its operand's length)."""
+    if not _joined(x, y):
+        return x_dot + y_dot
+    parts = [zeros_like(v) if _is_zero(d) else d for v, d in ((x, x_dot), (y, y_dot))]
+    return type(x)(list(parts[0]) + list(parts[1]))
+
+
+def repeat_tangent(x, y, x_dot, y_dot):
+    """The tangent of `x * y` where `*` may repeat a list or tuple."""
+    seq = _repeated(x, y)
+    if seq is None:
+        return x_dot * y + x * y_dot
+    d = x_dot if seq is x else y_dot
+    count = y if seq is x else x
+    return zeros_like(seq) * count if _is_zero(d) else type(seq)(list(d) * count)
+
+
 def refuse_view(v, error):
     """Raise `error` if `v`, an index of an array whose number of axes was not known when
     compiling, is a view: the function reads it after a write into that array, which
@@ -842,10 +811,6 @@ def head(g):
 def last(g):
     """The adjoint of `v` in `a.append(v)`: the last entry of `g`."""
     return g if _is_zero(g) else g[-1]
-
-
-def _is_zero(g):
-    return isinstance(g, float) and g == 0.0
 
 
 #: Helpers that read these arguments only for their shape, type or structure.

@@ -181,5 +181,10 @@ for _f, _params in [(R.split_like, "g, arrays, axis=0"), (R.unstack, "g, arrays,
 def broadcast_like(t, y):
     """`t` broadcast to the shape of `y`: the tangent of a broadcasting operation whose
     varied operand is smaller than its result."""
+    if isinstance(y, (tuple, list)) and isinstance(t, (tuple, list)) and len(t) != len(y):
+        raise MissingRuleError(
+            f"a list or tuple of {len(t)} values was joined to others with + (or repeated "
+            "with *) where s2sad could not tell it was one, so its tangent cannot be "
+            "placed; build the list with a display ([a, b]) or append() instead")
     shape = np.shape(y)
     return t if np.shape(t) == shape else np.broadcast_to(t, shape)
