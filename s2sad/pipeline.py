@@ -56,7 +56,7 @@ class Pass:
 FRONT = [
     Pass("lift", lift.run, "nested functions and lambdas become functions of their own"),
     Pass("desugar", desugar.run, "comprehensions, augmented and multiple assignment, "
-         "loop else, early returns, jumps"),
+         "loops over sequences as loops over indexes, loop else, early returns, jumps"),
     Pass("wengert", wengert.run, "one primitive operation per statement, SSA names"),
     Pass("aliasing", aliasing.run, "refuse a read, after a write, of another name for "
          "the memory written (a view, an alias)"),

@@ -94,7 +94,7 @@ def comp_in_while(x):
     return x
 
 def comp_unpacking(x):
-    return sum([i * v for i, v in enumerate([x, x])])
+    return sum([i * v[0] for i, *v in enumerate([x, x])])
 
 def nested_appends(x):
     terms = []

@@ -35,7 +35,7 @@ def line_of(text):
     ("called_before_def", "y = early(x)", "'early' is called before its definition"),
     ("defined_twice", "def twice(v)", "'twice' is defined twice"),
     ("comp_in_while", "while sum([x * i", "comprehension in a while condition"),
-    ("comp_unpacking", "for i, v in enumerate", "unpacking in a comprehension"),
+    ("comp_unpacking", "for i, *v in enumerate", "this for target is not supported"),
     ("comp_in_ifexp", "return sum([x for i", "inside a conditional expression"),
     ("nested_appends", "terms.append(v * v)", "changes 'terms' of the enclosing function"),
     ("nested_setitem", "a[0][1] = x", "assignment to an element"),

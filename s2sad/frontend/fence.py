@@ -21,7 +21,8 @@ REJECTED = {
     gast.ClassDef: "class definitions inside a differentiated function are not supported; "
                    "define the class at module level",
     gast.SetComp: "set comprehensions are not supported",
-    gast.DictComp: "dict comprehensions are not supported yet; write a for loop",
+    gast.DictComp: "dict comprehensions are not supported yet (nor are dict displays); "
+                   "keep the values in a list or tuple, or pass the dict as an argument",
     gast.Global: "'global' is not supported: a differentiated function must not rebind "
                  "module variables; return the value instead",
     gast.Nonlocal: "'nonlocal' is not supported: return the value instead",
@@ -49,8 +50,9 @@ def check(src):
     for stmt in fn.body:
         for node in syntax.walk(stmt):
             message = _problem(node) or _outside_change(node, src)
-            if message:
-                raise src.syntax_error(node, message)
+            if message:     # a comprehension's `for` has no place of its own: its target
+                where = node.target if isinstance(node, gast.comprehension) else node
+                raise src.syntax_error(where, message)
 
 
 def _problem(node):
@@ -73,14 +75,17 @@ def _problem(node):
                     return "this assignment target is not supported"
         if isinstance(node, gast.AnnAssign) and node.value is None:
             return "an annotation without a value is not supported; assign a value"
-    if isinstance(node, gast.For) and not isinstance(node.target, gast.Name):
-        return ("unpacking in a for target is not supported yet; use one loop variable "
-                "and index it")
-    if isinstance(node, gast.For) and any(
-            n.id == node.target.id and isinstance(n.ctx, gast.Store)
-            for s in node.body for n in syntax.name_nodes(s)):
-        return (f"the loop variable {node.target.id!r} is assigned inside its loop; use "
-                "another name for the new value")
+    if isinstance(node, (gast.For, gast.comprehension)) and not all(
+            isinstance(t, gast.Name) for t in _flat_targets(node.target)):
+        return ("this for target is not supported; unpack into names (for i, (a, b) in "
+                "...), without * or elements")
+    if isinstance(node, gast.For):
+        loop_vars = {t.id for t in _flat_targets(node.target)}
+        again = next((n.id for s in node.body for n in syntax.name_nodes(s)
+                      if n.id in loop_vars and isinstance(n.ctx, gast.Store)), None)
+        if again is not None:
+            return (f"the loop variable {again!r} is assigned inside its loop; use "
+                    "another name for the new value")
     if isinstance(node, gast.Call):
         if any(k.arg is None for k in node.keywords):
             return "**kwargs in a call is not supported; pass keyword arguments by name"

@@ -56,7 +56,11 @@ class FunctionSource:
 
     def resolve(self, expr):
         """The object a `Name` or `a.b.c` attribute chain denotes at definition scope,
-        or `MISSING` when it is local to the function or not resolvable."""
+        or `MISSING` when it is local to the function or not resolvable. A name a pass
+        made for an object carries it (`s2s_prim`)."""
+        prim = getattr(expr, "s2s_prim", None)
+        if prim is not None:
+            return prim
         if isinstance(expr, gast.Attribute):
             base = self.resolve(expr.value)
             return MISSING if base is MISSING else getattr(base, expr.attr, MISSING)

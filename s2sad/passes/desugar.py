@@ -8,7 +8,10 @@ Takes a fenced and lifted function and leaves one where
   iterable),
 - augmented and annotated assignments are plain assignments (`x += y` is `x = x + y`),
 - an assignment has one target (`a = b = e` is `a = e; b = a`),
-- a `for` over a tuple or list display is unrolled,
+- a `for` over a tuple or list display is unrolled (without `break` or `continue` in
+  it), and any other `for` but one over `range` is a loop over indexes that binds its
+  target first (`for i, (w, b) in enumerate(zip(ws, bs))`, `for k, v in d.items()`,
+  `for row in X`; see `Desugar.indexed`),
 - `for ... else` and `while ... else` use a flag,
 - `break`, `continue`, `raise` and the jumps of early returns stand only at the end of a
   block, with the statements after them moved into the other branch (or guarded by a
@@ -35,30 +38,39 @@ def f(x):
     return y
 """
 
+import builtins
+
 import gast
+import numpy as np
 
 from .. import syntax
+from ..frontend import source
+from ..frontend.source import MISSING
+from ..rules import runtime
 
 JUMPS = (gast.Break, gast.Continue)
 
 
 def run(fn, ctx):
     """The pass."""
-    return Desugar(ctx.src, ctx.namer).run(fn)
+    return Desugar(ctx).run(fn)
 
 
 class Desugar:
     """See the module docstring."""
 
-    def __init__(self, src, namer):
-        self.src = src
-        self.namer = namer
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.src = ctx.src
+        self.namer = ctx.namer
         self.ret_name = None
         self.ret_flag = None
 
     def run(self, fn):
         self.outside = set(_names_outside_comprehensions(fn)) | set(self.src.free_values())
         self.comprehension_vars = set()
+        self.generated = source.is_generated(self.src)
+        self.indexable = _indexable(fn, self.ctx.types)
         body = [s for stmt in fn.body for s in self.stmt(stmt)]
         body = _drop_docstring(body)
         returns = [n for s in body for n in syntax.walk(s) if isinstance(n, gast.Return)]
@@ -93,21 +105,22 @@ class Desugar:
         elif isinstance(s, (gast.For, gast.While)):
             s.body = self.block(s.body)
             s.orelse = self.block(s.orelse)
-            if isinstance(s, gast.For) and isinstance(s.iter, (gast.Tuple, gast.List)):
+            if isinstance(s, gast.For) and isinstance(s.iter, (gast.Tuple, gast.List)) and not any(
+                    isinstance(n, JUMPS) for b in s.body for n in syntax.walk(b)):
                 return self.unroll(s)
+            prelude = []
+            if isinstance(s, gast.For) and not self.generated and not self.is_range(s.iter):
+                prelude = self.indexed(s)
             if s.orelse:
-                return self.loop_else(s)
+                return prelude + self.loop_else(s)
+            return prelude + [s]
         return [s]
 
     def block(self, stmts):
         return [out for s in stmts for out in self.stmt(s)]
 
     def unroll(self, loop):
-        if any(isinstance(n, (gast.Break, gast.Continue)) for s in loop.body
-               for n in syntax.walk(s)):
-            raise self.src.syntax_error(
-                loop, "break/continue in a for loop over a tuple or list display is not "
-                      "supported; loop over range(len(...)) instead")
+        """`for v in (a, b)`: the body once for each element (without jumps in it)."""
         out, elts = [], list(loop.iter.elts)
         changed = {n.id for s in loop.body for n in syntax.walk(s)
                    if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
@@ -118,9 +131,117 @@ class Desugar:
                 out.append(syntax.located(syntax.assign(held, elt), loop))
                 elts[k] = syntax.name(held)
         for elt in elts:
-            out.append(syntax.located(syntax.assign(loop.target.id, syntax.copied(elt)), loop))
+            out.append(syntax.located(syntax.assign(_store(loop.target), syntax.copied(elt)),
+                                      loop))
             out.extend(syntax.copied(loop.body))
         return out + loop.orelse
+
+    # -- loops over sequences, dicts and iterables ----------------------------------------
+    def is_range(self, e):
+        return isinstance(e, gast.Call) and self.src.resolve(e.func) is range
+
+    def indexed(self, loop):
+        """Rewrite `loop`, a `for` over anything but a range, as a loop over indexes
+        that binds its target at the top of the body (`for row in X` is `for i in
+        range(len(X)): row = X[i]`; `for k, v in d.items()` reads `d[k]`); returns the
+        statements that must run before it. Reverse mode then tapes an index, and the
+        adjoint of each element goes to its place in the sequence."""
+        prelude = []
+        length, element = self.parts(loop.iter, loop, prelude)
+        index = self.namer.fresh("i")
+        binds = self.bind(loop.target, element(syntax.name(index)), loop)
+        loop.iter = self.call("range", [length])
+        loop.target = syntax.name(index, store=True)
+        loop.body = [syntax.located(b, loop) for b in binds] + loop.body
+        return [syntax.located(p, loop) for p in prelude]
+
+    def parts(self, e, loop, prelude):
+        """(the number of items the iterable `e` gives, a function from an index to the
+        item: an expression, or a tuple of them for zip and enumerate), with the
+        statements that bind what they read appended to `prelude`."""
+        called = self.src.resolve(e.func) if isinstance(e, gast.Call) else None
+        plain = isinstance(e, gast.Call) and not e.keywords and not any(
+            isinstance(a, gast.Starred) for a in e.args)
+        if called is enumerate and plain and len(e.args) in (1, 2):
+            length, item = self.parts(e.args[0], loop, prelude)
+            start = self.held(e.args[1], "start", loop, prelude) if len(e.args) == 2 else None
+            counter = (lambda i: i) if start is None else (
+                lambda i: syntax.binop(i, gast.Add(), syntax.copied(start)))
+            return length, lambda i: (counter(i), item(i))
+        if called is zip and plain and e.args:
+            zipped = [self.parts(a, loop, prelude) for a in e.args]
+            length = zipped[0][0] if len(zipped) == 1 else self.call("min", [n for n, _ in zipped])
+            return length, lambda i: tuple(item(i) for _, item in zipped)
+        if called is reversed and plain and len(e.args) == 1:
+            length, item = self.parts(e.args[0], loop, prelude)
+            n = self.held(length, "n", loop, prelude)
+            return n, lambda i: item(syntax.binop(
+                syntax.binop(syntax.copied(n), gast.Sub(), syntax.const(1)), gast.Sub(), i))
+        if (isinstance(e, gast.Call) and isinstance(e.func, gast.Attribute) and not e.args
+                and not e.keywords and e.func.attr in ("items", "keys", "values")
+                and _mapping(self.src.resolve(e.func.value))):
+            d = self.held(e.func.value, "d", loop, prelude)
+            keys = self.namer.fresh("keys")
+            prelude.append(syntax.assign(keys, self.call("keys", [syntax.copied(d)], runtime.keys)))
+            length = self.call("len", [syntax.name(keys)])
+
+            def key(i):
+                return gast.Subscript(value=syntax.name(keys), slice=i, ctx=gast.Load())
+
+            def value(k):
+                return gast.Subscript(value=syntax.copied(d), slice=k, ctx=gast.Load())
+            return length, {"items": lambda i: (key(i), _Keyed(value)), "keys": key,
+                            "values": lambda i: value(key(i))}[e.func.attr]
+        if isinstance(e, gast.Name) and e.id in self.indexable or isinstance(
+                e, (gast.List, gast.Tuple)):
+            seq = self.held(e, "seq", loop, prelude)
+        else:
+            seq = self.namer.fresh("seq")
+            prelude.append(syntax.assign(seq, self.call("sequence", [e], runtime.sequence)))
+            seq = syntax.name(seq)
+        length = self.call("len", [syntax.copied(seq)])
+        return length, lambda i: gast.Subscript(value=syntax.copied(seq), slice=i,
+                                                ctx=gast.Load())
+
+    def call(self, name, args, helper=None):
+        """A call of the builtin `name`, or of the runtime `helper`, that the passes after
+        this one know (`s2s_prim`) whatever the user's names."""
+        func = syntax.name(self.ctx.bind(name) if helper is None else self.ctx.runtime(name))
+        func.s2s_prim = getattr(builtins, name) if helper is None else helper
+        return syntax.call(func, args)
+
+    def held(self, e, base, loop, prelude):
+        """`e` as an atom the loop can read on every iteration: a constant, a name the
+        loop does not assign, or a new name bound to it in `prelude`."""
+        if isinstance(e, gast.Constant):
+            return e
+        changed = {n.id for st in loop.body for n in syntax.name_nodes(st)
+                   if isinstance(n.ctx, gast.Store)}
+        if isinstance(e, gast.Name) and e.id not in changed:
+            return e
+        held = self.namer.fresh(base)
+        prelude.append(syntax.assign(held, e))
+        return syntax.name(held)
+
+    def bind(self, target, item, loop):
+        """The assignments binding the loop target `target` to `item` (see `parts`)."""
+        if isinstance(item, tuple):
+            if isinstance(target, (gast.Tuple, gast.List)):
+                if len(target.elts) != len(item):
+                    raise self.src.syntax_error(loop, (
+                        f"this loop gives {len(item)} values at a time, and its target "
+                        f"unpacks {len(target.elts)}"))
+                out, previous = [], None
+                for t, v in zip(target.elts, item):
+                    if isinstance(v, _Keyed):   # a dict's value, read with the key just bound
+                        v = v(syntax.name(previous.id) if isinstance(previous, gast.Name)
+                              else syntax.copied(item[0]))
+                    out.extend(self.bind(t, v, loop))
+                    previous = t
+                return out
+            item = syntax.tuple_([v(syntax.copied(item[0])) if isinstance(v, _Keyed) else v
+                                  for v in item])
+        return [syntax.assign(_store(target), item)]
 
     def loop_else(self, loop):
         flag = self.namer.fresh("broke")
@@ -160,9 +281,8 @@ class Desugar:
     def merged(self, loop):
         """`for v in (e for k in it)`, its body run as the generator yields: `for k in
         it: v = e` followed by the body."""
-        var = loop.target.id
-        [outer] = self.expand(loop.iter, var, lambda element: [
-            syntax.located(syntax.assign(var, element), loop)] + loop.body)[1:]
+        [outer] = self.expand(loop.iter, "items", lambda element: [
+            syntax.located(syntax.assign(_store(loop.target), element), loop)] + loop.body)[1:]
         outer.orelse = loop.orelse
         return outer
 
@@ -170,13 +290,10 @@ class Desugar:
         """`items = []` and the loops of `comp` appending its elements to `items`."""
         renames, loops = {}, []
         for gen in comp.generators:
-            if not isinstance(gen.target, gast.Name):
-                raise self.src.syntax_error(
-                    gen.target, "unpacking in a comprehension's for is not supported yet; "
-                                "use one loop variable and index it")
             iter_ = _renamed(gen.iter, renames)
-            renames[gen.target.id] = self.loop_var(gen.target.id)
-            loops.append((renames[gen.target.id], iter_,
+            for t in syntax.name_nodes(gen.target):     # fenced: names, maybe in tuples
+                renames[t.id] = self.loop_var(t.id)
+            loops.append((_renamed(gen.target, renames), iter_,
                           [_renamed(c, renames) for c in gen.ifs]))
         element = _renamed(comp.elt, renames)
         if innermost is not None:
@@ -367,6 +484,53 @@ def _always_exits(s):
         return bool(s.body and s.orelse and _always_exits(s.body[-1])
                     and _always_exits(s.orelse[-1]))
     return False
+
+
+def _indexable(fn, types):
+    """The names that certainly hold a list, tuple or array wherever they are read: array
+    parameters, and names every assignment binds to a list or tuple display or a list
+    comprehension. A loop indexes them directly."""
+    out = {p for p, t in types.items() if t is np.ndarray}
+    displays = {}
+    params = {a.id for a in fn.args.args + fn.args.posonlyargs + fn.args.kwonlyargs}
+    for n in syntax.walk(fn):
+        if isinstance(n, gast.Assign) and len(n.targets) == 1 and isinstance(
+                n.targets[0], gast.Name):
+            ok = isinstance(n.value, (gast.List, gast.Tuple, gast.ListComp))
+            displays[n.targets[0].id] = displays.get(n.targets[0].id, True) and ok
+        elif isinstance(n, (gast.Assign, gast.For, gast.AugAssign, gast.AnnAssign,
+                            gast.NamedExpr, gast.comprehension)):
+            for target in (n.targets if isinstance(n, gast.Assign) else [n.target]):
+                for t in syntax.name_nodes(target):
+                    if isinstance(t.ctx, gast.Store) and not (
+                            isinstance(n, gast.AugAssign) and displays.get(t.id)):
+                        displays[t.id] = False
+    return out | {k for k, ok in displays.items() if ok and k not in params}
+
+
+class _Keyed:
+    """The value of a dict's item, as a function of the expression of its key (see
+    `Desugar.bind`: the key the loop binds is read once)."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __call__(self, key):
+        return self.value(key)
+
+
+def _mapping(obj):
+    """Whether `obj`, what a receiver of `.items()` resolves to, may be a dict: a local
+    value, or a module's dict."""
+    return obj is MISSING or isinstance(obj, dict)
+
+
+def _flat_targets(target):
+    if isinstance(target, (gast.Tuple, gast.List)):
+        for elt in target.elts:
+            yield from _flat_targets(elt)
+    else:
+        yield target
 
 
 def _drop_docstring(body):
