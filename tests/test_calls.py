@@ -4,10 +4,8 @@ passed as values. Gradients (grad, vjp), tangents (jvp) and second derivatives
 (hessian) against central finite differences in float64; the errors of what stays
 refused."""
 import copy
-import dataclasses
 import functools
 import math
-import pathlib
 
 import numpy as np
 import pytest
@@ -15,10 +13,9 @@ import pytest
 import s2sad
 import corpus_calls_values as c
 from numpy_cases import fd_array_grad
-from oracle import assert_close, fd_grad, fd_partial
+from oracle import fd_grad
 from s2sad import MissingRuleError, UnsupportedSyntaxError
 
-FILE = pathlib.Path(c.__file__).name
 X = np.array([0.2, -0.4, 0.9])
 
 # (function, arguments, the argument differentiated)

@@ -48,7 +48,6 @@ def f_jvp(x, x_dot):
 import builtins
 import copy
 import dataclasses
-import inspect
 
 import gast
 
