@@ -323,11 +323,7 @@ def _with_lifted(derivative, mode, shown=None):
         if key in shown:
             continue
         shown.add(key)
-        lifted = fn.s2s_lifted
-        extras = ", ".join(lifted.extras)
-        text += (f"\n# {fn.__name__}: nested in {lifted.src.name} (line "
-                 f"{lifted.src.lineno(lifted.node)}), lifted"
-                 + (f": {extras} passed in" if extras else "") + "\n")
+        text += f"\n# {fn.__name__}: {fn.s2s_lifted.describe()}\n"
         text += _with_lifted(_derivative(fn, mode, wrt, kinds), mode, shown)
     return text
 

@@ -33,7 +33,7 @@ from typing import Any, Callable, Union
 import gast
 import numpy as np
 
-from .analysis.value_kinds import ARRAY, SCALAR, ValueKinds
+from .analysis.value_kinds import ARRAY, SCALAR, ValueKinds, user_class
 from .analysis.activity import active_names, definitions, varied_names
 from .analysis.buffers import ArrayFacts
 from .analysis.operations import classify
@@ -123,7 +123,7 @@ class Compilation:
     @property
     def param_kinds(self) -> dict:
         """{parameter: kind} ("scalar", "array", ...) of the parameters of known kind."""
-        return {p: (ARRAY if k is np.ndarray else SCALAR) if isinstance(k, type) else k
+        return {p: (ARRAY if k is np.ndarray else SCALAR) if k in SPECIALISED else k
                 for p, k in self.kinds.items()}
 
     # -- analyses of the function in Wengert form, on first use ---------------------------
@@ -264,10 +264,12 @@ def wrt_indices(fn, wrt):
 
 def kinds_of(fn, args):
     """{parameter: type} for the positional arguments whose exact type s2sad specialises
-    on (float, int, ndarray), and {"p.a": type} for such fields of dataclass and named
-    tuple arguments; other arguments are of unknown kind."""
+    on (float, int, ndarray, and the user's classes, whose methods are found through
+    them), and {"p.a": type} for such fields of dataclass and named tuple arguments;
+    other arguments are of unknown kind."""
     params = list(inspect.signature(fn).parameters)
-    kinds = {p: type(a) for p, a in zip(params, args) if type(a) in SPECIALISED}
+    kinds = {p: type(a) for p, a in zip(params, args)
+             if type(a) in SPECIALISED or user_class(type(a))}
     for p, a in zip(params, args):
         for field in _record_fields(a):
             value = getattr(a, field)
@@ -307,7 +309,9 @@ def wrt_key(wrt):
 
 
 def kinds_key(kinds):
-    return tuple(sorted((p, getattr(k, "__name__", k)) for p, k in (kinds or {}).items()))
+    # a user's class stands for itself: two classes may have one name
+    return tuple(sorted((p, k.__name__ if k in SPECIALISED else k)
+                        for p, k in (kinds or {}).items()))
 
 
 def patterns_key(patterns):

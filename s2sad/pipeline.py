@@ -14,7 +14,7 @@ that calls itself is one more entry of the worklist, linked to itself.
 
 >>> from s2sad import pipeline
 >>> [p.name for p in pipeline.FORWARD_MODE]
-['lift', 'desugar', 'wengert', 'aliasing', 'lost_derivatives', 'forward', 'tangent_only', 'inline_temporaries', 'guard']
+['lift', 'desugar', 'wengert', 'resolve_calls', 'aliasing', 'lost_derivatives', 'forward', 'tangent_only', 'inline_temporaries', 'guard']
 """
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ from .frontend import source
 from .rules import registry
 from .passes import (aliasing, combine_terms, desugar, element_adjoints, inline_helpers,
                      insert_dels, lift, lost_derivatives, optimize, peephole,
-                     reuse_buffers, wengert)
+                     resolve_calls, reuse_buffers, wengert)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,6 +58,8 @@ FRONT = [
     Pass("desugar", desugar.run, "comprehensions, augmented and multiple assignment, "
          "loops over sequences as loops over indexes, loop else, early returns, jumps"),
     Pass("wengert", wengert.run, "one primitive operation per statement, SSA names"),
+    Pass("resolve_calls", resolve_calls.run, "calls of methods, partials and function "
+         "values made direct, arguments by position"),
     Pass("aliasing", aliasing.run, "refuse a read, after a write, of another name for "
          "the memory written (a view, an alias)"),
     Pass("lost_derivatives", lost_derivatives.run, "refuse writes into arrays through "

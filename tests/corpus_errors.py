@@ -14,7 +14,8 @@ def apply(f, x):
     return f(x)
 
 def uses_lambda(x):
-    return apply(lambda z: z * 2, x)
+    fs = [lambda z: z * 2]
+    return apply(fs[0], x)
 
 def helper(x):
     return x * x
@@ -61,7 +62,7 @@ def string_out(x):
 def nested_def(x):
     def inner(y):
         return y * 2
-    return inner(x) + apply(inner, x)
+    return inner(x) + len([inner])
 
 def with_nonlocal(x):
     total = 0.0

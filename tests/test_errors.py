@@ -23,13 +23,13 @@ def line_of(text):
 
 @pytest.mark.parametrize("name, construct, message", [
     ("uses_try", "try:", "try/except"),
-    ("uses_lambda", "lambda z", "lambda is only supported when it is assigned"),
+    ("uses_lambda", "lambda z", "lambda is supported where it is passed to a function"),
     ("star", "def star(*args)", "*args"),
     ("with_global", "global G", "'global'"),
     ("stored_generator", "terms = (x * i", "generator expression is supported as"),
     ("set_comp", "{x * i for i in range(3)}", "set comprehensions"),
     ("uses_yield", "yield x", "generators"),
-    ("nested_def", "apply(inner, x)", "'inner' is used as a value"),
+    ("nested_def", "len([inner])", "'inner' is used as a value here (returned or stored)"),
     ("with_nonlocal", "nonlocal total", "'nonlocal' is not supported"),
     ("nested_default", "def scaled(v, k=2.0)", "default parameter values"),
     ("called_before_def", "y = early(x)", "'early' is called before its definition"),

@@ -72,7 +72,7 @@ class CallAdjoints:
         shift = len(args)
         wrt = tuple(w + shift for w in wrt) if isinstance(wrt, tuple) else wrt + shift
         params = list(inspect.signature(fn).parameters)
-        kinds = {p: self.kinds[a] for p, a in zip(params[shift:], s.value.args)}
+        kinds = operations.argument_kinds(prim, s.value.args, self.kinds)
         adjoint = self.ctx.call(Callee(fn, "adjoint", wrt, kinds), f"{fn.__name__}_adjoint")
         bound = [syntax.name(self.ctx.bind(f"{fn.__name__}_{p}", obj=a))
                  for p, a in zip(params, args)]
@@ -159,8 +159,7 @@ class CallAdjoints:
         fn, args, kwargs = operations.python_function(prim)
         shift = len(args)
         wrt = tuple(w + shift for w in wrt) if isinstance(wrt, tuple) else wrt + shift
-        params = list(inspect.signature(fn).parameters)[shift:]
-        kinds = {p: self.kinds[a] for p, a in zip(params, call_args)}
+        kinds = operations.argument_kinds(prim, call_args, self.kinds)
         if hasattr(fn, "s2s_lifted") and (fn, wrt, kinds) not in self.ctx.lifted:
             self.ctx.lifted.append((fn, wrt, kinds))
         return self.ctx.call(Callee(fn, "vjp", wrt, kinds, tuple(args), dict(kwargs)),

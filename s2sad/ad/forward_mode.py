@@ -48,7 +48,6 @@ def f_jvp(x, x_dot):
 import builtins
 import copy
 import dataclasses
-import inspect
 
 import gast
 
@@ -346,8 +345,7 @@ class Forward:
         call = s.value
         varied = [i for i, a in enumerate(call.args) if self.is_varied(a)]
         # compiled for the kinds of the arguments here, as reverse mode's callees are
-        params = list(inspect.signature(fn).parameters)[len(args):]
-        kinds = {p: self.kinds[a] for p, a in zip(params, call.args)}
+        kinds = operations.argument_kinds(prim, call.args, self.kinds)
         key = (id(prim), tuple(varied), len(call.args), tuple(sorted(kinds.items())))
         if key not in self.adapters:
             wrt = tuple(i + len(args) for i in varied)

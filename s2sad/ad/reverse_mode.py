@@ -37,7 +37,7 @@ import operator
 import gast
 
 from ..analysis import operations
-from ..analysis.value_kinds import ARRAY, CONTAINER, SCALAR, sequence_operands
+from ..analysis.value_kinds import ARRAY, CONTAINER, SCALAR, sequence_operands, user_class
 from ..analysis.names import NameCounts, rename, store_counts
 from ..analysis.operations import COPY, CUSTOM, PACK, USER
 from .. import syntax
@@ -216,7 +216,7 @@ class Reverse(CallAdjoints):
         if target in defined:
             uniform = uniform and target in self.uniform
             kind = self.kinds.kind.get(target)
-            if kind == CONTAINER or (kind != ARRAY and (
+            if kind == CONTAINER or user_class(kind) or (kind != ARRAY and (
                     target in self.indexed or target in self.containers)):
                 expr = syntax.call(self.ctx.runtime("add"), [syntax.name(bar), expr])
             else:
@@ -367,10 +367,15 @@ class Reverse(CallAdjoints):
                     }.get(type(node))
             if what is None and isinstance(node, gast.Call):
                 func = unparse(node.func)
-                what = (f"the method call {func}() on a differentiated value"
-                        if isinstance(node.func, gast.Attribute)
-                        else f"the call {func}(), whose function s2sad cannot resolve "
-                             "statically,")
+                if isinstance(node.func, gast.Attribute):
+                    return MissingRuleError(
+                        f"{where}the method call {func}() is not supported here: s2sad "
+                        "finds a method through the class of its object when it knows "
+                        "that class (an argument of a class of yours, an instance built "
+                        "in the function, self in a method), and here it does not. Call "
+                        "it through its class (ClassName.method(obj, ...)){code}")
+                what = (f"the call {func}(), whose function s2sad cannot resolve "
+                        "statically,")
             return MissingRuleError(
                 f"{where}{what or type(node).__name__} is not supported yet; compute the "
                 f"value from the scalars and arrays the function receives{code}")

@@ -9,7 +9,7 @@ from .. import syntax
 from ..frontend.source import MISSING
 from ..rules import registry
 from ..rules.operators import SYNTAX
-from .value_kinds import SCALAR
+from .value_kinds import SCALAR, user_class
 
 COPY = "copy"
 NONDIFF = "nondiff"
@@ -93,6 +93,17 @@ def python_function(prim):
     if inspect.isfunction(call) and not isinstance(prim, type):
         return call, (prim,), {}      # an instance of a class with a Python __call__
     return None
+
+
+def argument_kinds(prim, call_args, kinds):
+    """{parameter: kind} of the Python function of `prim` (see `python_function`) called
+    with the atoms `call_args`: theirs in `kinds`, and the class of an instance bound to
+    it (a method's `self`), through which the methods it calls are found."""
+    fn, bound, _ = python_function(prim)
+    params = list(inspect.signature(fn).parameters)
+    out = {p: type(a) for p, a in zip(params, bound) if user_class(type(a))}
+    out.update({p: kinds[a] for p, a in zip(params[len(bound):], call_args)})
+    return out
 
 
 def attribute_args(node):

@@ -7,7 +7,10 @@ the derivative is compiled for (the generated code checks them, like JAX special
 shapes); everything else follows from the code. SCALAR means "has shape ()": Python
 numbers, and NumPy results of full reductions.
 """
+import numbers
+
 import gast
+import numpy as np
 
 from .. import syntax
 from ..frontend.source import MISSING
@@ -15,6 +18,8 @@ from ..rules import registry
 
 SCALAR, ARRAY, CONTAINER, UNKNOWN = "scalar", "array", "container", "unknown"
 SCALARS = "scalars"     # a container of scalars, such as an array's shape
+# An instance of a class of the user's (see `user_class`) has that class as its kind: its
+# methods are found through it (passes/resolve_calls.py).
 
 
 def join(a, b):
@@ -89,6 +94,8 @@ class ValueKinds:
             return CONTAINER
         if isinstance(e, gast.Call):
             prim = getattr(e.func, "s2s_prim", None) or self.src.resolve(e.func)
+            if isinstance(prim, type) and user_class(prim):
+                return prim         # an instance built here: `m = Model(3.0)`
             method = prim is MISSING and isinstance(e.func, gast.Attribute)
             if method:
                 prim = registry.METHODS.get(e.func.attr, MISSING)
@@ -149,9 +156,22 @@ def _is_local_ref(e, src):
     return isinstance(e, gast.Name) and src.is_local(e.id)
 
 
+def user_class(cls):
+    """Whether `cls` is a class of the user's, defined in Python, whose instances s2sad
+    resolves methods through: not a number, array, container, function or module type,
+    nor a named tuple (a record, read by field)."""
+    return (isinstance(cls, type) and cls.__module__ not in _NOT_USER
+            and not cls.__module__.startswith("numpy")
+            and not issubclass(cls, (tuple, list, dict, set, numbers.Number, np.ndarray,
+                                     np.generic, BaseException)))
+
+
+_NOT_USER = {"builtins", "functools", "types", "collections", "typing", "abc"}
+
+
 def _kind_of_object(obj):
-    import numbers
-    import numpy as np
+    if user_class(type(obj)):
+        return type(obj)
     if isinstance(obj, np.ndarray):
         return ARRAY
     if isinstance(obj, (numbers.Number, np.generic)):

@@ -28,6 +28,7 @@ def square(t):
 def f(x):
     return g(x, x) + square(x)
 """
+import functools
 import weakref
 
 import gast
@@ -44,7 +45,7 @@ MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "update", "s
 
 def run(fn, ctx):
     """The pass; the lifted functions' definitions are `ctx.lifted_defs`."""
-    lift = Lift(ctx.src, ctx.namer)
+    lift = Lift(ctx.src, ctx.namer, ctx.bind)
     fn = lift.run(fn)
     ctx.lifted_defs = [f.s2s_lifted.node for f in lift.functions.values()]
     return fn
@@ -53,9 +54,10 @@ def run(fn, ctx):
 class Lift:
     """See the module docstring."""
 
-    def __init__(self, src, namer):
+    def __init__(self, src, namer, bind=None):
         self.src = src
         self.namer = namer
+        self.bind = bind        # the name generated code reads an object by
         self.functions = {}     # name -> lifted Python function
 
     def run(self, fn):
@@ -68,6 +70,7 @@ class Lift:
         self.functions, signatures = _lifted[self.src.fn]
         _rewrite_calls(fn, signatures, self.src)
         _mark_calls(fn, self.functions)
+        self.pass_as_values(fn, definitions, signatures)
         gone = {id(stmt) for stmt, _ in definitions.values()}
         for block in syntax.blocks(fn.body, functions=False):
             if any(id(s) in gone for s in block):
@@ -79,6 +82,9 @@ class Lift:
         of `fn`, checking that each is a form that can be lifted."""
         found = {}
         assigned_lambdas = set()
+        arguments = _arguments(fn)
+        taken = ({n.id for n in syntax.name_nodes(fn)} | set(self.src.free_values())
+                 | {n.name for n in _own(fn.body) if isinstance(n, gast.FunctionDef)})
         for n in _own(fn.body):
             if isinstance(n, gast.FunctionDef):
                 self.check_def(n)
@@ -90,10 +96,17 @@ class Lift:
                 assigned_lambdas.add(id(n.value))
         for n in _own(fn.body):
             if isinstance(n, gast.Lambda) and id(n) not in assigned_lambdas:
-                raise self.src.syntax_error(
-                    n, "a lambda is only supported when it is assigned to a name and that "
-                       "name is called (g = lambda t: ...; g(x)); here it is used as a "
-                       "value. Call a function defined with def instead of passing it on")
+                if id(n) not in arguments:
+                    raise self.src.syntax_error(
+                        n, "a lambda is supported where it is passed to a function "
+                           "(integrate(lambda t: x * t, 0.0, 1.0)) or assigned to a name "
+                           "that is called or passed on; here it is returned or stored. "
+                           "Pass the values it needs to the code that calls it instead")
+                self.check_def(n)
+                name = next(c for c in ["lam"] + [f"lam_{k}" for k in range(1, len(taken) + 2)]
+                            if c not in taken)
+                taken.add(name)
+                self.define(found, name, n, n)
         if not found:
             return found
         params = {a.id for a in _params(fn)}
@@ -135,17 +148,19 @@ class Lift:
     def check_uses(self, fn, definitions):
         """Each use of a nested function is a direct call, after its definition."""
         called = {id(n.func) for n in syntax.walk(fn) if isinstance(n, gast.Call)}
+        arguments = _arguments(fn)
         own = {id(n) for n in _own(fn.body)}
         for n in syntax.walk(fn):
             if not (isinstance(n, gast.Name) and n.id in definitions
                     and isinstance(n.ctx, gast.Load)):
                 continue
-            if id(n) not in called:
+            if id(n) not in called and not (id(n) in arguments and id(n) in own):
                 raise self.src.syntax_error(
-                    n, f"the nested function {n.id!r} is used as a value here (returned, "
-                       "stored or passed on); s2sad differentiates nested functions and "
-                       "lambdas that are only called. Define it at module level and pass "
-                       "the values it needs as arguments")
+                    n, f"the nested function {n.id!r} is used as a value here (returned "
+                       "or stored); s2sad differentiates nested functions and lambdas that "
+                       "are called, or passed to a function as an argument. Pass it to the "
+                       "code that calls it, or define it at module level and pass the "
+                       "values it needs as arguments")
             stmt = definitions[n.id][0]
             if id(n) in own and _position(n) < _position(stmt):
                 raise self.src.syntax_error(
@@ -205,6 +220,34 @@ class Lift:
                        "enclosing function in place, which s2sad cannot differentiate; "
                        "return the new value from the nested function instead")
 
+    def pass_as_values(self, fn, definitions, signatures):
+        """A nested function or lambda passed as an argument (`integrate(g, a, b)`) is
+        the lifted function with its extra parameters bound: `partial(g, x=x)`, the
+        values they have at the call, as the closure would read them."""
+        lambdas = {id(node): name for name, (stmt, node) in definitions.items()
+                   if stmt is node}
+        for call in [n for n in _own(fn.body) if isinstance(n, gast.Call)]:
+            for holder, field in [(call.args, i) for i in range(len(call.args))] + [
+                    (k, "value") for k in call.keywords]:
+                a = holder[field] if isinstance(holder, list) else getattr(holder, field)
+                name = lambdas.get(id(a)) or (
+                    a.id if isinstance(a, gast.Name) and a.id in definitions else None)
+                if name is None:
+                    continue
+                value = syntax.located(syntax.name(name), a)
+                value.s2s_prim, value.s2s_lifted = self.functions[name], True
+                extras = signatures[name][1]
+                if extras:
+                    partial = syntax.name(self.bind("partial", obj=functools.partial))
+                    partial.s2s_prim = functools.partial
+                    value = syntax.located(syntax.call(partial, [value], [
+                        gast.keyword(arg=v, value=syntax.located(syntax.name(v), a))
+                        for v in extras]), a)
+                if isinstance(holder, list):
+                    holder[field] = value
+                else:
+                    setattr(holder, field, value)
+
     def lifted_def(self, name, node, extra):
         if isinstance(node, gast.Lambda):
             body = [syntax.located(syntax.ret(syntax.copied(node.body)), node.body)]
@@ -253,6 +296,11 @@ class Lifted:
         node = syntax.copied(self.node) if copy else self.node
         return FunctionSource(fn, node, src.filename, src.first_line, src.indent)
 
+    def describe(self):
+        extras = ", ".join(self.extras)
+        return (f"nested in {self.src.name} (line {self.src.lineno(self.node)}), lifted"
+                + (f": {extras} passed in" if extras else ""))
+
 
 
 def _rewrite_calls(tree, signatures, src):
@@ -290,6 +338,12 @@ def _positional(call, params, src):
         raise src.syntax_error(call, f"this call of {call.func.id}() gives no value for "
                                      f"its parameter {missing[0]!r}")
     return args, rest
+
+
+def _arguments(fn):
+    """The ids of the nodes passed as arguments of the calls in `fn`'s own code."""
+    return {id(a) for n in _own(fn.body) if isinstance(n, gast.Call)
+            for a in n.args + [k.value for k in n.keywords]}
 
 
 def _own(stmts):

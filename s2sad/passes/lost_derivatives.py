@@ -13,9 +13,10 @@ located error that says what to write instead:
   method (`y.sort()`, `y.fill(v)`, `lst.extend(v)`, also through a view: `y[:2].sort()`,
   `h.T.fill(v)`): `UnsupportedSyntaxError`, since the write changes the array behind
   the names that hold it;
-- a call of a value that holds differentiated values (`g = functools.partial(f,
-  mu=mu)`, then `g(y)`), and a differentiated value passed by keyword to a Python
-  function (`loglik(y, mu=mu)`): `MissingRuleError`, until they are differentiated;
+- a call of a value that holds differentiated values and that `resolve_calls` could
+  not resolve (a `functools.partial` assigned on two paths, an object built from them),
+  and a differentiated value passed by keyword to a Python function it could not put
+  in its place (a `custom_vjp`'s): `MissingRuleError`;
 - a differentiated value passed for a parameter the rule gives no derivative for
   (`np.einsum(A, (0, 1), (1, 0))`, whose interleaved form puts `A` where the rule has
   the subscripts; `np.r_[x, x]`, an index of an object s2sad has no rule for):
@@ -34,6 +35,8 @@ located error that says what to write instead:
 ...     print(exc.lineno, exc.reason)
 4 y.sort() changes y in place, which s2sad cannot differentiate: the derivative would miss the change. Compute a new array instead: y = np.sort(y)
 """
+import functools
+
 import gast
 import numpy as np
 
@@ -61,11 +64,13 @@ def run(fn, ctx):
     varied = ctx.varied
     if not varied:
         return fn
+    functions = _function_values(fn)
     for s in syntax.statements(fn):
         if isinstance(s, (gast.Assign, gast.Expr)):
             for call in (n for n in syntax.walk(s.value) if isinstance(n, gast.Call)):
                 _refuse_writes(call, s, ctx, varied)
         if s in ctx.ops:
+            _refuse_functions_to_library(ctx.ops[s], s, ctx, varied, functions)
             _refuse_unruled_arguments(ctx.ops[s], s, ctx, varied)
             _refuse_keywords_to_python(ctx.ops[s], s, ctx, varied)
     return fn
@@ -80,9 +85,11 @@ def _refuse_writes(call, s, ctx, varied):
     if isinstance(func, gast.Name) and func.id in varied:
         raise MissingRuleError(
             f"{src.where(s)}: {func.id} holds values that depend on the differentiated "
-            f"inputs (a functools.partial, or an object made from them), and calling it "
-            "cannot be differentiated yet; call the function it wraps with those values "
-            f"as arguments\n    {src.line_text(s).strip()}")
+            "inputs, and s2sad cannot tell which function calling it runs: it knows a "
+            "function value assigned once (a function, a method of an object whose class "
+            "it knows, a nested function or lambda, or a functools.partial of these). "
+            "Assign it once, or call the function it wraps directly, with those values as "
+            f"arguments\n    {src.line_text(s).strip()}")
     spelled = syntax.unparse(func)
     out = next((k.value for k in call.keywords if k.arg == "out"), None)
     if out is not None:
@@ -119,6 +126,39 @@ def _refuse_writes(call, s, ctx, varied):
             f"{x}.{func.attr}() changes {root} in place (through {x}), which s2sad cannot "
             "differentiate: the derivative would miss the change. Compute the new values "
             f"and assign them instead ({root}[...] = <new values>, or {root} = <new array>)"))
+
+
+def _function_values(fn):
+    """The names of `fn` that hold a nested function or lambda (lifted, passed on as
+    `partial(lam, x=x)`, see passes/lift.py)."""
+    out = set()
+    for s in syntax.statements(fn):
+        if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
+            v = s.value
+            if getattr(v, "s2s_lifted", False) or (
+                    isinstance(v, gast.Call) and getattr(v.func, "s2s_prim", None)
+                    is functools.partial and getattr(v.args[0], "s2s_lifted", False)):
+                out.add(s.targets[0].id)
+    return out
+
+
+def _refuse_functions_to_library(op, s, ctx, varied, functions):
+    """Refuse a nested function or lambda passed, with differentiated values, to code
+    s2sad does not read (`map`, `sorted(key=...)`, a library's integrator)."""
+    if (op.form != CALL or op.variant is not None or not isinstance(op.node, gast.Call)
+            or op.prim is functools.partial):
+        return
+    atoms = [a for a in op.args if isinstance(a, gast.Name)]
+    given = [a.id for a in atoms if a.id in functions or getattr(a, "s2s_lifted", False)]
+    if given and any(a.id in varied for a in atoms):
+        spelled = syntax.unparse(op.node.func)
+        raise MissingRuleError(
+            f"{ctx.src.where(s)}: {spelled}() is given a nested function or lambda and "
+            "values that depend on the differentiated inputs; s2sad differentiates a "
+            f"function passed to your own Python functions, but not what {spelled}() does "
+            "with it. Call the function yourself, in a loop or a comprehension "
+            f"([f(v) for v in xs] for map), or in a helper of your own"
+            f"\n    {ctx.src.line_text(s).strip()}")
 
 
 def _refuse_unruled_arguments(op, s, ctx, varied):

@@ -1,0 +1,513 @@
+"""Resolve calls: each call of the user's own Python code becomes a call, by position,
+of a function whose source s2sad reads.
+
+Takes Wengert form and leaves it. Differentiating a call of a Python function needs the
+function (its derivative is compiled from its source) and which argument is which of
+its parameters (the derivative is taken by position). This pass finds both where the
+function is a value known when compiling:
+
+- a method: `obj.m(a)` where `obj`'s class is known (its kind: a parameter specialised
+  on its class, an instance built here, `self` of a method) is `m(obj, a)`, `m` being
+  the function the class defines (an instance's own attribute of that name is not
+  looked for);
+- a function value: a name defined once as a module-level function, a nested function or
+  lambda (lifted), a method read from an object (`f = obj.m`), or a `functools.partial`
+  of one of these (`g = functools.partial(loglik, mu=mu)`: `g(y)` is `loglik(y, mu)`);
+- keyword arguments go to their positions (`loglik(y, mu=mu)` is `loglik(y, mu)`).
+
+A call that passes a function value (`integrate(lambda t: x * t, 0.0, 1.0)`), gives a
+keyword-only parameter, or goes to a function with `*args` or `**kwargs` calls a version
+of the function specialised on the call: a function value's parameter is replaced by
+the values bound to it (the lambda's `x` becomes a parameter `f_x`, and the body starts
+with `f = functools.partial(lambda_, x=f_x)`, whose calls this pass resolves in turn),
+`*args` by one parameter per argument (the name reads as the tuple of them), `**kwargs`
+by one per keyword (read with `kwargs["k"]`, `kwargs.get("k", d)`, `"k" in kwargs`, or
+passed on as `**kwargs`), and keyword-only parameters become positional. The version's
+lines are the lines of the function in the user's file.
+
+>>> print(show("resolve_calls", '''
+... import functools
+... def loglik(y, mu=0.0, s=1.0):
+...     return -(y - mu) ** 2 / (2 * s * s)
+... def f(x):
+...     mu = 2.0 * x
+...     g = functools.partial(loglik, mu=mu)
+...     return g(x) + loglik(1.0, s=2.0, mu=mu)
+... '''))
+def f(x):
+    mu = 2.0 * x
+    t = loglik(x, mu)
+    t_1 = loglik(1.0, mu, 2.0)
+    y = t + t_1
+    return y
+"""
+import dataclasses
+import functools
+import inspect
+import sys
+import weakref
+
+import gast
+
+from .. import emit, syntax
+from ..analysis import operations
+from ..analysis.activity import definitions, varied_names
+from ..analysis.value_kinds import ValueKinds, user_class
+from ..frontend import source
+from ..frontend.source import MISSING, FunctionSource
+from ..rules import registry
+
+#: {function: {how a call uses it: the version specialised on that}}
+_versions = weakref.WeakKeyDictionary()
+
+#: literal defaults passed as constants
+_LITERALS = (int, float, complex, bool, str, type(None))
+
+
+def run(fn, ctx):
+    """The pass."""
+    return ResolveCalls(ctx).run(fn)
+
+
+@dataclasses.dataclass
+class Known:
+    """A function value known when compiling: the callable `fn` (a Python function, a
+    bound method, a primitive, a partial object) with the atoms `args` and `keywords`
+    bound to it first."""
+    fn: object
+    args: list = dataclasses.field(default_factory=list)
+    keywords: dict = dataclasses.field(default_factory=dict)
+
+
+class ResolveCalls:
+    """See the module docstring."""
+
+    def __init__(self, ctx):
+        self.ctx, self.src = ctx, ctx.src
+
+    def run(self, fn):
+        self.kinds = ValueKinds(fn, self.src, self.ctx.param_kinds)
+        ops = syntax.NodeMap((s, operations.classify(s.value, self.src))
+                             for _, s in definitions(fn.body))
+        self.varied = varied_names(fn, self.ctx.wrt, ops)
+        params = [a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
+        self.count = {p: 1 for p in params}
+        for s in syntax.statements(fn):
+            targets = (s.targets if isinstance(s, gast.Assign) else
+                       [s.target] if isinstance(s, gast.For) else [])
+            for t in targets:
+                for n in syntax.name_nodes(t):
+                    self.count[n.id] = self.count.get(n.id, 0) + 1
+        self.known = {}         # name -> Known
+        defining = {}           # name -> its statement
+        for s in syntax.statements(fn):
+            if (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+                    and self.count.get(s.targets[0].id) == 1):
+                known = self.known_value(s.value)
+                if known is not None:
+                    self.known[s.targets[0].id] = known
+                    defining[s.targets[0].id] = s
+        for s in syntax.statements(fn):
+            if isinstance(s, (gast.Assign, gast.Expr)) and isinstance(s.value, gast.Call):
+                self.resolve(s.value, s)
+        while True:     # the definitions of function values no call reads any more
+            read = set(syntax.names_loaded(fn))
+            unread = {id(s) for name, s in defining.items() if name not in read}
+            if not unread:
+                return fn
+            defining = {name: s for name, s in defining.items() if id(s) not in unread}
+            for block in syntax.blocks(fn.body):
+                if any(id(s) in unread for s in block):
+                    block[:] = [s for s in block if id(s) not in unread] or [gast.Pass()]
+
+    # -- function values ------------------------------------------------------------------
+    def known_value(self, e):
+        """The `Known` function value of the atom or right-hand side `e`, or None."""
+        if isinstance(e, gast.Name) and e.id in self.known:
+            return self.known[e.id]
+        if isinstance(e, gast.Attribute) and isinstance(e.value, gast.Name):
+            method = self.method(e.value, e.attr)
+            if method is not None:
+                return method
+        if isinstance(e, gast.Call) and self.prim(e.func) is functools.partial and e.args:
+            inner = self.known_value(e.args[0])
+            atoms = e.args[1:] + [k.value for k in e.keywords]
+            if inner is None or any(k.arg is None for k in e.keywords) or not all(
+                    self.stable(a) for a in atoms):
+                return None
+            return Known(inner.fn, inner.args + e.args[1:],
+                         {**inner.keywords, **{k.arg: k.value for k in e.keywords}})
+        if isinstance(e, (gast.Name, gast.Attribute)):
+            obj = self.prim(e)
+            if obj is not MISSING and callable(obj) and not isinstance(obj, type):
+                return Known(obj)
+        return None
+
+    def method(self, receiver, attr):
+        """`Known` for `receiver.attr`, a method of `receiver`'s known class."""
+        cls = self.kinds[receiver]
+        if not user_class(cls):
+            return None
+        try:
+            found = inspect.getattr_static(cls, attr)
+        except AttributeError:
+            return None
+        if inspect.isfunction(found):
+            return Known(found, [receiver])
+        if isinstance(found, (staticmethod, classmethod)):
+            return Known(getattr(cls, attr))
+        return None
+
+    def stable(self, atom):
+        """Whether `atom` keeps its value: a constant, a module-level name, or a name
+        assigned once."""
+        if not isinstance(atom, gast.Name):
+            return True
+        return not self.src.is_local(atom.id) or self.count.get(atom.id, 0) <= 1
+
+    def prim(self, func):
+        prim = getattr(func, "s2s_prim", None)
+        return prim if prim is not None else self.src.resolve(func)
+
+    def is_function_value(self, atom):
+        return (isinstance(atom, (gast.Name, gast.Attribute))
+                and self.known_value(atom) is not None)
+
+    # -- calls ----------------------------------------------------------------------------
+    def resolve(self, call, s):
+        """Rewrite `call` as a call by position of a function s2sad reads, if it calls
+        Python code through a known function value."""
+        func = call.func
+        if not self.varied & set(syntax.names_loaded(call)) or any(
+                isinstance(a, gast.Starred) for a in call.args) or any(
+                k.arg is None for k in call.keywords):
+            return      # a call that is not differentiated runs as it is
+        static = not (isinstance(func, gast.Name) and func.id in self.known) and (
+            self.prim(func) is not MISSING)
+        known = self.known_value(func)
+        if known is None:
+            return
+        target, args = known.fn, known.args + call.args
+        keywords = {**known.keywords, **{k.arg: k.value for k in call.keywords}}
+        python = operations.python_function(target)
+        if (python is None or registry.primitive(target) is not None
+                or getattr(target, "s2s_custom", False)):
+            if not static:          # a primitive called through a value: call it by name
+                self.set_call(call, target, args, keywords)
+            return
+        fn, bound, bound_keywords = python
+        if _library(fn):
+            return
+        values = list(args) + [k for k in keywords.values()]
+        signature = inspect.signature(fn)
+        kinds = {p.kind for p in signature.parameters.values()}
+        special = (inspect.Parameter.VAR_POSITIONAL in kinds
+                   or inspect.Parameter.VAR_KEYWORD in kinds
+                   or any(self.is_function_value(a) for a in values))
+        by_keyword = any(not isinstance(v, gast.Constant) for v in keywords.values())
+        if static and not special and not by_keyword:
+            return
+        args = [self.atom(a, f"{fn.__name__}_arg") for a in bound] + args
+        keywords = {**{k: self.atom(v, f"{fn.__name__}_{k}")
+                       for k, v in bound_keywords.items()}, **keywords}
+        try:
+            binding = signature.bind(*args, **keywords)
+        except TypeError as exc:
+            raise self.src.syntax_error(s, f"this call of {fn.__name__}() does not match "
+                                           f"its parameters: {exc}") from None
+        given = binding.arguments
+        if special or any(p.kind == p.KEYWORD_ONLY and p.name in given
+                          for p in signature.parameters.values()):
+            version, args = self.specialised(fn, signature, given)
+            self.set_call(call, version, args, {})
+            return
+        positional = [p for p in signature.parameters.values()
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        last = max((i for i, p in enumerate(positional) if p.name in given), default=-1)
+        args = [given[p.name] if p.name in given else self.atom(p.default, f"{fn.__name__}_"
+                                                                    f"{p.name}")
+                for p in positional[:last + 1]]
+        self.set_call(call, fn, args, {})
+
+    def set_call(self, call, fn, args, keywords):
+        lifted = hasattr(fn, "s2s_lifted") and not isinstance(fn.s2s_lifted, Version)
+        name = fn.__name__ if lifted else self.ctx.bind(fn.__name__, obj=fn)
+        call.func = syntax.located(syntax.name(name), call)
+        call.func.s2s_prim = fn
+        call.func.s2s_lifted = lifted
+        call.args = list(args)
+        call.keywords = [gast.keyword(arg=k, value=v) for k, v in keywords.items()]
+
+    def atom(self, value, base):
+        """An atom for the object `value` (a default, a bound argument)."""
+        if isinstance(value, gast.AST):
+            return value
+        if type(value) in _LITERALS:
+            return syntax.const(value)
+        if isinstance(value, type):
+            base = value.__name__
+        return syntax.name(self.ctx.bind(base, obj=value))
+
+    # -- versions of a function specialised on a call ------------------------------------
+    def specialised(self, fn, signature, given):
+        """(the version of `fn` for a call binding `given`, the call's arguments)."""
+        plan, args = [], []
+        for p in signature.parameters.values():
+            if p.kind == p.VAR_POSITIONAL:
+                plan.append(("args", p.name, len(given.get(p.name, ()))))
+                args += list(given.get(p.name, ()))
+            elif p.kind == p.VAR_KEYWORD:
+                plan.append(("kwargs", p.name, tuple(given.get(p.name, {}))))
+                args += list(given.get(p.name, {}).values())
+            elif p.name not in given:
+                plan.append(("default", p.name))
+            elif self.is_function_value(given[p.name]):
+                known = self.known_value(given[p.name])
+                plan.append(("function", p.name, known.fn, len(known.args),
+                             tuple(known.keywords)))
+                args += known.args + list(known.keywords.values())
+            else:
+                plan.append(("value", p.name))
+                args.append(given[p.name])
+        versions = _versions.setdefault(fn, {})
+        key = tuple(plan)
+        if key not in versions:
+            versions[key] = _Specialiser(fn, plan, self.src).version()
+        return versions[key], args
+
+
+class _Specialiser:
+    """Writes the version of a function for one `plan` (see ResolveCalls.specialised)."""
+
+    def __init__(self, fn, plan, caller):
+        self.fn, self.plan = fn, plan
+        self.fn_src = source.capture(fn)
+        self.node = self.fn_src.node
+        self.taken = {n.id for n in syntax.name_nodes(self.node)} | set(
+            self.fn_src.free_values())
+        self.bindings = {}
+
+    def fresh(self, base):
+        k, name = 0, base
+        while name in self.taken:
+            k += 1
+            name = f"{base}_{k}"
+        self.taken.add(name)
+        return name
+
+    def version(self):
+        node, src = self.node, self.fn_src
+        defaults = _defaults(node.args)
+        params, kwonly, kw_defaults, prologue = [], [], [], []
+        for step in self.plan:
+            how, name = step[0], step[1]
+            if how == "value":
+                params.append(name)
+            elif how == "default" and isinstance(defaults[name], gast.Constant):
+                prologue.append(syntax.assign(name, defaults[name]))    # `n = 10`
+            elif how == "default":
+                kwonly.append(name)
+                kw_defaults.append(defaults[name])
+            elif how == "function":
+                _, _, value, nargs, keywords = step
+                parts = [self.fresh(f"{name}_{i}") for i in range(nargs)]
+                named = [self.fresh(f"{name}_{k}") for k in keywords]
+                params += parts + named
+                prologue.append(self.function_value(name, value, parts,
+                                                    dict(zip(keywords, named))))
+            elif how == "args":
+                parts = [self.fresh(f"{name}_{i}") for i in range(step[2])]
+                params += parts
+                _replace_varargs(node, name, parts, src)
+            else:
+                parts = {k: self.fresh(f"{name}_{k}") for k in step[2]}
+                params += parts.values()
+                _replace_kwargs(node, name, parts, src)
+        args = node.args
+        args.posonlyargs, args.vararg, args.kwarg, args.defaults = [], None, None, []
+        args.args = [_param(p) for p in params]
+        args.kwonlyargs = [_param(p) for p in kwonly]
+        args.kw_defaults = kw_defaults
+        for a in args.args + args.kwonlyargs:
+            syntax.located(a, node)
+        docstring = (node.body and isinstance(node.body[0], gast.Expr)
+                     and isinstance(node.body[0].value, gast.Constant))
+        at = 1 if docstring else 0
+        node.body[at:at] = [syntax.located(s, node.body[at] if node.body[at:] else node)
+                            for s in prologue]
+        node.returns = None
+        fn = self.fn
+        bindings = dict(self.bindings)
+        for var, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+            try:
+                bindings.setdefault(var, cell.cell_contents)
+            except ValueError:
+                pass
+        filename = f"<s2sad: {node.name}, specialised from {src.filename}:{src.first_line}>"
+        made = emit.compile_functions([node], bindings, fn, filename)[0]
+        made.__qualname__ = fn.__qualname__
+        made.s2s_lifted = Version(node, src, self.plan)
+        return made
+
+    def function_value(self, name, value, parts, named):
+        """`name = value_name` or `name = partial(value_name, *parts, **named)`."""
+        callee = self.bind(getattr(value, "__name__", name), value)
+        callee.s2s_prim = value
+        if not parts and not named:
+            return syntax.assign(name, callee)
+        partial = self.bind("partial", functools.partial)
+        partial.s2s_prim = functools.partial
+        return syntax.assign(name, syntax.call(
+            partial, [callee] + [syntax.name(p) for p in parts],
+            [gast.keyword(arg=k, value=syntax.name(p)) for k, p in named.items()]))
+
+    def bind(self, base, obj):
+        for bound, known in self.bindings.items():
+            if known is obj:
+                return syntax.name(bound)
+        name = self.fresh(base if base.isidentifier() else "function")
+        self.bindings[name] = obj
+        return syntax.name(name)
+
+
+class Version:
+    """Where a specialised version's source comes from (see `source.capture`)."""
+
+    def __init__(self, node, src, plan):
+        self.node, self.src, self.plan = node, src, plan
+
+    def source(self, fn, copy=True):
+        src = self.src
+        node = syntax.copied(self.node) if copy else self.node
+        return FunctionSource(fn, node, src.filename, src.first_line, src.indent)
+
+    def describe(self):
+        how = [f"{step[1]}={getattr(step[2], '__name__', step[2])}" if step[0] == "function"
+               else f"*{step[1]} of {step[2]} values" if step[0] == "args"
+               else f"**{step[1]} with {', '.join(step[2]) or 'no keys'}"
+               for step in self.plan if step[0] in ("function", "args", "kwargs")]
+        return (f"line {self.src.lineno(self.node)}, specialised for the call"
+                + (f" ({'; '.join(how)})" if how else ""))
+
+
+def _library(fn):
+    """Whether `fn` is library code (an installed package or the standard library),
+    which s2sad does not rewrite: a derivative rule is what it needs."""
+    module = (getattr(fn, "__module__", None) or "").split(".")[0]
+    path = getattr(getattr(fn, "__code__", None), "co_filename", "")
+    return (module in sys.stdlib_module_names or "site-packages" in path
+            or "dist-packages" in path)
+
+
+def _param(name):
+    p = syntax.name(name)
+    p.ctx = gast.Param()
+    return p
+
+
+def _defaults(args):
+    """{parameter: default expression} of a `def`'s parameters."""
+    positional = args.posonlyargs + args.args
+    out = {a.id: d for a, d in zip(positional[len(positional) - len(args.defaults):],
+                                   args.defaults)}
+    out.update({a.id: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+    return out
+
+
+def _loads(node, name):
+    return [n for n in syntax.walk(node) if isinstance(n, gast.Name) and n.id == name
+            and isinstance(n.ctx, gast.Load)]
+
+
+def _refuse_rebinding(node, name, src, what):
+    for n in syntax.walk(node):
+        if isinstance(n, gast.Name) and n.id == name and not isinstance(
+                n.ctx, (gast.Load, gast.Param)):
+            raise src.syntax_error(n, f"{what} {name!r} is assigned in {node.name}(); "
+                                      "s2sad reads it as the arguments of the call. Give "
+                                      "the new value another name")
+
+
+def _replace_varargs(node, name, parts, src):
+    """`*name` becomes the parameters `parts`: a read of `name` is the tuple of them,
+    `f(*name)` passes them one by one."""
+    _refuse_rebinding(node, name, src, "the *args parameter")
+    for call in [n for n in syntax.walk(node) if isinstance(n, gast.Call)]:
+        spliced = []
+        for a in call.args:
+            if isinstance(a, gast.Starred) and syntax.is_name(a.value, name):
+                spliced += [syntax.located(syntax.name(p), a) for p in parts]
+            else:
+                spliced.append(a)
+        call.args = spliced
+    for n in _loads(node, name):
+        elts = [syntax.located(syntax.name(p), n) for p in parts]
+        _swap(node, n, syntax.located(syntax.tuple_(elts), n))
+
+
+def _replace_kwargs(node, name, parts, src):
+    """`**name` becomes the parameters `parts` ({key: parameter}): `name["k"]`,
+    `name.get("k", d)`, `"k" in name`, `len(name)` and `f(**name)` read them; any other
+    use is refused."""
+    _refuse_rebinding(node, name, src, "the **kwargs parameter")
+    for n in list(syntax.walk(node)):
+        if isinstance(n, gast.Call):
+            keywords = []
+            for k in n.keywords:
+                if k.arg is None and syntax.is_name(k.value, name):
+                    keywords += [gast.keyword(arg=key, value=syntax.located(
+                        syntax.name(p), k.value)) for key, p in parts.items()]
+                else:
+                    keywords.append(k)
+            n.keywords = keywords
+    uses = _loads(node, name)
+    parents = {id(c): p for p in syntax.walk(node) for c in gast.iter_child_nodes(p)}
+    for n in uses:
+        parent = parents.get(id(n))
+        grand = parents.get(id(parent))
+        new = old = None
+        if isinstance(parent, gast.Subscript) and _key(parent.slice) is not None:
+            key = _key(parent.slice)
+            if key not in parts:
+                raise src.syntax_error(parent, f"{name}[{key!r}] is not given in this call "
+                                               f"(it gives {sorted(parts) or 'none'})")
+            new, old = syntax.name(parts[key]), parent
+        elif (isinstance(parent, gast.Attribute) and parent.attr == "get"
+              and isinstance(grand, gast.Call) and grand.func is parent and grand.args
+              and _key(grand.args[0]) is not None and not grand.keywords):
+            key = _key(grand.args[0])
+            default = grand.args[1] if len(grand.args) > 1 else syntax.const(None)
+            new, old = (syntax.name(parts[key]) if key in parts else default), grand
+        elif (isinstance(parent, gast.Compare) and len(parent.ops) == 1
+              and isinstance(parent.ops[0], (gast.In, gast.NotIn))
+              and parent.comparators[0] is n and _key(parent.left) is not None):
+            inside = _key(parent.left) in parts
+            new = syntax.const(inside if isinstance(parent.ops[0], gast.In) else not inside)
+            old = parent
+        elif (isinstance(parent, gast.Call) and syntax.is_name(parent.func, "len")
+              and parent.args == [n]):
+            new, old = syntax.const(len(parts)), parent
+        if new is None:
+            raise src.syntax_error(n, (
+                f"s2sad reads the **kwargs parameter {name!r} with {name}['key'], "
+                f"{name}.get('key', default), 'key' in {name}, len({name}) or passes it on "
+                f"as **{name}; write this use of {name!r} in one of those forms"))
+        _swap(node, old, syntax.located(new, old))
+
+
+def _key(e):
+    return e.value if isinstance(e, gast.Constant) and isinstance(e.value, str) else None
+
+
+def _swap(tree, old, new):
+    """Put `new` where `old` is in `tree`."""
+    for parent in syntax.walk(tree):
+        for field, value in gast.iter_fields(parent):
+            if value is old:
+                setattr(parent, field, new)
+                return
+            if isinstance(value, list):
+                for i, v in enumerate(value):
+                    if v is old:
+                        value[i] = new
+                        return
