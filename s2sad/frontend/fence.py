@@ -22,15 +22,11 @@ REJECTED = {
                    "define the class at module level",
     gast.SetComp: "set comprehensions are not supported",
     gast.DictComp: "dict comprehensions are not supported yet; write a for loop",
-    gast.Global: "'global' is not supported: a differentiated function must not rebind "
-                 "module variables; return the value instead",
     gast.Nonlocal: "'nonlocal' is not supported: return the value instead",
-    gast.Delete: "'del' is not supported; drop the statement",
     gast.Import: "imports inside a differentiated function are not supported; import at "
                  "module level",
     gast.ImportFrom: "imports inside a differentiated function are not supported; import "
                      "at module level",
-    gast.NamedExpr: "assignment expressions (:=) are not supported; assign on its own line",
     gast.Starred: "star-arguments (*args) are not supported; pass the values one by one",
     gast.Set: "set displays are not supported",
     gast.Dict: "dict displays are not supported yet",
@@ -51,6 +47,7 @@ def check(src):
             message = _problem(node) or _outside_change(node, src)
             if message:
                 raise src.syntax_error(node, message)
+    _check_globals(fn, src)
 
 
 def _problem(node):
@@ -81,6 +78,8 @@ def _problem(node):
             for s in node.body for n in syntax.name_nodes(s)):
         return (f"the loop variable {node.target.id!r} is assigned inside its loop; use "
                 "another name for the new value")
+    if isinstance(node, gast.Delete):
+        return _deleted(node)
     if isinstance(node, gast.Call):
         if any(k.arg is None for k in node.keywords):
             return "**kwargs in a call is not supported; pass keyword arguments by name"
@@ -88,6 +87,53 @@ def _problem(node):
             node.value, (gast.Call, gast.Constant, gast.Yield, gast.YieldFrom, gast.Await)):
         return "an expression statement that is not a call has no effect; remove it"
     return None
+
+
+def _deleted(node):
+    for target in node.targets:
+        if isinstance(target, gast.Subscript):
+            return ("'del' of an element changes a list, dict or array in place, which "
+                    "s2sad does not differentiate; build a new one without the element: "
+                    "lst = [lst[j] for j in range(len(lst)) if j != i] for a list, "
+                    "a = np.concatenate([a[:i], a[i + 1:]]) for an array")
+        if not isinstance(target, gast.Name):
+            return ("'del' of an attribute changes an object in place, which s2sad does "
+                    "not differentiate; keep the value in a local variable instead")
+    return None
+
+
+def _check_globals(fn, src):
+    """`global G` is allowed where the function only reads G (it reads module variables
+    without the declaration too); assigning G would change the module behind the
+    derivative's back."""
+    for scope in [fn] + [n for n in syntax.walk(fn) if isinstance(n, gast.FunctionDef)
+                         and n is not fn]:
+        declared = list(_own(scope, gast.Global))
+        if not declared:
+            continue
+        stored = {}
+        for n in _own(scope, (gast.Name,)):
+            if not isinstance(n.ctx, gast.Load):
+                stored.setdefault(n.id, n)
+        for decl in declared:
+            for name in decl.names:
+                if name in stored:
+                    raise src.syntax_error(stored[name], (
+                        f"{name!r} is declared global and assigned here: a differentiated "
+                        "function must not rebind module variables (its derivative would "
+                        f"not); return the new value and assign {name} = ... at the call "
+                        "site"))
+
+
+def _own(scope, kinds):
+    """The nodes of `kinds` in `scope`'s own body, not in the functions nested in it."""
+    todo = list(scope.body)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, kinds):
+            yield n
+        if not isinstance(n, (gast.FunctionDef, gast.Lambda)):
+            todo.extend(gast.iter_child_nodes(n))
 
 
 def _outside_change(node, src):

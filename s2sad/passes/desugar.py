@@ -57,7 +57,10 @@ class Desugar:
         self.ret_flag = None
 
     def run(self, fn):
-        self.outside = set(_names_outside_comprehensions(fn)) | set(self.src.free_values())
+        self.deletions(fn.body, {})
+        self.outside = (set(_names_outside_comprehensions(fn)) | set(self.src.free_values())
+                        | {n.target.id for n in syntax.walk(fn)
+                           if isinstance(n, gast.NamedExpr)})
         self.comprehension_vars = set()
         body = [s for stmt in fn.body for s in self.stmt(stmt)]
         body = _drop_docstring(body)
@@ -71,15 +74,18 @@ class Desugar:
 
     # -- sugar ------------------------------------------------------------------------
     def stmt(self, s):
+        if isinstance(s, (gast.Delete, gast.Global)):
+            return []       # see `deletions`; the fence let only reads of globals through
+        if _walrus_in(s):
+            return self.walrus(s)
+        return self.sugar(s)
+
+    def sugar(self, s):
         prelude, s = self.comprehensions(s)
         if prelude:
             return self.block(prelude) + (self.stmt(s) if s is not None else [])
         if isinstance(s, gast.AugAssign):
-            value = gast.BinOp(left=_load(s.target), op=s.op, right=s.value)
-            plain = syntax.located(syntax.assign(_store(s.target), value), s)
-            # NumPy does `x += y` in place on an array: passes.aliasing needs to know
-            plain.s2s_augmented = isinstance(s.target, gast.Name)
-            return [plain]
+            return [_augmented(s)]
         if isinstance(s, gast.AnnAssign):
             return [syntax.located(syntax.assign(s.target, s.value), s)]
         if isinstance(s, gast.Assign) and len(s.targets) > 1:
@@ -204,6 +210,71 @@ class Desugar:
         self.comprehension_vars.add(var)
         return var
 
+    # -- assignment expressions -------------------------------------------------------
+    def walrus(self, s):
+        """`s` after the assignments its `:=` expressions make, each where Python
+        evaluates it (see `_Walrus`); a `while` test's again at the end of the body and
+        before each `continue`."""
+        if isinstance(s, gast.AugAssign):
+            s = _augmented(s)
+        fields = {gast.Assign: ["value"], gast.AnnAssign: ["value"], gast.Return: ["value"],
+                  gast.Expr: ["value"], gast.If: ["test"], gast.For: ["iter"],
+                  gast.While: ["test"], gast.Raise: ["exc", "cause"]}.get(type(s))
+        stored = [getattr(s, f) for f in ("targets", "target") if hasattr(s, f)]
+        if fields is None or _walrus_in(stored):
+            raise self.src.syntax_error(s, "an assignment expression (:=) is not supported "
+                                           "here; assign the value on a line of its own first")
+        lifter = _Walrus(self, s)
+        for field in fields:
+            setattr(s, field, lifter.lift(getattr(s, field)))
+        if isinstance(s, gast.While) and lifter.out:
+            again = lambda: syntax.copied(lifter.out)   # noqa: E731
+            s.body = _before_continues(s.body, again) + again()
+        return self.block(lifter.out) + self.sugar(s)
+
+    # -- del ----------------------------------------------------------------------------
+    def deletions(self, stmts, gone):
+        """Refuse a read of a name a `del` may have unbound (Python raises NameError
+        there; the derivative, which drops `del name`, would read the old value). `gone`:
+        {name: its `del`} on entry; returns the same after `stmts`."""
+        for s in stmts:
+            if isinstance(s, gast.Delete):
+                self.reads_deleted(s, gone)
+                gone = {**gone, **{t.id: s for t in s.targets}}
+            elif isinstance(s, gast.If):
+                self.reads_deleted(s.test, gone)
+                gone = {**self.deletions(s.body, gone), **self.deletions(s.orelse, gone)}
+            elif isinstance(s, (gast.For, gast.While)):
+                head = s.iter if isinstance(s, gast.For) else s.test
+                bound = syntax.names_stored(s.target) if isinstance(s, gast.For) else set()
+                after = dict(gone)
+                for _ in range(2):      # the second iteration starts where the first ends
+                    self.reads_deleted(head, after)
+                    after = {**after, **self.deletions(s.body, _without(after, bound))}
+                gone = self.deletions(s.orelse, after)
+            elif isinstance(s, gast.With):
+                for item in s.items:
+                    self.reads_deleted(item, gone)
+                gone = self.deletions(s.body, gone)
+            elif isinstance(s, gast.Try):
+                body = self.deletions(s.body, gone)
+                ends = [self.deletions(s.orelse, body)]
+                for handler in s.handlers:
+                    ends.append(self.deletions(handler.body, {**gone, **body}))
+                gone = self.deletions(s.finalbody, {k: v for e in ends for k, v in e.items()})
+            else:
+                self.reads_deleted(s, gone)
+                gone = _without(gone, syntax.names_stored(s))
+        return gone
+
+    def reads_deleted(self, node, gone):
+        for n in syntax.name_nodes(node):
+            if isinstance(n.ctx, gast.Load) and n.id in gone:
+                raise self.src.syntax_error(n, (
+                    f"{n.id!r} is read here after 'del {n.id}' at line "
+                    f"{self.src.lineno(gone[n.id])}, where Python raises NameError; assign "
+                    f"{n.id} again before this read, or remove the 'del'"))
+
     # -- jumps ------------------------------------------------------------------------
     def single_exit(self, body):
         self.ret_name = self.namer.fresh("y")
@@ -295,6 +366,163 @@ class Desugar:
         if self.ret_flag is None:
             self.ret_flag = self.namer.fresh("returned")
         return self.ret_flag
+
+
+def _augmented(s):
+    """`x += y` as `x = x + y`."""
+    value = gast.BinOp(left=_load(s.target), op=s.op, right=s.value)
+    plain = syntax.located(syntax.assign(_store(s.target), value), s)
+    # NumPy does `x += y` in place on an array: passes.aliasing needs to know
+    plain.s2s_augmented = isinstance(s.target, gast.Name)
+    return plain
+
+
+def _without(gone, names):
+    return {k: v for k, v in gone.items() if k not in names}
+
+
+def _walrus_in(node):
+    """Whether `node` (a statement: its own expressions, not its body) holds a `:=`."""
+    if isinstance(node, list):
+        return any(_walrus_in(n) for n in node)
+    if isinstance(node, gast.stmt):
+        return any(_walrus_in(v) for f, v in gast.iter_fields(node)
+                   if f not in ("body", "orelse", "handlers", "finalbody")
+                   and isinstance(v, (gast.AST, list)))
+    return any(isinstance(n, gast.NamedExpr) for n in _walked(node))
+
+
+def _walked(node):
+    """The nodes of expression `node`, not those of the lambdas in it (their `:=` bind
+    their own names)."""
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        yield n
+        if not isinstance(n, gast.Lambda):
+            todo.extend(gast.iter_child_nodes(n))
+
+
+def _before_continues(stmts, make):
+    """`stmts` with `make()` before each `continue` of the loop they are the body of."""
+    out = []
+    for s in stmts:
+        if isinstance(s, gast.Continue):
+            out.extend(syntax.located(c, s) for c in make())
+        elif isinstance(s, (gast.If, gast.With, gast.Try)):
+            for field in ("body", "orelse", "finalbody"):
+                if hasattr(s, field):
+                    setattr(s, field, _before_continues(getattr(s, field), make))
+            for handler in getattr(s, "handlers", []):
+                handler.body = _before_continues(handler.body, make)
+        out.append(s)
+    return out
+
+
+class _Walrus:
+    """Take the `:=` out of an expression: each `(n := e)` becomes `n = e` in `out`,
+    before the statement, and reads `n`. What Python evaluates before it stays before
+    it: an operand with a call, or that reads a name a later `:=` binds, is held in a
+    temporary first. A `:=` that Python evaluates only on some paths (in the right
+    operand of `and`/`or`, a branch of a conditional expression) is assigned in an `if`
+    on the same condition."""
+
+    def __init__(self, desugar, origin):
+        self.desugar, self.origin, self.out = desugar, origin, []
+
+    def emit(self, stmt):
+        self.out.append(syntax.located(stmt, self.origin))
+
+    def temporary(self, value):
+        t = self.desugar.namer.fresh("t")
+        self.emit(syntax.assign(t, value))
+        return syntax.name(t)
+
+    def lift(self, e):
+        if e is None or not _walrus_in(e):
+            return e
+        if isinstance(e, gast.NamedExpr):
+            value = self.lift(e.value)
+            self.emit(syntax.assign(e.target.id, value))
+            return syntax.located(syntax.name(e.target.id), e)
+        if isinstance(e, gast.BoolOp):
+            return self.bool_op(e)
+        if isinstance(e, gast.IfExp):
+            return self.if_exp(e)
+        if isinstance(e, COMPREHENSIONS):
+            return e        # its loops assign in their own statements (see `expand`)
+        if isinstance(e, gast.Compare) and _walrus_in(e.comparators[1:]):
+            raise self.desugar.src.syntax_error(
+                e, "an assignment expression (:=) after the first comparison of a chained "
+                   "comparison is not supported; split it with and: a < (b := e) and b < c")
+        slots = _operands(e)
+        last = max(k for k, (child, _) in enumerate(slots) if _walrus_in(child))
+        for k, (child, put) in enumerate(slots):
+            if k < last:
+                later = {n.target.id for c, _ in slots[k + 1:] for n in _walked(c)
+                         if isinstance(n, gast.NamedExpr)}
+                child = self.held(self.lift(child), later)
+            elif k == last:
+                child = self.lift(child)
+            put(child)
+        return e
+
+    def held(self, e, later):
+        """`e`, or a temporary holding its value now if computing it later could give
+        another value (it calls a function, or reads a name bound in `later`)."""
+        if any(isinstance(n, (gast.Call, gast.NamedExpr) + COMPREHENSIONS)
+               or (isinstance(n, gast.Name) and n.id in later) for n in _walked(e)):
+            return self.temporary(e)
+        return e
+
+    def bool_op(self, e):
+        first = next(k for k, v in enumerate(e.values) if _walrus_in(v))
+        if first == 0 and not _walrus_in(e.values[1:]):
+            e.values[0] = self.lift(e.values[0])
+            return e
+        first = max(first, 1)
+        head = e.values[0] if first == 1 else gast.BoolOp(op=e.op, values=e.values[:first])
+        t = self.temporary(self.lift(head))
+        for operand in e.values[first:]:
+            inner = _Walrus(self.desugar, self.origin)
+            value = inner.lift(operand)
+            inner.emit(syntax.assign(t.id, value))
+            test = syntax.name(t.id)
+            self.emit(syntax.if_(test if isinstance(e.op, gast.And) else syntax.not_(test),
+                                 inner.out))
+        return syntax.name(t.id)
+
+    def if_exp(self, e):
+        test = self.lift(e.test)
+        if not _walrus_in([e.body, e.orelse]):
+            e.test = test
+            return e
+        t = self.desugar.namer.fresh("t")
+        branches = []
+        for branch in (e.body, e.orelse):
+            inner = _Walrus(self.desugar, self.origin)
+            inner.emit(syntax.assign(t, inner.lift(branch)))
+            branches.append(inner.out)
+        self.emit(syntax.if_(test, *branches))
+        return syntax.name(t)
+
+
+def _operands(e):
+    """[(child, setter)] of expression `e`'s operands, in the order Python evaluates them."""
+    slots = []
+    for field, value in gast.iter_fields(e):
+        if isinstance(value, list):
+            for k, v in enumerate(value):
+                if isinstance(v, gast.keyword):
+                    slots.append((v.value, lambda new, v=v: setattr(v, "value", new)))
+                elif isinstance(v, gast.expr):
+                    slots.append((v, lambda new, value=value, k=k: value.__setitem__(k, new)))
+        elif isinstance(value, gast.expr):
+            slots.append((value, lambda new, field=field: setattr(e, field, new)))
+    if isinstance(e, gast.Dict):      # keys and values alternate
+        half = len(slots) // 2
+        slots = [s for pair in zip(slots[:half], slots[half:]) for s in pair]
+    return slots
 
 
 def _return_jump():
