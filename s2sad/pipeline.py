@@ -14,7 +14,7 @@ that calls itself is one more entry of the worklist, linked to itself.
 
 >>> from s2sad import pipeline
 >>> [p.name for p in pipeline.FORWARD_MODE]
-['lift', 'desugar', 'wengert', 'aliasing', 'lost_derivatives', 'forward', 'tangent_only', 'inline_temporaries', 'guard']
+['lift', 'desugar', 'wengert', 'aliasing', 'lost_derivatives', 'forward', 'tangent_only', 'inline_temporaries', 'guard', 'enclose']
 """
 from __future__ import annotations
 
@@ -38,8 +38,8 @@ from .compilation import (Compilation, Wrt, default_kinds, kinds_key, patterns_k
 from .errors import InternalError, S2SADError, UnsupportedSyntaxError
 from .frontend import source
 from .rules import registry
-from .passes import (aliasing, combine_terms, desugar, element_adjoints, inline_helpers,
-                     insert_dels, lift, lost_derivatives, optimize, peephole,
+from .passes import (aliasing, combine_terms, desugar, element_adjoints, enclose,
+                     inline_helpers, insert_dels, lift, lost_derivatives, optimize, peephole,
                      reuse_buffers, wengert)
 
 
@@ -56,13 +56,18 @@ class Pass:
 FRONT = [
     Pass("lift", lift.run, "nested functions and lambdas become functions of their own"),
     Pass("desugar", desugar.run, "comprehensions, augmented and multiple assignment, "
-         "loop else, early returns, jumps"),
+         ":=, loop else, early returns, jumps; del and global dropped, the bodies of "
+         "with and try kept"),
     Pass("wengert", wengert.run, "one primitive operation per statement, SSA names"),
     Pass("aliasing", aliasing.run, "refuse a read, after a write, of another name for "
          "the memory written (a view, an alias)"),
     Pass("lost_derivatives", lost_derivatives.run, "refuse writes into arrays through "
          "calls, and differentiated values passed where a rule has no derivative"),
 ]
+
+#: Last in each list: the code from a `with` or `try` body enclosed in it again.
+ENCLOSE = Pass("enclose", enclose.run, "the code from the body of a with or try block "
+               "runs in that block again (a try reports the exception path)")
 
 #: Reverse mode: `f_vjp(x) -> (y, f_pullback)`, what `vjp` runs.
 REVERSE_MODE = FRONT + [
@@ -82,11 +87,12 @@ REVERSE_MODE = FRONT + [
          "reads, which rules"),
     Pass("inline_temporaries", optimize.inline_temporaries, "the forward pass's "
          "temporaries of numbers go back into their one use"),
+    ENCLOSE,
 ]
 
 #: The fused gradient: `f_grad` (`grad`), `f_value_and_grad` or `f_adjoint`. The passes
 #: marked (release) run for `grad` and `value_and_grad`, which reuse memory.
-FUSED_GRADIENT = REVERSE_MODE + [
+FUSED_GRADIENT = REVERSE_MODE[:-1] + [
     Pass("fuse", fused.run, "forward pass and pullback in one function, the seed "
          "folded in"),
     Pass("inline_helpers", inline_helpers.run, "(release) the adjoints of broadcasting "
@@ -101,6 +107,7 @@ FUSED_GRADIENT = REVERSE_MODE + [
          "use"),
     Pass("guard_patterns", fused.guard_patterns, "the guard also tests the shape "
          "patterns and dtypes the code relies on"),
+    ENCLOSE,
 ]
 
 #: Forward mode: `f_jvp(x, x_dot) -> (y, y_dot)`.
@@ -111,6 +118,7 @@ FORWARD_MODE = FRONT + [
     Pass("inline_temporaries", optimize.inline_temporaries, "the temporaries of numbers "
          "go back into their one use"),
     Pass("guard", forward_mode.guard, "(for jvp) check the argument types first"),
+    ENCLOSE,
 ]
 
 LISTS = {"reverse mode": REVERSE_MODE, "fused gradient": FUSED_GRADIENT,
@@ -122,9 +130,9 @@ def described() -> str:
     lines = []
     for title, passes in LISTS.items():
         lines.append(f"{title}:")
-        new = passes if title != "fused gradient" else passes[len(REVERSE_MODE):]
+        new = passes if title != "fused gradient" else passes[len(REVERSE_MODE) - 1:]
         if title == "fused gradient":
-            lines.append("  (the reverse-mode passes, then)")
+            lines.append("  (the reverse-mode passes but enclose, then)")
         lines += [f"  {p.name:<22}{p.does}" for p in new]
     return "\n".join(lines)
 

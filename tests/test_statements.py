@@ -269,3 +269,260 @@ def test_global_assignment_is_refused():
     err = refused(assigns_global, 1.0, match="declared global and assigned here")
     assert err.lineno == line_of(assigns_global, "SCALE = x")
     assert "return the new value" in str(err)
+
+
+# -- with --------------------------------------------------------------------------------
+def with_errstate(x):
+    y = x * 2.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.log(y) * x
+    return z + x * x
+
+
+def with_catch_warnings(x):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        z = np.log(x)
+    return np.sum(z * z)
+
+
+def without_catch_warnings(x):
+    z = np.log(x)
+    return np.sum(z * z)
+
+
+def with_errstate_raise(x):
+    with np.errstate(divide="raise"):
+        z = np.log(x)
+    return np.sum(z)
+
+
+def test_with_a_context_that_changes_no_value():
+    check_all_orders(with_errstate, [0.7, 1.6])
+    x = np.array([0.5, 2.0])
+    expected = 2 * np.log(x) / x          # d/dx sum(log(x)^2)
+    np.testing.assert_allclose(s2sad.grad(with_catch_warnings)(x), expected, rtol=1e-12)
+    np.testing.assert_allclose(s2sad.jvp(with_catch_warnings, (x,), (np.ones(2),))[1],
+                               np.sum(expected), rtol=1e-12)
+    np.testing.assert_allclose(s2sad.hessian(with_catch_warnings)(x),
+                               np.diag((2 - 2 * np.log(x)) / x ** 2), rtol=1e-12)
+
+
+def test_derivative_code_runs_in_the_context_of_its_line():
+    x = np.array([0.0, 2.0])        # log(0): the primal and the derivative warn
+    before = list(warnings.filters)
+    for derivative in (lambda f: s2sad.grad(f)(x), lambda f: s2sad.vjp(f, x)[1](1.0),
+                       lambda f: s2sad.jvp(f, (x,), (np.ones(2),)),
+                       lambda f: s2sad.hessian(f)(x)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            derivative(with_catch_warnings)         # no warning escapes
+            with pytest.raises(RuntimeWarning):     # (the same code without the block)
+                derivative(without_catch_warnings)
+    assert warnings.filters == before       # the block's filter did not leak
+    gradient = s2sad.grad(with_catch_warnings)
+    gradient(np.array([1.0, 2.0]))
+    assert gradient.source.endswith(
+        "    with warnings.catch_warnings():\n"
+        "        warnings.simplefilter('ignore')\n"
+        "        # grad of: z = np.log(x)\n"
+        "        x_bar = np.divide(z_bar, x, out=z_bar)\n"
+        "    del z_bar\n"
+        "    return x_bar\n")
+    # np.errstate(divide="raise"): the primal raises at 0, so does its derivative
+    with pytest.raises(FloatingPointError):
+        with_errstate_raise(x)
+    for derivative in (s2sad.grad(with_errstate_raise), s2sad.hessian(with_errstate_raise)):
+        with pytest.raises(FloatingPointError):
+            derivative(x)
+    np.testing.assert_allclose(s2sad.grad(with_errstate_raise)(np.array([0.5, 2.0])),
+                               [2.0, 0.5])
+
+
+def with_suppress(x):
+    import contextlib    # noqa: F401 (refused before it runs)
+    return x
+
+
+def with_open(x):
+    with open(__file__):
+        y = x * 2.0
+    return y
+
+
+def with_as(x):
+    with np.errstate(divide="ignore") as state:
+        y = x * 2.0
+    return y + float(state is None)
+
+
+def with_local_argument(x, mode):
+    with np.errstate(divide=mode):
+        y = np.log(x)
+    return y
+
+
+def with_contextlib_suppress(x):
+    import contextlib
+    with contextlib.suppress(ValueError):
+        x = math.log(x)
+    return x
+
+
+def test_with_refusals():
+    err = refused(with_open, 1.0, match="change only how warnings")
+    assert err.lineno == line_of(with_open, "with open")
+    assert "call the function inside it" in str(err)
+    refused(with_as, 1.0, match="'with ... as name' is not supported")
+    refused(with_local_argument, 1.0, "ignore", match="must not read the function's variables")
+    # an import inside the function is refused first; the manager itself too:
+    with pytest.raises(s2sad.UnsupportedSyntaxError):
+        s2sad.grad(with_contextlib_suppress)(1.0)
+
+
+SUPPRESS = __import__("contextlib").suppress
+
+
+def with_suppress_global(x):
+    with SUPPRESS(ValueError):
+        x = math.log(x)
+    return x
+
+
+def test_a_context_that_skips_code_is_refused():
+    err = refused(with_suppress_global, 2.0, match="could change values or skip code")
+    assert err.lineno == line_of(with_suppress_global, "with SUPPRESS")
+
+
+# -- try ---------------------------------------------------------------------------------
+def try_log(x):
+    try:
+        y = math.log(x)
+    except ValueError:
+        y = 0.0
+    else:
+        y = y * 2.0
+    finally:
+        z = x * x
+    return y * x + z
+
+
+def try_unused(x):
+    try:
+        y = math.log(x)
+    except (ValueError, ZeroDivisionError):
+        y = 1.0
+    return x * 3.0 + y * 0.0
+
+
+def try_bare(x):
+    s = x * x
+    try:
+        s = s / math.sqrt(x)
+    except:     # noqa: E722
+        s = 0.0
+    return s
+
+
+def try_in_loop(x):
+    s = 0.0
+    for i in range(1, 4):
+        try:
+            s = s + math.log(x * i)
+        except ValueError:
+            s = s - 1.0
+    return s
+
+
+def test_try_differentiates_the_path_without_exceptions():
+    for f in (try_log, try_unused, try_bare, try_in_loop):
+        check_all_orders(f, [0.7, 1.6])
+    assert_close(s2sad.grad(try_log)(0.7), 2 * math.log(0.7) + 2.0 + 2 * 0.7)
+
+
+def test_the_exception_path_is_a_located_error_at_run_time():
+    for f in (try_log, try_unused, try_bare, try_in_loop):
+        where = f"{__file__}:{line_of(f, 'try:')}"
+        for derivative in (lambda: s2sad.grad(f)(-1.0), lambda: s2sad.vjp(f, -1.0),
+                           lambda: s2sad.jvp(f, (-1.0,), (1.0,)),
+                           lambda: s2sad.hessian(f)(-1.0),
+                           lambda: s2sad.value_and_grad(f)(-1.0)):
+            with pytest.raises(s2sad.ExceptionPathError) as info:
+                derivative()
+            assert str(info.value).startswith(where + ": the code from this try block")
+            assert "if/else" in str(info.value)
+
+
+def try_sqrt(x):
+    try:
+        y = x ** 0.5
+    except ZeroDivisionError:
+        y = 0.0
+    return y
+
+
+def test_an_exception_of_the_derivative_code_is_reported_too():
+    assert try_sqrt(0.0) == 0.0     # the function takes the normal path, the derivative
+    with pytest.raises(s2sad.ExceptionPathError, match="undefined"):  # is infinite
+        s2sad.grad(try_sqrt)(0.0)
+
+
+def try_return_finally(x):
+    try:
+        return math.log(x)
+    finally:
+        x = 0.0
+
+
+def try_local_type(x, kind):
+    try:
+        y = math.log(x)
+    except kind:
+        y = 0.0
+    return y
+
+
+def test_try_refusals():
+    err = refused(try_return_finally, 1.0, match="inside a try with a finally clause")
+    assert err.lineno == line_of(try_return_finally, "try:")
+    refused(try_local_type, 1.0, ValueError, match="exception classes defined outside")
+
+
+# -- lambdas given to grad ---------------------------------------------------------------
+cubic = lambda x: x * x * x + math.sin(x)     # noqa: E731
+pair = (lambda x: x * 2.0), (lambda x: math.exp(x) * x)     # noqa: E731
+
+
+def test_lambda_given_to_grad():
+    check_all_orders(cubic, [0.7, 1.6])
+    assert_close(s2sad.grad(cubic)(0.7), 3 * 0.7 ** 2 + math.cos(0.7))
+    check_all_orders(pair[1], [0.7])           # two lambdas on its line: its code's span
+    assert_close(s2sad.grad(pair[0])(0.7), 2.0)
+    assert s2sad.source(cubic).startswith("def cubic_vjp(x):")
+    k = 3.0
+    g = s2sad.grad(lambda x, y: k * x * y + y * y, wrt=(0, 1))     # reads a closure cell
+    assert_close(g(0.5, 2.0), (k * 2.0, k * 0.5 + 4.0))
+    assert_close(s2sad.jvp(lambda x: (y := x * x) * y, (1.5,), (1.0,))[1], 4 * 1.5 ** 3)
+    assert_close(s2sad.hessian(lambda x: x ** 4)(1.5), 12 * 1.5 ** 2)
+    assert_close(s2sad.grad(lambda x: x * 2.0)(1.0) + s2sad.grad(lambda x: x * x)(3.0),
+                 2.0 + 6.0)          # two lambdas on one line, told apart by their spans
+    spread = lambda x: (      # noqa: E731
+        x * x
+        + math.cos(x))
+    check_all_orders(spread, [0.7])
+
+
+def test_lambda_without_source_says_why():
+    made = eval("lambda x: x * x")
+    with pytest.raises(s2sad.SourceUnavailableError, match="cannot read the source of the "
+                       "lambda at <string>:1. Define the function with def"):
+        s2sad.grad(made)(1.0)
+
+
+bad_lambda = lambda x: x + {x}.pop()     # noqa: E731
+
+
+def test_an_error_in_a_lambda_points_into_it():
+    err = refused(bad_lambda, 1.0, match="set displays")
+    assert (err.lineno, err.offset) == (line_of(test_an_error_in_a_lambda_points_into_it,
+                                                "test_an_error") - 3, 28)

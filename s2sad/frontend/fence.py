@@ -3,15 +3,24 @@
 One message per construct, with the user's file, line, column and a caret, and a
 suggestion. Whatever passes the fence is the language the passes are written for.
 """
+import contextlib
+import warnings
+
 import gast
+import numpy as np
 
 from .. import syntax
+from .source import MISSING
+
+#: The context managers a `with` block may use: they change only how warnings and
+#: floating-point errors are reported, never values (see passes/enclose.py).
+CONTEXTS = {np.errstate: "np.errstate", warnings.catch_warnings: "warnings.catch_warnings",
+            contextlib.nullcontext: "contextlib.nullcontext"}
+#: The calls that set up a `warnings.catch_warnings()` block, replayed where its
+#: derivative code runs.
+WARNING_FILTERS = (warnings.simplefilter, warnings.filterwarnings, warnings.resetwarnings)
 
 REJECTED = {
-    gast.Try: "try/except cannot be differentiated; move the error handling outside the "
-              "differentiated function",
-    gast.With: "'with' blocks are not supported; move the context manager outside the "
-               "differentiated function",
     gast.AsyncWith: "'async with' is not supported",
     gast.AsyncFor: "'async for' is not supported",
     gast.AsyncFunctionDef: "async functions are not supported",
@@ -31,6 +40,8 @@ REJECTED = {
     gast.Set: "set displays are not supported",
     gast.Dict: "dict displays are not supported yet",
 }
+if hasattr(gast, "TryStar"):
+    REJECTED[gast.TryStar] = "'except*' is not supported; use except"
 if hasattr(gast, "Match"):
     REJECTED[gast.Match] = "'match' statements are not supported; use if/elif/else"
 
@@ -44,7 +55,7 @@ def check(src):
                                    "not support; list the parameters explicitly")
     for stmt in fn.body:
         for node in syntax.walk(stmt):
-            message = _problem(node) or _outside_change(node, src)
+            message = _problem(node) or _outside_change(node, src) or _block(node, src)
             if message:
                 raise src.syntax_error(node, message)
     _check_globals(fn, src)
@@ -87,6 +98,62 @@ def _problem(node):
             node.value, (gast.Call, gast.Constant, gast.Yield, gast.YieldFrom, gast.Await)):
         return "an expression statement that is not a call has no effect; remove it"
     return None
+
+
+def _block(node, src):
+    """A message if `node` is a `with` or `try` s2sad cannot differentiate."""
+    if isinstance(node, gast.With):
+        for item in node.items:
+            if item.optional_vars is not None:
+                return ("'with ... as name' is not supported; use the context manager "
+                        "without 'as', or move the with block outside the differentiated "
+                        "function and call the function inside it")
+            expr = item.context_expr
+            manager = src.resolve(expr.func) if isinstance(expr, gast.Call) else MISSING
+            if not any(manager is m for m in CONTEXTS):
+                return ("'with' is supported for context managers that change only how "
+                        "warnings and floating-point errors are reported ("
+                        + ", ".join(CONTEXTS.values()) + "); this one could change values "
+                        "or skip code, which the derivative would not follow. Move the "
+                        "with block outside the differentiated function: call the "
+                        "function inside it")
+            local = _local_name(expr, src)
+            if local:
+                return (f"the arguments of a with block's context manager must not read "
+                        f"the function's variables (here {local!r}): the derivative enters "
+                        "the context again and cannot see them there; use constants")
+    if isinstance(node, gast.Try):
+        for handler in node.handlers:
+            if handler.type is not None and _local_name(handler.type, src):
+                return ("an except clause must name exception classes defined outside the "
+                        "function (ValueError, np.linalg.LinAlgError)")
+        if node.finalbody:
+            jump = next((n for part in (node.body, node.orelse, node.finalbody)
+                         for n in _jumps_out(part)), None)
+            if jump is None:
+                jump = next((n for h in node.handlers for n in _jumps_out(h.body)), None)
+            if jump is not None:
+                return ("a return, break or continue inside a try with a finally clause "
+                        "is not supported; set a variable and jump after the try statement")
+    return None
+
+
+def _local_name(expr, src):
+    return next((n.id for n in syntax.walk(expr)
+                 if isinstance(n, gast.Name) and src.is_local(n.id)), None)
+
+
+def _jumps_out(stmts):
+    """The returns in `stmts`, and the breaks and continues not inside a loop of them."""
+    todo = [(s, False) for s in stmts]
+    while todo:
+        n, in_loop = todo.pop()
+        if isinstance(n, gast.Return) or (isinstance(n, (gast.Break, gast.Continue))
+                                          and not in_loop):
+            yield n
+        if not isinstance(n, (gast.FunctionDef, gast.Lambda)):
+            loop = in_loop or isinstance(n, (gast.For, gast.While))
+            todo.extend((c, loop) for c in gast.iter_child_nodes(n))
 
 
 def _deleted(node):

@@ -7,6 +7,12 @@ Takes a fenced and lifted function and leaves one where
   whole: as the argument of `sum`, `list`, `tuple`, `min`, `max`, ... or a loop's
   iterable),
 - augmented and annotated assignments are plain assignments (`x += y` is `x = x + y`),
+- an assignment expression `(n := e)` is an assignment `n = e` before the statement, in
+  an `if` where Python evaluates it only on some paths (`a and (n := e)`), and again at
+  the end of a `while` loop's body when it is in the loop's test,
+- `del name` and `global` (of names the function only reads) are gone, a `with` block
+  is its body, and a `try` statement the path on which nothing raises: its body, `else`
+  and `finally` (passes.enclose puts the blocks back around the derivative's code),
 - an assignment has one target (`a = b = e` is `a = e; b = a`),
 - a `for` over a tuple or list display is unrolled,
 - `for ... else` and `while ... else` use a flag,
@@ -76,6 +82,11 @@ class Desugar:
     def stmt(self, s):
         if isinstance(s, (gast.Delete, gast.Global)):
             return []       # see `deletions`; the fence let only reads of globals through
+        if isinstance(s, gast.With):
+            return self.block(s.body)       # passes.enclose puts the context back
+        if isinstance(s, gast.Try):
+            # the path on which nothing raises; passes.enclose reports the others
+            return self.block(s.body + s.orelse + s.finalbody)
         if _walrus_in(s):
             return self.walrus(s)
         return self.sugar(s)
