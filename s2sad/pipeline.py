@@ -292,9 +292,21 @@ class _Request:
                 tuple(sorted(options.items())))
 
 
+def gradient_code(primal: Callable, wrt: Wrt = 0, kinds: dict | None = None):
+    """The compiled code of `grad(primal, wrt)` that is differentiated again: without its
+    argument-type guard, calling other Python functions through their `h_adjoint` (see
+    `reverse`), for arguments of `kinds`. Forward mode over it makes `grad(grad(f))`,
+    `hvp` and `hessian`; a call of `grad(f)` inside differentiated code is a call of it."""
+    return derivative(target(primal), "reverse", wrt, kinds, fused="grad", guard=False,
+                      recompute=True)
+
+
 def _request(mode, fn, wrt, kinds, **options):
     fn = target(fn)
     kinds = default_kinds(fn) if kinds is None else kinds
+    gradient = getattr(fn, "s2s_gradient", None)
+    if gradient is not None:        # grad(f) called by code being differentiated
+        fn = gradient_code(*gradient, kinds).fn
     if mode == "forward":
         options.setdefault("guard", False)
         options.setdefault("tangent_only", False)
@@ -318,13 +330,16 @@ class _Build:
     def run(self, request):
         with _no_collection():
             top = self.make(request)
-            queue = [top]
+            queue = [(top, None)]
             while queue:
-                derivative = queue.pop()
+                derivative, within = queue.pop()
                 for _, callee in derivative.callees:
-                    new = self.callee(callee)
+                    # (reverse mode of the gradient code of `grad(f)` called in a function)
+                    gradient = getattr(callee.fn, "s2s_gradient", None)
+                    inside = within or (gradient if callee.mode != "jvp" else None)
+                    new = self.callee(callee, inside)
                     if new is not None:
-                        queue.append(new)
+                        queue.append((new, inside))
         for request, derivative in self.made.values():
             self.link(derivative)
             if derivative is not top:
@@ -343,24 +358,38 @@ class _Build:
         self.made[(id(request.fn), request.key)] = (request, derivative)
         return derivative
 
-    def callee(self, callee):
+    def callee(self, callee, within=None):
         """Compile `callee` unless the cache or this build has it; the new derivative,
-        or None."""
+        or None. `within`: the `(f, wrt)` whose gradient code is differentiated in reverse
+        mode for this callee, if any."""
         request = _callee_request(callee)
         if cache.peek(request.fn, request.key) is not None or (
                 (id(request.fn), request.key) in self.made):
             return None
         try:
             return self.make(request)
-        except UnsupportedSyntaxError as exc:
-            if callee.mode != "jvp" or not str(exc.filename).startswith("<s2sad:"):
-                raise
-            # forward over reverse met generated code with a closure (a `g_vjp`)
-            name = callee.fn.__name__.removesuffix("_vjp")
+        except S2SADError as exc:
+            gradient = within
+            if gradient is None:
+                if (callee.mode != "jvp" or not isinstance(exc, UnsupportedSyntaxError)
+                        or not str(exc.filename).startswith("<s2sad:")):
+                    raise
+                # forward over reverse met generated code with a closure (a `g_vjp`)
+                name = callee.fn.__name__.removesuffix("_vjp")
+                raise S2SADError(
+                    f"second derivatives need the forward mode of {name}(), generated "
+                    "reverse-mode code with a pullback closure, which forward mode cannot "
+                    "read; make it a primitive with s2sad.defvjp and s2sad.defjvp.") from None
+            name = getattr(gradient[0], "__name__", "f")
+            code = getattr(gradient[0], "__code__", None)
+            where = f" ({code.co_filename}:{code.co_firstlineno})" if code else ""
             raise S2SADError(
-                f"second derivatives need the forward mode of {name}(), generated "
-                "reverse-mode code with a pullback closure, which forward mode cannot read; "
-                "make it a primitive with s2sad.defvjp and s2sad.defjvp.") from None
+                f"a call of grad({name}) inside a function differentiated in reverse mode "
+                f"(grad, vjp, hessian) needs the reverse mode of the gradient code of "
+                f"{name}(){where}, which s2sad cannot make ({type(exc).__name__}: "
+                f"{str(exc).splitlines()[0]}). Differentiate the calling function in "
+                "forward mode (s2sad.jvp, s2sad.jacfwd), which differentiates that gradient "
+                "code as grad(grad(f)) does") from exc
 
     def compiled(self, callee):
         request = _callee_request(callee)

@@ -526,3 +526,132 @@ def test_an_error_in_a_lambda_points_into_it():
     err = refused(bad_lambda, 1.0, match="set displays")
     assert (err.lineno, err.offset) == (line_of(test_an_error_in_a_lambda_points_into_it,
                                                 "test_an_error") - 3, 28)
+
+
+# -- derivatives called inside differentiated functions ----------------------------------
+def wave(x):
+    return math.sin(x) * x
+
+
+dwave = s2sad.grad(wave)
+
+
+def calls_stored_gradient(x):
+    return dwave(x) * x
+
+
+def calls_gradient_in_place(x):
+    return s2sad.grad(wave)(x) * x
+
+
+def test_a_gradient_called_inside():
+    # g = x f'(x), f = x sin x: g' = x f'' + f', g'' = x f''' + 2 f''
+    d1 = lambda x: math.sin(x) + x * math.cos(x)                # noqa: E731
+    d2 = lambda x: 2 * math.cos(x) - x * math.sin(x)            # noqa: E731
+    d3 = lambda x: -3 * math.sin(x) - x * math.cos(x)           # noqa: E731
+    for g in (calls_stored_gradient, calls_gradient_in_place):
+        for x in (0.7, 1.6):
+            assert_close(g(x), x * d1(x), rtol=1e-12)
+            assert_close(s2sad.grad(g)(x), x * d2(x) + d1(x), rtol=1e-10)
+            assert_close(s2sad.jvp(g, (x,), (1.0,))[1], x * d2(x) + d1(x), rtol=1e-10)
+            assert_close(s2sad.vjp(g, x)[1](1.0), (x * d2(x) + d1(x),), rtol=1e-10)
+            assert_close(s2sad.hessian(g)(x), x * d3(x) + 2 * d2(x), rtol=1e-10)
+        check_all_orders(g, [0.7])
+
+
+def two_args(x, y):
+    return x * x * y + math.exp(y)
+
+
+def calls_partial_gradient(x, y):
+    return s2sad.grad(two_args, wrt=1)(x, y) * y
+
+
+def tanh_energy(w):
+    return np.sum(np.tanh(w) ** 2)
+
+
+def calls_array_gradient(w):
+    return np.sum(s2sad.grad(tanh_energy)(w) * w)
+
+
+def test_a_gradient_with_wrt_and_of_arrays():
+    x, y = 1.5, 0.4
+    # d/dy f = x^2 + e^y; g = y (x^2 + e^y)
+    assert_close(s2sad.grad(calls_partial_gradient, wrt=(0, 1))(x, y),
+                 (2 * x * y, x * x + math.exp(y) + y * math.exp(y)), rtol=1e-10)
+    assert_close(s2sad.grad(calls_partial_gradient, wrt=(0, 1))(x, y),
+                 fd_grad(calls_partial_gradient, (x, y), (0, 1)), rtol=1e-6)
+    w = np.array([0.3, -0.5])
+    th = np.tanh(w)
+    # g = sum(w * 2 t (1 - t^2)): dg/dw = 2 t (1 - t^2) + w * 2 (1 - t^2)(1 - 3 t^2)
+    expected = 2 * th * (1 - th ** 2) + w * 2 * (1 - th ** 2) * (1 - 3 * th ** 2)
+    np.testing.assert_allclose(s2sad.grad(calls_array_gradient)(w), expected, rtol=1e-10)
+    np.testing.assert_allclose(
+        s2sad.jvp(calls_array_gradient, (w,), (np.array([1.0, 0.0]),))[1], expected[0],
+        rtol=1e-10)
+    step = 1e-3
+    fd_hessian = np.array([(s2sad.grad(calls_array_gradient)(w + step * e)
+                            - s2sad.grad(calls_array_gradient)(w - step * e)) / (2 * step)
+                           for e in np.eye(2)])
+    np.testing.assert_allclose(s2sad.hessian(calls_array_gradient)(w), fd_hessian,
+                               rtol=1e-5, atol=1e-8)
+
+
+def looped(x):
+    s = 0.0
+    for i in range(3):
+        s = s + math.sin(x * i)
+    return s
+
+
+def calls_looped_gradient(x):
+    return s2sad.grad(looped)(x) * x
+
+
+def test_reverse_mode_over_a_gradient_with_loops_says_what_to_do():
+    # forward mode differentiates the gradient code, loops included
+    expected = fd_grad(calls_looped_gradient, (0.7,), 0)
+    assert_close(s2sad.jvp(calls_looped_gradient, (0.7,), (1.0,))[1], expected, rtol=1e-6)
+    with pytest.raises(s2sad.S2SADError, match=r"a call of grad\(looped\) inside a function "
+                       r"differentiated in reverse mode .* Differentiate the calling "
+                       r"function in forward mode") as info:
+        s2sad.grad(calls_looped_gradient)(0.7)
+    assert f"{__file__}:{line_of(looped, 'def looped')}" in str(info.value)
+
+
+def calls_grad_of_a_parameter(f, x):
+    return s2sad.grad(f)(x) * x
+
+
+def test_grad_of_a_local_function_inside_is_refused():
+    err = refused(calls_grad_of_a_parameter, wave, 1.0, match="must take a function defined "
+                  "outside it")
+    assert "df = s2sad.grad(f)" in str(err)
+
+
+def test_try_generated_code():
+    gradient = s2sad.grad(try_log)
+    gradient(0.7)
+    where = f"{__file__}:{line_of(try_log, 'try:')}"
+    first = line_of(try_log, "def try_log")
+    assert gradient.source == (
+        "def try_log_grad(x):\n"
+        "    if x.__class__ is not float:\n"
+        "        return _s2s_respecialize(x)\n"
+        f"    # reverse mode of try_log() (test_statements.py:{first}) with respect to x\n"
+        "    # the pullback reads: x, y_1\n"
+        "    # rules: math.log, *, +\n"
+        "    try:\n"
+        "        y = math.log(x)\n"
+        "    except ValueError as exc:\n"
+        f"        raise _s2s_exception_path(exc, {where!r})\n"
+        "    y_1 = y * 2.0\n"
+        "    # grad of: y = y * 2.0\n"
+        "    y_bar = x * 2.0\n"
+        "    try:\n"
+        "        # grad of: y = math.log(x)\n"
+        "        x_bar = y_1 + x + x + y_bar / x\n"
+        "    except ValueError as exc:\n"
+        f"        raise _s2s_exception_path(exc, {where!r})\n"
+        "    return x_bar\n")
