@@ -218,6 +218,18 @@ def test_walrus_reads_before_binding_keep_the_old_value():
                  2 * math.sin(0.7) + 2 * 0.7 * math.cos(0.7) + 2)
 
 
+def walrus_in_a_slice(a):
+    n = 1
+    return np.sum(a[abs(n):(m := 3)] ** 2) * m
+
+
+def test_walrus_in_an_index():
+    a = np.array([1.0, 2.0, 3.0, 4.0])
+    np.testing.assert_allclose(s2sad.grad(walrus_in_a_slice)(a), [0.0, 12.0, 18.0, 0.0])
+    np.testing.assert_allclose(s2sad.jvp(walrus_in_a_slice, (a,), (np.ones(4),))[1], 30.0)
+    np.testing.assert_allclose(s2sad.hessian(walrus_in_a_slice)(a), np.diag([0, 6, 6, 0.0]))
+
+
 def walrus_chain(x):
     return 1.0 if 0.0 < x < (y := x * 2.0) else y
 

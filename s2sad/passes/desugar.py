@@ -527,6 +527,10 @@ class _Walrus:
     def held(self, e, later):
         """`e`, or a temporary holding its value now if computing it later could give
         another value (it calls a function, or reads a name bound in `later`)."""
+        if isinstance(e, (gast.Starred, gast.Slice)):      # not values of their own
+            for child, put in _operands(e):
+                put(self.held(child, later))
+            return e
         if any(isinstance(n, (gast.Call, gast.NamedExpr) + COMPREHENSIONS)
                or (isinstance(n, gast.Name) and n.id in later) for n in _walked(e)):
             return self.temporary(e)
@@ -572,9 +576,9 @@ def _operands(e):
             for k, v in enumerate(value):
                 if isinstance(v, gast.keyword):
                     slots.append((v.value, lambda new, v=v: setattr(v, "value", new)))
-                elif isinstance(v, gast.expr):
+                elif isinstance(v, (gast.expr, gast.Slice)):
                     slots.append((v, lambda new, value=value, k=k: value.__setitem__(k, new)))
-        elif isinstance(value, gast.expr):
+        elif isinstance(value, (gast.expr, gast.Slice)):
             slots.append((value, lambda new, field=field: setattr(e, field, new)))
     if isinstance(e, gast.Dict):      # keys and values alternate
         half = len(slots) // 2
