@@ -15,7 +15,7 @@ from .api import (check_grad, custom_jvp, custom_vjp, defvjp, grad, nondiff, sou
                   value_and_grad, vjp)
 from .forward_api import defjvp, hessian, hvp, jacfwd, jacrev, jvp
 from .trace import trace
-from .errors import (GradientCheckError, InternalError, MissingRuleError,
+from .errors import (ExceptionPathError, GradientCheckError, InternalError, MissingRuleError,
                      NonScalarOutputError, S2SADError, SourceUnavailableError,
                      UnconnectedInputWarning, UnsupportedSyntaxError)
 
@@ -25,4 +25,4 @@ __all__ = ["grad", "value_and_grad", "vjp", "source", "check_grad", "defvjp", "n
            "hvp", "hessian", "defjvp",
            "S2SADError", "UnsupportedSyntaxError", "MissingRuleError",
            "NonScalarOutputError", "SourceUnavailableError", "GradientCheckError",
-           "InternalError", "UnconnectedInputWarning"]
+           "InternalError", "ExceptionPathError", "UnconnectedInputWarning"]

@@ -105,11 +105,12 @@ class Compilation:
         the front end, which reads `fn`'s source and refuses what s2sad does not
         support (frontend.fence)."""
         kinds = default_kinds(fn) if kinds is None else kinds
-        # the passes run on a copy of the tree (pipeline.compilation); forward mode
-        # rewrites generated code's loops in the tree itself first
-        src = source.capture(fn, copy=mode == "forward")
-        if mode == "forward":
-            source.prepare_generated(src)
+        # the passes run on a copy of the tree (pipeline.compilation); generated code
+        # differentiated again has its loops rewritten in the tree itself first
+        generated = getattr(getattr(fn, "__code__", None), "co_filename", "").startswith(
+            "<s2sad:")
+        src = source.capture(fn, copy=mode == "forward" or generated)
+        source.prepare_generated(src)
         fence.check(src)
         return cls(src=src, wrt=wrt_names(src, wrt), as_tuple=isinstance(wrt, (tuple, list)),
                    kinds=kinds, namer=Namer.for_function(src), mode=mode, **options)

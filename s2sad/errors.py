@@ -46,6 +46,13 @@ class GradientCheckError(S2SADError):
     """`check_grad` found a gradient that disagrees with central finite differences."""
 
 
+class ExceptionPathError(S2SADError):
+    """At run time, the code from a `try` block of a differentiated function raised an
+    exception its `except` clauses catch. s2sad differentiates only the path on which
+    the block raises nothing (its body, `else` and `finally`), so it stops instead of
+    giving the derivative of a path the function did not take."""
+
+
 class InternalError(S2SADError):
     """A compiler invariant broke. This is a bug in s2sad: please report it with the
     function that triggered it."""

@@ -387,8 +387,7 @@ def gradient_code(f, kinds=None):
 
 
 def _gradient_code(target, grad_wrt, kinds=None):
-    return warn_unconnected(pipeline.derivative(target, "reverse", grad_wrt, kinds,
-                                                fused="grad", guard=False, recompute=True))
+    return warn_unconnected(pipeline.gradient_code(target, grad_wrt, kinds))
 
 
 def _gradient_jvp(f, grad_wrt, wrt, kinds):

@@ -14,7 +14,7 @@ that calls itself is one more entry of the worklist, linked to itself.
 
 >>> from s2sad import pipeline
 >>> [p.name for p in pipeline.FORWARD_MODE]
-['lift', 'desugar', 'wengert', 'resolve_calls', 'aliasing', 'lost_derivatives', 'forward', 'tangent_only', 'inline_temporaries', 'guard']
+['lift', 'desugar', 'wengert', 'resolve_calls', 'aliasing', 'lost_derivatives', 'forward', 'tangent_only', 'inline_temporaries', 'guard', 'enclose']
 """
 from __future__ import annotations
 
@@ -38,8 +38,8 @@ from .compilation import (Compilation, Wrt, default_kinds, kinds_key, patterns_k
 from .errors import InternalError, S2SADError, UnsupportedSyntaxError
 from .frontend import source
 from .rules import registry
-from .passes import (aliasing, combine_terms, desugar, element_adjoints, inline_helpers,
-                     insert_dels, lift, lost_derivatives, optimize, peephole,
+from .passes import (aliasing, combine_terms, desugar, element_adjoints, enclose,
+                     inline_helpers, insert_dels, lift, lost_derivatives, optimize, peephole,
                      resolve_calls, reuse_buffers, wengert)
 
 
@@ -56,7 +56,8 @@ class Pass:
 FRONT = [
     Pass("lift", lift.run, "nested functions and lambdas become functions of their own"),
     Pass("desugar", desugar.run, "comprehensions, augmented and multiple assignment, "
-         "loops over sequences as loops over indexes, loop else, early returns, jumps"),
+         ":=, loops over sequences as loops over indexes, loop else, early returns, "
+         "jumps; del and global dropped, the bodies of with and try kept"),
     Pass("wengert", wengert.run, "one primitive operation per statement, SSA names"),
     Pass("resolve_calls", resolve_calls.run, "calls of methods, partials and function "
          "values made direct, arguments by position"),
@@ -65,6 +66,10 @@ FRONT = [
     Pass("lost_derivatives", lost_derivatives.run, "refuse writes into arrays through "
          "calls, and differentiated values passed where a rule has no derivative"),
 ]
+
+#: Last in each list: the code from a `with` or `try` body enclosed in it again.
+ENCLOSE = Pass("enclose", enclose.run, "the code from the body of a with or try block "
+               "runs in that block again (a try reports the exception path)")
 
 #: Reverse mode: `f_vjp(x) -> (y, f_pullback)`, what `vjp` runs.
 REVERSE_MODE = FRONT + [
@@ -84,11 +89,12 @@ REVERSE_MODE = FRONT + [
          "reads, which rules"),
     Pass("inline_temporaries", optimize.inline_temporaries, "the forward pass's "
          "temporaries of numbers go back into their one use"),
+    ENCLOSE,
 ]
 
 #: The fused gradient: `f_grad` (`grad`), `f_value_and_grad` or `f_adjoint`. The passes
 #: marked (release) run for `grad` and `value_and_grad`, which reuse memory.
-FUSED_GRADIENT = REVERSE_MODE + [
+FUSED_GRADIENT = REVERSE_MODE[:-1] + [
     Pass("fuse", fused.run, "forward pass and pullback in one function, the seed "
          "folded in"),
     Pass("inline_helpers", inline_helpers.run, "(release) the adjoints of broadcasting "
@@ -103,6 +109,7 @@ FUSED_GRADIENT = REVERSE_MODE + [
          "use"),
     Pass("guard_patterns", fused.guard_patterns, "the guard also tests the shape "
          "patterns and dtypes the code relies on"),
+    ENCLOSE,
 ]
 
 #: Forward mode: `f_jvp(x, x_dot) -> (y, y_dot)`.
@@ -113,6 +120,7 @@ FORWARD_MODE = FRONT + [
     Pass("inline_temporaries", optimize.inline_temporaries, "the temporaries of numbers "
          "go back into their one use"),
     Pass("guard", forward_mode.guard, "(for jvp) check the argument types first"),
+    ENCLOSE,
 ]
 
 LISTS = {"reverse mode": REVERSE_MODE, "fused gradient": FUSED_GRADIENT,
@@ -124,9 +132,9 @@ def described() -> str:
     lines = []
     for title, passes in LISTS.items():
         lines.append(f"{title}:")
-        new = passes if title != "fused gradient" else passes[len(REVERSE_MODE):]
+        new = passes if title != "fused gradient" else passes[len(REVERSE_MODE) - 1:]
         if title == "fused gradient":
-            lines.append("  (the reverse-mode passes, then)")
+            lines.append("  (the reverse-mode passes but enclose, then)")
         lines += [f"  {p.name:<22}{p.does}" for p in new]
     return "\n".join(lines)
 
@@ -286,9 +294,21 @@ class _Request:
                 tuple(sorted(options.items())))
 
 
+def gradient_code(primal: Callable, wrt: Wrt = 0, kinds: dict | None = None):
+    """The compiled code of `grad(primal, wrt)` that is differentiated again: without its
+    argument-type guard, calling other Python functions through their `h_adjoint` (see
+    `reverse`), for arguments of `kinds`. Forward mode over it makes `grad(grad(f))`,
+    `hvp` and `hessian`; a call of `grad(f)` inside differentiated code is a call of it."""
+    return derivative(target(primal), "reverse", wrt, kinds, fused="grad", guard=False,
+                      recompute=True)
+
+
 def _request(mode, fn, wrt, kinds, **options):
     fn = target(fn)
     kinds = default_kinds(fn) if kinds is None else kinds
+    gradient = getattr(fn, "s2s_gradient", None)
+    if gradient is not None:        # grad(f) called by code being differentiated
+        fn = gradient_code(*gradient, kinds).fn
     if mode == "forward":
         options.setdefault("guard", False)
         options.setdefault("tangent_only", False)
@@ -312,13 +332,16 @@ class _Build:
     def run(self, request):
         with _no_collection():
             top = self.make(request)
-            queue = [top]
+            queue = [(top, None)]
             while queue:
-                derivative = queue.pop()
+                derivative, within = queue.pop()
                 for _, callee in derivative.callees:
-                    new = self.callee(callee)
+                    # (reverse mode of the gradient code of `grad(f)` called in a function)
+                    gradient = getattr(callee.fn, "s2s_gradient", None)
+                    inside = within or (gradient if callee.mode != "jvp" else None)
+                    new = self.callee(callee, inside)
                     if new is not None:
-                        queue.append(new)
+                        queue.append((new, inside))
         for request, derivative in self.made.values():
             self.link(derivative)
             if derivative is not top:
@@ -337,24 +360,38 @@ class _Build:
         self.made[(id(request.fn), request.key)] = (request, derivative)
         return derivative
 
-    def callee(self, callee):
+    def callee(self, callee, within=None):
         """Compile `callee` unless the cache or this build has it; the new derivative,
-        or None."""
+        or None. `within`: the `(f, wrt)` whose gradient code is differentiated in reverse
+        mode for this callee, if any."""
         request = _callee_request(callee)
         if cache.peek(request.fn, request.key) is not None or (
                 (id(request.fn), request.key) in self.made):
             return None
         try:
             return self.make(request)
-        except UnsupportedSyntaxError as exc:
-            if callee.mode != "jvp" or not str(exc.filename).startswith("<s2sad:"):
-                raise
-            # forward over reverse met generated code with a closure (a `g_vjp`)
-            name = callee.fn.__name__.removesuffix("_vjp")
+        except S2SADError as exc:
+            gradient = within
+            if gradient is None:
+                if (callee.mode != "jvp" or not isinstance(exc, UnsupportedSyntaxError)
+                        or not str(exc.filename).startswith("<s2sad:")):
+                    raise
+                # forward over reverse met generated code with a closure (a `g_vjp`)
+                name = callee.fn.__name__.removesuffix("_vjp")
+                raise S2SADError(
+                    f"second derivatives need the forward mode of {name}(), generated "
+                    "reverse-mode code with a pullback closure, which forward mode cannot "
+                    "read; make it a primitive with s2sad.defvjp and s2sad.defjvp.") from None
+            name = getattr(gradient[0], "__name__", "f")
+            code = getattr(gradient[0], "__code__", None)
+            where = f" ({code.co_filename}:{code.co_firstlineno})" if code else ""
             raise S2SADError(
-                f"second derivatives need the forward mode of {name}(), generated "
-                "reverse-mode code with a pullback closure, which forward mode cannot read; "
-                "make it a primitive with s2sad.defvjp and s2sad.defjvp.") from None
+                f"a call of grad({name}) inside a function differentiated in reverse mode "
+                f"(grad, vjp, hessian) needs the reverse mode of the gradient code of "
+                f"{name}(){where}, which s2sad cannot make ({type(exc).__name__}: "
+                f"{str(exc).splitlines()[0]}). Differentiate the calling function in "
+                "forward mode (s2sad.jvp, s2sad.jacfwd), which differentiates that gradient "
+                "code as grad(grad(f)) does") from exc
 
     def compiled(self, callee):
         request = _callee_request(callee)

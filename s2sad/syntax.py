@@ -182,6 +182,19 @@ def counter_offset(e, counter, defs):
     return None
 
 
+def as_store(target):
+    """A copy of the assignment target `target` (read as an expression) to store into:
+    its names stored, the base and index of a subscript read."""
+    if isinstance(target, (gast.Tuple, gast.List)):
+        return type(target)(elts=[as_store(e) for e in target.elts], ctx=gast.Store())
+    t = copied(target)
+    t.ctx = gast.Store()
+    for n in walk(t.value if isinstance(t, gast.Subscript) else t):
+        if hasattr(n, "ctx") and n is not t:
+            n.ctx = gast.Load()
+    return t
+
+
 def located(new, old):
     """`new` with the source location of `old`; returns `new`."""
     for attr in ("lineno", "col_offset", "end_lineno", "end_col_offset"):

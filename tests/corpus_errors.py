@@ -5,10 +5,9 @@ import numpy as np
 
 def uses_try(x):
     try:
-        y = x * 2
-    except ValueError:
-        y = 0.0
-    return y
+        return x * 2
+    finally:
+        x = 0.0
 
 def apply(f, x):
     return f(x)

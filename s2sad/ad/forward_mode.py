@@ -393,7 +393,8 @@ class Forward:
 def without_dead_code(body, ctx):
     """`body` without the top-level assignments that nothing after them reads and
     whose value calls only NumPy, `math` or s2sad's runtime helpers (and array
-    methods): the value's statements, once `f_jvp` returns the tangent alone."""
+    methods): the value's statements, once `f_jvp` returns the tangent alone (but those
+    of a `try` body, which decide whether the function takes its except clause)."""
     def pure(e):
         for n in syntax.walk(e):
             if isinstance(n, gast.Call):
@@ -416,7 +417,7 @@ def without_dead_code(body, ctx):
     for s in reversed(body):
         if (isinstance(s, gast.Assign) and len(s.targets) == 1
                 and isinstance(s.targets[0], gast.Name) and s.targets[0].id not in read
-                and pure(s.value)):
+                and pure(s.value) and not ctx.src.in_try(s)):
             continue
         read |= set(syntax.names_loaded(s))
         if isinstance(s, gast.AugAssign) and isinstance(s.target, gast.Name):

@@ -78,7 +78,7 @@ def fuse(vjp, ctx, value=True, guard=True):
     r = syntax.unparse(vjp.body[-1].value.elts[0])
     seed_name = pullback.args.args[0].id
     if value == "adjoint":
-        body = _live(forward + pullback.body[:-1] + [syntax.ret(grads)], ctx.ops)
+        body = _live(forward + pullback.body[:-1] + [syntax.ret(grads)], ctx.ops, ctx.src)
         adjoint = syntax.function(namer.fresh(vjp.name[:-4] + "_adjoint"), [], body, like=vjp)
         params = adjoint.args.posonlyargs or adjoint.args.args
         params.insert(0, gast.Name(id=seed_name, ctx=gast.Param(), annotation=None,
@@ -104,7 +104,7 @@ def fuse(vjp, ctx, value=True, guard=True):
                                like=vjp)
         return fused
     pullback = _shapes_from_earliest(pullback.body[:-1] + [syntax.ret(grads)], forward, ctx)
-    body = _live(forward + seeded + pullback, ctx.ops)
+    body = _live(forward + seeded + pullback, ctx.ops, ctx.src)
     return syntax.function(namer.fresh(vjp.name[:-4] + "_grad"), [], check + body, like=vjp)
 
 
@@ -173,14 +173,15 @@ def _shapes_from_earliest(stmts, forward, ctx, among=None):
     return stmts
 
 
-def _live(body, ops):
+def _live(body, ops, src):
     """`body` without the top-level assignments nobody reads whose value is a name, a
-    constant, syntax or a call of a primitive with a derivative rule."""
+    constant, syntax or a call of a primitive with a derivative rule (but those of a
+    `try` body, which decide whether the function takes its except clause)."""
     top = {id(s) for s in body}
 
     def dead(s, target):
         op = ops.get(s)
-        return id(s) in top and op is not None and (
+        return id(s) in top and op is not None and not src.in_try(s) and (
             op.form in (COPY, PACK) or op.variant is not None
             or (op.form == NONDIFF and op.prim is None))
     live_names(body, set(), delete=True, dead=dead)

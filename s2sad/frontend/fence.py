@@ -3,15 +3,24 @@
 One message per construct, with the user's file, line, column and a caret, and a
 suggestion. Whatever passes the fence is the language the passes are written for.
 """
+import contextlib
+import warnings
+
 import gast
+import numpy as np
 
 from .. import syntax
+from .source import MISSING
+
+#: The context managers a `with` block may use: they change only how warnings and
+#: floating-point errors are reported, never values (see passes/enclose.py).
+CONTEXTS = {np.errstate: "np.errstate", warnings.catch_warnings: "warnings.catch_warnings",
+            contextlib.nullcontext: "contextlib.nullcontext"}
+#: The calls that set up a `warnings.catch_warnings()` block, replayed where its
+#: derivative code runs.
+WARNING_FILTERS = (warnings.simplefilter, warnings.filterwarnings, warnings.resetwarnings)
 
 REJECTED = {
-    gast.Try: "try/except cannot be differentiated; move the error handling outside the "
-              "differentiated function",
-    gast.With: "'with' blocks are not supported; move the context manager outside the "
-               "differentiated function",
     gast.AsyncWith: "'async with' is not supported",
     gast.AsyncFor: "'async for' is not supported",
     gast.AsyncFunctionDef: "async functions are not supported",
@@ -23,19 +32,17 @@ REJECTED = {
     gast.SetComp: "set comprehensions are not supported",
     gast.DictComp: "dict comprehensions are not supported yet (nor are dict displays); "
                    "keep the values in a list or tuple, or pass the dict as an argument",
-    gast.Global: "'global' is not supported: a differentiated function must not rebind "
-                 "module variables; return the value instead",
     gast.Nonlocal: "'nonlocal' is not supported: return the value instead",
-    gast.Delete: "'del' is not supported; drop the statement",
     gast.Import: "imports inside a differentiated function are not supported; import at "
                  "module level",
     gast.ImportFrom: "imports inside a differentiated function are not supported; import "
                      "at module level",
-    gast.NamedExpr: "assignment expressions (:=) are not supported; assign on its own line",
     gast.Starred: "star-arguments (*args) are not supported; pass the values one by one",
     gast.Set: "set displays are not supported",
     gast.Dict: "dict displays are not supported yet",
 }
+if hasattr(gast, "TryStar"):
+    REJECTED[gast.TryStar] = "'except*' is not supported; use except"
 if hasattr(gast, "Match"):
     REJECTED[gast.Match] = "'match' statements are not supported; use if/elif/else"
 
@@ -49,10 +56,11 @@ def check(src):
                                    "not support; list the parameters explicitly")
     for stmt in fn.body:
         for node in syntax.walk(stmt):
-            message = _problem(node) or _outside_change(node, src)
+            message = _problem(node) or _outside_change(node, src) or _block(node, src)
             if message:     # a comprehension's `for` has no place of its own: its target
                 where = node.target if isinstance(node, gast.comprehension) else node
                 raise src.syntax_error(where, message)
+    _check_globals(fn, src)
 
 
 def _problem(node):
@@ -86,6 +94,8 @@ def _problem(node):
         if again is not None:
             return (f"the loop variable {again!r} is assigned inside its loop; use "
                     "another name for the new value")
+    if isinstance(node, gast.Delete):
+        return _deleted(node)
     if isinstance(node, gast.Call):
         if any(k.arg is None for k in node.keywords):
             return "**kwargs in a call is not supported; pass keyword arguments by name"
@@ -93,6 +103,109 @@ def _problem(node):
             node.value, (gast.Call, gast.Constant, gast.Yield, gast.YieldFrom, gast.Await)):
         return "an expression statement that is not a call has no effect; remove it"
     return None
+
+
+def _block(node, src):
+    """A message if `node` is a `with` or `try` s2sad cannot differentiate."""
+    if isinstance(node, gast.With):
+        for item in node.items:
+            if item.optional_vars is not None:
+                return ("'with ... as name' is not supported; use the context manager "
+                        "without 'as', or move the with block outside the differentiated "
+                        "function and call the function inside it")
+            expr = item.context_expr
+            manager = src.resolve(expr.func) if isinstance(expr, gast.Call) else MISSING
+            if not any(manager is m for m in CONTEXTS):
+                return ("'with' is supported for context managers that change only how "
+                        "warnings and floating-point errors are reported ("
+                        + ", ".join(CONTEXTS.values()) + "); this one could change values "
+                        "or skip code, which the derivative would not follow. Move the "
+                        "with block outside the differentiated function: call the "
+                        "function inside it")
+            local = _local_name(expr, src)
+            if local:
+                return (f"the arguments of a with block's context manager must not read "
+                        f"the function's variables (here {local!r}): the derivative enters "
+                        "the context again and cannot see them there; use constants")
+    if isinstance(node, gast.Try):
+        for handler in node.handlers:
+            if handler.type is not None and _local_name(handler.type, src):
+                return ("an except clause must name exception classes defined outside the "
+                        "function (ValueError, np.linalg.LinAlgError)")
+        if node.finalbody:
+            jump = next((n for part in (node.body, node.orelse, node.finalbody)
+                         for n in _jumps_out(part)), None)
+            if jump is None:
+                jump = next((n for h in node.handlers for n in _jumps_out(h.body)), None)
+            if jump is not None:
+                return ("a return, break or continue inside a try with a finally clause "
+                        "is not supported; set a variable and jump after the try statement")
+    return None
+
+
+def _local_name(expr, src):
+    return next((n.id for n in syntax.walk(expr)
+                 if isinstance(n, gast.Name) and src.is_local(n.id)), None)
+
+
+def _jumps_out(stmts):
+    """The returns in `stmts`, and the breaks and continues not inside a loop of them."""
+    todo = [(s, False) for s in stmts]
+    while todo:
+        n, in_loop = todo.pop()
+        if isinstance(n, gast.Return) or (isinstance(n, (gast.Break, gast.Continue))
+                                          and not in_loop):
+            yield n
+        if not isinstance(n, (gast.FunctionDef, gast.Lambda)):
+            loop = in_loop or isinstance(n, (gast.For, gast.While))
+            todo.extend((c, loop) for c in gast.iter_child_nodes(n))
+
+
+def _deleted(node):
+    for target in node.targets:
+        if isinstance(target, gast.Subscript):
+            return ("'del' of an element changes a list, dict or array in place, which "
+                    "s2sad does not differentiate; build a new one without the element: "
+                    "lst = [lst[j] for j in range(len(lst)) if j != i] for a list, "
+                    "a = np.concatenate([a[:i], a[i + 1:]]) for an array")
+        if not isinstance(target, gast.Name):
+            return ("'del' of an attribute changes an object in place, which s2sad does "
+                    "not differentiate; keep the value in a local variable instead")
+    return None
+
+
+def _check_globals(fn, src):
+    """`global G` is allowed where the function only reads G (it reads module variables
+    without the declaration too); assigning G would change the module behind the
+    derivative's back."""
+    for scope in [fn] + [n for n in syntax.walk(fn) if isinstance(n, gast.FunctionDef)
+                         and n is not fn]:
+        declared = list(_own(scope, gast.Global))
+        if not declared:
+            continue
+        stored = {}
+        for n in _own(scope, (gast.Name,)):
+            if not isinstance(n.ctx, gast.Load):
+                stored.setdefault(n.id, n)
+        for decl in declared:
+            for name in decl.names:
+                if name in stored:
+                    raise src.syntax_error(stored[name], (
+                        f"{name!r} is declared global and assigned here: a differentiated "
+                        "function must not rebind module variables (its derivative would "
+                        f"not); return the new value and assign {name} = ... at the call "
+                        "site"))
+
+
+def _own(scope, kinds):
+    """The nodes of `kinds` in `scope`'s own body, not in the functions nested in it."""
+    todo = list(scope.body)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, kinds):
+            yield n
+        if not isinstance(n, (gast.FunctionDef, gast.Lambda)):
+            todo.extend(gast.iter_child_nodes(n))
 
 
 def _outside_change(node, src):

@@ -91,6 +91,21 @@ class FunctionSource:
         return values
 
     @functools.cached_property
+    def blocks(self):
+        """The `with` and `try` statements of the function, outermost first, as `Block`s
+        (desugaring keeps their bodies; passes.enclose puts them back around the code
+        made from those lines)."""
+        return [Block(n) for n in syntax.walk(self.node)
+                if isinstance(n, (gast.With, gast.Try)) and n.body]
+
+    def in_try(self, stmt):
+        """Whether generated statement `stmt` comes from the body of a `try`: it may
+        raise the exception that decides the path, so it must run even where its value
+        is not needed."""
+        line = getattr(stmt, "lineno", None)
+        return any(isinstance(b.node, gast.Try) and b.holds(line) for b in self.blocks)
+
+    @functools.cached_property
     def local_names(self):
         code = self.fn.__code__
         return set(code.co_varnames) | set(code.co_cellvars)
@@ -99,6 +114,20 @@ class FunctionSource:
         """Whether `name` is local to the function: one of its own, or one s2sad made
         (generated names never shadow a name the function reads from outside)."""
         return name in self.local_names or name not in self.free_values()
+
+
+class Block:
+    """A `with` or `try` statement of a function, and the lines of its body (relative,
+    like the lines of every node s2sad makes)."""
+
+    def __init__(self, node):
+        self.node = node
+        self.first = node.body[0].lineno
+        self.last = max(getattr(n, "end_lineno", None) or getattr(n, "lineno", self.first)
+                        for s in node.body for n in syntax.walk(s))
+
+    def holds(self, line):
+        return line is not None and self.first <= line <= self.last
 
 
 def _global_names(code):
@@ -152,6 +181,8 @@ def capture(fn, copy=True):
 def _parse(fn):
     """(file name, first line, indent, `def` node) of function `fn`."""
     filename = inspect.getsourcefile(fn) or getattr(fn.__code__, "co_filename", "<unknown>")
+    if fn.__name__ == "<lambda>":
+        return _parse_lambda(fn, filename)
     try:
         lines, first_line = inspect.getsourcelines(fn)
     except (OSError, TypeError) as exc:
@@ -181,6 +212,56 @@ def _parse(fn):
     return filename, first_line, indent, node
 
 
+def _parse_lambda(fn, filename):
+    """(file name, first line, indent, `def` node) of lambda `fn`: the `def` of a
+    function named after the variable the lambda is assigned to (or `lambda_`) that
+    returns the lambda's body, found among the lambdas that start on its line."""
+    code = fn.__code__
+    line = code.co_firstlineno
+    text = "".join(linecache.getlines(filename, fn.__globals__))
+    try:
+        tree = gast.parse(text)
+    except SyntaxError:
+        tree = None
+    if not text or tree is None:
+        raise SourceUnavailableError(
+            f"cannot read the source of the lambda at {filename}:{line}. Define the "
+            "function with def in a .py file (not in a REPL, exec or eval).")
+    params = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    found = [n for n in syntax.walk(tree) if isinstance(n, gast.Lambda) and n.lineno == line
+             and tuple(a.id for a in n.args.posonlyargs + n.args.args + n.args.kwonlyargs)
+             == params]
+    if len(found) > 1:      # the one whose span holds every position of its code
+        spots = [p for p in code.co_positions() if None not in p and p[:2] + p[2:] != (
+            p[0], p[0], p[2], p[2])]        # (not the empty spans of its prologue)
+        found = [n for n in found if all(
+            (n.lineno, n.col_offset) <= (a, c) and (b, d) <= (n.end_lineno, n.end_col_offset)
+            for a, b, c, d in spots)]
+        found = [n for n in found if not any(m is not n and m in found for m in syntax.walk(n))]
+    if len(found) != 1:
+        why = ("no lambda with these parameters starts there" if not found else
+               f"{len(found)} lambdas with parameters {', '.join(params)} start there")
+        raise SourceUnavailableError(
+            f"cannot tell which lambda of {filename}:{line} to differentiate: {why}. Put "
+            "the lambda on a line of its own, or define the function with def.")
+    node = found[0]
+    name = "lambda_"
+    for n in syntax.walk(tree):
+        if (isinstance(n, gast.Assign) and n.value is node and len(n.targets) == 1
+                and isinstance(n.targets[0], gast.Name)):
+            name = n.targets[0].id
+    body = gast.Return(value=node.body)
+    syntax.located(body, node.body)
+    fn_node = gast.FunctionDef(name=name, args=node.args, body=[body], decorator_list=[],
+                               returns=None, type_comment=None, type_params=[])
+    syntax.located(fn_node, node)
+    for n in syntax.walk(fn_node):      # lines relative to the lambda's, like a def's
+        for attr in ("lineno", "end_lineno"):
+            if getattr(n, attr, None) is not None:
+                setattr(n, attr, getattr(n, attr) - line + 1)
+    return filename, line, 0, fn_node
+
+
 def forget():
     """Read every function's source again (see `cache.clear`)."""
     _parsed.clear()
@@ -206,6 +287,32 @@ def prepare_generated(src):
             unpack = syntax.located(syntax.assign(loop.target, syntax.name(item)), loop)
             loop.target = syntax.name(item, store=True)
             loop.body.insert(0, unpack)
+
+
+#: {function: {wrt: the function that stands for grad(function, wrt)}}, see
+#: `gradient_function`
+_gradients = weakref.WeakKeyDictionary()
+
+
+def gradient_function(primal, wrt, gradient):
+    """A Python function that stands for `gradient`, which is `grad(primal, wrt)`, where
+    differentiated code calls it: it calls `gradient`, and its `s2s_gradient`,
+    `(primal, wrt)`, tells the driver to differentiate the gradient code of `primal`
+    in its place (what forward over reverse differentiates for `grad(grad(primal))`)."""
+    per_wrt = _gradients.setdefault(primal, {})
+    key = tuple(wrt) if isinstance(wrt, list) else wrt
+    if key not in per_wrt:
+        fn = getattr(primal, "__func__", primal)
+        params = [p.name for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        name = fn.__name__ if fn.__name__.isidentifier() else "lambda_"
+        args = ", ".join(params)
+        standing = function_from_source(
+            f"def {name}_grad({args}):\n    return _s2s_gradient({args})\n",
+            {"_s2s_gradient": gradient})
+        standing.s2s_gradient = (primal, wrt)
+        per_wrt[key] = standing
+    return per_wrt[key]
 
 
 _counter = itertools.count()

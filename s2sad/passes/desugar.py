@@ -7,11 +7,17 @@ Takes a fenced and lifted function and leaves one where
   whole: as the argument of `sum`, `list`, `tuple`, `min`, `max`, ... or a loop's
   iterable),
 - augmented and annotated assignments are plain assignments (`x += y` is `x = x + y`),
+- an assignment expression `(n := e)` is an assignment `n = e` before the statement, in
+  an `if` where Python evaluates it only on some paths (`a and (n := e)`), and again at
+  the end of a `while` loop's body when it is in the loop's test,
+- `del name` and `global` (of names the function only reads) are gone, a `with` block
+  is its body, and a `try` statement the path on which nothing raises: its body, `else`
+  and `finally` (passes.enclose puts the blocks back around the derivative's code),
 - an assignment has one target (`a = b = e` is `a = e; b = a`),
 - a `for` over a tuple or list display is unrolled (without `break` or `continue` in
   it), and any other `for` but one over `range` is a loop over indexes that binds its
   target first (`for i, (w, b) in enumerate(zip(ws, bs))`, `for k, v in d.items()`,
-  `for row in X`; see `Desugar.indexed`),
+  `for row in X`; see passes.iteration),
 - `for ... else` and `while ... else` use a flag,
 - `break`, `continue`, `raise` and the jumps of early returns stand only at the end of a
   block, with the statements after them moved into the other branch (or guarded by a
@@ -38,15 +44,12 @@ def f(x):
     return y
 """
 
-import builtins
-
 import gast
-import numpy as np
 
 from .. import syntax
 from ..frontend import source
 from ..frontend.source import MISSING
-from ..rules import runtime
+from .iteration import Iteration
 
 JUMPS = (gast.Break, gast.Continue)
 
@@ -67,10 +70,14 @@ class Desugar:
         self.ret_flag = None
 
     def run(self, fn):
-        self.outside = set(_names_outside_comprehensions(fn)) | set(self.src.free_values())
+        self.deletions(fn.body, {})
+        self.gradient_calls(fn)
+        self.outside = (set(_names_outside_comprehensions(fn)) | set(self.src.free_values())
+                        | {n.target.id for n in syntax.walk(fn)
+                           if isinstance(n, gast.NamedExpr)})
         self.comprehension_vars = set()
         self.generated = source.is_generated(self.src)
-        self.indexable = _indexable(fn, self.ctx.types)
+        self.iteration = Iteration(self.ctx, fn)
         body = [s for stmt in fn.body for s in self.stmt(stmt)]
         body = _drop_docstring(body)
         returns = [n for s in body for n in syntax.walk(s) if isinstance(n, gast.Return)]
@@ -83,15 +90,23 @@ class Desugar:
 
     # -- sugar ------------------------------------------------------------------------
     def stmt(self, s):
+        if isinstance(s, (gast.Delete, gast.Global)):
+            return []       # see `deletions`; the fence let only reads of globals through
+        if isinstance(s, gast.With):
+            return self.block(s.body)       # passes.enclose puts the context back
+        if isinstance(s, gast.Try):
+            # the path on which nothing raises; passes.enclose reports the others
+            return self.block(s.body + s.orelse + s.finalbody)
+        if _walrus_in(s):
+            return self.walrus(s)
+        return self.sugar(s)
+
+    def sugar(self, s):
         prelude, s = self.comprehensions(s)
         if prelude:
             return self.block(prelude) + (self.stmt(s) if s is not None else [])
         if isinstance(s, gast.AugAssign):
-            value = gast.BinOp(left=_load(s.target), op=s.op, right=s.value)
-            plain = syntax.located(syntax.assign(_store(s.target), value), s)
-            # NumPy does `x += y` in place on an array: passes.aliasing needs to know
-            plain.s2s_augmented = isinstance(s.target, gast.Name)
-            return [plain]
+            return [_augmented(s)]
         if isinstance(s, gast.AnnAssign):
             return [syntax.located(syntax.assign(s.target, s.value), s)]
         if isinstance(s, gast.Assign) and len(s.targets) > 1:
@@ -109,8 +124,8 @@ class Desugar:
                     isinstance(n, JUMPS) for b in s.body for n in syntax.walk(b)):
                 return self.unroll(s)
             prelude = []
-            if isinstance(s, gast.For) and not self.generated and not self.is_range(s.iter):
-                prelude = self.indexed(s)
+            if isinstance(s, gast.For) and not self.generated and not self.iteration.is_range(s.iter):
+                prelude = self.iteration.indexed(s)
             if s.orelse:
                 return prelude + self.loop_else(s)
             return prelude + [s]
@@ -131,117 +146,10 @@ class Desugar:
                 out.append(syntax.located(syntax.assign(held, elt), loop))
                 elts[k] = syntax.name(held)
         for elt in elts:
-            out.append(syntax.located(syntax.assign(_store(loop.target), syntax.copied(elt)),
+            out.append(syntax.located(syntax.assign(syntax.as_store(loop.target), syntax.copied(elt)),
                                       loop))
             out.extend(syntax.copied(loop.body))
         return out + loop.orelse
-
-    # -- loops over sequences, dicts and iterables ----------------------------------------
-    def is_range(self, e):
-        return isinstance(e, gast.Call) and self.src.resolve(e.func) is range
-
-    def indexed(self, loop):
-        """Rewrite `loop`, a `for` over anything but a range, as a loop over indexes
-        that binds its target at the top of the body (`for row in X` is `for i in
-        range(len(X)): row = X[i]`; `for k, v in d.items()` reads `d[k]`); returns the
-        statements that must run before it. Reverse mode then tapes an index, and the
-        adjoint of each element goes to its place in the sequence."""
-        prelude = []
-        length, element = self.parts(loop.iter, loop, prelude)
-        index = self.namer.fresh("i")
-        binds = self.bind(loop.target, element(syntax.name(index)), loop)
-        loop.iter = self.call("range", [length])
-        loop.target = syntax.name(index, store=True)
-        loop.body = [syntax.located(b, loop) for b in binds] + loop.body
-        return [syntax.located(p, loop) for p in prelude]
-
-    def parts(self, e, loop, prelude):
-        """(the number of items the iterable `e` gives, a function from an index to the
-        item: an expression, or a tuple of them for zip and enumerate), with the
-        statements that bind what they read appended to `prelude`."""
-        called = self.src.resolve(e.func) if isinstance(e, gast.Call) else None
-        plain = isinstance(e, gast.Call) and not e.keywords and not any(
-            isinstance(a, gast.Starred) for a in e.args)
-        if called is enumerate and plain and len(e.args) in (1, 2):
-            length, item = self.parts(e.args[0], loop, prelude)
-            start = self.held(e.args[1], "start", loop, prelude) if len(e.args) == 2 else None
-            counter = (lambda i: i) if start is None else (
-                lambda i: syntax.binop(i, gast.Add(), syntax.copied(start)))
-            return length, lambda i: (counter(i), item(i))
-        if called is zip and plain and e.args:
-            zipped = [self.parts(a, loop, prelude) for a in e.args]
-            length = zipped[0][0] if len(zipped) == 1 else self.call("min", [n for n, _ in zipped])
-            return length, lambda i: tuple(item(i) for _, item in zipped)
-        if called is reversed and plain and len(e.args) == 1:
-            length, item = self.parts(e.args[0], loop, prelude)
-            n = self.held(length, "n", loop, prelude)
-            return n, lambda i: item(syntax.binop(
-                syntax.binop(syntax.copied(n), gast.Sub(), syntax.const(1)), gast.Sub(), i))
-        if (isinstance(e, gast.Call) and isinstance(e.func, gast.Attribute) and not e.args
-                and not e.keywords and e.func.attr in ("items", "keys", "values")
-                and _mapping(self.src.resolve(e.func.value))):
-            d = self.held(e.func.value, "d", loop, prelude)
-            keys = self.namer.fresh("keys")
-            prelude.append(syntax.assign(keys, self.call("keys", [syntax.copied(d)], runtime.keys)))
-            length = self.call("len", [syntax.name(keys)])
-
-            def key(i):
-                return gast.Subscript(value=syntax.name(keys), slice=i, ctx=gast.Load())
-
-            def value(k):
-                return gast.Subscript(value=syntax.copied(d), slice=k, ctx=gast.Load())
-            return length, {"items": lambda i: (key(i), _Keyed(value)), "keys": key,
-                            "values": lambda i: value(key(i))}[e.func.attr]
-        if isinstance(e, gast.Name) and e.id in self.indexable or isinstance(
-                e, (gast.List, gast.Tuple)):
-            seq = self.held(e, "seq", loop, prelude)
-        else:
-            seq = self.namer.fresh("seq")
-            prelude.append(syntax.assign(seq, self.call("sequence", [e], runtime.sequence)))
-            seq = syntax.name(seq)
-        length = self.call("len", [syntax.copied(seq)])
-        return length, lambda i: gast.Subscript(value=syntax.copied(seq), slice=i,
-                                                ctx=gast.Load())
-
-    def call(self, name, args, helper=None):
-        """A call of the builtin `name`, or of the runtime `helper`, that the passes after
-        this one know (`s2s_prim`) whatever the user's names."""
-        func = syntax.name(self.ctx.bind(name) if helper is None else self.ctx.runtime(name))
-        func.s2s_prim = getattr(builtins, name) if helper is None else helper
-        return syntax.call(func, args)
-
-    def held(self, e, base, loop, prelude):
-        """`e` as an atom the loop can read on every iteration: a constant, a name the
-        loop does not assign, or a new name bound to it in `prelude`."""
-        if isinstance(e, gast.Constant):
-            return e
-        changed = {n.id for st in loop.body for n in syntax.name_nodes(st)
-                   if isinstance(n.ctx, gast.Store)}
-        if isinstance(e, gast.Name) and e.id not in changed:
-            return e
-        held = self.namer.fresh(base)
-        prelude.append(syntax.assign(held, e))
-        return syntax.name(held)
-
-    def bind(self, target, item, loop):
-        """The assignments binding the loop target `target` to `item` (see `parts`)."""
-        if isinstance(item, tuple):
-            if isinstance(target, (gast.Tuple, gast.List)):
-                if len(target.elts) != len(item):
-                    raise self.src.syntax_error(loop, (
-                        f"this loop gives {len(item)} values at a time, and its target "
-                        f"unpacks {len(target.elts)}"))
-                out, previous = [], None
-                for t, v in zip(target.elts, item):
-                    if isinstance(v, _Keyed):   # a dict's value, read with the key just bound
-                        v = v(syntax.name(previous.id) if isinstance(previous, gast.Name)
-                              else syntax.copied(item[0]))
-                    out.extend(self.bind(t, v, loop))
-                    previous = t
-                return out
-            item = syntax.tuple_([v(syntax.copied(item[0])) if isinstance(v, _Keyed) else v
-                                  for v in item])
-        return [syntax.assign(_store(target), item)]
 
     def loop_else(self, loop):
         flag = self.namer.fresh("broke")
@@ -282,7 +190,7 @@ class Desugar:
         """`for v in (e for k in it)`, its body run as the generator yields: `for k in
         it: v = e` followed by the body."""
         [outer] = self.expand(loop.iter, "items", lambda element: [
-            syntax.located(syntax.assign(_store(loop.target), element), loop)] + loop.body)[1:]
+            syntax.located(syntax.assign(syntax.as_store(loop.target), element), loop)] + loop.body)[1:]
         outer.orelse = loop.orelse
         return outer
 
@@ -320,6 +228,114 @@ class Desugar:
             var = self.namer.fresh(var)
         self.comprehension_vars.add(var)
         return var
+
+    # -- assignment expressions -------------------------------------------------------
+    def walrus(self, s):
+        """`s` after the assignments its `:=` expressions make, each where Python
+        evaluates it (see `_Walrus`); a `while` test's again at the end of the body and
+        before each `continue`."""
+        if isinstance(s, gast.AugAssign):
+            s = _augmented(s)
+        fields = {gast.Assign: ["value"], gast.AnnAssign: ["value"], gast.Return: ["value"],
+                  gast.Expr: ["value"], gast.If: ["test"], gast.For: ["iter"],
+                  gast.While: ["test"], gast.Raise: ["exc", "cause"]}.get(type(s))
+        stored = [getattr(s, f) for f in ("targets", "target") if hasattr(s, f)]
+        if fields is None or _walrus_in(stored):
+            raise self.src.syntax_error(s, "an assignment expression (:=) is not supported "
+                                           "here; assign the value on a line of its own first")
+        lifter = _Walrus(self, s)
+        for field in fields:
+            setattr(s, field, lifter.lift(getattr(s, field)))
+        if isinstance(s, gast.While) and lifter.out:
+            again = lambda: syntax.copied(lifter.out)   # noqa: E731
+            s.body = _before_continues(s.body, again) + again()
+        return self.block(lifter.out) + self.sugar(s)
+
+    # -- derivatives called ---------------------------------------------------------------
+    def gradient_calls(self, fn):
+        """A call of a gradient made by `s2sad.grad`, stored (`df(x)`) or made in place
+        (`s2sad.grad(f)(x)`), calls a function that stands for it (see
+        source.gradient_function), which the driver differentiates through the gradient
+        code of `f`: the code `grad(grad(f))` differentiates."""
+        for call in [n for n in syntax.walk(fn) if isinstance(n, gast.Call)]:
+            gradient = self.gradient(call.func)
+            if gradient is None:
+                continue
+            standing = source.gradient_function(*gradient)
+            if isinstance(call.func, gast.Call):
+                name = syntax.name(self.namer.fresh(standing.__name__))
+                call.func = syntax.located(name, call.func)
+                name.s2s_lifted = True      # generated code binds it by its name
+            call.func.s2s_prim = standing
+
+    def gradient(self, func):
+        """(primal, wrt, gradient) if `func` is a gradient made by `grad`, or the call
+        `s2sad.grad(f, wrt)` that makes one, else None."""
+        if not isinstance(func, gast.Call):
+            made = self.src.resolve(func)
+            if getattr(made, "s2s_forward_over_reverse", False) and getattr(
+                    made, "fused", None) == "grad":
+                return made.primal, made.wrt, made
+            return None
+        maker = self.src.resolve(func.func)
+        if not (getattr(maker, "__module__", None) == "s2sad.api"
+                and getattr(maker, "__name__", None) == "grad"):
+            return None
+        wrt = func.args[1:] + [k.value for k in func.keywords if k.arg == "wrt"]
+        primal = self.src.resolve(func.args[0]) if len(func.args) >= 1 else MISSING
+        if (primal is MISSING or len(wrt) > 1 or len(func.args) + len(func.keywords) > 2
+                or (wrt and not isinstance(wrt[0], gast.Constant))):
+            raise self.src.syntax_error(func, (
+                "grad(...) called inside a differentiated function must take a function "
+                "defined outside it and a constant wrt; define the gradient at module level "
+                "(df = s2sad.grad(f)) and call df here"))
+        wrt = wrt[0].value if wrt else 0
+        return primal, wrt, maker(primal, wrt=wrt)
+
+    # -- del ----------------------------------------------------------------------------
+    def deletions(self, stmts, gone):
+        """Refuse a read of a name a `del` may have unbound (Python raises NameError
+        there; the derivative, which drops `del name`, would read the old value). `gone`:
+        {name: its `del`} on entry; returns the same after `stmts`."""
+        for s in stmts:
+            if isinstance(s, gast.Delete):
+                self.reads_deleted(s, gone)
+                gone = {**gone, **{t.id: s for t in s.targets}}
+            elif isinstance(s, gast.If):
+                self.reads_deleted(s.test, gone)
+                gone = {**self.deletions(s.body, gone), **self.deletions(s.orelse, gone)}
+            elif isinstance(s, (gast.For, gast.While)):
+                head = s.iter if isinstance(s, gast.For) else s.test
+                bound = syntax.names_stored(s.target) if isinstance(s, gast.For) else set()
+                after = dict(gone)
+                for _ in range(2):      # the second iteration starts where the first ends
+                    self.reads_deleted(head, after)
+                    after = {**after, **self.deletions(s.body, _without(after, bound))}
+                gone = self.deletions(s.orelse, after)
+            elif isinstance(s, gast.With):
+                for item in s.items:
+                    self.reads_deleted(item, gone)
+                gone = self.deletions(s.body, gone)
+            elif isinstance(s, gast.Try):
+                body = self.deletions(s.body, gone)
+                ends = [self.deletions(s.orelse, body)]
+                for handler in s.handlers:
+                    ends.append(self.deletions(handler.body, {**gone, **body}))
+                gone = self.deletions(s.finalbody, {k: v for e in ends for k, v in e.items()})
+            else:
+                self.reads_deleted(s, gone)
+                gone = _without(gone, syntax.names_stored(s))
+        return gone
+
+    def reads_deleted(self, node, gone):
+        if not gone:
+            return
+        for n in syntax.name_nodes(node):
+            if isinstance(n.ctx, gast.Load) and n.id in gone:
+                raise self.src.syntax_error(n, (
+                    f"{n.id!r} is read here after 'del {n.id}' at line "
+                    f"{self.src.lineno(gone[n.id])}, where Python raises NameError; assign "
+                    f"{n.id} again before this read, or remove the 'del'"))
 
     # -- jumps ------------------------------------------------------------------------
     def single_exit(self, body):
@@ -414,6 +430,167 @@ class Desugar:
         return self.ret_flag
 
 
+def _augmented(s):
+    """`x += y` as `x = x + y`."""
+    value = gast.BinOp(left=_load(s.target), op=s.op, right=s.value)
+    plain = syntax.located(syntax.assign(syntax.as_store(s.target), value), s)
+    # NumPy does `x += y` in place on an array: passes.aliasing needs to know
+    plain.s2s_augmented = isinstance(s.target, gast.Name)
+    return plain
+
+
+def _without(gone, names):
+    return {k: v for k, v in gone.items() if k not in names}
+
+
+def _walrus_in(node):
+    """Whether `node` (a statement: its own expressions, not its body) holds a `:=`."""
+    if isinstance(node, list):
+        return any(_walrus_in(n) for n in node)
+    if isinstance(node, gast.stmt):
+        return any(_walrus_in(v) for f, v in gast.iter_fields(node)
+                   if f not in ("body", "orelse", "handlers", "finalbody")
+                   and isinstance(v, (gast.AST, list)))
+    return any(isinstance(n, gast.NamedExpr) for n in _walked(node))
+
+
+def _walked(node):
+    """The nodes of expression `node`, not those of the lambdas in it (their `:=` bind
+    their own names)."""
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        yield n
+        if not isinstance(n, gast.Lambda):
+            todo.extend(gast.iter_child_nodes(n))
+
+
+def _before_continues(stmts, make):
+    """`stmts` with `make()` before each `continue` of the loop they are the body of."""
+    out = []
+    for s in stmts:
+        if isinstance(s, gast.Continue):
+            out.extend(syntax.located(c, s) for c in make())
+        elif isinstance(s, (gast.If, gast.With, gast.Try)):
+            for field in ("body", "orelse", "finalbody"):
+                if hasattr(s, field):
+                    setattr(s, field, _before_continues(getattr(s, field), make))
+            for handler in getattr(s, "handlers", []):
+                handler.body = _before_continues(handler.body, make)
+        out.append(s)
+    return out
+
+
+class _Walrus:
+    """Take the `:=` out of an expression: each `(n := e)` becomes `n = e` in `out`,
+    before the statement, and reads `n`. What Python evaluates before it stays before
+    it: an operand with a call, or that reads a name a later `:=` binds, is held in a
+    temporary first. A `:=` that Python evaluates only on some paths (in the right
+    operand of `and`/`or`, a branch of a conditional expression) is assigned in an `if`
+    on the same condition."""
+
+    def __init__(self, desugar, origin):
+        self.desugar, self.origin, self.out = desugar, origin, []
+
+    def emit(self, stmt):
+        self.out.append(syntax.located(stmt, self.origin))
+
+    def temporary(self, value):
+        t = self.desugar.namer.fresh("t")
+        self.emit(syntax.assign(t, value))
+        return syntax.name(t)
+
+    def lift(self, e):
+        if e is None or not _walrus_in(e):
+            return e
+        if isinstance(e, gast.NamedExpr):
+            value = self.lift(e.value)
+            self.emit(syntax.assign(e.target.id, value))
+            return syntax.located(syntax.name(e.target.id), e)
+        if isinstance(e, gast.BoolOp):
+            return self.bool_op(e)
+        if isinstance(e, gast.IfExp):
+            return self.if_exp(e)
+        if isinstance(e, COMPREHENSIONS):
+            return e        # its loops assign in their own statements (see `expand`)
+        if isinstance(e, gast.Compare) and _walrus_in(e.comparators[1:]):
+            raise self.desugar.src.syntax_error(
+                e, "an assignment expression (:=) after the first comparison of a chained "
+                   "comparison is not supported; split it with and: a < (b := e) and b < c")
+        slots = _operands(e)
+        last = max(k for k, (child, _) in enumerate(slots) if _walrus_in(child))
+        for k, (child, put) in enumerate(slots):
+            if k < last:
+                later = {n.target.id for c, _ in slots[k + 1:] for n in _walked(c)
+                         if isinstance(n, gast.NamedExpr)}
+                child = self.held(self.lift(child), later)
+            elif k == last:
+                child = self.lift(child)
+            put(child)
+        return e
+
+    def held(self, e, later):
+        """`e`, or a temporary holding its value now if computing it later could give
+        another value (it calls a function, or reads a name bound in `later`)."""
+        if isinstance(e, (gast.Starred, gast.Slice)):      # not values of their own
+            for child, put in _operands(e):
+                put(self.held(child, later))
+            return e
+        if any(isinstance(n, (gast.Call, gast.NamedExpr) + COMPREHENSIONS)
+               or (isinstance(n, gast.Name) and n.id in later) for n in _walked(e)):
+            return self.temporary(e)
+        return e
+
+    def bool_op(self, e):
+        first = next(k for k, v in enumerate(e.values) if _walrus_in(v))
+        if first == 0 and not _walrus_in(e.values[1:]):
+            e.values[0] = self.lift(e.values[0])
+            return e
+        first = max(first, 1)
+        head = e.values[0] if first == 1 else gast.BoolOp(op=e.op, values=e.values[:first])
+        t = self.temporary(self.lift(head))
+        for operand in e.values[first:]:
+            inner = _Walrus(self.desugar, self.origin)
+            value = inner.lift(operand)
+            inner.emit(syntax.assign(t.id, value))
+            test = syntax.name(t.id)
+            self.emit(syntax.if_(test if isinstance(e.op, gast.And) else syntax.not_(test),
+                                 inner.out))
+        return syntax.name(t.id)
+
+    def if_exp(self, e):
+        test = self.lift(e.test)
+        if not _walrus_in([e.body, e.orelse]):
+            e.test = test
+            return e
+        t = self.desugar.namer.fresh("t")
+        branches = []
+        for branch in (e.body, e.orelse):
+            inner = _Walrus(self.desugar, self.origin)
+            inner.emit(syntax.assign(t, inner.lift(branch)))
+            branches.append(inner.out)
+        self.emit(syntax.if_(test, *branches))
+        return syntax.name(t)
+
+
+def _operands(e):
+    """[(child, setter)] of expression `e`'s operands, in the order Python evaluates them."""
+    slots = []
+    for field, value in gast.iter_fields(e):
+        if isinstance(value, list):
+            for k, v in enumerate(value):
+                if isinstance(v, gast.keyword):
+                    slots.append((v.value, lambda new, v=v: setattr(v, "value", new)))
+                elif isinstance(v, (gast.expr, gast.Slice)):
+                    slots.append((v, lambda new, value=value, k=k: value.__setitem__(k, new)))
+        elif isinstance(value, (gast.expr, gast.Slice)):
+            slots.append((value, lambda new, field=field: setattr(e, field, new)))
+    if isinstance(e, gast.Dict):      # keys and values alternate
+        half = len(slots) // 2
+        slots = [s for pair in zip(slots[:half], slots[half:]) for s in pair]
+    return slots
+
+
 def _return_jump():
     node = gast.Return(value=None)
     node.s2s_jump = True
@@ -486,53 +663,6 @@ def _always_exits(s):
     return False
 
 
-def _indexable(fn, types):
-    """The names that certainly hold a list, tuple or array wherever they are read: array
-    parameters, and names every assignment binds to a list or tuple display or a list
-    comprehension. A loop indexes them directly."""
-    out = {p for p, t in types.items() if t is np.ndarray}
-    displays = {}
-    params = {a.id for a in fn.args.args + fn.args.posonlyargs + fn.args.kwonlyargs}
-    for n in syntax.walk(fn):
-        if isinstance(n, gast.Assign) and len(n.targets) == 1 and isinstance(
-                n.targets[0], gast.Name):
-            ok = isinstance(n.value, (gast.List, gast.Tuple, gast.ListComp))
-            displays[n.targets[0].id] = displays.get(n.targets[0].id, True) and ok
-        elif isinstance(n, (gast.Assign, gast.For, gast.AugAssign, gast.AnnAssign,
-                            gast.NamedExpr, gast.comprehension)):
-            for target in (n.targets if isinstance(n, gast.Assign) else [n.target]):
-                for t in syntax.name_nodes(target):
-                    if isinstance(t.ctx, gast.Store) and not (
-                            isinstance(n, gast.AugAssign) and displays.get(t.id)):
-                        displays[t.id] = False
-    return out | {k for k, ok in displays.items() if ok and k not in params}
-
-
-class _Keyed:
-    """The value of a dict's item, as a function of the expression of its key (see
-    `Desugar.bind`: the key the loop binds is read once)."""
-
-    def __init__(self, value):
-        self.value = value
-
-    def __call__(self, key):
-        return self.value(key)
-
-
-def _mapping(obj):
-    """Whether `obj`, what a receiver of `.items()` resolves to, may be a dict: a local
-    value, or a module's dict."""
-    return obj is MISSING or isinstance(obj, dict)
-
-
-def _flat_targets(target):
-    if isinstance(target, (gast.Tuple, gast.List)):
-        for elt in target.elts:
-            yield from _flat_targets(elt)
-    else:
-        yield target
-
-
 def _drop_docstring(body):
     return [s for s in body if not (isinstance(s, gast.Expr)
                                     and isinstance(s.value, gast.Constant))] or [gast.Pass()]
@@ -542,15 +672,6 @@ def _load(target):
     t = syntax.copied(target)
     for n in syntax.walk(t):
         if hasattr(n, "ctx"):
-            n.ctx = gast.Load()
-    return t
-
-
-def _store(target):
-    t = syntax.copied(target)
-    t.ctx = gast.Store()
-    for n in syntax.walk(t.value if isinstance(t, gast.Subscript) else t):
-        if hasattr(n, "ctx") and n is not t:
             n.ctx = gast.Load()
     return t
 

@@ -3,7 +3,7 @@ import math
 
 import numpy as np
 
-from ..errors import MissingRuleError, NonScalarOutputError, S2SADError
+from ..errors import ExceptionPathError, MissingRuleError, NonScalarOutputError, S2SADError
 from .containers import (  # noqa: F401 - generated code finds them in runtime
     add, carries_derivative, is_record, keys, sequence, unsequence, zeros_like,
     field_zero as _field_zero, fields as _fields, is_named_tuple as _is_named_tuple,
@@ -22,6 +22,19 @@ def respecialize(*args, **kwargs):
     in its copy of the code instead, which compiles the matching version and calls it
     (see api._DerivativeFunction._install)."""
     raise Respecialize
+
+
+def exception_path(exc, where):
+    """The error generated code raises when the code from the `try` block at `where`
+    raised `exc`, which the block's except clause catches (see passes/enclose.py)."""
+    return ExceptionPathError(
+        f"{where}: the code from this try block raised {type(exc).__name__}: {exc}, which "
+        "its except clause catches. s2sad differentiates the try block only along the "
+        "path on which it raises nothing (its body, else and finally), so there is no "
+        "derivative of the path the function takes here (or, if the function's own code "
+        "ran without error, the derivative is undefined at this point). Test for the case "
+        "with if/else instead of catching the exception to have both paths "
+        "differentiated.")
 
 
 def unattr(g, obj, name):

@@ -1,0 +1,185 @@
+"""Loops over sequences for passes.desugar: every `for` but one over `range` becomes a
+loop over indexes that binds its target at the top of the body, so that reverse mode
+tapes an index and the adjoint of each element goes to its place in the sequence.
+
+- `for row in X` is `for i in range(len(X)): row = X[i]` where `X` is certainly a list,
+  tuple or array (an array parameter, a name bound only to displays); otherwise the loop
+  indexes `_s2s_sequence(X)`, which is `X` itself for those and a list of the items of
+  anything else (a dict's keys);
+- `enumerate`, `zip` and `reversed` (nested as they like) read their sequences at the
+  same index; `d.items()`, `d.keys()` and `d.values()` index `_s2s_keys(d)` and read
+  `d[k]` with the key just bound;
+- a tuple target is bound part by part (`for i, (w, b) in enumerate(layers)`).
+"""
+import builtins
+
+import gast
+import numpy as np
+
+from .. import syntax
+from ..frontend.source import MISSING
+from ..rules import runtime
+
+
+class Iteration:
+    """Rewrites the loops of one function; `ctx` is its `Compilation`, `fn` the function
+    (whose names bound to displays `Iteration` indexes directly)."""
+
+    def __init__(self, ctx, fn):
+        self.ctx = ctx
+        self.src = ctx.src
+        self.namer = ctx.namer
+        self.indexable = _indexable(fn, ctx.types)
+
+    def is_range(self, e):
+        return isinstance(e, gast.Call) and self.src.resolve(e.func) is range
+
+    def indexed(self, loop):
+        """Rewrite `loop`, a `for` over anything but a range, as a loop over indexes
+        that binds its target at the top of the body (`for row in X` is `for i in
+        range(len(X)): row = X[i]`; `for k, v in d.items()` reads `d[k]`); returns the
+        statements that must run before it. Reverse mode then tapes an index, and the
+        adjoint of each element goes to its place in the sequence."""
+        prelude = []
+        length, element = self.parts(loop.iter, loop, prelude)
+        index = self.namer.fresh("i")
+        binds = self.bind(loop.target, element(syntax.name(index)), loop)
+        loop.iter = self.call("range", [length])
+        loop.target = syntax.name(index, store=True)
+        loop.body = [syntax.located(b, loop) for b in binds] + loop.body
+        return [syntax.located(p, loop) for p in prelude]
+
+    def parts(self, e, loop, prelude):
+        """(the number of items the iterable `e` gives, a function from an index to the
+        item: an expression, or a tuple of them for zip and enumerate), with the
+        statements that bind what they read appended to `prelude`."""
+        called = self.src.resolve(e.func) if isinstance(e, gast.Call) else None
+        plain = isinstance(e, gast.Call) and not e.keywords and not any(
+            isinstance(a, gast.Starred) for a in e.args)
+        if called is enumerate and plain and len(e.args) in (1, 2):
+            length, item = self.parts(e.args[0], loop, prelude)
+            start = self.held(e.args[1], "start", loop, prelude) if len(e.args) == 2 else None
+            counter = (lambda i: i) if start is None else (
+                lambda i: syntax.binop(i, gast.Add(), syntax.copied(start)))
+            return length, lambda i: (counter(i), item(i))
+        if called is zip and plain and e.args:
+            zipped = [self.parts(a, loop, prelude) for a in e.args]
+            length = zipped[0][0] if len(zipped) == 1 else self.call("min", [n for n, _ in zipped])
+            return length, lambda i: tuple(item(i) for _, item in zipped)
+        if called is reversed and plain and len(e.args) == 1:
+            length, item = self.parts(e.args[0], loop, prelude)
+            n = self.held(length, "n", loop, prelude)
+            return n, lambda i: item(syntax.binop(
+                syntax.binop(syntax.copied(n), gast.Sub(), syntax.const(1)), gast.Sub(), i))
+        if (isinstance(e, gast.Call) and isinstance(e.func, gast.Attribute) and not e.args
+                and not e.keywords and e.func.attr in ("items", "keys", "values")
+                and _mapping(self.src.resolve(e.func.value))):
+            d = self.held(e.func.value, "d", loop, prelude)
+            keys = self.namer.fresh("keys")
+            prelude.append(syntax.assign(keys, self.call("keys", [syntax.copied(d)], runtime.keys)))
+            length = self.call("len", [syntax.name(keys)])
+
+            def key(i):
+                return gast.Subscript(value=syntax.name(keys), slice=i, ctx=gast.Load())
+
+            def value(k):
+                return gast.Subscript(value=syntax.copied(d), slice=k, ctx=gast.Load())
+            return length, {"items": lambda i: (key(i), _Keyed(value)), "keys": key,
+                            "values": lambda i: value(key(i))}[e.func.attr]
+        if isinstance(e, gast.Name) and e.id in self.indexable or isinstance(
+                e, (gast.List, gast.Tuple)):
+            seq = self.held(e, "seq", loop, prelude)
+        else:
+            seq = self.namer.fresh("seq")
+            prelude.append(syntax.assign(seq, self.call("sequence", [e], runtime.sequence)))
+            seq = syntax.name(seq)
+        length = self.call("len", [syntax.copied(seq)])
+        return length, lambda i: gast.Subscript(value=syntax.copied(seq), slice=i,
+                                                ctx=gast.Load())
+
+    def call(self, name, args, helper=None):
+        """A call of the builtin `name`, or of the runtime `helper`, that the passes after
+        this one know (`s2s_prim`) whatever the user's names."""
+        func = syntax.name(self.ctx.bind(name) if helper is None else self.ctx.runtime(name))
+        func.s2s_prim = getattr(builtins, name) if helper is None else helper
+        return syntax.call(func, args)
+
+    def held(self, e, base, loop, prelude):
+        """`e` as an atom the loop can read on every iteration: a constant, a name the
+        loop does not assign, or a new name bound to it in `prelude`."""
+        if isinstance(e, gast.Constant):
+            return e
+        changed = {n.id for st in loop.body for n in syntax.name_nodes(st)
+                   if isinstance(n.ctx, gast.Store)}
+        if isinstance(e, gast.Name) and e.id not in changed:
+            return e
+        held = self.namer.fresh(base)
+        prelude.append(syntax.assign(held, e))
+        return syntax.name(held)
+
+    def bind(self, target, item, loop):
+        """The assignments binding the loop target `target` to `item` (see `parts`)."""
+        if isinstance(item, tuple):
+            if isinstance(target, (gast.Tuple, gast.List)):
+                if len(target.elts) != len(item):
+                    raise self.src.syntax_error(loop, (
+                        f"this loop gives {len(item)} values at a time, and its target "
+                        f"unpacks {len(target.elts)}"))
+                out, previous = [], None
+                for t, v in zip(target.elts, item):
+                    if isinstance(v, _Keyed):   # a dict's value, read with the key just bound
+                        v = v(syntax.name(previous.id) if isinstance(previous, gast.Name)
+                              else syntax.copied(item[0]))
+                    out.extend(self.bind(t, v, loop))
+                    previous = t
+                return out
+            item = syntax.tuple_([v(syntax.copied(item[0])) if isinstance(v, _Keyed) else v
+                                  for v in item])
+        return [syntax.assign(syntax.as_store(target), item)]
+
+
+def _indexable(fn, types):
+    """The names that certainly hold a list, tuple or array wherever they are read: array
+    parameters, and names every assignment binds to a list or tuple display or a list
+    comprehension. A loop indexes them directly."""
+    out = {p for p, t in types.items() if t is np.ndarray}
+    displays = {}
+    params = {a.id for a in fn.args.args + fn.args.posonlyargs + fn.args.kwonlyargs}
+    for n in syntax.walk(fn):
+        if isinstance(n, gast.Assign) and len(n.targets) == 1 and isinstance(
+                n.targets[0], gast.Name):
+            ok = isinstance(n.value, (gast.List, gast.Tuple, gast.ListComp))
+            displays[n.targets[0].id] = displays.get(n.targets[0].id, True) and ok
+        elif isinstance(n, (gast.Assign, gast.For, gast.AugAssign, gast.AnnAssign,
+                            gast.NamedExpr, gast.comprehension)):
+            for target in (n.targets if isinstance(n, gast.Assign) else [n.target]):
+                for t in syntax.name_nodes(target):
+                    if isinstance(t.ctx, gast.Store) and not (
+                            isinstance(n, gast.AugAssign) and displays.get(t.id)):
+                        displays[t.id] = False
+    return out | {k for k, ok in displays.items() if ok and k not in params}
+
+
+class _Keyed:
+    """The value of a dict's item, as a function of the expression of its key (see
+    `Desugar.bind`: the key the loop binds is read once)."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __call__(self, key):
+        return self.value(key)
+
+
+def _mapping(obj):
+    """Whether `obj`, what a receiver of `.items()` resolves to, may be a dict: a local
+    value, or a module's dict."""
+    return obj is MISSING or isinstance(obj, dict)
+
+
+def flat_targets(target):
+    if isinstance(target, (gast.Tuple, gast.List)):
+        for elt in target.elts:
+            yield from flat_targets(elt)
+    else:
+        yield target
