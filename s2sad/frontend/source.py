@@ -231,7 +231,8 @@ def _parse_lambda(fn, filename):
     found = [n for n in syntax.walk(tree) if isinstance(n, gast.Lambda) and n.lineno == line
              and tuple(a.id for a in n.args.posonlyargs + n.args.args + n.args.kwonlyargs)
              == params]
-    if len(found) > 1:      # the one whose span holds every position of its code
+    if len(found) > 1 and hasattr(code, "co_positions"):    # Python 3.11 and later
+        # the one whose span holds every position of its code
         spots = [p for p in code.co_positions() if None not in p and p[:2] + p[2:] != (
             p[0], p[0], p[2], p[2])]        # (not the empty spans of its prologue)
         found = [n for n in found if all(
