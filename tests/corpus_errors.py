@@ -141,3 +141,14 @@ def appends_to_a_module_list(x):
 def writes_into_a_module_list(x):
     TABLE[0] += x
     return x * x
+
+def uses_unwrap(x):
+    return np.sum(np.unwrap(x) * x)
+
+class Holder:
+    def __init__(self, a):
+        self.a = a
+
+def builds_a_plain_object(x):
+    h = Holder(x)
+    return h.a * 2.0

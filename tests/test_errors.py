@@ -1,11 +1,14 @@
 """Each error class: its type, message, and the user's file and absolute line."""
 import inspect
 import math
+import textwrap
 
+import numpy as np
 import pytest
 
 import s2sad
 import corpus_errors as bad
+from s2sad.frontend.source import function_from_source
 from s2sad import (GradientCheckError, MissingRuleError, NonScalarOutputError, S2SADError,
                    SourceUnavailableError, UnsupportedSyntaxError)
 
@@ -70,6 +73,30 @@ def test_missing_rule_names_function_line_and_fix():
     text = str(info.value)
     assert f"{FILE}:{line_of('math.gamma(x)')}" in text
     assert "math.gamma" in text and "s2sad.defvjp" in text and "s2sad.nondiff" in text
+
+
+def test_missing_rule_of_a_function_on_arrays_gives_a_custom_vjp_that_works():
+    x = np.array([0.3, 2.9, -2.8, 0.4])
+    with pytest.raises(MissingRuleError) as info:
+        s2sad.grad(bad.uses_unwrap)(x)
+    text = str(info.value)
+    assert text.startswith(f"{FILE}:{line_of('np.unwrap(x)')}: s2sad has no derivative rule "
+                           "for np.unwrap; give it a rule with a custom_vjp function")
+    # the skeleton, with its adjoint filled in (unwrap adds multiples of 2 pi: g), works
+    skeleton = textwrap.dedent(text.split("\n", 2)[2]).replace("(...,)", "(g,)")
+    namespace = {"s2sad": s2sad, "np": np}
+    exec(skeleton, namespace)
+    loss = function_from_source("def loss(x):\n    return np.sum(my_unwrap(x) * x)\n",
+                                namespace)
+    h = 1e-6
+    fd = [(loss(x + h * e) - loss(x - h * e)) / (2 * h) for e in np.eye(len(x))]
+    np.testing.assert_allclose(s2sad.grad(loss)(x), fd, rtol=1e-6)
+
+
+def test_missing_rule_of_a_class_advises_a_dataclass():
+    with pytest.raises(MissingRuleError, match="make Holder a @dataclasses.dataclass") as info:
+        s2sad.grad(bad.builds_a_plain_object)(1.5)
+    assert f"{FILE}:{line_of('h = Holder(x)')}" in str(info.value)
 
 
 def test_python_helper_is_differentiated_not_refused():

@@ -32,9 +32,11 @@ then removes the copies and adds `# grad of:` comments.)
 import copy
 import dataclasses
 import inspect
+import math
 import operator
 
 import gast
+import numpy as np
 
 from ..analysis import operations
 from ..analysis.value_kinds import ARRAY, CONTAINER, SCALAR, sequence_operands, user_class
@@ -395,14 +397,35 @@ class Reverse(CallAdjoints):
         elif callable(op.prim) and hasattr(op.prim, "__code__"):
             detail = (f"{spelled} is a Python function, and calls to other Python functions "
                       "are not differentiated yet")
+        elif inspect.isclass(op.prim):
+            return MissingRuleError(
+                f"{where}{spelled}(...) builds an object of your class {spelled} from "
+                "differentiated values; s2sad differentiates through the fields of "
+                f"dataclasses and named tuples: make {spelled} a @dataclasses.dataclass (or "
+                "a typing.NamedTuple) and read its fields, or keep the values in local "
+                f"variables{code}")
         else:
             detail = f"s2sad has no derivative rule for {spelled}"
         params = _param_names(op.prim, len(op.args))
-        templates = ", ".join(f'"g * d{spelled.split(".")[-1]}/d{p}"' for p in params)
+        if _elementwise(op.prim):
+            templates = ", ".join(f'"g * d{spelled.split(".")[-1]}/d{p}"' for p in params)
+            return MissingRuleError(
+                f"{where}{detail}; register one with s2sad.defvjp({spelled}, "
+                f"\"{', '.join(params)}\", {templates}) (derivatives written out, see "
+                f"help(s2sad.defvjp)), or mark it s2sad.nondiff({spelled}) if no "
+                f"derivative flows through it{code}")
+        name, args = "my_" + spelled.split(".")[-1], ", ".join(params)
+        skeleton = "\n".join([
+            "@s2sad.custom_vjp", f"def {name}({args}):", f"    return {spelled}({args})",
+            f"def {name}_fwd({args}):", f"    return {name}({args}), ({args},)",
+            f"def {name}_bwd(res, g):", f"    {args}, = res",
+            f"    return ({', '.join('...' for _ in params)},)     # the adjoint of "
+            f"{' and '.join(params)}, from g", f"{name}.defvjp({name}_fwd, {name}_bwd)"])
         return MissingRuleError(
-            f"{where}{detail}; register one with s2sad.defvjp({spelled}, "
-            f"\"{', '.join(params)}\", {templates}) (derivatives written out, see "
-            f"help(s2sad.defvjp)) or mark it s2sad.nondiff({spelled}){code}")
+            f"{where}{detail}; give it a rule with a custom_vjp function that calls it "
+            f"(below; see docs/rules.md) and call that function instead, or mark it "
+            f"s2sad.nondiff({spelled}) if no derivative flows through it{code}\n"
+            + "\n".join("        " + line for line in skeleton.splitlines()))
 
     def if_(self, s, defined):
         branches = []
@@ -620,6 +643,13 @@ def _label(prim):
     mod = getattr(prim, "__module__", None)
     name = getattr(prim, "__qualname__", None) or repr(prim)
     return f"{mod}.{name}" if mod and mod != "builtins" else name
+
+
+def _elementwise(prim):
+    """Whether `prim` acts on each number by itself: a NumPy ufunc, or a function of
+    `math` or `cmath` (whose rule is then `g` times a derivative per argument)."""
+    return isinstance(prim, np.ufunc) or getattr(prim, "__module__", None) in (
+        "math", "cmath") or getattr(prim, "__self__", None) is math
 
 
 def _param_names(prim, n):

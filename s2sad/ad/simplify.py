@@ -32,6 +32,12 @@ def simplify(e):
         if (len(e.ops) == 1 and type(e.ops[0]) in COMPARE and _num(e.left)
                 and _num(e.comparators[0])):
             return syntax.const(COMPARE[type(e.ops[0])](e.left.value, e.comparators[0].value))
+        if (len(e.ops) == 1 and isinstance(e.ops[0], (gast.Is, gast.IsNot))
+                and all(isinstance(v, gast.Constant) for v in (e.left, e.comparators[0]))
+                and None in (e.left.value, e.comparators[0].value)):
+            # `5.0 is None`, from a rule's template with a constant argument
+            same = e.left.value is e.comparators[0].value
+            return syntax.const(same if isinstance(e.ops[0], gast.Is) else not same)
         return e
     if isinstance(e, gast.IfExp):
         e.test = simplify(e.test)
