@@ -87,6 +87,8 @@ def multi(x):
 def unused(x, y):
     return x * 3.0
 
+unused.unconnected = ('y',)   # its output does not depend on y: s2sad warns
+
 def nested_while(x):
     n = 0
     s = x

@@ -747,8 +747,14 @@ def constant_fn(x):
     return 3.0
 
 
+constant_fn.unconnected = ('x',)
+
+
 def unused_input(x, y):
     return x * x + 1.0
+
+
+unused_input.unconnected = ('y',)
 
 
 def unused_input_grad(x, y):
@@ -762,6 +768,9 @@ def dead_code(x, y):
     return w + 1
 
 
+dead_code.unconnected = ('y',)
+
+
 def dead_code_grad(x, y):
     return (2.0, 0.0)
 
@@ -771,6 +780,9 @@ def branch_only_input(x, y):
     if y > 0:
         return x * 3.0
     return x * -1.0
+
+
+branch_only_input.unconnected = ('y',)
 
 
 def branch_only_input_grad(x, y):

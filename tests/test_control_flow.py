@@ -3,6 +3,7 @@ import pytest
 
 import s2sad
 from oracle import assert_close, fd_grad
+from warned import allowing_unconnected
 
 import corpus_control_flow as c
 
@@ -48,7 +49,9 @@ CASES += RECOMPUTING
                          ids=lambda v: getattr(v, "__name__", None))
 def test_matches_finite_differences(f, point):
     wrt = tuple(range(len(point)))
-    assert_close(s2sad.grad(f, wrt=wrt)(*point), fd_grad(f, point, wrt), rtol=1e-6)
+    with allowing_unconnected(f):
+        g = s2sad.grad(f, wrt=wrt)(*point)
+    assert_close(g, fd_grad(f, point, wrt), rtol=1e-6)
 
 
 def test_keyword_arguments_pass_through():

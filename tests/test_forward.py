@@ -23,6 +23,7 @@ from corpus_scalar import CORPUS
 from oracle import fd_partial, resolve_wrt
 from s2sad.rules import containers, registry, runtime
 from test_control_flow import CASES as CONTROL_FLOW
+from warned import allowing_unconnected
 
 SCALAR = [pytest.param(c.f, p, c.kwargs, id=f"{c.name}-p{k}{'-kw' if c.kwargs else ''}")
           for c in CORPUS for k, p in enumerate(c.points)]
@@ -56,8 +57,9 @@ def test_dot_product_forward_reverse(f, point, kwargs):
         pytest.skip("vjp differentiates every positional argument; kwargs tested above")
     v = _tangents(point, 1)
     u = float(np.random.default_rng(2).uniform(0.5, 1.5))
-    _, y_dot = s2sad.jvp(f, point, v)
-    _, pullback = s2sad.vjp(f, *point)
+    with allowing_unconnected(f):
+        _, y_dot = s2sad.jvp(f, point, v)
+        _, pullback = s2sad.vjp(f, *point)
     adjoints = pullback(u)
     assert u * y_dot == pytest.approx(sum(a * b for a, b in zip(v, adjoints)),
                                       rel=1e-10, abs=1e-12)
@@ -469,10 +471,11 @@ HESSIAN_SCALAR = [pytest.param(c.f, p, id=f"{c.name}-p{k}") for c in CORPUS
 @pytest.mark.parametrize("f, point", HESSIAN_SCALAR)
 def test_hessian_scalar_corpus(f, point):
     """d2f/dx0^2 by forward over reverse, against central differences of the gradient."""
-    h = s2sad.hessian(f)(*point)
     g = s2sad.grad(f)
     x, step = point[0], 1e-4 * max(1.0, abs(point[0]))
-    fd = (g(x + step, *point[1:]) - g(x - step, *point[1:])) / (2 * step)
+    with allowing_unconnected(f):
+        h = s2sad.hessian(f)(*point)
+        fd = (g(x + step, *point[1:]) - g(x - step, *point[1:])) / (2 * step)
     assert h == pytest.approx(fd, rel=1e-5, abs=1e-6)
 
 
