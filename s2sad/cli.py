@@ -9,10 +9,13 @@ Errors are one line on stderr and exit status 2; `check` exits 1 when the gradie
 disagrees with finite differences.
 """
 import argparse
+import ast
 import importlib.util
 import inspect
 import os
 import sys
+
+import numpy as np
 
 from . import api, forward_api, graph, pipeline
 from .compilation import wrt_indices
@@ -53,14 +56,16 @@ def _parser():
     check = sub.add_parser("check", help="compare the gradient with finite differences")
     check.add_argument("target", metavar="FILE.py:FUNC")
     check.add_argument("--at", nargs="+", required=True, metavar="V",
-                       help="the point: one number per positional parameter")
+                       help="the point: one value per positional parameter, a number "
+                            "or an array written as a list in quotes ('[1.0, 2.0]')")
     check.add_argument("--wrt", help="parameters to differentiate (default: all)")
     check.set_defaults(run=_check)
     trace = sub.add_parser("trace", help="print the evaluation trace: every intermediate "
                                          "value and its adjoint")
     trace.add_argument("target", metavar="FILE.py:FUNC")
     trace.add_argument("--at", nargs="+", required=True, metavar="V",
-                       help="the point: one number per positional parameter")
+                       help="the point: one value per positional parameter, a number "
+                            "or an array written as a list in quotes ('[1.0, 2.0]')")
     trace.add_argument("--wrt", help="parameters to compute adjoints for, comma-separated "
                                      "(default: all)")
     trace.add_argument("--format", choices=["text", "markdown", "json"], default="text")
@@ -154,17 +159,22 @@ def _check(args):
     names = [positional[i].name for i in wrt_indices(fn, wrt)]
     for n, v in zip(names, g if isinstance(g, tuple) else (g,)):
         print(f"  d/d{n} = {v!r}")
-    print(f"OK: the gradient of {fn.__name__} at {tuple(point)} matches central finite "
-          "differences")
+    print(f"OK: the gradient of {fn.__name__} at ({', '.join(args.at)}) matches central "
+          "finite differences")
     return 0
 
 
+ARRAYS = "--at '[1.0, 2.0]' '[[1.0, 0.0], [0.0, 1.0]]'"
+
+
 def _point(fn, at):
-    """The numbers of --at, checked against `fn`'s positional parameters."""
+    """The values of --at (numbers, or arrays written as nested lists), checked against
+    `fn`'s positional parameters."""
     try:
-        point = [float(v) for v in at]
-    except ValueError:
-        raise CLIError(f"--at takes numbers, got {' '.join(at)}") from None
+        point = [_value(v) for v in at]
+    except (ValueError, SyntaxError, TypeError):
+        raise CLIError(f"--at takes numbers, or arrays written as lists in quotes "
+                       f"({ARRAYS}); got {' '.join(at)}") from None
     params = inspect.signature(fn).parameters.values()
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     required = [p for p in positional if p.default is p.empty]
@@ -176,9 +186,24 @@ def _point(fn, at):
     try:
         fn(*point)
     except Exception as exc:  # the user's function fails at this point
-        raise CLIError(f"{fn.__name__}{tuple(point)} raised {type(exc).__name__}: {exc}; "
-                       "choose a point in its domain") from None
+        arrays = ("; if it takes arrays, write them as lists in quotes: " + ARRAYS
+                  if not any(isinstance(v, np.ndarray) for v in point) else "")
+        raise CLIError(f"{fn.__name__}({', '.join(at)}) raised {type(exc).__name__}: {exc}; "
+                       f"choose a point in its domain{arrays}") from None
     return point
+
+
+def _value(text):
+    """A number, or a float array from a nested list ('[[1, 2], [3, 4]]')."""
+    value = ast.literal_eval(text)
+    if isinstance(value, (list, tuple)):
+        out = np.array(value, dtype=np.float64)
+        if out.dtype != np.float64 or out.ndim == 0:
+            raise ValueError(text)
+        return out
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(text)
+    return float(value)
 
 
 def _trace(args):

@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -97,6 +98,23 @@ def test_check_passes():
     out = run("check", f"{GOLDEN}:straight_line", "--at", "2.0", "5.0")
     assert out.returncode == 0, out.stderr
     assert "OK" in out.stdout and "d/dx1 = 5.5" in out.stdout
+
+
+def test_check_takes_arrays_as_lists(tmp_path):
+    mod = tmp_path / "loss.py"
+    mod.write_text("import numpy as np\n\ndef loss(w, X):\n    return np.sum((X @ w) ** 2)\n")
+    out = run("check", f"{mod}:loss", "--at", "[1.0, -2.0]", "[[1.0, 0.5], [0.2, 3.0]]")
+    assert out.returncode == 0, out.stderr
+    # d/dw = 2 X^T X w, d/dX = 2 (X w) w^T
+    w, X = np.array([1.0, -2.0]), np.array([[1.0, 0.5], [0.2, 3.0]])
+    assert f"d/dw = {2 * X.T @ X @ w!r}" in out.stdout
+    assert "OK: the gradient of loss at ([1.0, -2.0], [[1.0, 0.5], [0.2, 3.0]])" in out.stdout
+    numbers = run("check", f"{mod}:loss", "--at", "1.0", "2.0")
+    assert numbers.returncode == 2
+    assert "if it takes arrays, write them as lists in quotes: --at '[1.0, 2.0]'" in (
+        numbers.stderr)
+    bad = run("check", f"{mod}:loss", "--at", "[1.0, 2.0]", "abc")
+    assert bad.returncode == 2 and "arrays written as lists in quotes" in bad.stderr
 
 
 def test_check_fails_with_exit_1(tmp_path):
