@@ -41,14 +41,16 @@ Properties
    module globals shadowing builtins.
 3. `test_generated_source_is_deterministic`: `s2sad.source(f)` (or `grad(f).source`) equals
    `pipeline.reverse(f2, wrt).source` for a second function object made from the same
-   text, and compiles. `test_generated_source_ignores_hash_seed` compiles batches of
+   text (`s2sad.source` prints the derivatives of lifted lambdas and specialised callees
+   after f's: the start is compared, and the whole with `s2sad.source(f2)`), and compiles. `test_generated_source_ignores_hash_seed` compiles batches of
    programs in two interpreters with different PYTHONHASHSEED and compares the sources.
 4. `test_no_undocumented_exception`: s2sad either works or raises an `S2SADError` other than
    `InternalError` (which s2sad itself documents as a bug); `vjp` and its pullback never
    raise where `f` ran, and `vjp` returns `f`'s value. With an unsupported statement
    inserted (comprehension, try, lambda, del, ...) s2sad raises `UnsupportedSyntaxError`
    located at that statement's line.
-5. `test_found_reproducers`: the minimized s2sad bugs in found.py, as strict xfails:
+5. `test_found_reproducers`: the minimized s2sad bugs in found.py (`grad` and `jvp`
+   against finite differences), as strict xfails:
    when a bug is fixed its case XPASSes (and fails), so move it to the regular tests.
 
 A failure prints the program's source (the `Program` repr, and `note`), shrunk by
@@ -246,8 +248,16 @@ def test_generated_source_is_deterministic(program, fused):
                 first = s2sad.grad(f, wrt=wrt).source
             else:
                 first = s2sad.source(f, wrt=wrt)
+            # (`s2sad.source` also prints the derivatives of lifted lambdas and
+            # specialised callees after f's; `pipeline.reverse` gives f's alone)
             again = pipeline.reverse(f2, wrt, fused="grad" if fused else False,
                                      release=True).source
+            if not fused:
+                again_api = s2sad.source(f2, wrt=wrt)
+                if first != again_api:
+                    _fail(program, "s2sad.source differs for two function objects with the "
+                                   f"same source:\n{first}\n--- again ---\n{again_api}")
+                first = first[:len(again)]
         except S2SADError as exc:
             _fail(program, f"s2sad rejected a program of the supported subset: "
                            f"{type(exc).__name__}: {exc}")
@@ -367,7 +377,9 @@ def _found_cases():
 def test_found_reproducers(fn, point):
     wrt = tuple(range(len(point)))
     grads = s2sad.grad(fn, wrt=wrt)(*point)
-    for i, g in enumerate(grads):
+    dots = [s2sad.jvp(fn, point, tuple(float(i == k) for k in wrt))[1] for i in wrt]
+    for i, (g, dot) in enumerate(zip(grads, dots)):
         fd = smooth_partial(fn, point, i)
         assert fd is not None, "a reproducer's point must be smooth"
-        assert abs(g - fd) <= ATOL + RTOL * abs(fd), (fn.__name__, i, g, fd)
+        assert abs(g - fd) <= ATOL + RTOL * abs(fd), (fn.__name__, "grad", i, g, fd)
+        assert abs(dot - fd) <= ATOL + RTOL * abs(fd), (fn.__name__, "jvp", i, dot, fd)
