@@ -344,6 +344,13 @@ def list_grown_in_a_loop(x):
     return vals[0] + vals[2]
 
 
+def list_slices_joined(x):
+    lst = [x[0], 2.0 * x[1], x[2] * x[0]]
+    i = 1
+    lst = lst[:i] + lst[i + 1:]         # drop one element
+    return lst[0] * lst[1]
+
+
 def transposed_fill(x):
     h = np.outer(x, x)
     h.T.fill(x[0])
@@ -527,7 +534,8 @@ FORMS = [out_ufunc, out_ufunc_result_used, out_unary, out_reduction, out_clip, s
          mean_where, max_initial, sum_of_list, mean_of_list, partial_inside, keyword_to_python,
          partial_called, sorted_values,
          np_sort, cumsum, slice_augmented_add, slice_augmented_multiply, list_join,
-         tuple_join, list_join_constant, list_repeat, tuple_repeat, list_grown_in_a_loop]
+         tuple_join, list_join_constant, list_repeat, tuple_repeat, list_grown_in_a_loop,
+         list_slices_joined]
 
 #: In-place methods called through a view of a local array: refused, since they write
 #: into the array.

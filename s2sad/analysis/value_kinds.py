@@ -119,6 +119,8 @@ class ValueKinds:
             return (record.returns if record else None) or UNKNOWN
         if isinstance(e, gast.Subscript):
             base = self.of(e.value)
+            if base == CONTAINER and isinstance(e.slice, gast.Slice):
+                return CONTAINER            # a slice of a list or tuple
             return {ARRAY: ARRAY, SCALARS: SCALAR}.get(base, UNKNOWN)
         if isinstance(e, gast.Compare):       # elementwise on arrays
             return combine([self.of(e.left)] + [self.of(c) for c in e.comparators])
