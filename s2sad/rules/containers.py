@@ -124,3 +124,11 @@ def keys(d):
     """The keys of the dict `d` as a list (a loop over `d.items()`)."""
     return list(d)
 
+
+def field(g, name):
+    """The adjoint of the field `name` of a record whose adjoint is `g` (a record of
+    adjoints, or a zero); a field that carries no derivative has none (None): zero."""
+    if is_zero(g):
+        return g
+    value = getattr(g, name)
+    return 0.0 if value is None else value

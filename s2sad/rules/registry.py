@@ -169,11 +169,45 @@ ATTRIBUTES = {}
 
 
 def primitive(prim):
-    """The record of `prim`, or None (also for an unhashable object)."""
+    """The record of `prim`, or None (also for an unhashable object). A dataclass or
+    named tuple class has one made on first use (`_constructor`)."""
     try:
-        return PRIMITIVES.get(prim)
+        record = PRIMITIVES.get(prim)
     except TypeError:
         return None
+    if record is None and isinstance(prim, type):
+        record = _constructor(prim)
+    return record
+
+
+def _constructor(cls):
+    """The record of the constructor of the dataclass or named tuple `cls` called with its
+    fields (by position or name): the adjoint of a field is that field of the record's
+    adjoint, and the record is linear in its fields. None for other classes, and for
+    fields s2sad cannot pass (keyword-only, or with a default that is not a literal)."""
+    if issubclass(cls, tuple) and hasattr(cls, "_fields"):
+        defaults = getattr(cls, "_field_defaults", {})
+        fields = [(f, defaults.get(f, REQUIRED)) for f in cls._fields]
+    elif dataclasses.is_dataclass(cls):
+        fields = []
+        for f in dataclasses.fields(cls):
+            if not f.init:
+                continue
+            if getattr(f, "kw_only", False) or f.default_factory is not dataclasses.MISSING:
+                return None
+            fields.append((f.name, REQUIRED if f.default is dataclasses.MISSING
+                           else f.default))
+    else:
+        return None
+    if any(d is not REQUIRED and not isinstance(d, (int, float, bool, str, type(None)))
+           for _, d in fields):
+        return None
+    from .containers import field      # (containers imports nothing of s2sad)
+    params = ", ".join(n if d is REQUIRED else f"{n}={d!r}" for n, d in fields)
+    define(cls, params, namespace={"_s2s_field": field}, quiet=True,
+           linear=", ".join(n for n, _ in fields),
+           **{n: f"_s2s_field(g, {n!r})" for n, _ in fields})
+    return PRIMITIVES.get(cls)
 
 
 def lookup(prim):
@@ -184,7 +218,7 @@ def lookup(prim):
 def define(prim, params=None, *adjoints, namespace=None, broadcast=False, elementwise=False,
            uniform=None, tangent=None, linear=None, nondiff=False, returns=None, view=False,
            reduction=False, floats=False, writes=None, zero=(), method=(),
-           attribute=(), **by_name):
+           attribute=(), quiet=False, **by_name):
     """Declare what s2sad knows about `prim` in one statement; returns `prim`.
 
     `params` ("x, axis=None, ...") is the signature of the variant the rules are for.
@@ -198,7 +232,8 @@ def define(prim, params=None, *adjoints, namespace=None, broadcast=False, elemen
     differentiated value may be passed (see `Variant.zero`). The other keywords fill in
     its record (see `Primitive`): `method` and `attribute` are names (a string or a
     tuple of them) that `METHODS` and `ATTRIBUTES` map to it; `writes` is the position
-    of the argument the primitive writes into."""
+    of the argument the primitive writes into. `quiet` leaves compiled derivatives alone
+    (for a rule made on first use)."""
     if tangent is not None and linear is not None:
         raise S2SADError(f"{prim!r}: a forward rule is either templates or linear groups")
     spec = None if params is None else _parse_params(params)
@@ -237,7 +272,8 @@ def define(prim, params=None, *adjoints, namespace=None, broadcast=False, elemen
         record.methods = _spelled(METHODS, name, record, "methods")
     for name in _names(attribute):
         record.attributes = _spelled(ATTRIBUTES, name, record, "attributes")
-    bump()
+    if not quiet:      # (a rule made on first use changes nothing compiled)
+        bump()
     return prim
 
 
