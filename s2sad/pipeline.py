@@ -35,7 +35,7 @@ from . import cache, emit, syntax
 from .ad import forward_mode, fused, header, reverse_mode
 from .compilation import (Compilation, Wrt, default_kinds, kinds_key, patterns_key,
                           wrt_key)
-from .errors import InternalError, S2SADError, UnsupportedSyntaxError
+from .errors import InternalError, MissingRuleError, S2SADError, UnsupportedSyntaxError
 from .frontend import source
 from .rules import registry
 from .passes import (aliasing, combine_terms, desugar, element_adjoints, enclose,
@@ -332,16 +332,19 @@ class _Build:
     def run(self, request):
         with _no_collection():
             top = self.make(request)
-            queue = [(top, None)]
+            queue = [(top, None, None)]
             while queue:
-                derivative, within = queue.pop()
+                derivative, within, entry = queue.pop()
                 for _, callee in derivative.callees:
                     # (reverse mode of the gradient code of `grad(f)` called in a function)
                     gradient = getattr(callee.fn, "s2s_gradient", None)
                     inside = within or (gradient if callee.mode != "jvp" else None)
-                    new = self.callee(callee, inside)
+                    # the library function the user's code calls, this callee or above it
+                    into = entry or ((callee.fn, derivative) if source.is_library(callee.fn)
+                                     else None)
+                    new = self.callee(callee, inside, into)
                     if new is not None:
-                        queue.append((new, inside))
+                        queue.append((new, inside, into))
         for request, derivative in self.made.values():
             self.link(derivative)
             if derivative is not top:
@@ -360,10 +363,11 @@ class _Build:
         self.made[(id(request.fn), request.key)] = (request, derivative)
         return derivative
 
-    def callee(self, callee, within=None):
+    def callee(self, callee, within=None, library=None):
         """Compile `callee` unless the cache or this build has it; the new derivative,
         or None. `within`: the `(f, wrt)` whose gradient code is differentiated in reverse
-        mode for this callee, if any."""
+        mode for this callee, if any; `library`: (the library function the user's code
+        calls, the derivative calling it) when the callee is that function or in it."""
         request = _callee_request(callee)
         if cache.peek(request.fn, request.key) is not None or (
                 (id(request.fn), request.key) in self.made):
@@ -371,6 +375,10 @@ class _Build:
         try:
             return self.make(request)
         except S2SADError as exc:
+            if within is None and library is not None:
+                entry, caller = library
+                fn = next((r.fn for r, d in self.made.values() if d is caller), None)
+                raise _library_needs_a_rule(entry, exc, fn) from exc
             gradient = within
             if gradient is None:
                 if (callee.mode != "jvp" or not isinstance(exc, UnsupportedSyntaxError)
@@ -402,6 +410,29 @@ class _Build:
         """Bind the names `derivative`'s code calls other derivatives by."""
         for name, callee in derivative.callees:
             emit.bind_late(derivative.fn, name, _linked(callee, self.compiled(callee)))
+
+
+def _library_needs_a_rule(fn, exc, caller):
+    """The error for library code (scipy's, the standard library's) whose source s2sad
+    cannot differentiate: a rule is what it needs, not a change to the library. It names
+    the line of `caller` (the user's function) that calls it, where it can be found."""
+    name = f"{fn.__module__}.{fn.__qualname__}"
+    reason = str(exc).splitlines()[0].split("; ")[0]   # what failed, not its advice
+    where, code = "", ""
+    try:
+        src = source.capture(caller, copy=False)
+        call = next(n for n in syntax.walk(src.node) if isinstance(n, gast.Call)
+                    and src.resolve(n.func) is fn)
+        where, code = f"{src.where(call)}: ", f"\n    {src.line_text(call).strip()}"
+    except Exception:       # noqa: BLE001 - the call is not found: the message without it
+        pass
+    return MissingRuleError(
+        f"{where}s2sad has no derivative rule for {name}, and its source, which s2sad reads in "
+        f"its place, is not code it can differentiate ({type(exc).__name__} at {reason}). "
+        "Library code is not yours to change: give the function a rule with "
+        f"s2sad.defvjp({fn.__qualname__}, ...) (one template per argument) or wrap its call "
+        "in an @s2sad.custom_vjp function of your own (see docs/rules.md), or compute the "
+        f"value with NumPy in your function{code}")
 
 
 _builds = threading.Lock()

@@ -1,6 +1,8 @@
 """Functions s2sad must refuse, each with a located, documented error (tests/test_errors.py).
 Line numbers matter: tests look lines up by their text, not by number."""
 import math
+import statistics
+
 import numpy as np
 
 def uses_try(x):
@@ -152,3 +154,9 @@ class Holder:
 def builds_a_plain_object(x):
     h = Holder(x)
     return h.a * 2.0
+
+def uses_library_fmean(x):
+    return statistics.fmean([x, 2.0 * x]) * x
+
+def uses_library_mean(x):
+    return statistics.mean([x, 2.0 * x]) * x

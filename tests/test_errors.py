@@ -99,6 +99,20 @@ def test_missing_rule_of_a_class_advises_a_dataclass():
     assert f"{FILE}:{line_of('h = Holder(x)')}" in str(info.value)
 
 
+@pytest.mark.parametrize("name, function", [("uses_library_fmean", "statistics.fmean"),
+                                            ("uses_library_mean", "statistics.mean")])
+def test_library_code_that_cannot_be_differentiated_asks_for_a_rule(name, function):
+    # the error is at the user's call (not inside the library, a call or two down)
+    with pytest.raises(MissingRuleError) as info:
+        s2sad.grad(getattr(bad, name))(1.5)
+    text = str(info.value)
+    call = function + "([x, 2.0 * x])"
+    assert text.startswith(f"{FILE}:{line_of(call)}: s2sad has no derivative rule for "
+                           f"{function}, and its source")
+    assert "Library code is not yours to change" in text and "s2sad.custom_vjp" in text
+    assert text.splitlines()[-1].strip().startswith("return " + function)
+
+
 def test_python_helper_is_differentiated_not_refused():
     assert s2sad.grad(bad.calls_helper)(1.5) == 3.0      # d/dx (x*x + 1)
 

@@ -8,6 +8,7 @@ import functools
 import inspect
 import itertools
 import linecache
+import sys
 import math
 import textwrap
 import weakref
@@ -331,3 +332,12 @@ def function_from_source(text, namespace=None):
     before = dict(ns)
     exec(compile(text, filename, "exec"), ns)
     return [v for k, v in ns.items() if before.get(k) is not v and callable(v)][-1]
+
+
+def is_library(fn):
+    """Whether `fn` is library code (an installed package or the standard library), which
+    the user cannot change: where s2sad cannot differentiate it, a rule is what it needs."""
+    module = (getattr(fn, "__module__", None) or "").split(".")[0]
+    path = getattr(getattr(fn, "__code__", None), "co_filename", "")
+    return (module in sys.stdlib_module_names or "site-packages" in path
+            or "dist-packages" in path)

@@ -44,7 +44,6 @@ def f(x):
 import dataclasses
 import functools
 import inspect
-import sys
 import weakref
 
 import gast
@@ -196,7 +195,7 @@ class ResolveCalls:
                 self.set_call(call, target, args, keywords)
             return
         fn, bound, bound_keywords = python
-        if _library(fn):
+        if source.is_library(fn):
             return
         values = list(args) + [k for k in keywords.values()]
         signature = inspect.signature(fn)
@@ -388,15 +387,6 @@ class Version:
                for step in self.plan if step[0] in ("function", "args", "kwargs")]
         return (f"line {self.src.lineno(self.node)}, specialised for the call"
                 + (f" ({'; '.join(how)})" if how else ""))
-
-
-def _library(fn):
-    """Whether `fn` is library code (an installed package or the standard library),
-    which s2sad does not rewrite: a derivative rule is what it needs."""
-    module = (getattr(fn, "__module__", None) or "").split(".")[0]
-    path = getattr(getattr(fn, "__code__", None), "co_filename", "")
-    return (module in sys.stdlib_module_names or "site-packages" in path
-            or "dist-packages" in path)
 
 
 def _param(name):
