@@ -76,7 +76,8 @@ class Desugar:
                         | {n.target.id for n in syntax.walk(fn)
                            if isinstance(n, gast.NamedExpr)})
         self.comprehension_vars = set()
-        self.generated = source.is_generated(self.src)
+        # forward mode reads generated code's loops over tapes as they are
+        self.generated = source.is_generated(self.src) and self.ctx.mode == "forward"
         self.iteration = Iteration(self.ctx, fn)
         body = [s for stmt in fn.body for s in self.stmt(stmt)]
         body = _drop_docstring(body)

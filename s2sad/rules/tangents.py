@@ -102,8 +102,10 @@ ns.update({"_s2s_" + k: getattr(R, k) for k in ("einsum", "tensordot", "solve", 
                                                   "inv", "prod_others_dot",
                                                   "safe_divide")})
 
-jvp(R.zeros_like, "x")                      # constants: no tangent
-define(R.seed, "y, name", tangent=(), returns="scalar")  # the adjoint 1 of a scalar output
+define(R.zeros_like, "x", None, zero=("x",), tangent=())    # a constant: no derivative
+# the adjoint 1 of a scalar output: a constant, in reverse mode too (gradient code
+# differentiated again in reverse mode, `grad(f)` called in a function)
+define(R.seed, "y, name", None, None, zero=("y", "name"), tangent=(), returns="scalar")
 jvp(R.count, "x, axis=None")
 for _n in range(3, 9):                      # 0 or 1: no tangent
     jvp(R.first, "ans, i, " + ", ".join(f"x{k}" for k in range(_n)))
