@@ -493,9 +493,6 @@ def test_element_writes_in_branches_reduced(f, v0):
             np.testing.assert_allclose(g, e, rtol=1e-7, atol=1e-9)
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError, reason="known bug: the zero adjoint a "
-                   "branch join gives a list is the number 0.0, which the adjoint of the "
-                   "list display then indexes")
 def test_a_list_made_before_a_branch_that_only_one_branch_reads():
     # found while reducing `_unbound_in_branches`: `b = a` on one path only
     def f(v):
@@ -507,3 +504,26 @@ def test_a_list_made_before_a_branch_that_only_one_branch_reads():
         return b[0] * 2.0
     for v in (np.array([0.7, 1.3]), np.array([-0.7, 1.3])):
         np.testing.assert_allclose(s2sad.grad(f)(v), fd_array_grad(f, (v,), 0), rtol=1e-7)
+
+
+def _list_read_on_one_path_in_a_loop(v):
+    s = 0.0
+    for i in range(3):
+        a = [v[i] * s + v[0]]
+        if v[i] > 0.0:
+            b = a
+        else:
+            b = [v[1]]
+        s = s + b[0] * 2.0
+    return s
+
+
+def test_a_list_read_on_one_path_in_a_loop():
+    # the zero adjoint of the list at the join has its structure, from the tape
+    f = _list_read_on_one_path_in_a_loop
+    for v in (np.array([0.7, 1.3, -0.2]), np.array([-0.7, 1.3, 0.4])):
+        expected = fd_array_grad(f, (v,), 0)
+        np.testing.assert_allclose(s2sad.grad(f)(v), expected, rtol=1e-7)
+        np.testing.assert_allclose(s2sad.vjp(f, v)[1](1.0)[0], expected, rtol=1e-7)
+        np.testing.assert_allclose(s2sad.jvp(f, (v,), (np.eye(3)[1],))[1], expected[1],
+                                   rtol=1e-7)

@@ -447,8 +447,12 @@ class Reverse(CallAdjoints):
     def zero(self, n):
         """`n_bar = 0.0`, a symbolic zero that arithmetic broadcasts; for an array that no
         loop assigns (so reading it adds nothing to a tape), zeros of its shape, which
-        indexing and reshaping rules and the caller need."""
-        if self.kinds.kind.get(n) == ARRAY and n not in self.in_loops:
+        indexing and reshaping rules and the caller need; for a list, tuple or dict, zeros
+        of its structure."""
+        kind = self.kinds.kind.get(n)
+        if (kind == ARRAY and n not in self.in_loops) or kind == CONTAINER:
+            # a container's adjoint is indexed (`t_bar = a_bar[0]`): zeros of its
+            # structure, whose value a loop records for it
             return syntax.assign(self.adj(n), syntax.call(self.ctx.runtime("zeros_like"),
                                                         [syntax.name(n)]))
         if self.kinds.kind.get(n) != SCALAR:
