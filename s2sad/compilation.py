@@ -202,6 +202,22 @@ class Compilation:
             obj = getattr(tangents, name)
         return self.bind("_s2s_" + name, obj=obj)
 
+    def shape_only_args(self, node):
+        """(call, argument) for each argument of a runtime helper in `node` (a node or a
+        list of them) that the helper reads only for its type, shape or structure
+        (runtime.SHAPE_ONLY)."""
+        for n in node if isinstance(node, list) else [node]:
+            for call in syntax.walk(n):
+                if not isinstance(call, gast.Call):
+                    continue
+                obj = self.bindings.get(getattr(call.func, "id", None))
+                name = getattr(obj, "__name__", None)
+                if obj is None or obj is not getattr(runtime, name or "", None):
+                    continue
+                for i in runtime.SHAPE_ONLY.get(name, ()):
+                    if i < len(call.args):
+                        yield call, call.args[i]
+
     def is_runtime_call(self, e, name) -> bool:
         """Whether `e` calls the runtime helper `name`."""
         return (isinstance(e, gast.Call) and isinstance(e.func, gast.Name)

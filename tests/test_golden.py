@@ -33,6 +33,7 @@ CASES = {
     "numpy.rosenbrock": 0,
     "numpy.smooth_in_place": 0,
     "numpy.append_loop": 0,
+    "numpy.heat": (0, 1),
     "comprehension": 0,
     "lambda_loop": 0,
     "nested_closure": (0, 1),
@@ -60,7 +61,7 @@ def test_generated_source(name):
 #: The fused gradients `grad` runs, specialised on the kinds (and shape patterns) of
 #: the case's point: what `s2sad.grad(f).source` shows after a call.
 FUSED = ["straight_line", "lotka_volterra", "numpy.logistic_loss", "numpy.mlp_loss",
-         "numpy.rosenbrock", "numpy.smooth_in_place"]
+         "numpy.rosenbrock", "numpy.smooth_in_place", "numpy.heat"]
 
 
 @pytest.mark.parametrize("name", FUSED)
@@ -92,6 +93,8 @@ def _point(name):
         return (rng.normal(size=3), rng.normal(size=(8, 3)), (rng.random(8) > 0.5) * 1.0)
     if name in ("numpy.rosenbrock", "numpy.smooth_in_place"):
         return (rng.normal(size=6),)
+    if name == "numpy.heat":
+        return (rng.normal(size=6), 0.2)
     if name == "lotka_volterra":
         return (1.0, 0.5, 0.7, 0.3)
     if name in ("straight_line", "if_else", "nested_closure"):

@@ -258,6 +258,61 @@ def test_shapes_of_loop_carried_names_are_unknown():
     assert not shapes.same("s", "x")
 
 
+def test_a_loop_carried_array_keeps_the_shape_of_its_first_value():
+    def heat(u0, kappa):
+        u = u0
+        for i in range(4):
+            lap = np.roll(u, 1) - 2.0 * u + np.roll(u, -1)
+            u = u + kappa * lap
+        return np.sum(u * u)
+    kinds = {"u0": np.ndarray, "kappa": float}
+    ctx, _ = pipeline.compilation(heat, until="wengert", kinds=kinds)
+    assert ctx.shapes.same("u", "u0") and ctx.shapes.same("lap", "u0")
+
+    def grows(u0, w):          # u * w broadcasts past u0's shape: no class holds
+        u = u0
+        for i in range(2):
+            u = u * w
+        return np.sum(u)
+    ctx, _ = pipeline.compilation(grows, until="wengert", kinds={"u0": np.ndarray,
+                                                                 "w": np.ndarray})
+    assert ctx.shapes.of("u") is None and not ctx.shapes.same("u", "u0")
+
+
+def rnn(W, U, b, x, h0):
+    h = h0
+    for t in range(x.shape[0]):
+        h = np.tanh(W @ h + U @ x[t] + b)
+    return np.sum(h * h)
+
+
+def test_a_loop_tapes_stand_ins_for_values_read_only_for_their_shapes():
+    # the sums of `W @ h + U @ x[t]` are read back only to unbroadcast their adjoints:
+    # the tape keeps data-less stand-ins of them, and the states h (as hand-written)
+    rng = np.random.default_rng(3)
+    args = (rng.normal(size=(5, 5)) * 0.4, rng.normal(size=(5, 2)), rng.normal(size=(5, 1)),
+            rng.normal(size=(4, 2, 3)), rng.normal(size=(5, 3)))
+    g = s2sad.grad(rnn, wrt=(0, 1, 2, 4))
+    got = g(*args)
+    assert "and the shapes of t_3, t_5, t_6 of each iteration" in " ".join(
+        line.strip("# ") for line in g.source.splitlines())
+    for i, (a, e) in enumerate(zip(got, (fd_array_grad(rnn, args, i) for i in (0, 1, 2, 4)))):
+        np.testing.assert_allclose(a, e, rtol=1e-6, atol=1e-9)
+    _, pullback = s2sad.vjp(rnn, *args)
+    np.testing.assert_allclose(pullback(1.0)[0], fd_array_grad(rnn, args, 0), rtol=1e-6)
+
+
+def test_a_stand_in_holds_no_data():
+    from s2sad.rules import runtime
+    x = np.arange(12.0).reshape(3, 4)
+    s = runtime.like(x)
+    assert s.shape == x.shape and s.dtype == x.dtype and type(s) is np.ndarray
+    assert not s.flags.writeable and s.strides == (0, 0) and not np.shares_memory(s, x)
+    g = np.ones((2, 3, 4))
+    np.testing.assert_array_equal(runtime.unbroadcast(g, s), runtime.unbroadcast(g, x))
+    assert runtime.like(2.5) == 2.5 and runtime.like([x])[0] is x
+
+
 def test_logistic_gradient_is_written_like_by_hand():
     """Specialised on its arguments' shape patterns and dtypes, the gradient of a mean
     loss keeps the mean's adjoint a number and computes in the buffer of `X @ w`."""

@@ -527,3 +527,34 @@ def test_a_list_read_on_one_path_in_a_loop():
         np.testing.assert_allclose(s2sad.vjp(f, v)[1](1.0)[0], expected, rtol=1e-7)
         np.testing.assert_allclose(s2sad.jvp(f, (v,), (np.eye(3)[1],))[1], expected[1],
                                    rtol=1e-7)
+
+
+def _broadcasts_a_parameter_in_a_loop(u, w):
+    for i in range(3):
+        u = u * w
+    return np.sum(u)
+
+
+def _carried_state_changes_shape(u0, w):
+    u = u0
+    for i in range(2):
+        u = np.sin(u) + w * u
+    return np.sum(u)
+
+
+@pytest.mark.parametrize("f", [_broadcasts_a_parameter_in_a_loop, _carried_state_changes_shape],
+                         ids=lambda f: f.__name__.strip("_"))
+@pytest.mark.parametrize("u", [np.array([0.5]), np.array(0.5), np.array([[0.5], [-0.3]])],
+                         ids=["one", "0-d", "column"])
+def test_a_carried_array_that_broadcasts_to_a_new_shape(f, u):
+    # a loop-carried name (a parameter bound again, or a local) whose first value
+    # broadcasts to a larger shape keeps no shape class: its adjoint is summed back to
+    # the parameter's shape (the gradient had the broadcast shape, without an error)
+    w = np.array([1.1, 0.9, 1.3])
+    for i in (0, 1):
+        expected = fd_array_grad(f, (u, w), i)
+        got = s2sad.grad(f, wrt=i)(u, w)
+        assert np.shape(got) == np.shape(expected)
+        np.testing.assert_allclose(got, expected, rtol=1e-7, atol=1e-10)
+        np.testing.assert_allclose(s2sad.vjp(f, u, w)[1](1.0)[i], expected, rtol=1e-7,
+                                   atol=1e-10)

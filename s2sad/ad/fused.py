@@ -30,7 +30,6 @@ from ..analysis.names import live_names
 from ..analysis.shapes import pattern_tests
 from .. import syntax
 from ..compilation import parameters
-from ..rules import runtime
 from .simplify import with_constant
 
 
@@ -135,24 +134,11 @@ def shapes_from_earliest(vjp, ctx):
     so that it keeps fewer values of the forward pass alive."""
     pullback = ctx.reverse.pullback
     forward = [s for s in vjp.body if s is not pullback]
-    shape_only = {id(arg) for _, arg in _shape_only_args(pullback.body, ctx)}
+    shape_only = {id(arg) for _, arg in ctx.shape_only_args(pullback.body)}
     read = {n.id for n in syntax.name_nodes(pullback)
             if isinstance(n.ctx, gast.Load) and id(n) not in shape_only}
     pullback.body = _shapes_from_earliest(pullback.body, forward, ctx, read)
     return vjp
-
-
-def _shape_only_args(stmts, ctx):
-    """(call, argument) for each argument of a runtime helper in `stmts` that the
-    helper reads only for its shape, type or structure (runtime.SHAPE_ONLY)."""
-    for call in (c for s in stmts for c in syntax.walk(s) if isinstance(c, gast.Call)):
-        obj = ctx.bindings.get(getattr(call.func, "id", None))
-        name = getattr(obj, "__name__", None)
-        if obj is None or obj is not getattr(runtime, name or "", None):
-            continue
-        for i in runtime.SHAPE_ONLY.get(name, ()):
-            if i < len(call.args):
-                yield call, call.args[i]
 
 
 def _shapes_from_earliest(stmts, forward, ctx, among=None):
@@ -167,7 +153,7 @@ def _shapes_from_earliest(stmts, forward, ctx, among=None):
     for n in order:
         if ctx.shapes.of(n) is not None:
             first.setdefault(ctx.shapes.of(n), n)
-    for _, arg in list(_shape_only_args(stmts, ctx)):
+    for _, arg in list(ctx.shape_only_args(stmts)):
         if isinstance(arg, gast.Name) and arg.id in ctx.reverse.straight:
             arg.id = first.get(ctx.shapes.of(arg.id), arg.id)
     return stmts

@@ -110,14 +110,7 @@ class InPlaceWrites:
 
     def value_loads(self, node, names):
         """Loads of `names` in `node` other than as shape-only helper arguments."""
-        skip = set()
-        for call in syntax.walk(node):
-            if isinstance(call, gast.Call) and isinstance(call.func, gast.Name):
-                obj = self.rev.ctx.bindings.get(call.func.id)
-                name = getattr(obj, "__name__", None)
-                if obj is getattr(runtime, name or "", None) and name in runtime.SHAPE_ONLY:
-                    skip.update(id(a) for i, a in enumerate(call.args)
-                                if i in runtime.SHAPE_ONLY[name])
+        skip = {id(a) for _, a in self.rev.ctx.shape_only_args(node)}
         return any(isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
                    and n.id in names and id(n) not in skip for n in syntax.walk(node))
 

@@ -12,6 +12,7 @@ start of the iteration when they are all carried in ("start"), else at each path
 import gast
 
 from .. import syntax
+from ..analysis.value_kinds import SCALAR
 
 
 class LoopPlan:
@@ -36,6 +37,7 @@ class LoopPlan:
         self.created = []
         self.pushes = []
         self.snapshots = set()      # recorded as copies (see InPlaceWrites.kept_apart)
+        self.shapes = set()         # recorded as stand-ins without data (`_shapes_only`)
 
     def add_inner(self):
         """Count the tapes of the loops nested in this one (known once they are
@@ -120,8 +122,12 @@ class LoopPlan:
         return stmt
 
     def prune(self):
-        """Drop recorded values the (optimized) reversed loop no longer reads."""
-        if self.mode not in ("start", "end") or len(self.record) < 2:
+        """Drop recorded values the (optimized) reversed loop no longer reads, and record
+        a stand-in without data (`_s2s_like`) for an array it reads only for its shape."""
+        if self.mode not in ("start", "end"):
+            return
+        self._shapes_only()
+        if len(self.record) < 2:
             return
         loop = self.reversed
         read = set(syntax.names_loaded(syntax.if_(syntax.const(True), loop.body)))
@@ -135,6 +141,31 @@ class LoopPlan:
         for call in self.pushes:
             vals = [call.args[0].elts[i] for i in keep]
             call.args[0] = vals[0] if len(vals) == 1 else syntax.tuple_(vals)
+
+    def _shapes_only(self):
+        """Record `_s2s_like(v)` for each value `v` the reversed loop reads only as the
+        argument whose type, shape and dtype a runtime helper reads (`x` of
+        `_s2s_unbroadcast(g, x)`): no copy of its data stays alive on the tape."""
+        ctx = self.rev.ctx
+        body = syntax.if_(syntax.const(True), self.reversed.body)
+        shape_args = {id(a) for _, a in ctx.shape_only_args(body)}
+        other = {n.id for n in syntax.name_nodes(body)
+                 if isinstance(n.ctx, gast.Load) and id(n) not in shape_args}
+        unpacked = syntax.names_stored(self.reversed.target)
+        kinds, shapes = self.rev.kinds.kind, self.rev.shapes
+        like = [i for i, n in enumerate(unpacked) if n not in other   # (not for numbers)
+                and kinds.get(self.record[i]) != SCALAR
+                and shapes.pattern_of(self.record[i]) != ()]
+        if not like:
+            return
+        self.shapes = {self.record[i] for i in like}
+        for call in self.pushes:
+            vals = call.args[0].elts if len(unpacked) > 1 else [call.args[0]]
+            for i in like:
+                value = vals[i].args[0] if isinstance(vals[i], gast.Call) else vals[i]
+                vals[i] = syntax.call(ctx.runtime("like"), [value])
+            if len(unpacked) == 1:
+                call.args[0] = vals[0]
 
 
 def bound_before_loops(fn):

@@ -81,24 +81,65 @@ class Shapes:
         # the versions of an array written element by element have its shape
         self.versions = _versions(statements, kinds, assigned, self.many)
         self.many -= set(self.versions)
-        self.pattern = {("name", p): v[1] for p, v in (patterns or {}).items()}
-        self.sources = {("name", p): {p} for p in (patterns or {})}
+        self._patterns = patterns or {}
+        # Names bound in several places (a loop's carried state), and parameters bound
+        # again, are guessed to keep one shape class: that of their first value (`u =
+        # u0`), else their own. A guess holds when every binding has that class, given
+        # the guesses; the classes are built again without the guesses that fail.
+        args = fn.args
+        params = {a.id for a in [*args.posonlyargs, *args.args, *args.kwonlyargs,
+                                 args.vararg, args.kwarg] if isinstance(a, gast.Name)}
+        guesses = {n: [d for d in defs if not _is_none(d.value)]
+                   for n, defs in assigned.items()
+                   if (n in self.many or n in params) and n not in self.versions
+                   and all(d is not None for d in defs)}
+        own = {n for n in guesses if n in params or not guesses[n]}
+        sure = _surely_run(fn) if patterns else set()
+        assigns = [n for n in statements if isinstance(n, gast.Assign)]
+        many = self.many | set(guesses)     # (a wrong guess is a name of unknown shape)
+        while True:
+            self.many = many - set(guesses)
+            self._classify(assigns, ops, sure, guesses, own)
+            wrong = [n for n, defs in guesses.items()
+                     if not all(self._holds(n, d, ops) for d in defs)]
+            if not wrong:
+                break
+            for n in wrong:
+                if n in own:
+                    del guesses[n]
+                else:
+                    own.add(n)
+
+    def _classify(self, assigns, ops, sure, guesses, own):
+        """The classes of the names assigned once, and of the `guesses` (those in `own`
+        keep their own), given the guesses."""
+        self.pattern = {("name", p): v[1] for p, v in self._patterns.items()}
+        self.sources = {("name", p): {p} for p in self._patterns}
+        self.cls = {}
         self.parent = {}
         self.used = set()       # parameters whose patterns the classes depend on
         self._known = None      # {key: its canonical key}, once the classes are built
-        sure = _surely_run(fn) if patterns else set()
-        for s in (n for n in statements if isinstance(n, gast.Assign)):
+        for s in assigns:
             target = s.targets[0]
             if isinstance(target, gast.Name) and target.id not in self.many:
+                name = target.id
+                guessed = name in guesses
                 op = ops.get(s)
                 key = self._key(s.value, op)
                 if key is not None:
-                    self.cls[target.id] = key
+                    if not guessed or (name not in own and name not in self.cls
+                                       and s is guesses[name][0]):
+                        self.cls[name] = key
                     if id(s) in sure:
                         self._join(key)
-                elif patterns:
-                    self._infer(("name", target.id), op)
+                elif self._patterns and not guessed:
+                    self._infer(("name", name), op)
         self._known = {}
+
+    def _holds(self, name, s, ops):
+        """Whether assignment `s` binds `name` to a value of the class guessed for it."""
+        key = self._key(s.value, ops.get(s))
+        return key is not None and self.canonical(key) == self.of(name)
 
     def of(self, name):
         """A set of shapes whose broadcast is the shape of `name` (None for unknown)."""
@@ -236,6 +277,9 @@ class Shapes:
             return None if index is None or base is None else frozenset(
                 [("index", base, index)])
         variant = getattr(op, "variant", None)
+        shaped = getattr(registry.primitive(op.prim), "shaped", None) if op else None
+        if shaped is not None and isinstance(op.bound.get(shaped), gast.Name):
+            return self.of(op.bound[shaped].id)
         if variant is None or not variant.elementwise or sequence_operands(op, self.kinds):
             return None     # (`+` joining lists and `*` repeating one change the length)
         shaped = [a for a in op.bound.values() if self.kinds[a] != SCALAR]
@@ -284,6 +328,12 @@ def pattern_tests(name, pat):
     if pat and not any(pat):
         return tests + [f"1 in {name}.shape"]
     return tests + [f"{name}.shape[{i}] {'!=' if one else '=='} 1" for i, one in enumerate(pat)]
+
+
+def _is_none(value):
+    """Whether `value` is the constant None (a name bound before a loop that may run no
+    iteration): it has no shape to keep."""
+    return isinstance(value, gast.Constant) and value.value is None
 
 
 def _depth(base):

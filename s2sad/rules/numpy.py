@@ -159,8 +159,9 @@ rule(np.moveaxis, "a, source, destination", a="_s2s_moveaxis(g, destination, sou
      linear="a", view=True)
 rule(np.broadcast_to, "array, shape", array="_s2s_unbroadcast(g, array)", linear="array",
      view=True)
-rule(np.flip, "m, axis=None", m="_s2s_flip(g, axis)", linear="m")
-rule(np.roll, "a, shift, axis=None", a="_s2s_roll(g, np.negative(shift), axis)", linear="a")
+rule(np.flip, "m, axis=None", m="_s2s_flip(g, axis)", linear="m", shaped="m")
+rule(np.roll, "a, shift, axis=None", a="_s2s_roll(g, np.negative(shift), axis)", linear="a",
+     shaped="a")
 rule(np.tile, "A, reps", A="_s2s_untile(g, A, reps)", linear="A")
 rule(np.repeat, "a, repeats, axis=None", a="_s2s_unrepeat(g, a, repeats, axis)", linear="a",
      method="repeat")
@@ -178,7 +179,7 @@ rule(np.array, "object, dtype", object="_s2s_from_array(_s2s_int_zero(g, dtype),
 rule(np.asarray, "a", a="_s2s_from_array(g, a)", linear="a", view=True)
 rule(np.asarray, "a, dtype", a="_s2s_from_array(_s2s_int_zero(g, dtype), a)",
      tangent={"a": "_s2s_cast_tangent(np.asarray(t), dtype)"}, view=True)
-rule(np.copy, "a", "g", linear="a", method="copy")
+rule(np.copy, "a", "g", linear="a", method="copy", shaped="a")
 rule(np.sort, "a, axis=-1", a="_s2s_unsort(g, a, axis)",
      tangent={"a": "np.take_along_axis(t, np.argsort(a, axis), axis)"})
 rule(np.ndarray.astype, "self, dtype", self="_s2s_cast_like(g, self, dtype)",

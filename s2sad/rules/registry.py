@@ -154,6 +154,9 @@ class Primitive:
     #: It reduces its first argument `a` along `axis` (keeping them with `keepdims`):
     #: its result has shape () when it reduces a whole array (no axis given).
     reduction: bool = False
+    #: The parameter whose shape its result has, in every call the rules cover
+    #: (`np.roll(a, shift)`: "a"), or None.
+    shaped: str = None
     floats: bool = False        # it gives a float for numbers (`math.sin`)
     #: The position of the argument it writes into (`np.copyto(dst, src)`: 0), or None.
     writes: int = None
@@ -217,7 +220,7 @@ def lookup(prim):
 
 def define(prim, params=None, *adjoints, namespace=None, broadcast=False, elementwise=False,
            uniform=None, tangent=None, linear=None, nondiff=False, returns=None, view=False,
-           reduction=False, floats=False, writes=None, zero=(), method=(),
+           reduction=False, shaped=None, floats=False, writes=None, zero=(), method=(),
            attribute=(), quiet=False, **by_name):
     """Declare what s2sad knows about `prim` in one statement; returns `prim`.
 
@@ -265,6 +268,8 @@ def define(prim, params=None, *adjoints, namespace=None, broadcast=False, elemen
         record.returns = returns
     record.view |= view
     record.reduction |= reduction
+    if shaped is not None:
+        record.shaped = shaped
     record.floats |= floats
     if writes is not None:
         record.writes = writes

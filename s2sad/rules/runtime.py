@@ -61,6 +61,18 @@ def cotangent(c, x):
 _NUMBERS = frozenset([float, int, np.float64])
 
 
+_NO_DATA = bytes(16)     # the one (read-only) element of every stand-in
+
+
+def like(x):
+    """A stand-in for array `x` where only its type, shape and dtype are read (`x` of
+    `unbroadcast(g, x)` on a loop's tape): an array of its shape and dtype whose axes all
+    have stride 0 over 16 zero bytes, so it holds no data. Anything else is itself."""
+    if type(x) is np.ndarray and x.ndim and x.dtype.kind in "biufc":
+        return np.ndarray(x.shape, x.dtype, _NO_DATA, 0, (0,) * x.ndim)
+    return x
+
+
 def unbroadcast(g, x):
     """`g` summed down to the shape of `x`: the adjoint of broadcasting `x`."""
     if type(g) in _NUMBERS and type(x) in _NUMBERS:     # numbers: the common case, fast
@@ -826,7 +838,8 @@ def last(g):
     return g if _is_zero(g) else g[-1]
 
 
-#: Helpers that read these arguments only for their shape, type or structure.
+#: Helpers that read these arguments only for their shape, type or structure: a
+#: stand-in from `like` serves them as well as the value.
 SHAPE_ONLY = {"unindex": (1,), "unattr": (1,), "unreduce": (1,), "unbroadcast": (1,), "count": (0,),
               "zeros_like": (0,), "cotangent": (1,), "from_array": (1,), "extremum": (),
               "reshape_like": (1,)}

@@ -117,6 +117,7 @@ linear(R.unbroadcast, "g, x", "g")
 linear(R.unindex, "g, x, index", "g")
 linear(R.own, "g, x", "g")
 linear(R.snapshot, "v", "v")
+define(R.like, "x", None, zero=("x",), tangent=())          # only its shape is read
 linear(R.unattr, "g, obj, name", "g")
 linear(R.cotangent, "c, x", "c")
 linear(R.unreduce, "g, x, axis=None, keepdims=False", "g")

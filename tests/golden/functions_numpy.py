@@ -33,3 +33,13 @@ def append_loop(x, n=4):
         p = p * x / (k + 1)
         terms.append(p)
     return np.sum(np.array(terms))
+
+
+def heat(u0, kappa, steps=5):
+    # loop-carried array state: every temporary has the shape of u0, so the tape holds
+    # `lap` alone (what kappa's adjoint reads), as a hand-written gradient does
+    u = u0
+    for i in range(steps):
+        lap = np.roll(u, 1) - 2.0 * u + np.roll(u, -1)
+        u = u + kappa * lap
+    return np.sum(u * u)
