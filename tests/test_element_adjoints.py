@@ -6,6 +6,8 @@ Gradients are checked against central differences (inputs unchanged, for `grad` 
 `value_and_grad`); the generated source is checked to update in place where it may and
 to leave alone what it must; Hessians, which differentiate the generated code again,
 are checked against differences of the gradient."""
+import re
+
 import numpy as np
 import pytest
 
@@ -283,3 +285,34 @@ def test_elements_that_may_be_written_in_the_iteration_are_not_recorded_late(f, 
     check_fused(f, args, 0, "grad")
     before, _ = loop_of(f, args, 0)
     assert "_s2s_snapshot" not in before, before
+
+
+def euler_zeros(k, observed):
+    u = np.zeros(len(observed))
+    u[0] = 1.0
+    for i in range(len(observed) - 1):
+        u[i + 1] = u[i] - 0.01 * k * u[i] ** 2
+    return np.sum((u - observed) ** 2)
+
+
+def euler_empty(k, observed):
+    u = np.empty(len(observed))
+    u[0] = 1.0
+    for i in range(len(observed) - 1):
+        u[i + 1] = u[i] - 0.01 * k * u[i] ** 2
+    return np.sum((u - observed) ** 2)
+
+
+def test_states_stored_in_np_empty_are_written_in_place_like_np_zeros():
+    # np.empty makes a new array as np.zeros does: the same in-place gradient code
+    observed = 1.0 / (1.0 + 0.007 * np.arange(40))
+    sources = []
+    for f in (euler_zeros, euler_empty):
+        g = s2sad.grad(f)
+        got = g(1.3, observed)
+        h = 1e-6
+        assert got == pytest.approx((f(1.3 + h, observed) - f(1.3 - h, observed)) / (2 * h),
+                                    rel=1e-6)
+        sources.append(re.sub(r"line \d+", "line N", g.source.split("\n", 4)[4]))
+    assert sources[0].replace("zeros", "empty") == sources[1]
+    assert "copy()" not in sources[1]

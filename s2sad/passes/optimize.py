@@ -521,7 +521,8 @@ _OF_ADJOINT = {"_s2s_" + n: 0 for n in (
     "moveaxis", "flip", "roll", "triu", "tril")}
 #: NumPy functions (besides ufuncs) whose result is a new array.
 _FRESH_NUMPY = {"sum", "mean", "prod", "dot", "matmul", "einsum", "outer", "where",
-                "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "copy",
+                "zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like",
+                "full_like", "copy",
                 "array", "cumsum", "cumprod", "clip", "tensordot", "inner"}
 
 

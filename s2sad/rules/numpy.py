@@ -224,8 +224,8 @@ for _f in (np.copyto, np.put, np.place, np.putmask, np.fill_diagonal, np.put_alo
     define(_f, writes=0)
 
 # not differentiable
-for _f in (np.zeros_like, np.ones_like, np.zeros, np.ones, np.eye, np.identity, np.sign,
-           np.floor, np.ceil, np.round):
+for _f in (np.zeros_like, np.ones_like, np.zeros, np.ones, np.empty_like, np.empty, np.eye,
+           np.identity, np.sign, np.floor, np.ceil, np.round):
     define(_f, nondiff=True, returns="array")
 define(np.shape, nondiff=True, returns="scalars", attribute="shape")
 define(np.ndim, nondiff=True, returns="scalar", attribute="ndim")
@@ -233,7 +233,7 @@ define(np.size, nondiff=True, returns="scalar", attribute="size")
 define(np.result_type, nondiff=True, attribute="dtype")
 for _f in (np.argmax, np.argmin, np.argsort, np.any, np.all, np.nonzero):
     define(_f, nondiff=True, method=_f.__name__)
-for _f in (np.empty_like, np.empty, np.rint, np.trunc, np.isnan, np.isinf, np.isfinite,
+for _f in (np.rint, np.trunc, np.isnan, np.isinf, np.isfinite,
            np.less, np.less_equal, np.greater, np.greater_equal, np.equal, np.not_equal,
            np.logical_and, np.logical_or, np.logical_not, np.floor_divide, np.heaviside,
            np.count_nonzero, np.allclose, np.isclose, np.array_equal):
