@@ -32,7 +32,7 @@ import gast
 import numpy as np
 
 from . import cache, emit, syntax
-from .ad import forward_mode, fused, header, reverse_mode
+from .ad import forward_mode, fused, header, inplace, reverse_mode
 from .compilation import (Compilation, Wrt, default_kinds, kinds_key, patterns_key,
                           wrt_key)
 from .errors import InternalError, MissingRuleError, S2SADError, UnsupportedSyntaxError
@@ -119,6 +119,8 @@ FORWARD_MODE = FRONT + [
          "without the statements only the value needs"),
     Pass("inline_temporaries", optimize.inline_temporaries, "the temporaries of numbers "
          "go back into their one use"),
+    Pass("write_in_place", inplace.write_in_place, "element writes into arrays the "
+         "function made, in place"),
     Pass("guard", forward_mode.guard, "(for jvp) check the argument types first"),
     ENCLOSE,
 ]

@@ -11,6 +11,7 @@
 """
 import inspect
 import math
+import re
 
 import gast
 import numpy as np
@@ -661,3 +662,62 @@ def test_loop_target_reassigned_in_the_body_is_refused():
                       "    for i in range(3):\n        i = x\n    return i\n")
     with pytest.raises(s2sad.UnsupportedSyntaxError, match="loop variable"):
         s2sad.jvp(f, (0.5,), (1.0,))
+
+
+# -- element writes: in place into arrays the function made, copies of inputs ------------
+def euler_states(k, observed):
+    u = np.zeros(len(observed))
+    u[0] = 1.0
+    for i in range(len(observed) - 1):
+        u[i + 1] = u[i] - 0.01 * k * u[i] ** 2
+    return np.sum((u - observed) ** 2)
+
+
+def smooths_its_argument(x):
+    for i in range(1, len(x)):
+        x[i] = x[i - 1] * 0.5 + x[i]
+    return np.sum(x * x)
+
+
+def smooths_an_alias_of_its_argument(x):
+    y = x
+    for i in range(1, len(x)):
+        y[i] = y[i - 1] * 0.5 + y[i]
+    return np.sum(y * y)
+
+
+def rows_of_a_new_matrix(X):
+    Y = np.zeros(X.shape)
+    for i in range(1, X.shape[0]):
+        Y[i] = Y[i - 1] * 0.5 + X[i]
+    return np.sum(Y * Y)
+
+
+def test_element_writes_into_a_new_array_are_in_place_in_forward_mode():
+    # a copy of the array per write made the tangent of a stored trajectory quadratic
+    source = s2sad.source(euler_states, wrt=0, mode="forward")
+    loop = source[source.index("for i in"):source.index("return")]
+    assert "_s2s_setitem" not in loop
+    assert re.search(r"u_1\[t_\d+\] = ", loop) and re.search(r"u_1_dot\[t_\d+\] = ", loop)
+    observed = 1.0 / (1.0 + 0.007 * np.arange(30))
+    h = 1e-6
+    _, tangent = s2sad.jvp(euler_states, (1.3, observed), (1.0, np.zeros(30)))
+    assert tangent == pytest.approx(
+        (euler_states(1.3 + h, observed) - euler_states(1.3 - h, observed)) / (2 * h), rel=1e-6)
+    X = np.arange(12.0).reshape(4, 3) / 10
+    V = np.linspace(-1.0, 1.0, 12).reshape(4, 3)
+    _, tangent = s2sad.jvp(rows_of_a_new_matrix, (X,), (V,))
+    assert tangent == pytest.approx((rows_of_a_new_matrix(X + h * V)
+                                     - rows_of_a_new_matrix(X - h * V)) / (2 * h), rel=1e-6)
+
+
+@pytest.mark.parametrize("f", [smooths_its_argument, smooths_an_alias_of_its_argument])
+def test_element_writes_into_an_argument_leave_it_unchanged_in_forward_mode(f):
+    x, v = np.array([0.3, 0.5, -0.2, 0.9]), np.array([1.0, -0.5, 0.2, 0.3])
+    x0, v0 = x.copy(), v.copy()
+    value, tangent = s2sad.jvp(f, (x,), (v,))
+    np.testing.assert_array_equal(x, x0)
+    np.testing.assert_array_equal(v, v0)
+    h = 1e-6
+    assert value == pytest.approx(f(x0.copy()))
+    assert tangent == pytest.approx((f(x0 + h * v0) - f(x0 - h * v0)) / (2 * h), rel=1e-6)

@@ -199,6 +199,38 @@ class InPlaceWrites:
             block[:] = kept
 
 
+def write_in_place(jvp, ctx):
+    """The pass (forward mode): an element write into an array the function made,
+    `a = _s2s_setitem(a, i, v)` (the name kept: a loop's carried array, or its
+    tangent), as `a[i] = v`. The user's code writes in place, and the aliasing pass
+    refused every read of a state such a write changes, so this is what the function
+    means, without a copy of the array per write (which made a loop of element writes
+    quadratic)."""
+    def resolve(func):
+        if isinstance(func, gast.Name) and func.id in ctx.bindings:
+            return ctx.bindings[func.id]
+        return ctx.src.resolve(func)
+    writes = [s for s in syntax.statements(jvp) if isinstance(s, gast.Assign)
+              and syntax.is_name(s.targets[0]) and ctx.is_runtime_call(s.value, "setitem")
+              and syntax.is_name(s.value.args[0], s.targets[0].id)]
+    if not writes:
+        return jvp
+    owned = _owned([jvp], ctx.src, (runtime.setitem,), resolve)
+    in_place = {id(s) for s in writes if s.targets[0].id in owned}
+
+    def rewritten(s):
+        if id(s) not in in_place:
+            return s
+        call = s.value
+        index = getattr(call, "s2s_index", None) or call.args[1]
+        target = gast.Subscript(value=syntax.name(s.targets[0].id), slice=syntax.copied(index),
+                                ctx=gast.Store())
+        return syntax.located(syntax.assign(target, call.args[2]), s)
+    for block in syntax.blocks(jvp.body):
+        block[:] = [rewritten(s) for s in block]
+    return jvp
+
+
 def _updated(write):
     """The name of the object an element write (`a[i] = v`) or an append writes into."""
     target = write.targets[0] if isinstance(write, gast.Assign) else write.value.func
@@ -252,9 +284,11 @@ def _is_view(prim):
     return getattr(registry.primitive(prim), "view", False)
 
 
-def _owned(body, src, updates):
+def _owned(body, src, updates, resolve=None):
     """Names whose value is an array or list the function created itself (so writing
-    into it cannot change an input or a value held elsewhere)."""
+    into it cannot change an input or a value held elsewhere); `resolve` finds what a
+    call's function is (by default `src.resolve`)."""
+    resolve = resolve or src.resolve
     defs = {}
     for s in (n for b in body for n in syntax.statements(b)):
         if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
@@ -264,13 +298,14 @@ def _owned(body, src, updates):
         if isinstance(v, (gast.BinOp, gast.UnaryOp, gast.List, gast.Tuple)):
             return True
         if isinstance(v, gast.Call):
-            prim = getattr(v.func, "s2s_prim", None)
+            prim = getattr(v.func, "s2s_prim", None) or resolve(v.func)
             if prim in updates:
                 return "old"
-            prim = src.resolve(v.func) if prim is None else prim
             if prim is MISSING and isinstance(v.func, gast.Attribute):
                 prim = registry.METHODS.get(v.func.attr, MISSING)
             return prim is not MISSING and not _is_view(prim)
+        if isinstance(v, gast.Constant) and v.value is None:
+            return True     # a name bound before a loop that may run no iteration
         return isinstance(v, gast.Name) and "copy"
     owned = set(defs)
     changed = True
