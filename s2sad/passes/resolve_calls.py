@@ -77,6 +77,16 @@ class Known:
     args: list = dataclasses.field(default_factory=list)
     keywords: dict = dataclasses.field(default_factory=dict)
 
+    def places(self):
+        """{place: atom}: the positions of `args`, then the keywords."""
+        return {**dict(enumerate(self.args)), **self.keywords}
+
+    def layout(self):
+        return tuple(range(len(self.args))) + tuple(sorted(self.keywords))
+
+    def atoms(self):
+        return list(self.places().values())
+
 
 class ResolveCalls:
     """See the module docstring."""
@@ -90,31 +100,40 @@ class ResolveCalls:
                              for _, s in definitions(fn.body))
         self.varied = varied_names(fn, self.ctx.wrt, ops)
         params = [a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
-        self.count = {p: 1 for p in params}
+        self.assignments = {p: [fn] for p in params}   # name -> what assigns it
         for s in syntax.statements(fn):
             targets = (s.targets if isinstance(s, gast.Assign) else
                        [s.target] if isinstance(s, gast.For) else [])
             for t in targets:
                 for n in syntax.name_nodes(t):
-                    self.count[n.id] = self.count.get(n.id, 0) + 1
-        self.known = {}         # name -> Known
-        defining = {}           # name -> its statement
-        for s in syntax.statements(fn):
-            if (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
-                    and self.count.get(s.targets[0].id) == 1):
-                known = self.known_value(s.value)
-                if known is not None:
-                    self.known[s.targets[0].id] = known
-                    defining[s.targets[0].id] = s
+                    self.assignments.setdefault(n.id, []).append(s)
+        self.copied = {}        # name -> the names it is copied to or from
+        for name, made in list(self.assignments.items()):
+            for s in made:
+                if _assigns(s) and isinstance(s.value, gast.Name) and (
+                        s.value.id in self.assignments):
+                    self.copied.setdefault(name, set()).add(s.value.id)
+                    self.copied.setdefault(s.value.id, set()).add(name)
+        self.known = {}         # name -> its Known, or None
+        self.companions = {}    # assignment -> the companion assignments that go before it
+        for name in list(self.assignments):
+            self.known_name(name)
         for s in syntax.statements(fn):
             if isinstance(s, (gast.Assign, gast.Expr)) and isinstance(s.value, gast.Call):
                 self.resolve(s.value, s)
-        while True:     # the definitions of function values no call reads any more
+        for block in syntax.blocks(fn.body):
+            block[:] = [c for s in block for c in self.companions.get(s, []) + [s]]
+        # the assignments of function values and companions no call reads any more
+        companions = [c.targets[0].id for made in self.companions.values() for c in made]
+        defining = {name: self.assignments[name] for name in companions + [
+            name for name, known in self.known.items() if known is not None]}
+        while True:
             read = set(syntax.names_loaded(fn))
-            unread = {id(s) for name, s in defining.items() if name not in read}
+            unread = {id(s) for name, made in defining.items() if name not in read
+                      for s in made}
             if not unread:
                 return fn
-            defining = {name: s for name, s in defining.items() if id(s) not in unread}
+            defining = {name: made for name, made in defining.items() if name in read}
             for block in syntax.blocks(fn.body):
                 if any(id(s) in unread for s in block):
                     block[:] = [s for s in block if id(s) not in unread] or [gast.Pass()]
@@ -122,17 +141,15 @@ class ResolveCalls:
     # -- function values ------------------------------------------------------------------
     def known_value(self, e):
         """The `Known` function value of the atom or right-hand side `e`, or None."""
-        if isinstance(e, gast.Name) and e.id in self.known:
-            return self.known[e.id]
+        if isinstance(e, gast.Name) and e.id in self.assignments:
+            return self.known_name(e.id)
         if isinstance(e, gast.Attribute) and isinstance(e.value, gast.Name):
             method = self.method(e.value, e.attr)
             if method is not None:
                 return method
         if isinstance(e, gast.Call) and self.prim(e.func) is functools.partial and e.args:
             inner = self.known_value(e.args[0])
-            atoms = e.args[1:] + [k.value for k in e.keywords]
-            if inner is None or any(k.arg is None for k in e.keywords) or not all(
-                    self.stable(a) for a in atoms):
+            if inner is None or any(k.arg is None for k in e.keywords):
                 return None
             return Known(inner.fn, inner.args + e.args[1:],
                          {**inner.keywords, **{k.arg: k.value for k in e.keywords}})
@@ -141,6 +158,78 @@ class ResolveCalls:
             if obj is not MISSING and callable(obj) and not isinstance(obj, type):
                 return Known(obj)
         return None
+
+    def known_name(self, name):
+        """The `Known` function value the local `name` holds, or None. Assigned once, from
+        values that keep theirs (`stable`), it is the value it is assigned; otherwise
+        (see `carried`) what is bound to it is read from companion names."""
+        if name not in self.known:
+            self.known[name] = None     # a function value made from itself is not known
+            made = self.assignments[name]
+            known = None
+            if len(made) == 1 and _assigns(made[0]) and not _placeholder(made[0]):
+                known = self.known_value(made[0].value)
+            if known is not None and all(self.stable(a) for a in known.atoms()):
+                self.known[name] = known
+            elif self.known[name] is None:
+                self.carried(name)
+        return self.known[name]
+
+    def carried(self, name):
+        """Make `name` and the names it is copied to or from (Wengert's joins and loop
+        copies) function values, if each of their assignments makes one of the same
+        function with the same places bound, copies one of them, or is Wengert's `None`
+        for a name not bound on a path. Each of these names gets a companion name for
+        each value bound, assigned before each of its assignments (the value bound, the
+        companion copied, None), so that a call reads the values bound when the function
+        value it calls was made, whichever path made it, and however the names bound to
+        it changed since."""
+        group = self.copies(name)
+        for n in group:
+            self.known.setdefault(n, None)
+        assignments = [s for n in group for s in self.assignments[n]]
+        if not all(_assigns(s) for s in assignments):
+            return      # a parameter, a loop variable, a tuple unpacked
+        makes = {s: self.known_value(s.value) for s in assignments
+                 if not _placeholder(s) and not _copy_in(s, group)}
+        first = next(iter(makes.values()), None)
+        if first is None or any(k is None or k.fn is not first.fn
+                                or k.layout() != first.layout() for k in makes.values()):
+            return
+        carried = [n for n in group if self.known[n] is None]
+        places = {n: {place: self.ctx.namer.fresh(f"{n}_{place}" if isinstance(place, int)
+                                                  else place)
+                      for place in first.layout()}
+                  for n in carried}
+        for n in carried:
+            self.known[n] = Known(first.fn, [syntax.name(places[n][i])
+                                             for i in range(len(first.args))],
+                                  {k: syntax.name(places[n][k]) for k in first.keywords})
+        for n in carried:
+            for s in self.assignments[n]:
+                if _placeholder(s):
+                    values = {place: syntax.const(None) for place in first.layout()}
+                else:
+                    values = (makes[s] if s in makes else self.known[s.value.id]).places()
+                companions = self.companions.setdefault(s, [])
+                for place, value in values.items():
+                    companion = syntax.located(
+                        syntax.assign(places[n][place], syntax.copied(value)), s)
+                    for flag in ("s2s_init", "s2s_phi"):
+                        if hasattr(s, flag):
+                            setattr(companion, flag, getattr(s, flag))
+                    companions.append(companion)
+                    self.assignments.setdefault(places[n][place], []).append(companion)
+
+    def copies(self, name):
+        """`name` and the local names it is copied to or from, through copies."""
+        group, todo = {name}, [name]
+        while todo:
+            for m in self.copied.get(todo.pop(), ()):
+                if m not in group:
+                    group.add(m)
+                    todo.append(m)
+        return sorted(group)
 
     def method(self, receiver, attr):
         """`Known` for `receiver.attr`, a method of `receiver`'s known class."""
@@ -162,7 +251,7 @@ class ResolveCalls:
         assigned once."""
         if not isinstance(atom, gast.Name):
             return True
-        return not self.src.is_local(atom.id) or self.count.get(atom.id, 0) <= 1
+        return not self.src.is_local(atom.id) or len(self.assignments.get(atom.id, ())) <= 1
 
     def prim(self, func):
         prim = getattr(func, "s2s_prim", None)
@@ -181,7 +270,7 @@ class ResolveCalls:
                 isinstance(a, gast.Starred) for a in call.args) or any(
                 k.arg is None for k in call.keywords):
             return      # a call that is not differentiated runs as it is
-        static = not (isinstance(func, gast.Name) and func.id in self.known) and (
+        static = not (isinstance(func, gast.Name) and self.known.get(func.id)) and (
             self.prim(func) is not MISSING)
         known = self.known_value(func)
         if known is None:
@@ -273,6 +362,20 @@ class ResolveCalls:
         if key not in versions:
             versions[key] = _Specialiser(fn, plan, self.src).version()
         return versions[key], args
+
+
+def _assigns(s):
+    return isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+
+
+def _placeholder(s):
+    """Whether `s` is Wengert's `name = None` for a name not bound on a path."""
+    return (getattr(s, "s2s_init", False) and isinstance(s.value, gast.Constant)
+            and s.value.value is None)
+
+
+def _copy_in(s, group):
+    return isinstance(s.value, gast.Name) and s.value.id in group
 
 
 class _Specialiser:
