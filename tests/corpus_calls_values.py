@@ -328,3 +328,13 @@ def keyword_call_in_a_loop_over_a_display(z):
     for i in [1.0, _square(a=z)]:
         y = _square(a=i)
     return y
+
+
+def partial_of_the_previous_iteration_first_made_in_the_loop(x):
+    s = x
+    for i in range(3):
+        t = s + x
+        if i > 0:
+            s = s + g(x)    # noqa: F821 -- the g of the iteration before, bound to its t
+        g = functools.partial(_scaled, b=t)
+    return s

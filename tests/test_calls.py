@@ -53,6 +53,7 @@ CASES = [
     (c.partial_made_on_two_paths, (-0.4,), 0),
     (c.partial_called_after_its_loop, (0.7,), 0),
     (c.partial_of_the_previous_iteration, (0.7,), 0),
+    (c.partial_of_the_previous_iteration_first_made_in_the_loop, (0.7,), 0),
     (c.lambda_reads_a_name_set_in_a_loop, (0.7,), 0),
     (c.lambda_reads_a_name_set_in_a_branch, (0.7,), 0),
     (c.lambda_reads_a_name_set_in_a_branch, (-0.4,), 0),

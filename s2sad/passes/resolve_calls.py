@@ -10,9 +10,14 @@ function is a value known when compiling:
   on its class, an instance built here, `self` of a method) is `m(obj, a)`, `m` being
   the function the class defines (an instance's own attribute of that name is not
   looked for);
-- a function value: a name defined once as a module-level function, a nested function or
+- a function value: a name assigned a module-level function, a nested function or
   lambda (lifted), a method read from an object (`f = obj.m`), or a `functools.partial`
-  of one of these (`g = functools.partial(loglik, mu=mu)`: `g(y)` is `loglik(y, mu)`);
+  of one of these (`g = functools.partial(loglik, mu=mu)`: `g(y)` is `loglik(y, mu)`),
+  also in a branch or a loop, or on several paths the same way (the same function, the
+  same places bound). Where a value bound may change before the call (a name with
+  several versions, Wengert's copies of the function value at joins and loop ends), a
+  companion name assigned beside each assignment of the function value carries it, so
+  that the call reads what was bound when the value it calls was made;
 - keyword arguments go to their positions (`loglik(y, mu=mu)` is `loglik(y, mu)`).
 
 A call that passes a function value (`integrate(lambda t: x * t, 0.0, 1.0)`), gives a
@@ -40,7 +45,30 @@ def f(x):
     t_1 = loglik(1.0, mu, 2.0)
     y = t + t_1
     return y
+
+>>> print(show("resolve_calls", '''
+... import functools
+... def scaled(a, b):
+...     return a * b
+... def f(x):
+...     s = x
+...     for i in range(3):
+...         g = functools.partial(scaled, b=s)
+...         s = s * x
+...     return g(x)
+... '''))
+def f(x):
+    s = x
+    b = None
+    for i in range(3):
+        s_1 = s * x
+        # path end
+        b = s
+        s = s_1
+    y = scaled(x, b)
+    return y
 """
+import collections
 import dataclasses
 import functools
 import inspect
@@ -114,7 +142,11 @@ class ResolveCalls:
                         s.value.id in self.assignments):
                     self.copied.setdefault(name, set()).add(s.value.id)
                     self.copied.setdefault(s.value.id, set()).add(name)
+        self.positions = syntax.NodeMap((s, (block, k)) for block in syntax.blocks(fn.body)
+                                     for k, s in enumerate(block))
+        self.reads = collections.Counter(syntax.names_loaded(fn))
         self.known = {}         # name -> its Known, or None
+        self.grouped = set()    # the names `carried` has looked at
         self.companions = {}    # assignment -> the companion assignments that go before it
         for name in list(self.assignments):
             self.known_name(name)
@@ -160,20 +192,49 @@ class ResolveCalls:
         return None
 
     def known_name(self, name):
-        """The `Known` function value the local `name` holds, or None. Assigned once, from
-        values that keep theirs (`stable`), it is the value it is assigned; otherwise
-        (see `carried`) what is bound to it is read from companion names."""
+        """The `Known` function value the local `name` holds, or None: the value it is
+        assigned (`direct`), or one whose bound values companion names carry (`carried`)."""
         if name not in self.known:
             self.known[name] = None     # a function value made from itself is not known
-            made = self.assignments[name]
-            known = None
-            if len(made) == 1 and _assigns(made[0]) and not _placeholder(made[0]):
-                known = self.known_value(made[0].value)
-            if known is not None and all(self.stable(a) for a in known.atoms()):
+            known = self.direct(name)
+            if known is not None:
                 self.known[name] = known
-            elif self.known[name] is None:
+            elif name not in self.grouped:
                 self.carried(name)
         return self.known[name]
+
+    def direct(self, name):
+        """The `Known` value `name` is assigned, if the values bound keep theirs wherever
+        it is read: it is assigned once, from `stable` values, or it is read only in the
+        statements that follow its one assignment (besides Wengert's `None` on the paths
+        that do not bind it) in its block, and none of them assigns a name bound before
+        the last read."""
+        made = [s for s in self.assignments[name] if not (_assigns(s) and _placeholder(s))]
+        if len(made) != 1 or not _assigns(made[0]):
+            return None
+        known = self.known_value(made[0].value)
+        if known is None:
+            return None
+        if made == self.assignments[name] and all(self.stable(a) for a in known.atoms()):
+            return known
+        between = self.until_read(made[0], name)
+        if between is None or any(syntax.stores(s, a.id) for s in between
+                                  for a in known.atoms() if isinstance(a, gast.Name)):
+            return None
+        return known
+
+    def until_read(self, made, name):
+        """The statements from the assignment `made` of `name` to the last read of `name`
+        that may run before that read, if `name` is read in the statements that follow
+        `made` in its block only; else None."""
+        block, at = self.positions[made]
+        reads = [k for k in range(at + 1, len(block))
+                 if name in syntax.names_loaded(block[k])]
+        if not reads or self.reads[name] != sum(
+                syntax.names_loaded(block[k]).count(name) for k in reads):
+            return None
+        last = block[reads[-1]]
+        return block[at + 1:reads[-1]] + ([] if isinstance(last, gast.Assign) else [last])
 
     def carried(self, name):
         """Make `name` and the names it is copied to or from (Wengert's joins and loop
@@ -185,6 +246,7 @@ class ResolveCalls:
         value it calls was made, whichever path made it, and however the names bound to
         it changed since."""
         group = self.copies(name)
+        self.grouped.update(group)
         for n in group:
             self.known.setdefault(n, None)
         assignments = [s for n in group for s in self.assignments[n]]
@@ -196,15 +258,22 @@ class ResolveCalls:
         if first is None or any(k is None or k.fn is not first.fn
                                 or k.layout() != first.layout() for k in makes.values()):
             return
+        changed = True
+        while changed:      # the names of the group assigned their value directly
+            changed = False
+            for n in group:
+                if self.known[n] is None:
+                    self.known[n] = self.direct(n)
+                    changed = changed or self.known[n] is not None
         carried = [n for n in group if self.known[n] is None]
-        places = {n: {place: self.ctx.namer.fresh(f"{n}_{place}" if isinstance(place, int)
-                                                  else place)
-                      for place in first.layout()}
-                  for n in carried}
+        named = {n: {place: self.ctx.namer.fresh(f"{n}_{place}" if isinstance(place, int)
+                                                 else place)
+                     for place in first.layout()}
+                 for n in carried}
         for n in carried:
-            self.known[n] = Known(first.fn, [syntax.name(places[n][i])
+            self.known[n] = Known(first.fn, [syntax.name(named[n][i])
                                              for i in range(len(first.args))],
-                                  {k: syntax.name(places[n][k]) for k in first.keywords})
+                                  {k: syntax.name(named[n][k]) for k in first.keywords})
         for n in carried:
             for s in self.assignments[n]:
                 if _placeholder(s):
@@ -214,12 +283,12 @@ class ResolveCalls:
                 companions = self.companions.setdefault(s, [])
                 for place, value in values.items():
                     companion = syntax.located(
-                        syntax.assign(places[n][place], syntax.copied(value)), s)
+                        syntax.assign(named[n][place], syntax.copied(value)), s)
                     for flag in ("s2s_init", "s2s_phi"):
                         if hasattr(s, flag):
                             setattr(companion, flag, getattr(s, flag))
                     companions.append(companion)
-                    self.assignments.setdefault(places[n][place], []).append(companion)
+                    self.assignments.setdefault(named[n][place], []).append(companion)
 
     def copies(self, name):
         """`name` and the local names it is copied to or from, through copies."""
