@@ -143,7 +143,7 @@ class ResolveCalls:
                     self.copied.setdefault(name, set()).add(s.value.id)
                     self.copied.setdefault(s.value.id, set()).add(name)
         self.positions = syntax.NodeMap((s, (block, k)) for block in syntax.blocks(fn.body)
-                                     for k, s in enumerate(block))
+                                        for k, s in enumerate(block))
         self.reads = collections.Counter(syntax.names_loaded(fn))
         self.known = {}         # name -> its Known, or None
         self.grouped = set()    # the names `carried` has looked at
