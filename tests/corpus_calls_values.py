@@ -242,3 +242,99 @@ def lambda_by_keyword(x):
 def lambda_to_a_library_call(x):
     order = sorted([3.0, 1.0, 2.0], key=lambda v: -v)
     return x * order[0]
+
+
+# -- function values made in branches and loops, keyword calls of keyword calls (found by
+# -- tests/fuzz): what is bound is what the function value holds where it is called ------
+def _scaled(a, b):
+    return a * b
+
+
+def _square(a):
+    return a * a
+
+
+def partial_made_in_a_branch(x):
+    s = 1.0
+    if x > 0.0:
+        g = functools.partial(_scaled, b=x)
+        s = g(x)
+    return s
+
+
+def partial_made_in_a_loop(x):
+    s = 0.0
+    for i in range(2):
+        g = functools.partial(_scaled, b=x)
+        s = s + g(x)
+    return s
+
+
+def partial_made_on_two_paths(x):
+    if x > 0:
+        g = functools.partial(loglik, mu=x)
+    else:
+        g = functools.partial(loglik, mu=-x)
+    return g(1.0)
+
+
+def partial_called_after_its_loop(x):
+    s = x
+    for i in range(3):
+        g = functools.partial(_scaled, b=s)     # binds s before this iteration's update
+        s = s * x
+    return g(x) + s
+
+
+def partial_of_the_previous_iteration(x):
+    s = 0.0
+    g = functools.partial(_scaled, b=1.0)
+    for i in range(3):
+        h = g                                   # made in the iteration before
+        g = functools.partial(_scaled, b=s + x)
+        s = s + h(x)
+    return s
+
+
+def lambda_reads_a_name_set_in_a_loop(x):
+    s = x
+    for i in range(2):
+        s = s * x
+    return apply_twice(lambda t: s * t, 1.0)
+
+
+def lambda_reads_a_name_set_in_a_branch(x):
+    s = x
+    if x > 0.0:
+        s = 2.0 * x
+    return apply_twice(lambda t: s * t, 1.0)
+
+
+def lambda_in_the_loop_that_sets_its_name(x):
+    s = x
+    total = 0.0
+    for i in range(3):
+        total = total + integrate(lambda t: s * t * t, 0.0, 1.0)
+        s = s * x
+    return total
+
+
+def keyword_call_of_a_keyword_call(z):
+    i = _square(a=z)
+    return _square(a=i)
+
+
+def keyword_call_in_a_loop_over_a_display(z):
+    for i in [1.0, _square(a=z)]:
+        y = _square(a=i)
+    return y
+
+
+def partial_of_the_previous_iteration_first_made_in_the_loop(x):
+    s = x
+    for i in range(3):
+        t = s + x
+        if i > 0:
+            s = s + g(x)    # noqa: F821 -- the g of the iteration before, bound to its t
+        g = functools.partial(_scaled, b=t)
+    return s

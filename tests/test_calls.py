@@ -46,6 +46,20 @@ CASES = [
     (c.global_function_as_value, (0.7,), 0),
     (c.lambda_by_keyword, (0.7,), 0),
     (c.lambda_to_a_library_call, (0.7,), 0),
+    (c.partial_made_in_a_branch, (0.7,), 0),
+    (c.partial_made_in_a_branch, (-0.4,), 0),
+    (c.partial_made_in_a_loop, (0.7,), 0),
+    (c.partial_made_on_two_paths, (0.7,), 0),
+    (c.partial_made_on_two_paths, (-0.4,), 0),
+    (c.partial_called_after_its_loop, (0.7,), 0),
+    (c.partial_of_the_previous_iteration, (0.7,), 0),
+    (c.partial_of_the_previous_iteration_first_made_in_the_loop, (0.7,), 0),
+    (c.lambda_reads_a_name_set_in_a_loop, (0.7,), 0),
+    (c.lambda_reads_a_name_set_in_a_branch, (0.7,), 0),
+    (c.lambda_reads_a_name_set_in_a_branch, (-0.4,), 0),
+    (c.lambda_in_the_loop_that_sets_its_name, (0.7,), 0),
+    (c.keyword_call_of_a_keyword_call, (0.7,), 0),
+    (c.keyword_call_in_a_loop_over_a_display, (0.7,), 0),
 ]
 IDS = [f"{f.__name__}-{i}" for f, _, i in CASES]
 SCALAR_CASES = [case for case in CASES if not isinstance(case[1][case[2]], np.ndarray)]
@@ -257,11 +271,11 @@ def passes_kwargs_read_otherwise(x):
     return reads_kwargs_otherwise(x, a=x)
 
 
-def partial_defined_on_two_paths(x):
+def partials_binding_other_parameters(x):
     if x > 0:
         g = functools.partial(c.loglik, mu=x)
     else:
-        g = functools.partial(c.loglik, mu=-x)
+        g = functools.partial(c.loglik, sigma=-x)
     return g(1.0)
 
 
@@ -272,8 +286,8 @@ def partial_defined_on_two_paths(x):
      "h = g"),
     (passes_kwargs_read_otherwise, UnsupportedSyntaxError,
      r"kw\['key'\], kw.get\('key', default\)", None),
-    (partial_defined_on_two_paths, MissingRuleError, "Assign it once, or call the function it wraps",
-     "return g(1.0)"),
+    (partials_binding_other_parameters, MissingRuleError,
+     "Make it the same way on every path, or call the function it wraps", "return g(1.0)"),
 ])
 def test_refused_with_a_located_message(f, error, message, construct):
     with pytest.raises(error, match=message) as info:

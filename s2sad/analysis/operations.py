@@ -34,8 +34,11 @@ class Op:
         """(param, atom) of the arguments a derivative may flow through."""
         if self.form == COPY:
             return [(None, self.args[0])]
-        if self.form in (PACK, USER, CUSTOM):
+        if self.form == PACK:
             return list(enumerate(self.args))
+        if self.form in (USER, CUSTOM):     # by position, and by keyword until resolved
+            keywords = getattr(self.node, "keywords", ())
+            return list(enumerate(self.args)) + [(k.arg, k.value) for k in keywords]
         if self.form == NONDIFF:
             return []
         if self.variant is None:

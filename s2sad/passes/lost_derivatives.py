@@ -86,10 +86,11 @@ def _refuse_writes(call, s, ctx, varied):
         raise MissingRuleError(
             f"{src.where(s)}: {func.id} holds values that depend on the differentiated "
             "inputs, and s2sad cannot tell which function calling it runs: it knows a "
-            "function value assigned once (a function, a method of an object whose class "
-            "it knows, a nested function or lambda, or a functools.partial of these). "
-            "Assign it once, or call the function it wraps directly, with those values as "
-            f"arguments\n    {src.line_text(s).strip()}")
+            "function value made the same way on every path (a function, a method of an "
+            "object whose class it knows, a nested function or lambda, or a "
+            "functools.partial of these binding the same parameters). Make it the same "
+            "way on every path, or call the function it wraps directly, with those values "
+            f"as arguments\n    {src.line_text(s).strip()}")
     spelled = syntax.unparse(func)
     out = next((k.value for k in call.keywords if k.arg == "out"), None)
     if out is not None:

@@ -10,9 +10,14 @@ function is a value known when compiling:
   on its class, an instance built here, `self` of a method) is `m(obj, a)`, `m` being
   the function the class defines (an instance's own attribute of that name is not
   looked for);
-- a function value: a name defined once as a module-level function, a nested function or
+- a function value: a name assigned a module-level function, a nested function or
   lambda (lifted), a method read from an object (`f = obj.m`), or a `functools.partial`
-  of one of these (`g = functools.partial(loglik, mu=mu)`: `g(y)` is `loglik(y, mu)`);
+  of one of these (`g = functools.partial(loglik, mu=mu)`: `g(y)` is `loglik(y, mu)`),
+  also in a branch or a loop, or on several paths the same way (the same function, the
+  same places bound). Where a value bound may change before the call (a name with
+  several versions, Wengert's copies of the function value at joins and loop ends), a
+  companion name assigned beside each assignment of the function value carries it, so
+  that the call reads what was bound when the value it calls was made;
 - keyword arguments go to their positions (`loglik(y, mu=mu)` is `loglik(y, mu)`).
 
 A call that passes a function value (`integrate(lambda t: x * t, 0.0, 1.0)`), gives a
@@ -40,7 +45,30 @@ def f(x):
     t_1 = loglik(1.0, mu, 2.0)
     y = t + t_1
     return y
+
+>>> print(show("resolve_calls", '''
+... import functools
+... def scaled(a, b):
+...     return a * b
+... def f(x):
+...     s = x
+...     for i in range(3):
+...         g = functools.partial(scaled, b=s)
+...         s = s * x
+...     return g(x)
+... '''))
+def f(x):
+    s = x
+    b = None
+    for i in range(3):
+        s_1 = s * x
+        # path end
+        b = s
+        s = s_1
+    y = scaled(x, b)
+    return y
 """
+import collections
 import dataclasses
 import functools
 import inspect
@@ -77,6 +105,16 @@ class Known:
     args: list = dataclasses.field(default_factory=list)
     keywords: dict = dataclasses.field(default_factory=dict)
 
+    def places(self):
+        """{place: atom}: the positions of `args`, then the keywords."""
+        return {**dict(enumerate(self.args)), **self.keywords}
+
+    def layout(self):
+        return tuple(range(len(self.args))) + tuple(sorted(self.keywords))
+
+    def atoms(self):
+        return list(self.places().values())
+
 
 class ResolveCalls:
     """See the module docstring."""
@@ -90,31 +128,44 @@ class ResolveCalls:
                              for _, s in definitions(fn.body))
         self.varied = varied_names(fn, self.ctx.wrt, ops)
         params = [a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
-        self.count = {p: 1 for p in params}
+        self.assignments = {p: [fn] for p in params}   # name -> what assigns it
         for s in syntax.statements(fn):
             targets = (s.targets if isinstance(s, gast.Assign) else
                        [s.target] if isinstance(s, gast.For) else [])
             for t in targets:
                 for n in syntax.name_nodes(t):
-                    self.count[n.id] = self.count.get(n.id, 0) + 1
-        self.known = {}         # name -> Known
-        defining = {}           # name -> its statement
-        for s in syntax.statements(fn):
-            if (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
-                    and self.count.get(s.targets[0].id) == 1):
-                known = self.known_value(s.value)
-                if known is not None:
-                    self.known[s.targets[0].id] = known
-                    defining[s.targets[0].id] = s
+                    self.assignments.setdefault(n.id, []).append(s)
+        self.copied = {}        # name -> the names it is copied to or from
+        for name, made in list(self.assignments.items()):
+            for s in made:
+                if _assigns(s) and isinstance(s.value, gast.Name) and (
+                        s.value.id in self.assignments):
+                    self.copied.setdefault(name, set()).add(s.value.id)
+                    self.copied.setdefault(s.value.id, set()).add(name)
+        self.positions = syntax.NodeMap((s, (block, k)) for block in syntax.blocks(fn.body)
+                                        for k, s in enumerate(block))
+        self.reads = collections.Counter(syntax.names_loaded(fn))
+        self.known = {}         # name -> its Known, or None
+        self.grouped = set()    # the names `carried` has looked at
+        self.companions = {}    # assignment -> the companion assignments that go before it
+        for name in list(self.assignments):
+            self.known_name(name)
         for s in syntax.statements(fn):
             if isinstance(s, (gast.Assign, gast.Expr)) and isinstance(s.value, gast.Call):
                 self.resolve(s.value, s)
-        while True:     # the definitions of function values no call reads any more
+        for block in syntax.blocks(fn.body):
+            block[:] = [c for s in block for c in self.companions.get(s, []) + [s]]
+        # the assignments of function values and companions no call reads any more
+        companions = [c.targets[0].id for made in self.companions.values() for c in made]
+        defining = {name: self.assignments[name] for name in companions + [
+            name for name, known in self.known.items() if known is not None]}
+        while True:
             read = set(syntax.names_loaded(fn))
-            unread = {id(s) for name, s in defining.items() if name not in read}
+            unread = {id(s) for name, made in defining.items() if name not in read
+                      for s in made}
             if not unread:
                 return fn
-            defining = {name: s for name, s in defining.items() if id(s) not in unread}
+            defining = {name: made for name, made in defining.items() if name in read}
             for block in syntax.blocks(fn.body):
                 if any(id(s) in unread for s in block):
                     block[:] = [s for s in block if id(s) not in unread] or [gast.Pass()]
@@ -122,17 +173,15 @@ class ResolveCalls:
     # -- function values ------------------------------------------------------------------
     def known_value(self, e):
         """The `Known` function value of the atom or right-hand side `e`, or None."""
-        if isinstance(e, gast.Name) and e.id in self.known:
-            return self.known[e.id]
+        if isinstance(e, gast.Name) and e.id in self.assignments:
+            return self.known_name(e.id)
         if isinstance(e, gast.Attribute) and isinstance(e.value, gast.Name):
             method = self.method(e.value, e.attr)
             if method is not None:
                 return method
         if isinstance(e, gast.Call) and self.prim(e.func) is functools.partial and e.args:
             inner = self.known_value(e.args[0])
-            atoms = e.args[1:] + [k.value for k in e.keywords]
-            if inner is None or any(k.arg is None for k in e.keywords) or not all(
-                    self.stable(a) for a in atoms):
+            if inner is None or any(k.arg is None for k in e.keywords):
                 return None
             return Known(inner.fn, inner.args + e.args[1:],
                          {**inner.keywords, **{k.arg: k.value for k in e.keywords}})
@@ -141,6 +190,115 @@ class ResolveCalls:
             if obj is not MISSING and callable(obj) and not isinstance(obj, type):
                 return Known(obj)
         return None
+
+    def known_name(self, name):
+        """The `Known` function value the local `name` holds, or None: the value it is
+        assigned (`direct`), or one whose bound values companion names carry (`carried`)."""
+        if name not in self.known:
+            self.known[name] = None     # a function value made from itself is not known
+            known = self.direct(name)
+            if known is not None:
+                self.known[name] = known
+            elif name not in self.grouped:
+                self.carried(name)
+        return self.known[name]
+
+    def direct(self, name):
+        """The `Known` value `name` is assigned, if the values bound keep theirs wherever
+        it is read: it is assigned once, from `stable` values, or it is read only in the
+        statements that follow its one assignment (besides Wengert's `None` on the paths
+        that do not bind it) in its block, and none of them assigns a name bound before
+        the last read."""
+        made = [s for s in self.assignments[name] if not (_assigns(s) and _placeholder(s))]
+        if len(made) != 1 or not _assigns(made[0]):
+            return None
+        known = self.known_value(made[0].value)
+        if known is None:
+            return None
+        if made == self.assignments[name] and all(self.stable(a) for a in known.atoms()):
+            return known
+        between = self.until_read(made[0], name)
+        if between is None or any(syntax.stores(s, a.id) for s in between
+                                  for a in known.atoms() if isinstance(a, gast.Name)):
+            return None
+        return known
+
+    def until_read(self, made, name):
+        """The statements from the assignment `made` of `name` to the last read of `name`
+        that may run before that read, if `name` is read in the statements that follow
+        `made` in its block only; else None."""
+        block, at = self.positions[made]
+        reads = [k for k in range(at + 1, len(block))
+                 if name in syntax.names_loaded(block[k])]
+        if not reads or self.reads[name] != sum(
+                syntax.names_loaded(block[k]).count(name) for k in reads):
+            return None
+        last = block[reads[-1]]
+        return block[at + 1:reads[-1]] + ([] if isinstance(last, gast.Assign) else [last])
+
+    def carried(self, name):
+        """Make `name` and the names it is copied to or from (Wengert's joins and loop
+        copies) function values, if each of their assignments makes one of the same
+        function with the same places bound, copies one of them, or is Wengert's `None`
+        for a name not bound on a path. Each of these names gets a companion name for
+        each value bound, assigned before each of its assignments (the value bound, the
+        companion copied, None), so that a call reads the values bound when the function
+        value it calls was made, whichever path made it, and however the names bound to
+        it changed since."""
+        group = self.copies(name)
+        self.grouped.update(group)
+        for n in group:
+            self.known.setdefault(n, None)
+        assignments = [s for n in group for s in self.assignments[n]]
+        if not all(_assigns(s) for s in assignments):
+            return      # a parameter, a loop variable, a tuple unpacked
+        makes = {s: self.known_value(s.value) for s in assignments
+                 if not _placeholder(s) and not _copy_in(s, group)}
+        first = next(iter(makes.values()), None)
+        if first is None or any(k is None or k.fn is not first.fn
+                                or k.layout() != first.layout() for k in makes.values()):
+            return
+        changed = True
+        while changed:      # the names of the group assigned their value directly
+            changed = False
+            for n in group:
+                if self.known[n] is None:
+                    self.known[n] = self.direct(n)
+                    changed = changed or self.known[n] is not None
+        carried = [n for n in group if self.known[n] is None]
+        named = {n: {place: self.ctx.namer.fresh(f"{n}_{place}" if isinstance(place, int)
+                                                 else place)
+                     for place in first.layout()}
+                 for n in carried}
+        for n in carried:
+            self.known[n] = Known(first.fn, [syntax.name(named[n][i])
+                                             for i in range(len(first.args))],
+                                  {k: syntax.name(named[n][k]) for k in first.keywords})
+        for n in carried:
+            for s in self.assignments[n]:
+                if _placeholder(s):
+                    values = {place: syntax.const(None) for place in first.layout()}
+                else:
+                    values = (makes[s] if s in makes else self.known[s.value.id]).places()
+                companions = self.companions.setdefault(s, [])
+                for place, value in values.items():
+                    companion = syntax.located(
+                        syntax.assign(named[n][place], syntax.copied(value)), s)
+                    for flag in ("s2s_init", "s2s_phi"):
+                        if hasattr(s, flag):
+                            setattr(companion, flag, getattr(s, flag))
+                    companions.append(companion)
+                    self.assignments.setdefault(named[n][place], []).append(companion)
+
+    def copies(self, name):
+        """`name` and the local names it is copied to or from, through copies."""
+        group, todo = {name}, [name]
+        while todo:
+            for m in self.copied.get(todo.pop(), ()):
+                if m not in group:
+                    group.add(m)
+                    todo.append(m)
+        return sorted(group)
 
     def method(self, receiver, attr):
         """`Known` for `receiver.attr`, a method of `receiver`'s known class."""
@@ -162,7 +320,7 @@ class ResolveCalls:
         assigned once."""
         if not isinstance(atom, gast.Name):
             return True
-        return not self.src.is_local(atom.id) or self.count.get(atom.id, 0) <= 1
+        return not self.src.is_local(atom.id) or len(self.assignments.get(atom.id, ())) <= 1
 
     def prim(self, func):
         prim = getattr(func, "s2s_prim", None)
@@ -181,7 +339,7 @@ class ResolveCalls:
                 isinstance(a, gast.Starred) for a in call.args) or any(
                 k.arg is None for k in call.keywords):
             return      # a call that is not differentiated runs as it is
-        static = not (isinstance(func, gast.Name) and func.id in self.known) and (
+        static = not (isinstance(func, gast.Name) and self.known.get(func.id)) and (
             self.prim(func) is not MISSING)
         known = self.known_value(func)
         if known is None:
@@ -273,6 +431,20 @@ class ResolveCalls:
         if key not in versions:
             versions[key] = _Specialiser(fn, plan, self.src).version()
         return versions[key], args
+
+
+def _assigns(s):
+    return isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+
+
+def _placeholder(s):
+    """Whether `s` is Wengert's `name = None` for a name not bound on a path."""
+    return (getattr(s, "s2s_init", False) and isinstance(s.value, gast.Constant)
+            and s.value.value is None)
+
+
+def _copy_in(s, group):
+    return isinstance(s.value, gast.Name) and s.value.id in group
 
 
 class _Specialiser:

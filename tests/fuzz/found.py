@@ -26,79 +26,18 @@ memory addresses; a for loop's variable not ending the adjoint of the value its 
 before the loop; a parameter changed only by an inner loop bound to None before the outer
 loop's recording. Their regression tests are in tests/test_regressions.py.
 
+Found by the forms of #19 (calls of function values, keywords) and fixed: a
+`functools.partial` made in a branch or a loop (Wengert's join copies gave its name
+several assignments, so it was not a known function value), a lambda reading a name set in
+a loop or a branch (the name has several versions, so the lambda's partial was not
+known), and a keyword call whose argument is the result of a keyword call (a keyword
+argument carried no derivative in the activity analysis). Their regression tests are in
+tests/test_calls.py (tests/corpus_calls_values.py).
+
 A reproducer saved as "code dropped after an inner loop" turned out to be a wrong copy
 (its function returned None at its point, so its xfail could not pass); it was removed
 and the long profile is rerun to find the original again.
 """
 
-import functools
 
-
-# -- found by the forms of #19 (calls of function values, keywords), still open -------------
-def _scaled(a, b):
-    return a * b
-
-
-def partial_made_in_a_branch(x):
-    # MissingRuleError in both modes: "g holds values that depend on the differentiated
-    # inputs, and s2sad cannot tell which function calling it runs ... Assign it once"
-    # (it is assigned once); the same partial outside the `if` works
-    s = 1.0
-    if x > 0.0:
-        g = functools.partial(_scaled, b=x)
-        s = g(x)
-    return s
-
-
-def partial_made_in_a_loop(x):
-    # grad is right; jvp raises MissingRuleError: "s2sad has no forward-mode rule for
-    # functools.partial"
-    s = 0.0
-    for i in range(2):
-        g = functools.partial(_scaled, b=x)
-        s = s + g(x)
-    return s
-
-
-def _apply(fn, v):
-    return fn(v)
-
-
-def lambda_reads_a_name_set_in_a_loop(x):
-    # MissingRuleError in both modes: "s2sad has no derivative rule for partial; register
-    # one with s2sad.defvjp(partial, ...)"; also when the name is set in a branch, or
-    # rebound in the loop that passes the lambda; a name assigned once works
-    s = x
-    for i in range(2):
-        s = s * x
-    return _apply(lambda t: s * t, 1.0)
-
-
-def lambda_reads_a_name_set_in_a_branch(x):
-    s = x
-    if x > 0.0:
-        s = 2.0 * x
-    return _apply(lambda t: s * t, 1.0)
-
-
-def _square(a):
-    return a * a
-
-
-def keyword_call_in_a_loop_over_a_display(z):
-    # MissingRuleError in both modes: "i_1 depends on the differentiated inputs and is
-    # passed to _square() by keyword (a=...); s2sad differentiates the arguments of Python
-    # functions passed by position only (yet)"; without the keyword call in the display
-    # (or with `_square(i)` in the body) it works
-    for i in [1.0, _square(a=z)]:
-        y = _square(a=i)
-    return y
-
-
-CASES = [
-    (partial_made_in_a_branch, (0.7,)),
-    (partial_made_in_a_loop, (0.7,)),
-    (lambda_reads_a_name_set_in_a_loop, (0.7,)),
-    (lambda_reads_a_name_set_in_a_branch, (0.7,)),
-    (keyword_call_in_a_loop_over_a_display, (0.7,)),
-]
+CASES = []
