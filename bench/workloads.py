@@ -591,9 +591,9 @@ def _pairs(x, eps, d, dd, r2):
 
 
 def nbody_hand(x, v, m, dt, eps, steps):
-    # Forward: tape x_k and w_k = r2_k^-1.5 of each step (the pullback computes
-    # d and r2 again from x_k: one subtraction and a sum, cheaper than taping d,
-    # three times w's size, and w is a power, dearer to compute again).
+    # Forward, the operations of `nbody` in buffers: tape x_k and w_k = r2_k^-1.5
+    # of each step (the pullback computes d and r2 again from x_k, cheaper than
+    # taping d, three times w's size; w is a power, dearer to compute again).
     n = x.shape[0]
     xs = np.empty((steps + 1, n, 3))
     ws = np.empty((steps, n, n))
@@ -615,29 +615,33 @@ def nbody_hand(x, v, m, dt, eps, steps):
         np.multiply(v, dt, out=a)
         np.add(xs[k], a, out=xs[k + 1])
     # Backward.  x_{k+1} = x_k + dt v_{k+1}: v_bar += dt x_bar.  v_{k+1} = v_k
-    # + dt a(x_k): x_bar += J_a^T c with c = dt v_bar, where, with
-    # s_ij = 3 (c_i . d_ij) / r2_ij, the adjoint of d_ij is
-    # G_ij = m_j w_ij (s_ij d_ij - c_i), and x_i gets sum_j G_ij, x_j -sum_i G_ij.
+    # + dt a(x_k): x_bar += J_a^T c with c = dt v_bar.  With mw_ij = m_j w_ij and
+    # P_ij = 3 mw_ij (c_i . d_ij) / r2_ij, the adjoint of d_ij is
+    # G_ij = P_ij d_ij - mw_ij c_i; x_i gets sum_j G_ij and x_j gets -sum_i G_ij.
+    # As d_ij = x_i - x_j, these sums are matrix products of (n, n) arrays with
+    # x and c: no (n, n, 3) array but for d, to compute r2 again.
     x_bar = 2.0 * xs[steps]
     v_bar = v
     v_bar *= 2.0
     c = a
-    s = r2.copy()
+    P = np.empty((n, n))
     for k in range(steps - 1, -1, -1):
+        x = xs[k]
         np.multiply(x_bar, dt, out=c)
         v_bar += c
         np.multiply(v_bar, dt, out=c)
-        _pairs(xs[k], eps, d, dd, r2)
-        np.multiply(d, c[:, None, :], out=dd)
-        np.sum(dd, axis=2, out=s)
-        s *= 3.0
-        s /= r2
-        np.multiply(d, s[:, :, None], out=dd)
-        dd -= c[:, None, :]
+        _pairs(x, eps, d, dd, r2)
+        np.matmul(c, x.T, out=P)                   # c_i . x_j
+        np.subtract(np.einsum("ij,ij->i", c, x)[:, None], P, out=P)   # c_i . d_ij
+        P *= 3.0
+        P /= r2
         np.multiply(m, ws[k], out=mw)
-        dd *= mw[:, :, None]
-        x_bar += dd.sum(axis=1)
-        x_bar -= dd.sum(axis=0)
+        P *= mw
+        x_bar += x * (P.sum(axis=1) + P.sum(axis=0))[:, None]
+        x_bar -= P @ x
+        x_bar -= P.T @ x
+        x_bar -= c * mw.sum(axis=1)[:, None]
+        x_bar += mw.T @ c
     return x_bar, v_bar
 
 
