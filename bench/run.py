@@ -5,6 +5,7 @@ Run from the repository root:
     python bench/run.py                       # full run, about 2 minutes
     python bench/run.py --quick               # smoke run, seconds
     python bench/run.py --only mlp,logreg     # selected workloads
+    python bench/run.py --group array-loops   # one group (scalar, numpy, array-loops)
     python bench/run.py --json results.json
 
 Peers (autograd, JAX, PyTorch) are used only when they are importable.
@@ -18,6 +19,7 @@ import json
 import math
 import os
 import platform
+import re
 import sys
 import time
 import timeit
@@ -57,6 +59,9 @@ S2SAD_RTOL = 1e-9   # s2sad vs hand gradient (both exact up to rounding)
 PEER_RTOL = 1e-6    # peers vs hand gradient
 TIME_GOAL = 1.15    # the issue's goal for NumPy workloads: s2sad / hand time
 MEMORY_GOAL = 1.2   # ... and s2sad / hand peak memory
+LOOP_TIME_GOAL = 1.3     # issue #21, array loops: s2sad / hand time
+LOOP_MEMORY_GOAL = 1.15  # ... and s2sad / hand peak memory
+GROUPS = ("scalar", "numpy", "array-loops")
 JVP_GOAL = 1.5      # s2sad.jvp / hand tangent time (scalar workloads)
 HVP_GOAL = 5.0      # s2sad.hvp / s2sad.grad time (Rosenbrock 1e3)
 TRANSFORM_GOAL = 0.050  # seconds to transform and compile one workload
@@ -608,6 +613,30 @@ def tape_values(source):
     return [], []
 
 
+def pullback_reads(source):
+    """The header line "the pullback reads: ..." of generated reverse-mode source,
+    its wrapped continuation lines joined, without the comment sign ("" if absent)."""
+    lines, found = [], False
+    for line in source.splitlines():
+        text = line.strip()
+        if not found:
+            found = text.startswith("# the pullback reads")
+            if found:
+                lines.append(text[1:].strip())
+        elif text.startswith("#") and text[1:2].isspace() and text[2:3].isspace():
+            lines.append(text[1:].strip())   # a continuation: indented past "# "
+        else:
+            break
+    return " ".join(lines)
+
+
+def per_iteration(header):
+    """[(names, loop)] for each loop the header says is taped per iteration."""
+    return [([n.strip() for n in names.split(",")], loop) for names, loop in
+            re.findall(r"(?:^|[:;]) *([\w, ]+?) of each iteration of (the loop at line \d+)",
+                       header)]
+
+
 def tape_bench(s2sad, timing, mem_times):
     f, hand = wl.lotka_volterra_1e5, wl.lotka_volterra_1e5_hand
     args, wrt, steps = (1.5, 1.0, 3.0, 1.0), (0, 1, 2, 3), wl.LV_LONG_STEPS
@@ -786,6 +815,76 @@ def forward_goals(jvp_rows, hvp_row, tape_row, rows):
     return "\n".join(out)
 
 
+def loop_table(rows):
+    """The array-loop group: time and peak memory of one gradient, hand and s2sad,
+    their ratios, whether they meet #21's goal, and the values taped per step."""
+    head = ["workload", "plain ms", "hand ms", "s2sad ms", "time s2sad/hand", "hand MB",
+            "s2sad MB", "memory s2sad/hand", "goal", "hand tape/step", "s2sad tape/step",
+            "transform ms"]
+    body = []
+    for r in rows:
+        t, m = r["times"], r["memory"]
+        tapes = per_iteration(r.get("pullback_reads", ""))
+        body.append([r["workload"], fmt_ms(t["plain"]), fmt_ms(t["hand"]),
+                     fmt_ms(t.get("s2sad")), fmt_ratio(t.get("s2sad"), t["hand"]),
+                     fmt_mb(m["hand"]), fmt_mb(m.get("s2sad")),
+                     fmt_ratio(m.get("s2sad"), m["hand"]), loop_goal_met(r),
+                     str(len(r["hand_tape"].split(","))),
+                     " + ".join(str(len(names)) for names, _ in tapes) or "-",
+                     fmt_ms(r["s2sad_transform"])])
+    return render(head, body)
+
+
+def loop_goal_met(r):
+    """"met", "time", "memory", "time, memory" (what misses #21's goal) or "-"."""
+    t, m = r["times"], r["memory"]
+    if t.get("s2sad") is None:
+        return "-"
+    missed = [what for what, x, goal in
+              (("time", t["s2sad"] / t["hand"], LOOP_TIME_GOAL),
+               ("memory", m["s2sad"] / m["hand"], LOOP_MEMORY_GOAL)) if x > goal]
+    return ", ".join(missed) or "met"
+
+
+def loop_report(rows):
+    """The array-loop table, what each gradient tapes, and the goal line of #21."""
+    out = [f"Array loops (#21): one gradient call; goal: s2sad within {LOOP_TIME_GOAL}x "
+           f"of the hand gradient's time and {LOOP_MEMORY_GOAL}x of its peak memory "
+           "(tracemalloc):", "", loop_table(rows), "", "What each gradient keeps:"]
+    for r in rows:
+        out.append(f"  {r['workload']}: hand: {r['hand_tape']} of each step; s2sad: "
+                   + (r.get("pullback_reads") or "(no s2sad)"))
+    measured = [r for r in rows if r["times"].get("s2sad") is not None]
+    if measured:
+        missed = [f"{r['workload']} (time {r['times']['s2sad'] / r['times']['hand']:.2f}x, "
+                  f"memory {r['memory']['s2sad'] / r['memory']['hand']:.2f}x)"
+                  for r in measured if loop_goal_met(r) != "met"]
+        out += ["", "array-loops goal: " + (f"missed by {', '.join(missed)}" if missed
+                                            else "met by every workload")]
+    return "\n".join(out)
+
+
+def select(suite, only=None, groups=None):
+    """The workloads named in `only` and in `groups` (comma lists; None: all), or a
+    ValueError that says which names are unknown."""
+    if groups is not None:
+        wanted = [g.strip() for g in groups.split(",") if g.strip()]
+        unknown = [g for g in wanted if g not in GROUPS]
+        if unknown or not wanted:
+            raise ValueError(f"--group: unknown group {', '.join(unknown) or '(none)'};"
+                             f" the groups are {', '.join(GROUPS)}")
+        suite = [w for w in suite if w.group in wanted]
+    if only is not None:
+        names = [w.name for w in suite]
+        wanted = [n.strip() for n in only.split(",") if n.strip()]
+        unknown = [n for n in wanted if n not in names]
+        if unknown or not wanted:
+            raise ValueError(f"--only: unknown workload {', '.join(unknown) or '(none)'};"
+                             f" the workloads are {', '.join(names)}")
+        suite = [w for w in suite if w.name in wanted]
+    return suite
+
+
 # ---------------------------------------------------------------------------
 
 
@@ -797,6 +896,8 @@ def main():
                     help="short smoke run (less precise timings)")
     ap.add_argument("--only", metavar="NAME[,NAME]",
                     help="run only these workloads: " + ", ".join(names))
+    ap.add_argument("--group", metavar="GROUP[,GROUP]",
+                    help="run only these groups of workloads: " + ", ".join(GROUPS))
     ap.add_argument("--json", metavar="FILE", help="also write raw results")
     ap.add_argument("--peers", help="'all', 'none' or a comma list of "
                     "autograd,jax,torch (default: all; --quick: all but jax)")
@@ -818,13 +919,10 @@ def main():
         global CLOCK
         CLOCK = time.process_time
 
-    if opts.only:
-        only = [n.strip() for n in opts.only.split(",") if n.strip()]
-        unknown = [n for n in only if n not in names]
-        if unknown or not only:
-            ap.error(f"--only: unknown workload {', '.join(unknown) or '(none)'};"
-                     f" the workloads are {', '.join(names)}")
-        suite = [w for w in suite if w.name in only]
+    try:
+        suite = select(suite, opts.only, opts.group)
+    except ValueError as e:
+        ap.error(str(e))
 
     if opts.quick:
         target, repeat, budget, transforms, mem_times = 0.01, 3, 0.1, 1, 1
@@ -849,7 +947,10 @@ def main():
               f"{cpus} CPUs): timings will be noisy, multi-threaded BLAS "
               f"calls most of all (try --threads 1 --cpu-time)")
 
-    checked = [(w, check(w, s2sad, peers)) for w in suite]
+    # the peers are not run on the array loops (jax.jit cannot trace a data-dependent
+    # `while`, and eager peers over hundreds of steps take minutes)
+    checked = [(w, check(w, s2sad, {} if w.group == "array-loops" else peers))
+               for w in suite]
     # peers' jvps on 1000-step loops take seconds: --quick leaves them out unless asked
     jvp_peers = load_jvp_peers(versions) if opts.peers or not opts.quick else {}
     jvp_checked = [(w, *check_jvp(w, s2sad, jvp_peers)) for w in suite if w.jvp_hand]
@@ -871,8 +972,12 @@ def main():
                 jit_compile = first  # trace + lower + compile + one call
             calls[peer] = (gf, peer_args)
         times = per_calls(calls, target, repeat, budget)
-        row = {"workload": name, "times": times, "s2sad_transform": transform,
-               "jax_jit_compile": jit_compile}
+        row = {"workload": name, "group": w.group, "times": times,
+               "s2sad_transform": transform, "jax_jit_compile": jit_compile}
+        if w.group == "array-loops":
+            row["hand_tape"] = w.hand_tape
+            if s2sad is not None:
+                row["pullback_reads"] = pullback_reads(calls["s2sad"][0].source)
         if w.numpy:  # after the timings: tracemalloc slows every allocation
             row["memory"] = {"plain": peak_memory(f, args, mem_times),
                              "hand": peak_memory(hand, args, mem_times)}
@@ -882,6 +987,8 @@ def main():
         rows.append(row)
 
     timing = (target, repeat, budget)
+    loop_rows = [r for r in rows if r["group"] == "array-loops"]
+    rows = [r for r in rows if r["group"] != "array-loops"]
     plain = {r["workload"]: r["times"]["plain"] for r in rows}
     jvp_rows = []
     for w, tangents, ok_peers in jvp_checked:
@@ -902,8 +1009,9 @@ def main():
                               "ident": (ident, (1.0,))}, target, repeat, budget)
 
     print()
-    print(table(rows, list(peers)))
-    print()
+    if rows:
+        print(table(rows, list(peers)))
+        print()
     memory = memory_table(rows)
     if memory:
         print("Peak memory of one call (tracemalloc), in MB:")
@@ -938,6 +1046,9 @@ def main():
     if goals:
         print()
         print(goals)
+    if loop_rows:
+        print()
+        print(loop_report(loop_rows))
 
     if opts.json:
         with open(opts.json, "w") as fh:
@@ -945,7 +1056,7 @@ def main():
                        "machine": platform.machine(), "numpy": np.__version__,
                        "threads": opts.threads, "cpu_time": opts.cpu_time,
                        "quick": opts.quick, "peers": versions,
-                       "s2sad": why or "ok", "results": rows,
+                       "s2sad": why or "ok", "results": rows, "array_loops": loop_rows,
                        "jvp": jvp_rows, "hvp": hvp_row, "tape": tape_row,
                        "overhead": overhead}, fh, indent=2)
         print(f"raw results (seconds, bytes) written to {opts.json}")

@@ -18,6 +18,12 @@ tangent ``f_jvp_hand(*primals, *tangents)`` returns what
 ``s2sad.jvp(f, primals, tangents)`` returns: ``(value, tangent)``, computed
 dual-number style, each tangent next to its value.
 
+The array-loop workloads (issue #21) are loops over NumPy state: a heat
+equation, a recurrent network, a damped Jacobi iteration stopped by a
+``while`` test, and an n-body simulation.  Their hand gradients tape only
+what their pullback needs (written next to each, in ``hand_tape``), in
+buffers allocated once where they can be.
+
 Also here: a hand Hessian-vector product of Rosenbrock (``hvp``), and the
 Lotka-Volterra model over 10^5 steps (the memory of a long gradient tape).
 """
@@ -380,6 +386,276 @@ def logreg_args(n, dim, seed=0):
 
 
 # ---------------------------------------------------------------------------
+# Array loops (issue #21): loops over NumPy state.  Each hand gradient keeps
+# only what its pullback reads (said in the Workload's ``hand_tape``) and
+# works in buffers allocated once, in place.
+#
+# 7. Heat equation, explicit Euler on a periodic 1-D grid:
+#    u <- u + kappa L u, with (L u)[i] = u[i-1] - 2 u[i] + u[i+1].
+#    Loss sum(u^2) at the end; gradient w.r.t. u0 and kappa.
+
+
+def heat(u, kappa, steps):
+    for i in range(steps):
+        lap = np.roll(u, 1) - 2.0 * u + np.roll(u, -1)
+        u = u + kappa * lap
+    return np.sum(u * u)
+
+
+def _laplacian(u, out):
+    # out = roll(u, 1) - 2 u + roll(u, -1), in place, bit for bit (a - 2u is -2u + a)
+    np.multiply(u, -2.0, out=out)
+    out[1:] += u[:-1]
+    out[0] += u[-1]
+    out[:-1] += u[1:]
+    out[-1] += u[0]
+    return out
+
+
+def heat_hand(u, kappa, steps):
+    # Forward: tape lap of each step (L is linear, so the pullback needs no u).
+    u = u.copy()
+    laps = []
+    step = np.empty_like(u)
+    for i in range(steps):
+        lap = _laplacian(u, np.empty_like(u))
+        laps.append(lap)
+        np.multiply(kappa, lap, out=step)
+        u += step
+    # Backward: L is symmetric, so u_bar <- u_bar + kappa L u_bar, and
+    # kappa_bar += <u_bar, lap> with the u_bar after the step.
+    u_bar = u
+    u_bar *= 2.0
+    kappa_bar = 0.0
+    while laps:
+        lap = laps.pop()              # released as soon as it is read
+        kappa_bar += float(np.dot(u_bar, lap))
+        _laplacian(u_bar, step)
+        step *= kappa
+        u_bar += step
+    return u_bar, kappa_bar
+
+
+def heat_args(n, steps, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal(n), 0.2, steps
+
+
+# 8. Vanilla RNN, h of shape (hidden, batch), b of shape (hidden, 1), the
+#    inputs x of shape (T, input, batch): h <- tanh(W h + U x[t] + b) from h0.
+#    Loss sum(h^2) on the final state; gradient w.r.t. W, U, b.
+
+
+def rnn(W, U, b, x, h):
+    for t in range(x.shape[0]):
+        h = np.tanh(W @ h + U @ x[t] + b)
+    return np.sum(h * h)
+
+
+def rnn_hand(W, U, b, x, h):
+    # Forward: tape every state h_t (the tanh output) in one (T + 1) array.
+    T = x.shape[0]
+    hs = np.empty((T + 1,) + h.shape)
+    hs[0] = h
+    tmp = np.empty(h.shape)
+    for t in range(T):
+        a = hs[t + 1]
+        np.matmul(W, hs[t], out=a)
+        np.matmul(U, x[t], out=tmp)
+        a += tmp
+        a += b
+        np.tanh(a, out=a)
+    # Backward: a_bar = h_bar (1 - h_t^2); W_bar += a_bar h_{t-1}^T,
+    # U_bar += a_bar x_t^T, b_bar += row sums of a_bar; h_bar = W^T a_bar.
+    h_bar = 2.0 * hs[T]
+    W_bar = np.zeros_like(W)
+    U_bar = np.zeros_like(U)
+    b_bar = np.zeros_like(b)
+    a_bar = tmp
+    dW = np.empty_like(W)
+    dU = np.empty_like(U)
+    db = np.empty_like(b)
+    for t in range(T - 1, -1, -1):
+        np.multiply(hs[t + 1], hs[t + 1], out=a_bar)
+        np.subtract(1.0, a_bar, out=a_bar)
+        a_bar *= h_bar
+        np.matmul(a_bar, hs[t].T, out=dW)
+        W_bar += dW
+        np.matmul(a_bar, x[t].T, out=dU)
+        U_bar += dU
+        np.sum(a_bar, axis=1, keepdims=True, out=db)
+        b_bar += db
+        np.matmul(W.T, a_bar, out=h_bar)
+    return W_bar, U_bar, b_bar
+
+
+def rnn_args(T, batch, hidden, n_in, seed=0):
+    rng = np.random.default_rng(seed)
+    W = rng.standard_normal((hidden, hidden)) / np.sqrt(hidden)
+    U = rng.standard_normal((hidden, n_in)) / np.sqrt(n_in)
+    b = 0.1 * rng.standard_normal((hidden, 1))
+    x = rng.standard_normal((T, n_in, batch))
+    h = np.zeros((hidden, batch))
+    return W, U, b, x, h
+
+
+# 9. Damped Jacobi iteration for (diag(d) + R) x = b, from x = 0, until the
+#    largest change of a step is at most tol (a data-dependent `while`).
+#    Loss sum(x^2); gradient w.r.t. the right-hand side b and the diagonal d.
+
+
+def jacobi(b, d, R, omega, tol):
+    x = np.zeros_like(b)
+    err = math.inf
+    while err > tol:
+        y = (b - R @ x) / d
+        dx = omega * (y - x)
+        x = x + dx
+        err = np.max(np.abs(dx))
+    return np.sum(x * x)
+
+
+def jacobi_hand(b, d, R, omega, tol):
+    # Forward: tape y_k = (b - R x_k) / d of each step (d_bar needs it; the
+    # rest of the step is linear in x).  Same operations as `jacobi`, so the
+    # same number of steps.
+    x = np.zeros_like(b)
+    dx = np.empty_like(b)
+    ys = []
+    err = math.inf
+    while err > tol:
+        y = R @ x
+        np.subtract(b, y, out=y)
+        y /= d
+        ys.append(y)
+        np.subtract(y, x, out=dx)
+        dx *= omega
+        x += dx
+        np.abs(dx, out=dx)
+        err = dx.max()
+    # Backward: x_{k+1} = (1 - omega) x_k + omega y_k, so with s = omega x_bar / d:
+    # b_bar += s, d_bar -= s y_k, x_bar <- (1 - omega) x_bar - R^T s.
+    x_bar = x
+    x_bar *= 2.0
+    b_bar = np.zeros_like(b)
+    d_bar = np.zeros_like(d)
+    s = dx
+    Rs = np.empty_like(b)
+    while ys:
+        y = ys.pop()
+        np.multiply(x_bar, omega, out=s)
+        s /= d
+        b_bar += s
+        y *= s
+        d_bar -= y
+        np.matmul(s, R, out=Rs)       # R^T s
+        x_bar *= 1.0 - omega
+        x_bar -= Rs
+    return b_bar, d_bar
+
+
+def jacobi_args(n, seed=0):
+    # R off-diagonal, entries of standard deviation 1/sqrt(n): its spectral radius
+    # is about 1, and d of 2 to 3 makes the iteration contract by about 0.7 a step.
+    rng = np.random.default_rng(seed)
+    R = rng.standard_normal((n, n)) / np.sqrt(n)
+    np.fill_diagonal(R, 0.0)
+    d = rng.uniform(2.0, 3.0, n)
+    b = rng.standard_normal(n)
+    return b, d, R, 0.8, 1e-8
+
+
+# 10. N-body, semi-implicit Euler (v first, then x with the new v), softened
+#     gravity with G = 1: a_i = -sum_j m_j (x_i - x_j) / (|x_i - x_j|^2 + eps)^1.5,
+#     pairwise differences by broadcasting.  Loss sum(x^2) + sum(v^2) at the
+#     end; gradient w.r.t. the initial positions and velocities.
+
+
+def nbody(x, v, m, dt, eps, steps):
+    for i in range(steps):
+        d = x[:, None, :] - x[None, :, :]
+        r2 = np.sum(d * d, axis=2) + eps
+        w = r2 ** -1.5
+        a = -np.sum(d * (m[None, :, None] * w[:, :, None]), axis=1)
+        v = v + dt * a
+        x = x + dt * v
+    return np.sum(x * x) + np.sum(v * v)
+
+
+def _pairs(x, eps, d, dd, r2):
+    # d = x_i - x_j, r2 = |d|^2 + eps, in the buffers d, dd (n, n, 3) and r2 (n, n)
+    np.subtract(x[:, None, :], x[None, :, :], out=d)
+    np.multiply(d, d, out=dd)
+    np.sum(dd, axis=2, out=r2)
+    r2 += eps
+
+
+def nbody_hand(x, v, m, dt, eps, steps):
+    # Forward, the operations of `nbody` in buffers: tape x_k and w_k = r2_k^-1.5
+    # of each step (the pullback computes d and r2 again from x_k, cheaper than
+    # taping d, three times w's size; w is a power, dearer to compute again).
+    n = x.shape[0]
+    xs = np.empty((steps + 1, n, 3))
+    ws = np.empty((steps, n, n))
+    xs[0] = x
+    v = v.copy()
+    d = np.empty((n, n, 3))
+    dd = np.empty((n, n, 3))
+    r2 = np.empty((n, n))
+    mw = np.empty((n, n))
+    a = np.empty((n, 3))
+    for k in range(steps):
+        _pairs(xs[k], eps, d, dd, r2)
+        np.power(r2, -1.5, out=ws[k])
+        np.multiply(m, ws[k], out=mw)
+        np.multiply(d, mw[:, :, None], out=dd)
+        np.sum(dd, axis=1, out=a)
+        a *= -dt                      # dt * a
+        v += a
+        np.multiply(v, dt, out=a)
+        np.add(xs[k], a, out=xs[k + 1])
+    # Backward.  x_{k+1} = x_k + dt v_{k+1}: v_bar += dt x_bar.  v_{k+1} = v_k
+    # + dt a(x_k): x_bar += J_a^T c with c = dt v_bar.  With mw_ij = m_j w_ij and
+    # P_ij = 3 mw_ij (c_i . d_ij) / r2_ij, the adjoint of d_ij is
+    # G_ij = P_ij d_ij - mw_ij c_i; x_i gets sum_j G_ij and x_j gets -sum_i G_ij.
+    # As d_ij = x_i - x_j, these sums are matrix products of (n, n) arrays with
+    # x and c: no (n, n, 3) array but for d, to compute r2 again.
+    x_bar = 2.0 * xs[steps]
+    v_bar = v
+    v_bar *= 2.0
+    c = a
+    P = np.empty((n, n))
+    for k in range(steps - 1, -1, -1):
+        x = xs[k]
+        np.multiply(x_bar, dt, out=c)
+        v_bar += c
+        np.multiply(v_bar, dt, out=c)
+        _pairs(x, eps, d, dd, r2)
+        np.matmul(c, x.T, out=P)                   # c_i . x_j
+        np.subtract(np.einsum("ij,ij->i", c, x)[:, None], P, out=P)   # c_i . d_ij
+        P *= 3.0
+        P /= r2
+        np.multiply(m, ws[k], out=mw)
+        P *= mw
+        x_bar += x * (P.sum(axis=1) + P.sum(axis=0))[:, None]
+        x_bar -= P @ x
+        x_bar -= P.T @ x
+        x_bar -= c * mw.sum(axis=1)[:, None]
+        x_bar += mw.T @ c
+    return x_bar, v_bar
+
+
+def nbody_args(n, steps, seed=0):
+    # n bodies of total mass 1 in the unit cube, small velocities; the softening
+    # keeps close pairs tame over steps * dt = 0.5 time units.
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-0.5, 0.5, (n, 3))
+    v = 0.1 * rng.standard_normal((n, 3))
+    m = rng.uniform(0.5, 1.5, n)
+    return x, v, m / m.sum(), 0.01, 0.01, steps
+
+
+# ---------------------------------------------------------------------------
 # Trivial function used to measure the fixed cost of calling an s2sad gradient.
 
 
@@ -402,6 +678,8 @@ class Workload(NamedTuple):
     torch_f: Callable | None = None  # arrays: the loss written for torch
     jvp_hand: Callable | None = None  # scalars: the tangent by hand,
     #                                     (*primals, *tangents) -> (value, tangent)
+    group: str = "scalar"  # "scalar", "numpy" or "array-loops"
+    hand_tape: str = ""    # array loops: what the hand gradient keeps per step
 
     @property
     def numpy(self):
@@ -421,12 +699,31 @@ def workloads():
                  (1.5, 1.0, 3.0, 1.0), (0, 1, 2, 3), jvp_hand=lotka_volterra_jvp_hand),
         Workload("rosenbrock_1e3", rosenbrock, rosenbrock_hand,
                  rosenbrock_args(10 ** 3), 0, small=rosenbrock_args(8, seed=1),
-                 torch_f=rosenbrock_torch),
+                 torch_f=rosenbrock_torch, group="numpy"),
         Workload("rosenbrock_1e6", rosenbrock, rosenbrock_hand,
                  rosenbrock_args(10 ** 6), 0, small=rosenbrock_args(8, seed=1),
-                 torch_f=rosenbrock_torch),
+                 torch_f=rosenbrock_torch, group="numpy"),
         Workload("mlp", mlp, mlp_hand, mlp_args(256, 784, 256, 10), (0, 1, 2, 3),
-                 small=mlp_args(7, 6, 5, 3, seed=1), torch_f=mlp_torch),
+                 small=mlp_args(7, 6, 5, 3, seed=1), torch_f=mlp_torch, group="numpy"),
         Workload("logreg", logreg, logreg_hand, logreg_args(10000, 100), 0,
-                 small=logreg_args(20, 4, seed=1), torch_f=logreg_torch),
+                 small=logreg_args(20, 4, seed=1), torch_f=logreg_torch, group="numpy"),
+        *array_loops(),
+    ]
+
+
+def array_loops():
+    """The array-loop group (issue #21), instances built here, seeded."""
+    return [
+        Workload("heat", heat, heat_hand, heat_args(10 ** 5, 100), (0, 1),
+                 small=heat_args(8, 5, seed=1), group="array-loops",
+                 hand_tape="lap"),
+        Workload("rnn", rnn, rnn_hand, rnn_args(200, 32, 128, 64), (0, 1, 2),
+                 small=rnn_args(4, 2, 3, 2, seed=1), group="array-loops",
+                 hand_tape="h"),
+        Workload("jacobi", jacobi, jacobi_hand, jacobi_args(2000), (0, 1),
+                 small=jacobi_args(6, seed=1), group="array-loops",
+                 hand_tape="y"),
+        Workload("nbody", nbody, nbody_hand, nbody_args(200, 50), (0, 1),
+                 small=nbody_args(4, 3, seed=1), group="array-loops",
+                 hand_tape="x, w"),
     ]

@@ -1,6 +1,7 @@
-"""The benchmark harness's own checks, on the scalar workloads (fast; the timings are
-not run here): hand gradients and hand tangents against finite differences, s2sad
-against them, the hand Hessian-vector product, and the tape reader of bench/run.py."""
+"""The benchmark harness's own checks, on the scalar workloads and on small instances of
+the array loops (fast; the timings are not run here): hand gradients and hand tangents
+against finite differences, s2sad against them, the hand Hessian-vector product, the
+tape and header readers of bench/run.py, and the choice of workloads."""
 import os
 import sys
 
@@ -14,6 +15,7 @@ import run  # noqa: E402  (bench/run.py)
 import workloads as wl  # noqa: E402
 
 SCALAR = [w for w in wl.workloads() if w.jvp_hand is not None]
+LOOPS = wl.array_loops()
 
 
 @pytest.mark.parametrize("w", SCALAR, ids=[w.name for w in SCALAR])
@@ -47,3 +49,53 @@ def test_tape_reader():
     appended = re.search(r"_s2s_tape\.append\(\((.*)\)\)", g.source).group(1).split(", ")
     unpacked = re.search(r"for (.*) in reversed\(_s2s_tape\)", g.source).group(1).split(", ")
     assert stored == appended and set(read) <= set(unpacked) and "u" in read
+
+
+@pytest.mark.parametrize("w", LOOPS, ids=[w.name for w in LOOPS])
+def test_array_loop_checks_on_the_small_instance(w):
+    # the hand gradient against central differences, s2sad.grad and value_and_grad
+    # against the hand gradient (the benchmark instance is left to bench/run.py)
+    assert w.group == "array-loops" and w.hand_tape
+    run.check(w._replace(args=w.small), s2sad, {})
+
+
+@pytest.mark.parametrize("w", LOOPS, ids=[w.name for w in LOOPS])
+def test_a_wrong_array_loop_gradient_is_caught(w):
+    def wrong(*args):
+        g = w.hand(*args)
+        return (1.001 * g[0],) + tuple(g[1:])
+    with pytest.raises(SystemExit, match="disagrees with central finite differences"):
+        run.check(w._replace(args=w.small, hand=wrong), None, {})
+
+
+def test_pullback_reads():
+    source = """def f_grad(u, k):
+    # reverse mode of f() with respect to u, k
+    # the pullback reads: k, u;
+    #     lap, t of each iteration of the loop at line 3;
+    #     a of each iteration of the loop at line 7
+    # rules: np.roll, *
+    y = 1
+"""
+    header = run.pullback_reads(source)
+    assert header == ("the pullback reads: k, u; lap, t of each iteration of the loop at "
+                      "line 3; a of each iteration of the loop at line 7")
+    assert run.per_iteration(header) == [(["lap", "t"], "the loop at line 3"),
+                                         (["a"], "the loop at line 7")]
+    assert run.pullback_reads("def f(x):\n    return x\n") == ""
+    g = s2sad.grad(wl.heat, wrt=(0, 1))
+    g(*wl.heat_args(8, 3))
+    assert run.pullback_reads(g.source).startswith("the pullback reads")
+
+
+def test_groups():
+    suite = wl.workloads()
+    assert [w.name for w in run.select(suite, groups="array-loops")] == [
+        "heat", "rnn", "jacobi", "nbody"]
+    assert {w.group for w in suite} == set(run.GROUPS)
+    assert [w.name for w in run.select(suite, "heat,mlp")] == ["mlp", "heat"]
+    assert [w.name for w in run.select(suite, "mlp", "numpy,array-loops")] == ["mlp"]
+    with pytest.raises(ValueError, match="unknown group loops"):
+        run.select(suite, groups="loops")
+    with pytest.raises(ValueError, match="unknown workload mlp"):
+        run.select(suite, "mlp", "array-loops")
