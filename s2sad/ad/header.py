@@ -89,10 +89,11 @@ def _parts(vjp, ctx):
         if info.mode in ("start", "end") and info.pushes:
             taped.add(info.tape)
             pushed = info.pushes[0].args[0]
-            names = [v.args[0].id if isinstance(v, gast.Call) else v.id for v in (
-                pushed.elts if isinstance(pushed, gast.Tuple) else [pushed])]
-            values = ", ".join(n for n in names if n not in info.shapes)
-            shapes = ", ".join(n for n in names if n in info.shapes)
+            pushed = pushed.elts if isinstance(pushed, gast.Tuple) else [pushed]
+            names = [(v.args[0].id, ctx.is_runtime_call(v, "like")) if isinstance(v, gast.Call)
+                     else (v.id, False) for v in pushed]
+            values = ", ".join(n for n, like in names if not like)
+            shapes = ", ".join(n for n, like in names if like)
             values = (f"{values} and the shapes of {shapes}" if values and shapes
                       else values or f"the shapes of {shapes}")
             kept.append(f"{values} of each iteration of the loop at line "

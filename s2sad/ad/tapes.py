@@ -37,7 +37,6 @@ class LoopPlan:
         self.created = []
         self.pushes = []
         self.snapshots = set()      # recorded as copies (see InPlaceWrites.kept_apart)
-        self.shapes = set()         # recorded as stand-ins without data (`_shapes_only`)
 
     def add_inner(self):
         """Count the tapes of the loops nested in this one (known once they are
@@ -158,7 +157,6 @@ class LoopPlan:
                 and shapes.pattern_of(self.record[i]) != ()]
         if not like:
             return
-        self.shapes = {self.record[i] for i in like}
         for call in self.pushes:
             vals = call.args[0].elts if len(unpacked) > 1 else [call.args[0]]
             for i in like:

@@ -842,4 +842,5 @@ def last(g):
 #: stand-in from `like` serves them as well as the value.
 SHAPE_ONLY = {"unindex": (1,), "unattr": (1,), "unreduce": (1,), "unbroadcast": (1,), "count": (0,),
               "zeros_like": (0,), "cotangent": (1,), "from_array": (1,), "extremum": (),
-              "reshape_like": (1,)}
+              "reshape_like": (1,), "matmul_lhs": (1,), "matmul_rhs": (2,), "dot_lhs": (1,),
+              "dot_rhs": (2,)}
