@@ -484,6 +484,61 @@ class custom_vjp:
         return self.primal(*args, **kwargs)
 
 
+class checkpoint(custom_vjp):
+    """`f` as a call whose intermediate values the gradient does not keep: the forward
+    pass keeps only its arguments, and the pullback computes `f`'s own forward pass
+    again (with its tape) when it needs it, as `jax.checkpoint` does. Memory for time:
+    a loop calling a checkpointed step keeps one set of arguments per step instead of
+    every temporary of the step. Usable as a decorator or a wrapper; forward mode
+    differentiates `f` itself.
+
+    >>> import numpy as np, s2sad
+    >>> @s2sad.checkpoint
+    ... def step(u, kappa):
+    ...     lap = np.roll(u, 1) - 2.0 * u + np.roll(u, -1)
+    ...     return u + kappa * np.tanh(lap)
+    >>> def simulate(u0, kappa):
+    ...     u = u0
+    ...     for i in range(50):
+    ...         u = step(u, kappa)
+    ...     return np.sum(u * u)
+    >>> u0 = np.linspace(0.0, 1.0, 8)
+    >>> du0, dkappa = s2sad.grad(simulate, wrt=(0, 1))(u0, 0.1)
+    >>> h = 1e-6
+    >>> bool(abs(dkappa - (simulate(u0, 0.1 + h) - simulate(u0, 0.1 - h)) / (2 * h)) < 1e-6)
+    True
+
+    Its pullback is `f`'s pullback (`s2sad.vjp`), so second derivatives (`hessian`,
+    `hvp`) of a function that calls a checkpoint are not available yet.
+    """
+
+    def __init__(self, fn):
+        super().__init__(fn)
+        name = getattr(fn, "__name__", "f")
+
+        def fwd(*args):
+            return fn(*args), args
+
+        def bwd(args, g):
+            # the pullback of fn for the arguments that carry derivatives; an argument
+            # the output does not depend on is not worth a warning here (the caller's
+            # own derivative warns for its inputs)
+            wrt = tuple(i for i, a in enumerate(args) if runtime.carries_derivative(a))
+            if not wrt:
+                return (None,) * len(args)
+            derivative = pipeline.derivative(fn, "reverse", wrt, kinds_of(fn, args))
+            adjoints = iter(derivative.fn(*args)[1](g))
+            return tuple(next(adjoints) if i in wrt else None for i in range(len(args)))
+        for helper, role in ((fwd, "fwd"), (bwd, "bwd")):
+            helper.__name__ = helper.__qualname__ = f"{name}_checkpoint_{role}"
+            helper.s2s_not_differentiable = (
+                f"second derivatives through s2sad.checkpoint({name}) are not supported "
+                f"yet (they need the derivative of its recomputation); for hessian, hvp or "
+                f"grad(grad(...)), call {name} without the checkpoint")
+        # set, not defvjp: no compiled code can name a new checkpoint, nothing to redo
+        self.fwd, self.bwd = fwd, bwd
+
+
 class custom_jvp:
     """A function with a forward rule written by hand (like `jax.custom_jvp`).
 

@@ -161,6 +161,8 @@ def capture(fn, copy=True):
         return lifted.source(fn, copy)
     if not callable(fn):
         raise S2SADError(f"s2sad differentiates functions; got {type(fn).__name__} {fn!r}")
+    if getattr(fn, "s2s_not_differentiable", None):     # s2sad's own, such as checkpoint's
+        raise S2SADError(fn.s2s_not_differentiable)
     if getattr(fn, "__wrapped__", None) is not None and inspect.isfunction(fn):
         raise SourceUnavailableError(
             f"{fn.__qualname__!r} is wrapped by a decorator (it has __wrapped__), so its "
