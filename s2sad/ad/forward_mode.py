@@ -61,7 +61,7 @@ from ..compilation import Callee, parameters
 from ..errors import InternalError, MissingRuleError, S2SADError
 from ..frontend.source import MISSING
 from ..rules import registry
-from .simplify import negated, on_numbers, simplify
+from .simplify import negated, on_numbers, simplify, template_name
 
 
 _PURE_BUILTINS = (slice, type, float, int, bool, len, abs, min, max, range, tuple)
@@ -283,7 +283,7 @@ class Forward:
         subst.update(bound)
         subst[placeholder] = syntax.name(self.dot(bound[param].id))
         for free, obj in template.free.items():
-            subst[free] = syntax.name(self.ctx.bind(free, obj=obj))
+            subst[free] = template_name(self.ctx.bind(free, obj=obj), obj)
         expr = syntax.substitute(template.tree, subst)
         for n in syntax.name_nodes(expr):
             if getattr(n, "s2s_builtin", False):

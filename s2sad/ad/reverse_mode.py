@@ -48,7 +48,7 @@ from ..errors import InternalError, MissingRuleError
 from ..rules import registry, runtime
 from .calls import CallAdjoints
 from .inplace import InPlaceWrites
-from .simplify import on_numbers, simplify
+from .simplify import on_numbers, simplify, template_name
 from .tapes import LoopPlan, bound_before_loops, is_range, loops_in, own_statements
 
 
@@ -335,7 +335,7 @@ class Reverse(CallAdjoints):
         subst = {"g": g, "ans": syntax.name(target)}
         subst.update(op.bound)
         for free, obj in template.free.items():
-            subst[free] = syntax.name(self.ctx.bind(free, obj=obj))
+            subst[free] = template_name(self.ctx.bind(free, obj=obj), obj)
         expr = syntax.substitute(template.tree, subst)
         for n in syntax.name_nodes(expr):
             if getattr(n, "s2s_builtin", False):

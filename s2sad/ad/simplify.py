@@ -1,8 +1,10 @@
-"""Algebraic clean-up of instantiated rule templates: fold constants, drop `* 1`, keep
-the branch of a conditional whose test is a constant."""
+"""Algebraic clean-up of instantiated rule templates: fold constants (also
+`np.negative` of a number), drop `* 1`, keep the branch of a conditional whose test is a
+constant."""
 import operator
 
 import gast
+import numpy as np
 
 from .. import syntax
 
@@ -50,7 +52,20 @@ def simplify(e):
             setattr(e, field, simplify(value))
         elif isinstance(value, list):
             setattr(e, field, [simplify(v) if isinstance(v, gast.AST) else v for v in value])
+    if (isinstance(e, gast.Call) and isinstance(e.func, gast.Attribute)
+            and getattr(e.func.value, "s2s_numpy", False) and e.func.attr == "negative"
+            and len(e.args) == 1 and not e.keywords and _num(e.args[0])):
+        return syntax.const(-e.args[0].value)      # `np.negative(1)`, from a rule's template
     return e
+
+
+def template_name(name, obj):
+    """The node for the name `name` that generated code binds a rule template's free
+    name to, `obj`; NumPy's is marked, so that `simplify` can fold its calls."""
+    node = syntax.name(name)
+    if obj is np:
+        node.s2s_numpy = True
+    return node
 
 
 def on_numbers(e, is_number):
