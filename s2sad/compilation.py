@@ -282,11 +282,18 @@ def wrt_indices(fn, wrt):
 def kinds_of(fn, args):
     """{parameter: type} for the positional arguments whose exact type s2sad specialises
     on (float, int, ndarray, and the user's classes, whose methods are found through
-    them), and {"p.a": type} for such fields of dataclass and named tuple arguments;
-    other arguments are of unknown kind."""
-    params = list(inspect.signature(fn).parameters)
+    them), and for the defaults of the parameters after them; {"p.a": type} for such
+    fields of dataclass and named tuple arguments; other arguments are of unknown
+    kind."""
+    signature = inspect.signature(fn).parameters
+    params = list(signature)
     kinds = {p: type(a) for p, a in zip(params, args)
              if type(a) in SPECIALISED or user_class(type(a))}
+    for p in params[len(args):]:        # a default the call leaves, as the guard sees it
+        default = signature[p].default
+        if (signature[p].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+                and type(default) in SPECIALISED):
+            kinds[p] = type(default)
     for p, a in zip(params, args):
         for field in _record_fields(a):
             value = getattr(a, field)

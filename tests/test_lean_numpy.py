@@ -408,3 +408,40 @@ def test_gradient_of_a_specialised_dtype_starts_from_np_zeros(dtype, spelled):
                                    dtype == np.float32))
     assert "x_bar = " + spelled in df.source and "_s2s_zeros_like" not in df.source
     assert f"x.dtype != {np.dtype(dtype).name}" in df.source
+
+
+def logsin(x1, x2):
+    return np.log(x1) + x1 * x2 - np.sin(x2)
+
+
+def projectile(v0, angle, drag=0.05, dt=1e-2):
+    vx, vy, x = v0 * np.cos(angle), v0 * np.sin(angle), 0.0
+    for i in range(20):
+        speed = np.sqrt(vx * vx + vy * vy)
+        vx = vx - dt * drag * speed * vx
+        vy = vy - dt * (9.81 + drag * speed * vy)
+        x = x + dt * vx
+    return x
+
+
+def test_numpy_functions_of_floats_are_numbers():
+    # np.log of a float is a NumPy scalar: no adjoint is summed back to a shape
+    g = s2sad.grad(logsin, wrt=(0, 1))
+    got = g(2.0, 5.0)
+    assert got == pytest.approx((1 / 2.0 + 5.0, 2.0 - np.cos(5.0)), rel=1e-12)
+    assert "_s2s_unbroadcast" not in g.source and "_s2s_like" not in g.source
+
+
+def test_defaults_are_specialised_on_like_arguments():
+    # drag and dt take their defaults: floats, which the guard checks; given as a 0-d
+    # array later, the gradient is compiled again for it
+    g = s2sad.grad(projectile, wrt=(0, 1))
+    h = 1e-6
+    for extra in ((), (0.1,), (np.array(0.1),), (0.1, np.array(0.02))):
+        got = g(10.0, 0.7, *extra)
+        expected = (projectile(10.0 + h, 0.7, *extra) - projectile(10.0 - h, 0.7, *extra)) / (2 * h)
+        assert float(got[0]) == pytest.approx(float(expected), rel=1e-6)
+    g = s2sad.grad(projectile, wrt=(0, 1))
+    g(10.0, 0.7)
+    assert "drag.__class__ is not float" in g.source
+    assert "_s2s_unbroadcast" not in g.source

@@ -110,6 +110,9 @@ class ValueKinds:
                 return combine([self.of(a) for a in e.args])
             if record.returns == "first":       # an element write: the array or list written
                 return self.of(e.args[0]) if e.args else UNKNOWN
+            if (isinstance(prim, np.ufunc) and e.args and not e.keywords
+                    and all(self.of(a) == SCALAR for a in e.args)):
+                return SCALAR       # a ufunc of numbers gives a NumPy scalar (shape ())
             return record.returns or UNKNOWN
         if isinstance(e, gast.Attribute):
             field = _field_key(e)
