@@ -13,8 +13,9 @@ derivative of the build to those it calls. Recursion needs nothing special: a fu
 that calls itself is one more entry of the worklist, linked to itself.
 
 >>> from s2sad import pipeline
->>> [p.name for p in pipeline.FORWARD_MODE]
-['lift', 'desugar', 'wengert', 'resolve_calls', 'aliasing', 'lost_derivatives', 'forward', 'tangent_only', 'inline_temporaries', 'guard', 'enclose']
+>>> [p.name for p in pipeline.FORWARD_MODE]  # doctest: +NORMALIZE_WHITESPACE
+['lift', 'desugar', 'wengert', 'resolve_calls', 'aliasing', 'lost_derivatives', 'forward',
+ 'tangent_only', 'inline_temporaries', 'write_in_place', 'guard', 'enclose']
 """
 from __future__ import annotations
 
