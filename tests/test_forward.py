@@ -21,7 +21,7 @@ import corpus_control_flow
 import s2sad
 from corpus_scalar import CORPUS
 from oracle import fd_partial, resolve_wrt
-from s2sad.rules import containers, registry, runtime
+from s2sad.rules import calculus, containers, registry, runtime
 from test_control_flow import CASES as CONTROL_FLOW
 from warned import allowing_unconnected
 
@@ -329,6 +329,25 @@ def construction(x):
     return np.concatenate(parts)
 
 
+NAN6 = np.array([0.0, np.nan, 0.0, 0.0, 0.0, np.nan])
+
+
+def more_reductions(x):
+    """Reductions, scans and sequences of numbers with forward rules of their own."""
+    m = x.reshape(2, 3)
+    y = x + NAN6
+    parts = [[math.dist((x[0], x[1]), (x[2], 0.5)), math.prod([x[0], x[3], 2.0], start=1.5),
+              math.fsum([x[1], x[2] * x[4]]), np.nansum(y), np.nanmax(y), np.nanmin(y),
+              np.ptp(x), np.average(x, weights=x * x + 1.0), x[:1].item()],
+             np.nanmean(y.reshape(2, 3), axis=0), np.ptp(m, axis=1), np.diff(x, 2),
+             np.average(m, axis=1, weights=np.array([1.0, 2.0, 0.5])),
+             np.trapezoid(m, x[:3] * 2.0), [np.trapezoid(x, dx=x[0])],
+             np.polyval(x[:3], x[3:]), np.convolve(x[:4], x[4:], "same"),
+             np.correlate(x[:2], x[2:], "full"), np.logaddexp2(x, 0.3),
+             np.clip(x, min=-0.5)]
+    return np.concatenate(parts)
+
+
 JACOBIAN_CASES = [
     (polar, (np.array([2.0, 0.7]),)),
     (elementwise, (np.array([0.3, -1.2, 0.8]),)),
@@ -342,6 +361,7 @@ JACOBIAN_CASES = [
     (more_shapes, (np.array([0.3, -0.2, 0.9, -1.4, 0.7, 0.25]),)),
     (python_builtins, (np.array([0.6, -0.4, 1.1]),)),
     (construction, (np.array([0.3, -0.4, 0.45]),)),
+    (more_reductions, (np.array([0.3, -0.2, 0.9, -1.4, 0.7, 0.25]),)),
     (broadcasting, (np.array([0.5, -1.0, 2.0]), np.array([0.3, 0.7]))),
 ]
 
@@ -516,7 +536,7 @@ def test_hessian_takes_one_argument():
 
 # -- every rule has a forward rule ---------------------------------------------------------
 #: The modules of the helpers generated code calls (through `runtime`).
-HELPERS = (runtime.__name__, containers.__name__)
+HELPERS = (runtime.__name__, containers.__name__, calculus.__name__)
 #: The built-in rules, before any test registers its own.
 BUILT_IN = {prim: list(rule.variants) for prim, rule in registry.RULES.items()}
 

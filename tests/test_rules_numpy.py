@@ -81,6 +81,10 @@ IDX_C = np.array([1, 3, 3, 0])             # (2, 3) appears twice in zip(IDX_R, 
 MASK34 = _WRNG.uniform(size=(3, 4)) > 0.4
 REPS = np.array([1, 2, 0])
 LO34 = _WRNG.uniform(-0.9, -0.3, (3, 4))  # lower bounds that broadcast x (4,) up to (3, 4)
+NAN34 = np.where(_WRNG.uniform(size=(3, 4)) < 0.3, np.nan, 0.0)    # NaN added at some entries
+NAN34[0] = NAN34[:, 0] = 0.0                # (no row or column of NaN only)
+INF34 = np.where(_WRNG.uniform(size=(3, 4)) < 0.3, np.inf, 0.0) * np.sign(_WRNG.uniform(
+    -1, 1, (3, 4)))                         # -inf or inf added at some entries
 
 
 # -- elementwise, one argument ----------------------------------------------------------
@@ -1679,6 +1683,139 @@ def ix_reverse(x):
     return np.sum(x[::-1, ::-2] * W32)
 
 
+# -- more elementwise functions, reductions and scans -----------------------------------
+def u_degrees(x):
+    return np.sum(np.degrees(x) * W34)
+
+
+def u_radians(x):
+    return np.sum(np.radians(x) * W34)
+
+
+def u_sinc(x):
+    return np.sum(np.sinc(x) * W34)
+
+
+def u_nan_to_num(x):
+    return np.sum(np.nan_to_num(x) * W34)
+
+
+def nan_to_num_kw(x):
+    return np.sum(np.nan_to_num(x + INF34 + NAN34, posinf=9.0, neginf=-9.0) * W34)
+
+
+def float64_fn(x):
+    return np.sum(np.float64(x) * W4)
+
+
+def b_logaddexp2(x, y):
+    return np.sum(np.logaddexp2(x, y) * W34)
+
+
+def b_remainder(x, y):
+    return np.sum(np.remainder(x, y) * W34)
+
+
+def b_fmod(x, y):
+    return np.sum(np.fmod(x, y) * W34)
+
+
+def m_clip_min(x):
+    return np.sum(x.clip(min=-0.5) * W34)
+
+
+def clip_min_max_kw(x):
+    return np.sum(np.clip(x, min=-0.5, max=0.5) * W34)
+
+
+def m_item(x):
+    return x.item() * W_
+
+
+def nansum_ax0(x):
+    return np.sum(np.nansum(x + NAN34, axis=0) * W4)
+
+
+def nansum_all(x):
+    return np.nansum(x + NAN34) * W_
+
+
+def nanmean_ax1_keep(x):
+    return np.sum(np.nanmean(x + NAN34, axis=1, keepdims=True) * W31)
+
+
+def nanmean_all(x):
+    return np.nanmean(x + NAN34) * W_
+
+
+def nanmax_ax0(x):
+    return np.sum(np.nanmax(x + NAN34, axis=0) * W4)
+
+
+def nanmin_all(x):
+    return np.nanmin(x + NAN34) * W_
+
+
+def ptp_ax1(x):
+    return np.sum(np.ptp(x, axis=1) * W3)
+
+
+def ptp_all(x):
+    return np.ptp(x) * W_
+
+
+def diff_fn(x):
+    return np.sum(np.diff(x) * W33)
+
+
+def diff_n2_ax0(x):
+    return np.sum(np.diff(x, n=2, axis=0) * W14)
+
+
+def average_ax0(x):
+    return np.sum(np.average(x, axis=0) * W4)
+
+
+def average_weights(x, w):
+    return np.sum(np.average(x, axis=1, weights=w) * W3)
+
+
+def average_full_weights(x, w):
+    return np.average(x, weights=w) * W_
+
+
+def trapezoid_fn(y):
+    return np.sum(np.trapezoid(y) * W3)
+
+
+def trapezoid_x(y, x):
+    return np.sum(np.trapezoid(y, x) * W3)
+
+
+def trapezoid_dx(y, dx):
+    return np.sum(np.trapezoid(y, dx=dx, axis=0) * W4)
+
+
+def polyval_fn(p, x):
+    return np.sum(np.polyval(p, x) * W34)
+
+
+def convolve_fn(a, v):
+    return np.sum(np.convolve(a, v) * W7)
+
+
+def convolve_same(a, v):
+    return np.sum(np.convolve(a, v, mode="same") * W4)
+
+
+def correlate_fn(a, v):
+    return np.sum(np.correlate(a, v, "full") * W7)
+
+
+def correlate_valid(a, v):
+    return np.sum(np.correlate(a, v) * W2)
+
+
 # -- a few compositions -----------------------------------------------------------------
 def logsumexp(x):
     m = np.max(x, axis=1, keepdims=True)
@@ -2331,6 +2468,42 @@ for _fn, _gen, _shape in [
         (ix_argmax, S.distinct, (4,)), (ix_where_one_arg, AWAY, (3, 4)),
         (ix_reverse, R, (3, 4))]:
     case(_fn, [operator.getitem], (_gen(_shape),))
+
+
+# -- more elementwise functions, reductions and scans (tests/test_rules_modes.py checks
+# them in vjp, jvp and hessian) ---------------------------------------------------------
+for _prim, _fn, _gen in [(np.degrees, u_degrees, R), (np.radians, u_radians, R),
+                         (np.sinc, u_sinc, R), (np.nan_to_num, u_nan_to_num, R)]:
+    case(_fn, [_prim], {k: (_gen(s),) for k, s in UNARY_SHAPES.items()})
+case(nan_to_num_kw, [np.nan_to_num], (R((3, 4)),))
+case(float64_fn, [np.float64], {"py": (R(None),), "vec": (R((4,)),)})
+case(b_logaddexp2, [np.logaddexp2], _binary(R, R))
+case(b_remainder, [np.remainder], _mod_args())
+case(b_fmod, [np.fmod], _mod_args())
+case(m_clip_min, [M("clip")], (_CLIP,))
+case(clip_min_max_kw, [np.clip], (_CLIP,))
+case(m_item, [M("item")], {"1": (R((1,)),), "1x1": (R((1, 1)),)})
+for _fn in (nansum_ax0, nansum_all):
+    case(_fn, [np.nansum], (R((3, 4)),))
+for _fn in (nanmean_ax1_keep, nanmean_all):
+    case(_fn, [np.nanmean], (R((3, 4)),))
+case(nanmax_ax0, [np.nanmax], (S.distinct((3, 4)),))
+case(nanmin_all, [np.nanmin], (S.distinct((3, 4)),))
+case(ptp_ax1, [np.ptp], (S.distinct((3, 4)),))
+case(ptp_all, [np.ptp], {"vec": (S.distinct((4,)),), "mat": (S.distinct((3, 4)),)})
+case(diff_fn, [np.diff], (R((3, 4)),))
+case(diff_n2_ax0, [np.diff], (R((3, 4)),))
+case(average_ax0, [np.average], (R((3, 4)),))
+case(average_weights, [np.average], (R((3, 4)), POS((4,))))
+case(average_full_weights, [np.average], (R((3, 4)), POS((3, 4))))
+case(trapezoid_fn, [np.trapezoid], (R((3, 4)),))
+case(trapezoid_x, [np.trapezoid], {"vec": (R((3, 4)), R((4,))), "mat": (R((3, 4)), R((3, 4)))})
+case(trapezoid_dx, [np.trapezoid], (R((3, 4)), 0.7))
+case(polyval_fn, [np.polyval], {"vec": (R((3,)), R((3, 4))), "py": (R((4,)), R(None))})
+case(convolve_fn, [np.convolve], {"4-4": (R((4,)), R((4,))), "3-5": (R((3,)), R((5,)))})
+case(convolve_same, [np.convolve], {"4-3": (R((4,)), R((3,))), "2-4": (R((2,)), R((4,)))})
+case(correlate_fn, [np.correlate], {"4-4": (R((4,)), R((4,))), "2-6": (R((2,)), R((6,)))})
+case(correlate_valid, [np.correlate], (R((4,)), R((3,))))
 
 
 # -- compositions (no claims: every primitive in them has its own checks) ---------------

@@ -60,6 +60,13 @@ rule(np.arccosh, "x", "g / np.sqrt(x * x - 1)")
 rule(np.arctanh, "x", "g / (1 - x * x)")
 rule(np.deg2rad, "x", "g * (np.pi / 180)")
 rule(np.rad2deg, "x", "g * (180 / np.pi)")
+rule(np.radians, "x", "g * (np.pi / 180)")
+rule(np.degrees, "x", "g * (180 / np.pi)")
+rule(np.sinc, "x", "g * _s2s_sinc_slope(x, 1)", elementwise=True)
+# 0 where x is not finite: the value there is a constant (as in JAX)
+rule(np.nan_to_num, "x, copy=True, nan=0.0, posinf=None, neginf=None", x="g * np.isfinite(x)",
+     elementwise=True)
+rule(np.float64, "x", "g", elementwise=True, returns="args")
 rule(np.real, "val", "g", linear="val", view=True, attribute="real")
 
 # elementwise, two arguments (broadcasting)
@@ -76,13 +83,19 @@ ufunc2(np.fmin, "g * (x <= y)", "g * (x > y)")
 # computed next to the value, and reuses it.
 ufunc2(np.logaddexp, "g / (1 + np.exp(y - x))", "g / (1 + np.exp(x - y))",
        tangent=("t * np.exp(x - ans)", "t * np.exp(y - ans)"))
+ufunc2(np.logaddexp2, "g / (1 + np.exp2(y - x))", "g / (1 + np.exp2(x - y))",
+       tangent=("t * np.exp2(x - ans)", "t * np.exp2(y - ans)"))
 ufunc2(np.hypot, "g * x / ans", "g * y / ans")
+ufunc2(np.remainder, "g", "-g * np.floor_divide(x, y)")        # (np.mod)
+ufunc2(np.fmod, "g", "-g * np.trunc(x / y)")
 ufunc2(np.arctan2, "g * y / (x * x + y * y)", "-g * x / (x * x + y * y)")
 rule(np.where, "condition, x, y", None, "np.where(condition, g, 0.0)",
      "np.where(condition, 0.0, g)", broadcast=True, zero="condition")
 rule(np.clip, "a, a_min, a_max", "g * _s2s_clip_mask(a, a_min, a_max)",
      "g * (a < a_min)", "g * (a > a_max)", broadcast=True,
      tangent="t * _s2s_clip_mask(a, a_min, a_max)", method="clip")
+rule(np.clip, "a, min=None, max=None", "g * _s2s_clip_mask(a, min, max)", "g * (a < min)",
+     "g * (a > max)", broadcast=True, tangent="t * _s2s_clip_mask(a, min, max)")
 
 # reductions
 REDUCTION = "a, axis=None, dtype=None, out=None, keepdims=False"
@@ -107,6 +120,46 @@ rule(np.std, "a, axis=None, dtype=None, out=None, ddof=0, keepdims=False",
      tangent={"a": "_s2s_safe_divide(_s2s_variance_dot(t, a, axis, ddof, keepdims), "
                    "2 * ans)"},
      reduction=True, method="std")
+# NaN never equals the extremum: the NaN-ignoring ones share the rules of max and min
+for _f in (np.nanmax, np.nanmin):
+    rule(_f, "a, axis=None, out=None, keepdims=False",
+         a="_s2s_extremum(g, a, ans, axis, keepdims)",
+         tangent={"a": "_s2s_extremum_dot(t, a, ans, axis, keepdims)"}, reduction=True)
+_PRESENT = "np.logical_not(np.isnan(a))"
+rule(np.nansum, REDUCTION, a=f"_s2s_unreduce(g, a, axis, keepdims) * {_PRESENT}",
+     tangent={"a": "np.sum(np.where(np.isnan(a), 0.0, t), axis, keepdims=keepdims)"},
+     reduction=True)
+rule(np.nanmean, REDUCTION,
+     a=f"_s2s_unreduce(g, a, axis, keepdims) * {_PRESENT} / np.maximum(np.sum({_PRESENT}, "
+       "axis, keepdims=True), 1)",
+     tangent={"a": "np.sum(np.where(np.isnan(a), 0.0, t), axis, keepdims=keepdims) / "
+                   f"np.maximum(np.sum({_PRESENT}, axis, keepdims=keepdims), 1)"},
+     reduction=True)
+_RANGE = ("_s2s_extremum{0}({1}, a, np.max(a, axis, keepdims=keepdims), axis, keepdims) - "
+          "_s2s_extremum{0}({1}, a, np.min(a, axis, keepdims=keepdims), axis, keepdims)")
+rule(np.ptp, "a, axis=None, out=None, keepdims=False", a=_RANGE.format("", "g"),
+     tangent={"a": _RANGE.format("_dot", "t")}, reduction=True)
+_W = "_s2s_weights_like(a, weights, axis)"
+rule(np.average, "a, axis=None, weights=None, keepdims=False",
+     a=f"_s2s_unreduce(g, a, axis, keepdims) * {_W} / np.sum({_W}, axis, keepdims=True)",
+     weights=f"_s2s_reshape_like(_s2s_unbroadcast((a - _s2s_unreduce(ans, a, axis, keepdims))"
+             f" * _s2s_unreduce(g, a, axis, keepdims) / np.sum({_W}, axis, keepdims=True), "
+             f"{_W}), weights)",
+     tangent={"a": "np.average(t, axis, weights, keepdims=keepdims)",
+              "weights": "np.sum((a - _s2s_unreduce(ans, a, axis, keepdims)) * "
+                         f"_s2s_weights_like(a, t, axis), axis, keepdims=keepdims) / "
+                         f"np.sum({_W}, axis, keepdims=keepdims)"},
+     reduction=True)
+rule(np.diff, "a, n=1, axis=-1", a="_s2s_undiff(g, n, axis)", linear="a")
+rule(np.trapezoid, "y, x=None, dx=1.0, axis=-1",
+     y="_s2s_unreduce(g, y, axis) * _s2s_trapezoid_weights(y, x, dx, axis)",
+     x="_s2s_reshape_like(_s2s_unbroadcast(_s2s_undiff(_s2s_unreduce(g, _s2s_midpoints(y, "
+       "axis), axis) * _s2s_midpoints(y, axis), 1, axis), _s2s_weights_like(y, x, axis)), x)",
+     dx="_s2s_unbroadcast(g * np.trapezoid(y, None, 1.0, axis), dx)",
+     tangent={"y": "np.trapezoid(t, x, dx, axis)",
+              "x": "np.sum(_s2s_midpoints(y, axis) * np.diff(_s2s_weights_like(y, t, axis), "
+                   "axis=axis), axis)",
+              "dx": "np.trapezoid(y, None, t, axis) if x is None else 0.0 * ans"})
 rule(np.cumsum, "a, axis=None", a="_s2s_cumsum(g, a, axis)", linear="a", method="cumsum")
 rule(np.cumprod, "a, axis=None", a="_s2s_cumprod(g, a, ans, axis)",
      tangent={"a": "ans * np.cumsum(t / a, axis)"}, method="cumprod")
@@ -129,6 +182,12 @@ rule(np.einsum, "subscripts, a, b, c", None, "_s2s_einsum(g, subscripts, 0, a, b
 rule(np.trace, "a, offset=0, axis1=0, axis2=1", a="_s2s_trace(g, a, offset, axis1, axis2)",
      linear="a", method="trace")
 rule(np.diag, "v, k=0", v="_s2s_diag(g, v, k)", linear="v")
+rule(np.polyval, "p, x", "_s2s_unpolyval(g, p, x, 0)", "g * _s2s_polyder_value(p, x, 1)",
+     tangent=("np.polyval(t, x)", "t * _s2s_polyder_value(p, x, 1)"))
+rule(np.convolve, "a, v, mode='full'", "_s2s_unconvolve(g, a, v, mode, 0)",
+     "_s2s_unconvolve(g, a, v, mode, 1)", linear=("a", "v"))
+rule(np.correlate, "a, v, mode='valid'", "_s2s_uncorrelate(g, a, v, mode, 0)",
+     "_s2s_uncorrelate(g, a, v, mode, 1)", linear=("a", "v"))
 rule(np.linalg.norm, "x, ord=None, axis=None, keepdims=False",
      x="_s2s_norm(g, x, ans, ord, axis, keepdims)",
      tangent={"x": "_s2s_norm_dot(t, x, ans, ord, axis, keepdims)"})
@@ -179,6 +238,8 @@ rule(np.asarray, "a", a="_s2s_from_array(g, a)", linear="a", view=True)
 rule(np.asarray, "a, dtype", a="_s2s_from_array(_s2s_int_zero(g, dtype), a)",
      tangent={"a": "_s2s_cast_tangent(np.asarray(t), dtype)"}, view=True)
 rule(np.copy, "a", "g", linear="a", method="copy")
+rule(np.ndarray.item, "self", "_s2s_reshape_like(g, self)", linear="self", returns="scalar",
+     method="item")
 rule(np.sort, "a, axis=-1", a="_s2s_unsort(g, a, axis)",
      tangent={"a": "np.take_along_axis(t, np.argsort(a, axis), axis)"})
 rule(np.ndarray.astype, "self, dtype", self="_s2s_cast_like(g, self, dtype)",

@@ -9,6 +9,9 @@ from .containers import (  # noqa: F401 - generated code finds them in runtime
     field_zero as _field_zero, fields as _fields, is_named_tuple as _is_named_tuple,
     is_zero as _is_zero, joined as _joined, rebuild as _rebuild, repeated as _repeated,
     replace as _replace)
+from .calculus import (  # noqa: F401 - generated code finds them in runtime
+    midpoints, polygamma, polyder_value, shaped_as, sinc_slope, trapezoid_weights,
+    unconvolve, uncorrelate, undiff, unpolyval, weights_like)
 
 
 class Respecialize(Exception):
@@ -714,6 +717,20 @@ def cast_like(g, x, dtype=None):
     if dtype is not None and not np.issubdtype(np.dtype(dtype), np.inexact):
         return zeros_like(np.asarray(x))
     return np.asarray(g).astype(np.result_type(x), copy=False)
+
+
+# -- sequences of numbers (rules/math.py) ----------------------------------------------
+def dist_dot(t, p, q, ans):
+    """The tangent of `math.dist(p, q)` along `t`, the tangent of `p`."""
+    return safe_divide(sum((a - b) * d for a, b, d in zip(p, q, t)), ans)
+
+
+def prod_dot(t, items, start=1):
+    """The tangent of `math.prod(items, start=start)` along `t`, the tangent of `items`."""
+    if not len(items):
+        return 0.0
+    others = prod_others(np.array(items, dtype=np.float64))
+    return start * sum(float(o) * d for o, d in zip(np.ravel(others), t))
 
 
 # -- element assignment and append, in functional form ---------------------------------

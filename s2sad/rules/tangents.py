@@ -100,7 +100,10 @@ _helpers(log_base_dot, cholesky_adjoint_dot, inv_adjoint_dot)
 ns.update({"_s2s_" + k: getattr(R, k) for k in ("einsum", "tensordot", "solve", "norm",
                                                   "cumprod", "cholesky", "inner", "outer",
                                                   "inv", "prod_others_dot",
-                                                  "safe_divide")})
+                                                  "safe_divide", "polygamma", "sinc_slope",
+                                                  "prod_others", "polyder_value",
+                                                  "unpolyval", "trapezoid_weights",
+                                                  "unconvolve", "uncorrelate")})
 
 define(R.zeros_like, "x", None, zero=("x",), tangent=())    # a constant: no derivative
 # the adjoint 1 of a scalar output: a constant, in reverse mode too (gradient code
@@ -155,6 +158,24 @@ jvp(R.outer, "g, a, b, which", "_s2s_outer(t, a, b, which)",
     "_s2s_outer(g, a, t, which) if which == 0 else _s2s_zeros_like(ans)", namespace=ns)
 jvp(R.inv, "g, ans", "_s2s_inv(t, ans)", "_s2s_inv_adjoint_dot(g, ans, t)", namespace=ns)
 linear(R.reshape_like, "g, x", "g")
+jvp(R.polygamma, "n, x", None, "t * _s2s_polygamma(n + 1, x)", namespace=ns)
+jvp(R.sinc_slope, "x, n=1", "t * _s2s_sinc_slope(x, n + 1)", namespace=ns)
+linear(R.shaped_as, "seq, values", "values")
+linear(R.undiff, "g, n=1, axis=-1", "g")
+linear(R.weights_like, "a, w, axis=None", "w")
+linear(R.midpoints, "y, axis=-1", "y")
+jvp(R.trapezoid_weights, "y, x=None, dx=1.0, axis=-1", None,
+    "_s2s_trapezoid_weights(y, t, dx, axis)",
+    "_s2s_trapezoid_weights(y, None, t, axis) if x is None else 0.0 * ans", namespace=ns)
+jvp(R.polyder_value, "p, x, m=1", "_s2s_polyder_value(t, x, m)",
+    "t * _s2s_polyder_value(p, x, m + 1)", namespace=ns)
+jvp(R.unpolyval, "g, p, x, m=0", "_s2s_unpolyval(t, p, x, m)", None,
+    "_s2s_unpolyval(g * t, p, x, m + 1)", namespace=ns)
+for _f in (R.unconvolve, R.uncorrelate):
+    _n = "_s2s_" + _f.__name__
+    jvp(_f, "g, a, v, mode, which", f"{_n}(t, a, v, mode, which)",
+        f"{_n}(g, t, v, mode, which) if which == 1 else _s2s_zeros_like(ans)",
+        f"{_n}(g, a, t, mode, which) if which == 0 else _s2s_zeros_like(ans)", namespace=ns)
 for _f, _params in [(R.swapaxes, "g, axis1, axis2"), (R.moveaxis, "g, source, destination"),
                     (R.flip, "g, axis=None"), (R.roll, "g, shift, axis=None"),
                     (R.triu, "g, k=0"), (R.tril, "g, k=0")]:
