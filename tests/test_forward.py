@@ -21,7 +21,7 @@ import corpus_control_flow
 import s2sad
 from corpus_scalar import CORPUS
 from oracle import fd_partial, resolve_wrt
-from s2sad.rules import calculus, containers, registry, runtime
+from s2sad.rules import calculus, containers, layout, registry, runtime
 from test_control_flow import CASES as CONTROL_FLOW
 from warned import allowing_unconnected
 
@@ -348,6 +348,23 @@ def more_reductions(x):
     return np.concatenate(parts)
 
 
+def more_shapes_and_layout(x):
+    """Splitting, joining, padding and rearranging, with forward rules of their own."""
+    m = x.reshape(2, 3)
+    a, b = np.split(x, 2)
+    c = np.array_split(x, 4)
+    d, e = np.hsplit(m, [1])
+    f, h = np.vsplit(m, 2)
+    parts = [a * b, c[3], d[:, 0], e.ravel(), f[0] * h[0], np.append(a, x[:2]),
+             np.flipud(m).ravel(), np.fliplr(m).ravel(), np.rot90(m).ravel(),
+             np.pad(x[:2], 1, constant_values=x[2]), np.pad(x[:3], 1, "reflect"),
+             np.column_stack([x[:2], x[2:4]]).ravel(), np.atleast_1d(x[0]),
+             np.atleast_2d(x)[0], np.atleast_3d(m).ravel(), np.diagonal(m, 1),
+             np.kron(x[:2], x[2:4]), np.cross(x[:3], x[3:]),
+             np.take_along_axis(m, np.array([[2, 0], [1, 1]]), axis=1).ravel()]
+    return np.concatenate(parts)
+
+
 JACOBIAN_CASES = [
     (polar, (np.array([2.0, 0.7]),)),
     (elementwise, (np.array([0.3, -1.2, 0.8]),)),
@@ -362,6 +379,7 @@ JACOBIAN_CASES = [
     (python_builtins, (np.array([0.6, -0.4, 1.1]),)),
     (construction, (np.array([0.3, -0.4, 0.45]),)),
     (more_reductions, (np.array([0.3, -0.2, 0.9, -1.4, 0.7, 0.25]),)),
+    (more_shapes_and_layout, (np.array([0.3, -0.2, 0.9, -1.4, 0.7, 0.25]),)),
     (broadcasting, (np.array([0.5, -1.0, 2.0]), np.array([0.3, 0.7]))),
 ]
 
@@ -536,7 +554,7 @@ def test_hessian_takes_one_argument():
 
 # -- every rule has a forward rule ---------------------------------------------------------
 #: The modules of the helpers generated code calls (through `runtime`).
-HELPERS = (runtime.__name__, containers.__name__, calculus.__name__)
+HELPERS = (runtime.__name__, containers.__name__, calculus.__name__, layout.__name__)
 #: The built-in rules, before any test registers its own.
 BUILT_IN = {prim: list(rule.variants) for prim, rule in registry.RULES.items()}
 

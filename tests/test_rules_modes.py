@@ -232,6 +232,100 @@ def r_correlate_full(a, v):
     return np.correlate(a, v, mode="full")
 
 
+# -- NumPy shapes and layout -----------------------------------------------------------
+IDX33 = np.array([[0, 2, 2], [1, 0, 3], [3, 3, 0]])
+
+
+def s_split(x):
+    a, b = np.split(x, 2, axis=1)
+    return np.concatenate([a * b, 2.0 * a], axis=0)
+
+
+def s_array_split(x):
+    p = np.array_split(x, 3)
+    return np.concatenate([p[0], p[2] * p[2], p[1]])
+
+
+def s_hsplit_vsplit(x):
+    a, b = np.hsplit(x, [1])
+    c, d, e = np.vsplit(x, 3)
+    return np.concatenate([a.ravel(), b[0] * c[0, 1:], d[0], e[0] * 2.0])
+
+
+def s_append(x, y):
+    return np.append(x, y) * 2.0 + np.append(x, x[:1], axis=0).sum()
+
+
+def s_flips(x):
+    return np.flipud(x) + 2.0 * np.fliplr(x) + np.roll(x, (1, -2), axis=(0, 1))
+
+
+def s_rot90(x):
+    return np.rot90(x) * 1.5 + np.rot90(x, -1)
+
+
+def s_rot90_3d(x):
+    return np.rot90(x, 3, axes=(1, 2))
+
+
+def s_pad(x, c):
+    return np.pad(x, ((1, 2), (0, 1)), constant_values=c)
+
+
+def s_pad_modes(x):
+    return np.concatenate([np.pad(x, 2, "edge").ravel(), np.pad(x, 1, mode="reflect").ravel(),
+                           np.pad(x, (1, 2), "wrap").ravel(),
+                           np.pad(x, 1, mode="symmetric").ravel()])
+
+
+def s_column_stack(a, b):
+    return np.column_stack((a, b))
+
+
+def s_atleast(x, v):
+    return np.atleast_2d(v) * np.atleast_1d(x) + np.atleast_3d(v)[0, :, 0]
+
+
+def s_diagonal(x):
+    return np.diagonal(x, 1) + x.diagonal()[:3]
+
+
+def s_diagonal_3d(x):
+    return np.diagonal(x, offset=-1, axis1=0, axis2=2)
+
+
+def s_diag_k(x, v):
+    return np.diag(x, k=1) + np.diag(v, -1)[1:, :3].sum()
+
+
+def s_tril_triu(x):
+    return np.tril(x, -1) * 2.0 + np.triu(x, k=1)
+
+
+def s_kron(a, b):
+    return np.kron(a, b)
+
+
+def s_cross(a, b):
+    return np.cross(a, b)
+
+
+def s_cross_axis(a, b):
+    return np.cross(a, b, axis=0)
+
+
+def s_take_along_axis(x):
+    return np.take_along_axis(x, IDX33, axis=1) + np.take_along_axis(x, IDX33[:1], 1)
+
+
+def s_take_along_axis_flat(x):
+    return np.take_along_axis(x, IDX33[0], axis=None)
+
+
+def s_moveaxis_broadcast(x):
+    return np.moveaxis(x, 0, -1) + np.broadcast_to(x[0, :, 1], (3, 4, 3))
+
+
 _BINARY = {"mat-mat": ((3, 4), (3, 4)), "mat-row": ((3, 4), (4,)), "col-row": ((3, 1), (4,)),
            "mat-py": ((3, 4), None), "py-py": (None, None)}
 _PAIRS = {"4-3": ((4,), (3,)), "3-5": ((3,), (5,)), "5-2": ((5,), (2,)), "2-6": ((2,), (6,))}
@@ -290,6 +384,28 @@ CASES = {
     "correlate": (r_correlate, {k: (R(a), R(b)) for k, (a, b) in _PAIRS.items()}),
     "correlate_same": (r_correlate_same, {k: (R(a), R(b)) for k, (a, b) in _PAIRS.items()}),
     "correlate_full": (r_correlate_full, {k: (R(a), R(b)) for k, (a, b) in _PAIRS.items()}),
+    "split": (s_split, {"mat": (R((3, 4)),)}),
+    "array_split": (s_array_split, {"vec": (R((5,)),)}),
+    "hsplit_vsplit": (s_hsplit_vsplit, {"mat": (R((3, 4)),)}),
+    "append": (s_append, {"mat-vec": (R((2, 3)), R((4,))), "mat-py": (R((2, 3)), R(None))}),
+    "flips": (s_flips, {"mat": (R((3, 4)),)}),
+    "rot90": (s_rot90, {"mat": (R((3, 4)),)}),
+    "rot90_3d": (s_rot90_3d, {"3d": (R((2, 3, 4)),)}),
+    "pad": (s_pad, {"py": (R((3, 4)), R(None)), "0d": (R((3, 4)), R(()))}),
+    "pad_modes": (s_pad_modes, {"mat": (R((3, 4)),)}),
+    "column_stack": (s_column_stack, {"vec-mat": (R((3,)), R((3, 2)))}),
+    "atleast": (s_atleast, {"py-vec": (R(None), R((4,)))}),
+    "diagonal": (s_diagonal, {"mat": (R((3, 4)),)}),
+    "diagonal_3d": (s_diagonal_3d, {"3d": (R((3, 2, 4)),)}),
+    "diag_k": (s_diag_k, {"mat-vec": (R((3, 4)), R((3,)))}),
+    "tril_triu": (s_tril_triu, {"mat": (R((3, 4)),)}),
+    "kron": (s_kron, {"vec-vec": (R((2,)), R((3,))), "mat-mat": (R((2, 3)), R((2, 2))),
+                      "vec-mat": (R((2,)), R((3, 2))), "3d-mat": (R((2, 1, 2)), R((2, 3)))}),
+    "cross": (s_cross, {"vec-vec": (R((3,)), R((3,))), "mat-vec": (R((4, 3)), R((3,)))}),
+    "cross_axis": (s_cross_axis, {"mat-mat": (R((3, 4)), R((3, 4)))}),
+    "take_along_axis": (s_take_along_axis, {"mat": (R((3, 4)),)}),
+    "take_along_axis_flat": (s_take_along_axis_flat, {"mat": (R((3, 4)),)}),
+    "moveaxis_broadcast": (s_moveaxis_broadcast, {"3d": (R((3, 3, 4)),)}),
 }
 
 

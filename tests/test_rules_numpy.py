@@ -80,6 +80,7 @@ IDX_R = np.array([0, 2, 2, 1])
 IDX_C = np.array([1, 3, 3, 0])             # (2, 3) appears twice in zip(IDX_R, IDX_C)
 MASK34 = _WRNG.uniform(size=(3, 4)) > 0.4
 REPS = np.array([1, 2, 0])
+IDX33 = np.array([[0, 2, 2], [1, 0, 3], [3, 3, 0]])      # along axis 1 of a (3, 4) array
 LO34 = _WRNG.uniform(-0.9, -0.3, (3, 4))  # lower bounds that broadcast x (4,) up to (3, 4)
 NAN34 = np.where(_WRNG.uniform(size=(3, 4)) < 0.3, np.nan, 0.0)    # NaN added at some entries
 NAN34[0] = NAN34[:, 0] = 0.0                # (no row or column of NaN only)
@@ -1816,6 +1817,116 @@ def correlate_valid(a, v):
     return np.sum(np.correlate(a, v) * W2)
 
 
+# -- more shape and layout functions ----------------------------------------------------
+def split_halves(x):
+    a, b = np.split(x, 2, axis=1)
+    return np.sum(np.sin(a) * b)
+
+
+def split_at(x):
+    p = np.split(x, [1, 3])
+    return np.sum(np.sin(p[0])) + np.sum(p[2] * W_) + np.sum(p[1] ** 2)
+
+
+def array_split_fn(x):
+    p = np.array_split(x, 3)
+    return np.sum(np.sin(p[0])) + np.sum(p[2] * 3.0)
+
+
+def hsplit_fn(x):
+    a, b = np.hsplit(x, 2)
+    return np.sum(np.sin(a) * b)
+
+
+def vsplit_fn(x):
+    a, b = np.vsplit(x, [1])
+    return np.sum(np.sin(a)) + np.sum(b * b)
+
+
+def append_flat(x, y):
+    return np.sum(np.sin(np.append(x, y)))
+
+
+def append_axis0(x, y):
+    return np.sum(np.sin(np.append(x, y, axis=0)))
+
+
+def flipud_fn(x):
+    return np.sum(np.flipud(x) * W34)
+
+
+def fliplr_fn(x):
+    return np.sum(np.fliplr(x) * W34)
+
+
+def rot90_fn(x):
+    return np.sum(np.rot90(x) * W43)
+
+
+def rot90_k2_axes(x):
+    return np.sum(np.rot90(x, 2, axes=(1, 2)) * W234)
+
+
+def roll_axes(x):
+    return np.sum(np.roll(x, (1, -2), axis=(0, 1)) * W34)
+
+
+def pad_constant(x, c):
+    return np.sum(np.sin(np.pad(x, 1, constant_values=c)))
+
+
+def pad_modes(x):
+    return (np.sum(np.sin(np.pad(x, ((1, 2), (0, 1)), "edge")))
+            + np.sum(np.sin(np.pad(x, 2, mode="reflect")))
+            + np.sum(np.sin(np.pad(x, (1, 3), "wrap")))
+            + np.sum(np.sin(np.pad(x, 1, mode="symmetric"))))
+
+
+def column_stack_fn(a, b):
+    return np.sum(np.column_stack([a, b]) * W33)
+
+
+def atleast_fn(x, v, m):
+    return (np.sum(np.atleast_1d(x) * W_) + np.sum(np.atleast_2d(v) * W14)
+            + np.sum(np.atleast_3d(m) * W_))
+
+
+def diagonal_fn(x):
+    return np.sum(np.diagonal(x) * W3)
+
+
+def diagonal_offset(x):
+    return np.sum(np.diagonal(x, 1) * W3)
+
+
+def diagonal_3d(x):
+    return np.sum(np.diagonal(x, offset=-1, axis1=1, axis2=2) * W22)
+
+
+def m_diagonal(x):
+    return np.sum(x.diagonal() * W3)
+
+
+def kron_fn(a, b):
+    return np.sum(np.sin(np.kron(a, b)))
+
+
+def cross_fn(a, b):
+    return np.sum(np.cross(a, b) * W43)
+
+
+def cross_axis(a, b):
+    return np.sum(np.cross(a, b, axis=0) * W34)
+
+
+def take_along_axis_fn(x):
+    return np.sum(np.sin(np.take_along_axis(x, IDX33, axis=1)))
+
+
+def take_along_axis_flat(x):
+    return np.sum(np.sin(np.take_along_axis(x, IDX, axis=None)))
+
+
 # -- a few compositions -----------------------------------------------------------------
 def logsumexp(x):
     m = np.max(x, axis=1, keepdims=True)
@@ -2504,6 +2615,35 @@ case(convolve_fn, [np.convolve], {"4-4": (R((4,)), R((4,))), "3-5": (R((3,)), R(
 case(convolve_same, [np.convolve], {"4-3": (R((4,)), R((3,))), "2-4": (R((2,)), R((4,)))})
 case(correlate_fn, [np.correlate], {"4-4": (R((4,)), R((4,))), "2-6": (R((2,)), R((6,)))})
 case(correlate_valid, [np.correlate], (R((4,)), R((3,))))
+
+
+# -- more shape and layout functions (tests/test_rules_modes.py checks them in vjp and jvp)
+case(split_halves, [np.split], (R((3, 4)),))
+case(split_at, [np.split], (R((5,)),))
+case(array_split_fn, [np.array_split], (R((4,)),))
+case(hsplit_fn, [np.hsplit], {"mat": (R((3, 4)),), "vec": (R((4,)),)})
+case(vsplit_fn, [np.vsplit], (R((3, 4)),))
+case(append_flat, [np.append], {"mat-vec": (R((2, 3)), R((4,))), "vec-py": (R((3,)), R(None))})
+case(append_axis0, [np.append], (R((2, 3)), R((1, 3))))
+case(flipud_fn, [np.flipud], (R((3, 4)),))
+case(fliplr_fn, [np.fliplr], (R((3, 4)),))
+case(rot90_fn, [np.rot90], (R((3, 4)),))
+case(rot90_k2_axes, [np.rot90], (R((2, 3, 4)),))
+case(roll_axes, [np.roll], (R((3, 4)),))
+case(pad_constant, [np.pad], {"py": (R((3, 4)), R(None)), "0d": (R((4,)), R(()))})
+case(pad_modes, [np.pad], (R((3, 4)),))
+case(column_stack_fn, [np.column_stack], (R((3,)), R((3, 2))))
+case(atleast_fn, [np.atleast_1d, np.atleast_2d, np.atleast_3d], (R(None), R((4,)), R((3, 4))))
+case(diagonal_fn, [np.diagonal], (R((3, 3)),))
+case(diagonal_offset, [np.diagonal], (R((3, 4)),))
+case(diagonal_3d, [np.diagonal], (R((2, 3, 3)),))
+case(m_diagonal, [M("diagonal")], (R((3, 4)),))
+case(kron_fn, [np.kron], {"vec-vec": (R((2,)), R((3,))), "mat-mat": (R((2, 3)), R((2, 2))),
+                          "vec-mat": (R((2,)), R((3, 2)))})
+case(cross_fn, [np.cross], {"mat-mat": (R((4, 3)), R((4, 3))), "mat-vec": (R((4, 3)), R((3,)))})
+case(cross_axis, [np.cross], (R((3, 4)), R((3, 4))))
+case(take_along_axis_fn, [np.take_along_axis], (R((3, 4)),))
+case(take_along_axis_flat, [np.take_along_axis], (R((3, 4)),))
 
 
 # -- compositions (no claims: every primitive in them has its own checks) ---------------

@@ -159,7 +159,8 @@ rule(np.trapezoid, "y, x=None, dx=1.0, axis=-1",
      tangent={"y": "np.trapezoid(t, x, dx, axis)",
               "x": "np.sum(_s2s_midpoints(y, axis) * np.diff(_s2s_weights_like(y, t, axis), "
                    "axis=axis), axis)",
-              "dx": "np.trapezoid(y, None, t, axis) if x is None else 0.0 * ans"})
+              # (np.trapezoid reads dx only without x: then it is linear in dx)
+              "dx": "np.trapezoid(y, x, t, axis) - np.trapezoid(y, x, 0.0, axis)"})
 rule(np.cumsum, "a, axis=None", a="_s2s_cumsum(g, a, axis)", linear="a", method="cumsum")
 rule(np.cumprod, "a, axis=None", a="_s2s_cumprod(g, a, ans, axis)",
      tangent={"a": "ans * np.cumsum(t / a, axis)"}, method="cumprod")
@@ -188,6 +189,9 @@ rule(np.convolve, "a, v, mode='full'", "_s2s_unconvolve(g, a, v, mode, 0)",
      "_s2s_unconvolve(g, a, v, mode, 1)", linear=("a", "v"))
 rule(np.correlate, "a, v, mode='valid'", "_s2s_uncorrelate(g, a, v, mode, 0)",
      "_s2s_uncorrelate(g, a, v, mode, 1)", linear=("a", "v"))
+rule(np.kron, "a, b", "_s2s_unkron(g, a, b, 0)", "_s2s_unkron(g, a, b, 1)", linear=("a", "b"))
+rule(np.cross, "a, b, axis=-1", "_s2s_unbroadcast(_s2s_uncross(g, a, b, ans, 0, axis), a)",
+     "_s2s_unbroadcast(_s2s_uncross(g, a, b, ans, 1, axis), b)", linear=("a", "b"))
 rule(np.linalg.norm, "x, ord=None, axis=None, keepdims=False",
      x="_s2s_norm(g, x, ans, ord, axis, keepdims)",
      tangent={"x": "_s2s_norm_dot(t, x, ans, ord, axis, keepdims)"})
@@ -218,12 +222,19 @@ rule(np.moveaxis, "a, source, destination", a="_s2s_moveaxis(g, destination, sou
      linear="a", view=True)
 rule(np.broadcast_to, "array, shape", array="_s2s_unbroadcast(g, array)", linear="array",
      view=True)
-rule(np.flip, "m, axis=None", m="_s2s_flip(g, axis)", linear="m")
+rule(np.flip, "m, axis=None", m="_s2s_flip(g, axis)", linear="m", view=True)
+rule(np.flipud, "m", "_s2s_flip(g, 0)", linear="m", view=True)
+rule(np.fliplr, "m", "_s2s_flip(g, 1)", linear="m", view=True)
+rule(np.rot90, "m, k=1, axes=None", m="_s2s_unrot90(g, k, axes)", linear="m", view=True)
 rule(np.roll, "a, shift, axis=None", a="_s2s_roll(g, np.negative(shift), axis)", linear="a")
 rule(np.tile, "A, reps", A="_s2s_untile(g, A, reps)", linear="A")
 rule(np.repeat, "a, repeats, axis=None", a="_s2s_unrepeat(g, a, repeats, axis)", linear="a",
      method="repeat")
 rule(np.pad, "array, pad_width", array="_s2s_unpad(g, array, pad_width)", linear="array")
+rule(np.pad, "array, pad_width, mode='constant', constant_values=0",
+     array="_s2s_unpad(g, array, pad_width, mode)",
+     constant_values="_s2s_unpad_constant(g, array, pad_width, constant_values)",
+     linear="array, constant_values")
 rule(np.triu, "m, k=0", m="_s2s_triu(g, k)", linear="m")
 rule(np.tril, "m, k=0", m="_s2s_tril(g, k)", linear="m")
 rule(np.concatenate, "arrays, axis=0", arrays="_s2s_split_like(g, arrays, axis)",
@@ -231,6 +242,21 @@ rule(np.concatenate, "arrays, axis=0", arrays="_s2s_split_like(g, arrays, axis)"
 rule(np.stack, "arrays, axis=0", arrays="_s2s_unstack(g, arrays, axis)", linear="arrays")
 rule(np.hstack, "tup", "_s2s_hstack(g, tup)", linear="tup")
 rule(np.vstack, "tup", "_s2s_vstack(g, tup)", linear="tup")
+rule(np.column_stack, "tup", "_s2s_uncolumn_stack(g, tup)", linear="tup")
+rule(np.append, "arr, values, axis=None", "_s2s_unappend(g, arr, values, axis, 0)",
+     "_s2s_unappend(g, arr, values, axis, 1)", linear="arr, values")
+_SPLIT = "ary, indices_or_sections, axis=0"
+rule(np.split, _SPLIT, ary="_s2s_unsplit(g, ans, axis)", linear="ary", returns="container")
+rule(np.array_split, _SPLIT, ary="_s2s_unsplit(g, ans, axis)", linear="ary",
+     returns="container")
+rule(np.hsplit, "ary, indices_or_sections", "_s2s_unsplit(g, ans, None)", linear="ary",
+     returns="container")
+rule(np.vsplit, "ary, indices_or_sections", "_s2s_unsplit(g, ans, 0)", linear="ary",
+     returns="container")
+for _f in (np.atleast_1d, np.atleast_2d, np.atleast_3d):    # of one array
+    rule(_f, "ary", "_s2s_reshape_like(g, ary)", linear="ary", view=True)
+rule(np.take_along_axis, "arr, indices, axis", arr="_s2s_untake_along_axis(g, arr, indices, axis)",
+     linear="arr", zero="indices")
 rule(np.array, "object", object="_s2s_from_array(g, object)", linear="object")
 rule(np.array, "object, dtype", object="_s2s_from_array(_s2s_int_zero(g, dtype), object)",
      tangent={"object": "_s2s_cast_tangent(np.array(t), dtype)"})
@@ -245,7 +271,8 @@ rule(np.sort, "a, axis=-1", a="_s2s_unsort(g, a, axis)",
 rule(np.ndarray.astype, "self, dtype", self="_s2s_cast_like(g, self, dtype)",
      tangent={"self": "_s2s_cast_tangent(t, dtype)"},
      method="astype")
-define(np.diagonal, view=True)          # no rule yet
+rule(np.diagonal, "a, offset=0, axis1=0, axis2=1",
+     a="_s2s_undiagonal(g, a, offset, axis1, axis2)", linear="a", view=True, method="diagonal")
 
 
 class _Reshape:

@@ -12,6 +12,9 @@ from .containers import (  # noqa: F401 - generated code finds them in runtime
 from .calculus import (  # noqa: F401 - generated code finds them in runtime
     midpoints, polygamma, polyder_value, shaped_as, sinc_slope, trapezoid_weights,
     unconvolve, uncorrelate, undiff, unpolyval, weights_like)
+from .layout import (  # noqa: F401 - generated code finds them in runtime
+    unappend, uncolumn_stack, uncross, undiagonal, unkron, unpad, unpad_constant, unrot90,
+    unsplit, untake_along_axis)
 
 
 class Respecialize(Exception):
@@ -646,14 +649,6 @@ def unrepeat(g, x, repeats, axis=None):
     out = np.zeros(x.shape, dtype=np.result_type(x, np.float32))
     np.add.at(np.moveaxis(out, axis, 0), idx, np.moveaxis(g, axis, 0))
     return out
-
-
-def unpad(g, x, pad_width):
-    if np.ndim(g) == 0:
-        return g                                    # the zero (see `_spread`)
-    x = np.asarray(x)
-    width = np.broadcast_to(np.asarray(pad_width), (x.ndim, 2))
-    return np.asarray(g)[tuple(slice(lo, lo + n) for (lo, _), n in zip(width, x.shape))]
 
 
 def clip_mask(x, lo, hi):

@@ -103,7 +103,8 @@ ns.update({"_s2s_" + k: getattr(R, k) for k in ("einsum", "tensordot", "solve", 
                                                   "safe_divide", "polygamma", "sinc_slope",
                                                   "prod_others", "polyder_value",
                                                   "unpolyval", "trapezoid_weights",
-                                                  "unconvolve", "uncorrelate")})
+                                                  "unconvolve", "uncorrelate", "unkron",
+                                                  "uncross")})
 
 define(R.zeros_like, "x", None, zero=("x",), tangent=())    # a constant: no derivative
 # the adjoint 1 of a scalar output: a constant, in reverse mode too (gradient code
@@ -166,7 +167,9 @@ linear(R.weights_like, "a, w, axis=None", "w")
 linear(R.midpoints, "y, axis=-1", "y")
 jvp(R.trapezoid_weights, "y, x=None, dx=1.0, axis=-1", None,
     "_s2s_trapezoid_weights(y, t, dx, axis)",
-    "_s2s_trapezoid_weights(y, None, t, axis) if x is None else 0.0 * ans", namespace=ns)
+    # (the weights read dx only without x: then they are linear in dx)
+    "_s2s_trapezoid_weights(y, x, t, axis) - _s2s_trapezoid_weights(y, x, 0.0, axis)",
+    namespace=ns)
 jvp(R.polyder_value, "p, x, m=1", "_s2s_polyder_value(t, x, m)",
     "t * _s2s_polyder_value(p, x, m + 1)", namespace=ns)
 jvp(R.unpolyval, "g, p, x, m=0", "_s2s_unpolyval(t, p, x, m)", None,
@@ -178,6 +181,7 @@ for _f in (R.unconvolve, R.uncorrelate):
         f"{_n}(g, a, t, mode, which) if which == 0 else _s2s_zeros_like(ans)", namespace=ns)
 for _f, _params in [(R.swapaxes, "g, axis1, axis2"), (R.moveaxis, "g, source, destination"),
                     (R.flip, "g, axis=None"), (R.roll, "g, shift, axis=None"),
+                    (R.unrot90, "g, k=1, axes=None"),
                     (R.triu, "g, k=0"), (R.tril, "g, k=0")]:
     linear(_f, _params, "g")
 linear(R.trace, "g, x, offset=0, axis1=0, axis2=1", "g")
@@ -194,11 +198,26 @@ jvp(R.cholesky, "g, L", "_s2s_cholesky(t, L)", "_s2s_cholesky_adjoint_dot(g, L, 
 for _f, _params in [(R.split_like, "g, arrays, axis=0"), (R.unstack, "g, arrays, axis=0"),
                     (R.hstack, "g, arrays"), (R.vstack, "g, arrays"), (R.from_array, "g, obj"),
                     (R.untranspose, "g, axes=None"), (R.untile, "g, x, reps"),
-                    (R.unrepeat, "g, x, repeats, axis=None"), (R.unpad, "g, x, pad_width"),
+                    (R.unrepeat, "g, x, repeats, axis=None"), (R.unpad, "g, x, pad_width, mode='constant'"),
+                    (R.unpad_constant, "g, x, pad_width, constant_values=0"),
+                    (R.unsplit, "g, pieces, axis=0"),
+                    (R.unappend, "g, arr, values, axis=None, which=0"),
+                    (R.uncolumn_stack, "g, arrays"),
+                    (R.undiagonal, "g, a, offset=0, axis1=0, axis2=1"),
+                    (R.untake_along_axis, "g, arr, indices, axis"),
                     (R.cast_like, "g, x"), (R.unsum, "g, items"),
                     (R.unsort, "g, x, axis=-1"), (R.zero_at, "g, index"), (R.take, "g, index"),
                     (R.head, "g"), (R.last, "g")]:
     linear(_f, _params, "g")
+
+
+jvp(R.unkron, "g, a, b, which", "_s2s_unkron(t, a, b, which)",
+    "_s2s_unkron(g, t, b, which) if which == 1 else _s2s_zeros_like(ans)",
+    "_s2s_unkron(g, a, t, which) if which == 0 else _s2s_zeros_like(ans)", namespace=ns)
+jvp(R.uncross, "g, a, b, ans, which, axis=-1", "_s2s_uncross(t, a, b, ans, which, axis)",
+    "_s2s_uncross(g, t, b, ans, which, axis) if which == 1 else _s2s_zeros_like(ans)",
+    "_s2s_uncross(g, a, t, ans, which, axis) if which == 0 else _s2s_zeros_like(ans)",
+    namespace=ns)
 
 
 def broadcast_like(t, y):
