@@ -21,7 +21,7 @@ import corpus_control_flow
 import s2sad
 from corpus_scalar import CORPUS
 from oracle import fd_partial, resolve_wrt
-from s2sad.rules import calculus, containers, layout, registry, runtime
+from s2sad.rules import calculus, containers, factorizations, layout, registry, runtime
 from test_control_flow import CASES as CONTROL_FLOW
 from warned import allowing_unconnected
 
@@ -365,6 +365,21 @@ def more_shapes_and_layout(x):
     return np.concatenate(parts)
 
 
+def decompositions(x):
+    """Factorizations and powers, with forward rules of their own (of the vectors, what
+    does not depend on their signs)."""
+    m = x.reshape(4, 3)
+    w, v = np.linalg.eigh(m.T @ m)
+    u, s, vt = np.linalg.svd(m, full_matrices=False)
+    q, r = np.linalg.qr(m)
+    sol, res, rank, sv = np.linalg.lstsq(m, x[:4])
+    parts = [w, (v * v).ravel(), np.linalg.eigvalsh(m[:3] + m[:3].T), s, (u * u).ravel(),
+             np.linalg.svd(m, compute_uv=False), np.linalg.pinv(m).ravel(), q.ravel(),
+             r.ravel(), sol, res, sv, np.linalg.matrix_power(m[:3] + 2 * np.eye(3), 2).ravel(),
+             np.linalg.matrix_power(m[1:] + 2 * np.eye(3), -1).ravel()]
+    return np.concatenate(parts)
+
+
 JACOBIAN_CASES = [
     (polar, (np.array([2.0, 0.7]),)),
     (elementwise, (np.array([0.3, -1.2, 0.8]),)),
@@ -380,6 +395,8 @@ JACOBIAN_CASES = [
     (construction, (np.array([0.3, -0.4, 0.45]),)),
     (more_reductions, (np.array([0.3, -0.2, 0.9, -1.4, 0.7, 0.25]),)),
     (more_shapes_and_layout, (np.array([0.3, -0.2, 0.9, -1.4, 0.7, 0.25]),)),
+    (decompositions, (np.array([0.3, -0.2, 0.9, -1.4, 0.7, 0.25, 1.1, 0.4, -0.6, 0.8, -0.5,
+                                0.35]),)),
     (broadcasting, (np.array([0.5, -1.0, 2.0]), np.array([0.3, 0.7]))),
 ]
 
@@ -554,7 +571,8 @@ def test_hessian_takes_one_argument():
 
 # -- every rule has a forward rule ---------------------------------------------------------
 #: The modules of the helpers generated code calls (through `runtime`).
-HELPERS = (runtime.__name__, containers.__name__, calculus.__name__, layout.__name__)
+HELPERS = (runtime.__name__, containers.__name__, calculus.__name__, layout.__name__,
+           factorizations.__name__)
 #: The built-in rules, before any test registers its own.
 BUILT_IN = {prim: list(rule.variants) for prim, rule in registry.RULES.items()}
 

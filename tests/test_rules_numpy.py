@@ -1927,6 +1927,87 @@ def take_along_axis_flat(x):
     return np.sum(np.sin(np.take_along_axis(x, IDX, axis=None)))
 
 
+# -- factorizations and powers (eigh and eigvalsh of a symmetric matrix; functions of
+# the vectors that do not depend on their signs) ---------------------------------------
+def eigh_fn(a):
+    w, v = np.linalg.eigh(a + a.T)
+    return np.sum(w * W3) + np.sum(v * v * W33)
+
+
+def eigh_batch(a):
+    w, v = np.linalg.eigh(a + np.swapaxes(a, -1, -2), UPLO="U")
+    return np.sum(w * W23) + np.sum(v[..., 0] * v[..., 1] * W23)
+
+
+def eigvalsh_fn(a):
+    return np.sum(np.linalg.eigvalsh(a + a.T) * W3)
+
+
+def svd_fn(a):
+    u, s, vt = np.linalg.svd(a, full_matrices=False)
+    return np.sum(s * W3) + np.sum(u * u * W43) + np.sum(np.outer(u[:, 1], vt[1]) * W43)
+
+
+def svd_wide(a):
+    u, s, vt = np.linalg.svd(a, full_matrices=False)
+    return np.sum(s * W3) + np.sum(vt * vt * W34) + np.sum(u[:, 0] * u[:, 2] * W3)
+
+
+def svd_square_full(a):
+    u, s, vt = np.linalg.svd(a)
+    return np.sum(s * W3) + np.sum(u * u * W33) + np.sum(vt * vt * W33)
+
+
+def svd_values(a):
+    return np.sum(np.linalg.svd(a, compute_uv=False) * W3)
+
+
+def svd_batch(a):
+    r = np.linalg.svd(a, full_matrices=False)
+    return np.sum(r.S * W23) + np.sum(r.U * r.U * W243)
+
+
+def pinv_fn(a):
+    return np.sum(np.linalg.pinv(a) * W34)
+
+
+def pinv_batch(a):
+    return np.sum(np.linalg.pinv(a) * W243)
+
+
+def lstsq_vec(a, b):
+    x, res, rank, s = np.linalg.lstsq(a, b)
+    return np.sum(x * W3) + np.sum(res) * W_ + np.sum(s * W3)
+
+
+def lstsq_mat(a, b):
+    x, res, rank, s = np.linalg.lstsq(a, b)
+    return np.sum(x * W32) + np.sum(res * W2)
+
+
+def qr_fn(a):
+    q, r = np.linalg.qr(a)
+    return np.sum(q * W43) + np.sum(r * W33)
+
+
+def qr_square_batch(a):
+    q, r = np.linalg.qr(a)
+    return np.sum(q * W233) + np.sum(r * W233)
+
+
+def matrix_power_fn(a):
+    return np.sum(np.linalg.matrix_power(a, 3) * W33)
+
+
+def matrix_power_neg(a):
+    return np.sum(np.linalg.matrix_power(a, -2) * W33) + np.sum(np.linalg.matrix_power(a, 1))
+
+
+def slogdet_batch(a):
+    sign, logdet = np.linalg.slogdet(a)
+    return np.sum(logdet * W2)
+
+
 # -- a few compositions -----------------------------------------------------------------
 def logsumexp(x):
     m = np.max(x, axis=1, keepdims=True)
@@ -2644,6 +2725,27 @@ case(cross_fn, [np.cross], {"mat-mat": (R((4, 3)), R((4, 3))), "mat-vec": (R((4,
 case(cross_axis, [np.cross], (R((3, 4)), R((3, 4))))
 case(take_along_axis_fn, [np.take_along_axis], (R((3, 4)),))
 case(take_along_axis_flat, [np.take_along_axis], (R((3, 4)),))
+
+
+# -- factorizations and powers (tests/test_rules_modes.py checks them in vjp, jvp and
+# hessian) ------------------------------------------------------------------------------
+case(eigh_fn, [np.linalg.eigh], (R((3, 3)),))
+case(eigh_batch, [np.linalg.eigh], (R((2, 3, 3)),))
+case(eigvalsh_fn, [np.linalg.eigvalsh], (R((3, 3)),))
+case(svd_fn, [np.linalg.svd], (R((4, 3)),))
+case(svd_wide, [np.linalg.svd], (R((3, 4)),))
+case(svd_square_full, [np.linalg.svd], (R((3, 3)),))
+case(svd_values, [np.linalg.svd], {"tall": (R((4, 3)),), "wide": (R((3, 5)),)})
+case(svd_batch, [np.linalg.svd], (R((2, 4, 3)),))
+case(pinv_fn, [np.linalg.pinv], (R((4, 3)),))
+case(pinv_batch, [np.linalg.pinv], (R((2, 3, 4)),))
+case(lstsq_vec, [np.linalg.lstsq], (R((4, 3)), R((4,))))
+case(lstsq_mat, [np.linalg.lstsq], {"tall": (R((4, 3)), R((4, 2)))})
+case(qr_fn, [np.linalg.qr], (R((4, 3)),))
+case(qr_square_batch, [np.linalg.qr], (R((2, 3, 3)),))
+case(matrix_power_fn, [np.linalg.matrix_power], (R((3, 3)),))
+case(matrix_power_neg, [np.linalg.matrix_power], (well_conditioned(3, 3),))
+case(slogdet_batch, [np.linalg.slogdet], (well_conditioned(2, 3, 3),))
 
 
 # -- compositions (no claims: every primitive in them has its own checks) ---------------

@@ -204,6 +204,56 @@ rule(np.linalg.det, "a",
 rule(np.linalg.slogdet, "a", "g[1][..., None, None] * np.swapaxes(np.linalg.inv(a), -1, -2)",
      tangent="(_s2s_zeros_like(ans[0]), np.trace(np.linalg.solve(a, t), 0, -2, -1))",
      returns="container")
+# factorizations (the helpers are in rules/factorizations.py); eigh and svd differentiate
+# the symmetric part of a symmetric argument, as JAX does
+_G = "_s2s_structured(g, ans)"
+_VT = "np.swapaxes(ans[1], -1, -2)"
+rule(np.linalg.eigh, "a, UPLO='L'",
+     a=f"_s2s_symmetrize((ans[1] * np.expand_dims({_G}[0], -2)) @ {_VT} + ans[1] @ "
+       f"(_s2s_eigen_gaps(ans[0]) * ({_VT} @ {_G}[1])) @ {_VT})",
+     tangent={"a": "_s2s_eigh_dot(t, ans)"}, returns="container")
+_EIGVECS = "np.linalg.eigh(a, UPLO)[1]"
+rule(np.linalg.eigvalsh, "a, UPLO='L'",
+     a=f"({_EIGVECS} * np.expand_dims(_s2s_spread(g, ans), -2)) @ "
+       f"np.swapaxes({_EIGVECS}, -1, -2)",
+     tangent={"a": f"_s2s_eigvals_dot(t, {_EIGVECS})"})
+_U, _S, _SVT = (f"_s2s_thin(ans, 'svd')[{i}]" for i in range(3))
+_UT, _SV = f"np.swapaxes({_U}, -1, -2)", f"np.swapaxes({_SVT}, -1, -2)"
+_F = f"_s2s_eigen_gaps({_S} * {_S})"
+_DS = (f"(_s2s_diag_embed({_G}[1]) + 2 * _s2s_symmetrize({_F} * ({_UT} @ {_G}[0])) * "
+       f"np.expand_dims({_S}, -2) + np.expand_dims({_S}, -1) * 2 * _s2s_symmetrize({_F} * "
+       f"({_SVT} @ np.swapaxes({_G}[2], -1, -2))))")
+_SVD = (f"{_U} @ {_DS} @ {_SVT} + _s2s_safe_divide({_G}[0] - {_U} @ ({_UT} @ {_G}[0]), "
+        f"np.expand_dims({_S}, -2)) @ {_SVT} + {_U} @ _s2s_safe_divide({_G}[2] - ({_G}[2] @ "
+        f"{_SV}) @ {_SVT}, np.expand_dims({_S}, -1))")
+_THIN_SVD = "np.linalg.svd(a, full_matrices=False)"
+rule(np.linalg.svd, "a, full_matrices=True, compute_uv=True, hermitian=False",
+     a=f"{_SVD} if compute_uv else ({_THIN_SVD}[0] * np.expand_dims(_s2s_spread(g, ans), "
+       f"-2)) @ {_THIN_SVD}[2]",
+     tangent={"a": "_s2s_svd_dot(t, a, ans, compute_uv)"}, returns=None)
+_PT, _PG = "np.swapaxes(ans, -1, -2)", "_s2s_spread(g, ans)"
+_X = f"(np.swapaxes({_PG}, -1, -2) @ ans @ {_PT})"
+_Y = f"({_PT} @ ans @ np.swapaxes({_PG}, -1, -2))"
+# where the rank of `a` does not change (as JAX)
+rule(np.linalg.pinv, "a, rcond=None, hermitian=False",
+     a=f"-{_PT} @ {_PG} @ {_PT} + {_X} - a @ (ans @ {_X}) + {_Y} - ({_Y} @ ans) @ a",
+     tangent={"a": "_s2s_pinv_dot(t, a, ans)"})
+rule(np.linalg.lstsq, "a, b, rcond=None", "_s2s_lstsq_adjoint(g, a, b, ans, 0)",
+     "_s2s_lstsq_adjoint(g, a, b, ans, 1)",
+     tangent=("_s2s_lstsq_dot(t, a, b, ans, 0)", "_s2s_lstsq_dot(t, a, b, ans, 1)"),
+     returns="container")
+_Q, _R = "_s2s_thin(ans, 'qr')[0]", "_s2s_thin(ans, 'qr')[1]"
+_M = f"(np.swapaxes({_Q}, -1, -2) @ {_G}[0] - {_G}[1] @ np.swapaxes({_R}, -1, -2))"
+_XB = f"({_G}[0] + {_Q} @ (np.tril({_M} - np.swapaxes({_M}, -1, -2), -1) - {_M}))"
+rule(np.linalg.qr, "a, mode='reduced'",
+     a=f"np.swapaxes(np.linalg.solve({_R}, np.swapaxes({_XB}, -1, -2)), -1, -2)",
+     tangent={"a": "_s2s_qr_dot(t, ans)"}, returns="container")
+_INVT = "np.swapaxes(np.linalg.inv(a), -1, -2)"
+rule(np.linalg.matrix_power, "a, n",
+     a=f"_s2s_power_dot(g, np.swapaxes(a, -1, -2), n) if n >= 0 else "
+       f"-{_INVT} @ _s2s_power_dot(g, {_INVT}, -n) @ {_INVT}",
+     tangent={"a": "_s2s_power_dot(t, a, n) if n >= 0 else _s2s_power_dot(-np.linalg.inv(a) "
+                   "@ t @ np.linalg.inv(a), np.linalg.inv(a), -n)"})
 rule(np.linalg.cholesky, "a", "_s2s_cholesky(g, ans)", tangent="_s2s_cholesky_dot(t, ans)")
 
 # shapes and construction

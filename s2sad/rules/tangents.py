@@ -104,7 +104,8 @@ ns.update({"_s2s_" + k: getattr(R, k) for k in ("einsum", "tensordot", "solve", 
                                                   "prod_others", "polyder_value",
                                                   "unpolyval", "trapezoid_weights",
                                                   "unconvolve", "uncorrelate", "unkron",
-                                                  "uncross")})
+                                                  "uncross", "power_dot", "power_dot_dot",
+                                                  "lstsq_adjoint", "no_second_derivative")})
 
 define(R.zeros_like, "x", None, zero=("x",), tangent=())    # a constant: no derivative
 # the adjoint 1 of a scalar output: a constant, in reverse mode too (gradient code
@@ -218,6 +219,17 @@ jvp(R.uncross, "g, a, b, ans, which, axis=-1", "_s2s_uncross(t, a, b, ans, which
     "_s2s_uncross(g, t, b, ans, which, axis) if which == 1 else _s2s_zeros_like(ans)",
     "_s2s_uncross(g, a, t, ans, which, axis) if which == 0 else _s2s_zeros_like(ans)",
     namespace=ns)
+
+
+# factorizations (rules/factorizations.py)
+for _f, _params in [(R.structured, "g, ans"), (R.spread, "g, like"), (R.symmetrize, "m"),
+                    (R.diag_embed, "v"), (R.thin, "ans, what")]:
+    linear(_f, _params, _params.split(",")[0])
+jvp(R.eigen_gaps, "w", "-ans * ans * (t[..., None, :] - t[..., :, None])")
+jvp(R.power_dot, "d, a, n", "_s2s_power_dot(t, a, n)", "_s2s_power_dot_dot(d, a, n, t)",
+    namespace=ns)
+jvp(R.lstsq_adjoint, "g, a, b, x, which", "_s2s_lstsq_adjoint(t, a, b, x, which)",
+    *["_s2s_no_second_derivative('np.linalg.lstsq')"] * 3, namespace=ns)
 
 
 def broadcast_like(t, y):
