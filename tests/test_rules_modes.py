@@ -28,6 +28,7 @@ W4, W34 = _WRNG.standard_normal(4), _WRNG.standard_normal((3, 4))
 NAN34 = np.where(_WRNG.uniform(size=(3, 4)) < 0.25, np.nan, 0.0)   # added: NaN at a quarter
 NAN34[:, 0] = 0.0                                   # (no row or column of NaN only)
 NAN34[0] = 0.0
+ZEROS34 = S.uniform((3, 4), 0.5, 1.5) * (np.arange(12).reshape(3, 4) % 5 != 2)
 
 
 def POS(shape):
@@ -207,6 +208,14 @@ def r_trapezoid_rows(y, x):
 
 def r_trapezoid_dx(y, dx):
     return np.trapezoid(y, dx=dx, axis=0)
+
+
+def r_cumprod(x):
+    return np.cumprod(x, axis=1)
+
+
+def r_cumprod_flat(x):
+    return np.cumprod(x)
 
 
 def r_polyval(p, x):
@@ -423,6 +432,8 @@ CASES = {
                                     "mat-mat": (R((3, 4)), R((3, 4)))}),
     "trapezoid_rows": (r_trapezoid_rows, {"mat": (R((3, 4)), R((4,)))}),
     "trapezoid_dx": (r_trapezoid_dx, {"py": (R((3, 4)), 0.7)}),
+    "cumprod": (r_cumprod, {"mat": (R((3, 4)),), "zeros": (ZEROS34,)}),
+    "cumprod_flat": (r_cumprod_flat, {"zeros": (ZEROS34,), "vec": (np.array([0.0, 1.3, 0.0]),)}),
     "polyval": (r_polyval, {"vec": (R((3,)), R((4,))), "py": (R((4,)), R(None)),
                             "mat": (R((2,)), R((3, 4)))}),
     "convolve": (r_convolve, {k: (R(a), R(b)) for k, (a, b) in _PAIRS.items()}),
@@ -524,6 +535,10 @@ def h_linalg(x):
             + np.sum(np.linalg.eigvalsh(a[:3] + a[:3].T) * W4[:3]))
 
 
+def h_cumprod(x):
+    return np.sum(np.cumprod(x.reshape(2, 3), axis=1) * W34[:2, :3]) + np.sum(np.cumprod(x) * W4[0])
+
+
 def h_matrix_power(x):
     a = x.reshape(3, 3)
     return np.sum(np.linalg.matrix_power(a, 3) * W34[:, :3]) + np.sum(
@@ -541,6 +556,7 @@ HESSIANS = {
     "logaddexp2": (h_logaddexp2, [R((4,))]),
     "mod": (h_mod, [np.array([0.5, 1.3, -0.8, 2.2])]),
     "linalg": (h_linalg, [R((12,))]),
+    "cumprod": (h_cumprod, [R((6,)), np.array([0.5, 0.0, 1.2, -0.7, 0.0, 0.0])]),
     "matrix_power": (h_matrix_power, [R((9,)) + 2 * np.eye(3).ravel()]),
 }
 

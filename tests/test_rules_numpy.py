@@ -2419,6 +2419,11 @@ case(cumsum_vec, [np.cumsum], (R((4,)),))
 for _fn in (cumprod_flat, cumprod_ax0, cumprod_ax1):
     case(_fn, [np.cumprod], (S.uniform((3, 4), 0.5, 1.5),))
 case(cumprod_vec, [np.cumprod], (S.uniform((4,), 0.5, 1.5),))
+# exact zeros: the adjoint divides by nothing
+_ZEROS34 = S.uniform((3, 4), 0.5, 1.5) * (np.arange(12).reshape(3, 4) % 5 != 2)
+for _fn in (cumprod_flat, cumprod_ax0, cumprod_ax1):
+    case(_fn, [np.cumprod], {"zeros": (_ZEROS34,)})
+case(cumprod_vec, [np.cumprod], {"zeros": (np.array([0.7, 0.0, 1.2, 0.0]),)})
 
 
 

@@ -167,3 +167,84 @@ def uncorrelate(g, a, v, mode="valid", which=0):
     if which == 0:
         return np.correlate(full, np.asarray(v)[::-1], "valid")
     return np.correlate(full, a, "valid")[::-1]
+
+
+def _along(x, axis):
+    """`x` with `axis` last (all of `x` flattened for None), and how to put it back."""
+    x = np.asarray(x)
+    if axis is None:
+        return x.reshape(-1), lambda y: np.reshape(y, x.shape)
+    return np.moveaxis(x, axis, -1), lambda y: np.moveaxis(y, -1, axis)
+
+
+def _before(x):
+    """The products of the entries before each one along the last axis, without
+    dividing (zeros are fine)."""
+    out = np.ones(x.shape, dtype=np.result_type(x, np.float32))
+    out[..., 1:] = np.cumprod(x[..., :-1], axis=-1)
+    return out
+
+
+def _before_dot(x, t):
+    """The tangent of `_before(x)` along `t`."""
+    shifted, dt = np.ones_like(x), np.zeros(x.shape, dtype=np.result_type(t, x, np.float32))
+    shifted[..., 1:], dt[..., 1:] = x[..., :-1], t[..., :-1]
+    return _scan_dot(shifted, dt)
+
+
+def _scan_dot(x, t):
+    """The tangent of `np.cumprod(x, -1)` along `t`: D[j] = D[j - 1] x[j] + P[j - 1] t[j]."""
+    out = np.empty(np.broadcast_shapes(np.shape(t), x.shape), dtype=np.result_type(t, x))
+    p = _before(x)
+    out[..., 0] = t[..., 0]
+    for j in range(1, x.shape[-1]):
+        out[..., j] = out[..., j - 1] * x[..., j] + p[..., j] * t[..., j]
+    return out
+
+
+def _suffix(g, x):
+    """S[k] = g[k] + x[k + 1] S[k + 1]: the sums that the adjoint of a cumulative product
+    multiplies by the products before each entry."""
+    out = np.array(np.broadcast_to(g, x.shape), dtype=np.result_type(g, x, np.float32))
+    for k in range(x.shape[-1] - 2, -1, -1):
+        out[..., k] += x[..., k + 1] * out[..., k + 1]
+    return out
+
+
+def cumprod(g, x, ans, axis=None):
+    """The adjoint of `ans = np.cumprod(x, axis)`: the cumulative sum from the end of
+    g ans, over x; where `x` has zeros, the products before each entry times the sums
+    S[k] = g[k] + x[k + 1] S[k + 1], which divide by nothing."""
+    x = np.asarray(x)
+    xs, back = _along(x, axis)
+    gs = _along(np.broadcast_to(g, np.shape(ans)), axis if np.ndim(ans) else None)[0]
+    if not np.any(xs == 0):
+        ans_s = _along(ans, axis)[0]
+        out = np.flip(np.cumsum(np.flip(gs * ans_s, -1), -1), -1) / xs
+    else:
+        out = _before(xs) * _suffix(gs, xs)
+    return back(out)
+
+
+def cumprod_dot(t, x, ans, axis=None):
+    """The tangent of `ans = np.cumprod(x, axis)` along `t` (zeros in `x` are fine)."""
+    xs, back = _along(x, axis)
+    ts = _along(np.broadcast_to(t, np.shape(x)), axis)[0]
+    if not np.any(xs == 0):
+        out = _along(ans, axis)[0] * np.cumsum(ts / xs, -1)
+    else:
+        out = _scan_dot(xs, ts)
+    return out if axis is None else back(out)      # (flat, as the product, for None)
+
+
+def cumprod_adjoint_dot(g, x, t, axis=None):
+    """The tangent of `cumprod(g, x, ans, axis)` along `t`, the tangent of `x` (and of
+    `ans` with it)."""
+    xs, back = _along(x, axis)
+    ts = _along(np.broadcast_to(t, np.shape(x)), axis)[0]
+    gs = _along(np.broadcast_to(g, np.shape(x)), axis)[0]
+    s = _suffix(gs, xs)
+    ds = np.zeros(s.shape, dtype=s.dtype)
+    for k in range(xs.shape[-1] - 2, -1, -1):
+        ds[..., k] = ts[..., k + 1] * s[..., k + 1] + xs[..., k + 1] * ds[..., k + 1]
+    return back(_before_dot(xs, ts) * s + _before(xs) * ds)

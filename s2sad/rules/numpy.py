@@ -163,7 +163,7 @@ rule(np.trapezoid, "y, x=None, dx=1.0, axis=-1",
               "dx": "np.trapezoid(y, x, t, axis) - np.trapezoid(y, x, 0.0, axis)"})
 rule(np.cumsum, "a, axis=None", a="_s2s_cumsum(g, a, axis)", linear="a", method="cumsum")
 rule(np.cumprod, "a, axis=None", a="_s2s_cumprod(g, a, ans, axis)",
-     tangent={"a": "ans * np.cumsum(t / a, axis)"}, method="cumprod")
+     tangent={"a": "_s2s_cumprod_dot(t, a, ans, axis)"}, method="cumprod")
 
 # linear algebra
 rule(np.matmul, "a, b", "_s2s_matmul_lhs(g, a, b)", "_s2s_matmul_rhs(g, a, b)",

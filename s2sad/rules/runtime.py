@@ -10,7 +10,7 @@ from .containers import (  # noqa: F401 - generated code finds them in runtime
     is_zero as _is_zero, joined as _joined, rebuild as _rebuild, repeated as _repeated,
     replace as _replace)
 from .calculus import (  # noqa: F401 - generated code finds them in runtime
-    midpoints, polygamma, polyder_value, shaped_as, sinc_slope, trapezoid_weights,
+    cumprod, cumprod_adjoint_dot, cumprod_dot, midpoints, polygamma, polyder_value, shaped_as, sinc_slope, trapezoid_weights,
     unconvolve, uncorrelate, undiff, unpolyval, weights_like)
 from .factorizations import (  # noqa: F401 - generated code finds them in runtime
     diag_embed, eigen_gaps, eigh_dot, eigvals_dot, lstsq_adjoint, lstsq_dot,
@@ -292,14 +292,6 @@ def cumsum(g, x, axis=None):
     if axis is None:
         return np.cumsum(np.asarray(g)[::-1])[::-1].reshape(np.shape(x))
     return np.flip(np.cumsum(np.flip(g, axis), axis), axis)
-
-
-def cumprod(g, x, ans, axis=None):
-    """The adjoint of cumprod (for `x` without zeros)."""
-    x = np.asarray(x)
-    if axis is None:
-        return (cumsum(np.asarray(g) * ans, x.ravel()) / x.ravel()).reshape(x.shape)
-    return cumsum(g * ans, x, axis) / x
 
 
 def _matmul_shape(a, b):

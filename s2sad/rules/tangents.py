@@ -102,6 +102,7 @@ ns.update({"_s2s_" + k: getattr(R, k) for k in ("einsum", "tensordot", "solve", 
                                                   "inv", "prod_others_dot",
                                                   "safe_divide", "polygamma", "sinc_slope",
                                                   "prod_others", "polyder_value",
+                                                  "cumprod_adjoint_dot",
                                                   "unpolyval", "trapezoid_weights",
                                                   "unconvolve", "uncorrelate", "unkron",
                                                   "uncross", "power_dot", "power_dot_dot",
@@ -133,8 +134,10 @@ linear(R.linspace_end, "g, start, stop, num=50, endpoint=True, which=0", "g")
 linear(R.arange_part, "g, start, stop=None, step=None, which=0", "g")
 jvp(R.safe_divide, "n, d", "_s2s_safe_divide(t, d)", "-_s2s_safe_divide(n * t, d * d)",
     namespace=ns)
-jvp(R.cumprod, "g, x, p, axis=None", "_s2s_cumprod(t, x, p, axis)", "-ans * t / x",
-    "_s2s_cumprod(g, x, t, axis)", namespace=ns)
+# (the tangent along x is the whole derivative: p, the cumulative product of x, varies
+# with x and is read only to save work)
+jvp(R.cumprod, "g, x, p, axis=None", "_s2s_cumprod(t, x, p, axis)",
+    "_s2s_cumprod_adjoint_dot(g, x, t, axis)", namespace=ns)
 linear(R.matmul_lhs, "g, a, b", "g", "b")
 linear(R.matmul_rhs, "g, a, b", "g", "a")
 linear(R.dot_lhs, "g, a, b", "g", "b")
