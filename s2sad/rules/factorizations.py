@@ -76,6 +76,33 @@ def eigvals_dot(t, v):
     return np.diagonal(_t(v) @ symmetrize(t) @ v, 0, -2, -1).copy()
 
 
+def eigvalsh_adjoint(g, a, UPLO="L"):
+    """The adjoint of `a` in `np.linalg.eigvalsh(a, UPLO)`: v diag(g) v^T."""
+    v = np.linalg.eigh(a, UPLO)[1]
+    return (v * np.expand_dims(spread(g, v[..., 0]), -2)) @ _t(v)     # (v[..., 0]: w's shape)
+
+
+def eigvalsh_adjoint_dot(g, a, t, UPLO="L"):
+    """The tangent of `eigvalsh_adjoint(g, a, UPLO)` along `t`, the tangent of `a`."""
+    ans = np.linalg.eigh(a, UPLO)
+    v, dv = ans[1], eigh_dot(t, ans)[1]
+    return 2 * symmetrize((dv * np.expand_dims(spread(g, ans[0]), -2)) @ _t(v))
+
+
+def svd_values_adjoint(g, a):
+    """The adjoint of `a` in `np.linalg.svd(a, compute_uv=False)`: u diag(g) v^T."""
+    u, s, vt = np.linalg.svd(a, full_matrices=False)
+    return (u * np.expand_dims(spread(g, s), -2)) @ vt
+
+
+def svd_values_adjoint_dot(g, a, t):
+    """The tangent of `svd_values_adjoint(g, a)` along `t`, the tangent of `a`."""
+    ans = np.linalg.svd(a, full_matrices=False)
+    du, _, dvt = svd_dot(t, a, ans)
+    d = np.expand_dims(spread(g, ans[1]), -2)
+    return (du * d) @ ans[2] + (ans[0] * d) @ dvt
+
+
 def svd_dot(t, a, ans, compute_uv=True):
     """The tangent of `ans = np.linalg.svd(a, ...)` along `t` (JAX's rule, for real
     matrices)."""

@@ -212,11 +212,8 @@ rule(np.linalg.eigh, "a, UPLO='L'",
      a=f"_s2s_symmetrize((ans[1] * np.expand_dims({_G}[0], -2)) @ {_VT} + ans[1] @ "
        f"(_s2s_eigen_gaps(ans[0]) * ({_VT} @ {_G}[1])) @ {_VT})",
      tangent={"a": "_s2s_eigh_dot(t, ans)"}, returns="container")
-_EIGVECS = "np.linalg.eigh(a, UPLO)[1]"
-rule(np.linalg.eigvalsh, "a, UPLO='L'",
-     a=f"({_EIGVECS} * np.expand_dims(_s2s_spread(g, ans), -2)) @ "
-       f"np.swapaxes({_EIGVECS}, -1, -2)",
-     tangent={"a": f"_s2s_eigvals_dot(t, {_EIGVECS})"})
+rule(np.linalg.eigvalsh, "a, UPLO='L'", a="_s2s_eigvalsh_adjoint(g, a, UPLO)",
+     tangent={"a": "_s2s_eigvals_dot(t, np.linalg.eigh(a, UPLO)[1])"})
 _U, _S, _SVT = (f"_s2s_thin(ans, 'svd')[{i}]" for i in range(3))
 _UT, _SV = f"np.swapaxes({_U}, -1, -2)", f"np.swapaxes({_SVT}, -1, -2)"
 _F = f"_s2s_eigen_gaps({_S} * {_S})"
@@ -226,10 +223,8 @@ _DS = (f"(_s2s_diag_embed({_G}[1]) + 2 * _s2s_symmetrize({_F} * ({_UT} @ {_G}[0]
 _SVD = (f"{_U} @ {_DS} @ {_SVT} + _s2s_safe_divide({_G}[0] - {_U} @ ({_UT} @ {_G}[0]), "
         f"np.expand_dims({_S}, -2)) @ {_SVT} + {_U} @ _s2s_safe_divide({_G}[2] - ({_G}[2] @ "
         f"{_SV}) @ {_SVT}, np.expand_dims({_S}, -1))")
-_THIN_SVD = "np.linalg.svd(a, full_matrices=False)"
 rule(np.linalg.svd, "a, full_matrices=True, compute_uv=True, hermitian=False",
-     a=f"{_SVD} if compute_uv else ({_THIN_SVD}[0] * np.expand_dims(_s2s_spread(g, ans), "
-       f"-2)) @ {_THIN_SVD}[2]",
+     a=f"{_SVD} if compute_uv else _s2s_svd_values_adjoint(g, a)",
      tangent={"a": "_s2s_svd_dot(t, a, ans, compute_uv)"}, returns=None)
 _PT, _PG = "np.swapaxes(ans, -1, -2)", "_s2s_spread(g, ans)"
 _X = f"(np.swapaxes({_PG}, -1, -2) @ ans @ {_PT})"

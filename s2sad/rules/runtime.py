@@ -10,12 +10,14 @@ from .containers import (  # noqa: F401 - generated code finds them in runtime
     is_zero as _is_zero, joined as _joined, rebuild as _rebuild, repeated as _repeated,
     replace as _replace)
 from .calculus import (  # noqa: F401 - generated code finds them in runtime
-    cumprod, cumprod_adjoint_dot, cumprod_dot, midpoints, polygamma, polyder_value, shaped_as, sinc_slope, trapezoid_weights,
-    unconvolve, uncorrelate, undiff, unpolyval, weights_like)
+    cumprod, cumprod_adjoint_dot, cumprod_dot, midpoints, polygamma, polyder_value,
+    shaped_as, sinc_slope, trapezoid_weights, unconvolve, uncorrelate, undiff, unpolyval,
+    weights_like)
 from .factorizations import (  # noqa: F401 - generated code finds them in runtime
-    diag_embed, eigen_gaps, eigh_dot, eigvals_dot, lstsq_adjoint, lstsq_dot,
-    no_second_derivative, pinv_dot, power_dot, power_dot_dot, qr_dot, spread, structured,
-    svd_dot, symmetrize, thin)
+    diag_embed, eigen_gaps, eigh_dot, eigvals_dot, eigvalsh_adjoint, eigvalsh_adjoint_dot,
+    lstsq_adjoint, lstsq_dot, no_second_derivative, pinv_dot, power_dot, power_dot_dot,
+    qr_dot, spread, structured, svd_dot, svd_values_adjoint, svd_values_adjoint_dot,
+    symmetrize, thin)
 from .layout import (  # noqa: F401 - generated code finds them in runtime
     unappend, uncolumn_stack, uncross, undiagonal, unkron, unpad, unpad_constant, unrot90,
     unsplit, untake_along_axis)

@@ -106,6 +106,8 @@ ns.update({"_s2s_" + k: getattr(R, k) for k in ("einsum", "tensordot", "solve", 
                                                   "unpolyval", "trapezoid_weights",
                                                   "unconvolve", "uncorrelate", "unkron",
                                                   "uncross", "power_dot", "power_dot_dot",
+                                                  "eigvalsh_adjoint", "eigvalsh_adjoint_dot",
+                                                  "svd_values_adjoint", "svd_values_adjoint_dot",
                                                   "lstsq_adjoint", "no_second_derivative")})
 
 define(R.zeros_like, "x", None, zero=("x",), tangent=())    # a constant: no derivative
@@ -230,6 +232,10 @@ for _f, _params in [(R.structured, "g, ans"), (R.spread, "g, like"), (R.symmetri
                     (R.diag_embed, "v"), (R.thin, "ans, what")]:
     linear(_f, _params, _params.split(",")[0])
 jvp(R.eigen_gaps, "w", "-ans * ans * (t[..., None, :] - t[..., :, None])")
+jvp(R.eigvalsh_adjoint, "g, a, UPLO='L'", "_s2s_eigvalsh_adjoint(t, a, UPLO)",
+    "_s2s_eigvalsh_adjoint_dot(g, a, t, UPLO)", namespace=ns)
+jvp(R.svd_values_adjoint, "g, a", "_s2s_svd_values_adjoint(t, a)",
+    "_s2s_svd_values_adjoint_dot(g, a, t)", namespace=ns)
 jvp(R.power_dot, "d, a, n", "_s2s_power_dot(t, a, n)", "_s2s_power_dot_dot(d, a, n, t)",
     namespace=ns)
 jvp(R.lstsq_adjoint, "g, a, b, x, which", "_s2s_lstsq_adjoint(t, a, b, x, which)",
