@@ -24,8 +24,8 @@ def helper(x):
 def calls_helper(x):
     return helper(x) + 1.0
 
-def uses_gamma(x):
-    return math.gamma(x)
+def uses_ldexp(x):
+    return math.ldexp(x, 3)
 
 def array_out(x):
     return np.array([x, x])

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import s2sad
+from s2sad.rules import registry
 import corpus_errors as bad
 from s2sad.frontend.source import function_from_source
 from s2sad import (GradientCheckError, MissingRuleError, NonScalarOutputError, S2SADError,
@@ -69,10 +70,10 @@ def test_caret_points_at_the_construct():
 
 def test_missing_rule_names_function_line_and_fix():
     with pytest.raises(MissingRuleError) as info:
-        s2sad.grad(bad.uses_gamma)(1.5)
+        s2sad.grad(bad.uses_ldexp)(1.5)
     text = str(info.value)
-    assert f"{FILE}:{line_of('math.gamma(x)')}" in text
-    assert "math.gamma" in text and "s2sad.defvjp" in text and "s2sad.nondiff" in text
+    assert f"{FILE}:{line_of('math.ldexp(x, 3)')}" in text
+    assert "math.ldexp" in text and "s2sad.defvjp" in text and "s2sad.nondiff" in text
 
 
 def test_missing_rule_of_a_function_on_arrays_gives_a_custom_vjp_that_works():
@@ -141,13 +142,14 @@ def test_non_scalar_output():
 
 
 def test_registering_a_rule_fixes_missing_rule():
-    def digamma(x):
-        return (math.lgamma(x + 1e-6) - math.lgamma(x - 1e-6)) / 2e-6
-
-    s2sad.defvjp(math.gamma, "x", "g * ans * digamma(x)", namespace={"digamma": digamma})
-    x = 1.7
-    fd = (math.gamma(x + 1e-6) - math.gamma(x - 1e-6)) / 2e-6
-    assert s2sad.grad(bad.uses_gamma)(x) == pytest.approx(fd, rel=1e-6)
+    s2sad.defvjp(math.ldexp, "x, i", "g * 2.0 ** i", None)
+    try:
+        x = 1.7
+        fd = (math.ldexp(x + 1e-6, 3) - math.ldexp(x - 1e-6, 3)) / 2e-6
+        assert s2sad.grad(bad.uses_ldexp)(x) == pytest.approx(fd, rel=1e-6)
+    finally:            # (docs/errors.md shows math.ldexp without a rule)
+        registry.RULES.pop(math.ldexp)
+        registry.bump()
 
 
 def test_nondiff_marks_a_function():

@@ -22,7 +22,7 @@ import corpus_control_flow
 import s2sad
 from corpus_scalar import CORPUS
 from oracle import fd_partial, resolve_wrt
-from s2sad.rules import containers, registry, runtime
+from s2sad.rules import calculus, containers, factorizations, layout, registry, runtime
 from test_control_flow import CASES as CONTROL_FLOW
 from warned import allowing_unconnected
 
@@ -330,6 +330,57 @@ def construction(x):
     return np.concatenate(parts)
 
 
+NAN6 = np.array([0.0, np.nan, 0.0, 0.0, 0.0, np.nan])
+
+
+def more_reductions(x):
+    """Reductions, scans and sequences of numbers with forward rules of their own."""
+    m = x.reshape(2, 3)
+    y = x + NAN6
+    parts = [[math.dist((x[0], x[1]), (x[2], 0.5)), math.prod([x[0], x[3], 2.0], start=1.5),
+              math.fsum([x[1], x[2] * x[4]]), np.nansum(y), np.nanmax(y), np.nanmin(y),
+              np.ptp(x), np.average(x, weights=x * x + 1.0), x[:1].item()],
+             np.nanmean(y.reshape(2, 3), axis=0), np.ptp(m, axis=1), np.diff(x, 2),
+             np.average(m, axis=1, weights=np.array([1.0, 2.0, 0.5])),
+             np.trapezoid(m, x[:3] * 2.0), [np.trapezoid(x, dx=x[0])],
+             np.polyval(x[:3], x[3:]), np.convolve(x[:4], x[4:], "same"),
+             np.correlate(x[:2], x[2:], "full"), np.logaddexp2(x, 0.3),
+             np.clip(x, min=-0.5)]
+    return np.concatenate(parts)
+
+
+def more_shapes_and_layout(x):
+    """Splitting, joining, padding and rearranging, with forward rules of their own."""
+    m = x.reshape(2, 3)
+    a, b = np.split(x, 2)
+    c = np.array_split(x, 4)
+    d, e = np.hsplit(m, [1])
+    f, h = np.vsplit(m, 2)
+    parts = [a * b, c[3], d[:, 0], e.ravel(), f[0] * h[0], np.append(a, x[:2]),
+             np.flipud(m).ravel(), np.fliplr(m).ravel(), np.rot90(m).ravel(),
+             np.pad(x[:2], 1, constant_values=x[2]), np.pad(x[:3], 1, "reflect"),
+             np.column_stack([x[:2], x[2:4]]).ravel(), np.atleast_1d(x[0]),
+             np.atleast_2d(x)[0], np.atleast_3d(m).ravel(), np.diagonal(m, 1),
+             np.kron(x[:2], x[2:4]), np.cross(x[:3], x[3:]),
+             np.take_along_axis(m, np.array([[2, 0], [1, 1]]), axis=1).ravel()]
+    return np.concatenate(parts)
+
+
+def decompositions(x):
+    """Factorizations and powers, with forward rules of their own (of the vectors, what
+    does not depend on their signs)."""
+    m = x.reshape(4, 3)
+    w, v = np.linalg.eigh(m.T @ m)
+    u, s, vt = np.linalg.svd(m, full_matrices=False)
+    q, r = np.linalg.qr(m)
+    sol, res, rank, sv = np.linalg.lstsq(m, x[:4])
+    parts = [w, (v * v).ravel(), np.linalg.eigvalsh(m[:3] + m[:3].T), s, (u * u).ravel(),
+             np.linalg.svd(m, compute_uv=False), np.linalg.pinv(m).ravel(), q.ravel(),
+             r.ravel(), sol, res, sv, np.linalg.matrix_power(m[:3] + 2 * np.eye(3), 2).ravel(),
+             np.linalg.matrix_power(m[1:] + 2 * np.eye(3), -1).ravel()]
+    return np.concatenate(parts)
+
+
 JACOBIAN_CASES = [
     (polar, (np.array([2.0, 0.7]),)),
     (elementwise, (np.array([0.3, -1.2, 0.8]),)),
@@ -343,6 +394,10 @@ JACOBIAN_CASES = [
     (more_shapes, (np.array([0.3, -0.2, 0.9, -1.4, 0.7, 0.25]),)),
     (python_builtins, (np.array([0.6, -0.4, 1.1]),)),
     (construction, (np.array([0.3, -0.4, 0.45]),)),
+    (more_reductions, (np.array([0.3, -0.2, 0.9, -1.4, 0.7, 0.25]),)),
+    (more_shapes_and_layout, (np.array([0.3, -0.2, 0.9, -1.4, 0.7, 0.25]),)),
+    (decompositions, (np.array([0.3, -0.2, 0.9, -1.4, 0.7, 0.25, 1.1, 0.4, -0.6, 0.8, -0.5,
+                                0.35]),)),
     (broadcasting, (np.array([0.5, -1.0, 2.0]), np.array([0.3, 0.7]))),
 ]
 
@@ -517,7 +572,8 @@ def test_hessian_takes_one_argument():
 
 # -- every rule has a forward rule ---------------------------------------------------------
 #: The modules of the helpers generated code calls (through `runtime`).
-HELPERS = (runtime.__name__, containers.__name__)
+HELPERS = (runtime.__name__, containers.__name__, calculus.__name__, layout.__name__,
+           factorizations.__name__)
 #: The built-in rules, before any test registers its own.
 BUILT_IN = {prim: list(rule.variants) for prim, rule in registry.RULES.items()}
 

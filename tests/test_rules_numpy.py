@@ -80,7 +80,12 @@ IDX_R = np.array([0, 2, 2, 1])
 IDX_C = np.array([1, 3, 3, 0])             # (2, 3) appears twice in zip(IDX_R, IDX_C)
 MASK34 = _WRNG.uniform(size=(3, 4)) > 0.4
 REPS = np.array([1, 2, 0])
+IDX33 = np.array([[0, 2, 2], [1, 0, 3], [3, 3, 0]])      # along axis 1 of a (3, 4) array
 LO34 = _WRNG.uniform(-0.9, -0.3, (3, 4))  # lower bounds that broadcast x (4,) up to (3, 4)
+NAN34 = np.where(_WRNG.uniform(size=(3, 4)) < 0.3, np.nan, 0.0)    # NaN added at some entries
+NAN34[0] = NAN34[:, 0] = 0.0                # (no row or column of NaN only)
+INF34 = np.where(_WRNG.uniform(size=(3, 4)) < 0.3, np.inf, 0.0) * np.sign(_WRNG.uniform(
+    -1, 1, (3, 4)))                         # -inf or inf added at some entries
 
 
 # -- elementwise, one argument ----------------------------------------------------------
@@ -1679,6 +1684,330 @@ def ix_reverse(x):
     return np.sum(x[::-1, ::-2] * W32)
 
 
+# -- more elementwise functions, reductions and scans -----------------------------------
+def u_degrees(x):
+    return np.sum(np.degrees(x) * W34)
+
+
+def u_radians(x):
+    return np.sum(np.radians(x) * W34)
+
+
+def u_sinc(x):
+    return np.sum(np.sinc(x) * W34)
+
+
+def u_nan_to_num(x):
+    return np.sum(np.nan_to_num(x) * W34)
+
+
+def nan_to_num_kw(x):
+    return np.sum(np.nan_to_num(x + INF34 + NAN34, posinf=9.0, neginf=-9.0) * W34)
+
+
+def float64_fn(x):
+    return np.sum(np.float64(x) * W4)
+
+
+def b_logaddexp2(x, y):
+    return np.sum(np.logaddexp2(x, y) * W34)
+
+
+def b_remainder(x, y):
+    return np.sum(np.remainder(x, y) * W34)
+
+
+def b_fmod(x, y):
+    return np.sum(np.fmod(x, y) * W34)
+
+
+def m_clip_min(x):
+    return np.sum(x.clip(min=-0.5) * W34)
+
+
+def clip_min_max_kw(x):
+    return np.sum(np.clip(x, min=-0.5, max=0.5) * W34)
+
+
+def m_item(x):
+    return x.item() * W_
+
+
+def nansum_ax0(x):
+    return np.sum(np.nansum(x + NAN34, axis=0) * W4)
+
+
+def nansum_all(x):
+    return np.nansum(x + NAN34) * W_
+
+
+def nanmean_ax1_keep(x):
+    return np.sum(np.nanmean(x + NAN34, axis=1, keepdims=True) * W31)
+
+
+def nanmean_all(x):
+    return np.nanmean(x + NAN34) * W_
+
+
+def nanmax_ax0(x):
+    return np.sum(np.nanmax(x + NAN34, axis=0) * W4)
+
+
+def nanmin_all(x):
+    return np.nanmin(x + NAN34) * W_
+
+
+def ptp_ax1(x):
+    return np.sum(np.ptp(x, axis=1) * W3)
+
+
+def ptp_all(x):
+    return np.ptp(x) * W_
+
+
+def diff_fn(x):
+    return np.sum(np.diff(x) * W33)
+
+
+def diff_n2_ax0(x):
+    return np.sum(np.diff(x, n=2, axis=0) * W14)
+
+
+def average_ax0(x):
+    return np.sum(np.average(x, axis=0) * W4)
+
+
+def average_weights(x, w):
+    return np.sum(np.average(x, axis=1, weights=w) * W3)
+
+
+def average_full_weights(x, w):
+    return np.average(x, weights=w) * W_
+
+
+def trapezoid_fn(y):
+    return np.sum(np.trapezoid(y) * W3)
+
+
+def trapezoid_x(y, x):
+    return np.sum(np.trapezoid(y, x) * W3)
+
+
+def trapezoid_dx(y, dx):
+    return np.sum(np.trapezoid(y, dx=dx, axis=0) * W4)
+
+
+def polyval_fn(p, x):
+    return np.sum(np.polyval(p, x) * W34)
+
+
+def convolve_fn(a, v):
+    return np.sum(np.convolve(a, v) * W7)
+
+
+def convolve_same(a, v):
+    return np.sum(np.convolve(a, v, mode="same") * W4)
+
+
+def correlate_fn(a, v):
+    return np.sum(np.correlate(a, v, "full") * W7)
+
+
+def correlate_valid(a, v):
+    return np.sum(np.correlate(a, v) * W2)
+
+
+# -- more shape and layout functions ----------------------------------------------------
+def split_halves(x):
+    a, b = np.split(x, 2, axis=1)
+    return np.sum(np.sin(a) * b)
+
+
+def split_at(x):
+    p = np.split(x, [1, 3])
+    return np.sum(np.sin(p[0])) + np.sum(p[2] * W_) + np.sum(p[1] ** 2)
+
+
+def array_split_fn(x):
+    p = np.array_split(x, 3)
+    return np.sum(np.sin(p[0])) + np.sum(p[2] * 3.0)
+
+
+def hsplit_fn(x):
+    a, b = np.hsplit(x, 2)
+    return np.sum(np.sin(a) * b)
+
+
+def vsplit_fn(x):
+    a, b = np.vsplit(x, [1])
+    return np.sum(np.sin(a)) + np.sum(b * b)
+
+
+def append_flat(x, y):
+    return np.sum(np.sin(np.append(x, y)))
+
+
+def append_axis0(x, y):
+    return np.sum(np.sin(np.append(x, y, axis=0)))
+
+
+def flipud_fn(x):
+    return np.sum(np.flipud(x) * W34)
+
+
+def fliplr_fn(x):
+    return np.sum(np.fliplr(x) * W34)
+
+
+def rot90_fn(x):
+    return np.sum(np.rot90(x) * W43)
+
+
+def rot90_k2_axes(x):
+    return np.sum(np.rot90(x, 2, axes=(1, 2)) * W234)
+
+
+def roll_axes(x):
+    return np.sum(np.roll(x, (1, -2), axis=(0, 1)) * W34)
+
+
+def pad_constant(x, c):
+    return np.sum(np.sin(np.pad(x, 1, constant_values=c)))
+
+
+def pad_modes(x):
+    return (np.sum(np.sin(np.pad(x, ((1, 2), (0, 1)), "edge")))
+            + np.sum(np.sin(np.pad(x, 2, mode="reflect")))
+            + np.sum(np.sin(np.pad(x, (1, 3), "wrap")))
+            + np.sum(np.sin(np.pad(x, 1, mode="symmetric"))))
+
+
+def column_stack_fn(a, b):
+    return np.sum(np.column_stack([a, b]) * W33)
+
+
+def atleast_fn(x, v, m):
+    return (np.sum(np.atleast_1d(x) * W_) + np.sum(np.atleast_2d(v) * W14)
+            + np.sum(np.atleast_3d(m) * W_))
+
+
+def diagonal_fn(x):
+    return np.sum(np.diagonal(x) * W3)
+
+
+def diagonal_offset(x):
+    return np.sum(np.diagonal(x, 1) * W3)
+
+
+def diagonal_3d(x):
+    return np.sum(np.diagonal(x, offset=-1, axis1=1, axis2=2) * W22)
+
+
+def m_diagonal(x):
+    return np.sum(x.diagonal() * W3)
+
+
+def kron_fn(a, b):
+    return np.sum(np.sin(np.kron(a, b)))
+
+
+def cross_fn(a, b):
+    return np.sum(np.cross(a, b) * W43)
+
+
+def cross_axis(a, b):
+    return np.sum(np.cross(a, b, axis=0) * W34)
+
+
+def take_along_axis_fn(x):
+    return np.sum(np.sin(np.take_along_axis(x, IDX33, axis=1)))
+
+
+def take_along_axis_flat(x):
+    return np.sum(np.sin(np.take_along_axis(x, IDX, axis=None)))
+
+
+# -- factorizations and powers (eigh and eigvalsh of a symmetric matrix; functions of
+# the vectors that do not depend on their signs) ---------------------------------------
+def eigh_fn(a):
+    w, v = np.linalg.eigh(a + a.T)
+    return np.sum(w * W3) + np.sum(v * v * W33)
+
+
+def eigh_batch(a):
+    w, v = np.linalg.eigh(a + np.swapaxes(a, -1, -2), UPLO="U")
+    return np.sum(w * W23) + np.sum(v[..., 0] * v[..., 1] * W23)
+
+
+def eigvalsh_fn(a):
+    return np.sum(np.linalg.eigvalsh(a + a.T) * W3)
+
+
+def svd_fn(a):
+    u, s, vt = np.linalg.svd(a, full_matrices=False)
+    return np.sum(s * W3) + np.sum(u * u * W43) + np.sum(np.outer(u[:, 1], vt[1]) * W43)
+
+
+def svd_wide(a):
+    u, s, vt = np.linalg.svd(a, full_matrices=False)
+    return np.sum(s * W3) + np.sum(vt * vt * W34) + np.sum(u[:, 0] * u[:, 2] * W3)
+
+
+def svd_square_full(a):
+    u, s, vt = np.linalg.svd(a)
+    return np.sum(s * W3) + np.sum(u * u * W33) + np.sum(vt * vt * W33)
+
+
+def svd_values(a):
+    return np.sum(np.linalg.svd(a, compute_uv=False) * W3)
+
+
+def svd_batch(a):
+    r = np.linalg.svd(a, full_matrices=False)
+    return np.sum(r.S * W23) + np.sum(r.U * r.U * W243)
+
+
+def pinv_fn(a):
+    return np.sum(np.linalg.pinv(a) * W34)
+
+
+def pinv_batch(a):
+    return np.sum(np.linalg.pinv(a) * W243)
+
+
+def lstsq_vec(a, b):
+    x, res, rank, s = np.linalg.lstsq(a, b)
+    return np.sum(x * W3) + np.sum(res) * W_ + np.sum(s * W3)
+
+
+def lstsq_mat(a, b):
+    x, res, rank, s = np.linalg.lstsq(a, b)
+    return np.sum(x * W32) + np.sum(res * W2)
+
+
+def qr_fn(a):
+    q, r = np.linalg.qr(a)
+    return np.sum(q * W43) + np.sum(r * W33)
+
+
+def qr_square_batch(a):
+    q, r = np.linalg.qr(a)
+    return np.sum(q * W233) + np.sum(r * W233)
+
+
+def matrix_power_fn(a):
+    return np.sum(np.linalg.matrix_power(a, 3) * W33)
+
+
+def matrix_power_neg(a):
+    return np.sum(np.linalg.matrix_power(a, -2) * W33) + np.sum(np.linalg.matrix_power(a, 1))
+
+
+def slogdet_batch(a):
+    sign, logdet = np.linalg.slogdet(a)
+    return np.sum(logdet * W2)
+
+
 # -- a few compositions -----------------------------------------------------------------
 def logsumexp(x):
     m = np.max(x, axis=1, keepdims=True)
@@ -2090,6 +2419,11 @@ case(cumsum_vec, [np.cumsum], (R((4,)),))
 for _fn in (cumprod_flat, cumprod_ax0, cumprod_ax1):
     case(_fn, [np.cumprod], (S.uniform((3, 4), 0.5, 1.5),))
 case(cumprod_vec, [np.cumprod], (S.uniform((4,), 0.5, 1.5),))
+# exact zeros: the adjoint divides by nothing
+_ZEROS34 = S.uniform((3, 4), 0.5, 1.5) * (np.arange(12).reshape(3, 4) % 5 != 2)
+for _fn in (cumprod_flat, cumprod_ax0, cumprod_ax1):
+    case(_fn, [np.cumprod], {"zeros": (_ZEROS34,)})
+case(cumprod_vec, [np.cumprod], {"zeros": (np.array([0.7, 0.0, 1.2, 0.0]),)})
 
 
 
@@ -2331,6 +2665,92 @@ for _fn, _gen, _shape in [
         (ix_argmax, S.distinct, (4,)), (ix_where_one_arg, AWAY, (3, 4)),
         (ix_reverse, R, (3, 4))]:
     case(_fn, [operator.getitem], (_gen(_shape),))
+
+
+# -- more elementwise functions, reductions and scans (tests/test_rules_modes.py checks
+# them in vjp, jvp and hessian) ---------------------------------------------------------
+for _prim, _fn, _gen in [(np.degrees, u_degrees, R), (np.radians, u_radians, R),
+                         (np.sinc, u_sinc, R), (np.nan_to_num, u_nan_to_num, R)]:
+    case(_fn, [_prim], {k: (_gen(s),) for k, s in UNARY_SHAPES.items()})
+case(nan_to_num_kw, [np.nan_to_num], (R((3, 4)),))
+case(float64_fn, [np.float64], {"py": (R(None),), "vec": (R((4,)),)})
+case(b_logaddexp2, [np.logaddexp2], _binary(R, R))
+case(b_remainder, [np.remainder], _mod_args())
+case(b_fmod, [np.fmod], _mod_args())
+case(m_clip_min, [M("clip")], (_CLIP,))
+case(clip_min_max_kw, [np.clip], (_CLIP,))
+case(m_item, [M("item")], {"1": (R((1,)),), "1x1": (R((1, 1)),)})
+for _fn in (nansum_ax0, nansum_all):
+    case(_fn, [np.nansum], (R((3, 4)),))
+for _fn in (nanmean_ax1_keep, nanmean_all):
+    case(_fn, [np.nanmean], (R((3, 4)),))
+case(nanmax_ax0, [np.nanmax], (S.distinct((3, 4)),))
+case(nanmin_all, [np.nanmin], (S.distinct((3, 4)),))
+case(ptp_ax1, [np.ptp], (S.distinct((3, 4)),))
+case(ptp_all, [np.ptp], {"vec": (S.distinct((4,)),), "mat": (S.distinct((3, 4)),)})
+case(diff_fn, [np.diff], (R((3, 4)),))
+case(diff_n2_ax0, [np.diff], (R((3, 4)),))
+case(average_ax0, [np.average], (R((3, 4)),))
+case(average_weights, [np.average], (R((3, 4)), POS((4,))))
+case(average_full_weights, [np.average], (R((3, 4)), POS((3, 4))))
+case(trapezoid_fn, [np.trapezoid], (R((3, 4)),))
+case(trapezoid_x, [np.trapezoid], {"vec": (R((3, 4)), R((4,))), "mat": (R((3, 4)), R((3, 4)))})
+case(trapezoid_dx, [np.trapezoid], (R((3, 4)), 0.7))
+case(polyval_fn, [np.polyval], {"vec": (R((3,)), R((3, 4))), "py": (R((4,)), R(None))})
+case(convolve_fn, [np.convolve], {"4-4": (R((4,)), R((4,))), "3-5": (R((3,)), R((5,)))})
+case(convolve_same, [np.convolve], {"4-3": (R((4,)), R((3,))), "2-4": (R((2,)), R((4,)))})
+case(correlate_fn, [np.correlate], {"4-4": (R((4,)), R((4,))), "2-6": (R((2,)), R((6,)))})
+case(correlate_valid, [np.correlate], (R((4,)), R((3,))))
+
+
+# -- more shape and layout functions (tests/test_rules_modes.py checks them in vjp and jvp)
+case(split_halves, [np.split], (R((3, 4)),))
+case(split_at, [np.split], (R((5,)),))
+case(array_split_fn, [np.array_split], (R((4,)),))
+case(hsplit_fn, [np.hsplit], {"mat": (R((3, 4)),), "vec": (R((4,)),)})
+case(vsplit_fn, [np.vsplit], (R((3, 4)),))
+case(append_flat, [np.append], {"mat-vec": (R((2, 3)), R((4,))), "vec-py": (R((3,)), R(None))})
+case(append_axis0, [np.append], (R((2, 3)), R((1, 3))))
+case(flipud_fn, [np.flipud], (R((3, 4)),))
+case(fliplr_fn, [np.fliplr], (R((3, 4)),))
+case(rot90_fn, [np.rot90], (R((3, 4)),))
+case(rot90_k2_axes, [np.rot90], (R((2, 3, 4)),))
+case(roll_axes, [np.roll], (R((3, 4)),))
+case(pad_constant, [np.pad], {"py": (R((3, 4)), R(None)), "0d": (R((4,)), R(()))})
+case(pad_modes, [np.pad], (R((3, 4)),))
+case(column_stack_fn, [np.column_stack], (R((3,)), R((3, 2))))
+case(atleast_fn, [np.atleast_1d, np.atleast_2d, np.atleast_3d], (R(None), R((4,)), R((3, 4))))
+case(diagonal_fn, [np.diagonal], (R((3, 3)),))
+case(diagonal_offset, [np.diagonal], (R((3, 4)),))
+case(diagonal_3d, [np.diagonal], (R((2, 3, 3)),))
+case(m_diagonal, [M("diagonal")], (R((3, 4)),))
+case(kron_fn, [np.kron], {"vec-vec": (R((2,)), R((3,))), "mat-mat": (R((2, 3)), R((2, 2))),
+                          "vec-mat": (R((2,)), R((3, 2)))})
+case(cross_fn, [np.cross], {"mat-mat": (R((4, 3)), R((4, 3))), "mat-vec": (R((4, 3)), R((3,)))})
+case(cross_axis, [np.cross], (R((3, 4)), R((3, 4))))
+case(take_along_axis_fn, [np.take_along_axis], (R((3, 4)),))
+case(take_along_axis_flat, [np.take_along_axis], (R((3, 4)),))
+
+
+# -- factorizations and powers (tests/test_rules_modes.py checks them in vjp, jvp and
+# hessian) ------------------------------------------------------------------------------
+case(eigh_fn, [np.linalg.eigh], (R((3, 3)),))
+case(eigh_batch, [np.linalg.eigh], (R((2, 3, 3)),))
+case(eigvalsh_fn, [np.linalg.eigvalsh], (R((3, 3)),))
+case(svd_fn, [np.linalg.svd], (R((4, 3)),))
+case(svd_wide, [np.linalg.svd], (R((3, 4)),))
+case(svd_square_full, [np.linalg.svd], (R((3, 3)),))
+case(svd_values, [np.linalg.svd], {"tall": (R((4, 3)),), "wide": (R((3, 5)),)})
+case(svd_batch, [np.linalg.svd], (R((2, 4, 3)),))
+case(pinv_fn, [np.linalg.pinv], (R((4, 3)),))
+case(pinv_batch, [np.linalg.pinv], (R((2, 3, 4)),))
+case(lstsq_vec, [np.linalg.lstsq], (R((4, 3)), R((4,))))
+case(lstsq_mat, [np.linalg.lstsq], {"tall": (R((4, 3)), R((4, 2)))})
+case(qr_fn, [np.linalg.qr], (R((4, 3)),))
+case(qr_square_batch, [np.linalg.qr], (R((2, 3, 3)),))
+case(matrix_power_fn, [np.linalg.matrix_power], (R((3, 3)),))
+case(matrix_power_neg, [np.linalg.matrix_power], (well_conditioned(3, 3),))
+case(slogdet_batch, [np.linalg.slogdet], (well_conditioned(2, 3, 3),))
 
 
 # -- compositions (no claims: every primitive in them has its own checks) ---------------

@@ -6,11 +6,17 @@ reverse templates also give their tangents, and give a float for numbers.
 import functools
 import math
 
+import numpy as np
+
 from .operators import POW_X
 from .registry import define, primitive, vjp_each
+from . import runtime
 from .runtime import log_base
 
 ns = dict(vars(math), _s2s_log=log_base)
+ns.update({"_s2s_" + f.__name__: f for f in (
+    runtime.polygamma, runtime.shaped_as, runtime.safe_divide, runtime.prod_others,
+    runtime.dist_dot, runtime.prod_dot, runtime.unsum)}, np=np)
 rule = functools.partial(define, namespace=ns, elementwise=True, returns="scalar",
                          floats=True)
 
@@ -41,6 +47,8 @@ vjp_each(math.hypot, "x", "g * x / ans")
 rule(math.fabs, "x", "g * copysign(1.0, x)")
 rule(math.copysign, "x, y", "g * copysign(1.0, x) * copysign(1.0, y)", None, zero="y")
 rule(math.fmod, "x, y", "g", "-g * trunc(x / y)")
+# x - ans is the multiple of y taken away: (x - ans) / y is the integer remainder rounds to
+rule(math.remainder, "x, y", "g", "-g * (x - ans) / y")
 rule(math.erf, "x", "g * 2 / sqrt(pi) * exp(-x * x)")
 rule(math.erfc, "x", "-g * 2 / sqrt(pi) * exp(-x * x)")
 rule(math.degrees, "x", "g * (180 / pi)")
@@ -49,8 +57,21 @@ if hasattr(math, "cbrt"):
     rule(math.cbrt, "x", "g / (3 * ans * ans)")
 if hasattr(math, "exp2"):
     rule(math.exp2, "x", "g * ans * log(2.0)")
-for _f in (math.gamma, math.lgamma):        # no rule yet, but a float
-    define(_f, returns="scalar", floats=True)
+rule(math.gamma, "x", "g * ans * _s2s_polygamma(0, x)")
+rule(math.lgamma, "x", "g * _s2s_polygamma(0, x)")       # log|Γ|: digamma for x < 0 too
+# functions of sequences of numbers; the adjoint of a sequence is one of its type, made
+# from an array (one template per sequence: tangents add up, and `+` would join them)
+_DIST = ("_s2s_shaped_as({0}, _s2s_safe_divide(g, ans) * (np.asarray({0}, dtype=np.float64) - "
+         "np.asarray({1}, dtype=np.float64)))")
+define(math.dist, "p, q", _DIST.format("p", "q"), _DIST.format("q", "p"),
+       tangent=("_s2s_dist_dot(t, p, q, ans)", "-_s2s_dist_dot(t, p, q, ans)"),
+       namespace=ns, returns="scalar", floats=True)
+define(math.prod, "iterable, start=1", "_s2s_shaped_as(iterable, g * start * "
+       "_s2s_prod_others(np.asarray(iterable, dtype=np.float64)))", "g * prod(iterable)",
+       tangent=("_s2s_prod_dot(t, iterable, start)", "t * prod(iterable)"), namespace=ns,
+       returns="scalar")
+define(math.fsum, "iterable", "_s2s_unsum(g, iterable)", namespace=ns, linear="iterable",
+       returns="scalar", floats=True)
 
 for _f in (math.floor, math.ceil, math.trunc, math.isnan, math.isinf, math.isfinite,
            math.isclose, math.factorial, math.gcd, math.comb, math.perm):

@@ -60,6 +60,13 @@ rule(np.arccosh, "x", "g / np.sqrt(x * x - 1)")
 rule(np.arctanh, "x", "g / (1 - x * x)")
 rule(np.deg2rad, "x", "g * (np.pi / 180)")
 rule(np.rad2deg, "x", "g * (180 / np.pi)")
+rule(np.radians, "x", "g * (np.pi / 180)")
+rule(np.degrees, "x", "g * (180 / np.pi)")
+rule(np.sinc, "x", "g * _s2s_sinc_slope(x, 1)", elementwise=True)
+# 0 where x is not finite: the value there is a constant (as in JAX)
+rule(np.nan_to_num, "x, copy=True, nan=0.0, posinf=None, neginf=None", x="g * np.isfinite(x)",
+     elementwise=True)
+rule(np.float64, "x", "g", elementwise=True, returns="args")
 rule(np.real, "val", "g", linear="val", view=True, attribute="real")
 
 # elementwise, two arguments (broadcasting)
@@ -76,13 +83,19 @@ ufunc2(np.fmin, "g * (x <= y)", "g * (x > y)")
 # computed next to the value, and reuses it.
 ufunc2(np.logaddexp, "g / (1 + np.exp(y - x))", "g / (1 + np.exp(x - y))",
        tangent=("t * np.exp(x - ans)", "t * np.exp(y - ans)"))
+ufunc2(np.logaddexp2, "g / (1 + np.exp2(y - x))", "g / (1 + np.exp2(x - y))",
+       tangent=("t * np.exp2(x - ans)", "t * np.exp2(y - ans)"))
 ufunc2(np.hypot, "g * x / ans", "g * y / ans")
+ufunc2(np.remainder, "g", "-g * np.floor_divide(x, y)")        # (np.mod)
+ufunc2(np.fmod, "g", "-g * np.trunc(x / y)")
 ufunc2(np.arctan2, "g * y / (x * x + y * y)", "-g * x / (x * x + y * y)")
 rule(np.where, "condition, x, y", None, "np.where(condition, g, 0.0)",
      "np.where(condition, 0.0, g)", broadcast=True, zero="condition")
 rule(np.clip, "a, a_min, a_max", "g * _s2s_clip_mask(a, a_min, a_max)",
      "g * (a < a_min)", "g * (a > a_max)", broadcast=True,
      tangent="t * _s2s_clip_mask(a, a_min, a_max)", method="clip")
+rule(np.clip, "a, min=None, max=None", "g * _s2s_clip_mask(a, min, max)", "g * (a < min)",
+     "g * (a > max)", broadcast=True, tangent="t * _s2s_clip_mask(a, min, max)")
 
 # reductions
 REDUCTION = "a, axis=None, dtype=None, out=None, keepdims=False"
@@ -107,9 +120,50 @@ rule(np.std, "a, axis=None, dtype=None, out=None, ddof=0, keepdims=False",
      tangent={"a": "_s2s_safe_divide(_s2s_variance_dot(t, a, axis, ddof, keepdims), "
                    "2 * ans)"},
      reduction=True, method="std")
+# NaN never equals the extremum: the NaN-ignoring ones share the rules of max and min
+for _f in (np.nanmax, np.nanmin):
+    rule(_f, "a, axis=None, out=None, keepdims=False",
+         a="_s2s_extremum(g, a, ans, axis, keepdims)",
+         tangent={"a": "_s2s_extremum_dot(t, a, ans, axis, keepdims)"}, reduction=True)
+_PRESENT = "np.logical_not(np.isnan(a))"
+rule(np.nansum, REDUCTION, a=f"_s2s_unreduce(g, a, axis, keepdims) * {_PRESENT}",
+     tangent={"a": "np.sum(np.where(np.isnan(a), 0.0, t), axis, keepdims=keepdims)"},
+     reduction=True)
+rule(np.nanmean, REDUCTION,
+     a=f"_s2s_unreduce(g, a, axis, keepdims) * {_PRESENT} / np.maximum(np.sum({_PRESENT}, "
+       "axis, keepdims=True), 1)",
+     tangent={"a": "np.sum(np.where(np.isnan(a), 0.0, t), axis, keepdims=keepdims) / "
+                   f"np.maximum(np.sum({_PRESENT}, axis, keepdims=keepdims), 1)"},
+     reduction=True)
+_RANGE = ("_s2s_extremum{0}({1}, a, np.max(a, axis, keepdims=keepdims), axis, keepdims) - "
+          "_s2s_extremum{0}({1}, a, np.min(a, axis, keepdims=keepdims), axis, keepdims)")
+rule(np.ptp, "a, axis=None, out=None, keepdims=False", a=_RANGE.format("", "g"),
+     tangent={"a": _RANGE.format("_dot", "t")}, reduction=True)
+_W = "_s2s_weights_like(a, weights, axis)"
+rule(np.average, "a, axis=None, weights=None, keepdims=False",
+     a=f"_s2s_unreduce(g, a, axis, keepdims) * {_W} / np.sum({_W}, axis, keepdims=True)",
+     weights=f"_s2s_reshape_like(_s2s_unbroadcast((a - _s2s_unreduce(ans, a, axis, keepdims))"
+             f" * _s2s_unreduce(g, a, axis, keepdims) / np.sum({_W}, axis, keepdims=True), "
+             f"{_W}), weights)",
+     tangent={"a": "np.average(t, axis, weights, keepdims=keepdims)",
+              "weights": "np.sum((a - _s2s_unreduce(ans, a, axis, keepdims)) * "
+                         f"_s2s_weights_like(a, t, axis), axis, keepdims=keepdims) / "
+                         f"np.sum({_W}, axis, keepdims=keepdims)"},
+     reduction=True)
+rule(np.diff, "a, n=1, axis=-1", a="_s2s_undiff(g, n, axis)", linear="a")
+rule(np.trapezoid, "y, x=None, dx=1.0, axis=-1",
+     y="_s2s_unreduce(g, y, axis) * _s2s_trapezoid_weights(y, x, dx, axis)",
+     x="_s2s_reshape_like(_s2s_unbroadcast(_s2s_undiff(_s2s_unreduce(g, _s2s_midpoints(y, "
+       "axis), axis) * _s2s_midpoints(y, axis), 1, axis), _s2s_weights_like(y, x, axis)), x)",
+     dx="_s2s_unbroadcast(g * np.trapezoid(y, None, 1.0, axis), dx)",
+     tangent={"y": "np.trapezoid(t, x, dx, axis)",
+              "x": "np.sum(_s2s_midpoints(y, axis) * np.diff(_s2s_weights_like(y, t, axis), "
+                   "axis=axis), axis)",
+              # (np.trapezoid reads dx only without x: then it is linear in dx)
+              "dx": "np.trapezoid(y, x, t, axis) - np.trapezoid(y, x, 0.0, axis)"})
 rule(np.cumsum, "a, axis=None", a="_s2s_cumsum(g, a, axis)", linear="a", method="cumsum")
 rule(np.cumprod, "a, axis=None", a="_s2s_cumprod(g, a, ans, axis)",
-     tangent={"a": "ans * np.cumsum(t / a, axis)"}, method="cumprod")
+     tangent={"a": "_s2s_cumprod_dot(t, a, ans, axis)"}, method="cumprod")
 
 # linear algebra
 rule(np.matmul, "a, b", "_s2s_matmul_lhs(g, a, b)", "_s2s_matmul_rhs(g, a, b)",
@@ -129,6 +183,15 @@ rule(np.einsum, "subscripts, a, b, c", None, "_s2s_einsum(g, subscripts, 0, a, b
 rule(np.trace, "a, offset=0, axis1=0, axis2=1", a="_s2s_trace(g, a, offset, axis1, axis2)",
      linear="a", method="trace")
 rule(np.diag, "v, k=0", v="_s2s_diag(g, v, k)", linear="v")
+rule(np.polyval, "p, x", "_s2s_unpolyval(g, p, x, 0)", "g * _s2s_polyder_value(p, x, 1)",
+     tangent=("np.polyval(t, x)", "t * _s2s_polyder_value(p, x, 1)"))
+rule(np.convolve, "a, v, mode='full'", "_s2s_unconvolve(g, a, v, mode, 0)",
+     "_s2s_unconvolve(g, a, v, mode, 1)", linear=("a", "v"))
+rule(np.correlate, "a, v, mode='valid'", "_s2s_uncorrelate(g, a, v, mode, 0)",
+     "_s2s_uncorrelate(g, a, v, mode, 1)", linear=("a", "v"))
+rule(np.kron, "a, b", "_s2s_unkron(g, a, b, 0)", "_s2s_unkron(g, a, b, 1)", linear=("a", "b"))
+rule(np.cross, "a, b, axis=-1", "_s2s_unbroadcast(_s2s_uncross(g, a, b, ans, 0, axis), a)",
+     "_s2s_unbroadcast(_s2s_uncross(g, a, b, ans, 1, axis), b)", linear=("a", "b"))
 rule(np.linalg.norm, "x, ord=None, axis=None, keepdims=False",
      x="_s2s_norm(g, x, ans, ord, axis, keepdims)",
      tangent={"x": "_s2s_norm_dot(t, x, ans, ord, axis, keepdims)"})
@@ -141,6 +204,51 @@ rule(np.linalg.det, "a",
 rule(np.linalg.slogdet, "a", "g[1][..., None, None] * np.swapaxes(np.linalg.inv(a), -1, -2)",
      tangent="(_s2s_zeros_like(ans[0]), np.trace(np.linalg.solve(a, t), 0, -2, -1))",
      returns="container")
+# factorizations (the helpers are in rules/factorizations.py); eigh and svd differentiate
+# the symmetric part of a symmetric argument, as JAX does
+_G = "_s2s_structured(g, ans)"
+_VT = "np.swapaxes(ans[1], -1, -2)"
+rule(np.linalg.eigh, "a, UPLO='L'",
+     a=f"_s2s_symmetrize((ans[1] * np.expand_dims({_G}[0], -2)) @ {_VT} + ans[1] @ "
+       f"(_s2s_eigen_gaps(ans[0]) * ({_VT} @ {_G}[1])) @ {_VT})",
+     tangent={"a": "_s2s_eigh_dot(t, ans)"}, returns="container")
+rule(np.linalg.eigvalsh, "a, UPLO='L'", a="_s2s_eigvalsh_adjoint(g, a, UPLO)",
+     tangent={"a": "_s2s_eigvals_dot(t, np.linalg.eigh(a, UPLO)[1])"})
+_U, _S, _SVT = (f"_s2s_thin(ans, 'svd')[{i}]" for i in range(3))
+_UT, _SV = f"np.swapaxes({_U}, -1, -2)", f"np.swapaxes({_SVT}, -1, -2)"
+_F = f"_s2s_eigen_gaps({_S} * {_S})"
+_DS = (f"(_s2s_diag_embed({_G}[1]) + 2 * _s2s_symmetrize({_F} * ({_UT} @ {_G}[0])) * "
+       f"np.expand_dims({_S}, -2) + np.expand_dims({_S}, -1) * 2 * _s2s_symmetrize({_F} * "
+       f"({_SVT} @ np.swapaxes({_G}[2], -1, -2))))")
+_SVD = (f"{_U} @ {_DS} @ {_SVT} + _s2s_safe_divide({_G}[0] - {_U} @ ({_UT} @ {_G}[0]), "
+        f"np.expand_dims({_S}, -2)) @ {_SVT} + {_U} @ _s2s_safe_divide({_G}[2] - ({_G}[2] @ "
+        f"{_SV}) @ {_SVT}, np.expand_dims({_S}, -1))")
+rule(np.linalg.svd, "a, full_matrices=True, compute_uv=True, hermitian=False",
+     a=f"{_SVD} if compute_uv else _s2s_svd_values_adjoint(g, a)",
+     tangent={"a": "_s2s_svd_dot(t, a, ans, compute_uv)"}, returns=None)
+_PT, _PG = "np.swapaxes(ans, -1, -2)", "_s2s_spread(g, ans)"
+_X = f"(np.swapaxes({_PG}, -1, -2) @ ans @ {_PT})"
+_Y = f"({_PT} @ ans @ np.swapaxes({_PG}, -1, -2))"
+# where the rank of `a` does not change (as JAX)
+rule(np.linalg.pinv, "a, rcond=None, hermitian=False",
+     a=f"-{_PT} @ {_PG} @ {_PT} + {_X} - a @ (ans @ {_X}) + {_Y} - ({_Y} @ ans) @ a",
+     tangent={"a": "_s2s_pinv_dot(t, a, ans)"})
+rule(np.linalg.lstsq, "a, b, rcond=None", "_s2s_lstsq_adjoint(g, a, b, ans, 0)",
+     "_s2s_lstsq_adjoint(g, a, b, ans, 1)",
+     tangent=("_s2s_lstsq_dot(t, a, b, ans, 0)", "_s2s_lstsq_dot(t, a, b, ans, 1)"),
+     returns="container")
+_Q, _R = "_s2s_thin(ans, 'qr')[0]", "_s2s_thin(ans, 'qr')[1]"
+_M = f"(np.swapaxes({_Q}, -1, -2) @ {_G}[0] - {_G}[1] @ np.swapaxes({_R}, -1, -2))"
+_XB = f"({_G}[0] + {_Q} @ (np.tril({_M} - np.swapaxes({_M}, -1, -2), -1) - {_M}))"
+rule(np.linalg.qr, "a, mode='reduced'",
+     a=f"np.swapaxes(np.linalg.solve({_R}, np.swapaxes({_XB}, -1, -2)), -1, -2)",
+     tangent={"a": "_s2s_qr_dot(t, ans)"}, returns="container")
+_INVT = "np.swapaxes(np.linalg.inv(a), -1, -2)"
+rule(np.linalg.matrix_power, "a, n",
+     a=f"_s2s_power_dot(g, np.swapaxes(a, -1, -2), n) if n >= 0 else "
+       f"-{_INVT} @ _s2s_power_dot(g, {_INVT}, -n) @ {_INVT}",
+     tangent={"a": "_s2s_power_dot(t, a, n) if n >= 0 else _s2s_power_dot(-np.linalg.inv(a) "
+                   "@ t @ np.linalg.inv(a), np.linalg.inv(a), -n)"})
 rule(np.linalg.cholesky, "a", "_s2s_cholesky(g, ans)", tangent="_s2s_cholesky_dot(t, ans)")
 
 # shapes and construction
@@ -159,13 +267,20 @@ rule(np.moveaxis, "a, source, destination", a="_s2s_moveaxis(g, destination, sou
      linear="a", view=True)
 rule(np.broadcast_to, "array, shape", array="_s2s_unbroadcast(g, array)", linear="array",
      view=True)
-rule(np.flip, "m, axis=None", m="_s2s_flip(g, axis)", linear="m", shaped="m")
+rule(np.flip, "m, axis=None", m="_s2s_flip(g, axis)", linear="m", view=True, shaped="m")
+rule(np.flipud, "m", "_s2s_flip(g, 0)", linear="m", view=True, shaped="m")
+rule(np.fliplr, "m", "_s2s_flip(g, 1)", linear="m", view=True, shaped="m")
+rule(np.rot90, "m, k=1, axes=None", m="_s2s_unrot90(g, k, axes)", linear="m", view=True)
 rule(np.roll, "a, shift, axis=None", a="_s2s_roll(g, np.negative(shift), axis)", linear="a",
      shaped="a")
 rule(np.tile, "A, reps", A="_s2s_untile(g, A, reps)", linear="A")
 rule(np.repeat, "a, repeats, axis=None", a="_s2s_unrepeat(g, a, repeats, axis)", linear="a",
      method="repeat")
 rule(np.pad, "array, pad_width", array="_s2s_unpad(g, array, pad_width)", linear="array")
+rule(np.pad, "array, pad_width, mode='constant', constant_values=0",
+     array="_s2s_unpad(g, array, pad_width, mode)",
+     constant_values="_s2s_unpad_constant(g, array, pad_width, constant_values)",
+     linear="array, constant_values")
 rule(np.triu, "m, k=0", m="_s2s_triu(g, k)", linear="m")
 rule(np.tril, "m, k=0", m="_s2s_tril(g, k)", linear="m")
 rule(np.concatenate, "arrays, axis=0", arrays="_s2s_split_like(g, arrays, axis)",
@@ -173,6 +288,21 @@ rule(np.concatenate, "arrays, axis=0", arrays="_s2s_split_like(g, arrays, axis)"
 rule(np.stack, "arrays, axis=0", arrays="_s2s_unstack(g, arrays, axis)", linear="arrays")
 rule(np.hstack, "tup", "_s2s_hstack(g, tup)", linear="tup")
 rule(np.vstack, "tup", "_s2s_vstack(g, tup)", linear="tup")
+rule(np.column_stack, "tup", "_s2s_uncolumn_stack(g, tup)", linear="tup")
+rule(np.append, "arr, values, axis=None", "_s2s_unappend(g, arr, values, axis, 0)",
+     "_s2s_unappend(g, arr, values, axis, 1)", linear="arr, values")
+_SPLIT = "ary, indices_or_sections, axis=0"
+rule(np.split, _SPLIT, ary="_s2s_unsplit(g, ans, axis)", linear="ary", returns="container")
+rule(np.array_split, _SPLIT, ary="_s2s_unsplit(g, ans, axis)", linear="ary",
+     returns="container")
+rule(np.hsplit, "ary, indices_or_sections", "_s2s_unsplit(g, ans, None)", linear="ary",
+     returns="container")
+rule(np.vsplit, "ary, indices_or_sections", "_s2s_unsplit(g, ans, 0)", linear="ary",
+     returns="container")
+for _f in (np.atleast_1d, np.atleast_2d, np.atleast_3d):    # of one array
+    rule(_f, "ary", "_s2s_reshape_like(g, ary)", linear="ary", view=True)
+rule(np.take_along_axis, "arr, indices, axis", arr="_s2s_untake_along_axis(g, arr, indices, axis)",
+     linear="arr", zero="indices")
 rule(np.array, "object", object="_s2s_from_array(g, object)", linear="object")
 rule(np.array, "object, dtype", object="_s2s_from_array(_s2s_int_zero(g, dtype), object)",
      tangent={"object": "_s2s_cast_tangent(np.array(t), dtype)"})
@@ -180,12 +310,15 @@ rule(np.asarray, "a", a="_s2s_from_array(g, a)", linear="a", view=True)
 rule(np.asarray, "a, dtype", a="_s2s_from_array(_s2s_int_zero(g, dtype), a)",
      tangent={"a": "_s2s_cast_tangent(np.asarray(t), dtype)"}, view=True)
 rule(np.copy, "a", "g", linear="a", method="copy", shaped="a")
+rule(np.ndarray.item, "self", "_s2s_reshape_like(g, self)", linear="self", returns="scalar",
+     method="item")
 rule(np.sort, "a, axis=-1", a="_s2s_unsort(g, a, axis)",
      tangent={"a": "np.take_along_axis(t, np.argsort(a, axis), axis)"})
 rule(np.ndarray.astype, "self, dtype", self="_s2s_cast_like(g, self, dtype)",
      tangent={"self": "_s2s_cast_tangent(t, dtype)"},
      method="astype")
-define(np.diagonal, view=True)          # no rule yet
+rule(np.diagonal, "a, offset=0, axis1=0, axis2=1",
+     a="_s2s_undiagonal(g, a, offset, axis1, axis2)", linear="a", view=True, method="diagonal")
 
 
 class _Reshape:

@@ -9,6 +9,18 @@ from .containers import (  # noqa: F401 - generated code finds them in runtime
     field_zero as _field_zero, fields as _fields, is_named_tuple as _is_named_tuple,
     is_zero as _is_zero, joined as _joined, rebuild as _rebuild, repeated as _repeated,
     replace as _replace)
+from .calculus import (  # noqa: F401 - generated code finds them in runtime
+    cumprod, cumprod_adjoint_dot, cumprod_dot, midpoints, polygamma, polyder_value,
+    shaped_as, sinc_slope, trapezoid_weights, unconvolve, uncorrelate, undiff, unpolyval,
+    weights_like)
+from .factorizations import (  # noqa: F401 - generated code finds them in runtime
+    diag_embed, eigen_gaps, eigh_dot, eigvals_dot, eigvalsh_adjoint, eigvalsh_adjoint_dot,
+    lstsq_adjoint, lstsq_dot, no_second_derivative, pinv_dot, power_dot, power_dot_dot,
+    qr_dot, spread, structured, svd_dot, svd_values_adjoint, svd_values_adjoint_dot,
+    symmetrize, thin)
+from .layout import (  # noqa: F401 - generated code finds them in runtime
+    unappend, uncolumn_stack, uncross, undiagonal, unkron, unpad, unpad_constant, unrot90,
+    unsplit, untake_along_axis)
 
 
 class Respecialize(Exception):
@@ -294,14 +306,6 @@ def cumsum(g, x, axis=None):
     if axis is None:
         return np.cumsum(np.asarray(g)[::-1])[::-1].reshape(np.shape(x))
     return np.flip(np.cumsum(np.flip(g, axis), axis), axis)
-
-
-def cumprod(g, x, ans, axis=None):
-    """The adjoint of cumprod (for `x` without zeros)."""
-    x = np.asarray(x)
-    if axis is None:
-        return (cumsum(np.asarray(g) * ans, x.ravel()) / x.ravel()).reshape(x.shape)
-    return cumsum(g * ans, x, axis) / x
 
 
 def _matmul_shape(a, b):
@@ -657,14 +661,6 @@ def unrepeat(g, x, repeats, axis=None):
     return out
 
 
-def unpad(g, x, pad_width):
-    if np.ndim(g) == 0:
-        return g                                    # the zero (see `_spread`)
-    x = np.asarray(x)
-    width = np.broadcast_to(np.asarray(pad_width), (x.ndim, 2))
-    return np.asarray(g)[tuple(slice(lo, lo + n) for (lo, _), n in zip(width, x.shape))]
-
-
 def clip_mask(x, lo, hi):
     """Where `np.clip(x, lo, hi)` passes `x` through."""
     inside = np.asarray(True)
@@ -726,6 +722,20 @@ def cast_like(g, x, dtype=None):
     if dtype is not None and not np.issubdtype(np.dtype(dtype), np.inexact):
         return zeros_like(np.asarray(x))
     return np.asarray(g).astype(np.result_type(x), copy=False)
+
+
+# -- sequences of numbers (rules/math.py) ----------------------------------------------
+def dist_dot(t, p, q, ans):
+    """The tangent of `math.dist(p, q)` along `t`, the tangent of `p`."""
+    return safe_divide(sum((a - b) * d for a, b, d in zip(p, q, t)), ans)
+
+
+def prod_dot(t, items, start=1):
+    """The tangent of `math.prod(items, start=start)` along `t`, the tangent of `items`."""
+    if not len(items):
+        return 0.0
+    others = prod_others(np.array(items, dtype=np.float64))
+    return start * sum(float(o) * d for o, d in zip(np.ravel(others), t))
 
 
 # -- element assignment and append, in functional form ---------------------------------

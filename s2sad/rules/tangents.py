@@ -100,7 +100,15 @@ _helpers(log_base_dot, cholesky_adjoint_dot, inv_adjoint_dot)
 ns.update({"_s2s_" + k: getattr(R, k) for k in ("einsum", "tensordot", "solve", "norm",
                                                   "cumprod", "cholesky", "inner", "outer",
                                                   "inv", "prod_others_dot",
-                                                  "safe_divide")})
+                                                  "safe_divide", "polygamma", "sinc_slope",
+                                                  "prod_others", "polyder_value",
+                                                  "cumprod_adjoint_dot",
+                                                  "unpolyval", "trapezoid_weights",
+                                                  "unconvolve", "uncorrelate", "unkron",
+                                                  "uncross", "power_dot", "power_dot_dot",
+                                                  "eigvalsh_adjoint", "eigvalsh_adjoint_dot",
+                                                  "svd_values_adjoint", "svd_values_adjoint_dot",
+                                                  "lstsq_adjoint", "no_second_derivative")})
 
 define(R.zeros_like, "x", None, zero=("x",), tangent=())    # a constant: no derivative
 # the adjoint 1 of a scalar output: a constant, in reverse mode too (gradient code
@@ -129,8 +137,10 @@ linear(R.linspace_end, "g, start, stop, num=50, endpoint=True, which=0", "g")
 linear(R.arange_part, "g, start, stop=None, step=None, which=0", "g")
 jvp(R.safe_divide, "n, d", "_s2s_safe_divide(t, d)", "-_s2s_safe_divide(n * t, d * d)",
     namespace=ns)
-jvp(R.cumprod, "g, x, p, axis=None", "_s2s_cumprod(t, x, p, axis)", "-ans * t / x",
-    "_s2s_cumprod(g, x, t, axis)", namespace=ns)
+# (the tangent along x is the whole derivative: p, the cumulative product of x, varies
+# with x and is read only to save work)
+jvp(R.cumprod, "g, x, p, axis=None", "_s2s_cumprod(t, x, p, axis)",
+    "_s2s_cumprod_adjoint_dot(g, x, t, axis)", namespace=ns)
 linear(R.matmul_lhs, "g, a, b", "g", "b")
 linear(R.matmul_rhs, "g, a, b", "g", "a")
 linear(R.dot_lhs, "g, a, b", "g", "b")
@@ -156,8 +166,29 @@ jvp(R.outer, "g, a, b, which", "_s2s_outer(t, a, b, which)",
     "_s2s_outer(g, a, t, which) if which == 0 else _s2s_zeros_like(ans)", namespace=ns)
 jvp(R.inv, "g, ans", "_s2s_inv(t, ans)", "_s2s_inv_adjoint_dot(g, ans, t)", namespace=ns)
 linear(R.reshape_like, "g, x", "g")
+jvp(R.polygamma, "n, x", None, "t * _s2s_polygamma(n + 1, x)", namespace=ns)
+jvp(R.sinc_slope, "x, n=1", "t * _s2s_sinc_slope(x, n + 1)", namespace=ns)
+linear(R.shaped_as, "seq, values", "values")
+linear(R.undiff, "g, n=1, axis=-1", "g")
+linear(R.weights_like, "a, w, axis=None", "w")
+linear(R.midpoints, "y, axis=-1", "y")
+jvp(R.trapezoid_weights, "y, x=None, dx=1.0, axis=-1", None,
+    "_s2s_trapezoid_weights(y, t, dx, axis)",
+    # (the weights read dx only without x: then they are linear in dx)
+    "_s2s_trapezoid_weights(y, x, t, axis) - _s2s_trapezoid_weights(y, x, 0.0, axis)",
+    namespace=ns)
+jvp(R.polyder_value, "p, x, m=1", "_s2s_polyder_value(t, x, m)",
+    "t * _s2s_polyder_value(p, x, m + 1)", namespace=ns)
+jvp(R.unpolyval, "g, p, x, m=0", "_s2s_unpolyval(t, p, x, m)", None,
+    "_s2s_unpolyval(g * t, p, x, m + 1)", namespace=ns)
+for _f in (R.unconvolve, R.uncorrelate):
+    _n = "_s2s_" + _f.__name__
+    jvp(_f, "g, a, v, mode, which", f"{_n}(t, a, v, mode, which)",
+        f"{_n}(g, t, v, mode, which) if which == 1 else _s2s_zeros_like(ans)",
+        f"{_n}(g, a, t, mode, which) if which == 0 else _s2s_zeros_like(ans)", namespace=ns)
 for _f, _params in [(R.swapaxes, "g, axis1, axis2"), (R.moveaxis, "g, source, destination"),
                     (R.flip, "g, axis=None"), (R.roll, "g, shift, axis=None"),
+                    (R.unrot90, "g, k=1, axes=None"),
                     (R.triu, "g, k=0"), (R.tril, "g, k=0")]:
     linear(_f, _params, "g")
 linear(R.trace, "g, x, offset=0, axis1=0, axis2=1", "g")
@@ -174,11 +205,42 @@ jvp(R.cholesky, "g, L", "_s2s_cholesky(t, L)", "_s2s_cholesky_adjoint_dot(g, L, 
 for _f, _params in [(R.split_like, "g, arrays, axis=0"), (R.unstack, "g, arrays, axis=0"),
                     (R.hstack, "g, arrays"), (R.vstack, "g, arrays"), (R.from_array, "g, obj"),
                     (R.untranspose, "g, axes=None"), (R.untile, "g, x, reps"),
-                    (R.unrepeat, "g, x, repeats, axis=None"), (R.unpad, "g, x, pad_width"),
+                    (R.unrepeat, "g, x, repeats, axis=None"),
+                    (R.unpad, "g, x, pad_width, mode='constant'"),
+                    (R.unpad_constant, "g, x, pad_width, constant_values=0"),
+                    (R.unsplit, "g, pieces, axis=0"),
+                    (R.unappend, "g, arr, values, axis=None, which=0"),
+                    (R.uncolumn_stack, "g, arrays"),
+                    (R.undiagonal, "g, a, offset=0, axis1=0, axis2=1"),
+                    (R.untake_along_axis, "g, arr, indices, axis"),
                     (R.cast_like, "g, x"), (R.unsum, "g, items"),
                     (R.unsort, "g, x, axis=-1"), (R.zero_at, "g, index"), (R.take, "g, index"),
                     (R.head, "g"), (R.last, "g")]:
     linear(_f, _params, "g")
+
+
+jvp(R.unkron, "g, a, b, which", "_s2s_unkron(t, a, b, which)",
+    "_s2s_unkron(g, t, b, which) if which == 1 else _s2s_zeros_like(ans)",
+    "_s2s_unkron(g, a, t, which) if which == 0 else _s2s_zeros_like(ans)", namespace=ns)
+jvp(R.uncross, "g, a, b, ans, which, axis=-1", "_s2s_uncross(t, a, b, ans, which, axis)",
+    "_s2s_uncross(g, t, b, ans, which, axis) if which == 1 else _s2s_zeros_like(ans)",
+    "_s2s_uncross(g, a, t, ans, which, axis) if which == 0 else _s2s_zeros_like(ans)",
+    namespace=ns)
+
+
+# factorizations (rules/factorizations.py)
+for _f, _params in [(R.structured, "g, ans"), (R.spread, "g, like"), (R.symmetrize, "m"),
+                    (R.diag_embed, "v"), (R.thin, "ans, what")]:
+    linear(_f, _params, _params.split(",")[0])
+jvp(R.eigen_gaps, "w", "-ans * ans * (t[..., None, :] - t[..., :, None])")
+jvp(R.eigvalsh_adjoint, "g, a, UPLO='L'", "_s2s_eigvalsh_adjoint(t, a, UPLO)",
+    "_s2s_eigvalsh_adjoint_dot(g, a, t, UPLO)", namespace=ns)
+jvp(R.svd_values_adjoint, "g, a", "_s2s_svd_values_adjoint(t, a)",
+    "_s2s_svd_values_adjoint_dot(g, a, t)", namespace=ns)
+jvp(R.power_dot, "d, a, n", "_s2s_power_dot(t, a, n)", "_s2s_power_dot_dot(d, a, n, t)",
+    namespace=ns)
+jvp(R.lstsq_adjoint, "g, a, b, x, which", "_s2s_lstsq_adjoint(t, a, b, x, which)",
+    *["_s2s_no_second_derivative('np.linalg.lstsq')"] * 3, namespace=ns)
 
 
 def broadcast_like(t, y):

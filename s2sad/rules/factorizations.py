@@ -1,0 +1,241 @@
+"""Helpers of the rules for matrix factorizations and powers (`np.linalg.eigh`, `eigvalsh`,
+`svd`, `pinv`, `lstsq`, `qr`, `matrix_power`).
+
+The reverse rules of most of them are written in their templates (rules/numpy.py) with
+NumPy functions that have rules and the small helpers here, each with a forward rule, so
+that forward over reverse (`hessian`) goes through them. The tangents too long for a
+template are here (`eigh_dot`, `svd_dot`, `qr_dot`, ...). Where eigenvalues (or singular
+values) repeat, the derivative of the eigenvectors is undefined: the gaps
+1 / (w[j] - w[i]) are then infinite, as in JAX. Generated code reaches these helpers
+through `runtime`, which imports them; rules/tangents.py gives their forward rules.
+"""
+import numpy as np
+
+from ..errors import MissingRuleError
+from .containers import rebuild, zeros_like
+
+
+def _t(m):
+    return np.swapaxes(m, -1, -2)
+
+
+def structured(g, ans):
+    """The adjoint `g` of a factorization's result `ans` (a tuple of arrays), the 0-d zero
+    (see `runtime._spread`) spelled out as zeros of each part."""
+    return g if isinstance(g, tuple) else zeros_like(ans)
+
+
+def spread(g, like):
+    """`g` as an array of the shape of `like` (the 0-d zero spelled out)."""
+    return np.broadcast_to(g, np.shape(like)) if np.ndim(g) == 0 else g
+
+
+def symmetrize(m):
+    """The symmetric part of the matrices `m`: the derivative with respect to a matrix
+    of which only the symmetric part is read (as JAX differentiates `eigh`)."""
+    return 0.5 * (m + _t(m))
+
+
+def diag_embed(v):
+    """Matrices with the last axis of `v` on their diagonals."""
+    v = np.asarray(v)
+    return v[..., :, None] * np.eye(v.shape[-1], dtype=np.result_type(v, np.float32))
+
+
+def eigen_gaps(w):
+    """F with F[..., i, j] = 1 / (w[j] - w[i]) off the diagonal and 0 on it."""
+    w = np.asarray(w)
+    eye = np.eye(w.shape[-1], dtype=bool)
+    return np.where(eye, 0.0, 1.0 / np.where(eye, 1.0, w[..., None, :] - w[..., :, None]))
+
+
+def thin(ans, what):
+    """`ans`, the result of a factorization, if its factors are the thin ones whose
+    derivative s2sad knows; else a MissingRuleError."""
+    square = isinstance(ans, tuple) and (
+        ans[0].shape[-1] == ans[-1].shape[-2] if what == "svd"
+        else ans[1].shape[-2] == ans[1].shape[-1])
+    if not square:
+        detail = ("full_matrices=True of a matrix that is not square; pass "
+                  "full_matrices=False" if what == "svd" else
+                  "mode='reduced' of a matrix with at least as many rows as columns")
+        raise MissingRuleError(f"s2sad differentiates np.linalg.{what} only with {detail}")
+    return ans
+
+
+def eigh_dot(t, ans):
+    """The tangent of `ans = np.linalg.eigh(a)` along `t` (of which the symmetric part
+    counts)."""
+    w, v = ans
+    s = _t(v) @ symmetrize(t) @ v
+    return rebuild(ans, [np.diagonal(s, 0, -2, -1).copy(), v @ (eigen_gaps(w) * s)])
+
+
+def eigvals_dot(t, v):
+    """The tangent of the eigenvalues of a symmetric matrix with eigenvectors `v`."""
+    return np.diagonal(_t(v) @ symmetrize(t) @ v, 0, -2, -1).copy()
+
+
+def eigvalsh_adjoint(g, a, UPLO="L"):
+    """The adjoint of `a` in `np.linalg.eigvalsh(a, UPLO)`: v diag(g) v^T."""
+    v = np.linalg.eigh(a, UPLO)[1]
+    return (v * np.expand_dims(spread(g, v[..., 0]), -2)) @ _t(v)     # (v[..., 0]: w's shape)
+
+
+def eigvalsh_adjoint_dot(g, a, t, UPLO="L"):
+    """The tangent of `eigvalsh_adjoint(g, a, UPLO)` along `t`, the tangent of `a`."""
+    ans = np.linalg.eigh(a, UPLO)
+    v, dv = ans[1], eigh_dot(t, ans)[1]
+    return 2 * symmetrize((dv * np.expand_dims(spread(g, ans[0]), -2)) @ _t(v))
+
+
+def svd_values_adjoint(g, a):
+    """The adjoint of `a` in `np.linalg.svd(a, compute_uv=False)`: u diag(g) v^T."""
+    u, s, vt = np.linalg.svd(a, full_matrices=False)
+    return (u * np.expand_dims(spread(g, s), -2)) @ vt
+
+
+def svd_values_adjoint_dot(g, a, t):
+    """The tangent of `svd_values_adjoint(g, a)` along `t`, the tangent of `a`."""
+    ans = np.linalg.svd(a, full_matrices=False)
+    du, _, dvt = svd_dot(t, a, ans)
+    d = np.expand_dims(spread(g, ans[1]), -2)
+    return (du * d) @ ans[2] + (ans[0] * d) @ dvt
+
+
+def svd_dot(t, a, ans, compute_uv=True):
+    """The tangent of `ans = np.linalg.svd(a, ...)` along `t` (JAX's rule, for real
+    matrices)."""
+    if not compute_uv:
+        u, _, vt = np.linalg.svd(a, full_matrices=False)
+        return np.diagonal(_t(u) @ t @ _t(vt), 0, -2, -1).copy()
+    u, s, vt = thin(ans, "svd")
+    v = _t(vt)
+    ds = _t(u) @ t @ v
+    f = eigen_gaps(s * s)
+    dss, sds = ds * s[..., None, :], s[..., :, None] * ds
+    du = u @ (f * (dss + _t(dss)))
+    dv = v @ (f * (sds + _t(sds)))
+    m, n = np.shape(a)[-2:]
+    inverse = np.where(s == 0, 0.0, 1.0 / np.where(s == 0, 1.0, s))[..., None, :]
+    if m > n:
+        tv = t @ v
+        du = du + (tv - u @ (_t(u) @ tv)) * inverse
+    if n > m:
+        tu = _t(t) @ u
+        dv = dv + (tu - v @ (vt @ tu)) * inverse
+    return rebuild(ans, [du, np.diagonal(ds, 0, -2, -1).copy(), _t(dv)])
+
+
+def qr_dot(t, ans):
+    """The tangent of `ans = np.linalg.qr(a)` along `t` (JAX's rule, for real matrices
+    with at least as many rows as columns)."""
+    q, r = thin(ans, "qr")
+    x = _t(np.linalg.solve(_t(r), _t(t)))          # t @ inv(r)
+    c = _t(q) @ x
+    lower = np.tril(c, -1)
+    omega = lower - _t(lower)
+    return rebuild(ans, [q @ (omega - c) + x, (c - omega) @ r])
+
+
+def pinv_dot(t, a, ans):
+    """The tangent of `ans = np.linalg.pinv(a)` along `t`, where the rank of `a` stays."""
+    p, tt = ans, _t(t)
+    pt = _t(p)
+    return (-p @ t @ p + p @ (pt @ (tt - tt @ a @ p))
+            + (tt @ pt @ p - p @ (a @ (tt @ pt @ p))))
+
+
+def power_dot(d, a, n):
+    """The tangent of `np.linalg.matrix_power(a, n)` (n >= 0) along `d`: the sum of
+    a^k d a^(n-1-k)."""
+    a = np.asarray(a)
+    t = spread(d, a)
+    powers = [np.broadcast_to(np.eye(a.shape[-1]), a.shape)]
+    for _ in range(n - 1):
+        powers.append(powers[-1] @ a)
+    out = np.zeros(np.broadcast_shapes(np.shape(t), a.shape),
+                   dtype=np.result_type(t, a, np.float32))
+    for k in range(n):
+        out = out + powers[k] @ t @ powers[n - 1 - k]
+    return out
+
+
+def power_dot_dot(d, a, n, s):
+    """The tangent of `power_dot(d, a, n)` along `s`, the tangent of `a`."""
+    a = np.asarray(a)
+    t = spread(d, a)
+    out = 0.0
+    for k in range(n):
+        left = np.linalg.matrix_power(a, k)
+        right = np.linalg.matrix_power(a, n - 1 - k)
+        out = out + power_dot(s, a, k) @ t @ right + left @ t @ power_dot(s, a, n - 1 - k)
+    return out
+
+
+class Parts(tuple):
+    """A tuple of tangents whose `+` adds them part by part: the forward rule of a
+    function of several arguments with a tuple result sums one of these for each
+    argument that varies (`np.linalg.lstsq`)."""
+
+    def __add__(self, other):
+        return Parts(u + v for u, v in zip(self, other))
+
+    def __sub__(self, other):
+        return Parts(u - v for u, v in zip(self, other))
+
+
+def _columns(b):
+    """`b` as columns, and whether it was a vector."""
+    b = np.asarray(b)
+    return (b[:, None], True) if b.ndim == 1 else (b, False)
+
+
+def lstsq_dot(t, a, b, ans, which):
+    """The part of the tangent of `ans = np.linalg.lstsq(a, b)` from the tangent `t` of
+    `a` (`which` 0) or `b` (1), as `Parts`, where the rank of `a` stays: x = pinv(a) b,
+    the residuals |b - a x|^2, the rank (constant) and the singular values of `a`."""
+    p = np.linalg.pinv(a)
+    x, vector = _columns(ans[0])
+    bc, _ = _columns(b)
+    r = bc - a @ x
+    if which == 0:
+        dx = pinv_dot(t, a, p) @ bc
+        dres = -2 * np.sum(r * (t @ x), axis=0)     # (a^T r = 0 where it has residuals)
+        ds = svd_dot(t, a, np.linalg.svd(a, compute_uv=False), compute_uv=False)
+    else:
+        dx = p @ _columns(t)[0]
+        dres = 2 * np.sum(r * _columns(t)[0], axis=0)
+        ds = np.zeros_like(ans[3])
+    dres = dres if np.size(ans[1]) else np.zeros_like(ans[1])
+    return Parts([dx[:, 0] if vector else dx, dres, 0, ds])
+
+
+def lstsq_adjoint(g, a, b, ans, which):
+    """The adjoint of `a` (`which` 0) or `b` (1) in `ans = np.linalg.lstsq(a, b)`, where
+    the rank of `a` stays (see `lstsq_dot`)."""
+    g = structured(g, ans)
+    p = np.linalg.pinv(a)
+    x, vector = _columns(ans[0])
+    bc, _ = _columns(b)
+    xb = spread(g[0], ans[0])
+    xb = xb[:, None] if vector else xb
+    r = bc - a @ x
+    rb = spread(g[1], ans[1]) if np.size(ans[1]) else np.zeros(x.shape[-1])
+    if which == 1:
+        out = _t(p) @ xb + 2 * r * rb
+        return out[:, 0] if vector else out
+    gp = xb @ _t(bc)                               # the adjoint of pinv(a)
+    pt = _t(p)
+    gt = _t(gp)
+    xx, yy = gt @ p @ pt, pt @ p @ gt
+    out = -pt @ gp @ pt + xx - a @ (p @ xx) + yy - (yy @ p) @ a
+    out = out - 2 * (r * rb) @ _t(x)
+    u, _, vt = np.linalg.svd(a, full_matrices=False)
+    return out + (u * spread(g[3], ans[3])[..., None, :]) @ vt
+
+
+def no_second_derivative(name):
+    """Raise: s2sad has no second derivative of `name`."""
+    raise MissingRuleError(f"s2sad has no second derivative of {name} (forward mode over "
+                           "its reverse rule)")

@@ -1,0 +1,138 @@
+"""Adjoints of the NumPy functions that split, join, pad and rearrange arrays: each one
+puts the adjoint of the result back where the elements of an argument went. A 0-d
+adjoint `g` is the zero of an array rebound in a loop (see `runtime._spread`), returned
+as it is. Generated code reaches them through `runtime`, which imports them;
+rules/tangents.py gives their forward rules (each is linear in `g`)."""
+import numpy as np
+
+from ..errors import MissingRuleError
+
+
+def _dtype(x):
+    return np.result_type(x, np.float32)
+
+
+def unsplit(g, pieces, axis=0):
+    """The adjoint of `np.split(x, ..., axis)` (and `array_split`, `vsplit`; `hsplit` with
+    `axis` None), whose result is `pieces`: the adjoints of the pieces joined again (a
+    number for a zero)."""
+    if not isinstance(g, (list, tuple)) and np.ndim(g) == 0:
+        return g
+    if axis is None:
+        axis = 1 if np.ndim(pieces[0]) > 1 else 0
+    return np.concatenate([np.broadcast_to(d, np.shape(p)) for d, p in zip(g, pieces)],
+                          axis=axis)
+
+
+def unrot90(g, k=1, axes=None):
+    """The adjoint of `np.rot90(m, k, axes)`: `g` turned back."""
+    return g if np.ndim(g) == 0 else np.rot90(g, -k, (0, 1) if axes is None else axes)
+
+
+def unappend(g, arr, values, axis=None, which=0):
+    """The adjoint of `arr` (`which` 0) or `values` (1) in `np.append(arr, values, axis)`."""
+    if np.ndim(g) == 0:
+        return g
+    arr = np.asarray(arr)
+    if axis is None:
+        flat = np.ravel(g)
+        part = flat[:arr.size] if which == 0 else flat[arr.size:]
+        return np.reshape(part, np.shape(arr if which == 0 else values))
+    n = arr.shape[axis]
+    index = [slice(None)] * np.ndim(g)
+    index[axis] = slice(0, n) if which == 0 else slice(n, None)
+    return np.reshape(np.asarray(g)[tuple(index)], np.shape(arr if which == 0 else values))
+
+
+def unpad(g, x, pad_width, mode="constant"):
+    """The adjoint of `x` in `np.pad(x, pad_width, mode)`: the middle of `g` for the
+    constant mode; for the modes that copy elements of `x` (edge, reflect, symmetric,
+    wrap), `g` added up where each copy came from."""
+    if np.ndim(g) == 0:
+        return g
+    x = np.asarray(x)
+    if mode == "constant":
+        width = np.broadcast_to(np.asarray(pad_width), (x.ndim, 2))
+        return np.asarray(g)[tuple(slice(lo, lo + n) for (lo, _), n in zip(width, x.shape))]
+    if mode not in ("edge", "reflect", "symmetric", "wrap"):
+        raise MissingRuleError(f"s2sad has no derivative rule for np.pad with mode={mode!r}; "
+                               "only the modes constant, edge, reflect, symmetric and wrap")
+    source = np.pad(np.arange(x.size).reshape(x.shape), pad_width, mode)
+    out = np.zeros(x.size, dtype=_dtype(x))
+    np.add.at(out, np.ravel(source), np.ravel(g))
+    return out.reshape(x.shape)
+
+
+def unpad_constant(g, x, pad_width, constant_values=0):
+    """The adjoint of the number `constant_values` in `np.pad(x, pad_width,
+    constant_values=...)`: the sum of `g` outside the middle."""
+    if np.ndim(constant_values) != 0:
+        raise MissingRuleError("s2sad differentiates np.pad with respect to one number "
+                               "constant_values only, not one for each side")
+    if np.ndim(g) == 0:
+        return g
+    return np.sum(g) - np.sum(unpad(g, x, pad_width))
+
+
+def uncolumn_stack(g, arrays):
+    """The adjoint of `np.column_stack(arrays)`: the columns of `g` each array became."""
+    if np.ndim(g) == 0:
+        return [g] * len(arrays)
+    widths = [1 if np.ndim(a) < 2 else np.shape(a)[1] for a in arrays]
+    pieces = np.split(g, np.cumsum(widths)[:-1], axis=1)
+    return [np.reshape(p, np.shape(a)) for p, a in zip(pieces, arrays)]
+
+
+def undiagonal(g, a, offset=0, axis1=0, axis2=1):
+    """The adjoint of `np.diagonal(a, offset, axis1, axis2)`: `g` (the diagonal on its last
+    axis) on that diagonal of zeros shaped like `a`."""
+    if np.ndim(g) == 0:
+        return g
+    a = np.asarray(a)
+    out = np.zeros(a.shape, dtype=_dtype(a))
+    planes = np.moveaxis(out, (axis1, axis2), (-2, -1))     # a view into `out`
+    n, m = planes.shape[-2:]
+    rows = np.arange(max(0, -offset), min(n, m - offset))
+    planes[..., rows, rows + offset] = g
+    return out
+
+
+def unkron(g, a, b, which):
+    """The adjoint of `a` (`which` 0) or `b` (1) in `np.kron(a, b)`."""
+    if np.ndim(g) == 0:
+        return g
+    a, b = np.asarray(a), np.asarray(b)
+    nd = max(a.ndim, b.ndim)
+    sa, sb = (1,) * (nd - a.ndim) + a.shape, (1,) * (nd - b.ndim) + b.shape
+    blocks = np.reshape(g, [n for pair in zip(sa, sb) for n in pair])
+    other = range(1 - which, 2 * nd, 2)         # the axes of the operand not wanted
+    out = np.tensordot(blocks, np.reshape(b, sb) if which == 0 else np.reshape(a, sa),
+                       axes=(list(other), list(range(nd))))
+    return np.reshape(out, (a if which == 0 else b).shape)
+
+
+def uncross(g, a, b, ans, which, axis=-1):
+    """The adjoint of `a` (`which` 0) or `b` (1) in `ans = np.cross(a, b, axis=axis)`,
+    before it is summed back where it was broadcast: b × g for `a`, g × a for `b`."""
+    g = np.broadcast_to(g, np.shape(ans))
+    return np.cross(b, g, axis=axis) if which == 0 else np.cross(g, a, axis=axis)
+
+
+def untake_along_axis(g, arr, indices, axis):
+    """The adjoint of `np.take_along_axis(arr, indices, axis)`: `g` added where each of
+    its elements was taken from (an index taken twice gets both)."""
+    if np.ndim(g) == 0:
+        return g
+    arr, g = np.asarray(arr), np.asarray(g)
+    if axis is None:
+        out = np.zeros(arr.size, dtype=_dtype(arr))
+        np.add.at(out, np.ravel(indices), np.ravel(g))
+        return out.reshape(arr.shape)
+    axis %= arr.ndim
+    grids = np.ix_(*[np.arange(n) if arr.shape[d] == n else np.zeros(n, dtype=int)
+                     for d, n in enumerate(g.shape)])
+    index = list(grids)
+    index[axis] = np.broadcast_to(indices, g.shape)
+    out = np.zeros(arr.shape, dtype=_dtype(arr))
+    np.add.at(out, tuple(index), g)
+    return out

@@ -1,0 +1,652 @@
+"""The rules added for issue #20 in every mode, against central differences in float64.
+
+Each case is a function with an array (or number) result and sample arguments. For each,
+against central differences of the function itself (never s2sad against itself):
+
+* vjp: the pullback of a fixed random cotangent `u` is the gradient of <u, f(args)>;
+* jvp: the tangent along fixed random directions is the directional derivative of f;
+* hessian: for the elementwise rules and the factorizations, `HESSIANS`, the Hessian of
+  a scalar function of one argument, by differences of differences.
+
+`grad` of the same rules is checked in tests/test_rules_numpy.py and
+tests/test_rules_scalar.py, which also fail for a rule without a check.
+"""
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+from numpy_cases import Samples, compare, fd_array_grad, fd_array_grad_central
+
+import s2sad
+
+S = Samples(20261127)
+R = S.real
+_WRNG = np.random.default_rng(77)
+W4, W34 = _WRNG.standard_normal(4), _WRNG.standard_normal((3, 4))
+NAN34 = np.where(_WRNG.uniform(size=(3, 4)) < 0.25, np.nan, 0.0)   # added: NaN at a quarter
+NAN34[:, 0] = 0.0                                   # (no row or column of NaN only)
+NAN34[0] = 0.0
+ZEROS34 = S.uniform((3, 4), 0.5, 1.5) * (np.arange(12).reshape(3, 4) % 5 != 2)
+
+
+def POS(shape):
+    return S.uniform(shape, 0.3, 2.5)
+
+
+def AWAY(shape):
+    return S.away(shape)
+
+
+def AROUND(shape):
+    """Values on both sides of -0.5 and 0.5 (the bounds of the clip checks), away from them."""
+    x = S.uniform(shape, 0.05, 0.45) * S.rng.choice([-1.0, 1.0], shape)
+    return x + np.sign(x) * S.rng.choice([0.0, 0.5], shape)
+
+
+def _mod_pair(sx, sy):
+    y = AWAY(sy)
+    k = S.rng.integers(-3, 3, sx) + S.uniform(sx, 0.2, 0.8)
+    return y * k, y
+
+
+# -- math -------------------------------------------------------------------------------
+def m_gamma(x):
+    return math.gamma(x)
+
+
+def m_lgamma(x):
+    return math.lgamma(x)
+
+
+def m_erf(x):
+    return math.erf(x) * math.erfc(0.5 * x)
+
+
+def m_expm1_log1p(x):
+    return math.expm1(x) + math.log1p(x * x)
+
+
+def m_hypot_atan2(x, y):
+    return math.hypot(x, y) * math.atan2(y, x)
+
+
+def m_copysign_fmod(x, y):
+    return math.copysign(x, y) + math.fmod(x, y)
+
+
+def m_remainder(x, y):
+    return math.remainder(x, y)
+
+
+def m_dist(a, b, c, d):
+    return math.dist((a, b), (c, d))
+
+
+def m_dist3(a, b):
+    return math.dist([a, b, a * b], [0.5, -0.2, 1.0])
+
+
+def m_prod(a, b):
+    return math.prod([a, b, a * b], start=1.5)
+
+
+def m_prod_tuple(a, b):
+    return math.prod((a, b, 2.0))
+
+
+def m_fsum(a, b):
+    return math.fsum([a, b * b, a * b])
+
+
+# -- NumPy elementwise ------------------------------------------------------------------
+def e_sinc(x):
+    return np.sinc(x)
+
+
+def e_degrees_radians(x):
+    return np.degrees(x) * np.radians(x)
+
+
+def e_nan_to_num(x):
+    return np.nan_to_num(x * x, nan=1.0)
+
+
+def e_float64(x):
+    return np.float64(x) * x
+
+
+def e_logaddexp2(x, y):
+    return np.logaddexp2(x, y)
+
+
+def e_remainder(x, y):
+    return np.remainder(x, y) + np.mod(x, y)
+
+
+def e_fmod(x, y):
+    return np.fmod(x, y)
+
+
+def e_item(x):
+    return x.item() * x
+
+
+def e_clip_min(x):
+    return x.clip(min=-0.5)
+
+
+def e_clip_min_max(x):
+    return np.clip(x, min=-0.5, max=0.5)
+
+
+# -- NumPy reductions and scans ---------------------------------------------------------
+def r_nansum(x):
+    return np.nansum(x + NAN34, axis=0)
+
+
+def r_nansum_all(x):
+    return np.nansum(x + NAN34)
+
+
+def r_nanmean(x):
+    return np.nanmean(x + NAN34, axis=1, keepdims=True)
+
+
+def r_nanmax(x):
+    return np.nanmax(x + NAN34, axis=0)
+
+
+def r_nanmin(x):
+    return np.nanmin(x + NAN34)
+
+
+def r_ptp(x):
+    return np.ptp(x, axis=1)
+
+
+def r_ptp_all(x):
+    return np.ptp(x)
+
+
+def r_diff(x):
+    return np.diff(x)
+
+
+def r_diff_n2_axis0(x):
+    return np.diff(x, n=2, axis=0)
+
+
+def r_average(x):
+    return np.average(x, axis=0)
+
+
+def r_average_weights(x, w):
+    return np.average(x, axis=1, weights=w)
+
+
+def r_average_full_weights(x, w):
+    return np.average(x, weights=w)
+
+
+def r_average_keepdims(x, w):
+    return np.average(x, axis=0, weights=w, keepdims=True)
+
+
+def r_trapezoid(y):
+    return np.trapezoid(y)
+
+
+def r_trapezoid_x(y, x):
+    return np.trapezoid(y, x)
+
+
+def r_trapezoid_rows(y, x):
+    return np.trapezoid(y, x, axis=1)
+
+
+def r_trapezoid_dx(y, dx):
+    return np.trapezoid(y, dx=dx, axis=0)
+
+
+def r_cumprod(x):
+    return np.cumprod(x, axis=1)
+
+
+def r_cumprod_flat(x):
+    return np.cumprod(x)
+
+
+def r_polyval(p, x):
+    return np.polyval(p, x)
+
+
+def r_convolve(a, v):
+    return np.convolve(a, v)
+
+
+def r_convolve_same(a, v):
+    return np.convolve(a, v, mode="same")
+
+
+def r_convolve_valid(a, v):
+    return np.convolve(a, v, "valid")
+
+
+def r_correlate(a, v):
+    return np.correlate(a, v)
+
+
+def r_correlate_same(a, v):
+    return np.correlate(a, v, mode="same")
+
+
+def r_correlate_full(a, v):
+    return np.correlate(a, v, mode="full")
+
+
+# -- NumPy shapes and layout -----------------------------------------------------------
+IDX33 = np.array([[0, 2, 2], [1, 0, 3], [3, 3, 0]])
+
+
+def s_split(x):
+    a, b = np.split(x, 2, axis=1)
+    return np.concatenate([a * b, 2.0 * a], axis=0)
+
+
+def s_array_split(x):
+    p = np.array_split(x, 3)
+    return np.concatenate([p[0], p[2] * p[2], p[1]])
+
+
+def s_hsplit_vsplit(x):
+    a, b = np.hsplit(x, [1])
+    c, d, e = np.vsplit(x, 3)
+    return np.concatenate([a.ravel(), b[0] * c[0, 1:], d[0], e[0] * 2.0])
+
+
+def s_append(x, y):
+    return np.append(x, y) * 2.0 + np.append(x, x[:1], axis=0).sum()
+
+
+def s_flips(x):
+    return np.flipud(x) + 2.0 * np.fliplr(x) + np.roll(x, (1, -2), axis=(0, 1))
+
+
+def s_rot90(x):
+    return np.rot90(x) * 1.5 + np.rot90(x, -1)
+
+
+def s_rot90_3d(x):
+    return np.rot90(x, 3, axes=(1, 2))
+
+
+def s_pad(x, c):
+    return np.pad(x, ((1, 2), (0, 1)), constant_values=c)
+
+
+def s_pad_modes(x):
+    return np.concatenate([np.pad(x, 2, "edge").ravel(), np.pad(x, 1, mode="reflect").ravel(),
+                           np.pad(x, (1, 2), "wrap").ravel(),
+                           np.pad(x, 1, mode="symmetric").ravel()])
+
+
+def s_column_stack(a, b):
+    return np.column_stack((a, b))
+
+
+def s_atleast(x, v):
+    return np.atleast_2d(v) * np.atleast_1d(x) + np.atleast_3d(v)[0, :, 0]
+
+
+def s_diagonal(x):
+    return np.diagonal(x, 1) + x.diagonal()[:3]
+
+
+def s_diagonal_3d(x):
+    return np.diagonal(x, offset=-1, axis1=0, axis2=2)
+
+
+def s_diag_k(x, v):
+    return np.diag(x, k=1) + np.diag(v, -1)[1:, :3].sum()
+
+
+def s_tril_triu(x):
+    return np.tril(x, -1) * 2.0 + np.triu(x, k=1)
+
+
+def s_kron(a, b):
+    return np.kron(a, b)
+
+
+def s_cross(a, b):
+    return np.cross(a, b)
+
+
+def s_cross_axis(a, b):
+    return np.cross(a, b, axis=0)
+
+
+def s_take_along_axis(x):
+    return np.take_along_axis(x, IDX33, axis=1) + np.take_along_axis(x, IDX33[:1], 1)
+
+
+def s_take_along_axis_flat(x):
+    return np.take_along_axis(x, IDX33[0], axis=None)
+
+
+def s_moveaxis_broadcast(x):
+    return np.moveaxis(x, 0, -1) + np.broadcast_to(x[0, :, 1], (3, 4, 3))
+
+
+# -- factorizations and powers (of the vectors, what does not depend on their signs) ----
+def l_eigh(a):
+    w, v = np.linalg.eigh(a + np.swapaxes(a, -1, -2))
+    return np.concatenate([w.ravel(), (v * v).ravel()])
+
+
+def l_eigvalsh(a):
+    return np.linalg.eigvalsh(a @ np.swapaxes(a, -1, -2), UPLO="U")
+
+
+def l_svd(a):
+    u, s, vt = np.linalg.svd(a, full_matrices=False)
+    return np.concatenate([s.ravel(), (u * u).ravel(), (vt * vt).ravel(),
+                           (u[..., :, :1] * vt[..., :1, :]).ravel()])
+
+
+def l_svd_values(a):
+    return np.linalg.svd(a, compute_uv=False)
+
+
+def l_pinv(a):
+    return np.linalg.pinv(a)
+
+
+def l_lstsq(a, b):
+    x, res, rank, s = np.linalg.lstsq(a, b)
+    return np.concatenate([np.ravel(x), res, s])
+
+
+def l_qr(a):
+    q, r = np.linalg.qr(a)
+    return np.concatenate([q.ravel(), r.ravel()])
+
+
+def l_matrix_power(a):
+    return np.linalg.matrix_power(a, 3) + np.linalg.matrix_power(a, -1) * 0.5
+
+
+def l_slogdet(a):
+    return np.linalg.slogdet(a)[1]
+
+
+_BINARY = {"mat-mat": ((3, 4), (3, 4)), "mat-row": ((3, 4), (4,)), "col-row": ((3, 1), (4,)),
+           "mat-py": ((3, 4), None), "py-py": (None, None)}
+_PAIRS = {"4-3": ((4,), (3,)), "3-5": ((3,), (5,)), "5-2": ((5,), (2,)), "2-6": ((2,), (6,))}
+
+#: {id: (function, {label: args})}
+CASES = {
+    "gamma": (m_gamma, {"0.3": (0.3,), "1.7": (1.7,), "-1.5": (-1.5,), "12.5": (12.5,)}),
+    "lgamma": (m_lgamma, {"0.3": (0.3,), "4.2": (4.2,), "-2.5": (-2.5,)}),
+    "erf": (m_erf, {"a": (0.4,), "b": (-1.3,)}),
+    "expm1_log1p": (m_expm1_log1p, {"a": (0.4,), "b": (-0.7,)}),
+    "hypot_atan2": (m_hypot_atan2, {"a": (0.4, 1.3), "b": (-1.2, -0.5)}),
+    "copysign_fmod": (m_copysign_fmod, {"a": (5.3, 2.0), "b": (-5.3, -1.5)}),
+    "remainder": (m_remainder, {"a": (5.3, 2.0), "b": (-5.3, 2.0), "c": (7.1, -2.5)}),
+    "dist": (m_dist, {"a": (0.3, 0.7, 1.0, -0.5), "b": (-1.5, 2.0, 0.5, 0.5)}),
+    "dist3": (m_dist3, {"a": (0.3, 0.7)}),
+    "prod": (m_prod, {"a": (0.3, 0.7), "b": (-1.5, 2.0)}),
+    "prod_tuple": (m_prod_tuple, {"a": (0.3, 0.7)}),
+    "fsum": (m_fsum, {"a": (0.3, 0.7)}),
+    "sinc": (e_sinc, {"py": (R(None),), "0": (0.0,), "vec": (R((4,)),),
+                      "small": (np.array([0.0, 0.01, -0.02, 0.5]),), "mat": (R((3, 4)),)}),
+    "degrees_radians": (e_degrees_radians, {"py": (R(None),), "mat": (R((3, 4)),)}),
+    "nan_to_num": (e_nan_to_num, {"py": (R(None),), "mat": (R((3, 4)),)}),
+    "float64": (e_float64, {"py": (R(None),), "vec": (R((4,)),)}),
+    "logaddexp2": (e_logaddexp2, {k: (R(a), R(b)) for k, (a, b) in _BINARY.items()}),
+    "remainder_np": (e_remainder, {k: _mod_pair(a, b) for k, (a, b) in _BINARY.items()
+                                   if a is not None and a[-1] != 1}),
+    "fmod_np": (e_fmod, {k: _mod_pair(a, b) for k, (a, b) in _BINARY.items()
+                         if a is not None and a[-1] != 1}),
+    "item": (e_item, {"1": (R((1,)),), "1x1": (R((1, 1)),)}),
+    "clip_min": (e_clip_min, {"mat": (AROUND((3, 4)),)}),
+    "clip_min_max": (e_clip_min_max, {"mat": (AROUND((3, 4)),)}),
+    "nansum": (r_nansum, {"mat": (R((3, 4)),)}),
+    "nansum_all": (r_nansum_all, {"mat": (R((3, 4)),)}),
+    "nanmean": (r_nanmean, {"mat": (R((3, 4)),)}),
+    "nanmax": (r_nanmax, {"mat": (S.distinct((3, 4)),)}),
+    "nanmin": (r_nanmin, {"mat": (S.distinct((3, 4)),)}),
+    "ptp": (r_ptp, {"mat": (S.distinct((3, 4)),)}),
+    "ptp_all": (r_ptp_all, {"vec": (S.distinct((5,)),), "mat": (S.distinct((3, 4)),)}),
+    "diff": (r_diff, {"vec": (R((5,)),), "mat": (R((3, 4)),)}),
+    "diff_n2_axis0": (r_diff_n2_axis0, {"mat": (R((4, 3)),)}),
+    "average": (r_average, {"mat": (R((3, 4)),)}),
+    "average_weights": (r_average_weights, {"mat": (R((3, 4)), POS((4,)))}),
+    "average_full_weights": (r_average_full_weights, {"mat": (R((3, 4)), POS((3, 4)))}),
+    "average_keepdims": (r_average_keepdims, {"mat": (R((3, 4)), POS((3,)))}),
+    "trapezoid": (r_trapezoid, {"vec": (R((5,)),), "mat": (R((3, 4)),)}),
+    "trapezoid_x": (r_trapezoid_x, {"vec": (R((5,)), np.sort(R((5,)))),
+                                    "mat-vec": (R((3, 4)), np.sort(R((4,)))),
+                                    "mat-mat": (R((3, 4)), R((3, 4)))}),
+    "trapezoid_rows": (r_trapezoid_rows, {"mat": (R((3, 4)), R((4,)))}),
+    "trapezoid_dx": (r_trapezoid_dx, {"py": (R((3, 4)), 0.7)}),
+    "cumprod": (r_cumprod, {"mat": (R((3, 4)),), "zeros": (ZEROS34,)}),
+    "cumprod_flat": (r_cumprod_flat, {"zeros": (ZEROS34,), "vec": (np.array([0.0, 1.3, 0.0]),)}),
+    "polyval": (r_polyval, {"vec": (R((3,)), R((4,))), "py": (R((4,)), R(None)),
+                            "mat": (R((2,)), R((3, 4)))}),
+    "convolve": (r_convolve, {k: (R(a), R(b)) for k, (a, b) in _PAIRS.items()}),
+    "convolve_same": (r_convolve_same, {k: (R(a), R(b)) for k, (a, b) in _PAIRS.items()}),
+    "convolve_valid": (r_convolve_valid, {k: (R(a), R(b)) for k, (a, b) in _PAIRS.items()}),
+    "correlate": (r_correlate, {k: (R(a), R(b)) for k, (a, b) in _PAIRS.items()}),
+    "correlate_same": (r_correlate_same, {k: (R(a), R(b)) for k, (a, b) in _PAIRS.items()}),
+    "correlate_full": (r_correlate_full, {k: (R(a), R(b)) for k, (a, b) in _PAIRS.items()}),
+    "split": (s_split, {"mat": (R((3, 4)),)}),
+    "array_split": (s_array_split, {"vec": (R((5,)),)}),
+    "hsplit_vsplit": (s_hsplit_vsplit, {"mat": (R((3, 4)),)}),
+    "append": (s_append, {"mat-vec": (R((2, 3)), R((4,))), "mat-py": (R((2, 3)), R(None))}),
+    "flips": (s_flips, {"mat": (R((3, 4)),)}),
+    "rot90": (s_rot90, {"mat": (R((3, 4)),)}),
+    "rot90_3d": (s_rot90_3d, {"3d": (R((2, 3, 4)),)}),
+    "pad": (s_pad, {"py": (R((3, 4)), R(None)), "0d": (R((3, 4)), R(()))}),
+    "pad_modes": (s_pad_modes, {"mat": (R((3, 4)),)}),
+    "column_stack": (s_column_stack, {"vec-mat": (R((3,)), R((3, 2)))}),
+    "atleast": (s_atleast, {"py-vec": (R(None), R((4,)))}),
+    "diagonal": (s_diagonal, {"mat": (R((3, 4)),)}),
+    "diagonal_3d": (s_diagonal_3d, {"3d": (R((3, 2, 4)),)}),
+    "diag_k": (s_diag_k, {"mat-vec": (R((3, 4)), R((3,)))}),
+    "tril_triu": (s_tril_triu, {"mat": (R((3, 4)),)}),
+    "kron": (s_kron, {"vec-vec": (R((2,)), R((3,))), "mat-mat": (R((2, 3)), R((2, 2))),
+                      "vec-mat": (R((2,)), R((3, 2))), "3d-mat": (R((2, 1, 2)), R((2, 3)))}),
+    "cross": (s_cross, {"vec-vec": (R((3,)), R((3,))), "mat-vec": (R((4, 3)), R((3,)))}),
+    "cross_axis": (s_cross_axis, {"mat-mat": (R((3, 4)), R((3, 4)))}),
+    "take_along_axis": (s_take_along_axis, {"mat": (R((3, 4)),)}),
+    "take_along_axis_flat": (s_take_along_axis_flat, {"mat": (R((3, 4)),)}),
+    "moveaxis_broadcast": (s_moveaxis_broadcast, {"3d": (R((3, 3, 4)),)}),
+    "eigh": (l_eigh, {"mat": (R((3, 3)),), "batch": (R((2, 3, 3)),)}),
+    "eigvalsh": (l_eigvalsh, {"mat": (R((3, 3)),), "batch": (R((2, 3, 3)),)}),
+    "svd": (l_svd, {"tall": (R((4, 3)),), "wide": (R((2, 4)),), "batch": (R((2, 3, 3)),)}),
+    "svd_values": (l_svd_values, {"tall": (R((4, 3)),), "batch": (R((2, 2, 3)),)}),
+    "pinv": (l_pinv, {"tall": (R((4, 3)),), "wide": (R((2, 4)),), "batch": (R((2, 3, 2)),)}),
+    "lstsq": (l_lstsq, {"vec": (R((4, 3)), R((4,))), "mat": (R((4, 2)), R((4, 3))),
+                        "square": (R((3, 3)) + 2 * np.eye(3), R((3,)))}),
+    "qr": (l_qr, {"tall": (R((4, 3)),), "batch": (R((2, 3, 3)),)}),
+    "matrix_power": (l_matrix_power, {"mat": (R((3, 3)) + 2 * np.eye(3),)}),
+    "slogdet": (l_slogdet, {"batch": (R((2, 3, 3)) + 3 * np.eye(3),)}),
+}
+
+
+# -- second derivatives of the elementwise rules ----------------------------------------
+def h_gamma(x):
+    return math.gamma(x)
+
+
+def h_lgamma(x):
+    return math.lgamma(x)
+
+
+def h_erf(x):
+    return math.erf(x) + math.erfc(x * x)
+
+
+def h_expm1_log1p(x):
+    return math.expm1(x) * math.log1p(x)
+
+
+def h_two(v):
+    return (math.hypot(v[0], v[1]) + math.atan2(v[1], v[0]) + math.fmod(v[2], v[3])
+            + math.remainder(v[2], v[1]) + math.copysign(v[0], v[3]))
+
+
+def h_sequences(v):
+    return (math.dist((v[0], v[1]), (v[2], v[3])) * math.prod((v[0], v[1], v[2]))
+            + math.fsum([v[0] * v[3], v[1]]))
+
+
+def h_sinc(x):
+    return np.sum(W4 * np.sinc(x))
+
+
+def h_degrees_radians(x):
+    return np.sum(W4 * np.degrees(x) * np.radians(x * x))
+
+
+def h_nan_to_num(x):
+    return np.sum(W4 * np.nan_to_num(x * x * x))
+
+
+def h_logaddexp2(x):
+    return np.sum(W4 * np.logaddexp2(x, x[::-1] * 2.0))
+
+
+def h_mod(x):
+    return np.sum(W4 * (np.remainder(x * x, 0.7) + np.fmod(x, x[::-1] + 3.0)))
+
+
+def h_linalg(x):
+    a = x.reshape(4, 3)
+    w, v = np.linalg.eigh(a.T @ a)
+    u, s, vt = np.linalg.svd(a, full_matrices=False)
+    q, r = np.linalg.qr(a)
+    return (np.sum(w * W4[:3]) + np.sum(v * v * W34[:, :3]) + np.sum(s * W4[1:])
+            + np.sum(u * u * W34.T) + np.sum(q * W34.T) + np.sum(r * W34[:, :3])
+            + np.sum(np.linalg.pinv(a) * W34) + np.sum(np.linalg.svd(a, compute_uv=False))
+            + np.sum(np.linalg.eigvalsh(a[:3] + a[:3].T) * W4[:3]))
+
+
+def h_cumprod(x):
+    return np.sum(np.cumprod(x.reshape(2, 3), axis=1) * W34[:2, :3]) + np.sum(np.cumprod(x) * W4[0])
+
+
+def h_matrix_power(x):
+    a = x.reshape(3, 3)
+    return np.sum(np.linalg.matrix_power(a, 3) * W34[:, :3]) + np.sum(
+        np.linalg.matrix_power(a, -2) * W34[:, 1:])
+
+
+HESSIANS = {
+    "gamma": (h_gamma, [0.3, 1.7, -1.5]), "lgamma": (h_lgamma, [0.3, 4.2, -2.5]),
+    "erf": (h_erf, [0.4, -1.1]), "expm1_log1p": (h_expm1_log1p, [0.4, 1.3]),
+    "two": (h_two, [np.array([0.4, 1.3, 5.3, 2.0])]),
+    "sequences": (h_sequences, [np.array([0.3, 1.2, -0.4, 0.8])]),
+    "sinc": (h_sinc, [R((4,)), np.array([0.0, 0.03, -0.05, 1.2])]),
+    "degrees_radians": (h_degrees_radians, [R((4,))]),
+    "nan_to_num": (h_nan_to_num, [R((4,))]),
+    "logaddexp2": (h_logaddexp2, [R((4,))]),
+    "mod": (h_mod, [np.array([0.5, 1.3, -0.8, 2.2])]),
+    "linalg": (h_linalg, [R((12,))]),
+    "cumprod": (h_cumprod, [R((6,)), np.array([0.5, 0.0, 1.2, -0.7, 0.0, 0.0])]),
+    "matrix_power": (h_matrix_power, [R((9,)) + 2 * np.eye(3).ravel()]),
+}
+
+
+# -- the oracle -------------------------------------------------------------------------
+def _directional(f, args, v, h=1e-3):
+    """d/ds f(args + s v) at 0, by Richardson-extrapolated central differences."""
+    def at(s):
+        return np.asarray(f(*[a + s * d for a, d in zip(args, v)]), dtype=np.float64)
+    return (8 * (at(h) - at(-h)) - (at(2 * h) - at(-2 * h))) / (12 * h)
+
+
+def _random_like(x, rng):
+    return float(rng.uniform(-1, 1)) if np.ndim(x) == 0 and not isinstance(
+        x, np.ndarray) else rng.uniform(-1, 1, np.shape(x))
+
+
+def _params(table):
+    return [pytest.param(fn, args, id=f"{name}[{label}]")
+            for name, (fn, sets) in table.items() for label, args in sets.items()]
+
+
+@pytest.mark.parametrize("fn, args", _params(CASES))
+def test_vjp_matches_finite_differences(fn, args):
+    rng = np.random.default_rng(5)
+    y = fn(*args)
+    u = _random_like(y, rng) if isinstance(y, np.ndarray) else float(rng.uniform(0.5, 1.5))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        value, pullback = s2sad.vjp(fn, *args)
+        grads = pullback(u)
+    np.testing.assert_allclose(value, y, rtol=1e-12)
+    grads = grads if isinstance(grads, tuple) else (grads,)
+    failures = []
+    for i, (g, x) in enumerate(zip(grads, args)):
+        expected = fd_array_grad(lambda *a: float(np.sum(u * np.asarray(fn(*a)))), args, i)
+        if np.shape(g) != np.shape(x):
+            failures.append(f"d/d arg{i}: shape {np.shape(g)}, expected {np.shape(x)}")
+        else:
+            failures.append(compare(g, expected, 1e-6, 1e-8, f"d/d arg{i}"))
+    failures = [m for m in failures if m]
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("fn, args", _params(CASES))
+def test_jvp_matches_finite_differences(fn, args):
+    rng = np.random.default_rng(6)
+    v = tuple(_random_like(a, rng) for a in args)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        value, tangent = s2sad.jvp(fn, args, v)
+    np.testing.assert_allclose(value, fn(*args), rtol=1e-12)
+    error = compare(tangent, _directional(fn, args, v), 1e-6, 1e-8, "tangent")
+    assert error is None, error
+
+
+def test_sample_points_are_smooth():
+    """Without s2sad: two difference schemes agree at every sample point (no kink, tie or
+    jump of a remainder nearby)."""
+    bad = []
+    for param in _params(CASES):
+        fn, args = param.values
+        y = np.asarray(fn(*args))
+        u = np.random.default_rng(5).uniform(-1, 1, y.shape)
+
+        def weighted(*a):
+            return float(np.sum(u * np.asarray(fn(*a))))
+        for i in range(len(args)):
+            a, b = fd_array_grad(weighted, args, i), fd_array_grad_central(weighted, args, i)
+            if not np.allclose(a, b, rtol=1e-4, atol=1e-6):
+                bad.append(f"{param.id} arg{i}")
+    assert not bad, ", ".join(bad)
+
+
+def _fd_hessian(fn, x):
+    """The Hessian of `fn` at `x` by central differences of central differences."""
+    if not isinstance(x, np.ndarray):
+        return fd_array_grad(lambda y: fd_array_grad(fn, (y,), 0), (x,), 0)
+    out = np.empty(x.shape + x.shape)
+    for idx in np.ndindex(x.shape):
+        out[idx] = fd_array_grad(lambda y: fd_array_grad(fn, (y,), 0)[idx], (x,), 0)
+    return out
+
+
+@pytest.mark.parametrize("fn, x", _params({k: (f, dict(enumerate(p)))
+                                           for k, (f, p) in HESSIANS.items()}))
+def test_hessian_matches_finite_differences(fn, x):
+    x = x[0] if isinstance(x, tuple) else x
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        h = s2sad.hessian(fn)(x)
+    error = compare(h, _fd_hessian(fn, x), 1e-5, 2e-5, "hessian")
+    assert error is None, error
