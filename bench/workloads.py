@@ -1,7 +1,7 @@
 """Benchmark workloads for s2sad, each with a hand-written reverse-mode gradient
 (and, for the scalar ones, a hand-written forward-mode tangent).
 
-Two groups.  The scalar workloads are plain Python functions on floats
+Four groups.  The scalar workloads are plain Python functions on floats
 (``math`` and loops only).  Next to each is the gradient a careful person
 would write by hand: a forward sweep that records what the backward sweep
 needs in a list, then a reversed loop that accumulates adjoints.
@@ -24,10 +24,16 @@ equation, a recurrent network, a damped Jacobi iteration stopped by a
 what their pullback needs (written next to each, in ``hand_tape``), in
 buffers allocated once where they can be.
 
+The mixed workloads (issue #20) are scalar code on Python floats that calls
+NumPy's functions (``np.log``, ``np.sqrt``, ``np.tanh``, ...): logsin spelled
+with NumPy, a projectile with drag (with float parameters that have defaults,
+then with its parameters in a dataclass), and a damped oscillator.
+
 Also here: a hand Hessian-vector product of Rosenbrock (``hvp``), and the
 Lotka-Volterra model over 10^5 steps (the memory of a long gradient tape).
 """
 
+import dataclasses
 import math
 from collections.abc import Callable
 from typing import NamedTuple
@@ -656,6 +662,181 @@ def nbody_args(n, steps, seed=0):
 
 
 # ---------------------------------------------------------------------------
+# Mixed NumPy and floats (issue #20): scalar code on Python floats that calls
+# NumPy's functions (np.log, np.sqrt, np.tanh, ...) where `math` would do.  A
+# NumPy function of a float is an np.float64, and so is the arithmetic that
+# follows.  The hand gradients call the same NumPy functions on the same values
+# as the function (the forward sweep is the function's, operation for operation,
+# so its values are the function's to the bit, in np.float64 like them), reuse
+# what the forward sweep computed, and call NumPy again only where the
+# derivative needs a function the forward sweep did not compute (np.cos for the
+# derivative of np.sin).  Their loops tape one tuple of numbers a step, as the
+# scalar workloads' do.
+#
+# 11. logsin with NumPy's functions.
+
+
+def logsin_np(x1, x2):
+    return np.log(x1) + x1 * x2 - np.sin(x2)
+
+
+def logsin_np_hand(x1, x2):
+    return 1.0 / x1 + x2, x1 - np.cos(x2)
+
+
+# 12. A projectile with quadratic drag, explicit Euler over PROJECTILE_STEPS steps
+#     of dt from the origin: v <- v - dt (drag |v| v + (0, g)), x <- x + dt v_x.
+#     Returns the horizontal distance; gradient w.r.t. the initial speed and angle.
+#     drag and dt are floats with defaults, not differentiated.
+
+PROJECTILE_STEPS = 1000
+
+
+def projectile(v0, angle, drag=0.05, dt=1e-3):
+    vx = v0 * np.cos(angle)
+    vy = v0 * np.sin(angle)
+    x = 0.0
+    for i in range(PROJECTILE_STEPS):
+        speed = np.sqrt(vx * vx + vy * vy)
+        vx = vx - dt * drag * speed * vx
+        vy = vy - dt * (9.81 + drag * speed * vy)
+        x = x + dt * vx
+    return x
+
+
+def _projectile_forward(v0, c, s, drag, dt):
+    # the forward sweep of projectile from cos(angle) = c, sin(angle) = s, taping
+    # (vx, vy, speed) of each step; returns the tape and the final vx
+    vx = v0 * c
+    vy = v0 * s
+    tape = []
+    for i in range(PROJECTILE_STEPS):
+        speed = np.sqrt(vx * vx + vy * vy)
+        tape.append((vx, vy, speed))
+        vx = vx - dt * drag * speed * vx
+        vy = vy - dt * (9.81 + drag * speed * vy)
+    return tape, vx
+
+
+def projectile_hand(v0, angle, drag=0.05, dt=1e-3):
+    # x is a sum of dt vx over the steps (x itself is not needed), so x_bar = 1 and
+    # each step adds dt to the adjoint a of its new vx.  With b the adjoint of the
+    # new vy, k = dt drag, s = |v| and u = a vx + b vy, the step
+    # v <- v - k s v - (0, dt g) has the adjoint
+    # (a, b) <- (1 - k s) (a, b) - (k u / s) (vx, vy).
+    c, s = np.cos(angle), np.sin(angle)
+    tape, _ = _projectile_forward(v0, c, s, drag, dt)
+    k = dt * drag
+    a = b = 0.0
+    for vx, vy, speed in reversed(tape):
+        a += dt
+        q = -k * (a * vx + b * vy) / speed
+        m = 1.0 - k * speed
+        a, b = a * m + q * vx, b * m + q * vy
+    # vx = v0 cos(angle), vy = v0 sin(angle)
+    return a * c + b * s, v0 * (b * c - a * s)
+
+
+# 13. The same projectile, its parameters in a dataclass.  s2sad differentiates
+#     every float field of a dataclass argument, so the gradient w.r.t. a Launch
+#     has the adjoints of drag and dt too, and so has the hand gradient.
+
+
+@dataclasses.dataclass
+class Launch:
+    v0: float
+    angle: float
+    drag: float = 0.05
+    dt: float = 1e-3
+
+
+def projectile_dataclass(p):
+    vx = p.v0 * np.cos(p.angle)
+    vy = p.v0 * np.sin(p.angle)
+    x = 0.0
+    for i in range(PROJECTILE_STEPS):
+        speed = np.sqrt(vx * vx + vy * vy)
+        vx = vx - p.dt * p.drag * speed * vx
+        vy = vy - p.dt * (9.81 + p.drag * speed * vy)
+        x = x + p.dt * vx
+    return x
+
+
+def projectile_dataclass_hand(p):
+    # As projectile_hand for (a, b).  Each step also gives dt the adjoint
+    # vx_new - drag s u - g b (from x += dt vx_new, and the two velocity updates,
+    # with the (a, b) after the step) and drag the adjoint -dt s u: summed over
+    # the steps, then scaled once.
+    v0, drag, dt = p.v0, p.drag, p.dt
+    c, s = np.cos(p.angle), np.sin(p.angle)
+    tape, vx_new = _projectile_forward(v0, c, s, drag, dt)
+    k = dt * drag
+    a = b = 0.0
+    sum_vx = sum_su = sum_b = 0.0
+    for vx, vy, speed in reversed(tape):
+        a += dt
+        u = a * vx + b * vy
+        sum_vx += vx_new
+        sum_su += speed * u
+        sum_b += b
+        q = -k * u / speed
+        m = 1.0 - k * speed
+        a, b = a * m + q * vx, b * m + q * vy
+        vx_new = vx
+    return Launch(a * c + b * s, v0 * (b * c - a * s), -dt * sum_su,
+                  sum_vx - drag * sum_su - 9.81 * sum_b)
+
+
+# 14. A damped oscillator with a saturating spring (force -k tanh(x)) and a damping
+#     strongest near the rest position (-c exp(-x^2) v), semi-implicit Euler over
+#     OSCILLATOR_STEPS steps of dt from (x0, 0); returns the final energy
+#     v^2 / 2 + k log(cosh(x)).  Gradient w.r.t. k, c and x0; dt has a default.
+
+OSCILLATOR_STEPS = 500
+
+
+def oscillator(k, c, x0, dt=0.01):
+    x = x0
+    v = 0.0
+    for i in range(OSCILLATOR_STEPS):
+        acc = -k * np.tanh(x) - c * np.exp(-x * x) * v
+        v = v + dt * acc
+        x = x + dt * v
+    return 0.5 * v * v + k * np.log(np.cosh(x))
+
+
+def oscillator_hand(k, c, x0, dt=0.01):
+    # Forward: tape (x, v, tanh(x), exp(-x^2)) entering each step.
+    x = x0
+    v = 0.0
+    tape = []
+    for i in range(OSCILLATOR_STEPS):
+        th = np.tanh(x)
+        ex = np.exp(-x * x)
+        tape.append((x, v, th, ex))
+        acc = -k * th - c * ex * v
+        v = v + dt * acc
+        x = x + dt * v
+    # Backward: x_new = x + dt v_new gives v_new its adjoint v_bar + dt x_bar, and
+    # acc's adjoint is dt times that; d acc/dx = -k (1 - th^2) + 2 c x ex v,
+    # d acc/dv = -c ex, d acc/dk = -th, d acc/dc = -ex v (those two summed, then
+    # negated once).
+    x_bar = k * np.tanh(x)
+    v_bar = v
+    k_bar = np.log(np.cosh(x))
+    sum_th = sum_exv = 0.0
+    for x, v, th, ex in reversed(tape):
+        v_bar += dt * x_bar
+        acc_bar = dt * v_bar
+        exv = ex * v
+        sum_th += acc_bar * th
+        sum_exv += acc_bar * exv
+        x_bar -= acc_bar * (k * (1.0 - th * th) - 2.0 * c * x * exv)
+        v_bar -= acc_bar * c * ex
+    return k_bar - sum_th, -sum_exv, x_bar
+
+
+# ---------------------------------------------------------------------------
 # Trivial function used to measure the fixed cost of calling an s2sad gradient.
 
 
@@ -678,7 +859,7 @@ class Workload(NamedTuple):
     torch_f: Callable | None = None  # arrays: the loss written for torch
     jvp_hand: Callable | None = None  # scalars: the tangent by hand,
     #                                     (*primals, *tangents) -> (value, tangent)
-    group: str = "scalar"  # "scalar", "numpy" or "array-loops"
+    group: str = "scalar"  # "scalar", "numpy", "array-loops" or "mixed"
     hand_tape: str = ""    # array loops: what the hand gradient keeps per step
 
     @property
@@ -708,6 +889,7 @@ def workloads():
         Workload("logreg", logreg, logreg_hand, logreg_args(10000, 100), 0,
                  small=logreg_args(20, 4, seed=1), torch_f=logreg_torch, group="numpy"),
         *array_loops(),
+        *mixed(),
     ]
 
 
@@ -726,4 +908,18 @@ def array_loops():
         Workload("nbody", nbody, nbody_hand, nbody_args(200, 50), (0, 1),
                  small=nbody_args(4, 3, seed=1), group="array-loops",
                  hand_tape="x, w"),
+    ]
+
+
+def mixed():
+    """The mixed group (issue #20): NumPy functions on Python floats."""
+    return [
+        Workload("logsin_np", logsin_np, logsin_np_hand, (2.0, 5.0), (0, 1),
+                 group="mixed"),
+        Workload("projectile", projectile, projectile_hand, (20.0, 0.8), (0, 1),
+                 group="mixed"),
+        Workload("projectile_dataclass", projectile_dataclass,
+                 projectile_dataclass_hand, (Launch(20.0, 0.8),), 0, group="mixed"),
+        Workload("oscillator", oscillator, oscillator_hand, (2.0, 0.5, 1.5),
+                 (0, 1, 2), group="mixed"),
     ]
