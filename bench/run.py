@@ -5,13 +5,14 @@ Run from the repository root:
     python bench/run.py                       # full run, about 2 minutes
     python bench/run.py --quick               # smoke run, seconds
     python bench/run.py --only mlp,logreg     # selected workloads
-    python bench/run.py --group array-loops   # one group (scalar, numpy, array-loops)
+    python bench/run.py --group array-loops   # one group (scalar, numpy, array-loops, mixed)
     python bench/run.py --json results.json
 
 Peers (autograd, JAX, PyTorch) are used only when they are importable.
 """
 
 import argparse
+import dataclasses
 import functools
 import gc
 import importlib.metadata
@@ -61,7 +62,8 @@ TIME_GOAL = 1.15    # the issue's goal for NumPy workloads: s2sad / hand time
 MEMORY_GOAL = 1.2   # ... and s2sad / hand peak memory
 LOOP_TIME_GOAL = 1.3     # issue #21, array loops: s2sad / hand time
 LOOP_MEMORY_GOAL = 1.15  # ... and s2sad / hand peak memory
-GROUPS = ("scalar", "numpy", "array-loops")
+MIXED_TIME_GOAL = 1.3    # issue #20, NumPy functions on floats: s2sad / hand time
+GROUPS = ("scalar", "numpy", "array-loops", "mixed")
 JVP_GOAL = 1.5      # s2sad.jvp / hand tangent time (scalar workloads)
 HVP_GOAL = 5.0      # s2sad.hvp / s2sad.grad time (Rosenbrock 1e3)
 TRANSFORM_GOAL = 0.050  # seconds to transform and compile one workload
@@ -92,8 +94,17 @@ def to_numpy(c):
 
 
 def as_tuple(g, wrt):
-    """The gradient's components, one float64 array (0-d for a float) each."""
-    return tuple(to_numpy(c) for c in ((g,) if isinstance(wrt, int) else g))
+    """The gradient's components, one float64 array (0-d for a float) each; the
+    fields of a dataclass one array of shape (1,) each, so that `close` judges each
+    field on its own scale (a dataclass gathers parameters of unlike sizes)."""
+    out = []
+    for c in ((g,) if isinstance(wrt, int) else g):
+        if dataclasses.is_dataclass(c) and not isinstance(c, type):
+            out += [to_numpy(getattr(c, f.name)).reshape(1)
+                    for f in dataclasses.fields(c) if getattr(c, f.name) is not None]
+        else:
+            out.append(to_numpy(c))
+    return tuple(out)
 
 
 def wrt_indices(wrt):
@@ -160,12 +171,31 @@ def central_fd(f, args, wrt):
                         - f(*args[:i], lo, *args[i + 1:])) / (2 * h)
             out.append(g)
             continue
+        if dataclasses.is_dataclass(a):
+            out += fields_fd(lambda p: f(*args[:i], p, *args[i + 1:]), a)
+            continue
         h = 1e-5 * max(1.0, abs(a))
         hi, lo = list(args), list(args)
         hi[i] += h
         lo[i] -= h
         out.append(to_numpy((f(*hi) - f(*lo)) / (2 * h)))
     return tuple(out)
+
+
+def fields_fd(f, p):
+    """Central differences along each float field of dataclass `p` (shape (1,) each,
+    as in `as_tuple`), with a step relative to the field: a time step of 1e-3 over
+    1000 steps needs one much smaller than 1e-5."""
+    out = []
+    for field in dataclasses.fields(p):
+        a = getattr(p, field.name)
+        if not isinstance(a, float):
+            continue
+        h = 1e-6 * (abs(a) or 1.0)
+        hi = dataclasses.replace(p, **{field.name: a + h})
+        lo = dataclasses.replace(p, **{field.name: a - h})
+        out.append(to_numpy((f(hi) - f(lo)) / (2 * h)).reshape(1))
+    return out
 
 
 def per_calls(calls, target, repeat, budget):
@@ -247,6 +277,12 @@ class Skip(Exception):
     """A peer declines a workload (reported, not an error)."""
 
 
+def dataclass_argument(w):
+    """The name of the class of `w`'s first dataclass argument, or None."""
+    return next((type(a).__name__ for a in w.args
+                 if dataclasses.is_dataclass(a) and not isinstance(a, type)), None)
+
+
 def load_peers(wanted, jit_max_eqns, threads=None):
     peers, versions = {}, {}
 
@@ -259,6 +295,9 @@ def load_peers(wanted, jit_max_eqns, threads=None):
             import autograd.numpy as anp
 
             def autograd_grad(w, args):
+                if dataclass_argument(w):
+                    raise Skip(f"autograd does not differentiate a dataclass "
+                               f"({dataclass_argument(w)})")
                 f = fresh(w.f, math=math_for(anp), np=anp)
                 return autograd.grad(f, w.wrt), args
 
@@ -274,6 +313,9 @@ def load_peers(wanted, jit_max_eqns, threads=None):
             jax.config.update("jax_enable_x64", True)  # float64 like the rest
 
             def jax_grad(w, args, jit=False):
+                for a in args:  # a dataclass argument: a pytree of its fields
+                    if dataclasses.is_dataclass(a) and not isinstance(a, type):
+                        register_dataclass(type(a))
                 f = fresh(w.f, math=math_for(jnp), np=jnp)
                 g = jax.grad(f, argnums=w.wrt)
                 if w.numpy:  # device arrays, once, outside the timing
@@ -286,6 +328,12 @@ def load_peers(wanted, jit_max_eqns, threads=None):
                                    f"--jit-max-eqns {jit_max_eqns}")
                     g = traced.lower().compile()
                 return (lambda *a: jax.block_until_ready(g(*a))), args
+
+            @functools.cache
+            def register_dataclass(cls):
+                jax.tree_util.register_dataclass(
+                    cls, data_fields=[f.name for f in dataclasses.fields(cls)],
+                    meta_fields=[])
 
             peers["jax"] = jax_grad
             peers["jax.jit"] = lambda w, args: jax_grad(w, args, jit=True)
@@ -303,6 +351,8 @@ def load_peers(wanted, jit_max_eqns, threads=None):
                 wrt, idx = w.wrt, wrt_indices(w.wrt)
                 if w.numpy:
                     return torch_array_grad(w, args)
+                if w.group == "mixed":
+                    raise Skip("its NumPy functions of floats have no torch twin")
                 g = fresh(w.f, math=math_for(torch))
 
                 def grad_fn(*args):
@@ -864,6 +914,38 @@ def loop_report(rows):
     return "\n".join(out)
 
 
+def mixed_report(rows, peer_names):
+    """The mixed group's table (times in us, as in the gradient table), with its goal
+    column, and the goal line of #20."""
+    peer_names = [p for p in peer_names if any(p in r["times"] for r in rows)]
+    head = (["workload", "plain us", "hand us", "s2sad us", "s2sad/hand", "goal"]
+            + [f"{p}/hand" for p in peer_names] + ["transform ms"]
+            + (["jit compile ms"] if "jax.jit" in peer_names else []))
+    body = []
+    for r in rows:
+        t = r["times"]
+        met = ("-" if t.get("s2sad") is None else
+               "met" if t["s2sad"] / t["hand"] <= MIXED_TIME_GOAL else "missed")
+        line = [r["workload"], fmt_us(t["plain"]), fmt_us(t["hand"]), fmt_us(t.get("s2sad")),
+                fmt_ratio(t.get("s2sad"), t["hand"]), met]
+        line += [fmt_ratio(t.get(p), t["hand"]) for p in peer_names]
+        line.append(fmt_ms(r["s2sad_transform"]))
+        if "jax.jit" in peer_names:
+            line.append(fmt_ms(r["jax_jit_compile"]))
+        body.append(line)
+    out = [f"Mixed NumPy and floats (#20): NumPy functions on Python floats; goal: s2sad "
+           f"within {MIXED_TIME_GOAL}x of the hand gradient's time, in us per call:", "",
+           render(head, body)]
+    ratios = [(r["workload"], r["times"]["s2sad"] / r["times"]["hand"])
+              for r in rows if r["times"].get("s2sad") is not None]
+    if ratios:
+        missed = [f"{n} {x:.2f}x" for n, x in ratios if x > MIXED_TIME_GOAL]
+        every = ", ".join(f"{n} {x:.2f}x" for n, x in ratios)
+        out += ["", "mixed goal: " + (f"missed by {', '.join(missed)}" if missed
+                                      else f"met by every workload ({every})")]
+    return "\n".join(out)
+
+
 def select(suite, only=None, groups=None):
     """The workloads named in `only` and in `groups` (comma lists; None: all), or a
     ValueError that says which names are unknown."""
@@ -988,7 +1070,8 @@ def main():
 
     timing = (target, repeat, budget)
     loop_rows = [r for r in rows if r["group"] == "array-loops"]
-    rows = [r for r in rows if r["group"] != "array-loops"]
+    mixed_rows = [r for r in rows if r["group"] == "mixed"]
+    rows = [r for r in rows if r["group"] not in ("array-loops", "mixed")]
     plain = {r["workload"]: r["times"]["plain"] for r in rows}
     jvp_rows = []
     for w, tangents, ok_peers in jvp_checked:
@@ -1049,6 +1132,9 @@ def main():
     if loop_rows:
         print()
         print(loop_report(loop_rows))
+    if mixed_rows:
+        print()
+        print(mixed_report(mixed_rows, list(peers)))
 
     if opts.json:
         with open(opts.json, "w") as fh:
@@ -1057,6 +1143,7 @@ def main():
                        "threads": opts.threads, "cpu_time": opts.cpu_time,
                        "quick": opts.quick, "peers": versions,
                        "s2sad": why or "ok", "results": rows, "array_loops": loop_rows,
+                       "mixed": mixed_rows,
                        "jvp": jvp_rows, "hvp": hvp_row, "tape": tape_row,
                        "overhead": overhead}, fh, indent=2)
         print(f"raw results (seconds, bytes) written to {opts.json}")
