@@ -1,7 +1,9 @@
-"""The benchmark harness's own checks, on the scalar workloads and on small instances of
-the array loops (fast; the timings are not run here): hand gradients and hand tangents
-against finite differences, s2sad against them, the hand Hessian-vector product, the
-tape and header readers of bench/run.py, and the choice of workloads."""
+"""The benchmark harness's own checks, on the scalar workloads, on small instances of
+the array loops and on the mixed workloads (fast; the timings are not run here): hand
+gradients and hand tangents against finite differences, s2sad against them, the hand
+Hessian-vector product, the tape and header readers of bench/run.py, and the choice of
+workloads."""
+import dataclasses
 import os
 import sys
 
@@ -16,6 +18,7 @@ import workloads as wl  # noqa: E402
 
 SCALAR = [w for w in wl.workloads() if w.jvp_hand is not None]
 LOOPS = wl.array_loops()
+MIXED = wl.mixed()
 
 
 @pytest.mark.parametrize("w", SCALAR, ids=[w.name for w in SCALAR])
@@ -68,6 +71,38 @@ def test_a_wrong_array_loop_gradient_is_caught(w):
         run.check(w._replace(args=w.small, hand=wrong), None, {})
 
 
+@pytest.mark.parametrize("w", MIXED, ids=[w.name for w in MIXED])
+def test_mixed_checks(w):
+    # the hand gradient against central finite differences (along each float field of
+    # a dataclass), s2sad.grad and value_and_grad against the hand gradient
+    assert w.group == "mixed" and w.jvp_hand is None and not w.numpy
+    run.check(w, s2sad, {})
+
+
+@pytest.mark.parametrize("w", MIXED, ids=[w.name for w in MIXED])
+def test_a_wrong_mixed_gradient_is_caught(w):
+    # each component (each field of a dataclass gradient) is judged on its own: a
+    # 1e-3 error in the smallest one is caught
+    def wrong(*args):
+        g = w.hand(*args)
+        if isinstance(g, wl.Launch):
+            return dataclasses.replace(g, v0=1.001 * g.v0)
+        return (1.001 * g[0],) + tuple(g[1:])
+    with pytest.raises(SystemExit, match="disagrees with central finite differences"):
+        run.check(w._replace(hand=wrong), None, {})
+
+
+def test_dataclass_gradients_and_differences_field_by_field():
+    p = wl.Launch(20.0, 0.8)
+    got = run.as_tuple(wl.projectile_dataclass_hand(p), 0)
+    assert [c.shape for c in got] == [(1,)] * 4
+    fd = run.central_fd(wl.projectile_dataclass, (p,), 0)
+    assert run.close(got, fd, run.FD_RTOL)
+    # the field of the positional projectile's v0 and angle, as by projectile_hand
+    assert run.close(got[:2], tuple(c.reshape(1) for c in run.as_tuple(
+        wl.projectile_hand(20.0, 0.8), (0, 1))), 1e-12)
+
+
 def test_pullback_reads():
     source = """def f_grad(u, k):
     # reverse mode of f() with respect to u, k
@@ -92,6 +127,8 @@ def test_groups():
     suite = wl.workloads()
     assert [w.name for w in run.select(suite, groups="array-loops")] == [
         "heat", "rnn", "jacobi", "nbody"]
+    assert [w.name for w in run.select(suite, groups="mixed")] == [
+        "logsin_np", "projectile", "projectile_dataclass", "oscillator"]
     assert {w.group for w in suite} == set(run.GROUPS)
     assert [w.name for w in run.select(suite, "heat,mlp")] == ["mlp", "heat"]
     assert [w.name for w in run.select(suite, "mlp", "numpy,array-loops")] == ["mlp"]
