@@ -445,3 +445,5 @@ def test_defaults_are_specialised_on_like_arguments():
     g(10.0, 0.7)
     assert "drag.__class__ is not float" in g.source
     assert "_s2s_unbroadcast" not in g.source
+    # `dt * drag` does not change in the loop: computed again, not taped
+    assert "    #     speed, vx, vy of each iteration of the loop" in g.source

@@ -525,12 +525,15 @@ class Reverse(CallAdjoints):
                     and self.assigned[target.id] == 1 and self.kinds[target] == SCALAR
                     and all(available(x) for x in operands)):
                 found.append(d)
-        # a value another one is recomputed from stays on the tape
+        # a value another one is recomputed from stays on the tape, unless it is computed
+        # from values the loop does not assign (`dt * drag`): then both are computed again
         taped = {x.id for d in found for x in _cheap_operands(d.value)
                  if isinstance(x, gast.Name)}
+        invariant = {d.targets[0].id for d in found if not any(
+            isinstance(x, gast.Name) and x.id in inside for x in _cheap_operands(d.value))}
         out = []
         for d in found:
-            if d.targets[0].id not in taped:
+            if d.targets[0].id not in taped or d.targets[0].id in invariant:
                 out.append(syntax.assign(d.targets[0].id, syntax.copied(d.value)))
                 out[-1].s2s_recomputed = True
         return out
