@@ -310,3 +310,17 @@ def test_unit_seed_into_a_slice_is_a_copy():
     expected[1:] += x[:-1] - 1.0
     np.testing.assert_allclose(g, expected, rtol=1e-12)
     assert "x_bar[:-1] = t\n" in df.source and "y_bar" not in df.source
+
+
+def vector_products(x, w):
+    # np.matmul of two vectors is a number (a gufunc, not elementwise): no buffer to
+    # compute `0.25 * ...` into (found by the NumPy fuzzer's long run)
+    return 0.25 * np.matmul(w[0], w[0]) + np.sum(x * np.matmul(w, w[1]))
+
+
+def test_a_matmul_of_vectors_is_no_buffer():
+    x = np.array([0.3, -0.7])
+    w = np.array([[0.2, -0.4, 0.9], [1.3, 0.5, -0.8]])
+    got = s2sad.grad(vector_products, wrt=(0, 1))(x, w)
+    for i, g in enumerate(got):
+        np.testing.assert_allclose(g, fd_array_grad(vector_products, (x, w), i), rtol=1e-7)

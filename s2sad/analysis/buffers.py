@@ -333,7 +333,8 @@ class ArrayFacts:
             return [e.operand], np.negative
         if isinstance(e, gast.Call) and not e.keywords:
             f = self.resolve(e.func)
-            if (isinstance(f, np.ufunc) and f.nout == 1 and f.nin == len(e.args)
+            if (isinstance(f, np.ufunc) and f.signature is None   # (not np.matmul)
+                    and f.nout == 1 and f.nin == len(e.args)
                     and not any(isinstance(a, gast.Starred) for a in e.args)
                     and all(f"{c * f.nin}->{c}" in f.types for c in "efd")):
                 return list(e.args), f
