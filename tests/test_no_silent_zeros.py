@@ -398,6 +398,15 @@ def cumsum(x):
 
 
 # -- writes that another name for the memory sees (passes.aliasing) -------------------------
+def out_result_read_after_a_write(x):
+    # b is a (out=), so the write into a changes b (found by the NumPy fuzzer's long
+    # run: jvp's value was b before the write)
+    a = np.zeros_like(x)
+    b = np.exp(a, out=a)
+    a[0] += a[0]
+    return b[0] * x[0]
+
+
 def row_view_then_write(x):
     y = np.outer(x, x)
     r = y[0]
@@ -549,7 +558,7 @@ ALIASED = [row_view_then_write, view_method_in_place, named_slice_in_place,
            write_into_a_row, list_alias_append, column_view_then_row_write,
            reversed_view_write, asarray_alias_write, transposed_write, parameter_alias_write,
            parameter_alias_in_place, list_holding_the_array, element_of_a_list_written,
-           loop_variable_row_written]
+           loop_variable_row_written, out_result_read_after_a_write]
 FORMS += ALIASED
 
 #: Forms that still fail, kept visible: the reason, for a strict xfail.

@@ -311,6 +311,9 @@ class Aliasing:
 
     def returned(self, call):
         func = call.func
+        out = next((k.value for k in call.keywords if k.arg == "out"), None)
+        if isinstance(out, gast.Name) and self.local(out):
+            return [(out.id, "same")]       # `b = np.exp(a, out=a)`: b is a
         if getattr(func, "s2s_prim", None) in (runtime.setitem, runtime.append):
             held = self.held(call.args[1:]) if func.s2s_prim is runtime.append else []
             return [(call.args[0].id, "version")] + [(n, "holds") for n in held]
