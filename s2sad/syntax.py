@@ -282,27 +282,28 @@ _ATOMIC = frozenset({str, int, float, bool, complex, bytes, type(None)})
 def copied(node):
     """`copy.deepcopy(node)` for a tree, four times as fast: the passes copy expressions
     thousands of times per transform."""
-    memo = {}
-    AST = gast.AST
+    return _copied(node, {})
 
-    def copy_(x):
-        if type(x) in _ATOMIC:
-            return x
-        done = memo.get(id(x))
-        if done is not None:
-            return done
-        if isinstance(x, AST):
-            new = memo[id(x)] = type(x)()
-            fields = new.__dict__
-            for k, v in x.__dict__.items():
-                fields[k] = v if type(v) in _ATOMIC else copy_(v)
-            return new
-        if type(x) is list:
-            new = memo[id(x)] = []
-            new.extend([copy_(v) for v in x])
-            return new
-        return copy.deepcopy(x, memo)
-    return copy_(node)
+
+def _copied(x, memo):
+    # a function of its own, not a closure calling itself: that would be a cycle of
+    # references, left for the garbage collector, at each copy
+    if type(x) in _ATOMIC:
+        return x
+    done = memo.get(id(x))
+    if done is not None:
+        return done
+    if isinstance(x, gast.AST):
+        new = memo[id(x)] = type(x)()
+        fields = new.__dict__
+        for k, v in x.__dict__.items():
+            fields[k] = v if type(v) in _ATOMIC else _copied(v, memo)
+        return new
+    if type(x) is list:
+        new = memo[id(x)] = []
+        new.extend([_copied(v, memo) for v in x])
+        return new
+    return copy.deepcopy(x, memo)
 
 
 def substitute(expr, mapping):

@@ -395,13 +395,11 @@ def _small(e):
     return isinstance(e, gast.BinOp) and syntax.is_atom(e.left) and syntax.is_atom(e.right)
 
 
-def _replace_load(stmt, name, expr):
-    def replaced(node):
-        if type(node) is gast.Name:
-            return syntax.copied(expr) if node.id == name and isinstance(
-                node.ctx, gast.Load) else node
-        return syntax.rebuilt(node, replaced)
-    replaced(stmt)
+def _replace_load(node, name, expr):
+    if type(node) is gast.Name:
+        return syntax.copied(expr) if node.id == name and isinstance(
+            node.ctx, gast.Load) else node
+    return syntax.rebuilt(node, lambda child: _replace_load(child, name, expr))
 
 
 def _loops_over(block, start, stop, name, known):

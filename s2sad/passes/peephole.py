@@ -225,15 +225,18 @@ class Peephole:
     def without_unit_products(self, s, facts):
         """`s` with `1.0 * a` inside it read as `a` for a float array `a` (not as the whole
         value of an assignment, which would then share `a`'s memory)."""
-        def dropped(node):
-            syntax.rebuilt(node, dropped)
-            return self.operation_dropped(node, facts) if isinstance(node, gast.BinOp) else node
         if isinstance(s, gast.Assign) and isinstance(s.value, gast.BinOp) and any(
                 self.number(x) == 1 and not self.certainly_float(y, self.floats)
                 for x, y in ((s.value.left, s.value.right), (s.value.right, s.value.left))):
-            s.value.left, s.value.right = dropped(s.value.left), dropped(s.value.right)
+            s.value.left = self.dropped(s.value.left, facts)
+            s.value.right = self.dropped(s.value.right, facts)
             return s
-        return dropped(s)
+        return self.dropped(s, facts)
+
+    def dropped(self, node, facts):
+        """`node` with the products by 1 inside it dropped (`without_unit_products`)."""
+        syntax.rebuilt(node, lambda child: self.dropped(child, facts))
+        return self.operation_dropped(node, facts) if isinstance(node, gast.BinOp) else node
 
     def operation_dropped(self, node, facts):
         """The operation `node` (its operands done) folded, or its operand for a product
