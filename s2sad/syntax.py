@@ -220,8 +220,9 @@ def walk(node):
         fields = _WALKED.get(type(n))
         if fields is None:
             fields = _WALKED[type(n)] = tuple(f for f in n._fields if f not in _SCALARS)
+        get = n.__dict__.get
         for field in fields:
-            value = getattr(n, field, None)
+            value = get(field)
             if type(value) is list:
                 todo.extend([v for v in value if isinstance(v, AST)])
             elif isinstance(value, AST):
@@ -231,25 +232,31 @@ def walk(node):
 
 def name_nodes(node):
     """The `Name` nodes of `node`, in the order of `walk`, which this visits only the
-    nodes that may hold one of (not contexts, operators, or a name's own fields)."""
+    nodes that may hold one of (not contexts, operators, or a name's own fields). What
+    a field holds is queued without a test: what is not a node (None, a string, a
+    number) has no fields to visit."""
     out, todo = [], [node]
-    AST, Name = gast.AST, gast.Name
+    Name, named = gast.Name, _NAMED
     for n in todo:
-        if type(n) is Name:
+        kind = type(n)
+        if kind is Name:
             out.append(n)
-            annotation = getattr(n, "annotation", None)
+            annotation = n.__dict__.get("annotation")
             if annotation is not None:
                 todo.append(annotation)
             continue
-        fields = _NAMED.get(type(n))
+        fields = named.get(kind)
         if fields is None:
-            fields = _NAMED[type(n)] = tuple(f for f in n._fields if f not in _NAMELESS)
-        for field in fields:
-            value = getattr(n, field, None)
-            if type(value) is list:
-                todo.extend([v for v in value if isinstance(v, AST)])
-            elif isinstance(value, AST):
-                todo.append(value)
+            fields = named[kind] = tuple(f for f in n._fields if f not in _NAMELESS) \
+                if isinstance(n, gast.AST) else ()
+        if fields:
+            get = n.__dict__.get
+            for field in fields:
+                value = get(field)
+                if type(value) is list:
+                    todo.extend(value)
+                elif value is not None:
+                    todo.append(value)
     return out
 
 
@@ -294,7 +301,8 @@ def _copied(x, memo):
     if done is not None:
         return done
     if isinstance(x, gast.AST):
-        new = memo[id(x)] = type(x)()
+        kind = type(x)
+        new = memo[id(x)] = kind.__new__(kind)     # (gast's __init__ is Python code)
         fields = new.__dict__
         for k, v in x.__dict__.items():
             fields[k] = v if type(v) in _ATOMIC else _copied(v, memo)
@@ -390,3 +398,4 @@ def in_order(stmts):
         for block in ("body", "orelse"):
             if not isinstance(s, gast.FunctionDef):
                 yield from in_order(getattr(s, block, []))
+
