@@ -21,7 +21,10 @@ def to_source(node):
     for key, tests in written.items():
         text = re.sub(rf"^( *)if {key}:$", lambda m: _if_any(m.group(1), tests), text,
                       flags=re.M)
-    return "\n".join(_comment_line(line) for line in text.split("\n")) + "\n"
+    # Python 3.10's unparser parenthesises tuple targets; later versions do not.
+    text = _TUPLE_ASSIGN.sub(r"\1\2 = ", _TUPLE_FOR.sub(r"\1for \2 in ", text))
+    return "\n".join(_comment_line(line) if syntax.COMMENT in line else line
+                     for line in text.split("\n")) + "\n"
 
 
 class _Shown:
@@ -140,17 +143,15 @@ def _visible(s):
     return syntax.comment(kind.replace("_", " ")) if kind else s
 
 
-_TUPLE_FOR = re.compile(r"^(\s*)for \(([^()]*)\) in ")
-_TUPLE_ASSIGN = re.compile(r"^(\s*)\(([^()]*)\) = ")
+_TUPLE_FOR = re.compile(r"^([ \t]*)for \(([^()\n]*)\) in ", re.M)
+_TUPLE_ASSIGN = re.compile(r"^([ \t]*)\(([^()\n]*)\) = ", re.M)
 
 
 def _comment_line(line):
-    # Python 3.10's unparser parenthesises tuple targets; later versions do not.
-    line = _TUPLE_FOR.sub(r"\1for \2 in ", line)
-    line = _TUPLE_ASSIGN.sub(r"\1\2 = ", line)
     stripped = line.lstrip()
     if stripped.lstrip("'\"").startswith(syntax.COMMENT):
-        text = ast.literal_eval(stripped)[len(syntax.COMMENT):]
+        # (the string literal's value; literal_eval leaves garbage cycles at each call)
+        text = ast.parse(stripped, mode="eval").body.value[len(syntax.COMMENT):]
         return line[:len(line) - len(stripped)] + "# " + text
     return line
 
