@@ -208,7 +208,7 @@ def located(new, old):
 _SCALARS = frozenset({"id", "attr", "arg", "kind", "type_comment", "conversion", "is_async",
                       "simple", "level", "module"})
 _NAMELESS = _SCALARS | {"ctx", "op", "ops"}
-_WALKED, _NAMED = {}, {}
+_WALKED, _NAMED = {gast.Constant: ()}, {gast.Constant: ()}    # a constant holds no node
 
 
 def walk(node):
@@ -327,9 +327,15 @@ def _substituted(node, mapping):
 
 def rebuilt(node, f):
     """`node` with each child `c` replaced by `f(c)`, in place, as `gast.NodeTransformer`
-    does: the transformations the passes run thousands of times, without a class each."""
-    for field in node._fields:
-        value = getattr(node, field, None)
+    does: the transformations the passes run thousands of times, without a class each.
+    (The fields that never hold a node, see `walk`, are not looked at.)"""
+    kind = type(node)
+    fields = _WALKED.get(kind)
+    if fields is None:
+        fields = _WALKED[kind] = tuple(f for f in node._fields if f not in _SCALARS)
+    get = node.__dict__.get
+    for field in fields:
+        value = get(field)
         if type(value) is list:
             value[:] = [f(v) if isinstance(v, gast.AST) else v for v in value]
         elif isinstance(value, gast.AST):
