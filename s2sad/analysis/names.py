@@ -208,7 +208,9 @@ def live_names(stmts, live, loop=None, delete=False, dead=None):
               and dead(s, s.targets[0].id)):
             continue
         else:
-            live = (live - set(syntax.names_stored(s))) | set(syntax.names_loaded(s))
+            names = syntax.name_nodes(s)        # (one walk for what it binds and reads)
+            live = (live - {n.id for n in names if type(n.ctx) in (gast.Store, gast.Param)}
+                    ) | {n.id for n in names if type(n.ctx) is gast.Load}
         keep.append(s)
     if delete:
         stmts[:] = keep[::-1]
