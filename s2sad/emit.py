@@ -17,48 +17,109 @@ from . import syntax
 def to_source(node):
     """Python source of a gast node, with comment and marker statements as comments."""
     written = {}
-    shown = list(_as_shown(node, written))
-    # set for the conversion, then restored: cheaper than converting a copy
-    try:
-        for parent, field, value, _ in shown:
-            setattr(parent, field, value)
-        tree = gast.gast_to_ast(node)
-    finally:
-        for parent, field, _, value in reversed(shown):
-            setattr(parent, field, value)
-    tree.lineno = getattr(tree, "lineno", 1)
-    tree.col_offset = getattr(tree, "col_offset", 0)
-    text = ast.unparse(ast.fix_missing_locations(tree))
+    text = ast.unparse(_Shown(written).converted(node))
     for key, tests in written.items():
         text = re.sub(rf"^( *)if {key}:$", lambda m: _if_any(m.group(1), tests), text,
                       flags=re.M)
-    return "\n".join(_comment_line(line) for line in text.split("\n")) + "\n"
+    # Python 3.10's unparser parenthesises tuple targets; later versions do not.
+    text = _TUPLE_ASSIGN.sub(r"\1\2 = ", _TUPLE_FOR.sub(r"\1for \2 in ", text))
+    return "\n".join(_comment_line(line) if syntax.COMMENT in line else line
+                     for line in text.split("\n")) + "\n"
 
 
-def _as_shown(node, written):
-    """(parent, field, shown, value) for each field of the tree `node` emitted otherwise
-    than it is: markers as comments, a block of comments with a `pass`, negative numbers
-    as negations, and a guard's tests as a name `written` maps to them, emitted as
-    written (ast.unparse parenthesises the fourth and later comparisons of a long `or`)."""
-    for parent in syntax.walk(node):
-        for field in ("body", "orelse"):
-            stmts = getattr(parent, field, None)
-            if isinstance(stmts, list):
-                visible = [_visible(s) for s in stmts]
-                only_comments = all(syntax.is_comment(s) for s in visible)
-                if (field == "body" or stmts) and only_comments:
-                    visible.append(gast.Pass())
-                if visible != stmts:
-                    yield parent, field, visible, stmts
-        if isinstance(parent, gast.If) and getattr(parent.test, "s2s_tests", None):
-            key = f"_s2s_written_{len(written)}"
-            written[key] = parent.test.s2s_tests
-            yield parent, "test", syntax.name(key), parent.test
-        for field in parent._fields:
-            value = getattr(parent, field, None)
-            if (isinstance(value, gast.Constant) and type(value.value) in (int, float)
-                    and value.value < 0):
-                yield parent, field, syntax.unary(gast.USub(), syntax.const(-value.value)), value
+class _Shown:
+    """The `ast` tree of a gast tree as it is emitted, made in one visit (what
+    `gast.gast_to_ast` makes, less than a third of its time): markers as comments, a
+    block of comments with a `pass`, negative numbers (not in lists) as negations, and
+    a guard's tests as a name `written` maps to them, emitted as written (ast.unparse
+    parenthesises the fourth and later comparisons of a long `or`). A node without a
+    line takes its parent's, which is all `ast.unparse` reads of locations."""
+
+    def __init__(self, written):
+        self.written = written
+
+    def converted(self, node, line=1):
+        kind = type(node)
+        made = _CONVERTED.get(kind)
+        if made is None:
+            made = _CONVERTED[kind] = _conversion(kind)
+        cls, fields, located = made
+        if not fields and not located:     # contexts and operators
+            return cls()
+        values = node.__dict__
+        if located:
+            line = values.get("lineno", line)
+        if kind is gast.Name:
+            new = cls(id=node.id, ctx=self.converted(node.ctx))
+        elif kind is gast.arguments:
+            new = cls(**{f: self.arguments(values.get(f), f, line) for f in fields})
+        else:
+            new = cls(**{f: self.field(node, f, values[f], line)
+                         for f in fields if f in values})
+            if kind is gast.ExceptHandler and node.name is not None:
+                new.name = node.name.id
+        if located:
+            for attribute in _LOCATION:
+                if attribute in values:
+                    setattr(new, attribute, values[attribute])
+            new.lineno = line
+        return new
+
+    def field(self, node, field, value, line):
+        if type(value) is list:
+            if field in ("body", "orelse"):
+                value = self.visible(value, field)
+            return [self.converted(v, line) if isinstance(v, gast.AST) else v
+                    for v in value]
+        if not isinstance(value, gast.AST):
+            return value
+        if field == "test" and type(node) is gast.If and getattr(value, "s2s_tests", None):
+            key = f"_s2s_written_{len(self.written)}"
+            self.written[key] = value.s2s_tests
+            value = syntax.name(key)
+        elif (type(value) is gast.Constant and type(value.value) in (int, float)
+                and value.value < 0):
+            value = syntax.unary(gast.USub(), syntax.const(-value.value))
+        return self.converted(value, line)
+
+    def visible(self, stmts, field):
+        visible = [_visible(s) for s in stmts]
+        if (field == "body" or stmts) and all(syntax.is_comment(s) for s in visible):
+            visible.append(gast.Pass())
+        return visible
+
+    def arguments(self, value, field, line):
+        if field in ("args", "posonlyargs", "kwonlyargs"):
+            return [self.arg(a, line) for a in value]
+        if field in ("vararg", "kwarg"):
+            return self.arg(value, line)
+        return [self.converted(v, line) if isinstance(v, gast.AST) else v for v in value]
+
+    def arg(self, name, line):
+        if name is None:
+            return None
+        annotation = name.annotation
+        new = ast.arg(arg=name.id, type_comment=name.type_comment, annotation=(
+            None if annotation is None else self.converted(annotation, line)))
+        for attribute in _LOCATION:
+            if hasattr(name, attribute):
+                setattr(new, attribute, getattr(name, attribute))
+        new.lineno = getattr(name, "lineno", line)
+        return new
+
+
+_CONVERTED = {}
+_LOCATION = ("lineno", "col_offset", "end_lineno", "end_col_offset")
+
+
+def _conversion(kind):
+    """(ast class, the fields to convert, whether it has a location) for a gast class:
+    the fields both have, as `gast.gast_to_ast` converts them (which leaves out an
+    assignment's type comment)."""
+    cls = getattr(ast, kind.__name__)
+    fields = tuple(f for f in kind._fields if f in cls._fields
+                   and not (kind is gast.Assign and f == "type_comment"))
+    return cls, fields, "lineno" in cls._attributes
 
 
 def _if_any(indent, tests, width=100):
@@ -82,17 +143,15 @@ def _visible(s):
     return syntax.comment(kind.replace("_", " ")) if kind else s
 
 
-_TUPLE_FOR = re.compile(r"^(\s*)for \(([^()]*)\) in ")
-_TUPLE_ASSIGN = re.compile(r"^(\s*)\(([^()]*)\) = ")
+_TUPLE_FOR = re.compile(r"^([ \t]*)for \(([^()\n]*)\) in ", re.M)
+_TUPLE_ASSIGN = re.compile(r"^([ \t]*)\(([^()\n]*)\) = ", re.M)
 
 
 def _comment_line(line):
-    # Python 3.10's unparser parenthesises tuple targets; later versions do not.
-    line = _TUPLE_FOR.sub(r"\1for \2 in ", line)
-    line = _TUPLE_ASSIGN.sub(r"\1\2 = ", line)
     stripped = line.lstrip()
     if stripped.lstrip("'\"").startswith(syntax.COMMENT):
-        text = ast.literal_eval(stripped)[len(syntax.COMMENT):]
+        # (the string literal's value; literal_eval leaves garbage cycles at each call)
+        text = ast.parse(stripped, mode="eval").body.value[len(syntax.COMMENT):]
         return line[:len(line) - len(stripped)] + "# " + text
     return line
 

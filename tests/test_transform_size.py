@@ -6,7 +6,8 @@ many names for twice as many statements; so the names the passes read
 (`syntax.name_nodes`) are counted for generated functions of 100 and 200 statements
 with a loop (bench/transform_time.py), whose transform used to read 3.2 to 3.6 times
 as many for the larger. Two analyses whose cost was not in reading names are tested
-directly.
+directly, and the cycles of references a build leaves for the garbage collector are
+counted (thousands of closures once, one per copy of a tree).
 """
 import os
 import sys
@@ -80,3 +81,26 @@ def test_fresh_names_do_not_search_from_the_start():
     names = [namer.fresh("t") for _ in range(1000)]
     assert names[:3] == ["t", "t_1", "t_2"] and len(set(names)) == 1000
     assert Counted.tests < 3000
+
+
+@pytest.mark.parametrize("mode", transform_time.MODES)
+def test_a_build_leaves_no_cycles_per_statement(loops, mode):
+    # a closure that calls itself (syntax.copied's once) is a cycle of references, left
+    # to the garbage collector at each call: thousands per build, which it then walked
+    import gc
+    transform_time.transform(loops[0], mode)        # rules and caches made once
+    gc.collect()
+    collecting = gc.isenabled()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        transform_time.transform(loops[1], mode)
+        gc.collect()
+        functions = [o for o in gc.garbage if type(o).__name__ == "function"
+                     and o.__module__.startswith("s2sad")]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        if collecting:
+            gc.enable()
+    assert len(functions) < 20, sorted({f.__qualname__ for f in functions})

@@ -30,6 +30,7 @@ import textwrap
 
 import gast
 
+from ..analysis.names import name_counts
 from ..analysis.operations import CUSTOM, USER
 from .. import syntax
 from ..syntax import unparse
@@ -83,7 +84,7 @@ def _parts(vjp, ctx):
     first = [f"reverse mode of {src.name}(){where} with respect to {wrt}"]
     kept = []
     pullback = result.pullback
-    stored = set(syntax.names_stored(pullback))
+    loaded, stored = name_counts(pullback)
     taped = set()
     for info in sorted(result.loops, key=lambda info: src.lineno(info.loop)):
         if info.mode in ("start", "end") and info.pushes:
@@ -101,7 +102,7 @@ def _parts(vjp, ctx):
         elif info.mode == "trips":
             taped.add(info.tape)
             kept.append(f"the trip count of the loop at line {src.lineno(info.loop)}")
-    closure = sorted({n for n in syntax.names_loaded(pullback)
+    closure = sorted({n for n in loaded
                       if n in result.primal_names and n not in stored and n not in taped
                       and src.is_local(n)}, key=_natural)
     rules = []

@@ -16,9 +16,22 @@ def store_counts(tree):
     return Counter(n for t in items for n in syntax.names_stored(t))
 
 
-def number_names(fn):
-    """{name: number} of the names `fn` binds once, to a number constant."""
-    stored = store_counts(fn)
+def name_counts(tree):
+    """(how often each name is loaded, how often bound) in `tree`, in one walk."""
+    loads, stores = Counter(), Counter()
+    for n in syntax.name_nodes(tree):
+        kind = type(n.ctx)
+        if kind is gast.Load:
+            loads[n.id] += 1
+        elif kind is gast.Store or kind is gast.Param:
+            stores[n.id] += 1
+    return loads, stores
+
+
+def number_names(fn, stored=None):
+    """{name: number} of the names `fn` binds once, to a number constant (`stored`, the
+    `store_counts` of `fn` if known)."""
+    stored = store_counts(fn) if stored is None else stored
     return {s.targets[0].id: s.value.value for s in fn.body
             if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
             and isinstance(s.value, gast.Constant) and type(s.value.value) in (int, float)
@@ -195,7 +208,9 @@ def live_names(stmts, live, loop=None, delete=False, dead=None):
               and dead(s, s.targets[0].id)):
             continue
         else:
-            live = (live - set(syntax.names_stored(s))) | set(syntax.names_loaded(s))
+            names = syntax.name_nodes(s)        # (one walk for what it binds and reads)
+            live = (live - {n.id for n in names if type(n.ctx) in (gast.Store, gast.Param)}
+                    ) | {n.id for n in names if type(n.ctx) is gast.Load}
         keep.append(s)
     if delete:
         stmts[:] = keep[::-1]

@@ -54,19 +54,22 @@ def check(src):
     if args.vararg or args.kwarg:
         raise src.syntax_error(fn, f"{fn.name}() takes *args or **kwargs, which s2sad does "
                                    "not support; list the parameters explicitly")
+    declares = False
     for stmt in fn.body:
         for node in syntax.walk(stmt):
             message = _problem(node) or _outside_change(node, src) or _block(node, src)
             if message:     # a comprehension's `for` has no place of its own: its target
                 where = node.target if isinstance(node, gast.comprehension) else node
                 raise src.syntax_error(where, message)
-    _check_globals(fn, src)
+            declares = declares or type(node) is gast.Global
+    if declares:
+        _check_globals(fn, src)
 
 
 def _problem(node):
-    for kind, message in REJECTED.items():
-        if isinstance(node, kind):
-            return message
+    message = REJECTED.get(type(node))     # (node classes have no subclasses)
+    if message:
+        return message
     if isinstance(node, (gast.Assign, gast.AugAssign, gast.AnnAssign)):
         targets = node.targets if isinstance(node, gast.Assign) else [node.target]
         for target in targets:

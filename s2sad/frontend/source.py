@@ -195,7 +195,7 @@ def _parse(fn):
     source = "".join(lines)
     indent = len(lines[0]) - len(lines[0].lstrip())
     try:
-        tree = gast.parse(textwrap.dedent(source))
+        tree = syntax.parse(textwrap.dedent(source))
     except SyntaxError as exc:
         raise SourceUnavailableError(
             f"the source of {fn.__qualname__!r} at {filename}:{first_line} does not parse "
@@ -223,7 +223,7 @@ def _parse_lambda(fn, filename):
     line = code.co_firstlineno
     text = "".join(linecache.getlines(filename, fn.__globals__))
     try:
-        tree = gast.parse(text)
+        tree = syntax.parse(text)
     except SyntaxError:
         tree = None
     if not text or tree is None:

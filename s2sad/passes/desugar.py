@@ -177,10 +177,14 @@ class Desugar:
                 return [self.merged(s)], None
             s.iter.s2s_consumed = True
         prelude = []
+        own = [(field, value) for field, value in gast.iter_fields(s)
+               if field not in ("body", "orelse")]
+        if not any(_comprehension_in(v) for _, value in own
+                   for v in (value if isinstance(value, list) else [value])
+                   if isinstance(v, gast.AST)):
+            return prelude, s       # (what the hoisting visit would leave as it is)
         hoist = _Hoist(self, prelude)
-        for field, value in gast.iter_fields(s):
-            if field in ("body", "orelse"):
-                continue
+        for field, value in own:
             if isinstance(value, list):
                 setattr(s, field, [hoist.visit(v) for v in value])
             elif isinstance(value, gast.AST):

@@ -79,12 +79,7 @@ class InlineHelpers:
 
     def spelled(self, e, facts):
         """`e` with the helper calls inside it written out, innermost first."""
-        for field, value in gast.iter_fields(e):
-            if isinstance(value, gast.AST):
-                setattr(e, field, self.spelled(value, facts))
-            elif isinstance(value, list):
-                value[:] = [self.spelled(v, facts) if isinstance(v, gast.AST) else v
-                            for v in value]
+        syntax.rebuilt(e, lambda child: self.spelled(child, facts))
         if isinstance(e, gast.BinOp) and isinstance(e.op, gast.Add) and isinstance(
                 e.right, gast.UnaryOp) and isinstance(e.right.op, gast.USub):
             return gast.BinOp(left=e.left, op=gast.Sub(), right=e.right.operand)  # a + -b

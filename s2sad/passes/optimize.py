@@ -43,8 +43,8 @@ import gast
 
 from ..ad.simplify import fold_negation, negated
 from ..analysis.value_kinds import ARRAY, SCALAR
-from ..analysis.names import (BlockNames, NameCounts, StatementNames, count_loads, rename,
-                              store_counts)
+from ..analysis.names import (BlockNames, NameCounts, StatementNames, count_loads,
+                              name_counts, rename)
 from .. import syntax
 
 
@@ -136,7 +136,7 @@ def _drop_needless_inits(forward):
     """`v = None` before a loop binds a name the loop assigns first; drop it when every
     iteration assigns `v` (at the top level of the body) before anything reads it, and
     nothing after the loop reads it (the loop may run zero times)."""
-    everywhere = Counter(syntax.names_loaded(_body(forward)))     # no init reads a name
+    everywhere = None
     for block in syntax.blocks(forward, functions=False):
         for i, s in enumerate(block):
             if not isinstance(s, (gast.For, gast.While)):
@@ -145,6 +145,8 @@ def _drop_needless_inits(forward):
                      and isinstance(b.value, gast.Constant) and b.value.value is None]
             if not inits:
                 continue
+            if everywhere is None:      # (counted once, where a loop has initialisations)
+                everywhere = Counter(syntax.names_loaded(_body(forward)))   # no init reads
             inside = Counter(syntax.names_loaded(_body(s.body)))
             first = {}      # name -> the first statement of the body that reads or binds it
             for b in s.body:
@@ -221,8 +223,7 @@ def temporaries_inlined(fn, scalars, helpers, src):
         if isinstance(func, gast.Name) and func.id in helpers:
             return helpers[func.id]
         return src.resolve(func)
-    everywhere = Counter(syntax.names_loaded(fn))
-    stored = store_counts(fn)
+    everywhere, stored = name_counts(fn)
     for block in syntax.blocks(fn.body, functions=False):
         known = StatementNames()
         i = 0
@@ -395,13 +396,11 @@ def _small(e):
     return isinstance(e, gast.BinOp) and syntax.is_atom(e.left) and syntax.is_atom(e.right)
 
 
-def _replace_load(stmt, name, expr):
-    def replaced(node):
-        if type(node) is gast.Name:
-            return syntax.copied(expr) if node.id == name and isinstance(
-                node.ctx, gast.Load) else node
-        return syntax.rebuilt(node, replaced)
-    replaced(stmt)
+def _replace_load(node, name, expr):
+    if type(node) is gast.Name:
+        return syntax.copied(expr) if node.id == name and isinstance(
+            node.ctx, gast.Load) else node
+    return syntax.rebuilt(node, lambda child: _replace_load(child, name, expr))
 
 
 def _loops_over(block, start, stop, name, known):

@@ -69,8 +69,9 @@ class Peephole:
         if before is None or any(id(s) not in before for s in fn.body):
             facts = self.known.analyse(fn.body, self.known.parameters(fn))
             before = {id(s): f for s, f in zip(fn.body, facts)}
-        self.numbers = number_names(fn)
-        self.floats = self.float_names(fn)
+        stored = store_counts(fn)
+        self.numbers = number_names(fn, stored)
+        self.floats = self.float_names(fn, stored)
         body = self.without_unit_factors(self.shared_views(fn.body, before), before)
         fn.body = self.viewed(self.unnamed(body), before)
         self.uncopied_results(fn, before)
@@ -114,7 +115,7 @@ class Peephole:
         bound again whose dtype the code is specialised on (`np.zeros(x.shape, float32)`
         for float32): half the time of the helper, which checks its argument."""
         stored = store_counts(fn)
-        for s in syntax.walk(fn):
+        for s in syntax.statements(fn):
             value = getattr(s, "value", None)
             if not (isinstance(s, gast.Assign) and self.known.is_zeros(s) and len(value.args) == 1):
                 continue
@@ -225,15 +226,18 @@ class Peephole:
     def without_unit_products(self, s, facts):
         """`s` with `1.0 * a` inside it read as `a` for a float array `a` (not as the whole
         value of an assignment, which would then share `a`'s memory)."""
-        def dropped(node):
-            syntax.rebuilt(node, dropped)
-            return self.operation_dropped(node, facts) if isinstance(node, gast.BinOp) else node
         if isinstance(s, gast.Assign) and isinstance(s.value, gast.BinOp) and any(
                 self.number(x) == 1 and not self.certainly_float(y, self.floats)
                 for x, y in ((s.value.left, s.value.right), (s.value.right, s.value.left))):
-            s.value.left, s.value.right = dropped(s.value.left), dropped(s.value.right)
+            s.value.left = self.dropped(s.value.left, facts)
+            s.value.right = self.dropped(s.value.right, facts)
             return s
-        return dropped(s)
+        return self.dropped(s, facts)
+
+    def dropped(self, node, facts):
+        """`node` with the products by 1 inside it dropped (`without_unit_products`)."""
+        syntax.rebuilt(node, lambda child: self.dropped(child, facts))
+        return self.operation_dropped(node, facts) if isinstance(node, gast.BinOp) else node
 
     def operation_dropped(self, node, facts):
         """The operation `node` (its operands done) folded, or its operand for a product
@@ -257,12 +261,12 @@ class Peephole:
                     return other        # a Python float: no memory to share
         return node
 
-    def float_names(self, fn):
+    def float_names(self, fn, stored):
         """Names certainly bound to a Python float: parameters the code is specialised on
-        as floats, and names assigned once from a float expression (`certainly_float`)."""
+        as floats, and names assigned once from a float expression (`certainly_float`);
+        `stored`, how often `fn` binds each name."""
         floats = {p for p, t in self.ctx.types.items() if t is float}
-        stored = store_counts(fn)
-        assigns = [s for s in syntax.walk(fn) if isinstance(s, gast.Assign)
+        assigns = [s for s in syntax.statements(fn) if isinstance(s, gast.Assign)
                    and isinstance(s.targets[0], gast.Name) and stored[s.targets[0].id] == 1]
         changed = True
         while changed:
