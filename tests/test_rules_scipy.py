@@ -231,6 +231,10 @@ def t_mvn_kw(x, m):
     return stats.multivariate_normal.logpdf(x, cov=spd(m))
 
 
+def t_mvn_diagonal(x, mean, v):
+    return stats.multivariate_normal.logpdf(x, mean=mean, cov=v * v + 0.5)
+
+
 # -- scalar losses, for grad ------------------------------------------------------------
 def g_special(x, y):
     return np.sum(W34 * (special.expit(x) + special.logit(special.expit(x)) * special.erf(x)
@@ -325,6 +329,8 @@ CASES = {
     "mvn": (t_mvn, {"vec": (R((3,)), R((3,)), R((3, 3))),
                     "samples": (R((4, 3)), R((3,)), R((3, 3)))}),
     "mvn_kw": (t_mvn_kw, {"samples": (R((4, 3)), R((3, 3)))}),
+    "mvn_diagonal": (t_mvn_diagonal, {"vec": (R((4, 3)), R((3,)), R((3,))),
+                                      "number": (R((4, 3)), R((3,)), R(None))}),
     "g_special": (g_special, {"mat-row": (R((3, 4)), POS((4,))),
                               "mat-mat": (R((3, 4)), POS((3, 4)))}),
     "g_softmax": (g_softmax, {"mat-row": (R((3, 4)), POS((4,)))}),
@@ -549,6 +555,17 @@ def test_every_scipy_rule_is_checked():
     assert len(scipy_prims) >= 25
     missing = [repr(p) for p in scipy_prims if p not in called]
     assert not missing, "SciPy rules without a check: " + ", ".join(missing)
+
+
+def test_every_helper_of_the_reverse_rules_has_a_forward_rule():
+    """Forward over reverse (hessian) differentiates the helpers the reverse rules call."""
+    import inspect
+    helpers = {obj for p in scipy_primitives() for v in registry.lookup(p).variants
+               for t in v.templates.values() for obj in t.free.values()
+               if inspect.isfunction(obj) and obj.__module__.startswith("s2sad.")}
+    assert helpers
+    missing = sorted(f.__name__ for f in helpers if f not in registry.JVPS)
+    assert not missing, "helpers without a forward rule: " + ", ".join(missing)
 
 
 def test_s2sad_imports_without_scipy(tmp_path):

@@ -28,7 +28,8 @@ ns.update({"_s2s_" + f.__name__: f for f in (
     tangents.cholesky_dot, solves.rhs_outer, solves.tri_mask,
     solves.as_read, solves.as_read_adjoint, solves.cho_product, solves.cho_product_adjoint,
     solves.unpivot, solves.pivot, solves.unit_lower, solves.lu_product,
-    solves.lu_product_adjoint, solves.frechet, solves.frechet2)})
+    solves.lu_product_adjoint, solves.frechet, solves.frechet2, solves.cov_matrix,
+    solves.cov_adjoint)})
 
 def rule(prim, params, *adjoints, **kw):
     kw.setdefault("elementwise", isinstance(prim, np.ufunc))
@@ -162,18 +163,20 @@ rule(stats.norm.cdf, _NORM, f"g * {_P}", f"-g * {_P}", f"-g * {_P} * {_Z}", broa
 _Q = "np.exp(norm.logpdf(x, loc, scale) - ans)"           # pdf / cdf, without underflow
 rule(stats.norm.logcdf, _NORM, f"g * {_Q}", f"-g * {_Q}", f"-g * {_Q} * {_Z}",
      broadcast=True)
-# cov a matrix; its adjoint is symmetric (scipy reads a triangle, JAX symmetrizes)
+# cov a number, a vector (the diagonal) or a matrix; the adjoint of a matrix is symmetric
+# (scipy reads one triangle; JAX symmetrizes)
+_COV = "_s2s_cov_matrix(cov, x)"
 _R = "(x - mean if mean is not None else x)"
-_S = f"({_R} @ np.linalg.inv(cov))"                        # cov^-1 (x - mean), by sample
+_S = f"({_R} @ np.linalg.inv({_COV}))"                     # cov^-1 (x - mean), by sample
 _GS = f"np.expand_dims(g, -1) * {_S}"
-_FLAT = "np.reshape({}, (-1, np.shape(cov)[-1]))"
+_FLAT = "np.reshape({}, (-1, np.shape(x)[-1]))"
 rule(stats.multivariate_normal.logpdf, "x, mean=None, cov=1, allow_singular=False",
      x=f"-_s2s_unbroadcast({_GS}, x)", mean=f"_s2s_unbroadcast({_GS}, mean)",
-     cov=f"-0.5 * (np.sum(g) * np.linalg.inv(cov) - {_T.format(_FLAT.format(_GS))} @ "
-         f"{_FLAT.format(_S)})",
+     cov=f"_s2s_cov_adjoint(-0.5 * (np.sum(g) * np.linalg.inv({_COV}) - "
+         f"{_T.format(_FLAT.format(_GS))} @ {_FLAT.format(_S)}), cov)",
      tangent={"x": f"-np.sum(t * {_S}, -1)", "mean": f"np.sum(t * {_S}, -1)",
-              "cov": f"0.5 * (np.sum({_S} @ t * {_S}, -1) - "
-                     "np.trace(np.linalg.solve(cov, t), 0, -2, -1))"})
+              "cov": f"0.5 * (np.sum({_S} @ _s2s_cov_matrix(t, x) * {_S}, -1) - "
+                     f"np.trace(np.linalg.solve({_COV}, _s2s_cov_matrix(t, x)), 0, -2, -1))"})
 
 # forward rules of the helpers (rules/solves.py), for forward over reverse
 linear(solves.rhs_outer, "u, x", "u", "x")
@@ -184,6 +187,8 @@ linear(solves.cho_product, "d, c, lower", "d", "c")
 linear(solves.cho_product_adjoint, "s, c, lower", "s", "c")
 linear(solves.unpivot, "m, piv", "m")
 linear(solves.pivot, "m, piv", "m")
+linear(solves.cov_matrix, "cov, x", "cov")
+linear(solves.cov_adjoint, "g, cov", "g")
 jvp(solves.unit_lower, "lu", "np.tril(t, -1)", namespace=ns)
 jvp(solves.lu_product, "d, lu, piv", "_s2s_lu_product(t, lu, piv)",
     "_s2s_pivot(np.tril(d, -1) @ np.triu(t) + np.tril(t, -1) @ np.triu(d), piv)", namespace=ns)

@@ -152,3 +152,19 @@ def _blocks(rows, n):
             if p is not None:
                 out[..., i * n:(i + 1) * n, j * n:(j + 1) * n] = p
     return out
+
+
+def cov_matrix(cov, x):
+    """The covariance matrix `multivariate_normal` makes of `cov` for samples `x`: `cov`
+    itself, `cov` times the identity for a number, the diagonal matrix of a vector."""
+    if np.ndim(cov) == 2:
+        return cov
+    eye = np.eye(np.shape(x)[-1])
+    return cov * eye if np.ndim(cov) == 0 else cov[..., None] * eye
+
+
+def cov_adjoint(g, cov):
+    """The adjoint of `cov_matrix` along `cov`, from the adjoint `g` of the matrix."""
+    if np.ndim(cov) == 2:
+        return g
+    return np.trace(g) if np.ndim(cov) == 0 else np.diagonal(g).copy()
