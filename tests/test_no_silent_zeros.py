@@ -692,9 +692,13 @@ def test_a_scipy_function_given_a_differentiated_keyword():
     stats = pytest.importorskip("scipy.stats")
 
     def loglik(mu, y):
-        return np.sum(stats.norm.logpdf(y, loc=mu, scale=1.0))
+        return np.sum(stats.laplace.logpdf(y, loc=mu, scale=1.0))
     with pytest.raises(s2sad.MissingRuleError, match="by keyword"):
         s2sad.grad(loglik)(0.3, np.array([0.5, 1.0]))
+
+    def normal(mu, y):          # norm.logpdf has a rule (rules/scipy.py)
+        return np.sum(stats.norm.logpdf(y, loc=mu, scale=1.0))
+    assert s2sad.grad(normal)(0.3, np.array([0.5, 1.0])) == pytest.approx(0.9, rel=1e-12)
 
 
 # -- what aliasing accepts --------------------------------------------------------------------

@@ -13,6 +13,11 @@ four subsections, each a markdown list with one entry per line:
 A method or attribute whose function has zero derivative says "zero derivative" on its
 line. Entries are compared as objects, so aliases (`np.abs`, `np.absolute`) both count.
 Run `python tests/test_numpy_docs.py` to print the lists as the registry has them.
+
+The section "SciPy" lists under "### SciPy functions with derivatives" the SciPy
+functions and distribution methods with rules, one a line, written like the others
+(`scipy.special.expit` or `scipy.stats.norm.logpdf` in backquotes, then any text); it is
+checked when SciPy imports.
 """
 import os
 import re
@@ -230,6 +235,81 @@ def render():
         out += sorted(lines, key=_key)
         out.append("")
     return "\n".join(out)
+
+
+# -- SciPy -----------------------------------------------------------------------------
+SCIPY_SECTION, SCIPY_LIST = "## SciPy", "### SciPy functions with derivatives"
+SCIPY_LINE = re.compile(r"^- `(scipy(?:\.\w+)+)`(.*)$")
+#: Where SciPy's rules live: modules of functions, and distributions (by their methods).
+SCIPY_MODULES = ("scipy.special", "scipy.linalg")
+SCIPY_DISTRIBUTIONS = ("scipy.stats.norm", "scipy.stats.multivariate_normal")
+DISTRIBUTION_METHODS = ("pdf", "logpdf", "cdf", "logcdf", "sf", "logsf", "ppf", "isf",
+                        "entropy", "rvs")
+
+
+def _dotted(name):
+    """The object `scipy.stats.norm.logpdf` names (importing the module it is in)."""
+    import importlib
+    parts = name.split(".")
+    for k in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:k]))
+        except ImportError:
+            continue
+        for part in parts[k:]:
+            obj = getattr(obj, part)
+        return obj
+    raise ImportError(name)
+
+
+def scipy_registered():
+    """{spelling: object} of the SciPy functions and methods with derivative rules (not
+    NumPy's own functions that SciPy also exports, such as `scipy.special.sinc`)."""
+    out = {}
+    for module in SCIPY_MODULES:
+        mod = _dotted(module)
+        for name in dir(mod):
+            obj = getattr(mod, name)
+            if not name.startswith("_") and not spellings(obj) and _has_derivative(obj):
+                out.setdefault(f"{module}.{name}", obj)
+    for dist in SCIPY_DISTRIBUTIONS:
+        for name in DISTRIBUTION_METHODS:
+            obj = getattr(_dotted(dist), name, None)
+            if obj is not None and _has_derivative(obj):
+                out[f"{dist}.{name}"] = obj
+    return out
+
+
+def _has_derivative(obj):
+    try:
+        rule = registry.lookup(obj)
+    except TypeError:
+        return False
+    return rule is not None and not rule.nondiff
+
+
+def test_scipy_list_matches_the_registry():
+    pytest.importorskip("scipy", reason="SciPy is optional")
+    with open(PAGE, encoding="utf-8") as f:
+        text = f.read()
+    assert SCIPY_SECTION + "\n" in text, f"docs/numpy.md has no section {SCIPY_SECTION!r}"
+    body = re.split(r"^## ", text.split(SCIPY_SECTION + "\n", 1)[1], flags=re.MULTILINE)[0]
+    assert SCIPY_LIST in body, f"docs/numpy.md, {SCIPY_SECTION}: no {SCIPY_LIST!r}"
+    lines = [line for line in body.split(SCIPY_LIST, 1)[1].splitlines()
+             if line.startswith("- ")]
+    page = {}
+    for line in lines:
+        m = SCIPY_LINE.match(line)
+        assert m, f"docs/numpy.md, {SCIPY_LIST!r}: cannot parse {line!r}"
+        page[m.group(1)] = _dotted(m.group(1))
+    assert lines == sorted(lines, key=_key), f"docs/numpy.md, {SCIPY_LIST!r}: not sorted"
+    registered = scipy_registered()
+    # by equality: a bound method read twice is two equal objects
+    extra = sorted(s for s, o in page.items() if o not in registered.values())
+    missing = sorted(s for s, o in registered.items() if o not in page.values())
+    assert not extra and not missing, (
+        f"docs/numpy.md, {SCIPY_LIST!r} disagrees with the registry:\n"
+        f"  listed but not registered: {extra}\n  registered but not listed: {missing}")
 
 
 if __name__ == "__main__":

@@ -2833,7 +2833,9 @@ def _covered_primitives():
 
 
 def _numpyish(prim):
-    if isinstance(prim, np.ufunc) or prim is np.ndarray.astype:
+    if isinstance(prim, np.ufunc):      # (not SciPy's: tests/test_rules_scipy.py checks them)
+        return getattr(np, prim.__name__, None) is prim
+    if prim is np.ndarray.astype:
         return True
     module = getattr(prim, "__module__", None) or ""
     return module == "numpy" or module.startswith("numpy.") or module == "s2sad.rules.numpy"

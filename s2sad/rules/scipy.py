@@ -1,0 +1,199 @@
+"""Rules for SciPy, keyed by the SciPy functions themselves; registered when SciPy imports
+(rules/__init__.py), so that s2sad needs only NumPy.
+
+As in rules/numpy.py, each function is declared in one statement (see registry.define):
+`scipy.special`'s ufuncs are elementwise (their reverse templates give their tangents),
+the others give a forward rule (`tangent=`). The distributions of `scipy.stats` are
+objects whose methods are SciPy code s2sad cannot read (`*args`, `**kwds`): a rule is keyed
+by the bound method (`stats.norm.logpdf`), which equals every later reading of it, so
+`norm.logpdf(x, mu, s)` and `stats.norm.logpdf(x, scale=s)` find it. A frozen distribution
+(`norm(mu, s).logpdf(x)`) is an object made at run time: it gets no rule.
+
+Where a derivative does not exist, the rules give what JAX gives: `logit` at 0 and 1 has
+slope inf; `xlogy(x, y)` has d/dx = log(y) and d/dy = x / y, so at x = y = 0 they are -inf
+and nan. Matrices read only in part (a triangle for `solve_triangular`, `cholesky` and the
+symmetric kinds of `solve`) get adjoints on the entries read; `cholesky` and `cho_factor`
+differentiate the symmetric part, as JAX does. The forward rules of the helpers these
+rules call (rules/solves.py) are at the end.
+"""
+import numpy as np
+from scipy import linalg, special, stats
+
+from . import numpy as numpy_rules
+from . import solves
+from .registry import define, jvp, linear
+
+ns = dict(numpy_rules.ns, linalg=linalg, norm=stats.norm)
+ns.update({"_s2s_" + f.__name__: f for f in (
+    solves.rhs_outer, solves.tri_mask,
+    solves.as_read, solves.as_read_adjoint, solves.cho_product, solves.cho_product_adjoint,
+    solves.unpivot, solves.pivot, solves.unit_lower, solves.lu_product,
+    solves.lu_product_adjoint, solves.frechet, solves.frechet2, solves.cov_matrix,
+    solves.cov_adjoint)})
+
+
+def rule(prim, params, *adjoints, **kw):
+    kw.setdefault("elementwise", isinstance(prim, np.ufunc))
+    define(prim, params, *adjoints, namespace=ns, **kw)
+
+
+def ufunc(prim, params, *adjoints, **kw):
+    rule(prim, params, *adjoints, returns="array", broadcast="," in params, **kw)
+
+
+# scipy.special
+ufunc(special.expit, "x", "g * ans * (1 - ans)")
+ufunc(special.logit, "x", "g / np.multiply(x, 1 - x)")          # inf at 0 and 1, as JAX
+ufunc(special.gammaln, "x", "g * _s2s_polygamma(0, x)")      # log|Γ|: digamma for x < 0 too
+ufunc(special.digamma, "x", "g * _s2s_polygamma(1, x)")      # (special.psi)
+ufunc(special.erf, "x", "g * (2 / np.sqrt(np.pi)) * np.exp(-x * x)")
+ufunc(special.erfc, "x", "-g * (2 / np.sqrt(np.pi)) * np.exp(-x * x)")
+ufunc(special.xlogy, "x, y", "g * np.log(y)", "g * np.divide(x, y)")
+ufunc(special.xlog1py, "x, y", "g * np.log1p(y)", "g * np.divide(x, 1 + y)")
+ufunc(special.betaln, "a, b", "g * (_s2s_polygamma(0, a) - _s2s_polygamma(0, a + b))",
+      "g * (_s2s_polygamma(0, b) - _s2s_polygamma(0, a + b))")
+_W = "np.exp(a - _s2s_unreduce(ans, a, axis, keepdims))"      # exp(a) / sum(b exp(a))
+_WB = f"({_W} * b if b is not None else {_W})"
+rule(special.logsumexp, "a, axis=None, b=None, keepdims=False",
+     a=f"_s2s_unbroadcast(_s2s_unreduce(g, a, axis, keepdims) * {_WB}, a)",
+     b=f"_s2s_unbroadcast(_s2s_unreduce(g, a, axis, keepdims) * {_W}, b)",
+     tangent={"a": f"np.sum({_WB} * t, axis, keepdims=keepdims)",
+              "b": f"np.sum({_W} * t, axis, keepdims=keepdims)"},
+     reduction=True)
+rule(special.softmax, "x, axis=None", x="ans * (g - np.sum(g * ans, axis, keepdims=True))",
+     tangent={"x": "ans * (t - np.sum(t * ans, axis, keepdims=True))"})
+rule(special.log_softmax, "x, axis=None",
+     x="g - np.exp(ans) * np.sum(g, axis, keepdims=True)",
+     tangent={"x": "t - np.sum(np.exp(ans) * t, axis, keepdims=True)"})
+
+# scipy.linalg
+_GX = "_s2s_spread(g, ans)"
+_T = "np.swapaxes({}, -1, -2)"
+rule(linalg.det, "a, overwrite_a=False, check_finite=True",
+     a="(g * ans)[..., None, None] * np.swapaxes(np.linalg.inv(a), -1, -2)",
+     tangent={"a": "ans * np.trace(np.linalg.solve(a, t), 0, -2, -1)"})
+rule(linalg.inv, "a, overwrite_a=False, check_finite=True", a="_s2s_inv(g, ans)",
+     tangent={"a": "-ans @ t @ ans"}, returns="array")
+rule(linalg.expm, "A", f"_s2s_frechet({_T.format('A')}, {_GX})", tangent="_s2s_frechet(A, t)",
+     returns="array")
+_CHOL_T = "_s2s_cholesky_dot(_s2s_symmetrize(t), {})"
+rule(linalg.cholesky, "a, lower=False, overwrite_a=False, check_finite=True",
+     a=f"_s2s_cholesky({_GX}, ans) if lower else _s2s_cholesky({_T.format(_GX)}, "
+       f"{_T.format('ans')})",
+     tangent={"a": f"{_CHOL_T.format('ans')} if lower else "
+                   f"{_T.format(_CHOL_T.format(_T.format('ans')))}"},
+     returns="array")
+# cho_factor's c holds the factor in one triangle and a's entries in the other
+_C, _GC = "ans[0]", "_s2s_structured(g, ans)[0]"
+_LOW, _UP = f"np.tril({_C})", _T.format(f"np.triu({_C})")
+rule(linalg.cho_factor, "a, lower=False, overwrite_a=False, check_finite=True",
+     a=f"_s2s_cholesky(np.tril({_GC}), {_LOW}) + np.triu({_GC}, 1) if lower else "
+       f"_s2s_cholesky({_T.format(f'np.triu({_GC})')}, {_UP}) + np.tril({_GC}, -1)",
+     tangent={"a": f"(np.tril({_CHOL_T.format(_LOW)}) + np.triu(t, 1) if lower else "
+                   f"np.triu({_T.format(_CHOL_T.format(_UP))}) + np.tril(t, -1), "
+                   "_s2s_zeros_like(ans[1]))"},
+     returns="container")
+_CL = "c_and_lower[0], c_and_lower[1]"
+_BB = f"linalg.cho_solve(c_and_lower, {_GX})"
+rule(linalg.cho_solve, "c_and_lower, b, overwrite_b=False, check_finite=True",
+     c_and_lower=f"(_s2s_cho_product_adjoint(-_s2s_rhs_outer({_BB}, ans), {_CL}), None)",
+     b=_BB,
+     tangent={"c_and_lower": f"-linalg.cho_solve(c_and_lower, _s2s_cho_product(t[0], {_CL}) "
+                             "@ ans)",
+              "b": "linalg.cho_solve(c_and_lower, t)"},
+     returns="array")
+_TRI = "trans, lower, unit_diagonal"
+_FLIP = "1 - (trans in (1, 2, 'T', 'C')), lower, unit_diagonal"
+_BT = f"linalg.solve_triangular(a, {_GX}, {_FLIP})"
+_MT = "_s2s_tri_mask(t, lower, unit_diagonal)"
+rule(linalg.solve_triangular, "a, b, trans=0, lower=False, unit_diagonal=False, "
+     "overwrite_b=False, check_finite=True",
+     a=f"-_s2s_tri_mask(_s2s_rhs_outer(ans, {_BT}) if (trans in (1, 2, 'T', 'C')) else "
+       f"_s2s_rhs_outer({_BT}, ans), lower, unit_diagonal)",
+     b=_BT,
+     tangent={"a": f"-linalg.solve_triangular(a, ({_T.format(_MT)} if (trans in (1, 2, 'T', 'C')) "
+                   f"else {_MT}) @ ans, {_TRI})",
+              "b": f"linalg.solve_triangular(a, t, {_TRI})"},
+     returns="array")
+_SOLVE = "lower, False, False, check_finite, assume_a"
+_BS = f"linalg.solve(a, {_GX}, {_SOLVE}, not transposed)"
+_MS = "_s2s_as_read(t, assume_a, lower)"
+rule(linalg.solve, "a, b, lower=False, overwrite_a=False, overwrite_b=False, "
+     "check_finite=True, assume_a=None, transposed=False",
+     a=f"-_s2s_as_read_adjoint(_s2s_rhs_outer(ans, {_BS}) if transposed else "
+       f"_s2s_rhs_outer({_BS}, ans), assume_a, lower)",
+     b=_BS,
+     tangent={"a": f"-linalg.solve(a, ({_T.format(_MS)} if transposed else {_MS}) @ ans, "
+                   f"{_SOLVE}, transposed)",
+              "b": f"linalg.solve(a, t, {_SOLVE}, transposed)"},
+     returns="array")
+# a = P L U, packed in lu_factor's lu (L's unit diagonal left out); piv is discrete
+_LU, _PIV, _GL = "ans[0]", "ans[1]", "_s2s_structured(g, ans)[0]"
+_L, _U = f"_s2s_unit_lower({_LU})", f"np.triu({_LU})"
+_M = (f"(np.tril({_T.format(_L)} @ np.tril({_GL}, -1), -1) + np.triu(np.triu({_GL}) @ "
+      f"{_T.format(_U)}))")
+_XA = f"linalg.solve_triangular({_L}, {_M}, 1, True, True)"      # L^-T M
+_Y = f"linalg.solve_triangular({_L}, _s2s_unpivot(t, {_PIV}), 0, True, True)"
+_X = _T.format(f"linalg.solve_triangular({_U}, {_T.format(_Y)}, 1)")
+rule(linalg.lu_factor, "a, overwrite_a=False, check_finite=True",
+     a=f"_s2s_pivot({_T.format(f'linalg.solve_triangular({_U}, {_T.format(_XA)})')}, {_PIV})",
+     tangent={"a": f"({_L} @ np.tril({_X}, -1) + np.triu({_X}) @ {_U}, "
+                   f"_s2s_zeros_like({_PIV}))"},
+     returns="container")
+_LP = "lu_and_piv[0], lu_and_piv[1]"
+_BL = f"linalg.lu_solve(lu_and_piv, {_GX}, 1 - (trans in (1, 2, 'T', 'C')))"
+_DL = f"_s2s_lu_product(t[0], {_LP})"
+rule(linalg.lu_solve, "lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True",
+     lu_and_piv=f"(_s2s_lu_product_adjoint(-(_s2s_rhs_outer(ans, {_BL}) if "
+                f"(trans in (1, 2, 'T', 'C')) else _s2s_rhs_outer({_BL}, ans)), {_LP}), None)",
+     b=_BL,
+     tangent={"lu_and_piv": f"-linalg.lu_solve(lu_and_piv, ({_T.format(_DL)} if "
+                            f"(trans in (1, 2, 'T', 'C')) else {_DL}) @ ans, trans)",
+              "b": "linalg.lu_solve(lu_and_piv, t, trans)"},
+     returns="array")
+
+# scipy.stats: the methods of the distribution objects, by the bound method
+_Z = "((x - loc) / scale)"
+_NORM = "x, loc=0.0, scale=1.0"
+rule(stats.norm.logpdf, _NORM, f"-g * {_Z} / scale", f"g * {_Z} / scale",
+     f"g * ({_Z} * {_Z} - 1) / scale", broadcast=True)
+rule(stats.norm.pdf, _NORM, f"-g * ans * {_Z} / scale", f"g * ans * {_Z} / scale",
+     f"g * ans * ({_Z} * {_Z} - 1) / scale", broadcast=True)
+_P = "norm.pdf(x, loc, scale)"
+rule(stats.norm.cdf, _NORM, f"g * {_P}", f"-g * {_P}", f"-g * {_P} * {_Z}", broadcast=True)
+_Q = "np.exp(norm.logpdf(x, loc, scale) - ans)"           # pdf / cdf, without underflow
+rule(stats.norm.logcdf, _NORM, f"g * {_Q}", f"-g * {_Q}", f"-g * {_Q} * {_Z}",
+     broadcast=True)
+# cov a number, a vector (the diagonal) or a matrix; the adjoint of a matrix is symmetric
+# (scipy reads one triangle; JAX symmetrizes)
+_COV = "_s2s_cov_matrix(cov, x)"
+_R = "(x - mean if mean is not None else x)"
+_S = f"({_R} @ np.linalg.inv({_COV}))"                     # cov^-1 (x - mean), by sample
+_GS = f"np.expand_dims(g, -1) * {_S}"
+_FLAT = "np.reshape({}, (-1, np.shape(x)[-1]))"
+rule(stats.multivariate_normal.logpdf, "x, mean=None, cov=1, allow_singular=False",
+     x=f"-_s2s_unbroadcast({_GS}, x)", mean=f"_s2s_unbroadcast({_GS}, mean)",
+     cov=f"_s2s_cov_adjoint(-0.5 * (np.sum(g) * np.linalg.inv({_COV}) - "
+         f"{_T.format(_FLAT.format(_GS))} @ {_FLAT.format(_S)}), cov)",
+     tangent={"x": f"-np.sum(t * {_S}, -1)", "mean": f"np.sum(t * {_S}, -1)",
+              "cov": f"0.5 * (np.sum({_S} @ _s2s_cov_matrix(t, x) * {_S}, -1) - "
+                     f"np.trace(np.linalg.solve({_COV}, _s2s_cov_matrix(t, x)), 0, -2, -1))"})
+
+# forward rules of the helpers (rules/solves.py), for forward over reverse
+linear(solves.rhs_outer, "u, x", "u", "x")
+linear(solves.tri_mask, "m, lower, unit_diagonal=False", "m")
+linear(solves.as_read, "m, assume_a, lower", "m")
+linear(solves.as_read_adjoint, "g, assume_a, lower", "g")
+linear(solves.cho_product, "d, c, lower", "d", "c")
+linear(solves.cho_product_adjoint, "s, c, lower", "s", "c")
+linear(solves.unpivot, "m, piv", "m")
+linear(solves.pivot, "m, piv", "m")
+linear(solves.cov_matrix, "cov, x", "cov")
+linear(solves.cov_adjoint, "g, cov", "g")
+jvp(solves.unit_lower, "lu", "np.tril(t, -1)", namespace=ns)
+jvp(solves.lu_product, "d, lu, piv", "_s2s_lu_product(t, lu, piv)",
+    "_s2s_pivot(np.tril(d, -1) @ np.triu(t) + np.tril(t, -1) @ np.triu(d), piv)", namespace=ns)
+jvp(solves.lu_product_adjoint, "s, lu, piv", "_s2s_lu_product_adjoint(t, lu, piv)",
+    "np.tril(_s2s_unpivot(s, piv) @ np.swapaxes(np.triu(t), -1, -2), -1) + "
+    "np.triu(np.swapaxes(np.tril(t, -1), -1, -2) @ _s2s_unpivot(s, piv))", namespace=ns)
+jvp(solves.frechet, "a, e", "_s2s_frechet2(a, t, e)", "_s2s_frechet(a, t)", namespace=ns)

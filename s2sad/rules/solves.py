@@ -1,0 +1,170 @@
+"""Helpers of the SciPy rules (rules/scipy.py) for linear solves with structured matrices
+and the matrix exponential: which entries of a matrix a solver reads, the matrix a
+Cholesky or LU factor stands for and the adjoint of that map, LU's row pivoting, and the
+Fréchet derivative of `expm`.
+
+Each is small and has a forward rule (in rules/scipy.py), so that forward over reverse
+(`hessian`) goes through the reverse rules written with them. The module needs SciPy;
+only rules/scipy.py imports it.
+"""
+import numpy as np
+import scipy.linalg
+
+from ..errors import MissingRuleError
+
+
+def _t(m):
+    return np.swapaxes(m, -1, -2)
+
+
+def rhs_outer(u, x):
+    """`u x^T` summed over the right-hand sides: the adjoint of `a` in `a x = b` is
+    `-rhs_outer(b_bar, x)`, with `b_bar` the adjoint of `b`."""
+    if np.ndim(x) == 1:
+        return np.outer(u, x)
+    return u @ _t(x)
+
+
+def tri_mask(m, lower, unit_diagonal=False):
+    """The triangle of `m` a triangular solve reads (without the diagonal if it is a unit
+    one): the derivative with respect to the other entries is zero, as in JAX."""
+    if lower:
+        return np.tril(m, -1 if unit_diagonal else 0)
+    return np.triu(m, 1 if unit_diagonal else 0)
+
+
+_SYMMETRIC = ("sym", "symmetric", "her", "hermitian", "pos", "positive definite")
+_GENERAL = (None, "gen", "general")
+
+
+def as_read(m, assume_a, lower):
+    """The matrix `scipy.linalg.solve(m, b, lower=lower, assume_a=assume_a)` solves with:
+    for a symmetric kind the triangle it reads mirrored, for a structured one the entries
+    of the structure; `m` itself for a general one. Linear in `m`."""
+    if assume_a in _GENERAL:
+        return m
+    if assume_a in _SYMMETRIC:
+        tri = np.tril(m) if lower else np.triu(m)
+        return tri + _t(tri) - _diagonal(tri)
+    return _structure(m, assume_a)
+
+
+def as_read_adjoint(g, assume_a, lower):
+    """The adjoint of `as_read` (its transpose): `g` onto the entries that are read."""
+    if assume_a in _GENERAL:
+        return g
+    if assume_a in _SYMMETRIC:
+        both = g + _t(g)
+        return (np.tril(both) if lower else np.triu(both)) - _diagonal(g)
+    return _structure(g, assume_a)
+
+
+def _diagonal(m):
+    return m * np.eye(np.shape(m)[-1])
+
+
+def _structure(m, assume_a):
+    if assume_a == "diagonal":
+        return _diagonal(m)
+    if assume_a == "tridiagonal":
+        return np.triu(np.tril(m, 1), -1)
+    if assume_a in ("upper triangular", "lower triangular"):
+        return tri_mask(m, assume_a == "lower triangular")
+    raise MissingRuleError(f"s2sad has no derivative rule for scipy.linalg.solve with "
+                           f"assume_a={assume_a!r}; leave it out (a general solve), or "
+                           "pass 'sym', 'pos', 'diagonal', 'tridiagonal' or a triangle")
+
+
+def cho_product(d, c, lower):
+    """The tangent of `L L^T` (or `U^T U`) along the tangent `d` of the factor in `c`
+    (of `cho_factor`, only its triangle read). Linear in `d` and in `c`."""
+    m = np.tril(d) @ _t(np.tril(c)) if lower else _t(np.triu(d)) @ np.triu(c)
+    return m + _t(m)
+
+
+def cho_product_adjoint(s, c, lower):
+    """The adjoint of `cho_product` along `t`: the adjoint of the factor from the adjoint
+    `s` of the matrix. Linear in `s` and in `c`."""
+    both = s + _t(s)
+    return np.tril(both @ np.tril(c)) if lower else np.triu(np.triu(c) @ both)
+
+
+def _permutation(piv):
+    """The rows of `a` in the order `lu_factor`'s LAPACK pivots `piv` put them."""
+    perm = np.arange(len(piv))
+    for i, p in enumerate(piv):
+        perm[i], perm[p] = perm[p], perm[i]
+    return perm
+
+
+def unpivot(m, piv):
+    """`P^T m` for `a = P L U`: the rows of `m` in pivoted order."""
+    return m[..., _permutation(piv), :]
+
+
+def pivot(m, piv):
+    """`P m`, the inverse of `unpivot`."""
+    out = np.empty_like(m)
+    out[..., _permutation(piv), :] = m
+    return out
+
+
+def unit_lower(lu):
+    """The unit lower triangular factor L packed in `lu`."""
+    return np.tril(lu, -1) + np.eye(np.shape(lu)[-1])
+
+
+def lu_product(d, lu, piv):
+    """The tangent of `a = P L U` along the tangent `d` of the packed factors `lu`."""
+    return pivot(np.tril(d, -1) @ np.triu(lu) + unit_lower(lu) @ np.triu(d), piv)
+
+
+def lu_product_adjoint(s, lu, piv):
+    """The adjoint of `lu_product` along `t`: of the packed factors, from the adjoint `s`
+    of `a`."""
+    r = unpivot(s, piv)
+    return np.tril(r @ _t(np.triu(lu)), -1) + np.triu(_t(unit_lower(lu)) @ r)
+
+
+def frechet(a, e):
+    """The Fréchet derivative of `expm` at `a` along `e`: d/ds expm(a + s e) at 0, the
+    upper right block of expm([[a, e], [0, a]])."""
+    n = np.shape(a)[-1]
+    return scipy.linalg.expm(_blocks([[a, e], [None, a]], n))[..., :n, n:]
+
+
+def frechet2(a, d, e):
+    """The derivative of `frechet(a, e)` along `d` in `a`: the upper right block of
+    the exponential of the 4x4 block matrix of Higham and Relton (2014)."""
+    n = np.shape(a)[-1]
+    z = _blocks([[a, d, e, None], [None, a, None, e], [None, None, a, d],
+                 [None, None, None, a]], n)
+    return scipy.linalg.expm(z)[..., :n, 3 * n:]
+
+
+def _blocks(rows, n):
+    parts = [p for row in rows for p in row if p is not None]
+    batch = np.broadcast_shapes(*(np.shape(p)[:-2] for p in parts))
+    k = len(rows)
+    out = np.zeros(batch + (k * n, k * n), dtype=np.result_type(*parts, np.float64))
+    for i, row in enumerate(rows):
+        for j, p in enumerate(row):
+            if p is not None:
+                out[..., i * n:(i + 1) * n, j * n:(j + 1) * n] = p
+    return out
+
+
+def cov_matrix(cov, x):
+    """The covariance matrix `multivariate_normal` makes of `cov` for samples `x`: `cov`
+    itself, `cov` times the identity for a number, the diagonal matrix of a vector."""
+    if np.ndim(cov) == 2:
+        return cov
+    eye = np.eye(np.shape(x)[-1])
+    return cov * eye if np.ndim(cov) == 0 else cov[..., None] * eye
+
+
+def cov_adjoint(g, cov):
+    """The adjoint of `cov_matrix` along `cov`, from the adjoint `g` of the matrix."""
+    if np.ndim(cov) == 2:
+        return g
+    return np.trace(g) if np.ndim(cov) == 0 else np.diagonal(g).copy()

@@ -1,0 +1,581 @@
+"""The SciPy rules (s2sad/rules/scipy.py) in every mode, against central differences in
+float64 (never s2sad against itself), as tests/test_rules_modes.py checks NumPy's:
+
+* grad: `s2sad.grad` of each case with a scalar value, with respect to every argument;
+* vjp: the pullback of a fixed random cotangent `u` is the gradient of <u, f(args)>;
+* jvp: the tangent along fixed random directions is the directional derivative of f;
+* hessian: `HESSIANS`, scalar functions of one array, by differences of differences.
+
+`test_every_scipy_rule_is_checked` fails for a registered SciPy primitive that no case
+calls. SciPy is optional: without it this module is skipped.
+"""
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+scipy = pytest.importorskip("scipy", reason="SciPy is optional; its rules need it")
+from scipy import linalg, special, stats  # noqa: E402
+from scipy.stats import norm  # noqa: E402
+
+from numpy_cases import Samples, compare, fd_array_grad, fd_array_grad_central  # noqa: E402
+
+import s2sad  # noqa: E402
+from s2sad.errors import MissingRuleError  # noqa: E402
+from s2sad.rules import registry  # noqa: E402
+
+S = Samples(20261128)
+R = S.real
+_WRNG = np.random.default_rng(78)
+W4, W34 = _WRNG.standard_normal(4), _WRNG.standard_normal((3, 4))
+I3 = np.eye(3)
+
+
+def POS(shape):
+    return S.uniform(shape, 0.3, 2.5)
+
+
+def UNIT(shape):
+    return S.uniform(shape, 0.05, 0.95)
+
+
+def MAT(n=3):
+    """A well-conditioned general matrix."""
+    return R((n, n)) + 3 * np.eye(n)
+
+
+# -- scipy.special ----------------------------------------------------------------------
+def s_expit(x):
+    return special.expit(x)
+
+
+def s_logit(x):
+    return special.logit(x)
+
+
+def s_gammaln_digamma(x):
+    return special.gammaln(x) * special.digamma(x) + special.psi(2.0 * x)
+
+
+def s_erf(x):
+    return special.erf(x) * special.erfc(0.5 * x)
+
+
+def s_xlogy(x, y):
+    return special.xlogy(x, y)
+
+
+def s_xlog1py(x, y):
+    return special.xlog1py(x, y)
+
+
+def s_betaln(a, b):
+    return special.betaln(a, b)
+
+
+def s_logsumexp(a):
+    return special.logsumexp(a)
+
+
+def s_logsumexp_axis(a):
+    return special.logsumexp(a, axis=1)
+
+
+def s_logsumexp_keepdims(a):
+    return special.logsumexp(a, axis=0, keepdims=True) * special.logsumexp(a, -1)[:, None]
+
+
+def s_logsumexp_b(a, b):
+    return special.logsumexp(a, b=b)
+
+
+def s_logsumexp_b_axis(a, b):
+    return special.logsumexp(a, axis=-1, b=b, keepdims=True)
+
+
+def s_softmax(x):
+    return special.softmax(x)
+
+
+def s_softmax_axis(x):
+    return special.softmax(x, axis=1) * special.softmax(x, 0)
+
+
+def s_log_softmax(x):
+    return special.log_softmax(x)
+
+
+def s_log_softmax_axis(x):
+    return special.log_softmax(x, axis=0) * special.log_softmax(x, axis=-1)
+
+
+# -- scipy.linalg -----------------------------------------------------------------------
+def spd(m):
+    return m @ m.T + I3
+
+
+def l_det_inv(a):
+    return linalg.det(a) * linalg.inv(a)
+
+
+def l_det(a):
+    return linalg.det(a)
+
+
+def l_expm(a):
+    return linalg.expm(a)
+
+
+def l_cholesky(m):
+    return linalg.cholesky(spd(m))
+
+
+def l_cholesky_lower(m):
+    return linalg.cholesky(spd(m), lower=True)
+
+
+def l_cho_solve(m, b):
+    cf = linalg.cho_factor(spd(m))
+    return linalg.cho_solve(cf, b)
+
+
+def l_cho_solve_lower(m, b):
+    c, low = linalg.cho_factor(spd(m), lower=True)
+    return linalg.cho_solve((c, low), b)
+
+
+def l_cho_factor(m):
+    c, low = linalg.cho_factor(spd(m))
+    return c
+
+
+def l_gp(m, y):
+    k = spd(m)
+    cf = linalg.cho_factor(k, lower=True)
+    alpha = linalg.cho_solve(cf, y)
+    return 0.5 * (y @ alpha) + np.sum(np.log(np.diag(cf[0])))
+
+
+def l_solve_triangular(a, b):
+    return linalg.solve_triangular(a, b)
+
+
+def l_solve_triangular_lower(a, b):
+    return linalg.solve_triangular(a, b, lower=True, trans=1)
+
+
+def l_solve_triangular_unit(a, b):
+    return linalg.solve_triangular(a, b, trans="T", unit_diagonal=True)
+
+
+def l_solve(a, b):
+    return linalg.solve(a, b)
+
+
+def l_solve_transposed(a, b):
+    return linalg.solve(a, b, transposed=True)
+
+
+def l_solve_sym(m, b):
+    return linalg.solve(spd(m), b, assume_a="sym") + linalg.solve(spd(m), b, assume_a="pos",
+                                                                   lower=True)
+
+
+def l_lu(a, b):
+    lu = linalg.lu_factor(a)
+    return linalg.lu_solve(lu, b)
+
+
+def l_lu_trans(a, b):
+    lu, piv = linalg.lu_factor(a)
+    return linalg.lu_solve((lu, piv), b, trans=1)
+
+
+def l_lu_factor(a):
+    lu, piv = linalg.lu_factor(a)
+    return lu
+
+
+# -- scipy.stats ------------------------------------------------------------------------
+def t_logpdf(x, mu, s):
+    return norm.logpdf(x, mu, s)
+
+
+def t_logpdf_kw(x, mu, s):
+    return stats.norm.logpdf(x, loc=mu, scale=s) + norm.logpdf(x, scale=s)
+
+
+def t_logpdf_std(x):
+    return norm.logpdf(x)
+
+
+def t_pdf(x, mu, s):
+    return norm.pdf(x, mu, scale=s)
+
+
+def t_cdf(x, mu, s):
+    return norm.cdf(x, loc=mu, scale=s)
+
+
+def t_logcdf(x, mu, s):
+    return norm.logcdf(x, mu, s)
+
+
+def t_mvn(x, mean, m):
+    return stats.multivariate_normal.logpdf(x, mean, spd(m))
+
+
+def t_mvn_kw(x, m):
+    return stats.multivariate_normal.logpdf(x, cov=spd(m))
+
+
+def t_mvn_diagonal(x, mean, v):
+    return stats.multivariate_normal.logpdf(x, mean=mean, cov=v * v + 0.5)
+
+
+# -- scalar losses, for grad ------------------------------------------------------------
+def g_special(x, y):
+    return np.sum(W34 * (special.expit(x) + special.logit(special.expit(x)) * special.erf(x)
+                         + special.erfc(x) * special.gammaln(y) + special.digamma(y)
+                         + special.xlogy(x, y) + special.xlog1py(x, y)
+                         + special.betaln(y, special.expit(x) + 0.5)))
+
+
+def g_softmax(x, b):
+    return (np.sum(W34 * special.softmax(x, axis=1)) + np.sum(W34 * special.log_softmax(x, 0))
+            + np.sum(W34[:, 0] * special.logsumexp(x, axis=1, b=b)) + special.logsumexp(x))
+
+
+def g_linalg(m, b):
+    a = m + 3.0 * I3
+    k = spd(m)
+    return (linalg.det(a) + np.sum(W34[:, :3] * linalg.inv(a)) + np.sum(W34[:, 1:]
+                                                                        * linalg.expm(0.3 * m))
+            + b @ linalg.solve(a, b) + b @ linalg.solve_triangular(a, b, lower=True)
+            + b @ linalg.cho_solve(linalg.cho_factor(k), b)
+            + b @ linalg.lu_solve(linalg.lu_factor(a), b, trans=1)
+            + np.sum(W34[:, :3] * linalg.cholesky(k)))
+
+
+def g_norm(x, mu, s):
+    return np.sum(W34 * (norm.logpdf(x, mu, s) + norm.pdf(x, loc=mu, scale=s)
+                         + norm.cdf(x, mu) + norm.logcdf(x, scale=s)))
+
+
+def g_logistic(w, x, y):
+    """A logistic regression's negative log-likelihood, written with expit and xlogy."""
+    p = special.expit(x @ w)
+    return -np.sum(special.xlogy(y, p) + special.xlogy(1.0 - y, 1.0 - p))
+
+
+_BINARY = {"mat-mat": ((3, 4), (3, 4)), "mat-row": ((3, 4), (4,)), "col-row": ((3, 1), (4,)),
+           "mat-py": ((3, 4), None), "py-py": (None, None)}
+_NORM = {"mat-mat-mat": ((3, 4), (3, 4), (3, 4)), "mat-row-py": ((3, 4), (4,), None),
+         "col-row-mat": ((3, 1), (4,), (3, 4)), "py": (None, None, None)}
+_GAMMA = {"py": (2.3,), "neg": (np.array([-1.3, -0.3, 0.7, 3.2]),), "mat": (POS((3, 4)),)}
+
+#: {id: (function, {label: args})}
+CASES = {
+    "expit": (s_expit, {"py": (R(None),), "vec": (R((4,)),), "mat": (R((3, 4)),)}),
+    "logit": (s_logit, {"py": (UNIT(None),), "mat": (UNIT((3, 4)),)}),
+    "gammaln_digamma": (s_gammaln_digamma, _GAMMA),
+    "erf": (s_erf, {"py": (R(None),), "mat": (R((3, 4)),)}),
+    "xlogy": (s_xlogy, {k: (R(a), POS(b)) for k, (a, b) in _BINARY.items()}),
+    "xlog1py": (s_xlog1py, {k: (R(a), S.uniform(b, -0.5, 2.0)) for k, (a, b) in
+                            _BINARY.items()}),
+    "betaln": (s_betaln, {k: (POS(a), POS(b)) for k, (a, b) in _BINARY.items()}),
+    "logsumexp": (s_logsumexp, {"vec": (R((4,)),), "mat": (R((3, 4)),)}),
+    "logsumexp_axis": (s_logsumexp_axis, {"mat": (R((3, 4)),), "3d": (R((2, 3, 4)),)}),
+    "logsumexp_keepdims": (s_logsumexp_keepdims, {"mat": (R((3, 4)),)}),
+    "logsumexp_b": (s_logsumexp_b, {"mat": (R((3, 4)), POS((3, 4))),
+                                    "row": (R((3, 4)), POS((4,)))}),
+    "logsumexp_b_axis": (s_logsumexp_b_axis, {"mat": (R((3, 4)), POS((3, 4))),
+                                              "row": (R((3, 4)), POS((4,)))}),
+    "softmax": (s_softmax, {"vec": (R((4,)),), "mat": (R((3, 4)),)}),
+    "softmax_axis": (s_softmax_axis, {"mat": (R((3, 4)),)}),
+    "log_softmax": (s_log_softmax, {"vec": (R((4,)),), "mat": (R((3, 4)),)}),
+    "log_softmax_axis": (s_log_softmax_axis, {"mat": (R((3, 4)),)}),
+    "det_inv": (l_det_inv, {"mat": (MAT(),)}),
+    "det": (l_det, {"mat": (MAT(),), "4": (MAT(4),)}),
+    "expm": (l_expm, {"mat": (0.5 * R((3, 3)),), "batch": (0.5 * R((2, 3, 3)),)}),
+    "cholesky": (l_cholesky, {"mat": (R((3, 3)),)}),
+    "cholesky_lower": (l_cholesky_lower, {"mat": (R((3, 3)),)}),
+    "cho_solve": (l_cho_solve, {"vec": (R((3, 3)), R((3,))), "mat": (R((3, 3)), R((3, 2)))}),
+    "cho_solve_lower": (l_cho_solve_lower, {"vec": (R((3, 3)), R((3,))),
+                                            "mat": (R((3, 3)), R((3, 2)))}),
+    "cho_factor": (l_cho_factor, {"mat": (R((3, 3)),)}),
+    "gp": (l_gp, {"vec": (R((3, 3)), R((3,)))}),
+    "solve_triangular": (l_solve_triangular, {"vec": (MAT(), R((3,))),
+                                              "mat": (MAT(), R((3, 2)))}),
+    "solve_triangular_lower": (l_solve_triangular_lower, {"vec": (MAT(), R((3,))),
+                                                          "mat": (MAT(), R((3, 2)))}),
+    "solve_triangular_unit": (l_solve_triangular_unit, {"vec": (MAT(), R((3,)))}),
+    "solve": (l_solve, {"vec": (MAT(), R((3,))), "mat": (MAT(), R((3, 2)))}),
+    "solve_transposed": (l_solve_transposed, {"vec": (MAT(), R((3,)))}),
+    "solve_sym": (l_solve_sym, {"vec": (R((3, 3)), R((3,))), "mat": (R((3, 3)), R((3, 2)))}),
+    "lu": (l_lu, {"vec": (MAT(), R((3,))), "mat": (MAT(4), R((4, 2)))}),
+    "lu_trans": (l_lu_trans, {"vec": (MAT(), R((3,)))}),
+    "lu_factor": (l_lu_factor, {"mat": (R((3, 3)),), "4": (R((4, 4)),)}),
+    "norm_logpdf": (t_logpdf, {k: (R(a), R(b), POS(c)) for k, (a, b, c) in _NORM.items()}),
+    "norm_logpdf_kw": (t_logpdf_kw, {k: (R(a), R(b), POS(c)) for k, (a, b, c) in
+                                     _NORM.items()}),
+    "norm_logpdf_std": (t_logpdf_std, {"py": (R(None),), "mat": (R((3, 4)),)}),
+    "norm_pdf": (t_pdf, {k: (R(a), R(b), POS(c)) for k, (a, b, c) in _NORM.items()}),
+    "norm_cdf": (t_cdf, {k: (R(a), R(b), POS(c)) for k, (a, b, c) in _NORM.items()}),
+    "norm_logcdf": (t_logcdf, {k: (R(a), R(b), POS(c)) for k, (a, b, c) in _NORM.items()}
+                    | {"tail": (np.array([-30.0, -8.0, 0.5, 6.0]), 0.2, 1.3)}),
+    "mvn": (t_mvn, {"vec": (R((3,)), R((3,)), R((3, 3))),
+                    "samples": (R((4, 3)), R((3,)), R((3, 3)))}),
+    "mvn_kw": (t_mvn_kw, {"samples": (R((4, 3)), R((3, 3)))}),
+    "mvn_diagonal": (t_mvn_diagonal, {"vec": (R((4, 3)), R((3,)), R((3,))),
+                                      "number": (R((4, 3)), R((3,)), R(None))}),
+    "g_special": (g_special, {"mat-row": (R((3, 4)), POS((4,))),
+                              "mat-mat": (R((3, 4)), POS((3, 4)))}),
+    "g_softmax": (g_softmax, {"mat-row": (R((3, 4)), POS((4,)))}),
+    "g_linalg": (g_linalg, {"mat-vec": (R((3, 3)), R((3,)))}),
+    "g_norm": (g_norm, {"mat-row-py": (R((3, 4)), R((4,)), 1.3),
+                        "mat-col-mat": (R((3, 4)), R((3, 1)), POS((3, 4)))}),
+    "g_logistic": (g_logistic, {"data": (R((3,)), R((5, 3)),
+                                         np.array([0.0, 1.0, 1.0, 0.0, 1.0]))}),
+}
+
+
+# -- second derivatives -----------------------------------------------------------------
+def h_special(x):
+    return np.sum(W4 * (special.expit(x) + special.logit(0.3 + 0.1 * x * x) + special.erf(x)
+                        * special.erfc(x) + special.xlogy(x, 2.0 + x * x)
+                        + special.xlog1py(x * x, 1.0 + x * x)))
+
+
+def h_gamma(x):
+    return np.sum(W4 * (special.gammaln(x) * special.digamma(x)
+                        + special.betaln(x * x, 1.5 + x * x)))
+
+
+def h_softmax(x):
+    a = x.reshape(2, 2)
+    return (special.logsumexp(x) + np.sum(special.softmax(a, axis=1) * W34[:2, :2])
+            + np.sum(special.log_softmax(x) * W4) + special.logsumexp(a, b=x[2:] ** 2))
+
+
+def h_norm(x):
+    return np.sum(W4 * (norm.logpdf(x, 0.3, 1.2) + norm.pdf(x, x[::-1], 1.5 + x * x)
+                        + norm.cdf(x, scale=2.0) + norm.logcdf(x, x * 0.5, 1.1)))
+
+
+def h_linalg(x):
+    a = x.reshape(3, 3) + 3 * I3
+    b = W34[:, 0]
+    return (linalg.det(a) + np.sum(linalg.inv(a) * W34[:, :3]) + np.sum(linalg.expm(0.3 * a)
+                                                                         * W34[:, 1:])
+            + np.sum(linalg.solve(a, b) * W4[:3]) + np.sum(linalg.solve_triangular(a, b) * b))
+
+
+def h_factors(x):
+    m = x.reshape(3, 3)
+    a = m @ m.T + I3
+    cf = linalg.cho_factor(a)
+    lu = linalg.lu_factor(m + 3 * I3)
+    return (np.sum(linalg.cho_solve(cf, W4[:3]) * W34[0, :3])
+            + np.sum(linalg.lu_solve(lu, W34[:, 0]) * W4[1:])
+            + np.sum(linalg.cholesky(a, lower=True) * W34[:, 1:]))
+
+
+def h_mvn(x):
+    m = x[:9].reshape(3, 3)
+    return np.sum(stats.multivariate_normal.logpdf(W34.T[:, :3] * x[9:], x[9:], m @ m.T + I3))
+
+
+HESSIANS = {
+    "special": (h_special, [R((4,))]), "gamma": (h_gamma, [POS((4,))]),
+    "softmax": (h_softmax, [R((4,))]), "norm": (h_norm, [R((4,))]),
+    "linalg": (h_linalg, [R((9,))]), "factors": (h_factors, [R((9,))]),
+    "mvn": (h_mvn, [R((12,))]),
+}
+
+
+# -- the oracle -------------------------------------------------------------------------
+def _directional(f, args, v, h=1e-3):
+    """d/ds f(args + s v) at 0, by Richardson-extrapolated central differences."""
+    def at(s):
+        return np.asarray(f(*[a + s * d for a, d in zip(args, v)]), dtype=np.float64)
+    return (8 * (at(h) - at(-h)) - (at(2 * h) - at(-2 * h))) / (12 * h)
+
+
+def _random_like(x, rng):
+    return float(rng.uniform(-1, 1)) if np.ndim(x) == 0 and not isinstance(
+        x, np.ndarray) else rng.uniform(-1, 1, np.shape(x))
+
+
+def _params(table):
+    return [pytest.param(fn, args, id=f"{name}[{label}]")
+            for name, (fn, sets) in table.items() for label, args in sets.items()]
+
+
+def _check(grads, args, weighted):
+    failures = []
+    for i, (g, x) in enumerate(zip(grads, args)):
+        if np.shape(g) != np.shape(x):
+            failures.append(f"d/d arg{i}: shape {np.shape(g)}, expected {np.shape(x)}")
+        else:
+            failures.append(compare(g, fd_array_grad(weighted, args, i), 1e-6, 1e-8,
+                                    f"d/d arg{i}"))
+    failures = [m for m in failures if m]
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("fn, args", _params(CASES))
+def test_grad_matches_finite_differences(fn, args):
+    if np.ndim(fn(*args)) != 0:
+        pytest.skip("an array value: the vjp check covers it")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        grads = s2sad.grad(fn, wrt=tuple(range(len(args))))(*args)
+    _check(grads, args, lambda *a: float(fn(*a)))
+
+
+@pytest.mark.parametrize("fn, args", _params(CASES))
+def test_vjp_matches_finite_differences(fn, args):
+    rng = np.random.default_rng(5)
+    y = fn(*args)
+    u = _random_like(y, rng) if np.ndim(y) else float(rng.uniform(0.5, 1.5))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        value, pullback = s2sad.vjp(fn, *args)
+        grads = pullback(u)
+    np.testing.assert_allclose(value, y, rtol=1e-12)
+    grads = grads if isinstance(grads, tuple) else (grads,)
+    _check(grads, args, lambda *a: float(np.sum(u * np.asarray(fn(*a)))))
+
+
+@pytest.mark.parametrize("fn, args", _params(CASES))
+def test_jvp_matches_finite_differences(fn, args):
+    rng = np.random.default_rng(6)
+    v = tuple(_random_like(a, rng) for a in args)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        value, tangent = s2sad.jvp(fn, args, v)
+    np.testing.assert_allclose(value, fn(*args), rtol=1e-12)
+    error = compare(tangent, _directional(fn, args, v), 1e-6, 1e-8, "tangent")
+    assert error is None, error
+
+
+def test_sample_points_are_smooth():
+    """Without s2sad: two difference schemes agree at every sample point (no pivot of an
+    LU factorization changes nearby)."""
+    bad = []
+    for param in _params(CASES):
+        fn, args = param.values
+        y = np.asarray(fn(*args))
+        u = np.random.default_rng(5).uniform(-1, 1, y.shape)
+
+        def weighted(*a):
+            return float(np.sum(u * np.asarray(fn(*a))))
+        for i in range(len(args)):
+            a, b = fd_array_grad(weighted, args, i), fd_array_grad_central(weighted, args, i)
+            if not np.allclose(a, b, rtol=1e-4, atol=1e-6):
+                bad.append(f"{param.id} arg{i}")
+    assert not bad, ", ".join(bad)
+
+
+def _fd_hessian(fn, x):
+    out = np.empty(x.shape + x.shape)
+    for idx in np.ndindex(x.shape):
+        out[idx] = fd_array_grad(lambda y: fd_array_grad(fn, (y,), 0)[idx], (x,), 0)
+    return out
+
+
+@pytest.mark.parametrize("fn, x", _params({k: (f, dict(enumerate(p)))
+                                           for k, (f, p) in HESSIANS.items()}))
+def test_hessian_matches_finite_differences(fn, x):
+    x = x[0] if isinstance(x, tuple) else x
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        h = s2sad.hessian(fn)(x)
+    error = compare(h, _fd_hessian(fn, x), 1e-5, 2e-5, "hessian")
+    assert error is None, error
+
+
+# -- what is not covered ----------------------------------------------------------------
+def frozen(x):
+    return np.sum(norm(0.5, 2.0).logpdf(x))
+
+
+def signed(x):
+    return special.logsumexp(x, return_sign=True)[0]
+
+
+@pytest.mark.parametrize("fn, message", [(frozen, "t.logpdf()"),
+                                         (signed, "return_sign=")])
+def test_uncovered_calls_raise_missing_rule_error(fn, message):
+    with pytest.raises(MissingRuleError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        s2sad.grad(fn)(np.ones(3))
+
+
+def test_logit_at_the_bounds_is_infinite_as_in_jax():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        g = s2sad.grad(lambda_free_logit)(np.array([0.0, 0.5, 1.0]))
+    assert np.array_equal(g, [np.inf, 4.0, np.inf])
+
+
+def lambda_free_logit(x):
+    return np.sum(special.logit(x))
+
+
+def scipy_primitives():
+    """The SciPy functions and distribution methods with rules."""
+    found = [getattr(m, n) for m in (special, linalg) for n in dir(m) if not n.startswith("_")]
+    found += [getattr(d, n, None) for d in (stats.norm, stats.multivariate_normal)
+              for n in ("logpdf", "pdf", "cdf", "logcdf", "logsf", "sf", "ppf", "rvs")]
+    out = []
+    for p in found:
+        rule = registry.lookup(p)
+        numpy_too = getattr(np, getattr(p, "__name__", ""), None) is p     # (special.sinc)
+        if rule is not None and not rule.nondiff and p not in out and not numpy_too:
+            out.append(p)
+    return out
+
+
+def test_every_scipy_rule_is_checked():
+    """Each SciPy primitive with a rule is called by a case above."""
+    import ast
+    import inspect
+    called = set()
+    for fn, _ in list(CASES.values()) + list(HESSIANS.values()):
+        for node in ast.walk(ast.parse(inspect.getsource(fn))):
+            if isinstance(node, ast.Call):
+                try:
+                    called.add(eval(ast.unparse(node.func), fn.__globals__))
+                except Exception:
+                    pass
+    scipy_prims = scipy_primitives()
+    assert len(scipy_prims) >= 25
+    missing = [repr(p) for p in scipy_prims if p not in called]
+    assert not missing, "SciPy rules without a check: " + ", ".join(missing)
+
+
+def test_every_helper_of_the_reverse_rules_has_a_forward_rule():
+    """Forward over reverse (hessian) differentiates the helpers the reverse rules call."""
+    import inspect
+    helpers = {obj for p in scipy_primitives() for v in registry.lookup(p).variants
+               for t in v.templates.values() for obj in t.free.values()
+               if inspect.isfunction(obj) and obj.__module__.startswith("s2sad.")}
+    assert helpers
+    missing = sorted(f.__name__ for f in helpers if f not in registry.JVPS)
+    assert not missing, "helpers without a forward rule: " + ", ".join(missing)
+
+
+def test_s2sad_imports_without_scipy(tmp_path):
+    script = tmp_path / "no_scipy.py"
+    script.write_text(
+        "import sys\nsys.modules['scipy'] = None      # import scipy fails\n"
+        "import numpy as np\nimport s2sad\nfrom s2sad.rules import registry\n\n\n"
+        "def f(x):\n    return np.sum(np.sin(x))\n\n\n"
+        "assert 'scipy' not in sys.modules['s2sad.rules'].__all__\n"
+        "print(s2sad.grad(f)(np.zeros(2)))\n")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[1. 1.]"
