@@ -375,7 +375,9 @@ class Reverse(CallAdjoints):
                         "finds a method through the class of its object when it knows "
                         "that class (an argument of a class of yours, an instance built "
                         "in the function, self in a method), and here it does not. Call "
-                        "it through its class (ClassName.method(obj, ...)){code}")
+                        "it through its class (ClassName.method(obj, ...)), or, for a "
+                        "library's object (scipy's norm(mu, s)), a function that takes the "
+                        f"values (norm.logpdf(x, mu, s)){code}")
                 what = (f"the call {func}(), whose function s2sad cannot resolve "
                         "statically,")
             return MissingRuleError(
