@@ -787,3 +787,4 @@ def test_element_writes_into_an_argument_leave_it_unchanged_in_forward_mode(f):
     h = 1e-6
     assert value == pytest.approx(f(x0.copy()))
     assert tangent == pytest.approx((f(x0 + h * v0) - f(x0 - h * v0)) / (2 * h), rel=1e-6)
+

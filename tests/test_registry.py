@@ -228,3 +228,25 @@ def test_define_checks_its_arguments():
     with pytest.raises(s2sad.S2SADError, match="nor in its namespace"):
         registry.define(object(), "x", "g * undefined(x)")
     assert set(registry.PRIMITIVES) == before       # a failed declaration leaves no record
+
+
+def sum_and_product(x, y):
+    return (x + y, x * y)
+
+
+def uses_a_pair(x, y):
+    s, p = sum_and_product(x, y)
+    return s * p
+
+
+def test_the_tangents_of_a_tuple_valued_primitive_add_part_by_part(scratch):
+    # two varied arguments: forward mode adds their tangent tuples, not joins them
+    registry.define(sum_and_product, "x, y", "g[0] + g[1] * y", "g[0] + g[1] * x",
+                    returns="container", tangent=("(t, t * y)", "(t, t * x)"))
+    scratch.append(sum_and_product)
+    value, tangent = s2sad.jvp(uses_a_pair, (0.7, -1.3), (1.0, 0.5))
+    h = 1e-6
+    expected = (uses_a_pair(0.7 + h, -1.3 + 0.5 * h)
+                - uses_a_pair(0.7 - h, -1.3 - 0.5 * h)) / (2 * h)
+    assert value == pytest.approx(uses_a_pair(0.7, -1.3))
+    assert tangent == pytest.approx(expected, rel=1e-7)

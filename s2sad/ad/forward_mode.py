@@ -275,7 +275,14 @@ class Forward:
         for param, template in variant.templates.items():
             if self.is_varied(bound[param]):
                 terms.append(self.instantiate(template, placeholder, param, bound, target))
-        expr = _sum(terms)
+        if len(terms) > 1 and getattr(registry.primitive(op.prim), "returns", None) == \
+                "container":
+            # the tangents of a tuple-valued primitive add part by part (`+` joins tuples)
+            expr = terms[0]
+            for term in terms[1:]:
+                expr = syntax.call(self.ctx.runtime("add"), [expr, term])
+        else:
+            expr = _sum(terms)
         return self.broadcast(expr, bound, target) if variant.broadcast else expr
 
     def instantiate(self, template, placeholder, param, bound, target):
