@@ -507,7 +507,8 @@ class Reverse(CallAdjoints):
         """Statements for the top of `loop`'s reversed body that compute again, instead
         of reading from the tape, the values in `record` that are one scalar `+ - * /`
         or sign change of values on the tape or not assigned in the loop (such as `-c`
-        of a `c` the loop does not change), computed on every path through the body."""
+        of a `c` the loop does not change), or a field of an object the loop does not
+        assign (`p.dt`), computed on every path through the body."""
         if self.assigned is None:
             self.assigned = store_counts(self.wengert)
         nested = {n for inner in loops_in(loop.body) for n in syntax.names_stored(inner)}
@@ -516,12 +517,19 @@ class Reverse(CallAdjoints):
             return isinstance(x, gast.Constant) or (
                 self.kinds[x] == SCALAR and self.src.is_local(x.id)
                 and (x.id not in inside or (x.id in record and x.id not in nested)))
+
+        def field_of_invariant(v):      # `p.dt` of a `p` the loop does not assign
+            return (isinstance(v, gast.Attribute) and isinstance(v.value, gast.Name)
+                    and self.src.is_local(v.value.id) and v.value.id not in inside
+                    and registry.ATTRIBUTES.get(v.attr) is None)
         found = []
         for d in loop.body:
             if any(isinstance(x, (gast.Break, gast.Continue, gast.Return))
                    or getattr(x, "s2s_marker", None) == "path_end" for x in own_statements([d])):
                 break           # the statements after it do not run on every path
             operands = _cheap_operands(d.value) if isinstance(d, gast.Assign) else None
+            if isinstance(d, gast.Assign) and field_of_invariant(d.value):
+                operands = []
             target = d.targets[0] if operands is not None else None
             if (isinstance(target, gast.Name) and target.id in record
                     and self.assigned[target.id] == 1 and self.kinds[target] == SCALAR
@@ -529,10 +537,13 @@ class Reverse(CallAdjoints):
                 found.append(d)
         # a value another one is recomputed from stays on the tape, unless it is computed
         # from values the loop does not assign (`dt * drag`): then both are computed again
-        taped = {x.id for d in found for x in _cheap_operands(d.value)
+        taped = {x.id for d in found for x in _cheap_operands(d.value) or ()
                  if isinstance(x, gast.Name)}
-        invariant = {d.targets[0].id for d in found if not any(
-            isinstance(x, gast.Name) and x.id in inside for x in _cheap_operands(d.value))}
+        invariant = set()       # (found is in the order of the body)
+        for d in found:
+            if not any(isinstance(x, gast.Name) and x.id in inside and x.id not in invariant
+                       for x in _cheap_operands(d.value) or ()):
+                invariant.add(d.targets[0].id)
         out = []
         for d in found:
             if d.targets[0].id not in taped or d.targets[0].id in invariant:
