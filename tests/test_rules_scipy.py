@@ -579,3 +579,22 @@ def test_s2sad_imports_without_scipy(tmp_path):
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[1. 1.]"
+
+
+def test_scipy_rules_load_when_the_code_uses_scipy(tmp_path):
+    # `import s2sad` imports no SciPy (a second of import time); the rules load on the
+    # first lookup after the user's code imported SciPy
+    script = tmp_path / "lazy_scipy.py"
+    script.write_text(
+        "import sys\nimport numpy as np\nimport s2sad\n"
+        "assert 'scipy.stats' not in sys.modules and 'scipy.linalg' not in sys.modules\n"
+        "from scipy import special\n\n\n"
+        "def f(x):\n    return np.sum(special.expit(x))\n\n\n"
+        "x = np.array([0.0, 2.0])\n"
+        "g = s2sad.grad(f)(x)\n"
+        "e = special.expit(x)\n"
+        "assert np.allclose(g, e * (1 - e), rtol=1e-12), g\n"
+        "print('ok')\n")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"

@@ -89,10 +89,14 @@ class Shapes:
         args = fn.args
         params = {a.id for a in [*args.posonlyargs, *args.args, *args.kwonlyargs,
                                  args.vararg, args.kwarg] if isinstance(a, gast.Name)}
+        # (only names a loop assigns: a join of branches rarely keeps one class, and
+        # each guess that fails costs a pass over the function)
+        in_loops = {n for s in statements if isinstance(s, (gast.For, gast.While))
+                    for n in syntax.names_stored(syntax.if_(syntax.const(True), s.body))}
         guesses = {n: [d for d in defs if not _is_none(d.value)]
                    for n, defs in assigned.items()
-                   if (n in self.many or n in params) and n not in self.versions
-                   and all(d is not None for d in defs)}
+                   if (n in self.many or n in params) and n in in_loops
+                   and n not in self.versions and all(d is not None for d in defs)}
         own = {n for n in guesses if n in params or not guesses[n]}
         sure = _surely_run(fn) if patterns else set()
         assigns = [n for n in statements if isinstance(n, gast.Assign)]

@@ -33,6 +33,7 @@ bumps `version` and calls the `on_change` listeners.
 """
 import copy
 import dataclasses
+import sys
 
 import gast
 
@@ -171,6 +172,25 @@ METHODS = {}
 ATTRIBUTES = {}
 
 
+#: [(library, loader)]: the rule modules of optional libraries, each loaded the first
+#: time a lookup misses after the user's code has imported its library (see `optional`).
+_OPTIONAL = []
+
+
+def optional(library, loader):
+    """Register `loader`, which imports the rules of `library` (a top-level module name),
+    to run on the first lookup that misses once `library` is imported: `import s2sad`
+    does not import SciPy, whose import takes a second."""
+    _OPTIONAL.append((library, loader))
+
+
+def load_optional():
+    """Load the rules of every optional library the process has imported."""
+    for entry in [e for e in _OPTIONAL if sys.modules.get(e[0]) is not None]:
+        _OPTIONAL.remove(entry)
+        entry[1]()
+
+
 def primitive(prim):
     """The record of `prim`, or None (also for an unhashable object). A dataclass or
     named tuple class has one made on first use (`_constructor`)."""
@@ -178,6 +198,9 @@ def primitive(prim):
         record = PRIMITIVES.get(prim)
     except TypeError:
         return None
+    if record is None and _OPTIONAL:
+        load_optional()
+        record = PRIMITIVES.get(prim)
     if record is None and isinstance(prim, type):
         record = _constructor(prim)
     return record
