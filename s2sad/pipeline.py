@@ -14,8 +14,9 @@ that calls itself is one more entry of the worklist, linked to itself.
 
 >>> from s2sad import pipeline
 >>> [p.name for p in pipeline.FORWARD_MODE]  # doctest: +NORMALIZE_WHITESPACE
-['lift', 'desugar', 'wengert', 'resolve_calls', 'aliasing', 'lost_derivatives', 'forward',
- 'tangent_only', 'inline_temporaries', 'write_in_place', 'guard', 'enclose']
+['lift', 'desugar', 'wengert', 'resolve_calls', 'record_fields', 'aliasing',
+ 'lost_derivatives', 'forward', 'tangent_only', 'inline_temporaries', 'write_in_place', 'guard',
+ 'enclose']
 """
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ from .frontend import source
 from .rules import registry
 from .passes import (aliasing, combine_terms, desugar, element_adjoints, enclose,
                      inline_helpers, insert_dels, lift, lost_derivatives, optimize, peephole,
-                     resolve_calls, reuse_buffers, wengert)
+                     record_fields, resolve_calls, reuse_buffers, wengert)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,6 +63,8 @@ FRONT = [
     Pass("wengert", wengert.run, "one primitive operation per statement, SSA names"),
     Pass("resolve_calls", resolve_calls.run, "calls of methods, partials and function "
          "values made direct, arguments by position"),
+    Pass("record_fields", record_fields.run, "the fields a dataclass parameter is only "
+         "read for, read once at the top"),
     Pass("aliasing", aliasing.run, "refuse a read, after a write, of another name for "
          "the memory written (a view, an alias)"),
     Pass("lost_derivatives", lost_derivatives.run, "refuse writes into arrays through "

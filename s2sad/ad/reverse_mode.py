@@ -530,6 +530,8 @@ class Reverse(CallAdjoints):
             operands = _cheap_operands(d.value) if isinstance(d, gast.Assign) else None
             if isinstance(d, gast.Assign) and field_of_invariant(d.value):
                 operands = []
+            elif isinstance(d, gast.Assign) and isinstance(d.value, gast.Name):
+                operands = [d.value]    # a copy (`t = p_dt`, a field read at the top)
             target = d.targets[0] if operands is not None else None
             if (isinstance(target, gast.Name) and target.id in record
                     and self.assigned[target.id] == 1 and self.kinds[target] == SCALAR
@@ -537,12 +539,12 @@ class Reverse(CallAdjoints):
                 found.append(d)
         # a value another one is recomputed from stays on the tape, unless it is computed
         # from values the loop does not assign (`dt * drag`): then both are computed again
-        taped = {x.id for d in found for x in _cheap_operands(d.value) or ()
+        taped = {x.id for d in found for x in _operands(d.value)
                  if isinstance(x, gast.Name)}
         invariant = set()       # (found is in the order of the body)
         for d in found:
             if not any(isinstance(x, gast.Name) and x.id in inside and x.id not in invariant
-                       for x in _cheap_operands(d.value) or ()):
+                       for x in _operands(d.value)):
                 invariant.add(d.targets[0].id)
         out = []
         for d in found:
@@ -621,6 +623,11 @@ def _free_loads(stmts, bound):
         else:
             out |= set(syntax.names_loaded(s)) - bound
     return out
+
+
+def _operands(v):
+    """The atoms a recomputed value `v` reads: a copy's name, or `_cheap_operands`."""
+    return [v] if isinstance(v, gast.Name) else _cheap_operands(v) or []
 
 
 def _cheap_operands(v):
