@@ -259,3 +259,43 @@ def test_jvp_through_a_list_of_named_tuples():
 def test_hessian_with_a_model_argument_left_out():
     h = s2sad.hessian(c.uses_object_argument, wrt=1)(c.plain, 0.8)
     assert h == pytest.approx(2 * c.plain.w)
+
+
+# -- fields read once (passes/record_fields.py) --------------------------------------------
+def _energy_of(p, x):
+    return p.a * x + p.b
+
+
+def passes_the_record_on(p):
+    s = 0.0
+    for i in range(3):
+        s = s + _energy_of(p, p.a * i) * p.b
+    return s
+
+
+def reads_fields_in_a_loop(p):
+    s = 0.0
+    for i in range(3):
+        s = s + p.a * math.sin(p.b * i)
+    return s * p.a
+
+
+@pytest.mark.parametrize("f", [passes_the_record_on, reads_fields_in_a_loop])
+def test_fields_read_once_or_in_place_give_the_gradient(f):
+    # a record passed on to a function is left as it is; one only read is read once
+    p = c.Point(0.7, -1.3)
+    got = s2sad.grad(f)(p)
+    h = 1e-6
+    for field in ("a", "b"):
+        up = dataclasses.replace(p, **{field: getattr(p, field) + h})
+        down = dataclasses.replace(p, **{field: getattr(p, field) - h})
+        assert getattr(got, field) == pytest.approx((f(up) - f(down)) / (2 * h), rel=1e-6)
+    _, tangent = s2sad.jvp(f, (p,), (c.Point(1.0, 0.5),))
+    up, down = c.Point(0.7 + h, -1.3 + 0.5 * h), c.Point(0.7 - h, -1.3 - 0.5 * h)
+    assert tangent == pytest.approx((f(up) - f(down)) / (2 * h), rel=1e-6)
+    text = s2sad.source(f, at=(p,))
+    loop = text.index("for i in range(3):")
+    if f is reads_fields_in_a_loop:             # read once, before the loop
+        assert text.count("= p.a") == 1 and text.index("= p.a") < loop, text
+    else:                                       # p is passed on: read where it was
+        assert text.index("= p.a") > loop, text
