@@ -167,3 +167,106 @@ def check_fused(f, args, wrt, which):
     again = run()
     for g, h in zip((got,) if single else got, (again,) if single else again):
         assert np.array_equal(g, h)
+
+
+# -- the oracle of the rule tables in every mode (test_rules_modes, test_rules_scipy) --------
+def directional(f, args, v, h=1e-3):
+    """d/ds f(args + s v) at 0, by Richardson-extrapolated central differences."""
+    def at(s):
+        return np.asarray(f(*[a + s * d for a, d in zip(args, v)]), dtype=np.float64)
+    return (8 * (at(h) - at(-h)) - (at(2 * h) - at(-2 * h))) / (12 * h)
+
+
+def random_like(x, rng):
+    """A random direction (or cotangent) of the shape of `x`, in [-1, 1]."""
+    return float(rng.uniform(-1, 1)) if np.ndim(x) == 0 and not isinstance(
+        x, np.ndarray) else rng.uniform(-1, 1, np.shape(x))
+
+
+def gradient_failures(grads, args, weighted):
+    """The messages of the gradients `grads` (one per argument) that differ from
+    central differences of the scalar function `weighted`, or have another shape."""
+    failures = []
+    for i, (g, x) in enumerate(zip(grads, args)):
+        if np.shape(g) != np.shape(x):
+            failures.append(f"d/d arg{i}: shape {np.shape(g)}, expected {np.shape(x)}")
+        else:
+            failures.append(compare(g, fd_array_grad(weighted, args, i), 1e-6, 1e-8,
+                                    f"d/d arg{i}"))
+    return [m for m in failures if m]
+
+
+def unsmooth_points(cases):
+    """The (id, argument) of the sample points `cases` ([(id, fn, args)]) where two
+    difference schemes disagree: a kink, a tie or a jump nearby, where no derivative
+    check means anything."""
+    bad = []
+    for name, fn, args in cases:
+        u = np.random.default_rng(5).uniform(-1, 1, np.asarray(fn(*args)).shape)
+
+        def weighted(*a):
+            return float(np.sum(u * np.asarray(fn(*a))))
+        for i in range(len(args)):
+            a, b = fd_array_grad(weighted, args, i), fd_array_grad_central(weighted, args, i)
+            if not np.allclose(a, b, rtol=1e-4, atol=1e-6):
+                bad.append(f"{name} arg{i}")
+    return bad
+
+
+def fd_hessian(fn, x):
+    """The Hessian of `fn` at `x` by central differences of central differences."""
+    if not isinstance(x, np.ndarray):
+        return fd_array_grad(lambda y: fd_array_grad(fn, (y,), 0), (x,), 0)
+    out = np.empty(x.shape + x.shape)
+    for idx in np.ndindex(x.shape):
+        out[idx] = fd_array_grad(lambda y: fd_array_grad(fn, (y,), 0)[idx], (x,), 0)
+    return out
+
+
+def check_vjp(fn, args):
+    """`s2sad.vjp` of `fn` at `args`, for a random cotangent, against central
+    differences; a RuntimeWarning (a division by zero, an overflow) is a failure."""
+    import warnings
+
+    import s2sad
+    rng = np.random.default_rng(5)
+    y = fn(*args)
+    u = random_like(y, rng) if np.ndim(y) else float(rng.uniform(0.5, 1.5))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        value, pullback = s2sad.vjp(fn, *args)
+        grads = pullback(u)
+    np.testing.assert_allclose(value, y, rtol=1e-12)
+    grads = grads if isinstance(grads, tuple) else (grads,)
+    failures = gradient_failures(grads, args, lambda *a: float(np.sum(u * np.asarray(fn(*a)))))
+    assert not failures, "\n".join(failures)
+
+
+def check_jvp(fn, args):
+    """`s2sad.jvp` of `fn` at `args`, along a random direction, against Richardson
+    central differences."""
+    import warnings
+
+    import s2sad
+    rng = np.random.default_rng(6)
+    v = tuple(random_like(a, rng) for a in args)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        value, tangent = s2sad.jvp(fn, args, v)
+    np.testing.assert_allclose(value, fn(*args), rtol=1e-12)
+    error = compare(tangent, directional(fn, args, v), 1e-6, 1e-8, "tangent")
+    assert error is None, error
+
+
+def check_hessian(fn, x):
+    """`s2sad.hessian` of `fn` at `x` against central differences of central
+    differences."""
+    import warnings
+
+    import s2sad
+    x = x[0] if isinstance(x, tuple) else x
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        h = s2sad.hessian(fn)(x)
+    error = compare(h, fd_hessian(fn, x), 1e-5, 2e-5, "hessian")
+    assert error is None, error

@@ -12,14 +12,11 @@ against central differences of the function itself (never s2sad against itself):
 tests/test_rules_scalar.py, which also fail for a rule without a check.
 """
 import math
-import warnings
 
 import numpy as np
 import pytest
 
-from numpy_cases import Samples, compare, fd_array_grad, fd_array_grad_central
-
-import s2sad
+from numpy_cases import Samples, check_hessian, check_jvp, check_vjp, unsmooth_points
 
 S = Samples(20261127)
 R = S.real
@@ -562,16 +559,8 @@ HESSIANS = {
 
 
 # -- the oracle -------------------------------------------------------------------------
-def _directional(f, args, v, h=1e-3):
-    """d/ds f(args + s v) at 0, by Richardson-extrapolated central differences."""
-    def at(s):
-        return np.asarray(f(*[a + s * d for a, d in zip(args, v)]), dtype=np.float64)
-    return (8 * (at(h) - at(-h)) - (at(2 * h) - at(-2 * h))) / (12 * h)
 
 
-def _random_like(x, rng):
-    return float(rng.uniform(-1, 1)) if np.ndim(x) == 0 and not isinstance(
-        x, np.ndarray) else rng.uniform(-1, 1, np.shape(x))
 
 
 def _params(table):
@@ -581,72 +570,22 @@ def _params(table):
 
 @pytest.mark.parametrize("fn, args", _params(CASES))
 def test_vjp_matches_finite_differences(fn, args):
-    rng = np.random.default_rng(5)
-    y = fn(*args)
-    u = _random_like(y, rng) if isinstance(y, np.ndarray) else float(rng.uniform(0.5, 1.5))
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", RuntimeWarning)
-        value, pullback = s2sad.vjp(fn, *args)
-        grads = pullback(u)
-    np.testing.assert_allclose(value, y, rtol=1e-12)
-    grads = grads if isinstance(grads, tuple) else (grads,)
-    failures = []
-    for i, (g, x) in enumerate(zip(grads, args)):
-        expected = fd_array_grad(lambda *a: float(np.sum(u * np.asarray(fn(*a)))), args, i)
-        if np.shape(g) != np.shape(x):
-            failures.append(f"d/d arg{i}: shape {np.shape(g)}, expected {np.shape(x)}")
-        else:
-            failures.append(compare(g, expected, 1e-6, 1e-8, f"d/d arg{i}"))
-    failures = [m for m in failures if m]
-    assert not failures, "\n".join(failures)
+    check_vjp(fn, args)
 
 
 @pytest.mark.parametrize("fn, args", _params(CASES))
 def test_jvp_matches_finite_differences(fn, args):
-    rng = np.random.default_rng(6)
-    v = tuple(_random_like(a, rng) for a in args)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", RuntimeWarning)
-        value, tangent = s2sad.jvp(fn, args, v)
-    np.testing.assert_allclose(value, fn(*args), rtol=1e-12)
-    error = compare(tangent, _directional(fn, args, v), 1e-6, 1e-8, "tangent")
-    assert error is None, error
+    check_jvp(fn, args)
 
 
 def test_sample_points_are_smooth():
     """Without s2sad: two difference schemes agree at every sample point (no kink, tie or
     jump of a remainder nearby)."""
-    bad = []
-    for param in _params(CASES):
-        fn, args = param.values
-        y = np.asarray(fn(*args))
-        u = np.random.default_rng(5).uniform(-1, 1, y.shape)
-
-        def weighted(*a):
-            return float(np.sum(u * np.asarray(fn(*a))))
-        for i in range(len(args)):
-            a, b = fd_array_grad(weighted, args, i), fd_array_grad_central(weighted, args, i)
-            if not np.allclose(a, b, rtol=1e-4, atol=1e-6):
-                bad.append(f"{param.id} arg{i}")
+    bad = unsmooth_points([(p.id, *p.values) for p in _params(CASES)])
     assert not bad, ", ".join(bad)
-
-
-def _fd_hessian(fn, x):
-    """The Hessian of `fn` at `x` by central differences of central differences."""
-    if not isinstance(x, np.ndarray):
-        return fd_array_grad(lambda y: fd_array_grad(fn, (y,), 0), (x,), 0)
-    out = np.empty(x.shape + x.shape)
-    for idx in np.ndindex(x.shape):
-        out[idx] = fd_array_grad(lambda y: fd_array_grad(fn, (y,), 0)[idx], (x,), 0)
-    return out
 
 
 @pytest.mark.parametrize("fn, x", _params({k: (f, dict(enumerate(p)))
                                            for k, (f, p) in HESSIANS.items()}))
 def test_hessian_matches_finite_differences(fn, x):
-    x = x[0] if isinstance(x, tuple) else x
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", RuntimeWarning)
-        h = s2sad.hessian(fn)(x)
-    error = compare(h, _fd_hessian(fn, x), 1e-5, 2e-5, "hessian")
-    assert error is None, error
+    check_hessian(fn, x)

@@ -20,7 +20,8 @@ scipy = pytest.importorskip("scipy", reason="SciPy is optional; its rules need i
 from scipy import linalg, special, stats  # noqa: E402
 from scipy.stats import norm  # noqa: E402
 
-from numpy_cases import Samples, compare, fd_array_grad, fd_array_grad_central  # noqa: E402
+from numpy_cases import (Samples, check_hessian, check_jvp, check_vjp,  # noqa: E402
+                         gradient_failures, unsmooth_points)
 
 import s2sad  # noqa: E402
 from s2sad.errors import MissingRuleError  # noqa: E402
@@ -397,33 +398,13 @@ HESSIANS = {
 
 
 # -- the oracle -------------------------------------------------------------------------
-def _directional(f, args, v, h=1e-3):
-    """d/ds f(args + s v) at 0, by Richardson-extrapolated central differences."""
-    def at(s):
-        return np.asarray(f(*[a + s * d for a, d in zip(args, v)]), dtype=np.float64)
-    return (8 * (at(h) - at(-h)) - (at(2 * h) - at(-2 * h))) / (12 * h)
 
 
-def _random_like(x, rng):
-    return float(rng.uniform(-1, 1)) if np.ndim(x) == 0 and not isinstance(
-        x, np.ndarray) else rng.uniform(-1, 1, np.shape(x))
 
 
 def _params(table):
     return [pytest.param(fn, args, id=f"{name}[{label}]")
             for name, (fn, sets) in table.items() for label, args in sets.items()]
-
-
-def _check(grads, args, weighted):
-    failures = []
-    for i, (g, x) in enumerate(zip(grads, args)):
-        if np.shape(g) != np.shape(x):
-            failures.append(f"d/d arg{i}: shape {np.shape(g)}, expected {np.shape(x)}")
-        else:
-            failures.append(compare(g, fd_array_grad(weighted, args, i), 1e-6, 1e-8,
-                                    f"d/d arg{i}"))
-    failures = [m for m in failures if m]
-    assert not failures, "\n".join(failures)
 
 
 @pytest.mark.parametrize("fn, args", _params(CASES))
@@ -433,69 +414,31 @@ def test_grad_matches_finite_differences(fn, args):
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         grads = s2sad.grad(fn, wrt=tuple(range(len(args))))(*args)
-    _check(grads, args, lambda *a: float(fn(*a)))
+    failures = gradient_failures(grads, args, lambda *a: float(fn(*a)))
+    assert not failures, "\n".join(failures)
 
 
 @pytest.mark.parametrize("fn, args", _params(CASES))
 def test_vjp_matches_finite_differences(fn, args):
-    rng = np.random.default_rng(5)
-    y = fn(*args)
-    u = _random_like(y, rng) if np.ndim(y) else float(rng.uniform(0.5, 1.5))
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", RuntimeWarning)
-        value, pullback = s2sad.vjp(fn, *args)
-        grads = pullback(u)
-    np.testing.assert_allclose(value, y, rtol=1e-12)
-    grads = grads if isinstance(grads, tuple) else (grads,)
-    _check(grads, args, lambda *a: float(np.sum(u * np.asarray(fn(*a)))))
+    check_vjp(fn, args)
 
 
 @pytest.mark.parametrize("fn, args", _params(CASES))
 def test_jvp_matches_finite_differences(fn, args):
-    rng = np.random.default_rng(6)
-    v = tuple(_random_like(a, rng) for a in args)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", RuntimeWarning)
-        value, tangent = s2sad.jvp(fn, args, v)
-    np.testing.assert_allclose(value, fn(*args), rtol=1e-12)
-    error = compare(tangent, _directional(fn, args, v), 1e-6, 1e-8, "tangent")
-    assert error is None, error
+    check_jvp(fn, args)
 
 
 def test_sample_points_are_smooth():
     """Without s2sad: two difference schemes agree at every sample point (no pivot of an
     LU factorization changes nearby)."""
-    bad = []
-    for param in _params(CASES):
-        fn, args = param.values
-        y = np.asarray(fn(*args))
-        u = np.random.default_rng(5).uniform(-1, 1, y.shape)
-
-        def weighted(*a):
-            return float(np.sum(u * np.asarray(fn(*a))))
-        for i in range(len(args)):
-            a, b = fd_array_grad(weighted, args, i), fd_array_grad_central(weighted, args, i)
-            if not np.allclose(a, b, rtol=1e-4, atol=1e-6):
-                bad.append(f"{param.id} arg{i}")
+    bad = unsmooth_points([(p.id, *p.values) for p in _params(CASES)])
     assert not bad, ", ".join(bad)
-
-
-def _fd_hessian(fn, x):
-    out = np.empty(x.shape + x.shape)
-    for idx in np.ndindex(x.shape):
-        out[idx] = fd_array_grad(lambda y: fd_array_grad(fn, (y,), 0)[idx], (x,), 0)
-    return out
 
 
 @pytest.mark.parametrize("fn, x", _params({k: (f, dict(enumerate(p)))
                                            for k, (f, p) in HESSIANS.items()}))
 def test_hessian_matches_finite_differences(fn, x):
-    x = x[0] if isinstance(x, tuple) else x
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", RuntimeWarning)
-        h = s2sad.hessian(fn)(x)
-    error = compare(h, _fd_hessian(fn, x), 1e-5, 2e-5, "hessian")
-    assert error is None, error
+    check_hessian(fn, x)
 
 
 # -- what is not covered ----------------------------------------------------------------
