@@ -170,6 +170,13 @@ def check_fused(f, args, wrt, which):
 
 
 # -- the oracle of the rule tables in every mode (test_rules_modes, test_rules_scipy) --------
+def params(table):
+    """pytest parameters (fn, args) of a table {name: (fn, {label: args})}."""
+    import pytest
+    return [pytest.param(fn, args, id=f"{name}[{label}]")
+            for name, (fn, sets) in table.items() for label, args in sets.items()]
+
+
 def directional(f, args, v, h=1e-3):
     """d/ds f(args + s v) at 0, by Richardson-extrapolated central differences."""
     def at(s):

@@ -16,7 +16,8 @@ import math
 import numpy as np
 import pytest
 
-from numpy_cases import Samples, check_hessian, check_jvp, check_vjp, unsmooth_points
+from numpy_cases import (Samples, check_hessian, check_jvp, check_vjp, params,
+                         unsmooth_points)
 
 S = Samples(20261127)
 R = S.real
@@ -563,17 +564,13 @@ HESSIANS = {
 
 
 
-def _params(table):
-    return [pytest.param(fn, args, id=f"{name}[{label}]")
-            for name, (fn, sets) in table.items() for label, args in sets.items()]
 
-
-@pytest.mark.parametrize("fn, args", _params(CASES))
+@pytest.mark.parametrize("fn, args", params(CASES))
 def test_vjp_matches_finite_differences(fn, args):
     check_vjp(fn, args)
 
 
-@pytest.mark.parametrize("fn, args", _params(CASES))
+@pytest.mark.parametrize("fn, args", params(CASES))
 def test_jvp_matches_finite_differences(fn, args):
     check_jvp(fn, args)
 
@@ -581,11 +578,11 @@ def test_jvp_matches_finite_differences(fn, args):
 def test_sample_points_are_smooth():
     """Without s2sad: two difference schemes agree at every sample point (no kink, tie or
     jump of a remainder nearby)."""
-    bad = unsmooth_points([(p.id, *p.values) for p in _params(CASES)])
+    bad = unsmooth_points([(p.id, *p.values) for p in params(CASES)])
     assert not bad, ", ".join(bad)
 
 
-@pytest.mark.parametrize("fn, x", _params({k: (f, dict(enumerate(p)))
+@pytest.mark.parametrize("fn, x", params({k: (f, dict(enumerate(p)))
                                            for k, (f, p) in HESSIANS.items()}))
 def test_hessian_matches_finite_differences(fn, x):
     check_hessian(fn, x)

@@ -21,7 +21,7 @@ from scipy import linalg, special, stats  # noqa: E402
 from scipy.stats import norm  # noqa: E402
 
 from numpy_cases import (Samples, check_hessian, check_jvp, check_vjp,  # noqa: E402
-                         gradient_failures, unsmooth_points)
+                         gradient_failures, params, unsmooth_points)
 
 import s2sad  # noqa: E402
 from s2sad.errors import MissingRuleError  # noqa: E402
@@ -402,12 +402,8 @@ HESSIANS = {
 
 
 
-def _params(table):
-    return [pytest.param(fn, args, id=f"{name}[{label}]")
-            for name, (fn, sets) in table.items() for label, args in sets.items()]
 
-
-@pytest.mark.parametrize("fn, args", _params(CASES))
+@pytest.mark.parametrize("fn, args", params(CASES))
 def test_grad_matches_finite_differences(fn, args):
     if np.ndim(fn(*args)) != 0:
         pytest.skip("an array value: the vjp check covers it")
@@ -418,12 +414,12 @@ def test_grad_matches_finite_differences(fn, args):
     assert not failures, "\n".join(failures)
 
 
-@pytest.mark.parametrize("fn, args", _params(CASES))
+@pytest.mark.parametrize("fn, args", params(CASES))
 def test_vjp_matches_finite_differences(fn, args):
     check_vjp(fn, args)
 
 
-@pytest.mark.parametrize("fn, args", _params(CASES))
+@pytest.mark.parametrize("fn, args", params(CASES))
 def test_jvp_matches_finite_differences(fn, args):
     check_jvp(fn, args)
 
@@ -431,11 +427,11 @@ def test_jvp_matches_finite_differences(fn, args):
 def test_sample_points_are_smooth():
     """Without s2sad: two difference schemes agree at every sample point (no pivot of an
     LU factorization changes nearby)."""
-    bad = unsmooth_points([(p.id, *p.values) for p in _params(CASES)])
+    bad = unsmooth_points([(p.id, *p.values) for p in params(CASES)])
     assert not bad, ", ".join(bad)
 
 
-@pytest.mark.parametrize("fn, x", _params({k: (f, dict(enumerate(p)))
+@pytest.mark.parametrize("fn, x", params({k: (f, dict(enumerate(p)))
                                            for k, (f, p) in HESSIANS.items()}))
 def test_hessian_matches_finite_differences(fn, x):
     check_hessian(fn, x)
