@@ -560,11 +560,6 @@ HESSIANS = {
 
 
 # -- the oracle -------------------------------------------------------------------------
-
-
-
-
-
 @pytest.mark.parametrize("fn, args", params(CASES))
 def test_vjp_matches_finite_differences(fn, args):
     check_vjp(fn, args)

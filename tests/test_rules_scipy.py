@@ -398,11 +398,6 @@ HESSIANS = {
 
 
 # -- the oracle -------------------------------------------------------------------------
-
-
-
-
-
 @pytest.mark.parametrize("fn, args", params(CASES))
 def test_grad_matches_finite_differences(fn, args):
     if np.ndim(fn(*args)) != 0:
