@@ -206,16 +206,12 @@ def write_in_place(jvp, ctx):
     refused every read of a state such a write changes, so this is what the function
     means, without a copy of the array per write (which made a loop of element writes
     quadratic)."""
-    def resolve(func):
-        if isinstance(func, gast.Name) and func.id in ctx.bindings:
-            return ctx.bindings[func.id]
-        return ctx.src.resolve(func)
     writes = [s for s in syntax.statements(jvp) if isinstance(s, gast.Assign)
               and syntax.is_name(s.targets[0]) and ctx.is_runtime_call(s.value, "setitem")
               and syntax.is_name(s.value.args[0], s.targets[0].id)]
     if not writes:
         return jvp
-    owned = _owned([jvp], ctx.src, (runtime.setitem,), resolve)
+    owned = _owned([jvp], ctx.src, (runtime.setitem,), ctx.resolve)
     in_place = {id(s) for s in writes if s.targets[0].id in owned}
 
     def rewritten(s):
@@ -287,7 +283,7 @@ def _is_view(prim):
 def _owned(body, src, updates, resolve=None):
     """Names whose value is an array or list the function created itself (so writing
     into it cannot change an input or a value held elsewhere); `resolve` finds what a
-    call's function is (by default `src.resolve`)."""
+    call's function is (by default `src.resolve`; MISSING or None when it cannot tell)."""
     resolve = resolve or src.resolve
     defs = {}
     for s in (n for b in body for n in syntax.statements(b)):
@@ -301,6 +297,8 @@ def _owned(body, src, updates, resolve=None):
             prim = getattr(v.func, "s2s_prim", None) or resolve(v.func)
             if prim in updates:
                 return "old"
+            if prim is None:
+                prim = MISSING
             if prim is MISSING and isinstance(v.func, gast.Attribute):
                 prim = registry.METHODS.get(v.func.attr, MISSING)
             return prim is not MISSING and not _is_view(prim)

@@ -281,9 +281,9 @@ class Shapes:
             return None if index is None or base is None else frozenset(
                 [("index", base, index)])
         variant = getattr(op, "variant", None)
-        shaped = getattr(registry.primitive(op.prim), "shaped", None) if op else None
-        if shaped is not None and isinstance(op.bound.get(shaped), gast.Name):
-            return self.of(op.bound[shaped].id)
+        like = getattr(registry.primitive(op.prim), "shaped", None) if op else None
+        if like is not None and op.bound and isinstance(op.bound.get(like), gast.Name):
+            return self.of(op.bound[like].id)      # `np.roll(a, 1)` has the shape of `a`
         if variant is None or not variant.elementwise or sequence_operands(op, self.kinds):
             return None     # (`+` joining lists and `*` repeating one change the length)
         shaped = [a for a in op.bound.values() if self.kinds[a] != SCALAR]
