@@ -242,10 +242,9 @@ class Peephole:
     def operation_dropped(self, node, facts):
         """The operation `node` (its operands done) folded, or its operand for a product
         by 1 of a float array or a Python float (see `without_unit_products`)."""
-        numbers = [x.value for x in (node.left, node.right) if isinstance(
-            x, gast.Constant) and type(x.value) in (int, float)]
-        if len(numbers) == 2 and isinstance(node.op, (gast.Add, gast.Sub, gast.Mult)):
-            # `100.0 * 2` once the seed of `y_bar * 100.0 * 2` is left out
+        numbers = [self.number(x) for x in (node.left, node.right)]
+        if None not in numbers and isinstance(node.op, (gast.Add, gast.Sub, gast.Mult)):
+            # `100.0 * 2` once the seed of `y_bar * 100.0 * 2` is left out; `2 * y_bar`
             return syntax.const(_ARITHMETIC[type(node.op)](*numbers))
         if isinstance(node.op, gast.Div) and self.number(node.left) is not None \
                 and isinstance(node.left, gast.Name):
