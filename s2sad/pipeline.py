@@ -69,8 +69,8 @@ FRONT = [
          "the memory written (a view, an alias)"),
     Pass("lost_derivatives", lost_derivatives.run, "refuse writes into arrays through "
          "calls, and differentiated values passed where a rule has no derivative"),
-    Pass("hoist_invariants", hoist_invariants.run, "arithmetic on numbers a loop does "
-         "not change, computed once before it"),
+    Pass("hoist_invariants", hoist_invariants.run, "arithmetic on numbers, and views "
+         "of arrays, that a loop does not change, computed once before it"),
 ]
 
 #: Last in each list: the code from a `with` or `try` body enclosed in it again.

@@ -8,6 +8,7 @@ import s2sad
 from s2sad import pipeline
 from s2sad.compilation import kinds_of
 
+from numpy_cases import fd_array_grad
 from oracle import assert_close, fd_grad
 
 SCALE = 0.5
@@ -114,3 +115,35 @@ def test_gradient_tapes_no_invariant():
     forward = g.source.split("_s2s_tape = []")[1].split("reversed(")[0]
     assert "dt * drag" not in forward
     assert np.isfinite(g(1.0, 0.1, 0.3, 5)).all()
+
+
+def weighted(x, m):
+    s = x
+    for i in range(3):
+        s = s * np.sum(m[None, :] * s[:, None], axis=1)    # m[None, :] is a view
+    return np.sum(s)
+
+
+def shifted(x, m):
+    s = 0.0
+    for i in range(3):
+        s = s + np.sum(m[1:] * x[:-1]) * s + x[i]        # x[i]: an index, not a slice
+    return s
+
+
+def test_view_of_an_array_the_loop_does_not_bind_moves():
+    args = (np.array([0.3, -0.2]), np.array([0.5, 1.5]))
+    before, inside = _loop_bodies(weighted, args).split("for i in range(3):")
+    assert "m[None, :]" in before and "s[:, None]" in inside
+    before, inside = _loop_bodies(shifted, args).split("for i in range(3):")
+    assert "m[1:]" in before and "x[:-1]" in before and "x[i]" in inside
+
+
+@pytest.mark.parametrize("f", [weighted, shifted])
+def test_gradients_through_hoisted_views(f):
+    args = (np.array([0.3, -0.2, 0.4]), np.array([0.5, 1.5, 0.7]))
+    expected = (fd_array_grad(f, args, 0), fd_array_grad(f, args, 1))
+    for got, want in zip(s2sad.grad(f, wrt=(0, 1))(*args), expected):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9)
+    _, tangent = s2sad.jvp(f, args, (np.ones(3), np.zeros(3)))
+    np.testing.assert_allclose(tangent, np.sum(expected[0]), rtol=1e-6)

@@ -5,8 +5,9 @@ Takes and leaves Wengert form. A statement at the top of a loop's body (not insi
 branch of it) moves to just before the loop when it is `t = a op b` with `op`
 one of `+ - *` (or `/` by a nonzero constant), its operands are constants or numbers the
 loop does not bind (parameters, names bound before the loop, module-level numbers), and
-`t` is bound nowhere else. (A negation `-c` stays: the derivative code folds it into a
-subtraction.) Such a statement cannot raise, so running it once even when
+`t` is bound nowhere else; or when it is a view `t = m[None, :, None]` of an array the
+loop does not bind, by slices of constant bounds and new axes. (A negation `-c` stays:
+the derivative code folds it into a subtraction.) Such a statement cannot raise, so running it once even when
 the loop runs zero times changes nothing; its value is the same in every iteration.
 Inner loops go first, so a value invariant in the outer loop too moves out of both. The
 derivative code then neither recomputes it per step nor tapes it, as in a hand-written
@@ -39,7 +40,7 @@ import gast
 
 from .. import syntax
 from ..analysis.names import store_counts
-from ..analysis.value_kinds import SCALAR
+from ..analysis.value_kinds import ARRAY, SCALAR
 
 _CANNOT_RAISE = (gast.Add, gast.Sub, gast.Mult)
 
@@ -83,6 +84,10 @@ class HoistInvariants:
                 and self.stored[s.targets[0].id] == 1):
             return False
         v = s.value
+        if isinstance(v, gast.Subscript):
+            return (isinstance(v.value, gast.Name) and v.value.id not in bound
+                    and self.src.is_local(v.value.id) and self.kinds[v.value] == ARRAY
+                    and _basic_slicing(v.slice))
         if not (isinstance(v, gast.BinOp) and (
                 isinstance(v.op, _CANNOT_RAISE) or isinstance(v.op, gast.Div)
                 and _number(v.right) and v.right.value != 0)):
@@ -97,6 +102,21 @@ class HoistInvariants:
             return True
         value = self.src.free_values()[x.id]       # a module-level number
         return isinstance(value, numbers.Number) and not isinstance(value, bool)
+
+
+def _basic_slicing(index):
+    """Whether `index` takes a view with slices of constant bounds and new axes only
+    (`[:, None]`, `[1:]`): it raises no IndexError, and the view follows the array's
+    writes as the loop's own view would."""
+    parts = index.elts if isinstance(index, gast.Tuple) else [index]
+    return all(
+        (isinstance(p, gast.Constant) and p.value is None) or (
+            isinstance(p, gast.Slice) and all(
+                b is None or (isinstance(b, gast.Constant) and type(b.value) is int)
+                or (isinstance(b, gast.UnaryOp) and isinstance(b.op, gast.USub)
+                    and isinstance(b.operand, gast.Constant) and type(b.operand.value) is int)
+                for b in (p.lower, p.upper, p.step)))
+        for p in parts)
 
 
 def _number(x):
