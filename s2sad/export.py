@@ -23,10 +23,9 @@ def f_grad(x, y):
     # the pullback reads: t, x, y
     # rules: math.sin, *
     t = math.sin(x)
-    y_1_bar = 1.0
     # grad of: return math.sin(x) * y
-    y_bar = y_1_bar * t
-    x_bar = y_1_bar * y * cos(x)
+    y_bar = t
+    x_bar = y * cos(x)
     return (x_bar, y_bar)
 >>> spec = importlib.util.spec_from_file_location("f_derivatives", path)
 >>> exported = importlib.util.module_from_spec(spec)
@@ -199,8 +198,10 @@ def _exported_for(params, kinds, patterns, mode):
             parts.append(f"{p} ({np.dtype(dtype).name} array of shape ({shape}))")
         elif kind is np.ndarray:
             parts.append(f"{p} (array)")
-        else:
+        elif kind.__module__ == "builtins":
             parts.append(f"{p} ({kind.__name__})")
+        else:       # a class of the user's, which the module has a copy of
+            parts.append(f"{p} ({kind.__name__} of this module)")
     text = ", ".join(parts) or "any arguments"
     return text + (" and tangents that are not None" if mode == "forward" else "")
 
@@ -223,9 +224,14 @@ def _header(src, mode, wrt, params, kinds, patterns, entries, pieces, command, a
             "jvp": "(value, value_dot)"}[kind])
     lines.append("")
     star = " (* is any length but 1.)" if "*" in for_ else ""
+    classes = sorted({k.__name__ for k in kinds.values() if isinstance(k, type)
+                      and k.__module__ != "builtins" and k is not np.ndarray})
+    if classes:
+        star += (f" Arguments of your classes ({', '.join(classes)}) are instances of this "
+                 "module's copies of them.")
     needs = sorted({p.imported[0].split(".")[0] for p in pieces.pieces
                     if p.section == "import"} - set(sys.stdlib_module_names))
-    lines += _wrapped(f"Called with arguments of other types, they raise TypeError.{star} "
+    lines += _wrapped(f"Called with arguments of other types, the functions raise TypeError.{star} "
                       f"This module imports {', '.join(needs) or 'only the standard library'}, "
                       "not s2sad. Do not edit it: make it again with")
     lines += ["", "    " + command.replace("\\", "\\\\"), '"""', ""]
@@ -254,9 +260,11 @@ def _command(src, path, mode, wrt, kind, args):
     """The `s2sad export` command that writes this module again, or a sentence saying
     how to when its arguments cannot be written on a command line."""
     filename = src.filename
-    if os.path.isfile(filename):
-        relative = os.path.relpath(filename)
-        filename = relative if not relative.startswith("..") else filename
+    if not os.path.isfile(filename):
+        return (f"s2sad.export({src.name}, ...) (the function is not in a file the "
+                "command line can read)")
+    relative = os.path.relpath(filename)
+    filename = relative if not relative.startswith("..") else filename
     words = ["s2sad", "export", f"{filename}:{src.name}"]
     if path is not None:
         words += ["-o", os.fspath(path)]
@@ -268,8 +276,8 @@ def _command(src, path, mode, wrt, kind, args):
     if args is not None:
         written = [_argument(a) for a in args]
         if None in written:
-            return ("s2sad.export(f, path, ..., args=...) with arguments of the types "
-                    "above (the command line writes numbers and arrays of numbers only)")
+            return (f"s2sad.export({src.name}, ..., args=...) with arguments of the types "
+                    "above (the command line writes only numbers and arrays of numbers)")
         words += ["--args"] + written
     return " ".join(shlex.quote(w) for w in words)
 
@@ -327,7 +335,10 @@ def _s2s_respecialize(*args, **kwargs):
     s2sad would compile it again for them; an exported module cannot."""
     caller = sys._getframe(1).f_code
     found = ", ".join(f"{p} ({a.dtype} array of shape {a.shape})" if hasattr(a, "dtype")
-                      else f"{p} ({type(a).__name__})"
+                      else f"{p} ({type(a).__name__} of this module)"
+                      if type(a).__module__ == __name__ else f"{p} ({type(a).__name__})"
+                      if type(a).__module__ == "builtins"
+                      else f"{p} ({type(a).__module__}.{type(a).__qualname__})"
                       for p, a in zip(caller.co_varnames, args))
     raise TypeError(f"{caller.co_name}() was exported for "
                     f"{_S2S_EXPORTED_FOR[caller.co_name]}; it was called with {found}. "

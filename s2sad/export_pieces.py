@@ -448,7 +448,7 @@ def _origin(derivative):
 
 def _a(obj):
     name = type(obj).__name__
-    return f"an {name} object" if name[:1].lower() in "aeiou" else f"a {name} object"
+    return f"an {name} object" if name[:1].lower() in "aeio" else f"a {name} object"
 
 
 def _defined_at(obj):
@@ -483,11 +483,13 @@ def _importable(obj):
     """(module, attribute) that `from module import attribute` gives `obj` by, preferring
     a public module (`scipy.special`, not `scipy.special._ufuncs`), or None."""
     name = getattr(obj, "__name__", None)
-    module = "numpy" if isinstance(obj, np.ufunc) else getattr(obj, "__module__", None)
-    if not isinstance(name, str) or not isinstance(module, str) or module == "__main__":
+    module = getattr(obj, "__module__", None)
+    if not isinstance(name, str) or module == "__main__" or _in_s2sad(obj):
         return None
-    if _in_s2sad(obj) or not (_library(obj) or isinstance(obj, np.ufunc)
-                              or inspect.isbuiltin(obj)):
+    if not isinstance(module, str):     # a ufunc: the public modules that have it
+        return next(((m, name) for m in _public_modules()
+                     if getattr(sys.modules[m], name, None) is obj), None)
+    if not (_library(obj) or inspect.isbuiltin(obj)):
         return None
     parts = module.split(".")
     paths = [".".join(parts[:k]) for k in range(1, len(parts) + 1)]
@@ -499,6 +501,20 @@ def _importable(obj):
         except ImportError:
             continue
     return None
+
+
+def _public_modules():
+    """The modules of libraries imported so far whose names have no part starting with
+    `_`, shortest first (`numpy` before `numpy.linalg`)."""
+    names = [m for m in list(sys.modules) if not any(p.startswith("_") for p in m.split("."))
+             and m.split(".")[0] not in ("s2sad", "__main__") and _library_module(m)]
+    return sorted(names, key=lambda m: (m.count("."), m))
+
+
+def _library_module(name):
+    path = getattr(sys.modules.get(name), "__file__", None) or ""
+    return (name.split(".")[0] in sys.stdlib_module_names or "site-packages" in path
+            or "dist-packages" in path)
 
 
 def _import_line(imported, name):

@@ -2,6 +2,7 @@
 virtual environment that has NumPy and no s2sad, and compared with s2sad's own results
 and with central finite differences."""
 import ast
+import dataclasses
 import json
 import math
 import os
@@ -19,6 +20,7 @@ from s2sad import cli
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 MODEL = '''\
+import dataclasses
 import math
 
 import numpy as np
@@ -86,6 +88,16 @@ def calls(x, y):
     return s + softplus(x * y) + WEIGHTS[0] * x
 
 
+@dataclasses.dataclass
+class Layer:
+    W: np.ndarray
+    b: float
+
+
+def layer_loss(layer, X):
+    return np.sum(np.tanh(X @ layer.W + layer.b) ** 2)
+
+
 def spring(x, k):
     energy = lambda d: 0.5 * k * d * d
     def pair(i):
@@ -105,6 +117,7 @@ CASES = [
                     RNG.normal(size=(5, 3)), RNG.normal(size=5)), (0, 1, 2), "reverse"),
     ("calls", "calls", (0.7, 0.4), (0, 1), "reverse"),
     ("nested", "spring", (0.3, 2.0), (0, 1), "reverse"),
+    ("dataclass", "layer_loss", ("Layer", RNG.normal(size=(3, 2)), 0.2), 0, "reverse"),
     ("forward_loop", "babysqrt", (2.0,), 0, "forward"),
     ("forward_calls", "calls", (0.7, 0.4), (0, 1), "forward"),
     ("forward_mlp", "mlp", (RNG.normal(size=(3, 4)), RNG.normal(size=(1, 4)),
@@ -119,13 +132,17 @@ import importlib.util, json, sys
 import numpy as np
 
 
-def value(v):
+def value(v, module):
+    if "record" in v:       # an instance of the module's copy of the user's class
+        return getattr(module, v["record"])(**{k: value(f, module) for k, f in v["fields"].items()})
     return np.array(v["array"]) if "array" in v else v["number"]
 
 
 def plain(x):
     if isinstance(x, tuple):
         return [plain(v) for v in x]
+    if hasattr(x, "__dataclass_fields__"):
+        return {"fields": {k: plain(getattr(x, k)) for k in x.__dataclass_fields__}}
     return {"array": np.asarray(x).tolist()} if isinstance(x, np.ndarray) else float(x)
 
 
@@ -136,10 +153,10 @@ for case in spec:
     module = importlib.util.module_from_spec(loader)
     loader.loader.exec_module(module)
     out[case["module"] + " modules"] = sorted(m for m in sys.modules if m.startswith("s2sad"))
-    args = [value(a) for a in case["args"]]
+    args = [value(a, module) for a in case["args"]]
     name = case["function"]
     if case["mode"] == "forward":
-        tangents = [value(t) for t in case["tangents"]]
+        tangents = [value(t, module) for t in case["tangents"]]
         out[case["name"]] = {"jvp": plain(getattr(module, name + "_jvp")(*args, *tangents))}
         continue
     y, pullback = getattr(module, name + "_vjp")(*args)
@@ -148,7 +165,8 @@ for case in spec:
         "grad": plain(getattr(module, name + "_grad")(*args)),
         "value_and_grad": plain(getattr(module, name + "_value_and_grad")(*args)),
     }
-    wrong = [int(a) if isinstance(a, float) else a[..., None] for a in args]
+    wrong = [int(a) if isinstance(a, float) else a[..., None] if isinstance(a, np.ndarray)
+             else None for a in args]
     try:
         getattr(module, name + "_grad")(*wrong)
         out[case["name"]]["wrong"] = "no error"
@@ -166,27 +184,49 @@ def _load(directory, name="model"):
 
 
 def _written(x):
+    if dataclasses.is_dataclass(x):
+        return {"record": type(x).__name__, "fields": {
+            f.name: _written(getattr(x, f.name)) for f in dataclasses.fields(x)}}
     return {"array": x.tolist()} if isinstance(x, np.ndarray) else {"number": x}
 
 
-def _read(x):
+def _read(x, like=None):
     if isinstance(x, list):
         return tuple(_read(v) for v in x)
+    if isinstance(x, dict) and "fields" in x:   # as an instance of the class of `like`
+        return type(like)(**{k: _read(v) for k, v in x["fields"].items()})
     if isinstance(x, dict):
         return np.array(x["array"]) if "array" in x else x["number"]
     return x
 
 
+def _flat(x):
+    """The arrays and numbers of `x` (a tuple, a dataclass, an array or a number)."""
+    if isinstance(x, tuple):
+        return tuple(v for item in x for v in _flat(item))
+    if dataclasses.is_dataclass(x):
+        return tuple(getattr(x, f.name) for f in dataclasses.fields(x))
+    return (x,)
+
+
 def _close(a, b, rtol, atol):
-    a, b = (a, b) if isinstance(a, tuple) else ((a,), (b,))
+    a, b = _flat(a), _flat(b)
     assert len(a) == len(b)
     for x, y in zip(a, b):
         assert np.shape(x) == np.shape(y)
         np.testing.assert_allclose(x, y, rtol=rtol, atol=atol)
 
 
-def _central(f, args, i, h=1e-6):
+def _central(fn, args, i, h=1e-6):
     """The gradient of f with respect to argument i, by central differences (float64)."""
+    record = args[i]
+    if dataclasses.is_dataclass(record):          # field by field
+
+        def along(name):
+            def g(*a):
+                return fn(*a[:i], dataclasses.replace(record, **{name: a[i]}), *a[i + 1:])
+            return _central(g, args[:i] + (getattr(record, name),) + args[i + 1:], i, h)
+        return type(record)(**{f.name: along(f.name) for f in dataclasses.fields(record)})
     x = np.asarray(args[i], dtype=np.float64)
     out = np.zeros_like(x)
     for idx in np.ndindex(x.shape):
@@ -197,7 +237,7 @@ def _central(f, args, i, h=1e-6):
             moved[idx] += sign * step
             a = list(args)
             a[i] = moved if x.shape else float(moved)
-            values.append(f(*a))
+            values.append(fn(*a))
         out[idx] = (values[0] - values[1]) / (2 * step)
     return out if x.shape else float(out)
 
@@ -226,6 +266,8 @@ def exported(tmp_path_factory):
     out = {}
     for name, function, args, wrt, mode in CASES:
         fn = cli.load(f"{model}:{function}")
+        if isinstance(args[0], str):    # an instance of the user's dataclass
+            args = (fn.__globals__["Layer"](args[1], args[2]), RNG.normal(size=(4, 3)))
         path = directory / f"{name}_derivatives.py"
         text = s2sad.export(fn, path, mode=mode, wrt=wrt, args=args)
         out[name] = (path, text, fn, args, wrt, mode)
@@ -270,16 +312,18 @@ def test_exported_modules_run_without_s2sad_and_agree(exported, clean_python, tm
         reference = s2sad.grad(fn, wrt=wrt)(*args)
         fd = tuple(_central(fn, args, i) for i in wrts)
         fd = fd if isinstance(wrt, tuple) else fd[0]
-        value, pulled = _read(got["vjp"])
-        value_2, gradient = _read(got["value_and_grad"])
-        for g in (_read(got["grad"]), pulled, gradient):
+        like = args[wrts[0]]
+        value, pulled = _read(got["vjp"][0]), _read(got["vjp"][1], like)
+        value_2, gradient = _read(got["value_and_grad"][0]), _read(got["value_and_grad"][1], like)
+        for g in (_read(got["grad"], like), pulled, gradient):
             _close(g, reference, 1e-12, 1e-14)
             _close(g, fd, 1e-6, 1e-8)
         _close(value, fn(*args), 1e-12, 1e-14)
         _close(value_2, fn(*args), 1e-12, 1e-14)
         # arguments of other types: a clear error, not a wrong result
         assert got["wrong"].startswith(f"{fn.__name__}_grad() was exported for "), got["wrong"]
-        assert "Export it again for such arguments: s2sad export " in got["wrong"]
+        assert ("Export it again for such arguments: s2sad export " if name != "dataclass"
+                else "Export it again for such arguments: s2sad.export(layer_loss") in got["wrong"]
 
 
 def test_exported_modules_import_nothing_of_s2sad(exported):
@@ -436,9 +480,16 @@ def test_cli_docs_show_the_real_export(tmp_path):
     start = doc.index("```python\n", doc.index("Here `softplus_loss.py` holds:")) + len(
         "```python\n")
     (tmp_path / "softplus_loss.py").write_text(doc[start:doc.index("```", start)])
-    command = "$ s2sad export softplus_loss.py:loss -o loss_grad.py --kind grad --args 0.5\n"
+    command = "$ s2sad export softplus_loss.py:loss -o loss_jvp.py --mode forward --args 0.5\n"
     start = doc.index(command) + len(command)
     shown = doc[start:doc.index("```", start)]
-    out = _cli(*command[2:].split(), cwd=tmp_path)
+    out = _cli(*command.split()[2:], cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    assert shown == out.stdout + "$ cat loss_grad.py\n" + (tmp_path / "loss_grad.py").read_text()
+    assert shown == out.stdout + "$ cat loss_jvp.py\n" + (tmp_path / "loss_jvp.py").read_text()
+    run = subprocess.run([sys.executable, "-c", "import loss_jvp; print(loss_jvp.loss_jvp(0.5, "
+                          "1.0))"], cwd=tmp_path, capture_output=True, text=True)
+    value, slope = ast.literal_eval(run.stdout)
+    # loss = softplus(3 w) w: loss' = 3 w sigmoid(3 w) + softplus(3 w)
+    sigmoid = 1 / (1 + math.exp(-1.5))
+    assert value == pytest.approx(math.log1p(math.exp(1.5)) * 0.5, rel=1e-14)
+    assert slope == pytest.approx(1.5 * sigmoid + math.log1p(math.exp(1.5)), rel=1e-14)
