@@ -63,7 +63,6 @@ class Piece:
     edits: list = dataclasses.field(default_factory=list)     # [(line, start, end, text)]
     spans: list = dataclasses.field(default_factory=list)     # [(line, start, end, key)]
     reads: dict = dataclasses.field(default_factory=dict)     # {name: key}
-    needs: list = dataclasses.field(default_factory=list)     # the pieces it reads
     imported: tuple | None = None     # (module path, attribute or None) of an import
     key: tuple | None = None
     title: str = "the code"           # what it is, for errors
@@ -101,7 +100,7 @@ class Pieces:
             body = text.split("\n", 1)
             text = body[0] + "\n" + "".join("    " + line + "\n" for line in lines) + body[1]
         name = derivative.fn.__name__
-        piece = Piece("derivative", text, _derivative_env(derivative, overlay),
+        piece = Piece("derivative", text, _DerivativeEnv(derivative, overlay),
                       where or _origin(derivative), {name: key},
                       title=f"the derivative of {derivative.unconnected[0].name}()")
         self._add(piece, key, name)
@@ -433,10 +432,6 @@ class _DerivativeEnv:
         if name in self.closure:
             return self.closure[name]
         return _globals_env(self.globals)(name)
-
-
-def _derivative_env(derivative, overlay):
-    return _DerivativeEnv(derivative, overlay)
 
 
 def _origin(derivative):
