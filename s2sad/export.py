@@ -42,6 +42,7 @@ from __future__ import annotations
 import ast
 import builtins
 import importlib.metadata
+import inspect
 import os
 import shlex
 import sys
@@ -101,6 +102,10 @@ def export(f: Callable, path: str | os.PathLike | None = None, mode: str = "reve
         raise ExportError(f"backend={backend!r}: the exported code is Python "
                           f"(backend='python'); other backends are not available yet")
     kinds_wanted = _kinds_wanted(mode, kind)
+    if inspect.ismethod(f):
+        raise ExportError(f"{f.__qualname__} is a bound method: export the function "
+                          f"({f.__qualname__}) and pass the instance as its first argument "
+                          "(in args, an instance of the class)")
     if getattr(f, "s2s_derivative", False):
         f = f.primal
     target = pipeline.target(f)
@@ -250,6 +255,11 @@ def _wrapped(text, width=88):
 
 
 def _version():
+    """The version of the s2sad package running (its `__version__`, else the installed
+    distribution's)."""
+    version = getattr(sys.modules.get(__package__), "__version__", None)
+    if version:
+        return version
     try:
         return importlib.metadata.version("s2sad")
     except importlib.metadata.PackageNotFoundError:
