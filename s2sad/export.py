@@ -309,17 +309,18 @@ def _argument(value):
 
 # -- the body ------------------------------------------------------------------------------
 def _body(pieces):
+    """The pieces, section by section (see SECTIONS): imports sorted, then constants, one
+    line each, then the definitions, each section after its title."""
     chunks = []
-    imports = sorted({pieces.written(p) for p in pieces.in_order("import")},
-                     key=lambda line: (line.startswith("from"), line))
-    if imports:
-        chunks.append("".join(imports))
-    values = [pieces.written(p) for p in pieces.in_order("value")]
-    if values:
-        chunks.append("\n".join(values) + "\n")
-    for section in ("derivative", "function", "helper"):
+    for section in SECTIONS:
         texts = [pieces.written(p).rstrip("\n") + "\n" for p in pieces.in_order(section)]
         if not texts:
+            continue
+        if section == "import":
+            chunks.append("".join(sorted(set(texts), key=lambda t: (t.startswith("from"), t))))
+            continue
+        if section == "value":
+            chunks.append("".join(texts))
             continue
         title = _SECTION_TITLES.get(section)
         if title:

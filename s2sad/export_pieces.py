@@ -500,10 +500,12 @@ def _importable(obj):
 
 def _public_modules():
     """The modules of libraries imported so far whose names have no part starting with
-    `_`, shortest first (`numpy` before `numpy.linalg`)."""
+    `_`: NumPy's and SciPy's first (where ufuncs come from), shortest first (`numpy`
+    before `numpy.linalg`)."""
     names = [m for m in list(sys.modules) if not any(p.startswith("_") for p in m.split("."))
              and m.split(".")[0] not in ("s2sad", "__main__") and _library_module(m)]
-    return sorted(names, key=lambda m: (m.count("."), m))
+    return sorted(names, key=lambda m: (m.split(".")[0] not in ("numpy", "scipy"),
+                                        m.count("."), m))
 
 
 def _library_module(name):

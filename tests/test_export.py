@@ -493,3 +493,26 @@ def test_cli_docs_show_the_real_export(tmp_path):
     sigmoid = 1 / (1 + math.exp(-1.5))
     assert value == pytest.approx(math.log1p(math.exp(1.5)) * 0.5, rel=1e-14)
     assert slope == pytest.approx(1.5 * sigmoid + math.log1p(math.exp(1.5)), rel=1e-14)
+
+
+def test_renaming_follows_python_scopes_and_keeps_the_text():
+    from s2sad.export_names import renamed
+    text = textwrap.dedent('''\
+        class Box:
+            scale = 2.0                       # a class attribute, not the global
+            def area(self, w):
+                return ("∂", scale * w * Box.scale)   # columns are characters, not bytes
+        def f(x, scale=scale):
+            g = lambda scale: scale + x       # a parameter of the lambda
+            return [scale * v for v in (x,)] + [g(1.0)]
+        ''')
+    out = renamed(text, {"scale": "SCALE", "Box": "Box_1"})
+    assert out == textwrap.dedent('''\
+        class Box_1:
+            scale = 2.0                       # a class attribute, not the global
+            def area(self, w):
+                return ("∂", SCALE * w * Box_1.scale)   # columns are characters, not bytes
+        def f(x, scale=SCALE):
+            g = lambda scale: scale + x       # a parameter of the lambda
+            return [scale * v for v in (x,)] + [g(1.0)]
+        ''')
