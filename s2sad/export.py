@@ -96,40 +96,18 @@ def export(f: Callable, path: str | os.PathLike | None = None, mode: str = "reve
     that is not a constant, s2sad itself at run time) raises `ExportError`, which says
     where it is read and how to do without it.
     """
-    if mode not in KINDS:
-        raise ExportError(f"mode={mode!r}: the mode is 'reverse' or 'forward'")
-    if backend not in BACKENDS:
-        raise ExportError(f"backend={backend!r}: the exported code is Python "
-                          f"(backend='python'); other backends are not available yet")
-    kinds_wanted = _kinds_wanted(mode, kind)
-    if inspect.ismethod(f):
-        raise ExportError(f"{f.__qualname__} is a bound method: export the function "
-                          f"({f.__qualname__}) and pass the instance as its first argument "
-                          "(in args, an instance of the class)")
+    _refuse_options(f, mode, backend)
+    wanted = _kinds_wanted(mode, kind)
     if getattr(f, "s2s_derivative", False):
         f = f.primal
     target = pipeline.target(f)
     src = source.capture(target, copy=False)
     kinds = default_kinds(target) if args is None else kinds_of(target, args)
     patterns = None if args is None else patterns_of(target, args)
-    params = parameters(src)
-    names = wrt_names(src, wrt)
+    params, names = parameters(src), wrt_names(src, wrt)
     command = command or _command(src, path, mode, names, kind, args)
-    entries = _entries(f, mode, wrt, kinds, patterns, kinds_wanted)
-    exported_for = {d.fn.__name__: _exported_for(
-        params, kinds, patterns if kind_ in ("grad", "value_and_grad") else None, mode)
-        for d, kind_ in entries}
-    special = Piece("helper", _RESPECIALIZE, _special_env(exported_for, command), "export",
-                    {"_s2s_respecialize": ("special", "respecialize")})
-    pieces = Pieces(special=[(runtime.respecialize, special)])
-    for derivative, kind_ in entries:
-        guard = _vjp_guard(params, kinds, names, derivative) if kind_ == "vjp" else None
-        pieces.add_derivative(derivative, guard, f"{src.filename}:{src.first_line}")
-    pieces.collect()
-    pieces.allocate()
-    for derivative, _ in entries:
-        if pieces.name_of[("derivative", id(derivative))] != derivative.fn.__name__:
-            raise InternalError(f"export: {derivative.fn.__name__} was renamed")
+    entries = _entries(f, mode, wrt, kinds, patterns, wanted)
+    pieces = _pieces(src, entries, params, kinds, patterns, names, mode, command)
     text = _header(src, mode, names, params, kinds, patterns, entries, pieces, command,
                    isinstance(wrt, (tuple, list)))
     text += _body(pieces)
@@ -138,6 +116,39 @@ def export(f: Callable, path: str | os.PathLike | None = None, mode: str = "reve
         with open(path, "w") as out:
             out.write(text)
     return text
+
+
+def _refuse_options(f, mode, backend):
+    if mode not in KINDS:
+        raise ExportError(f"mode={mode!r}: the mode is 'reverse' or 'forward'")
+    if backend not in BACKENDS:
+        raise ExportError(f"backend={backend!r}: the exported code is Python "
+                          f"(backend='python'); other backends are not available yet")
+    if inspect.ismethod(f):
+        raise ExportError(f"{f.__qualname__} is a bound method: export the function "
+                          f"({f.__qualname__}) and pass the instance as its first argument "
+                          "(in args, an instance of the class)")
+
+
+def _pieces(src, entries, params, kinds, patterns, wrt, mode, command):
+    """The pieces of the module (see export_pieces), found from the derivatives in
+    `entries` and named; `_s2s_respecialize`, which the guards call, is this module's
+    own: it raises TypeError."""
+    exported_for = {d.fn.__name__: _exported_for(
+        params, kinds, patterns if kind in ("grad", "value_and_grad") else None, mode)
+        for d, kind in entries}
+    special = Piece("helper", _RESPECIALIZE, _special_env(exported_for, command), "export",
+                    {"_s2s_respecialize": ("special", "respecialize")})
+    pieces = Pieces(special=[(runtime.respecialize, special)])
+    for derivative, kind in entries:
+        guard = _vjp_guard(params, kinds, wrt, derivative) if kind == "vjp" else None
+        pieces.add_derivative(derivative, guard, f"{src.filename}:{src.first_line}")
+    pieces.collect()
+    pieces.allocate()
+    for derivative, _ in entries:
+        if pieces.name_of[("derivative", id(derivative))] != derivative.fn.__name__:
+            raise InternalError(f"export: {derivative.fn.__name__} was renamed")
+    return pieces
 
 
 def _kinds_wanted(mode, kind):
