@@ -415,7 +415,7 @@ class _DerivativeEnv:
         self.closure = dict(zip(fn.__code__.co_freevars,
                                 (c.cell_contents for c in fn.__closure__ or ())))
         self.overlay, self.globals = overlay, fn.__globals__
-        self.origin = _origin(derivative)
+        self.origin, self.name = _origin(derivative), derivative.unconnected[0].name
 
     def __call__(self, name):
         if name in self.overlay:
@@ -424,10 +424,11 @@ class _DerivativeEnv:
         if callee is not None:
             if callee.args or callee.kwargs:
                 raise ExportError(
-                    f"{self.origin}: the derivative calls that of {callee.fn.__qualname__}() "
-                    "with values bound to it (a method of an object, or a "
-                    "functools.partial), which an exported module cannot write; call the "
-                    "function with those values as arguments instead")
+                    f"{self.origin}: the derivative of {self.name}() calls that of "
+                    f"{callee.fn.__qualname__}() with values bound to it (a method called "
+                    "on an object, or a functools.partial), which an exported module "
+                    "cannot write; call the function with those values as arguments "
+                    "instead")
             return pipeline.compiled_callee(callee)
         if name in self.closure:
             return self.closure[name]

@@ -415,6 +415,21 @@ def uses_checkpoint(u, kappa):
     for i in range(3):
         u = step(u, kappa)
     return u
+
+
+class Scaler:
+    def __init__(self, a):
+        self.a = a
+
+    def scale(self, x):
+        return self.a * x
+
+
+scaler = Scaler(2.0)
+
+
+def uses_method(x):
+    return scaler.scale(x) ** 2
 '''
 
 
@@ -426,6 +441,8 @@ def uses_checkpoint(u, kappa):
     ("uses_object", r"reads 'model', a Model object, which an exported module cannot "
                     r"write as source.*as an argument"),
     ("uses_checkpoint", r"reads 'step_checkpoint_fwd'.*without s2sad.checkpoint"),
+    ("uses_method", r"refused.py:\d+: the derivative of uses_method\(\) calls that of "
+                    r"Scaler.scale\(\) with values bound to it.*as arguments instead"),
 ])
 def test_what_cannot_be_exported_is_refused_with_where_and_how(tmp_path, function, message):
     (tmp_path / "refused.py").write_text(REFUSED)
