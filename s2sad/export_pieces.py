@@ -29,6 +29,7 @@ import dataclasses
 import importlib
 import importlib.util
 import inspect
+import os
 import re
 import sys
 import textwrap
@@ -183,7 +184,7 @@ class Pieces:
         key = ("value", name, value)
         if key not in self.provider:
             if len(value) > 80 and type(obj) is dict:
-                value = "{\n" + "".join(f"    {literal(k)}: {literal(v)},\n"
+                value = "{\n" + "".join(f"    {literal(k)}: {_string(v)},\n"
                                          for k, v in obj.items()) + "}"
             section = "helper" if piece.section == "helper" else "value"
             self._add(Piece(section, f"{name} = {value}", _value_env, piece.where,
@@ -227,6 +228,8 @@ class Pieces:
         env = _globals_env(_globals(obj))
         text = _without_s2sad_decorators(text, env)
         self.alive.append(obj)
+        line = where.rpartition(":")[2]
+        text = f"# from {os.path.basename(where.rpartition(':')[0])}, line {line}\n" + text
         self._add(Piece("function", text, env, where, {obj.__name__: key},
                         title=f"your function {obj.__name__}()"), key, obj.__name__)
         return key
@@ -445,6 +448,22 @@ def _origin(derivative):
 def _a(obj):
     name = type(obj).__name__
     return f"an {name} object" if name[:1].lower() in "aeio" else f"a {name} object"
+
+
+def _string(value, width=80):
+    """`literal(value)` as an item of a dict written one item a line; a long string as
+    adjacent literals over lines of at most `width` characters."""
+    text = literal(value)
+    if type(value) is not str or len(text) <= width - 30:
+        return text
+    parts, line = [], ""
+    for word in value.split(" "):
+        if line and len(repr(line + " " + word)) > width:
+            parts.append(line + " ")
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return "(\n" + "\n".join(" " * 8 + repr(p) for p in parts + [line]) + ")"
 
 
 def _defined_at(obj):
