@@ -1,0 +1,67 @@
+"""Arrays of the libraries NumPy dispatches to (NEP 18's `__array_function__` and NEP 13's
+`__array_ufunc__`: Dask, CuPy, ...), which this module calls duck arrays: what tells them
+from ndarrays, and the few NumPy calls of the runtime helpers that would turn one into an
+ndarray (`np.asarray`, `np.zeros`, `float`), written so that they dispatch instead.
+
+NumPy's functions and ufuncs hand a duck array to its own library, so the generated code
+and the helpers, which are NumPy code, give a Dask array for Dask arrays: the gradient is
+one lazy graph, nothing is computed into the client. For an ndarray, a list or a number
+these functions are the NumPy ones.
+
+>>> import numpy as np
+>>> is_duck_array(np.ones(3)), is_duck_array([1.0]), is_duck_array(2.0)
+(False, False, False)
+>>> asarray([1.0, 2.0])
+array([1., 2.])
+>>> zeros((2,), np.float64, like=np.ones(3))
+array([0., 0.])
+"""
+import functools
+
+import numpy as np
+
+
+@functools.lru_cache(maxsize=None)
+def is_duck_array_type(cls):
+    """Whether instances of `cls` are arrays that NumPy's functions dispatch to another
+    library: they implement `__array_function__` and have a shape and a dtype, and are not
+    ndarrays or NumPy scalars."""
+    return (isinstance(cls, type) and not issubclass(cls, (np.ndarray, np.generic))
+            and hasattr(cls, "__array_function__") and hasattr(cls, "__array_ufunc__")
+            and hasattr(cls, "shape") and hasattr(cls, "dtype"))
+
+
+def is_duck_array(x):
+    """Whether `x` is a duck array (see `is_duck_array_type`)."""
+    return is_duck_array_type(type(x))
+
+
+def is_array(x):
+    """Whether `x` is an ndarray or a duck array."""
+    return isinstance(x, np.ndarray) or is_duck_array(x)
+
+
+def asarray(x):
+    """`np.asarray(x)`, but a duck array as it is (not computed into an ndarray)."""
+    return x if is_duck_array(x) else np.asarray(x)
+
+
+def zeros(shape, dtype, like):
+    """`np.zeros(shape, dtype)`, an array of the library of `like` (with its chunks when
+    it has `like`'s shape)."""
+    if not is_duck_array(like):
+        return np.zeros(shape, dtype)
+    return np.zeros_like(like, dtype=dtype, shape=shape)
+
+
+def full(shape, value, dtype, like):
+    """`np.full(shape, value, dtype)`, in the library of `like`; `value` may be a 0-d
+    array of it (a lazy reduction), which is not read here."""
+    if not (is_duck_array(like) or is_duck_array(value)):
+        return np.full(shape, value, dtype=dtype)
+    return zeros(shape, dtype, like if is_duck_array(like) else value) + value
+
+
+def number(x):
+    """`float(x)` of a 0-d array, which a duck array stays (a lazy or device value)."""
+    return x if is_duck_array(x) else float(x)
