@@ -130,6 +130,14 @@ class Compilation:
         return {p: (ARRAY if k is np.ndarray else SCALAR) if k in SPECIALISED else
                 ARRAY if is_duck_array_type(k) else k for p, k in self.kinds.items()}
 
+    @property
+    def duck_arrays(self) -> bool:
+        """Whether an argument is an array of another library that NumPy dispatches to
+        (a Dask or CuPy array, see rules/arrays.py). The adjoints of arrays are then never
+        updated element by element in place (`x_bar[i] += g`): `g` may be such an array,
+        which an ndarray cannot hold."""
+        return any(is_duck_array_type(k) for k in self.kinds.values())
+
     # -- analyses of the function in Wengert form, on first use ---------------------------
     def _analysis(self, name, compute):
         if name not in self._analyses:

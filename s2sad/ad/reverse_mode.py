@@ -206,7 +206,8 @@ class Reverse(CallAdjoints):
         bar = self.adj(target)
         if uniform and not (target in self.straight and self.kinds.kind.get(target) == ARRAY):
             expr, uniform = self.expanded(expr, target), False
-        owned = target in self.straight and self.kinds.kind.get(target) == ARRAY
+        owned = (target in self.straight and self.kinds.kind.get(target) == ARRAY
+                 and not self.ctx.duck_arrays)
         in_place = self.added_in_place(bar, expr) if owned else None
         if in_place is not None and (target not in defined or target in self.owned):
             zeros = [] if target in defined else [syntax.assign(bar, syntax.call(

@@ -13,7 +13,7 @@ these functions are the NumPy ones.
 (False, False, False)
 >>> asarray([1.0, 2.0])
 array([1., 2.])
->>> zeros((2,), np.float64, like=np.ones(3))
+>>> zeros((2,), np.float64, np.ones(3))
 array([0., 0.])
 """
 import functools
@@ -46,20 +46,23 @@ def asarray(x):
     return x if is_duck_array(x) else np.asarray(x)
 
 
-def zeros(shape, dtype, like):
-    """`np.zeros(shape, dtype)`, an array of the library of `like` (with its chunks when
-    it has `like`'s shape)."""
-    if not is_duck_array(like):
+def zeros(shape, dtype, *like):
+    """`np.zeros(shape, dtype)`, an array of the library of the first duck array of `like`
+    (with its chunks when it has that array's shape), else an ndarray: a helper's new
+    array holds values computed from its arguments, and an ndarray cannot hold a lazy
+    one."""
+    duck = next((a for a in like if is_duck_array(a)), None)
+    if duck is None:
         return np.zeros(shape, dtype)
-    return np.zeros_like(like, dtype=dtype, shape=shape)
+    return np.zeros_like(duck, dtype=dtype, shape=shape)
 
 
 def full(shape, value, dtype, like):
-    """`np.full(shape, value, dtype)`, in the library of `like`; `value` may be a 0-d
-    array of it (a lazy reduction), which is not read here."""
+    """`np.full(shape, value, dtype)`, in the library of `like` or of `value`, which may
+    be a 0-d array of another library (a lazy reduction) and is not read here."""
     if not (is_duck_array(like) or is_duck_array(value)):
         return np.full(shape, value, dtype=dtype)
-    return zeros(shape, dtype, like if is_duck_array(like) else value) + value
+    return zeros(shape, dtype, like, value) + value
 
 
 def number(x):

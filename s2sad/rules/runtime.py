@@ -139,7 +139,7 @@ def unindex(g, x, index):
                 out[i] = unbroadcast(v, x[i])
         return _rebuild(x, out)
     x = asarray(x)
-    out = zeros(x.shape, np.result_type(x.dtype, np.float32), x)
+    out = zeros(x.shape, np.result_type(x.dtype, np.float32), x, g)
     if _basic(index):
         out[index] = unbroadcast(g, out[index])
     else:
@@ -195,7 +195,7 @@ def unreduce(g, x, axis=None, keepdims=False):
     if not keepdims and g.ndim:     # a 0-d g stands for the same value everywhere
         g = np.expand_dims(g, _axes(axis, len(shape))) if shape else g
     if is_duck_array(x) or is_duck_array(g):
-        return zeros(shape, dtype, x if is_duck_array(x) else g) + g
+        return zeros(shape, dtype, x, g) + g
     out = np.empty(shape, dtype=dtype)
     out[...] = g
     return out
@@ -491,7 +491,7 @@ def tensordot(g, a, b, axes, which):
 def trace(g, x, offset=0, axis1=0, axis2=1):
     """The adjoint of np.trace: `g` on the diagonal `offset` of the planes (axis1, axis2)."""
     x = asarray(x)
-    out = zeros(x.shape, np.result_type(x, np.float32), x)
+    out = zeros(x.shape, np.result_type(x, np.float32), x, g)
     planes = np.moveaxis(out, (axis1, axis2), (-2, -1))      # a view into `out`
     n, m = planes.shape[-2:]
     rows = np.arange(max(0, -offset), min(n, m - offset))
@@ -506,7 +506,7 @@ def diag(g, v, k=0):
         return g                                    # the zero (see `_spread`)
     if v.ndim == 1:
         return np.diagonal(g, offset=k).copy()
-    out = zeros(v.shape, np.result_type(v, np.float32), v)
+    out = zeros(v.shape, np.result_type(v, np.float32), v, g)
     rows = np.arange(len(g)) + max(-k, 0)
     out[rows, rows + k] = g
     return out
@@ -694,10 +694,10 @@ def unsort(g, x, axis=-1):
     """The adjoint of np.sort: `g` put back where each element came from."""
     x = asarray(x)
     if axis is None:
-        out = zeros(x.size, np.result_type(x, np.float32), x)
+        out = zeros(x.size, np.result_type(x, np.float32), x, g)
         out[np.argsort(x, axis=None)] = np.ravel(g)
         return out.reshape(x.shape)
-    out = zeros(x.shape, np.result_type(x, np.float32), x)
+    out = zeros(x.shape, np.result_type(x, np.float32), x, g)
     np.put_along_axis(out, np.argsort(x, axis=axis), g, axis=axis)
     return out
 
