@@ -65,6 +65,16 @@ def full(shape, value, dtype, like):
     return zeros(shape, dtype, like, value) + value
 
 
+def blocks_like(g, x):
+    """`g`, the gradient of the duck array `x`, split in the blocks of `x` where its
+    library splits arrays in blocks (a Dask array's `chunks`: the gradient of a parameter
+    held in chunks is held in the same chunks)."""
+    chunks = getattr(x, "chunks", None)
+    if chunks is None or not hasattr(g, "rechunk") or getattr(g, "chunks", None) == chunks:
+        return g
+    return g.rechunk(chunks)
+
+
 def number(x):
     """`float(x)` of a 0-d array, which a duck array stays (a lazy or device value)."""
     return x if is_duck_array(x) else float(x)

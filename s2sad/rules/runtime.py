@@ -4,7 +4,8 @@ import math
 import numpy as np
 
 from ..errors import ExceptionPathError, MissingRuleError, NonScalarOutputError, S2SADError
-from .arrays import asarray, full, is_array, is_duck_array, number, zeros
+from .arrays import (  # noqa: F401 - generated code finds blocks_like in runtime
+    asarray, blocks_like, full, is_array, is_duck_array, number, zeros)
 from .containers import (  # noqa: F401 - generated code finds them in runtime
     add, carries_derivative, is_record, keys, sequence, unsequence, zeros_like,
     field_zero as _field_zero, fields as _fields, is_named_tuple as _is_named_tuple,

@@ -124,6 +124,7 @@ linear(R.add, "a, b", "a, b")
 linear(R.unbroadcast, "g, x", "g")
 linear(R.unindex, "g, x, index", "g")
 linear(R.own, "g, x", "g")
+linear(R.blocks_like, "g, x", "g")
 linear(R.snapshot, "v", "v")
 define(R.like, "x", None, zero=("x",), tangent=())          # only its shape is read
 linear(R.unattr, "g, obj, name", "g")
