@@ -216,6 +216,24 @@ def test_the_data_stays_on_the_cluster(client, data):
         lazily(lambda: float(X.sum()))
 
 
+def gather(w, X):
+    return np.sum(X[[0, 3, 2]] @ w) + np.sum(X @ w[np.array([3, 1, 2, 0])])
+
+
+def gather_twice(w, X):
+    return np.sum(X[[0, 2, 2]] @ w)
+
+
+def test_integer_array_indexes(client, data):
+    """Dask has no `np.add.at`: the adjoint of an index that selects each element once
+    is an assignment; one that may select an element twice is refused, clearly."""
+    rng, _, _, X, _ = data
+    w = rng.normal(size=4)
+    check(client, gather, (w, X), (0, 1))
+    with pytest.raises(s2sad.MissingRuleError, match="np.add.at"):
+        s2sad.grad(gather_twice, wrt=(0, 1))(w, X)
+
+
 # -- any array type with NumPy's dispatch protocols -------------------------------------
 class Wrapped(numpy.lib.mixins.NDArrayOperatorsMixin):
     """An array of another library, as NumPy sees one: an ndarray behind

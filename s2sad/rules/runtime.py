@@ -144,8 +144,32 @@ def unindex(g, x, index):
     if _basic(index):
         out[index] = unbroadcast(g, out[index])
     else:
-        np.add.at(out, index, g)
+        _add_at(out, index, g)
     return out
+
+
+def _add_at(out, index, g):
+    """`np.add.at(out, index, g)` into the zeros `out`; for an array library without
+    `ufunc.at` (Dask), `out[index] = g` where `index` selects no element twice."""
+    try:
+        np.add.at(out, index, g)
+        return
+    except TypeError:
+        if not is_duck_array(out):
+            raise
+    items = index if isinstance(index, tuple) else (index,)
+    arrays = [i for i in items if not isinstance(i, (int, np.integer, slice, type(None)))]
+    if (len(arrays) == 1 and not is_duck_array(arrays[0])
+            and np.asarray(arrays[0]).dtype.kind in "iu"
+            and np.unique(arrays[0]).size == np.size(arrays[0])):
+        out[index] = g
+        return
+    raise MissingRuleError(
+        f"the adjoint of indexing a {type(out).__module__.split('.')[0]} array with an "
+        "integer array that may select an element twice (or with a mask, or with an "
+        "index array of that library) adds into the zeros at repeated places with "
+        "np.add.at, which that library does not implement; index with slices, or with "
+        "one NumPy array of distinct integers")
 
 
 def _basic(index):
