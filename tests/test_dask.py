@@ -216,6 +216,17 @@ def test_the_data_stays_on_the_cluster(client, data):
         lazily(lambda: float(X.sum()))
 
 
+def masked(w, X):
+    Z = X[X[:, 0] > 0]          # chunks of sizes unknown until computed
+    return (np.sum(Z * w) + np.mean((Z - np.mean(Z, axis=0)) ** 2)
+            + np.mean(np.log1p(np.exp(Z @ w))))
+
+
+def test_unknown_chunk_sizes(client, data):
+    rng, _, _, X, _ = data
+    check(client, masked, (rng.normal(size=4), X), 0)
+
+
 def gather(w, X):
     return np.sum(X[[0, 3, 2]] @ w) + np.sum(X @ w[np.array([3, 1, 2, 0])])
 

@@ -110,7 +110,7 @@ def unbroadcast(g, x):
     if g.ndim == 0 and is_array(x):
         # a scalar adjoint (a symbolic zero, or one value for every entry) of an array
         return full(shape, g, x.dtype if x.dtype.kind == "f" else float, x)
-    spread = np.broadcast_shapes(g.shape, shape)
+    spread = _broadcast_shapes(g.shape, shape)
     if spread != g.shape:
         # g stands for an array of a larger shape: a scalar adjoint (one value for every
         # entry) times a smaller operand; spread it out first
@@ -122,6 +122,19 @@ def unbroadcast(g, x):
     if not isinstance(x, (np.ndarray, np.generic)):
         return number(out)
     return out
+
+
+def _broadcast_shapes(*shapes):
+    """`np.broadcast_shapes(*shapes)`, also where a length is not known yet (NaN: a Dask
+    array's unknown chunk sizes), which broadcasting keeps."""
+    if all(n == n for shape in shapes for n in shape):
+        return np.broadcast_shapes(*shapes)
+    out = []
+    for axis in range(-max(map(len, shapes)), 0):
+        lengths = [shape[axis] for shape in shapes if len(shape) >= -axis]
+        known = [n for n in lengths if n == n and n != 1]
+        out.append(known[0] if known else next((n for n in lengths if n != n), 1))
+    return tuple(out)
 
 
 def unindex(g, x, index):
