@@ -9,6 +9,8 @@ one lazy graph, nothing is computed into the client. For an ndarray, a list or a
 these functions are the NumPy ones.
 
 >>> import numpy as np
+
+from ..errors import MissingRuleError
 >>> is_duck_array(np.ones(3)), is_duck_array([1.0]), is_duck_array(2.0)
 (False, False, False)
 >>> asarray([1.0, 2.0])
@@ -73,6 +75,43 @@ def blocks_like(g, x):
     if chunks is None or not hasattr(g, "rechunk") or getattr(g, "chunks", None) == chunks:
         return g
     return g.rechunk(chunks)
+
+
+def broadcast_shapes(*shapes):
+    """`np.broadcast_shapes(*shapes)`, also where a length is not known yet (NaN: a Dask
+    array's unknown chunk sizes), which broadcasting keeps."""
+    if all(n == n for shape in shapes for n in shape):
+        return np.broadcast_shapes(*shapes)
+    out = []
+    for axis in range(-max(map(len, shapes)), 0):
+        lengths = [shape[axis] for shape in shapes if len(shape) >= -axis]
+        known = [n for n in lengths if n == n and n != 1]
+        out.append(known[0] if known else next((n for n in lengths if n != n), 1))
+    return tuple(out)
+
+
+def add_at(out, index, g):
+    """`np.add.at(out, index, g)` into the zeros `out`; for an array library without
+    `ufunc.at` (Dask), `out[index] = g` where `index` selects no element twice."""
+    try:
+        np.add.at(out, index, g)
+        return
+    except TypeError:
+        if not is_duck_array(out):
+            raise
+    items = index if isinstance(index, tuple) else (index,)
+    arrays = [i for i in items if not isinstance(i, (int, np.integer, slice, type(None)))]
+    if (len(arrays) == 1 and not is_duck_array(arrays[0])
+            and np.asarray(arrays[0]).dtype.kind in "iu"
+            and np.unique(arrays[0]).size == np.size(arrays[0])):
+        out[index] = g
+        return
+    raise MissingRuleError(
+        f"the adjoint of indexing a {type(out).__module__.split('.')[0]} array with an "
+        "integer array that may select an element twice (or with a mask, or with an "
+        "index array of that library) adds into the zeros at repeated places with "
+        "np.add.at, which that library does not implement; index with slices, or with "
+        "one NumPy array of distinct integers")
 
 
 def number(x):

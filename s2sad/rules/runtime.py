@@ -5,7 +5,8 @@ import numpy as np
 
 from ..errors import ExceptionPathError, MissingRuleError, NonScalarOutputError, S2SADError
 from .arrays import (  # noqa: F401 - generated code finds blocks_like in runtime
-    asarray, blocks_like, full, is_array, is_duck_array, number, zeros)
+    add_at, asarray, blocks_like, broadcast_shapes, full, is_array, is_duck_array, number,
+    zeros)
 from .containers import (  # noqa: F401 - generated code finds them in runtime
     add, carries_derivative, is_record, keys, sequence, unsequence, zeros_like,
     field_zero as _field_zero, fields as _fields, is_named_tuple as _is_named_tuple,
@@ -110,7 +111,7 @@ def unbroadcast(g, x):
     if g.ndim == 0 and is_array(x):
         # a scalar adjoint (a symbolic zero, or one value for every entry) of an array
         return full(shape, g, x.dtype if x.dtype.kind == "f" else float, x)
-    spread = _broadcast_shapes(g.shape, shape)
+    spread = broadcast_shapes(g.shape, shape)
     if spread != g.shape:
         # g stands for an array of a larger shape: a scalar adjoint (one value for every
         # entry) times a smaller operand; spread it out first
@@ -122,19 +123,6 @@ def unbroadcast(g, x):
     if not isinstance(x, (np.ndarray, np.generic)):
         return number(out)
     return out
-
-
-def _broadcast_shapes(*shapes):
-    """`np.broadcast_shapes(*shapes)`, also where a length is not known yet (NaN: a Dask
-    array's unknown chunk sizes), which broadcasting keeps."""
-    if all(n == n for shape in shapes for n in shape):
-        return np.broadcast_shapes(*shapes)
-    out = []
-    for axis in range(-max(map(len, shapes)), 0):
-        lengths = [shape[axis] for shape in shapes if len(shape) >= -axis]
-        known = [n for n in lengths if n == n and n != 1]
-        out.append(known[0] if known else next((n for n in lengths if n != n), 1))
-    return tuple(out)
 
 
 def unindex(g, x, index):
@@ -157,32 +145,8 @@ def unindex(g, x, index):
     if _basic(index):
         out[index] = unbroadcast(g, out[index])
     else:
-        _add_at(out, index, g)
+        add_at(out, index, g)
     return out
-
-
-def _add_at(out, index, g):
-    """`np.add.at(out, index, g)` into the zeros `out`; for an array library without
-    `ufunc.at` (Dask), `out[index] = g` where `index` selects no element twice."""
-    try:
-        np.add.at(out, index, g)
-        return
-    except TypeError:
-        if not is_duck_array(out):
-            raise
-    items = index if isinstance(index, tuple) else (index,)
-    arrays = [i for i in items if not isinstance(i, (int, np.integer, slice, type(None)))]
-    if (len(arrays) == 1 and not is_duck_array(arrays[0])
-            and np.asarray(arrays[0]).dtype.kind in "iu"
-            and np.unique(arrays[0]).size == np.size(arrays[0])):
-        out[index] = g
-        return
-    raise MissingRuleError(
-        f"the adjoint of indexing a {type(out).__module__.split('.')[0]} array with an "
-        "integer array that may select an element twice (or with a mask, or with an "
-        "index array of that library) adds into the zeros at repeated places with "
-        "np.add.at, which that library does not implement; index with slices, or with "
-        "one NumPy array of distinct integers")
 
 
 def _basic(index):
