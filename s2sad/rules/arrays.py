@@ -9,8 +9,6 @@ one lazy graph, nothing is computed into the client. For an ndarray, a list or a
 these functions are the NumPy ones.
 
 >>> import numpy as np
-
-from ..errors import MissingRuleError
 >>> is_duck_array(np.ones(3)), is_duck_array([1.0]), is_duck_array(2.0)
 (False, False, False)
 >>> asarray([1.0, 2.0])
@@ -21,6 +19,8 @@ array([0., 0.])
 import functools
 
 import numpy as np
+
+from ..errors import MissingRuleError
 
 
 @functools.lru_cache(maxsize=None)
