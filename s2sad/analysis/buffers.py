@@ -62,7 +62,8 @@ class ArrayFacts:
         self.owned = 0              # buffers the function allocated
         self.named_buffers = {}     # the buffer of a parameter, or a name without a fact
         self.floating = set()       # dtype origins certainly floating
-        self.dtypes = {p: np.dtype(v[0]) for p, v in (ctx.patterns or {}).items()}
+        self.dtypes = {p: np.dtype(v[0]) for p, v in (ctx.patterns or {}).items()
+                       if not is_duck_array_type(ctx.types.get(p))}   # (written in no place)
         self.used_dtypes = set()
         self.ducks = False          # whether a parameter is a duck array
         # {id(statement): facts before it} of the fused gradient as reuse_buffers left it,

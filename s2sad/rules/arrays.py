@@ -91,14 +91,13 @@ def broadcast_shapes(*shapes):
 
 
 def add_at(out, index, g):
-    """`np.add.at(out, index, g)` into the zeros `out`; for an array library without
-    `ufunc.at` (Dask), `out[index] = g` where `index` selects no element twice."""
+    """`np.add.at(out, index, g)` into the zeros `out`, a duck array; for a library
+    without `ufunc.at` (Dask), `out[index] = g` where `index` selects no element twice."""
     try:
         np.add.at(out, index, g)
         return
     except TypeError:
-        if not is_duck_array(out):
-            raise
+        pass
     items = index if isinstance(index, tuple) else (index,)
     arrays = [i for i in items if not isinstance(i, (int, np.integer, slice, type(None)))]
     if (len(arrays) == 1 and not is_duck_array(arrays[0])

@@ -144,8 +144,10 @@ def unindex(g, x, index):
     out = zeros(x.shape, np.result_type(x.dtype, np.float32), x, g)
     if _basic(index):
         out[index] = unbroadcast(g, out[index])
-    else:
+    elif is_duck_array(out):
         add_at(out, index, g)
+    else:
+        np.add.at(out, index, g)
     return out
 
 
