@@ -145,9 +145,12 @@ def data():
 def check(client, f, args, wrt, oracle=None, rtol=1e-6):
     """The gradient of `f` at the Dask `args`, built lazily, equals the NumPy path's
     (rtol 1e-10) and `oracle` (by default central differences, at `rtol`)."""
-    got = lazily(s2sad.grad(f, wrt=wrt), *args)
+    gradient = s2sad.grad(f, wrt=wrt)
+    got = lazily(gradient, *args)
     for g in got if isinstance(wrt, tuple) else (got,):
         assert isinstance(g, da.Array), type(g)
+    # nothing written in place: `out=` or `+=` would not update a Dask array's views
+    assert "out=" not in gradient.source and "+=" not in gradient.source
     values = computed(got)
     plain = numpy_args(args)
     assert_close(values, s2sad.grad(f, wrt=wrt)(*plain), rtol=1e-10, atol=1e-12)
