@@ -129,6 +129,14 @@ def layers(W, X):
     return np.mean(h ** 2)
 
 
+def layer(W, h):
+    return np.tanh(h @ W)
+
+
+def two_layers(W, X):
+    return np.mean(layer(W, layer(W, X)) ** 2)
+
+
 def chunked(W, X):
     return np.sum(np.sin(W) * W) + np.sum((X @ W) ** 2)
 
@@ -184,6 +192,17 @@ def test_reductions_and_broadcasts(client, data, f):
 def test_loop_over_layers(client, data):
     rng, _, _, X, _ = data
     check(client, layers, (0.5 * rng.normal(size=(4, 4)), X), 0)
+
+
+def test_calls_and_forward_mode(client, data):
+    """A function that calls another one (its vjp compiled as a callee), and jvp."""
+    rng, Xn, yn, X, y = data
+    check(client, two_layers, (0.5 * rng.normal(size=(4, 4)), X), 0)
+    w, v = rng.normal(size=4), rng.normal(size=4)
+    zeros = (da.zeros_like(X), da.zeros_like(y))
+    value, tangent = lazily(s2sad.jvp, logistic, (w, X, y), (v, *zeros))
+    assert isinstance(tangent, da.Array)
+    assert_close(computed(tangent), logistic_gradient(w, Xn, yn) @ v, rtol=1e-12)
 
 
 def test_differentiated_chunked_parameter(client, data):
