@@ -5,7 +5,8 @@ Run from the repository root:
     python bench/run.py                       # full run, about 2 minutes
     python bench/run.py --quick               # smoke run, seconds
     python bench/run.py --only mlp,logreg     # selected workloads
-    python bench/run.py --group array-loops   # one group (scalar, numpy, array-loops, mixed)
+    python bench/run.py --group array-loops   # one group (scalar, numpy, array-loops, mixed,
+                                              # dask)
     python bench/run.py --json results.json
 
 Peers (autograd, JAX, PyTorch) are used only when they are importable.
@@ -63,7 +64,8 @@ MEMORY_GOAL = 1.2   # ... and s2sad / hand peak memory
 LOOP_TIME_GOAL = 1.3     # issue #21, array loops: s2sad / hand time
 LOOP_MEMORY_GOAL = 1.15  # ... and s2sad / hand peak memory
 MIXED_TIME_GOAL = 1.3    # issue #20, NumPy functions on floats: s2sad / hand time
-GROUPS = ("scalar", "numpy", "array-loops", "mixed")
+DASK_TIME_GOAL = 1.3     # issue #23, Dask data on a cluster: s2sad / hand time
+GROUPS = ("scalar", "numpy", "array-loops", "mixed", "dask")
 JVP_GOAL = 1.5      # s2sad.jvp / hand tangent time (scalar workloads)
 HVP_GOAL = 5.0      # s2sad.hvp / s2sad.grad time (Rosenbrock 1e3)
 TRANSFORM_GOAL = 0.050  # seconds to transform and compile one workload
@@ -946,6 +948,156 @@ def mixed_report(rows, peer_names):
     return "\n".join(out)
 
 
+# ---------------------------------------------------------------------------
+# Dask (issue #23): the gradient computed on a LocalCluster, the time of one gradient
+# (building the graph and computing it) and the peak memory of the client process.
+
+
+class ClientPeak:
+    """The peak resident memory of this process while the block runs, above what it held
+    when the block started (sampled every millisecond, in a thread)."""
+
+    def __enter__(self):
+        import threading
+        import psutil          # a dependency of distributed
+        self.process, self.done = psutil.Process(), threading.Event()
+        gc.collect()
+        self.start = self.peak = self.process.memory_info().rss
+        self.thread = threading.Thread(target=self.sample, daemon=True)
+        self.thread.start()
+        return self
+
+    def sample(self):
+        while not self.done.wait(0.001):
+            self.peak = max(self.peak, self.process.memory_info().rss)
+
+    def __exit__(self, *exc):
+        self.done.set()
+        self.thread.join()
+        self.peak = max(self.peak, self.process.memory_info().rss)
+        self.grew = self.peak - self.start
+
+
+#: What a fresh client process runs to measure one Dask gradient's memory: it connects
+#: to the cluster, reads the arguments the benchmark published there, calls the
+#: gradient once on the small instance as Dask arrays (s2sad compiles it then), and
+#: prints the growth of its resident memory while it builds and computes the gradient
+#: on the data, with nothing of an earlier call on the data in its allocator.
+CLIENT_MEMORY = """
+import sys
+sys.path.insert(0, sys.argv[4])
+import dask.array, distributed, run, workloads
+client = distributed.Client(sys.argv[1])
+args = client.get_dataset(sys.argv[2])
+w = [w for w in workloads.dask_group() if w.name == sys.argv[2]][0]
+if sys.argv[3] == "s2sad":
+    import s2sad
+    fn = s2sad.grad(w.f, wrt=w.wrt)
+else:
+    fn = w.hand
+small = [dask.array.from_array(s, chunks=len(s) // 2) if isinstance(a, dask.array.Array)
+         else s for s, a in zip(w.small, args)]
+fn(*small).compute()
+with run.ClientPeak() as peak:
+    out = fn(*args)
+    out = out.compute()
+print(peak.grew)
+"""
+
+
+def client_memory(address, name, which):
+    """The growth of a fresh client process's resident memory during a gradient (`which`:
+    "hand" or "s2sad") of the Dask workload `name` (see `CLIENT_MEMORY`)."""
+    import subprocess
+    done = subprocess.run([sys.executable, "-c", CLIENT_MEMORY, address, name, which,
+                           os.path.dirname(os.path.abspath(__file__))],
+                          capture_output=True, text=True, check=False)
+    if done.returncode:
+        fail(f"{name}: measuring the client's memory failed:\n{done.stderr}")
+    return int(done.stdout.split()[-1])
+
+
+def dask_bench(ws, s2sad, repeat=7, processes=True):
+    """For each Dask workload: its data generated and kept on a LocalCluster of two
+    worker processes (one thread each), the hand gradient and s2sad's checked against
+    each other and against finite differences on the small NumPy instance, then the wall
+    time of one gradient (the best of `repeat`: building the graph and computing it on
+    the cluster) and the growth of a fresh client process's resident memory during its
+    first gradient (`client_memory`)."""
+    import dask
+    import dask.array
+    import distributed
+    rows = []
+    # tcp: the fresh client processes of `client_memory` connect to it
+    with distributed.LocalCluster(processes=processes, n_workers=2, threads_per_worker=1,
+                                  protocol="tcp://", dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        for w in ws:
+            check(w._replace(args=w.small), s2sad, {})
+            lazy_args = [i for i, a in enumerate(w.args) if isinstance(a, dask.array.Array)]
+            kept = client.persist([w.args[i] for i in lazy_args])
+            distributed.wait(kept)
+            args = list(w.args)
+            for i, a in zip(lazy_args, kept):
+                args[i] = a
+            X = args[lazy_args[0]]
+            client.publish_dataset(**{w.name: tuple(args)})
+            calls = {"hand": w.hand}
+            if s2sad is not None:
+                calls["s2sad"] = s2sad.grad(w.f, wrt=w.wrt)
+            got = {k: dask.compute(fn(*args))[0] for k, fn in calls.items()}
+            if s2sad is not None and not close((got["s2sad"],), (got["hand"],), S2SAD_RTOL):
+                fail(f"{w.name}: s2sad's gradient {show((got['s2sad'],))} disagrees with "
+                     f"the hand gradient {show((got['hand'],))} on the cluster")
+            times = dict.fromkeys(calls, math.inf)
+            for _ in range(repeat):         # in turns, so that both see the same load
+                for k, fn in calls.items():
+                    t0 = time.perf_counter()
+                    dask.compute(fn(*args))
+                    times[k] = min(times[k], time.perf_counter() - t0)
+            memory = {k: client_memory(cluster.scheduler_address, w.name, k) for k in calls}
+            lazy = s2sad is not None and isinstance(calls["s2sad"](*args), type(X))
+            rows.append({"workload": w.name, "group": "dask", "times": times,
+                         "client_memory": memory, "data_bytes": X.nbytes,
+                         "shape": X.shape, "chunks": len(X.chunks[0]), "lazy": lazy})
+            client.unpublish_dataset(w.name)
+            del X, args, kept
+    return rows
+
+
+def dask_goal_met(r):
+    t, m = r["times"], r["client_memory"]
+    if t.get("s2sad") is None:
+        return "-"
+    return ("met" if t["s2sad"] / t["hand"] <= DASK_TIME_GOAL and r["lazy"]
+            and m["s2sad"] < r["data_bytes"] else "missed")
+
+
+def dask_report(rows):
+    """The Dask group's table and the goal line of #23."""
+    head = ["workload", "X", "chunks", "hand ms", "s2sad ms", "s2sad/hand",
+            "client MB hand", "client MB s2sad", "X MB", "goal"]
+    body = []
+    for r in rows:
+        t, m = r["times"], r["client_memory"]
+        body.append([r["workload"], "x".join(map(str, r["shape"])), str(r["chunks"]),
+                     fmt_ms(t["hand"]), fmt_ms(t.get("s2sad")),
+                     fmt_ratio(t.get("s2sad"), t["hand"]), fmt_mb(m["hand"]),
+                     fmt_mb(m.get("s2sad")), fmt_mb(r["data_bytes"]), dask_goal_met(r)])
+    out = [f"Dask (#23): logistic regression on data in chunks on a LocalCluster (2 worker "
+           "processes, 1 thread each), one gradient (graph built and computed), best of "
+           "the runs; client MB: growth of a fresh client process's resident memory during "
+           "one gradient on the data (after one on a small instance, which compiles it); "
+           f"goal: s2sad within {DASK_TIME_GOAL}x of the hand (dask-glm) gradient, a lazy "
+           "gradient, and the client's growth below the size of X:", "", render(head, body)]
+    measured = [r for r in rows if r["times"].get("s2sad") is not None]
+    if measured:
+        missed = [r["workload"] for r in measured if dask_goal_met(r) != "met"]
+        out += ["", "dask goal: " + (f"missed by {', '.join(missed)}" if missed
+                                     else "met by every workload")]
+    return "\n".join(out)
+
+
 def select(suite, only=None, groups=None):
     """The workloads named in `only` and in `groups` (comma lists; None: all), or a
     ValueError that says which names are unknown."""
@@ -1031,6 +1183,8 @@ def main():
 
     # the peers are not run on the array loops (jax.jit cannot trace a data-dependent
     # `while`, and eager peers over hundreds of steps take minutes)
+    dask_suite = [w for w in suite if w.group == "dask"]
+    suite = [w for w in suite if w.group != "dask"]
     checked = [(w, check(w, s2sad, {} if w.group == "array-loops" else peers))
                for w in suite]
     # peers' jvps on 1000-step loops take seconds: --quick leaves them out unless asked
@@ -1135,6 +1289,12 @@ def main():
     if mixed_rows:
         print()
         print(mixed_report(mixed_rows, list(peers)))
+    dask_rows = []
+    if dask_suite:
+        print("timing the dask group on a LocalCluster ...", file=sys.stderr, flush=True)
+        dask_rows = dask_bench(dask_suite, s2sad, repeat=2 if opts.quick else 7)
+        print()
+        print(dask_report(dask_rows))
 
     if opts.json:
         with open(opts.json, "w") as fh:
@@ -1143,7 +1303,7 @@ def main():
                        "threads": opts.threads, "cpu_time": opts.cpu_time,
                        "quick": opts.quick, "peers": versions,
                        "s2sad": why or "ok", "results": rows, "array_loops": loop_rows,
-                       "mixed": mixed_rows,
+                       "mixed": mixed_rows, "dask": dask_rows,
                        "jvp": jvp_rows, "hvp": hvp_row, "tape": tape_row,
                        "overhead": overhead}, fh, indent=2)
         print(f"raw results (seconds, bytes) written to {opts.json}")

@@ -29,6 +29,10 @@ NumPy's functions (``np.log``, ``np.sqrt``, ``np.tanh``, ...): logsin spelled
 with NumPy, a projectile with drag (with float parameters that have defaults,
 then with its parameters in a dataclass), and a damped oscillator.
 
+The Dask workload (issue #23) is the logistic regression above on data held in
+chunks on a ``dask.distributed`` cluster, against the gradient dask-glm writes by
+hand, ``X.T @ (sigmoid(X @ w) - y) / n``; it exists only when Dask is importable.
+
 Also here: a hand Hessian-vector product of Rosenbrock (``hvp``), and the
 Lotka-Volterra model over 10^5 steps (the memory of a long gradient tape).
 """
@@ -837,6 +841,29 @@ def oscillator_hand(k, c, x0, dt=0.01):
 
 
 # ---------------------------------------------------------------------------
+# Dask (issue #23): logistic regression (``logreg`` above) on data in chunks on a
+# cluster, against dask-glm's hand-written gradient.  Both build a lazy Dask graph;
+# bench/run.py computes it on a LocalCluster.
+
+
+def logreg_dask_hand(w, X, y):
+    # what dask-glm writes: X.T @ (sigmoid(X w) - y) / n, lazily, one graph
+    z = X @ w
+    return X.T @ (1.0 / (1.0 + np.exp(-z)) - y) / X.shape[0]
+
+
+def logreg_dask_args(n, dim, chunk, seed=0):
+    """(w, X, y) of ``logreg_args``'s distribution, with X and y Dask arrays in chunks
+    of `chunk` rows, generated lazily (by whichever process computes them)."""
+    import dask.array as da
+    state = da.random.RandomState(seed)
+    X = state.standard_normal((n, dim), chunks=(chunk, dim))
+    w = np.random.default_rng(seed).standard_normal(dim) / np.sqrt(dim)
+    y = (state.random_sample(n, chunks=chunk) < 1 / (1 + np.exp(-2 * (X @ w)))) * 1.0
+    return 0.5 * w, X, y
+
+
+# ---------------------------------------------------------------------------
 # Trivial function used to measure the fixed cost of calling an s2sad gradient.
 
 
@@ -859,7 +886,7 @@ class Workload(NamedTuple):
     torch_f: Callable | None = None  # arrays: the loss written for torch
     jvp_hand: Callable | None = None  # scalars: the tangent by hand,
     #                                     (*primals, *tangents) -> (value, tangent)
-    group: str = "scalar"  # "scalar", "numpy", "array-loops" or "mixed"
+    group: str = "scalar"  # "scalar", "numpy", "array-loops", "mixed" or "dask"
     hand_tape: str = ""    # array loops: what the hand gradient keeps per step
 
     @property
@@ -890,6 +917,7 @@ def workloads():
                  small=logreg_args(20, 4, seed=1), torch_f=logreg_torch, group="numpy"),
         *array_loops(),
         *mixed(),
+        *dask_group(),
     ]
 
 
@@ -923,3 +951,16 @@ def mixed():
         Workload("oscillator", oscillator, oscillator_hand, (2.0, 0.5, 1.5),
                  (0, 1, 2), group="mixed"),
     ]
+
+
+def dask_group():
+    """The Dask group (issue #23): 200k x 50 float64 data (80 MB) in 8 chunks; empty when
+    Dask is not installed. `small` is a NumPy instance for the finite differences."""
+    try:
+        import dask.array  # noqa: F401
+        import distributed  # noqa: F401
+    except ImportError:
+        return []
+    return [Workload("logreg_dask", logreg, logreg_dask_hand,
+                     logreg_dask_args(200_000, 50, 25_000), 0,
+                     small=logreg_args(20, 4, seed=1), group="dask")]

@@ -14,6 +14,7 @@ from . import forward_api, pipeline
 from .compilation import Wrt, kinds_key, kinds_of, patterns_of, wrt_indices
 from .errors import GradientCheckError, S2SADError, warn_unconnected
 from .rules import registry, runtime
+from .rules.arrays import is_duck_array
 
 _target = pipeline.target
 
@@ -159,7 +160,8 @@ def _check_inputs(fn, wrt, args):
 
 def _opaque(x):
     """The first object in `x` s2sad cannot give an adjoint of, or None."""
-    if x is None or isinstance(x, (numbers.Number, np.ndarray, np.generic, str)):
+    if x is None or isinstance(x, (numbers.Number, np.ndarray, np.generic, str)) or (
+            is_duck_array(x)):
         return None
     if isinstance(x, (tuple, list)):
         return next((o for o in map(_opaque, x) if o is not None), None)

@@ -44,11 +44,14 @@ from .frontend import fence, source
 from .frontend.source import MISSING, FunctionSource
 from .naming import Namer
 from .rules import runtime, tangents
+from .rules.arrays import is_duck_array_type
 
 #: What to differentiate: a positional parameter's index or name, or a tuple of them.
 Wrt = Union[int, str, tuple]
 
-#: The argument types a derivative is specialised on; others are of unknown kind.
+#: The argument types a derivative is specialised on; others are of unknown kind, but for
+#: the arrays of libraries NumPy dispatches to (Dask, CuPy: see rules/arrays.py), which are
+#: arrays whose type the derivative is specialised on too (`is_duck_array_type`).
 SPECIALISED = (float, int, np.ndarray)
 
 
@@ -124,8 +127,16 @@ class Compilation:
     @property
     def param_kinds(self) -> dict:
         """{parameter: kind} ("scalar", "array", ...) of the parameters of known kind."""
-        return {p: (ARRAY if k is np.ndarray else SCALAR) if k in SPECIALISED else k
-                for p, k in self.kinds.items()}
+        return {p: (ARRAY if k is np.ndarray else SCALAR) if k in SPECIALISED else
+                ARRAY if is_duck_array_type(k) else k for p, k in self.kinds.items()}
+
+    @property
+    def duck_arrays(self) -> bool:
+        """Whether an argument is an array of another library that NumPy dispatches to
+        (a Dask or CuPy array, see rules/arrays.py). The adjoints of arrays are then never
+        updated element by element in place (`x_bar[i] += g`): `g` may be such an array,
+        which an ndarray cannot hold."""
+        return any(is_duck_array_type(k) for k in self.kinds.values())
 
     # -- analyses of the function in Wengert form, on first use ---------------------------
     def _analysis(self, name, compute):
@@ -283,14 +294,14 @@ def wrt_indices(fn, wrt):
 
 def kinds_of(fn, args):
     """{parameter: type} for the positional arguments whose exact type s2sad specialises
-    on (float, int, ndarray, and the user's classes, whose methods are found through
-    them), and for the defaults of the parameters after them; {"p.a": type} for such
+    on (float, int, ndarray, the arrays of other libraries NumPy dispatches to, and the
+    user's classes, whose methods are found through them), and for the defaults of the parameters after them; {"p.a": type} for such
     fields of dataclass and named tuple arguments; other arguments are of unknown
     kind."""
     signature = inspect.signature(fn).parameters
     params = list(signature)
     kinds = {p: type(a) for p, a in zip(params, args)
-             if type(a) in SPECIALISED or user_class(type(a))}
+             if type(a) in SPECIALISED or user_class(type(a)) or is_duck_array_type(type(a))}
     for p in params[len(args):]:        # a default the call leaves, as the guard sees it
         default = signature[p].default
         if (signature[p].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
@@ -306,10 +317,11 @@ def kinds_of(fn, args):
 
 def patterns_of(fn, args):
     """{parameter: (dtype, shape pattern)} of the array arguments (see
-    analysis.shapes.pattern): each one's dtype, how many axes it has and which have
-    length 1, which broadcasting depends on."""
+    analysis.shapes.pattern), ndarrays and others: each one's dtype, how many axes it has
+    and which have length 1, which broadcasting depends on."""
     params = list(inspect.signature(fn).parameters)
-    return {p: pattern(a) for p, a in zip(params, args) if type(a) is np.ndarray}
+    return {p: pattern(a) for p, a in zip(params, args)
+            if type(a) is np.ndarray or is_duck_array_type(type(a))}
 
 
 def default_kinds(fn):

@@ -129,10 +129,39 @@ def test_groups():
         "heat", "rnn", "jacobi", "nbody"]
     assert [w.name for w in run.select(suite, groups="mixed")] == [
         "logsin_np", "projectile", "projectile_dataclass", "oscillator"]
-    assert {w.group for w in suite} == set(run.GROUPS)
+    assert {w.group for w in suite} | {"dask"} == set(run.GROUPS)   # dask: if installed
     assert [w.name for w in run.select(suite, "heat,mlp")] == ["mlp", "heat"]
     assert [w.name for w in run.select(suite, "mlp", "numpy,array-loops")] == ["mlp"]
     with pytest.raises(ValueError, match="unknown group loops"):
         run.select(suite, groups="loops")
     with pytest.raises(ValueError, match="unknown workload mlp"):
         run.select(suite, "mlp", "array-loops")
+
+
+DASK = wl.dask_group()
+
+
+@pytest.mark.parametrize("w", DASK, ids=[w.name for w in DASK])
+def test_dask_checks(w):
+    """The hand gradient against central differences and s2sad on the small instance
+    (NumPy), then the whole Dask benchmark on a small instance as Dask arrays, on a
+    cluster of threads (the benchmark's is of processes)."""
+    import dask.array as da
+    run.check(w._replace(args=w.small), s2sad, {})
+    small = tuple(da.from_array(s, chunks=len(s) // 2) if isinstance(a, da.Array) else s
+                  for s, a in zip(w.small, w.args))
+    rows = run.dask_bench([w._replace(args=small)], s2sad, repeat=1, processes=False)
+    assert rows[0]["lazy"] and set(rows[0]["times"]) == {"hand", "s2sad"}
+    assert "dask goal" in run.dask_report(rows)
+
+
+def test_without_dask_the_group_is_empty(monkeypatch):
+    import builtins
+    real = builtins.__import__
+
+    def no_dask(name, *args, **kwargs):
+        if name.split(".")[0] in ("dask", "distributed"):
+            raise ImportError(name)
+        return real(name, *args, **kwargs)
+    monkeypatch.setattr(builtins, "__import__", no_dask)
+    assert wl.dask_group() == []

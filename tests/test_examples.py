@@ -12,7 +12,11 @@ EXAMPLES = os.path.join(ROOT, "examples")
 
 #: Modules an example may import that s2sad itself does not depend on; an example that
 #: imports one of them is skipped when it is not installed.
-OPTIONAL = ("autograd", "jax", "torch", "pygments", "matplotlib", "scipy")
+OPTIONAL = ("autograd", "jax", "torch", "pygments", "matplotlib", "scipy", "dask",
+            "distributed")
+
+#: The command-line arguments an example runs with here, where its default is large.
+ARGUMENTS = {"larger_than_memory.py": ["--gb", "0.01", "--epochs", "2"]}
 
 
 def _scripts():
@@ -37,7 +41,8 @@ def test_example_runs(name):
     # the checkout under test, not whichever s2sad is installed
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         p for p in (ROOT, os.environ.get("PYTHONPATH")) if p))
-    result = subprocess.run([sys.executable, os.path.join("examples", name)], cwd=ROOT,
+    result = subprocess.run([sys.executable, os.path.join("examples", name),
+                             *ARGUMENTS.get(name, [])], cwd=ROOT,
                             capture_output=True, text=True, timeout=120, env=env)
     assert result.returncode == 0, (
         f"python examples/{name} exited with {result.returncode}\n"

@@ -46,6 +46,7 @@ from .. import syntax
 from ..syntax import unparse
 from ..errors import InternalError, MissingRuleError
 from ..rules import registry, runtime
+from ..rules.arrays import is_duck_array_type
 from .calls import CallAdjoints
 from .inplace import InPlaceWrites
 from .simplify import doubled, on_numbers, simplify, template_name
@@ -141,7 +142,7 @@ class Reverse(CallAdjoints):
             for s in body if isinstance(s, gast.Assign))
         reverse = self.block(body, defined)
         self.updates = InPlaceWrites(body, self.src, reverse, self)
-        result = [self.fitted(p, defined) for p in self.wrt]
+        result = [self.blocked(p, self.fitted(p, defined)) for p in self.wrt]
         reverse.append(syntax.ret(syntax.tuple_(result) if self.as_tuple else result[0]))
         pullback = syntax.function(self.namer.fresh(f"{fn.name}_pullback"), [seed], reverse)
         forward = _strip_markers(self.forward_pass(body))
@@ -164,6 +165,13 @@ class Reverse(CallAdjoints):
         if n not in self.adjoints:
             self.adjoints[n] = self.namer.fresh(f"{n}_bar")
         return self.adjoints[n]
+
+    def blocked(self, p, adjoint):
+        """The adjoint `adjoint` returned for `p`, in the blocks of `p` when `p` is an array
+        of a library that splits arrays in blocks (Dask's chunks, see runtime.blocks_like)."""
+        if not is_duck_array_type(self.ctx.types.get(p)):
+            return adjoint
+        return syntax.call(self.ctx.runtime("blocks_like"), [adjoint, syntax.name(p)])
 
     def fitted(self, p, defined):
         """The adjoint returned for parameter `p` (zeros if it received nothing)."""
@@ -206,7 +214,8 @@ class Reverse(CallAdjoints):
         bar = self.adj(target)
         if uniform and not (target in self.straight and self.kinds.kind.get(target) == ARRAY):
             expr, uniform = self.expanded(expr, target), False
-        owned = target in self.straight and self.kinds.kind.get(target) == ARRAY
+        owned = (target in self.straight and self.kinds.kind.get(target) == ARRAY
+                 and not self.ctx.duck_arrays)
         in_place = self.added_in_place(bar, expr) if owned else None
         if in_place is not None and (target not in defined or target in self.owned):
             zeros = [] if target in defined else [syntax.assign(bar, syntax.call(

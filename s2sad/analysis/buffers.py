@@ -11,6 +11,12 @@ new dtypes) whose promotion the value has; buffers are the parameters and the ar
 function allocated (numbered) that the value may share memory with, a set of bits (an
 int: a value computed from many others may share memory with thousands of buffers,
 which sets would copy at each statement).
+
+A value computed from an array of another library that NumPy dispatches to (a Dask or
+CuPy array, see rules/arrays.py), a duck array, is of kind DUCK, whatever else it is
+computed from: it has no buffer of its own to write into (a Dask array is a lazy graph,
+which `out=` and writes into views do not change as they change an ndarray), so no
+rewrite computes it in place.
 """
 import bisect
 import collections
@@ -22,10 +28,11 @@ import numpy as np
 
 from .. import syntax
 from ..rules import registry, runtime
+from ..rules.arrays import is_duck_array_type
 from .value_kinds import ARRAY, SCALAR
 from .shapes import trims
 
-ND, NDARRAY, NUMBER, INTS = "nd", "ndarray", "number", "ints"
+ND, NDARRAY, NUMBER, INTS, DUCK = "nd", "ndarray", "number", "ints", "duck"
 EMPTY = frozenset()
 OPERATORS = {gast.Add: np.add, gast.Sub: np.subtract, gast.Mult: np.multiply,
              gast.Div: np.divide, gast.Pow: np.power, gast.USub: np.negative}
@@ -35,7 +42,7 @@ class Fact(NamedTuple):
     """What is known of a value: `shape`, a set of shapes it is the broadcast of;
     `dtype`, a set of origins it is the promotion of (weak Python numbers are none);
     `kind`: ND (an ndarray of one or more dimensions), NDARRAY, NUMBER (shape ()),
-    INTS (a shape) or None; `buffers`, the buffers it may share memory with (bit `b`
+    INTS (a shape), DUCK (a duck array, or computed from one) or None; `buffers`, the buffers it may share memory with (bit `b`
     for buffer `b`, see `ArrayFacts.new` and `ArrayFacts.buffer_of`). None is unknown."""
     shape: frozenset = None
     dtype: frozenset = None
@@ -55,8 +62,10 @@ class ArrayFacts:
         self.owned = 0              # buffers the function allocated
         self.named_buffers = {}     # the buffer of a parameter, or a name without a fact
         self.floating = set()       # dtype origins certainly floating
-        self.dtypes = {p: np.dtype(v[0]) for p, v in (ctx.patterns or {}).items()}
+        self.dtypes = {p: np.dtype(v[0]) for p, v in (ctx.patterns or {}).items()
+                       if not is_duck_array_type(ctx.types.get(p))}   # (written in no place)
         self.used_dtypes = set()
+        self.ducks = False          # whether a parameter is a duck array
         # {id(statement): facts before it} of the fused gradient as reuse_buffers left it,
         # which the peephole pass reads
         self.statement_facts = None
@@ -67,8 +76,10 @@ class ArrayFacts:
         for p in (a.id for a in fn.args.posonlyargs + fn.args.args):
             kind, typ = self.ctx.param_kinds.get(p), self.ctx.types.get(p)
             if kind == ARRAY:
+                duck = is_duck_array_type(typ)
+                self.ducks |= duck
                 params[p] = Fact(self.canonical(frozenset([("name", p)])), frozenset([p]),
-                                 NDARRAY, self.buffer_of(p))
+                                 DUCK if duck else NDARRAY, self.buffer_of(p))
                 if p in self.ctx.wrt:
                     self.floating.add(p)    # grad refuses other arrays
             elif kind == SCALAR and typ in (float, int):
@@ -116,12 +127,13 @@ class ArrayFacts:
         else:
             # anything else may store any of the values it reads in any of them
             shared = self.loaded(s, facts) | 1 << self.new()
+            kind = DUCK if self.reads_duck(s, facts) else None
             names = [(n.id, type(n.ctx)) for n in syntax.name_nodes(s)]
             written = {n for n, ctx in names if ctx is not gast.Load}
             changed = {n for n, ctx in names if ctx is not gast.Del}
             for n in changed:
                 old = facts.get(n, Fact())
-                facts[n] = Fact(buffers=shared) if n in written else \
+                facts[n] = Fact(kind=kind, buffers=shared) if n in written else \
                     old._replace(buffers=old.buffers | shared)
         return changed
 
@@ -175,7 +187,19 @@ class ArrayFacts:
     def unknown(self, e, facts):
         return Fact(buffers=self.loaded(e, facts) | 1 << self.new())
 
+    def reads_duck(self, node, facts):
+        """Whether `node` reads a value of kind DUCK."""
+        return self.ducks and any(facts.get(n, Fact()).kind == DUCK
+                                  for n in syntax.names_loaded(node))
+
     def fact(self, e, facts):
+        """The fact of the value of expression `e`, given `facts` of the names."""
+        fact = self.computed(e, facts)
+        if fact.kind not in (INTS, DUCK) and self.reads_duck(e, facts):
+            return fact._replace(kind=DUCK)
+        return fact
+
+    def computed(self, e, facts):
         like = getattr(e, "s2s_like", None)
         if like is not None:        # a new array, of the fact InlineHelpers wrote it for
             return like._replace(buffers=1 << self.new(owned=True))
@@ -237,7 +261,7 @@ class ArrayFacts:
         when `name` is a value of the function the analysis classified."""
         if (name in self.ctx.reverse.primal_names and name in self.ctx.reverse.straight
                 and self.ctx.shapes.of(name) is not None):
-            if fact.kind in (ND, NDARRAY):
+            if fact.kind in (ND, NDARRAY, DUCK):
                 return fact._replace(shape=self.ctx.shapes.of(name))
             if fact.kind is None and self.ctx.shapes.pattern_of(name):
                 # an array of one or more axes, by the patterns of the parameters
@@ -254,7 +278,8 @@ class ArrayFacts:
             *(f.dtype for f in operands))
         if dtype and not self.is_float(dtype):
             dtype = frozenset([fresh])      # promotion rules differ off floats: a new dtype
-        kind = (ND if any(f.kind == ND for f in operands) else
+        kind = (DUCK if any(f.kind == DUCK for f in operands) else
+                ND if any(f.kind == ND for f in operands) else
                 NUMBER if all(f.kind == NUMBER for f in operands) else None)
         buffers = 1 << fresh
         if not known:
@@ -356,7 +381,7 @@ class ArrayFacts:
             return None
         operands, _ = operation
         mine = self.fact(e, facts)
-        if mine.shape is None or not self.is_float(mine.dtype):
+        if mine.shape is None or mine.kind == DUCK or not self.is_float(mine.dtype):
             return None
         loads = collections.Counter(syntax.names_loaded(e)) if loads is None else loads
 

@@ -15,6 +15,7 @@ import numpy as np
 from .. import syntax
 from ..frontend.source import MISSING
 from ..rules import registry
+from ..rules.arrays import is_duck_array_type
 
 SCALAR, ARRAY, CONTAINER, UNKNOWN = "scalar", "array", "container", "unknown"
 SCALARS = "scalars"     # a container of scalars, such as an array's shape
@@ -164,9 +165,10 @@ def _is_local_ref(e, src):
 def user_class(cls):
     """Whether `cls` is a class of the user's, defined in Python, whose instances s2sad
     resolves methods through: not a number, array, container, function or module type,
-    nor a named tuple (a record, read by field)."""
+    nor a named tuple (a record, read by field), nor an array of another library that
+    NumPy dispatches to (a Dask or CuPy array, see rules/arrays.py)."""
     return (isinstance(cls, type) and cls.__module__ not in _NOT_USER
-            and not cls.__module__.startswith("numpy")
+            and not cls.__module__.startswith("numpy") and not is_duck_array_type(cls)
             and not issubclass(cls, (tuple, list, dict, set, numbers.Number, np.ndarray,
                                      np.generic, BaseException)))
 

@@ -40,7 +40,7 @@ the patterns the rewrite relied on.
 import gast
 import numpy as np
 
-from ..analysis.buffers import ND, NDARRAY
+from ..analysis.buffers import DUCK, ND, NDARRAY
 from .. import syntax
 from ..rules import runtime
 
@@ -62,7 +62,7 @@ class InlineHelpers:
         self.ctx = ctx
         self.known = ctx.array_facts
         self.shapes = ctx.shapes
-        self.arrays = (ND, NDARRAY)
+        self.arrays = (ND, NDARRAY, DUCK)
         self.helpers = {getattr(runtime, name): name
                         for name in ["unbroadcast", *_PRODUCTS]}
 
@@ -172,5 +172,6 @@ class InlineHelpers:
             else:
                 out = matmul(t(a), g)
             made = self.known.result([fa, fg])
-        out.s2s_like = made._replace(shape=(fa, fb)[which].shape, kind=self.arrays[0])
+        out.s2s_like = made._replace(shape=(fa, fb)[which].shape,
+                                     kind=DUCK if made.kind == DUCK else ND)
         return out

@@ -7,14 +7,17 @@ import dataclasses
 
 import numpy as np
 
+from .arrays import is_array
+
 
 def zeros_like(x):
     """The zero adjoint of `x`: 0.0 for a number, a float zero array for an array."""
-    if isinstance(x, np.ndarray):
+    if is_array(x):
         dtype = x.dtype
         if dtype.kind != "f" or dtype.itemsize < 4:     # float32 at least
             dtype = np.result_type(dtype, np.float32)
-        # np.zeros is about three times as fast as np.zeros_like (which keeps subclasses)
+        # np.zeros is about three times as fast as np.zeros_like (which keeps subclasses,
+        # and the library of a duck array)
         return np.zeros(x.shape, dtype) if type(x) is np.ndarray else np.zeros_like(
             x, dtype=dtype)
     if is_named_tuple(x):
@@ -58,7 +61,7 @@ def carries_derivative(v):
         return False
     if isinstance(v, (float, complex, np.floating, np.complexfloating)):
         return True
-    if isinstance(v, np.ndarray):
+    if is_array(v):
         return np.issubdtype(v.dtype, np.inexact)
     return isinstance(v, (tuple, list, dict)) or is_record(v)
 
@@ -111,13 +114,13 @@ def sequence(obj):
     """What a loop over `obj` indexes (passes.desugar writes `for v in obj` as a loop
     over indexes): a list, tuple or array itself; the keys of a dict, and the items of
     any other iterable, as a list."""
-    return obj if isinstance(obj, (list, tuple, np.ndarray)) else list(obj)
+    return obj if isinstance(obj, (list, tuple)) or is_array(obj) else list(obj)
 
 
 def unsequence(d, obj, zero):
     """The adjoint or tangent `d` of `sequence(obj)`, for `obj`: `d` where the loop
     indexes `obj` itself, `zero` where it indexes keys, which carry no derivative."""
-    return d if isinstance(obj, (list, tuple, np.ndarray)) else zero
+    return d if isinstance(obj, (list, tuple)) or is_array(obj) else zero
 
 
 def keys(d):

@@ -4,6 +4,9 @@ import math
 import numpy as np
 
 from ..errors import ExceptionPathError, MissingRuleError, NonScalarOutputError, S2SADError
+from .arrays import (  # noqa: F401 - generated code finds blocks_like in runtime
+    add_at, asarray, blocks_like, broadcast_shapes, full, is_array, is_duck_array, number,
+    zeros)
 from .containers import (  # noqa: F401 - generated code finds them in runtime
     add, carries_derivative, is_record, keys, sequence, unsequence, zeros_like,
     field_zero as _field_zero, fields as _fields, is_named_tuple as _is_named_tuple,
@@ -102,23 +105,23 @@ def unbroadcast(g, x):
     if isinstance(x, (tuple, list, dict)) or x is None:
         return g
     shape = np.shape(x)
-    if np.shape(g) == shape and (isinstance(x, np.ndarray) or not isinstance(g, np.ndarray)):
+    if np.shape(g) == shape and (is_array(x) or not is_array(g)):
         return g
-    g = np.asarray(g)
-    if g.ndim == 0 and isinstance(x, np.ndarray):
+    g = asarray(g)
+    if g.ndim == 0 and is_array(x):
         # a scalar adjoint (a symbolic zero, or one value for every entry) of an array
-        return np.full(shape, g, dtype=x.dtype if x.dtype.kind == "f" else float)
-    full = np.broadcast_shapes(g.shape, shape)
-    if full != g.shape:
+        return full(shape, g, x.dtype if x.dtype.kind == "f" else float, x)
+    spread = broadcast_shapes(g.shape, shape)
+    if spread != g.shape:
         # g stands for an array of a larger shape: a scalar adjoint (one value for every
         # entry) times a smaller operand; spread it out first
-        g = np.array(np.broadcast_to(g, full))
+        g = np.broadcast_to(g, spread).copy()
     lead = g.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape)
                                        if n == 1 and g.shape[lead + i] != 1)
     out = g.sum(axis=axes).reshape(shape) if axes else g.reshape(shape)
     if not isinstance(x, (np.ndarray, np.generic)):
-        return float(out)
+        return number(out)
     return out
 
 
@@ -137,10 +140,12 @@ def unindex(g, x, index):
             if not named or carries_derivative(x[i]):
                 out[i] = unbroadcast(v, x[i])
         return _rebuild(x, out)
-    x = np.asarray(x)
-    out = np.zeros(x.shape, dtype=np.result_type(x.dtype, np.float32))
+    x = asarray(x)
+    out = zeros(x.shape, np.result_type(x.dtype, np.float32), x, g)
     if _basic(index):
         out[index] = unbroadcast(g, out[index])
+    elif is_duck_array(out):
+        add_at(out, index, g)
     else:
         np.add.at(out, index, g)
     return out
@@ -154,7 +159,7 @@ def _basic(index):
 
 def log_base(x):
     """log(x) for the exponent rule of `x ** y`: 0.0 where x == 0 (0 ** y is flat in y)."""
-    if isinstance(x, np.ndarray):
+    if is_array(x):
         return np.log(np.where(x == 0, 1.0, x))
     return math.log(x) if x != 0 else 0.0
 
@@ -162,7 +167,7 @@ def log_base(x):
 def seed(y, name):
     """The adjoint 1 of a scalar output `y` of the same type; a clear error otherwise."""
     import numbers
-    if isinstance(y, np.ndarray) and y.shape == ():
+    if is_array(y) and y.shape == ():
         return np.ones_like(y)
     if isinstance(y, np.generic) and np.issubdtype(y.dtype, np.floating):
         return y.dtype.type(1)
@@ -190,9 +195,11 @@ def unreduce(g, x, axis=None, keepdims=False):
         x = np.asarray(x)
     shape = np.shape(x)
     dtype = np.result_type(g, x)        # before asarray: a Python float stays weak
-    g = np.asarray(g)
+    g = asarray(g)
     if not keepdims and g.ndim:     # a 0-d g stands for the same value everywhere
         g = np.expand_dims(g, _axes(axis, len(shape))) if shape else g
+    if is_duck_array(x) or is_duck_array(g):
+        return zeros(shape, dtype, x, g) + g
     out = np.empty(shape, dtype=dtype)
     out[...] = g
     return out
@@ -201,10 +208,10 @@ def unreduce(g, x, axis=None, keepdims=False):
 def _along_last(fn, axis, x, *more):
     """`fn` applied with the reduced axes of `x` (for `np.prod(x, axis)`) flattened into
     the last one, its result put back in `x`'s shape; `more` arrays move alike."""
-    x = np.asarray(x)
+    x = asarray(x)
     axes = _axes(axis, x.ndim)
     last = range(x.ndim - len(axes), x.ndim)
-    moved = [np.moveaxis(np.asarray(a), axes, last) for a in (x, *more)]
+    moved = [np.moveaxis(asarray(a), axes, last) for a in (x, *more)]
     flat = [m.reshape(m.shape[:x.ndim - len(axes)] + (-1,)) for m in moved]
     return np.moveaxis(fn(*flat).reshape(moved[0].shape), last, axes)
 
@@ -243,14 +250,20 @@ def prod_others_dot(x, t, axis=None):
 
 
 def count(x, axis=None):
-    """How many elements a reduction of `x` over `axis` combines."""
+    """How many elements a reduction of `x` over `axis` combines (a lazy 0-d array for a
+    duck array whose lengths along `axis` are not known until it is computed, such as a
+    Dask array of unknown chunk sizes)."""
     shape = np.shape(x)
-    return int(np.prod([shape[a] for a in _axes(axis, len(shape))]))
+    axes = _axes(axis, len(shape))
+    lengths = [shape[a] for a in axes]
+    if is_duck_array(x) and any(n != n for n in lengths):      # NaN: not known yet
+        return np.max(np.sum(np.ones_like(x, dtype=np.float64), axis=axes))
+    return int(np.prod(lengths))
 
 
 def extremum(g, x, ans, axis=None, keepdims=False):
     """The adjoint of max/min: `g` shared equally among the elements that attain it."""
-    x = np.asarray(x)
+    x = asarray(x)
     if not keepdims and axis is not None and x.ndim:
         axes = _axes(axis, x.ndim)      # g and ans broadcast against x again
         ans = np.expand_dims(ans, axes)
@@ -262,7 +275,7 @@ def extremum(g, x, ans, axis=None, keepdims=False):
 
 def variance(g, x, axis=None, ddof=0, keepdims=False):
     """The adjoint of var(x, axis, ddof)."""
-    x = np.asarray(x)
+    x = asarray(x)
     centred = x - x.mean(axis=axis, keepdims=True)
     return unreduce(g, x, axis, keepdims) * 2 * centred / (count(x, axis) - ddof)
 
@@ -271,8 +284,8 @@ def safe_divide(n, d):
     """`n / d`, and 0 where `d` is 0: the adjoint of a square root or a deviation at 0,
     where s2sad gives the subgradient 0 (the standard deviation of one value, or of
     equal values, is 0 around them)."""
-    if isinstance(n, np.ndarray) or isinstance(d, np.ndarray):
-        zero = np.asarray(d) == 0
+    if is_array(n) or is_array(d):
+        zero = asarray(d) == 0
         return np.where(zero, 0.0, n / np.where(zero, 1.0, d))
     return n / d if d != 0 else 0.0 * n
 
@@ -281,7 +294,7 @@ def linspace_end(g, start, stop, num=50, endpoint=True, which=0):
     """The adjoint of `start` (`which` 0) or `stop` (1) of `np.linspace(start, stop,
     num, endpoint)`: each sample is `start + (stop - start) * w`, `w` from 0 up to 1
     (or short of it without the endpoint)."""
-    g = np.asarray(g)
+    g = asarray(g)
     n = g.shape[0] if g.ndim else 1
     w = np.arange(n) / ((n - 1 if endpoint else n) or 1)
     w = w.reshape((n,) + (1,) * max(g.ndim - 1, 0))
@@ -295,7 +308,7 @@ def arange_part(g, start, stop=None, step=None, which=0):
     the samples are the integers below it: no derivative."""
     if stop is None:
         return 0.0 * np.sum(g)
-    g = np.asarray(g)
+    g = asarray(g)
     return np.sum(g) if which == 0 else np.sum(g * np.arange(g.shape[0]))
 
 
@@ -304,7 +317,7 @@ def cumsum(g, x, axis=None):
     if np.ndim(g) == 0:
         return g                                    # the zero (see `_spread`)
     if axis is None:
-        return np.cumsum(np.asarray(g)[::-1])[::-1].reshape(np.shape(x))
+        return np.cumsum(asarray(g)[::-1])[::-1].reshape(np.shape(x))
     return np.flip(np.cumsum(np.flip(g, axis), axis), axis)
 
 
@@ -334,7 +347,7 @@ def _spread(g, shape):
 
 def matmul_lhs(g, a, b):
     """The adjoint of `a` in `a @ b`."""
-    a, b = np.asarray(a), np.asarray(b)
+    a, b = asarray(a), asarray(b)
     g = _spread(g, _matmul_shape(a, b))
     if b.ndim == 1:
         out = np.expand_dims(g, -1) * b if a.ndim > 1 else g * b
@@ -347,7 +360,7 @@ def matmul_lhs(g, a, b):
 
 def matmul_rhs(g, a, b):
     """The adjoint of `b` in `a @ b`."""
-    a, b = np.asarray(a), np.asarray(b)
+    a, b = asarray(a), asarray(b)
     g = _spread(g, _matmul_shape(a, b))
     if a.ndim == 1:
         out = np.expand_dims(a, -1) * np.expand_dims(g, -2) if b.ndim > 1 else g * a
@@ -361,7 +374,7 @@ def matmul_rhs(g, a, b):
 
 def dot_lhs(g, a, b):
     """The adjoint of `a` in `np.dot(a, b)`."""
-    a, b = np.asarray(a), np.asarray(b)
+    a, b = asarray(a), asarray(b)
     if a.ndim == 0 or b.ndim == 0:
         return unbroadcast(g * b, a)
     if b.ndim <= 2:
@@ -374,7 +387,7 @@ def dot_lhs(g, a, b):
 
 def dot_rhs(g, a, b):
     """The adjoint of `b` in `np.dot(a, b)`."""
-    a, b = np.asarray(a), np.asarray(b)
+    a, b = asarray(a), asarray(b)
     if a.ndim == 0 or b.ndim == 0:
         return unbroadcast(g * a, b)
     if b.ndim <= 2:
@@ -386,7 +399,7 @@ def dot_rhs(g, a, b):
 
 def inner(g, a, b, which):
     """The adjoint of `a` (which=0) or `b` (which=1) in np.inner (sums the last axes)."""
-    a, b = np.asarray(a), np.asarray(b)
+    a, b = asarray(a), asarray(b)
     if a.ndim == 0 or b.ndim == 0:
         return unbroadcast(g * (b if which == 0 else a), a if which == 0 else b)
     na, nb = a.ndim - 1, b.ndim - 1
@@ -427,12 +440,12 @@ def einsum(g, subscripts, k, *operands):
     if summed:                                      # operand k was broadcast there
         out = out.sum(axis=summed, keepdims=True)
     if out.shape != tuple(sizes):
-        out = np.array(np.broadcast_to(out, sizes))
+        out = np.broadcast_to(out, sizes).copy()
     if unique == mine:
         return out
-    full = np.zeros(shape, dtype=np.result_type(out, np.float32))
-    np.einsum(f"{mine}->{unique}", full)[...] = out  # a writable view of the diagonal
-    return full
+    on_diagonal = np.zeros(shape, dtype=np.result_type(out, np.float32))
+    np.einsum(f"{mine}->{unique}", on_diagonal)[...] = out  # a writable view of the diagonal
+    return on_diagonal
 
 
 def _in_order(out, unique, kept):
@@ -462,7 +475,7 @@ def _without_ellipsis(inputs, output, operands):
 
 def tensordot(g, a, b, axes, which):
     """The adjoint of `a` (which=0) or `b` (which=1) in `np.tensordot(a, b, axes)`."""
-    a, b = np.asarray(a), np.asarray(b)
+    a, b = asarray(a), asarray(b)
     if isinstance(axes, int):
         axes = (list(range(a.ndim - axes, a.ndim)), list(range(axes)))
     ax_a, ax_b = ([axes[0]] if isinstance(axes[0], int) else list(axes[0]),
@@ -481,23 +494,23 @@ def tensordot(g, a, b, axes, which):
 
 def trace(g, x, offset=0, axis1=0, axis2=1):
     """The adjoint of np.trace: `g` on the diagonal `offset` of the planes (axis1, axis2)."""
-    x = np.asarray(x)
-    out = np.zeros(x.shape, dtype=np.result_type(x, np.float32))
+    x = asarray(x)
+    out = zeros(x.shape, np.result_type(x, np.float32), x, g)
     planes = np.moveaxis(out, (axis1, axis2), (-2, -1))      # a view into `out`
     n, m = planes.shape[-2:]
     rows = np.arange(max(0, -offset), min(n, m - offset))
-    planes[..., rows, rows + offset] = np.expand_dims(np.asarray(g), -1)
+    planes[..., rows, rows + offset] = np.expand_dims(asarray(g), -1)
     return out
 
 
 def diag(g, v, k=0):
     """The adjoint of np.diag (in both directions)."""
-    v = np.asarray(v)
+    v = asarray(v)
     if np.ndim(g) == 0:
         return g                                    # the zero (see `_spread`)
     if v.ndim == 1:
         return np.diagonal(g, offset=k).copy()
-    out = np.zeros(v.shape, dtype=np.result_type(v, np.float32))
+    out = zeros(v.shape, np.result_type(v, np.float32), v, g)
     rows = np.arange(len(g)) + max(-k, 0)
     out[rows, rows + k] = g
     return out
@@ -505,25 +518,25 @@ def diag(g, v, k=0):
 
 def norm(g, x, ans, ord=None, axis=None, keepdims=False):
     """The adjoint of np.linalg.norm: vector p-norms (and inf), and the Frobenius norm."""
-    x = np.asarray(x)
+    x = asarray(x)
     vector = axis is not None and np.ndim(axis) == 0 or (axis is None and x.ndim == 1)
     if not vector and ord not in (None, "fro"):
         raise MissingRuleError(f"s2sad has no derivative rule for the matrix norm "
                                f"ord={ord!r}; only the Frobenius norm")
     if ord in (None, 2, "fro"):
-        scale = unreduce(np.asarray(g) / np.where(ans == 0, 1, ans), x, axis, keepdims)
+        scale = unreduce(asarray(g) / np.where(ans == 0, 1, ans), x, axis, keepdims)
         return scale * x
     if ord in (np.inf, -np.inf):
         return extremum(g, np.abs(x), ans, axis, keepdims) * np.sign(x)
     p = float(ord)
     safe = np.where(ans == 0, 1, ans)
-    scale = unreduce(np.asarray(g) / safe ** (p - 1), x, axis, keepdims)
+    scale = unreduce(asarray(g) / safe ** (p - 1), x, axis, keepdims)
     return scale * np.sign(x) * np.abs(x) ** (p - 1)
 
 
 def solve(g, a, b, ans, which):
     """The adjoint of `a` (which=0) or `b` (which=1) in `x = np.linalg.solve(a, b)`."""
-    a = np.asarray(a)
+    a = asarray(a)
     b_bar = np.linalg.solve(np.swapaxes(a, -1, -2), _spread(g, np.shape(ans)))
     if which == 1:
         return unbroadcast(b_bar, b)
@@ -579,15 +592,17 @@ swapaxes, moveaxis, flip, roll, triu, tril = map(_on_axes, (
 
 
 def split_like(g, arrays, axis=0):
-    """The adjoint of concatenating `arrays` along `axis`: the pieces of `g`."""
+    """The adjoint of concatenating `arrays` along `axis`: the pieces of `g` (slices, which
+    every array library has; Dask has no `np.split`)."""
     if np.ndim(g) == 0:
         return [g] * len(arrays)                    # the zero (see `_spread`)
     if axis is None:
-        sizes = [np.size(a) for a in arrays]
-        pieces = np.split(np.ravel(g), np.cumsum(sizes)[:-1])
+        ends = np.cumsum([np.size(a) for a in arrays]).tolist()
+        pieces = split_like(np.ravel(g), [range(n) for n in np.diff([0] + ends)])
         return [np.reshape(p, np.shape(a)) for p, a in zip(pieces, arrays)]
-    sizes = [np.shape(a)[axis] for a in arrays]
-    return np.split(g, np.cumsum(sizes)[:-1], axis=axis)
+    ends = np.cumsum([np.shape(a)[axis] for a in arrays]).tolist()
+    before = (slice(None),) * (axis % np.ndim(g))
+    return [g[before + (slice(lo, hi),)] for lo, hi in zip([0] + ends, ends)]
 
 
 def unstack(g, arrays, axis=0):
@@ -619,7 +634,7 @@ def from_array(g, obj):
             return type(obj)(from_array(g, o) for o in obj)
         return type(obj)(from_array(gi, o) for gi, o in zip(g, obj))
     if isinstance(obj, np.ndarray):
-        return np.asarray(g, dtype=np.result_type(obj.dtype, np.float32))
+        return asarray(g).astype(np.result_type(obj.dtype, np.float32), copy=False)
     return float(g) if isinstance(obj, (int, float)) else g
 
 
@@ -636,7 +651,7 @@ def untranspose(g, axes=None):
 def untile(g, x, reps):
     if np.ndim(g) == 0:
         return g                                    # the zero (see `_spread`)
-    x = np.asarray(x)
+    x = asarray(x)
     reps = (reps,) if np.isscalar(reps) else tuple(reps)
     nd = max(x.ndim, len(reps))
     shape = (1,) * (nd - x.ndim) + x.shape
@@ -648,7 +663,7 @@ def untile(g, x, reps):
 def unrepeat(g, x, repeats, axis=None):
     if np.ndim(g) == 0:
         return g                                    # the zero (see `_spread`)
-    x = np.asarray(x)
+    x = asarray(x)
     if axis is None:
         flat = x.ravel()
         idx = np.repeat(np.arange(flat.size), repeats)
@@ -665,9 +680,9 @@ def clip_mask(x, lo, hi):
     """Where `np.clip(x, lo, hi)` passes `x` through."""
     inside = np.asarray(True)
     if lo is not None:
-        inside = inside & (np.asarray(x) >= lo)
+        inside = inside & (asarray(x) >= lo)
     if hi is not None:
-        inside = inside & (np.asarray(x) <= hi)
+        inside = inside & (asarray(x) <= hi)
     return inside
 
 
@@ -681,12 +696,12 @@ def first(ans, i, *xs):
 
 def unsort(g, x, axis=-1):
     """The adjoint of np.sort: `g` put back where each element came from."""
-    x = np.asarray(x)
+    x = asarray(x)
     if axis is None:
-        out = np.zeros(x.size, dtype=np.result_type(x, np.float32))
+        out = zeros(x.size, np.result_type(x, np.float32), x, g)
         out[np.argsort(x, axis=None)] = np.ravel(g)
         return out.reshape(x.shape)
-    out = np.zeros(x.shape, dtype=np.result_type(x, np.float32))
+    out = zeros(x.shape, np.result_type(x, np.float32), x, g)
     np.put_along_axis(out, np.argsort(x, axis=axis), g, axis=axis)
     return out
 
@@ -703,7 +718,7 @@ def int_zero(g, dtype=None):
     of a conversion to `dtype` (`np.array(x, dtype=int)`), which is piecewise constant."""
     if dtype is None or np.issubdtype(np.dtype(dtype), np.inexact):
         return g
-    return np.zeros(np.shape(g))
+    return zeros(np.shape(g), np.float64, g)
 
 
 def cast_tangent(t, dtype=None):
@@ -712,16 +727,16 @@ def cast_tangent(t, dtype=None):
     if dtype is None:
         return t
     if np.issubdtype(np.dtype(dtype), np.inexact):
-        return np.asarray(t).astype(dtype)
-    return np.zeros(np.shape(t))
+        return asarray(t).astype(dtype)
+    return zeros(np.shape(t), np.float64, t)
 
 
 def cast_like(g, x, dtype=None):
     """The adjoint of `x.astype(dtype)`: `g` in the dtype of `x`, or zero when `dtype` is
     an integer or boolean type (the conversion is then piecewise constant)."""
     if dtype is not None and not np.issubdtype(np.dtype(dtype), np.inexact):
-        return zeros_like(np.asarray(x))
-    return np.asarray(g).astype(np.result_type(x), copy=False)
+        return zeros_like(asarray(x))
+    return asarray(g).astype(np.result_type(x), copy=False)
 
 
 # -- sequences of numbers (rules/math.py) ----------------------------------------------
@@ -760,7 +775,7 @@ def zero_at(g, index):
         out = list(g)
         out[index] = zeros_like(out[index])
         return out
-    out = np.array(g, dtype=np.result_type(g, np.float32))
+    out = asarray(g).astype(np.result_type(g, np.float32))     # a copy
     out[index] = 0
     return out
 
@@ -768,8 +783,8 @@ def zero_at(g, index):
 def own(g, x):
     """`g`, the adjoint of the array `x`, as an array of its own (a copy, of a floating
     dtype, of `x`'s shape), which a reversed loop then updates in place."""
-    x = np.asarray(x)
-    return np.array(np.broadcast_to(g, x.shape), dtype=np.result_type(g, x.dtype, np.float32))
+    x = asarray(x)
+    return np.broadcast_to(g, x.shape).astype(np.result_type(g, x.dtype, np.float32))
 
 
 def unadd(g, x, y, which):
@@ -827,7 +842,7 @@ def refuse_view(v, error):
 def snapshot(v):
     """`v` as a loop's tape records it: a copy of an array (an element of an array that
     the loop then writes in place), anything else as it is."""
-    return v.copy() if isinstance(v, np.ndarray) else v
+    return v.copy() if is_array(v) else v
 
 
 def take(g, index):
@@ -835,7 +850,7 @@ def take(g, index):
     if _is_zero(g):
         return g
     part = g[index]
-    return part.copy() if isinstance(part, np.ndarray) else part
+    return part.copy() if is_array(part) else part
 
 
 def head(g):

@@ -17,7 +17,8 @@ from ..errors import MissingRuleError
 from . import runtime as R
 from .registry import define, jvp, linear
 
-ns = {"np": np, "_s2s_zeros_like": R.zeros_like}
+ns = {"np": np, "_s2s_zeros_like": R.zeros_like, "_s2s_from_array": R.from_array,
+      "_s2s_unbroadcast": R.unbroadcast, "_s2s_reshape_like": R.reshape_like}
 
 
 def _helpers(*fns):
@@ -111,6 +112,15 @@ ns.update({"_s2s_" + k: getattr(R, k) for k in ("einsum", "tensordot", "solve", 
                                                   "lstsq_adjoint", "no_second_derivative")})
 
 define(R.zeros_like, "x", None, zero=("x",), tangent=())    # a constant: no derivative
+# rules/arrays.py: the dispatching conversions and allocations of the helpers above,
+# which reverse mode reads through (gradient code differentiated again)
+for _f in (R.is_duck_array, R.is_array, R.broadcast_shapes):
+    define(_f, nondiff=True)
+define(R.zeros, nondiff=True, returns="array")
+define(R.asarray, "x", "_s2s_from_array(g, x)", linear="x", view=True, namespace=ns)
+define(R.full, "shape, value, dtype, like", None, "_s2s_unbroadcast(g, value)", None, None,
+       linear="value", zero=("like",), returns="array", namespace=ns)
+define(R.number, "x", "_s2s_reshape_like(g, x)", linear="x", namespace=ns)
 # the adjoint 1 of a scalar output: a constant, in reverse mode too (gradient code
 # differentiated again in reverse mode, `grad(f)` called in a function)
 define(R.seed, "y, name", None, None, zero=("y", "name"), tangent=(), returns="scalar")
@@ -124,6 +134,7 @@ linear(R.add, "a, b", "a, b")
 linear(R.unbroadcast, "g, x", "g")
 linear(R.unindex, "g, x, index", "g")
 linear(R.own, "g, x", "g")
+linear(R.blocks_like, "g, x", "g")
 linear(R.snapshot, "v", "v")
 define(R.like, "x", None, zero=("x",), tangent=())          # only its shape is read
 linear(R.unattr, "g, obj, name", "g")
