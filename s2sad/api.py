@@ -14,6 +14,7 @@ from . import forward_api, pipeline
 from .compilation import Wrt, kinds_key, kinds_of, patterns_of, wrt_indices
 from .errors import GradientCheckError, S2SADError, warn_unconnected
 from .rules import registry, runtime
+from .rules.schedules import checkpointed
 
 _target = pipeline.target
 
@@ -601,3 +602,4 @@ def stop_gradient(x: Any) -> Any:
 
 
 registry.nondiff(stop_gradient)
+registry.nondiff(checkpointed)     # (a loop's head: see passes/checkpointed_loops.py)

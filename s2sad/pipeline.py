@@ -14,7 +14,7 @@ that calls itself is one more entry of the worklist, linked to itself.
 
 >>> from s2sad import pipeline
 >>> [p.name for p in pipeline.FORWARD_MODE]  # doctest: +NORMALIZE_WHITESPACE
-['lift', 'desugar', 'wengert', 'resolve_calls', 'record_fields', 'aliasing',
+['lift', 'checkpointed_loops', 'desugar', 'wengert', 'resolve_calls', 'record_fields', 'aliasing',
  'lost_derivatives', 'forward', 'tangent_only', 'inline_temporaries', 'write_in_place', 'guard',
  'enclose']
 """
@@ -40,8 +40,8 @@ from .compilation import (Compilation, Wrt, default_kinds, kinds_key, patterns_k
 from .errors import InternalError, MissingRuleError, S2SADError, UnsupportedSyntaxError
 from .frontend import source
 from .rules import registry
-from .passes import (aliasing, combine_terms, desugar, element_adjoints, enclose,
-                     inline_helpers, insert_dels, lift, lost_derivatives, optimize, peephole,
+from .passes import (aliasing, checkpointed_loops, combine_terms, desugar, element_adjoints,
+                     enclose, inline_helpers, insert_dels, lift, lost_derivatives, optimize, peephole,
                      record_fields, resolve_calls, reuse_buffers, wengert)
 
 
@@ -57,6 +57,8 @@ class Pass:
 #: which reads the source and refuses unsupported syntax, makes the `Compilation`.)
 FRONT = [
     Pass("lift", lift.run, "nested functions and lambdas become functions of their own"),
+    Pass("checkpointed_loops", checkpointed_loops.run, "the body of a loop over "
+         "s2sad.checkpointed(...) a step function of the loop state"),
     Pass("desugar", desugar.run, "comprehensions, augmented and multiple assignment, "
          ":=, loops over sequences as loops over indexes, loop else, early returns, "
          "jumps; del and global dropped, the bodies of with and try kept"),

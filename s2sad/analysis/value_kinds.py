@@ -100,6 +100,9 @@ class ValueKinds:
             if method:
                 prim = registry.METHODS.get(e.func.attr, MISSING)
             record = registry.primitive(prim)
+            state = getattr(getattr(prim, "s2s_lifted", None), "state", None)
+            if state is not None:       # a checkpointed loop's step: its state, changed
+                return self.of(e.args[1]) if len(state) == 1 else CONTAINER
             if record is None:
                 return UNKNOWN
             if record.reduction:        # a full reduction has shape ()
