@@ -474,6 +474,9 @@ def _callee_request(callee):
     if callee.mode == "adjoint":
         return _request("reverse", callee.fn, callee.wrt, callee.kinds, fused="adjoint",
                         guard=False, recompute=True)
+    if callee.mode == "step":
+        return _request("reverse", callee.fn, callee.wrt, callee.kinds, fused="adjoint",
+                        guard=False, release=True)
     return _request("reverse", callee.fn, callee.wrt, callee.kinds)
 
 

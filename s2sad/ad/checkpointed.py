@@ -37,14 +37,12 @@ def heat_vjp(u, kappa, n):
         for _s2s_step, _s2s_start in _s2s_schedule.reverse_sweep():
             # the state before the step, from a snapshot
             u_2 = _s2s_schedule.restore(_s2s_start)
-            for i_1 in _s2s_schedule.advance(_s2s_start, _s2s_step):
-                if _s2s_schedule.snapshot_before(i_1):
-                    _s2s_schedule.save(i_1, u_2)
-                u_2 = heat_step(i_1, u_2, kappa)
-            # the step, taped, and its pullback
-            _, heat_step_pullback = heat_step_vjp(_s2s_step, u_2, kappa)
-            # grad of: for i in s2sad.checkpointed(range(n), snapshots=3):
-            u_bar, kappa_bar = heat_step_pullback(u_bar)
+            for i in _s2s_schedule.advance(_s2s_start, _s2s_step):
+                if _s2s_schedule.snapshot_before(i):
+                    _s2s_schedule.save(i, u_2)
+                u_2 = heat_step(i, u_2, kappa)
+            # the step again, taped, and its pullback
+            u_bar, kappa_bar = heat_step_adjoint(u_bar, _s2s_step, u_2, kappa)
             kappa_bar_1 = kappa_bar_1 + kappa_bar
         return (u_bar, kappa_bar_1)
     return (y, heat_pullback)
@@ -52,6 +50,7 @@ def heat_vjp(u, kappa, n):
 import gast
 
 from .. import syntax
+from ..compilation import Callee
 from ..analysis.names import NameCounts, rename
 from ..passes.checkpointed_loops import LoopBody, is_checkpointed
 from .tapes import LoopPlan
@@ -115,12 +114,13 @@ class CheckpointedLoop(LoopPlan):
                                             [target, value]))
         test = syntax.call(syntax.attribute(self.tape, "snapshot_before"),
                            [syntax.name(self.target)])
-        return syntax.if_(test, [save] + self.copies())
+        return syntax.located(syntax.if_(test, [save] + self.copies()), self.loop)
 
     def copies(self):
         """`a = _s2s_copied(a)` for each state `a` the step changes in place."""
         copied = self.rev.ctx.runtime("copied")
-        return [syntax.assign(n, syntax.call(copied, [syntax.name(n)])) for n in self.mutated]
+        return [syntax.located(syntax.assign(n, syntax.call(copied, [syntax.name(n)])), self.loop)
+                for n in self.mutated]
 
     def reversed_loop(self, body):
         """The reverse sweep, with `body`, the reversed body, after the taped step."""
@@ -130,46 +130,59 @@ class CheckpointedLoop(LoopPlan):
                  syntax.tuple_([syntax.name(n, store=True) for n in self.state], store=True))
         restore = syntax.assign(state, syntax.call(syntax.attribute(self.tape, "restore"),
                                                    [syntax.name(start)]))
+        copies = self.copies()
         advance = syntax.for_(self.target, syntax.call(
             syntax.attribute(self.tape, "advance"), [syntax.name(start), syntax.name(step)]),
             [self.saving()] + [_unlocated(s) for s in _primal(self.loop.body)])
-        at = syntax.assign(self.target, syntax.name(step))
-        self.reads = set(syntax.names_loaded(syntax.if_(syntax.const(True), body)))
-        taped = [self.taped(s) for s in _primal(self.loop.body)
-                 if not getattr(s, "s2s_phi", False)]
+        taped = self.taped(body, step)
+        for made in [restore, advance] + copies + advance.body + advance.body[0].body:
+            syntax.located(made, self.loop).s2s_uncommented = True
         sweep = syntax.for_(syntax.tuple_([syntax.name(step, store=True),
                                            syntax.name(start, store=True)], store=True),
                             syntax.call(syntax.attribute(self.tape, "reverse_sweep")),
                             [syntax.comment("the state before the step, from a snapshot")]
-                            + [restore] + self.copies() + [advance, at]
-                            + [syntax.comment("the step, taped, and its pullback")]
-                            + taped + body)
+                            + [restore] + copies + [advance]
+                            + [syntax.comment("the step again, taped, and its pullback")]
+                            + taped)
         self.reversed = sweep
         return sweep
 
-    def taped(self, s):
-        """A copy of the statement `s` of the body, calling the step's `vjp` if it calls
-        the step."""
-        found = self.rev.user_calls.get(s)
-        s = _unlocated(s)
-        if found is not None:
-            pullback, vjp = found
-            output = s.targets[0].id
-            if output not in self.reads:    # (a number or an array no one reads)
-                output = self.rev.namer.fresh("_")
-            s.targets = [syntax.tuple_([syntax.name(output, store=True),
-                                        syntax.name(pullback, store=True)], store=True)]
-            s.value.func = syntax.name(vjp)
-        return s
+    def taped(self, body, step):
+        """The reversed body `body` with the step's pullback a call of the step's adjoint
+        (its forward pass and its pullback in one function, which keeps no more than the
+        one step needs), and the stand-in of the step's result where `body` reads it."""
+        ctx = self.rev.ctx
+        call = _step_call(self.loop)
+        found = self.rev.user_calls.get(call)
+        if found is None:
+            return body
+        pullback, vjp = found
+        callee = next(c for name, c in ctx.callees if name == vjp)
+        ctx.callees[:] = [(name, c) for name, c in ctx.callees if name != vjp]
+        adjoint = ctx.call(Callee(callee.fn, "step", callee.wrt, callee.kinds),
+                           f"{callee.fn.__name__}_adjoint")
+        args = [syntax.name(step) if syntax.is_name(a, self.target) else syntax.copied(a)
+                for a in call.value.args]
+        for n in syntax.walk(syntax.if_(syntax.const(True), body)):
+            if isinstance(n, gast.Call) and syntax.is_name(n.func, pullback):
+                n.func, n.args = syntax.name(adjoint), n.args + args
+        for s in body:
+            s.s2s_uncommented = True    # (under the comment of the sweep's own)
+        out = []
+        result = call.targets[0].id
+        if result in syntax.names_loaded(syntax.if_(syntax.const(True), body)):
+            # (the structure of the state, which the adjoint of unpacking it reads)
+            stand_in = syntax.tuple_([syntax.name(n) for n in self.state])
+            out.append(syntax.located(syntax.assign(result, stand_in), self.loop))
+            out[-1].s2s_uncommented = True
+        return out + body
 
 
 def _unlocated(s):
-    """A copy of the statement `s` without its place in the user's code (no `# grad of`
-    comment over it)."""
+    """A copy of the statement `s` for the pullback, without a `# grad of` comment over
+    it (it is the primal code of the step)."""
     s = syntax.copied(s)
-    for n in syntax.walk(s):
-        for field in ("lineno", "col_offset", "end_lineno", "end_col_offset"):
-            n.__dict__.pop(field, None)
+    s.s2s_uncommented = True
     return s
 
 
@@ -178,18 +191,27 @@ def _primal(stmts):
     return [s for s in stmts if not getattr(s, "s2s_marker", None)]
 
 
-def rename_apart(pullback, loops, namer):
+def rename_apart(pullback, loops, namer, fused=False):
     """A reverse sweep binds the loop's values again; where the pullback also reads
     those names outside it (the values the forward pass ended with), rename them in the
-    sweep."""
+    sweep. In a `fused` gradient (no closure), only where it reads them after the sweep:
+    then the sweep's first state replaces the forward pass's last, which is released."""
     names = NameCounts(pullback)
     for info in loops:
         if not isinstance(info, CheckpointedLoop) or not hasattr(info, "reversed"):
             continue
         sweep = info.reversed
         inside = NameCounts(sweep)
+        after = None
+        if fused and any(s is sweep for s in pullback.body):
+            at = next(i for i, s in enumerate(pullback.body) if s is sweep)
+            after = set(syntax.names_loaded(syntax.if_(syntax.const(True),
+                                                       pullback.body[at + 1:])))
         for name in sorted(set(syntax.names_stored(sweep))):
-            if name in info.rev.primal_names and names.loads[name] > inside.loads[name]:
+            outside = names.loads[name] > inside.loads[name]
+            if after is not None:
+                outside = name in after
+            if name in info.rev.primal_names and outside:
                 new = namer.fresh(name)
                 names.drop(sweep)
                 rename(sweep, name, new)

@@ -47,6 +47,7 @@ from ..syntax import unparse
 from ..errors import InternalError, MissingRuleError
 from ..rules import registry, runtime
 from .calls import CallAdjoints
+from ..passes.checkpointed_loops import is_checkpointed
 from .checkpointed import CheckpointedLoop, checkpointed, rename_apart
 from .inplace import InPlaceWrites
 from .simplify import on_numbers, simplify, template_name
@@ -154,7 +155,7 @@ class Reverse(CallAdjoints):
             like=fn)
         self.updates.finish(vjp, self.loops)
         rename_unpacks(pullback, self.namer)
-        rename_apart(pullback, self.loops.values(), self.namer)
+        rename_apart(pullback, self.loops.values(), self.namer, bool(self.ctx.fused))
         self.ctx.reverse = ReverseResult(
             vjp, pullback, list(self.loops.values()), self.adjoints, self.active,
             self.primal_names, self.straight, self.updates.final, self.scalar_output,
@@ -464,7 +465,8 @@ class Reverse(CallAdjoints):
         return syntax.assign(self.adj(n), syntax.const(0.0))
 
     def loop(self, s, defined):
-        if isinstance(s, gast.For) and not is_range(s, self) and any(
+        if isinstance(s, gast.For) and not is_range(s, self) and not is_checkpointed(
+                s.iter, self.src) and any(
                 isinstance(n, gast.Name) and n.id in self.active for n in syntax.walk(s.iter)):
             raise MissingRuleError(
                 f"{self.src.where(s)}: iterating over a differentiated sequence is not "

@@ -101,8 +101,8 @@ class ValueKinds:
                 prim = registry.METHODS.get(e.func.attr, MISSING)
             record = registry.primitive(prim)
             state = getattr(getattr(prim, "s2s_lifted", None), "state", None)
-            if state is not None:       # a checkpointed loop's step: its state, changed
-                return self.of(e.args[1]) if len(state) == 1 else CONTAINER
+            if state is not None and len(state) == 1:   # a checkpointed loop's step
+                return self.of(e.args[1])               # (its state, changed)
             if record is None:
                 return UNKNOWN
             if record.reduction:        # a full reduction has shape ()
