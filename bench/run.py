@@ -921,7 +921,9 @@ def loop_report(rows):
     measured = [r for r in rows if r["times"].get("s2sad") is not None]
     if measured:
         missed = [f"{r['workload']} (time {r['times']['s2sad'] / r['times']['hand']:.2f}x, "
-                  f"memory {r['memory']['s2sad'] / r['memory']['hand']:.2f}x)"
+                  + (f"memory {r['memory']['s2sad'] / r['state_bytes']:.1f} states)"
+                     if r.get("snapshots") else
+                     f"memory {r['memory']['s2sad'] / r['memory']['hand']:.2f}x)")
                   for r in measured if loop_goal_met(r) != "met"]
         out += ["", "array-loops goal: " + (f"missed by {', '.join(missed)}" if missed
                                             else "met by every workload")]

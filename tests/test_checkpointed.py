@@ -96,6 +96,43 @@ def in_place_plain(u0, c, n, k):
     return np.sum(u * u)
 
 
+
+def outer(x, c):
+    total = 0.0
+    for e in range(3):
+        u = x * (e + 1)
+        for i in s2sad.checkpointed(range(6), snapshots=2):
+            u = np.sin(u) * c + u
+        total = total + np.sum(u)
+    return total
+def outer_plain(x, c):
+    total = 0.0
+    for e in range(3):
+        u = x * (e + 1)
+        for i in range(6):
+            u = np.sin(u) * c + u
+        total = total + np.sum(u)
+    return total
+def nested_fn(x, c):
+    def f(v):
+        return np.tanh(v * c)
+    u = x
+    for i in s2sad.checkpointed(range(7), snapshots=3):
+        buf = np.zeros(3)
+        buf[0] = np.sum(u)
+        u = f(u) + buf[0] * 0.1
+    return np.sum(u * u) + i
+def nested_fn_plain(x, c):
+    def f(v):
+        return np.tanh(v * c)
+    u = x
+    for i in range(7):
+        buf = np.zeros(3)
+        buf[0] = np.sum(u)
+        u = f(u) + buf[0] * 0.1
+    return np.sum(u * u) + i
+
+
 CASES = [(heat, heat_plain, 0.2), (branchy, branchy_plain, 0.7),
          (trajectory, trajectory_plain, 1.3), (in_place, in_place_plain, 0.4)]
 
@@ -115,6 +152,17 @@ def test_gradients_match_the_plain_loop_and_finite_differences(f, plain, c, n, k
     assert value == pytest.approx(plain(x.copy(), c, n, k), rel=1e-12)
     np.testing.assert_allclose(gx, expected[0], rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(x, np.linspace(-0.6, 0.9, 5))     # the argument is unchanged
+
+
+@pytest.mark.parametrize("f, plain", [(outer, outer_plain), (nested_fn, nested_fn_plain)])
+def test_inside_an_outer_loop_and_with_a_nested_function(f, plain):
+    # a checkpointed loop run three times by an outer loop; a body that calls a nested
+    # function, writes into an array of its own, and a loop index read after the loop
+    x = np.linspace(-0.5, 0.7, 4)
+    expected = [fd_array_grad(plain, (x, 0.6), i) for i in (0, 1)]
+    for got in (s2sad.grad(f, wrt=(0, 1))(x, 0.6), s2sad.vjp(f, x, 0.6)[1](1.0)):
+        for g, e in zip(got, expected):
+            np.testing.assert_allclose(g, e, rtol=1e-6, atol=1e-8)
 
 
 @pytest.mark.parametrize("f, plain, c", CASES, ids=[f.__name__ for f, _, _ in CASES])
