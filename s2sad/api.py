@@ -325,6 +325,12 @@ def _with_lifted(derivative, mode, shown=None):
             continue
         shown.add(key)
         text += f"\n# {fn.__name__}: {fn.s2s_lifted.describe()}\n"
+        if mode == "reverse" and getattr(fn.s2s_lifted, "state", None) is not None:
+            # a checkpointed loop's step: its adjoint, which the reverse sweep calls
+            step = pipeline.derivative(fn, "reverse", wrt, kinds, fused="adjoint",
+                                       guard=False, release=True)
+            text += _with_lifted(step, mode, shown)
+            continue
         text += _with_lifted(_derivative(fn, mode, wrt, kinds), mode, shown)
     return text
 

@@ -299,6 +299,13 @@ def test_second_derivatives_run_the_loop_without_checkpoints():
     assert dd == pytest.approx((g(0.3 + h, 6) - g(0.3 - h, 6)) / (2 * h), rel=1e-6)
 
 
+def test_trace_and_jacrev():
+    g = s2sad.grad(scalar_loop)(0.3, 6)
+    assert s2sad.jacrev(scalar_loop)(0.3, 6) == pytest.approx(g, rel=1e-12)
+    table = str(s2sad.trace(scalar_loop, 0.3, 6))
+    assert f"{g:.6g}"[:6] in table
+
+
 def test_the_loop_runs_as_its_range_without_s2sad():
     assert s2sad.checkpointed(range(3), snapshots=2) == range(3)
     with pytest.raises(s2sad.S2SADError, match="snapshots is an int of at least 1"):

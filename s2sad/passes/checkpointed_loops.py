@@ -22,7 +22,7 @@ loop over its range as it is.
 >>> print(pipeline.stage_source(f, "checkpointed_loops", wrt=(0, 1)).rstrip())
 def f(x, c):
     s = 0.0
-    for i in checkpointed(range(4), 2):
+    for i in s2sad.checkpointed(range(4), 2):
         x, s = f_step(i, x, s, c)
     return s * x
 """
@@ -85,8 +85,8 @@ class CheckpointedLoops:
                    syntax.tuple_([syntax.name(n, store=True) for n in state], store=True))
         call = syntax.located(syntax.assign(targets, syntax.call(func, args)), loop)
         loop.body = [call]
-        head = syntax.name(self.ctx.bind("checkpointed", obj=checkpointed))
-        head.s2s_prim = checkpointed
+        head = loop.iter.func       # as the user spelled it (the code compiled for
+        head.s2s_prim = checkpointed    # `trace` runs it)
         loop.iter = syntax.located(syntax.call(head, [steps, snapshots]), loop.iter)
 
     def arguments(self, call):
