@@ -157,7 +157,7 @@ class Revolve:
         self.plan = plan[1:]
         self.kept = {}
         self.recomputed = 0
-        self.last = {}
+        self.sweep, self.cursor = [], 0
         self.sweeps = 0
         # the forward sweep: the first reversal's snapshots, and the state before the
         # last step (revolve's current state, with which the reverse sweep starts)
@@ -171,10 +171,15 @@ class Revolve:
         self.kept[self.steps.index(i)] = state
 
     def restore(self, i):
-        """The state kept before step `i` (released after its last use but the first)."""
+        """The state kept before step `i`, where the reversal of the next step starts
+        (released after its last use, but the first state); `snapshot_before` then
+        names the snapshots to take on the way to that step."""
+        step, start, saves, last = self.sweep[self.cursor]
+        self.cursor += 1
         p = self.steps.index(i)
+        self.saving = set(saves)
         state = self.kept[p]
-        if self.last.get(p) and p != 0:
+        if last and p != 0:
             del self.kept[p]
         return state
 
@@ -185,8 +190,8 @@ class Revolve:
         return steps
 
     def reverse_sweep(self):
-        """For each step `i` from the last: (`i`, the step whose kept state its state is
-        computed from), with `snapshot_before` set to the snapshots taken on the way."""
+        """For each step `i` from the last: (`i`, the step before which the state its
+        state is computed from is kept). (Each `restore` then moves to the next.)"""
         if self.first is None:
             return
         n = len(self.steps)
@@ -198,11 +203,9 @@ class Revolve:
         else:
             first = (n - 1, n - 1, [], True)
         self.sweeps += 1
-        for step, start, saves, last in [first] + self.plan:
-            self.saving = set(saves)
-            self.last = {start: last}
+        self.sweep, self.cursor = [first] + self.plan, 0
+        for step, start, _, _ in self.sweep:
             yield self.steps[step], self.steps[start]
-        self.saving = set()
 
     def __repr__(self):
         return (f"<revolve schedule of {len(self.steps)} steps, {self.snapshots} snapshots, "
