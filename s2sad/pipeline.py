@@ -14,8 +14,9 @@ that calls itself is one more entry of the worklist, linked to itself.
 
 >>> from s2sad import pipeline
 >>> [p.name for p in pipeline.FORWARD_MODE]  # doctest: +NORMALIZE_WHITESPACE
-['lift', 'checkpointed_loops', 'desugar', 'wengert', 'resolve_calls', 'record_fields', 'aliasing',
- 'lost_derivatives', 'forward', 'tangent_only', 'inline_temporaries', 'write_in_place', 'guard',
+['lift', 'checkpointed_loops', 'desugar', 'wengert', 'resolve_calls', 'record_fields',
+ 'aliasing', 'lost_derivatives', 'hoist_invariants', 'forward', 'tangent_only',
+ 'inline_temporaries', 'write_in_place', 'guard',
  'enclose']
 """
 from __future__ import annotations
@@ -35,14 +36,15 @@ import numpy as np
 
 from . import cache, emit, syntax
 from .ad import forward_mode, fused, header, inplace, reverse_mode
-from .compilation import (Compilation, Wrt, default_kinds, kinds_key, patterns_key,
+from .compilation import (Callee, Compilation, Wrt, default_kinds, kinds_key, patterns_key,
                           wrt_key)
 from .errors import InternalError, MissingRuleError, S2SADError, UnsupportedSyntaxError
 from .frontend import source
 from .rules import registry
 from .passes import (aliasing, checkpointed_loops, combine_terms, desugar, element_adjoints,
-                     enclose, inline_helpers, insert_dels, lift, lost_derivatives, optimize, peephole,
-                     record_fields, resolve_calls, reuse_buffers, wengert)
+                     enclose, hoist_invariants, inline_helpers, insert_dels, lift,
+                     lost_derivatives, optimize, peephole, record_fields, resolve_calls,
+                     reuse_buffers, wengert)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,6 +73,8 @@ FRONT = [
          "the memory written (a view, an alias)"),
     Pass("lost_derivatives", lost_derivatives.run, "refuse writes into arrays through "
          "calls, and differentiated values passed where a rule has no derivative"),
+    Pass("hoist_invariants", hoist_invariants.run, "arithmetic on numbers, and views "
+         "of arrays, that a loop does not change, computed once before it"),
 ]
 
 #: Last in each list: the code from a `with` or `try` body enclosed in it again.
@@ -483,12 +487,14 @@ def _callee_request(callee):
 def callee_bindings(ctx):
     """{name: object} for the callees of `ctx`, each compiled and linked (for code that
     the driver does not compile itself, such as the tables of `s2sad.trace`)."""
-    out = {}
-    for name, callee in ctx.callees:
-        request = _callee_request(callee)
-        out[name] = _linked(callee, derivative(request.fn, request.mode, request.wrt,
-                                               request.kinds, **request.options))
-    return out
+    return {name: _linked(callee, compiled_callee(callee)) for name, callee in ctx.callees}
+
+
+def compiled_callee(callee: Callee) -> CompiledDerivative:
+    """The compiled derivative that generated code calls for `callee`, through the cache
+    (what `s2sad.export` writes out with the code that calls it)."""
+    request = _callee_request(callee)
+    return derivative(request.fn, request.mode, request.wrt, request.kinds, **request.options)
 
 
 def _linked(callee, derivative):

@@ -31,7 +31,7 @@ def heat_vjp(u, kappa, n):
 <BLANKLINE>
     def heat_pullback(y_bar):
         # grad of: return np.sum(u * u)
-        u_bar = y_bar * u + y_bar * u
+        u_bar = 2 * y_bar * u
         kappa_bar_1 = _s2s_zeros_like(kappa)
         # grad of: for i in s2sad.checkpointed(range(n), snapshots=3):
         for _s2s_step, _s2s_start in _s2s_schedule.reverse_sweep():

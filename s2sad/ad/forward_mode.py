@@ -59,9 +59,10 @@ from ..analysis.operations import CALL, COPY, CUSTOM, NONDIFF, PACK, USER, class
 from .. import syntax
 from ..compilation import Callee, parameters
 from ..errors import InternalError, MissingRuleError, S2SADError
+from ..frontend import source
 from ..frontend.source import MISSING
 from ..rules import registry
-from .simplify import negated, on_numbers, simplify, template_name
+from .simplify import doubled, negated, on_numbers, simplify, template_name
 
 
 _PURE_BUILTINS = (slice, type, float, int, bool, len, abs, min, max, range, tuple)
@@ -357,7 +358,7 @@ class Forward:
         if key not in self.adapters:
             wrt = tuple(i + len(args) for i in varied)
             callee = Callee(fn, "jvp", wrt, kinds, tuple(args), dict(kwargs), len(call.args))
-            self.adapters[key] = (self.ctx.call(callee, f"{fn.__name__}_jvp"), prim)
+            self.adapters[key] = (self.ctx.call(callee, f"{source.identifier(fn)}_jvp"), prim)
             if hasattr(fn, "s2s_lifted"):
                 self.ctx.lifted.append((fn, wrt, None))
         name = self.adapters[key][0]
@@ -486,7 +487,10 @@ def _replaced(node, swap):
 
 
 def _sum(terms):
-    """`terms` added up, with `a + -b` written `a - b`."""
+    """`terms` added up, with `a + -b` written `a - b`, and two equal terms (`x_dot * x`
+    twice, from `x * x`) as one, doubled."""
+    if len(terms) == 2 and syntax.unparse(terms[0]) == syntax.unparse(terms[1]):
+        return doubled(terms[0])
     expr = terms[0]
     for term in terms[1:]:
         positive = negated(term)

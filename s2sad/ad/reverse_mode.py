@@ -50,7 +50,7 @@ from .calls import CallAdjoints
 from ..passes.checkpointed_loops import is_checkpointed
 from .checkpointed import CheckpointedLoop, checkpointed, rename_apart
 from .inplace import InPlaceWrites
-from .simplify import on_numbers, simplify, template_name
+from .simplify import doubled, on_numbers, simplify, template_name
 from .tapes import LoopPlan, bound_before_loops, is_range, loops_in, own_statements
 
 
@@ -285,6 +285,7 @@ class Reverse(CallAdjoints):
         if op.form == "call" and op.bound and "v" in op.bound and "index" in op.bound:
             # an element write: read the written element's adjoint before zeroing it
             args.sort(key=lambda ia: ia[0] != "v")
+        terms = []
         for param, arg in args:
             if not (isinstance(arg, gast.Name) and arg.id in self.active):
                 continue
@@ -297,7 +298,9 @@ class Reverse(CallAdjoints):
             else:
                 reduced = self.reduced_to_scalar(op, param, target)
                 expr = self.contribution(op, param, g, target, s, reduced)
-            out.extend(self.accumulate(arg.id, expr, defined, s, reduced or (
+            terms.append((arg.id, expr, reduced))
+        for arg, expr, reduced in _equal_terms_doubled(terms):
+            out.extend(self.accumulate(arg, expr, defined, s, reduced or (
                 uniform and self.scalar_valued(expr, g.id))))
         return out
 
@@ -609,6 +612,22 @@ def _strip_markers(stmts):
             if isinstance(getattr(s, field, None), list):
                 setattr(s, field, _strip_markers(getattr(s, field)))
         out.append(s)
+    return out
+
+
+def _equal_terms_doubled(terms):
+    """The (name, contribution, reduced) of one statement, two equal contributions to
+    one name (`g * x` twice, from `x * x`) made one, doubled (`2 * g * x`)."""
+    if len({name for name, _, _ in terms}) == len(terms):
+        return terms
+    out, first = [], {}
+    for name, expr, reduced in terms:
+        key = (name, reduced, syntax.unparse(expr))
+        if first.get(key) is None:
+            first[key] = len(out)
+            out.append((name, expr, reduced))
+        else:
+            out[first.pop(key)] = (name, doubled(expr), reduced)
     return out
 
 
