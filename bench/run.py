@@ -63,6 +63,8 @@ TIME_GOAL = 1.15    # the issue's goal for NumPy workloads: s2sad / hand time
 MEMORY_GOAL = 1.2   # ... and s2sad / hand peak memory
 LOOP_TIME_GOAL = 1.3     # issue #21, array loops: s2sad / hand time
 LOOP_MEMORY_GOAL = 1.15  # ... and s2sad / hand peak memory
+CHECKPOINT_TIME_GOAL = 3.0  # a checkpointed loop: s2sad / hand time (the hand tapes all)
+CHECKPOINT_STATES = 4       # ... and peak memory k + 4 states (k snapshots)
 MIXED_TIME_GOAL = 1.3    # issue #20, NumPy functions on floats: s2sad / hand time
 DASK_TIME_GOAL = 1.3     # issue #23, Dask data on a cluster: s2sad / hand time
 GROUPS = ("scalar", "numpy", "array-loops", "mixed", "dask")
@@ -892,9 +894,14 @@ def loop_goal_met(r):
     t, m = r["times"], r["memory"]
     if t.get("s2sad") is None:
         return "-"
-    missed = [what for what, x, goal in
-              (("time", t["s2sad"] / t["hand"], LOOP_TIME_GOAL),
-               ("memory", m["s2sad"] / m["hand"], LOOP_MEMORY_GOAL)) if x > goal]
+    if r.get("snapshots"):      # checkpointed: memory in states, time against the hand's
+        goals = (("time", t["s2sad"] / t["hand"], CHECKPOINT_TIME_GOAL),
+                 ("memory", m["s2sad"] / r["state_bytes"],
+                  r["snapshots"] + CHECKPOINT_STATES))
+    else:
+        goals = (("time", t["s2sad"] / t["hand"], LOOP_TIME_GOAL),
+                 ("memory", m["s2sad"] / m["hand"], LOOP_MEMORY_GOAL))
+    missed = [what for what, x, goal in goals if x > goal]
     return ", ".join(missed) or "met"
 
 
@@ -906,10 +913,19 @@ def loop_report(rows):
     for r in rows:
         out.append(f"  {r['workload']}: hand: {r['hand_tape']} of each step; s2sad: "
                    + (r.get("pullback_reads") or "(no s2sad)"))
+    for r in rows:
+        if r.get("snapshots") and r["memory"].get("s2sad") is not None:
+            out.append(f"  {r['workload']} (checkpointed, k = {r['snapshots']}): s2sad's peak is "
+                       f"{r['memory']['s2sad'] / r['state_bytes']:.1f} states (goal "
+                       f"k + {CHECKPOINT_STATES} = {r['snapshots'] + CHECKPOINT_STATES}), "
+                       f"hand's {r['memory']['hand'] / r['state_bytes']:.1f}; time goal "
+                       f"{CHECKPOINT_TIME_GOAL}x the hand gradient's")
     measured = [r for r in rows if r["times"].get("s2sad") is not None]
     if measured:
         missed = [f"{r['workload']} (time {r['times']['s2sad'] / r['times']['hand']:.2f}x, "
-                  f"memory {r['memory']['s2sad'] / r['memory']['hand']:.2f}x)"
+                  + (f"memory {r['memory']['s2sad'] / r['state_bytes']:.1f} states)"
+                     if r.get("snapshots") else
+                     f"memory {r['memory']['s2sad'] / r['memory']['hand']:.2f}x)")
                   for r in measured if loop_goal_met(r) != "met"]
         out += ["", "array-loops goal: " + (f"missed by {', '.join(missed)}" if missed
                                             else "met by every workload")]
@@ -1212,6 +1228,8 @@ def main():
                "s2sad_transform": transform, "jax_jit_compile": jit_compile}
         if w.group == "array-loops":
             row["hand_tape"] = w.hand_tape
+            row["snapshots"] = w.snapshots
+            row["state_bytes"] = w.args[0].nbytes
             if s2sad is not None:
                 row["pullback_reads"] = pullback_reads(calls["s2sad"][0].source)
         if w.numpy:  # after the timings: tracemalloc slows every allocation

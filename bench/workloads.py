@@ -44,6 +44,12 @@ from typing import NamedTuple
 
 import numpy as np
 
+try:
+    from s2sad import checkpointed
+except ImportError:         # the plain functions run without s2sad
+    def checkpointed(steps, snapshots):
+        return steps
+
 # ---------------------------------------------------------------------------
 # 1. Babylonian square root: t <- (t + x/t) / 2, started at (1 + x) / 2.
 
@@ -444,6 +450,21 @@ def heat_hand(u, kappa, steps):
         step *= kappa
         u_bar += step
     return u_bar, kappa_bar
+
+
+# 7b. The same over 2,000 steps, checkpointed: the gradient keeps at most 20 snapshots
+#     of u (the binomial, "revolve", schedule) instead of 2,000 steps' values, and
+#     computes the other states again. Its goal is not the hand gradient's memory but
+#     k + 4 arrays of the state's size, in at most 3x the time of the hand gradient,
+#     which tapes lap at every step.
+HEAT_SNAPSHOTS = 20
+
+
+def heat_checkpointed(u, kappa, steps):
+    for i in checkpointed(range(steps), snapshots=HEAT_SNAPSHOTS):
+        lap = np.roll(u, 1) - 2.0 * u + np.roll(u, -1)
+        u = u + kappa * lap
+    return np.sum(u * u)
 
 
 def heat_args(n, steps, seed=0):
@@ -888,6 +909,8 @@ class Workload(NamedTuple):
     #                                     (*primals, *tangents) -> (value, tangent)
     group: str = "scalar"  # "scalar", "numpy", "array-loops", "mixed" or "dask"
     hand_tape: str = ""    # array loops: what the hand gradient keeps per step
+    snapshots: int = 0     # a checkpointed loop: the snapshots it keeps (its goals are
+    #                        memory k + 4 states, time 3x the hand gradient's)
 
     @property
     def numpy(self):
@@ -927,6 +950,9 @@ def array_loops():
         Workload("heat", heat, heat_hand, heat_args(10 ** 5, 100), (0, 1),
                  small=heat_args(8, 5, seed=1), group="array-loops",
                  hand_tape="lap"),
+        Workload("heat_checkpointed", heat_checkpointed, heat_hand, heat_args(10 ** 5, 2000),
+                 (0, 1), small=heat_args(8, 30, seed=1), group="array-loops",
+                 hand_tape="lap", snapshots=HEAT_SNAPSHOTS),
         Workload("rnn", rnn, rnn_hand, rnn_args(200, 32, 128, 64), (0, 1, 2),
                  small=rnn_args(4, 2, 3, 2, seed=1), group="array-loops",
                  hand_tape="h"),

@@ -3,8 +3,10 @@
 Each step of a reaction-diffusion model computes several arrays of the state's size.
 The plain gradient keeps, for every step, what the step's pullback reads; wrapping the
 step in `s2sad.checkpoint` keeps only the step's arguments (the state), and the pullback
-computes the step again when it reaches it. Both gradients are the same to rounding;
-the checkpointed one costs about one more forward pass.
+computes the step again when it reaches it (about one more forward pass). Looping over
+`s2sad.checkpointed(range(steps), snapshots=k)` keeps at most k states whatever the
+number of steps, and computes the others again on the binomial (revolve) schedule. The
+three gradients are the same to rounding.
 
 Run it: python examples/checkpointing.py [--out memory.png]
 
@@ -44,6 +46,19 @@ def checkpointed(u0, kappa, steps):
     return np.sum(u * u)
 
 
+SNAPSHOTS = 8
+
+
+def checkpointed_loop(u0, kappa, steps):
+    u = u0
+    for i in s2sad.checkpointed(range(steps), snapshots=SNAPSHOTS):
+        # (the step written out: the gradient's adjoint of one step then releases its
+        # temporaries as it goes; a call of `step` would keep them until it returns)
+        lap = np.roll(u, 1) - 2.0 * u + np.roll(u, -1)
+        u = u + kappa * np.tanh(lap) * np.exp(-u * u)
+    return np.sum(u * u)
+
+
 def measure(f, u0, steps):
     """(peak MB, seconds) of one call of f's gradient, after a call that compiles it."""
     g = s2sad.grad(f, wrt=(0, 1))
@@ -65,21 +80,30 @@ def main():
     u0 = np.sin(np.linspace(0.0, 2 * np.pi, POINTS))
     state_mb = u0.nbytes / 1e6
     print(f"state: {POINTS} points, {state_mb:.2f} MB")
-    print(f"{'steps':>6} {'plain MB':>9} {'checkpointed MB':>16} {'plain s':>8} "
-          f"{'checkpointed s':>15}")
+    print(f"{'steps':>6} {'plain MB':>9} {'checkpoint MB':>14} {'revolve MB':>11} "
+          f"{'plain s':>8} {'checkpoint s':>13} {'revolve s':>10}")
     rows = []
     for steps in (25, 50, 100, 200):
         mb_plain, s_plain, g_plain = measure(plain, u0, steps)
         mb_ck, s_ck, g_ck = measure(checkpointed, u0, steps)
-        np.testing.assert_allclose(g_ck[0], g_plain[0], rtol=1e-10, atol=1e-12)
-        assert abs(g_ck[1] - g_plain[1]) <= 1e-10 * abs(g_plain[1])
-        rows.append((steps, mb_plain, mb_ck))
-        print(f"{steps:>6} {mb_plain:>9.1f} {mb_ck:>16.1f} {s_plain:>8.3f} {s_ck:>15.3f}")
-    # the plain gradient keeps several states a step, the checkpointed one about one
-    per_step_plain = (rows[-1][1] - rows[0][1]) / (rows[-1][0] - rows[0][0]) / state_mb
-    per_step_ck = (rows[-1][2] - rows[0][2]) / (rows[-1][0] - rows[0][0]) / state_mb
-    print(f"states kept per step: plain {per_step_plain:.1f}, checkpointed {per_step_ck:.1f}")
-    assert per_step_ck < 0.5 * per_step_plain
+        mb_rv, s_rv, g_rv = measure(checkpointed_loop, u0, steps)
+        for g in (g_ck, g_rv):
+            np.testing.assert_allclose(g[0], g_plain[0], rtol=1e-10, atol=1e-12)
+            assert abs(g[1] - g_plain[1]) <= 1e-10 * abs(g_plain[1])
+        rows.append((steps, mb_plain, mb_ck, mb_rv))
+        print(f"{steps:>6} {mb_plain:>9.1f} {mb_ck:>14.1f} {mb_rv:>11.1f} {s_plain:>8.3f} "
+              f"{s_ck:>13.3f} {s_rv:>10.3f}")
+    # the plain gradient keeps several states a step, the checkpointed step about one,
+    # the checkpointed loop none: at most SNAPSHOTS states and a few arrays of one step
+    per_step = [(rows[-1][c] - rows[0][c]) / (rows[-1][0] - rows[0][0]) / state_mb
+                for c in (1, 2, 3)]
+    print("states kept per step: plain {:.1f}, checkpoint {:.1f}, revolve {:.2f}".format(
+        *per_step))
+    print(f"revolve's peak: {max(r[3] for r in rows) / state_mb:.1f} states "
+          f"({SNAPSHOTS} snapshots)")
+    assert per_step[1] < 0.5 * per_step[0]
+    assert per_step[2] < 0.05 * per_step[0]
+    assert max(r[3] for r in rows) / state_mb < SNAPSHOTS + 10   # (and one step's adjoint)
     if args.out:
         try:
             import matplotlib
@@ -92,6 +116,8 @@ def main():
         steps = [r[0] for r in rows]
         ax.plot(steps, [r[1] for r in rows], "o-", label="plain gradient")
         ax.plot(steps, [r[2] for r in rows], "s-", label="step in s2sad.checkpoint")
+        ax.plot(steps, [r[3] for r in rows], "^-",
+                label=f"loop over s2sad.checkpointed(..., snapshots={SNAPSHOTS})")
         ax.set_xlabel("time steps")
         ax.set_ylabel("peak memory of one gradient (MB)")
         ax.set_title(f"reaction-diffusion, {POINTS} points ({state_mb:.2f} MB a state)")

@@ -15,6 +15,7 @@ from .compilation import Wrt, kinds_key, kinds_of, patterns_of, wrt_indices
 from .errors import GradientCheckError, S2SADError, warn_unconnected
 from .rules import registry, runtime
 from .rules.arrays import is_duck_array
+from .rules.schedules import checkpointed
 
 _target = pipeline.target
 
@@ -326,6 +327,12 @@ def _with_lifted(derivative, mode, shown=None):
             continue
         shown.add(key)
         text += f"\n# {fn.__name__}: {fn.s2s_lifted.describe()}\n"
+        if mode == "reverse" and getattr(fn.s2s_lifted, "state", None) is not None:
+            # a checkpointed loop's step: its adjoint, which the reverse sweep calls
+            step = pipeline.derivative(fn, "reverse", wrt, kinds, fused="adjoint",
+                                       guard=False, release=True)
+            text += _with_lifted(step, mode, shown)
+            continue
         text += _with_lifted(_derivative(fn, mode, wrt, kinds), mode, shown)
     return text
 
@@ -603,3 +610,4 @@ def stop_gradient(x: Any) -> Any:
 
 
 registry.nondiff(stop_gradient)
+registry.nondiff(checkpointed)     # (a loop's head: see passes/checkpointed_loops.py)

@@ -58,8 +58,9 @@ SPECIALISED = (float, int, np.ndarray)
 @dataclasses.dataclass(frozen=True, eq=False)
 class Callee:
     """A derivative of another Python function that generated code calls: `mode` is
-    "vjp" (its `g_vjp`), "adjoint" (its `g_adjoint`, see `pipeline.reverse`) or "jvp"
-    (its `g_jvp`); `args` and `kwargs` are bound to it first (a method's instance, a
+    "vjp" (its `g_vjp`), "adjoint" (its `g_adjoint`, see `pipeline.reverse`), "step" (a
+    `g_adjoint` that reuses memory, for the one step a checkpointed loop reverses) or
+    "jvp" (its `g_jvp`); `args` and `kwargs` are bound to it first (a method's instance, a
     partial's arguments); `nargs` is the number of positional arguments the call passes
     (for a jvp, whose tangents follow them)."""
     fn: Callable

@@ -14,8 +14,9 @@ that calls itself is one more entry of the worklist, linked to itself.
 
 >>> from s2sad import pipeline
 >>> [p.name for p in pipeline.FORWARD_MODE]  # doctest: +NORMALIZE_WHITESPACE
-['lift', 'desugar', 'wengert', 'resolve_calls', 'record_fields', 'aliasing',
- 'lost_derivatives', 'hoist_invariants', 'forward', 'tangent_only', 'inline_temporaries', 'write_in_place', 'guard',
+['lift', 'checkpointed_loops', 'desugar', 'wengert', 'resolve_calls', 'record_fields',
+ 'aliasing', 'lost_derivatives', 'hoist_invariants', 'forward', 'tangent_only',
+ 'inline_temporaries', 'write_in_place', 'guard',
  'enclose']
 """
 from __future__ import annotations
@@ -40,9 +41,10 @@ from .compilation import (Callee, Compilation, Wrt, default_kinds, kinds_key, pa
 from .errors import InternalError, MissingRuleError, S2SADError, UnsupportedSyntaxError
 from .frontend import source
 from .rules import registry
-from .passes import (aliasing, combine_terms, desugar, element_adjoints, enclose,
-                     hoist_invariants, inline_helpers, insert_dels, lift, lost_derivatives,
-                     optimize, peephole, record_fields, resolve_calls, reuse_buffers, wengert)
+from .passes import (aliasing, checkpointed_loops, combine_terms, desugar, element_adjoints,
+                     enclose, hoist_invariants, inline_helpers, insert_dels, lift,
+                     lost_derivatives, optimize, peephole, record_fields, resolve_calls,
+                     reuse_buffers, wengert)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,6 +59,8 @@ class Pass:
 #: which reads the source and refuses unsupported syntax, makes the `Compilation`.)
 FRONT = [
     Pass("lift", lift.run, "nested functions and lambdas become functions of their own"),
+    Pass("checkpointed_loops", checkpointed_loops.run, "the body of a loop over "
+         "s2sad.checkpointed(...) a step function of the loop state"),
     Pass("desugar", desugar.run, "comprehensions, augmented and multiple assignment, "
          ":=, loops over sequences as loops over indexes, loop else, early returns, "
          "jumps; del and global dropped, the bodies of with and try kept"),
@@ -474,6 +478,9 @@ def _callee_request(callee):
     if callee.mode == "adjoint":
         return _request("reverse", callee.fn, callee.wrt, callee.kinds, fused="adjoint",
                         guard=False, recompute=True)
+    if callee.mode == "step":
+        return _request("reverse", callee.fn, callee.wrt, callee.kinds, fused="adjoint",
+                        guard=False, release=True)
     return _request("reverse", callee.fn, callee.wrt, callee.kinds)
 
 

@@ -126,7 +126,7 @@ def test_pullback_reads():
 def test_groups():
     suite = wl.workloads()
     assert [w.name for w in run.select(suite, groups="array-loops")] == [
-        "heat", "rnn", "jacobi", "nbody"]
+        "heat", "heat_checkpointed", "rnn", "jacobi", "nbody"]
     assert [w.name for w in run.select(suite, groups="mixed")] == [
         "logsin_np", "projectile", "projectile_dataclass", "oscillator"]
     assert {w.group for w in suite} | {"dask"} == set(run.GROUPS)   # dask: if installed

@@ -124,7 +124,10 @@ class CallAdjoints:
                 prim = getattr(call.func, "s2s_prim", None) or self.src.resolve(call.func)
                 if (prim is not MISSING and operations.python_function(prim) is not None
                         and registry.lookup(prim) is None
-                        and not getattr(prim, "s2s_custom", False)):
+                        and not getattr(prim, "s2s_custom", False)
+                        and not hasattr(getattr(prim, "s2s_lifted", None), "mutated")):
+                    # (a checkpointed loop's step changes its state in place on purpose:
+                    # ad/checkpointed.py copies what it changes)
                     self.refuse_mutating_callee(prim, call.args, s)
 
     def refuse_mutating_callee(self, prim, call_args, s):

@@ -99,12 +99,16 @@ def _parts(vjp, ctx):
                       else values or f"the shapes of {shapes}")
             kept.append(f"{values} of each iteration of the loop at line "
                         f"{src.lineno(info.loop)}")
+        elif info.mode == "revolve":
+            taped.add(info.tape)
+            kept.append(f"the snapshots of {', '.join(info.state)} of the checkpointed loop "
+                        f"at line {src.lineno(info.loop)}")
         elif info.mode == "trips":
             taped.add(info.tape)
             kept.append(f"the trip count of the loop at line {src.lineno(info.loop)}")
     closure = sorted({n for n in loaded
                       if n in result.primal_names and n not in stored and n not in taped
-                      and src.is_local(n)}, key=_natural)
+                      and src.is_local(n) and n not in ctx.bindings}, key=_natural)
     rules = []
     for stmt in syntax.in_order(vjp.body):
         op = ctx.ops.get(stmt)

@@ -48,6 +48,8 @@ from ..errors import InternalError, MissingRuleError
 from ..rules import registry, runtime
 from ..rules.arrays import is_duck_array_type
 from .calls import CallAdjoints
+from ..passes.checkpointed_loops import is_checkpointed
+from .checkpointed import CheckpointedLoop, checkpointed, rename_apart
 from .inplace import InPlaceWrites
 from .simplify import doubled, on_numbers, simplify, template_name
 from .tapes import LoopPlan, bound_before_loops, is_range, loops_in, own_statements
@@ -154,6 +156,7 @@ class Reverse(CallAdjoints):
             like=fn)
         self.updates.finish(vjp, self.loops)
         rename_unpacks(pullback, self.namer)
+        rename_apart(pullback, self.loops.values(), self.namer, bool(self.ctx.fused))
         self.ctx.reverse = ReverseResult(
             vjp, pullback, list(self.loops.values()), self.adjoints, self.active,
             self.primal_names, self.straight, self.updates.final, self.scalar_output,
@@ -474,13 +477,14 @@ class Reverse(CallAdjoints):
         return syntax.assign(self.adj(n), syntax.const(0.0))
 
     def loop(self, s, defined):
-        if isinstance(s, gast.For) and not is_range(s, self) and any(
+        if isinstance(s, gast.For) and not is_range(s, self) and not is_checkpointed(
+                s.iter, self.src) and any(
                 isinstance(n, gast.Name) and n.id in self.active for n in syntax.walk(s.iter)):
             raise MissingRuleError(
                 f"{self.src.where(s)}: iterating over a differentiated sequence is not "
                 "supported yet; loop over range(len(...)) and index it"
                 f"\n    {self.src.line_text(s).strip()}")
-        info = LoopPlan(s, self)
+        info = (CheckpointedLoop if checkpointed(s, self) else LoopPlan)(s, self)
         flowing = {n for n in info.read_outside | info.carried_within if n in self.active}
         inner = set(defined) | flowing
         body = self.block(s.body, inner)
@@ -503,6 +507,10 @@ class Reverse(CallAdjoints):
         info.add_inner()
         info.defined_inside.update(self.user_calls[n][0] for n in syntax.walk(s)
                                    if n in self.user_calls)
+        if isinstance(info, CheckpointedLoop):     # snapshots, not a tape
+            info.plan()
+            self.loops[s] = info
+            return [self.zero(n) for n in pre] + [syntax.located(info.reversed_loop(body), s)]
         # what the reversed body reads of this iteration; a value an inner reversed loop
         # unpacks from its own tape is that loop's business, but the same name read
         # elsewhere in the body still needs this iteration's value
@@ -573,8 +581,11 @@ class Reverse(CallAdjoints):
                 s.body = self.forward_pass(s.body) or [gast.Pass()]
                 s.orelse = self.forward_pass(s.orelse)
             elif isinstance(s, (gast.For, gast.While)):
-                s.body = self.forward_pass(s.body)
                 info = self.loops.get(s)
+                if isinstance(info, CheckpointedLoop):
+                    out.extend(info.forward_sweep())
+                    continue
+                s.body = self.forward_pass(s.body)
                 if info is not None:
                     out.extend(info.instrument())
             elif self.updates.is_update(s):

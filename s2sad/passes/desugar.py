@@ -49,6 +49,7 @@ import gast
 from .. import syntax
 from ..frontend import source
 from ..frontend.source import MISSING
+from . import checkpointed_loops
 from .iteration import Iteration
 
 JUMPS = (gast.Break, gast.Continue)
@@ -125,7 +126,9 @@ class Desugar:
                     isinstance(n, JUMPS) for b in s.body for n in syntax.walk(b)):
                 return self.unroll(s)
             prelude = []
-            if isinstance(s, gast.For) and not self.generated and not self.iteration.is_range(s.iter):
+            if (isinstance(s, gast.For) and not self.generated
+                    and not self.iteration.is_range(s.iter)
+                    and not checkpointed_loops.is_checkpointed(s.iter, self.src)):
                 prelude = self.iteration.indexed(s)
             if s.orelse:
                 return prelude + self.loop_else(s)

@@ -598,7 +598,8 @@ def annotate(stmts, src, previous=None):
     """Put `# grad of: <line>` over each run of adjoint code from one source line."""
     out = []
     for s in stmts:
-        line = getattr(s, "lineno", None)
+        # (not over what a checkpointed loop's reverse sweep comments itself)
+        line = None if getattr(s, "s2s_uncommented", False) else getattr(s, "lineno", None)
         if line is not None and line != previous:
             out.append(syntax.comment("grad of: " + src.line_text(s).strip()))
             previous = line

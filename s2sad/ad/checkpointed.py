@@ -1,0 +1,219 @@
+"""Checkpointed loops in reverse mode: a loop over `s2sad.checkpointed(steps, k)`, whose
+body passes/checkpointed_loops.py made one call of a step function of the loop state,
+keeps at most k snapshots of that state instead of a tape, on the binomial schedule
+(`_s2s_Revolve`, rules/schedules.py).
+
+The forward sweep is the loop as it is, saving the state before the steps the schedule
+names. The pullback's reverse sweep takes the steps from the last: it restores a
+snapshot, advances the state to the step with the step's primal code (saving snapshots
+again where the schedule says), runs that one step through its `vjp`, and then the
+step's pullback. A state the step changes in place (`a[i] = v`) is copied after it is
+saved and after it is restored, so that no snapshot changes.
+
+>>> import numpy as np, s2sad
+>>> def heat(u, kappa, n):
+...     for i in s2sad.checkpointed(range(n), snapshots=3):
+...         u = u + kappa * (np.roll(u, 1) - 2.0 * u + np.roll(u, -1))
+...     return np.sum(u * u)
+>>> print(s2sad.source(heat, wrt=(0, 1)).split("# heat_step")[0].rstrip())
+def heat_vjp(u, kappa, n):
+    # reverse mode of heat() with respect to u, kappa
+    # the pullback reads: kappa, u; the snapshots of u of the checkpointed loop at line 2
+    # rules: heat_step, *, np.sum
+    t = range(n)
+    _s2s_schedule = _s2s_Revolve(t, 3)
+    for i in t:
+        if _s2s_schedule.snapshot_before(i):
+            _s2s_schedule.save(i, u)
+        u = heat_step(i, u, kappa)
+    t_1 = u * u
+    y = np.sum(t_1)
+<BLANKLINE>
+    def heat_pullback(y_bar):
+        # grad of: return np.sum(u * u)
+        u_bar = 2 * y_bar * u
+        kappa_bar_1 = _s2s_zeros_like(kappa)
+        # grad of: for i in s2sad.checkpointed(range(n), snapshots=3):
+        for _s2s_step, _s2s_start in _s2s_schedule.reverse_sweep():
+            # the state before the step, from a snapshot
+            u_2 = _s2s_schedule.restore(_s2s_start)
+            for i in _s2s_schedule.advance(_s2s_start, _s2s_step):
+                if _s2s_schedule.snapshot_before(i):
+                    _s2s_schedule.save(i, u_2)
+                u_2 = heat_step(i, u_2, kappa)
+            # the step again, taped, and its pullback
+            u_bar, kappa_bar = heat_step_adjoint(u_bar, _s2s_step, u_2, kappa)
+            kappa_bar_1 = kappa_bar_1 + kappa_bar
+        return (u_bar, kappa_bar_1)
+    return (y, heat_pullback)
+"""
+import gast
+
+from .. import syntax
+from ..compilation import Callee
+from ..analysis.names import NameCounts, rename
+from ..passes.checkpointed_loops import LoopBody, is_checkpointed
+from .tapes import LoopPlan
+
+
+def checkpointed(loop, rev):
+    """Whether `loop` is a checkpointed loop that reverse mode keeps snapshots of."""
+    return (isinstance(loop, gast.For) and is_checkpointed(loop.iter, rev.src)
+            and not rev.recompute and _step_call(loop) is not None)
+
+
+def _step_call(loop):
+    """The statement of `loop`'s body that calls its step function."""
+    for s in loop.body:
+        if isinstance(s, gast.Assign) and isinstance(s.value, gast.Call) and isinstance(
+                getattr(getattr(s.value.func, "s2s_prim", None), "s2s_lifted", None),
+                LoopBody):
+            return s
+    return None
+
+
+class CheckpointedLoop(LoopPlan):
+    """The plan of one checkpointed loop (see the module docstring): its `tape` is the
+    schedule, which holds the snapshots."""
+
+    mode = "revolve"
+
+    def __init__(self, loop, rev):
+        super().__init__(loop, rev)
+        call = _step_call(loop).value
+        body = call.func.s2s_prim.s2s_lifted
+        self.steps, self.snapshots = loop.iter.args
+        self.state = [a.id for a in call.args[1:1 + len(body.state)]]
+        self.mutated = [n for n, p in zip(self.state, body.state) if p in body.mutated]
+        self.target = loop.target.id
+
+    def plan(self):
+        self.tape = self.rev.namer.fresh("_s2s_schedule")
+        self.created = [self.tape]
+        self.rev.primal_names.add(self.tape)
+
+    def prune(self):
+        pass
+
+    def forward_sweep(self):
+        """The statements that run the loop forwards, saving snapshots."""
+        loop = self.loop
+        runtime = self.rev.ctx.runtime
+        made = syntax.assign(self.tape, syntax.call(runtime("Revolve"), [
+            syntax.copied(self.steps), syntax.copied(self.snapshots)]))
+        loop.iter = syntax.copied(self.steps)
+        loop.body = [self.saving()] + _primal(loop.body)
+        return [syntax.located(made, loop), loop]
+
+    def saving(self):
+        """`if schedule.snapshot_before(i): schedule.save(i, state)`."""
+        target = syntax.name(self.target)
+        value = (syntax.name(self.state[0]) if len(self.state) == 1
+                 else syntax.tuple_([syntax.name(n) for n in self.state]))
+        save = syntax.expr_stmt(syntax.call(syntax.attribute(self.tape, "save"),
+                                            [target, value]))
+        test = syntax.call(syntax.attribute(self.tape, "snapshot_before"),
+                           [syntax.name(self.target)])
+        return syntax.located(syntax.if_(test, [save] + self.copies()), self.loop)
+
+    def copies(self):
+        """`a = _s2s_copied(a)` for each state `a` the step changes in place."""
+        copied = self.rev.ctx.runtime("copied")
+        return [syntax.located(syntax.assign(n, syntax.call(copied, [syntax.name(n)])), self.loop)
+                for n in self.mutated]
+
+    def reversed_loop(self, body):
+        """The reverse sweep, with `body`, the reversed body, after the taped step."""
+        namer = self.rev.namer
+        step, start = namer.fresh("_s2s_step"), namer.fresh("_s2s_start")
+        state = (syntax.name(self.state[0], store=True) if len(self.state) == 1 else
+                 syntax.tuple_([syntax.name(n, store=True) for n in self.state], store=True))
+        restore = syntax.assign(state, syntax.call(syntax.attribute(self.tape, "restore"),
+                                                   [syntax.name(start)]))
+        copies = self.copies()
+        advance = syntax.for_(self.target, syntax.call(
+            syntax.attribute(self.tape, "advance"), [syntax.name(start), syntax.name(step)]),
+            [self.saving()] + [_unlocated(s) for s in _primal(self.loop.body)])
+        taped = self.taped(body, step)
+        for made in [restore, advance] + copies + advance.body + advance.body[0].body:
+            syntax.located(made, self.loop).s2s_uncommented = True
+        sweep = syntax.for_(syntax.tuple_([syntax.name(step, store=True),
+                                           syntax.name(start, store=True)], store=True),
+                            syntax.call(syntax.attribute(self.tape, "reverse_sweep")),
+                            [syntax.comment("the state before the step, from a snapshot")]
+                            + [restore] + copies + [advance]
+                            + [syntax.comment("the step again, taped, and its pullback")]
+                            + taped)
+        self.reversed = sweep
+        return sweep
+
+    def taped(self, body, step):
+        """The reversed body `body` with the step's pullback a call of the step's adjoint
+        (its forward pass and its pullback in one function, which keeps no more than the
+        one step needs), and the stand-in of the step's result where `body` reads it."""
+        ctx = self.rev.ctx
+        call = _step_call(self.loop)
+        found = self.rev.user_calls.get(call)
+        if found is None:
+            return body
+        pullback, vjp = found
+        callee = next(c for name, c in ctx.callees if name == vjp)
+        ctx.callees[:] = [(name, c) for name, c in ctx.callees if name != vjp]
+        adjoint = ctx.call(Callee(callee.fn, "step", callee.wrt, callee.kinds),
+                           f"{callee.fn.__name__}_adjoint")
+        args = [syntax.name(step) if syntax.is_name(a, self.target) else syntax.copied(a)
+                for a in call.value.args]
+        for n in syntax.walk(syntax.if_(syntax.const(True), body)):
+            if isinstance(n, gast.Call) and syntax.is_name(n.func, pullback):
+                n.func, n.args = syntax.name(adjoint), n.args + args
+        for s in body:
+            s.s2s_uncommented = True    # (under the comment of the sweep's own)
+        out = []
+        result = call.targets[0].id
+        if result in syntax.names_loaded(syntax.if_(syntax.const(True), body)):
+            # (the structure of the state, which the adjoint of unpacking it reads)
+            stand_in = syntax.tuple_([syntax.name(n) for n in self.state])
+            out.append(syntax.located(syntax.assign(result, stand_in), self.loop))
+            out[-1].s2s_uncommented = True
+        return out + body
+
+
+def _unlocated(s):
+    """A copy of the statement `s` for the pullback, without a `# grad of` comment over
+    it (it is the primal code of the step)."""
+    s = syntax.copied(s)
+    s.s2s_uncommented = True
+    return s
+
+
+def _primal(stmts):
+    """`stmts` without markers."""
+    return [s for s in stmts if not getattr(s, "s2s_marker", None)]
+
+
+def rename_apart(pullback, loops, namer, fused=False):
+    """A reverse sweep binds the loop's values again; where the pullback also reads
+    those names outside it (the values the forward pass ended with), rename them in the
+    sweep. In a `fused` gradient (no closure), only where it reads them after the sweep:
+    then the sweep's first state replaces the forward pass's last, which is released."""
+    names = NameCounts(pullback)
+    for info in loops:
+        if not isinstance(info, CheckpointedLoop) or not hasattr(info, "reversed"):
+            continue
+        sweep = info.reversed
+        inside = NameCounts(sweep)
+        after = None
+        if fused and any(s is sweep for s in pullback.body):
+            at = next(i for i, s in enumerate(pullback.body) if s is sweep)
+            after = set(syntax.names_loaded(syntax.if_(syntax.const(True),
+                                                       pullback.body[at + 1:])))
+        for name in sorted(set(syntax.names_stored(sweep))):
+            outside = names.loads[name] > inside.loads[name]
+            if after is not None:
+                outside = name in after
+            if name in info.rev.primal_names and outside:
+                new = namer.fresh(name)
+                names.drop(sweep)
+                rename(sweep, name, new)
+                names.add(sweep)
+                inside = NameCounts(sweep)

@@ -1,0 +1,212 @@
+"""Checkpointed loops: `checkpointed`, which marks a loop for them, and `Revolve`, the
+binomial schedule (Griewank and Walther's revolve) that the gradient of such a loop runs.
+
+A gradient of a loop of n steps needs, in reverse order, the state before each step.
+Keeping all n states costs n states of memory; keeping only k snapshots and computing
+the others again from the nearest snapshot costs time instead. The binomial schedule
+places the snapshots so that the steps computed again are the fewest possible for n and
+k: `revolve_steps(n, k)` of them (r n - C(k + r, r - 1), for the r with
+C(k + r - 1, k) < n <= C(k + r, k)), counting the first sweep's n - 1 advances.
+
+A schedule is a list of reversals: the step reversed, the snapshot its state is computed
+from, and the snapshots taken on the way. Generated code reads it as three loops: the
+forward sweep saves the snapshots `snapshot_before(i)` names; the reverse sweep, for each
+step `i` from the last, restores the snapshot `reverse_sweep()` gives, advances to `i`
+(saving snapshots again), runs step `i` taped and then its pullback.
+
+>>> schedule = Revolve(range(6), 2)
+>>> [i for i in range(6) if schedule.snapshot_before(i)]     # the forward sweep's
+[0, 3, 5]
+>>> [(i, start) for i, start in schedule.reverse_sweep()
+...  if schedule.advance(start, i) is not None]
+[(5, 5), (4, 3), (3, 3), (2, 0), (1, 1), (0, 0)]
+>>> schedule.recomputed, revolve_steps(6, 2)     # 1 + 2 again, 5 in the forward sweep
+(3, 8)
+"""
+import math
+
+import numpy as np
+
+from ..errors import S2SADError
+
+
+def checkpointed(steps, snapshots):
+    """`steps` (a range), for `for i in s2sad.checkpointed(range(n), snapshots=k):`. The
+    function runs the loop over `steps` as it is; its gradient keeps at most `snapshots`
+    states of the loop (the values the body carries from one step to the next) and
+    computes the others again on the binomial schedule (see docs/loops.md).
+
+    >>> import numpy as np, s2sad
+    >>> def simulate(u0, kappa, n):
+    ...     u = u0
+    ...     for i in s2sad.checkpointed(range(n), snapshots=4):
+    ...         u = u + kappa * (np.roll(u, 1) - 2.0 * u + np.roll(u, -1))
+    ...     return np.sum(u * u)
+    >>> u0 = np.linspace(0.0, 1.0, 8)
+    >>> dkappa = s2sad.grad(simulate, wrt=1)(u0, 0.1, 50)
+    >>> h = 1e-6
+    >>> bool(abs(dkappa - (simulate(u0, 0.1 + h, 50) - simulate(u0, 0.1 - h, 50)) / (2 * h)) < 1e-6)
+    True
+    """
+    if not isinstance(steps, range):
+        raise S2SADError(f"s2sad.checkpointed(steps, snapshots) takes a range of steps, not a "
+                         f"{type(steps).__name__}: loop over range(len(...)) and index it")
+    if isinstance(snapshots, bool) or not isinstance(snapshots, (int, np.integer)) \
+            or snapshots < 1:
+        raise S2SADError(f"s2sad.checkpointed(..., snapshots={snapshots!r}): the number of "
+                         "snapshots is an int of at least 1")
+    return steps
+
+
+def copied(value):
+    """A copy of a value of the loop state that the step changes in place (an array, a
+    list, a dict), so that a snapshot of it stays as it was; anything else as it is."""
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, (list, dict)):
+        return type(value)(value)
+    return value
+
+
+def revolve_steps(n, k):
+    """The fewest step evaluations that reverse `n` steps keeping `k` snapshots (the
+    state before the first step among them) need besides the `n` taped steps: revolve's
+    count, the forward sweep's `n - 1` included."""
+    if n <= 1:
+        return 0
+    if k == 1:
+        return n * (n - 1) // 2
+    r = _repetitions(n, k)
+    return r * n - math.comb(k + r, r - 1)
+
+
+def _repetitions(n, k):
+    """The r with C(k + r - 1, k) < n <= C(k + r, k): how often the binomial schedule
+    runs the step evaluated most often."""
+    r = 0
+    while math.comb(k + r, k) < n:
+        r += 1
+    return r
+
+
+def _split(n, k):
+    """Where the binomial schedule of `n` steps with `k` snapshots (k > 1, n > 1) takes
+    its next snapshot: the largest first part that keeps the count optimal."""
+    r = _repetitions(n, k)
+    return max(1, min(math.comb(k + r - 1, k), n - math.comb(k + r - 2, k - 1), n - 1))
+
+
+def _actions(n, k):
+    """The binomial schedule of `n` steps with `k` snapshots, as ("save", p),
+    ("advance", p, q), ("restore", p) and ("reverse", p) on step positions."""
+    out = [("save", 0)]
+
+    def reverse(s, e, k):           # the state before s is current, and kept
+        if e - s == 1:
+            out.append(("reverse", s))
+        elif k == 1:
+            for j in range(e - 1, s - 1, -1):
+                if j < e - 1:
+                    out.append(("restore", s))
+                if j > s:
+                    out.append(("advance", s, j))
+                out.append(("reverse", j))
+        else:
+            m = s + _split(e - s, k)
+            out.append(("advance", s, m))
+            out.append(("save", m))
+            reverse(m, e, k - 1)
+            out.append(("restore", s))
+            reverse(s, m, k)
+    if n:
+        reverse(0, n, k)
+    return out
+
+
+def _reversals(n, k):
+    """[(step, start, saves, last)]: for each step from the last, the snapshot its state
+    is computed from, the snapshots taken on the way there, and whether that restore is
+    the snapshot's last."""
+    out, start, saves = [], 0, []
+    for action in _actions(n, k):
+        if action[0] == "save":
+            saves.append(action[1])
+        elif action[0] == "restore":
+            start, saves = action[1], []
+        elif action[0] == "reverse":
+            out.append([action[1], start, [p for p in saves if start <= p < action[1]]])
+            start, saves = None, []
+    restored = set()
+    for reversal in reversed(out):
+        reversal.append(reversal[1] not in restored)
+        restored.add(reversal[1])
+    return out
+
+
+class Revolve:
+    """The binomial schedule of a loop over `steps` (a range) that keeps at most
+    `snapshots` states, and the snapshots themselves. Generated code calls it (see the
+    module docstring); `recomputed` counts the steps the reverse sweeps ran again."""
+
+    def __init__(self, steps, snapshots):
+        self.steps = checkpointed(steps, snapshots)
+        n = len(steps)
+        self.snapshots = int(snapshots)
+        plan = _reversals(n, self.snapshots)
+        self.first = plan[0] if plan else None
+        self.plan = plan[1:]
+        self.kept = {}
+        self.recomputed = 0
+        self.sweep, self.cursor = [], 0
+        self.sweeps = 0
+        # the forward sweep: the first reversal's snapshots, and the state before the
+        # last step (revolve's current state, with which the reverse sweep starts)
+        self.saving = set(self.first[2]) | {n - 1} if plan else set()
+
+    def snapshot_before(self, i):
+        """Whether the sweep running keeps the state before step `i`."""
+        return self.steps.index(i) in self.saving
+
+    def save(self, i, state):
+        self.kept[self.steps.index(i)] = state
+
+    def restore(self, i):
+        """The state kept before step `i`, where the reversal of the next step starts
+        (released after its last use, but the first state); `snapshot_before` then
+        names the snapshots to take on the way to that step."""
+        step, start, saves, last = self.sweep[self.cursor]
+        self.cursor += 1
+        p = self.steps.index(i)
+        self.saving = set(saves)
+        state = self.kept[p]
+        if last and p != 0:
+            del self.kept[p]
+        return state
+
+    def advance(self, start, i):
+        """The steps from `start` to `i` (without `i`)."""
+        steps = self.steps[self.steps.index(start):self.steps.index(i)]
+        self.recomputed += len(steps)
+        return steps
+
+    def reverse_sweep(self):
+        """For each step `i` from the last: (`i`, the step before which the state its
+        state is computed from is kept). (Each `restore` then moves to the next.)"""
+        if self.first is None:
+            return
+        n = len(self.steps)
+        if self.sweeps:
+            # a pullback called again: only the state before the first step is left;
+            # the forward sweep's other snapshots are taken again on the way
+            self.kept = {0: self.kept[0]}
+            first = (n - 1, 0, [p for p in self.first[2] if p != 0], True)
+        else:
+            first = (n - 1, n - 1, [], True)
+        self.sweeps += 1
+        self.sweep, self.cursor = [first] + self.plan, 0
+        for step, start, _, _ in self.sweep:
+            yield self.steps[step], self.steps[start]
+
+    def __repr__(self):
+        return (f"<revolve schedule of {len(self.steps)} steps, {self.snapshots} snapshots, "
+                f"{len(self.kept)} kept>")

@@ -1,0 +1,363 @@
+"""Checkpointed loops, `for i in s2sad.checkpointed(range(n), snapshots=k):`: the gradient
+keeps at most k snapshots of the loop state and computes the other states again on the
+binomial (revolve) schedule. Gradients are checked against central differences and
+against the same loop without the checkpoint; the number of steps computed again is
+counted by running the body, and the memory is measured (tracemalloc)."""
+import functools
+import math
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import s2sad
+from numpy_cases import fd_array_grad
+from s2sad.rules.schedules import Revolve, revolve_steps
+
+
+def heat(u0, kappa, n, k):
+    u = u0
+    for i in s2sad.checkpointed(range(n), snapshots=k):
+        lap = np.roll(u, 1) - 2.0 * u + np.roll(u, -1)
+        u = u + kappa * np.tanh(lap)
+    return np.sum(u * u)
+
+
+def heat_plain(u0, kappa, n, k):
+    u = u0
+    for i in range(n):
+        lap = np.roll(u, 1) - 2.0 * u + np.roll(u, -1)
+        u = u + kappa * np.tanh(lap)
+    return np.sum(u * u)
+
+
+def branchy(x, c, n, k):
+    # a branch, a nested loop, a number and an array carried, `continue`
+    s = 0.0
+    for i in s2sad.checkpointed(range(n), snapshots=k):
+        if np.sum(x) > 0.0:
+            x = np.sin(x) * c
+        else:
+            x = x * x + c
+        for j in range(2):
+            x = x + 0.1 * j * np.cos(x)
+        s = s + np.sum(x) * c
+        if i % 3 == 1:
+            continue
+        s = s * 0.9
+    return s + np.sum(x ** 2)
+
+
+def branchy_plain(x, c, n, k):
+    s = 0.0
+    for i in range(n):
+        if np.sum(x) > 0.0:
+            x = np.sin(x) * c
+        else:
+            x = x * x + c
+        for j in range(2):
+            x = x + 0.1 * j * np.cos(x)
+        s = s + np.sum(x) * c
+        if i % 3 == 1:
+            continue
+        s = s * 0.9
+    return s + np.sum(x ** 2)
+
+
+def trajectory(x0, c, n, k):
+    # element writes into an array the loop carries
+    x = np.zeros(n + 1)
+    x[0] = np.sum(x0)
+    for i in s2sad.checkpointed(range(n), snapshots=k):
+        x[i + 1] = x[i] + 0.1 * np.sin(c * x[i])
+    return np.sum(x * x)
+
+
+def trajectory_plain(x0, c, n, k):
+    x = np.zeros(n + 1)
+    x[0] = np.sum(x0)
+    for i in range(n):
+        x[i + 1] = x[i] + 0.1 * np.sin(c * x[i])
+    return np.sum(x * x)
+
+
+def in_place(u0, c, n, k):
+    # the state changed in place by the step (an argument: never changed by the gradient)
+    u = u0
+    for i in s2sad.checkpointed(range(1, 2 * n + 1, 2), snapshots=k):
+        u[i % 3] = u[(i + 1) % 3] * c + np.sin(u[i % 3])
+    return np.sum(u * u)
+
+
+def in_place_plain(u0, c, n, k):
+    u = u0.copy()
+    for i in range(1, 2 * n + 1, 2):
+        u[i % 3] = u[(i + 1) % 3] * c + np.sin(u[i % 3])
+    return np.sum(u * u)
+
+
+
+def outer(x, c):
+    total = 0.0
+    for e in range(3):
+        u = x * (e + 1)
+        for i in s2sad.checkpointed(range(6), snapshots=2):
+            u = np.sin(u) * c + u
+        total = total + np.sum(u)
+    return total
+def outer_plain(x, c):
+    total = 0.0
+    for e in range(3):
+        u = x * (e + 1)
+        for i in range(6):
+            u = np.sin(u) * c + u
+        total = total + np.sum(u)
+    return total
+def nested_fn(x, c):
+    def f(v):
+        return np.tanh(v * c)
+    u = x
+    for i in s2sad.checkpointed(range(7), snapshots=3):
+        buf = np.zeros(3)
+        buf[0] = np.sum(u)
+        u = f(u) + buf[0] * 0.1
+    return np.sum(u * u) + i
+def nested_fn_plain(x, c):
+    def f(v):
+        return np.tanh(v * c)
+    u = x
+    for i in range(7):
+        buf = np.zeros(3)
+        buf[0] = np.sum(u)
+        u = f(u) + buf[0] * 0.1
+    return np.sum(u * u) + i
+
+
+CASES = [(heat, heat_plain, 0.2), (branchy, branchy_plain, 0.7),
+         (trajectory, trajectory_plain, 1.3), (in_place, in_place_plain, 0.4)]
+
+
+@pytest.mark.parametrize("f, plain, c", CASES, ids=[f.__name__ for f, _, _ in CASES])
+@pytest.mark.parametrize("n, k", [(1, 1), (7, 1), (9, 2), (13, 3), (10, 20)])
+def test_gradients_match_the_plain_loop_and_finite_differences(f, plain, c, n, k):
+    x = np.linspace(-0.6, 0.9, 5)
+    args = (x, c, n, k)
+    expected = [fd_array_grad(plain, args, i) for i in (0, 1)]
+    got = s2sad.grad(f, wrt=(0, 1))(*args)
+    unckeckpointed = s2sad.grad(plain, wrt=(0, 1))(x.copy(), c, n, k)
+    for g, p, e in zip(got, unckeckpointed, expected):
+        np.testing.assert_allclose(g, p, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(g, e, rtol=1e-6, atol=1e-8)
+    value, (gx, gc) = s2sad.value_and_grad(f, wrt=(0, 1))(*args)
+    assert value == pytest.approx(plain(x.copy(), c, n, k), rel=1e-12)
+    np.testing.assert_allclose(gx, expected[0], rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(x, np.linspace(-0.6, 0.9, 5))     # the argument is unchanged
+
+
+@pytest.mark.parametrize("f, plain", [(outer, outer_plain), (nested_fn, nested_fn_plain)])
+def test_inside_an_outer_loop_and_with_a_nested_function(f, plain):
+    # a checkpointed loop run three times by an outer loop; a body that calls a nested
+    # function, writes into an array of its own, and a loop index read after the loop
+    x = np.linspace(-0.5, 0.7, 4)
+    expected = [fd_array_grad(plain, (x, 0.6), i) for i in (0, 1)]
+    for got in (s2sad.grad(f, wrt=(0, 1))(x, 0.6), s2sad.vjp(f, x, 0.6)[1](1.0)):
+        for g, e in zip(got, expected):
+            np.testing.assert_allclose(g, e, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("f, plain, c", CASES, ids=[f.__name__ for f, _, _ in CASES])
+def test_a_pullback_called_twice_gives_the_same_adjoints(f, plain, c):
+    x = np.linspace(-0.6, 0.9, 5)
+    y, pullback = s2sad.vjp(f, x, c, n=11, k=3)
+    assert y == pytest.approx(plain(x.copy(), c, 11, 3), rel=1e-12)
+    first = pullback(1.0)
+    second = pullback(2.0)
+    expected = fd_array_grad(plain, (x, c, 11, 3), 0)
+    np.testing.assert_allclose(first[0], expected, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(second[0], 2.0 * first[0], rtol=1e-12, atol=1e-12)
+    assert second[1] == pytest.approx(2.0 * first[1], rel=1e-12)
+
+
+def test_the_number_of_steps_is_known_at_run_time():
+    g = s2sad.grad(heat, wrt=1)
+    x = np.linspace(-0.6, 0.9, 5)
+    for n in (0, 1, 5, 23):
+        assert g(x, 0.2, n, 4) == pytest.approx(fd_array_grad(heat_plain, (x, 0.2, n, 4), 1),
+                                                rel=1e-6, abs=1e-9)
+
+
+# -- the schedule ---------------------------------------------------------------------
+@functools.lru_cache(None)
+def fewest_steps(n, k):
+    """The fewest step evaluations that reverse n steps with k snapshots, by dynamic
+    programming over where the next snapshot goes (independent of the closed form)."""
+    if n <= 1:
+        return 0
+    if k == 1:
+        return n * (n - 1) // 2
+    return min(m + fewest_steps(m, k) + fewest_steps(n - m, k - 1) for m in range(1, n))
+
+
+@pytest.mark.parametrize("n, k", [(n, k) for n in (1, 2, 5, 17, 40, 64) for k in (1, 2, 3, 5)])
+def test_revolve_count_is_the_fewest(n, k):
+    assert revolve_steps(n, k) == fewest_steps(n, k)
+
+
+COUNT = [0]
+
+
+def tick():
+    COUNT[0] += 1
+
+
+def counted(u0, kappa, n, k):
+    u = u0
+    for i in s2sad.checkpointed(range(n), snapshots=k):
+        tick()
+        u = u + kappa * np.sin(u)
+    return np.sum(u)
+
+
+@pytest.mark.parametrize("n, k", [(10, 1), (10, 2), (30, 3), (50, 4), (100, 5), (8, 10)])
+def test_the_steps_computed_again_are_revolves_count(n, k):
+    g = s2sad.grad(counted, wrt=(0, 1))
+    u = np.linspace(0.0, 1.0, 4)
+    g(u, 0.1, n, k)
+    COUNT[0] = 0
+    g(u, 0.1, n, k)
+    # the forward sweep runs the n steps (its first n - 1 are revolve's first advance,
+    # the last gives the loop's result), the reverse sweep what else revolve advances,
+    # and each step once more taped
+    assert COUNT[0] == revolve_steps(n, k) + 1 + n
+    assert COUNT[0] - 2 * n == revolve_steps(n, k) - (n - 1)
+
+
+@pytest.mark.parametrize("n, k", [(30, 3), (64, 5), (200, 8)])
+def test_the_schedule_keeps_at_most_k_snapshots(n, k):
+    schedule = Revolve(range(n), k)
+    most = 0
+    for i in range(n):
+        if schedule.snapshot_before(i):
+            schedule.save(i, i)
+    states = []
+    for step, start in schedule.reverse_sweep():
+        state = schedule.restore(start)
+        for i in schedule.advance(start, step):
+            if schedule.snapshot_before(i):
+                schedule.save(i, state)
+            state += 1
+            most = max(most, len(schedule.kept))
+        assert state == step
+        states.append(step)
+    assert states == list(range(n - 1, -1, -1))
+    assert most <= k
+    assert schedule.recomputed == revolve_steps(n, k) - (n - 1)
+
+
+# -- memory ---------------------------------------------------------------------------
+def simulate(u0, kappa, n, k):
+    u = u0
+    for i in s2sad.checkpointed(range(n), snapshots=k):
+        lap = np.roll(u, 1) - 2.0 * u + np.roll(u, -1)
+        u = u + kappa * lap
+    return np.sum(u * u)
+
+
+def test_memory_is_k_states_and_a_few_more():
+    u0 = np.random.default_rng(0).standard_normal(10 ** 5)
+    for n, k in ((60, 5), (120, 10)):
+        g = s2sad.grad(simulate, wrt=(0, 1))
+        g(u0, 0.1, n, k)
+        tracemalloc.start()
+        g(u0, 0.1, n, k)
+        states = tracemalloc.get_traced_memory()[1] / u0.nbytes
+        tracemalloc.stop()
+        # k + 4 arrays, and a few kB of other objects (the schedule, frames)
+        assert states < k + 4.5, (n, k, states)
+
+
+# -- other modes and errors -----------------------------------------------------------
+def test_forward_mode_runs_the_loop_as_it_is():
+    x = np.linspace(-0.6, 0.9, 5)
+    args = (x, 0.7, 9, 2)
+    y, tangent = s2sad.jvp(branchy, args, (np.zeros(5), 1.0, 0, 0))
+    assert y == pytest.approx(branchy_plain(*args), rel=1e-12)
+    assert tangent == pytest.approx(float(fd_array_grad(branchy_plain, args, 1)), rel=1e-6)
+    assert "Revolve" not in s2sad.source(branchy, mode="forward", wrt=1)
+
+
+def scalar_loop(x, n):
+    for i in s2sad.checkpointed(range(n), snapshots=2):
+        x = math.sin(x) + 0.5 * x
+    return x * x
+
+
+def test_second_derivatives_run_the_loop_without_checkpoints():
+    h = 1e-5
+    dd = s2sad.hessian(scalar_loop)(0.3, 6)
+    g = s2sad.grad(scalar_loop)
+    assert dd == pytest.approx((g(0.3 + h, 6) - g(0.3 - h, 6)) / (2 * h), rel=1e-6)
+
+
+def test_trace_and_jacrev():
+    g = s2sad.grad(scalar_loop)(0.3, 6)
+    assert s2sad.jacrev(scalar_loop)(0.3, 6) == pytest.approx(g, rel=1e-12)
+    table = str(s2sad.trace(scalar_loop, 0.3, 6))
+    assert f"{g:.6g}"[:6] in table
+
+
+def test_the_loop_runs_as_its_range_without_s2sad():
+    assert s2sad.checkpointed(range(3), snapshots=2) == range(3)
+    with pytest.raises(s2sad.S2SADError, match="snapshots is an int of at least 1"):
+        s2sad.checkpointed(range(3), snapshots=0)
+    with pytest.raises(s2sad.S2SADError, match="takes a range of steps, not a list"):
+        s2sad.checkpointed([1, 2], snapshots=2)
+
+
+def breaks(x, n):
+    for i in s2sad.checkpointed(range(n), snapshots=2):
+        x = x * 0.5
+        if x < 0.1:
+            break
+    return x
+
+
+def returns(x, n):
+    for i in s2sad.checkpointed(range(n), snapshots=2):
+        x = x * 0.5
+        if x < 0.1:
+            return x
+    return x
+
+
+def unbound(x, n):
+    for i in s2sad.checkpointed(range(n), snapshots=2):
+        last = x * 0.5
+        x = last + 1.0
+    return last
+
+
+@pytest.mark.parametrize("f, message", [
+    (breaks, r"`break` in a checkpointed loop is not supported"),
+    (returns, r"`return` in a checkpointed loop is not supported"),
+    (unbound, r"'last' is carried by the checkpointed loop .* but has no value before "
+              r"the loop")])
+def test_what_a_checkpointed_loop_cannot_do_is_a_clear_error(f, message):
+    with pytest.raises(s2sad.UnsupportedSyntaxError, match=message) as info:
+        s2sad.grad(f)(1.0, 5)
+    assert "test_checkpointed.py" in str(info.value)
+
+
+def test_the_generated_code_shows_the_schedule():
+    g = s2sad.grad(heat, wrt=(0, 1))
+    g(np.linspace(0.0, 1.0, 5), 0.1, 5, 2)
+    text = g.source
+    assert "the snapshots of u of the checkpointed loop at line" in text
+    for line in ["_s2s_schedule = _s2s_Revolve(t, k)",
+                 "if _s2s_schedule.snapshot_before(i):",
+                 "for _s2s_step, _s2s_start in _s2s_schedule.reverse_sweep():",
+                 "= _s2s_schedule.restore(_s2s_start)",
+                 "in _s2s_schedule.advance(_s2s_start, _s2s_step):",
+                 "u_bar, kappa_bar = heat_step_adjoint(u_bar, _s2s_step, u, kappa)"]:
+        assert line in text, line
+    assert "Revolve" not in s2sad.grad(heat_plain, wrt=(0, 1)).primal.__name__
