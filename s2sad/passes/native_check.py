@@ -1,0 +1,100 @@
+"""NativeCheck: refuse, before Numba sees it, generated code that Numba cannot compile
+(`backend="numba"`), with a `NativeBackendError` naming the user's line.
+
+Takes the gradient as passes/native_tapes.py leaves it and leaves it unchanged, or
+refuses it: a call of one of s2sad's runtime helpers that is still there (Python code
+for cases the types do not settle: broadcasting of unknown shapes, containers,
+reductions along axes), a list, dict or set, a `with` or `try` block, a nested
+function, a call of another Python function's derivative whose backend is not
+native, or of a Python function that is neither a Numba function nor one Numba knows.
+A Numba typing error would name generated code; this names the user's.
+
+>>> import math
+>>> from s2sad import pipeline
+>>> def f(x):
+...     xs = [x, 2.0 * x]
+...     return xs[0] * xs[1]
+>>> pipeline.stage_source(f, "native_check", kinds={"x": float})
+Traceback (most recent call last):
+    ...
+s2sad.errors.NativeBackendError: <doctest native_check[2]>:2: the numba backend ...
+"""
+import inspect
+import types
+
+import gast
+import numpy as np
+
+from .. import syntax
+from ..errors import NativeBackendError
+from ..rules import runtime, tangents
+
+_CONTAINERS = (gast.List, gast.Dict, gast.Set, gast.ListComp, gast.DictComp, gast.SetComp,
+               gast.GeneratorExp, gast.Lambda, gast.Starred, gast.Yield, gast.Await)
+_BLOCKS = (gast.With, gast.Try, gast.FunctionDef, gast.ClassDef, gast.Global,
+           gast.Nonlocal)
+#: Builtins the numba backend's generated code may call.
+_BUILTINS = {abs, min, max, len, range, float, int, bool, round, reversed, enumerate, zip,
+             print, isinstance}
+
+
+def run(fn, ctx):
+    """The pass (for `ctx.backend == "numba"`)."""
+    if ctx.backend != "numba":
+        return fn
+    callees = {name for name, _ in ctx.callees}
+    for top in fn.body:
+        for s in syntax.statements(top) if not isinstance(top, _BLOCKS) else [top]:
+            reason = _reason(s, ctx, callees)
+            if reason is not None:
+                raise NativeBackendError(
+                    f"{ctx.src.where(s)}: the numba backend cannot compile {reason}; "
+                    "differentiate this function with the Python backend (the default), "
+                    f"or rewrite the line\n    {ctx.src.line_text(s).strip()}")
+    return fn
+
+
+def _reason(s, ctx, callees):
+    """Why Numba cannot compile statement `s` (its own parts, not nested statements), or
+    None."""
+    if isinstance(s, _BLOCKS):
+        kind = {gast.With: "a with block", gast.Try: "a try block",
+                gast.FunctionDef: "a nested function"}.get(type(s), type(s).__name__)
+        return f"{kind} in the generated code"
+    for field in ("value", "test", "iter", "targets", "target"):
+        part = getattr(s, field, None)
+        for n in [m for p in (part if isinstance(part, list) else [part])
+                  if isinstance(p, gast.AST) for m in syntax.walk(p)]:
+            if isinstance(n, _CONTAINERS):
+                return f"a {type(n).__name__.lower()} ({syntax.unparse(n)})"
+            if isinstance(n, gast.Call):
+                reason = _call_reason(n, ctx, callees)
+                if reason is not None:
+                    return reason
+    return None
+
+
+def _call_reason(call, ctx, callees):
+    func = call.func
+    if isinstance(func, gast.Name) and func.id in callees:
+        return None
+    obj = ctx.resolve(func)
+    name = syntax.unparse(func)
+    helper = getattr(obj, "__name__", "")
+    if obj is not None and (getattr(runtime, helper, None) is obj
+                            or getattr(tangents, helper, None) is obj):
+        return (f"s2sad's runtime helper {name}() (Python code for what the types do not "
+                "settle: a broadcast of shapes s2sad cannot tell, a reduction along an axis, "
+                "a container), in the derivative of this line")
+    if obj is None:
+        return None if isinstance(func, gast.Attribute) else f"a call of {name}()"
+    if (getattr(obj, "targetoptions", None) is not None or obj in _BUILTINS
+            or isinstance(obj, (np.ufunc, type)) and obj is not object):
+        return None
+    module = getattr(obj, "__module__", None) or ""
+    if module == "math" or module.startswith("numpy") or isinstance(obj, np.dtype):
+        return None
+    if inspect.isfunction(obj) or isinstance(obj, (types.MethodType, types.BuiltinFunctionType)):
+        return f"a call of the Python function {name}(), which is not a Numba function"
+    return None
+

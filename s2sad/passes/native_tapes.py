@@ -1,0 +1,319 @@
+"""NativeTapes: the fused gradient as code Numba compiles (`backend="numba"`): tapes as
+arrays, not lists, and runtime helpers of numbers as the numbers they give.
+
+Takes the fused gradient `f_grad` or `f_value_and_grad` (without its guard: Numba
+dispatches on types itself) and leaves the same function where
+
+- each loop's tape is one array per type of the values it records (`float64`, `int64`,
+  `bool`), one column per value, with a count of the rows written: allocated once before
+  a `for` over `range` (its trip count known), else grown by doubling; the reversed loop
+  reads the rows from the last written down;
+- a name bound to `None` before a loop so that the tape can record it on a path that
+  did not assign it is bound to a zero of its type;
+- the helpers of `s2sad.rules.runtime` whose arguments are numbers (or elements and
+  arrays of known type) are written as the NumPy they mean (`_s2s_snapshot(t)` is `t`,
+  `_s2s_take(g, i)` is `g[i]`).
+
+The types are those of `analysis.number_types`. What is left that Numba cannot compile
+is refused by the next pass (passes/native_check.py).
+
+>>> import math
+>>> from s2sad import pipeline
+>>> def babysqrt(x):
+...     t = (1 + x) / 2
+...     for i in range(1000):
+...         t = (t + x / t) / 2
+...     return t
+>>> print(pipeline.stage_source(babysqrt, "native_tapes", kinds={"x": float}))
+def babysqrt_grad(x):
+    # reverse mode of babysqrt() with respect to x
+    # the pullback reads: x; t of each iteration of the loop at line 3
+    # rules: +, /
+    t = (1 + x) / 2
+    _s2s_tape = np.empty(len(range(1000)))
+    _s2s_rows = 0
+    for i in range(1000):
+        _s2s_tape[_s2s_rows] = t
+        _s2s_rows += 1
+        t = (t + x / t) / 2
+    t_bar = 1.0
+    x_bar = 0.0
+    # grad of: for i in range(1000):
+    for _s2s_row in range(_s2s_rows - 1, -1, -1):
+        t = _s2s_tape[_s2s_row]
+        # grad of: t = (t + x / t) / 2
+        t_3_bar = t_bar / 2
+        x_bar = x_bar + t_3_bar / t
+        t_bar = t_3_bar - t_3_bar * x / (t * t)
+    # grad of: t = (1 + x) / 2
+    x_bar = x_bar + t_bar / 2
+    return x_bar
+"""
+import gast
+import numpy as np
+
+from .. import syntax
+from ..analysis.number_types import ARRAY, BOOL, FLOAT, INT, NumberTypes
+from ..errors import NativeBackendError
+from ..rules import runtime
+
+#: The dtype of the tape of each type of value; unknown types go on the float tape.
+_DTYPES = {FLOAT: "float64", INT: "int64", BOOL: "bool_"}
+_ZEROS = {FLOAT: 0.0, INT: 0, BOOL: False, None: 0.0}
+#: The first capacity of a tape whose trip count is not known before its loop.
+GROWN_FROM = 16
+
+
+def run(fn, ctx):
+    """The pass (for `ctx.backend == "numba"`)."""
+    if ctx.backend != "numba":
+        return fn
+    for _ in range(2):      # a helper's result written natively may type another's argument
+        _NativeForms(ctx, number_types(fn, ctx)).rewrite(fn)
+    types = number_types(fn, ctx)
+    tapes = [plan.tape for plan in ctx.reverse.loops if plan.mode in ("start", "end")]
+    for tape in tapes:
+        _Tape(fn, tape, ctx, types).rewrite()
+    for s in syntax.statements(fn):
+        if (getattr(s, "s2s_init", False) or _binds_none(s)) and isinstance(
+                s.targets[0], gast.Name):
+            s.value = syntax.const(_ZEROS.get(types.of_name(s.targets[0].id), 0.0))
+    return fn
+
+
+def number_types(fn, ctx):
+    dtypes = {p: np.dtype(d) for p, (d, _) in (ctx.patterns or {}).items()}
+    return NumberTypes(fn, ctx.types, ctx.resolve, dtypes)
+
+
+def _binds_none(s):
+    return (isinstance(s, gast.Assign) and isinstance(s.value, gast.Constant)
+            and s.value.value is None)
+
+
+class _NativeForms:
+    """The runtime helpers of numbers written as what they give."""
+
+    def __init__(self, ctx, types):
+        self.ctx, self.types = ctx, types
+
+    def helper(self, e):
+        """The name of the runtime helper `e` calls, or None."""
+        if not (isinstance(e, gast.Call) and isinstance(e.func, gast.Name)):
+            return None
+        obj = self.ctx.bindings.get(e.func.id)
+        name = getattr(obj, "__name__", None)
+        return name if name and getattr(runtime, name, None) is obj else None
+
+    def rewrite(self, fn):
+        for s in syntax.statements(fn):
+            for field in ("value", "test"):
+                if isinstance(getattr(s, field, None), gast.AST):
+                    setattr(s, field, self.expression(getattr(s, field)))
+        for block in syntax.blocks(fn.body):
+            block[:] = [new for s in block for new in self.statement(s)]
+        return fn
+
+    def statement(self, s):
+        """`s`, or the statements that compute a helper's result in its place."""
+        if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)):
+            return [s]
+        target, call, kind = s.targets[0].id, s.value, self.helper(s.value)
+        of = self.types.of
+        if kind == "unindex" and len(call.args) == 3 and of(call.args[1]) == ARRAY \
+                and of(call.args[0]) in (FLOAT, INT) and of(call.args[2]) == INT:
+            g, x, i = call.args
+            zeros = syntax.call(syntax.attribute(self.numpy(), "zeros_like"), [x])
+            put = syntax.assign(gast.Subscript(value=syntax.name(target), slice=i,
+                                               ctx=gast.Store()), g)
+            return [syntax.located(syntax.assign(target, zeros), s), syntax.located(put, s)]
+        return [s]
+
+    def numpy(self):
+        return syntax.name(self.ctx.bind("np", obj=np))
+
+    def expression(self, e):
+        """`e`, its parts first, with each helper of known types as what it gives."""
+        return self.native(syntax.rebuilt(e, self.expression))
+
+    def native(self, e):
+        kind, of = self.helper(e), self.types.of
+        numbers = (FLOAT, INT, BOOL)
+        if kind in ("snapshot", "like") and of(e.args[0]) in numbers:
+            return e.args[0]
+        if kind == "zeros_like" and of(e.args[0]) in numbers:
+            return syntax.const(0.0)
+        if kind == "unbroadcast" and of(e.args[0]) in numbers and of(e.args[1]) in numbers:
+            return e.args[0]
+        if kind == "take" and of(e.args[0]) == ARRAY and of(e.args[1]) == INT:
+            return gast.Subscript(value=e.args[0], slice=e.args[1], ctx=gast.Load())
+        if kind == "own" and of(e.args[1]) == ARRAY:
+            np_ = self.numpy()
+            if of(e.args[0]) == ARRAY:
+                return syntax.call(syntax.attribute(np_, "copy"), [e.args[0]])
+            if of(e.args[0]) in numbers:
+                shape = syntax.attribute(e.args[1], "shape")
+                return syntax.call(syntax.attribute(np_, "full"), [shape, e.args[0]])
+        if isinstance(e, gast.IfExp) and self.helper(e.orelse) == "seed" \
+                and of(e.orelse.args[0]) in numbers:
+            return syntax.const(1.0)        # the seed of a number
+        return e
+
+
+class _Tape:
+    """One list tape and the loops that fill and read it, rewritten with arrays."""
+
+    def __init__(self, fn, tape, ctx, types):
+        self.fn, self.tape, self.ctx, self.types = fn, tape, ctx, types
+        self.namer = ctx.namer
+
+    def rewrite(self):
+        made, pushes, reading = self._find()
+        if made is None or reading is None or not pushes:
+            return
+        block, created, loop = made
+        values = _values(pushes[0][1].value.args[0])
+        # what the reversed loop no longer reads (a stand-in for a shape, now a number)
+        reversed_loop = reading[1]
+        read = set(syntax.names_loaded(syntax.if_(syntax.const(True), reversed_loop.body)))
+        unpacked = syntax.names_stored(reversed_loop.target)
+        kept = [i for i, n in enumerate(unpacked) if n in read] or [0]
+        columns = []        # the type of each kept value
+        for i in kept:
+            v = values[i]
+            t = self.types.of(v)
+            if t == ARRAY or t is None and not isinstance(v, (gast.Name, gast.Constant)):
+                raise self._refused(loop, v)
+            columns.append(t if t in _DTYPES else FLOAT)
+        groups = {}         # type -> [column indexes], floats first
+        for t in sorted(set(columns), key=list(_DTYPES).index):
+            groups[t] = [c for c, ct in enumerate(columns) if ct == t]
+        names = {t: self.tape if k == 0 else self.namer.fresh(f"{self.tape}_{t}")
+                 for k, t in enumerate(groups)}
+        rows = self.namer.fresh("_s2s_rows")
+        np_ = self.ctx.bind("np", obj=np)
+        known = self._trip_count(loop)
+        before = []
+        for t, cols in groups.items():
+            length = known if known is not None else str(GROWN_FROM)
+            shape = length if len(cols) == 1 else f"({length}, {len(cols)})"
+            dtype = "" if t == FLOAT else f", dtype={np_}.{_DTYPES[t]}"
+            before.append(syntax.assign(names[t], syntax.parse_expr(
+                f"{np_}.empty({shape}{dtype})")))
+        before.append(syntax.assign(rows, syntax.const(0)))
+        i = block.index(created)
+        block[i:i + 1] = [syntax.located(s, created) for s in before]
+        for stmts, push in pushes:
+            writes = [] if known is not None else self._grow(groups, names, rows, np_)
+            values = [values_of(push)[i] for i in kept]
+            for t, cols in groups.items():
+                for k, c in enumerate(cols):
+                    where = syntax.name(rows) if len(cols) == 1 else syntax.tuple_(
+                        [syntax.name(rows), syntax.const(k)])
+                    cell = gast.Subscript(value=syntax.name(names[t]), slice=where,
+                                          ctx=gast.Store())
+                    writes.append(syntax.assign(cell, syntax.copied(values[c])))
+            writes.append(gast.AugAssign(target=syntax.name(rows, store=True),
+                                         op=gast.Add(), value=syntax.const(1)))
+            j = stmts.index(push)
+            stmts[j:j + 1] = [syntax.located(s, push) for s in writes]
+        self._read_back(reading, groups, names, rows, [unpacked[i] for i in kept])
+
+    def _find(self):
+        """(block, creation, filling loop), [(block, push)], the reversed loop."""
+        made, pushes, reading, filling = None, [], None, None
+        for block in syntax.blocks(self.fn.body):
+            for s in block:
+                if (isinstance(s, gast.Assign) and syntax.is_name(s.targets[0], self.tape)
+                        and isinstance(s.value, gast.List)):
+                    made = (block, s)
+                elif (isinstance(s, gast.Expr) and isinstance(s.value, gast.Call)
+                      and isinstance(s.value.func, gast.Attribute)
+                      and syntax.is_name(s.value.func.value, self.tape)
+                      and s.value.func.attr == "append"):
+                    pushes.append((block, s))
+                elif (isinstance(s, gast.For) and isinstance(s.iter, gast.Call)
+                      and any(syntax.is_name(a, self.tape) for a in s.iter.args)):
+                    reading = (block, s)
+        if made is None:
+            return None, pushes, reading
+        inside = {id(p) for _, p in pushes}
+        for s in syntax.statements(self.fn):
+            if isinstance(s, (gast.For, gast.While)) and s is not (reading or (0, 0))[1]:
+                own = {id(n) for n in _own_statements(s.body)}
+                if own & inside:
+                    filling = s
+        if filling is None:
+            return None, pushes, reading
+        if not any(s is made[1] for s in self.fn.body):
+            raise NativeBackendError(self._where(
+                filling, "a loop that records values, nested in another loop: the numba "
+                "backend keeps one tape per loop run once; move the inner loop into a "
+                "function of its own, or differentiate with the Python backend"))
+        return (made[0], made[1], filling), pushes, reading
+
+    def _trip_count(self, loop):
+        """`len(range(...))` of a `for` over `range` with atoms for bounds, or None."""
+        it = getattr(loop, "iter", None)
+        if (isinstance(loop, gast.For) and isinstance(it, gast.Call) and not it.keywords
+                and self.ctx.resolve(it.func) is range and all(map(syntax.is_atom, it.args))):
+            return f"{self.ctx.bind('len')}({syntax.unparse(it)})"
+        return None
+
+    def _grow(self, groups, names, rows, np_):
+        """Statements that double the tapes when they are full."""
+        first = names[next(iter(groups))]
+        body = []
+        for t, cols in groups.items():
+            bigger = self.namer.fresh("_s2s_bigger")
+            shape = (syntax.parse_expr(f"2 * {rows}") if len(cols) == 1 else
+                     syntax.parse_expr(f"(2 * {rows}, {len(cols)})"))
+            dtype = "" if t == FLOAT else f", dtype={np_}.{_DTYPES[t]}"
+            body += [syntax.assign(bigger, syntax.parse_expr(
+                         f"{np_}.empty({syntax.unparse(shape)}{dtype})")),
+                     syntax.parse(f"{bigger}[:{rows}] = {names[t]}").body[0],
+                     syntax.assign(names[t], syntax.name(bigger))]
+        full = syntax.parse_expr(f"{rows} == {self.ctx.bind('len')}({first})")
+        return [syntax.if_(full, body)]
+
+    def _read_back(self, reading, groups, names, rows, targets):
+        block, loop = reading
+        row = self.namer.fresh("_s2s_row")
+        reads = []
+        for t, cols in groups.items():
+            for k, c in enumerate(cols):
+                where = syntax.name(row) if len(cols) == 1 else syntax.tuple_(
+                    [syntax.name(row), syntax.const(k)])
+                reads.append((c, syntax.assign(targets[c], gast.Subscript(
+                    value=syntax.name(names[t]), slice=where, ctx=gast.Load()))))
+        reads = [s for _, s in sorted(reads, key=lambda r: r[0])]
+        back = syntax.parse_expr(f"{self.ctx.bind('range')}({rows} - 1, -1, -1)")
+        block[block.index(loop)] = syntax.located(syntax.for_(row, back, reads + loop.body),
+                                                  loop)
+
+    def _where(self, node, message):
+        src = self.ctx.src
+        return f"{src.where(node)}: {message}\n    {src.line_text(node).strip()}"
+
+    def _refused(self, loop, value):
+        return NativeBackendError(self._where(
+            loop, f"the loop records {syntax.unparse(value)}, which is not a number of a "
+            "type s2sad can tell (an array, a tuple or an object); the numba backend's tapes "
+            "hold numbers. Keep the state in preallocated arrays written element by "
+            "element (u[i + 1] = ...), or differentiate with the Python backend"))
+
+
+def values_of(push):
+    return _values(push.value.args[0])
+
+
+def _values(recorded):
+    return list(recorded.elts) if isinstance(recorded, gast.Tuple) else [recorded]
+
+
+def _own_statements(stmts):
+    for s in stmts:
+        yield s
+        if isinstance(s, gast.If):
+            yield from _own_statements(s.body)
+            yield from _own_statements(s.orelse)
