@@ -28,6 +28,7 @@ import inspect
 import math
 import threading
 import traceback
+import weakref
 from typing import Callable
 
 import gast
@@ -257,12 +258,21 @@ class CompiledDerivative:
         self.native = _njit(fn, dict(ctx.jit)) if ctx.backend == "numba" else None
 
 
+#: {Python function: {njit options: its Numba dispatcher}}
+_dispatchers = weakref.WeakKeyDictionary()
+
+
 def _njit(fn, options):
+    """`numba.njit(**options)(fn)`, made once per function and options."""
     try:
         import numba
     except ImportError:
         raise S2SADError('backend="numba" needs Numba: pip install "s2sad[numba]"') from None
-    return numba.njit(**options)(fn)
+    made = _dispatchers.setdefault(fn, {})
+    key = tuple(sorted(options.items()))
+    if key not in made:
+        made[key] = numba.njit(**options)(fn)
+    return made[key]
 
 
 def _compiled(ctx, node):
@@ -270,6 +280,9 @@ def _compiled(ctx, node):
     function's closure values, under a file name that says where it came from; the
     callees stay unbound until `_link`."""
     bindings = dict(ctx.bindings)
+    if ctx.backend == "numba":      # the user's Python functions it calls, as Numba's
+        bindings.update({name: _njit(obj, dict(ctx.jit)) for name, obj in bindings.items()
+                         if inspect.isfunction(obj)})
     for name, _ in ctx.callees:
         bindings[name] = None
     src = ctx.src

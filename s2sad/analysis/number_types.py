@@ -25,10 +25,14 @@ bound to a number and to something else, has none.
 import math
 import numbers
 
+import inspect
+import weakref
+
 import gast
 import numpy as np
 
 from .. import syntax
+from ..frontend import source
 
 BOOL, INT, FLOAT, ARRAY = "bool", "int", "float", "array"
 PENDING = "pending"     # of a name no binding has given a type yet
@@ -64,8 +68,8 @@ class NumberTypes:
         self.dtypes = dtypes or {}           # {array parameter: dtype}
         self.types = {}
         for p, t in params.items():
-            self.types[p] = (ARRAY if t is np.ndarray else
-                             {bool: BOOL, int: INT, float: FLOAT}.get(t))
+            self.types[p] = t if isinstance(t, str) else (
+                ARRAY if t is np.ndarray else {bool: BOOL, int: INT, float: FLOAT}.get(t))
         self.known = set(self.types)
         bindings = list(self._bindings(fn))
         self.known |= {target for target, _ in bindings}
@@ -173,7 +177,39 @@ class NumberTypes:
         module = getattr(fn, "__module__", None) or ""
         if module == "math" or (isinstance(fn, np.ufunc) and None not in args):
             return FLOAT
+        python = source.numba_function(fn) or (fn if inspect.isfunction(fn) else None)
+        if python is not None and not e.keywords and None not in args:
+            return returned(python, tuple(args))
         return None
+
+
+#: {function: {argument types: the type it returns}}, for the calls of Python functions.
+_returned = weakref.WeakKeyDictionary()
+
+
+def returned(fn, args):
+    """The type of what the Python function `fn` returns for arguments of types `args`,
+    read from its source (None if it cannot be told, or it calls itself)."""
+    known = _returned.setdefault(fn, {})
+    if args not in known:
+        known[args] = None
+        try:
+            src = source.capture(fn, copy=False)
+        except Exception:   # noqa: BLE001 - no source: the type cannot be told
+            return None
+        params = [a.id for a in src.node.args.posonlyargs + src.node.args.args]
+
+        def resolve(e):
+            obj = src.resolve(e)
+            return None if obj is source.MISSING else obj
+        types = NumberTypes(src.node, dict(zip(params, args)), resolve)
+        out = PENDING
+        for s in syntax.statements(src.node):
+            if isinstance(s, gast.Return):
+                t = types.of(s.value) if s.value is not None else None
+                out = t if out == PENDING else join(out, t)
+        known[args] = None if out == PENDING else out
+    return known[args]
 
 
 def _of_value(obj):

@@ -86,6 +86,8 @@ def _call_reason(call, ctx, callees):
         return (f"s2sad's runtime helper {name}() (Python code for what the types do not "
                 "settle: a broadcast of shapes s2sad cannot tell, a reduction along an axis, "
                 "a container), in the derivative of this line")
+    if isinstance(func, gast.Name) and inspect.isfunction(ctx.bindings.get(func.id)):
+        return None         # the user's function, compiled with numba.njit by the driver
     if obj is None:
         return None if isinstance(func, gast.Attribute) else f"a call of {name}()"
     if (getattr(obj, "targetoptions", None) is not None or obj in _BUILTINS

@@ -12,7 +12,9 @@ dispatches on types itself) and leaves the same function where
   did not assign it is bound to a zero of its type;
 - the helpers of `s2sad.rules.runtime` whose arguments are numbers (or elements and
   arrays of known type) are written as the NumPy they mean (`_s2s_snapshot(t)` is `t`,
-  `_s2s_take(g, i)` is `g[i]`).
+  `_s2s_take(g, i)` is `g[i]`);
+- a call of a Python function of the user's calls it through a binding of the
+  derivative, which the driver compiles with `numba.njit` (pipeline.CompiledDerivative).
 
 The types are those of `analysis.number_types`. What is left that Numba cannot compile
 is refused by the next pass (passes/native_check.py).
@@ -49,6 +51,8 @@ def babysqrt_grad(x):
     x_bar = x_bar + t_bar / 2
     return x_bar
 """
+import inspect
+
 import gast
 import numpy as np
 
@@ -138,6 +142,13 @@ class _NativeForms:
 
     def native(self, e):
         kind, of = self.helper(e), self.types.of
+        if isinstance(e, gast.Call) and kind is None:
+            fn = self.ctx.resolve(e.func)
+            if inspect.isfunction(fn) and not isinstance(e.func, gast.Name) or (
+                    isinstance(e.func, gast.Name) and e.func.id not in self.ctx.bindings
+                    and inspect.isfunction(fn)):
+                e.func = syntax.name(self.ctx.bind(fn.__name__, obj=fn))
+            return e
         numbers = (FLOAT, INT, BOOL)
         if kind in ("snapshot", "like") and of(e.args[0]) in numbers:
             return e.args[0]
