@@ -40,7 +40,7 @@ from .compilation import (Compilation, Wrt, default_kinds, kinds_key, patterns_k
                           wrt_key)
 from .errors import InternalError, MissingRuleError, S2SADError, UnsupportedSyntaxError
 from .frontend import source
-from .rules import registry
+from .rules import numba_runtime, registry
 from .passes import (aliasing, combine_terms, desugar, element_adjoints, enclose,
                      inline_helpers, insert_dels, lift, lost_derivatives, native_check,
                      native_tapes, optimize, peephole, record_fields, resolve_calls,
@@ -268,6 +268,7 @@ def _njit(fn, options):
         import numba
     except ImportError:
         raise S2SADError('backend="numba" needs Numba: pip install "s2sad[numba]"') from None
+    numba_runtime.register()
     made = _dispatchers.setdefault(fn, {})
     key = tuple(sorted(options.items()))
     if key not in made:
@@ -282,7 +283,8 @@ def _compiled(ctx, node):
     bindings = dict(ctx.bindings)
     if ctx.backend == "numba":      # the user's Python functions it calls, as Numba's
         bindings.update({name: _njit(obj, dict(ctx.jit)) for name, obj in bindings.items()
-                         if inspect.isfunction(obj)})
+                         if inspect.isfunction(obj)
+                         and not obj.__module__.startswith('s2sad.')})
     for name, _ in ctx.callees:
         bindings[name] = None
     src = ctx.src

@@ -2,9 +2,8 @@
 (`backend="numba"`), with a `NativeBackendError` naming the user's line.
 
 Takes the gradient as passes/native_tapes.py leaves it and leaves it unchanged, or
-refuses it: a call of one of s2sad's runtime helpers that is still there (Python code
-for cases the types do not settle: broadcasting of unknown shapes, containers,
-reductions along axes), a list, dict or set, a `with` or `try` block, a nested
+refuses it: a call of one of s2sad's runtime helpers that has no overload for Numba
+(rules/numba_runtime.py), a list, dict or set, a `with` or `try` block, a nested
 function, a call of another Python function's derivative whose backend is not
 native, or of a Python function that is neither a Numba function nor one Numba knows.
 A Numba typing error would name generated code; this names the user's.
@@ -28,6 +27,7 @@ import numpy as np
 from .. import syntax
 from ..errors import NativeBackendError
 from ..rules import runtime, tangents
+from ..rules.numba_runtime import NATIVE
 
 _CONTAINERS = (gast.List, gast.Dict, gast.Set, gast.ListComp, gast.DictComp, gast.SetComp,
                gast.GeneratorExp, gast.Lambda, gast.Starred, gast.Yield, gast.Await)
@@ -81,6 +81,8 @@ def _call_reason(call, ctx, callees):
     obj = ctx.resolve(func)
     name = syntax.unparse(func)
     helper = getattr(obj, "__name__", "")
+    if getattr(runtime, helper, None) is obj and helper in NATIVE:
+        return None         # rules/numba_runtime.py gives Numba its NumPy code
     if obj is not None and (getattr(runtime, helper, None) is obj
                             or getattr(tangents, helper, None) is obj):
         return (f"s2sad's runtime helper {name}() (Python code for what the types do not "

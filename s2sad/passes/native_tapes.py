@@ -165,9 +165,9 @@ class _NativeForms:
             if of(e.args[0]) in numbers:
                 shape = syntax.attribute(e.args[1], "shape")
                 return syntax.call(syntax.attribute(np_, "full"), [shape, e.args[0]])
-        if isinstance(e, gast.IfExp) and self.helper(e.orelse) == "seed" \
-                and of(e.orelse.args[0]) in numbers:
-            return syntax.const(1.0)        # the seed of a number
+        if isinstance(e, gast.IfExp) and self.helper(e.orelse) == "seed":
+            # the seed of a number, or the helper's overload for Numba's type
+            return syntax.const(1.0) if of(e.orelse.args[0]) in numbers else e.orelse
         return e
 
 
