@@ -12,7 +12,7 @@ EXAMPLES = os.path.join(ROOT, "examples")
 
 #: Modules an example may import that s2sad itself does not depend on; an example that
 #: imports one of them is skipped when it is not installed.
-OPTIONAL = ("autograd", "jax", "torch", "pygments", "matplotlib", "scipy")
+OPTIONAL = ("autograd", "jax", "torch", "pygments", "matplotlib", "scipy", "numba")
 
 
 def _scripts():

@@ -74,15 +74,30 @@ def run(fn, ctx):
         return fn
     for _ in range(2):      # a helper's result written natively may type another's argument
         _NativeForms(ctx, number_types(fn, ctx)).rewrite(fn)
-    types = number_types(fn, ctx)
     tapes = [plan.tape for plan in ctx.reverse.loops if plan.mode in ("start", "end")]
-    for tape in tapes:
-        _Tape(fn, tape, ctx, types).rewrite()
+    for tape in sorted(tapes, key=lambda t: -_depth(fn, t)):   # inner loops' tapes first
+        _Tape(fn, tape, ctx, number_types(fn, ctx)).rewrite()
+    types = number_types(fn, ctx)
     for s in syntax.statements(fn):
         if (getattr(s, "s2s_init", False) or _binds_none(s)) and isinstance(
                 s.targets[0], gast.Name):
             s.value = syntax.const(_ZEROS.get(types.of_name(s.targets[0].id), 0.0))
     return fn
+
+
+def _depth(fn, tape):
+    """How many loops the statement making `tape` is in."""
+    def depth(stmts, d):
+        for s in stmts:
+            if isinstance(s, gast.Assign) and syntax.is_name(s.targets[0], tape):
+                return d
+            inner = d + isinstance(s, (gast.For, gast.While))
+            for field in ("body", "orelse"):
+                found = depth(getattr(s, field, None) or [], inner)
+                if found is not None:
+                    return found
+        return None
+    return depth(fn.body, 0) or 0
 
 
 def number_types(fn, ctx):
@@ -194,16 +209,25 @@ class _Tape:
             v = values[i]
             t = self.types.of(v)
             if t == ARRAY or t is None and not isinstance(v, (gast.Name, gast.Constant)):
-                raise self._refused(loop, v)
+                raise self._refused(loop, v, t)
             columns.append(t if t in _DTYPES else FLOAT)
         groups = {}         # type -> [column indexes], floats first
         for t in sorted(set(columns), key=list(_DTYPES).index):
             groups[t] = [c for c, ct in enumerate(columns) if ct == t]
+        # a tape made in an iteration of an outer loop is one stack for all of them: its
+        # name holds the row the iteration starts at, which the outer tape records
+        outer = self._outermost_loop(created)
+        start = None
+        if outer is not None:
+            start = self.namer.fresh("_s2s_start")
+            for n in syntax.name_nodes(self.fn):
+                if n.id == self.tape:
+                    n.id = start
         names = {t: self.tape if k == 0 else self.namer.fresh(f"{self.tape}_{t}")
                  for k, t in enumerate(groups)}
         rows = self.namer.fresh("_s2s_rows")
         np_ = self.ctx.bind("np", obj=np)
-        known = self._trip_count(loop)
+        known = self._trip_count(loop) if outer is None else None
         before = []
         for t, cols in groups.items():
             length = known if known is not None else str(GROWN_FROM)
@@ -212,8 +236,14 @@ class _Tape:
             before.append(syntax.assign(names[t], syntax.parse_expr(
                 f"{np_}.empty({shape}{dtype})")))
         before.append(syntax.assign(rows, syntax.const(0)))
+        before = [syntax.located(s, created) for s in before]
         i = block.index(created)
-        block[i:i + 1] = [syntax.located(s, created) for s in before]
+        if outer is None:
+            block[i:i + 1] = before
+        else:
+            block[i] = syntax.located(syntax.assign(start, syntax.name(rows)), created)
+            j = next(k for k, s in enumerate(self.fn.body) if s is outer)
+            self.fn.body[j:j] = before
         for stmts, push in pushes:
             writes = [] if known is not None else self._grow(groups, names, rows, np_)
             values = [values_of(push)[i] for i in kept]
@@ -228,7 +258,16 @@ class _Tape:
                                          op=gast.Add(), value=syntax.const(1)))
             j = stmts.index(push)
             stmts[j:j + 1] = [syntax.located(s, push) for s in writes]
-        self._read_back(reading, groups, names, rows, [unpacked[i] for i in kept])
+        self._read_back(reading, groups, names, rows, [unpacked[i] for i in kept], start)
+
+    def _outermost_loop(self, stmt):
+        """The top-level loop of the function `stmt` is in, or None."""
+        for top in self.fn.body:
+            inside = syntax.statements(top)
+            if any(s is stmt for s in inside):
+                return top if any(isinstance(s, (gast.For, gast.While)) and any(
+                    t is stmt for t in syntax.statements(s)) for s in inside) else None
+        return None
 
     def _find(self):
         """(block, creation, filling loop), [(block, push)], the reversed loop."""
@@ -256,11 +295,6 @@ class _Tape:
                     filling = s
         if filling is None:
             return None, pushes, reading
-        if not any(s is made[1] for s in self.fn.body):
-            raise NativeBackendError(self._where(
-                filling, "a loop that records values, nested in another loop: the numba "
-                "backend keeps one tape per loop run once; move the inner loop into a "
-                "function of its own, or differentiate with the Python backend"))
         return (made[0], made[1], filling), pushes, reading
 
     def _trip_count(self, loop):
@@ -287,7 +321,9 @@ class _Tape:
         full = syntax.parse_expr(f"{rows} == {self.ctx.bind('len')}({first})")
         return [syntax.if_(full, body)]
 
-    def _read_back(self, reading, groups, names, rows, targets):
+    def _read_back(self, reading, groups, names, rows, targets, start=None):
+        """The reversed loop reading the rows from the last down (to `start`, the name of
+        the first row of this run of the loop, and then the rows are `start`)."""
         block, loop = reading
         row = self.namer.fresh("_s2s_row")
         reads = []
@@ -298,20 +334,26 @@ class _Tape:
                 reads.append((c, syntax.assign(targets[c], gast.Subscript(
                     value=syntax.name(names[t]), slice=where, ctx=gast.Load()))))
         reads = [s for _, s in sorted(reads, key=lambda r: r[0])]
-        back = syntax.parse_expr(f"{self.ctx.bind('range')}({rows} - 1, -1, -1)")
-        block[block.index(loop)] = syntax.located(syntax.for_(row, back, reads + loop.body),
-                                                  loop)
+        last = "-1" if start is None else f"{start} - 1"
+        back = syntax.parse_expr(f"{self.ctx.bind('range')}({rows} - 1, {last}, -1)")
+        new = [syntax.located(syntax.for_(row, back, reads + loop.body), loop)]
+        if start is not None:
+            new.append(syntax.located(syntax.assign(rows, syntax.name(start)), loop))
+        i = block.index(loop)
+        block[i:i + 1] = new
 
     def _where(self, node, message):
         src = self.ctx.src
         return f"{src.where(node)}: {message}\n    {src.line_text(node).strip()}"
 
-    def _refused(self, loop, value):
+    def _refused(self, loop, value, kind):
+        what = ("an array" if kind == ARRAY else
+                "a value of a type s2sad cannot tell (a tuple, an object)")
         return NativeBackendError(self._where(
-            loop, f"the loop records {syntax.unparse(value)}, which is not a number of a "
-            "type s2sad can tell (an array, a tuple or an object); the numba backend's tapes "
-            "hold numbers. Keep the state in preallocated arrays written element by "
-            "element (u[i + 1] = ...), or differentiate with the Python backend"))
+            loop, f"the derivative of this loop reads {what} of each iteration "
+            f"({syntax.unparse(value)}), and the numba backend's tapes hold numbers. Keep "
+            "the state in a preallocated array written element by element "
+            "(u[i + 1] = ...), or differentiate with the Python backend"))
 
 
 def values_of(push):
