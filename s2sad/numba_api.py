@@ -79,7 +79,9 @@ class NativeDerivative:
             kind = _kind_of(t)
             if kind is not None:
                 kinds[p] = kind
-        return self.derivative(kinds).fn
+        d = self.derivative(kinds)
+        d.native        # noqa: B018 - binds the functions it calls to Numba's
+        return d.fn
 
     def dispatcher(self, *args):
         """The Numba dispatcher of the specialisation for `args`."""

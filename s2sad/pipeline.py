@@ -254,8 +254,24 @@ class CompiledDerivative:
         self.tangent_names = ctx.forward.tangent_names if ctx.forward else None
         self.callees = ctx.callees    # [(name in its code, Callee)]: linked by the driver
         self.warned = False
-        # the Numba dispatcher of `fn` (backend="numba"), compiled by Numba at its first call
-        self.native = _njit(fn, dict(ctx.jit)) if ctx.backend == "numba" else None
+        self.backend, self.jit = ctx.backend, dict(ctx.jit)
+        # the user's Python functions the code calls, which Numba compiles too
+        self.native_calls = {name: obj for name, obj in ctx.bindings.items()
+                             if inspect.isfunction(obj) and not obj.__module__.startswith(
+                                 "s2sad.")} if ctx.backend == "numba" else {}
+        self._native = None
+
+    @property
+    def native(self):
+        """The Numba dispatcher of `fn` (for the numba backend, else None), made on first
+        use (Numba compiles it at its first call)."""
+        if self.backend != "numba":
+            return None
+        if self._native is None:
+            for name, obj in self.native_calls.items():
+                emit.bind_late(self.fn, name, _njit(obj, self.jit))
+            self._native = _njit(self.fn, self.jit)
+        return self._native
 
 
 #: {Python function: {njit options: its Numba dispatcher}}
@@ -281,10 +297,6 @@ def _compiled(ctx, node):
     function's closure values, under a file name that says where it came from; the
     callees stay unbound until `_link`."""
     bindings = dict(ctx.bindings)
-    if ctx.backend == "numba":      # the user's Python functions it calls, as Numba's
-        bindings.update({name: _njit(obj, dict(ctx.jit)) for name, obj in bindings.items()
-                         if inspect.isfunction(obj)
-                         and not obj.__module__.startswith('s2sad.')})
     for name, _ in ctx.callees:
         bindings[name] = None
     src = ctx.src
@@ -565,7 +577,7 @@ def jit_options(targetoptions):
 
 def _linked(callee, derivative):
     """What generated code calls for `callee`, given its compiled derivative."""
-    if derivative.native is not None:
+    if derivative.backend == "numba":
         if callee.args or callee.kwargs:
             raise S2SADError("the numba backend does not call methods or partials yet")
         return derivative.native
