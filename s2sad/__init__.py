@@ -16,7 +16,8 @@ from .api import (check_grad, checkpoint, custom_jvp, custom_vjp, defvjp, grad, 
 from .forward_api import defjvp, hessian, hvp, jacfwd, jacrev, jvp
 from .trace import trace
 from .errors import (ExceptionPathError, GradientCheckError, InternalError, MissingRuleError,
-                     NonScalarOutputError, S2SADError, SourceUnavailableError,
+                     NativeBackendError, NonScalarOutputError, S2SADError,
+                     SourceUnavailableError,
                      UnconnectedInputWarning, UnsupportedSyntaxError)
 
 __version__ = "0.1.0"
@@ -25,4 +26,5 @@ __all__ = ["grad", "value_and_grad", "vjp", "source", "check_grad", "defvjp", "n
            "hvp", "hessian", "defjvp",
            "S2SADError", "UnsupportedSyntaxError", "MissingRuleError",
            "NonScalarOutputError", "SourceUnavailableError", "GradientCheckError",
-           "InternalError", "ExceptionPathError", "UnconnectedInputWarning"]
+           "InternalError", "ExceptionPathError", "NativeBackendError",
+           "UnconnectedInputWarning"]

@@ -18,7 +18,9 @@ bound to a number and to something else, has none.
 ...         s = s + math.sin(x) / n
 ...     return s
 ... ''').body[0]
->>> types = NumberTypes(fn, {"x": float, "n": int}, {"math": math}.get)
+>>> def resolve(e):          # what a name or attribute of the module denotes
+...     return eval(syntax.unparse(e), {"math": math, "range": range})
+>>> types = NumberTypes(fn, {"x": float, "n": int}, resolve)
 >>> [types.of_name(v) for v in ("i", "t", "s", "x")]
 ['int', 'bool', 'float', 'float']
 """

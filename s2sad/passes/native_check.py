@@ -8,15 +8,17 @@ function, a call of another Python function's derivative whose backend is not
 native, or of a Python function that is neither a Numba function nor one Numba knows.
 A Numba typing error would name generated code; this names the user's.
 
->>> import math
 >>> from s2sad import pipeline
+>>> from s2sad.errors import NativeBackendError
 >>> def f(x):
 ...     xs = [x, 2.0 * x]
 ...     return xs[0] * xs[1]
->>> pipeline.stage_source(f, "native_check", kinds={"x": float})
-Traceback (most recent call last):
-    ...
-s2sad.errors.NativeBackendError: <doctest native_check[2]>:2: the numba backend ...
+>>> try:
+...     pipeline.stage_source(f, "native_check", kinds={"x": float})
+... except NativeBackendError as exc:
+...     print(exc)
+<doctest s2sad.passes.native_check[2]>:2: the numba backend cannot compile a list ([x, 2.0 * x]); differentiate this function with the Python backend (the default), or rewrite the line
+    xs = [x, 2.0 * x]
 """
 import inspect
 import types

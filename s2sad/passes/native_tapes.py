@@ -50,6 +50,7 @@ def babysqrt_grad(x):
     # grad of: t = (1 + x) / 2
     x_bar = x_bar + t_bar / 2
     return x_bar
+<BLANKLINE>
 """
 import inspect
 
