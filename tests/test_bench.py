@@ -136,3 +136,18 @@ def test_groups():
         run.select(suite, groups="loops")
     with pytest.raises(ValueError, match="unknown workload mlp"):
         run.select(suite, "mlp", "array-loops")
+
+
+def test_native_workload_checks():
+    # the hand Numba gradients against central differences, s2sad's numba backend
+    # against them and the Python backend; an empty group without Numba
+    suite = run.native.workloads()
+    if not suite:
+        pytest.skip("the native group needs Numba, which is not installed")
+    assert [w.name for w in suite] == ["babysqrt1000", "lotka_volterra", "while_loop",
+                                      "element_store"]
+    for w in suite:
+        run.check_native(w, s2sad)
+    wrong = suite[0]._replace(hand=lambda x: 1.001 * suite[0].hand(x))
+    with pytest.raises(SystemExit, match="disagrees with central finite differences"):
+        run.check_native(wrong, s2sad)
