@@ -984,7 +984,7 @@ def native_bench(suite, s2sad, peers, timing, transforms):
             calls["s2sad numba"] = (s2sad.grad(w.f, wrt=w.wrt, backend="numba"), w.args)
             calls["s2sad python"] = (s2sad.grad(w.f, wrt=w.wrt), w.args)
             compile_time = first_call(
-                lambda: s2sad.grad(fresh(w.f), wrt=w.wrt, backend="numba"), w.args, 1)
+                lambda: s2sad.grad(fresh(w.f), wrt=w.wrt, backend="numba"), w.args, transforms)
         jit = peers.get("jax.jit")
         jit_compile = None
         if jit is not None:
@@ -996,6 +996,8 @@ def native_bench(suite, s2sad, peers, timing, transforms):
                 calls["jax.jit"] = (gf, args)
             except Exception as e:      # noqa: BLE001 - a peer that fails is left out
                 print(f"note: jax.jit skipped on {w.name}: {type(e).__name__}: {e}")
+        for fn, args in calls.values():     # Numba compiles at the first call
+            fn(*args)
         rows.append({"workload": w.name, "times": per_calls(calls, *timing),
                      "compile": compile_time, "jax_jit_compile": jit_compile})
     return rows
