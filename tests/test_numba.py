@@ -118,6 +118,12 @@ def test_tapes_are_arrays_one_column_per_value():
     assert "append" not in text and "reversed(" not in text and "respecialize" not in text
 
 
+def test_an_element_read_twice_is_one_column_and_the_index_is_the_row():
+    NATIVE["decay"](0.3, 200)
+    text = NATIVE["decay"].source
+    assert "np.empty((len(range(t)), 2))" in text and "        i = _s2s_row\n" in text
+
+
 def test_value_and_grad_and_the_arrays_numba_compiles():
     rng = np.random.default_rng(0)
     w, x, y = rng.normal(size=3), rng.normal(size=(6, 3)), rng.normal(size=6)

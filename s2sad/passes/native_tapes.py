@@ -205,19 +205,36 @@ class _Tape:
         read = set(syntax.names_loaded(syntax.if_(syntax.const(True), reversed_loop.body)))
         unpacked = syntax.names_stored(reversed_loop.target)
         kept = [i for i, n in enumerate(unpacked) if n in read] or [0]
-        columns = []        # the type of each kept value
-        for i in kept:
-            v = values[i]
+        outer = self._outermost_loop(created)
+        _reuse_reads(loop.body, self.ctx)
+        copies = _copies(self.fn, reversed_loop.target)
+        pushed = [[_canonical(values_of(p)[i], copies) for i in kept] for _, p in pushes]
+        # a value read back from another column, or the loop's index computed from the row
+        index = self._index_from_row(loop) if outer is None else None
+        stored, same = [], {}
+        for pos in range(len(kept)):
+            texts = [syntax.unparse(vals[pos]) for vals in pushed]
+            if index is not None and set(texts) == {index[0]}:
+                same[pos] = "row"
+                continue
+            twin = next((q for q in stored
+                         if [syntax.unparse(vals[q]) for vals in pushed] == texts), None)
+            if twin is not None:
+                same[pos] = twin
+            else:
+                stored.append(pos)
+        columns = {}        # the type of each stored value
+        for pos in stored:
+            v = values[kept[pos]]
             t = self.types.of(v)
             if t == ARRAY or t is None and not isinstance(v, (gast.Name, gast.Constant)):
                 raise self._refused(loop, v, t)
-            columns.append(t if t in _DTYPES else FLOAT)
-        groups = {}         # type -> [column indexes], floats first
-        for t in sorted(set(columns), key=list(_DTYPES).index):
-            groups[t] = [c for c, ct in enumerate(columns) if ct == t]
+            columns[pos] = t if t in _DTYPES else FLOAT
+        groups = {}         # type -> [stored positions], floats first
+        for t in sorted(set(columns.values()), key=list(_DTYPES).index):
+            groups[t] = [pos for pos in stored if columns[pos] == t]
         # a tape made in an iteration of an outer loop is one stack for all of them: its
         # name holds the row the iteration starts at, which the outer tape records
-        outer = self._outermost_loop(created)
         start = None
         if outer is not None:
             start = self.namer.fresh("_s2s_start")
@@ -259,7 +276,30 @@ class _Tape:
                                          op=gast.Add(), value=syntax.const(1)))
             j = stmts.index(push)
             stmts[j:j + 1] = [syntax.located(s, push) for s in writes]
-        self._read_back(reading, groups, names, rows, [unpacked[i] for i in kept], start)
+        self._read_back(reading, groups, names, rows, [unpacked[i] for i in kept], start,
+                        same, index)
+
+    def _index_from_row(self, loop):
+        """(the index, the expression of it in `row`) of a `for` over `range` whose
+        iteration k writes row k (each iteration writes one row, and a break leaves a
+        first part of them), when the bounds say it without names: `range(n)`,
+        `range(a, b, s)` with numbers for `a` and `s`."""
+        it = getattr(loop, "iter", None)
+        if not (isinstance(loop, gast.For) and isinstance(loop.target, gast.Name)
+                and isinstance(it, gast.Call) and self.ctx.resolve(it.func) is range
+                and not it.keywords and 1 <= len(it.args) <= 3):
+            return None
+        target = loop.target.id
+        if target in syntax.names_stored(syntax.if_(syntax.const(True), loop.body)):
+            return None
+        if len(it.args) == 1:
+            return target, "{row}"
+        first = it.args[0]
+        step = it.args[2] if len(it.args) == 3 else syntax.const(1)
+        if not all(isinstance(a, gast.Constant) and type(a.value) is int
+                   for a in (first, step)):
+            return None
+        return target, f"{first.value} + {{row}} * {step.value}"
 
     def _outermost_loop(self, stmt):
         """The top-level loop of the function `stmt` is in, or None."""
@@ -322,19 +362,27 @@ class _Tape:
         full = syntax.parse_expr(f"{rows} == {self.ctx.bind('len')}({first})")
         return [syntax.if_(full, body)]
 
-    def _read_back(self, reading, groups, names, rows, targets, start=None):
+    def _read_back(self, reading, groups, names, rows, targets, start, same, index):
         """The reversed loop reading the rows from the last down (to `start`, the name of
-        the first row of this run of the loop, and then the rows are `start`)."""
+        the first row of this run of the loop, and then the rows are `start`); `same`:
+        {position: the position whose column it reads, or "row" for the loop's index,
+        `index` computed from the row}."""
         block, loop = reading
         row = self.namer.fresh("_s2s_row")
-        reads = []
+        cells = {}
         for t, cols in groups.items():
-            for k, c in enumerate(cols):
+            for k, pos in enumerate(cols):
                 where = syntax.name(row) if len(cols) == 1 else syntax.tuple_(
                     [syntax.name(row), syntax.const(k)])
-                reads.append((c, syntax.assign(targets[c], gast.Subscript(
-                    value=syntax.name(names[t]), slice=where, ctx=gast.Load()))))
-        reads = [s for _, s in sorted(reads, key=lambda r: r[0])]
+                cells[pos] = gast.Subscript(value=syntax.name(names[t]), slice=where,
+                                            ctx=gast.Load())
+        reads = []
+        for pos, target in enumerate(targets):
+            if same.get(pos) == "row":
+                value = syntax.parse_expr(index[1].format(row=row))
+            else:
+                value = syntax.copied(cells[same.get(pos, pos)])
+            reads.append(syntax.assign(target, value))
         last = "-1" if start is None else f"{start} - 1"
         back = syntax.parse_expr(f"{self.ctx.bind('range')}({rows} - 1, {last}, -1)")
         new = [syntax.located(syntax.for_(row, back, reads + loop.body), loop)]
@@ -355,6 +403,62 @@ class _Tape:
             f"({syntax.unparse(value)}), and the numba backend's tapes hold numbers. Keep "
             "the state in a preallocated array written element by element "
             "(u[i + 1] = ...), or differentiate with the Python backend"))
+
+
+def _reuse_reads(stmts, ctx):
+    """In each straight run of `stmts` (and of the ifs in it, not of nested loops), a
+    read `b = a[i]` of an element read before into a name (`t = a[i]`), with no write to
+    `a`, `i` or `t` between, made `b = t`: one value, one column of the tape."""
+    seen = {}       # (array, index) -> the name that holds it
+    for s in stmts:
+        if isinstance(s, gast.If):
+            _reuse_reads(s.body, ctx)
+            _reuse_reads(s.orelse, ctx)
+            seen.clear()
+            continue
+        if not isinstance(s, gast.Assign) or any(
+                isinstance(c, gast.Call) and not _pure(ctx.resolve(c.func))
+                for c in syntax.walk(s)):
+            seen.clear()
+            continue
+        written = set(syntax.names_stored(s)) | {
+            syntax.receiver_root(t).id for t in s.targets if isinstance(t, gast.Subscript)
+            and isinstance(syntax.receiver_root(t), gast.Name)}
+        seen = {k: v for k, v in seen.items()
+                if not ({k[0], v} | set(k[1]) if isinstance(k[1], tuple) else {k[0], v}) & written}
+        value = s.value
+        if (isinstance(s.targets[0], gast.Name) and isinstance(value, gast.Subscript)
+                and isinstance(value.value, gast.Name) and syntax.is_atom(value.slice)):
+            key = (value.value.id, syntax.unparse(value.slice))
+            if key in seen:
+                s.value = syntax.name(seen[key])
+            elif key[1] not in written and key[0] not in written:
+                seen[key] = s.targets[0].id
+
+
+def _pure(fn):
+    """Whether a call of `fn` writes into no array: `math`'s functions, NumPy's ufuncs."""
+    return getattr(fn, "__module__", None) == "math" or isinstance(fn, np.ufunc)
+
+
+def _copies(fn, unpacked):
+    """{name: the name it copies} of the names bound once, to another name bound once
+    (not counting their bindings by `unpacked`, the target of the reversed loop that
+    reads them back)."""
+    count, skip = {}, {id(n) for n in syntax.name_nodes(unpacked)}
+    for n in syntax.name_nodes(fn):
+        if isinstance(n.ctx, gast.Store) and id(n) not in skip:
+            count[n.id] = count.get(n.id, 0) + 1
+    return {s.targets[0].id: s.value.id for s in syntax.statements(fn)
+            if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+            and isinstance(s.value, gast.Name) and count.get(s.targets[0].id) == 1
+            and count.get(s.value.id) == 1}
+
+
+def _canonical(value, copies):
+    while isinstance(value, gast.Name) and value.id in copies:
+        value = syntax.name(copies[value.id])
+    return value
 
 
 def values_of(push):
