@@ -294,7 +294,7 @@ def source(f: Callable, mode: str = "reverse", wrt: Wrt | None = None,
     <BLANKLINE>
         def sq_pullback(y_bar):
             # grad of: return x * x
-            x_bar = y_bar * x + y_bar * x
+            x_bar = 2 * y_bar * x
             return x_bar
         return (y, sq_pullback)
     <BLANKLINE>
@@ -304,7 +304,7 @@ def source(f: Callable, mode: str = "reverse", wrt: Wrt | None = None,
     >>> print(s2sad.source(sq, mode="forward"))
     def sq_jvp(x, x_dot):
         y = x * x
-        y_dot = x_dot * x + x_dot * x
+        y_dot = 2 * x_dot * x
         return (y, y_dot)
     <BLANKLINE>
     """
@@ -572,7 +572,7 @@ class custom_jvp:
     (0.0, 0.0)
     >>> print(s2sad.source(f, mode="forward"))
     def f_jvp(x, x_dot):
-        y, y_dot = safe_sqrt_jvp((x * x,), (x_dot * x + x_dot * x,))
+        y, y_dot = safe_sqrt_jvp((x * x,), (2 * x_dot * x,))
         return (y, y_dot)
     <BLANKLINE>
 

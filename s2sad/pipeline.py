@@ -15,7 +15,7 @@ that calls itself is one more entry of the worklist, linked to itself.
 >>> from s2sad import pipeline
 >>> [p.name for p in pipeline.FORWARD_MODE]  # doctest: +NORMALIZE_WHITESPACE
 ['lift', 'desugar', 'wengert', 'resolve_calls', 'record_fields', 'aliasing',
- 'lost_derivatives', 'forward', 'tangent_only', 'inline_temporaries', 'write_in_place', 'guard',
+ 'lost_derivatives', 'hoist_invariants', 'forward', 'tangent_only', 'inline_temporaries', 'write_in_place', 'guard',
  'enclose']
 """
 from __future__ import annotations
@@ -42,9 +42,9 @@ from .errors import InternalError, MissingRuleError, S2SADError, UnsupportedSynt
 from .frontend import source
 from .rules import numba_runtime, registry
 from .passes import (aliasing, combine_terms, desugar, element_adjoints, enclose,
-                     inline_helpers, insert_dels, lift, lost_derivatives, native_check,
-                     native_tapes, optimize, peephole, record_fields, resolve_calls,
-                     reuse_buffers, wengert)
+                     hoist_invariants, inline_helpers, insert_dels, lift, lost_derivatives,
+                     native_check, native_tapes, optimize, peephole, record_fields,
+                     resolve_calls, reuse_buffers, wengert)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,6 +71,8 @@ FRONT = [
          "the memory written (a view, an alias)"),
     Pass("lost_derivatives", lost_derivatives.run, "refuse writes into arrays through "
          "calls, and differentiated values passed where a rule has no derivative"),
+    Pass("hoist_invariants", hoist_invariants.run, "arithmetic on numbers, and views "
+         "of arrays, that a loop does not change, computed once before it"),
 ]
 
 #: Last in each list: the code from a `with` or `try` body enclosed in it again.

@@ -788,3 +788,14 @@ def test_element_writes_into_an_argument_leave_it_unchanged_in_forward_mode(f):
     assert value == pytest.approx(f(x0.copy()))
     assert tangent == pytest.approx((f(x0 + h * v0) - f(x0 - h * v0)) / (2 * h), rel=1e-6)
 
+
+
+@pytest.mark.parametrize("f", [smooths_its_argument, smooths_an_alias_of_its_argument])
+def test_element_writes_into_an_argument_copy_it_once_in_forward_mode(f):
+    # a copy per write made the tangent quadratic in the number of writes; the argument
+    # and its tangent are copied once, before the loop, and written in place after
+    source = s2sad.source(f, wrt=0, mode="forward")
+    head, loop = source.split("for i in")
+    assert "_s2s_setitem" not in loop
+    assert len(re.findall(r"= x\.copy\(\)", head)) == 1
+    assert len(re.findall(r"= x_dot\.copy\(\)", head)) == 1

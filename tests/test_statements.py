@@ -701,7 +701,7 @@ def test_try_generated_code():
         "    y_bar = x * 2.0\n"
         "    try:\n"
         "        # grad of: y = math.log(x)\n"
-        "        x_bar = y_1 + x + x + y_bar / x\n"
+        "        x_bar = y_1 + 2.0 * x + y_bar / x\n"
         "    except ValueError as exc:\n"
         f"        raise _s2s_exception_path(exc, {where!r})\n"
         "    return x_bar\n")

@@ -61,7 +61,7 @@ from ..compilation import Callee, parameters
 from ..errors import InternalError, MissingRuleError, S2SADError
 from ..frontend.source import MISSING
 from ..rules import registry
-from .simplify import negated, on_numbers, simplify, template_name
+from .simplify import doubled, negated, on_numbers, simplify, template_name
 
 
 _PURE_BUILTINS = (slice, type, float, int, bool, len, abs, min, max, range, tuple)
@@ -486,7 +486,10 @@ def _replaced(node, swap):
 
 
 def _sum(terms):
-    """`terms` added up, with `a + -b` written `a - b`."""
+    """`terms` added up, with `a + -b` written `a - b`, and two equal terms (`x_dot * x`
+    twice, from `x * x`) as one, doubled."""
+    if len(terms) == 2 and syntax.unparse(terms[0]) == syntax.unparse(terms[1]):
+        return doubled(terms[0])
     expr = terms[0]
     for term in terms[1:]:
         positive = negated(term)

@@ -212,6 +212,7 @@ def write_in_place(jvp, ctx):
     if not writes:
         return jvp
     owned = _owned([jvp], ctx.src, (runtime.setitem,), ctx.resolve)
+    owned |= _copied_once(jvp, {s.targets[0].id for s in writes} - owned)
     in_place = {id(s) for s in writes if s.targets[0].id in owned}
 
     def rewritten(s):
@@ -225,6 +226,30 @@ def write_in_place(jvp, ctx):
     for block in syntax.blocks(jvp.body):
         block[:] = [rewritten(s) for s in block]
     return jvp
+
+
+def _copied_once(jvp, names):
+    """The `names` (written element by element, of an input or a value the function did
+    not make) whose every binding but the writes copies a name (`u_1 = u`, before a
+    loop), made a copy of it (`u_1 = u.copy()`), once, so that the writes after it can
+    be in place: one copy, not one per write. A parameter written so is copied first."""
+    params = {a.id for a in jvp.args.posonlyargs + jvp.args.args}
+    binds = {}
+    for s in syntax.statements(jvp):
+        if isinstance(s, gast.Assign) and syntax.is_name(s.targets[0]) \
+                and s.targets[0].id in names and not (
+                    isinstance(s.value, gast.Call) and s.value.args
+                    and syntax.is_name(s.value.args[0], s.targets[0].id)):
+            binds.setdefault(s.targets[0].id, []).append(s)
+    copied = {n for n in names if n not in params and binds.get(n) and all(
+        isinstance(b.value, gast.Name) for b in binds[n])}
+    for n in copied:
+        for b in binds[n]:
+            b.value = syntax.call(syntax.attribute(b.value.id, "copy"), [])
+    first = [syntax.assign(p, syntax.call(syntax.attribute(p, "copy"), []))
+             for p in sorted(names & params) if p not in binds]
+    jvp.body[:0] = first
+    return copied | {s.targets[0].id for s in first}
 
 
 def _updated(write):

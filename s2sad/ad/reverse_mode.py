@@ -48,7 +48,7 @@ from ..errors import InternalError, MissingRuleError
 from ..rules import registry, runtime
 from .calls import CallAdjoints
 from .inplace import InPlaceWrites
-from .simplify import on_numbers, simplify, template_name
+from .simplify import doubled, on_numbers, simplify, template_name
 from .tapes import LoopPlan, bound_before_loops, is_range, loops_in, own_statements
 
 
@@ -282,6 +282,7 @@ class Reverse(CallAdjoints):
         if op.form == "call" and op.bound and "v" in op.bound and "index" in op.bound:
             # an element write: read the written element's adjoint before zeroing it
             args.sort(key=lambda ia: ia[0] != "v")
+        terms = []
         for param, arg in args:
             if not (isinstance(arg, gast.Name) and arg.id in self.active):
                 continue
@@ -294,7 +295,9 @@ class Reverse(CallAdjoints):
             else:
                 reduced = self.reduced_to_scalar(op, param, target)
                 expr = self.contribution(op, param, g, target, s, reduced)
-            out.extend(self.accumulate(arg.id, expr, defined, s, reduced or (
+            terms.append((arg.id, expr, reduced))
+        for arg, expr, reduced in _equal_terms_doubled(terms):
+            out.extend(self.accumulate(arg, expr, defined, s, reduced or (
                 uniform and self.scalar_valued(expr, g.id))))
         return out
 
@@ -598,6 +601,20 @@ def _strip_markers(stmts):
             if isinstance(getattr(s, field, None), list):
                 setattr(s, field, _strip_markers(getattr(s, field)))
         out.append(s)
+    return out
+
+
+def _equal_terms_doubled(terms):
+    """The (name, contribution, reduced) of one statement, two equal contributions to
+    one name (`g * x` twice, from `x * x`) made one, doubled (`2 * g * x`)."""
+    out, first = [], {}
+    for name, expr, reduced in terms:
+        key = (name, reduced, syntax.unparse(expr))
+        if first.get(key) is None:
+            first[key] = len(out)
+            out.append((name, expr, reduced))
+        else:
+            out[first.pop(key)] = (name, doubled(expr), reduced)
     return out
 
 

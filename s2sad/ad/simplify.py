@@ -140,6 +140,15 @@ def negated(e):
     return None
 
 
+def doubled(e):
+    """`e + e` as `2 * e`, with a product `a * b` written `2 * a * b`: exactly the sum,
+    since doubling rounds nothing."""
+    if isinstance(e, gast.BinOp) and isinstance(e.op, gast.Mult):
+        return syntax.binop(syntax.binop(syntax.const(2), gast.Mult(), e.left), gast.Mult(),
+                            e.right)
+    return syntax.binop(syntax.const(2), gast.Mult(), e)
+
+
 def fold_negation(e):
     """`-a * 2` as `a * -2`, throughout `e`: one operation less on arrays."""
     for n in syntax.walk(e):

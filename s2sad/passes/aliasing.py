@@ -80,9 +80,17 @@ _LIKE = ("zeros_like", "ones_like", "empty_like", "full_like", "copy", "array")
 def run(fn, ctx):
     """The pass: check `fn`. s2sad's own derivatives (differentiated again) write in
     place only where no other name sees the write."""
-    if not source.is_generated(ctx.src):
+    if not source.is_generated(ctx.src) and _writes(fn):
         Aliasing(fn, ctx).check(fn)
     return fn
+
+
+def _writes(fn):
+    """Whether `fn` may write into memory (an element write, an append, an augmented
+    assignment): without one, no name can hold an old value."""
+    return any(isinstance(s, gast.Assign) and (getattr(s, "s2s_augmented", False) or (
+        isinstance(s.value, gast.Call) and getattr(s.value.func, "s2s_prim", None) in (
+            runtime.setitem, runtime.append))) for s in syntax.statements(fn))
 
 
 @dataclasses.dataclass(frozen=True)

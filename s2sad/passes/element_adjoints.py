@@ -27,7 +27,7 @@ Runs on the pullback after Optimize, which gathers the additions into one statem
 >>> print(code[code.index("    def f_pullback"):code.index("    return (")].rstrip())
     def f_pullback(y_2_bar):
         # grad of: return np.sum(y * y)
-        y_bar = y_2_bar * y + y_2_bar * y
+        y_bar = 2 * y_2_bar * y
         x_bar = _s2s_zeros_like(x)
         # grad of: for i in range(1, len(x)):
         for i, t_1, t_3, t_4 in reversed(_s2s_tape):
@@ -163,7 +163,7 @@ class ElementAdjoints:
 
     def fresh(self, before, bar):
         """Whether the last statement of `before` to mention `bar` makes it a new array of
-        its own: zeros, or arithmetic with an array (`y_bar = g * y + g * y`)."""
+        its own: zeros, or arithmetic with an array (`y_bar = 2 * g * y`)."""
         for s in reversed(before):
             if bar in syntax.names_loaded(s) or bar in syntax.names_stored(s):
                 return (isinstance(s, gast.Assign) and syntax.is_name(s.targets[0], bar)

@@ -81,11 +81,14 @@ class Lift:
         """{name: (defining statement, FunctionDef or Lambda)} of the nested functions
         of `fn`, checking that each is a form that can be lifted."""
         found = {}
+        own = list(_own(fn.body))
+        if not any(isinstance(n, (gast.FunctionDef, gast.Lambda)) for n in own):
+            return found
         assigned_lambdas = set()
         arguments = _arguments(fn)
         taken = ({n.id for n in syntax.name_nodes(fn)} | set(self.src.free_values())
-                 | {n.name for n in _own(fn.body) if isinstance(n, gast.FunctionDef)})
-        for n in _own(fn.body):
+                 | {n.name for n in own if isinstance(n, gast.FunctionDef)})
+        for n in own:
             if isinstance(n, gast.FunctionDef):
                 self.check_def(n)
                 self.define(found, n.name, n, n)
@@ -94,7 +97,7 @@ class Lift:
                 self.check_def(n.value)
                 self.define(found, n.targets[0].id, n, n.value)
                 assigned_lambdas.add(id(n.value))
-        for n in _own(fn.body):
+        for n in own:
             if isinstance(n, gast.Lambda) and id(n) not in assigned_lambdas:
                 if id(n) not in arguments:
                     raise self.src.syntax_error(

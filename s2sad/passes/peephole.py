@@ -69,7 +69,7 @@ class Peephole:
         if before is None or any(id(s) not in before for s in fn.body):
             facts = self.known.analyse(fn.body, self.known.parameters(fn))
             before = {id(s): f for s, f in zip(fn.body, facts)}
-        stored = store_counts(fn)
+        self.stored = stored = store_counts(fn)     # upper bounds: no rewrite binds more
         self.numbers = number_names(fn, stored)
         self.floats = self.float_names(fn, stored)
         body = self.without_unit_factors(self.shared_views(fn.body, before), before)
@@ -114,7 +114,7 @@ class Peephole:
         """`np.zeros(x.shape)` for `_s2s_zeros_like(x)`, `x` an ndarray parameter never
         bound again whose dtype the code is specialised on (`np.zeros(x.shape, float32)`
         for float32): half the time of the helper, which checks its argument."""
-        stored = store_counts(fn)
+        stored = self.stored
         for s in syntax.statements(fn):
             value = getattr(s, "value", None)
             if not (isinstance(s, gast.Assign) and self.known.is_zeros(s) and len(value.args) == 1):
@@ -176,7 +176,7 @@ class Peephole:
                 if isinstance(node.ctx, gast.Load) and node.id in renamed:
                     return syntax.name(renamed[node.id])
                 return node
-        stored = store_counts(body)
+        stored = self.stored
         for s, known in zip(body, facts):
             if renamed and set(syntax.names_loaded(s)) & renamed.keys():
                 s = Rename().visit(s)
@@ -242,10 +242,9 @@ class Peephole:
     def operation_dropped(self, node, facts):
         """The operation `node` (its operands done) folded, or its operand for a product
         by 1 of a float array or a Python float (see `without_unit_products`)."""
-        numbers = [x.value for x in (node.left, node.right) if isinstance(
-            x, gast.Constant) and type(x.value) in (int, float)]
-        if len(numbers) == 2 and isinstance(node.op, (gast.Add, gast.Sub, gast.Mult)):
-            # `100.0 * 2` once the seed of `y_bar * 100.0 * 2` is left out
+        numbers = [self.number(x) for x in (node.left, node.right)]
+        if None not in numbers and isinstance(node.op, (gast.Add, gast.Sub, gast.Mult)):
+            # `100.0 * 2` once the seed of `y_bar * 100.0 * 2` is left out; `2 * y_bar`
             return syntax.const(_ARITHMETIC[type(node.op)](*numbers))
         if isinstance(node.op, gast.Div) and self.number(node.left) is not None \
                 and isinstance(node.left, gast.Name):
