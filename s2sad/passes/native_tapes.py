@@ -13,6 +13,12 @@ dispatches on types itself) and leaves the same function where
 - the helpers of `s2sad.rules.runtime` whose arguments are numbers (or elements and
   arrays of known type) are written as the NumPy they mean (`_s2s_snapshot(t)` is `t`,
   `_s2s_take(g, i)` is `g[i]`);
+- an adjoint times a value divided by another (`g * x / y`, the adjoint of a
+  division) is the adjoint times the quotient (`g * (x / y)`): the division leaves the
+  chain of adjoints a reversed loop carries from one iteration to the next (the result
+  may differ from the Python backend's in the last bits);
+- the copy of an array the code has just made with NumPy (`np.copy(a)` after
+  `a = np.zeros_like(x)`) is left out;
 - a call of a Python function of the user's calls it through a binding of the
   derivative, which the driver compiles with `numba.njit` (pipeline.CompiledDerivative).
 
@@ -46,7 +52,7 @@ def babysqrt_grad(x):
         # grad of: t = (t + x / t) / 2
         t_3_bar = t_bar / 2
         x_bar = x_bar + t_3_bar / t
-        t_bar = t_3_bar - t_3_bar * x / (t * t)
+        t_bar = t_3_bar - t_3_bar * (x / (t * t))
     # grad of: t = (1 + x) / 2
     x_bar = x_bar + t_bar / 2
     return x_bar
@@ -116,6 +122,7 @@ class _NativeForms:
 
     def __init__(self, ctx, types):
         self.ctx, self.types = ctx, types
+        self.adjoints = set(ctx.reverse.adjoints.values())
 
     def helper(self, e):
         """The name of the runtime helper `e` calls, or None."""
@@ -132,6 +139,7 @@ class _NativeForms:
                     setattr(s, field, self.expression(getattr(s, field)))
         for block in syntax.blocks(fn.body):
             block[:] = [new for s in block for new in self.statement(s)]
+            _drop_fresh_copies(block, self.ctx)
         return fn
 
     def statement(self, s):
@@ -157,6 +165,15 @@ class _NativeForms:
         return self.native(syntax.rebuilt(e, self.expression))
 
     def native(self, e):
+        if (isinstance(e, gast.BinOp) and isinstance(e.op, gast.Div)
+                and isinstance(e.left, gast.BinOp) and isinstance(e.left.op, gast.Mult)
+                and syntax.is_name(e.left.left) and e.left.left.id in self.adjoints
+                and not self.adjoints & set(syntax.names_loaded(e.left.right))
+                and not self.adjoints & set(syntax.names_loaded(e.right))):
+            # g * x / y as g * (x / y): the division off the chain of adjoints, which a
+            # reversed loop carries from one iteration to the next
+            e = gast.BinOp(left=e.left.left, op=gast.Mult(), right=gast.BinOp(
+                left=e.left.right, op=gast.Div(), right=e.right))
         kind, of = self.helper(e), self.types.of
         if isinstance(e, gast.Call) and kind is None:
             fn = self.ctx.resolve(e.func)
@@ -403,6 +420,40 @@ class _Tape:
             f"({syntax.unparse(value)}), and the numba backend's tapes hold numbers. Keep "
             "the state in a preallocated array written element by element "
             "(u[i + 1] = ...), or differentiate with the Python backend"))
+
+
+def _drop_fresh_copies(block, ctx):
+    """`block` without the copies `a = np.copy(a)` of an array `a` made in it by NumPy
+    (`np.zeros_like`, ...) and since then only written element by element: it is the
+    code's own already."""
+    fresh = {}      # name -> position of the statement that made it
+    for k, s in enumerate(block):
+        if syntax.is_comment(s):
+            continue
+        if not isinstance(s, gast.Assign):
+            fresh.clear()
+            continue
+        target = s.targets[0]
+        value = s.value
+        if isinstance(target, gast.Name) and isinstance(value, gast.Call):
+            made = ctx.resolve(value.func)
+            if (made is np.copy and len(value.args) == 1
+                    and syntax.is_name(value.args[0], target.id) and target.id in fresh):
+                block[k] = None
+                continue
+            if made in (np.zeros_like, np.zeros, np.full, np.empty, np.copy):
+                fresh[target.id] = k
+                continue
+        stored = {syntax.receiver_root(t).id for t in s.targets
+                  if isinstance(t, gast.Subscript) and syntax.is_name(syntax.receiver_root(t))}
+        loaded = set(syntax.names_loaded(s.value)) | {
+            t.id for t in s.targets if isinstance(t, gast.Name)}
+        for n in list(fresh):
+            if n in loaded or (n in stored and any(
+                    n in syntax.names_loaded(t.slice) for t in s.targets
+                    if isinstance(t, gast.Subscript))):
+                del fresh[n]
+    block[:] = [s for s in block if s is not None]
 
 
 def _reuse_reads(stmts, ctx):
