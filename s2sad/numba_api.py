@@ -21,7 +21,7 @@ import numpy as np
 
 from . import pipeline
 from .compilation import kinds_of
-from .errors import S2SADError, warn_unconnected
+from .errors import NativeBackendError, S2SADError, warn_unconnected
 from .frontend.source import function_from_source, numba_function
 
 
@@ -66,10 +66,30 @@ class NativeDerivative:
     def __call__(self, *args):
         key = tuple(map(type, args))
         native = self._by_types.get(key)
-        if native is None:
-            self._kinds = kinds_of(self._target, args)
-            native = self._by_types[key] = self.derivative(self._kinds).native
-        return native(*args)
+        if native is not None:
+            return native(*args)
+        self._kinds = kinds_of(self._target, args)
+        native = self.derivative(self._kinds).native
+        try:
+            out = native(*args)         # Numba compiles it
+        except _numba().core.errors.TypingError as exc:
+            raise self._not_compiled(exc) from exc
+        self._by_types[key] = native
+        return out
+
+    def _not_compiled(self, exc):
+        """The error for a derivative Numba's typing refused (a case of a runtime helper
+        its overload does not cover, a function Numba cannot type)."""
+        code = self._target.__code__
+        reason = next((line.strip() for line in str(exc).splitlines()
+                       if line.strip() and "Failed in" not in line), "")
+        reason = "".join(c for c in reason if c.isprintable()).replace("[1m", "").replace(
+            "[0m", "")
+        return NativeBackendError(
+            f"{code.co_filename}:{code.co_firstlineno}: Numba could not compile the "
+            f"derivative of {self._target.__name__}() ({reason}); see "
+            f"{self.__class__.__name__}.source for the code, or differentiate with the "
+            "Python backend (the default)")
 
     def _typed(self, *types):
         """The Python source of the specialisation for Numba `types` (an overload's

@@ -38,7 +38,8 @@ from . import cache, emit, syntax
 from .ad import forward_mode, fused, header, inplace, reverse_mode
 from .compilation import (Compilation, Wrt, default_kinds, kinds_key, patterns_key,
                           wrt_key)
-from .errors import InternalError, MissingRuleError, S2SADError, UnsupportedSyntaxError
+from .errors import (InternalError, MissingRuleError, NativeBackendError, S2SADError,
+                     UnsupportedSyntaxError)
 from .frontend import source
 from .rules import numba_runtime, registry
 from .passes import (aliasing, combine_terms, desugar, element_adjoints, enclose,
@@ -581,7 +582,10 @@ def _linked(callee, derivative):
     """What generated code calls for `callee`, given its compiled derivative."""
     if derivative.backend == "numba":
         if callee.args or callee.kwargs:
-            raise S2SADError("the numba backend does not call methods or partials yet")
+            raise NativeBackendError(
+                f"the numba backend cannot call the derivative of {callee.fn.__qualname__}() "
+                "with arguments bound to it (a method, a functools.partial); call the "
+                "function itself, or differentiate with the Python backend (the default)")
         return derivative.native
     if callee.mode == "jvp":
         return JVPCall(derivative, callee.nargs, callee.args, callee.kwargs)

@@ -207,6 +207,27 @@ def test_refusals_name_the_line_before_numba_sees_the_code():
     assert "for i in range(10):" in str(caught.value)
 
 
+def test_what_numba_cannot_type_is_an_s2sad_error():
+    def column_sums(x):
+        return np.sum(np.sum(x * x, axis=0) ** 2)
+
+    def doubled(x):
+        return x * 2.0
+
+    def cube(x, w):
+        return np.sum(x * w)
+
+    with pytest.raises(NativeBackendError, match=r"test_numba.py:\d+: the numba backend "
+                       r"cannot compile the adjoint of a sum along an axis"):
+        s2sad.grad(column_sums, backend="numba")(np.ones((2, 3)))
+    with pytest.raises(s2sad.NonScalarOutputError, match="doubled.. returns an array"):
+        s2sad.grad(doubled, backend="numba")(np.ones(3))
+    # arrays of three axes: a case of a runtime helper its Numba version does not cover
+    with pytest.raises(NativeBackendError, match=r"test_numba.py:\d+: Numba could not "
+                       r"compile the derivative of cube\(\)"):
+        s2sad.grad(cube, backend="numba")(np.ones((2, 2, 2)), np.ones((2, 2, 2)))
+
+
 def test_the_backend_is_checked():
     with pytest.raises(s2sad.S2SADError, match="the backend is 'python' or 'numba'"):
         s2sad.grad(babysqrt, backend="cuda")

@@ -84,6 +84,11 @@ def _call_reason(call, ctx, callees):
     name = syntax.unparse(func)
     helper = getattr(obj, "__name__", "")
     if getattr(runtime, helper, None) is obj and helper in NATIVE:
+        if helper == "unreduce" and not all(
+                isinstance(a, gast.Constant) and (a.value is None or a.value is False)
+                for a in call.args[2:] + [k.value for k in call.keywords]):
+            return ("the adjoint of a sum along an axis (s2sad's runtime helper "
+                    f"{name}() has a Numba version for full sums only)")
         return None         # rules/numba_runtime.py gives Numba its NumPy code
     if obj is not None and (getattr(runtime, helper, None) is obj
                             or getattr(tangents, helper, None) is obj):

@@ -65,7 +65,7 @@ import numpy as np
 
 from .. import syntax
 from ..analysis.number_types import ARRAY, BOOL, FLOAT, INT, NumberTypes
-from ..errors import NativeBackendError
+from ..errors import NativeBackendError, NonScalarOutputError
 from ..rules import runtime
 
 #: The dtype of the tape of each type of value; unknown types go on the float tape.
@@ -200,6 +200,12 @@ class _NativeForms:
                 return syntax.call(syntax.attribute(np_, "full"), [shape, e.args[0]])
         if isinstance(e, gast.IfExp) and self.helper(e.orelse) == "seed":
             # the seed of a number, or the helper's overload for Numba's type
+            if of(e.orelse.args[0]) == ARRAY:
+                raise NonScalarOutputError(
+                    f"{self.ctx.src.where(self.ctx.src.node)}: grad needs a function with a "
+                    f"scalar output, but {self.ctx.src.name}() returns an array. Use "
+                    "s2sad.vjp (Python backend) for non-scalar outputs, or reduce the "
+                    "output (e.g. with np.sum)")
             return syntax.const(1.0) if of(e.orelse.args[0]) in numbers else e.orelse
         return e
 
