@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 
 import numpy as np
 
@@ -53,8 +54,8 @@ class NativeDerivative:
         self._params = params
         # an overload whose parameters are the primal's, as Numba requires
         typing = function_from_source(f"def typing({', '.join(params)}):\n"
-                           f"    return _s2s_typed({', '.join(params)})\n",
-                           {"_s2s_typed": self._typed})
+                                      f"    return _s2s_typed({', '.join(params)})\n",
+                                      {"_s2s_typed": self._typed})
         numba.extending.overload(self, jit_options=dict(self.jit))(typing)
 
     def derivative(self, kinds):
@@ -81,10 +82,9 @@ class NativeDerivative:
         """The error for a derivative Numba's typing refused (a case of a runtime helper
         its overload does not cover, a function Numba cannot type)."""
         code = self._target.__code__
-        reason = next((line.strip() for line in str(exc).splitlines()
+        text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))      # Numba's colours
+        reason = next((line.strip() for line in text.splitlines()
                        if line.strip() and "Failed in" not in line), "")
-        reason = "".join(c for c in reason if c.isprintable()).replace("[1m", "").replace(
-            "[0m", "")
         return NativeBackendError(
             f"{code.co_filename}:{code.co_firstlineno}: Numba could not compile the "
             f"derivative of {self._target.__name__}() ({reason}); see "
