@@ -15,16 +15,17 @@ from .api import (check_grad, checkpoint, custom_jvp, custom_vjp, defvjp, grad, 
                   stop_gradient, value_and_grad, vjp)
 from .forward_api import defjvp, hessian, hvp, jacfwd, jacrev, jvp
 from .trace import trace
-from .errors import (ExceptionPathError, GradientCheckError, InternalError, MissingRuleError,
-                     NativeBackendError, NonScalarOutputError, S2SADError,
-                     SourceUnavailableError,
+from .export import export
+from .errors import (ExceptionPathError, ExportError, GradientCheckError, InternalError,
+                     MissingRuleError, NativeBackendError,
+                     NonScalarOutputError, S2SADError, SourceUnavailableError,
                      UnconnectedInputWarning, UnsupportedSyntaxError)
 
 __version__ = "0.1.0"
 __all__ = ["grad", "value_and_grad", "vjp", "source", "check_grad", "defvjp", "nondiff",
-           "custom_vjp", "custom_jvp", "checkpoint", "stop_gradient", "trace", "jvp", "jacfwd", "jacrev",
+           "custom_vjp", "custom_jvp", "checkpoint", "stop_gradient", "trace", "export", "jvp", "jacfwd", "jacrev",
            "hvp", "hessian", "defjvp",
            "S2SADError", "UnsupportedSyntaxError", "MissingRuleError",
            "NonScalarOutputError", "SourceUnavailableError", "GradientCheckError",
-           "InternalError", "ExceptionPathError", "NativeBackendError",
+           "InternalError", "ExceptionPathError", "ExportError", "NativeBackendError",
            "UnconnectedInputWarning"]

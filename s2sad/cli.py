@@ -5,6 +5,8 @@
     s2sad check FILE.py:FUNC --at V [V ...] [--wrt NAME[,NAME]]
     s2sad trace FILE.py:FUNC --at V [V ...] [--wrt NAME[,NAME]] [--format text|markdown|json]
     s2sad graph FILE.py:FUNC [--pullback] [--wrt NAME[,NAME]] [-o OUT.dot|OUT.svg|OUT.png]
+    s2sad export FILE.py:FUNC [-o OUT.py] [--mode reverse|forward] [--wrt NAME[,NAME]]
+                 [--kind KIND[,KIND]] [--args V [V ...]] [--backend python]
 
 Errors are one line on stderr and exit status 2; `check` exits 1 when the gradient
 disagrees with finite differences.
@@ -14,11 +16,13 @@ import ast
 import importlib.util
 import inspect
 import os
+import shlex
 import sys
 
 import numpy as np
 
 from . import api, forward_api, graph, pipeline
+from .export import BACKENDS, KINDS, export
 from .compilation import wrt_indices
 from .errors import GradientCheckError, S2SADError
 from .trace import trace
@@ -85,6 +89,25 @@ def _parser():
                        help="write to OUT: .dot or .gv for DOT text, .svg, .png or .pdf "
                             "drawn by Graphviz's dot (default: DOT text on stdout)")
     graph.set_defaults(run=_graph)
+    exported = sub.add_parser("export", help="write the derivatives as a Python module "
+                                             "that runs without s2sad")
+    exported.add_argument("target", metavar="FILE.py:FUNC")
+    exported.add_argument("-o", "--output", metavar="OUT.py",
+                          help="the module to write (default: standard output)")
+    exported.add_argument("--mode", choices=["reverse", "forward"], default="reverse")
+    exported.add_argument("--wrt", help="parameters to differentiate, comma-separated "
+                                        "(default: the first)")
+    exported.add_argument("--kind", help="the derivatives to write, comma-separated: in "
+                                         f"reverse mode {', '.join(KINDS['reverse'])} "
+                                         "(default: all), in forward mode jvp")
+    exported.add_argument("--args", nargs="+", metavar="V",
+                          help="example arguments, whose types the code is specialised on: "
+                               "numbers (2 is an int, 2.0 a float) or arrays written as "
+                               "lists in quotes ('[1.0, 2.0]'); default: floats, or float "
+                               "arrays when the function uses NumPy")
+    exported.add_argument("--backend", default="python",
+                          help=f"the code written: {', '.join(BACKENDS)}")
+    exported.set_defaults(run=_export)
     return parser
 
 
@@ -241,6 +264,43 @@ def _graph(args):
     graph.render(text, args.output)
     print(f"wrote {args.output}")
     return 0
+
+
+def _export(args):
+    fn = load(args.target)
+    values = None if args.args is None else tuple(_example(v) for v in args.args)
+    words = ["s2sad", "export", args.target] + (["-o", args.output] if args.output else [])
+    words += ["--mode", args.mode] if args.mode != "reverse" else []
+    for option in ("wrt", "kind"):
+        if getattr(args, option):
+            words += [f"--{option}", getattr(args, option)]
+    words += ["--args", *args.args] if args.args else []
+    words += ["--backend", args.backend] if args.backend != "python" else []
+    text = export(fn, args.output, mode=args.mode, wrt=_wrt(args.wrt, 0), kind=args.kind,
+                  args=values, backend=args.backend,
+                  command=" ".join(shlex.quote(w) for w in words))
+    if args.output:
+        print(f"wrote {args.output}")
+    else:
+        print(text, end="")
+    return 0
+
+
+def _example(text):
+    """An example argument of --args: a number as written (int or float), or an array from
+    a nested list, of the dtype NumPy gives it."""
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        value = None
+    if isinstance(value, (list, tuple)):
+        array = np.asarray(value)
+        if array.ndim and array.dtype.kind in "biuf":
+            return array
+    elif type(value) in (int, float):
+        return value
+    raise CLIError(f"--args takes numbers (2 is an int, 2.0 a float) or arrays written as "
+                   f"lists in quotes ({ARRAYS[5:]}); got {text}")
 
 
 def _highlight(text):

@@ -182,9 +182,11 @@ class Compilation:
     def bind(self, name, module="builtins", obj=MISSING) -> str:
         """The name generated code uses for the object `obj` (by default `name` of
         `module`): `name` itself when free or already the user's name for it, else the
-        next free `name_1`, ..."""
+        next free `name_1`, ... (a lambda's `<lambda>` is `lambda_`)"""
         if obj is MISSING:
             obj = getattr(importlib.import_module(module), name)
+        if not name.isidentifier():         # `<lambda>`
+            name = "lambda_"
         for bound, value in self.bindings.items():
             if value is obj and (bound == name or bound.startswith(name + "_")):
                 return bound

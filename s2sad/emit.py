@@ -19,7 +19,7 @@ def to_source(node):
     written = {}
     text = ast.unparse(_Shown(written).converted(node))
     for key, tests in written.items():
-        text = re.sub(rf"^( *)if {key}:$", lambda m: _if_any(m.group(1), tests), text,
+        text = re.sub(rf"^( *)if {key}:$", lambda m: if_any(m.group(1), tests), text,
                       flags=re.M)
     # Python 3.10's unparser parenthesises tuple targets; later versions do not.
     text = _TUPLE_ASSIGN.sub(r"\1\2 = ", _TUPLE_FOR.sub(r"\1for \2 in ", text))
@@ -122,7 +122,7 @@ def _conversion(kind):
     return cls, fields, "lineno" in cls._attributes
 
 
-def _if_any(indent, tests, width=100):
+def if_any(indent, tests, width=100):
     """`if a or b ...:`, wrapped in parentheses over lines of at most `width`."""
     line = f"{indent}if {' or '.join(tests)}:"
     if len(line) <= width:

@@ -53,6 +53,13 @@ class ExceptionPathError(S2SADError):
     giving the derivative of a path the function did not take."""
 
 
+class ExportError(S2SADError):
+    """`s2sad.export` cannot write the derivative as a module of its own: the code reads
+    something that has no source it can copy into the module (a lambda, a closure, an
+    object that is not a constant, s2sad itself at run time), or was asked for an export
+    it does not make."""
+
+
 class NativeBackendError(S2SADError):
     """The function, or its derivative, uses a construct the numba backend
     (`backend="numba"`) cannot compile: a container, a `with` or `try` block, a call of

@@ -36,7 +36,7 @@ import numpy as np
 
 from . import cache, emit, syntax
 from .ad import forward_mode, fused, header, inplace, reverse_mode
-from .compilation import (Compilation, Wrt, default_kinds, kinds_key, patterns_key,
+from .compilation import (Callee, Compilation, Wrt, default_kinds, kinds_key, patterns_key,
                           wrt_key)
 from .errors import (InternalError, MissingRuleError, NativeBackendError, S2SADError,
                      UnsupportedSyntaxError)
@@ -555,12 +555,14 @@ def _callee_request(callee, caller=None):
 def callee_bindings(ctx):
     """{name: object} for the callees of `ctx`, each compiled and linked (for code that
     the driver does not compile itself, such as the tables of `s2sad.trace`)."""
-    out = {}
-    for name, callee in ctx.callees:
-        request = _callee_request(callee)
-        out[name] = _linked(callee, derivative(request.fn, request.mode, request.wrt,
-                                               request.kinds, **request.options))
-    return out
+    return {name: _linked(callee, compiled_callee(callee)) for name, callee in ctx.callees}
+
+
+def compiled_callee(callee: Callee) -> CompiledDerivative:
+    """The compiled derivative that generated code calls for `callee`, through the cache
+    (what `s2sad.export` writes out with the code that calls it)."""
+    request = _callee_request(callee)
+    return derivative(request.fn, request.mode, request.wrt, request.kinds, **request.options)
 
 
 def _jit_of(fn, caller):

@@ -338,3 +338,16 @@ def partial_of_the_previous_iteration_first_made_in_the_loop(x):
             s = s + g(x)    # noqa: F821 -- the g of the iteration before, bound to its t
         g = functools.partial(_scaled, b=t)
     return s
+
+
+scale_by_two = lambda v: 2.0 * v                            # noqa: E731 -- a module-level lambda
+damped = lambda v, k=0.5: v * math.exp(-k * v)             # noqa: E731
+
+
+def module_level_lambda(x):
+    return scale_by_two(x) * x + damped(x)
+
+
+def partial_of_a_module_level_lambda(x):
+    half = functools.partial(damped, k=0.25)
+    return half(x) * scale_by_two(x)

@@ -60,6 +60,8 @@ CASES = [
     (c.lambda_in_the_loop_that_sets_its_name, (0.7,), 0),
     (c.keyword_call_of_a_keyword_call, (0.7,), 0),
     (c.keyword_call_in_a_loop_over_a_display, (0.7,), 0),
+    (c.module_level_lambda, (0.7,), 0),          # its derivative's names are lambda_...
+    (c.partial_of_a_module_level_lambda, (0.7,), 0),
 ]
 IDS = [f"{f.__name__}-{i}" for f, _, i in CASES]
 SCALAR_CASES = [case for case in CASES if not isinstance(case[1][case[2]], np.ndarray)]

@@ -34,7 +34,7 @@ class CallAdjoints:
             return self.custom_vjp_call(s, op, g, defined, active)
         if op.form == CUSTOM:       # a custom_jvp: reverse mode differentiates its source
             prim = prim.primal
-        name = operations.python_function(prim)[0].__name__
+        name = source.identifier(operations.python_function(prim)[0])
         wrt = tuple(active) if len(active) > 1 else active[0]
         if self.recompute:
             call = self.adjoint_call(s, prim, wrt, g)
@@ -73,10 +73,11 @@ class CallAdjoints:
         wrt = tuple(w + shift for w in wrt) if isinstance(wrt, tuple) else wrt + shift
         params = list(inspect.signature(fn).parameters)
         kinds = operations.argument_kinds(prim, s.value.args, self.kinds)
-        adjoint = self.ctx.call(Callee(fn, "adjoint", wrt, kinds), f"{fn.__name__}_adjoint")
-        bound = [syntax.name(self.ctx.bind(f"{fn.__name__}_{p}", obj=a))
+        adjoint = self.ctx.call(Callee(fn, "adjoint", wrt, kinds),
+                                f"{source.identifier(fn)}_adjoint")
+        bound = [syntax.name(self.ctx.bind(f"{source.identifier(fn)}_{p}", obj=a))
                  for p, a in zip(params, args)]
-        keywords = [gast.keyword(arg=k, value=syntax.name(self.ctx.bind(f"{fn.__name__}_{k}",
+        keywords = [gast.keyword(arg=k, value=syntax.name(self.ctx.bind(f"{source.identifier(fn)}_{k}",
                                                                        obj=v)))
                     for k, v in kwargs.items()]
         return syntax.call(adjoint, [g] + bound + syntax.copied(s.value.args),
@@ -91,7 +92,7 @@ class CallAdjoints:
             raise MissingRuleError(
                 f"{self.src.where(s)}: {prim.__name__} is a custom_vjp without its "
                 f"rule; call {prim.__name__}.defvjp(fwd, bwd) first")
-        residuals = self.namer.fresh(f"{prim.__name__}_residuals")
+        residuals = self.namer.fresh(f"{source.identifier(prim)}_residuals")
         fwd = self.ctx.bind(prim.fwd.__name__, obj=prim.fwd)
         bwd = self.ctx.bind(prim.bwd.__name__, obj=prim.bwd)
         self.user_calls[s] = (residuals, fwd)
@@ -101,7 +102,7 @@ class CallAdjoints:
         call = syntax.call(bwd, [syntax.name(residuals), g])
         out = []
         if len(active) > 1:     # call bwd once
-            cotangents = self.namer.fresh(f"{prim.__name__}_cotangents")
+            cotangents = self.namer.fresh(f"{source.identifier(prim)}_cotangents")
             out.append(syntax.located(syntax.assign(cotangents, call), s))
             call = syntax.name(cotangents)
         for i in active:
@@ -163,7 +164,7 @@ class CallAdjoints:
         if hasattr(fn, "s2s_lifted") and (fn, wrt, kinds) not in self.ctx.lifted:
             self.ctx.lifted.append((fn, wrt, kinds))
         return self.ctx.call(Callee(fn, "vjp", wrt, kinds, tuple(args), dict(kwargs)),
-                             f"{fn.__name__}_vjp")
+                             f"{source.identifier(fn)}_vjp")
 
 
 def _literal_nones(fn):

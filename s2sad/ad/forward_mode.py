@@ -59,6 +59,7 @@ from ..analysis.operations import CALL, COPY, CUSTOM, NONDIFF, PACK, USER, class
 from .. import syntax
 from ..compilation import Callee, parameters
 from ..errors import InternalError, MissingRuleError, S2SADError
+from ..frontend import source
 from ..frontend.source import MISSING
 from ..rules import registry
 from .simplify import doubled, negated, on_numbers, simplify, template_name
@@ -357,7 +358,7 @@ class Forward:
         if key not in self.adapters:
             wrt = tuple(i + len(args) for i in varied)
             callee = Callee(fn, "jvp", wrt, kinds, tuple(args), dict(kwargs), len(call.args))
-            self.adapters[key] = (self.ctx.call(callee, f"{fn.__name__}_jvp"), prim)
+            self.adapters[key] = (self.ctx.call(callee, f"{source.identifier(fn)}_jvp"), prim)
             if hasattr(fn, "s2s_lifted"):
                 self.ctx.lifted.append((fn, wrt, None))
         name = self.adapters[key][0]

@@ -607,6 +607,8 @@ def _strip_markers(stmts):
 def _equal_terms_doubled(terms):
     """The (name, contribution, reduced) of one statement, two equal contributions to
     one name (`g * x` twice, from `x * x`) made one, doubled (`2 * g * x`)."""
+    if len({name for name, _, _ in terms}) == len(terms):
+        return terms
     out, first = [], {}
     for name, expr, reduced in terms:
         key = (name, reduced, syntax.unparse(expr))

@@ -179,5 +179,7 @@ def with_constant(stmt, name, value):
             except ArithmeticError:
                 pass
         return node
+    if not any(n.id == name for n in syntax.name_nodes(stmt)):
+        return stmt
     out = replaced(syntax.copied(stmt))
     return None if any(getattr(n, "s2s_unfolded", False) for n in syntax.walk(out)) else out

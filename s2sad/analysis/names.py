@@ -184,12 +184,14 @@ def rename(node, old, new):
             n.id = new
 
 
-def live_names(stmts, live, loop=None, delete=False, dead=None):
+def live_names(stmts, live, loop=None, delete=False, dead=None, _memo=None):
     """The names live before `stmts`, given those live after: backward liveness over
     structured code (`loop` is (live after, live at the head) of the enclosing loop).
     An assignment `name = ...` whose name is not live and for which `dead(statement,
     name)` is true is dead: it reads nothing, and with `delete` it is removed."""
-    keep = []
+    memo = {} if _memo is None else _memo   # {id(statement): (binds, reads)}: loops
+    keep = []                               # are walked until their liveness settles
+    live = set(live)                        # (changed in place below)
     for s in reversed(stmts):
         if isinstance(s, gast.Break):
             live = set(loop[0])
@@ -198,35 +200,40 @@ def live_names(stmts, live, loop=None, delete=False, dead=None):
         elif isinstance(s, (gast.Return, gast.Raise)):
             live = set(syntax.names_loaded(s))
         elif isinstance(s, gast.If):
-            live = (live_names(s.body, live, loop, delete, dead)
-                    | live_names(s.orelse, live, loop, delete, dead)
+            live = (live_names(s.body, live, loop, delete, dead, memo)
+                    | live_names(s.orelse, live, loop, delete, dead, memo)
                     | set(syntax.names_loaded(s.test)))
         elif isinstance(s, (gast.For, gast.While)):
-            live = _live_in_loop(s, live, delete, dead)
+            live = _live_in_loop(s, live, delete, dead, memo)
         elif (dead is not None and isinstance(s, gast.Assign)
               and isinstance(s.targets[0], gast.Name) and s.targets[0].id not in live
               and dead(s, s.targets[0].id)):
             continue
         else:
-            names = syntax.name_nodes(s)        # (one walk for what it binds and reads)
-            live = (live - {n.id for n in names if type(n.ctx) in (gast.Store, gast.Param)}
-                    ) | {n.id for n in names if type(n.ctx) is gast.Load}
+            names = memo.get(id(s))
+            if names is None:
+                found = syntax.name_nodes(s)    # (one walk for what it binds and reads)
+                names = memo[id(s)] = (
+                    {n.id for n in found if type(n.ctx) in (gast.Store, gast.Param)},
+                    {n.id for n in found if type(n.ctx) is gast.Load})
+            live -= names[0]
+            live |= names[1]
         keep.append(s)
     if delete:
         stmts[:] = keep[::-1]
     return live
 
 
-def _live_in_loop(loop, after, delete, dead):
+def _live_in_loop(loop, after, delete, dead, memo):
     is_for = isinstance(loop, gast.For)
     head = set(after) | set(syntax.names_loaded(loop.iter if is_for else loop.test))
     while True:
-        body = live_names(loop.body, head, (after, head), False, dead)
+        body = live_names(loop.body, head, (after, head), False, dead, memo)
         if is_for:
             body -= set(syntax.names_stored(loop.target))
         if body <= head:
             break
         head |= body
     if delete:
-        live_names(loop.body, head, (after, head), True, dead)
+        live_names(loop.body, head, (after, head), True, dead, memo)
     return head

@@ -96,7 +96,8 @@ class Shapes:
         guesses = {n: [d for d in defs if not _is_none(d.value)]
                    for n, defs in assigned.items()
                    if (n in self.many or n in params) and n in in_loops
-                   and n not in self.versions and all(d is not None for d in defs)}
+                   and n not in self.versions and all(d is not None for d in defs)
+                   and kinds.kind.get(n) != SCALAR}     # (a number has no class)
         own = {n for n in guesses if n in params or not guesses[n]}
         sure = _surely_run(fn) if patterns else set()
         assigns = [n for n in statements if isinstance(n, gast.Assign)]

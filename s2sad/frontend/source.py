@@ -223,6 +223,11 @@ def _parse(fn):
     return filename, first_line, indent, node
 
 
+def identifier(fn):
+    """A name for code about `fn`: its own, or `lambda_` for a lambda."""
+    return fn.__name__ if fn.__name__.isidentifier() else "lambda_"
+
+
 def _parse_lambda(fn, filename):
     """(file name, first line, indent, `def` node) of lambda `fn`: the `def` of a
     function named after the variable the lambda is assigned to (or `lambda_`) that
@@ -317,7 +322,7 @@ def gradient_function(primal, wrt, gradient):
         fn = getattr(primal, "__func__", primal)
         params = [p.name for p in inspect.signature(fn).parameters.values()
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        name = fn.__name__ if fn.__name__.isidentifier() else "lambda_"
+        name = identifier(fn)
         args = ", ".join(params)
         standing = function_from_source(
             f"def {name}_grad({args}):\n    return _s2s_gradient({args})\n",

@@ -364,8 +364,8 @@ class ResolveCalls:
         by_keyword = any(not isinstance(v, gast.Constant) for v in keywords.values())
         if static and not special and not by_keyword:
             return
-        args = [self.atom(a, f"{fn.__name__}_arg") for a in bound] + args
-        keywords = {**{k: self.atom(v, f"{fn.__name__}_{k}")
+        args = [self.atom(a, f"{source.identifier(fn)}_arg") for a in bound] + args
+        keywords = {**{k: self.atom(v, f"{source.identifier(fn)}_{k}")
                        for k, v in bound_keywords.items()}, **keywords}
         try:
             binding = signature.bind(*args, **keywords)
@@ -381,7 +381,7 @@ class ResolveCalls:
         positional = [p for p in signature.parameters.values()
                       if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         last = max((i for i, p in enumerate(positional) if p.name in given), default=-1)
-        args = [given[p.name] if p.name in given else self.atom(p.default, f"{fn.__name__}_"
+        args = [given[p.name] if p.name in given else self.atom(p.default, f"{source.identifier(fn)}_"
                                                                     f"{p.name}")
                 for p in positional[:last + 1]]
         self.set_call(call, fn, args, {})

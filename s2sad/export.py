@@ -1,0 +1,377 @@
+"""Export: a derivative written as a Python module of its own, which runs without s2sad.
+
+`export(f, path)` writes the derivatives of `f` (`f_vjp`, `f_grad` and
+`f_value_and_grad` in reverse mode, `f_jvp` in forward mode) to a module, with the
+derivatives of the functions they call, the functions of yours they call, the imports
+and constants they read, and copies of the runtime helpers of s2sad they use (see
+`export_pieces`), under a header that says what it was made from and how to make it
+again. The code is specialised on the types of `args` (by default floats, or arrays
+when `f` uses NumPy), as `grad` specialises it; a call with arguments of other types
+raises `TypeError`.
+
+>>> import importlib.util, math, os, tempfile
+>>> import s2sad
+>>> def f(x, y):
+...     return math.sin(x) * y
+>>> path = os.path.join(tempfile.mkdtemp(), "f_derivatives.py")
+>>> text = s2sad.export(f, path, wrt=(0, 1))
+>>> print(text[text.index("def f_grad"):text.index("def f_value_and_grad")].strip())
+def f_grad(x, y):
+    if x.__class__ is not float or y.__class__ is not float:
+        return _s2s_respecialize(x, y)
+    # reverse mode of f() with respect to x, y
+    # the pullback reads: t, x, y
+    # rules: math.sin, *
+    t = math.sin(x)
+    # grad of: return math.sin(x) * y
+    y_bar = t
+    x_bar = y * cos(x)
+    return (x_bar, y_bar)
+>>> spec = importlib.util.spec_from_file_location("f_derivatives", path)
+>>> exported = importlib.util.module_from_spec(spec)
+>>> spec.loader.exec_module(exported)
+>>> exported.f_grad(0.5, 2.0) == s2sad.grad(f, wrt=(0, 1))(0.5, 2.0)
+True
+>>> exported.f_grad(1, 2.0)
+Traceback (most recent call last):
+    ...
+TypeError: f_grad() was exported for x (float), y (float); it was called with x (int), ...
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import importlib.metadata
+import inspect
+import os
+import shlex
+import sys
+from typing import Callable
+
+import numpy as np
+
+from . import emit, pipeline
+from .analysis.value_kinds import guarded
+from .compilation import Wrt, default_kinds, kinds_of, parameters, patterns_of, wrt_names
+from .errors import ExportError, InternalError, warn_unconnected
+from .export_pieces import Piece, Pieces
+from .frontend import source
+from .frontend.source import MISSING
+from .rules import runtime
+
+#: The derivatives each mode exports, by default all of them.
+KINDS = {"reverse": ("vjp", "grad", "value_and_grad"), "forward": ("jvp",)}
+
+#: The code an exported module is written in (a Numba backend will come).
+BACKENDS = ("python",)
+
+#: The order of an exported module.
+SECTIONS = ("import", "value", "derivative", "function", "helper")
+
+_SECTION_TITLES = {
+    "function": "# Your functions that the derivatives call, copied from their modules.",
+    "helper": "# The runtime helpers of s2sad {version} that the derivatives call, copied "
+              "from its source.",
+}
+
+
+def export(f: Callable, path: str | os.PathLike | None = None, mode: str = "reverse",
+           wrt: Wrt = 0, kind: str | tuple | None = None, args: tuple | None = None,
+           backend: str = "python", command: str | None = None) -> str:
+    """Write the derivatives of `f` as a module of their own, which runs without s2sad,
+    to `path` (unless it is None), and return its source.
+
+    In reverse mode (`mode`), the module has `f_vjp(*args) -> (value, pullback)` (as
+    `s2sad.vjp` runs it), `f_grad` (`s2sad.grad`) and `f_value_and_grad`
+    (`s2sad.value_and_grad`), or those named in `kind`; in forward mode, `f_jvp(*args,
+    *tangents) -> (value, tangent)`, as `s2sad.jvp` runs it. `wrt` is what they
+    differentiate, as for `grad`. The code is specialised on the types of `args`
+    (example arguments; for arrays, their dtype and which axes have length 1), by
+    default on floats, or arrays when `f` uses NumPy; called with others, the exported
+    functions raise `TypeError`. `backend` is the code written: "python". `command` is
+    the command the header says makes the module again (by default, the `s2sad export`
+    command that does).
+
+    What the module cannot have (a lambda or closure it would have to copy, an object
+    that is not a constant, s2sad itself at run time) raises `ExportError`, which says
+    where it is read and how to do without it.
+    """
+    _refuse_options(f, mode, backend)
+    wanted = _kinds_wanted(mode, kind)
+    if getattr(f, "s2s_derivative", False):
+        f = f.primal
+    target = pipeline.target(f)
+    src = source.capture(target, copy=False)
+    kinds = default_kinds(target) if args is None else kinds_of(target, args)
+    patterns = None if args is None else patterns_of(target, args)
+    params, names = parameters(src), wrt_names(src, wrt)
+    command = command or _command(src, path, mode, names, kind, args)
+    entries = _entries(f, mode, wrt, kinds, patterns, wanted)
+    pieces = _pieces(src, entries, params, kinds, patterns, names, mode, command)
+    text = _header(src, mode, names, params, kinds, patterns, entries, pieces, command,
+                   isinstance(wrt, (tuple, list)))
+    text += _body(pieces)
+    _check(text)
+    if path is not None:
+        with open(path, "w") as out:
+            out.write(text)
+    return text
+
+
+def _refuse_options(f, mode, backend):
+    if mode not in KINDS:
+        raise ExportError(f"mode={mode!r}: the mode is 'reverse' or 'forward'")
+    if backend not in BACKENDS:
+        raise ExportError(f"backend={backend!r}: the exported code is Python "
+                          f"(backend='python'); other backends are not available yet")
+    if inspect.ismethod(f):
+        raise ExportError(f"{f.__qualname__} is a bound method: export the function "
+                          f"({f.__qualname__}) and pass the instance as its first argument "
+                          "(in args, an instance of the class)")
+
+
+def _pieces(src, entries, params, kinds, patterns, wrt, mode, command):
+    """The pieces of the module (see export_pieces), found from the derivatives in
+    `entries` and named; `_s2s_respecialize`, which the guards call, is this module's
+    own: it raises TypeError."""
+    exported_for = {d.fn.__name__: _exported_for(
+        params, kinds, patterns if kind in ("grad", "value_and_grad") else None, mode)
+        for d, kind in entries}
+    special = Piece("helper", _RESPECIALIZE, _special_env(exported_for, command), "export",
+                    {"_s2s_respecialize": ("special", "respecialize")})
+    pieces = Pieces(special=[(runtime.respecialize, special)])
+    for derivative, kind in entries:
+        guard = _vjp_guard(params, kinds, wrt, derivative) if kind == "vjp" else None
+        pieces.add_derivative(derivative, guard, f"{src.filename}:{src.first_line}")
+    pieces.collect()
+    pieces.allocate()
+    for derivative, _ in entries:
+        if pieces.name_of[("derivative", id(derivative))] != derivative.fn.__name__:
+            raise InternalError(f"export: {derivative.fn.__name__} was renamed")
+    return pieces
+
+
+def _kinds_wanted(mode, kind):
+    wanted = KINDS[mode] if kind is None else (
+        tuple(k.strip() for k in kind.split(",")) if isinstance(kind, str) else tuple(kind))
+    unknown = [k for k in wanted if k not in KINDS[mode]]
+    if unknown or not wanted:
+        raise ExportError(f"kind={kind!r}: {mode} mode exports "
+                          f"{', '.join(KINDS[mode])} (one or several)")
+    return wanted
+
+
+def _entries(f, mode, wrt, kinds, patterns, wanted):
+    """[(compiled derivative, kind)]: what `grad`, `value_and_grad`, `vjp` and `jvp` run."""
+    if mode == "forward":
+        wrt = tuple(wrt) if isinstance(wrt, (tuple, list)) else (wrt,)
+        return [(pipeline.derivative(f, "forward", wrt, kinds, guard=True), "jvp")]
+    options = {"vjp": {}, "grad": {"fused": "grad", "release": True, "patterns": patterns},
+               "value_and_grad": {"fused": True, "release": True, "patterns": patterns}}
+    out = []
+    for kind in KINDS["reverse"]:
+        if kind in wanted:
+            derivative = pipeline.derivative(f, "reverse", wrt, kinds, **options[kind])
+            out.append((warn_unconnected(derivative), kind))
+    return out
+
+
+def _vjp_guard(params, kinds, wrt, derivative):
+    """The first lines of an exported `f_vjp`, which s2sad's has not (s2sad.vjp compiles
+    it for the types of its arguments): the test that they are those it was made for,
+    as `grad`'s guard tests them. With the objects the names in them denote."""
+    types = {p: k for p, k in kinds.items() if isinstance(k, type)}
+    overlay = {"_s2s_respecialize": runtime.respecialize}
+    tests = []
+    for p in guarded(params, types):
+        name = "ndarray" if types[p] is np.ndarray else types[p].__name__
+        overlay[name] = types[p]
+        tests.append(f"{p}.__class__ is not {name}")
+    tests += [f"{p}.dtype.kind != 'f'" for p in wrt if types.get(p) is np.ndarray]
+    if not tests:
+        return None
+    signature = ast.parse(derivative.source.split("\n", 1)[0] + " pass").body[0].args
+    passed = [a.arg for a in signature.posonlyargs + signature.args]
+    passed += [f"*{signature.vararg.arg}"] if signature.vararg else []
+    passed += [f"{a.arg}={a.arg}" for a in signature.kwonlyargs]
+    passed += [f"**{signature.kwarg.arg}"] if signature.kwarg else []
+    lines = emit.if_any("", tests, width=96).split("\n")
+    return lines + [f"    return _s2s_respecialize({', '.join(passed)})"], overlay
+
+
+# -- what the header says --------------------------------------------------------------
+def _exported_for(params, kinds, patterns, mode):
+    """The arguments the code is specialised on, as `_s2s_respecialize` reports them."""
+    parts = []
+    for p in params + sorted(k for k in kinds if "." in k):
+        kind = kinds.get(p)
+        if not isinstance(kind, type):
+            continue
+        if kind is np.ndarray and patterns and p in patterns:
+            dtype, pattern = patterns[p]
+            shape = ", ".join("1" if one else "*" for one in pattern)
+            shape += "," if len(pattern) == 1 else ""
+            parts.append(f"{p} ({np.dtype(dtype).name} array of shape ({shape}))")
+        elif kind is np.ndarray:
+            parts.append(f"{p} (array)")
+        elif kind.__module__ == "builtins":
+            parts.append(f"{p} ({kind.__name__})")
+        else:       # a class of the user's, which the module has a copy of
+            parts.append(f"{p} ({kind.__name__} of this module)")
+    text = ", ".join(parts) or "any arguments"
+    return text + (" and tangents that are not None" if mode == "forward" else "")
+
+
+def _header(src, mode, wrt, params, kinds, patterns, entries, pieces, command, as_tuple):
+    version = _version()
+    lines = [f'"""Derivatives of {src.name}() from {os.path.basename(src.filename)}, '
+             f"line {src.first_line}, written by s2sad {version}.", ""]
+    for_ = _exported_for(params, kinds, patterns, mode)
+    lines += _wrapped(f"{mode.capitalize()} mode, with respect to {', '.join(wrt)}, for "
+                      f"{for_}:")
+    lines.append("")
+    grads = ", ".join(f"{p}_bar" for p in wrt)
+    grads = f"({grads})" if as_tuple else grads
+    for derivative, kind in entries:
+        call = derivative.source.split("\n", 1)[0][len("def "):-1]
+        lines.append("    " + call + " -> " + {
+            "vjp": f"(value, pullback); pullback(value_bar) -> {grads}",
+            "grad": grads, "value_and_grad": f"(value, {grads})",
+            "jvp": "(value, value_dot)"}[kind])
+    lines.append("")
+    star = " (* is any length but 1.)" if "*" in for_ else ""
+    classes = sorted({k.__name__ for k in kinds.values() if isinstance(k, type)
+                      and k.__module__ != "builtins" and k is not np.ndarray})
+    if classes:
+        star += (f" Arguments of your classes ({', '.join(classes)}) are instances of this "
+                 "module's copies of them.")
+    needs = sorted({p.imported[0].split(".")[0] for p in pieces.pieces
+                    if p.section == "import"} - set(sys.stdlib_module_names))
+    lines += _wrapped(f"Called with arguments of other types, the functions raise TypeError.{star} "
+                      f"This module imports {', '.join(needs) or 'only the standard library'}, "
+                      "not s2sad. Do not edit it: make it again with")
+    lines += ["", "    " + command.replace("\\", "\\\\"), '"""', ""]
+    return "\n".join(lines)
+
+
+def _wrapped(text, width=88):
+    lines, line = [], ""
+    for word in text.split(" "):
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return lines + [line]
+
+
+def _version():
+    """The version of the s2sad package running (its `__version__`, else the installed
+    distribution's)."""
+    version = getattr(sys.modules.get(__package__), "__version__", None)
+    if version:
+        return version
+    try:
+        return importlib.metadata.version("s2sad")
+    except importlib.metadata.PackageNotFoundError:
+        return "(version unknown)"
+
+
+def _command(src, path, mode, wrt, kind, args):
+    """The `s2sad export` command that writes this module again, or a sentence saying
+    how to when its arguments cannot be written on a command line."""
+    filename = src.filename
+    if not os.path.isfile(filename):
+        return (f"s2sad.export({src.name}, ...) (the function is not in a file the "
+                "command line can read)")
+    relative = os.path.relpath(filename)
+    filename = relative if not relative.startswith("..") else filename
+    words = ["s2sad", "export", f"{filename}:{src.name}"]
+    if path is not None:
+        words += ["-o", os.fspath(path)]
+    if mode != "reverse":
+        words += ["--mode", mode]
+    words += ["--wrt", ",".join(wrt)]
+    if kind is not None:
+        words += ["--kind", kind if isinstance(kind, str) else ",".join(kind)]
+    if args is not None:
+        written = [_argument(a) for a in args]
+        if None in written:
+            return (f"s2sad.export({src.name}, ..., args=...) with arguments of the types "
+                    "above (the command line writes only numbers and arrays of numbers)")
+        words += ["--args"] + written
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def _argument(value):
+    """An argument as `--args` takes it: a number, or an array of the same dtype and
+    pattern (which axes have length 1) written as a list (of zeros: only its type
+    matters)."""
+    if type(value) in (int, float):
+        return repr(value)
+    if type(value) is np.ndarray and value.ndim and value.dtype in (np.float64, np.int64):
+        zero = "0.0" if value.dtype == np.float64 else "0"
+        text = zero
+        for n in reversed(value.shape):
+            text = "[" + ", ".join([text] * (1 if n == 1 else 2)) + "]"
+        return text
+    return None
+
+
+# -- the body ------------------------------------------------------------------------------
+def _body(pieces):
+    """The pieces, section by section (see SECTIONS): imports sorted, then constants, one
+    line each, then the definitions, each section after its title."""
+    chunks = []
+    for section in SECTIONS:
+        texts = [pieces.written(p).rstrip("\n") + "\n" for p in pieces.in_order(section)]
+        if not texts:
+            continue
+        if section == "import":
+            chunks.append("".join(sorted(set(texts), key=lambda t: (t.startswith("from"), t))))
+            continue
+        if section == "value":
+            chunks.append("".join(texts))
+            continue
+        title = _SECTION_TITLES.get(section)
+        if title:
+            texts[0] = title.format(version=_version()) + "\n\n\n" + texts[0]
+        chunks.append("\n\n".join(texts))
+    return "\n\n".join(chunks)
+
+
+def _check(text):
+    """The module is Python, and imports nothing of s2sad."""
+    tree = ast.parse(text)
+    for node in ast.walk(tree):
+        modules = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                   [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+        if any(m.split(".")[0] == "s2sad" for m in modules):
+            raise InternalError("export: the exported module imports s2sad")
+
+
+_RESPECIALIZE = '''\
+def _s2s_respecialize(*args, **kwargs):
+    """What an exported derivative calls first when its arguments are not of the types
+    it was specialised on (for an array, its dtype and which axes have length 1):
+    s2sad would compile it again for them; an exported module cannot."""
+    caller = sys._getframe(1).f_code
+    found = ", ".join(f"{p} ({a.dtype} array of shape {a.shape})" if hasattr(a, "dtype")
+                      else f"{p} ({type(a).__name__} of this module)"
+                      if type(a).__module__ == __name__ else f"{p} ({type(a).__name__})"
+                      if type(a).__module__ == "builtins"
+                      else f"{p} ({type(a).__module__}.{type(a).__qualname__})"
+                      for p, a in zip(caller.co_varnames, args))
+    raise TypeError(f"{caller.co_name}() was exported for "
+                    f"{_S2S_EXPORTED_FOR[caller.co_name]}; it was called with {found}. "
+                    f"Export it again for such arguments: {_S2S_COMMAND}")
+'''
+
+
+def _special_env(exported_for, command):
+    values = {"sys": sys, "_S2S_EXPORTED_FOR": exported_for, "_S2S_COMMAND": command}
+
+    def env(name):
+        value = values.get(name, MISSING)
+        return value if value is not MISSING else getattr(builtins, name, MISSING)
+    return env

@@ -1,0 +1,535 @@
+"""s2sad.export and `s2sad export`: derivatives written as modules of their own, run in a
+virtual environment that has NumPy and no s2sad, and compared with s2sad's own results
+and with central finite differences."""
+import ast
+import dataclasses
+import json
+import math
+import os
+import subprocess
+import sys
+import textwrap
+import venv
+
+import numpy as np
+import pytest
+
+import s2sad
+from s2sad import cli
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+MODEL = '''\
+import dataclasses
+import math
+
+import numpy as np
+import s2sad
+
+SHIFT = 0.25
+WEIGHTS = np.array([1.0, -0.5])
+
+
+def babysqrt(x):
+    t = (1 + x) / 2
+    for i in range(10):
+        t = (t + x / t) / 2
+    return t
+
+
+def cube_root(a):
+    """a ** (1/3) by Newton's method: a while loop whose trip count depends on a."""
+    x = a
+    while abs(x * x * x - a) > 1e-13 * a:
+        x = x - (x * x * x - a) / (3 * x * x)
+    return x * math.sin(a)
+
+
+def logistic(w, b, X, y):
+    Xc = X - np.mean(X, axis=0)
+    z = Xc @ w + b
+    return np.mean(np.log1p(np.exp(-y * z))) + 0.01 * np.sum(w * w)
+
+
+def mlp(W1, b1, W2, X, t):
+    h = np.tanh(X @ W1 + b1)
+    r = h @ W2 - t
+    return np.sum(r ** 2) / X.shape[0] + np.max(np.abs(W2))
+
+
+def inner(a, b):
+    return a * math.exp(b) + SHIFT
+
+
+def terms(x):
+    return 2 + int(x > 0.5)
+
+
+@s2sad.custom_vjp
+def softplus(x):
+    return max(x, 0.0) + math.log1p(math.exp(-abs(x)))
+
+
+def softplus_fwd(x):
+    return softplus(x), x
+
+
+def softplus_bwd(x, g):
+    return (g / (1 + math.exp(-x)),)
+
+
+softplus.defvjp(softplus_fwd, softplus_bwd)
+
+
+def calls(x, y):
+    s = 0.0
+    for i in range(terms(x)):
+        s = s + inner(x, y * i)
+    return s + softplus(x * y) + WEIGHTS[0] * x
+
+
+@dataclasses.dataclass
+class Layer:
+    W: np.ndarray
+    b: float
+
+
+def layer_loss(layer, X):
+    return np.sum(np.tanh(X @ layer.W + layer.b) ** 2)
+
+
+def spring(x, k):
+    energy = lambda d: 0.5 * k * d * d
+    def pair(i):
+        return energy(x * i - 1.0)
+    return pair(1) + pair(2)
+'''
+
+RNG = np.random.default_rng(7)
+
+#: (case, function, arguments, wrt, mode)
+CASES = [
+    ("scalar_loop", "babysqrt", (2.0,), 0, "reverse"),
+    ("while_loop", "cube_root", (1.7,), 0, "reverse"),
+    ("numpy_loss", "logistic", (RNG.normal(size=3), 0.3, RNG.normal(size=(6, 3)),
+                                np.sign(RNG.normal(size=6))), (0, 1), "reverse"),
+    ("mlp", "mlp", (RNG.normal(size=(3, 4)), RNG.normal(size=(1, 4)), RNG.normal(size=4),
+                    RNG.normal(size=(5, 3)), RNG.normal(size=5)), (0, 1, 2), "reverse"),
+    ("calls", "calls", (0.7, 0.4), (0, 1), "reverse"),
+    ("nested", "spring", (0.3, 2.0), (0, 1), "reverse"),
+    ("dataclass", "layer_loss", ("Layer", RNG.normal(size=(3, 2)), 0.2), 0, "reverse"),
+    ("forward_loop", "babysqrt", (2.0,), 0, "forward"),
+    ("forward_calls", "calls", (0.7, 0.4), (0, 1), "forward"),
+    ("forward_mlp", "mlp", (RNG.normal(size=(3, 4)), RNG.normal(size=(1, 4)),
+                            RNG.normal(size=4), RNG.normal(size=(5, 3)), RNG.normal(size=5)),
+     (0, 2), "forward"),
+]
+
+#: Runs in the virtual environment: imports each exported module, calls its derivatives
+#: at the arguments and writes what they return (and what a call with an int raises).
+CHECKER = '''
+import importlib.util, json, sys
+import numpy as np
+
+
+def value(v, module):
+    if "record" in v:       # an instance of the module's copy of the user's class
+        return getattr(module, v["record"])(**{k: value(f, module) for k, f in v["fields"].items()})
+    return np.array(v["array"]) if "array" in v else v["number"]
+
+
+def plain(x):
+    if isinstance(x, tuple):
+        return [plain(v) for v in x]
+    if hasattr(x, "__dataclass_fields__"):
+        return {"fields": {k: plain(getattr(x, k)) for k in x.__dataclass_fields__}}
+    return {"array": np.asarray(x).tolist()} if isinstance(x, np.ndarray) else float(x)
+
+
+spec = json.load(open(sys.argv[1]))
+out = {"s2sad importable": importlib.util.find_spec("s2sad") is not None}
+for case in spec:
+    loader = importlib.util.spec_from_file_location(case["module"], case["path"])
+    module = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(module)
+    out[case["module"] + " modules"] = sorted(m for m in sys.modules if m.startswith("s2sad"))
+    args = [value(a, module) for a in case["args"]]
+    name = case["function"]
+    if case["mode"] == "forward":
+        tangents = [value(t, module) for t in case["tangents"]]
+        out[case["name"]] = {"jvp": plain(getattr(module, name + "_jvp")(*args, *tangents))}
+        continue
+    y, pullback = getattr(module, name + "_vjp")(*args)
+    out[case["name"]] = {
+        "vjp": plain((y, pullback(1.0))),
+        "grad": plain(getattr(module, name + "_grad")(*args)),
+        "value_and_grad": plain(getattr(module, name + "_value_and_grad")(*args)),
+    }
+    wrong = [int(a) if isinstance(a, float) else a[..., None] if isinstance(a, np.ndarray)
+             else None for a in args]
+    try:
+        getattr(module, name + "_grad")(*wrong)
+        out[case["name"]]["wrong"] = "no error"
+    except TypeError as exc:
+        out[case["name"]]["wrong"] = str(exc)
+print(json.dumps(out))
+'''
+
+
+def _load(directory, name="model"):
+    path = directory / f"{name}.py"
+    if not path.exists():
+        path.write_text(MODEL)
+    return path
+
+
+def _written(x):
+    if dataclasses.is_dataclass(x):
+        return {"record": type(x).__name__, "fields": {
+            f.name: _written(getattr(x, f.name)) for f in dataclasses.fields(x)}}
+    return {"array": x.tolist()} if isinstance(x, np.ndarray) else {"number": x}
+
+
+def _read(x, like=None):
+    if isinstance(x, list):
+        return tuple(_read(v) for v in x)
+    if isinstance(x, dict) and "fields" in x:   # as an instance of the class of `like`
+        return type(like)(**{k: _read(v) for k, v in x["fields"].items()})
+    if isinstance(x, dict):
+        return np.array(x["array"]) if "array" in x else x["number"]
+    return x
+
+
+def _flat(x):
+    """The arrays and numbers of `x` (a tuple, a dataclass, an array or a number)."""
+    if isinstance(x, tuple):
+        return tuple(v for item in x for v in _flat(item))
+    if dataclasses.is_dataclass(x):
+        return tuple(getattr(x, f.name) for f in dataclasses.fields(x))
+    return (x,)
+
+
+def _close(a, b, rtol, atol):
+    a, b = _flat(a), _flat(b)
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        assert np.shape(x) == np.shape(y)
+        np.testing.assert_allclose(x, y, rtol=rtol, atol=atol)
+
+
+def _central(fn, args, i, h=1e-6):
+    """The gradient of f with respect to argument i, by central differences (float64)."""
+    record = args[i]
+    if dataclasses.is_dataclass(record):          # field by field
+
+        def along(name):
+            def g(*a):
+                return fn(*a[:i], dataclasses.replace(record, **{name: a[i]}), *a[i + 1:])
+            return _central(g, args[:i] + (getattr(record, name),) + args[i + 1:], i, h)
+        return type(record)(**{f.name: along(f.name) for f in dataclasses.fields(record)})
+    x = np.asarray(args[i], dtype=np.float64)
+    out = np.zeros_like(x)
+    for idx in np.ndindex(x.shape):
+        step = h * max(1.0, abs(float(x[idx])))
+        values = []
+        for sign in (1, -1):
+            moved = x.copy()
+            moved[idx] += sign * step
+            a = list(args)
+            a[i] = moved if x.shape else float(moved)
+            values.append(fn(*a))
+        out[idx] = (values[0] - values[1]) / (2 * step)
+    return out if x.shape else float(out)
+
+
+@pytest.fixture(scope="module")
+def clean_python(tmp_path_factory):
+    """The Python of a virtual environment without s2sad (nor the site-packages of this
+    one), with NumPy installed: made once for the module (about 10 s)."""
+    where = tmp_path_factory.mktemp("venv")
+    venv.create(where, with_pip=True, system_site_packages=False)
+    python = str(where / "bin" / "python")
+    installed = subprocess.run(
+        [python, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+         f"numpy=={np.__version__}"], capture_output=True, text=True, timeout=600)
+    if installed.returncode != 0:
+        pytest.skip(f"cannot install numpy into a fresh virtual environment (offline?): "
+                    f"{installed.stderr.strip().splitlines()[-1:]}")
+    return python
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """{case: (path of the exported module, its text, the function, the spec)}."""
+    directory = tmp_path_factory.mktemp("export")
+    model = _load(directory)
+    out = {}
+    for name, function, args, wrt, mode in CASES:
+        fn = cli.load(f"{model}:{function}")
+        if isinstance(args[0], str):    # an instance of the user's dataclass
+            args = (fn.__globals__["Layer"](args[1], args[2]), RNG.normal(size=(4, 3)))
+        path = directory / f"{name}_derivatives.py"
+        text = s2sad.export(fn, path, mode=mode, wrt=wrt, args=args)
+        out[name] = (path, text, fn, args, wrt, mode)
+    return out
+
+
+def test_exported_modules_run_without_s2sad_and_agree(exported, clean_python, tmp_path):
+    spec = []
+    for name, (path, _, fn, args, wrt, mode) in exported.items():
+        entry = {"name": name, "module": path.stem, "path": str(path),
+                 "function": fn.__name__, "mode": mode, "args": [_written(a) for a in args]}
+        if mode == "forward":
+            wrts = wrt if isinstance(wrt, tuple) else (wrt,)
+            entry["tangents"] = [_written(np.ones_like(args[i]) * 0.5 if isinstance(
+                args[i], np.ndarray) else 0.5) for i in wrts]
+        spec.append(entry)
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    (tmp_path / "checker.py").write_text(CHECKER)
+    run = subprocess.run([clean_python, str(tmp_path / "checker.py"),
+                          str(tmp_path / "spec.json")], capture_output=True, text=True,
+                         timeout=300, cwd=str(tmp_path), env={"PATH": os.environ["PATH"]})
+    assert run.returncode == 0, run.stderr
+    results = json.loads(run.stdout)
+    assert results["s2sad importable"] is False       # the environment really has no s2sad
+    for entry in spec:
+        assert results[entry["module"] + " modules"] == []
+        name = entry["name"]
+        _, _, fn, args, wrt, mode = exported[name]
+        got = results[name]
+        wrts = wrt if isinstance(wrt, tuple) else (wrt,)
+        if mode == "forward":
+            tangents = tuple(_read(t) for t in entry["tangents"])
+            y, y_dot = _read(got["jvp"])
+            y_ref, y_dot_ref = s2sad.jvp(fn, args, tuple(
+                tangents[wrts.index(i)] if i in wrts else np.zeros_like(a) * 0.0
+                if isinstance(a, np.ndarray) else 0.0 for i, a in enumerate(args)))
+            _close(y, y_ref, 1e-12, 1e-14)
+            _close(y_dot, y_dot_ref, 1e-12, 1e-14)
+            fd = sum(np.sum(_central(fn, args, i) * t) for i, t in zip(wrts, tangents))
+            _close(y_dot, fd, 1e-6, 1e-8)
+            continue
+        reference = s2sad.grad(fn, wrt=wrt)(*args)
+        fd = tuple(_central(fn, args, i) for i in wrts)
+        fd = fd if isinstance(wrt, tuple) else fd[0]
+        like = args[wrts[0]]
+        value, pulled = _read(got["vjp"][0]), _read(got["vjp"][1], like)
+        value_2, gradient = _read(got["value_and_grad"][0]), _read(got["value_and_grad"][1], like)
+        for g in (_read(got["grad"], like), pulled, gradient):
+            _close(g, reference, 1e-12, 1e-14)
+            _close(g, fd, 1e-6, 1e-8)
+        _close(value, fn(*args), 1e-12, 1e-14)
+        _close(value_2, fn(*args), 1e-12, 1e-14)
+        # arguments of other types: a clear error, not a wrong result
+        assert got["wrong"].startswith(f"{fn.__name__}_grad() was exported for "), got["wrong"]
+        assert ("Export it again for such arguments: s2sad export " if name != "dataclass"
+                else "Export it again for such arguments: s2sad.export(layer_loss") in got["wrong"]
+
+
+def test_exported_modules_import_nothing_of_s2sad(exported):
+    for name, (_, text, *_) in exported.items():
+        tree = ast.parse(text)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                assert all(a.name.split(".")[0] != "s2sad" for a in node.names), name
+            elif isinstance(node, ast.ImportFrom):
+                assert node.level == 0 and (node.module or "").split(".")[0] != "s2sad", name
+            elif isinstance(node, ast.Name):
+                assert node.id != "s2sad", name
+
+
+def test_the_module_holds_what_the_derivatives_call(exported):
+    _, text, *_ = exported["calls"]
+    tree = ast.parse(text)
+    defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    # the derivatives, the callee's, the user's functions the code calls (the custom rule's
+    # fwd and bwd, and the primal they call, without its decorator), runtime helpers with
+    # the helpers and constants they read, and the standalone exception classes
+    assert {"calls_vjp", "calls_grad", "calls_value_and_grad", "inner_vjp", "softplus_fwd",
+            "softplus_bwd", "softplus", "_s2s_unbroadcast", "_s2s_respecialize"} <= defined
+    assert "@s2sad" not in text and "import math\n" in text and "import numpy as np\n" in text
+    assert "\nSHIFT = 0.25\n" in text
+    assert "\nWEIGHTS = np.array([1.0, -0.5], dtype=np.float64)\n" in text
+    assert "\n_S2S_NUMBERS = frozenset([float, int, np.float64])\n" in text
+    assert "class MissingRuleError(S2SADError):" in text
+    header = ast.get_docstring(tree)
+    assert header.startswith("Derivatives of calls() from model.py, line ")
+    assert "with respect to x, y, for x (float), y (float):" in header
+    assert "calls_grad(x, y) -> (x_bar, y_bar)" in header
+    assert "s2sad export " in header and "model.py:calls -o " in header
+    assert "--wrt x,y --args 0.7 0.4" in header
+    # forward mode: a callee's jvp takes its tangents by name, as s2sad passes them
+    _, forward, *_ = exported["forward_calls"]
+    assert "inner_jvp(x, y * i, a_dot=x_dot, b_dot=y_dot * i)" in forward
+
+
+def test_export_is_deterministic(tmp_path):
+    fn = cli.load(f"{_load(tmp_path)}:calls")
+    assert s2sad.export(fn, wrt=(0, 1)) == s2sad.export(fn, wrt=(0, 1))
+
+
+REFUSED = '''\
+import math
+import s2sad
+
+scale = lambda v: 2.0 * v
+
+
+def make():
+    k = 3.0
+    def inner(v):
+        return k * v
+    return inner
+
+
+triple = make()
+
+
+class Model:
+    pass
+
+
+model = Model()
+
+
+@s2sad.checkpoint
+def step(u, kappa):
+    return u + kappa * math.sin(u)
+
+
+def uses_lambda(x):
+    n = int(scale(x))
+    return x * n
+
+
+def uses_closure(x):
+    n = int(triple(x))
+    return x * n
+
+
+def uses_object(x):
+    return x * x + len(str(model))
+
+
+def uses_checkpoint(u, kappa):
+    for i in range(3):
+        u = step(u, kappa)
+    return u
+
+
+class Scaler:
+    def __init__(self, a):
+        self.a = a
+
+    def scale(self, x):
+        return self.a * x
+
+
+scaler = Scaler(2.0)
+
+
+def uses_method(x):
+    return scaler.scale(x) ** 2
+'''
+
+
+@pytest.mark.parametrize("function, message", [
+    ("uses_lambda", r"refused.py:\d+: the derivative of uses_lambda\(\) reads 'scale', a "
+                    r"lambda \(.*refused.py:4\), which an exported module cannot copy"),
+    ("uses_closure", r"refused.py:\d+: the derivative of uses_closure\(\) reads 'triple', a "
+                     r"function nested in another \(.*refused.py:9\).*as arguments"),
+    ("uses_object", r"reads 'model', a Model object, which an exported module cannot "
+                    r"write as source.*as an argument"),
+    ("uses_checkpoint", r"reads 'step_checkpoint_fwd'.*without s2sad.checkpoint"),
+    ("uses_method", r"refused.py:\d+: the derivative of uses_method\(\) calls that of "
+                    r"Scaler.scale\(\) with values bound to it.*as arguments instead"),
+])
+def test_what_cannot_be_exported_is_refused_with_where_and_how(tmp_path, function, message):
+    (tmp_path / "refused.py").write_text(REFUSED)
+    fn = cli.load(f"{tmp_path / 'refused.py'}:{function}")
+    args = (0.3, 0.1) if function == "uses_checkpoint" else (0.3,)
+    with pytest.raises(s2sad.ExportError, match=message):
+        s2sad.export(fn, args=args)
+
+
+def test_options_that_are_not_available_are_refused(tmp_path):
+    fn = cli.load(f"{_load(tmp_path)}:babysqrt")
+    with pytest.raises(s2sad.ExportError, match="backend='numba'.*not available yet"):
+        s2sad.export(fn, backend="numba")
+    with pytest.raises(s2sad.ExportError, match="forward mode exports jvp"):
+        s2sad.export(fn, mode="forward", kind="grad")
+    with pytest.raises(s2sad.ExportError, match="mode is 'reverse' or 'forward'"):
+        s2sad.export(fn, mode="sideways")
+
+
+def _cli(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "s2sad", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_cli_writes_the_module_and_its_header_regenerates_it(tmp_path):
+    _load(tmp_path)
+    out = _cli("export", "model.py:logistic", "-o", "loss_grad.py", "--wrt", "w,b",
+               "--kind", "grad", "--args", "[0.5, 1.0, 2.0]", "0.1", "[[1.0, 2.0, 3.0], "
+               "[4.0, 5.0, 6.5]]", "[1.0, -1.0]", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "wrote loss_grad.py\n"
+    text = (tmp_path / "loss_grad.py").read_text()
+    command = ("s2sad export model.py:logistic -o loss_grad.py --wrt w,b --kind grad --args "
+               "'[0.5, 1.0, 2.0]' 0.1 '[[1.0, 2.0, 3.0], [4.0, 5.0, 6.5]]' '[1.0, -1.0]'")
+    assert f"\n    {command}\n" in text
+    assert "def logistic_grad(w, b, X, y):" in text and "def logistic_vjp" not in text
+    assert "w (float64 array of shape (*,)), b (float)" in text
+    again = _cli(*command.replace("'", "").split(" ")[1:5], "--wrt", "w,b", "--kind", "grad",
+                 "--args", "[0.5, 1.0, 2.0]", "0.1", "[[1.0, 2.0, 3.0], [4.0, 5.0, 6.5]]",
+                 "[1.0, -1.0]", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / "loss_grad.py").read_text() == text
+    printed = _cli("export", "model.py:babysqrt", "--mode", "forward", cwd=tmp_path)
+    assert printed.returncode == 0 and "def babysqrt_jvp(x, x_dot):" in printed.stdout
+    bad = _cli("export", "model.py:babysqrt", "--args", "two", cwd=tmp_path)
+    assert bad.returncode == 2 and "--args takes numbers" in bad.stderr
+
+
+def test_cli_docs_show_the_real_export(tmp_path):
+    with open(os.path.join(ROOT, "docs", "cli.md")) as f:
+        doc = f.read()
+    start = doc.index("```python\n", doc.index("Here `softplus_loss.py` holds:")) + len(
+        "```python\n")
+    (tmp_path / "softplus_loss.py").write_text(doc[start:doc.index("```", start)])
+    command = "$ s2sad export softplus_loss.py:loss -o loss_jvp.py --mode forward --args 0.5\n"
+    start = doc.index(command) + len(command)
+    shown = doc[start:doc.index("```", start)]
+    out = _cli(*command.split()[2:], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert shown == out.stdout + "$ cat loss_jvp.py\n" + (tmp_path / "loss_jvp.py").read_text()
+    run = subprocess.run([sys.executable, "-c", "import loss_jvp; print(loss_jvp.loss_jvp(0.5, "
+                          "1.0))"], cwd=tmp_path, capture_output=True, text=True)
+    value, slope = ast.literal_eval(run.stdout)
+    # loss = softplus(3 w) w: loss' = 3 w sigmoid(3 w) + softplus(3 w)
+    sigmoid = 1 / (1 + math.exp(-1.5))
+    assert value == pytest.approx(math.log1p(math.exp(1.5)) * 0.5, rel=1e-14)
+    assert slope == pytest.approx(1.5 * sigmoid + math.log1p(math.exp(1.5)), rel=1e-14)
+
+
+def test_renaming_follows_python_scopes_and_keeps_the_text():
+    from s2sad.export_names import renamed
+    text = textwrap.dedent('''\
+        class Box:
+            scale = 2.0                       # a class attribute, not the global
+            def area(self, w):
+                return ("∂", scale * w * Box.scale)   # columns are characters, not bytes
+        def f(x, scale=scale):
+            g = lambda scale: scale + x       # a parameter of the lambda
+            return [scale * v for v in (x,)] + [g(1.0)]
+        ''')
+    out = renamed(text, {"scale": "SCALE", "Box": "Box_1"})
+    assert out == textwrap.dedent('''\
+        class Box_1:
+            scale = 2.0                       # a class attribute, not the global
+            def area(self, w):
+                return ("∂", SCALE * w * Box_1.scale)   # columns are characters, not bytes
+        def f(x, scale=SCALE):
+            g = lambda scale: scale + x       # a parameter of the lambda
+            return [scale * v for v in (x,)] + [g(1.0)]
+        ''')
