@@ -1,4 +1,6 @@
 """Doctest set-up shared by the package, the docs and the tests."""
+import importlib.util
+
 import numpy as np
 import pytest
 
@@ -21,3 +23,7 @@ def show(stage, text, wrt=0, arrays=False):
 @pytest.fixture(autouse=True)
 def _doctest_namespace(doctest_namespace):
     doctest_namespace["show"] = show
+
+
+#: docs/numba.md runs Numba: skipped where Numba, an optional dependency, is missing.
+collect_ignore = [] if importlib.util.find_spec("numba") else ["docs/numba.md"]

@@ -6,7 +6,7 @@ Run from the repository root:
     python bench/run.py --quick               # smoke run, seconds
     python bench/run.py --only mlp,logreg     # selected workloads
     python bench/run.py --group array-loops   # one group (scalar, numpy, array-loops, mixed,
-                                              # dask)
+                                              # dask, native)
     python bench/run.py --json results.json
 
 Peers (autograd, JAX, PyTorch) are used only when they are importable.
@@ -53,6 +53,7 @@ import numpy as np  # noqa: E402  (after --threads)
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(BENCH))  # the repository's s2sad first
+import native  # noqa: E402  (bench/native.py)
 import workloads as wl  # noqa: E402
 from workloads import ident, workloads  # noqa: E402
 
@@ -67,7 +68,7 @@ CHECKPOINT_TIME_GOAL = 3.0  # a checkpointed loop: s2sad / hand time (the hand t
 CHECKPOINT_STATES = 4       # ... and peak memory k + 4 states (k snapshots)
 MIXED_TIME_GOAL = 1.3    # issue #20, NumPy functions on floats: s2sad / hand time
 DASK_TIME_GOAL = 1.3     # issue #23, Dask data on a cluster: s2sad / hand time
-GROUPS = ("scalar", "numpy", "array-loops", "mixed", "dask")
+GROUPS = ("scalar", "numpy", "array-loops", "mixed", "dask", "native")
 JVP_GOAL = 1.5      # s2sad.jvp / hand tangent time (scalar workloads)
 HVP_GOAL = 5.0      # s2sad.hvp / s2sad.grad time (Rosenbrock 1e3)
 TRANSFORM_GOAL = 0.050  # seconds to transform and compile one workload
@@ -1114,6 +1115,99 @@ def dask_report(rows):
     return "\n".join(out)
 
 
+# ---------------------------------------------------------------------------
+# The native group (issue #22): s2sad's numba backend against hand gradients in Numba.
+
+
+def check_native(w, s2sad):
+    """The hand Numba gradient against central differences, and s2sad's numba backend
+    against it and against s2sad's Python backend (to 1e-12); exits on a mismatch."""
+    want = as_tuple(w.hand(*w.args), w.wrt)
+    fd = central_fd(w.f, w.args, w.wrt)
+    if not close(want, fd, FD_RTOL):
+        fail(f"{w.name}: hand Numba gradient {show(want)} disagrees with central finite "
+             f"differences {show(fd)}:\n  {worst(want, fd)}")
+    if s2sad is None:
+        return
+    got = as_tuple(s2sad.grad(w.f, wrt=w.wrt, backend="numba")(*w.args), w.wrt)
+    python = as_tuple(s2sad.grad(w.f, wrt=w.wrt)(*w.args), w.wrt)
+    for ref, label in ((want, "the hand gradient"), (python, "the Python backend")):
+        if not close(got, ref, 1e-12 if ref is python else S2SAD_RTOL):
+            fail(f"{w.name}: s2sad's numba backend gives {show(got)}, {label} "
+                 f"{show(ref)}:\n  {worst(got, ref)}")
+
+
+def native_bench(suite, s2sad, peers, timing, transforms):
+    """One row per workload of the native group: seconds per call of Numba's primal,
+    the hand gradient, s2sad's numba and Python backends and jax.jit; the first call
+    of a fresh numba-backend gradient; jax.jit's compile."""
+    rows = []
+    for w in suite:
+        print(f"timing {w.name} (native) ...", file=sys.stderr, flush=True)
+        check_native(w, s2sad)
+        calls = {"numba primal": (w.primal, w.args), "hand numba": (w.hand, w.args)}
+        compile_time = None
+        if s2sad is not None:
+            calls["s2sad numba"] = (s2sad.grad(w.f, wrt=w.wrt, backend="numba"), w.args)
+            calls["s2sad python"] = (s2sad.grad(w.f, wrt=w.wrt), w.args)
+            compile_time = first_call(
+                lambda: s2sad.grad(fresh(w.f), wrt=w.wrt, backend="numba"), w.args, transforms)
+        jit = peers.get("jax.jit")
+        jit_compile = None
+        if jit is not None:
+            try:
+                t0 = time.perf_counter()
+                gf, args = jit(w, w.args)
+                gf(*args)
+                jit_compile = time.perf_counter() - t0
+                calls["jax.jit"] = (gf, args)
+            except Exception as e:      # noqa: BLE001 - a peer that fails is left out
+                print(f"note: jax.jit skipped on {w.name}: {type(e).__name__}: {e}")
+        for fn, args in calls.values():     # Numba compiles at the first call
+            fn(*args)
+        rows.append({"workload": w.name, "times": per_calls(calls, *timing),
+                     "compile": compile_time, "jax_jit_compile": jit_compile})
+    return rows
+
+
+def native_report(rows):
+    """The native group's table (times in us) and its goals."""
+    head = ["workload", "numba primal us", "hand numba us", "s2sad numba us",
+            "s2sad/hand", "s2sad python us", "jax.jit us", "s2sad compile s",
+            "jax.jit compile s"]
+    body = []
+    for r in rows:
+        t = r["times"]
+        body.append([r["workload"], fmt_us(t["numba primal"]), fmt_us(t["hand numba"]),
+                     fmt_us(t.get("s2sad numba")),
+                     fmt_ratio(t.get("s2sad numba"), t["hand numba"]),
+                     fmt_us(t.get("s2sad python")), fmt_us(t.get("jax.jit")),
+                     "-" if r["compile"] is None else f"{r['compile']:.2f}",
+                     "-" if r["jax_jit_compile"] is None else f"{r['jax_jit_compile']:.1f}"])
+    out = ["Native: gradients compiled by Numba (s2sad.grad(f, backend='numba')), in us "
+           "per call from Python; s2sad compile: the first call of a fresh gradient "
+           "(transform + Numba)", "", render(head, body)]
+    timed = [r for r in rows if r["times"].get("s2sad numba") is not None]
+    if timed:
+        ratios = [(r["workload"], r["times"]["s2sad numba"] / r["times"]["hand numba"])
+                  for r in timed]
+        missed = [f"{n} {x:.2f}x" for n, x in ratios if x > native.TIME_GOAL]
+        every = ", ".join(f"{n} {x:.2f}x" for n, x in ratios)
+        out += ["", f"native time goal (s2sad numba within {native.TIME_GOAL}x of hand numba): "
+                + (f"missed by {', '.join(missed)}" if missed else f"met ({every})")]
+        slow = [f"{r['workload']} {r['compile']:.2f} s" for r in timed
+                if r["compile"] > native.COMPILE_GOAL]
+        out.append(f"native compile goal (transform + Numba within {native.COMPILE_GOAL} s "
+                   "per function): " + (f"missed by {', '.join(slow)}" if slow else "met ("
+                   + ", ".join(f"{r['workload']} {r['compile']:.2f} s" for r in timed) + ")"))
+        jax = [(r["workload"], r["times"]["jax.jit"] / r["times"]["s2sad numba"])
+               for r in timed if r["times"].get("jax.jit") is not None]
+        out.append(f"native jax goal (s2sad numba at least {native.JAX_GOAL:.0f}x faster "
+                   "than jax.jit): " + (", ".join(f"{n} {x:.1f}x" for n, x in jax)
+                                         if jax else "not measured (JAX not installed)"))
+    return "\n".join(out)
+
+
 def select(suite, only=None, groups=None):
     """The workloads named in `only` and in `groups` (comma lists; None: all), or a
     ValueError that says which names are unknown."""
@@ -1173,6 +1267,11 @@ def main():
         suite = select(suite, opts.only, opts.group)
     except ValueError as e:
         ap.error(str(e))
+    native_suite = []
+    if opts.only is None and (opts.group is None or "native" in opts.group.split(",")):
+        native_suite = native.workloads()
+        if not native_suite:
+            print("note: the native group needs Numba, which is not installed; skipped")
 
     if opts.quick:
         target, repeat, budget, transforms, mem_times = 0.01, 3, 0.1, 1, 1
@@ -1313,6 +1412,10 @@ def main():
         dask_rows = dask_bench(dask_suite, s2sad, repeat=2 if opts.quick else 7)
         print()
         print(dask_report(dask_rows))
+    native_rows = native_bench(native_suite, s2sad, peers, timing, transforms)
+    if native_rows:
+        print()
+        print(native_report(native_rows))
 
     if opts.json:
         with open(opts.json, "w") as fh:
@@ -1321,7 +1424,7 @@ def main():
                        "threads": opts.threads, "cpu_time": opts.cpu_time,
                        "quick": opts.quick, "peers": versions,
                        "s2sad": why or "ok", "results": rows, "array_loops": loop_rows,
-                       "mixed": mixed_rows, "dask": dask_rows,
+                       "mixed": mixed_rows, "dask": dask_rows, "native": native_rows,
                        "jvp": jvp_rows, "hvp": hvp_row, "tape": tape_row,
                        "overhead": overhead}, fh, indent=2)
         print(f"raw results (seconds, bytes) written to {opts.json}")

@@ -17,7 +17,7 @@ from .forward_api import defjvp, hessian, hvp, jacfwd, jacrev, jvp
 from .trace import trace
 from .export import export
 from .errors import (ExceptionPathError, ExportError, GradientCheckError, InternalError,
-                     MissingRuleError,
+                     MissingRuleError, NativeBackendError,
                      NonScalarOutputError, S2SADError, SourceUnavailableError,
                      UnconnectedInputWarning, UnsupportedSyntaxError)
 
@@ -28,4 +28,5 @@ __all__ = ["grad", "value_and_grad", "vjp", "source", "check_grad", "defvjp", "n
            "hvp", "hessian", "defjvp",
            "S2SADError", "UnsupportedSyntaxError", "MissingRuleError",
            "NonScalarOutputError", "SourceUnavailableError", "GradientCheckError",
-           "InternalError", "ExceptionPathError", "ExportError", "UnconnectedInputWarning"]
+           "InternalError", "ExceptionPathError", "ExportError", "NativeBackendError",
+           "UnconnectedInputWarning"]

@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import forward_api, pipeline
+from . import forward_api, numba_api, pipeline
 from .compilation import Wrt, kinds_key, kinds_of, patterns_of, wrt_indices
 from .errors import GradientCheckError, S2SADError, warn_unconnected
 from .rules import registry, runtime
@@ -171,11 +171,15 @@ def _opaque(x):
     return None if runtime.is_record(x) else x
 
 
-def _decorator(cls, f, wrt):
+def _decorator(cls, f, wrt, backend="python", jit=None):
     if f is None:
-        return lambda g: _decorator(cls, g, wrt)
+        return lambda g: _decorator(cls, g, wrt, backend, jit)
     if not callable(f):
         raise S2SADError(f"s2sad differentiates functions; got {type(f).__name__} {f!r}")
+    if numba_api.check_backend(backend) == "numba":
+        return numba_api.NativeDerivative(f, wrt, cls.fused, jit)
+    if jit is not None:
+        raise S2SADError('jit= sets the options of numba.njit: it needs backend="numba"')
     if isinstance(f, GradientFunction) and cls is GradientFunction:
         return forward_api.second_derivative(f, wrt)
     if inspect.ismethod(f):
@@ -209,11 +213,16 @@ class _BoundDerivative:
         return self._derivative.source
 
 
-def grad(f: Callable | None = None, wrt: Wrt = 0) -> GradientFunction:
+def grad(f: Callable | None = None, wrt: Wrt = 0, backend: str = "python",
+         jit: dict | None = None) -> GradientFunction:
     """The gradient of scalar function `f` with respect to parameter(s) `wrt`.
 
     `wrt` is a positional parameter's index or name, or a tuple of them (then the
     gradient is a tuple). Keyword arguments are passed through, never differentiated.
+    With `backend="numba"`, the gradient is compiled by `numba.njit` (with the options
+    `jit`, by default those of `f` if it is a Numba function) and can be called from
+    `@numba.njit` code too (see docs/numba.md). `f` may be a `@numba.njit` function:
+    s2sad reads its Python source (`py_func`).
 
     >>> import math, s2sad
     >>> def f(x1, x2):
@@ -231,11 +240,13 @@ def grad(f: Callable | None = None, wrt: Wrt = 0) -> GradientFunction:
     >>> dcube(2.0)
     12.0
     """
-    return _decorator(GradientFunction, f, wrt)
+    return _decorator(GradientFunction, f, wrt, backend, jit)
 
 
-def value_and_grad(f: Callable | None = None, wrt: Wrt = 0) -> ValueAndGradientFunction:
-    """Like `grad`, but returns `(f(*args), gradient)`, running `f` once.
+def value_and_grad(f: Callable | None = None, wrt: Wrt = 0, backend: str = "python",
+                   jit: dict | None = None) -> ValueAndGradientFunction:
+    """Like `grad`, but returns `(f(*args), gradient)`, running `f` once; `backend` and
+    `jit` are those of `grad`.
 
     >>> import s2sad
     >>> def sq(x):
@@ -243,7 +254,7 @@ def value_and_grad(f: Callable | None = None, wrt: Wrt = 0) -> ValueAndGradientF
     >>> s2sad.value_and_grad(sq)(3.0)
     (9.0, 6.0)
     """
-    return _decorator(ValueAndGradientFunction, f, wrt)
+    return _decorator(ValueAndGradientFunction, f, wrt, backend, jit)
 
 
 def vjp(f: Callable, *args: Any, **kwargs: Any) -> tuple[Any, Callable]:

@@ -1,6 +1,7 @@
 """The `s2sad` command: show generated derivative source, check gradients.
 
     s2sad show FILE.py:FUNC [--mode reverse|forward] [--wrt NAME[,NAME]] [--stage STAGE]
+               [--backend python|numba]
     s2sad check FILE.py:FUNC --at V [V ...] [--wrt NAME[,NAME]]
     s2sad trace FILE.py:FUNC --at V [V ...] [--wrt NAME[,NAME]] [--format text|markdown|json]
     s2sad graph FILE.py:FUNC [--pullback] [--wrt NAME[,NAME]] [-o OUT.dot|OUT.svg|OUT.png]
@@ -56,6 +57,9 @@ def _parser():
     show.add_argument("--stage", metavar="PASS", choices=["list"] + list(dict.fromkeys(
         pipeline.stage_names() + pipeline.stage_names("forward"))),
         help="print the code after this pass instead; 'list' lists the passes")
+    show.add_argument("--backend", choices=["python", "numba"], default="python",
+                      help="numba: the gradient grad(f, backend='numba') compiles with "
+                           "numba.njit")
     show.set_defaults(run=_show)
     check = sub.add_parser("check", help="compare the gradient with finite differences")
     check.add_argument("target", metavar="FILE.py:FUNC")
@@ -150,7 +154,12 @@ def _show(args):
         raise CLIError(f"--stage {args.stage} is not a pass of {args.mode} mode; its passes "
                        f"are {', '.join(pipeline.stage_names(args.mode))}")
     wrt = _wrt(args.wrt, 0)
-    if args.mode == "forward" and forward_api.gradient_of(fn):
+    if args.backend == "numba":
+        if args.mode == "forward":
+            raise CLIError("--backend numba shows the gradient, in reverse mode")
+        text = pipeline.stage_source(getattr(fn, "primal", fn), args.stage or "native_check",
+                                     wrt, backend="numba")
+    elif args.mode == "forward" and forward_api.gradient_of(fn):
         # a gradient: forward mode of the gradient code it runs (forward over reverse),
         # by default along the tangent of a second derivative
         wrt = _wrt(args.wrt, getattr(fn, "s2s_tangents", 0))

@@ -93,6 +93,8 @@ class Compilation:
     guard: bool = True
     recompute: bool = False
     tangent_only: bool = False
+    backend: str = "python"                     # or "numba" (passes/native_tapes.py)
+    jit: tuple = ()                             # numba.njit's options, (name, value) pairs
     bindings: dict = dataclasses.field(default_factory=dict)
     callees: list = dataclasses.field(default_factory=list)   # [(bound name, Callee)]
     lifted: list = dataclasses.field(default_factory=list)    # (fn, wrt, kinds) called

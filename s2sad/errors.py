@@ -60,6 +60,14 @@ class ExportError(S2SADError):
     it does not make."""
 
 
+class NativeBackendError(S2SADError):
+    """The function, or its derivative, uses a construct the numba backend
+    (`backend="numba"`) cannot compile: a container, a `with` or `try` block, a call of
+    s2sad's Python-only runtime helpers (broadcasting of unknown shapes, reductions
+    along axes), a loop that records arrays. The message names the user's line; the
+    Python backend (the default) differentiates the function."""
+
+
 class InternalError(S2SADError):
     """A compiler invariant broke. This is a bug in s2sad: please report it with the
     function that triggered it."""

@@ -29,6 +29,7 @@ import inspect
 import math
 import threading
 import traceback
+import weakref
 from typing import Callable
 
 import gast
@@ -38,13 +39,14 @@ from . import cache, emit, syntax
 from .ad import forward_mode, fused, header, inplace, reverse_mode
 from .compilation import (Callee, Compilation, Wrt, default_kinds, kinds_key, patterns_key,
                           wrt_key)
-from .errors import InternalError, MissingRuleError, S2SADError, UnsupportedSyntaxError
+from .errors import (InternalError, MissingRuleError, NativeBackendError, S2SADError,
+                     UnsupportedSyntaxError)
 from .frontend import source
-from .rules import registry
+from .rules import numba_runtime, registry
 from .passes import (aliasing, checkpointed_loops, combine_terms, desugar, element_adjoints,
                      enclose, hoist_invariants, inline_helpers, insert_dels, lift,
-                     lost_derivatives, optimize, peephole, record_fields, resolve_calls,
-                     reuse_buffers, wengert)
+                     lost_derivatives, native_check, native_tapes, optimize, peephole,
+                     record_fields, resolve_calls, reuse_buffers, wengert)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,6 +124,14 @@ FUSED_GRADIENT = REVERSE_MODE[:-1] + [
     ENCLOSE,
 ]
 
+#: The fused gradient as code Numba compiles (`backend="numba"`, without the guard).
+NUMBA_GRADIENT = FUSED_GRADIENT + [
+    Pass("native_tapes", native_tapes.run, "(numba) tapes as arrays, one column per "
+         "value, helpers of numbers as numbers"),
+    Pass("native_check", native_check.run, "(numba) refuse what Numba cannot compile, "
+         "naming the user's line"),
+]
+
 #: Forward mode: `f_jvp(x, x_dot) -> (y, y_dot)`.
 FORWARD_MODE = FRONT + [
     Pass("forward", forward_mode.run, "each statement, then its tangent"),
@@ -136,7 +146,7 @@ FORWARD_MODE = FRONT + [
 ]
 
 LISTS = {"reverse mode": REVERSE_MODE, "fused gradient": FUSED_GRADIENT,
-         "forward mode": FORWARD_MODE}
+         "numba gradient": NUMBA_GRADIENT, "forward mode": FORWARD_MODE}
 
 
 def described() -> str:
@@ -144,16 +154,20 @@ def described() -> str:
     lines = []
     for title, passes in LISTS.items():
         lines.append(f"{title}:")
-        new = passes if title != "fused gradient" else passes[len(REVERSE_MODE) - 1:]
+        new = {"fused gradient": passes[len(REVERSE_MODE) - 1:],
+               "numba gradient": passes[len(FUSED_GRADIENT):]}.get(title, passes)
         if title == "fused gradient":
             lines.append("  (the reverse-mode passes but enclose, then)")
+        if title == "numba gradient":
+            lines.append("  (the fused gradient's passes, then)")
         lines += [f"  {p.name:<22}{p.does}" for p in new]
     return "\n".join(lines)
 
 
 def stage_names(mode: str = "reverse") -> list[str]:
     """The names `--stage` takes in `mode`."""
-    lists = [FORWARD_MODE] if mode == "forward" else [REVERSE_MODE, FUSED_GRADIENT]
+    lists = ([FORWARD_MODE] if mode == "forward" else
+             [REVERSE_MODE, FUSED_GRADIENT, NUMBA_GRADIENT])
     return list(dict.fromkeys(p.name for passes in lists for p in passes))
 
 
@@ -204,12 +218,17 @@ def compilation(fn: Callable, wrt: Wrt = 0, passes: list[Pass] = REVERSE_MODE,
 
 
 def stage_source(fn: Callable, stage: str, wrt: Wrt = 0, kinds: dict | None = None,
-                 mode: str = "reverse") -> str:
+                 mode: str = "reverse", backend: str = "python") -> str:
     """The source of `fn` after the pass `stage` (see `stage_names`): of the reverse-mode
-    list, else of the fused gradient `grad` runs, or (with `mode="forward"`) of forward
-    mode's."""
+    list, else of the fused gradient `grad` runs (with `backend="numba"`, or for a pass of
+    its own, the one `grad(f, backend="numba")` runs), or (with `mode="forward"`) of
+    forward mode's."""
+    if stage in [p.name for p in NUMBA_GRADIENT[len(FUSED_GRADIENT):]]:
+        backend = "numba"
     if mode == "forward":
         passes, options = FORWARD_MODE, {}
+    elif backend == "numba":
+        passes, options = NUMBA_GRADIENT, native_options("grad")
     elif stage in [p.name for p in REVERSE_MODE]:
         passes, options = REVERSE_MODE, {}
     else:
@@ -217,6 +236,15 @@ def stage_source(fn: Callable, stage: str, wrt: Wrt = 0, kinds: dict | None = No
     ctx, node = compilation(fn, wrt, passes, stage, kinds, **options)
     lifted = ctx.lifted_defs if stage == "lift" else []
     return "\n".join(emit.to_source(n) for n in lifted + [node])
+
+
+def native_options(fused, jit=()):
+    """The options of the fused gradient `fused` ("grad" or True) for the numba backend:
+    no guard (Numba dispatches on types), no buffer reuse or `del` (Numba manages its
+    arrays), calls of other functions through their `g_adjoint`, which has no
+    closure; `jit`, numba.njit's options as (name, value) pairs."""
+    return {"fused": fused, "release": False, "guard": False, "recompute": True,
+            "backend": "numba", "jit": tuple(sorted(jit))}
 
 
 # -- derivatives -------------------------------------------------------------------------
@@ -232,6 +260,42 @@ class CompiledDerivative:
         self.tangent_names = ctx.forward.tangent_names if ctx.forward else None
         self.callees = ctx.callees    # [(name in its code, Callee)]: linked by the driver
         self.warned = False
+        self.backend, self.jit = ctx.backend, dict(ctx.jit)
+        # the user's Python functions the code calls, which Numba compiles too
+        self.native_calls = {name: obj for name, obj in ctx.bindings.items()
+                             if inspect.isfunction(obj) and not obj.__module__.startswith(
+                                 "s2sad.")} if ctx.backend == "numba" else {}
+        self._native = None
+
+    @property
+    def native(self):
+        """The Numba dispatcher of `fn` (for the numba backend, else None), made on first
+        use (Numba compiles it at its first call)."""
+        if self.backend != "numba":
+            return None
+        if self._native is None:
+            for name, obj in self.native_calls.items():
+                emit.bind_late(self.fn, name, _njit(obj, self.jit))
+            self._native = _njit(self.fn, self.jit)
+        return self._native
+
+
+#: {Python function: {njit options: its Numba dispatcher}}
+_dispatchers = weakref.WeakKeyDictionary()
+
+
+def _njit(fn, options):
+    """`numba.njit(**options)(fn)`, made once per function and options."""
+    try:
+        import numba
+    except ImportError:
+        raise S2SADError('backend="numba" needs Numba: pip install "s2sad[numba]"') from None
+    numba_runtime.register()
+    made = _dispatchers.setdefault(fn, {})
+    key = tuple(sorted(options.items()))
+    if key not in made:
+        made[key] = numba.njit(**options)(fn)
+    return made[key]
 
 
 def _compiled(ctx, node):
@@ -331,6 +395,8 @@ def _request(mode, fn, wrt, kinds, **options):
         options.setdefault("recompute", False)
         if not (options["fused"] in (True, "grad") and options["guard"]):
             options["patterns"] = None
+        if options.get("backend", "python") == "python":
+            options.pop("backend", None)
     return _Request(mode, fn, wrt, kinds, options)
 
 
@@ -354,7 +420,7 @@ class _Build:
                     # the library function the user's code calls, this callee or above it
                     into = entry or ((callee.fn, derivative) if source.is_library(callee.fn)
                                      else None)
-                    new = self.callee(callee, inside, into)
+                    new = self.callee(callee, inside, into, derivative.request)
                     if new is not None:
                         queue.append((new, inside, into))
         for request, derivative in self.made.values():
@@ -367,20 +433,24 @@ class _Build:
         options = dict(request.options)
         if request.mode == "forward":
             passes = FORWARD_MODE
+        elif options.get("backend") == "numba":
+            passes = NUMBA_GRADIENT
         else:
             passes = FUSED_GRADIENT if options["fused"] else REVERSE_MODE
         ctx, node = compilation(request.fn, request.wrt, passes, None, request.kinds,
                                 **options)
         derivative = _compiled(ctx, node)
+        derivative.request = request
         self.made[(id(request.fn), request.key)] = (request, derivative)
         return derivative
 
-    def callee(self, callee, within=None, library=None):
+    def callee(self, callee, within=None, library=None, caller=None):
         """Compile `callee` unless the cache or this build has it; the new derivative,
         or None. `within`: the `(f, wrt)` whose gradient code is differentiated in reverse
         mode for this callee, if any; `library`: (the library function the user's code
-        calls, the derivative calling it) when the callee is that function or in it."""
-        request = _callee_request(callee)
+        calls, the derivative calling it) when the callee is that function or in it;
+        `caller`: the request of the derivative that calls it."""
+        request = _callee_request(callee, caller)
         if cache.peek(request.fn, request.key) is not None or (
                 (id(request.fn), request.key) in self.made):
             return None
@@ -413,15 +483,16 @@ class _Build:
                 "forward mode (s2sad.jvp, s2sad.jacfwd), which differentiates that gradient "
                 "code as grad(grad(f)) does") from exc
 
-    def compiled(self, callee):
-        request = _callee_request(callee)
+    def compiled(self, callee, caller=None):
+        request = _callee_request(callee, caller)
         found = self.made.get((id(request.fn), request.key))
         return found[1] if found else cache.peek(request.fn, request.key)
 
     def link(self, derivative):
         """Bind the names `derivative`'s code calls other derivatives by."""
         for name, callee in derivative.callees:
-            emit.bind_late(derivative.fn, name, _linked(callee, self.compiled(callee)))
+            emit.bind_late(derivative.fn, name, _linked(
+                callee, self.compiled(callee, derivative.request)))
 
 
 def _library_needs_a_rule(fn, exc, caller):
@@ -472,9 +543,12 @@ def _no_collection():
                 gc.enable()
 
 
-def _callee_request(callee):
+def _callee_request(callee, caller=None):
     if callee.mode == "jvp":
         return _request("forward", callee.fn, callee.wrt, callee.kinds)
+    if caller is not None and caller.options.get("backend") == "numba":
+        return _request("reverse", callee.fn, callee.wrt, callee.kinds,
+                        **native_options("adjoint", _jit_of(callee.fn, caller)))
     if callee.mode == "adjoint":
         return _request("reverse", callee.fn, callee.wrt, callee.kinds, fused="adjoint",
                         guard=False, recompute=True)
@@ -497,8 +571,30 @@ def compiled_callee(callee: Callee) -> CompiledDerivative:
     return derivative(request.fn, request.mode, request.wrt, request.kinds, **request.options)
 
 
+def _jit_of(fn, caller):
+    """numba.njit's options for the derivative of `fn`, called from `caller` (a request):
+    those of `fn` when it is a Numba function, else the caller's."""
+    options = getattr(fn, "targetoptions", None)
+    return jit_options(options) if options is not None else caller.options["jit"]
+
+
+def jit_options(targetoptions):
+    """The (name, value) pairs of a Numba dispatcher's `targetoptions` that its
+    derivative is compiled with (fastmath, cache, error_model, boundscheck, ...)."""
+    return tuple(sorted((k, v) for k, v in targetoptions.items()
+                        if k not in ("nopython", "forceobj", "looplift")
+                        and isinstance(v, (bool, int, str, float, type(None)))))
+
+
 def _linked(callee, derivative):
     """What generated code calls for `callee`, given its compiled derivative."""
+    if derivative.backend == "numba":
+        if callee.args or callee.kwargs:
+            raise NativeBackendError(
+                f"the numba backend cannot call the derivative of {callee.fn.__qualname__}() "
+                "with arguments bound to it (a method, a functools.partial); call the "
+                "function itself, or differentiate with the Python backend (the default)")
+        return derivative.native
     if callee.mode == "jvp":
         return JVPCall(derivative, callee.nargs, callee.args, callee.kwargs)
     if callee.args or callee.kwargs:

@@ -129,7 +129,9 @@ def test_groups():
         "heat", "heat_checkpointed", "rnn", "jacobi", "nbody"]
     assert [w.name for w in run.select(suite, groups="mixed")] == [
         "logsin_np", "projectile", "projectile_dataclass", "oscillator"]
-    assert {w.group for w in suite} | {"dask"} == set(run.GROUPS)   # dask: if installed
+    # the native group's workloads are bench/native.py's (they need Numba); dask's are
+    # made only when Dask is installed
+    assert {w.group for w in suite} | {"dask", "native"} == set(run.GROUPS)
     assert [w.name for w in run.select(suite, "heat,mlp")] == ["mlp", "heat"]
     assert [w.name for w in run.select(suite, "mlp", "numpy,array-loops")] == ["mlp"]
     with pytest.raises(ValueError, match="unknown group loops"):
@@ -165,3 +167,18 @@ def test_without_dask_the_group_is_empty(monkeypatch):
         return real(name, *args, **kwargs)
     monkeypatch.setattr(builtins, "__import__", no_dask)
     assert wl.dask_group() == []
+
+
+def test_native_workload_checks():
+    # the hand Numba gradients against central differences, s2sad's numba backend
+    # against them and the Python backend; an empty group without Numba
+    suite = run.native.workloads()
+    if not suite:
+        pytest.skip("the native group needs Numba, which is not installed")
+    assert [w.name for w in suite] == ["babysqrt1000", "lotka_volterra", "while_loop",
+                                      "element_store"]
+    for w in suite:
+        run.check_native(w, s2sad)
+    wrong = suite[0]._replace(hand=lambda x: 1.001 * suite[0].hand(x))
+    with pytest.raises(SystemExit, match="disagrees with central finite differences"):
+        run.check_native(wrong, s2sad)

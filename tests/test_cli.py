@@ -18,6 +18,18 @@ def run(*args):
                           capture_output=True, text=True, timeout=120)
 
 
+def test_show_prints_the_numba_backends_gradient():
+    out = run("show", f"{BABY}:babysqrt", "--backend", "numba")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("def babysqrt_grad(x):")
+    assert "_s2s_tape = np.empty(len(range(10)))" in out.stdout
+    assert "append" not in out.stdout and "respecialize" not in out.stdout
+    tapes = run("show", f"{BABY}:babysqrt", "--backend", "numba", "--stage", "fuse")
+    assert tapes.returncode == 0 and "_s2s_tape.append(t)" in tapes.stdout
+    wrong = run("show", f"{BABY}:babysqrt", "--backend", "numba", "--mode", "forward")
+    assert wrong.returncode == 2 and "reverse mode" in wrong.stderr
+
+
 def test_show_prints_the_derivative():
     out = run("show", f"{BABY}:babysqrt")
     assert out.returncode == 0, out.stderr

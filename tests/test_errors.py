@@ -213,7 +213,7 @@ def test_gradient_check_error():
 def test_errors_are_documented():
     for cls in (S2SADError, UnsupportedSyntaxError, MissingRuleError, NonScalarOutputError,
                 SourceUnavailableError, GradientCheckError, s2sad.InternalError,
-                s2sad.ExportError):
+                s2sad.ExportError, s2sad.NativeBackendError):
         assert cls.__doc__ and len(cls.__doc__) > 40
 
 

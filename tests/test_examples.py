@@ -13,7 +13,7 @@ EXAMPLES = os.path.join(ROOT, "examples")
 #: Modules an example may import that s2sad itself does not depend on; an example that
 #: imports one of them is skipped when it is not installed.
 OPTIONAL = ("autograd", "jax", "torch", "pygments", "matplotlib", "scipy", "dask",
-            "distributed")
+            "distributed", "numba")
 
 #: The command-line arguments an example runs with here, where its default is large.
 ARGUMENTS = {"larger_than_memory.py": ["--gb", "0.01", "--epochs", "2"]}

@@ -49,6 +49,7 @@ def _module_path(fn):
 @pytest.mark.parametrize("intro, passes", [
     ("Reverse mode, the", pipeline.REVERSE_MODE),
     ("memory:", pipeline.FUSED_GRADIENT[len(pipeline.REVERSE_MODE) - 1:]),
+    ("and compiles the code with", pipeline.NUMBA_GRADIENT[len(pipeline.FUSED_GRADIENT):]),
     ("Forward mode, the", pipeline.FORWARD_MODE),
 ])
 def test_design_page_lists_the_passes_in_order(intro, passes):

@@ -6,7 +6,7 @@ import operator
 import gast
 
 from .. import syntax
-from ..frontend.source import MISSING
+from ..frontend.source import MISSING, numba_function
 from ..rules import registry
 from ..rules.operators import SYNTAX
 from .value_kinds import SCALAR, user_class
@@ -88,6 +88,8 @@ def python_function(prim):
         return None
     if inspect.isfunction(prim):
         return prim, (), {}
+    if numba_function(prim) is not None:        # a @numba.njit function: its py_func
+        return numba_function(prim), (), {}
     if inspect.ismethod(prim) and inspect.isfunction(prim.__func__):
         return prim.__func__, (prim.__self__,), {}
     if isinstance(prim, functools.partial) and inspect.isfunction(prim.func):

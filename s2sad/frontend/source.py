@@ -141,8 +141,16 @@ def _global_names(code):
     return names
 
 
+def numba_function(fn):
+    """The Python function a Numba dispatcher (`@numba.njit`) compiles, or None."""
+    py_func = getattr(fn, "py_func", None)
+    return py_func if inspect.isfunction(py_func) and hasattr(fn, "targetoptions") else None
+
+
 def unwrap(fn):
-    """The plain Python function behind a bound method."""
+    """The plain Python function behind a bound method or a Numba dispatcher."""
+    if numba_function(fn) is not None:
+        return numba_function(fn)
     if getattr(fn, "s2s_derivative", False):
         raise SourceUnavailableError(
             f"{fn!r} is a derivative made by s2sad; derivatives of derivatives are not "

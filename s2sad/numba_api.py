@@ -1,0 +1,138 @@
+"""The numba backend's derivatives: `grad(f, backend="numba")` and `value_and_grad(f,
+backend="numba")` (see docs/numba.md).
+
+The derivative is the fused gradient as code Numba compiles (the pass list
+`pipeline.NUMBA_GRADIENT`), compiled by `numba.njit`. One `NativeDerivative` stands for
+every specialisation: called from Python, it compiles for the kinds of its arguments
+(numbers or arrays) and calls that Numba dispatcher; called from a `@numba.njit`
+function, Numba types the call through an overload (numba.extending.overload), which
+gives it the Python source of the specialisation for the Numba types of the arguments,
+so the derivative is compiled into the calling function.
+
+Numba is imported when such a derivative is made, not before: the core install has
+only gast and NumPy.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import re
+
+import numpy as np
+
+from . import pipeline
+from .compilation import kinds_of
+from .errors import NativeBackendError, S2SADError, warn_unconnected
+from .frontend.source import function_from_source, numba_function
+
+
+def _numba():
+    try:
+        import numba
+        import numba.extending
+    except ImportError:
+        raise S2SADError('backend="numba" needs Numba: pip install "s2sad[numba]"') from None
+    return numba
+
+
+class NativeDerivative:
+    """`grad(f, wrt, backend="numba")` (`fused="grad"`) or `value_and_grad` (`fused=True`):
+    callable from Python and from `@numba.njit` functions."""
+
+    def __init__(self, f, wrt, fused, jit=None):
+        numba = _numba()
+        functools.update_wrapper(self, f)
+        self.primal = f
+        self.wrt = wrt
+        self.fused = fused
+        self.jit = tuple(sorted((jit or {}).items())) if jit is not None else (
+            pipeline.jit_options(f.targetoptions) if numba_function(f) is not None else ())
+        self._target = pipeline.target(f)
+        self._by_types = {}
+        self._kinds = None
+        params = list(inspect.signature(self._target).parameters)
+        self._params = params
+        # an overload whose parameters are the primal's, as Numba requires
+        typing = function_from_source(f"def typing({', '.join(params)}):\n"
+                                      f"    return _s2s_typed({', '.join(params)})\n",
+                                      {"_s2s_typed": self._typed})
+        numba.extending.overload(self, jit_options=dict(self.jit))(typing)
+
+    def derivative(self, kinds):
+        """The compiled derivative for arguments of `kinds` (see compilation.kinds_of)."""
+        d = pipeline.derivative(self._target, "reverse", self.wrt, kinds,
+                                **pipeline.native_options(self.fused, self.jit))
+        return warn_unconnected(d)
+
+    def __call__(self, *args):
+        key = tuple(map(type, args))
+        native = self._by_types.get(key)
+        if native is not None:
+            return native(*args)
+        self._kinds = kinds_of(self._target, args)
+        native = self.derivative(self._kinds).native
+        try:
+            out = native(*args)         # Numba compiles it
+        except _numba().core.errors.TypingError as exc:
+            raise self._not_compiled(exc) from exc
+        self._by_types[key] = native
+        return out
+
+    def _not_compiled(self, exc):
+        """The error for a derivative Numba's typing refused (a case of a runtime helper
+        its overload does not cover, a function Numba cannot type)."""
+        code = self._target.__code__
+        text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))      # Numba's colours
+        reason = next((line.strip() for line in text.splitlines()
+                       if line.strip() and "Failed in" not in line), "")
+        return NativeBackendError(
+            f"{code.co_filename}:{code.co_firstlineno}: Numba could not compile the "
+            f"derivative of {self._target.__name__}() ({reason}); see "
+            f"{self.__class__.__name__}.source for the code, or differentiate with the "
+            "Python backend (the default)")
+
+    def _typed(self, *types):
+        """The Python source of the specialisation for Numba `types` (an overload's
+        implementation)."""
+        kinds = {}
+        for p, t in zip(self._params, types):
+            kind = _kind_of(t)
+            if kind is not None:
+                kinds[p] = kind
+        d = self.derivative(kinds)
+        d.native        # noqa: B018 - binds the functions it calls to Numba's
+        return d.fn
+
+    def dispatcher(self, *args):
+        """The Numba dispatcher of the specialisation for `args`."""
+        return self.derivative(kinds_of(self._target, args)).native
+
+    @property
+    def source(self):
+        """The generated source for the argument kinds of the last call from Python
+        (before any, for floats, or arrays if the function uses NumPy)."""
+        return self.derivative(self._kinds).source
+
+    def __repr__(self):
+        kind = "grad" if self.fused == "grad" else "value_and_grad"
+        return f"<s2sad {kind} of {self.primal.__qualname__} wrt={self.wrt!r}, numba>"
+
+
+def _kind_of(t):
+    numba = _numba()
+    if isinstance(t, numba.types.Array):
+        return np.ndarray
+    if isinstance(t, numba.types.Boolean):
+        return None
+    if isinstance(t, numba.types.Integer):
+        return int
+    if isinstance(t, numba.types.Float):
+        return float
+    return None
+
+
+def check_backend(backend):
+    if backend not in ("python", "numba"):
+        raise S2SADError(f"backend={backend!r}: the backend is 'python' or 'numba'")
+    return backend
+

@@ -1,0 +1,111 @@
+"""NativeCheck: refuse, before Numba sees it, generated code that Numba cannot compile
+(`backend="numba"`), with a `NativeBackendError` naming the user's line.
+
+Takes the gradient as passes/native_tapes.py leaves it and leaves it unchanged, or
+refuses it: a call of one of s2sad's runtime helpers that has no overload for Numba
+(rules/numba_runtime.py), a list, dict or set, a `with` or `try` block, a nested
+function, a call of another Python function's derivative whose backend is not
+native, or of a Python function that is neither a Numba function nor one Numba knows.
+A Numba typing error would name generated code; this names the user's.
+
+>>> from s2sad import pipeline
+>>> from s2sad.errors import NativeBackendError
+>>> def f(x):
+...     xs = [x, 2.0 * x]
+...     return xs[0] * xs[1]
+>>> try:
+...     pipeline.stage_source(f, "native_check", kinds={"x": float})
+... except NativeBackendError as exc:
+...     print(exc)
+<doctest s2sad.passes.native_check[2]>:2: the numba backend cannot compile a list ([x, 2.0 * x]); differentiate this function with the Python backend (the default), or rewrite the line
+    xs = [x, 2.0 * x]
+"""
+import inspect
+import types
+
+import gast
+import numpy as np
+
+from .. import syntax
+from ..errors import NativeBackendError
+from ..rules import runtime, tangents
+from ..rules.numba_runtime import NATIVE
+
+_CONTAINERS = (gast.List, gast.Dict, gast.Set, gast.ListComp, gast.DictComp, gast.SetComp,
+               gast.GeneratorExp, gast.Lambda, gast.Starred, gast.Yield, gast.Await)
+_BLOCKS = (gast.With, gast.Try, gast.FunctionDef, gast.ClassDef, gast.Global,
+           gast.Nonlocal)
+#: Builtins the numba backend's generated code may call.
+_BUILTINS = {abs, min, max, len, range, float, int, bool, round, reversed, enumerate, zip,
+             print, isinstance}
+
+
+def run(fn, ctx):
+    """The pass (for `ctx.backend == "numba"`)."""
+    if ctx.backend != "numba":
+        return fn
+    callees = {name for name, _ in ctx.callees}
+    for top in fn.body:
+        for s in syntax.statements(top) if not isinstance(top, _BLOCKS) else [top]:
+            reason = _reason(s, ctx, callees)
+            if reason is not None:
+                raise NativeBackendError(
+                    f"{ctx.src.where(s)}: the numba backend cannot compile {reason}; "
+                    "differentiate this function with the Python backend (the default), "
+                    f"or rewrite the line\n    {ctx.src.line_text(s).strip()}")
+    return fn
+
+
+def _reason(s, ctx, callees):
+    """Why Numba cannot compile statement `s` (its own parts, not nested statements), or
+    None."""
+    if isinstance(s, _BLOCKS):
+        kind = {gast.With: "a with block", gast.Try: "a try block",
+                gast.FunctionDef: "a nested function"}.get(type(s), type(s).__name__)
+        return f"{kind} in the generated code"
+    for field in ("value", "test", "iter", "targets", "target"):
+        part = getattr(s, field, None)
+        for n in [m for p in (part if isinstance(part, list) else [part])
+                  if isinstance(p, gast.AST) for m in syntax.walk(p)]:
+            if isinstance(n, _CONTAINERS):
+                return f"a {type(n).__name__.lower()} ({syntax.unparse(n)})"
+            if isinstance(n, gast.Call):
+                reason = _call_reason(n, ctx, callees)
+                if reason is not None:
+                    return reason
+    return None
+
+
+def _call_reason(call, ctx, callees):
+    func = call.func
+    if isinstance(func, gast.Name) and func.id in callees:
+        return None
+    obj = ctx.resolve(func)
+    name = syntax.unparse(func)
+    helper = getattr(obj, "__name__", "")
+    if getattr(runtime, helper, None) is obj and helper in NATIVE:
+        if helper == "unreduce" and not all(
+                isinstance(a, gast.Constant) and (a.value is None or a.value is False)
+                for a in call.args[2:] + [k.value for k in call.keywords]):
+            return ("the adjoint of a sum along an axis (s2sad's runtime helper "
+                    f"{name}() has a Numba version for full sums only)")
+        return None         # rules/numba_runtime.py gives Numba its NumPy code
+    if obj is not None and (getattr(runtime, helper, None) is obj
+                            or getattr(tangents, helper, None) is obj):
+        return (f"s2sad's runtime helper {name}() (Python code for what the types do not "
+                "settle: a broadcast of shapes s2sad cannot tell, a reduction along an axis, "
+                "a container), in the derivative of this line")
+    if isinstance(func, gast.Name) and inspect.isfunction(ctx.bindings.get(func.id)):
+        return None         # the user's function, compiled with numba.njit by the driver
+    if obj is None:
+        return None if isinstance(func, gast.Attribute) else f"a call of {name}()"
+    if (getattr(obj, "targetoptions", None) is not None or obj in _BUILTINS
+            or isinstance(obj, (np.ufunc, type)) and obj is not object):
+        return None
+    module = getattr(obj, "__module__", None) or ""
+    if module == "math" or module.startswith("numpy") or isinstance(obj, np.dtype):
+        return None
+    if inspect.isfunction(obj) or isinstance(obj, (types.MethodType, types.BuiltinFunctionType)):
+        return f"a call of the Python function {name}(), which is not a Numba function"
+    return None
+

@@ -1,0 +1,534 @@
+"""NativeTapes: the fused gradient as code Numba compiles (`backend="numba"`): tapes as
+arrays, not lists, and runtime helpers of numbers as the numbers they give.
+
+Takes the fused gradient `f_grad` or `f_value_and_grad` (without its guard: Numba
+dispatches on types itself) and leaves the same function where
+
+- each loop's tape is one array per type of the values it records (`float64`, `int64`,
+  `bool`), one column per value, with a count of the rows written: allocated once before
+  a `for` over `range` (its trip count known), else grown by doubling; the reversed loop
+  reads the rows from the last written down;
+- a name bound to `None` before a loop so that the tape can record it on a path that
+  did not assign it is bound to a zero of its type;
+- the helpers of `s2sad.rules.runtime` whose arguments are numbers (or elements and
+  arrays of known type) are written as the NumPy they mean (`_s2s_snapshot(t)` is `t`,
+  `_s2s_take(g, i)` is `g[i]`);
+- an adjoint times a value divided by another (`g * x / y`, the adjoint of a
+  division) is the adjoint times the quotient (`g * (x / y)`): the division leaves the
+  chain of adjoints a reversed loop carries from one iteration to the next (the result
+  may differ from the Python backend's in the last bits);
+- the copy of an array the code has just made with NumPy (`np.copy(a)` after
+  `a = np.zeros_like(x)`) is left out;
+- a call of a Python function of the user's calls it through a binding of the
+  derivative, which the driver compiles with `numba.njit` (pipeline.CompiledDerivative).
+
+The types are those of `analysis.number_types`. What is left that Numba cannot compile
+is refused by the next pass (passes/native_check.py).
+
+>>> import math
+>>> from s2sad import pipeline
+>>> def babysqrt(x):
+...     t = (1 + x) / 2
+...     for i in range(1000):
+...         t = (t + x / t) / 2
+...     return t
+>>> print(pipeline.stage_source(babysqrt, "native_tapes", kinds={"x": float}))
+def babysqrt_grad(x):
+    # reverse mode of babysqrt() with respect to x
+    # the pullback reads: x; t of each iteration of the loop at line 3
+    # rules: +, /
+    t = (1 + x) / 2
+    _s2s_tape = np.empty(len(range(1000)))
+    _s2s_rows = 0
+    for i in range(1000):
+        _s2s_tape[_s2s_rows] = t
+        _s2s_rows += 1
+        t = (t + x / t) / 2
+    t_bar = 1.0
+    x_bar = 0.0
+    # grad of: for i in range(1000):
+    for _s2s_row in range(_s2s_rows - 1, -1, -1):
+        t = _s2s_tape[_s2s_row]
+        # grad of: t = (t + x / t) / 2
+        t_3_bar = t_bar / 2
+        x_bar = x_bar + t_3_bar / t
+        t_bar = t_3_bar - t_3_bar * (x / (t * t))
+    # grad of: t = (1 + x) / 2
+    x_bar = x_bar + t_bar / 2
+    return x_bar
+<BLANKLINE>
+"""
+import inspect
+
+import gast
+import numpy as np
+
+from .. import syntax
+from ..analysis.number_types import ARRAY, BOOL, FLOAT, INT, NumberTypes
+from ..errors import NativeBackendError, NonScalarOutputError
+from ..rules import runtime
+
+#: The dtype of the tape of each type of value; unknown types go on the float tape.
+_DTYPES = {FLOAT: "float64", INT: "int64", BOOL: "bool_"}
+_ZEROS = {FLOAT: 0.0, INT: 0, BOOL: False, None: 0.0}
+#: The first capacity of a tape whose trip count is not known before its loop.
+GROWN_FROM = 16
+
+
+def run(fn, ctx):
+    """The pass (for `ctx.backend == "numba"`)."""
+    if ctx.backend != "numba":
+        return fn
+    for _ in range(2):      # a helper's result written natively may type another's argument
+        _NativeForms(ctx, number_types(fn, ctx)).rewrite(fn)
+    tapes = [plan.tape for plan in ctx.reverse.loops if plan.mode in ("start", "end")]
+    for tape in sorted(tapes, key=lambda t: -_depth(fn, t)):   # inner loops' tapes first
+        _Tape(fn, tape, ctx, number_types(fn, ctx)).rewrite()
+    types = number_types(fn, ctx)
+    for s in syntax.statements(fn):
+        if (getattr(s, "s2s_init", False) or _binds_none(s)) and isinstance(
+                s.targets[0], gast.Name):
+            s.value = syntax.const(_ZEROS.get(types.of_name(s.targets[0].id), 0.0))
+    return fn
+
+
+def _depth(fn, tape):
+    """How many loops the statement making `tape` is in."""
+    def depth(stmts, d):
+        for s in stmts:
+            if isinstance(s, gast.Assign) and syntax.is_name(s.targets[0], tape):
+                return d
+            inner = d + isinstance(s, (gast.For, gast.While))
+            for field in ("body", "orelse"):
+                found = depth(getattr(s, field, None) or [], inner)
+                if found is not None:
+                    return found
+        return None
+    return depth(fn.body, 0) or 0
+
+
+def number_types(fn, ctx):
+    dtypes = {p: np.dtype(d) for p, (d, _) in (ctx.patterns or {}).items()}
+    return NumberTypes(fn, ctx.types, ctx.resolve, dtypes)
+
+
+def _binds_none(s):
+    return (isinstance(s, gast.Assign) and isinstance(s.value, gast.Constant)
+            and s.value.value is None)
+
+
+class _NativeForms:
+    """The runtime helpers of numbers written as what they give."""
+
+    def __init__(self, ctx, types):
+        self.ctx, self.types = ctx, types
+        self.adjoints = set(ctx.reverse.adjoints.values())
+
+    def helper(self, e):
+        """The name of the runtime helper `e` calls, or None."""
+        if not (isinstance(e, gast.Call) and isinstance(e.func, gast.Name)):
+            return None
+        obj = self.ctx.bindings.get(e.func.id)
+        name = getattr(obj, "__name__", None)
+        return name if name and getattr(runtime, name, None) is obj else None
+
+    def rewrite(self, fn):
+        for s in syntax.statements(fn):
+            for field in ("value", "test"):
+                if isinstance(getattr(s, field, None), gast.AST):
+                    setattr(s, field, self.expression(getattr(s, field)))
+        for block in syntax.blocks(fn.body):
+            block[:] = [new for s in block for new in self.statement(s)]
+            _drop_fresh_copies(block, self.ctx)
+        return fn
+
+    def statement(self, s):
+        """`s`, or the statements that compute a helper's result in its place."""
+        if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)):
+            return [s]
+        target, call, kind = s.targets[0].id, s.value, self.helper(s.value)
+        of = self.types.of
+        if kind == "unindex" and len(call.args) == 3 and of(call.args[1]) == ARRAY \
+                and of(call.args[0]) in (FLOAT, INT) and of(call.args[2]) == INT:
+            g, x, i = call.args
+            zeros = syntax.call(syntax.attribute(self.numpy(), "zeros_like"), [x])
+            put = syntax.assign(gast.Subscript(value=syntax.name(target), slice=i,
+                                               ctx=gast.Store()), g)
+            return [syntax.located(syntax.assign(target, zeros), s), syntax.located(put, s)]
+        return [s]
+
+    def numpy(self):
+        return syntax.name(self.ctx.bind("np", obj=np))
+
+    def expression(self, e):
+        """`e`, its parts first, with each helper of known types as what it gives."""
+        return self.native(syntax.rebuilt(e, self.expression))
+
+    def native(self, e):
+        if (isinstance(e, gast.BinOp) and isinstance(e.op, gast.Div)
+                and isinstance(e.left, gast.BinOp) and isinstance(e.left.op, gast.Mult)
+                and syntax.is_name(e.left.left) and e.left.left.id in self.adjoints
+                and not self.adjoints & set(syntax.names_loaded(e.left.right))
+                and not self.adjoints & set(syntax.names_loaded(e.right))):
+            # g * x / y as g * (x / y): the division off the chain of adjoints, which a
+            # reversed loop carries from one iteration to the next
+            e = gast.BinOp(left=e.left.left, op=gast.Mult(), right=gast.BinOp(
+                left=e.left.right, op=gast.Div(), right=e.right))
+        kind, of = self.helper(e), self.types.of
+        if isinstance(e, gast.Call) and kind is None:
+            fn = self.ctx.resolve(e.func)
+            if inspect.isfunction(fn) and not isinstance(e.func, gast.Name) or (
+                    isinstance(e.func, gast.Name) and e.func.id not in self.ctx.bindings
+                    and inspect.isfunction(fn)):
+                e.func = syntax.name(self.ctx.bind(fn.__name__, obj=fn))
+            return e
+        numbers = (FLOAT, INT, BOOL)
+        if kind in ("snapshot", "like") and of(e.args[0]) in numbers:
+            return e.args[0]
+        if kind == "zeros_like" and of(e.args[0]) in numbers:
+            return syntax.const(0.0)
+        if kind == "unbroadcast" and of(e.args[0]) in numbers and of(e.args[1]) in numbers:
+            return e.args[0]
+        if kind == "take" and of(e.args[0]) == ARRAY and of(e.args[1]) == INT:
+            return gast.Subscript(value=e.args[0], slice=e.args[1], ctx=gast.Load())
+        if kind == "own" and of(e.args[1]) == ARRAY:
+            np_ = self.numpy()
+            if of(e.args[0]) == ARRAY:
+                return syntax.call(syntax.attribute(np_, "copy"), [e.args[0]])
+            if of(e.args[0]) in numbers:
+                shape = syntax.attribute(e.args[1], "shape")
+                return syntax.call(syntax.attribute(np_, "full"), [shape, e.args[0]])
+        if isinstance(e, gast.IfExp) and self.helper(e.orelse) == "seed":
+            # the seed of a number, or the helper's overload for Numba's type
+            if of(e.orelse.args[0]) == ARRAY:
+                raise NonScalarOutputError(
+                    f"{self.ctx.src.where(self.ctx.src.node)}: grad needs a function with a "
+                    f"scalar output, but {self.ctx.src.name}() returns an array. Use "
+                    "s2sad.vjp (Python backend) for non-scalar outputs, or reduce the "
+                    "output (e.g. with np.sum)")
+            return syntax.const(1.0) if of(e.orelse.args[0]) in numbers else e.orelse
+        return e
+
+
+class _Tape:
+    """One list tape and the loops that fill and read it, rewritten with arrays."""
+
+    def __init__(self, fn, tape, ctx, types):
+        self.fn, self.tape, self.ctx, self.types = fn, tape, ctx, types
+        self.namer = ctx.namer
+
+    def rewrite(self):
+        made, pushes, reading = self._find()
+        if made is None or reading is None or not pushes:
+            return
+        block, created, loop = made
+        values = _values(pushes[0][1].value.args[0])
+        # what the reversed loop no longer reads (a stand-in for a shape, now a number)
+        reversed_loop = reading[1]
+        read = set(syntax.names_loaded(syntax.if_(syntax.const(True), reversed_loop.body)))
+        unpacked = syntax.names_stored(reversed_loop.target)
+        kept = [i for i, n in enumerate(unpacked) if n in read] or [0]
+        outer = self._outermost_loop(created)
+        _reuse_reads(loop.body, self.ctx)
+        copies = _copies(self.fn, reversed_loop.target)
+        pushed = [[_canonical(values_of(p)[i], copies) for i in kept] for _, p in pushes]
+        # a value read back from another column, or the loop's index computed from the row
+        index = self._index_from_row(loop) if outer is None else None
+        stored, same = [], {}
+        for pos in range(len(kept)):
+            texts = [syntax.unparse(vals[pos]) for vals in pushed]
+            if index is not None and set(texts) == {index[0]}:
+                same[pos] = "row"
+                continue
+            twin = next((q for q in stored
+                         if [syntax.unparse(vals[q]) for vals in pushed] == texts), None)
+            if twin is not None:
+                same[pos] = twin
+            else:
+                stored.append(pos)
+        columns = {}        # the type of each stored value
+        for pos in stored:
+            v = values[kept[pos]]
+            t = self.types.of(v)
+            if t == ARRAY or t is None and not isinstance(v, (gast.Name, gast.Constant)):
+                raise self._refused(loop, v, t)
+            columns[pos] = t if t in _DTYPES else FLOAT
+        groups = {}         # type -> [stored positions], floats first
+        for t in sorted(set(columns.values()), key=list(_DTYPES).index):
+            groups[t] = [pos for pos in stored if columns[pos] == t]
+        # a tape made in an iteration of an outer loop is one stack for all of them: its
+        # name holds the row the iteration starts at, which the outer tape records
+        start = None
+        if outer is not None:
+            start = self.namer.fresh("_s2s_start")
+            for n in syntax.name_nodes(self.fn):
+                if n.id == self.tape:
+                    n.id = start
+        names = {t: self.tape if k == 0 else self.namer.fresh(f"{self.tape}_{t}")
+                 for k, t in enumerate(groups)}
+        rows = self.namer.fresh("_s2s_rows")
+        np_ = self.ctx.bind("np", obj=np)
+        known = self._trip_count(loop) if outer is None else None
+        before = []
+        for t, cols in groups.items():
+            length = known if known is not None else str(GROWN_FROM)
+            shape = length if len(cols) == 1 else f"({length}, {len(cols)})"
+            dtype = "" if t == FLOAT else f", dtype={np_}.{_DTYPES[t]}"
+            before.append(syntax.assign(names[t], syntax.parse_expr(
+                f"{np_}.empty({shape}{dtype})")))
+        before.append(syntax.assign(rows, syntax.const(0)))
+        before = [syntax.located(s, created) for s in before]
+        i = block.index(created)
+        if outer is None:
+            block[i:i + 1] = before
+        else:
+            block[i] = syntax.located(syntax.assign(start, syntax.name(rows)), created)
+            j = next(k for k, s in enumerate(self.fn.body) if s is outer)
+            self.fn.body[j:j] = before
+        for stmts, push in pushes:
+            writes = [] if known is not None else self._grow(groups, names, rows, np_)
+            values = [values_of(push)[i] for i in kept]
+            for t, cols in groups.items():
+                for k, c in enumerate(cols):
+                    where = syntax.name(rows) if len(cols) == 1 else syntax.tuple_(
+                        [syntax.name(rows), syntax.const(k)])
+                    cell = gast.Subscript(value=syntax.name(names[t]), slice=where,
+                                          ctx=gast.Store())
+                    writes.append(syntax.assign(cell, syntax.copied(values[c])))
+            writes.append(gast.AugAssign(target=syntax.name(rows, store=True),
+                                         op=gast.Add(), value=syntax.const(1)))
+            j = stmts.index(push)
+            stmts[j:j + 1] = [syntax.located(s, push) for s in writes]
+        self._read_back(reading, groups, names, rows, [unpacked[i] for i in kept], start,
+                        same, index)
+
+    def _index_from_row(self, loop):
+        """(the index, the expression of it in `row`) of a `for` over `range` whose
+        iteration k writes row k (each iteration writes one row, and a break leaves a
+        first part of them), when the bounds say it without names: `range(n)`,
+        `range(a, b, s)` with numbers for `a` and `s`."""
+        it = getattr(loop, "iter", None)
+        if not (isinstance(loop, gast.For) and isinstance(loop.target, gast.Name)
+                and isinstance(it, gast.Call) and self.ctx.resolve(it.func) is range
+                and not it.keywords and 1 <= len(it.args) <= 3):
+            return None
+        target = loop.target.id
+        if target in syntax.names_stored(syntax.if_(syntax.const(True), loop.body)):
+            return None
+        if len(it.args) == 1:
+            return target, "{row}"
+        first = it.args[0]
+        step = it.args[2] if len(it.args) == 3 else syntax.const(1)
+        if not all(isinstance(a, gast.Constant) and type(a.value) is int
+                   for a in (first, step)):
+            return None
+        return target, f"{first.value} + {{row}} * {step.value}"
+
+    def _outermost_loop(self, stmt):
+        """The top-level loop of the function `stmt` is in, or None."""
+        for top in self.fn.body:
+            inside = syntax.statements(top)
+            if any(s is stmt for s in inside):
+                return top if any(isinstance(s, (gast.For, gast.While)) and any(
+                    t is stmt for t in syntax.statements(s)) for s in inside) else None
+        return None
+
+    def _find(self):
+        """(block, creation, filling loop), [(block, push)], the reversed loop."""
+        made, pushes, reading, filling = None, [], None, None
+        for block in syntax.blocks(self.fn.body):
+            for s in block:
+                if (isinstance(s, gast.Assign) and syntax.is_name(s.targets[0], self.tape)
+                        and isinstance(s.value, gast.List)):
+                    made = (block, s)
+                elif (isinstance(s, gast.Expr) and isinstance(s.value, gast.Call)
+                      and isinstance(s.value.func, gast.Attribute)
+                      and syntax.is_name(s.value.func.value, self.tape)
+                      and s.value.func.attr == "append"):
+                    pushes.append((block, s))
+                elif (isinstance(s, gast.For) and isinstance(s.iter, gast.Call)
+                      and any(syntax.is_name(a, self.tape) for a in s.iter.args)):
+                    reading = (block, s)
+        if made is None:
+            return None, pushes, reading
+        inside = {id(p) for _, p in pushes}
+        for s in syntax.statements(self.fn):
+            if isinstance(s, (gast.For, gast.While)) and s is not (reading or (0, 0))[1]:
+                own = {id(n) for n in _own_statements(s.body)}
+                if own & inside:
+                    filling = s
+        if filling is None:
+            return None, pushes, reading
+        return (made[0], made[1], filling), pushes, reading
+
+    def _trip_count(self, loop):
+        """`len(range(...))` of a `for` over `range` with atoms for bounds, or None."""
+        it = getattr(loop, "iter", None)
+        if (isinstance(loop, gast.For) and isinstance(it, gast.Call) and not it.keywords
+                and self.ctx.resolve(it.func) is range and all(map(syntax.is_atom, it.args))):
+            return f"{self.ctx.bind('len')}({syntax.unparse(it)})"
+        return None
+
+    def _grow(self, groups, names, rows, np_):
+        """Statements that double the tapes when they are full."""
+        first = names[next(iter(groups))]
+        body = []
+        for t, cols in groups.items():
+            bigger = self.namer.fresh("_s2s_bigger")
+            shape = (syntax.parse_expr(f"2 * {rows}") if len(cols) == 1 else
+                     syntax.parse_expr(f"(2 * {rows}, {len(cols)})"))
+            dtype = "" if t == FLOAT else f", dtype={np_}.{_DTYPES[t]}"
+            body += [syntax.assign(bigger, syntax.parse_expr(
+                         f"{np_}.empty({syntax.unparse(shape)}{dtype})")),
+                     syntax.parse(f"{bigger}[:{rows}] = {names[t]}").body[0],
+                     syntax.assign(names[t], syntax.name(bigger))]
+        full = syntax.parse_expr(f"{rows} == {self.ctx.bind('len')}({first})")
+        return [syntax.if_(full, body)]
+
+    def _read_back(self, reading, groups, names, rows, targets, start, same, index):
+        """The reversed loop reading the rows from the last down (to `start`, the name of
+        the first row of this run of the loop, and then the rows are `start`); `same`:
+        {position: the position whose column it reads, or "row" for the loop's index,
+        `index` computed from the row}."""
+        block, loop = reading
+        row = self.namer.fresh("_s2s_row")
+        cells = {}
+        for t, cols in groups.items():
+            for k, pos in enumerate(cols):
+                where = syntax.name(row) if len(cols) == 1 else syntax.tuple_(
+                    [syntax.name(row), syntax.const(k)])
+                cells[pos] = gast.Subscript(value=syntax.name(names[t]), slice=where,
+                                            ctx=gast.Load())
+        reads = []
+        for pos, target in enumerate(targets):
+            if same.get(pos) == "row":
+                value = syntax.parse_expr(index[1].format(row=row))
+            else:
+                value = syntax.copied(cells[same.get(pos, pos)])
+            reads.append(syntax.assign(target, value))
+        last = "-1" if start is None else f"{start} - 1"
+        back = syntax.parse_expr(f"{self.ctx.bind('range')}({rows} - 1, {last}, -1)")
+        new = [syntax.located(syntax.for_(row, back, reads + loop.body), loop)]
+        if start is not None:
+            new.append(syntax.located(syntax.assign(rows, syntax.name(start)), loop))
+        i = block.index(loop)
+        block[i:i + 1] = new
+
+    def _where(self, node, message):
+        src = self.ctx.src
+        return f"{src.where(node)}: {message}\n    {src.line_text(node).strip()}"
+
+    def _refused(self, loop, value, kind):
+        what = ("an array" if kind == ARRAY else
+                "a value of a type s2sad cannot tell (a tuple, an object)")
+        return NativeBackendError(self._where(
+            loop, f"the derivative of this loop reads {what} of each iteration "
+            f"({syntax.unparse(value)}), and the numba backend's tapes hold numbers. Keep "
+            "the state in a preallocated array written element by element "
+            "(u[i + 1] = ...), or differentiate with the Python backend"))
+
+
+def _drop_fresh_copies(block, ctx):
+    """`block` without the copies `a = np.copy(a)` of an array `a` made in it by NumPy
+    (`np.zeros_like`, ...) and since then only written element by element: it is the
+    code's own already."""
+    fresh = {}      # name -> position of the statement that made it
+    for k, s in enumerate(block):
+        if syntax.is_comment(s):
+            continue
+        if not isinstance(s, gast.Assign):
+            fresh.clear()
+            continue
+        target = s.targets[0]
+        value = s.value
+        if isinstance(target, gast.Name) and isinstance(value, gast.Call):
+            made = ctx.resolve(value.func)
+            if (made is np.copy and len(value.args) == 1
+                    and syntax.is_name(value.args[0], target.id) and target.id in fresh):
+                block[k] = None
+                continue
+            if made in (np.zeros_like, np.zeros, np.full, np.empty, np.copy):
+                fresh[target.id] = k
+                continue
+        stored = {syntax.receiver_root(t).id for t in s.targets
+                  if isinstance(t, gast.Subscript) and syntax.is_name(syntax.receiver_root(t))}
+        loaded = set(syntax.names_loaded(s.value)) | {
+            t.id for t in s.targets if isinstance(t, gast.Name)}
+        for n in list(fresh):
+            if n in loaded or (n in stored and any(
+                    n in syntax.names_loaded(t.slice) for t in s.targets
+                    if isinstance(t, gast.Subscript))):
+                del fresh[n]
+    block[:] = [s for s in block if s is not None]
+
+
+def _reuse_reads(stmts, ctx):
+    """In each straight run of `stmts` (and of the ifs in it, not of nested loops), a
+    read `b = a[i]` of an element read before into a name (`t = a[i]`), with no write to
+    `a`, `i` or `t` between, made `b = t`: one value, one column of the tape."""
+    seen = {}       # (array, index) -> the name that holds it
+    for s in stmts:
+        if isinstance(s, gast.If):
+            _reuse_reads(s.body, ctx)
+            _reuse_reads(s.orelse, ctx)
+            seen.clear()
+            continue
+        if not isinstance(s, gast.Assign) or any(
+                isinstance(c, gast.Call) and not _pure(ctx.resolve(c.func))
+                for c in syntax.walk(s)):
+            seen.clear()
+            continue
+        written = set(syntax.names_stored(s)) | {
+            syntax.receiver_root(t).id for t in s.targets if isinstance(t, gast.Subscript)
+            and isinstance(syntax.receiver_root(t), gast.Name)}
+        seen = {k: v for k, v in seen.items()
+                if not ({k[0], v} | set(k[1]) if isinstance(k[1], tuple) else {k[0], v}) & written}
+        value = s.value
+        if (isinstance(s.targets[0], gast.Name) and isinstance(value, gast.Subscript)
+                and isinstance(value.value, gast.Name) and syntax.is_atom(value.slice)):
+            key = (value.value.id, syntax.unparse(value.slice))
+            if key in seen:
+                s.value = syntax.name(seen[key])
+            elif key[1] not in written and key[0] not in written:
+                seen[key] = s.targets[0].id
+
+
+def _pure(fn):
+    """Whether a call of `fn` writes into no array: `math`'s functions, NumPy's ufuncs."""
+    return getattr(fn, "__module__", None) == "math" or isinstance(fn, np.ufunc)
+
+
+def _copies(fn, unpacked):
+    """{name: the name it copies} of the names bound once, to another name bound once
+    (not counting their bindings by `unpacked`, the target of the reversed loop that
+    reads them back)."""
+    count, skip = {}, {id(n) for n in syntax.name_nodes(unpacked)}
+    for n in syntax.name_nodes(fn):
+        if isinstance(n.ctx, gast.Store) and id(n) not in skip:
+            count[n.id] = count.get(n.id, 0) + 1
+    return {s.targets[0].id: s.value.id for s in syntax.statements(fn)
+            if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+            and isinstance(s.value, gast.Name) and count.get(s.targets[0].id) == 1
+            and count.get(s.value.id) == 1}
+
+
+def _canonical(value, copies):
+    while isinstance(value, gast.Name) and value.id in copies:
+        value = syntax.name(copies[value.id])
+    return value
+
+
+def values_of(push):
+    return _values(push.value.args[0])
+
+
+def _values(recorded):
+    return list(recorded.elts) if isinstance(recorded, gast.Tuple) else [recorded]
+
+
+def _own_statements(stmts):
+    for s in stmts:
+        yield s
+        if isinstance(s, gast.If):
+            yield from _own_statements(s.body)
+            yield from _own_statements(s.orelse)

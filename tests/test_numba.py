@@ -1,0 +1,233 @@
+"""The numba backend (`backend="numba"`): gradients compiled by numba.njit, checked against
+central finite differences and against the Python backend, called from Python and from
+`@numba.njit` code; gradients of `@numba.njit` functions; what it refuses, and where.
+
+Numba compiles each function in about a second: the gradients are made once, at module
+level, and each test calls them.
+"""
+import math
+
+import numpy as np
+import pytest
+
+numba = pytest.importorskip("numba", reason="the numba backend needs Numba, an optional "
+                                             "dependency (pip install 's2sad[numba]')")
+
+import s2sad  # noqa: E402
+from s2sad.errors import NativeBackendError  # noqa: E402
+from oracle import assert_close, fd_grad  # noqa: E402
+
+
+def babysqrt(x):
+    t = (1 + x) / 2
+    for i in range(1000):
+        t = (t + x / t) / 2
+    return t
+
+
+def lotka_volterra(a, b, c, d):
+    u = 1.0
+    v = 1.0
+    for i in range(1000):
+        du = a * u - b * u * v
+        dv = -c * v + d * u * v
+        u = u + 0.01 * du
+        v = v + 0.01 * dv
+    return u
+
+
+def shrink(x):
+    # a while loop whose trip count depends on x: more than the first tape's 16 rows
+    y = x
+    while y > 1.0:
+        y = y / 1.1 + 0.01 * math.sin(y)
+    return y * x
+
+
+def decay(k, n):
+    # the states stored element by element in a preallocated array
+    u = np.zeros(n)
+    u[0] = 1.0
+    for i in range(n - 1):
+        u[i + 1] = u[i] - 0.01 * k * u[i] * u[i]
+    return u[n - 1]
+
+
+def jumps(x):
+    # break, continue and an early return
+    if x < -5.0:
+        return 0.0
+    s = 0.0
+    for i in range(20):
+        if s > 4.0:
+            break
+        if i % 3 == 0:
+            continue
+        s = s + math.exp(x * i) / (i + 1)
+    return s * x
+
+
+def nested(x):
+    # an inner loop's tape, one stack for every iteration of the outer loop
+    s = 0.0
+    for k in range(5):
+        t = x
+        for i in range(k + 2):
+            t = math.sin(t) * x + i
+        s = s + t * t
+    return s
+
+
+def tanh_loss(w, x, y):
+    # elementwise functions, a matrix product, slicing, a full sum
+    h = np.tanh(x @ w)
+    r = h[1:] - y[:-1]
+    return np.sum(r * r) + 0.1 * np.sum(w * w)
+
+
+GRADS = {
+    "babysqrt": (babysqrt, 0, (2.0,)),
+    "lotka_volterra": (lotka_volterra, (0, 1, 2, 3), (1.0, 0.5, 0.5, 0.2)),
+    "shrink": (shrink, 0, (30.0,)),
+    "decay": (decay, 0, (0.3, 200)),
+    "jumps": (jumps, 0, (0.1,)),
+    "nested": (nested, 0, (0.7,)),
+}
+NATIVE = {name: s2sad.grad(f, wrt=wrt, backend="numba") for name, (f, wrt, _) in GRADS.items()}
+
+
+@pytest.mark.parametrize("name", sorted(GRADS))
+def test_gradients_agree_with_finite_differences_and_the_python_backend(name):
+    f, wrt, args = GRADS[name]
+    got = NATIVE[name](*args)
+    assert_close(got, fd_grad(f, args, wrt), rtol=1e-6, atol=1e-8)
+    assert_close(got, s2sad.grad(f, wrt=wrt)(*args), rtol=1e-12, atol=1e-14)
+
+
+def test_a_while_loop_grows_its_tape_and_counts_other_trips():
+    for x in (0.5, 1.5, 200.0):        # no trip, a few, more than the tape's first rows
+        assert_close(NATIVE["shrink"](x), fd_grad(shrink, (x,)), rtol=1e-6, atol=1e-8)
+    assert "_s2s_bigger" in NATIVE["shrink"].source
+
+
+def test_tapes_are_arrays_one_column_per_value():
+    NATIVE["lotka_volterra"](1.0, 0.5, 0.5, 0.2)
+    text = NATIVE["lotka_volterra"].source
+    assert "np.empty((len(range(1000)), 2))" in text
+    assert "_s2s_tape[_s2s_rows, 1] = v" in text
+    assert "append" not in text and "reversed(" not in text and "respecialize" not in text
+
+
+def test_an_element_read_twice_is_one_column_and_the_index_is_the_row():
+    NATIVE["decay"](0.3, 200)
+    text = NATIVE["decay"].source
+    assert "np.empty((len(range(t)), 2))" in text and "        i = _s2s_row\n" in text
+
+
+def test_value_and_grad_and_the_arrays_numba_compiles():
+    rng = np.random.default_rng(0)
+    w, x, y = rng.normal(size=3), rng.normal(size=(6, 3)), rng.normal(size=6)
+    vg = s2sad.value_and_grad(tanh_loss, wrt=(0, 1), backend="numba")
+    value, (gw, gx) = vg(w, x, y)
+    assert value == pytest.approx(tanh_loss(w, x, y), rel=1e-12)
+    python = s2sad.grad(tanh_loss, wrt=(0, 1))(w, x, y)
+    np.testing.assert_allclose(gw, python[0], rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(gx, python[1], rtol=1e-12, atol=1e-14)
+    for k in range(3):
+        e = np.zeros(3)
+        e[k] = 1e-6
+        fd = (tanh_loss(w + e, x, y) - tanh_loss(w - e, x, y)) / 2e-6
+        assert gw[k] == pytest.approx(fd, rel=1e-6, abs=1e-8)
+
+
+dbabysqrt = NATIVE["babysqrt"]
+
+
+@numba.njit
+def descend_sqrt_loss(x, target, steps, rate):
+    # gradient descent on (babysqrt(x) - target)^2, written entirely in Numba
+    for k in range(steps):
+        t = (1 + x) / 2
+        for i in range(1000):
+            t = (t + x / t) / 2
+        x = x - rate * 2.0 * (t - target) * dbabysqrt(x)
+    return x
+
+
+def test_the_gradient_is_called_from_inside_numba_code():
+    x = descend_sqrt_loss(2.0, 3.0, 100, 9.0)      # the minimum is at sqrt(x) = 3
+    assert x == pytest.approx(9.0, rel=1e-8)
+
+
+@numba.njit(fastmath=True)
+def njit_step(x, c):
+    return x * x * c + math.sin(x)
+
+
+@numba.njit
+def njit_caller(x):
+    return njit_step(x, 2.0) + njit_step(3.0 * x, 0.5)
+
+
+def test_grad_of_an_njit_function_reads_its_python_source():
+    want = 2 * 1.3 * 2.0 + math.cos(1.3)
+    assert s2sad.grad(njit_step)(1.3, 2.0) == pytest.approx(want, rel=1e-12)
+    native = s2sad.grad(njit_step, backend="numba")
+    assert native(1.3, 2.0) == pytest.approx(want, rel=1e-12)
+    assert ("fastmath", True) in native.jit        # compiled with the options of njit_step
+
+
+def test_calls_of_njit_functions_are_differentiated_through_their_python_source():
+    native = s2sad.grad(njit_caller, backend="numba")
+    got = native(0.7)
+    assert_close(got, fd_grad(njit_caller.py_func, (0.7,)), rtol=1e-6, atol=1e-8)
+    assert got == pytest.approx(s2sad.grad(njit_caller)(0.7), rel=1e-12)
+    assert "njit_step_adjoint" in native.source
+
+
+def test_refusals_name_the_line_before_numba_sees_the_code():
+    def listed(x):
+        xs = [x, 2.0 * x]
+        return xs[0] * xs[1]
+
+    def state_array(u0, k):
+        u = u0
+        for i in range(10):
+            u = u + k * np.sin(u)
+        return np.sum(u)
+
+    with pytest.raises(NativeBackendError, match=r"test_numba.py:\d+: the numba backend "
+                       r"cannot compile a list") as caught:
+        s2sad.grad(listed, backend="numba")(1.0)
+    assert "xs = [x, 2.0 * x]" in str(caught.value)
+    with pytest.raises(NativeBackendError, match=r"test_numba.py:\d+: the derivative of this "
+                       r"loop reads an array of each iteration") \
+            as caught:
+        s2sad.grad(state_array, wrt=1, backend="numba")(np.ones(3), 0.1)
+    assert "for i in range(10):" in str(caught.value)
+
+
+def test_what_numba_cannot_type_is_an_s2sad_error():
+    def column_sums(x):
+        return np.sum(np.sum(x * x, axis=0) ** 2)
+
+    def doubled(x):
+        return x * 2.0
+
+    def cube(x, w):
+        return np.sum(x * w)
+
+    with pytest.raises(NativeBackendError, match=r"test_numba.py:\d+: the numba backend "
+                       r"cannot compile the adjoint of a sum along an axis"):
+        s2sad.grad(column_sums, backend="numba")(np.ones((2, 3)))
+    with pytest.raises(s2sad.NonScalarOutputError, match="doubled.. returns an array"):
+        s2sad.grad(doubled, backend="numba")(np.ones(3))
+    # arrays of three axes: a case of a runtime helper its Numba version does not cover
+    with pytest.raises(NativeBackendError, match=r"test_numba.py:\d+: Numba could not "
+                       r"compile the derivative of cube\(\)"):
+        s2sad.grad(cube, backend="numba")(np.ones((2, 2, 2)), np.ones((2, 2, 2)))
+
+
+def test_the_backend_is_checked():
+    with pytest.raises(s2sad.S2SADError, match="the backend is 'python' or 'numba'"):
+        s2sad.grad(babysqrt, backend="cuda")
