@@ -12,6 +12,7 @@ start of the iteration when they are all carried in ("start"), else at each path
 import gast
 
 from .. import syntax
+from ..analysis.names import exposed
 from ..analysis.value_kinds import SCALAR
 
 
@@ -187,31 +188,6 @@ def own_statements(stmts):
         if isinstance(s, gast.If):
             yield from own_statements(s.body)
             yield from own_statements(s.orelse)
-
-def exposed(stmts, bound):
-    """Names `stmts` may read before assigning them (`bound`: assigned on every path so
-    far; updated)."""
-    out = set()
-    for s in stmts:
-        if isinstance(s, gast.If):
-            out |= set(syntax.names_loaded(s.test)) - bound
-            branches = []
-            for body in (s.body, s.orelse):
-                b = set(bound)
-                out |= exposed(body, b)
-                branches.append(b)
-            bound |= branches[0] & branches[1]
-        elif isinstance(s, (gast.For, gast.While)):
-            head = s.iter if isinstance(s, gast.For) else s.test
-            out |= set(syntax.names_loaded(head)) - bound
-            inner = set(bound)
-            if isinstance(s, gast.For):
-                inner |= set(syntax.names_stored(s.target))
-            out |= exposed(s.body, inner)      # what it assigns may not happen
-        else:
-            out |= set(syntax.names_loaded(s)) - bound
-            bound |= set(syntax.names_stored(s))
-    return out
 
 def loops_in(stmts):
     return [n for s in stmts for n in syntax.statements(s)

@@ -184,6 +184,34 @@ def rename(node, old, new):
             n.id = new
 
 
+def exposed(stmts, bound, binds=None):
+    """The names `stmts` may read before assigning them. `bound`: the names assigned on
+    every path so far (updated); `binds(s)`: the names the simple statement `s` assigns
+    (by default those it stores)."""
+    binds = binds or (lambda s: set(syntax.names_stored(s)))
+    out = set()
+    for s in stmts:
+        if isinstance(s, gast.If):
+            out |= set(syntax.names_loaded(s.test)) - bound
+            branches = []
+            for body in (s.body, s.orelse):
+                b = set(bound)
+                out |= exposed(body, b, binds)
+                branches.append(b)
+            bound |= branches[0] & branches[1]
+        elif isinstance(s, (gast.For, gast.While)):
+            head = s.iter if isinstance(s, gast.For) else s.test
+            out |= set(syntax.names_loaded(head)) - bound
+            inner = set(bound)
+            if isinstance(s, gast.For):
+                inner |= set(syntax.names_stored(s.target))
+            out |= exposed(s.body + s.orelse, inner, binds)    # what it assigns may not
+        else:                                                   # happen
+            out |= set(syntax.names_loaded(s)) - bound
+            bound |= binds(s)
+    return out
+
+
 def live_names(stmts, live, loop=None, delete=False, dead=None, _memo=None):
     """The names live before `stmts`, given those live after: backward liveness over
     structured code (`loop` is (live after, live at the head) of the enclosing loop).

@@ -31,6 +31,7 @@ import weakref
 import gast
 
 from .. import emit, syntax
+from ..analysis.names import exposed
 from ..rules.schedules import checkpointed
 from .lift import MUTATORS, Lifted
 
@@ -247,27 +248,9 @@ def _mutated(stmts):
 
 
 def _exposed(stmts, bound):
-    """The names `stmts` may read before assigning them (`bound`: assigned so far)."""
-    out = set()
-    for s in stmts:
-        if isinstance(s, gast.If):
-            out |= set(syntax.names_loaded(s.test)) - bound
-            branches = []
-            for body in (s.body, s.orelse):
-                b = set(bound)
-                out |= _exposed(body, b)
-                branches.append(b)
-            bound |= branches[0] & branches[1]
-        elif isinstance(s, (gast.For, gast.While)):
-            head = s.iter if isinstance(s, gast.For) else s.test
-            out |= set(syntax.names_loaded(head)) - bound
-            inner = set(bound) | (set(syntax.names_stored(s.target))
-                                  if isinstance(s, gast.For) else set())
-            out |= _exposed(s.body + s.orelse, inner)
-        else:
-            out |= set(syntax.names_loaded(s)) - bound
-            bound |= set(syntax.names_stored(s)) - set(_mutated([s]))
-    return out
+    """The names `stmts` may read before assigning them (`bound`: assigned so far); a
+    change in place (`a += v`, `a[i] = v`) is not an assignment."""
+    return exposed(stmts, bound, lambda s: set(syntax.names_stored(s)) - set(_mutated([s])))
 
 
 def _continuation(stmts, loop):

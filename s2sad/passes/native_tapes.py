@@ -64,6 +64,7 @@ import gast
 import numpy as np
 
 from .. import syntax
+from ..ad.tapes import own_statements
 from ..analysis.number_types import ARRAY, BOOL, FLOAT, INT, NumberTypes
 from ..errors import NativeBackendError, NonScalarOutputError
 from ..rules import runtime
@@ -354,7 +355,7 @@ class _Tape:
         inside = {id(p) for _, p in pushes}
         for s in syntax.statements(self.fn):
             if isinstance(s, (gast.For, gast.While)) and s is not (reading or (0, 0))[1]:
-                own = {id(n) for n in _own_statements(s.body)}
+                own = {id(n) for n in own_statements(s.body)}
                 if own & inside:
                     filling = s
         if filling is None:
@@ -524,11 +525,3 @@ def values_of(push):
 
 def _values(recorded):
     return list(recorded.elts) if isinstance(recorded, gast.Tuple) else [recorded]
-
-
-def _own_statements(stmts):
-    for s in stmts:
-        yield s
-        if isinstance(s, gast.If):
-            yield from _own_statements(s.body)
-            yield from _own_statements(s.orelse)
