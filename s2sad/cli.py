@@ -6,7 +6,7 @@
     s2sad trace FILE.py:FUNC --at V [V ...] [--wrt NAME[,NAME]] [--format text|markdown|json]
     s2sad graph FILE.py:FUNC [--pullback] [--wrt NAME[,NAME]] [-o OUT.dot|OUT.svg|OUT.png]
     s2sad export FILE.py:FUNC [-o OUT.py] [--mode reverse|forward] [--wrt NAME[,NAME]]
-                 [--kind KIND[,KIND]] [--args V [V ...]] [--backend python]
+                 [--kind KIND[,KIND]] [--args V [V ...]] [--backend python|numba]
 
 Errors are one line on stderr and exit status 2; `check` exits 1 when the gradient
 disagrees with finite differences.

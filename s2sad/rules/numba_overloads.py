@@ -13,11 +13,11 @@ from numba.extending import overload
 from . import runtime
 
 
-def number(t):
+def numeric_type(t):
     return isinstance(t, (types.Number, types.Boolean))
 
 
-def array(t, most=2):
+def array_type(t, most=2):
     if isinstance(t, types.Array) and t.ndim > most:
         raise TypingError(f"s2sad's numba backend handles arrays of up to {most} axes "
                           f"here, got {t}")
@@ -26,25 +26,25 @@ def array(t, most=2):
 
 @overload(runtime.unbroadcast)
 def numba_unbroadcast(g, x):
-    if number(x):
-        if number(g):
+    if numeric_type(x):
+        if numeric_type(g):
             return lambda g, x: g
-        if array(g):
+        if array_type(g):
             return lambda g, x: np.sum(g)
-    if array(x) and number(g):
+    if array_type(x) and numeric_type(g):
         return lambda g, x: np.full(x.shape, g)
-    if array(x) and array(g) and g.ndim == x.ndim == 1:
+    if array_type(x) and array_type(g) and g.ndim == x.ndim == 1:
         def one(g, x):
             if g.shape[0] == x.shape[0]:
                 return g
             return np.full(x.shape, np.sum(g))
         return one
-    if array(x) and array(g) and g.ndim == 2 and x.ndim == 1:
+    if array_type(x) and array_type(g) and g.ndim == 2 and x.ndim == 1:
         def rows(g, x):
             s = np.sum(g, axis=0)
             return s if s.shape[0] == x.shape[0] else np.full(x.shape, np.sum(s))
         return rows
-    if array(x) and array(g) and g.ndim == x.ndim == 2:
+    if array_type(x) and array_type(g) and g.ndim == x.ndim == 2:
         def both(g, x):
             out = np.ascontiguousarray(g)
             if x.shape[0] == 1 and out.shape[0] != 1:
@@ -58,7 +58,7 @@ def numba_unbroadcast(g, x):
 
 @overload(runtime.unindex)
 def numba_unindex(g, x, index):
-    if array(x, 3):
+    if array_type(x, 3):
         def put(g, x, index):
             out = np.zeros(x.shape)
             out[index] += g
@@ -69,16 +69,16 @@ def numba_unindex(g, x, index):
 
 @overload(runtime.zeros_like)
 def numba_zeros_like(x):
-    if number(x):
+    if numeric_type(x):
         return lambda x: 0.0
-    if array(x, 3):
+    if array_type(x, 3):
         return lambda x: np.zeros(x.shape)
     raise TypingError(f"no native zeros of {x}")
 
 
 @overload(runtime.take)
 def numba_take(g, index):
-    if array(g, 3):
+    if array_type(g, 3):
         if isinstance(index, types.Integer) and g.ndim == 1:
             return lambda g, index: g[index]
         return lambda g, index: g[index].copy()
@@ -87,17 +87,17 @@ def numba_take(g, index):
 
 @overload(runtime.own)
 def numba_own(g, x):
-    if array(x, 3):
-        if number(g):
+    if array_type(x, 3):
+        if numeric_type(g):
             return lambda g, x: np.full(x.shape, g)
-        if array(g, 3) and g.ndim == x.ndim:
+        if array_type(g, 3) and g.ndim == x.ndim:
             return lambda g, x: g.astype(np.float64)
     raise TypingError(f"no native copy of {g} shaped like {x}")
 
 
 @overload(runtime.snapshot)
 def numba_snapshot(v):
-    if array(v, 3):
+    if array_type(v, 3):
         return lambda v: v.copy()
     return lambda v: v
 
@@ -109,14 +109,14 @@ def numba_like(x):
 
 @overload(runtime.unreduce)
 def numba_unreduce(g, x, axis=None, keepdims=False):
-    if array(x, 3) and number(g) and isinstance(axis, (types.NoneType, types.Omitted)):
+    if array_type(x, 3) and numeric_type(g) and isinstance(axis, (types.NoneType, types.Omitted)):
         return lambda g, x, axis=None, keepdims=False: np.full(x.shape, g)
     raise TypingError(f"no native adjoint of a sum of {x} along an axis ({axis})")
 
 
 @overload(runtime.seed)
 def numba_seed(y, name):
-    if number(y):
+    if numeric_type(y):
         return lambda y, name: 1.0
     raise TypingError(f"grad needs a function with a scalar output; it returns {y}. "
                       "Use s2sad.vjp (Python backend) for non-scalar outputs")
@@ -124,7 +124,7 @@ def numba_seed(y, name):
 
 @overload(runtime.matmul_lhs)
 def numba_matmul_lhs(g, a, b):
-    if not (array(a) and array(b)):
+    if not (array_type(a) and array_type(b)):
         raise TypingError(f"no native adjoint of {a} @ {b}")
     if a.ndim == 2 and b.ndim == 1:
         return lambda g, a, b: np.outer(g, b)
@@ -137,7 +137,7 @@ def numba_matmul_lhs(g, a, b):
 
 @overload(runtime.matmul_rhs)
 def numba_matmul_rhs(g, a, b):
-    if not (array(a) and array(b)):
+    if not (array_type(a) and array_type(b)):
         raise TypingError(f"no native adjoint of {a} @ {b}")
     if a.ndim == 2 and b.ndim == 1:
         return lambda g, a, b: np.ascontiguousarray(a.T) @ g
