@@ -736,6 +736,30 @@ def test_numba_export_copies_the_numba_versions_of_the_helpers_it_uses(tmp_path)
     np.testing.assert_allclose(got, s2sad.grad(fn)(*args), rtol=1e-12, atol=1e-14)
 
 
+def test_cli_docs_show_the_real_numba_export(tmp_path):
+    pytest.importorskip("numba", reason="backend='numba' needs Numba")
+    with open(os.path.join(ROOT, "docs", "cli.md")) as f:
+        doc = f.read()
+    start = doc.index("```python\n", doc.index("Here `softplus_loss.py` holds:")) + len(
+        "```python\n")
+    (tmp_path / "softplus_loss.py").write_text(doc[start:doc.index("```", start)])
+    command = ("$ s2sad export softplus_loss.py:loss -o loss_numba.py --kind grad "
+               "--backend numba\n")
+    start = doc.index(command) + len(command)
+    shown = doc[start:doc.index("```", start)]
+    out = _cli(*command.split()[2:], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert shown == out.stdout + "$ cat loss_numba.py\n" + (tmp_path / "loss_numba.py").read_text()
+    run = subprocess.run([sys.executable, "-c", "import loss_numba; "
+                          "print(loss_numba.loss_grad(0.5))"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    # loss = softplus(3 w) w: loss' = 3 w sigmoid(3 w) + softplus(3 w)
+    sigmoid = 1 / (1 + math.exp(-1.5))
+    assert float(run.stdout) == pytest.approx(1.5 * sigmoid + math.log1p(math.exp(1.5)),
+                                              rel=1e-14)
+
+
 def test_numba_export_refuses_vjp_and_forward_mode(tmp_path):
     fn = cli.load(f"{_load(tmp_path)}:babysqrt")
     with pytest.raises(s2sad.ExportError, match="kind='vjp' with backend='numba': f_vjp "
