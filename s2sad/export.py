@@ -265,11 +265,9 @@ def _header(src, mode, wrt, params, kinds, patterns, entries, pieces, command, a
     lines = [f'"""Derivatives of {src.name}() from {os.path.basename(src.filename)}, '
              f"line {src.first_line}, written by s2sad {version}.", ""]
     for_ = _exported_for(params, kinds, patterns, mode)
-    numba = " compiled with Numba" if backend == "numba" else ""
+    compiled = ", compiled with Numba" if backend == "numba" else ""
     lines += _wrapped(f"{mode.capitalize()} mode, with respect to {', '.join(wrt)}, for "
-                      f"{for_},{numba}:" if numba else
-                      f"{mode.capitalize()} mode, with respect to {', '.join(wrt)}, for "
-                      f"{for_}:")
+                      f"{for_}{compiled}:")
     lines.append("")
     grads = ", ".join(f"{p}_bar" for p in wrt)
     grads = f"({grads})" if as_tuple else grads

@@ -774,3 +774,17 @@ def test_numba_export_refuses_vjp_and_forward_mode(tmp_path):
     out = _cli("export", "model.py:babysqrt", "--kind", "vjp", "--backend", "numba",
                cwd=tmp_path)
     assert out.returncode == 2 and "Numba cannot compile" in out.stderr
+    pytest.importorskip("numba", reason="backend='numba' needs Numba")
+    (tmp_path / "relax.py").write_text(textwrap.dedent("""\
+        import numpy as np
+
+
+        def relax(u0, k):
+            u = u0
+            for i in range(10):
+                u = u + k * np.sin(u)
+            return np.sum(u)
+        """))
+    relax = cli.load(f"{tmp_path / 'relax.py'}:relax")   # what the numba backend refuses
+    with pytest.raises(s2sad.NativeBackendError, match=r"relax.py:\d+: .*tapes hold numbers"):
+        s2sad.export(relax, wrt=1, backend="numba")
