@@ -99,14 +99,16 @@ def _parser():
                                         "(default: the first)")
     exported.add_argument("--kind", help="the derivatives to write, comma-separated: in "
                                          f"reverse mode {', '.join(KINDS['reverse'])} "
-                                         "(default: all), in forward mode jvp")
+                                         "(default: all; with --backend numba: grad, "
+                                         "value_and_grad), in forward mode jvp")
     exported.add_argument("--args", nargs="+", metavar="V",
                           help="example arguments, whose types the code is specialised on: "
                                "numbers (2 is an int, 2.0 a float) or arrays written as "
                                "lists in quotes ('[1.0, 2.0]'); default: floats, or float "
                                "arrays when the function uses NumPy")
     exported.add_argument("--backend", default="python",
-                          help=f"the code written: {', '.join(BACKENDS)}")
+                          help=f"the code written: {', '.join(BACKENDS)} (numba: "
+                               "@numba.njit functions, see docs/numba.md)")
     exported.set_defaults(run=_export)
     return parser
 
