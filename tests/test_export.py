@@ -724,16 +724,18 @@ def test_numba_export_copies_the_numba_versions_of_the_helpers_it_uses(tmp_path)
     assert "@overload(_s2s_unbroadcast)\ndef _s2s_numba_unbroadcast(g, x):" in text
     assert "@overload(_s2s_matmul_rhs)\ndef _s2s_numba_matmul_rhs(g, a, b):" in text
     assert "_s2s_numba_unindex" not in text        # only the helpers the code calls
-    run = subprocess.run([sys.executable, "-c", "import json, sys, numpy as np\n"
-                          "import loss_numba\n"
-                          "a = [np.array(v) for v in json.loads(sys.argv[1])]\n"
-                          "print(json.dumps(loss_numba.loss_grad(*a).tolist()))",
-                          json.dumps([a.tolist() for a in args])], cwd=tmp_path,
-                         capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr
-    got = np.array(json.loads(run.stdout))
-    np.testing.assert_allclose(got, _central(fn, args, 0), rtol=1e-6, atol=1e-8)
-    np.testing.assert_allclose(got, s2sad.grad(fn)(*args), rtol=1e-12, atol=1e-14)
+    for disabled in ("0", "1"):     # compiled, and as Python (the helpers' Python copies)
+        run = subprocess.run([sys.executable, "-c", "import json, sys, numpy as np\n"
+                              "import loss_numba\n"
+                              "a = [np.array(v) for v in json.loads(sys.argv[1])]\n"
+                              "print(json.dumps(loss_numba.loss_grad(*a).tolist()))",
+                              json.dumps([a.tolist() for a in args])], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=300,
+                             env={**os.environ, "NUMBA_DISABLE_JIT": disabled})
+        assert run.returncode == 0, run.stderr
+        got = np.array(json.loads(run.stdout))
+        np.testing.assert_allclose(got, _central(fn, args, 0), rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(got, s2sad.grad(fn)(*args), rtol=1e-12, atol=1e-14)
 
 
 def test_cli_docs_show_the_real_numba_export(tmp_path):
