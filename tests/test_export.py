@@ -738,6 +738,38 @@ def test_numba_export_copies_the_numba_versions_of_the_helpers_it_uses(tmp_path)
         np.testing.assert_allclose(got, s2sad.grad(fn)(*args), rtol=1e-12, atol=1e-14)
 
 
+def test_numba_export_of_njit_functions_keeps_their_options(tmp_path):
+    pytest.importorskip("numba", reason="backend='numba' needs Numba")
+    (tmp_path / "jitted.py").write_text(textwrap.dedent("""\
+        import math
+
+        import numba
+
+
+        @numba.njit(fastmath=True)
+        def step(x, c):
+            return x * x * c + math.sin(x)
+
+
+        @numba.njit(fastmath=True, error_model="numpy")
+        def model(x):
+            return step(x, 2.0) + step(3.0 * x, 0.5)
+        """))
+    fn = cli.load(f"{tmp_path / 'jitted.py'}:model")
+    text = s2sad.export(fn, tmp_path / "model_numba.py", kind="grad", backend="numba")
+    options = "@numba.njit(boundscheck=None, error_model='numpy', fastmath=True)\n"
+    assert options + "def model_grad(x):" in text
+    assert options + "def step_adjoint(y_bar, x, c):" in text      # as the backend made it
+    assert "line 6\n@numba.njit(fastmath=True)\ndef step(x, c):" in text   # its own, once
+    run = subprocess.run([sys.executable, "-c", "import model_numba; "
+                          "print(model_numba.model_grad(0.7))"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    # model' = 4 x + cos x + 9 x + 3 cos 3x
+    exact = 13 * 0.7 + math.cos(0.7) + 3 * math.cos(2.1)
+    assert float(run.stdout) == pytest.approx(exact, rel=1e-12)
+
+
 def test_cli_docs_show_the_real_numba_export(tmp_path):
     pytest.importorskip("numba", reason="backend='numba' needs Numba")
     with open(os.path.join(ROOT, "docs", "cli.md")) as f:
