@@ -6,7 +6,7 @@
     s2sad trace FILE.py:FUNC --at V [V ...] [--wrt NAME[,NAME]] [--format text|markdown|json]
     s2sad graph FILE.py:FUNC [--pullback] [--wrt NAME[,NAME]] [-o OUT.dot|OUT.svg|OUT.png]
     s2sad export FILE.py:FUNC [-o OUT.py] [--mode reverse|forward] [--wrt NAME[,NAME]]
-                 [--kind KIND[,KIND]] [--args V [V ...]] [--backend python]
+                 [--kind KIND[,KIND]] [--args V [V ...]] [--backend python|numba]
 
 Errors are one line on stderr and exit status 2; `check` exits 1 when the gradient
 disagrees with finite differences.
@@ -99,14 +99,16 @@ def _parser():
                                         "(default: the first)")
     exported.add_argument("--kind", help="the derivatives to write, comma-separated: in "
                                          f"reverse mode {', '.join(KINDS['reverse'])} "
-                                         "(default: all), in forward mode jvp")
+                                         "(default: all; with --backend numba: grad, "
+                                         "value_and_grad), in forward mode jvp")
     exported.add_argument("--args", nargs="+", metavar="V",
                           help="example arguments, whose types the code is specialised on: "
                                "numbers (2 is an int, 2.0 a float) or arrays written as "
                                "lists in quotes ('[1.0, 2.0]'); default: floats, or float "
                                "arrays when the function uses NumPy")
     exported.add_argument("--backend", default="python",
-                          help=f"the code written: {', '.join(BACKENDS)}")
+                          help=f"the code written: {', '.join(BACKENDS)} (numba: "
+                               "@numba.njit functions, see docs/numba.md)")
     exported.set_defaults(run=_export)
     return parser
 

@@ -56,14 +56,19 @@ from .compilation import Wrt, default_kinds, kinds_of, parameters, patterns_of, 
 from .errors import ExportError, InternalError, warn_unconnected
 from .export_pieces import Piece, Pieces
 from .frontend import source
-from .frontend.source import MISSING
-from .rules import runtime
+from .frontend.source import MISSING, numba_function
+from .rules import numba_runtime, runtime
 
 #: The derivatives each mode exports, by default all of them.
 KINDS = {"reverse": ("vjp", "grad", "value_and_grad"), "forward": ("jvp",)}
 
-#: The code an exported module is written in (a Numba backend will come).
-BACKENDS = ("python",)
+#: The code an exported module is written in: Python, or Python that numba.njit
+#: compiles (the numba backend's `grad` and `value_and_grad`, see docs/numba.md).
+BACKENDS = ("python", "numba")
+
+#: What the numba backend exports: the fused gradients (`f_vjp` returns a closure, its
+#: pullback, which Numba cannot compile; forward mode has no numba backend yet).
+NUMBA_KINDS = ("grad", "value_and_grad")
 
 #: The order of an exported module.
 SECTIONS = ("import", "value", "derivative", "function", "helper")
@@ -88,28 +93,33 @@ def export(f: Callable, path: str | os.PathLike | None = None, mode: str = "reve
     differentiate, as for `grad`. The code is specialised on the types of `args`
     (example arguments; for arrays, their dtype and which axes have length 1), by
     default on floats, or arrays when `f` uses NumPy; called with others, the exported
-    functions raise `TypeError`. `backend` is the code written: "python". `command` is
-    the command the header says makes the module again (by default, the `s2sad export`
-    command that does).
+    functions raise `TypeError`. `backend` is the code written: "python", or "numba":
+    `f_grad` and `f_value_and_grad` as `grad(f, backend="numba")` makes them, each
+    function of the module decorated with `numba.njit` (callable from Python and from
+    your own `@numba.njit` functions; Numba compiles them for the types of each call),
+    and the Numba versions of the runtime helpers they use; the module imports Numba.
+    `command` is the command the header says makes the module again (by default, the
+    `s2sad export` command that does).
 
     What the module cannot have (a lambda or closure it would have to copy, an object
     that is not a constant, s2sad itself at run time) raises `ExportError`, which says
     where it is read and how to do without it.
     """
     _refuse_options(f, mode, backend)
-    wanted = _kinds_wanted(mode, kind)
+    wanted = _kinds_wanted(mode, kind, backend)
     if getattr(f, "s2s_derivative", False):
         f = f.primal
     target = pipeline.target(f)
     src = source.capture(target, copy=False)
     kinds = default_kinds(target) if args is None else kinds_of(target, args)
-    patterns = None if args is None else patterns_of(target, args)
+    patterns = None if args is None or backend == "numba" else patterns_of(target, args)
     params, names = parameters(src), wrt_names(src, wrt)
-    command = command or _command(src, path, mode, names, kind, args)
-    entries = _entries(f, mode, wrt, kinds, patterns, wanted)
-    pieces = _pieces(src, entries, params, kinds, patterns, names, mode, command)
+    command = command or _command(src, path, mode, names, kind, args, backend)
+    entries = _entries(f, mode, wrt, kinds, patterns, wanted, backend)
+    pieces = _pieces(src, entries, params, kinds, patterns, names, mode, command,
+                     _native(backend))
     text = _header(src, mode, names, params, kinds, patterns, entries, pieces, command,
-                   isinstance(wrt, (tuple, list)))
+                   isinstance(wrt, (tuple, list)), backend)
     text += _body(pieces)
     _check(text)
     if path is not None:
@@ -123,23 +133,38 @@ def _refuse_options(f, mode, backend):
         raise ExportError(f"mode={mode!r}: the mode is 'reverse' or 'forward'")
     if backend not in BACKENDS:
         raise ExportError(f"backend={backend!r}: the exported code is Python "
-                          f"(backend='python'); other backends are not available yet")
+                          "(backend='python') or Python that Numba compiles (backend='numba')")
+    if backend == "numba" and mode != "reverse":
+        raise ExportError(f"mode={mode!r} with backend='numba': the numba backend exports "
+                          "the gradient (f_grad, f_value_and_grad), in reverse mode; export "
+                          "forward mode's f_jvp with backend='python'")
     if inspect.ismethod(f):
         raise ExportError(f"{f.__qualname__} is a bound method: export the function "
                           f"({f.__qualname__}) and pass the instance as its first argument "
                           "(in args, an instance of the class)")
 
 
-def _pieces(src, entries, params, kinds, patterns, wrt, mode, command):
+def _native(backend):
+    """What export_pieces.Pieces takes as `native`: for the numba backend, the Numba
+    versions of the runtime helpers (which imports Numba), else None."""
+    if backend != "numba":
+        return None
+    try:
+        return numba_runtime.versions()
+    except ImportError:
+        raise ExportError("backend='numba' needs Numba: pip install \"s2sad[numba]\"") from None
+
+
+def _pieces(src, entries, params, kinds, patterns, wrt, mode, command, native=None):
     """The pieces of the module (see export_pieces), found from the derivatives in
     `entries` and named; `_s2s_respecialize`, which the guards call, is this module's
-    own: it raises TypeError."""
+    own: it raises TypeError. `native`: see `_native`."""
     exported_for = {d.fn.__name__: _exported_for(
         params, kinds, patterns if kind in ("grad", "value_and_grad") else None, mode)
         for d, kind in entries}
     special = Piece("helper", _RESPECIALIZE, _special_env(exported_for, command), "export",
                     {"_s2s_respecialize": ("special", "respecialize")})
-    pieces = Pieces(special=[(runtime.respecialize, special)])
+    pieces = Pieces(special=[(runtime.respecialize, special)], native=native)
     for derivative, kind in entries:
         guard = _vjp_guard(params, kinds, wrt, derivative) if kind == "vjp" else None
         pieces.add_derivative(derivative, guard, f"{src.filename}:{src.first_line}")
@@ -151,25 +176,37 @@ def _pieces(src, entries, params, kinds, patterns, wrt, mode, command):
     return pieces
 
 
-def _kinds_wanted(mode, kind):
-    wanted = KINDS[mode] if kind is None else (
+def _kinds_wanted(mode, kind, backend="python"):
+    available = NUMBA_KINDS if backend == "numba" else KINDS[mode]
+    wanted = available if kind is None else (
         tuple(k.strip() for k in kind.split(",")) if isinstance(kind, str) else tuple(kind))
-    unknown = [k for k in wanted if k not in KINDS[mode]]
+    if backend == "numba" and "vjp" in wanted:
+        raise ExportError(f"kind={kind!r} with backend='numba': f_vjp returns its pullback, "
+                          "a closure, which Numba cannot compile; export "
+                          f"{' or '.join(NUMBA_KINDS)} with backend='numba', or f_vjp with "
+                          "backend='python'")
+    unknown = [k for k in wanted if k not in available]
     if unknown or not wanted:
         raise ExportError(f"kind={kind!r}: {mode} mode exports "
-                          f"{', '.join(KINDS[mode])} (one or several)")
+                          f"{', '.join(available)} (one or several)"
+                          + (" with backend='numba'" if backend == "numba" else ""))
     return wanted
 
 
-def _entries(f, mode, wrt, kinds, patterns, wanted):
-    """[(compiled derivative, kind)]: what `grad`, `value_and_grad`, `vjp` and `jvp` run."""
+def _entries(f, mode, wrt, kinds, patterns, wanted, backend="python"):
+    """[(compiled derivative, kind)]: what `grad`, `value_and_grad`, `vjp` and `jvp` run
+    (with `backend`)."""
     if mode == "forward":
         wrt = tuple(wrt) if isinstance(wrt, (tuple, list)) else (wrt,)
         return [(pipeline.derivative(f, "forward", wrt, kinds, guard=True), "jvp")]
     options = {"vjp": {}, "grad": {"fused": "grad", "release": True, "patterns": patterns},
                "value_and_grad": {"fused": True, "release": True, "patterns": patterns}}
+    if backend == "numba":      # as numba_api.NativeDerivative makes them
+        jit = pipeline.jit_options(f.targetoptions) if numba_function(f) is not None else ()
+        options = {"grad": pipeline.native_options("grad", jit),
+                   "value_and_grad": pipeline.native_options(True, jit)}
     out = []
-    for kind in KINDS["reverse"]:
+    for kind in options:
         if kind in wanted:
             derivative = pipeline.derivative(f, "reverse", wrt, kinds, **options[kind])
             out.append((warn_unconnected(derivative), kind))
@@ -222,13 +259,15 @@ def _exported_for(params, kinds, patterns, mode):
     return text + (" and tangents that are not None" if mode == "forward" else "")
 
 
-def _header(src, mode, wrt, params, kinds, patterns, entries, pieces, command, as_tuple):
+def _header(src, mode, wrt, params, kinds, patterns, entries, pieces, command, as_tuple,
+            backend="python"):
     version = _version()
     lines = [f'"""Derivatives of {src.name}() from {os.path.basename(src.filename)}, '
              f"line {src.first_line}, written by s2sad {version}.", ""]
     for_ = _exported_for(params, kinds, patterns, mode)
+    compiled = ", compiled with Numba" if backend == "numba" else ""
     lines += _wrapped(f"{mode.capitalize()} mode, with respect to {', '.join(wrt)}, for "
-                      f"{for_}:")
+                      f"{for_}{compiled}:")
     lines.append("")
     grads = ", ".join(f"{p}_bar" for p in wrt)
     grads = f"({grads})" if as_tuple else grads
@@ -247,7 +286,14 @@ def _header(src, mode, wrt, params, kinds, patterns, entries, pieces, command, a
                  "module's copies of them.")
     needs = sorted({p.imported[0].split(".")[0] for p in pieces.pieces
                     if p.section == "import"} - set(sys.stdlib_module_names))
-    lines += _wrapped(f"Called with arguments of other types, the functions raise TypeError.{star} "
+    called = f"Called with arguments of other types, the functions raise TypeError.{star} "
+    if backend == "numba":
+        called = (f"The functions are numba.njit functions, which your own @numba.njit "
+                  "functions can call too; Numba compiles them for the types of each call "
+                  "(the code was written for the kinds above: numbers or arrays). "
+                  f"{src.name}_vjp is not here: its pullback is a closure, which Numba "
+                  "cannot compile (export it with --backend python). ")
+    lines += _wrapped(f"{called}"
                       f"This module imports {', '.join(needs) or 'only the standard library'}, "
                       "not s2sad. Do not edit it: make it again with")
     lines += ["", "    " + command.replace("\\", "\\\\"), '"""', ""]
@@ -277,7 +323,7 @@ def _version():
         return "(version unknown)"
 
 
-def _command(src, path, mode, wrt, kind, args):
+def _command(src, path, mode, wrt, kind, args, backend="python"):
     """The `s2sad export` command that writes this module again, or a sentence saying
     how to when its arguments cannot be written on a command line."""
     filename = src.filename
@@ -300,6 +346,8 @@ def _command(src, path, mode, wrt, kind, args):
             return (f"s2sad.export({src.name}, ..., args=...) with arguments of the types "
                     "above (the command line writes only numbers and arrays of numbers)")
         words += ["--args"] + written
+    if backend != "python":
+        words += ["--backend", backend]
     return " ".join(shlex.quote(w) for w in words)
 
 

@@ -13,6 +13,11 @@ such name to the object it denotes and to the source that makes that object, a p
   statement of s2sad's source that defines it;
 - a derivative s2sad compiled: its generated source.
 
+For the numba backend (`native`), the derivatives and your functions are written
+decorated with `numba.njit` (with the options the backend compiled them with), and each
+runtime helper copied brings its Numba version along (rules/numba_overloads.py), which
+registers itself for the copy.
+
 Each piece's own source is read in turn, so a helper that calls another helper, or reads
 a module constant, brings it along. Then every object gets one name in the module (the
 name the generated code uses where it can) and each piece is written with its names
@@ -41,7 +46,7 @@ import numpy as np
 from . import pipeline
 from .errors import ExportError, InternalError
 from .export_names import column, identifiers, module_names, renamed
-from .frontend.source import MISSING, is_library
+from .frontend.source import MISSING, is_library, numba_function
 from .rules import runtime
 
 #: The largest array a constant is written out for, in elements.
@@ -68,15 +73,17 @@ class Piece:
     key: tuple | None = None
     title: str = "the code"           # what it is, for errors
     needs_now: list = dataclasses.field(default_factory=list)  # when its statement runs
+    jit: tuple = ()                   # numba.njit's options, for the numba backend
 
 
 class Pieces:
     """The pieces that make an exported module, found from its derivatives: see the
     module docstring. `add_derivative` gives a derivative to write; `collect` follows
     every name; `name_of` is then each object's name in the module, and `written(piece)`
-    a piece's text with those names."""
+    a piece's text with those names. `native`, for the numba backend: {runtime helper:
+    its Numba version} (see numba_runtime.versions), else None."""
 
-    def __init__(self, special=()):
+    def __init__(self, special=(), native=None):
         self.pieces = []
         self.provider = {}          # key -> the piece that defines it
         self.preferred = {}         # key -> the name it would like, in order of need
@@ -86,6 +93,7 @@ class Pieces:
         self._derivatives = collections.deque()
         self._others = collections.deque()
         self.name_of = {}
+        self.native = native
 
     # -- finding pieces ------------------------------------------------------------------
     def add_derivative(self, derivative, guard=None, where=""):
@@ -101,9 +109,12 @@ class Pieces:
             body = text.split("\n", 1)
             text = body[0] + "\n" + "".join("    " + line + "\n" for line in lines) + body[1]
         name = derivative.fn.__name__
+        jit = tuple(sorted(derivative.jit.items()))
+        if self.native is not None:
+            text, overlay = _njit_line(jit) + text, {**overlay, "numba": sys.modules["numba"]}
         piece = Piece("derivative", text, _DerivativeEnv(derivative, overlay),
                       where or _origin(derivative), {name: key},
-                      title=f"the derivative of {derivative.unconnected[0].name}()")
+                      title=f"the derivative of {derivative.unconnected[0].name}()", jit=jit)
         self._add(piece, key, name)
         return key
 
@@ -160,6 +171,8 @@ class Pieces:
             return self.add_derivative(obj)
         if isinstance(obj, types.ModuleType):
             return self._module(obj, name, piece)
+        if numba_function(obj) is not None and not _library(numba_function(obj)):
+            return self._user(numba_function(obj), name, piece)
         plain = _plain(obj)
         if _in_s2sad(plain) or (piece.module and _located(piece.module, name)):
             return self._helper(plain, name, piece)
@@ -227,11 +240,15 @@ class Pieces:
                               f"{piece.title} reads, cannot be read ({exc})") from None
         env = _globals_env(_globals(obj))
         text = _without_s2sad_decorators(text, env)
+        if (self.native is not None and inspect.isfunction(obj)
+                and not _numba_decorated(text, env)):     # Numba code calls it
+            text, env = _njit_line(piece.jit) + text, _with_numba(env)
         self.alive.append(obj)
         line = where.rpartition(":")[2]
         text = f"# from {os.path.basename(where.rpartition(':')[0])}, line {line}\n" + text
         self._add(Piece("function", text, env, where, {obj.__name__: key},
-                        title=f"your function {obj.__name__}()"), key, obj.__name__)
+                        title=f"your function {obj.__name__}()", jit=piece.jit),
+                  key, obj.__name__)
         return key
 
     def _helper(self, obj, name, piece):
@@ -267,6 +284,9 @@ class Pieces:
         if name.startswith("_s2s_"):
             self.preferred[key] = name
         self._others.append(helper)
+        version = (self.native or {}).get(obj)
+        if version is not None:     # registers itself for the copy of `obj`
+            self._helper(version, version.__name__, helper)
         return key
 
     def _attributes_of_s2sad_modules(self, piece, found):
@@ -300,7 +320,7 @@ class Pieces:
             callee = callees.get(call.func.id)
             if callee is None or callee.mode != "jvp":
                 continue
-            names = pipeline.compiled_callee(callee).tangent_names
+            names = pipeline.compiled_callee(callee, piece.env.request).tangent_names
             for arg, tangent in zip(call.args[callee.nargs:], names):
                 at = column(lines, arg.lineno, arg.col_offset)
                 piece.edits.append((arg.lineno, at, at, f"{tangent}="))
@@ -415,6 +435,7 @@ class _DerivativeEnv:
     def __init__(self, derivative, overlay):
         fn = derivative.fn
         self.callees = dict(derivative.callees)
+        self.request = getattr(derivative, "request", None)
         self.closure = dict(zip(fn.__code__.co_freevars,
                                 (c.cell_contents for c in fn.__closure__ or ())))
         self.overlay, self.globals = overlay, fn.__globals__
@@ -432,7 +453,7 @@ class _DerivativeEnv:
                     "on an object, or a functools.partial), which an exported module "
                     "cannot write; call the function with those values as arguments "
                     "instead")
-            return pipeline.compiled_callee(callee)
+            return pipeline.compiled_callee(callee, self.request)
         if name in self.closure:
             return self.closure[name]
         return _globals_env(self.globals)(name)
@@ -483,6 +504,29 @@ def _without_s2sad_decorators(text, env):
             for i in range(d.lineno - 1, d.end_lineno):
                 lines[i] = ""
     return "".join(lines)
+
+
+def _numba_decorated(text, env):
+    """Whether the def `text` has a decorator of Numba's (`@numba.njit(...)`)."""
+    node = ast.parse(text).body[0]
+    found = [_evaluated(d.func if isinstance(d, ast.Call) else d, env)
+             for d in getattr(node, "decorator_list", [])]
+    return any((getattr(obj, "__module__", None) or "").split(".")[0] == "numba"
+               for obj in found)
+
+
+def _njit_line(jit):
+    """The decorator that compiles a function as the numba backend does, with numba.njit's
+    options `jit` ((name, value) pairs)."""
+    options = ", ".join(f"{k}={v!r}" for k, v in jit)
+    return f"@numba.njit({options})\n" if options else "@numba.njit\n"
+
+
+def _with_numba(env):
+    """`env`, in which `numba` (of the decorator `_njit_line` writes) is Numba."""
+    def with_numba(name):
+        return sys.modules["numba"] if name == "numba" else env(name)
+    return with_numba
 
 
 def _evaluated(expr, env):

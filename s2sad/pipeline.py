@@ -564,10 +564,11 @@ def callee_bindings(ctx):
     return {name: _linked(callee, compiled_callee(callee)) for name, callee in ctx.callees}
 
 
-def compiled_callee(callee: Callee) -> CompiledDerivative:
+def compiled_callee(callee: Callee, caller: _Request | None = None) -> CompiledDerivative:
     """The compiled derivative that generated code calls for `callee`, through the cache
-    (what `s2sad.export` writes out with the code that calls it)."""
-    request = _callee_request(callee)
+    (what `s2sad.export` writes out with the code that calls it); `caller`, the request
+    of the derivative that calls it (the numba backend's calls the numba backend's)."""
+    request = _callee_request(callee, caller)
     return derivative(request.fn, request.mode, request.wrt, request.kinds, **request.options)
 
 

@@ -454,8 +454,8 @@ def test_what_cannot_be_exported_is_refused_with_where_and_how(tmp_path, functio
 
 def test_options_that_are_not_available_are_refused(tmp_path):
     fn = cli.load(f"{_load(tmp_path)}:babysqrt")
-    with pytest.raises(s2sad.ExportError, match="backend='numba'.*not available yet"):
-        s2sad.export(fn, backend="numba")
+    with pytest.raises(s2sad.ExportError, match="backend='fortran'.*backend='numba'"):
+        s2sad.export(fn, backend="fortran")
     with pytest.raises(s2sad.ExportError, match="forward mode exports jvp"):
         s2sad.export(fn, mode="forward", kind="grad")
     with pytest.raises(s2sad.ExportError, match="mode is 'reverse' or 'forward'"):
@@ -533,3 +533,292 @@ def test_renaming_follows_python_scopes_and_keeps_the_text():
             g = lambda scale: scale + x       # a parameter of the lambda
             return [scale * v for v in (x,)] + [g(1.0)]
         ''')
+
+
+# -- the numba backend -------------------------------------------------------------------
+NUMBA_MODEL = """\
+import math
+
+import numpy as np
+
+H = 0.01
+
+
+def babysqrt(x):
+    t = (1 + x) / 2
+    for i in range(1000):
+        t = (t + x / t) / 2
+    return t
+
+
+def lotka_volterra(a, b, c, d):
+    u = 1.0
+    v = 1.0
+    for i in range(400):
+        du = a * u - b * u * v
+        dv = -c * v + d * u * v
+        u = u + H * du
+        v = v + H * dv
+    return u * v
+
+
+def shrink(x):
+    y = x
+    while y > 1.0:
+        y = y / 1.1 + 0.01 * math.sin(y)
+    return y * x
+
+
+def decay(k, n):
+    u = np.zeros(n)
+    u[0] = 1.0
+    for i in range(n - 1):
+        u[i + 1] = u[i] - 0.01 * k * u[i] * u[i]
+    return u[n - 1]
+
+
+def inner(a, b):
+    return a * math.exp(-b) + math.sin(a * b)
+
+
+def outer(x, y):
+    return inner(x, y) * y + inner(y, x)
+"""
+
+#: (function, example arguments, wrt): exported with backend="numba".
+NUMBA_CASES = [
+    ("babysqrt", (2.0,), 0),
+    ("lotka_volterra", (1.1, 0.4, 0.9, 0.3), (0, 1, 2, 3)),
+    ("shrink", (30.0,), 0),
+    ("decay", (1.5, 50), 0),
+    ("outer", (0.7, 0.3), (0, 1)),
+]
+
+#: Imports the exported modules where importing s2sad fails, calls them, and calls
+#: babysqrt_grad from a gradient descent that is itself a @numba.njit function.
+NUMBA_CHECKER = """\
+import importlib.abc
+import json
+import sys
+
+
+class NoS2SAD(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "s2sad" or name.startswith("s2sad."):
+            raise ImportError(f"{name} is not importable here")
+        return None
+
+
+sys.meta_path.insert(0, NoS2SAD())
+try:
+    import s2sad  # noqa: F401
+    importable = True
+except ImportError:
+    importable = False
+import importlib
+import numba
+
+out = {"s2sad importable": importable}
+for name, args in json.loads(sys.argv[1]).items():
+    module = importlib.import_module(name + "_numba")
+    grad = getattr(module, name + "_grad")
+    value, again = getattr(module, name + "_value_and_grad")(*args)
+    out[name] = {"grad": grad(*args), "value": value, "again": again,
+                 "njit": isinstance(grad, numba.core.registry.CPUDispatcher)}
+babysqrt_grad = importlib.import_module("babysqrt_numba").babysqrt_grad
+
+
+@numba.njit
+def descend(x, target, steps):
+    # sqrt(x) = target by gradient descent on (babysqrt(x) - target) ** 2
+    for k in range(steps):
+        t = (1 + x) / 2
+        for i in range(1000):
+            t = (t + x / t) / 2
+        x = x - 9.0 * 2.0 * (t - target) * babysqrt_grad(x)
+    return x
+
+
+out["descend"] = descend(2.0, 3.0, 100)
+out["s2sad modules"] = sorted(m for m in sys.modules if m.split(".")[0] == "s2sad")
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def numba_exported(tmp_path_factory):
+    """(directory, {name: (module text, function, args, wrt)}) of the NUMBA_CASES exported
+    with backend="numba"."""
+    pytest.importorskip("numba", reason="backend='numba' needs Numba, an optional "
+                                        "dependency (pip install 's2sad[numba]')")
+    directory = tmp_path_factory.mktemp("export_numba")
+    (directory / "nmodel.py").write_text(NUMBA_MODEL)
+    out = {}
+    for name, args, wrt in NUMBA_CASES:
+        fn = cli.load(f"{directory / 'nmodel.py'}:{name}")
+        text = s2sad.export(fn, directory / f"{name}_numba.py", wrt=wrt, args=args,
+                            backend="numba")
+        out[name] = (text, fn, args, wrt)
+    return directory, out
+
+
+def test_numba_modules_run_without_s2sad_and_agree(numba_exported):
+    directory, exported = numba_exported
+    spec = json.dumps({name: list(args) for name, (_, _, args, _) in exported.items()})
+    (directory / "checker.py").write_text(NUMBA_CHECKER)
+    run = subprocess.run([sys.executable, "checker.py", spec], cwd=directory,
+                         capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "PYTHONPATH": str(directory)})
+    assert run.returncode == 0, run.stderr
+    results = json.loads(run.stdout)
+    assert results["s2sad importable"] is False and results["s2sad modules"] == []
+    for name, (_, fn, args, wrt) in exported.items():
+        got = results[name]
+        assert got["njit"]
+        wrts = wrt if isinstance(wrt, tuple) else (wrt,)
+        grad = tuple(got["grad"]) if isinstance(wrt, tuple) else got["grad"]
+        assert got["again"] == got["grad"]
+        assert got["value"] == pytest.approx(fn(*args), rel=1e-14)
+        native = s2sad.grad(fn, wrt=wrt, backend="numba")(*args)
+        python = s2sad.grad(fn, wrt=wrt)(*args)
+        central = tuple(_central(fn, args, i) for i in wrts)
+        _close(grad, native, rtol=1e-12, atol=1e-14)
+        _close(grad, python, rtol=1e-12, atol=1e-14)
+        _close(grad if isinstance(wrt, tuple) else (grad,), central, rtol=1e-6, atol=1e-8)
+    assert results["babysqrt"]["grad"] == pytest.approx(1 / (2 * math.sqrt(2.0)), rel=1e-14)
+    assert results["descend"] == pytest.approx(9.0, rel=1e-10)      # sqrt(9) = 3
+
+
+def test_numba_modules_are_njit_functions_with_numba_helpers(numba_exported):
+    _, exported = numba_exported
+    for name, (text, _, _, _) in exported.items():
+        assert f"@numba.njit\ndef {name}_grad(" in text
+        assert f"@numba.njit\ndef {name}_value_and_grad(" in text
+        assert f"def {name}_vjp" not in text and "not here: its pullback is a closure" in text
+        imported = {a.name.split(".")[0] for node in ast.walk(ast.parse(text))
+                    if isinstance(node, (ast.Import, ast.ImportFrom))
+                    for a in ([ast.alias(node.module)] if isinstance(node, ast.ImportFrom)
+                              else node.names)}
+        assert "numba" in imported and "s2sad" not in imported
+    outer = exported["outer"][0]
+    assert "@numba.njit\ndef inner_adjoint(" in outer
+    assert "# from nmodel.py, line 41\n@numba.njit\ndef inner(a, b):" in outer
+    assert "--backend numba" in outer
+
+
+def test_numba_export_copies_the_numba_versions_of_the_helpers_it_uses(tmp_path):
+    pytest.importorskip("numba", reason="backend='numba' needs Numba")
+    (tmp_path / "fit.py").write_text(textwrap.dedent("""\
+        import numpy as np
+
+
+        def loss(w, x, y):
+            r = np.tanh(x @ w) - y
+            return np.sum(r * r)
+        """))
+    fn = cli.load(f"{tmp_path / 'fit.py'}:loss")
+    rng = np.random.default_rng(3)
+    args = (rng.normal(size=3), rng.normal(size=(5, 3)), rng.normal(size=5))
+    text = s2sad.export(fn, tmp_path / "loss_numba.py", kind="grad", args=args,
+                        backend="numba")
+    assert "@overload(_s2s_unbroadcast)\ndef _s2s_numba_unbroadcast(g, x):" in text
+    assert "@overload(_s2s_matmul_rhs)\ndef _s2s_numba_matmul_rhs(g, a, b):" in text
+    assert "_s2s_numba_unindex" not in text        # only the helpers the code calls
+    for disabled in ("0", "1"):     # compiled, and as Python (the helpers' Python copies)
+        run = subprocess.run([sys.executable, "-c", "import json, sys, numpy as np\n"
+                              "import loss_numba\n"
+                              "a = [np.array(v) for v in json.loads(sys.argv[1])]\n"
+                              "print(json.dumps(loss_numba.loss_grad(*a).tolist()))",
+                              json.dumps([a.tolist() for a in args])], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=300,
+                             env={**os.environ, "NUMBA_DISABLE_JIT": disabled})
+        assert run.returncode == 0, run.stderr
+        got = np.array(json.loads(run.stdout))
+        np.testing.assert_allclose(got, _central(fn, args, 0), rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(got, s2sad.grad(fn)(*args), rtol=1e-12, atol=1e-14)
+
+
+def test_numba_export_of_njit_functions_keeps_their_options(tmp_path):
+    pytest.importorskip("numba", reason="backend='numba' needs Numba")
+    (tmp_path / "jitted.py").write_text(textwrap.dedent("""\
+        import math
+
+        import numba
+
+
+        @numba.njit(fastmath=True)
+        def step(x, c):
+            return x * x * c + math.sin(x)
+
+
+        @numba.njit(fastmath=True, error_model="numpy")
+        def model(x):
+            return step(x, 2.0) + step(3.0 * x, 0.5)
+        """))
+    fn = cli.load(f"{tmp_path / 'jitted.py'}:model")
+    text = s2sad.export(fn, tmp_path / "model_numba.py", kind="grad", backend="numba")
+    options = "@numba.njit(boundscheck=None, error_model='numpy', fastmath=True)\n"
+    assert options + "def model_grad(x):" in text
+    assert options + "def step_adjoint(y_bar, x, c):" in text      # as the backend made it
+    assert "line 6\n@numba.njit(fastmath=True)\ndef step(x, c):" in text   # its own, once
+    run = subprocess.run([sys.executable, "-c", "import model_numba; "
+                          "print(model_numba.model_grad(0.7))"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    # model' = 4 x + cos x + 9 x + 3 cos 3x
+    exact = 13 * 0.7 + math.cos(0.7) + 3 * math.cos(2.1)
+    assert float(run.stdout) == pytest.approx(exact, rel=1e-12)
+
+
+def test_cli_docs_show_the_real_numba_export(tmp_path):
+    pytest.importorskip("numba", reason="backend='numba' needs Numba")
+    with open(os.path.join(ROOT, "docs", "cli.md")) as f:
+        doc = f.read()
+    start = doc.index("```python\n", doc.index("Here `softplus_loss.py` holds:")) + len(
+        "```python\n")
+    (tmp_path / "softplus_loss.py").write_text(doc[start:doc.index("```", start)])
+    command = ("$ s2sad export softplus_loss.py:loss -o loss_numba.py --kind grad "
+               "--backend numba\n")
+    start = doc.index(command) + len(command)
+    shown = doc[start:doc.index("```", start)]
+    out = _cli(*command.split()[2:], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert shown == out.stdout + "$ cat loss_numba.py\n" + (tmp_path / "loss_numba.py").read_text()
+    run = subprocess.run([sys.executable, "-c", "import loss_numba; "
+                          "print(loss_numba.loss_grad(0.5))"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    # loss = softplus(3 w) w: loss' = 3 w sigmoid(3 w) + softplus(3 w)
+    sigmoid = 1 / (1 + math.exp(-1.5))
+    assert float(run.stdout) == pytest.approx(1.5 * sigmoid + math.log1p(math.exp(1.5)),
+                                              rel=1e-14)
+
+
+def test_numba_export_refuses_vjp_and_forward_mode(tmp_path):
+    fn = cli.load(f"{_load(tmp_path)}:babysqrt")
+    with pytest.raises(s2sad.ExportError, match="kind='vjp' with backend='numba': f_vjp "
+                                                "returns its pullback, a closure, which "
+                                                "Numba cannot compile"):
+        s2sad.export(fn, kind="vjp", backend="numba")
+    with pytest.raises(s2sad.ExportError, match="kind='grad,vjp' with backend='numba'"):
+        s2sad.export(fn, kind="grad,vjp", backend="numba")
+    with pytest.raises(s2sad.ExportError, match="mode='forward' with backend='numba'.*"
+                                                "backend='python'"):
+        s2sad.export(fn, mode="forward", backend="numba")
+    out = _cli("export", "model.py:babysqrt", "--kind", "vjp", "--backend", "numba",
+               cwd=tmp_path)
+    assert out.returncode == 2 and "Numba cannot compile" in out.stderr
+    pytest.importorskip("numba", reason="backend='numba' needs Numba")
+    (tmp_path / "relax.py").write_text(textwrap.dedent("""\
+        import numpy as np
+
+
+        def relax(u0, k):
+            u = u0
+            for i in range(10):
+                u = u + k * np.sin(u)
+            return np.sum(u)
+        """))
+    relax = cli.load(f"{tmp_path / 'relax.py'}:relax")   # what the numba backend refuses
+    with pytest.raises(s2sad.NativeBackendError, match=r"relax.py:\d+: .*tapes hold numbers"):
+        s2sad.export(relax, wrt=1, backend="numba")

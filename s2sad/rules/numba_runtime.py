@@ -1,144 +1,27 @@
-"""The runtime helpers the numba backend's code may call, for Numba: each one an
-overload (numba.extending.overload) of the helper in rules/runtime.py that picks, from
-the Numba types of the arguments, the plain NumPy code for them.
+"""The runtime helpers the numba backend's code may call, for Numba.
 
-`NATIVE` names the helpers that have one; passes/native_check.py refuses a call of any
-other. The overloads cover numbers and arrays of up to two axes; a case outside them
-(a broadcast of three axes, a sum along an axis) is a typing error that names the
-helper and the case. `register()` imports Numba and registers them, once.
+`NATIVE` names the helpers of rules/runtime.py that have a Numba version (in
+rules/numba_overloads.py, `numba_NAME` for `runtime.NAME`); passes/native_check.py
+refuses a call of any other. The versions cover numbers and arrays of up to two axes; a
+case outside them (a broadcast of three axes, a sum along an axis) is a typing error
+that names the helper and the case. `register()` imports Numba and registers them, once;
+`versions()` gives them by helper (what `s2sad.export(f, backend="numba")` copies).
 """
 from . import runtime
 
-#: The helpers with an overload here.
+#: The helpers with a Numba version.
 NATIVE = frozenset({"unbroadcast", "unindex", "zeros_like", "take", "own", "snapshot",
                     "like", "unreduce", "seed", "matmul_lhs", "matmul_rhs"})
 
-_registered = []
-
 
 def register():
-    """Register the overloads with Numba (imported here: an optional dependency)."""
-    if _registered:
-        return
-    from numba import types
-    from numba.core.errors import TypingError
-    from numba.extending import overload
-    import numpy as np
+    """Register the Numba versions (an optional dependency: imported here, once); the
+    module that has them."""
+    from . import numba_overloads   # noqa: PLC0415 - Numba, only when it is used
+    return numba_overloads
 
-    def number(t):
-        return isinstance(t, (types.Number, types.Boolean))
 
-    def array(t, most=2):
-        if isinstance(t, types.Array) and t.ndim > most:
-            raise TypingError(f"s2sad's numba backend handles arrays of up to {most} axes "
-                              f"here, got {t}")
-        return isinstance(t, types.Array)
-
-    @overload(runtime.unbroadcast)
-    def unbroadcast(g, x):
-        if number(x):
-            if number(g):
-                return lambda g, x: g
-            if array(g):
-                return lambda g, x: np.sum(g)
-        if array(x) and number(g):
-            return lambda g, x: np.full(x.shape, g)
-        if array(x) and array(g) and g.ndim == x.ndim == 1:
-            def one(g, x):
-                if g.shape[0] == x.shape[0]:
-                    return g
-                return np.full(x.shape, np.sum(g))
-            return one
-        if array(x) and array(g) and g.ndim == 2 and x.ndim == 1:
-            def rows(g, x):
-                s = np.sum(g, axis=0)
-                return s if s.shape[0] == x.shape[0] else np.full(x.shape, np.sum(s))
-            return rows
-        if array(x) and array(g) and g.ndim == x.ndim == 2:
-            def both(g, x):
-                out = np.ascontiguousarray(g)
-                if x.shape[0] == 1 and out.shape[0] != 1:
-                    out = np.sum(out, axis=0).reshape((1, out.shape[1]))
-                if x.shape[1] == 1 and out.shape[1] != 1:
-                    out = np.sum(out, axis=1).reshape((out.shape[0], 1))
-                return out
-            return both
-        raise TypingError(f"no native adjoint of a broadcast of {g} to {x}")
-
-    @overload(runtime.unindex)
-    def unindex(g, x, index):
-        if array(x, 3):
-            def put(g, x, index):
-                out = np.zeros(x.shape)
-                out[index] += g
-                return out
-            return put
-        raise TypingError(f"no native adjoint of indexing {x}")
-
-    @overload(runtime.zeros_like)
-    def zeros_like(x):
-        if number(x):
-            return lambda x: 0.0
-        if array(x, 3):
-            return lambda x: np.zeros(x.shape)
-        raise TypingError(f"no native zeros of {x}")
-
-    @overload(runtime.take)
-    def take(g, index):
-        if array(g, 3):
-            if isinstance(index, types.Integer) and g.ndim == 1:
-                return lambda g, index: g[index]
-            return lambda g, index: g[index].copy()
-        raise TypingError(f"no native part of {g}")
-
-    @overload(runtime.own)
-    def own(g, x):
-        if array(x, 3):
-            if number(g):
-                return lambda g, x: np.full(x.shape, g)
-            if array(g, 3) and g.ndim == x.ndim:
-                return lambda g, x: g.astype(np.float64)
-        raise TypingError(f"no native copy of {g} shaped like {x}")
-
-    @overload(runtime.snapshot)
-    def snapshot(v):
-        if array(v, 3):
-            return lambda v: v.copy()
-        return lambda v: v
-
-    @overload(runtime.like)
-    def like(x):
-        return lambda x: x
-
-    @overload(runtime.unreduce)
-    def unreduce(g, x, axis=None, keepdims=False):
-        if (array(x, 3) and number(g) and isinstance(axis, (types.NoneType, types.Omitted))):
-            return lambda g, x, axis=None, keepdims=False: np.full(x.shape, g)
-        raise TypingError(f"no native adjoint of a sum of {x} along an axis ({axis})")
-
-    @overload(runtime.seed)
-    def seed(y, name):
-        if number(y):
-            return lambda y, name: 1.0
-        raise TypingError(f"grad needs a function with a scalar output; it returns {y}. "
-                          "Use s2sad.vjp (Python backend) for non-scalar outputs")
-
-    def product(which):
-        def typed(g, a, b):
-            if not (array(a) and array(b)):
-                raise TypingError(f"no native adjoint of {a} @ {b}")
-            if a.ndim == 2 and b.ndim == 1:
-                return ((lambda g, a, b: np.outer(g, b)) if which == 0 else
-                        (lambda g, a, b: np.ascontiguousarray(a.T) @ g))
-            if a.ndim == 2 and b.ndim == 2:
-                return ((lambda g, a, b: g @ np.ascontiguousarray(b.T)) if which == 0 else
-                        (lambda g, a, b: np.ascontiguousarray(a.T) @ g))
-            if a.ndim == 1 and b.ndim == 2:
-                return ((lambda g, a, b: b @ g) if which == 0 else
-                        (lambda g, a, b: np.outer(a, g)))
-            return (lambda g, a, b: g * b) if which == 0 else (lambda g, a, b: g * a)
-        return typed
-
-    overload(runtime.matmul_lhs)(product(0))
-    overload(runtime.matmul_rhs)(product(1))
-    _registered.append(True)
+def versions():
+    """{runtime helper: its Numba version}, registered."""
+    module = register()
+    return {getattr(runtime, name): getattr(module, f"numba_{name}") for name in NATIVE}
