@@ -53,6 +53,15 @@ def decay(k, n):
     return u[n - 1]
 
 
+def relax(k, n):
+    # element stores whose adjoint terms are multiples of one adjoint: a sine, a quotient
+    u = np.zeros(n)
+    u[0] = 0.5
+    for i in range(n - 1):
+        u[i + 1] = u[i] + 0.05 * math.sin(u[i]) / (1.0 + k * u[i]) - 0.01 * u[i] * k
+    return u[n - 1] * u[n // 2]
+
+
 def jumps(x):
     # break, continue and an early return
     if x < -5.0:
@@ -90,6 +99,7 @@ GRADS = {
     "lotka_volterra": (lotka_volterra, (0, 1, 2, 3), (1.0, 0.5, 0.5, 0.2)),
     "shrink": (shrink, 0, (30.0,)),
     "decay": (decay, 0, (0.3, 200)),
+    "relax": (relax, 0, (0.7, 100)),
     "jumps": (jumps, 0, (0.1,)),
     "nested": (nested, 0, (0.7,)),
 }
@@ -122,6 +132,16 @@ def test_an_element_read_twice_is_one_column_and_the_index_is_the_row():
     NATIVE["decay"](0.3, 200)
     text = NATIVE["decay"].source
     assert "np.empty((len(range(t)), 2))" in text and "        i = _s2s_row\n" in text
+
+
+def test_accumulations_into_an_element_are_one_multiple_of_the_carried_adjoint():
+    # three u_1_bar[i] += ... a step would chain the adjoint through three additions
+    NATIVE["decay"](0.3, 200)
+    text = NATIVE["decay"].source
+    assert "        u_1_bar[i] += t_8_bar * (-t_5 - t_6 * t_3 + 1.0)\n" in text
+    assert text.count("u_1_bar[i] +=") == 1
+    NATIVE["relax"](0.7, 100)
+    assert NATIVE["relax"].source.count("u_1_bar[i] +=") == 1
 
 
 def test_value_and_grad_and_the_arrays_numba_compiles():
