@@ -1,5 +1,5 @@
-"""The numba backend's derivatives: `grad(f, backend="numba")` and `value_and_grad(f,
-backend="numba")` (see docs/numba.md).
+"""The numba backend's derivatives: `grad(f, backend="numba")`, `value_and_grad(f,
+backend="numba")` and `jvp(f, primals, tangents, backend="numba")` (see docs/numba.md).
 
 The derivative is the fused gradient as code Numba compiles (the pass list
 `pipeline.NUMBA_GRADIENT`), compiled by `numba.njit`. One `NativeDerivative` stands for
@@ -74,22 +74,10 @@ class NativeDerivative:
         try:
             out = native(*args)         # Numba compiles it
         except _numba().core.errors.TypingError as exc:
-            raise self._not_compiled(exc) from exc
+            raise _not_compiled(self._target, exc, f"{self.__class__.__name__}.source "
+                                "for the code") from exc
         self._by_types[key] = native
         return out
-
-    def _not_compiled(self, exc):
-        """The error for a derivative Numba's typing refused (a case of a runtime helper
-        its overload does not cover, a function Numba cannot type)."""
-        code = self._target.__code__
-        text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))      # Numba's colours
-        reason = next((line.strip() for line in text.splitlines()
-                       if line.strip() and "Failed in" not in line), "")
-        return NativeBackendError(
-            f"{code.co_filename}:{code.co_firstlineno}: Numba could not compile the "
-            f"derivative of {self._target.__name__}() ({reason}); see "
-            f"{self.__class__.__name__}.source for the code, or differentiate with the "
-            "Python backend (the default)")
 
     def _typed(self, *types):
         """The Python source of the specialisation for Numba `types` (an overload's
@@ -116,6 +104,49 @@ class NativeDerivative:
     def __repr__(self):
         kind = "grad" if self.fused == "grad" else "value_and_grad"
         return f"<s2sad {kind} of {self.primal.__qualname__} wrt={self.wrt!r}, numba>"
+
+
+def jvp(f, primals, tangents, kwargs):
+    """`jvp(f, primals, tangents, backend="numba")`: `(f(*primals), y_dot)` from `f_jvp`
+    compiled by `numba.njit` (with the options of `f` if it is a `@numba.njit` function);
+    a tangent None leaves its argument out, as with the Python backend."""
+    numba = _numba()
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(primals) != len(tangents):
+        raise S2SADError(f"jvp needs one tangent per primal: got {len(primals)} primal(s) "
+                         f"and {len(tangents)} tangent(s)")
+    wrt = tuple(i for i, t in enumerate(tangents) if t is not None)
+    if not wrt:
+        raise S2SADError("jvp needs at least one tangent that is not None")
+    target = pipeline.target(f)
+    jit = pipeline.jit_options(f.targetoptions) if numba_function(f) is not None else ()
+    d = warn_unconnected(pipeline.derivative(target, "forward", wrt, kinds_of(target, primals),
+                                             **pipeline.native_forward_options(jit)))
+    given = [t for t in tangents if t is not None]
+    code = d.fn.__code__
+    by_name = {} if code.co_varnames[len(primals):code.co_argcount] == tuple(
+        d.tangent_names) else dict(zip(d.tangent_names, given))
+    try:
+        if by_name:
+            return d.native(*primals, **kwargs, **by_name)
+        return d.native(*primals, *given, **kwargs)
+    except numba.core.errors.TypingError as exc:
+        raise _not_compiled(target, exc, "s2sad.source(f, mode='forward') for the "
+                            "code") from exc
+
+
+def _not_compiled(target, exc, where):
+    """The error for a derivative of `target` Numba's typing refused (a case of a runtime
+    helper its overload does not cover, a function Numba cannot type); `where`: how to
+    see its code."""
+    code = target.__code__
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))      # Numba's colours
+    reason = next((line.strip() for line in text.splitlines()
+                   if line.strip() and "Failed in" not in line), "")
+    return NativeBackendError(
+        f"{code.co_filename}:{code.co_firstlineno}: Numba could not compile the "
+        f"derivative of {target.__name__}() ({reason}); see {where}, or differentiate "
+        "with the Python backend (the default)")
 
 
 def _kind_of(t):

@@ -251,3 +251,56 @@ def test_what_numba_cannot_type_is_an_s2sad_error():
 def test_the_backend_is_checked():
     with pytest.raises(s2sad.S2SADError, match="the backend is 'python' or 'numba'"):
         s2sad.grad(babysqrt, backend="cuda")
+
+
+# -- forward mode: jvp(f, primals, tangents, backend="numba") ----------------------------
+@pytest.mark.parametrize("name", sorted(GRADS))
+def test_jvp_agrees_with_finite_differences_and_the_python_backend(name):
+    f, wrt, args = GRADS[name]
+    indices = wrt if isinstance(wrt, tuple) else (wrt,)
+    direction = {i: 0.5 - 0.75 * k for k, i in enumerate(indices)}
+    tangents = tuple(direction.get(i) for i in range(len(args)))
+    value, tangent = s2sad.jvp(f, args, tangents, backend="numba")
+    partials = fd_grad(f, args, indices)
+    want = sum(p * direction[i] for p, i in zip(partials, indices))
+    assert value == pytest.approx(f(*args), rel=1e-12)
+    assert_close(tangent, want, rtol=1e-6, atol=1e-8)
+    python = s2sad.jvp(f, args, tangents)
+    assert_close((value, tangent), python, rtol=1e-12, atol=1e-14)
+
+
+def test_jvp_of_numpy_code_and_its_source():
+    rng = np.random.default_rng(1)
+    w, x, y = rng.normal(size=3), rng.normal(size=(6, 3)), rng.normal(size=6)
+    v = rng.normal(size=3)
+    value, tangent = s2sad.jvp(tanh_loss, (w, x, y), (v, None, None), backend="numba")
+    fd = (tanh_loss(w + 1e-6 * v, x, y) - tanh_loss(w - 1e-6 * v, x, y)) / 2e-6
+    assert tangent == pytest.approx(fd, rel=1e-6, abs=1e-8)
+    python = s2sad.jvp(tanh_loss, (w, x, y), (v, None, None))
+    assert_close((value, tangent), python, rtol=1e-12, atol=1e-14)
+    from s2sad import pipeline
+    text = pipeline.stage_source(decay, "native_check", (0,), {"k": float, "n": int},
+                                 mode="forward", backend="numba")
+    assert text.startswith("def decay_jvp(k, n, k_dot):\n    u = np.zeros(n)\n")
+    assert "respecialize" not in text
+
+
+def test_jvp_of_an_njit_function_and_a_refusal():
+    value, tangent = s2sad.jvp(njit_caller, (0.7,), (1.0,), backend="numba")
+    assert tangent == pytest.approx(s2sad.grad(njit_caller)(0.7), rel=1e-12)
+
+    def listed(x):
+        xs = [x, 2.0 * x]
+        return xs[0] * xs[1]
+
+    with pytest.raises(NativeBackendError, match=r"test_numba.py:\d+: the numba backend "
+                       r"cannot compile a list"):
+        s2sad.jvp(listed, (1.0,), (1.0,), backend="numba")
+
+
+def test_vjp_refuses_the_numba_backend_and_says_what_to_use():
+    with pytest.raises(s2sad.S2SADError, match="Numba cannot compile; use s2sad.grad or "
+                                               "s2sad.value_and_grad"):
+        s2sad.vjp(babysqrt, 2.0, backend="numba")
+    with pytest.raises(s2sad.S2SADError, match="the backend is 'python' or 'numba'"):
+        s2sad.jvp(babysqrt, (2.0,), (1.0,), backend="cuda")

@@ -1,5 +1,6 @@
 """NativeTapes: the fused gradient as code Numba compiles (`backend="numba"`): tapes as
-arrays, not lists, and runtime helpers of numbers as the numbers they give.
+arrays, not lists, and runtime helpers of numbers as the numbers they give. (In forward
+mode, `f_jvp` for `jvp(..., backend="numba")`, only the helpers: it has no tape.)
 
 Takes the fused gradient `f_grad` or `f_value_and_grad` (without its guard: Numba
 dispatches on types itself) and leaves the same function where
@@ -86,6 +87,8 @@ def run(fn, ctx):
         return fn
     for _ in range(2):      # a helper's result written natively may type another's argument
         _NativeForms(ctx, number_types(fn, ctx)).rewrite(fn)
+    if ctx.reverse is None:     # forward mode: no tape, no adjoint
+        return fn
     tapes = [plan.tape for plan in ctx.reverse.loops if plan.mode in ("start", "end")]
     for tape in sorted(tapes, key=lambda t: -_depth(fn, t)):   # inner loops' tapes first
         _Tape(fn, tape, ctx, number_types(fn, ctx)).rewrite()
@@ -130,7 +133,7 @@ class _NativeForms:
 
     def __init__(self, ctx, types):
         self.ctx, self.types = ctx, types
-        self.adjoints = set(ctx.reverse.adjoints.values())
+        self.adjoints = set(ctx.reverse.adjoints.values()) if ctx.reverse else set()
 
     def helper(self, e):
         """The name of the runtime helper `e` calls, or None."""

@@ -7,11 +7,13 @@ other. The overloads cover numbers and arrays of up to two axes; a case outside 
 (a broadcast of three axes, a sum along an axis) is a typing error that names the
 helper and the case. `register()` imports Numba and registers them, once.
 """
-from . import runtime
+from . import runtime, tangents
 
 #: The helpers with an overload here.
 NATIVE = frozenset({"unbroadcast", "unindex", "zeros_like", "take", "own", "snapshot",
-                    "like", "unreduce", "seed", "matmul_lhs", "matmul_rhs"})
+                    "like", "unreduce", "seed", "matmul_lhs", "matmul_rhs", "setitem"})
+#: The helpers of forward mode (rules/tangents.py) with an overload here.
+NATIVE_TANGENTS = frozenset({"broadcast_like"})
 
 _registered = []
 
@@ -141,4 +143,24 @@ def register():
 
     overload(runtime.matmul_lhs)(product(0))
     overload(runtime.matmul_rhs)(product(1))
+
+    @overload(runtime.setitem)
+    def setitem(a, index, v):
+        if array(a, 3):
+            def put(a, index, v):
+                out = a.copy()
+                out[index] = v
+                return out
+            return put
+        raise TypingError(f"no native copy of {a} with an element written")
+
+    @overload(tangents.broadcast_like)
+    def broadcast_like(t, y):
+        if number(y):
+            return lambda t, y: t
+        if array(y, 3) and number(t):
+            return lambda t, y: np.full(y.shape, t)
+        if array(y, 3) and array(t, 3):
+            return lambda t, y: np.broadcast_to(t, y.shape)
+        raise TypingError(f"no native broadcast of {t} to {y}")
     _registered.append(True)
