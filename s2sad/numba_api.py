@@ -57,6 +57,14 @@ class NativeDerivative:
                                       f"    return _s2s_typed({', '.join(params)})\n",
                                       {"_s2s_typed": self._typed})
         numba.extending.overload(self, jit_options=dict(self.jit))(typing)
+        # called from Python with every argument, through a Numba function that calls
+        # this one: Numba's dispatcher picks the specialisation by the arguments' types,
+        # which costs less than doing it in Python (the overload above compiles it)
+        entry = function_from_source(f"def entry({', '.join(params)}):\n"
+                                     f"    return _s2s_d({', '.join(params)})\n",
+                                     {"_s2s_d": self})
+        self._entry = numba.njit(**{k: v for k, v in self.jit if k != "cache"})(entry)
+        self._typing_error = numba.core.errors.TypingError
 
     def derivative(self, kinds):
         """The compiled derivative for arguments of `kinds` (see compilation.kinds_of)."""
@@ -65,6 +73,11 @@ class NativeDerivative:
         return warn_unconnected(d)
 
     def __call__(self, *args):
+        if len(args) == len(self._params):
+            try:
+                return self._entry(*args)
+            except self._typing_error:
+                pass        # arguments Numba cannot type, or a refusal: said below
         key = tuple(map(type, args))
         native = self._by_types.get(key)
         if native is not None:
@@ -89,6 +102,7 @@ class NativeDerivative:
                 kinds[p] = kind
         d = self.derivative(kinds)
         d.native        # noqa: B018 - binds the functions it calls to Numba's
+        self._kinds = kinds
         return d.fn
 
     def dispatcher(self, *args):
@@ -97,8 +111,8 @@ class NativeDerivative:
 
     @property
     def source(self):
-        """The generated source for the argument kinds of the last call from Python
-        (before any, for floats, or arrays if the function uses NumPy)."""
+        """The generated source for the argument kinds of the last specialisation
+        compiled (before any, for floats, or arrays if the function uses NumPy)."""
         return self.derivative(self._kinds).source
 
     def __repr__(self):
