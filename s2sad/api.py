@@ -267,6 +267,9 @@ def vjp(f: Callable, *args: Any, backend: str = "python", **kwargs: Any
     >>> y, pullback = s2sad.vjp(mul, 2.0, 3.0)
     >>> y, pullback(1.0)
     (6.0, (3.0, 2.0))
+
+    `backend="numba"` is refused: the pullback is a Python closure, which Numba cannot
+    compile (`grad` and `value_and_grad` take it).
     """
     if numba_api.check_backend(backend) == "numba":
         raise S2SADError(

@@ -3,11 +3,14 @@ backend="numba")` and `jvp(f, primals, tangents, backend="numba")` (see docs/num
 
 The derivative is the fused gradient as code Numba compiles (the pass list
 `pipeline.NUMBA_GRADIENT`), compiled by `numba.njit`. One `NativeDerivative` stands for
-every specialisation: called from Python, it compiles for the kinds of its arguments
-(numbers or arrays) and calls that Numba dispatcher; called from a `@numba.njit`
-function, Numba types the call through an overload (numba.extending.overload), which
-gives it the Python source of the specialisation for the Numba types of the arguments,
-so the derivative is compiled into the calling function.
+every specialisation: called from a `@numba.njit` function, Numba types the call through
+an overload (numba.extending.overload), which gives it the Python source of the
+specialisation for the Numba types of the arguments, so the derivative is compiled into
+the calling function. Called from Python, it calls a small `@numba.njit` function that
+calls it, so that Numba's dispatcher, not Python, picks the specialisation; arguments
+Numba cannot type, fewer arguments than parameters, or a derivative s2sad or Numba
+refuses take the Python path, which compiles for the kinds of the arguments
+(compilation.kinds_of) and calls that dispatcher, or raises the error that says why.
 
 Numba is imported when such a derivative is made, not before: the core install has
 only gast and NumPy.
