@@ -257,7 +257,8 @@ def value_and_grad(f: Callable | None = None, wrt: Wrt = 0, backend: str = "pyth
     return _decorator(ValueAndGradientFunction, f, wrt, backend, jit)
 
 
-def vjp(f: Callable, *args: Any, **kwargs: Any) -> tuple[Any, Callable]:
+def vjp(f: Callable, *args: Any, backend: str = "python", **kwargs: Any
+        ) -> tuple[Any, Callable]:
     """`(f(*args), pullback)`: `pullback(y_bar)` returns one adjoint per positional arg.
 
     >>> import s2sad
@@ -266,7 +267,16 @@ def vjp(f: Callable, *args: Any, **kwargs: Any) -> tuple[Any, Callable]:
     >>> y, pullback = s2sad.vjp(mul, 2.0, 3.0)
     >>> y, pullback(1.0)
     (6.0, (3.0, 2.0))
+
+    `backend="numba"` is refused: the pullback is a Python closure, which Numba cannot
+    compile (`grad` and `value_and_grad` take it).
     """
+    if numba_api.check_backend(backend) == "numba":
+        raise S2SADError(
+            'vjp(f, ..., backend="numba"): vjp returns the pullback as a Python closure, '
+            'which Numba cannot compile; use s2sad.grad or s2sad.value_and_grad with '
+            'backend="numba" (for a function with a scalar output), or jvp with '
+            'backend="numba" for forward mode')
     if not args:
         raise S2SADError("vjp needs the positional arguments to differentiate at")
     wrt = tuple(range(len(args)))

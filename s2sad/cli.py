@@ -58,8 +58,8 @@ def _parser():
         pipeline.stage_names() + pipeline.stage_names("forward"))),
         help="print the code after this pass instead; 'list' lists the passes")
     show.add_argument("--backend", choices=["python", "numba"], default="python",
-                      help="numba: the gradient grad(f, backend='numba') compiles with "
-                           "numba.njit")
+                      help="numba: the code grad(f, backend='numba') (with --mode forward, "
+                           "jvp(f, ..., backend='numba')) compiles with numba.njit")
     show.set_defaults(run=_show)
     check = sub.add_parser("check", help="compare the gradient with finite differences")
     check.add_argument("target", metavar="FILE.py:FUNC")
@@ -157,10 +157,8 @@ def _show(args):
                        f"are {', '.join(pipeline.stage_names(args.mode))}")
     wrt = _wrt(args.wrt, 0)
     if args.backend == "numba":
-        if args.mode == "forward":
-            raise CLIError("--backend numba shows the gradient, in reverse mode")
         text = pipeline.stage_source(getattr(fn, "primal", fn), args.stage or "native_check",
-                                     wrt, backend="numba")
+                                     wrt, mode=args.mode, backend="numba")
     elif args.mode == "forward" and forward_api.gradient_of(fn):
         # a gradient: forward mode of the gradient code it runs (forward over reverse),
         # by default along the tangent of a second derivative

@@ -9,7 +9,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import pipeline
+from . import numba_api, pipeline
 from .compilation import Wrt, default_kinds, kinds_of, wrt_indices
 from .errors import NonScalarOutputError, S2SADError, warn_unconnected
 from .rules import containers, registry, runtime
@@ -28,7 +28,8 @@ def _call(d, args, kwargs, tangents):
     return d.fn(*args, **kwargs, **dict(zip(d.tangent_names, tangents)))
 
 
-def jvp(f: Callable, primals: Sequence, tangents: Sequence, **kwargs: Any) -> tuple[Any, Any]:
+def jvp(f: Callable, primals: Sequence, tangents: Sequence, *, backend: str = "python",
+        **kwargs: Any) -> tuple[Any, Any]:
     """`(f(*primals), y_dot)`: the value of `f` and its directional derivative along
     `tangents`, one per positional argument (like `jax.jvp`), in one forward pass.
 
@@ -45,7 +46,12 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence, **kwargs: Any) -> tu
 
     >>> s2sad.jvp(f, (3.0, 2.0), (None, 1.0))       # d/dy, x held fixed
     (6.141120008059867, 3.0)
+
+    With `backend="numba"`, `f_jvp` is compiled by `numba.njit` (see docs/numba.md).
     """
+    if backend != "python":
+        numba_api.check_backend(backend)
+        return numba_api.jvp(f, primals, tangents, kwargs)
     # the fast path: the f_jvp of f's last call, for n primals and n tangents, which
     # checks their types (and that no tangent is None) itself, raising Respecialize
     try:

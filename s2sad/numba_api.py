@@ -1,13 +1,16 @@
-"""The numba backend's derivatives: `grad(f, backend="numba")` and `value_and_grad(f,
-backend="numba")` (see docs/numba.md).
+"""The numba backend's derivatives: `grad(f, backend="numba")`, `value_and_grad(f,
+backend="numba")` and `jvp(f, primals, tangents, backend="numba")` (see docs/numba.md).
 
 The derivative is the fused gradient as code Numba compiles (the pass list
 `pipeline.NUMBA_GRADIENT`), compiled by `numba.njit`. One `NativeDerivative` stands for
-every specialisation: called from Python, it compiles for the kinds of its arguments
-(numbers or arrays) and calls that Numba dispatcher; called from a `@numba.njit`
-function, Numba types the call through an overload (numba.extending.overload), which
-gives it the Python source of the specialisation for the Numba types of the arguments,
-so the derivative is compiled into the calling function.
+every specialisation: called from a `@numba.njit` function, Numba types the call through
+an overload (numba.extending.overload), which gives it the Python source of the
+specialisation for the Numba types of the arguments, so the derivative is compiled into
+the calling function. Called from Python, it calls a small `@numba.njit` function that
+calls it, so that Numba's dispatcher, not Python, picks the specialisation; arguments
+Numba cannot type, fewer arguments than parameters, or a derivative s2sad or Numba
+refuses take the Python path, which compiles for the kinds of the arguments
+(compilation.kinds_of) and calls that dispatcher, or raises the error that says why.
 
 Numba is imported when such a derivative is made, not before: the core install has
 only gast and NumPy.
@@ -57,6 +60,14 @@ class NativeDerivative:
                                       f"    return _s2s_typed({', '.join(params)})\n",
                                       {"_s2s_typed": self._typed})
         numba.extending.overload(self, jit_options=dict(self.jit))(typing)
+        # called from Python with every argument, through a Numba function that calls
+        # this one: Numba's dispatcher picks the specialisation by the arguments' types,
+        # which costs less than doing it in Python (the overload above compiles it)
+        entry = function_from_source(f"def entry({', '.join(params)}):\n"
+                                     f"    return _s2s_d({', '.join(params)})\n",
+                                     {"_s2s_d": self})
+        self._entry = numba.njit(**{k: v for k, v in self.jit if k != "cache"})(entry)
+        self._typing_error = numba.core.errors.TypingError
 
     def derivative(self, kinds):
         """The compiled derivative for arguments of `kinds` (see compilation.kinds_of)."""
@@ -65,6 +76,11 @@ class NativeDerivative:
         return warn_unconnected(d)
 
     def __call__(self, *args):
+        if len(args) == len(self._params):
+            try:
+                return self._entry(*args)
+            except self._typing_error:
+                pass        # arguments Numba cannot type, or a refusal: said below
         key = tuple(map(type, args))
         native = self._by_types.get(key)
         if native is not None:
@@ -74,22 +90,10 @@ class NativeDerivative:
         try:
             out = native(*args)         # Numba compiles it
         except _numba().core.errors.TypingError as exc:
-            raise self._not_compiled(exc) from exc
+            raise _not_compiled(self._target, exc, f"{self.__class__.__name__}.source "
+                                "for the code") from exc
         self._by_types[key] = native
         return out
-
-    def _not_compiled(self, exc):
-        """The error for a derivative Numba's typing refused (a case of a runtime helper
-        its overload does not cover, a function Numba cannot type)."""
-        code = self._target.__code__
-        text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))      # Numba's colours
-        reason = next((line.strip() for line in text.splitlines()
-                       if line.strip() and "Failed in" not in line), "")
-        return NativeBackendError(
-            f"{code.co_filename}:{code.co_firstlineno}: Numba could not compile the "
-            f"derivative of {self._target.__name__}() ({reason}); see "
-            f"{self.__class__.__name__}.source for the code, or differentiate with the "
-            "Python backend (the default)")
 
     def _typed(self, *types):
         """The Python source of the specialisation for Numba `types` (an overload's
@@ -101,6 +105,7 @@ class NativeDerivative:
                 kinds[p] = kind
         d = self.derivative(kinds)
         d.native        # noqa: B018 - binds the functions it calls to Numba's
+        self._kinds = kinds
         return d.fn
 
     def dispatcher(self, *args):
@@ -109,13 +114,56 @@ class NativeDerivative:
 
     @property
     def source(self):
-        """The generated source for the argument kinds of the last call from Python
-        (before any, for floats, or arrays if the function uses NumPy)."""
+        """The generated source for the argument kinds of the last specialisation
+        compiled (before any, for floats, or arrays if the function uses NumPy)."""
         return self.derivative(self._kinds).source
 
     def __repr__(self):
         kind = "grad" if self.fused == "grad" else "value_and_grad"
         return f"<s2sad {kind} of {self.primal.__qualname__} wrt={self.wrt!r}, numba>"
+
+
+def jvp(f, primals, tangents, kwargs):
+    """`jvp(f, primals, tangents, backend="numba")`: `(f(*primals), y_dot)` from `f_jvp`
+    compiled by `numba.njit` (with the options of `f` if it is a `@numba.njit` function);
+    a tangent None leaves its argument out, as with the Python backend."""
+    numba = _numba()
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(primals) != len(tangents):
+        raise S2SADError(f"jvp needs one tangent per primal: got {len(primals)} primal(s) "
+                         f"and {len(tangents)} tangent(s)")
+    wrt = tuple(i for i, t in enumerate(tangents) if t is not None)
+    if not wrt:
+        raise S2SADError("jvp needs at least one tangent that is not None")
+    target = pipeline.target(f)
+    jit = pipeline.jit_options(f.targetoptions) if numba_function(f) is not None else ()
+    d = warn_unconnected(pipeline.derivative(target, "forward", wrt, kinds_of(target, primals),
+                                             **pipeline.native_forward_options(jit)))
+    given = [t for t in tangents if t is not None]
+    code = d.fn.__code__
+    by_name = {} if code.co_varnames[len(primals):code.co_argcount] == tuple(
+        d.tangent_names) else dict(zip(d.tangent_names, given))
+    try:
+        if by_name:
+            return d.native(*primals, **kwargs, **by_name)
+        return d.native(*primals, *given, **kwargs)
+    except numba.core.errors.TypingError as exc:
+        raise _not_compiled(target, exc, "s2sad.source(f, mode='forward') for the "
+                            "code") from exc
+
+
+def _not_compiled(target, exc, where):
+    """The error for a derivative of `target` Numba's typing refused (a case of a runtime
+    helper its overload does not cover, a function Numba cannot type); `where`: how to
+    see its code."""
+    code = target.__code__
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))      # Numba's colours
+    reason = next((line.strip() for line in text.splitlines()
+                   if line.strip() and "Failed in" not in line), "")
+    return NativeBackendError(
+        f"{code.co_filename}:{code.co_firstlineno}: Numba could not compile the "
+        f"derivative of {target.__name__}() ({reason}); see {where}, or differentiate "
+        "with the Python backend (the default)")
 
 
 def _kind_of(t):

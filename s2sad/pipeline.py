@@ -145,8 +145,13 @@ FORWARD_MODE = FRONT + [
     ENCLOSE,
 ]
 
+#: Forward mode as code Numba compiles (`jvp(..., backend="numba")`, without the guard):
+#: there is no tape, so native_tapes only writes the helpers of numbers as numbers.
+NUMBA_FORWARD = FORWARD_MODE + NUMBA_GRADIENT[len(FUSED_GRADIENT):]
+
 LISTS = {"reverse mode": REVERSE_MODE, "fused gradient": FUSED_GRADIENT,
-         "numba gradient": NUMBA_GRADIENT, "forward mode": FORWARD_MODE}
+         "numba gradient": NUMBA_GRADIENT, "forward mode": FORWARD_MODE,
+         "numba forward mode": NUMBA_FORWARD}
 
 
 def described() -> str:
@@ -155,18 +160,21 @@ def described() -> str:
     for title, passes in LISTS.items():
         lines.append(f"{title}:")
         new = {"fused gradient": passes[len(REVERSE_MODE) - 1:],
-               "numba gradient": passes[len(FUSED_GRADIENT):]}.get(title, passes)
+               "numba gradient": passes[len(FUSED_GRADIENT):],
+               "numba forward mode": passes[len(FORWARD_MODE):]}.get(title, passes)
         if title == "fused gradient":
             lines.append("  (the reverse-mode passes but enclose, then)")
         if title == "numba gradient":
             lines.append("  (the fused gradient's passes, then)")
+        if title == "numba forward mode":
+            lines.append("  (the forward-mode passes, then)")
         lines += [f"  {p.name:<22}{p.does}" for p in new]
     return "\n".join(lines)
 
 
 def stage_names(mode: str = "reverse") -> list[str]:
     """The names `--stage` takes in `mode`."""
-    lists = ([FORWARD_MODE] if mode == "forward" else
+    lists = ([NUMBA_FORWARD] if mode == "forward" else
              [REVERSE_MODE, FUSED_GRADIENT, NUMBA_GRADIENT])
     return list(dict.fromkeys(p.name for passes in lists for p in passes))
 
@@ -222,11 +230,13 @@ def stage_source(fn: Callable, stage: str, wrt: Wrt = 0, kinds: dict | None = No
     """The source of `fn` after the pass `stage` (see `stage_names`): of the reverse-mode
     list, else of the fused gradient `grad` runs (with `backend="numba"`, or for a pass of
     its own, the one `grad(f, backend="numba")` runs), or (with `mode="forward"`) of
-    forward mode's."""
+    forward mode's (with `backend="numba"`, the one `jvp(f, ..., backend="numba")`
+    runs)."""
     if stage in [p.name for p in NUMBA_GRADIENT[len(FUSED_GRADIENT):]]:
         backend = "numba"
     if mode == "forward":
-        passes, options = FORWARD_MODE, {}
+        passes, options = ((NUMBA_FORWARD, native_forward_options()) if backend == "numba"
+                           else (FORWARD_MODE, {}))
     elif backend == "numba":
         passes, options = NUMBA_GRADIENT, native_options("grad")
     elif stage in [p.name for p in REVERSE_MODE]:
@@ -245,6 +255,11 @@ def native_options(fused, jit=()):
     closure; `jit`, numba.njit's options as (name, value) pairs."""
     return {"fused": fused, "release": False, "guard": False, "recompute": True,
             "backend": "numba", "jit": tuple(sorted(jit))}
+
+
+def native_forward_options(jit=()):
+    """The options of forward mode's `f_jvp` for the numba backend: no guard."""
+    return {"guard": False, "backend": "numba", "jit": tuple(sorted(jit))}
 
 
 # -- derivatives -------------------------------------------------------------------------
@@ -388,6 +403,8 @@ def _request(mode, fn, wrt, kinds, **options):
     if mode == "forward":
         options.setdefault("guard", False)
         options.setdefault("tangent_only", False)
+        if options.get("backend", "python") == "python":
+            options.pop("backend", None)
     else:
         options.setdefault("fused", False)
         options.setdefault("release", False)
@@ -432,7 +449,7 @@ class _Build:
     def make(self, request):
         options = dict(request.options)
         if request.mode == "forward":
-            passes = FORWARD_MODE
+            passes = NUMBA_FORWARD if options.get("backend") == "numba" else FORWARD_MODE
         elif options.get("backend") == "numba":
             passes = NUMBA_GRADIENT
         else:
@@ -544,9 +561,11 @@ def _no_collection():
 
 
 def _callee_request(callee, caller=None):
+    native = caller is not None and caller.options.get("backend") == "numba"
     if callee.mode == "jvp":
-        return _request("forward", callee.fn, callee.wrt, callee.kinds)
-    if caller is not None and caller.options.get("backend") == "numba":
+        return _request("forward", callee.fn, callee.wrt, callee.kinds, **(
+            native_forward_options(_jit_of(callee.fn, caller)) if native else {}))
+    if native:
         return _request("reverse", callee.fn, callee.wrt, callee.kinds,
                         **native_options("adjoint", _jit_of(callee.fn, caller)))
     if callee.mode == "adjoint":
@@ -595,6 +614,13 @@ def _linked(callee, derivative):
                 f"the numba backend cannot call the derivative of {callee.fn.__qualname__}() "
                 "with arguments bound to it (a method, a functools.partial); call the "
                 "function itself, or differentiate with the Python backend (the default)")
+        code = derivative.fn.__code__
+        if callee.mode == "jvp" and code.co_varnames[callee.nargs:code.co_argcount] != tuple(
+                derivative.tangent_names):
+            raise NativeBackendError(
+                f"the numba backend calls the forward mode of {callee.fn.__qualname__}() "
+                "with every argument given by position; pass the ones it leaves to "
+                "defaults, or differentiate with the Python backend (the default)")
         return derivative.native
     if callee.mode == "jvp":
         return JVPCall(derivative, callee.nargs, callee.args, callee.kwargs)

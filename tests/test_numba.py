@@ -53,6 +53,15 @@ def decay(k, n):
     return u[n - 1]
 
 
+def relax(k, n):
+    # element stores whose adjoint terms are multiples of one adjoint: a sine, a quotient
+    u = np.zeros(n)
+    u[0] = 0.5
+    for i in range(n - 1):
+        u[i + 1] = u[i] + 0.05 * math.sin(u[i]) / (1.0 + k * u[i]) - 0.01 * u[i] * k
+    return u[n - 1] * u[n // 2]
+
+
 def jumps(x):
     # break, continue and an early return
     if x < -5.0:
@@ -90,6 +99,7 @@ GRADS = {
     "lotka_volterra": (lotka_volterra, (0, 1, 2, 3), (1.0, 0.5, 0.5, 0.2)),
     "shrink": (shrink, 0, (30.0,)),
     "decay": (decay, 0, (0.3, 200)),
+    "relax": (relax, 0, (0.7, 100)),
     "jumps": (jumps, 0, (0.1,)),
     "nested": (nested, 0, (0.7,)),
 }
@@ -122,6 +132,16 @@ def test_an_element_read_twice_is_one_column_and_the_index_is_the_row():
     NATIVE["decay"](0.3, 200)
     text = NATIVE["decay"].source
     assert "np.empty((len(range(t)), 2))" in text and "        i = _s2s_row\n" in text
+
+
+def test_accumulations_into_an_element_are_one_multiple_of_the_carried_adjoint():
+    # three u_1_bar[i] += ... a step would chain the adjoint through three additions
+    NATIVE["decay"](0.3, 200)
+    text = NATIVE["decay"].source
+    assert "        u_1_bar[i] += t_8_bar * (-t_5 - t_6 * t_3 + 1.0)\n" in text
+    assert text.count("u_1_bar[i] +=") == 1
+    NATIVE["relax"](0.7, 100)
+    assert NATIVE["relax"].source.count("u_1_bar[i] +=") == 1
 
 
 def test_value_and_grad_and_the_arrays_numba_compiles():
@@ -231,3 +251,56 @@ def test_what_numba_cannot_type_is_an_s2sad_error():
 def test_the_backend_is_checked():
     with pytest.raises(s2sad.S2SADError, match="the backend is 'python' or 'numba'"):
         s2sad.grad(babysqrt, backend="cuda")
+
+
+# -- forward mode: jvp(f, primals, tangents, backend="numba") ----------------------------
+@pytest.mark.parametrize("name", sorted(GRADS))
+def test_jvp_agrees_with_finite_differences_and_the_python_backend(name):
+    f, wrt, args = GRADS[name]
+    indices = wrt if isinstance(wrt, tuple) else (wrt,)
+    direction = {i: 0.5 - 0.75 * k for k, i in enumerate(indices)}
+    tangents = tuple(direction.get(i) for i in range(len(args)))
+    value, tangent = s2sad.jvp(f, args, tangents, backend="numba")
+    partials = fd_grad(f, args, indices)
+    want = sum(p * direction[i] for p, i in zip(partials, indices))
+    assert value == pytest.approx(f(*args), rel=1e-12)
+    assert_close(tangent, want, rtol=1e-6, atol=1e-8)
+    python = s2sad.jvp(f, args, tangents)
+    assert_close((value, tangent), python, rtol=1e-12, atol=1e-14)
+
+
+def test_jvp_of_numpy_code_and_its_source():
+    rng = np.random.default_rng(1)
+    w, x, y = rng.normal(size=3), rng.normal(size=(6, 3)), rng.normal(size=6)
+    v = rng.normal(size=3)
+    value, tangent = s2sad.jvp(tanh_loss, (w, x, y), (v, None, None), backend="numba")
+    fd = (tanh_loss(w + 1e-6 * v, x, y) - tanh_loss(w - 1e-6 * v, x, y)) / 2e-6
+    assert tangent == pytest.approx(fd, rel=1e-6, abs=1e-8)
+    python = s2sad.jvp(tanh_loss, (w, x, y), (v, None, None))
+    assert_close((value, tangent), python, rtol=1e-12, atol=1e-14)
+    from s2sad import pipeline
+    text = pipeline.stage_source(decay, "native_check", (0,), {"k": float, "n": int},
+                                 mode="forward", backend="numba")
+    assert text.startswith("def decay_jvp(k, n, k_dot):\n    u = np.zeros(n)\n")
+    assert "respecialize" not in text
+
+
+def test_jvp_of_an_njit_function_and_a_refusal():
+    value, tangent = s2sad.jvp(njit_caller, (0.7,), (1.0,), backend="numba")
+    assert tangent == pytest.approx(s2sad.grad(njit_caller)(0.7), rel=1e-12)
+
+    def listed(x):
+        xs = [x, 2.0 * x]
+        return xs[0] * xs[1]
+
+    with pytest.raises(NativeBackendError, match=r"test_numba.py:\d+: the numba backend "
+                       r"cannot compile a list"):
+        s2sad.jvp(listed, (1.0,), (1.0,), backend="numba")
+
+
+def test_vjp_refuses_the_numba_backend_and_says_what_to_use():
+    with pytest.raises(s2sad.S2SADError, match="Numba cannot compile; use s2sad.grad or "
+                                               "s2sad.value_and_grad"):
+        s2sad.vjp(babysqrt, 2.0, backend="numba")
+    with pytest.raises(s2sad.S2SADError, match="the backend is 'python' or 'numba'"):
+        s2sad.jvp(babysqrt, (2.0,), (1.0,), backend="cuda")

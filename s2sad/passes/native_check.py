@@ -29,7 +29,7 @@ import numpy as np
 from .. import syntax
 from ..errors import NativeBackendError
 from ..rules import runtime, tangents
-from ..rules.numba_runtime import NATIVE
+from ..rules.numba_runtime import NATIVE, NATIVE_TANGENTS
 
 _CONTAINERS = (gast.List, gast.Dict, gast.Set, gast.ListComp, gast.DictComp, gast.SetComp,
                gast.GeneratorExp, gast.Lambda, gast.Starred, gast.Yield, gast.Await)
@@ -90,6 +90,8 @@ def _call_reason(call, ctx, callees):
             return ("the adjoint of a sum along an axis (s2sad's runtime helper "
                     f"{name}() has a Numba version for full sums only)")
         return None         # rules/numba_runtime.py gives Numba its NumPy code
+    if getattr(tangents, helper, None) is obj and helper in NATIVE_TANGENTS:
+        return None
     if obj is not None and (getattr(runtime, helper, None) is obj
                             or getattr(tangents, helper, None) is obj):
         return (f"s2sad's runtime helper {name}() (Python code for what the types do not "

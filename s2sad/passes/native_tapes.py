@@ -1,5 +1,6 @@
 """NativeTapes: the fused gradient as code Numba compiles (`backend="numba"`): tapes as
-arrays, not lists, and runtime helpers of numbers as the numbers they give.
+arrays, not lists, and runtime helpers of numbers as the numbers they give. (In forward
+mode, `f_jvp` for `jvp(..., backend="numba")`, only the helpers: it has no tape.)
 
 Takes the fused gradient `f_grad` or `f_value_and_grad` (without its guard: Numba
 dispatches on types itself) and leaves the same function where
@@ -17,6 +18,11 @@ dispatches on types itself) and leaves the same function where
   division) is the adjoint times the quotient (`g * (x / y)`): the division leaves the
   chain of adjoints a reversed loop carries from one iteration to the next (the result
   may differ from the Python backend's in the last bits);
+- consecutive accumulations into one place whose adjoints are all multiples of one
+  adjoint (`u_bar[i] += t_bar * a`, then `u_bar[i] += s_bar * b` with `s_bar = -t_bar
+  * c`) are one, the adjoint times the sum of the multiples (`u_bar[i] += t_bar * (a -
+  c * b)`): the adjoint a reversed loop carries through an array then passes through
+  one multiplication and one addition an iteration, the rest computed beside it;
 - the copy of an array the code has just made with NumPy (`np.copy(a)` after
   `a = np.zeros_like(x)`) is left out;
 - a call of a Python function of the user's calls it through a binding of the
@@ -82,10 +88,15 @@ def run(fn, ctx):
         return fn
     for _ in range(2):      # a helper's result written natively may type another's argument
         _NativeForms(ctx, number_types(fn, ctx)).rewrite(fn)
+    if ctx.reverse is None:     # forward mode: no tape, no adjoint
+        return fn
     tapes = [plan.tape for plan in ctx.reverse.loops if plan.mode in ("start", "end")]
     for tape in sorted(tapes, key=lambda t: -_depth(fn, t)):   # inner loops' tapes first
         _Tape(fn, tape, ctx, number_types(fn, ctx)).rewrite()
     types = number_types(fn, ctx)
+    adjoints = set(ctx.reverse.adjoints.values())
+    for block in syntax.blocks(fn.body):
+        _factor_accumulations(block, adjoints, types, ctx.resolve)
     for s in syntax.statements(fn):
         if (getattr(s, "s2s_init", False) or _binds_none(s)) and isinstance(
                 s.targets[0], gast.Name):
@@ -123,7 +134,7 @@ class _NativeForms:
 
     def __init__(self, ctx, types):
         self.ctx, self.types = ctx, types
-        self.adjoints = set(ctx.reverse.adjoints.values())
+        self.adjoints = set(ctx.reverse.adjoints.values()) if ctx.reverse else set()
 
     def helper(self, e):
         """The name of the runtime helper `e` calls, or None."""
@@ -427,6 +438,117 @@ class _Tape:
             f"({syntax.unparse(value)}), and the numba backend's tapes hold numbers. Keep "
             "the state in a preallocated array written element by element "
             "(u[i + 1] = ...), or differentiate with the Python backend"))
+
+
+def _factor_accumulations(block, adjoints, types, resolve):
+    """`block` (a straight run, not the blocks nested in it) with each run of two or
+    more accumulations `x += g_k * c_k` into one place, every `g_k` a multiple of one
+    adjoint `g` of numbers, as `x += g * (c_1 + c_2 + ...)`."""
+    multiples = {}      # adjoint name -> (g, its multiple of g: numbers and names)
+    k = 0
+    while k < len(block):
+        s = block[k]
+        if _accumulation(s):
+            end = k + 1
+            while end < len(block) and _accumulation(block[end]) and syntax.unparse(
+                    block[end].target) == syntax.unparse(s.target):
+                end += 1
+            terms = [_multiple(t.value, multiples, adjoints, types, resolve) for t in block[k:end]]
+            seeds = {t[0] for t in terms if t is not None}
+            if end - k > 1 and None not in terms and len(seeds) == 1:
+                total = terms[0][1]
+                for _, c in terms[1:]:
+                    total = _plus(total, c)
+                value = gast.BinOp(left=syntax.name(seeds.pop()), op=gast.Mult(),
+                                   right=total)
+                block[k:end] = [syntax.located(gast.AugAssign(
+                    target=s.target, op=gast.Add(), value=value), s)]
+                k += 1
+                continue
+        if not isinstance(s, (gast.Assign, gast.AugAssign)) or syntax.is_comment(s):
+            if not syntax.is_comment(s):
+                multiples.clear()
+            k += 1
+            continue
+        target = s.targets[0] if isinstance(s, gast.Assign) else s.target
+        made = None
+        if isinstance(s, gast.Assign) and isinstance(target, gast.Name) and \
+                target.id in adjoints and types.of_name(target.id) == FLOAT:
+            made = _multiple(s.value, multiples, adjoints, types, resolve) or (
+                target.id, syntax.const(1.0))
+        stored = set(syntax.names_stored(target))
+        multiples = {n: (g, c) for n, (g, c) in multiples.items() if n not in stored
+                     and g not in stored and not stored & set(syntax.names_loaded(c))}
+        if made is not None:
+            multiples[target.id] = made
+        k += 1
+
+
+def _accumulation(s):
+    return isinstance(s, gast.AugAssign) and isinstance(s.op, gast.Add)
+
+
+def _multiple(e, multiples, adjoints, types, resolve):
+    """(g, c) when expression `e` is `g * c`, `g` an adjoint of `multiples`, `c` a number
+    computed from names, numbers and `math`'s functions, no adjoint nor array element;
+    else None."""
+    if isinstance(e, gast.Name):
+        return multiples.get(e.id)
+    if isinstance(e, gast.UnaryOp) and isinstance(e.op, gast.USub):
+        m = _multiple(e.operand, multiples, adjoints, types, resolve)
+        return m and (m[0], _minus(m[1]))
+    if not isinstance(e, gast.BinOp):
+        return None
+    if isinstance(e.op, (gast.Add, gast.Sub)):
+        left = _multiple(e.left, multiples, adjoints, types, resolve)
+        right = _multiple(e.right, multiples, adjoints, types, resolve)
+        if left is None or right is None or left[0] != right[0]:
+            return None
+        return left[0], _plus(left[1], right[1] if isinstance(e.op, gast.Add)
+                              else _minus(right[1]))
+    def factor(x):      # a number the adjoints do not change, computed again later
+        return types.of(x) in (FLOAT, INT) and all(
+            not isinstance(n, gast.Subscript) and not (
+                isinstance(n, gast.Name) and n.id in adjoints) and not (
+                isinstance(n, gast.Call) and not _pure(resolve(n.func)))
+            for n in syntax.walk(x))
+    if isinstance(e.op, gast.Mult):
+        for m, x in ((e.left, e.right), (e.right, e.left)):
+            got = _multiple(m, multiples, adjoints, types, resolve) if factor(x) else None
+            if got is not None:
+                return got[0], _times(got[1], x)
+    if isinstance(e.op, gast.Div) and factor(e.right):
+        got = _multiple(e.left, multiples, adjoints, types, resolve)
+        return got and (got[0], _over(got[1], e.right))
+    return None
+
+
+def _minus(c):
+    if isinstance(c, gast.Constant):
+        return syntax.const(-c.value)
+    if isinstance(c, gast.UnaryOp) and isinstance(c.op, gast.USub):
+        return c.operand
+    return gast.UnaryOp(op=gast.USub(), operand=c)
+
+
+def _plus(a, b):
+    if isinstance(b, gast.UnaryOp) and isinstance(b.op, gast.USub):
+        return gast.BinOp(left=a, op=gast.Sub(), right=b.operand)
+    return gast.BinOp(left=a, op=gast.Add(), right=b)
+
+
+def _times(c, x):
+    if isinstance(c, gast.Constant) and c.value in (1, -1):
+        return syntax.copied(x) if c.value == 1 else _minus(syntax.copied(x))
+    if isinstance(c, gast.UnaryOp) and isinstance(c.op, gast.USub):
+        return _minus(_times(c.operand, x))
+    return gast.BinOp(left=c, op=gast.Mult(), right=syntax.copied(x))
+
+
+def _over(c, x):
+    if isinstance(c, gast.UnaryOp) and isinstance(c.op, gast.USub):
+        return _minus(_over(c.operand, x))
+    return gast.BinOp(left=c, op=gast.Div(), right=syntax.copied(x))
 
 
 def _drop_fresh_copies(block, ctx):

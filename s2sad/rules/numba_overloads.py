@@ -10,7 +10,7 @@ from numba import types
 from numba.core.errors import TypingError
 from numba.extending import overload
 
-from . import runtime
+from . import runtime, tangents
 
 
 def numeric_type(t):
@@ -146,3 +146,25 @@ def numba_matmul_rhs(g, a, b):
     if a.ndim == 1 and b.ndim == 2:
         return lambda g, a, b: np.outer(a, g)
     return lambda g, a, b: g * a
+
+
+@overload(runtime.setitem)
+def numba_setitem(a, index, v):
+    if array_type(a, 3):
+        def put(a, index, v):
+            out = a.copy()
+            out[index] = v
+            return out
+        return put
+    raise TypingError(f"no native copy of {a} with an element written")
+
+
+@overload(tangents.broadcast_like)
+def numba_broadcast_like(t, y):
+    if numeric_type(y):
+        return lambda t, y: t
+    if array_type(y, 3) and numeric_type(t):
+        return lambda t, y: np.full(y.shape, t)
+    if array_type(y, 3) and array_type(t, 3):
+        return lambda t, y: np.broadcast_to(t, y.shape)
+    raise TypingError(f"no native broadcast of {t} to {y}")

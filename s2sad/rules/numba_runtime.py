@@ -6,12 +6,15 @@ refuses a call of any other. The versions cover numbers and arrays of up to two 
 case outside them (a broadcast of three axes, a sum along an axis) is a typing error
 that names the helper and the case. `register()` imports Numba and registers them, once;
 `versions()` gives them by helper (what `s2sad.export(f, backend="numba")` copies).
+`NATIVE_TANGENTS` names forward mode's helpers (rules/tangents.py) with one.
 """
-from . import runtime
+from . import runtime, tangents
 
 #: The helpers with a Numba version.
 NATIVE = frozenset({"unbroadcast", "unindex", "zeros_like", "take", "own", "snapshot",
-                    "like", "unreduce", "seed", "matmul_lhs", "matmul_rhs"})
+                    "like", "unreduce", "seed", "matmul_lhs", "matmul_rhs", "setitem"})
+#: The helpers of forward mode (rules/tangents.py) with a Numba version.
+NATIVE_TANGENTS = frozenset({"broadcast_like"})
 
 
 def register():
@@ -24,4 +27,6 @@ def register():
 def versions():
     """{runtime helper: its Numba version}, registered."""
     module = register()
-    return {getattr(runtime, name): getattr(module, f"numba_{name}") for name in NATIVE}
+    return {**{getattr(runtime, name): getattr(module, f"numba_{name}") for name in NATIVE},
+            **{getattr(tangents, name): getattr(module, f"numba_{name}")
+               for name in NATIVE_TANGENTS}}
