@@ -373,8 +373,8 @@ def test_hessians_on_other_paths():
 def test_hvp_is_the_hessian_times_a_vector():
     p, v = np.array([1.0, 0.5, 0.5, 0.2]), np.array([0.3, -1.0, 2.0, 0.5])
     hvp = s2sad.hvp(lotka_volterra_rates, backend="numba")
-    np.testing.assert_allclose(hvp(p, v), fd_hessian(lotka_volterra_rates, (p,), 0) @ v, rtol=1e-5,
-                 atol=1e-6)
+    want = fd_hessian(lotka_volterra_rates, (p,), 0) @ v
+    np.testing.assert_allclose(hvp(p, v), want, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(hvp(p, v), s2sad.hvp(lotka_volterra_rates)(p, v),
                                rtol=1e-10, atol=1e-12)
     assert s2sad.hvp(decay, backend="numba")(0.3, 200, 1.0) == pytest.approx(
