@@ -178,8 +178,8 @@ def gradient_jvp(f, i, args):
                 return d.native(*primals, v, **kwargs)
             return d.native(*primals, **kwargs, **{d.tangent_names[0]: v})
         except numba.core.errors.TypingError as exc:
-            raise _not_compiled(target, exc, "s2sad.source(s2sad.hvp(f), mode='forward') "
-                                "for the code of the Python backend") from exc
+            raise _not_compiled(target, exc, "s2sad.grad(f, backend='numba').source for "
+                                "the gradient code it differentiates") from exc
     product.source = d.source
     return product
 
