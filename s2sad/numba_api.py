@@ -161,13 +161,7 @@ def gradient_jvp(f, i, args):
     `@numba.njit` function)."""
     numba = _numba()
     target = pipeline.target(f)
-    jit = pipeline.jit_options(f.targetoptions) if numba_function(f) is not None else ()
-    kinds = kinds_of(target, args)
-    gradient = warn_unconnected(pipeline.derivative(target, "reverse", i, kinds,
-                                                    **pipeline.native_options("grad", jit)))
-    d = warn_unconnected(pipeline.derivative(gradient.fn, "forward", (i,), kinds,
-                                             tangent_only=True,
-                                             **pipeline.native_forward_options(jit)))
+    d = gradient_code_jvp(f, i, (i,), kinds_of(target, args))
     code = d.fn.__code__
     by_position = code.co_varnames[len(args):code.co_argcount] == tuple(d.tangent_names)
 
@@ -182,6 +176,23 @@ def gradient_jvp(f, i, args):
                                 "the gradient code it differentiates") from exc
     product.source = d.source
     return product
+
+
+def gradient_code_jvp(f, i, tangents, kinds, stage=None):
+    """The forward mode, along parameters `tangents` (indices), of the numba backend's
+    gradient code of `f` with respect to parameter `i`, for arguments of `kinds`: the
+    tangent alone, through the cache (what `hvp(f, backend="numba")` compiles). With
+    `stage`, its source after that pass of forward mode (for `s2sad show`)."""
+    target = pipeline.target(f)
+    jit = pipeline.jit_options(f.targetoptions) if numba_function(f) is not None else ()
+    gradient = warn_unconnected(pipeline.derivative(target, "reverse", i, kinds,
+                                                    **pipeline.native_options("grad", jit)))
+    if stage is not None:
+        return pipeline.stage_source(gradient.fn, stage, tangents, kinds, mode="forward",
+                                     backend="numba")
+    return warn_unconnected(pipeline.derivative(gradient.fn, "forward", tuple(tangents),
+                                                kinds, tangent_only=True,
+                                                **pipeline.native_forward_options(jit)))
 
 
 def _not_compiled(target, exc, where):
