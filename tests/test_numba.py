@@ -341,6 +341,18 @@ def fd_hessian(f, args, i, h=1e-4):
     return hess[0, 0] if x.ndim == 0 else hess
 
 
+def damped(u, c):
+    return u * math.tanh(c * u)
+
+
+def calls_in_loop(x):
+    # a call of a Python function in a loop: its adjoint, then the forward mode of that
+    t = x
+    for i in range(30):
+        t = t - 0.05 * damped(t, x)
+    return t
+
+
 HESSIANS = {
     "babysqrt": (babysqrt, (2.0,)),
     "lotka_volterra_rates": (lotka_volterra_rates, (np.array([1.0, 0.5, 0.5, 0.2]),)),
@@ -349,6 +361,7 @@ HESSIANS = {
     "nested": (nested, (0.7,)),
     "decay": (decay, (0.3, 200)),
     "relax": (relax, (0.7, 100)),
+    "calls_in_loop": (calls_in_loop, (0.8,)),
 }
 NATIVE_HESSIANS = {name: s2sad.hessian(f, backend="numba") for name, (f, _) in HESSIANS.items()}
 
