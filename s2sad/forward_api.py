@@ -567,9 +567,8 @@ def hessian(f: Callable, wrt: Wrt = 0, *, backend: str = "python") -> Callable:
 
     def hess(*args, **kwargs):
         if backend == "numba":
-            i = _indices(_target(f), wrt)[0] if not isinstance(wrt, (tuple, list)) else None
-            product = _product(f, wrt, args, backend)
-            like = _template(args[i])
+            product = _product(f, wrt, args, backend)      # (refuses a tuple wrt)
+            like = _template(args[_indices(_target(f), wrt)[0]])
             return _assemble([product(*args, e, **kwargs) for e in _basis(like)], like, like)
         i, d = _grad_jvp(f, wrt, args)
         like = _template(args[i])

@@ -174,7 +174,6 @@ def gradient_jvp(f, i, args):
         except numba.core.errors.TypingError as exc:
             raise _not_compiled(target, exc, "s2sad.grad(f, backend='numba').source for "
                                 "the gradient code it differentiates") from exc
-    product.source = d.source
     return product
 
 
