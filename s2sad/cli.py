@@ -21,9 +21,9 @@ import sys
 
 import numpy as np
 
-from . import api, forward_api, graph, pipeline
+from . import api, forward_api, graph, numba_api, pipeline
 from .export import BACKENDS, KINDS, export
-from .compilation import wrt_indices
+from .compilation import default_kinds, wrt_indices
 from .errors import GradientCheckError, S2SADError
 from .trace import trace
 
@@ -156,7 +156,15 @@ def _show(args):
         raise CLIError(f"--stage {args.stage} is not a pass of {args.mode} mode; its passes "
                        f"are {', '.join(pipeline.stage_names(args.mode))}")
     wrt = _wrt(args.wrt, 0)
-    if args.backend == "numba":
+    if args.backend == "numba" and args.mode == "forward" and forward_api.gradient_of(fn):
+        # hvp(f, backend="numba"): forward mode of the numba backend's gradient code
+        primal, grad_wrt = forward_api.gradient_of(fn)
+        target = pipeline.target(primal)
+        tangents = wrt_indices(target, _wrt(args.wrt, getattr(fn, "s2s_tangents", 0)))
+        d = numba_api.gradient_code_jvp(primal, wrt_indices(target, grad_wrt)[0],
+                                        tangents, default_kinds(target), args.stage)
+        text = d if args.stage else d.source
+    elif args.backend == "numba":
         text = pipeline.stage_source(getattr(fn, "primal", fn), args.stage or "native_check",
                                      wrt, mode=args.mode, backend="numba")
     elif args.mode == "forward" and forward_api.gradient_of(fn):

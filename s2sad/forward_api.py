@@ -496,7 +496,7 @@ def _check_scalar_gradient(target, i, x):
         f"s2sad.jacfwd(s2sad.grad({name})) for its derivatives")
 
 
-def hvp(f: Callable, wrt: Wrt = 0) -> Callable:
+def hvp(f: Callable, wrt: Wrt = 0, *, backend: str = "python") -> Callable:
     """The Hessian-vector product of scalar function `f`: `hvp(f)(*args, v)` is the
     Hessian of `f` with respect to argument `wrt`, at `args`, times `v`. Exact: forward
     mode applied to the generated gradient code (forward over reverse), at the cost of
@@ -507,7 +507,11 @@ def hvp(f: Callable, wrt: Wrt = 0) -> Callable:
     ...     return x ** 3 * y
     >>> s2sad.hvp(f)(2.0, 5.0, 1.0)                # d2f/dx2 = 6 x y
     60.0
+
+    With `backend="numba"`, the forward mode of the numba backend's gradient code,
+    compiled by `numba.njit` (see docs/numba.md).
     """
+    numba_api.check_backend(backend)
     compiled_for = {}   # (argument types, registry version) -> the compiled code
 
     def product(*args, **kwargs):
@@ -517,12 +521,24 @@ def hvp(f: Callable, wrt: Wrt = 0) -> Callable:
         if d is None:
             if len(compiled_for) > 16:
                 compiled_for.clear()
-            d = compiled_for[key] = _grad_jvp(f, wrt, args)[1]
-        return _call(d, args, kwargs, (v,))
+            d = compiled_for[key] = _product(f, wrt, args, backend)
+        return d(*args, v, **kwargs)
     return _mark_gradient(product, f, wrt, "hvp")
 
 
-def hessian(f: Callable, wrt: Wrt = 0) -> Callable:
+def _product(f, wrt, args, backend):
+    """`product(*args, v, **kwargs)`: the Hessian of `f` with respect to `wrt` at `args`,
+    times `v`, compiled for the types of `args` by `backend`."""
+    if backend == "numba":
+        if isinstance(wrt, (tuple, list)):
+            raise S2SADError("hessian and hvp differentiate with respect to one argument; "
+                             f"got wrt={wrt!r}")
+        return numba_api.gradient_jvp(f, _indices(_target(f), wrt)[0], args)
+    d = _grad_jvp(f, wrt, args)[1]
+    return lambda *args, **kwargs: _call(d, args[:-1], kwargs, args[-1:])
+
+
+def hessian(f: Callable, wrt: Wrt = 0, *, backend: str = "python") -> Callable:
     """The Hessian of scalar function `f` with respect to argument `wrt` (shape
     `x.shape + x.shape`), exactly: one Hessian-vector product per element of `x`.
 
@@ -543,8 +559,17 @@ def hessian(f: Callable, wrt: Wrt = 0) -> Callable:
     >>> H["w"]["w"], H["w"]["b"], H["b"]["b"]       # 2 b I, 2 w, 6 b
     (array([[1., 0.],
            [0., 1.]]), array([2., 4.]), 3.0)
+
+    With `backend="numba"`, each product is the numba backend's `hvp` (see
+    docs/numba.md), for numbers and arrays.
     """
+    numba_api.check_backend(backend)
+
     def hess(*args, **kwargs):
+        if backend == "numba":
+            product = _product(f, wrt, args, backend)      # (refuses a tuple wrt)
+            like = _template(args[_indices(_target(f), wrt)[0]])
+            return _assemble([product(*args, e, **kwargs) for e in _basis(like)], like, like)
         i, d = _grad_jvp(f, wrt, args)
         like = _template(args[i])
         return _assemble([_call(d, args, kwargs, (e,)) for e in _basis(like)], like, like)

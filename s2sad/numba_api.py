@@ -1,5 +1,6 @@
 """The numba backend's derivatives: `grad(f, backend="numba")`, `value_and_grad(f,
-backend="numba")` and `jvp(f, primals, tangents, backend="numba")` (see docs/numba.md).
+backend="numba")`, `jvp(f, primals, tangents, backend="numba")`, and the second derivatives
+`hvp(f, backend="numba")` and `hessian(f, backend="numba")` (see docs/numba.md).
 
 The derivative is the fused gradient as code Numba compiles (the pass list
 `pipeline.NUMBA_GRADIENT`), compiled by `numba.njit`. One `NativeDerivative` stands for
@@ -150,6 +151,47 @@ def jvp(f, primals, tangents, kwargs):
     except numba.core.errors.TypingError as exc:
         raise _not_compiled(target, exc, "s2sad.source(f, mode='forward') for the "
                             "code") from exc
+
+
+def gradient_jvp(f, i, args):
+    """`product(*args, v, **kwargs)`: the Hessian of `f` with respect to argument `i` at
+    `args`, times `v`, by forward mode over the numba backend's gradient code (its tapes
+    arrays, its helpers of numbers numbers), both compiled for the kinds of `args`; the
+    forward mode is compiled by `numba.njit` (with the options of `f` if it is a
+    `@numba.njit` function)."""
+    numba = _numba()
+    target = pipeline.target(f)
+    d = gradient_code_jvp(f, i, (i,), kinds_of(target, args))
+    code = d.fn.__code__
+    by_position = code.co_varnames[len(args):code.co_argcount] == tuple(d.tangent_names)
+
+    def product(*args_and_v, **kwargs):
+        *primals, v = args_and_v
+        try:
+            if by_position:
+                return d.native(*primals, v, **kwargs)
+            return d.native(*primals, **kwargs, **{d.tangent_names[0]: v})
+        except numba.core.errors.TypingError as exc:
+            raise _not_compiled(target, exc, "s2sad.grad(f, backend='numba').source for "
+                                "the gradient code it differentiates") from exc
+    return product
+
+
+def gradient_code_jvp(f, i, tangents, kinds, stage=None):
+    """The forward mode, along parameters `tangents` (indices), of the numba backend's
+    gradient code of `f` with respect to parameter `i`, for arguments of `kinds`: the
+    tangent alone, through the cache (what `hvp(f, backend="numba")` compiles). With
+    `stage`, its source after that pass of forward mode (for `s2sad show`)."""
+    target = pipeline.target(f)
+    jit = pipeline.jit_options(f.targetoptions) if numba_function(f) is not None else ()
+    gradient = warn_unconnected(pipeline.derivative(target, "reverse", i, kinds,
+                                                    **pipeline.native_options("grad", jit)))
+    if stage is not None:
+        return pipeline.stage_source(gradient.fn, stage, tangents, kinds, mode="forward",
+                                     backend="numba")
+    return warn_unconnected(pipeline.derivative(gradient.fn, "forward", tuple(tangents),
+                                                kinds, tangent_only=True,
+                                                **pipeline.native_forward_options(jit)))
 
 
 def _not_compiled(target, exc, where):

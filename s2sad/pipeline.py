@@ -146,7 +146,9 @@ FORWARD_MODE = FRONT + [
 ]
 
 #: Forward mode as code Numba compiles (`jvp(..., backend="numba")`, without the guard):
-#: there is no tape, so native_tapes only writes the helpers of numbers as numbers.
+#: there is no tape, so native_tapes only writes the helpers of numbers as numbers. Over the
+#: code of NUMBA_GRADIENT (its tapes arrays), it is `hvp` and `hessian` with
+#: `backend="numba"` (numba_api.gradient_jvp).
 NUMBA_FORWARD = FORWARD_MODE + NUMBA_GRADIENT[len(FUSED_GRADIENT):]
 
 LISTS = {"reverse mode": REVERSE_MODE, "fused gradient": FUSED_GRADIENT,

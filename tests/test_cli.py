@@ -31,6 +31,24 @@ def test_show_prints_the_numba_backends_gradient():
     assert forward.stdout.startswith("def babysqrt_jvp(x, x_dot):\n    t = ")   # no guard
 
 
+def test_show_prints_the_numba_backends_hvp(tmp_path):
+    mod = tmp_path / "hvps.py"
+    mod.write_text(GRADIENTS + "hx = s2sad.hvp(f, backend='numba')\n"
+                   "hy = s2sad.hessian(f, wrt=1, backend='numba')\n")
+    out = run("show", f"{mod}:hx", "--backend", "numba", "--mode", "forward")
+    assert out.returncode == 0, out.stderr
+    # forward mode over the numba gradient code, along x
+    assert out.stdout.startswith("def f_grad_jvp(x, y, x_dot):")
+    assert out.stdout.endswith("return x_bar_dot\n")
+    hy = run("show", f"{mod}:hy", "--backend", "numba", "--mode", "forward")
+    # along y, in which f is linear
+    assert hy.stdout == ("def f_grad_jvp(x, y, y_dot):\n    t = x * x\n    y_1_bar = 1.0\n"
+                         "    y_bar = y_1_bar * t\n    return 0.0\n"), hy.stderr
+    stage = run("show", f"{mod}:hx", "--backend", "numba", "--mode", "forward", "--stage",
+                "forward")
+    assert stage.returncode == 0 and stage.stdout.startswith("def f_grad_jvp("), stage.stderr
+
+
 def test_show_prints_the_derivative():
     out = run("show", f"{BABY}:babysqrt")
     assert out.returncode == 0, out.stderr

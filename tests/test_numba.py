@@ -304,3 +304,110 @@ def test_vjp_refuses_the_numba_backend_and_says_what_to_use():
         s2sad.vjp(babysqrt, 2.0, backend="numba")
     with pytest.raises(s2sad.S2SADError, match="the backend is 'python' or 'numba'"):
         s2sad.jvp(babysqrt, (2.0,), (1.0,), backend="cuda")
+
+
+# -- second derivatives: hvp(f, backend="numba"), hessian(f, backend="numba") ------------
+def lotka_volterra_rates(p):
+    # four rates in one array: a Hessian of 4 x 4
+    a, b, c, d = p[0], p[1], p[2], p[3]
+    u = 1.0
+    v = 1.0
+    for i in range(300):
+        du = a * u - b * u * v
+        dv = -c * v + d * u * v
+        u = u + 0.01 * du
+        v = v + 0.01 * dv
+    return u
+
+
+def fd_hessian(f, args, i, h=1e-4):
+    """Second central differences of `f` with respect to argument `i` (a number or a
+    1-d array), in float64: an oracle independent of s2sad."""
+    x = np.asarray(args[i], dtype=float)
+    n = x.size
+    step = h * max(1.0, float(np.max(np.abs(x))))
+
+    def at(dx):
+        moved = list(args)
+        moved[i] = float(x + dx[0]) if x.ndim == 0 else x + dx
+        return f(*moved)
+    units = np.eye(n) * step
+    hess = np.empty((n, n))
+    for j in range(n):
+        for k in range(n):
+            ej, ek = units[j], units[k]
+            hess[j, k] = (at(ej + ek) - at(ej - ek) - at(ek - ej) + at(-ej - ek)) / (
+                4 * step * step)
+    return hess[0, 0] if x.ndim == 0 else hess
+
+
+def damped(u, c):
+    return u * math.tanh(c * u)
+
+
+def calls_in_loop(x):
+    # a call of a Python function in a loop: its adjoint, then the forward mode of that
+    t = x
+    for i in range(30):
+        t = t - 0.05 * damped(t, x)
+    return t
+
+
+HESSIANS = {
+    "babysqrt": (babysqrt, (2.0,)),
+    "lotka_volterra_rates": (lotka_volterra_rates, (np.array([1.0, 0.5, 0.5, 0.2]),)),
+    "shrink": (shrink, (30.0,)),
+    "jumps": (jumps, (0.1,)),
+    "nested": (nested, (0.7,)),
+    "decay": (decay, (0.3, 200)),
+    "relax": (relax, (0.7, 100)),
+    "calls_in_loop": (calls_in_loop, (0.8,)),
+}
+NATIVE_HESSIANS = {name: s2sad.hessian(f, backend="numba") for name, (f, _) in HESSIANS.items()}
+
+
+@pytest.mark.parametrize("name", sorted(HESSIANS))
+def test_hessians_agree_with_second_differences_and_the_python_backend(name):
+    f, args = HESSIANS[name]
+    got = NATIVE_HESSIANS[name](*args)
+    np.testing.assert_allclose(got, fd_hessian(f, args, 0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got, s2sad.hessian(f)(*args), rtol=1e-10, atol=1e-12)
+
+
+def test_hessians_on_other_paths():
+    # no trip of the while loop, more than its tape's first rows (a step of 2e-3 at
+    # x = 200); the early return
+    for x in (0.5, 1.5, 200.0):
+        np.testing.assert_allclose(NATIVE_HESSIANS["shrink"](x),
+                                   fd_hessian(shrink, (x,), 0, h=1e-5), rtol=1e-5, atol=1e-6)
+    assert NATIVE_HESSIANS["jumps"](-6.0) == 0.0
+
+
+def test_hvp_is_the_hessian_times_a_vector():
+    p, v = np.array([1.0, 0.5, 0.5, 0.2]), np.array([0.3, -1.0, 2.0, 0.5])
+    hvp = s2sad.hvp(lotka_volterra_rates, backend="numba")
+    want = fd_hessian(lotka_volterra_rates, (p,), 0) @ v
+    np.testing.assert_allclose(hvp(p, v), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(hvp(p, v), s2sad.hvp(lotka_volterra_rates)(p, v),
+                               rtol=1e-10, atol=1e-12)
+    assert s2sad.hvp(decay, backend="numba")(0.3, 200, 1.0) == pytest.approx(
+        fd_hessian(decay, (0.3, 200), 0), rel=1e-5)
+    # calls of @numba.njit functions, differentiated through their source
+    assert s2sad.hvp(njit_caller, backend="numba")(0.7, 1.0) == pytest.approx(
+        s2sad.hessian(njit_caller)(0.7), rel=1e-10)
+
+
+def test_hessian_refusals_name_the_line():
+    def state_array(k, u0):
+        u = u0
+        for i in range(10):
+            u = u + k * np.sin(u)
+        return np.sum(u)
+
+    with pytest.raises(NativeBackendError, match=r"test_numba.py:\d+: the derivative of this "
+                       r"loop reads an array of each iteration"):
+        s2sad.hessian(state_array, backend="numba")(0.1, np.ones(3))
+    with pytest.raises(s2sad.S2SADError, match="one argument"):
+        s2sad.hessian(babysqrt, wrt=(0, 1), backend="numba")(2.0)
+    with pytest.raises(s2sad.S2SADError, match="the backend is 'python' or 'numba'"):
+        s2sad.hvp(babysqrt, backend="cuda")

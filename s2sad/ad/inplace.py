@@ -209,22 +209,31 @@ def write_in_place(jvp, ctx):
     writes = [s for s in syntax.statements(jvp) if isinstance(s, gast.Assign)
               and syntax.is_name(s.targets[0]) and ctx.is_runtime_call(s.value, "setitem")
               and syntax.is_name(s.value.args[0], s.targets[0].id)]
-    if not writes:
+    # the numba backend: also a write under a new name (`b = _s2s_setitem(a, i, v)`, Wengert
+    # form's next version of an array written twice in a step, or of a new array), into
+    # an array the function made: `b = a; b[i] = v` (a tape's rows, forward over reverse)
+    renamed = [s for s in syntax.statements(jvp) if ctx.backend == "numba"
+               and isinstance(s, gast.Assign) and syntax.is_name(s.targets[0])
+               and ctx.is_runtime_call(s.value, "setitem") and all(s is not w for w in writes)]
+    if not writes and not renamed:
         return jvp
     owned = _owned([jvp], ctx.src, (runtime.setitem,), ctx.resolve)
     owned |= _copied_once(jvp, {s.targets[0].id for s in writes} - owned)
-    in_place = {id(s) for s in writes if s.targets[0].id in owned}
+    in_place = {id(s) for s in writes + renamed if s.targets[0].id in owned}
 
     def rewritten(s):
         if id(s) not in in_place:
-            return s
-        call = s.value
+            return [s]
+        call, name = s.value, s.targets[0].id
         index = getattr(call, "s2s_index", None) or call.args[1]
-        target = gast.Subscript(value=syntax.name(s.targets[0].id), slice=syntax.copied(index),
+        before = []
+        if not syntax.is_name(call.args[0], name):
+            before = [syntax.located(syntax.assign(name, call.args[0]), s)]
+        target = gast.Subscript(value=syntax.name(name), slice=syntax.copied(index),
                                 ctx=gast.Store())
-        return syntax.located(syntax.assign(target, call.args[2]), s)
+        return before + [syntax.located(syntax.assign(target, call.args[2]), s)]
     for block in syntax.blocks(jvp.body):
-        block[:] = [rewritten(s) for s in block]
+        block[:] = [new for s in block for new in rewritten(s)]
     return jvp
 
 
@@ -321,7 +330,8 @@ def _owned(body, src, updates, resolve=None):
         if isinstance(v, gast.Call):
             prim = getattr(v.func, "s2s_prim", None) or resolve(v.func)
             if prim in updates:
-                return "old"
+                # a write into a value made in place (`setitem(zeros_like(x), i, v)`)
+                return "old" if isinstance(v.args[0], gast.Name) else creates(v.args[0])
             if prim is None:
                 prim = MISSING
             if prim is MISSING and isinstance(v.func, gast.Attribute):

@@ -199,6 +199,9 @@ class _NativeForms:
             return e.args[0]
         if kind == "zeros_like" and of(e.args[0]) in numbers:
             return syntax.const(0.0)
+        if kind == "zeros_like" and isinstance(e.args[0], gast.Constant) and \
+                e.args[0].value is None:
+            return syntax.const(None)   # the tangent of a name a path leaves unbound
         if kind == "unbroadcast" and of(e.args[0]) in numbers and of(e.args[1]) in numbers:
             return e.args[0]
         if kind == "take" and of(e.args[0]) == ARRAY and of(e.args[1]) == INT:
