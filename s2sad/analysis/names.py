@@ -205,8 +205,9 @@ def exposed(stmts, bound, binds=None):
             inner = set(bound)
             if isinstance(s, gast.For):
                 inner |= set(syntax.names_stored(s.target))
-            out |= exposed(s.body + s.orelse, inner, binds)    # what it assigns may not
-        else:                                                   # happen
+            # (what the loop assigns may not happen: `bound` stays as it is)
+            out |= exposed(s.body + s.orelse, inner, binds)
+        else:
             out |= set(syntax.names_loaded(s)) - bound
             bound |= binds(s)
     return out

@@ -48,7 +48,6 @@ import gast
 
 from .. import syntax
 from ..frontend import fence, source
-from ..rules import runtime
 
 
 def run(fn, ctx):

@@ -112,11 +112,11 @@ def unbroadcast(g, x):
     if g.ndim == 0 and is_array(x):
         # a scalar adjoint (a symbolic zero, or one value for every entry) of an array
         return full(shape, g, x.dtype if x.dtype.kind == "f" else float, x)
-    spread = broadcast_shapes(g.shape, shape)
-    if spread != g.shape:
+    wide = broadcast_shapes(g.shape, shape)
+    if wide != g.shape:
         # g stands for an array of a larger shape: a scalar adjoint (one value for every
         # entry) times a smaller operand; spread it out first
-        g = np.broadcast_to(g, spread).copy()
+        g = np.broadcast_to(g, wide).copy()
     lead = g.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape)
                                        if n == 1 and g.shape[lead + i] != 1)
