@@ -432,6 +432,16 @@ def test_numpy_functions_of_floats_are_numbers():
     got = g(2.0, 5.0)
     assert got == pytest.approx((1 / 2.0 + 5.0, 2.0 - np.cos(5.0)), rel=1e-12)
     assert "_s2s_unbroadcast" not in g.source and "_s2s_like" not in g.source
+    # np.cos of a float is a float: the seed 1.0 does not multiply it
+    assert "x2_bar = x1 - np.cos(x2)" in g.source
+
+
+def test_a_ufunc_whose_result_is_not_a_float_keeps_the_seed_product():
+    # np.isnan(x) is a bool: y_bar * np.isnan(x) is a float, np.isnan(x) alone is not
+    def f(x):
+        return x * np.isnan(x)
+    g = s2sad.grad(f)
+    assert g(2.0) == 0.0 and type(g(2.0)) is not np.bool_
 
 
 def test_defaults_are_specialised_on_like_arguments():
