@@ -17,9 +17,10 @@ to write.
 A view is assumed wherever NumPy may make one: an index of an array, unless it
 certainly picks one element (a number, which is a copy) or is an index array or a
 list (named or not: `x[[-1, 0]]` copies); the functions and methods whose record says
-`view`, and methods without a record; a list or tuple holding the array; a loop over it; what a Python function returns. A write is
-an element assignment, an append, and an augmented assignment (`v *= 2`) to a value
-that may be an array or a list (NumPy and Python do those in place).
+`view`, and methods without a record; a list or tuple holding the array; a loop over
+it; what a Python function returns. A write is an element assignment, an append, and
+an augmented assignment (`v *= 2`) to a value that may be an array or a list (NumPy
+and Python do those in place).
 
 >>> from s2sad import UnsupportedSyntaxError
 >>> try:
