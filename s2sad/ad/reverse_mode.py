@@ -2,7 +2,8 @@
 
 The forward pass is the user's code, with a tape per loop holding only what that loop's
 pullback reads and cannot compute again in one operation from other taped values and
-values the loop does not change (`recomputable`); the pullback is a closure that runs
+values the loop does not change (`recomputable`), nor, for arrays, more cheaply from
+values taped anyway (`tapes.rematerialized`); the pullback is a closure that runs
 the statements' adjoints backwards, mirroring `if`s on their recorded tests and loops by
 iterating their tapes in reverse.
 Adjoints accumulate out of place; an adjoint that receives nothing is never written.
@@ -52,7 +53,8 @@ from ..passes.checkpointed_loops import is_checkpointed
 from .checkpointed import CheckpointedLoop, checkpointed, rename_apart
 from .inplace import InPlaceWrites
 from .simplify import doubled, on_numbers, simplify, template_name
-from .tapes import LoopPlan, bound_before_loops, is_range, loops_in, own_statements
+from .tapes import (LoopPlan, bound_before_loops, is_range, loops_in, own_statements,
+                    rematerialized)
 
 
 def run(fn, ctx):
@@ -519,9 +521,19 @@ class Reverse(CallAdjoints):
         again = self.recomputable(s, record, info.defined_inside)
         body[:0] = again
         recomputed = {d.targets[0].id for d in again}
-        info.plan([n for n in record if n not in recomputed])
+        arrays, carried, record = rematerialized(
+            s, [n for n in record if n not in recomputed], self, body, recomputed)
+        body[len(again):len(again)] = arrays
+        # a value an iteration ends with is the start value of the iteration after:
+        # the reversed loop keeps it, from the final value before the first iteration
+        ends = [syntax.assign(end, syntax.name(c)) for end, c in sorted(carried.items())]
+        for d in ends:
+            d.s2s_recomputed = True
+        body.extend(ends)
+        info.plan(record)
         self.loops[s] = info
-        return [self.zero(n) for n in pre] + [syntax.located(info.reversed_loop(body), s)]
+        return ([self.zero(n) for n in pre] + [syntax.copied(d) for d in ends]
+                + [syntax.located(info.reversed_loop(body), s)])
 
     def recomputable(self, loop, record, inside):
         """Statements for the top of `loop`'s reversed body that compute again, instead
