@@ -144,6 +144,7 @@ class Reverse(CallAdjoints):
             and (self.reduced_to_scalar(self.ops[s], self.ops[s].variant.params[0][0],
                                         output) or self.arithmetic_on_numbers(s.value))
             for s in body if isinstance(s, gast.Assign))
+        self.computed = self.straight_calls(body)
         reverse = self.block(body, defined)
         self.updates = InPlaceWrites(body, self.src, reverse, self)
         result = [self.blocked(p, self.fitted(p, defined)) for p in self.wrt]
@@ -357,10 +358,46 @@ class Reverse(CallAdjoints):
         for n in syntax.name_nodes(expr):
             if getattr(n, "s2s_builtin", False):
                 n.id = self.ctx.bind(n.id)
+        if self.computed:
+            expr = self.reusing(expr)
         arg = op.bound[param]
         if op.variant.broadcast and not reduced and self.needs_unbroadcast(op, param, target):
             expr = syntax.call(self.ctx.runtime("unbroadcast"), [expr, syntax.copied(arg)])
         return simplify(on_numbers(expr, lambda n: self.kinds[n] == SCALAR))
+
+    def straight_calls(self, body):
+        """{(function, its arguments' source): name} of the calls of functions on atoms
+        that the straight-line code of the function computes (`t = np.cos(angle)`)."""
+        out = {}
+        for s in body:
+            v = getattr(s, "value", None)
+            if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+                    and s.targets[0].id in self.straight and isinstance(v, gast.Call)
+                    and not v.keywords and all(syntax.is_atom(a) and (
+                        not isinstance(a, gast.Name) or a.id in self.straight
+                        or not self.src.is_local(a.id)) for a in v.args)):
+                continue
+            func = self.src.resolve(v.func)
+            if callable(func) and _elementwise(func):
+                out.setdefault((func, tuple(map(unparse, v.args))), s.targets[0].id)
+        return out
+
+    def reusing(self, expr):
+        """`expr` reading the name of each call the straight-line code computes already
+        (`angle_bar = ... * np.cos(angle)` where `t = np.cos(angle)`)."""
+        def swap(e):
+            if isinstance(e, gast.Call) and not e.keywords:
+                func = e.func
+                if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name):
+                    base = self.ctx.bindings.get(func.value.id)
+                    func = getattr(base, func.attr, None) if base is not None else None
+                else:
+                    func = self.ctx.resolve(func)
+                name = self.computed.get((func, tuple(map(unparse, e.args))))
+                if name is not None:
+                    return syntax.name(name)
+            return syntax.rebuilt(e, swap)
+        return swap(expr)
 
     def needs_unbroadcast(self, op, param, target):
         """Whether the contribution to `param` may have another shape than it: not when
