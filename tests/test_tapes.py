@@ -57,6 +57,16 @@ def glide(v0, dt):
     return x
 
 
+def glide_for(v0, dt, n):
+    """`glide` for `n` steps (none: the carried value is the value before the loop)."""
+    v = v0
+    x = 0.0
+    for i in range(n):
+        v = v - dt * 0.3 * v * v
+        x = x + dt * v
+    return x + v
+
+
 def recurrent(W, x, h):
     """A view of an input by the counter (`x[t]`), and the state before and after."""
     for t in range(x.shape[0]):
@@ -124,12 +134,15 @@ def check(f, args, wrt):
     (pairs, (X3, V3, M, 0.05, 0), (0, 1)),
     (glide, (2.0, 0.1), (0, 1)),
     (glide, (2.0, 0.0), (0, 1)),
+    (glide_for, (2.0, 0.1, 0), (0, 1)),
+    (glide_for, (2.0, 0.1, 3), (0, 1)),
     (recurrent, (W, XS, H0), (0, 1, 2)),
     (stopped, (2.0, 0.1), (0, 1)),
     (stopped, (0.5, 0.01), (0, 1)),
     (nested, (Y, 0.7), (0, 1)),
     (shrinking, (Y, 0.01), (0, 1)),
-], ids=["pairs", "pairs-no-steps", "glide", "glide-dt-0", "recurrent", "stopped",
+], ids=["pairs", "pairs-no-steps", "glide", "glide-dt-0", "glide-no-steps",
+        "glide-3-steps", "recurrent", "stopped",
         "stopped-never", "nested", "shrinking"])
 def test_gradients_match_central_differences(f, args, wrt):
     check(f, args, wrt)
