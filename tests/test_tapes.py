@@ -26,9 +26,11 @@ def taped(source):
     header = header[header.index("the pullback reads"):]
     out = []
     for part in re.findall(r"([\w, ]+?) of each iteration of the loop", header):
-        part = part.split(";")[-1]
-        real, _, shapes = part.partition(" and the shapes of ")
-        real = real.replace("the shapes of ", "") if real.startswith("the shapes of") else real
+        part = part.strip()
+        if part.startswith("the shapes of "):
+            real, shapes = "", part[len("the shapes of "):]
+        else:
+            real, _, shapes = part.partition(" and the shapes of ")
         out.append(([n.strip() for n in real.split(",") if n.strip()],
                     [n.strip() for n in shapes.split(",") if n.strip()]))
     return out
