@@ -382,22 +382,23 @@ class Reverse(CallAdjoints):
                 out.setdefault((func, tuple(map(unparse, v.args))), s.targets[0].id)
         return out
 
-    def reusing(self, expr):
-        """`expr` reading the name of each call the straight-line code computes already
+    def reusing(self, e):
+        """`e` reading the name of each call the straight-line code computes already
         (`angle_bar = ... * np.cos(angle)` where `t = np.cos(angle)`)."""
-        def swap(e):
-            if isinstance(e, gast.Call) and not e.keywords:
-                func = e.func
-                if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name):
-                    base = self.ctx.bindings.get(func.value.id)
-                    func = getattr(base, func.attr, None) if base is not None else None
-                else:
-                    func = self.ctx.resolve(func)
+        if isinstance(e, gast.Call) and not e.keywords:
+            func = e.func
+            if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name):
+                base = self.ctx.bindings.get(func.value.id)
+                func = getattr(base, func.attr, None) if base is not None else None
+            else:
+                func = self.ctx.resolve(func)
+            try:
                 name = self.computed.get((func, tuple(map(unparse, e.args))))
-                if name is not None:
-                    return syntax.name(name)
-            return syntax.rebuilt(e, swap)
-        return swap(expr)
+            except TypeError:       # (an object that cannot be hashed is no ufunc)
+                name = None
+            if name is not None:
+                return syntax.name(name)
+        return syntax.rebuilt(e, self.reusing)
 
     def needs_unbroadcast(self, op, param, target):
         """Whether the contribution to `param` may have another shape than it: not when

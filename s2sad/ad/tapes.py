@@ -308,7 +308,10 @@ class _Step:
                 if isinstance(n.ctx, gast.Load) and id(n) not in shape_args}
         self.shape_only = {n for n in record if n not in data and rev.kinds.kind.get(n) == ARRAY}
         self.sinks = [n for n in record if n not in self.shape_only]
-        self.carried = self.carried_ends(loop) if loop in rev.wengert.body else {}
+        # (not for the numba backend: its tapes are arrays of numbers, where a column
+        # costs next to nothing, typed from the forward loop's bindings alone)
+        self.carried = (self.carried_ends(loop) if loop in rev.wengert.body
+                        and rev.ctx.backend != "numba" else {})
 
     def operands(self, s):
         """The names `s` computes its value from, if it is a cheap array statement whose
