@@ -86,6 +86,7 @@ class CheckpointedLoop(LoopPlan):
         self.state = [a.id for a in call.args[1:1 + len(body.state)]]
         self.mutated = [n for n, p in zip(self.state, body.state) if p in body.mutated]
         self.target = loop.target.id
+        self.online = body.stop is not None
 
     def plan(self):
         self.tape = self.rev.namer.fresh("_s2s_schedule")
@@ -99,10 +100,11 @@ class CheckpointedLoop(LoopPlan):
         """The statements that run the loop forwards, saving snapshots."""
         loop = self.loop
         runtime = self.rev.ctx.runtime
-        made = syntax.assign(self.tape, syntax.call(runtime("Revolve"), [
+        schedule = runtime("Online" if self.online else "Revolve")
+        made = syntax.assign(self.tape, syntax.call(schedule, [
             syntax.copied(self.steps), syntax.copied(self.snapshots)]))
         loop.iter = syntax.copied(self.steps)
-        loop.body = [self.saving()] + _primal(loop.body)
+        loop.body = [self.saving()] + _single_exit(_primal(loop.body))
         return [syntax.located(made, loop), loop]
 
     def saving(self):
@@ -133,7 +135,7 @@ class CheckpointedLoop(LoopPlan):
         copies = self.copies()
         advance = syntax.for_(self.target, syntax.call(
             syntax.attribute(self.tape, "advance"), [syntax.name(start), syntax.name(step)]),
-            [self.saving()] + [_unlocated(s) for s in _primal(self.loop.body)])
+            [self.saving()] + [_unlocated(s) for s in _without_stop(_primal(self.loop.body))])
         taped = self.taped(body, step)
         for made in [restore, advance] + copies + advance.body + advance.body[0].body:
             syntax.located(made, self.loop).s2s_uncommented = True
@@ -163,18 +165,25 @@ class CheckpointedLoop(LoopPlan):
                            f"{callee.fn.__name__}_adjoint")
         args = [syntax.name(step) if syntax.is_name(a, self.target) else syntax.copied(a)
                 for a in call.value.args]
+        seeds = []
         for n in syntax.walk(syntax.if_(syntax.const(True), body)):
             if isinstance(n, gast.Call) and syntax.is_name(n.func, pullback):
                 n.func, n.args = syntax.name(adjoint), n.args + args
+                seeds += [a.id for a in n.args[:1] if isinstance(a, gast.Name)]
         for s in body:
             s.s2s_uncommented = True    # (under the comment of the sweep's own)
         out = []
         result = call.targets[0].id
         if result in syntax.names_loaded(syntax.if_(syntax.const(True), body)):
             # (the structure of the state, which the adjoint of unpacking it reads)
-            stand_in = syntax.tuple_([syntax.name(n) for n in self.state])
+            stand_in = syntax.tuple_([syntax.name(n) for n in self.state]
+                                     + [syntax.const(False)] * self.online)
             out.append(syntax.located(syntax.assign(result, stand_in), self.loop))
             out[-1].s2s_uncommented = True
+            # (tuples of the step's state and of its adjoint: released, not held
+            # through the next step's advance)
+            body.append(syntax.located(syntax.delete([result] + seeds), self.loop))
+            body[-1].s2s_uncommented = True
         return out + body
 
 
@@ -184,6 +193,56 @@ def _unlocated(s):
     s = syntax.copied(s)
     s.s2s_uncommented = True
     return s
+
+
+def _single_exit(stmts):
+    """The statements of a step that stops at a `break` with the state bound once: where
+    the loop body copies each value of the state to its name on both paths (`if stop:
+    x = x_1; break` / `else: x = x_1`), the value is bound to the name itself, so that
+    no second name holds the last state through the reverse sweep."""
+    branch = next((s for s in stmts if isinstance(s, gast.If) and s.body
+                   and isinstance(s.body[-1], gast.Break)), None)
+    if branch is None:
+        return stmts
+    copies = [_copy(s) for s in _primal(branch.body[:-1])]
+    if None in copies or sorted(copies) != sorted(_copy(s) for s in _primal(branch.orelse)):
+        return stmts
+    sources = {value: name for name, value in copies}
+    others = [s for s in stmts if s is not branch]
+    if any(n in sources for n in syntax.names_loaded(syntax.if_(syntax.const(True), others))):
+        return stmts
+    for s in others:
+        if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(
+                s.targets[0], gast.Name) and s.targets[0].id in sources:
+            s.targets[0].id = sources[s.targets[0].id]
+    if isinstance(branch.test, gast.Name) and branch.test.id in sources:
+        branch.test.id = sources[branch.test.id]
+    branch.body, branch.orelse = [branch.body[-1]], []
+    return stmts
+
+
+def _copy(s):
+    """(name, value) of `name = value`, a copy of one name to another; else None."""
+    if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(
+            s.targets[0], gast.Name) and isinstance(s.value, gast.Name):
+        return s.targets[0].id, s.value.id
+    return None
+
+
+def _without_stop(stmts):
+    """The statements of a step that stops at a `break` for advancing the state to a
+    later step (so not the last): the branch that breaks, and its flag, left out."""
+    out = []
+    for s in stmts:
+        if isinstance(s, gast.If) and s.body and isinstance(s.body[-1], gast.Break):
+            out += _primal(s.orelse)
+        else:
+            out.append(s)
+    read = set(syntax.names_loaded(syntax.if_(syntax.const(True), out)))
+    return [s for s in out if not (isinstance(s, gast.Assign) and len(s.targets) == 1
+                                   and isinstance(s.targets[0], gast.Name)
+                                   and s.targets[0].id not in read
+                                   and isinstance(s.value, gast.Subscript))]
 
 
 def _primal(stmts):
