@@ -322,8 +322,13 @@ def endless(x, k):
 
 
 def test_a_loop_over_count_without_break_is_refused():
+    for mode in (s2sad.grad, s2sad.jacfwd):
+        with pytest.raises(s2sad.UnsupportedSyntaxError, match="needs a `break` in its body") \
+                as info:
+            mode(endless)(1.0, 2)
+        assert "test_checkpointed.py" in str(info.value)
     with pytest.raises(s2sad.S2SADError, match="needs a `break` in its body"):
-        s2sad.grad(endless)(1.0, 2)
+        Revolve(itertools.count(), 2)
 
 
 def returns(x, n):

@@ -26,6 +26,7 @@ def f(x, c):
         x, s = f_step(i, x, s, c)
     return s * x
 """
+import itertools
 import weakref
 
 import gast
@@ -67,6 +68,11 @@ class CheckpointedLoops:
 
     def rewrite(self, loop, block):
         steps, snapshots = self.arguments(loop.iter)
+        if (isinstance(steps, gast.Call) and self.src.resolve(steps.func) is itertools.count
+                and not any(isinstance(n, gast.Break) for n in _own(loop.body))):
+            raise self.src.syntax_error(loop.iter, "a checkpointed loop over "
+                                        "itertools.count() needs a `break` in its body: "
+                                        "without one it does not end")
         if self.plain:
             loop.iter = steps
             return
