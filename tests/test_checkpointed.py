@@ -586,3 +586,24 @@ def test_the_generated_code_shows_the_online_schedule():
                  "in _s2s_schedule.advance(_s2s_start, _s2s_step):"]:
         assert line in text, line
     assert "break" not in text.split("reverse_sweep")[1]
+
+
+def halve_until(x, tol, k):
+    for i in s2sad.checkpointed(itertools.count(), snapshots=k):
+        x = math.sin(x) * 0.5 + 0.1 * x
+        if abs(x) < tol:
+            break
+    return x * x
+
+
+def test_a_loop_that_stops_in_other_modes():
+    # forward mode and second derivatives run the loop as it is, with its break
+    x, h = 1.3, 1e-5
+    d = s2sad.grad(halve_until)
+    assert s2sad.jvp(halve_until, (x, 0.01, 3), (1.0, 0.0, 0))[1] == pytest.approx(
+        d(x, 0.01, 3), rel=1e-10)
+    assert s2sad.hessian(halve_until)(x, 0.01, 3) == pytest.approx(
+        (d(x + h, 0.01, 3) - d(x - h, 0.01, 3)) / (2 * h), rel=1e-6)
+    assert s2sad.jacrev(halve_until)(x, 0.01, 3) == pytest.approx(d(x, 0.01, 3), rel=1e-12)
+    assert d(x, 0.01, 3) == pytest.approx(fd_array_grad_central(halve_until, (x, 0.01, 3), 0),
+                                          rel=1e-6)

@@ -68,13 +68,17 @@ class CheckpointedLoops:
 
     def rewrite(self, loop, block):
         steps, snapshots = self.arguments(loop.iter)
-        if (isinstance(steps, gast.Call) and self.src.resolve(steps.func) is itertools.count
-                and not any(isinstance(n, gast.Break) for n in _own(loop.body))):
+        counting = (isinstance(steps, gast.Call)
+                    and self.src.resolve(steps.func) is itertools.count)
+        if counting and not any(isinstance(n, gast.Break) for n in _own(loop.body)):
             raise self.src.syntax_error(loop.iter, "a checkpointed loop over "
                                         "itertools.count() needs a `break` in its body: "
                                         "without one it does not end")
         if self.plain:
-            loop.iter = steps
+            # (desugar leaves a loop over the marker as it is, and would make one over
+            # a count a list of its items)
+            loop.iter = (syntax.located(syntax.call(loop.iter.func, [steps, snapshots]),
+                                        loop.iter) if counting else steps)
             return
         if not isinstance(loop.target, gast.Name):
             raise self.src.syntax_error(loop.target, "a checkpointed loop's variable is one "
