@@ -607,3 +607,4 @@ def test_a_loop_that_stops_in_other_modes():
     assert s2sad.jacrev(halve_until)(x, 0.01, 3) == pytest.approx(d(x, 0.01, 3), rel=1e-12)
     assert d(x, 0.01, 3) == pytest.approx(fd_array_grad_central(halve_until, (x, 0.01, 3), 0),
                                           rel=1e-6)
+    assert f"{d(x, 0.01, 3):.6g}"[:6] in str(s2sad.trace(halve_until, x, 0.01, 3))

@@ -86,6 +86,7 @@ class CheckpointedLoop(LoopPlan):
         self.state = [a.id for a in call.args[1:1 + len(body.state)]]
         self.mutated = [n for n, p in zip(self.state, body.state) if p in body.mutated]
         self.target = loop.target.id
+        self.stop = body.stop
         self.online = body.stop is not None
 
     def plan(self):
@@ -135,7 +136,8 @@ class CheckpointedLoop(LoopPlan):
         copies = self.copies()
         advance = syntax.for_(self.target, syntax.call(
             syntax.attribute(self.tape, "advance"), [syntax.name(start), syntax.name(step)]),
-            [self.saving()] + [_unlocated(s) for s in _without_stop(_primal(self.loop.body))])
+            [self.saving()] + [_unlocated(s) for s in _without_stop(_primal(self.loop.body),
+                                                                    self.stop)])
         taped = self.taped(body, step)
         for made in [restore, advance] + copies + advance.body + advance.body[0].body:
             syntax.located(made, self.loop).s2s_uncommented = True
@@ -170,6 +172,8 @@ class CheckpointedLoop(LoopPlan):
             if isinstance(n, gast.Call) and syntax.is_name(n.func, pullback):
                 n.func, n.args = syntax.name(adjoint), n.args + args
                 seeds += [a.id for a in n.args[:1] if isinstance(a, gast.Name)]
+        if self.online:
+            body = _one_path(body)
         for s in body:
             s.s2s_uncommented = True    # (under the comment of the sweep's own)
         out = []
@@ -221,6 +225,19 @@ def _single_exit(stmts):
     return stmts
 
 
+def _one_path(stmts):
+    """`stmts` with each `if` whose branches are the same (the adjoints of the copies of
+    the state on the paths that stop and that go on) as that branch."""
+    out = []
+    for s in stmts:
+        if isinstance(s, gast.If) and [gast.dump(b) for b in s.body] == [
+                gast.dump(b) for b in s.orelse]:
+            out += s.body
+        else:
+            out.append(s)
+    return out
+
+
 def _copy(s):
     """(name, value) of `name = value`, a copy of one name to another; else None."""
     if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(
@@ -229,13 +246,14 @@ def _copy(s):
     return None
 
 
-def _without_stop(stmts):
+def _without_stop(stmts, stop):
     """The statements of a step that stops at a `break` for advancing the state to a
-    later step (so not the last): the branch that breaks, and its flag, left out."""
+    later step (so not the last): the branch that breaks, and its flag `stop`, left
+    out."""
     out = []
     for s in stmts:
         if isinstance(s, gast.If) and s.body and isinstance(s.body[-1], gast.Break):
-            out += _primal(s.orelse)
+            out += [c for c in _primal(s.orelse) if (_copy(c) or (None,))[0] != stop]
         else:
             out.append(s)
     read = set(syntax.names_loaded(syntax.if_(syntax.const(True), out)))
