@@ -1,7 +1,9 @@
 """Checkpointed loops in reverse mode: a loop over `s2sad.checkpointed(steps, k)`, whose
 body passes/checkpointed_loops.py made one call of a step function of the loop state,
 keeps at most k snapshots of that state instead of a tape, on the binomial schedule
-(`_s2s_Revolve`, rules/schedules.py).
+(`_s2s_Revolve`, rules/schedules.py), or, for a loop that stops at a `break` (its step
+returns a flag), on the online schedule (`_s2s_Online`), which learns the number of
+steps when the loop stops.
 
 The forward sweep is the loop as it is, saving the state before the steps the schedule
 names. The pullback's reverse sweep takes the steps from the last: it restores a

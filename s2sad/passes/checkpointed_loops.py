@@ -7,8 +7,11 @@ Takes a lifted function and leaves one where each such loop (recognised by the o
 the next: the names it assigns that it or the code after the loop may read before
 assigning them. The step function is the body with `continue` as a return of the state;
 reverse mode (ad/checkpointed.py) runs it plainly to advance the state and calls its own
-`f_step_vjp` for the one step it reverses. Forward mode and second derivatives run the
-loop over its range as it is.
+`f_step_vjp` for the one step it reverses. A body with a `break` of its own (a loop over
+`itertools.count()` that stops when it is done, the form of a `while` loop) makes a step
+that also returns whether it stopped, `state, stop = f_step(i, state, reads)`, followed
+by `if stop: break`; its gradient follows an online schedule. Forward mode and second
+derivatives run the loop over its range as it is.
 
 >>> import math, s2sad
 >>> from s2sad import pipeline

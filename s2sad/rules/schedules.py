@@ -1,5 +1,7 @@
 """Checkpointed loops: `checkpointed`, which marks a loop for them, and `Revolve`, the
-binomial schedule (Griewank and Walther's revolve) that the gradient of such a loop runs.
+binomial schedule (Griewank and Walther's revolve) that the gradient of such a loop runs;
+`Online`, the schedule of a loop that stops at a `break`, whose number of steps is known
+only at its end (see its docstring and docs/loops.md).
 
 A gradient of a loop of n steps needs, in reverse order, the state before each step.
 Keeping all n states costs n states of memory; keeping only k snapshots and computing
