@@ -608,3 +608,25 @@ def test_a_loop_that_stops_in_other_modes():
     assert d(x, 0.01, 3) == pytest.approx(fd_array_grad_central(halve_until, (x, 0.01, 3), 0),
                                           rel=1e-6)
     assert f"{d(x, 0.01, 3):.6g}"[:6] in str(s2sad.trace(halve_until, x, 0.01, 3))
+
+
+def capped(x, c, tol):
+    # at most 8 steps; the else clause runs when the loop did not stop at its break
+    s = 0.0
+    for i in s2sad.checkpointed(range(8), snapshots=2):
+        x = np.sin(x) * c + x
+        s = s + np.sum(x)
+        if s > tol:
+            break
+    else:
+        s = s * 2.0
+    return s * np.sum(x)
+
+
+@pytest.mark.parametrize("tol", [3.0, 1e9], ids=["stops", "runs out"])
+def test_a_capped_loop_with_an_else_clause(tol):
+    x = np.linspace(0.1, 0.5, 3)
+    args = (x, 0.5, tol)
+    for g, e in zip(s2sad.grad(capped, wrt=(0, 1))(*args),
+                    [fd_array_grad_central(capped, args, i) for i in (0, 1)]):
+        np.testing.assert_allclose(g, e, rtol=1e-6, atol=1e-8)
