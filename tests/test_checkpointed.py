@@ -630,3 +630,45 @@ def test_a_capped_loop_with_an_else_clause(tol):
     for g, e in zip(s2sad.grad(capped, wrt=(0, 1))(*args),
                     [fd_array_grad_central(capped, args, i) for i in (0, 1)]):
         np.testing.assert_allclose(g, e, rtol=1e-6, atol=1e-8)
+
+
+# -- a memory budget picks the number of snapshots ----------------------------------------
+@pytest.mark.parametrize("f", [simulate, simulate_until])
+def test_a_memory_budget_bounds_the_snapshots(f):
+    # the loops say 50 snapshots; the budget allows `states` of them
+    u0 = np.random.default_rng(0).standard_normal(10 ** 5)
+    plain = s2sad.grad(f, wrt=(0, 1))(u0, 0.1, 60, 50)
+    for states in (3, 8):
+        g = s2sad.grad(f, wrt=(0, 1), memory=states * u0.nbytes + 100)
+        got = g(u0, 0.1, 60, 50)
+        np.testing.assert_allclose(got[0], plain[0], rtol=1e-12, atol=1e-12)
+        assert got[1] == pytest.approx(plain[1], rel=1e-12)
+        tracemalloc.start()
+        g(u0, 0.1, 60, 50)
+        peak = tracemalloc.get_traced_memory()[1] / u0.nbytes
+        tracemalloc.stop()
+        assert peak < states + 4.5, (states, peak)
+
+
+@pytest.mark.parametrize("f, count", [
+    (counted, lambda n, k: revolve_steps(n, k) + 1 + n),
+    (stops, lambda n, k: 2 * n + online_steps(n, k))], ids=["revolve", "online"])
+def test_the_budget_picks_k_from_the_size_of_the_state(f, count):
+    u = np.linspace(0.0, 1.0, 4)            # 32 bytes a state
+    for budget, k in ((32, 1), (100, 3), (5 * 32, 5)):
+        g = s2sad.value_and_grad(f, wrt=(0, 1), memory=budget)
+        g(u, 0.1, 30, 20)
+        COUNT[0] = 0
+        g(u, 0.1, 30, 20)
+        assert COUNT[0] == count(30, k), (budget, k)
+
+
+def test_the_budget_is_shown_and_checked():
+    g = s2sad.grad(simulate, wrt=(0, 1), memory=10 ** 6)
+    g(np.ones(5), 0.1, 4, 2)
+    assert "_s2s_schedule = _s2s_Revolve(t, k, memory=1000000)" in g.source
+    for bad in (0, -1.0, "1GB", True):
+        with pytest.raises(s2sad.S2SADError, match="a positive number of bytes"):
+            s2sad.grad(simulate, memory=bad)
+    with pytest.raises(s2sad.S2SADError, match="numba backend does not keep"):
+        s2sad.grad(simulate, memory=10 ** 6, backend="numba")

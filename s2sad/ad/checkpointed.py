@@ -104,8 +104,11 @@ class CheckpointedLoop(LoopPlan):
         loop = self.loop
         runtime = self.rev.ctx.runtime
         schedule = runtime("Online" if self.online else "Revolve")
+        memory = self.rev.ctx.memory
+        budget = [] if memory is None else [gast.keyword(arg="memory",
+                                                         value=syntax.const(memory))]
         made = syntax.assign(self.tape, syntax.call(schedule, [
-            syntax.copied(self.steps), syntax.copied(self.snapshots)]))
+            syntax.copied(self.steps), syntax.copied(self.snapshots)], budget))
         loop.iter = syntax.copied(self.steps)
         loop.body = [self.saving()] + _single_exit(_primal(loop.body))
         return [syntax.located(made, loop), loop]

@@ -27,6 +27,7 @@ step `i` from the last, restores the snapshot `reverse_sweep()` gives, advances 
 """
 import itertools
 import math
+import sys
 
 import numpy as np
 
@@ -63,6 +64,34 @@ def checkpointed(steps, snapshots):
         raise S2SADError(f"s2sad.checkpointed(..., snapshots={snapshots!r}): the number of "
                          "snapshots is an int of at least 1")
     return steps
+
+
+def checked_budget(memory):
+    """`memory`, the bytes `s2sad.grad(f, memory=...)` gives the snapshots of each of
+    its checkpointed loops, if it is a positive number."""
+    if isinstance(memory, bool) or not isinstance(memory, (int, float, np.integer,
+                                                            np.floating)) or not memory > 0:
+        raise S2SADError(f"memory={memory!r}: the memory for the snapshots of checkpointed "
+                         "loops is a positive number of bytes")
+    return memory
+
+
+def snapshots_within(memory, state):
+    """How many snapshots of `state` (the values a checkpointed loop carries) fit in
+    `memory` bytes: at least 1."""
+    return max(1, int(memory // max(1, _size(state))))
+
+
+def _size(value):
+    """The bytes of `value`: of its arrays' data, and of anything else as Python counts
+    them, through tuples, lists and dicts."""
+    if isinstance(value, np.ndarray):
+        return value.nbytes
+    if isinstance(value, (tuple, list)):
+        return sum(_size(v) for v in value)
+    if isinstance(value, dict):
+        return sum(_size(v) for v in value.values())
+    return sys.getsizeof(value)
 
 
 def copied(value):
@@ -153,22 +182,32 @@ def _reversals(n, k):
 class Revolve:
     """The binomial schedule of a loop over `steps` (a range) that keeps at most
     `snapshots` states, and the snapshots themselves. Generated code calls it (see the
-    module docstring); `recomputed` counts the steps the reverse sweeps ran again."""
+    module docstring); `recomputed` counts the steps the reverse sweeps ran again. With
+    `memory` (bytes, from `s2sad.grad(f, memory=...)`), the number of snapshots is as
+    many states as fit in it, known when the first is saved (`snapshots_within`)."""
 
-    def __init__(self, steps, snapshots):
+    def __init__(self, steps, snapshots, memory=None):
         self.steps = checkpointed(steps, snapshots)
         if not isinstance(steps, range):
             raise S2SADError("a checkpointed loop over itertools.count() needs a `break` in "
                              "its body: without one it does not end")
-        n = len(steps)
-        self.snapshots = int(snapshots)
-        plan = _reversals(n, self.snapshots)
-        self.first = plan[0] if plan else None
-        self.plan = plan[1:]
+        self.memory = None if memory is None else checked_budget(memory)
         self.kept = {}
         self.recomputed = 0
         self.sweep, self.cursor = [], 0
         self.sweeps = 0
+        self.snapshots, self.first, self.plan = None, None, []
+        self.saving = {0} if len(steps) else set()
+        if memory is None:
+            self.planned(int(snapshots))
+
+    def planned(self, snapshots):
+        """Plan the schedule for `snapshots` snapshots."""
+        n = len(self.steps)
+        self.snapshots = snapshots
+        plan = _reversals(n, snapshots)
+        self.first = plan[0] if plan else None
+        self.plan = plan[1:]
         # the forward sweep: the first reversal's snapshots, and the state before the
         # last step (revolve's current state, with which the reverse sweep starts)
         self.saving = set(self.first[2]) | {n - 1} if plan else set()
@@ -178,6 +217,8 @@ class Revolve:
         return self.steps.index(i) in self.saving
 
     def save(self, i, state):
+        if self.snapshots is None:
+            self.planned(snapshots_within(self.memory, state))
         self.kept[self.steps.index(i)] = state
 
     def restore(self, i):
@@ -275,9 +316,10 @@ class Online(Revolve):
     in parts, each on the binomial schedule (`online_segments`), computing
     `online_steps(n, k)` steps again; a pullback called again follows `Revolve`."""
 
-    def __init__(self, steps, snapshots):
+    def __init__(self, steps, snapshots, memory=None):
         self.given = checkpointed(steps, snapshots)
-        self.snapshots = int(snapshots)
+        self.memory = None if memory is None else checked_budget(memory)
+        self.snapshots = int(snapshots) if memory is None else None
         self.steps, self.first, self.count = None, None, 0
         self.kept, self.spacing, self.current = {}, 1, None
         self.indexes = []
@@ -295,6 +337,8 @@ class Online(Revolve):
     def save(self, i, state):
         if self.steps is not None:
             return super().save(i, state)
+        if self.snapshots is None:
+            self.snapshots = snapshots_within(self.memory, state)
         p, k = self.count - 1, self.snapshots
         self.current = state
         if p % self.spacing == 0 and len(self.kept) == k and k > 1:
