@@ -28,6 +28,23 @@ def f(x, c):
     for i in s2sad.checkpointed(range(4), 2):
         x, s = f_step(i, x, s, c)
     return s * x
+
+A loop that stops at a `break`:
+
+>>> import itertools
+>>> def g(x, tol):
+...     for i in s2sad.checkpointed(itertools.count(), snapshots=2):
+...         x = math.sin(x)
+...         if x < tol:
+...             break
+...     return x
+>>> print(pipeline.stage_source(g, "checkpointed_loops", wrt=0).rstrip())
+def g(x, tol):
+    for i in s2sad.checkpointed(itertools.count(), 2):
+        x, stop = g_step(i, x, tol)
+        if stop:
+            break
+    return x
 """
 import itertools
 import weakref
