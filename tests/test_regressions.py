@@ -583,4 +583,3 @@ def test_a_carried_array_that_broadcasts_to_a_new_shape(f, u):
         np.testing.assert_allclose(got, expected, rtol=1e-7, atol=1e-10)
         np.testing.assert_allclose(s2sad.vjp(f, u, w)[1](1.0)[i], expected, rtol=1e-7,
                                    atol=1e-10)
-
