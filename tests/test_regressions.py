@@ -544,11 +544,18 @@ def test_the_aliasing_data_flow_settles_when_a_loop_nests_elements():
     # the objects held inside objects went one level deeper on each round of the fixed
     # point over the loop, which never settled (compiling hung); now bounded (NESTING)
     x, out = np.array([0.3, -0.2, 0.5]), []
-    worker = threading.Thread(target=lambda: out.append(
-        s2sad.grad(_carries_an_element_of_itself, wrt=(0, 1))(x, 1.5)), daemon=True)
+
+    def differentiate():
+        try:
+            out.append(s2sad.grad(_carries_an_element_of_itself, wrt=(0, 1))(x, 1.5))
+        except Exception as e:      # (raised again below, in the test's thread)
+            out.append(e)
+    worker = threading.Thread(target=differentiate, daemon=True)
     worker.start()
     worker.join(120)
     assert out, "compiling the gradient did not end"
+    if isinstance(out[0], Exception):
+        raise out[0]
     for i, g in enumerate(out[0]):
         np.testing.assert_allclose(
             g, fd_array_grad(_carries_an_element_of_itself, (x, 1.5), i), rtol=1e-7, atol=1e-9)
