@@ -15,19 +15,20 @@ from .compilation import Wrt, kinds_key, kinds_of, patterns_of, wrt_indices
 from .errors import GradientCheckError, S2SADError, warn_unconnected
 from .rules import registry, runtime
 from .rules.arrays import is_duck_array
-from .rules.schedules import checkpointed
+from .rules.schedules import checked_budget, checkpointed
 
 _target = pipeline.target
 
 
-def _compiled(fn, wrt, fused=False, kinds=None, release=False, patterns=None):
+def _compiled(fn, wrt, fused=False, kinds=None, release=False, patterns=None, memory=None):
     """The compiled derivative of `fn` for `wrt`, specialised on argument `kinds`
     (see compilation.kinds_of); without kinds, those `source(f)` assumes. `fused` and
     `release` are those of pipeline.reverse, and so are `patterns` (see
-    compilation.patterns_of), for `fused`. The first time, an `UnconnectedInputWarning`
-    names each input the output does not depend on."""
+    compilation.patterns_of), for `fused`, and `memory` (see `grad`). The first time,
+    an `UnconnectedInputWarning` names each input the output does not depend on."""
+    budget = {} if memory is None else {"memory": memory}
     derivative = pipeline.derivative(fn, "reverse", wrt, kinds, fused=fused, release=release,
-                                     patterns=patterns if fused else None)
+                                     patterns=patterns if fused else None, **budget)
     return warn_unconnected(derivative)
 
 
@@ -38,10 +39,11 @@ class _DerivativeFunction:
     s2s_forward_over_reverse = True     # its forward mode differentiates its code
     fused = True            # which compiled variant it runs (see pipeline.reverse)
 
-    def __init__(self, fn, wrt):
+    def __init__(self, fn, wrt, memory=None):
         functools.update_wrapper(self, fn)
         self.primal = fn
         self.wrt = wrt
+        self.memory = memory
         self._fn = self._compile_and_call
         self._version = -1
         self._kinds = None
@@ -56,7 +58,7 @@ class _DerivativeFunction:
         self._kinds = kinds_of(target, args)
         self._patterns = patterns_of(target, args)
         fn = _compiled(self.primal, self.wrt, self.fused, self._kinds, release=True,
-                       patterns=self._patterns).fn
+                       patterns=self._patterns, memory=self.memory).fn
         _check_inputs(self.primal, self.wrt, args)
         self._fn = fn
         self._version = registry.version
@@ -101,7 +103,7 @@ class _DerivativeFunction:
         """The generated source this derivative runs (`f_grad` or `f_value_and_grad`),
         for the argument kinds of its last call."""
         return _compiled(self.primal, self.wrt, self.fused, self._kinds, release=True,
-                         patterns=self._patterns).source
+                         patterns=self._patterns, memory=self.memory).source
 
     def __repr__(self):
         return f"<{type(self).__name__} of {self.primal.__qualname__} wrt={self.wrt!r}>"
@@ -171,11 +173,16 @@ def _opaque(x):
     return None if runtime.is_record(x) else x
 
 
-def _decorator(cls, f, wrt, backend="python", jit=None):
+def _decorator(cls, f, wrt, backend="python", jit=None, memory=None):
     if f is None:
-        return lambda g: _decorator(cls, g, wrt, backend, jit)
+        return lambda g: _decorator(cls, g, wrt, backend, jit, memory)
     if not callable(f):
         raise S2SADError(f"s2sad differentiates functions; got {type(f).__name__} {f!r}")
+    if memory is not None:
+        checked_budget(memory)
+        if numba_api.check_backend(backend) == "numba":
+            raise S2SADError('memory= sets the snapshots of checkpointed loops, which the '
+                             'numba backend does not keep; use the Python backend')
     if numba_api.check_backend(backend) == "numba":
         return numba_api.NativeDerivative(f, wrt, cls.fused, jit)
     if jit is not None:
@@ -184,9 +191,9 @@ def _decorator(cls, f, wrt, backend="python", jit=None):
         return forward_api.second_derivative(f, wrt)
     if inspect.ismethod(f):
         # a bound method: differentiate its function, with the instance passed first
-        derivative = cls(f.__func__, _shift(wrt))
+        derivative = cls(f.__func__, _shift(wrt), memory)
         return _BoundDerivative(derivative, f.__self__, f)
-    return cls(f, wrt)
+    return cls(f, wrt, memory)
 
 
 
@@ -214,7 +221,7 @@ class _BoundDerivative:
 
 
 def grad(f: Callable | None = None, wrt: Wrt = 0, backend: str = "python",
-         jit: dict | None = None) -> GradientFunction:
+         jit: dict | None = None, memory: float | None = None) -> GradientFunction:
     """The gradient of scalar function `f` with respect to parameter(s) `wrt`.
 
     `wrt` is a positional parameter's index or name, or a tuple of them (then the
@@ -222,7 +229,10 @@ def grad(f: Callable | None = None, wrt: Wrt = 0, backend: str = "python",
     With `backend="numba"`, the gradient is compiled by `numba.njit` (with the options
     `jit`, by default those of `f` if it is a Numba function) and can be called from
     `@numba.njit` code too (see docs/numba.md). `f` may be a `@numba.njit` function:
-    s2sad reads its Python source (`py_func`).
+    s2sad reads its Python source (`py_func`). With `memory` (bytes), each loop of `f`
+    over `s2sad.checkpointed(...)` keeps as many snapshots as fit in that many bytes (at
+    least one), whatever its `snapshots` says: the state's size is read when the loop
+    saves its first snapshot (see docs/loops.md).
 
     >>> import math, s2sad
     >>> def f(x1, x2):
@@ -240,13 +250,14 @@ def grad(f: Callable | None = None, wrt: Wrt = 0, backend: str = "python",
     >>> dcube(2.0)
     12.0
     """
-    return _decorator(GradientFunction, f, wrt, backend, jit)
+    return _decorator(GradientFunction, f, wrt, backend, jit, memory)
 
 
 def value_and_grad(f: Callable | None = None, wrt: Wrt = 0, backend: str = "python",
-                   jit: dict | None = None) -> ValueAndGradientFunction:
-    """Like `grad`, but returns `(f(*args), gradient)`, running `f` once; `backend` and
-    `jit` are those of `grad`.
+                   jit: dict | None = None, memory: float | None = None
+                   ) -> ValueAndGradientFunction:
+    """Like `grad`, but returns `(f(*args), gradient)`, running `f` once; `backend`,
+    `jit` and `memory` are those of `grad`.
 
     >>> import s2sad
     >>> def sq(x):
@@ -254,7 +265,7 @@ def value_and_grad(f: Callable | None = None, wrt: Wrt = 0, backend: str = "pyth
     >>> s2sad.value_and_grad(sq)(3.0)
     (9.0, 6.0)
     """
-    return _decorator(ValueAndGradientFunction, f, wrt, backend, jit)
+    return _decorator(ValueAndGradientFunction, f, wrt, backend, jit, memory)
 
 
 def vjp(f: Callable, *args: Any, backend: str = "python", **kwargs: Any

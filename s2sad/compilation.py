@@ -93,6 +93,7 @@ class Compilation:
     guard: bool = True
     recompute: bool = False
     tangent_only: bool = False
+    memory: float | None = None                 # bytes for a checkpointed loop's snapshots
     backend: str = "python"                     # or "numba" (passes/native_tapes.py)
     jit: tuple = ()                             # numba.njit's options, (name, value) pairs
     bindings: dict = dataclasses.field(default_factory=dict)

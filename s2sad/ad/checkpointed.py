@@ -1,7 +1,9 @@
 """Checkpointed loops in reverse mode: a loop over `s2sad.checkpointed(steps, k)`, whose
 body passes/checkpointed_loops.py made one call of a step function of the loop state,
 keeps at most k snapshots of that state instead of a tape, on the binomial schedule
-(`_s2s_Revolve`, rules/schedules.py).
+(`_s2s_Revolve`, rules/schedules.py), or, for a loop that stops at a `break` (its step
+returns a flag), on the online schedule (`_s2s_Online`), which learns the number of
+steps when the loop stops.
 
 The forward sweep is the loop as it is, saving the state before the steps the schedule
 names. The pullback's reverse sweep takes the steps from the last: it restores a
@@ -86,6 +88,8 @@ class CheckpointedLoop(LoopPlan):
         self.state = [a.id for a in call.args[1:1 + len(body.state)]]
         self.mutated = [n for n, p in zip(self.state, body.state) if p in body.mutated]
         self.target = loop.target.id
+        self.stop = body.stop
+        self.online = body.stop is not None
 
     def plan(self):
         self.tape = self.rev.namer.fresh("_s2s_schedule")
@@ -99,10 +103,14 @@ class CheckpointedLoop(LoopPlan):
         """The statements that run the loop forwards, saving snapshots."""
         loop = self.loop
         runtime = self.rev.ctx.runtime
-        made = syntax.assign(self.tape, syntax.call(runtime("Revolve"), [
-            syntax.copied(self.steps), syntax.copied(self.snapshots)]))
+        schedule = runtime("Online" if self.online else "Revolve")
+        memory = self.rev.ctx.memory
+        budget = [] if memory is None else [gast.keyword(arg="memory",
+                                                         value=syntax.const(memory))]
+        made = syntax.assign(self.tape, syntax.call(schedule, [
+            syntax.copied(self.steps), syntax.copied(self.snapshots)], budget))
         loop.iter = syntax.copied(self.steps)
-        loop.body = [self.saving()] + _primal(loop.body)
+        loop.body = [self.saving()] + _single_exit(_primal(loop.body))
         return [syntax.located(made, loop), loop]
 
     def saving(self):
@@ -133,7 +141,8 @@ class CheckpointedLoop(LoopPlan):
         copies = self.copies()
         advance = syntax.for_(self.target, syntax.call(
             syntax.attribute(self.tape, "advance"), [syntax.name(start), syntax.name(step)]),
-            [self.saving()] + [_unlocated(s) for s in _primal(self.loop.body)])
+            [self.saving()] + [_unlocated(s) for s in _without_stop(_primal(self.loop.body),
+                                                                    self.stop)])
         taped = self.taped(body, step)
         for made in [restore, advance] + copies + advance.body + advance.body[0].body:
             syntax.located(made, self.loop).s2s_uncommented = True
@@ -163,18 +172,27 @@ class CheckpointedLoop(LoopPlan):
                            f"{callee.fn.__name__}_adjoint")
         args = [syntax.name(step) if syntax.is_name(a, self.target) else syntax.copied(a)
                 for a in call.value.args]
+        seeds = []
         for n in syntax.walk(syntax.if_(syntax.const(True), body)):
             if isinstance(n, gast.Call) and syntax.is_name(n.func, pullback):
                 n.func, n.args = syntax.name(adjoint), n.args + args
+                seeds += [a.id for a in n.args[:1] if isinstance(a, gast.Name)]
+        if self.online:
+            body = _one_path(body)
         for s in body:
             s.s2s_uncommented = True    # (under the comment of the sweep's own)
         out = []
         result = call.targets[0].id
         if result in syntax.names_loaded(syntax.if_(syntax.const(True), body)):
             # (the structure of the state, which the adjoint of unpacking it reads)
-            stand_in = syntax.tuple_([syntax.name(n) for n in self.state])
+            stand_in = syntax.tuple_([syntax.name(n) for n in self.state]
+                                     + [syntax.const(False)] * self.online)
             out.append(syntax.located(syntax.assign(result, stand_in), self.loop))
             out[-1].s2s_uncommented = True
+            # (tuples of the step's state and of its adjoint: released, not held
+            # through the next step's advance)
+            body.append(syntax.located(syntax.delete([result] + seeds), self.loop))
+            body[-1].s2s_uncommented = True
         return out + body
 
 
@@ -184,6 +202,70 @@ def _unlocated(s):
     s = syntax.copied(s)
     s.s2s_uncommented = True
     return s
+
+
+def _single_exit(stmts):
+    """The statements of a step that stops at a `break` with the state bound once: where
+    the loop body copies each value of the state to its name on both paths (`if stop:
+    x = x_1; break` / `else: x = x_1`), the value is bound to the name itself, so that
+    no second name holds the last state through the reverse sweep."""
+    branch = next((s for s in stmts if isinstance(s, gast.If) and s.body
+                   and isinstance(s.body[-1], gast.Break)), None)
+    if branch is None:
+        return stmts
+    copies = [_copy(s) for s in _primal(branch.body[:-1])]
+    if None in copies or sorted(copies) != sorted(_copy(s) for s in _primal(branch.orelse)):
+        return stmts
+    sources = {value: name for name, value in copies}
+    others = [s for s in stmts if s is not branch]
+    if any(n in sources for n in syntax.names_loaded(syntax.if_(syntax.const(True), others))):
+        return stmts
+    for s in others:
+        if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(
+                s.targets[0], gast.Name) and s.targets[0].id in sources:
+            s.targets[0].id = sources[s.targets[0].id]
+    if isinstance(branch.test, gast.Name) and branch.test.id in sources:
+        branch.test.id = sources[branch.test.id]
+    branch.body, branch.orelse = [branch.body[-1]], []
+    return stmts
+
+
+def _one_path(stmts):
+    """`stmts` with each `if` whose branches are the same (the adjoints of the copies of
+    the state on the paths that stop and that go on) as that branch."""
+    out = []
+    for s in stmts:
+        if isinstance(s, gast.If) and [gast.dump(b) for b in s.body] == [
+                gast.dump(b) for b in s.orelse]:
+            out += s.body
+        else:
+            out.append(s)
+    return out
+
+
+def _copy(s):
+    """(name, value) of `name = value`, a copy of one name to another; else None."""
+    if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(
+            s.targets[0], gast.Name) and isinstance(s.value, gast.Name):
+        return s.targets[0].id, s.value.id
+    return None
+
+
+def _without_stop(stmts, stop):
+    """The statements of a step that stops at a `break` for advancing the state to a
+    later step (so not the last): the branch that breaks, and its flag `stop`, left
+    out."""
+    out = []
+    for s in stmts:
+        if isinstance(s, gast.If) and s.body and isinstance(s.body[-1], gast.Break):
+            out += [c for c in _primal(s.orelse) if (_copy(c) or (None,))[0] != stop]
+        else:
+            out.append(s)
+    read = set(syntax.names_loaded(syntax.if_(syntax.const(True), out)))
+    return [s for s in out if not (isinstance(s, gast.Assign) and len(s.targets) == 1
+                                   and isinstance(s.targets[0], gast.Name)
+                                   and s.targets[0].id not in read
+                                   and isinstance(s.value, gast.Subscript))]
 
 
 def _primal(stmts):

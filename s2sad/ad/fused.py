@@ -162,13 +162,20 @@ def _shapes_from_earliest(stmts, forward, ctx, among=None):
 def _live(body, ops, src):
     """`body` without the top-level assignments nobody reads whose value is a name, a
     constant, syntax or a call of a primitive with a derivative rule (but those of a
-    `try` body, which decide whether the function takes its except clause)."""
-    top = {id(s) for s in body}
+    `try` body, which decide whether the function takes its except clause), nor the
+    top-level `if` statements left with nothing but such assignments (an adjoint's
+    result built on two paths, `if stop: y = (x, True)`, which it does not return)."""
+    top = {id(s) for s in body} | {id(s) for b in body if isinstance(b, gast.If)
+                                   for s in b.body + b.orelse}
 
     def dead(s, target):
         op = ops.get(s)
         return id(s) in top and op is not None and not src.in_try(s) and (
             op.form in (COPY, PACK) or op.variant is not None
             or (op.form == NONDIFF and op.prim is None))
-    live_names(body, set(), delete=True, dead=dead)
-    return body
+    while True:
+        live_names(body, set(), delete=True, dead=dead)
+        empty = [s for s in body if isinstance(s, gast.If) and not s.body and not s.orelse]
+        if not empty:
+            return body
+        body[:] = [s for s in body if not any(s is e for e in empty)]

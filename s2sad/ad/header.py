@@ -30,7 +30,7 @@ import textwrap
 
 import gast
 
-from ..analysis.names import name_counts
+from ..analysis.names import exposed
 from ..analysis.operations import CUSTOM, USER
 from .. import syntax
 from ..syntax import unparse
@@ -84,7 +84,6 @@ def _parts(vjp, ctx):
     first = [f"reverse mode of {src.name}(){where} with respect to {wrt}"]
     kept = []
     pullback = result.pullback
-    loaded, stored = name_counts(pullback)
     taped = set()
     for info in sorted(result.loops, key=lambda info: src.lineno(info.loop)):
         if info.mode in ("start", "end") and info.pushes:
@@ -106,8 +105,12 @@ def _parts(vjp, ctx):
         elif info.mode == "trips":
             taped.add(info.tape)
             kept.append(f"the trip count of the loop at line {src.lineno(info.loop)}")
-    closure = sorted({n for n in loaded
-                      if n in result.primal_names and n not in stored and n not in taped
+    # (read before the pullback assigns them: a fused gradient's reverse sweep of a
+    # checkpointed loop binds the loop's state again, after reading its last value)
+    params = {a.id for a in pullback.args.args}
+    read = exposed(pullback.body, params)
+    closure = sorted({n for n in read
+                      if n in result.primal_names and n not in taped
                       and src.is_local(n) and n not in ctx.bindings}, key=_natural)
     rules = []
     for stmt in syntax.in_order(vjp.body):

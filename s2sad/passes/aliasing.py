@@ -94,6 +94,20 @@ def _writes(fn):
             runtime.setitem, runtime.append))) for s in syntax.statements(fn))
 
 
+#: How deep the objects inside objects go (`("in", ("in", y))`, an element of an element
+#: of y); deeper ones are taken as the same object, which may alias more, never less,
+#: so that the data flow over a loop that takes an element of what it carries settles.
+NESTING = 3
+
+
+def _inside(o):
+    """The object held inside the object `o`."""
+    depth, x = 0, o
+    while isinstance(x, tuple) and x[:1] == ("in",):
+        depth, x = depth + 1, x[1]
+    return o if depth >= NESTING else ("in", o)
+
+
 @dataclasses.dataclass(frozen=True)
 class Held:
     """What a name holds at a point: the objects whose memory it may share, the frames
@@ -245,7 +259,7 @@ class Aliasing:
                 held = held.join(Held(h.objects, frozenset([id(s)]), s))
             elif relation == "element":
                 inside = frozenset(x for o in h.objects
-                                   for x in self.contents.get(o, set()) | {("in", o)})
+                                   for x in self.contents.get(o, set()) | {_inside(o)})
                 held = held.join(Held(inside, frozenset([id(s)]), s))
             else:                                   # "holds"
                 new = new or id(s)

@@ -7,8 +7,11 @@ Takes a lifted function and leaves one where each such loop (recognised by the o
 the next: the names it assigns that it or the code after the loop may read before
 assigning them. The step function is the body with `continue` as a return of the state;
 reverse mode (ad/checkpointed.py) runs it plainly to advance the state and calls its own
-`f_step_vjp` for the one step it reverses. Forward mode and second derivatives run the
-loop over its range as it is.
+`f_step_vjp` for the one step it reverses. A body with a `break` of its own (a loop over
+`itertools.count()` that stops when it is done, the form of a `while` loop) makes a step
+that also returns whether it stopped, `state, stop = f_step(i, state, reads)`, followed
+by `if stop: break`; its gradient follows an online schedule. Forward mode and second
+derivatives run the loop over its range as it is.
 
 >>> import math, s2sad
 >>> from s2sad import pipeline
@@ -25,7 +28,25 @@ def f(x, c):
     for i in s2sad.checkpointed(range(4), 2):
         x, s = f_step(i, x, s, c)
     return s * x
+
+A loop that stops at a `break`:
+
+>>> import itertools
+>>> def g(x, tol):
+...     for i in s2sad.checkpointed(itertools.count(), snapshots=2):
+...         x = math.sin(x)
+...         if x < tol:
+...             break
+...     return x
+>>> print(pipeline.stage_source(g, "checkpointed_loops", wrt=0).rstrip())
+def g(x, tol):
+    for i in s2sad.checkpointed(itertools.count(), 2):
+        x, stop = g_step(i, x, tol)
+        if stop:
+            break
+    return x
 """
+import itertools
 import weakref
 
 import gast
@@ -67,25 +88,38 @@ class CheckpointedLoops:
 
     def rewrite(self, loop, block):
         steps, snapshots = self.arguments(loop.iter)
+        counting = (isinstance(steps, gast.Call)
+                    and self.src.resolve(steps.func) is itertools.count)
+        if counting and not any(isinstance(n, gast.Break) for n in _own(loop.body)):
+            raise self.src.syntax_error(loop.iter, "a checkpointed loop over "
+                                        "itertools.count() needs a `break` in its body: "
+                                        "without one it does not end")
         if self.plain:
-            loop.iter = steps
+            # (desugar leaves a loop over the marker as it is, and would make one over
+            # a count a list of its items)
+            loop.iter = (syntax.located(syntax.call(loop.iter.func, [steps, snapshots]),
+                                        loop.iter) if counting else steps)
             return
         if not isinstance(loop.target, gast.Name):
             raise self.src.syntax_error(loop.target, "a checkpointed loop's variable is one "
                                         "name (for i in s2sad.checkpointed(range(n), ...))")
-        self.refuse_exits(loop)
+        self.refuse_returns(loop)
         state, reads, mutated = self.state(loop, block)
         if not state:
             loop.iter = steps       # it carries nothing: nothing to keep or compute again
             return
-        step = self.step_function(loop, state, reads, mutated)
+        stop = self.stop_flag(loop)
+        step = self.step_function(loop, state, reads, mutated, stop)
         func = syntax.name(step.__name__)
         func.s2s_prim, func.s2s_lifted = step, True
         args = [syntax.name(loop.target.id)] + [syntax.name(n) for n in state + reads]
-        targets = (syntax.name(state[0], store=True) if len(state) == 1 else
-                   syntax.tuple_([syntax.name(n, store=True) for n in state], store=True))
+        outs = state + ([stop] if stop else [])
+        targets = (syntax.name(outs[0], store=True) if len(outs) == 1 else
+                   syntax.tuple_([syntax.name(n, store=True) for n in outs], store=True))
         call = syntax.located(syntax.assign(targets, syntax.call(func, args)), loop)
         loop.body = [call]
+        if stop:
+            loop.body.append(syntax.located(syntax.if_(syntax.name(stop), [gast.Break()]), loop))
         head = loop.iter.func       # as the user spelled it (the code compiled for
         head.s2s_prim = checkpointed    # `trace` runs it)
         loop.iter = syntax.located(syntax.call(head, [steps, snapshots]), loop.iter)
@@ -103,15 +137,23 @@ class CheckpointedLoops:
                                         "s2sad.checkpointed(range(n), snapshots=k):`")
         return values
 
-    def refuse_exits(self, loop):
+    def refuse_returns(self, loop):
         inside = syntax.walk(syntax.if_(syntax.const(True), loop.body))
-        for n in [n for n in inside if isinstance(n, gast.Return)] + [
-                n for n in _own(loop.body) if isinstance(n, gast.Break)]:
-            word = "break" if isinstance(n, gast.Break) else "return"
+        for n in [n for n in inside if isinstance(n, gast.Return)]:
             raise self.src.syntax_error(
-                n, f"`{word}` in a checkpointed loop is not supported: the schedule "
-                   "needs the number of steps when the loop starts. Compute the number "
-                   "of steps first, or loop over range(n) without s2sad.checkpointed")
+                n, "`return` in a checkpointed loop is not supported: the loop's body is "
+                   "a step of its state. Set a flag and `break`, and return after the loop")
+
+    def stop_flag(self, loop):
+        """The name of the flag the step function returns with its state when the body
+        has a `break` of its own (the loop then stops when the step says so, and its
+        gradient follows an online schedule); None without."""
+        if not any(isinstance(n, gast.Break) for n in _own(loop.body)):
+            return None
+        taken = set(syntax.names_stored(self.fn)) | set(syntax.names_loaded(self.fn)) | set(
+            self.src.free_values())
+        return next(c for c in ["stop"] + [f"stop_{k}" for k in range(1, len(taken) + 2)]
+                    if c not in taken)
 
     def state(self, loop, block):
         """(state, reads, mutated): the names the body carries from one step to the next
@@ -138,9 +180,10 @@ class CheckpointedLoops:
                           f"before the loop; give it one before the loop")
         return state, reads, [n for n in _mutated(body) if n in state]
 
-    def step_function(self, loop, state, reads, mutated):
+    def step_function(self, loop, state, reads, mutated, stop):
         """The body of `loop` as a Python function of its index, state and reads (made
-        once per loop of a function)."""
+        once per loop of a function); with a `stop` flag, it returns its state and
+        whether the step ended with a `break`."""
         made = _steps.setdefault(self.src.fn, {})
         key = (loop.lineno, loop.col_offset)
         if key in made:
@@ -148,9 +191,13 @@ class CheckpointedLoops:
         names = set(syntax.names_stored(self.fn)) | set(self.src.free_values())
         name = next(c for c in [f"{self.src.name}_step"] + [
             f"{self.src.name}_step_{k}" for k in range(1, len(names) + 2)] if c not in names)
-        result = (syntax.name(state[0]) if len(state) == 1
+        result = (syntax.name(state[0]) if len(state) == 1 and not stop
                   else syntax.tuple_([syntax.name(n) for n in state]))
-        body = _continues_return(syntax.copied(loop.body), result)
+        if stop:
+            broke = syntax.tuple_([syntax.name(n) for n in state] + [syntax.const(True)])
+            result.elts.append(syntax.const(False))
+        body = _continues_return(syntax.copied(loop.body), result,
+                                 broke if stop else None)
         body.append(syntax.located(syntax.ret(syntax.copied(result)), loop))
         node = syntax.located(syntax.function(name, [loop.target.id] + state + reads, body),
                               loop)
@@ -170,18 +217,19 @@ class CheckpointedLoops:
                                       filename)[0]
         step.__qualname__ = f"{self.src.fn.__qualname__}.<locals>.{name}"
         step.s2s_lifted = LoopBody(node, self.src, ([loop.target.id] + state + reads, []),
-                                   state, mutated)
+                                   state, mutated, stop)
         made[key] = step
         return step
 
 
 class LoopBody(Lifted):
     """Where a checkpointed loop's step function comes from (see lift.Lifted); `state`
-    are its parameters that it returns, `mutated` those it changes in place."""
+    are its parameters that it returns, `mutated` those it changes in place, `stop` the
+    flag it returns after them when the loop's body has a `break` (or None)."""
 
-    def __init__(self, node, src, signature, state, mutated):
+    def __init__(self, node, src, signature, state, mutated, stop=None):
         super().__init__(node, src, signature)
-        self.state, self.mutated = state, mutated
+        self.state, self.mutated, self.stop = state, mutated, stop
 
     def describe(self):
         return (f"the body of the checkpointed loop at line {self.src.lineno(self.node)} of "
@@ -200,18 +248,21 @@ def _own(stmts):
         todo.extend(gast.iter_child_nodes(n))
 
 
-def _continues_return(stmts, result):
-    """`stmts` with each `continue` of theirs (not of a nested loop) a `return result`."""
+def _continues_return(stmts, result, broke=None):
+    """`stmts` with each `continue` of theirs (not of a nested loop) a `return result`,
+    and each `break` a `return broke`."""
     out = []
     for s in stmts:
         if isinstance(s, gast.Continue):
             s = syntax.located(syntax.ret(syntax.copied(result)), s)
+        elif isinstance(s, gast.Break):
+            s = syntax.located(syntax.ret(syntax.copied(broke)), s)
         elif not isinstance(s, (gast.For, gast.While)):
             for field in ("body", "orelse", "finalbody"):
                 if isinstance(getattr(s, field, None), list):
-                    setattr(s, field, _continues_return(getattr(s, field), result))
+                    setattr(s, field, _continues_return(getattr(s, field), result, broke))
             for handler in getattr(s, "handlers", []):
-                handler.body = _continues_return(handler.body, result)
+                handler.body = _continues_return(handler.body, result, broke)
         out.append(s)
     return out
 

@@ -24,7 +24,7 @@ from .factorizations import (  # noqa: F401 - generated code finds them in runti
 from .layout import (  # noqa: F401 - generated code finds them in runtime
     unappend, uncolumn_stack, uncross, undiagonal, unkron, unpad, unpad_constant, unrot90,
     unsplit, untake_along_axis)
-from .schedules import Revolve, copied  # noqa: F401 - generated code finds them in runtime
+from .schedules import Online, Revolve, copied  # noqa: F401 - generated code finds them in runtime
 
 
 class Respecialize(Exception):
