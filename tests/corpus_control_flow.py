@@ -1,6 +1,7 @@
 """Control-flow corner cases: breaks hidden in branches, returns inside nested loops,
 for-else, while True, loop-carried swaps, names read both before and after loops.
 Each is checked against finite differences in tests/test_control_flow.py."""
+import itertools
 import math
 
 def conflict(x):
@@ -224,3 +225,28 @@ def loop_index_operand(x, c):
         w = i * c
         s = s * w + x / i
     return s
+
+
+# -- loops over itertools.count(): a while True that counts ---------------------------------
+def count_until(x):
+    for i in itertools.count():
+        x = 0.5 * x + 1.0
+        if x > 1.9:
+            break
+    return x * i
+
+
+def zip_with_count(x, c):
+    total = 0.0
+    for v, k in zip([x, 2.0 * x, x * x, 3.0], itertools.count(1, 2)):
+        if k > 5:
+            continue
+        total = total + c * v * k
+    return total
+
+
+def enumerate_count(x):
+    for i, j in enumerate(itertools.count(start=3)):
+        if i >= 2:
+            return x * j
+        x = x * x

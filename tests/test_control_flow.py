@@ -117,3 +117,35 @@ def test_rebound_values_stay_on_the_tape():
     assert {"c_1", "c", "s"} <= _taped(c.rebound_before_use, (0, 1))["_s2s_tape"]
     # a value computed after a `break` may not exist in every iteration: taped
     assert "m" in _taped(c.recompute_after_break, (0, 1))["_s2s_tape"]
+
+
+COUNTED = [(c.count_until, (0.3,)), (c.count_until, (1.5,)), (c.zip_with_count, (0.7, 1.3)),
+           (c.enumerate_count, (1.3,))]
+
+
+@pytest.mark.parametrize("f, point", COUNTED, ids=lambda v: getattr(v, "__name__", None))
+def test_loops_over_itertools_count(f, point):
+    # (desugar made a list of the count: the gradient never returned)
+    wrt = tuple(range(len(point)))
+    want = fd_grad(f, point, wrt)
+    assert_close(s2sad.grad(f, wrt=wrt)(*point), want, rtol=1e-6)
+    tangent = s2sad.jvp(f, point, tuple(1.0 for _ in point))[1]
+    assert tangent == pytest.approx(sum(want), rel=1e-6)
+    if len(point) == 1:
+        h = 1e-4
+        second = (fd_grad(f, (point[0] + h,), 0) - fd_grad(f, (point[0] - h,), 0)) / (2 * h)
+        assert s2sad.hessian(f)(*point) == pytest.approx(second, rel=1e-4, abs=1e-6)
+
+
+def test_reversed_count_is_refused_where_it_is_written():
+    import textwrap
+    from s2sad.frontend.source import function_from_source
+    f = function_from_source(textwrap.dedent('''
+        import itertools
+        def f(x):
+            for i in reversed(itertools.count()):
+                x = x * 2.0
+            return x
+    '''))
+    with pytest.raises(s2sad.UnsupportedSyntaxError, match="reversed"):
+        s2sad.grad(f)(1.0)

@@ -129,7 +129,7 @@ class Desugar:
             if (isinstance(s, gast.For) and not self.generated
                     and not self.iteration.is_range(s.iter)
                     and not checkpointed_loops.is_checkpointed(s.iter, self.src)):
-                prelude = self.iteration.indexed(s)
+                prelude, s = self.iteration.indexed(s)
             if s.orelse:
                 return prelude + self.loop_else(s)
             return prelude + [s]

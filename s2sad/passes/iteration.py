@@ -9,9 +9,12 @@ tapes an index and the adjoint of each element goes to its place in the sequence
 - `enumerate`, `zip` and `reversed` (nested as they like) read their sequences at the
   same index; `d.items()`, `d.keys()` and `d.values()` index `_s2s_keys(d)` and read
   `d[k]` with the key just bound;
-- a tuple target is bound part by part (`for i, (w, b) in enumerate(layers)`).
+- a tuple target is bound part by part (`for i, (w, b) in enumerate(layers)`);
+- a loop over `itertools.count()` (alone, or in `enumerate` or `zip`) that `zip` does
+  not end is a `while True` that counts, which stops at a `break` or a `return`.
 """
 import builtins
+import itertools
 
 import gast
 import numpy as np
@@ -44,10 +47,19 @@ class Iteration:
         length, element = self.parts(loop.iter, loop, prelude)
         index = self.namer.fresh("i")
         binds = self.bind(loop.target, element(syntax.name(index)), loop)
+        if length is None:
+            # `itertools.count()`: without an end, a `while True` that counts (up front,
+            # so that `continue` counts too); it stops at a break or a return
+            prelude.append(syntax.assign(index, syntax.const(-1)))
+            binds.insert(0, syntax.assign(index, syntax.binop(
+                syntax.name(index), gast.Add(), syntax.const(1))))
+            loop = syntax.located(gast.While(test=syntax.const(True), body=[
+                syntax.located(b, loop) for b in binds] + loop.body, orelse=loop.orelse), loop)
+            return [syntax.located(p, loop) for p in prelude], loop
         loop.iter = self.call("range", [length])
         loop.target = syntax.name(index, store=True)
         loop.body = [syntax.located(b, loop) for b in binds] + loop.body
-        return [syntax.located(p, loop) for p in prelude]
+        return [syntax.located(p, loop) for p in prelude], loop
 
     def parts(self, e, loop, prelude):
         """(the number of items the iterable `e` gives, a function from an index to the
@@ -64,10 +76,29 @@ class Iteration:
             return length, lambda i: (counter(i), item(i))
         if called is zip and plain and e.args:
             zipped = [self.parts(a, loop, prelude) for a in e.args]
-            length = zipped[0][0] if len(zipped) == 1 else self.call("min", [n for n, _ in zipped])
+            ends = [n for n, _ in zipped if n is not None]
+            length = None if not ends else ends[0] if len(ends) == 1 else self.call("min", ends)
             return length, lambda i: tuple(item(i) for _, item in zipped)
+        if called is itertools.count and isinstance(e, gast.Call) and len(e.args) <= 2 and not any(
+                isinstance(a, gast.Starred) for a in e.args) and all(
+                k.arg in ("start", "step") for k in e.keywords):
+            # (None: no end)
+            given = dict(zip(("start", "step"), e.args), **{k.arg: k.value for k in e.keywords})
+            start = self.held(given.get("start", syntax.const(0)), "start", loop, prelude)
+            step = self.held(given.get("step", syntax.const(1)), "step", loop, prelude)
+
+            def counted(i):
+                if not (isinstance(step, gast.Constant) and step.value == 1):
+                    i = syntax.binop(i, gast.Mult(), syntax.copied(step))
+                if not (isinstance(start, gast.Constant) and start.value == 0):
+                    i = syntax.binop(syntax.copied(start), gast.Add(), i)
+                return i
+            return None, counted
         if called is reversed and plain and len(e.args) == 1:
             length, item = self.parts(e.args[0], loop, prelude)
+            if length is None:
+                raise self.src.syntax_error(loop, "reversed() of a sequence without an end "
+                                            "(itertools.count()) is an error in Python too")
             n = self.held(length, "n", loop, prelude)
             return n, lambda i: item(syntax.binop(
                 syntax.binop(syntax.copied(n), gast.Sub(), syntax.const(1)), gast.Sub(), i))
