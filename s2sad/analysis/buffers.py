@@ -178,7 +178,7 @@ class ArrayFacts:
                 f = end.get(n)
                 if f is None:
                     continue
-                meta[n] = _join(meta[n], f[:3]) if n in meta else f[:3]
+                meta[n] = self.join(meta[n], f[:3]) if n in meta else f[:3]
                 extra[n] |= f.buffers & ~local
                 bits = f.buffers & local
                 while bits:
@@ -202,6 +202,14 @@ class ArrayFacts:
         found = LoopFacts(entry, out, end, held)
         self.loops[id(s)] = found
         return found
+
+    def join(self, a, b):
+        """The (shape, dtype, kind) of a value that is one of values of `a` and `b`."""
+        kinds = {a[2], b[2]}
+        kind = a[2] if len(kinds) == 1 else NDARRAY if kinds == {ND, NDARRAY} else None
+        dtype = a[1] if a[1] is not None and b[1] is not None and self.same_dtype(
+            a[1], b[1]) else None
+        return (a[0] if a[0] == b[0] else None, dtype, kind)
 
     def targets(self, s, facts, held):
         """The facts of the target of loop `s` at the start of each iteration: the counter
@@ -645,13 +653,6 @@ def straight_loop(s):
     """Whether `s` is a loop whose body is straight-line code (`ArrayFacts.loop`)."""
     return (isinstance(s, (gast.For, gast.While)) and not s.orelse and all(
         isinstance(t, (gast.Assign, gast.AugAssign, gast.Expr, gast.Delete)) for t in s.body))
-
-
-def _join(a, b):
-    """The (shape, dtype, kind) of a value that is one of values of `a` and `b`."""
-    kinds = {a[2], b[2]}
-    kind = a[2] if len(kinds) == 1 else NDARRAY if kinds == {ND, NDARRAY} else None
-    return (a[0] if a[0] == b[0] else None, a[1] if a[1] == b[1] else None, kind)
 
 
 def _reduction(prim):

@@ -8,7 +8,8 @@ Names the function returns, parameters, and names that are not certainly bound t
 (bound only inside an `if` or a loop) are left alone; so are scalars. Inside the body
 of a top-level loop of straight-line code, an array the body assigns before it reads
 it, and that neither the loop's test nor the code after the loop reads, is deleted
-after its last use in the body: it does not wait for the next iteration to be replaced.
+after its last use in the body, unless that is the body's last statement: it does not
+wait for the next iteration to be replaced.
 
 >>> import numpy as np
 >>> from s2sad import pipeline
@@ -49,7 +50,9 @@ def run(fn, ctx):
     longer names."""
     if not ctx.release:
         return fn
-    fn = InsertDels(array_names(ctx)).run(fn)
+    numbers = {n for n in ctx.reverse.primal_names if ctx.shapes.pattern_of(n) == ()}
+    numbers |= {ctx.reverse.adjoints[n] for n in numbers if n in ctx.reverse.adjoints}
+    fn = InsertDels(array_names(ctx), numbers).run(fn)
     header.refresh(fn, ctx)
     return fn
 
@@ -67,10 +70,12 @@ def array_names(ctx):
 
 
 class InsertDels:
-    """See the module docstring; `arrays` are the names that hold arrays."""
+    """See the module docstring; `arrays` are the names that hold arrays, `numbers` those
+    known to hold 0-d values (left alone in loops: deleting them frees nothing)."""
 
-    def __init__(self, arrays):
+    def __init__(self, arrays, numbers=()):
         self.arrays = set(arrays)
+        self.numbers = set(numbers)
 
     def run(self, fn):
         body = fn.body
@@ -108,11 +113,15 @@ class InsertDels:
         last = {}
         for i, s in enumerate(loop.body):
             for n in syntax.name_nodes(s):
-                if n.id in self.arrays and n.id not in kept:
+                if n.id in self.arrays and n.id not in kept and n.id not in self.numbers:
                     last[n.id] = i
         after = {}
         for name in sorted(last):
             after.setdefault(last[name], []).append(name)
+        # (none after the last statement: the next iteration soon replaces those, and
+        # freeing the body's every array at its end lets the allocator hand their memory
+        # back to the system, to fault it in again at each iteration)
+        after.pop(len(loop.body) - 1, None)
         body = []
         for i, s in enumerate(loop.body):
             body.append(s)
