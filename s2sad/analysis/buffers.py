@@ -231,21 +231,27 @@ class ArrayFacts:
             recorded = [Fact()] * len(names)
         return {n: f._replace(buffers=held | 1 << self.new()) for n, f in zip(names, recorded)}
 
+    def tape_of(self, s):
+        """(tape, values) when `s` records values on a loop's tape (`_s2s_tape...`, which
+        only the reversed loop reads): `_s2s_tape.append((a, b))`; else None."""
+        call = getattr(s, "value", None)
+        if not (isinstance(s, gast.Expr) and isinstance(call, gast.Call) and not call.keywords
+                and isinstance(call.func, gast.Attribute) and call.func.attr == "append"
+                and isinstance(call.func.value, gast.Name)
+                and call.func.value.id.startswith("_s2s_tape") and len(call.args) == 1):
+            return None
+        v = call.args[0]
+        return call.func.value.id, v.elts if isinstance(v, gast.Tuple) else [v]
+
     def record_tapes(self, body, facts):
-        """Keep the facts (shape, dtype, kind) of the values a tape (`_s2s_tape...`) records
-        in `body`: `_s2s_tape.append((a, b))`."""
+        """Keep the facts (shape, dtype, kind) of the values a tape records in `body`."""
         for s, before in zip(body, facts):
-            call = getattr(s, "value", None)
-            if not (isinstance(s, gast.Expr) and isinstance(call, gast.Call)
-                    and isinstance(call.func, gast.Attribute) and call.func.attr == "append"
-                    and isinstance(call.func.value, gast.Name)
-                    and call.func.value.id.startswith("_s2s_tape") and len(call.args) == 1):
+            found = self.tape_of(s)
+            if found is None:
                 continue
-            v = call.args[0]
-            values = v.elts if isinstance(v, gast.Tuple) else [v]
+            tape, values = found
             recorded = [Fact(*before[x.id][:3]) if isinstance(x, gast.Name) and x.id in before
                         else Fact() for x in map(self.stood_for, values)]
-            tape = call.func.value.id
             if self.taped.setdefault(tape, recorded) != recorded:
                 self.taped[tape] = [Fact()] * len(recorded)
 
@@ -267,7 +273,12 @@ class ArrayFacts:
             again |= set(syntax.names_loaded(s.test))
         live = [0] * len(s.body) + [found.held | self.loaded_names(again, found.end)]
         for i in range(len(s.body) - 1, -1, -1):
-            live[i] = live[i + 1] | self.loaded(s.body[i], found.body[i])
+            t, before = s.body[i], found.body[i]
+            taped = self.tape_of(t)
+            if taped is not None:       # (a stand-in reads only the shape and dtype)
+                t = gast.Tuple(elts=[v for v in taped[1] if self.stood_for(v) is v],
+                               ctx=gast.Load())
+            live[i] = live[i + 1] | self.loaded(t, before)
         return live
 
     def update(self, s, facts):
@@ -288,6 +299,14 @@ class ArrayFacts:
                 facts.pop(n, None)
         elif self.writes_array(s, facts) or isinstance(s, gast.Return):
             pass        # an element write copies the values into the array
+        elif self.tape_of(s) is not None:
+            # a tape holds the values it records (a stand-in holds none), and changes none
+            tape, values = self.tape_of(s)
+            held = self.loaded_names([v.id for v in values if isinstance(v, gast.Name)], facts)
+            if not all(isinstance(v, gast.Name) or self.stood_for(v) is not v for v in values):
+                held |= self.loaded(s, facts) | 1 << self.new()
+            facts[tape] = Fact(buffers=facts.get(tape, Fact()).buffers | held)
+            changed = [tape]
         else:
             # anything else may store any of the values it reads in any of them
             shared = self.loaded(s, facts) | 1 << self.new()
@@ -381,7 +400,9 @@ class ArrayFacts:
             return self.result([self.fact(a, facts) for a in operation[0]])
         if isinstance(e, gast.BinOp) and isinstance(e.op, gast.MatMult):
             fresh = self.new(owned=True)
-            made = self.result([self.fact(a, facts) for a in (e.left, e.right)])
+            operands = [self.fact(a, facts) for a in (e.left, e.right)]
+            made = self.result(operands)
+            self.ctx.shapes.product(("value", fresh), *(f.shape for f in operands))
             return Fact(frozenset([("value", fresh)]), made.dtype, None, made.buffers)
         if isinstance(e, gast.Attribute) and e.attr in ("shape", "ndim", "size"):
             return Fact(None, EMPTY, INTS)
@@ -457,7 +478,8 @@ class ArrayFacts:
         """`fact` of the value assigned to `name`, with the shape class of the analysis
         when `name` is a value of the function the analysis classified."""
         if (name in self.ctx.reverse.primal_names and self.ctx.shapes.of(name) is not None
-                and (name in self.ctx.reverse.straight or self.in_loop)):
+                and (name in self.ctx.reverse.straight or self.in_loop and (
+                    fact.shape is None or not self.ctx.shapes.class_pattern(fact.shape)))):
             if fact.kind in (ND, NDARRAY, DUCK):
                 return fact._replace(shape=self.ctx.shapes.of(name))
             if fact.kind is None and self.ctx.shapes.pattern_of(name):
