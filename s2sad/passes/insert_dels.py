@@ -100,7 +100,8 @@ class InsertDels:
             if i in after:
                 fn.body.append(syntax.delete(after[i]))
             if straight_loop(s):
-                self.in_loop(s, exposed(body[i + 1:], set()) | params | returned)
+                # (not the names bound outside loops: this pass may delete those after it)
+                self.in_loop(s, exposed(body[i + 1:], set()) | params | returned | set(bound))
         return fn
 
     def in_loop(self, loop, kept):

@@ -15,7 +15,11 @@ additions into slices of an adjoint (`x_bar[1:] += g`) move up to where `g` is
 computed, so that `g`'s buffer is free for what follows. The first addition into a
 slice of an array of zeros computes its value in that slice instead (`into_zeros`).
 The peephole pass then tidies what this leaves (named views for the additions into
-slices, below).
+slices, below). The same rewrites run inside the body of a top-level loop of
+straight-line code, with the facts of the loop (analysis/buffers.py): a buffer that the
+next iteration, the loop's tape or the code after the loop may read is never written, so
+a temporary is computed into one that died in the same iteration, and an adjoint the loop
+carries is summed in place (`u_bar += g`, when its buffers are the function's own).
 
 >>> import numpy as np
 >>> from s2sad import pipeline
