@@ -29,6 +29,7 @@ a buffer the tape holds, or the next iteration reads, is never free.
 """
 import bisect
 import collections
+import contextlib
 import itertools
 from typing import NamedTuple
 
@@ -165,11 +166,8 @@ class ArrayFacts:
                 entry[n] = Fact(*meta[n], bits) if n in meta else Fact(buffers=bits)
             within = {**before, **entry, **start}
             local = ~((1 << self.new()) - 1)        # the buffers the body allocates
-            self.in_loop, outer = True, self.in_loop
-            try:
+            with self.inside():
                 out, history = self._analyse(s.body, within)
-            finally:
-                self.in_loop = outer
             end = Before(history, len(s.body))
             state = (set(changed), dict(meta), dict(extra), dict(parent))
             changed |= {n for n, (at, _) in history.items() if at[-1] > 0}
@@ -210,6 +208,16 @@ class ArrayFacts:
         dtype = a[1] if a[1] is not None and b[1] is not None and self.same_dtype(
             a[1], b[1]) else None
         return (a[0] if a[0] == b[0] else None, dtype, kind)
+
+    @contextlib.contextmanager
+    def inside(self):
+        """Facts of a loop's body are made inside this: there a value keeps the shape
+        class of the shape analysis when its fact has none with a known pattern."""
+        self.in_loop, outer = True, self.in_loop
+        try:
+            yield
+        finally:
+            self.in_loop = outer
 
     def targets(self, s, facts, held):
         """The facts of the target of loop `s` at the start of each iteration: the counter

@@ -77,7 +77,8 @@ class InlineHelpers:
             self.known.update(s, facts)
             found = self.known.loops.get(id(s)) if straight_loop(s) else None
             if found is not None and s.body:
-                self.run(s.body, found.body[0].as_dict())     # (facts of an iteration)
+                with self.known.inside():
+                    self.run(s.body, found.body[0].as_dict())     # (facts of an iteration)
         return body
 
     def spelled(self, e, facts):

@@ -131,8 +131,9 @@ class ReuseBuffers:
         found = self.known.loops[id(loop)]
         live = self.known.loop_live(loop, after)
         body = []
-        for j, s in enumerate(loop.body):
-            body.extend(self.rewritten(s, found.body[j], live[j + 1]))
+        with self.known.inside():
+            for j, s in enumerate(loop.body):
+                body.extend(self.rewritten(s, found.body[j], live[j + 1]))
         loop.body = body
 
     def rewritten(self, s, facts, live):
