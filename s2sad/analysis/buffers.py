@@ -143,6 +143,7 @@ class ArrayFacts:
         facts at the start of an iteration are a fixpoint (each name's buffers there:
         those before the loop, those from outside the body it holds at the end, and the
         carried buffer of its group)."""
+        self.loops.pop(id(s), None)
         before = dict(facts)
         held = self.loaded(s.iter, before) if isinstance(s, gast.For) else 0
         start = self.targets(s, before, held)
@@ -458,7 +459,7 @@ class ArrayFacts:
             return Fact(EMPTY, EMPTY, NUMBER) if self.fact(e.args[0], facts).kind != DUCK \
                 else None
         fresh = f is np.roll or f is runtime.roll or (
-            f in (np.zeros_like, np.ones_like, np.empty_like, np.copy)
+            any(f is g for g in (np.zeros_like, np.ones_like, np.empty_like, np.copy))
             and len(e.args) == 1 and not e.keywords)
         if fresh:
             of = self.fact(e.args[0], facts) if e.args else Fact()
