@@ -378,3 +378,13 @@ def parameter_changed_only_by_an_inner_loop(x, z):
             kk += 1
         x = math.tanh(x + math.atan(z))
     return x * z
+
+
+def index_from_arithmetic(x):
+    # forward mode writes u in place; its index `-1 - j` is a temporary of Wengert form
+    # put back into the write (u is not differentiated)
+    u = np.zeros(3)
+    for i in range(2):
+        for j in range(2):
+            u[-1 - j] = np.tanh(x[0] * x[1] + j)
+    return x[0] * x[1]             # (the fuzzer made such programs)

@@ -432,6 +432,16 @@ def test_numpy_functions_of_floats_are_numbers():
     got = g(2.0, 5.0)
     assert got == pytest.approx((1 / 2.0 + 5.0, 2.0 - np.cos(5.0)), rel=1e-12)
     assert "_s2s_unbroadcast" not in g.source and "_s2s_like" not in g.source
+    # np.cos of a float is a float: the seed 1.0 does not multiply it
+    assert "x2_bar = x1 - np.cos(x2)" in g.source
+
+
+def test_a_ufunc_whose_result_is_not_a_float_keeps_the_seed_product():
+    # np.isnan(x) is a bool: y_bar * np.isnan(x) is a float, np.isnan(x) alone is not
+    def f(x):
+        return x * np.isnan(x)
+    g = s2sad.grad(f)
+    assert g(2.0) == 0.0 and type(g(2.0)) is not np.bool_
 
 
 def test_defaults_are_specialised_on_like_arguments():
@@ -474,7 +484,8 @@ def test_fields_of_a_record_the_loop_does_not_change_are_read_again():
     p = Launch(10.0, 0.7, 0.05, 0.01)
     g = s2sad.grad(projectile_of_a_record)
     got = g(p)
-    assert "    #     speed, t_18, vx, vx_1, vy of each iteration" in g.source
+    # (vx_1, the next iteration's vx, is carried by the reversed loop: see test_tapes)
+    assert "    #     speed, t_18, vx, vy of each iteration" in g.source
     h = 1e-6
     for field in ("v0", "angle", "drag", "dt"):
         up = dataclasses.replace(p, **{field: getattr(p, field) + h})

@@ -558,3 +558,17 @@ def test_a_carried_array_that_broadcasts_to_a_new_shape(f, u):
         np.testing.assert_allclose(got, expected, rtol=1e-7, atol=1e-10)
         np.testing.assert_allclose(s2sad.vjp(f, u, w)[1](1.0)[i], expected, rtol=1e-7,
                                    atol=1e-10)
+
+
+def test_an_element_write_whose_index_is_computed_in_place_of_a_temporary():
+    # jvp raised NameError: the in-place write read the index's temporary, which
+    # inline_temporaries had removed (found by the long fuzz run)
+    x = np.array([0.4, -0.7])
+    fd = _fd(r.index_from_arithmetic, x)
+    for v in (np.array([1.0, 0.0]), np.array([0.3, -2.0])):
+        _, tangent = s2sad.jvp(r.index_from_arithmetic, (x,), (v,))
+        assert tangent == pytest.approx(fd @ v, rel=1e-6)
+    np.testing.assert_allclose(s2sad.grad(r.index_from_arithmetic)(x), fd, rtol=1e-6)
+    np.testing.assert_allclose(s2sad.hessian(r.index_from_arithmetic)(x),
+                               [_fd(lambda y, k=k: _fd(r.index_from_arithmetic, y, 1e-4)[k], x, 1e-4)
+                                for k in range(2)], rtol=1e-5, atol=1e-7)

@@ -6,6 +6,7 @@ never mutated and recorded states stay intact.
 import gast
 
 from .. import syntax
+from ..analysis import operations
 from ..frontend.source import MISSING
 from ..rules import registry, runtime
 from .tapes import is_range, loops_in
@@ -124,8 +125,9 @@ class InPlaceWrites:
         self.in_place[id(s)] = in_place = self.safe(s)
         target = old if in_place else new
         out = [] if in_place else [syntax.assign(new, syntax.call(syntax.attribute(old, "copy")))]
-        if hasattr(call, "s2s_index"):
-            write = syntax.assign(gast.Subscript(value=syntax.name(target), slice=call.s2s_index,
+        if len(call.args) == 3:       # setitem(a, i, v); append(a, v)
+            index = operations.index_syntax(call.args[1])
+            write = syntax.assign(gast.Subscript(value=syntax.name(target), slice=index,
                                                 ctx=gast.Store()), call.args[2])
         else:
             write = syntax.expr_stmt(syntax.call(syntax.attribute(target, "append"),
@@ -225,7 +227,9 @@ def write_in_place(jvp, ctx):
         if id(s) not in in_place:
             return [s]
         call, name = s.value, s.targets[0].id
-        index = getattr(call, "s2s_index", None) or call.args[1]
+        # (the index of the call as it is now: an earlier pass may have put a
+        # temporary's expression into it)
+        index = operations.index_syntax(call.args[1])
         before = []
         if not syntax.is_name(call.args[0], name):
             before = [syntax.located(syntax.assign(name, call.args[0]), s)]

@@ -2,7 +2,8 @@
 
 The forward pass is the user's code, with a tape per loop holding only what that loop's
 pullback reads and cannot compute again in one operation from other taped values and
-values the loop does not change (`recomputable`); the pullback is a closure that runs
+values the loop does not change (`recomputable`), nor, for arrays, more cheaply from
+values taped anyway (`tapes.rematerialized`); the pullback is a closure that runs
 the statements' adjoints backwards, mirroring `if`s on their recorded tests and loops by
 iterating their tapes in reverse.
 Adjoints accumulate out of place; an adjoint that receives nothing is never written.
@@ -52,7 +53,8 @@ from ..passes.checkpointed_loops import is_checkpointed
 from .checkpointed import CheckpointedLoop, checkpointed, rename_apart
 from .inplace import InPlaceWrites
 from .simplify import doubled, on_numbers, simplify, template_name
-from .tapes import LoopPlan, bound_before_loops, is_range, loops_in, own_statements
+from .tapes import (LoopPlan, bound_before_loops, is_range, loops_in, own_statements,
+                    rematerialized)
 
 
 def run(fn, ctx):
@@ -142,6 +144,7 @@ class Reverse(CallAdjoints):
             and (self.reduced_to_scalar(self.ops[s], self.ops[s].variant.params[0][0],
                                         output) or self.arithmetic_on_numbers(s.value))
             for s in body if isinstance(s, gast.Assign))
+        self.computed = self.straight_calls(body)
         reverse = self.block(body, defined)
         self.updates = InPlaceWrites(body, self.src, reverse, self)
         result = [self.blocked(p, self.fitted(p, defined)) for p in self.wrt]
@@ -355,10 +358,47 @@ class Reverse(CallAdjoints):
         for n in syntax.name_nodes(expr):
             if getattr(n, "s2s_builtin", False):
                 n.id = self.ctx.bind(n.id)
+        if self.computed:
+            expr = self.reusing(expr)
         arg = op.bound[param]
         if op.variant.broadcast and not reduced and self.needs_unbroadcast(op, param, target):
             expr = syntax.call(self.ctx.runtime("unbroadcast"), [expr, syntax.copied(arg)])
         return simplify(on_numbers(expr, lambda n: self.kinds[n] == SCALAR))
+
+    def straight_calls(self, body):
+        """{(function, its arguments' source): name} of the calls of functions on atoms
+        that the straight-line code of the function computes (`t = np.cos(angle)`)."""
+        out = {}
+        for s in body:
+            v = getattr(s, "value", None)
+            if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+                    and s.targets[0].id in self.straight and isinstance(v, gast.Call)
+                    and not v.keywords and all(syntax.is_atom(a) and (
+                        not isinstance(a, gast.Name) or a.id in self.straight
+                        or not self.src.is_local(a.id)) for a in v.args)):
+                continue
+            func = self.src.resolve(v.func)
+            if callable(func) and _elementwise(func):
+                out.setdefault((func, tuple(map(unparse, v.args))), s.targets[0].id)
+        return out
+
+    def reusing(self, e):
+        """`e` reading the name of each call the straight-line code computes already
+        (`angle_bar = ... * np.cos(angle)` where `t = np.cos(angle)`)."""
+        if isinstance(e, gast.Call) and not e.keywords:
+            func = e.func
+            if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name):
+                base = self.ctx.bindings.get(func.value.id)
+                func = getattr(base, func.attr, None) if base is not None else None
+            else:
+                func = self.ctx.resolve(func)
+            try:
+                name = self.computed.get((func, tuple(map(unparse, e.args))))
+            except TypeError:       # (an object that cannot be hashed is no ufunc)
+                name = None
+            if name is not None:
+                return syntax.name(name)
+        return syntax.rebuilt(e, self.reusing)
 
     def needs_unbroadcast(self, op, param, target):
         """Whether the contribution to `param` may have another shape than it: not when
@@ -519,9 +559,19 @@ class Reverse(CallAdjoints):
         again = self.recomputable(s, record, info.defined_inside)
         body[:0] = again
         recomputed = {d.targets[0].id for d in again}
-        info.plan([n for n in record if n not in recomputed])
+        arrays, carried, record = rematerialized(
+            s, [n for n in record if n not in recomputed], self, body, recomputed)
+        body[len(again):len(again)] = arrays
+        # a value an iteration ends with is the start value of the iteration after:
+        # the reversed loop keeps it, from the final value before the first iteration
+        ends = [syntax.assign(end, syntax.name(c)) for end, c in sorted(carried.items())]
+        for d in ends:
+            d.s2s_recomputed = True
+        body.extend(ends)
+        info.plan(record)
         self.loops[s] = info
-        return [self.zero(n) for n in pre] + [syntax.located(info.reversed_loop(body), s)]
+        return ([self.zero(n) for n in pre] + [syntax.copied(d) for d in ends]
+                + [syntax.located(info.reversed_loop(body), s)])
 
     def recomputable(self, loop, record, inside):
         """Statements for the top of `loop`'s reversed body that compute again, instead

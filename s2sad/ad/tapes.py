@@ -8,12 +8,22 @@ over `range` whose reversed body reads only the index is reversed as
 counts its trips ("trips"); otherwise each iteration appends the values to a list, at the
 start of the iteration when they are all carried in ("start"), else at each path's end
 ("end"), and the pullback iterates the list in reverse.
+
+What an iteration records is chosen by `rematerialized`, a minimum cut over the step's
+data flow (as JAX's remat policies and the min-cut partitioners of deep-learning
+compilers choose): an array the reversed body reads is either taped or computed again
+at the top of the reversed body from values that are taped anyway, when the operations
+between are cheap (`+ - * /`, views, `np.sum`), whichever keeps fewer elements per
+step; and the value a carried name ends an iteration with is not taped when the
+iteration's start value is: the reversed loop takes it from the iteration after.
 """
 import gast
+import numpy as np
 
 from .. import syntax
-from ..analysis.names import exposed
-from ..analysis.value_kinds import SCALAR
+from ..analysis.names import exposed, store_counts
+from ..analysis.value_kinds import ARRAY, SCALAR
+from ..rules import runtime
 
 
 class LoopPlan:
@@ -225,3 +235,327 @@ def _defs(stmts):
     tree = syntax.if_(syntax.const(True), stmts)
     return set(syntax.names_stored(tree)) | {
         n.s2s_defines for n in syntax.walk(tree) if hasattr(n, "s2s_defines")}
+
+
+# -- what an iteration records: a minimum cut ---------------------------------------------
+
+_AXIS = 1000        # the nominal length of an axis longer than 1: sizes only compare
+_INF = float("inf")
+
+
+def rematerialized(loop, record, rev, body, free=()):
+    """(statements for the top of `loop`'s reversed `body` that compute values again,
+    {value an iteration ends with: the carried name it becomes}, the values to tape),
+    for the values `record` the reversed body reads of an iteration.
+
+    Each array of `record` is taped, or computed again from values taped anyway by cheap
+    statements of the body (those `_cheap` accepts, run on every path), whichever keeps
+    fewer elements a step: a minimum cut of the step's data flow, each value weighing
+    its nominal size (`_Sizes`). Values the reversed body reads only for their shapes
+    cost nothing (they are taped as stand-ins, see `LoopPlan.prune`). Then a carried
+    value's end of an iteration, `vx_1` of `vx = vx_1`, is the next iteration's `vx`:
+    when both are to be taped, the reversed loop keeps `vx_1` from the iteration after
+    (and from the final value before the first) instead. The values `free` are
+    computed again already."""
+    step = _Step(loop, rev, record, body, set(free))
+    if not step.candidates and not step.carried:
+        return [], {}, record
+    taped, again, carried = step.cut()
+    out = []
+    for s in step.statements:
+        if s.targets[0].id in again:
+            out.append(syntax.assign(s.targets[0].id, syntax.copied(s.value)))
+            out[-1].s2s_recomputed = True
+    keep = [n for n in record if n in taped or (n in step.shape_only and n not in again
+                                                and n not in carried)]
+    keep += sorted(n for n in taped if n not in record)
+    return out, carried, sorted(set(keep))
+
+
+class _Step:
+    """The data flow of one iteration of `loop`, for `rematerialized`."""
+
+    def __init__(self, loop, rev, record, body, free):
+        self.rev, self.record, self.free = rev, record, free
+        if rev.assigned is None:
+            rev.assigned = store_counts(rev.wengert)
+        inside = set(syntax.names_stored(syntax.if_(syntax.const(True), loop.body)))
+        if isinstance(loop, gast.For):
+            inside.add(loop.target.id)
+        self.inside = inside
+        self.nested = {n for inner in loops_in(loop.body) for n in syntax.names_stored(inner)}
+        versions = rev.shapes.versions
+        self.written = set(versions) | set(versions.values()) | {
+            c.args[0].id for c in syntax.walk(rev.wengert) if isinstance(c, gast.Call)
+            and getattr(c.func, "s2s_prim", None) is runtime.setitem
+            and c.args and isinstance(c.args[0], gast.Name)}
+        outside = [x for x in rev.wengert.body if x is not loop]
+        self.read_after = set(syntax.names_loaded(syntax.if_(syntax.const(True), outside)))
+        self.sizes = _Sizes(rev, loop.body)
+        # candidates: arrays of a known shape (a number or an element is cheaper taped)
+        self.statements, self.candidates = [], {}
+        for s in loop.body:
+            if any(isinstance(x, (gast.Break, gast.Continue, gast.Return))
+                   or getattr(x, "s2s_marker", None) == "path_end" for x in own_statements([s])):
+                break           # the statements after it do not run on every path
+            operands = self.operands(s)
+            shape = self.sizes.shape(s.targets[0].id) if operands is not None else None
+            if shape is not None and 0 in shape:
+                self.statements.append(s)
+                self.candidates[s.targets[0].id] = operands
+        shape_args = {id(a) for _, a in rev.ctx.shape_only_args(body)}
+        data = {n.id for n in syntax.name_nodes(syntax.if_(syntax.const(True), body))
+                if isinstance(n.ctx, gast.Load) and id(n) not in shape_args}
+        self.shape_only = {n for n in record if n not in data and rev.kinds.kind.get(n) == ARRAY}
+        self.sinks = [n for n in record if n not in self.shape_only]
+        # (not for the numba backend: its tapes are arrays of numbers, where a column
+        # costs next to nothing, typed from the forward loop's bindings alone)
+        self.carried = (self.carried_ends(loop) if loop in rev.wengert.body
+                        and rev.ctx.backend != "numba" else {})
+
+    def operands(self, s):
+        """The names `s` computes its value from, if it is a cheap array statement whose
+        value the reversed body may compute again; else None."""
+        rev = self.rev
+        if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)):
+            return None
+        target = s.targets[0].id
+        if (rev.assigned[target] != 1 or rev.kinds.kind.get(target) != ARRAY
+                or target in self.read_after or target in self.written):
+            return None
+        atoms = _cheap(s.value, rev)
+        if atoms is None:
+            return None
+        names = []
+        for x in atoms:
+            if isinstance(x, gast.Constant):
+                continue
+            if (not isinstance(x, gast.Name) or x.id in self.nested or x.id in self.written
+                    or not rev.src.is_local(x.id)):
+                return None
+            if x.id in self.inside and x.id not in self.free:
+                names.append(x.id)
+        return names
+
+    def carried_ends(self, loop):
+        """{`vx_1`: `vx`} for the carried names of `loop` copied once, unconditionally,
+        from a value the body assigns once (`vx = vx_1`), bound before the loop."""
+        if breaks(loop.body) or any(isinstance(x, gast.Continue) for x in own_statements(
+                loop.body)):
+            return {}
+        rev = self.rev
+        phis = [s for s in own_statements(loop.body) if getattr(s, "s2s_phi", False)]
+        top = {id(s) for s in loop.body}
+        count = {}
+        for s in phis:
+            count[s.targets[0].id] = count.get(s.targets[0].id, 0) + 1
+        bound = rev.bound_before.get(loop, frozenset())
+        out = {}
+        for s in phis:
+            c, v = s.targets[0].id, s.value
+            if (id(s) in top and count[c] == 1 and isinstance(v, gast.Name)
+                    and v.id in self.inside and rev.assigned[v.id] == 1 and c in bound
+                    and v.id not in self.nested and v.id not in self.read_after
+                    and c not in self.written and v.id not in self.written):
+                out[v.id] = c
+        return out
+
+    def cut(self):
+        """(taped names, names computed again, {end value: carried name} kept from the
+        iteration after)."""
+        graph = {}
+
+        def edge(a, b, capacity):
+            graph.setdefault(a, {})
+            graph.setdefault(b, {})
+            graph[a][b] = graph[a].get(b, 0) + capacity
+            graph[b].setdefault(a, 0)
+
+        nodes, todo = set(), list(self.sinks)
+        while todo:
+            n = todo.pop()
+            if n in nodes:
+                continue
+            nodes.add(n)
+            edge(("in", n), ("out", n), self.sizes.weight(n))
+            if n in self.candidates:
+                for m in self.candidates[n]:
+                    edge(("out", m), ("in", n), _INF)
+                    todo.append(m)
+            else:
+                edge("source", ("in", n), _INF)
+        for n in self.sinks:
+            edge(("out", n), "sink", _INF)
+        if "source" not in graph:
+            return set(), set(), {}
+        _max_flow(graph, "source", "sink")
+        # the cut nearest the sink: of two cuts of equal weight, the one computing less
+        reach = {"sink"}
+        todo = ["sink"]
+        while todo:
+            b = todo.pop()
+            for a in graph[b]:
+                if a not in reach and graph[a][b] > 0:
+                    reach.add(a)
+                    todo.append(a)
+        taped = {n for n in nodes if ("in", n) not in reach and ("out", n) in reach}
+        again = {n for n in nodes if ("in", n) in reach}
+        # (an end value is taped or kept from the iteration after: not a cut's choice)
+        carried = {n: c for n, c in self.carried.items() if n in taped and c in taped}
+        return taped - set(carried), again, carried
+
+
+def _max_flow(graph, source, sink):
+    """Push a maximum flow through `graph` ({a: {b: residual capacity}}), in place."""
+    while True:
+        parent, todo = {source: None}, [source]
+        while todo and sink not in parent:
+            nxt = []
+            for a in todo:
+                for b, c in graph[a].items():
+                    if c > 0 and b not in parent:
+                        parent[b] = a
+                        nxt.append(b)
+            todo = nxt
+        if sink not in parent:
+            return
+        path, b = [], sink
+        while parent[b] is not None:
+            path.append((parent[b], b))
+            b = parent[b]
+        flow = min(graph[a][b] for a, b in path)
+        if flow == _INF:
+            return          # no finite cut (not reached: every value may be taped)
+        for a, b in path:
+            graph[a][b] -= flow
+            graph[b][a] += flow
+
+
+def _cheap(value, rev):
+    """The atoms `value` reads, if it is cheap to compute again (about one pass over its
+    operands): `+ - * /` or a sign change of atoms, a view of a name by constant slices,
+    new axes and ints (`x[:, None]`, `x[i]`), `np.sum` over a constant axis; else None."""
+    if isinstance(value, gast.BinOp) and isinstance(value.op, (gast.Add, gast.Sub, gast.Mult,
+                                                               gast.Div)):
+        atoms = [value.left, value.right]
+    elif isinstance(value, gast.UnaryOp) and isinstance(value.op, (gast.USub, gast.UAdd)):
+        atoms = [value.operand]
+    elif isinstance(value, gast.Subscript) and isinstance(value.value, gast.Name):
+        atoms = _view_index(value.slice)
+        if atoms is None:
+            return None
+        atoms = [value.value] + atoms
+    elif (isinstance(value, gast.Call) and rev.src.resolve(value.func) is np.sum
+          and len(value.args) == 1 and all(
+              k.arg in ("axis", "keepdims") and isinstance(k.value, gast.Constant)
+              for k in value.keywords)):
+        atoms = [value.args[0]]
+    else:
+        return None
+    return atoms if all(syntax.is_atom(x) for x in atoms) else None
+
+
+def _view_index(index):
+    """The names an index reads, if it takes a view: constant slices, new axes, ints."""
+    parts = index.elts if isinstance(index, gast.Tuple) else [index]
+    names = []
+    for p in parts:
+        if isinstance(p, gast.Constant) and (p.value is None or type(p.value) is int):
+            continue
+        if isinstance(p, gast.Name):
+            names.append(p)
+        elif isinstance(p, gast.Slice) and all(
+                b is None or (isinstance(b, gast.Constant) and type(b.value) is int)
+                for b in (p.lower, p.upper, p.step)):
+            continue
+        else:
+            return None
+    return names
+
+
+class _Sizes:
+    """The nominal number of elements of the values of a loop body: each axis longer
+    than one counts `_AXIS`, the shapes of parameters known from the shape patterns the
+    code is specialised on and carried through cheap operations."""
+
+    def __init__(self, rev, body):
+        self.rev = rev
+        self.defs = {s.targets[0].id: s for s in body if isinstance(s, gast.Assign)
+                     and isinstance(s.targets[0], gast.Name)
+                     and not getattr(s, "s2s_phi", False)}
+        # a carried name's start value has the shape of the value it ends with
+        self.ends = {s.targets[0].id: s.value for s in body if getattr(s, "s2s_phi", False)}
+        self.memo = {}
+
+    def weight(self, name):
+        shape = self.shape(name)
+        if shape is None:
+            return 1 if self.rev.kinds.kind.get(name) == SCALAR else _AXIS ** 2
+        return _AXIS ** sum(1 for a in shape if a == 0)
+
+    def shape(self, name):
+        """The shape pattern of `name` (per axis 1 if of length 1, else 0), or None."""
+        if name not in self.memo:
+            self.memo[name] = None      # (around a loop: unknown)
+            self.memo[name] = self._shape(name)
+        return self.memo[name]
+
+    def _shape(self, name):
+        rev = self.rev
+        if rev.kinds.kind.get(name) == SCALAR:
+            return ()
+        patterns = rev.ctx.patterns or {}
+        s = self.defs.get(name)
+        if s is None and name in patterns:
+            return patterns[name][1]
+        if s is None:
+            return self.atom(self.ends.get(name))
+        v = s.value
+        if isinstance(v, gast.Name):
+            return self.shape(v.id)
+        if isinstance(v, gast.UnaryOp):
+            return self.atom(v.operand)
+        if isinstance(v, gast.BinOp) and not isinstance(v.op, gast.MatMult):
+            return _broadcast(self.atom(v.left), self.atom(v.right))
+        if isinstance(v, gast.Subscript) and isinstance(v.value, gast.Name):
+            return _indexed(self.shape(v.value.id), v.slice)
+        if isinstance(v, gast.Call) and rev.src.resolve(v.func) is np.sum and v.args:
+            shape = self.atom(v.args[0])
+            keys = {k.arg: getattr(k.value, "value", "?") for k in v.keywords}
+            axis, keep = keys.get("axis"), keys.get("keepdims", False)
+            if shape is None or type(axis) is not int or not -len(shape) <= axis < len(shape):
+                return None if axis is not None or shape is None else ()
+            axis %= len(shape)
+            return shape[:axis] + ((1,) if keep else ()) + shape[axis + 1:]
+        return None
+
+    def atom(self, x):
+        if isinstance(x, gast.Constant):
+            return ()
+        return self.shape(x.id) if isinstance(x, gast.Name) else None
+
+
+def _broadcast(a, b):
+    if a is None or b is None:
+        return None
+    n = max(len(a), len(b))
+    a, b = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
+    return tuple(1 if x == y == 1 else 0 for x, y in zip(a, b))
+
+
+def _indexed(shape, index):
+    """The shape pattern of a view `x[index]` of an `x` of pattern `shape`."""
+    if shape is None:
+        return None
+    parts = index.elts if isinstance(index, gast.Tuple) else [index]
+    out, axes = [], list(shape)
+    for p in parts:
+        if isinstance(p, gast.Constant) and p.value is None:
+            out.append(1)
+        elif not axes:
+            return None
+        elif isinstance(p, gast.Slice):
+            out.append(axes.pop(0))
+        else:
+            axes.pop(0)         # an int
+    return tuple(out + axes)

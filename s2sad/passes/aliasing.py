@@ -15,11 +15,12 @@ a located `UnsupportedSyntaxError` that names the write and the alias and says w
 to write.
 
 A view is assumed wherever NumPy may make one: an index of an array, unless it
-certainly picks one element (a number, which is a copy) or is an index array; the
-functions and methods whose record says `view`, and methods without a record; a list
-or tuple holding the array; a loop over it; what a Python function returns. A write is
-an element assignment, an append, and an augmented assignment (`v *= 2`) to a value
-that may be an array or a list (NumPy and Python do those in place).
+certainly picks one element (a number, which is a copy) or is an index array or a
+list (named or not: `x[[-1, 0]]` copies); the functions and methods whose record says
+`view`, and methods without a record; a list or tuple holding the array; a loop over
+it; what a Python function returns. A write is an element assignment, an append, and
+an augmented assignment (`v *= 2`) to a value that may be an array or a list (NumPy
+and Python do those in place).
 
 >>> from s2sad import UnsupportedSyntaxError
 >>> try:
@@ -363,11 +364,26 @@ class Aliasing:
         """Whether `base[index]` is certainly not a view: one element of an array of
         known number of axes, or an index by an array or a list."""
         parts = index.elts if isinstance(index, gast.Tuple) else [index]
-        if any(isinstance(p, gast.List) or (isinstance(p, gast.Name) and self.ndim.get(
-                p.id, 0) > 0 and p.id not in self.patterned) for p in parts):
+        if any(isinstance(p, gast.List) or (isinstance(p, gast.Name) and (self.ndim.get(
+                p.id, 0) > 0 and p.id not in self.patterned or self.listed(p.id)))
+               for p in parts):
             return True
         return _ints(parts, self.kinds) and self.ndim.get(base) == len(parts) and (
             base not in self.patterned)
+
+    def listed(self, name):
+        """Whether `name` is only ever bound to a list display (`t = [-1, 0]`, which
+        Wengert form names) or to `np.array`/`np.asarray` of one: as an index, an index
+        array, which copies."""
+        values = self.values.get(name)
+        if not values:
+            return False
+        return all(isinstance(v, gast.List) or (
+            isinstance(v, gast.Call) and len(v.args) == 1 and not v.keywords
+            and any(self.ctx.resolve(v.func) is f for f in (np.array, np.asarray))
+            and isinstance(v.args[0], gast.Name) and v.args[0].id != name
+            and all(isinstance(w, gast.List) for w in self.values.get(v.args[0].id, [None])))
+            for v in values)
 
     def may_copy(self, s, base, index):
         """Whether `s`, `r = base[index]` by ints, is taken as a number in this run,

@@ -293,8 +293,12 @@ class Peephole:
             return all(numbers) and (any(floating) or isinstance(e.op, gast.Div))
         if isinstance(e, gast.Call) and not e.keywords:
             f = self.known.resolve(e.func)
-            return getattr(registry.primitive(f), "floats", False) and all(
-                self.certainly_float(a, floats) or self.is_int(a) for a in e.args)
+            floating = [self.certainly_float(a, floats) for a in e.args]
+            numbers = all(f or self.is_int(a) for f, a in zip(floating, e.args))
+            if _float_ufunc(f, len(e.args)):
+                # `np.cos(x)` of a float is a np.float64: a float, and immutable
+                return numbers and any(floating)
+            return getattr(registry.primitive(f), "floats", False) and numbers
         return False
 
     def is_int(self, e):
@@ -366,3 +370,10 @@ class Peephole:
                 if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
                 and s.targets[0].id not in loaded and isinstance(s.value, gast.Call)
                 and any(k.arg == "out" for k in s.value.keywords) else s for s in body]
+
+
+def _float_ufunc(f, nargs):
+    """Whether `f` is a NumPy ufunc of `nargs` inputs whose loop for floats gives a float
+    (`np.cos`, `np.add`; not `np.isnan`, whose result is a bool)."""
+    return (isinstance(f, np.ufunc) and f.nin == nargs and f.nout == 1
+            and "d" * nargs + "->d" in f.types)
