@@ -34,6 +34,8 @@ CASES = {
     "numpy.smooth_in_place": 0,
     "numpy.append_loop": 0,
     "numpy.heat": (0, 1),
+    "numpy.relax": (0, 1),
+    "numpy.tanh_steps": (0, 1),
     "comprehension": 0,
     "lambda_loop": 0,
     "nested_closure": (0, 1),
@@ -61,7 +63,8 @@ def test_generated_source(name):
 #: The fused gradients `grad` runs, specialised on the kinds (and shape patterns) of
 #: the case's point: what `s2sad.grad(f).source` shows after a call.
 FUSED = ["straight_line", "lotka_volterra", "numpy.logistic_loss", "numpy.mlp_loss",
-         "numpy.rosenbrock", "numpy.smooth_in_place", "numpy.heat"]
+         "numpy.rosenbrock", "numpy.smooth_in_place", "numpy.heat", "numpy.relax",
+         "numpy.tanh_steps"]
 
 
 @pytest.mark.parametrize("name", FUSED)
@@ -95,6 +98,10 @@ def _point(name):
         return (rng.normal(size=6),)
     if name == "numpy.heat":
         return (rng.normal(size=6), 0.2)
+    if name == "numpy.relax":
+        return (rng.normal(size=5), rng.uniform(2.0, 3.0, 5))
+    if name == "numpy.tanh_steps":
+        return (rng.normal(size=5), 0.9)
     if name == "lotka_volterra":
         return (1.0, 0.5, 0.7, 0.3)
     if name in ("straight_line", "if_else", "nested_closure"):

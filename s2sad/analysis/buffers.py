@@ -17,9 +17,19 @@ CuPy array, see rules/arrays.py), a duck array, is of kind DUCK, whatever else i
 computed from: it has no buffer of its own to write into (a Dask array is a lazy graph,
 which `out=` and writes into views do not change as they change an ndarray), so no
 rewrite computes it in place.
+
+A loop whose body is straight-line code (`ArrayFacts.loop`) has facts inside it too:
+those of each name at the start of an iteration are the join of its facts before the
+loop and at the end of the body, where the buffers the body allocated are one buffer per
+group of names that may share them at the end (a carried buffer: owned when all the
+buffers of its group are). The facts after the loop are those at the start of an
+iteration. What is live at the end of the body is what the names the next iteration or
+the code after the loop read hold then, and what the loop's iterator holds (a tape):
+a buffer the tape holds, or the next iteration reads, is never free.
 """
 import bisect
 import collections
+import contextlib
 import itertools
 from typing import NamedTuple
 
@@ -29,6 +39,7 @@ import numpy as np
 from .. import syntax
 from ..rules import registry, runtime
 from ..rules.arrays import is_duck_array_type
+from .names import exposed
 from .value_kinds import ARRAY, SCALAR
 from .shapes import trims
 
@@ -50,6 +61,17 @@ class Fact(NamedTuple):
     buffers: int = 0
 
 
+class LoopFacts(NamedTuple):
+    """The facts of a loop with a straight-line body (`ArrayFacts.loop`): `entry`, of the
+    names the loop changes at the start of each iteration (and after the loop); `body`,
+    before each statement of the body (`Before`s); `end`, after its last statement;
+    `held`, the buffers the iterator holds (a tape's values)."""
+    entry: dict
+    body: list
+    end: dict
+    held: int
+
+
 class ArrayFacts:
     """The facts of one fused gradient's arrays (`ctx.array_facts`): the buffers it
     allocated (`owned`), the dtype origins certainly floating, the dtypes of the array
@@ -69,6 +91,9 @@ class ArrayFacts:
         # {id(statement): facts before it} of the fused gradient as reuse_buffers left it,
         # which the peephole pass reads
         self.statement_facts = None
+        self.loops = {}             # {id(loop): LoopFacts} of the loops `update` went into
+        self.taped = {}             # {tape name: [fact of each value of a record]}
+        self.in_loop = False        # whether `loop` is analysing a loop's body
 
     def parameters(self, fn):
         """The facts of `fn`'s parameters."""
@@ -98,6 +123,9 @@ class ArrayFacts:
     def analyse(self, body, params):
         """The facts of each name before each statement of `body` (`Before` each: a copy
         of all of them per statement would make this quadratic)."""
+        return self._analyse(body, params)[0]
+
+    def _analyse(self, body, params):
         facts, history, out = dict(params), {}, []
         for n, f in facts.items():
             history[n] = ([0], [f])
@@ -107,7 +135,160 @@ class ArrayFacts:
                 at, versions = history.setdefault(n, ([], []))
                 at.append(i + 1)
                 versions.append(facts.get(n))
-        return out
+        return out, history
+
+    # -- loops with a straight-line body ---------------------------------------------
+    def loop(self, s, facts):
+        """The `LoopFacts` of loop `s` (`straight_loop`), given `facts` before it: the
+        facts at the start of an iteration are a fixpoint (each name's buffers there:
+        those before the loop, those from outside the body it holds at the end, and the
+        carried buffer of its group)."""
+        self.loops.pop(id(s), None)
+        before = dict(facts)
+        held = self.loaded(s.iter, before) if isinstance(s, gast.For) else 0
+        start = self.targets(s, before, held)
+        block = syntax.if_(syntax.const(True), s.body)
+        mentioned = sorted({n.id for n in syntax.name_nodes(block)} | set(start))
+        carried = {n: 1 << self.new() for n in mentioned}
+        parent = {n: n for n in mentioned}
+
+        def find(n):
+            while parent[n] != n:
+                n = parent[n]
+            return n
+        changed = set(syntax.names_stored(block)) | set(start)
+        meta = {n: before[n][:3] for n in mentioned if n in before}
+        extra = dict.fromkeys(mentioned, 0)
+        for _ in range(10):
+            entry = {}
+            for n in changed:
+                pre = before.get(n)
+                bits = (pre.buffers if pre else 0) | extra[n] | carried[find(n)]
+                entry[n] = Fact(*meta[n], bits) if n in meta else Fact(buffers=bits)
+            within = {**before, **entry, **start}
+            local = ~((1 << self.new()) - 1)        # the buffers the body allocates
+            with self.inside():
+                out, history = self._analyse(s.body, within)
+            end = Before(history, len(s.body))
+            state = (set(changed), dict(meta), dict(extra), dict(parent))
+            changed |= {n for n, (at, _) in history.items() if at[-1] > 0}
+            owner = {}
+            for n in sorted(changed):
+                f = end.get(n)
+                if f is None:
+                    continue
+                meta[n] = self.join(meta[n], f[:3]) if n in meta else f[:3]
+                extra[n] |= f.buffers & ~local
+                bits = f.buffers & local
+                while bits:
+                    b = bits & -bits
+                    bits ^= b
+                    if b in owner and find(owner[b]) != find(n):
+                        parent[find(n)] = find(owner[b])
+                    owner.setdefault(b, n)
+            if state == (changed, meta, extra, parent):
+                break
+        else:
+            return None         # (not seen: each round only adds)
+        groups = {}
+        for n in changed:
+            f = end.get(n)
+            groups[find(n)] = groups.get(find(n), 0) | (f.buffers & local if f else 0)
+        for root, bits in groups.items():
+            if not bits & ~self.owned:
+                self.owned |= carried[root]
+        self.record_tapes(s.body, out)
+        found = LoopFacts(entry, out, end, held)
+        self.loops[id(s)] = found
+        return found
+
+    def join(self, a, b):
+        """The (shape, dtype, kind) of a value that is one of values of `a` and `b`."""
+        kinds = {a[2], b[2]}
+        kind = a[2] if len(kinds) == 1 else NDARRAY if kinds == {ND, NDARRAY} else None
+        dtype = a[1] if a[1] is not None and b[1] is not None and self.same_dtype(
+            a[1], b[1]) else None
+        return (a[0] if a[0] == b[0] else None, dtype, kind)
+
+    @contextlib.contextmanager
+    def inside(self):
+        """Facts of a loop's body are made inside this: there a value keeps the shape
+        class of the shape analysis when its fact has none with a known pattern."""
+        self.in_loop, outer = True, self.in_loop
+        try:
+            yield
+        finally:
+            self.in_loop = outer
+
+    def targets(self, s, facts, held):
+        """The facts of the target of loop `s` at the start of each iteration: the counter
+        of a `range`, or the values a tape recorded (`for a, b in reversed(_s2s_tape)`),
+        which hold buffers the iterator holds."""
+        if not isinstance(s, gast.For):
+            return {}
+        names = syntax.names_stored(s.target)
+        it = s.iter
+        if not (isinstance(it, gast.Call) and len(it.args) == 1 and not it.keywords):
+            return {n: Fact(buffers=held | 1 << self.new()) for n in names}
+        func = self.resolve(it.func)
+        if func is range and isinstance(s.target, gast.Name):
+            return {names[0]: Fact(EMPTY, EMPTY, NUMBER)}
+        tape = it.args[0].id if func is reversed and isinstance(it.args[0], gast.Name) else None
+        recorded = self.taped.get(tape)
+        if recorded is None or len(recorded) != len(names) or not (
+                isinstance(s.target, gast.Tuple) or len(names) == 1):
+            recorded = [Fact()] * len(names)
+        return {n: f._replace(buffers=held | 1 << self.new()) for n, f in zip(names, recorded)}
+
+    def tape_of(self, s):
+        """(tape, values) when `s` records values on a loop's tape (`_s2s_tape...`, which
+        only the reversed loop reads): `_s2s_tape.append((a, b))`; else None."""
+        call = getattr(s, "value", None)
+        if not (isinstance(s, gast.Expr) and isinstance(call, gast.Call) and not call.keywords
+                and isinstance(call.func, gast.Attribute) and call.func.attr == "append"
+                and isinstance(call.func.value, gast.Name)
+                and call.func.value.id.startswith("_s2s_tape") and len(call.args) == 1):
+            return None
+        v = call.args[0]
+        return call.func.value.id, v.elts if isinstance(v, gast.Tuple) else [v]
+
+    def record_tapes(self, body, facts):
+        """Keep the facts (shape, dtype, kind) of the values a tape records in `body`."""
+        for s, before in zip(body, facts):
+            found = self.tape_of(s)
+            if found is None:
+                continue
+            tape, values = found
+            recorded = [Fact(*before[x.id][:3]) if isinstance(x, gast.Name) and x.id in before
+                        else Fact() for x in map(self.stood_for, values)]
+            if self.taped.setdefault(tape, recorded) != recorded:
+                self.taped[tape] = [Fact()] * len(recorded)
+
+    def stood_for(self, e):
+        """`x` of the stand-in `_s2s_like(x)`, which has its shape and dtype; else `e`."""
+        if (isinstance(e, gast.Call) and len(e.args) == 1 and isinstance(e.func, gast.Name)
+                and self.ctx.bindings.get(e.func.id) is runtime.like):
+            return e.args[0]
+        return e
+
+    def loop_live(self, s, after):
+        """For each statement of the body of loop `s` (analysed: `self.loops`) and its end,
+        the buffers read from there on, given `after`, the names read after the loop: at
+        the end, what the names the next iteration reads hold, and the iterator's."""
+        found = self.loops[id(s)]
+        start = syntax.names_stored(s.target) if isinstance(s, gast.For) else []
+        again = exposed(s.body, set(start)) | set(after)
+        if isinstance(s, gast.While):
+            again |= set(syntax.names_loaded(s.test))
+        live = [0] * len(s.body) + [found.held | self.loaded_names(again, found.end)]
+        for i in range(len(s.body) - 1, -1, -1):
+            t, before = s.body[i], found.body[i]
+            taped = self.tape_of(t)
+            if taped is not None:       # (a stand-in reads only the shape and dtype)
+                t = gast.Tuple(elts=[v for v in taped[1] if self.stood_for(v) is v],
+                               ctx=gast.Load())
+            live[i] = live[i + 1] | self.loaded(t, before)
+        return live
 
     def update(self, s, facts):
         """Change `facts`, those before statement `s`, to those after it; the names whose
@@ -118,12 +299,23 @@ class ArrayFacts:
             changed = [s.targets[0].id]
         elif self.in_place(s, facts):
             pass        # an array updated in place keeps its shape, dtype and memory
+        elif straight_loop(s) and (found := self.loop(s, facts)) is not None:
+            changed = list(found.entry)
+            facts.update(found.entry)
         elif isinstance(s, gast.Delete):
             changed = [t.id for t in s.targets if isinstance(t, gast.Name)]
             for n in changed:
                 facts.pop(n, None)
         elif self.writes_array(s, facts) or isinstance(s, gast.Return):
             pass        # an element write copies the values into the array
+        elif self.tape_of(s) is not None:
+            # a tape holds the values it records (a stand-in holds none), and changes none
+            tape, values = self.tape_of(s)
+            held = self.loaded_names([v.id for v in values if isinstance(v, gast.Name)], facts)
+            if not all(isinstance(v, gast.Name) or self.stood_for(v) is not v for v in values):
+                held |= self.loaded(s, facts) | 1 << self.new()
+            facts[tape] = Fact(buffers=facts.get(tape, Fact()).buffers | held)
+            changed = [tape]
         else:
             # anything else may store any of the values it reads in any of them
             shared = self.loaded(s, facts) | 1 << self.new()
@@ -178,8 +370,12 @@ class ArrayFacts:
 
     def loaded(self, node, facts):
         """The buffers the names `node` reads may share memory with."""
+        return self.loaded_names(syntax.names_loaded(node), facts)
+
+    def loaded_names(self, names, facts):
+        """The buffers `names` may share memory with."""
         out = 0
-        for n in syntax.names_loaded(node):
+        for n in names:
             fact = facts.get(n)
             out |= self.buffer_of(n) if fact is None else fact.buffers
         return out
@@ -213,7 +409,9 @@ class ArrayFacts:
             return self.result([self.fact(a, facts) for a in operation[0]])
         if isinstance(e, gast.BinOp) and isinstance(e.op, gast.MatMult):
             fresh = self.new(owned=True)
-            made = self.result([self.fact(a, facts) for a in (e.left, e.right)])
+            operands = [self.fact(a, facts) for a in (e.left, e.right)]
+            made = self.result(operands)
+            self.ctx.shapes.product(("value", fresh), *(f.shape for f in operands))
             return Fact(frozenset([("value", fresh)]), made.dtype, None, made.buffers)
         if isinstance(e, gast.Attribute) and e.attr in ("shape", "ndim", "size"):
             return Fact(None, EMPTY, INTS)
@@ -228,7 +426,7 @@ class ArrayFacts:
                     and self.elementwise(gast.Call(func=e.func, args=e.args, keywords=[]))):
                 return self.fact(e.keywords[0].value, facts)   # into a slice (into_zeros)
             return (self.helper_result(e, facts) or self.reduction(e, facts)
-                    or self.unknown(e, facts))
+                    or self.copied(e, facts) or self.unknown(e, facts))
         return self.unknown(e, facts)
 
     def reduction(self, e, facts):
@@ -251,6 +449,35 @@ class ArrayFacts:
             return None
         return Fact(None, of.dtype, None, 1 << self.new(owned=True))
 
+    def copied(self, e, facts):
+        """The fact of `float(x)` (a number), or of `np.roll(a, ...)`, `np.zeros_like(a)`
+        (`ones_like`, `empty_like`, `copy`) of an ndarray `a`: always a new array of `a`'s
+        shape and dtype (also the adjoint helper `_s2s_roll` of an array of one or more
+        axes; it passes a 0-d one through)."""
+        f = self.resolve(e.func)
+        if f is float and len(e.args) == 1 and not e.keywords:
+            return Fact(EMPTY, EMPTY, NUMBER) if self.fact(e.args[0], facts).kind != DUCK \
+                else None
+        fresh = f is np.roll or f is runtime.roll or (
+            any(f is g for g in (np.zeros_like, np.ones_like, np.empty_like, np.copy))
+            and len(e.args) == 1 and not e.keywords)
+        if fresh:
+            of = self.fact(e.args[0], facts) if e.args else Fact()
+            kind = self.axes(of)
+            if kind == ND or (kind == NDARRAY and f is not runtime.roll):
+                return Fact(of.shape, of.dtype, kind, 1 << self.new(owned=True))
+        return None
+
+    def axes(self, fact):
+        """The kind of `fact`: ND also for an ndarray whose shape class has axes by the
+        patterns of the parameters (which the guard then tests)."""
+        if fact.kind == NDARRAY and fact.shape is not None:
+            found = self.ctx.shapes.class_pattern(fact.shape)
+            if found:
+                self.ctx.shapes.rely_on(fact.shape)
+                return ND
+        return fact.kind
+
     def canonical(self, shape):
         """`shape` in the classes of the shape analysis, which knows more
         when the code is specialised on shape patterns (see analysis/shapes.py)."""
@@ -259,8 +486,9 @@ class ArrayFacts:
     def named(self, name, fact):
         """`fact` of the value assigned to `name`, with the shape class of the analysis
         when `name` is a value of the function the analysis classified."""
-        if (name in self.ctx.reverse.primal_names and name in self.ctx.reverse.straight
-                and self.ctx.shapes.of(name) is not None):
+        if (name in self.ctx.reverse.primal_names and self.ctx.shapes.of(name) is not None
+                and (name in self.ctx.reverse.straight or self.in_loop and (
+                    fact.shape is None or not self.ctx.shapes.class_pattern(fact.shape)))):
             if fact.kind in (ND, NDARRAY, DUCK):
                 return fact._replace(shape=self.ctx.shapes.of(name))
             if fact.kind is None and self.ctx.shapes.pattern_of(name):
@@ -281,6 +509,8 @@ class ArrayFacts:
         kind = (DUCK if any(f.kind == DUCK for f in operands) else
                 ND if any(f.kind == ND for f in operands) else
                 NUMBER if all(f.kind == NUMBER for f in operands) else None)
+        if kind is None and all(f.kind in (NDARRAY, NUMBER) for f in operands):
+            kind = ND if self.axes(Fact(shape, kind=NDARRAY)) == ND else None   # (0-d: a scalar)
         buffers = 1 << fresh
         if not known:
             for f in operands:
@@ -316,6 +546,9 @@ class ArrayFacts:
         if helper in (runtime.unreduce, runtime.extremum) and args[1].kind in (ND, NDARRAY):
             made = self.result(args[:2])
             return Fact(args[1].shape, made.dtype, args[1].kind, made.buffers)
+        if helper is runtime.unbroadcast and args[0].kind in (ND, NDARRAY) and \
+                args[1].kind == NUMBER:
+            return Fact(EMPTY, EMPTY, NUMBER)       # a float (`number`)
         if (helper is runtime.unbroadcast and args[0].kind in (ND, NDARRAY)
                 and args[1].kind == ND and self.is_float(args[0].dtype)):
             return Fact(args[1].shape, args[0].dtype, ND,
@@ -441,6 +674,16 @@ class Before:
 
     def __contains__(self, name):
         return self.get(name) is not None
+
+    def as_dict(self):
+        """The facts as a dict of their own."""
+        return {n: f for n in self.history for f in [self.get(n)] if f is not None}
+
+
+def straight_loop(s):
+    """Whether `s` is a loop whose body is straight-line code (`ArrayFacts.loop`)."""
+    return (isinstance(s, (gast.For, gast.While)) and not s.orelse and all(
+        isinstance(t, (gast.Assign, gast.AugAssign, gast.Expr, gast.Delete)) for t in s.body))
 
 
 def _reduction(prim):

@@ -248,11 +248,15 @@ class Shapes:
         if op is None or op.prim not in (operator.matmul, np.matmul, np.dot) or not all(
                 isinstance(a, gast.Name) for a in op.args) or len(op.args) != 2:
             return
-        keys = [self.of(a.id) for a in op.args]
+        self.product(base, *[self.of(a.id) for a in op.args], dot=op.prim is np.dot)
+
+    def product(self, base, *keys, dot=False):
+        """Give the class `base` the pattern of the matrix product of arrays of the classes
+        `keys` (two), when theirs are known (`np.dot` with `dot`)."""
         if None in keys:
             return
         a, b = (_broadcast([self._pattern(m) for m in k]) for k in keys)
-        if a is None or b is None or (op.prim is np.dot and max(len(a), len(b)) > 2):
+        if a is None or b is None or (dot and max(len(a), len(b)) > 2):
             return
         if not a or not b:
             return

@@ -40,7 +40,7 @@ the patterns the rewrite relied on.
 import gast
 import numpy as np
 
-from ..analysis.buffers import DUCK, ND, NDARRAY
+from ..analysis.buffers import DUCK, ND, NDARRAY, NUMBER, straight_loop
 from .. import syntax
 from ..rules import runtime
 
@@ -75,6 +75,10 @@ class InlineHelpers:
                     and s.value is not None:
                 s.value = self.spelled(s.value, facts)
             self.known.update(s, facts)
+            found = self.known.loops.get(id(s)) if straight_loop(s) else None
+            if found is not None and s.body:
+                with self.known.inside():
+                    self.run(s.body, found.body[0].as_dict())     # (facts of an iteration)
         return body
 
     def spelled(self, e, facts):
@@ -103,7 +107,11 @@ class InlineHelpers:
         return None if not found else (fact, found)
 
     def summed(self, call, g, x, facts):
-        """`_s2s_unbroadcast(g, x)` as `np.sum(g, axis=...)`, or `g`."""
+        """`_s2s_unbroadcast(g, x)` as `np.sum(g, axis=...)`, or `g`; for a float `x`,
+        `float(np.sum(g))`, or `float(np.vdot(a, b))` for `g = a * b`."""
+        if isinstance(x, gast.Name) and self.ctx.types.get(x.id) is float and \
+                self.known.fact(x, facts).kind == NUMBER:
+            return self.total(call, g, facts)
         known, shape = self.pattern(g, facts), self.pattern(x, facts)
         if known is None or shape is None:
             return call
@@ -133,6 +141,21 @@ class InlineHelpers:
         out = gast.UnaryOp(op=gast.USub(), operand=total)
         out.s2s_like = total.s2s_like
         return out
+
+    def total(self, call, g, facts):
+        """`float(np.sum(g))` for an ndarray `g` of floats, `float(np.vdot(a, b))` when `g`
+        is `a * b` of one shape: the sum of the products without their array."""
+        fact = self.known.fact(g, facts)
+        if fact.kind != ND or not self.known.is_float(fact.dtype):
+            return call
+        np_ = self.ctx.bind("np", obj=np)
+        total = syntax.call(syntax.attribute(np_, "sum"), [g])
+        if isinstance(g, gast.BinOp) and isinstance(g.op, gast.Mult):
+            a, b = (self.known.fact(v, facts) for v in (g.left, g.right))
+            if (a.kind == b.kind == ND and a.shape is not None and a.shape == b.shape
+                    and self.known.is_float(a.dtype) and self.known.is_float(b.dtype)):
+                total = syntax.call(syntax.attribute(np_, "vdot"), [g.left, g.right])
+        return syntax.call(syntax.name(self.ctx.bind("float")), [total])
 
     def product(self, call, g, a, b, which, facts):
         """The adjoint of operand `which` (0 or 1) of `a @ b`, `_s2s_matmul_lhs(g, a, b)`

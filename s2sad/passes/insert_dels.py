@@ -5,7 +5,11 @@ after the last top-level statement that mentions an array (a primal value or an
 adjoint), deletes the name, so that NumPy returns its buffer before the next
 intermediate is allocated: peak memory follows what is live, not everything computed.
 Names the function returns, parameters, and names that are not certainly bound there
-(bound only inside an `if` or a loop) are left alone; so are scalars.
+(bound only inside an `if` or a loop) are left alone; so are scalars. Inside the body
+of a top-level loop of straight-line code, an array the body assigns before it reads
+it, and that neither the loop's test nor the code after the loop reads, is deleted
+after its last use in the body, unless that is the body's last statement: it does not
+wait for the next iteration to be replaced.
 
 >>> import numpy as np
 >>> from s2sad import pipeline
@@ -34,6 +38,8 @@ import gast
 
 from ..ad import header
 from ..ad.inplace import view_of
+from ..analysis.buffers import straight_loop
+from ..analysis.names import exposed
 from ..analysis.value_kinds import ARRAY
 from .. import syntax
 from ..compilation import parameters
@@ -44,7 +50,9 @@ def run(fn, ctx):
     longer names."""
     if not ctx.release:
         return fn
-    fn = InsertDels(array_names(ctx)).run(fn)
+    numbers = {n for n in ctx.reverse.primal_names if ctx.shapes.pattern_of(n) == ()}
+    numbers |= {ctx.reverse.adjoints[n] for n in numbers if n in ctx.reverse.adjoints}
+    fn = InsertDels(array_names(ctx), numbers).run(fn)
     header.refresh(fn, ctx)
     return fn
 
@@ -62,10 +70,12 @@ def array_names(ctx):
 
 
 class InsertDels:
-    """See the module docstring; `arrays` are the names that hold arrays."""
+    """See the module docstring; `arrays` are the names that hold arrays, `numbers` those
+    known to hold 0-d values (left alone in loops: deleting them frees nothing)."""
 
-    def __init__(self, arrays):
+    def __init__(self, arrays, numbers=()):
         self.arrays = set(arrays)
+        self.numbers = set(numbers)
 
     def run(self, fn):
         body = fn.body
@@ -89,4 +99,33 @@ class InsertDels:
             fn.body.append(s)
             if i in after:
                 fn.body.append(syntax.delete(after[i]))
+            if straight_loop(s):
+                # (not the names bound outside loops: this pass may delete those after it)
+                self.in_loop(s, exposed(body[i + 1:], set()) | params | returned | set(bound))
         return fn
+
+    def in_loop(self, loop, kept):
+        """Delete in `loop`'s body the arrays each iteration assigns before reading them
+        after their last use, but those in `kept` or the loop's test reads."""
+        start = set(syntax.names_stored(loop.target)) if isinstance(loop, gast.For) else set()
+        kept = kept | start | exposed(loop.body, set(start))
+        if isinstance(loop, gast.While):
+            kept |= set(syntax.names_loaded(loop.test))
+        last = {}
+        for i, s in enumerate(loop.body):
+            for n in syntax.name_nodes(s):
+                if n.id in self.arrays and n.id not in kept and n.id not in self.numbers:
+                    last[n.id] = i
+        after = {}
+        for name in sorted(last):
+            after.setdefault(last[name], []).append(name)
+        # (none after the last statement: the next iteration soon replaces those, and
+        # freeing the body's every array at its end lets the allocator hand their memory
+        # back to the system, to fault it in again at each iteration)
+        after.pop(len(loop.body) - 1, None)
+        body = []
+        for i, s in enumerate(loop.body):
+            body.append(s)
+            if i in after:
+                body.append(syntax.delete(after[i]))
+        loop.body = body

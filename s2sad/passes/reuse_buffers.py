@@ -15,7 +15,11 @@ additions into slices of an adjoint (`x_bar[1:] += g`) move up to where `g` is
 computed, so that `g`'s buffer is free for what follows. The first addition into a
 slice of an array of zeros computes its value in that slice instead (`into_zeros`).
 The peephole pass then tidies what this leaves (named views for the additions into
-slices, below).
+slices, below). The same rewrites run inside the body of a top-level loop of
+straight-line code, with the facts of the loop (analysis/buffers.py): a buffer that the
+next iteration, the loop's tape or the code after the loop may read is never written, so
+a temporary is computed into one that died in the same iteration, and an adjoint the loop
+carries is summed in place (`u_bar += g`, when its buffers are the function's own).
 
 >>> import numpy as np
 >>> from s2sad import pipeline
@@ -49,8 +53,8 @@ import gast
 import numpy as np
 
 from .. import syntax
-from ..analysis.buffers import ND, NDARRAY, NUMBER, Fact
-from ..analysis.names import number_names, number_value
+from ..analysis.buffers import ND, NDARRAY, NUMBER, Fact, straight_loop
+from ..analysis.names import exposed, number_names, number_value
 
 _COMMUTE = (gast.Add, gast.Mult)
 
@@ -78,6 +82,8 @@ class ReuseBuffers:
         live = self.known.live(fn.body, facts)
         out = []
         for i, s in enumerate(fn.body):
+            if straight_loop(s) and id(s) in self.known.loops:
+                self.in_loop(s, fn.body[i + 1:])
             out.extend(self.rewritten(s, facts[i], live[i + 1]))
         self.numbers = number_names(fn)
         fn.body, facts = self.into_zeros(out, params)
@@ -117,6 +123,19 @@ class ReuseBuffers:
         return None
 
     # -- rewriting --------------------------------------------------------------------
+    def in_loop(self, loop, rest):
+        """Rewrite the statements of the body of `loop` (straight-line code; `rest`, the
+        statements after it) with the facts inside it: what the next iteration, the code
+        after the loop or the tape reads is never written."""
+        after = exposed(rest, set())
+        found = self.known.loops[id(loop)]
+        live = self.known.loop_live(loop, after)
+        body = []
+        with self.known.inside():
+            for j, s in enumerate(loop.body):
+                body.extend(self.rewritten(s, found.body[j], live[j + 1]))
+        loop.body = body
+
     def rewritten(self, s, facts, live):
         if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)):
             return [s]
@@ -130,6 +149,9 @@ class ReuseBuffers:
         if not steps or steps[0][0] == "bind" and len(steps) == 1:
             return [s]
         target = s.targets[0].id
+        if list(syntax.names_loaded(steps[0][1])).count(target) != list(
+                syntax.names_loaded(s.value)).count(target):
+            return [s]      # (in a loop, `u = ... + u`: a later step would read the new u)
         return [syntax.located(x, s) for x in (self.spelled(step, target) for step in steps)]
 
     def spelled(self, step, target):

@@ -43,3 +43,24 @@ def heat(u0, kappa, steps=5):
         lap = np.roll(u, 1) - 2.0 * u + np.roll(u, -1)
         u = u + kappa * lap
     return np.sum(u * u)
+
+
+def relax(b, d, omega=0.8, tol=1e-10):
+    # a `while` loop with a data-dependent stop: in the reversed loop the adjoints are
+    # summed in place, and the body's dead arrays are deleted after their last use
+    x = np.zeros_like(b)
+    err = np.inf
+    while err > tol:
+        y = (b - 0.1 * np.roll(x, 1)) / d
+        dx = omega * (y - x)
+        x = x + dx
+        err = np.max(np.abs(dx))
+    return np.sum(x * x)
+
+
+def tanh_steps(u0, w, steps=4):
+    # the tape holds each state (tanh's adjoint reads its output): no step writes into it
+    u = u0 * 1.0
+    for i in range(steps):
+        u = np.tanh(u * w + 0.1)
+    return np.sum(u * u)
