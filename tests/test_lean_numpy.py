@@ -444,6 +444,21 @@ def test_a_ufunc_whose_result_is_not_a_float_keeps_the_seed_product():
     assert g(2.0) == 0.0 and type(g(2.0)) is not np.bool_
 
 
+def speed_loss(vx, vy):
+    speed = np.sqrt(vx * vx + vy * vy)
+    return speed * vx
+
+
+def test_the_halves_of_a_square_roots_adjoint_cancel_the_doubled_terms():
+    # d/dv sqrt(vx^2 + vy^2) = v / speed: `t_bar = s_bar / (2 * speed)` read only as
+    # `2 * t_bar * vx` is `s_bar / speed`, read as `t_bar * vx`
+    g = s2sad.grad(speed_loss, wrt=(0, 1))
+    vx, vy = 3.0, -4.0
+    speed = 5.0
+    assert g(vx, vy) == pytest.approx((speed + vx * vx / speed, vx * vy / speed), rel=1e-12)
+    assert "/ speed" in g.source and "2 * " not in g.source
+
+
 def test_defaults_are_specialised_on_like_arguments():
     # drag and dt take their defaults: floats, which the guard checks; given as a 0-d
     # array later, the gradient is compiled again for it

@@ -17,7 +17,10 @@ names they read.
 - a returned gradient loses the copy that kept it apart from the others when it
   certainly shares no memory with them; an array's gradient is cast to its
   parameter's dtype when it certainly has another; `_s2s_zeros_like(x)` of a
-  parameter of known dtype is `np.zeros(x.shape)`.
+  parameter of known dtype is `np.zeros(x.shape)`;
+- a name bound once to `e / (2 * d)` and read only as `2 * n` (a square root's adjoint
+  read by the doubled terms of a sum of squares) is `e / d`, read as `n`
+  (`ad.simplify.halves_cancelled`).
 
 >>> print(show("reuse_buffers", '''
 ... def f(x):
@@ -47,6 +50,7 @@ from .. import syntax
 from ..analysis.buffers import ND, NDARRAY, Fact
 from ..analysis.names import number_names, number_value, store_counts
 from ..analysis.shapes import trims
+from ..ad.simplify import halves_cancelled
 from ..rules import registry
 
 _ARITHMETIC = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul}
@@ -77,7 +81,7 @@ class Peephole:
         self.uncopied_results(fn, before)
         self.cast_results(fn, before)
         self.plain_zeros(fn)
-        return fn
+        return halves_cancelled(fn)
 
     def number(self, e):
         """The number `e` certainly is (a constant, or a name bound once to one), or None."""
