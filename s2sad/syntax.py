@@ -13,12 +13,22 @@ COMMENT = "__s2s_comment__:"
 
 
 def name(id, store=False):
-    return gast.Name(id=id, ctx=gast.Store() if store else gast.Load(), annotation=None,
-                     type_comment=None)
+    # (what `gast.Name(...)` makes, in a third of its time: its __init__ is Python code,
+    # and the passes make thousands of names per transform)
+    node = _new(gast.Name)
+    node.__dict__.update(id=id, ctx=_new(gast.Store if store else gast.Load),
+                         annotation=None, type_comment=None)
+    return node
 
 
 def const(value):
-    return gast.Constant(value=value, kind=None)
+    node = _new(gast.Constant)
+    node.__dict__.update(value=value, kind=None)
+    return node
+
+
+def _new(kind):
+    return kind.__new__(kind)
 
 
 def atom(value):

@@ -232,7 +232,15 @@ class Peephole:
             s.value.left = self.dropped(s.value.left, facts)
             s.value.right = self.dropped(s.value.right, facts)
             return s
-        return self.dropped(s, facts)
+        return self.dropped(s, facts) if self.has_number_operand(s) else s
+
+    def has_number_operand(self, node):
+        """Whether an operation in `node` has a number operand: `dropped` changes no
+        other (an operation folds only once one of its operands is a number)."""
+        number = self.number
+        return any(type(n) is gast.BinOp and (number(n.left) is not None
+                                              or number(n.right) is not None)
+                   for n in syntax.walk(node))
 
     def dropped(self, node, facts):
         """`node` with the products by 1 inside it dropped (`without_unit_products`)."""
