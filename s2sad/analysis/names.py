@@ -161,26 +161,6 @@ class BlockNames:
                     bisect.insort(index.setdefault(new, []), k)
         self.known.renamed(self.statements[k], old, new)
 
-    def first(self, name, start, reading=True):
-        """The position of the first statement after `start` that reads (else binds)
-        `name`, or None."""
-        positions = (self.loads if reading else self.stores).get(name, ())
-        i = bisect.bisect_right(positions, start)
-        return positions[i] if i < len(positions) else None
-
-    def reads_more(self, k, counts):
-        """Statement `k` now reads each name of `counts` that many times more (or
-        fewer), and is otherwise unchanged (see `StatementNames.reads_more`)."""
-        loads = self.known.names(self.statements[k])[0]
-        for n, more in counts.items():
-            before = loads[n]
-            self.known.reads_more(self.statements[k], {n: more})
-            if before <= 0 < loads[n]:
-                bisect.insort(self.loads.setdefault(n, []), k)
-            elif before > 0 >= loads.get(n, 0):
-                positions = self.loads[n]
-                del positions[bisect.bisect_left(positions, k)]
-
     def add(self, k):
         self.known.forget(self.statements[k])
         loads, stores = self.known.names(self.statements[k])

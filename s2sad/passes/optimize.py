@@ -354,35 +354,38 @@ def _inline_single_use(pullback, locals_, names):
     what `e` reads; likewise a small `e` (one operation on names) into any one use."""
     changed = False
     for block in syntax.blocks(pullback.body, functions=False):
-        index, removed = BlockNames(block), set()   # (the use found, not scanned for)
-        for i, s in enumerate(index.statements):
+        known = StatementNames()
+        i = 0
+        while i < len(block):
+            s = block[i]
             if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
                     and s.targets[0].id in locals_):
+                i += 1
                 continue
             a = s.targets[0].id
             if names.loads[a] != 1 or names.assigns[a] != 1:
+                i += 1
                 continue
-            k = index.first(a, i)
-            if k is None or any(
-                    b is not None and b < k for b in (
-                        index.first(r, i, reading=False)
-                        for r in set(syntax.names_loaded(s.value)) | {a})):
-                continue
-            t = index.statements[k]
-            parts = _copy_parts(t)
-            if ((parts and parts[1] == a) or _small(s.value)) and not isinstance(
-                    t, (gast.For, gast.While, gast.Return)):
-                names.drop(t)
-                index.drop(k)
-                _replace_load(t, a, s.value)
-                names.add(t)
-                index.add(k)
-                names.drop(s)
-                index.drop(i)
-                removed.add(i)
-                changed = True
-        if removed:
-            block[:] = [t for k, t in enumerate(index.statements) if k not in removed]
+            watched = set(syntax.names_loaded(s.value)) | {a}
+            for k in range(i + 1, len(block)):
+                t = block[k]
+                loads, stores = known.names(t)
+                if a in loads:
+                    parts = _copy_parts(t)
+                    if ((parts and parts[1] == a) or _small(s.value)) and not isinstance(
+                            t, (gast.For, gast.While, gast.Return)):
+                        names.drop(t)
+                        _replace_load(t, a, s.value)
+                        names.add(t)
+                        known.forget(t)
+                        names.drop(s)
+                        del block[i]
+                        changed = True
+                        i -= 1
+                    break
+                if not watched.isdisjoint(stores):
+                    break
+            i += 1
     return changed
 
 
@@ -409,34 +412,32 @@ def _loops_over(block, start, stop, name, known):
 def _fuse_accumulations(stmts, names):
     changed = False
     for block in syntax.blocks(stmts, functions=False):
-        index, removed = BlockNames(block), set()   # (the next mention found, not scanned for)
-        for i, s in enumerate(index.statements):
-            if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)):
-                continue
-            a = s.targets[0].id
-            read, _ = index.known.names(s)
-            mentions = [k for k in (index.first(a, i), index.first(a, i, reading=False))
-                        if k is not None]
-            if not mentions:
-                continue
-            k = min(mentions)
-            t = index.statements[k]
-            if not _is_accumulation(t, a) or count_loads(t.value.right, a) != 0 or any(
-                    b is not None and b < k
-                    for b in (index.first(r, i, reading=False) for r in read)):
-                continue
-            # one read and one assignment of `a` fewer (counted so, not by reading `t`
-            # again: each link of a chain would read it)
-            index.reads_more(k, {a: -1})
-            index.reads_more(k, read)
-            t.value = syntax.binop(s.value, gast.Add(), t.value.right)
-            names.loads[a] -= 1
-            names.assigns[a] -= 1
-            index.drop(i)
-            removed.add(i)
-            changed = True
-        if removed:
-            block[:] = [t for k, t in enumerate(index.statements) if k not in removed]
+        known = StatementNames()
+        i = 0
+        while i < len(block):
+            s = block[i]
+            if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
+                a = s.targets[0].id
+                read = set(known.names(s)[0])
+                for k in range(i + 1, len(block)):
+                    t = block[k]
+                    loads, stores = known.names(t)
+                    if a in loads and _is_accumulation(t, a):
+                        if count_loads(t.value.right, a) == 0:
+                            # one read and one assignment of `a` fewer (counted so, not
+                            # by reading `t` again: each link of a chain would read it)
+                            known.reads_more(t, {a: -1})
+                            known.reads_more(t, known.names(s)[0])
+                            t.value = syntax.binop(s.value, gast.Add(), t.value.right)
+                            names.loads[a] -= 1
+                            names.assigns[a] -= 1
+                            del block[i]
+                            changed = True
+                            i -= 1
+                        break
+                    if a in loads or a in stores or not read.isdisjoint(stores):
+                        break
+            i += 1
     return changed
 
 
