@@ -190,6 +190,14 @@ class Compilation:
             self._analyses["array_facts"] = ArrayFacts(self)
         return self._analyses["array_facts"]
 
+    def compiled(self):
+        """Drop what only the passes read (the analyses, the transforms' results), once
+        the derivative is compiled: some of it refers back to the context (a transform
+        keeps it, the array facts too), and such cycles of hundreds of thousands of
+        syntax nodes would wait for the garbage collector, which walks them all."""
+        self._analyses.clear()
+        self.wengert = self.reverse = self.forward = None
+
     # -- names generated code reads --------------------------------------------------------
     def bind(self, name, module="builtins", obj=MISSING) -> str:
         """The name generated code uses for the object `obj` (by default `name` of

@@ -161,6 +161,7 @@ class Reverse(CallAdjoints):
             vjp, pullback, list(self.loops.values()), self.adjoints, self.active,
             self.primal_names, self.straight, self.updates.final, self.scalar_output,
             self.unconnected)
+        self.updates.rev = None     # (no cycle left for the garbage collector to find)
         return vjp
 
     # -- names ------------------------------------------------------------------------
