@@ -402,6 +402,33 @@ def rebuilt(node, f):
     return node
 
 
+def replace_loads(node, name, make):
+    """`node` where each read of the name `name` below it is `make()`, in place (what
+    `rebuilt` makes, calling itself down the tree, in a fraction of its time)."""
+    todo, AST, Name, Load = [node], gast.AST, gast.Name, gast.Load
+    for n in todo:
+        kind = type(n)
+        fields = _WALKED.get(kind)
+        if fields is None:
+            fields = _WALKED[kind] = tuple(f for f in n._fields if f not in _SCALARS)
+        values = n.__dict__
+        for field in fields:
+            value = values.get(field)
+            if type(value) is list:
+                for i, v in enumerate(value):
+                    if type(v) is Name:
+                        if v.id == name and type(v.ctx) is Load:
+                            value[i] = make()
+                    elif isinstance(v, AST):
+                        todo.append(v)
+            elif type(value) is Name:
+                if value.id == name and type(value.ctx) is Load:
+                    setattr(n, field, make())
+            elif isinstance(value, AST):
+                todo.append(value)
+    return node
+
+
 def blocks(stmts, functions=True):
     """`stmts` and every statement list nested in it (not inside nested function
     definitions unless `functions`)."""

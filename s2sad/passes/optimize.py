@@ -244,8 +244,8 @@ def temporaries_inlined(fn, scalars, helpers, src):
                 continue
             reads.add(a)
             k = next((k for k in range(i + 1, len(block))
-                      if known.loads(block[k], a) or any(known.stores(block[k], r)
-                                                         for r in reads)), None)
+                      for loads, stores in [known.names(block[k])]
+                      if a in loads or not reads.isdisjoint(stores)), None)
             use = block[k] if k is not None else None
             if (use is None or not known.loads(use, a)
                     or not isinstance(use, (gast.Assign, gast.Return, gast.Expr))):
@@ -401,7 +401,7 @@ def _replace_load(node, name, expr):
     if type(node) is gast.Name:
         return syntax.copied(expr) if node.id == name and isinstance(
             node.ctx, gast.Load) else node
-    return syntax.rebuilt(node, lambda child: _replace_load(child, name, expr))
+    return syntax.replace_loads(node, name, lambda: syntax.copied(expr))
 
 
 def _loops_over(block, start, stop, name, known):
