@@ -190,6 +190,16 @@ class Compilation:
             self._analyses["array_facts"] = ArrayFacts(self)
         return self._analyses["array_facts"]
 
+    def reuse(self, **analyses):
+        """Keep `analyses` ({name: analysis}, the names of `_analysis`), which a pass
+        computed of the function in Wengert form as it now is, for the passes after it
+        until one changes the function and calls `changed`."""
+        self._analyses.update(analyses)
+
+    def changed(self):
+        """The function in Wengert form changed: its analyses are computed again."""
+        self._analyses.clear()
+
     def compiled(self):
         """Drop what only the passes read (the analyses, the transforms' results), once
         the derivative is compiled: some of it refers back to the context (a transform
