@@ -470,7 +470,7 @@ def _walked(node):
         n = todo.pop()
         yield n
         if not isinstance(n, gast.Lambda):
-            todo.extend(gast.iter_child_nodes(n))
+            todo.extend(syntax.children(n))
 
 
 def _before_continues(stmts, make):
@@ -753,7 +753,7 @@ def _names_outside_comprehensions(fn):
         if isinstance(n, gast.Name):
             yield n.id
         if not isinstance(n, COMPREHENSIONS):
-            todo.extend(gast.iter_child_nodes(n))
+            todo.extend(syntax.children(n))
 
 
 def _renamed(expr, renames):
