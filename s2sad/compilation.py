@@ -103,6 +103,7 @@ class Compilation:
     reverse: Any = None                         # the reverse transform's ReverseResult
     forward: Any = None                         # the forward transform's ForwardResult
     _analyses: dict = dataclasses.field(default_factory=dict, repr=False)
+    _shape_only: tuple | None = dataclasses.field(default=None, repr=False)
 
     @classmethod
     def of(cls, fn, wrt=0, kinds=None, mode="reverse", **options):
@@ -240,7 +241,10 @@ class Compilation:
         """(call, argument) for each argument of a runtime helper in `node` (a node or a
         list of them) that the helper reads only for its type, shape or structure
         (runtime.SHAPE_ONLY)."""
+        helpers = self._shape_only_helpers()
         for n in node if isinstance(node, list) else [node]:
+            if not any(m.id in helpers for m in syntax.name_nodes(n)):
+                continue    # (a search for names, cheaper than a walk of every node)
             for call in syntax.walk(n):
                 if not isinstance(call, gast.Call):
                     continue
@@ -251,6 +255,16 @@ class Compilation:
                 for i in runtime.SHAPE_ONLY.get(name, ()):
                     if i < len(call.args):
                         yield call, call.args[i]
+
+    def _shape_only_helpers(self):
+        """The names generated code binds to the helpers of runtime.SHAPE_ONLY."""
+        known = self._shape_only
+        if known is None or known[0] != len(self.bindings):   # (bindings are only added)
+            known = self._shape_only = (len(self.bindings), {
+                bound for bound, obj in self.bindings.items()
+                if getattr(runtime, getattr(obj, "__name__", None) or "", None) is obj
+                and obj.__name__ in runtime.SHAPE_ONLY})
+        return known[1]
 
     def is_runtime_call(self, e, name) -> bool:
         """Whether `e` calls the runtime helper `name`."""
