@@ -742,8 +742,9 @@ def _has_rule(prim):
 def rename_unpacks(pullback, namer):
     """A reversed loop rebinds the values it reads from its tape; where the pullback
     also reads those names outside the loop (final values), rename them in the loop."""
-    names = NameCounts(pullback)
-    for loop in [n for n in syntax.statements(pullback) if isinstance(n, gast.For)]:
+    loops = [n for n in syntax.statements(pullback) if isinstance(n, gast.For)]
+    names = NameCounts(pullback) if loops else None     # (counted where there are loops)
+    for loop in loops:
         inside = None
         for name in sorted(set(syntax.names_stored(loop.target))):
             inside = inside or NameCounts(loop)
