@@ -7,8 +7,12 @@ the names generated code reads to the objects they denote (runtime helpers, rule
 namespaces, the derivatives of called functions), and the `callees` the driver must
 compile and link. The analyses of the function in Wengert form (`ops`, `varied`, `active`,
 `value_kinds`, `shapes`) and of the fused gradient's arrays (`array_facts`) are
-computed on first use and kept. A transform leaves its result here too
-(`reverse`, `forward`), for the passes after it. Every pass has the signature
+computed on first use and kept; a pass that computed some itself and changed nothing
+hands them on (`reuse`: resolve_calls), one that changes the function before any pass
+read them drops them (`changed`: record_fields). A
+transform leaves its result here too (`reverse`, `forward`), for the passes after it;
+once the derivative is compiled, the driver drops what only the passes read
+(`compiled`). Every pass has the signature
 `run(fn, ctx) -> fn` (see `s2sad.pipeline`).
 
 >>> import math
