@@ -91,6 +91,12 @@ class ReverseResult:
     unconnected: list
     header: object = None
 
+    def finished(self):
+        """The derivative is compiled: the loops' plans let go of the transform (a cycle
+        of references, which would keep its trees for the garbage collector)."""
+        for info in self.loops:
+            info.rev = None
+
 
 class Reverse(CallAdjoints):
     """See the module docstring; `ctx` is the `Compilation`."""
