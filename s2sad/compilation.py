@@ -7,8 +7,12 @@ the names generated code reads to the objects they denote (runtime helpers, rule
 namespaces, the derivatives of called functions), and the `callees` the driver must
 compile and link. The analyses of the function in Wengert form (`ops`, `varied`, `active`,
 `value_kinds`, `shapes`) and of the fused gradient's arrays (`array_facts`) are
-computed on first use and kept. A transform leaves its result here too
-(`reverse`, `forward`), for the passes after it. Every pass has the signature
+computed on first use and kept; a pass that computed some itself and changed nothing
+hands them on (`reuse`: resolve_calls), one that changes the function before any pass
+read them drops them (`changed`: record_fields). A
+transform leaves its result here too (`reverse`, `forward`), for the passes after it;
+once the derivative is compiled, the driver drops what only the passes read
+(`compiled`). Every pass has the signature
 `run(fn, ctx) -> fn` (see `s2sad.pipeline`).
 
 >>> import math
@@ -104,6 +108,7 @@ class Compilation:
     reverse: Any = None                         # the reverse transform's ReverseResult
     forward: Any = None                         # the forward transform's ForwardResult
     _analyses: dict = dataclasses.field(default_factory=dict, repr=False)
+    _shape_only: tuple | None = dataclasses.field(default=None, repr=False)
 
     @classmethod
     def of(cls, fn, wrt=0, kinds=None, mode="reverse", **options):
@@ -191,6 +196,26 @@ class Compilation:
             self._analyses["array_facts"] = ArrayFacts(self)
         return self._analyses["array_facts"]
 
+    def reuse(self, **analyses):
+        """Keep `analyses` ({name: analysis}, the names of `_analysis`), which a pass
+        computed of the function in Wengert form as it now is, for the passes after it
+        until one changes the function and calls `changed`."""
+        self._analyses.update(analyses)
+
+    def changed(self):
+        """The function in Wengert form changed: its analyses are computed again."""
+        self._analyses.clear()
+
+    def compiled(self):
+        """Drop what only the passes read (the analyses, the transforms' results), once
+        the derivative is compiled: some of it refers back to the context (a transform
+        keeps it, the array facts too), and such cycles of hundreds of thousands of
+        syntax nodes would wait for the garbage collector, which walks them all."""
+        self._analyses.clear()
+        if self.reverse is not None:
+            self.reverse.finished()
+        self.wengert = self.reverse = self.forward = None
+
     # -- names generated code reads --------------------------------------------------------
     def bind(self, name, module="builtins", obj=MISSING) -> str:
         """The name generated code uses for the object `obj` (by default `name` of
@@ -223,7 +248,10 @@ class Compilation:
         """(call, argument) for each argument of a runtime helper in `node` (a node or a
         list of them) that the helper reads only for its type, shape or structure
         (runtime.SHAPE_ONLY)."""
+        helpers = self._shape_only_helpers()
         for n in node if isinstance(node, list) else [node]:
+            if not any(m.id in helpers for m in syntax.name_nodes(n)):
+                continue    # (a search for names, cheaper than a walk of every node)
             for call in syntax.walk(n):
                 if not isinstance(call, gast.Call):
                     continue
@@ -234,6 +262,16 @@ class Compilation:
                 for i in runtime.SHAPE_ONLY.get(name, ()):
                     if i < len(call.args):
                         yield call, call.args[i]
+
+    def _shape_only_helpers(self):
+        """The names generated code binds to the helpers of runtime.SHAPE_ONLY."""
+        known = self._shape_only
+        if known is None or known[0] != len(self.bindings):   # (bindings are only added)
+            known = self._shape_only = (len(self.bindings), {
+                bound for bound, obj in self.bindings.items()
+                if getattr(runtime, getattr(obj, "__name__", None) or "", None) is obj
+                and obj.__name__ in runtime.SHAPE_ONLY})
+        return known[1]
 
     def is_runtime_call(self, e, name) -> bool:
         """Whether `e` calls the runtime helper `name`."""

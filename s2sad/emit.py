@@ -44,13 +44,13 @@ class _Shown:
         if made is None:
             made = _CONVERTED[kind] = _conversion(kind)
         cls, fields, located = made
-        if not fields and not located:     # contexts and operators
-            return cls()
+        if not fields and not located:     # contexts and operators: one of each serves
+            return cls
         values = node.__dict__
         if located:
             line = values.get("lineno", line)
         if kind is gast.Name:
-            new = cls(id=node.id, ctx=self.converted(node.ctx))
+            new = cls(id=node.id, ctx=_SHARED.get(type(node.ctx)) or self.converted(node.ctx))
         elif kind is gast.arguments:
             new = cls(**{f: self.arguments(values.get(f), f, line) for f in fields})
         else:
@@ -115,11 +115,16 @@ _LOCATION = ("lineno", "col_offset", "end_lineno", "end_col_offset")
 def _conversion(kind):
     """(ast class, the fields to convert, whether it has a location) for a gast class:
     the fields both have, as `gast.gast_to_ast` converts them (which leaves out an
-    assignment's type comment)."""
+    assignment's type comment). For a class without fields or location (a context, an
+    operator), its one instance instead of the class."""
     cls = getattr(ast, kind.__name__)
     fields = tuple(f for f in kind._fields if f in cls._fields
                    and not (kind is gast.Assign and f == "type_comment"))
-    return cls, fields, "lineno" in cls._attributes
+    located = "lineno" in cls._attributes
+    return (cls if fields or located else cls()), fields, located
+
+
+_SHARED = {kind: getattr(ast, kind.__name__)() for kind in (gast.Load, gast.Store, gast.Del)}
 
 
 def if_any(indent, tests, width=100):

@@ -459,6 +459,7 @@ class _Build:
         ctx, node = compilation(request.fn, request.wrt, passes, None, request.kinds,
                                 **options)
         derivative = _compiled(ctx, node)
+        ctx.compiled()
         derivative.request = request
         self.made[(id(request.fn), request.key)] = (request, derivative)
         return derivative

@@ -7,7 +7,8 @@ many names for twice as many statements; so the names the passes read
 with a loop (bench/transform_time.py), whose transform used to read 3.2 to 3.6 times
 as many for the larger. Two analyses whose cost was not in reading names are tested
 directly, and the cycles of references a build leaves for the garbage collector are
-counted (thousands of closures once, one per copy of a tree).
+counted (thousands of closures once, one per copy of a tree; and the build's syntax
+trees, which its context, reverse transform and loop plans kept in a cycle).
 """
 import os
 import sys
@@ -104,3 +105,39 @@ def test_a_build_leaves_no_cycles_per_statement(loops, mode):
         if collecting:
             gc.enable()
     assert len(functions) < 20, sorted({f.__qualname__ for f in functions})
+
+
+@pytest.fixture(scope="module")
+def straight(tmp_path_factory):
+    source = transform_time.function_source("straight_200", 200, "straight")
+    fns = transform_time.load({"straight_200": source},
+                              str(tmp_path_factory.mktemp("transform_size_straight")))
+    return fns["straight_200"]
+
+
+@pytest.mark.parametrize("mode", transform_time.MODES)
+@pytest.mark.parametrize("shape", ["straight", "loop"])
+def test_a_build_leaves_its_syntax_trees_to_reference_counting(straight, loops, shape,
+                                                                 mode):
+    # the context of a build and its reverse transform referred to each other (the
+    # transform keeps the context, its results the in-place writes and the loops'
+    # plans, which keep the transform): tens of thousands of syntax nodes waited for the
+    # garbage collector, which walked them all when it was on again after the build
+    import gc
+    import gast
+    fn = straight if shape == "straight" else loops[1]
+    transform_time.transform(fn, mode)        # rules and caches made once
+    gc.collect()
+    collecting = gc.isenabled()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        transform_time.transform(fn, mode)
+        gc.collect()
+        nodes = sum(isinstance(o, gast.AST) for o in gc.garbage)
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        if collecting:
+            gc.enable()
+    assert nodes < 100, nodes

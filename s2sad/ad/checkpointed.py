@@ -278,10 +278,12 @@ def rename_apart(pullback, loops, namer, fused=False):
     those names outside it (the values the forward pass ended with), rename them in the
     sweep. In a `fused` gradient (no closure), only where it reads them after the sweep:
     then the sweep's first state replaces the forward pass's last, which is released."""
-    names = NameCounts(pullback)
+    names = None
     for info in loops:
         if not isinstance(info, CheckpointedLoop) or not hasattr(info, "reversed"):
             continue
+        if names is None:       # (counted where there are sweeps)
+            names = NameCounts(pullback)
         sweep = info.reversed
         inside = NameCounts(sweep)
         after = None

@@ -489,7 +489,8 @@ def _replaced(node, swap):
 def _sum(terms):
     """`terms` added up, with `a + -b` written `a - b`, and two equal terms (`x_dot * x`
     twice, from `x * x`) as one, doubled."""
-    if len(terms) == 2 and syntax.unparse(terms[0]) == syntax.unparse(terms[1]):
+    if len(terms) == 2 and _same_names(*terms) and (
+            syntax.unparse(terms[0]) == syntax.unparse(terms[1])):
         return doubled(terms[0])
     expr = terms[0]
     for term in terms[1:]:
@@ -497,6 +498,13 @@ def _sum(terms):
         expr = (syntax.binop(expr, gast.Sub(), positive) if positive is not None
                 else syntax.binop(expr, gast.Add(), term))
     return expr
+
+
+def _same_names(a, b):
+    """Whether `a` and `b` hold the same names as often: what two expressions spelled
+    the same do (a test much cheaper than spelling them)."""
+    return sorted(n.id for n in syntax.name_nodes(a)) == sorted(
+        n.id for n in syntax.name_nodes(b))
 
 
 def _source(node):

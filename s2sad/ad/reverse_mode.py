@@ -93,6 +93,12 @@ class ReverseResult:
     unconnected: list
     header: object = None
 
+    def finished(self):
+        """The derivative is compiled: the loops' plans let go of the transform (a cycle
+        of references, which would keep its trees for the garbage collector)."""
+        for info in self.loops:
+            info.rev = None
+
 
 class Reverse(CallAdjoints):
     """See the module docstring; `ctx` is the `Compilation`."""
@@ -164,6 +170,7 @@ class Reverse(CallAdjoints):
             vjp, pullback, list(self.loops.values()), self.adjoints, self.active,
             self.primal_names, self.straight, self.updates.final, self.scalar_output,
             self.unconnected)
+        self.updates.rev = None     # (no cycle left for the garbage collector to find)
         return vjp
 
     # -- names ------------------------------------------------------------------------
@@ -791,8 +798,9 @@ def _has_rule(prim):
 def rename_unpacks(pullback, namer):
     """A reversed loop rebinds the values it reads from its tape; where the pullback
     also reads those names outside the loop (final values), rename them in the loop."""
-    names = NameCounts(pullback)
-    for loop in [n for n in syntax.statements(pullback) if isinstance(n, gast.For)]:
+    loops = [n for n in syntax.statements(pullback) if isinstance(n, gast.For)]
+    names = NameCounts(pullback) if loops else None     # (counted where there are loops)
+    for loop in loops:
         inside = None
         for name in sorted(set(syntax.names_stored(loop.target))):
             inside = inside or NameCounts(loop)

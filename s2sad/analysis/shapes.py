@@ -439,6 +439,7 @@ def _versions(statements, kinds, assigned, many):
         r = root(n, frozenset())
         if r is not None and r != n and r not in many and kinds.kind.get(r) == ARRAY:
             out[n] = r
+    root = None     # (a function calling itself is a cycle, which would keep `assigned`)
     return out
 
 

@@ -161,7 +161,7 @@ def _jumps_out(stmts):
             yield n
         if not isinstance(n, (gast.FunctionDef, gast.Lambda)):
             loop = in_loop or isinstance(n, (gast.For, gast.While))
-            todo.extend((c, loop) for c in gast.iter_child_nodes(n))
+            todo.extend((c, loop) for c in syntax.children(n))
 
 
 def _deleted(node):
@@ -208,7 +208,7 @@ def _own(scope, kinds):
         if isinstance(n, kinds):
             yield n
         if not isinstance(n, (gast.FunctionDef, gast.Lambda)):
-            todo.extend(gast.iter_child_nodes(n))
+            todo.extend(syntax.children(n))
 
 
 def _outside_change(node, src):

@@ -73,9 +73,10 @@ class Desugar:
     def run(self, fn):
         self.deletions(fn.body, {})
         self.gradient_calls(fn)
+        walruses = [n for n in syntax.walk(fn) if isinstance(n, gast.NamedExpr)]
+        self.walruses = bool(walruses)      # (else no statement is searched for one)
         self.outside = (set(_names_outside_comprehensions(fn)) | set(self.src.free_values())
-                        | {n.target.id for n in syntax.walk(fn)
-                           if isinstance(n, gast.NamedExpr)})
+                        | {n.target.id for n in walruses})
         self.comprehension_vars = set()
         # forward mode reads generated code's loops over tapes as they are
         self.generated = source.is_generated(self.src) and self.ctx.mode == "forward"
@@ -99,7 +100,7 @@ class Desugar:
         if isinstance(s, gast.Try):
             # the path on which nothing raises; passes.enclose reports the others
             return self.block(s.body + s.orelse + s.finalbody)
-        if _walrus_in(s):
+        if self.walruses and _walrus_in(s):
             return self.walrus(s)
         return self.sugar(s)
 
@@ -470,7 +471,7 @@ def _walked(node):
         n = todo.pop()
         yield n
         if not isinstance(n, gast.Lambda):
-            todo.extend(gast.iter_child_nodes(n))
+            todo.extend(syntax.children(n))
 
 
 def _before_continues(stmts, make):
@@ -753,7 +754,7 @@ def _names_outside_comprehensions(fn):
         if isinstance(n, gast.Name):
             yield n.id
         if not isinstance(n, COMPREHENSIONS):
-            todo.extend(gast.iter_child_nodes(n))
+            todo.extend(syntax.children(n))
 
 
 def _renamed(expr, renames):

@@ -361,7 +361,7 @@ def _own(stmts):
         elif isinstance(n, gast.Lambda):
             todo.extend(reversed(n.args.defaults))
         else:
-            todo.extend(reversed(list(gast.iter_child_nodes(n))))
+            todo.extend(reversed(syntax.children(n)))
 
 
 def _params(fn):

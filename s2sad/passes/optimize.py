@@ -65,9 +65,9 @@ class Optimize:
         pullback = result.pullback
         forward = fn.body        # the clean-ups below skip the nested pullback
         changed = True
+        names = NameCounts(pullback)     # (counted once: each clean-up keeps it current)
         while changed:
             locals_ = _adjoint_names(pullback)
-            names = NameCounts(pullback)
             changed = _hoist_equal_branches(pullback.body, names)
             changed |= _propagate_copies(pullback, locals_, names)
             changed |= _inline_single_use(pullback, locals_, names)
@@ -244,8 +244,8 @@ def temporaries_inlined(fn, scalars, helpers, src):
                 continue
             reads.add(a)
             k = next((k for k in range(i + 1, len(block))
-                      if known.loads(block[k], a) or any(known.stores(block[k], r)
-                                                         for r in reads)), None)
+                      for loads, stores in [known.names(block[k])]
+                      if a in loads or not reads.isdisjoint(stores)), None)
             use = block[k] if k is not None else None
             if (use is None or not known.loads(use, a)
                     or not isinstance(use, (gast.Assign, gast.Return, gast.Expr))):
@@ -366,10 +366,11 @@ def _inline_single_use(pullback, locals_, names):
             if names.loads[a] != 1 or names.assigns[a] != 1:
                 i += 1
                 continue
-            reads = set(syntax.names_loaded(s.value))
+            watched = set(syntax.names_loaded(s.value)) | {a}
             for k in range(i + 1, len(block)):
                 t = block[k]
-                if known.loads(t, a):
+                loads, stores = known.names(t)
+                if a in loads:
                     parts = _copy_parts(t)
                     if ((parts and parts[1] == a) or _small(s.value)) and not isinstance(
                             t, (gast.For, gast.While, gast.Return)):
@@ -382,7 +383,7 @@ def _inline_single_use(pullback, locals_, names):
                         changed = True
                         i -= 1
                     break
-                if any(known.stores(t, r) for r in reads | {a}):
+                if not watched.isdisjoint(stores):
                     break
             i += 1
     return changed
@@ -400,7 +401,7 @@ def _replace_load(node, name, expr):
     if type(node) is gast.Name:
         return syntax.copied(expr) if node.id == name and isinstance(
             node.ctx, gast.Load) else node
-    return syntax.rebuilt(node, lambda child: _replace_load(child, name, expr))
+    return syntax.replace_loads(node, name, lambda: syntax.copied(expr))
 
 
 def _loops_over(block, start, stop, name, known):
@@ -420,7 +421,8 @@ def _fuse_accumulations(stmts, names):
                 read = set(known.names(s)[0])
                 for k in range(i + 1, len(block)):
                     t = block[k]
-                    if _is_accumulation(t, a):
+                    loads, stores = known.names(t)
+                    if a in loads and _is_accumulation(t, a):
                         if count_loads(t.value.right, a) == 0:
                             # one read and one assignment of `a` fewer (counted so, not
                             # by reading `t` again: each link of a chain would read it)
@@ -433,8 +435,7 @@ def _fuse_accumulations(stmts, names):
                             changed = True
                             i -= 1
                         break
-                    if known.loads(t, a) or known.stores(t, a) or not read.isdisjoint(
-                            known.names(t)[1]):
+                    if a in loads or a in stores or not read.isdisjoint(stores):
                         break
             i += 1
     return changed

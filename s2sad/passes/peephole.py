@@ -67,6 +67,9 @@ class Peephole:
     def __init__(self, ctx):
         self.ctx = ctx
         self.known = ctx.array_facts
+        # {statement: (the names it reads, those it binds)}, found once: a statement
+        # that changes is forgotten (`changed`)
+        self.names = syntax.NodeMap()
 
     def run(self, fn):
         before = self.known.statement_facts
@@ -182,9 +185,9 @@ class Peephole:
                 return node
         stored = self.stored
         for s, known in zip(body, facts):
-            if renamed and set(syntax.names_loaded(s)) & renamed.keys():
-                s = Rename().visit(s)
-            for n in syntax.names_stored(s):
+            if renamed and self.names_of(s)[0] & renamed.keys():
+                s = self.changed(Rename().visit(s))
+            for n in self.names_of(s)[1]:
                 seen = {k: v for k, v in seen.items() if n not in (k[0], v)}
             value = getattr(s, "value", None)
             if (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
@@ -208,7 +211,7 @@ class Peephole:
         every update of the same slice until the array is bound again."""
         facts, out, views = self.facts_of(body, before), [], {}
         for s, known in zip(body, facts):
-            for n in syntax.names_stored(s):
+            for n in self.names_of(s)[1]:
                 views = {k: v for k, v in views.items() if n not in (k[0], v)}
             target = getattr(s, "target", None)
             index = trims(target.slice) if isinstance(s, gast.AugAssign) and isinstance(
@@ -235,8 +238,16 @@ class Peephole:
                 for x, y in ((s.value.left, s.value.right), (s.value.right, s.value.left))):
             s.value.left = self.dropped(s.value.left, facts)
             s.value.right = self.dropped(s.value.right, facts)
-            return s
-        return self.dropped(s, facts)
+            return self.changed(s)
+        return self.changed(self.dropped(s, facts)) if self.has_number_operand(s) else s
+
+    def has_number_operand(self, node):
+        """Whether an operation in `node` has a number operand: `dropped` changes no
+        other (an operation folds only once one of its operands is a number)."""
+        number = self.number
+        return any(type(n) is gast.BinOp and (number(n.left) is not None
+                                              or number(n.right) is not None)
+                   for n in syntax.walk(node))
 
     def dropped(self, node, facts):
         """`node` with the products by 1 inside it dropped (`without_unit_products`)."""
@@ -271,13 +282,24 @@ class Peephole:
         floats = {p for p, t in self.ctx.types.items() if t is float}
         assigns = [s for s in syntax.statements(fn) if isinstance(s, gast.Assign)
                    and isinstance(s.targets[0], gast.Name) and stored[s.targets[0].id] == 1]
-        changed = True
-        while changed:
-            changed = False
-            for s in assigns:
-                if s.targets[0].id not in floats and self.certainly_float(s.value, floats):
+        # to the fixed point, testing again only what reads a name found float since
+        # its last test (`certainly_float` reads no other)
+        found = {}                                  # {name: how many were found before}
+        tested = [(s, None) for s in assigns if s.targets[0].id not in floats]
+        while tested:
+            untested = []
+            for s, when in tested:
+                if when is not None and not any(found.get(n, -1) > when
+                                                for n in self.names_of(s)[0]):
+                    untested.append((s, when))
+                elif self.certainly_float(s.value, floats):
                     floats.add(s.targets[0].id)
-                    changed = True
+                    found[s.targets[0].id] = len(found)
+                else:
+                    untested.append((s, len(found) - 1))
+            if len(untested) == len(tested):
+                break
+            tested = untested
         return floats
 
     def certainly_float(self, e, floats):
@@ -362,9 +384,27 @@ class Peephole:
 
     def names_read(self, body):
         """The names statements of `body` read (an augmented assignment reads its target)."""
-        return {n for s in body for n in syntax.names_loaded(s)} | {
-            s.target.id for s in body
-            if isinstance(s, gast.AugAssign) and isinstance(s.target, gast.Name)}
+        read = set()
+        for s in body:
+            read |= self.names_of(s)[0]
+        return read
+
+    def names_of(self, s):
+        """(the names `s` reads, those it binds)."""
+        found = self.names.get(s)
+        if found is None:
+            nodes = syntax.name_nodes(s)
+            read = {n.id for n in nodes if type(n.ctx) is gast.Load}
+            if isinstance(s, gast.AugAssign) and isinstance(s.target, gast.Name):
+                read.add(s.target.id)
+            found = self.names[s] = (read, {n.id for n in nodes if type(n.ctx) in (
+                gast.Store, gast.Param)})
+        return found
+
+    def changed(self, s):
+        """`s`, whose names are found again when next asked for."""
+        self.names[s] = None
+        return s
 
     def unnamed(self, body):
         """`body` where `t = ufunc(..., out=...)` is `ufunc(..., out=...)` when nothing

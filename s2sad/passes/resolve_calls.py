@@ -127,6 +127,7 @@ class ResolveCalls:
         ops = syntax.NodeMap((s, operations.classify(s.value, self.src))
                              for _, s in definitions(fn.body))
         self.varied = varied_names(fn, self.ctx.wrt, ops)
+        self.changed = False    # whether a call or a statement of `fn` changed
         params = [a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
         self.assignments = {p: [fn] for p in params}   # name -> what assigns it
         for s in syntax.statements(fn):
@@ -155,6 +156,7 @@ class ResolveCalls:
                 self.resolve(s.value, s)
         for block in syntax.blocks(fn.body):
             block[:] = [c for s in block for c in self.companions.get(s, []) + [s]]
+        self.changed |= any(self.companions.values())
         # the assignments of function values and companions no call reads any more
         companions = [c.targets[0].id for made in self.companions.values() for c in made]
         defining = {name: self.assignments[name] for name in companions + [
@@ -164,7 +166,10 @@ class ResolveCalls:
             unread = {id(s) for name, made in defining.items() if name not in read
                       for s in made}
             if not unread:
+                if not self.changed:    # (the passes after it need not compute them again)
+                    self.ctx.reuse(kinds=self.kinds, ops=ops, varied=self.varied)
                 return fn
+            self.changed = True
             defining = {name: made for name, made in defining.items() if name in read}
             for block in syntax.blocks(fn.body):
                 if any(id(s) in unread for s in block):
@@ -389,6 +394,7 @@ class ResolveCalls:
     def set_call(self, call, fn, args, keywords):
         lifted = hasattr(fn, "s2s_lifted") and not isinstance(fn.s2s_lifted, Version)
         name = fn.__name__ if lifted else self.ctx.bind(fn.__name__, obj=fn)
+        self.changed = True
         call.func = syntax.located(syntax.name(name), call)
         call.func.s2s_prim = fn
         call.func.s2s_lifted = lifted
