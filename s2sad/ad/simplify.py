@@ -2,13 +2,12 @@
 `np.negative` of a number), drop `* 1`, keep the branch of a conditional whose test is a
 constant."""
 import operator
-from collections import Counter
 
 import gast
 import numpy as np
 
 from .. import syntax
-from ..analysis.names import name_counts
+from ..analysis.names import store_counts
 
 FOLD = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul,
         gast.Div: operator.truediv, gast.Pow: operator.pow}
@@ -187,35 +186,52 @@ def with_constant(stmt, name, value):
     return None if any(getattr(n, "s2s_unfolded", False) for n in syntax.walk(out)) else out
 
 
-def halves_cancelled(fn):
+def halves_cancelled(fn, reads=None, stored=None):
     """`fn` where a name bound once to `e / (2 * d)` and read only as `2 * n` (the
     adjoint of a square root, read by the doubled terms of a sum of squares:
     `t_bar = s_bar / (2 * s)`, then `2 * t_bar * vx`) is bound to `e / d` and read as
-    `n`: three operations fewer, the same values (a factor of 2 scales exactly)."""
-    loads, stores = name_counts(fn)
+    `n`: three operations fewer, the same values (a factor of 2 scales exactly).
+    `reads(s)`, the names a statement of `fn.body` reads, and `stored`, how often `fn`
+    binds each name, if the caller knows them; only the statements of `fn.body` that
+    hold the binding and the reads are walked."""
     halved = {}
-    for s in syntax.walk(fn):
-        if (isinstance(s, gast.Assign) and len(s.targets) == 1
-                and isinstance(s.targets[0], gast.Name) and stores[s.targets[0].id] == 1
-                and isinstance(s.value, gast.BinOp) and isinstance(s.value.op, gast.Div)
-                and _doubling(s.value.right) is not None):
-            halved[s.targets[0].id] = s
+    for top in fn.body:
+        for s in syntax.statements(top):
+            if (isinstance(s, gast.Assign) and len(s.targets) == 1
+                    and isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.BinOp)
+                    and isinstance(s.value.op, gast.Div) and _doubling(s.value.right) is not None):
+                halved[s.targets[0].id] = (s, top)
     if not halved:
         return fn
-    uses = Counter(n.id for e in syntax.walk(fn) for n in [_doubling(e)]
-                   if isinstance(n, gast.Name) and n.id in halved)
-    cancel = {n for n, s in halved.items() if uses[n] == loads[n]}
-    for n in cancel:
-        s = halved[n]
+    if stored is None:
+        stored = store_counts(fn)
+    reads = reads or (lambda s: set(syntax.names_loaded(s)))
+    readers = {}
+    for top in fn.body:
+        for n in reads(top) & halved.keys():
+            readers.setdefault(n, []).append(top)
+    for n, (s, top) in halved.items():
+        if stored[n] != 1:
+            continue
+        tops = [top] + [r for r in readers.get(n, ()) if r is not top]
+        loads = doubled = 0
+        for e in (e for t in tops for e in syntax.walk(t)):
+            if type(e) is gast.Name and e.id == n and type(e.ctx) is gast.Load:
+                loads += 1
+            elif type(e) is gast.BinOp:
+                inner = _doubling(e)
+                doubled += type(inner) is gast.Name and inner.id == n
+        if not loads or loads != doubled:
+            continue
         s.value.right = _doubling(s.value.right)
 
-    def undoubled(e):
-        inner = _doubling(e)
-        if isinstance(inner, gast.Name) and inner.id in cancel:
-            return syntax.name(inner.id)
-        return syntax.rebuilt(e, undoubled)
-    if cancel:
-        syntax.rebuilt(fn, undoubled)
+        def undoubled(e, n=n):
+            inner = _doubling(e)
+            if type(inner) is gast.Name and inner.id == n:
+                return syntax.name(n)
+            return syntax.rebuilt(e, undoubled)
+        for t in tops:
+            syntax.rebuilt(t, undoubled)
     return fn
 
 

@@ -84,7 +84,7 @@ class Peephole:
         self.uncopied_results(fn, before)
         self.cast_results(fn, before)
         self.plain_zeros(fn)
-        return halves_cancelled(fn)
+        return halves_cancelled(fn, lambda s: self.names_of(s)[0], self.stored)
 
     def number(self, e):
         """The number `e` certainly is (a constant, or a name bound once to one), or None."""
