@@ -159,7 +159,16 @@ class ArrayFacts:
         changed = set(syntax.names_stored(block)) | set(start)
         meta = {n: before[n][:3] for n in mentioned if n in before}
         extra = dict.fromkeys(mentioned, 0)
+        # each round starts from the same numbering of buffers and the same state: what
+        # a round found is dropped (only `extra`, `meta`, the groups go on), and the bits
+        # of the buffers the body allocates would otherwise widen every round
+        first, kept = next(self.ids), (self.owned, dict(self.named_buffers),
+                                       set(self.floating), dict(self.loops), dict(self.taped))
         for _ in range(10):
+            self.ids = itertools.count(first)
+            self.owned, named, floating, loops, taped = kept
+            self.named_buffers, self.floating = dict(named), set(floating)
+            self.loops, self.taped = dict(loops), dict(taped)
             entry = {}
             for n in changed:
                 pre = before.get(n)
@@ -179,10 +188,7 @@ class ArrayFacts:
                     continue
                 meta[n] = self.join(meta[n], f[:3]) if n in meta else f[:3]
                 extra[n] |= f.buffers & ~local
-                bits = f.buffers & local
-                while bits:
-                    b = bits & -bits
-                    bits ^= b
+                for b in _positions(f.buffers & local):
                     if b in owner and find(owner[b]) != find(n):
                         parent[find(n)] = find(owner[b])
                     owner.setdefault(b, n)
@@ -689,3 +695,14 @@ def straight_loop(s):
 def _reduction(prim):
     """Whether `prim` is a reduction (`np.sum`): its record says so."""
     return getattr(registry.primitive(prim), "reduction", False)
+
+
+def _positions(bits):
+    """The positions of the set bits of `bits` (an int of thousands of bits: one pass
+    over its digits, where taking the lowest bit off again and again is quadratic)."""
+    digits = bin(bits)[:1:-1]
+    out, i = [], digits.find("1")
+    while i >= 0:
+        out.append(i)
+        i = digits.find("1", i + 1)
+    return out
