@@ -507,3 +507,22 @@ def test_fields_of_a_record_the_loop_does_not_change_are_read_again():
         down = dataclasses.replace(p, **{field: getattr(p, field) - h})
         expected = (projectile_of_a_record(up) - projectile_of_a_record(down)) / (2 * h)
         assert getattr(got, field) == pytest.approx(expected, rel=1e-6)
+
+
+def test_the_seed_of_a_loops_number_output_is_one_and_folds():
+    # x, a sum of numbers over the loop, is a number: its adjoint is 1.0 (no run-time
+    # test of its type), and `x_bar * p.dt` is `p.dt`'s name (a float field the guard
+    # checks)
+    p = Launch(10.0, 0.7, 0.05, 0.01)
+    g = s2sad.grad(projectile_of_a_record)
+    g(p)
+    assert "x_bar = 1.0\n" in g.source and "_s2s_seed" not in g.source
+    dt = next(line.split(" = ")[0].strip() for line in g.source.splitlines()
+              if line.strip().endswith("= p.dt"))
+    assert f"x_bar * {dt}" not in g.source and f"vx_bar + {dt}" in g.source
+    d = s2sad.grad(projectile, wrt=(0, 1))
+    got = d(20.0, 0.8)
+    assert "_s2s_seed" not in d.source
+    h = 1e-6
+    assert got[0] == pytest.approx((projectile(20.0 + h, 0.8) - projectile(20.0 - h, 0.8))
+                                   / (2 * h), rel=1e-6)

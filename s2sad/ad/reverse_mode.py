@@ -144,8 +144,9 @@ class Reverse(CallAdjoints):
                          for name in syntax.names_stored(loop)}
         seed = self.adj(output) if output in self.active else self.namer.fresh("y_bar")
         defined = {output} if output in self.active else set()
-        # the output is certainly a number: a full reduction, or arithmetic on numbers
-        self.scalar_output = any(
+        # the output is certainly a number: a full reduction, or arithmetic on numbers,
+        # or a number to the kind analysis (a loop's sum of numbers)
+        self.scalar_output = self.kinds.kind.get(output) == SCALAR or any(
             syntax.is_name(s.targets[0], output) and self.ops[s].variant is not None
             and (self.reduced_to_scalar(self.ops[s], self.ops[s].variant.params[0][0],
                                         output) or self.arithmetic_on_numbers(s.value))

@@ -310,6 +310,9 @@ class Peephole:
             return type(e.value) is float
         if isinstance(e, gast.Name):
             return e.id in floats
+        if isinstance(e, gast.Attribute) and isinstance(e.value, gast.Name):
+            # a field of a record parameter (bound only as one) the guard checks (`p.dt`)
+            return f"{e.value.id}.{e.attr}" in floats and self.stored[e.value.id] <= 1
         if isinstance(e, gast.UnaryOp) and isinstance(e.op, (gast.USub, gast.UAdd)):
             return self.certainly_float(e.operand, floats)
         if isinstance(e, gast.BinOp) and type(e.op) in (gast.Add, gast.Sub, gast.Mult,
