@@ -233,13 +233,10 @@ def test_the_steps_computed_again_are_revolves_count(n, k):
     assert COUNT[0] - 2 * n == revolve_steps(n, k) - (n - 1)
 
 
-@pytest.mark.parametrize("n, k", [(30, 3), (64, 5), (200, 8)])
-def test_the_schedule_keeps_at_most_k_snapshots(n, k):
-    schedule = Revolve(range(n), k)
-    most = 0
-    for i in range(n):
-        if schedule.snapshot_before(i):
-            schedule.save(i, i)
+def sweep_back(schedule, n, most):
+    """Run `schedule`'s reverse sweep over states that count the steps (the state after
+    step i is i + 1); check that it reverses each step once, from the last, from the
+    right state; the most snapshots kept at once (from `most` on)."""
     states = []
     for step, start in schedule.reverse_sweep():
         state = schedule.restore(start)
@@ -251,7 +248,17 @@ def test_the_schedule_keeps_at_most_k_snapshots(n, k):
         assert state == step
         states.append(step)
     assert states == list(range(n - 1, -1, -1))
-    assert most <= k
+    return most
+
+
+@pytest.mark.parametrize("n, k", [(30, 3), (64, 5), (200, 8)])
+def test_the_schedule_keeps_at_most_k_snapshots(n, k):
+    schedule = Revolve(range(n), k)
+    most = 0
+    for i in range(n):
+        if schedule.snapshot_before(i):
+            schedule.save(i, i)
+    assert sweep_back(schedule, n, most) <= k
     assert schedule.recomputed == revolve_steps(n, k) - (n - 1)
 
 
@@ -264,16 +271,22 @@ def simulate(u0, kappa, n, k):
     return np.sum(u * u)
 
 
-def test_memory_is_k_states_and_a_few_more():
+def peak_states(f, n, k):
+    """The peak memory of the gradient of `f(u0, kappa, n, k)`, in states of 10^5 floats."""
     u0 = np.random.default_rng(0).standard_normal(10 ** 5)
+    g = s2sad.grad(f, wrt=(0, 1))
+    g(u0, 0.1, n, k)
+    tracemalloc.start()
+    g(u0, 0.1, n, k)
+    states = tracemalloc.get_traced_memory()[1] / u0.nbytes
+    tracemalloc.stop()
+    return states
+
+
+def test_memory_is_k_states_and_a_few_more():
     for n, k in ((60, 5), (120, 10)):
-        g = s2sad.grad(simulate, wrt=(0, 1))
-        g(u0, 0.1, n, k)
-        tracemalloc.start()
-        g(u0, 0.1, n, k)
-        states = tracemalloc.get_traced_memory()[1] / u0.nbytes
-        tracemalloc.stop()
         # k + 4 arrays, and a few kB of other objects (the schedule, frames)
+        states = peak_states(simulate, n, k)
         assert states < k + 4.5, (n, k, states)
 
 
@@ -536,19 +549,8 @@ def test_the_online_schedule_keeps_at_most_k_snapshots(n, k):
         state += 1
         if i + 1 == n:
             break
-    states = []
-    for step, start in schedule.reverse_sweep():
-        # (the state before the last step besides the snapshots, as revolve's current)
-        state = schedule.restore(start)
-        for i in schedule.advance(start, step):
-            if schedule.snapshot_before(i):
-                schedule.save(i, state)
-            state += 1
-            most = max(most, len(schedule.kept))
-        assert state == step
-        states.append(step)
-    assert states == list(range(n - 1, -1, -1))
-    assert most <= k
+    # (the state before the last step besides the snapshots, as revolve's current)
+    assert sweep_back(schedule, n, most) <= k
     assert schedule.recomputed == online_steps(n, k)
 
 
@@ -563,15 +565,9 @@ def simulate_until(u0, kappa, m, k):
 
 
 def test_memory_of_the_online_schedule_is_k_states_and_a_few_more():
-    u0 = np.random.default_rng(0).standard_normal(10 ** 5)
     for n, k in ((60, 5), (120, 10)):
-        g = s2sad.grad(simulate_until, wrt=(0, 1))
-        g(u0, 0.1, n, k)
-        tracemalloc.start()
-        g(u0, 0.1, n, k)
-        states = tracemalloc.get_traced_memory()[1] / u0.nbytes
-        tracemalloc.stop()
         # k snapshots, the state before the step running, and what one step holds
+        states = peak_states(simulate_until, n, k)
         assert states < k + 4.5, (n, k, states)
 
 
