@@ -269,7 +269,8 @@ def test_generated_source_does_not_depend_on_node_addresses():
         sources.add(pipeline.reverse(fn, (0, 1, 2), fused="grad", release=True).source)
         forget(fn)
     assert len(sources) == 1
-    assert "_s2s_seed" in sources.pop()     # grad still checks that the output is a number
+    # (the output, math.radians(...), is certainly a number: no run-time check of it)
+    assert "_s2s_seed" not in sources.pop()
 
 
 def test_node_map_keeps_its_keys_alive():
