@@ -278,7 +278,7 @@ def walk(node):
     for n in todo:
         fields = _WALKED.get(type(n))
         if fields is None:
-            fields = _WALKED[type(n)] = tuple(f for f in n._fields if f not in _SCALARS)
+            fields = _walked(type(n))
         get = n.__dict__.get
         for field in fields:
             value = get(field)
@@ -289,12 +289,18 @@ def walk(node):
         yield n
 
 
+def _walked(kind):
+    """The fields of a node of type `kind` that may hold nodes (kept in `_WALKED`)."""
+    fields = _WALKED[kind] = tuple(f for f in kind._fields if f not in _SCALARS)
+    return fields
+
+
 def children(node):
     """`list(gast.iter_child_nodes(node))`, faster (see `walk`)."""
     kind = type(node)
     fields = _WALKED.get(kind)
     if fields is None:
-        fields = _WALKED[kind] = tuple(f for f in node._fields if f not in _SCALARS)
+        fields = _walked(kind)
     out, get, AST = [], node.__dict__.get, gast.AST
     for field in fields:
         value = get(field)
@@ -407,7 +413,7 @@ def rebuilt(node, f):
     kind = type(node)
     fields = _WALKED.get(kind)
     if fields is None:
-        fields = _WALKED[kind] = tuple(f for f in node._fields if f not in _SCALARS)
+        fields = _walked(kind)
     get = node.__dict__.get
     for field in fields:
         value = get(field)
@@ -426,7 +432,7 @@ def replace_loads(node, name, make):
         kind = type(n)
         fields = _WALKED.get(kind)
         if fields is None:
-            fields = _WALKED[kind] = tuple(f for f in n._fields if f not in _SCALARS)
+            fields = _walked(kind)
         values = n.__dict__
         for field in fields:
             value = values.get(field)
