@@ -77,7 +77,7 @@ def fuse(vjp, ctx, value=True, guard=True):
     r = syntax.unparse(vjp.body[-1].value.elts[0])
     seed_name = pullback.args.args[0].id
     if value == "adjoint":
-        body = _live(forward + pullback.body[:-1] + [syntax.ret(grads)], ctx.ops, ctx.src)
+        body = _live(forward + pullback.body[:-1] + [syntax.ret(grads)], ctx)
         adjoint = syntax.function(namer.fresh(vjp.name[:-4] + "_adjoint"), [], body, like=vjp)
         params = adjoint.args.posonlyargs or adjoint.args.args
         params.insert(0, gast.Name(id=seed_name, ctx=gast.Param(), annotation=None,
@@ -103,7 +103,7 @@ def fuse(vjp, ctx, value=True, guard=True):
                                like=vjp)
         return fused
     pullback = _shapes_from_earliest(pullback.body[:-1] + [syntax.ret(grads)], forward, ctx)
-    body = _live(forward + seeded + pullback, ctx.ops, ctx.src)
+    body = _live(forward + seeded + pullback, ctx)
     return syntax.function(namer.fresh(vjp.name[:-4] + "_grad"), [], check + body, like=vjp)
 
 
@@ -159,23 +159,84 @@ def _shapes_from_earliest(stmts, forward, ctx, among=None):
     return stmts
 
 
-def _live(body, ops, src):
+def _live(body, ctx):
     """`body` without the top-level assignments nobody reads whose value is a name, a
     constant, syntax or a call of a primitive with a derivative rule (but those of a
     `try` body, which decide whether the function takes its except clause), nor the
     top-level `if` statements left with nothing but such assignments (an adjoint's
     result built on two paths, `if stop: y = (x, True)`, which it does not return)."""
+    ops, src = ctx.ops, ctx.src
     top = {id(s) for s in body} | {id(s) for b in body if isinstance(b, gast.If)
                                    for s in b.body + b.orelse}
 
     def dead(s, target):
-        op = ops.get(s)
-        return id(s) in top and op is not None and not src.in_try(s) and (
-            op.form in (COPY, PACK) or op.variant is not None
-            or (op.form == NONDIFF and op.prim is None))
+        return id(s) in top and dead_anywhere(s, ops, src)
     while True:
         live_names(body, set(), delete=True, dead=dead)
         empty = [s for s in body if isinstance(s, gast.If) and not s.body and not s.orelse]
         if not empty:
-            return body
+            break
         body[:] = [s for s in body if not any(s is e for e in empty)]
+    return _without_faint(body, lambda s: dead_anywhere(s, ops, src),
+                          lambda f: (ctx.bindings.get(f) or src.free_values().get(f)) is range)
+
+
+def dead_anywhere(s, ops, src):
+    """Whether assignment `s` may go when nothing reads what it binds: its value is a
+    name, a constant, syntax or a call of a primitive with a derivative rule, and it is
+    not in the body of a `try`."""
+    op = ops.get(s)
+    return op is not None and not src.in_try(s) and (
+        op.form in (COPY, PACK) or op.variant is not None
+        or (op.form == NONDIFF and op.prim is None))
+
+
+def _without_faint(body, removable, is_range):
+    """`body` without the assignments, in loops and branches too, to names that only
+    such assignments read (`x = x + dt * vx` in a loop, for a `grad` that does not
+    return `x`): a name is needed if a statement other than those reads it, or the
+    assignment to a needed name does. A `for` over `range` left with an empty body
+    (`is_range(name)`) goes too."""
+    needed, binders = set(), {}
+
+    def visit(stmts):
+        for s in stmts:
+            if (isinstance(s, gast.Assign) and len(s.targets) == 1
+                    and isinstance(s.targets[0], gast.Name) and removable(s)):
+                binders.setdefault(s.targets[0].id, []).append(s)
+            elif isinstance(s, (gast.If, gast.For, gast.While)):
+                own = [s.test] if not isinstance(s, gast.For) else [s.target, s.iter]
+                needed.update(n for e in own for n in syntax.names_loaded(e))
+                visit(s.body)
+                visit(s.orelse)
+            else:
+                needed.update(syntax.names_loaded(s))
+    visit(body)
+    todo = list(needed)
+    while todo:
+        for s in binders.pop(todo.pop(), ()):
+            new = set(syntax.names_loaded(s.value)) - needed
+            needed |= new
+            todo.extend(new)
+    faint = {id(s) for stmts in binders.values() for s in stmts}
+    if not faint:
+        return body
+
+    def swept(stmts):
+        out = []
+        for s in stmts:
+            if id(s) in faint:
+                continue
+            if isinstance(s, (gast.If, gast.For, gast.While)):
+                s.body, s.orelse = swept(s.body), swept(s.orelse)
+                if (isinstance(s, gast.For) and not s.body and not s.orelse
+                        and isinstance(s.iter, gast.Call) and syntax.is_name(s.iter.func)
+                        and is_range(s.iter.func.id)
+                        and all(syntax.is_atom(a) for a in s.iter.args)):
+                    continue
+                if isinstance(s, gast.If) and not s.body and not s.orelse:
+                    continue
+                s.body = s.body or [gast.Pass()]
+            out.append(s)
+        return out
+    return swept(body)

@@ -78,7 +78,7 @@ class Peephole:
             before = {id(s): f for s, f in zip(fn.body, facts)}
         self.stored = stored = store_counts(fn)     # upper bounds: no rewrite binds more
         self.numbers = number_names(fn, stored)
-        self.floats = self.float_names(fn, stored)
+        self.floats = self.float_names(fn)
         body = self.without_unit_factors(self.shared_views(fn.body, before), before)
         fn.body = self.viewed(self.unnamed(body), before)
         self.uncopied_results(fn, before)
@@ -275,32 +275,100 @@ class Peephole:
                     return other        # a Python float: no memory to share
         return node
 
-    def float_names(self, fn, stored):
-        """Names certainly bound to a Python float: parameters the code is specialised on
-        as floats, and names assigned once from a float expression (`certainly_float`);
-        `stored`, how often `fn` binds each name."""
-        floats = {p for p, t in self.ctx.types.items() if t is float}
-        assigns = [s for s in syntax.statements(fn) if isinstance(s, gast.Assign)
-                   and isinstance(s.targets[0], gast.Name) and stored[s.targets[0].id] == 1]
-        # to the fixed point, testing again only what reads a name found float since
-        # its last test (`certainly_float` reads no other)
-        found = {}                                  # {name: how many were found before}
-        tested = [(s, None) for s in assigns if s.targets[0].id not in floats]
-        while tested:
-            untested = []
-            for s, when in tested:
-                if when is not None and not any(found.get(n, -1) > when
-                                                for n in self.names_of(s)[0]):
-                    untested.append((s, when))
-                elif self.certainly_float(s.value, floats):
-                    floats.add(s.targets[0].id)
-                    found[s.targets[0].id] = len(found)
-                else:
-                    untested.append((s, len(found) - 1))
-            if len(untested) == len(tested):
-                break
-            tested = untested
+    def float_names(self, fn):
+        """Names certainly bound to a Python float: the greatest set of names each of
+        whose bindings gives a float, given that the others in the set hold floats
+        (`certainly_float`): a parameter the code is specialised on as a float, an
+        assignment of a float expression, or the element of a tape that every push
+        gives a float (`tape_elements`). A name with a binding of another form (a loop
+        over `range`, an unpacked tuple) is none."""
+        types = self.ctx.types
+        floats = {p for p, t in types.items() if t is float and "." in p}
+        bindings, blocked = {}, set()
+        for n in syntax.name_nodes(fn.args):
+            if types.get(n.id) is not float:
+                blocked.add(n.id)
+        explained = set()
+        for s in syntax.statements(fn):
+            if isinstance(s, gast.Assign) and len(s.targets) == 1 and \
+                    isinstance(s.targets[0], gast.Name):
+                bindings.setdefault(s.targets[0].id, []).append(s.value)
+                explained.add(id(s.targets[0]))
+        for target, values in self.tape_elements(fn):
+            bindings.setdefault(target.id, []).extend(values)
+            explained.add(id(target))
+        for n in (n for s in fn.body for n in syntax.name_nodes(s)):
+            if type(n.ctx) is not gast.Load and id(n) not in explained:
+                blocked.add(n.id)
+        candidates = {n for n in bindings if n not in blocked}
+        candidates |= {p for p, t in types.items() if t is float and "." not in p
+                       and p not in blocked}
+        floats |= candidates
+        readers = {}                    # {name: the candidates a binding of reads it}
+        for n in candidates:
+            for v in bindings.get(n, ()):
+                for m in syntax.names_loaded(v):
+                    readers.setdefault(m, set()).add(n)
+        todo = list(candidates)
+        while todo:
+            n = todo.pop()
+            if n in floats and not all(self.certainly_float(v, floats)
+                                       for v in bindings.get(n, ())):
+                floats.discard(n)
+                todo.extend(readers.get(n, ()))
         return floats
+
+    @staticmethod
+    def tape_elements(fn):
+        """[(name, the values pushed where it is unpacked)] for the names a loop over a
+        tape binds (`for a, b in reversed(_s2s_tape)`), where the tape is bound once, to
+        `[]`, and read only by `append` statements and such loops."""
+        tapes, uses = {}, {}
+        for s in syntax.statements(fn):
+            if (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+                    and isinstance(s.value, gast.List) and not s.value.elts):
+                tapes.setdefault(s.targets[0].id, []).append(s)
+        understood = set()
+        pushes, loops = {}, {}
+        for s in syntax.statements(fn):
+            call = s.value if isinstance(s, gast.Expr) else None
+            if (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
+                    and call.func.attr == "append" and isinstance(call.func.value, gast.Name)
+                    and len(call.args) == 1 and not call.keywords):
+                pushes.setdefault(call.func.value.id, []).append(call.args[0])
+                understood.add(id(call.func.value))
+            elif isinstance(s, gast.For):
+                it = s.iter
+                if (isinstance(it, gast.Call) and syntax.is_name(it.func, "reversed")
+                        and len(it.args) == 1):
+                    it = it.args[0]
+                if isinstance(it, gast.Name):
+                    loops.setdefault(it.id, []).append(s)
+                    understood.add(id(it))
+        for n in syntax.name_nodes(fn):
+            if n.id in tapes and type(n.ctx) is gast.Load and id(n) not in understood:
+                tapes.pop(n.id)
+        out = []
+        for tape, binds in tapes.items():
+            if len(binds) != 1:
+                continue
+            for loop in loops.get(tape, ()):
+                targets = loop.target.elts if isinstance(loop.target, gast.Tuple) else [
+                    loop.target]
+                if not all(isinstance(t, gast.Name) for t in targets):
+                    continue
+                values = [[] for _ in targets]
+                for pushed in pushes.get(tape, ()):
+                    elts = pushed.elts if isinstance(loop.target, gast.Tuple) else [pushed]
+                    if not isinstance(pushed, gast.Tuple) and isinstance(
+                            loop.target, gast.Tuple) or len(elts) != len(targets):
+                        values = None
+                        break
+                    for k, e in enumerate(elts):
+                        values[k].append(e)
+                if values is not None:
+                    out.extend(zip(targets, values))
+        return out
 
     def certainly_float(self, e, floats):
         """Whether `e` is certainly a Python float: a float constant or name, a function
