@@ -243,3 +243,144 @@ def _doubling(e):
         if _is(e.right, 2):
             return e.left
     return None
+
+
+def negations_pushed(fn, floats, stored, reads=None, fresh=None):
+    """`fn` where a float bound once to a negation (`t_bar = -vy_bar`) is bound to what
+    it negates, and each read of it flips instead the sum it is a term of (`a + t_bar *
+    c` is `a - t_bar * c`, `t_bar * c + a` is `a - t_bar * c`, `-(t_bar * c)` is
+    `t_bar * c`); a float bound once to a product it is a factor of (`u_bar = t_bar *
+    v`) is flipped the same way, its reads in turn. One negation fewer per group, the
+    same values: IEEE negation is exact and rounding symmetric. `floats`, the names
+    certainly bound to floats; `stored`, how often `fn` binds each name; `reads(s)`,
+    the names a statement of `fn.body` reads, if the caller knows them. A copy
+    `t_bar = vy_bar` left behind is read as `vy_bar` where that is the same value.
+    A name that now holds the negation of what it held is called `minus_` it
+    (`fresh(name)` makes a name no other has)."""
+    fresh = fresh or (lambda name: name)
+    defs, seeds = {}, []
+    for s in syntax.statements(fn):
+        if (isinstance(s, gast.Assign) and len(s.targets) == 1
+                and isinstance(s.targets[0], gast.Name) and s.targets[0].id in floats
+                and stored[s.targets[0].id] == 1):
+            defs[s.targets[0].id] = s
+            if isinstance(s.value, gast.UnaryOp) and isinstance(s.value.op, gast.USub):
+                seeds.append(s.targets[0].id)
+    if not seeds:
+        return fn
+    reads = reads or (lambda s: set(syntax.names_loaded(s)))
+    parent, loads = {}, {}
+    for top in fn.body:
+        if not reads(top) & defs.keys():
+            continue
+        for node in syntax.walk(top):
+            for child in syntax.children(node):
+                parent[id(child)] = node
+            if type(node) is gast.Name and type(node.ctx) is gast.Load and node.id in defs:
+                loads.setdefault(node.id, []).append(node)
+    done = set()
+    for seed in seeds:
+        if seed in done:
+            continue
+        group, places = _negated_group(seed, defs, loads, parent)
+        if group is None:
+            continue
+        done |= group
+        for kind, node, chain in places:
+            if kind == "add":
+                node.op = gast.Add()
+            elif kind == "flip":
+                node.op = gast.Sub() if isinstance(node.op, gast.Add) else gast.Add()
+            elif kind == "swap":
+                node.left, node.right, node.op = node.right, chain, gast.Sub()
+            elif kind == "unneg":
+                _replace_child(parent[id(node)], node, chain)
+                parent[id(chain)] = parent[id(node)]
+        s = defs[seed]
+        s.value = s.value.operand
+        if _copy_read_through(fn, s, loads.get(seed, ())):
+            group.discard(seed)
+        for n in group:
+            new = fresh("minus_" + n)
+            defs[n].targets[0].id = new
+            for load in loads.get(n, ()):
+                load.id = new
+    return fn
+
+
+def _negated_group(seed, defs, loads, parent):
+    """The names that flip with `seed`, and the places their reads flip (kind, the
+    node that changes, its operand the flip came from); (None, None) when a read of
+    one cannot flip. From a read, the flip climbs through the products and quotients
+    the read is a factor of, and through a difference it is the left term of (`p - q`
+    is `-(p' + q)` for `p' = -p`), to the sum it is a term of, a negation, or the whole
+    value of an assignment (whose name then flips too). No node is reached twice: two
+    flipped factors of one product would cancel."""
+    group, todo, places, nodes = {seed}, [seed], [], set()
+    while todo:
+        for load in loads.get(todo.pop(), ()):
+            x, up = load, parent.get(id(load))
+            while True:
+                if id(up) in nodes:
+                    return None, None
+                nodes.add(id(up))
+                if isinstance(up, gast.BinOp) and (isinstance(up.op, gast.Mult) or (
+                        isinstance(up.op, gast.Div))):
+                    pass                                # the product flips
+                elif isinstance(up, gast.BinOp) and isinstance(up.op, gast.Sub) \
+                        and up.left is x:
+                    places.append(("add", up, x))      # p - q: -(p' + q)
+                elif isinstance(up, gast.BinOp) and isinstance(up.op, (gast.Add, gast.Sub)):
+                    places.append(("flip" if up.right is x else "swap", up, x))
+                    break
+                elif isinstance(up, gast.UnaryOp) and isinstance(up.op, gast.USub):
+                    places.append(("unneg", up, x))
+                    break
+                elif isinstance(up, gast.Assign) and up.value is x:
+                    target = up.targets[0].id if isinstance(up.targets[0], gast.Name) else None
+                    if target not in defs or target in group:
+                        return None, None
+                    group.add(target)
+                    todo.append(target)
+                    break
+                else:
+                    return None, None
+                x, up = up, parent.get(id(up))
+    return group, places
+
+
+def _replace_child(node, old, new):
+    for field, value in gast.iter_fields(node):
+        if value is old:
+            setattr(node, field, new)
+        elif isinstance(value, list):
+            value[:] = [new if v is old else v for v in value]
+
+
+def _copy_read_through(fn, s, loads):
+    """Read `x` for the name `s` binds to `x` (`t_bar = vy_bar`), and drop `s`, when
+    every read is in an assignment after `s` in the same statement list with nothing
+    between binding `x` (then True)."""
+    if not isinstance(s.value, gast.Name) or not loads:
+        return False
+    x = s.value.id
+    for block in syntax.blocks(fn.body):
+        if not any(t is s for t in block):
+            continue
+        i = next(k for k, t in enumerate(block) if t is s)
+        ids = {id(n) for n in loads}
+        remaining = len(ids)
+        for t in block[i + 1:]:
+            if remaining and isinstance(t, gast.Assign):
+                remaining -= sum(id(n) in ids for n in syntax.walk(t.value))
+            if remaining and x in syntax.names_stored(t):
+                return False
+            if not remaining:
+                break
+        if remaining:
+            return False
+        for n in loads:
+            n.id = x
+        block.remove(s)
+        return True
+    return False

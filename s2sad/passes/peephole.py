@@ -50,7 +50,7 @@ from .. import syntax
 from ..analysis.buffers import ND, NDARRAY, Fact
 from ..analysis.names import number_names, number_value, store_counts
 from ..analysis.shapes import trims
-from ..ad.simplify import halves_cancelled
+from ..ad.simplify import halves_cancelled, negations_pushed
 from ..rules import registry
 
 _ARITHMETIC = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul}
@@ -84,7 +84,9 @@ class Peephole:
         self.uncopied_results(fn, before)
         self.cast_results(fn, before)
         self.plain_zeros(fn)
-        return halves_cancelled(fn, lambda s: self.names_of(s)[0], self.stored)
+        fn = halves_cancelled(fn, lambda s: self.names_of(s)[0], self.stored)
+        return negations_pushed(fn, self.floats, self.stored, lambda s: self.names_of(s)[0],
+                                self.ctx.namer.fresh)
 
     def number(self, e):
         """The number `e` certainly is (a constant, or a name bound once to one), or None."""
