@@ -269,20 +269,29 @@ def negations_pushed(fn, floats, stored, reads=None, fresh=None):
     if not seeds:
         return fn
     reads = reads or (lambda s: set(syntax.names_loaded(s)))
-    parent, loads = {}, {}
+    readers = {}
     for top in fn.body:
-        if not reads(top) & defs.keys():
-            continue
-        for node in syntax.walk(top):
-            for child in syntax.children(node):
-                parent[id(child)] = node
-            if type(node) is gast.Name and type(node.ctx) is gast.Load and node.id in defs:
-                loads.setdefault(node.id, []).append(node)
+        for n in reads(top) & defs.keys():
+            readers.setdefault(n, []).append(top)
+    parent, loads, walked = {}, {}, set()
+
+    def loads_of(n):
+        """The reads of `n`, the statements holding them walked for `parent`."""
+        for top in readers.get(n, ()):
+            if id(top) not in walked:
+                walked.add(id(top))
+                for node in syntax.walk(top):
+                    for child in syntax.children(node):
+                        parent[id(child)] = node
+                    if type(node) is gast.Name and type(node.ctx) is gast.Load \
+                            and node.id in defs:
+                        loads.setdefault(node.id, []).append(node)
+        return loads.get(n, ())
     done = set()
     for seed in seeds:
         if seed in done:
             continue
-        group, places = _negated_group(seed, defs, loads, parent)
+        group, places = _negated_group(seed, defs, loads_of, parent)
         if group is None:
             continue
         done |= group
@@ -298,17 +307,17 @@ def negations_pushed(fn, floats, stored, reads=None, fresh=None):
                 parent[id(chain)] = parent[id(node)]
         s = defs[seed]
         s.value = s.value.operand
-        if _copy_read_through(fn, s, loads.get(seed, ())):
+        if _copy_read_through(fn, s, loads_of(seed)):
             group.discard(seed)
         for n in group:
             new = fresh("minus_" + n)
             defs[n].targets[0].id = new
-            for load in loads.get(n, ()):
+            for load in loads_of(n):
                 load.id = new
     return fn
 
 
-def _negated_group(seed, defs, loads, parent):
+def _negated_group(seed, defs, loads_of, parent):
     """The names that flip with `seed`, and the places their reads flip (kind, the
     node that changes, its operand the flip came from); (None, None) when a read of
     one cannot flip. From a read, the flip climbs through the products and quotients
@@ -318,7 +327,7 @@ def _negated_group(seed, defs, loads, parent):
     flipped factors of one product would cancel."""
     group, todo, places, nodes = {seed}, [seed], [], set()
     while todo:
-        for load in loads.get(todo.pop(), ()):
+        for load in loads_of(todo.pop()):
             x, up = load, parent.get(id(load))
             while True:
                 if id(up) in nodes:

@@ -20,7 +20,13 @@ names they read.
   parameter of known dtype is `np.zeros(x.shape)`;
 - a name bound once to `e / (2 * d)` and read only as `2 * n` (a square root's adjoint
   read by the doubled terms of a sum of squares) is `e / d`, read as `n`
-  (`ad.simplify.halves_cancelled`).
+  (`ad.simplify.halves_cancelled`);
+- a float bound once to a negation (`t_bar = -vy_bar`) is not computed: the sums its
+  reads are terms of flip instead, and a name that then holds a negated value is
+  called `minus_...` (`ad.simplify.negations_pushed`).
+
+What is certainly a float (`float_names`) is the greatest set of names every binding
+of which gives a float, the numbers a loop tapes included.
 
 >>> print(show("reuse_buffers", '''
 ... def f(x):
@@ -286,90 +292,88 @@ class Peephole:
         over `range`, an unpacked tuple) is none."""
         types = self.ctx.types
         floats = {p for p, t in types.items() if t is float and "." in p}
-        bindings, blocked = {}, set()
-        for n in syntax.name_nodes(fn.args):
-            if types.get(n.id) is not float:
-                blocked.add(n.id)
-        explained = set()
-        for s in syntax.statements(fn):
+        bindings = {p: [] for p, t in types.items() if t is float and "." not in p}
+        statements = syntax.statements(fn)
+        for s in statements:
             if isinstance(s, gast.Assign) and len(s.targets) == 1 and \
                     isinstance(s.targets[0], gast.Name):
                 bindings.setdefault(s.targets[0].id, []).append(s.value)
-                explained.add(id(s.targets[0]))
-        for target, values in self.tape_elements(fn):
-            bindings.setdefault(target.id, []).extend(values)
-            explained.add(id(target))
-        for n in (n for s in fn.body for n in syntax.name_nodes(s)):
-            if type(n.ctx) is not gast.Load and id(n) not in explained:
-                blocked.add(n.id)
-        candidates = {n for n in bindings if n not in blocked}
-        candidates |= {p for p, t in types.items() if t is float and "." not in p
-                       and p not in blocked}
+        for target, values in self.tape_elements(fn, statements):
+            bindings.setdefault(target, []).extend(values)
+        # a name bound in another way too is none (a parameter is bound once more)
+        params = set(syntax.names_stored(fn.args))
+        candidates = {n for n, values in bindings.items()
+                      if self.stored[n] == len(values) + (n in params)
+                      and (n not in params or types.get(n) is float)}
         floats |= candidates
         readers = {}                    # {name: the candidates a binding of reads it}
         for n in candidates:
-            for v in bindings.get(n, ()):
+            for v in bindings[n]:
                 for m in syntax.names_loaded(v):
                     readers.setdefault(m, set()).add(n)
         todo = list(candidates)
         while todo:
             n = todo.pop()
             if n in floats and not all(self.certainly_float(v, floats)
-                                       for v in bindings.get(n, ())):
+                                       for v in bindings[n]):
                 floats.discard(n)
                 todo.extend(readers.get(n, ()))
         return floats
 
-    @staticmethod
-    def tape_elements(fn):
+    def tape_elements(self, fn, statements):
         """[(name, the values pushed where it is unpacked)] for the names a loop over a
         tape binds (`for a, b in reversed(_s2s_tape)`), where the tape is bound once, to
-        `[]`, and read only by `append` statements and such loops."""
-        tapes, uses = {}, {}
-        for s in syntax.statements(fn):
-            if (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
-                    and isinstance(s.value, gast.List) and not s.value.elts):
-                tapes.setdefault(s.targets[0].id, []).append(s)
-        understood = set()
-        pushes, loops = {}, {}
-        for s in syntax.statements(fn):
+        `[]`, and read only by `append` statements and such loops (`statements`, those
+        of `fn`)."""
+        tapes = {s.targets[0].id for s in statements
+                 if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+                 and isinstance(s.value, gast.List) and not s.value.elts
+                 and self.stored[s.targets[0].id] == 1}
+        if not tapes:
+            return []
+        pushes, loops, other = {}, {}, set()     # other: tapes read some other way
+        for s in statements:
+            if s is fn:
+                continue
             call = s.value if isinstance(s, gast.Expr) else None
             if (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
-                    and call.func.attr == "append" and isinstance(call.func.value, gast.Name)
-                    and len(call.args) == 1 and not call.keywords):
+                    and call.func.attr == "append" and syntax.is_name(call.func.value)
+                    and call.func.value.id in tapes and len(call.args) == 1
+                    and not call.keywords):
                 pushes.setdefault(call.func.value.id, []).append(call.args[0])
-                understood.add(id(call.func.value))
+                other.update(tapes.intersection(syntax.names_loaded(call.args[0])))
             elif isinstance(s, gast.For):
                 it = s.iter
                 if (isinstance(it, gast.Call) and syntax.is_name(it.func, "reversed")
                         and len(it.args) == 1):
                     it = it.args[0]
-                if isinstance(it, gast.Name):
+                if syntax.is_name(it) and it.id in tapes:
                     loops.setdefault(it.id, []).append(s)
-                    understood.add(id(it))
-        for n in syntax.name_nodes(fn):
-            if n.id in tapes and type(n.ctx) is gast.Load and id(n) not in understood:
-                tapes.pop(n.id)
+                else:
+                    other.update(tapes.intersection(syntax.names_loaded(s.iter)))
+            elif isinstance(s, (gast.If, gast.While)):
+                other.update(tapes.intersection(syntax.names_loaded(s.test)))
+            else:       # a simple statement, or one whose nested reads count too
+                other.update(tapes & self.names_of(s)[0])
         out = []
-        for tape, binds in tapes.items():
-            if len(binds) != 1:
-                continue
+        for tape in tapes - other:
             for loop in loops.get(tape, ()):
-                targets = loop.target.elts if isinstance(loop.target, gast.Tuple) else [
-                    loop.target]
+                unpacked = isinstance(loop.target, gast.Tuple)
+                targets = loop.target.elts if unpacked else [loop.target]
                 if not all(isinstance(t, gast.Name) for t in targets):
                     continue
                 values = [[] for _ in targets]
                 for pushed in pushes.get(tape, ()):
-                    elts = pushed.elts if isinstance(loop.target, gast.Tuple) else [pushed]
-                    if not isinstance(pushed, gast.Tuple) and isinstance(
-                            loop.target, gast.Tuple) or len(elts) != len(targets):
+                    elts = pushed.elts if isinstance(pushed, gast.Tuple) else None
+                    elts = elts if unpacked else [pushed]
+                    if elts is None or len(elts) != len(targets) or any(
+                            isinstance(e, gast.Starred) for e in elts):
                         values = None
                         break
                     for k, e in enumerate(elts):
                         values[k].append(e)
                 if values is not None:
-                    out.extend(zip(targets, values))
+                    out.extend((t.id, v) for t, v in zip(targets, values))
         return out
 
     def certainly_float(self, e, floats):
