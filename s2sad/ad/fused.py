@@ -198,20 +198,7 @@ def _without_faint(body, removable, is_range):
     assignment to a needed name does. A `for` over `range` left with an empty body
     (`is_range(name)`) goes too."""
     needed, binders = set(), {}
-
-    def visit(stmts):
-        for s in stmts:
-            if (isinstance(s, gast.Assign) and len(s.targets) == 1
-                    and isinstance(s.targets[0], gast.Name) and removable(s)):
-                binders.setdefault(s.targets[0].id, []).append(s)
-            elif isinstance(s, (gast.If, gast.For, gast.While)):
-                own = [s.test] if not isinstance(s, gast.For) else [s.target, s.iter]
-                needed.update(n for e in own for n in syntax.names_loaded(e))
-                visit(s.body)
-                visit(s.orelse)
-            else:
-                needed.update(syntax.names_loaded(s))
-    visit(body)
+    _needed_reads(body, removable, needed, binders)
     todo = list(needed)
     while todo:
         for s in binders.pop(todo.pop(), ()):
@@ -219,24 +206,41 @@ def _without_faint(body, removable, is_range):
             needed |= new
             todo.extend(new)
     faint = {id(s) for stmts in binders.values() for s in stmts}
-    if not faint:
-        return body
+    return _swept(body, faint, is_range) if faint else body
 
-    def swept(stmts):
-        out = []
-        for s in stmts:
-            if id(s) in faint:
+
+def _needed_reads(stmts, removable, needed, binders):
+    """Add to `needed` the names statements of `stmts` read but the assignments
+    `removable` accepts, which go in `binders` ({name: [assignment]}) instead."""
+    for s in stmts:
+        if (isinstance(s, gast.Assign) and len(s.targets) == 1
+                and isinstance(s.targets[0], gast.Name) and removable(s)):
+            binders.setdefault(s.targets[0].id, []).append(s)
+        elif isinstance(s, (gast.If, gast.For, gast.While)):
+            own = [s.test] if not isinstance(s, gast.For) else [s.target, s.iter]
+            needed.update(n for e in own for n in syntax.names_loaded(e))
+            _needed_reads(s.body, removable, needed, binders)
+            _needed_reads(s.orelse, removable, needed, binders)
+        else:
+            needed.update(syntax.names_loaded(s))
+
+
+def _swept(stmts, faint, is_range):
+    """`stmts` without the statements whose ids are in `faint`, and the loops over
+    `range` and `if`s that leaves empty."""
+    out = []
+    for s in stmts:
+        if id(s) in faint:
+            continue
+        if isinstance(s, (gast.If, gast.For, gast.While)):
+            s.body, s.orelse = _swept(s.body, faint, is_range), _swept(s.orelse, faint, is_range)
+            if (isinstance(s, gast.For) and not s.body and not s.orelse
+                    and isinstance(s.iter, gast.Call) and syntax.is_name(s.iter.func)
+                    and is_range(s.iter.func.id)
+                    and all(syntax.is_atom(a) for a in s.iter.args)):
                 continue
-            if isinstance(s, (gast.If, gast.For, gast.While)):
-                s.body, s.orelse = swept(s.body), swept(s.orelse)
-                if (isinstance(s, gast.For) and not s.body and not s.orelse
-                        and isinstance(s.iter, gast.Call) and syntax.is_name(s.iter.func)
-                        and is_range(s.iter.func.id)
-                        and all(syntax.is_atom(a) for a in s.iter.args)):
-                    continue
-                if isinstance(s, gast.If) and not s.body and not s.orelse:
-                    continue
-                s.body = s.body or [gast.Pass()]
-            out.append(s)
-        return out
-    return swept(body)
+            if isinstance(s, gast.If) and not s.body and not s.orelse:
+                continue
+            s.body = s.body or [gast.Pass()]
+        out.append(s)
+    return out
