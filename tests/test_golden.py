@@ -39,6 +39,7 @@ CASES = {
     "comprehension": 0,
     "lambda_loop": 0,
     "nested_closure": (0, 1),
+    "projectile": (0, 1),
 }
 
 
@@ -62,7 +63,7 @@ def test_generated_source(name):
 
 #: The fused gradients `grad` runs, specialised on the kinds (and shape patterns) of
 #: the case's point: what `s2sad.grad(f).source` shows after a call.
-FUSED = ["straight_line", "lotka_volterra", "numpy.logistic_loss", "numpy.mlp_loss",
+FUSED = ["straight_line", "lotka_volterra", "projectile", "numpy.logistic_loss", "numpy.mlp_loss",
          "numpy.rosenbrock", "numpy.smooth_in_place", "numpy.heat", "numpy.relax",
          "numpy.tanh_steps"]
 
@@ -108,6 +109,8 @@ def _point(name):
         return (2.0, 5.0)
     if name == "loop_invariant":
         return (0.9, 0.6)
+    if name == "projectile":
+        return (20.0, 0.8)
     return (0.7,)
 
 

@@ -246,8 +246,8 @@ def _doubling(e):
 
 
 def negations_pushed(fn, floats, stored, reads=None, fresh=None):
-    """`fn` where a float bound once to a negation (`t_bar = -vy_bar`) is bound to what
-    it negates, and each read of it flips instead the sum it is a term of (`a + t_bar *
+    """`fn` where a float bound once to a negation (`t_bar = -vy_bar`), or to a product
+    with one negated factor (`-vy_bar * dt`), is bound to it without the negation, and each read of it flips instead the sum it is a term of (`a + t_bar *
     c` is `a - t_bar * c`, `t_bar * c + a` is `a - t_bar * c`, `-(t_bar * c)` is
     `t_bar * c`); a float bound once to a product it is a factor of (`u_bar = t_bar *
     v`) is flipped the same way, its reads in turn. One negation fewer per group, the
@@ -264,7 +264,7 @@ def negations_pushed(fn, floats, stored, reads=None, fresh=None):
                 and isinstance(s.targets[0], gast.Name) and s.targets[0].id in floats
                 and stored[s.targets[0].id] == 1):
             defs[s.targets[0].id] = s
-            if isinstance(s.value, gast.UnaryOp) and isinstance(s.value.op, gast.USub):
+            if _negated_factor(s.value) is not None:
                 seeds.append(s.targets[0].id)
     if not seeds:
         return fn
@@ -306,7 +306,7 @@ def negations_pushed(fn, floats, stored, reads=None, fresh=None):
                 _replace_child(parent[id(node)], node, chain)
                 parent[id(chain)] = parent[id(node)]
         s = defs[seed]
-        s.value = s.value.operand
+        s.value = _without_negated_factor(s.value)
         if _copy_read_through(fn, s, loads_of(seed)):
             group.discard(seed)
         for n in group:
@@ -356,6 +356,28 @@ def _negated_group(seed, defs, loads_of, parent):
                     return None, None
                 x, up = up, parent.get(id(up))
     return group, places
+
+
+def _negated_factor(e):
+    """The one negation `e` is, or is a factor of through products and quotients
+    (`-a`, `-a * b`, `b / -a`), else None."""
+    if isinstance(e, gast.UnaryOp) and isinstance(e.op, gast.USub):
+        return e
+    if isinstance(e, gast.BinOp) and isinstance(e.op, (gast.Mult, gast.Div)):
+        found = [f for f in (_negated_factor(e.left), _negated_factor(e.right)) if f is not None]
+        return found[0] if len(found) == 1 else None
+    return None
+
+
+def _without_negated_factor(e):
+    """`e` with its `_negated_factor` replaced by what it negates."""
+    if isinstance(e, gast.UnaryOp):
+        return e.operand
+    if _negated_factor(e.left) is not None:
+        e.left = _without_negated_factor(e.left)
+    else:
+        e.right = _without_negated_factor(e.right)
+    return e
 
 
 def _replace_child(node, old, new):

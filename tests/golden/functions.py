@@ -112,3 +112,17 @@ def loop_invariant(x, c):
             c = c * s
         s = s * -c + x
     return s
+
+
+def projectile(v0, angle, drag=0.05, dt=0.01):
+    # the range of a shot with air drag: grad computes no x (only the output reads
+    # it), and starts from the negated adjoints of the drag terms
+    vx = v0 * math.cos(angle)
+    vy = v0 * math.sin(angle)
+    x = 0.0
+    for i in range(100):
+        speed = math.sqrt(vx * vx + vy * vy)
+        vx = vx - dt * drag * speed * vx
+        vy = vy - dt * (9.81 + drag * speed * vy)
+        x = x + dt * vx
+    return x
