@@ -289,8 +289,8 @@ def negations_pushed(fn, floats, stored, reads=None, fresh=None):
         return loads.get(n, ())
     done = set()
     for seed in seeds:
-        if seed in done:
-            continue
+        if seed in done or _negated_factor(defs[seed].value) is None:
+            continue                # (a group before took its negation away)
         group, places = _negated_group(seed, defs, loads_of, parent)
         if group is None:
             continue
@@ -306,7 +306,10 @@ def negations_pushed(fn, floats, stored, reads=None, fresh=None):
                 _replace_child(parent[id(node)], node, chain)
                 parent[id(chain)] = parent[id(node)]
         s = defs[seed]
+        neg = _negated_factor(s.value)
         s.value = _without_negated_factor(s.value)
+        if id(neg) in parent:
+            parent[id(neg.operand)] = parent[id(neg)]
         if _copy_read_through(fn, s, loads_of(seed)):
             group.discard(seed)
         for n in group:
