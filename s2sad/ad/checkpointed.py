@@ -50,6 +50,7 @@ def heat_vjp(u, kappa, n):
     return (y, heat_pullback)
 """
 import gast
+import numpy as np
 
 from .. import syntax
 from ..compilation import Callee
@@ -168,7 +169,8 @@ class CheckpointedLoop(LoopPlan):
         pullback, vjp = found
         callee = next(c for name, c in ctx.callees if name == vjp)
         ctx.callees[:] = [(name, c) for name, c in ctx.callees if name != vjp]
-        adjoint = ctx.call(Callee(callee.fn, "step", callee.wrt, callee.kinds),
+        kinds, patterns = self.specialised(call.value, callee.kinds)
+        adjoint = ctx.call(Callee(callee.fn, "step", callee.wrt, kinds, patterns=patterns),
                            f"{callee.fn.__name__}_adjoint")
         args = [syntax.name(step) if syntax.is_name(a, self.target) else syntax.copied(a)
                 for a in call.value.args]
@@ -194,6 +196,60 @@ class CheckpointedLoop(LoopPlan):
             body.append(syntax.located(syntax.delete([result] + seeds), self.loop))
             body[-1].s2s_uncommented = True
         return out + body
+
+
+    def specialised(self, call, kinds):
+        """(kinds, patterns) that the step's adjoint is specialised on, under a guard of
+        its own (fused.step_guard): the types and the shape patterns ({parameter of the
+        step: (dtype, pattern)}) of the arguments whose value before the loop is a
+        parameter of the function that the gradient is specialised on (the state keeps
+        the pattern of its first value in most loops; where it does not, the guard calls
+        the step's adjoint made for any shapes). `kinds` and None when the state's pattern
+        is not known."""
+        ctx = self.rev.ctx
+        if not ctx.patterns or ctx.fused not in (True, "grad"):
+            return kinds, None
+        step = call.func.s2s_prim.s2s_lifted
+        types, found = dict(kinds), {}
+        for p, a in zip(step.params, call.args):
+            origin = _origin(a, ctx.wengert, ctx.src) if isinstance(a, gast.Name) else None
+            if origin in ctx.patterns:
+                found[p] = ctx.patterns[origin]
+            if origin in ctx.types and ctx.types[origin] in (float, int, np.ndarray):
+                types[p] = ctx.types[origin]
+        if not all(s in found for s in step.state):
+            return kinds, None
+        return types, found
+
+
+def _origin(name, fn, src):
+    """The parameter of `fn` whose value `name` holds before the checkpointed loops that
+    change it: `name` itself, or the parameter it is a copy of (`u = u0`), when no other
+    statement outside those loops assigns it; else None."""
+    params = {a.id for a in fn.args.posonlyargs + fn.args.args}
+    inside = {id(n) for loop in syntax.walk(fn) if isinstance(loop, gast.For)
+              and is_checkpointed(loop.iter, src) for n in syntax.walk(loop)}
+    seen = set()
+    while name.id not in seen:
+        seen.add(name.id)
+        copies = []
+        for s in syntax.walk(fn):
+            if id(s) in inside:
+                continue
+            if isinstance(s, gast.Assign) and len(s.targets) == 1 and syntax.is_name(
+                    s.targets[0], name.id) and isinstance(s.value, gast.Name):
+                copies.append(s.value)
+            elif isinstance(s, (gast.Assign, gast.AugAssign, gast.AnnAssign, gast.For)) and any(
+                    syntax.is_name(n, name.id) for t in (s.targets if isinstance(s, gast.Assign)
+                                                         else [s.target])
+                    for n in syntax.walk(t)):
+                return None
+        if not copies:
+            return name.id if name.id in params else None
+        if len(copies) > 1:
+            return None
+        name = copies[0]
+    return None
 
 
 def _unlocated(s):

@@ -29,7 +29,7 @@ from ..analysis.operations import COPY, NONDIFF, PACK
 from ..analysis.names import live_names
 from ..analysis.shapes import pattern_tests
 from .. import syntax
-from ..compilation import parameters
+from ..compilation import Callee, parameters
 from .simplify import with_constant
 
 
@@ -82,6 +82,8 @@ def fuse(vjp, ctx, value=True, guard=True):
         params = adjoint.args.posonlyargs or adjoint.args.args
         params.insert(0, gast.Name(id=seed_name, ctx=gast.Param(), annotation=None,
                                    type_comment=None))
+        if guard and ctx.patterns:
+            adjoint.body.insert(0, step_guard(adjoint, ctx, seed_name, result))
         return adjoint
     folded = [with_constant(s, seed_name, 1.0) for s in pullback.body
               ] if ctx.reverse.scalar_output else [None]
@@ -107,11 +109,39 @@ def fuse(vjp, ctx, value=True, guard=True):
     return syntax.function(namer.fresh(vjp.name[:-4] + "_grad"), [], check + body, like=vjp)
 
 
+def step_guard(adjoint, ctx, seed, result):
+    """The guard of the adjoint of a checkpointed loop's step specialised on the shape
+    patterns of its arguments (the loop state's, as the caller saw them before the loop):
+    where an argument or the seed (the adjoint of the state the step returns, which it
+    takes to have the state's pattern) has another type or pattern, it calls the step's
+    adjoint made for any shapes. Records the seed in `ctx.seed` for the facts of
+    analysis/buffers.py."""
+    step = getattr(ctx.src.fn, "s2s_lifted", None)
+    state = getattr(step, "state", ())
+    patterns = dict(ctx.patterns)
+    if (len(state) == 1 and step.stop is None and state[0] in ctx.patterns
+            and isinstance(result, gast.Name)):
+        ctx.seed = (seed, result.id, ctx.patterns[state[0]][1])
+        patterns = {seed: ctx.patterns[state[0]], **patterns}
+        ctx.patterns = patterns
+    ndarray = ctx.bind("ndarray", obj=np.ndarray)
+    tests = [f"{p}.__class__ is not {t}" for p, t in guarded_types(ctx) if p not in patterns]
+    for p, (dtype, pat) in patterns.items():
+        dtype = np.dtype(dtype)
+        tests += ([f"{p}.__class__ is not {ndarray}"] + pattern_tests(p, pat)
+                  + [f"{p}.dtype != {ctx.bind(dtype.name, obj=dtype)}"])
+    params = parameters(ctx.src)
+    wrt = ([params.index(n) for n in ctx.wrt])
+    wrt = tuple(wrt) if ctx.as_tuple else wrt[0]
+    generic = ctx.call(Callee(ctx.src.fn, "step", wrt, ctx.kinds), adjoint.name)
+    return syntax.guard(tests, syntax.passing_on(generic, adjoint.args))
+
+
 def guard_patterns(fn, ctx):
     """The pass: `fn` (fused, with a guard) also checking the shape patterns its shape
     classes depend on (see analysis.shapes) and the dtypes of the parameters that buffer
     reuse relied on."""
-    if not (ctx.fused in (True, "grad") and ctx.guard and ctx.patterns):
+    if not (ctx.fused in (True, "grad", "adjoint") and ctx.guard and ctx.patterns):
         return fn
     dtypes = ctx.array_facts.used_dtypes if ctx.release else ()
     guard = fn.body[0] if fn.body else None
@@ -120,10 +150,12 @@ def guard_patterns(fn, ctx):
         return fn
     # a dtype test makes the test that a differentiated array is floating needless
     tests = [t for t in tests if not any(t == f"{p}.dtype.kind != 'f'" for p in dtypes)]
-    tests += [t for p in sorted(ctx.shapes.used) for t in pattern_tests(p, ctx.patterns[p][1])]
+    tests += [t for p in sorted(ctx.shapes.used) for t in pattern_tests(p, ctx.patterns[p][1])
+              if t not in tests]
     for p in sorted(dtypes):
         dtype = np.dtype(ctx.patterns[p][0])
-        tests.append(f"{p}.dtype != {ctx.bind(dtype.name, obj=dtype)}")
+        if f"{p}.dtype != {ctx.bind(dtype.name, obj=dtype)}" not in tests:
+            tests.append(f"{p}.dtype != {ctx.bind(dtype.name, obj=dtype)}")
     fn.body[0] = syntax.located(syntax.guard(tests, guard.body[0].value), guard)
     return fn
 

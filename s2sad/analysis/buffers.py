@@ -109,6 +109,15 @@ class ArrayFacts:
                     self.floating.add(p)    # grad refuses other arrays
             elif kind == SCALAR and typ in (float, int):
                 params[p] = Fact(EMPTY, EMPTY, NUMBER)
+            elif self.ctx.seed and p == self.ctx.seed[0]:
+                # the seed of a checkpointed loop's step adjoint, which its guard checks
+                # to have the pattern and dtype of the state, the value the step returns
+                _, value, pat = self.ctx.seed
+                self.dtypes[p] = np.dtype(self.ctx.patterns[p][0])
+                self.floating.add(p)
+                shape = self.ctx.shapes.of(value)
+                params[p] = Fact(shape, frozenset([p]), ND if shape is not None and pat
+                                 else NDARRAY, self.buffer_of(p))
             else:
                 params[p] = Fact(buffers=self.buffer_of(p))
         return params
