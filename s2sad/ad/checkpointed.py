@@ -91,6 +91,7 @@ class CheckpointedLoop(LoopPlan):
         self.target = loop.target.id
         self.stop = body.stop
         self.online = body.stop is not None
+        self.prelude = []       # statements before the reverse sweep
 
     def plan(self):
         self.tape = self.rev.namer.fresh("_s2s_schedule")
@@ -179,6 +180,17 @@ class CheckpointedLoop(LoopPlan):
             if isinstance(n, gast.Call) and syntax.is_name(n.func, pullback):
                 n.func, n.args = syntax.name(adjoint), n.args + args
                 seeds += [a.id for a in n.args[:1] if isinstance(a, gast.Name)]
+        if patterns is not None and len(self.state) == 1 and not self.online and seeds:
+            # the adjoint specialised on the state's pattern sums into its seed, which
+            # must then be an array that nothing else holds: a copy of the first; those
+            # after it are the arrays the step's adjoint returned
+            seed = self.rev.adj(self.state[0])
+            copy = syntax.assign(seed, syntax.call(ctx.runtime("copied"),
+                                                   [syntax.name(seed)]))
+            copy.s2s_uncommented = True
+            self.prelude = [syntax.comment("the step's adjoint sums into the state's "
+                                           "adjoint: a copy of its own"),
+                            syntax.located(copy, self.loop)]
         if self.online:
             body = _one_path(body)
         for s in body:

@@ -130,6 +130,8 @@ def step_guard(adjoint, ctx, seed, result):
         dtype = np.dtype(dtype)
         tests += ([f"{p}.__class__ is not {ndarray}"] + pattern_tests(p, pat)
                   + [f"{p}.dtype != {ctx.bind(dtype.name, obj=dtype)}"])
+        if p == seed:       # (its memory, which it sums into)
+            tests += [f"{p}.base is not None", f"not {p}.flags.writeable"]
     params = parameters(ctx.src)
     wrt = ([params.index(n) for n in ctx.wrt])
     wrt = tuple(wrt) if ctx.as_tuple else wrt[0]
