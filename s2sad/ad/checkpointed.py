@@ -92,6 +92,7 @@ class CheckpointedLoop(LoopPlan):
         self.stop = body.stop
         self.online = body.stop is not None
         self.prelude = []       # statements before the reverse sweep
+        self.advancing = None   # the name of the step as the sweeps run it, if not its own
 
     def plan(self):
         self.tape = self.rev.namer.fresh("_s2s_schedule")
@@ -112,7 +113,8 @@ class CheckpointedLoop(LoopPlan):
         made = syntax.assign(self.tape, syntax.call(schedule, [
             syntax.copied(self.steps), syntax.copied(self.snapshots)], budget))
         loop.iter = syntax.copied(self.steps)
-        loop.body = [self.saving()] + _single_exit(_primal(loop.body))
+        loop.body = [self.saving()] + _advancing(_single_exit(_primal(loop.body)),
+                                                 self.advancing)
         return [syntax.located(made, loop), loop]
 
     def saving(self):
@@ -146,6 +148,7 @@ class CheckpointedLoop(LoopPlan):
             [self.saving()] + [_unlocated(s) for s in _without_stop(_primal(self.loop.body),
                                                                     self.stop)])
         taped = self.taped(body, step)
+        advance.body = _advancing(advance.body, self.advancing)
         for made in [restore, advance] + copies + advance.body + advance.body[0].body:
             syntax.located(made, self.loop).s2s_uncommented = True
         sweep = syntax.for_(syntax.tuple_([syntax.name(step, store=True),
@@ -173,6 +176,12 @@ class CheckpointedLoop(LoopPlan):
         kinds, patterns = self.specialised(call.value, callee.kinds)
         adjoint = ctx.call(Callee(callee.fn, "step", callee.wrt, kinds, patterns=patterns),
                            f"{callee.fn.__name__}_adjoint")
+        if patterns is not None:
+            # the sweeps run the step specialised the same way, with its temporaries
+            # computed into dead ones
+            self.advancing = ctx.call(Callee(callee.fn, "advance", callee.wrt, kinds,
+                                             patterns=patterns),
+                                      f"{callee.fn.__name__}_advance")
         args = [syntax.name(step) if syntax.is_name(a, self.target) else syntax.copied(a)
                 for a in call.value.args]
         seeds = []
@@ -262,6 +271,18 @@ def _origin(name, fn, src):
             return None
         name = copies[0]
     return None
+
+
+def _advancing(stmts, name):
+    """`stmts` calling the step as `name` (see `CheckpointedLoop.advancing`), if given."""
+    if name is None:
+        return stmts
+    for s in stmts:
+        for n in syntax.walk(s):
+            if isinstance(n, gast.Call) and isinstance(getattr(
+                    getattr(n.func, "s2s_prim", None), "s2s_lifted", None), LoopBody):
+                n.func = syntax.name(name)
+    return stmts
 
 
 def _unlocated(s):

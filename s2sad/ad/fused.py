@@ -37,7 +37,8 @@ def run(vjp, ctx):
     """The pass (for a fused `ctx.fused`): `f_value_and_grad`, `f_grad` or `f_adjoint`."""
     if not ctx.fused:
         return vjp
-    return fuse(vjp, ctx, value={"grad": False, "adjoint": "adjoint"}.get(ctx.fused, True),
+    return fuse(vjp, ctx, value={"grad": False, "adjoint": "adjoint",
+                                 "advance": "advance"}.get(ctx.fused, True),
                 guard=ctx.guard)
 
 
@@ -76,6 +77,8 @@ def fuse(vjp, ctx, value=True, guard=True):
         result = syntax.name(kept)
     r = syntax.unparse(vjp.body[-1].value.elts[0])
     seed_name = pullback.args.args[0].id
+    if value == "advance":
+        return advance(vjp, ctx, forward, result)
     if value == "adjoint":
         body = _live(forward + pullback.body[:-1] + [syntax.ret(grads)], ctx.ops, ctx.src)
         adjoint = syntax.function(namer.fresh(vjp.name[:-4] + "_adjoint"), [], body, like=vjp)
@@ -109,7 +112,23 @@ def fuse(vjp, ctx, value=True, guard=True):
     return syntax.function(namer.fresh(vjp.name[:-4] + "_grad"), [], check + body, like=vjp)
 
 
-def step_guard(adjoint, ctx, seed, result):
+def advance(vjp, ctx, forward, result):
+    """`f_step_advance`, a checkpointed loop's step `f_step` as its sweeps run it, with
+    the release passes after it (so that its temporaries are computed into dead ones):
+    its forward pass, returning its result, under the guard of `step_guard` (else the
+    step as it is)."""
+    name = vjp.name[:-4]
+    forward = [s for s in forward if not syntax.is_comment(s)]
+    body = _live(forward + [syntax.ret(result)], ctx.ops, ctx.src)
+    fn = syntax.function(ctx.namer.fresh(name + "_advance"), [], body, like=vjp)
+    comment = syntax.comment("the step of a checkpointed loop, computing into its dead "
+                             "temporaries")
+    plain = ctx.bind(name, obj=ctx.src.fn)
+    fn.body[:0] = [step_guard(fn, ctx, None, None, plain), comment]
+    return fn
+
+
+def step_guard(adjoint, ctx, seed, result, fallback=None):
     """The guard of the adjoint of a checkpointed loop's step specialised on the shape
     patterns of its arguments (the loop state's, as the caller saw them before the loop):
     where an argument or the seed (the adjoint of the state the step returns, which it
@@ -119,8 +138,8 @@ def step_guard(adjoint, ctx, seed, result):
     step = getattr(ctx.src.fn, "s2s_lifted", None)
     state = getattr(step, "state", ())
     patterns = dict(ctx.patterns)
-    if (len(state) == 1 and step.stop is None and state[0] in ctx.patterns
-            and isinstance(result, gast.Name)):
+    if (seed is not None and len(state) == 1 and step.stop is None
+            and state[0] in ctx.patterns and isinstance(result, gast.Name)):
         ctx.seed = (seed, result.id, ctx.patterns[state[0]][1])
         patterns = {seed: ctx.patterns[state[0]], **patterns}
         ctx.patterns = patterns
@@ -132,18 +151,19 @@ def step_guard(adjoint, ctx, seed, result):
                   + [f"{p}.dtype != {ctx.bind(dtype.name, obj=dtype)}"])
         if p == seed:       # (its memory, which it sums into)
             tests += [f"{p}.base is not None", f"not {p}.flags.writeable"]
-    params = parameters(ctx.src)
-    wrt = ([params.index(n) for n in ctx.wrt])
-    wrt = tuple(wrt) if ctx.as_tuple else wrt[0]
-    generic = ctx.call(Callee(ctx.src.fn, "step", wrt, ctx.kinds), adjoint.name)
-    return syntax.guard(tests, syntax.passing_on(generic, adjoint.args))
+    if fallback is None:
+        params = parameters(ctx.src)
+        wrt = ([params.index(n) for n in ctx.wrt])
+        wrt = tuple(wrt) if ctx.as_tuple else wrt[0]
+        fallback = ctx.call(Callee(ctx.src.fn, "step", wrt, ctx.kinds), adjoint.name)
+    return syntax.guard(tests, syntax.passing_on(fallback, adjoint.args))
 
 
 def guard_patterns(fn, ctx):
     """The pass: `fn` (fused, with a guard) also checking the shape patterns its shape
     classes depend on (see analysis.shapes) and the dtypes of the parameters that buffer
     reuse relied on."""
-    if not (ctx.fused in (True, "grad", "adjoint") and ctx.guard and ctx.patterns):
+    if not (ctx.fused in (True, "grad", "adjoint", "advance") and ctx.guard and ctx.patterns):
         return fn
     dtypes = ctx.array_facts.used_dtypes if ctx.release else ()
     guard = fn.body[0] if fn.body else None
