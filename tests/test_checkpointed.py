@@ -637,6 +637,23 @@ def test_the_generated_code_shows_the_online_schedule():
     assert "break" not in text.split("reverse_sweep")[1]
 
 
+def test_the_adjoint_of_a_step_that_stops_takes_the_states_adjoint():
+    # not the adjoint of the pair (state, stop) the step returns: no stand-in of the pair
+    # in the sweep, no unpacking of it (under `# grad of: break`) in the step's adjoint
+    args = (np.sin(np.linspace(0.0, 3.0, 8)), 0.1, 6, 3)
+    g = s2sad.grad(simulate_until, wrt=(0, 1))
+    du0, dkappa = g(*args)
+    sweep = g.source.split("reverse_sweep")[1]
+    assert "simulate_until_step_adjoint(u_bar, _s2s_step, u, " in sweep
+    assert "False)" not in sweep and "_s2s_unindex" not in sweep
+    step = s2sad.source(simulate_until, wrt=(0, 1)).split("def simulate_until_step_adjoint")[1]
+    assert "grad of: break" not in step and "[0]" not in step
+    fd = fd_array_grad_central(simulate_until, args, 0)
+    np.testing.assert_allclose(du0, fd, rtol=1e-6, atol=1e-8 * np.max(np.abs(fd)))
+    assert dkappa == pytest.approx(float(fd_array_grad_central(simulate_until, args, 1)),
+                                   rel=1e-6)
+
+
 def halve_until(x, tol, k):
     for i in s2sad.checkpointed(itertools.count(), snapshots=k):
         x = math.sin(x) * 0.5 + 0.1 * x

@@ -184,12 +184,18 @@ class CheckpointedLoop(LoopPlan):
                                       f"{callee.fn.__name__}_advance")
         args = [syntax.name(step) if syntax.is_name(a, self.target) else syntax.copied(a)
                 for a in call.value.args]
-        seeds = []
+        calls = []
         for n in syntax.walk(syntax.if_(syntax.const(True), body)):
             if isinstance(n, gast.Call) and syntax.is_name(n.func, pullback):
                 n.func, n.args = syntax.name(adjoint), n.args + args
-                seeds += [a.id for a in n.args[:1] if isinstance(a, gast.Name)]
-        if patterns is not None and len(self.state) == 1 and not self.online and seeds:
+                calls.append(n)
+        result = call.targets[0].id
+        if self.online:
+            body = _one_path(body)
+            if len(self.state) == 1:
+                body = _state_seed(body, calls, result)
+        seeds = [n.args[0].id for n in calls if isinstance(n.args[0], gast.Name)]
+        if patterns is not None and len(self.state) == 1 and seeds:
             # the adjoint specialised on the state's pattern sums into its seed, which
             # must then be an array that nothing else holds: a copy of the first; those
             # after it are the arrays the step's adjoint returned
@@ -200,12 +206,9 @@ class CheckpointedLoop(LoopPlan):
             self.prelude = [syntax.comment("the step's adjoint sums into the state's "
                                            "adjoint: a copy of its own"),
                             syntax.located(copy, self.loop)]
-        if self.online:
-            body = _one_path(body)
         for s in body:
             s.s2s_uncommented = True    # (under the comment of the sweep's own)
         out = []
-        result = call.targets[0].id
         if result in syntax.names_loaded(syntax.if_(syntax.const(True), body)):
             # (the structure of the state, which the adjoint of unpacking it reads)
             stand_in = syntax.tuple_([syntax.name(n) for n in self.state]
@@ -271,6 +274,30 @@ def _origin(name, fn, src):
             return None
         name = copies[0]
     return None
+
+
+def _state_seed(stmts, calls, result):
+    """`stmts`, the reversed body of a checkpointed loop whose step returns its one state
+    and whether it stopped, passing the step's adjoint (`calls`) the state's adjoint, as
+    it takes it (see fused.state_seed), where they built the adjoint of the pair
+    (`t_bar = _s2s_unindex(u_bar, t, 0)`, for `t` the step's `result`); else the first
+    item of what they pass."""
+    for c in calls:
+        seed = c.args[0]
+        made = next((s for s in stmts if isinstance(s, gast.Assign) and syntax.is_name(
+            s.targets[0], getattr(seed, "id", None)) and isinstance(s.value, gast.Call)
+            and getattr(s.value.func, "id", "").endswith("unindex")
+            and len(s.value.args) == 3 and isinstance(s.value.args[0], gast.Name)
+            and syntax.is_name(s.value.args[1], result)
+            and isinstance(s.value.args[2], gast.Constant) and s.value.args[2].value == 0),
+            None)
+        if made is not None and list(syntax.names_loaded(syntax.if_(
+                syntax.const(True), stmts))).count(seed.id) == 1:
+            c.args[0] = made.value.args[0]
+            stmts = [s for s in stmts if s is not made]
+        else:
+            c.args[0] = gast.Subscript(value=seed, slice=syntax.const(0), ctx=gast.Load())
+    return stmts
 
 
 def _advancing(stmts, name):

@@ -85,8 +85,10 @@ def fuse(vjp, ctx, value=True, guard=True):
         params = adjoint.args.posonlyargs or adjoint.args.args
         params.insert(0, gast.Name(id=seed_name, ctx=gast.Param(), annotation=None,
                                    type_comment=None))
+        value = result.id if isinstance(result, gast.Name) else None
+        seed_name, value = state_seed(adjoint, ctx, seed_name, value)
         if guard and ctx.patterns:
-            adjoint.body.insert(0, step_guard(adjoint, ctx, seed_name, result))
+            adjoint.body.insert(0, step_guard(adjoint, ctx, seed_name, value))
         return adjoint
     folded = [with_constant(s, seed_name, 1.0) for s in pullback.body
               ] if ctx.reverse.scalar_output else [None]
@@ -128,7 +130,39 @@ def advance(vjp, ctx, forward, result):
     return fn
 
 
-def step_guard(adjoint, ctx, seed, result, fallback=None):
+def state_seed(adjoint, ctx, seed, value):
+    """(seed, value): the seed of the adjoint of a checkpointed loop's step and the value
+    it is the adjoint of. A step that returns its one state and whether it stopped takes
+    the state's adjoint (its caller passes it, see ad/checkpointed.py), not the pair's:
+    its unpacking (`u_1_bar = y_bar[0]`) goes, and `u_1_bar` is the parameter."""
+    step = getattr(ctx.src.fn, "s2s_lifted", None)
+    if getattr(step, "stop", None) is None or len(step.state) != 1:
+        return seed, value
+    params = adjoint.args.posonlyargs or adjoint.args.args
+    unpack = next((s for s in adjoint.body if isinstance(s, gast.Assign)
+                   and isinstance(s.targets[0], gast.Name)
+                   and isinstance(s.value, gast.Subscript) and syntax.is_name(s.value.value, seed)
+                   and isinstance(s.value.slice, gast.Constant) and s.value.slice.value == 0),
+                  None)
+    loads = [n for n in syntax.name_nodes(adjoint) if n.id == seed
+             and isinstance(n.ctx, gast.Load)]
+    if unpack is None or len(loads) != 1:
+        state = ctx.namer.fresh(f"{step.state[0]}_bar")
+        adjoint.body.insert(0, syntax.assign(seed, syntax.tuple_([syntax.name(state),
+                                                                   syntax.const(None)])))
+        params[0].id = state
+        return state, None
+    at = next(i for i, s in enumerate(adjoint.body) if s is unpack)
+    lone = at > 0 and syntax.is_comment(adjoint.body[at - 1]) and (
+        at + 1 == len(adjoint.body) or syntax.is_comment(adjoint.body[at + 1]))
+    del adjoint.body[at - lone:at + 1]      # (and the comment over it alone)
+    state = unpack.targets[0].id
+    params[0].id = state
+    primal = {a: p for p, a in ctx.reverse.adjoints.items()}
+    return state, primal.get(state)
+
+
+def step_guard(adjoint, ctx, seed, value, fallback=None):
     """The guard of the adjoint of a checkpointed loop's step specialised on the shape
     patterns of its arguments (the loop state's, as the caller saw them before the loop):
     where an argument or the seed (the adjoint of the state the step returns, which it
@@ -138,9 +172,8 @@ def step_guard(adjoint, ctx, seed, result, fallback=None):
     step = getattr(ctx.src.fn, "s2s_lifted", None)
     state = getattr(step, "state", ())
     patterns = dict(ctx.patterns)
-    if (seed is not None and len(state) == 1 and step.stop is None
-            and state[0] in ctx.patterns and isinstance(result, gast.Name)):
-        ctx.seed = (seed, result.id, ctx.patterns[state[0]][1])
+    if seed is not None and value is not None and len(state) == 1 and state[0] in ctx.patterns:
+        ctx.seed = (seed, value, ctx.patterns[state[0]][1])
         patterns = {seed: ctx.patterns[state[0]], **patterns}
         ctx.patterns = patterns
     ndarray = ctx.bind("ndarray", obj=np.ndarray)
