@@ -176,7 +176,7 @@ def _reversals(n, k):
 
 class Reversals:
     """The reversals of a schedule, (step, start, saves, last) each, held in arrays: as
-    lists of Python ints, the plan of 2,000 steps took 0.6 MB, most of a state of 10^5
+    lists of Python ints, the plan of 2,000 steps took 0.7 MB, most of a state of 10^5
     numbers, which the reverse sweep would hold beside its snapshots."""
 
     def __init__(self, steps=(), starts=(), saves=(), offsets=(0,), last=()):
