@@ -63,12 +63,13 @@ SPECIALISED = (float, int, np.ndarray)
 class Callee:
     """A derivative of another Python function that generated code calls: `mode` is
     "vjp" (its `g_vjp`), "adjoint" (its `g_adjoint`, see `pipeline.reverse`), "step" (a
-    `g_adjoint` that reuses memory, for the one step a checkpointed loop reverses) or
-    "jvp" (its `g_jvp`) or "advance" (a checkpointed loop's step as it runs forwards,
-    computing into its dead temporaries, see ad/checkpointed.py); `args` and `kwargs` are bound to it first (a method's instance, a
-    partial's arguments); `nargs` is the number of positional arguments the call passes
-    (for a jvp, whose tangents follow them); `patterns`, those a "step" is specialised on
-    under a guard of its own (see ad/checkpointed.py)."""
+    `g_adjoint` that reuses memory, for the one step a checkpointed loop reverses),
+    "advance" (a checkpointed loop's step as its sweeps run it, computing into its dead
+    temporaries) or "jvp" (its `g_jvp`); `args` and `kwargs` are bound to it first (a
+    method's instance, a partial's arguments); `nargs` is the number of positional
+    arguments the call passes (for a jvp, whose tangents follow them); `patterns`, those
+    a "step" or an "advance" is specialised on under a guard of its own (see
+    ad/checkpointed.py)."""
     fn: Callable
     mode: str
     wrt: Any

@@ -221,7 +221,6 @@ class CheckpointedLoop(LoopPlan):
             body[-1].s2s_uncommented = True
         return out + body
 
-
     def specialised(self, call, kinds):
         """(kinds, patterns) that the step's adjoint is specialised on, under a guard of
         its own (fused.step_guard): the types and the shape patterns ({parameter of the
