@@ -63,10 +63,13 @@ SPECIALISED = (float, int, np.ndarray)
 class Callee:
     """A derivative of another Python function that generated code calls: `mode` is
     "vjp" (its `g_vjp`), "adjoint" (its `g_adjoint`, see `pipeline.reverse`), "step" (a
-    `g_adjoint` that reuses memory, for the one step a checkpointed loop reverses) or
-    "jvp" (its `g_jvp`); `args` and `kwargs` are bound to it first (a method's instance, a
-    partial's arguments); `nargs` is the number of positional arguments the call passes
-    (for a jvp, whose tangents follow them)."""
+    `g_adjoint` that reuses memory, for the one step a checkpointed loop reverses),
+    "advance" (a checkpointed loop's step as its sweeps run it, computing into its dead
+    temporaries) or "jvp" (its `g_jvp`); `args` and `kwargs` are bound to it first (a
+    method's instance, a partial's arguments); `nargs` is the number of positional
+    arguments the call passes (for a jvp, whose tangents follow them); `patterns`, those
+    a "step" or an "advance" is specialised on under a guard of its own (see
+    ad/checkpointed.py)."""
     fn: Callable
     mode: str
     wrt: Any
@@ -74,12 +77,14 @@ class Callee:
     args: tuple = ()
     kwargs: dict = dataclasses.field(default_factory=dict)
     nargs: int = 0
+    patterns: dict | None = None
 
     def same(self, other):
         """Whether `other` is the same derivative, with nothing bound to it."""
         return (not (self.args or self.kwargs or other.args or other.kwargs)
-                and self.fn is other.fn and (self.mode, self.wrt, self.kinds, self.nargs)
-                == (other.mode, other.wrt, other.kinds, other.nargs))
+                and self.fn is other.fn and (self.mode, self.wrt, self.kinds, self.nargs,
+                                             self.patterns)
+                == (other.mode, other.wrt, other.kinds, other.nargs, other.patterns))
 
 
 @dataclasses.dataclass(eq=False)
@@ -98,6 +103,7 @@ class Compilation:
     recompute: bool = False
     tangent_only: bool = False
     memory: float | None = None                 # bytes for a checkpointed loop's snapshots
+    seed: tuple | None = None                   # (name, value, pattern), see fused.step_seed
     backend: str = "python"                     # or "numba" (passes/native_tapes.py)
     jit: tuple = ()                             # numba.njit's options, (name, value) pairs
     bindings: dict = dataclasses.field(default_factory=dict)

@@ -412,7 +412,7 @@ def _request(mode, fn, wrt, kinds, **options):
         options.setdefault("release", False)
         options.setdefault("guard", True)
         options.setdefault("recompute", False)
-        if not (options["fused"] in (True, "grad") and options["guard"]):
+        if not (options["fused"] in (True, "grad", "adjoint", "advance") and options["guard"]):
             options["patterns"] = None
         if options.get("backend", "python") == "python":
             options.pop("backend", None)
@@ -576,7 +576,11 @@ def _callee_request(callee, caller=None):
                         guard=False, recompute=True)
     if callee.mode == "step":
         return _request("reverse", callee.fn, callee.wrt, callee.kinds, fused="adjoint",
-                        guard=False, release=True)
+                        guard=callee.patterns is not None, release=True,
+                        patterns=callee.patterns)
+    if callee.mode == "advance":
+        return _request("reverse", callee.fn, callee.wrt, callee.kinds, fused="advance",
+                        guard=True, release=True, patterns=callee.patterns)
     return _request("reverse", callee.fn, callee.wrt, callee.kinds)
 
 

@@ -290,6 +290,59 @@ def test_memory_is_k_states_and_a_few_more():
         assert states < k + 4.5, (n, k, states)
 
 
+def simulate_plain(u0, kappa, n, k):
+    u = u0
+    for i in range(n):
+        lap = np.roll(u, 1) - 2.0 * u + np.roll(u, -1)
+        u = u + kappa * lap
+    return np.sum(u * u)
+
+
+def test_the_heat_loop_keeps_at_most_k_plus_4_states():
+    # #21's goal, as bench/ measures heat_checkpointed (there 2,000 steps): the step's
+    # adjoint and the step the sweeps run are specialised on the state's shape pattern,
+    # so their temporaries are computed into dead ones and the adjoint is summed into
+    # its seed in place
+    n, k = 400, 20
+    states = peak_states(simulate, n, k)
+    assert states <= k + 4, states
+    u0 = np.random.default_rng(1).standard_normal(1000)
+    du0, dkappa = s2sad.grad(simulate, wrt=(0, 1))(u0, 0.1, n, k)
+    plain = s2sad.grad(simulate_plain, wrt=(0, 1))(u0, 0.1, n, k)
+    np.testing.assert_allclose(du0, plain[0], rtol=1e-12, atol=1e-12 * np.max(np.abs(du0)))
+    assert dkappa == pytest.approx(plain[1], rel=1e-12)
+    small = (u0[:6], 0.1, 7, 3)      # (and the plain gradient against differences)
+    np.testing.assert_allclose(s2sad.grad(simulate)(*small),
+                               fd_array_grad_central(simulate_plain, small, 0), rtol=1e-6)
+
+
+def flattening(u0, kappa, n, k):
+    # the state is a vector before the first step and a 1 x m matrix after it: the
+    # step's adjoint and the step specialised on the vector's pattern are not those of
+    # the later steps, whose guards call the versions for any shapes
+    u = u0
+    for i in s2sad.checkpointed(range(n), snapshots=k):
+        u = (u * kappa + np.sin(u)).reshape(1, -1)
+    return np.sum(u * u)
+
+
+def flattening_plain(u0, kappa, n, k):
+    u = u0
+    for i in range(n):
+        u = (u * kappa + np.sin(u)).reshape(1, -1)
+    return np.sum(u * u)
+
+
+def test_a_state_of_another_pattern_takes_the_versions_for_any_shapes():
+    args = (np.linspace(-0.5, 0.8, 6), 0.3, 7, 3)
+    du0, dkappa = s2sad.grad(flattening, wrt=(0, 1))(*args)
+    assert du0.shape == (6,)
+    fd = fd_array_grad_central(flattening_plain, args, 0)
+    np.testing.assert_allclose(du0, fd, rtol=1e-6, atol=1e-6 * np.max(np.abs(fd)))
+    assert dkappa == pytest.approx(float(fd_array_grad_central(flattening_plain, args, 1)),
+                                   rel=1e-6)
+
+
 # -- other modes and errors -----------------------------------------------------------
 def test_forward_mode_runs_the_loop_as_it_is():
     x = np.linspace(-0.6, 0.9, 5)
@@ -582,6 +635,23 @@ def test_the_generated_code_shows_the_online_schedule():
                  "in _s2s_schedule.advance(_s2s_start, _s2s_step):"]:
         assert line in text, line
     assert "break" not in text.split("reverse_sweep")[1]
+
+
+def test_the_adjoint_of_a_step_that_stops_takes_the_states_adjoint():
+    # not the adjoint of the pair (state, stop) the step returns: no stand-in of the pair
+    # in the sweep, no unpacking of it (under `# grad of: break`) in the step's adjoint
+    args = (np.sin(np.linspace(0.0, 3.0, 8)), 0.1, 6, 3)
+    g = s2sad.grad(simulate_until, wrt=(0, 1))
+    du0, dkappa = g(*args)
+    sweep = g.source.split("reverse_sweep")[1]
+    assert "simulate_until_step_adjoint(u_bar, _s2s_step, u, " in sweep
+    assert "False)" not in sweep and "_s2s_unindex" not in sweep
+    step = s2sad.source(simulate_until, wrt=(0, 1)).split("def simulate_until_step_adjoint")[1]
+    assert "grad of: break" not in step and "[0]" not in step
+    fd = fd_array_grad_central(simulate_until, args, 0)
+    np.testing.assert_allclose(du0, fd, rtol=1e-6, atol=1e-8 * np.max(np.abs(fd)))
+    assert dkappa == pytest.approx(float(fd_array_grad_central(simulate_until, args, 1)),
+                                   rel=1e-6)
 
 
 def halve_until(x, tol, k):

@@ -50,6 +50,7 @@ def heat_vjp(u, kappa, n):
     return (y, heat_pullback)
 """
 import gast
+import numpy as np
 
 from .. import syntax
 from ..compilation import Callee
@@ -90,6 +91,8 @@ class CheckpointedLoop(LoopPlan):
         self.target = loop.target.id
         self.stop = body.stop
         self.online = body.stop is not None
+        self.prelude = []       # statements before the reverse sweep
+        self.advancing = None   # the name of the step as the sweeps run it, if not its own
 
     def plan(self):
         self.tape = self.rev.namer.fresh("_s2s_schedule")
@@ -110,7 +113,8 @@ class CheckpointedLoop(LoopPlan):
         made = syntax.assign(self.tape, syntax.call(schedule, [
             syntax.copied(self.steps), syntax.copied(self.snapshots)], budget))
         loop.iter = syntax.copied(self.steps)
-        loop.body = [self.saving()] + _single_exit(_primal(loop.body))
+        loop.body = [self.saving()] + _advancing(_single_exit(_primal(loop.body)),
+                                                 self.advancing)
         return [syntax.located(made, loop), loop]
 
     def saving(self):
@@ -144,6 +148,7 @@ class CheckpointedLoop(LoopPlan):
             [self.saving()] + [_unlocated(s) for s in _without_stop(_primal(self.loop.body),
                                                                     self.stop)])
         taped = self.taped(body, step)
+        advance.body = _advancing(advance.body, self.advancing)
         for made in [restore, advance] + copies + advance.body + advance.body[0].body:
             syntax.located(made, self.loop).s2s_uncommented = True
         sweep = syntax.for_(syntax.tuple_([syntax.name(step, store=True),
@@ -168,21 +173,42 @@ class CheckpointedLoop(LoopPlan):
         pullback, vjp = found
         callee = next(c for name, c in ctx.callees if name == vjp)
         ctx.callees[:] = [(name, c) for name, c in ctx.callees if name != vjp]
-        adjoint = ctx.call(Callee(callee.fn, "step", callee.wrt, callee.kinds),
+        kinds, patterns = self.specialised(call.value, callee.kinds)
+        adjoint = ctx.call(Callee(callee.fn, "step", callee.wrt, kinds, patterns=patterns),
                            f"{callee.fn.__name__}_adjoint")
+        if patterns is not None:
+            # the sweeps run the step specialised the same way, with its temporaries
+            # computed into dead ones
+            self.advancing = ctx.call(Callee(callee.fn, "advance", callee.wrt, kinds,
+                                             patterns=patterns),
+                                      f"{callee.fn.__name__}_advance")
         args = [syntax.name(step) if syntax.is_name(a, self.target) else syntax.copied(a)
                 for a in call.value.args]
-        seeds = []
+        calls = []
         for n in syntax.walk(syntax.if_(syntax.const(True), body)):
             if isinstance(n, gast.Call) and syntax.is_name(n.func, pullback):
                 n.func, n.args = syntax.name(adjoint), n.args + args
-                seeds += [a.id for a in n.args[:1] if isinstance(a, gast.Name)]
+                calls.append(n)
+        result = call.targets[0].id
         if self.online:
             body = _one_path(body)
+            if len(self.state) == 1:
+                body = _state_seed(body, calls, result)
+        seeds = [n.args[0].id for n in calls if isinstance(n.args[0], gast.Name)]
+        if patterns is not None and len(self.state) == 1 and seeds:
+            # the adjoint specialised on the state's pattern sums into its seed, which
+            # must then be an array that nothing else holds: a copy of the first; those
+            # after it are the arrays the step's adjoint returned
+            seed = self.rev.adj(self.state[0])
+            copy = syntax.assign(seed, syntax.call(ctx.runtime("copied"),
+                                                   [syntax.name(seed)]))
+            copy.s2s_uncommented = True
+            self.prelude = [syntax.comment("the step's adjoint sums into the state's "
+                                           "adjoint: a copy of its own"),
+                            syntax.located(copy, self.loop)]
         for s in body:
             s.s2s_uncommented = True    # (under the comment of the sweep's own)
         out = []
-        result = call.targets[0].id
         if result in syntax.names_loaded(syntax.if_(syntax.const(True), body)):
             # (the structure of the state, which the adjoint of unpacking it reads)
             stand_in = syntax.tuple_([syntax.name(n) for n in self.state]
@@ -194,6 +220,95 @@ class CheckpointedLoop(LoopPlan):
             body.append(syntax.located(syntax.delete([result] + seeds), self.loop))
             body[-1].s2s_uncommented = True
         return out + body
+
+    def specialised(self, call, kinds):
+        """(kinds, patterns) that the step's adjoint is specialised on, under a guard of
+        its own (fused.step_guard): the types and the shape patterns ({parameter of the
+        step: (dtype, pattern)}) of the arguments whose value before the loop is a
+        parameter of the function that the gradient is specialised on (the state keeps
+        the pattern of its first value in most loops; where it does not, the guard calls
+        the step's adjoint made for any shapes). `kinds` and None when the state's pattern
+        is not known."""
+        ctx = self.rev.ctx
+        if not ctx.patterns or ctx.fused not in (True, "grad"):
+            return kinds, None
+        step = call.func.s2s_prim.s2s_lifted
+        types, found = dict(kinds), {}
+        for p, a in zip(step.params, call.args):
+            origin = _origin(a, ctx.wengert, ctx.src) if isinstance(a, gast.Name) else None
+            if origin in ctx.patterns:
+                found[p] = ctx.patterns[origin]
+            if origin in ctx.types and ctx.types[origin] in (float, int, np.ndarray):
+                types[p] = ctx.types[origin]
+        if not all(s in found for s in step.state):
+            return kinds, None
+        return types, found
+
+
+def _origin(name, fn, src):
+    """The parameter of `fn` whose value `name` holds before the checkpointed loops that
+    change it: `name` itself, or the parameter it is a copy of (`u = u0`), when no other
+    statement outside those loops assigns it; else None."""
+    params = {a.id for a in fn.args.posonlyargs + fn.args.args}
+    inside = {id(n) for loop in syntax.walk(fn) if isinstance(loop, gast.For)
+              and is_checkpointed(loop.iter, src) for n in syntax.walk(loop)}
+    seen = set()
+    while name.id not in seen:
+        seen.add(name.id)
+        copies = []
+        for s in syntax.walk(fn):
+            if id(s) in inside:
+                continue
+            if isinstance(s, gast.Assign) and len(s.targets) == 1 and syntax.is_name(
+                    s.targets[0], name.id) and isinstance(s.value, gast.Name):
+                copies.append(s.value)
+            elif isinstance(s, (gast.Assign, gast.AugAssign, gast.AnnAssign, gast.For)) and any(
+                    syntax.is_name(n, name.id) for t in (s.targets if isinstance(s, gast.Assign)
+                                                         else [s.target])
+                    for n in syntax.walk(t)):
+                return None
+        if not copies:
+            return name.id if name.id in params else None
+        if len(copies) > 1:
+            return None
+        name = copies[0]
+    return None
+
+
+def _state_seed(stmts, calls, result):
+    """`stmts`, the reversed body of a checkpointed loop whose step returns its one state
+    and whether it stopped, passing the step's adjoint (`calls`) the state's adjoint, as
+    it takes it (see fused.state_seed), where they built the adjoint of the pair
+    (`t_bar = _s2s_unindex(u_bar, t, 0)`, for `t` the step's `result`); else the first
+    item of what they pass."""
+    for c in calls:
+        seed = c.args[0]
+        made = next((s for s in stmts if isinstance(s, gast.Assign) and syntax.is_name(
+            s.targets[0], getattr(seed, "id", None)) and isinstance(s.value, gast.Call)
+            and getattr(s.value.func, "id", "").endswith("unindex")
+            and len(s.value.args) == 3 and isinstance(s.value.args[0], gast.Name)
+            and syntax.is_name(s.value.args[1], result)
+            and isinstance(s.value.args[2], gast.Constant) and s.value.args[2].value == 0),
+            None)
+        if made is not None and list(syntax.names_loaded(syntax.if_(
+                syntax.const(True), stmts))).count(seed.id) == 1:
+            c.args[0] = made.value.args[0]
+            stmts = [s for s in stmts if s is not made]
+        else:
+            c.args[0] = gast.Subscript(value=seed, slice=syntax.const(0), ctx=gast.Load())
+    return stmts
+
+
+def _advancing(stmts, name):
+    """`stmts` calling the step as `name` (see `CheckpointedLoop.advancing`), if given."""
+    if name is None:
+        return stmts
+    for s in stmts:
+        for n in syntax.walk(s):
+            if isinstance(n, gast.Call) and isinstance(getattr(
+                    getattr(n.func, "s2s_prim", None), "s2s_lifted", None), LoopBody):
+                n.func = syntax.name(name)
+    return stmts
 
 
 def _unlocated(s):

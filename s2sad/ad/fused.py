@@ -29,7 +29,7 @@ from ..analysis.operations import COPY, NONDIFF, PACK
 from ..analysis.names import live_names
 from ..analysis.shapes import pattern_tests
 from .. import syntax
-from ..compilation import parameters
+from ..compilation import Callee, parameters
 from .simplify import with_constant
 
 
@@ -37,7 +37,8 @@ def run(vjp, ctx):
     """The pass (for a fused `ctx.fused`): `f_value_and_grad`, `f_grad` or `f_adjoint`."""
     if not ctx.fused:
         return vjp
-    return fuse(vjp, ctx, value={"grad": False, "adjoint": "adjoint"}.get(ctx.fused, True),
+    return fuse(vjp, ctx, value={"grad": False, "adjoint": "adjoint",
+                                 "advance": "advance"}.get(ctx.fused, True),
                 guard=ctx.guard)
 
 
@@ -76,12 +77,18 @@ def fuse(vjp, ctx, value=True, guard=True):
         result = syntax.name(kept)
     r = syntax.unparse(vjp.body[-1].value.elts[0])
     seed_name = pullback.args.args[0].id
+    if value == "advance":
+        return advance(vjp, ctx, forward, result)
     if value == "adjoint":
         body = _live(forward + pullback.body[:-1] + [syntax.ret(grads)], ctx)
         adjoint = syntax.function(namer.fresh(vjp.name[:-4] + "_adjoint"), [], body, like=vjp)
         params = adjoint.args.posonlyargs or adjoint.args.args
         params.insert(0, gast.Name(id=seed_name, ctx=gast.Param(), annotation=None,
                                    type_comment=None))
+        value = result.id if isinstance(result, gast.Name) else None
+        seed_name, value = state_seed(adjoint, ctx, seed_name, value)
+        if guard and ctx.patterns:
+            adjoint.body.insert(0, step_guard(adjoint, ctx, seed_name, value))
         return adjoint
     folded = [with_constant(s, seed_name, 1.0) for s in pullback.body
               ] if ctx.reverse.scalar_output else [None]
@@ -107,11 +114,89 @@ def fuse(vjp, ctx, value=True, guard=True):
     return syntax.function(namer.fresh(vjp.name[:-4] + "_grad"), [], check + body, like=vjp)
 
 
+def advance(vjp, ctx, forward, result):
+    """`f_step_advance`, a checkpointed loop's step `f_step` as its sweeps run it, with
+    the release passes after it (so that its temporaries are computed into dead ones):
+    its forward pass, returning its result, under the guard of `step_guard` (else the
+    step as it is)."""
+    name = vjp.name[:-4]
+    forward = [s for s in forward if not syntax.is_comment(s)]
+    body = _live(forward + [syntax.ret(result)], ctx.ops, ctx.src)
+    fn = syntax.function(ctx.namer.fresh(name + "_advance"), [], body, like=vjp)
+    comment = syntax.comment("the step of a checkpointed loop, computing into its dead "
+                             "temporaries")
+    plain = ctx.bind(name, obj=ctx.src.fn)
+    fn.body[:0] = [step_guard(fn, ctx, None, None, plain), comment]
+    return fn
+
+
+def state_seed(adjoint, ctx, seed, value):
+    """(seed, value): the seed of the adjoint of a checkpointed loop's step and the value
+    it is the adjoint of. A step that returns its one state and whether it stopped takes
+    the state's adjoint (its caller passes it, see ad/checkpointed.py), not the pair's:
+    its unpacking (`u_1_bar = y_bar[0]`) goes, and `u_1_bar` is the parameter."""
+    step = getattr(ctx.src.fn, "s2s_lifted", None)
+    if getattr(step, "stop", None) is None or len(step.state) != 1:
+        return seed, value
+    params = adjoint.args.posonlyargs or adjoint.args.args
+    unpack = next((s for s in adjoint.body if isinstance(s, gast.Assign)
+                   and isinstance(s.targets[0], gast.Name)
+                   and isinstance(s.value, gast.Subscript) and syntax.is_name(s.value.value, seed)
+                   and isinstance(s.value.slice, gast.Constant) and s.value.slice.value == 0),
+                  None)
+    loads = [n for n in syntax.name_nodes(adjoint) if n.id == seed
+             and isinstance(n.ctx, gast.Load)]
+    if unpack is None or len(loads) != 1:
+        state = ctx.namer.fresh(f"{step.state[0]}_bar")
+        adjoint.body.insert(0, syntax.assign(seed, syntax.tuple_([syntax.name(state),
+                                                                   syntax.const(None)])))
+        params[0].id = state
+        return state, None
+    at = next(i for i, s in enumerate(adjoint.body) if s is unpack)
+    lone = at > 0 and syntax.is_comment(adjoint.body[at - 1]) and (
+        at + 1 == len(adjoint.body) or syntax.is_comment(adjoint.body[at + 1]))
+    del adjoint.body[at - lone:at + 1]      # (and the comment over it alone)
+    state = unpack.targets[0].id
+    params[0].id = state
+    primal = {a: p for p, a in ctx.reverse.adjoints.items()}
+    return state, primal.get(state)
+
+
+def step_guard(adjoint, ctx, seed, value, fallback=None):
+    """The guard of the adjoint of a checkpointed loop's step specialised on the shape
+    patterns of its arguments (the loop state's, as the caller saw them before the loop):
+    where an argument or the seed (the adjoint of the state the step returns, which it
+    takes to have the state's pattern) has another type or pattern, it calls the step's
+    adjoint made for any shapes. Records the seed in `ctx.seed` for the facts of
+    analysis/buffers.py."""
+    step = getattr(ctx.src.fn, "s2s_lifted", None)
+    state = getattr(step, "state", ())
+    patterns = dict(ctx.patterns)
+    if seed is not None and value is not None and len(state) == 1 and state[0] in ctx.patterns:
+        ctx.seed = (seed, value, ctx.patterns[state[0]][1])
+        patterns = {seed: ctx.patterns[state[0]], **patterns}
+        ctx.patterns = patterns
+    ndarray = ctx.bind("ndarray", obj=np.ndarray)
+    tests = [f"{p}.__class__ is not {t}" for p, t in guarded_types(ctx) if p not in patterns]
+    for p, (dtype, pat) in patterns.items():
+        dtype = np.dtype(dtype)
+        tests += ([f"{p}.__class__ is not {ndarray}"] + pattern_tests(p, pat)
+                  + [f"{p}.dtype != {ctx.bind(dtype.name, obj=dtype)}"])
+        if p == seed:       # (its memory, which it sums into)
+            tests += [f"{p}.base is not None", f"not {p}.flags.writeable"]
+    if fallback is None:
+        params = parameters(ctx.src)
+        wrt = ([params.index(n) for n in ctx.wrt])
+        wrt = tuple(wrt) if ctx.as_tuple else wrt[0]
+        fallback = ctx.call(Callee(ctx.src.fn, "step", wrt, ctx.kinds), adjoint.name)
+    return syntax.guard(tests, syntax.passing_on(fallback, adjoint.args))
+
+
 def guard_patterns(fn, ctx):
     """The pass: `fn` (fused, with a guard) also checking the shape patterns its shape
     classes depend on (see analysis.shapes) and the dtypes of the parameters that buffer
     reuse relied on."""
-    if not (ctx.fused in (True, "grad") and ctx.guard and ctx.patterns):
+    if not (ctx.fused in (True, "grad", "adjoint", "advance") and ctx.guard and ctx.patterns):
         return fn
     dtypes = ctx.array_facts.used_dtypes if ctx.release else ()
     guard = fn.body[0] if fn.body else None
@@ -120,10 +205,12 @@ def guard_patterns(fn, ctx):
         return fn
     # a dtype test makes the test that a differentiated array is floating needless
     tests = [t for t in tests if not any(t == f"{p}.dtype.kind != 'f'" for p in dtypes)]
-    tests += [t for p in sorted(ctx.shapes.used) for t in pattern_tests(p, ctx.patterns[p][1])]
+    tests += [t for p in sorted(ctx.shapes.used) for t in pattern_tests(p, ctx.patterns[p][1])
+              if t not in tests]
     for p in sorted(dtypes):
         dtype = np.dtype(ctx.patterns[p][0])
-        tests.append(f"{p}.dtype != {ctx.bind(dtype.name, obj=dtype)}")
+        if f"{p}.dtype != {ctx.bind(dtype.name, obj=dtype)}" not in tests:
+            tests.append(f"{p}.dtype != {ctx.bind(dtype.name, obj=dtype)}")
     fn.body[0] = syntax.located(syntax.guard(tests, guard.body[0].value), guard)
     return fn
 

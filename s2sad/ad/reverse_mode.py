@@ -558,7 +558,8 @@ class Reverse(CallAdjoints):
         if isinstance(info, CheckpointedLoop):     # snapshots, not a tape
             info.plan()
             self.loops[s] = info
-            return [self.zero(n) for n in pre] + [syntax.located(info.reversed_loop(body), s)]
+            sweep = syntax.located(info.reversed_loop(body), s)
+            return [self.zero(n) for n in pre] + info.prelude + [sweep]
         # what the reversed body reads of this iteration; a value an inner reversed loop
         # unpacks from its own tape is that loop's business, but the same name read
         # elsewhere in the body still needs this iteration's value

@@ -109,6 +109,18 @@ class ArrayFacts:
                     self.floating.add(p)    # grad refuses other arrays
             elif kind == SCALAR and typ in (float, int):
                 params[p] = Fact(EMPTY, EMPTY, NUMBER)
+            elif self.ctx.seed and p == self.ctx.seed[0]:
+                # the seed of a checkpointed loop's step adjoint, which its guard checks
+                # to have the pattern and dtype of the state, the value the step returns,
+                # and to own its memory; the caller gives it up (ad/checkpointed.py), so
+                # its buffer is the function's own
+                _, value, pat = self.ctx.seed
+                self.dtypes[p] = np.dtype(self.ctx.patterns[p][0])
+                self.floating.add(p)
+                shape = self.ctx.shapes.of(value)
+                self.owned |= self.buffer_of(p)
+                params[p] = Fact(shape, frozenset([p]), ND if shape is not None and pat
+                                 else NDARRAY, self.buffer_of(p))
             else:
                 params[p] = Fact(buffers=self.buffer_of(p))
         return params
@@ -314,6 +326,8 @@ class ArrayFacts:
                 facts.pop(n, None)
         elif self.writes_array(s, facts) or isinstance(s, gast.Return):
             pass        # an element write copies the values into the array
+        elif isinstance(s, gast.If) and getattr(s.test, "s2s_tests", None) is not None:
+            pass        # a guard (syntax.guard): when it calls another version, it returns
         elif self.tape_of(s) is not None:
             # a tape holds the values it records (a stand-in holds none), and changes none
             tape, values = self.tape_of(s)

@@ -87,8 +87,9 @@ class Peephole:
         self.floats = self.float_names(fn)
         body = self.without_unit_factors(self.shared_views(fn.body, before), before)
         fn.body = self.viewed(self.unnamed(body), before)
-        self.uncopied_results(fn, before)
-        self.cast_results(fn, before)
+        if self.ctx.fused != "advance":     # (which returns the step's result)
+            self.uncopied_results(fn, before)
+            self.cast_results(fn, before)
         self.plain_zeros(fn)
         fn = halves_cancelled(fn, lambda s: self.names_of(s)[0], self.stored)
         return negations_pushed(fn, self.floats, self.stored, lambda s: self.names_of(s)[0],

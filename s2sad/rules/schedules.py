@@ -132,52 +132,86 @@ def _split(n, k):
     return max(1, min(math.comb(k + r - 1, k), n - math.comb(k + r - 2, k - 1), n - 1))
 
 
-def _actions(n, k):
-    """The binomial schedule of `n` steps with `k` snapshots, as ("save", p),
-    ("advance", p, q), ("restore", p) and ("reverse", p) on step positions."""
-    out = [("save", 0)]
+def _reversals(n, k):
+    """The binomial schedule of `n` steps with `k` snapshots as `Reversals`: for each step
+    from the last, the snapshot its state is computed from, the snapshots taken on the
+    way there, and whether that restore is the snapshot's last. (Built in lists of ints,
+    not of tuples: freed tuples stay in CPython's free lists, which tracemalloc counts.)"""
+    steps, starts, saves, offsets = [], [], [], [0]
+    pending, start = [], [0]
 
     def reverse(s, e, k):           # the state before s is current, and kept
         if e - s == 1:
-            out.append(("reverse", s))
+            reversed_step(s)
         elif k == 1:
             for j in range(e - 1, s - 1, -1):
                 if j < e - 1:
-                    out.append(("restore", s))
-                if j > s:
-                    out.append(("advance", s, j))
-                out.append(("reverse", j))
+                    start[0] = s
+                    pending.clear()
+                reversed_step(j)
         else:
             m = s + _split(e - s, k)
-            out.append(("advance", s, m))
-            out.append(("save", m))
+            pending.append(m)
             reverse(m, e, k - 1)
-            out.append(("restore", s))
+            start[0] = s
+            pending.clear()
             reverse(s, m, k)
+
+    def reversed_step(j):
+        steps.append(j)
+        starts.append(start[0])
+        saves.extend(p for p in pending if start[0] <= p < j)
+        offsets.append(len(saves))
+        pending.clear()
+
     if n:
+        pending.append(0)
         reverse(0, n, k)
-    return out
+    last, restored = [False] * len(steps), set()
+    for j in range(len(steps) - 1, -1, -1):
+        last[j] = starts[j] not in restored
+        restored.add(starts[j])
+    return Reversals(steps, starts, saves, offsets, last)
 
 
-def _reversals(n, k):
-    """[(step, start, saves, last)]: for each step from the last, the snapshot its state
-    is computed from, the snapshots taken on the way there, and whether that restore is
-    the snapshot's last."""
-    out, start, saves = [], 0, []
-    for action in _actions(n, k):
-        if action[0] == "save":
-            saves.append(action[1])
-        elif action[0] == "restore":
-            start, saves = action[1], []
-        elif action[0] == "reverse":
-            out.append([action[1], start, [p for p in saves if start <= p < action[1]]])
-            start, saves = None, []
-    restored = set()
-    for reversal in reversed(out):
-        reversal.append(reversal[1] not in restored)
-        restored.add(reversal[1])
-    return out
+class Reversals:
+    """The reversals of a schedule, (step, start, saves, last) each, held in arrays: as
+    lists of Python ints, the plan of 2,000 steps took 0.7 MB, most of a state of 10^5
+    numbers, which the reverse sweep would hold beside its snapshots."""
 
+    def __init__(self, steps=(), starts=(), saves=(), offsets=(0,), last=()):
+        self.step = np.array(steps, dtype=np.int64)
+        self.start = np.array(starts, dtype=np.int64)
+        self.saves = np.array(saves, dtype=np.int64)
+        self.offsets = np.array(offsets, dtype=np.int64)
+        self.last = np.array(last, dtype=bool)
+
+    def __len__(self):
+        return len(self.step)
+
+    def __getitem__(self, j):
+        saves = self.saves[self.offsets[j]:self.offsets[j + 1]]
+        return (int(self.step[j]), int(self.start[j]), [int(p) for p in saves],
+                bool(self.last[j]))
+
+
+class _Sweep:
+    """The reversals of one reverse sweep, in order, from `parts`: (reversals, the first
+    of them taken, the step they are counted from)."""
+
+    def __init__(self, parts):
+        self.parts = parts
+
+    def __len__(self):
+        return sum(len(rows) - first for rows, first, _ in self.parts)
+
+    def __getitem__(self, j):
+        for rows, first, shift in self.parts:
+            if j < len(rows) - first:
+                step, start, saves, last = rows[first + j]
+                return step + shift, start + shift, [q + shift for q in saves], last
+            j -= len(rows) - first
+        raise IndexError(j)
 
 class Revolve:
     """The binomial schedule of a loop over `steps` (a range) that keeps at most
@@ -194,9 +228,9 @@ class Revolve:
         self.memory = None if memory is None else checked_budget(memory)
         self.kept = {}
         self.recomputed = 0
-        self.sweep, self.cursor = [], 0
+        self.sweep, self.cursor = _Sweep([]), 0
         self.sweeps = 0
-        self.snapshots, self.first, self.plan = None, None, []
+        self.snapshots, self.first, self.plan = None, None, Reversals()
         self.saving = {0} if len(steps) else set()
         if memory is None:
             self.planned(int(snapshots))
@@ -206,11 +240,11 @@ class Revolve:
         n = len(self.steps)
         self.snapshots = snapshots
         plan = _reversals(n, snapshots)
-        self.first = plan[0] if plan else None
-        self.plan = plan[1:]
+        self.first = plan[0] if len(plan) else None
+        self.plan = plan
         # the forward sweep: the first reversal's snapshots, and the state before the
         # last step (revolve's current state, with which the reverse sweep starts)
-        self.saving = set(self.first[2]) | {n - 1} if plan else set()
+        self.saving = set(self.first[2]) | {n - 1} if len(plan) else set()
 
     def snapshot_before(self, i):
         """Whether the sweep running keeps the state before step `i`."""
@@ -254,8 +288,9 @@ class Revolve:
         else:
             first = (n - 1, n - 1, [], True)
         self.sweeps += 1
-        self.sweep, self.cursor = [first] + self.plan, 0
-        for step, start, _, _ in self.sweep:
+        self.sweep, self.cursor = _Sweep([([first], 0, 0), (self.plan, 1, 0)]), 0
+        for j in range(len(self.sweep)):
+            step, start, _, _ = self.sweep[j]
             yield self.steps[step], self.steps[start]
 
     def __repr__(self):
@@ -324,7 +359,7 @@ class Online(Revolve):
         self.kept, self.spacing, self.current = {}, 1, None
         self.indexes = []
         self.recomputed, self.sweeps = 0, 0
-        self.sweep, self.cursor = [], 0
+        self.sweep, self.cursor = _Sweep([]), 0
 
     def snapshot_before(self, i):
         if self.steps is not None:
@@ -363,8 +398,8 @@ class Online(Revolve):
             stride = self.indexes[1] - self.indexes[0]
         self.steps = range(start, start + n * stride, stride)
         plan = _reversals(n, self.snapshots)
-        self.first = plan[0] if plan else None
-        self.plan = plan[1:]
+        self.first = plan[0] if len(plan) else None
+        self.plan = plan
 
     def online_sweep(self):
         n = self.count
@@ -373,13 +408,12 @@ class Online(Revolve):
         self.kept = {p: v for p, v in self.kept.items() if p in starts or p == 0}
         self.kept[n - 1] = self.current
         self.current = None
-        sweep = [(n - 1, n - 1, [], True)]
-        for s, e, c in reversed(segments):
-            sweep += [(step + s, start + s, [q + s for q in saves], last)
-                      for step, start, saves, last in _reversals(e - s, c)]
         self.sweeps += 1
-        self.sweep, self.cursor = sweep, 0
-        for step, start, _, _ in sweep:
+        self.sweep = _Sweep([([(n - 1, n - 1, [], True)], 0, 0)] + [
+            (_reversals(e - s, c), 0, s) for s, e, c in reversed(segments)])
+        self.cursor = 0
+        for j in range(len(self.sweep)):
+            step, start, _, _ = self.sweep[j]
             yield self.steps[step], self.steps[start]
 
     def __repr__(self):
