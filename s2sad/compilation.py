@@ -103,7 +103,7 @@ class Compilation:
     recompute: bool = False
     tangent_only: bool = False
     memory: float | None = None                 # bytes for a checkpointed loop's snapshots
-    seed: tuple | None = None                   # (name, value, pattern), see fused.step_seed
+    seed: tuple | None = None                   # (name, value, pattern), see fused.step_guard
     backend: str = "python"                     # or "numba" (passes/native_tapes.py)
     jit: tuple = ()                             # numba.njit's options, (name, value) pairs
     bindings: dict = dataclasses.field(default_factory=dict)

@@ -121,7 +121,7 @@ def advance(vjp, ctx, forward, result):
     step as it is)."""
     name = vjp.name[:-4]
     forward = [s for s in forward if not syntax.is_comment(s)]
-    body = _live(forward + [syntax.ret(result)], ctx.ops, ctx.src)
+    body = _live(forward + [syntax.ret(result)], ctx)
     fn = syntax.function(ctx.namer.fresh(name + "_advance"), [], body, like=vjp)
     comment = syntax.comment("the step of a checkpointed loop, computing into its dead "
                              "temporaries")
