@@ -3,6 +3,7 @@ reductions, slice adjoints added in place, arrays released after their last use,
 `grad` without the forward statements only the value needs. Every gradient is checked
 against central differences; generated code never mutates or aliases the inputs."""
 import dataclasses
+import math
 import re
 
 import numpy as np
@@ -657,3 +658,19 @@ def test_each_way_a_negation_is_pushed_gives_the_same_values():
     rng = np.random.default_rng(0)
     for a, b, c in rng.normal(size=(20, 3)):
         assert after["f"](a, b, c) == before["f"](a, b, c)      # bit for bit
+
+
+def index_read_after_a_dead_loop(x):
+    b = x * x
+    for i in range(0, 5, 2):
+        w = math.sin(b)             # nothing reads w: the loop is kept for i
+    if i > 1:
+        return b * x
+    return x
+
+
+def test_a_loop_whose_index_is_read_after_it_stays():
+    # (found by the fuzzer: the emptied loop went, and i with it)
+    g = s2sad.grad(index_read_after_a_dead_loop)
+    assert g(0.5) == pytest.approx(3 * 0.5 ** 2, rel=1e-12)
+    assert "w = " not in g.source

@@ -293,7 +293,7 @@ def _without_faint(body, removable, is_range):
             needed |= new
             todo.extend(new)
     faint = {id(s) for stmts in binders.values() for s in stmts}
-    return _swept(body, faint, is_range) if faint else body
+    return _swept(body, faint, is_range, needed) if faint else body
 
 
 def _needed_reads(stmts, removable, needed, binders):
@@ -312,16 +312,18 @@ def _needed_reads(stmts, removable, needed, binders):
             needed.update(syntax.names_loaded(s))
 
 
-def _swept(stmts, faint, is_range):
+def _swept(stmts, faint, is_range, needed):
     """`stmts` without the statements whose ids are in `faint`, and the loops over
-    `range` and `if`s that leaves empty."""
+    `range` (whose index is not in `needed`) and `if`s that leaves empty."""
     out = []
     for s in stmts:
         if id(s) in faint:
             continue
         if isinstance(s, (gast.If, gast.For, gast.While)):
-            s.body, s.orelse = _swept(s.body, faint, is_range), _swept(s.orelse, faint, is_range)
+            s.body = _swept(s.body, faint, is_range, needed)
+            s.orelse = _swept(s.orelse, faint, is_range, needed)
             if (isinstance(s, gast.For) and not s.body and not s.orelse
+                    and not needed.intersection(syntax.names_stored(s.target))
                     and isinstance(s.iter, gast.Call) and syntax.is_name(s.iter.func)
                     and is_range(s.iter.func.id)
                     and all(syntax.is_atom(a) for a in s.iter.args)):
