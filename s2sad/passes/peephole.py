@@ -20,7 +20,13 @@ names they read.
   parameter of known dtype is `np.zeros(x.shape)`;
 - a name bound once to `e / (2 * d)` and read only as `2 * n` (a square root's adjoint
   read by the doubled terms of a sum of squares) is `e / d`, read as `n`
-  (`ad.simplify.halves_cancelled`).
+  (`ad.simplify.halves_cancelled`);
+- a product summed down to a shape, `_s2s_unbroadcast(a * b, x)`, is one contraction
+  `_s2s_unbroadcast_product(a, b, x)` (a matrix product, without the product's array),
+  and an adjoint `_s2s_unreduce(g, x, axis, keepdims)` read only by them is
+  `_s2s_spread(...)`, a view of `g` (`np.sum(d * c, axis=1)` of `d` of shape (n, n, 3):
+  the adjoint of `c` is `c_bar = _s2s_unbroadcast_product(t_bar, d, c)` after
+  `t_bar = _s2s_spread(a_bar, t, 1, False)`, not an (n, n, 3) product summed).
 
 >>> print(show("reuse_buffers", '''
 ... def f(x):
@@ -51,7 +57,7 @@ from ..analysis.buffers import ND, NDARRAY, Fact
 from ..analysis.names import number_names, number_value, store_counts
 from ..analysis.shapes import trims
 from ..ad.simplify import halves_cancelled
-from ..rules import registry
+from ..rules import registry, runtime
 
 _ARITHMETIC = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul}
 
@@ -84,7 +90,47 @@ class Peephole:
         self.uncopied_results(fn, before)
         self.cast_results(fn, before)
         self.plain_zeros(fn)
+        self.contractions(fn)
         return halves_cancelled(fn, lambda s: self.names_of(s)[0], self.stored)
+
+    def contractions(self, fn):
+        """`_s2s_unbroadcast(a * b, x)` as `_s2s_unbroadcast_product(a, b, x)` throughout
+        `fn` (not for a number operand: a number times the sum is as fast), then an
+        `_s2s_unreduce` bound to a name read only as their operand as `_s2s_spread`."""
+        helper = self.ctx.bindings.get
+        products = []
+        for n in syntax.walk(fn):
+            if (isinstance(n, gast.Call) and isinstance(n.func, gast.Name)
+                    and helper(n.func.id) is runtime.unbroadcast and len(n.args) == 2
+                    and not n.keywords and isinstance(n.args[0], gast.BinOp)
+                    and isinstance(n.args[0].op, gast.Mult)
+                    and not any(self.maybe_number(e) for e in (
+                        n.args[0].left, n.args[0].right, n.args[1]))):
+                n.func = syntax.name(self.ctx.runtime("unbroadcast_product"))
+                n.args = [n.args[0].left, n.args[0].right, n.args[1]]
+                products.append(n)
+        if not products:
+            return
+        operands = {id(a) for n in products for a in n.args[:2] if isinstance(a, gast.Name)}
+        loads = {}
+        for n in syntax.walk(fn):
+            if isinstance(n, gast.Name):
+                loads.setdefault(n.id, []).append(id(n) in operands and type(n.ctx) is gast.Load)
+        for s in syntax.walk(fn):
+            if (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+                    and isinstance(s.value, gast.Call) and isinstance(s.value.func, gast.Name)
+                    and helper(s.value.func.id) is runtime.unreduce
+                    and self.stored[s.targets[0].id] == 1
+                    and all(loads[s.targets[0].id][1:]) and len(loads[s.targets[0].id]) > 1):
+                s.value.func = syntax.name(self.ctx.runtime("spread"))
+                self.changed(s)
+        for n in products:
+            self.names[n] = None
+
+    def maybe_number(self, e):
+        """Whether `e` is a constant, or a name bound to a number or to a Python float."""
+        return isinstance(e, gast.Constant) or (isinstance(e, gast.Name) and (
+            e.id in self.numbers or e.id in self.floats or self.is_int(e)))
 
     def number(self, e):
         """The number `e` certainly is (a constant, or a name bound once to one), or None."""
