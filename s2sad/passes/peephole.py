@@ -47,6 +47,7 @@ names they read.
     x_bar_view_1 += t_2_bar
     return x_bar
 """
+import collections
 import operator
 
 import gast
@@ -95,8 +96,10 @@ class Peephole:
 
     def contractions(self, fn):
         """`_s2s_unbroadcast(a * b, x)` as `_s2s_unbroadcast_product(a, b, x)` throughout
-        `fn` (not for a number operand: a number times the sum is as fast), then an
-        `_s2s_unreduce` bound to a name read only as their operand as `_s2s_spread`."""
+        `fn` (not for a number operand: a number times the sum is as fast); a sum of such
+        products read only summed down to shapes, summed term by term
+        (`distributed`); then an `_s2s_unreduce` bound to a name read only as their
+        operand as `_s2s_spread`."""
         helper = self.ctx.bindings.get
         products = []
         for n in syntax.walk(fn):
@@ -108,24 +111,166 @@ class Peephole:
                         n.args[0].left, n.args[0].right, n.args[1]))):
                 n.func = syntax.name(self.ctx.runtime("unbroadcast_product"))
                 n.args = [n.args[0].left, n.args[0].right, n.args[1]]
+                self.names[n] = None
                 products.append(n)
         if not products:
             return
-        operands = {id(a) for n in products for a in n.args[:2] if isinstance(a, gast.Name)}
+        self.distributed(fn)
+        operands = {id(a) for n in syntax.walk(fn) if self.is_helper(n, "unbroadcast_product")
+                    for a in n.args[:2] if isinstance(a, gast.Name)}
         loads = {}
+        for n in syntax.name_nodes(fn):
+            loads.setdefault(n.id, []).append(id(n) in operands and type(n.ctx) is gast.Load)
+        for body in syntax.blocks(fn.body):
+            for i, s in enumerate(body):
+                if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+                        and self.is_helper(s.value, "unreduce")
+                        and self.stored[s.targets[0].id] == 1
+                        and all(loads[s.targets[0].id][1:]) and len(loads[s.targets[0].id]) > 1):
+                    continue
+                # a view of the adjoint `g`: read only while nothing writes in place
+                # (into `g`'s memory, through any name) after it
+                name, fresh = s.targets[0].id, isinstance(s.value.args[0], _NEW_VALUES)
+                last = max((j for j in range(i + 1, len(body))
+                            if any(syntax.is_name(n, name) for n in syntax.walk(body[j]))),
+                           default=None)
+                if last is not None and (fresh or not any(
+                        _in_place(body[j], j == last) for j in range(i + 1, last + 1))):
+                    s.value.func = syntax.name(self.ctx.runtime("spread"))
+                    self.changed(s)
+
+    def is_helper(self, n, name):
+        return (isinstance(n, gast.Call) and isinstance(n.func, gast.Name)
+                and self.ctx.bindings.get(n.func.id) is getattr(runtime, name))
+
+    def distributed(self, fn):
+        """`fn` where a name bound once to a sum of products of arrays of one shape
+        (`_s2s_unbroadcast_product(a, b, y) + 2 * c * y`), read only summed down to other
+        shapes (`_s2s_unbroadcast(d, x)`, `_s2s_unbroadcast(-d, x)`, at most twice, in
+        the same block), is not bound: each read sums each product down (one contraction
+        each, `_s2s_unbroadcast_product(a, b, x) + 2 * _s2s_unbroadcast_product(c, y,
+        x)`), which no array of the sum's size needs."""
+        stored = self.stored
+        reads = {}
         for n in syntax.walk(fn):
-            if isinstance(n, gast.Name):
-                loads.setdefault(n.id, []).append(id(n) in operands and type(n.ctx) is gast.Load)
-        for s in syntax.walk(fn):
-            if (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
-                    and isinstance(s.value, gast.Call) and isinstance(s.value.func, gast.Name)
-                    and helper(s.value.func.id) is runtime.unreduce
-                    and self.stored[s.targets[0].id] == 1
-                    and all(loads[s.targets[0].id][1:]) and len(loads[s.targets[0].id]) > 1):
-                s.value.func = syntax.name(self.ctx.runtime("spread"))
-                self.changed(s)
-        for n in products:
-            self.names[n] = None
+            if self.is_helper(n, "unbroadcast") and len(n.args) == 2:
+                g = n.args[0]
+                g = g.operand if isinstance(g, gast.UnaryOp) and isinstance(
+                    g.op, gast.USub) else g
+                if isinstance(g, gast.Name):
+                    reads.setdefault(g.id, []).append(n)
+        loaded, dropped = collections.Counter(syntax.names_loaded(fn)), set()
+        for body in list(syntax.blocks(fn.body)):
+            classes = ShapeClasses(body, stored, self.maybe_number, self.is_helper)
+            for i, s in enumerate(body):
+                if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+                        and stored[s.targets[0].id] == 1):
+                    continue
+                d = s.targets[0].id
+                uses = reads.get(d, [])
+                terms = self.product_terms(s.value)
+                if (not 0 < len(uses) <= 2 or len(uses) != loaded[d] or terms is None
+                        or len({classes.of(t, i) for _, t in terms}) != 1
+                        or classes.of(terms[0][1], i) in (None, "number")):
+                    continue
+                places = self.places(body, i, uses, syntax.names_loaded(s.value))
+                if places is None:
+                    continue
+                for j in places:
+                    body[j] = self.changed(self.summed_terms(body[j], uses, terms))
+                dropped.add(id(s))
+        for body in syntax.blocks(fn.body):
+            body[:] = [s for s in body if id(s) not in dropped]
+
+    def product_terms(self, e, sign=1):
+        """[(sign, term)] of the sum `e` of two or more products of arrays (each a product
+        of two factors that are not numbers, or `_s2s_unbroadcast_product`), or None."""
+        if isinstance(e, gast.BinOp) and isinstance(e.op, (gast.Add, gast.Sub)):
+            left = self.product_terms(e.left, sign) if self.is_sum(e.left) else [(sign, e.left)]
+            right_sign = sign if isinstance(e.op, gast.Add) else -sign
+            right = (self.product_terms(e.right, right_sign) if self.is_sum(e.right)
+                     else [(right_sign, e.right)])
+            if left is None or right is None:
+                return None
+            terms = left + right
+            return terms if all(self.factors(t) for _, t in terms) else None
+        return None
+
+    def is_sum(self, e):
+        return isinstance(e, gast.BinOp) and isinstance(e.op, (gast.Add, gast.Sub))
+
+    def factors(self, e):
+        """(numbers, arrays): the factors of the product `e` (two or more names of
+        arrays), or None."""
+        if self.is_helper(e, "unbroadcast_product"):
+            return ([], [e]) if all(isinstance(a, gast.Name) for a in e.args) else None
+        if not (isinstance(e, gast.BinOp) and isinstance(e.op, gast.Mult)):
+            return None
+        found = []
+        todo = [e]
+        while todo:
+            n = todo.pop()
+            if isinstance(n, gast.BinOp) and isinstance(n.op, gast.Mult):
+                todo += [n.right, n.left]
+            else:
+                found.append(n)
+        numbers = [f for f in found if self.maybe_number(f)]
+        arrays = [f for f in found if not self.maybe_number(f)]
+        if len(arrays) < 2 or not all(isinstance(a, gast.Name) for a in arrays):
+            return None     # (a factor computed, once for each read, would be computed again)
+        return numbers, arrays
+
+    def places(self, body, i, uses, names):
+        """The indices in `body` of the statements after `body[i]` that hold `uses`, when
+        they are simple statements and those between `body[i]` and the last of them
+        leave the arrays `names` as they are; else None."""
+        where = []
+        for u in uses:
+            j = next((j for j in range(i + 1, len(body))
+                      if any(n is u for n in syntax.walk(body[j]))), None)
+            if j is None or not isinstance(body[j], (gast.Assign, gast.AugAssign, gast.Expr)):
+                return None
+            where.append(j)
+        last = max(where)
+        for j in range(i + 1, last + 1):
+            # the operands of the sum are read later: nothing between writes in place
+            # (into any array: an operand may share its memory) or names them
+            if _in_place(body[j], j == last) or (j != last and set(names) & {
+                    n.id for n in syntax.name_nodes(body[j])}):
+                return None
+        return sorted(set(where))
+
+    def summed_terms(self, s, uses, terms):
+        """`s` where each `_s2s_unbroadcast(d, x)` of `uses` is the sum of `terms` summed
+        down to `x` term by term."""
+        def term_summed(term, x):
+            if self.is_helper(term, "unbroadcast_product"):
+                return syntax.call(term.func, [syntax.copied(a) for a in term.args[:2]] +
+                                   [syntax.copied(x)])
+            numbers, arrays = self.factors(term)
+            left = arrays[0]
+            for a in arrays[1:-1]:
+                left = syntax.binop(left, gast.Mult(), a)
+            out = syntax.call(syntax.name(self.ctx.runtime("unbroadcast_product")),
+                              [syntax.copied(left), syntax.copied(arrays[-1]),
+                               syntax.copied(x)])
+            for k in reversed(numbers):
+                out = syntax.binop(syntax.copied(k), gast.Mult(), out)
+            return out
+
+        def replaced(n):
+            if not any(n is u for u in uses):
+                return syntax.rebuilt(n, replaced)
+            negated = isinstance(n.args[0], gast.UnaryOp)
+            out = None
+            for sign, term in terms:
+                t = term_summed(term, n.args[1])
+                if out is None:
+                    out = t if sign > 0 else syntax.unary(gast.USub(), t)
+                else:
+                    out = syntax.binop(out, gast.Add() if sign > 0 else gast.Sub(), t)
+            return syntax.unary(gast.USub(), out) if negated else out
+        return syntax.rebuilt(s, replaced)
 
     def maybe_number(self, e):
         """Whether `e` is a constant, or a name bound to a number or to a Python float."""
@@ -463,6 +608,76 @@ class Peephole:
                 if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
                 and s.targets[0].id not in loaded and isinstance(s.value, gast.Call)
                 and any(k.arg == "out" for k in s.value.keywords) else s for s in body]
+
+
+#: Expressions whose value is a new array (or a number), no other name's memory.
+_NEW_VALUES = (gast.BinOp, gast.UnaryOp, gast.Constant)
+#: Methods that write into their array (or an argument).
+_WRITING = {"at", "fill", "put", "sort", "copyto", "place", "putmask", "fill_diagonal",
+            "resize", "itemset", "partition"}
+
+
+def _in_place(s, last=False):
+    """Whether statement `s` may write into an array that existed before it (an
+    augmented assignment to a name evaluates its value first: not the `last` reader)."""
+    if syntax.is_comment(s):
+        return False
+    if isinstance(s, gast.AugAssign):
+        if not (last and isinstance(s.target, gast.Name)):
+            return True
+    elif not (isinstance(s, gast.Expr) or (isinstance(s, gast.Assign) and all(
+            isinstance(t, gast.Name) for t in s.targets))):
+        return True
+    return any((isinstance(n, gast.keyword) and n.arg == "out") or (
+        isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute)
+        and n.func.attr in _WRITING) for n in syntax.walk(s))
+
+
+class ShapeClasses:
+    """The shape classes of expressions in a block of statements (`of`): two
+    expressions of one class have one shape. A name is of the class of the value it was
+    last bound to in the block (a class of its own when that is unknown, or it was bound
+    by another kind of statement), or of one of its own when it is bound once and not in
+    the block; a number goes with any shape (None is unknown)."""
+
+    def __init__(self, body, stored, is_number, is_helper):
+        self.body, self.stored = body, stored
+        self.is_number, self.is_helper = is_number, is_helper
+        self.found = {}
+
+    def of(self, e, at):
+        """The class of `e` evaluated before `self.body[at]`."""
+        if self.is_number(e):
+            return "number"
+        if isinstance(e, gast.Name):
+            return self.name(e.id, at)
+        for helper, i in (("unbroadcast", 1), ("unbroadcast_product", 2), ("unreduce", 1),
+                          ("spread", 1)):
+            if self.is_helper(e, helper) and len(e.args) > i:
+                return self.of(e.args[i], at)
+        if isinstance(e, gast.UnaryOp) and isinstance(e.op, gast.USub):
+            return self.of(e.operand, at)
+        if isinstance(e, gast.BinOp) and isinstance(e.op, (gast.Add, gast.Sub, gast.Mult)):
+            found = {self.of(e.left, at), self.of(e.right, at)} - {"number"}
+            if not found:
+                return "number"
+            return found.pop() if len(found) == 1 and None not in found else None
+        return None
+
+    def name(self, id, at):
+        j = next((j for j in range(at - 1, -1, -1) if syntax.stores(self.body[j], id)), None)
+        if j is None:
+            return ("name", id) if self.stored[id] == 1 else None
+        key = (id, j)
+        if key not in self.found:
+            self.found[key] = ("name", id, j)     # (while its value's is found)
+            s = self.body[j]
+            if (isinstance(s, gast.Assign) and len(s.targets) == 1
+                    and syntax.is_name(s.targets[0], id)):
+                found = self.of(s.value, j)
+                if found not in (None, "number"):
+                    self.found[key] = found
+        return self.found[key]
 
 
 def _float_ufunc(f, nargs):

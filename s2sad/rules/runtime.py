@@ -139,7 +139,7 @@ def summed(a, axes):
         return a.sum(axis=axes)        # NumPy adds rows fast; several blocks: not here
     outer, inner = a.shape[:first], a.shape[last:]
     size, after = math.prod(a.shape[first:last]), math.prod(inner)
-    if after >= _SHORT_AXIS or (not inner and size >= _SHORT_AXIS):
+    if size == 1 or after >= _SHORT_AXIS or (not inner and size >= _SHORT_AXIS):
         return a.sum(axis=axes)
     ones = np.ones(size, a.dtype)
     if not inner:
@@ -166,8 +166,9 @@ def unbroadcast_product(a, b, x):
     a, b = _compact(a, len(wide)), _compact(b, len(wide))
     lead = len(wide) - len(shape)
     kept = [i >= lead and shape[i - lead] != 1 for i in range(len(wide))]
-    only_a = tuple(i for i in range(len(wide)) if not kept[i] and b.shape[i] == 1)
-    only_b = tuple(i for i in range(len(wide)) if not kept[i] and a.shape[i] == 1)
+    summed_axes = [i for i in range(len(wide)) if not kept[i] and wide[i] != 1]
+    only_a = tuple(i for i in summed_axes if b.shape[i] == 1)
+    only_b = tuple(i for i in summed_axes if a.shape[i] == 1)
     a, b = _summed_keeping(a, only_a), _summed_keeping(b, only_b)   # their own axes first
 
     def axes(in_a, in_b, keep):
