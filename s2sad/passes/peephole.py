@@ -83,6 +83,7 @@ class Peephole:
         if before is None or any(id(s) not in before for s in fn.body):
             facts = self.known.analyse(fn.body, self.known.parameters(fn))
             before = {id(s): f for s, f in zip(fn.body, facts)}
+        self.before = before
         self.stored = stored = store_counts(fn)     # upper bounds: no rewrite binds more
         self.numbers = number_names(fn, stored)
         self.floats = self.float_names(fn, stored)
@@ -134,8 +135,8 @@ class Peephole:
                 last = max((j for j in range(i + 1, len(body))
                             if any(syntax.is_name(n, name) for n in syntax.walk(body[j]))),
                            default=None)
-                if last is not None and (fresh or not any(
-                        _in_place(body[j], j == last) for j in range(i + 1, last + 1))):
+                if last is not None and (fresh or self.left_alone(
+                        body, i, last, _operands(s.value.args[0]))):
                     s.value.func = syntax.name(self.ctx.runtime("spread"))
                     self.changed(s)
 
@@ -144,9 +145,9 @@ class Peephole:
                 and self.ctx.bindings.get(n.func.id) is getattr(runtime, name))
 
     def distributed(self, fn):
-        """`fn` where a name bound once to a sum of products of arrays of one shape
-        (`_s2s_unbroadcast_product(a, b, y) + 2 * c * y`), read only summed down to other
-        shapes (`_s2s_unbroadcast(d, x)`, `_s2s_unbroadcast(-d, x)`, at most twice, in
+        """`fn` where a name bound once to a product of arrays, or a sum of products of
+        one shape (`_s2s_unbroadcast_product(a, b, y) + 2 * c * y`), read only summed down
+        to other shapes (`_s2s_unbroadcast(d, x)`, `_s2s_unbroadcast(-d, x)`, at most twice, in
         the same block), is not bound: each read sums each product down (one contraction
         each, `_s2s_unbroadcast_product(a, b, x) + 2 * _s2s_unbroadcast_product(c, y,
         x)`), which no array of the sum's size needs."""
@@ -169,11 +170,13 @@ class Peephole:
                 d = s.targets[0].id
                 uses = reads.get(d, [])
                 terms = self.product_terms(s.value)
-                if (not 0 < len(uses) <= 2 or len(uses) != loaded[d] or terms is None
-                        or len({classes.of(t, i) for _, t in terms}) != 1
-                        or classes.of(terms[0][1], i) in (None, "number")):
+                if not 0 < len(uses) <= 2 or len(uses) != loaded[d] or terms is None:
                     continue
-                places = self.places(body, i, uses, syntax.names_loaded(s.value))
+                shape = {classes.of(t, i) for _, t in terms}
+                if (len(shape) != 1 or shape & {None, "number"}
+                        or any(classes.of(u.args[1], i) in shape for u in uses)):
+                    continue    # (summed down to its own shape: each product made again)
+                places = self.places(body, i, uses, _operands(s.value))
                 if places is None:
                     continue
                 for j in places:
@@ -183,18 +186,16 @@ class Peephole:
             body[:] = [s for s in body if id(s) not in dropped]
 
     def product_terms(self, e, sign=1):
-        """[(sign, term)] of the sum `e` of two or more products of arrays (each a product
-        of two factors that are not numbers, or `_s2s_unbroadcast_product`), or None."""
-        if isinstance(e, gast.BinOp) and isinstance(e.op, (gast.Add, gast.Sub)):
-            left = self.product_terms(e.left, sign) if self.is_sum(e.left) else [(sign, e.left)]
-            right_sign = sign if isinstance(e.op, gast.Add) else -sign
-            right = (self.product_terms(e.right, right_sign) if self.is_sum(e.right)
-                     else [(right_sign, e.right)])
-            if left is None or right is None:
-                return None
-            terms = left + right
-            return terms if all(self.factors(t) for _, t in terms) else None
-        return None
+        """[(sign, term)] of `e`, a product of arrays or a sum of them (each a product of
+        two or more names of arrays, and numbers, or an `_s2s_unbroadcast_product`), or
+        None."""
+        if self.is_sum(e):
+            left = self.product_terms(e.left, sign)
+            right = self.product_terms(e.right, sign if isinstance(e.op, gast.Add) else -sign)
+            return None if left is None or right is None else left + right
+        if isinstance(e, gast.UnaryOp) and isinstance(e.op, gast.USub):
+            return self.product_terms(e.operand, -sign)
+        return [(sign, e)] if self.factors(e) else None
 
     def is_sum(self, e):
         return isinstance(e, gast.BinOp) and isinstance(e.op, (gast.Add, gast.Sub))
@@ -232,13 +233,30 @@ class Peephole:
                 return None
             where.append(j)
         last = max(where)
+        if any(syntax.stores(body[j], n) for j in range(i + 1, last) for n in names):
+            return None
+        return sorted(set(where)) if self.left_alone(body, i, last, names) else None
+
+    def left_alone(self, body, i, last, names):
+        """Whether the statements after `body[i]` up to `body[last]`, which reads them,
+        certainly write into no memory of the arrays `names` (by the buffer facts)."""
         for j in range(i + 1, last + 1):
-            # the operands of the sum are read later: nothing between writes in place
-            # (into any array: an operand may share its memory) or names them
-            if _in_place(body[j], j == last) or (j != last and set(names) & {
-                    n.id for n in syntax.name_nodes(body[j])}):
-                return None
-        return sorted(set(where))
+            written = _written(body[j], j == last)
+            if written is None:
+                return False
+            if not written:
+                continue
+            known = self.before.get(id(body[j]))
+            if known is None:
+                return False
+            for w in written:
+                into = known.get(w)
+                for n in names:
+                    fact = known.get(n)
+                    if (into is None or fact is None or not into.buffers or not fact.buffers
+                            or into.buffers & fact.buffers):
+                        return False
+        return True
 
     def summed_terms(self, s, uses, terms):
         """`s` where each `_s2s_unbroadcast(d, x)` of `uses` is the sum of `terms` summed
@@ -617,20 +635,43 @@ _WRITING = {"at", "fill", "put", "sort", "copyto", "place", "putmask", "fill_dia
             "resize", "itemset", "partition"}
 
 
-def _in_place(s, last=False):
-    """Whether statement `s` may write into an array that existed before it (an
-    augmented assignment to a name evaluates its value first: not the `last` reader)."""
+def _written(s, last=False):
+    """The names of the arrays statement `s` may write into in place (an augmented
+    assignment to a name evaluates its value first: not when `s` is the `last` reader),
+    or None when not known."""
+    out = set()
     if syntax.is_comment(s):
-        return False
+        return out
     if isinstance(s, gast.AugAssign):
         if not (last and isinstance(s.target, gast.Name)):
-            return True
-    elif not (isinstance(s, gast.Expr) or (isinstance(s, gast.Assign) and all(
-            isinstance(t, gast.Name) for t in s.targets))):
-        return True
-    return any((isinstance(n, gast.keyword) and n.arg == "out") or (
-        isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute)
-        and n.func.attr in _WRITING) for n in syntax.walk(s))
+            out.add(_root(s.target))
+    elif isinstance(s, gast.Assign):
+        out |= {_root(t) for t in s.targets if not isinstance(t, gast.Name)}
+    elif not isinstance(s, gast.Expr):
+        return None
+    for n in syntax.walk(s):
+        if isinstance(n, gast.keyword) and n.arg == "out":
+            out.add(_root(n.value))
+        elif (isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute)
+                and n.func.attr in _WRITING):
+            out |= {_root(n.func.value)} | ({_root(n.args[0])} if n.args else set())
+    return None if None in out else out
+
+
+def _operands(e):
+    """The names of the values expression `e` reads (not those of functions it calls or
+    of modules whose attributes it reads)."""
+    skip = {id(n.func) for n in syntax.walk(e) if isinstance(n, gast.Call)} | {
+        id(n.value) for n in syntax.walk(e) if isinstance(n, gast.Attribute)}
+    return {n.id for n in syntax.name_nodes(e)
+            if type(n.ctx) is gast.Load and id(n) not in skip}
+
+
+def _root(e):
+    """The name `e` (`a`, `a[i]`, `a.b[i]`) reads, or None."""
+    while isinstance(e, (gast.Subscript, gast.Attribute)):
+        e = e.value
+    return e.id if isinstance(e, gast.Name) else None
 
 
 class ShapeClasses:
