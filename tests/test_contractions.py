@@ -1,5 +1,5 @@
 """Sums of broadcast products as contractions (passes/peephole.py `contractions`, and
-rules/runtime.py `unbroadcast_product`, `spread`, `summed`): the adjoint of a product
+rules/runtime.py `unbroadcast_product`, `unreduce_view`, `summed`): the adjoint of a product
 summed down to a shape is one matrix product, a sum of such products read only summed
 down is summed term by term, and an `_s2s_unreduce` read only by them is a view.
 
@@ -131,7 +131,7 @@ def source_of(f, args, wrt):
 def test_the_sums_over_pairs_are_contractions():
     text = source_of(pairs, *CASES[0][1:])
     assert "_s2s_unbroadcast_product(" in text
-    assert "_s2s_spread(" in text
+    assert "_s2s_unreduce_view(" in text
     # the adjoint of d, a sum of two products of its (n, n, 3) shape, is not formed:
     # each is summed down to x[:, None, :] and x[None, :, :] in one contraction
     assert "d_bar =" not in text
@@ -166,7 +166,8 @@ SHAPES = [((4, 1, 3), (1, 5, 3), (4, 5, 1)), ((4, 1, 3), (1, 5, 3), (1, 5, 3)),
           ((4, 1, 3), (1, 5, 3), ()), ((4, 1, 3), (1, 5, 3), (4, 5, 3)),
           ((2, 3, 4), (4,), (4,)), ((2, 3, 4), (4,), (3, 1)), ((6,), (6,), ()),
           ((5, 1), (1, 7), (5, 7)), ((5, 1), (1, 7), (1, 1)), ((1,), (), ()),
-          ((3, 4, 5, 2), (3, 1, 5, 2), (4, 1, 1)), ((3, 4, 5, 2), (3, 1, 5, 2), (5, 1)), ((3, 4, 5, 2), (1, 4, 1, 1), (5, 2))]
+          ((3, 4, 5, 2), (3, 1, 5, 2), (4, 1, 1)), ((3, 4, 5, 2), (3, 1, 5, 2), (5, 1)),
+          ((3, 4, 5, 2), (1, 4, 1, 1), (5, 2))]
 
 
 @pytest.mark.parametrize("a_shape, b_shape, x_shape", SHAPES)
@@ -185,7 +186,7 @@ def test_unbroadcast_product_is_the_sum_of_the_product(a_shape, b_shape, x_shape
     assert got.shape == x_shape and got.dtype == want.dtype
     rtol = 1e-5 if dtype == np.float32 else 1e-12
     np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol)
-    # a broadcast view (stride 0) of an operand, as `spread` makes, gives the same
+    # a broadcast view (stride 0) of an operand, as `unreduce_view` makes, gives the same
     wide = np.broadcast_shapes(a_shape, b_shape)
     got = runtime.unbroadcast_product(np.broadcast_to(a, wide), b, x)
     np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol)
@@ -197,13 +198,13 @@ def test_unbroadcast_product_of_other_values_is_the_plain_product():
     np.testing.assert_array_equal(got, [0, 5, 14])
 
 
-def test_spread_is_a_read_only_view_of_the_adjoint():
+def test_unreduce_view_is_a_read_only_view_of_the_adjoint():
     g = np.arange(6.0).reshape(2, 3)
     x = np.zeros((2, 4, 3))
-    view = runtime.spread(g, x, 1, False)
+    view = runtime.unreduce_view(g, x, 1, False)
     np.testing.assert_array_equal(view, runtime.unreduce(g, x, 1, False))
     assert np.shares_memory(view, g) and not view.flags.writeable
-    np.testing.assert_array_equal(runtime.spread(g[:, None, :], x, 1, True), view)
+    np.testing.assert_array_equal(runtime.unreduce_view(g[:, None, :], x, 1, True), view)
 
 
 @pytest.mark.parametrize("shape, axes", [

@@ -22,11 +22,13 @@ names they read.
   read by the doubled terms of a sum of squares) is `e / d`, read as `n`
   (`ad.simplify.halves_cancelled`);
 - a product summed down to a shape, `_s2s_unbroadcast(a * b, x)`, is one contraction
-  `_s2s_unbroadcast_product(a, b, x)` (a matrix product, without the product's array),
-  and an adjoint `_s2s_unreduce(g, x, axis, keepdims)` read only by them is
-  `_s2s_spread(...)`, a view of `g` (`np.sum(d * c, axis=1)` of `d` of shape (n, n, 3):
-  the adjoint of `c` is `c_bar = _s2s_unbroadcast_product(t_bar, d, c)` after
-  `t_bar = _s2s_spread(a_bar, t, 1, False)`, not an (n, n, 3) product summed).
+  `_s2s_unbroadcast_product(a, b, x)` (a matrix product, without the product's array);
+  a product, or a sum of products of one shape, bound to a name read only summed down,
+  is summed down by each reader (`distributed`); and an adjoint
+  `_s2s_unreduce(g, x, axis, keepdims)` read only by contractions is
+  `_s2s_unreduce_view(...)`, a view of `g`. For `np.sum(d * c, axis=1)` with `d` of
+  shape (n, n, 3), the adjoint of `c` is `_s2s_unbroadcast_product(t_bar, d, c)` after
+  `t_bar = _s2s_unreduce_view(a_bar, t, 1, False)`, not an (n, n, 3) product summed.
 
 >>> print(show("reuse_buffers", '''
 ... def f(x):
@@ -100,7 +102,7 @@ class Peephole:
         `fn` (not for a number operand: a number times the sum is as fast); a sum of such
         products read only summed down to shapes, summed term by term
         (`distributed`); then an `_s2s_unreduce` bound to a name read only as their
-        operand as `_s2s_spread`."""
+        operand as `_s2s_unreduce_view`."""
         helper = self.ctx.bindings.get
         products = []
         for n in syntax.walk(fn):
@@ -137,7 +139,7 @@ class Peephole:
                            default=None)
                 if last is not None and (fresh or self.left_alone(
                         body, i, last, _operands(s.value.args[0]))):
-                    s.value.func = syntax.name(self.ctx.runtime("spread"))
+                    s.value.func = syntax.name(self.ctx.runtime("unreduce_view"))
                     self.changed(s)
 
     def is_helper(self, n, name):
@@ -693,7 +695,7 @@ class ShapeClasses:
         if isinstance(e, gast.Name):
             return self.name(e.id, at)
         for helper, i in (("unbroadcast", 1), ("unbroadcast_product", 2), ("unreduce", 1),
-                          ("spread", 1)):
+                          ("unreduce_view", 1)):
             if self.is_helper(e, helper) and len(e.args) > i:
                 return self.of(e.args[i], at)
         if isinstance(e, gast.UnaryOp) and isinstance(e.op, gast.USub):
