@@ -217,3 +217,23 @@ def test_summed_is_numpys_sum(shape, axes):
     got = runtime.summed(a, axes)
     assert got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+# -- what the pass takes for a write in place -------------------------------------------
+@pytest.mark.parametrize("line, last, written", [
+    ("y = a * b", False, set()),
+    ("x_bar += g", False, {"x_bar"}),
+    ("x_bar += g", True, set()),            # the last reader: its value is computed first
+    ("x_bar[1:] += g", True, {"x_bar"}),
+    ("x_bar[0] = g", False, {"x_bar"}),
+    ("np.multiply(a, b, out=c)", False, {"c", }),
+    ("t = np.multiply(a, b, out=c[1:])", False, {"c"}),
+    ("np.add.at(a, i, g)", False, {"a", "np"}),
+    ("a.fill(0.0)", False, {"a"}),
+    ("for i in r:\n    pass", False, None),
+    ("np.multiply(a, b, out=(c,))", False, None),
+])
+def test_writes_in_place_are_found(line, last, written):
+    from s2sad import syntax
+    from s2sad.passes import peephole
+    assert peephole._written(syntax.parse(line).body[0], last) == written

@@ -656,7 +656,8 @@ def _written(s, last=False):
             out.add(_root(n.value))
         elif (isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute)
                 and n.func.attr in _WRITING):
-            out |= {_root(n.func.value)} | ({_root(n.args[0])} if n.args else set())
+            out |= {_root(n.func.value)} | ({_root(n.args[0])} if n.args and not isinstance(
+                n.args[0], gast.Constant) else set())     # a.fill(0.0); np.copyto(a, b)
     return None if None in out else out
 
 
