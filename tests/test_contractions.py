@@ -167,7 +167,8 @@ SHAPES = [((4, 1, 3), (1, 5, 3), (4, 5, 1)), ((4, 1, 3), (1, 5, 3), (1, 5, 3)),
           ((2, 3, 4), (4,), (4,)), ((2, 3, 4), (4,), (3, 1)), ((6,), (6,), ()),
           ((5, 1), (1, 7), (5, 7)), ((5, 1), (1, 7), (1, 1)), ((1,), (), ()),
           ((3, 4, 5, 2), (3, 1, 5, 2), (4, 1, 1)), ((3, 4, 5, 2), (3, 1, 5, 2), (5, 1)),
-          ((3, 4, 5, 2), (1, 4, 1, 1), (5, 2))]
+          ((3, 4, 5, 2), (1, 4, 1, 1), (5, 2)), ((3, 1), (3, 3), (1, 3)),
+          ((3, 1), (1, 1), (3, 1)), ((1, 4), (3, 1), (4,))]
 
 
 @pytest.mark.parametrize("a_shape, b_shape, x_shape", SHAPES)
@@ -186,10 +187,13 @@ def test_unbroadcast_product_is_the_sum_of_the_product(a_shape, b_shape, x_shape
     assert got.shape == x_shape and got.dtype == want.dtype
     rtol = 1e-5 if dtype == np.float32 else 1e-12
     np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol)
-    # a broadcast view (stride 0) of an operand, as `unreduce_view` makes, gives the same
+    # broadcast views (stride 0) of the operands, as `unreduce_view` makes, give the same
     wide = np.broadcast_shapes(a_shape, b_shape)
-    got = runtime.unbroadcast_product(np.broadcast_to(a, wide), b, x)
-    np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol)
+    for a_view, b_view in [(np.broadcast_to(a, wide), b), (a, np.broadcast_to(b, wide)),
+                           (np.broadcast_to(a, wide), np.broadcast_to(b, wide))]:
+        got = runtime.unbroadcast_product(a_view, b_view, x)
+        assert got.shape == x_shape and got.flags.writeable
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol)
 
 
 def test_unbroadcast_product_of_other_values_is_the_plain_product():

@@ -263,34 +263,41 @@ class Peephole:
     def summed_terms(self, s, uses, terms):
         """`s` where each `_s2s_unbroadcast(d, x)` of `uses` is the sum of `terms` summed
         down to `x` term by term."""
-        def term_summed(term, x):
-            if self.is_helper(term, "unbroadcast_product"):
-                return syntax.call(term.func, [syntax.copied(a) for a in term.args[:2]] +
-                                   [syntax.copied(x)])
-            numbers, arrays = self.factors(term)
-            left = arrays[0]
-            for a in arrays[1:-1]:
-                left = syntax.binop(left, gast.Mult(), a)
-            out = syntax.call(syntax.name(self.ctx.runtime("unbroadcast_product")),
-                              [syntax.copied(left), syntax.copied(arrays[-1]),
-                               syntax.copied(x)])
-            for k in reversed(numbers):
-                out = syntax.binop(syntax.copied(k), gast.Mult(), out)
-            return out
+        found = {id(u): u for u in uses}
+        for n in list(syntax.walk(s)):
+            for field, value in gast.iter_fields(n):
+                if type(value) is list:
+                    value[:] = [self.summed_use(v, terms) if id(v) in found else v
+                                for v in value]
+                elif id(value) in found:
+                    setattr(n, field, self.summed_use(value, terms))
+        return s
 
-        def replaced(n):
-            if not any(n is u for u in uses):
-                return syntax.rebuilt(n, replaced)
-            negated = isinstance(n.args[0], gast.UnaryOp)
-            out = None
-            for sign, term in terms:
-                t = term_summed(term, n.args[1])
-                if out is None:
-                    out = t if sign > 0 else syntax.unary(gast.USub(), t)
-                else:
-                    out = syntax.binop(out, gast.Add() if sign > 0 else gast.Sub(), t)
-            return syntax.unary(gast.USub(), out) if negated else out
-        return syntax.rebuilt(s, replaced)
+    def summed_use(self, use, terms):
+        """`_s2s_unbroadcast(d, x)` (or of `-d`) as the sum of `terms` summed down to `x`."""
+        out = None
+        for sign, term in terms:
+            t = self.term_summed(term, use.args[1])
+            if out is None:
+                out = t if sign > 0 else syntax.unary(gast.USub(), t)
+            else:
+                out = syntax.binop(out, gast.Add() if sign > 0 else gast.Sub(), t)
+        return syntax.unary(gast.USub(), out) if isinstance(use.args[0], gast.UnaryOp) else out
+
+    def term_summed(self, term, x):
+        """The product `term` summed down to the shape of `x`, one contraction."""
+        if self.is_helper(term, "unbroadcast_product"):
+            return syntax.call(term.func, [syntax.copied(a) for a in term.args[:2]] +
+                               [syntax.copied(x)])
+        numbers, arrays = self.factors(term)
+        left = arrays[0]
+        for a in arrays[1:-1]:
+            left = syntax.binop(left, gast.Mult(), a)
+        out = syntax.call(syntax.name(self.ctx.runtime("unbroadcast_product")),
+                          [syntax.copied(left), syntax.copied(arrays[-1]), syntax.copied(x)])
+        for k in reversed(numbers):
+            out = syntax.binop(syntax.copied(k), gast.Mult(), out)
+        return out
 
     def maybe_number(self, e):
         """Whether `e` is a constant, or a name bound to a number or to a Python float."""

@@ -90,6 +90,22 @@ def unbroadcast_product(a, b, x):
     a, b = _compact(a, len(wide)), _compact(b, len(wide))
     lead = len(wide) - len(shape)
     kept = [i >= lead and shape[i - lead] != 1 for i in range(len(wide))]
+    # the axes along which both operands were views of stride 0: the result is the same
+    # along those `x` keeps (spread out at the end), and summed along the others
+    narrow = np.broadcast_shapes(a.shape, b.shape)
+    spread = any(kept[i] and narrow[i] == 1 != wide[i] for i in range(len(wide)))
+    repeats = math.prod(wide[i] for i in range(len(wide)) if not kept[i] and narrow[i] == 1)
+    kept = [k and n != 1 for k, n in zip(kept, narrow)]
+    core = _contracted(a, b, narrow, kept).reshape(
+        [narrow[i] if kept[i] else 1 for i in range(lead, len(wide))])
+    if repeats != 1:
+        core = core * repeats
+    return np.broadcast_to(core, shape).copy() if spread else core
+
+
+def _contracted(a, b, wide, kept):
+    """The product of `a` and `b` (of the same number of axes, broadcasting to `wide`)
+    summed over the axes not `kept`: its axes are the kept ones of length more than 1."""
     summed_axes = [i for i in range(len(wide)) if not kept[i] and wide[i] != 1]
     only_a = tuple(i for i in summed_axes if b.shape[i] == 1)
     only_b = tuple(i for i in summed_axes if a.shape[i] == 1)
@@ -101,7 +117,7 @@ def unbroadcast_product(a, b, x):
     batch, rows, columns = axes(True, True, True), axes(True, False, True), axes(False, True, True)
     inner = axes(True, True, False)
     if not inner and not (rows and columns):
-        return (a * b).reshape(shape)       # an elementwise product: no matrices in it
+        return a * b        # an elementwise product: no matrices in it
     if rows and columns and max(rows) > max(columns):
         a, b, rows, columns = b, a, columns, rows   # the last axis of x stays the last
 
@@ -114,7 +130,7 @@ def unbroadcast_product(a, b, x):
     product = matrices(a, rows, inner) @ matrices(b, inner, columns)
     order = batch + rows + columns
     product = product.reshape([wide[i] for i in order])
-    return product.transpose(np.argsort(order)).reshape(shape)
+    return product.transpose(np.argsort(order))
 
 
 def _summed_keeping(c, axes):
