@@ -116,7 +116,8 @@ FUSED_GRADIENT = REVERSE_MODE[:-1] + [
     Pass("reuse_buffers", reuse_buffers.run, "(release) elementwise results computed "
          "into the buffers of dead temporaries"),
     Pass("peephole", peephole.run, "(release) one name per view, no products by 1, "
-         "slice updates through named views, no needless copies or zeros helpers"),
+         "slice updates through named views, no needless copies or zeros helpers, "
+         "products summed down to a shape as contractions"),
     Pass("insert_dels", insert_dels.run, "(release) each array deleted after its last "
          "use"),
     Pass("guard_patterns", fused.guard_patterns, "the guard also tests the shape "

@@ -62,7 +62,10 @@ import numpy as np
 
 from .. import syntax
 from ..analysis.names import store_counts
-from ..rules import containers, registry, runtime
+from ..rules import containers, reductions, registry, runtime
+
+#: The modules of s2sad's runtime helpers, which write into no array they are given.
+_HELPER_MODULES = (runtime.__name__, containers.__name__, reductions.__name__)
 
 _MAX_TERMS = 8      # larger sums are left as they are: the search grows with them
 
@@ -227,7 +230,7 @@ class CombineTerms:
                 f = self.known.resolve(n.func)
                 module = str(getattr(f, "__module__", ""))
                 if any(k.arg == "out" for k in n.keywords) or not (
-                        isinstance(f, np.ufunc) or module in (runtime.__name__, containers.__name__)
+                        isinstance(f, np.ufunc) or module in _HELPER_MODULES
                         or module.startswith("numpy")
                         and getattr(registry.primitive(f), "writes", None) is None):
                     return False

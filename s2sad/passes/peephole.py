@@ -23,7 +23,15 @@ names they read.
   (`ad.simplify.halves_cancelled`);
 - a float bound once to a negation (`t_bar = -vy_bar`) is not computed: the sums its
   reads are terms of flip instead, and a name that then holds a negated value is
-  called `minus_...` (`ad.simplify.negations_pushed`).
+  called `minus_...` (`ad.simplify.negations_pushed`);
+- a product summed down to a shape, `_s2s_unbroadcast(a * b, x)`, is one contraction
+  `_s2s_unbroadcast_product(a, b, x)` (a matrix product, without the product's array);
+  a product, or a sum of products of one shape, bound to a name read only summed down,
+  is summed down by each reader (`distributed`); and an adjoint
+  `_s2s_unreduce(g, x, axis, keepdims)` read only by contractions is
+  `_s2s_unreduce_view(...)`, a view of `g`. For `np.sum(d * c, axis=1)` with `d` of
+  shape (n, n, 3), the adjoint of `c` is `_s2s_unbroadcast_product(t_bar, d, c)` after
+  `t_bar = _s2s_unreduce_view(a_bar, t, 1, False)`, not an (n, n, 3) product summed.
 
 What is certainly a float (`float_names`) is the greatest set of names every binding
 of which gives a float, the numbers a loop tapes included.
@@ -47,6 +55,7 @@ of which gives a float, the numbers a loop tapes included.
     x_bar_view_1 += t_2_bar
     return x_bar
 """
+import collections
 import operator
 
 import gast
@@ -57,7 +66,7 @@ from ..analysis.buffers import ND, NDARRAY, Fact
 from ..analysis.names import number_names, number_value, store_counts
 from ..analysis.shapes import trims
 from ..ad.simplify import halves_cancelled, negations_pushed
-from ..rules import registry
+from ..rules import registry, runtime
 
 _ARITHMETIC = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul}
 
@@ -82,6 +91,7 @@ class Peephole:
         if before is None or any(id(s) not in before for s in fn.body):
             facts = self.known.analyse(fn.body, self.known.parameters(fn))
             before = {id(s): f for s, f in zip(fn.body, facts)}
+        self.before = before
         self.stored = stored = store_counts(fn)     # upper bounds: no rewrite binds more
         self.numbers = number_names(fn, stored)
         self.floats = self.float_names(fn)
@@ -91,9 +101,217 @@ class Peephole:
             self.uncopied_results(fn, before)
             self.cast_results(fn, before)
         self.plain_zeros(fn)
+        self.contractions(fn)
         fn = halves_cancelled(fn, lambda s: self.names_of(s)[0], self.stored)
         return negations_pushed(fn, self.floats, self.stored, lambda s: self.names_of(s)[0],
                                 self.ctx.namer.fresh)
+
+    def contractions(self, fn):
+        """`_s2s_unbroadcast(a * b, x)` as `_s2s_unbroadcast_product(a, b, x)` throughout
+        `fn` (not for a number operand: a number times the sum is as fast); a sum of such
+        products read only summed down to shapes, summed term by term
+        (`distributed`); then an `_s2s_unreduce` bound to a name read only as their
+        operand as `_s2s_unreduce_view`."""
+        helper = self.ctx.bindings.get
+        products = []
+        for n in syntax.walk(fn):
+            if (isinstance(n, gast.Call) and isinstance(n.func, gast.Name)
+                    and helper(n.func.id) is runtime.unbroadcast and len(n.args) == 2
+                    and not n.keywords and isinstance(n.args[0], gast.BinOp)
+                    and isinstance(n.args[0].op, gast.Mult)
+                    and not any(self.maybe_number(e) for e in (
+                        n.args[0].left, n.args[0].right, n.args[1]))):
+                n.func = syntax.name(self.ctx.runtime("unbroadcast_product"))
+                n.args = [n.args[0].left, n.args[0].right, n.args[1]]
+                self.names[n] = None
+                products.append(n)
+        if not products:
+            return
+        self.distributed(fn)
+        operands = {id(a) for n in syntax.walk(fn) if self.is_helper(n, "unbroadcast_product")
+                    for a in n.args[:2] if isinstance(a, gast.Name)}
+        loads = {}
+        for n in syntax.name_nodes(fn):
+            loads.setdefault(n.id, []).append(id(n) in operands and type(n.ctx) is gast.Load)
+        for body in syntax.blocks(fn.body):
+            for i, s in enumerate(body):
+                if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+                        and self.is_helper(s.value, "unreduce")
+                        and self.stored[s.targets[0].id] == 1
+                        and all(loads[s.targets[0].id][1:]) and len(loads[s.targets[0].id]) > 1):
+                    continue
+                # a view of the adjoint `g`: read only while nothing writes in place
+                # (into `g`'s memory, through any name) after it
+                name, fresh = s.targets[0].id, isinstance(s.value.args[0], _NEW_VALUES)
+                last = max((j for j in range(i + 1, len(body))
+                            if any(syntax.is_name(n, name) for n in syntax.walk(body[j]))),
+                           default=None)
+                if last is not None and (fresh or self.left_alone(
+                        body, i, last, _operands(s.value.args[0]))):
+                    s.value.func = syntax.name(self.ctx.runtime("unreduce_view"))
+                    self.changed(s)
+
+    def is_helper(self, n, name):
+        return (isinstance(n, gast.Call) and isinstance(n.func, gast.Name)
+                and self.ctx.bindings.get(n.func.id) is getattr(runtime, name))
+
+    def distributed(self, fn):
+        """`fn` where a name bound once to a product of arrays, or a sum of products of
+        one shape (`_s2s_unbroadcast_product(a, b, y) + 2 * c * y`), read only summed down
+        to other shapes (`_s2s_unbroadcast(d, x)`, `_s2s_unbroadcast(-d, x)`, at most twice, in
+        the same block), is not bound: each read sums each product down (one contraction
+        each, `_s2s_unbroadcast_product(a, b, x) + 2 * _s2s_unbroadcast_product(c, y,
+        x)`), which no array of the sum's size needs."""
+        stored = self.stored
+        reads = {}
+        for n in syntax.walk(fn):
+            if self.is_helper(n, "unbroadcast") and len(n.args) == 2:
+                g = n.args[0]
+                g = g.operand if isinstance(g, gast.UnaryOp) and isinstance(
+                    g.op, gast.USub) else g
+                if isinstance(g, gast.Name):
+                    reads.setdefault(g.id, []).append(n)
+        loaded, dropped = collections.Counter(syntax.names_loaded(fn)), set()
+        for body in list(syntax.blocks(fn.body)):
+            classes = ShapeClasses(body, stored, self.maybe_number, self.is_helper)
+            for i, s in enumerate(body):
+                if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+                        and stored[s.targets[0].id] == 1):
+                    continue
+                d = s.targets[0].id
+                uses = reads.get(d, [])
+                terms = self.product_terms(s.value)
+                if not 0 < len(uses) <= 2 or len(uses) != loaded[d] or terms is None:
+                    continue
+                shape = {classes.of(t, i) for _, t in terms}
+                if (len(shape) != 1 or shape & {None, "number"}
+                        or any(classes.of(u.args[1], i) in shape for u in uses)):
+                    continue    # (summed down to its own shape: each product made again)
+                places = self.places(body, i, uses, _operands(s.value))
+                if places is None:
+                    continue
+                for j in places:
+                    body[j] = self.changed(self.summed_terms(body[j], uses, terms))
+                dropped.add(id(s))
+        for body in syntax.blocks(fn.body):
+            body[:] = [s for s in body if id(s) not in dropped]
+
+    def product_terms(self, e, sign=1):
+        """[(sign, term)] of `e`, a product of arrays or a sum of them (each a product of
+        two or more names of arrays, and numbers, or an `_s2s_unbroadcast_product`), or
+        None."""
+        if self.is_sum(e):
+            left = self.product_terms(e.left, sign)
+            right = self.product_terms(e.right, sign if isinstance(e.op, gast.Add) else -sign)
+            return None if left is None or right is None else left + right
+        if isinstance(e, gast.UnaryOp) and isinstance(e.op, gast.USub):
+            return self.product_terms(e.operand, -sign)
+        return [(sign, e)] if self.factors(e) else None
+
+    def is_sum(self, e):
+        return isinstance(e, gast.BinOp) and isinstance(e.op, (gast.Add, gast.Sub))
+
+    def factors(self, e):
+        """(numbers, arrays): the factors of the product `e` (two or more names of
+        arrays), or None."""
+        if self.is_helper(e, "unbroadcast_product"):
+            return ([], [e]) if all(isinstance(a, gast.Name) for a in e.args) else None
+        if not (isinstance(e, gast.BinOp) and isinstance(e.op, gast.Mult)):
+            return None
+        found = []
+        todo = [e]
+        while todo:
+            n = todo.pop()
+            if isinstance(n, gast.BinOp) and isinstance(n.op, gast.Mult):
+                todo += [n.right, n.left]
+            else:
+                found.append(n)
+        numbers = [f for f in found if self.maybe_number(f)]
+        arrays = [f for f in found if not self.maybe_number(f)]
+        if len(arrays) < 2 or not all(isinstance(a, gast.Name) for a in arrays):
+            return None     # (a factor computed, once for each read, would be computed again)
+        return numbers, arrays
+
+    def places(self, body, i, uses, names):
+        """The indices in `body` of the statements after `body[i]` that hold `uses`, when
+        they are simple statements and those between `body[i]` and the last of them
+        leave the arrays `names` as they are; else None."""
+        where = []
+        for u in uses:
+            j = next((j for j in range(i + 1, len(body))
+                      if any(n is u for n in syntax.walk(body[j]))), None)
+            if j is None or not isinstance(body[j], (gast.Assign, gast.AugAssign, gast.Expr)):
+                return None
+            where.append(j)
+        last = max(where)
+        if any(syntax.stores(body[j], n) for j in range(i + 1, last) for n in names):
+            return None
+        return sorted(set(where)) if self.left_alone(body, i, last, names) else None
+
+    def left_alone(self, body, i, last, names):
+        """Whether the statements after `body[i]` up to `body[last]`, which reads them,
+        certainly write into no memory of the arrays `names` (by the buffer facts)."""
+        for j in range(i + 1, last + 1):
+            written = _written(body[j], j == last)
+            if written is None:
+                return False
+            if not written:
+                continue
+            known = self.before.get(id(body[j]))
+            if known is None:
+                return False
+            for w in written:
+                into = known.get(w)
+                for n in names:
+                    fact = known.get(n)
+                    if (into is None or fact is None or not into.buffers or not fact.buffers
+                            or into.buffers & fact.buffers):
+                        return False
+        return True
+
+    def summed_terms(self, s, uses, terms):
+        """`s` where each `_s2s_unbroadcast(d, x)` of `uses` is the sum of `terms` summed
+        down to `x` term by term."""
+        found = {id(u): u for u in uses}
+        for n in list(syntax.walk(s)):
+            for field, value in gast.iter_fields(n):
+                if type(value) is list:
+                    value[:] = [self.summed_use(v, terms) if id(v) in found else v
+                                for v in value]
+                elif id(value) in found:
+                    setattr(n, field, self.summed_use(value, terms))
+        return s
+
+    def summed_use(self, use, terms):
+        """`_s2s_unbroadcast(d, x)` (or of `-d`) as the sum of `terms` summed down to `x`."""
+        out = None
+        for sign, term in terms:
+            t = self.term_summed(term, use.args[1])
+            if out is None:
+                out = t if sign > 0 else syntax.unary(gast.USub(), t)
+            else:
+                out = syntax.binop(out, gast.Add() if sign > 0 else gast.Sub(), t)
+        return syntax.unary(gast.USub(), out) if isinstance(use.args[0], gast.UnaryOp) else out
+
+    def term_summed(self, term, x):
+        """The product `term` summed down to the shape of `x`, one contraction."""
+        if self.is_helper(term, "unbroadcast_product"):
+            return syntax.call(term.func, [syntax.copied(a) for a in term.args[:2]] +
+                               [syntax.copied(x)])
+        numbers, arrays = self.factors(term)
+        left = arrays[0]
+        for a in arrays[1:-1]:
+            left = syntax.binop(left, gast.Mult(), a)
+        out = syntax.call(syntax.name(self.ctx.runtime("unbroadcast_product")),
+                          [syntax.copied(left), syntax.copied(arrays[-1]), syntax.copied(x)])
+        for k in reversed(numbers):
+            out = syntax.binop(syntax.copied(k), gast.Mult(), out)
+        return out
+
+    def maybe_number(self, e):
+        """Whether `e` is a constant, or a name bound to a number or to a Python float."""
+        return isinstance(e, gast.Constant) or (isinstance(e, gast.Name) and (
+            e.id in self.numbers or e.id in self.floats or self.is_int(e)))
 
     def number(self, e):
         """The number `e` certainly is (a constant, or a name bound once to one), or None."""
@@ -492,6 +710,100 @@ class Peephole:
                 if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
                 and s.targets[0].id not in loaded and isinstance(s.value, gast.Call)
                 and any(k.arg == "out" for k in s.value.keywords) else s for s in body]
+
+
+#: Expressions whose value is a new array (or a number), no other name's memory.
+_NEW_VALUES = (gast.BinOp, gast.UnaryOp, gast.Constant)
+#: Methods that write into their array (or an argument).
+_WRITING = {"at", "fill", "put", "sort", "copyto", "place", "putmask", "fill_diagonal",
+            "resize", "itemset", "partition"}
+
+
+def _written(s, last=False):
+    """The names of the arrays statement `s` may write into in place (an augmented
+    assignment to a name evaluates its value first: not when `s` is the `last` reader),
+    or None when not known."""
+    out = set()
+    if syntax.is_comment(s):
+        return out
+    if isinstance(s, gast.AugAssign):
+        if not (last and isinstance(s.target, gast.Name)):
+            out.add(_root(s.target))
+    elif isinstance(s, gast.Assign):
+        out |= {_root(t) for t in s.targets if not isinstance(t, gast.Name)}
+    elif not isinstance(s, gast.Expr):
+        return None
+    for n in syntax.walk(s):
+        if isinstance(n, gast.keyword) and n.arg == "out":
+            out.add(_root(n.value))
+        elif (isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute)
+                and n.func.attr in _WRITING):
+            out |= {_root(n.func.value)} | ({_root(n.args[0])} if n.args and not isinstance(
+                n.args[0], gast.Constant) else set())     # a.fill(0.0); np.copyto(a, b)
+    return None if None in out else out
+
+
+def _operands(e):
+    """The names of the values expression `e` reads (not those of functions it calls or
+    of modules whose attributes it reads)."""
+    skip = {id(n.func) for n in syntax.walk(e) if isinstance(n, gast.Call)} | {
+        id(n.value) for n in syntax.walk(e) if isinstance(n, gast.Attribute)}
+    return {n.id for n in syntax.name_nodes(e)
+            if type(n.ctx) is gast.Load and id(n) not in skip}
+
+
+def _root(e):
+    """The name `e` (`a`, `a[i]`, `a.b[i]`) reads, or None."""
+    while isinstance(e, (gast.Subscript, gast.Attribute)):
+        e = e.value
+    return e.id if isinstance(e, gast.Name) else None
+
+
+class ShapeClasses:
+    """The shape classes of expressions in a block of statements (`of`): two
+    expressions of one class have one shape. A name is of the class of the value it was
+    last bound to in the block (a class of its own when that is unknown, or it was bound
+    by another kind of statement), or of one of its own when it is bound once and not in
+    the block; a number goes with any shape (None is unknown)."""
+
+    def __init__(self, body, stored, is_number, is_helper):
+        self.body, self.stored = body, stored
+        self.is_number, self.is_helper = is_number, is_helper
+        self.found = {}
+
+    def of(self, e, at):
+        """The class of `e` evaluated before `self.body[at]`."""
+        if self.is_number(e):
+            return "number"
+        if isinstance(e, gast.Name):
+            return self.name(e.id, at)
+        for helper, i in (("unbroadcast", 1), ("unbroadcast_product", 2), ("unreduce", 1),
+                          ("unreduce_view", 1)):
+            if self.is_helper(e, helper) and len(e.args) > i:
+                return self.of(e.args[i], at)
+        if isinstance(e, gast.UnaryOp) and isinstance(e.op, gast.USub):
+            return self.of(e.operand, at)
+        if isinstance(e, gast.BinOp) and isinstance(e.op, (gast.Add, gast.Sub, gast.Mult)):
+            found = {self.of(e.left, at), self.of(e.right, at)} - {"number"}
+            if not found:
+                return "number"
+            return found.pop() if len(found) == 1 and None not in found else None
+        return None
+
+    def name(self, id, at):
+        j = next((j for j in range(at - 1, -1, -1) if syntax.stores(self.body[j], id)), None)
+        if j is None:
+            return ("name", id) if self.stored[id] == 1 else None
+        key = (id, j)
+        if key not in self.found:
+            self.found[key] = ("name", id, j)     # (while its value's is found)
+            s = self.body[j]
+            if (isinstance(s, gast.Assign) and len(s.targets) == 1
+                    and syntax.is_name(s.targets[0], id)):
+                found = self.of(s.value, j)
+                if found not in (None, "number"):
+                    self.found[key] = found
+        return self.found[key]
 
 
 def _float_ufunc(f, nargs):

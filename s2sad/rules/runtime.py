@@ -25,6 +25,8 @@ from .layout import (  # noqa: F401 - generated code finds them in runtime
     unappend, uncolumn_stack, uncross, undiagonal, unkron, unpad, unpad_constant, unrot90,
     unsplit, untake_along_axis)
 from .schedules import Online, Revolve, copied  # noqa: F401 - generated code finds them in runtime
+from .reductions import (  # noqa: F401 - generated code finds them in runtime
+    axes_of as _axes, summed, unbroadcast, unbroadcast_product, unreduce, unreduce_view)
 
 
 class Respecialize(Exception):
@@ -74,9 +76,6 @@ def cotangent(c, x):
     return zeros_like(x) if c is None else c
 
 
-_NUMBERS = frozenset([float, int, np.float64])
-
-
 _NO_DATA = bytes(16)     # the one (read-only) element of every stand-in
 
 
@@ -87,43 +86,6 @@ def like(x):
     if type(x) is np.ndarray and x.ndim and x.dtype.kind in "biufc":
         return np.ndarray(x.shape, x.dtype, _NO_DATA, 0, (0,) * x.ndim)
     return x
-
-
-def unbroadcast(g, x):
-    """`g` summed down to the shape of `x`: the adjoint of broadcasting `x`."""
-    if type(g) in _NUMBERS and type(x) in _NUMBERS:     # numbers: the common case, fast
-        return g
-    try:
-        if g.shape == x.shape:
-            return g
-    except AttributeError:
-        pass
-    if isinstance(x, (tuple, list)) and isinstance(g, (tuple, list)) and len(g) != len(x):
-        raise MissingRuleError(
-            f"a list or tuple of {len(x)} values was joined to others with + (or repeated "
-            "with *) where s2sad could not tell it was one, so the derivative cannot be "
-            "split back; build the list with a display ([a, b]) or append() instead")
-    if isinstance(x, (tuple, list, dict)) or x is None:
-        return g
-    shape = np.shape(x)
-    if np.shape(g) == shape and (is_array(x) or not is_array(g)):
-        return g
-    g = asarray(g)
-    if g.ndim == 0 and is_array(x):
-        # a scalar adjoint (a symbolic zero, or one value for every entry) of an array
-        return full(shape, g, x.dtype if x.dtype.kind == "f" else float, x)
-    wide = broadcast_shapes(g.shape, shape)
-    if wide != g.shape:
-        # g stands for an array of a larger shape: a scalar adjoint (one value for every
-        # entry) times a smaller operand; spread it out first
-        g = np.broadcast_to(g, wide).copy()
-    lead = g.ndim - len(shape)
-    axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape)
-                                       if n == 1 and g.shape[lead + i] != 1)
-    out = g.sum(axis=axes).reshape(shape) if axes else g.reshape(shape)
-    if not isinstance(x, (np.ndarray, np.generic)):
-        return number(out)
-    return out
 
 
 def unindex(g, x, index):
@@ -182,30 +144,6 @@ def seed(y, name):
 
 
 # -- NumPy adjoints that are more than one expression -----------------------------------
-def _axes(axis, ndim):
-    if axis is None:
-        return tuple(range(ndim))
-    axis = axis if isinstance(axis, tuple) else (axis,)
-    return tuple(a % ndim for a in axis)
-
-
-def unreduce(g, x, axis=None, keepdims=False):
-    """The adjoint of a sum of `x` over `axis`: `g` broadcast back to `x`'s shape (an
-    array also for a list of numbers, `np.sum([a, b])`, whose entries it then holds)."""
-    if isinstance(x, (list, tuple)):
-        x = np.asarray(x)
-    shape = np.shape(x)
-    dtype = np.result_type(g, x)        # before asarray: a Python float stays weak
-    g = asarray(g)
-    if not keepdims and g.ndim:     # a 0-d g stands for the same value everywhere
-        g = np.expand_dims(g, _axes(axis, len(shape))) if shape else g
-    if is_duck_array(x) or is_duck_array(g):
-        return zeros(shape, dtype, x, g) + g
-    out = np.empty(shape, dtype=dtype)
-    out[...] = g
-    return out
-
-
 def _along_last(fn, axis, x, *more):
     """`fn` applied with the reduced axes of `x` (for `np.prod(x, axis)`) flattened into
     the last one, its result put back in `x`'s shape; `more` arrays move alike."""
@@ -867,6 +805,7 @@ def last(g):
 #: Helpers that read these arguments only for their shape, type or structure: a
 #: stand-in from `like` serves them as well as the value.
 SHAPE_ONLY = {"unindex": (1,), "unattr": (1,), "unreduce": (1,), "unbroadcast": (1,), "count": (0,),
+              "unbroadcast_product": (2,), "unreduce_view": (1,),
               "zeros_like": (0,), "cotangent": (1,), "from_array": (1,), "extremum": (),
               "reshape_like": (1,), "matmul_lhs": (1,), "matmul_rhs": (2,), "dot_lhs": (1,),
               "dot_rhs": (2,)}
