@@ -94,6 +94,8 @@ class ArrayFacts:
         self.loops = {}             # {id(loop): LoopFacts} of the loops `update` went into
         self.taped = {}             # {tape name: [fact of each value of a record]}
         self.in_loop = False        # whether `loop` is analysing a loop's body
+        self.rounds = 0             # the blocks analysed so far (a loop's body once a round)
+        self.kept = None            # (statements, their facts, `rounds` then): see `keep`
 
     def parameters(self, fn):
         """The facts of `fn`'s parameters."""
@@ -120,22 +122,46 @@ class ArrayFacts:
             live[i] = live[i + 1] | self.loaded(body[i], facts[i])
         return live
 
-    def analyse(self, body, params):
+    def analyse(self, body, params, before=None, after=None):
         """The facts of each name before each statement of `body` (`Before` each: a copy
-        of all of them per statement would make this quadratic)."""
-        return self._analyse(body, params)[0]
+        of all of them per statement would make this quadratic). `before(s, facts)`, if
+        given, runs before the facts go past each statement `s` (and may rewrite `s` in
+        place), `after(s)` after."""
+        return self._analyse(body, params, before, after)[0]
 
-    def _analyse(self, body, params):
+    def _analyse(self, body, params, before=None, after=None):
+        self.rounds += 1
         facts, history, out = dict(params), {}, []
         for n, f in facts.items():
             history[n] = ([0], [f])
         for i, s in enumerate(body):
+            if before is not None:
+                before(s, facts)
             out.append(Before(history, i))
             for n in self.update(s, facts):
                 at, versions = history.setdefault(n, ([], []))
                 at.append(i + 1)
                 versions.append(facts.get(n))
+            if after is not None:
+                after(s)
         return out, history
+
+    def keep(self, body, facts):
+        """Keep `facts` of the statements of `body` for the next pass, which `kept_facts`
+        gives it if neither the statements nor the facts changed in between (no analysis
+        ran since: an analysis numbers buffers anew, and its loops' facts replace these
+        in `loops`)."""
+        self.kept = (list(body), facts, self.rounds)
+
+    def kept_facts(self, body):
+        """The facts `keep` kept of `body`, if its statements are those (the same nodes,
+        which the passes between change only by replacing them) and no analysis ran
+        since; else None."""
+        kept, self.kept = self.kept, None
+        if kept is None or kept[2] != self.rounds or len(kept[0]) != len(body) or any(
+                s is not t for s, t in zip(kept[0], body)):
+            return None
+        return kept[1]
 
     # -- loops with a straight-line body ---------------------------------------------
     def loop(self, s, facts):

@@ -74,7 +74,9 @@ class ReuseBuffers:
 
     def run(self, fn):
         params = self.known.parameters(fn)
-        facts = self.known.analyse(fn.body, params)
+        facts = self.known.kept_facts(fn.body)      # (InlineHelpers' when they hold)
+        if facts is None:
+            facts = self.known.analyse(fn.body, params)
         body = self.hoisted(fn.body, facts)
         if any(s is not t for s, t in zip(body, fn.body)):     # (else the facts hold)
             facts = self.known.analyse(body, params)
