@@ -155,11 +155,14 @@ class ArrayFacts:
 
     def kept_facts(self, body):
         """The facts `keep` kept of `body`, if its statements are those (the same nodes,
-        which the passes between change only by replacing them) and no analysis ran
-        since; else None."""
+        which the passes between change only by replacing them), no analysis ran since,
+        and another analysis would find the same; else None. (One would not when a tape
+        records a value whose shape or dtype is one this analysis made up: `record_tapes`
+        of the next finds another, and keeps nothing of the tape's values.)"""
         kept, self.kept = self.kept, None
         if kept is None or kept[2] != self.rounds or len(kept[0]) != len(body) or any(
-                s is not t for s, t in zip(kept[0], body)):
+                s is not t for s, t in zip(kept[0], body)) or any(
+                _made_up(f) for record in self.taped.values() for f in record):
             return None
         return kept[1]
 
@@ -716,6 +719,14 @@ def straight_loop(s):
     """Whether `s` is a loop whose body is straight-line code (`ArrayFacts.loop`)."""
     return (isinstance(s, (gast.For, gast.While)) and not s.orelse and all(
         isinstance(t, (gast.Assign, gast.AugAssign, gast.Expr, gast.Delete)) for t in s.body))
+
+
+def _made_up(fact):
+    """Whether `fact` has a shape class or a dtype origin an analysis made up (numbered)."""
+    def shaped(shape):
+        return any(c[0] == "value" or c[0] == "index" and shaped(c[1]) for c in shape)
+    return (fact.shape is not None and shaped(fact.shape)
+            or fact.dtype is not None and any(not isinstance(o, str) for o in fact.dtype))
 
 
 def _reduction(prim):
