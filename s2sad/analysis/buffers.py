@@ -723,10 +723,13 @@ def straight_loop(s):
 
 def _made_up(fact):
     """Whether `fact` has a shape class or a dtype origin an analysis made up (numbered)."""
-    def shaped(shape):
-        return any(c[0] == "value" or c[0] == "index" and shaped(c[1]) for c in shape)
-    return (fact.shape is not None and shaped(fact.shape)
+    return (fact.shape is not None and _made_up_shape(fact.shape)
             or fact.dtype is not None and any(not isinstance(o, str) for o in fact.dtype))
+
+
+def _made_up_shape(shape):
+    # (not a closure calling itself: a cycle of references at each call)
+    return any(c[0] == "value" or c[0] == "index" and _made_up_shape(c[1]) for c in shape)
 
 
 def _reduction(prim):
