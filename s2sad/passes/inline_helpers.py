@@ -80,8 +80,22 @@ class InlineHelpers:
 
     def spell(self, s, facts):
         if isinstance(s, (gast.Assign, gast.Expr, gast.Return, gast.AugAssign)) \
-                and s.value is not None:
+                and s.value is not None and self.spellable(s.value):
             s.value = self.spelled(s.value, facts)
+
+    def spellable(self, e):
+        """Whether `e` holds a helper call or an `a + -b` (`written_out` changes no
+        other expression, and reads no fact of one)."""
+        for n in syntax.walk(e):
+            kind = type(n)
+            if kind is gast.Call:
+                if type(n.func) is gast.Name and not n.keywords and self.helpers.get(
+                        self.ctx.bindings.get(n.func.id)) is not None:
+                    return True
+            elif kind is gast.BinOp and type(n.op) is gast.Add and type(
+                    n.right) is gast.UnaryOp and type(n.right.op) is gast.USub:
+                return True
+        return False
 
     def into_loop(self, s):
         found = self.known.loops.get(id(s)) if straight_loop(s) else None
