@@ -131,20 +131,21 @@ class ArrayFacts:
 
     def _analyse(self, body, params, before=None, after=None):
         self.rounds += 1
-        facts, history, out = dict(params), {}, []
-        for n, f in facts.items():
-            history[n] = ([0], [f])
+        # (the history of a name the block does not change is its fact in `start`)
+        start, facts, history, out = dict(params), dict(params), {}, []
         for i, s in enumerate(body):
             if before is not None:
                 before(s, facts)
-            out.append(Before(history, i))
+            out.append(Before(start, history, i))
             for n in self.update(s, facts):
-                at, versions = history.setdefault(n, ([], []))
-                at.append(i + 1)
-                versions.append(facts.get(n))
+                found = history.get(n)
+                if found is None:
+                    found = history[n] = ([0], [start[n]]) if n in start else ([], [])
+                found[0].append(i + 1)
+                found[1].append(facts.get(n))
             if after is not None:
                 after(s)
-        return out, history
+        return out, (start, history)
 
     def keep(self, body, facts):
         """Keep `facts` of the statements of `body` for the next pass, which `kept_facts`
@@ -206,8 +207,8 @@ class ArrayFacts:
             within = {**before, **entry, **start}
             local = ~((1 << self.new()) - 1)        # the buffers the body allocates
             with self.inside():
-                out, history = self._analyse(s.body, within)
-            end = Before(history, len(s.body))
+                out, (initial, history) = self._analyse(s.body, within)
+            end = Before(initial, history, len(s.body))
             state = (set(changed), dict(meta), dict(extra), dict(parent))
             changed |= {n for n, (at, _) in history.items() if at[-1] > 0}
             owner = {}
@@ -686,16 +687,18 @@ class ArrayFacts:
 class Before:
     """The facts before one statement of a block `ArrayFacts.analyse` went through, as a
     read-only mapping: each name's fact is its last version before the statement in the
-    history of the block's facts (`{name: ([statement index], [fact or None])}`)."""
-    __slots__ = ("history", "at")
+    history of the block's facts (`{name: ([statement index], [fact or None])}`), or its
+    fact at the start (`start`) for a name the block does not change."""
+    __slots__ = ("start", "history", "at")
 
-    def __init__(self, history, at):
-        self.history, self.at = history, at
+    def __init__(self, start, history, at):
+        self.start, self.history, self.at = start, history, at
 
     def get(self, name, default=None):
         found = self.history.get(name)
         if found is None:
-            return default
+            fact = self.start.get(name)
+            return default if fact is None else fact
         at, versions = found
         k = bisect.bisect_right(at, self.at)
         fact = versions[k - 1] if k else None
@@ -712,7 +715,8 @@ class Before:
 
     def as_dict(self):
         """The facts as a dict of their own."""
-        return {n: f for n in self.history for f in [self.get(n)] if f is not None}
+        names = itertools.chain(self.start, (n for n in self.history if n not in self.start))
+        return {n: f for n in names for f in [self.get(n)] if f is not None}
 
 
 def straight_loop(s):
