@@ -218,10 +218,15 @@ class ArrayFacts:
                     continue
                 meta[n] = self.join(meta[n], f[:3]) if n in meta else f[:3]
                 extra[n] |= f.buffers & ~local
+                joined = set()      # (a name joined once is in `n`'s group from then on)
                 for b in _positions(f.buffers & local):
-                    if b in owner and find(owner[b]) != find(n):
-                        parent[find(n)] = find(owner[b])
-                    owner.setdefault(b, n)
+                    other = owner.get(b)
+                    if other is None:
+                        owner[b] = n
+                    elif other not in joined:
+                        joined.add(other)
+                        if find(other) != find(n):
+                            parent[find(n)] = find(other)
             if state == (changed, meta, extra, parent):
                 break
         else:
