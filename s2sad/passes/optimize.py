@@ -339,7 +339,8 @@ def _hoist_equal_branches(stmts, names):
     changed = False
     for block in syntax.blocks(stmts, functions=False):
         for i, s in enumerate(block):
-            if (isinstance(s, gast.If) and s.orelse
+            if (isinstance(s, gast.If) and s.orelse and len(s.body) == len(s.orelse)
+                    and gast.dump(s.body[0]) == gast.dump(s.orelse[0])   # (most differ)
                     and gast.dump(_body(s.body)) == gast.dump(_body(s.orelse))):
                 names.drop(s.test)
                 names.drop(_body(s.orelse))
