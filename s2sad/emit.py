@@ -155,9 +155,12 @@ _TUPLE_ASSIGN = re.compile(r"^([ \t]*)\(([^()\n]*)\) = ", re.M)
 def _comment_line(line):
     stripped = line.lstrip()
     if stripped.lstrip("'\"").startswith(syntax.COMMENT):
-        # (the string literal's value; literal_eval leaves garbage cycles at each call)
-        text = ast.parse(stripped, mode="eval").body.value[len(syntax.COMMENT):]
-        return line[:len(line) - len(stripped)] + "# " + text
+        if "\\" in stripped or stripped[:3] in ("'''", '"""') or stripped[0] != stripped[-1]:
+            # (the literal's value; literal_eval leaves garbage cycles at each call)
+            value = ast.parse(stripped, mode="eval").body.value
+        else:
+            value = stripped[1:-1]      # (in one kind of quotes, without escapes)
+        return line[:len(line) - len(stripped)] + "# " + value[len(syntax.COMMENT):]
     return line
 
 

@@ -141,3 +141,25 @@ def test_a_build_leaves_its_syntax_trees_to_reference_counting(straight, loops, 
         if collecting:
             gc.enable()
     assert nodes < 100, nodes
+
+
+def test_the_fused_gradient_analyses_its_arrays_twice(loops, monkeypatch):
+    # the array facts (analysis/buffers.py) of the fused gradient, each loop's body to a
+    # fixed point: found by inline_helpers, which reuse_buffers starts from when nothing
+    # changed since, and again after reuse_buffers' rewrites (once a third time between)
+    from s2sad.analysis import buffers
+    analysed = []
+    analyse, loop = buffers.ArrayFacts.analyse, buffers.ArrayFacts.loop
+
+    def counted_analyse(self, body, *args, **kwargs):
+        analysed.append("function")
+        return analyse(self, body, *args, **kwargs)
+
+    def counted_loop(self, s, facts):
+        analysed.append("loop")
+        return loop(self, s, facts)
+    monkeypatch.setattr(buffers.ArrayFacts, "analyse", counted_analyse)
+    monkeypatch.setattr(buffers.ArrayFacts, "loop", counted_loop)
+    transform_time.transform(loops[1], "grad")
+    # (two loops: the forward pass's and the pullback's)
+    assert (analysed.count("function"), analysed.count("loop")) == (2, 4), analysed

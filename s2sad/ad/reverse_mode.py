@@ -41,7 +41,7 @@ import numpy as np
 
 from ..analysis import operations
 from ..analysis.value_kinds import ARRAY, CONTAINER, SCALAR, sequence_operands, user_class
-from ..analysis.names import NameCounts, rename, store_counts
+from ..analysis.names import NameCounts, store_counts
 from ..analysis.operations import COPY, CUSTOM, PACK, USER
 from .. import syntax
 from ..syntax import unparse
@@ -803,14 +803,34 @@ def rename_unpacks(pullback, namer):
     loops = [n for n in syntax.statements(pullback) if isinstance(n, gast.For)]
     names = NameCounts(pullback) if loops else None     # (counted where there are loops)
     for loop in loops:
-        inside = None
+        inside, found = None, None
         for name in sorted(set(syntax.names_stored(loop.target))):
             inside = inside or NameCounts(loop)
             if names.loads[name] > inside.loads[name]:
                 new = namer.fresh(name)
-                names.drop(loop)
-                rename(loop.target, name, new)
-                for s in loop.body:
-                    rename(s, name, new)
-                names.add(loop)
-                inside = None
+                if found is None:   # the names of the target and the body, found once
+                    found = _names_by_id([loop.target] + loop.body)
+                    assigned = {id(t.targets[0]) for block in syntax.blocks(loop.body)
+                                for t in block if isinstance(t, gast.Assign)
+                                and isinstance(t.targets[0], gast.Name)}
+                nodes = found.pop(name, [])
+                for n in nodes:
+                    n.id = new
+                found.setdefault(new, []).extend(nodes)
+                # the counts move to the new name, as if counted again
+                loads = sum(isinstance(n.ctx, gast.Load) for n in nodes)
+                assigns = sum(id(n) in assigned for n in nodes)
+                for counts in (names, inside):
+                    counts.loads[name] -= loads
+                    counts.loads[new] += loads
+                    counts.assigns[name] -= assigns
+                    counts.assigns[new] += assigns
+
+
+def _names_by_id(nodes):
+    """{name: its `Name` nodes} in `nodes`."""
+    out = {}
+    for node in nodes:
+        for n in syntax.name_nodes(node):
+            out.setdefault(n.id, []).append(n)
+    return out

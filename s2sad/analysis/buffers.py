@@ -94,6 +94,8 @@ class ArrayFacts:
         self.loops = {}             # {id(loop): LoopFacts} of the loops `update` went into
         self.taped = {}             # {tape name: [fact of each value of a record]}
         self.in_loop = False        # whether `loop` is analysing a loop's body
+        self.rounds = 0             # the blocks analysed so far (a loop's body once a round)
+        self.kept = None            # (statements, their facts, `rounds` then): see `keep`
 
     def parameters(self, fn):
         """The facts of `fn`'s parameters."""
@@ -132,22 +134,50 @@ class ArrayFacts:
             live[i] = live[i + 1] | self.loaded(body[i], facts[i])
         return live
 
-    def analyse(self, body, params):
+    def analyse(self, body, params, before=None, after=None):
         """The facts of each name before each statement of `body` (`Before` each: a copy
-        of all of them per statement would make this quadratic)."""
-        return self._analyse(body, params)[0]
+        of all of them per statement would make this quadratic). `before(s, facts)`, if
+        given, runs before the facts go past each statement `s` (and may rewrite `s` in
+        place), `after(s)` after."""
+        return self._analyse(body, params, before, after)[0]
 
-    def _analyse(self, body, params):
-        facts, history, out = dict(params), {}, []
-        for n, f in facts.items():
-            history[n] = ([0], [f])
+    def _analyse(self, body, params, before=None, after=None):
+        self.rounds += 1
+        # (the history of a name the block does not change is its fact in `start`)
+        start, facts, history, out = dict(params), dict(params), {}, []
         for i, s in enumerate(body):
-            out.append(Before(history, i))
+            if before is not None:
+                before(s, facts)
+            out.append(Before(start, history, i))
             for n in self.update(s, facts):
-                at, versions = history.setdefault(n, ([], []))
-                at.append(i + 1)
-                versions.append(facts.get(n))
-        return out, history
+                found = history.get(n)
+                if found is None:
+                    found = history[n] = ([0], [start[n]]) if n in start else ([], [])
+                found[0].append(i + 1)
+                found[1].append(facts.get(n))
+            if after is not None:
+                after(s)
+        return out, (start, history)
+
+    def keep(self, body, facts):
+        """Keep `facts` of the statements of `body` for the next pass, which `kept_facts`
+        gives it if neither the statements nor the facts changed in between (no analysis
+        ran since: an analysis numbers buffers anew, and its loops' facts replace these
+        in `loops`)."""
+        self.kept = (list(body), facts, self.rounds)
+
+    def kept_facts(self, body):
+        """The facts `keep` kept of `body`, if its statements are those (the same nodes,
+        which the passes between change only by replacing them), no analysis ran since,
+        and another analysis would find the same; else None. (One would not when a tape
+        records a value whose shape or dtype is one this analysis made up: `record_tapes`
+        of the next finds another, and keeps nothing of the tape's values.)"""
+        kept, self.kept = self.kept, None
+        if kept is None or kept[2] != self.rounds or len(kept[0]) != len(body) or any(
+                s is not t for s, t in zip(kept[0], body)) or any(
+                _made_up(f) for record in self.taped.values() for f in record):
+            return None
+        return kept[1]
 
     # -- loops with a straight-line body ---------------------------------------------
     def loop(self, s, facts):
@@ -189,8 +219,8 @@ class ArrayFacts:
             within = {**before, **entry, **start}
             local = ~((1 << self.new()) - 1)        # the buffers the body allocates
             with self.inside():
-                out, history = self._analyse(s.body, within)
-            end = Before(history, len(s.body))
+                out, (initial, history) = self._analyse(s.body, within)
+            end = Before(initial, history, len(s.body))
             state = (set(changed), dict(meta), dict(extra), dict(parent))
             changed |= {n for n, (at, _) in history.items() if at[-1] > 0}
             owner = {}
@@ -200,10 +230,15 @@ class ArrayFacts:
                     continue
                 meta[n] = self.join(meta[n], f[:3]) if n in meta else f[:3]
                 extra[n] |= f.buffers & ~local
+                joined = set()      # (a name joined once is in `n`'s group from then on)
                 for b in _positions(f.buffers & local):
-                    if b in owner and find(owner[b]) != find(n):
-                        parent[find(n)] = find(owner[b])
-                    owner.setdefault(b, n)
+                    other = owner.get(b)
+                    if other is None:
+                        owner[b] = n
+                    elif other not in joined:
+                        joined.add(other)
+                        if find(other) != find(n):
+                            parent[find(n)] = find(other)
             if state == (changed, meta, extra, parent):
                 break
         else:
@@ -671,16 +706,18 @@ class ArrayFacts:
 class Before:
     """The facts before one statement of a block `ArrayFacts.analyse` went through, as a
     read-only mapping: each name's fact is its last version before the statement in the
-    history of the block's facts (`{name: ([statement index], [fact or None])}`)."""
-    __slots__ = ("history", "at")
+    history of the block's facts (`{name: ([statement index], [fact or None])}`), or its
+    fact at the start (`start`) for a name the block does not change."""
+    __slots__ = ("start", "history", "at")
 
-    def __init__(self, history, at):
-        self.history, self.at = history, at
+    def __init__(self, start, history, at):
+        self.start, self.history, self.at = start, history, at
 
     def get(self, name, default=None):
         found = self.history.get(name)
         if found is None:
-            return default
+            fact = self.start.get(name)
+            return default if fact is None else fact
         at, versions = found
         k = bisect.bisect_right(at, self.at)
         fact = versions[k - 1] if k else None
@@ -697,13 +734,25 @@ class Before:
 
     def as_dict(self):
         """The facts as a dict of their own."""
-        return {n: f for n in self.history for f in [self.get(n)] if f is not None}
+        names = itertools.chain(self.start, (n for n in self.history if n not in self.start))
+        return {n: f for n in names for f in [self.get(n)] if f is not None}
 
 
 def straight_loop(s):
     """Whether `s` is a loop whose body is straight-line code (`ArrayFacts.loop`)."""
     return (isinstance(s, (gast.For, gast.While)) and not s.orelse and all(
         isinstance(t, (gast.Assign, gast.AugAssign, gast.Expr, gast.Delete)) for t in s.body))
+
+
+def _made_up(fact):
+    """Whether `fact` has a shape class or a dtype origin an analysis made up (numbered)."""
+    return (fact.shape is not None and _made_up_shape(fact.shape)
+            or fact.dtype is not None and any(not isinstance(o, str) for o in fact.dtype))
+
+
+def _made_up_shape(shape):
+    # (not a closure calling itself: a cycle of references at each call)
+    return any(c[0] == "value" or c[0] == "index" and _made_up_shape(c[1]) for c in shape)
 
 
 def _reduction(prim):

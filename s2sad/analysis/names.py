@@ -70,12 +70,22 @@ class NameCounts:
         self.add(node, -1)
 
 
+#: Statements that hold blocks of statements.
+_COMPOUND = {kind: True for kind in (gast.If, gast.For, gast.While, gast.FunctionDef,
+                                     gast.Try, gast.With, gast.AsyncFor, gast.AsyncWith,
+                                     gast.AsyncFunctionDef, gast.ClassDef)}
+
+
 class StatementNames:
     """The names each statement of one block loads (how often) and binds, found once per
-    statement while the block is scanned; a statement that changes is `forget`ten."""
+    statement while the block is scanned; a statement that changes is `forget`ten.
+    Those of simple statements (not `if` or loops, whose blocks other scans change) go
+    in `shared` when given, a `syntax.NodeMap` the scans of a pass share while each
+    forgets what it changes."""
 
-    def __init__(self):
+    def __init__(self, shared=None):
         self.found = syntax.NodeMap()
+        self.shared = shared
 
     def loads(self, s, name):
         return self.names(s)[0][name]
@@ -84,7 +94,9 @@ class StatementNames:
         return name in self.names(s)[1]
 
     def names(self, s):
-        entry = self.found.get(s)
+        found = self.found if self.shared is None or _COMPOUND.get(type(s), False) \
+            else self.shared
+        entry = found.get(s)
         if entry is None:
             loads, stores = Counter(), set()
             for n in syntax.name_nodes(s):
@@ -92,11 +104,15 @@ class StatementNames:
                     loads[n.id] += 1
                 else:
                     stores.add(n.id)
-            entry = self.found[s] = (loads, stores)
+            entry = found[s] = (loads, stores)
         return entry
 
     def forget(self, s):
+        """`s` changed (also the statements inside it)."""
         self.found[s] = None
+        if self.shared is not None:
+            for t in syntax.statements(s):
+                self.shared[t] = None
 
     def reads_more(self, s, counts):
         """`s` now reads each name of `counts` (a mapping) that many times more (or

@@ -57,6 +57,8 @@ def check(src):
     declares = False
     for stmt in fn.body:
         for node in syntax.walk(stmt):
+            if type(node) not in _CHECKED:
+                continue
             message = _problem(node) or _outside_change(node, src) or _block(node, src)
             if message:     # a comprehension's `for` has no place of its own: its target
                 where = node.target if isinstance(node, gast.comprehension) else node
@@ -64,6 +66,13 @@ def check(src):
             declares = declares or type(node) is gast.Global
     if declares:
         _check_globals(fn, src)
+
+
+#: The node classes `_problem`, `_outside_change` or `_block` may refuse, and `global`:
+#: the others are not looked at.
+_CHECKED = frozenset(REJECTED) | {
+    gast.Assign, gast.AugAssign, gast.AnnAssign, gast.For, gast.comprehension, gast.Delete,
+    gast.Call, gast.Expr, gast.With, gast.Try, gast.Global}
 
 
 def _problem(node):

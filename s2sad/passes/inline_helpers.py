@@ -67,21 +67,54 @@ class InlineHelpers:
                         for name in ["unbroadcast", *_PRODUCTS]}
 
     def run(self, body, params):
+        """`body` (the top-level statements) with the helpers written out. The facts found
+        on the way are those of the new statements, unless a loop's body changed after
+        its facts were found: then they are not kept for ReuseBuffers."""
         if not self.shapes.pattern:         # not specialised on shapes
             return body
-        facts = dict(params)
-        for s in body:
-            if isinstance(s, (gast.Assign, gast.Expr, gast.Return, gast.AugAssign)) \
-                    and s.value is not None:
-                s.value = self.spelled(s.value, facts)
-            self.known.update(s, facts)
-            found = self.known.loops.get(id(s)) if straight_loop(s) else None
-            if found is not None and s.body:
-                with self.known.inside():
-                    self.run(s.body, found.body[0].as_dict())     # (facts of an iteration)
+        self.rewrote = self.stale = False
+        facts = self.known.analyse(body, params, self.spell, self.into_loop)
+        if not self.stale:
+            self.known.keep(body, facts)
         return body
 
+    def spell(self, s, facts):
+        if isinstance(s, (gast.Assign, gast.Expr, gast.Return, gast.AugAssign)) \
+                and s.value is not None and self.spellable(s.value):
+            s.value = self.spelled(s.value, facts)
+
+    def spellable(self, e):
+        """Whether `e` holds a helper call or an `a + -b` (`written_out` changes no
+        other expression, and reads no fact of one)."""
+        for n in syntax.walk(e):
+            kind = type(n)
+            if kind is gast.Call:
+                if type(n.func) is gast.Name and not n.keywords and self.helpers.get(
+                        self.ctx.bindings.get(n.func.id)) is not None:
+                    return True
+            elif kind is gast.BinOp and type(n.op) is gast.Add and type(
+                    n.right) is gast.UnaryOp and type(n.right.op) is gast.USub:
+                return True
+        return False
+
+    def into_loop(self, s):
+        found = self.known.loops.get(id(s)) if straight_loop(s) else None
+        if found is not None and s.body:
+            self.rewrote = False
+            facts = found.body[0].as_dict()         # (facts of an iteration)
+            with self.known.inside():
+                for t in s.body:
+                    self.spell(t, facts)
+                    self.known.update(t, facts)
+            self.stale |= self.rewrote
+
     def spelled(self, e, facts):
+        out = self.written_out(e, facts)
+        if out is not e:
+            self.rewrote = True
+        return out
+
+    def written_out(self, e, facts):
         """`e` with the helper calls inside it written out, innermost first."""
         syntax.rebuilt(e, lambda child: self.spelled(child, facts))
         if isinstance(e, gast.BinOp) and isinstance(e.op, gast.Add) and isinstance(

@@ -66,13 +66,16 @@ class Optimize:
         forward = fn.body        # the clean-ups below skip the nested pullback
         changed = True
         names = NameCounts(pullback)     # (counted once: each clean-up keeps it current)
+        # the names of each simple statement, found once for all the scans below: each
+        # forgets the statements it changes
+        seen = syntax.NodeMap()
         while changed:
             locals_ = _adjoint_names(pullback)
             changed = _hoist_equal_branches(pullback.body, names)
-            changed |= _propagate_copies(pullback, locals_, names)
-            changed |= _inline_single_use(pullback, locals_, names)
-            changed |= _fuse_accumulations(pullback.body, names)
-            changed |= _merge_rebinds(pullback.body, names)
+            changed |= _propagate_copies(pullback, locals_, names, seen)
+            changed |= _inline_single_use(pullback, locals_, names, seen)
+            changed |= _fuse_accumulations(pullback.body, names, seen)
+            changed |= _merge_rebinds(pullback.body, names, seen)
             changed |= _drop_dead_adjoints(pullback, locals_, names)
         for loop in result.loops:
             loop.prune()
@@ -277,11 +280,11 @@ def _adjoint_names(pullback):
             if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)}
 
 
-def _propagate_copies(pullback, locals_, names):
+def _propagate_copies(pullback, locals_, names, seen=None):
     changed = False
     defs = Counter(names.assigns)       # as at the start: stale within the sweep
     for block in syntax.blocks(pullback.body, functions=False):
-        known = StatementNames()
+        known = StatementNames(seen)
         # the copies `b = b` of the block, each dropped with a copy `a = b` or `b = a`
         # (renaming makes others only from the statements it renames)
         selves = [t for t in block if _copy_parts(t) and len(set(_copy_parts(t))) == 1]
@@ -336,7 +339,8 @@ def _hoist_equal_branches(stmts, names):
     changed = False
     for block in syntax.blocks(stmts, functions=False):
         for i, s in enumerate(block):
-            if (isinstance(s, gast.If) and s.orelse
+            if (isinstance(s, gast.If) and s.orelse and len(s.body) == len(s.orelse)
+                    and gast.dump(s.body[0]) == gast.dump(s.orelse[0])   # (most differ)
                     and gast.dump(_body(s.body)) == gast.dump(_body(s.orelse))):
                 names.drop(s.test)
                 names.drop(_body(s.orelse))
@@ -349,12 +353,12 @@ def _body(stmts):
     return gast.Module(body=stmts, type_ignores=[])
 
 
-def _inline_single_use(pullback, locals_, names):
+def _inline_single_use(pullback, locals_, names, seen=None):
     """`a = e; ...; b = a` is `b = e` when `a` is read once and nothing between changes
     what `e` reads; likewise a small `e` (one operation on names) into any one use."""
     changed = False
     for block in syntax.blocks(pullback.body, functions=False):
-        known = StatementNames()
+        known = StatementNames(seen)
         i = 0
         while i < len(block):
             s = block[i]
@@ -409,10 +413,10 @@ def _loops_over(block, start, stop, name, known):
                if isinstance(block[k], (gast.For, gast.While)))
 
 
-def _fuse_accumulations(stmts, names):
+def _fuse_accumulations(stmts, names, seen=None):
     changed = False
     for block in syntax.blocks(stmts, functions=False):
-        known = StatementNames()
+        known = StatementNames(seen)
         i = 0
         while i < len(block):
             s = block[i]
@@ -441,7 +445,7 @@ def _fuse_accumulations(stmts, names):
     return changed
 
 
-def _merge_rebinds(stmts, names):
+def _merge_rebinds(stmts, names, seen=None):
     """`a = e; a = f(a)` is `a = f(e)` when `f(a)` reads `a` once and the line stays
     short (a chain of accumulations stays a chain)."""
     changed = False
@@ -460,6 +464,8 @@ def _merge_rebinds(stmts, names):
                 names.drop(t)
                 _replace_load(t, parts[0], s.value)
                 names.add(t)
+                if seen is not None:
+                    seen[t] = None
                 names.drop(s)
                 del block[i]
                 changed = True

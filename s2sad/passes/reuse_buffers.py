@@ -74,7 +74,9 @@ class ReuseBuffers:
 
     def run(self, fn):
         params = self.known.parameters(fn)
-        facts = self.known.analyse(fn.body, params)
+        facts = self.known.kept_facts(fn.body)      # (InlineHelpers' when they hold)
+        if facts is None:
+            facts = self.known.analyse(fn.body, params)
         body = self.hoisted(fn.body, facts)
         if any(s is not t for s, t in zip(body, fn.body)):     # (else the facts hold)
             facts = self.known.analyse(body, params)
@@ -85,7 +87,8 @@ class ReuseBuffers:
             if straight_loop(s) and id(s) in self.known.loops:
                 self.in_loop(s, fn.body[i + 1:])
             out.extend(self.rewritten(s, facts[i], live[i + 1]))
-        self.numbers = number_names(fn)
+        # (read by `negated` only, for a subtraction into a slice of zeros)
+        self.numbers = number_names(fn) if any(map(self.known.is_addition, out)) else {}
         fn.body, facts = self.into_zeros(out, params)
         # the peephole pass's clean-ups change no fact of the names they read: these serve
         self.known.statement_facts = {id(s): f for s, f in zip(fn.body, facts)}
