@@ -1328,7 +1328,7 @@ def main():
         if w.group == "array-loops":
             row["hand_tape"] = w.hand_tape
             row["snapshots"] = w.snapshots
-            row["state_bytes"] = w.args[0].nbytes
+            row["state_bytes"] = max(np.asarray(a).nbytes for a in w.args)
             if s2sad is not None:
                 row["pullback_reads"] = pullback_reads(calls["s2sad"][0].source)
         if w.numpy:  # after the timings: tracemalloc slows every allocation

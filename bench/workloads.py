@@ -686,6 +686,49 @@ def nbody_args(n, steps, seed=0):
     return x, v, m / m.sum(), 0.01, 0.01, steps
 
 
+# 11. examples/trajectory.py's loss: an explicit Euler method writes each state into
+#     an array, u[i + 1] = u[i] - h k u[i]^2, and the loss compares the trajectory
+#     with observations.  Gradient w.r.t. the rate k.
+
+TRAJECTORY_H = 0.01
+
+
+def trajectory(k, observed):
+    n = len(observed)
+    u = np.zeros(n)
+    u[0] = 1.0
+    for i in range(n - 1):
+        u[i + 1] = u[i] - TRAJECTORY_H * k * u[i] ** 2
+    return np.sum((u - observed) ** 2)
+
+
+def trajectory_hand(k, observed):
+    # the forward loop as written; the array u it fills is all the pullback reads:
+    # the adjoint of u[i] gains g (1 - 2 h k u[i]) from u[i + 1]'s adjoint g, and k's
+    # gains -h u[i]^2 g
+    n = len(observed)
+    u = np.zeros(n)
+    u[0] = 1.0
+    for i in range(n - 1):
+        u[i + 1] = u[i] - TRAJECTORY_H * k * u[i] ** 2
+    u_bar = 2.0 * (u - observed)
+    k_bar = 0.0
+    hk2 = 2.0 * TRAJECTORY_H * k
+    for i in range(n - 2, -1, -1):
+        g = u_bar[i + 1]
+        ui = u[i]
+        k_bar -= TRAJECTORY_H * ui * ui * g
+        u_bar[i] += g * (1.0 - hk2 * ui)
+    return (k_bar,)
+
+
+def trajectory_args(steps, seed=0):
+    # observations of the exact solution for k = 0.7, with noise; k starts at 1.5
+    t = TRAJECTORY_H * np.arange(steps + 1)
+    noise = 0.01 * np.random.default_rng(seed).standard_normal(steps + 1)
+    return 1.5, 1.0 / (1.0 + 0.7 * t) + noise
+
+
 # ---------------------------------------------------------------------------
 # Mixed NumPy and floats (issue #20): scalar code on Python floats that calls
 # NumPy's functions (np.log, np.sqrt, np.tanh, ...) where `math` would do.  A
@@ -698,7 +741,7 @@ def nbody_args(n, steps, seed=0):
 # derivative of np.sin).  Their loops tape one tuple of numbers a step, as the
 # scalar workloads' do.
 #
-# 11. logsin with NumPy's functions.
+# 12. logsin with NumPy's functions.
 
 
 def logsin_np(x1, x2):
@@ -709,7 +752,7 @@ def logsin_np_hand(x1, x2):
     return 1.0 / x1 + x2, x1 - np.cos(x2)
 
 
-# 12. A projectile with quadratic drag, explicit Euler over PROJECTILE_STEPS steps
+# 13. A projectile with quadratic drag, explicit Euler over PROJECTILE_STEPS steps
 #     of dt from the origin: v <- v - dt (drag |v| v + (0, g)), x <- x + dt v_x.
 #     Returns the horizontal distance; gradient w.r.t. the initial speed and angle.
 #     drag and dt are floats with defaults, not differentiated.
@@ -762,7 +805,7 @@ def projectile_hand(v0, angle, drag=0.05, dt=1e-3):
     return a * c + b * s, v0 * (b * c - a * s)
 
 
-# 13. The same projectile, its parameters in a dataclass.  s2sad differentiates
+# 14. The same projectile, its parameters in a dataclass.  s2sad differentiates
 #     every float field of a dataclass argument, so the gradient w.r.t. a Launch
 #     has the adjoints of drag and dt too, and so has the hand gradient.
 
@@ -812,7 +855,7 @@ def projectile_dataclass_hand(p):
                   sum_vx - drag * sum_su - 9.81 * sum_b)
 
 
-# 14. A damped oscillator with a saturating spring (force -k tanh(x)) and a damping
+# 15. A damped oscillator with a saturating spring (force -k tanh(x)) and a damping
 #     strongest near the rest position (-c exp(-x^2) v), semi-implicit Euler over
 #     OSCILLATOR_STEPS steps of dt from (x0, 0); returns the final energy
 #     v^2 / 2 + k log(cosh(x)).  Gradient w.r.t. k, c and x0; dt has a default.
@@ -962,6 +1005,9 @@ def array_loops():
         Workload("nbody", nbody, nbody_hand, nbody_args(200, 50), (0, 1),
                  small=nbody_args(4, 3, seed=1), group="array-loops",
                  hand_tape="x, w"),
+        Workload("trajectory", trajectory, trajectory_hand, trajectory_args(2000), (0,),
+                 small=trajectory_args(6, seed=1), group="array-loops",
+                 hand_tape="u[i]"),
     ]
 
 
