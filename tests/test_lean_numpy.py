@@ -496,6 +496,17 @@ def projectile_of_a_record(p):
     return x
 
 
+def assert_record_gradient(got, p):
+    """`got`, the gradient of projectile_of_a_record at `p`, field by field against
+    central differences."""
+    h = 1e-6
+    for field in ("v0", "angle", "drag", "dt"):
+        up = dataclasses.replace(p, **{field: getattr(p, field) + h})
+        down = dataclasses.replace(p, **{field: getattr(p, field) - h})
+        expected = (projectile_of_a_record(up) - projectile_of_a_record(down)) / (2 * h)
+        assert getattr(got, field) == pytest.approx(expected, rel=1e-6)
+
+
 def test_fields_of_a_record_the_loop_does_not_change_are_read_again():
     # p.dt and p.drag (and their product) are not taped in every iteration
     p = Launch(10.0, 0.7, 0.05, 0.01)
@@ -503,12 +514,7 @@ def test_fields_of_a_record_the_loop_does_not_change_are_read_again():
     got = g(p)
     # (vx_1, the next iteration's vx, is carried by the reversed loop: see test_tapes)
     assert "    #     speed, t_18, vx, vy of each iteration" in g.source
-    h = 1e-6
-    for field in ("v0", "angle", "drag", "dt"):
-        up = dataclasses.replace(p, **{field: getattr(p, field) + h})
-        down = dataclasses.replace(p, **{field: getattr(p, field) - h})
-        expected = (projectile_of_a_record(up) - projectile_of_a_record(down)) / (2 * h)
-        assert getattr(got, field) == pytest.approx(expected, rel=1e-6)
+    assert_record_gradient(got, p)
 
 
 def test_the_seed_of_a_loops_number_output_is_one_and_folds():
@@ -541,12 +547,7 @@ def test_grad_does_not_compute_a_loop_value_only_the_output_needs():
     got = g(p)
     loop = g.source.split("for i in range(20):")[1].split("_s2s_tape.append")[0]
     assert "x = " not in loop and "x = 0.0" not in g.source
-    h = 1e-6
-    for field in ("v0", "angle", "drag", "dt"):
-        up = dataclasses.replace(p, **{field: getattr(p, field) + h})
-        down = dataclasses.replace(p, **{field: getattr(p, field) - h})
-        expected = (projectile_of_a_record(up) - projectile_of_a_record(down)) / (2 * h)
-        assert getattr(got, field) == pytest.approx(expected, rel=1e-6)
+    assert_record_gradient(got, p)
     v = s2sad.value_and_grad(projectile_of_a_record)
     assert v(p)[0] == pytest.approx(projectile_of_a_record(p), rel=1e-15)
     assert "x = x + " in v.source
@@ -605,12 +606,7 @@ def test_a_negated_adjoint_flips_the_sums_it_is_a_term_of():
     got = g(p)
     loop = g.source.split("in reversed(_s2s_tape):")[1].split("\n    #")[0]
     assert not re.search(r"= -|[(+*/-] -", loop) and "minus_" in loop
-    h = 1e-6
-    for field in ("v0", "angle", "drag", "dt"):
-        up = dataclasses.replace(p, **{field: getattr(p, field) + h})
-        down = dataclasses.replace(p, **{field: getattr(p, field) - h})
-        expected = (projectile_of_a_record(up) - projectile_of_a_record(down)) / (2 * h)
-        assert getattr(got, field) == pytest.approx(expected, rel=1e-6)
+    assert_record_gradient(got, p)
 
 
 def negations(x, y):
