@@ -362,13 +362,21 @@ def quantile_slope(a, q, axis=None, method="linear", keepdims=False, nan=False):
     return (step * (n - 1) * (n > 0)).reshape(shape)
 
 
-def unquantile_q(g, a, q, axis=None, method="linear", keepdims=False, nan=False):
-    """The adjoint of `q` in `np.quantile(a, q, ...)`: `g` times the slope, summed over
-    everything but the axes of `q`."""
-    slope = quantile_slope(a, q, axis, method, keepdims, nan)
+def unquantile_q(g, a, q, axis=None, method="linear", keepdims=False, nan=False, scale=1):
+    """The adjoint of `q` in `np.quantile(a, q / scale, ...)` (`scale` 100 for
+    `np.percentile`): `g` times the slope, summed over everything but the axes of `q`."""
+    slope = quantile_slope(a, np.divide(q, scale), axis, method, keepdims, nan) / scale
     total = np.sum(np.broadcast_to(g, slope.shape) * slope,
                    axis=tuple(range(np.ndim(q), slope.ndim)))
-    return total if isinstance(q, np.ndarray) else float(total)
+    return total if isinstance(q, np.ndarray) else shaped_as(q, total) if isinstance(
+        q, (list, tuple)) else float(total)
+
+
+def quantile_q_dot(t, a, q, axis=None, method="linear", keepdims=False, nan=False, scale=1):
+    """The tangent of `np.quantile(a, q / scale, ...)` along `t`, the tangent of `q`."""
+    slope = quantile_slope(a, np.divide(q, scale), axis, method, keepdims, nan) / scale
+    t = np.asarray(t)
+    return t.reshape(t.shape + (1,) * (slope.ndim - t.ndim)) * slope
 
 
 # -- np.gradient and np.interp ---------------------------------------------------------

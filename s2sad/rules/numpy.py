@@ -168,13 +168,15 @@ for _f, _nan in ((np.median, False), (np.nanmedian, True)):
          reduction=True)
 _QUANTILE = ("a, q, axis=None, out=None, overwrite_input=False, method='linear', "
              "keepdims=False")
-for _f, _nan, _scale in ((np.quantile, False, ""), (np.nanquantile, True, ""),
-                         (np.percentile, False, " / 100"), (np.nanpercentile, True, " / 100")):
-    _args = f"a, q{_scale}, axis, method, keepdims, {_nan}"
+for _f, _nan, _scale in ((np.quantile, False, 1), (np.nanquantile, True, 1),
+                         (np.percentile, False, 100), (np.nanpercentile, True, 100)):
+    _q = "q" if _scale == 1 else f"np.divide(q, {_scale})"
+    _args = f"a, {_q}, axis, method, keepdims, {_nan}"
     rule(_f, _QUANTILE, a=f"_s2s_unquantile(g, {_args})",
-         q=f"_s2s_unquantile_q(g, {_args}){_scale}",
+         q=f"_s2s_unquantile_q(g, a, q, axis, method, keepdims, {_nan}, {_scale})",
          tangent={"a": f"_s2s_quantile_dot(t, {_args})",
-                  "q": f"t{_scale} * _s2s_quantile_slope({_args})"}, returns=None)
+                  "q": f"_s2s_quantile_q_dot(t, a, q, axis, method, keepdims, {_nan}, {_scale})"},
+         returns=None)
 _RANGE = ("_s2s_extremum{0}({1}, a, np.max(a, axis, keepdims=keepdims), axis, keepdims) - "
           "_s2s_extremum{0}({1}, a, np.min(a, axis, keepdims=keepdims), axis, keepdims)")
 rule(np.ptp, "a, axis=None, out=None, keepdims=False", a=_RANGE.format("", "g"),

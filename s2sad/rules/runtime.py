@@ -14,7 +14,7 @@ from .containers import (  # noqa: F401 - generated code finds them in runtime
     replace as _replace)
 from .calculus import (  # noqa: F401 - generated code finds them in runtime
     cumprod, cumprod_adjoint_dot, cumprod_dot, interp_outside, interp_slope, midpoints,
-    polygamma, polyder_value, quantile_dot, quantile_slope, shaped_as, sinc_slope,
+    polygamma, polyder_value, quantile_dot, quantile_q_dot, shaped_as, sinc_slope,
     trapezoid_weights, unconvolve, uncorrelate, undiff, ungradient, uninterp, unpolyval,
     unquantile, unquantile_q, weights_like)
 from .factorizations import (  # noqa: F401 - generated code finds them in runtime

@@ -120,7 +120,7 @@ ns.update({"_s2s_" + k: getattr(R, k) for k in ("einsum", "tensordot", "solve", 
                                                   "svd_values_adjoint", "svd_values_adjoint_dot",
                                                   "lstsq_adjoint", "no_second_derivative",
                                                   "nanvariance", "unquantile", "unquantile_q",
-                                                  "quantile_dot", "ungradient",
+                                                  "quantile_dot", "quantile_q_dot", "ungradient",
                                                   "uninterp", "interp_slope")})
 
 define(R.zeros_like, "x", None, zero=("x",), tangent=())    # a constant: no derivative
@@ -167,9 +167,12 @@ jvp(R.quantile_dot, "t_a, a, q, axis=None, method='linear', keepdims=False, nan=
     "_s2s_quantile_dot(t, a, q, axis, method, keepdims, nan)", None,
     "_s2s_no_second_derivative('np.quantile with respect to q')", namespace=ns)
 _NO_SECOND = "_s2s_no_second_derivative('np.quantile with respect to q')"
-jvp(R.unquantile_q, _Q, "_s2s_unquantile_q(t, a, q, axis, method, keepdims, nan)",
+jvp(R.unquantile_q, _Q + ", scale=1",
+    "_s2s_unquantile_q(t, a, q, axis, method, keepdims, nan, scale)",
     _NO_SECOND, _NO_SECOND, namespace=ns)
-jvp(R.quantile_slope, _Q[3:], _NO_SECOND, _NO_SECOND, namespace=ns)
+jvp(R.quantile_q_dot, "t_q, a, q, axis=None, method='linear', keepdims=False, nan=False, "
+    "scale=1", "_s2s_quantile_q_dot(t, a, q, axis, method, keepdims, nan, scale)",
+    _NO_SECOND, _NO_SECOND, namespace=ns)
 linear(R.ungradient, "g, f, spacing=(), axis=None, edge_order=1", "g")
 linear(R.uninterp, "g, x, xp, fp, left=None, right=None, period=None", "g")
 linear(R.interp_outside, "g, x, xp, side", "g")
