@@ -2363,6 +2363,16 @@ def f32_power(x, y):
     return np.sum(np.power(x, y) * W34f)
 
 
+def f32_order_statistics(x):
+    return (np.sum(np.median(x, axis=0) * W4f)
+            + np.sum(np.quantile(x, [0.3, 0.6], axis=1) * W33f[:2])
+            + np.sum(np.partition(x, 1) * W34f) + np.nanvar(x))
+
+
+def f32_gradient(x):
+    return np.sum(np.gradient(x, axis=1) * W34f) + np.sum(np.nancumprod(x, axis=0) * W34f)
+
+
 def f32_bool_index(x):
     return np.sum(x[x > 0] ** 2)
 
@@ -2980,7 +2990,8 @@ for _fn, _args in [
         (f32_cholesky, (f32((3, 3)),)),
         (f32_logaddexp, (f32((3, 4)), f32((4,)))), (f32_power, (f32((3, 4), POS), f32((4,)))),
         (f32_bool_index, (f32((3, 4), AWAY),)),
-        (f32_array_of_0d, (f32(()), f32(())))]:
+        (f32_array_of_0d, (f32(()), f32(()))),
+        (f32_order_statistics, (f32((3, 4), S.distinct),)), (f32_gradient, (f32((3, 4)),))]:
     case(_fn, [], _args, rtol=F32_RTOL, atol=F32_ATOL, table=F32_CASES)
 # float64 -> float32 -> float64 rounds every finite-difference step: compare loosely
 case(f64_astype32, [], (R((3, 4)),), rtol=1e-2, atol=1e-3, table=F32_CASES)

@@ -1,6 +1,7 @@
-"""Helpers of the rules for special functions and for differences, integrals, polynomials
-and convolutions: derivatives too long for a template (`polygamma`, `sinc_slope`) and
-adjoints (`undiff`, `unpolyval`, `unconvolve`, ...). Generated code reaches them through
+"""Helpers of the rules for special functions, differences, integrals, polynomials,
+convolutions, order statistics (quantiles), `np.gradient` and `np.interp`: derivatives
+too long for a template (`polygamma`, `sinc_slope`, `interp_slope`) and adjoints
+(`undiff`, `unpolyval`, `unconvolve`, `unquantile`, ...). Generated code reaches them through
 `runtime`, which imports them; rules/tangents.py gives their forward rules."""
 import math
 
@@ -337,7 +338,8 @@ def quantile_dot(t, a, q, axis=None, method="linear", keepdims=False, nan=False)
     moved, order, n = _sorted_slices(a, axis, nan)
     t_moved = _sorted_slices(np.broadcast_to(t, np.shape(a)), axis, False)[0]
     w = quantile_weights(q, n, moved.shape[-1], method)
-    out = np.sum(w * np.take_along_axis(t_moved, order, axis=-1), axis=-1)
+    by_rank = np.take_along_axis(t_moved, order, axis=-1)
+    out = np.sum(w * by_rank, axis=-1).astype(np.result_type(by_rank, np.float32), copy=False)
     return out.reshape(_quantile_shape(a, q, axis, keepdims))
 
 

@@ -287,8 +287,8 @@ def nanvariance(g, x, axis=None, ddof=0, keepdims=False):
     not NaN, 0 at the NaNs (and where no more than `ddof` values are left)."""
     x = asarray(x)
     present = ~np.isnan(x)
-    n = np.sum(present, axis=axis, keepdims=True) - ddof
     centred = np.where(present, x - np.nanmean(x, axis=axis, keepdims=True), 0.0)
+    n = (np.sum(present, axis=axis, keepdims=True) - ddof).astype(centred.dtype)
     return unreduce(g, x, axis, keepdims) * 2 * centred / np.where(n > 0, n, np.inf)
 
 

@@ -45,7 +45,7 @@ def nanvariance_dot(t, a, axis=None, ddof=0, keepdims=False):
     a = np.asarray(a)
     present = ~np.isnan(a)
     centred = np.where(present, a - np.nanmean(a, axis=axis, keepdims=True), 0.0)
-    n = np.sum(present, axis=axis, keepdims=keepdims) - ddof
+    n = (np.sum(present, axis=axis, keepdims=keepdims) - ddof).astype(centred.dtype)
     return 2 * np.sum(centred * t, axis=axis, keepdims=keepdims) / np.where(n > 0, n, np.inf)
 
 
