@@ -3272,3 +3272,51 @@ def test_coverage_is_not_vacuous():
     assert not {np.argmax, np.floor, np.sign} & required
     assert {M("sum"), M("reshape"), A("T")} <= required_spellings()
     assert M("argmax") not in required_spellings()
+
+
+def test_quantile_weights_give_numpys_quantiles():
+    """The weights the quantile rules put on the sorted values give NumPy's quantiles for
+    every method they know, also where q (n - 1) falls on a sample or half-way."""
+    from s2sad.rules.calculus import QUANTILE_METHODS, quantile_weights
+    rng = np.random.default_rng(3)
+    for n in (1, 2, 3, 4, 5, 9):
+        a = rng.standard_normal(n)
+        qs = np.concatenate([np.linspace(0, 1, 4 * n + 1), rng.uniform(size=5)])
+        for method in QUANTILE_METHODS:
+            mine = quantile_weights(qs, np.array(n), n, method) @ np.sort(a)
+            np.testing.assert_allclose(mine, np.quantile(a, qs, method=method), rtol=1e-12,
+                                       atol=1e-12, err_msg=f"n={n}, method={method}")
+
+
+def test_subgradients_at_ties_and_sample_points():
+    """Where the derivative does not exist, the documented choice (docs/numpy.md, "Order
+    statistics"): an even count's median splits 1/2 and 1/2; ties go by a stable sort;
+    the slope in q at a sample is 0; np.interp takes the segment to the right."""
+    def median(x):
+        return np.median(x)
+
+    def quantile(q, x):
+        return np.quantile(x, q)
+
+    def interp(x, fp):
+        return np.interp(x, np.array([0.0, 1.0, 3.0]), fp)
+
+    np.testing.assert_array_equal(s2sad.grad(median)(np.array([4.0, 1.0, 3.0, 2.0])),
+                                  [0.0, 0.0, 0.5, 0.5])
+    np.testing.assert_array_equal(s2sad.grad(median)(np.array([1.0, 3.0, 3.0])), [0, 1, 0])
+    gq, gx = s2sad.grad(quantile, wrt=(0, 1))(0.5, np.array([1.0, 2.0, 4.0]))
+    assert gq == 0.0
+    np.testing.assert_array_equal(gx, [0.0, 1.0, 0.0])
+    gx, gfp = s2sad.grad(interp, wrt=(0, 1))(1.0, np.array([0.0, 2.0, 3.0]))
+    assert gx == 0.5                                # (3 - 2) / (3 - 1), to the right
+    np.testing.assert_array_equal(gfp, [0.0, 1.0, 0.0])
+    assert s2sad.grad(interp)(3.0, np.array([0.0, 2.0, 3.0])) == 0.5   # the last segment
+
+
+def test_imag_and_angle_of_real_arrays_have_zero_derivative():
+    def f(x):
+        return np.sum(np.imag(x) + np.angle(x) + x.imag + x * W34)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        np.testing.assert_array_equal(s2sad.grad(f)(R((3, 4))), W34)
