@@ -699,6 +699,10 @@ def h_gradient_interp(x):
             + np.sum(np.interp(x, XP5, XP5 ** 2) * x))
 
 
+def h_interp_x_and_fp(x):
+    return np.sum(np.interp(x[:3], XP5, x * x - x[::-1]) * W4[:3])
+
+
 HESSIANS = {
     "gamma": (h_gamma, [0.3, 1.7, -1.5]), "lgamma": (h_lgamma, [0.3, 4.2, -2.5]),
     "erf": (h_erf, [0.4, -1.1]), "expm1_log1p": (h_expm1_log1p, [0.4, 1.3]),
@@ -717,6 +721,7 @@ HESSIANS = {
     "order": (h_order, [S.distinct((12,))]),
     "gradient_interp": (h_gradient_interp, [np.array([-1.3, -0.7, -0.2, 0.4, 0.9, 1.2, 0.1, -0.4,
                                                       2.1, 1.9, -1.8, 0.6])]),
+    "interp_x_and_fp": (h_interp_x_and_fp, [np.array([-1.3, -0.2, 0.4, 1.1, 0.9])]),
 }
 
 

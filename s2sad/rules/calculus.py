@@ -472,6 +472,20 @@ def uninterp(g, x, xp, fp, left=None, right=None, period=None):
     return out if isinstance(fp, np.ndarray) else shaped_as(fp, out)
 
 
+def uninterp_dot(g, t, x, xp, fp, period=None):
+    """The tangent of `uninterp(g, x, xp, fp, ...)` along `t`, the tangent of `x`: the
+    fraction of the way along each segment moves by `t` over its width."""
+    i, _, below, above = _interp_segments(x, xp, period)
+    xp = np.asarray(xp, dtype=np.float64)
+    width = xp[i] - xp[i - 1]
+    moved = np.where(below | above | (width == 0), 0.0,
+                     np.broadcast_to(g, np.shape(i)) * t / np.where(width == 0, 1.0, width))
+    out = np.zeros(np.shape(fp), dtype=np.result_type(fp, np.float32))
+    np.add.at(out, i - 1, -moved)
+    np.add.at(out, i, moved)
+    return out if isinstance(fp, np.ndarray) else shaped_as(fp, out)
+
+
 def interp_outside(g, x, xp, side):
     """The sum of `g` where `x` is left of `xp[0]` (`side` 0) or right of `xp[-1]` (1):
     the adjoint of `left` or `right` in `np.interp`."""

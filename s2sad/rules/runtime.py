@@ -15,8 +15,8 @@ from .containers import (  # noqa: F401 - generated code finds them in runtime
 from .calculus import (  # noqa: F401 - generated code finds them in runtime
     cumprod, cumprod_adjoint_dot, cumprod_dot, interp_outside, interp_slope, midpoints,
     polygamma, polyder_value, quantile_dot, quantile_q_dot, shaped_as, sinc_slope,
-    trapezoid_weights, unconvolve, uncorrelate, undiff, ungradient, uninterp, unpolyval,
-    unquantile, unquantile_q, weights_like)
+    trapezoid_weights, unconvolve, uncorrelate, undiff, ungradient, uninterp, uninterp_dot,
+    unpolyval, unquantile, unquantile_q, weights_like)
 from .factorizations import (  # noqa: F401 - generated code finds them in runtime
     diag_embed, eigen_gaps, eigh_dot, eigvals_dot, eigvalsh_adjoint, eigvalsh_adjoint_dot,
     lstsq_adjoint, lstsq_dot, no_second_derivative, pinv_dot, power_dot, power_dot_dot,

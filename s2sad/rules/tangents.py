@@ -121,7 +121,7 @@ ns.update({"_s2s_" + k: getattr(R, k) for k in ("einsum", "tensordot", "solve", 
                                                   "lstsq_adjoint", "no_second_derivative",
                                                   "nanvariance", "unquantile", "unquantile_q",
                                                   "quantile_dot", "quantile_q_dot", "ungradient",
-                                                  "uninterp", "interp_slope")})
+                                                  "uninterp", "uninterp_dot", "interp_slope")})
 
 define(R.zeros_like, "x", None, zero=("x",), tangent=())    # a constant: no derivative
 # rules/arrays.py: the dispatching conversions and allocations of the helpers above,
@@ -161,12 +161,12 @@ jvp(R.nanvariance, "g, x, axis=None, ddof=0, keepdims=False",
 # (the weights of the sorted values are constant where `a` has no ties; in `q`, they
 # move along the segments)
 _Q = "g, a, q, axis=None, method='linear', keepdims=False, nan=False"
-jvp(R.unquantile, _Q, "_s2s_unquantile(t, a, q, axis, method, keepdims, nan)", None,
-    "_s2s_no_second_derivative('np.quantile with respect to q')", namespace=ns)
-jvp(R.quantile_dot, "t_a, a, q, axis=None, method='linear', keepdims=False, nan=False",
-    "_s2s_quantile_dot(t, a, q, axis, method, keepdims, nan)", None,
-    "_s2s_no_second_derivative('np.quantile with respect to q')", namespace=ns)
 _NO_SECOND = "_s2s_no_second_derivative('np.quantile with respect to q')"
+jvp(R.unquantile, _Q, "_s2s_unquantile(t, a, q, axis, method, keepdims, nan)", None,
+    _NO_SECOND, namespace=ns)
+jvp(R.quantile_dot, "t_a, a, q, axis=None, method='linear', keepdims=False, nan=False",
+    "_s2s_quantile_dot(t, a, q, axis, method, keepdims, nan)", None, _NO_SECOND,
+    namespace=ns)
 jvp(R.unquantile_q, _Q + ", scale=1",
     "_s2s_unquantile_q(t, a, q, axis, method, keepdims, nan, scale)",
     _NO_SECOND, _NO_SECOND, namespace=ns)
@@ -174,7 +174,9 @@ jvp(R.quantile_q_dot, "t_q, a, q, axis=None, method='linear', keepdims=False, na
     "scale=1", "_s2s_quantile_q_dot(t, a, q, axis, method, keepdims, nan, scale)",
     _NO_SECOND, _NO_SECOND, namespace=ns)
 linear(R.ungradient, "g, f, spacing=(), axis=None, edge_order=1", "g")
-linear(R.uninterp, "g, x, xp, fp, left=None, right=None, period=None", "g")
+jvp(R.uninterp, "g, x, xp, fp, left=None, right=None, period=None",
+    "_s2s_uninterp(t, x, xp, fp, left, right, period)",
+    "_s2s_uninterp_dot(g, t, x, xp, fp, period)", namespace=ns)
 linear(R.interp_outside, "g, x, xp, side", "g")
 # (piecewise linear in x: its slope is flat in x, and linear in fp)
 jvp(R.interp_slope, "x, xp, fp, period=None", None, None,
