@@ -149,7 +149,7 @@ linear(R.own, "g, x", "g")
 linear(R.blocks_like, "g, x", "g")
 linear(R.snapshot, "v", "v")
 define(R.like, "x", None, zero=("x",), tangent=())          # only its shape is read
-define(R.partition_order, nondiff=True)
+jvp(R.partition_order, "a, ans, axis=-1")                   # integers: no tangent
 linear(R.unattr, "g, obj, name", "g")
 linear(R.cotangent, "c, x", "c")
 linear(R.unreduce, "g, x, axis=None, keepdims=False", "g")
