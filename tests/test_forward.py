@@ -418,9 +418,9 @@ JACOBIAN_CASES = [
     (more_shapes_and_layout, (np.array([0.3, -0.2, 0.9, -1.4, 0.7, 0.25]),)),
     (decompositions, (np.array([0.3, -0.2, 0.9, -1.4, 0.7, 0.25, 1.1, 0.4, -0.6, 0.8, -0.5,
                                 0.35]),)),
-    (broadcasting, (np.array([0.5, -1.0, 2.0]), np.array([0.3, 0.7]))),
     (order_statistics_and_sampling, (np.array([0.3, -0.2, 0.9, -1.4, 0.7, 0.25, 1.1,
                                                -0.6]),)),
+    (broadcasting, (np.array([0.5, -1.0, 2.0]), np.array([0.3, 0.7]))),
 ]
 
 
