@@ -37,7 +37,7 @@ def subscript(p):
     return p[0] * p[1]
 
 def method(x):
-    return x.conjugate()
+    return x.as_integer_ratio()[0] * x
 
 def star(*args):
     return args[0]

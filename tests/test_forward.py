@@ -382,6 +382,26 @@ def decompositions(x):
     return np.concatenate(parts)
 
 
+XP4 = np.array([-1.0, 0.0, 0.5, 2.0])
+NAN24 = np.array([[0.0, np.nan, 0.0, 0.0], [0.0, 0.0, 0.0, np.nan]])
+
+
+def order_statistics_and_sampling(x):
+    """Quantiles, partitions, the other nan* reductions and scans, np.gradient, np.interp,
+    np.meshgrid and np.dsplit, with forward rules of their own."""
+    m = x.reshape(2, 4)
+    y = m + NAN24
+    gx, gy = np.meshgrid(x[:2], x[2:5])
+    a, b = np.dsplit(x.reshape(1, 2, 4), 2)
+    parts = [[np.median(x), np.quantile(x, 0.3), np.percentile(m, 60.0), np.nanprod(y),
+              np.nanvar(y), np.nanpercentile(y, 45.0), np.quantile(x[0] * x, x[4])],
+             np.nanmedian(y, axis=0), np.nanquantile(y, [0.2, 0.7], axis=1).ravel(),
+             np.nanstd(y, axis=1), np.nancumsum(y, axis=1).ravel(), np.nancumprod(y).ravel(),
+             np.partition(x, 3), np.gradient(x, 0.5), np.gradient(m, XP4, axis=1).ravel(),
+             np.interp(x, XP4, x[:4] * x[4:]), (gx * gy).ravel(), (a * b).ravel()]
+    return np.concatenate(parts)
+
+
 JACOBIAN_CASES = [
     (polar, (np.array([2.0, 0.7]),)),
     (elementwise, (np.array([0.3, -1.2, 0.8]),)),
@@ -399,6 +419,8 @@ JACOBIAN_CASES = [
     (more_shapes_and_layout, (np.array([0.3, -0.2, 0.9, -1.4, 0.7, 0.25]),)),
     (decompositions, (np.array([0.3, -0.2, 0.9, -1.4, 0.7, 0.25, 1.1, 0.4, -0.6, 0.8, -0.5,
                                 0.35]),)),
+    (order_statistics_and_sampling, (np.array([0.3, -0.2, 0.9, -1.4, 0.7, 0.25, 1.1,
+                                               -0.6]),)),
     (broadcasting, (np.array([0.5, -1.0, 2.0]), np.array([0.3, 0.7]))),
 ]
 

@@ -380,6 +380,113 @@ def l_slogdet(a):
     return np.linalg.slogdet(a)[1]
 
 
+# -- order statistics, the other nan* functions, np.gradient, np.interp, and the functions
+# of real arrays that are complex in general ----------------------------------------------
+XP5 = np.array([-1.5, -0.5, 0.0, 0.7, 1.6])
+X7 = np.array([-2.0, -1.2, -0.3, 0.2, 0.5, 1.1, 2.3])   # two outside [XP5[0], XP5[-1]]
+
+
+def o_median(x):
+    return np.median(x, axis=1)
+
+
+def o_median_all(x):
+    return np.median(x)
+
+
+def o_quantile(x, q):
+    return np.quantile(x, q, axis=0, keepdims=True)
+
+
+def o_quantile_methods(x):
+    return (np.quantile(x, [0.3, 0.6], axis=1, method="midpoint")
+            + np.quantile(x, [0.2, 0.7], axis=1, method="nearest"))
+
+
+def o_percentile(x, q):
+    return np.percentile(x, q, axis=(0, 1))
+
+
+def o_nanmedian(x):
+    return np.nanmedian(x + NAN34, axis=0)
+
+
+def o_nanquantile(x, q):
+    return np.nanquantile(x + NAN34, q, axis=1)
+
+
+def o_nanpercentile(x):
+    return np.nanpercentile(x + NAN34, 30.0)
+
+
+def o_partition(x):
+    return np.partition(x, 2, axis=1) * W34
+
+
+def o_partition_flat(x):
+    return np.partition(x, (1, 7), axis=None)
+
+
+def r_nanprod(x):
+    return np.nanprod(x + NAN34, axis=1)
+
+
+def r_nanvar(x):
+    return np.nanvar(x + NAN34, axis=0, ddof=1)
+
+
+def r_nanstd(x):
+    return np.nanstd(x + NAN34, axis=1, keepdims=True)
+
+
+def r_nancumsum(x):
+    return np.nancumsum(x + NAN34, axis=0)
+
+
+def r_nancumprod(x):
+    return np.nancumprod(x + NAN34, axis=1)
+
+
+def r_gradient(f):
+    gy, gx = np.gradient(f)
+    return gy * W34[:len(f)] + gx * gx
+
+
+def r_gradient_coordinates(f):
+    return np.gradient(f, XP5, axis=0, edge_order=2)
+
+
+def r_gradient_axis(f):
+    return np.gradient(f, 0.3, axis=0)
+
+
+def r_interp(x, fp):
+    return np.interp(x, XP5, fp)
+
+
+def r_interp_left_right(x, fp, left, right):
+    return np.interp(x, XP5, fp, left=left, right=right)
+
+
+def s_dsplit(x):
+    a, b = np.dsplit(x, 2)
+    return a * b
+
+
+def s_meshgrid(x, y):
+    gx, gy = np.meshgrid(x, y)
+    return gx * gy + gy
+
+
+def s_meshgrid_ij(x, y, z):
+    a, b, c = np.meshgrid(x, y, z, indexing="ij")
+    return a * b - c
+
+
+def e_conj_imag_angle(x):
+    return np.conj(x) * x + np.imag(x) + np.angle(x) + x.conjugate()
+
+
 _BINARY = {"mat-mat": ((3, 4), (3, 4)), "mat-row": ((3, 4), (4,)), "col-row": ((3, 1), (4,)),
            "mat-py": ((3, 4), None), "py-py": (None, None)}
 _PAIRS = {"4-3": ((4,), (3,)), "3-5": ((3,), (5,)), "5-2": ((5,), (2,)), "2-6": ((2,), (6,))}
@@ -472,6 +579,31 @@ CASES = {
     "qr": (l_qr, {"tall": (R((4, 3)),), "batch": (R((2, 3, 3)),)}),
     "matrix_power": (l_matrix_power, {"mat": (R((3, 3)) + 2 * np.eye(3),)}),
     "slogdet": (l_slogdet, {"batch": (R((2, 3, 3)) + 3 * np.eye(3),)}),
+    "median": (o_median, {"odd": (S.distinct((4, 3)),), "even": (S.distinct((3, 4)),)}),
+    "median_all": (o_median_all, {"even": (S.distinct((3, 4)),), "odd": (S.distinct((5,)),)}),
+    "quantile": (o_quantile, {"py": (S.distinct((3, 4)), 0.3),
+                              "vec": (S.distinct((5, 2)), np.array([0.1, 0.45, 0.9]))}),
+    "quantile_methods": (o_quantile_methods, {"mat": (S.distinct((3, 4)),)}),
+    "percentile": (o_percentile, {"py": (S.distinct((3, 4)), 37.0)}),
+    "nanmedian": (o_nanmedian, {"mat": (S.distinct((3, 4)),)}),
+    "nanquantile": (o_nanquantile, {"vec": (S.distinct((3, 4)), np.array([0.2, 0.6]))}),
+    "nanpercentile": (o_nanpercentile, {"mat": (S.distinct((3, 4)),)}),
+    "partition": (o_partition, {"mat": (S.distinct((3, 4)),)}),
+    "partition_flat": (o_partition_flat, {"mat": (S.distinct((3, 4)),)}),
+    "nanprod": (r_nanprod, {"mat": (R((3, 4)),)}),
+    "nanvar": (r_nanvar, {"mat": (R((3, 4)),)}),
+    "nanstd": (r_nanstd, {"mat": (R((3, 4)),)}),
+    "nancumsum": (r_nancumsum, {"mat": (R((3, 4)),)}),
+    "nancumprod": (r_nancumprod, {"mat": (R((3, 4)),)}),
+    "gradient": (r_gradient, {"3x4": (R((3, 4)),), "2x4": (R((2, 4)),)}),
+    "gradient_coordinates": (r_gradient_coordinates, {"vec": (R((5,)),), "mat": (R((5, 2)),)}),
+    "gradient_axis": (r_gradient_axis, {"mat": (R((4, 3)),)}),
+    "interp": (r_interp, {"vec": (X7, R((5,))), "py": (0.4, R((5,)))}),
+    "interp_left_right": (r_interp_left_right, {"vec": (X7, R((5,)), R(None), R(None))}),
+    "dsplit": (s_dsplit, {"3d": (R((2, 3, 4)),)}),
+    "meshgrid": (s_meshgrid, {"vec": (R((4,)), R((3,)))}),
+    "meshgrid_ij": (s_meshgrid_ij, {"vec": (R((2,)), R((3,)), R((4,)))}),
+    "conj_imag_angle": (e_conj_imag_angle, {"py": (R(None),), "mat": (AWAY((3, 4)),)}),
 }
 
 
@@ -543,6 +675,34 @@ def h_matrix_power(x):
         np.linalg.matrix_power(a, -2) * W34[:, 1:])
 
 
+def h_conj(x):
+    return np.sum(W4 * np.conj(x) * np.sin(x.conj()) + np.imag(x) * x + np.angle(x))
+
+
+def h_nan(x):
+    y = x.reshape(3, 4) + NAN34
+    return (np.sum(np.nanvar(y, axis=1) * W4[:3]) + np.sum(np.nanstd(y, axis=0) * W4)
+            + np.sum(np.nanprod(y, axis=0) * W4) + np.sum(np.nancumprod(y, axis=1) * W34)
+            + np.sum(np.nancumsum(y * y, axis=1) * W34))
+
+
+def h_order(x):
+    y = x.reshape(3, 4)
+    return (np.sum(np.median(y, axis=1) * y[:, 0]) + np.sum(np.quantile(y, 0.3, axis=0) ** 2)
+            + np.nanpercentile(y + NAN34, 70.0) * np.sum(y) + np.sum(np.partition(y, 1) ** 3))
+
+
+def h_gradient_interp(x):
+    y = x.reshape(3, 4)
+    return (np.sum(np.gradient(y)[1] ** 2 * W34) + np.sum(np.gradient(y, 1.5, axis=0) ** 2)
+            + np.sum(np.interp(X7, XP5, x[:5]) ** 2)
+            + np.sum(np.interp(x, XP5, XP5 ** 2) * x))
+
+
+def h_interp_x_and_fp(x):
+    return np.sum(np.interp(x[:3], XP5, x * x - x[::-1]) * W4[:3])
+
+
 HESSIANS = {
     "gamma": (h_gamma, [0.3, 1.7, -1.5]), "lgamma": (h_lgamma, [0.3, 4.2, -2.5]),
     "erf": (h_erf, [0.4, -1.1]), "expm1_log1p": (h_expm1_log1p, [0.4, 1.3]),
@@ -556,6 +716,12 @@ HESSIANS = {
     "linalg": (h_linalg, [R((12,))]),
     "cumprod": (h_cumprod, [R((6,)), np.array([0.5, 0.0, 1.2, -0.7, 0.0, 0.0])]),
     "matrix_power": (h_matrix_power, [R((9,)) + 2 * np.eye(3).ravel()]),
+    "conj": (h_conj, [AWAY((4,))]),
+    "nan": (h_nan, [R((12,))]),
+    "order": (h_order, [S.distinct((12,))]),
+    "gradient_interp": (h_gradient_interp, [np.array([-1.3, -0.7, -0.2, 0.4, 0.9, 1.2, 0.1, -0.4,
+                                                      2.1, 1.9, -1.8, 0.6])]),
+    "interp_x_and_fp": (h_interp_x_and_fp, [np.array([-1.3, -0.2, 0.4, 1.1, 0.9])]),
 }
 
 

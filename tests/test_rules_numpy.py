@@ -1817,6 +1817,157 @@ def correlate_valid(a, v):
     return np.sum(np.correlate(a, v) * W2)
 
 
+# -- order statistics, the other nan* functions, np.gradient and np.interp -------------
+XP5 = np.array([-1.5, -0.5, 0.0, 0.7, 1.6])     # sample points of the np.interp checks
+FP5 = np.array([0.3, 1.1, -0.4, 0.9, 2.0])
+X7 = np.array([-2.0, -1.2, -0.3, 0.2, 0.5, 1.1, 2.3])   # two outside [XP5[0], XP5[-1]]
+
+
+def median_all(x):
+    return np.median(x) * W_
+
+
+def median_ax1_keep(x):
+    return np.sum(np.median(x, axis=1, keepdims=True) * W31)
+
+
+def median_ax0(x):
+    return np.sum(np.median(x, axis=0) * W4)
+
+
+def quantile_q(x, q):
+    return np.quantile(x, q) * W_
+
+
+def quantile_vector_q(x, q):
+    return np.sum(np.quantile(x, q, axis=1) * W23)
+
+
+def quantile_methods(x):
+    return (np.sum(np.quantile(x, [0.3, 0.8], axis=0, method="lower") * W24)
+            + np.sum(np.quantile(x, 0.4, axis=(0, 1), method="higher", keepdims=True) * W11)
+            + np.sum(np.quantile(x, [0.2, 0.45], axis=1, method="nearest") * W23)
+            + np.sum(np.quantile(x, 0.7, axis=0, method="midpoint") * W4))
+
+
+def percentile_fn(x, q):
+    return np.sum(np.percentile(x, q, axis=0) * W4)
+
+
+def nanmedian_ax1(x):
+    return np.sum(np.nanmedian(x + NAN34, axis=1) * W3)
+
+
+def nanquantile_fn(x, q):
+    return np.sum(np.nanquantile(x + NAN34, q, axis=0, keepdims=True) * W14)
+
+
+def nanpercentile_fn(x):
+    return np.sum(np.nanpercentile(x + NAN34, [20.0, 65.0], axis=1) * W23)
+
+
+def nanprod_ax0(x):
+    return np.sum(np.nanprod(x + NAN34, axis=0) * W4)
+
+
+def nanprod_all(x):
+    return np.nanprod(x + NAN34) * W_
+
+
+def nanvar_ax1_ddof(x):
+    return np.sum(np.nanvar(x + NAN34, axis=1, ddof=1) * W3)
+
+
+def nanvar_all(x):
+    return np.nanvar(x + NAN34) * W_
+
+
+def nanstd_ax0_keep(x):
+    return np.sum(np.nanstd(x + NAN34, axis=0, keepdims=True) * W14)
+
+
+def nancumsum_fn(x):
+    return np.sum(np.nancumsum(x + NAN34, axis=1) * W34)
+
+
+def nancumprod_fn(x):
+    return np.sum(np.nancumprod(x + NAN34, axis=0) * W34)
+
+
+def nancumprod_flat(x):
+    return np.sum(np.nancumprod(x + NAN34) * W12)
+
+
+def gradient_fn(f):
+    gy, gx = np.gradient(f)
+    return np.sum(gy * W34[:len(f), :len(f[0])]) + np.sum(gx * gx)
+
+
+def gradient_spacing(f):
+    return np.sum(np.gradient(f, 0.3, axis=1, edge_order=2) * W34)
+
+
+def gradient_coordinates(f):
+    return np.sum(np.gradient(f, XP5, edge_order=2) * W5) + np.sum(np.gradient(f, XP5) ** 2)
+
+
+def gradient_two_spacings(f):
+    gy, gx = np.gradient(f, 0.5, XP5[:4])
+    return np.sum(gy * W34) + np.sum(gx * W34 * W34)
+
+
+def interp_fn(x, fp):
+    return np.sum(np.interp(x, XP5, fp) * W7)
+
+
+def interp_left_right(x, fp, left, right):
+    return np.sum(np.interp(x, XP5, fp, left, right) * W7)
+
+
+def interp_scalar(x, fp):
+    return np.interp(x, XP5, fp, right=-1.0) * W_
+
+
+def conjugate_fn(x):
+    return np.sum(np.conj(x) * W34) + np.sum(np.conjugate(x) * x)
+
+
+def m_conj(x):
+    return np.sum(x.conj() * W34) + np.sum(x.conjugate() * x)
+
+
+def partition_fn(x):
+    return np.sum(np.partition(x, 1) * W34)
+
+
+def partition_axis0(x):
+    return np.sum(np.partition(x, (0, 2), axis=0) * W34)
+
+
+def partition_flat(x):
+    return np.sum(np.partition(x, 5, axis=None) * W12)
+
+
+def dsplit_fn(x):
+    a, b = np.dsplit(x, [1])
+    return np.sum(np.sin(a)) + np.sum(b * b * W233)
+
+
+def meshgrid_xy(x, y):
+    gx, gy = np.meshgrid(x, y)
+    return np.sum(gx * W34) + np.sum(gy * gy * W34)
+
+
+def meshgrid_ij_sparse(x, y, z):
+    a, b, c = np.meshgrid(x, y, z, indexing="ij", sparse=True)
+    return np.sum(a * b * c * W234)
+
+
+def meshgrid_one(x):
+    (a,) = np.meshgrid(x)
+    return np.sum(a * a * W4)
+
+
 # -- more shape and layout functions ----------------------------------------------------
 def split_halves(x):
     a, b = np.split(x, 2, axis=1)
@@ -2210,6 +2361,16 @@ def f32_logaddexp(x, y):
 
 def f32_power(x, y):
     return np.sum(np.power(x, y) * W34f)
+
+
+def f32_order_statistics(x):
+    return (np.sum(np.median(x, axis=0) * W4f)
+            + np.sum(np.quantile(x, [0.3, 0.6], axis=1) * W33f[:2])
+            + np.sum(np.partition(x, 1) * W34f) + np.nanvar(x))
+
+
+def f32_gradient(x):
+    return np.sum(np.gradient(x, axis=1) * W34f) + np.sum(np.nancumprod(x, axis=0) * W34f)
 
 
 def f32_bool_index(x):
@@ -2702,6 +2863,45 @@ case(convolve_same, [np.convolve], {"4-3": (R((4,)), R((3,))), "2-4": (R((2,)), 
 case(correlate_fn, [np.correlate], {"4-4": (R((4,)), R((4,))), "2-6": (R((2,)), R((6,)))})
 case(correlate_valid, [np.correlate], (R((4,)), R((3,))))
 
+# -- order statistics (at pairwise distinct values: no ties), the other nan* functions,
+# np.gradient and np.interp (tests/test_rules_modes.py checks them in vjp and jvp) ------
+case(median_all, [np.median], {"odd": (S.distinct((3, 3)),), "even": (S.distinct((3, 4)),)})
+case(median_ax1_keep, [np.median], (S.distinct((3, 4)),))
+case(median_ax0, [np.median], {"odd": (S.distinct((3, 4)),), "even": (S.distinct((4, 4)),)})
+# (q (n - 1) between two samples: the derivative in q exists)
+case(quantile_q, [np.quantile], {"py": (S.distinct((3, 4)), 0.37), "0d": (S.distinct((5,)),
+                                                                            np.array(0.6))})
+case(quantile_vector_q, [np.quantile], (S.distinct((3, 4)), np.array([0.1, 0.55])))
+case(quantile_methods, [np.quantile], (S.distinct((3, 4)),))
+case(percentile_fn, [np.percentile], (S.distinct((3, 4)), 41.0))
+case(nanmedian_ax1, [np.nanmedian], (S.distinct((3, 4)),))
+case(nanquantile_fn, [np.nanquantile], (S.distinct((3, 4)), 0.3))
+case(nanpercentile_fn, [np.nanpercentile], (S.distinct((3, 4)),))
+case(nanprod_ax0, [np.nanprod], (R((3, 4)),))
+case(nanprod_all, [np.nanprod], (R((3, 4)),))
+case(nanvar_ax1_ddof, [np.nanvar], (R((3, 4)),))
+case(nanvar_all, [np.nanvar], (R((3, 4)),))
+case(nanstd_ax0_keep, [np.nanstd], (R((3, 4)),))
+case(nancumsum_fn, [np.nancumsum], (R((3, 4)),))
+case(nancumprod_fn, [np.nancumprod], (R((3, 4)),))
+case(nancumprod_flat, [np.nancumprod], (R((3, 4)),))
+case(gradient_fn, [np.gradient], {"3x4": (R((3, 4)),), "2x2": (R((2, 2)),)})
+case(gradient_spacing, [np.gradient], (R((3, 4)),))
+case(gradient_coordinates, [np.gradient], (R((5,)),))
+case(gradient_two_spacings, [np.gradient], (R((3, 4)),))
+case(interp_fn, [np.interp], (avoiding((7,), XP5, -2.2, 2.2), R((5,))))
+case(interp_left_right, [np.interp], (X7, R((5,)), R(None), R(None)))
+case(interp_scalar, [np.interp], {"inside": (0.3, R((5,))), "outside": (1.9, R((5,)))})
+case(conjugate_fn, [np.conjugate], (R((3, 4)),))
+case(m_conj, [M("conj"), M("conjugate")], (R((3, 4)),))
+case(partition_fn, [np.partition], (S.distinct((3, 4)),))
+case(partition_axis0, [np.partition], (S.distinct((3, 4)),))
+case(partition_flat, [np.partition], (S.distinct((3, 4)),))
+case(dsplit_fn, [np.dsplit], (R((2, 3, 4)),))
+case(meshgrid_xy, [np.meshgrid], (R((4,)), R((3,))))
+case(meshgrid_ij_sparse, [np.meshgrid], (R((2,)), R((3,)), R((4,))))
+case(meshgrid_one, [np.meshgrid], (R((4,)),))
+
 
 # -- more shape and layout functions (tests/test_rules_modes.py checks them in vjp and jvp)
 case(split_halves, [np.split], (R((3, 4)),))
@@ -2790,7 +2990,8 @@ for _fn, _args in [
         (f32_cholesky, (f32((3, 3)),)),
         (f32_logaddexp, (f32((3, 4)), f32((4,)))), (f32_power, (f32((3, 4), POS), f32((4,)))),
         (f32_bool_index, (f32((3, 4), AWAY),)),
-        (f32_array_of_0d, (f32(()), f32(())))]:
+        (f32_array_of_0d, (f32(()), f32(()))),
+        (f32_order_statistics, (f32((3, 4), S.distinct),)), (f32_gradient, (f32((3, 4)),))]:
     case(_fn, [], _args, rtol=F32_RTOL, atol=F32_ATOL, table=F32_CASES)
 # float64 -> float32 -> float64 rounds every finite-difference step: compare loosely
 case(f64_astype32, [], (R((3, 4)),), rtol=1e-2, atol=1e-3, table=F32_CASES)
@@ -3071,3 +3272,51 @@ def test_coverage_is_not_vacuous():
     assert not {np.argmax, np.floor, np.sign} & required
     assert {M("sum"), M("reshape"), A("T")} <= required_spellings()
     assert M("argmax") not in required_spellings()
+
+
+def test_quantile_weights_give_numpys_quantiles():
+    """The weights the quantile rules put on the sorted values give NumPy's quantiles for
+    every method they know, also where q (n - 1) falls on a sample or half-way."""
+    from s2sad.rules.calculus import QUANTILE_METHODS, quantile_weights
+    rng = np.random.default_rng(3)
+    for n in (1, 2, 3, 4, 5, 9):
+        a = rng.standard_normal(n)
+        qs = np.concatenate([np.linspace(0, 1, 4 * n + 1), rng.uniform(size=5)])
+        for method in QUANTILE_METHODS:
+            mine = quantile_weights(qs, np.array(n), n, method) @ np.sort(a)
+            np.testing.assert_allclose(mine, np.quantile(a, qs, method=method), rtol=1e-12,
+                                       atol=1e-12, err_msg=f"n={n}, method={method}")
+
+
+def test_subgradients_at_ties_and_sample_points():
+    """Where the derivative does not exist, the documented choice (docs/numpy.md, "Order
+    statistics"): an even count's median splits 1/2 and 1/2; ties go by a stable sort;
+    the slope in q at a sample is 0; np.interp takes the segment to the right."""
+    def median(x):
+        return np.median(x)
+
+    def quantile(q, x):
+        return np.quantile(x, q)
+
+    def interp(x, fp):
+        return np.interp(x, np.array([0.0, 1.0, 3.0]), fp)
+
+    np.testing.assert_array_equal(s2sad.grad(median)(np.array([4.0, 1.0, 3.0, 2.0])),
+                                  [0.0, 0.0, 0.5, 0.5])
+    np.testing.assert_array_equal(s2sad.grad(median)(np.array([1.0, 3.0, 3.0])), [0, 1, 0])
+    gq, gx = s2sad.grad(quantile, wrt=(0, 1))(0.5, np.array([1.0, 2.0, 4.0]))
+    assert gq == 0.0
+    np.testing.assert_array_equal(gx, [0.0, 1.0, 0.0])
+    gx, gfp = s2sad.grad(interp, wrt=(0, 1))(1.0, np.array([0.0, 2.0, 3.0]))
+    assert gx == 0.5                                # (3 - 2) / (3 - 1), to the right
+    np.testing.assert_array_equal(gfp, [0.0, 1.0, 0.0])
+    assert s2sad.grad(interp)(3.0, np.array([0.0, 2.0, 3.0])) == 0.5   # the last segment
+
+
+def test_imag_and_angle_of_real_arrays_have_zero_derivative():
+    def f(x):
+        return np.sum(np.imag(x) + np.angle(x) + x.imag + x * W34)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        np.testing.assert_array_equal(s2sad.grad(f)(R((3, 4))), W34)

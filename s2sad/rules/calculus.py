@@ -1,6 +1,7 @@
-"""Helpers of the rules for special functions and for differences, integrals, polynomials
-and convolutions: derivatives too long for a template (`polygamma`, `sinc_slope`) and
-adjoints (`undiff`, `unpolyval`, `unconvolve`, ...). Generated code reaches them through
+"""Helpers of the rules for special functions, differences, integrals, polynomials,
+convolutions, order statistics (quantiles), `np.gradient` and `np.interp`: derivatives
+too long for a template (`polygamma`, `sinc_slope`, `interp_slope`) and adjoints
+(`undiff`, `unpolyval`, `unconvolve`, `unquantile`, ...). Generated code reaches them through
 `runtime`, which imports them; rules/tangents.py gives their forward rules."""
 import math
 
@@ -248,3 +249,245 @@ def cumprod_adjoint_dot(g, x, t, axis=None):
     for k in range(xs.shape[-1] - 2, -1, -1):
         ds[..., k] = ts[..., k + 1] * s[..., k + 1] + xs[..., k + 1] * ds[..., k + 1]
     return back(_before_dot(xs, ts) * s + _before(xs) * ds)
+
+
+# -- order statistics: np.median, np.quantile, np.percentile and their nan* forms -------
+#: The quantile methods the rules know: each gives the result as weights on one or two
+#: sorted values (numpy.lib._function_base_impl's `_QuantileMethods` with alpha = beta = 1).
+QUANTILE_METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _sorted_slices(a, axis, nan):
+    """`a` with the axes `axis` reduces flattened into a last one, the order that sorts
+    it (stably, NaN last), the number of values each slice counts (without the NaNs for
+    the nan* functions), and the shape of the rest."""
+    a = np.asarray(a)
+    if axis is None:
+        moved = a.reshape(-1)
+    else:
+        axes = tuple(x % a.ndim for x in (axis if isinstance(axis, tuple) else (axis,)))
+        moved = np.moveaxis(a, axes, range(a.ndim - len(axes), a.ndim))
+        moved = moved.reshape(moved.shape[:a.ndim - len(axes)] + (-1,))
+    order = np.argsort(moved, axis=-1, kind="stable")
+    n = np.sum(~np.isnan(moved), axis=-1) if nan else np.full(moved.shape[:-1],
+                                                               moved.shape[-1])
+    return moved, order, n
+
+
+def quantile_weights(q, n, size, method="linear"):
+    """What each sorted value is multiplied by in the quantiles `q` (of shape Q) of slices
+    of `n` values (shape R): an array (Q + R + (size,)). Where the position q (n - 1)
+    falls between two samples, 'linear' weighs them by its distance to each; at a
+    sample, all goes to it (JAX's subgradient, and so the median of an even count
+    splits 1/2 and 1/2 between the two middle values)."""
+    if method not in QUANTILE_METHODS:
+        raise MissingRuleError(f"s2sad has no derivative rule for quantiles with "
+                               f"method={method!r}; only the methods "
+                               f"{', '.join(QUANTILE_METHODS)}")
+    q = np.asarray(q, dtype=np.float64)
+    n = np.asarray(n)
+    at = q.reshape(q.shape + (1,) * n.ndim) * (n - 1)
+    low = np.floor(at)
+    frac = at - low
+    parts = {"linear": ((low, 1 - frac), (low + 1, frac)), "lower": ((low, 1.0),),
+             "higher": ((np.ceil(at), 1.0),), "nearest": ((np.around(at), 1.0),),
+             "midpoint": ((low, np.where(frac == 0, 1.0, 0.5)),
+                          (low + 1, np.where(frac == 0, 0.0, 0.5)))}[method]
+    positions = np.arange(size)
+    out = np.zeros(at.shape + (size,))
+    for index, weight in parts:
+        index = np.clip(index, 0, np.maximum(n - 1, 0))
+        out += (positions == index[..., None]) * np.asarray(weight)[..., None]
+    return out * (n > 0)[..., None]                 # (a slice of NaN only: none)
+
+
+def _quantile_shape(a, q, axis, keepdims):
+    shape = np.shape(a)
+    if not keepdims:
+        kept = () if axis is None else tuple(
+            d for i, d in enumerate(shape)
+            if i not in [x % len(shape) for x in (axis if isinstance(axis, tuple) else (axis,))])
+        return np.shape(q) + kept
+    axes = range(len(shape)) if axis is None else [
+        x % len(shape) for x in (axis if isinstance(axis, tuple) else (axis,))]
+    return np.shape(q) + tuple(1 if i in axes else d for i, d in enumerate(shape))
+
+
+def unquantile(g, a, q, axis=None, method="linear", keepdims=False, nan=False):
+    """The adjoint of `a` in `np.quantile(a, q, axis, method=method, keepdims=keepdims)`
+    (`np.nanquantile` for `nan`): `g` weighted onto the sorted values each quantile
+    reads, put back where they came from (ties: as `np.sort`, by a stable sort)."""
+    a = np.asarray(a)
+    moved, order, n = _sorted_slices(a, axis, nan)
+    w = quantile_weights(q, n, moved.shape[-1], method)
+    g = np.broadcast_to(g, _quantile_shape(a, q, axis, keepdims)).reshape(w.shape[:-1])
+    by_rank = np.sum(g[..., None] * w, axis=tuple(range(np.ndim(q))))
+    out = np.zeros(moved.shape, dtype=np.result_type(a, np.float32))
+    np.put_along_axis(out, order, by_rank, axis=-1)
+    if axis is None:
+        return out.reshape(a.shape)
+    axes = tuple(x % a.ndim for x in (axis if isinstance(axis, tuple) else (axis,)))
+    rest = [d for i, d in enumerate(a.shape) if i not in axes]
+    moved_shape = rest + [a.shape[i] for i in axes]
+    return np.moveaxis(out.reshape(moved_shape), range(a.ndim - len(axes), a.ndim), axes)
+
+
+def quantile_dot(t, a, q, axis=None, method="linear", keepdims=False, nan=False):
+    """The tangent of `np.quantile(a, q, ...)` (`np.nanquantile` for `nan`) along `t`,
+    the tangent of `a`: the same weights on the sorted tangents."""
+    moved, order, n = _sorted_slices(a, axis, nan)
+    t_moved = _sorted_slices(np.broadcast_to(t, np.shape(a)), axis, False)[0]
+    w = quantile_weights(q, n, moved.shape[-1], method)
+    by_rank = np.take_along_axis(t_moved, order, axis=-1)
+    out = np.sum(w * by_rank, axis=-1).astype(np.result_type(by_rank, np.float32), copy=False)
+    return out.reshape(_quantile_shape(a, q, axis, keepdims))
+
+
+def quantile_slope(a, q, axis=None, method="linear", keepdims=False, nan=False):
+    """The derivative of `np.quantile(a, q, ...)` with respect to `q`: for 'linear',
+    (n - 1) times the difference of the two sorted values q (n - 1) falls between, and
+    0 at a sample (where JAX reads the same sample twice); 0 for the other methods,
+    which are piecewise constant in `q`."""
+    moved, order, n = _sorted_slices(a, axis, nan)
+    values = np.take_along_axis(moved, order, axis=-1)
+    shape = _quantile_shape(a, q, axis, keepdims)
+    if method != "linear":
+        quantile_weights(q, n, moved.shape[-1], method)         # (refuses another method)
+        return np.zeros(shape)
+    at = np.asarray(q, dtype=np.float64)
+    at = at.reshape(at.shape + (1,) * n.ndim) * (n - 1)
+    top = np.maximum(n - 1, 0)[..., None]
+    low = np.clip(np.floor(at)[..., None], 0, top).astype(np.intp)
+    high = np.clip(np.ceil(at)[..., None], 0, top).astype(np.intp)
+    values = np.broadcast_to(values, at.shape + values.shape[-1:])
+    step = (np.take_along_axis(values, high, -1) - np.take_along_axis(values, low, -1))[..., 0]
+    return (step * (n - 1) * (n > 0)).reshape(shape)
+
+
+def unquantile_q(g, a, q, axis=None, method="linear", keepdims=False, nan=False, scale=1):
+    """The adjoint of `q` in `np.quantile(a, q / scale, ...)` (`scale` 100 for
+    `np.percentile`): `g` times the slope, summed over everything but the axes of `q`."""
+    slope = quantile_slope(a, np.divide(q, scale), axis, method, keepdims, nan) / scale
+    total = np.sum(np.broadcast_to(g, slope.shape) * slope,
+                   axis=tuple(range(np.ndim(q), slope.ndim)))
+    return total if isinstance(q, np.ndarray) else shaped_as(q, total) if isinstance(
+        q, (list, tuple)) else float(total)
+
+
+def quantile_q_dot(t, a, q, axis=None, method="linear", keepdims=False, nan=False, scale=1):
+    """The tangent of `np.quantile(a, q / scale, ...)` along `t`, the tangent of `q`."""
+    slope = quantile_slope(a, np.divide(q, scale), axis, method, keepdims, nan) / scale
+    t = np.asarray(t)
+    return t.reshape(t.shape + (1,) * (slope.ndim - t.ndim)) * slope
+
+
+# -- np.gradient and np.interp ---------------------------------------------------------
+def _gradient_axes(f, spacing, axis):
+    """The axes `np.gradient(f, *spacing, axis=axis)` differentiates along, and the
+    spacing along each (a number or the coordinates)."""
+    ndim = np.ndim(f)
+    axes = list(range(ndim)) if axis is None else [
+        x % ndim for x in (axis if isinstance(axis, (tuple, list)) else (axis,))]
+    spacing = list(spacing)
+    if not spacing:
+        spacing = [1.0] * len(axes)
+    elif len(spacing) == 1 and np.ndim(spacing[0]) == 0:
+        spacing = spacing * len(axes)
+    return axes, spacing
+
+
+def _ungradient_along(d, axis, h, edge_order):
+    """The adjoint of `np.gradient(f, h, axis=axis, edge_order=edge_order)` for the
+    adjoint `d` of its result. Each result reads three neighbouring samples (the first
+    three, the last three at the edges), so the coefficients come from the gradients of
+    three 0/1 combs, one per residue modulo 3: read exactly as NumPy computes them, for
+    any spacing."""
+    d = np.moveaxis(np.asarray(d), axis, 0)
+    n = d.shape[0]
+    positions = np.arange(n)
+    combs = np.array([np.gradient((positions % 3 == r).astype(np.float64), h,
+                                  edge_order=edge_order) for r in range(3)])
+    start = np.clip(positions - 1, 0, max(n - 3, 0))
+    out = np.zeros(d.shape, dtype=np.result_type(d, np.float32))
+    for k in range(3):
+        source = start + k
+        inside = source < n
+        coefficient = combs[source % 3, positions][inside]
+        np.add.at(out, source[inside],
+                  coefficient.reshape((-1,) + (1,) * (d.ndim - 1)) * d[inside])
+    return np.moveaxis(out, 0, axis)
+
+
+def ungradient(g, f, spacing=(), axis=None, edge_order=1):
+    """The adjoint of `f` in `np.gradient(f, *spacing, axis=axis, edge_order=...)`, whose
+    result is one array per axis (one array for one axis)."""
+    f = np.asarray(f)
+    axes, spacing = _gradient_axes(f, spacing, axis)
+    parts = list(g) if isinstance(g, (list, tuple)) else [g] * len(axes)
+    out = np.zeros(f.shape, dtype=np.result_type(f, np.float32))
+    for d, ax, h in zip(parts, axes, spacing):
+        out += _ungradient_along(np.broadcast_to(d, f.shape), ax, h, edge_order)
+    return out
+
+
+def _interp_segments(x, xp, period):
+    """For each `x`: the index i of the sample to the right of its segment (i - 1 and i
+    bound it; to the right of a sample point, as in JAX), its fraction of the way
+    along, and whether it is left of `xp[0]` or right of `xp[-1]`."""
+    if period is not None:
+        raise MissingRuleError("s2sad has no derivative rule for np.interp with period=; "
+                               "take x % period and extend xp and fp by a sample at each end")
+    x, xp = np.asarray(x, dtype=np.float64), np.asarray(xp, dtype=np.float64)
+    i = np.clip(np.searchsorted(xp, x, side="right"), 1, len(xp) - 1)
+    width = xp[i] - xp[i - 1]
+    fraction = (x - xp[i - 1]) / np.where(width == 0, 1.0, width)
+    return i, fraction, x < xp[0], x > xp[-1]
+
+
+def interp_slope(x, xp, fp, period=None):
+    """The derivative of `np.interp(x, xp, fp)` with respect to `x`: the slope of the
+    segment of each `x` (the one to its right at a sample point, the last one at the
+    last), 0 outside `xp`."""
+    i, _, below, above = _interp_segments(x, xp, period)
+    xp, fp = np.asarray(xp, dtype=np.float64), np.asarray(fp)
+    width = xp[i] - xp[i - 1]
+    slope = (fp[i] - fp[i - 1]) / np.where(width == 0, 1.0, width)
+    return np.where(below | above | (width == 0), 0.0, slope)
+
+
+def uninterp(g, x, xp, fp, left=None, right=None, period=None):
+    """The adjoint of `fp` in `np.interp(x, xp, fp, left, right)`: `g` shared between the
+    two samples of each segment by the fraction of the way along; left of `xp[0]` (and
+    right of `xp[-1]`) to the first (last) sample unless `left` (`right`) is given."""
+    i, fraction, below, above = _interp_segments(x, xp, period)
+    g = np.broadcast_to(g, np.shape(i))
+    inside = ~(below | above)
+    out = np.zeros(np.shape(fp), dtype=np.result_type(fp, np.float32))
+    np.add.at(out, i - 1, np.where(inside, g * (1 - fraction), 0.0))
+    np.add.at(out, i, np.where(inside, g * fraction, 0.0))
+    if left is None:
+        out[0] += np.sum(np.where(below, g, 0.0))
+    if right is None:
+        out[-1] += np.sum(np.where(above, g, 0.0))
+    return out if isinstance(fp, np.ndarray) else shaped_as(fp, out)
+
+
+def uninterp_dot(g, t, x, xp, fp, period=None):
+    """The tangent of `uninterp(g, x, xp, fp, ...)` along `t`, the tangent of `x`: the
+    fraction of the way along each segment moves by `t` over its width."""
+    i, _, below, above = _interp_segments(x, xp, period)
+    xp = np.asarray(xp, dtype=np.float64)
+    width = xp[i] - xp[i - 1]
+    moved = np.where(below | above | (width == 0), 0.0,
+                     np.broadcast_to(g, np.shape(i)) * t / np.where(width == 0, 1.0, width))
+    out = np.zeros(np.shape(fp), dtype=np.result_type(fp, np.float32))
+    np.add.at(out, i - 1, -moved)
+    np.add.at(out, i, moved)
+    return out if isinstance(fp, np.ndarray) else shaped_as(fp, out)
+
+
+def interp_outside(g, x, xp, side):
+    """The sum of `g` where `x` is left of `xp[0]` (`side` 0) or right of `xp[-1]` (1):
+    the adjoint of `left` or `right` in `np.interp`."""
+    _, _, below, above = _interp_segments(x, xp, None)
+    return float(np.sum(np.where(above if side else below, g, 0.0)))

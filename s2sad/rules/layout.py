@@ -136,3 +136,33 @@ def untake_along_axis(g, arr, indices, axis):
     out = np.zeros(arr.shape, dtype=_dtype(arr))
     np.add.at(out, tuple(index), g)
     return out
+
+
+def unmeshgrid(g, which, x, indexing="xy"):
+    """The adjoint of argument `which`, `x`, of `np.meshgrid(..., indexing=indexing)`:
+    the adjoint of its grid, `g[which]`, summed over every axis but the one `x` runs
+    along ('xy' swaps the first two)."""
+    if not isinstance(g, (list, tuple)):
+        return g                                    # the zero (see `runtime._spread`)
+    d = g[which]
+    if np.ndim(d) == 0:
+        return d
+    axis = which
+    if indexing == "xy" and len(g) > 1 and which < 2:
+        axis = 1 - which
+    others = tuple(i for i in range(np.ndim(d)) if i != axis)
+    return np.reshape(np.sum(d, axis=others), np.shape(x))
+
+
+def partition_order(a, ans, axis=-1):
+    """Where each element of `ans = np.partition(a, kth, axis)` came from in `a` (along
+    `axis`; in the flattened `a` for None): matched through a stable sort of each, so
+    that equal values are matched in order (as `np.sort`'s rule does)."""
+    a = np.asarray(a)
+    if axis is None:
+        a, axis = a.reshape(-1), 0
+    from_a = np.argsort(a, axis=axis, kind="stable")
+    from_ans = np.argsort(ans, axis=axis, kind="stable")
+    out = np.empty_like(from_a)
+    np.put_along_axis(out, from_ans, from_a, axis=axis)
+    return out

@@ -18,7 +18,8 @@ from .registry import define
 ns = {"np": np}
 ns.update({"_s2s_" + k: getattr(runtime, k) for k in dir(runtime) if not k.startswith("_")})
 ns.update({"_s2s_" + f.__name__: f for f in (tangents.extremum_dot, tangents.variance_dot,
-                                             tangents.norm_dot, tangents.cholesky_dot)})
+                                             tangents.nanvariance_dot, tangents.norm_dot,
+                                             tangents.cholesky_dot)})
 
 
 def rule(prim, params, *adjoints, **kw):
@@ -68,6 +69,8 @@ rule(np.nan_to_num, "x, copy=True, nan=0.0, posinf=None, neginf=None", x="g * np
      elementwise=True)
 rule(np.float64, "x", "g", elementwise=True, returns="args")
 rule(np.real, "val", "g", linear="val", view=True, attribute="real")
+# (of real arrays: a complex argument to differentiate is refused)
+rule(np.conjugate, "x", "g", method=("conj", "conjugate"))      # (np.conj)
 
 # elementwise, two arguments (broadcasting)
 ufunc2(np.add, "g", "g")
@@ -135,6 +138,45 @@ rule(np.nanmean, REDUCTION,
      tangent={"a": "np.sum(np.where(np.isnan(a), 0.0, t), axis, keepdims=keepdims) / "
                    f"np.maximum(np.sum({_PRESENT}, axis, keepdims=keepdims), 1)"},
      reduction=True)
+rule(np.nanprod, REDUCTION,
+     a=f"_s2s_unreduce(g, a, axis, keepdims) * _s2s_prod_others(np.where(np.isnan(a), 1.0, a), "
+       f"axis) * {_PRESENT}",
+     tangent={"a": "np.sum(_s2s_prod_others(np.where(np.isnan(a), 1.0, a), axis) * "
+                   "np.where(np.isnan(a), 0.0, t), axis, keepdims=keepdims)"},
+     reduction=True)
+rule(np.nanvar, "a, axis=None, dtype=None, out=None, ddof=0, keepdims=False",
+     a="_s2s_nanvariance(g, a, axis, ddof, keepdims)",
+     tangent={"a": "_s2s_nanvariance_dot(t, a, axis, ddof, keepdims)"}, reduction=True)
+rule(np.nanstd, "a, axis=None, dtype=None, out=None, ddof=0, keepdims=False",
+     a="_s2s_nanvariance(_s2s_safe_divide(g, 2 * ans), a, axis, ddof, keepdims)",
+     tangent={"a": "_s2s_safe_divide(_s2s_nanvariance_dot(t, a, axis, ddof, keepdims), "
+                   "2 * ans)"},
+     reduction=True)
+rule(np.nancumsum, "a, axis=None", a=f"_s2s_cumsum(g, a, axis) * {_PRESENT}",
+     tangent={"a": "np.cumsum(np.where(np.isnan(a), 0.0, t), axis)"})
+rule(np.nancumprod, "a, axis=None",
+     a=f"_s2s_cumprod(g, np.where(np.isnan(a), 1.0, a), ans, axis) * {_PRESENT}",
+     tangent={"a": "_s2s_cumprod_dot(np.where(np.isnan(a), 0.0, t), np.where(np.isnan(a), "
+                   "1.0, a), ans, axis)"})
+# Quantiles: weights on the sorted values (calculus.quantile_weights), put back where
+# each came from; at a sample point, all to that sample, so the median of an even count
+# splits 1/2 and 1/2 between the middle two (as JAX). The nan* forms skip the NaNs.
+_MEDIAN = "a, axis=None, out=None, overwrite_input=False, keepdims=False"
+for _f, _nan in ((np.median, False), (np.nanmedian, True)):
+    rule(_f, _MEDIAN, a=f"_s2s_unquantile(g, a, 0.5, axis, 'linear', keepdims, {_nan})",
+         tangent={"a": f"_s2s_quantile_dot(t, a, 0.5, axis, 'linear', keepdims, {_nan})"},
+         reduction=True)
+_QUANTILE = ("a, q, axis=None, out=None, overwrite_input=False, method='linear', "
+             "keepdims=False")
+for _f, _nan, _scale in ((np.quantile, False, 1), (np.nanquantile, True, 1),
+                         (np.percentile, False, 100), (np.nanpercentile, True, 100)):
+    _q = "q" if _scale == 1 else f"np.divide(q, {_scale})"
+    _args = f"a, {_q}, axis, method, keepdims, {_nan}"
+    rule(_f, _QUANTILE, a=f"_s2s_unquantile(g, {_args})",
+         q=f"_s2s_unquantile_q(g, a, q, axis, method, keepdims, {_nan}, {_scale})",
+         tangent={"a": f"_s2s_quantile_dot(t, {_args})",
+                  "q": f"_s2s_quantile_q_dot(t, a, q, axis, method, keepdims, {_nan}, {_scale})"},
+         returns=None)
 _RANGE = ("_s2s_extremum{0}({1}, a, np.max(a, axis, keepdims=keepdims), axis, keepdims) - "
           "_s2s_extremum{0}({1}, a, np.min(a, axis, keepdims=keepdims), axis, keepdims)")
 rule(np.ptp, "a, axis=None, out=None, keepdims=False", a=_RANGE.format("", "g"),
@@ -161,6 +203,23 @@ rule(np.trapezoid, "y, x=None, dx=1.0, axis=-1",
                    "axis=axis), axis)",
               # (np.trapezoid reads dx only without x: then it is linear in dx)
               "dx": "np.trapezoid(y, x, t, axis) - np.trapezoid(y, x, 0.0, axis)"})
+# np.gradient(f, *spacing): with respect to `f` (spacings, at most 3, are constants)
+for _n in (3, 2, 1, 0):
+    _spacing = [f"d{i}" for i in range(_n)]
+    _tuple = "(" + ", ".join(_spacing) + ("," if _n == 1 else "") + ")"
+    rule(np.gradient, ", ".join(["f"] + _spacing + ["axis=None", "edge_order=1"]),
+         f=f"_s2s_ungradient(g, f, {_tuple}, axis, edge_order)", linear="f", returns=None)
+# with respect to `x` (the slope of its segment: to the right of a sample point, as JAX),
+# `fp`, `left` and `right`; not `xp`
+rule(np.interp, "x, xp, fp, left=None, right=None, period=None",
+     x="g * _s2s_interp_slope(x, xp, fp, period)",
+     fp="_s2s_uninterp(g, x, xp, fp, left, right, period)",
+     left="_s2s_interp_outside(g, x, xp, 0)", right="_s2s_interp_outside(g, x, xp, 1)",
+     tangent={"x": "t * _s2s_interp_slope(x, xp, fp, period)",
+              "fp": "np.interp(x, xp, t, None if left is None else 0.0, "
+                    "None if right is None else 0.0, period)",
+              "left": "np.interp(x, xp, np.zeros(np.shape(fp)), t, 0.0)",
+              "right": "np.interp(x, xp, np.zeros(np.shape(fp)), 0.0, t)"}, returns=None)
 rule(np.cumsum, "a, axis=None", a="_s2s_cumsum(g, a, axis)", linear="a", method="cumsum")
 rule(np.cumprod, "a, axis=None", a="_s2s_cumprod(g, a, ans, axis)",
      tangent={"a": "_s2s_cumprod_dot(t, a, ans, axis)"}, method="cumprod")
@@ -299,6 +358,13 @@ rule(np.hsplit, "ary, indices_or_sections", "_s2s_unsplit(g, ans, None)", linear
      returns="container")
 rule(np.vsplit, "ary, indices_or_sections", "_s2s_unsplit(g, ans, 0)", linear="ary",
      returns="container")
+rule(np.dsplit, "ary, indices_or_sections", "_s2s_unsplit(g, ans, 2)", linear="ary",
+     returns="container")
+for _n in (4, 3, 2, 1):     # (the longest first: a shorter one would bind `copy` to x1)
+    _xs = [f"x{i}" for i in range(_n)]
+    rule(np.meshgrid, ", ".join(_xs) + ", copy=True, sparse=False, indexing='xy'",
+         **{x: f"_s2s_unmeshgrid(g, {i}, {x}, indexing)" for i, x in enumerate(_xs)},
+         linear=", ".join(_xs), returns="container")
 for _f in (np.atleast_1d, np.atleast_2d, np.atleast_3d):    # of one array
     rule(_f, "ary", "_s2s_reshape_like(g, ary)", linear="ary", view=True)
 rule(np.take_along_axis, "arr, indices, axis", arr="_s2s_untake_along_axis(g, arr, indices, axis)",
@@ -314,6 +380,9 @@ rule(np.ndarray.item, "self", "_s2s_reshape_like(g, self)", linear="self", retur
      method="item")
 rule(np.sort, "a, axis=-1", a="_s2s_unsort(g, a, axis)",
      tangent={"a": "np.take_along_axis(t, np.argsort(a, axis), axis)"})
+rule(np.partition, "a, kth, axis=-1, kind='introselect'",
+     a="_s2s_untake_along_axis(g, a, _s2s_partition_order(a, ans, axis), axis)",
+     tangent={"a": "np.take_along_axis(t, _s2s_partition_order(a, ans, axis), axis)"})
 rule(np.ndarray.astype, "self, dtype", self="_s2s_cast_like(g, self, dtype)",
      tangent={"self": "_s2s_cast_tangent(t, dtype)"},
      method="astype")
@@ -360,12 +429,17 @@ for _f in (np.copyto, np.put, np.place, np.putmask, np.fill_diagonal, np.put_alo
 for _f in (np.zeros_like, np.ones_like, np.zeros, np.ones, np.empty_like, np.empty, np.eye,
            np.identity, np.sign, np.floor, np.ceil, np.round):
     define(_f, nondiff=True, returns="array")
+# of real arrays, 0 and 0 or pi: constants (a complex argument to differentiate is refused)
+define(np.imag, nondiff=True, attribute="imag")
+define(np.angle, nondiff=True)
 define(np.shape, nondiff=True, returns="scalars", attribute="shape")
 define(np.ndim, nondiff=True, returns="scalar", attribute="ndim")
 define(np.size, nondiff=True, returns="scalar", attribute="size")
 define(np.result_type, nondiff=True, attribute="dtype")
 for _f in (np.argmax, np.argmin, np.argsort, np.any, np.all, np.nonzero):
     define(_f, nondiff=True, method=_f.__name__)
+for _f in (np.nanargmax, np.nanargmin):
+    define(_f, nondiff=True)
 for _f in (np.rint, np.trunc, np.isnan, np.isinf, np.isfinite,
            np.less, np.less_equal, np.greater, np.greater_equal, np.equal, np.not_equal,
            np.logical_and, np.logical_or, np.logical_not, np.floor_divide, np.heaviside,

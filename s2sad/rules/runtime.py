@@ -13,17 +13,18 @@ from .containers import (  # noqa: F401 - generated code finds them in runtime
     is_zero as _is_zero, joined as _joined, rebuild as _rebuild, repeated as _repeated,
     replace as _replace)
 from .calculus import (  # noqa: F401 - generated code finds them in runtime
-    cumprod, cumprod_adjoint_dot, cumprod_dot, midpoints, polygamma, polyder_value,
-    shaped_as, sinc_slope, trapezoid_weights, unconvolve, uncorrelate, undiff, unpolyval,
-    weights_like)
+    cumprod, cumprod_adjoint_dot, cumprod_dot, interp_outside, interp_slope, midpoints,
+    polygamma, polyder_value, quantile_dot, quantile_q_dot, shaped_as, sinc_slope,
+    trapezoid_weights, unconvolve, uncorrelate, undiff, ungradient, uninterp, uninterp_dot,
+    unpolyval, unquantile, unquantile_q, weights_like)
 from .factorizations import (  # noqa: F401 - generated code finds them in runtime
     diag_embed, eigen_gaps, eigh_dot, eigvals_dot, eigvalsh_adjoint, eigvalsh_adjoint_dot,
     lstsq_adjoint, lstsq_dot, no_second_derivative, pinv_dot, power_dot, power_dot_dot,
     qr_dot, spread, structured, svd_dot, svd_values_adjoint, svd_values_adjoint_dot,
     symmetrize, thin)
 from .layout import (  # noqa: F401 - generated code finds them in runtime
-    unappend, uncolumn_stack, uncross, undiagonal, unkron, unpad, unpad_constant, unrot90,
-    unsplit, untake_along_axis)
+    partition_order, unappend, uncolumn_stack, uncross, undiagonal, unkron, unmeshgrid, unpad,
+    unpad_constant, unrot90, unsplit, untake_along_axis)
 from .schedules import Online, Revolve, copied  # noqa: F401 - generated code finds them in runtime
 from .reductions import (  # noqa: F401 - generated code finds them in runtime
     axes_of as _axes, summed, unbroadcast, unbroadcast_product, unreduce, unreduce_view)
@@ -217,6 +218,16 @@ def variance(g, x, axis=None, ddof=0, keepdims=False):
     x = asarray(x)
     centred = x - x.mean(axis=axis, keepdims=True)
     return unreduce(g, x, axis, keepdims) * 2 * centred / (count(x, axis) - ddof)
+
+
+def nanvariance(g, x, axis=None, ddof=0, keepdims=False):
+    """The adjoint of np.nanvar(x, axis, ddof): as `variance` over the values that are
+    not NaN, 0 at the NaNs (and where no more than `ddof` values are left)."""
+    x = asarray(x)
+    present = ~np.isnan(x)
+    centred = np.where(present, x - np.nanmean(x, axis=axis, keepdims=True), 0.0)
+    n = (np.sum(present, axis=axis, keepdims=True) - ddof).astype(centred.dtype)
+    return unreduce(g, x, axis, keepdims) * 2 * centred / np.where(n > 0, n, np.inf)
 
 
 def safe_divide(n, d):

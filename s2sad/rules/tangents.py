@@ -40,6 +40,15 @@ def variance_dot(t, a, axis=None, ddof=0, keepdims=False):
     return 2 * np.sum(centred * t, axis=axis, keepdims=keepdims) / (R.count(a, axis) - ddof)
 
 
+def nanvariance_dot(t, a, axis=None, ddof=0, keepdims=False):
+    """The tangent of nanvar(a): `variance_dot` over the values that are not NaN."""
+    a = np.asarray(a)
+    present = ~np.isnan(a)
+    centred = np.where(present, a - np.nanmean(a, axis=axis, keepdims=True), 0.0)
+    n = (np.sum(present, axis=axis, keepdims=keepdims) - ddof).astype(centred.dtype)
+    return 2 * np.sum(centred * t, axis=axis, keepdims=keepdims) / np.where(n > 0, n, np.inf)
+
+
 def norm_dot(t, x, ans, ord=None, axis=None, keepdims=False):
     """The tangent of np.linalg.norm: vector p-norms (and inf), and the Frobenius norm:
     the adjoint's contraction with `t` (the same derivative, read the other way)."""
@@ -69,7 +78,7 @@ def cholesky_dot(t, ans):
     return ans @ _phi(inv @ t @ _t(inv))
 
 
-_helpers(extremum_dot, variance_dot, norm_dot, cholesky_dot)
+_helpers(extremum_dot, variance_dot, nanvariance_dot, norm_dot, cholesky_dot)
 
 
 # -- helpers of reverse-mode code (for forward over reverse) -----------------------------
@@ -109,7 +118,10 @@ ns.update({"_s2s_" + k: getattr(R, k) for k in ("einsum", "tensordot", "solve", 
                                                   "uncross", "power_dot", "power_dot_dot",
                                                   "eigvalsh_adjoint", "eigvalsh_adjoint_dot",
                                                   "svd_values_adjoint", "svd_values_adjoint_dot",
-                                                  "lstsq_adjoint", "no_second_derivative")})
+                                                  "lstsq_adjoint", "no_second_derivative",
+                                                  "nanvariance", "unquantile", "unquantile_q",
+                                                  "quantile_dot", "quantile_q_dot", "ungradient",
+                                                  "uninterp", "uninterp_dot", "interp_slope")})
 
 define(R.zeros_like, "x", None, zero=("x",), tangent=())    # a constant: no derivative
 # rules/arrays.py: the dispatching conversions and allocations of the helpers above,
@@ -137,11 +149,38 @@ linear(R.own, "g, x", "g")
 linear(R.blocks_like, "g, x", "g")
 linear(R.snapshot, "v", "v")
 define(R.like, "x", None, zero=("x",), tangent=())          # only its shape is read
+jvp(R.partition_order, "a, ans, axis=-1")                   # integers: no tangent
 linear(R.unattr, "g, obj, name", "g")
 linear(R.cotangent, "c, x", "c")
 linear(R.unreduce, "g, x, axis=None, keepdims=False", "g")
 linear(R.extremum, "g, x, m, axis=None, keepdims=False", "g")
 linear(R.variance, "g, x, axis=None, ddof=0, keepdims=False", "g", "x")
+jvp(R.nanvariance, "g, x, axis=None, ddof=0, keepdims=False",
+    "_s2s_nanvariance(t, x, axis, ddof, keepdims)",
+    "_s2s_nanvariance(g, np.where(np.isnan(x), np.nan, t), axis, ddof, keepdims)", namespace=ns)
+# (the weights of the sorted values are constant where `a` has no ties; in `q`, they
+# move along the segments)
+_Q = "g, a, q, axis=None, method='linear', keepdims=False, nan=False"
+_NO_SECOND = "_s2s_no_second_derivative('np.quantile with respect to q')"
+jvp(R.unquantile, _Q, "_s2s_unquantile(t, a, q, axis, method, keepdims, nan)", None,
+    _NO_SECOND, namespace=ns)
+jvp(R.quantile_dot, "t_a, a, q, axis=None, method='linear', keepdims=False, nan=False",
+    "_s2s_quantile_dot(t, a, q, axis, method, keepdims, nan)", None, _NO_SECOND,
+    namespace=ns)
+jvp(R.unquantile_q, _Q + ", scale=1",
+    "_s2s_unquantile_q(t, a, q, axis, method, keepdims, nan, scale)",
+    _NO_SECOND, _NO_SECOND, namespace=ns)
+jvp(R.quantile_q_dot, "t_q, a, q, axis=None, method='linear', keepdims=False, nan=False, "
+    "scale=1", "_s2s_quantile_q_dot(t, a, q, axis, method, keepdims, nan, scale)",
+    _NO_SECOND, _NO_SECOND, namespace=ns)
+linear(R.ungradient, "g, f, spacing=(), axis=None, edge_order=1", "g")
+jvp(R.uninterp, "g, x, xp, fp, left=None, right=None, period=None",
+    "_s2s_uninterp(t, x, xp, fp, left, right, period)",
+    "_s2s_uninterp_dot(g, t, x, xp, fp, period)", namespace=ns)
+linear(R.interp_outside, "g, x, xp, side", "g")
+# (piecewise linear in x: its slope is flat in x, and linear in fp)
+jvp(R.interp_slope, "x, xp, fp, period=None", None, None,
+    "_s2s_interp_slope(x, xp, t, period)", namespace=ns)
 linear(R.cumsum, "g, x, axis=None", "g")
 linear(R.int_zero, "g, dtype=None", "g")
 linear(R.linspace_end, "g, start, stop, num=50, endpoint=True, which=0", "g")
@@ -226,6 +265,7 @@ for _f, _params in [(R.split_like, "g, arrays, axis=0"), (R.unstack, "g, arrays,
                     (R.untake_along_axis, "g, arr, indices, axis"),
                     (R.cast_like, "g, x"), (R.unsum, "g, items"),
                     (R.unsort, "g, x, axis=-1"), (R.zero_at, "g, index"), (R.take, "g, index"),
+                    (R.unmeshgrid, "g, which, x, indexing='xy'"),
                     (R.head, "g"), (R.last, "g")]:
     linear(_f, _params, "g")
 
