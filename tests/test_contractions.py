@@ -241,3 +241,13 @@ def test_writes_in_place_are_found(line, last, written):
     from s2sad import syntax
     from s2sad.passes import peephole
     assert peephole._written(syntax.parse(line).body[0], last) == written
+
+
+def test_unreduce_view_takes_an_adjoint_already_of_the_operands_shape():
+    # `np.sum(t * w)`'s adjoint of t may reach it as `unreduce(y_bar * w, t)`, with
+    # y_bar * w of t's shape already (np.gradient's case in test_rules_numpy)
+    rng = np.random.default_rng(3)
+    g, x = rng.normal(size=(3, 4)), rng.normal(size=(3, 4))
+    for axis in (None, 0, (0, 1)):
+        np.testing.assert_array_equal(runtime.unreduce_view(g, x, axis, False),
+                                      runtime.unreduce(g, x, axis, False))

@@ -52,7 +52,10 @@ class ValueKinds:
         self.kind = {a.id: UNKNOWN for a in fn.args.args + fn.args.posonlyargs
                      + fn.args.kwonlyargs}
         self.kind.update(params or {})
-        statements = syntax.statements(fn)
+        # in source order: a kind is joined from its definitions round by round, and
+        # one found from an operand not yet known would be joined in too early (`a =
+        # 0.5 * t` seen before the branches that define `t` took `a` for a number)
+        statements = _in_source_order(fn)
         defs = [(n.targets[0].id, n.value) for n in statements
                 if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name)]
         defs += [(n.target.id, _target_kind(n, src)) for n in statements
@@ -134,6 +137,17 @@ class ValueKinds:
         if isinstance(e, gast.BoolOp):
             return combine([self.of(v) for v in e.values])
         return SCALAR
+
+
+def _in_source_order(node):
+    """`node` and the statements in it (nested functions' too), in source order."""
+    out = [node]
+    for field in ("body", "orelse"):
+        inner = getattr(node, field, None)
+        if type(inner) is list:
+            for s in inner:
+                out.extend(_in_source_order(s))
+    return out
 
 
 def sequence_operands(op, kinds):

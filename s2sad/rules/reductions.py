@@ -157,6 +157,10 @@ def unreduce_view(g, x, axis=None, keepdims=False):
     shape = x.shape
     if not keepdims and g.ndim:
         g = np.expand_dims(g, axes_of(axis, len(shape)))
+    if g.ndim > len(shape) and not any(n != 1 for n in g.shape[:g.ndim - len(shape)]):
+        # (a `g` that is already of x's shape, as `unreduce` takes it: `out[...] = g`
+        # drops the leading axes of length 1 that `broadcast_to` refuses)
+        g = g.reshape(g.shape[g.ndim - len(shape):])
     return np.broadcast_to(g.astype(np.result_type(g, x), copy=False), shape)
 
 
