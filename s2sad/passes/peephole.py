@@ -144,8 +144,8 @@ class Peephole:
                 # (into `g`'s memory, through any name) after it
                 name, fresh = s.targets[0].id, isinstance(s.value.args[0], _NEW_VALUES)
                 last = max((j for j in range(i + 1, len(body))
-                            if any(syntax.is_name(n, name) for n in syntax.walk(body[j]))),
-                           default=None)
+                            if name in self.names_of(body[j])[0]
+                            or name in self.names_of(body[j])[1]), default=None)
                 if last is not None and (fresh or self.left_alone(
                         body, i, last, _operands(s.value.args[0]))):
                     s.value.func = syntax.name(self.ctx.runtime("unreduce_view"))
@@ -173,7 +173,7 @@ class Peephole:
                     reads.setdefault(g.id, []).append(n)
         loaded, dropped = collections.Counter(syntax.names_loaded(fn)), set()
         for body in list(syntax.blocks(fn.body)):
-            classes = ShapeClasses(body, stored, self.maybe_number, self.is_helper)
+            classes = None          # (made for a block with a candidate only)
             for i, s in enumerate(body):
                 if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
                         and stored[s.targets[0].id] == 1):
@@ -183,6 +183,8 @@ class Peephole:
                 terms = self.product_terms(s.value)
                 if not 0 < len(uses) <= 2 or len(uses) != loaded[d] or terms is None:
                     continue
+                if classes is None:
+                    classes = ShapeClasses(body, stored, self.maybe_number, self.is_helper)
                 shape = {classes.of(t, i) for _, t in terms}
                 if (len(shape) != 1 or shape & {None, "number"}
                         or any(classes.of(u.args[1], i) in shape for u in uses)):
