@@ -471,8 +471,8 @@ def norm(g, x, ans, ord=None, axis=None, keepdims=False):
     x = asarray(x)
     vector = axis is not None and np.ndim(axis) == 0 or (axis is None and x.ndim == 1)
     if not vector and ord not in (None, "fro"):
-        raise MissingRuleError(f"s2sad has no derivative rule for the matrix norm "
-                               f"ord={ord!r}; only the Frobenius norm")
+        pair = (0, 1) if axis is None else tuple(axis)
+        return unreduce(g, x, pair, keepdims) * matrix_norm_slope(x, ord, pair)
     if ord in (None, 2, "fro"):
         scale = unreduce(asarray(g) / np.where(ans == 0, 1, ans), x, axis, keepdims)
         return scale * x
@@ -482,6 +482,38 @@ def norm(g, x, ans, ord=None, axis=None, keepdims=False):
     safe = np.where(ans == 0, 1, ans)
     scale = unreduce(asarray(g) / safe ** (p - 1), x, axis, keepdims)
     return scale * np.sign(x) * np.abs(x) ** (p - 1)
+
+
+def matrix_norm_slope(x, ord, axis):
+    """The derivative of the matrix norm `np.linalg.norm(x, ord, axis)` (`axis` the pair
+    of axes of the matrices) with respect to `x`, one matrix per other index. Where the
+    norm is not differentiable it is the subgradient of the formula NumPy computes:
+    'nuc' (the sum of the singular values) U @ Vt of the reduced SVD; 2 and -2 the outer
+    product of the singular vectors of the largest (smallest) singular value, those
+    `np.linalg.svd` returns for a repeated one; 1 and inf (-1 and -inf) `sign(x)` (0 at
+    0) on the column (row) of the largest (smallest) absolute sum, shared equally among
+    columns (rows) that attain it, as `extremum` shares a max."""
+    r, c = (a % x.ndim for a in axis)
+    m = np.moveaxis(x, (r, c), (-2, -1))
+    if ord in ("nuc", 2, -2):
+        u, s, vt = np.linalg.svd(m, full_matrices=False)
+        if ord == "nuc":
+            out = u @ vt
+        else:
+            k = 0 if ord == 2 else -1
+            out = u[..., :, k, None] * vt[..., None, k, :]
+    elif ord in (1, -1, np.inf, -np.inf):
+        along = -2 if ord in (1, -1) else -1          # summed along the rows or columns
+        sums = np.sum(np.abs(m), axis=along, keepdims=True)
+        pick = np.max(sums, axis=-1 - (along == -1), keepdims=True) if ord in (1, np.inf) \
+            else np.min(sums, axis=-1 - (along == -1), keepdims=True)
+        mask = sums == pick
+        out = np.sign(m) * (mask / mask.sum(axis=-1 - (along == -1), keepdims=True,
+                                            dtype=np.result_type(m, np.float32)))
+    else:
+        raise MissingRuleError(f"s2sad has no derivative rule for the matrix norm "
+                               f"ord={ord!r}: it has 'fro', 'nuc', 2, -2, 1, -1, inf and -inf")
+    return np.moveaxis(out, (-2, -1), (r, c))
 
 
 def solve(g, a, b, ans, which):

@@ -57,8 +57,8 @@ def norm_dot(t, x, ans, ord=None, axis=None, keepdims=False):
     if ord in (None, "fro") or (ord == 2 and vector):
         return np.sum(x * t, axis=axis, keepdims=keepdims) / np.where(ans == 0, 1, ans)
     if not vector:
-        raise MissingRuleError(f"s2sad has no derivative rule for the matrix norm "
-                               f"ord={ord!r}; only the Frobenius norm")
+        pair = (0, 1) if axis is None else tuple(axis)
+        return np.sum(R.matrix_norm_slope(x, ord, pair) * t, axis=pair, keepdims=keepdims)
     grad = R.norm(np.ones_like(ans), x, ans, ord, axis, keepdims)
     return np.sum(grad * t, axis=axis, keepdims=keepdims)
 
