@@ -546,6 +546,29 @@ def outer(g, a, b, which):
     return np.reshape(np.ravel(a) @ g, np.shape(b))
 
 
+def lead(x, y):
+    """`x` with an axis of length 1 after its own for each axis of `y`: the operand of a
+    ufunc's `outer(x, y)` as the ufunc broadcasts it (`np.add.outer(x, y)` is
+    `np.add(lead(x, y), y)`)."""
+    return np.reshape(x, np.shape(x) + (1,) * np.ndim(y))
+
+
+def unouter(d, x, y, which):
+    """The adjoint of `x` (which=0) or `y` (which=1) of a ufunc's `outer(x, y)` from `d`,
+    the ufunc's adjoint of that operand as broadcast by `lead`: summed over the axes of
+    the other operand."""
+    nx, ny = np.ndim(x), np.ndim(y)
+    d = np.broadcast_to(d, np.shape(x) + np.shape(y))
+    if which == 0:
+        return np.sum(d, axis=tuple(range(nx, nx + ny))) if ny else d.copy()
+    return np.sum(d, axis=tuple(range(nx))) if nx else d.copy()
+
+
+def outer_dot(d, ans):
+    """A tangent `d` of a ufunc's `outer`, broadcast to the shape of its result `ans`."""
+    return d if np.shape(d) == np.shape(ans) else np.broadcast_to(d, np.shape(ans)).copy()
+
+
 def inv(g, ans):
     """The adjoint of `ans = np.linalg.inv(a)`."""
     inverse_t = np.swapaxes(ans, -1, -2)
