@@ -237,12 +237,16 @@ rule(np.inner, "a, b", "_s2s_inner(g, a, b, 0)", "_s2s_inner(g, a, b, 1)", linea
 rule(np.outer, "a, b", "_s2s_outer(g, a, b, 0)", "_s2s_outer(g, a, b, 1)", linear=("a", "b"))
 rule(np.tensordot, "a, b, axes=2", "_s2s_tensordot(g, a, b, axes, 0)",
      "_s2s_tensordot(g, a, b, axes, 1)", linear=("a", "b"))
-rule(np.einsum, "subscripts, a", None, "_s2s_einsum(g, subscripts, 0, a)", linear="a")
-rule(np.einsum, "subscripts, a, b", None, "_s2s_einsum(g, subscripts, 0, a, b)",
-     "_s2s_einsum(g, subscripts, 1, a, b)", linear=("a", "b"))
-rule(np.einsum, "subscripts, a, b, c", None, "_s2s_einsum(g, subscripts, 0, a, b, c)",
-     "_s2s_einsum(g, subscripts, 1, a, b, c)", "_s2s_einsum(g, subscripts, 2, a, b, c)",
-     linear=("a", "b", "c"))
+# np.einsum("ij,jk->ik", a, b) and its interleaved form np.einsum(a, [0, 1], b, [1, 2],
+# [0, 2]), whose operands and sublists bind to the same parameters: runtime.einsum turns
+# the interleaved form into subscripts (the template of `subscripts` is the one of the
+# first operand there). `optimize=` changes only the order of the contractions.
+_EINSUM = ["subscripts", "a", "b", "c", "d", "e", "f"]
+for _n in range(2, len(_EINSUM) + 1):
+    _operands = ", ".join(_EINSUM[1:_n])
+    rule(np.einsum, ", ".join(_EINSUM[:_n]) + ", *, optimize=False",
+         *[f"_s2s_einsum(g, subscripts, {k}, {_operands})" for k in range(-1, _n - 1)],
+         linear=tuple(_EINSUM[:_n]))
 rule(np.trace, "a, offset=0, axis1=0, axis2=1", a="_s2s_trace(g, a, offset, axis1, axis2)",
      linear="a", method="trace")
 rule(np.diag, "v, k=0", v="_s2s_diag(g, v, k)", linear="v")

@@ -8,7 +8,8 @@ from .arrays import (  # noqa: F401 - generated code finds blocks_like in runtim
     add_at, asarray, blocks_like, broadcast_shapes, full, is_array, is_duck_array, number,
     zeros)
 from .containers import (  # noqa: F401 - generated code finds them in runtime
-    add, carries_derivative, is_record, keys, sequence, unsequence, zeros_like,
+    add, carries_derivative, is_record, keys, sequence, sort_list_dot, unsequence,
+    unsort_list, zeros_like,
     field_zero as _field_zero, fields as _fields, is_named_tuple as _is_named_tuple,
     is_zero as _is_zero, joined as _joined, rebuild as _rebuild, repeated as _repeated,
     replace as _replace)
@@ -362,7 +363,11 @@ def inner(g, a, b, which):
 def einsum(g, subscripts, k, *operands):
     """The adjoint of operand `k` of `np.einsum(subscripts, *operands)`: an einsum of `g`
     with the other operands, summed down where operand `k` was broadcast, and put on
-    its diagonal where it repeats a subscript (`"ii->"`)."""
+    its diagonal where it repeats a subscript (`"ii->"`). In the interleaved form
+    `np.einsum(a, [0, 1], b, [1, 2], [0, 2])`, `subscripts` is the first operand and
+    `k` + 1 the position of the operand among the arguments."""
+    if not isinstance(subscripts, str):
+        subscripts, operands, k = _interleaved((subscripts,) + operands, k + 1)
     inputs, arrow, output = subscripts.replace(" ", "").partition("->")
     inputs = inputs.split(",")
     if "." in subscripts:
@@ -396,6 +401,24 @@ def einsum(g, subscripts, k, *operands):
     on_diagonal = np.zeros(shape, dtype=np.result_type(out, np.float32))
     np.einsum(f"{mine}->{unique}", on_diagonal)[...] = out  # a writable view of the diagonal
     return on_diagonal
+
+
+def _interleaved(args, position):
+    """(subscripts, operands, k) of the interleaved einsum `np.einsum(*args)`: operands
+    and sublists of integers (and `...`) alternating, then an optional output sublist;
+    `k` is the operand at argument `position`. Integers 0-25 are the letters A-Z and
+    26-51 a-z, in the order NumPy sorts them for an implicit output."""
+    import string
+    letters = string.ascii_uppercase + string.ascii_lowercase
+
+    def spelled(sublist):
+        return "".join("..." if i is Ellipsis else letters[i] for i in sublist)
+
+    operands, sublists = args[0:len(args) - len(args) % 2:2], args[1::2]
+    spec = ",".join(spelled(s) for s in sublists[:len(operands)])
+    if len(args) % 2:
+        spec += "->" + spelled(args[-1])
+    return spec, operands, position // 2
 
 
 def _in_order(out, unique, kept):

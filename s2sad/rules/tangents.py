@@ -195,15 +195,23 @@ linear(R.matmul_lhs, "g, a, b", "g", "b")
 linear(R.matmul_rhs, "g, a, b", "g", "a")
 linear(R.dot_lhs, "g, a, b", "g", "b")
 linear(R.dot_rhs, "g, a, b", "g", "a")
-jvp(R.einsum, "g, subscripts, k, a", "_s2s_einsum(t, subscripts, k, a)", namespace=ns)
-jvp(R.einsum, "g, subscripts, k, a, b", "_s2s_einsum(t, subscripts, k, a, b)", None, None,
-    "_s2s_einsum(g, subscripts, k, t, b) if k != 0 else _s2s_zeros_like(ans)",
-    "_s2s_einsum(g, subscripts, k, a, t) if k != 1 else _s2s_zeros_like(ans)", namespace=ns)
-jvp(R.einsum, "g, subscripts, k, a, b, c", "_s2s_einsum(t, subscripts, k, a, b, c)", None,
-    None, "_s2s_einsum(g, subscripts, k, t, b, c) if k != 0 else _s2s_zeros_like(ans)",
-    "_s2s_einsum(g, subscripts, k, a, t, c) if k != 1 else _s2s_zeros_like(ans)",
-    "_s2s_einsum(g, subscripts, k, a, b, t) if k != 2 else _s2s_zeros_like(ans)",
-    namespace=ns)
+# (in the interleaved form, `k` + 1 is the position of the operand among subscripts, a,
+# b, ...: runtime.einsum)
+_EINSUM = ["subscripts", "a", "b", "c", "d", "e", "f"]
+
+
+def _swapped(p, args):
+    """runtime.einsum's call over `args` with `t` in place of the argument `p`."""
+    out = ["t" if q == p else q for q in args]
+    return f"_s2s_einsum(g, {out[0]}, k, {', '.join(out[1:])})"
+
+
+for _n in range(2, len(_EINSUM) + 1):
+    _args = _EINSUM[:_n]
+    jvp(R.einsum, "g, subscripts, k, " + ", ".join(_args[1:]),
+        f"_s2s_einsum(t, subscripts, k, {', '.join(_args[1:])})", namespace=ns,
+        **{p: f"{_swapped(p, _args)} if k != {i - 1} else _s2s_zeros_like(ans)"
+           for i, p in enumerate(_args)})
 jvp(R.tensordot, "g, a, b, axes, which", "_s2s_tensordot(t, a, b, axes, which)",
     "_s2s_tensordot(g, t, b, axes, which) if which == 1 else _s2s_zeros_like(ans)",
     "_s2s_tensordot(g, a, t, axes, which) if which == 0 else _s2s_zeros_like(ans)",
