@@ -63,6 +63,31 @@ def norm_dot(t, x, ans, ord=None, axis=None, keepdims=False):
     return np.sum(grad * t, axis=axis, keepdims=keepdims)
 
 
+def norm_adjoint_dot(g, x, n, t, which, ord=None, axis=None, keepdims=False):
+    """The tangent of `norm(g, x, n, ord, axis, keepdims)` (the adjoint of `n =
+    np.linalg.norm(x, ord, axis, keepdims)`) along `x` (which=0) or `n` (which=1): for
+    the 2-norm and the Frobenius norm, the vector p-norms, and 0 where the adjoint is
+    piecewise constant (the vector 1, inf and -inf norms, the matrix 1, -1, inf and -inf
+    norms). The matrix norms of singular values have no second derivative rule."""
+    x = np.asarray(x)
+    vector = axis is not None and np.ndim(axis) == 0 or (axis is None and x.ndim == 1)
+    if ord in (None, "fro") or (ord == 2 and vector):
+        if which == 0:
+            return R.norm(g, t, n, ord, axis, keepdims)
+        return R.norm(-g * t / n, x, n, ord, axis, keepdims)
+    if ord in (1, np.inf, -np.inf) or (not vector and ord == -1):
+        return np.zeros(x.shape, np.result_type(x, np.float32))
+    if not vector:
+        raise MissingRuleError(f"s2sad has no second derivative rule for the matrix norm "
+                               f"ord={ord!r} (forward over reverse); the Frobenius norm and "
+                               "the matrix 1, -1, inf and -inf norms have one")
+    p = float(ord)
+    if which == 1:           # the adjoint is proportional to n ** (1 - p)
+        return R.norm(g * (1 - p) * t / np.where(n == 0, 1, n), x, n, ord, axis, keepdims)
+    scale = R.unreduce(np.asarray(g) / np.where(n == 0, 1, n) ** (p - 1), x, axis, keepdims)
+    return scale * (p - 1) * np.abs(x) ** (p - 2) * t
+
+
 def _t(m):
     return np.swapaxes(m, -1, -2)
 
@@ -106,7 +131,7 @@ def inv_adjoint_dot(g, ans, t):
     return -(_t(t) @ g @ _t(ans) + _t(ans) @ g @ _t(t))
 
 
-_helpers(log_base_dot, cholesky_adjoint_dot, inv_adjoint_dot)
+_helpers(log_base_dot, cholesky_adjoint_dot, inv_adjoint_dot, norm_adjoint_dot)
 ns.update({"_s2s_" + k: getattr(R, k) for k in ("einsum", "tensordot", "solve", "norm",
                                                   "cumprod", "cholesky", "inner", "outer",
                                                   "inv", "prod_others_dot",
@@ -252,8 +277,12 @@ for _f, _params in [(R.swapaxes, "g, axis1, axis2"), (R.moveaxis, "g, source, de
 linear(R.trace, "g, x, offset=0, axis1=0, axis2=1", "g")
 linear(R.diag, "g, v, k=0", "g")
 jvp(R.norm, "g, x, n, ord=None, axis=None, keepdims=False",
-    "_s2s_norm(t, x, n, ord, axis, keepdims)", "_s2s_norm(g, t, n, ord, axis, keepdims)",
-    "_s2s_norm(-g * t / n, x, n, ord, axis, keepdims)", namespace=ns)
+    "_s2s_norm(t, x, n, ord, axis, keepdims)",
+    "_s2s_norm_adjoint_dot(g, x, n, t, 0, ord, axis, keepdims)",
+    "_s2s_norm_adjoint_dot(g, x, n, t, 1, ord, axis, keepdims)", namespace=ns)
+linear(R.lead, "x, y", "x")
+linear(R.unouter, "d, x, y, which", "d")
+linear(R.unsort_list, "g, items, reverse=False", "g")
 jvp(R.solve, "g, a, b, x, which", "_s2s_solve(t, a, b, x, which)",
     "_s2s_solve(-np.swapaxes(t, -1, -2) @ np.linalg.solve(np.swapaxes(a, -1, -2), g), "
     "a, b, x, which)", None,
