@@ -512,19 +512,21 @@ def matrix_norm_slope(x, ord, axis):
     of axes of the matrices) with respect to `x`, one matrix per other index. Where the
     norm is not differentiable it is the subgradient of the formula NumPy computes:
     'nuc' (the sum of the singular values) U @ Vt of the reduced SVD; 2 and -2 the outer
-    product of the singular vectors of the largest (smallest) singular value, those
-    `np.linalg.svd` returns for a repeated one; 1 and inf (-1 and -inf) `sign(x)` (0 at
-    0) on the column (row) of the largest (smallest) absolute sum, shared equally among
-    columns (rows) that attain it, as `extremum` shares a max."""
+    product of the singular vectors of the largest (smallest) singular value, the mean
+    of those products over the singular values equal to it (the vectors those
+    `np.linalg.svd` returns); 1 and inf (-1 and -inf) `sign(x)` (0 at 0, as np.abs's
+    rule) on the column (row) of the largest (smallest) absolute sum, shared equally
+    among the columns (rows) that attain it, as `extremum` shares a max."""
     r, c = (a % x.ndim for a in axis)
     m = np.moveaxis(x, (r, c), (-2, -1))
     if ord in ("nuc", 2, -2):
         u, s, vt = np.linalg.svd(m, full_matrices=False)
         if ord == "nuc":
             out = u @ vt
-        else:
-            k = 0 if ord == 2 else -1
-            out = u[..., :, k, None] * vt[..., None, k, :]
+        else:               # the largest (smallest) singular value, shared among ties
+            tied = s == s[..., :1] if ord == 2 else s == s[..., -1:]
+            share = tied / np.sum(tied, axis=-1, keepdims=True)
+            out = (u * share[..., None, :]) @ vt
     elif ord in (1, -1, np.inf, -np.inf):
         along = -2 if ord in (1, -1) else -1          # summed along the rows or columns
         sums = np.sum(np.abs(m), axis=along, keepdims=True)
