@@ -22,13 +22,14 @@ from .factorizations import (  # noqa: F401 - generated code finds them in runti
     diag_embed, eigen_gaps, eigh_dot, eigvals_dot, eigvalsh_adjoint, eigvalsh_adjoint_dot,
     lstsq_adjoint, lstsq_dot, no_second_derivative, pinv_dot, power_dot, power_dot_dot,
     qr_dot, spread, structured, svd_dot, svd_values_adjoint, svd_values_adjoint_dot,
-    symmetrize, thin)
+    matrix_norm_slope, symmetrize, thin)
 from .layout import (  # noqa: F401 - generated code finds them in runtime
     partition_order, unappend, uncolumn_stack, uncross, undiagonal, unkron, unmeshgrid, unpad,
     unpad_constant, unrot90, unsplit, untake_along_axis)
 from .schedules import Online, Revolve, copied  # noqa: F401 - generated code finds them in runtime
 from .reductions import (  # noqa: F401 - generated code finds them in runtime
-    axes_of as _axes, summed, unbroadcast, unbroadcast_product, unreduce, unreduce_view)
+    axes_of as _axes, lead, outer_dot, summed, unbroadcast, unbroadcast_product, unouter,
+    unreduce, unreduce_view)
 
 
 class Respecialize(Exception):
@@ -507,40 +508,6 @@ def norm(g, x, ans, ord=None, axis=None, keepdims=False):
     return scale * np.sign(x) * np.abs(x) ** (p - 1)
 
 
-def matrix_norm_slope(x, ord, axis):
-    """The derivative of the matrix norm `np.linalg.norm(x, ord, axis)` (`axis` the pair
-    of axes of the matrices) with respect to `x`, one matrix per other index. Where the
-    norm is not differentiable it is the subgradient of the formula NumPy computes:
-    'nuc' (the sum of the singular values) U @ Vt of the reduced SVD; 2 and -2 the outer
-    product of the singular vectors of the largest (smallest) singular value, the mean
-    of those products over the singular values equal to it (the vectors those
-    `np.linalg.svd` returns); 1 and inf (-1 and -inf) `sign(x)` (0 at 0, as np.abs's
-    rule) on the column (row) of the largest (smallest) absolute sum, shared equally
-    among the columns (rows) that attain it, as `extremum` shares a max."""
-    r, c = (a % x.ndim for a in axis)
-    m = np.moveaxis(x, (r, c), (-2, -1))
-    if ord in ("nuc", 2, -2):
-        u, s, vt = np.linalg.svd(m, full_matrices=False)
-        if ord == "nuc":
-            out = u @ vt
-        else:               # the largest (smallest) singular value, shared among ties
-            tied = s == s[..., :1] if ord == 2 else s == s[..., -1:]
-            share = tied / np.sum(tied, axis=-1, keepdims=True)
-            out = (u * share[..., None, :]) @ vt
-    elif ord in (1, -1, np.inf, -np.inf):
-        along = -2 if ord in (1, -1) else -1          # summed along the rows or columns
-        sums = np.sum(np.abs(m), axis=along, keepdims=True)
-        pick = np.max(sums, axis=-1 - (along == -1), keepdims=True) if ord in (1, np.inf) \
-            else np.min(sums, axis=-1 - (along == -1), keepdims=True)
-        mask = sums == pick
-        out = np.sign(m) * (mask / mask.sum(axis=-1 - (along == -1), keepdims=True,
-                                            dtype=np.result_type(m, np.float32)))
-    else:
-        raise MissingRuleError(f"s2sad has no derivative rule for the matrix norm "
-                               f"ord={ord!r}: it has 'fro', 'nuc', 2, -2, 1, -1, inf and -inf")
-    return np.moveaxis(out, (-2, -1), (r, c))
-
-
 def solve(g, a, b, ans, which):
     """The adjoint of `a` (which=0) or `b` (which=1) in `x = np.linalg.solve(a, b)`."""
     a = asarray(a)
@@ -569,29 +536,6 @@ def outer(g, a, b, which):
     if which == 0:
         return np.reshape(g @ np.ravel(b), np.shape(a))
     return np.reshape(np.ravel(a) @ g, np.shape(b))
-
-
-def lead(x, y):
-    """`x` with an axis of length 1 after its own for each axis of `y`: the operand of a
-    ufunc's `outer(x, y)` as the ufunc broadcasts it (`np.add.outer(x, y)` is
-    `np.add(lead(x, y), y)`)."""
-    return np.reshape(x, np.shape(x) + (1,) * np.ndim(y))
-
-
-def unouter(d, x, y, which):
-    """The adjoint of `x` (which=0) or `y` (which=1) of a ufunc's `outer(x, y)` from `d`,
-    the ufunc's adjoint of that operand as broadcast by `lead`: summed over the axes of
-    the other operand."""
-    nx, ny = np.ndim(x), np.ndim(y)
-    d = np.broadcast_to(d, np.shape(x) + np.shape(y))
-    if which == 0:
-        return np.sum(d, axis=tuple(range(nx, nx + ny))) if ny else d.copy()
-    return np.sum(d, axis=tuple(range(nx))) if nx else d.copy()
-
-
-def outer_dot(d, ans):
-    """A tangent `d` of a ufunc's `outer`, broadcast to the shape of its result `ans`."""
-    return d if np.shape(d) == np.shape(ans) else np.broadcast_to(d, np.shape(ans)).copy()
 
 
 def inv(g, ans):
