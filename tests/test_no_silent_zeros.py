@@ -789,3 +789,16 @@ def _scalar_in_place(x):
 def test_an_augmented_assignment_to_a_number_is_not_a_write():
     assert s2sad.grad(_scalar_in_place)(0.3) == pytest.approx(3.0, rel=1e-15)
     assert s2sad.jvp(_scalar_in_place, (0.3,), (1.0,))[1] == pytest.approx(3.0, rel=1e-15)
+
+
+def _sorted_by_size(x):
+    s = sorted([x[0], x[1] * x[2]], key=abs)
+    return s[0] + 2.0 * s[1]
+
+
+def test_sorted_with_a_key_is_a_clear_error_in_both_modes():
+    x = np.array([0.3, -1.2, 0.8])
+    with pytest.raises(s2sad.MissingRuleError, match="key="):
+        s2sad.grad(_sorted_by_size)(x)
+    with pytest.raises(s2sad.MissingRuleError, match="key="):
+        s2sad.jvp(_sorted_by_size, (x,), (np.ones(3),))
