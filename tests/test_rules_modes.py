@@ -773,7 +773,8 @@ def h_einsum_sorted(x):
     s = sorted([x[0] * x[1], x[2], np.sin(x[3])], reverse=True)
     return (np.sum(np.einsum(m, [0, 1], m, [0, 2], [1, 2]) ** 2)
             + np.einsum(m, [0, 1], W34, [0, 1]) ** 2
-            + np.sum(np.einsum("ij,ik->jk", m, m, optimize=True)) ** 2 + s[0] * s[1] + s[2] ** 2)
+            + np.sum(np.einsum("ij,ik->jk", m, m, optimize=True)) ** 2
+            + s[0] * s[1] + s[2] ** 2)
 
 
 HESSIANS = {

@@ -2014,12 +2014,14 @@ def outer_remainders(x, y):
 
 def ureduce_sums(a):
     return (np.sum(np.sin(np.add.reduce(a)) * W4) + np.multiply.reduce(a, axis=1) @ W3
-            + np.add.reduce(a, axis=None) ** 2 + np.sum(np.add.reduce(a, 1, keepdims=True) ** 2))
+            + np.add.reduce(a, axis=None) ** 2
+            + np.sum(np.add.reduce(a, 1, keepdims=True) ** 2))
 
 
 def ureduce_extrema(a):
     return (np.sum(np.maximum.reduce(a) * W4) + np.sum(np.minimum.reduce(a, axis=1) ** 2)
-            + np.fmax.reduce(a, axis=None) * W_ + np.sum(np.fmin.reduce(a, keepdims=True) * W14))
+            + np.fmax.reduce(a, axis=None) * W_
+            + np.sum(np.fmin.reduce(a, keepdims=True) * W14))
 
 
 def logaddexp_reduce(a):

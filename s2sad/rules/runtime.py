@@ -3,7 +3,7 @@ import math
 
 import numpy as np
 
-from ..errors import ExceptionPathError, MissingRuleError, NonScalarOutputError, S2SADError
+from ..errors import ExceptionPathError, NonScalarOutputError, S2SADError
 from .arrays import (  # noqa: F401 - generated code finds blocks_like in runtime
     add_at, asarray, blocks_like, broadcast_shapes, full, is_array, is_duck_array, number,
     zeros)
