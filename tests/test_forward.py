@@ -402,6 +402,29 @@ def order_statistics_and_sampling(x):
     return np.concatenate(parts)
 
 
+def matrix_norms_and_ufunc_methods(x):
+    """Matrix norms, ufunc methods, the interleaved einsum and sorted(), with forward
+    rules of their own."""
+    m = x.reshape(2, 4)
+    n = [np.linalg.norm(m, o) for o in ("nuc", 2, -2, 1, -1, np.inf, -np.inf)]
+    a, b = x[:2], x[2:5]
+    outers = [np.add.outer(a, b), np.subtract.outer(a, b), np.multiply.outer(a, b),
+              np.divide.outer(a, b), np.maximum.outer(a, b), np.minimum.outer(a, b),
+              np.fmax.outer(a, b), np.fmin.outer(a, b), np.logaddexp.outer(a, b),
+              np.logaddexp2.outer(a, b), np.hypot.outer(a, b), np.arctan2.outer(a, b)]
+    parts = [n, np.power.outer(x[:2] * x[:2] + 0.5, x[2:4]).ravel(),
+             np.remainder.outer(x[:2], np.array([2.7, -3.1])).ravel(),
+             np.fmod.outer(x[:2], np.array([2.7, -3.1])).ravel(),
+             np.add.reduce(m), np.multiply.reduce(m, axis=1), np.maximum.reduce(m),
+             np.minimum.reduce(m, axis=1), np.fmax.reduce(m), np.fmin.reduce(m, axis=1),
+             np.logaddexp.reduce(m), np.logaddexp2.reduce(m, axis=1),
+             np.add.accumulate(m).ravel(), np.multiply.accumulate(m, axis=1).ravel(),
+             np.einsum(m, [0, 1], m, [0, 2], [1, 2]).ravel(),
+             np.einsum("ij,ik->jk", m, m, optimize=True).ravel(),
+             sorted([x[0], x[1] * x[2], x[3]], reverse=True)] + [o.ravel() for o in outers]
+    return np.concatenate(parts)
+
+
 JACOBIAN_CASES = [
     (polar, (np.array([2.0, 0.7]),)),
     (elementwise, (np.array([0.3, -1.2, 0.8]),)),
@@ -421,6 +444,8 @@ JACOBIAN_CASES = [
                                 0.35]),)),
     (order_statistics_and_sampling, (np.array([0.3, -0.2, 0.9, -1.4, 0.7, 0.25, 1.1,
                                                -0.6]),)),
+    (matrix_norms_and_ufunc_methods, (np.array([0.3, -0.2, 0.9, -1.4, 0.7, 0.25, 1.1,
+                                                -0.6]),)),
     (broadcasting, (np.array([0.5, -1.0, 2.0]), np.array([0.3, 0.7]))),
 ]
 
@@ -627,8 +652,8 @@ def test_every_forward_rule_is_checked():
     for f, _ in JACOBIAN_CASES:
         ctx, node = pipeline.compilation(f, until="wengert")
         src = ctx.src
-        called |= {id(classify(s.value, src).prim) for _, s in definitions(node.body)}
-        called |= {id(src.resolve(loop.iter.func)) for loop in gast.walk(node)
+        called |= {_identity(classify(s.value, src).prim) for _, s in definitions(node.body)}
+        called |= {_identity(src.resolve(loop.iter.func)) for loop in gast.walk(node)
                    if isinstance(loop, gast.For) and isinstance(loop.iter, gast.Call)}
     # fields of objects take dataclass and named-tuple tangents, which jacfwd does not
     # build: tests/test_objects.py checks them against central differences
@@ -637,9 +662,18 @@ def test_every_forward_rule_is_checked():
     # is for forward over reverse, whose tape loops run reversed: the Hessians check it
     called.add(id(reversed))
     unchecked = [getattr(p, "__qualname__", p) for p in registry.JVPS
-                 if getattr(p, "__module__", "") not in HELPERS and id(p) not in called
+                 if getattr(p, "__module__", "") not in HELPERS and _identity(p) not in called
                  and not _scipy_rule(p)]
     assert not unchecked, "forward rules without a check: " + ", ".join(map(str, unchecked))
+
+
+def _identity(prim):
+    """What tells primitives apart: the object, or for a ufunc's method (a new object at
+    each `np.add.outer`) the ufunc and the method's name."""
+    owner = getattr(prim, "__self__", None)
+    if isinstance(owner, np.ufunc):
+        return id(owner), prim.__name__
+    return id(prim)
 
 
 def _scipy_rule(prim):

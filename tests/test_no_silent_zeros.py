@@ -669,10 +669,18 @@ def test_forward_mode_of_vector_norms(o):
     assert s2sad.jvp(_norm, (x, o), (t, None))[1] == pytest.approx(want, rel=1e-7)
 
 
-def test_forward_mode_of_a_matrix_norm_without_a_rule_is_a_clear_error():
+@pytest.mark.parametrize("o", ["nuc", 2, -2, 1, -1, np.inf, -np.inf, "fro"])
+def test_forward_mode_of_matrix_norms(o):
+    m, t = np.array([[1.0, 2.0], [0.5, -1.5]]), np.array([[0.3, 0.1], [-0.4, 0.2]])
+    h = 1e-6
+    want = (_norm(m + h * t, o) - _norm(m - h * t, o)) / (2 * h)
+    assert s2sad.jvp(_norm, (m, o), (t, None))[1] == pytest.approx(want, rel=1e-7)
+
+
+def test_second_derivative_of_a_nuclear_norm_is_a_clear_error():
     m = np.array([[1.0, 2.0], [0.5, -1.0]])
     with pytest.raises(s2sad.MissingRuleError, match="ord='nuc'"):
-        s2sad.jvp(_norm, (m, "nuc"), (np.ones((2, 2)), None))
+        s2sad.hessian(lambda x: _norm(x, "nuc"))(m)
 
 
 NUM = 5
@@ -781,3 +789,16 @@ def _scalar_in_place(x):
 def test_an_augmented_assignment_to_a_number_is_not_a_write():
     assert s2sad.grad(_scalar_in_place)(0.3) == pytest.approx(3.0, rel=1e-15)
     assert s2sad.jvp(_scalar_in_place, (0.3,), (1.0,))[1] == pytest.approx(3.0, rel=1e-15)
+
+
+def _sorted_by_size(x):
+    s = sorted([x[0], x[1] * x[2]], key=abs)
+    return s[0] + 2.0 * s[1]
+
+
+def test_sorted_with_a_key_is_a_clear_error_in_both_modes():
+    x = np.array([0.3, -1.2, 0.8])
+    with pytest.raises(s2sad.MissingRuleError, match="key="):
+        s2sad.grad(_sorted_by_size)(x)
+    with pytest.raises(s2sad.MissingRuleError, match="key="):
+        s2sad.jvp(_sorted_by_size, (x,), (np.ones(3),))

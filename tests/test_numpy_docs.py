@@ -37,7 +37,10 @@ NAMESPACES = (("np", np), ("np.linalg", np.linalg))
 
 # -- the registry --------------------------------------------------------------------
 def spellings(obj):
-    """Every `np.name` / `np.linalg.name` that denotes `obj`, sorted."""
+    """Every `np.name` / `np.linalg.name` that denotes `obj`, sorted (`np.add.outer` for
+    a ufunc's method)."""
+    if isinstance(getattr(obj, "__self__", None), np.ufunc):
+        return [f"{s}.{obj.__name__}" for s in spellings(obj.__self__)]
     out = []
     for prefix, module in NAMESPACES:
         for name in dir(module):
@@ -154,12 +157,21 @@ def page_members(lines, title, call):
     return out
 
 
+def _identity(obj):
+    """What tells objects apart: the object, or for a ufunc's method (a new object at
+    each `np.add.outer`) the ufunc and the method's name."""
+    owner = getattr(obj, "__self__", None)
+    if isinstance(owner, np.ufunc):
+        return id(owner), obj.__name__
+    return id(obj)
+
+
 def _difference(page, registered):
     """(spellings on the page of objects not in `registered`, names of objects in
     `registered` that the page does not list)."""
-    listed = {id(o): o for o in page.values()}
-    wanted = {id(o): o for o in registered}
-    extra = sorted(s for s, o in page.items() if id(o) not in wanted)
+    listed = {_identity(o): o for o in page.values()}
+    wanted = {_identity(o): o for o in registered}
+    extra = sorted(s for s, o in page.items() if _identity(o) not in wanted)
     missing = sorted(name_of(o) for i, o in wanted.items() if i not in listed)
     return extra, missing
 

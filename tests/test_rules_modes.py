@@ -487,6 +487,47 @@ def e_conj_imag_angle(x):
     return np.conj(x) * x + np.imag(x) + np.angle(x) + x.conjugate()
 
 
+# -- matrix norms, ufunc methods, the interleaved einsum, sorted() -----------------------
+def l_matrix_norms(x):
+    return np.stack([np.linalg.norm(x, "nuc"), np.linalg.norm(x, 2), np.linalg.norm(x, -2),
+                     np.linalg.norm(x, 1), np.linalg.norm(x, -1), np.linalg.norm(x, np.inf),
+                     np.linalg.norm(x, -np.inf)])
+
+
+def l_matrix_norm_axes(x):
+    return (np.linalg.norm(x, "nuc", axis=(2, 1)) + np.linalg.norm(x, 2, axis=(1, 2))
+            + np.linalg.norm(x, -np.inf, axis=(-2, -1), keepdims=True).ravel())
+
+
+def u_outer(x, y):
+    return (np.add.outer(x, y) * np.multiply.outer(x, y) - np.subtract.outer(y, x).T
+            + np.logaddexp.outer(x, y) + np.maximum.outer(x, y) * np.hypot.outer(x, y))
+
+
+def u_reduce(a):
+    return (np.logaddexp.reduce(a, axis=0) + np.add.reduce(a) * np.maximum.reduce(a)
+            + np.multiply.reduce(a, axis=0, keepdims=True)[0] + np.logaddexp2.reduce(a))
+
+
+def u_accumulate(a):
+    return np.add.accumulate(a, axis=1) * np.multiply.accumulate(a)
+
+
+def e_interleaved(a, b):
+    return np.einsum(a, [0, 1], b, [0, 2], [1, 2]) + np.einsum(a, [2, 1], b, [2, 0]).T
+
+
+def e_optimize(a, b):
+    return np.einsum("ij,ik->jk", a, b, optimize=True) + np.einsum(a, [0, 1], b, [0, 2],
+                                                                   optimize="greedy")
+
+
+def b_sorted(x):
+    s = sorted([x[0], x[1] * x[2], np.sin(x[2]), x[3]])
+    r = sorted((x[0], x[1], x[3] * x[3]), reverse=True)
+    return np.array(s) * W4 + np.sum(np.array(r) * W4[:3])
+
+
 _BINARY = {"mat-mat": ((3, 4), (3, 4)), "mat-row": ((3, 4), (4,)), "col-row": ((3, 1), (4,)),
            "mat-py": ((3, 4), None), "py-py": (None, None)}
 _PAIRS = {"4-3": ((4,), (3,)), "3-5": ((3,), (5,)), "5-2": ((5,), (2,)), "2-6": ((2,), (6,))}
@@ -604,6 +645,15 @@ CASES = {
     "meshgrid": (s_meshgrid, {"vec": (R((4,)), R((3,)))}),
     "meshgrid_ij": (s_meshgrid_ij, {"vec": (R((2,)), R((3,)), R((4,)))}),
     "conj_imag_angle": (e_conj_imag_angle, {"py": (R(None),), "mat": (AWAY((3, 4)),)}),
+    "matrix_norms": (l_matrix_norms, {"3x4": (AWAY((3, 4)),), "4x2": (AWAY((4, 2)),)}),
+    "matrix_norm_axes": (l_matrix_norm_axes, {"3d": (AWAY((2, 3, 4)),)}),
+    "ufunc_outer": (u_outer, {"vec": S.distinct((3,), (4,)), "mat-vec": S.distinct((2, 2),
+                                                                                      (3,))}),
+    "ufunc_reduce": (u_reduce, {"mat": (S.distinct((3, 4)),)}),
+    "ufunc_accumulate": (u_accumulate, {"mat": (R((3, 4)),)}),
+    "einsum_interleaved": (e_interleaved, {"mat": (R((3, 4)), R((3, 2)))}),
+    "einsum_optimize": (e_optimize, {"mat": (R((3, 4)), R((3, 2)))}),
+    "sorted": (b_sorted, {"vec": (S.distinct((4,)),)}),
 }
 
 
@@ -703,6 +753,30 @@ def h_interp_x_and_fp(x):
     return np.sum(np.interp(x[:3], XP5, x * x - x[::-1]) * W4[:3])
 
 
+def h_matrix_norms(x):
+    m = x.reshape(3, 4)
+    return (np.linalg.norm(m, 1) * np.sum(x * x) + np.linalg.norm(m, -np.inf) * x[0] ** 2
+            + np.linalg.norm(x, 3) ** 2 + np.linalg.norm(x, -1) + np.linalg.norm(x, 1) * x[1])
+
+
+def h_ufunc_methods(x):
+    m = x.reshape(3, 4)
+    return (np.sum(np.sin(np.add.outer(x[:3], x[3:7])) * m)
+            + np.sum(np.logaddexp.reduce(m, axis=0) ** 2)
+            + np.sum(np.multiply.outer(x[:3], x[3:5]) ** 2)
+            + np.sum(np.multiply.accumulate(m, axis=1) * W34)
+            + np.sum(np.maximum.outer(x[:4], W4) ** 2) + np.sum(np.add.accumulate(m) ** 2))
+
+
+def h_einsum_sorted(x):
+    m = x.reshape(3, 4)
+    s = sorted([x[0] * x[1], x[2], np.sin(x[3])], reverse=True)
+    return (np.sum(np.einsum(m, [0, 1], m, [0, 2], [1, 2]) ** 2)
+            + np.einsum(m, [0, 1], W34, [0, 1]) ** 2
+            + np.sum(np.einsum("ij,ik->jk", m, m, optimize=True)) ** 2
+            + s[0] * s[1] + s[2] ** 2)
+
+
 HESSIANS = {
     "gamma": (h_gamma, [0.3, 1.7, -1.5]), "lgamma": (h_lgamma, [0.3, 4.2, -2.5]),
     "erf": (h_erf, [0.4, -1.1]), "expm1_log1p": (h_expm1_log1p, [0.4, 1.3]),
@@ -722,6 +796,9 @@ HESSIANS = {
     "gradient_interp": (h_gradient_interp, [np.array([-1.3, -0.7, -0.2, 0.4, 0.9, 1.2, 0.1, -0.4,
                                                       2.1, 1.9, -1.8, 0.6])]),
     "interp_x_and_fp": (h_interp_x_and_fp, [np.array([-1.3, -0.2, 0.4, 1.1, 0.9])]),
+    "matrix_norms": (h_matrix_norms, [AWAY((12,))]),
+    "ufunc_methods": (h_ufunc_methods, [S.distinct((12,))]),
+    "einsum_sorted": (h_einsum_sorted, [S.distinct((12,))]),
 }
 
 

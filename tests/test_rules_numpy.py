@@ -1968,6 +1968,101 @@ def meshgrid_one(x):
     return np.sum(a * a * W4)
 
 
+# -- matrix norms, ufunc methods, the interleaved einsum and optimize= --------------------
+def norm_nuc(x):
+    return np.linalg.norm(x, "nuc") * W_
+
+
+def norm_mat_2(x):
+    return np.linalg.norm(x, 2) * W_ + np.linalg.norm(x, -2) ** 2
+
+
+def norm_mat_1_inf(x):
+    return (np.linalg.norm(x, 1) * W_ + np.linalg.norm(x, -1) ** 2 + np.linalg.norm(x, np.inf)
+            - np.linalg.norm(x, -np.inf) * W_)
+
+
+def norm_mat_axes(x):
+    return (np.sum(np.linalg.norm(x, "nuc", axis=(2, 1)) * W2)
+            + np.sum(np.linalg.norm(x, 2, axis=(0, 2), keepdims=True) * W3.reshape(1, 3, 1))
+            + np.sum(np.linalg.norm(x, np.inf, axis=(1, 0)) * W4)
+            + np.sum(np.linalg.norm(x, -1, axis=(-1, -2), keepdims=True) ** 2))
+
+
+def outer_arith(x, y):
+    return np.sum(np.sin(np.add.outer(x, y)) + np.subtract.outer(x, y) ** 2
+                  + np.cos(np.multiply.outer(x, y)) + np.divide.outer(x, y))
+
+
+def outer_power(x, y):
+    return np.sum(np.sin(np.power.outer(x, y)))
+
+
+def outer_extrema(x, y):
+    return np.sum(np.sin(np.maximum.outer(x, y)) + np.minimum.outer(x, y) ** 2
+                  + np.cos(np.fmax.outer(x, y)) + np.fmin.outer(x, y) ** 3)
+
+
+def outer_smooth(x, y):
+    return np.sum(np.sin(np.logaddexp.outer(x, y)) + np.logaddexp2.outer(x, y) ** 2
+                  + np.cos(np.hypot.outer(x, y)) + np.arctan2.outer(x, y) ** 3)
+
+
+def outer_remainders(x, y):
+    return np.sum(np.sin(np.remainder.outer(x, y)) + np.fmod.outer(x, y) ** 2)
+
+
+def ureduce_sums(a):
+    return (np.sum(np.sin(np.add.reduce(a)) * W4) + np.multiply.reduce(a, axis=1) @ W3
+            + np.add.reduce(a, axis=None) ** 2
+            + np.sum(np.add.reduce(a, 1, keepdims=True) ** 2))
+
+
+def ureduce_extrema(a):
+    return (np.sum(np.maximum.reduce(a) * W4) + np.sum(np.minimum.reduce(a, axis=1) ** 2)
+            + np.fmax.reduce(a, axis=None) * W_
+            + np.sum(np.fmin.reduce(a, keepdims=True) * W14))
+
+
+def logaddexp_reduce(a):
+    return (np.sum(np.logaddexp.reduce(a, axis=0) * W4)
+            + np.sum(np.logaddexp2.reduce(a, axis=1, keepdims=True) ** 2)
+            + np.logaddexp.reduce(a, axis=None) * W_)
+
+
+def uaccumulate(a):
+    return (np.sum(np.sin(np.add.accumulate(a)) * W34)
+            + np.sum(np.multiply.accumulate(a, axis=1) * W34))
+
+
+def einsum_interleaved(a, b):
+    return np.sum(np.sin(np.einsum(a, [0, 1], b, [0, 2], [1, 2])) * W45)
+
+
+def einsum_interleaved_implicit(a, b):
+    return np.sum(np.einsum(a, [1, 0], b, [0, 2]) * W35)
+
+
+def einsum_interleaved_one(a):
+    return (np.sum(np.einsum(a, [0, 1], [1, 0]) * W33) + np.einsum(a, [0, 0]) * W_
+            + np.sum(np.einsum(a, [Ellipsis, 1], W3, [1], [Ellipsis]) ** 2))
+
+
+def einsum_interleaved_three(a, b, c):
+    return np.einsum(a, [0], b, [0, 1], c, [1], []) * W_
+
+
+def einsum_optimize(a, b, c):
+    return (np.einsum("i,ij,j->", a, b, c, optimize=True) * W_
+            + np.einsum("i,ij,j->", a, b, c, optimize="greedy") ** 2
+            + np.sum(np.einsum("ij,j->i", b, c, optimize=False) * W3)
+            + np.einsum(a, [0], b, [0, 1], c, [1], optimize=True))
+
+
+def einsum_four(a, b, c):
+    return np.einsum("i,ij,jk,k->", a, b, b.T, a) * W_ + np.sum(np.einsum("ij->j", c) ** 2)
+
+
 # -- more shape and layout functions ----------------------------------------------------
 def split_halves(x):
     a, b = np.split(x, 2, axis=1)
@@ -2903,6 +2998,36 @@ case(meshgrid_ij_sparse, [np.meshgrid], (R((2,)), R((3,)), R((4,))))
 case(meshgrid_one, [np.meshgrid], (R((4,)),))
 
 
+# -- matrix norms (at distinct singular values and sums), ufunc methods, the interleaved
+# einsum and optimize= (tests/test_rules_modes.py checks them in vjp and jvp) ------------
+case(norm_nuc, [np.linalg.norm], {"3x4": (R((3, 4)),), "4x2": (R((4, 2)),)})
+case(norm_mat_2, [np.linalg.norm], {"3x4": (R((3, 4)),), "3x3": (R((3, 3)),)})
+case(norm_mat_1_inf, [np.linalg.norm], (AWAY((3, 4)),))
+case(norm_mat_axes, [np.linalg.norm], (AWAY((2, 3, 4)),))
+case(outer_arith, [np.add.outer, np.subtract.outer, np.multiply.outer, np.divide.outer],
+     {"vec-vec": (R((3,)), AWAY((4,))), "mat-vec": (R((2, 3)), AWAY((2,))),
+      "py-vec": (R(None), AWAY((3,)))})
+case(outer_power, [np.power.outer], {"vec-vec": (POS((3,)), R((4,))),
+                                     "vec-mat": (POS((2,)), R((2, 3)))})
+case(outer_extrema, [np.maximum.outer, np.minimum.outer, np.fmax.outer, np.fmin.outer],
+     {"vec-vec": S.distinct((3,), (4,)), "mat-vec": S.distinct((2, 2), (3,))})
+case(outer_smooth, [np.logaddexp.outer, np.logaddexp2.outer, np.hypot.outer,
+                    np.arctan2.outer], {"vec-vec": (AWAY((3,)), AWAY((4,))),
+                                        "vec-mat": (AWAY((2,)), AWAY((2, 3)))})
+case(outer_remainders, [np.remainder.outer, np.fmod.outer],
+     (np.array([0.3, -0.45, 0.8]), np.array([1.7, 2.3, -3.1, 2.9])))
+case(ureduce_sums, [np.add.reduce, np.multiply.reduce], (R((3, 4)),))
+case(ureduce_extrema, [np.maximum.reduce, np.minimum.reduce, np.fmax.reduce, np.fmin.reduce],
+     (S.distinct((3, 4)),))
+case(logaddexp_reduce, [np.logaddexp.reduce, np.logaddexp2.reduce], (R((3, 4)),))
+case(uaccumulate, [np.add.accumulate, np.multiply.accumulate], (R((3, 4)),))
+case(einsum_interleaved, [np.einsum], (R((3, 4)), R((3, 5))))
+case(einsum_interleaved_implicit, [np.einsum], (R((3, 4)), R((4, 5))))
+case(einsum_interleaved_one, [np.einsum], (R((3, 3)),))
+case(einsum_interleaved_three, [np.einsum], (R((3,)), R((3, 4)), R((4,))))
+case(einsum_optimize, [np.einsum], (R((3,)), R((3, 4)), R((4,))))
+case(einsum_four, [np.einsum], (R((3,)), R((3, 4)), R((2, 5))))
+
 # -- more shape and layout functions (tests/test_rules_modes.py checks them in vjp and jvp)
 case(split_halves, [np.split], (R((3, 4)),))
 case(split_at, [np.split], (R((5,)),))
@@ -3034,6 +3159,8 @@ def _covered_primitives():
 
 
 def _numpyish(prim):
+    if isinstance(getattr(prim, "__self__", None), np.ufunc):      # np.add.outer
+        return _numpyish(prim.__self__)
     if isinstance(prim, np.ufunc):      # (not SciPy's: tests/test_rules_scipy.py checks them)
         return getattr(np, prim.__name__, None) is prim
     if prim is np.ndarray.astype:
@@ -3053,6 +3180,8 @@ def _name(prim):
         return f"x.{prim[1]}()" if prim[0] == "method" else f"x.{prim[1]}"
     if prim is np.ndarray.astype:
         return "np.ndarray.astype"
+    if isinstance(getattr(prim, "__self__", None), np.ufunc):
+        return f"{_name(prim.__self__)}.{prim.__name__}"
     module = getattr(prim, "__module__", None) or ""
     name = getattr(prim, "__name__", repr(prim))
     if isinstance(prim, np.ufunc) or module == "numpy":
@@ -3225,8 +3354,9 @@ def _used(fn):
     called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute):
-            if inspect.ismodule(resolve(node.value)):
-                found.add(resolve(node))
+            if inspect.ismodule(resolve(node.value)) or isinstance(resolve(node.value),
+                                                                  np.ufunc):
+                found.add(resolve(node))      # np.linalg.norm, np.add.outer
             else:
                 found.add(M(node.attr) if id(node) in called else A(node.attr))
         elif isinstance(node, ast.Subscript):

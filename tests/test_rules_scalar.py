@@ -652,8 +652,20 @@ if hasattr(math, "exp2"):
 if hasattr(math, "cbrt"):
     CHECKS[math.cbrt] = (_cbrt, [(0.3,), (-1.7,), (8.0,), (-27.5,)])
 
+def _sorted3(a, b, c):
+    s = sorted([a, b * c, c])
+    return s[0] + 2.0 * s[1] + 3.0 * s[2] * s[2]
+
+
+def _sorted_reverse(a, b, c):
+    s = sorted((a * a, b, math.sin(c)), reverse=True)
+    return s[0] - 2.0 * s[1] + 5.0 * s[2]
+
+
 # Additional call forms for the same primitives: (primitive, fn, points[, wrt]).
 EXTRA = [
+    (sorted, _sorted3, [(1.0, 2.5, 0.3), (-0.4, 0.7, 1.9), (0.2, -1.3, -0.6)]),
+    (sorted, _sorted_reverse, [(1.1, 0.3, 0.2), (-0.4, 0.7, 1.9), (0.2, -1.3, -0.6)]),
     (operator.pow, _pow_int_exponent, [(-1.5, 3), (2.0, -2), (0.7, 5)], (0,)),
     (operator.pow, _pow_const_exponent, [(-1.5,), (2.0,), (0.7,)]),
     (operator.pow, _pow_const_base, [(-1.5,), (2.0,), (0.7,)]),

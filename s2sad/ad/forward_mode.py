@@ -392,6 +392,17 @@ class Forward:
 
     def missing_rule(self, op, s):
         what = _source(op.node.func if isinstance(op.node, gast.Call) else op.node)
+        rule = getattr(registry.primitive(op.prim), "jvp", None)
+        if rule is not None and rule.variants:      # a rule, for other calls
+            covered = " or ".join(f"{what}({', '.join(map(_spelled, v.params))})"
+                                  for v in rule.variants)
+            given = ", ".join(f"{k.arg}=" for k in getattr(op.node, "keywords", ()))
+            return MissingRuleError(
+                f"{self.src.where(s)}: s2sad's forward rules for {what} cover the calls "
+                f"{covered}; this one passes {len(getattr(op.node, 'args', ()))} positional "
+                "argument(s)" + (f" and {given}" if given else "") + ", which they do not. "
+                "Write the call in one of those forms, or register a rule for it with "
+                f"s2sad.defjvp\n    {self.src.line_text(s).strip()}")
         return MissingRuleError(
             f"{self.src.where(s)}: s2sad has no forward-mode rule for {what}; register one "
             f"with s2sad.defjvp (see help(s2sad.defjvp)), or mark it s2sad.nondiff\n    "
@@ -432,6 +443,11 @@ def without_dead_code(body, ctx):
             read.add(s.target.id)
         out.append(s)
     return out[::-1]
+
+
+def _spelled(param):
+    name, default = param
+    return name if default is registry.REQUIRED else f"{name}={default!r}"
 
 
 def forward_rule(prim, args, keywords):

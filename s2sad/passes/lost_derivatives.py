@@ -18,8 +18,7 @@ located error that says what to write instead:
   and a differentiated value passed by keyword to a Python function it could not put
   in its place (a `custom_vjp`'s): `MissingRuleError`;
 - a differentiated value passed for a parameter the rule gives no derivative for
-  (`np.einsum(A, (0, 1), (1, 0))`, whose interleaved form puts `A` where the rule has
-  the subscripts; `np.r_[x, x]`, an index of an object s2sad has no rule for):
+  (`np.r_[x, x]`, an index of an object s2sad has no rule for):
   `MissingRuleError`, unless the rule says the derivative is zero there
   (`registry.Variant.zero`: a shape, a dtype, a piecewise-constant choice).
 

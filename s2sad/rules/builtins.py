@@ -7,7 +7,9 @@ from .operators import POW_X
 from .registry import define
 
 ns = {"copysign": math.copysign, "_s2s_log": runtime.log_base, "_s2s_first": runtime.first,
-      "_s2s_unsum": runtime.unsum, "_s2s_unattr": runtime.unattr}
+      "_s2s_unsum": runtime.unsum, "_s2s_unattr": runtime.unattr,
+      "_s2s_unsort_list": runtime.unsort_list,
+      "_s2s_sort_list_dot": runtime.sort_list_dot}
 
 define(builtins.abs, "x", "g * copysign(1.0, x)", namespace=ns, elementwise=True,
        returns="args")
@@ -31,6 +33,9 @@ define(builtins.sum, "iterable, start=0", "_s2s_unsum(g, iterable)", "g", namesp
 define(builtins.getattr, "obj, name", "_s2s_unattr(g, obj, name)", namespace=ns,
        linear="obj")                                 # `p.a`, a field of an object
 define(builtins.reversed, "seq", linear="seq")
+# (no `key=`: a call with one matches no variant and is refused)
+define(builtins.sorted, "iterable, reverse=False", "_s2s_unsort_list(g, iterable, reverse)",
+       namespace=ns, tangent="_s2s_sort_list_dot(t, iterable, reverse)", returns="container")
 
 for _f in (builtins.int, builtins.round, builtins.bool, builtins.len):
     define(_f, nondiff=True, returns="scalar")

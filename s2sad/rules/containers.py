@@ -135,3 +135,30 @@ def field(g, name):
         return g
     value = getattr(g, name)
     return 0.0 if value is None else value
+
+
+def sorting(items, reverse=False):
+    """The positions in `items` of the values `sorted(items, reverse=reverse)` returns,
+    in its order: Python's sort is stable, so equal values keep their order (also with
+    `reverse=True`)."""
+    values = list(items)
+    return sorted(range(len(values)), key=values.__getitem__, reverse=reverse)
+
+
+def unsort_list(g, items, reverse=False):
+    """The adjoint of `items` in `sorted(items, reverse=reverse)`: entry `j` of `g` (the
+    sorted list's adjoint) goes back to the place the `j`-th value came from."""
+    out = [0.0] * len(items)
+    if not is_zero(g):
+        for j, i in enumerate(sorting(items, reverse)):
+            out[i] = 0.0 if g[j] is None else g[j]
+    if is_array(items):
+        return np.array(out, dtype=np.result_type(items.dtype, np.float32))
+    return rebuild(items, out) if isinstance(items, (tuple, list)) else out
+
+
+def sort_list_dot(t, items, reverse=False):
+    """The tangent of `sorted(items, reverse=reverse)`: `t` in the sorted order."""
+    if is_zero(t):
+        return [0.0] * len(items)
+    return [t[i] for i in sorting(items, reverse)]

@@ -1,5 +1,6 @@
 """Helpers of the rules for matrix factorizations and powers (`np.linalg.eigh`, `eigvalsh`,
-`svd`, `pinv`, `lstsq`, `qr`, `matrix_power`).
+`svd`, `pinv`, `lstsq`, `qr`, `matrix_power`), and the derivative of the matrix norms
+(`matrix_norm_slope`: of the singular values, and of the row and column sums).
 
 The reverse rules of most of them are written in their templates (rules/numpy.py) with
 NumPy functions that have rules and the small helpers here, each with a forward rule, so
@@ -239,3 +240,37 @@ def no_second_derivative(name):
     """Raise: s2sad has no second derivative of `name`."""
     raise MissingRuleError(f"s2sad has no second derivative of {name} (forward mode over "
                            "its reverse rule)")
+
+
+def matrix_norm_slope(x, ord, axis):
+    """The derivative of the matrix norm `np.linalg.norm(x, ord, axis)` (`axis` the pair
+    of axes of the matrices) with respect to `x`, one matrix per other index. Where the
+    norm is not differentiable it is the subgradient of the formula NumPy computes:
+    'nuc' (the sum of the singular values) U @ Vt of the reduced SVD; 2 and -2 the outer
+    product of the singular vectors of the largest (smallest) singular value, the mean
+    of those products over the singular values equal to it (the vectors those
+    `np.linalg.svd` returns); 1 and inf (-1 and -inf) `sign(x)` (0 at 0, as np.abs's
+    rule) on the column (row) of the largest (smallest) absolute sum, shared equally
+    among the columns (rows) that attain it, as `extremum` shares a max."""
+    r, c = (a % x.ndim for a in axis)
+    m = np.moveaxis(x, (r, c), (-2, -1))
+    if ord in ("nuc", 2, -2):
+        u, s, vt = np.linalg.svd(m, full_matrices=False)
+        if ord == "nuc":
+            out = u @ vt
+        else:               # the largest (smallest) singular value, shared among ties
+            tied = s == s[..., :1] if ord == 2 else s == s[..., -1:]
+            share = tied / np.sum(tied, axis=-1, keepdims=True)
+            out = (u * share[..., None, :]) @ vt
+    elif ord in (1, -1, np.inf, -np.inf):
+        along = -2 if ord in (1, -1) else -1          # summed along the rows or columns
+        sums = np.sum(np.abs(m), axis=along, keepdims=True)
+        pick = np.max(sums, axis=-1 - (along == -1), keepdims=True) if ord in (1, np.inf) \
+            else np.min(sums, axis=-1 - (along == -1), keepdims=True)
+        mask = sums == pick
+        out = np.sign(m) * (mask / mask.sum(axis=-1 - (along == -1), keepdims=True,
+                                            dtype=np.result_type(m, np.float32)))
+    else:
+        raise MissingRuleError(f"s2sad has no derivative rule for the matrix norm "
+                               f"ord={ord!r}: it has 'fro', 'nuc', 2, -2, 1, -1, inf and -inf")
+    return np.moveaxis(out, (-2, -1), (r, c))

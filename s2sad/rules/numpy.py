@@ -9,9 +9,13 @@ Broadcasting binary ufuncs say `broadcast=True`: the engine sums their adjoints 
 each argument's shape, once, where shapes may differ. Ufuncs are elementwise: their
 reverse templates give their tangents.
 """
+import ast
+import copy
+
+import gast
 import numpy as np
 
-from . import runtime, tangents
+from . import registry, runtime, tangents
 from .operators import POW_X
 from .registry import define
 
@@ -233,12 +237,16 @@ rule(np.inner, "a, b", "_s2s_inner(g, a, b, 0)", "_s2s_inner(g, a, b, 1)", linea
 rule(np.outer, "a, b", "_s2s_outer(g, a, b, 0)", "_s2s_outer(g, a, b, 1)", linear=("a", "b"))
 rule(np.tensordot, "a, b, axes=2", "_s2s_tensordot(g, a, b, axes, 0)",
      "_s2s_tensordot(g, a, b, axes, 1)", linear=("a", "b"))
-rule(np.einsum, "subscripts, a", None, "_s2s_einsum(g, subscripts, 0, a)", linear="a")
-rule(np.einsum, "subscripts, a, b", None, "_s2s_einsum(g, subscripts, 0, a, b)",
-     "_s2s_einsum(g, subscripts, 1, a, b)", linear=("a", "b"))
-rule(np.einsum, "subscripts, a, b, c", None, "_s2s_einsum(g, subscripts, 0, a, b, c)",
-     "_s2s_einsum(g, subscripts, 1, a, b, c)", "_s2s_einsum(g, subscripts, 2, a, b, c)",
-     linear=("a", "b", "c"))
+# np.einsum("ij,jk->ik", a, b) and its interleaved form np.einsum(a, [0, 1], b, [1, 2],
+# [0, 2]), whose operands and sublists bind to the same parameters: runtime.einsum turns
+# the interleaved form into subscripts (the template of `subscripts` is the one of the
+# first operand there). `optimize=` changes only the order of the contractions.
+_EINSUM = ["subscripts", "a", "b", "c", "d", "e", "f"]
+for _n in range(2, len(_EINSUM) + 1):
+    _operands = ", ".join(_EINSUM[1:_n])
+    rule(np.einsum, ", ".join(_EINSUM[:_n]) + ", *, optimize=False",
+         *[f"_s2s_einsum(g, subscripts, {k}, {_operands})" for k in range(-1, _n - 1)],
+         linear=tuple(_EINSUM[:_n]))
 rule(np.trace, "a, offset=0, axis1=0, axis2=1", a="_s2s_trace(g, a, offset, axis1, axis2)",
      linear="a", method="trace")
 rule(np.diag, "v, k=0", v="_s2s_diag(g, v, k)", linear="v")
@@ -418,6 +426,57 @@ rule(np.arange, "start, stop=None, step=None", "_s2s_arange_part(g, start, stop,
      None, "_s2s_arange_part(g, start, stop, step, 2)", zero="stop",
      tangent={"start": "np.zeros_like(ans) + (0.0 if stop is None else t)",
               "step": "t * np.arange(np.shape(ans)[0])"})
+
+# ufunc methods, keyed by the bound methods (`np.add.outer == np.add.outer`, although
+# each attribute read makes a new object). `outer` of every two-argument ufunc with a
+# rule: its templates with `x` broadcast as `outer` does (runtime.lead), summed back over
+# the other operand's axes; their tangents read `t` for `g`, as an elementwise rule's.
+def _substituted(template, names):
+    """The source of `template` with each name in `names` replaced by an expression."""
+    tree = copy.deepcopy(template.tree)
+    for node in gast.walk(tree):
+        if isinstance(node, gast.Name) and node.id in names:
+            node.id = names[node.id]
+    return ast.unparse(gast.gast_to_ast(tree))
+
+
+def _outer_rules():
+    lead = "_s2s_lead(x, y)"
+    for prim, record in list(registry.PRIMITIVES.items()):
+        if not (isinstance(prim, np.ufunc) and prim.nin == 2 and record.vjp is not None):
+            continue
+        variant = next((v for v in record.vjp.variants if v.broadcast
+                        and [p for p, _ in v.params] == ["x", "y"]), None)
+        if variant is None or set(variant.templates) != {"x", "y"}:
+            continue
+        dx, dy = (_substituted(variant.templates[p], {"x": lead}) for p in ("x", "y"))
+        tx = _substituted(variant.templates["x"], {"x": lead, "g": "_s2s_lead(t, y)"})
+        ty = _substituted(variant.templates["y"], {"x": lead, "g": "t"})
+        define(prim.outer, "x, y", f"_s2s_unouter({dx}, x, y, 0)",
+               f"_s2s_unouter({dy}, x, y, 1)", namespace=ns, returns="array",
+               tangent=(f"_s2s_outer_dot({tx}, ans)", f"_s2s_outer_dot({ty}, ans)"))
+
+
+_outer_rules()
+# `reduce` and `accumulate` of the ufuncs whose reductions s2sad knows (axis 0 unless
+# given, as NumPy's)
+_UREDUCE = "a, axis=0, dtype=None, out=None, keepdims=False"
+rule(np.add.reduce, _UREDUCE, a="_s2s_unreduce(g, a, axis, keepdims)", linear="a")
+rule(np.multiply.reduce, _UREDUCE,
+     a="_s2s_unreduce(g, a, axis, keepdims) * _s2s_prod_others(a, axis)",
+     tangent={"a": "np.sum(_s2s_prod_others(a, axis) * t, axis, keepdims=keepdims)"})
+for _f in (np.maximum.reduce, np.minimum.reduce, np.fmax.reduce, np.fmin.reduce):
+    rule(_f, _UREDUCE, a="_s2s_extremum(g, a, ans, axis, keepdims)",
+         tangent={"a": "_s2s_extremum_dot(t, a, ans, axis, keepdims)"})
+# log-sum-exp along `axis`: the adjoint is g * exp(a - ans) (2 ** (a - ans) for base 2)
+for _f, _exp in ((np.logaddexp.reduce, "np.exp"), (np.logaddexp2.reduce, "np.exp2")):
+    _share = f"{_exp}(a - _s2s_unreduce(ans, a, axis, keepdims))"
+    rule(_f, _UREDUCE, a=f"_s2s_unreduce(g, a, axis, keepdims) * {_share}",
+         tangent={"a": f"np.sum({_share} * t, axis, keepdims=keepdims)"})
+rule(np.add.accumulate, "array, axis=0", array="_s2s_cumsum(g, array, axis)",
+     linear="array")
+rule(np.multiply.accumulate, "array, axis=0", array="_s2s_cumprod(g, array, ans, axis)",
+     tangent={"array": "_s2s_cumprod_dot(t, array, ans, axis)"})
 
 # functions that write into an argument (passes/lost_derivatives.py refuses them on
 # differentiated values)

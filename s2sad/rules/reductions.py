@@ -2,7 +2,8 @@
 `unreduce` (of a sum over axes), and what a fused gradient calls instead where it can,
 `unbroadcast_product` (a product summed down to a shape, as one matrix product) and
 `unreduce_view` (`unreduce` as a view). `summed` is a sum over axes, as a product with
-a vector of ones where NumPy's reduction is slow."""
+a vector of ones where NumPy's reduction is slow. `unouter` sums the adjoint of an
+operand of a ufunc's `outer` (broadcast by `lead`) over the other operand's axes."""
 import math
 
 import numpy as np
@@ -186,3 +187,26 @@ def unreduce(g, x, axis=None, keepdims=False):
     out = np.empty(shape, dtype=dtype)
     out[...] = g
     return out
+
+
+def lead(x, y):
+    """`x` with an axis of length 1 after its own for each axis of `y`: the operand of a
+    ufunc's `outer(x, y)` as the ufunc broadcasts it (`np.add.outer(x, y)` is
+    `np.add(lead(x, y), y)`)."""
+    return np.reshape(x, np.shape(x) + (1,) * np.ndim(y))
+
+
+def unouter(d, x, y, which):
+    """The adjoint of `x` (which=0) or `y` (which=1) of a ufunc's `outer(x, y)` from `d`,
+    the ufunc's adjoint of that operand as broadcast by `lead`: summed over the axes of
+    the other operand."""
+    nx, ny = np.ndim(x), np.ndim(y)
+    d = np.broadcast_to(d, np.shape(x) + np.shape(y))
+    if which == 0:
+        return np.sum(d, axis=tuple(range(nx, nx + ny))) if ny else d.copy()
+    return np.sum(d, axis=tuple(range(nx))) if nx else d.copy()
+
+
+def outer_dot(d, ans):
+    """A tangent `d` of a ufunc's `outer`, broadcast to the shape of its result `ans`."""
+    return d if np.shape(d) == np.shape(ans) else np.broadcast_to(d, np.shape(ans)).copy()

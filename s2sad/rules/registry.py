@@ -75,6 +75,9 @@ class Variant:
     def __init__(self, params, templates, broadcast, elementwise=False, uniform=None,
                  linear=None, zero=()):
         self.params = params              # [(name, default or REQUIRED)]
+        #: How many of them a call may pass by position (those after a `*` in the
+        #: signature are keyword-only: `np.einsum`'s `optimize`).
+        self.positional = getattr(params, "positional", len(params))
         self.templates = templates        # {name: Template}
         #: Parameters whose derivative is zero although a differentiated value may be
         #: passed: they give only a shape or dtype (`np.full_like`'s `a`), or a choice
@@ -90,7 +93,7 @@ class Variant:
     def bind(self, args, keywords):
         """{param: argument node} for a call, or None if the call does not fit."""
         names = [p for p, _ in self.params]
-        if len(args) > len(names) or any(k not in names for k in keywords):
+        if len(args) > self.positional or any(k not in names for k in keywords):
             return None
         bound = dict(zip(names, args))
         for k, v in keywords.items():
@@ -247,7 +250,8 @@ def define(prim, params=None, *adjoints, namespace=None, broadcast=False, elemen
            attribute=(), quiet=False, **by_name):
     """Declare what s2sad knows about `prim` in one statement; returns `prim`.
 
-    `params` ("x, axis=None, ...") is the signature of the variant the rules are for.
+    `params` ("x, axis=None, ...") is the signature of the variant the rules are for
+    (parameters after a `*` are keyword-only, as in Python).
     Adjoint templates, by position (None for no derivative) or by parameter name, give
     its reverse rule (see `vjp` for `broadcast`, `elementwise` and `uniform`). Its forward
     rule is `tangent`, templates over `t` (one string for the first parameter, a tuple
@@ -392,13 +396,24 @@ def _rule(record, field):
     return getattr(record, field)
 
 
+class _Params(list):
+    """A signature, [(name, default or REQUIRED)], and how many of its parameters come
+    before a `*` (those after it are keyword-only)."""
+    positional = None
+
+
 def _parse_params(params):
-    out = []
+    out = _Params()
     for part in (p.strip() for p in params.split(",")):
         if not part:
             continue
+        if part == "*":
+            out.positional = len(out)
+            continue
         name, eq, default = part.partition("=")
         out.append((name.strip(), eval(default, {}) if eq else REQUIRED))
+    if out.positional is None:
+        out.positional = len(out)
     return out
 
 

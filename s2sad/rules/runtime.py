@@ -3,12 +3,13 @@ import math
 
 import numpy as np
 
-from ..errors import ExceptionPathError, MissingRuleError, NonScalarOutputError, S2SADError
+from ..errors import ExceptionPathError, NonScalarOutputError, S2SADError
 from .arrays import (  # noqa: F401 - generated code finds blocks_like in runtime
     add_at, asarray, blocks_like, broadcast_shapes, full, is_array, is_duck_array, number,
     zeros)
 from .containers import (  # noqa: F401 - generated code finds them in runtime
-    add, carries_derivative, is_record, keys, sequence, unsequence, zeros_like,
+    add, carries_derivative, is_record, keys, sequence, sort_list_dot, unsequence,
+    unsort_list, zeros_like,
     field_zero as _field_zero, fields as _fields, is_named_tuple as _is_named_tuple,
     is_zero as _is_zero, joined as _joined, rebuild as _rebuild, repeated as _repeated,
     replace as _replace)
@@ -21,13 +22,14 @@ from .factorizations import (  # noqa: F401 - generated code finds them in runti
     diag_embed, eigen_gaps, eigh_dot, eigvals_dot, eigvalsh_adjoint, eigvalsh_adjoint_dot,
     lstsq_adjoint, lstsq_dot, no_second_derivative, pinv_dot, power_dot, power_dot_dot,
     qr_dot, spread, structured, svd_dot, svd_values_adjoint, svd_values_adjoint_dot,
-    symmetrize, thin)
+    matrix_norm_slope, symmetrize, thin)
 from .layout import (  # noqa: F401 - generated code finds them in runtime
     partition_order, unappend, uncolumn_stack, uncross, undiagonal, unkron, unmeshgrid, unpad,
     unpad_constant, unrot90, unsplit, untake_along_axis)
 from .schedules import Online, Revolve, copied  # noqa: F401 - generated code finds them in runtime
 from .reductions import (  # noqa: F401 - generated code finds them in runtime
-    axes_of as _axes, summed, unbroadcast, unbroadcast_product, unreduce, unreduce_view)
+    axes_of as _axes, lead, outer_dot, summed, unbroadcast, unbroadcast_product, unouter,
+    unreduce, unreduce_view)
 
 
 class Respecialize(Exception):
@@ -362,7 +364,11 @@ def inner(g, a, b, which):
 def einsum(g, subscripts, k, *operands):
     """The adjoint of operand `k` of `np.einsum(subscripts, *operands)`: an einsum of `g`
     with the other operands, summed down where operand `k` was broadcast, and put on
-    its diagonal where it repeats a subscript (`"ii->"`)."""
+    its diagonal where it repeats a subscript (`"ii->"`). In the interleaved form
+    `np.einsum(a, [0, 1], b, [1, 2], [0, 2])`, `subscripts` is the first operand and
+    `k` + 1 the position of the operand among the arguments."""
+    if not isinstance(subscripts, str):
+        subscripts, operands, k = _interleaved((subscripts,) + operands, k + 1)
     inputs, arrow, output = subscripts.replace(" ", "").partition("->")
     inputs = inputs.split(",")
     if "." in subscripts:
@@ -396,6 +402,24 @@ def einsum(g, subscripts, k, *operands):
     on_diagonal = np.zeros(shape, dtype=np.result_type(out, np.float32))
     np.einsum(f"{mine}->{unique}", on_diagonal)[...] = out  # a writable view of the diagonal
     return on_diagonal
+
+
+def _interleaved(args, position):
+    """(subscripts, operands, k) of the interleaved einsum `np.einsum(*args)`: operands
+    and sublists of integers (and `...`) alternating, then an optional output sublist;
+    `k` is the operand at argument `position`. Integers 0-25 are the letters A-Z and
+    26-51 a-z, in the order NumPy sorts them for an implicit output."""
+    import string
+    letters = string.ascii_uppercase + string.ascii_lowercase
+
+    def spelled(sublist):
+        return "".join("..." if i is Ellipsis else letters[i] for i in sublist)
+
+    operands, sublists = args[0:len(args) - len(args) % 2:2], args[1::2]
+    spec = ",".join(spelled(s) for s in sublists[:len(operands)])
+    if len(args) % 2:
+        spec += "->" + spelled(args[-1])
+    return spec, operands, position // 2
 
 
 def _in_order(out, unique, kept):
@@ -471,8 +495,8 @@ def norm(g, x, ans, ord=None, axis=None, keepdims=False):
     x = asarray(x)
     vector = axis is not None and np.ndim(axis) == 0 or (axis is None and x.ndim == 1)
     if not vector and ord not in (None, "fro"):
-        raise MissingRuleError(f"s2sad has no derivative rule for the matrix norm "
-                               f"ord={ord!r}; only the Frobenius norm")
+        pair = (0, 1) if axis is None else tuple(axis)
+        return unreduce(g, x, pair, keepdims) * matrix_norm_slope(x, ord, pair)
     if ord in (None, 2, "fro"):
         scale = unreduce(asarray(g) / np.where(ans == 0, 1, ans), x, axis, keepdims)
         return scale * x

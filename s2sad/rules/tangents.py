@@ -57,10 +57,35 @@ def norm_dot(t, x, ans, ord=None, axis=None, keepdims=False):
     if ord in (None, "fro") or (ord == 2 and vector):
         return np.sum(x * t, axis=axis, keepdims=keepdims) / np.where(ans == 0, 1, ans)
     if not vector:
-        raise MissingRuleError(f"s2sad has no derivative rule for the matrix norm "
-                               f"ord={ord!r}; only the Frobenius norm")
+        pair = (0, 1) if axis is None else tuple(axis)
+        return np.sum(R.matrix_norm_slope(x, ord, pair) * t, axis=pair, keepdims=keepdims)
     grad = R.norm(np.ones_like(ans), x, ans, ord, axis, keepdims)
     return np.sum(grad * t, axis=axis, keepdims=keepdims)
+
+
+def norm_adjoint_dot(g, x, n, t, which, ord=None, axis=None, keepdims=False):
+    """The tangent of `norm(g, x, n, ord, axis, keepdims)` (the adjoint of `n =
+    np.linalg.norm(x, ord, axis, keepdims)`) along `x` (which=0) or `n` (which=1): for
+    the 2-norm and the Frobenius norm, the vector p-norms, and 0 where the adjoint is
+    piecewise constant (the vector 1, inf and -inf norms, the matrix 1, -1, inf and -inf
+    norms). The matrix norms of singular values have no second derivative rule."""
+    x = np.asarray(x)
+    vector = axis is not None and np.ndim(axis) == 0 or (axis is None and x.ndim == 1)
+    if ord in (None, "fro") or (ord == 2 and vector):
+        if which == 0:
+            return R.norm(g, t, n, ord, axis, keepdims)
+        return R.norm(-g * t / n, x, n, ord, axis, keepdims)
+    if ord in (1, np.inf, -np.inf) or (not vector and ord == -1):
+        return np.zeros(x.shape, np.result_type(x, np.float32))
+    if not vector:
+        raise MissingRuleError(f"s2sad has no second derivative rule for the matrix norm "
+                               f"ord={ord!r} (forward over reverse); the Frobenius norm and "
+                               "the matrix 1, -1, inf and -inf norms have one")
+    p = float(ord)
+    if which == 1:           # the adjoint is proportional to n ** (1 - p)
+        return R.norm(g * (1 - p) * t / np.where(n == 0, 1, n), x, n, ord, axis, keepdims)
+    scale = R.unreduce(np.asarray(g) / np.where(n == 0, 1, n) ** (p - 1), x, axis, keepdims)
+    return scale * (p - 1) * np.abs(x) ** (p - 2) * t
 
 
 def _t(m):
@@ -106,7 +131,7 @@ def inv_adjoint_dot(g, ans, t):
     return -(_t(t) @ g @ _t(ans) + _t(ans) @ g @ _t(t))
 
 
-_helpers(log_base_dot, cholesky_adjoint_dot, inv_adjoint_dot)
+_helpers(log_base_dot, cholesky_adjoint_dot, inv_adjoint_dot, norm_adjoint_dot)
 ns.update({"_s2s_" + k: getattr(R, k) for k in ("einsum", "tensordot", "solve", "norm",
                                                   "cumprod", "cholesky", "inner", "outer",
                                                   "inv", "prod_others_dot",
@@ -195,15 +220,23 @@ linear(R.matmul_lhs, "g, a, b", "g", "b")
 linear(R.matmul_rhs, "g, a, b", "g", "a")
 linear(R.dot_lhs, "g, a, b", "g", "b")
 linear(R.dot_rhs, "g, a, b", "g", "a")
-jvp(R.einsum, "g, subscripts, k, a", "_s2s_einsum(t, subscripts, k, a)", namespace=ns)
-jvp(R.einsum, "g, subscripts, k, a, b", "_s2s_einsum(t, subscripts, k, a, b)", None, None,
-    "_s2s_einsum(g, subscripts, k, t, b) if k != 0 else _s2s_zeros_like(ans)",
-    "_s2s_einsum(g, subscripts, k, a, t) if k != 1 else _s2s_zeros_like(ans)", namespace=ns)
-jvp(R.einsum, "g, subscripts, k, a, b, c", "_s2s_einsum(t, subscripts, k, a, b, c)", None,
-    None, "_s2s_einsum(g, subscripts, k, t, b, c) if k != 0 else _s2s_zeros_like(ans)",
-    "_s2s_einsum(g, subscripts, k, a, t, c) if k != 1 else _s2s_zeros_like(ans)",
-    "_s2s_einsum(g, subscripts, k, a, b, t) if k != 2 else _s2s_zeros_like(ans)",
-    namespace=ns)
+# (in the interleaved form, `k` + 1 is the position of the operand among subscripts, a,
+# b, ...: runtime.einsum)
+_EINSUM = ["subscripts", "a", "b", "c", "d", "e", "f"]
+
+
+def _swapped(p, args):
+    """runtime.einsum's call over `args` with `t` in place of the argument `p`."""
+    out = ["t" if q == p else q for q in args]
+    return f"_s2s_einsum(g, {out[0]}, k, {', '.join(out[1:])})"
+
+
+for _n in range(2, len(_EINSUM) + 1):
+    _args = _EINSUM[:_n]
+    jvp(R.einsum, "g, subscripts, k, " + ", ".join(_args[1:]),
+        f"_s2s_einsum(t, subscripts, k, {', '.join(_args[1:])})", namespace=ns,
+        **{p: f"{_swapped(p, _args)} if k != {i - 1} else _s2s_zeros_like(ans)"
+           for i, p in enumerate(_args)})
 jvp(R.tensordot, "g, a, b, axes, which", "_s2s_tensordot(t, a, b, axes, which)",
     "_s2s_tensordot(g, t, b, axes, which) if which == 1 else _s2s_zeros_like(ans)",
     "_s2s_tensordot(g, a, t, axes, which) if which == 0 else _s2s_zeros_like(ans)",
@@ -244,8 +277,12 @@ for _f, _params in [(R.swapaxes, "g, axis1, axis2"), (R.moveaxis, "g, source, de
 linear(R.trace, "g, x, offset=0, axis1=0, axis2=1", "g")
 linear(R.diag, "g, v, k=0", "g")
 jvp(R.norm, "g, x, n, ord=None, axis=None, keepdims=False",
-    "_s2s_norm(t, x, n, ord, axis, keepdims)", "_s2s_norm(g, t, n, ord, axis, keepdims)",
-    "_s2s_norm(-g * t / n, x, n, ord, axis, keepdims)", namespace=ns)
+    "_s2s_norm(t, x, n, ord, axis, keepdims)",
+    "_s2s_norm_adjoint_dot(g, x, n, t, 0, ord, axis, keepdims)",
+    "_s2s_norm_adjoint_dot(g, x, n, t, 1, ord, axis, keepdims)", namespace=ns)
+linear(R.lead, "x, y", "x")
+linear(R.unouter, "d, x, y, which", "d")
+linear(R.unsort_list, "g, items, reverse=False", "g")
 jvp(R.solve, "g, a, b, x, which", "_s2s_solve(t, a, b, x, which)",
     "_s2s_solve(-np.swapaxes(t, -1, -2) @ np.linalg.solve(np.swapaxes(a, -1, -2), g), "
     "a, b, x, which)", None,
