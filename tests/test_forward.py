@@ -21,6 +21,7 @@ import corpus_calls
 import corpus_control_flow
 import s2sad
 from corpus_scalar import CORPUS
+from numpy_cases import identity as _identity
 from oracle import fd_partial, resolve_wrt
 from s2sad.rules import arrays, calculus, containers, factorizations, layout, registry, runtime
 from s2sad.rules import reductions as summing     # (`reductions` is a case below)
@@ -665,15 +666,6 @@ def test_every_forward_rule_is_checked():
                  if getattr(p, "__module__", "") not in HELPERS and _identity(p) not in called
                  and not _scipy_rule(p)]
     assert not unchecked, "forward rules without a check: " + ", ".join(map(str, unchecked))
-
-
-def _identity(prim):
-    """What tells primitives apart: the object, or for a ufunc's method (a new object at
-    each `np.add.outer`) the ufunc and the method's name."""
-    owner = getattr(prim, "__self__", None)
-    if isinstance(owner, np.ufunc):
-        return id(owner), prim.__name__
-    return id(prim)
 
 
 def _scipy_rule(prim):

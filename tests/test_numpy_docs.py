@@ -27,6 +27,8 @@ import pytest
 
 from s2sad.rules import registry
 
+from numpy_cases import identity as _identity
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PAGE = os.path.join(ROOT, "docs", "numpy.md")
 SECTION = "## Supported functions, methods and attributes"
@@ -155,15 +157,6 @@ def page_members(lines, title, call):
         assert m.group(1) not in out, f"docs/numpy.md, '### {title}': x.{m.group(1)} twice"
         out[m.group(1)] = (m.group(3), m.group(4))
     return out
-
-
-def _identity(obj):
-    """What tells objects apart: the object, or for a ufunc's method (a new object at
-    each `np.add.outer`) the ufunc and the method's name."""
-    owner = getattr(obj, "__self__", None)
-    if isinstance(owner, np.ufunc):
-        return id(owner), obj.__name__
-    return id(obj)
 
 
 def _difference(page, registered):
