@@ -12,7 +12,6 @@ import numbers
 import gast
 import numpy as np
 
-from .. import syntax
 from ..frontend.source import MISSING
 from ..rules import registry
 from ..rules.arrays import is_duck_array_type
