@@ -522,12 +522,12 @@ def unparse(node):
     return ast.unparse(gast.gast_to_ast(node))
 
 
-def in_order(stmts):
+def in_order(stmts, functions=False):
     """The statements of `stmts` and of the blocks nested in them, in source order (not
-    inside nested functions)."""
+    inside nested functions, unless `functions`)."""
     for s in stmts:
         yield s
         for block in ("body", "orelse"):
-            if not isinstance(s, gast.FunctionDef):
-                yield from in_order(getattr(s, block, []))
+            if functions or not isinstance(s, gast.FunctionDef):
+                yield from in_order(getattr(s, block, []), functions)
 

@@ -251,24 +251,26 @@ def _live(body, ctx):
     constant, syntax or a call of a primitive with a derivative rule (but those of a
     `try` body, which decide whether the function takes its except clause), nor the
     top-level `if` statements left with nothing but such assignments (an adjoint's
-    result built on two paths, `if stop: y = (x, True)`, which it does not return)."""
+    result built on two paths, `if stop: y = (x, True)`, which it does not return);
+    then, in loops and branches too, the assignments only such assignments read
+    (`_without_faint`)."""
     ops, src = ctx.ops, ctx.src
     top = {id(s) for s in body} | {id(s) for b in body if isinstance(b, gast.If)
                                    for s in b.body + b.orelse}
 
     def dead(s, target):
-        return id(s) in top and dead_anywhere(s, ops, src)
+        return id(s) in top and _dead_anywhere(s, ops, src)
     while True:
         live_names(body, set(), delete=True, dead=dead)
         empty = [s for s in body if isinstance(s, gast.If) and not s.body and not s.orelse]
         if not empty:
             break
         body[:] = [s for s in body if not any(s is e for e in empty)]
-    return _without_faint(body, lambda s: dead_anywhere(s, ops, src),
+    return _without_faint(body, lambda s: _dead_anywhere(s, ops, src),
                           lambda f: (ctx.bindings.get(f) or src.free_values().get(f)) is range)
 
 
-def dead_anywhere(s, ops, src):
+def _dead_anywhere(s, ops, src):
     """Whether assignment `s` may go when nothing reads what it binds: its value is a
     name, a constant, syntax or a call of a primitive with a derivative rule, and it is
     not in the body of a `try`."""

@@ -303,7 +303,7 @@ def negations_pushed(fn, floats, stored, reads=None, fresh=None):
             elif kind == "swap":
                 node.left, node.right, node.op = node.right, chain, gast.Sub()
             elif kind == "unneg":
-                _replace_child(parent[id(node)], node, chain)
+                syntax.rebuilt(parent[id(node)], lambda c, n=node, x=chain: x if c is n else c)
                 parent[id(chain)] = parent[id(node)]
         s = defs[seed]
         neg = _negated_factor(s.value)
@@ -381,14 +381,6 @@ def _without_negated_factor(e):
     else:
         e.right = _without_negated_factor(e.right)
     return e
-
-
-def _replace_child(node, old, new):
-    for field, value in gast.iter_fields(node):
-        if value is old:
-            setattr(node, field, new)
-        elif isinstance(value, list):
-            value[:] = [new if v is old else v for v in value]
 
 
 def _copy_read_through(fn, s, loads):

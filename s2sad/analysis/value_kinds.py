@@ -12,6 +12,7 @@ import numbers
 import gast
 import numpy as np
 
+from .. import syntax
 from ..frontend.source import MISSING
 from ..rules import registry
 from ..rules.arrays import is_duck_array_type
@@ -54,7 +55,7 @@ class ValueKinds:
         # in source order: a kind is joined from its definitions round by round, and
         # one found from an operand not yet known would be joined in too early (`a =
         # 0.5 * t` seen before the branches that define `t` took `a` for a number)
-        statements = _in_source_order(fn)
+        statements = [fn, *syntax.in_order(fn.body, functions=True)]
         defs = [(n.targets[0].id, n.value) for n in statements
                 if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name)]
         defs += [(n.target.id, _target_kind(n, src)) for n in statements
@@ -136,17 +137,6 @@ class ValueKinds:
         if isinstance(e, gast.BoolOp):
             return combine([self.of(v) for v in e.values])
         return SCALAR
-
-
-def _in_source_order(node):
-    """`node` and the statements in it (nested functions' too), in source order."""
-    out = [node]
-    for field in ("body", "orelse"):
-        inner = getattr(node, field, None)
-        if type(inner) is list:
-            for s in inner:
-                out.extend(_in_source_order(s))
-    return out
 
 
 def sequence_operands(op, kinds):
