@@ -113,6 +113,7 @@ class Compilation:
     wengert: gast.FunctionDef | None = None     # the function as the wengert pass left it
     reverse: Any = None                         # the reverse transform's ReverseResult
     forward: Any = None                         # the forward transform's ForwardResult
+    ndims_relied: set = dataclasses.field(default_factory=set)  # see ValueKinds
     _analyses: dict = dataclasses.field(default_factory=dict, repr=False)
     _shape_only: tuple | None = dataclasses.field(default=None, repr=False)
 
@@ -138,6 +139,17 @@ class Compilation:
     def types(self) -> dict:
         """{parameter: type} of the parameters specialised on a type."""
         return {p: k for p, k in self.kinds.items() if isinstance(k, type)}
+
+    @property
+    def int_params(self) -> set:
+        """The parameters the code is specialised on as ints."""
+        return {p for p, k in self.kinds.items() if k is int}
+
+    @property
+    def param_ndims(self) -> dict:
+        """{parameter: number of axes} of the array arguments whose shape patterns the
+        code is specialised on (a guard tests those it relies on, `ndims_relied`)."""
+        return {p: len(pat) for p, (_, pat) in (self.patterns or {}).items()}
 
     @property
     def param_kinds(self) -> dict:
@@ -186,7 +198,9 @@ class Compilation:
     @property
     def value_kinds(self) -> ValueKinds:
         """Which names are certainly numbers, arrays or containers (analysis.value_kinds)."""
-        return self._analysis("kinds", lambda: ValueKinds(self.wengert, self.src, self.param_kinds))
+        return self._analysis("kinds", lambda: ValueKinds(
+            self.wengert, self.src, self.param_kinds, self.param_ndims, self.ndims_relied,
+            self.int_params))
 
     @property
     def shapes(self) -> Shapes:

@@ -20,8 +20,9 @@ _target = pipeline.target
 def compiled(fn, wrt, kinds=None, guard=False):
     """The compiled `f_jvp` of `fn` for `wrt` (a tuple of indices or names), specialised
     on argument `kinds` (see compilation.kinds_of), through the cache; with `guard`, the
-    version that checks its arguments (see pipeline.forward)."""
-    return pipeline.derivative(fn, "forward", tuple(wrt), kinds, guard=guard)
+    version that checks its arguments (see pipeline.forward) and frees each array after
+    its last use (`release`)."""
+    return pipeline.derivative(fn, "forward", tuple(wrt), kinds, guard=guard, release=guard)
 
 
 def _call(d, args, kwargs, tangents):

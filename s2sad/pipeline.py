@@ -15,9 +15,9 @@ that calls itself is one more entry of the worklist, linked to itself.
 >>> from s2sad import pipeline
 >>> [p.name for p in pipeline.FORWARD_MODE]  # doctest: +NORMALIZE_WHITESPACE
 ['lift', 'checkpointed_loops', 'desugar', 'wengert', 'resolve_calls', 'record_fields',
- 'aliasing', 'lost_derivatives', 'hoist_invariants', 'forward', 'tangent_only',
- 'inline_temporaries', 'write_in_place', 'guard',
- 'enclose']
+ 'aliasing', 'lost_derivatives', 'common_subexpressions', 'hoist_invariants', 'forward',
+ 'tangent_only', 'inline_temporaries', 'write_in_place', 'tangents_late', 'insert_dels',
+ 'guard', 'enclose']
 """
 from __future__ import annotations
 
@@ -43,10 +43,11 @@ from .errors import (InternalError, MissingRuleError, NativeBackendError, S2SADE
                      UnsupportedSyntaxError)
 from .frontend import source
 from .rules import numba_runtime, registry
-from .passes import (aliasing, checkpointed_loops, combine_terms, desugar, element_adjoints,
-                     enclose, hoist_invariants, inline_helpers, insert_dels, lift,
-                     lost_derivatives, native_check, native_tapes, optimize, peephole,
-                     record_fields, resolve_calls, reuse_buffers, wengert)
+from .passes import (aliasing, checkpointed_loops, combine_terms, common_subexpressions,
+                     desugar, element_adjoints, enclose, hoist_invariants, inline_helpers,
+                     insert_dels, lift, lost_derivatives, native_check, native_tapes,
+                     optimize, peephole, record_fields, resolve_calls, reuse_buffers,
+                     wengert)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,6 +76,8 @@ FRONT = [
          "the memory written (a view, an alias)"),
     Pass("lost_derivatives", lost_derivatives.run, "refuse writes into arrays through "
          "calls, and differentiated values passed where a rule has no derivative"),
+    Pass("common_subexpressions", common_subexpressions.run, "a number computed again "
+         "from the same values (`u[i]` twice) computed once"),
     Pass("hoist_invariants", hoist_invariants.run, "arithmetic on numbers, and views "
          "of arrays, that a loop does not change, computed once before it"),
 ]
@@ -142,6 +145,10 @@ FORWARD_MODE = FRONT + [
          "go back into their one use"),
     Pass("write_in_place", inplace.write_in_place, "element writes into arrays the "
          "function made, in place"),
+    Pass("tangents_late", insert_dels.tangents_late, "(release) each tangent computed "
+         "just before its first use in straight-line code"),
+    Pass("insert_dels", insert_dels.run, "(release) each array deleted after its last "
+         "use"),
     Pass("guard", forward_mode.guard, "(for jvp) check the argument types first"),
     ENCLOSE,
 ]
@@ -406,6 +413,7 @@ def _request(mode, fn, wrt, kinds, **options):
     if mode == "forward":
         options.setdefault("guard", False)
         options.setdefault("tangent_only", False)
+        options.setdefault("release", False)
         if options.get("backend", "python") == "python":
             options.pop("backend", None)
     else:

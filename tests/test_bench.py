@@ -66,8 +66,20 @@ def test_array_loop_checks_on_the_small_instance(w):
 def test_a_wrong_array_loop_gradient_is_caught(w):
     def wrong(*args):
         g = w.hand(*args)
+        if w.mode == "forward":         # (value, tangent): the tangent off
+            return g[0], 1.001 * g[1]
         return (1.001 * g[0],) + tuple(g[1:])
     with pytest.raises(SystemExit, match="disagrees with central finite differences"):
+        run.check(w._replace(args=w.small, hand=wrong), None, {})
+
+
+def test_a_wrong_value_of_a_forward_loop_is_caught():
+    w = next(w for w in LOOPS if w.mode == "forward")
+
+    def wrong(*args):
+        value, tangent = w.hand(*args)
+        return 1.001 * value, tangent
+    with pytest.raises(SystemExit, match="disagrees with the function's"):
         run.check(w._replace(args=w.small, hand=wrong), None, {})
 
 
@@ -126,7 +138,8 @@ def test_pullback_reads():
 def test_groups():
     suite = wl.workloads()
     assert [w.name for w in run.select(suite, groups="array-loops")] == [
-        "heat", "heat_checkpointed", "rnn", "jacobi", "nbody", "trajectory"]
+        "heat", "heat_checkpointed", "rnn", "jacobi", "nbody", "trajectory",
+        "trajectory_jvp"]
     assert [w.name for w in run.select(suite, groups="mixed")] == [
         "logsin_np", "projectile", "projectile_dataclass", "oscillator"]
     # the native group's workloads are bench/native.py's (they need Numba); dask's are

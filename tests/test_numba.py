@@ -128,17 +128,20 @@ def test_tapes_are_arrays_one_column_per_value():
     assert "append" not in text and "reversed(" not in text and "respecialize" not in text
 
 
-def test_an_element_read_twice_is_one_column_and_the_index_is_the_row():
+def test_elements_read_back_leave_no_tape_and_the_loop_runs_backwards_over_range():
+    # u[i] is read back from u (no later write changes it): nothing is taped, and the
+    # reversed loop counts down with a range Numba compiles (it has no reversed())
     NATIVE["decay"](0.3, 200)
     text = NATIVE["decay"].source
-    assert "np.empty((len(range(t)), 2))" in text and "        i = _s2s_row\n" in text
+    assert "_s2s_tape" not in text and "for i in range(t - 1, -1, -1):" in text, text
+    assert "        t_4 = u[i]\n" in text, text
 
 
 def test_accumulations_into_an_element_are_one_multiple_of_the_carried_adjoint():
     # three u_1_bar[i] += ... a step would chain the adjoint through three additions
     NATIVE["decay"](0.3, 200)
     text = NATIVE["decay"].source
-    assert "        u_1_bar[i] += t_8_bar * (-t_5 - t_6 * t_3 + 1.0)\n" in text
+    assert "        u_1_bar[i] += t_8_bar * (-(t_3 * t_4) - t_6 * t_3 + 1.0)\n" in text
     assert text.count("u_1_bar[i] +=") == 1
     NATIVE["relax"](0.7, 100)
     assert NATIVE["relax"].source.count("u_1_bar[i] +=") == 1

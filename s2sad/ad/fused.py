@@ -201,12 +201,14 @@ def guard_patterns(fn, ctx):
     dtypes = ctx.array_facts.used_dtypes if ctx.release else ()
     guard = fn.body[0] if fn.body else None
     tests = getattr(getattr(guard, "test", None), "s2s_tests", None)
-    if tests is None or not (ctx.shapes.used or dtypes):
+    if tests is None or not (ctx.shapes.used or dtypes or ctx.ndims_relied):
         return fn
     # a dtype test makes the test that a differentiated array is floating needless
     tests = [t for t in tests if not any(t == f"{p}.dtype.kind != 'f'" for p in dtypes)]
     tests += [t for p in sorted(ctx.shapes.used) for t in pattern_tests(p, ctx.patterns[p][1])
               if t not in tests]
+    tests += [f"{p}.ndim != {len(ctx.patterns[p][1])}" for p in sorted(ctx.ndims_relied)
+              if f"{p}.ndim != {len(ctx.patterns[p][1])}" not in tests]
     for p in sorted(dtypes):
         dtype = np.dtype(ctx.patterns[p][0])
         if f"{p}.dtype != {ctx.bind(dtype.name, obj=dtype)}" not in tests:
@@ -283,35 +285,61 @@ def _dead_anywhere(s, ops, src):
 def _without_faint(body, removable, is_range):
     """`body` without the assignments, in loops and branches too, to names that only
     such assignments read (`x = x + dt * vx` in a loop, for a `grad` that does not
-    return `x`): a name is needed if a statement other than those reads it, or the
-    assignment to a needed name does. A `for` over `range` left with an empty body
-    (`is_range(name)`) goes too."""
-    needed, binders = set(), {}
-    _needed_reads(body, removable, needed, binders)
-    todo = list(needed)
+    return `x`): a binding is needed if a statement other than those reads it, or a
+    needed assignment does. A read in a loop after the loop's body bound the name
+    unconditionally reads that iteration's binding alone (the reversed loop's `t =
+    x[i]`, computed again, does not need the forward loop's). A `for` over `range` left
+    with an empty body (`is_range(name)`) goes too."""
+    needed, binders, reads = set(), {}, {}
+    _needed_reads(body, removable, needed, binders, reads, [], False)
+    kept, todo = set(), list(needed)
     while todo:
         for s in binders.pop(todo.pop(), ()):
-            new = set(syntax.names_loaded(s.value)) - needed
-            needed |= new
-            todo.extend(new)
-    faint = {id(s) for stmts in binders.values() for s in stmts}
-    return _swept(body, faint, is_range, needed) if faint else body
+            if id(s) not in kept:
+                kept.add(id(s))
+                new = reads[id(s)] - needed
+                needed |= new
+                todo.extend(new)
+    faint = {id(s) for stmts in binders.values() for s in stmts} - kept
+    # (a loop's counter read after it, not in another loop over it)
+    return _swept(body, faint, is_range, {k[0] for k in needed if len(k) == 1}) \
+        if faint else body
 
 
-def _needed_reads(stmts, removable, needed, binders):
-    """Add to `needed` the names statements of `stmts` read but the assignments
-    `removable` accepts, which go in `binders` ({name: [assignment]}) instead."""
+def _needed_reads(stmts, removable, needed, binders, reads, loops, top):
+    """Add to `needed` the bindings statements of `stmts` read but the assignments
+    `removable` accepts, which go in `binders` ({binding: [assignment]}) with what they
+    read (`reads`). A binding is `(name,)`, any assignment of the name, or `(name, loop)`,
+    those inside `loop` (an id), which a read in the loop reads when the loop's body
+    (`top`: `stmts` is it) bound the name before, unconditionally. `loops` holds, per
+    enclosing loop, its id and the names its body bound so far."""
+    def key(name):
+        for loop, bound in reversed(loops):
+            if name in bound:
+                return (name, loop)
+        return (name,)
     for s in stmts:
         if (isinstance(s, gast.Assign) and len(s.targets) == 1
                 and isinstance(s.targets[0], gast.Name) and removable(s)):
-            binders.setdefault(s.targets[0].id, []).append(s)
+            name = s.targets[0].id
+            reads[id(s)] = {key(n) for n in syntax.names_loaded(s.value)}
+            for k in [(name,)] + [(name, loop) for loop, _ in loops]:
+                binders.setdefault(k, []).append(s)
         elif isinstance(s, (gast.If, gast.For, gast.While)):
             own = [s.test] if not isinstance(s, gast.For) else [s.target, s.iter]
-            needed.update(n for e in own for n in syntax.names_loaded(e))
-            _needed_reads(s.body, removable, needed, binders)
-            _needed_reads(s.orelse, removable, needed, binders)
+            needed.update(key(n) for e in own for n in syntax.names_loaded(e))
+            if isinstance(s, gast.If):
+                _needed_reads(s.body, removable, needed, binders, reads, loops, False)
+            else:
+                bound = set(syntax.names_stored(s.target)) if isinstance(s, gast.For) else set()
+                _needed_reads(s.body, removable, needed, binders, reads,
+                              loops + [(id(s), bound)], True)
+            _needed_reads(s.orelse, removable, needed, binders, reads, loops, False)
         else:
-            needed.update(syntax.names_loaded(s))
+            needed.update(key(n) for n in syntax.names_loaded(s))
+        if top and isinstance(s, gast.Assign) and len(s.targets) == 1 \
+                and isinstance(s.targets[0], gast.Name):
+            loops[-1][1].add(s.targets[0].id)
 
 
 def _swept(stmts, faint, is_range, needed):

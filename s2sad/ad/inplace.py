@@ -33,7 +33,7 @@ class InPlaceWrites:
                 if self.is_update(n):
                     self.loop_of[id(n)] = loop     # walk order: the innermost wins
                     self.updates_in.setdefault(id(loop), set()).add(id(n))
-        self.classes = _alias_classes(body, self.stmts, src)
+        self.classes = _alias_classes(body, self.stmts, src, rev.kinds)
         self.order = {}
         for i, n in enumerate(n for b in body for n in syntax.statements(b)):
             if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name):
@@ -62,7 +62,9 @@ class InPlaceWrites:
         before = {n for n in earlier if n not in info.defined_inside}
         if self.value_loads(self.pullback, before):
             return False
-        read = {n for n in aliases if self.value_loads(info.reversed, {n})}
+        # (an element read back from the final value is no state the writes change)
+        reads = [s for s in info.reversed.body if not getattr(s, "s2s_read_back", False)]
+        read = {n for n in aliases if self.value_loads(reads, {n})}
         kept = self.kept_apart(loop, info, aliases, read)
         if kept is None:
             return False
@@ -113,7 +115,9 @@ class InPlaceWrites:
         """Loads of `names` in `node` other than as shape-only helper arguments."""
         skip = {id(a) for _, a in self.rev.ctx.shape_only_args(node)}
         return any(isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
-                   and n.id in names and id(n) not in skip for n in syntax.walk(node))
+                   and n.id in names and id(n) not in skip
+                   for n in syntax.walk(node if isinstance(node, gast.AST)
+                                        else syntax.if_(syntax.const(True), node)))
 
     def is_update(self, s):
         return (isinstance(s, gast.Assign) and isinstance(s.value, gast.Call)
@@ -201,6 +205,68 @@ class InPlaceWrites:
             block[:] = kept
 
 
+def final_element_reads(loop, rev):
+    """The statements of `loop`'s body (a `for` over `range` at the top of the function,
+    counter `i`) that read an element of an array, `t = a[i + c]`, that no write changes
+    after the iteration reads it: `a` is the array the loop carries (or one nothing
+    writes), and each element write into its memory comes before the loop, or in the
+    loop at `i + d` with `d > c`. The reversed loop reads such an element back from the
+    array's final value instead of a tape, as a hand-written adjoint reads `u[i]`.
+    (Only statements that run on every path, before any jump.)"""
+    fn, src, kinds = rev.wengert, rev.src, rev.kinds
+    if not (isinstance(loop, gast.For) and isinstance(loop.target, gast.Name)
+            and is_range(loop, rev) and 1 <= len(loop.iter.args) <= 2
+            and any(s is loop for s in fn.body)):
+        return []
+    args = loop.iter.args
+    start = 0 if len(args) == 1 else getattr(args[0], "value", None)
+    counter = loop.target.id
+    inside = list(syntax.statements(loop))
+    defs = {}
+    for n in inside:
+        if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name):
+            defs.setdefault(n.targets[0].id, []).append(n.value)
+    if type(start) is not int or counter in defs:
+        return []
+    carried = {s.targets[0].id for s in loop.body if getattr(s, "s2s_phi", False)}
+    updates = [n for n in syntax.statements(fn) if isinstance(n, gast.Assign)
+               and isinstance(n.value, gast.Call) and n.value.args
+               and isinstance(n.value.args[0], gast.Name)
+               and getattr(n.value.func, "s2s_prim", None) is runtime.setitem]
+    classes = _alias_classes(fn.body, updates, src, kinds)
+    # (a class with a view in it is left alone: its writes index other arrays)
+    written = {id(w) for w in updates}
+    views = {n.targets[0].id for n in syntax.statements(fn) if isinstance(n, gast.Assign)
+             and isinstance(n.targets[0], gast.Name) and not isinstance(n.value, gast.Name)
+             and id(n) not in written and view_of(n.value, src) is not None}
+    within = {id(n) for n in inside}
+    after = {id(n) for s in fn.body[next(i for i, s in enumerate(fn.body) if s is loop) + 1:]
+             for n in syntax.statements(s)}
+    out = []
+    for d in loop.body:
+        if any(isinstance(x, (gast.Break, gast.Continue, gast.Return))
+               or getattr(x, "s2s_marker", None) == "path_end" for x in syntax.statements(d)):
+            break           # the statements after it do not run on every path
+        v = d.value if isinstance(d, gast.Assign) else None
+        if not (isinstance(v, gast.Subscript) and isinstance(v.value, gast.Name)
+                and isinstance(d.targets[0], gast.Name) and kinds.ndim_of(v) == 0):
+            continue
+        at = syntax.counter_offset(v.slice, counter, defs)
+        array = v.value.id
+        members = classes.get(array, {array})
+        writes = [w for w in updates if w.value.args[0].id in members]
+        if at is None or start + at < 0 or (writes and (array not in carried
+                                                      or members & views)):
+            continue
+        offsets = [syntax.counter_offset(w.value.args[1], counter, defs)
+                   for w in writes if id(w) in within]
+        if any(id(w) in after for w in writes) or any(
+                o is None or o <= at or start + o < 0 for o in offsets):
+            continue
+        out.append(d)
+    return out
+
+
 def write_in_place(jvp, ctx):
     """The pass (forward mode): an element write into an array the function made,
     `a = _s2s_setitem(a, i, v)` (the name kept: a loop's carried array, or its
@@ -271,9 +337,10 @@ def _updated(write):
     return target.value.id
 
 
-def _alias_classes(body, updates, src):
+def _alias_classes(body, updates, src, kinds):
     """{name: the names that may hold the same object or share its memory}, through
-    updates, copies and views (indexing, reshapes, transposes)."""
+    updates, copies and views (indexing, reshapes, transposes; not an element of an
+    array, a number)."""
     parent = {}
 
     def find(n):
@@ -286,7 +353,8 @@ def _alias_classes(body, updates, src):
         if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)):
             continue
         source = view_of(s.value, src)
-        if source is not None:
+        if source is not None and not (isinstance(s.value, gast.Subscript)
+                                       and kinds.ndim_of(s.value) == 0):
             parent[find(s.targets[0].id)] = find(source)
     classes = {}
     for n in list(parent) + [find(n) for n in parent]:

@@ -51,7 +51,7 @@ from ..rules.arrays import is_duck_array_type
 from .calls import CallAdjoints
 from ..passes.checkpointed_loops import is_checkpointed
 from .checkpointed import CheckpointedLoop, checkpointed, rename_apart
-from .inplace import InPlaceWrites
+from .inplace import InPlaceWrites, final_element_reads
 from .simplify import doubled, on_numbers, simplify, template_name
 from .tapes import (LoopPlan, bound_before_loops, is_range, loops_in, own_statements,
                     rematerialized)
@@ -68,6 +68,7 @@ def prune_tapes(vjp, ctx):
     read."""
     for info in ctx.reverse.loops:
         info.prune()
+        info.as_range(vjp)
     return vjp
 
 
@@ -568,6 +569,18 @@ class Reverse(CallAdjoints):
         again = self.recomputable(s, record, info.defined_inside)
         body[:0] = again
         recomputed = {d.targets[0].id for d in again}
+        if isinstance(s, gast.For) and s.target.id not in record and any(
+                syntax.is_name(n, s.target.id) for d in again for n in syntax.name_nodes(d)):
+            record.append(s.target.id)      # (an element read back at the counter)
+        # an array whose elements are read back is read at its final value; other
+        # reads of it for its shape alone may read that too (its versions have one shape)
+        finals = {d.value.value.id for d in again if getattr(d, "s2s_read_back", False)}
+        if finals:
+            shape_only = {id(a) for _, a in self.ctx.shape_only_args(body)}
+            data = {n.id for d in body if not getattr(d, "s2s_read_back", False)
+                    for n in syntax.name_nodes(d) if n.id in finals
+                    and isinstance(n.ctx, gast.Load) and id(n) not in shape_only}
+            record = [n for n in record if n not in finals - data]
         arrays, carried, record = rematerialized(
             s, [n for n in record if n not in recomputed], self, body, recomputed)
         body[len(again):len(again)] = arrays
@@ -592,10 +605,15 @@ class Reverse(CallAdjoints):
             self.assigned = store_counts(self.wengert)
         nested = {n for inner in loops_in(loop.body) for n in syntax.names_stored(inner)}
 
+        reads = {id(d) for d in final_element_reads(loop, self)}
+        free = set()        # elements read back from their array, and values of them
+
         def available(x):
             return isinstance(x, gast.Constant) or (
                 self.kinds[x] == SCALAR and self.src.is_local(x.id)
-                and (x.id not in inside or (x.id in record and x.id not in nested)))
+                and (x.id not in inside or x.id in free
+                     or (x.id in record and x.id not in nested)))
+        counter = loop.target.id if isinstance(loop, gast.For) else None
 
         def field_of_invariant(v):      # `p.dt` of a `p` the loop does not assign
             return (isinstance(v, gast.Attribute) and isinstance(v.value, gast.Name)
@@ -607,30 +625,44 @@ class Reverse(CallAdjoints):
                    or getattr(x, "s2s_marker", None) == "path_end" for x in own_statements([d])):
                 break           # the statements after it do not run on every path
             operands = _cheap_operands(d.value) if isinstance(d, gast.Assign) else None
+            if id(d) in reads:
+                if all(syntax.is_name(x, counter) or available(x)
+                       for x in syntax.name_nodes(d.value.slice)):
+                    found.append(d)
+                    free.add(d.targets[0].id)
+                continue
             if isinstance(d, gast.Assign) and field_of_invariant(d.value):
                 operands = []
             elif isinstance(d, gast.Assign) and isinstance(d.value, gast.Name):
                 operands = [d.value]    # a copy (`t = p_dt`, a field read at the top)
             target = d.targets[0] if operands is not None else None
-            if (isinstance(target, gast.Name) and target.id in record
+            if (isinstance(target, gast.Name) and (target.id in record or all(
+                        isinstance(x, gast.Constant) or x.id in free for x in operands))
                     and self.assigned[target.id] == 1 and self.kinds[target] == SCALAR
                     and all(available(x) for x in operands)):
                 found.append(d)
+                if all(isinstance(x, gast.Constant) or x.id in free for x in operands):
+                    free.add(target.id)
         # a value another one is recomputed from stays on the tape, unless it is computed
-        # from values the loop does not assign (`dt * drag`): then both are computed again
-        taped = {x.id for d in found for x in _operands(d.value)
+        # from values the loop does not assign (`dt * drag`) or reads back: then both are
+        # computed again
+        taped = {x.id for d in found if id(d) not in reads for x in _operands(d.value)
                  if isinstance(x, gast.Name)}
-        invariant = set()       # (found is in the order of the body)
+        invariant = set(free)       # (found is in the order of the body)
         for d in found:
             if not any(isinstance(x, gast.Name) and x.id in inside and x.id not in invariant
                        for x in _operands(d.value)):
                 invariant.add(d.targets[0].id)
-        out = []
-        for d in found:
-            if d.targets[0].id not in taped or d.targets[0].id in invariant:
-                out.append(syntax.assign(d.targets[0].id, syntax.copied(d.value)))
+        # the statements that compute what the body reads, and what those read
+        out, needed = [], set(record)
+        for d in reversed(found):
+            name = d.targets[0].id
+            if name in needed and (name not in taped or name in invariant):
+                out.append(syntax.assign(name, syntax.copied(d.value)))
                 out[-1].s2s_recomputed = True
-        return out
+                out[-1].s2s_read_back = id(d) in reads
+                needed.update(x.id for x in syntax.name_nodes(d.value))
+        return out[::-1]
 
     # -- forward pass ------------------------------------------------------------------
     def forward_pass(self, stmts):
@@ -729,9 +761,11 @@ def _operands(v):
 
 
 def _cheap_operands(v):
-    """The operands of `v` if it is one `+`, `-`, `*`, `/` or sign change of atoms."""
-    if isinstance(v, gast.BinOp) and isinstance(v.op, (gast.Add, gast.Sub, gast.Mult,
-                                                       gast.Div)):
+    """The operands of `v` if it is one `+`, `-`, `*`, `/` or sign change of atoms, or a
+    power by a constant."""
+    if isinstance(v, gast.BinOp) and (isinstance(v.op, (gast.Add, gast.Sub, gast.Mult,
+                                                        gast.Div)) or (
+            isinstance(v.op, gast.Pow) and isinstance(v.right, gast.Constant))):
         operands = [v.left, v.right]
     elif isinstance(v, gast.UnaryOp) and isinstance(v.op, (gast.USub, gast.UAdd)):
         operands = [v.operand]

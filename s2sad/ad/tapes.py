@@ -86,9 +86,9 @@ class LoopPlan:
         reversed_, range_ = self.rev.ctx.bind("reversed"), self.rev.ctx.bind("range")
         if self.mode == "range":
             # its own copy of the bounds: the forward loop's get renamed by coalescing
-            bounds = syntax.call(range_, syntax.copied(self.range_args))
             if self.record:
-                return syntax.for_(self.record[0], syntax.call(reversed_, [bounds]), body)
+                return syntax.for_(self.record[0], self.backwards(self.range_args), body)
+            bounds = syntax.call(range_, syntax.copied(self.range_args))
             return syntax.for_(self.rev.namer.fresh("_"), bounds, body)
         if self.mode == "trips":
             return syntax.for_(self.rev.namer.fresh("_"), syntax.call(range_, [
@@ -132,8 +132,21 @@ class LoopPlan:
         return stmt
 
     def prune(self):
-        """Drop recorded values the (optimized) reversed loop no longer reads, and record
+        """Drop the values computed again at the top of the (optimized) reversed loop
+        that it no longer reads, then the recorded values it no longer reads, and record
         a stand-in without data (`_s2s_like`) for an array it reads only for its shape."""
+        if not hasattr(self, "reversed"):
+            return
+        body = self.reversed.body
+        while True:
+            read = set(syntax.names_loaded(syntax.if_(syntax.const(True), body)))
+            dead = [s for s in body if getattr(s, "s2s_recomputed", False)
+                    and isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+                    and s.targets[0].id not in read]
+            if not dead:
+                break
+            body[:] = [s for s in body if not any(s is d for d in dead)]
+        self._offsets_inlined()
         if self.mode not in ("start", "end"):
             return
         self._shapes_only()
@@ -151,6 +164,60 @@ class LoopPlan:
         for call in self.pushes:
             vals = [call.args[0].elts[i] for i in keep]
             call.args[0] = vals[0] if len(vals) == 1 else syntax.tuple_(vals)
+
+    def backwards(self, bounds):
+        """`reversed(range(*bounds))` (one or two bounds); for the numba backend, which
+        has no `reversed`, `range(stop - 1, start - 1, -1)`."""
+        ctx = self.rev.ctx
+        bounds = syntax.copied(bounds)
+        if ctx.backend != "numba":
+            return syntax.call(ctx.bind("reversed"), [syntax.call(ctx.bind("range"), bounds)])
+        start, stop = bounds if len(bounds) == 2 else (syntax.const(0), bounds[0])
+        return syntax.call(ctx.bind("range"), [_minus_one(stop), _minus_one(start),
+                                               syntax.const(-1)])
+
+    def _offsets_inlined(self):
+        """An offset of the counter computed again at the top of the reversed loop
+        (`t_4 = i - 1`) is written where it is read (`x_bar[i - 1] += ...`)."""
+        body = self.reversed.body
+        counters = set(syntax.names_stored(self.reversed.target))
+        stored = store_counts(body)
+        offsets = {s.targets[0].id: s for s in body if getattr(s, "s2s_recomputed", False)
+                   and isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+                   and stored[s.targets[0].id] == 1 and _offset_of(s.value, counters)
+                   and not stored[s.value.left.id]}
+        if not offsets:
+            return
+        body[:] = [s for s in body if not (isinstance(s, gast.Assign) and any(
+            s is d for d in offsets.values()))]
+        for name, s in offsets.items():
+            for stmt in body:
+                syntax.replace_loads(stmt, name, lambda s=s: syntax.copied(s.value))
+
+    def as_range(self, vjp):
+        """Once the reversed loop reads nothing of an iteration but the counter of a
+        `for` over `range` at the top of `vjp` (the values it read otherwise pruned or
+        read back from arrays), run it as `reversed(range(...))` without a tape."""
+        loop = self.loop
+        if not (self.mode in ("start", "end") and isinstance(loop, gast.For)
+                and is_range(loop, self.rev) and not breaks(loop.body)
+                and any(s is loop for s in vjp.body)
+                and isinstance(self.reversed.target, gast.Name) and self.pushes
+                and all(syntax.is_name(c.args[0], loop.target.id) for c in self.pushes)):
+            return
+        pushes = {id(c) for c in self.pushes}
+        bounds = loop.iter.args
+        assigned = store_counts(vjp)
+        if not all(isinstance(b, gast.Constant) or (isinstance(b, gast.Name)
+                                                    and assigned.get(b.id, 0) <= 1)
+                   for b in bounds):
+            return
+        for block in syntax.blocks(vjp.body):
+            block[:] = [s for s in block if not (
+                isinstance(s, gast.Expr) and id(s.value) in pushes) and not (
+                isinstance(s, gast.Assign) and syntax.is_name(s.targets[0], self.tape))]
+        self.reversed.iter = self.backwards(bounds)
+        self.mode, self.range_args, self.created, self.pushes = "range", bounds, [], []
 
     def _shapes_only(self):
         """Record `_s2s_like(v)` for each value `v` the reversed loop reads only as the
@@ -175,6 +242,20 @@ class LoopPlan:
                 vals[i] = syntax.call(ctx.runtime("like"), [value])
             if len(unpacked) == 1:
                 call.args[0] = vals[0]
+
+
+def _minus_one(e):
+    """`e - 1`, folded for a constant."""
+    if isinstance(e, gast.Constant) and type(e.value) is int:
+        return syntax.const(e.value - 1)
+    return gast.BinOp(left=e, op=gast.Sub(), right=syntax.const(1))
+
+
+def _offset_of(value, counters):
+    """Whether `value` is a counter of `counters` plus or minus an int (`i - 1`)."""
+    return (isinstance(value, gast.BinOp) and isinstance(value.op, (gast.Add, gast.Sub))
+            and isinstance(value.left, gast.Name) and value.left.id in counters
+            and isinstance(value.right, gast.Constant) and type(value.right.value) is int)
 
 
 def bound_before_loops(fn):

@@ -47,8 +47,16 @@ def guarded(params, types):
 
 
 class ValueKinds:
-    def __init__(self, fn, src, params=None):
+    """The kinds of the names of `fn`; `params`, {parameter: kind} of the arguments the
+    code is specialised on; `ndims`, {parameter: number of axes} of the array arguments
+    whose shape patterns a guard may test: the parameters whose number of axes the
+    analysis reads are added to the set `relied`, for the guard to test; `ints`, the
+    parameters specialised on `int`."""
+
+    def __init__(self, fn, src, params=None, ndims=None, relied=None, ints=()):
         self.src = src
+        self._ndims = ndims or {}
+        self._relied = relied if relied is not None else set()
         self.kind = {a.id: UNKNOWN for a in fn.args.args + fn.args.posonlyargs
                      + fn.args.kwonlyargs}
         self.kind.update(params or {})
@@ -56,20 +64,146 @@ class ValueKinds:
         # one found from an operand not yet known would be joined in too early (`a =
         # 0.5 * t` seen before the branches that define `t` took `a` for a number)
         statements = [fn, *syntax.in_order(fn.body, functions=True)]
-        defs = [(n.targets[0].id, n.value) for n in statements
-                if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name)]
-        defs += [(n.target.id, _target_kind(n, src)) for n in statements
-                 if isinstance(n, gast.For)]
+        defs = [(n.targets[0].id, n.value) if isinstance(n, gast.Assign)
+                else (n.target.id, _target_kind(n, src)) for n in statements
+                if (isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name))
+                or (isinstance(n, gast.For) and isinstance(n.target, gast.Name))]
         self.assigned = {t for t, _ in defs}
         self.local = self.assigned | set(self.kind)
-        changed = True
-        while changed:
-            changed = False
-            for target, value in defs:
-                k = join(self.kind.get(target), self.of(value))
-                if k != self.kind.get(target):
-                    self.kind[target] = k
-                    changed = True
+        # the number of axes of arrays NumPy allocates here, and of what is computed from
+        # them, and which names are certainly ints: so that `u[i]` of a `u = np.zeros(n)`
+        # is a number (None while unknown yet: a round after may know it)
+        self.ndim = {p: (0 if k == SCALAR else self._ndims.get(p, _ANY))
+                     for p, k in self.kind.items()}
+        self.ints = {p: p in ints for p in self.kind}
+        self._settled = False
+        self._from = {}     # {name: the parameters its number of axes follows from}
+        for self._settled in (False, True):
+            changed = True
+            while changed:
+                changed = False
+                for target, value in defs:
+                    k = join(self.kind.get(target), self.of(value))
+                    if k != self.kind.get(target):
+                        self.kind[target] = k
+                        changed = True
+                    if k is None:
+                        continue
+                    self._reading = set()
+                    d = self._ndim(value) if k == ARRAY else 0 if k == SCALAR else _ANY
+                    if not self._reading <= self._from.get(target, set()):
+                        self._from[target] = self._from.get(target, set()) | self._reading
+                        changed = True
+                    d = _join_known(self.ndim.get(target), d)
+                    i = _join_known(self.ints.get(target),
+                                    self.is_int(value) if k == SCALAR else False)
+                    if d != self.ndim.get(target) or i != self.ints.get(target):
+                        self.ndim[target], self.ints[target] = d, i
+                        changed = True
+
+    def ndim_of(self, e):
+        """The number of axes of the array `e` computes (see `_ndim`). When it is 0 (an
+        element of an array, a number), the parameters whose numbers of axes it follows
+        from are added to `relied`, for the guard to test."""
+        self._reading = set()
+        ndim = self._ndim(e)
+        if ndim == 0:
+            self._relied.update(self._reading)
+        return ndim
+
+    def _ndim(self, e):
+        """The number of axes of the array `e` computes: known for arrays NumPy
+        allocates with a shape of ints (`np.zeros(n)`, `np.ones((n, m))`), their
+        element writes, copies, `*_like` allocations, elementwise arithmetic on them and
+        basic indexes of them; else `_ANY` (None while a name is not known yet)."""
+        if isinstance(e, str):
+            return 0 if e == SCALAR else _ANY
+        if isinstance(e, gast.Constant):
+            return 0 if isinstance(e.value, (int, float, bool)) else _ANY
+        if isinstance(e, gast.Name):
+            if e.id in self.local:
+                if self.kind.get(e.id) == SCALAR:
+                    return 0
+                if e.id in self._ndims:
+                    self._reading.add(e.id)
+                self._reading.update(self._from.get(e.id, ()))
+                return self._known(self.ndim.get(e.id), _ANY)
+            return _ANY
+        if isinstance(e, gast.BinOp) and not isinstance(e.op, gast.MatMult):
+            return _widest([self._ndim(e.left), self._ndim(e.right)])
+        if isinstance(e, gast.UnaryOp):
+            return self._ndim(e.operand)
+        if isinstance(e, gast.Subscript):
+            return self._indexed(self._ndim(e.value), e.slice)
+        if not isinstance(e, gast.Call):
+            return _ANY
+        if (isinstance(e.func, gast.Attribute) and e.func.attr == "copy" and not e.args
+                and not e.keywords and self.of(e.func.value) == ARRAY):
+            return self._ndim(e.func.value)         # `a.copy()`
+        prim = getattr(e.func, "s2s_prim", None) or self.src.resolve(e.func)
+        keywords = {k.arg: k.value for k in e.keywords}
+        try:
+            if prim in _ALLOCATIONS:
+                shape = e.args[0] if e.args else keywords["shape"]
+                if isinstance(shape, gast.Tuple):
+                    return len(shape.elts)
+                return 1 if self._known(self.is_int(shape), False) is True else _ANY
+            if prim in _COPIES and not set(keywords) & {"shape", "ndmin"}:
+                return self._ndim(e.args[0] if e.args else keywords["a"])
+            if getattr(registry.primitive(prim), "returns", None) == "first":
+                return self._ndim(e.args[0])      # an element write: the array written
+        except (IndexError, KeyError):
+            return _ANY
+        if isinstance(prim, np.ufunc) and e.args and not e.keywords:
+            return _widest([self._ndim(a) for a in e.args])
+        return _ANY
+
+    def _indexed(self, ndim, index):
+        """The number of axes of an index of an array of `ndim` axes by `index`: ints
+        remove an axis, slices keep one, None adds one; else `_ANY`."""
+        if ndim is None or ndim is _ANY:
+            return ndim
+        parts = index.elts if isinstance(index, gast.Tuple) else [index]
+        out, used = ndim, 0
+        for p in parts:
+            if isinstance(p, gast.Constant) and p.value is None:
+                out += 1
+                continue
+            used += 1
+            if isinstance(p, gast.Slice):
+                continue
+            whole = self.is_int(p)
+            if whole is not True:
+                return None if whole is None and not self._settled else _ANY
+            out -= 1
+        return out if used <= ndim else _ANY
+
+    def is_int(self, e):
+        """Whether `e` is certainly an int (not a bool): an int constant, the counter of
+        a `for` over `range`, `len(...)`, `int(...)`, and sums, differences, products,
+        floor quotients and remainders of ints (None while a name is not known yet)."""
+        if isinstance(e, str):
+            return e == SCALAR      # (the counter of a for over range)
+        if isinstance(e, gast.Constant):
+            return type(e.value) is int
+        if isinstance(e, gast.Name):
+            if e.id in self.local:
+                return self._known(self.ints.get(e.id), False)
+            obj = self.src.resolve(e)
+            return isinstance(obj, (int, np.integer)) and not isinstance(obj, bool)
+        if isinstance(e, gast.BinOp) and isinstance(e.op, (gast.Add, gast.Sub, gast.Mult,
+                                                           gast.FloorDiv, gast.Mod)):
+            return _all_true([self.is_int(e.left), self.is_int(e.right)])
+        if isinstance(e, gast.UnaryOp) and isinstance(e.op, (gast.USub, gast.UAdd)):
+            return self.is_int(e.operand)
+        if isinstance(e, gast.Call):
+            prim = getattr(e.func, "s2s_prim", None) or self.src.resolve(e.func)
+            return prim in (len, int) and len(e.args) == 1 and not e.keywords
+        return False
+
+    def _known(self, value, otherwise):
+        """`value`, or `otherwise` for a value not known yet once the rounds settle."""
+        return otherwise if value is None and self._settled else value
 
     def __getitem__(self, atom):
         return self.of(atom)
@@ -131,12 +265,42 @@ class ValueKinds:
             base = self.of(e.value)
             if base == CONTAINER and isinstance(e.slice, gast.Slice):
                 return CONTAINER            # a slice of a list or tuple
-            return {ARRAY: ARRAY, SCALARS: SCALAR}.get(base, UNKNOWN)
+            if base == ARRAY:
+                ndim = self.ndim_of(e)
+                return None if ndim is None else SCALAR if ndim == 0 else ARRAY
+            return {SCALARS: SCALAR}.get(base, UNKNOWN)
         if isinstance(e, gast.Compare):       # elementwise on arrays
             return combine([self.of(e.left)] + [self.of(c) for c in e.comparators])
         if isinstance(e, gast.BoolOp):
             return combine([self.of(v) for v in e.values])
         return SCALAR
+
+
+_ANY = "any"        # a number of axes that is not known
+#: NumPy's allocations by shape, and copies and allocations like an array
+_ALLOCATIONS = {np.zeros, np.ones, np.empty, np.full}
+_COPIES = {np.zeros_like, np.ones_like, np.empty_like, np.full_like, np.copy, np.array,
+           np.asarray}
+
+
+def _join_known(a, b):
+    """The join of two facts of one name's definitions: None is not known yet."""
+    if a is None:
+        return b
+    return a if b is None or a == b else _ANY
+
+
+def _widest(ndims):
+    """The number of axes of a broadcast of operands of `ndims`."""
+    if _ANY in ndims:
+        return _ANY
+    return None if None in ndims else max(ndims)
+
+
+def _all_true(facts):
+    if False in facts:
+        return False
+    return None if None in facts else True
 
 
 def sequence_operands(op, kinds):

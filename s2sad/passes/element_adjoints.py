@@ -42,7 +42,7 @@ Runs on the pullback after Optimize, which gathers the additions into one statem
 """
 import gast
 
-from ..analysis.value_kinds import ARRAY
+from ..analysis.value_kinds import ARRAY, SCALAR
 from ..analysis.operations import index_syntax, is_basic_index
 from .. import syntax
 
@@ -162,6 +162,26 @@ class ElementAdjoints:
                                         type_comment=None) if value is None else
                             gast.AugAssign(target=target, op=gast.Add(), value=value), s))
                 setattr(n, field, out)
+        array = self.bars[bar]
+        syntax.rebuilt(loop, lambda e: self.element(e, bar, array))
+
+    def element(self, e, bar, array):
+        """`e`, where `_s2s_take(bar, i)` reads one number of the (now owned) adjoint:
+        `bar[i]` (a number is no view, to copy); and `_s2s_unbroadcast(bar[i], v)` of a
+        number `v`: `bar[i]`."""
+        syntax.rebuilt(e, lambda child: self.element(child, bar, array))
+        if (self.is_call(e, "take") and len(e.args) == 2 and syntax.is_name(e.args[0], bar)
+                and self.kinds.ndim_of(gast.Subscript(value=syntax.name(array),
+                                                      slice=e.args[1], ctx=gast.Load())) == 0):
+            out = gast.Subscript(value=e.args[0], slice=index_syntax(e.args[1]),
+                                 ctx=gast.Load())
+            out.s2s_element = True
+            return out
+        if (self.is_call(e, "unbroadcast") and len(e.args) == 2
+                and getattr(e.args[0], "s2s_element", False)
+                and self.kinds.of(e.args[1]) == SCALAR):
+            return e.args[0]
+        return e
 
     def fresh(self, before, bar):
         """Whether the last statement of `before` to mention `bar` makes it a new array of

@@ -41,32 +41,79 @@ from ..ad.inplace import view_of
 from ..analysis.buffers import straight_loop
 from ..analysis.names import exposed
 from ..analysis.value_kinds import ARRAY
+from ..rules import registry
 from .. import syntax
 from ..compilation import parameters
 
 
 def run(fn, ctx):
     """The pass (with `ctx.release`, last); the header then drops what the code no
-    longer names."""
+    longer names. (Forward mode's `f_jvp` too: its values and their tangents.)"""
     if not ctx.release:
         return fn
+    if ctx.mode == "forward":
+        return InsertDels(array_names(ctx, ctx.forward.dots)).run(fn)
     numbers = {n for n in ctx.reverse.primal_names if ctx.shapes.pattern_of(n) == ()}
     numbers |= {ctx.reverse.adjoints[n] for n in numbers if n in ctx.reverse.adjoints}
-    fn = InsertDels(array_names(ctx), numbers).run(fn)
+    fn = InsertDels(array_names(ctx, ctx.reverse.adjoints), numbers).run(fn)
     header.refresh(fn, ctx)
     return fn
 
 
-def array_names(ctx):
-    """The primal names and adjoints that certainly hold arrays (not views of the
-    parameters)."""
+def array_names(ctx, derivatives):
+    """The primal names and their `derivatives` ({name: adjoint or tangent}) that
+    certainly hold arrays (not views of the parameters)."""
     arrays = {n for n, k in ctx.value_kinds.kind.items() if k == ARRAY}
     params = set(parameters(ctx.src))
     views = {s.targets[0].id for s in syntax.statements(ctx.wengert)
              if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
              and view_of(s.value, ctx.src) in params}
-    adjoints = ctx.reverse.adjoints
-    return (arrays - views) | {adjoints[n] for n in arrays if n in adjoints}
+    return (arrays - views) | {derivatives[n] for n in arrays if n in derivatives}
+
+
+def tangents_late(jvp, ctx):
+    """The pass (forward mode, with `ctx.release`): in straight-line code at the top of
+    `f_jvp`, each tangent statement moves down to just before the first statement that
+    reads what it binds, so that a value's last use (`y = np.sum(t_9)`) comes before
+    the tangents computed after it and its array is freed first."""
+    if not ctx.release:
+        return jvp
+    tangents = set(ctx.forward.dots.values())
+
+    def pure(c):        # a runtime helper, or a function with a rule that writes no argument
+        helper = ctx.bindings.get(c.func.id) if isinstance(c.func, gast.Name) else None
+        if getattr(helper, "__module__", "").startswith("s2sad.rules."):
+            return True
+        record = registry.primitive(getattr(c.func, "s2s_prim", None)
+                                    or ctx.src.resolve(c.func))
+        return record is not None and record.writes is None
+    body, out, run = jvp.body, [], []
+    for s in body + [None]:
+        if s is not None and isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name) \
+                and all(pure(c) for c in syntax.walk(s.value) if isinstance(c, gast.Call)):
+            run.append(s)
+            continue
+        out += _sunk(run, tangents)
+        run = []
+        if s is not None:
+            out.append(s)
+    jvp.body = out
+    return jvp
+
+
+def _sunk(run, tangents):
+    """The assignments `run` with each one binding a name of `tangents` just before the
+    first one that reads it (at the end when none does), the others in order."""
+    out = []
+    for s in reversed(run):
+        target = s.targets[0].id
+        if target not in tangents:
+            out.insert(0, s)
+            continue
+        at = next((i for i, t in enumerate(out) if target in syntax.names_loaded(t)),
+                  len(out))
+        out.insert(at, s)
+    return out
 
 
 class InsertDels:

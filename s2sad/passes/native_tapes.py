@@ -95,8 +95,18 @@ def run(fn, ctx):
         _Tape(fn, tape, ctx, number_types(fn, ctx)).rewrite()
     types = number_types(fn, ctx)
     adjoints = set(ctx.reverse.adjoints.values())
+    factored = False
     for block in syntax.blocks(fn.body):
-        _factor_accumulations(block, adjoints, types, ctx.resolve)
+        factored |= _factor_accumulations(block, adjoints, types, ctx.resolve)
+    while factored:     # the adjoints the factored terms no longer read go
+        read = set(syntax.names_loaded(fn))
+        factored = False
+        for block in syntax.blocks(fn.body):
+            kept = [s for s in block if not (
+                isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+                and s.targets[0].id in adjoints and s.targets[0].id not in read)]
+            factored |= len(kept) < len(block)
+            block[:] = kept
     for s in syntax.statements(fn):
         if (getattr(s, "s2s_init", False) or _binds_none(s)) and isinstance(
                 s.targets[0], gast.Name):
@@ -446,9 +456,10 @@ class _Tape:
 def _factor_accumulations(block, adjoints, types, resolve):
     """`block` (a straight run, not the blocks nested in it) with each run of two or
     more accumulations `x += g_k * c_k` into one place, every `g_k` a multiple of one
-    adjoint `g` of numbers, as `x += g * (c_1 + c_2 + ...)`."""
+    adjoint `g` of numbers, as `x += g * (c_1 + c_2 + ...)`; whether it did."""
     multiples = {}      # adjoint name -> (g, its multiple of g: numbers and names)
     k = 0
+    factored = False
     while k < len(block):
         s = block[k]
         if _accumulation(s):
@@ -466,6 +477,7 @@ def _factor_accumulations(block, adjoints, types, resolve):
                                    right=total)
                 block[k:end] = [syntax.located(gast.AugAssign(
                     target=s.target, op=gast.Add(), value=value), s)]
+                factored = True
                 k += 1
                 continue
         if not isinstance(s, (gast.Assign, gast.AugAssign)) or syntax.is_comment(s):
@@ -485,6 +497,7 @@ def _factor_accumulations(block, adjoints, types, resolve):
         if made is not None:
             multiples[target.id] = made
         k += 1
+    return factored
 
 
 def _accumulation(s):

@@ -123,7 +123,8 @@ class ResolveCalls:
         self.ctx, self.src = ctx, ctx.src
 
     def run(self, fn):
-        self.kinds = ValueKinds(fn, self.src, self.ctx.param_kinds)
+        self.kinds = ValueKinds(fn, self.src, self.ctx.param_kinds, self.ctx.param_ndims,
+                                self.ctx.ndims_relied, self.ctx.int_params)
         ops = syntax.NodeMap((s, operations.classify(s.value, self.src))
                              for _, s in definitions(fn.body))
         self.varied = varied_names(fn, self.ctx.wrt, ops)
