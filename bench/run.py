@@ -416,6 +416,9 @@ def check(w, s2sad, peers):
     call it once)} for the peers that agree with the hand gradient.
     """
     name, f, hand, args, wrt = w.name, w.f, w.hand, w.args, w.wrt
+    if w.mode == "forward":
+        check_forward_loop(w, s2sad)
+        return {}
     want = as_tuple(hand(*args), wrt)
     # Finite differences: on the instance itself for scalars, on a small
     # instance for arrays (one pair of calls per element).
@@ -668,6 +671,45 @@ def tape_values(source):
     return [], []
 
 
+def loop_tangents(w):
+    """The tangents s2sad.jvp gets on forward-mode workload `w`: 1 for the first of
+    `wrt`, None for the others."""
+    first = wrt_indices(w.wrt)[0]
+    return tuple(1.0 if i == first else None for i in range(len(w.args)))
+
+
+def loop_jvp(s2sad, f, w):
+    """A function of `w`'s arguments that runs s2sad.jvp of `f` with `loop_tangents`."""
+    tangents = loop_tangents(w)
+    return lambda *a: s2sad.jvp(f, a, tangents)
+
+
+def check_forward_loop(w, s2sad):
+    """Validate a forward-mode array-loop workload: the hand tangent against central
+    differences on the small instance, s2sad.jvp against the hand tangent on both."""
+    first = wrt_indices(w.wrt)[0]
+    for label, a in (("the small instance", w.small), ("the benchmark instance", w.args)):
+        value, tangent = w.hand(*a)
+        if not close((to_numpy(value),), (to_numpy(w.f(*a)),), S2SAD_RTOL):
+            fail(f"{w.name}: hand-written value {value} disagrees with the function's "
+                 f"{w.f(*a)} on {label}")
+        if label == "the small instance":
+            fd = central_fd(w.f, a, first)[0]
+            if not close((to_numpy(tangent),), (fd,), FD_RTOL):
+                fail(f"{w.name}: hand-written tangent {tangent} disagrees with central "
+                     f"finite differences {fd} on {label}")
+        if s2sad is None:
+            continue
+        try:
+            got_value, got = loop_jvp(s2sad, w.f, w)(*a)
+        except Exception:
+            fail(f"{w.name}: s2sad.jvp raised on {label}:\n{traceback.format_exc()}")
+        if not close((to_numpy(got_value), to_numpy(got)),
+                     (to_numpy(value), to_numpy(tangent)), S2SAD_RTOL):
+            fail(f"{w.name}: s2sad.jvp on {label} = {(got_value, got)}, but the hand-written "
+                 f"tangent gives {(value, tangent)}")
+
+
 def pullback_reads(source):
     """The header line "the pullback reads: ..." of generated reverse-mode source,
     its wrapped continuation lines joined, without the comment sign ("" if absent)."""
@@ -884,6 +926,7 @@ def loop_table(rows):
                      fmt_ms(t.get("s2sad")), fmt_ratio(t.get("s2sad"), t["hand"]),
                      fmt_mb(m["hand"]), fmt_mb(m.get("s2sad")),
                      fmt_ratio(m.get("s2sad"), m["hand"]), loop_goal_met(r),
+                     "0" if r["hand_tape"].startswith("nothing") else
                      str(len(r["hand_tape"].split(","))),
                      " + ".join(str(len(names)) for names, _ in tapes) or "-",
                      fmt_ms(r["s2sad_transform"])])
@@ -1314,7 +1357,10 @@ def main():
         print(f"timing {name} ...", file=sys.stderr, flush=True)
         calls = {"plain": (f, args), "hand": (hand, args)}
         transform = jit_compile = None
-        if s2sad is not None:
+        if s2sad is not None and w.mode == "forward":
+            calls["s2sad"] = (loop_jvp(s2sad, f, w), args)
+            transform = first_call(lambda: loop_jvp(s2sad, fresh(f), w), args, transforms)
+        elif s2sad is not None:
             calls["s2sad"] = (s2sad.grad(f, wrt=wrt), args)
             transform = first_call(lambda: s2sad.grad(fresh(f), wrt=wrt),
                                    args, transforms)
@@ -1329,14 +1375,15 @@ def main():
             row["hand_tape"] = w.hand_tape
             row["snapshots"] = w.snapshots
             row["state_bytes"] = max(np.asarray(a).nbytes for a in w.args)
-            if s2sad is not None:
+            if s2sad is not None and w.mode != "forward":
                 row["pullback_reads"] = pullback_reads(calls["s2sad"][0].source)
+            elif s2sad is not None:
+                row["pullback_reads"] = "nothing (forward mode: jvp, no tape)"
         if w.numpy:  # after the timings: tracemalloc slows every allocation
             row["memory"] = {"plain": peak_memory(f, args, mem_times),
                              "hand": peak_memory(hand, args, mem_times)}
             if s2sad is not None:
-                row["memory"]["s2sad"] = peak_memory(s2sad.grad(f, wrt=wrt),
-                                                     args, mem_times)
+                row["memory"]["s2sad"] = peak_memory(calls["s2sad"][0], args, mem_times)
         rows.append(row)
 
     timing = (target, repeat, budget)

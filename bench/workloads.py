@@ -722,6 +722,21 @@ def trajectory_hand(k, observed):
     return (k_bar,)
 
 
+def trajectory_jvp_hand(k, observed):
+    # forward mode by hand, the tangent dk = 1 carried beside the state: du[i + 1] =
+    # du[i] - h (u[i]^2 + 2 k u[i] du[i]); (value, d value / dk)
+    n = len(observed)
+    u = np.zeros(n)
+    du = np.zeros(n)
+    u[0] = 1.0
+    for i in range(n - 1):
+        ui, dui = u[i], du[i]
+        u[i + 1] = ui - TRAJECTORY_H * k * ui ** 2
+        du[i + 1] = dui - TRAJECTORY_H * (ui * ui + 2.0 * k * ui * dui)
+    r = u - observed
+    return np.sum(r ** 2), 2.0 * np.sum(r * du)
+
+
 def trajectory_args(steps, seed=0):
     # observations of the exact solution for k = 0.7, with noise; k starts at 1.5
     t = TRAJECTORY_H * np.arange(steps + 1)
@@ -954,6 +969,8 @@ class Workload(NamedTuple):
     hand_tape: str = ""    # array loops: what the hand gradient keeps per step
     snapshots: int = 0     # a checkpointed loop: the snapshots it keeps (its goals are
     #                        memory k + 4 states, time 3x the hand gradient's)
+    mode: str = "reverse"  # array loops: "forward" times s2sad.jvp (tangent 1 for the
+    #                        first of `wrt`) against `hand`, (*args) -> (value, tangent)
 
     @property
     def numpy(self):
@@ -1008,6 +1025,9 @@ def array_loops():
         Workload("trajectory", trajectory, trajectory_hand, trajectory_args(2000), (0,),
                  small=trajectory_args(6, seed=1), group="array-loops",
                  hand_tape="u[i]"),
+        Workload("trajectory_jvp", trajectory, trajectory_jvp_hand, trajectory_args(2000),
+                 (0,), small=trajectory_args(6, seed=1), group="array-loops",
+                 hand_tape="nothing (forward mode)", mode="forward"),
     ]
 
 

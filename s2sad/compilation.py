@@ -56,7 +56,7 @@ Wrt = Union[int, str, tuple]
 #: The argument types a derivative is specialised on; others are of unknown kind, but for
 #: the arrays of libraries NumPy dispatches to (Dask, CuPy: see rules/arrays.py), which are
 #: arrays whose type the derivative is specialised on too (`is_duck_array_type`).
-SPECIALISED = (float, int, np.ndarray)
+SPECIALISED = (float, int, np.float64, np.ndarray)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

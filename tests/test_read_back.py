@@ -147,3 +147,14 @@ def test_euler_writes_in_place_and_reads_back():
     assert ".copy()" not in source, source          # the writes stay in place
     pullback = source[source.index("for i in reversed(range("):]
     assert "= u[i]" in pullback, source             # the element, read back
+
+
+def test_a_numpy_float_argument_is_a_number_too():
+    # gradient descent turns k into np.float64 (the gradient's type): the code for it is
+    # specialised on np.float64 as on float, and reads the states back as well
+    f, (k, observed) = CASES["euler"]
+    g = s2sad.grad(f)
+    got = g(np.float64(k), observed)
+    assert "k.__class__ is not float64" in g.source.splitlines()[1], g.source
+    assert "_s2s_tape" not in g.source, g.source
+    np.testing.assert_allclose(got, fd_array_grad(f, (k, observed), 0), rtol=1e-6)
