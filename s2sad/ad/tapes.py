@@ -166,11 +166,11 @@ class LoopPlan:
             call.args[0] = vals[0] if len(vals) == 1 else syntax.tuple_(vals)
 
     def backwards(self, bounds):
-        """`reversed(range(*bounds))` (one or two bounds); for the numba backend, which
-        has no `reversed`, `range(stop - 1, start - 1, -1)`."""
+        """`reversed(range(*bounds))`; for the numba backend, which has no `reversed`,
+        `range(stop - 1, start - 1, -1)` (of one or two bounds)."""
         ctx = self.rev.ctx
         bounds = syntax.copied(bounds)
-        if ctx.backend != "numba":
+        if ctx.backend != "numba" or len(bounds) > 2:
             return syntax.call(ctx.bind("reversed"), [syntax.call(ctx.bind("range"), bounds)])
         start, stop = bounds if len(bounds) == 2 else (syntax.const(0), bounds[0])
         return syntax.call(ctx.bind("range"), [_minus_one(stop), _minus_one(start),
@@ -207,6 +207,8 @@ class LoopPlan:
             return
         pushes = {id(c) for c in self.pushes}
         bounds = loop.iter.args
+        if self.rev.ctx.backend == "numba" and len(bounds) > 2:
+            return          # (Numba has no reversed(); a step is left to the tape)
         assigned = store_counts(vjp)
         if not all(isinstance(b, gast.Constant) or (isinstance(b, gast.Name)
                                                     and assigned.get(b.id, 0) <= 1)
