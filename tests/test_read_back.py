@@ -6,8 +6,8 @@ iteration then runs backwards over `reversed(range(...))`, without a tape.
 
 Each case is checked against central differences in `grad` (fused) and `vjp` (a
 closure); the forms where an element changes after it is read (written again at the
-same index or behind the read, or after the loop; a write through a view is refused by the
-aliasing pass) must keep taping, and
+same index or behind the read, or after the loop; an array the loop binds anew each
+iteration; a write through a view is refused by the aliasing pass) must keep taping, and
 give the right gradient too."""
 import numpy as np
 import pytest
@@ -97,6 +97,23 @@ def twice_per_step(k, x):              # two writes ahead of the reads
     return np.sum(u * u)
 
 
+def rebound_each_step(k, x):           # x is a new array each iteration, read after
+    s = 0.0
+    for i in range(len(x)):
+        x = x * k
+        s = s + x[i] ** 2
+    return s
+
+
+def rebound_after_read(k, x):          # y is a new array each iteration, read before
+    s = 0.0
+    y = x.copy()
+    for i in range(len(x)):
+        s = s + y[i] * k
+        y = y + s
+    return s * s
+
+
 CASES = {
     "euler": (euler, (1.5, 1.0 / (1.0 + 0.7 * H * np.arange(9.0)))),
     "euler_two_back": (euler_two_back, (0.3, np.linspace(0.5, 1.5, 8))),
@@ -107,6 +124,8 @@ CASES = {
     "through_view": (through_view, (0.6, np.linspace(-0.5, 0.5, 5))),
     "with_break": (with_break, (2.5, np.linspace(0.1, 1.0, 9))),
     "twice_per_step": (twice_per_step, (0.7, np.linspace(0.3, 0.9, 6))),
+    "rebound_each_step": (rebound_each_step, (0.9, np.linspace(0.5, 1.5, 5))),
+    "rebound_after_read": (rebound_after_read, (0.9, np.linspace(0.5, 1.5, 5))),
 }
 #: the cases whose loops read elements back and keep no tape
 UNTAPED = {"euler", "euler_two_back", "read_only", "through_view"}

@@ -258,6 +258,16 @@ def final_element_reads(loop, rev):
         if at is None or start + at < 0 or (writes and (array not in carried
                                                       or members & views)):
             continue
+        # bound in the loop only as the array it carries, its element writes and copies
+        # of those (`x = x * k` makes a new array each iteration: not read back)
+        if (array in defs and array not in carried) or any(
+                not (isinstance(value, gast.Name) and value.id in members)
+                and not (isinstance(value, gast.Call) and value.args
+                         and getattr(value.func, "s2s_prim", None) is runtime.setitem
+                         and isinstance(value.args[0], gast.Name)
+                         and value.args[0].id in members)
+                for name in members for value in defs.get(name, [])):
+            continue
         offsets = [syntax.counter_offset(w.value.args[1], counter, defs)
                    for w in writes if id(w) in within]
         if any(id(w) in after for w in writes) or any(
