@@ -234,7 +234,7 @@ def final_element_reads(loop, rev):
                and isinstance(n.value.args[0], gast.Name)
                and getattr(n.value.func, "s2s_prim", None) is runtime.setitem]
     classes = _alias_classes(fn.body, updates, src, kinds)
-    # (a class with a view in it is left alone: its writes index other arrays)
+    # (a write through a view indexes another array: its class is left alone)
     written = {id(w) for w in updates}
     views = {n.targets[0].id for n in syntax.statements(fn) if isinstance(n, gast.Assign)
              and isinstance(n.targets[0], gast.Name) and not isinstance(n.value, gast.Name)
@@ -255,8 +255,8 @@ def final_element_reads(loop, rev):
         array = v.value.id
         members = classes.get(array, {array})
         writes = [w for w in updates if w.value.args[0].id in members]
-        if at is None or start + at < 0 or (writes and (array not in carried
-                                                      or members & views)):
+        if at is None or start + at < 0 or (writes and (array not in carried or any(
+                w.value.args[0].id in views for w in writes))):
             continue
         # bound in the loop only as the array it carries, its element writes and copies
         # of those (`x = x * k` makes a new array each iteration: not read back)

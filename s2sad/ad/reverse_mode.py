@@ -608,12 +608,13 @@ class Reverse(CallAdjoints):
         reads = {id(d) for d in final_element_reads(loop, self)}
         free = set()        # elements read back from their array, and values of them
 
-        def available(x):
+        counter = loop.target.id if isinstance(loop, gast.For) else None
+
+        def available(x):       # (the counter is, recorded if it is not already)
             return isinstance(x, gast.Constant) or (
                 self.kinds[x] == SCALAR and self.src.is_local(x.id)
-                and (x.id not in inside or x.id in free
+                and (x.id not in inside or x.id in free or x.id == counter
                      or (x.id in record and x.id not in nested)))
-        counter = loop.target.id if isinstance(loop, gast.For) else None
 
         def field_of_invariant(v):      # `p.dt` of a `p` the loop does not assign
             return (isinstance(v, gast.Attribute) and isinstance(v.value, gast.Name)
@@ -626,8 +627,7 @@ class Reverse(CallAdjoints):
                 break           # the statements after it do not run on every path
             operands = _cheap_operands(d.value) if isinstance(d, gast.Assign) else None
             if id(d) in reads:
-                if all(syntax.is_name(x, counter) or available(x)
-                       for x in syntax.name_nodes(d.value.slice)):
+                if all(available(x) for x in syntax.name_nodes(d.value.slice)):
                     found.append(d)
                     free.add(d.targets[0].id)
                 continue

@@ -65,18 +65,21 @@ def run(fn, ctx):
 class _Merge:
     def __init__(self, ctx, stored, merged):
         self.kinds, self.src, self.stored, self.merged = ctx.value_kinds, ctx.src, stored, merged
+        self.same = {}      # {merged name: the name it is}, so that merges chain
 
     def block(self, stmts, known):
         """Merge in `stmts` given `known` ({value key: name}, changed in place)."""
         for s in stmts:
             if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
                 target = s.targets[0].id
-                key = _key(s.value) if self.kinds.kind.get(target) == SCALAR else None
+                key = (_key(s.value, self.same) if self.kinds.kind.get(target) == SCALAR
+                       else None)
                 if self.impure(s.value):
                     known.clear()
                 elif key is not None and key in known and getattr(s, "s2s_temporary", False) \
                         and self.stored[target] == 1:
                     self.merged[id(s)] = (s, known[key])
+                    self.same[target] = known[key]
                     continue
                 self.forget(known, {target})
                 if key is not None and self.stored[target] == 1 and target not in _names(key):
@@ -114,8 +117,7 @@ class _Merge:
         for c in syntax.walk(node):
             if not isinstance(c, gast.Call):
                 continue
-            if isinstance(c.func, gast.Attribute) and not getattr(c.func, "s2s_prim", None):
-                return True
+            # (a method, `x.copy()`, resolves to no object: not known to be pure)
             prim = getattr(c.func, "s2s_prim", None) or self.src.resolve(c.func)
             record = registry.primitive(prim)
             if record is None or record.writes is not None:
@@ -128,35 +130,36 @@ def _heads(s):
     return [e for e in (getattr(s, "test", None), getattr(s, "iter", None)) if e is not None]
 
 
-def _key(e):
+def _key(e, same):
     """A hashable key of the value `e` when it is an index, arithmetic or a comparison
-    of atoms, else None."""
+    of atoms, else None; a name of `same` stands for the name it is."""
     if isinstance(e, gast.Name):
-        return ("name", e.id)
+        return ("name", same.get(e.id, e.id))
     if isinstance(e, gast.Constant):
         return ("const", type(e.value).__name__, repr(e.value))
     if isinstance(e, gast.BinOp) and syntax.is_atom(e.left) and syntax.is_atom(e.right):
-        return ("bin", type(e.op).__name__, _key(e.left), _key(e.right))
+        return ("bin", type(e.op).__name__, _key(e.left, same), _key(e.right, same))
     if isinstance(e, gast.UnaryOp) and syntax.is_atom(e.operand):
-        return ("unary", type(e.op).__name__, _key(e.operand))
+        return ("unary", type(e.op).__name__, _key(e.operand, same))
     if isinstance(e, gast.Compare) and len(e.ops) == 1 and syntax.is_atom(e.left) \
             and syntax.is_atom(e.comparators[0]):
-        return ("compare", type(e.ops[0]).__name__, _key(e.left), _key(e.comparators[0]))
+        return ("compare", type(e.ops[0]).__name__, _key(e.left, same),
+                _key(e.comparators[0], same))
     if isinstance(e, gast.Subscript) and isinstance(e.value, gast.Name):
-        index = _index_key(e.slice)
-        return None if index is None else ("index", e.value.id, index)
+        index = _index_key(e.slice, same)
+        return None if index is None else ("index", same.get(e.value.id, e.value.id), index)
     return None
 
 
-def _index_key(e):
+def _index_key(e, same):
     if isinstance(e, gast.Tuple):
-        parts = [_index_key(x) for x in e.elts]
+        parts = [_index_key(x, same) for x in e.elts]
         return None if None in parts else ("tuple",) + tuple(parts)
     if isinstance(e, gast.Slice):
-        parts = [None if b is None else _key(b) if syntax.is_atom(b) else False
+        parts = [None if b is None else _key(b, same) if syntax.is_atom(b) else False
                  for b in (e.lower, e.upper, e.step)]
         return None if False in parts else ("slice",) + tuple(parts)
-    return _key(e) if syntax.is_atom(e) else None
+    return _key(e, same) if syntax.is_atom(e) else None
 
 
 def _names(key):
