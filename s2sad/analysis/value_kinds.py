@@ -6,6 +6,28 @@ array with a scalar. The kinds of the parameters come from the arguments of the 
 the derivative is compiled for (the generated code checks them, like JAX specialises on
 shapes); everything else follows from the code. SCALAR means "has shape ()": Python
 numbers, and NumPy results of full reductions.
+
+Beside the kinds, the analysis knows which names are certainly ints (a `range`
+counter, `len(...)`, sums of ints) and how many axes some arrays have: those NumPy
+allocates from a shape (`np.zeros(n)`, `np.ones((n, m))`), their copies and element
+writes, arithmetic on them, basic indexes of them, and array arguments whose shape
+patterns a guard tests. So an index of a `u = np.zeros(n)` by an int, `u[i]`, is a
+number, and its adjoint is no array summed back to a shape.
+
+>>> import numpy as np
+>>> from s2sad import pipeline
+>>> from s2sad.frontend.source import function_from_source
+>>> f = function_from_source('''
+... def f(x):
+...     u = np.zeros(len(x))
+...     a = u[0]
+...     b = u[:, None][1]
+...     return a + np.sum(b)
+... ''', {"np": np})
+>>> ctx, _ = pipeline.compilation(f, until="wengert", kinds={"x": np.ndarray})
+>>> kinds = ctx.value_kinds
+>>> [(n, kinds.kind[n], kinds.ndim[n]) for n in ("u", "a", "b")]
+[('u', 'array', 1), ('a', 'scalar', 0), ('b', 'array', 1)]
 """
 import numbers
 
