@@ -101,6 +101,10 @@ class ValueKinds:
         self._settled = False
         self._from = {}     # {name: the parameters its number of axes follows from}
         for self._settled in (False, True):
+            if self._settled and None not in self.ndim.values() \
+                    and None not in self.ints.values() \
+                    and all(self.kind.get(t) is not None for t, _ in defs):
+                break       # (nothing is left unknown: the rounds would change nothing)
             changed = True
             while changed:
                 changed = False
