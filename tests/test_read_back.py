@@ -1,7 +1,7 @@
 """Elements read back instead of taped (ad/inplace.py, `final_element_reads`): a loop over
 `range` that reads `u[i]` of an array it writes only further on (`u[i + 1] = ...`), or of
-an array nothing writes (a view of one too), reads the element back from the array's final value in the
-reversed loop, as a hand-written adjoint does; a loop that needs nothing else of an
+an array nothing writes (a view of one too), reads the element back from the array's
+final value in the reversed loop, as a hand-written adjoint does; a loop that needs nothing else of an
 iteration then runs backwards over `reversed(range(...))`, without a tape.
 
 Each case is checked against central differences in `grad` (fused) and `vjp` (a
@@ -9,22 +9,20 @@ closure); the forms where an element changes after it is read (written again at 
 same index or behind the read, or after the loop; an array the loop binds anew each
 iteration; a write through a view is refused by the aliasing pass) must keep taping, and
 give the right gradient too."""
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 import s2sad
 from numpy_cases import fd_array_grad
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+import workloads as wl  # noqa: E402
+
 H = 0.01
-
-
-def euler(k, observed):
-    n = len(observed)
-    u = np.zeros(n)
-    u[0] = 1.0
-    for i in range(n - 1):
-        u[i + 1] = u[i] - H * k * u[i] ** 2
-    return np.sum((u - observed) ** 2)
+euler = wl.trajectory       # examples/trajectory.py's loss: u[i + 1] from u[i]
 
 
 def euler_two_back(k, x):
