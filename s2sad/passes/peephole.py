@@ -55,6 +55,7 @@ of which gives a float, the numbers a loop tapes included.
     x_bar_view_1 += t_2_bar
     return x_bar
 """
+import bisect
 import collections
 import operator
 
@@ -112,12 +113,18 @@ class Peephole:
         products read only summed down to shapes, summed term by term
         (`distributed`); then an `_s2s_unreduce` bound to a name read only as their
         operand as `_s2s_unreduce_view`."""
-        helper = self.ctx.bindings.get
-        products = []
-        for n in syntax.walk(fn):
-            if (isinstance(n, gast.Call) and isinstance(n.func, gast.Name)
-                    and helper(n.func.id) is runtime.unbroadcast and len(n.args) == 2
-                    and not n.keywords and isinstance(n.args[0], gast.BinOp)
+        helper, unbroadcast = self.ctx.bindings.get, runtime.unbroadcast
+        products, reads, loaded = [], {}, collections.Counter()
+        for n in syntax.walk(fn):   # (one walk: the products, and what `distributed` reads)
+            kind = type(n)
+            if kind is gast.Name:
+                if type(n.ctx) is gast.Load:
+                    loaded[n.id] += 1
+                continue
+            if not (kind is gast.Call and type(n.func) is gast.Name
+                    and helper(n.func.id) is unbroadcast and len(n.args) == 2):
+                continue
+            if (not n.keywords and isinstance(n.args[0], gast.BinOp)
                     and isinstance(n.args[0].op, gast.Mult)
                     and not any(self.maybe_number(e) for e in (
                         n.args[0].left, n.args[0].right, n.args[1]))):
@@ -125,13 +132,23 @@ class Peephole:
                 n.args = [n.args[0].left, n.args[0].right, n.args[1]]
                 self.names[n] = None
                 products.append(n)
+                continue
+            g = n.args[0]
+            g = g.operand if isinstance(g, gast.UnaryOp) and isinstance(g.op, gast.USub) else g
+            if isinstance(g, gast.Name):
+                reads.setdefault(g.id, []).append(n)
         if not products:
             return
-        self.distributed(fn)
-        operands = {id(a) for n in syntax.walk(fn) if self.is_helper(n, "unbroadcast_product")
-                    for a in n.args[:2] if isinstance(a, gast.Name)}
+        self.distributed(fn, reads, loaded)
+        # (one walk: the names, in the order of `name_nodes`, and the operands of products)
+        operands, names = set(), []
+        for n in syntax.walk(fn):
+            if type(n) is gast.Name:
+                names.append(n)
+            elif self.is_helper(n, "unbroadcast_product"):
+                operands.update(id(a) for a in n.args[:2] if isinstance(a, gast.Name))
         loads = {}
-        for n in syntax.name_nodes(fn):
+        for n in names:
             loads.setdefault(n.id, []).append(id(n) in operands and type(n.ctx) is gast.Load)
         for body in syntax.blocks(fn.body):
             for i, s in enumerate(body):
@@ -155,23 +172,16 @@ class Peephole:
         return (isinstance(n, gast.Call) and isinstance(n.func, gast.Name)
                 and self.ctx.bindings.get(n.func.id) is getattr(runtime, name))
 
-    def distributed(self, fn):
+    def distributed(self, fn, reads, loaded):
         """`fn` where a name bound once to a product of arrays, or a sum of products of
         one shape (`_s2s_unbroadcast_product(a, b, y) + 2 * c * y`), read only summed down
         to other shapes (`_s2s_unbroadcast(d, x)`, `_s2s_unbroadcast(-d, x)`, at most twice, in
         the same block), is not bound: each read sums each product down (one contraction
         each, `_s2s_unbroadcast_product(a, b, x) + 2 * _s2s_unbroadcast_product(c, y,
-        x)`), which no array of the sum's size needs."""
-        stored = self.stored
-        reads = {}
-        for n in syntax.walk(fn):
-            if self.is_helper(n, "unbroadcast") and len(n.args) == 2:
-                g = n.args[0]
-                g = g.operand if isinstance(g, gast.UnaryOp) and isinstance(
-                    g.op, gast.USub) else g
-                if isinstance(g, gast.Name):
-                    reads.setdefault(g.id, []).append(n)
-        loaded, dropped = collections.Counter(syntax.names_loaded(fn)), set()
+        x)`), which no array of the sum's size needs. (`reads`: {name: the
+        `_s2s_unbroadcast` calls of it or of its negation}, and `loaded`, how often each
+        name is read: found in the walk of `contractions`.)"""
+        stored, dropped = self.stored, set()
         for body in list(syntax.blocks(fn.body)):
             classes = None          # (made for a block with a candidate only)
             for i, s in enumerate(body):
@@ -184,7 +194,8 @@ class Peephole:
                 if not 0 < len(uses) <= 2 or len(uses) != loaded[d] or terms is None:
                     continue
                 if classes is None:
-                    classes = ShapeClasses(body, stored, self.maybe_number, self.is_helper)
+                    classes = ShapeClasses(body, stored, self.maybe_number, self.is_helper,
+                                           self.stores_of)
                 shape = {classes.of(t, i) for _, t in terms}
                 if (len(shape) != 1 or shape & {None, "number"}
                         or any(classes.of(u.args[1], i) in shape for u in uses)):
@@ -456,7 +467,7 @@ class Peephole:
                 target.ctx = gast.Load()
                 out.append(syntax.located(syntax.assign(views[key], target), s))
             s.target = syntax.name(views[key], store=True)
-            out.append(s)
+            out.append(self.changed(s))
         return out
 
     def without_unit_products(self, s, facts):
@@ -699,6 +710,12 @@ class Peephole:
                 gast.Store, gast.Param)})
         return found
 
+    def stores_of(self, s):
+        """The names `s` binds or deletes."""
+        if type(s) in (gast.Assign, gast.AugAssign, gast.Expr):     # (no `del` inside)
+            return self.names_of(s)[1]
+        return {n.id for n in syntax.name_nodes(s) if type(n.ctx) is not gast.Load}
+
     def changed(self, s):
         """`s`, whose names are found again when next asked for."""
         self.names[s] = None
@@ -768,10 +785,14 @@ class ShapeClasses:
     by another kind of statement), or of one of its own when it is bound once and not in
     the block; a number goes with any shape (None is unknown)."""
 
-    def __init__(self, body, stored, is_number, is_helper):
+    def __init__(self, body, stored, is_number, is_helper, stores_of):
         self.body, self.stored = body, stored
         self.is_number, self.is_helper = is_number, is_helper
         self.found = {}
+        self.binding = {}   # {name: the positions of the statements binding it}, in order
+        for j, s in enumerate(body):
+            for n in stores_of(s):
+                self.binding.setdefault(n, []).append(j)
 
     def of(self, e, at):
         """The class of `e` evaluated before `self.body[at]`."""
@@ -793,7 +814,9 @@ class ShapeClasses:
         return None
 
     def name(self, id, at):
-        j = next((j for j in range(at - 1, -1, -1) if syntax.stores(self.body[j], id)), None)
+        positions = self.binding.get(id, ())
+        k = bisect.bisect_left(positions, at)
+        j = positions[k - 1] if k else None
         if j is None:
             return ("name", id) if self.stored[id] == 1 else None
         key = (id, j)
