@@ -141,11 +141,14 @@ class Peephole:
             return
         self.distributed(fn, reads, loaded)
         # (one walk: the names, in the order of `name_nodes`, and the operands of products)
+        helper, product = self.ctx.bindings.get, runtime.unbroadcast_product
         operands, names = set(), []
         for n in syntax.walk(fn):
-            if type(n) is gast.Name:
+            kind = type(n)
+            if kind is gast.Name:
                 names.append(n)
-            elif self.is_helper(n, "unbroadcast_product"):
+            elif kind is gast.Call and type(n.func) is gast.Name and helper(
+                    n.func.id) is product:
                 operands.update(id(a) for a in n.args[:2] if isinstance(a, gast.Name))
         loads = {}
         for n in names:
@@ -525,13 +528,16 @@ class Peephole:
         types = self.ctx.types
         floats = {p for p, t in types.items() if t is float and "." in p}
         bindings = {p: [] for p, t in types.items() if t is float and "." not in p}
+        reads = {}      # {name: the names each of its bindings reads}
         statements = syntax.statements(fn)
         for s in statements:
             if isinstance(s, gast.Assign) and len(s.targets) == 1 and \
                     isinstance(s.targets[0], gast.Name):
                 bindings.setdefault(s.targets[0].id, []).append(s.value)
+                reads.setdefault(s.targets[0].id, []).append(self.names_of(s)[0])
         for target, values in self.tape_elements(fn, statements):
             bindings.setdefault(target, []).extend(values)
+            reads.setdefault(target, []).extend(syntax.names_loaded(v) for v in values)
         # a name bound in another way too is none (a parameter is bound once more)
         params = set(syntax.names_stored(fn.args))
         candidates = {n for n, values in bindings.items()
@@ -540,8 +546,8 @@ class Peephole:
         floats |= candidates
         readers = {}                    # {name: the candidates a binding of reads it}
         for n in candidates:
-            for v in bindings[n]:
-                for m in syntax.names_loaded(v):
+            for names in reads.get(n, ()):
+                for m in names:
                     readers.setdefault(m, set()).add(n)
         todo = list(candidates)
         while todo:
