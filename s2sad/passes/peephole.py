@@ -83,6 +83,7 @@ class Peephole:
     def __init__(self, ctx):
         self.ctx = ctx
         self.known = ctx.array_facts
+        self.types = ctx.types      # (a dict made at each access)
         # {statement: (the names it reads, those it binds)}, found once: a statement
         # that changes is forgotten (`changed`)
         self.names = syntax.NodeMap()
@@ -371,7 +372,7 @@ class Peephole:
                 continue
             x = value.args[0].id
             if (x not in self.known.dtypes or stored[x] != 1
-                    or self.ctx.types.get(x) is not np.ndarray):
+                    or self.types.get(x) is not np.ndarray):
                 continue
             dtype = self.known.dtypes[x]
             if dtype.kind != "f" or dtype.itemsize < 4:
@@ -525,7 +526,7 @@ class Peephole:
         assignment of a float expression, or the element of a tape that every push
         gives a float (`tape_elements`). A name with a binding of another form (a loop
         over `range`, an unpacked tuple) is none."""
-        types = self.ctx.types
+        types = self.types
         floats = {p for p, t in types.items() if t is float and "." in p}
         bindings = {p: [] for p, t in types.items() if t is float and "." not in p}
         reads = {}      # {name: the names each of its bindings reads}
@@ -644,7 +645,7 @@ class Peephole:
 
     def is_int(self, e):
         return (isinstance(e, gast.Constant) and type(e.value) is int) or (
-            isinstance(e, gast.Name) and self.ctx.types.get(e.id) is int)
+            isinstance(e, gast.Name) and self.types.get(e.id) is int)
 
     def without_unit_factors(self, body, before):
         """`body` without the in-place multiplications of float arrays by 1 (the seed
