@@ -116,7 +116,7 @@ class Peephole:
         operand as `_s2s_unreduce_view`."""
         helper, unbroadcast = self.ctx.bindings.get, runtime.unbroadcast
         products, reads, loaded = [], {}, collections.Counter()
-        for n in syntax.walk(fn):   # (one walk: the products, and what `distributed` reads)
+        for n in syntax.values(fn):  # (one walk: the products, and what `distributed` reads)
             kind = type(n)
             if kind is gast.Name:
                 if type(n.ctx) is gast.Load:
@@ -144,7 +144,7 @@ class Peephole:
         # (one walk: the names, in the order of `name_nodes`, and the operands of products)
         helper, product = self.ctx.bindings.get, runtime.unbroadcast_product
         operands, names = set(), []
-        for n in syntax.walk(fn):
+        for n in syntax.values(fn):
             kind = type(n)
             if kind is gast.Name:
                 names.append(n)
@@ -491,7 +491,7 @@ class Peephole:
         number = self.number
         return any(type(n) is gast.BinOp and (number(n.left) is not None
                                               or number(n.right) is not None)
-                   for n in syntax.walk(node))
+                   for n in syntax.values(node))
 
     def dropped(self, node, facts):
         """`node` with the products by 1 inside it dropped (`without_unit_products`)."""
@@ -759,7 +759,7 @@ def _written(s, last=False):
         out |= {_root(t) for t in s.targets if not isinstance(t, gast.Name)}
     elif not isinstance(s, gast.Expr):
         return None
-    for n in syntax.walk(s):
+    for n in syntax.values(s):
         if isinstance(n, gast.keyword) and n.arg == "out":
             out.add(_root(n.value))
         elif (isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute)
@@ -772,8 +772,9 @@ def _written(s, last=False):
 def _operands(e):
     """The names of the values expression `e` reads (not those of functions it calls or
     of modules whose attributes it reads)."""
-    skip = {id(n.func) for n in syntax.walk(e) if isinstance(n, gast.Call)} | {
-        id(n.value) for n in syntax.walk(e) if isinstance(n, gast.Attribute)}
+    found = syntax.values(e)
+    skip = {id(n.func) for n in found if isinstance(n, gast.Call)} | {
+        id(n.value) for n in found if isinstance(n, gast.Attribute)}
     return {n.id for n in syntax.name_nodes(e)
             if type(n.ctx) is gast.Load and id(n) not in skip}
 
