@@ -499,7 +499,7 @@ def _drop_dead_adjoints(pullback, locals_, names):
 
 def _minus(e, swap=True):
     """`a + -b` as `a - b` throughout `e`, and (with `swap`) `-a + b` as `b - a`."""
-    for n in syntax.walk(e):
+    for n in syntax.values(e):
         if isinstance(n, gast.BinOp) and isinstance(n.op, gast.Add):
             inner = negated(n.right)
             if inner is not None:
@@ -511,7 +511,7 @@ def _minus(e, swap=True):
 
 def _plus(e):
     """`a - -b` as `a + b`, throughout `e`."""
-    for n in syntax.walk(e):
+    for n in syntax.values(e):
         if isinstance(n, gast.BinOp) and isinstance(n.op, gast.Sub):
             inner = negated(n.right)
             if inner is not None:

@@ -256,7 +256,7 @@ class Peephole:
         where = []
         for u in uses:
             j = next((j for j in range(i + 1, len(body))
-                      if any(n is u for n in syntax.walk(body[j]))), None)
+                      if any(n is u for n in syntax.values(body[j]))), None)
             if j is None or not isinstance(body[j], (gast.Assign, gast.AugAssign, gast.Expr)):
                 return None
             where.append(j)
