@@ -115,12 +115,12 @@ class Peephole:
         (`distributed`); then an `_s2s_unreduce` bound to a name read only as their
         operand as `_s2s_unreduce_view`."""
         helper, unbroadcast = self.ctx.bindings.get, runtime.unbroadcast
-        products, reads, loaded = [], {}, collections.Counter()
+        products, reads, loaded = [], {}, []
         for n in syntax.values(fn):  # (one walk: the products, and what `distributed` reads)
             kind = type(n)
             if kind is gast.Name:
                 if type(n.ctx) is gast.Load:
-                    loaded[n.id] += 1
+                    loaded.append(n.id)
                 continue
             if not (kind is gast.Call and type(n.func) is gast.Name
                     and helper(n.func.id) is unbroadcast and len(n.args) == 2):
@@ -140,7 +140,7 @@ class Peephole:
                 reads.setdefault(g.id, []).append(n)
         if not products:
             return
-        self.distributed(fn, reads, loaded)
+        self.distributed(fn, reads, collections.Counter(loaded))
         # (one walk: the names, in the order of `name_nodes`, and the operands of products)
         helper, product = self.ctx.bindings.get, runtime.unbroadcast_product
         operands, names = set(), []
@@ -155,6 +155,7 @@ class Peephole:
         for n in names:
             loads.setdefault(n.id, []).append(id(n) in operands and type(n.ctx) is gast.Load)
         for body in syntax.blocks(fn.body):
+            mentions = None     # {name: the positions of the statements reading or binding it}
             for i, s in enumerate(body):
                 if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
                         and self.is_helper(s.value, "unreduce")
@@ -164,9 +165,13 @@ class Peephole:
                 # a view of the adjoint `g`: read only while nothing writes in place
                 # (into `g`'s memory, through any name) after it
                 name, fresh = s.targets[0].id, isinstance(s.value.args[0], _NEW_VALUES)
-                last = max((j for j in range(i + 1, len(body))
-                            if name in self.names_of(body[j])[0]
-                            or name in self.names_of(body[j])[1]), default=None)
+                if mentions is None:    # (found once per block: a rewrite here changes
+                    mentions = {}       # only the helper a statement calls)
+                    for j, t in enumerate(body):
+                        for n in set().union(*self.names_of(t)):
+                            mentions.setdefault(n, []).append(j)
+                at = mentions.get(name, [])
+                last = at[-1] if at and at[-1] > i else None
                 if last is not None and (fresh or self.left_alone(
                         body, i, last, _operands(s.value.args[0]))):
                     s.value.func = syntax.name(self.ctx.runtime("unreduce_view"))
