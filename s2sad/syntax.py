@@ -348,8 +348,8 @@ def name_nodes(node):
 
 def values(node):
     """The nodes of `node` in the order of `walk` but for contexts and operators (those
-    `name_nodes` goes through), as a list: a third fewer nodes than `walk` for code
-    that looks for names and calls."""
+    `name_nodes` goes through), as a list: two fifths fewer nodes than `walk` for
+    code that looks for names and calls."""
     out, todo = [], [node]
     AST, valued = gast.AST, _VALUED
     for n in todo:
