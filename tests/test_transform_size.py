@@ -5,7 +5,7 @@ scans a block, or the whole function, again for each statement reads four times 
 many names for twice as many statements; so the names the passes read
 (`syntax.name_nodes`) are counted for generated functions of 100 and 200 statements
 with a loop (bench/transform_time.py), whose transform used to read 3.2 to 3.6 times
-as many for the larger. Two analyses whose cost was not in reading names are tested
+as many for the larger. The analyses whose cost was not in reading names are tested
 directly, and the cycles of references a build leaves for the garbage collector are
 counted (thousands of closures once, one per copy of a tree; and the build's syntax
 trees, which its context, reverse transform and loop plans kept in a cycle).
@@ -163,3 +163,26 @@ def test_the_fused_gradient_analyses_its_arrays_twice(loops, monkeypatch):
     transform_time.transform(loops[1], "grad")
     # (two loops: the forward pass's and the pullback's)
     assert (analysed.count("function"), analysed.count("loop")) == (2, 4), analysed
+
+
+def test_shape_classes_find_a_binding_by_bisection():
+    # peephole's ShapeClasses looked for the last binding of a name before a statement by
+    # testing each statement before it, from every read: quadratic in the block (a
+    # fused gradient's sums distributed over their reads)
+    text = "def f(a, b):\n" + "".join(
+        "    u = a * b\n" if k % 3 == 0 else f"    v_{k} = u + a\n" for k in range(300))
+    body = syntax.parse(text).body[0].body
+    tested = []
+
+    def stores_of(s):
+        tested.append(s)
+        return set(syntax.names_stored(s))
+    stored = {"a": 1, "b": 1, "u": 100}
+    classes = peephole.ShapeClasses(body, stored, lambda e: False, lambda e, h: False,
+                                    stores_of)
+    u = syntax.name("u")
+    for at in range(1, len(body)):
+        last = max(j for j in range(at) if j % 3 == 0)     # u's binding before `at`
+        assert classes.of(u, at) == ("name", "u", last)
+    assert classes.of(u, 0) is None       # (bound more than once, not before the block)
+    assert len(tested) == len(body)

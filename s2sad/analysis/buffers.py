@@ -554,23 +554,21 @@ class ArrayFacts:
     def result(self, operands):
         """The fact of a new value that operands of `operands` broadcast and promote to."""
         fresh = self.new(owned=True)
-        known = all(f.kind is not None for f in operands)
-        shape = None if any(f.shape is None for f in operands) else self.canonical(
-            frozenset().union(*(f.shape for f in operands)))
-        dtype = None if any(f.dtype is None for f in operands) else frozenset().union(
-            *(f.dtype for f in operands))
+        shapes, dtypes, kinds, buffers = [], [], set(), 1 << fresh
+        for f in operands:      # (one look at each operand: thousands of calls)
+            shapes.append(f.shape)
+            dtypes.append(f.dtype)
+            kinds.add(f.kind)
+            buffers |= f.buffers
+        shape = None if None in shapes else self.canonical(frozenset().union(*shapes))
+        dtype = None if None in dtypes else frozenset().union(*dtypes)
         if dtype and not self.is_float(dtype):
             dtype = frozenset([fresh])      # promotion rules differ off floats: a new dtype
-        kind = (DUCK if any(f.kind == DUCK for f in operands) else
-                ND if any(f.kind == ND for f in operands) else
-                NUMBER if all(f.kind == NUMBER for f in operands) else None)
-        if kind is None and all(f.kind in (NDARRAY, NUMBER) for f in operands):
+        kind = (DUCK if DUCK in kinds else ND if ND in kinds else
+                NUMBER if kinds <= {NUMBER} else None)
+        if kind is None and kinds <= {NDARRAY, NUMBER}:
             kind = ND if self.axes(Fact(shape, kind=NDARRAY)) == ND else None   # (0-d: a scalar)
-        buffers = 1 << fresh
-        if not known:
-            for f in operands:
-                buffers |= f.buffers
-        return Fact(shape, dtype, kind, buffers)
+        return Fact(shape, dtype, kind, 1 << fresh if None not in kinds else buffers)
 
     def indexed(self, e, base, facts):
         if base.kind == INTS:

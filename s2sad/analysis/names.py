@@ -204,7 +204,6 @@ def exposed(stmts, bound, binds=None):
     """The names `stmts` may read before assigning them. `bound`: the names assigned on
     every path so far (updated); `binds(s)`: the names the simple statement `s` assigns
     (by default those it stores)."""
-    binds = binds or (lambda s: set(syntax.names_stored(s)))
     out = set()
     for s in stmts:
         if isinstance(s, gast.If):
@@ -223,6 +222,10 @@ def exposed(stmts, bound, binds=None):
                 inner |= set(syntax.names_stored(s.target))
             # (what the loop assigns may not happen: `bound` stays as it is)
             out |= exposed(s.body + s.orelse, inner, binds)
+        elif binds is None:     # (what it reads and stores, in one walk)
+            found = syntax.name_nodes(s)
+            out |= {n.id for n in found if type(n.ctx) is gast.Load} - bound
+            bound |= {n.id for n in found if type(n.ctx) in (gast.Store, gast.Param)}
         else:
             out |= set(syntax.names_loaded(s)) - bound
             bound |= binds(s)

@@ -86,7 +86,7 @@ class InlineHelpers:
     def spellable(self, e):
         """Whether `e` holds a helper call or an `a + -b` (`written_out` changes no
         other expression, and reads no fact of one)."""
-        for n in syntax.walk(e):
+        for n in syntax.values(e):
             kind = type(n)
             if kind is gast.Call:
                 if type(n.func) is gast.Name and not n.keywords and self.helpers.get(

@@ -172,15 +172,20 @@ def _drop_dead_copies(fn, forward):
     candidates = [(s, block) for block in syntax.blocks(forward, functions=False)
                   for s in block
                   if getattr(s, "s2s_phi", False) or getattr(s, "s2s_init", False)]
+    if not candidates:
+        return
     reads = [Counter(syntax.names_loaded(s)) for s, _ in candidates]
     everywhere = Counter(syntax.names_loaded(fn))
     inside = {}         # loop-variable initialisation -> (its loop's loads, candidates in it)
+    loops = {}          # {id(loop): what `inside` holds for it}, found once per loop
     for k, (s, _) in enumerate(candidates):
         loop = getattr(s, "s2s_loop", None)
         if loop is not None:
-            ids = {id(n) for n in syntax.walk(loop)}
-            inside[k] = (Counter(syntax.names_loaded(_body(loop.body))),
-                         [j for j, (c, _) in enumerate(candidates) if id(c) in ids])
+            if id(loop) not in loops:
+                ids = {id(n) for n in syntax.walk(loop)}
+                loops[id(loop)] = (Counter(syntax.names_loaded(_body(loop.body))),
+                                   [j for j, (c, _) in enumerate(candidates) if id(c) in ids])
+            inside[k] = loops[id(loop)]
 
     def real(name, loads, among, live):
         """Reads of `name` in `loads` not made by dead candidates (of `among`)."""
@@ -494,7 +499,7 @@ def _drop_dead_adjoints(pullback, locals_, names):
 
 def _minus(e, swap=True):
     """`a + -b` as `a - b` throughout `e`, and (with `swap`) `-a + b` as `b - a`."""
-    for n in syntax.walk(e):
+    for n in syntax.values(e):
         if isinstance(n, gast.BinOp) and isinstance(n.op, gast.Add):
             inner = negated(n.right)
             if inner is not None:
@@ -506,7 +511,7 @@ def _minus(e, swap=True):
 
 def _plus(e):
     """`a - -b` as `a + b`, throughout `e`."""
-    for n in syntax.walk(e):
+    for n in syntax.values(e):
         if isinstance(n, gast.BinOp) and isinstance(n.op, gast.Sub):
             inner = negated(n.right)
             if inner is not None:

@@ -55,6 +55,7 @@ of which gives a float, the numbers a loop tapes included.
     x_bar_view_1 += t_2_bar
     return x_bar
 """
+import bisect
 import collections
 import operator
 
@@ -82,6 +83,7 @@ class Peephole:
     def __init__(self, ctx):
         self.ctx = ctx
         self.known = ctx.array_facts
+        self.types = ctx.types      # (a dict made at each access)
         # {statement: (the names it reads, those it binds)}, found once: a statement
         # that changes is forgotten (`changed`)
         self.names = syntax.NodeMap()
@@ -112,12 +114,18 @@ class Peephole:
         products read only summed down to shapes, summed term by term
         (`distributed`); then an `_s2s_unreduce` bound to a name read only as their
         operand as `_s2s_unreduce_view`."""
-        helper = self.ctx.bindings.get
-        products = []
-        for n in syntax.walk(fn):
-            if (isinstance(n, gast.Call) and isinstance(n.func, gast.Name)
-                    and helper(n.func.id) is runtime.unbroadcast and len(n.args) == 2
-                    and not n.keywords and isinstance(n.args[0], gast.BinOp)
+        helper, unbroadcast = self.ctx.bindings.get, runtime.unbroadcast
+        products, reads, loaded = [], {}, []
+        for n in syntax.values(fn):  # (one walk: the products, and what `distributed` reads)
+            kind = type(n)
+            if kind is gast.Name:
+                if type(n.ctx) is gast.Load:
+                    loaded.append(n.id)
+                continue
+            if not (kind is gast.Call and type(n.func) is gast.Name
+                    and helper(n.func.id) is unbroadcast and len(n.args) == 2):
+                continue
+            if (not n.keywords and isinstance(n.args[0], gast.BinOp)
                     and isinstance(n.args[0].op, gast.Mult)
                     and not any(self.maybe_number(e) for e in (
                         n.args[0].left, n.args[0].right, n.args[1]))):
@@ -125,15 +133,29 @@ class Peephole:
                 n.args = [n.args[0].left, n.args[0].right, n.args[1]]
                 self.names[n] = None
                 products.append(n)
+                continue
+            g = n.args[0]
+            g = g.operand if isinstance(g, gast.UnaryOp) and isinstance(g.op, gast.USub) else g
+            if isinstance(g, gast.Name):
+                reads.setdefault(g.id, []).append(n)
         if not products:
             return
-        self.distributed(fn)
-        operands = {id(a) for n in syntax.walk(fn) if self.is_helper(n, "unbroadcast_product")
-                    for a in n.args[:2] if isinstance(a, gast.Name)}
+        self.distributed(fn, reads, collections.Counter(loaded))
+        # (one walk: the names, in the order of `name_nodes`, and the operands of products)
+        helper, product = self.ctx.bindings.get, runtime.unbroadcast_product
+        operands, names = set(), []
+        for n in syntax.values(fn):
+            kind = type(n)
+            if kind is gast.Name:
+                names.append(n)
+            elif kind is gast.Call and type(n.func) is gast.Name and helper(
+                    n.func.id) is product:
+                operands.update(id(a) for a in n.args[:2] if isinstance(a, gast.Name))
         loads = {}
-        for n in syntax.name_nodes(fn):
+        for n in names:
             loads.setdefault(n.id, []).append(id(n) in operands and type(n.ctx) is gast.Load)
         for body in syntax.blocks(fn.body):
+            mentions = None     # {name: the positions of the statements reading or binding it}
             for i, s in enumerate(body):
                 if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
                         and self.is_helper(s.value, "unreduce")
@@ -143,9 +165,13 @@ class Peephole:
                 # a view of the adjoint `g`: read only while nothing writes in place
                 # (into `g`'s memory, through any name) after it
                 name, fresh = s.targets[0].id, isinstance(s.value.args[0], _NEW_VALUES)
-                last = max((j for j in range(i + 1, len(body))
-                            if name in self.names_of(body[j])[0]
-                            or name in self.names_of(body[j])[1]), default=None)
+                if mentions is None:    # (found once per block: a rewrite here changes
+                    mentions = {}       # only the helper a statement calls)
+                    for j, t in enumerate(body):
+                        for n in set().union(*self.names_of(t)):
+                            mentions.setdefault(n, []).append(j)
+                at = mentions.get(name, [])
+                last = at[-1] if at and at[-1] > i else None
                 if last is not None and (fresh or self.left_alone(
                         body, i, last, _operands(s.value.args[0]))):
                     s.value.func = syntax.name(self.ctx.runtime("unreduce_view"))
@@ -155,23 +181,16 @@ class Peephole:
         return (isinstance(n, gast.Call) and isinstance(n.func, gast.Name)
                 and self.ctx.bindings.get(n.func.id) is getattr(runtime, name))
 
-    def distributed(self, fn):
+    def distributed(self, fn, reads, loaded):
         """`fn` where a name bound once to a product of arrays, or a sum of products of
         one shape (`_s2s_unbroadcast_product(a, b, y) + 2 * c * y`), read only summed down
         to other shapes (`_s2s_unbroadcast(d, x)`, `_s2s_unbroadcast(-d, x)`, at most twice, in
         the same block), is not bound: each read sums each product down (one contraction
         each, `_s2s_unbroadcast_product(a, b, x) + 2 * _s2s_unbroadcast_product(c, y,
-        x)`), which no array of the sum's size needs."""
-        stored = self.stored
-        reads = {}
-        for n in syntax.walk(fn):
-            if self.is_helper(n, "unbroadcast") and len(n.args) == 2:
-                g = n.args[0]
-                g = g.operand if isinstance(g, gast.UnaryOp) and isinstance(
-                    g.op, gast.USub) else g
-                if isinstance(g, gast.Name):
-                    reads.setdefault(g.id, []).append(n)
-        loaded, dropped = collections.Counter(syntax.names_loaded(fn)), set()
+        x)`), which no array of the sum's size needs. (`reads`: {name: the
+        `_s2s_unbroadcast` calls of it or of its negation}, and `loaded`, how often each
+        name is read: found in the walk of `contractions`.)"""
+        stored, dropped = self.stored, set()
         for body in list(syntax.blocks(fn.body)):
             classes = None          # (made for a block with a candidate only)
             for i, s in enumerate(body):
@@ -184,7 +203,8 @@ class Peephole:
                 if not 0 < len(uses) <= 2 or len(uses) != loaded[d] or terms is None:
                     continue
                 if classes is None:
-                    classes = ShapeClasses(body, stored, self.maybe_number, self.is_helper)
+                    classes = ShapeClasses(body, stored, self.maybe_number, self.is_helper,
+                                           self.stores_of)
                 shape = {classes.of(t, i) for _, t in terms}
                 if (len(shape) != 1 or shape & {None, "number"}
                         or any(classes.of(u.args[1], i) in shape for u in uses)):
@@ -241,7 +261,7 @@ class Peephole:
         where = []
         for u in uses:
             j = next((j for j in range(i + 1, len(body))
-                      if any(n is u for n in syntax.walk(body[j]))), None)
+                      if any(n is u for n in syntax.values(body[j]))), None)
             if j is None or not isinstance(body[j], (gast.Assign, gast.AugAssign, gast.Expr)):
                 return None
             where.append(j)
@@ -357,7 +377,7 @@ class Peephole:
                 continue
             x = value.args[0].id
             if (x not in self.known.dtypes or stored[x] != 1
-                    or self.ctx.types.get(x) is not np.ndarray):
+                    or self.types.get(x) is not np.ndarray):
                 continue
             dtype = self.known.dtypes[x]
             if dtype.kind != "f" or dtype.itemsize < 4:
@@ -456,7 +476,7 @@ class Peephole:
                 target.ctx = gast.Load()
                 out.append(syntax.located(syntax.assign(views[key], target), s))
             s.target = syntax.name(views[key], store=True)
-            out.append(s)
+            out.append(self.changed(s))
         return out
 
     def without_unit_products(self, s, facts):
@@ -476,7 +496,7 @@ class Peephole:
         number = self.number
         return any(type(n) is gast.BinOp and (number(n.left) is not None
                                               or number(n.right) is not None)
-                   for n in syntax.walk(node))
+                   for n in syntax.values(node))
 
     def dropped(self, node, facts):
         """`node` with the products by 1 inside it dropped (`without_unit_products`)."""
@@ -511,16 +531,19 @@ class Peephole:
         assignment of a float expression, or the element of a tape that every push
         gives a float (`tape_elements`). A name with a binding of another form (a loop
         over `range`, an unpacked tuple) is none."""
-        types = self.ctx.types
+        types = self.types
         floats = {p for p, t in types.items() if t is float and "." in p}
         bindings = {p: [] for p, t in types.items() if t is float and "." not in p}
+        reads = {}      # {name: the names each of its bindings reads}
         statements = syntax.statements(fn)
         for s in statements:
             if isinstance(s, gast.Assign) and len(s.targets) == 1 and \
                     isinstance(s.targets[0], gast.Name):
                 bindings.setdefault(s.targets[0].id, []).append(s.value)
+                reads.setdefault(s.targets[0].id, []).append(self.names_of(s)[0])
         for target, values in self.tape_elements(fn, statements):
             bindings.setdefault(target, []).extend(values)
+            reads.setdefault(target, []).extend(syntax.names_loaded(v) for v in values)
         # a name bound in another way too is none (a parameter is bound once more)
         params = set(syntax.names_stored(fn.args))
         candidates = {n for n, values in bindings.items()
@@ -529,8 +552,8 @@ class Peephole:
         floats |= candidates
         readers = {}                    # {name: the candidates a binding of reads it}
         for n in candidates:
-            for v in bindings[n]:
-                for m in syntax.names_loaded(v):
+            for names in reads.get(n, ()):
+                for m in names:
                     readers.setdefault(m, set()).add(n)
         todo = list(candidates)
         while todo:
@@ -627,7 +650,7 @@ class Peephole:
 
     def is_int(self, e):
         return (isinstance(e, gast.Constant) and type(e.value) is int) or (
-            isinstance(e, gast.Name) and self.ctx.types.get(e.id) is int)
+            isinstance(e, gast.Name) and self.types.get(e.id) is int)
 
     def without_unit_factors(self, body, before):
         """`body` without the in-place multiplications of float arrays by 1 (the seed
@@ -699,6 +722,12 @@ class Peephole:
                 gast.Store, gast.Param)})
         return found
 
+    def stores_of(self, s):
+        """The names `s` binds or deletes."""
+        if type(s) in (gast.Assign, gast.AugAssign, gast.Expr):     # (no `del` inside)
+            return self.names_of(s)[1]
+        return {n.id for n in syntax.name_nodes(s) if type(n.ctx) is not gast.Load}
+
     def changed(self, s):
         """`s`, whose names are found again when next asked for."""
         self.names[s] = None
@@ -735,7 +764,7 @@ def _written(s, last=False):
         out |= {_root(t) for t in s.targets if not isinstance(t, gast.Name)}
     elif not isinstance(s, gast.Expr):
         return None
-    for n in syntax.walk(s):
+    for n in syntax.values(s):
         if isinstance(n, gast.keyword) and n.arg == "out":
             out.add(_root(n.value))
         elif (isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute)
@@ -748,8 +777,9 @@ def _written(s, last=False):
 def _operands(e):
     """The names of the values expression `e` reads (not those of functions it calls or
     of modules whose attributes it reads)."""
-    skip = {id(n.func) for n in syntax.walk(e) if isinstance(n, gast.Call)} | {
-        id(n.value) for n in syntax.walk(e) if isinstance(n, gast.Attribute)}
+    found = syntax.values(e)
+    skip = {id(n.func) for n in found if isinstance(n, gast.Call)} | {
+        id(n.value) for n in found if isinstance(n, gast.Attribute)}
     return {n.id for n in syntax.name_nodes(e)
             if type(n.ctx) is gast.Load and id(n) not in skip}
 
@@ -768,10 +798,14 @@ class ShapeClasses:
     by another kind of statement), or of one of its own when it is bound once and not in
     the block; a number goes with any shape (None is unknown)."""
 
-    def __init__(self, body, stored, is_number, is_helper):
+    def __init__(self, body, stored, is_number, is_helper, stores_of):
         self.body, self.stored = body, stored
         self.is_number, self.is_helper = is_number, is_helper
         self.found = {}
+        self.binding = {}   # {name: the positions of the statements binding it}, in order
+        for j, s in enumerate(body):
+            for n in stores_of(s):
+                self.binding.setdefault(n, []).append(j)
 
     def of(self, e, at):
         """The class of `e` evaluated before `self.body[at]`."""
@@ -793,7 +827,9 @@ class ShapeClasses:
         return None
 
     def name(self, id, at):
-        j = next((j for j in range(at - 1, -1, -1) if syntax.stores(self.body[j], id)), None)
+        positions = self.binding.get(id, ())
+        k = bisect.bisect_left(positions, at)
+        j = positions[k - 1] if k else None
         if j is None:
             return ("name", id) if self.stored[id] == 1 else None
         key = (id, j)

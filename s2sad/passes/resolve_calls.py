@@ -162,8 +162,8 @@ class ResolveCalls:
         companions = [c.targets[0].id for made in self.companions.values() for c in made]
         defining = {name: self.assignments[name] for name in companions + [
             name for name, known in self.known.items() if known is not None]}
-        while True:
-            read = set(syntax.names_loaded(fn))
+        while True:     # (`fn` as `self.reads` counted it, unless something changed)
+            read = set(syntax.names_loaded(fn)) if self.changed else set(self.reads)
             unread = {id(s) for name, made in defining.items() if name not in read
                       for s in made}
             if not unread:

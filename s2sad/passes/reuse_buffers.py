@@ -49,6 +49,8 @@ def f_grad(x):
     del t_2_bar
     return x_bar
 """
+import collections
+
 import gast
 import numpy as np
 
@@ -142,18 +144,18 @@ class ReuseBuffers:
     def rewritten(self, s, facts, live):
         if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)):
             return [s]
-        read = {n: facts[n] for n in syntax.names_loaded(s.value) if n in facts}
+        loaded = syntax.names_loaded(s.value)
+        read = {n: facts[n] for n in loaded if n in facts}
         free = {n for n, f in read.items() if f.buffers and not f.buffers & ~self.known.owned
                 and f.kind in (ND, NDARRAY) and not f.buffers & live}
-        value = self.factored(s.value, facts)
-        steps = self.known.plan(value, facts, free)
+        value, loads = self.factored(s.value, facts), collections.Counter(loaded)
+        steps = self.known.plan(value, facts, free, loads if value is s.value else None)
         if value is not s.value and (not steps or steps[0][0] == "bind"):
-            steps = self.known.plan(s.value, facts, free)     # factoring allocates anyway
+            steps = self.known.plan(s.value, facts, free, loads)  # factoring allocates anyway
         if not steps or steps[0][0] == "bind" and len(steps) == 1:
             return [s]
         target = s.targets[0].id
-        if list(syntax.names_loaded(steps[0][1])).count(target) != list(
-                syntax.names_loaded(s.value)).count(target):
+        if syntax.names_loaded(steps[0][1]).count(target) != loaded.count(target):
             return [s]      # (in a loop, `u = ... + u`: a later step would read the new u)
         return [syntax.located(x, s) for x in (self.spelled(step, target) for step in steps)]
 
@@ -189,7 +191,7 @@ class ReuseBuffers:
             if not any(self.known.is_addition(s) for s in body):
                 return body, facts
             live = self.known.live(body, facts)
-            names = [(set(syntax.names_loaded(s)), set(syntax.names_stored(s))) for s in body]
+            names = [_names(s) for s in body]
             found = next((found for a in range(len(body)) if self.known.is_addition(body[a])
                           for found in [self.zeros_slice(body, a, facts, live, names)]
                           if found), None)
@@ -322,3 +324,10 @@ class ReuseBuffers:
             return False
         return (earlier.targets[0].id not in syntax.names_loaded(s)
                 and not written & self.known.loaded(earlier.value, before))
+
+
+def _names(s):
+    """(the names `s` reads, those it binds), in one walk."""
+    found = syntax.name_nodes(s)
+    return ({n.id for n in found if type(n.ctx) is gast.Load},
+            {n.id for n in found if type(n.ctx) in (gast.Store, gast.Param)})

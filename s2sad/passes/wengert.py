@@ -379,9 +379,19 @@ def _reads_result(value, src):
     """Whether the derivative rule of `value` reads its result (`ans`)."""
     if not isinstance(value, (gast.Call, gast.BinOp, gast.UnaryOp)):
         return False
-    op = operations.classify(value, src)
-    return op.variant is not None and any(
-        n.id == "ans" for t in op.variant.templates.values() for n in syntax.name_nodes(t.tree))
+    variant = operations.classify(value, src).variant
+    if variant is None:
+        return False
+    found = _READS_ANS.get(id(variant))
+    if found is None or found[0] is not variant:
+        found = _READS_ANS[id(variant)] = (variant, any(
+            n.id == "ans" for t in variant.templates.values() for n in syntax.name_nodes(t.tree)))
+    return found[1]
+
+
+#: {id(rule variant): (the variant, whether its templates read `ans`)}: its templates are
+#: looked at once, not at each statement (the variant is kept, so its id stays its own)
+_READS_ANS = {}
 
 
 def _take_return(stmts):
