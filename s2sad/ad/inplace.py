@@ -208,9 +208,10 @@ class InPlaceWrites:
 def final_element_reads(loop, rev):
     """The statements of `loop`'s body (a `for` over `range` at the top of the function,
     counter `i`) that read an element of an array, `t = a[i + c]`, that no write changes
-    after the iteration reads it: `a` is the array the loop carries (or one nothing
-    writes), and each element write into its memory comes before the loop, or in the
-    loop at `i + d` with `d > c`. The reversed loop reads such an element back from the
+    after the iteration reads it: `a` is the array the loop carries, bound in the loop
+    only through its element writes, or one nothing writes; each element write into
+    its memory is in the loop at `i + d` with `d > c` (none through a view, none after
+    the loop). The reversed loop reads such an element back from the
     array's final value instead of a tape, as a hand-written adjoint reads `u[i]`.
     (Only statements that run on every path, before any jump.)"""
     fn, src, kinds = rev.wengert, rev.src, rev.kinds
