@@ -255,9 +255,8 @@ def _minus_one(e):
 
 def _offset_of(value, counters):
     """Whether `value` is a counter of `counters` plus or minus an int (`i - 1`)."""
-    return (isinstance(value, gast.BinOp) and isinstance(value.op, (gast.Add, gast.Sub))
-            and isinstance(value.left, gast.Name) and value.left.id in counters
-            and isinstance(value.right, gast.Constant) and type(value.right.value) is int)
+    return isinstance(value, gast.BinOp) and any(
+        syntax.counter_offset(value, c, {}) is not None for c in counters)
 
 
 def bound_before_loops(fn):

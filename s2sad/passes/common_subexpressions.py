@@ -118,9 +118,8 @@ class _Merge:
             if not isinstance(c, gast.Call):
                 continue
             # (a method, `x.copy()`, resolves to no object: not known to be pure)
-            prim = getattr(c.func, "s2s_prim", None) or self.src.resolve(c.func)
-            record = registry.primitive(prim)
-            if record is None or record.writes is not None:
+            if not registry.writes_nothing(getattr(c.func, "s2s_prim", None)
+                                           or self.src.resolve(c.func)):
                 return True
         return False
 

@@ -84,9 +84,8 @@ def tangents_late(jvp, ctx):
         helper = ctx.bindings.get(c.func.id) if isinstance(c.func, gast.Name) else None
         if getattr(helper, "__module__", "").startswith("s2sad.rules."):
             return True
-        record = registry.primitive(getattr(c.func, "s2s_prim", None)
-                                    or ctx.src.resolve(c.func))
-        return record is not None and record.writes is None
+        return registry.writes_nothing(getattr(c.func, "s2s_prim", None)
+                                       or ctx.src.resolve(c.func))
     body, out, run = jvp.body, [], []
     for s in body + [None]:
         if s is not None and isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name) \

@@ -194,6 +194,13 @@ def load_optional():
         entry[1]()
 
 
+def writes_nothing(prim):
+    """Whether `prim` is a primitive s2sad knows that writes into none of its arguments
+    (so a call of it changes no value: it may move, or repeat, without a difference)."""
+    record = primitive(prim)
+    return record is not None and record.writes is None
+
+
 def primitive(prim):
     """The record of `prim`, or None (also for an unhashable object). A dataclass or
     named tuple class has one made on first use (`_constructor`)."""
