@@ -66,6 +66,8 @@ class _Merge:
     def __init__(self, ctx, stored, merged):
         self.kinds, self.src, self.stored, self.merged = ctx.value_kinds, ctx.src, stored, merged
         self.same = {}      # {merged name: the name it is}, so that merges chain
+        self.reads = {}     # {key: the names it reads}
+        self.keys_of = {}   # {name: the keys that read it or were its value}
 
     def block(self, stmts, known):
         """Merge in `stmts` given `known` ({value key: name}, changed in place)."""
@@ -82,8 +84,10 @@ class _Merge:
                     self.same[target] = known[key]
                     continue
                 self.forget(known, {target})
-                if key is not None and self.stored[target] == 1 and target not in _names(key):
+                if key is not None and self.stored[target] == 1 \
+                        and target not in self.names(key):
                     known[key] = target
+                    self.keys_of.setdefault(target, set()).add(key)
                 continue
             if isinstance(s, (gast.If, gast.For, gast.While, gast.Try, gast.With)):
                 if isinstance(s, (gast.For, gast.While)):
@@ -105,12 +109,23 @@ class _Merge:
             else:
                 self.forget(known, set(syntax.names_stored(s)))
 
-    @staticmethod
-    def forget(known, names):
+    def names(self, key):
+        """The names `key` reads (found once per key)."""
+        out = self.reads.get(key)
+        if out is None:
+            out = self.reads[key] = _names(key)
+            for name in out:
+                self.keys_of.setdefault(name, set()).add(key)
+        return out
+
+    def forget(self, known, names):
+        """Drop from `known` the values that read one of `names` or are one of them."""
         if not names or not known:
             return
-        for key in [k for k, v in known.items() if v in names or _names(k) & names]:
-            del known[key]
+        for name in names:
+            for key in self.keys_of.get(name, ()):
+                if key in known and (known[key] in names or self.reads[key] & names):
+                    del known[key]
 
     def impure(self, node):
         """Whether `node` calls something that may write into its arguments."""
