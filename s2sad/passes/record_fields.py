@@ -52,7 +52,10 @@ from ..analysis.names import rename
 
 def run(fn, ctx):
     """The pass."""
-    params = [a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
+    params = [a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs
+              if _fields(ctx.types.get(a.id))]
+    if not params:
+        return fn       # (no dataclass parameter)
     body = syntax.if_(syntax.const(True), fn.body)
     stores = collections.Counter(syntax.names_stored(body))
     loads = collections.Counter(n.id for n in syntax.name_nodes(body)
