@@ -231,7 +231,7 @@ class ArrayFacts:
                 meta[n] = self.join(meta[n], f[:3]) if n in meta else f[:3]
                 extra[n] |= f.buffers & ~local
                 joined = set()      # (a name joined once is in `n`'s group from then on)
-                for b in _positions(f.buffers & local):
+                for b in _positions(f.buffers >> first):    # (the body's: from `first`)
                     other = owner.get(b)
                     if other is None:
                         owner[b] = n
@@ -446,7 +446,7 @@ class ArrayFacts:
     def fact(self, e, facts):
         """The fact of the value of expression `e`, given `facts` of the names."""
         fact = self.computed(e, facts)
-        if fact.kind not in (INTS, DUCK) and self.reads_duck(e, facts):
+        if self.ducks and fact.kind not in (INTS, DUCK) and self.reads_duck(e, facts):
             return fact._replace(kind=DUCK)
         return fact
 
