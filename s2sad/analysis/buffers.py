@@ -206,6 +206,7 @@ class ArrayFacts:
         # of the buffers the body allocates would otherwise widen every round
         first, kept = next(self.ids), (self.owned, dict(self.named_buffers),
                                        set(self.floating), dict(self.loops), dict(self.taped))
+        outside = (1 << first) - 1      # the buffers from outside the body (`~local`)
         for _ in range(10):
             self.ids = itertools.count(first)
             self.owned, named, floating, loops, taped = kept
@@ -229,9 +230,9 @@ class ArrayFacts:
                 if f is None:
                     continue
                 meta[n] = self.join(meta[n], f[:3]) if n in meta else f[:3]
-                extra[n] |= f.buffers & ~local
+                extra[n] |= f.buffers & outside
                 joined = set()      # (a name joined once is in `n`'s group from then on)
-                for b in _positions(f.buffers & local):
+                for b in _positions(f.buffers >> first):    # (the body's: from `first`)
                     other = owner.get(b)
                     if other is None:
                         owner[b] = n
@@ -446,7 +447,7 @@ class ArrayFacts:
     def fact(self, e, facts):
         """The fact of the value of expression `e`, given `facts` of the names."""
         fact = self.computed(e, facts)
-        if fact.kind not in (INTS, DUCK) and self.reads_duck(e, facts):
+        if self.ducks and fact.kind not in (INTS, DUCK) and self.reads_duck(e, facts):
             return fact._replace(kind=DUCK)
         return fact
 
@@ -554,12 +555,11 @@ class ArrayFacts:
     def result(self, operands):
         """The fact of a new value that operands of `operands` broadcast and promote to."""
         fresh = self.new(owned=True)
-        shapes, dtypes, kinds, buffers = [], [], set(), 1 << fresh
+        shapes, dtypes, kinds = [], [], set()
         for f in operands:      # (one look at each operand: thousands of calls)
             shapes.append(f.shape)
             dtypes.append(f.dtype)
             kinds.add(f.kind)
-            buffers |= f.buffers
         shape = None if None in shapes else self.canonical(frozenset().union(*shapes))
         dtype = None if None in dtypes else frozenset().union(*dtypes)
         if dtype and not self.is_float(dtype):
@@ -568,7 +568,11 @@ class ArrayFacts:
                 NUMBER if kinds <= {NUMBER} else None)
         if kind is None and kinds <= {NDARRAY, NUMBER}:
             kind = ND if self.axes(Fact(shape, kind=NDARRAY)) == ND else None   # (0-d: a scalar)
-        return Fact(shape, dtype, kind, 1 << fresh if None not in kinds else buffers)
+        buffers = 1 << fresh
+        if None in kinds:       # (else a new value: the operands' buffers, big ints, unread)
+            for f in operands:
+                buffers |= f.buffers
+        return Fact(shape, dtype, kind, buffers)
 
     def indexed(self, e, base, facts):
         if base.kind == INTS:

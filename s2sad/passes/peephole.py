@@ -485,23 +485,36 @@ class Peephole:
         if isinstance(s, gast.Assign) and isinstance(s.value, gast.BinOp) and any(
                 self.number(x) == 1 and not self.certainly_float(y, self.floats)
                 for x, y in ((s.value.left, s.value.right), (s.value.right, s.value.left))):
-            s.value.left = self.dropped(s.value.left, facts)
-            s.value.right = self.dropped(s.value.right, facts)
+            s.value.left = self.dropped(s.value.left, facts, [])
+            s.value.right = self.dropped(s.value.right, facts, [])
             return self.changed(s)
-        return self.changed(self.dropped(s, facts)) if self.has_number_operand(s) else s
+        found = []
+        s = self.dropped(s, facts, found)
+        return self.changed(s) if found else s
 
-    def has_number_operand(self, node):
-        """Whether an operation in `node` has a number operand: `dropped` changes no
-        other (an operation folds only once one of its operands is a number)."""
-        number = self.number
-        return any(type(n) is gast.BinOp and (number(n.left) is not None
-                                              or number(n.right) is not None)
-                   for n in syntax.values(node))
-
-    def dropped(self, node, facts):
-        """`node` with the products by 1 inside it dropped (`without_unit_products`)."""
-        syntax.rebuilt(node, lambda child: self.dropped(child, facts))
-        return self.operation_dropped(node, facts) if isinstance(node, gast.BinOp) else node
+    def dropped(self, node, facts, found):
+        """`node` with the products by 1 inside it dropped (`without_unit_products`), in
+        place; `found` gets an entry for each operation with a number operand (no other
+        changes: an operation folds only once one of its operands is a number, which a
+        folded operand was made of)."""
+        fields = _OPERAND_FIELDS.get(type(node))
+        if fields is None:
+            fields = _OPERAND_FIELDS[type(node)] = tuple(
+                f for f in node._fields if f not in _NO_OPERAND)
+        get = node.__dict__.get
+        for field in fields:        # (as `syntax.rebuilt`, without contexts and operators)
+            value = get(field)
+            if type(value) is list:
+                value[:] = [self.dropped(v, facts, found) if isinstance(v, gast.AST) else v
+                            for v in value]
+            elif isinstance(value, gast.AST):
+                setattr(node, field, self.dropped(value, facts, found))
+        if type(node) is not gast.BinOp:
+            return node
+        if self.number(node.left) is not None or self.number(node.right) is not None:
+            found.append(node)
+            return self.operation_dropped(node, facts)
+        return node
 
     def operation_dropped(self, node, facts):
         """The operation `node` (its operands done) folded, or its operand for a product
@@ -743,6 +756,10 @@ class Peephole:
                 and any(k.arg == "out" for k in s.value.keywords) else s for s in body]
 
 
+#: The fields that hold no operation (`Peephole.dropped`), and those of each class that may.
+_NO_OPERAND = frozenset({"id", "attr", "arg", "kind", "type_comment", "conversion",
+                         "is_async", "simple", "level", "module", "ctx", "op", "ops"})
+_OPERAND_FIELDS = {gast.Constant: ()}
 #: Expressions whose value is a new array (or a number), no other name's memory.
 _NEW_VALUES = (gast.BinOp, gast.UnaryOp, gast.Constant)
 #: Methods that write into their array (or an argument).

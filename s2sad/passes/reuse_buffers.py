@@ -146,7 +146,8 @@ class ReuseBuffers:
             return [s]
         loaded = syntax.names_loaded(s.value)
         read = {n: facts[n] for n in loaded if n in facts}
-        free = {n for n, f in read.items() if f.buffers and not f.buffers & ~self.known.owned
+        others = ~self.known.owned      # (a big int: made once a statement)
+        free = {n for n, f in read.items() if f.buffers and not f.buffers & others
                 and f.kind in (ND, NDARRAY) and not f.buffers & live}
         value, loads = self.factored(s.value, facts), collections.Counter(loaded)
         steps = self.known.plan(value, facts, free, loads if value is s.value else None)
