@@ -475,6 +475,23 @@ def rebuilt(node, f):
     return node
 
 
+def rebuilt_values(node, f):
+    """`rebuilt` that leaves out contexts and operators (the fields `values` visits): `f`
+    then never sees one, for a transformation that changes neither."""
+    kind = type(node)
+    fields = _VALUED.get(kind)
+    if fields is None:
+        fields = _VALUED[kind] = tuple(x for x in kind._fields if x not in _NAMELESS)
+    get = node.__dict__.get
+    for field in fields:
+        value = get(field)
+        if type(value) is list:
+            value[:] = [f(v) if isinstance(v, gast.AST) else v for v in value]
+        elif isinstance(value, gast.AST):
+            setattr(node, field, f(value))
+    return node
+
+
 def replace_loads(node, name, make):
     """`node` where each read of the name `name` below it is `make()`, in place (what
     `rebuilt` makes, calling itself down the tree, in a fraction of its time)."""

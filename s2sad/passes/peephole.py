@@ -497,18 +497,7 @@ class Peephole:
         place; `found` gets an entry for each operation with a number operand (no other
         changes: an operation folds only once one of its operands is a number, which a
         folded operand was made of)."""
-        fields = _OPERAND_FIELDS.get(type(node))
-        if fields is None:
-            fields = _OPERAND_FIELDS[type(node)] = tuple(
-                f for f in node._fields if f not in _NO_OPERAND)
-        get = node.__dict__.get
-        for field in fields:        # (as `syntax.rebuilt`, without contexts and operators)
-            value = get(field)
-            if type(value) is list:
-                value[:] = [self.dropped(v, facts, found) if isinstance(v, gast.AST) else v
-                            for v in value]
-            elif isinstance(value, gast.AST):
-                setattr(node, field, self.dropped(value, facts, found))
+        syntax.rebuilt_values(node, lambda child: self.dropped(child, facts, found))
         if type(node) is not gast.BinOp:
             return node
         if self.number(node.left) is not None or self.number(node.right) is not None:
@@ -756,10 +745,6 @@ class Peephole:
                 and any(k.arg == "out" for k in s.value.keywords) else s for s in body]
 
 
-#: The fields that hold no operation (`Peephole.dropped`), and those of each class that may.
-_NO_OPERAND = frozenset({"id", "attr", "arg", "kind", "type_comment", "conversion",
-                         "is_async", "simple", "level", "module", "ctx", "op", "ops"})
-_OPERAND_FIELDS = {gast.Constant: ()}
 #: Expressions whose value is a new array (or a number), no other name's memory.
 _NEW_VALUES = (gast.BinOp, gast.UnaryOp, gast.Constant)
 #: Methods that write into their array (or an argument).
