@@ -358,7 +358,7 @@ def values(node):
         if fields is None:
             if not isinstance(n, AST):
                 continue
-            fields = valued[kind] = tuple(f for f in n._fields if f not in _NAMELESS)
+            fields = _valued(kind)
         out.append(n)
         if fields:
             get = n.__dict__.get
@@ -372,6 +372,12 @@ def values(node):
 
 
 _VALUED = {gast.Constant: ()}
+
+
+def _valued(kind):
+    """The fields of a node of type `kind` that `values` visits (kept in `_VALUED`)."""
+    fields = _VALUED[kind] = tuple(f for f in kind._fields if f not in _NAMELESS)
+    return fields
 
 
 def statements(node):
@@ -457,31 +463,16 @@ def _substituted(x, mapping, memo):
     return copy.deepcopy(x, memo)
 
 
-def rebuilt(node, f):
+def rebuilt(node, f, values_only=False):
     """`node` with each child `c` replaced by `f(c)`, in place, as `gast.NodeTransformer`
     does: the transformations the passes run thousands of times, without a class each.
-    (The fields that never hold a node, see `walk`, are not looked at.)"""
+    (The fields that never hold a node, see `walk`, are not looked at; with
+    `values_only`, nor contexts and operators, the fields `values` leaves out: `f` then
+    never sees one.)"""
     kind = type(node)
-    fields = _WALKED.get(kind)
+    fields = (_VALUED if values_only else _WALKED).get(kind)
     if fields is None:
-        fields = _walked(kind)
-    get = node.__dict__.get
-    for field in fields:
-        value = get(field)
-        if type(value) is list:
-            value[:] = [f(v) if isinstance(v, gast.AST) else v for v in value]
-        elif isinstance(value, gast.AST):
-            setattr(node, field, f(value))
-    return node
-
-
-def rebuilt_values(node, f):
-    """`rebuilt` that leaves out contexts and operators (the fields `values` visits): `f`
-    then never sees one, for a transformation that changes neither."""
-    kind = type(node)
-    fields = _VALUED.get(kind)
-    if fields is None:
-        fields = _VALUED[kind] = tuple(x for x in kind._fields if x not in _NAMELESS)
+        fields = _valued(kind) if values_only else _walked(kind)
     get = node.__dict__.get
     for field in fields:
         value = get(field)

@@ -497,7 +497,8 @@ class Peephole:
         place; `found` gets an entry for each operation with a number operand (no other
         changes: an operation folds only once one of its operands is a number, which a
         folded operand was made of)."""
-        syntax.rebuilt_values(node, lambda child: self.dropped(child, facts, found))
+        syntax.rebuilt(node, lambda child: self.dropped(child, facts, found),
+                       values_only=True)
         if type(node) is not gast.BinOp:
             return node
         if self.number(node.left) is not None or self.number(node.right) is not None:
