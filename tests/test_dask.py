@@ -18,9 +18,10 @@ import pytest
 
 import s2sad
 from numpy_cases import fd_array_grad
+from optional import require
 
-da = pytest.importorskip("dask.array", reason="the Dask tests need dask[array]")
-distributed = pytest.importorskip("distributed", reason="the Dask tests need distributed")
+da = require("dask.array", "dask")
+distributed = require("distributed", "dask")
 import dask  # noqa: E402
 
 

@@ -10,8 +10,9 @@ import math
 import numpy as np
 import pytest
 
-numba = pytest.importorskip("numba", reason="the numba backend needs Numba, an optional "
-                                             "dependency (pip install 's2sad[numba]')")
+from optional import require
+
+numba = require("numba", "numba")
 
 import s2sad  # noqa: E402
 from s2sad.errors import NativeBackendError  # noqa: E402

@@ -16,7 +16,9 @@ import warnings
 import numpy as np
 import pytest
 
-scipy = pytest.importorskip("scipy", reason="SciPy is optional; its rules need it")
+from optional import require
+
+scipy = require("scipy", "scipy")
 from scipy import linalg, special, stats  # noqa: E402
 from scipy.stats import norm  # noqa: E402
 
