@@ -1,13 +1,15 @@
 """Helpers for the values s2sad differentiates through that are not arrays: the zero
-adjoint of a number, array, tuple, list, dict or dataclass, adjoint accumulation over
-them, and what a loop over a sequence or a dict indexes (`sequence`, `keys`). Generated
-code reaches them through `runtime`, which imports them."""
+adjoint of a number, array, tuple, list, dict or dataclass, the one rule that adds
+adjoints (`add`, leaf by leaf over them), an adjoint in the structure of its value
+(`from_array`), and what a loop over a sequence or a dict indexes (`sequence`, `keys`).
+Generated code reaches them through `runtime`, which imports them."""
 import copy
 import dataclasses
 
 import numpy as np
 
-from .arrays import is_array
+from ..errors import InternalError
+from .arrays import asarray, is_array
 
 
 def zeros_like(x):
@@ -71,19 +73,99 @@ def field_zero(v):
 
 
 def add(a, b):
-    """Adjoint accumulation that also adds tuples, lists, dicts and dataclasses
-    elementwise; None (no adjoint) counts as zero."""
+    """The sum of two adjoints of one value, the one rule every adjoint accumulation
+    follows (the pytree sum): numbers and arrays add; two tuples, lists, dicts or
+    dataclass instances have the structure of the value and add leaf by leaf; None (no
+    adjoint) and a zero count as zero. An array with a list or tuple is the adjoint of
+    the sequence read as an array by NumPy (`np.sum(xs)`): its rows are the adjoints of
+    the entries (see `from_array`). Adjoints of other structures are an InternalError."""
+    if type(a) is type(b) and type(a) in _LEAVES:      # the common case, fast
+        return a + b
     if a is None or is_zero(a):
         return b
     if b is None or is_zero(b):
         return a
-    if isinstance(a, (tuple, list)):
-        return rebuild(a, [add(u, v) for u, v in zip(a, b)])
-    if isinstance(a, dict):
+    if not (_is_structure(a) or _is_structure(b)):
+        return a + b
+    like = a if _is_structure(a) else b
+    if type(a) is not type(like):
+        a = from_array(a, like)
+    if type(b) is not type(like):
+        b = from_array(b, like)
+    if isinstance(like, (tuple, list)):
+        if len(a) != len(b):
+            raise _mismatch(a, b)
+        return rebuild(like, [add(u, v) for u, v in zip(a, b)])
+    if isinstance(like, dict):
+        if a.keys() != b.keys():
+            raise _mismatch(a, b)
         return {k: add(a[k], b[k]) for k in a}
-    if is_record(a):
-        return replace(a, {f: add(getattr(a, f), getattr(b, f)) for f in fields(a)})
-    return a + b
+    return replace(like, {f: add(getattr(a, f), getattr(b, f)) for f in fields(like)})
+
+
+_LEAVES = frozenset({float, np.ndarray})
+
+
+def _is_structure(x):
+    return isinstance(x, (tuple, list, dict)) or is_record(x)
+
+
+def from_array(g, like):
+    """`g`, an adjoint of a value of the structure of `like` (the value, or another
+    adjoint of it), in that structure: the adjoint of `np.array(obj)` for `like=obj`, of
+    a list that NumPy read as an array, or of a list argument (`g` its rows, in a list
+    of `like`'s length). A number `g` stands for itself in every place (a uniform
+    adjoint, or zero); fields that carry no derivative get None. A `g` of another
+    structure is an InternalError."""
+    if g is None:
+        return None
+    if isinstance(like, (tuple, list)):
+        items = [g] * len(like) if _is_number(g) else g
+        if not (is_array(items) or isinstance(items, (tuple, list))) or (
+                len(items) != len(like)):
+            raise _mismatch(g, like)
+        named = is_named_tuple(like)
+        return rebuild(like, [None if named and not carries_derivative(v)
+                              else from_array(u, v) for u, v in zip(items, like)])
+    if isinstance(like, dict):
+        if _is_number(g):
+            return {k: from_array(g, v) for k, v in like.items()}
+        if not isinstance(g, dict) or g.keys() != like.keys():
+            raise _mismatch(g, like)
+        return {k: from_array(g[k], v) for k, v in like.items()}
+    if is_record(like):
+        if type(g) is type(like):
+            return replace(like, {f: from_array(getattr(g, f), getattr(like, f))
+                                  for f in fields(like)})
+        if not _is_number(g):
+            raise _mismatch(g, like)
+        return replace(like, {f: from_array(g, v) if carries_derivative(v) else None
+                              for f, v in ((f, getattr(like, f)) for f in fields(like))})
+    if isinstance(like, np.ndarray):
+        return asarray(g).astype(np.result_type(like.dtype, np.float32), copy=False)
+    return float(g) if isinstance(like, (int, float)) and not _is_structure(g) else g
+
+
+def _is_number(g):
+    """Whether `g` is a number or a 0-d array (not a structure, nor an array of axes)."""
+    return not _is_structure(g) and np.ndim(g) == 0
+
+
+def _mismatch(a, b):
+    return InternalError(
+        f"s2sad's derivative code adds adjoints of one value that have different "
+        f"structures ({_structure(a)} and {_structure(b)}); this is a bug in s2sad: "
+        "please report it with the function")
+
+
+def _structure(x):
+    if isinstance(x, dict):
+        return f"a dict with keys {list(x)}"
+    if isinstance(x, (tuple, list)):
+        return f"a {type(x).__name__} of {len(x)}"
+    if is_array(x):
+        return f"an array of shape {np.shape(x)}"
+    return f"a {type(x).__name__}"
 
 
 def rebuild(like, items):

@@ -8,8 +8,8 @@ from .arrays import (  # noqa: F401 - generated code finds blocks_like in runtim
     add_at, asarray, blocks_like, broadcast_shapes, full, is_array, is_duck_array, number,
     zeros)
 from .containers import (  # noqa: F401 - generated code finds them in runtime
-    add, carries_derivative, is_record, keys, sequence, sort_list_dot, unsequence,
-    unsort_list, zeros_like,
+    add, carries_derivative, from_array, is_record, keys, sequence, sort_list_dot,
+    unsequence, unsort_list, zeros_like,
     field_zero as _field_zero, fields as _fields, is_named_tuple as _is_named_tuple,
     is_zero as _is_zero, joined as _joined, rebuild as _rebuild, repeated as _repeated,
     replace as _replace)
@@ -599,17 +599,6 @@ def vstack(g, arrays):
         return [g] * len(arrays)                    # the zero (see `_spread`)
     rows = [np.atleast_2d(a) for a in arrays]
     return [np.reshape(p, np.shape(a)) for p, a in zip(split_like(g, rows, 0), arrays)]
-
-
-def from_array(g, obj):
-    """The adjoint of np.array(obj): `g` in the nesting of `obj`."""
-    if isinstance(obj, (list, tuple)):
-        if np.ndim(g) == 0:                         # the zero (see `_spread`)
-            return type(obj)(from_array(g, o) for o in obj)
-        return type(obj)(from_array(gi, o) for gi, o in zip(g, obj))
-    if isinstance(obj, np.ndarray):
-        return asarray(g).astype(np.result_type(obj.dtype, np.float32), copy=False)
-    return float(g) if isinstance(obj, (int, float)) else g
 
 
 def untranspose(g, axes=None):
