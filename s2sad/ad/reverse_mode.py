@@ -40,13 +40,13 @@ import gast
 import numpy as np
 
 from ..analysis import operations
-from ..analysis.value_kinds import ARRAY, CONTAINER, SCALAR, sequence_operands, user_class
+from ..analysis.value_kinds import ARRAY, CONTAINER, SCALAR, sequence_operands
 from ..analysis.names import NameCounts, store_counts
 from ..analysis.operations import COPY, CUSTOM, PACK, USER
 from .. import syntax
 from ..syntax import unparse
 from ..errors import InternalError, MissingRuleError
-from ..rules import registry, runtime
+from ..rules import registry
 from ..rules.arrays import is_duck_array_type
 from .calls import CallAdjoints
 from ..passes.checkpointed_loops import is_checkpointed
@@ -132,15 +132,8 @@ class Reverse(CallAdjoints):
         self.unconnected = [p for p in self.wrt if p not in self.active]
         self.user_calls = syntax.NodeMap()
         self.refuse_mutating_calls(fn)
-        self.indexed = {a.id for s in _assigns(fn) for a in _getitem_receivers(s)}
         self.primal_names = {n.id for n in syntax.name_nodes(fn)}
         self.scalar_zeros = False
-        # names holding lists (appended to): their adjoints add entrywise, not by `+`
-        self.containers = {s.targets[0].id for s in _assigns(fn)
-                           if isinstance(s.targets[0], gast.Name) and (
-                               isinstance(s.value, gast.List) or (
-                                   isinstance(s.value, gast.Call) and getattr(
-                                       s.value.func, "s2s_prim", None) is runtime.append))}
         self.in_loops = {name for loop in loops_in(fn.body)
                          for name in syntax.names_stored(loop)}
         seed = self.adj(output) if output in self.active else self.namer.fresh("y_bar")
@@ -241,9 +234,9 @@ class Reverse(CallAdjoints):
             return [syntax.located(x, origin) for x in zeros + [in_place]]
         if target in defined:
             uniform = uniform and target in self.uniform
-            kind = self.kinds.kind.get(target)
-            if kind == CONTAINER or user_class(kind) or (kind != ARRAY and (
-                    target in self.indexed or target in self.containers)):
+            if self.kinds.kind.get(target) not in (SCALAR, ARRAY):
+                # a value that may be a container (a list, a dict, a dataclass, a value
+                # of unknown kind): its adjoints add leaf by leaf (`+` joins lists)
                 expr = syntax.call(self.ctx.runtime("add"), [syntax.name(bar), expr])
             else:
                 expr = syntax.binop(syntax.name(bar), gast.Add(), expr)
@@ -735,10 +728,6 @@ def _same(a, b):
     return isinstance(a, gast.Name) and isinstance(b, gast.Name) and a.id == b.id
 
 
-def _assigns(fn):
-    return [n for n in syntax.statements(fn) if isinstance(n, gast.Assign)]
-
-
 def _free_loads(stmts, bound):
     """Names `stmts` read that are not bound by an enclosing `for` target among them."""
     out = set()
@@ -772,16 +761,6 @@ def _cheap_operands(v):
     else:
         return None
     return operands if all(syntax.is_atom(x) for x in operands) else None
-
-
-def _getitem_receivers(s):
-    """The names `s` indexes or reads a field of: their adjoints are structures."""
-    v = s.value
-    if isinstance(v, gast.Subscript) and isinstance(v.value, gast.Name):
-        yield v.value
-    if (isinstance(v, gast.Attribute) and isinstance(v.value, gast.Name)
-            and registry.ATTRIBUTES.get(v.attr) is None):
-        yield v.value
 
 
 

@@ -50,15 +50,18 @@ from .. import syntax
 
 def run(vjp, ctx):
     """The pass."""
-    return Optimize(ctx.src, ctx.namer).run(vjp, ctx.reverse)
+    return Optimize(ctx.src, ctx.namer, lambda e: ctx.is_runtime_call(e, "add")).run(
+        vjp, ctx.reverse)
 
 
 class Optimize:
-    """See the module docstring."""
+    """See the module docstring; `adds(e)`, whether `e` calls runtime.add (the
+    accumulation of adjoints that may be containers)."""
 
-    def __init__(self, src, namer):
+    def __init__(self, src, namer, adds=lambda e: False):
         self.src = src
         self.namer = namer
+        self.adds = adds
 
     def run(self, fn, result):
         """`fn`, the vjp the reverse transform made (`result`, its ReverseResult)."""
@@ -74,7 +77,7 @@ class Optimize:
             changed = _hoist_equal_branches(pullback.body, names)
             changed |= _propagate_copies(pullback, locals_, names, seen)
             changed |= _inline_single_use(pullback, locals_, names, seen)
-            changed |= _fuse_accumulations(pullback.body, names, seen)
+            changed |= _fuse_accumulations(pullback.body, names, seen, self.adds)
             changed |= _merge_rebinds(pullback.body, names, seen)
             changed |= _drop_dead_adjoints(pullback, locals_, names)
         for loop in result.loops:
@@ -418,7 +421,7 @@ def _loops_over(block, start, stop, name, known):
                if isinstance(block[k], (gast.For, gast.While)))
 
 
-def _fuse_accumulations(stmts, names, seen=None):
+def _fuse_accumulations(stmts, names, seen=None, adds=lambda e: False):
     changed = False
     for block in syntax.blocks(stmts, functions=False):
         known = StatementNames(seen)
@@ -431,13 +434,17 @@ def _fuse_accumulations(stmts, names, seen=None):
                 for k in range(i + 1, len(block)):
                     t = block[k]
                     loads, stores = known.names(t)
-                    if a in loads and _is_accumulation(t, a):
-                        if count_loads(t.value.right, a) == 0:
+                    term = _accumulated(t, a, adds) if a in loads else None
+                    if term is not None:
+                        if count_loads(term, a) == 0:
                             # one read and one assignment of `a` fewer (counted so, not
                             # by reading `t` again: each link of a chain would read it)
                             known.reads_more(t, {a: -1})
                             known.reads_more(t, known.names(s)[0])
-                            t.value = syntax.binop(s.value, gast.Add(), t.value.right)
+                            if isinstance(t.value, gast.BinOp):
+                                t.value = syntax.binop(s.value, gast.Add(), term)
+                            else:
+                                t.value.args[0] = s.value
                             names.loads[a] -= 1
                             names.assigns[a] -= 1
                             del block[i]
@@ -479,10 +486,17 @@ def _merge_rebinds(stmts, names, seen=None):
     return changed
 
 
-def _is_accumulation(s, a):
-    return (isinstance(s, gast.Assign) and syntax.is_name(s.targets[0], a)
-            and isinstance(s.value, gast.BinOp) and isinstance(s.value.op, gast.Add)
-            and syntax.is_name(s.value.left, a))
+def _accumulated(s, a, adds):
+    """The term `e` if `s` is `a = a + e` or `a = _s2s_add(a, e)`, else None."""
+    if not (isinstance(s, gast.Assign) and syntax.is_name(s.targets[0], a)):
+        return None
+    v = s.value
+    if isinstance(v, gast.BinOp) and isinstance(v.op, gast.Add) and syntax.is_name(
+            v.left, a):
+        return v.right
+    if adds(v) and len(v.args) == 2 and syntax.is_name(v.args[0], a):
+        return v.args[1]
+    return None
 
 
 def _drop_dead_adjoints(pullback, locals_, names):
