@@ -37,7 +37,7 @@ from typing import Any, Callable, Union
 import gast
 import numpy as np
 
-from .analysis.value_kinds import ARRAY, SCALAR, ValueKinds, user_class
+from .analysis.value_kinds import ARRAY, CONTAINER, SCALAR, ValueKinds, user_class
 from .analysis.activity import active_names, definitions, varied_names
 from .analysis.buffers import ArrayFacts
 from .analysis.operations import classify
@@ -57,6 +57,10 @@ Wrt = Union[int, str, tuple]
 #: the arrays of libraries NumPy dispatches to (Dask, CuPy: see rules/arrays.py), which are
 #: arrays whose type the derivative is specialised on too (`is_duck_array_type`).
 SPECIALISED = (float, int, np.float64, np.ndarray)
+
+#: The containers whose exact type a derivative is specialised on: their gradients have
+#: their structure. (Not named tuples: their fields are, see `kinds_of`.)
+CONTAINERS = (list, tuple, dict)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -155,7 +159,8 @@ class Compilation:
     def param_kinds(self) -> dict:
         """{parameter: kind} ("scalar", "array", ...) of the parameters of known kind."""
         return {p: (ARRAY if k is np.ndarray else SCALAR) if k in SPECIALISED else
-                ARRAY if is_duck_array_type(k) else k for p, k in self.kinds.items()}
+                ARRAY if is_duck_array_type(k) else CONTAINER if k in CONTAINERS else k
+                for p, k in self.kinds.items()}
 
     @property
     def duck_arrays(self) -> bool:
@@ -356,14 +361,15 @@ def wrt_indices(fn, wrt):
 
 def kinds_of(fn, args):
     """{parameter: type} for the positional arguments whose exact type s2sad specialises
-    on (float, int, ndarray, the arrays of other libraries NumPy dispatches to, and the
-    user's classes, whose methods are found through them), and for the defaults of the parameters after them; {"p.a": type} for such
-    fields of dataclass and named tuple arguments; other arguments are of unknown
-    kind."""
+    on (float, int, ndarray, the arrays of other libraries NumPy dispatches to, lists,
+    tuples and dicts, and the user's classes, whose methods are found through them), and
+    for the defaults of the parameters after them; {"p.a": type} for such fields of
+    dataclass and named tuple arguments; other arguments are of unknown kind."""
     signature = inspect.signature(fn).parameters
     params = list(signature)
     kinds = {p: type(a) for p, a in zip(params, args)
-             if type(a) in SPECIALISED or user_class(type(a)) or is_duck_array_type(type(a))}
+             if type(a) in SPECIALISED or user_class(type(a)) or is_duck_array_type(type(a))
+             or type(a) in CONTAINERS}
     for p in params[len(args):]:        # a default the call leaves, as the guard sees it
         default = signature[p].default
         if (signature[p].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD

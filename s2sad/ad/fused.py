@@ -24,7 +24,7 @@ import copy
 import gast
 import numpy as np
 
-from ..analysis.value_kinds import ARRAY, guarded
+from ..analysis.value_kinds import ARRAY, CONTAINER, guarded
 from ..analysis.operations import COPY, NONDIFF, PACK
 from ..analysis.names import live_names
 from ..analysis.shapes import pattern_tests
@@ -237,13 +237,16 @@ def _shapes_from_earliest(stmts, forward, ctx, among=None):
     order = parameters(ctx.src)
     order += [s.targets[0].id for s in forward if isinstance(s, gast.Assign)
               and isinstance(s.targets[0], gast.Name) and s.targets[0].id in ctx.reverse.straight]
-    order = [n for n in order if among is None or n in among]
+    # (a list and the array NumPy makes of it have one shape, not one structure)
+    kind = ctx.value_kinds.kind
+    order = [n for n in order if (among is None or n in among) and kind.get(n) != CONTAINER]
     first = {}
     for n in order:
         if ctx.shapes.of(n) is not None:
             first.setdefault(ctx.shapes.of(n), n)
     for _, arg in list(ctx.shape_only_args(stmts)):
-        if isinstance(arg, gast.Name) and arg.id in ctx.reverse.straight:
+        if (isinstance(arg, gast.Name) and arg.id in ctx.reverse.straight
+                and kind.get(arg.id) != CONTAINER):
             arg.id = first.get(ctx.shapes.of(arg.id), arg.id)
     return stmts
 

@@ -182,9 +182,13 @@ class Reverse(CallAdjoints):
         return syntax.call(self.ctx.runtime("blocks_like"), [adjoint, syntax.name(p)])
 
     def fitted(self, p, defined):
-        """The adjoint returned for parameter `p` (zeros if it received nothing)."""
+        """The adjoint returned for parameter `p` (zeros if it received nothing); for a
+        list, tuple or dict, in its structure (NumPy gives an array for a list it reads)."""
         if p not in defined:
             return syntax.call(self.ctx.runtime("zeros_like"), [syntax.name(p)])
+        if self.kinds.kind.get(p) == CONTAINER:
+            return syntax.call(self.ctx.runtime("from_array"), [syntax.name(self.adj(p)),
+                                                               syntax.name(p)])
         if p in self.uniform:
             return self.expanded(syntax.name(self.adj(p)), p)
         if self.scalar_zeros and self.kinds.kind.get(p) == ARRAY:
