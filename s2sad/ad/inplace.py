@@ -55,16 +55,18 @@ class InPlaceWrites:
         info = self.rev.loops.get(loop) if loop is not None else None
         aliases = self.classes.get(old, {old})
         earlier = {n for n in aliases if self.order.get(n, -1) < self.order[id(s)]}
+        # an element write keeps the shape a shape-only read sees; an append does not
+        shaped = s.value.func.s2s_prim is runtime.setitem
         if info is None:
-            return not self.value_loads(self.pullback, earlier | {old})
+            return not self.value_loads(self.pullback, earlier | {old}, shaped)
         # in a loop: nor may the pullback read a state from before the loop (the value
         # of `np.tanh` that its own pullback reads, before `a[0] += ...` in the loop)
         before = {n for n in earlier if n not in info.defined_inside}
-        if self.value_loads(self.pullback, before):
+        if self.value_loads(self.pullback, before, shaped):
             return False
         # (an element read back from the final value is no state the writes change)
         reads = [s for s in info.reversed.body if not getattr(s, "s2s_read_back", False)]
-        read = {n for n in aliases if self.value_loads(reads, {n})}
+        read = {n for n in aliases if self.value_loads(reads, {n}, shaped)}
         kept = self.kept_apart(loop, info, aliases, read)
         if kept is None:
             return False
@@ -111,9 +113,10 @@ class InPlaceWrites:
     def assigned_in(self, loop):
         return set(syntax.names_stored(syntax.if_(syntax.const(True), loop.body)))
 
-    def value_loads(self, node, names):
-        """Loads of `names` in `node` other than as shape-only helper arguments."""
-        skip = {id(a) for _, a in self.rev.ctx.shape_only_args(node)}
+    def value_loads(self, node, names, shaped=True):
+        """Loads of `names` in `node`, but (with `shaped`) as shape-only helper
+        arguments."""
+        skip = {id(a) for _, a in self.rev.ctx.shape_only_args(node)} if shaped else set()
         return any(isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
                    and n.id in names and id(n) not in skip
                    for n in syntax.walk(node if isinstance(node, gast.AST)
