@@ -54,7 +54,7 @@ import gast
 from ..analysis import operations
 from ..analysis.activity import closure, definitions
 from ..analysis.names import BlockNames, live_names, rename
-from ..analysis.value_kinds import SCALAR, guarded, sequence_operands
+from ..analysis.value_kinds import ARRAY, SCALAR, guarded, sequence_operands
 from ..analysis.operations import CALL, COPY, CUSTOM, NONDIFF, PACK, USER, classify
 from .. import syntax
 from ..compilation import Callee, parameters
@@ -276,9 +276,10 @@ class Forward:
         for param, template in variant.templates.items():
             if self.is_varied(bound[param]):
                 terms.append(self.instantiate(template, placeholder, param, bound, target))
-        if len(terms) > 1 and getattr(registry.primitive(op.prim), "returns", None) == \
-                "container":
-            # the tangents of a tuple-valued primitive add part by part (`+` joins tuples)
+        if len(terms) > 1 and isinstance(op.node, gast.Call) and self.kinds.kind.get(
+                target) not in (SCALAR, ARRAY):
+            # the tangents of a call that may give a tuple or list add part by part (`+`
+            # joins them)
             expr = terms[0]
             for term in terms[1:]:
                 expr = syntax.call(self.ctx.runtime("add"), [expr, term])
