@@ -18,6 +18,7 @@ only gast and NumPy.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import re
@@ -25,7 +26,7 @@ import re
 import numpy as np
 
 from . import pipeline
-from .compilation import kinds_of
+from .compilation import kinds_of, wrt_indices
 from .errors import NativeBackendError, S2SADError, warn_unconnected
 from .frontend.source import function_from_source, numba_function
 
@@ -72,6 +73,7 @@ class NativeDerivative:
 
     def derivative(self, kinds):
         """The compiled derivative for arguments of `kinds` (see compilation.kinds_of)."""
+        _refuse_containers(self._target, self.wrt, kinds)
         d = pipeline.derivative(self._target, "reverse", self.wrt, kinds,
                                 **pipeline.native_options(self.fused, self.jit))
         return warn_unconnected(d)
@@ -99,6 +101,8 @@ class NativeDerivative:
     def _typed(self, *types):
         """The Python source of the specialisation for Numba `types` (an overload's
         implementation)."""
+        _refuse_containers(self._target, self.wrt, {
+            p: _container_of(t) for p, t in zip(self._params, types)})
         kinds = {}
         for p, t in zip(self._params, types):
             kind = _kind_of(t)
@@ -138,7 +142,9 @@ def jvp(f, primals, tangents, kwargs):
         raise S2SADError("jvp needs at least one tangent that is not None")
     target = pipeline.target(f)
     jit = pipeline.jit_options(f.targetoptions) if numba_function(f) is not None else ()
-    d = warn_unconnected(pipeline.derivative(target, "forward", wrt, kinds_of(target, primals),
+    kinds = kinds_of(target, primals)
+    _refuse_containers(target, wrt, kinds)
+    d = warn_unconnected(pipeline.derivative(target, "forward", wrt, kinds,
                                              **pipeline.native_forward_options(jit)))
     given = [t for t in tangents if t is not None]
     code = d.fn.__code__
@@ -183,6 +189,7 @@ def gradient_code_jvp(f, i, tangents, kinds, stage=None):
     tangent alone, through the cache (what `hvp(f, backend="numba")` compiles). With
     `stage`, its source after that pass of forward mode (for `s2sad show`)."""
     target = pipeline.target(f)
+    _refuse_containers(target, i, kinds)
     jit = pipeline.jit_options(f.targetoptions) if numba_function(f) is not None else ()
     gradient = warn_unconnected(pipeline.derivative(target, "reverse", i, kinds,
                                                     **pipeline.native_options("grad", jit)))
@@ -208,6 +215,27 @@ def _not_compiled(target, exc, where):
         "with the Python backend (the default)")
 
 
+def _refuse_containers(target, wrt, kinds):
+    """Raise a NativeBackendError if a parameter of `target` in `wrt` is specialised on a
+    list, tuple, dict or dataclass (`kinds`, see compilation.kinds_of): its derivative
+    would be one too, and Numba code has no containers."""
+    for i in wrt_indices(target, wrt):
+        p = list(inspect.signature(target).parameters)[i]
+        kind = kinds.get(p)
+        if isinstance(kind, type) and issubclass(kind, (list, tuple, dict)) or (
+                dataclasses.is_dataclass(kind)):
+            what = (f"a {kind.__name__}" if kind in (list, tuple, dict) else "a named tuple"
+                    if issubclass(kind, tuple) else "a dataclass instance")
+            code = target.__code__
+            raise NativeBackendError(
+                f"{code.co_filename}:{code.co_firstlineno}: the numba backend "
+                f"differentiates with respect to numbers and arrays, and {p} of "
+                f"{target.__name__}() is "
+                f"{what}, whose derivative would be one too (Numba code has no "
+                "containers); pass its numbers as an array, or differentiate with the "
+                "Python backend (the default)")
+
+
 def _kind_of(t):
     numba = _numba()
     if isinstance(t, numba.types.Array):
@@ -218,6 +246,18 @@ def _kind_of(t):
         return int
     if isinstance(t, numba.types.Float):
         return float
+    return None
+
+
+def _container_of(t):
+    """The Python type of the container of Numba type `t` (None if it is none)."""
+    numba = _numba()
+    if isinstance(t, numba.types.BaseNamedTuple):
+        return t.instance_class
+    for numba_type, python_type in ((numba.types.List, list), (numba.types.DictType, dict),
+                                    (numba.types.BaseTuple, tuple)):
+        if isinstance(t, numba_type):
+            return python_type
     return None
 
 

@@ -56,6 +56,14 @@ def numba_unbroadcast(g, x):
     raise TypingError(f"no native adjoint of a broadcast of {g} to {x}")
 
 
+@overload(runtime.add)
+def numba_add(a, b):
+    if (numeric_type(a) or array_type(a, 3)) and (numeric_type(b) or array_type(b, 3)):
+        return lambda a, b: a + b
+    raise TypingError(f"no native sum of the adjoints {a} and {b} (the numba backend has "
+                      "no containers)")
+
+
 @overload(runtime.unindex)
 def numba_unindex(g, x, index):
     if array_type(x, 3):

@@ -11,8 +11,9 @@ that names the helper and the case. `register()` imports Numba and registers the
 from . import runtime, tangents
 
 #: The helpers with a Numba version.
-NATIVE = frozenset({"unbroadcast", "unindex", "zeros_like", "take", "own", "snapshot",
-                    "like", "unreduce", "seed", "matmul_lhs", "matmul_rhs", "setitem"})
+NATIVE = frozenset({"add", "unbroadcast", "unindex", "zeros_like", "take", "own",
+                    "snapshot", "like", "unreduce", "seed", "matmul_lhs", "matmul_rhs",
+                    "setitem"})
 #: The helpers of forward mode (rules/tangents.py) with a Numba version.
 NATIVE_TANGENTS = frozenset({"broadcast_like"})
 
