@@ -1,0 +1,182 @@
+"""Random differentiable programs over containers, as source text, for fuzzing how s2sad
+adds the adjoints of lists, tuples and dicts (issue #34).
+
+`container_programs()` is a hypothesis strategy whose values are `ContainerProgram`s: the
+text of a module (`import math`, `import numpy as np`, a constant `H0`, zero to three
+helper functions and one `def f(...)`) whose parameters are one to three of
+
+- `xs`, a list of two or three floats;
+- `d`, a dict `{"w": float, "v": float64 array of shape (3,)}`;
+- `ts`, a tuple of two float64 arrays of shape (3,);
+- `layers`, a list of two `(W, b)` tuples (W of shape (2, 2), b of shape (2,)).
+
+Each parameter is read in several of the ways that defeat a `+` between adjoints: by
+index and by key, in loops (`for x in xs`, `enumerate`, `zip(xs, xs)`, `d.items()`,
+`d.values()`, `for k in d`, `for W, b in layers`), in comprehensions (`sum([x * x for x
+in xs])`), unpacked (`a, b = ts`), by NumPy as an array (`np.sum(np.array(xs) ** 2)`,
+`np.append(xs, 0.5)`, `np.tanh(xs)`, `np.dot(xs, xs)`, `np.stack(ts)`,
+`np.concatenate(ts)`), and passed whole to helpers (several of them, several times,
+a helper calling another with it). Every program is valid, smooth (no `abs`, `max` or
+branches: its derivative is defined everywhere) and returns a float. Shrinking gives
+fewer statements and the first choice of each: a list read by index.
+"""
+import itertools
+import linecache
+from dataclasses import dataclass
+
+import numpy as np
+from hypothesis import strategies as st
+
+_counter = itertools.count()
+
+#: The parameters, their kinds, and how to make an argument of each (from a generator).
+PARAMS = {
+    "xs": "list",
+    "d": "dict",
+    "ts": "tuple",
+    "layers": "layers",
+}
+
+
+def argument(kind, rng, length=3):
+    if kind == "list":
+        return [float(v) for v in rng.uniform(-1.5, 1.5, size=length)]
+    if kind == "dict":
+        return {"w": float(rng.uniform(-1.5, 1.5)), "v": rng.uniform(-1.5, 1.5, size=3)}
+    if kind == "tuple":
+        return (rng.uniform(-1.5, 1.5, size=3), rng.uniform(-1.5, 1.5, size=3))
+    return [(rng.uniform(-1, 1, size=(2, 2)), rng.uniform(-1, 1, size=2)) for _ in range(2)]
+
+
+#: Reads of a parameter `{p}` of each kind, added to the sum `s`: each a list of lines
+#: (`{a}`, `{b}`, `{c}`: fresh names).
+READS = {
+    "list": [
+        ["s = s + {p}[0] * {p}[1]"],
+        ["s = s + math.sin({p}[-1]) * {p}[0]"],
+        ["s = s + sum({p})"],
+        ["s = s + sum([{a} * {a} for {a} in {p}])"],
+        ["for {a} in {p}:", "    s = s + math.sin({a}) * 0.5"],
+        ["for {b}, {a} in enumerate({p}):", "    s = s + {a} * {p}[{b}] * 0.5"],
+        ["for {a}, {b} in zip({p}, {p}):", "    s = s + {a} * math.cos({b})"],
+        ["s = s + np.sum(np.array({p}) ** 2)"],
+        ["s = s + np.sum(np.append({p}, 0.5) ** 2)"],
+        ["s = s + np.sum(np.tanh({p}))"],
+        ["s = s + np.dot({p}, {p}) * 0.25"],
+    ],
+    "dict": [
+        ["s = s + {p}['w'] * np.sum({p}['v'])"],
+        ["s = s + np.sum(np.sin({p}['v']) * {p}['w'])"],
+        ["for {a}, {b} in {p}.items():", "    s = s + np.sum(np.tanh({b}))"],
+        ["for {a} in {p}:", "    s = s + np.sum({p}[{a}] * {p}[{a}]) * 0.25"],
+        ["for {a} in {p}.values():", "    s = s + np.sum(np.cos({a}))"],
+    ],
+    "tuple": [
+        ["s = s + np.sum({p}[0] * {p}[1])"],
+        ["{a}, {b} = {p}", "s = s + np.sum({a} * np.tanh({b}))"],
+        ["s = s + np.sum(np.stack({p}) ** 2) * 0.25"],
+        ["s = s + np.sum(np.concatenate({p}) * 0.3)"],
+        ["for {a} in {p}:", "    s = s + np.sum(np.sin({a}))"],
+    ],
+    "layers": [
+        ["{a} = H0", "for {b}, {c} in {p}:", "    {a} = np.tanh({b} @ {a} + {c})",
+         "s = s + np.sum({a})"],
+        ["for {a}, {b} in {p}:", "    s = s + 0.1 * np.sum({a} * {a}) + np.sum({b})"],
+        ["s = s + np.sum({p}[0][0] @ {p}[1][1])"],
+        ["for {a} in {p}:", "    s = s + np.sum(np.tanh({a}[1]))"],
+    ],
+}
+
+
+@dataclass(frozen=True)
+class ContainerProgram:
+    """A generated module: `source`, and the kinds of `f`'s parameters (`params`)."""
+
+    source: str
+    params: tuple
+
+    def __repr__(self):
+        return f"ContainerProgram(params={self.params!r}, source=\n{self.source})"
+
+    def kinds(self):
+        return [PARAMS[p] for p in self.params]
+
+    def load(self):
+        """Exec the module under a fresh file name registered in `linecache` (so that
+        `inspect.getsource` works) and return `f`."""
+        filename = f"<s2sad-fuzz-containers-{next(_counter)}>"
+        linecache.cache[filename] = (len(self.source), None,
+                                     self.source.splitlines(True), filename)
+        namespace = {"__name__": "s2sad_fuzz_containers"}
+        exec(compile(self.source, filename, "exec"), namespace)
+        return namespace["f"]
+
+
+def forget(fn):
+    linecache.cache.pop(getattr(getattr(fn, "__code__", None), "co_filename", None), None)
+
+
+class _Names:
+    def __init__(self):
+        self.n = 0
+
+    def fresh(self):
+        self.n += 1
+        return f"v{self.n}"
+
+
+def _read(draw, kind, p, names):
+    lines = draw(st.sampled_from(READS[kind]), label=f"read of a {kind}")
+    a, b, c = names.fresh(), names.fresh(), names.fresh()
+    return [line.format(p=p, a=a, b=b, c=c) for line in lines]
+
+
+def _body(draw, params, helpers, n, names):
+    """`n` statements adding reads of `params` (name -> kind) to `s`: reads, and calls of
+    the `helpers` (kind -> names) that take a parameter's kind."""
+    out = []
+    for _ in range(n):
+        p = draw(st.sampled_from(sorted(params)), label="parameter")
+        kind = params[p]
+        callable_ = helpers.get(kind, [])
+        if callable_ and draw(st.booleans(), label="call a helper"):
+            h = draw(st.sampled_from(callable_), label="helper")
+            factor = draw(st.sampled_from(["", " * 0.5", " * s0"]), label="factor")
+            out.append(f"s = s + {h}({p}){factor}")
+        else:
+            out += _read(draw, kind, p, names)
+    return out
+
+
+@st.composite
+def container_programs(draw, max_statements=4):
+    """Programs whose parameters are containers read in many ways (see the module
+    docstring)."""
+    params = draw(st.lists(st.sampled_from(sorted(PARAMS)), min_size=1, max_size=3,
+                           unique=True), label="parameters")
+    lines = ["import math", "", "import numpy as np", "", "H0 = np.array([0.3, -0.2])", ""]
+    helpers = {}
+    kinds_used = sorted({PARAMS[p] for p in params})
+    for k in range(draw(st.integers(0, 3), label="helpers")):
+        kind = draw(st.sampled_from(kinds_used), label="helper's kind")
+        name = f"h{k}"
+        names = _Names()
+        size = draw(st.integers(1, 3), label="helper size")
+        body = _body(draw, {"q": kind}, helpers, size, names)
+        lines += [f"def {name}(q):", "    s = 0.0", "    s0 = 0.7"]
+        lines += ["    " + b for b in body]
+        lines += ["    return s", "", ""]
+        helpers.setdefault(kind, []).append(name)
+    names = _Names()
+    body = _body(draw, {p: PARAMS[p] for p in params}, helpers,
+                 draw(st.integers(1, max_statements), label="statements"), names)
+    lines += [f"def f({', '.join(params)}):", "    s = 0.0", "    s0 = 0.7"]
+    lines += ["    " + b for b in body] + ["    return s", ""]
+    return ContainerProgram("\n".join(lines), tuple(params))
+
+
+def example_arguments(program, seed=0):
+    """Arguments for `program` from a generator seeded with `seed` (lists of three floats,
+    or of two for odd seeds)."""
+    rng = np.random.default_rng(seed)
+    return [argument(kind, rng, length=3 - seed % 2) for kind in program.kinds()]
