@@ -22,7 +22,7 @@ import pytest
 import s2sad
 from s2sad import cli
 from s2sad.errors import InternalError
-from s2sad.rules import runtime
+from s2sad.rules import registry, runtime
 
 from test_pytrees import fd_jacobian, get, paths, replaced
 
@@ -397,10 +397,22 @@ def through_polar(r, theta):
     return x * y + x
 
 
-def test_tangents_of_a_tuple_valued_primitive_add_part_by_part():
+@pytest.fixture
+def scratch():
+    """Primitives a test gives rules to, forgotten afterwards (the suite checks that each
+    registered rule has a check of its own)."""
+    made = []
+    yield made
+    for prim in made:
+        registry.PRIMITIVES.pop(prim, None)
+    registry.bump()
+
+
+def test_tangents_of_a_tuple_valued_primitive_add_part_by_part(scratch):
     """A primitive of the user's that returns a tuple, with a forward rule per argument:
     the two tangents of its result add entry by entry (`+` joined them: a tuple of
     four, whose first two entries are the tangent along r alone)."""
+    scratch.append(polar)
     s2sad.defjvp(polar, "r, theta", "(t * cos(theta), t * sin(theta))",
                  "(-r * t * sin(theta), r * t * cos(theta))",
                  namespace={"cos": math.cos, "sin": math.sin})
@@ -408,6 +420,25 @@ def test_tangents_of_a_tuple_valued_primitive_add_part_by_part():
     value, tangent = s2sad.jvp(through_polar, args, v)
     assert value == pytest.approx(through_polar(*args), rel=1e-12)
     assert tangent == pytest.approx(fd_directional(through_polar, args, v), rel=1e-8)
+
+
+def spread_product(a, b):
+    return sum(a) * sum(b)
+
+
+def squared_sum(xs):
+    return spread_product(xs, xs)
+
+
+def test_one_list_given_twice_to_a_rule_gets_both_contributions(scratch):
+    """Two equal contributions of one statement to one name are doubled (`2 * g * x` for
+    `x * x`), but not a list (`2 * [g, g]` repeats it): they add with `_s2s_add`."""
+    scratch.append(spread_product)
+    s2sad.defvjp(spread_product, "a, b", "_s2s_test_each(g * sum(b), a)",
+                 "_s2s_test_each(g * sum(a), b)",
+                 namespace={"_s2s_test_each": lambda g, a: [g] * len(a), "sum": sum})
+    check_gradient(squared_sum, ([1.0, 2.0, -0.5],),
+                   (s2sad.grad(squared_sum)([1.0, 2.0, -0.5]),))
 
 
 # -- the rule itself ----------------------------------------------------------------------

@@ -317,7 +317,7 @@ class Reverse(CallAdjoints):
                 reduced = self.reduced_to_scalar(op, param, target)
                 expr = self.contribution(op, param, g, target, s, reduced)
             terms.append((arg.id, expr, reduced))
-        for arg, expr, reduced in _equal_terms_doubled(terms):
+        for arg, expr, reduced in _equal_terms_doubled(terms, self.kinds):
             out.extend(self.accumulate(arg, expr, defined, s, reduced or (
                 uniform and self.scalar_valued(expr, g.id))))
         return out
@@ -712,15 +712,20 @@ def _strip_markers(stmts):
     return out
 
 
-def _equal_terms_doubled(terms):
+def _equal_terms_doubled(terms, kinds):
     """The (name, contribution, reduced) of one statement, two equal contributions to
-    one name (`g * x` twice, from `x * x`) made one, doubled (`2 * g * x`)."""
+    one name (`g * x` twice, from `x * x`) made one, doubled (`2 * g * x`): where the
+    contribution is a number or an array (`kinds`), or arithmetic (`2 *` repeats a
+    list)."""
     if len({name for name, _, _ in terms}) == len(terms):
         return terms
     out, first = [], {}
     for name, expr, reduced in terms:
         key = (name, reduced, syntax.unparse(expr))
-        if first.get(key) is None:
+        if kinds.kind.get(name) not in (SCALAR, ARRAY) and not isinstance(
+                expr, (gast.BinOp, gast.UnaryOp)):
+            out.append((name, expr, reduced))       # (added with _s2s_add)
+        elif first.get(key) is None:
             first[key] = len(out)
             out.append((name, expr, reduced))
         else:
