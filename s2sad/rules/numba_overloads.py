@@ -56,15 +56,40 @@ def numba_unbroadcast(g, x):
     raise TypingError(f"no native adjoint of a broadcast of {g} to {x}")
 
 
+def basic_index(index):
+    """Whether the Numba type `index` selects each element at most once: integers,
+    slices, `None`, `...`, a boolean mask, or a tuple of them."""
+    items = index.types if isinstance(index, types.BaseTuple) else (index,)
+    return all(isinstance(i, (types.Integer, types.SliceType, types.NoneType,
+                              types.EllipsisType))
+               or isinstance(i, types.Array) and isinstance(i.dtype, types.Boolean)
+               for i in items)
+
+
+def positions(index):
+    """Whether the Numba type `index` is an array of integers of one axis, which may
+    select an element more than once."""
+    return (isinstance(index, types.Array) and index.ndim == 1
+            and isinstance(index.dtype, types.Integer))
+
+
 @overload(runtime.unindex)
 def numba_unindex(g, x, index):
-    if array_type(x, 3):
+    if array_type(x, 3) and basic_index(index):
         def put(g, x, index):
             out = np.zeros(x.shape)
             out[index] += g
             return out
         return put
-    raise TypingError(f"no native adjoint of indexing {x}")
+    if array_type(x, 3) and positions(index) and (numeric_type(g) or array_type(g, 3)):
+        def add_each(g, x, index):      # (`out[index] += g` adds once at a repeat)
+            out = np.zeros(x.shape)
+            for k in range(index.shape[0]):
+                out[index[k]] += g if numeric_g else g[k]
+            return out
+        numeric_g = numeric_type(g)
+        return add_each
+    raise TypingError(f"no native adjoint of indexing {x} with {index}")
 
 
 @overload(runtime.zeros_like)
@@ -78,11 +103,23 @@ def numba_zeros_like(x):
 
 @overload(runtime.take)
 def numba_take(g, index):
-    if array_type(g, 3):
+    if array_type(g, 3) and basic_index(index):
         if isinstance(index, types.Integer) and g.ndim == 1:
             return lambda g, index: g[index]
         return lambda g, index: g[index].copy()
-    raise TypingError(f"no native part of {g}")
+    if array_type(g, 3) and positions(index):
+        def last_writes(g, index):      # (runtime.take: the write that stays)
+            out = g[index].copy()
+            n = g.shape[0]
+            seen = np.zeros(n, np.bool_)
+            for k in range(index.shape[0] - 1, -1, -1):
+                i = index[k] % n
+                if seen[i]:
+                    out[k] = 0.0
+                seen[i] = True
+            return out
+        return last_writes
+    raise TypingError(f"no native part of {g} at {index}")
 
 
 @overload(runtime.own)

@@ -820,11 +820,42 @@ def snapshot(v):
 
 
 def take(g, index):
-    """`g[index]`, on a copy where `g[index]` would be a view."""
+    """The adjoint of the values `v` written by `a[index] = v`, of which `g` is the
+    adjoint of the result: `g[index]` (on a copy where that would be a view), with zeros
+    where an index array repeats a position for the writes NumPy overwrites: the last
+    write, in C order of the index, is the one that stays."""
     if _is_zero(g):
         return g
     part = g[index]
-    return part.copy() if is_array(part) else part
+    if not is_array(part):
+        return part
+    if _basic(index) or not is_array(g) or not _may_repeat(index):
+        return part.copy()
+    return np.where(last_writes(np.shape(g), index), part, 0)
+
+
+def last_writes(shape, index):
+    """Where `a[index] = v`, for `a` of `shape`, writes a value that stays: a boolean
+    array shaped like `a[index]`, False for each write that a later one (in C order of
+    the index, as NumPy writes C-contiguous values) overwrites. The position of each
+    write is read through `index` from views of the coordinates that hold no data."""
+    position = 0
+    for axis, n in enumerate(shape):
+        coordinate = np.arange(n, dtype=np.intp).reshape((n,) + (1,) * (len(shape) - axis - 1))
+        position = position * n + np.broadcast_to(coordinate, shape)[index]
+    flat = np.ravel(position)
+    _, last = np.unique(flat[::-1], return_index=True)
+    stays = np.zeros(flat.size, bool)
+    stays[flat.size - 1 - last] = True
+    return stays.reshape(np.shape(position))
+
+
+def _may_repeat(index):
+    """Whether `index` (not basic) holds an array or list of integers, which may select a
+    position more than once (a boolean mask selects each at most once)."""
+    items = index if isinstance(index, tuple) else (index,)
+    return any(isinstance(i, list) and np.asarray(i).dtype != bool
+               or is_array(i) and i.dtype != bool for i in items)
 
 
 def head(g):
