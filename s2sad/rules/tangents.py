@@ -318,6 +318,7 @@ jvp(R.uncross, "g, a, b, ans, which, axis=-1", "_s2s_uncross(t, a, b, ans, which
 
 # factorizations (rules/factorizations.py)
 for _f, _params in [(R.structured, "g, ans"), (R.spread, "g, like"), (R.symmetrize, "m"),
+                    (R.mirrored, "m, lower=True"), (R.mirrored_adjoint, "g, lower=True"),
                     (R.diag_embed, "v"), (R.thin, "ans, what")]:
     linear(_f, _params, _params.split(",")[0])
 jvp(R.eigen_gaps, "w", "-ans * ans * (t[..., None, :] - t[..., :, None])")
