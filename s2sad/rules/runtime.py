@@ -8,8 +8,8 @@ from .arrays import (  # noqa: F401 - generated code finds blocks_like in runtim
     add_at, asarray, blocks_like, broadcast_shapes, full, is_array, is_duck_array, number,
     zeros)
 from .containers import (  # noqa: F401 - generated code finds them in runtime
-    add, carries_derivative, is_record, keys, sequence, sort_list_dot, unsequence,
-    unsort_list, zeros_like,
+    add, carries_derivative, cotangents, custom_rule_error, described, is_record, keys,
+    misfit, sequence, sort_list_dot, unsequence, unsort_list, zeros_like,
     field_zero as _field_zero, fields as _fields, is_named_tuple as _is_named_tuple,
     is_zero as _is_zero, joined as _joined, rebuild as _rebuild, repeated as _repeated,
     replace as _replace)
@@ -874,4 +874,4 @@ SHAPE_ONLY = {"unindex": (1,), "unattr": (1,), "unreduce": (1,), "unbroadcast": 
               "unbroadcast_product": (2,), "unreduce_view": (1,),
               "zeros_like": (0,), "cotangent": (1,), "from_array": (1,), "extremum": (),
               "reshape_like": (1,), "matmul_lhs": (1,), "matmul_rhs": (2,), "dot_lhs": (1,),
-              "dot_rhs": (2,)}
+              "dot_rhs": (2,), "cotangents": (2,)}     # (the items of a tuple display there)
