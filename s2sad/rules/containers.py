@@ -72,17 +72,28 @@ def cotangents(c, bwd, args):
     """`c`, what `bwd`, the backward function of a custom_vjp, returned for a call with
     the positional arguments `args` (None for those whose cotangents are not read), once
     it is seen to fit them: a tuple with one cotangent per argument, None or of the
-    argument's structure and shape (see `misfit`; the number 0 for an array
-    becomes zeros of its shape); else a CustomRuleError that names `bwd`."""
+    argument's structure and shape (see `misfit`; the number 0 for an array becomes
+    zeros of its shape); else a CustomRuleError that names `bwd`."""
+    if type(c) is tuple and len(c) == len(args):
+        for d, x in zip(c, args):
+            if d is None or x is None or type(x) is float is type(d) or plainly_fits(d, x):
+                continue
+            return _cotangents(c, bwd, args)
+        return c
+    return _cotangents(c, bwd, args)
+
+
+def _cotangents(c, bwd, args):
+    """`cotangents`, beyond its common cases."""
     if isinstance(c, (tuple, list)) and len(c) == len(args):
-        for i, (ci, x) in enumerate(zip(c, args)):
-            found = misfit(ci, x)
+        for i, (d, x) in enumerate(zip(c, args)):
+            found = misfit(d, x)
             if found is not None:
                 raise custom_rule_error(
                     bwd, "the backward function of a custom_vjp", f"returned as the cotangent "
                     f"of argument {i} {found}. Return each cotangent in the structure and "
                     "shape of its argument (None, or np.zeros_like(x), for zero)")
-            if ci is not None and np.ndim(ci) == 0 and np.ndim(x) and is_array(x):
+            if d is not None and np.ndim(d) == 0 and np.ndim(x) and is_array(x):
                 c = (*c[:i], zeros_like(x), *c[i + 1:])       # (a zero: see misfit)
         return c
     n = len(args)
@@ -92,6 +103,16 @@ def cotangents(c, bwd, args):
         f"it returns a tuple of {n} cotangent{'s' * (n != 1)}, one per argument, None for "
         f"one without a derivative" + (" (`return (x_bar,)`, not `return x_bar`)"
                                        if n == 1 else ""))
+
+
+def plainly_fits(d, x):
+    """The common cases of `misfit` that fit, found quickly: a float for a float, an
+    array of floats of its shape for an array of floats."""
+    t = type(x)
+    if t is float:
+        return type(d) is float or type(d) is np.float64
+    return (t is np.ndarray and type(d) is np.ndarray and d.shape == x.shape
+            and d.dtype.kind == "f" and x.dtype.kind == "f")
 
 
 def custom_rule_error(rule, what, message):

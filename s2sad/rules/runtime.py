@@ -9,7 +9,7 @@ from .arrays import (  # noqa: F401 - generated code finds blocks_like in runtim
     zeros)
 from .containers import (  # noqa: F401 - generated code finds them in runtime
     add, carries_derivative, cotangents, custom_rule_error, described, is_record, keys,
-    misfit, sequence, sort_list_dot, unsequence, unsort_list, zeros_like,
+    misfit, plainly_fits, sequence, sort_list_dot, unsequence, unsort_list, zeros_like,
     field_zero as _field_zero, fields as _fields, is_named_tuple as _is_named_tuple,
     is_zero as _is_zero, joined as _joined, rebuild as _rebuild, repeated as _repeated,
     replace as _replace)
