@@ -474,10 +474,12 @@ class custom_vjp:
     numerical stability, speed, or code s2sad cannot see into.
 
     `fwd(*args)` returns `(value, residuals)`; `bwd(residuals, g)` returns a tuple with
-    one cotangent per positional argument, or None for an argument without one (a
-    literal None emits no code). Forward mode (`jvp`) differentiates the function's own
-    source; `hessian` differentiates `fwd` and `bwd`. Differentiated code calls `fwd`
-    and `bwd` by name:
+    one cotangent per positional argument, in its structure and shape, or None for an
+    argument without one (a literal None emits no code); what it returns is checked at
+    each call (`_s2s_cotangents`), and a result that does not fit the arguments is a
+    `CustomRuleError` that names `bwd`. Forward mode (`jvp`) differentiates the
+    function's own source; `hessian` differentiates `fwd` and `bwd`. Differentiated
+    code calls `fwd` and `bwd` by name:
 
     >>> import math, s2sad
     >>> @s2sad.custom_vjp
@@ -495,13 +497,14 @@ class custom_vjp:
     >>> print(s2sad.source(loss))
     def loss_vjp(w):
         # reverse mode of loss() with respect to w
-        # the pullback reads: softplus_residuals
+        # the pullback reads: softplus_residuals, t
         # rules: *, softplus
-        y, softplus_residuals = softplus_fwd(1000.0 * w)
+        t = 1000.0 * w
+        y, softplus_residuals = softplus_fwd(t)
     <BLANKLINE>
         def loss_pullback(y_bar):
             # grad of: return softplus(1000.0 * w)
-            t_bar = softplus_bwd(softplus_residuals, y_bar)[0]
+            t_bar = _s2s_cotangents(softplus_bwd(softplus_residuals, y_bar), softplus_bwd, (t,))[0]
             w_bar = t_bar * 1000.0
             return w_bar
         return (y, loss_pullback)
@@ -585,7 +588,8 @@ class custom_jvp:
 
     `rule(primals, tangents)` gets the tuple of positional arguments and the tuple of
     their tangents (zeros for those that do not vary) and returns `(value,
-    tangent)`. Forward-mode code (`jvp`, `jacfwd`) calls it by name:
+    tangent)`, the tangent in the value's structure and shape (checked at each call:
+    a `CustomRuleError` otherwise). Forward-mode code (`jvp`, `jacfwd`) calls it by name:
 
     >>> import math, s2sad
     >>> @s2sad.custom_jvp
@@ -602,7 +606,7 @@ class custom_jvp:
     (0.0, 0.0)
     >>> print(s2sad.source(f, mode="forward"))
     def f_jvp(x, x_dot):
-        y, y_dot = safe_sqrt_jvp((x * x,), (2 * x_dot * x,))
+        y, y_dot = _s2s_value_and_tangent(safe_sqrt_jvp((x * x,), (2 * x_dot * x,)), safe_sqrt_jvp)
         return (y, y_dot)
     <BLANKLINE>
 

@@ -272,7 +272,7 @@ class Compilation:
     def shape_only_args(self, node):
         """(call, argument) for each argument of a runtime helper in `node` (a node or a
         list of them) that the helper reads only for its type, shape or structure
-        (runtime.SHAPE_ONLY)."""
+        (runtime.SHAPE_ONLY; each item of a tuple display there)."""
         helpers = self._shape_only_helpers()
         for n in node if isinstance(node, list) else [node]:
             if not any(m.id in helpers for m in syntax.name_nodes(n)):
@@ -286,7 +286,9 @@ class Compilation:
                     continue
                 for i in runtime.SHAPE_ONLY.get(name, ()):
                     if i < len(call.args):
-                        yield call, call.args[i]
+                        arg = call.args[i]
+                        for item in arg.elts if isinstance(arg, gast.Tuple) else [arg]:
+                            yield call, item
 
     def _shape_only_helpers(self):
         """The names generated code binds to the helpers of runtime.SHAPE_ONLY."""

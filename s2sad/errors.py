@@ -32,6 +32,14 @@ class MissingRuleError(S2SADError):
     function non-differentiable with `s2sad.nondiff`."""
 
 
+class CustomRuleError(S2SADError):
+    """A custom rule returned what does not fit the function it is for: a
+    `custom_vjp`'s backward function something other than one cotangent per positional
+    argument, each of the argument's structure and shape (or None), or a `custom_jvp`'s
+    rule something other than a value and a tangent of the value's structure and shape.
+    The message names the rule's file and line, what it returned and what was expected."""
+
+
 class NonScalarOutputError(S2SADError):
     """`grad` was asked for the gradient of a function whose output is not a scalar.
     Use `vjp` (or `jacrev`) for non-scalar outputs."""

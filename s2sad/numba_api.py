@@ -27,8 +27,9 @@ import numpy as np
 
 from . import pipeline
 from .compilation import kinds_of, wrt_indices
-from .errors import NativeBackendError, S2SADError, warn_unconnected
+from .errors import CustomRuleError, NativeBackendError, S2SADError, warn_unconnected
 from .frontend.source import function_from_source, numba_function
+from .rules import numba_runtime
 
 
 def _numba():
@@ -204,9 +205,12 @@ def gradient_code_jvp(f, i, tangents, kinds, stage=None):
 def _not_compiled(target, exc, where):
     """The error for a derivative of `target` Numba's typing refused (a case of a runtime
     helper its overload does not cover, a function Numba cannot type); `where`: how to
-    see its code."""
+    see its code. A custom rule's result of types that do not fit is a CustomRuleError."""
     code = target.__code__
     text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))      # Numba's colours
+    custom = re.search(re.escape(numba_runtime.register().CUSTOM_RULE) + r"(.*)", text)
+    if custom is not None:          # a custom rule's result that does not fit
+        return CustomRuleError(custom.group(1).strip())
     reason = next((line.strip() for line in text.splitlines()
                    if line.strip() and "Failed in" not in line), "")
     return NativeBackendError(

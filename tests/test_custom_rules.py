@@ -82,7 +82,8 @@ def test_custom_jvp_gets_zero_tangents_for_arguments_that_do_not_vary():
 
 def test_forward_source_calls_the_jvp_rule_by_name():
     text = s2sad.source(c.uses_scaled, mode="forward", wrt=0)
-    assert "t, t_dot = scaled_jvp((x, c), (x_dot, _s2s_zeros_like(c)))" in text
+    assert ("t, t_dot = _s2s_value_and_tangent(scaled_jvp((x, c), (x_dot, _s2s_zeros_like(c))), "
+            "scaled_jvp)") in text
 
 
 def test_reverse_mode_differentiates_the_source_of_a_custom_jvp():
@@ -122,8 +123,9 @@ def test_bwd_returning_a_literal_none_emits_nothing_for_that_argument():
     assert gx == pytest.approx(k * k)
     assert gk == pytest.approx(x * k)        # only through the `* k` outside: None is zero
     text = s2sad.source(c.uses_scale_by, wrt=(0, 1))
-    assert "scale_by_bwd(scale_by_residuals, y_bar * k)[0]" in text
-    assert "[1]" not in text and "_s2s_cotangent" not in text
+    assert ("_s2s_cotangents(scale_by_bwd(scale_by_residuals, y_bar * k), scale_by_bwd, "
+            "(x, None))[0]") in text
+    assert "[1]" not in text and "_s2s_cotangent(" not in text
 
 
 def test_bwd_returning_none_at_run_time_is_zero():

@@ -103,6 +103,12 @@ def spring(x, k):
     def pair(i):
         return energy(x * i - 1.0)
     return pair(1) + pair(2)
+
+
+def scatter(x, v):
+    y = x * 1.0
+    y[[0, 0, 2]] = v            # row 0 written twice: the second write stays
+    return np.sum(np.sin(y) * WEIGHTS[0])
 '''
 
 RNG = np.random.default_rng(7)
@@ -118,6 +124,8 @@ CASES = [
     ("calls", "calls", (0.7, 0.4), (0, 1), "reverse"),
     ("nested", "spring", (0.3, 2.0), (0, 1), "reverse"),
     ("dataclass", "layer_loss", ("Layer", RNG.normal(size=(3, 2)), 0.2), 0, "reverse"),
+    ("repeated_writes", "scatter", (RNG.normal(size=(3, 2)), RNG.normal(size=(3, 2))), (0, 1),
+     "reverse"),
     ("forward_loop", "babysqrt", (2.0,), 0, "forward"),
     ("forward_calls", "calls", (0.7, 0.4), (0, 1), "forward"),
     ("forward_mlp", "mlp", (RNG.normal(size=(3, 4)), RNG.normal(size=(1, 4)),

@@ -802,6 +802,106 @@ HESSIANS = {
 }
 
 
+# -- element writes where an index repeats a position (only the last write stays), and the
+# rules that read part of an argument: np.kron of 0-d values, and one triangle of the
+# matrix for eigh, eigvalsh, cholesky (NumPy's and SciPy's, and cho_factor), and svd and
+# pinv with hermitian=True (their own samples, so that the cases above keep theirs) ------
+PARTS = Samples(20250434)
+IDX_R, IDX_C = np.array([0, 2, 2, 1]), np.array([1, 3, 3, 0])    # (2, 3) twice
+IDX22 = np.array([[0, 2], [0, 0]])
+
+
+def w_repeated(x, v):
+    y = np.sin(x)
+    y[[0, 0, 2]] = v * v
+    y[[1, -2, 1], 1:3] += x[0, :2]
+    y[IDX_R, IDX_C] = y[IDX_C - 1, IDX_R] * 2.0
+    return y
+
+
+def w_repeated_2d_index(x, v):
+    y = x * x
+    y[IDX22] = v
+    y[np.minimum(np.arange(4), 2)] = y[[2, 1, 0, 0]] * x[0]      # rows found at run time
+    return y
+
+
+def w_repeated_in_loop(x):
+    y = x * 1.0
+    for i in range(3):
+        y[[0, 0, 2]] = np.sin(y[[1, 2, 1]]) * x[i]
+    return y
+
+
+def t_kron_0d(a, b):
+    return np.kron(a, b) * np.kron(b, a)
+
+
+def t_one_triangle(a):
+    w, v = np.linalg.eigh(a)
+    wu, vu = np.linalg.eigh(a, UPLO="U")
+    return np.concatenate([w, (v * v).ravel(), wu, (vu * vu).ravel(), np.linalg.eigvalsh(a),
+                           np.linalg.eigvalsh(a, "U")])
+
+
+def t_hermitian(a):
+    u, s, vt = np.linalg.svd(a, hermitian=True)
+    return np.concatenate([s, (u * u).ravel(), np.linalg.pinv(a, hermitian=True).ravel(),
+                           np.linalg.svd(a, compute_uv=False, hermitian=True)])
+
+
+def t_cholesky(a):
+    return np.linalg.cholesky(a)
+
+
+def _spd(shape):
+    """Positive definite matrices plus something in their upper triangle."""
+    a = PARTS.real(shape)
+    return a @ np.swapaxes(a, -1, -2) + 3 * np.eye(shape[-1]) + np.triu(PARTS.real(shape), 1)
+
+
+CASES.update({
+    "write_repeated": (w_repeated, {"rows": (PARTS.real((3, 4)), PARTS.real((3, 4))),
+                                    "row": (PARTS.real((3, 4)), PARTS.real((4,))),
+                                    "py": (PARTS.real((3, 4)), PARTS.real(None))}),
+    "write_repeated_2d_index": (w_repeated_2d_index, {"3d": (PARTS.real((3, 4)),
+                                                             PARTS.real((2, 2, 4)))}),
+    "write_repeated_in_loop": (w_repeated_in_loop, {"mat": (PARTS.real((3, 4)),)}),
+    "kron_0d": (t_kron_0d, {"0d-0d": (PARTS.real(()), PARTS.real(())),
+                            "0d-mat": (PARTS.real(()), PARTS.real((2, 3)))}),
+    "one_triangle": (t_one_triangle, {"mat": (PARTS.real((3, 3)),)}),
+    "hermitian": (t_hermitian, {"mat": (PARTS.real((3, 3)) + np.diag([2.5, -1.0, 4.0]),)}),
+    "cholesky_one_triangle": (t_cholesky, {"mat": (_spd((3, 3)),), "batch": (_spd((2, 3, 3)),)}),
+})
+
+
+def h_repeated_writes(x):
+    m = x.reshape(3, 4)
+    y = m * m
+    y[[0, 0, 2]] = np.sin(m[[1, 2, 1]])
+    y[[1, 1], [0, 0]] += m[0, 0] * m[2, 3]
+    for i in range(2):
+        y[[0, 0]] = y[[2, 1]] * m[i]
+    return np.sum(y * y * W34)
+
+
+def h_one_triangle(x):
+    a = x.reshape(3, 3)
+    w, v = np.linalg.eigh(a)
+    u, s, vt = np.linalg.svd(a, hermitian=True)
+    b = a @ a.T + 3 * np.eye(3) + np.triu(a, 1)
+    return (np.sum(w * W4[:3]) + np.sum(v * v * W34[:, :3]) + np.sum(np.linalg.eigvalsh(a, "U")
+                                                                     ** 2)
+            + np.sum(s * W4[1:]) + np.sum(np.linalg.cholesky(b) * W34[:, 1:])
+            + np.sum(np.kron(x[0], x[1]) * np.kron(x[2], x[1:3])))
+
+
+HESSIANS.update({
+    "repeated_writes": (h_repeated_writes, [PARTS.real((12,))]),
+    "one_triangle": (h_one_triangle, [PARTS.real((9,))]),
+})
+
+
 # -- the oracle -------------------------------------------------------------------------
 @pytest.mark.parametrize("fn, args", params(CASES))
 def test_vjp_matches_finite_differences(fn, args):

@@ -3122,6 +3122,140 @@ for _fn, _args in [
 case(f64_astype32, [], (R((3, 4)),), rtol=1e-2, atol=1e-3, table=F32_CASES)
 
 
+# -- element writes where an index repeats a position: NumPy keeps the last write, so only
+# it receives the adjoint (`y[idx] += v` is `y[idx] = y[idx] + v`: no accumulation) ------
+IDX22 = np.array([[0, 2], [0, 0]])         # a 2-d index array of rows, row 0 three times
+PARTS = Samples(20250434)                   # (its own samples: the cases above keep theirs)
+
+
+def w_repeated_list(x, v):
+    y = x * 1.0
+    y[[0, 0, 2]] = v
+    return np.sum(np.sin(y) * W34)
+
+
+def w_repeated_add(x, v):
+    y = x * 1.0
+    y[[0, 0, 1]] += v * v
+    return np.sum(np.sin(y) * W34)
+
+
+def w_repeated_array(x, v):
+    y = x * 1.0
+    y[IDX] = np.sin(v)                     # rows 0, 2, 0, 1
+    return np.sum(y * y * W34)
+
+
+def w_repeated_pairs(x, v):
+    y = x * 1.0
+    y[IDX_R, IDX_C] = v                    # (2, 3) twice
+    return np.sum(np.sin(y) * W34)
+
+
+def w_repeated_negative(x, v):
+    y = x * 1.0
+    y[[0, -3, 1], 1:3] = v                 # rows 0 and -3 are one row of three
+    return np.sum(np.sin(y) * W34)
+
+
+def w_repeated_2d_index(x, v):
+    y = x * 1.0
+    y[IDX22] = v
+    return np.sum(np.sin(y) * W34)
+
+
+def w_repeated_in_loop(x):
+    y = x * 1.0
+    for i in range(3):
+        y[[0, 0, 2]] = y[[1, 2, 1]] * x[i]
+    return np.sum(np.sin(y) * W34)
+
+
+def w_runtime_index(x, v):
+    y = x * 1.0
+    y[np.minimum(np.arange(4), 2)] = v     # rows 0, 1, 2, 2, found at run time
+    z = x * 1.0
+    z[np.arange(3)[::-1]] = v[:3]          # rows 2, 1, 0: none twice
+    return np.sum((np.sin(y) + z * z) * W34)
+
+
+# -- rules that read part of an argument: np.kron of 0-d values; eigh, eigvalsh, cholesky,
+# and svd and pinv with hermitian=True read one triangle (the lower unless told), so the
+# derivative of what NumPy computes is zero on the other one -------------------------
+def kron_0d(a, b):
+    return np.sum(np.sin(np.kron(a, b)) * W_)
+
+
+def eigh_lower(a):
+    w, v = np.linalg.eigh(a)
+    return np.sum((w + v * v) * W33)
+
+
+def eigh_upper(a):
+    w, v = np.linalg.eigh(a, "U")
+    return np.sum((w + v[:, 0] * v[:, 1]) * W3)
+
+
+def eigh_upper_keyword(a):
+    w, v = np.linalg.eigh(a, UPLO="U")
+    return np.sum((w + v[..., 0] * v[..., 1]) * W23)
+
+
+def eigvalsh_lower(a):
+    return np.sum((np.linalg.eigvalsh(a) ** 2 + np.linalg.eigvalsh(a, "U")) * W3)
+
+
+def cholesky_lower(a):
+    return np.sum(np.linalg.cholesky(a) * W33)
+
+
+def cholesky_upper(a):
+    return np.sum(np.linalg.cholesky(a, upper=True) * W33)
+
+
+def svd_hermitian(a):
+    u, s, vt = np.linalg.svd(a, hermitian=True)
+    return np.sum((s + u * u + np.linalg.svd(a, compute_uv=False, hermitian=True) ** 2) * W33)
+
+
+def pinv_hermitian(a):
+    return np.sum(np.linalg.pinv(a, hermitian=True) * W33)
+
+
+def _spd(shape, rng=PARTS):
+    """Positive definite matrices plus something in their upper triangle (which NumPy's
+    cholesky does not read)."""
+    a = rng.real(shape)
+    return a @ np.swapaxes(a, -1, -2) + 3 * np.eye(shape[-1]) + np.triu(rng.real(shape), 1)
+
+
+P = PARTS.real
+for _fn, _args in [
+        (w_repeated_list, {"rows": (P((3, 4)), P((3, 4))), "row": (P((3, 4)), P((4,))),
+                           "py": (P((3, 4)), P(None))}),
+        (w_repeated_add, {"rows": (P((3, 4)), P((3, 4))), "py": (P((3, 4)), P(None))}),
+        (w_repeated_array, {"rows": (P((3, 4)), P((4, 4))), "row": (P((3, 4)), P((4,)))}),
+        (w_repeated_pairs, {"vec": (P((3, 4)), P((4,))), "py": (P((3, 4)), P(None))}),
+        (w_repeated_negative, {"mat": (P((3, 4)), P((3, 2))), "col": (P((3, 4)), P((3, 1)))}),
+        (w_repeated_2d_index, {"3d": (P((3, 4)), P((2, 2, 4))), "col": (P((3, 4)), P((2, 1, 1)))}),
+        (w_repeated_in_loop, (P((3, 4)),)),
+        (w_runtime_index, (P((3, 4)), P((4, 4))))]:
+    case(_fn, [operator.getitem], _args)
+case(kron_0d, [np.kron], {"0d-0d": (PARTS.real(()), PARTS.real(())),
+                          "0d-vec": (PARTS.real(()), PARTS.real((3,))),
+                          "mat-0d": (PARTS.real((2, 3)), PARTS.real(())),
+                          "py-0d": (PARTS.real(None), PARTS.real(()))})
+case(eigh_lower, [np.linalg.eigh], (PARTS.real((3, 3)),))
+case(eigh_upper, [np.linalg.eigh], (PARTS.real((3, 3)),))
+case(eigh_upper_keyword, [np.linalg.eigh], (PARTS.real((2, 3, 3)),))
+case(eigvalsh_lower, [np.linalg.eigvalsh], (PARTS.real((3, 3)),))
+case(cholesky_lower, [np.linalg.cholesky], {"mat": (_spd((3, 3)),), "batch": (_spd((2, 3, 3)),)})
+if "upper" in inspect.signature(np.linalg.cholesky).parameters:        # NumPy 2
+    case(cholesky_upper, [np.linalg.cholesky], (np.swapaxes(_spd((3, 3)), -1, -2),))
+case(svd_hermitian, [np.linalg.svd], (PARTS.real((3, 3)),))
+case(pinv_hermitian, [np.linalg.pinv], (PARTS.real((3, 3)),))
+
+
 # =======================================================================================
 # Known s2sad bugs: xfail(strict=True) marks, by function name (and label).
 # =======================================================================================

@@ -399,6 +399,57 @@ HESSIANS = {
 }
 
 
+# -- cholesky and cho_factor read one triangle of the matrix (the upper unless lower=True):
+# the derivative of what SciPy computes is zero on the other one (own samples) ---------
+PARTS = Samples(20250435)
+
+
+def spd_plus(m, junk):
+    """A positive definite matrix plus `junk` in every entry off the diagonal, which
+    neither triangle of it is symmetric to."""
+    return m @ m.T + I3 + junk - np.diag(np.diag(junk))
+
+
+def t_cholesky(m):
+    return linalg.cholesky(m) + linalg.cholesky(m.T, lower=True)
+
+
+def t_cho_factor(m):
+    return linalg.cho_factor(m)[0] + linalg.cho_factor(m, lower=True)[0]
+
+
+def t_cho_solve(m, b):
+    return linalg.cho_solve(linalg.cho_factor(m), b) + linalg.cho_solve(
+        linalg.cho_factor(m.T, lower=True), b)
+
+
+def t_mvn_cov(x, m):
+    return stats.multivariate_normal.logpdf(x, cov=m) + stats.multivariate_normal.logpdf(
+        x[0], W4[:3], m)
+
+
+_NOT_SYMMETRIC = spd_plus(PARTS.real((3, 3)), PARTS.real((3, 3)))
+CASES.update({
+    "cholesky_one_triangle": (t_cholesky, {"mat": (_NOT_SYMMETRIC,)}),
+    "cho_factor_one_triangle": (t_cho_factor, {"mat": (_NOT_SYMMETRIC,)}),
+    "cho_solve_one_triangle": (t_cho_solve, {"vec": (_NOT_SYMMETRIC, PARTS.real((3,)))}),
+    # (multivariate_normal reads the lower triangle of cov)
+    "mvn_cov_one_triangle": (t_mvn_cov, {"mat": (PARTS.real((4, 3)), spd_plus(
+        PARTS.real((3, 3)), np.triu(PARTS.real((3, 3)), 1))
+        + 0.2 * np.tril(PARTS.real((3, 3)), -1))}),
+})
+
+
+def h_one_triangle(x):
+    a = spd_plus(x.reshape(3, 3), np.triu(x.reshape(3, 3), 1) * 0.3)
+    return (np.sum(linalg.cholesky(a) * W34[:, :3]) + np.sum(linalg.cho_factor(a)[0] ** 2)
+            + np.sum(linalg.cho_solve(linalg.cho_factor(a.T, lower=True), W4[:3]) * W4[1:])
+            + stats.multivariate_normal.logpdf(W4[1:], cov=a))
+
+
+HESSIANS.update({"one_triangle": (h_one_triangle, [PARTS.real((9,))])})
+
+
 # -- the oracle -------------------------------------------------------------------------
 @pytest.mark.parametrize("fn, args", params(CASES))
 def test_grad_matches_finite_differences(fn, args):

@@ -99,7 +99,12 @@ class CallAdjoints:
         self.primal_names.add(residuals)
         zeros = _literal_nones(prim.bwd)
         active = [i for i in active if zeros.get(i) != "always"]
-        call = syntax.call(bwd, [syntax.name(residuals), g])
+        # what bwd returns, checked against the arguments whose cotangents are read
+        # (runtime.cotangents; None for the others)
+        call = syntax.call(self.ctx.runtime("cotangents"), [
+            syntax.call(bwd, [syntax.name(residuals), g]), syntax.name(bwd),
+            syntax.tuple_([syntax.copied(a) if i in active else syntax.const(None)
+                           for i, a in enumerate(op.args)])])
         out = []
         if len(active) > 1:     # call bwd once
             cotangents = self.namer.fresh(f"{source.identifier(prim)}_cotangents")
@@ -108,7 +113,8 @@ class CallAdjoints:
         for i in active:
             part = gast.Subscript(value=syntax.copied(call), slice=syntax.const(i),
                                   ctx=gast.Load())
-            if zeros.get(i) != "never":
+            # (a position the literals lack: never None, the check refuses them)
+            if zeros.get(i, "never" if zeros else None) != "never":
                 part = syntax.call(self.ctx.runtime("cotangent"), [part, syntax.copied(op.args[i])])
             out.extend(self.accumulate(op.args[i].id, part, defined, s))
         return out
@@ -171,9 +177,10 @@ class CallAdjoints:
 
 
 def _literal_nones(fn):
-    """{position: "always" | "never"} for the tuples `fn` returns as literals: whether
-    each position is the constant None in every return (a position missing, or None in
-    some returns only, may be None at run time). Empty if the source is unreadable."""
+    """{position: "always" | "never" | "sometimes"} for the tuples `fn` returns as
+    literals: whether each position is the constant None in every return, in none, or
+    in some (then it may be None at run time). Empty if the source is unreadable or a
+    return is not a tuple literal."""
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
     except (OSError, TypeError, SyntaxError):

@@ -386,6 +386,8 @@ class Forward:
         rule = self.ctx.bind(prim.rule.__name__, obj=prim.rule)
         value = syntax.call(rule, [syntax.tuple_([syntax.copied(a) for a in call.args]),
                                   syntax.tuple_([self.tangent(a) for a in call.args])])
+        # what the rule returns, checked (tangents.value_and_tangent)
+        value = syntax.call(self.ctx.runtime("value_and_tangent"), [value, syntax.name(rule)])
         target = s.targets[0].id
         pair = syntax.tuple_([syntax.name(target, store=True),
                              syntax.name(self.dot(target), store=True)], store=True)

@@ -1,14 +1,15 @@
 """Helpers for the values s2sad differentiates through that are not arrays: the zero
 adjoint of a number, array, tuple, list, dict or dataclass, the one rule that adds
 adjoints (`add`, leaf by leaf over them), an adjoint in the structure of its value
-(`from_array`), and what a loop over a sequence or a dict indexes (`sequence`, `keys`).
+(`from_array`), what a loop over a sequence or a dict indexes (`sequence`, `keys`), and
+the check of what custom rules return against those values (`cotangents`, `misfit`).
 Generated code reaches them through `runtime`, which imports them."""
 import copy
 import dataclasses
 
 import numpy as np
 
-from ..errors import InternalError
+from ..errors import CustomRuleError, InternalError
 from .arrays import asarray, is_array
 
 
@@ -66,6 +67,121 @@ def carries_derivative(v):
     if is_array(v):
         return np.issubdtype(v.dtype, np.inexact)
     return isinstance(v, (tuple, list, dict)) or is_record(v)
+
+
+def cotangents(c, bwd, args):
+    """`c`, what `bwd`, the backward function of a custom_vjp, returned for a call with
+    the positional arguments `args` (None for those whose cotangents are not read), once
+    it is seen to fit them: a tuple with one cotangent per argument, None or of the
+    argument's structure and shape (see `misfit`; the number 0 for an array becomes
+    zeros of its shape); else a CustomRuleError that names `bwd`."""
+    if type(c) is tuple and len(c) == len(args):
+        for d, x in zip(c, args):
+            if d is None or x is None or type(x) is float is type(d) or plainly_fits(d, x):
+                continue
+            return _cotangents(c, bwd, args)
+        return c
+    return _cotangents(c, bwd, args)
+
+
+def _cotangents(c, bwd, args):
+    """`cotangents`, beyond its common cases."""
+    if isinstance(c, (tuple, list)) and len(c) == len(args):
+        for i, (d, x) in enumerate(zip(c, args)):
+            found = misfit(d, x)
+            if found is not None:
+                raise custom_rule_error(
+                    bwd, "the backward function of a custom_vjp", f"returned as the cotangent "
+                    f"of argument {i} {found}. Return each cotangent in the structure and "
+                    "shape of its argument (None, or np.zeros_like(x), for zero)")
+            if d is not None and np.ndim(d) == 0 and np.ndim(x) and is_array(x):
+                c = (*c[:i], zeros_like(x), *c[i + 1:])       # (a zero: see misfit)
+        return c
+    n = len(args)
+    raise custom_rule_error(
+        bwd, "the backward function of a custom_vjp",
+        f"returned {described(c)} for a call with {n} positional argument{'s' * (n != 1)}; "
+        f"it returns a tuple of {n} cotangent{'s' * (n != 1)}, one per argument, None for "
+        f"one without a derivative" + (" (`return (x_bar,)`, not `return x_bar`)"
+                                       if n == 1 else ""))
+
+
+def plainly_fits(d, x):
+    """The common cases of `misfit` that fit, found quickly: a float for a float, an
+    array of floats of its shape for an array of floats."""
+    t = type(x)
+    if t is float:
+        return type(d) is float or type(d) is np.float64
+    return (t is np.ndarray and type(d) is np.ndarray and d.shape == x.shape
+            and d.dtype.kind == "f" and x.dtype.kind == "f")
+
+
+def custom_rule_error(rule, what, message):
+    """The CustomRuleError of `rule` (`what` it is), located at its `def`."""
+    code = getattr(rule, "__code__", None)
+    where = f"{code.co_filename}:{code.co_firstlineno}: " if code is not None else ""
+    name = getattr(rule, "__qualname__", None) or repr(rule)
+    return CustomRuleError(f"{where}{name}, {what}, {message}")
+
+
+def misfit(d, x):
+    """Why `d` cannot be the cotangent or tangent of a value `x` (a custom rule's result,
+    see `cotangents`): "<what d is> where <what> was expected", or None where it
+    fits: None (no derivative), anything for a value without derivatives (an int, an
+    integer array, an object), and otherwise the structure of `x` (tuple, list, dict,
+    dataclass) holding numbers where it holds numbers and arrays of their shape where it
+    holds arrays (of floats or ints, complex only for complex values; the number 0 also
+    for an array, a zero that broadcasts)."""
+    if d is None or not carries_derivative(x):
+        return None
+    if is_array(x) or isinstance(x, (float, complex, np.inexact)):
+        return _leaf_misfit(d, np.shape(x), np.iscomplexobj(x))
+    if isinstance(x, (tuple, list)):
+        if not isinstance(d, (tuple, list)) or len(d) != len(x):
+            return f"{described(d)} where a {type(x).__name__} of {len(x)} was expected"
+        parts = enumerate(zip(d, x))
+    elif isinstance(x, dict):
+        if not isinstance(d, dict) or set(d) != set(x):
+            keys = sorted(x, key=repr)
+            return f"{described(d)} where a dict with the keys {keys} was expected"
+        parts = ((k, (d[k], v)) for k, v in x.items())
+    else:
+        if type(d) is not type(x):
+            return f"{described(d)} where a {type(x).__name__} was expected"
+        parts = ((f, (getattr(d, f), getattr(x, f))) for f in fields(x))
+    for key, (dk, xk) in parts:
+        found = misfit(dk, xk)
+        if found is not None:
+            return f"at {key!r}: {found}"
+    return None
+
+
+def _leaf_misfit(d, shape, complex_):
+    kind = getattr(getattr(d, "dtype", None), "kind", None)
+    if kind is None:
+        kind = {bool: "b", int: "i", float: "f", complex: "c"}.get(type(d))
+    expected = "a number" if not shape else f"an array of shape {shape}"
+    if kind is None or kind not in "biufc":
+        return f"{described(d)} where {expected} was expected"
+    if kind == "c" and not complex_:
+        return f"{described(d)}, complex, where {expected} of real numbers was expected"
+    if np.shape(d) != shape and not (np.shape(d) == () and d == 0):
+        return f"{described(d)} where {expected} was expected" + (
+            " (a number there only as a zero)" if shape and np.shape(d) == () else "")
+    return None
+
+
+def described(v):
+    """A short description of `v` for a message: its kind and shape, or its value."""
+    if isinstance(v, (tuple, list, dict)):
+        return f"a {type(v).__name__} of {len(v)}"
+    shape = getattr(v, "shape", None)
+    if shape is not None and shape != ():
+        return f"an array of shape {tuple(shape)} ({v.dtype})"
+    if isinstance(v, (bool, int, float, complex, np.number, np.bool_)) or shape == ():
+        return f"the number {np.asarray(v).item()!r}"
+    text = repr(v)
+    return f"{type(v).__name__} {text if len(text) < 40 else text[:37] + '...'}"
 
 
 def field_zero(v):

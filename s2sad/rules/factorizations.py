@@ -37,6 +37,33 @@ def symmetrize(m):
     return 0.5 * (m + _t(m))
 
 
+def mirrored(m, lower=True):
+    """The symmetric matrices a function that reads one triangle of `m` factors: the
+    lower triangle of `m` (the upper for `lower` False or "U"), mirrored; `m` itself for
+    `lower` None. NumPy's `eigh`, `eigvalsh` and `cholesky`, `svd` and `pinv` with
+    `hermitian=True`, and SciPy's `cholesky` read only that triangle, so their derivative
+    with respect to the other one is zero. Linear in `m`."""
+    if lower is None:
+        return m
+    tri = np.tril(m) if _reads_lower(lower) else np.triu(m)
+    return tri + _t(tri) - tri * np.eye(np.shape(m)[-1], dtype=bool)
+
+
+def mirrored_adjoint(g, lower=True):
+    """The adjoint of `mirrored(m, lower)`: `g` on the triangle read, where an entry off
+    the diagonal gets the adjoints of both places it is mirrored to. Linear in `g`."""
+    if lower is None:
+        return g
+    both = g + _t(g)
+    return (np.tril(both) if _reads_lower(lower) else np.triu(both)) - g * np.eye(
+        np.shape(g)[-1], dtype=bool)
+
+
+def _reads_lower(lower):
+    """Whether `lower` (a bool, or NumPy's `UPLO` letter) names the lower triangle."""
+    return lower.upper() == "L" if isinstance(lower, str) else bool(lower)
+
+
 def diag_embed(v):
     """Matrices with the last axis of `v` on their diagonals."""
     v = np.asarray(v)
@@ -66,7 +93,7 @@ def thin(ans, what):
 
 def eigh_dot(t, ans):
     """The tangent of `ans = np.linalg.eigh(a)` along `t` (of which the symmetric part
-    counts)."""
+    counts: the rule passes `mirrored(t, UPLO)`)."""
     w, v = ans
     s = _t(v) @ symmetrize(t) @ v
     return rebuild(ans, [np.diagonal(s, 0, -2, -1).copy(), v @ (eigen_gaps(w) * s)])
@@ -78,7 +105,8 @@ def eigvals_dot(t, v):
 
 
 def eigvalsh_adjoint(g, a, UPLO="L"):
-    """The adjoint of `a` in `np.linalg.eigvalsh(a, UPLO)`: v diag(g) v^T."""
+    """The adjoint of the matrix `mirrored(a, UPLO)` in `np.linalg.eigvalsh(a, UPLO)`:
+    v diag(g) v^T."""
     v = np.linalg.eigh(a, UPLO)[1]
     return (v * np.expand_dims(spread(g, v[..., 0]), -2)) @ _t(v)     # (v[..., 0]: w's shape)
 
@@ -86,7 +114,7 @@ def eigvalsh_adjoint(g, a, UPLO="L"):
 def eigvalsh_adjoint_dot(g, a, t, UPLO="L"):
     """The tangent of `eigvalsh_adjoint(g, a, UPLO)` along `t`, the tangent of `a`."""
     ans = np.linalg.eigh(a, UPLO)
-    v, dv = ans[1], eigh_dot(t, ans)[1]
+    v, dv = ans[1], eigh_dot(mirrored(t, UPLO), ans)[1]
     return 2 * symmetrize((dv * np.expand_dims(spread(g, ans[0]), -2)) @ _t(v))
 
 

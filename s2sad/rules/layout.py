@@ -99,9 +99,9 @@ def undiagonal(g, a, offset=0, axis1=0, axis2=1):
 
 def unkron(g, a, b, which):
     """The adjoint of `a` (`which` 0) or `b` (1) in `np.kron(a, b)`."""
-    if np.ndim(g) == 0:
-        return g
     a, b = np.asarray(a), np.asarray(b)
+    if np.ndim(g) == 0 and max(a.ndim, b.ndim):
+        return g                                    # the zero (see `_spread`)
     nd = max(a.ndim, b.ndim)
     sa, sb = (1,) * (nd - a.ndim) + a.shape, (1,) * (nd - b.ndim) + b.shape
     blocks = np.reshape(g, [n for pair in zip(sa, sb) for n in pair])

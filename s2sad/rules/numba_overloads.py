@@ -10,6 +10,7 @@ from numba import types
 from numba.core.errors import TypingError
 from numba.extending import overload
 
+from ..errors import CustomRuleError
 from . import runtime, tangents
 
 
@@ -64,15 +65,40 @@ def numba_add(a, b):
                       "no containers)")
 
 
+def basic_index(index):
+    """Whether the Numba type `index` selects each element at most once: integers,
+    slices, `None`, `...`, a boolean mask, or a tuple of them."""
+    items = index.types if isinstance(index, types.BaseTuple) else (index,)
+    return all(isinstance(i, (types.Integer, types.SliceType, types.NoneType,
+                              types.EllipsisType))
+               or isinstance(i, types.Array) and isinstance(i.dtype, types.Boolean)
+               for i in items)
+
+
+def positions(index):
+    """Whether the Numba type `index` is an array of integers of one axis, which may
+    select an element more than once."""
+    return (isinstance(index, types.Array) and index.ndim == 1
+            and isinstance(index.dtype, types.Integer))
+
+
 @overload(runtime.unindex)
 def numba_unindex(g, x, index):
-    if array_type(x, 3):
+    if array_type(x, 3) and basic_index(index):
         def put(g, x, index):
             out = np.zeros(x.shape)
             out[index] += g
             return out
         return put
-    raise TypingError(f"no native adjoint of indexing {x}")
+    if array_type(x, 3) and positions(index) and (numeric_type(g) or array_type(g, 3)):
+        def add_each(g, x, index):      # (`out[index] += g` adds once at a repeat)
+            out = np.zeros(x.shape)
+            for k in range(index.shape[0]):
+                out[index[k]] += g if numeric_g else g[k]
+            return out
+        numeric_g = numeric_type(g)
+        return add_each
+    raise TypingError(f"no native adjoint of indexing {x} with {index}")
 
 
 @overload(runtime.zeros_like)
@@ -86,11 +112,23 @@ def numba_zeros_like(x):
 
 @overload(runtime.take)
 def numba_take(g, index):
-    if array_type(g, 3):
+    if array_type(g, 3) and basic_index(index):
         if isinstance(index, types.Integer) and g.ndim == 1:
             return lambda g, index: g[index]
         return lambda g, index: g[index].copy()
-    raise TypingError(f"no native part of {g}")
+    if array_type(g, 3) and positions(index):
+        def last_writes(g, index):      # (runtime.take: the write that stays)
+            out = g[index].copy()
+            n = g.shape[0]
+            seen = np.zeros(n, np.bool_)
+            for k in range(index.shape[0] - 1, -1, -1):
+                i = index[k] % n
+                if seen[i]:
+                    out[k] = 0.0
+                seen[i] = True
+            return out
+        return last_writes
+    raise TypingError(f"no native part of {g} at {index}")
 
 
 @overload(runtime.own)
@@ -176,3 +214,75 @@ def numba_broadcast_like(t, y):
     if array_type(y, 3) and array_type(t, 3):
         return lambda t, y: np.broadcast_to(t, y.shape)
     raise TypingError(f"no native broadcast of {t} to {y}")
+
+
+# -- custom rules: what they return, checked (runtime.cotangents, tangents.value_and_tangent)
+#: How the TypingError of a custom rule's result whose types do not fit starts: numba_api
+#: raises the rest of its line as a CustomRuleError.
+CUSTOM_RULE = "s2sad: the custom rule "
+
+
+@overload(runtime.cotangents)
+def numba_cotangents(c, bwd, args):
+    rule = _rule(bwd, "the backward function of a custom_vjp")
+    n = len(args)
+    if not isinstance(c, types.BaseTuple) or len(c) != n:
+        raise TypingError(f"{CUSTOM_RULE}{rule}, returned {c} for a call with {n} positional "
+                          f"argument(s); it returns a tuple of {n} cotangent(s), one per "
+                          "argument, None for one without a derivative")
+    return _checked("c, bwd, args", "c", rule, [
+        (d, x, f"c[{i}]", f"args[{i}]", f"the cotangent of argument {i}")
+        for i, (d, x) in enumerate(zip(c.types, args.types))])
+
+
+@overload(tangents.value_and_tangent)
+def numba_value_and_tangent(result, rule):
+    name = _rule(rule, "the rule of a custom_jvp")
+    if not isinstance(result, types.BaseTuple) or len(result) != 2:
+        raise TypingError(f"{CUSTOM_RULE}{name}, returned {result}; it returns a pair "
+                          "(value, tangent): `return y, y_dot`")
+    value, tangent = result.types
+    if isinstance(tangent, types.NoneType) and isinstance(value, (types.Array, types.Float)):
+        raise TypingError(f"{CUSTOM_RULE}{name}, returned None as the tangent of its value")
+    return _checked("result, rule", "result", name, [
+        (tangent, value, "result[1]", "result[0]", "the tangent of its value")])
+
+
+def _rule(fn, what):
+    """`file:line: name, what` of the rule `fn`, of a Numba dispatcher's type."""
+    py = getattr(getattr(fn, "dispatcher", fn), "py_func", None)
+    code = getattr(py, "__code__", None)
+    where = f"{code.co_filename}:{code.co_firstlineno}: " if code is not None else ""
+    return f"{where}{getattr(py, '__qualname__', fn)}, {what}"
+
+
+def _checked(params, result, rule, parts):
+    """A function of `params` that returns `result` once the `parts` of what the custom
+    `rule` returned fit: each (type found, type expected, their spellings, what it is).
+    Types that do not fit are a TypingError; arrays are compared by shape when it runs
+    (numbers for arrays are zeros), raising a CustomRuleError."""
+    lines, messages = [f"def check({params}):"], {}
+    for k, (d, x, found, expected, what) in enumerate(parts):
+        problem = f"{rule}, returned as {what} "
+        if isinstance(d, types.NoneType) or not isinstance(x, (types.Array, types.Float)):
+            continue
+        if isinstance(x, types.Float):
+            if not isinstance(d, types.Number):
+                raise TypingError(f"{CUSTOM_RULE}{problem}{d} where a number was expected")
+            continue
+        if isinstance(d, types.Number):
+            messages[f"M{k}"] = (f"{problem}a number other than zero where an array was "
+                                 "expected. Return it in the shape of the argument")
+            lines.append(f"    if {found} != 0:\n        raise CustomRuleError(M{k})")
+        else:
+            if not isinstance(d, types.Array) or d.ndim != x.ndim:
+                raise TypingError(f"{CUSTOM_RULE}{problem}{d} where an array of {x.ndim} "
+                                  "axes was expected")
+            messages[f"M{k}"] = (f"{problem}an array of another shape than the argument's. "
+                                 "Return it in the shape of the argument")
+            lines.append(f"    if {found}.shape != {expected}.shape:\n"
+                         f"        raise CustomRuleError(M{k})")
+    lines.append(f"    return {result}")
+    namespace = {"CustomRuleError": CustomRuleError, **messages}
+    exec("\n".join(lines) + "\n", namespace)      # noqa: S102 - code for the types above
+    return namespace["check"]

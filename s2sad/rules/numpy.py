@@ -271,16 +271,22 @@ rule(np.linalg.det, "a",
 rule(np.linalg.slogdet, "a", "g[1][..., None, None] * np.swapaxes(np.linalg.inv(a), -1, -2)",
      tangent="(_s2s_zeros_like(ans[0]), np.trace(np.linalg.solve(a, t), 0, -2, -1))",
      returns="container")
-# factorizations (the helpers are in rules/factorizations.py); eigh and svd differentiate
-# the symmetric part of a symmetric argument, as JAX does
+# factorizations (the helpers are in rules/factorizations.py). eigh, eigvalsh, cholesky
+# and, with hermitian=True, svd and pinv read one triangle of their argument (the lower
+# one unless told): the derivative of what they compute is zero on the other one, and an
+# entry off the diagonal of the triangle read counts for both places it is mirrored to
+# (`_s2s_mirrored_adjoint`; JAX gives the symmetric part instead)
 _G = "_s2s_structured(g, ans)"
 _VT = "np.swapaxes(ans[1], -1, -2)"
 rule(np.linalg.eigh, "a, UPLO='L'",
-     a=f"_s2s_symmetrize((ans[1] * np.expand_dims({_G}[0], -2)) @ {_VT} + ans[1] @ "
-       f"(_s2s_eigen_gaps(ans[0]) * ({_VT} @ {_G}[1])) @ {_VT})",
-     tangent={"a": "_s2s_eigh_dot(t, ans)"}, returns="container")
-rule(np.linalg.eigvalsh, "a, UPLO='L'", a="_s2s_eigvalsh_adjoint(g, a, UPLO)",
-     tangent={"a": "_s2s_eigvals_dot(t, np.linalg.eigh(a, UPLO)[1])"})
+     a=f"_s2s_mirrored_adjoint((ans[1] * np.expand_dims({_G}[0], -2)) @ {_VT} + ans[1] @ "
+       f"(_s2s_eigen_gaps(ans[0]) * ({_VT} @ {_G}[1])) @ {_VT}, UPLO)",
+     tangent={"a": "_s2s_eigh_dot(_s2s_mirrored(t, UPLO), ans)"}, returns="container")
+rule(np.linalg.eigvalsh, "a, UPLO='L'",
+     a="_s2s_mirrored_adjoint(_s2s_eigvalsh_adjoint(g, a, UPLO), UPLO)",
+     tangent={"a": "_s2s_eigvals_dot(_s2s_mirrored(t, UPLO), np.linalg.eigh(a, UPLO)[1])"})
+_H = "('L' if hermitian else None)"          # the triangle svd and pinv read, if one
+_AH = f"_s2s_mirrored(a, {_H})"
 _U, _S, _SVT = (f"_s2s_thin(ans, 'svd')[{i}]" for i in range(3))
 _UT, _SV = f"np.swapaxes({_U}, -1, -2)", f"np.swapaxes({_SVT}, -1, -2)"
 _F = f"_s2s_eigen_gaps({_S} * {_S})"
@@ -291,15 +297,18 @@ _SVD = (f"{_U} @ {_DS} @ {_SVT} + _s2s_safe_divide({_G}[0] - {_U} @ ({_UT} @ {_G
         f"np.expand_dims({_S}, -2)) @ {_SVT} + {_U} @ _s2s_safe_divide({_G}[2] - ({_G}[2] @ "
         f"{_SV}) @ {_SVT}, np.expand_dims({_S}, -1))")
 rule(np.linalg.svd, "a, full_matrices=True, compute_uv=True, hermitian=False",
-     a=f"{_SVD} if compute_uv else _s2s_svd_values_adjoint(g, a)",
-     tangent={"a": "_s2s_svd_dot(t, a, ans, compute_uv)"}, returns=None)
+     a=f"_s2s_mirrored_adjoint({_SVD} if compute_uv else _s2s_svd_values_adjoint(g, {_AH}), "
+       f"{_H})",
+     tangent={"a": f"_s2s_svd_dot(_s2s_mirrored(t, {_H}), {_AH}, ans, compute_uv)"},
+     returns=None)
 _PT, _PG = "np.swapaxes(ans, -1, -2)", "_s2s_spread(g, ans)"
 _X = f"(np.swapaxes({_PG}, -1, -2) @ ans @ {_PT})"
 _Y = f"({_PT} @ ans @ np.swapaxes({_PG}, -1, -2))"
 # where the rank of `a` does not change (as JAX)
 rule(np.linalg.pinv, "a, rcond=None, hermitian=False",
-     a=f"-{_PT} @ {_PG} @ {_PT} + {_X} - a @ (ans @ {_X}) + {_Y} - ({_Y} @ ans) @ a",
-     tangent={"a": "_s2s_pinv_dot(t, a, ans)"})
+     a=f"_s2s_mirrored_adjoint(-{_PT} @ {_PG} @ {_PT} + {_X} - {_AH} @ (ans @ {_X}) + {_Y} - "
+       f"({_Y} @ ans) @ {_AH}, {_H})",
+     tangent={"a": f"_s2s_pinv_dot(_s2s_mirrored(t, {_H}), {_AH}, ans)"})
 rule(np.linalg.lstsq, "a, b, rcond=None", "_s2s_lstsq_adjoint(g, a, b, ans, 0)",
      "_s2s_lstsq_adjoint(g, a, b, ans, 1)",
      tangent=("_s2s_lstsq_dot(t, a, b, ans, 0)", "_s2s_lstsq_dot(t, a, b, ans, 1)"),
@@ -316,7 +325,12 @@ rule(np.linalg.matrix_power, "a, n",
        f"-{_INVT} @ _s2s_power_dot(g, {_INVT}, -n) @ {_INVT}",
      tangent={"a": "_s2s_power_dot(t, a, n) if n >= 0 else _s2s_power_dot(-np.linalg.inv(a) "
                    "@ t @ np.linalg.inv(a), np.linalg.inv(a), -n)"})
-rule(np.linalg.cholesky, "a", "_s2s_cholesky(g, ans)", tangent="_s2s_cholesky_dot(t, ans)")
+_UT, _GT = "np.swapaxes(ans, -1, -2)", "np.swapaxes(_s2s_spread(g, ans), -1, -2)"   # upper=True
+rule(np.linalg.cholesky, "a, upper=False",
+     a=f"_s2s_mirrored_adjoint(_s2s_cholesky(g, ans), True) if not upper else "
+       f"_s2s_mirrored_adjoint(_s2s_cholesky({_GT}, {_UT}), False)",
+     tangent={"a": "_s2s_cholesky_dot(_s2s_mirrored(t, True), ans) if not upper else "
+                   f"np.swapaxes(_s2s_cholesky_dot(_s2s_mirrored(t, False), {_UT}), -1, -2)"})
 
 # shapes and construction
 rule(np.reshape, "a, newshape", a="_s2s_reshape_like(g, a)", linear="a", view=True)

@@ -238,7 +238,7 @@ def _constructor(cls):
     if any(d is not REQUIRED and not isinstance(d, (int, float, bool, str, type(None)))
            for _, d in fields):
         return None
-    from .containers import field      # (containers imports nothing of s2sad)
+    from .containers import field      # (containers imports no rules)
     params = ", ".join(n if d is REQUIRED else f"{n}={d!r}" for n, d in fields)
     define(cls, params, namespace={"_s2s_field": field}, quiet=True,
            linear=", ".join(n for n, _ in fields),

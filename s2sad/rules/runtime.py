@@ -8,8 +8,9 @@ from .arrays import (  # noqa: F401 - generated code finds blocks_like in runtim
     add_at, asarray, blocks_like, broadcast_shapes, full, is_array, is_duck_array, number,
     zeros)
 from .containers import (  # noqa: F401 - generated code finds them in runtime
-    add, carries_derivative, from_array, is_record, keys, sequence, sort_list_dot,
-    unsequence, unsort_list, zeros_like,
+    add, carries_derivative, cotangents, custom_rule_error, described, from_array,
+    is_record, keys, misfit, plainly_fits, sequence, sort_list_dot, unsequence,
+    unsort_list, zeros_like,
     field_zero as _field_zero, fields as _fields, is_named_tuple as _is_named_tuple,
     is_zero as _is_zero, joined as _joined, rebuild as _rebuild, repeated as _repeated,
     replace as _replace)
@@ -20,9 +21,9 @@ from .calculus import (  # noqa: F401 - generated code finds them in runtime
     unpolyval, unquantile, unquantile_q, weights_like)
 from .factorizations import (  # noqa: F401 - generated code finds them in runtime
     diag_embed, eigen_gaps, eigh_dot, eigvals_dot, eigvalsh_adjoint, eigvalsh_adjoint_dot,
-    lstsq_adjoint, lstsq_dot, no_second_derivative, pinv_dot, power_dot, power_dot_dot,
-    qr_dot, spread, structured, svd_dot, svd_values_adjoint, svd_values_adjoint_dot,
-    matrix_norm_slope, symmetrize, thin)
+    lstsq_adjoint, lstsq_dot, mirrored, mirrored_adjoint, no_second_derivative, pinv_dot,
+    power_dot, power_dot_dot, qr_dot, spread, structured, svd_dot, svd_values_adjoint,
+    svd_values_adjoint_dot, matrix_norm_slope, symmetrize, thin)
 from .layout import (  # noqa: F401 - generated code finds them in runtime
     partition_order, unappend, uncolumn_stack, uncross, undiagonal, unkron, unmeshgrid, unpad,
     unpad_constant, unrot90, unsplit, untake_along_axis)
@@ -809,11 +810,42 @@ def snapshot(v):
 
 
 def take(g, index):
-    """`g[index]`, on a copy where `g[index]` would be a view."""
+    """The adjoint of the values `v` written by `a[index] = v`, of which `g` is the
+    adjoint of the result: `g[index]` (on a copy where that would be a view), with zeros
+    where an index array repeats a position for the writes NumPy overwrites: the last
+    write, in C order of the index, is the one that stays."""
     if _is_zero(g):
         return g
     part = g[index]
-    return part.copy() if is_array(part) else part
+    if not is_array(part):
+        return part
+    if _basic(index) or not is_array(g) or not _may_repeat(index):
+        return part.copy()
+    return np.where(last_writes(np.shape(g), index), part, 0)
+
+
+def last_writes(shape, index):
+    """Where `a[index] = v`, for `a` of `shape`, writes a value that stays: a boolean
+    array shaped like `a[index]`, False for each write that a later one (in C order of
+    the index, as NumPy writes C-contiguous values) overwrites. The position of each
+    write is read through `index` from views of the coordinates that hold no data."""
+    position = 0
+    for axis, n in enumerate(shape):
+        coordinate = np.arange(n, dtype=np.intp).reshape((n,) + (1,) * (len(shape) - axis - 1))
+        position = position * n + np.broadcast_to(coordinate, shape)[index]
+    flat = np.ravel(position)
+    _, last = np.unique(flat[::-1], return_index=True)
+    stays = np.zeros(flat.size, bool)
+    stays[flat.size - 1 - last] = True
+    return stays.reshape(np.shape(position))
+
+
+def _may_repeat(index):
+    """Whether `index` (not basic) holds an array or list of integers, which may select a
+    position more than once (a boolean mask selects each at most once)."""
+    items = index if isinstance(index, tuple) else (index,)
+    return any(isinstance(i, list) and np.asarray(i).dtype != bool
+               or is_array(i) and i.dtype != bool for i in items)
 
 
 def head(g):
@@ -832,4 +864,4 @@ SHAPE_ONLY = {"unindex": (1,), "unattr": (1,), "unreduce": (1,), "unbroadcast": 
               "unbroadcast_product": (2,), "unreduce_view": (1,),
               "zeros_like": (0,), "cotangent": (1,), "from_array": (1,), "extremum": (),
               "reshape_like": (1,), "matmul_lhs": (1,), "matmul_rhs": (2,), "dot_lhs": (1,),
-              "dot_rhs": (2,)}
+              "dot_rhs": (2,), "cotangents": (2,)}     # (the items of a tuple display there)

@@ -12,9 +12,9 @@ by the bound method (`stats.norm.logpdf`), which equals every later reading of i
 Where a derivative does not exist, the rules give what JAX gives: `logit` at 0 and 1 has
 slope inf; `xlogy(x, y)` has d/dx = log(y) and d/dy = x / y, so at x = y = 0 they are -inf
 and nan. Matrices read only in part (a triangle for `solve_triangular`, `cholesky` and the
-symmetric kinds of `solve`) get adjoints on the entries read; `cholesky` and `cho_factor`
-differentiate the symmetric part, as JAX does. The forward rules of the helpers these
-rules call (rules/solves.py) are at the end.
+symmetric kinds of `solve`) get adjoints on the entries read: the derivative of what
+SciPy computes (JAX differentiates the symmetric part of `cholesky`'s argument instead).
+The forward rules of the helpers these rules call (rules/solves.py) are at the end.
 """
 import numpy as np
 from scipy import linalg, special, stats
@@ -76,10 +76,10 @@ rule(linalg.inv, "a, overwrite_a=False, check_finite=True", a="_s2s_inv(g, ans)"
      tangent={"a": "-ans @ t @ ans"}, returns="array")
 rule(linalg.expm, "A", f"_s2s_frechet({_T.format('A')}, {_GX})", tangent="_s2s_frechet(A, t)",
      returns="array")
-_CHOL_T = "_s2s_cholesky_dot(_s2s_symmetrize(t), {})"
+_CHOL_T = "_s2s_cholesky_dot(_s2s_mirrored(t, lower), {})"
 rule(linalg.cholesky, "a, lower=False, overwrite_a=False, check_finite=True",
-     a=f"_s2s_cholesky({_GX}, ans) if lower else _s2s_cholesky({_T.format(_GX)}, "
-       f"{_T.format('ans')})",
+     a=f"_s2s_mirrored_adjoint(_s2s_cholesky({_GX}, ans) if lower else "
+       f"_s2s_cholesky({_T.format(_GX)}, {_T.format('ans')}), lower)",
      tangent={"a": f"{_CHOL_T.format('ans')} if lower else "
                    f"{_T.format(_CHOL_T.format(_T.format('ans')))}"},
      returns="array")
@@ -87,8 +87,9 @@ rule(linalg.cholesky, "a, lower=False, overwrite_a=False, check_finite=True",
 _C, _GC = "ans[0]", "_s2s_structured(g, ans)[0]"
 _LOW, _UP = f"np.tril({_C})", _T.format(f"np.triu({_C})")
 rule(linalg.cho_factor, "a, lower=False, overwrite_a=False, check_finite=True",
-     a=f"_s2s_cholesky(np.tril({_GC}), {_LOW}) + np.triu({_GC}, 1) if lower else "
-       f"_s2s_cholesky({_T.format(f'np.triu({_GC})')}, {_UP}) + np.tril({_GC}, -1)",
+     a=f"_s2s_mirrored_adjoint(_s2s_cholesky(np.tril({_GC}), {_LOW}), True) + "
+       f"np.triu({_GC}, 1) if lower else _s2s_mirrored_adjoint(_s2s_cholesky("
+       f"{_T.format(f'np.triu({_GC})')}, {_UP}), False) + np.tril({_GC}, -1)",
      tangent={"a": f"(np.tril({_CHOL_T.format(_LOW)}) + np.triu(t, 1) if lower else "
                    f"np.triu({_T.format(_CHOL_T.format(_UP))}) + np.tril(t, -1), "
                    "_s2s_zeros_like(ans[1]))"},
@@ -164,8 +165,8 @@ rule(stats.norm.cdf, _NORM, f"g * {_P}", f"-g * {_P}", f"-g * {_P} * {_Z}", broa
 _Q = "np.exp(norm.logpdf(x, loc, scale) - ans)"           # pdf / cdf, without underflow
 rule(stats.norm.logcdf, _NORM, f"g * {_Q}", f"-g * {_Q}", f"-g * {_Q} * {_Z}",
      broadcast=True)
-# cov a number, a vector (the diagonal) or a matrix; the adjoint of a matrix is symmetric
-# (scipy reads one triangle; JAX symmetrizes)
+# cov a number, a vector (the diagonal) or a matrix, of which SciPy reads the lower
+# triangle: its adjoint is on that triangle (JAX gives the symmetric part)
 _COV = "_s2s_cov_matrix(cov, x)"
 _R = "(x - mean if mean is not None else x)"
 _S = f"({_R} @ np.linalg.inv({_COV}))"                     # cov^-1 (x - mean), by sample

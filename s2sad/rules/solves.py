@@ -11,6 +11,7 @@ import numpy as np
 import scipy.linalg
 
 from ..errors import MissingRuleError
+from .factorizations import mirrored, mirrored_adjoint
 
 
 def _t(m):
@@ -44,8 +45,7 @@ def as_read(m, assume_a, lower):
     if assume_a in _GENERAL:
         return m
     if assume_a in _SYMMETRIC:
-        tri = np.tril(m) if lower else np.triu(m)
-        return tri + _t(tri) - _diagonal(tri)
+        return mirrored(m, lower)
     return _structure(m, assume_a)
 
 
@@ -54,8 +54,7 @@ def as_read_adjoint(g, assume_a, lower):
     if assume_a in _GENERAL:
         return g
     if assume_a in _SYMMETRIC:
-        both = g + _t(g)
-        return (np.tril(both) if lower else np.triu(both)) - _diagonal(g)
+        return mirrored_adjoint(g, lower)
     return _structure(g, assume_a)
 
 
@@ -155,10 +154,11 @@ def _blocks(rows, n):
 
 
 def cov_matrix(cov, x):
-    """The covariance matrix `multivariate_normal` makes of `cov` for samples `x`: `cov`
-    itself, `cov` times the identity for a number, the diagonal matrix of a vector."""
+    """The covariance matrix `multivariate_normal` makes of `cov` for samples `x`: the
+    lower triangle of `cov` mirrored (SciPy reads no other), `cov` times the identity
+    for a number, the diagonal matrix of a vector."""
     if np.ndim(cov) == 2:
-        return cov
+        return mirrored(cov, True)
     eye = np.eye(np.shape(x)[-1])
     return cov * eye if np.ndim(cov) == 0 else cov[..., None] * eye
 
@@ -166,5 +166,5 @@ def cov_matrix(cov, x):
 def cov_adjoint(g, cov):
     """The adjoint of `cov_matrix` along `cov`, from the adjoint `g` of the matrix."""
     if np.ndim(cov) == 2:
-        return g
+        return mirrored_adjoint(g, True)
     return np.trace(g) if np.ndim(cov) == 0 else np.diagonal(g).copy()

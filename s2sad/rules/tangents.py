@@ -26,6 +26,31 @@ def _helpers(*fns):
     return fns[0]
 
 
+def value_and_tangent(result, rule):
+    """`result`, what `rule`, the rule of a custom_jvp, returned, once it is seen to be a
+    value and a tangent of the value's structure and shape (see `containers.misfit`; no
+    None where the value varies); else a CustomRuleError that names `rule`."""
+    if isinstance(result, (tuple, list)) and len(result) == 2:
+        value, tangent = result
+        if R.plainly_fits(tangent, value):
+            return result
+        if tangent is None:
+            found = "None" if R.carries_derivative(value) else None
+        else:
+            found = R.misfit(tangent, value)
+        if found is None:
+            return result
+        if found == "None":
+            found = "None where a tangent was expected"
+        raise R.custom_rule_error(
+            rule, "the rule of a custom_jvp", f"returned as the tangent of its value "
+            f"{found}. Return a tangent in the structure and shape "
+            "of the value (np.zeros_like(value), or 0.0 for a number, where it does not vary)")
+    raise R.custom_rule_error(
+        rule, "the rule of a custom_jvp", f"returned {R.described(result)}; it returns a "
+        "pair (value, tangent): `return y, y_dot`")
+
+
 # -- tangents of NumPy functions (rules/numpy.py) ----------------------------------------
 def extremum_dot(t, a, ans, axis=None, keepdims=False):
     """The tangent of max/min: the mean of `t` over the elements that attain it."""
@@ -177,6 +202,7 @@ define(R.like, "x", None, zero=("x",), tangent=())          # only its shape is 
 jvp(R.partition_order, "a, ans, axis=-1")                   # integers: no tangent
 linear(R.unattr, "g, obj, name", "g")
 linear(R.cotangent, "c, x", "c")
+jvp(R.cotangents, "c, bwd, args", "t")
 linear(R.unreduce, "g, x, axis=None, keepdims=False", "g")
 linear(R.extremum, "g, x, m, axis=None, keepdims=False", "g")
 linear(R.variance, "g, x, axis=None, ddof=0, keepdims=False", "g", "x")
@@ -318,6 +344,7 @@ jvp(R.uncross, "g, a, b, ans, which, axis=-1", "_s2s_uncross(t, a, b, ans, which
 
 # factorizations (rules/factorizations.py)
 for _f, _params in [(R.structured, "g, ans"), (R.spread, "g, like"), (R.symmetrize, "m"),
+                    (R.mirrored, "m, lower=True"), (R.mirrored_adjoint, "g, lower=True"),
                     (R.diag_embed, "v"), (R.thin, "ans, what")]:
     linear(_f, _params, _params.split(",")[0])
 jvp(R.eigen_gaps, "w", "-ans * ans * (t[..., None, :] - t[..., :, None])")

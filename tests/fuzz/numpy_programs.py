@@ -28,7 +28,8 @@ scalar. The subset:
   `np.ones`, `np.zeros_like`, `copy`;
 - statements: assignments (new names and rebinding with the same shape), element
   writes `a[idx] = e`, `a[idx] += e`, `a[idx] -= e`, `a[idx] *= c` (integer, slice,
-  loop-variable, integer-list and mask indices) and whole-array `a += e` / `a *= e`
+  loop-variable, integer-list and mask indices; with `repeats`, also indexes that name
+  a position more than once: see `repeated_write_programs`) and whole-array `a += e` / `a *= e`
   only into arrays the function created (`x.copy()`, `np.zeros(...)`, results of
   arithmetic; never a parameter or a view of one), `if`/`else` on a scalar condition
   (`if np.sum(x) > 0.5:`), `for i in range(k)` with array-carried values, and a list
@@ -91,7 +92,7 @@ from hypothesis import strategies as st
 
 from .programs import Choices, forget, load_function
 
-__all__ = ["NumpyProgram", "numpy_programs", "forget"]
+__all__ = ["NumpyProgram", "numpy_programs", "repeated_write_programs", "forget"]
 
 PARAMS = ("x", "w", "v")
 SCALAR_PARAM = "s"
@@ -391,6 +392,7 @@ class _Gen(Choices):
         self.params = ()
         self.views = False         # may bind views and aliases of writable arrays
         self.writers = False       # may call out=, in-place methods and writer functions
+        self.repeats = False       # may write through indexes that repeat a position
         self.used = set()          # which of the two families the program uses
         self.fixed = set()         # loop variables over arrays (`for row in a:`) in scope
 
@@ -648,6 +650,8 @@ class _Gen(Choices):
             kinds += [(3, "writer")]
         if self.views:
             kinds += [(4, "view")]
+        if self.repeats and owned:
+            kinds += [(6, "write")]
         kind = self.weighted([(w, k) for w, k in kinds if w])
         return getattr(self, f"stmt_{kind}")(env, pad, indent, depth)
 
@@ -737,7 +741,29 @@ class _Gen(Choices):
             options += [("...", shape), (":", shape)]
             if len(shape) == 2:
                 options += [(f"{shape[0] - 1}, 0", ())]
+        if self.repeats and self.chance(60):
+            return self.pick(self.repeated_indexes(shape))
         return self.pick(options)
+
+    def repeated_indexes(self, shape):
+        """(index text, part shape) of indexes that name a position more than once
+        (`repeats`): NumPy keeps the last write there, so only the value written last
+        may get the adjoint, and `a[idx] += e` adds `e` once. Integer lists and arrays,
+        negative entries that name the same position as others, index arrays made at
+        run time, a 2-d index array, pairs of index arrays, and repeated columns."""
+        m, rest = shape[0], shape[1:]
+        out = [("[0, 0]", (2,) + rest), (f"[{m - 1}, 0, {-m}]", (3,) + rest),
+               ("np.array([0, 0, 0])", (3,) + rest),
+               (f"np.minimum(np.arange(3), {m - 1})", (3,) + rest),
+               (f"np.arange(3) % {m}", (3,) + rest)]
+        if not rest:
+            out += [(f"np.array([[0, {m - 1}], [0, {-m}]])", (2, 2))]
+        else:
+            n = rest[0]
+            out += [(f"[0, {m - 1}, 0], [{n - 1}, 0, {-1}]", (3,)),
+                    (f":, [{n - 1}, {-1}]", (m, 2)), ("[0, 0], 1:" if n >= 2 else "[0, 0], :",
+                                                       (2, n - 1 if n >= 2 else n))]
+        return out
 
     def stmt_write(self, env, pad, indent, depth):
         owned = sorted(n for n, v in env.items() if v.owned and v.shape)
@@ -1093,11 +1119,13 @@ class _Gen(Choices):
 
 
 @st.composite
-def numpy_programs(draw, max_statements=8, max_params=3, views=0, writers=0):
+def numpy_programs(draw, max_statements=8, max_params=3, views=0, writers=0, repeats=0):
     """Hypothesis strategy of `NumpyProgram`s (see the module docstring). `views` and
     `writers` are the chances in percent that a program may also bind views and aliases
     of the arrays it writes (and write through them), and call `out=`, in-place methods
-    and writer functions; with 0 (the default) the programs are the ones of before."""
+    and writer functions; `repeats` that its element writes may go through indexes that
+    name a position more than once (`repeated_write_programs`); with 0 (the default) the
+    programs are the ones of before."""
     n_arrays = draw(st.integers(1, max_params))
     params = list(PARAMS[:n_arrays])
     shapes = [draw(st.sampled_from(PARAM_SHAPES)) for _ in params]
@@ -1110,6 +1138,7 @@ def numpy_programs(draw, max_statements=8, max_params=3, views=0, writers=0):
     gen.params = tuple(params)
     gen.views = views > 0 and gen.chance(views)
     gen.writers = writers > 0 and gen.chance(writers)
+    gen.repeats = repeats > 0 and gen.chance(repeats)
     body, env = gen.block(env, 1, 0, 6)
     shape = gen.shape(env)
     final = gen.expr(env, draw(st.integers(0, 2)), shape)
@@ -1121,6 +1150,19 @@ def numpy_programs(draw, max_statements=8, max_params=3, views=0, writers=0):
     source = ast.unparse(ast.parse(text)) + "\n"
     return NumpyProgram(source, "f", tuple(params), tuple(shapes),
                         tuple(sorted(gen.used)))
+
+
+def repeated_write_programs(max_statements=8):
+    """Programs whose element writes may name a position more than once (`a[[0, 0]] = e`,
+    `a[np.minimum(np.arange(3), 1)] += e`, `a[[0, 2, -3], [1, 0, -1]] = e`, ...), often
+    several, in loops and branches too, with views and aliases of the arrays sometimes."""
+    return numpy_programs(max_statements=max_statements, views=20, repeats=100).filter(
+        lambda p: _REPEATED_WRITE.search(p.source) is not None)
+
+
+#: A write through one of `_Gen.repeated_indexes` (as `ast.unparse` spells it).
+_REPEATED_WRITE = re.compile(r"^\s*\w+\[(\[0, 0\]|\[\d, 0, -\d\]|np\.array\(\[|np\.minimum\("
+                             r"|np\.arange\(3\) %|\[0, \d, 0\], |:, \[)[^\n]*\] [-+*]?= ", re.M)
 
 
 def example_arguments(program, seed=0):

@@ -32,6 +32,10 @@ Properties
    derivatives). The inputs and tangents are unchanged afterwards.
 3. `test_found_numpy_reproducers`: the minimized bugs in found_numpy.py as strict
    xfails; when one is fixed it XPASSes (and fails): move it to a regular test.
+4. `test_repeated_writes_gradient` and `test_repeated_writes_forward_mode`: properties 1
+   and 2 for programs whose element writes go through indexes that name a position more
+   than once (`repeated_write_programs`), where only the value written last may get the
+   adjoint.
 
 Every generated program is in the supported subset: any exception from s2sad fails the
 test and prints the (shrunk) program's source. One exception: a program that writes
@@ -56,12 +60,12 @@ import s2sad
 from s2sad.errors import MissingRuleError, UnsupportedSyntaxError
 
 from . import found_numpy
-from .numpy_programs import NumpyProgram, forget, numpy_programs
+from .numpy_programs import NumpyProgram, forget, numpy_programs, repeated_write_programs
 
 pytestmark = [pytest.mark.fuzz, pytest.mark.filterwarnings("ignore:.*does not depend on")]
 
 # share of the profile's max_examples each test runs (fast: 1000 -> 300 programs)
-SHARES = {"gradient": 0.2, "forward": 0.1}
+SHARES = {"gradient": 0.2, "forward": 0.1, "repeats": 0.05}
 MAX_STATEMENTS = 10 if settings.get_current_profile_name() == "long" else 4
 RTOL, ATOL = 1e-5, 1e-7                # derivative vs finite differences
 DOT_RTOL, DOT_ATOL = 1e-9, 1e-11       # jvp vs <grad, tangent> (both exact), times scale
@@ -364,6 +368,21 @@ def test_gradient_matches_finite_differences(program, via, data):
 @given(program=numpy_programs(max_statements=MAX_STATEMENTS, views=VIEWS, writers=WRITERS),
        data=st.data())
 def test_forward_mode_matches(program, data):
+    check_forward(program, draw_inputs(data, program), draw_tangents(data, program))
+
+
+# -- 4. writes through indexes that repeat a position (NumPy keeps the last write) ---------
+
+@fuzz_settings("repeats")
+@given(program=repeated_write_programs(max_statements=MAX_STATEMENTS + 2),
+       via=st.sampled_from(("grad", "vjp")), data=st.data())
+def test_repeated_writes_gradient(program, via, data):
+    check_gradients(program, draw_inputs(data, program), via)
+
+
+@fuzz_settings("repeats")
+@given(program=repeated_write_programs(max_statements=MAX_STATEMENTS + 2), data=st.data())
+def test_repeated_writes_forward_mode(program, data):
     check_forward(program, draw_inputs(data, program), draw_tangents(data, program))
 
 
