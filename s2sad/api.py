@@ -130,10 +130,13 @@ class GradientFunction(_DerivativeFunction):
     """The gradient of a scalar function; call it like the function."""
 
     fused = "grad"
+    s2s_made_by = "grad"
 
 
 class ValueAndGradientFunction(_DerivativeFunction):
     """Returns `(f(*args), gradient)` from one forward pass."""
+
+    s2s_made_by = "value_and_grad"
 
 
 def _check_inputs(fn, wrt, args):
@@ -206,11 +209,15 @@ def _shift(wrt):
 class _BoundDerivative:
     """The derivative of a bound method: the instance is passed, not differentiated."""
 
+    s2s_derivative = True
+
     def __init__(self, derivative, instance, method):
         self._derivative = derivative
         self._instance = instance
         self.primal = method
         functools.update_wrapper(self, method)
+        self.s2s_made_by = derivative.s2s_made_by
+        self.s2s_bound = (derivative, instance)     # (see frontend.gradients)
 
     def __call__(self, *args, **kwargs):
         return self._derivative(self._instance, *args, **kwargs)

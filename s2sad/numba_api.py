@@ -43,12 +43,15 @@ class NativeDerivative:
     """`grad(f, wrt, backend="numba")` (`fused="grad"`) or `value_and_grad` (`fused=True`):
     callable from Python and from `@numba.njit` functions."""
 
+    s2s_derivative = True
+
     def __init__(self, f, wrt, fused, jit=None):
         numba = _numba()
         functools.update_wrapper(self, f)
         self.primal = f
         self.wrt = wrt
         self.fused = fused
+        self.s2s_made_by = "grad" if fused == "grad" else "value_and_grad"
         self.jit = tuple(sorted((jit or {}).items())) if jit is not None else (
             pipeline.jit_options(f.targetoptions) if numba_function(f) is not None else ())
         self._target = pipeline.target(f)

@@ -395,12 +395,14 @@ class _Request:
                 tuple(sorted(options.items())))
 
 
-def gradient_code(primal: Callable, wrt: Wrt = 0, kinds: dict | None = None):
+def gradient_code(primal: Callable, wrt: Wrt = 0, kinds: dict | None = None,
+                  fused: bool | str = "grad"):
     """The compiled code of `grad(primal, wrt)` that is differentiated again: without its
     argument-type guard, calling other Python functions through their `h_adjoint` (see
     `reverse`), for arguments of `kinds`. Forward mode over it makes `grad(grad(f))`,
-    `hvp` and `hessian`; a call of `grad(f)` inside differentiated code is a call of it."""
-    return derivative(target(primal), "reverse", wrt, kinds, fused="grad", guard=False,
+    `hvp` and `hessian`; a call of `grad(f)` inside differentiated code is a call of it
+    (of `value_and_grad(f)`, with `fused=True`, a call of the code that returns both)."""
+    return derivative(target(primal), "reverse", wrt, kinds, fused=fused, guard=False,
                       recompute=True)
 
 
@@ -409,7 +411,8 @@ def _request(mode, fn, wrt, kinds, **options):
     kinds = default_kinds(fn) if kinds is None else kinds
     gradient = getattr(fn, "s2s_gradient", None)
     if gradient is not None:        # grad(f) called by code being differentiated
-        fn = gradient_code(*gradient, kinds).fn
+        primal, grad_wrt, fused = gradient
+        fn = gradient_code(primal, grad_wrt, kinds, fused).fn
     if mode == "forward":
         options.setdefault("guard", False)
         options.setdefault("tangent_only", False)
