@@ -290,6 +290,15 @@ class CompiledDerivative:
         self.native_calls = {name: obj for name, obj in ctx.bindings.items()
                              if inspect.isfunction(obj) and not obj.__module__.startswith(
                                  "s2sad.")} if ctx.backend == "numba" else {}
+        # a gradient called (see frontend.gradients): the numba backend's gradient code,
+        # for the kinds of the arguments its derivative is called with
+        self.native_gradients = {}
+        for name, obj in list(self.native_calls.items()):
+            kinds = [c.kinds for _, c in ctx.callees if c.fn is obj]
+            if getattr(obj, "s2s_gradient", None) is not None and kinds and all(
+                    k == kinds[0] for k in kinds):
+                self.native_gradients[name] = (obj.s2s_gradient, kinds[0])
+                del self.native_calls[name]
         self._native = None
 
     @property
@@ -301,6 +310,10 @@ class CompiledDerivative:
         if self._native is None:
             for name, obj in self.native_calls.items():
                 emit.bind_late(self.fn, name, _njit(obj, self.jit))
+            for name, ((primal, wrt, fused), kinds) in self.native_gradients.items():
+                gradient = derivative(target(primal), "reverse", wrt, kinds,
+                                      **native_options(fused, tuple(self.jit.items())))
+                emit.bind_late(self.fn, name, gradient.native)
             self._native = _njit(self.fn, self.jit)
         return self._native
 
@@ -412,7 +425,11 @@ def _request(mode, fn, wrt, kinds, **options):
     gradient = getattr(fn, "s2s_gradient", None)
     if gradient is not None:        # grad(f) called by code being differentiated
         primal, grad_wrt, fused = gradient
-        fn = gradient_code(primal, grad_wrt, kinds, fused).fn
+        if options.get("backend") == "numba":       # (its loops' tapes arrays)
+            fn = derivative(target(primal), "reverse", grad_wrt, kinds,
+                            **native_options(fused, options.get("jit", ()))).fn
+        else:
+            fn = gradient_code(primal, grad_wrt, kinds, fused).fn
     if mode == "forward":
         options.setdefault("guard", False)
         options.setdefault("tangent_only", False)
