@@ -27,6 +27,7 @@ import functools
 import gc
 import inspect
 import math
+import os
 import threading
 import traceback
 import weakref
@@ -523,12 +524,18 @@ class _Build:
                     "read; make it a primitive with s2sad.defvjp and s2sad.defjvp.") from None
             name = getattr(gradient[0], "__name__", "f")
             code = getattr(gradient[0], "__code__", None)
-            where = f" ({code.co_filename}:{code.co_firstlineno})" if code else ""
+            lifted = getattr(gradient[0], "s2s_lifted", None)
+            where = (f" ({lifted.src.where(lifted.node)})" if hasattr(lifted, "node") else
+                     f" ({code.co_filename}:{code.co_firstlineno})" if code else "")
+            why = str(exc).splitlines()[0]
+            if os.path.dirname(__file__) in why:    # (not the user's line to fix)
+                why = ("its code calls a runtime helper of s2sad's that reverse mode does "
+                       "not differentiate")
             raise S2SADError(
                 f"a call of grad({name}) inside a function differentiated in reverse mode "
                 f"(grad, vjp, hessian) needs the reverse mode of the gradient code of "
                 f"{name}(){where}, which s2sad cannot make ({type(exc).__name__}: "
-                f"{str(exc).splitlines()[0]}). Differentiate the calling function in "
+                f"{why}). Differentiate the calling function in "
                 "forward mode (s2sad.jvp, s2sad.jacfwd), which differentiates that gradient "
                 "code as grad(grad(f)) does") from exc
 

@@ -36,9 +36,10 @@ def made_by(obj):
     """The API function that made derivative `obj` (`grad`, `hessian`, `grad_grad`
     for grad(grad(f)), ...), or None if `obj` is no derivative s2sad made."""
     try:
-        return getattr(obj, "s2s_made_by", None)
+        kind = getattr(obj, "s2s_made_by", None)
     except Exception:       # (an object whose attributes raise: not one of s2sad's)
         return None
+    return kind if isinstance(kind, str) and (kind in API or kind == "grad_grad") else None
 
 
 def called_gradient(made):
@@ -47,10 +48,11 @@ def called_gradient(made):
     passed before the call's own arguments (the instance of a bound method's gradient);
     else None."""
     bound = ()
-    inner = getattr(made, "s2s_bound", None)
+    kind = made_by(made)
+    inner = getattr(made, "s2s_bound", None) if kind else None
     if inner is not None:           # grad(obj.method): the method's function, obj first
         made, bound = inner[0], (inner[1],)
-    kind = made_by(made)
+        kind = made_by(made)
     if kind not in GRADIENTS or inspect.ismethod(made.primal):
         return None
     return gradient_function(made.primal, made.wrt, kind, made), bound
@@ -100,14 +102,15 @@ _INSTEAD = {
     "jvp": "for a function with a scalar result, np.sum(s2sad.grad(f)(x) * v) is its "
            "jvp along v",
     "hvp": "s2sad.grad(lambda x: np.sum(s2sad.grad(f)(x) * v))(x) is hvp(f)(x, v)",
-    "hessian": "for a number x, s2sad.grad(lambda x: s2sad.grad(f)(x))(x) is "
-               "hessian(f)(x); for an array, take it row by row with hvp's spelling "
+    "hessian": "for a number x, s2sad.grad(s2sad.grad(f))(x) is hessian(f)(x); for an "
+               "array, each row is a Hessian-vector product, "
                "s2sad.grad(lambda x: np.sum(s2sad.grad(f)(x) * v))(x)",
+    "grad_grad": "call s2sad.grad(df)(x) here, with df = s2sad.grad(f) at module level "
+                 "(or s2sad.grad(s2sad.grad(f))(x))",
     "jacfwd": "for a function with a scalar result, s2sad.grad(f) is its Jacobian",
     "check_grad": "call it outside the differentiated function",
 }
 _INSTEAD["jacrev"] = _INSTEAD["jacfwd"]
-_INSTEAD["grad_grad"] = _INSTEAD["hessian"]
 
 
 def refusal(kind):

@@ -60,6 +60,9 @@ class GradientCalls(gast.NodeTransformer):
             call.func = made.args[0]
             call.args = made.args[1:] + call.args
             call.keywords = made.keywords + call.keywords
+            made = call.func.s2s_prim
+        if getattr(made, "s2s_gradient", None) is not None:     # made here
+            self.check_keywords(call, made)
             return call
         kind = gradients.made_by(made)
         if kind is None:
@@ -68,6 +71,7 @@ class GradientCalls(gast.NodeTransformer):
         if called is None:
             raise self.src.syntax_error(call, gradients.refusal(kind))
         standing, bound = called
+        self.check_keywords(call, standing)
         if bound:
             call.func = self.name_of(standing, call.func)
             call.args = [self.name_of(b, call.func) for b in bound] + call.args
@@ -122,7 +126,10 @@ class GradientCalls(gast.NodeTransformer):
             f, extras = f.args[0], [syntax.copied(k) for k in f.keywords]
         primal = self.src.resolve(f)
         if primal is MISSING:
-            raise self.refused(call)
+            raise self.refused(call, f)
+        inner = gradients.called_gradient(primal) if gradients.made_by(primal) else None
+        if inner is not None and not inner[1]:      # grad(df), df = grad(g): of its code
+            primal = inner[0]
         lifted = self.lifted(f)
         if isinstance(lifted, Lifted):      # a nested function or lambda
             wrt = self.own_wrt(call, wrt, primal, lifted.params)
@@ -153,11 +160,31 @@ class GradientCalls(gast.NodeTransformer):
         name.s2s_prim = obj
         return name
 
-    def refused(self, call):
+    def check_keywords(self, call, standing):
+        """Refuse a keyword argument of the gradient's primal that its standing function
+        does not take (a keyword-only parameter)."""
+        primal = standing.s2s_gradient[0]
+        params = standing.__code__.co_varnames[:standing.__code__.co_argcount]
+        for k in call.keywords:
+            if k.arg is not None and k.arg not in params:
+                raise self.src.syntax_error(call, (
+                    f"this call of a gradient of {getattr(primal, '__name__', 'f')}() "
+                    f"passes {k.arg}=, which is not one of its positional parameters "
+                    f"({', '.join(params)}); s2sad differentiates a gradient called inside "
+                    "a differentiated function through those: make the parameter "
+                    "positional, or leave the keyword-only one at its default"))
+
+    def refused(self, call, f=None):
+        method = ""
+        if isinstance(f, gast.Attribute) and isinstance(f.value, gast.Name):
+            method = (f"; for a method of an object made here, take the gradient of the "
+                      f"class's function: s2sad.grad(ClassName.{f.attr}, wrt=1)"
+                      f"({f.value.id}, ...) (wrt counts self)")
         return self.src.syntax_error(call, (
             "grad(...) called inside a differentiated function must take a function "
             "defined outside it (or a nested function or lambda) and a constant wrt; "
-            "define the gradient at module level (df = s2sad.grad(f)) and call df here"))
+            "define the gradient at module level (df = s2sad.grad(f)) and call df here"
+            + method))
 
 
 def _constant(node):
