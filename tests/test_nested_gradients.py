@@ -212,6 +212,34 @@ def of_math_sin(x):
     return dsin(x) * x
 
 
+shadowed = 5.0      # a module variable that a comprehension's variable shadows
+
+
+def lambda_in_a_comprehension(x):
+    return sum([s2sad.grad(lambda y: x * y * shadowed)(1.0) for shadowed in range(3)]) * x
+
+
+def lambda_reads_a_loop_variable(x):
+    s = 0.0
+    for j in range(3):
+        s = s + s2sad.grad(lambda y: x * y * j)(1.0)
+    return s * x
+
+
+def lambda_in_a_nested_def(x):
+    def k(z):
+        return s2sad.grad(lambda y: z * y * y)(1.0)
+    return k(x) * x
+
+
+def nested_def_with_wrt(x):
+    a = x * x
+
+    def inner(y, b):
+        return a * y * b
+    return s2sad.grad(inner, wrt=(0, 1))(x, 2.0)[1] + s2sad.grad(inner, wrt=-1)(x, 2.0)
+
+
 def _waves_gradient(y, x):
     return sum(x * i * math.cos(x * y * i) for i in range(3))
 
@@ -242,6 +270,10 @@ SCALAR = [
     (gradient_of_a_stored_gradient, lambda x: 12 * x ** 3),
     (of_a_ufunc, lambda x: (1 - math.tanh(x) ** 2) * x),
     (of_math_sin, lambda x: math.cos(x) * x),
+    (lambda_in_a_comprehension, lambda x: 3 * x * x),
+    (lambda_reads_a_loop_variable, lambda x: 3 * x * x),
+    (lambda_in_a_nested_def, lambda x: 2 * x * x),
+    (nested_def_with_wrt, lambda x: 2 * x ** 3),
 ]
 POINTS = (0.7, -1.3)
 
@@ -382,6 +414,23 @@ def test_arrays():
                             - fd_array_grad(closed, (w - step * e,), 0)) / (2 * step)
                            for e in np.eye(3)])
         np.testing.assert_allclose(s2sad.hessian(f)(w), second, rtol=1e-5, atol=1e-6)
+
+
+def apply_one(fn, v):
+    return fn(v)
+
+
+def passes_a_lambda_in_a_comprehension(x):
+    return sum([apply_one(lambda y: x * y * shadowed, 1.0) for shadowed in range(3)])
+
+
+def test_a_lambda_in_a_comprehension_reads_its_variable():
+    # (not the module variable of the same name: it gave 15 x for 3 x)
+    for x in POINTS:
+        assert_close(passes_a_lambda_in_a_comprehension(x), 3 * x, rtol=1e-12)
+        assert_close(s2sad.grad(passes_a_lambda_in_a_comprehension)(x), 3.0, rtol=1e-12)
+        assert_close(s2sad.jvp(passes_a_lambda_in_a_comprehension, (x,), (1.0,))[1], 3.0,
+                     rtol=1e-12)
 
 
 def test_the_inner_gradient_sees_the_outer_changes():

@@ -112,9 +112,12 @@ class GradientCalls(gast.NodeTransformer):
 
     def gradient_of(self, call):
         """(primal, wrt, options, keywords bound to the primal) of `grad(f, wrt, ...)`."""
-        keywords = {k.arg: k.value for k in call.keywords}
-        given = dict(zip(("f", "wrt"), call.args), **keywords)
-        if len(call.args) > 2 or None in keywords or "f" not in given or any(
+        given = dict(zip(("f", "wrt"), call.args))
+        for k in call.keywords:
+            if k.arg is None or k.arg in given:
+                raise self.refused(call)
+            given[k.arg] = k.value
+        if len(call.args) > 2 or "f" not in given or any(
                 k not in ("f", "wrt") + _OPTIONS for k in given) or any(
                 _constant(v) is MISSING for k, v in given.items() if k != "f"):
             raise self.refused(call)
@@ -191,6 +194,9 @@ def _constant(node):
     """The value of a constant or a tuple of constants, else MISSING."""
     if isinstance(node, gast.Constant):
         return node.value
+    if (isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub)
+            and isinstance(node.operand, gast.Constant) and type(node.operand.value) is int):
+        return -node.operand.value
     if isinstance(node, gast.Tuple):
         values = tuple(_constant(e) for e in node.elts)
         return MISSING if MISSING in values else values
