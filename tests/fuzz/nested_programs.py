@@ -10,7 +10,9 @@ defeat the mechanism (see frontend/gradients.py): a gradient not taken with resp
 the argument the outer derivative flows through (`wrt=1`, or the values a closure
 reads), a closure whose values change between its definition and its call or from one
 iteration of a loop to the next, a gradient passed as a value, called with keywords,
-`value_and_grad`, and a gradient of a function that calls a gradient.
+`value_and_grad`, a lambda in a comprehension that reads the comprehension's variable
+(which a module variable of the same name shadows), and a gradient of a function that
+calls a gradient.
 
 `NestedProgram.reference` is the same module with every gradient replaced by a
 fourth-order central difference of the function (`_fd`), so that the derivative of
@@ -42,6 +44,9 @@ def _fd(fn, i, args):
 
 def call_with(fn, y, c, d):
     return fn(y, c, d)
+
+
+shadow = 7.0    # a module variable that a comprehension's variable shadows
 
 '''
 
@@ -128,7 +133,7 @@ class _NestedGen(Choices):
         lam = inner.replace("_C_", c).replace("_D_", d)
         kind = self.pick(("stored", "in_place", "wrt_captured", "lambda", "nested_def",
                           "value_and_grad", "keywords", "passed", "rebound", "loop",
-                          "three_levels"))
+                          "comprehension", "three_levels"))
         if kind == "stored":
             line(f"{g} = dinner({y}, {c}, {d})", f"{g} = _fd(inner, 0, ({y}, {c}, {d}))")
         elif kind == "in_place":
@@ -170,6 +175,11 @@ class _NestedGen(Choices):
                 line(f"{c} = math.cos({c} + 0.5 * i_{g})", indent=2)
             line(f"{g} = {g} + s2sad.grad(lambda y: {lam})({y} + 0.25 * i_{g})",
                  f"{g} = {g} + _fd(lambda y: {lam}, 0, ({y} + 0.25 * i_{g},))", indent=2)
+        elif kind == "comprehension":   # a lambda reading the comprehension's variable
+            lam = inner.replace("_C_", "shadow").replace("_D_", d)
+            loop = f"for shadow in range({self.draw(st.integers(1, 3))})"
+            line(f"{g} = sum([s2sad.grad(lambda y: {lam})({y} + 0.25 * shadow) {loop}])",
+                 f"{g} = sum([_fd(lambda y: {lam}, 0, ({y} + 0.25 * shadow,)) {loop}])")
         else:                       # a gradient of a function that calls a gradient
             line(f"{g} = dcalls({y}, {c}, {d})", f"{g} = _fd(_calls_fd, 0, ({y}, {c}, {d}))")
 
