@@ -9,7 +9,7 @@ gradient code of `f` there, with respect to every argument that carries a deriva
 A nested function's values from the enclosing function are arguments of its lifted
 version (`partial(lam, x=x)`), so the derivative of the enclosing function flows through
 them too (no perturbation confusion). The other derivatives of s2sad (`jvp`, `hessian`,
-a gradient of a gradient, ...) are refused where they are called.
+a stored `grad(grad(f))`, ...) are refused where they are called.
 
 >>> print(show("desugar", '''
 ... import s2sad
@@ -36,8 +36,16 @@ _OPTIONS = ("backend", "memory")
 
 def run(fn, ctx):
     """The rewrite of `fn`'s gradient calls, in place."""
-    GradientCalls(ctx).visit(fn)
+    if any(_derivative(ctx.src.resolve(n.func)) for n in syntax.walk(fn)
+           if isinstance(n, gast.Call)):
+        GradientCalls(ctx).visit(fn)
     return fn
+
+
+def _derivative(obj):
+    """Whether `obj` makes or is a derivative of s2sad's."""
+    return obj is not MISSING and (gradients.api_function(obj) is not None
+                                   or gradients.made_by(obj) is not None)
 
 
 class GradientCalls(gast.NodeTransformer):
