@@ -209,8 +209,6 @@ def _shift(wrt):
 class _BoundDerivative:
     """The derivative of a bound method: the instance is passed, not differentiated."""
 
-    s2s_derivative = True
-
     def __init__(self, derivative, instance, method):
         self._derivative = derivative
         self._instance = instance

@@ -43,8 +43,6 @@ class NativeDerivative:
     """`grad(f, wrt, backend="numba")` (`fused="grad"`) or `value_and_grad` (`fused=True`):
     callable from Python and from `@numba.njit` functions."""
 
-    s2s_derivative = True
-
     def __init__(self, f, wrt, fused, jit=None):
         numba = _numba()
         functools.update_wrapper(self, f)
