@@ -6,9 +6,11 @@ between a closure's definition and its call or from one iteration of a loop to t
 `test_nested_gradient_matches_finite_differences`: the gradient of `f(x, z)` with respect
 to both parameters, through `grad`, `value_and_grad` (the value too), `vjp` or `jvp` with
 each unit tangent, agrees with fourth-order central differences of the reference
-program (where two steps agree), in which every gradient is itself a central difference (no s2sad); and `f`
-agrees with the reference. Every generated program is supported: any exception from
-s2sad fails the test. The share of the profile's programs is `SHARE` (fast: about 100).
+program (where two steps agree), in which every gradient is itself a central difference
+(no s2sad); and `f` agrees with the reference. Every generated program is supported:
+any exception from s2sad fails the test (but the documented refusal of reverse mode over
+the gradient code of a function that calls a gradient, a third derivative). The share of
+the profile's programs is `SHARE` (fast: about 100).
 """
 import math
 
