@@ -232,6 +232,10 @@ def lambda_in_a_nested_def(x):
     return k(x) * x
 
 
+def lambda_calling_a_function(x):
+    return s2sad.grad(lambda y: h(y, x))(2.0) * x
+
+
 def nested_def_with_wrt(x):
     a = x * x
 
@@ -274,6 +278,7 @@ SCALAR = [
     (lambda_reads_a_loop_variable, lambda x: 3 * x * x),
     (lambda_in_a_nested_def, lambda x: 2 * x * x),
     (nested_def_with_wrt, lambda x: 2 * x ** 3),
+    (lambda_calling_a_function, lambda x: 4 * x * x),
 ]
 POINTS = (0.7, -1.3)
 
@@ -520,6 +525,10 @@ def method_of_a_local_object(x):
     return s2sad.grad(b.energy)(x)
 
 
+def gradient_of_a_partial(x):
+    return s2sad.grad(functools.partial(h, x=x))(2.0)
+
+
 def gradient_of_a_parameter(f, x):
     return s2sad.grad(f)(x) * x
 
@@ -546,6 +555,8 @@ def gradient_of_a_parameter(f, x):
      r"function lam\(\) \(its parameters: y\)"),
     (wrt_by_the_enclosing_name, "wrt=", r"wrt='x' is not a parameter"),
     (method_of_a_local_object, "b.energy", r"s2sad.grad\(ClassName.energy, wrt=1\)\(b, "),
+    (gradient_of_a_partial, "functools.partial", r"for a functools.partial, .*"
+     r"s2sad.grad\(lambda y: h\(x, y\)\)\(y\)"),
 ])
 def test_refusals(f, line, message):
     for derivative in (lambda: s2sad.grad(f)(1.5), lambda: s2sad.jvp(f, (1.5,), (1.0,)),

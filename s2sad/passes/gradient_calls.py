@@ -191,6 +191,12 @@ class GradientCalls(gast.NodeTransformer):
             method = (f"; for a method of an object made here, take the gradient of the "
                       f"class's function: s2sad.grad(ClassName.{f.attr}, wrt=1)"
                       f"({f.value.id}, ...) (wrt counts self)")
+        elif isinstance(f, gast.Call) and self.src.resolve(f.func) is functools.partial:
+            method = ("; for a functools.partial, take the gradient of the function with "
+                      "respect to the parameter and pass the others "
+                      "(s2sad.grad(h, wrt=1)(x, y) for partial(h, x)), or of a lambda "
+                      "(s2sad.grad(lambda y: h(x, y))(y)); the derivative flows through x "
+                      "either way")
         return self.src.syntax_error(call, (
             "grad(...) called inside a differentiated function must take a function "
             "defined outside it (or a nested function or lambda) and a constant wrt; "
