@@ -130,10 +130,13 @@ class GradientFunction(_DerivativeFunction):
     """The gradient of a scalar function; call it like the function."""
 
     fused = "grad"
+    s2s_made_by = "grad"
 
 
 class ValueAndGradientFunction(_DerivativeFunction):
     """Returns `(f(*args), gradient)` from one forward pass."""
+
+    s2s_made_by = "value_and_grad"
 
 
 def _check_inputs(fn, wrt, args):
@@ -211,6 +214,8 @@ class _BoundDerivative:
         self._instance = instance
         self.primal = method
         functools.update_wrapper(self, method)
+        self.s2s_made_by = derivative.s2s_made_by
+        self.s2s_bound = (derivative, instance)     # (see frontend.gradients)
 
     def __call__(self, *args, **kwargs):
         return self._derivative(self._instance, *args, **kwargs)

@@ -342,6 +342,7 @@ def jacfwd(f: Callable, wrt: Wrt = 0) -> Callable:
         return _assemble(cols, cols[0] if cols else f(*args, **kwargs),
                          tuple(likes) if many else likes[0])
     jacobian.__name__ = f"jacfwd_{getattr(f, '__name__', 'f')}"
+    jacobian.s2s_made_by = "jacfwd"
     return jacobian
 
 
@@ -369,6 +370,7 @@ def jacrev(f: Callable, wrt: Wrt = 0) -> Callable:
             return _assemble_rows(rows, y_like, tuple(args[i] for i in indices))
         return _assemble_rows([row[0] for row in rows], y_like, args[indices[0]])
     jacobian.__name__ = f"jacrev_{getattr(f, '__name__', 'f')}"
+    jacobian.s2s_made_by = "jacrev"
     return jacobian
 
 
@@ -450,6 +452,7 @@ def _mark_gradient(derivative, f, wrt, kind, tangents=None):
     derivative.primal, derivative.wrt = f, wrt
     derivative.s2s_tangents = wrt if tangents is None else tangents
     derivative.s2s_derivative = derivative.s2s_forward_over_reverse = True
+    derivative.s2s_made_by = kind
     return derivative
 
 

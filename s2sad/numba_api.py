@@ -51,6 +51,7 @@ class NativeDerivative:
         self.primal = f
         self.wrt = wrt
         self.fused = fused
+        self.s2s_made_by = "grad" if fused == "grad" else "value_and_grad"
         self.jit = tuple(sorted((jit or {}).items())) if jit is not None else (
             pipeline.jit_options(f.targetoptions) if numba_function(f) is not None else ())
         self._target = pipeline.target(f)

@@ -27,6 +27,7 @@ import functools
 import gc
 import inspect
 import math
+import os
 import threading
 import traceback
 import weakref
@@ -290,6 +291,15 @@ class CompiledDerivative:
         self.native_calls = {name: obj for name, obj in ctx.bindings.items()
                              if inspect.isfunction(obj) and not obj.__module__.startswith(
                                  "s2sad.")} if ctx.backend == "numba" else {}
+        # a gradient called (see frontend.gradients): the numba backend's gradient code,
+        # for the kinds of the arguments its derivative is called with
+        self.native_gradients = {}
+        for name, obj in list(self.native_calls.items()):
+            kinds = [c.kinds for _, c in ctx.callees if c.fn is obj]
+            if getattr(obj, "s2s_gradient", None) is not None and kinds and all(
+                    k == kinds[0] for k in kinds):
+                self.native_gradients[name] = (obj.s2s_gradient, kinds[0])
+                del self.native_calls[name]
         self._native = None
 
     @property
@@ -301,6 +311,10 @@ class CompiledDerivative:
         if self._native is None:
             for name, obj in self.native_calls.items():
                 emit.bind_late(self.fn, name, _njit(obj, self.jit))
+            for name, ((primal, wrt, fused), kinds) in self.native_gradients.items():
+                gradient = derivative(target(primal), "reverse", wrt, kinds,
+                                      **native_options(fused, tuple(self.jit.items())))
+                emit.bind_late(self.fn, name, gradient.native)
             self._native = _njit(self.fn, self.jit)
         return self._native
 
@@ -395,12 +409,14 @@ class _Request:
                 tuple(sorted(options.items())))
 
 
-def gradient_code(primal: Callable, wrt: Wrt = 0, kinds: dict | None = None):
+def gradient_code(primal: Callable, wrt: Wrt = 0, kinds: dict | None = None,
+                  fused: bool | str = "grad"):
     """The compiled code of `grad(primal, wrt)` that is differentiated again: without its
     argument-type guard, calling other Python functions through their `h_adjoint` (see
     `reverse`), for arguments of `kinds`. Forward mode over it makes `grad(grad(f))`,
-    `hvp` and `hessian`; a call of `grad(f)` inside differentiated code is a call of it."""
-    return derivative(target(primal), "reverse", wrt, kinds, fused="grad", guard=False,
+    `hvp` and `hessian`; a call of `grad(f)` inside differentiated code is a call of it
+    (of `value_and_grad(f)`, with `fused=True`, a call of the code that returns both)."""
+    return derivative(target(primal), "reverse", wrt, kinds, fused=fused, guard=False,
                       recompute=True)
 
 
@@ -409,7 +425,12 @@ def _request(mode, fn, wrt, kinds, **options):
     kinds = default_kinds(fn) if kinds is None else kinds
     gradient = getattr(fn, "s2s_gradient", None)
     if gradient is not None:        # grad(f) called by code being differentiated
-        fn = gradient_code(*gradient, kinds).fn
+        primal, grad_wrt, fused = gradient
+        if options.get("backend") == "numba":       # (its loops' tapes arrays)
+            fn = derivative(target(primal), "reverse", grad_wrt, kinds,
+                            **native_options(fused, options.get("jit", ()))).fn
+        else:
+            fn = gradient_code(primal, grad_wrt, kinds, fused).fn
     if mode == "forward":
         options.setdefault("guard", False)
         options.setdefault("tangent_only", False)
@@ -503,12 +524,18 @@ class _Build:
                     "read; make it a primitive with s2sad.defvjp and s2sad.defjvp.") from None
             name = getattr(gradient[0], "__name__", "f")
             code = getattr(gradient[0], "__code__", None)
-            where = f" ({code.co_filename}:{code.co_firstlineno})" if code else ""
+            lifted = getattr(gradient[0], "s2s_lifted", None)
+            where = (f" ({lifted.src.where(lifted.node)})" if hasattr(lifted, "node") else
+                     f" ({code.co_filename}:{code.co_firstlineno})" if code else "")
+            why = str(exc).splitlines()[0]
+            if os.path.dirname(__file__) in why:    # (not the user's line to fix)
+                why = ("its code calls a runtime helper of s2sad's that reverse mode does "
+                       "not differentiate")
             raise S2SADError(
                 f"a call of grad({name}) inside a function differentiated in reverse mode "
                 f"(grad, vjp, hessian) needs the reverse mode of the gradient code of "
                 f"{name}(){where}, which s2sad cannot make ({type(exc).__name__}: "
-                f"{str(exc).splitlines()[0]}). Differentiate the calling function in "
+                f"{why}). Differentiate the calling function in "
                 "forward mode (s2sad.jvp, s2sad.jacfwd), which differentiates that gradient "
                 "code as grad(grad(f)) does") from exc
 

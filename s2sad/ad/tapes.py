@@ -167,14 +167,29 @@ class LoopPlan:
 
     def backwards(self, bounds):
         """`reversed(range(*bounds))`; for the numba backend, which has no `reversed`,
-        `range(stop - 1, start - 1, -1)` (of one or two bounds)."""
+        `range(stop - 1, start - 1, -1)` (of one or two bounds), and with a step the range
+        that runs the same numbers backwards (the reversed loop of a gradient's code
+        that is differentiated again runs backwards already)."""
         ctx = self.rev.ctx
         bounds = syntax.copied(bounds)
-        if ctx.backend != "numba" or len(bounds) > 2:
+        if ctx.backend != "numba":
             return syntax.call(ctx.bind("reversed"), [syntax.call(ctx.bind("range"), bounds)])
+        range_ = ctx.bind("range")
+        if len(bounds) == 3:
+            if all(isinstance(b, gast.Constant) and type(b.value) is int for b in bounds):
+                back = range(*(b.value for b in bounds))[::-1]
+                return syntax.call(range_, [syntax.const(back.start), syntax.const(back.stop),
+                                            syntax.const(back.step)])
+            start, stop, step = bounds
+            count = syntax.call(ctx.bind("len"), [syntax.call(range_, syntax.copied(bounds))])
+            last = gast.BinOp(left=syntax.copied(start), op=gast.Add(), right=gast.BinOp(
+                left=_minus_one(count), op=gast.Mult(), right=syntax.copied(step)))
+            return syntax.call(range_, [
+                last, gast.BinOp(left=syntax.copied(start), op=gast.Sub(),
+                                 right=syntax.copied(step)),
+                gast.UnaryOp(op=gast.USub(), operand=syntax.copied(step))])
         start, stop = bounds if len(bounds) == 2 else (syntax.const(0), bounds[0])
-        return syntax.call(ctx.bind("range"), [_minus_one(stop), _minus_one(start),
-                                               syntax.const(-1)])
+        return syntax.call(range_, [_minus_one(stop), _minus_one(start), syntax.const(-1)])
 
     def _offsets_inlined(self):
         """An offset of the counter computed again at the top of the reversed loop

@@ -220,27 +220,52 @@ def _own(scope, kinds):
             todo.extend(syntax.children(n))
 
 
+#: the methods that change a list, dict, set or array in place, and those objects
+_MUTATORS = {"extend", "insert", "pop", "remove", "clear", "update", "sort", "reverse",
+             "setdefault", "popitem", "add", "discard", "fill", "resize", "itemset", "put",
+             "__setitem__", "__delitem__"}
+_CONTAINERS = (list, dict, set, bytearray, np.ndarray)
+
+
 def _outside_change(node, src):
     """A message if `node` changes in place an object the function does not own a name
     for (`total.append(x)` or `cache[k] = v` on a module variable): gradient code runs
     on copies and never changes what is outside the function."""
+    call = node.value if isinstance(node, gast.Expr) else None
     if isinstance(node, (gast.Assign, gast.AugAssign)):
         target = node.targets[0] if isinstance(node, gast.Assign) else node.target
         how = "assigns to an element of"
-    elif (isinstance(node, gast.Expr) and isinstance(node.value, gast.Call)
-          and isinstance(node.value.func, gast.Attribute) and node.value.func.attr == "append"):
-        target = node.value.func
+    elif (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
+          and call.func.attr == "append"):
+        target = call.func
         how = "appends to"
+    elif (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
+          and call.func.attr in _MUTATORS and isinstance(call.func.value, gast.Name)
+          and isinstance(src.free_values().get(call.func.value.id), _CONTAINERS)):
+        target = call.func
+        how = f"calls {call.func.attr}() of"
+    elif (isinstance(call, gast.Call) and call.args and isinstance(call.args[0], gast.Name)
+          and any(src.resolve(call.func) is f for f in (setattr, delattr))
+          and not isinstance(src.free_values().get(call.args[0].id), (type(np), type))):
+        target = syntax.attribute(call.args[0], "_")
+        how = f"calls {src.resolve(call.func).__name__}() on"
     else:
         return None
     if not (isinstance(target, (gast.Subscript, gast.Attribute))
             and isinstance(target.value, gast.Name)) or target.value.id in src.local_names:
         return None
     name = target.value.id
+    value = src.free_values().get(name)
+    copy = (f"mine = dict({name})" if isinstance(value, dict) else
+            f"mine = list({name})" if isinstance(value, list) else
+            f"mine = {name}.copy()" if isinstance(value, (set, np.ndarray)) else
+            f"mine = list({name}), or {name}.copy() for an array")
+    instead = (f"work on a local copy ({copy}) and return what is needed"
+               if value is None or isinstance(value, _CONTAINERS) else
+               "keep the new value in a local variable, pass it to the functions that "
+               "read it, and return what is needed")
     return (f"{src.name}() {how} {name!r}, which is not one of its variables: a "
-            "differentiated function must not change objects outside it; work on a local "
-            f"copy (mine = list({name}), or {name}.copy() for an array) and return what is "
-            "needed")
+            f"differentiated function must not change objects outside it; {instead}")
 
 
 def _flat_targets(target):

@@ -348,32 +348,6 @@ def prepare_generated(src):
             loop.body.insert(0, unpack)
 
 
-#: {function: {wrt: the function that stands for grad(function, wrt)}}, see
-#: `gradient_function`
-_gradients = weakref.WeakKeyDictionary()
-
-
-def gradient_function(primal, wrt, gradient):
-    """A Python function that stands for `gradient`, which is `grad(primal, wrt)`, where
-    differentiated code calls it: it calls `gradient`, and its `s2s_gradient`,
-    `(primal, wrt)`, tells the driver to differentiate the gradient code of `primal`
-    in its place (what forward over reverse differentiates for `grad(grad(primal))`)."""
-    per_wrt = _gradients.setdefault(primal, {})
-    key = tuple(wrt) if isinstance(wrt, list) else wrt
-    if key not in per_wrt:
-        fn = getattr(primal, "__func__", primal)
-        params = [p.name for p in inspect.signature(fn).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        name = identifier(fn)
-        args = ", ".join(params)
-        standing = function_from_source(
-            f"def {name}_grad({args}):\n    return _s2s_gradient({args})\n",
-            {"_s2s_gradient": gradient})
-        standing.s2s_gradient = (primal, wrt)
-        per_wrt[key] = standing
-    return per_wrt[key]
-
-
 _counter = itertools.count()
 
 

@@ -48,8 +48,7 @@ import gast
 
 from .. import syntax
 from ..frontend import source
-from ..frontend.source import MISSING
-from . import checkpointed_loops
+from . import checkpointed_loops, gradient_calls
 from .iteration import Iteration
 
 JUMPS = (gast.Break, gast.Continue)
@@ -72,7 +71,7 @@ class Desugar:
 
     def run(self, fn):
         self.deletions(fn.body, {})
-        self.gradient_calls(fn)
+        gradient_calls.run(fn, self.ctx)
         walruses = [n for n in syntax.walk(fn) if isinstance(n, gast.NamedExpr)]
         self.walruses = bool(walruses)      # (else no statement is searched for one)
         self.outside = (set(_names_outside_comprehensions(fn)) | set(self.src.free_values())
@@ -259,47 +258,6 @@ class Desugar:
             again = lambda: syntax.copied(lifter.out)   # noqa: E731
             s.body = _before_continues(s.body, again) + again()
         return self.block(lifter.out) + self.sugar(s)
-
-    # -- derivatives called ---------------------------------------------------------------
-    def gradient_calls(self, fn):
-        """A call of a gradient made by `s2sad.grad`, stored (`df(x)`) or made in place
-        (`s2sad.grad(f)(x)`), calls a function that stands for it (see
-        source.gradient_function), which the driver differentiates through the gradient
-        code of `f`: the code `grad(grad(f))` differentiates."""
-        for call in [n for n in syntax.walk(fn) if isinstance(n, gast.Call)]:
-            gradient = self.gradient(call.func)
-            if gradient is None:
-                continue
-            standing = source.gradient_function(*gradient)
-            if isinstance(call.func, gast.Call):
-                name = syntax.name(self.namer.fresh(standing.__name__))
-                call.func = syntax.located(name, call.func)
-                name.s2s_lifted = True      # generated code binds it by its name
-            call.func.s2s_prim = standing
-
-    def gradient(self, func):
-        """(primal, wrt, gradient) if `func` is a gradient made by `grad`, or the call
-        `s2sad.grad(f, wrt)` that makes one, else None."""
-        if not isinstance(func, gast.Call):
-            made = self.src.resolve(func)
-            if getattr(made, "s2s_forward_over_reverse", False) and getattr(
-                    made, "fused", None) == "grad":
-                return made.primal, made.wrt, made
-            return None
-        maker = self.src.resolve(func.func)
-        if not (getattr(maker, "__module__", None) == "s2sad.api"
-                and getattr(maker, "__name__", None) == "grad"):
-            return None
-        wrt = func.args[1:] + [k.value for k in func.keywords if k.arg == "wrt"]
-        primal = self.src.resolve(func.args[0]) if len(func.args) >= 1 else MISSING
-        if (primal is MISSING or len(wrt) > 1 or len(func.args) + len(func.keywords) > 2
-                or (wrt and not isinstance(wrt[0], gast.Constant))):
-            raise self.src.syntax_error(func, (
-                "grad(...) called inside a differentiated function must take a function "
-                "defined outside it and a constant wrt; define the gradient at module level "
-                "(df = s2sad.grad(f)) and call df here"))
-        wrt = wrt[0].value if wrt else 0
-        return primal, wrt, maker(primal, wrt=wrt)
 
     # -- del ----------------------------------------------------------------------------
     def deletions(self, stmts, gone):

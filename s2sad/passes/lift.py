@@ -66,7 +66,7 @@ class Lift:
             return fn
         self.check_uses(fn, definitions)
         if self.src.fn not in _lifted:
-            _lifted[self.src.fn] = self.lift(definitions)
+            _lifted[self.src.fn] = self.lift(definitions, fn)
         self.functions, signatures = _lifted[self.src.fn]
         _rewrite_calls(fn, signatures, self.src)
         _mark_calls(fn, self.functions)
@@ -169,8 +169,9 @@ class Lift:
                 raise self.src.syntax_error(
                     n, f"{n.id!r} is called before its definition; define it first")
 
-    def lift(self, definitions):
-        """{name: (lifted function, names of its extra parameters)}."""
+    def lift(self, definitions, fn):
+        """{name: (lifted function, names of its extra parameters)} of the `definitions`
+        of `fn`."""
         body = self.src.node.body
         comprehension_targets = {id(n) for c in _own(body) if isinstance(c, gast.comprehension)
                                  for n in syntax.walk(c.target)}
@@ -178,8 +179,10 @@ class Lift:
             n.id for n in _own(body) if isinstance(n, gast.Name)
             and not isinstance(n.ctx, gast.Load) and id(n) not in comprehension_targets}
         free = {name: _free(node) for name, (_, node) in definitions.items()}
-        extras = {name: [v for v in free[name] if v in scope and v not in definitions]
-                  for name in definitions}
+        within = _comprehension_names(fn.body)  # a lambda reads its comprehensions' too
+        extras = {name: [v for v in free[name] if (v in scope or v in within.get(id(node), ()))
+                         and v not in definitions]
+                  for name, (_, node) in definitions.items()}
         changed = True
         while changed:     # a function that calls a sibling passes on its extra values
             changed = False
@@ -362,6 +365,34 @@ def _own(stmts):
             todo.extend(reversed(n.args.defaults))
         else:
             todo.extend(reversed(syntax.children(n)))
+
+
+def _comprehension_names(stmts):
+    """{id(lambda): the names the comprehensions around it bind where it is} for the
+    lambdas in `stmts` (a comprehension's variables are not the function's, but a lambda
+    in the comprehension reads them)."""
+    found = {}
+
+    def visit(n, bound):
+        if isinstance(n, gast.Lambda):
+            found[id(n)] = bound
+        elif isinstance(n, (gast.ListComp, gast.SetComp, gast.GeneratorExp, gast.DictComp)):
+            names = bound
+            for k, g in enumerate(n.generators):
+                visit(g.iter, names)        # (the first in the enclosing scope)
+                names = names | {t.id for t in syntax.walk(g.target)
+                                 if isinstance(t, gast.Name)}
+                for test in g.ifs:
+                    visit(test, names)
+            for part in ("elt", "key", "value"):
+                if hasattr(n, part):
+                    visit(getattr(n, part), names)
+        elif not isinstance(n, gast.FunctionDef):
+            for child in syntax.children(n):
+                visit(child, bound)
+    for s in stmts:
+        visit(s, frozenset())
+    return found
 
 
 def _params(fn):

@@ -80,7 +80,7 @@ from .. import emit, syntax
 from ..analysis import operations
 from ..analysis.activity import definitions, varied_names
 from ..analysis.value_kinds import ValueKinds, user_class
-from ..frontend import source
+from ..frontend import gradients, source
 from ..frontend.source import MISSING, FunctionSource
 from ..rules import registry
 
@@ -352,6 +352,13 @@ class ResolveCalls:
             return
         target, args = known.fn, known.args + call.args
         keywords = {**known.keywords, **{k.arg: k.value for k in call.keywords}}
+        if gradients.made_by(target) is not None:     # a derivative passed or bound
+            called = gradients.called_gradient(target)
+            if called is None:
+                raise self.src.syntax_error(s, gradients.refusal(gradients.made_by(target)))
+            target, bound = called
+            args = [self.atom(b, type(b).__name__.lower()) for b in bound] + args
+            static = False
         python = operations.python_function(target)
         if (python is None or registry.primitive(target) is not None
                 or getattr(target, "s2s_custom", False)):

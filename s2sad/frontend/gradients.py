@@ -1,0 +1,123 @@
+"""Derivatives called inside a differentiated function: what stands for them.
+
+A gradient made by `grad` or `value_and_grad` that differentiated code calls is a call
+of a Python function that stands for it (`gradient_function`): the driver
+differentiates the gradient code of its primal in its place (the code `grad(grad(f))`
+differentiates), with respect to every argument that carries a derivative, the ones the
+gradient is not taken with respect to included. So `grad(h, wrt=0)(y, x)` in a function
+differentiated with respect to `x` is differentiated with respect to `x` too, and so is
+the gradient of a nested function or lambda, whose lifted version reads the values it
+closes over as arguments. The other derivatives s2sad makes (`jvp`, `hessian`, ...)
+are refused where they are called (`refusal`).
+"""
+import inspect
+import weakref
+
+from .source import function_from_source, identifier, numba_function
+
+#: s2sad's functions that make or compute derivatives, by name (of s2sad.api and
+#: s2sad.forward_api)
+API = {"grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hvp", "hessian",
+       "check_grad"}
+
+#: the derivatives called inside a differentiated function that s2sad differentiates
+GRADIENTS = ("grad", "value_and_grad")
+
+
+def api_function(obj):
+    """The name of `obj` if it is one of s2sad's functions in `API`, else None."""
+    if (inspect.isfunction(obj) and obj.__name__ in API
+            and obj.__module__ in ("s2sad.api", "s2sad.forward_api")):
+        return obj.__name__
+    return None
+
+
+def made_by(obj):
+    """The API function that made derivative `obj` (`grad`, `hessian`, `grad_grad`
+    for grad(grad(f)), ...), or None if `obj` is no derivative s2sad made."""
+    try:
+        kind = getattr(obj, "s2s_made_by", None)
+    except Exception:       # (an object whose attributes raise: not one of s2sad's)
+        return None
+    return kind if isinstance(kind, str) and (kind in API or kind == "grad_grad") else None
+
+
+def called_gradient(made):
+    """`(standing, bound)` if derivative `made` is a gradient differentiated code can
+    call: the function that stands for it (see `gradient_function`) and the objects
+    passed before the call's own arguments (the instance of a bound method's gradient);
+    else None."""
+    bound = ()
+    kind = made_by(made)
+    inner = getattr(made, "s2s_bound", None) if kind else None
+    if inner is not None:           # grad(obj.method): the method's function, obj first
+        made, bound = inner[0], (inner[1],)
+        kind = made_by(made)
+    if kind not in GRADIENTS or inspect.ismethod(made.primal):
+        return None
+    return gradient_function(made.primal, made.wrt, kind, made), bound
+
+
+#: {primal: {(kind, wrt): the function that stands for kind(primal, wrt)}}
+_gradients = weakref.WeakKeyDictionary()
+_lasting = {}       # the same, for primals without weak references (NumPy's ufuncs)
+
+
+def gradient_function(primal, wrt, kind, gradient):
+    """A Python function that stands for `gradient`, which is `grad(primal, wrt)` (kind
+    "grad") or `value_and_grad(primal, wrt)`, where differentiated code calls it: it
+    calls `gradient`, and its `s2s_gradient`, `(primal, wrt, fused)`, tells the driver
+    to differentiate the gradient code of `primal` (`fused` as pipeline.reverse's) in its
+    place."""
+    try:
+        per_key = _gradients.setdefault(primal, {})
+    except TypeError:
+        per_key = _lasting.setdefault(primal, {})
+    key = (kind, tuple(wrt) if isinstance(wrt, list) else wrt)
+    if key not in per_key:
+        fn = numba_function(primal) or getattr(primal, "__func__", primal)
+        python = inspect.isfunction(fn)
+        params = [p for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                  and (python or p.default is p.empty)]
+        defaults = {f"_s2s_default_{k}": p.default for k, p in enumerate(params)
+                    if p.default is not p.empty}
+        spelled = ", ".join(p.name + (f"=_s2s_default_{k}" if p.default is not p.empty
+                                      else "") for k, p in enumerate(params))
+        args = ", ".join(p.name for p in params)
+        standing = function_from_source(
+            f"def {identifier(fn)}_{kind}({spelled}):\n    return _s2s_gradient({args})\n",
+            {"_s2s_gradient": gradient, **defaults})
+        standing.__module__ = getattr(fn, "__module__", None) or "__main__"
+        standing.s2s_gradient = (primal, wrt, "grad" if kind == "grad" else True)
+        per_key[key] = standing
+    return per_key[key]
+
+
+#: what to write instead of each derivative s2sad does not differentiate where it is
+#: called
+_INSTEAD = {
+    "vjp": "for a function with a scalar result, s2sad.grad(f)(x) * y_bar is the "
+           "pullback of y_bar, and s2sad.value_and_grad(f)(x) gives the value too",
+    "jvp": "for a function with a scalar result, np.sum(s2sad.grad(f)(x) * v) is its "
+           "jvp along v",
+    "hvp": "s2sad.grad(lambda x: np.sum(s2sad.grad(f)(x) * v))(x) is hvp(f)(x, v)",
+    "hessian": "for a number x, s2sad.grad(s2sad.grad(f))(x) is hessian(f)(x); for an "
+               "array, each row is a Hessian-vector product, "
+               "s2sad.grad(lambda x: np.sum(s2sad.grad(f)(x) * v))(x)",
+    "grad_grad": "call s2sad.grad(df)(x) here, with df = s2sad.grad(f) at module level "
+                 "(or s2sad.grad(s2sad.grad(f))(x))",
+    "jacfwd": "for a function with a scalar result, s2sad.grad(f) is its Jacobian",
+    "check_grad": "call it outside the differentiated function",
+}
+_INSTEAD["jacrev"] = _INSTEAD["jacfwd"]
+
+
+def refusal(kind):
+    """The message for a call of the derivative `kind` (an API function's name, or what
+    made a derivative) inside a differentiated function."""
+    spelled = "grad(grad(f))" if kind == "grad_grad" else f"{kind}()"
+    return (f"s2sad does not differentiate {spelled} called inside a differentiated "
+            "function: it differentiates the gradients grad(f) and value_and_grad(f) "
+            "called there (of a module-level function, a method, a nested function or a "
+            f"lambda). Write it with grad: {_INSTEAD.get(kind, _INSTEAD['hessian'])}")
