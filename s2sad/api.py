@@ -74,11 +74,18 @@ class _DerivativeFunction:
         closure = fn.__closure__ or ()
         if not any(c.cell_contents is runtime.respecialize for c in closure):
             return
+        target = _target(self.primal)
+        if getattr(target, "__defaults__", None) or getattr(target, "__kwdefaults__", None):
+            # (its fallback would pass on the defaults it filled in, which may be those
+            # the function no longer has: calls go through __call__, which has the
+            # arguments as given)
+            return
         own = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
                                  tuple(types.CellType(self._compile_and_call)
                                        if c.cell_contents is runtime.respecialize else c
                                        for c in closure))
-        own.__kwdefaults__ = fn.__kwdefaults__
+        if fn.__kwdefaults__:   # (an assignment counts in guards.EPOCH: only if needed)
+            own.__kwdefaults__ = fn.__kwdefaults__
         own.__qualname__ = fn.__qualname__
         type(self).__call__ = staticmethod(own)
         _installed.add(self)
