@@ -395,16 +395,13 @@ def _defaults_as_now(compiled, fn):
            if p.default is not p.empty}
     code = compiled.__code__
     positional = code.co_varnames[:code.co_argcount]
-    # (only where they differ: each assignment counts in guards.EPOCH)
     if compiled.__defaults__:
         ends = positional[len(positional) - len(compiled.__defaults__):]
-        defaults = tuple(now.get(p, d) for p, d in zip(ends, compiled.__defaults__))
-        if any(a is not b for a, b in zip(defaults, compiled.__defaults__)):
-            compiled.__defaults__ = defaults
+        guards.set_quietly(compiled, "__defaults__", tuple(
+            now.get(p, d) for p, d in zip(ends, compiled.__defaults__)))
     if compiled.__kwdefaults__:
-        kwdefaults = {p: now.get(p, d) for p, d in compiled.__kwdefaults__.items()}
-        if any(kwdefaults[p] is not d for p, d in compiled.__kwdefaults__.items()):
-            compiled.__kwdefaults__ = kwdefaults
+        guards.set_quietly(compiled, "__kwdefaults__", {
+            p: now.get(p, d) for p, d in compiled.__kwdefaults__.items()})
 
 
 @_reported

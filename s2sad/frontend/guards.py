@@ -44,9 +44,22 @@ _FUNCTION_PARTS = ("__code__", "__defaults__", "__kwdefaults__")
 
 
 def _audit(event, args):
-    if event == "object.__setattr__" and args[1] in _FUNCTION_PARTS:
+    if event == "object.__setattr__" and args[1] in _FUNCTION_PARTS and not _quiet:
         for watcher in list(_watching):
             watcher.code_changed()
+
+
+_quiet = []
+
+
+def set_quietly(fn, attr, value):
+    """`setattr(fn, attr, value)` for a function s2sad made itself, which changes no
+    function of the user's: not reported to the watchers."""
+    _quiet.append(True)
+    try:
+        setattr(fn, attr, value)
+    finally:
+        _quiet.pop()
 
 
 sys.addaudithook(_audit)
