@@ -13,6 +13,7 @@ import numpy as np
 from . import forward_api, numba_api, pipeline
 from .compilation import Wrt, kinds_key, kinds_of, patterns_of, wrt_indices
 from .errors import GradientCheckError, S2SADError, warn_unconnected
+from .frontend import guards
 from .rules import registry, runtime
 from .rules.arrays import is_duck_array
 from .rules.schedules import checked_budget, checkpointed
@@ -78,7 +79,8 @@ class _DerivativeFunction:
                                  tuple(types.CellType(self._compile_and_call)
                                        if c.cell_contents is runtime.respecialize else c
                                        for c in closure))
-        own.__kwdefaults__ = fn.__kwdefaults__
+        if fn.__kwdefaults__:
+            guards.set_quietly(own, "__kwdefaults__", fn.__kwdefaults__)
         own.__qualname__ = fn.__qualname__
         type(self).__call__ = staticmethod(own)
         _installed.add(self)
@@ -124,6 +126,21 @@ def _uninstall_all():
 
 
 registry.on_change(_uninstall_all)
+
+
+class _CodeChanges:
+    """A function's code or defaults were assigned (see frontend/guards.watch): every
+    derivative's calls go through `_DerivativeFunction.__call__` again, which has the
+    arguments as given (the copy installed would pass on to its fallback the defaults it
+    filled in, which may be those the function no longer has), until it is called and
+    installed again."""
+
+    def code_changed(self):
+        _uninstall_all()
+
+
+_code_changes = _CodeChanges()
+guards.watch(_code_changes)
 
 
 class GradientFunction(_DerivativeFunction):

@@ -1,7 +1,10 @@
 """The derivative cache: weakly keyed on the function object.
 
 The inner key holds the mode, the differentiated parameters, and the version of the
-rule registry, so registering a rule invalidates every derivative compiled before.
+rule registry, so registering a rule invalidates every derivative compiled before. A
+derivative is handed out only while its guards hold (frontend/guards.py: the globals,
+attributes, code, defaults and closure values it was compiled with); one whose guards
+fail is compiled again in its place.
 """
 import threading
 import weakref
@@ -16,22 +19,25 @@ _lock = threading.RLock()
 def get(fn, key, build):
     full = key + (registry.version,)
     try:
-        return _cache[fn][full]
+        found = _cache[fn][full]
+        if found.holds():
+            return found
     except (KeyError, TypeError):
         pass
     with _lock:
         per_fn = _cache.setdefault(fn, {})
-        if full not in per_fn:
+        if full not in per_fn or not per_fn[full].holds():
             per_fn[full] = build()
         return per_fn[full]
 
 
 def peek(fn, key):
-    """The derivative stored for `fn` and `key`, or None."""
+    """The derivative stored for `fn` and `key` whose guards hold, or None."""
     try:
-        return _cache[fn][key + (registry.version,)]
+        found = _cache[fn][key + (registry.version,)]
     except (KeyError, TypeError):
         return None
+    return found if found.holds() else None
 
 
 def put(fn, key, derivative):

@@ -44,7 +44,7 @@ from .analysis.operations import classify
 from .analysis.shapes import Shapes, pattern
 from . import syntax
 from .errors import S2SADError
-from .frontend import fence, source
+from .frontend import fence, guards, source
 from .frontend.source import MISSING, FunctionSource
 from .naming import Namer
 from .rules import runtime, tangents
@@ -104,6 +104,7 @@ class Compilation:
     fused: Any = False                          # False, True, "grad" or "adjoint"
     release: bool = False
     guard: bool = True
+    guard_bindings: bool = True                 # the guard tests what was resolved too
     recompute: bool = False
     tangent_only: bool = False
     memory: float | None = None                 # bytes for a checkpointed loop's snapshots
@@ -118,6 +119,9 @@ class Compilation:
     reverse: Any = None                         # the reverse transform's ReverseResult
     forward: Any = None                         # the forward transform's ForwardResult
     ndims_relied: set = dataclasses.field(default_factory=set)  # see ValueKinds
+    assumed: list = dataclasses.field(default_factory=list)     # Guards a pass added
+    callee_guards: str | None = None    # the name of the callees' guards' checker, if read
+    code_changed: str | None = None     # the name of the flag of code changed (guards.watch)
     _analyses: dict = dataclasses.field(default_factory=dict, repr=False)
     _shape_only: tuple | None = dataclasses.field(default=None, repr=False)
 
@@ -240,6 +244,30 @@ class Compilation:
         if self.reverse is not None:
             self.reverse.finished()
         self.wengert = self.reverse = self.forward = None
+
+    # -- what the derivative took of the world, guarded -------------------------------------
+    @property
+    def guards(self) -> list:
+        """The guards (frontend/guards.py) of what this compilation resolved: those of its
+        source (`source.guards_of`) and those the passes added (`assumed`). The numba
+        backend holds the values of globals it was compiled with, so data is guarded by
+        identity there."""
+        return guards.unique(source.guards_of(self.src, frozen=self.backend == "numba")
+                             + self.assumed)
+
+    def assume(self, found: list):
+        """Add the guards `found` (a pass relied on what they read)."""
+        self.assumed.extend(found)
+
+    def constant(self, obj, base: str) -> str:
+        """A name of generated code's own (`_s2s_` and `base`) for the object `obj`, which
+        is never the user's name for anything (as `bind` may be)."""
+        for bound, value in self.bindings.items():
+            if value is obj and bound.startswith("_s2s_"):
+                return bound
+        bound = self.namer.fresh("_s2s_" + base)
+        self.bindings[bound] = obj
+        return bound
 
     # -- names generated code reads --------------------------------------------------------
     def bind(self, name, module="builtins", obj=MISSING) -> str:
@@ -372,6 +400,9 @@ def kinds_of(fn, args):
     kinds = {p: type(a) for p, a in zip(params, args)
              if type(a) in SPECIALISED or user_class(type(a)) or is_duck_array_type(type(a))
              or type(a) in CONTAINERS}
+    for p, a in zip(params, args):
+        if user_class(type(a)):
+            _refuse_hidden_methods(fn, p, a)
     for p in params[len(args):]:        # a default the call leaves, as the guard sees it
         default = signature[p].default
         if (signature[p].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
@@ -383,6 +414,22 @@ def kinds_of(fn, args):
             if type(value) in SPECIALISED:
                 kinds[f"{p}.{field}"] = type(value)
     return kinds
+
+
+def _refuse_hidden_methods(fn, param, obj):
+    """Refuse an argument one of whose attributes, set on the instance, hides a method its
+    class defines: Python calls the instance's, and s2sad finds methods through the
+    class (as it compiles for the class of an argument, not for the object)."""
+    name = guards.hides_a_method(obj)
+    if name is not None:
+        code = getattr(fn, "__code__", None)
+        where = f"{code.co_filename}:{code.co_firstlineno}: " if code else ""
+        raise S2SADError(
+            f"{where}the argument {param!r} of {fn.__qualname__}() has an attribute "
+            f"{name!r} of its own, which hides the method {type(obj).__qualname__}."
+            f"{name}() that Python would otherwise call; s2sad finds the methods of an "
+            "argument through its class. Set the function on the class "
+            f"({type(obj).__qualname__}.{name} = ...), or pass it as an argument")
 
 
 def patterns_of(fn, args):

@@ -198,9 +198,14 @@ def _entries(f, mode, wrt, kinds, patterns, wanted, backend="python"):
     (with `backend`)."""
     if mode == "forward":
         wrt = tuple(wrt) if isinstance(wrt, (tuple, list)) else (wrt,)
-        return [(pipeline.derivative(f, "forward", wrt, kinds, guard=True), "jvp")]
-    options = {"vjp": {}, "grad": {"fused": "grad", "release": True, "patterns": patterns},
-               "value_and_grad": {"fused": True, "release": True, "patterns": patterns}}
+        return [(pipeline.derivative(f, "forward", wrt, kinds, guard=True,
+                                     guard_bindings=False), "jvp")]
+    # (an exported module is a snapshot: it copies what the derivative reads, and its
+    # guards test only the types of the arguments)
+    options = {"vjp": {}, "grad": {"fused": "grad", "release": True, "patterns": patterns,
+                                   "guard_bindings": False},
+               "value_and_grad": {"fused": True, "release": True, "patterns": patterns,
+                                  "guard_bindings": False}}
     if backend == "numba":      # as numba_api.NativeDerivative makes them
         jit = pipeline.jit_options(f.targetoptions) if numba_function(f) is not None else ()
         options = {"grad": pipeline.native_options("grad", jit),

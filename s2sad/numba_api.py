@@ -55,23 +55,33 @@ class NativeDerivative:
         self.jit = tuple(sorted((jit or {}).items())) if jit is not None else (
             pipeline.jit_options(f.targetoptions) if numba_function(f) is not None else ())
         self._target = pipeline.target(f)
-        self._by_types = {}
         self._kinds = None
         params = list(inspect.signature(self._target).parameters)
         self._params = params
         # an overload whose parameters are the primal's, as Numba requires
-        typing = function_from_source(f"def typing({', '.join(params)}):\n"
-                                      f"    return _s2s_typed({', '.join(params)})\n",
-                                      {"_s2s_typed": self._typed})
-        numba.extending.overload(self, jit_options=dict(self.jit))(typing)
-        # called from Python with every argument, through a Numba function that calls
-        # this one: Numba's dispatcher picks the specialisation by the arguments' types,
-        # which costs less than doing it in Python (the overload above compiles it)
-        entry = function_from_source(f"def entry({', '.join(params)}):\n"
-                                     f"    return _s2s_d({', '.join(params)})\n",
-                                     {"_s2s_d": self})
-        self._entry = numba.njit(**{k: v for k, v in self.jit if k != "cache"})(entry)
+        self._typing = function_from_source(f"def typing({', '.join(params)}):\n"
+                                            f"    return _s2s_typed({', '.join(params)})\n",
+                                            {"_s2s_typed": self._typed})
+        numba.extending.overload(self, jit_options=dict(self.jit))(self._typing)
         self._typing_error = numba.core.errors.TypingError
+        self._entry_anew()
+
+    def _entry_anew(self):
+        """Called from Python with every argument, the derivative runs through a Numba
+        function that calls it: Numba's dispatcher picks the specialisation by the
+        arguments' types, which costs less than doing it in Python. Numba holds what it
+        compiled, so when the guards of the derivatives it compiled fail (a function
+        redefined, a global rebound: frontend/guards.py), it is made anew, with a stand-in
+        of its own for this derivative, overloaded as this one is."""
+        numba = _numba()
+        stand_in = _StandIn()
+        numba.extending.overload(stand_in, jit_options=dict(self.jit))(self._typing)
+        entry = function_from_source(f"def entry({', '.join(self._params)}):\n"
+                                     f"    return _s2s_d({', '.join(self._params)})\n",
+                                     {"_s2s_d": stand_in})
+        self._entry = numba.njit(**{k: v for k, v in self.jit if k != "cache"})(entry)
+        self._by_types = {}
+        self._compiled = []         # the derivatives the entry's specialisations compiled
 
     def derivative(self, kinds):
         """The compiled derivative for arguments of `kinds` (see compilation.kinds_of)."""
@@ -81,6 +91,8 @@ class NativeDerivative:
         return warn_unconnected(d)
 
     def __call__(self, *args):
+        if self._compiled and not all(d.holds() for d in self._compiled):
+            self._entry_anew()
         if len(args) == len(self._params):
             try:
                 return self._entry(*args)
@@ -91,7 +103,9 @@ class NativeDerivative:
         if native is not None:
             return native(*args)
         self._kinds = kinds_of(self._target, args)
-        native = self.derivative(self._kinds).native
+        d = self.derivative(self._kinds)
+        self._compiled.append(d)
+        native = d.native
         try:
             out = native(*args)         # Numba compiles it
         except _numba().core.errors.TypingError as exc:
@@ -113,6 +127,7 @@ class NativeDerivative:
         d = self.derivative(kinds)
         d.native        # noqa: B018 - binds the functions it calls to Numba's
         self._kinds = kinds
+        self._compiled.append(d)
         return d.fn
 
     def dispatcher(self, *args):
@@ -128,6 +143,10 @@ class NativeDerivative:
     def __repr__(self):
         kind = "grad" if self.fused == "grad" else "value_and_grad"
         return f"<s2sad {kind} of {self.primal.__qualname__} wrt={self.wrt!r}, numba>"
+
+
+class _StandIn:
+    """What a derivative's entry (see NativeDerivative._entry_anew) calls, overloaded."""
 
 
 def jvp(f, primals, tangents, kwargs):

@@ -17,7 +17,7 @@ that calls itself is one more entry of the worklist, linked to itself.
 ['lift', 'checkpointed_loops', 'desugar', 'wengert', 'resolve_calls', 'record_fields',
  'aliasing', 'lost_derivatives', 'common_subexpressions', 'hoist_invariants', 'forward',
  'tangent_only', 'inline_temporaries', 'write_in_place', 'tangents_late', 'insert_dels',
- 'guard', 'enclose']
+ 'guard', 'guard_bindings', 'enclose']
 """
 from __future__ import annotations
 
@@ -42,10 +42,10 @@ from .compilation import (Callee, Compilation, Wrt, default_kinds, kinds_key, pa
                           wrt_key)
 from .errors import (InternalError, MissingRuleError, NativeBackendError, S2SADError,
                      UnsupportedSyntaxError)
-from .frontend import source
+from .frontend import guards, source
 from .rules import numba_runtime, registry
 from .passes import (aliasing, checkpointed_loops, combine_terms, common_subexpressions,
-                     desugar, element_adjoints, enclose, hoist_invariants, inline_helpers,
+                     desugar, guard_bindings, element_adjoints, enclose, hoist_invariants, inline_helpers,
                      insert_dels, lift, lost_derivatives, native_check, native_tapes,
                      optimize, peephole, record_fields, resolve_calls, reuse_buffers,
                      wengert)
@@ -87,6 +87,12 @@ FRONT = [
 ENCLOSE = Pass("enclose", enclose.run, "the code from the body of a with or try block "
                "runs in that block again (a try reports the exception path)")
 
+#: In the derivatives the API calls directly: the guard also tests that what the
+#: compilation resolved is unchanged.
+GUARD_BINDINGS = Pass("guard_bindings", guard_bindings.run, "the guard also tests the "
+                      "globals, attributes, code, defaults and closure values the "
+                      "compilation resolved")
+
 #: Reverse mode: `f_vjp(x) -> (y, f_pullback)`, what `vjp` runs.
 REVERSE_MODE = FRONT + [
     Pass("reverse", reverse_mode.run, "forward pass with per-loop tapes, and the "
@@ -126,6 +132,7 @@ FUSED_GRADIENT = REVERSE_MODE[:-1] + [
          "use"),
     Pass("guard_patterns", fused.guard_patterns, "the guard also tests the shape "
          "patterns and dtypes the code relies on"),
+    GUARD_BINDINGS,
     ENCLOSE,
 ]
 
@@ -151,6 +158,7 @@ FORWARD_MODE = FRONT + [
     Pass("insert_dels", insert_dels.run, "(release) each array deleted after its last "
          "use"),
     Pass("guard", forward_mode.guard, "(for jvp) check the argument types first"),
+    GUARD_BINDINGS,
     ENCLOSE,
 ]
 
@@ -285,6 +293,13 @@ class CompiledDerivative:
         self.unconnected = (ctx.src, ctx.reverse.unconnected if ctx.reverse else [])
         self.tangent_names = ctx.forward.tangent_names if ctx.forward else None
         self.callees = ctx.callees    # [(name in its code, Callee)]: linked by the driver
+        # what it resolved (frontend/guards.py); the driver adds its callees' (`guards`)
+        # and makes the checker of them all (see `holds`)
+        self.own_guards = ctx.guards
+        self.guards = None
+        self.check = None
+        self.callee_guards = ctx.callee_guards
+        self.code_changed = ctx.code_changed     # its code's flag (see guards.watch)
         self.warned = False
         self.backend, self.jit = ctx.backend, dict(ctx.jit)
         # the user's Python functions the code calls, which Numba compiles too
@@ -302,6 +317,22 @@ class CompiledDerivative:
                 del self.native_calls[name]
         self._native = None
 
+    def holds(self):
+        """Whether all its guards (and those of the derivatives it calls) still hold; if
+        they do, its code's test of the flag that an assignment to a function's code or
+        defaults raises (guards.watch) passes again until the next one."""
+        if self.code_changed is not None:
+            emit.bind_late(self.fn, self.code_changed, False)
+        if self.check():
+            return True
+        self.code_changed_now()
+        return False
+
+    def code_changed_now(self):
+        """Raise its code's flag (see guards.watch): its next call checks all guards."""
+        if self.code_changed is not None:
+            emit.bind_late(self.fn, self.code_changed, True)
+
     @property
     def native(self):
         """The Numba dispatcher of `fn` (for the numba backend, else None), made on first
@@ -317,6 +348,20 @@ class CompiledDerivative:
                 emit.bind_late(self.fn, name, gradient.native)
             self._native = _njit(self.fn, self.jit)
         return self._native
+
+
+class _Watcher:
+    """Raises the flag of the code of a derivative (weakly held) when a function's code or
+    defaults are assigned (see guards.watch); it lives as long as that code."""
+
+    def __init__(self, derivative):
+        self.derivative = weakref.ref(derivative)
+        derivative.fn.s2s_watcher = self
+
+    def code_changed(self):
+        derivative = self.derivative()
+        if derivative is not None:
+            derivative.code_changed_now()
 
 
 #: {Python function: {njit options: its Numba dispatcher}}
@@ -350,7 +395,27 @@ def _compiled(ctx, node):
         bindings.setdefault(var, cell.cell_contents)
     filename = f"<s2sad: {node.name}, from {src.filename}:{src.first_line}>"
     compiled, text = emit.compile_function(node, bindings, src.fn, filename)
+    _defaults_as_now(compiled, src.fn)
     return CompiledDerivative(compiled, text, compiled.__code__.co_filename, ctx)
+
+
+def _defaults_as_now(compiled, fn):
+    """Give the parameters of the generated function `compiled` that are `fn`'s the
+    defaults `fn` has now (`__defaults__`, `__kwdefaults__`), which its source, the
+    generated code's, may not say (a guard recompiles the derivative when they change)."""
+    if not inspect.isfunction(fn) or not (fn.__defaults__ or fn.__kwdefaults__):
+        return
+    now = {p.name: p.default for p in inspect.signature(fn).parameters.values()
+           if p.default is not p.empty}
+    code = compiled.__code__
+    positional = code.co_varnames[:code.co_argcount]
+    if compiled.__defaults__:
+        ends = positional[len(positional) - len(compiled.__defaults__):]
+        guards.set_quietly(compiled, "__defaults__", tuple(
+            now.get(p, d) for p, d in zip(ends, compiled.__defaults__)))
+    if compiled.__kwdefaults__:
+        guards.set_quietly(compiled, "__kwdefaults__", {
+            p: now.get(p, d) for p, d in compiled.__kwdefaults__.items()})
 
 
 @_reported
@@ -474,9 +539,49 @@ class _Build:
                         queue.append((new, inside, into))
         for request, derivative in self.made.values():
             self.link(derivative)
+        self.guard()
+        if not top.check():
+            broken = [g for g in top.guards if not guards.holds([g])]
+            raise InternalError(f"guards of {request.fn.__qualname__}'s derivative fail as "
+                                f"soon as it is compiled: {broken}")
+        for request, derivative in self.made.values():
             if derivative is not top:
                 cache.put(request.fn, request.key, derivative)
         return top
+
+    def guard(self):
+        """Give each derivative of the build its guards and those of the derivatives it
+        calls (through calls of calls, recursion included), the checker of them all
+        (`holds`, which the cache asks), and its code the checker of its callees'."""
+        made = [d for _, d in self.made.values()]
+
+        def called(d):
+            return [self.compiled(c, d.request) for _, c in d.callees]
+        for d in made:
+            seen, todo, found = {id(d)}, [d], []
+            while todo:
+                e = todo.pop()
+                if e.guards is not None and e is not d:     # (from the cache: complete)
+                    found += e.guards
+                    continue
+                found += e.own_guards
+                for c in called(e):
+                    if id(c) not in seen:
+                        seen.add(id(c))
+                        todo.append(c)
+            d.transitive = guards.unique(found)
+        for d in made:
+            d.guards = d.transitive
+            d.check = guards.checker(d.guards)
+            d.fn.s2s_guards = d.guards
+            if d.callee_guards is not None:
+                # (those the code does not test itself: its own, and those EPOCH counts)
+                own = {g.identity for g in d.own_guards}
+                emit.bind_late(d.fn, d.callee_guards, guards.checker(
+                    [g for g in d.guards if g.identity not in own and not guards.counted(g)]))
+            if d.code_changed is not None:
+                emit.bind_late(d.fn, d.code_changed, False)
+                guards.watch(_Watcher(d))
 
     def make(self, request):
         options = dict(request.options)

@@ -12,11 +12,13 @@ import linecache
 import sys
 import math
 import textwrap
+import types
 import weakref
 
 import gast
 
 from .. import syntax
+from . import guards
 from ..errors import S2SADError, SourceUnavailableError, UnsupportedSyntaxError
 
 MISSING = object()
@@ -29,13 +31,19 @@ _parsed = weakref.WeakKeyDictionary()
 class FunctionSource:
     """A parsed user function and where it came from."""
 
-    def __init__(self, fn, node, filename, first_line, indent):
+    def __init__(self, fn, node, filename, first_line, indent, origins=None):
         self.fn = fn
         self.node = node
         self.filename = filename
         self.first_line = first_line
         self.indent = indent
         self._values = None
+        #: the user's functions this source is made from: `fn`, or the function a
+        #: nested function was lifted out of, or that a version was specialised from
+        self.origins = [fn] if origins is None else origins
+        #: what the passes looked up outside the function: {name or (name, attr, ...):
+        #: the object found}, for the guards of the derivative (see guards_of)
+        self.resolved = {}
 
     @property
     def name(self):
@@ -64,8 +72,24 @@ class FunctionSource:
         if prim is not None:
             return prim
         if isinstance(expr, gast.Attribute):
-            base = self.resolve(expr.value)
-            return MISSING if base is MISSING else getattr(base, expr.attr, MISSING)
+            attrs, base = [], expr
+            while isinstance(base, gast.Attribute) and getattr(base, "s2s_prim", None) is None:
+                attrs.append(base.attr)
+                base = base.value
+            if isinstance(base, gast.Name) and getattr(base, "s2s_prim", None) is None:
+                # (the chain is guarded, not its first name alone)
+                value = MISSING if self.is_local(base.id) else dict.get(
+                    self.free_values(), base.id, MISSING)
+            else:
+                value = self.resolve(base)
+            for attr in reversed(attrs):
+                if value is MISSING:
+                    return MISSING
+                value = getattr(value, attr, MISSING)
+            if value is not MISSING and isinstance(base, gast.Name) and getattr(
+                    base, "s2s_prim", None) is None:
+                self.resolved[(base.id, *reversed(attrs))] = value
+            return value
         if not isinstance(expr, gast.Name) or self.is_local(expr.id):
             return MISSING
         return self.free_values().get(expr.id, MISSING)
@@ -76,7 +100,7 @@ class FunctionSource:
         hundreds of times)."""
         if self._values is not None:
             return self._values
-        values = self._values = {}
+        values = self._values = _Reads(self.resolved)
         code = self.fn.__code__
         for var, cell in zip(code.co_freevars, self.fn.__closure__ or ()):
             try:
@@ -116,6 +140,81 @@ class FunctionSource:
         """Whether `name` is local to the function: one of its own, or one s2sad made
         (generated names never shadow a name the function reads from outside)."""
         return name in self.local_names or name not in self.free_values()
+
+
+class _Reads(dict):
+    """The free values of a function, noting in `resolved` each one a pass reads."""
+
+    def __init__(self, resolved):
+        super().__init__()
+        self.resolved = resolved
+
+    def __getitem__(self, name):
+        value = super().__getitem__(name)
+        self.resolved[name] = value
+        return value
+
+    def get(self, name, default=None):
+        value = super().get(name, MISSING)
+        if value is MISSING:
+            return default
+        self.resolved[name] = value
+        return value
+
+
+def guards_of(src, frozen=False):
+    """The guards (see frontend/guards.py) on what a derivative compiled from `src` took
+    of the world: what its origins are made of (code, defaults, closure values), each
+    global or builtin the passes looked up, each attribute chain they resolved; for
+    s2sad's own generated code differentiated again, the guards of the derivative that
+    made it (`s2s_guards`). With `frozen`, data by identity too (see guards.guard)."""
+    if is_generated(src):
+        return list(getattr(src.fn, "s2s_guards", ()))
+    out = [g for fn in src.origins for g in guards.of_function(fn)]
+    cells = {}
+    for fn in src.origins:
+        code = getattr(fn, "__code__", None)
+        if code is not None:
+            cells.update(zip(code.co_freevars, fn.__closure__ or ()))
+    own = {}     # the closure of a function s2sad made (lifted, specialised): its
+    #             values come from the origin's, or from what the caller resolved
+    code = src.fn.__code__
+    if src.fn not in src.origins:
+        own = dict(zip(code.co_freevars, src.fn.__closure__ or ()))
+    space = src.fn.__globals__
+    written = _written(src.node)
+    for key, value in src.resolved.items():
+        name, attrs = (key, ()) if isinstance(key, str) else (key[0], key[1:])
+        if (name, *attrs) not in written:
+            continue        # (read by code s2sad wrote, which reads it again when it runs)
+        if attrs and not callable(value) and is_library(space.get(name)):
+            continue        # (a library's constant: np.pi, math.inf)
+        if name in cells or name in own:
+            if not attrs:
+                continue        # (the cell's value is guarded with the origin)
+            root = ("cell", cells.get(name) or own[name])
+        else:
+            root = ("global", space, name)
+        out.append(guards.guard(root, attrs, value, frozen))
+    return guards.unique(out)
+
+
+def _written(node):
+    """The names and attribute chains of names (`("np", "linalg", "solve")`) that the
+    source of `node` reads."""
+    out = set()
+    for n in syntax.walk(node):
+        if isinstance(n, gast.Attribute):
+            path = [n.attr]
+            base = n.value
+            while isinstance(base, gast.Attribute):
+                path.append(base.attr)
+                base = base.value
+            if isinstance(base, gast.Name):
+                out.add((base.id, *reversed(path)))
+        elif isinstance(n, gast.Name):
+            out.add((n.id,))
+    return out
 
 
 class Block:
@@ -183,11 +282,38 @@ def capture(fn, copy=True):
             f"(it is a {type(fn).__name__}); s2sad needs Python source to differentiate. "
             "For a builtin or C-extension primitive, register a rule with s2sad.defvjp.")
     parsed = _parsed.get(fn)
-    if parsed is None or parsed[0] is not fn.__code__:
-        parsed = _parsed[fn] = (fn.__code__, *_parse(fn))
-    _, filename, first_line, indent, node = parsed
+    if parsed is None or parsed[0] is not fn.__code__ or parsed[1] is not (
+            fn.__defaults__) or parsed[2] is not fn.__kwdefaults__:
+        parsed = _parsed[fn] = (fn.__code__, fn.__defaults__, fn.__kwdefaults__,
+                                *_parse(fn))
+        _defaults_as_now(parsed[-1], fn)
+    filename, first_line, indent, node = parsed[3:]
     return FunctionSource(fn, syntax.copied(node) if copy else node, filename, first_line,
                           indent)
+
+
+def _defaults_as_now(node, fn):
+    """The numbers and strings `node`'s source gives as defaults replaced by the values
+    `fn` has now, where they differ (`fn.__defaults__` was assigned)."""
+    args = node.args
+    positional = args.posonlyargs + args.args
+    now = {p.name: p.default for p in inspect.signature(fn).parameters.values()
+           if p.default is not p.empty}
+
+    def current(param, expr):
+        value = now.get(param.id, MISSING)
+        try:
+            written = ast.literal_eval(gast.gast_to_ast(expr))
+        except (ValueError, TypeError, SyntaxError):
+            return expr
+        if type(value) in (int, float, bool, str, type(None)) and (
+                type(written) is not type(value) or written != value):
+            return syntax.located(syntax.const(value), expr)
+        return expr
+    ends = positional[len(positional) - len(args.defaults):]
+    args.defaults = [current(a, d) for a, d in zip(ends, args.defaults)]
+    args.kw_defaults = [d if d is None else current(a, d)
+                        for a, d in zip(args.kwonlyargs, args.kw_defaults)]
 
 
 def _parse(fn):
@@ -216,6 +342,8 @@ def _parse(fn):
             f"{fn.__qualname__!r} is an async function (async def), which s2sad cannot "
             "differentiate: differentiate the plain function its coroutine awaits, defined "
             "with def.", filename, first_line, indent + 1, lines[0])
+    if isinstance(node, gast.FunctionDef) and node.name == fn.__code__.co_name:
+        node.name = fn.__name__         # (its code was another function's: autoreload)
     if not isinstance(node, gast.FunctionDef) or node.name != fn.__name__:
         raise UnsupportedSyntaxError(
             f"s2sad differentiates functions defined with def; {fn.__qualname__!r} is a "
@@ -366,8 +494,13 @@ def function_from_source(text, namespace=None):
 
 
 def is_library(fn):
-    """Whether `fn` is library code (an installed package or the standard library), which
-    the user cannot change: where s2sad cannot differentiate it, a rule is what it needs."""
+    """Whether `fn` (a function, or a module) is library code (an installed package or the
+    standard library), which the user cannot change: where s2sad cannot differentiate
+    it, a rule is what it needs."""
+    if isinstance(fn, types.ModuleType):
+        module, path = fn.__name__.split(".")[0], getattr(fn, "__file__", None) or ""
+        return (module in sys.stdlib_module_names or "site-packages" in path
+                or "dist-packages" in path)
     module = (getattr(fn, "__module__", None) or "").split(".")[0]
     path = getattr(getattr(fn, "__code__", None), "co_filename", "")
     return (module in sys.stdlib_module_names or "site-packages" in path

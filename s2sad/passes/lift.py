@@ -34,9 +34,11 @@ import weakref
 import gast
 
 from .. import emit, syntax
+from ..frontend import guards
 from ..frontend.source import FunctionSource
 
-_lifted = weakref.WeakKeyDictionary()   # user function -> (functions, signatures)
+#: user function -> (its stamp, lifted functions, signatures)
+_lifted = weakref.WeakKeyDictionary()
 
 # methods that change a list, dict or array in place
 MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "update", "sort",
@@ -65,9 +67,12 @@ class Lift:
         if not definitions:
             return fn
         self.check_uses(fn, definitions)
-        if self.src.fn not in _lifted:
-            _lifted[self.src.fn] = self.lift(definitions, fn)
-        self.functions, signatures = _lifted[self.src.fn]
+        made = _lifted.get(self.src.fn)
+        if made is None or not guards.same(made[0], guards.stamp(self.src.fn)):
+            # (lifted again when the function's code or closure values changed)
+            made = _lifted[self.src.fn] = (guards.stamp(self.src.fn),
+                                           *self.lift(definitions, fn))
+        _, self.functions, signatures = made
         _rewrite_calls(fn, signatures, self.src)
         _mark_calls(fn, self.functions)
         self.pass_as_values(fn, definitions, signatures)
@@ -300,7 +305,8 @@ class Lifted:
     def source(self, fn, copy=True):
         src = self.src
         node = syntax.copied(self.node) if copy else self.node
-        return FunctionSource(fn, node, src.filename, src.first_line, src.indent)
+        return FunctionSource(fn, node, src.filename, src.first_line, src.indent,
+                              src.origins)
 
     def describe(self):
         extras = ", ".join(self.extras)

@@ -80,11 +80,12 @@ from .. import emit, syntax
 from ..analysis import operations
 from ..analysis.activity import definitions, varied_names
 from ..analysis.value_kinds import ValueKinds, user_class
-from ..frontend import gradients, source
+from ..frontend import gradients, guards, source
 from ..frontend.source import MISSING, FunctionSource
 from ..rules import registry
 
-#: {function: {how a call uses it: the version specialised on that}}
+#: {function: {how a call uses it: (the function's stamp, the version specialised on
+#: that)}}
 _versions = weakref.WeakKeyDictionary()
 
 #: literal defaults passed as constants
@@ -315,6 +316,7 @@ class ResolveCalls:
             found = inspect.getattr_static(cls, attr)
         except AttributeError:
             return None
+        self.ctx.assume([guards.guard(("object", cls), (attr,), getattr(cls, attr))])
         if inspect.isfunction(found):
             return Known(found, [receiver])
         if isinstance(found, (staticmethod, classmethod)):
@@ -377,6 +379,8 @@ class ResolveCalls:
         by_keyword = any(not isinstance(v, gast.Constant) for v in keywords.values())
         if static and not special and not by_keyword:
             return
+        # the call's layout, and the defaults passed, come from the function as it is now
+        self.ctx.assume(guards.of_function(fn))
         args = [self.atom(a, f"{source.identifier(fn)}_arg") for a in bound] + args
         keywords = {**{k: self.atom(v, f"{source.identifier(fn)}_{k}")
                        for k, v in bound_keywords.items()}, **keywords}
@@ -441,10 +445,12 @@ class ResolveCalls:
                 plan.append(("value", p.name))
                 args.append(given[p.name])
         versions = _versions.setdefault(fn, {})
-        key = tuple(plan)
-        if key not in versions:
-            versions[key] = _Specialiser(fn, plan, self.src).version()
-        return versions[key], args
+        key, stamp = tuple(plan), guards.stamp(fn)
+        made = versions.get(key)
+        if made is None or not guards.same(made[0], stamp):
+            # (made again when the function's code, defaults or closure values changed)
+            made = versions[key] = (stamp, _Specialiser(fn, plan, self.src).version())
+        return made[1], args
 
 
 def _assigns(s):
@@ -482,7 +488,7 @@ class _Specialiser:
 
     def version(self):
         node, src = self.node, self.fn_src
-        defaults = _defaults(node.args)
+        defaults = self.current_defaults()
         params, kwonly, kw_defaults, prologue = [], [], [], []
         for step in self.plan:
             how, name = step[0], step[1]
@@ -534,6 +540,16 @@ class _Specialiser:
         made.s2s_lifted = Version(node, src, self.plan)
         return made
 
+    def current_defaults(self):
+        """{parameter: an expression of its default}: the function's defaults as they are
+        now (`__defaults__`, `__kwdefaults__`), which may not be those its source says."""
+        out = {}
+        for p in inspect.signature(self.fn).parameters.values():
+            if p.default is not p.empty:
+                out[p.name] = (syntax.const(p.default) if type(p.default) in _LITERALS
+                               else self.bind(f"{p.name}_default", p.default))
+        return out
+
     def function_value(self, name, value, parts, named):
         """`name = value_name` or `name = partial(value_name, *parts, **named)`."""
         callee = self.bind(getattr(value, "__name__", name), value)
@@ -564,7 +580,8 @@ class Version:
     def source(self, fn, copy=True):
         src = self.src
         node = syntax.copied(self.node) if copy else self.node
-        return FunctionSource(fn, node, src.filename, src.first_line, src.indent)
+        return FunctionSource(fn, node, src.filename, src.first_line, src.indent,
+                              src.origins)
 
     def describe(self):
         how = [f"{step[1]}={getattr(step[2], '__name__', step[2])}" if step[0] == "function"
@@ -579,15 +596,6 @@ def _param(name):
     p = syntax.name(name)
     p.ctx = gast.Param()
     return p
-
-
-def _defaults(args):
-    """{parameter: default expression} of a `def`'s parameters."""
-    positional = args.posonlyargs + args.args
-    out = {a.id: d for a, d in zip(positional[len(positional) - len(args.defaults):],
-                                   args.defaults)}
-    out.update({a.id: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
-    return out
 
 
 def _loads(node, name):

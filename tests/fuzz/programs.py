@@ -901,7 +901,7 @@ UNSUPPORTED = (
 
 @st.composite
 def programs(draw, names="plain", max_statements=12, max_params=3, unsupported=False,
-             allow_for_else=True):
+             allow_for_else=True, max_helpers=2):
     """Hypothesis strategy of `Program`s (see the module docstring)."""
     if names == "mixed":
         names = draw(st.sampled_from(("plain", "tricky")))
@@ -941,7 +941,7 @@ def programs(draw, names="plain", max_statements=12, max_params=3, unsupported=F
         if len(header) > 2:
             header.append("")
     # module-level helper functions f calls (their parameters see values in [-2, 2])
-    for k in range(draw(st.integers(0, 2))):
+    for k in range(draw(st.integers(0, max_helpers))):
         hname = f"h{k + 1}" if names == "plain" else draw(st.sampled_from(
             [n for n in TRICKY_FUNCTIONS if n != fname and n not in gen.reserved
              and n not in params]))

@@ -57,6 +57,7 @@ A failure prints the program's source (the `Program` repr, and `note`), shrunk b
 hypothesis to a small program; save it in found.py with a comment, and report it.
 """
 import json
+import linecache
 import math
 import os
 import subprocess
@@ -80,7 +81,7 @@ pytestmark = [pytest.mark.fuzz,
 
 # share of the profile's max_examples each test runs (fast: 1000 -> ~1930 programs)
 SHARES = {"gradient": 0.85, "names": 0.4, "determinism": 0.1, "exceptions": 0.55,
-          "hashseed": 0.002}
+          "hashseed": 0.002, "rebinding": 0.15}
 HASHSEED_BATCH = 15
 # statements per program: compile time grows quickly with size (fast stays in budget)
 MAX_STATEMENTS = 14 if settings.get_current_profile_name() == "long" else 8
@@ -153,61 +154,74 @@ def check_gradients(program, points, via="grad"):
     number of partial derivatives compared."""
     note(program.source)
     f = program.load()
-    wrt = tuple(range(len(program.params)))
     try:
-        if via == "value_and_grad":
-            vg = s2sad.value_and_grad(f, wrt=wrt)
-        elif via == "grad":     # f_grad, without the value: the value from f itself
-            df = s2sad.grad(f, wrt=wrt)
-
-            def vg(*point):
-                return f(*point), df(*point)
-        elif via == "vjp":
-            def vg(*point):
-                y, pullback = s2sad.vjp(f, *point)
-                return y, pullback(1.0)
-        else:       # forward mode: one jvp per parameter, with a unit tangent
-            def vg(*point):
-                dots = []
-                for i in range(len(point)):
-                    y, y_dot = s2sad.jvp(f, point, tuple(float(i == k) for k in wrt))
-                    dots.append(y_dot)
-                return y, tuple(dots)
-        compared = 0
-        for point in points:
-            try:
-                value = _real(f(*point))
-            except (ArithmeticError, ValueError):
-                event("f raises at the point")
-                continue
-            if not math.isfinite(value):
-                continue
-            try:
-                got_value, grads = vg(*point)
-            except Exception as exc:   # noqa: BLE001 - any failure is a finding
-                kind = "rejected a program of the supported subset" if isinstance(
-                    exc, S2SADError) else "failed"
-                _fail(program, f"s2sad.{via} {kind} at {point}: {type(exc).__name__}: {exc}")
-            if not isinstance(grads, tuple) or len(grads) != len(wrt):
-                _fail(program, f"s2sad.{via} returned gradient {grads!r} for wrt={wrt}")
-            if not _close(_real(got_value), value):
-                _fail(program, f"s2sad.{via} value {got_value!r} != f{point} = {value!r}")
-            for i, g in enumerate(grads):
-                fd = smooth_partial(f, point, i)
-                if fd is None:
-                    event("partial skipped (not smooth)")
-                    continue
-                compared += 1
-                ok = (isinstance(g, (int, float)) and not isinstance(g, bool)
-                      and math.isfinite(g) and abs(g - fd) <= ATOL + RTOL * abs(fd))
-                if not ok:
-                    _fail(program, f"gradient mismatch ({via}) at {point}, parameter "
-                                   f"{program.params[i]!r}: s2sad gives {g!r}, finite "
-                                   f"differences give {fd!r}\nall s2sad partials: {grads!r}")
-        event(f"partials compared: {min(compared, 4)}{'+' if compared >= 4 else ''}")
-        return compared
+        return compare_gradients(program, f, derivative(f, via), points, via)
     finally:
         forget(f)
+
+
+def derivative(f, via):
+    """`vg(*point) -> (value, gradient)` of `f` with respect to all its parameters,
+    through `via` ("grad", "value_and_grad", "vjp" or "jvp"); for the first two, one
+    derivative object made here and called at each point."""
+    wrt = tuple(range(f.__code__.co_argcount))
+    if via == "value_and_grad":
+        return s2sad.value_and_grad(f, wrt=wrt)
+    if via == "grad":     # f_grad, without the value: the value from f itself
+        df = s2sad.grad(f, wrt=wrt)
+        return lambda *point: (f(*point), df(*point))
+    if via == "vjp":
+        def vg(*point):
+            y, pullback = s2sad.vjp(f, *point)
+            return y, pullback(1.0)
+        return vg
+
+    def vg(*point):       # forward mode: one jvp per parameter, with a unit tangent
+        dots = []
+        for i in range(len(point)):
+            y, y_dot = s2sad.jvp(f, point, tuple(float(i == k) for k in wrt))
+            dots.append(y_dot)
+        return y, tuple(dots)
+    return vg
+
+
+def compare_gradients(program, f, vg, points, via):
+    """The value and gradient `vg` gives at each of `points` against `f`'s own value and
+    finite differences of `f` as it is now (see `check_gradients`)."""
+    wrt = tuple(range(len(program.params)))
+    compared = 0
+    for point in points:
+        try:
+            value = _real(f(*point))
+        except (ArithmeticError, ValueError):
+            event("f raises at the point")
+            continue
+        if not math.isfinite(value):
+            continue
+        try:
+            got_value, grads = vg(*point)
+        except Exception as exc:   # noqa: BLE001 - any failure is a finding
+            kind = "rejected a program of the supported subset" if isinstance(
+                exc, S2SADError) else "failed"
+            _fail(program, f"s2sad.{via} {kind} at {point}: {type(exc).__name__}: {exc}")
+        if not isinstance(grads, tuple) or len(grads) != len(wrt):
+            _fail(program, f"s2sad.{via} returned gradient {grads!r} for wrt={wrt}")
+        if not _close(_real(got_value), value):
+            _fail(program, f"s2sad.{via} value {got_value!r} != f{point} = {value!r}")
+        for i, g in enumerate(grads):
+            fd = smooth_partial(f, point, i)
+            if fd is None:
+                event("partial skipped (not smooth)")
+                continue
+            compared += 1
+            ok = (isinstance(g, (int, float)) and not isinstance(g, bool)
+                  and math.isfinite(g) and abs(g - fd) <= ATOL + RTOL * abs(fd))
+            if not ok:
+                _fail(program, f"gradient mismatch ({via}) at {point}, parameter "
+                               f"{program.params[i]!r}: s2sad gives {g!r}, finite "
+                               f"differences give {fd!r}\nall s2sad partials: {grads!r}")
+    event(f"partials compared: {min(compared, 4)}{'+' if compared >= 4 else ''}")
+    return compared
 
 
 def _points(data, program, most):
@@ -222,6 +236,46 @@ def _points(data, program, most):
        via=st.sampled_from(("grad", "value_and_grad", "vjp", "jvp")), data=st.data())
 def test_gradient_matches_finite_differences(program, via, data):
     check_gradients(program, _points(data, program, 3), via)
+
+
+# -- 1b. derivatives of the function as it is now ----------------------------------------
+
+@fuzz_settings("rebinding")
+@given(program=programs(names="plain", max_statements=MAX_STATEMENTS),
+       other=programs(names="plain", max_statements=MAX_STATEMENTS, max_helpers=0),
+       via=st.sampled_from(("grad", "value_and_grad", "vjp", "jvp")),
+       scale=st.sampled_from((-1.5, 0.5, 2.0)), data=st.data())
+def test_derivatives_follow_redefinitions(program, other, via, scale, data):
+    """A derivative made once, then a helper the function calls redefined (in its
+    module, as a notebook cell redefines it), then the function's code replaced by
+    another program's (as IPython's autoreload replaces it): at each stage the same
+    derivative object (and `vjp`, `jvp`) agrees with finite differences of the
+    function as it is then (property 1's comparison)."""
+    note(program.source)
+    f = program.load()
+    vg = derivative(f, via)
+    try:
+        compare_gradients(program, f, vg, _points(data, program, 2), via)
+        helpers = [n for n in f.__globals__ if n[:1] == "h" and n[1:].isdigit()]
+        if helpers:
+            name = data.draw(st.sampled_from(sorted(helpers)), label="redefined")
+            params = ", ".join(f.__globals__[name].__code__.co_varnames[
+                :f.__globals__[name].__code__.co_argcount])
+            cell = (f"_fuzz_old_{name} = {name}\n"
+                    f"def {name}({params}):\n"
+                    f"    return {scale} * _fuzz_old_{name}({params}) + 0.25 * a * a\n")
+            note(f"--- then ---\n{cell}")
+            filename = f"<s2sad-fuzz-cell-{name}-{id(f)}>"
+            linecache.cache[filename] = (len(cell), None, cell.splitlines(True), filename)
+            exec(compile(cell, filename, "exec"), f.__globals__)
+            compare_gradients(program, f, vg, _points(data, program, 2), via)
+        if len(other.params) == len(program.params):
+            replacement = other.load()
+            note(f"--- then f's code is that of ---\n{other.source}")
+            f.__code__ = replacement.__code__
+            compare_gradients(program, f, vg, _points(data, program, 2), via)
+    finally:
+        forget(f)
 
 
 # -- 2. names that collide with generated ones ------------------------------------------

@@ -1,0 +1,310 @@
+"""Guards: what a derivative took of the world when it was compiled, checked again when it
+runs.
+
+A derivative is compiled from the source of a function and of the functions it calls,
+with the names they read from outside resolved to objects: module globals, closure
+cells, builtins, attributes of modules and objects (`math.sin`, `model.predict`),
+methods found through classes, default values, and the code objects themselves. Python
+looks all of these up again at every call; compiled code that resolved them once would
+keep differentiating the function as it was. So each thing resolved is a `Guard`: where
+to read it again (a module's globals, a closure cell or an object, then attributes), and
+what was found: the object itself, or, for plain data (numbers, arrays, containers,
+instances that are not callable), only its class, which is all the compiled code relies
+on (it reads such values where the user's code reads them). A derivative whose guards
+no longer hold is compiled again (see s2sad.pipeline and s2sad.cache); the fast paths
+test their own guards inline, in the generated code's first line (`tests`).
+
+>>> import math
+>>> def f(x):
+...     return math.sin(x) * scale
+>>> scale = 2.0
+>>> ns = {"scale": 2.0, "math": math}
+>>> g = Guard(("global", ns, "scale"), (), float, "class")
+>>> holds([g]), ns.update(scale=3.0), holds([g]), ns.update(scale="3"), holds([g])
+(True, None, True, None, False)
+"""
+from __future__ import annotations
+
+import builtins
+import sys
+import types
+import weakref
+from typing import NamedTuple
+
+MISSING = object()
+
+#: A function's code, defaults or keyword defaults assigned (`f.__code__ = ...`, what
+#: IPython's autoreload does): Python reports each such assignment to audit hooks
+#: (sys.addaudithook), so the guards on those need not read them at each call. Each
+#: compiled derivative that tests them registers here (`watch`) an object whose
+#: `code_changed()` raises the flag its code tests; the next call then checks every
+#: guard once, and lowers the flag if they hold.
+_watching = weakref.WeakSet()
+_FUNCTION_PARTS = ("__code__", "__defaults__", "__kwdefaults__")
+
+
+def _audit(event, args):
+    if event == "object.__setattr__" and args[1] in _FUNCTION_PARTS and not _quiet:
+        for watcher in list(_watching):
+            watcher.code_changed()
+
+
+_quiet = []
+
+
+def set_quietly(fn, attr, value):
+    """`setattr(fn, attr, value)` for a function s2sad made itself, which changes no
+    function of the user's: not reported to the watchers."""
+    _quiet.append(True)
+    try:
+        setattr(fn, attr, value)
+    finally:
+        _quiet.pop()
+
+
+sys.addaudithook(_audit)
+
+
+def watch(watcher):
+    """Call `watcher.code_changed()` at each assignment to a function's code, defaults
+    or keyword defaults (as long as `watcher` lives)."""
+    _watching.add(watcher)
+
+
+def counted(g):
+    """Whether an assignment to what `g` reads is reported to `watch`'s watchers: a
+    function's code, defaults or keyword defaults."""
+    return (g.root[0] == "object" and isinstance(g.root[1], types.FunctionType)
+            and len(g.attrs) == 1 and g.attrs[0] in _FUNCTION_PARTS)
+
+
+class Guard(NamedTuple):
+    """One thing a derivative resolved: read from `root` (`("global", globals, name)`,
+    `("cell", cell)` or `("object", obj)`) through the attributes `attrs`, it was
+    `expected` (`how` "is"), of class `expected` ("class"), or the method `expected`,
+    a `(function, instance)` pair ("method")."""
+    root: tuple
+    attrs: tuple
+    expected: object
+    how: str
+
+    def __repr__(self):
+        kind, held = self.root[0], self.root[1]
+        where = (f"global {self.root[2]!r}" if kind == "global" else
+                 f"cell of {held.cell_contents!r}" if kind == "cell" and held.cell_contents
+                 is not None else f"{kind} {getattr(held, '__qualname__', type(held).__name__)}")
+        return f"<guard {where}{''.join('.' + a for a in self.attrs)} {self.how} " \
+               f"{getattr(self.expected, '__qualname__', self.expected)!r}>"
+
+    @property
+    def identity(self):
+        """What tells two guards on the same thing apart."""
+        return (self.root[0], *map(id, self.root[1:2]), *self.root[2:], self.attrs)
+
+
+def is_data(value):
+    """Whether `value` is plain data, whose class is all compiled code relies on: not a
+    module, a class, a function or another callable object (those it resolves)."""
+    return not callable(value) and not isinstance(value, types.ModuleType)
+
+
+def guard(root, attrs, value, frozen=False):
+    """The guard that `root` then `attrs` reads `value` (see `Guard`). With `frozen`,
+    data is guarded by identity too (for code that holds the values it was compiled
+    with, as Numba holds a global's value)."""
+    if isinstance(value, types.MethodType):
+        return Guard(root, attrs, (value.__func__, value.__self__), "method")
+    if attrs and isinstance(value, (types.BuiltinMethodType, types.MethodWrapperType)) and (
+            not isinstance(value.__self__, types.ModuleType)):
+        # (`np.add.outer`, made anew at each read: what it is bound to is what counts)
+        return guard(root, attrs[:-1], value.__self__, frozen)
+    if is_data(value) and not frozen:
+        return Guard(root, attrs, type(value), "class")
+    return Guard(root, attrs, value, "is")
+
+
+def read(g):
+    """The value `g` reads now, or MISSING."""
+    kind = g.root[0]
+    try:
+        if kind == "global":
+            space, name = g.root[1], g.root[2]
+            value = space[name] if name in space else getattr(builtins, name, MISSING)
+        elif kind == "cell":
+            value = g.root[1].cell_contents
+        else:
+            value = g.root[1]
+        for attr in g.attrs:
+            value = getattr(value, attr)
+    except (ValueError, AttributeError, KeyError):
+        return MISSING
+    return value
+
+
+def holds(guards):
+    """Whether every guard of `guards` still holds (the slow, plain form of `checker`)."""
+    for g in guards:
+        value = read(g)
+        if g.how == "is":
+            ok = value is g.expected
+        elif g.how == "class":
+            ok = value is not MISSING and value.__class__ is g.expected
+        else:
+            ok = (isinstance(value, types.MethodType) and value.__func__ is g.expected[0]
+                  and value.__self__ is g.expected[1])
+        if not ok:
+            return False
+    return True
+
+
+def unique(guards):
+    """`guards` without repeats (the first guard on each thing), and without the guard
+    that a global names a module where the attributes read through it are guarded (a
+    derivative whose `math.sin` is still `math.sin` is right whatever `math` is)."""
+    chained = {(id(g.root[1]), g.root[2]) for g in guards if g.root[0] == "global" and g.attrs}
+    seen, out = set(), []
+    for g in guards:
+        if g.identity in seen or (not g.attrs and g.root[0] == "global" and isinstance(
+                g.expected, types.ModuleType) and (id(g.root[1]), g.root[2]) in chained):
+            continue
+        seen.add(g.identity)
+        out.append(g)
+    return out
+
+
+def tests(guards, name, bare=None, class_name=None):
+    """The Python tests, one per guard, that are true where it does not hold; `name(obj,
+    base)` gives the name generated code reads the object `obj` by (`class_name(cls)`
+    a class a value must have, by default `name`). A global of the dict `bare` (the
+    generated code's own globals) is read by its own name, as the user's code reads it."""
+    out = []
+    for g in guards:
+        expr = _reading(g, name, bare)
+        if g.how == "class":
+            cls = g.expected
+            out.append(f"{expr}.__class__ is not "
+                       f"{class_name(cls) if class_name else name(cls, cls.__name__)}")
+        elif g.how == "is" and g.expected is None:
+            out.append(f"{expr} is not None")
+        elif g.how == "method":     # (what is read may be no method now)
+            fn, obj = g.expected
+            get = name(getattr, "getattr")
+            out.append(f"{get}({expr}, '__func__', None) is not {name(fn, fn.__name__)}")
+            out.append(f"{get}({expr}, '__self__', None) is not "
+                       f"{name(obj, type(obj).__name__.lower())}")
+        else:
+            base = (g.attrs[-1].strip("_") if g.attrs else
+                    g.root[2] if g.root[0] == "global" else "value")
+            out.append(f"{expr} is not {name(g.expected, base)}")
+    return out
+
+
+def _reading(g, name, bare):
+    kind = g.root[0]
+    if kind == "global":
+        space, var = g.root[1], g.root[2]
+        if space is bare:
+            expr = var
+        else:
+            expr = f"{name(space, 'globals')}.get({var!r}, {name(builtins, 'builtins')}." \
+                   f"__dict__.get({var!r}))"
+    elif kind == "cell":
+        expr = f"{name(g.root[1], 'cell')}.cell_contents"
+    else:
+        obj = g.root[1]
+        expr = name(obj, getattr(obj, "__name__", type(obj).__name__))
+    return expr + "".join(f".{a}" for a in g.attrs)
+
+
+def checker(guards):
+    """A function of no arguments that tells whether all of `guards` hold: generated
+    code, as the tests of a compiled derivative's first line, for the derivatives a
+    derivative calls and for the cache."""
+    guards = unique(guards)
+    if not guards:
+        return _always
+    bound = {}
+
+    def name(obj, base):
+        for k, v in bound.items():
+            if v is obj:
+                return k
+        k = f"_{len(bound)}"
+        bound[k] = obj
+        return k
+    condition = " or ".join(f"({t})" for t in tests(guards, name))
+    params = ", ".join(bound)
+    text = (f"def _s2s_factory({params}):\n"
+            f"    def bindings_hold():\n"
+            f"        try:\n"
+            f"            return not ({condition})\n"
+            f"        except Exception:\n"
+            f"            return False\n"
+            f"    return bindings_hold\n")
+    namespace = {"__name__": __name__}
+    exec(compile(text, "<s2sad: the guards of a derivative>", "exec"), namespace)
+    made = namespace["_s2s_factory"](*bound.values())
+    made.guards = guards
+    return made
+
+
+def hides_a_method(obj):
+    """The name of an attribute of `obj`'s own that hides a method of its class, or None.
+    (s2sad compiles the methods an argument's class defines; Python would call the
+    instance's attribute.)"""
+    own = getattr(obj, "__dict__", None)
+    if not own:
+        return None
+    methods = _methods.get(type(obj))
+    if methods is None:
+        methods = _methods[type(obj)] = {
+            name for klass in type(obj).__mro__ for name, v in vars(klass).items()
+            if isinstance(v, (types.FunctionType, staticmethod, classmethod))}
+    return next((name for name in own if name in methods), None)
+
+
+_methods = weakref.WeakKeyDictionary()      # {class: the names of its methods}
+
+
+def _always():
+    return True
+
+
+_always.guards = []
+
+
+def stamp(fn):
+    """What a Python function's behaviour is made of besides its globals: its code, its
+    defaults and the values of its closure cells, for caches keyed by the function
+    (compare two with `same`)."""
+    cells = []
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            cells.append(cell.cell_contents)
+        except ValueError:
+            cells.append(MISSING)
+    return (getattr(fn, "__code__", None), getattr(fn, "__defaults__", None),
+            getattr(fn, "__kwdefaults__", None), *cells)
+
+
+def same(a, b):
+    """Whether the stamps `a` and `b` hold the same objects."""
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
+
+
+def of_function(fn):
+    """The guards on what `fn` is made of besides its globals: the identity of its code,
+    defaults and keyword defaults, and of the value in each closure cell."""
+    if not isinstance(fn, types.FunctionType):
+        return []
+    # (defaults that were None need no guard: the compiled code then takes every
+    # argument, and a call that leaves one out fails as it would have)
+    out = [Guard(("object", fn), (attr,), getattr(fn, attr), "is")
+           for attr in ("__code__", "__defaults__", "__kwdefaults__")
+           if getattr(fn, attr) is not None]
+    for cell in fn.__closure__ or ():
+        try:
+            out.append(Guard(("cell", cell), (), cell.cell_contents, "is"))
+        except ValueError:
+            pass
+    return out

@@ -1,0 +1,334 @@
+"""The derivative of the function as it is now (issue #34, item 1).
+
+A derivative is compiled once, with the names its function reads resolved to objects;
+when one of them changes (a helper redefined in a notebook, a module global or closure
+value rebound, defaults, a method or the code replaced, a module attribute patched, a
+NumPy alias rebound), the next call must differentiate the function as Python would run
+it now. Each test changes one binding between two calls, in the way a user would, and
+checks every derivative against central differences of the function at that moment
+(tests/oracle.py), never against s2sad itself: `grad` (a derivative made before the
+change, and one made after), `value_and_grad` (the value too), `vjp`, `jvp`, `hessian`.
+
+The functions live in "notebooks": modules whose cells run with `exec`, their source
+registered in `linecache` as IPython registers each cell's, so that s2sad reads it.
+"""
+import itertools
+import linecache
+import math
+import types
+
+import numpy as np
+import pytest
+
+import s2sad
+from numpy_cases import fd_array_grad
+from oracle import assert_close, fd_grad
+
+_cells = itertools.count()
+
+
+class Notebook:
+    """A module whose code runs a cell at a time, as in Jupyter (`__main__`'s globals)."""
+
+    def __init__(self, **names):
+        self.ns = {"__name__": "__main__", "np": np, "math": math, "s2sad": s2sad, **names}
+
+    def run(self, text):
+        filename = f"<notebook-cell-{next(_cells)}>"
+        linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+        exec(compile(text, filename, "exec"), self.ns)
+        return self
+
+    def __getitem__(self, name):
+        return self.ns[name]
+
+
+def every_mode_agrees(f, x, g=None):
+    """Every derivative of scalar `f` at the float `x` equals the central difference of
+    `f` as it is now: `g` (a gradient made earlier, if given), a new `grad`,
+    `value_and_grad` (and its value), `vjp`, `jvp` and the second derivative."""
+    slope = fd_grad(f, (x,), 0)
+    value = f(x)
+    if g is not None:
+        assert_close(g(x), slope)
+    assert_close(s2sad.grad(f)(x), slope)
+    v, d = s2sad.value_and_grad(f)(x)
+    assert_close(v, value)
+    assert_close(d, slope)
+    y, pullback = s2sad.vjp(f, x)
+    assert_close(y, value)
+    assert_close(pullback(1.0)[0], slope)
+    y, y_dot = s2sad.jvp(f, (x,), (1.0,))
+    assert_close(y, value)
+    assert_close(y_dot, slope)
+    h = 1e-4
+    curvature = (fd_grad(f, (x + h,), 0) - fd_grad(f, (x - h,), 0)) / (2 * h)
+    assert_close(s2sad.hessian(f)(x), curvature, rtol=1e-5, atol=1e-6)
+
+
+def test_a_redefined_helper_is_differentiated_as_it_is_now():
+    nb = Notebook().run("def h(x):\n    return x * x\n").run(
+        "def f(x):\n    return h(x) + 1.0\n")
+    g = s2sad.grad(nb["f"])
+    every_mode_agrees(nb["f"], 3.0, g)
+    nb.run("def h(x):\n    return x ** 3\n")          # the user fixes h: slope 27 at 3
+    assert_close(g(3.0), 27.0)
+    every_mode_agrees(nb["f"], 3.0, g)
+
+
+def test_a_helper_of_a_helper_redefined():
+    nb = Notebook().run("def inner(x):\n    return math.sin(x)\n").run(
+        "def outer(x):\n    return inner(x) * x\n").run(
+        "def f(x):\n    return outer(x) + outer(2.0 * x)\n")
+    g = s2sad.grad(nb["f"])
+    every_mode_agrees(nb["f"], 0.7, g)
+    nb.run("def inner(x):\n    return math.cos(x) * x\n")
+    every_mode_agrees(nb["f"], 0.7, g)
+
+
+def test_a_rebound_module_level_object():
+    nb = Notebook().run(
+        "class Model:\n"
+        "    def __init__(self, k):\n"
+        "        self.k = k\n"
+        "    def predict(self, x):\n"
+        "        return self.k * x * x\n"
+        "model = Model(3.0)\n"
+        "def f(x):\n"
+        "    return model.predict(x)\n")
+    g = s2sad.grad(nb["f"])
+    every_mode_agrees(nb["f"], 2.0, g)
+    nb.run("model = Model(5.0)\n")
+    assert_close(g(2.0), 20.0)
+    every_mode_agrees(nb["f"], 2.0, g)
+
+
+def test_a_rebound_closure_cell():
+    nb = Notebook().run(
+        "def make(k):\n"
+        "    def f(x):\n"
+        "        return k * math.sin(x)\n"
+        "    def set_k(value):\n"
+        "        nonlocal k\n"
+        "        k = value\n"
+        "    return f, set_k\n"
+        "f, set_k = make(2.0)\n")
+    f, set_k = nb["f"], nb["set_k"]
+    g = s2sad.grad(f)
+    every_mode_agrees(f, 0.3, g)
+    set_k(5.0)
+    assert_close(g(0.3), 5.0 * math.cos(0.3))
+    every_mode_agrees(f, 0.3, g)
+
+
+def test_a_closure_over_a_function_rebound():
+    nb = Notebook().run(
+        "def make(act):\n"
+        "    def f(x):\n"
+        "        return act(x) * x\n"
+        "    def set_act(value):\n"
+        "        nonlocal act\n"
+        "        act = value\n"
+        "    return f, set_act\n"
+        "f, set_act = make(np.tanh)\n")
+    f, set_act = nb["f"], nb["set_act"]
+    g = s2sad.grad(f)
+    every_mode_agrees(f, 0.4, g)
+    set_act(np.sin)
+    every_mode_agrees(f, 0.4, g)
+
+
+def test_changed_defaults_and_keyword_defaults():
+    nb = Notebook().run("def f(x, k=2.0, *, p=2):\n    return k * x ** p\n")
+    f = nb["f"]
+    g = s2sad.grad(f)
+    every_mode_agrees(f, 1.5, g)
+    f.__defaults__ = (3.0,)
+    assert_close(g(1.5), 3.0 * 2 * 1.5)
+    every_mode_agrees(f, 1.5, g)
+    f.__kwdefaults__ = {"p": 3}
+    assert_close(g(1.5), 3.0 * 3 * 1.5 ** 2)
+    every_mode_agrees(f, 1.5, g)
+
+
+def test_defaults_of_a_called_helper_changed():
+    nb = Notebook().run("def scaled(x, k=2.0):\n    return k * x * x\n").run(
+        "def f(x):\n    return scaled(x) + 1.0\n")
+    g = s2sad.grad(nb["f"])
+    every_mode_agrees(nb["f"], 1.5, g)
+    nb["scaled"].__defaults__ = (7.0,)
+    every_mode_agrees(nb["f"], 1.5, g)
+
+
+def test_a_method_replaced_on_the_class():
+    nb = Notebook().run(
+        "class Model:\n"
+        "    def predict(self, x):\n"
+        "        return x * x\n"
+        "    def loss(self, x):\n"
+        "        return self.predict(x) + 1.0\n"
+        "model = Model()\n"
+        "def f(x):\n"
+        "    return model.loss(x)\n")
+    g = s2sad.grad(nb["f"])
+    every_mode_agrees(nb["f"], 1.2, g)
+    nb.run("def cubic(self, x):\n    return x ** 3\nModel.predict = cubic\n")
+    assert_close(g(1.2), 3 * 1.2 ** 2)
+    every_mode_agrees(nb["f"], 1.2, g)
+
+
+def test_a_method_set_on_a_module_level_instance():
+    nb = Notebook().run(
+        "class Model:\n"
+        "    def predict(self, x):\n"
+        "        return x * x\n"
+        "model = Model()\n"
+        "def f(x):\n"
+        "    return model.predict(x)\n")
+    g = s2sad.grad(nb["f"])
+    every_mode_agrees(nb["f"], 1.2, g)
+    nb.run("def sine(x):\n    return math.sin(x)\nmodel.predict = sine\n")
+    assert_close(g(1.2), math.cos(1.2))
+    every_mode_agrees(nb["f"], 1.2, g)
+
+
+def test_swapped_code():
+    nb = Notebook().run("def f(x):\n    return x * x\n").run(
+        "def f3(x):\n    return x * x * x\n")
+    f = nb["f"]
+    g = s2sad.grad(f)
+    every_mode_agrees(f, 2.0, g)
+    f.__code__ = nb["f3"].__code__          # what IPython's autoreload does
+    assert_close(g(2.0), 12.0)
+    every_mode_agrees(f, 2.0, g)
+
+
+def test_a_patched_module_attribute():
+    physics = types.ModuleType("physics")
+    exec("def drag(v):\n    return 0.1 * v * v\n", physics.__dict__)
+    nb = Notebook(physics=physics).run("def f(v):\n    return physics.drag(v) * 2.0\n")
+    g = s2sad.grad(nb["f"])
+    with pytest.raises(s2sad.S2SADError):   # (physics.drag has no source)
+        g(3.0)
+    nb.run("def drag(v):\n    return 0.1 * v * v\nphysics.drag = drag\n")
+    every_mode_agrees(nb["f"], 3.0, g)
+    nb.run("def drag2(v):\n    return 0.3 * v ** 3\nphysics.drag = drag2\n")
+    assert_close(g(3.0), 2.0 * 0.9 * 9.0)
+    every_mode_agrees(nb["f"], 3.0, g)
+
+
+def close(a, b):
+    np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-8)
+
+
+def test_a_rebound_numpy_alias():
+    nb = Notebook().run("act = np.tanh\n").run(
+        "def f(x):\n    return np.sum(act(x) * x)\n")
+    f = nb["f"]
+    x = np.array([0.3, -0.7, 1.1])
+    g = s2sad.grad(f)
+    close(g(x), fd_array_grad(f, (x,), 0))
+    nb.run("act = np.sin\n")
+    close(g(x), fd_array_grad(f, (x,), 0))
+    close(s2sad.grad(f)(x), fd_array_grad(f, (x,), 0))
+    y, pullback = s2sad.vjp(f, x)
+    close(y, f(x))
+    close(pullback(1.0)[0], fd_array_grad(f, (x,), 0))
+    t = np.array([1.0, 0.5, -2.0])
+    y, y_dot = s2sad.jvp(f, (x,), (t,))
+    close(y_dot, fd_array_grad(f, (x,), 0) @ t)
+
+
+def test_a_patched_numpy_function_is_seen():
+    f = Notebook().run("def f(x):\n    return np.sum(np.tanh(x))\n")["f"]
+    x = np.array([0.3, -0.7])
+    g = s2sad.grad(f)
+    close(g(x), fd_array_grad(f, (x,), 0))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(np, "tanh", np.sin)
+        close(g(x), np.cos(x))
+    close(g(x), 1 - np.tanh(x) ** 2)
+
+
+def test_a_rebound_global_of_another_kind():
+    nb = Notebook().run("scale = 2.0\n").run("def f(x):\n    return np.sum(scale * x)\n")
+    f = nb["f"]
+    g = s2sad.grad(f)
+    x = np.array([1.0, 2.0])
+    close(g(x), fd_array_grad(f, (x,), 0))
+    nb.run("scale = 3.0\n")             # a new value of the same kind: read as it is
+    close(g(x), fd_array_grad(f, (x,), 0))
+    nb.run("scale = np.array([1.0, -4.0])\n")       # now an array
+    close(g(x), fd_array_grad(f, (x,), 0))
+
+
+def test_a_new_value_of_a_global_of_the_same_kind_does_not_recompile():
+    nb = Notebook().run("scale = 2.0\n").run("def f(x):\n    return scale * math.sin(x)\n")
+    g = s2sad.grad(nb["f"])
+    g(0.5)
+    code = type(g).__call__
+    for k in range(5):
+        nb.run(f"scale = {k}.5\n")
+        assert_close(g(0.5), (k + 0.5) * math.cos(0.5))
+    assert type(g).__call__ is code     # the same compiled code throughout
+
+
+def test_a_derivative_made_before_is_not_reused_for_other_bindings():
+    nb = Notebook().run("def h(x):\n    return 2.0 * x\n").run(
+        "def f(x):\n    return h(x) * x\n")
+    f = nb["f"]
+    assert_close(s2sad.grad(f)(1.0), 4.0)
+    nb.run("def h(x):\n    return 5.0 * x\n")
+    assert_close(s2sad.grad(f)(1.0), 10.0)      # a new grad(f): compiled for the new h
+    assert_close(s2sad.jacfwd(f)(1.0), 10.0)
+    assert_close(s2sad.jacrev(f)(1.0), 10.0)
+    assert_close(s2sad.hvp(f)(1.0, 1.0), 10.0)
+
+
+def test_a_rebound_helper_of_a_gradient_called_in_a_loop():
+    nb = Notebook().run("def step(x):\n    return x - 0.1 * x ** 3\n").run(
+        "def f(x):\n"
+        "    for i in range(5):\n"
+        "        x = step(x)\n"
+        "    return x\n")
+    f = nb["f"]
+    g = s2sad.grad(f)
+    every_mode_agrees(f, 0.8, g)
+    nb.run("def step(x):\n    return x - 0.2 * math.sin(x)\n")
+    every_mode_agrees(f, 0.8, g)
+
+
+def test_the_numba_backend_sees_a_redefined_helper():
+    pytest.importorskip("numba")
+    nb = Notebook().run("def h(x):\n    return x * x\n").run(
+        "def f(x):\n    return h(x) + 1.0\n")
+    g = s2sad.grad(nb["f"], backend="numba")
+    assert_close(g(3.0), 6.0)
+    nb.run("def h(x):\n    return x ** 3\n")
+    assert_close(g(3.0), fd_grad(nb["f"], (3.0,), 0))
+    v, d = s2sad.value_and_grad(nb["f"], backend="numba")(3.0)
+    assert_close(v, 28.0)
+    assert_close(d, 27.0)
+
+
+def test_a_method_hidden_by_an_attribute_of_an_argument_is_refused():
+    nb = Notebook().run(
+        "class Model:\n"
+        "    def predict(self, x):\n"
+        "        return x * x\n"
+        "    def loss(self, x):\n"
+        "        return self.predict(x) + 1.0\n"
+        "def f(model, x):\n"
+        "    return model.loss(x)\n")
+    model = nb["Model"]()
+    g = s2sad.grad(nb["f"], wrt=1)
+    assert_close(g(model, 1.5), 3.0)
+    model.predict = lambda x: x ** 3       # Python now calls this one
+    with pytest.raises(s2sad.S2SADError, match="hides the method Model.predict"):
+        g(model, 1.5)
+    with pytest.raises(s2sad.S2SADError, match="hides the method Model.predict"):
+        s2sad.value_and_grad(nb["f"], wrt=1)(model, 1.5)
+    with pytest.raises(s2sad.S2SADError, match="hides the method Model.predict"):
+        s2sad.jvp(nb["f"], (model, 1.5), (None, 1.0))
+    del model.predict
+    assert_close(g(model, 1.5), 3.0)
