@@ -102,6 +102,8 @@ class NativeDerivative:
         native = self._by_types.get(key)
         if native is not None:
             return native(*args)
+        _refuse_containers(self._target, self.wrt, {p: type(a) for p, a in zip(
+            self._params, args)})
         self._kinds = kinds_of(self._target, args)
         d = self.derivative(self._kinds)
         self._compiled.append(d)

@@ -19,8 +19,7 @@ wait for the next iteration to be replaced.
 def f_value_and_grad(x):
     if x.__class__ is not ndarray or x.dtype.kind != 'f':
         return _s2s_respecialize(x)
-    if (_s2s_code_changes[0] != _s2s_code_changes_seen or np.sum is not _s2s_sum
-            or np.tanh is not _s2s_tanh):
+    if _s2s_code_changed or np.sum is not _s2s_sum or np.tanh is not _s2s_tanh:
         return _s2s_respecialize(x)
     # reverse mode of f() with respect to x
     # the pullback reads: t_1
