@@ -55,10 +55,11 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence, *, backend: str = "p
         return numba_api.jvp(f, primals, tangents, kwargs)
     # the fast path: the f_jvp of f's last call, for n primals and n tangents, which
     # checks their types (and that no tangent is None) itself, raising Respecialize
+    ref, version, n, fn = _last
     try:
-        version, n, fn, _ = _last[id(f)]
-        fast = version == registry.version and len(primals) == n == len(tangents)
-    except (KeyError, TypeError):   # no entry, or primals without a length (a generator)
+        fast = (ref() is f and version == registry.version
+                and len(primals) == n == len(tangents))
+    except TypeError:       # primals without a length (a generator)
         fast = False
     if fast:
         try:
@@ -68,10 +69,11 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence, *, backend: str = "p
     return _jvp(f, primals, tangents, kwargs)
 
 
-# id(f) -> (registry version, number of primals, f_jvp, weakref to f): jvp's fast path,
-# for functions (not methods) whose last call gave every tangent, by position; the entry
-# goes when f does, so its id is never another object's.
-_last = {}
+# (weakref to f, registry version, number of primals, f_jvp): jvp's fast path, for the
+# function of the last call of jvp, if that call gave every tangent, by position (and f
+# is a function, not a method). (Not a dict keyed by id(f): a call of id() is reported to
+# audit hooks, and s2sad has one, see frontend/guards.py.)
+_last = (lambda: None, None, None, None)
 
 # weakref(f) -> {(first, registry version, *argument types, *tangent types): (f_jvp, names,
 # skip)}: jvp's general path, two dict lookups per call instead of reading f's signature
@@ -131,14 +133,14 @@ def _forget(ref, calls=_jvp_calls):
 def _remember(f, first, primals, entry):
     """Make `entry` jvp's fast path for `f` if it can be (see `_last`), else leave none."""
     fn, names, skip = entry
+    global _last
     if first or names is not None or skip:
-        _last.pop(id(f), None)
+        _last = (lambda: None, None, None, None)
         return
     try:
-        ref = weakref.ref(f, lambda _, key=id(f), last=_last: last.pop(key, None))
+        _last = (weakref.ref(f), registry.version, len(primals), fn)
     except TypeError:
-        return
-    _last[id(f)] = (registry.version, len(primals), fn, ref)
+        pass
 
 
 def _jvp_entry(f, primals, tangents, first):

@@ -74,13 +74,15 @@ def watch(watcher):
 def counted(g):
     """Whether an assignment to what `g` reads is reported to `watch`'s watchers: a
     function's code, defaults or keyword defaults."""
-    return (g.root[0] == "object" and isinstance(g.root[1], types.FunctionType)
+    return (g.root[0] == "function"
             and len(g.attrs) == 1 and g.attrs[0] in _FUNCTION_PARTS)
 
 
 class Guard(NamedTuple):
     """One thing a derivative resolved: read from `root` (`("global", globals, name)`,
-    `("cell", cell)` or `("object", obj)`) through the attributes `attrs`, it was
+    `("cell", cell)`, `("object", obj)` or `("function", a weak reference to one)`: a
+    function's guards do not keep it alive, nor the derivatives cached for it) through the
+    attributes `attrs`, it was
     `expected` (`how` "is"), of class `expected` ("class"), or the method `expected`,
     a `(function, instance)` pair ("method")."""
     root: tuple
@@ -92,7 +94,9 @@ class Guard(NamedTuple):
         kind, held = self.root[0], self.root[1]
         where = (f"global {self.root[2]!r}" if kind == "global" else
                  f"cell of {held.cell_contents!r}" if kind == "cell" and held.cell_contents
-                 is not None else f"{kind} {getattr(held, '__qualname__', type(held).__name__)}")
+                 is not None else f"function {getattr(held(), '__qualname__', None)}"
+                 if kind == "function" else
+                 f"{kind} {getattr(held, '__qualname__', type(held).__name__)}")
         return f"<guard {where}{''.join('.' + a for a in self.attrs)} {self.how} " \
                f"{getattr(self.expected, '__qualname__', self.expected)!r}>"
 
@@ -132,6 +136,10 @@ def read(g):
             value = space[name] if name in space else getattr(builtins, name, MISSING)
         elif kind == "cell":
             value = g.root[1].cell_contents
+        elif kind == "function":
+            value = g.root[1]()
+            if value is None:
+                return MISSING
         else:
             value = g.root[1]
         for attr in g.attrs:
@@ -210,6 +218,9 @@ def _reading(g, name, bare):
                    f"__dict__.get({var!r}))"
     elif kind == "cell":
         expr = f"{name(g.root[1], 'cell')}.cell_contents"
+    elif kind == "function":
+        fn = g.root[1]()
+        expr = name(g.root[1], getattr(fn, "__name__", "function")) + "()"
     else:
         obj = g.root[1]
         expr = name(obj, getattr(obj, "__name__", type(obj).__name__))
@@ -299,7 +310,8 @@ def of_function(fn):
         return []
     # (defaults that were None need no guard: the compiled code then takes every
     # argument, and a call that leaves one out fails as it would have)
-    out = [Guard(("object", fn), (attr,), getattr(fn, attr), "is")
+    ref = weakref.ref(fn)
+    out = [Guard(("function", ref), (attr,), getattr(fn, attr), "is")
            for attr in ("__code__", "__defaults__", "__kwdefaults__")
            if getattr(fn, attr) is not None]
     for cell in fn.__closure__ or ():
