@@ -43,7 +43,7 @@ from .analysis.buffers import ArrayFacts
 from .analysis.operations import classify
 from .analysis.shapes import Shapes, pattern
 from . import syntax
-from .errors import S2SADError
+from .errors import ComplexValueError, S2SADError
 from .frontend import fence, source
 from .frontend.source import MISSING, FunctionSource
 from .naming import Namer
@@ -114,6 +114,7 @@ class Compilation:
     reverse: Any = None                         # the reverse transform's ReverseResult
     forward: Any = None                         # the forward transform's ForwardResult
     ndims_relied: set = dataclasses.field(default_factory=set)  # see ValueKinds
+    assumed_real: set = dataclasses.field(default_factory=set)  # see passes/complex_values
     _analyses: dict = dataclasses.field(default_factory=dict, repr=False)
     _shape_only: tuple | None = dataclasses.field(default=None, repr=False)
 
@@ -354,6 +355,21 @@ def wrt_indices(fn, wrt):
     return [params.index(n) for n in wrt_names(src, wrt)]
 
 
+def refuse_complex(fn, indices, args):
+    """Refuse, with `ComplexValueError`, a complex argument (or one holding a complex
+    value) among the arguments `args` at positional `indices` that `fn` is differentiated
+    with respect to."""
+    for i in indices:
+        found = runtime.complex_part(args[i]) if i < len(args) else None
+        if found is not None:
+            held = "holds" if isinstance(args[i], (tuple, list, dict)) or runtime.is_record(
+                args[i]) else "is"
+            raise ComplexValueError(
+                f"argument {i} of {getattr(fn, '__qualname__', fn)} {held} {found}; complex "
+                "numbers are not supported yet (s2sad's rules are those of real numbers): "
+                "pass the real and imaginary parts as real arrays and compute with them")
+
+
 def kinds_of(fn, args):
     """{parameter: type} for the positional arguments whose exact type s2sad specialises
     on (float, int, ndarray, the arrays of other libraries NumPy dispatches to, and the
@@ -363,7 +379,7 @@ def kinds_of(fn, args):
     signature = inspect.signature(fn).parameters
     params = list(signature)
     kinds = {p: type(a) for p, a in zip(params, args)
-             if type(a) in SPECIALISED or user_class(type(a)) or is_duck_array_type(type(a))}
+             if _specialised(a) or user_class(type(a))}
     for p in params[len(args):]:        # a default the call leaves, as the guard sees it
         default = signature[p].default
         if (signature[p].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
@@ -372,9 +388,21 @@ def kinds_of(fn, args):
     for p, a in zip(params, args):
         for field in _record_fields(a):
             value = getattr(a, field)
-            if type(value) in SPECIALISED:
+            if type(value) in SPECIALISED and not _complex(value):
                 kinds[f"{p}.{field}"] = type(value)
     return kinds
+
+
+def _specialised(a):
+    """Whether the code is specialised on the type of argument `a`: a float, an int, or a
+    real array (a complex one is of unknown kind: code that reads it checks it, see
+    passes/complex_values.py)."""
+    return (type(a) in SPECIALISED or is_duck_array_type(type(a))) and not _complex(a)
+
+
+def _complex(a):
+    dtype = getattr(a, "dtype", None)
+    return dtype is not None and getattr(dtype, "kind", None) == "c"
 
 
 def patterns_of(fn, args):
@@ -383,7 +411,7 @@ def patterns_of(fn, args):
     and which have length 1, which broadcasting depends on."""
     params = list(inspect.signature(fn).parameters)
     return {p: pattern(a) for p, a in zip(params, args)
-            if type(a) is np.ndarray or is_duck_array_type(type(a))}
+            if (type(a) is np.ndarray or is_duck_array_type(type(a))) and not _complex(a)}
 
 
 def default_kinds(fn):

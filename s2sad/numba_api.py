@@ -25,7 +25,7 @@ import re
 import numpy as np
 
 from . import pipeline
-from .compilation import kinds_of
+from .compilation import kinds_of, refuse_complex, wrt_indices
 from .errors import NativeBackendError, S2SADError, warn_unconnected
 from .frontend.source import function_from_source, numba_function
 
@@ -86,6 +86,7 @@ class NativeDerivative:
         native = self._by_types.get(key)
         if native is not None:
             return native(*args)
+        refuse_complex(self._target, wrt_indices(self._target, self.wrt), args)
         self._kinds = kinds_of(self._target, args)
         native = self.derivative(self._kinds).native
         try:
@@ -100,6 +101,13 @@ class NativeDerivative:
         """The Python source of the specialisation for Numba `types` (an overload's
         implementation)."""
         kinds = {}
+        for i in wrt_indices(self._target, self.wrt):
+            t = types[i] if i < len(types) else None
+            if isinstance(getattr(t, "dtype", t), _numba().types.Complex):
+                # (called from Python, __call__ then refuses it with the argument's value)
+                raise self._typing_error(f"argument {i} of {self._target.__qualname__} is "
+                                         f"complex ({t}); complex numbers are not supported "
+                                         "yet")
         for p, t in zip(self._params, types):
             kind = _kind_of(t)
             if kind is not None:
@@ -137,6 +145,7 @@ def jvp(f, primals, tangents, kwargs):
     if not wrt:
         raise S2SADError("jvp needs at least one tangent that is not None")
     target = pipeline.target(f)
+    refuse_complex(target, wrt, primals)
     jit = pipeline.jit_options(f.targetoptions) if numba_function(f) is not None else ()
     d = warn_unconnected(pipeline.derivative(target, "forward", wrt, kinds_of(target, primals),
                                              **pipeline.native_forward_options(jit)))
@@ -161,6 +170,7 @@ def gradient_jvp(f, i, args):
     `@numba.njit` function)."""
     numba = _numba()
     target = pipeline.target(f)
+    refuse_complex(target, [i], args)
     d = gradient_code_jvp(f, i, (i,), kinds_of(target, args))
     code = d.fn.__code__
     by_position = code.co_varnames[len(args):code.co_argcount] == tuple(d.tangent_names)
@@ -210,8 +220,8 @@ def _not_compiled(target, exc, where):
 
 def _kind_of(t):
     numba = _numba()
-    if isinstance(t, numba.types.Array):
-        return np.ndarray
+    if isinstance(t, numba.types.Array):      # (of unknown kind if complex, as in kinds_of)
+        return None if isinstance(t.dtype, numba.types.Complex) else np.ndarray
     if isinstance(t, numba.types.Boolean):
         return None
     if isinstance(t, numba.types.Integer):

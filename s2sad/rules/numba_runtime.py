@@ -12,7 +12,8 @@ from . import runtime, tangents
 
 #: The helpers with a Numba version.
 NATIVE = frozenset({"unbroadcast", "unindex", "zeros_like", "take", "own", "snapshot",
-                    "like", "unreduce", "seed", "matmul_lhs", "matmul_rhs", "setitem"})
+                    "like", "unreduce", "seed", "matmul_lhs", "matmul_rhs", "setitem",
+                    "check_real"})
 #: The helpers of forward mode (rules/tangents.py) with a Numba version.
 NATIVE_TANGENTS = frozenset({"broadcast_like"})
 
