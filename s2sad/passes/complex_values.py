@@ -125,6 +125,14 @@ FFT_TO_REAL = {"irfft", "irfft2", "irfftn", "hfft"}
 #: The functions of cmath that give real numbers.
 CMATH_REAL = {"phase", "polar", "isfinite", "isinf", "isnan", "isclose"}
 
+#: The categories of primitives that make complex values (see `_category`), and what
+#: the messages say of them after the call.
+MAKES_COMPLEX = {
+    "complex type": "(...)", "cmath": "() (cmath works on complex numbers)",
+    "fft": "() (a Fourier transform, which gives complex values)",
+    "to real": "() (a Fourier transform of complex values)",
+    "emath": "() (np.emath gives complex values for some real arguments)"}
+
 #: What to write instead of the usual complex formulations.
 INSTEAD = (
     "np.exp(1j * t) is np.cos(t) + 1j * np.sin(t): carry the real and imaginary parts as "
@@ -139,8 +147,8 @@ def run(fn, ctx):
     if not varied:
         return fn
     analysis = _Analysis(fn, ctx)
-    checks = analysis.checks(varied)
-    ctx.assumed_real = analysis.assumed(varied)
+    checks = analysis.checks()
+    ctx.assumed_real = analysis.assumed()
     if checks:
         _insert(fn, checks, ctx)
         ctx.changed()
@@ -148,11 +156,15 @@ def run(fn, ctx):
 
 
 class _Analysis:
+    """What each name of the function in Wengert form holds (see the module docstring)."""
+
     def __init__(self, fn, ctx):
-        self.ctx, self.src = ctx, ctx.src
-        self.ops = ctx.ops
+        self.ctx, self.src, self.ops, self.varied = ctx, ctx.src, ctx.ops, ctx.varied
         self.params = [a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
         self.stmts = [s for s in syntax.statements(fn) if s is not fn]
+        self.operands = {}      # {id(node): [(node, local name or None, state)]}
+        self.made_complex = {}  # {id(statement): whether it makes a complex value}
+        self.categories = {}    # {id(primitive): its category}
         # names a check of generated code (differentiated again) already tests
         self.checked = {s.value.args[0].id for s in self.stmts if _is_check(s, ctx)}
         self.state = {p: self.param_state(p) for p in self.params}
@@ -168,81 +180,114 @@ class _Analysis:
         return UNKNOWN
 
     def fixed_point(self):
+        """The state of each name: the join over its bindings, each the join of what its
+        statement makes and of the names it reads (`transfer`), to a fixed point."""
+        bindings = []
+        for s in self.stmts:
+            if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
+                bindings.append((s.targets[0].id,) + self.transfer(s))
+            elif isinstance(s, gast.For) and isinstance(s.target, gast.Name):
+                bindings.append((s.target.id,) + self.joined(s.iter) + (False,))
+        state = self.state
+        for target, made, _, _ in bindings:
+            state[target] = join(state.get(target, REAL), made)
+        if all(state[n] == REAL for n in state):
+            return      # (no value of unknown type or complex: the names read change none)
         changed = True
         while changed:
             changed = False
-            for s in self.stmts:
-                if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
-                    target, new = s.targets[0].id, self.made(s)
-                elif isinstance(s, gast.For) and isinstance(s.target, gast.Name):
-                    target, new = s.target.id, self.joined(s.iter)
-                else:
-                    continue
-                old = self.state.get(target)
-                new = new if old is None else join(old, new)
-                if old is None or _rank(new) != _rank(old):
-                    self.state[target] = new
+            for target, made, names, real in bindings:
+                new = made
+                for n in names:
+                    new = join(new, state.get(n, REAL))
+                if real and new == UNKNOWN:
+                    new = REAL      # (a differentiated value: `checks` checks the operands)
+                if _rank(join(state[target], new)) != _rank(state[target]):
+                    state[target] = join(state[target], new)
                     changed = True
 
-    def made(self, s):
-        """The state of the value of assignment `s`."""
+    def transfer(self, s):
+        """(state, names, real): the value of assignment `s` holds the join of `state` and
+        of the states of the local `names`; with `real`, unknown is real (its operands are
+        checked where it is differentiated)."""
         op = self.ops.get(s)
-        value = s.value
         if op is None:
-            return self.joined(value)
-        prim = op.prim
-        if op.form == NONDIFF and prim is None or _in(prim, REAL_RESULTS) or (
-                getattr(prim, "__module__", None) == "math"):
-            return REAL
-        what = self.complex_op(s, op)
-        if what is not None:
-            if _name(prim) in FFT_TO_REAL:
-                return REAL
-            return Complex(what, s)
-        if _in(prim, MAYBE_COMPLEX):
-            return UNKNOWN
+            return self.joined(s.value) + (False,)
+        kind = self.category(op.prim)
+        if op.form == NONDIFF and op.prim is None or kind == "real":
+            return REAL, (), False
+        if self.complex_op(s, op):
+            if kind == "to real":
+                return REAL, (), False
+            return Complex(self.complex_op(s, op, said=True), s), (), False
+        if kind == "maybe":
+            return UNKNOWN, (), False
         if op.form == USER:
-            return REAL if any(a in self.ctx.varied for a in _names(op.args)) else UNKNOWN
+            varied = any(a in self.varied for a in _names(op.args))
+            return (REAL if varied else UNKNOWN), (), False
         if op.form == NONDIFF or _structural(op):
-            return self.joined(value)
-        if not (_known(prim) or op.form == CUSTOM):     # (a rule of the user's, trusted)
-            return UNKNOWN      # a function s2sad knows nothing of
-        state = self.joined(value)
-        if state == UNKNOWN and s.targets[0].id in self.ctx.varied:
-            return REAL         # (a differentiated value: `checks` checks the operands)
-        return state
+            return self.joined(s.value) + (False,)
+        if not (kind == "known" or op.form == CUSTOM):  # (a rule of the user's, trusted)
+            return UNKNOWN, (), False   # a function s2sad knows nothing of
+        return self.joined(s.value) + (s.targets[0].id in self.varied,)
+
+    def category(self, prim):
+        """What `prim` gives (see `_category`), found once per compilation."""
+        found = self.categories.get(id(prim))
+        if found is None:
+            found = self.categories[id(prim)] = _category(prim)
+        return found
 
     def joined(self, node):
-        out = REAL
-        for _, state in self.operands(node):
-            out = join(out, state)
-        return out
-
-    def operands(self, node):
-        """(node, state) of the names and global values `node` reads (not the local
-        function values it calls)."""
-        if isinstance(node, gast.Name):
-            if self.src.is_local(node.id):
-                if node.id in self.checked:
-                    yield node, REAL
-                else:
-                    yield node, self.state.get(node.id, REAL)
+        """(state, names): the join of the global values `node` reads, and the local names
+        it reads."""
+        out, names = REAL, []
+        for _, name, state in self.operands_of(node):
+            if name is None:
+                out = join(out, state)
             else:
-                yield node, self.object_state(node)
+                names.append(name)
+        return out, tuple(names)
+
+    def operands_of(self, node):
+        """[(node, name, state)]: the local names `node` reads (with state None), but the
+        local function values it calls, and the global values, fields the code is
+        specialised on and complex literals it reads (name None)."""
+        known = self.operands.get(id(node))
+        if known is None:
+            known = self.operands[id(node)] = list(self._operands(node))
+        return known
+
+    def _operands(self, node):
+        if isinstance(node, gast.Constant):
+            if isinstance(node.value, complex):
+                yield node, None, Complex(f"the complex literal {node.value!r}")
+            return
+        if isinstance(node, gast.Name):
+            if not self.src.is_local(node.id):
+                yield node, None, self.object_state(node)
+            elif node.id in self.checked:
+                yield node, None, REAL
+            else:
+                yield node, node.id, None
             return
         if isinstance(node, gast.Attribute) and _global_chain(node, self.src):
-            yield node, self.object_state(node)
+            yield node, None, self.object_state(node)
             return
         if isinstance(node, gast.Attribute) and isinstance(node.value, gast.Name) and (
                 f"{node.value.id}.{node.attr}" in self.ctx.kinds
                 and node.value.id in self.params):
-            yield node, REAL     # a field the code is specialised on (and guards)
+            yield node, None, REAL      # a field the code is specialised on (and guards)
             return
-        for child in gast.iter_child_nodes(node):
-            if isinstance(node, gast.Call) and child is node.func and isinstance(
-                    child, gast.Name):
-                continue
-            yield from self.operands(child)
+        if isinstance(node, gast.BinOp):       # (most statements: one operation on atoms)
+            children = (node.left, node.right)
+        elif isinstance(node, gast.Call):
+            children = ([] if isinstance(node.func, gast.Name) else [node.func]) + node.args + [
+                k.value for k in node.keywords]
+        else:
+            children = gast.iter_child_nodes(node)
+        for child in children:
+            yield from self._operands(child)
 
     def object_state(self, node):
         obj = self.resolve(node)
@@ -257,36 +302,38 @@ class _Analysis:
             return REAL
         return UNKNOWN
 
+    def state_of(self, name):
+        return self.state.get(name, REAL)
+
     # -- complex operations -------------------------------------------------------------
-    def complex_op(self, s, op):
-        """What in `s` makes (or works on) complex values, said for a message, or None."""
+    def complex_op(self, s, op, said=False):
+        """Whether `s` makes (or works on) complex values: with `said`, what does, said
+        for a message; else True, or None."""
+        if not said:
+            known = self.made_complex.get(id(s), MISSING)
+            if known is MISSING:
+                known = self.made_complex[id(s)] = self._complex_op(s, op, False)
+            return known
+        return self._complex_op(s, op, True)
+
+    def _complex_op(self, s, op, said):
         value = s.value
-        for n in syntax.walk(value):
-            if isinstance(n, gast.Constant) and isinstance(n.value, complex):
-                return f"the complex literal {n.value!r}"
-        prim = op.prim
-        spelled = (syntax.unparse(value.func) if isinstance(value, gast.Call)
-                   else syntax.unparse(value))
-        if prim is complex or (isinstance(prim, type) and issubclass(prim, np.complexfloating)):
-            return f"{spelled}(...)"
-        module = str(getattr(prim, "__module__", None) or "")
-        name = _name(prim)
-        if module == "cmath" and name not in CMATH_REAL:
-            return f"{spelled}() (cmath works on complex numbers)"
-        if module.split(".")[0] in ("numpy", "scipy") and (
-                ".fft" in module or "fftpack" in module) and name not in FFT_REAL:
-            return f"{spelled}() (a Fourier transform, which gives complex values)"
-        if "scimath" in module:
-            return f"{spelled}() (np.emath gives complex values for some real arguments)"
-        if isinstance(value, gast.Call):
+        for n, _, _ in self.operands_of(value):
+            if isinstance(n, gast.Constant):
+                return f"the complex literal {n.value!r}" if said else True
+        kind = self.category(op.prim)
+        if kind in MAKES_COMPLEX:
+            return f"{_spelled(value)}{MAKES_COMPLEX[kind]}" if said else True
+        if isinstance(value, gast.Call) and (value.keywords or value.args):
             strings = isinstance(value.func, gast.Attribute) and value.func.attr in (
-                "astype", "view") or _in(prim, {np.dtype})
+                "astype", "view") or _in(op.prim, {np.dtype})
             for k in value.keywords:
                 if k.arg == "dtype" and _complex_dtype(self.constant(k.value, True)):
-                    return f"dtype={syntax.unparse(k.value)}"
+                    return f"dtype={syntax.unparse(k.value)}" if said else True
             for a in value.args:
-                if _complex_dtype(self.constant(a, strings)):
-                    return f"the complex dtype {syntax.unparse(a)}"
+                if not (isinstance(a, gast.Name) and self.src.is_local(a.id)) and (
+                        _complex_dtype(self.constant(a, strings))):
+                    return f"the complex dtype {syntax.unparse(a)}" if said else True
         return None
 
     def constant(self, node, strings):
@@ -306,10 +353,10 @@ class _Analysis:
         return self.src.resolve(node)
 
     # -- where complex values meet differentiated ones ---------------------------------
-    def checks(self, varied):
+    def checks(self):
         """[(statement, name)]: the names of unknown type to check before each statement;
         raise for a complex value that meets a differentiated one."""
-        out = []
+        out, varied = [], self.varied
         for s in self.stmts:
             if isinstance(s, gast.Return) and isinstance(s.value, gast.Name):
                 out += self.returned(s)
@@ -317,32 +364,36 @@ class _Analysis:
                     and s.targets[0].id in varied):
                 continue
             op = self.ops.get(s)
-            first = next((n for n in syntax.names_loaded(s.value) if n in varied), None)
-            # (a name of the user's, not a temporary of Wengert form)
-            first = first if first in self.src.local_names else "a value"
-            spelled = syntax.unparse(s.value)
-            what = op is not None and self.complex_op(s, op)
-            if what:
-                raise self.refused(s, f"{what} makes a complex value of {first}, which "
-                                      "s2sad differentiates")
-            if op is not None and _in(op.prim, MAYBE_COMPLEX):
-                raise self.refused(s, f"{spelled} of {first}, which s2sad differentiates, "
-                                      "may give complex values", MAYBE_COMPLEX[op.prim])
+            if op is not None and self.complex_op(s, op):
+                raise self.refused(s, f"{self.complex_op(s, op, said=True)} makes a complex "
+                                      f"value of {self.first(s)}, which s2sad "
+                                      "differentiates")
+            if op is not None and self.category(op.prim) == "maybe":
+                raise self.refused(s, f"{syntax.unparse(s.value)} of {self.first(s)}, which "
+                                      "s2sad differentiates, may give complex values",
+                                   MAYBE_COMPLEX[op.prim])
             structural = op is None or _structural(op)
-            for node, state in self.operands(s.value):
+            for node, name, state in self.operands_of(s.value):
+                state = self.state_of(name) if name is not None else state
                 if isinstance(state, Complex):
                     raise self.refused(s, f"{self.complex_value(node, state, s)} meets "
-                                          f"{first} here, which s2sad differentiates")
-                if state == UNKNOWN and not structural and isinstance(node, gast.Name) \
-                        and node.id not in self.checked:
-                    out.append((s, node.id))
+                                          f"{self.first(s)} here, which s2sad "
+                                          "differentiates")
+                if state == UNKNOWN and not structural and name is not None:
+                    out.append((s, name))
         return out
+
+    def first(self, s):
+        """The differentiated value statement `s` reads, for a message: a name of the
+        user's (not a temporary of Wengert form), or "a value"."""
+        first = next((n for n in syntax.names_loaded(s.value) if n in self.varied), None)
+        return first if first in self.src.local_names else "a value"
 
     def returned(self, s):
         """The check of the value return statement `s` returns (which a caller that
         differentiates the function takes as real), or raise if it is complex."""
         name = s.value.id
-        state = self.state.get(name, REAL) if self.src.is_local(name) else REAL
+        state = self.state_of(name) if self.src.is_local(name) else REAL
         if isinstance(state, Complex):
             raise self.refused(s, f"the function returns "
                                   f"{self.complex_value(s.value, state, s)}")
@@ -352,7 +403,7 @@ class _Analysis:
         """The complex value `node` (of `state`) read in statement `s`, said for a
         message: where it comes from."""
         if state.stmt is None:
-            return state.what       # a global: "C, a complex128 array"
+            return state.what       # a global: "C (a complex128 array)"
         if self.src.lineno(state.stmt) == self.src.lineno(s):
             return f"a complex value ({state.what})"
         return (f"a complex value ({state.what}, line {self.src.lineno(state.stmt)}: "
@@ -364,32 +415,33 @@ class _Analysis:
             "rules are those of real numbers, so the derivative would be wrong). "
             f"{instead or INSTEAD}\n    {self.src.line_text(s).strip()}")
 
-    def assumed(self, varied):
+    def assumed(self):
         """The array arguments not differentiated (and fields) whose values reach a
         statement with a differentiated value: taken as real, which the guards test."""
-        reads = {}
+        arrays = {p for p, k in self.ctx.kinds.items() if (k is np.ndarray or (
+            isinstance(k, type) and is_duck_array_type(k))) and p not in self.ctx.wrt}
+        if not arrays:
+            return set()
+        reads, todo = {}, []
         for s in self.stmts:
             if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
-                reads.setdefault(s.targets[0].id, set()).update(self.read(s.value))
+                read = self.read(s.value)
+                reads.setdefault(s.targets[0].id, set()).update(read)
+                if s.targets[0].id in self.varied:
+                    todo.extend(read)
         reached = set()
-        todo = [n for s in self.stmts if isinstance(s, gast.Assign)
-                and isinstance(s.targets[0], gast.Name) and s.targets[0].id in varied
-                for n in self.read(s.value)]
         while todo:
             n = todo.pop()
             if n not in reached:
                 reached.add(n)
                 todo.extend(reads.get(n, ()))
-        wrt = set(self.ctx.wrt)
-        arrays = {p for p, k in self.ctx.kinds.items() if k is np.ndarray or (
-            isinstance(k, type) and is_duck_array_type(k))}
-        return {p for p in arrays & reached if p not in wrt}
+        return arrays & reached
 
     def read(self, node):
-        out = set(syntax.names_loaded(node))
-        out |= {f"{n.value.id}.{n.attr}" for n in syntax.walk(node)
-                if isinstance(n, gast.Attribute) and isinstance(n.value, gast.Name)}
-        return out
+        """The local names and the fields of parameters `node` reads."""
+        return {name if name is not None else f"{n.value.id}.{n.attr}"
+                for n, name, _ in self.operands_of(node) if name is not None or (
+                    isinstance(n, gast.Attribute) and isinstance(n.value, gast.Name))}
 
 
 def _insert(fn, checks, ctx):
@@ -444,6 +496,10 @@ def _place(block, where, checked, made):
     return block
 
 
+def _spelled(value):
+    return syntax.unparse(value.func) if isinstance(value, gast.Call) else syntax.unparse(value)
+
+
 def _is_check(s, ctx):
     return (isinstance(s, gast.Expr) and isinstance(s.value, gast.Call)
             and ctx.resolve(s.value.func) is runtime.check_real and s.value.args
@@ -473,19 +529,42 @@ def _complex_dtype(obj, strings=True):
     return False
 
 
+#: Functions that move values into or out of a container without computing with them.
+MOVES = {operator.getitem, getattr, runtime.setitem, runtime.append}
+
+
 def _structural(op):
     """Whether `op` moves values into or out of a container without computing with them:
     what it reads is checked where it is computed with."""
-    return op.form in (COPY, PACK) or _in(op.prim, {operator.getitem, getattr,
-                                                   runtime.setitem, runtime.append})
+    return op.form in (COPY, PACK) or _in(op.prim, MOVES)
 
 
-def _known(prim):
-    """Whether s2sad knows `prim`: a rule (then its result is real for real arguments),
-    one of its own helpers, or a function that gives real values of real ones."""
-    return prim is not None and (registry.primitive(prim) is not None or _in(
-        prim, REAL_OF_REAL) or str(getattr(prim, "__module__", None) or "").startswith(
-        "s2sad."))
+def _category(prim):
+    """What primitive `prim` gives: "real" (a real value, whatever its arguments), one of
+    MAKES_COMPLEX (complex values of real ones), "to real" (a Fourier transform that makes
+    real values of complex ones), "maybe" (complex values for some real ones, see
+    MAYBE_COMPLEX), "known" (a rule, one of s2sad's own helpers, or a function that
+    gives real values of real ones), or "unknown"."""
+    module = str(getattr(prim, "__module__", None) or "")
+    name = _name(prim)
+    if _in(prim, REAL_RESULTS) or module == "math" or (module == "cmath" and
+                                                        name in CMATH_REAL):
+        return "real"
+    if prim is complex or (isinstance(prim, type) and issubclass(prim, np.complexfloating)):
+        return "complex type"
+    if module == "cmath":
+        return "cmath"
+    if module.split(".")[0] in ("numpy", "scipy") and (".fft" in module or "fftpack" in module
+                                                       ) and name not in FFT_REAL:
+        return "to real" if name in FFT_TO_REAL else "fft"
+    if "scimath" in module:
+        return "emath"
+    if _in(prim, MAYBE_COMPLEX):
+        return "maybe"
+    if prim is not None and (registry.primitive(prim) is not None or _in(prim, REAL_OF_REAL)
+                             or module.startswith("s2sad.")):
+        return "known"
+    return "unknown"
 
 
 def _in(prim, group):
