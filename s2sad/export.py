@@ -112,12 +112,11 @@ def export(f: Callable, path: str | os.PathLike | None = None, mode: str = "reve
         f = f.primal
     target = pipeline.target(f)
     src = source.capture(target, copy=False)
-    params = parameters(src)
+    params, names = parameters(src), wrt_names(src, wrt)
     if args is not None:
-        refuse_complex(target, [params.index(n) for n in wrt_names(src, wrt)], args)
+        refuse_complex(target, [params.index(n) for n in names], args)
     kinds = default_kinds(target) if args is None else kinds_of(target, args)
     patterns = None if args is None or backend == "numba" else patterns_of(target, args)
-    params, names = parameters(src), wrt_names(src, wrt)
     command = command or _command(src, path, mode, names, kind, args, backend)
     entries = _entries(f, mode, wrt, kinds, patterns, wanted, backend)
     pieces = _pieces(src, entries, params, kinds, patterns, names, mode, command,
