@@ -16,8 +16,8 @@ from .api import (check_grad, checkpoint, checkpointed, custom_jvp, custom_vjp, 
 from .forward_api import defjvp, hessian, hvp, jacfwd, jacrev, jvp
 from .trace import trace
 from .export import export
-from .errors import (CustomRuleError, ExceptionPathError, ExportError, GradientCheckError,
-                     InternalError, MissingRuleError, NativeBackendError,
+from .errors import (ComplexValueError, CustomRuleError, ExceptionPathError, ExportError,
+                     GradientCheckError, InternalError, MissingRuleError, NativeBackendError,
                      NonScalarOutputError, S2SADError, SourceUnavailableError,
                      UnconnectedInputWarning, UnsupportedSyntaxError)
 
@@ -29,4 +29,4 @@ __all__ = ["grad", "value_and_grad", "vjp", "source", "check_grad", "defvjp", "n
            "S2SADError", "UnsupportedSyntaxError", "MissingRuleError",
            "NonScalarOutputError", "SourceUnavailableError", "GradientCheckError",
            "InternalError", "ExceptionPathError", "ExportError", "NativeBackendError",
-           "CustomRuleError", "UnconnectedInputWarning"]
+           "CustomRuleError", "ComplexValueError", "UnconnectedInputWarning"]

@@ -11,7 +11,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import forward_api, numba_api, pipeline
-from .compilation import Wrt, kinds_key, kinds_of, patterns_of, wrt_indices
+from .compilation import Wrt, kinds_key, kinds_of, patterns_of, refuse_complex, wrt_indices
 from .errors import GradientCheckError, S2SADError, warn_unconnected
 from .frontend import guards
 from .rules import registry, runtime
@@ -163,10 +163,7 @@ def _check_inputs(fn, wrt, args):
             continue
         x = args[i]
         dtype = getattr(x, "dtype", None)
-        if isinstance(x, complex) or (dtype is not None
-                                      and np.issubdtype(dtype, np.complexfloating)):
-            raise S2SADError(f"argument {i} of {fn.__qualname__} is complex; complex "
-                             "numbers are not supported yet")
+        refuse_complex(fn, [i], args)
         if dtype is not None and not np.issubdtype(dtype, np.floating):
             raise S2SADError(
                 f"argument {i} of {fn.__qualname__} is an array of {dtype}, which carries no "

@@ -43,7 +43,7 @@ from .analysis.buffers import ArrayFacts
 from .analysis.operations import classify
 from .analysis.shapes import Shapes, pattern
 from . import syntax
-from .errors import S2SADError
+from .errors import ComplexValueError, S2SADError
 from .frontend import fence, guards, source
 from .frontend.source import MISSING, FunctionSource
 from .naming import Namer
@@ -122,6 +122,7 @@ class Compilation:
     assumed: list = dataclasses.field(default_factory=list)     # Guards a pass added
     callee_guards: str | None = None    # the name of the callees' guards' checker, if read
     code_changed: str | None = None     # the name of the flag of code changed (guards.watch)
+    assumed_real: set = dataclasses.field(default_factory=set)  # see passes/complex_values
     _analyses: dict = dataclasses.field(default_factory=dict, repr=False)
     _shape_only: tuple | None = dataclasses.field(default=None, repr=False)
 
@@ -389,6 +390,21 @@ def wrt_indices(fn, wrt):
     return [params.index(n) for n in wrt_names(src, wrt)]
 
 
+def refuse_complex(fn, indices, args):
+    """Refuse, with `ComplexValueError`, a complex argument (or one holding a complex
+    value) among the arguments `args` at positional `indices` that `fn` is differentiated
+    with respect to."""
+    for i in indices:
+        found = runtime.complex_part(args[i]) if i < len(args) else None
+        if found is not None:
+            held = "holds" if isinstance(args[i], (tuple, list, dict)) or runtime.is_record(
+                args[i]) else "is"
+            raise ComplexValueError(
+                f"argument {i} of {getattr(fn, '__qualname__', fn)} {held} {found}; complex "
+                "numbers are not supported yet (s2sad's rules are those of real numbers): "
+                "pass the real and imaginary parts as real arrays and compute with them")
+
+
 def kinds_of(fn, args):
     """{parameter: type} for the positional arguments whose exact type s2sad specialises
     on (float, int, ndarray, the arrays of other libraries NumPy dispatches to, lists,
@@ -398,8 +414,7 @@ def kinds_of(fn, args):
     signature = inspect.signature(fn).parameters
     params = list(signature)
     kinds = {p: type(a) for p, a in zip(params, args)
-             if type(a) in SPECIALISED or user_class(type(a)) or is_duck_array_type(type(a))
-             or type(a) in CONTAINERS}
+             if _specialised(a) or user_class(type(a)) or type(a) in CONTAINERS}
     for p, a in zip(params, args):
         if user_class(type(a)):
             _refuse_hidden_methods(fn, p, a)
@@ -411,7 +426,7 @@ def kinds_of(fn, args):
     for p, a in zip(params, args):
         for field in _record_fields(a):
             value = getattr(a, field)
-            if type(value) in SPECIALISED:
+            if type(value) in SPECIALISED and not _complex(value):
                 kinds[f"{p}.{field}"] = type(value)
     return kinds
 
@@ -432,13 +447,25 @@ def _refuse_hidden_methods(fn, param, obj):
             f"({type(obj).__qualname__}.{name} = ...), or pass it as an argument")
 
 
+def _specialised(a):
+    """Whether the code is specialised on the type of argument `a`: a float, an int, or a
+    real array (a complex one is of unknown kind: code that reads it checks it, see
+    passes/complex_values.py)."""
+    return (type(a) in SPECIALISED or is_duck_array_type(type(a))) and not _complex(a)
+
+
+def _complex(a):
+    dtype = getattr(a, "dtype", None)
+    return dtype is not None and getattr(dtype, "kind", None) == "c"
+
+
 def patterns_of(fn, args):
     """{parameter: (dtype, shape pattern)} of the array arguments (see
     analysis.shapes.pattern), ndarrays and others: each one's dtype, how many axes it has
     and which have length 1, which broadcasting depends on."""
     params = list(inspect.signature(fn).parameters)
     return {p: pattern(a) for p, a in zip(params, args)
-            if type(a) is np.ndarray or is_duck_array_type(type(a))}
+            if (type(a) is np.ndarray or is_duck_array_type(type(a))) and not _complex(a)}
 
 
 def default_kinds(fn):

@@ -76,6 +76,14 @@ class NativeBackendError(S2SADError):
     Python backend (the default) differentiates the function."""
 
 
+class ComplexValueError(S2SADError):
+    """A complex number meets a value s2sad differentiates: a complex literal, `complex()`,
+    `cmath`, a complex dtype, `np.fft`, `np.emath`, a complex global, or (found at run
+    time) a complex argument or result of a call. s2sad's rules are those of real
+    numbers, so its derivative would be wrong. The message names the user's line and a
+    real formulation; complex numbers are not supported yet."""
+
+
 class InternalError(S2SADError):
     """A compiler invariant broke. This is a bug in s2sad: please report it with the
     function that triggered it."""

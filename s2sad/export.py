@@ -52,7 +52,8 @@ import numpy as np
 
 from . import emit, pipeline
 from .analysis.value_kinds import guarded
-from .compilation import Wrt, default_kinds, kinds_of, parameters, patterns_of, wrt_names
+from .compilation import (Wrt, default_kinds, kinds_of, parameters, patterns_of, refuse_complex,
+                          wrt_names)
 from .errors import ExportError, InternalError, warn_unconnected
 from .export_pieces import Piece, Pieces
 from .frontend import source
@@ -111,9 +112,11 @@ def export(f: Callable, path: str | os.PathLike | None = None, mode: str = "reve
         f = f.primal
     target = pipeline.target(f)
     src = source.capture(target, copy=False)
+    params, names = parameters(src), wrt_names(src, wrt)
+    if args is not None:
+        refuse_complex(target, [params.index(n) for n in names], args)
     kinds = default_kinds(target) if args is None else kinds_of(target, args)
     patterns = None if args is None or backend == "numba" else patterns_of(target, args)
-    params, names = parameters(src), wrt_names(src, wrt)
     command = command or _command(src, path, mode, names, kind, args, backend)
     entries = _entries(f, mode, wrt, kinds, patterns, wanted, backend)
     pieces = _pieces(src, entries, params, kinds, patterns, names, mode, command,
@@ -230,6 +233,8 @@ def _vjp_guard(params, kinds, wrt, derivative):
         overlay[name] = types[p]
         tests.append(f"{p}.__class__ is not {name}")
     tests += [f"{p}.dtype.kind != 'f'" for p in wrt if types.get(p) is np.ndarray]
+    tests += [f"{p}.dtype.kind == 'c'" for p in guarded(params, types)
+              if p in derivative.assumed_real]
     if not tests:
         return None
     signature = ast.parse(derivative.source.split("\n", 1)[0] + " pass").body[0].args

@@ -10,7 +10,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import numba_api, pipeline
-from .compilation import Wrt, default_kinds, kinds_of, wrt_indices
+from .compilation import Wrt, default_kinds, kinds_of, refuse_complex, wrt_indices
 from .errors import NonScalarOutputError, S2SADError, warn_unconnected
 from .rules import containers, registry, runtime
 
@@ -153,6 +153,7 @@ def _jvp_entry(f, primals, tangents, first):
     wrt = tuple(i for i in range(first, len(primals)) if tangents[i - first] is not None)
     if not wrt:
         raise S2SADError("jvp needs at least one tangent that is not None")
+    refuse_complex(f, wrt, primals)
     d = compiled(f, wrt, kinds_of(_target(f), primals), guard=True)
     code = getattr(d.fn, "__code__", None)
     by_position = (code is not None and
@@ -332,6 +333,7 @@ def jacfwd(f: Callable, wrt: Wrt = 0) -> Callable:
         gradient = _gradient(f)
         target = _target(f if gradient is None else gradient[0])
         many, indices = _wrt(target, wrt)
+        refuse_complex(target, indices, args)
         kinds = kinds_of(target, args)
         likes, cols = [_template(args[i]) for i in indices], []
         for i, like in zip(indices, likes):
@@ -363,6 +365,7 @@ def jacrev(f: Callable, wrt: Wrt = 0) -> Callable:
     def jacobian(*args, **kwargs):
         target = _target(f)
         many, indices = _wrt(target, wrt)
+        refuse_complex(target, indices, args)
         kinds = kinds_of(target, args)
         derivative = pipeline.derivative(f, "reverse", tuple(indices), kinds)
         y, pullback = warn_unconnected(derivative).fn(*args, **kwargs)
@@ -385,6 +388,7 @@ def _grad_jvp(f, wrt, args):
                          f"got wrt={wrt!r}")
     target = _target(f)
     i = _indices(target, wrt)[0]
+    refuse_complex(target, [i], args)
     return i, _gradient_jvp(f, i, (i,), kinds_of(target, args))
 
 
@@ -479,6 +483,7 @@ def second_derivative(df, wrt):
         i = wrt_indices(target, df.wrt)[0]
         j = wrt_indices(target, wrt)[0]
         _check_scalar_gradient(target, i, args[i])
+        refuse_complex(target, [i, j], args)
         d = _gradient_jvp(df.primal, i, (j,), kinds_of(target, args))
         if _is_scalar(args[j]):
             return _call(d, args, kwargs, (1.0,))
@@ -522,7 +527,9 @@ def hvp(f: Callable, wrt: Wrt = 0, *, backend: str = "python") -> Callable:
 
     def product(*args, **kwargs):
         *args, v = args
-        key = (tuple(map(type, args)), registry.version)
+        # (complex arrays are of a kind of their own: see compilation.kinds_of)
+        key = (tuple(map(type, args)), registry.version,
+               tuple(getattr(getattr(a, "dtype", None), "kind", None) == "c" for a in args))
         d = compiled_for.get(key)
         if d is None:
             if len(compiled_for) > 16:

@@ -26,7 +26,7 @@ import re
 import numpy as np
 
 from . import pipeline
-from .compilation import kinds_of, wrt_indices
+from .compilation import kinds_of, refuse_complex, wrt_indices
 from .errors import CustomRuleError, NativeBackendError, S2SADError, warn_unconnected
 from .frontend.source import function_from_source, numba_function
 from .rules import numba_runtime
@@ -104,6 +104,7 @@ class NativeDerivative:
             return native(*args)
         _refuse_containers(self._target, self.wrt, {p: type(a) for p, a in zip(
             self._params, args)})
+        refuse_complex(self._target, wrt_indices(self._target, self.wrt), args)
         self._kinds = kinds_of(self._target, args)
         d = self.derivative(self._kinds)
         self._compiled.append(d)
@@ -122,6 +123,13 @@ class NativeDerivative:
         _refuse_containers(self._target, self.wrt, {
             p: _container_of(t) for p, t in zip(self._params, types)})
         kinds = {}
+        for i in wrt_indices(self._target, self.wrt):
+            t = types[i] if i < len(types) else None
+            if isinstance(getattr(t, "dtype", t), _numba().types.Complex):
+                # (called from Python, __call__ then refuses it with the argument's value)
+                raise self._typing_error(f"argument {i} of {self._target.__qualname__} is "
+                                         f"complex ({t}); complex numbers are not supported "
+                                         "yet")
         for p, t in zip(self._params, types):
             kind = _kind_of(t)
             if kind is not None:
@@ -164,6 +172,7 @@ def jvp(f, primals, tangents, kwargs):
     if not wrt:
         raise S2SADError("jvp needs at least one tangent that is not None")
     target = pipeline.target(f)
+    refuse_complex(target, wrt, primals)
     jit = pipeline.jit_options(f.targetoptions) if numba_function(f) is not None else ()
     kinds = kinds_of(target, primals)
     _refuse_containers(target, wrt, kinds)
@@ -190,6 +199,7 @@ def gradient_jvp(f, i, args):
     `@numba.njit` function)."""
     numba = _numba()
     target = pipeline.target(f)
+    refuse_complex(target, [i], args)
     d = gradient_code_jvp(f, i, (i,), kinds_of(target, args))
     code = d.fn.__code__
     by_position = code.co_varnames[len(args):code.co_argcount] == tuple(d.tangent_names)
@@ -264,8 +274,8 @@ def _refuse_containers(target, wrt, kinds):
 
 def _kind_of(t):
     numba = _numba()
-    if isinstance(t, numba.types.Array):
-        return np.ndarray
+    if isinstance(t, numba.types.Array):      # (of unknown kind if complex, as in kinds_of)
+        return None if isinstance(t.dtype, numba.types.Complex) else np.ndarray
     if isinstance(t, numba.types.Boolean):
         return None
     if isinstance(t, numba.types.Integer):

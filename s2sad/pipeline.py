@@ -15,9 +15,9 @@ that calls itself is one more entry of the worklist, linked to itself.
 >>> from s2sad import pipeline
 >>> [p.name for p in pipeline.FORWARD_MODE]  # doctest: +NORMALIZE_WHITESPACE
 ['lift', 'checkpointed_loops', 'desugar', 'wengert', 'resolve_calls', 'record_fields',
- 'aliasing', 'lost_derivatives', 'common_subexpressions', 'hoist_invariants', 'forward',
- 'tangent_only', 'inline_temporaries', 'write_in_place', 'tangents_late', 'insert_dels',
- 'guard', 'guard_bindings', 'enclose']
+ 'aliasing', 'complex_values', 'lost_derivatives', 'common_subexpressions',
+ 'hoist_invariants', 'forward', 'tangent_only', 'inline_temporaries', 'write_in_place',
+ 'tangents_late', 'insert_dels', 'guard', 'guard_bindings', 'enclose']
 """
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ from .errors import (InternalError, MissingRuleError, NativeBackendError, S2SADE
 from .frontend import guards, source
 from .rules import numba_runtime, registry
 from .passes import (aliasing, checkpointed_loops, combine_terms, common_subexpressions,
-                     desugar, guard_bindings, element_adjoints, enclose, hoist_invariants, inline_helpers,
+                     complex_values, desugar, guard_bindings, element_adjoints, enclose, hoist_invariants, inline_helpers,
                      insert_dels, lift, lost_derivatives, native_check, native_tapes,
                      optimize, peephole, record_fields, resolve_calls, reuse_buffers,
                      wengert)
@@ -75,6 +75,8 @@ FRONT = [
          "read for, read once at the top"),
     Pass("aliasing", aliasing.run, "refuse a read, after a write, of another name for "
          "the memory written (a view, an alias)"),
+    Pass("complex_values", complex_values.run, "refuse complex values where they meet "
+         "differentiated ones; check those of unknown type at run time"),
     Pass("lost_derivatives", lost_derivatives.run, "refuse writes into arrays through "
          "calls, and differentiated values passed where a rule has no derivative"),
     Pass("common_subexpressions", common_subexpressions.run, "a number computed again "
@@ -292,6 +294,7 @@ class CompiledDerivative:
         self.lifted = ctx.lifted      # (function, wrt, kinds) of the lifted functions it calls
         self.unconnected = (ctx.src, ctx.reverse.unconnected if ctx.reverse else [])
         self.tangent_names = ctx.forward.tangent_names if ctx.forward else None
+        self.assumed_real = ctx.assumed_real     # (see passes/complex_values.py)
         self.callees = ctx.callees    # [(name in its code, Callee)]: linked by the driver
         # what it resolved (frontend/guards.py); the driver adds its callees' (`guards`)
         # and makes the checker of them all (see `holds`)

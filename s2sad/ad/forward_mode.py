@@ -91,8 +91,13 @@ def guard(jvp, ctx):
     if not ctx.guard:
         return jvp
     types = ctx.types
+    names = guarded(parameters(ctx.src), types)
     tests = [f"{p}.__class__ is not {ctx.bind(types[p].__name__, obj=types[p])}"
-             for p in guarded(parameters(ctx.src), types)]
+             for p in names]
+    # a complex array: jvp refuses one to differentiate, and the code takes the others it
+    # reads as real (passes/complex_values.py)
+    tests += [f"{p}.dtype.kind == 'c'" for p in names
+              if p in ctx.assumed_real or (p in ctx.wrt and ctx.param_kinds.get(p) == ARRAY)]
     jvp.body.insert(0, syntax.guard(
         tests + [f"{t} is None" for t in ctx.forward.tangent_names],
         syntax.passing_on(ctx.runtime("respecialize"), jvp.args)))

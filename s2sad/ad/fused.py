@@ -65,6 +65,8 @@ def fuse(vjp, ctx, value=True, guard=True):
         # (api._check_inputs), and buffer reuse relies on it
         floats = [f"{p}.dtype.kind != 'f'" for p, _ in guards
                   if ctx.param_kinds.get(p) == ARRAY and p in ctx.wrt]
+        # the other arrays the code takes as real (passes/complex_values.py)
+        floats += [f"{p}.dtype.kind == 'c'" for p, _ in guards if p in ctx.assumed_real]
         check = [syntax.guard([f"{p}.__class__ is not {t}" for p, t in guards]
                              + floats, syntax.passing_on(runtime("respecialize"), vjp.args))]
     forward = [s for s in vjp.body[:-1] if s is not pullback]
@@ -203,8 +205,9 @@ def guard_patterns(fn, ctx):
     tests = getattr(getattr(guard, "test", None), "s2s_tests", None)
     if tests is None or not (ctx.shapes.used or dtypes or ctx.ndims_relied):
         return fn
-    # a dtype test makes the test that a differentiated array is floating needless
-    tests = [t for t in tests if not any(t == f"{p}.dtype.kind != 'f'" for p in dtypes)]
+    # a dtype test makes the test that an array is floating, or not complex, needless
+    tests = [t for t in tests if not any(t in (f"{p}.dtype.kind != 'f'",
+                                               f"{p}.dtype.kind == 'c'") for p in dtypes)]
     tests += [t for p in sorted(ctx.shapes.used) for t in pattern_tests(p, ctx.patterns[p][1])
               if t not in tests]
     tests += [f"{p}.ndim != {len(ctx.patterns[p][1])}" for p in sorted(ctx.ndims_relied)

@@ -10,7 +10,7 @@ from numba import types
 from numba.core.errors import TypingError
 from numba.extending import overload
 
-from ..errors import CustomRuleError
+from ..errors import ComplexValueError, CustomRuleError
 from . import runtime, tangents
 
 
@@ -203,6 +203,20 @@ def numba_setitem(a, index, v):
             return out
         return put
     raise TypingError(f"no native copy of {a} with an element written")
+
+
+@overload(runtime.check_real, prefer_literal=True)
+def numba_check_real(v, filename, line):
+    dtype = v.dtype if isinstance(v, types.Array) else v
+    if not isinstance(dtype, types.Complex):
+        return lambda v, filename, line: None
+    message = str(runtime.complex_value(
+        f"a {dtype} {'array' if dtype is not v else 'number'}",
+        getattr(filename, "literal_value", "<unknown>"), getattr(line, "literal_value", 0)))
+
+    def refuse(v, filename, line):
+        raise ComplexValueError(message)
+    return refuse
 
 
 @overload(tangents.broadcast_like)

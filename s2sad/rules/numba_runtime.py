@@ -13,7 +13,7 @@ from . import runtime, tangents
 #: The helpers with a Numba version.
 NATIVE = frozenset({"add", "unbroadcast", "unindex", "zeros_like", "take", "own",
                     "snapshot", "like", "unreduce", "seed", "matmul_lhs", "matmul_rhs",
-                    "setitem", "cotangents"})
+                    "setitem", "cotangents", "check_real"})
 #: The helpers of forward mode (rules/tangents.py) with a Numba version.
 NATIVE_TANGENTS = frozenset({"broadcast_like", "value_and_tangent"})
 

@@ -1,9 +1,11 @@
 """Helpers that generated code calls where plain arithmetic will not do."""
+import linecache
 import math
+import numbers
 
 import numpy as np
 
-from ..errors import ExceptionPathError, NonScalarOutputError, S2SADError
+from ..errors import ComplexValueError, ExceptionPathError, NonScalarOutputError, S2SADError
 from .arrays import (  # noqa: F401 - generated code finds blocks_like in runtime
     add_at, asarray, blocks_like, broadcast_shapes, full, is_array, is_duck_array, number,
     zeros)
@@ -57,6 +59,50 @@ def exception_path(exc, where):
         "ran without error, the derivative is undefined at this point). Test for the case "
         "with if/else instead of catching the exception to have both paths "
         "differentiated.")
+
+
+def check_real(v, filename, line):
+    """Nothing if `v` is real; else `ComplexValueError` at `line` of `filename`, the user's
+    line where `v` meets a differentiated value: how generated code checks a value whose
+    type only the run tells (see passes/complex_values.py)."""
+    if v.__class__ is not float:
+        found = complex_part(v)
+        if found is not None:
+            raise complex_value(found, filename, line)
+
+
+def complex_part(v, depth=0):
+    """What makes `v` complex, said for a message ("a complex128 array", "a complex
+    number"): `v` itself, or an element of a tuple, list or dict, or a field of a
+    dataclass or named tuple it holds; None if nothing does."""
+    dtype = getattr(v, "dtype", None)
+    if isinstance(v, (complex, np.complexfloating)):
+        return f"a {type(v).__name__} number"
+    if isinstance(dtype, np.dtype):
+        return f"a {dtype.name} array" if dtype.kind == "c" else None
+    if depth > 20 or isinstance(v, (str, bytes, numbers.Real)):
+        return None
+    if isinstance(v, dict):
+        v = list(v.values())
+    elif is_record(v):
+        v = [getattr(v, name) for name in _fields(v)]
+    elif not isinstance(v, (list, tuple)):
+        return None
+    return next((found for found in (complex_part(item, depth + 1) for item in v)
+                 if found is not None), None)
+
+
+def complex_value(found, filename, line):
+    """The `ComplexValueError` of `found` (see `complex_part`) meeting a differentiated
+    value at `line` of `filename` (whose text it shows when it can read it)."""
+    text = linecache.getline(filename, line).strip()
+    where = f"{filename}:{line}"
+    return ComplexValueError(
+        f"{where}: {found} meets a value s2sad differentiates here; complex numbers are not "
+        "supported yet (s2sad's rules are those of real numbers, so the derivative would be "
+        "wrong). Compute with real values: the real and imaginary parts (np.real(z), "
+        "np.imag(z)), or the modulus and phase (np.abs(z), np.angle(z))"
+        + (f"\n    {text}" if text else ""))
 
 
 def unattr(g, obj, name):
