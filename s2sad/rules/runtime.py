@@ -29,6 +29,8 @@ from .factorizations import (  # noqa: F401 - generated code finds them in runti
 from .layout import (  # noqa: F401 - generated code finds them in runtime
     partition_order, unappend, uncolumn_stack, uncross, undiagonal, unkron, unmeshgrid, unpad,
     unpad_constant, unrot90, unsplit, untake_along_axis)
+from .products import (  # noqa: F401 - generated code finds them in runtime
+    dot_lhs, dot_rhs, einsum, inner, matmul_lhs, matmul_rhs, outer, spread, tensordot)
 from .schedules import Online, Revolve, copied  # noqa: F401 - generated code finds them in runtime
 from .reductions import (  # noqa: F401 - generated code finds them in runtime
     axes_of as _axes, lead, outer_dot, summed, unbroadcast, unbroadcast_product, unouter,
@@ -314,203 +316,10 @@ def arange_part(g, start, stop=None, step=None, which=0):
 def cumsum(g, x, axis=None):
     """The adjoint of cumsum: a cumulative sum from the end."""
     if np.ndim(g) == 0:
-        return g                                    # the zero (see `_spread`)
+        return g                                    # the zero (see `products.spread`)
     if axis is None:
         return np.cumsum(asarray(g)[::-1])[::-1].reshape(np.shape(x))
     return np.flip(np.cumsum(np.flip(g, axis), axis), axis)
-
-
-def _matmul_shape(a, b):
-    """The shape of `a @ b`, without computing it."""
-    if a.ndim == 1 and b.ndim == 1:
-        return ()
-    if a.ndim == 1:
-        return b.shape[:-2] + b.shape[-1:]
-    if b.ndim == 1:
-        return a.shape[:-1]
-    return np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
-
-
-def _spread(g, shape):
-    """`g` as an array of `shape`: a 0-d adjoint stands for the same value everywhere (a
-    symbolic zero reset to 0.0, or the adjoint of a mean), which the adjoints of
-    linear algebra need written out.
-
-    The pullback resets the adjoint of an array that a loop rebinds to the number 0.0
-    (its shape is not on the tape). Every rule accepts such a 0-d adjoint for a value
-    with axes: linear algebra spreads it here; a rule that reshapes, indexes, stacks or
-    moves axes returns it unchanged, the 0-d zero of each input, which arithmetic
-    broadcasts and the returned gradient gets the parameter's shape from."""
-    return np.broadcast_to(g, shape) if np.ndim(g) == 0 and shape != () else g
-
-
-def matmul_lhs(g, a, b):
-    """The adjoint of `a` in `a @ b`."""
-    a, b = asarray(a), asarray(b)
-    g = _spread(g, _matmul_shape(a, b))
-    if b.ndim == 1:
-        out = np.expand_dims(g, -1) * b if a.ndim > 1 else g * b
-    elif a.ndim == 1:
-        out = np.matmul(b, np.expand_dims(g, -1))[..., 0] if b.ndim > 2 else b @ g
-    else:
-        out = np.matmul(g, np.swapaxes(b, -1, -2))
-    return unbroadcast(out, a)
-
-
-def matmul_rhs(g, a, b):
-    """The adjoint of `b` in `a @ b`."""
-    a, b = asarray(a), asarray(b)
-    g = _spread(g, _matmul_shape(a, b))
-    if a.ndim == 1:
-        out = np.expand_dims(a, -1) * np.expand_dims(g, -2) if b.ndim > 1 else g * a
-    elif b.ndim == 1:
-        out = g @ a if a.ndim == 2 else np.matmul(np.swapaxes(a, -1, -2),
-                                                   np.expand_dims(g, -1))[..., 0]
-    else:
-        out = np.matmul(np.swapaxes(a, -1, -2), g)
-    return unbroadcast(out, b)
-
-
-def dot_lhs(g, a, b):
-    """The adjoint of `a` in `np.dot(a, b)`."""
-    a, b = asarray(a), asarray(b)
-    if a.ndim == 0 or b.ndim == 0:
-        return unbroadcast(g * b, a)
-    if b.ndim <= 2:
-        return matmul_lhs(g, a, b)
-    g = _spread(g, a.shape[:-1] + b.shape[:-2] + b.shape[-1:])
-    # dot sums over the last axis of a and the second-to-last of b
-    return np.tensordot(g, b, axes=(list(range(a.ndim - 1, g.ndim)),
-                                    [i for i in range(b.ndim) if i != b.ndim - 2]))
-
-
-def dot_rhs(g, a, b):
-    """The adjoint of `b` in `np.dot(a, b)`."""
-    a, b = asarray(a), asarray(b)
-    if a.ndim == 0 or b.ndim == 0:
-        return unbroadcast(g * a, b)
-    if b.ndim <= 2:
-        return matmul_rhs(g, a, b)
-    g = _spread(g, a.shape[:-1] + b.shape[:-2] + b.shape[-1:])
-    out = np.tensordot(a, g, axes=(list(range(a.ndim - 1)), list(range(a.ndim - 1))))
-    return np.moveaxis(out, 0, -2)
-
-
-def inner(g, a, b, which):
-    """The adjoint of `a` (which=0) or `b` (which=1) in np.inner (sums the last axes)."""
-    a, b = asarray(a), asarray(b)
-    if a.ndim == 0 or b.ndim == 0:
-        return unbroadcast(g * (b if which == 0 else a), a if which == 0 else b)
-    na, nb = a.ndim - 1, b.ndim - 1
-    g = _spread(g, a.shape[:-1] + b.shape[:-1])
-    if which == 0:
-        return np.tensordot(g, b, axes=(list(range(na, na + nb)), list(range(nb))))
-    return np.tensordot(g, a, axes=(list(range(na)), list(range(na))))
-
-
-def einsum(g, subscripts, k, *operands):
-    """The adjoint of operand `k` of `np.einsum(subscripts, *operands)`: an einsum of `g`
-    with the other operands, summed down where operand `k` was broadcast, and put on
-    its diagonal where it repeats a subscript (`"ii->"`). In the interleaved form
-    `np.einsum(a, [0, 1], b, [1, 2], [0, 2])`, `subscripts` is the first operand and
-    `k` + 1 the position of the operand among the arguments."""
-    if not isinstance(subscripts, str):
-        subscripts, operands, k = _interleaved((subscripts,) + operands, k + 1)
-    inputs, arrow, output = subscripts.replace(" ", "").partition("->")
-    inputs = inputs.split(",")
-    if "." in subscripts:
-        inputs, output = _without_ellipsis(inputs, output if arrow else None, operands)
-    elif not arrow:
-        joined = "".join(inputs)
-        output = "".join(sorted(c for c in set(joined) if joined.count(c) == 1))
-    if np.ndim(g) == 0 and output:
-        sizes = {}
-        for s, o in zip(inputs, operands):
-            for c, n in zip(s, np.shape(o)):
-                sizes[c] = max(sizes.get(c, 1), n)
-        g = _spread(g, tuple(sizes[c] for c in output))
-    mine, shape = inputs[k], np.shape(operands[k])
-    unique = "".join(dict.fromkeys(mine))           # a repeated subscript once
-    sizes = [shape[mine.index(c)] for c in unique]
-    others = [s for i, s in enumerate(inputs) if i != k]
-    present = set(output + "".join(others))
-    kept = "".join(c for c in unique if c in present)
-    out = np.einsum(",".join([output] + others) + "->" + kept, g,
-                    *[o for i, o in enumerate(operands) if i != k])
-    out = np.transpose(out, [kept.index(c) for c in unique if c in kept])
-    out = np.reshape(out, _in_order(out, unique, kept))
-    summed = tuple(i for i, n in enumerate(sizes) if n == 1 and out.shape[i] != 1)
-    if summed:                                      # operand k was broadcast there
-        out = out.sum(axis=summed, keepdims=True)
-    if out.shape != tuple(sizes):
-        out = np.broadcast_to(out, sizes).copy()
-    if unique == mine:
-        return out
-    on_diagonal = np.zeros(shape, dtype=np.result_type(out, np.float32))
-    np.einsum(f"{mine}->{unique}", on_diagonal)[...] = out  # a writable view of the diagonal
-    return on_diagonal
-
-
-def _interleaved(args, position):
-    """(subscripts, operands, k) of the interleaved einsum `np.einsum(*args)`: operands
-    and sublists of integers (and `...`) alternating, then an optional output sublist;
-    `k` is the operand at argument `position`. Integers 0-25 are the letters A-Z and
-    26-51 a-z, in the order NumPy sorts them for an implicit output."""
-    import string
-    letters = string.ascii_uppercase + string.ascii_lowercase
-
-    def spelled(sublist):
-        return "".join("..." if i is Ellipsis else letters[i] for i in sublist)
-
-    operands, sublists = args[0:len(args) - len(args) % 2:2], args[1::2]
-    spec = ",".join(spelled(s) for s in sublists[:len(operands)])
-    if len(args) % 2:
-        spec += "->" + spelled(args[-1])
-    return spec, operands, position // 2
-
-
-def _in_order(out, unique, kept):
-    """The shape of `out` (axes in the order of `unique`'s letters that are in `kept`)
-    with a 1 for each letter of `unique` that is not."""
-    sizes = iter(out.shape)
-    return [next(sizes) if c in kept else 1 for c in unique]
-
-
-def _without_ellipsis(inputs, output, operands):
-    """`inputs` and `output` of an einsum with each `...` written as letters (the
-    broadcast dimensions, right-aligned); `output` None for the implicit form."""
-    import string
-    used = set("".join(inputs) + (output or ""))
-    free = [c for c in string.ascii_letters if c not in used]
-    ranks = [np.ndim(o) - len(s.replace("...", "")) for s, o in zip(inputs, operands)]
-    letters = "".join(free[:max(ranks, default=0)])
-    inputs = [s.replace("...", letters[len(letters) - r:]) for s, r in zip(inputs, ranks)]
-    if output is None:
-        joined = "".join(inputs)
-        output = letters + "".join(sorted(c for c in set(joined) - set(letters)
-                                          if joined.count(c) == 1))
-    else:
-        output = output.replace("...", letters)
-    return inputs, output
-
-
-def tensordot(g, a, b, axes, which):
-    """The adjoint of `a` (which=0) or `b` (which=1) in `np.tensordot(a, b, axes)`."""
-    a, b = asarray(a), asarray(b)
-    if isinstance(axes, int):
-        axes = (list(range(a.ndim - axes, a.ndim)), list(range(axes)))
-    ax_a, ax_b = ([axes[0]] if isinstance(axes[0], int) else list(axes[0]),
-                  [axes[1]] if isinstance(axes[1], int) else list(axes[1]))
-    ax_a, ax_b = [i % a.ndim for i in ax_a], [j % b.ndim for j in ax_b]
-    letters = iter("abcdefghijklmnopqrstuvwxyz")
-    sa = [next(letters) for _ in range(a.ndim)]
-    sb = [next(letters) for _ in range(b.ndim)]
-    for i, j in zip(ax_a, ax_b):
-        sb[j] = sa[i]
-    out = [c for i, c in enumerate(sa) if i not in ax_a] + [
-        c for j, c in enumerate(sb) if j not in ax_b]
-    spec = f"{''.join(sa)},{''.join(sb)}->{''.join(out)}"
-    return einsum(g, spec, which, a, b)
 
 
 def trace(g, x, offset=0, axis1=0, axis2=1):
@@ -528,7 +337,7 @@ def diag(g, v, k=0):
     """The adjoint of np.diag (in both directions)."""
     v = asarray(v)
     if np.ndim(g) == 0:
-        return g                                    # the zero (see `_spread`)
+        return g                                    # the zero (see `products.spread`)
     if v.ndim == 1:
         return np.diagonal(g, offset=k).copy()
     out = zeros(v.shape, np.result_type(v, np.float32), v, g)
@@ -558,7 +367,7 @@ def norm(g, x, ans, ord=None, axis=None, keepdims=False):
 def solve(g, a, b, ans, which):
     """The adjoint of `a` (which=0) or `b` (which=1) in `x = np.linalg.solve(a, b)`."""
     a = asarray(a)
-    b_bar = np.linalg.solve(np.swapaxes(a, -1, -2), _spread(g, np.shape(ans)))
+    b_bar = np.linalg.solve(np.swapaxes(a, -1, -2), spread(g, np.shape(ans)))
     if which == 1:
         return unbroadcast(b_bar, b)
     if np.ndim(ans) == a.ndim - 1 and np.ndim(b) == a.ndim - 1:
@@ -569,42 +378,33 @@ def solve(g, a, b, ans, which):
 def cholesky(g, ans):
     """The adjoint of `L = np.linalg.cholesky(a)` (a symmetric)."""
     lower = ans
-    phi = np.tril(np.swapaxes(lower, -1, -2) @ _spread(g, np.shape(ans)))
+    phi = np.tril(np.swapaxes(lower, -1, -2) @ spread(g, np.shape(ans)))
     phi = phi - 0.5 * np.eye(lower.shape[-1], dtype=lower.dtype) * phi
     inv = np.linalg.inv(lower)
     s = np.swapaxes(inv, -1, -2) @ phi @ inv
     return (0.5 * (s + np.swapaxes(s, -1, -2))).astype(lower.dtype, copy=False)
 
 
-def outer(g, a, b, which):
-    """The adjoint of `a` (which=0) or `b` (which=1) in np.outer."""
-    if np.ndim(g) == 0:
-        return g                                    # the zero (see `_spread`)
-    if which == 0:
-        return np.reshape(g @ np.ravel(b), np.shape(a))
-    return np.reshape(np.ravel(a) @ g, np.shape(b))
-
-
 def inv(g, ans):
     """The adjoint of `ans = np.linalg.inv(a)`."""
     inverse_t = np.swapaxes(ans, -1, -2)
-    return -inverse_t @ _spread(g, np.shape(ans)) @ inverse_t
+    return -inverse_t @ spread(g, np.shape(ans)) @ inverse_t
 
 
 def reshape_like(g, x):
     """`g` in the shape of `x`: the adjoint of a reshape of `x`."""
     if np.ndim(g) == 0 and np.size(x) != 1:
-        return g                                    # the zero (see `_spread`)
+        return g                                    # the zero (see `products.spread`)
     return np.reshape(g, np.shape(x))
 
 
 def _on_axes(op):
     """`op(g, *args)` for the adjoint `g`, for an `op` that moves, flips or masks the
-    axes of `g`; the 0-d zero (see `_spread`) passes through."""
+    axes of `g`; the 0-d zero (see `products.spread`) passes through."""
     def adjoint(g, *args):
         return g if np.ndim(g) == 0 else op(g, *args)
     adjoint.__name__ = adjoint.__qualname__ = op.__name__
-    adjoint.__doc__ = f"`np.{op.__name__}(g, ...)`, or the 0-d zero `g` (see `_spread`)."
+    adjoint.__doc__ = f"`np.{op.__name__}(g, ...)`, or the 0-d zero `g` (see `products.spread`)."
     return adjoint
 
 
@@ -616,7 +416,7 @@ def split_like(g, arrays, axis=0):
     """The adjoint of concatenating `arrays` along `axis`: the pieces of `g` (slices, which
     every array library has; Dask has no `np.split`)."""
     if np.ndim(g) == 0:
-        return [g] * len(arrays)                    # the zero (see `_spread`)
+        return [g] * len(arrays)                    # the zero (see `products.spread`)
     if axis is None:
         ends = np.cumsum([np.size(a) for a in arrays]).tolist()
         pieces = split_like(np.ravel(g), [range(n) for n in np.diff([0] + ends)])
@@ -629,13 +429,13 @@ def split_like(g, arrays, axis=0):
 def unstack(g, arrays, axis=0):
     """The adjoint of np.stack(arrays, axis)."""
     if np.ndim(g) == 0:
-        return [g] * len(arrays)                    # the zero (see `_spread`)
+        return [g] * len(arrays)                    # the zero (see `products.spread`)
     return [np.take(g, i, axis=axis) for i in range(len(arrays))]
 
 
 def hstack(g, arrays):
     if np.ndim(g) == 0:
-        return [g] * len(arrays)                    # the zero (see `_spread`)
+        return [g] * len(arrays)                    # the zero (see `products.spread`)
     flat = [np.atleast_1d(a) for a in arrays]
     axis = 0 if flat[0].ndim == 1 else 1
     return [np.reshape(p, np.shape(a)) for p, a in zip(split_like(g, flat, axis), arrays)]
@@ -643,14 +443,14 @@ def hstack(g, arrays):
 
 def vstack(g, arrays):
     if np.ndim(g) == 0:
-        return [g] * len(arrays)                    # the zero (see `_spread`)
+        return [g] * len(arrays)                    # the zero (see `products.spread`)
     rows = [np.atleast_2d(a) for a in arrays]
     return [np.reshape(p, np.shape(a)) for p, a in zip(split_like(g, rows, 0), arrays)]
 
 
 def untranspose(g, axes=None):
     if np.ndim(g) == 0:
-        return g                                    # the zero (see `_spread`)
+        return g                                    # the zero (see `products.spread`)
     if axes is None or axes == ():
         return np.transpose(g)
     if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
@@ -660,7 +460,7 @@ def untranspose(g, axes=None):
 
 def untile(g, x, reps):
     if np.ndim(g) == 0:
-        return g                                    # the zero (see `_spread`)
+        return g                                    # the zero (see `products.spread`)
     x = asarray(x)
     reps = (reps,) if np.isscalar(reps) else tuple(reps)
     nd = max(x.ndim, len(reps))
@@ -672,7 +472,7 @@ def untile(g, x, reps):
 
 def unrepeat(g, x, repeats, axis=None):
     if np.ndim(g) == 0:
-        return g                                    # the zero (see `_spread`)
+        return g                                    # the zero (see `products.spread`)
     x = asarray(x)
     if axis is None:
         flat = x.ravel()

@@ -1,0 +1,209 @@
+"""The adjoints of products: matrix products (`@`, `np.dot`, `np.inner`, `np.outer`),
+`np.einsum` and `np.tensordot`, summed down to their operands' shapes. Generated code
+reaches them through `runtime`, which imports them."""
+import numpy as np
+
+from .arrays import asarray
+from .reductions import unbroadcast
+
+
+def _matmul_shape(a, b):
+    """The shape of `a @ b`, without computing it."""
+    if a.ndim == 1 and b.ndim == 1:
+        return ()
+    if a.ndim == 1:
+        return b.shape[:-2] + b.shape[-1:]
+    if b.ndim == 1:
+        return a.shape[:-1]
+    return np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+
+
+def spread(g, shape):
+    """`g` as an array of `shape`: a 0-d adjoint stands for the same value everywhere (a
+    symbolic zero reset to 0.0, or the adjoint of a mean), which the adjoints of
+    linear algebra need written out.
+
+    The pullback resets the adjoint of an array that a loop rebinds to the number 0.0
+    (its shape is not on the tape). Every rule accepts such a 0-d adjoint for a value
+    with axes: linear algebra spreads it here; a rule that reshapes, indexes, stacks or
+    moves axes returns it unchanged, the 0-d zero of each input, which arithmetic
+    broadcasts and the returned gradient gets the parameter's shape from."""
+    return np.broadcast_to(g, shape) if np.ndim(g) == 0 and shape != () else g
+
+
+def matmul_lhs(g, a, b):
+    """The adjoint of `a` in `a @ b`."""
+    a, b = asarray(a), asarray(b)
+    g = spread(g, _matmul_shape(a, b))
+    if b.ndim == 1:
+        out = np.expand_dims(g, -1) * b if a.ndim > 1 else g * b
+    elif a.ndim == 1:
+        out = np.matmul(b, np.expand_dims(g, -1))[..., 0] if b.ndim > 2 else b @ g
+    else:
+        out = np.matmul(g, np.swapaxes(b, -1, -2))
+    return unbroadcast(out, a)
+
+
+def matmul_rhs(g, a, b):
+    """The adjoint of `b` in `a @ b`."""
+    a, b = asarray(a), asarray(b)
+    g = spread(g, _matmul_shape(a, b))
+    if a.ndim == 1:
+        out = np.expand_dims(a, -1) * np.expand_dims(g, -2) if b.ndim > 1 else g * a
+    elif b.ndim == 1:
+        out = g @ a if a.ndim == 2 else np.matmul(np.swapaxes(a, -1, -2),
+                                                   np.expand_dims(g, -1))[..., 0]
+    else:
+        out = np.matmul(np.swapaxes(a, -1, -2), g)
+    return unbroadcast(out, b)
+
+
+def dot_lhs(g, a, b):
+    """The adjoint of `a` in `np.dot(a, b)`."""
+    a, b = asarray(a), asarray(b)
+    if a.ndim == 0 or b.ndim == 0:
+        return unbroadcast(g * b, a)
+    if b.ndim <= 2:
+        return matmul_lhs(g, a, b)
+    g = spread(g, a.shape[:-1] + b.shape[:-2] + b.shape[-1:])
+    # dot sums over the last axis of a and the second-to-last of b
+    return np.tensordot(g, b, axes=(list(range(a.ndim - 1, g.ndim)),
+                                    [i for i in range(b.ndim) if i != b.ndim - 2]))
+
+
+def dot_rhs(g, a, b):
+    """The adjoint of `b` in `np.dot(a, b)`."""
+    a, b = asarray(a), asarray(b)
+    if a.ndim == 0 or b.ndim == 0:
+        return unbroadcast(g * a, b)
+    if b.ndim <= 2:
+        return matmul_rhs(g, a, b)
+    g = spread(g, a.shape[:-1] + b.shape[:-2] + b.shape[-1:])
+    out = np.tensordot(a, g, axes=(list(range(a.ndim - 1)), list(range(a.ndim - 1))))
+    return np.moveaxis(out, 0, -2)
+
+
+def inner(g, a, b, which):
+    """The adjoint of `a` (which=0) or `b` (which=1) in np.inner (sums the last axes)."""
+    a, b = asarray(a), asarray(b)
+    if a.ndim == 0 or b.ndim == 0:
+        return unbroadcast(g * (b if which == 0 else a), a if which == 0 else b)
+    na, nb = a.ndim - 1, b.ndim - 1
+    g = spread(g, a.shape[:-1] + b.shape[:-1])
+    if which == 0:
+        return np.tensordot(g, b, axes=(list(range(na, na + nb)), list(range(nb))))
+    return np.tensordot(g, a, axes=(list(range(na)), list(range(na))))
+
+
+def einsum(g, subscripts, k, *operands):
+    """The adjoint of operand `k` of `np.einsum(subscripts, *operands)`: an einsum of `g`
+    with the other operands, summed down where operand `k` was broadcast, and put on
+    its diagonal where it repeats a subscript (`"ii->"`). In the interleaved form
+    `np.einsum(a, [0, 1], b, [1, 2], [0, 2])`, `subscripts` is the first operand and
+    `k` + 1 the position of the operand among the arguments."""
+    if not isinstance(subscripts, str):
+        subscripts, operands, k = _interleaved((subscripts,) + operands, k + 1)
+    inputs, arrow, output = subscripts.replace(" ", "").partition("->")
+    inputs = inputs.split(",")
+    if "." in subscripts:
+        inputs, output = _without_ellipsis(inputs, output if arrow else None, operands)
+    elif not arrow:
+        joined = "".join(inputs)
+        output = "".join(sorted(c for c in set(joined) if joined.count(c) == 1))
+    if np.ndim(g) == 0 and output:
+        sizes = {}
+        for s, o in zip(inputs, operands):
+            for c, n in zip(s, np.shape(o)):
+                sizes[c] = max(sizes.get(c, 1), n)
+        g = spread(g, tuple(sizes[c] for c in output))
+    mine, shape = inputs[k], np.shape(operands[k])
+    unique = "".join(dict.fromkeys(mine))           # a repeated subscript once
+    sizes = [shape[mine.index(c)] for c in unique]
+    others = [s for i, s in enumerate(inputs) if i != k]
+    present = set(output + "".join(others))
+    kept = "".join(c for c in unique if c in present)
+    out = np.einsum(",".join([output] + others) + "->" + kept, g,
+                    *[o for i, o in enumerate(operands) if i != k])
+    out = np.transpose(out, [kept.index(c) for c in unique if c in kept])
+    out = np.reshape(out, _in_order(out, unique, kept))
+    summed = tuple(i for i, n in enumerate(sizes) if n == 1 and out.shape[i] != 1)
+    if summed:                                      # operand k was broadcast there
+        out = out.sum(axis=summed, keepdims=True)
+    if out.shape != tuple(sizes):
+        out = np.broadcast_to(out, sizes).copy()
+    if unique == mine:
+        return out
+    on_diagonal = np.zeros(shape, dtype=np.result_type(out, np.float32))
+    np.einsum(f"{mine}->{unique}", on_diagonal)[...] = out  # a writable view of the diagonal
+    return on_diagonal
+
+
+def _interleaved(args, position):
+    """(subscripts, operands, k) of the interleaved einsum `np.einsum(*args)`: operands
+    and sublists of integers (and `...`) alternating, then an optional output sublist;
+    `k` is the operand at argument `position`. Integers 0-25 are the letters A-Z and
+    26-51 a-z, in the order NumPy sorts them for an implicit output."""
+    import string
+    letters = string.ascii_uppercase + string.ascii_lowercase
+
+    def spelled(sublist):
+        return "".join("..." if i is Ellipsis else letters[i] for i in sublist)
+
+    operands, sublists = args[0:len(args) - len(args) % 2:2], args[1::2]
+    spec = ",".join(spelled(s) for s in sublists[:len(operands)])
+    if len(args) % 2:
+        spec += "->" + spelled(args[-1])
+    return spec, operands, position // 2
+
+
+def _in_order(out, unique, kept):
+    """The shape of `out` (axes in the order of `unique`'s letters that are in `kept`)
+    with a 1 for each letter of `unique` that is not."""
+    sizes = iter(out.shape)
+    return [next(sizes) if c in kept else 1 for c in unique]
+
+
+def _without_ellipsis(inputs, output, operands):
+    """`inputs` and `output` of an einsum with each `...` written as letters (the
+    broadcast dimensions, right-aligned); `output` None for the implicit form."""
+    import string
+    used = set("".join(inputs) + (output or ""))
+    free = [c for c in string.ascii_letters if c not in used]
+    ranks = [np.ndim(o) - len(s.replace("...", "")) for s, o in zip(inputs, operands)]
+    letters = "".join(free[:max(ranks, default=0)])
+    inputs = [s.replace("...", letters[len(letters) - r:]) for s, r in zip(inputs, ranks)]
+    if output is None:
+        joined = "".join(inputs)
+        output = letters + "".join(sorted(c for c in set(joined) - set(letters)
+                                          if joined.count(c) == 1))
+    else:
+        output = output.replace("...", letters)
+    return inputs, output
+
+
+def tensordot(g, a, b, axes, which):
+    """The adjoint of `a` (which=0) or `b` (which=1) in `np.tensordot(a, b, axes)`."""
+    a, b = asarray(a), asarray(b)
+    if isinstance(axes, int):
+        axes = (list(range(a.ndim - axes, a.ndim)), list(range(axes)))
+    ax_a, ax_b = ([axes[0]] if isinstance(axes[0], int) else list(axes[0]),
+                  [axes[1]] if isinstance(axes[1], int) else list(axes[1]))
+    ax_a, ax_b = [i % a.ndim for i in ax_a], [j % b.ndim for j in ax_b]
+    letters = iter("abcdefghijklmnopqrstuvwxyz")
+    sa = [next(letters) for _ in range(a.ndim)]
+    sb = [next(letters) for _ in range(b.ndim)]
+    for i, j in zip(ax_a, ax_b):
+        sb[j] = sa[i]
+    out = [c for i, c in enumerate(sa) if i not in ax_a] + [
+        c for j, c in enumerate(sb) if j not in ax_b]
+    spec = f"{''.join(sa)},{''.join(sb)}->{''.join(out)}"
+    return einsum(g, spec, which, a, b)
+
+
+def outer(g, a, b, which):
+    """The adjoint of `a` (which=0) or `b` (which=1) in np.outer."""
+    if np.ndim(g) == 0:
+        return g                                    # the zero (see `spread`)
+    if which == 0:
+        return np.reshape(g @ np.ravel(b), np.shape(a))
+    return np.reshape(np.ravel(a) @ g, np.shape(b))
