@@ -65,8 +65,9 @@ FRONT = [
     Pass("checkpointed_loops", checkpointed_loops.run, "the body of a loop over "
          "s2sad.checkpointed(...) a step function of the loop state"),
     Pass("desugar", desugar.run, "comprehensions, augmented and multiple assignment, "
-         ":=, loops over sequences as loops over indexes, loop else, early returns, "
-         "jumps; del and global dropped, the bodies of with and try kept"),
+         ":=, and/or values as ifs, loops over sequences as loops over indexes, loop "
+         "else, early returns, jumps; del and global dropped, the bodies of with and try "
+         "kept"),
     Pass("wengert", wengert.run, "one primitive operation per statement, SSA names"),
     Pass("resolve_calls", resolve_calls.run, "calls of methods, partials and function "
          "values made direct, arguments by position"),
