@@ -38,7 +38,7 @@ import gast
 import numpy as np
 
 from .analysis.value_kinds import ARRAY, SCALAR, ValueKinds, user_class
-from .analysis.activity import active_names, definitions, varied_names
+from .analysis.activity import active_names, definitions, useful_names, varied_names
 from .analysis.buffers import ArrayFacts
 from .analysis.operations import classify
 from .analysis.shapes import Shapes, pattern
@@ -183,11 +183,19 @@ class Compilation:
     def active(self) -> set:
         """The names that carry a derivative: they depend on `wrt` and the output depends
         on them (analysis.activity)."""
-        def compute():
-            ret = self.wengert.body[-1]
-            output = ret.value.id if isinstance(getattr(ret, "value", None), gast.Name) else None
-            return active_names(self.wengert, self.wrt, output, self.ops)
-        return self._analysis("active", compute)
+        return self._analysis("active", lambda: active_names(
+            self.wengert, self.wrt, self._output(), self.ops))
+
+    @property
+    def useful(self) -> set:
+        """The names the output depends on differentiably (analysis.activity)."""
+        return self._analysis("useful", lambda: useful_names(
+            self.wengert, self._output(), self.ops))
+
+    def _output(self):
+        """The name the function in Wengert form returns, or None."""
+        ret = self.wengert.body[-1]
+        return ret.value.id if isinstance(getattr(ret, "value", None), gast.Name) else None
 
     @property
     def varied(self) -> set:
