@@ -362,22 +362,23 @@ def wrt_indices(fn, wrt):
     return [params.index(n) for n in wrt_names(src, wrt)]
 
 
-def kinds_of(fn, args):
-    """{parameter: type} for the positional arguments whose exact type s2sad specialises
-    on (float, int, ndarray, the arrays of other libraries NumPy dispatches to, and the
-    user's classes, whose methods are found through them), and for the defaults of the parameters after them; {"p.a": type} for such
-    fields of dataclass and named tuple arguments; other arguments are of unknown
-    kind."""
+def kinds_of(fn, args, kwargs=None):
+    """{parameter: type} for the arguments (positional `args`, and those of `kwargs`
+    passed by keyword) whose exact type s2sad specialises on (float, int, ndarray, the
+    arrays of other libraries NumPy dispatches to, and the user's classes, whose methods
+    are found through them), and for the defaults of the parameters the call leaves;
+    {"p.a": type} for such fields of dataclass and named tuple arguments; other
+    arguments are of unknown kind."""
     signature = inspect.signature(fn).parameters
-    params = list(signature)
-    kinds = {p: type(a) for p, a in zip(params, args)
+    given = _given(signature, args, kwargs)
+    kinds = {p: type(a) for p, a in given.items()
              if type(a) in SPECIALISED or user_class(type(a)) or is_duck_array_type(type(a))}
-    for p in params[len(args):]:        # a default the call leaves, as the guard sees it
+    for p in signature:        # a default the call leaves, as the guard sees it
         default = signature[p].default
-        if (signature[p].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+        if (p not in given and signature[p].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
                 and type(default) in SPECIALISED):
             kinds[p] = type(default)
-    for p, a in zip(params, args):
+    for p, a in given.items():
         for field in _record_fields(a):
             value = getattr(a, field)
             if type(value) in SPECIALISED:
@@ -385,13 +386,23 @@ def kinds_of(fn, args):
     return kinds
 
 
-def patterns_of(fn, args):
-    """{parameter: (dtype, shape pattern)} of the array arguments (see
-    analysis.shapes.pattern), ndarrays and others: each one's dtype, how many axes it has
-    and which have length 1, which broadcasting depends on."""
-    params = list(inspect.signature(fn).parameters)
-    return {p: pattern(a) for p, a in zip(params, args)
+def patterns_of(fn, args, kwargs=None):
+    """{parameter: (dtype, shape pattern)} of the array arguments (positional `args`,
+    and those of `kwargs` passed by keyword; see analysis.shapes.pattern), ndarrays and
+    others: each one's dtype, how many axes it has and which have length 1, which
+    broadcasting depends on."""
+    given = _given(inspect.signature(fn).parameters, args, kwargs)
+    return {p: pattern(a) for p, a in given.items()
             if type(a) is np.ndarray or is_duck_array_type(type(a))}
+
+
+def _given(signature, args, kwargs):
+    """{parameter: argument} of a call with positional `args` and keyword `kwargs`."""
+    given = dict(zip(signature, args))
+    for p, a in (kwargs or {}).items():
+        if p in signature and p not in given:
+            given[p] = a
+    return given
 
 
 def default_kinds(fn):

@@ -337,7 +337,30 @@ def _compiled(ctx, node):
         bindings.setdefault(var, cell.cell_contents)
     filename = f"<s2sad: {node.name}, from {src.filename}:{src.first_line}>"
     compiled, text = emit.compile_function(node, bindings, src.fn, filename)
+    _share_defaults(compiled, src.fn)
     return CompiledDerivative(compiled, text, compiled.__code__.co_filename, ctx)
+
+
+def _share_defaults(compiled, fn):
+    """Give the parameters of `compiled` that `fn` has, with a default in both, the
+    objects `fn` holds as defaults: Python evaluates a default once, when `def` runs,
+    and a call that leaves it reads that object as it is now (a list the function
+    appended to, an array changed since), not a new value of the expression."""
+    theirs = dict(inspect.signature(fn).parameters)
+    mine = inspect.signature(compiled).parameters.values()
+    shared = {p.name: theirs[p.name].default for p in mine
+              if p.default is not p.empty and p.name in theirs
+              and theirs[p.name].default is not p.empty}
+    if not shared:
+        return
+    if compiled.__defaults__:
+        positional = [p.name for p in mine if p.kind is p.POSITIONAL_OR_KEYWORD]
+        named = positional[len(positional) - len(compiled.__defaults__):]
+        compiled.__defaults__ = tuple(shared.get(n, d)
+                                      for n, d in zip(named, compiled.__defaults__))
+    if compiled.__kwdefaults__:
+        compiled.__kwdefaults__ = {n: shared.get(n, d)
+                                   for n, d in compiled.__kwdefaults__.items()}
 
 
 @_reported

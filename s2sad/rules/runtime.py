@@ -727,6 +727,29 @@ def prod_dot(t, items, start=1):
     return start * sum(float(o) * d for o, d in zip(np.ravel(others), t))
 
 
+# -- default values changed in place ----------------------------------------------------
+def own_default(v):
+    """A copy of `v`, the default object (a list, dict or array) of a parameter that a
+    call leaves at its default and the function changes in place: the call works on the
+    copy, and `keep_default` gives the default its final contents (passes.desugar)."""
+    return v.copy()
+
+
+def keep_default(default, final):
+    """Give `default`, the default object of a parameter that the call left at its
+    default, the contents `final` the function leaves in its copy: what the function's
+    changes in place leave in it for the next call, as Python keeps them."""
+    if final is default:
+        return
+    if isinstance(default, np.ndarray):
+        default[...] = final
+    elif isinstance(default, dict):
+        default.clear()
+        default.update(final)
+    else:
+        default[:] = final
+
+
 # -- element assignment and append, in functional form ---------------------------------
 def setitem(a, index, v):
     """`a` with `a[index] = v`, as a new value (what `a[index] = v` means to AD)."""
