@@ -311,6 +311,9 @@ class Compilation:
         binding, or what the user's function sees), or None."""
         if isinstance(func, gast.Name) and func.id in self.bindings:
             return self.bindings[func.id]
+        if (isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name)
+                and func.value.id in self.bindings):      # `np.float64` of a rule
+            return getattr(self.bindings[func.value.id], func.attr, None)
         obj = self.src.resolve(func)
         return None if obj is MISSING else obj
 

@@ -14,6 +14,9 @@ dispatches on types itself) and leaves the same function where
 - the helpers of `s2sad.rules.runtime` whose arguments are numbers (or elements and
   arrays of known type) are written as the NumPy they mean (`_s2s_snapshot(t)` is `t`,
   `_s2s_take(g, i)` is `g[i]`);
+- a rule's denominator that may be a number 0, `n / (d or np.float64(d))`, is tested
+  for 0 (`n / d if d else n * copysign(inf, d)`): Numba divides by 0 as Python does,
+  raising, where NumPy gives inf or nan;
 - an adjoint times a value divided by another (`g * x / y`, the adjoint of a
   division) is the adjoint times the quotient (`g * (x / y)`): the division leaves the
   chain of adjoints a reversed loop carries from one iteration to the next (the result
@@ -188,6 +191,17 @@ class _NativeForms:
 
     def native(self, e):
         if (isinstance(e, gast.BinOp) and isinstance(e.op, gast.Div)
+                and any(isinstance(n, gast.BoolOp) for n in syntax.walk(e.right))):
+            # a rule's `n / (d or np.float64(d))`: Numba's division by 0 raises, as
+            # Python's does (its error model), so 0 is tested: n * copysign(inf, d)
+            d = _first_operand(syntax.copied(e.right))
+            at_zero = gast.BinOp(left=syntax.copied(e.left), op=gast.Mult(), right=syntax.call(
+                self.ctx.bind("copysign", "math"), [syntax.name(self.ctx.bind("inf", "math")),
+                                                    syntax.copied(d)]))
+            return gast.IfExp(test=syntax.copied(d), body=gast.BinOp(left=e.left,
+                                                                     op=gast.Div(), right=d),
+                              orelse=at_zero)
+        if (isinstance(e, gast.BinOp) and isinstance(e.op, gast.Div)
                 and isinstance(e.left, gast.BinOp) and isinstance(e.left.op, gast.Mult)
                 and syntax.is_name(e.left.left) and e.left.left.id in self.adjoints
                 and not self.adjoints & set(syntax.names_loaded(e.left.right))
@@ -233,6 +247,12 @@ class _NativeForms:
                     "output (e.g. with np.sum)")
             return syntax.const(1.0) if of(e.orelse.args[0]) in numbers else e.orelse
         return e
+
+
+def _first_operand(e):
+    """`e`, its parts first, with each `a or b` as `a`."""
+    e = syntax.rebuilt(e, _first_operand)
+    return e.values[0] if isinstance(e, gast.BoolOp) else e
 
 
 class _Tape:

@@ -1,0 +1,153 @@
+"""Derivatives at the points where their formula divides by zero (`math.sqrt` at 0,
+`x ** 0.5` at 0, `math.atan2(0, 0)`, `math.hypot(0, 0)`, `np.log(0.0)`, ...): what NumPy's
+float64 arithmetic gives for the formula (inf, -inf or nan; JAX's rules give the same
+there), never Python's ZeroDivisionError, in every mode and backend. The expected values
+are the formulas evaluated in float64 by hand, next to each case."""
+import importlib.util
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import s2sad
+
+INF, NAN = math.inf, math.nan
+
+#: (name, function, point, its gradient there as NumPy evaluates the formula)
+CASES = [
+    ("sqrt", lambda x: math.sqrt(x), (0.0,), (INF,)),                 # 1 / (2 * 0)
+    ("sqrt of -0.0", lambda x: math.sqrt(x), (-0.0,), (-INF,)),       # 1 / (2 * -0.0)
+    ("power 0.5", lambda x: x ** 0.5, (0.0,), (INF,)),                # 0.5 * 0 ** -0.5
+    ("power 0.25", lambda x: 3.0 * x ** 0.25, (0.0,), (INF,)),
+    ("power 1.5", lambda x: x ** 1.5, (0.0,), (0.0,)),                # 1.5 * 0 ** 0.5
+    ("variable power", lambda x, y: x ** y, (0.0, 0.5), (INF, 0.0)),  # (y x^(y-1), 0)
+    ("builtin pow", lambda x: pow(x, 0.5), (0.0,), (INF,)),
+    ("math.pow", lambda x: math.pow(x, 0.5), (0.0,), (INF,)),
+    ("np.power", lambda x: np.power(x, 0.5), (0.0,), (INF,)),
+    ("asin at 1", lambda x: math.asin(x), (1.0,), (INF,)),            # 1 / sqrt(0)
+    ("asin at -1", lambda x: math.asin(x), (-1.0,), (INF,)),
+    ("acos at -1", lambda x: math.acos(x), (-1.0,), (-INF,)),
+    ("acosh at 1", lambda x: math.acosh(x), (1.0,), (INF,)),
+    ("atan2", lambda y, x: math.atan2(y, x), (0.0, 0.0), (NAN, NAN)),  # 0 / 0
+    ("hypot", lambda x, y: math.hypot(x, y), (0.0, 0.0), (NAN, NAN)),  # 0 / 0
+    ("hypot of three", lambda x, y: math.hypot(x, y, 0.0), (0.0, 0.0), (NAN, NAN)),
+    ("cbrt", lambda x: math.cbrt(x), (0.0,), (INF,)),                 # 1 / (3 * 0 * 0)
+    ("np.arctan2", lambda y, x: np.arctan2(y, x), (0.0, 0.0), (NAN, NAN)),
+    ("np.log", lambda x: np.log(x), (0.0,), (INF,)),                  # 1 / 0
+    ("np.log of -0.0", lambda x: np.log(x), (-0.0,), (-INF,)),
+    ("np.log1p", lambda x: np.log1p(x), (-1.0,), (INF,)),
+    ("np.arctanh", lambda x: np.arctanh(x), (1.0,), (INF,)),          # 1 / (1 - 1)
+    ("np.divide", lambda x, y: np.divide(x, y), (1.0, 0.0), (INF, -INF)),   # 1/0, -1/0
+    ("np.divide 0/0", lambda x, y: np.divide(x, y), (0.0, 0.0), (INF, NAN)),
+    ("np.fmod", lambda x, y: np.fmod(x, y), (1.0, 0.0), (1.0, -INF)),      # -trunc(1/0)
+    ("abs", lambda x: abs(x), (0.0,), (1.0,)),                        # copysign(1, 0), JAX's
+    ("fabs", lambda x: math.fabs(x), (0.0,), (1.0,)),
+]
+
+
+def same(got, want):
+    got = got if isinstance(got, tuple) else (got,)
+    assert len(got) == len(want), (got, want)
+    for g, w in zip(got, want):
+        g = float(g)
+        assert (math.isnan(g) and math.isnan(w)) or g == w, (got, want)
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    # NumPy warns of a division by zero; that is its answer too
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield
+
+
+@pytest.mark.parametrize("name, f, point, want", CASES, ids=[c[0] for c in CASES])
+def test_every_mode_gives_numpys_value(name, f, point, want):
+    wrt = tuple(range(len(point)))
+    same(s2sad.grad(f, wrt=wrt)(*point), want)
+    value, gradient = s2sad.value_and_grad(f, wrt=wrt)(*point)
+    same(gradient, want)
+    same(value, (f(*point),))
+    value, pullback = s2sad.vjp(f, *point)
+    same(pullback(1.0), want)
+    for i in wrt:
+        value, tangent = s2sad.jvp(f, point, tuple(float(i == k) for k in wrt))
+        same(tangent, (_dot(want, i),))
+        same(value, (f(*point),))
+
+
+def _dot(gradient, i):
+    """The gradient times the unit tangent along argument i, in IEEE arithmetic: a
+    zero tangent times an infinite partial is nan, as NumPy's (and JAX's) gives."""
+    return sum(float(i == k) * g for k, g in enumerate(gradient))
+
+
+#: (variable powers, `pow`, `math.hypot` of three and `math.cbrt` Numba does not
+#: compile, nor these NumPy functions of numbers)
+NUMBA = [c for c in CASES if not c[0].startswith((
+    "np.divide", "np.fmod", "np.log1p", "np.arctanh", "np.log", "variable power",
+    "builtin pow", "hypot of three", "cbrt"))]
+
+
+@pytest.mark.parametrize("name, f, point, want", NUMBA, ids=[c[0] for c in NUMBA])
+def test_the_numba_backend_gives_numpys_value(name, f, point, want):
+    pytest.importorskip("numba", reason="backend='numba' needs Numba")
+    wrt = tuple(range(len(point)))
+    same(s2sad.grad(f, wrt=wrt, backend="numba")(*point), want)
+    same(s2sad.jvp(f, point, (1.0,) + (0.0,) * (len(point) - 1), backend="numba")[1],
+         (_dot(want, 0),))
+
+
+def test_second_derivatives_at_and_next_to_the_singular_point():
+    # d2/dx2 sqrt(x) = -1 / (4 x^1.5): -inf at 0, and the formula next to it
+    assert s2sad.hessian(lambda x: math.sqrt(x))(0.0) == -INF
+    assert s2sad.hessian(lambda x: math.sqrt(x))(0.25) == pytest.approx(-2.0, rel=1e-15)
+    assert s2sad.hessian(lambda x: x ** 0.5)(0.0) == -INF
+    assert s2sad.hvp(lambda x: math.sqrt(x))(0.0, 1.0) == -INF
+
+
+def test_arrays_keep_numpys_division():
+    x = np.array([0.0, 4.0])
+    np.testing.assert_array_equal(s2sad.grad(lambda a: np.sum(np.sqrt(a)))(x), [INF, 0.25])
+    np.testing.assert_array_equal(s2sad.grad(lambda a: np.sum(a ** 0.5))(x), [INF, 0.25])
+    np.testing.assert_array_equal(s2sad.grad(lambda a: np.sum(np.log(a)))(x), [INF, 0.25])
+
+
+def norm(x, y):
+    return math.sqrt(x * x + y * y)
+
+
+def test_the_fast_path_divides_python_floats():
+    # away from 0 the derivative is Python's float division, behind a test of truth
+    gradient = s2sad.grad(norm, wrt=(0, 1))
+    assert gradient(3.0, 4.0) == pytest.approx((0.6, 0.8), rel=1e-15)
+    assert "t_2_bar = 1.0 / (y_1 or np.float64(y_1))" in gradient.source
+    same(gradient(0.0, 0.0), (NAN, NAN))            # 0 * inf
+
+
+MODULE = '''\
+import math
+
+
+def norm(x, y):
+    return math.sqrt(x * x + y * y)
+'''
+
+
+@pytest.mark.parametrize("backend", ["python", "numba"])
+def test_exported_modules(tmp_path, backend):
+    if backend == "numba":
+        pytest.importorskip("numba", reason="backend='numba' needs Numba")
+    (tmp_path / "norm_model.py").write_text(MODULE)
+    spec = importlib.util.spec_from_file_location("norm_model", tmp_path / "norm_model.py")
+    model = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(model)
+    path = tmp_path / f"norm_{backend}.py"
+    s2sad.export(model.norm, path, wrt=(0, 1), args=(3.0, 4.0), backend=backend)
+    spec = importlib.util.spec_from_file_location(f"norm_{backend}", path)
+    exported = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(exported)
+    assert exported.norm_grad(3.0, 4.0) == pytest.approx((0.6, 0.8), rel=1e-15)
+    same(exported.norm_grad(0.0, 0.0), (NAN, NAN))
+    same(exported.norm_value_and_grad(0.0, 0.0)[1], (NAN, NAN))
