@@ -151,3 +151,61 @@ def test_exported_modules(tmp_path, backend):
     assert exported.norm_grad(3.0, 4.0) == pytest.approx((0.6, 0.8), rel=1e-15)
     same(exported.norm_grad(0.0, 0.0), (NAN, NAN))
     same(exported.norm_value_and_grad(0.0, 0.0)[1], (NAN, NAN))
+
+
+# -- the determinant of a singular matrix ---------------------------------------------------
+def det(a):
+    return np.linalg.det(a)
+
+
+def weighted_dets(a):
+    return np.sum(np.linalg.det(a) * np.array([1.0, -2.0]))
+
+
+RANK_2 = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]])    # singular
+RANK_1 = np.outer([1.0, -2.0, 0.5], [3.0, 1.0, -1.0])
+REGULAR = np.array([[2.0, 1.0, 0.0], [0.5, 3.0, 1.0], [1.0, 0.0, 4.0]])
+
+
+def cofactor_matrix(a):
+    """By hand: (-1)^(i+j) times the minor without row i and column j."""
+    n = a.shape[0]
+    return np.array([[(-1) ** (i + j) * np.linalg.det(np.delete(np.delete(a, i, 0), j, 1))
+                      for j in range(n)] for i in range(n)])
+
+
+@pytest.mark.parametrize("a", [RANK_2, RANK_1, REGULAR, np.array([[1.0, 2.0], [2.0, 4.0]])],
+                         ids=["rank 2 of 3", "rank 1 of 3", "regular", "2 by 2"])
+def test_the_gradient_of_det_is_the_cofactor_matrix(a):
+    from numpy_cases import check_hessian, check_jvp, fd_array_grad
+    want = cofactor_matrix(a)
+    np.testing.assert_allclose(want, fd_array_grad(det, (a,), 0), atol=1e-8)
+    np.testing.assert_allclose(s2sad.grad(det)(a), want, rtol=1e-12, atol=1e-12)
+    value, gradient = s2sad.value_and_grad(det)(a)
+    assert value == det(a)
+    np.testing.assert_allclose(gradient, want, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(s2sad.vjp(det, a)[1](2.0)[0], 2.0 * want, rtol=1e-12,
+                               atol=1e-12)
+    t = np.arange(a.size, dtype=float).reshape(a.shape) / 7.0 - 0.5
+    assert s2sad.jvp(det, (a,), (t,))[1] == pytest.approx(np.sum(want * t), abs=1e-12)
+    check_jvp(det, (a,))
+    check_hessian(det, a)         # det is a polynomial: its differences are exact enough
+
+
+def test_a_stack_with_a_singular_matrix():
+    from numpy_cases import check_hessian, fd_array_grad
+    a = np.stack([RANK_2, REGULAR])
+    np.testing.assert_allclose(s2sad.grad(weighted_dets)(a),
+                               fd_array_grad(weighted_dets, (a,), 0), rtol=1e-7, atol=1e-8)
+    check_hessian(weighted_dets, a)
+
+
+def test_scipy_det_of_a_singular_matrix():
+    linalg = pytest.importorskip("scipy.linalg")
+
+    def scipy_det(a):
+        return linalg.det(a)
+    np.testing.assert_allclose(s2sad.grad(scipy_det)(RANK_2), cofactor_matrix(RANK_2),
+                               atol=1e-12)
+    t = np.eye(3)
+    assert s2sad.jvp(scipy_det, (RANK_1,), (t,))[1] == pytest.approx(0.0, abs=1e-12)

@@ -19,7 +19,7 @@ from .calculus import (  # noqa: F401 - generated code finds them in runtime
     trapezoid_weights, unconvolve, uncorrelate, undiff, ungradient, uninterp, uninterp_dot,
     unpolyval, unquantile, unquantile_q, weights_like)
 from .factorizations import (  # noqa: F401 - generated code finds them in runtime
-    diag_embed, eigen_gaps, eigh_dot, eigvals_dot, eigvalsh_adjoint, eigvalsh_adjoint_dot,
+    cofactors, cofactors_dot, diag_embed, eigen_gaps, eigh_dot, eigvals_dot, eigvalsh_adjoint, eigvalsh_adjoint_dot,
     lstsq_adjoint, lstsq_dot, no_second_derivative, pinv_dot, power_dot, power_dot_dot,
     qr_dot, spread, structured, svd_dot, svd_values_adjoint, svd_values_adjoint_dot,
     matrix_norm_slope, symmetrize, thin)
