@@ -209,3 +209,18 @@ def test_scipy_det_of_a_singular_matrix():
                                atol=1e-12)
     t = np.eye(3)
     assert s2sad.jvp(scipy_det, (RANK_1,), (t,))[1] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_nearly_singular_and_well_conditioned_cofactors_agree_with_the_minors():
+    # the well-conditioned path (det * inv(a).T) and the SVD's, each where it is taken
+    from s2sad.rules.factorizations import COFACTORS_BY_INVERSE, cofactors, cofactors_dot
+    nearly = RANK_2 + np.diag([0.0, 0.0, 1e-12])
+    assert 3 * np.abs(nearly).max() * np.abs(np.linalg.inv(nearly)).max() > COFACTORS_BY_INVERSE
+    for a in (nearly, REGULAR, RANK_1):
+        np.testing.assert_allclose(cofactors(a, np.linalg.det(a)), cofactor_matrix(a),
+                                   rtol=1e-9, atol=1e-9)
+        t = np.arange(9.0).reshape(3, 3) / 5.0 - 0.7
+        h = 1e-5
+        want = (cofactor_matrix(a + h * t) - cofactor_matrix(a - h * t)) / (2 * h)
+        np.testing.assert_allclose(cofactors_dot(a, np.linalg.det(a), t), want, rtol=1e-6,
+                                   atol=1e-8)

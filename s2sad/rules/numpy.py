@@ -269,8 +269,8 @@ rule(np.linalg.solve, "a, b", "_s2s_solve(g, a, b, ans, 0)", "_s2s_solve(g, a, b
      tangent=("-np.linalg.solve(a, t @ ans)", "np.linalg.solve(a, t)"))
 rule(np.linalg.inv, "a", "_s2s_inv(g, ans)", tangent="-ans @ t @ ans")
 # the cofactors, not det * inv(a).T: singular matrices have them too (see cofactors)
-rule(np.linalg.det, "a", "np.expand_dims(g, (-2, -1)) * _s2s_cofactors(a)",
-     tangent="np.sum(_s2s_cofactors(a) * t, axis=(-2, -1))", returns="scalar")
+rule(np.linalg.det, "a", "np.asarray(g)[..., None, None] * _s2s_cofactors(a, ans)",
+     tangent="np.sum(_s2s_cofactors(a, ans) * t, axis=(-2, -1))", returns="scalar")
 rule(np.linalg.slogdet, "a", "g[1][..., None, None] * np.swapaxes(np.linalg.inv(a), -1, -2)",
      tangent="(_s2s_zeros_like(ans[0]), np.trace(np.linalg.solve(a, t), 0, -2, -1))",
      returns="container")
