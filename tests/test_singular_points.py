@@ -107,6 +107,12 @@ def test_second_derivatives_at_and_next_to_the_singular_point():
     assert s2sad.hvp(lambda x: math.sqrt(x))(0.0, 1.0) == -INF
 
 
+def test_numba_second_derivatives_at_the_singular_point():
+    pytest.importorskip("numba", reason="backend='numba' needs Numba")
+    assert s2sad.hessian(lambda x: math.sqrt(x), backend="numba")(0.0) == -INF
+    assert s2sad.hessian(lambda x: math.sqrt(x), backend="numba")(0.25) == pytest.approx(-2.0)
+
+
 def test_arrays_keep_numpys_division():
     x = np.array([0.0, 4.0])
     np.testing.assert_array_equal(s2sad.grad(lambda a: np.sum(np.sqrt(a)))(x), [INF, 0.25])

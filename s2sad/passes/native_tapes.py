@@ -14,9 +14,9 @@ dispatches on types itself) and leaves the same function where
 - the helpers of `s2sad.rules.runtime` whose arguments are numbers (or elements and
   arrays of known type) are written as the NumPy they mean (`_s2s_snapshot(t)` is `t`,
   `_s2s_take(g, i)` is `g[i]`);
-- a rule's denominator that may be a number 0, `n / (d or np.float64(d))`, is tested
-  for 0 (`n / d if d else n * copysign(inf, d)`): Numba divides by 0 as Python does,
-  raising, where NumPy gives inf or nan;
+- a rule's quotient whose denominator may be a number 0, `n / (d or np.float64(d))`,
+  is `np.divide(n, d)`: Numba's `/` raises at 0, as Python's does, and its `np.divide`
+  gives inf or nan, as NumPy's does;
 - an adjoint times a value divided by another (`g * x / y`, the adjoint of a
   division) is the adjoint times the quotient (`g * (x / y)`): the division leaves the
   chain of adjoints a reversed loop carries from one iteration to the next (the result
@@ -192,15 +192,15 @@ class _NativeForms:
     def native(self, e):
         if (isinstance(e, gast.BinOp) and isinstance(e.op, gast.Div)
                 and any(isinstance(n, gast.BoolOp) for n in syntax.walk(e.right))):
-            # a rule's `n / (d or np.float64(d))`: Numba's division by 0 raises, as
-            # Python's does (its error model), so 0 is tested: n * copysign(inf, d)
-            d = _first_operand(syntax.copied(e.right))
-            at_zero = gast.BinOp(left=syntax.copied(e.left), op=gast.Mult(), right=syntax.call(
-                self.ctx.bind("copysign", "math"), [syntax.name(self.ctx.bind("inf", "math")),
-                                                    syntax.copied(d)]))
-            return gast.IfExp(test=syntax.copied(d), body=gast.BinOp(left=e.left,
-                                                                     op=gast.Div(), right=d),
-                              orelse=at_zero)
+            # a rule's `n / (d or np.float64(d))`: Numba's `/` raises at 0, as Python's
+            # does (its error model), its np.divide gives inf or nan, as NumPy's does
+            d, n = _first_operand(e.right), e.left
+            if (isinstance(n, gast.BinOp) and isinstance(n.op, gast.Mult)
+                    and syntax.is_name(n.left) and n.left.id in self.adjoints):
+                # (the adjoint off the division, as below)
+                return gast.BinOp(left=n.left, op=gast.Mult(), right=syntax.call(
+                    syntax.attribute(self.numpy(), "divide"), [n.right, d]))
+            return syntax.call(syntax.attribute(self.numpy(), "divide"), [n, d])
         if (isinstance(e, gast.BinOp) and isinstance(e.op, gast.Div)
                 and isinstance(e.left, gast.BinOp) and isinstance(e.left.op, gast.Mult)
                 and syntax.is_name(e.left.left) and e.left.left.id in self.adjoints
