@@ -211,3 +211,15 @@ def test_keyword_only_arguments_of_another_type():
     assert s2sad.value_and_grad(keyword_only)(2.0, k=0.5) == (0.5, 0.25)
     assert s2sad.grad(keyword_only)(2.0) == 1
     assert s2sad.jvp(keyword_only, (2.0,), (1.0,), k=0.5) == (0.5, 0.25)
+
+
+def extended(x, acc=[]):        # noqa: B006
+    acc += [x]
+    return x * len(acc)
+
+
+def test_an_augmented_assignment_changes_a_list_default_in_place():
+    # `acc += [x]` extends the list itself: the default grows by one a call
+    for n in (1, 2):
+        assert s2sad.value_and_grad(extended)(2.0) == (2.0 * n, n)
+        assert extended.__defaults__[0] == [2.0] * n

@@ -28,7 +28,7 @@ Takes a fenced and lifted function and leaves one where
   flag when a jump hides inside a branch), and the function has one `return`, last,
 - a parameter whose default object (a list, dict or array) the function changes in
   place works, when the call leaves it at its default, on a copy, whose contents the
-  default gets before the `return` (see `keep_defaults`).
+  default gets before the `return` (see passes.defaults).
 
 >>> from s2sad.passes.desugar import Desugar
 >>> print(show(Desugar, '''
@@ -51,15 +51,12 @@ def f(x):
     return y
 """
 
-import inspect
-
 import gast
-import numpy as np
 
 from .. import syntax
 from ..frontend import source
 from ..frontend.source import MISSING
-from . import checkpointed_loops
+from . import checkpointed_loops, defaults
 from .iteration import Iteration
 
 JUMPS = (gast.Break, gast.Continue)
@@ -83,7 +80,7 @@ class Desugar:
     def run(self, fn):
         self.deletions(fn.body, {})
         self.gradient_calls(fn)
-        changed_defaults = self.changed_defaults(fn)
+        changed = defaults.changed(fn, self.src)
         lifted = [n for n in syntax.walk(fn) if isinstance(n, (gast.NamedExpr, gast.BoolOp))]
         walruses = [n for n in lifted if isinstance(n, gast.NamedExpr)]
         self.lifts = bool(lifted)       # (else no statement is searched for one)
@@ -101,8 +98,8 @@ class Desugar:
         else:
             body, _, _ = self.jumps(body)
         fn.body = body
-        if changed_defaults:
-            self.keep_defaults(fn, changed_defaults)
+        if changed:
+            defaults.keep(fn, changed, self.ctx)
         return fn
 
     # -- sugar ------------------------------------------------------------------------
@@ -278,72 +275,6 @@ class Desugar:
             again = lambda: syntax.copied(lifter.out)   # noqa: E731
             s.body = _before_continues(s.body, again) + again()
         return self.block(lifter.out) + self.sugar(s)
-
-    # -- default values changed in place ------------------------------------------------
-    def changed_defaults(self, fn):
-        """{parameter: (its default object, the first node that changes it)} of the
-        parameters whose default (a list, dict or array, which Python keeps from call to
-        call) `fn` changes in place."""
-        if source.is_generated(self.src):
-            return {}
-        try:
-            params = inspect.signature(self.src.fn).parameters.values()
-        except (TypeError, ValueError):
-            return {}
-        mutable = {p.name: p.default for p in params if isinstance(p.default, MUTABLE)}
-        if not mutable:
-            return {}
-        changed, rebound = {}, {}
-        for node in (n for s in fn.body for n in syntax.walk(s)):
-            name = _changed_in_place(node)
-            if name in mutable:
-                changed.setdefault(name, node)
-            if isinstance(node, gast.Name) and node.id in mutable and isinstance(
-                    node.ctx, gast.Store):
-                rebound.setdefault(node.id, node)
-        for name, node in changed.items():
-            if name in rebound:
-                raise self.src.syntax_error(rebound[name], (
-                    f"{name} is assigned here, and its default value, which Python keeps "
-                    f"from call to call, is changed in place at line "
-                    f"{self.src.lineno(node)}; s2sad cannot tell which of the two the change "
-                    f"is made to. Give the new value another name, or use a default of None "
-                    f"({name}=None, then `if {name} is None: {name} = ...`)"))
-        return {name: (mutable[name], changed[name]) for name in sorted(changed)}
-
-    def keep_defaults(self, fn, changed):
-        """A call that leaves a parameter at its default, which the function changes in
-        place, works on a copy of it (the derivative code changes no object it is given)
-        and gives the default the copy's final contents at the end, where Python's
-        changes in place leave them for the next call: `acc` of `def f(x, acc=[])` is
-        `defaulted = acc is acc_default` and `if defaulted: acc = _s2s_own_default(acc)`
-        first, `if defaulted: _s2s_keep_default(acc_default, acc)` before the return."""
-        first, last = [], []
-        args = fn.args
-        defaults = dict(zip([a.id for a in args.posonlyargs + args.args][-len(args.defaults):],
-                            range(len(args.defaults)))) if args.defaults else {}
-        for name, (default, where) in changed.items():
-            bound = self.ctx.bind(f"{name}_default", obj=default)
-            # the derivative's own default is that object too (an exported module's too)
-            if name in defaults:
-                args.defaults[defaults[name]] = syntax.name(bound)
-            else:
-                k = [a.id for a in args.kwonlyargs].index(name)
-                args.kw_defaults[k] = syntax.name(bound)
-            flag = self.namer.fresh("defaulted")
-            made = [syntax.assign(flag, gast.Compare(left=syntax.name(name), ops=[gast.Is()],
-                                                     comparators=[syntax.name(bound)])),
-                    syntax.if_(syntax.name(flag), [syntax.assign(name, syntax.call(
-                        self.ctx.runtime("own_default"), [syntax.name(name)]))]),
-                    syntax.if_(syntax.name(flag), [syntax.expr_stmt(syntax.call(
-                        self.ctx.runtime("keep_default"), [syntax.name(bound),
-                                                           syntax.name(name)]))])]
-            for block in syntax.blocks(made):
-                for s in block:
-                    syntax.located(s, where)      # (the line that changes the default)
-            first += made[:2]
-            last.append(made[2])
-        fn.body = first + fn.body[:-1] + last + fn.body[-1:]
 
     # -- derivatives called ---------------------------------------------------------------
     def gradient_calls(self, fn):
@@ -846,31 +777,6 @@ def _load(target):
         if hasattr(n, "ctx"):
             n.ctx = gast.Load()
     return t
-
-
-#: The default objects a function may change in place (Python keeps them between calls).
-MUTABLE = (list, dict, np.ndarray)
-#: The methods that change a list, dict or array in place.
-CHANGING = frozenset({"append", "extend", "insert", "pop", "remove", "reverse", "sort",
-                      "clear", "update", "setdefault", "popitem", "fill", "put", "partition",
-                      "resize", "itemset", "__setitem__", "__iadd__"})
-
-
-def _changed_in_place(node):
-    """The name `node` changes in place (`p.append(v)`, `p[i] = v`, `p[i][j] += v`,
-    `p += v`), or None."""
-    if isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) and (
-            node.func.attr in CHANGING and isinstance(node.func.value, gast.Name)):
-        return node.func.value.id
-    if isinstance(node, (gast.Assign, gast.AugAssign, gast.AnnAssign)):
-        for target in getattr(node, "targets", None) or [node.target]:
-            if isinstance(node, gast.AugAssign) and isinstance(target, gast.Name):
-                return target.id
-            while isinstance(target, gast.Subscript):
-                target = target.value
-                if isinstance(target, gast.Name):
-                    return target.id
-    return None
 
 
 # the callables that consume an iterable whole, so a list can stand for a generator
