@@ -354,7 +354,8 @@ def _share_defaults(compiled, fn):
     if not shared:
         return
     if compiled.__defaults__:
-        positional = [p.name for p in mine if p.kind is p.POSITIONAL_OR_KEYWORD]
+        positional = [p.name for p in mine
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         named = positional[len(positional) - len(compiled.__defaults__):]
         compiled.__defaults__ = tuple(shared.get(n, d)
                                       for n, d in zip(named, compiled.__defaults__))

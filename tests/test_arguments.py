@@ -223,3 +223,18 @@ def test_an_augmented_assignment_changes_a_list_default_in_place():
     for n in (1, 2):
         assert s2sad.value_and_grad(extended)(2.0) == (2.0 * n, n)
         assert extended.__defaults__[0] == [2.0] * n
+
+
+def weighted(x, w=np.ones(2)):      # noqa: B008
+    return np.sum(w * x)
+
+
+def test_a_default_changed_between_calls_is_read_as_it_is():
+    # the derivative's default is the function's object, not the expression again
+    x = np.array([0.5, -1.0])
+    np.testing.assert_array_equal(s2sad.grad(weighted)(x), [1.0, 1.0])
+    weighted.__defaults__[0][:] = [3.0, -2.0]
+    np.testing.assert_array_equal(s2sad.grad(weighted)(x), [3.0, -2.0])
+    assert s2sad.value_and_grad(weighted)(x)[0] == weighted(x)
+    assert s2sad.jvp(weighted, (x,), (np.ones(2),)) == (weighted(x), 1.0)
+    weighted.__defaults__[0][:] = 1.0
