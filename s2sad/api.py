@@ -56,11 +56,11 @@ class _DerivativeFunction:
     def _compile_and_call(self, *args, **kwargs):
         """Compile for the kinds of `args` (or fetch that version), then call it."""
         target = _target(self.primal)
-        self._kinds = kinds_of(target, args)
-        self._patterns = patterns_of(target, args)
+        self._kinds = kinds_of(target, args, kwargs)
+        self._patterns = patterns_of(target, args, kwargs)
         fn = _compiled(self.primal, self.wrt, self.fused, self._kinds, release=True,
                        patterns=self._patterns, memory=self.memory).fn
-        _check_inputs(self.primal, self.wrt, args)
+        _check_inputs(self.primal, self.wrt, args, kwargs)
         self._fn = fn
         self._version = registry.version
         self._install(fn)
@@ -156,12 +156,13 @@ class ValueAndGradientFunction(_DerivativeFunction):
     s2s_made_by = "value_and_grad"
 
 
-def _check_inputs(fn, wrt, args):
+def _check_inputs(fn, wrt, args, kwargs=None):
     """Refuse, clearly, inputs s2sad cannot differentiate (checked at compilation)."""
+    params = list(inspect.signature(_target(fn)).parameters)
     for i in wrt_indices(_target(fn), wrt):
-        if i >= len(args):
+        if i >= len(args) and params[i] not in (kwargs or {}):
             continue
-        x = args[i]
+        x = args[i] if i < len(args) else kwargs[params[i]]
         dtype = getattr(x, "dtype", None)
         refuse_complex(fn, [i], args)
         if dtype is not None and not np.issubdtype(dtype, np.floating):
@@ -244,7 +245,8 @@ def grad(f: Callable | None = None, wrt: Wrt = 0, backend: str = "python",
     """The gradient of scalar function `f` with respect to parameter(s) `wrt`.
 
     `wrt` is a positional parameter's index or name, or a tuple of them (then the
-    gradient is a tuple). Keyword arguments are passed through, never differentiated.
+    gradient is a tuple); it may be passed by keyword. Keyword-only arguments are
+    passed through, never differentiated.
     With `backend="numba"`, the gradient is compiled by `numba.njit` (with the options
     `jit`, by default those of `f` if it is a Numba function) and can be called from
     `@numba.njit` code too (see docs/numba.md). `f` may be a `@numba.njit` function:
@@ -314,7 +316,7 @@ def vjp(f: Callable, *args: Any, backend: str = "python", **kwargs: Any
                   ((f.__self__,) if inspect.ismethod(f) else ()) + args)
     if inspect.ismethod(f):
         f, args, wrt = f.__func__, (f.__self__,) + args, _shift(wrt)
-    kinds = kinds_of(_target(f), args)
+    kinds = kinds_of(_target(f), args, kwargs)
     return _compiled(f, wrt, kinds=kinds).fn(*args, **kwargs)
 
 

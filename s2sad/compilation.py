@@ -38,7 +38,7 @@ import gast
 import numpy as np
 
 from .analysis.value_kinds import ARRAY, CONTAINER, SCALAR, ValueKinds, user_class
-from .analysis.activity import active_names, definitions, varied_names
+from .analysis.activity import active_names, definitions, useful_names, varied_names
 from .analysis.buffers import ArrayFacts
 from .analysis.operations import classify
 from .analysis.shapes import Shapes, pattern
@@ -193,11 +193,19 @@ class Compilation:
     def active(self) -> set:
         """The names that carry a derivative: they depend on `wrt` and the output depends
         on them (analysis.activity)."""
-        def compute():
-            ret = self.wengert.body[-1]
-            output = ret.value.id if isinstance(getattr(ret, "value", None), gast.Name) else None
-            return active_names(self.wengert, self.wrt, output, self.ops)
-        return self._analysis("active", compute)
+        return self._analysis("active", lambda: active_names(
+            self.wengert, self.wrt, self._output(), self.ops))
+
+    @property
+    def useful(self) -> set:
+        """The names the output depends on differentiably (analysis.activity)."""
+        return self._analysis("useful", lambda: useful_names(
+            self.wengert, self._output(), self.ops))
+
+    def _output(self):
+        """The name the function in Wengert form returns, or None."""
+        ret = self.wengert.body[-1]
+        return ret.value.id if isinstance(getattr(ret, "value", None), gast.Name) else None
 
     @property
     def varied(self) -> set:
@@ -339,6 +347,9 @@ class Compilation:
         binding, or what the user's function sees), or None."""
         if isinstance(func, gast.Name) and func.id in self.bindings:
             return self.bindings[func.id]
+        if (isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name)
+                and func.value.id in self.bindings):      # `np.float64` of a rule
+            return getattr(self.bindings[func.value.id], func.attr, None)
         obj = self.src.resolve(func)
         return None if obj is MISSING else obj
 
@@ -405,25 +416,26 @@ def refuse_complex(fn, indices, args):
                 "pass the real and imaginary parts as real arrays and compute with them")
 
 
-def kinds_of(fn, args):
-    """{parameter: type} for the positional arguments whose exact type s2sad specialises
-    on (float, int, ndarray, the arrays of other libraries NumPy dispatches to, lists,
-    tuples and dicts, and the user's classes, whose methods are found through them), and
-    for the defaults of the parameters after them; {"p.a": type} for such fields of
-    dataclass and named tuple arguments; other arguments are of unknown kind."""
+def kinds_of(fn, args, kwargs=None):
+    """{parameter: type} for the arguments (positional `args`, and those of `kwargs`
+    passed by keyword) whose exact type s2sad specialises on (float, int, real ndarrays,
+    the arrays of other libraries NumPy dispatches to, lists, tuples and dicts, and the
+    user's classes, whose methods are found through them), and for the defaults of the
+    parameters the call leaves; {"p.a": type} for such fields of dataclass and named
+    tuple arguments; other arguments are of unknown kind."""
     signature = inspect.signature(fn).parameters
-    params = list(signature)
-    kinds = {p: type(a) for p, a in zip(params, args)
+    given = _given(signature, args, kwargs)
+    kinds = {p: type(a) for p, a in given.items()
              if _specialised(a) or user_class(type(a)) or type(a) in CONTAINERS}
-    for p, a in zip(params, args):
+    for p, a in given.items():
         if user_class(type(a)):
             _refuse_hidden_methods(fn, p, a)
-    for p in params[len(args):]:        # a default the call leaves, as the guard sees it
+    for p in signature:        # a default the call leaves, as the guard sees it
         default = signature[p].default
-        if (signature[p].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+        if (p not in given and signature[p].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
                 and type(default) in SPECIALISED):
             kinds[p] = type(default)
-    for p, a in zip(params, args):
+    for p, a in given.items():
         for field in _record_fields(a):
             value = getattr(a, field)
             if type(value) in SPECIALISED and not _complex(value):
@@ -459,13 +471,23 @@ def _complex(a):
     return dtype is not None and getattr(dtype, "kind", None) == "c"
 
 
-def patterns_of(fn, args):
-    """{parameter: (dtype, shape pattern)} of the array arguments (see
-    analysis.shapes.pattern), ndarrays and others: each one's dtype, how many axes it has
-    and which have length 1, which broadcasting depends on."""
-    params = list(inspect.signature(fn).parameters)
-    return {p: pattern(a) for p, a in zip(params, args)
+def patterns_of(fn, args, kwargs=None):
+    """{parameter: (dtype, shape pattern)} of the real array arguments (positional `args`,
+    and those of `kwargs` passed by keyword; see analysis.shapes.pattern), ndarrays and
+    others: each one's dtype, how many axes it has and which have length 1, which
+    broadcasting depends on."""
+    given = _given(inspect.signature(fn).parameters, args, kwargs)
+    return {p: pattern(a) for p, a in given.items()
             if (type(a) is np.ndarray or is_duck_array_type(type(a))) and not _complex(a)}
+
+
+def _given(signature, args, kwargs):
+    """{parameter: argument} of a call with positional `args` and keyword `kwargs`."""
+    given = dict(zip(signature, args))
+    for p, a in (kwargs or {}).items():
+        if p in signature and p not in given:
+            given[p] = a
+    return given
 
 
 def default_kinds(fn):

@@ -1,6 +1,7 @@
 """Forward mode and second derivatives: jvp, jacfwd, jacrev, hvp, hessian, defjvp."""
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 import types
@@ -27,6 +28,37 @@ def compiled(fn, wrt, kinds=None, guard=False):
 
 def _call(d, args, kwargs, tangents):
     return d.fn(*args, **kwargs, **dict(zip(d.tangent_names, tangents)))
+
+
+def _by_position(f, args, kwargs):
+    """(args, kwargs) of a call of `f`, its arguments for parameters that may be passed
+    by position passed so (with the defaults of those the call leaves before them):
+    what the Hessians and Jacobians index and specialise on."""
+    if not kwargs:
+        return args, kwargs
+    bound = inspect.signature(f).bind(*args, **kwargs)
+    bound.apply_defaults()
+    return bound.args, bound.kwargs
+
+
+def _as_one_call(fn, products):
+    """[product() for product in `products`], each run on the default values `fn` holds
+    before the first: a default object (list, dict, array) that `fn` changes in place,
+    which Python keeps from call to call, is given its contents of then again before
+    each product, so that they are the derivatives of one call of `fn`, whose change it
+    keeps once (see passes.desugar's `keep_defaults`)."""
+    try:
+        defaults = [p.default for p in inspect.signature(fn).parameters.values()
+                    if isinstance(p.default, (list, dict, np.ndarray))]
+    except (TypeError, ValueError):
+        defaults = []
+    saved = [copy.deepcopy(d) for d in defaults]
+    out = []
+    for k, product in enumerate(products):
+        for default, contents in zip(defaults, saved) if k else ():
+            runtime.keep_default(default, copy.deepcopy(contents))
+        out.append(product())
+    return out
 
 
 def jvp(f: Callable, primals: Sequence, tangents: Sequence, *, backend: str = "python",
@@ -92,18 +124,20 @@ def _jvp(f, primals, tangents, kwargs):
         f, primals, first = f.__func__, (f.__self__,) + primals, 1
     # the types of the tangents tell which are None (arguments left out)
     key = (first, registry.version, *map(type, primals), *map(type, tangents))
+    if kwargs:
+        key += tuple(sorted((k, type(v)) for k, v in kwargs.items()))
     per_fn = _calls_of(f)
     entry = per_fn.get(key)
     if entry is None:
         if any(k[1] != registry.version for k in per_fn):
             per_fn.clear()
-        entry = per_fn[key] = _jvp_entry(f, primals, tangents, first)
+        entry = per_fn[key] = _jvp_entry(f, primals, tangents, first, kwargs)
     _remember(f, first, primals, entry)
     try:
         return _run(entry, primals, tangents, kwargs)
     except runtime.Respecialize:
         # a field of a dataclass argument changed type, which the key does not see
-        entry = per_fn[key] = _jvp_entry(f, primals, tangents, first)
+        entry = per_fn[key] = _jvp_entry(f, primals, tangents, first, kwargs)
         _remember(f, first, primals, entry)
         return _run(entry, primals, tangents, kwargs)
 
@@ -143,7 +177,7 @@ def _remember(f, first, primals, entry):
         pass
 
 
-def _jvp_entry(f, primals, tangents, first):
+def _jvp_entry(f, primals, tangents, first, kwargs):
     """`(f_jvp, names, skip)`: the compiled `f_jvp` for the arguments `primals` (the
     version that checks them), the first `first` of them not differentiated (a method's
     instance), nor those whose tangent is None (then `skip`); `names` are the names of its
@@ -154,7 +188,7 @@ def _jvp_entry(f, primals, tangents, first):
     if not wrt:
         raise S2SADError("jvp needs at least one tangent that is not None")
     refuse_complex(f, wrt, primals)
-    d = compiled(f, wrt, kinds_of(_target(f), primals), guard=True)
+    d = compiled(f, wrt, kinds_of(_target(f), primals, kwargs), guard=True)
     code = getattr(d.fn, "__code__", None)
     by_position = (code is not None and
                    code.co_varnames[len(primals):code.co_argcount] == tuple(d.tangent_names))
@@ -330,6 +364,7 @@ def jacfwd(f: Callable, wrt: Wrt = 0) -> Callable:
     Hessian (see `hessian`), with `wrt` the mixed second derivatives.
     """
     def jacobian(*args, **kwargs):
+        args, kwargs = _by_position(f, args, kwargs)
         gradient = _gradient(f)
         target = _target(f if gradient is None else gradient[0])
         many, indices = _wrt(target, wrt)
@@ -339,10 +374,11 @@ def jacfwd(f: Callable, wrt: Wrt = 0) -> Callable:
         for i, like in zip(indices, likes):
             if gradient is None:
                 d = compiled(f, (i,), kinds)
-                cols += [_call(d, args, kwargs, (e,))[1] for e in _basis(like)]
+                cols += [lambda d=d, e=e: _call(d, args, kwargs, (e,))[1] for e in _basis(like)]
             else:
                 d = _gradient_jvp(*gradient, (i,), kinds)
-                cols += [_call(d, args, kwargs, (e,)) for e in _basis(like)]
+                cols += [lambda d=d, e=e: _call(d, args, kwargs, (e,)) for e in _basis(like)]
+        cols = _as_one_call(target, cols)
         return _assemble(cols, cols[0] if cols else f(*args, **kwargs),
                          tuple(likes) if many else likes[0])
     jacobian.__name__ = f"jacfwd_{getattr(f, '__name__', 'f')}"
@@ -363,6 +399,7 @@ def jacrev(f: Callable, wrt: Wrt = 0) -> Callable:
            [0., 2.]])
     """
     def jacobian(*args, **kwargs):
+        args, kwargs = _by_position(f, args, kwargs)
         target = _target(f)
         many, indices = _wrt(target, wrt)
         refuse_complex(target, indices, args)
@@ -479,6 +516,7 @@ def second_derivative(df, wrt):
                          "s2sad.hessian for all second derivatives at once")
 
     def second(*args, **kwargs):
+        args, kwargs = _by_position(df.primal, args, kwargs)
         target = _target(df.primal)
         i = wrt_indices(target, df.wrt)[0]
         j = wrt_indices(target, wrt)[0]
@@ -488,7 +526,8 @@ def second_derivative(df, wrt):
         if _is_scalar(args[j]):
             return _call(d, args, kwargs, (1.0,))
         like = _template(args[j])
-        return _assemble([_call(d, args, kwargs, (e,)) for e in _basis(like)], 0.0, like)
+        return _assemble(_as_one_call(target, [lambda e=e: _call(d, args, kwargs, (e,))
+                                               for e in _basis(like)]), 0.0, like)
     return _mark_gradient(second, df.primal, df.wrt, "grad_grad", tangents=wrt)
 
 
@@ -527,6 +566,7 @@ def hvp(f: Callable, wrt: Wrt = 0, *, backend: str = "python") -> Callable:
 
     def product(*args, **kwargs):
         *args, v = args
+        args, kwargs = _by_position(f, args, kwargs)
         # (complex arrays are of a kind of their own: see compilation.kinds_of)
         key = (tuple(map(type, args)), registry.version,
                tuple(getattr(getattr(a, "dtype", None), "kind", None) == "c" for a in args))
@@ -579,13 +619,15 @@ def hessian(f: Callable, wrt: Wrt = 0, *, backend: str = "python") -> Callable:
     numba_api.check_backend(backend)
 
     def hess(*args, **kwargs):
+        args, kwargs = _by_position(f, args, kwargs)
         if backend == "numba":
             product = _product(f, wrt, args, backend)      # (refuses a tuple wrt)
             like = _template(args[_indices(_target(f), wrt)[0]])
             return _assemble([product(*args, e, **kwargs) for e in _basis(like)], like, like)
         i, d = _grad_jvp(f, wrt, args)
         like = _template(args[i])
-        return _assemble([_call(d, args, kwargs, (e,)) for e in _basis(like)], like, like)
+        return _assemble(_as_one_call(_target(f), [lambda e=e: _call(d, args, kwargs, (e,))
+                                                   for e in _basis(like)]), like, like)
     return _mark_gradient(hess, f, wrt, "hessian")
 
 

@@ -66,8 +66,9 @@ FRONT = [
     Pass("checkpointed_loops", checkpointed_loops.run, "the body of a loop over "
          "s2sad.checkpointed(...) a step function of the loop state"),
     Pass("desugar", desugar.run, "comprehensions, augmented and multiple assignment, "
-         ":=, loops over sequences as loops over indexes, loop else, early returns, "
-         "jumps; del and global dropped, the bodies of with and try kept"),
+         ":=, and/or values as ifs, loops over sequences as loops over indexes, loop "
+         "else, early returns, jumps; del and global dropped, the bodies of with and try "
+         "kept"),
     Pass("wengert", wengert.run, "one primitive operation per statement, SSA names"),
     Pass("resolve_calls", resolve_calls.run, "calls of methods, partials and function "
          "values made direct, arguments by position"),
@@ -398,27 +399,31 @@ def _compiled(ctx, node):
         bindings.setdefault(var, cell.cell_contents)
     filename = f"<s2sad: {node.name}, from {src.filename}:{src.first_line}>"
     compiled, text = emit.compile_function(node, bindings, src.fn, filename)
-    _defaults_as_now(compiled, src.fn)
+    _share_defaults(compiled, src.fn)
     return CompiledDerivative(compiled, text, compiled.__code__.co_filename, ctx)
 
 
-def _defaults_as_now(compiled, fn):
-    """Give the parameters of the generated function `compiled` that are `fn`'s the
-    defaults `fn` has now (`__defaults__`, `__kwdefaults__`), which its source, the
-    generated code's, may not say (a guard recompiles the derivative when they change)."""
-    if not inspect.isfunction(fn) or not (fn.__defaults__ or fn.__kwdefaults__):
+def _share_defaults(compiled, fn):
+    """Give the parameters of `compiled` that `fn` has, with a default in both, the
+    objects `fn` holds as defaults: Python evaluates a default once, when `def` runs,
+    and a call that leaves it reads that object as it is now (a list the function
+    appended to, an array changed since), not a new value of the expression."""
+    theirs = dict(inspect.signature(fn).parameters)
+    mine = inspect.signature(compiled).parameters.values()
+    shared = {p.name: theirs[p.name].default for p in mine
+              if p.default is not p.empty and p.name in theirs
+              and theirs[p.name].default is not p.empty}
+    if not shared:
         return
-    now = {p.name: p.default for p in inspect.signature(fn).parameters.values()
-           if p.default is not p.empty}
-    code = compiled.__code__
-    positional = code.co_varnames[:code.co_argcount]
     if compiled.__defaults__:
-        ends = positional[len(positional) - len(compiled.__defaults__):]
+        positional = [p.name for p in mine
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        named = positional[len(positional) - len(compiled.__defaults__):]
         guards.set_quietly(compiled, "__defaults__", tuple(
-            now.get(p, d) for p, d in zip(ends, compiled.__defaults__)))
+            shared.get(n, d) for n, d in zip(named, compiled.__defaults__)))
     if compiled.__kwdefaults__:
         guards.set_quietly(compiled, "__kwdefaults__", {
-            p: now.get(p, d) for p, d in compiled.__kwdefaults__.items()})
+            n: shared.get(n, d) for n, d in compiled.__kwdefaults__.items()})
 
 
 @_reported

@@ -4,6 +4,7 @@ keyword forms. Each is checked in reverse mode (`grad`) and forward mode (`jvp`)
 result equals central differences, or s2sad raises an `S2SADError` that names the line
 in this file. A form that loses its dependence (a zero gradient) fails."""
 import functools
+import importlib.util
 import math
 import warnings
 
@@ -802,3 +803,74 @@ def test_sorted_with_a_key_is_a_clear_error_in_both_modes():
         s2sad.grad(_sorted_by_size)(x)
     with pytest.raises(s2sad.MissingRuleError, match="key="):
         s2sad.jvp(_sorted_by_size, (x,), (np.ones(3),))
+
+
+# -- a differentiated value made text ------------------------------------------------------
+def through_str(x):
+    return float(str(x)) * x
+
+
+def through_repr(x):
+    return float(repr(x)) + x
+
+
+def through_f_string(x):
+    return float(f"{x * 2.0}") * x
+
+
+def through_percent(x):
+    return float("%.17g" % x) * x
+
+
+def through_numpy_float(x):
+    return np.float64(str(x)) * x
+
+
+def through_a_method(x):
+    s = str(x)
+    return float(s.strip()) * x
+
+
+def through_a_callee_text(x):
+    return float(_text_of(x)) * x
+
+
+def _text_of(v):
+    return str(v)
+
+
+TEXT = [through_str, through_repr, through_f_string, through_percent, through_numpy_float,
+        through_a_method, through_a_callee_text]
+
+
+@pytest.mark.parametrize("f", TEXT, ids=lambda f: f.__name__)
+def test_a_value_made_text_that_the_output_reads_is_refused(f):
+    # float(str(x)) is x to Python, whose derivative a string cannot carry: refused,
+    # at the line that makes the text, in every mode
+    match = "made text here"
+    calls = [lambda: s2sad.grad(f)(1.5), lambda: s2sad.value_and_grad(f)(1.5),
+             lambda: s2sad.vjp(f, 1.5), lambda: s2sad.jvp(f, (1.5,), (1.0,)),
+             lambda: s2sad.hessian(f)(1.5), lambda: s2sad.export(f)]
+    if importlib.util.find_spec("numba") is not None:
+        calls.append(lambda: s2sad.grad(f, backend="numba")(1.5))
+    for call in calls:
+        with pytest.raises(s2sad.MissingRuleError, match=match) as info:
+            call()
+        assert _located(info.value)
+        assert ("str(v)" in str(info.value)) == (f is through_a_callee_text)
+
+
+def printed_text(x):
+    print(f"x = {x}", str(x), repr(x))
+    label = "value %s" % x
+    digits = len(str(x * 3.0))
+    return x * x + digits + len(label)
+
+
+def test_text_only_printed_or_measured_loses_nothing(capsys):
+    # len(str(x)) is piecewise constant: its derivative is zero where it is defined
+    assert s2sad.grad(printed_text)(1.5) == 3.0
+    assert s2sad.value_and_grad(printed_text)(1.5) == (printed_text(1.5), 3.0)
+    assert s2sad.jvp(printed_text, (1.5,), (1.0,))[1] == 3.0
+    assert s2sad.hessian(printed_text)(1.5) == 2.0
+    assert "x = 1.5 1.5 1.5" in capsys.readouterr().out

@@ -415,3 +415,56 @@ def test_hessian_refusals_name_the_line():
         s2sad.hessian(babysqrt, wrt=(0, 1), backend="numba")(2.0)
     with pytest.raises(s2sad.S2SADError, match="the backend is 'python' or 'numba'"):
         s2sad.hvp(babysqrt, backend="cuda")
+
+
+# -- a full sum of a product, whose adjoint spreads a number over an array -------------------
+def summed_product(x, y):
+    return np.sum(x * y)
+
+
+def summed_method(x, y):
+    return (x * y).sum() * 2.0 + np.sum(np.sin(x))
+
+
+@pytest.mark.parametrize("f", [summed_product, summed_method], ids=lambda f: f.__name__)
+def test_the_adjoint_of_a_full_sum(f):
+    from numpy_cases import fd_array_grad
+    x, y = np.array([0.3, -1.2, 2.0]), np.array([1.5, 0.5, -0.25])
+    want = tuple(fd_array_grad(f, (x, y), i) for i in (0, 1))
+    got = s2sad.grad(f, wrt=(0, 1), backend="numba")(x, y)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-7, atol=1e-9)
+    value, got = s2sad.value_and_grad(f, wrt=(0, 1), backend="numba")(x, y)
+    assert value == pytest.approx(f(x, y), rel=1e-14)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-7, atol=1e-9)
+
+
+EXPORTED_SUM = '''\
+import numpy as np
+
+
+def summed_product(x, y):
+    return np.sum(x * y)
+'''
+
+
+def test_an_exported_numba_module_of_a_full_sum(tmp_path):
+    import importlib.util
+    from numpy_cases import fd_array_grad
+    (tmp_path / "sum_model.py").write_text(EXPORTED_SUM)
+    spec = importlib.util.spec_from_file_location("sum_model", tmp_path / "sum_model.py")
+    model = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(model)
+    x, y = np.array([0.3, -1.2, 2.0]), np.array([1.5, 0.5, -0.25])
+    s2sad.export(model.summed_product, tmp_path / "sum_numba.py", wrt=(0, 1), args=(x, y),
+                 backend="numba")
+    spec = importlib.util.spec_from_file_location("sum_numba", tmp_path / "sum_numba.py")
+    exported = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(exported)
+    gx, gy = exported.summed_product_grad(x, y)
+    np.testing.assert_allclose(gx, fd_array_grad(model.summed_product, (x, y), 0), rtol=1e-7)
+    np.testing.assert_allclose(gy, fd_array_grad(model.summed_product, (x, y), 1), rtol=1e-7)
+    value, (gx, gy) = exported.summed_product_value_and_grad(x, y)
+    assert value == pytest.approx(model.summed_product(x, y), rel=1e-14)
+    np.testing.assert_allclose(gx, y)

@@ -467,18 +467,20 @@ def test_the_exception_path_is_a_located_error_at_run_time():
             assert "if/else" in str(info.value)
 
 
-def try_sqrt(x):
+def try_reciprocal(x):
     try:
-        y = x ** 0.5
+        y = 1.0 / x
     except ZeroDivisionError:
         y = 0.0
     return y
 
 
 def test_an_exception_of_the_derivative_code_is_reported_too():
-    assert try_sqrt(0.0) == 0.0     # the function takes the normal path, the derivative
-    with pytest.raises(s2sad.ExceptionPathError, match="undefined"):  # is infinite
-        s2sad.grad(try_sqrt)(0.0)
+    # the function takes the normal path; the derivative, -1 / (x * x), divides by
+    # x * x, which is 0.0 (it underflows), and raises ZeroDivisionError
+    assert try_reciprocal(1e-200) == 1e200
+    with pytest.raises(s2sad.ExceptionPathError, match="undefined"):
+        s2sad.grad(try_reciprocal)(1e-200)
 
 
 def try_return_finally(x):

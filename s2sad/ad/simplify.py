@@ -71,12 +71,18 @@ def template_name(name, obj):
 
 def on_numbers(e, is_number):
     """`e` with each conditional whose test reads a value that may be an array replaced
-    by its first branch: an array has no truth value, and its operations follow NumPy
-    (`x ** y` for an array `y` is differentiated as `np.power` is)."""
+    by its first branch, and each `a or b` by `a`: an array has no truth value, and its
+    operations follow NumPy (`x ** y` for an array `y` is differentiated as `np.power`
+    is; `d or np.float64(d)`, a denominator that may be a number 0, is `d`)."""
     syntax.rebuilt(e, lambda child: on_numbers(child, is_number))
-    if isinstance(e, gast.IfExp):
-        reads = [n for n in syntax.walk(e.test) if isinstance(n, gast.Name)]
-        return e if all(is_number(n) for n in reads) else e.body
+    if isinstance(e, (gast.IfExp, gast.BoolOp)):
+        test = e.test if isinstance(e, gast.IfExp) else e.values[0]
+        called = {id(n.func) for n in syntax.walk(test) if isinstance(n, gast.Call)}
+        reads = [n for n in syntax.walk(test) if isinstance(n, gast.Name)
+                 and id(n) not in called]      # (not the functions a template calls)
+        if all(is_number(n) for n in reads):
+            return e
+        return e.body if isinstance(e, gast.IfExp) else e.values[0]
     return e
 
 

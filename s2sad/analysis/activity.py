@@ -24,6 +24,12 @@ def varied_names(fn, wrt, ops):
     return closure(set(wrt), _edges(fn, ops))
 
 
+def useful_names(fn, output, ops):
+    """The names the output depends on differentiably; `ops` holds the `Op` of each
+    statement (a `NodeMap`)."""
+    return closure({output} if output else set(), [(b, a) for a, b in _edges(fn, ops)])
+
+
 def active_names(fn, wrt, output, ops):
     """The active names; `ops` holds the `Op` of each statement (a `NodeMap`)."""
     edges = _edges(fn, ops)

@@ -10,6 +10,10 @@ Takes a fenced and lifted function and leaves one where
 - an assignment expression `(n := e)` is an assignment `n = e` before the statement, in
   an `if` where Python evaluates it only on some paths (`a and (n := e)`), and again at
   the end of a `while` loop's body when it is in the loop's test,
+- an `a or b` (`a and b`) whose value, not only its truth, is read is `t = a` and
+  `if not t: t = b` (`if t:`) before the statement, which reads `t`: the operand that
+  is the value carries the derivative, and `b` is evaluated only where Python evaluates
+  it (`scale = scale or 1.0` is `if not scale: scale = 1.0`),
 - `del name` and `global` (of names the function only reads) are gone, a `with` block
   is its body, and a `try` statement the path on which nothing raises: its body, `else`
   and `finally` (passes.enclose puts the blocks back around the derivative's code),
@@ -21,7 +25,10 @@ Takes a fenced and lifted function and leaves one where
 - `for ... else` and `while ... else` use a flag,
 - `break`, `continue`, `raise` and the jumps of early returns stand only at the end of a
   block, with the statements after them moved into the other branch (or guarded by a
-  flag when a jump hides inside a branch), and the function has one `return`, last.
+  flag when a jump hides inside a branch), and the function has one `return`, last,
+- a parameter whose default object (a list, dict or array) the function changes in
+  place works, when the call leaves it at its default, on a copy, whose contents the
+  default gets before the `return` (see passes.defaults).
 
 >>> from s2sad.passes.desugar import Desugar
 >>> print(show(Desugar, '''
@@ -48,7 +55,8 @@ import gast
 
 from .. import syntax
 from ..frontend import source
-from . import checkpointed_loops, gradient_calls
+from ..frontend.source import MISSING
+from . import checkpointed_loops, defaults, gradient_calls
 from .iteration import Iteration
 
 JUMPS = (gast.Break, gast.Continue)
@@ -72,8 +80,10 @@ class Desugar:
     def run(self, fn):
         self.deletions(fn.body, {})
         gradient_calls.run(fn, self.ctx)
-        walruses = [n for n in syntax.walk(fn) if isinstance(n, gast.NamedExpr)]
-        self.walruses = bool(walruses)      # (else no statement is searched for one)
+        changed = defaults.changed(fn, self.src)
+        lifted = [n for n in syntax.walk(fn) if isinstance(n, (gast.NamedExpr, gast.BoolOp))]
+        walruses = [n for n in lifted if isinstance(n, gast.NamedExpr)]
+        self.lifts = bool(lifted)       # (else no statement is searched for one)
         self.outside = (set(_names_outside_comprehensions(fn)) | set(self.src.free_values())
                         | {n.target.id for n in walruses})
         self.comprehension_vars = set()
@@ -88,6 +98,8 @@ class Desugar:
         else:
             body, _, _ = self.jumps(body)
         fn.body = body
+        if changed:
+            defaults.keep(fn, changed, self.ctx)
         return fn
 
     # -- sugar ------------------------------------------------------------------------
@@ -99,8 +111,8 @@ class Desugar:
         if isinstance(s, gast.Try):
             # the path on which nothing raises; passes.enclose reports the others
             return self.block(s.body + s.orelse + s.finalbody)
-        if self.walruses and _walrus_in(s):
-            return self.walrus(s)
+        if self.lifts and _lifted_in(s):
+            return self.lifted(s)
         return self.sugar(s)
 
     def sugar(self, s):
@@ -237,11 +249,11 @@ class Desugar:
         self.comprehension_vars.add(var)
         return var
 
-    # -- assignment expressions -------------------------------------------------------
-    def walrus(self, s):
-        """`s` after the assignments its `:=` expressions make, each where Python
-        evaluates it (see `_Walrus`); a `while` test's again at the end of the body and
-        before each `continue`."""
+    # -- assignment expressions, and/or values ----------------------------------------
+    def lifted(self, s):
+        """`s` after the assignments its `:=` expressions make, and the `if` statements
+        its `and`/`or` values are (see `_Lift`), each where Python evaluates it; a
+        `while` test's again at the end of the body and before each `continue`."""
         if isinstance(s, gast.AugAssign):
             s = _augmented(s)
         fields = {gast.Assign: ["value"], gast.AnnAssign: ["value"], gast.Return: ["value"],
@@ -249,11 +261,16 @@ class Desugar:
                   gast.While: ["test"], gast.Raise: ["exc", "cause"]}.get(type(s))
         stored = [getattr(s, f) for f in ("targets", "target") if hasattr(s, f)]
         if fields is None or _walrus_in(stored):
+            if not _walrus_in(s):
+                return self.sugar(s)    # an and/or value in a target or an assert: as it is
             raise self.src.syntax_error(s, "an assignment expression (:=) is not supported "
                                            "here; assign the value on a line of its own first")
-        lifter = _Walrus(self, s)
+        lifter = _Lift(self, s)
+        if _assigns_or(s):      # `y = a or b`: `y = a` and `if not y: y = b`
+            lifter.bool_op(s.value, into=s.targets[0].id)
+            return self.block(lifter.out)
         for field in fields:
-            setattr(s, field, lifter.lift(getattr(s, field)))
+            setattr(s, field, lifter.lift(getattr(s, field), tested=field == "test"))
         if isinstance(s, gast.While) and lifter.out:
             again = lambda: syntax.copied(lifter.out)   # noqa: E731
             s.body = _before_continues(s.body, again) + again()
@@ -421,6 +438,57 @@ def _walrus_in(node):
     return any(isinstance(n, gast.NamedExpr) for n in _walked(node))
 
 
+def _lifted_in(s):
+    """Whether statement `s`'s own expressions hold what `_Lift` takes out of them."""
+    return any(_lifted(v, tested=f == "test") for f, v in gast.iter_fields(s)
+               if f not in ("body", "orelse", "handlers", "finalbody")
+               and isinstance(v, (gast.AST, list)))
+
+
+def _lifted(e, tested=False):
+    """Whether expression `e` (or list) holds a `:=`, or an `and`/`or` whose value, not
+    only its truth, may carry a derivative: one outside a test (of an `if`, a `while`, a
+    conditional expression), a `not` and a comparison, unless a `:=` there binds it, and
+    that is not a bool (of comparisons and `not` alone)."""
+    if isinstance(e, list):
+        return any(_lifted(v, tested) for v in e)
+    if isinstance(e, gast.NamedExpr):
+        return True
+    if isinstance(e, gast.BoolOp) and not tested and not _boolean(e):
+        return True
+    if isinstance(e, COMPREHENSIONS + (gast.Lambda,)):
+        return _walrus_in(e)    # (a comprehension's and/or: in the loops that replace it)
+    return any(_lifted(child, tested or _tests(e, child)) for child in syntax.children(e))
+
+
+def _assigns_or(s):
+    """Whether `s` assigns an `and`/`or` value to a name its other operands than the
+    first do not read or bind."""
+    if not (isinstance(s, gast.Assign) and len(s.targets) == 1
+            and isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.BoolOp)
+            and _lifted(s.value)):
+        return False
+    target = s.targets[0].id
+    return not any(isinstance(n, gast.Name) and n.id == target
+                   for v in s.value.values[1:] for n in _walked(v))
+
+
+def _tests(e, child):
+    """Whether expression `e` reads only the truth of operand `child`, or compares it."""
+    return (isinstance(e, gast.Compare) or (isinstance(e, gast.IfExp) and child is e.test)
+            or (isinstance(e, gast.UnaryOp) and isinstance(e.op, gast.Not)))
+
+
+def _boolean(e):
+    """Whether `e` is surely a bool: a comparison, a `not`, a bool constant, or `and`/`or`
+    of them."""
+    if isinstance(e, gast.BoolOp):
+        return all(_boolean(v) for v in e.values)
+    return (isinstance(e, gast.Compare) or (isinstance(e, gast.UnaryOp)
+                                            and isinstance(e.op, gast.Not))
+            or (isinstance(e, gast.Constant) and isinstance(e.value, bool)))
+
+
 def _walked(node):
     """The nodes of expression `node`, not those of the lambdas in it (their `:=` bind
     their own names)."""
@@ -448,13 +516,16 @@ def _before_continues(stmts, make):
     return out
 
 
-class _Walrus:
-    """Take the `:=` out of an expression: each `(n := e)` becomes `n = e` in `out`,
-    before the statement, and reads `n`. What Python evaluates before it stays before
-    it: an operand with a call, or that reads a name a later `:=` binds, is held in a
-    temporary first. A `:=` that Python evaluates only on some paths (in the right
-    operand of `and`/`or`, a branch of a conditional expression) is assigned in an `if`
-    on the same condition."""
+class _Lift:
+    """Take the `:=` and the `and`/`or` values (see `_lifted`) out of an expression.
+    Each `(n := e)` becomes `n = e` in `out`, before the statement, and reads `n`. An
+    `a or b` value becomes `t = a` and `if not t: t = b` (`if t:` for `and`), and reads
+    `t`: `b` is evaluated only where Python evaluates it, and `a` once; a chain's next
+    operand nests in the `if`. What Python evaluates before it stays before it: an
+    operand with a call, or that reads a name a later `:=` binds, is held in a temporary
+    first. A `:=` that Python evaluates only on some paths (in the right operand of
+    `and`/`or`, a branch of a conditional expression) is assigned in an `if` on the same
+    condition. `tested`: only the truth of the expression is read."""
 
     def __init__(self, desugar, origin):
         self.desugar, self.origin, self.out = desugar, origin, []
@@ -467,17 +538,17 @@ class _Walrus:
         self.emit(syntax.assign(t, value))
         return syntax.name(t)
 
-    def lift(self, e):
-        if e is None or not _walrus_in(e):
+    def lift(self, e, tested=False):
+        if e is None or not _lifted(e, tested):
             return e
         if isinstance(e, gast.NamedExpr):
             value = self.lift(e.value)
             self.emit(syntax.assign(e.target.id, value))
             return syntax.located(syntax.name(e.target.id), e)
         if isinstance(e, gast.BoolOp):
-            return self.bool_op(e)
+            return self.tested_bool_op(e) if tested else self.bool_op(e)
         if isinstance(e, gast.IfExp):
-            return self.if_exp(e)
+            return self.if_exp(e, tested)
         if isinstance(e, COMPREHENSIONS):
             return e        # its loops assign in their own statements (see `expand`)
         if isinstance(e, gast.Compare) and _walrus_in(e.comparators[1:]):
@@ -485,14 +556,15 @@ class _Walrus:
                 e, "an assignment expression (:=) after the first comparison of a chained "
                    "comparison is not supported; split it with and: a < (b := e) and b < c")
         slots = _operands(e)
-        last = max(k for k, (child, _) in enumerate(slots) if _walrus_in(child))
+        tests = [tested or _tests(e, child) for child, _ in slots]
+        last = max(k for k, (child, _) in enumerate(slots) if _lifted(child, tests[k]))
         for k, (child, put) in enumerate(slots):
             if k < last:
                 later = {n.target.id for c, _ in slots[k + 1:] for n in _walked(c)
                          if isinstance(n, gast.NamedExpr)}
-                child = self.held(self.lift(child), later)
+                child = self.held(self.lift(child, tests[k]), later)
             elif k == last:
-                child = self.lift(child)
+                child = self.lift(child, tests[k])
             put(child)
         return e
 
@@ -508,33 +580,56 @@ class _Walrus:
             return self.temporary(e)
         return e
 
-    def bool_op(self, e):
+    def bool_op(self, e, into=None):
+        """`t` (or `into`), the value of `e`, computed in `out`."""
+        first = self.lift(e.values[0])
+        if into is None and isinstance(e.values[0], gast.BoolOp) and syntax.is_name(first):
+            t = first       # (the temporary of `a and b` in `a and b or c`)
+        elif into is None:
+            t = self.temporary(first)
+        else:
+            t = syntax.name(into)
+            if not syntax.is_name(first, into):
+                self.emit(syntax.assign(into, first))
+        out = self.out
+        for operand in e.values[1:]:
+            inner = _Lift(self.desugar, self.origin)
+            inner.emit(syntax.assign(t.id, inner.lift(operand)))
+            test = syntax.name(t.id)
+            out.append(syntax.located(syntax.if_(
+                test if isinstance(e.op, gast.And) else syntax.not_(test), inner.out),
+                self.origin))
+            out = inner.out
+        return syntax.name(t.id)
+
+    def tested_bool_op(self, e):
+        """`e` whose truth is the same, its `:=` in `out`."""
         first = next(k for k, v in enumerate(e.values) if _walrus_in(v))
         if first == 0 and not _walrus_in(e.values[1:]):
-            e.values[0] = self.lift(e.values[0])
+            e.values[0] = self.lift(e.values[0], tested=True)
             return e
         first = max(first, 1)
         head = e.values[0] if first == 1 else gast.BoolOp(op=e.op, values=e.values[:first])
-        t = self.temporary(self.lift(head))
+        t = self.temporary(self.lift(head, tested=True))
         for operand in e.values[first:]:
-            inner = _Walrus(self.desugar, self.origin)
-            value = inner.lift(operand)
+            inner = _Lift(self.desugar, self.origin)
+            value = inner.lift(operand, tested=True)
             inner.emit(syntax.assign(t.id, value))
             test = syntax.name(t.id)
             self.emit(syntax.if_(test if isinstance(e.op, gast.And) else syntax.not_(test),
                                  inner.out))
         return syntax.name(t.id)
 
-    def if_exp(self, e):
-        test = self.lift(e.test)
-        if not _walrus_in([e.body, e.orelse]):
+    def if_exp(self, e, tested):
+        test = self.lift(e.test, tested=True)
+        if not _lifted([e.body, e.orelse], tested):
             e.test = test
             return e
         t = self.desugar.namer.fresh("t")
         branches = []
         for branch in (e.body, e.orelse):
-            inner = _Walrus(self.desugar, self.origin)
-            inner.emit(syntax.assign(t, inner.lift(branch)))
+            inner = _Lift(self.desugar, self.origin)
+            inner.emit(syntax.assign(t, inner.lift(branch, tested)))
             branches.append(inner.out)
         self.emit(syntax.if_(test, *branches))
         return syntax.name(t)

@@ -20,7 +20,10 @@ located error that says what to write instead:
 - a differentiated value passed for a parameter the rule gives no derivative for
   (`np.r_[x, x]`, an index of an object s2sad has no rule for):
   `MissingRuleError`, unless the rule says the derivative is zero there
-  (`registry.Variant.zero`: a shape, a dtype, a piecewise-constant choice).
+  (`registry.Variant.zero`: a shape, a dtype, a piecewise-constant choice);
+- a differentiated value made text (`str(x)`, `repr(x)`, an f-string, `"%g" % x`) where
+  the output depends on the text (`float(str(x))`): `MissingRuleError`; text only
+  printed or compared loses nothing.
 
 >>> from s2sad import UnsupportedSyntaxError
 >>> try:
@@ -44,6 +47,9 @@ from ..analysis.operations import CALL, CUSTOM, USER
 from ..errors import MissingRuleError
 from ..rules import registry
 
+#: The builtins that make text of a value (`format`, `ascii`: no rule, refused anyway).
+TEXT = (str, repr, format, ascii)
+
 #: Methods that change their object in place (of arrays, lists and dicts), and what to
 #: write instead.
 MUTATING_METHODS = {
@@ -64,7 +70,10 @@ def run(fn, ctx):
     if not varied:
         return fn
     functions = _function_values(fn)
+    texts = []
     for s in syntax.statements(fn):
+        if isinstance(s, gast.Assign) and _made_text(s, ctx, varied):
+            texts.append(s)
         if isinstance(s, (gast.Assign, gast.Expr)):
             for call in (n for n in syntax.walk(s.value) if isinstance(n, gast.Call)):
                 _refuse_writes(call, s, ctx, varied)
@@ -72,7 +81,36 @@ def run(fn, ctx):
             _refuse_functions_to_library(ctx.ops[s], s, ctx, varied, functions)
             _refuse_unruled_arguments(ctx.ops[s], s, ctx, varied)
             _refuse_keywords_to_python(ctx.ops[s], s, ctx, varied)
+    if texts:
+        _refuse_text(texts, ctx, varied)
     return fn
+
+
+def _made_text(s, ctx, varied):
+    """Whether assignment `s` makes text of a varied value."""
+    v = s.value
+    if not (isinstance(v, gast.JoinedStr)
+            or (isinstance(v, gast.Call) and any(ctx.resolve(v.func) is f for f in TEXT))
+            or (isinstance(v, gast.BinOp) and isinstance(v.op, gast.Mod)
+                and isinstance(v.left, gast.Constant) and isinstance(v.left.value, str))):
+        return False
+    return any(n.id in varied for n in syntax.name_nodes(v))
+
+
+def _refuse_text(texts, ctx, varied):
+    """Refuse text made of a varied value (`_made_text`) that the output depends on: its
+    derivative would be lost in the text."""
+    useful = ctx.useful
+    for s in texts:
+        if s.targets[0].id in useful:
+            lost = sorted(n.id for n in syntax.name_nodes(s.value) if n.id in varied)
+            raise MissingRuleError(
+                f"{ctx.src.where(s)}: {lost[0]} depends on the differentiated inputs and is "
+                "made text here, and what the function returns is computed from that text; "
+                "s2sad cannot differentiate through text, so the gradient would lose it. "
+                f"Compute with the number itself (round({lost[0]}, 3) to round it), or write "
+                f"s2sad.stop_gradient({lost[0]}) if no derivative should flow there"
+                f"\n    {ctx.src.line_text(s).strip()}")
 
 
 def _refuse_writes(call, s, ctx, varied):

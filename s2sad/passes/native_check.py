@@ -83,6 +83,10 @@ def _call_reason(call, ctx, callees):
     obj = ctx.resolve(func)
     name = syntax.unparse(func)
     helper = getattr(obj, "__name__", "")
+    if getattr(runtime, helper, None) is obj and helper in ("own_default", "keep_default"):
+        return ("a change in place of a parameter's default value, which Python keeps "
+                "from call to call and a Numba function cannot change (pass the value, or "
+                "use a default of None)")
     if getattr(runtime, helper, None) is obj and helper in NATIVE:
         if helper == "unreduce" and not all(
                 isinstance(a, gast.Constant) and (a.value is None or a.value is False)

@@ -14,6 +14,9 @@ dispatches on types itself) and leaves the same function where
 - the helpers of `s2sad.rules.runtime` whose arguments are numbers (or elements and
   arrays of known type) are written as the NumPy they mean (`_s2s_snapshot(t)` is `t`,
   `_s2s_take(g, i)` is `g[i]`);
+- a rule's quotient whose denominator may be a number 0, `n / (d or np.float64(d))`,
+  is `np.divide(n, d)`: Numba's `/` raises at 0, as Python's does, and its `np.divide`
+  gives inf or nan, as NumPy's does;
 - an adjoint times a value divided by another (`g * x / y`, the adjoint of a
   division) is the adjoint times the quotient (`g * (x / y)`): the division leaves the
   chain of adjoints a reversed loop carries from one iteration to the next (the result
@@ -188,6 +191,17 @@ class _NativeForms:
 
     def native(self, e):
         if (isinstance(e, gast.BinOp) and isinstance(e.op, gast.Div)
+                and any(isinstance(n, gast.BoolOp) for n in syntax.walk(e.right))):
+            # a rule's `n / (d or np.float64(d))`: Numba's `/` raises at 0, as Python's
+            # does (its error model), its np.divide gives inf or nan, as NumPy's does
+            d, n = _first_operand(e.right), e.left
+            if (isinstance(n, gast.BinOp) and isinstance(n.op, gast.Mult)
+                    and syntax.is_name(n.left) and n.left.id in self.adjoints):
+                # (the adjoint off the division, as below)
+                return gast.BinOp(left=n.left, op=gast.Mult(), right=syntax.call(
+                    syntax.attribute(self.numpy(), "divide"), [n.right, d]))
+            return syntax.call(syntax.attribute(self.numpy(), "divide"), [n, d])
+        if (isinstance(e, gast.BinOp) and isinstance(e.op, gast.Div)
                 and isinstance(e.left, gast.BinOp) and isinstance(e.left.op, gast.Mult)
                 and syntax.is_name(e.left.left) and e.left.left.id in self.adjoints
                 and not self.adjoints & set(syntax.names_loaded(e.left.right))
@@ -233,6 +247,12 @@ class _NativeForms:
                     "output (e.g. with np.sum)")
             return syntax.const(1.0) if of(e.orelse.args[0]) in numbers else e.orelse
         return e
+
+
+def _first_operand(e):
+    """`e`, its parts first, with each `a or b` as `a`."""
+    e = syntax.rebuilt(e, _first_operand)
+    return e.values[0] if isinstance(e, gast.BoolOp) else e
 
 
 class _Tape:

@@ -636,6 +636,8 @@ class Peephole:
             return f"{e.value.id}.{e.attr}" in floats and self.stored[e.value.id] <= 1
         if isinstance(e, gast.UnaryOp) and isinstance(e.op, (gast.USub, gast.UAdd)):
             return self.certainly_float(e.operand, floats)
+        if isinstance(e, gast.BoolOp):      # a rule's denominator `d or np.float64(d)`
+            return all(self.certainly_float(v, floats) for v in e.values)
         if isinstance(e, gast.BinOp) and type(e.op) in (gast.Add, gast.Sub, gast.Mult,
                                                          gast.Div, gast.Pow):
             floating = [self.certainly_float(x, floats) for x in (e.left, e.right)]
@@ -645,7 +647,7 @@ class Peephole:
             f = self.known.resolve(e.func)
             floating = [self.certainly_float(a, floats) for a in e.args]
             numbers = all(f or self.is_int(a) for f, a in zip(floating, e.args))
-            if _float_ufunc(f, len(e.args)):
+            if _float_ufunc(f, len(e.args)) or f is np.float64:
                 # `np.cos(x)` of a float is a np.float64: a float, and immutable
                 return numbers and any(floating)
             return getattr(registry.primitive(f), "floats", False) and numbers

@@ -2,6 +2,8 @@
 import builtins
 import math
 
+import numpy as np
+
 from . import runtime
 from .operators import POW_X
 from .registry import define
@@ -9,7 +11,7 @@ from .registry import define
 ns = {"copysign": math.copysign, "_s2s_log": runtime.log_base, "_s2s_first": runtime.first,
       "_s2s_unsum": runtime.unsum, "_s2s_unattr": runtime.unattr,
       "_s2s_unsort_list": runtime.unsort_list,
-      "_s2s_sort_list_dot": runtime.sort_list_dot}
+      "_s2s_sort_list_dot": runtime.sort_list_dot, "np": np}
 
 define(builtins.abs, "x", "g * copysign(1.0, x)", namespace=ns, elementwise=True,
        returns="args")

@@ -91,6 +91,73 @@ def thin(ans, what):
     return ans
 
 
+#: The condition number (`n max|a| max|inv(a)|`, within a factor n of the 1-norm's) up
+#: to which the cofactors of a matrix are `det(a) * inv(a).T`: their error is about it
+#: times the rounding error.
+COFACTORS_BY_INVERSE = 1e8
+
+
+def cofactors(a, d):
+    """The cofactor matrices of the square matrices `a` (`d`: their determinants), their
+    transposed adjugates: the derivative of `np.linalg.det(a)`. `d * inv(a).T` where each
+    matrix is well conditioned (see COFACTORS_BY_INVERSE); else, from an SVD `a = U
+    diag(s) V^T`, `det(U) det(V) U diag(c) V^T`, `c[i]` the product of the singular values
+    but `s[i]`: exact where `a` is singular too, where inverting raises (one zero singular
+    value leaves one product; two or more, none)."""
+    inverse = _well_conditioned_inverse(a)
+    if inverse is not None:
+        return np.asarray(d)[..., None, None] * _t(inverse)
+    u, s, vt = np.linalg.svd(a)
+    sign = np.sign(np.linalg.det(u) * np.linalg.det(vt))
+    return sign[..., None, None] * (u * _others(s)[..., None, :]) @ vt
+
+
+def _well_conditioned_inverse(a):
+    """`inv(a)` if each matrix of `a` is invertible with a condition number up to
+    COFACTORS_BY_INVERSE (of a stack, the largest entries of all), else None."""
+    try:
+        inverse = np.linalg.inv(a)
+    except np.linalg.LinAlgError:
+        return None
+    condition = np.shape(a)[-1] * np.abs(a).max() * np.abs(inverse).max()
+    return inverse if condition <= COFACTORS_BY_INVERSE else None
+
+
+def cofactors_dot(a, d, t):
+    """The tangent of `cofactors(a, d)` along `t`. Where `a` is well conditioned, `C
+    tr(inv(a) t) - d (inv(a) t inv(a)).T`. Else, with `a = U diag(s) V^T` and `B = U^T t
+    V`, `det(U) det(V) U D V^T`, where D is the first-order term of the cofactors of
+    `diag(s) + B`: `D[i, j] = -B[j, i] p[i, j]` off the diagonal and `D[i, i]` the sum
+    over k != i of `B[k, k] p[i, k]`, `p[i, k]` the product of the singular values but
+    `s[i]` and `s[k]`. No division: finite at singular matrices too."""
+    inverse = _well_conditioned_inverse(a)
+    if inverse is not None:
+        d = np.asarray(d)[..., None, None]
+        turned = inverse @ t
+        trace = np.trace(turned, 0, -2, -1)[..., None, None]
+        return d * trace * _t(inverse) - d * _t(turned @ inverse)
+    u, s, vt = np.linalg.svd(a)
+    sign = np.sign(np.linalg.det(u) * np.linalg.det(vt))
+    b = _t(u) @ t @ _t(vt)
+    n = s.shape[-1]
+    p = np.zeros(s.shape + (n,), dtype=np.result_type(s, np.float32))
+    for i in range(n):
+        without = s.copy()
+        without[..., i] = 1.0
+        p[..., i, :] = _others(without)
+        p[..., i, i] = 0.0
+    d = -_t(b) * p + diag_embed(np.sum(p * np.diagonal(b, 0, -2, -1)[..., None, :], -1))
+    return sign[..., None, None] * (u @ d @ vt)
+
+
+def _others(s):
+    """`c[..., i]`, the product of the `s[..., j]` but `s[..., i]` (no division)."""
+    before, after = np.ones_like(s), np.ones_like(s)
+    before[..., 1:] = np.cumprod(s[..., :-1], axis=-1)
+    after[..., :-1] = np.cumprod(s[..., :0:-1], axis=-1)[..., ::-1]
+    return before * after
+
+
 def eigh_dot(t, ans):
     """The tangent of `ans = np.linalg.eigh(a)` along `t` (of which the symmetric part
     counts: the rule passes `mirrored(t, UPLO)`)."""

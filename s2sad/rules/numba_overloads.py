@@ -155,7 +155,9 @@ def numba_like(x):
 
 @overload(runtime.unreduce)
 def numba_unreduce(g, x, axis=None, keepdims=False):
-    if array_type(x, 3) and numeric_type(g) and isinstance(axis, (types.NoneType, types.Omitted)):
+    # (an axis left out is its default, None, to the overload; one passed, its type)
+    if array_type(x, 3) and numeric_type(g) and (
+            axis is None or isinstance(axis, (types.NoneType, types.Omitted))):
         return lambda g, x, axis=None, keepdims=False: np.full(x.shape, g)
     raise TypingError(f"no native adjoint of a sum of {x} along an axis ({axis})")
 

@@ -47,8 +47,10 @@ rule(np.reciprocal, "x", "-g * ans * ans")
 rule(np.exp, "x", "g * ans")
 rule(np.expm1, "x", "g * (ans + 1)")
 rule(np.exp2, "x", "g * ans * np.log(2.0)")
-rule(np.log, "x", "g / x")
-rule(np.log1p, "x", "g / (1 + x)")
+# where NumPy gives inf at a number (np.log(0.0)), its derivative divides by NumPy's zero
+# too, not by Python's, which raises (`d or np.float64(d)`: the arrays' is `d`)
+rule(np.log, "x", "g / (x or np.float64(x))")
+rule(np.log1p, "x", "g / (1 + x or np.float64(0.0))")
 rule(np.log2, "x", "g / (x * np.log(2.0))")
 rule(np.log10, "x", "g / (x * np.log(10.0))")
 rule(np.sin, "x", "g * np.cos(x)")
@@ -62,7 +64,7 @@ rule(np.cosh, "x", "g * np.sinh(x)")
 rule(np.tanh, "x", "g * (1 - ans * ans)")
 rule(np.arcsinh, "x", "g / np.sqrt(x * x + 1)")
 rule(np.arccosh, "x", "g / np.sqrt(x * x - 1)")
-rule(np.arctanh, "x", "g / (1 - x * x)")
+rule(np.arctanh, "x", "g / (1 - x * x or np.float64(0.0))")
 rule(np.deg2rad, "x", "g * (np.pi / 180)")
 rule(np.rad2deg, "x", "g * (180 / np.pi)")
 rule(np.radians, "x", "g * (np.pi / 180)")
@@ -80,7 +82,7 @@ rule(np.conjugate, "x", "g", method=("conj", "conjugate"))      # (np.conj)
 ufunc2(np.add, "g", "g")
 ufunc2(np.subtract, "g", "-g")
 ufunc2(np.multiply, "g * y", "g * x")
-ufunc2(np.divide, "g / y", "-g * x / (y * y)")
+ufunc2(np.divide, "g / (y or np.float64(y))", "-g * x / (y * y or np.float64(0.0))")
 ufunc2(np.power, POW_X, "g * ans * _s2s_log_base(x)")
 ufunc2(np.maximum, "g * (x >= y)", "g * (x < y)")
 ufunc2(np.minimum, "g * (x <= y)", "g * (x > y)")
@@ -94,8 +96,9 @@ ufunc2(np.logaddexp2, "g / (1 + np.exp2(y - x))", "g / (1 + np.exp2(x - y))",
        tangent=("t * np.exp2(x - ans)", "t * np.exp2(y - ans)"))
 ufunc2(np.hypot, "g * x / ans", "g * y / ans")
 ufunc2(np.remainder, "g", "-g * np.floor_divide(x, y)")        # (np.mod)
-ufunc2(np.fmod, "g", "-g * np.trunc(x / y)")
-ufunc2(np.arctan2, "g * y / (x * x + y * y)", "-g * x / (x * x + y * y)")
+ufunc2(np.fmod, "g", "-g * np.trunc(x / (y or np.float64(y)))")
+ufunc2(np.arctan2, "g * y / (x * x + y * y or np.float64(0.0))",
+       "-g * x / (x * x + y * y or np.float64(0.0))")
 rule(np.where, "condition, x, y", None, "np.where(condition, g, 0.0)",
      "np.where(condition, 0.0, g)", broadcast=True, zero="condition")
 rule(np.clip, "a, a_min, a_max", "g * _s2s_clip_mask(a, a_min, a_max)",
@@ -265,9 +268,9 @@ rule(np.linalg.norm, "x, ord=None, axis=None, keepdims=False",
 rule(np.linalg.solve, "a, b", "_s2s_solve(g, a, b, ans, 0)", "_s2s_solve(g, a, b, ans, 1)",
      tangent=("-np.linalg.solve(a, t @ ans)", "np.linalg.solve(a, t)"))
 rule(np.linalg.inv, "a", "_s2s_inv(g, ans)", tangent="-ans @ t @ ans")
-rule(np.linalg.det, "a",
-     "(g * ans)[..., None, None] * np.swapaxes(np.linalg.inv(a), -1, -2)",
-     tangent="ans * np.trace(np.linalg.solve(a, t), 0, -2, -1)", returns="scalar")
+# the cofactors, not det * inv(a).T: singular matrices have them too (see cofactors)
+rule(np.linalg.det, "a", "np.asarray(g)[..., None, None] * _s2s_cofactors(a, ans)",
+     tangent="np.sum(_s2s_cofactors(a, ans) * t, axis=(-2, -1))", returns="scalar")
 rule(np.linalg.slogdet, "a", "g[1][..., None, None] * np.swapaxes(np.linalg.inv(a), -1, -2)",
      tangent="(_s2s_zeros_like(ans[0]), np.trace(np.linalg.solve(a, t), 0, -2, -1))",
      returns="container")

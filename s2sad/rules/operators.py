@@ -7,6 +7,7 @@ forward rule where it is not elementwise, and the kind of value it returns.
 import operator
 
 import gast
+import numpy as np
 
 from . import runtime
 from .registry import define
@@ -16,11 +17,13 @@ ns = {"_s2s_log": runtime.log_base, "_s2s_unindex": runtime.unindex,
       "_s2s_zero_at": runtime.zero_at, "_s2s_take": runtime.take,
       "_s2s_unbroadcast": runtime.unbroadcast, "_s2s_head": runtime.head,
       "_s2s_last": runtime.last, "_s2s_unsequence": runtime.unsequence,
-      "_s2s_zeros_like": runtime.zeros_like}
+      "_s2s_zeros_like": runtime.zeros_like, "np": np}
 
 #: d(x ** y)/dx. At y == 0 it is 0 (x ** 0 is 1), also at x == 0, where the formula
-#: would raise 0.0 ** -1; constant exponents fold (`x ** 2` gives `g * 2 * x`).
-POW_X = "g * y * x ** (y - 1) if y != 0 else 0.0 * x"
+#: would raise 0.0 ** -1; at x == 0 and y < 1 it is what NumPy's float64 power gives
+#: (inf, where Python raises); constant exponents fold (`x ** 2` gives `g * 2 * x`).
+POW_X = ("(g * y * x ** (y - 1) if y >= 1 else g * y * (x or np.float64(x)) ** (y - 1)) "
+         "if y != 0 else 0.0 * x")
 
 define(operator.add, "x, y", "g", "g", broadcast=True, returns="args")
 define(operator.sub, "x, y", "g", "-g", broadcast=True, returns="args")
@@ -41,6 +44,9 @@ define(runtime.setitem, "a, index, v", a="_s2s_zero_at(g, index)",
        returns="first")
 define(runtime.append, "a, v", a="_s2s_head(g)", v="_s2s_last(g)", namespace=ns,
        linear="a, v")
+# the copy of a default a call changes, and its contents kept (see passes.desugar)
+define(runtime.own_default, "v", "g", linear="v", returns="first")
+define(runtime.keep_default, nondiff=True)
 # the loops over sequences and dicts that passes.desugar writes with indexes
 define(runtime.sequence, "obj", "_s2s_unsequence(g, obj, 0.0)", namespace=ns,
        tangent="_s2s_unsequence(t, obj, _s2s_zeros_like(ans))")

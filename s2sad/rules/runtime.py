@@ -22,10 +22,10 @@ from .calculus import (  # noqa: F401 - generated code finds them in runtime
     trapezoid_weights, unconvolve, uncorrelate, undiff, ungradient, uninterp, uninterp_dot,
     unpolyval, unquantile, unquantile_q, weights_like)
 from .factorizations import (  # noqa: F401 - generated code finds them in runtime
-    diag_embed, eigen_gaps, eigh_dot, eigvals_dot, eigvalsh_adjoint, eigvalsh_adjoint_dot,
-    lstsq_adjoint, lstsq_dot, mirrored, mirrored_adjoint, no_second_derivative, pinv_dot,
-    power_dot, power_dot_dot, qr_dot, spread, structured, svd_dot, svd_values_adjoint,
-    svd_values_adjoint_dot, matrix_norm_slope, symmetrize, thin)
+    cofactors, cofactors_dot, diag_embed, eigen_gaps, eigh_dot, eigvals_dot, eigvalsh_adjoint,
+    eigvalsh_adjoint_dot, lstsq_adjoint, lstsq_dot, mirrored, mirrored_adjoint,
+    no_second_derivative, pinv_dot, power_dot, power_dot_dot, qr_dot, spread, structured,
+    svd_dot, svd_values_adjoint, svd_values_adjoint_dot, matrix_norm_slope, symmetrize, thin)
 from .layout import (  # noqa: F401 - generated code finds them in runtime
     partition_order, unappend, uncolumn_stack, uncross, undiagonal, unkron, unmeshgrid, unpad,
     unpad_constant, unrot90, unsplit, untake_along_axis)
@@ -561,6 +561,29 @@ def prod_dot(t, items, start=1):
         return 0.0
     others = prod_others(np.array(items, dtype=np.float64))
     return start * sum(float(o) * d for o, d in zip(np.ravel(others), t))
+
+
+# -- default values changed in place ----------------------------------------------------
+def own_default(v):
+    """A copy of `v`, the default object (a list, dict or array) of a parameter that a
+    call leaves at its default and the function changes in place: the call works on the
+    copy, and `keep_default` gives the default its final contents (passes.desugar)."""
+    return v.copy()
+
+
+def keep_default(default, final):
+    """Give `default`, the default object of a parameter that the call left at its
+    default, the contents `final` the function leaves in its copy: what the function's
+    changes in place leave in it for the next call, as Python keeps them."""
+    if final is default:
+        return
+    if isinstance(default, np.ndarray):
+        default[...] = final
+    elif isinstance(default, dict):
+        default.clear()
+        default.update(final)
+    else:
+        default[:] = final
 
 
 # -- element assignment and append, in functional form ---------------------------------

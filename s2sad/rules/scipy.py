@@ -70,8 +70,8 @@ rule(special.log_softmax, "x, axis=None",
 _GX = "_s2s_spread(g, ans)"
 _T = "np.swapaxes({}, -1, -2)"
 rule(linalg.det, "a, overwrite_a=False, check_finite=True",
-     a="(g * ans)[..., None, None] * np.swapaxes(np.linalg.inv(a), -1, -2)",
-     tangent={"a": "ans * np.trace(np.linalg.solve(a, t), 0, -2, -1)"})
+     a="np.asarray(g)[..., None, None] * _s2s_cofactors(a, ans)",
+     tangent={"a": "np.sum(_s2s_cofactors(a, ans) * t, axis=(-2, -1))"})
 rule(linalg.inv, "a, overwrite_a=False, check_finite=True", a="_s2s_inv(g, ans)",
      tangent={"a": "-ans @ t @ ans"}, returns="array")
 rule(linalg.expm, "A", f"_s2s_frechet({_T.format('A')}, {_GX})", tangent="_s2s_frechet(A, t)",

@@ -171,7 +171,8 @@ ns.update({"_s2s_" + k: getattr(R, k) for k in ("einsum", "tensordot", "solve", 
                                                   "lstsq_adjoint", "no_second_derivative",
                                                   "nanvariance", "unquantile", "unquantile_q",
                                                   "quantile_dot", "quantile_q_dot", "ungradient",
-                                                  "uninterp", "uninterp_dot", "interp_slope")})
+                                                  "uninterp", "uninterp_dot", "interp_slope",
+                                                  "cofactors_dot")})
 
 define(R.zeros_like, "x", None, zero=("x",), tangent=())    # a constant: no derivative
 # rules/arrays.py: the dispatching conversions and allocations of the helpers above,
@@ -349,6 +350,7 @@ for _f, _params in [(R.structured, "g, ans"), (R.spread, "g, like"), (R.symmetri
                     (R.diag_embed, "v"), (R.thin, "ans, what")]:
     linear(_f, _params, _params.split(",")[0])
 jvp(R.eigen_gaps, "w", "-ans * ans * (t[..., None, :] - t[..., :, None])")
+jvp(R.cofactors, "a, d", "_s2s_cofactors_dot(a, d, t)", None, namespace=ns)
 jvp(R.eigvalsh_adjoint, "g, a, UPLO='L'", "_s2s_eigvalsh_adjoint(t, a, UPLO)",
     "_s2s_eigvalsh_adjoint_dot(g, a, t, UPLO)", namespace=ns)
 jvp(R.svd_values_adjoint, "g, a", "_s2s_svd_values_adjoint(t, a)",

@@ -31,6 +31,8 @@ constants and the function itself are also named like the code s2sad generates (
 `t_1`, `x_bar`, `y_bar`, `value`, `_s2s_tape`, `f_pullback`, `reversed`, `cos`, ...).
 With `unsupported=True`, one statement outside the subset (a comprehension, `with`,
 `lambda`, `del`, ...) is inserted; `Program.unsupported_line` is its line.
+`or_and_programs()` also uses `or` and `and` as values (`(a or b)`, `v = v or e`), with
+operands that are 0.0 at some points.
 
 Shrinking produces simpler programs: every choice's first option is the simplest.
 """
@@ -878,6 +880,42 @@ class _Gen(Choices):
         return lines, env_after, True
 
 
+class _OrAndGen(_Gen):
+    """Also `or` and `and` as values, not only in tests: `(a or b)`, chains of three,
+    operands that are 0.0 at some points (`max(a, 0.0)`, `int(a)`, `0.0`), so that
+    either operand may be the value, and the default idiom `v = v or e` after a branch
+    that may set `v` to 0.0."""
+
+    def expr(self, env, depth):
+        if depth > 0 and self.chance(12):
+            return self.or_and(env, depth - 1)
+        return super().expr(env, depth)
+
+    def or_and(self, env, depth):
+        operands = [self.falsy_at_times(env, depth) for _ in range(self.pick((2, 3)))]
+        op = f" {self.pick(('or', 'and'))} "
+        return f"({op.join(t for t, _ in operands)})", max(b for _, b in operands)
+
+    def falsy_at_times(self, env, depth):
+        a, bound = self.expr(env, depth)
+        form = self.pick(("plain", "max", "min", "zero", "int"))
+        if form == "zero":
+            return "0.0", 0.0
+        if form in ("max", "min"):
+            return f"{form}({a}, 0.0)", bound
+        return (f"int({a})", bound) if form == "int" else (a, bound)
+
+    def statement(self, env, indent, depth):
+        names = [n for n in self.assignable(env) if env[n].kind == "float"]
+        if not names or not self.chance(10):
+            return super().statement(env, indent, depth)
+        pad, name = "    " * indent, self.pick(names)
+        e, bound = self.assigned_value(env, 2)
+        lines = [f"{pad}if {self.cond(env, 1)}:", f"{pad}    {name} = 0.0",
+                 f"{pad}{name} = {name} or {e}"]
+        return lines, self._set(env, name, max(bound, env[name].bound)), False
+
+
 # `continue` is fine in for loops; `while` loops set it per loop.
 _Loop.continue_ok = True
 
@@ -901,13 +939,15 @@ UNSUPPORTED = (
 
 @st.composite
 def programs(draw, names="plain", max_statements=12, max_params=3, unsupported=False,
-             allow_for_else=True, max_helpers=2):
-    """Hypothesis strategy of `Program`s (see the module docstring)."""
+             allow_for_else=True, generator=None, max_helpers=2):
+    """Hypothesis strategy of `Program`s (see the module docstring); `generator`, a
+    subclass of `_Gen`, draws the function's body; at most `max_helpers` module-level
+    helper functions."""
     if names == "mixed":
         names = draw(st.sampled_from(("plain", "tricky")))
     n_params = draw(st.integers(1, max_params))
     budget = draw(st.integers(min(3, max_statements), max_statements))
-    gen = _Gen(draw, names, budget, allow_for_else)
+    gen = (generator or _Gen)(draw, names, budget, allow_for_else)
     if names == "tricky":
         params, pool = [], TRICKY_NAMES + PLAIN_PARAMS
         for _ in range(n_params):
@@ -981,6 +1021,12 @@ def programs(draw, names="plain", max_statements=12, max_params=3, unsupported=F
     if unsupported:
         unsupported_line = _find_unsupported(source, fname)
     return Program(source, fname, tuple(params), unsupported_line, shadows)
+
+
+def or_and_programs(names="plain", max_statements=12, max_params=3):
+    """`programs` whose expressions also take `or` and `and` values (see `_OrAndGen`)."""
+    return programs(names=names, max_statements=max_statements, max_params=max_params,
+                    generator=_OrAndGen)
 
 
 _UNSUPPORTED_NODES = (ast.SetComp, ast.GeneratorExp, ast.Lambda, ast.Dict, ast.Set,
