@@ -68,7 +68,7 @@ def shaped_as(seq, values):
     """The array `values` in the container type of `seq` (a list, tuple or array of
     numbers): the adjoint of `seq` in a function of its numbers (`math.dist`)."""
     if isinstance(seq, np.ndarray) or np.ndim(values) == 0:
-        return values                               # (a 0-d zero, see `products.spread`)
+        return values                               # (a 0-d zero, see `products.spread_to`)
     return rebuild(seq, [float(v) for v in values]) if isinstance(seq, (tuple, list)) \
         else list(values)
 
@@ -76,7 +76,7 @@ def shaped_as(seq, values):
 def undiff(g, n=1, axis=-1):
     """The adjoint of `np.diff(a, n, axis)`: the adjoint of a first difference, `n` times."""
     if np.ndim(g) == 0:
-        return g                                    # the zero (see `products.spread`)
+        return g                                    # the zero (see `products.spread_to`)
     for _ in range(n):
         g = -np.diff(g, axis=axis, prepend=0.0, append=0.0)
     return g
@@ -154,7 +154,7 @@ def _full_adjoint(g, n, m, mode, correlate):
 def unconvolve(g, a, v, mode="full", which=0):
     """The adjoint of `a` (`which` 0) or `v` (1) in `np.convolve(a, v, mode)`."""
     if np.ndim(g) == 0:
-        return g                                    # the zero (see `products.spread`)
+        return g                                    # the zero (see `products.spread_to`)
     full = _full_adjoint(g, np.size(a), np.size(v), mode, False)
     return np.correlate(full, v if which == 0 else a, "valid")
 
@@ -163,7 +163,7 @@ def uncorrelate(g, a, v, mode="valid", which=0):
     """The adjoint of `a` (`which` 0) or `v` (1) in `np.correlate(a, v, mode)`, which is
     `np.convolve(a, v[::-1])` in full."""
     if np.ndim(g) == 0:
-        return g                                    # the zero (see `products.spread`)
+        return g                                    # the zero (see `products.spread_to`)
     full = _full_adjoint(g, np.size(a), np.size(v), mode, True)
     if which == 0:
         return np.correlate(full, np.asarray(v)[::-1], "valid")

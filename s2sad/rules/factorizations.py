@@ -22,7 +22,7 @@ def _t(m):
 
 def structured(g, ans):
     """The adjoint `g` of a factorization's result `ans` (a tuple of arrays), the 0-d zero
-    (see `products.spread`) spelled out as zeros of each part."""
+    (see `products.spread_to`) spelled out as zeros of each part."""
     return g if isinstance(g, tuple) else zeros_like(ans)
 
 

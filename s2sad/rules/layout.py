@@ -1,6 +1,6 @@
 """Adjoints of the NumPy functions that split, join, pad and rearrange arrays: each one
 puts the adjoint of the result back where the elements of an argument went. A 0-d
-adjoint `g` is the zero of an array rebound in a loop (see `products.spread`), returned
+adjoint `g` is the zero of an array rebound in a loop (see `products.spread_to`), returned
 as it is. Generated code reaches them through `runtime`, which imports them;
 rules/tangents.py gives their forward rules (each is linear in `g`)."""
 import numpy as np
@@ -101,7 +101,7 @@ def unkron(g, a, b, which):
     """The adjoint of `a` (`which` 0) or `b` (1) in `np.kron(a, b)`."""
     a, b = np.asarray(a), np.asarray(b)
     if np.ndim(g) == 0 and max(a.ndim, b.ndim):
-        return g                                    # the zero (see `products.spread`)
+        return g                                    # the zero (see `products.spread_to`)
     nd = max(a.ndim, b.ndim)
     sa, sb = (1,) * (nd - a.ndim) + a.shape, (1,) * (nd - b.ndim) + b.shape
     blocks = np.reshape(g, [n for pair in zip(sa, sb) for n in pair])
@@ -143,7 +143,7 @@ def unmeshgrid(g, which, x, indexing="xy"):
     the adjoint of its grid, `g[which]`, summed over every axis but the one `x` runs
     along ('xy' swaps the first two)."""
     if not isinstance(g, (list, tuple)):
-        return g                                    # the zero (see `products.spread`)
+        return g                                    # the zero (see `products.spread_to`)
     d = g[which]
     if np.ndim(d) == 0:
         return d

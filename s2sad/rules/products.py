@@ -18,7 +18,7 @@ def _matmul_shape(a, b):
     return np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
 
 
-def spread(g, shape):
+def spread_to(g, shape):
     """`g` as an array of `shape`: a 0-d adjoint stands for the same value everywhere (a
     symbolic zero reset to 0.0, or the adjoint of a mean), which the adjoints of
     linear algebra need written out.
@@ -34,7 +34,7 @@ def spread(g, shape):
 def matmul_lhs(g, a, b):
     """The adjoint of `a` in `a @ b`."""
     a, b = asarray(a), asarray(b)
-    g = spread(g, _matmul_shape(a, b))
+    g = spread_to(g, _matmul_shape(a, b))
     if b.ndim == 1:
         out = np.expand_dims(g, -1) * b if a.ndim > 1 else g * b
     elif a.ndim == 1:
@@ -47,7 +47,7 @@ def matmul_lhs(g, a, b):
 def matmul_rhs(g, a, b):
     """The adjoint of `b` in `a @ b`."""
     a, b = asarray(a), asarray(b)
-    g = spread(g, _matmul_shape(a, b))
+    g = spread_to(g, _matmul_shape(a, b))
     if a.ndim == 1:
         out = np.expand_dims(a, -1) * np.expand_dims(g, -2) if b.ndim > 1 else g * a
     elif b.ndim == 1:
@@ -65,7 +65,7 @@ def dot_lhs(g, a, b):
         return unbroadcast(g * b, a)
     if b.ndim <= 2:
         return matmul_lhs(g, a, b)
-    g = spread(g, a.shape[:-1] + b.shape[:-2] + b.shape[-1:])
+    g = spread_to(g, a.shape[:-1] + b.shape[:-2] + b.shape[-1:])
     # dot sums over the last axis of a and the second-to-last of b
     return np.tensordot(g, b, axes=(list(range(a.ndim - 1, g.ndim)),
                                     [i for i in range(b.ndim) if i != b.ndim - 2]))
@@ -78,7 +78,7 @@ def dot_rhs(g, a, b):
         return unbroadcast(g * a, b)
     if b.ndim <= 2:
         return matmul_rhs(g, a, b)
-    g = spread(g, a.shape[:-1] + b.shape[:-2] + b.shape[-1:])
+    g = spread_to(g, a.shape[:-1] + b.shape[:-2] + b.shape[-1:])
     out = np.tensordot(a, g, axes=(list(range(a.ndim - 1)), list(range(a.ndim - 1))))
     return np.moveaxis(out, 0, -2)
 
@@ -89,7 +89,7 @@ def inner(g, a, b, which):
     if a.ndim == 0 or b.ndim == 0:
         return unbroadcast(g * (b if which == 0 else a), a if which == 0 else b)
     na, nb = a.ndim - 1, b.ndim - 1
-    g = spread(g, a.shape[:-1] + b.shape[:-1])
+    g = spread_to(g, a.shape[:-1] + b.shape[:-1])
     if which == 0:
         return np.tensordot(g, b, axes=(list(range(na, na + nb)), list(range(nb))))
     return np.tensordot(g, a, axes=(list(range(na)), list(range(na))))
@@ -115,7 +115,7 @@ def einsum(g, subscripts, k, *operands):
         for s, o in zip(inputs, operands):
             for c, n in zip(s, np.shape(o)):
                 sizes[c] = max(sizes.get(c, 1), n)
-        g = spread(g, tuple(sizes[c] for c in output))
+        g = spread_to(g, tuple(sizes[c] for c in output))
     mine, shape = inputs[k], np.shape(operands[k])
     unique = "".join(dict.fromkeys(mine))           # a repeated subscript once
     sizes = [shape[mine.index(c)] for c in unique]
@@ -203,7 +203,7 @@ def tensordot(g, a, b, axes, which):
 def outer(g, a, b, which):
     """The adjoint of `a` (which=0) or `b` (which=1) in np.outer."""
     if np.ndim(g) == 0:
-        return g                                    # the zero (see `spread`)
+        return g                                    # the zero (see `spread_to`)
     if which == 0:
         return np.reshape(g @ np.ravel(b), np.shape(a))
     return np.reshape(np.ravel(a) @ g, np.shape(b))

@@ -30,7 +30,7 @@ from .layout import (  # noqa: F401 - generated code finds them in runtime
     partition_order, unappend, uncolumn_stack, uncross, undiagonal, unkron, unmeshgrid, unpad,
     unpad_constant, unrot90, unsplit, untake_along_axis)
 from .products import (  # noqa: F401 - generated code finds them in runtime
-    dot_lhs, dot_rhs, einsum, inner, matmul_lhs, matmul_rhs, outer, spread, tensordot)
+    dot_lhs, dot_rhs, einsum, inner, matmul_lhs, matmul_rhs, outer, spread_to, tensordot)
 from .schedules import Online, Revolve, copied  # noqa: F401 - generated code finds them in runtime
 from .reductions import (  # noqa: F401 - generated code finds them in runtime
     axes_of as _axes, lead, outer_dot, summed, unbroadcast, unbroadcast_product, unouter,
@@ -316,7 +316,7 @@ def arange_part(g, start, stop=None, step=None, which=0):
 def cumsum(g, x, axis=None):
     """The adjoint of cumsum: a cumulative sum from the end."""
     if np.ndim(g) == 0:
-        return g                                    # the zero (see `products.spread`)
+        return g                                    # the zero (see `products.spread_to`)
     if axis is None:
         return np.cumsum(asarray(g)[::-1])[::-1].reshape(np.shape(x))
     return np.flip(np.cumsum(np.flip(g, axis), axis), axis)
@@ -337,7 +337,7 @@ def diag(g, v, k=0):
     """The adjoint of np.diag (in both directions)."""
     v = asarray(v)
     if np.ndim(g) == 0:
-        return g                                    # the zero (see `products.spread`)
+        return g                                    # the zero (see `products.spread_to`)
     if v.ndim == 1:
         return np.diagonal(g, offset=k).copy()
     out = zeros(v.shape, np.result_type(v, np.float32), v, g)
@@ -367,7 +367,7 @@ def norm(g, x, ans, ord=None, axis=None, keepdims=False):
 def solve(g, a, b, ans, which):
     """The adjoint of `a` (which=0) or `b` (which=1) in `x = np.linalg.solve(a, b)`."""
     a = asarray(a)
-    b_bar = np.linalg.solve(np.swapaxes(a, -1, -2), spread(g, np.shape(ans)))
+    b_bar = np.linalg.solve(np.swapaxes(a, -1, -2), spread_to(g, np.shape(ans)))
     if which == 1:
         return unbroadcast(b_bar, b)
     if np.ndim(ans) == a.ndim - 1 and np.ndim(b) == a.ndim - 1:
@@ -378,7 +378,7 @@ def solve(g, a, b, ans, which):
 def cholesky(g, ans):
     """The adjoint of `L = np.linalg.cholesky(a)` (a symmetric)."""
     lower = ans
-    phi = np.tril(np.swapaxes(lower, -1, -2) @ spread(g, np.shape(ans)))
+    phi = np.tril(np.swapaxes(lower, -1, -2) @ spread_to(g, np.shape(ans)))
     phi = phi - 0.5 * np.eye(lower.shape[-1], dtype=lower.dtype) * phi
     inv = np.linalg.inv(lower)
     s = np.swapaxes(inv, -1, -2) @ phi @ inv
@@ -388,23 +388,23 @@ def cholesky(g, ans):
 def inv(g, ans):
     """The adjoint of `ans = np.linalg.inv(a)`."""
     inverse_t = np.swapaxes(ans, -1, -2)
-    return -inverse_t @ spread(g, np.shape(ans)) @ inverse_t
+    return -inverse_t @ spread_to(g, np.shape(ans)) @ inverse_t
 
 
 def reshape_like(g, x):
     """`g` in the shape of `x`: the adjoint of a reshape of `x`."""
     if np.ndim(g) == 0 and np.size(x) != 1:
-        return g                                    # the zero (see `products.spread`)
+        return g                                    # the zero (see `products.spread_to`)
     return np.reshape(g, np.shape(x))
 
 
 def _on_axes(op):
     """`op(g, *args)` for the adjoint `g`, for an `op` that moves, flips or masks the
-    axes of `g`; the 0-d zero (see `products.spread`) passes through."""
+    axes of `g`; the 0-d zero (see `products.spread_to`) passes through."""
     def adjoint(g, *args):
         return g if np.ndim(g) == 0 else op(g, *args)
     adjoint.__name__ = adjoint.__qualname__ = op.__name__
-    adjoint.__doc__ = f"`np.{op.__name__}(g, ...)`, or the 0-d zero `g` (see `products.spread`)."
+    adjoint.__doc__ = f"`np.{op.__name__}(g, ...)`, or the 0-d zero `g` (see `products.spread_to`)."
     return adjoint
 
 
@@ -416,7 +416,7 @@ def split_like(g, arrays, axis=0):
     """The adjoint of concatenating `arrays` along `axis`: the pieces of `g` (slices, which
     every array library has; Dask has no `np.split`)."""
     if np.ndim(g) == 0:
-        return [g] * len(arrays)                    # the zero (see `products.spread`)
+        return [g] * len(arrays)                    # the zero (see `products.spread_to`)
     if axis is None:
         ends = np.cumsum([np.size(a) for a in arrays]).tolist()
         pieces = split_like(np.ravel(g), [range(n) for n in np.diff([0] + ends)])
@@ -429,13 +429,13 @@ def split_like(g, arrays, axis=0):
 def unstack(g, arrays, axis=0):
     """The adjoint of np.stack(arrays, axis)."""
     if np.ndim(g) == 0:
-        return [g] * len(arrays)                    # the zero (see `products.spread`)
+        return [g] * len(arrays)                    # the zero (see `products.spread_to`)
     return [np.take(g, i, axis=axis) for i in range(len(arrays))]
 
 
 def hstack(g, arrays):
     if np.ndim(g) == 0:
-        return [g] * len(arrays)                    # the zero (see `products.spread`)
+        return [g] * len(arrays)                    # the zero (see `products.spread_to`)
     flat = [np.atleast_1d(a) for a in arrays]
     axis = 0 if flat[0].ndim == 1 else 1
     return [np.reshape(p, np.shape(a)) for p, a in zip(split_like(g, flat, axis), arrays)]
@@ -443,14 +443,14 @@ def hstack(g, arrays):
 
 def vstack(g, arrays):
     if np.ndim(g) == 0:
-        return [g] * len(arrays)                    # the zero (see `products.spread`)
+        return [g] * len(arrays)                    # the zero (see `products.spread_to`)
     rows = [np.atleast_2d(a) for a in arrays]
     return [np.reshape(p, np.shape(a)) for p, a in zip(split_like(g, rows, 0), arrays)]
 
 
 def untranspose(g, axes=None):
     if np.ndim(g) == 0:
-        return g                                    # the zero (see `products.spread`)
+        return g                                    # the zero (see `products.spread_to`)
     if axes is None or axes == ():
         return np.transpose(g)
     if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
@@ -460,7 +460,7 @@ def untranspose(g, axes=None):
 
 def untile(g, x, reps):
     if np.ndim(g) == 0:
-        return g                                    # the zero (see `products.spread`)
+        return g                                    # the zero (see `products.spread_to`)
     x = asarray(x)
     reps = (reps,) if np.isscalar(reps) else tuple(reps)
     nd = max(x.ndim, len(reps))
@@ -472,7 +472,7 @@ def untile(g, x, reps):
 
 def unrepeat(g, x, repeats, axis=None):
     if np.ndim(g) == 0:
-        return g                                    # the zero (see `products.spread`)
+        return g                                    # the zero (see `products.spread_to`)
     x = asarray(x)
     if axis is None:
         flat = x.ravel()

@@ -143,7 +143,7 @@ def cholesky_adjoint_dot(g, L, t):
     """The tangent of `cholesky(g, L)` (the adjoint of a Cholesky factor) along `L`."""
     inv = np.linalg.inv(L)
     inv_dot = -inv @ t @ inv
-    g = R.spread(g, np.shape(L))
+    g = R.spread_to(g, np.shape(L))
     phi = _phi(np.tril(_t(L) @ g))
     s_dot = (_t(inv_dot) @ phi @ inv + _t(inv) @ _phi(np.tril(_t(t) @ g)) @ inv
              + _t(inv) @ phi @ inv_dot)
@@ -152,7 +152,7 @@ def cholesky_adjoint_dot(g, L, t):
 
 def inv_adjoint_dot(g, ans, t):
     """The tangent of `inv(g, ans)` (the adjoint of an inverse `ans`) along `ans`."""
-    g = R.spread(g, np.shape(ans))
+    g = R.spread_to(g, np.shape(ans))
     return -(_t(t) @ g @ _t(ans) + _t(ans) @ g @ _t(t))
 
 
