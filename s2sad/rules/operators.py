@@ -42,8 +42,9 @@ define(runtime.setitem, "a, index, v", a="_s2s_zero_at(g, index)",
 define(runtime.append, "a, v", a="_s2s_head(g)", v="_s2s_last(g)", namespace=ns,
        linear="a, v")
 # the loops over sequences and dicts that passes.desugar writes with indexes
+# (a list, tuple or array itself)
 define(runtime.sequence, "obj", "_s2s_unsequence(g, obj, 0.0)", namespace=ns,
-       tangent="_s2s_unsequence(t, obj, _s2s_zeros_like(ans))")
+       tangent="_s2s_unsequence(t, obj, _s2s_zeros_like(ans))", view="obj")
 define(runtime.unsequence, "d, obj, zero", linear="d, zero")
 define(runtime.keys, nondiff=True)
 # `+` and `*` of lists and tuples (join, repeat): the engine calls these where an operand
