@@ -114,6 +114,10 @@ class Compilation:
     reverse: Any = None                         # the reverse transform's ReverseResult
     forward: Any = None                         # the forward transform's ForwardResult
     ndims_relied: set = dataclasses.field(default_factory=set)  # see ValueKinds
+    #: The driver's front end for a function this one calls, `front_end(fn, kinds) ->
+    #: (its context, its Wengert form)`, which analyses of calls read (what a callee
+    #: returns and writes: passes/aliasing.py); None outside the driver.
+    front_end: Any = None
     _analyses: dict = dataclasses.field(default_factory=dict, repr=False)
     _shape_only: tuple | None = dataclasses.field(default=None, repr=False)
 
