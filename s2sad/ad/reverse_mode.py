@@ -131,7 +131,6 @@ class Reverse(CallAdjoints):
         self.owned = set()
         self.unconnected = [p for p in self.wrt if p not in self.active]
         self.user_calls = syntax.NodeMap()
-        self.refuse_mutating_calls(fn)
         self.indexed = {a.id for s in _assigns(fn) for a in _getitem_receivers(s)}
         self.primal_names = {n.id for n in syntax.name_nodes(fn)}
         self.scalar_zeros = False
