@@ -46,6 +46,10 @@ def tail_view(v):
     return v[1:]
 
 
+def add_into_the_first(lst):
+    lst[0] += 1.0
+
+
 # -- NumPy sees the write through the other name: refused in both modes --------------------
 def list_element_added_then_array_read(x):
     y = np.sin(x)
@@ -114,6 +118,13 @@ def callee_scales_through_a_callee(x):
     return np.sum(y * x)
 
 
+def callee_adds_into_an_array_of_its_list(x):
+    y = np.sin(x)
+    lst = [y]
+    add_into_the_first(lst)
+    return np.sum(y * x)
+
+
 def callee_returns_a_view_then_written(x):
     y = np.sin(x)
     z = tail_view(y)
@@ -134,6 +145,7 @@ REFUSED = [
     (callee_scales_its_argument, 3, 2, None),
     (callee_scales_through_a_view, 3, 2, None),
     (callee_scales_through_a_callee, 3, 2, None),
+    (callee_adds_into_an_array_of_its_list, 4, 3, None),
     (callee_returns_a_view_then_written, 4, 3, 2),
 ]
 
@@ -278,6 +290,15 @@ def list_of_numbers_added_to(x):
     return lst[0] * other
 
 
+def list_of_elements_added_to(x):
+    # (in forward mode `x[0]` may be a row, when nothing says `x` is a vector: taken as a
+    # number, with a check when it runs)
+    xs = [x[0], x[1]]
+    a = xs[1]
+    xs[0] += x[2]
+    return a * xs[0]
+
+
 def list_of_arrays_read_through_the_list(x):
     lst = [np.sin(x), x]
     lst[0] += x * x
@@ -287,7 +308,7 @@ def list_of_arrays_read_through_the_list(x):
 ACCEPTED = [helper_makes_a_new_array, boolean_mask_copies, negated_mask_copies,
             index_array_copies, callee_writes_and_returns_the_new_value,
             split_part_written_and_read, astype_copies, list_of_numbers_added_to,
-            list_of_arrays_read_through_the_list]
+            list_of_elements_added_to, list_of_arrays_read_through_the_list]
 
 
 @pytest.mark.parametrize("f", ACCEPTED, ids=lambda f: f.__name__)

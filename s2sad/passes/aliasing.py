@@ -286,10 +286,10 @@ class Aliasing:
                 else:
                     self.bind(target, self.shares(target, v, s), s, state)
                 if base is not None:
-                    # `lst[i] += v` writes into the element too, when it is an array
+                    # `lst[i] += v` writes into the element too, when it may be an array
                     inner = frozenset(o for o in names.get(getattr(s, "s2s_element", None),
                                                            Held()).objects
-                                      if self.made_kind.get(o) in (ARRAY, CONTAINER))
+                                      if self.may_be_array(o))
                     self.mark(target, names.get(base, Held()).objects | inner, s, state,
                               base=base, inner=inner)
             elif isinstance(s, gast.Expr) and isinstance(s.value, gast.Call):
@@ -345,10 +345,20 @@ class Aliasing:
 
     def new(self, target, s, seen):
         """A new object, made by `s` (its last instance: reads of one an earlier
-        iteration made do not count for it)."""
+        iteration made do not count for it; an index this run takes for a number is one)."""
         seen.pop(id(s), None)
-        self.made_kind[id(s)] = self.kinds.kind.get(target)
+        self.made_kind[id(s)] = SCALAR if id(s) in self.maybe and id(s) not in self.views \
+            else self.kinds.kind.get(target)
         return Held(frozenset([id(s)]), frozenset([id(s)]))
+
+    def may_be_array(self, o):
+        """Whether the object `o` may be an array or a list: one made so, or an element
+        of a parameter (a list of the caller's, whose elements may be arrays)."""
+        if isinstance(o, tuple):
+            while isinstance(o, tuple):
+                o = o[1]
+            return o in self.params and self.kinds.kind.get(o) != ARRAY
+        return self.made_kind.get(o) in (ARRAY, CONTAINER)
 
     def hold(self, containers, objects):
         for c in containers:
@@ -380,8 +390,8 @@ class Aliasing:
 
     def reads(self, node, state, s):
         names, stale, seen = state
-        if self.before:
-            # (an index, a write into an array: no values of it the derivative reads)
+        if self.before and not isinstance(node, (gast.List, gast.Tuple)):
+            # (an index, a write into an array, a list: no values the derivative reads)
             skip = node.value if isinstance(node, gast.Subscript) else node.args[0] if (
                 isinstance(node, gast.Call) and getattr(node.func, "s2s_prim", None) in (
                     runtime.setitem, runtime.append)) else None
