@@ -73,7 +73,6 @@ from ..frontend import source
 from ..rules import registry, runtime
 from . import callee_effects
 from .callee_effects import Written, params_in, root
-from .lost_derivatives import MUTATING_METHODS
 
 #: Python functions whose result holds no memory of their arguments.
 FRESH = (len, int, float, bool, complex, str, repr, isinstance, type, id, hash, range,
@@ -119,7 +118,7 @@ def _calls_writing(fn, ctx):
     return any(isinstance(s, (gast.Assign, gast.Expr)) and isinstance(s.value, gast.Call)
                and (callee_effects.may_write(callee_effects.python_callee(s.value, ctx))
                     or ctx.mode == "reverse"
-                    and _changed_in_place(s.value, ctx) is not None)
+                    and callee_effects.changed_in_place(s.value, ctx) is not None)
                for s in syntax.statements(fn))
 
 
@@ -428,7 +427,7 @@ class Aliasing:
         `np.copyto(y, v)`, `out=y`, `np.add.at(y, i, v)`), which Wengert form does not
         follow: a write, in a called function (`summary`); in reverse mode, refused when
         it changes memory read before it, whose old values the derivative may read."""
-        changed = _changed_in_place(call, self.ctx)
+        changed = callee_effects.changed_in_place(call, self.ctx)
         if changed is None or not (self.src.is_local(changed) or changed in self.params):
             return
         written = state[0].get(changed, Held()).objects
@@ -790,30 +789,6 @@ def _ints(parts, kinds):
 
 def _first(index):
     return index.elts[0] if isinstance(index, gast.Tuple) and index.elts else index
-
-
-def _changed_in_place(call, ctx):
-    """The name whose memory `call` changes in place as it runs, or None: the receiver
-    of an in-place method (`y.sort()`, `lst.extend(v)`, `t.fill(v)` of a view `t`), the
-    array of `out=`, the argument a primitive's record `writes` into (`np.copyto`), the
-    first argument of a ufunc's `.at`."""
-    func = call.func
-    out = next((k.value for k in call.keywords if k.arg == "out"), None)
-    if isinstance(out, gast.Name):
-        return out.id
-    prim = ctx.resolve(func)
-    record = registry.primitive(prim)
-    if isinstance(func, gast.Attribute) and func.attr == "at" and isinstance(
-            ctx.resolve(func.value), np.ufunc):
-        written = call.args[0] if call.args else None
-    elif record is not None and record.writes is not None and len(call.args) > record.writes:
-        written = call.args[record.writes]
-    elif (isinstance(func, gast.Attribute) and func.attr in MUTATING_METHODS and prim is None
-          and registry.METHODS.get(func.attr) is None):
-        return syntax.receiver_root(func.value)     # also `a[:2].sort()`, `h.T.fill(v)`
-    else:
-        written = None
-    return written.id if isinstance(written, gast.Name) else None
 
 
 def summary(fn, kinds, ctx):

@@ -2,7 +2,8 @@
 its result may share memory with (a view of an argument, an element of one, a new list
 holding one; or new memory of its own), and which it writes into (`def scale(a): a *=
 2.0`). passes/aliasing.py reads these `Summary`s at each call, in both modes, as it
-reads a primitive's record for what its result is a view of.
+reads a primitive's record for what its result is a view of; and which argument a call
+of a primitive or method changes in place as it runs (`changed_in_place`: `y.sort()`).
 
 A summary is found by the aliasing pass's own data flow over the function's Wengert
 form, which the driver's front end makes (`ctx.front_end`); where that form cannot be
@@ -31,6 +32,7 @@ import inspect
 import weakref
 
 import gast
+import numpy as np
 
 from .. import syntax
 from ..analysis import operations
@@ -61,6 +63,30 @@ class Summary:
     name: str
     returns: frozenset = frozenset()
     writes: tuple = ()
+
+
+def changed_in_place(call, ctx):
+    """The name whose memory `call` changes in place as it runs, or None: the receiver
+    of an in-place method (`y.sort()`, `lst.extend(v)`, `t.fill(v)` of a view `t`), the
+    array of `out=`, the argument a primitive's record `writes` into (`np.copyto`), the
+    first argument of a ufunc's `.at`."""
+    func = call.func
+    out = next((k.value for k in call.keywords if k.arg == "out"), None)
+    if isinstance(out, gast.Name):
+        return out.id
+    prim = ctx.resolve(func)
+    record = registry.primitive(prim)
+    if isinstance(func, gast.Attribute) and func.attr == "at" and isinstance(
+            ctx.resolve(func.value), np.ufunc):
+        written = call.args[0] if call.args else None
+    elif record is not None and record.writes is not None and len(call.args) > record.writes:
+        written = call.args[record.writes]
+    elif (isinstance(func, gast.Attribute) and func.attr in MUTATING_METHODS and prim is None
+          and registry.METHODS.get(func.attr) is None):
+        return syntax.receiver_root(func.value)     # also `a[:2].sort()`, `h.T.fill(v)`
+    else:
+        written = None
+    return written.id if isinstance(written, gast.Name) else None
 
 
 def python_callee(call, ctx):
