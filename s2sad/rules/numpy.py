@@ -323,6 +323,7 @@ rule(np.reshape, "a, newshape", a="_s2s_reshape_like(g, a)", linear="a", view="a
 rule(np.reshape, "a, shape", a="_s2s_reshape_like(g, a)")
 rule(np.ravel, "a", "_s2s_reshape_like(g, a)", linear="a", view="a", method="ravel")
 rule(np.ndarray.flatten, "a", "_s2s_reshape_like(g, a)", linear="a", method="flatten")
+rule(np.ndarray.view, "self", "g", linear="self", view="self", method="view")  # (no dtype)
 rule(np.squeeze, "a, axis=None", a="_s2s_reshape_like(g, a)", linear="a", view="a",
      method="squeeze")
 rule(np.expand_dims, "a, axis", a="_s2s_reshape_like(g, a)", linear="a", view="a")

@@ -35,7 +35,8 @@ define(operator.neg, "x", "-g", elementwise=True, returns="args")
 define(operator.pos, "x", "g", elementwise=True, returns="args")
 define(operator.matmul, "a, b", "_s2s_matmul_lhs(g, a, b)", "_s2s_matmul_rhs(g, a, b)",
        namespace=ns, linear=("a", "b"), returns="array")
-define(operator.getitem, "x, index", "_s2s_unindex(g, x, index)", namespace=ns, linear="x")
+define(operator.getitem, "x, index", "_s2s_unindex(g, x, index)", namespace=ns, linear="x",
+       view="x")   # (a basic index is a view)
 define(runtime.setitem, "a, index, v", a="_s2s_zero_at(g, index)",
        v="_s2s_unbroadcast(_s2s_take(g, index), v)", namespace=ns, linear="a, v",
        returns="first")
