@@ -50,6 +50,15 @@ def add_into_the_first(lst):
     lst[0] += 1.0
 
 
+def doubled(v):
+    return v * 2.0
+
+
+def halved(a):
+    a *= 0.5
+    return a
+
+
 # -- NumPy sees the write through the other name: refused in both modes --------------------
 def list_element_added_then_array_read(x):
     y = np.sin(x)
@@ -125,6 +134,21 @@ def callee_adds_into_an_array_of_its_list(x):
     return np.sum(y * x)
 
 
+def helper_result_named_twice_then_scaled(x):
+    z = doubled(x)
+    w = z
+    z *= x[0]
+    return np.sum(w * x)
+
+
+def row_added_into_then_read(x):
+    y = np.zeros((2, 4))
+    y[1] = x
+    r = y[1]
+    y[1] += x[1]
+    return np.sum(r * x)
+
+
 def callee_returns_a_view_then_written(x):
     y = np.sin(x)
     z = tail_view(y)
@@ -146,6 +170,8 @@ REFUSED = [
     (callee_scales_through_a_view, 3, 2, None),
     (callee_scales_through_a_callee, 3, 2, None),
     (callee_adds_into_an_array_of_its_list, 4, 3, None),
+    (helper_result_named_twice_then_scaled, 4, 3, 2),
+    (row_added_into_then_read, 5, 4, 3),
     (callee_returns_a_view_then_written, 4, 3, 2),
 ]
 
@@ -230,6 +256,36 @@ def test_reverse_mode_refuses_a_write_in_place_into_values_read_before(f, call, 
     value, tangent = s2sad.jvp(f, (X.copy(),), (T,))
     assert value == pytest.approx(f(X.copy()), rel=1e-14)
     assert tangent == pytest.approx(np.sum(want * T), rel=1e-7)
+
+
+def constant_halved_in_a_loop(x):
+    u = np.linspace(1.0, 2.0, 4)
+    s = 0.0
+    for i in range(3):
+        u = halved(u)
+        s = s + np.sum(u * x * x)
+    return s
+
+
+def test_reverse_mode_refuses_a_write_into_what_an_earlier_iteration_read():
+    # the gradient reads u of each iteration, which the next call of halved() changes
+    f = constant_halved_in_a_loop
+    first = f.__code__.co_firstlineno
+    with pytest.raises(s2sad.UnsupportedSyntaxError,
+                       match=f"memory that line {first + 5} .* reads before the call") as info:
+        s2sad.grad(f)(X.copy())
+    assert info.value.lineno == first + 4
+    want = fd_array_grad(f, (X,), 0)
+    assert s2sad.jvp(f, (X.copy(),), (T,))[1] == pytest.approx(np.sum(want * T), rel=1e-7)
+
+
+def test_the_messages_say_which_memory():
+    with pytest.raises(s2sad.UnsupportedSyntaxError,
+                       match=r"y\[1\] \+= x\[1\]\) writes into the array it shares memory "
+                             r"with \(line \d+: r = y\[1\]\)"):
+        s2sad.grad(row_added_into_then_read)(X.copy())
+    with pytest.raises(s2sad.UnsupportedSyntaxError, match=r"\(line \d+: w = z\)"):
+        s2sad.grad(helper_result_named_twice_then_scaled)(X.copy())
 
 
 # -- what shares no memory: differentiated (these were refused) ----------------------------

@@ -161,7 +161,8 @@ class Aliasing:
         self.entry = {p: Held(frozenset([p]), frozenset([p])) for p in params
                       if self.kinds.kind.get(p) != SCALAR}
         self.summarising = summarising
-        self.returns, self.wrote = set(), {}
+        self.returns, self.wrote, self.returned_kinds = set(), {}, set()
+        self.conditional = set()    # writes taken as such for a parameter of unknown kind
         # in reverse mode, a call that writes into memory read before it is refused
         self.before = ctx.mode == "reverse" and not summarising
         self.contents = {}      # {container object: the objects it may hold}, per `run`
@@ -272,25 +273,27 @@ class Aliasing:
                         stale[target] = stale[v.id]
                     else:
                         stale.pop(target, None)
-                    names[target] = names.get(v.id, Held())
+                    held = names.get(v.id, Held())      # (made by this copy, for the error)
+                    names[target] = held if held.made or not held.objects else Held(
+                        held.objects, held.frames, s)
                     continue
                 self.reads(v, state, s)
                 base = self.written(s, names)
                 effect = self.effect(v) if isinstance(v, gast.Call) else None
                 if isinstance(v, gast.Call):
                     self.in_place(v, s, state)
-                if effect is not None:
+                if effect is not None:      # (its writes into what an earlier iteration's
+                    self.call_writes(target, effect, s, state)      # result was read for)
                     self.bind_call(target, effect, s, state)
-                    self.call_writes(target, effect, s, state)
                 else:
                     self.bind(target, self.shares(target, v, s), s, state)
                 if base is not None:
                     # `lst[i] += v` writes into the element too, when it may be an array
+                    objects = names.get(base, Held()).objects
                     inner = frozenset(o for o in names.get(getattr(s, "s2s_element", None),
                                                            Held()).objects
-                                      if self.may_be_array(o))
-                    self.mark(target, names.get(base, Held()).objects | inner, s, state,
-                              base=base, inner=inner)
+                                      if o not in objects and self.may_be_array(o))
+                    self.mark(target, objects | inner, s, state, base=base, inner=inner)
             elif isinstance(s, gast.Expr) and isinstance(s.value, gast.Call):
                 self.reads(s, state, s)
                 self.in_place(s.value, s, state)
@@ -303,6 +306,7 @@ class Aliasing:
                         and isinstance(s.value, gast.Name)):
                     held = state[0].get(s.value.id, Held())
                     self.returns |= {t for o in held.objects for t in self.terms(o)}
+                    self.returned_kinds.add(self.kinds.kind.get(s.value.id))
         return state
 
     def bind(self, target, relations, s, state):
@@ -342,13 +346,21 @@ class Aliasing:
             held = Held(held.objects - new, held.frames - new, held.made)
         names[target] = held
 
-    def new(self, target, s, seen):
+    def new(self, target, s, seen, kind=None):
         """A new object, made by `s` (its last instance: reads of one an earlier
-        iteration made do not count for it; an index this run takes for a number is one)."""
+        iteration made do not count for it; an index this run takes for a number is one),
+        of the kind of the value (or `kind`, what a called function returns)."""
         seen.pop(id(s), None)
+        made = self.kinds.of(s.value) if isinstance(s, gast.Assign) and not isinstance(
+            s.value, gast.Subscript) else None     # (an index's number of axes: the guard's)
         self.made_kind[id(s)] = SCALAR if id(s) in self.maybe and id(s) not in self.views \
-            else self.kinds.kind.get(target)
+            else next((k for k in (kind, made) if k in (ARRAY, CONTAINER)),
+                      self.kinds.kind.get(target))
         return Held(frozenset([id(s)]), frozenset([id(s)]))
+
+    def unknown_param(self, o):
+        """Whether `o` is a parameter of unknown kind (of a called function)."""
+        return o in self.params and self.kinds.kind.get(o) not in (ARRAY, CONTAINER, SCALAR)
 
     def may_be_array(self, o):
         """Whether the object `o` may be an array or a list: one made so, or an element
@@ -414,11 +426,14 @@ class Aliasing:
         # `x += y` writes in place only into an array or a list (of that kind, or sharing
         # the memory of one); of unknown kind (the result of a Python function) it is
         # taken as a number, not to refuse scalar code
-        if (getattr(s, "s2s_augmented", False) and isinstance(v, gast.BinOp)
-                and isinstance(v.left, gast.Name) and (v.left.id in self.arrays or (
-                    names is not None and any(
-                        self.made_kind.get(o) in (ARRAY, CONTAINER)
-                        for o in names.get(v.left.id, Held()).objects)))):
+        if not (getattr(s, "s2s_augmented", False) and isinstance(v, gast.BinOp)
+                and isinstance(v.left, gast.Name)):
+            return None
+        objects = names.get(v.left.id, Held()).objects if names is not None else ()
+        if v.left.id in self.arrays or any(self.may_be_array(o) for o in objects):
+            return v.left.id
+        if self.summarising and any(self.unknown_param(o) for o in objects):
+            self.conditional.add(id(s))     # (a write where the caller passes an array)
             return v.left.id
         return None
 
@@ -484,7 +499,7 @@ class Aliasing:
         held = self.arguments(args, state)
         objects = frozenset(o for t in found.returns for o in self.objects(t, held, s))
         names[target] = Held(objects, frozenset([id(s)]), s) if objects else \
-            self.new(target, s, seen)
+            self.new(target, s, seen, found.kind)
 
     def call_writes(self, target, effect, s, state):
         """After the call `s`, of a function that writes into the memory of its arguments:
@@ -496,7 +511,8 @@ class Aliasing:
         held = self.arguments(args, state)
         for w in found.writes:
             written = self.objects(w.term, held, s)
-            if not written:
+            if not written or w.array_only and not any(
+                    self.may_be_array(o) or self.unknown_param(o) for o in written):
                 continue
             readers = {r for o in written for r in state[2].get(o, ()) if r != id(s)}
             if readers and self.reading == "raise" and self.before:
@@ -698,12 +714,12 @@ class Aliasing:
         write, link = stale.write, stale.link
         if stale.callee is not None:
             found, w, args = stale.callee
+            arg = self.argument(w, args)
             return self.src.syntax_error(read, (
                 f"{shown} is read after {line(write)} ({self.src.line_text(write).strip()}), "
-                f"where {_called(found, w, args, self.src)}; NumPy shows that write through "
-                f"{shown}, but s2sad follows it only through what {found.name}() returns, so "
-                f"the value and the derivative would use the old {shown}. "
-                f"{_instead(found, w, args, self.src)}"))
+                f"where {found.writing(w, arg)}; NumPy shows that write through {shown}, but "
+                f"s2sad follows it only through what {found.name}() returns, so the value and "
+                f"the derivative would use the old {shown}. {found.instead(arg)}"))
         base = self.written(write)
         what = "list" if self.kinds.kind.get(base) == CONTAINER else "array"
         if stale.element:
@@ -721,11 +737,15 @@ class Aliasing:
         """The error for a call that writes in place into memory read before it, whose old
         values the derivative of reverse mode may read after it."""
         return self.src.syntax_error(call, (
-            f"{self.src.line_text(call).strip()}: {_called(found, w, args)}, into "
-            f"memory that line {self.src.lineno(reader)} "
-            f"({self.src.line_text(reader).strip()}) reads before the call; the gradient "
-            "reads the values from before the call, which the call changes in place. "
-            f"{_instead(found, w, args, self.src)}"))
+            f"{self.src.line_text(call).strip()}: {found.writing(w)}, into memory that line "
+            f"{self.src.lineno(reader)} ({self.src.line_text(reader).strip()}) reads before "
+            "the call; the gradient reads the values from before the call, which the call "
+            f"changes in place. {found.instead(self.argument(w, args))}"))
+
+    def argument(self, w, args):
+        """The user's name for the argument of the parameter a callee's `w` writes into."""
+        arg = args.get(w.param)
+        return _user_name(arg.id, self.src) if isinstance(arg, gast.Name) else w.param
 
 
 @dataclasses.dataclass(frozen=True)
@@ -758,23 +778,6 @@ def _join(a, b):
     return names, {**b[1], **a[1]}, seen
 
 
-def _called(found, w, args, src=None):
-    """What a called function does, for an error: `scale() writes into its argument 'a'
-    in place (file:line: a *= 2.0)`, and with `src`, `, the memory of y`."""
-    arg = args.get(w.param)
-    of = f", the memory of {_user_name(arg.id, src)}" if src and isinstance(
-        arg, gast.Name) else ""
-    return (f"{found.name}() writes into its argument {w.param!r} in place ({w.where}: "
-            f"{w.text}){of}")
-
-
-def _instead(found, w, args, src):
-    arg = args.get(w.param)
-    shown = _user_name(arg.id, src) if isinstance(arg, gast.Name) else w.param
-    return (f"Pass {found.name}() a copy ({shown}.copy()), or make it return the new value "
-            f"and use what it returns ({shown} = {found.name}(...))")
-
-
 def _user_name(name, src):
     """`name` as the user wrote it (Wengert form numbers versions: `y_1`)."""
     base = re.sub(r"_\d+$", "", name)
@@ -800,7 +803,7 @@ def summary(fn, kinds, ctx):
 
 def _effects(node, ctx):
     """(the terms the result of the function `node` may share memory with, the
-    `Written` into its arguments' memory)."""
+    `Written` into its arguments' memory, the kind of its result)."""
     flow = Aliasing(node, ctx, summarising=True)
     flow.run(node)
     writes = []
@@ -808,9 +811,11 @@ def _effects(node, ctx):
         if isinstance(w, tuple):        # by a function it calls: where that writes
             w = dataclasses.replace(w[1], term=term, param=root(term))
         else:
-            w = Written(term, root(term), ctx.src.where(w), ctx.src.line_text(w).strip())
+            w = Written(term, root(term), ctx.src.where(w), ctx.src.line_text(w).strip(),
+                        id(w) in flow.conditional)
         writes.append(w)
-    return flow.returns, writes
+    kinds = flow.returned_kinds
+    return flow.returns, writes, kinds.pop() if len(kinds) == 1 else None
 
 
 def _ndims(defs, ctx):

@@ -47,11 +47,14 @@ from .lost_derivatives import MUTATING_METHODS
 @dataclasses.dataclass(frozen=True)
 class Written:
     """A write into an argument, in a called function: the term of the memory written
-    (see `Summary`), the parameter it is reached from, and where and what the write is."""
+    (see `Summary`), the parameter it is reached from, where and what the write is, and
+    whether it writes only where the argument is an array (`a += v` of a parameter of
+    unknown kind, which rebinds a number)."""
     term: tuple
     param: str
     where: str
     text: str
+    array_only: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,10 +62,24 @@ class Summary:
     """What a Python function does with the memory of its arguments, in terms of its
     parameters: ("arg", p) is the memory of parameter p, ("in", t) of an element of
     t, ("holds", terms) a new list or tuple holding those. `returns`: the terms its
-    result may share memory with (none: new memory); `writes`: the `Written` into them."""
+    result may share memory with (none: new memory); `writes`: the `Written` into them;
+    `kind`: the kind of its result, where certain (value_kinds's ARRAY, ...), or None."""
     name: str
     returns: frozenset = frozenset()
     writes: tuple = ()
+    kind: str = None
+
+    def writing(self, w, memory=None):
+        """The write `w`, for an error: `scale() writes into its argument 'a' in place
+        (file:line: a *= 2.0)`, and with `memory` (the caller's name), `, the memory of y`."""
+        of = f", the memory of {memory}" if memory else ""
+        return (f"{self.name}() writes into its argument {w.param!r} in place ({w.where}: "
+                f"{w.text}){of}")
+
+    def instead(self, memory):
+        """What to write instead of the call, for an error."""
+        return (f"Pass {self.name}() a copy ({memory}.copy()), or make it return the new "
+                f"value and use what it returns ({memory} = {self.name}(...))")
 
 
 def changed_in_place(call, ctx):
@@ -155,7 +172,7 @@ _pending = {}
 
 def summary(fn, kinds, ctx, analyse):
     """The `Summary` of the Python function `fn` called with arguments of `kinds`
-    ({parameter: kind}): `analyse(node, its ctx)` -> (returns, writes) over its Wengert
+    ({parameter: kind}): `analyse(node, its ctx)` -> (returns, writes, kind) over its Wengert
     form (which the driver's front end makes: `ctx.front_end`), or, where that cannot
     be made, what its source says (`_scanned`). A function that calls itself is found
     from a guess that it writes and returns nothing, again until the guess is what it
@@ -191,9 +208,9 @@ def _analysed(fn, kinds, ctx, analyse):
         inner, node = ctx.front_end(fn, kinds)
     except S2SADError:
         return _scanned(fn, kinds)
-    returns, writes = analyse(node, inner)
+    returns, writes, kind = analyse(node, inner)
     return Summary(_name(fn), frozenset(returns),
-                   tuple(sorted(writes, key=lambda w: repr(w.term))))
+                   tuple(sorted(writes, key=lambda w: repr(w.term))), kind)
 
 
 def _scanned(fn, kinds):
