@@ -6,12 +6,15 @@ argument). Each form is differentiated right in every mode, against central diff
 or refused in every mode with an error that names this file, the line that reads, the
 line that writes, and the line that made the other name."""
 import importlib.util
+import math
 
 import numpy as np
 import pytest
 
 import s2sad
 from numpy_cases import check_hessian, fd_array_grad
+from oracle import fd_grad
+from warned import allowing_unconnected
 
 X = np.array([0.7, -0.4, 1.3, 0.9])
 T = np.array([0.3, -1.1, 0.6, 0.8])         # a direction for jvp
@@ -433,3 +436,48 @@ def test_a_result_a_helper_shares_with_an_input_is_written_on_a_copy():
     np.testing.assert_array_equal(x, X)
     s2sad.value_and_grad(f)(x)
     np.testing.assert_array_equal(x, X)
+
+
+# -- found by the scalar fuzzer ---------------------------------------------------------------
+def _halved_in_a_branch(a):
+    for i in range(3):
+        if -0.5 < math.sin(a):
+            k = 0
+            while 0.5 < a <= 1.5 and k < 3:
+                a = 0.5 * a + (0.5 + 0.5)
+                k += 1
+        elif i == 1:
+            a /= 2.0 + math.sin(0.5 + a)
+    return a
+
+
+def _numbers_in_loops(x, y, z):
+    for i in range(0, 5, 2):
+        if -0.75 < x + x <= -0.25:
+            kk = 0
+            while kk < 4:
+                x = y / (1.0 + _halved_in_a_branch(y) * _halved_in_a_branch(y))
+                z = y * -0.25 / (1.0 + math.hypot(z, 3.0) * math.hypot(z, 3.0))
+                kk += 1
+            k = 0
+            while k < 4 and -0.25 < z <= 1.75:
+                k += 1
+                x = math.erf(0.0)
+        elif z * x >= 0.0:
+            y = x * y
+        else:
+            for l in (-1.5 / (1.0 + z * z), math.asinh(y), y if z <= 0.75 else x):
+                y = y * -1.5
+    return y
+
+
+def test_a_number_a_helper_divides_is_no_write():
+    # `a /= ...` of a parameter of unknown kind writes in place only where the caller
+    # passes an array; `y` is a float parameter, whose kind the code left unknown
+    point = (-0.2, 0.875, 2.0)
+    want = fd_grad(_numbers_in_loops, point, (0, 1, 2))
+    tangent = s2sad.jvp(_numbers_in_loops, point, (1.0, 1.0, 1.0))[1]
+    assert tangent == pytest.approx(sum(want), rel=1e-7)
+    with allowing_unconnected(_numbers_in_loops, ["z"]):
+        got = s2sad.grad(_numbers_in_loops, wrt=(0, 1, 2))(*point)
+    assert got == pytest.approx(want, rel=1e-7, abs=1e-10)

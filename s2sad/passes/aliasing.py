@@ -166,7 +166,9 @@ class Aliasing:
         # in reverse mode, a call that writes into memory read before it is refused
         self.before = ctx.mode == "reverse" and not summarising
         self.contents = {}      # {container object: the objects it may hold}, per `run`
-        self.made_kind = {p: self.kinds.kind.get(p) for p in params}   # {object: kind}
+        declared = ctx.param_kinds      # {object: kind} (a parameter: of its argument)
+        self.made_kind = {p: declared.get(p) if declared.get(p) in (ARRAY, CONTAINER, SCALAR)
+                          else self.kinds.kind.get(p) for p in params}
         self.maybe = {}         # {id of `r = y[i]` that may be a view: (the parameters
         #                          whose patterns tell, the error if it is a view)}
         self.effects = {}       # {id of a call: its `effect`}
@@ -359,8 +361,9 @@ class Aliasing:
         return Held(frozenset([id(s)]), frozenset([id(s)]))
 
     def unknown_param(self, o):
-        """Whether `o` is a parameter of unknown kind (of a called function)."""
-        return o in self.params and self.kinds.kind.get(o) not in (ARRAY, CONTAINER, SCALAR)
+        """Whether `o` is a parameter of a called function of unknown kind."""
+        return self.summarising and o in self.params and self.made_kind.get(o) not in (
+            ARRAY, CONTAINER, SCALAR)
 
     def may_be_array(self, o):
         """Whether the object `o` may be an array or a list: one made so, or an element
