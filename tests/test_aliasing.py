@@ -152,6 +152,29 @@ def row_added_into_then_read(x):
     return np.sum(r * x)
 
 
+def array_twice_in_a_list_added_into(x):
+    y = np.sin(x)
+    lst = [y, y]
+    lst[0] += x
+    return np.sum(lst[1] * x)
+
+
+def array_appended_in_a_loop_added_into(x):
+    y = np.sin(x)
+    lst = [x]
+    for i in range(2):
+        lst.append(y)
+    lst[1] += x
+    return np.sum(lst[2] * x)
+
+
+def joined_lists_added_into(x):
+    y = np.sin(x)
+    lst = [x * 2.0] + [y]
+    lst[1] += x
+    return np.sum(y * x)
+
+
 def callee_returns_a_view_then_written(x):
     y = np.sin(x)
     z = tail_view(y)
@@ -175,6 +198,8 @@ REFUSED = [
     (callee_adds_into_an_array_of_its_list, 4, 3, None),
     (helper_result_named_twice_then_scaled, 4, 3, 2),
     (row_added_into_then_read, 5, 4, 3),
+    (array_twice_in_a_list_added_into, 4, 3, 2),
+    (joined_lists_added_into, 4, 3, 2),
     (callee_returns_a_view_then_written, 4, 3, 2),
 ]
 
@@ -200,6 +225,16 @@ def test_a_write_another_name_sees_is_refused_in_every_mode(f, read, write, made
     assert f"is read after line {first + write} (" in error.reason, error.reason
     if made is not None:
         assert f"(line {first + made}: " in error.reason, error.reason
+
+
+@pytest.mark.parametrize("mode", ["grad", "vjp", "jvp", "hessian"])
+def test_an_array_appended_in_a_loop_then_added_into_is_refused(mode):
+    # (the list's elements are of unknown kind here: `lst[1]` may be a number or an array,
+    # which a check finds when the code runs)
+    with pytest.raises(s2sad.UnsupportedSyntaxError) as info:
+        _modes(array_appended_in_a_loop_added_into)[mode]()
+    first = array_appended_in_a_loop_added_into.__code__.co_firstlineno
+    assert info.value.filename == __file__ and info.value.lineno in (first + 5, first + 6)
 
 
 def test_a_callee_s_write_is_named_with_its_own_line_and_the_fix():
@@ -358,6 +393,14 @@ def list_of_elements_added_to(x):
     return a * xs[0]
 
 
+def list_of_new_arrays_made_in_a_loop(x):
+    lst = []
+    for i in range(2):
+        lst.append(np.sin(x) * (i + 1.0))
+    lst[0] += x
+    return np.sum(lst[0] * lst[1])
+
+
 def list_of_arrays_read_through_the_list(x):
     lst = [np.sin(x), x]
     lst[0] += x * x
@@ -367,7 +410,8 @@ def list_of_arrays_read_through_the_list(x):
 ACCEPTED = [helper_makes_a_new_array, boolean_mask_copies, negated_mask_copies,
             index_array_copies, callee_writes_and_returns_the_new_value,
             split_part_written_and_read, astype_copies, list_of_numbers_added_to,
-            list_of_elements_added_to, list_of_arrays_read_through_the_list]
+            list_of_elements_added_to, list_of_new_arrays_made_in_a_loop,
+            list_of_arrays_read_through_the_list]
 
 
 @pytest.mark.parametrize("f", ACCEPTED, ids=lambda f: f.__name__)

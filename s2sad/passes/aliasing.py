@@ -20,13 +20,11 @@ bools or ints or a list (named or not: `y[y > 0]`, `x[[-1, 0]]` copy); the argum
 a primitive's record names in `view` (`np.reshape`, `x.T`, `np.split`'s list of views,
 `x.astype(float, copy=False)`: `registry.viewed`), and every argument of a method or a
 function s2sad knows nothing of; a list or tuple holding the array; a loop over it.
-A Python function s2sad reads is analysed for what it returns (a view of an argument,
-an element of one, a new array: passes/callee_effects.py) and what it writes into (and,
-in reverse mode, changes in place as it runs: `y.sort()`): a write into an
-argument's memory (`def scale(a): a *= 2.0`) is a write s2sad follows only through what
-the function returns, so every name for that memory holds an old value after the call.
-In reverse mode such a call is also refused when that memory is read before it: the
-call may change, in place, values the derivative reads afterwards.
+A Python function s2sad reads is analysed for what it returns and writes into
+(passes/callee_effects.py): its write into an argument (`def scale(a): a *= 2.0`) is
+followed only through what it returns. In reverse mode, a call that changes in place
+memory read before it (such a function's, `y.sort()`, `out=`) is refused too: the
+derivative would read the changed values afterwards.
 
 >>> from s2sad import UnsupportedSyntaxError
 >>> try:
@@ -72,17 +70,7 @@ from ..analysis.value_kinds import ARRAY, CONTAINER, SCALAR, UNKNOWN
 from ..frontend import source
 from ..rules import registry, runtime
 from . import callee_effects
-from .callee_effects import Written, params_in, root
-
-#: Python functions whose result holds no memory of their arguments.
-FRESH = (len, int, float, bool, complex, str, repr, isinstance, type, id, hash, range,
-         print, round, abs, sum, divmod, pow, runtime.snapshot)
-
-#: Python functions that make a new list or tuple of what their argument holds.
-REGROUPING = (list, tuple, sorted)
-
-#: Methods no record describes whose result is new memory.
-FRESH_METHODS = {"tolist"}
+from .callee_effects import FRESH, FRESH_METHODS, REGROUPING, Written, params_in, root
 
 #: Functions whose result is bools, or arrays of ints, or a tuple of arrays: an index by
 #: it copies (`y[np.isnan(y)]`, `y[np.argsort(y)]`), whatever the number of axes.
@@ -172,12 +160,13 @@ class Aliasing:
         self.maybe = {}         # {id of `r = y[i]` that may be a view: (the parameters
         #                          whose patterns tell, the error if it is a view)}
         self.effects = {}       # {id of a call: its `effect`}
-        self.defs, self.loop_of, self.statement = {}, {}, {}
+        self.defs, self.loop_of, self.statement, self.within = {}, {}, {}, {}
         for s in syntax.statements(fn):
             self.statement[id(s)] = s
             if isinstance(s, (gast.For, gast.While)):
                 for inner in syntax.statements(syntax.if_(syntax.const(True), s.body)):
                     self.loop_of[id(inner)] = s         # walk order: the innermost wins
+                    self.within.setdefault(id(s), set()).add(id(inner))
             if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
                 self.defs.setdefault(s.targets[0].id, []).append(s)
         self.values = {n: [d.value for d in ds] for n, ds in self.defs.items()}
@@ -210,7 +199,7 @@ class Aliasing:
         """Whether a name holds an old value where it is read, with the indexes of
         `views` taken as views (the others which may be are taken as numbers). What
         containers hold is found first (it only grows, so a few rounds reach it)."""
-        self.views, self.reading, self.contents = set(views), None, {}
+        self.views, self.reading, self.contents, self.puts = set(views), None, {}, {}
         while True:
             before = {k: set(v) for k, v in self.contents.items()}
             self.flow(fn.body, self.start())
@@ -295,7 +284,10 @@ class Aliasing:
                     inner = frozenset(o for o in names.get(getattr(s, "s2s_element", None),
                                                            Held()).objects
                                       if o not in objects and self.may_be_array(o))
-                    self.mark(target, objects | inner, s, state, base=base, inner=inner)
+                    # (the new list holds the old array, too, where it holds it twice)
+                    twice = any(self.twice(c, o) for c in objects for o in inner)
+                    self.mark(None if twice else target, objects | inner, s, state, base=base,
+                              inner=inner)
             elif isinstance(s, gast.Expr) and isinstance(s.value, gast.Call):
                 self.reads(s, state, s)
                 self.in_place(s.value, s, state)
@@ -323,7 +315,7 @@ class Aliasing:
             names[target] = self.new(target, s, seen)
             return
         held, new = Held(), None
-        for other, relation in relations:
+        for slot, (other, relation) in enumerate(relations):
             h = names.get(other, Held(frozenset([other]), frozenset([other])))
             if relation == "version":
                 held = held.join(h)
@@ -337,14 +329,16 @@ class Aliasing:
                 held = held.join(Held(inside, frozenset([id(s)]), s))
             else:                           # "holds" it, or its "elements"
                 new = new or self.new(target, s, seen).objects
-                objects = h.objects if relation == "holds" else {
+                inner = {x for o in h.objects for x in self.contents.get(o, ())}
+                slots = h.objects if relation == "holds" else inner | {
                     _inside(o) for o in h.objects}
-                self.hold(new, objects | {x for o in h.objects for x in self.contents.get(o, ())})
+                self.hold(new, slots | inner, slots, (id(s), slot))
                 held = held.join(Held(new, new, s))
         if any(r == "version" for _, r in relations) and new is not None:
             for o in held.objects - new:    # an append: the list holds it
                 for n in new:
-                    self.hold([o], self.contents[n])
+                    self.hold([o], self.contents[n], [x for c, x in self.puts if c == n],
+                              (id(s), 0))
             held = Held(held.objects - new, held.frames - new, held.made)
         names[target] = held
 
@@ -374,9 +368,21 @@ class Aliasing:
             return o in self.params and self.kinds.kind.get(o) != ARRAY
         return self.made_kind.get(o) in (ARRAY, CONTAINER)
 
-    def hold(self, containers, objects):
+    def hold(self, containers, objects, slots=(), put=None):
+        """The `containers` hold `objects`, and `slots` of them by the statement `put`
+        (its id, and which of its places)."""
         for c in containers:
             self.contents.setdefault(c, set()).update(objects)
+            for o in slots:
+                self.puts.setdefault((c, o), set()).add(put)
+
+    def twice(self, c, o):
+        """Whether the container `c` may hold `o` in two places (`[y, y]`, or appended
+        twice: by two statements, or in a loop that does not make it anew)."""
+        puts = self.puts.get((c, o), ())
+        loop = id(self.loop_of[next(iter(puts))[0]]) if len(puts) == 1 and \
+            next(iter(puts))[0] in self.loop_of else None
+        return len(puts) > 1 or loop is not None and o not in self.within[loop]
 
     def mark(self, exempt, written, write, state, base=None, callee=None, inner=frozenset()):
         """After `write` into the objects `written` (through `base`, now `exempt`, and
@@ -567,6 +573,9 @@ class Aliasing:
             return [(v.value.id, "same")] if record is None or record.view else []
         if isinstance(v, (gast.Tuple, gast.List)):
             return [(n, "holds") for n in self.held(v.elts)]
+        if isinstance(v, gast.BinOp) and self.kinds.of(v) == CONTAINER:   # `a + b`, `a * 2`
+            return [(n, "elements") for n in self.held([v.left, v.right])
+                    for _ in range(1 if isinstance(v.op, gast.Add) else 2)]
         if isinstance(v, gast.Call):
             return self.returned(v)
         return []

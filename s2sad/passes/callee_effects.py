@@ -40,8 +40,18 @@ from ..analysis.value_kinds import ARRAY, CONTAINER
 from ..compilation import kinds_key
 from ..errors import S2SADError
 from ..frontend import source
-from ..rules import registry
+from ..rules import registry, runtime
 from .lost_derivatives import MUTATING_METHODS
+
+#: Python functions whose result holds no memory of their arguments.
+FRESH = (len, int, float, bool, complex, str, repr, isinstance, type, id, hash, range,
+         print, round, abs, sum, divmod, pow, runtime.snapshot)
+
+#: Python functions that make a new list or tuple of what their argument holds.
+REGROUPING = (list, tuple, sorted)
+
+#: Methods no record describes whose result is new memory.
+FRESH_METHODS = {"tolist"}
 
 
 @dataclasses.dataclass(frozen=True)
