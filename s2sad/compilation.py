@@ -123,6 +123,10 @@ class Compilation:
     callee_guards: str | None = None    # the name of the callees' guards' checker, if read
     code_changed: str | None = None     # the name of the flag of code changed (guards.watch)
     assumed_real: set = dataclasses.field(default_factory=set)  # see passes/complex_values
+    #: The driver's front end for a function this one calls, `front_end(fn, kinds) ->
+    #: (its context, its Wengert form)`, which analyses of calls read (what a callee
+    #: returns and writes: passes/aliasing.py); None outside the driver.
+    front_end: Any = None
     _analyses: dict = dataclasses.field(default_factory=dict, repr=False)
     _shape_only: tuple | None = dataclasses.field(default=None, repr=False)
 

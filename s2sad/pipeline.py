@@ -236,6 +236,7 @@ def compilation(fn: Callable, wrt: Wrt = 0, passes: list[Pass] = REVERSE_MODE,
     `default_kinds`); `options` are those of `Compilation`."""
     forward = any(p.run is forward_mode.run for p in passes)
     ctx = Compilation.of(fn, wrt, kinds, mode="forward" if forward else "reverse", **options)
+    ctx.front_end = _front_end
     if until is not None and until not in [p.name for p in passes]:
         raise S2SADError(f"no pass is called {until!r}; the passes are "
                          + ", ".join(p.name for p in passes))
@@ -245,6 +246,12 @@ def compilation(fn: Callable, wrt: Wrt = 0, passes: list[Pass] = REVERSE_MODE,
         if p.name == until:
             break
     return ctx, node
+
+
+def _front_end(fn, kinds):
+    """`(ctx, node)`: `fn`, a function another one calls, through the passes before the
+    aliasing pass (to `resolve_calls`), specialised on `kinds`, for analyses of the call."""
+    return compilation(fn, (), FRONT, "resolve_calls", kinds)
 
 
 def stage_source(fn: Callable, stage: str, wrt: Wrt = 0, kinds: dict | None = None,

@@ -306,7 +306,7 @@ def more_shapes(x):
              np.real(x), np.transpose(m, (1, 0))[0], m.transpose(1, 0)[1], np.copy(x),
              np.reshape(x, (3, 2))[1], np.array([x[0] * x[1], 2.0, x[2]]),
              np.fmax(x, 0.0) + np.fmin(x, 0.0), np.logaddexp(x, 0.5),
-             np.arctan2(x, 1.5) + np.hypot(x, 2.0)]
+             np.arctan2(x, 1.5) + np.hypot(x, 2.0), m.T.flatten(), x.view()]
     return np.concatenate(parts)
 
 

@@ -332,3 +332,22 @@ def test_a_method_hidden_by_an_attribute_of_an_argument_is_refused():
         s2sad.jvp(nb["f"], (model, 1.5), (None, 1.0))
     del model.predict
     assert_close(g(model, 1.5), 3.0)
+
+
+def test_a_helper_of_a_helper_that_starts_writing_into_its_argument():
+    # what a callee writes into is read from its code (passes/aliasing.py): when a helper
+    # it calls is redefined to write into its argument, the gradient follows, or refuses
+    nb = Notebook().run("def k(a):\n    return a * 2.0\n").run(
+        "def h(a):\n    b = k(a)\n    return b\n").run(
+        "def f(x):\n    y = x * 1.0\n    z = h(y)\n    return np.sum(z * y)\n")
+    f = nb["f"]
+    x = np.array([0.5, -1.0, 2.0])
+    g = s2sad.grad(f)
+    close(g(x), fd_array_grad(f, (x,), 0))
+    nb.run("def k(a):\n    a *= 2.0\n    return a\n")      # now writes y through h
+    try:
+        got = g(x)
+    except s2sad.S2SADError as error:
+        assert "<notebook-cell-" in str(error)          # refused at the user's line
+    else:
+        close(got, fd_array_grad(f, (x,), 0))

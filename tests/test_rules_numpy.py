@@ -1293,6 +1293,10 @@ def m_flatten(x):
     return np.sum(x.flatten() * W12)
 
 
+def m_view(x):
+    return np.sum(x.view() * W34)
+
+
 def squeeze_fn(x):
     return np.sum(np.squeeze(x) * W34)
 
@@ -2843,7 +2847,7 @@ for _fn, _claims, _shape in [
         (m_reshape_flat, [M("reshape")], (3, 4)), (m_reshape_3, [M("reshape")], (3, 4)),
         (m_reshape_4, [M("reshape")], (3, 4)),
         (ravel_fn, [np.ravel], (3, 4)), (m_ravel, [M("ravel")], (3, 4)),
-        (m_flatten, [M("flatten")], (3, 4)),
+        (m_flatten, [M("flatten")], (3, 4)), (m_view, [M("view")], (3, 4)),
         (squeeze_fn, [np.squeeze], (3, 1, 4)), (squeeze_axis, [np.squeeze], (3, 1, 4)),
         (m_squeeze, [M("squeeze")], (3, 1, 4)),
         (expand_dims_0, [np.expand_dims], (4,)),

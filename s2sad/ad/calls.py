@@ -1,6 +1,7 @@
 """Calls in reverse mode: to other Python functions (through their own derivatives,
-which the driver compiles), to `custom_vjp` functions (through their `fwd` and `bwd`),
-and the refusal of callees that change their arguments in place.
+which the driver compiles), and to `custom_vjp` functions (through their `fwd` and `bwd`).
+(A callee that changes its arguments in place is refused in both modes, where another
+name reads the memory it changes: passes/aliasing.py.)
 """
 import ast
 import inspect
@@ -9,14 +10,11 @@ import textwrap
 import gast
 
 from ..analysis import operations
-from ..analysis.value_kinds import ARRAY
 from ..analysis.operations import CUSTOM
 from .. import syntax
 from ..compilation import Callee
-from ..errors import MissingRuleError, UnsupportedSyntaxError
+from ..errors import MissingRuleError
 from ..frontend import source
-from ..frontend.source import MISSING
-from ..rules import registry
 
 
 class CallAdjoints:
@@ -119,50 +117,6 @@ class CallAdjoints:
             out.extend(self.accumulate(op.args[i].id, part, defined, s))
         return out
 
-    def refuse_mutating_calls(self, fn):
-        """A called Python function that changes an argument in place (`a[i] = v`,
-        `lst.append(v)`, `a += v` on an array) changes the caller's value behind its back;
-        the derivative would miss that, so it is refused."""
-        for s in syntax.in_order(fn.body):
-            for call in syntax.walk(s):
-                if not isinstance(call, gast.Call):
-                    continue
-                prim = getattr(call.func, "s2s_prim", None) or self.src.resolve(call.func)
-                if (prim is not MISSING and operations.python_function(prim) is not None
-                        and registry.lookup(prim) is None
-                        and not getattr(prim, "s2s_custom", False)
-                        and not hasattr(getattr(prim, "s2s_lifted", None), "mutated")):
-                    # (a checkpointed loop's step changes its state in place on purpose:
-                    # ad/checkpointed.py copies what it changes)
-                    self.refuse_mutating_callee(prim, call.args, s)
-
-    def refuse_mutating_callee(self, prim, call_args, s):
-        fn, bound, _ = operations.python_function(prim)
-        try:
-            callee = source.capture(fn, copy=False)   # read only
-        except Exception:       # noqa: BLE001 - no source: compiling it reports that
-            return
-        params = list(inspect.signature(fn).parameters)[len(bound):]
-        local = {p for p, a in zip(params, call_args)
-                 if isinstance(a, gast.Name) and self.src.is_local(a.id)}
-        # a parameter the callee rebinds (`a = a.copy()`) may be its own value by then
-        rebound = {t.id for n in syntax.walk(callee.node)
-                   if isinstance(n, (gast.Assign, gast.For))
-                   for t in syntax.walk(n.targets[0] if isinstance(n, gast.Assign) else n.target)
-                   if isinstance(t, gast.Name) and isinstance(t.ctx, gast.Store)}
-        local -= rebound
-        # `b += a` changes an array in place but rebinds a number: only known arrays count
-        arrays = {p for p, a in zip(params, call_args) if p in local and self.kinds[a] == ARRAY}
-        for node in syntax.walk(callee.node):
-            name = _mutated_name(node, arrays)
-            if name in local:
-                raise UnsupportedSyntaxError(
-                    f"{callee.name}() changes its argument {name!r} in place "
-                    f"({callee.where(node)}); s2sad cannot differentiate a change made "
-                    "to the caller's value by another function yet. Return the new value "
-                    "instead (e.g. `lst = lst + [v]`, `a = a.copy(); a[i] = v; return a`)",
-                    self.src.filename, self.src.lineno(s), 0, self.src.line_text(s))
-
     def callee(self, prim, wrt, call_args):
         """The generated-code name of the vjp of `prim` for `wrt`, which the driver
         compiles; a method's instance and a partial's arguments are bound to it."""
@@ -199,26 +153,3 @@ def _literal_nones(fn):
     return out
 
 
-
-_MUTATING_METHODS = {"append", "extend", "insert", "pop", "remove", "clear", "sort",
-                     "reverse", "update", "setdefault", "popitem", "fill", "resize", "put",
-                     "itemset", "__setitem__", "__iadd__"}
-
-
-def _mutated_name(node, arrays):
-    """The name `node` changes in place, if it does: `a[i] = v`, `a[i] += v`,
-    `a.append(v)`, or `a += v` where `a` is in `arrays` (for numbers it rebinds)."""
-    targets = (node.targets if isinstance(node, gast.Assign) else
-               [node.target] if isinstance(node, gast.AugAssign) else [])
-    for t in targets:
-        while isinstance(t, (gast.Subscript, gast.Attribute)):
-            if isinstance(t.value, gast.Name):
-                return t.value.id
-            t = t.value
-    if isinstance(node, gast.AugAssign) and isinstance(node.target, gast.Name) and (
-            node.target.id in arrays):
-        return node.target.id
-    if (isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute)
-            and node.func.attr in _MUTATING_METHODS):
-        return syntax.receiver_root(node.func.value)   # also `a[1:].sort()`, `a.T.fill(v)`
-    return None

@@ -384,6 +384,8 @@ def view_of(v, src):
         return v.value.id
     if isinstance(v, gast.Attribute) and isinstance(v.value, gast.Name):
         return v.value.id if _is_view(registry.ATTRIBUTES.get(v.attr)) else None
+    if isinstance(v, gast.Call) and hasattr(v, "s2s_view"):
+        return v.s2s_view       # a Python function's result (see passes/aliasing.py)
     if isinstance(v, gast.Call) and v.args and isinstance(v.args[0], gast.Name):
         prim = src.resolve(v.func)
         if _is_view(prim):
@@ -413,6 +415,8 @@ def _owned(body, src, updates, resolve=None):
     def creates(v):
         if isinstance(v, (gast.BinOp, gast.UnaryOp, gast.List, gast.Tuple)):
             return True
+        if isinstance(v, gast.Call) and hasattr(v, "s2s_view"):
+            return v.s2s_view is None   # a Python function's result (passes/aliasing.py)
         if isinstance(v, gast.Call):
             prim = getattr(v.func, "s2s_prim", None) or resolve(v.func)
             if prim in updates:

@@ -131,7 +131,6 @@ class Reverse(CallAdjoints):
         self.owned = set()
         self.unconnected = [p for p in self.wrt if p not in self.active]
         self.user_calls = syntax.NodeMap()
-        self.refuse_mutating_calls(fn)
         self.primal_names = {n.id for n in syntax.name_nodes(fn)}
         self.scalar_zeros = False
         self.in_loops = {name for loop in loops_in(fn.body)

@@ -1,26 +1,30 @@
 """Aliasing: refuse, before differentiating, a read of a value after a write through
-another name for its memory.
+another name for its memory; one model of memory for reverse and forward mode.
 
 Takes the function in Wengert form and changes nothing but adding run-time checks
 (below). NumPy arrays and lists are objects: `z = y`, `r = y[0]`, `v = y.T`,
-`v = y.reshape(-1)`, `for row in y` and a list holding `y` give the memory of `y`
-another name, and a write through one name (`z[0] = v`, `v *= 2`, `lst.append(v)`)
-changes what every other one holds. Wengert form writes functionally: `z_1 =
-setitem(z, 0, v)` is a new version of `z`, which the derivative, and the value
-computed with it, follow; the other names keep the old value. So a name bound, before
-a write, to memory the write may change, and read after it, would hold the old value
-where NumPy reads the new one. This pass finds such reads (a forward data flow of the
-objects each name may share memory with, to a fixed point over loops) and stops with
-a located `UnsupportedSyntaxError` that names the write and the alias and says what
-to write.
+`v = y.reshape(-1)`, `a, b = np.split(y, 2)`, `for row in y` and a list holding `y`
+give the memory of `y` another name, and a write through one name (`z[0] = v`, `v *= 2`,
+`lst.append(v)`, `lst[0] += v` of a list holding an array) changes what every other one
+holds. Wengert form writes functionally: `z_1 = setitem(z, 0, v)` is a new version of
+`z`, which the derivative, and the value computed with it, follow; the other names keep
+the old value. So a name bound, before a write, to memory the write may change, and
+read after it, would hold the old value where NumPy reads the new one. This pass finds
+such reads (a forward data flow of the objects each name may share memory with, to a
+fixed point over loops) and stops with a located `UnsupportedSyntaxError` that names
+the write and the alias and says what to write.
 
-A view is assumed wherever NumPy may make one: an index of an array, unless it
-certainly picks one element (a number, which is a copy) or is an index array or a
-list (named or not: `x[[-1, 0]]` copies); the functions and methods whose record says
-`view`, and methods without a record; a list or tuple holding the array; a loop over
-it; what a Python function returns. A write is an element assignment, an append, and
-an augmented assignment (`v *= 2`) to a value that may be an array or a list (NumPy
-and Python do those in place).
+What shares memory is what NumPy may make share it: an index of an array, unless it
+certainly picks one element (a number, which is a copy) or indexes by an array of
+bools or ints or a list (named or not: `y[y > 0]`, `x[[-1, 0]]` copy); the arguments
+a primitive's record names in `view` (`np.reshape`, `x.T`, `np.split`'s list of views,
+`x.astype(float, copy=False)`: `registry.viewed`), and every argument of a method or a
+function s2sad knows nothing of; a list or tuple holding the array; a loop over it.
+A Python function s2sad reads is analysed for what it returns and writes into
+(passes/callee_effects.py): its write into an argument (`def scale(a): a *= 2.0`) is
+followed only through what it returns. In reverse mode, a call that changes in place
+memory read before it (such a function's, `y.sort()`, `out=`) is refused too: the
+derivative would read the changed values afterwards.
 
 >>> from s2sad import UnsupportedSyntaxError
 >>> try:
@@ -65,13 +69,15 @@ from .. import syntax
 from ..analysis.value_kinds import ARRAY, CONTAINER, SCALAR, UNKNOWN
 from ..frontend import source
 from ..rules import registry, runtime
+from . import callee_effects
+from .callee_effects import FRESH, FRESH_METHODS, REGROUPING, Written, params_in, root
 
-#: Python functions whose result holds no memory of their arguments.
-FRESH = (len, int, float, bool, complex, str, repr, isinstance, type, id, hash, range,
-         print, round, abs, sum, divmod, pow, sorted, runtime.snapshot)
-
-#: Methods that always copy, whatever their records say.
-COPYING_METHODS = {"flatten", "copy", "tolist", "item", "astype"}
+#: Functions whose result is bools, or arrays of ints, or a tuple of arrays: an index by
+#: it copies (`y[np.isnan(y)]`, `y[np.argsort(y)]`), whatever the number of axes.
+INDEX_ARRAYS = (np.argsort, np.nonzero, np.flatnonzero, np.argwhere, np.arange,
+                np.logical_and, np.logical_or, np.logical_not, np.logical_xor, np.isnan,
+                np.isinf, np.isfinite, np.isclose, np.less, np.less_equal, np.greater,
+                np.greater_equal, np.equal, np.not_equal)
 
 #: NumPy functions that make an array of a given shape (the first argument).
 _CONSTRUCTORS = ("zeros", "ones", "empty", "full")
@@ -81,7 +87,7 @@ _LIKE = ("zeros_like", "ones_like", "empty_like", "full_like", "copy", "array")
 def run(fn, ctx):
     """The pass: check `fn`. s2sad's own derivatives (differentiated again) write in
     place only where no other name sees the write."""
-    if not source.is_generated(ctx.src) and _writes(fn):
+    if not source.is_generated(ctx.src) and (_writes(fn) or _calls_writing(fn, ctx)):
         Aliasing(fn, ctx).check(fn)
     return fn
 
@@ -92,6 +98,16 @@ def _writes(fn):
     return any(isinstance(s, gast.Assign) and (getattr(s, "s2s_augmented", False) or (
         isinstance(s.value, gast.Call) and getattr(s.value.func, "s2s_prim", None) in (
             runtime.setitem, runtime.append))) for s in syntax.statements(fn))
+
+
+def _calls_writing(fn, ctx):
+    """Whether `fn` calls a Python function that may write into its arguments, or (in
+    reverse mode) changes an array or a list in place with a call (`y.sort()`)."""
+    return any(isinstance(s, (gast.Assign, gast.Expr)) and isinstance(s.value, gast.Call)
+               and (callee_effects.may_write(callee_effects.python_callee(s.value, ctx), ctx)
+                    or ctx.mode == "reverse"
+                    and callee_effects.changed_in_place(s.value, ctx) is not None)
+               for s in syntax.statements(fn))
 
 
 #: How deep the objects inside objects go (`("in", ("in", y))`, an element of an element
@@ -123,22 +139,34 @@ class Held:
 
 
 class Aliasing:
-    """See the module docstring."""
+    """See the module docstring. With `summarising`, the data flow of a called function
+    (`summary`): nothing is refused, what it returns and writes into is recorded."""
 
-    def __init__(self, fn, ctx):
+    def __init__(self, fn, ctx, summarising=False):
         self.ctx, self.src, self.kinds = ctx, ctx.src, ctx.value_kinds
         params = [a.id for a in fn.args.args + fn.args.posonlyargs + fn.args.kwonlyargs]
         self.params = set(params)
         self.entry = {p: Held(frozenset([p]), frozenset([p])) for p in params
                       if self.kinds.kind.get(p) != SCALAR}
+        self.summarising = summarising
+        self.returns, self.wrote, self.returned_kinds = set(), {}, set()
+        self.conditional = set()    # writes taken as such for a parameter of unknown kind
+        # in reverse mode, a call that writes into memory read before it is refused
+        self.before = ctx.mode == "reverse" and not summarising
         self.contents = {}      # {container object: the objects it may hold}, per `run`
+        declared = ctx.param_kinds      # {object: kind} (a parameter: of its argument)
+        self.made_kind = {p: declared.get(p) if declared.get(p) in (ARRAY, CONTAINER, SCALAR)
+                          else self.kinds.kind.get(p) for p in params}
         self.maybe = {}         # {id of `r = y[i]` that may be a view: (the parameters
         #                          whose patterns tell, the error if it is a view)}
-        self.defs, self.loop_of = {}, {}
+        self.effects = {}       # {id of a call: its `effect`}
+        self.defs, self.loop_of, self.statement, self.within = {}, {}, {}, {}
         for s in syntax.statements(fn):
+            self.statement[id(s)] = s
             if isinstance(s, (gast.For, gast.While)):
                 for inner in syntax.statements(syntax.if_(syntax.const(True), s.body)):
                     self.loop_of[id(inner)] = s         # walk order: the innermost wins
+                    self.within.setdefault(id(s), set()).add(id(inner))
             if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
                 self.defs.setdefault(s.targets[0].id, []).append(s)
         self.values = {n: [d.value for d in ds] for n, ds in self.defs.items()}
@@ -171,18 +199,27 @@ class Aliasing:
         """Whether a name holds an old value where it is read, with the indexes of
         `views` taken as views (the others which may be are taken as numbers). What
         containers hold is found first (it only grows, so a few rounds reach it)."""
-        self.views, self.reading, self.contents = set(views), None, {}
+        self.views, self.reading, self.contents, self.puts = set(views), None, {}, {}
         while True:
             before = {k: set(v) for k, v in self.contents.items()}
-            self.flow(fn.body, (dict(self.entry), {}))
+            self.flow(fn.body, self.start())
             if self.contents == before:
                 break
+        if self.summarising:
+            self.reading = "summary"
+            self.flow(fn.body, self.start())
+            return False
         self.reading = "raise" if raising else "ask"
         try:
-            self.flow(fn.body, (dict(self.entry), {}))
+            self.flow(fn.body, self.start())
         except _Found:
             return True
         return False
+
+    def start(self):
+        """The state at the top of the function: ({name: Held}, {name: `Stale`} of the
+        names holding an old value, {object: the ids of the statements that read it})."""
+        return dict(self.entry), {}, {}
 
     def mutable(self):
         """The names that may hold an array or a list: of that kind, or a view or a
@@ -201,8 +238,7 @@ class Aliasing:
 
     # -- the data flow -----------------------------------------------------------------
     def flow(self, stmts, state):
-        """The state after `stmts`: ({name: Held}, {name: (write, link)} of the names
-        holding an old value, with the write and the statement that made the alias)."""
+        """The state after `stmts` (see `start`)."""
         for s in stmts:
             if isinstance(s, gast.If):
                 self.reads(s.test, state, s)
@@ -222,62 +258,142 @@ class Aliasing:
                     state = joined
             elif isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
                 target, v = s.targets[0].id, s.value
-                names, stale = state
+                names, stale, _ = state
                 if isinstance(v, gast.Name):        # a copy carries an old value along
                     if v.id in stale:
                         stale[target] = stale[v.id]
                     else:
                         stale.pop(target, None)
-                    names[target] = names.get(v.id, Held())
+                    held = names.get(v.id, Held())      # (made by this copy, for the error)
+                    names[target] = held if held.made or not held.objects else Held(
+                        held.objects, held.frames, s)
                     continue
                 self.reads(v, state, s)
-                base = self.written(s)
-                self.bind(target, self.shares(target, v, s), s, state)
+                base = self.written(s, names)
+                effect = self.effect(v) if isinstance(v, gast.Call) else None
+                if isinstance(v, gast.Call):
+                    self.in_place(v, s, state)
+                if effect is not None:      # (its writes into what an earlier iteration's
+                    self.call_writes(target, effect, s, state)      # result was read for)
+                    self.bind_call(target, effect, s, state)
+                else:
+                    self.bind(target, self.shares(target, v, s), s, state)
                 if base is not None:
-                    self.mark(target, base, s, state)
+                    # `lst[i] += v` writes into the element too, when it may be an array
+                    objects = names.get(base, Held()).objects
+                    inner = frozenset(o for o in names.get(getattr(s, "s2s_element", None),
+                                                           Held()).objects
+                                      if o not in objects and self.may_be_array(o))
+                    # (the new list holds the old array, too, where it holds it twice)
+                    twice = any(self.twice(c, o) for c in objects for o in inner)
+                    self.mark(None if twice else target, objects | inner, s, state, base=base,
+                              inner=inner)
+            elif isinstance(s, gast.Expr) and isinstance(s.value, gast.Call):
+                self.reads(s, state, s)
+                self.in_place(s.value, s, state)
+                effect = self.effect(s.value)
+                if effect is not None:
+                    self.call_writes(None, effect, s, state)
             else:
                 self.reads(s, state, s)
+                if (self.reading == "summary" and isinstance(s, gast.Return)
+                        and isinstance(s.value, gast.Name)):
+                    held = state[0].get(s.value.id, Held())
+                    self.returns |= {t for o in held.objects for t in self.terms(o)}
+                    self.returned_kinds.add(self.kinds.kind.get(s.value.id))
         return state
 
     def bind(self, target, relations, s, state):
         """Bind `target` (by `s`) to what `relations` ([(name, relation)], see
         `shares`) say it holds."""
-        names, stale = state
+        names, stale, seen = state
         stale.pop(target, None)
         if self.kinds.kind.get(target) == SCALAR:
             names[target] = Held()
             return
         if not relations:
-            names[target] = Held(frozenset([id(s)]), frozenset([id(s)]))
+            names[target] = self.new(target, s, seen)
             return
         held, new = Held(), None
-        for other, relation in relations:
+        for slot, (other, relation) in enumerate(relations):
             h = names.get(other, Held(frozenset([other]), frozenset([other])))
             if relation == "version":
                 held = held.join(h)
             elif relation == "same":
                 held = held.join(Held(h.objects, frozenset([id(s)]), s))
-            elif relation == "element":
+            elif relation in ("element", "part"):
                 inside = frozenset(x for o in h.objects
                                    for x in self.contents.get(o, set()) | {_inside(o)})
+                if relation == "part":      # of a value that may be an array or a list
+                    inside |= h.objects
                 held = held.join(Held(inside, frozenset([id(s)]), s))
-            else:                                   # "holds"
-                new = new or id(s)
-                self.contents.setdefault(new, set()).update(h.objects)
-                self.contents.setdefault(new, set()).update(
-                    x for o in h.objects for x in self.contents.get(o, ()))
-                held = held.join(Held(frozenset([new]), frozenset([new]), s))
+            else:                           # "holds" it, or its "elements"
+                new = new or self.new(target, s, seen).objects
+                inner = {x for o in h.objects for x in self.contents.get(o, ())}
+                slots = h.objects if relation == "holds" else inner | {
+                    _inside(o) for o in h.objects}
+                self.hold(new, slots | inner, slots, (id(s), slot))
+                held = held.join(Held(new, new, s))
         if any(r == "version" for _, r in relations) and new is not None:
-            for o in held.objects - {new}:          # an append: the list holds it
-                self.contents.setdefault(o, set()).update(self.contents[new])
-            held = Held(held.objects - {new}, held.frames - {new}, held.made)
+            for o in held.objects - new:    # an append: the list holds it
+                for n in new:
+                    self.hold([o], self.contents[n], [x for c, x in self.puts if c == n],
+                              (id(s), 0))
+            held = Held(held.objects - new, held.frames - new, held.made)
         names[target] = held
 
-    def mark(self, target, base, write, state):
-        """After `write` into `base` (now `target`): the other names of that memory, and
-        of the containers holding it, hold old values."""
-        names, stale = state
-        written = set(names.get(base, Held()).objects)
+    def new(self, target, s, seen, kind=None):
+        """A new object, made by `s` (its last instance: reads of one an earlier
+        iteration made do not count for it; an index this run takes for a number is one),
+        of the kind of the value (or `kind`, what a called function returns)."""
+        seen.pop(id(s), None)
+        made = self.kinds.of(s.value) if isinstance(s, gast.Assign) and not isinstance(
+            s.value, gast.Subscript) else None     # (an index's number of axes: the guard's)
+        self.made_kind[id(s)] = SCALAR if id(s) in self.maybe and id(s) not in self.views \
+            else next((k for k in (kind, made) if k in (ARRAY, CONTAINER)),
+                      self.kinds.kind.get(target))
+        return Held(frozenset([id(s)]), frozenset([id(s)]))
+
+    def unknown_param(self, o):
+        """Whether `o` is a parameter of a called function of unknown kind."""
+        return self.summarising and o in self.params and self.made_kind.get(o) not in (
+            ARRAY, CONTAINER, SCALAR)
+
+    def may_be_array(self, o):
+        """Whether the object `o` may be an array or a list: one made so, or an element
+        of a parameter (a list of the caller's, whose elements may be arrays)."""
+        if isinstance(o, tuple):
+            while isinstance(o, tuple):
+                o = o[1]
+            return o in self.params and self.kinds.kind.get(o) != ARRAY
+        return self.made_kind.get(o) in (ARRAY, CONTAINER)
+
+    def hold(self, containers, objects, slots=(), put=None):
+        """The `containers` hold `objects`, and `slots` of them by the statement `put`
+        (its id, and which of its places)."""
+        for c in containers:
+            self.contents.setdefault(c, set()).update(objects)
+            for o in slots:
+                self.puts.setdefault((c, o), set()).add(put)
+
+    def twice(self, c, o):
+        """Whether the container `c` may hold `o` in two places (`[y, y]`, or appended
+        twice: by two statements, or in a loop that does not make it anew)."""
+        puts = self.puts.get((c, o), ())
+        loop = id(self.loop_of[next(iter(puts))[0]]) if len(puts) == 1 and \
+            next(iter(puts))[0] in self.loop_of else None
+        return len(puts) > 1 or loop is not None and o not in self.within[loop]
+
+    def mark(self, exempt, written, write, state, base=None, callee=None, inner=frozenset()):
+        """After `write` into the objects `written` (through `base`, now `exempt`, and
+        into the objects `inner` of the element it changes; or by the function `callee`
+        calls, a `Written`): the other names of that memory, and of the containers
+        holding it, hold old values."""
+        names, stale, _ = state
+        if self.reading == "summary":       # (not into a list it made, holding one)
+            for t in {t for o in written for t in self.terms(o) if root(t) is not None}:
+                self.wrote.setdefault(t, callee or write)
+        written = set(written)
         changed = True
         while changed:          # the containers that hold what is written
             changed = False
@@ -285,37 +401,166 @@ class Aliasing:
                 if o not in written and inside & written:
                     written.add(o)
                     changed = True
-        link = names.get(base, Held()).made
+        link = names.get(base, Held()).made if base is not None else write
         for n, held in names.items():
-            if n != target and held.objects & written and not self.apart(n, write, base, names):
-                stale[n] = (write, held.made or link)
+            if n != exempt and held.objects & written and (
+                    base is None or not self.apart(n, write, base, names)):
+                stale[n] = Stale(write, held.made or link, callee,
+                                 not held.objects & (written - inner))
 
     def reads(self, node, state, s):
-        if self.reading is None:
+        names, stale, seen = state
+        if self.before and not isinstance(node, (gast.List, gast.Tuple)):
+            # (an index, a write into an array, a list: no values the derivative reads)
+            skip = node.value if isinstance(node, gast.Subscript) else node.args[0] if (
+                isinstance(node, gast.Call) and getattr(node.func, "s2s_prim", None) in (
+                    runtime.setitem, runtime.append)) else None
+            for n in syntax.name_nodes(node):
+                if n is not skip and isinstance(n.ctx, gast.Load):
+                    for o in names.get(n.id, Held()).objects:
+                        seen[o] = seen.get(o, frozenset()) | {id(s)}
+        if self.reading not in ("raise", "ask"):
             return
         for n in syntax.name_nodes(node):
-            if isinstance(n.ctx, gast.Load) and n.id in state[1]:
-                raise self.refusal(n.id, *state[1][n.id], s) if self.reading == "raise" \
+            if isinstance(n.ctx, gast.Load) and n.id in stale:
+                raise self.refusal(n.id, stale[n.id], s) if self.reading == "raise" \
                     else _Found()
 
-    def written(self, s):
+    def written(self, s, names=None):
         """The name whose memory the assignment `s` writes into, or None."""
         v = s.value
         if isinstance(v, gast.Call) and getattr(v.func, "s2s_prim", None) in (
                 runtime.setitem, runtime.append):
             return v.args[0].id
-        # `x += y` writes in place only into an array or a list; of unknown kind (the
-        # result of a Python function) it is taken as a number, not to refuse scalar code
-        if (getattr(s, "s2s_augmented", False) and isinstance(v, gast.BinOp)
-                and isinstance(v.left, gast.Name) and v.left.id in self.arrays):
+        # `x += y` writes in place only into an array or a list (of that kind, or sharing
+        # the memory of one); of unknown kind (the result of a Python function) it is
+        # taken as a number, not to refuse scalar code
+        if not (getattr(s, "s2s_augmented", False) and isinstance(v, gast.BinOp)
+                and isinstance(v.left, gast.Name)):
+            return None
+        objects = names.get(v.left.id, Held()).objects if names is not None else ()
+        if v.left.id in self.arrays or any(self.may_be_array(o) for o in objects):
+            return v.left.id
+        if self.summarising and any(self.unknown_param(o) for o in objects):
+            self.conditional.add(id(s))     # (a write where the caller passes an array)
             return v.left.id
         return None
+
+    def in_place(self, call, s, state):
+        """A call that changes an array or a list in place as it runs (`y.sort()`,
+        `np.copyto(y, v)`, `out=y`, `np.add.at(y, i, v)`), which Wengert form does not
+        follow: a write, in a called function (`summary`); in reverse mode, refused when
+        it changes memory read before it, whose old values the derivative may read."""
+        changed = callee_effects.changed_in_place(call, self.ctx)
+        if changed is None or not (self.src.is_local(changed) or changed in self.params):
+            return
+        written = state[0].get(changed, Held()).objects
+        if self.reading == "summary":
+            self.mark(None, written, s, state)
+        readers = {r for o in written for r in state[2].get(o, ()) if r != id(s)}
+        if readers and self.reading == "raise" and self.before:
+            reader = self.statement[min(readers, key=lambda r: self.src.lineno(
+                self.statement[r]))]
+            raise self.src.syntax_error(s, (
+                f"{self.src.line_text(s).strip()} changes {_user_name(changed, self.src)} "
+                f"in place, memory that line {self.src.lineno(reader)} "
+                f"({self.src.line_text(reader).strip()}) reads before; the gradient reads "
+                "the values from before, which the call changes. Compute a new array or "
+                "list instead of changing it in place (y = np.sort(y), y = lst + [v], ...), "
+                "or change a copy"))
+
+    # -- calls of Python functions ---------------------------------------------------
+    def effect(self, call):
+        """(its Summary, {parameter: argument}) of a call of a Python function s2sad reads
+        (see `summary`), or None."""
+        if id(call) not in self.effects:
+            self.effects[id(call)] = self._effect(call)
+        return self.effects[id(call)]
+
+    def _effect(self, call):
+        callee = callee_effects.python_callee(call, self.ctx)
+        if callee is None or any(isinstance(a, gast.Starred) for a in call.args):
+            return None
+        fn, params = callee
+        args = dict(zip(params, call.args))
+        args.update({k.arg: k.value for k in call.keywords if k.arg in params})
+        kinds = {p: k for p, a in args.items() for k in [self.kinds[a]] if k is not None}
+        found = summary(fn, kinds, self.ctx)
+        # an argument whose memory the result may share, for ad/inplace.py (None: new)
+        shared = [args[p].id for t in sorted(found.returns, key=repr) for p in params_in(t)
+                  if isinstance(args.get(p), gast.Name)]
+        call.s2s_view = shared[0] if shared else None
+        return found, args
+
+    def arguments(self, args, state):
+        """{parameter: the `Held` of its argument} of a call."""
+        return {p: state[0][a.id] for p, a in args.items()
+                if isinstance(a, gast.Name) and a.id in state[0]}
+
+    def bind_call(self, target, effect, s, state):
+        """Bind `target` to the result of the call `s` has the `effect` of."""
+        names, stale, seen = state
+        stale.pop(target, None)
+        found, args = effect
+        if self.kinds.kind.get(target) == SCALAR:
+            names[target] = Held()
+            return
+        held = self.arguments(args, state)
+        objects = frozenset(o for t in found.returns for o in self.objects(t, held, s))
+        names[target] = Held(objects, frozenset([id(s)]), s) if objects else \
+            self.new(target, s, seen, found.kind)
+
+    def call_writes(self, target, effect, s, state):
+        """After the call `s`, of a function that writes into the memory of its arguments:
+        every name for that memory holds an old value (`mark`); in reverse mode, refuse
+        the call if that memory was read before it."""
+        found, args = effect
+        if not found.writes:
+            return
+        held = self.arguments(args, state)
+        for w in found.writes:
+            written = self.objects(w.term, held, s)
+            if not written or w.array_only and not any(
+                    self.may_be_array(o) or self.unknown_param(o) for o in written):
+                continue
+            readers = {r for o in written for r in state[2].get(o, ()) if r != id(s)}
+            if readers and self.reading == "raise" and self.before:
+                raise self.read_before(w, found, args, s, self.statement[min(
+                    readers, key=lambda r: self.src.lineno(self.statement[r]))])
+            self.mark(target, written, s, state, callee=(found, w, args))
+
+    def objects(self, term, held, s):
+        """The objects here that a term of a callee's summary means, for a call (by `s`)
+        whose arguments hold `held` ({parameter: Held})."""
+        kind = term[0]
+        if kind == "arg":
+            return set(held.get(term[1], Held()).objects)
+        if kind == "in":
+            return {x for o in self.objects(term[1], held, s)
+                    for x in self.contents.get(o, set()) | {_inside(o)}}
+        inner = {o for t in term[1] for o in self.objects(t, held, s)}     # "holds"
+        self.hold([id(s)], inner | {x for o in inner for x in self.contents.get(o, ())})
+        self.made_kind[id(s)] = CONTAINER
+        return {id(s)}
+
+    def terms(self, o, depth=0):
+        """The terms (see callee_effects.Summary) of the object `o` of a called
+        function."""
+        if isinstance(o, str) and o in self.params:
+            return {("arg", o)}
+        if isinstance(o, tuple) and o[:1] == ("in",):
+            return {("in", t) for t in self.terms(o[1], depth)}
+        if o in self.contents and depth < NESTING:
+            inner = frozenset(t for x in self.contents[o] for t in self.terms(x, depth + 1))
+            return {("holds", inner)} if inner else set()
+        return set()
 
     # -- what a value shares ---------------------------------------------------------
     def shares(self, target, v, s=None):
         """[(name, relation)]: the names whose memory the value `v` of `target` shares:
         the same object ("version"), a view of it ("same"), an element of it
-        ("element"), or a container holding it ("holds"). None: a new object."""
+        ("element"), a part of a value that may be an array or a list ("part"), or a new
+        container holding it ("holds") or what it holds ("elements"). None: new memory."""
         if isinstance(v, gast.Subscript) and isinstance(v.value, gast.Name):
             if not self.local(v.value) or self.copies(v.value.id, v.slice) or (
                     s is not None and self.may_copy(s, v.value.id, v.slice)):
@@ -328,6 +573,9 @@ class Aliasing:
             return [(v.value.id, "same")] if record is None or record.view else []
         if isinstance(v, (gast.Tuple, gast.List)):
             return [(n, "holds") for n in self.held(v.elts)]
+        if isinstance(v, gast.BinOp) and self.kinds.of(v) == CONTAINER:   # `a + b`, `a * 2`
+            return [(n, "elements") for n in self.held([v.left, v.right])
+                    for _ in range(1 if isinstance(v.op, gast.Add) else 2)]
         if isinstance(v, gast.Call):
             return self.returned(v)
         return []
@@ -341,19 +589,30 @@ class Aliasing:
             held = self.held(call.args[1:]) if func.s2s_prim is runtime.append else []
             return [(call.args[0].id, "version")] + [(n, "holds") for n in held]
         if isinstance(func, gast.Attribute) and self.local(func.value):
-            if func.attr in COPYING_METHODS:
-                return []
             record = registry.primitive(registry.METHODS.get(func.attr))
             if record is not None:
-                return [(func.value.id, "same")] if record.view else []
+                return self.viewing(record, [func.value] + call.args, call)
+            if func.attr in FRESH_METHODS:
+                return []
             return [(n, "same") for n in [func.value.id] + self.held(call.args)]
         prim = self.ctx.resolve(func)
         if any(prim is f for f in FRESH):
             return []
+        if any(prim is f for f in REGROUPING):
+            return [(n, r) for n in self.held(call.args[:1]) for r in (
+                ["holds"] if self.kinds.kind.get(n) == ARRAY else ["elements"]
+                if self.kinds.kind.get(n) == CONTAINER else ["holds", "elements"])]
         record = registry.primitive(prim)
         if record is not None:
-            return [(n, "same") for n in self.held(call.args[:1])] if record.view else []
+            return self.viewing(record, call.args, call)
         return [(n, "same") for n in self.held(call.args + [k.value for k in call.keywords])]
+
+    def viewing(self, record, args, call):
+        """The relations of a call of a primitive whose record is `record`, given `args`:
+        the views of arguments its record says (a list of them: `np.split`)."""
+        keywords = {k.arg: k.value for k in call.keywords if k.arg is not None}
+        relation = "holds" if record.returns == "container" else "same"
+        return [(n, relation) for n in self.held(registry.viewed(record, args, keywords))]
 
     def iterated(self, it):
         if isinstance(it, gast.Call):
@@ -364,8 +623,10 @@ class Aliasing:
 
     def part(self, container):
         """How an element or a loop variable of `container` relates to it: a list's
-        element is held by it, an index of an array is a view."""
-        return "element" if self.kinds.kind.get(container) == CONTAINER else "same"
+        element is held by it, an index of an array is a view, and of a value of unknown
+        kind either."""
+        kind = self.kinds.kind.get(container)
+        return "element" if kind == CONTAINER else "same" if kind == ARRAY else "part"
 
     def held(self, values):
         return [v.id for v in values if isinstance(v, gast.Name) and self.local(v)
@@ -376,28 +637,41 @@ class Aliasing:
 
     def copies(self, base, index):
         """Whether `base[index]` is certainly not a view: one element of an array of
-        known number of axes, or an index by an array or a list."""
+        known number of axes, or an index by an array of bools or ints or by a list."""
         parts = index.elts if isinstance(index, gast.Tuple) else [index]
         if any(isinstance(p, gast.List) or (isinstance(p, gast.Name) and (self.ndim.get(
-                p.id, 0) > 0 and p.id not in self.patterned or self.listed(p.id)))
+                p.id, 0) > 0 and p.id not in self.patterned or self.index_array(p.id)))
                for p in parts):
             return True
         return _ints(parts, self.kinds) and self.ndim.get(base) == len(parts) and (
             base not in self.patterned)
 
-    def listed(self, name):
-        """Whether `name` is only ever bound to a list display (`t = [-1, 0]`, which
-        Wengert form names) or to `np.array`/`np.asarray` of one: as an index, an index
-        array, which copies."""
+    def index_array(self, name, seen=()):
+        """Whether `name`, as an index, is certainly bools or an array of ints, or a tuple
+        of them (which copies): bound only to a comparison (`t = y > 0`), `not` or `~` of
+        one, a function of `INDEX_ARRAYS`, a list display (`t = [-1, 0]`, which Wengert
+        form names), or `np.array`/`np.asarray` of one."""
         values = self.values.get(name)
-        if not values:
+        if not values or name in seen:
             return False
-        return all(isinstance(v, gast.List) or (
-            isinstance(v, gast.Call) and len(v.args) == 1 and not v.keywords
-            and any(self.ctx.resolve(v.func) is f for f in (np.array, np.asarray))
-            and isinstance(v.args[0], gast.Name) and v.args[0].id != name
-            and all(isinstance(w, gast.List) for w in self.values.get(v.args[0].id, [None])))
-            for v in values)
+        seen = seen + (name,)
+
+        def copying(v):
+            if isinstance(v, (gast.List, gast.Compare)) or (
+                    isinstance(v, gast.UnaryOp) and isinstance(v.op, gast.Not)):
+                return True
+            if isinstance(v, gast.UnaryOp) and isinstance(v.op, gast.Invert):
+                return isinstance(v.operand, gast.Name) and all(
+                    isinstance(w, gast.Compare) for w in self.values.get(v.operand.id, [None]))
+            if not isinstance(v, gast.Call) or v.keywords:
+                return False
+            prim = self.ctx.resolve(v.func)
+            if any(prim is f for f in INDEX_ARRAYS):
+                return True
+            return (any(prim is f for f in (np.array, np.asarray)) and len(v.args) == 1
+                    and isinstance(v.args[0], gast.Name) and all(
+                        isinstance(w, gast.List) for w in self.values.get(v.args[0].id, [None])))
+        return all(copying(v) for v in values)
 
     def may_copy(self, s, base, index):
         """Whether `s`, `r = base[index]` by ints, is taken as a number in this run,
@@ -445,12 +719,23 @@ class Aliasing:
     def offset(self, e, counter):
         return syntax.counter_offset(e, counter, self.values)
 
-    # -- the error -------------------------------------------------------------------
-    def refusal(self, name, write, link, read):
+    # -- the errors ------------------------------------------------------------------
+    def refusal(self, name, stale, read):
         line = lambda node: f"line {self.src.lineno(node)}"   # noqa: E731
         shown = _user_name(name, self.src)
+        write, link = stale.write, stale.link
+        if stale.callee is not None:
+            found, w, args = stale.callee
+            arg = self.argument(w, args)
+            return self.src.syntax_error(read, (
+                f"{shown} is read after {line(write)} ({self.src.line_text(write).strip()}), "
+                f"where {found.writing(w, arg)}; NumPy shows that write through {shown}, but "
+                f"s2sad follows it only through what {found.name}() returns, so the value and "
+                f"the derivative would use the old {shown}. {found.instead(arg)}"))
         base = self.written(write)
         what = "list" if self.kinds.kind.get(base) == CONTAINER else "array"
+        if stale.element:
+            what = f"array {_user_name(base, self.src)} holds, which"
         made = f" ({line(link)}: {self.src.line_text(link).strip()})" if link else ""
         return self.src.syntax_error(read, (
             f"{shown} is read after {line(write)} ({self.src.line_text(write).strip()}) "
@@ -460,20 +745,49 @@ class Aliasing:
             "explicit where the other name is made (.copy()), or read the array written "
             "again after the write"))
 
+    def read_before(self, w, found, args, call, reader):
+        """The error for a call that writes in place into memory read before it, whose old
+        values the derivative of reverse mode may read after it."""
+        return self.src.syntax_error(call, (
+            f"{self.src.line_text(call).strip()}: {found.writing(w)}, into memory that line "
+            f"{self.src.lineno(reader)} ({self.src.line_text(reader).strip()}) reads before "
+            "the call; the gradient reads the values from before the call, which the call "
+            f"changes in place. {found.instead(self.argument(w, args))}"))
+
+    def argument(self, w, args):
+        """The user's name for the argument of the parameter a callee's `w` writes into."""
+        arg = args.get(w.param)
+        return _user_name(arg.id, self.src) if isinstance(arg, gast.Name) else w.param
+
+
+@dataclasses.dataclass(frozen=True)
+class Stale:
+    """Why a name holds an old value: the write, the statement that made the name share
+    the memory written (or None), (Summary, Written, arguments) for a write by a
+    called function, and whether the name shares only the memory of the element an
+    element write changes in place (`lst[0] += v`, an array of the list)."""
+    write: object
+    link: object = None
+    callee: object = None
+    element: bool = False
+
 
 class _Found(Exception):
     """A read of an old value, in a run that only asks whether there is one."""
 
 
 def _copy(state):
-    return dict(state[0]), dict(state[1])
+    return dict(state[0]), dict(state[1]), dict(state[2])
 
 
 def _join(a, b):
     names = dict(a[0])
     for n, held in b[0].items():
         names[n] = names[n].join(held) if n in names else held
-    return names, {**b[1], **a[1]}
+    seen = dict(a[2])
+    for o, readers in b[2].items():
+        seen[o] = seen.get(o, frozenset()) | readers
+    return names, {**b[1], **a[1]}, seen
 
 
 def _user_name(name, src):
@@ -490,6 +804,30 @@ def _ints(parts, kinds):
 
 def _first(index):
     return index.elts[0] if isinstance(index, gast.Tuple) and index.elts else index
+
+
+def summary(fn, kinds, ctx):
+    """What the Python function `fn` does with its arguments' memory, called with
+    arguments of `kinds` (a callee_effects.Summary): this pass's data flow over its
+    Wengert form."""
+    return callee_effects.summary(fn, kinds, ctx, _effects)
+
+
+def _effects(node, ctx):
+    """(the terms the result of the function `node` may share memory with, the
+    `Written` into its arguments' memory, the kind of its result)."""
+    flow = Aliasing(node, ctx, summarising=True)
+    flow.run(node)
+    writes = []
+    for term, w in flow.wrote.items():
+        if isinstance(w, tuple):        # by a function it calls: where that writes
+            w = dataclasses.replace(w[1], term=term, param=root(term))
+        else:
+            w = Written(term, root(term), ctx.src.where(w), ctx.src.line_text(w).strip(),
+                        id(w) in flow.conditional)
+        writes.append(w)
+    kinds = flow.returned_kinds
+    return flow.returns, writes, kinds.pop() if len(kinds) == 1 else None
 
 
 def _ndims(defs, ctx):

@@ -418,8 +418,10 @@ def _augmented(s):
     """`x += y` as `x = x + y`."""
     value = gast.BinOp(left=_load(s.target), op=s.op, right=s.value)
     plain = syntax.located(syntax.assign(syntax.as_store(s.target), value), s)
-    # NumPy does `x += y` in place on an array: passes.aliasing needs to know
+    # NumPy does `x += y` in place on an array, and `a[i] += y` on the element when it is
+    # an array (of a list): passes.aliasing needs to know
     plain.s2s_augmented = isinstance(s.target, gast.Name)
+    plain.s2s_augmented_element = isinstance(s.target, gast.Subscript)
     return plain
 
 

@@ -197,8 +197,15 @@ class Wengert:
             base = target.value.id
             index = self.index(target.slice, env, out, s)
             v = self.flatten(value, env, out, s)
+            old = out[-1] if out and getattr(s, "s2s_augmented_element", False) else None
             self.update(base, runtime.setitem, [operations.index_value(index), v], env, out,
                         s).s2s_index = index
+            if (isinstance(old, gast.Assign) and syntax.is_name(v)
+                    and syntax.is_name(old.targets[0], v.id)
+                    and isinstance(old.value, gast.BinOp) and syntax.is_name(old.value.left)):
+                # `a[i] += v`: the element it read (`t = a[i]`), which NumPy changes in
+                # place when it is an array (passes.aliasing)
+                out[-1].s2s_element = old.value.left.id
             return
         if isinstance(target, gast.Name):
             new = syntax.is_atom(value) and (into or self.version(target.id))

@@ -72,9 +72,9 @@ rule(np.degrees, "x", "g * (180 / np.pi)")
 rule(np.sinc, "x", "g * _s2s_sinc_slope(x, 1)", elementwise=True)
 # 0 where x is not finite: the value there is a constant (as in JAX)
 rule(np.nan_to_num, "x, copy=True, nan=0.0, posinf=None, neginf=None", x="g * np.isfinite(x)",
-     elementwise=True)
+     elementwise=True, view="x", copies=("copy", True))
 rule(np.float64, "x", "g", elementwise=True, returns="args")
-rule(np.real, "val", "g", linear="val", view=True, attribute="real")
+rule(np.real, "val", "g", linear="val", view="val", attribute="real")
 # (of real arrays: a complex argument to differentiate is refused)
 rule(np.conjugate, "x", "g", method=("conj", "conjugate"))      # (np.conj)
 
@@ -252,7 +252,7 @@ for _n in range(2, len(_EINSUM) + 1):
          linear=tuple(_EINSUM[:_n]))
 rule(np.trace, "a, offset=0, axis1=0, axis2=1", a="_s2s_trace(g, a, offset, axis1, axis2)",
      linear="a", method="trace")
-rule(np.diag, "v, k=0", v="_s2s_diag(g, v, k)", linear="v")
+rule(np.diag, "v, k=0", v="_s2s_diag(g, v, k)", linear="v", view="v")   # (of a matrix)
 rule(np.polyval, "p, x", "_s2s_unpolyval(g, p, x, 0)", "g * _s2s_polyder_value(p, x, 1)",
      tangent=("np.polyval(t, x)", "t * _s2s_polyder_value(p, x, 1)"))
 rule(np.convolve, "a, v, mode='full'", "_s2s_unconvolve(g, a, v, mode, 0)",
@@ -336,25 +336,26 @@ rule(np.linalg.cholesky, "a, upper=False",
                    f"np.swapaxes(_s2s_cholesky_dot(_s2s_mirrored(t, False), {_UT}), -1, -2)"})
 
 # shapes and construction
-rule(np.reshape, "a, newshape", a="_s2s_reshape_like(g, a)", linear="a", view=True)
+rule(np.reshape, "a, newshape", a="_s2s_reshape_like(g, a)", linear="a", view="a")
 rule(np.reshape, "a, shape", a="_s2s_reshape_like(g, a)")
-rule(np.ravel, "a", "_s2s_reshape_like(g, a)", linear="a", view=True,
-     method=("ravel", "flatten"))
-rule(np.squeeze, "a, axis=None", a="_s2s_reshape_like(g, a)", linear="a", view=True,
+rule(np.ravel, "a", "_s2s_reshape_like(g, a)", linear="a", view="a", method="ravel")
+rule(np.ndarray.flatten, "a", "_s2s_reshape_like(g, a)", linear="a", method="flatten")
+rule(np.ndarray.view, "self", "g", linear="self", view="self", method="view")  # (no dtype)
+rule(np.squeeze, "a, axis=None", a="_s2s_reshape_like(g, a)", linear="a", view="a",
      method="squeeze")
-rule(np.expand_dims, "a, axis", a="_s2s_reshape_like(g, a)", linear="a", view=True)
-rule(np.transpose, "a, axes=None", a="_s2s_untranspose(g, axes)", linear="a", view=True,
+rule(np.expand_dims, "a, axis", a="_s2s_reshape_like(g, a)", linear="a", view="a")
+rule(np.transpose, "a, axes=None", a="_s2s_untranspose(g, axes)", linear="a", view="a",
      attribute="T")
 rule(np.swapaxes, "a, axis1, axis2", a="_s2s_swapaxes(g, axis1, axis2)", linear="a",
-     view=True, method="swapaxes")
+     view="a", method="swapaxes")
 rule(np.moveaxis, "a, source, destination", a="_s2s_moveaxis(g, destination, source)",
-     linear="a", view=True)
+     linear="a", view="a")
 rule(np.broadcast_to, "array, shape", array="_s2s_unbroadcast(g, array)", linear="array",
-     view=True)
-rule(np.flip, "m, axis=None", m="_s2s_flip(g, axis)", linear="m", view=True, shaped="m")
-rule(np.flipud, "m", "_s2s_flip(g, 0)", linear="m", view=True, shaped="m")
-rule(np.fliplr, "m", "_s2s_flip(g, 1)", linear="m", view=True, shaped="m")
-rule(np.rot90, "m, k=1, axes=None", m="_s2s_unrot90(g, k, axes)", linear="m", view=True)
+     view="array")
+rule(np.flip, "m, axis=None", m="_s2s_flip(g, axis)", linear="m", view="m", shaped="m")
+rule(np.flipud, "m", "_s2s_flip(g, 0)", linear="m", view="m", shaped="m")
+rule(np.fliplr, "m", "_s2s_flip(g, 1)", linear="m", view="m", shaped="m")
+rule(np.rot90, "m, k=1, axes=None", m="_s2s_unrot90(g, k, axes)", linear="m", view="m")
 rule(np.roll, "a, shift, axis=None", a="_s2s_roll(g, np.negative(shift), axis)", linear="a",
      shaped="a")
 rule(np.tile, "A, reps", A="_s2s_untile(g, A, reps)", linear="A")
@@ -376,30 +377,34 @@ rule(np.column_stack, "tup", "_s2s_uncolumn_stack(g, tup)", linear="tup")
 rule(np.append, "arr, values, axis=None", "_s2s_unappend(g, arr, values, axis, 0)",
      "_s2s_unappend(g, arr, values, axis, 1)", linear="arr, values")
 _SPLIT = "ary, indices_or_sections, axis=0"
-rule(np.split, _SPLIT, ary="_s2s_unsplit(g, ans, axis)", linear="ary", returns="container")
+# (lists of views of `ary`)
+rule(np.split, _SPLIT, ary="_s2s_unsplit(g, ans, axis)", linear="ary", returns="container",
+     view="ary")
 rule(np.array_split, _SPLIT, ary="_s2s_unsplit(g, ans, axis)", linear="ary",
-     returns="container")
+     returns="container", view="ary")
 rule(np.hsplit, "ary, indices_or_sections", "_s2s_unsplit(g, ans, None)", linear="ary",
-     returns="container")
+     returns="container", view="ary")
 rule(np.vsplit, "ary, indices_or_sections", "_s2s_unsplit(g, ans, 0)", linear="ary",
-     returns="container")
+     returns="container", view="ary")
 rule(np.dsplit, "ary, indices_or_sections", "_s2s_unsplit(g, ans, 2)", linear="ary",
-     returns="container")
+     returns="container", view="ary")
 for _n in (4, 3, 2, 1):     # (the longest first: a shorter one would bind `copy` to x1)
     _xs = [f"x{i}" for i in range(_n)]
     rule(np.meshgrid, ", ".join(_xs) + ", copy=True, sparse=False, indexing='xy'",
          **{x: f"_s2s_unmeshgrid(g, {i}, {x}, indexing)" for i, x in enumerate(_xs)},
-         linear=", ".join(_xs), returns="container")
+         linear=", ".join(_xs), returns="container", view=", ".join(_xs),
+         copies=("copy", True))
 for _f in (np.atleast_1d, np.atleast_2d, np.atleast_3d):    # of one array
-    rule(_f, "ary", "_s2s_reshape_like(g, ary)", linear="ary", view=True)
+    rule(_f, "ary", "_s2s_reshape_like(g, ary)", linear="ary", view="ary")
 rule(np.take_along_axis, "arr, indices, axis", arr="_s2s_untake_along_axis(g, arr, indices, axis)",
      linear="arr", zero="indices")
-rule(np.array, "object", object="_s2s_from_array(g, object)", linear="object")
+rule(np.array, "object", object="_s2s_from_array(g, object)", linear="object", view="object",
+     copies=("copy", True))
 rule(np.array, "object, dtype", object="_s2s_from_array(_s2s_int_zero(g, dtype), object)",
      tangent={"object": "_s2s_cast_tangent(np.array(t), dtype)"})
-rule(np.asarray, "a", a="_s2s_from_array(g, a)", linear="a", view=True)
+rule(np.asarray, "a", a="_s2s_from_array(g, a)", linear="a", view="a", copies=("copy", None))
 rule(np.asarray, "a, dtype", a="_s2s_from_array(_s2s_int_zero(g, dtype), a)",
-     tangent={"a": "_s2s_cast_tangent(np.asarray(t), dtype)"}, view=True)
+     tangent={"a": "_s2s_cast_tangent(np.asarray(t), dtype)"}, view="a")
 rule(np.copy, "a", "g", linear="a", method="copy", shaped="a")
 rule(np.ndarray.item, "self", "_s2s_reshape_like(g, self)", linear="self", returns="scalar",
      method="item")
@@ -408,11 +413,12 @@ rule(np.sort, "a, axis=-1", a="_s2s_unsort(g, a, axis)",
 rule(np.partition, "a, kth, axis=-1, kind='introselect'",
      a="_s2s_untake_along_axis(g, a, _s2s_partition_order(a, ans, axis), axis)",
      tangent={"a": "np.take_along_axis(t, _s2s_partition_order(a, ans, axis), axis)"})
-rule(np.ndarray.astype, "self, dtype", self="_s2s_cast_like(g, self, dtype)",
-     tangent={"self": "_s2s_cast_tangent(t, dtype)"},
-     method="astype")
+for _params in ("self, dtype", "self, dtype, *, copy=True"):
+    rule(np.ndarray.astype, _params, self="_s2s_cast_like(g, self, dtype)",
+         tangent={"self": "_s2s_cast_tangent(t, dtype)"}, method="astype", view="self",
+         copies=("copy", True))
 rule(np.diagonal, "a, offset=0, axis1=0, axis2=1",
-     a="_s2s_undiagonal(g, a, offset, axis1, axis2)", linear="a", view=True, method="diagonal")
+     a="_s2s_undiagonal(g, a, offset, axis1, axis2)", linear="a", view="a", method="diagonal")
 
 
 class _Reshape:
@@ -426,9 +432,9 @@ class _Transpose:
 for _n in range(5):
     _dims = ", ".join(f"d{i}" for i in range(_n))
     rule(_Reshape, "a" + (", " + _dims if _dims else ""), a="_s2s_reshape_like(g, a)",
-         linear="a", view=True, method="reshape")
+         linear="a", view="a", method="reshape")
     rule(_Transpose, "a" + (", " + _dims if _dims else ""),
-         a=f"_s2s_untranspose(g, ({_dims}{',' if _n == 1 else ''}))", linear="a", view=True,
+         a=f"_s2s_untranspose(g, ({_dims}{',' if _n == 1 else ''}))", linear="a", view="a",
          method="transpose")
 
 # construction from values
@@ -506,7 +512,7 @@ for _f in (np.zeros_like, np.ones_like, np.zeros, np.ones, np.empty_like, np.emp
            np.identity, np.sign, np.floor, np.ceil, np.round):
     define(_f, nondiff=True, returns="array")
 # of real arrays, 0 and 0 or pi: constants (a complex argument to differentiate is refused)
-define(np.imag, nondiff=True, attribute="imag")
+define(np.imag, nondiff=True, attribute="imag", view="val")
 define(np.angle, nondiff=True)
 define(np.shape, nondiff=True, returns="scalars", attribute="shape")
 define(np.ndim, nondiff=True, returns="scalar", attribute="ndim")

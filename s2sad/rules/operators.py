@@ -38,7 +38,8 @@ define(operator.neg, "x", "-g", elementwise=True, returns="args")
 define(operator.pos, "x", "g", elementwise=True, returns="args")
 define(operator.matmul, "a, b", "_s2s_matmul_lhs(g, a, b)", "_s2s_matmul_rhs(g, a, b)",
        namespace=ns, linear=("a", "b"), returns="array")
-define(operator.getitem, "x, index", "_s2s_unindex(g, x, index)", namespace=ns, linear="x")
+define(operator.getitem, "x, index", "_s2s_unindex(g, x, index)", namespace=ns, linear="x",
+       view="x")   # (a basic index is a view)
 define(runtime.setitem, "a, index, v", a="_s2s_zero_at(g, index)",
        v="_s2s_unbroadcast(_s2s_take(g, index), v)", namespace=ns, linear="a, v",
        returns="first")
@@ -48,8 +49,9 @@ define(runtime.append, "a, v", a="_s2s_head(g)", v="_s2s_last(g)", namespace=ns,
 define(runtime.own_default, "v", "g", linear="v", returns="first")
 define(runtime.keep_default, nondiff=True)
 # the loops over sequences and dicts that passes.desugar writes with indexes
+# (a list, tuple or array itself)
 define(runtime.sequence, "obj", "_s2s_unsequence(g, obj, 0.0)", namespace=ns,
-       tangent="_s2s_unsequence(t, obj, _s2s_zeros_like(ans))")
+       tangent="_s2s_unsequence(t, obj, _s2s_zeros_like(ans))", view="obj")
 define(runtime.unsequence, "d, obj, zero", linear="d, zero")
 define(runtime.keys, nondiff=True)
 # `+` and `*` of lists and tuples (join, repeat): the engine calls these where an operand

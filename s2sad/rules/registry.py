@@ -2,8 +2,9 @@
 
 A `Primitive` record holds everything s2sad knows about one primitive: its reverse rule
 (`vjp`), its forward rule (`jvp`), whether its result carries no derivative at all
-(`nondiff`), the kind of value it returns (`returns`), whether its result may share
-memory with an argument (`view`, NumPy views), whether it is a reduction (`reduction`),
+(`nondiff`), the kind of value it returns (`returns`), which arguments its result may
+share memory with (`view`, NumPy views; `copies`, the keyword that makes it a copy after
+all; `viewed` finds those arguments in a call), whether it is a reduction (`reduction`),
 whether it gives a float for numbers (`floats`), and the array methods and attributes
 that mean it (`methods`, `attributes`; `METHODS` and `ATTRIBUTES` find it by name).
 `primitive(prim)` gives the record, or None. A rule module declares each primitive in
@@ -154,7 +155,14 @@ class Primitive:
     #: scalars, such as a shape), "args" (the kind of its arguments, as arithmetic does)
     #: or "first" (the kind of its first argument); None if unknown.
     returns: str = None
-    view: bool = False          # its result may share memory with an argument
+    #: The parameters whose memory its result may share (a NumPy view: `np.reshape`'s
+    #: ("a",)); with `returns="container"`, a container of views (`np.split`). Empty: its
+    #: result is new memory, of its own.
+    view: tuple = ()
+    #: (keyword, default): the keyword that makes the result a copy when true, and its
+    #: value when not given (`x.astype(float, copy=False)` is `x` itself when `x` is float
+    #: already: ("copy", True)), or None.
+    copies: tuple = None
     #: It reduces its first argument `a` along `axis` (keeping them with `keepdims`):
     #: its result has shape () when it reduces a whole array (no axis given).
     reduction: bool = False
@@ -199,6 +207,29 @@ def writes_nothing(prim):
     (so a call of it changes no value: it may move, or repeat, without a difference)."""
     record = primitive(prim)
     return record is not None and record.writes is None
+
+
+def viewed(record, args, keywords):
+    """The arguments of a call of `record`'s primitive (the nodes `args`, and `keywords`
+    by name) whose memory its result may share: those its `view` names, or every one when
+    no signature of its rules binds the call; none when the call copies (`copies`: the
+    keyword, given or by default, a true constant)."""
+    if record is None or not record.view:
+        return []
+    given = list(args) + list(keywords.values())
+    bound = next((b for rule in (record.vjp, record.jvp) if rule is not None
+                  for b in (v.bind(args, keywords) for v in rule.variants) if b is not None),
+                 None)
+    if bound is None:
+        return given
+    if record.copies is not None:
+        key, default = record.copies
+        value = bound.get(key, keywords.get(key))
+        copied = default if value is None else getattr(value, "value", None) \
+            if isinstance(value, gast.Constant) else None
+        if copied:
+            return []
+    return [bound[p] for p in record.view if any(bound.get(p) is a for a in given)]
 
 
 def primitive(prim):
@@ -252,8 +283,9 @@ def lookup(prim):
 
 
 def define(prim, params=None, *adjoints, namespace=None, broadcast=False, elementwise=False,
-           uniform=None, tangent=None, linear=None, nondiff=False, returns=None, view=False,
-           reduction=False, shaped=None, floats=False, writes=None, zero=(), method=(),
+           uniform=None, tangent=None, linear=None, nondiff=False, returns=None, view=(),
+           copies=None, reduction=False, shaped=None, floats=False, writes=None, zero=(),
+           method=(),
            attribute=(), quiet=False, **by_name):
     """Declare what s2sad knows about `prim` in one statement; returns `prim`.
 
@@ -268,8 +300,9 @@ def define(prim, params=None, *adjoints, namespace=None, broadcast=False, elemen
     `zero` names the parameters without templates whose derivative is zero although a
     differentiated value may be passed (see `Variant.zero`). The other keywords fill in
     its record (see `Primitive`): `method` and `attribute` are names (a string or a
-    tuple of them) that `METHODS` and `ATTRIBUTES` map to it; `writes` is the position
-    of the argument the primitive writes into. `quiet` leaves compiled derivatives alone
+    tuple of them) that `METHODS` and `ATTRIBUTES` map to it; `view` names the
+    parameters whose memory the result may share ("a", or "x0, x1"); `writes` is the
+    position of the argument the primitive writes into. `quiet` leaves compiled derivatives alone
     (for a rule made on first use)."""
     if tangent is not None and linear is not None:
         raise S2SADError(f"{prim!r}: a forward rule is either templates or linear groups")
@@ -300,7 +333,10 @@ def define(prim, params=None, *adjoints, namespace=None, broadcast=False, elemen
         record.nondiff = True
     if returns is not None:
         record.returns = returns
-    record.view |= view
+    if view:
+        record.view = tuple(dict.fromkeys(record.view + _names(view, split=True)))
+    if copies is not None:
+        record.copies = copies
     record.reduction |= reduction
     if shaped is not None:
         record.shaped = shaped
@@ -457,8 +493,10 @@ def _linear(spec, groups):
     return Variant(spec, {}, False, linear=groups)
 
 
-def _names(spelling):
-    return (spelling,) if isinstance(spelling, str) else tuple(spelling or ())
+def _names(spelling, split=False):
+    if isinstance(spelling, str):
+        return tuple(n.strip() for n in spelling.split(",")) if split else (spelling,)
+    return tuple(spelling or ())
 
 
 def _spelled(table, name, record, field):

@@ -180,7 +180,7 @@ define(R.zeros_like, "x", None, zero=("x",), tangent=())    # a constant: no der
 for _f in (R.is_duck_array, R.is_array, R.broadcast_shapes):
     define(_f, nondiff=True)
 define(R.zeros, nondiff=True, returns="array")
-define(R.asarray, "x", "_s2s_from_array(g, x)", linear="x", view=True, namespace=ns)
+define(R.asarray, "x", "_s2s_from_array(g, x)", linear="x", view="x", namespace=ns)
 define(R.full, "shape, value, dtype, like", None, "_s2s_unbroadcast(g, value)", None, None,
        linear="value", zero=("like",), returns="array", namespace=ns)
 define(R.number, "x", "_s2s_reshape_like(g, x)", linear="x", namespace=ns)

@@ -92,7 +92,8 @@ from hypothesis import strategies as st
 
 from .programs import Choices, forget, load_function
 
-__all__ = ["NumpyProgram", "numpy_programs", "repeated_write_programs", "forget"]
+__all__ = ["NumpyProgram", "numpy_programs", "aliasing_programs", "repeated_write_programs",
+           "forget"]
 
 PARAMS = ("x", "w", "v")
 SCALAR_PARAM = "s"
@@ -1170,3 +1171,109 @@ def example_arguments(program, seed=0):
     rng = np.random.default_rng(seed)
     return [float(rng.uniform(-2, 2)) if s is None else rng.uniform(-2, 2, s)
             for s in program.shapes]
+
+
+# -- programs that alias memory and write into it (passes/aliasing.py) -----------------------
+#: Helpers a program may define and call: (source, whether the result shares the memory
+#: of its argument, whether it writes into its argument).
+ALIAS_HELPERS = {
+    "fresh": ("def fresh(v):\n    out = np.zeros_like(v)\n    out[0] = v[0] ** 2\n"
+              "    return out\n", False, False),
+    "doubled": ("def doubled(v):\n    return v * 2.0\n", False, False),
+    "tail": ("def tail(v):\n    return v[1:]\n", True, False),
+    "same": ("def same(v):\n    w = v\n    return w\n", True, False),
+    "scale": ("def scale(a):\n    a *= 2.0\n", False, True),
+    "scale_tail": ("def scale_tail(a):\n    b = a[1:]\n    b *= 3.0\n", False, True),
+    "scaled": ("def scaled(a):\n    a *= 2.0\n    return a\n", False, True),
+}
+
+#: The names a form binds, and whether they share the memory of `y`: (statement, {name:
+#: "array" | "arrays" (a list of arrays) | "numbers" (a list of numbers)}, aliased,
+#: helper or None)
+ALIAS_FORMS = (
+    ("z = y", {"z": "array"}, True, None),
+    ("z = y[1:]", {"z": "array"}, True, None),
+    ("z = y.reshape(2, 2)", {"z": "array"}, True, None),
+    ("z = y.astype(float, copy=False)", {"z": "array"}, True, None),
+    ("z = y.astype(float)", {"z": "array"}, False, None),
+    ("z = y[y > 0.3]", {"z": "array"}, False, None),
+    ("z = y[np.argsort(x)]", {"z": "array"}, False, None),
+    ("z = y[~(y > 0.3)]", {"z": "array"}, False, None),
+    ("a, b = np.split(y, 2)", {"a": "array", "b": "array"}, True, None),
+    ("a, b = np.hsplit(y, 2)", {"a": "array", "b": "array"}, True, None),
+    ("parts = np.array_split(y, 3)", {"parts": "arrays"}, True, None),
+    ("lst = [y, x * 2.0]", {"lst": "arrays"}, True, None),
+    ("lst = [y, y]", {"lst": "arrays"}, True, None),
+    ("lst = [y] + [x * 2.0]", {"lst": "arrays"}, True, None),
+    ("lst = [x[0] * 2.0, x[1]]", {"lst": "numbers"}, False, None),
+    ("z = fresh(y)", {"z": "array"}, False, "fresh"),
+    ("z = doubled(y)", {"z": "array"}, False, "doubled"),
+    ("z = tail(y)", {"z": "array"}, True, "tail"),
+    ("z = same(y)", {"z": "array"}, True, "same"),
+    ("scale(y)", {}, True, "scale"),
+    ("scale_tail(y)", {}, True, "scale_tail"),
+    ("z = scaled(y)", {"z": "array"}, True, "scaled"),
+    ("y = scaled(y)", {}, False, "scaled"),
+)
+
+ALIAS_BASES = ("np.sin(x)", "np.tanh(x) + 0.5", "x * 1.5", "np.linspace(0.5, 1.5, 4)",
+               "np.zeros(4) + np.cos(x)")
+
+
+@st.composite
+def aliasing_programs(draw):
+    """Hypothesis strategy of `NumpyProgram`s `def f(x)` (`x` of shape (4,)) that make an
+    array `y`, give its memory another name or not (`ALIAS_FORMS`: views of NumPy
+    functions and of helpers, the list of views np.split returns, lists holding arrays or
+    numbers, copies by masks, index arrays and astype, helpers that make new arrays or
+    write into their argument), maybe read `y` first, write through one of the names, and
+    return what some of them hold. `mutation` is ("aliasing",) when a name shares the
+    memory of `y` (s2sad may refuse the program, naming a line), else () (it must not)."""
+    def pick(options):
+        return options[draw(st.integers(0, len(options) - 1))]
+
+    def scalar():
+        k = draw(st.integers(0, 3))
+        return pick((f"x[{k}] ** 2", f"np.cos(x[{k}])", f"0.5 * x[{k}] + 1.0"))
+
+    statement, names, aliased, helper = pick(ALIAS_FORMS)
+    lines = [f"    y = {pick(ALIAS_BASES)}"]
+    before = draw(st.booleans())
+    if before:
+        lines.append("    s = np.sum(y * x)")
+    lines.append(f"    {statement}")
+    writes = ["    y[{}] = {}".format(draw(st.integers(0, 3)), scalar()), f"    y *= {scalar()}"]
+    for name, kind in names.items():
+        if kind == "array" and statement.startswith("z = y.reshape"):
+            writes += [f"    {name}[1, {draw(st.integers(0, 1))}] = {scalar()}",
+                       f"    {name} *= {scalar()}"]
+        elif kind == "array" and "y > 0.3" in statement:
+            writes += [f"    {name} *= {scalar()}"]     # (a mask may pick no element)
+        elif kind == "array":
+            writes += [f"    {name}[0] = {scalar()}", f"    {name} *= {scalar()}",
+                       f"    {name} += {scalar()}"]
+        elif kind == "arrays":
+            writes += [f"    {name}[0] += x * x" if name == "lst" else f"    {name}[0] *= 2.0",
+                       f"    t = {name}[0]\n    t[1] = {scalar()}",
+                       f"    {name}[1] = x * 3.0" if name == "lst" else
+                       f"    {name}[1] = {name}[1] * 3.0"]
+        else:
+            writes += [f"    {name}[0] += {scalar()}", f"    {name}[1] = {scalar()}"]
+    if draw(st.booleans()):
+        lines.append(pick(writes))
+    reads = ["np.sum(y * x)"]
+    for name, kind in names.items():
+        reads.append(f"np.sum({name} * {name})" if kind == "array" else
+                     f"np.sum({name}[0] * x[:{2 if name == 'parts' else 4}])"
+                     if kind == "arrays" else f"{name}[0] * {name}[1]")
+    chosen = [r for r in reads if draw(st.booleans())] or [reads[-1]]
+    if before:
+        chosen.append("s")
+    lines.append(f"    return {' + '.join(chosen)}")
+    # (reverse mode refuses a call that writes into memory read before it: the gradient
+    # may read the old values, which the call changes when it runs as written)
+    aliased = aliased or (before and helper is not None and ALIAS_HELPERS[helper][2])
+    helpers = [ALIAS_HELPERS[helper][0]] if helper else []
+    text = "\n".join(["import numpy as np", ""] + helpers + ["def f(x):"] + lines) + "\n"
+    source = ast.unparse(ast.parse(text)) + "\n"
+    return NumpyProgram(source, "f", ("x",), ((4,),), ("aliasing",) if aliased else ())

@@ -30,7 +30,11 @@ Properties
    mode (the dot-product test; it is skipped only when `f` is not smooth along the
    direction, where the two modes may legitimately pick different one-sided
    derivatives). The inputs and tangents are unchanged afterwards.
-3. `test_found_numpy_reproducers`: the minimized bugs in found_numpy.py as strict
+3. `test_aliased_memory_is_followed_or_refused`: programs of `aliasing_programs` (an
+   array given another name, or not, by views, lists, np.split, masks and helpers,
+   written through one name and read through another), checked as in 1 and 2; only
+   those where a name shares the memory written may be refused.
+4. `test_found_numpy_reproducers`: the minimized bugs in found_numpy.py as strict
    xfails; when one is fixed it XPASSes (and fails): move it to a regular test.
 4. `test_repeated_writes_gradient` and `test_repeated_writes_forward_mode`: properties 1
    and 2 for programs whose element writes go through indexes that name a position more
@@ -60,12 +64,13 @@ import s2sad
 from s2sad.errors import MissingRuleError, UnsupportedSyntaxError
 
 from . import found_numpy
-from .numpy_programs import NumpyProgram, forget, numpy_programs, repeated_write_programs
+from .numpy_programs import (NumpyProgram, aliasing_programs, forget, numpy_programs,
+                             repeated_write_programs)
 
 pytestmark = [pytest.mark.fuzz, pytest.mark.filterwarnings("ignore:.*does not depend on")]
 
 # share of the profile's max_examples each test runs (fast: 1000 -> 300 programs)
-SHARES = {"gradient": 0.2, "forward": 0.1, "repeats": 0.05}
+SHARES = {"gradient": 0.2, "forward": 0.1, "repeats": 0.05, "aliasing": 0.1}
 MAX_STATEMENTS = 10 if settings.get_current_profile_name() == "long" else 4
 RTOL, ATOL = 1e-5, 1e-7                # derivative vs finite differences
 DOT_RTOL, DOT_ATOL = 1e-9, 1e-11       # jvp vs <grad, tangent> (both exact), times scale
@@ -371,6 +376,20 @@ def test_forward_mode_matches(program, data):
     check_forward(program, draw_inputs(data, program), draw_tangents(data, program))
 
 
+# -- 3. memory that two names share (passes/aliasing.py) --------------------------------
+
+@fuzz_settings("aliasing")
+@given(program=aliasing_programs(), via=st.sampled_from(("grad", "vjp")), data=st.data())
+def test_aliased_memory_is_followed_or_refused(program, via, data):
+    # lists of arrays written through the list, np.split's views written then read,
+    # helpers that return new arrays or views or write into their argument, masks and
+    # index arrays (copies): right in both modes, or (only where a name shares memory)
+    # refused at a line of the program
+    args = draw_inputs(data, program)
+    check_gradients(program, args, via)
+    check_forward(program, args, draw_tangents(data, program))
+
+
 # -- 4. writes through indexes that repeat a position (NumPy keeps the last write) ---------
 
 @fuzz_settings("repeats")
@@ -386,7 +405,7 @@ def test_repeated_writes_forward_mode(program, data):
     check_forward(program, draw_inputs(data, program), draw_tangents(data, program))
 
 
-# -- 3. minimized reproducers --------------------------------------------------------------
+# -- 5. minimized reproducers --------------------------------------------------------------
 
 def _found_cases():
     return [pytest.param(fn, args, id=fn.__name__, marks=pytest.mark.xfail(

@@ -1,0 +1,309 @@
+"""What a called Python function does with the memory of its arguments: which of them
+its result may share memory with (a view of an argument, an element of one, a new list
+holding one; or new memory of its own), and which it writes into (`def scale(a): a *=
+2.0`). passes/aliasing.py reads these `Summary`s at each call, in both modes, as it
+reads a primitive's record for what its result is a view of; and which argument a call
+of a primitive or method changes in place as it runs (`changed_in_place`: `y.sort()`).
+
+A summary is found by the aliasing pass's own data flow over the function's Wengert
+form, which the driver's front end makes (`ctx.front_end`); where that form cannot be
+made (unsupported syntax, library code), from its source (`_scanned`): the result may
+share memory with any argument, and the parameters it changes in place without
+rebinding them are written.
+
+>>> import numpy as np
+>>> from s2sad import pipeline
+>>> from s2sad.passes import aliasing
+>>> from s2sad.frontend.source import function_from_source
+>>> scale = function_from_source('''
+... def scale(a):
+...     b = a[1:]
+...     b *= 3.0
+...     return b
+... ''', {"np": np})
+>>> ctx, _ = pipeline.compilation(scale, (), pipeline.FRONT, "resolve_calls",
+...                               {"a": "array"})
+>>> found = aliasing.summary(scale, {"a": "array"}, ctx)
+>>> sorted(found.returns), [(w.param, w.text) for w in found.writes]
+([], [('a', 'b *= 3.0')])
+"""
+import dataclasses
+import inspect
+import weakref
+
+import gast
+import numpy as np
+
+from .. import syntax
+from ..analysis import operations
+from ..analysis.value_kinds import ARRAY, CONTAINER
+from ..compilation import kinds_key
+from ..errors import S2SADError
+from ..frontend import guards, source
+from ..rules import registry, runtime
+from .lost_derivatives import MUTATING_METHODS
+
+#: Python functions whose result holds no memory of their arguments.
+FRESH = (len, int, float, bool, complex, str, repr, isinstance, type, id, hash, range,
+         print, round, abs, sum, divmod, pow, runtime.snapshot)
+
+#: Python functions that make a new list or tuple of what their argument holds.
+REGROUPING = (list, tuple, sorted)
+
+#: Methods no record describes whose result is new memory.
+FRESH_METHODS = {"tolist"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Written:
+    """A write into an argument, in a called function: the term of the memory written
+    (see `Summary`), the parameter it is reached from, where and what the write is, and
+    whether it writes only where the argument is an array (`a += v` of a parameter of
+    unknown kind, which rebinds a number)."""
+    term: tuple
+    param: str
+    where: str
+    text: str
+    array_only: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Summary:
+    """What a Python function does with the memory of its arguments, in terms of its
+    parameters: ("arg", p) is the memory of parameter p, ("in", t) of an element of
+    t, ("holds", terms) a new list or tuple holding those. `returns`: the terms its
+    result may share memory with (none: new memory); `writes`: the `Written` into them;
+    `kind`: the kind of its result, where certain (value_kinds's ARRAY, ...), or None."""
+    name: str
+    returns: frozenset = frozenset()
+    writes: tuple = ()
+    kind: str = None
+
+    def writing(self, w, memory=None):
+        """The write `w`, for an error: `scale() writes into its argument 'a' in place
+        (file:line: a *= 2.0)`, and with `memory` (the caller's name), `, the memory of y`."""
+        of = f", the memory of {memory}" if memory else ""
+        return (f"{self.name}() writes into its argument {w.param!r} in place ({w.where}: "
+                f"{w.text}){of}")
+
+    def instead(self, memory):
+        """What to write instead of the call, for an error."""
+        return (f"Pass {self.name}() a copy ({memory}.copy()), or make it return the new "
+                f"value and use what it returns ({memory} = {self.name}(...))")
+
+
+def changed_in_place(call, ctx):
+    """The name whose memory `call` changes in place as it runs, or None: the receiver
+    of an in-place method (`y.sort()`, `lst.extend(v)`, `t.fill(v)` of a view `t`), the
+    array of `out=`, the argument a primitive's record `writes` into (`np.copyto`), the
+    first argument of a ufunc's `.at`."""
+    func = call.func
+    out = next((k.value for k in call.keywords if k.arg == "out"), None)
+    if isinstance(out, gast.Name):
+        return out.id
+    prim = ctx.resolve(func)
+    record = registry.primitive(prim)
+    if isinstance(func, gast.Attribute) and func.attr == "at" and isinstance(
+            ctx.resolve(func.value), np.ufunc):
+        written = call.args[0] if call.args else None
+    elif record is not None and record.writes is not None and len(call.args) > record.writes:
+        written = call.args[record.writes]
+    elif (isinstance(func, gast.Attribute) and func.attr in MUTATING_METHODS and prim is None
+          and registry.METHODS.get(func.attr) is None):
+        return syntax.receiver_root(func.value)     # also `a[:2].sort()`, `h.T.fill(v)`
+    else:
+        written = None
+    return written.id if isinstance(written, gast.Name) else None
+
+
+def python_callee(call, ctx):
+    """(function, the names of the parameters the call's arguments go to) if `call`
+    calls a Python function s2sad reads (not a primitive, a custom_vjp, or a
+    checkpointed loop's step, which changes its state on purpose), else None."""
+    prim = getattr(call.func, "s2s_prim", None) or ctx.resolve(call.func)
+    if (prim is None or registry.primitive(prim) is not None
+            or getattr(prim, "s2s_custom", False)
+            or hasattr(getattr(prim, "s2s_lifted", None), "mutated")):
+        return None
+    python = operations.python_function(prim)
+    if python is None:
+        return None
+    fn, bound, _ = python
+    try:
+        params = list(inspect.signature(fn).parameters)[len(bound):]
+    except (TypeError, ValueError):
+        return None
+    return fn, params
+
+
+#: {function: (whether its source may write into memory, the guards of what that was
+#: found from, their checker)}, see `may_write`
+_writing = weakref.WeakKeyDictionary()
+
+
+def may_write(callee, ctx=None):
+    """Whether the function of `callee` ((fn, params) or None) may write into memory, by
+    its source: an element or attribute assignment, an augmented assignment, an
+    in-place method, or a call of a Python function that may (a first look, before the
+    data flow of `summary`). Kept while the guards of what it read hold (its code, the
+    functions its calls resolve to, and theirs), which the compilation `ctx` relies on
+    too."""
+    if callee is None:
+        return False
+    found, relied = _may_write(callee[0], ())
+    if ctx is not None:
+        ctx.assume(relied)
+    return found
+
+
+def _may_write(fn, seen):
+    """(whether `fn` may write into memory, the guards of what that was found from)."""
+    known = _writing.get(fn)
+    if known is not None and known[2]():
+        return known[0], known[1]
+    if fn in seen:          # (its own look finds what it writes)
+        return False, []
+    try:
+        src = source.capture(fn, copy=False)
+    except Exception:       # noqa: BLE001 - no source: nothing s2sad differentiates
+        return False, []
+    found, relied = False, []
+    for node in syntax.walk(src.node):
+        if mutated_name(node, None) is not None:
+            found = True
+            break
+        if isinstance(node, gast.Call):
+            obj = src.resolve(node.func)
+            if obj is not source.MISSING and registry.primitive(obj) is None and (
+                    operations.python_function(obj) is not None):
+                inner, inner_relied = _may_write(operations.python_function(obj)[0],
+                                                 seen + (fn,))
+                relied += inner_relied
+                if inner:
+                    found = True
+                    break
+    relied = guards.unique(guards.of_function(fn) + source.guards_of(src) + relied)
+    if not seen:            # (a look cut short at a call of a caller is not kept)
+        _writing[fn] = (found, relied, guards.checker(relied))
+    return found, relied
+
+
+#: {function: {(kinds, registry version): (Summary, the guards of what it was found
+#: from, their checker)}}; `_pending`: the guesses for the summaries being found (a
+#: function that calls itself)
+_summaries = weakref.WeakKeyDictionary()
+_pending = {}
+
+
+def summary(fn, kinds, ctx, analyse):
+    """The `Summary` of the Python function `fn` called with arguments of `kinds`
+    ({parameter: kind}): `analyse(node, its ctx)` -> (returns, writes, kind) over its Wengert
+    form (which the driver's front end makes: `ctx.front_end`), or, where that cannot
+    be made, what its source says (`_scanned`). A function that calls itself is found
+    from a guess that it writes and returns nothing, again until the guess is what it
+    finds. The caller's derivative relies on what the summary was found from: its
+    guards are the caller's too (`ctx.assume`)."""
+    key = (kinds_key(kinds), registry.version)
+    known = _summaries.get(fn, {}).get(key)
+    if known is not None and known[2]():
+        ctx.assume(known[1])
+        return known[0]
+    pending = (id(fn), key)
+    if pending in _pending:
+        _pending[pending][1] = True
+        return _pending[pending][0]
+    guess = Summary(_name(fn))
+    relied = guards.of_function(fn)
+    for _ in range(5):
+        _pending[pending] = [guess, False]
+        try:
+            found, relied = _analysed(fn, kinds, ctx, analyse)
+        finally:
+            used = _pending.pop(pending)[1]
+        if found == guess or not used:
+            break
+        guess = found
+    else:
+        found = _scanned(fn, kinds)
+    relied = guards.unique(relied)
+    _summaries.setdefault(fn, {})[key] = (found, relied, guards.checker(relied))
+    ctx.assume(relied)
+    return found
+
+
+def _analysed(fn, kinds, ctx, analyse):
+    """(the Summary of `fn`, the guards of what it was found from)."""
+    if ctx.front_end is None or source.is_library(fn):
+        return _scanned(fn, kinds), guards.of_function(fn)
+    try:
+        inner, node = ctx.front_end(fn, kinds)
+    except S2SADError:
+        return _scanned(fn, kinds), guards.of_function(fn)
+    returns, writes, kind = analyse(node, inner)
+    return (Summary(_name(fn), frozenset(returns),
+                    tuple(sorted(writes, key=lambda w: repr(w.term))), kind), inner.guards)
+
+
+def _scanned(fn, kinds):
+    """What the source of `fn` says, where its data flow cannot be made: its result may
+    share memory with any argument, and it writes into the parameters it changes in
+    place (`a[i] = v`, `a.append(v)`, `a += v` of an array or a list) without rebinding
+    them first."""
+    name = _name(fn)
+    try:
+        src = source.capture(fn, copy=False)
+        params = list(inspect.signature(fn).parameters)
+    except Exception:       # noqa: BLE001 - no source: nothing is known
+        return Summary(name)
+    rebound = {t.id for n in syntax.walk(src.node) if isinstance(n, (gast.Assign, gast.For))
+               for t in syntax.walk(n.targets[0] if isinstance(n, gast.Assign) else n.target)
+               if isinstance(t, gast.Name) and isinstance(t.ctx, gast.Store)}
+    arrays = {p for p in params if kinds.get(p) in (ARRAY, CONTAINER)}
+    writes = {}
+    for node in syntax.walk(src.node):
+        changed = mutated_name(node, arrays)
+        if changed in params and changed not in rebound and changed not in writes:
+            writes[changed] = Written(("arg", changed), changed, src.where(node),
+                                      src.line_text(node).strip())
+    return Summary(name, frozenset(("arg", p) for p in params), tuple(writes.values()))
+
+
+def mutated_name(node, augmented):
+    """The name `node` changes in place, if it does: `a[i] = v`, `a.x = v`, `a[i] += v`,
+    `a.append(v)` and the other in-place methods, or `a += v` where `a` is in `augmented`
+    (None: any name)."""
+    targets = (node.targets if isinstance(node, gast.Assign) else
+               [node.target] if isinstance(node, gast.AugAssign) else [])
+    for t in targets:
+        while isinstance(t, (gast.Subscript, gast.Attribute)):
+            if isinstance(t.value, gast.Name):
+                return t.value.id
+            t = t.value
+    if isinstance(node, gast.AugAssign) and isinstance(node.target, gast.Name) and (
+            augmented is None or node.target.id in augmented):
+        return node.target.id
+    if (isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute)
+            and (node.func.attr in MUTATING_METHODS or node.func.attr == "append")):
+        return syntax.receiver_root(node.func.value)   # also `a[1:].sort()`, `a.T.fill(v)`
+    return None
+
+
+def params_in(term):
+    """The parameters a term (see `Summary`) is reached from."""
+    if term[0] == "arg":
+        return [term[1]]
+    if term[0] == "in":
+        return params_in(term[1])
+    return [p for t in sorted(term[1], key=repr) for p in params_in(t)]
+
+
+def root(term):
+    """The parameter a term of an argument's memory or of an element of it is reached
+    from; None for a new list holding them."""
+    while term[0] == "in":
+        term = term[1]
+    return term[1] if term[0] == "arg" else None
+
+
+def _name(fn):
+    return getattr(fn, "__name__", "the function")
