@@ -849,3 +849,26 @@ def test_element_writes_into_an_argument_copy_it_once_in_forward_mode(f):
     assert "_s2s_setitem" not in loop
     assert len(re.findall(r"= x\.copy\(\)", head)) == 1
     assert len(re.findall(r"= x_dot\.copy\(\)", head)) == 1
+
+
+def _written_through_a_broadcast(x, w):
+    q = np.prod(0.5 * w, axis=1) * np.ones((2,))
+    c = q[:-1] + np.zeros((1, 3))
+    for i in range(3):
+        c[[0, 0], 1:] -= np.sin(np.broadcast_to(np.sum(x), (1, 2)) * x)
+    return np.sum(np.tanh(c))
+
+
+def test_element_writes_into_an_array_whose_tangent_is_a_broadcast():
+    # `c`'s tangent is `q`'s broadcast to c's shape (a read-only view, or q's tangent
+    # itself): the loop's element writes into the tangent must not write into it (found by
+    # the long fuzz: "assignment destination is read-only")
+    f = _written_through_a_broadcast
+    x, w = np.array([1.362, -0.303]), np.array([[-1.904, -0.102, 0.229]])
+    tx, tw = np.array([1.0, -0.5]), np.array([[0.3, 1.0, -2.0]])
+    h = 1e-6
+    expected = (f(x + h * tx, w + h * tw) - f(x - h * tx, w - h * tw)) / (2 * h)
+    y, y_dot = s2sad.jvp(f, (x, w), (tx, tw))
+    assert y == pytest.approx(f(x, w)) and y_dot == pytest.approx(expected, rel=1e-6)
+    assert s2sad.jvp(f, (x, w), (None, tw))[1] == pytest.approx(
+        (f(x, w + h * tw) - f(x, w - h * tw)) / (2 * h), rel=1e-6)

@@ -180,14 +180,22 @@ def unique(guards):
     return out
 
 
-def tests(guards, name, bare=None, class_name=None):
+def tests(guards, name, bare=None, class_name=None, taken=()):
     """The Python tests, one per guard, that are true where it does not hold; `name(obj,
     base)` gives the name generated code reads the object `obj` by (`class_name(cls)`
     a class a value must have, by default `name`). A global of the dict `bare` (the
-    generated code's own globals) is read by its own name, as the user's code reads it."""
+    generated code's own globals) is read by its own name, as the user's code reads it,
+    but for the names in `taken`, which the generated code binds itself."""
     out = []
     for g in guards:
-        expr = _reading(g, name, bare)
+        if _builtin_read_by_another_name(g, bare, taken):
+            # (the generated code has a name of its own for the builtin: the global may
+            # not appear, and the builtin stay what it was)
+            var = g.root[2]
+            out.append(f"{var!r} in {name(bare, 'globals')} or "
+                       f"{name(builtins, 'builtins')}.{var} is not {name(g.expected, var)}")
+            continue
+        expr = _reading(g, name, bare, taken)
         if g.how == "class":
             cls = g.expected
             out.append(f"{expr}.__class__ is not "
@@ -207,12 +215,22 @@ def tests(guards, name, bare=None, class_name=None):
     return out
 
 
-def _reading(g, name, bare):
+def _builtin_read_by_another_name(g, bare, taken):
+    """Whether `g` guards a builtin (a global of `bare` that is not there) that the
+    generated code reads by a name of its own (in `taken`)."""
+    return (g.root[0] == "global" and g.root[1] is bare and g.root[2] in taken
+            and not g.attrs and g.how == "is" and g.root[2] not in bare
+            and getattr(builtins, g.root[2], MISSING) is g.expected)
+
+
+def _reading(g, name, bare, taken=()):
     kind = g.root[0]
     if kind == "global":
         space, var = g.root[1], g.root[2]
-        if space is bare:
+        if space is bare and var not in taken:
             expr = var
+        elif space is bare and var in space:
+            expr = f"{name(space, 'globals')}[{var!r}]"     # (a name the code binds itself)
         else:
             expr = f"{name(space, 'globals')}.get({var!r}, {name(builtins, 'builtins')}." \
                    f"__dict__.get({var!r}))"

@@ -44,9 +44,12 @@ def run(fn, ctx):
     ctx.code_changed = ctx.namer.fresh("_s2s_code_changed")
     ctx.bindings[ctx.code_changed] = None
     more = [ctx.code_changed]
+    # (a global the generated code binds a name of its own to is read from the dict)
+    taken = set(syntax.names_stored(fn)) | set(ctx.bindings) | {
+        a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
     more += guards.tests([g for g in ctx.guards if not guards.counted(g)],
                          lambda obj, base: ctx.constant(obj, base),
-                         bare=ctx.src.fn.__globals__,
+                         bare=ctx.src.fn.__globals__, taken=taken,
                          class_name=lambda cls: ctx.bind(cls.__name__, obj=cls))
     for param, cls in ctx.types.items():
         if user_class(cls) and cls.__dictoffset__ and "." not in param:

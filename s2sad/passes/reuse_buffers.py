@@ -29,7 +29,8 @@ carries is summed in place (`u_bar += g`, when its buffers are the function's ow
 def f_grad(x):
     if x.__class__ is not ndarray or x.dtype.kind != 'f':
         return _s2s_respecialize(x)
-    if _s2s_code_changed or np.sum is not _s2s_sum or np.exp is not _s2s_exp:
+    if (_s2s_code_changed or _s2s_globals['np'].sum is not _s2s_sum
+            or _s2s_globals['np'].exp is not _s2s_exp):
         return _s2s_respecialize(x)
     # reverse mode of f() with respect to x
     # the pullback reads: t_3, x

@@ -371,3 +371,8 @@ def broadcast_like(t, y):
             "placed; build the list with a display ([a, b]) or append() instead")
     shape = np.shape(y)
     return t if np.shape(t) == shape else np.broadcast_to(t, shape)
+
+
+# (its result is `t` itself, or a read-only broadcast of it: a view, which forward mode's
+# element writes in place must copy first, ad/inplace.py)
+define(broadcast_like, "t, y", view="t")
