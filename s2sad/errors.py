@@ -4,6 +4,7 @@ Every error a user can meet is an `S2SADError`; each condition has its own class
 whose message says what was expected, what was found, where, and how to fix it.
 """
 import warnings
+from typing import NamedTuple
 
 
 class S2SADError(Exception):
@@ -105,6 +106,13 @@ def format_located(message, filename, lineno, offset=None, text=None):
 
 class UnconnectedInputWarning(UserWarning):
     """The output does not depend on a differentiated input; its gradient is zero."""
+
+
+class Place(NamedTuple):
+    """Where a function is: its name, file and first line (for a warning about it)."""
+    name: str
+    filename: str
+    first_line: int
 
 
 def warn_unconnected(derivative):

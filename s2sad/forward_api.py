@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import copy
-import functools
 import inspect
 import types
 import weakref
@@ -200,10 +199,19 @@ def _wrt(target, wrt):
     return many, _indices(target, tuple(wrt) if many else wrt)
 
 
-@functools.lru_cache(maxsize=256)
 def _indices(fn, wrt):
-    """The positional indices `wrt` names (reading the source once per function)."""
-    return wrt_indices(fn, wrt)
+    """The positional indices `wrt` names (reading the source once per function; the
+    cache does not keep the function alive)."""
+    try:
+        per_fn = _indices_of.setdefault(fn, {})
+    except TypeError:       # (not weakly referable)
+        return wrt_indices(fn, wrt)
+    if wrt not in per_fn:
+        per_fn[wrt] = wrt_indices(fn, wrt)
+    return per_fn[wrt]
+
+
+_indices_of = weakref.WeakKeyDictionary()
 
 
 # -- Jacobians of structures ---------------------------------------------------------------

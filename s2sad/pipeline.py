@@ -36,7 +36,7 @@ from typing import Callable
 import gast
 import numpy as np
 
-from . import cache, emit, syntax
+from . import cache, emit, errors, syntax
 from .ad import forward_mode, fused, header, inplace, reverse_mode
 from .compilation import (Callee, Compilation, Wrt, default_kinds, kinds_key, patterns_key,
                           wrt_key)
@@ -300,7 +300,11 @@ class CompiledDerivative:
         self.source = source_text
         self.filename = filename
         self.lifted = ctx.lifted      # (function, wrt, kinds) of the lifted functions it calls
-        self.unconnected = (ctx.src, ctx.reverse.unconnected if ctx.reverse else [])
+        # (the function named by its name and place, not held: a derivative cached for a
+        # function must not keep it alive, see cache.py)
+        self.unconnected = (errors.Place(ctx.src.name, ctx.src.filename,
+                                         ctx.src.first_line),
+                            ctx.reverse.unconnected if ctx.reverse else [])
         self.tangent_names = ctx.forward.tangent_names if ctx.forward else None
         self.assumed_real = ctx.assumed_real     # (see passes/complex_values.py)
         self.callees = ctx.callees    # [(name in its code, Callee)]: linked by the driver
@@ -562,6 +566,9 @@ class _Build:
         for request, derivative in self.made.values():
             if derivative is not top:
                 cache.put(request.fn, request.key, derivative)
+            # (what the derivatives it calls are compiled with, not the function: a
+            # derivative cached for a function must not keep it alive)
+            derivative.request = dataclasses.replace(request, fn=None)
         return top
 
     def guard(self):

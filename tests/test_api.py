@@ -197,3 +197,29 @@ def test_direct_call_follows_types_keywords_and_rule_changes():
     assert_close(dn(3.0), 6.0)
     assert "__call__" in type(dn).__dict__
     assert dn(np.float32(3.0)) == np.float32(6.0) and dn(3) == 6
+
+
+def test_a_derivative_does_not_keep_its_function_alive():
+    # (a closure made per batch, differentiated and dropped: its derivatives go with it)
+    import gc
+    import weakref
+
+    def make(k):
+        def f(x):
+            return k * math.sin(x) + helper_for_the_cache(x)
+        return f
+    refs = []
+    for k in range(5):
+        f = make(float(k))
+        assert s2sad.grad(f)(0.3) == pytest.approx(k * math.cos(0.3) + 2 * 0.3)
+        assert s2sad.value_and_grad(f)(0.3)[1] == pytest.approx(k * math.cos(0.3) + 0.6)
+        assert s2sad.jvp(f, (0.3,), (1.0,))[1] == pytest.approx(k * math.cos(0.3) + 0.6)
+        assert s2sad.hessian(f)(0.3) == pytest.approx(-k * math.sin(0.3) + 2.0)
+        refs.append(weakref.ref(f))
+        del f
+    gc.collect()
+    assert [r() for r in refs] == [None] * 5
+
+
+def helper_for_the_cache(x):
+    return x * x
