@@ -510,7 +510,7 @@ def _numbers_in_loops(x, y, z):
         elif z * x >= 0.0:
             y = x * y
         else:
-            for l in (-1.5 / (1.0 + z * z), math.asinh(y), y if z <= 0.75 else x):
+            for l in (-1.5 / (1.0 + z * z), math.asinh(y), y if z <= 0.75 else x):  # noqa: E741
                 y = y * -1.5
     return y
 

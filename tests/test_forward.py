@@ -14,7 +14,6 @@ import math
 import re
 
 import gast
-import weakref
 
 import numpy as np
 import pytest
@@ -141,7 +140,6 @@ def test_jvp_fast_path_checks_what_it_skips():
     # after a call with every tangent, jvp calls that f_jvp directly: the generated code
     # checks the argument types and that no tangent is None, jvp the number of tangents
     import dataclasses
-    import gc
     from s2sad import forward_api
     f = _module_level(None, {}, "def g(x, y, *, k=1.0):\n    return k * x * x * y\n")
     assert s2sad.jvp(f, (2.0, 3.0), (1.0, 0.0)) == (12.0, 12.0)

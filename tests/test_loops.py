@@ -227,7 +227,8 @@ def test_a_loop_over_an_iterator_that_is_not_differentiated():
             s = s + x ** (idx[0] + idx[1])
         return s
     from s2sad.frontend.source import function_from_source
-    import inspect, textwrap
+    import inspect
+    import textwrap
     g = function_from_source(textwrap.dedent(inspect.getsource(f)), {"np": np})
     # 1 + 2x + x^2: 2 + 2x
     assert s2sad.grad(g)(0.5) == pytest.approx(3.0, rel=1e-15)

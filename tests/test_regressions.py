@@ -343,8 +343,9 @@ def test_parameter_changed_only_by_an_inner_loop_keeps_its_value():
     g = s2sad.grad(f, wrt=(0, 1))(*point)
     h = 1e-6
     for i in range(2):
-        up = list(point); up[i] += h
-        down = list(point); down[i] -= h
+        up, down = list(point), list(point)
+        up[i] += h
+        down[i] -= h
         assert g[i] == pytest.approx((f(*up) - f(*down)) / (2 * h), rel=1e-6)
 
 

@@ -83,7 +83,7 @@ def test_del_of_a_name_is_dropped():
 def reads_deleted(x):
     t = x * x
     del t
-    return t * x
+    return t * x  # noqa: F821 - t was deleted: Python raises NameError
 
 
 def reads_deleted_in_loop(x):

@@ -55,7 +55,6 @@ import gast
 
 from .. import syntax
 from ..frontend import source
-from ..frontend.source import MISSING
 from . import checkpointed_loops, defaults, gradient_calls
 from .iteration import Iteration
 

@@ -744,7 +744,8 @@ class _Gen(Choices):
         else:
             ends.append(env)
         return lines, _join_envs(ends), True if any(
-            ("return" in l or "break" in l or "continue" in l) for l in lines[1:]) else False
+            ("return" in line or "break" in line or "continue" in line)
+            for line in lines[1:]) else False
 
     def _range(self, env):
         """(text of the range arguments, trip count bound, guaranteed >= 1 trip)."""
