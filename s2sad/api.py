@@ -14,7 +14,7 @@ from . import forward_api, numba_api, pipeline
 from .compilation import Wrt, kinds_key, kinds_of, patterns_of, refuse_complex, wrt_indices
 from .errors import GradientCheckError, S2SADError, warn_unconnected
 from .frontend import guards
-from .rules import registry, runtime
+from .rules import pytrees, registry, runtime
 from .rules.arrays import is_duck_array
 from .rules.schedules import checked_budget, checkpointed
 
@@ -174,9 +174,9 @@ def _check_inputs(fn, wrt, args, kwargs=None):
             raise S2SADError(
                 f"argument {i} of {fn.__qualname__} is or holds a {type(odd).__name__} object; "
                 "s2sad differentiates with respect to numbers, arrays, and tuples, lists, "
-                "dicts, dataclasses and named tuples of them. Make "
-                f"{type(odd).__name__} a dataclass, or leave the argument out of wrt (its "
-                "attributes can still be read)")
+                "dicts, dataclasses, named tuples and registered classes of them. Make "
+                f"{type(odd).__name__} a dataclass, register it with s2sad.register_pytree, "
+                "or leave the argument out of wrt (its attributes can still be read)")
 
 
 def _opaque(x):
@@ -188,7 +188,7 @@ def _opaque(x):
         return next((o for o in map(_opaque, x) if o is not None), None)
     if isinstance(x, dict):
         return _opaque(list(x.values()))
-    return None if runtime.is_record(x) else x
+    return None if pytrees.is_structure(x) else x
 
 
 def _decorator(cls, f, wrt, backend="python", jit=None, memory=None):
@@ -487,6 +487,39 @@ def nondiff(prim):
     3.0
     """
     registry.nondiff(prim)
+
+
+def register_pytree(cls: type, flatten: Callable, unflatten: Callable) -> type:
+    """Make the instances of your class `cls` values s2sad differentiates with respect
+    to, like dataclasses (JAX's `register_pytree_node`): `flatten(obj)` returns
+    `(children, aux)`, the values that are differentiated (numbers, arrays, and tuples,
+    lists, dicts, dataclasses or registered objects of them) and what else rebuilding
+    `obj` needs (never differentiated); `unflatten(aux, children)` builds an instance
+    from them. A gradient, tangent or Jacobian with respect to an instance is an
+    instance built by `unflatten` (`None` for a child that carries no derivative, an int
+    or a string, as for dataclass fields). Reading `obj.name` reads the child that
+    `unflatten` stores as `name`; an attribute that is none of the children is a
+    constant, and one computed from them (a property) is refused. An `unflatten` that
+    stores the children without computing on them fits best. Registering invalidates
+    every derivative compiled before; returns `cls`.
+
+    >>> import numpy as np, s2sad
+    >>> class Linear:                     # a module holding its parameters
+    ...     def __init__(self, W, b, name="layer"):
+    ...         self.W, self.b, self.name = W, b, name
+    ...     def apply(self, x):
+    ...         return np.tanh(self.W @ x + self.b)
+    >>> _ = s2sad.register_pytree(Linear, lambda m: ((m.W, m.b), m.name),
+    ...                           lambda name, children: Linear(*children, name))
+    >>> def loss(model, x):
+    ...     return np.sum(model.apply(x) ** 2)
+    >>> g = s2sad.grad(loss)(Linear(np.eye(2), np.zeros(2)), np.array([1.0, 2.0]))
+    >>> type(g).__name__, g.b, g.name
+    ('Linear', array([0.63970001, 0.13621869]), 'layer')
+    """
+    pytrees.register(cls, flatten, unflatten)
+    registry.bump()
+    return cls
 
 
 

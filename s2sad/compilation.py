@@ -47,7 +47,7 @@ from .errors import ComplexValueError, S2SADError
 from .frontend import fence, guards, source
 from .frontend.source import MISSING, FunctionSource
 from .naming import Namer
-from .rules import runtime, tangents
+from .rules import pytrees, runtime, tangents
 from .rules.arrays import is_duck_array_type
 
 #: What to differentiate: a positional parameter's index or name, or a tuple of them.
@@ -412,8 +412,7 @@ def refuse_complex(fn, indices, args):
     for i in indices:
         found = runtime.complex_part(args[i]) if i < len(args) else None
         if found is not None:
-            held = "holds" if isinstance(args[i], (tuple, list, dict)) or runtime.is_record(
-                args[i]) else "is"
+            held = "holds" if pytrees.is_structure(args[i]) else "is"
             raise ComplexValueError(
                 f"argument {i} of {getattr(fn, '__qualname__', fn)} {held} {found}; complex "
                 "numbers are not supported yet (s2sad's rules are those of real numbers): "
@@ -505,11 +504,24 @@ def default_kinds(fn):
 
 
 def _record_fields(x):
+    """The fields of a named tuple or dataclass `x`; the attributes of an instance of a
+    registered class that are its children (see runtime.child_of)."""
     if isinstance(x, tuple) and hasattr(x, "_fields"):
         return x._fields
     if dataclasses.is_dataclass(x) and not isinstance(x, type):
         return [f.name for f in dataclasses.fields(x)]
+    if pytrees.registered(type(x)):
+        node = pytrees.node_of(type(x))
+        aux = node.flatten(x)[1]
+        return [name for name in getattr(x, "__dict__", ()) if _child(node, aux, x, name)]
     return ()
+
+
+def _child(node, aux, x, name):
+    try:
+        return runtime.child_of(node, aux, x, name) is not None
+    except S2SADError:      # (refused where the function reads it)
+        return False
 
 
 def wrt_key(wrt):

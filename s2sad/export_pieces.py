@@ -284,7 +284,7 @@ class Pieces:
         if name.startswith("_s2s_"):
             self.preferred[key] = name
         self._others.append(helper)
-        version = (self.native or {}).get(obj)
+        version = (self.native or {}).get(obj) if callable(obj) else None
         if version is not None:     # registers itself for the copy of `obj`
             self._helper(version, version.__name__, helper)
         return key

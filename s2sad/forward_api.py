@@ -12,7 +12,7 @@ import numpy as np
 from . import numba_api, pipeline
 from .compilation import Wrt, default_kinds, kinds_of, refuse_complex, wrt_indices
 from .errors import NonScalarOutputError, S2SADError, warn_unconnected
-from .rules import containers, registry, runtime
+from .rules import pytrees, registry, runtime
 
 _target = pipeline.target
 
@@ -215,52 +215,19 @@ _indices_of = weakref.WeakKeyDictionary()
 
 
 # -- Jacobians of structures ---------------------------------------------------------------
-# An argument or a result is a number, an array, or a tuple, list, dict, named tuple or
-# dataclass of them, nested (JAX's pytrees), whose leaves are its numbers and arrays. A
-# template (`_template`) stands for a value: its structure and its leaves' shapes, with
-# None for a field of a record that carries no derivative (an int, a string, None), which
-# gets no unit tangents and a Jacobian of None, as `grad` gives it None.
-def _leaves(x):
-    """The leaves of `x`, in order: `x` itself if it is not a structure."""
-    if not _is_structure(x):
-        return [x]
-    if isinstance(x, dict):
-        x = x.values()
-    elif runtime.is_record(x):
-        x = [getattr(x, name) for name in containers.fields(x)]
-    return [leaf for item in x for leaf in _leaves(item)]
-
-
-def _unflatten(like, leaves):
-    """A structure like `like` that holds `leaves` in place of its own, in the order of
-    `_leaves(like)`; a leaf may be a structure itself."""
-    return _build(like, iter(leaves)) if _is_structure(like) else leaves[0]
-
-
-def _build(x, leaves):
-    if isinstance(x, (tuple, list)):
-        return containers.rebuild(x, [_build(item, leaves) for item in x])
-    if isinstance(x, dict):
-        return {k: _build(item, leaves) for k, item in x.items()}
-    if runtime.is_record(x):
-        return containers.replace(x, {name: _build(getattr(x, name), leaves)
-                                    for name in containers.fields(x)})
-    return next(leaves)
-
-
-#: Types of leaves, known without asking whether they are dataclasses.
-_LEAF_TYPES = frozenset([float, int, np.ndarray, np.float64])
-
-
-def _is_structure(x):
-    return type(x) not in _LEAF_TYPES and (isinstance(x, (tuple, list, dict))
-                                           or runtime.is_record(x))
+# An argument or a result is a number, an array, or a pytree of them (rules/pytrees.py): a
+# tuple, list, dict, named tuple, dataclass or registered class, nested, whose leaves are
+# its numbers and arrays. A template (`_template`) stands for a value: its structure and
+# its leaves' shapes, with None for a child of a record that carries no derivative (an
+# int, a string, None), which gets no unit tangents and a Jacobian of None, as `grad`
+# gives it None.
+_is_structure = pytrees.is_structure
 
 
 def _template(x):
-    """What the functions below read of `x`: `runtime.zeros_like(x)` for a structure,
+    """What the functions below read of `x`: `pytrees.zeros_like(x)` for a structure,
     `x` itself (its shape) for a number or an array."""
-    return runtime.zeros_like(x) if _is_structure(x) else x
+    return pytrees.zeros_like(x) if _is_structure(x) else x
 
 
 def _basis(like):
@@ -268,9 +235,9 @@ def _basis(like):
     `like`, zero elsewhere (floats for numbers, 0.0 for the leaves that are None)."""
     if not _is_structure(like):
         return _units(np.shape(like))
-    leaves = _leaves(like)
+    leaves, structure = pytrees.flatten(like)
     zero = [0.0 if leaf is None else leaf for leaf in leaves]
-    return (_unflatten(like, zero[:k] + [e] + zero[k + 1:])
+    return (pytrees.unflatten(structure, zero[:k] + [e] + zero[k + 1:])
             for k, leaf in enumerate(leaves) if leaf is not None
             for e in _units(np.shape(leaf)))
 
@@ -292,9 +259,9 @@ def _per_leaf(parts, like):
     """`parts`, one per unit tangent of `_basis(like)`, flattened, in one list per leaf of
     `like` (empty for a leaf that is None)."""
     out, start = [], 0
-    for leaf in _leaves(like):
+    for leaf in pytrees.leaves(like):
         n = 0 if leaf is None else np.size(leaf)
-        out.append([_leaves(p) for p in parts[start:start + n]])
+        out.append([pytrees.leaves(p) for p in parts[start:start + n]])
         start += n
     return out
 
@@ -304,11 +271,12 @@ def _jacobian(out_like, in_like, block):
     each leaf `o`, the structure of `in_like` holding, at each leaf `i`, `block(o, i,
     shape)`, the derivative of output leaf o with respect to input leaf i, of shape
     `shape` (o's shape, then i's); None for a leaf that is None."""
-    ins = _leaves(in_like)
-    rows = [None if y is None else _unflatten(in_like, [
+    ins, in_structure = pytrees.flatten(in_like)
+    outs, out_structure = pytrees.flatten(out_like)
+    rows = [None if y is None else pytrees.unflatten(in_structure, [
         None if x is None else block(o, i, np.shape(y) + np.shape(x))
-        for i, x in enumerate(ins)]) for o, y in enumerate(_leaves(out_like))]
-    return _unflatten(out_like, rows)
+        for i, x in enumerate(ins)]) for o, y in enumerate(outs)]
+    return pytrees.unflatten(out_structure, rows)
 
 
 def _stack(parts, shape, axis):
@@ -338,7 +306,7 @@ def _assemble_rows(rows, out_like, x):
     if not (_is_structure(out_like) or _is_structure(in_like)):     # numbers and arrays
         return _stack([runtime.unbroadcast(row, x) for row in rows],
                       np.shape(out_like) + np.shape(x), 0)
-    by_output, primals = _per_leaf(rows, out_like), _leaves(x)
+    by_output, primals = _per_leaf(rows, out_like), pytrees.leaves(x)
     return _jacobian(out_like, in_like, lambda o, i, shape: _stack(
         [runtime.unbroadcast(row[i], primals[i]) for row in by_output[o]], shape, 0))
 

@@ -25,7 +25,7 @@ from corpus_scalar import CORPUS
 from numpy_cases import identity as _identity
 from oracle import fd_partial, resolve_wrt
 from s2sad.rules import (arrays, calculus, containers, factorizations, layout, products,
-                         registry, runtime)
+                         pytrees, registry, runtime)
 from s2sad.rules import reductions as summing     # (`reductions` is a case below)
 from test_control_flow import CASES as CONTROL_FLOW
 from warned import allowing_unconnected
@@ -620,8 +620,9 @@ def test_hessian_takes_one_argument():
 
 # -- every rule has a forward rule ---------------------------------------------------------
 #: The modules of the helpers generated code calls (through `runtime`).
-HELPERS = (runtime.__name__, containers.__name__, calculus.__name__, layout.__name__,
-           factorizations.__name__, arrays.__name__, summing.__name__, products.__name__)
+HELPERS = (runtime.__name__, containers.__name__, pytrees.__name__, calculus.__name__,
+           layout.__name__, factorizations.__name__, arrays.__name__, summing.__name__,
+           products.__name__)
 #: The built-in rules, before any test registers its own.
 BUILT_IN = {prim: list(rule.variants) for prim, rule in registry.RULES.items()}
 

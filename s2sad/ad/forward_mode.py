@@ -61,7 +61,7 @@ from ..compilation import Callee, parameters
 from ..errors import InternalError, MissingRuleError, S2SADError
 from ..frontend import source
 from ..frontend.source import MISSING
-from ..rules import registry
+from ..rules import pytrees, registry
 from .simplify import doubled, negated, on_numbers, simplify, template_name
 
 
@@ -273,6 +273,11 @@ class Forward:
         if rule is None:
             raise self.missing_rule(op, s)
         variant, bound, placeholder = rule
+        if op.prim is builtins.getattr and self.may_be_registered(bound["obj"]):
+            # the attribute of a registered pytree is one of its children, or a constant
+            obj, name = bound["obj"], bound["name"]
+            return syntax.call(self.ctx.runtime("attr_dot"), [
+                self.tangent(obj), syntax.copied(obj), syntax.copied(name)])
         terms = []
         for group in _groups(variant):
             if any(self.is_varied(bound[p]) for p in group):
@@ -291,6 +296,13 @@ class Forward:
         else:
             expr = _sum(terms)
         return self.broadcast(expr, bound, target) if variant.broadcast else expr
+
+    def may_be_registered(self, obj):
+        """Whether `obj` may be an instance of a class registered as a pytree (see
+        rules/pytrees.py): of such a class, or of a kind the analysis cannot tell."""
+        kind = self.kinds[obj]
+        return pytrees.registered(kind) if isinstance(kind, type) else kind not in (
+            SCALAR, ARRAY)
 
     def instantiate(self, template, placeholder, param, bound, target):
         subst = {"ans": syntax.name(target)}

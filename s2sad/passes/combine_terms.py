@@ -64,10 +64,11 @@ import numpy as np
 
 from .. import syntax
 from ..analysis.names import store_counts
-from ..rules import containers, reductions, registry, runtime
+from ..rules import containers, pytrees, reductions, registry, runtime
 
 #: The modules of s2sad's runtime helpers, which write into no array they are given.
-_HELPER_MODULES = (runtime.__name__, containers.__name__, reductions.__name__)
+_HELPER_MODULES = (runtime.__name__, containers.__name__, pytrees.__name__,
+                   reductions.__name__)
 
 _MAX_TERMS = 8      # larger sums are left as they are: the search grows with them
 

@@ -1,72 +1,14 @@
-"""Helpers for the values s2sad differentiates through that are not arrays: the zero
-adjoint of a number, array, tuple, list, dict or dataclass, the one rule that adds
-adjoints (`add`, leaf by leaf over them), an adjoint in the structure of its value
-(`from_array`), what a loop over a sequence or a dict indexes (`sequence`, `keys`), and
-the check of what custom rules return against those values (`cotangents`, `misfit`).
-Generated code reaches them through `runtime`, which imports them."""
-import copy
-import dataclasses
-
+"""Helpers for the values s2sad differentiates through that are not arrays, beyond what
+`pytrees` does for every structure: what a loop over a sequence or a dict indexes
+(`sequence`, `keys`), the adjoints of joined, repeated and sorted sequences and of a
+record's field, and the check of what custom rules return against the values they were
+given (`cotangents`, `misfit`). Generated code reaches them through `runtime`, which
+imports them."""
 import numpy as np
 
-from ..errors import CustomRuleError, InternalError
-from .arrays import asarray, is_array
-
-
-def zeros_like(x):
-    """The zero adjoint of `x`: 0.0 for a number, a float zero array for an array."""
-    if is_array(x):
-        dtype = x.dtype
-        if dtype.kind != "f" or dtype.itemsize < 4:     # float32 at least
-            dtype = np.result_type(dtype, np.float32)
-        # np.zeros is about three times as fast as np.zeros_like (which keeps subclasses,
-        # and the library of a duck array)
-        return np.zeros(x.shape, dtype) if type(x) is np.ndarray else np.zeros_like(
-            x, dtype=dtype)
-    if is_named_tuple(x):
-        return rebuild(x, [field_zero(v) for v in x])
-    if isinstance(x, (tuple, list)):
-        return rebuild(x, [zeros_like(v) for v in x])
-    if isinstance(x, dict):
-        return {k: zeros_like(v) for k, v in x.items()}
-    if is_record(x):
-        return replace(x, {f: field_zero(getattr(x, f)) for f in fields(x)})
-    return 0.0
-
-
-def is_record(x):
-    """Whether `x` is a dataclass instance (a named tuple is a tuple)."""
-    return dataclasses.is_dataclass(x) and not isinstance(x, type)
-
-
-def is_named_tuple(x):
-    return isinstance(x, tuple) and hasattr(x, "_fields")
-
-
-def fields(x):
-    return [f.name for f in dataclasses.fields(x)]
-
-
-def replace(x, values):
-    """A shallow copy of dataclass instance `x` with fields `values`, made without
-    calling `__init__` or `__post_init__` (an adjoint is not a validated value)."""
-    out = copy.copy(x)
-    for name, value in values.items():
-        object.__setattr__(out, name, value)
-    return out
-
-
-def carries_derivative(v):
-    """Whether a field holding `v` gets an adjoint: floats, float arrays, and containers
-    and dataclasses; not ints, bools, strings, None, integer arrays or other objects
-    (their adjoint is None, like JAX's float0 or PyTorch's None)."""
-    if isinstance(v, (bool, np.bool_)):
-        return False
-    if isinstance(v, (float, complex, np.floating, np.complexfloating)):
-        return True
-    if is_array(v):
-        return np.issubdtype(v.dtype, np.inexact)
-    return isinstance(v, (tuple, list, dict)) or is_record(v)
+from ..errors import CustomRuleError
+from .arrays import is_array
+from .pytrees import carries_derivative, is_zero, node_of, rebuild, zeros_like
 
 
 def cotangents(c, bwd, args):
@@ -129,13 +71,14 @@ def misfit(d, x):
     see `cotangents`): "<what d is> where <what> was expected", or None where it
     fits: None (no derivative), anything for a value without derivatives (an int, an
     integer array, an object), and otherwise the structure of `x` (tuple, list, dict,
-    dataclass) holding numbers where it holds numbers and arrays of their shape where it
+    dataclass, registered class) holding numbers where it holds numbers and arrays of their shape where it
     holds arrays (of floats or ints, complex only for complex values; the number 0 also
     for an array, a zero that broadcasts)."""
     if d is None or not carries_derivative(x):
         return None
     if is_array(x) or isinstance(x, (float, complex, np.inexact)):
         return _leaf_misfit(d, np.shape(x), np.iscomplexobj(x))
+    node = node_of(type(x))
     if isinstance(x, (tuple, list)):
         if not isinstance(d, (tuple, list)) or len(d) != len(x):
             return f"{described(d)} where a {type(x).__name__} of {len(x)} was expected"
@@ -146,9 +89,12 @@ def misfit(d, x):
             return f"{described(d)} where a dict with the keys {keys} was expected"
         parts = ((k, (d[k], v)) for k, v in x.items())
     else:
-        if type(d) is not type(x):
+        own, aux = node.flatten(x)
+        given = node.children_as(d, aux) if type(d) is type(x) else None
+        if given is None:
             return f"{described(d)} where a {type(x).__name__} was expected"
-        parts = ((f, (getattr(d, f), getattr(x, f))) for f in fields(x))
+        names = getattr(node, "fields", range(len(own)))
+        parts = zip(names, zip(given, own))
     for key, (dk, xk) in parts:
         found = misfit(dk, xk)
         if found is not None:
@@ -182,117 +128,6 @@ def described(v):
         return f"the number {np.asarray(v).item()!r}"
     text = repr(v)
     return f"{type(v).__name__} {text if len(text) < 40 else text[:37] + '...'}"
-
-
-def field_zero(v):
-    return zeros_like(v) if carries_derivative(v) else None
-
-
-def add(a, b):
-    """The sum of two adjoints of one value, the one rule every adjoint accumulation
-    follows (the pytree sum): numbers and arrays add; two tuples, lists, dicts or
-    dataclass instances have the structure of the value and add leaf by leaf; None (no
-    adjoint) and a zero count as zero. An array with a list or tuple is the adjoint of
-    the sequence read as an array by NumPy (`np.sum(xs)`): its rows are the adjoints of
-    the entries (see `from_array`). Adjoints of other structures are an InternalError."""
-    if type(a) is type(b) and type(a) in _LEAVES:      # the common case, fast
-        return a + b
-    if a is None or is_zero(a):
-        return b
-    if b is None or is_zero(b):
-        return a
-    if not (_is_structure(a) or _is_structure(b)):
-        return a + b
-    like = a if _is_structure(a) else b
-    if type(a) is not type(like):
-        a = from_array(a, like)
-    if type(b) is not type(like):
-        b = from_array(b, like)
-    if isinstance(like, (tuple, list)):
-        if len(a) != len(b):
-            raise _mismatch(a, b)
-        return rebuild(like, [add(u, v) for u, v in zip(a, b)])
-    if isinstance(like, dict):
-        if a.keys() != b.keys():
-            raise _mismatch(a, b)
-        return {k: add(a[k], b[k]) for k in a}
-    return replace(like, {f: add(getattr(a, f), getattr(b, f)) for f in fields(like)})
-
-
-_LEAVES = frozenset({float, np.ndarray})
-
-
-def _is_structure(x):
-    return isinstance(x, (tuple, list, dict)) or is_record(x)
-
-
-def from_array(g, like):
-    """`g`, an adjoint of a value of the structure of `like` (the value, or another
-    adjoint of it), in that structure: the adjoint of `np.array(obj)` for `like=obj`, of
-    a list that NumPy read as an array, or of a list argument (`g` its rows, in a list
-    of `like`'s length). A number `g` stands for itself in every place (a uniform
-    adjoint, or zero); fields that carry no derivative get None. A `g` of another
-    structure is an InternalError."""
-    if g is None:
-        return None
-    if isinstance(like, (tuple, list)):
-        items = [g] * len(like) if _is_number(g) else g
-        if not (is_array(items) or isinstance(items, (tuple, list))) or (
-                len(items) != len(like)):
-            raise _mismatch(g, like)
-        named = is_named_tuple(like)
-        return rebuild(like, [None if named and not carries_derivative(v)
-                              else from_array(u, v) for u, v in zip(items, like)])
-    if isinstance(like, dict):
-        if _is_number(g):
-            return {k: from_array(g, v) for k, v in like.items()}
-        if not isinstance(g, dict) or g.keys() != like.keys():
-            raise _mismatch(g, like)
-        return {k: from_array(g[k], v) for k, v in like.items()}
-    if is_record(like):
-        if type(g) is type(like):
-            return replace(like, {f: from_array(getattr(g, f), getattr(like, f))
-                                  for f in fields(like)})
-        if not _is_number(g):
-            raise _mismatch(g, like)
-        return replace(like, {f: from_array(g, v) if carries_derivative(v) else None
-                              for f, v in ((f, getattr(like, f)) for f in fields(like))})
-    if isinstance(like, np.ndarray):
-        return asarray(g).astype(np.result_type(like.dtype, np.float32), copy=False)
-    return float(g) if isinstance(like, (int, float)) and not _is_structure(g) else g
-
-
-def _is_number(g):
-    """Whether `g` is a number or a 0-d array (not a structure, nor an array of axes)."""
-    return not _is_structure(g) and np.ndim(g) == 0
-
-
-def _mismatch(a, b):
-    return InternalError(
-        f"s2sad's derivative code adds adjoints of one value that have different "
-        f"structures ({_structure(a)} and {_structure(b)}); this is a bug in s2sad: "
-        "please report it with the function")
-
-
-def _structure(x):
-    if isinstance(x, dict):
-        return f"a dict with keys {list(x)}"
-    if isinstance(x, (tuple, list)):
-        return f"a {type(x).__name__} of {len(x)}"
-    if is_array(x):
-        return f"an array of shape {np.shape(x)}"
-    return f"a {type(x).__name__}"
-
-
-def rebuild(like, items):
-    """A tuple, list or named tuple of the type of `like`, holding `items`."""
-    if hasattr(like, "_fields"):
-        return type(like)(*items)
-    return type(like)(items)
-
-
-def is_zero(g):
-    return isinstance(g, float) and g == 0.0
 
 
 def joined(x, y):

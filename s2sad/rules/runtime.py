@@ -10,12 +10,14 @@ from .arrays import (  # noqa: F401 - generated code finds blocks_like in runtim
     add_at, asarray, blocks_like, broadcast_shapes, full, is_array, is_duck_array, number,
     zeros)
 from .containers import (  # noqa: F401 - generated code finds them in runtime
-    add, carries_derivative, cotangents, custom_rule_error, described, from_array,
-    is_record, keys, misfit, plainly_fits, sequence, sort_list_dot, unsequence,
-    unsort_list, zeros_like,
-    field_zero as _field_zero, fields as _fields, is_named_tuple as _is_named_tuple,
-    is_zero as _is_zero, joined as _joined, rebuild as _rebuild, repeated as _repeated,
-    replace as _replace)
+    cotangents, custom_rule_error, described, keys, misfit, plainly_fits, sequence,
+    sort_list_dot, unsequence, unsort_list,
+    joined as _joined, repeated as _repeated)
+from .pytrees import (  # noqa: F401 - generated code finds them in runtime
+    add, carries_derivative, from_array, is_record, zeros_like,
+    children as _children, field_zero as _field_zero, is_named_tuple as _is_named_tuple,
+    fields as _fields, is_zero as _is_zero, node_of as _node_of, rebuild as _rebuild,
+    registered as _registered, replace as _replace)
 from .calculus import (  # noqa: F401 - generated code finds them in runtime
     cumprod, cumprod_adjoint_dot, cumprod_dot, interp_outside, interp_slope, midpoints,
     polygamma, polyder_value, quantile_dot, quantile_q_dot, shaped_as, sinc_slope,
@@ -84,13 +86,7 @@ def complex_part(v, depth=0):
         return f"a {dtype.name} array" if dtype.kind == "c" else None
     if depth > 20 or isinstance(v, (str, bytes, numbers.Real)):
         return None
-    if isinstance(v, dict):
-        v = list(v.values())
-    elif is_record(v):
-        v = [getattr(v, name) for name in _fields(v)]
-    elif not isinstance(v, (list, tuple)):
-        return None
-    return next((found for found in (complex_part(item, depth + 1) for item in v)
+    return next((found for found in (complex_part(item, depth + 1) for item in _children(v))
                  if found is not None), None)
 
 
@@ -108,19 +104,88 @@ def complex_value(found, filename, line):
 
 
 def unattr(g, obj, name):
-    """The adjoint of `obj.name`: zeros shaped like `obj` with `g` in field `name`."""
+    """The adjoint of `obj.name`: zeros shaped like `obj` with `g` in field `name` (for
+    a registered class, in the child that `obj.name` is, see `child_of`)."""
     if _is_named_tuple(obj):
         return unindex(g, obj, obj._fields.index(name))
+    if _registered(type(obj)):
+        node = _node_of(type(obj))
+        parts, aux = node.flatten(obj)
+        k = child_of(node, aux, obj, name)
+        out = [_field_zero(v) for v in parts]
+        if k is not None and carries_derivative(parts[k]):
+            out[k] = unbroadcast(g, parts[k])
+        return node.unflatten(aux, out)
     if not is_record(obj):
         raise S2SADError(
             f"reading .{name} of a differentiated {type(obj).__name__}: s2sad differentiates "
-            "with respect to fields of dataclasses and named tuples only; make "
-            f"{type(obj).__name__} a dataclass or pass it as a non-differentiated argument")
+            "with respect to fields of dataclasses and named tuples, and the children of "
+            f"classes registered with s2sad.register_pytree; make {type(obj).__name__} a "
+            "dataclass, register it, or pass it as a non-differentiated argument")
     values = {f: _field_zero(getattr(obj, f)) for f in _fields(obj)}
     value = getattr(obj, name)
     if carries_derivative(value):
         values[name] = unbroadcast(g, value)
     return _replace(obj, values)
+
+
+def attr_dot(t, obj, name):
+    """The tangent of `obj.name`, `t` the tangent of `obj`: for an instance of a class
+    registered with s2sad.register_pytree, the child of `t` in the place of the child
+    that `obj.name` is (zero for an attribute that is none of them, see `child_of`);
+    else `t.name`."""
+    if not _registered(type(obj)):
+        return getattr(t, name)
+    node = _node_of(type(obj))
+    k = child_of(node, node.flatten(obj)[1], obj, name)
+    if k is None or t is None or _is_zero(t):
+        return 0.0
+    return node.flatten(t)[0][k]
+
+
+_CHILDREN = {}   # (node, attribute) -> (aux, number of children, child): child_of's cache
+
+
+class _Marker:
+    """A stand-in for child `k` of a registered structure (see `child_of`)."""
+
+    __slots__ = ("k",)
+
+    def __init__(self, k):
+        self.k = k
+
+
+def child_of(node, aux, obj, name):
+    """Which child of `obj`, an instance of a registered class (its `node`, and `aux` of
+    its flatten), its attribute `name` is, as JAX sees it: the attribute `name` of the
+    instance its unflatten builds from `aux` with a marker in place of each child. None
+    where that is the attribute of `obj` itself, taken from `aux` (a constant), or one
+    that carries no derivative; an S2SADError otherwise: an attribute computed from the
+    children, or a list of them, whose derivative s2sad cannot tell. (Found once for
+    each class, attribute and aux object.)"""
+    known = _CHILDREN.get((node, name))
+    if known is not None and known[0] is aux[0] and known[1] == aux[1]:
+        return known[2]
+    try:
+        probe = getattr(node.unflatten(aux, [_Marker(k) for k in range(aux[1])]), name)
+    except Exception as e:  # noqa: BLE001 - unflatten or the attribute computed on markers
+        probe = e
+    if type(probe) is _Marker:
+        _CHILDREN[node, name] = (aux[0], aux[1], probe.k)
+        return probe.k
+    value = getattr(obj, name)
+    if probe is value or not carries_derivative(value):
+        return None
+    cls = type(obj).__qualname__
+    raise S2SADError(
+        f"reading .{name} of a differentiated {cls}: {cls} is registered with "
+        f"s2sad.register_pytree, and .{name}, which holds {described(value)}, is neither one "
+        "of the children its flatten function returns nor the same object in every "
+        f"instance unflatten builds from them (where .{name} is "
+        + (f"{type(probe).__name__}: {probe})" if isinstance(probe, Exception) else
+           f"{described(probe)})") + f", so s2sad cannot tell its derivative. Return "
+        f".{name} itself among the children (a list attribute as the list, not its items), "
+        f"with an unflatten that stores each child as the attribute it was read from")
 
 
 def cotangent(c, x):

@@ -203,6 +203,7 @@ linear(R.snapshot, "v", "v")
 define(R.like, "x", None, zero=("x",), tangent=())          # only its shape is read
 jvp(R.partition_order, "a, ans, axis=-1")                   # integers: no tangent
 linear(R.unattr, "g, obj, name", "g")
+linear(R.attr_dot, "t, obj, name", "t")
 linear(R.cotangent, "c, x", "c")
 jvp(R.cotangents, "c, bwd, args", "t")
 linear(R.unreduce, "g, x, axis=None, keepdims=False", "g")

@@ -1,0 +1,442 @@
+"""Pytrees (after JAX's): the values s2sad differentiates are leaves (numbers, arrays,
+None, any other object) and structures that hold values: tuples, lists, dicts, named
+tuples, dataclass instances, and instances of the classes registered with `register`.
+`flatten` gives a value's leaves, in order, and its structure, from which `unflatten`
+builds a value of that structure holding other leaves; `map` applies a function leaf by
+leaf; `zeros_like` is the zero adjoint of a value, and `add` the sum of two adjoints of
+one value, the one rule every adjoint accumulation follows. The transforms, the
+Jacobians (forward_api) and the runtime helpers generated code calls all walk values
+with these. A child of a record (a named tuple, a dataclass, a registered class) that
+carries no derivative (an int, a string, None) has the adjoint None.
+
+>>> import collections
+>>> Point = collections.namedtuple("Point", "x y")
+>>> leaves, structure = flatten({"p": Point(1.0, 2.0), "w": [3.0, None]})
+>>> leaves
+[1.0, 2.0, 3.0, None]
+>>> unflatten(structure, [10.0, 20.0, 30.0, None])
+{'p': Point(x=10.0, y=20.0), 'w': [30.0, None]}
+>>> add({"a": (1.0, 2.0)}, {"a": (0.5, 0.5)})
+{'a': (1.5, 2.5)}
+"""
+import builtins
+import copy
+import dataclasses
+
+import numpy as np
+
+from ..errors import InternalError, S2SADError
+from .arrays import asarray, is_array
+
+
+# -- how structures are taken apart and put together --------------------------------------
+class Node:
+    """How the structures of one type are taken apart, `flatten(x) -> (children, aux)`,
+    and put together, `unflatten(aux, children)`; `children_as(x, aux)`: the children of
+    `x` in the places of those of the structure `aux` describes, or None if `x` is not
+    of that structure. `record`: a child that carries no derivative has the adjoint None
+    (not zero)."""
+
+    record = False
+
+
+class _Sequence(Node):
+    """Tuples and lists (and their subclasses but named tuples): their items."""
+
+    def flatten(self, x):
+        return x, (type(x), len(x))
+
+    def unflatten(self, aux, children):
+        return aux[0](children)
+
+    def children_as(self, x, aux):
+        return x if type(x) is aux[0] and len(x) == aux[1] else None
+
+
+class _NamedTuple(_Sequence):
+    record = True
+
+    def unflatten(self, aux, children):
+        return aux[0](*children)
+
+
+class _Dict(Node):
+    """Dicts (a subclass's structure is a plain dict): their values, in the dict's order."""
+
+    def flatten(self, x):
+        return list(x.values()), tuple(x)
+
+    def unflatten(self, aux, children):
+        return dict(zip(aux, children))
+
+    def children_as(self, x, aux):
+        if not isinstance(x, dict) or len(x) != len(aux) or any(k not in x for k in aux):
+            return None
+        return [x[k] for k in aux]
+
+
+class _Dataclass(Node):
+    """The instances of one dataclass: their fields; a structure is built as a copy of
+    the instance the structure was taken from (not by `__init__` or `__post_init__`: an
+    adjoint is not a validated value)."""
+
+    record = True
+
+    def __init__(self, cls):
+        self.fields = tuple(f.name for f in dataclasses.fields(cls))
+
+    def flatten(self, x):
+        return [getattr(x, f) for f in self.fields], x
+
+    def unflatten(self, aux, children):
+        return replace(aux, dict(zip(self.fields, children)))
+
+    def children_as(self, x, aux):
+        return [getattr(x, f) for f in self.fields] if type(x) is type(aux) else None
+
+
+class _Registered(Node):
+    """The instances of a class registered with `register`: the children and aux its
+    `flatten` gives, put together by its `unflatten`."""
+
+    record = True
+
+    def __init__(self, cls, flatten, unflatten):
+        self.cls, self._flatten, self._unflatten = cls, flatten, unflatten
+
+    def flatten(self, x):
+        children, aux = self._flatten(x)
+        children = list(children)
+        return children, (aux, len(children))
+
+    def unflatten(self, aux, children):
+        return self._unflatten(aux[0], list(children))
+
+    def children_as(self, x, aux):
+        if type(x) is not self.cls:
+            return None
+        children = self.flatten(x)[0]
+        return children if len(children) == aux[1] else None
+
+
+def register(cls, flatten, unflatten):
+    """Make the instances of `cls` pytrees: `flatten(obj)` returns `(children, aux)`, the
+    values that are differentiated (a sequence of pytrees) and the rest that rebuilding
+    one needs (hashable or not, never differentiated); `unflatten(aux, children)` builds
+    an instance from them (JAX's `register_pytree_node`). `unflatten(*flatten(obj))`
+    holds the same values as `obj`."""
+    if not isinstance(cls, type):
+        raise S2SADError(f"register_pytree registers a class; got {cls!r}")
+    if not (callable(flatten) and callable(unflatten)):
+        raise S2SADError("register_pytree(cls, flatten, unflatten) takes two functions: "
+                         "flatten(obj) -> (children, aux) and unflatten(aux, children) -> obj")
+    if issubclass(cls, (tuple, list, dict, np.ndarray)) or dataclasses.is_dataclass(cls):
+        raise S2SADError(
+            f"register_pytree: {cls.__qualname__} is a tuple, list, dict, array or "
+            "dataclass, which s2sad takes apart already")
+    _REGISTERED[cls] = _Registered(cls, flatten, unflatten)
+    _NODES.pop(cls, None)
+
+
+def registered(cls):
+    """Whether `cls` was registered with `register`."""
+    return cls in _REGISTERED
+
+
+_REGISTERED = {}     # class -> its _Registered node
+_NODES = {}          # type -> its node, or None for a leaf: node_of's cache
+_SEQUENCE, _NAMED_TUPLE, _DICT = _Sequence(), _NamedTuple(), _Dict()
+
+
+def node_of(cls):
+    """The node of the values of type `cls`, None for leaves."""
+    try:
+        return _NODES[cls]
+    except KeyError:
+        pass
+    if cls in _REGISTERED:
+        node = _REGISTERED[cls]
+    elif issubclass(cls, tuple) and hasattr(cls, "_fields"):
+        node = _NAMED_TUPLE
+    elif issubclass(cls, (tuple, list)):
+        node = _SEQUENCE
+    elif issubclass(cls, dict):
+        node = _DICT
+    elif dataclasses.is_dataclass(cls):
+        node = _Dataclass(cls)
+    else:
+        node = None
+    _NODES[cls] = node
+    return node
+
+
+def is_structure(x):
+    """Whether `x` holds other values (is not a leaf)."""
+    return node_of(type(x)) is not None
+
+
+def children(x):
+    """The values `x` holds, in order (none for a leaf)."""
+    node = node_of(type(x))
+    return () if node is None else node.flatten(x)[0]
+
+
+# -- flatten, unflatten, map -------------------------------------------------------------
+class Structure:
+    """What `flatten` gives besides the leaves: the value's nodes, their aux, and their
+    children's structures, with `size` leaves (`LEAF` for one leaf)."""
+
+    __slots__ = ("node", "aux", "children", "size")
+
+    def __init__(self, node, aux, children):
+        self.node, self.aux, self.children = node, aux, children
+        self.size = 1 if node is None else sum(c.size for c in children)
+
+    def __repr__(self):
+        if self.node is None:
+            return "*"
+        parts = ", ".join(map(repr, self.children))
+        if isinstance(self.node, _Dict):
+            parts = ", ".join(f"{k!r}: {c!r}" for k, c in zip(self.aux, self.children))
+            return "{" + parts + "}"
+        if type(self.node) is _Sequence:
+            return f"[{parts}]" if issubclass(self.aux[0], list) else f"({parts})"
+        kind = self.aux[0] if isinstance(self.node, _NamedTuple) else (
+            type(self.aux) if isinstance(self.node, _Dataclass) else self.node.cls)
+        return f"{kind.__name__}({parts})"
+
+
+LEAF = Structure(None, None, ())
+
+
+def flatten(x):
+    """`(leaves, structure)`: the leaves of `x`, in order (`[x]` for a leaf), and what
+    `unflatten` needs to put other leaves in their places."""
+    leaves = []
+    return leaves, _flatten(x, leaves)
+
+
+def _flatten(x, leaves):
+    node = node_of(type(x))
+    if node is None:
+        leaves.append(x)
+        return LEAF
+    parts, aux = node.flatten(x)
+    return Structure(node, aux, [_flatten(c, leaves) for c in parts])
+
+
+def leaves(x):
+    """The leaves of `x`, in order (`[x]` for a leaf)."""
+    node = node_of(type(x))
+    if node is None:
+        return [x]
+    return [leaf for c in node.flatten(x)[0] for leaf in leaves(c)]
+
+
+def unflatten(structure, leaves):
+    """The value of `structure` holding `leaves` (any values: a leaf may be a structure
+    itself) in the places of the leaves `flatten` gave."""
+    if len(leaves) != structure.size:
+        raise S2SADError(f"unflatten: a structure of {structure.size} leaves, {structure!r}, "
+                         f"given {len(leaves)}")
+    return _unflatten(structure, iter(leaves))
+
+
+def _unflatten(structure, leaves):
+    if structure.node is None:
+        return next(leaves)
+    return structure.node.unflatten(structure.aux, [_unflatten(c, leaves)
+                                                    for c in structure.children])
+
+
+def leaves_as(x, structure):
+    """The values of `x` in the places of the leaves of `structure` (whole subtrees
+    where `x` goes on deeper); an S2SADError if `x` does not have that structure down
+    to them."""
+    out = []
+    _leaves_as(x, structure, out, ())
+    return out
+
+
+def _leaves_as(x, structure, out, path):
+    if structure.node is None:
+        out.append(x)
+        return
+    parts = structure.node.children_as(x, structure.aux)
+    if parts is None:
+        where = "".join(f"[{p!r}]" for p in path)
+        raise S2SADError(f"a value of another structure than {structure!r}: "
+                         f"{_described(x)} at x{where}")
+    keys = structure.aux if isinstance(structure.node, _Dict) else range(len(parts))
+    for key, part, child in zip(keys, parts, structure.children):
+        _leaves_as(part, child, out, path + (key,))
+
+
+def map(f, x, *rest):
+    """The value of the structure of `x` holding `f(leaf, *others)` at each leaf of `x`,
+    `others` the values in its place in each of `rest` (which have the structure of
+    `x`, down to its leaves)."""
+    found, structure = flatten(x)
+    if structure.node is None:
+        return f(x, *rest)
+    others = [leaves_as(r, structure) for r in rest]
+    return _unflatten(structure, builtins.map(f, found, *others))
+
+
+def _described(x):
+    if isinstance(x, (tuple, list, dict)):
+        return f"a {type(x).__name__} of {len(x)}"
+    if is_array(x):
+        return f"an array of shape {np.shape(x)}"
+    return f"a {type(x).__name__}"
+
+
+# -- adjoints ----------------------------------------------------------------------------
+def zeros_like(x):
+    """The zero adjoint of `x`: 0.0 for a number, a float zero array for an array, and
+    for a structure the structure holding the zeros of its children (None for a child
+    of a record that carries no derivative)."""
+    if is_array(x):
+        dtype = x.dtype
+        if dtype.kind != "f" or dtype.itemsize < 4:     # float32 at least
+            dtype = np.result_type(dtype, np.float32)
+        # np.zeros is about three times as fast as np.zeros_like (which keeps subclasses,
+        # and the library of a duck array)
+        return np.zeros(x.shape, dtype) if type(x) is np.ndarray else np.zeros_like(
+            x, dtype=dtype)
+    node = node_of(type(x))
+    if node is None:
+        return 0.0
+    parts, aux = node.flatten(x)
+    zero = field_zero if node.record else zeros_like
+    return node.unflatten(aux, [zero(v) for v in parts])
+
+
+def field_zero(v):
+    return zeros_like(v) if carries_derivative(v) else None
+
+
+def carries_derivative(v):
+    """Whether a field holding `v` gets an adjoint: floats, float arrays, and structures;
+    not ints, bools, strings, None, integer arrays or other objects (their adjoint is
+    None, like JAX's float0 or PyTorch's None)."""
+    if isinstance(v, (bool, np.bool_)):
+        return False
+    if isinstance(v, (float, complex, np.floating, np.complexfloating)):
+        return True
+    if is_array(v):
+        return np.issubdtype(v.dtype, np.inexact)
+    return is_structure(v)
+
+
+def add(a, b):
+    """The sum of two adjoints of one value, the one rule every adjoint accumulation
+    follows (the pytree sum): numbers and arrays add; two structures of the value add
+    child by child; None (no adjoint) and a zero count as zero. An array with a list or
+    tuple is the adjoint of the sequence read as an array by NumPy (`np.sum(xs)`): its
+    rows are the adjoints of the entries (see `from_array`). Adjoints of other
+    structures are an InternalError."""
+    if type(a) is type(b) and type(a) in _LEAVES:      # the common case, fast
+        return a + b
+    if a is None or is_zero(a):
+        return b
+    if b is None or is_zero(b):
+        return a
+    node = node_of(type(a))
+    like = a
+    if node is None:
+        node, like = node_of(type(b)), b
+        if node is None:
+            return a + b
+    if type(a) is not type(like):
+        a = from_array(a, like)
+    if type(b) is not type(like):
+        b = from_array(b, like)
+    parts, aux = node.flatten(a)
+    others = node.children_as(b, aux)
+    if others is None:
+        raise _mismatch(a, b)
+    return node.unflatten(aux, [add(u, v) for u, v in zip(parts, others)])
+
+
+_LEAVES = frozenset({float, np.ndarray})
+
+
+def is_zero(g):
+    return isinstance(g, float) and g == 0.0
+
+
+def from_array(g, like):
+    """`g`, an adjoint of a value of the structure of `like` (the value, or another
+    adjoint of it), in that structure: the adjoint of `np.array(obj)` for `like=obj`, of
+    a list that NumPy read as an array, or of a list argument (`g` its rows, in a list
+    of `like`'s length). A number `g` stands for itself in every place (a uniform
+    adjoint, or zero); children of records that carry no derivative get None. A `g` of
+    another structure is an InternalError."""
+    if g is None:
+        return None
+    node = node_of(type(like))
+    if node is None:
+        if isinstance(like, np.ndarray):
+            return asarray(g).astype(np.result_type(like.dtype, np.float32), copy=False)
+        return float(g) if isinstance(like, (int, float)) and not is_structure(g) else g
+    parts, aux = node.flatten(like)
+    if _is_number(g):
+        items = [g] * len(parts)
+    elif isinstance(node, _Sequence):       # a sequence, or the rows of an array
+        items = g if (is_array(g) or isinstance(g, (tuple, list))) and len(g) == len(
+            parts) else None
+    else:
+        items = node.children_as(g, aux)
+    if items is None:
+        raise _mismatch(g, like)
+    return node.unflatten(aux, [None if node.record and not carries_derivative(v)
+                                else from_array(u, v) for u, v in zip(items, parts)])
+
+
+def _is_number(g):
+    """Whether `g` is a number or a 0-d array (not a structure, nor an array of axes)."""
+    return not is_structure(g) and np.ndim(g) == 0
+
+
+def _mismatch(a, b):
+    return InternalError(
+        f"s2sad's derivative code adds adjoints of one value that have different "
+        f"structures ({_structure(a)} and {_structure(b)}); this is a bug in s2sad: "
+        "please report it with the function")
+
+
+def _structure(x):
+    if isinstance(x, dict):
+        return f"a dict with keys {list(x)}"
+    return _described(x)
+
+
+# -- records ------------------------------------------------------------------------------
+def is_record(x):
+    """Whether `x` is a dataclass instance (a named tuple is a tuple)."""
+    return dataclasses.is_dataclass(x) and not isinstance(x, type)
+
+
+def is_named_tuple(x):
+    return isinstance(x, tuple) and hasattr(x, "_fields")
+
+
+def fields(x):
+    return [f.name for f in dataclasses.fields(x)]
+
+
+def replace(x, values):
+    """A shallow copy of dataclass instance `x` with fields `values`, made without
+    calling `__init__` or `__post_init__` (an adjoint is not a validated value)."""
+    out = copy.copy(x)
+    for name, value in values.items():
+        object.__setattr__(out, name, value)
+    return out
+
+
+def rebuild(like, items):
+    """A tuple, list or named tuple of the type of `like`, holding `items`."""
+    if hasattr(like, "_fields"):
+        return type(like)(*items)
+    return type(like)(items)
