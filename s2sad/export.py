@@ -58,7 +58,7 @@ from .errors import ExportError, InternalError, warn_unconnected
 from .export_pieces import Piece, Pieces
 from .frontend import source
 from .frontend.source import MISSING, numba_function
-from .rules import numba_runtime, runtime
+from .rules import numba_runtime, pytrees, runtime
 
 #: The derivatives each mode exports, by default all of them.
 KINDS = {"reverse": ("vjp", "grad", "value_and_grad"), "forward": ("jvp",)}
@@ -115,6 +115,7 @@ def export(f: Callable, path: str | os.PathLike | None = None, mode: str = "reve
     params, names = parameters(src), wrt_names(src, wrt)
     if args is not None:
         refuse_complex(target, [params.index(n) for n in names], args)
+        _refuse_registered(target, [params.index(n) for n in names], args)
     kinds = default_kinds(target) if args is None else kinds_of(target, args)
     patterns = None if args is None or backend == "numba" else patterns_of(target, args)
     command = command or _command(src, path, mode, names, kind, args, backend)
@@ -129,6 +130,25 @@ def export(f: Callable, path: str | os.PathLike | None = None, mode: str = "reve
         with open(path, "w") as out:
             out.write(text)
     return text
+
+
+def _refuse_registered(target, indices, args):
+    """Refuse an argument differentiated (at `indices`) that is or holds an instance of
+    a class registered with s2sad.register_pytree: the exported module has no registry."""
+    for i in indices:
+        cls = _registered_in(args[i]) if i < len(args) else None
+        if cls is not None:
+            raise ExportError(
+                f"argument {i} of {target.__qualname__} is or holds a {cls.__qualname__}, "
+                "which is registered with s2sad.register_pytree, and an exported module runs "
+                "without s2sad's registry of pytrees; make the class a dataclass to export "
+                "its derivatives")
+
+
+def _registered_in(x):
+    if pytrees.registered(type(x)):
+        return type(x)
+    return next((c for c in map(_registered_in, pytrees.children(x)) if c is not None), None)
 
 
 def _refuse_options(f, mode, backend):

@@ -304,3 +304,10 @@ def test_an_unregistered_class_is_refused_with_the_ways_to_differentiate_it():
             self.layers = [Linear(W, b)]
     with pytest.raises(s2sad.S2SADError, match="register it with s2sad.register_pytree"):
         s2sad.grad(by_list)(Plain(np.ones((2, 3)), np.ones(2)), X)
+
+
+def test_export_refuses_a_registered_object_it_differentiates(tmp_path):
+    with pytest.raises(s2sad.ExportError, match="registered with s2sad.register_pytree"):
+        s2sad.export(linear_loss, tmp_path / "d.py", args=(linear(), X), kind="grad")
+    text = s2sad.export(linear_loss, tmp_path / "d.py", wrt=1, args=(linear(), X), kind="grad")
+    assert "def linear_loss_grad" in text

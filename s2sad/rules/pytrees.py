@@ -166,6 +166,8 @@ def node_of(cls):
         node = _Dataclass(cls)
     else:
         node = None
+    if len(_NODES) > 4096:      # (classes made anew, in a loop or per call)
+        _NODES.clear()
     _NODES[cls] = node
     return node
 
