@@ -35,9 +35,23 @@ class Node:
     and put together, `unflatten(aux, children)`; `children_as(x, aux)`: the children of
     `x` in the places of those of the structure `aux` describes, or None if `x` is not
     of that structure. `record`: a child that carries no derivative has the adjoint None
-    (not zero)."""
+    (not zero). `mapped` and `zipped` (`zeros_like` and `add` call them) are the
+    structure with `f` applied to each child, or to the children of two structures in
+    the same places (None if `b` is not of the structure of `a`); the built-in nodes
+    make them without the lists between."""
 
     record = False
+
+    def mapped(self, x, f):
+        children, aux = self.flatten(x)
+        return self.unflatten(aux, [f(c) for c in children])
+
+    def zipped(self, a, b, f):
+        children, aux = self.flatten(a)
+        others = self.children_as(b, aux)
+        if others is None:
+            return None
+        return self.unflatten(aux, [f(u, v) for u, v in zip(children, others)])
 
 
 class _Sequence(Node):
@@ -51,6 +65,16 @@ class _Sequence(Node):
 
     def children_as(self, x, aux):
         return x if type(x) is aux[0] and len(x) == aux[1] else None
+
+    def mapped(self, x, f):
+        items = [f(v) for v in x]
+        return items if type(x) is list else self.unflatten((type(x),), items)
+
+    def zipped(self, a, b, f):
+        if type(b) is not type(a) or len(a) != len(b):
+            return None
+        items = [f(u, v) for u, v in zip(a, b)]
+        return items if type(a) is list else self.unflatten((type(a),), items)
 
 
 class _NamedTuple(_Sequence):
@@ -74,6 +98,14 @@ class _Dict(Node):
             return None
         return [x[k] for k in aux]
 
+    def mapped(self, x, f):
+        return {k: f(v) for k, v in x.items()}
+
+    def zipped(self, a, b, f):
+        if not isinstance(b, dict) or a.keys() != b.keys():
+            return None
+        return {k: f(v, b[k]) for k, v in a.items()}
+
 
 class _Dataclass(Node):
     """The instances of one dataclass: their fields; a structure is built as a copy of
@@ -93,6 +125,15 @@ class _Dataclass(Node):
 
     def children_as(self, x, aux):
         return [getattr(x, f) for f in self.fields] if type(x) is type(aux) else None
+
+    def mapped(self, x, f):
+        return replace(x, {name: f(getattr(x, name)) for name in self.fields})
+
+    def zipped(self, a, b, f):
+        if type(b) is not type(a):
+            return None
+        return replace(a, {name: f(getattr(a, name), getattr(b, name))
+                           for name in self.fields})
 
 
 class _Registered(Node):
@@ -309,9 +350,7 @@ def zeros_like(x):
     node = node_of(type(x))
     if node is None:
         return 0.0
-    parts, aux = node.flatten(x)
-    zero = field_zero if node.record else zeros_like
-    return node.unflatten(aux, [zero(v) for v in parts])
+    return node.mapped(x, field_zero if node.record else zeros_like)
 
 
 def field_zero(v):
@@ -354,11 +393,10 @@ def add(a, b):
         a = from_array(a, like)
     if type(b) is not type(like):
         b = from_array(b, like)
-    parts, aux = node.flatten(a)
-    others = node.children_as(b, aux)
-    if others is None:
+    out = node.zipped(a, b, add)
+    if out is None:
         raise _mismatch(a, b)
-    return node.unflatten(aux, [add(u, v) for u, v in zip(parts, others)])
+    return out
 
 
 _LEAVES = frozenset({float, np.ndarray})
