@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from ..errors import MissingRuleError
-from .containers import rebuild
+from .pytrees import rebuild
 
 
 #: B_2, B_4, ..., B_16, the Bernoulli numbers of the asymptotic series of polygamma.

@@ -13,7 +13,7 @@ through `runtime`, which imports them; rules/tangents.py gives their forward rul
 import numpy as np
 
 from ..errors import MissingRuleError
-from .containers import rebuild, zeros_like
+from .pytrees import rebuild, zeros_like
 
 
 def _t(m):

@@ -238,7 +238,7 @@ class Structure:
     def __repr__(self):
         if self.node is None:
             return "*"
-        parts = ", ".join(map(repr, self.children))
+        parts = ", ".join(builtins.map(repr, self.children))
         if isinstance(self.node, _Dict):
             parts = ", ".join(f"{k!r}: {c!r}" for k, c in zip(self.aux, self.children))
             return "{" + parts + "}"
