@@ -490,18 +490,21 @@ def nondiff(prim):
 
 
 def register_pytree(cls: type, flatten: Callable, unflatten: Callable) -> type:
-    """Make the instances of your class `cls` values s2sad differentiates with respect
-    to, like dataclasses (JAX's `register_pytree_node`): `flatten(obj)` returns
-    `(children, aux)`, the values that are differentiated (numbers, arrays, and tuples,
-    lists, dicts, dataclasses or registered objects of them) and what else rebuilding
-    `obj` needs (never differentiated); `unflatten(aux, children)` builds an instance
-    from them. A gradient, tangent or Jacobian with respect to an instance is an
-    instance built by `unflatten` (`None` for a child that carries no derivative, an int
-    or a string, as for dataclass fields). Reading `obj.name` reads the child that
-    `unflatten` stores as `name`; an attribute that is none of the children is a
-    constant, and one computed from them (a property) is refused. An `unflatten` that
-    stores the children without computing on them fits best. Registering invalidates
-    every derivative compiled before; returns `cls`.
+    """Register your class `cls` as a pytree: its instances hold values s2sad
+    differentiates with respect to, as dataclasses do (JAX's `register_pytree_node`).
+
+    `flatten(obj)` returns `(children, aux)`: the values that are differentiated
+    (numbers, arrays, and tuples, lists, dicts, dataclasses or registered objects of
+    them) and what else rebuilding `obj` needs (never differentiated); `unflatten(aux,
+    children)` builds an instance from them. A gradient, tangent or Jacobian with
+    respect to an instance is an instance built by `unflatten`, with `None` for a child
+    that carries no derivative (an int, a string), as for dataclass fields. In a
+    differentiated function, `obj.name` is the child that `unflatten` stores as `name`;
+    an attribute that is none of the children is a constant, and one computed from them
+    (a property) is refused: an `unflatten` that stores the children as they are fits
+    best. Registering invalidates every derivative compiled before; `s2sad.export`
+    refuses a differentiated argument that is or holds an instance (an exported module
+    has no registry). Returns `cls`.
 
     >>> import numpy as np, s2sad
     >>> class Linear:                     # a module holding its parameters

@@ -15,7 +15,7 @@ SECTIONS = [
     ("Derivatives", ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hvp",
                      "hessian"]),
     ("Rules of your own", ["custom_vjp", "custom_jvp", "defvjp", "defjvp", "nondiff",
-                           "stop_gradient"]),
+                           "stop_gradient", "register_pytree"]),
     ("Memory", ["checkpoint", "checkpointed"]),
     ("Reading and checking derivatives", ["source", "check_grad", "trace", "export"]),
     ("Errors and warnings", ["S2SADError", "UnsupportedSyntaxError", "MissingRuleError",
