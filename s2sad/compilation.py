@@ -47,7 +47,8 @@ from .errors import ComplexValueError, S2SADError
 from .frontend import fence, guards, source
 from .frontend.source import MISSING, FunctionSource
 from .naming import Namer
-from .rules import pytrees, runtime, tangents
+from .rules import pytrees, runtime
+from .rules.registry import HELPERS
 from .rules.arrays import is_duck_array_type
 
 #: What to differentiate: a positional parameter's index or name, or a tuple of them.
@@ -303,12 +304,9 @@ class Compilation:
         return bound
 
     def runtime(self, name) -> str:
-        """The generated-code name of runtime helper `name` (rules.runtime, or
-        rules.tangents for forward mode's)."""
-        obj = getattr(runtime, name, None)
-        if obj is None:
-            obj = getattr(tangents, name)
-        return self.bind("_s2s_" + name, obj=obj)
+        """The generated-code name of runtime helper `name` (registry.HELPERS: reverse
+        mode's, rules/runtime.py, and forward mode's, rules/tangents.py)."""
+        return self.bind("_s2s_" + name, obj=HELPERS["_s2s_" + name])
 
     def shape_only_args(self, node):
         """(call, argument) for each argument of a runtime helper in `node` (a node or a

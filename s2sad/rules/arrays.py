@@ -21,6 +21,7 @@ import functools
 import numpy as np
 
 from ..errors import MissingRuleError
+from .registry import helpers
 
 
 @functools.lru_cache(maxsize=None)
@@ -116,3 +117,6 @@ def add_at(out, index, g):
 def number(x):
     """`float(x)` of a 0-d array, which a duck array stays (a lazy or device value)."""
     return x if is_duck_array(x) else float(x)
+
+
+helpers(__name__)

@@ -4,19 +4,16 @@ import math
 
 import numpy as np
 
-from . import runtime
+from . import runtime  # noqa: F401 - the helpers its templates call, declared
 from .operators import POW_X
 from .registry import define
 
-ns = {"copysign": math.copysign, "_s2s_log": runtime.log_base, "_s2s_first": runtime.first,
-      "_s2s_unsum": runtime.unsum, "_s2s_unattr": runtime.unattr,
-      "_s2s_unsort_list": runtime.unsort_list,
-      "_s2s_sort_list_dot": runtime.sort_list_dot, "np": np}
+ns = {"copysign": math.copysign, "np": np}
 
 define(builtins.abs, "x", "g * copysign(1.0, x)", namespace=ns, elementwise=True,
        returns="args")
-define(builtins.pow, "x, y", POW_X, "g * ans * _s2s_log(x)", namespace=ns,
-       tangent=(POW_X.replace("g", "t"), "t * ans * _s2s_log(x)"), returns="args")
+define(builtins.pow, "x, y", POW_X, "g * ans * _s2s_log_base(x)", namespace=ns,
+       tangent=(POW_X.replace("g", "t"), "t * ans * _s2s_log_base(x)"), returns="args")
 define(builtins.max, "x, y", "g * (x >= y)", "g * (x < y)",
        tangent=("t * (x >= y)", "t * (x < y)"), returns="args")
 define(builtins.min, "x, y", "g * (x <= y)", "g * (x > y)",

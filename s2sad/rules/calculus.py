@@ -9,6 +9,7 @@ import numpy as np
 
 from ..errors import MissingRuleError
 from .pytrees import rebuild
+from .registry import helpers
 
 
 #: B_2, B_4, ..., B_16, the Bernoulli numbers of the asymptotic series of polygamma.
@@ -491,3 +492,6 @@ def interp_outside(g, x, xp, side):
     the adjoint of `left` or `right` in `np.interp`."""
     _, _, below, above = _interp_segments(x, xp, None)
     return float(np.sum(np.where(above if side else below, g, 0.0)))
+
+
+helpers(__name__)

@@ -9,6 +9,7 @@ import numpy as np
 from ..errors import CustomRuleError
 from .arrays import is_array
 from .pytrees import carries_derivative, is_zero, node_of, rebuild, zeros_like
+from .registry import helpers
 
 
 def cotangents(c, bwd, args):
@@ -195,3 +196,6 @@ def sort_list_dot(t, items, reverse=False):
     if is_zero(t):
         return [0.0] * len(items)
     return [t[i] for i in sorting(items, reverse)]
+
+
+helpers(__name__)

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..errors import MissingRuleError
 from .pytrees import rebuild, zeros_like
+from .registry import helpers
 
 
 def _t(m):
@@ -369,3 +370,6 @@ def matrix_norm_slope(x, ord, axis):
         raise MissingRuleError(f"s2sad has no derivative rule for the matrix norm "
                                f"ord={ord!r}: it has 'fro', 'nuc', 2, -2, 1, -1, inf and -inf")
     return np.moveaxis(out, (-2, -1), (r, c))
+
+
+helpers(__name__)

@@ -6,6 +6,7 @@ rules/tangents.py gives their forward rules (each is linear in `g`)."""
 import numpy as np
 
 from ..errors import MissingRuleError
+from .registry import helpers
 
 
 def _dtype(x):
@@ -166,3 +167,6 @@ def partition_order(a, ans, axis=-1):
     out = np.empty_like(from_a)
     np.put_along_axis(out, from_ans, from_a, axis=axis)
     return out
+
+
+helpers(__name__)

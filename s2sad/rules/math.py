@@ -10,13 +10,9 @@ import numpy as np
 
 from .operators import POW_X
 from .registry import define, primitive, vjp_each
-from . import runtime
-from .runtime import log_base
+from . import runtime  # noqa: F401 - the helpers its templates call, declared
 
-ns = dict(vars(math), _s2s_log=log_base)
-ns.update({"_s2s_" + f.__name__: f for f in (
-    runtime.polygamma, runtime.shaped_as, runtime.safe_divide, runtime.prod_others,
-    runtime.dist_dot, runtime.prod_dot, runtime.unsum)}, np=np)
+ns = dict(vars(math), np=np)
 rule = functools.partial(define, namespace=ns, elementwise=True, returns="scalar",
                          floats=True)
 
@@ -31,7 +27,7 @@ rule(math.log1p, "x", "g / (1 + x)")
 # division gives inf, -inf or nan (and warns), where Python's would raise
 # ZeroDivisionError; elsewhere it costs a test of truth
 rule(math.sqrt, "x", "g / (2 * (ans or np.float64(ans)))")
-rule(math.pow, "x, y", POW_X, "g * ans * _s2s_log(x)")
+rule(math.pow, "x, y", POW_X, "g * ans * _s2s_log_base(x)")
 rule(math.sin, "x", "g * cos(x)")
 rule(math.cos, "x", "-g * sin(x)")
 rule(math.tan, "x", "g * (1 + ans * ans)")

@@ -15,15 +15,12 @@ import copy
 import gast
 import numpy as np
 
-from . import registry, runtime, tangents
+from . import registry
+from . import runtime, tangents  # noqa: F401 - the helpers its templates call, declared
 from .operators import POW_X
 from .registry import define
 
-ns = {"np": np}
-ns.update({"_s2s_" + k: getattr(runtime, k) for k in dir(runtime) if not k.startswith("_")})
-ns.update({"_s2s_" + f.__name__: f for f in (tangents.extremum_dot, tangents.variance_dot,
-                                             tangents.nanvariance_dot, tangents.norm_dot,
-                                             tangents.cholesky_dot)})
+ns = {"np": np}        # (and the runtime helpers, `_s2s_NAME`: see registry.HELPERS)
 
 
 def rule(prim, params, *adjoints, **kw):

@@ -12,12 +12,7 @@ import numpy as np
 from . import runtime
 from .registry import define
 
-ns = {"_s2s_log": runtime.log_base, "_s2s_unindex": runtime.unindex,
-      "_s2s_matmul_lhs": runtime.matmul_lhs, "_s2s_matmul_rhs": runtime.matmul_rhs,
-      "_s2s_zero_at": runtime.zero_at, "_s2s_take": runtime.take,
-      "_s2s_unbroadcast": runtime.unbroadcast, "_s2s_head": runtime.head,
-      "_s2s_last": runtime.last, "_s2s_unsequence": runtime.unsequence,
-      "_s2s_zeros_like": runtime.zeros_like, "np": np}
+ns = {"np": np}        # (and the runtime helpers, `_s2s_NAME`: see registry.HELPERS)
 
 #: d(x ** y)/dx. At y == 0 it is 0 (x ** 0 is 1), also at x == 0, where the formula
 #: would raise 0.0 ** -1; at x == 0 and y < 1 it is what NumPy's float64 power gives
@@ -31,7 +26,7 @@ define(operator.mul, "x, y", "g * y", "g * x", broadcast=True, returns="args")
 # the quotient rule from the quotient: one multiplication fewer than the reverse rule's
 define(operator.truediv, "x, y", "g / y", "-g * x / (y * y)", broadcast=True,
        tangent=("t / y", "-t * ans / y"), returns="args")
-define(operator.pow, "x, y", POW_X, "g * ans * _s2s_log(x)", namespace=ns, broadcast=True,
+define(operator.pow, "x, y", POW_X, "g * ans * _s2s_log_base(x)", namespace=ns, broadcast=True,
        returns="args")
 define(operator.mod, "x, y", "g", "-g * (x // y)", broadcast=True, returns="args")
 define(operator.neg, "x", "-g", elementwise=True, returns="args")

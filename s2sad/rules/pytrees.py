@@ -27,6 +27,7 @@ import numpy as np
 
 from ..errors import InternalError, S2SADError
 from .arrays import asarray, is_array
+from .registry import helpers
 
 
 # -- how structures are taken apart and put together --------------------------------------
@@ -480,3 +481,6 @@ def rebuild(like, items):
     if hasattr(like, "_fields"):
         return type(like)(*items)
     return type(like)(items)
+
+
+helpers(__name__)

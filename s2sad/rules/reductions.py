@@ -10,6 +10,7 @@ import numpy as np
 
 from ..errors import MissingRuleError
 from .arrays import asarray, broadcast_shapes, full, is_array, is_duck_array, number, zeros
+from .registry import helpers
 
 _NUMBERS = frozenset([float, int, np.float64])
 
@@ -210,3 +211,6 @@ def unouter(d, x, y, which):
 def outer_dot(d, ans):
     """A tangent `d` of a ufunc's `outer`, broadcast to the shape of its result `ans`."""
     return d if np.shape(d) == np.shape(ans) else np.broadcast_to(d, np.shape(ans)).copy()
+
+
+helpers(__name__)

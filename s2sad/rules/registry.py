@@ -19,7 +19,9 @@ template for the adjoint contribution, written over the parameter names, `g` (th
 adjoint of the result) and `ans` (the result): `define(math.sin, "x", "g * cos(x)")`.
 The template is inlined into generated code with names substituted, so a pullback reads
 `x_bar = y_bar * cos(x)`. Free names in templates (here `cos`) are resolved in the
-namespace given at registration. A parameter without a template has no derivative (like
+namespace given at registration; a name `_s2s_NAME` not there is the runtime helper
+`NAME` (`HELPERS`: each module of helpers declares its functions, once, with
+`helpers(__name__)` at its end, so a template may call any of them by that name). A parameter without a template has no derivative (like
 ChainRules' `NoTangent`); `nondiff=True` marks a whole primitive. `broadcast=True`
 says the primitive broadcasts its arguments like a NumPy ufunc: the engine then sums
 each contribution back to its argument's shape where shapes may differ.
@@ -41,9 +43,32 @@ import gast
 from ..errors import S2SADError
 
 version = 0
+#: The runtime helpers, by the name templates and generated code call them (`_s2s_` and
+#: the helper's name): every public function and class a module of helpers defines
+#: (rules/arrays.py, containers.py, calculus.py, ..., tangents.py; see `helpers`).
+HELPERS = {}
 #: What to call when a rule changes (the API's gradients forget their compiled code).
 _listeners = []
 REQUIRED = object()
+
+
+def helpers(module_name: str) -> dict:
+    """Declare the public functions and classes the module `module_name` defines (not those
+    it imports) runtime helpers: templates and generated code call each as `_s2s_` and its
+    name. A module of helpers ends with `helpers(__name__)`; a helper is declared where it
+    is defined, and in no list. Returns {name: helper} for the module."""
+    module = sys.modules[module_name]
+    found = {}
+    for name, obj in vars(module).items():
+        if (name.startswith("_") or getattr(obj, "__module__", None) != module_name
+                or not callable(obj)):
+            continue
+        key = "_s2s_" + name
+        if HELPERS.get(key, obj) is not obj:
+            raise S2SADError(f"two runtime helpers are named {name!r}: "
+                             f"{HELPERS[key].__module__}'s and {module_name}'s")
+        HELPERS[key] = found[name] = obj
+    return found
 
 
 class Template:
@@ -56,10 +81,12 @@ class Template:
         self.free = {}
         for n in gast.walk(self.tree):
             if isinstance(n, gast.Name) and n.id not in bound:
-                if n.id not in namespace:
+                found = namespace.get(n.id, HELPERS.get(n.id))
+                if found is None:
                     raise S2SADError(f"rule template {source!r} uses {n.id!r}, which is "
-                                     "neither a parameter, 'g', 'ans', nor in its namespace")
-                self.free[n.id] = namespace[n.id]
+                                     "neither a parameter, 'g', 'ans', a runtime helper "
+                                     "(_s2s_NAME) nor in its namespace")
+                self.free[n.id] = found
 
     def renamed(self, old, new):
         out = copy.copy(self)

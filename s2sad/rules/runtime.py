@@ -6,37 +6,20 @@ import numbers
 import numpy as np
 
 from ..errors import ComplexValueError, ExceptionPathError, NonScalarOutputError, S2SADError
-from .arrays import (  # noqa: F401 - generated code finds blocks_like in runtime
-    add_at, asarray, blocks_like, broadcast_shapes, full, is_array, is_duck_array, number,
-    zeros)
-from .containers import (  # noqa: F401 - generated code finds them in runtime
-    cotangents, custom_rule_error, described, keys, misfit, plainly_fits, sequence,
-    sort_list_dot, unsequence, unsort_list,
-    joined as _joined, repeated as _repeated)
-from .pytrees import (  # noqa: F401 - generated code finds them in runtime
-    add, carries_derivative, from_array, is_record, zeros_like,
+# (the modules of helpers, each declaring its own: `runtime.NAME` finds any, see __getattr__)
+from . import arrays, calculus, containers, factorizations, layout, products, pytrees
+from . import reductions, schedules
+from .arrays import add_at, asarray, is_array, is_duck_array, zeros
+from .pytrees import (
+    add, carries_derivative, is_record, zeros_like,
     children as _children, field_zero as _field_zero, is_named_tuple as _is_named_tuple,
     fields as _fields, is_zero as _is_zero, node_of as _node_of, rebuild as _rebuild,
     registered as _registered, replace as _replace)
-from .calculus import (  # noqa: F401 - generated code finds them in runtime
-    cumprod, cumprod_adjoint_dot, cumprod_dot, interp_outside, interp_slope, midpoints,
-    polygamma, polyder_value, quantile_dot, quantile_q_dot, shaped_as, sinc_slope,
-    trapezoid_weights, unconvolve, uncorrelate, undiff, ungradient, uninterp, uninterp_dot,
-    unpolyval, unquantile, unquantile_q, weights_like)
-from .factorizations import (  # noqa: F401 - generated code finds them in runtime
-    cofactors, cofactors_dot, diag_embed, eigen_gaps, eigh_dot, eigvals_dot, eigvalsh_adjoint,
-    eigvalsh_adjoint_dot, lstsq_adjoint, lstsq_dot, mirrored, mirrored_adjoint,
-    no_second_derivative, pinv_dot, power_dot, power_dot_dot, qr_dot, spread, structured,
-    svd_dot, svd_values_adjoint, svd_values_adjoint_dot, matrix_norm_slope, symmetrize, thin)
-from .layout import (  # noqa: F401 - generated code finds them in runtime
-    partition_order, unappend, uncolumn_stack, uncross, undiagonal, unkron, unmeshgrid, unpad,
-    unpad_constant, unrot90, unsplit, untake_along_axis)
-from .products import (  # noqa: F401 - generated code finds them in runtime
-    dot_lhs, dot_rhs, einsum, inner, matmul_lhs, matmul_rhs, outer, spread_to, tensordot)
-from .schedules import Online, Revolve, copied  # noqa: F401 - generated code finds them in runtime
-from .reductions import (  # noqa: F401 - generated code finds them in runtime
-    axes_of as _axes, lead, outer_dot, summed, unbroadcast, unbroadcast_product, unouter,
-    unreduce, unreduce_view)
+from .containers import described, joined as _joined, repeated as _repeated
+from .factorizations import matrix_norm_slope
+from .products import spread_to
+from .reductions import axes_of as _axes, unbroadcast, unreduce
+from .registry import HELPERS, helpers
 
 
 class Respecialize(Exception):
@@ -799,3 +782,20 @@ SHAPE_ONLY = {"unindex": (1,), "unattr": (1,), "unreduce": (1,), "unbroadcast": 
               "zeros_like": (0,), "cotangent": (1,), "from_array": (1,), "extremum": (),
               "reshape_like": (1,), "matmul_lhs": (1,), "matmul_rhs": (2,), "dot_lhs": (1,),
               "dot_rhs": (2,), "cotangents": (2,)}     # (the items of a tuple display there)
+
+
+helpers(__name__)
+#: The modules of helpers of reverse-mode code, whose helpers this module gives by name
+#: (`runtime.unbroadcast`): its own, and those of the modules it imports.
+_MODULES = frozenset({__name__, arrays.__name__, calculus.__name__, containers.__name__,
+                      factorizations.__name__, layout.__name__, products.__name__,
+                      pytrees.__name__, reductions.__name__, schedules.__name__})
+
+
+def __getattr__(name):
+    """The helper `name` of reverse-mode code, wherever it is defined (`runtime.add` is
+    containers.add): passes and generated code find each here, and no list names them."""
+    found = HELPERS.get("_s2s_" + name)
+    if found is None or found.__module__ not in _MODULES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return found

@@ -32,6 +32,7 @@ import sys
 import numpy as np
 
 from ..errors import S2SADError
+from .registry import helpers
 
 
 def checkpointed(steps, snapshots):
@@ -421,3 +422,6 @@ class Online(Revolve):
             return (f"<online schedule, {self.count} steps so far, {self.snapshots} "
                     f"snapshots, {len(self.kept)} kept>")
         return "<online " + super().__repr__()[1:]
+
+
+helpers(__name__)

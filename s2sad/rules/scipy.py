@@ -23,13 +23,7 @@ from . import numpy as numpy_rules
 from . import solves
 from .registry import define, jvp, linear
 
-ns = dict(numpy_rules.ns, linalg=linalg, norm=stats.norm)
-ns.update({"_s2s_" + f.__name__: f for f in (
-    solves.rhs_outer, solves.tri_mask,
-    solves.as_read, solves.as_read_adjoint, solves.cho_product, solves.cho_product_adjoint,
-    solves.unpivot, solves.pivot, solves.unit_lower, solves.lu_product,
-    solves.lu_product_adjoint, solves.frechet, solves.frechet2, solves.cov_matrix,
-    solves.cov_adjoint)})
+ns = dict(numpy_rules.ns, linalg=linalg, norm=stats.norm)    # (solves' helpers: HELPERS)
 
 
 def rule(prim, params, *adjoints, **kw):

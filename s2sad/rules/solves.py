@@ -12,6 +12,7 @@ import scipy.linalg
 
 from ..errors import MissingRuleError
 from .factorizations import mirrored, mirrored_adjoint
+from .registry import helpers
 
 
 def _t(m):
@@ -168,3 +169,6 @@ def cov_adjoint(g, cov):
     if np.ndim(cov) == 2:
         return mirrored_adjoint(g, True)
     return np.trace(g) if np.ndim(cov) == 0 else np.diagonal(g).copy()
+
+
+helpers(__name__)

@@ -15,15 +15,9 @@ import numpy as np
 
 from ..errors import MissingRuleError
 from . import runtime as R
-from .registry import define, jvp, linear
+from .registry import define, helpers, jvp, linear
 
-ns = {"np": np, "_s2s_zeros_like": R.zeros_like, "_s2s_from_array": R.from_array,
-      "_s2s_unbroadcast": R.unbroadcast, "_s2s_reshape_like": R.reshape_like}
-
-
-def _helpers(*fns):
-    ns.update({"_s2s_" + f.__name__: f for f in fns})
-    return fns[0]
+ns = {"np": np}
 
 
 def value_and_tangent(result, rule):
@@ -128,7 +122,7 @@ def cholesky_dot(t, ans):
     return ans @ _phi(inv @ t @ _t(inv))
 
 
-_helpers(extremum_dot, variance_dot, nanvariance_dot, norm_dot, cholesky_dot)
+helpers(__name__)     # (the forward rules below call them)
 
 
 # -- helpers of reverse-mode code (for forward over reverse) -----------------------------
@@ -156,23 +150,7 @@ def inv_adjoint_dot(g, ans, t):
     return -(_t(t) @ g @ _t(ans) + _t(ans) @ g @ _t(t))
 
 
-_helpers(log_base_dot, cholesky_adjoint_dot, inv_adjoint_dot, norm_adjoint_dot)
-ns.update({"_s2s_" + k: getattr(R, k) for k in ("einsum", "tensordot", "solve", "norm",
-                                                  "cumprod", "cholesky", "inner", "outer",
-                                                  "inv", "prod_others_dot",
-                                                  "safe_divide", "polygamma", "sinc_slope",
-                                                  "prod_others", "polyder_value",
-                                                  "cumprod_adjoint_dot",
-                                                  "unpolyval", "trapezoid_weights",
-                                                  "unconvolve", "uncorrelate", "unkron",
-                                                  "uncross", "power_dot", "power_dot_dot",
-                                                  "eigvalsh_adjoint", "eigvalsh_adjoint_dot",
-                                                  "svd_values_adjoint", "svd_values_adjoint_dot",
-                                                  "lstsq_adjoint", "no_second_derivative",
-                                                  "nanvariance", "unquantile", "unquantile_q",
-                                                  "quantile_dot", "quantile_q_dot", "ungradient",
-                                                  "uninterp", "uninterp_dot", "interp_slope",
-                                                  "cofactors_dot")})
+helpers(__name__)     # (the forward rules below call them)
 
 define(R.zeros_like, "x", None, zero=("x",), tangent=())    # a constant: no derivative
 # rules/arrays.py: the dispatching conversions and allocations of the helpers above,
@@ -377,3 +355,4 @@ def broadcast_like(t, y):
 # (its result is `t` itself, or a read-only broadcast of it: a view, which forward mode's
 # element writes in place must copy first, ad/inplace.py)
 define(broadcast_like, "t, y", view="t")
+helpers(__name__)
