@@ -1,6 +1,6 @@
 """Helpers of the rules for special functions, differences, integrals, polynomials,
 convolutions, order statistics (quantiles), `np.gradient` and `np.interp`: derivatives
-too long for a template (`polygamma`, `sinc_slope`, `interp_slope`) and adjoints
+too long for a template (`polygamma`, `interp_slope`) and adjoints
 (`undiff`, `unpolyval`, `unconvolve`, `unquantile`, ...). Generated code reaches them through
 `runtime`, which imports them; rules/tangents.py gives their forward rules."""
 import math
@@ -43,26 +43,6 @@ def polygamma(n, x):
         series = -sign * series
     out = out + series
     return float(out) if dtype is None else out.astype(dtype)
-
-
-def sinc_slope(x, n=1):
-    """The `n`-th derivative (1 or 2) of `np.sinc` at `x`: by its Taylor series where
-    π|x| < 0.1 (the closed forms divide 0 by 0 at 0), else the closed forms."""
-    if n not in (1, 2):
-        raise MissingRuleError(f"s2sad has no rule for the derivative {n} of np.sinc")
-    array = isinstance(x, (np.ndarray, np.generic))
-    u = np.pi * np.asarray(x, dtype=np.result_type(x, np.float32) if array else np.float64)
-    small = np.abs(u) < 0.1
-    v = np.where(small, 1.0, u)
-    u2 = u * u
-    if n == 1:
-        series = u * (-1 / 3 + u2 * (1 / 30 + u2 * (-1 / 840 + u2 / 45360)))
-        closed = (v * np.cos(v) - np.sin(v)) / (v * v)
-    else:
-        series = -1 / 3 + u2 * (1 / 10 + u2 * (-1 / 168 + u2 / 6480))
-        closed = ((2 - v * v) * np.sin(v) - 2 * v * np.cos(v)) / (v * v * v)
-    out = np.pi ** n * np.where(small, series, closed)
-    return out.astype(u.dtype, copy=False) if array else float(out)
 
 
 def shaped_as(seq, values):

@@ -18,7 +18,8 @@ import numpy as np
 from . import registry
 from . import runtime, tangents  # noqa: F401 - the helpers its templates call, declared
 from .operators import POW_X
-from .registry import define
+from ..errors import MissingRuleError
+from .registry import define, helper
 
 ns = {"np": np}        # (and the runtime helpers, `_s2s_NAME`: see registry.HELPERS)
 
@@ -66,6 +67,31 @@ rule(np.deg2rad, "x", "g * (np.pi / 180)")
 rule(np.rad2deg, "x", "g * (180 / np.pi)")
 rule(np.radians, "x", "g * (np.pi / 180)")
 rule(np.degrees, "x", "g * (180 / np.pi)")
+
+
+# np.sinc: its derivative is a helper of its own, and the helper's derivative is its next
+# (hessians of np.sinc differentiate the helper in forward mode)
+@helper(tangent={"x": "t * _s2s_sinc_slope(x, n + 1)"})
+def sinc_slope(x, n=1):
+    """The `n`-th derivative (1 or 2) of `np.sinc` at `x`: by its Taylor series where
+    π|x| < 0.1 (the closed forms divide 0 by 0 at 0), else the closed forms."""
+    if n not in (1, 2):
+        raise MissingRuleError(f"s2sad has no rule for the derivative {n} of np.sinc")
+    array = isinstance(x, (np.ndarray, np.generic))
+    u = np.pi * np.asarray(x, dtype=np.result_type(x, np.float32) if array else np.float64)
+    small = np.abs(u) < 0.1
+    v = np.where(small, 1.0, u)
+    u2 = u * u
+    if n == 1:
+        series = u * (-1 / 3 + u2 * (1 / 30 + u2 * (-1 / 840 + u2 / 45360)))
+        closed = (v * np.cos(v) - np.sin(v)) / (v * v)
+    else:
+        series = -1 / 3 + u2 * (1 / 10 + u2 * (-1 / 168 + u2 / 6480))
+        closed = ((2 - v * v) * np.sin(v) - 2 * v * np.cos(v)) / (v * v * v)
+    out = np.pi ** n * np.where(small, series, closed)
+    return out.astype(u.dtype, copy=False) if array else float(out)
+
+
 rule(np.sinc, "x", "g * _s2s_sinc_slope(x, 1)", elementwise=True)
 # 0 where x is not finite: the value there is a constant (as in JAX)
 rule(np.nan_to_num, "x, copy=True, nan=0.0, posinf=None, neginf=None", x="g * np.isfinite(x)",

@@ -36,6 +36,7 @@ bumps `version` and calls the `on_change` listeners.
 """
 import copy
 import dataclasses
+import inspect
 import sys
 
 import gast
@@ -69,6 +70,26 @@ def helpers(module_name: str) -> dict:
                              f"{HELPERS[key].__module__}'s and {module_name}'s")
         HELPERS[key] = found[name] = obj
     return found
+
+
+def helper(fn=None, *, tangent=None, namespace=None):
+    """Declare the function `fn` a runtime helper (`_s2s_` and its name, see `helpers`)
+    where it is defined, and its forward rule beside it: `tangent`, {parameter: template
+    over `t`, the parameter's tangent} (as `jvp`, with `fn`'s own parameters). A rule
+    module declares so a helper that only its rules call (docs/design.md, "Adding an
+    elementwise NumPy function", has an example). As a decorator, bare or with options;
+    returns `fn`."""
+    if fn is None:
+        return lambda f: helper(f, tangent=tangent, namespace=namespace)
+    key = "_s2s_" + fn.__name__
+    if HELPERS.get(key, fn) is not fn:
+        raise S2SADError(f"two runtime helpers are named {fn.__name__!r}: "
+                         f"{HELPERS[key].__module__}'s and {fn.__module__}'s")
+    HELPERS[key] = fn
+    params = ", ".join(str(p) for p in inspect.signature(fn).parameters.values())
+    if tangent is not None:
+        jvp(fn, params, namespace=namespace, **tangent)
+    return fn
 
 
 class Template:
@@ -296,9 +317,8 @@ def _constructor(cls):
     if any(d is not REQUIRED and not isinstance(d, (int, float, bool, str, type(None)))
            for _, d in fields):
         return None
-    from .containers import field      # (containers imports no rules)
     params = ", ".join(n if d is REQUIRED else f"{n}={d!r}" for n, d in fields)
-    define(cls, params, namespace={"_s2s_field": field}, quiet=True,
+    define(cls, params, quiet=True,                     # (_s2s_field: containers.field)
            linear=", ".join(n for n, _ in fields),
            **{n: f"_s2s_field(g, {n!r})" for n, _ in fields})
     return PRIMITIVES.get(cls)

@@ -7,8 +7,7 @@ import numpy as np
 
 from ..errors import ComplexValueError, ExceptionPathError, NonScalarOutputError, S2SADError
 # (the modules of helpers, each declaring its own: `runtime.NAME` finds any, see __getattr__)
-from . import arrays, calculus, containers, factorizations, layout, products, pytrees
-from . import reductions, schedules
+from . import calculus, factorizations, layout, products, schedules  # noqa: F401
 from .arrays import add_at, asarray, is_array, is_duck_array, zeros
 from .pytrees import (
     add, carries_derivative, is_record, zeros_like,
@@ -785,17 +784,13 @@ SHAPE_ONLY = {"unindex": (1,), "unattr": (1,), "unreduce": (1,), "unbroadcast": 
 
 
 helpers(__name__)
-#: The modules of helpers of reverse-mode code, whose helpers this module gives by name
-#: (`runtime.unbroadcast`): its own, and those of the modules it imports.
-_MODULES = frozenset({__name__, arrays.__name__, calculus.__name__, containers.__name__,
-                      factorizations.__name__, layout.__name__, products.__name__,
-                      pytrees.__name__, reductions.__name__, schedules.__name__})
 
 
 def __getattr__(name):
-    """The helper `name` of reverse-mode code, wherever it is defined (`runtime.add` is
-    containers.add): passes and generated code find each here, and no list names them."""
+    """The runtime helper `name` of reverse-mode code, wherever it is declared
+    (`runtime.add` is pytrees.add; registry.HELPERS): passes find each here, and no
+    list names them. Forward mode's own (rules/tangents.py) are not here."""
     found = HELPERS.get("_s2s_" + name)
-    if found is None or found.__module__ not in _MODULES:
+    if found is None or found.__module__ == __package__ + ".tangents":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     return found

@@ -257,7 +257,6 @@ jvp(R.outer, "g, a, b, which", "_s2s_outer(t, a, b, which)",
 jvp(R.inv, "g, ans", "_s2s_inv(t, ans)", "_s2s_inv_adjoint_dot(g, ans, t)", namespace=ns)
 linear(R.reshape_like, "g, x", "g")
 jvp(R.polygamma, "n, x", None, "t * _s2s_polygamma(n + 1, x)", namespace=ns)
-jvp(R.sinc_slope, "x, n=1", "t * _s2s_sinc_slope(x, n + 1)", namespace=ns)
 linear(R.shaped_as, "seq, values", "values")
 linear(R.undiff, "g, n=1, axis=-1", "g")
 linear(R.weights_like, "a, w, axis=None", "w")
