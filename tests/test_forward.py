@@ -24,9 +24,7 @@ import s2sad
 from corpus_scalar import CORPUS
 from numpy_cases import identity as _identity
 from oracle import fd_partial, resolve_wrt
-from s2sad.rules import (arrays, calculus, containers, factorizations, layout, products,
-                         pytrees, registry, runtime)
-from s2sad.rules import reductions as summing     # (`reductions` is a case below)
+from s2sad.rules import registry, runtime
 from test_control_flow import CASES as CONTROL_FLOW
 from warned import allowing_unconnected
 
@@ -619,10 +617,11 @@ def test_hessian_takes_one_argument():
 
 
 # -- every rule has a forward rule ---------------------------------------------------------
-#: The modules of the helpers generated code calls (through `runtime`).
-HELPERS = (runtime.__name__, containers.__name__, pytrees.__name__, calculus.__name__,
-           layout.__name__, factorizations.__name__, arrays.__name__, summing.__name__,
-           products.__name__)
+def _is_helper(obj):
+    """Whether `obj` is a runtime helper generated code calls (registry.HELPERS)."""
+    return registry.HELPERS.get("_s2s_" + getattr(obj, "__name__", "")) is obj
+
+
 #: The built-in rules, before any test registers its own.
 BUILT_IN = {prim: list(rule.variants) for prim, rule in registry.RULES.items()}
 
@@ -663,7 +662,7 @@ def test_every_forward_rule_is_checked():
     # is for forward over reverse, whose tape loops run reversed: the Hessians check it
     called.add(id(reversed))
     unchecked = [getattr(p, "__qualname__", p) for p in registry.JVPS
-                 if getattr(p, "__module__", "") not in HELPERS and _identity(p) not in called
+                 if not _is_helper(p) and _identity(p) not in called
                  and not _scipy_rule(p)]
     assert not unchecked, "forward rules without a check: " + ", ".join(map(str, unchecked))
 
@@ -681,7 +680,7 @@ def test_every_runtime_helper_of_reverse_code_has_a_forward_rule():
     """Forward over reverse (hessian) differentiates the helpers reverse code calls."""
     helpers = {obj for variants in BUILT_IN.values() for v in variants
                for t in v.templates.values() for obj in t.free.values()
-               if inspect.isfunction(obj) and obj.__module__ in HELPERS}
+               if inspect.isfunction(obj) and _is_helper(obj)}
     helpers |= {runtime.unbroadcast, runtime.add, runtime.zeros_like, runtime.seed,
                 runtime.setitem, runtime.append, runtime.cotangents}
     missing = sorted(f.__name__ for f in helpers if f not in registry.JVPS)
