@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import forward_api, numba_api, pipeline
+from . import driver, forward_api, numba_api
 from .compilation import Wrt, kinds_key, kinds_of, patterns_of, refuse_complex, wrt_indices
 from .errors import GradientCheckError, S2SADError, warn_unconnected
 from .frontend import guards
@@ -18,17 +18,17 @@ from .rules import pytrees, registry, runtime
 from .rules.arrays import is_duck_array
 from .rules.schedules import checked_budget, checkpointed
 
-_target = pipeline.target
+_target = driver.target
 
 
 def _compiled(fn, wrt, fused=False, kinds=None, release=False, patterns=None, memory=None):
     """The compiled derivative of `fn` for `wrt`, specialised on argument `kinds`
     (see compilation.kinds_of); without kinds, those `source(f)` assumes. `fused` and
-    `release` are those of pipeline.reverse, and so are `patterns` (see
+    `release` are those of driver.reverse, and so are `patterns` (see
     compilation.patterns_of), for `fused`, and `memory` (see `grad`). The first time,
     an `UnconnectedInputWarning` names each input the output does not depend on."""
     budget = {} if memory is None else {"memory": memory}
-    derivative = pipeline.derivative(fn, "reverse", wrt, kinds, fused=fused, release=release,
+    derivative = driver.derivative(fn, "reverse", wrt, kinds, fused=fused, release=release,
                                      patterns=patterns if fused else None, **budget)
     return warn_unconnected(derivative)
 
@@ -38,7 +38,7 @@ class _DerivativeFunction:
 
     s2s_derivative = True
     s2s_forward_over_reverse = True     # its forward mode differentiates its code
-    fused = True            # which compiled variant it runs (see pipeline.reverse)
+    fused = True            # which compiled variant it runs (see driver.reverse)
 
     def __init__(self, fn, wrt, memory=None):
         functools.update_wrapper(self, fn)
@@ -382,7 +382,7 @@ def _with_lifted(derivative, mode, shown=None):
         text += f"\n# {fn.__name__}: {fn.s2s_lifted.describe()}\n"
         if mode == "reverse" and getattr(fn.s2s_lifted, "state", None) is not None:
             # a checkpointed loop's step: its adjoint, which the reverse sweep calls
-            step = pipeline.derivative(fn, "reverse", wrt, kinds, fused="adjoint",
+            step = driver.derivative(fn, "reverse", wrt, kinds, fused="adjoint",
                                        guard=False, release=True)
             text += _with_lifted(step, mode, shown)
             continue
@@ -627,7 +627,7 @@ class checkpoint(custom_vjp):
             wrt = tuple(i for i, a in enumerate(args) if runtime.carries_derivative(a))
             if not wrt:
                 return (None,) * len(args)
-            derivative = pipeline.derivative(fn, "reverse", wrt, kinds_of(fn, args))
+            derivative = driver.derivative(fn, "reverse", wrt, kinds_of(fn, args))
             adjoints = iter(derivative.fn(*args)[1](g))
             return tuple(next(adjoints) if i in wrt else None for i in range(len(args)))
         for helper, role in ((fwd, "fwd"), (bwd, "bwd")):

@@ -21,7 +21,7 @@ import sys
 
 import numpy as np
 
-from . import api, forward_api, graph, numba_api, pipeline
+from . import api, driver, forward_api, graph, numba_api, pipeline
 from .export import BACKENDS, KINDS, export
 from .compilation import default_kinds, wrt_indices
 from .errors import GradientCheckError, S2SADError
@@ -159,7 +159,7 @@ def _show(args):
     if args.backend == "numba" and args.mode == "forward" and forward_api.gradient_of(fn):
         # hvp(f, backend="numba"): forward mode of the numba backend's gradient code
         primal, grad_wrt = forward_api.gradient_of(fn)
-        target = pipeline.target(primal)
+        target = driver.target(primal)
         tangents = wrt_indices(target, _wrt(args.wrt, getattr(fn, "s2s_tangents", 0)))
         d = numba_api.gradient_code_jvp(primal, wrt_indices(target, grad_wrt)[0],
                                         tangents, default_kinds(target), args.stage)

@@ -67,7 +67,7 @@ CONTAINERS = (list, tuple, dict)
 @dataclasses.dataclass(frozen=True, eq=False)
 class Callee:
     """A derivative of another Python function that generated code calls: `mode` is
-    "vjp" (its `g_vjp`), "adjoint" (its `g_adjoint`, see `pipeline.reverse`), "step" (a
+    "vjp" (its `g_vjp`), "adjoint" (its `g_adjoint`, see `driver.reverse`), "step" (a
     `g_adjoint` that reuses memory, for the one step a checkpointed loop reverses),
     "advance" (a checkpointed loop's step as its sweeps run it, computing into its dead
     temporaries) or "jvp" (its `g_jvp`); `args` and `kwargs` are bound to it first (a
@@ -357,7 +357,7 @@ class Compilation:
 
     def call(self, callee: Callee, name: str) -> str:
         """The generated-code name of the derivative `callee`, which the driver compiles
-        and binds (see pipeline.link)."""
+        and binds (see driver.link)."""
         for bound, known in self.callees:
             if known.same(callee) and (bound == name or bound.startswith(name + "_")):
                 return bound

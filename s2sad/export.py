@@ -50,7 +50,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import emit, pipeline
+from . import driver, emit, pipeline
 from .analysis.value_kinds import guarded
 from .compilation import (Wrt, default_kinds, kinds_of, parameters, patterns_of, refuse_complex,
                           wrt_names)
@@ -110,7 +110,7 @@ def export(f: Callable, path: str | os.PathLike | None = None, mode: str = "reve
     wanted = _kinds_wanted(mode, kind, backend)
     if getattr(f, "s2s_derivative", False):
         f = f.primal
-    target = pipeline.target(f)
+    target = driver.target(f)
     src = source.capture(target, copy=False)
     params, names = parameters(src), wrt_names(src, wrt)
     if args is not None:
@@ -221,7 +221,7 @@ def _entries(f, mode, wrt, kinds, patterns, wanted, backend="python"):
     (with `backend`)."""
     if mode == "forward":
         wrt = tuple(wrt) if isinstance(wrt, (tuple, list)) else (wrt,)
-        return [(pipeline.derivative(f, "forward", wrt, kinds, guard=True,
+        return [(driver.derivative(f, "forward", wrt, kinds, guard=True,
                                      guard_bindings=False), "jvp")]
     # (an exported module is a snapshot: it copies what the derivative reads, and its
     # guards test only the types of the arguments)
@@ -230,13 +230,13 @@ def _entries(f, mode, wrt, kinds, patterns, wanted, backend="python"):
                "value_and_grad": {"fused": True, "release": True, "patterns": patterns,
                                   "guard_bindings": False}}
     if backend == "numba":      # as numba_api.NativeDerivative makes them
-        jit = pipeline.jit_options(f.targetoptions) if numba_function(f) is not None else ()
+        jit = driver.jit_options(f.targetoptions) if numba_function(f) is not None else ()
         options = {"grad": pipeline.native_options("grad", jit),
                    "value_and_grad": pipeline.native_options(True, jit)}
     out = []
     for kind in options:
         if kind in wanted:
-            derivative = pipeline.derivative(f, "reverse", wrt, kinds, **options[kind])
+            derivative = driver.derivative(f, "reverse", wrt, kinds, **options[kind])
             out.append((warn_unconnected(derivative), kind))
     return out
 

@@ -43,7 +43,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import pipeline
+from . import driver
 from .errors import ExportError, InternalError
 from .export_names import column, identifiers, module_names, renamed
 from .frontend.source import MISSING, is_library, numba_function
@@ -167,7 +167,7 @@ class Pieces:
             if key not in self.provider:
                 self._add(special, key, next(iter(special.defines)))
             return key
-        if isinstance(obj, pipeline.CompiledDerivative):
+        if isinstance(obj, driver.CompiledDerivative):
             return self.add_derivative(obj)
         if isinstance(obj, types.ModuleType):
             return self._module(obj, name, piece)
@@ -311,7 +311,7 @@ class Pieces:
 
     def _keywords_of_jvp_calls(self, piece, tree):
         """A call of another function's `g_jvp` passes the tangents by name (as
-        pipeline.JVPCall does): `g_jvp(a, b, a_dot)` is written `g_jvp(a, b, a_dot=a_dot)`."""
+        driver.JVPCall does): `g_jvp(a, b, a_dot)` is written `g_jvp(a, b, a_dot=a_dot)`."""
         callees = piece.env.callees
         lines = piece.text.splitlines(True)
         for call in ast.walk(tree):
@@ -320,7 +320,7 @@ class Pieces:
             callee = callees.get(call.func.id)
             if callee is None or callee.mode != "jvp":
                 continue
-            names = pipeline.compiled_callee(callee, piece.env.request).tangent_names
+            names = driver.compiled_callee(callee, piece.env.request).tangent_names
             for arg, tangent in zip(call.args[callee.nargs:], names):
                 at = column(lines, arg.lineno, arg.col_offset)
                 piece.edits.append((arg.lineno, at, at, f"{tangent}="))
@@ -453,7 +453,7 @@ class _DerivativeEnv:
                     "on an object, or a functools.partial), which an exported module "
                     "cannot write; call the function with those values as arguments "
                     "instead")
-            return pipeline.compiled_callee(callee, self.request)
+            return driver.compiled_callee(callee, self.request)
         if name in self.closure:
             return self.closure[name]
         return _globals_env(self.globals)(name)

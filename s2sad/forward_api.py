@@ -9,20 +9,20 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import numba_api, pipeline
+from . import driver, numba_api
 from .compilation import Wrt, default_kinds, kinds_of, refuse_complex, wrt_indices
 from .errors import NonScalarOutputError, S2SADError, warn_unconnected
 from .rules import pytrees, registry, runtime
 
-_target = pipeline.target
+_target = driver.target
 
 
 def compiled(fn, wrt, kinds=None, guard=False):
     """The compiled `f_jvp` of `fn` for `wrt` (a tuple of indices or names), specialised
     on argument `kinds` (see compilation.kinds_of), through the cache; with `guard`, the
-    version that checks its arguments (see pipeline.forward) and frees each array after
+    version that checks its arguments (see driver.forward) and frees each array after
     its last use (`release`)."""
-    return pipeline.derivative(fn, "forward", tuple(wrt), kinds, guard=guard, release=guard)
+    return driver.derivative(fn, "forward", tuple(wrt), kinds, guard=guard, release=guard)
 
 
 def _call(d, args, kwargs, tangents):
@@ -380,7 +380,7 @@ def jacrev(f: Callable, wrt: Wrt = 0) -> Callable:
         many, indices = _wrt(target, wrt)
         refuse_complex(target, indices, args)
         kinds = kinds_of(target, args)
-        derivative = pipeline.derivative(f, "reverse", tuple(indices), kinds)
+        derivative = driver.derivative(f, "reverse", tuple(indices), kinds)
         y, pullback = warn_unconnected(derivative).fn(*args, **kwargs)
         y_like = _template(y)
         rows = [pullback(e) for e in _basis(y_like)]
@@ -407,7 +407,7 @@ def _grad_jvp(f, wrt, args):
 
 def gradient_code(f, kinds=None):
     """The compiled gradient code (`g_grad`, without its argument-type guard, calling
-    other Python functions through their `h_adjoint`, see pipeline.adjoint_of) that
+    other Python functions through their `h_adjoint`, see driver.adjoint_of) that
     forward over reverse differentiates for gradient `f` (see `gradient_of`), for
     arguments of `kinds` (by default, those `source` assumes)."""
     primal, grad_wrt = gradient_of(f)
@@ -415,7 +415,7 @@ def gradient_code(f, kinds=None):
 
 
 def _gradient_code(target, grad_wrt, kinds=None):
-    return warn_unconnected(pipeline.gradient_code(target, grad_wrt, kinds))
+    return warn_unconnected(driver.gradient_code(target, grad_wrt, kinds))
 
 
 def _gradient_jvp(f, grad_wrt, wrt, kinds):
@@ -426,7 +426,7 @@ def _gradient_jvp(f, grad_wrt, wrt, kinds):
     through their adjoints (see `gradient_code`). Without the value, it computes no
     tangent of the value but those the gradient's tangent needs."""
     grad = _gradient_code(_target(f), grad_wrt, kinds)
-    return pipeline.derivative(grad.fn, "forward", tuple(wrt), kinds, tangent_only=True)
+    return driver.derivative(grad.fn, "forward", tuple(wrt), kinds, tangent_only=True)
 
 
 def gradient_of(f):

@@ -25,7 +25,7 @@ import re
 
 import numpy as np
 
-from . import pipeline
+from . import driver, pipeline
 from .compilation import kinds_of, refuse_complex, wrt_indices
 from .errors import CustomRuleError, NativeBackendError, S2SADError, warn_unconnected
 from .frontend.source import function_from_source, numba_function
@@ -53,8 +53,8 @@ class NativeDerivative:
         self.fused = fused
         self.s2s_made_by = "grad" if fused == "grad" else "value_and_grad"
         self.jit = tuple(sorted((jit or {}).items())) if jit is not None else (
-            pipeline.jit_options(f.targetoptions) if numba_function(f) is not None else ())
-        self._target = pipeline.target(f)
+            driver.jit_options(f.targetoptions) if numba_function(f) is not None else ())
+        self._target = driver.target(f)
         self._kinds = None
         params = list(inspect.signature(self._target).parameters)
         self._params = params
@@ -86,7 +86,7 @@ class NativeDerivative:
     def derivative(self, kinds):
         """The compiled derivative for arguments of `kinds` (see compilation.kinds_of)."""
         _refuse_containers(self._target, self.wrt, kinds)
-        d = pipeline.derivative(self._target, "reverse", self.wrt, kinds,
+        d = driver.derivative(self._target, "reverse", self.wrt, kinds,
                                 **pipeline.native_options(self.fused, self.jit))
         return warn_unconnected(d)
 
@@ -171,12 +171,12 @@ def jvp(f, primals, tangents, kwargs):
     wrt = tuple(i for i, t in enumerate(tangents) if t is not None)
     if not wrt:
         raise S2SADError("jvp needs at least one tangent that is not None")
-    target = pipeline.target(f)
+    target = driver.target(f)
     refuse_complex(target, wrt, primals)
-    jit = pipeline.jit_options(f.targetoptions) if numba_function(f) is not None else ()
+    jit = driver.jit_options(f.targetoptions) if numba_function(f) is not None else ()
     kinds = kinds_of(target, primals)
     _refuse_containers(target, wrt, kinds)
-    d = warn_unconnected(pipeline.derivative(target, "forward", wrt, kinds,
+    d = warn_unconnected(driver.derivative(target, "forward", wrt, kinds,
                                              **pipeline.native_forward_options(jit)))
     given = [t for t in tangents if t is not None]
     code = d.fn.__code__
@@ -198,7 +198,7 @@ def gradient_jvp(f, i, args):
     forward mode is compiled by `numba.njit` (with the options of `f` if it is a
     `@numba.njit` function)."""
     numba = _numba()
-    target = pipeline.target(f)
+    target = driver.target(f)
     refuse_complex(target, [i], args)
     d = gradient_code_jvp(f, i, (i,), kinds_of(target, args))
     code = d.fn.__code__
@@ -221,15 +221,15 @@ def gradient_code_jvp(f, i, tangents, kinds, stage=None):
     gradient code of `f` with respect to parameter `i`, for arguments of `kinds`: the
     tangent alone, through the cache (what `hvp(f, backend="numba")` compiles). With
     `stage`, its source after that pass of forward mode (for `s2sad show`)."""
-    target = pipeline.target(f)
+    target = driver.target(f)
     _refuse_containers(target, i, kinds)
-    jit = pipeline.jit_options(f.targetoptions) if numba_function(f) is not None else ()
-    gradient = warn_unconnected(pipeline.derivative(target, "reverse", i, kinds,
+    jit = driver.jit_options(f.targetoptions) if numba_function(f) is not None else ()
+    gradient = warn_unconnected(driver.derivative(target, "reverse", i, kinds,
                                                     **pipeline.native_options("grad", jit)))
     if stage is not None:
         return pipeline.stage_source(gradient.fn, stage, tangents, kinds, mode="forward",
                                      backend="numba")
-    return warn_unconnected(pipeline.derivative(gradient.fn, "forward", tuple(tangents),
+    return warn_unconnected(driver.derivative(gradient.fn, "forward", tuple(tangents),
                                                 kinds, tangent_only=True,
                                                 **pipeline.native_forward_options(jit)))
 

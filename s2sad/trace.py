@@ -48,7 +48,7 @@ import numbers
 import gast
 import numpy as np
 
-from . import forward_api, pipeline
+from . import driver, forward_api, pipeline
 from .compilation import kinds_of, wrt_names
 from .errors import S2SADError
 from .frontend import source
@@ -127,7 +127,7 @@ def trace(f, *args, wrt=None, seed=None, adjoints=True, tangents=None, **kwargs)
     bound_self = ()
     if inspect.ismethod(f):
         bound_self, f = (f.__self__,), f.__func__
-    fn = pipeline.target(f)
+    fn = driver.target(f)
     call_args = bound_self + args
     src = source.capture(fn)
     params = [a.id for a in src.node.args.posonlyargs + src.node.args.args]
@@ -228,7 +228,7 @@ def _tangents(fn, names, args, kwargs, tangents, rows, value, nloops, notes):
                          f"got {len(tangents)}")
     ctx, jvp = pipeline.compilation(fn, names, pipeline.FORWARD_MODE, "forward",
                                     kinds_of(fn, args))
-    src, helpers = ctx.src, dict(ctx.bindings, **pipeline.callee_bindings(ctx))
+    src, helpers = ctx.src, dict(ctx.bindings, **driver.callee_bindings(ctx))
     taken = {n.id for n in gast.walk(jvp) if isinstance(n, gast.Name)}
     taken |= set(src.free_values()) | set(helpers)
     rec_name = fresh_name("_s2s_trace", taken)
@@ -309,7 +309,7 @@ def _adjoints(fn, src, names, args, kwargs, seed, rows, value, loops):
     """Run the instrumented pullback; fill in `rows`' adjoints; return the gradient."""
     ctx, vjp = pipeline.compilation(fn, names, until="reverse", kinds=kinds_of(fn, args))
     src, result = ctx.src, ctx.reverse
-    helpers = dict(ctx.bindings, **pipeline.callee_bindings(ctx))
+    helpers = dict(ctx.bindings, **driver.callee_bindings(ctx))
     pullback = result.pullback
     forward_body = [s for s in vjp.body if s is not pullback]
     forward_loops = loops_preorder(forward_body)

@@ -67,10 +67,10 @@ def test_source_and_attributes():
 
 
 def test_generated_code_is_inspectable_and_shows_in_tracebacks():
-    compiled = s2sad.pipeline.reverse(m.f, 0)
+    compiled = s2sad.driver.reverse(m.f, 0)
     assert inspect.getsource(compiled.fn) == compiled.source
     # another version of the same function (other parameters) keeps its own lines
-    other = s2sad.pipeline.reverse(m.f, 1)
+    other = s2sad.driver.reverse(m.f, 1)
     assert other.filename != compiled.filename
     assert inspect.getsource(other.fn) == other.source != compiled.source
     assert inspect.getsource(compiled.fn) == compiled.source
@@ -122,22 +122,22 @@ def test_no_internal_exception_escapes(monkeypatch):
         raise KeyError("boom")
     monkeypatch.setattr(wengert.Wengert, "run", broken)
     with pytest.raises(s2sad.InternalError, match="bug in s2sad"):
-        s2sad.pipeline.reverse(m.scaled, 0)
+        s2sad.driver.reverse(m.scaled, 0)
 
 
 def test_compiling_from_two_threads_at_once_gives_one_cache_entry(monkeypatch):
     import threading
     import time
-    from s2sad import cache, pipeline
+    from s2sad import cache, driver
     builds = []
-    make = pipeline._Build.make
+    make = driver._Build.make
 
     def slow_make(self, request):
         builds.append(request.fn)
         time.sleep(0.05)            # widen the window in which a second build could start
         return make(self, request)
 
-    monkeypatch.setattr(pipeline._Build, "make", slow_make)
+    monkeypatch.setattr(driver._Build, "make", slow_make)
     from s2sad.frontend.source import function_from_source
     f = function_from_source(
         "def f(x):\n    t = x\n    for i in range(5):\n        t = t * x + 1.0\n    return t\n", {})

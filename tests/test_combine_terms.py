@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import s2sad
-from s2sad import compilation, pipeline
+from s2sad import compilation, driver
 from s2sad import emit
 from s2sad.passes.combine_terms import best, operations
 
@@ -130,7 +130,7 @@ def test_gradient_matches_finite_differences(f, args, wrt, which):
 
 
 def _source(f, *args, wrt=0, fused="grad"):
-    return pipeline.reverse(f, wrt, fused=fused, kinds=compilation.kinds_of(f, args),
+    return driver.reverse(f, wrt, fused=fused, kinds=compilation.kinds_of(f, args),
                             patterns=compilation.patterns_of(f, args), release=True).source
 
 

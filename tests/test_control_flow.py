@@ -67,9 +67,9 @@ def test_pullback_can_be_called_again():
 
 
 def test_regeneration_is_byte_identical():
-    from s2sad import pipeline
-    a = pipeline.reverse(c.nested_break, 0).source
-    b = pipeline.reverse(c.nested_break, 0).source
+    from s2sad import driver
+    a = driver.reverse(c.nested_break, 0).source
+    b = driver.reverse(c.nested_break, 0).source
     assert a == b
 
 

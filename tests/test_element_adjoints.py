@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import s2sad
-from s2sad import compilation, pipeline
+from s2sad import compilation, driver
 
 from numpy_cases import check_fused, compare, fd_array_grad
 
@@ -225,7 +225,7 @@ def test_reading_the_element_written_and_index_arrays_are_left_alone():
     before, _ = loop_of(*CASES["same_rows"])
     assert ".copy()" in before[before.index("for i in range"):], before
     f, args, _ = CASES["picked"]
-    assert "_s2s_unindex" in pipeline.reverse(f, kinds=compilation.kinds_of(f, args)).source
+    assert "_s2s_unindex" in driver.reverse(f, kinds=compilation.kinds_of(f, args)).source
 
 
 def test_the_tape_of_a_stored_recurrence_grows_linearly():

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import s2sad
-from s2sad import api, compilation, forward_api, pipeline
+from s2sad import api, compilation, driver, forward_api
 
 from golden import functions, functions_numpy
 from test_golden import _point, central_difference
@@ -40,7 +40,7 @@ def function(name):
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_generated_source(name):
-    text = api._with_lifted(pipeline.forward(function(name), CASES[name]), "forward")
+    text = api._with_lifted(driver.forward(function(name), CASES[name]), "forward")
     path = os.path.join(HERE, f"forward.{name}.txt")
     if os.environ.get("S2SAD_UPDATE_GOLDEN"):
         with open(path, "w") as f:
@@ -55,7 +55,7 @@ def test_tangent_matches_finite_differences(name):
     rng = np.random.default_rng(5)
     tangents = [rng.normal(size=np.shape(point[i])) for i in wrt]
     tangents = [t if np.ndim(t) else float(t) for t in tangents]
-    d = pipeline.forward(f, wrt, compilation.kinds_of(f, point))
+    d = driver.forward(f, wrt, compilation.kinds_of(f, point))
     _, y_dot = d.fn(*point, **dict(zip(d.tangent_names, tangents)))
     expected = sum(np.sum(central_difference(f, point, i) * t) for i, t in zip(wrt, tangents))
     assert y_dot == pytest.approx(expected, rel=1e-6, abs=1e-8)

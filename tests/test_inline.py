@@ -5,14 +5,14 @@ import math
 import numpy as np
 
 import s2sad
-from s2sad import compilation, pipeline
+from s2sad import compilation, driver
 from oracle import assert_close, fd_grad
 import inline_functions as m
 
 
 def _code(f, *args):
     kinds = compilation.kinds_of(f, args) if args else None
-    return [line.strip() for line in pipeline.reverse(f, kinds=kinds).source.splitlines()
+    return [line.strip() for line in driver.reverse(f, kinds=kinds).source.splitlines()
             if not line.strip().startswith("#")]
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import s2sad
-from s2sad import compilation, pipeline
+from s2sad import compilation, driver, pipeline
 
 from numpy_cases import compare, fd_array_grad
 
@@ -184,7 +184,7 @@ def test_float32_gradient_stays_float32():
 
 
 def _grad_source(f, *args, wrt=0):
-    return pipeline.reverse(f, wrt, fused="grad", kinds=compilation.kinds_of(f, args),
+    return driver.reverse(f, wrt, fused="grad", kinds=compilation.kinds_of(f, args),
                             release=True).source
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import s2sad
-from s2sad import pipeline
+from s2sad import driver
 from fuzz.programs import forget, load_function
 import corpus_regressions as r
 from numpy_cases import fd_array_grad
@@ -272,7 +272,7 @@ def test_generated_source_does_not_depend_on_node_addresses():
     sources = set()
     for _ in range(40):
         fn = load_function(r.UNCONNECTED_OUTPUT_AFTER_LOOPS, "value")
-        sources.add(pipeline.reverse(fn, (0, 1, 2), fused="grad", release=True).source)
+        sources.add(driver.reverse(fn, (0, 1, 2), fused="grad", release=True).source)
         forget(fn)
     assert len(sources) == 1
     # (the output, math.radians(...), is certainly a number: no run-time check of it)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import s2sad
-from s2sad import compilation, pipeline
+from s2sad import compilation, driver
 
 from numpy_cases import check_fused, compare, fd_array_grad
 
@@ -135,7 +135,7 @@ def test_gradient_matches_finite_differences(f, args, wrt, which):
 
 
 def _source(f, *args, wrt=0):
-    return pipeline.reverse(f, wrt, fused="grad", kinds=compilation.kinds_of(f, args),
+    return driver.reverse(f, wrt, fused="grad", kinds=compilation.kinds_of(f, args),
                             release=True).source
 
 

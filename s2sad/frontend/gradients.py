@@ -67,7 +67,7 @@ def gradient_function(primal, wrt, kind, gradient):
     """A Python function that stands for `gradient`, which is `grad(primal, wrt)` (kind
     "grad") or `value_and_grad(primal, wrt)`, where differentiated code calls it: it
     calls `gradient`, and its `s2s_gradient`, `(primal, wrt, fused)`, tells the driver
-    to differentiate the gradient code of `primal` (`fused` as pipeline.reverse's) in its
+    to differentiate the gradient code of `primal` (`fused` as driver.reverse's) in its
     place."""
     try:
         per_key = _gradients.setdefault(primal, {})

@@ -11,7 +11,7 @@ to read it again (a module's globals, a closure cell or an object, then attribut
 what was found: the object itself, or, for plain data (numbers, arrays, containers,
 instances that are not callable), only its class, which is all the compiled code relies
 on (it reads such values where the user's code reads them). A derivative whose guards
-no longer hold is compiled again (see s2sad.pipeline and s2sad.cache); the fast paths
+no longer hold is compiled again (see s2sad.driver and s2sad.cache); the fast paths
 test their own guards inline, in the generated code's first line (`tests`).
 
 >>> import math

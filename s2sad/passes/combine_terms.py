@@ -24,10 +24,10 @@ has fewer operations than the statements it replaces and ReuseBuffers computes e
 the one buffer.
 
 >>> import numpy as np
->>> from s2sad import pipeline
+>>> from s2sad import driver
 >>> def f(x):
 ...     return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
->>> print(pipeline.reverse(f, fused="grad", release=True).source.rstrip())
+>>> print(driver.reverse(f, fused="grad", release=True).source.rstrip())
 def f_grad(x):
     if x.__class__ is not ndarray or x.dtype.kind != 'f':
         return _s2s_respecialize(x)

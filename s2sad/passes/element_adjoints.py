@@ -17,13 +17,13 @@ Only indexes that select each element at most once (integers, slices) are rewrit
 Runs on the pullback after Optimize, which gathers the additions into one statement.
 
 >>> import numpy as np
->>> from s2sad import pipeline
+>>> from s2sad import driver
 >>> def f(x):
 ...     y = x.copy()
 ...     for i in range(1, len(x)):
 ...         y[i] = x[i] * x[i - 1]
 ...     return np.sum(y * y)
->>> code = pipeline.reverse(f, kinds={"x": np.ndarray}).source
+>>> code = driver.reverse(f, kinds={"x": np.ndarray}).source
 >>> print(code[code.index("    def f_pullback"):code.index("    return (")].rstrip())
     def f_pullback(y_2_bar):
         # grad of: return np.sum(y * y)

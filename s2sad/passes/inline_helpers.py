@@ -19,12 +19,12 @@ it is) so that ReuseBuffers computes what follows in its buffer; the guard then 
 the patterns the rewrite relied on.
 
 >>> import numpy as np
->>> from s2sad import compilation, pipeline
+>>> from s2sad import compilation, driver
 >>> def f(X, w, b):
 ...     return np.sum(np.tanh(X @ w + b))
 >>> X, w, b = np.ones((4, 3)), np.ones((3, 2)), np.ones(2)
 >>> args = (X, w, b)
->>> code = pipeline.reverse(f, wrt=(1, 2), fused="grad", release=True,
+>>> code = driver.reverse(f, wrt=(1, 2), fused="grad", release=True,
 ...                         kinds=compilation.kinds_of(f, args),
 ...                         patterns=compilation.patterns_of(f, args)).source
 >>> print(code[code.index("    # grad of"):].rstrip())

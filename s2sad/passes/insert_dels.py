@@ -12,10 +12,10 @@ after its last use in the body, unless that is the body's last statement: it doe
 wait for the next iteration to be replaced.
 
 >>> import numpy as np
->>> from s2sad import pipeline
+>>> from s2sad import driver
 >>> def f(x):
 ...     return np.sum(np.tanh(2.0 * x))
->>> print(pipeline.reverse(f, fused=True, release=True).source.rstrip())
+>>> print(driver.reverse(f, fused=True, release=True).source.rstrip())
 def f_value_and_grad(x):
     if x.__class__ is not ndarray or x.dtype.kind != 'f':
         return _s2s_respecialize(x)

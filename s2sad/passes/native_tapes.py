@@ -29,13 +29,13 @@ dispatches on types itself) and leaves the same function where
 - the copy of an array the code has just made with NumPy (`np.copy(a)` after
   `a = np.zeros_like(x)`) is left out;
 - a call of a Python function of the user's calls it through a binding of the
-  derivative, which the driver compiles with `numba.njit` (pipeline.CompiledDerivative).
+  derivative, which the driver compiles with `numba.njit` (driver.CompiledDerivative).
 
 The types are those of `analysis.number_types`. What is left that Numba cannot compile
 is refused by the next pass (passes/native_check.py).
 
 >>> import math
->>> from s2sad import pipeline
+>>> from s2sad import driver, pipeline
 >>> def babysqrt(x):
 ...     t = (1 + x) / 2
 ...     for i in range(1000):

@@ -22,10 +22,10 @@ a temporary is computed into one that died in the same iteration, and an adjoint
 carries is summed in place (`u_bar += g`, when its buffers are the function's own).
 
 >>> import numpy as np
->>> from s2sad import pipeline
+>>> from s2sad import driver
 >>> def f(x):
 ...     return np.sum(np.exp(x[1:] - x[:-1]) ** 2)
->>> print(pipeline.reverse(f, fused="grad", release=True).source.rstrip())
+>>> print(driver.reverse(f, fused="grad", release=True).source.rstrip())
 def f_grad(x):
     if x.__class__ is not ndarray or x.dtype.kind != 'f':
         return _s2s_respecialize(x)

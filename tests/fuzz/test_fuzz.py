@@ -42,7 +42,7 @@ Properties
    parameters, locals, loop variables, global constants, the function's own name, and
    module globals shadowing builtins.
 3. `test_generated_source_is_deterministic`: `s2sad.source(f)` (or `grad(f).source`) equals
-   `pipeline.reverse(f2, wrt).source` for a second function object made from the same
+   `driver.reverse(f2, wrt).source` for a second function object made from the same
    text (`s2sad.source` prints the derivatives of lifted lambdas and specialised callees
    after f's: the start is compared, and the whole with `s2sad.source(f2)`), and compiles. `test_generated_source_ignores_hash_seed` compiles batches of
    programs in two interpreters with different PYTHONHASHSEED and compares the sources.
@@ -71,7 +71,7 @@ from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
 
 import s2sad
-from s2sad import pipeline
+from s2sad import driver
 from s2sad.errors import InternalError, S2SADError, UnsupportedSyntaxError
 
 from . import found
@@ -312,8 +312,8 @@ def test_generated_source_is_deterministic(program, fused):
             else:
                 first = s2sad.source(f, wrt=wrt)
             # (`s2sad.source` also prints the derivatives of lifted lambdas and
-            # specialised callees after f's; `pipeline.reverse` gives f's alone)
-            again = pipeline.reverse(f2, wrt, fused="grad" if fused else False,
+            # specialised callees after f's; `driver.reverse` gives f's alone)
+            again = driver.reverse(f2, wrt, fused="grad" if fused else False,
                                      release=True).source
             if not fused:
                 again_api = s2sad.source(f2, wrt=wrt)
@@ -341,12 +341,12 @@ _HASHSEED_SCRIPT = textwrap.dedent("""
     warnings.simplefilter("ignore")
     sys.path.insert(0, sys.argv[1])
     from fuzz.programs import load_function
-    from s2sad import pipeline
+    from s2sad import driver
     out = []
     for source, name, n, fused in json.load(sys.stdin):
         f = load_function(source, name)
         try:
-            out.append(pipeline.reverse(f, tuple(range(n)), fused=fused).source)
+            out.append(driver.reverse(f, tuple(range(n)), fused=fused).source)
         except Exception as exc:
             out.append("error: " + type(exc).__name__)
     json.dump(out, sys.stdout)

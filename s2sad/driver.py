@@ -1,0 +1,592 @@
+"""The driver: the derivatives the passes make, compiled, linked, guarded and cached.
+
+A derivative that calls other Python functions calls their derivatives (`g_vjp`,
+`g_adjoint`, `g_jvp`). A transform does not compile them: it names them in the generated
+code and lists them as the context's `callees`. The driver compiles each one it does not
+have yet from a worklist, as a compiler walks its call graph, then links every
+derivative of the build to those it calls. Recursion needs nothing special: a function
+that calls itself is one more entry of the worklist, linked to itself. The passes each
+derivative runs are the lists of `s2sad.pipeline`.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import gc
+import inspect
+import math
+import os
+import threading
+import weakref
+from typing import Callable
+
+import gast
+import numpy as np
+
+from . import cache, emit, errors, syntax
+from .compilation import Callee, Wrt, default_kinds, kinds_key, patterns_key, wrt_key
+from .errors import MissingRuleError, NativeBackendError, S2SADError, UnsupportedSyntaxError
+from .errors import InternalError
+from .frontend import guards, source
+from .pipeline import (FORWARD_MODE, FUSED_GRADIENT, NUMBA_FORWARD, NUMBA_GRADIENT,
+                       REVERSE_MODE, compilation, native_forward_options, native_options,
+                       reported)
+from .rules import numba_runtime, registry
+
+# -- derivatives -------------------------------------------------------------------------
+class CompiledDerivative:
+    """A compiled derivative: the callable and its source."""
+
+    def __init__(self, fn, source_text, filename, ctx):
+        self.fn = fn
+        self.source = source_text
+        self.filename = filename
+        self.lifted = ctx.lifted      # (function, wrt, kinds) of the lifted functions it calls
+        # (the function named by its name and place, not held: a derivative cached for a
+        # function must not keep it alive, see cache.py)
+        self.unconnected = (errors.Place(ctx.src.name, ctx.src.filename,
+                                         ctx.src.first_line),
+                            ctx.reverse.unconnected if ctx.reverse else [])
+        self.tangent_names = ctx.forward.tangent_names if ctx.forward else None
+        self.assumed_real = ctx.assumed_real     # (see passes/complex_values.py)
+        self.callees = ctx.callees    # [(name in its code, Callee)]: linked by the driver
+        # what it resolved (frontend/guards.py); the driver adds its callees' (`guards`)
+        # and makes the checker of them all (see `holds`)
+        self.own_guards = ctx.guards
+        self.guards = None
+        self.check = None
+        self.callee_guards = ctx.callee_guards
+        self.code_changed = ctx.code_changed     # its code's flag (see guards.watch)
+        self.warned = False
+        self.backend, self.jit = ctx.backend, dict(ctx.jit)
+        # the user's Python functions the code calls, which Numba compiles too
+        self.native_calls = {name: obj for name, obj in ctx.bindings.items()
+                             if inspect.isfunction(obj) and not obj.__module__.startswith(
+                                 "s2sad.")} if ctx.backend == "numba" else {}
+        # a gradient called (see frontend.gradients): the numba backend's gradient code,
+        # for the kinds of the arguments its derivative is called with
+        self.native_gradients = {}
+        for name, obj in list(self.native_calls.items()):
+            kinds = [c.kinds for _, c in ctx.callees if c.fn is obj]
+            if getattr(obj, "s2s_gradient", None) is not None and kinds and all(
+                    k == kinds[0] for k in kinds):
+                self.native_gradients[name] = (obj.s2s_gradient, kinds[0])
+                del self.native_calls[name]
+        self._native = None
+
+    def holds(self):
+        """Whether all its guards (and those of the derivatives it calls) still hold; if
+        they do, its code's test of the flag that an assignment to a function's code or
+        defaults raises (guards.watch) passes again until the next one."""
+        if self.code_changed is not None:
+            emit.bind_late(self.fn, self.code_changed, False)
+        if self.check():
+            return True
+        self.code_changed_now()
+        return False
+
+    def code_changed_now(self):
+        """Raise its code's flag (see guards.watch): its next call checks all guards."""
+        if self.code_changed is not None:
+            emit.bind_late(self.fn, self.code_changed, True)
+
+    @property
+    def native(self):
+        """The Numba dispatcher of `fn` (for the numba backend, else None), made on first
+        use (Numba compiles it at its first call)."""
+        if self.backend != "numba":
+            return None
+        if self._native is None:
+            for name, obj in self.native_calls.items():
+                emit.bind_late(self.fn, name, _njit(obj, self.jit))
+            for name, ((primal, wrt, fused), kinds) in self.native_gradients.items():
+                gradient = derivative(target(primal), "reverse", wrt, kinds,
+                                      **native_options(fused, tuple(self.jit.items())))
+                emit.bind_late(self.fn, name, gradient.native)
+            self._native = _njit(self.fn, self.jit)
+        return self._native
+
+
+class _Watcher:
+    """Raises the flag of the code of a derivative (weakly held) when a function's code or
+    defaults are assigned (see guards.watch); it lives as long as that code."""
+
+    def __init__(self, derivative):
+        self.derivative = weakref.ref(derivative)
+        derivative.fn.s2s_watcher = self
+
+    def code_changed(self):
+        derivative = self.derivative()
+        if derivative is not None:
+            derivative.code_changed_now()
+
+
+#: {Python function: {njit options: its Numba dispatcher}}
+_dispatchers = weakref.WeakKeyDictionary()
+
+
+def _njit(fn, options):
+    """`numba.njit(**options)(fn)`, made once per function and options."""
+    try:
+        import numba
+    except ImportError:
+        raise S2SADError('backend="numba" needs Numba: pip install "s2sad[numba]"') from None
+    numba_runtime.register()
+    made = _dispatchers.setdefault(fn, {})
+    key = tuple(sorted(options.items()))
+    if key not in made:
+        made[key] = numba.njit(**options)(fn)
+    return made[key]
+
+
+def _compiled(ctx, node):
+    """Compile the generated function `node` with the context's bindings and the user
+    function's closure values, under a file name that says where it came from; the
+    callees stay unbound until `_link`."""
+    bindings = dict(ctx.bindings)
+    for name, _ in ctx.callees:
+        bindings[name] = None
+    src = ctx.src
+    code = src.fn.__code__
+    for var, cell in zip(code.co_freevars, src.fn.__closure__ or ()):
+        bindings.setdefault(var, cell.cell_contents)
+    filename = f"<s2sad: {node.name}, from {src.filename}:{src.first_line}>"
+    compiled, text = emit.compile_function(node, bindings, src.fn, filename)
+    _share_defaults(compiled, src.fn)
+    return CompiledDerivative(compiled, text, compiled.__code__.co_filename, ctx)
+
+
+def _share_defaults(compiled, fn):
+    """Give the parameters of `compiled` that `fn` has, with a default in both, the
+    objects `fn` holds as defaults: Python evaluates a default once, when `def` runs,
+    and a call that leaves it reads that object as it is now (a list the function
+    appended to, an array changed since), not a new value of the expression."""
+    theirs = dict(inspect.signature(fn).parameters)
+    mine = inspect.signature(compiled).parameters.values()
+    shared = {p.name: theirs[p.name].default for p in mine
+              if p.default is not p.empty and p.name in theirs
+              and theirs[p.name].default is not p.empty}
+    if not shared:
+        return
+    if compiled.__defaults__:
+        positional = [p.name for p in mine
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        named = positional[len(positional) - len(compiled.__defaults__):]
+        guards.set_quietly(compiled, "__defaults__", tuple(
+            shared.get(n, d) for n, d in zip(named, compiled.__defaults__)))
+    if compiled.__kwdefaults__:
+        guards.set_quietly(compiled, "__kwdefaults__", {
+            n: shared.get(n, d) for n, d in compiled.__kwdefaults__.items()})
+
+
+@reported
+def reverse(fn: Callable, wrt: Wrt = 0, fused: bool | str = False, kinds: dict | None = None,
+            release: bool = False, guard: bool = True, recompute: bool = False,
+            patterns: dict | None = None) -> CompiledDerivative:
+    """Compile the reverse-mode derivative `f_vjp` of `fn` (with `fused`, the
+    `f_value_and_grad` that `value_and_grad` runs; with `fused="grad"`, the `f_grad`
+    that `grad` runs; with `fused="adjoint"`, `f_adjoint(y_bar, ...)`, the pullback
+    applied to `y_bar` after the forward pass, with no closure: what forward mode can
+    differentiate), specialised on `kinds` (by default, those of `default_kinds`).
+    A fused function starts by checking its arguments' types unless `guard` is false;
+    with `release`, it reuses dead temporaries' buffers and deletes each array after
+    its last use. With `recompute`, calls to other Python functions go through their
+    `g_adjoint`, not `g_vjp`: code that forward mode can differentiate (forward over
+    reverse). `patterns` (see compilation.patterns_of) serve a guarded fused function.
+    """
+    return _Build().run(_request("reverse", fn, wrt, kinds, fused=fused, release=release,
+                                 guard=guard, recompute=recompute, patterns=patterns))
+
+
+@reported
+def forward(fn: Callable, wrt: Wrt = 0, kinds: dict | None = None, guard: bool = False,
+            tangent_only: bool = False) -> CompiledDerivative:
+    """Compile the forward-mode derivative `f_jvp` of `fn` (also of s2sad's own
+    reverse-mode code: forward over reverse), specialised on `kinds` like `reverse`; its
+    `tangent_names` are the parameters that take the tangents of `wrt`. With `guard`, it
+    starts by checking its arguments' types and that no tangent is None. With
+    `tangent_only`, it returns the tangent alone, and leaves out the statements only
+    the value needs (what a Hessian-vector product runs)."""
+    return _Build().run(_request("forward", fn, wrt, kinds, guard=guard,
+                                 tangent_only=tangent_only))
+
+
+def derivative(fn: Callable, mode: str = "reverse", wrt: Wrt = 0, kinds: dict | None = None,
+               **options) -> CompiledDerivative:
+    """The compiled derivative of `fn`, as `reverse` or `forward` (`mode`) make it with
+    `options`, through the cache."""
+    request = _request(mode, fn, wrt, kinds, **options)
+    return cache.get(request.fn, request.key, lambda: _Build().run(request))
+
+
+@dataclasses.dataclass
+class _Request:
+    mode: str
+    fn: Callable
+    wrt: object
+    kinds: dict
+    options: dict
+
+    @property
+    def key(self):
+        options = dict(self.options)
+        patterns = options.pop("patterns", None)
+        return (self.mode, wrt_key(self.wrt), kinds_key(self.kinds), patterns_key(patterns),
+                tuple(sorted(options.items())))
+
+
+def gradient_code(primal: Callable, wrt: Wrt = 0, kinds: dict | None = None,
+                  fused: bool | str = "grad"):
+    """The compiled code of `grad(primal, wrt)` that is differentiated again: without its
+    argument-type guard, calling other Python functions through their `h_adjoint` (see
+    `reverse`), for arguments of `kinds`. Forward mode over it makes `grad(grad(f))`,
+    `hvp` and `hessian`; a call of `grad(f)` inside differentiated code is a call of it
+    (of `value_and_grad(f)`, with `fused=True`, a call of the code that returns both)."""
+    return derivative(target(primal), "reverse", wrt, kinds, fused=fused, guard=False,
+                      recompute=True)
+
+
+def _request(mode, fn, wrt, kinds, **options):
+    fn = target(fn)
+    kinds = default_kinds(fn) if kinds is None else kinds
+    gradient = getattr(fn, "s2s_gradient", None)
+    if gradient is not None:        # grad(f) called by code being differentiated
+        primal, grad_wrt, fused = gradient
+        if options.get("backend") == "numba":       # (its loops' tapes arrays)
+            fn = derivative(target(primal), "reverse", grad_wrt, kinds,
+                            **native_options(fused, options.get("jit", ()))).fn
+        else:
+            fn = gradient_code(primal, grad_wrt, kinds, fused).fn
+    if mode == "forward":
+        options.setdefault("guard", False)
+        options.setdefault("tangent_only", False)
+        options.setdefault("release", False)
+        if options.get("backend", "python") == "python":
+            options.pop("backend", None)
+    else:
+        options.setdefault("fused", False)
+        options.setdefault("release", False)
+        options.setdefault("guard", True)
+        options.setdefault("recompute", False)
+        if not (options["fused"] in (True, "grad", "adjoint", "advance") and options["guard"]):
+            options["patterns"] = None
+        if options.get("backend", "python") == "python":
+            options.pop("backend", None)
+    return _Request(mode, fn, wrt, kinds, options)
+
+
+class _Build:
+    """One derivative and the derivatives of the functions it calls that the cache does
+    not hold: compiled from a worklist, then linked."""
+
+    def __init__(self):
+        self.made = {}          # (id(fn), key) -> (request, CompiledDerivative), in this build
+
+    def run(self, request):
+        with _no_collection():
+            top = self.make(request)
+            queue = [(top, None, None)]
+            while queue:
+                derivative, within, entry = queue.pop()
+                for _, callee in derivative.callees:
+                    # (reverse mode of the gradient code of `grad(f)` called in a function)
+                    gradient = getattr(callee.fn, "s2s_gradient", None)
+                    inside = within or (gradient if callee.mode != "jvp" else None)
+                    # the library function the user's code calls, this callee or above it
+                    into = entry or ((callee.fn, derivative) if source.is_library(callee.fn)
+                                     else None)
+                    new = self.callee(callee, inside, into, derivative.request)
+                    if new is not None:
+                        queue.append((new, inside, into))
+        for request, derivative in self.made.values():
+            self.link(derivative)
+        self.guard()
+        if not top.check():
+            broken = [g for g in top.guards if not guards.holds([g])]
+            raise InternalError(f"guards of {request.fn.__qualname__}'s derivative fail as "
+                                f"soon as it is compiled: {broken}")
+        for request, derivative in self.made.values():
+            if derivative is not top:
+                cache.put(request.fn, request.key, derivative)
+            # (what the derivatives it calls are compiled with, not the function: a
+            # derivative cached for a function must not keep it alive)
+            derivative.request = dataclasses.replace(request, fn=None)
+        return top
+
+    def guard(self):
+        """Give each derivative of the build its guards and those of the derivatives it
+        calls (through calls of calls, recursion included), the checker of them all
+        (`holds`, which the cache asks), and its code the checker of its callees'."""
+        made = [d for _, d in self.made.values()]
+
+        def called(d):
+            return [self.compiled(c, d.request) for _, c in d.callees]
+        for d in made:
+            seen, todo, found = {id(d)}, [d], []
+            while todo:
+                e = todo.pop()
+                if e.guards is not None and e is not d:     # (from the cache: complete)
+                    found += e.guards
+                    continue
+                found += e.own_guards
+                for c in called(e):
+                    if id(c) not in seen:
+                        seen.add(id(c))
+                        todo.append(c)
+            d.transitive = guards.unique(found)
+        for d in made:
+            d.guards = d.transitive
+            d.check = guards.checker(d.guards)
+            d.fn.s2s_guards = d.guards
+            if d.callee_guards is not None:
+                # (those the code does not test itself: its own, and those EPOCH counts)
+                own = {g.identity for g in d.own_guards}
+                emit.bind_late(d.fn, d.callee_guards, guards.checker(
+                    [g for g in d.guards if g.identity not in own and not guards.counted(g)]))
+            if d.code_changed is not None:
+                emit.bind_late(d.fn, d.code_changed, False)
+                guards.watch(_Watcher(d))
+
+    def make(self, request):
+        options = dict(request.options)
+        if request.mode == "forward":
+            passes = NUMBA_FORWARD if options.get("backend") == "numba" else FORWARD_MODE
+        elif options.get("backend") == "numba":
+            passes = NUMBA_GRADIENT
+        else:
+            passes = FUSED_GRADIENT if options["fused"] else REVERSE_MODE
+        ctx, node = compilation(request.fn, request.wrt, passes, None, request.kinds,
+                                **options)
+        derivative = _compiled(ctx, node)
+        ctx.compiled()
+        derivative.request = request
+        self.made[(id(request.fn), request.key)] = (request, derivative)
+        return derivative
+
+    def callee(self, callee, within=None, library=None, caller=None):
+        """Compile `callee` unless the cache or this build has it; the new derivative,
+        or None. `within`: the `(f, wrt)` whose gradient code is differentiated in reverse
+        mode for this callee, if any; `library`: (the library function the user's code
+        calls, the derivative calling it) when the callee is that function or in it;
+        `caller`: the request of the derivative that calls it."""
+        request = _callee_request(callee, caller)
+        if cache.peek(request.fn, request.key) is not None or (
+                (id(request.fn), request.key) in self.made):
+            return None
+        try:
+            return self.make(request)
+        except S2SADError as exc:
+            if within is None and library is not None:
+                entry, caller = library
+                fn = next((r.fn for r, d in self.made.values() if d is caller), None)
+                raise _library_needs_a_rule(entry, exc, fn) from exc
+            gradient = within
+            if gradient is None:
+                if (callee.mode != "jvp" or not isinstance(exc, UnsupportedSyntaxError)
+                        or not str(exc.filename).startswith("<s2sad:")):
+                    raise
+                # forward over reverse met generated code with a closure (a `g_vjp`)
+                name = callee.fn.__name__.removesuffix("_vjp")
+                raise S2SADError(
+                    f"second derivatives need the forward mode of {name}(), generated "
+                    "reverse-mode code with a pullback closure, which forward mode cannot "
+                    "read; make it a primitive with s2sad.defvjp and s2sad.defjvp.") from None
+            name = getattr(gradient[0], "__name__", "f")
+            code = getattr(gradient[0], "__code__", None)
+            lifted = getattr(gradient[0], "s2s_lifted", None)
+            where = (f" ({lifted.src.where(lifted.node)})" if hasattr(lifted, "node") else
+                     f" ({code.co_filename}:{code.co_firstlineno})" if code else "")
+            why = str(exc).splitlines()[0]
+            if os.path.dirname(__file__) in why:    # (not the user's line to fix)
+                why = ("its code calls a runtime helper of s2sad's that reverse mode does "
+                       "not differentiate")
+            raise S2SADError(
+                f"a call of grad({name}) inside a function differentiated in reverse mode "
+                f"(grad, vjp, hessian) needs the reverse mode of the gradient code of "
+                f"{name}(){where}, which s2sad cannot make ({type(exc).__name__}: "
+                f"{why}). Differentiate the calling function in "
+                "forward mode (s2sad.jvp, s2sad.jacfwd), which differentiates that gradient "
+                "code as grad(grad(f)) does") from exc
+
+    def compiled(self, callee, caller=None):
+        request = _callee_request(callee, caller)
+        found = self.made.get((id(request.fn), request.key))
+        return found[1] if found else cache.peek(request.fn, request.key)
+
+    def link(self, derivative):
+        """Bind the names `derivative`'s code calls other derivatives by."""
+        for name, callee in derivative.callees:
+            emit.bind_late(derivative.fn, name, _linked(
+                callee, self.compiled(callee, derivative.request)))
+
+
+def _library_needs_a_rule(fn, exc, caller):
+    """The error for library code (scipy's, the standard library's) whose source s2sad
+    cannot differentiate: a rule is what it needs, not a change to the library. It names
+    the line of `caller` (the user's function) that calls it, where it can be found."""
+    name = f"{fn.__module__}.{fn.__qualname__}"
+    reason = str(exc).splitlines()[0].split("; ")[0]   # what failed, not its advice
+    where, code = "", ""
+    try:
+        src = source.capture(caller, copy=False)
+        call = next(n for n in syntax.walk(src.node) if isinstance(n, gast.Call)
+                    and src.resolve(n.func) is fn)
+        where, code = f"{src.where(call)}: ", f"\n    {src.line_text(call).strip()}"
+    except Exception:       # noqa: BLE001 - the call is not found: the message without it
+        pass
+    return MissingRuleError(
+        f"{where}s2sad has no derivative rule for {name}, and its source, which s2sad reads in "
+        f"its place, is not code it can differentiate ({type(exc).__name__} at {reason}). "
+        "Library code is not yours to change: give the function a rule with "
+        f"s2sad.defvjp({fn.__qualname__}, ...) (one template per argument) or wrap its call "
+        "in an @s2sad.custom_vjp function of your own (see docs/rules.md), or compute the "
+        f"value with NumPy in your function{code}")
+
+
+_builds = threading.Lock()
+_building = {"count": 0, "collecting": False}
+
+
+@contextlib.contextmanager
+def _no_collection():
+    """No cyclic garbage collection while derivatives are compiled: the passes make
+    hundreds of thousands of syntax nodes that live until the build ends, and each full
+    collection walks all of them (for a function of 800 statements, a fifth of its
+    transform, and more the longer the function). The collector is on again (if it was)
+    when the last build running ends, and collects what they left."""
+    with _builds:
+        if _building["count"] == 0:
+            _building["collecting"] = gc.isenabled()
+            gc.disable()
+        _building["count"] += 1
+    try:
+        yield
+    finally:
+        with _builds:
+            _building["count"] -= 1
+            if _building["count"] == 0 and _building["collecting"]:
+                gc.enable()
+
+
+def _callee_request(callee, caller=None):
+    native = caller is not None and caller.options.get("backend") == "numba"
+    if callee.mode == "jvp":
+        return _request("forward", callee.fn, callee.wrt, callee.kinds, **(
+            native_forward_options(_jit_of(callee.fn, caller)) if native else {}))
+    if native:
+        return _request("reverse", callee.fn, callee.wrt, callee.kinds,
+                        **native_options("adjoint", _jit_of(callee.fn, caller)))
+    if callee.mode == "adjoint":
+        return _request("reverse", callee.fn, callee.wrt, callee.kinds, fused="adjoint",
+                        guard=False, recompute=True)
+    if callee.mode == "step":
+        return _request("reverse", callee.fn, callee.wrt, callee.kinds, fused="adjoint",
+                        guard=callee.patterns is not None, release=True,
+                        patterns=callee.patterns)
+    if callee.mode == "advance":
+        return _request("reverse", callee.fn, callee.wrt, callee.kinds, fused="advance",
+                        guard=True, release=True, patterns=callee.patterns)
+    return _request("reverse", callee.fn, callee.wrt, callee.kinds)
+
+
+def callee_bindings(ctx):
+    """{name: object} for the callees of `ctx`, each compiled and linked (for code that
+    the driver does not compile itself, such as the tables of `s2sad.trace`)."""
+    return {name: _linked(callee, compiled_callee(callee)) for name, callee in ctx.callees}
+
+
+def compiled_callee(callee: Callee, caller: _Request | None = None) -> CompiledDerivative:
+    """The compiled derivative that generated code calls for `callee`, through the cache
+    (what `s2sad.export` writes out with the code that calls it); `caller`, the request
+    of the derivative that calls it (the numba backend's calls the numba backend's)."""
+    request = _callee_request(callee, caller)
+    return derivative(request.fn, request.mode, request.wrt, request.kinds, **request.options)
+
+
+def _jit_of(fn, caller):
+    """numba.njit's options for the derivative of `fn`, called from `caller` (a request):
+    those of `fn` when it is a Numba function, else the caller's."""
+    options = getattr(fn, "targetoptions", None)
+    return jit_options(options) if options is not None else caller.options["jit"]
+
+
+def jit_options(targetoptions):
+    """The (name, value) pairs of a Numba dispatcher's `targetoptions` that its
+    derivative is compiled with (fastmath, cache, error_model, boundscheck, ...)."""
+    return tuple(sorted((k, v) for k, v in targetoptions.items()
+                        if k not in ("nopython", "forceobj", "looplift")
+                        and isinstance(v, (bool, int, str, float, type(None)))))
+
+
+def _linked(callee, derivative):
+    """What generated code calls for `callee`, given its compiled derivative."""
+    if derivative.backend == "numba":
+        if callee.args or callee.kwargs:
+            raise NativeBackendError(
+                f"the numba backend cannot call the derivative of {callee.fn.__qualname__}() "
+                "with arguments bound to it (a method, a functools.partial); call the "
+                "function itself, or differentiate with the Python backend (the default)")
+        code = derivative.fn.__code__
+        if callee.mode == "jvp" and code.co_varnames[callee.nargs:code.co_argcount] != tuple(
+                derivative.tangent_names):
+            raise NativeBackendError(
+                f"the numba backend calls the forward mode of {callee.fn.__qualname__}() "
+                "with every argument given by position; pass the ones it leaves to "
+                "defaults, or differentiate with the Python backend (the default)")
+        return derivative.native
+    if callee.mode == "jvp":
+        return JVPCall(derivative, callee.nargs, callee.args, callee.kwargs)
+    if callee.args or callee.kwargs:
+        return functools.partial(derivative.fn, *callee.args, **callee.kwargs)
+    return derivative.fn
+
+
+#: {primitive: the function that only calls it}, for `target`.
+_primitive_targets = {}
+
+
+class JVPCall:
+    """What forward-mode code calls for a call to another Python function: that
+    function's own `f_jvp`, given the call's `nargs` positional arguments, then the
+    tangents of those it differentiates (passed on by name)."""
+
+    def __init__(self, derivative, nargs, args=(), kwargs=None):
+        self.derivative, self.nargs = derivative, nargs
+        self.args, self.kwargs = tuple(args), dict(kwargs or {})
+
+    def __call__(self, *values, **kwargs):
+        d = self.derivative
+        kwargs = {**self.kwargs, **kwargs, **dict(zip(d.tangent_names, values[self.nargs:]))}
+        return d.fn(*self.args, *values[:self.nargs], **kwargs)
+
+    def __repr__(self):
+        return f"<s2sad jvp {self.derivative.fn.__qualname__}>"
+
+
+def target(fn):
+    """The Python function s2sad compiles for `fn`: for a `custom_vjp` or `custom_jvp`,
+    or a primitive with a rule (`np.sin`), a function that only calls it (so its
+    derivative uses the rule)."""
+    record = registry.primitive(fn) if not inspect.isfunction(fn) else None
+    if record is not None and record.vjp is not None and record.vjp.variants:
+        if fn not in _primitive_targets:
+            names = ", ".join(p for p, default in record.vjp.variants[0].params
+                              if default is registry.REQUIRED)
+            module = {"numpy": "np"}.get(str(getattr(fn, "__module__", None)), "math")
+            spelled = f"{module}.{fn.__name__}" if getattr(
+                {"np": np, "math": math}[module], fn.__name__, None) is fn else "_s2s_primitive"
+            _primitive_targets[fn] = source.function_from_source(
+                f"def {fn.__name__}({names}):\n    return {spelled}({names})\n",
+                {"_s2s_primitive": fn, "np": np})
+        return _primitive_targets[fn]
+    if not getattr(fn, "s2s_custom", False):
+        return source.unwrap(fn)
+    if getattr(fn, "_wrapper", None) is None:
+        params = [p for p in inspect.signature(fn.primal).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        names = ", ".join(p.name for p in params)
+        fn._wrapper = source.function_from_source(
+            f"def {fn.__name__}({names}):\n    return _s2s_custom({names})\n",
+            {"_s2s_custom": fn})
+    return fn._wrapper
