@@ -14,10 +14,10 @@ def show(stage, text, wrt=0, arrays=False):
     arrays; `np` is NumPy in `text`)."""
     name = stage if isinstance(stage, str) else stage.__name__.lower()
     fn = function_from_source(text, {"np": np})
-    kinds = {p: np.ndarray if arrays else float
-             for p in fn.__code__.co_varnames[:fn.__code__.co_argcount]}
+    arg_types = {p: np.ndarray if arrays else float
+                 for p in fn.__code__.co_varnames[:fn.__code__.co_argcount]}
     mode = "forward" if name in ("forward", "tangent_only", "guard") else "reverse"
-    return pipeline.stage_source(fn, name, wrt, kinds, mode=mode).rstrip("\n")
+    return pipeline.stage_source(fn, name, wrt, arg_types, mode=mode).rstrip("\n")
 
 
 @pytest.fixture(autouse=True)

@@ -595,7 +595,7 @@ def time_jvp(w, tangents, ok_peers, s2sad, plain, timing, transforms):
         # the generated f_jvp itself, called without the API (for its overhead)
         wrt = tuple(range(len(args)))
         f_jvp = s2sad.forward_api.compiled(
-            w.f, wrt, s2sad.compilation.kinds_of(w.f, args)).fn
+            w.f, wrt, s2sad.compilation.arg_types_of(w.f, args)).fn
         calls["f_jvp"] = (f_jvp, args + tangents)
         transform = first_call(lambda: functools.partial(s2sad.jvp, fresh(w.f)),
                                (args, tangents), transforms)

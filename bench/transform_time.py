@@ -10,8 +10,8 @@ It generates functions of N statements (scalar arithmetic with `math` functions,
 array expressions, a branch every 20 statements; the `loop` shape also has a loop over a
 fifth of its statements), writes them to a temporary module so that s2sad can read
 their source, and times the transform of each: what the driver does on the first call
-of a fresh `grad`, `vjp` or `jvp` (s2sad.driver.reverse and .forward, which compile
-without the cache: the passes, printing and compiling the generated source), minimum
+of a fresh `grad`, `vjp` or `jvp` (s2sad.driver.build, which compiles without
+the cache: the passes, printing and compiling the generated source), minimum
 of `--repeat` runs. The growth exponent of a row is the slope of log(time) against
 log(N), from the previous size; that of a column, fitted over all sizes. 1 is linear.
 """
@@ -30,7 +30,8 @@ import numpy as np
 BENCH = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(BENCH))  # the repository's s2sad first
 from s2sad import cache, driver  # noqa: E402
-from s2sad.compilation import kinds_of, patterns_of  # noqa: E402
+from s2sad.compilation import arg_types_of, patterns_of  # noqa: E402
+from s2sad.options import Options, Variant  # noqa: E402
 
 SIZES = (50, 100, 200, 400, 800)
 SHAPES = ("straight", "loop")
@@ -158,13 +159,13 @@ def load(sources, directory):
 
 def transform(fn, mode):
     """The compiled derivative `mode` of `fn` as the API's first call makes it."""
-    kinds = kinds_of(fn, ARGS)
+    arg_types = arg_types_of(fn, ARGS)
     if mode == "grad":
-        return driver.reverse(fn, WRT, fused="grad", kinds=kinds, release=True,
-                                patterns=patterns_of(fn, ARGS))
+        return driver.build(fn, WRT, arg_types, Options(Variant.GRAD, release=True,
+                                                        patterns=patterns_of(fn, ARGS)))
     if mode == "vjp":
-        return driver.reverse(fn, WRT, kinds=kinds)
-    return driver.forward(fn, WRT, kinds, guard=True)
+        return driver.build(fn, WRT, arg_types)
+    return driver.build(fn, WRT, arg_types, Options(Variant.JVP))
 
 
 def seconds(fn, mode, repeat, clock=time.perf_counter):

@@ -11,9 +11,11 @@ from typing import Any, Callable
 import numpy as np
 
 from . import driver, forward_api, numba_api
-from .compilation import Wrt, kinds_key, kinds_of, patterns_of, refuse_complex, wrt_indices
+from .compilation import (Wrt, arg_types_key, arg_types_of, patterns_of, refuse_complex,
+                          wrt_indices)
 from .errors import GradientCheckError, S2SADError, warn_unconnected
 from .frontend import guards
+from .options import Options, Variant
 from .rules import pytrees, registry, runtime
 from .rules.arrays import is_duck_array
 from .rules.schedules import checked_budget, checkpointed
@@ -21,16 +23,12 @@ from .rules.schedules import checked_budget, checkpointed
 _target = driver.target
 
 
-def _compiled(fn, wrt, fused=False, kinds=None, release=False, patterns=None, memory=None):
-    """The compiled derivative of `fn` for `wrt`, specialised on argument `kinds`
-    (see compilation.kinds_of); without kinds, those `source(f)` assumes. `fused` and
-    `release` are those of driver.reverse, and so are `patterns` (see
-    compilation.patterns_of), for `fused`, and `memory` (see `grad`). The first time,
-    an `UnconnectedInputWarning` names each input the output does not depend on."""
-    budget = {} if memory is None else {"memory": memory}
-    derivative = driver.derivative(fn, "reverse", wrt, kinds, fused=fused, release=release,
-                                     patterns=patterns if fused else None, **budget)
-    return warn_unconnected(derivative)
+def _compiled(fn, wrt, arg_types=None, options=Options()):
+    """The compiled derivative of `fn` for `wrt`, specialised on `arg_types` (see
+    compilation.arg_types_of; without them, those `source(f)` assumes), made with
+    `options` (s2sad.options). The first time, an `UnconnectedInputWarning` names each
+    input the output does not depend on."""
+    return warn_unconnected(driver.derivative(fn, wrt, arg_types, options))
 
 
 class _DerivativeFunction:
@@ -38,7 +36,7 @@ class _DerivativeFunction:
 
     s2s_derivative = True
     s2s_forward_over_reverse = True     # its forward mode differentiates its code
-    fused = True            # which compiled variant it runs (see driver.reverse)
+    variant = Variant.VALUE_AND_GRAD     # which compiled variant it runs
 
     def __init__(self, fn, wrt, memory=None):
         functools.update_wrapper(self, fn)
@@ -47,19 +45,18 @@ class _DerivativeFunction:
         self.memory = memory
         self._fn = self._compile_and_call
         self._version = -1
-        self._kinds = None
+        self._arg_types = None
         self._patterns = None
         # a class of its own, whose __call__ becomes a function with the primal's
         # parameters (see _install)
         self.__class__ = type(type(self).__name__, (type(self),), {})
 
     def _compile_and_call(self, *args, **kwargs):
-        """Compile for the kinds of `args` (or fetch that version), then call it."""
+        """Compile for the types of `args` (or fetch that version), then call it."""
         target = _target(self.primal)
-        self._kinds = kinds_of(target, args, kwargs)
+        self._arg_types = arg_types_of(target, args, kwargs)
         self._patterns = patterns_of(target, args, kwargs)
-        fn = _compiled(self.primal, self.wrt, self.fused, self._kinds, release=True,
-                       patterns=self._patterns, memory=self.memory).fn
+        fn = _compiled(self.primal, self.wrt, self._arg_types, self._options()).fn
         _check_inputs(self.primal, self.wrt, args, kwargs)
         self._fn = fn
         self._version = registry.version
@@ -103,9 +100,12 @@ class _DerivativeFunction:
     @property
     def source(self):
         """The generated source this derivative runs (`f_grad` or `f_value_and_grad`),
-        for the argument kinds of its last call."""
-        return _compiled(self.primal, self.wrt, self.fused, self._kinds, release=True,
-                         patterns=self._patterns, memory=self.memory).source
+        for the argument types of its last call."""
+        return _compiled(self.primal, self.wrt, self._arg_types, self._options()).source
+
+    def _options(self):
+        return Options(self.variant, release=True, patterns=self._patterns,
+                       memory=self.memory)
 
     def __repr__(self):
         return f"<{type(self).__name__} of {self.primal.__qualname__} wrt={self.wrt!r}>"
@@ -146,7 +146,7 @@ guards.watch(_code_changes)
 class GradientFunction(_DerivativeFunction):
     """The gradient of a scalar function; call it like the function."""
 
-    fused = "grad"
+    variant = Variant.GRAD
     s2s_made_by = "grad"
 
 
@@ -202,7 +202,7 @@ def _decorator(cls, f, wrt, backend="python", jit=None, memory=None):
             raise S2SADError('memory= sets the snapshots of checkpointed loops, which the '
                              'numba backend does not keep; use the Python backend')
     if numba_api.check_backend(backend) == "numba":
-        return numba_api.NativeDerivative(f, wrt, cls.fused, jit)
+        return numba_api.NativeDerivative(f, wrt, cls.variant, jit)
     if jit is not None:
         raise S2SADError('jit= sets the options of numba.njit: it needs backend="numba"')
     if isinstance(f, GradientFunction) and cls is GradientFunction:
@@ -316,8 +316,8 @@ def vjp(f: Callable, *args: Any, backend: str = "python", **kwargs: Any
                   ((f.__self__,) if inspect.ismethod(f) else ()) + args)
     if inspect.ismethod(f):
         f, args, wrt = f.__func__, (f.__self__,) + args, _shift(wrt)
-    kinds = kinds_of(_target(f), args, kwargs)
-    return _compiled(f, wrt, kinds=kinds).fn(*args, **kwargs)
+    arg_types = arg_types_of(_target(f), args, kwargs)
+    return _compiled(f, wrt, arg_types).fn(*args, **kwargs)
 
 
 def source(f: Callable, mode: str = "reverse", wrt: Wrt | None = None,
@@ -358,15 +358,15 @@ def source(f: Callable, mode: str = "reverse", wrt: Wrt | None = None,
     if mode == "forward" and forward_api.gradient_of(f) is not None:
         return forward_api.source(f, wrt, at)   # forward over reverse of a gradient
     wrt = 0 if wrt is None else wrt
-    kinds = None if at is None else kinds_of(_target(f), at)
-    return _with_lifted(_derivative(f, mode, wrt, kinds), mode)
+    arg_types = None if at is None else arg_types_of(_target(f), at)
+    return _with_lifted(_derivative(f, mode, wrt, arg_types), mode)
 
 
-def _derivative(f, mode, wrt, kinds):
+def _derivative(f, mode, wrt, arg_types):
     if mode == "forward":
         wrt = tuple(wrt) if isinstance(wrt, (tuple, list)) else (wrt,)
-        return forward_api.compiled(f, wrt, kinds)
-    return _compiled(f, wrt, kinds=kinds)
+        return forward_api.compiled(f, wrt, arg_types)
+    return _compiled(f, wrt, arg_types)
 
 
 def _with_lifted(derivative, mode, shown=None):
@@ -374,19 +374,19 @@ def _with_lifted(derivative, mode, shown=None):
     calls, lifted out of the function it was written in."""
     shown = set() if shown is None else shown
     text = derivative.source
-    for fn, wrt, kinds in derivative.lifted:
-        key = (fn, wrt, kinds_key(kinds))
+    for fn, wrt, arg_types in derivative.lifted:
+        key = (fn, wrt, arg_types_key(arg_types))
         if key in shown:
             continue
         shown.add(key)
         text += f"\n# {fn.__name__}: {fn.s2s_lifted.describe()}\n"
         if mode == "reverse" and getattr(fn.s2s_lifted, "state", None) is not None:
             # a checkpointed loop's step: its adjoint, which the reverse sweep calls
-            step = driver.derivative(fn, "reverse", wrt, kinds, fused="adjoint",
-                                       guard=False, release=True)
+            step = driver.derivative(fn, wrt, arg_types, Options(Variant.STEP, guard=False,
+                                                                 release=True))
             text += _with_lifted(step, mode, shown)
             continue
-        text += _with_lifted(_derivative(fn, mode, wrt, kinds), mode, shown)
+        text += _with_lifted(_derivative(fn, mode, wrt, arg_types), mode, shown)
     return text
 
 
@@ -627,7 +627,7 @@ class checkpoint(custom_vjp):
             wrt = tuple(i for i, a in enumerate(args) if runtime.carries_derivative(a))
             if not wrt:
                 return (None,) * len(args)
-            derivative = driver.derivative(fn, "reverse", wrt, kinds_of(fn, args))
+            derivative = driver.derivative(fn, wrt, arg_types_of(fn, args))
             adjoints = iter(derivative.fn(*args)[1](g))
             return tuple(next(adjoints) if i in wrt else None for i in range(len(args)))
         for helper, role in ((fwd, "fwd"), (bwd, "bwd")):

@@ -23,7 +23,7 @@ import numpy as np
 
 from . import api, driver, forward_api, graph, numba_api, pipeline
 from .export import BACKENDS, KINDS, export
-from .compilation import default_kinds, wrt_indices
+from .compilation import default_arg_types, wrt_indices
 from .errors import GradientCheckError, S2SADError
 from .trace import trace
 
@@ -162,7 +162,7 @@ def _show(args):
         target = driver.target(primal)
         tangents = wrt_indices(target, _wrt(args.wrt, getattr(fn, "s2s_tangents", 0)))
         d = numba_api.gradient_code_jvp(primal, wrt_indices(target, grad_wrt)[0],
-                                        tangents, default_kinds(target), args.stage)
+                                        tangents, default_arg_types(target), args.stage)
         text = d if args.stage else d.source
     elif args.backend == "numba":
         text = pipeline.stage_source(getattr(fn, "primal", fn), args.stage or "native_check",

@@ -1,15 +1,15 @@
 """The compilation context: what one derivative's compilation knows, shared by its passes.
 
 A `Compilation` holds the user's function (`src`), what to differentiate (`wrt`), the
-argument types the code is specialised on (`kinds`, `patterns`), the options of the
-derivative being made, the `namer` every generated name comes from, the `bindings` of
-the names generated code reads to the objects they denote (runtime helpers, rule
-namespaces, the derivatives of called functions), and the `callees` the driver must
-compile and link. The analyses of the function in Wengert form (`ops`, `varied`, `active`,
-`value_kinds`, `shapes`) and of the fused gradient's arrays (`array_facts`) are
-computed on first use and kept; a pass that computed some itself and changed nothing
-hands them on (`reuse`: resolve_calls), one that changes the function before any pass
-read them drops them (`changed`: record_fields). A
+argument types the code is specialised on (`arg_types`, `patterns`), the `options` of the
+derivative being made (s2sad.options: its `Variant` and how it is made), the `namer`
+every generated name comes from, the `bindings` of the names generated code reads to the
+objects they denote (runtime helpers, rule namespaces, the derivatives of called
+functions), and the `callees` the driver must compile and link. The analyses of the
+function in Wengert form (`ops`, `varied`, `active`, `value_kinds`, `shapes`) and of the
+fused gradient's arrays (`array_facts`) are computed on first use and kept; a pass that
+computed some itself and changed nothing hands them on (`reuse`: resolve_calls), one that
+changes the function before any pass read them drops them (`changed`: record_fields). A
 transform leaves its result here too (`reverse`, `forward`), for the passes after it;
 once the derivative is compiled, the driver drops what only the passes read
 (`compiled`). Every pass has the signature
@@ -19,7 +19,7 @@ once the derivative is compiled, the driver drops what only the passes read
 >>> from s2sad.compilation import Compilation
 >>> def f(x, n):
 ...     return math.sin(x) * n
->>> ctx = Compilation.of(f, wrt=0, kinds={"x": float})
+>>> ctx = Compilation.of(f, wrt=0, arg_types={"x": float})
 >>> ctx.wrt, ctx.as_tuple
 (['x'], False)
 >>> ctx.bind("cos", obj=math.cos), ctx.bind("cos", obj=math.cos)
@@ -47,6 +47,7 @@ from .errors import ComplexValueError, S2SADError
 from .frontend import fence, guards, source
 from .frontend.source import MISSING, FunctionSource
 from .naming import Namer
+from .options import Options, Variant
 from .rules import pytrees, runtime
 from .rules.registry import HELPERS
 from .rules.arrays import is_duck_array_type
@@ -60,25 +61,25 @@ Wrt = Union[int, str, tuple]
 SPECIALISED = (float, int, np.float64, np.ndarray)
 
 #: The containers whose exact type a derivative is specialised on: their gradients have
-#: their structure. (Not named tuples: their fields are, see `kinds_of`.)
+#: their structure. (Not named tuples: their fields are, see `arg_types_of`.)
 CONTAINERS = (list, tuple, dict)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Callee:
-    """A derivative of another Python function that generated code calls: `mode` is
-    "vjp" (its `g_vjp`), "adjoint" (its `g_adjoint`, see `driver.reverse`), "step" (a
-    `g_adjoint` that reuses memory, for the one step a checkpointed loop reverses),
-    "advance" (a checkpointed loop's step as its sweeps run it, computing into its dead
-    temporaries) or "jvp" (its `g_jvp`); `args` and `kwargs` are bound to it first (a
-    method's instance, a partial's arguments); `nargs` is the number of positional
-    arguments the call passes (for a jvp, whose tangents follow them); `patterns`, those
-    a "step" or an "advance" is specialised on under a guard of its own (see
-    ad/checkpointed.py)."""
+    """A derivative of another Python function that generated code calls: its `variant`
+    (s2sad.options) is `VJP` (its `g_vjp`), `ADJOINT` (its `g_adjoint`, with no closure),
+    `STEP` (a `g_adjoint` that reuses memory, for the one step a checkpointed loop
+    reverses), `ADVANCE` (a checkpointed loop's step as its sweeps run it, computing into
+    its dead temporaries) or `JVP` (its `g_jvp`), for arguments of `arg_types`; `args` and
+    `kwargs` are bound to it first (a method's instance, a partial's arguments); `nargs`
+    is the number of positional arguments the call passes (for a jvp, whose tangents
+    follow them); `patterns`, those a `STEP` or an `ADVANCE` is specialised on under a
+    guard of its own (see ad/checkpointed.py)."""
     fn: Callable
-    mode: str
+    variant: Variant
     wrt: Any
-    kinds: dict | None = None
+    arg_types: dict | None = None
     args: tuple = ()
     kwargs: dict = dataclasses.field(default_factory=dict)
     nargs: int = 0
@@ -87,9 +88,9 @@ class Callee:
     def same(self, other):
         """Whether `other` is the same derivative, with nothing bound to it."""
         return (not (self.args or self.kwargs or other.args or other.kwargs)
-                and self.fn is other.fn and (self.mode, self.wrt, self.kinds, self.nargs,
-                                             self.patterns)
-                == (other.mode, other.wrt, other.kinds, other.nargs, other.patterns))
+                and self.fn is other.fn and (self.variant, self.wrt, self.arg_types,
+                                             self.nargs, self.patterns)
+                == (other.variant, other.wrt, other.arg_types, other.nargs, other.patterns))
 
 
 @dataclasses.dataclass(eq=False)
@@ -98,23 +99,15 @@ class Compilation:
     src: FunctionSource
     wrt: list
     as_tuple: bool
-    kinds: dict                                 # {parameter: type or kind} (see kinds_of)
+    arg_types: dict                             # {parameter: type or kind} (see arg_types_of)
     namer: Namer
+    options: Options = Options()
     patterns: dict | None = None                # {parameter: (dtype, shape pattern)}
-    mode: str = "reverse"                       # or "forward"
-    fused: Any = False                          # False, True, "grad" or "adjoint"
-    release: bool = False
-    guard: bool = True
-    guard_bindings: bool = True                 # the guard tests what was resolved too
-    recompute: bool = False
-    tangent_only: bool = False
-    memory: float | None = None                 # bytes for a checkpointed loop's snapshots
     seed: tuple | None = None                   # (name, value, pattern), see fused.step_guard
     backend: str = "python"                     # or "numba" (passes/native_tapes.py)
-    jit: tuple = ()                             # numba.njit's options, (name, value) pairs
     bindings: dict = dataclasses.field(default_factory=dict)
     callees: list = dataclasses.field(default_factory=list)   # [(bound name, Callee)]
-    lifted: list = dataclasses.field(default_factory=list)    # (fn, wrt, kinds) called
+    lifted: list = dataclasses.field(default_factory=list)    # (fn, wrt, arg_types) called
     lifted_defs: list = dataclasses.field(default_factory=list)
     wengert: gast.FunctionDef | None = None     # the function as the wengert pass left it
     reverse: Any = None                         # the reverse transform's ReverseResult
@@ -124,7 +117,7 @@ class Compilation:
     callee_guards: str | None = None    # the name of the callees' guards' checker, if read
     code_changed: str | None = None     # the name of the flag of code changed (guards.watch)
     assumed_real: set = dataclasses.field(default_factory=set)  # see passes/complex_values
-    #: The driver's front end for a function this one calls, `front_end(fn, kinds) ->
+    #: The driver's front end for a function this one calls, `front_end(fn, arg_types) ->
     #: (its context, its Wengert form)`, which analyses of calls read (what a callee
     #: returns and writes: passes/aliasing.py); None outside the driver.
     front_end: Any = None
@@ -132,32 +125,38 @@ class Compilation:
     _shape_only: tuple | None = dataclasses.field(default=None, repr=False)
 
     @classmethod
-    def of(cls, fn, wrt=0, kinds=None, mode="reverse", **options):
+    def of(cls, fn, wrt=0, arg_types=None, options=Options(), **fields):
         """The context for compiling `fn`'s derivative with respect to `wrt` (an index, a
-        name, or a tuple of them), specialised on `kinds` (by default `default_kinds`):
-        the front end, which reads `fn`'s source and refuses what s2sad does not
-        support (frontend.fence)."""
-        kinds = default_kinds(fn) if kinds is None else kinds
+        name, or a tuple of them), specialised on `arg_types` (by default
+        `default_arg_types`), with `options`: the front end, which reads `fn`'s source
+        and refuses what s2sad does not support (frontend.fence)."""
+        arg_types = default_arg_types(fn) if arg_types is None else arg_types
         # the passes run on a copy of the tree (pipeline.compilation); generated code
         # differentiated again has its loops rewritten in the tree itself first
         generated = getattr(getattr(fn, "__code__", None), "co_filename", "").startswith(
             "<s2sad:")
-        src = source.capture(fn, copy=mode == "forward" or generated)
+        src = source.capture(fn, copy=options.variant.forward or generated)
         source.prepare_generated(src)
         fence.check(src)
         return cls(src=src, wrt=wrt_names(src, wrt), as_tuple=isinstance(wrt, (tuple, list)),
-                   kinds=kinds, namer=Namer.for_function(src), mode=mode, **options)
+                   arg_types=arg_types, namer=Namer.for_function(src), options=options,
+                   patterns=options.patterns, **fields)
+
+    @property
+    def variant(self) -> Variant:
+        """The kind of derivative being made (`options.variant`)."""
+        return self.options.variant
 
     # -- argument types -----------------------------------------------------------------
     @property
     def types(self) -> dict:
         """{parameter: type} of the parameters specialised on a type."""
-        return {p: k for p, k in self.kinds.items() if isinstance(k, type)}
+        return {p: k for p, k in self.arg_types.items() if isinstance(k, type)}
 
     @property
     def int_params(self) -> set:
         """The parameters the code is specialised on as ints."""
-        return {p for p, k in self.kinds.items() if k is int}
+        return {p for p, k in self.arg_types.items() if k is int}
 
     @property
     def param_ndims(self) -> dict:
@@ -170,7 +169,7 @@ class Compilation:
         """{parameter: kind} ("scalar", "array", ...) of the parameters of known kind."""
         return {p: (ARRAY if k is np.ndarray else SCALAR) if k in SPECIALISED else
                 ARRAY if is_duck_array_type(k) else CONTAINER if k in CONTAINERS else k
-                for p, k in self.kinds.items()}
+                for p, k in self.arg_types.items()}
 
     @property
     def duck_arrays(self) -> bool:
@@ -178,7 +177,7 @@ class Compilation:
         (a Dask or CuPy array, see rules/arrays.py). The adjoints of arrays are then never
         updated element by element in place (`x_bar[i] += g`): `g` may be such an array,
         which an ndarray cannot hold."""
-        return any(is_duck_array_type(k) for k in self.kinds.values())
+        return any(is_duck_array_type(k) for k in self.arg_types.values())
 
     # -- analyses of the function in Wengert form, on first use ---------------------------
     def _analysis(self, name, compute):
@@ -417,7 +416,7 @@ def refuse_complex(fn, indices, args):
                 "pass the real and imaginary parts as real arrays and compute with them")
 
 
-def kinds_of(fn, args, kwargs=None):
+def arg_types_of(fn, args, kwargs=None):
     """{parameter: type} for the arguments (positional `args`, and those of `kwargs`
     passed by keyword) whose exact type s2sad specialises on (float, int, real ndarrays,
     the arrays of other libraries NumPy dispatches to, lists, tuples and dicts, and the
@@ -426,8 +425,8 @@ def kinds_of(fn, args, kwargs=None):
     tuple arguments; other arguments are of unknown kind."""
     signature = inspect.signature(fn).parameters
     given = _given(signature, args, kwargs)
-    kinds = {p: type(a) for p, a in given.items()
-             if _specialised(a) or user_class(type(a)) or type(a) in CONTAINERS}
+    arg_types = {p: type(a) for p, a in given.items()
+                 if _specialised(a) or user_class(type(a)) or type(a) in CONTAINERS}
     for p, a in given.items():
         if user_class(type(a)):
             _refuse_hidden_methods(fn, p, a)
@@ -435,13 +434,13 @@ def kinds_of(fn, args, kwargs=None):
         default = signature[p].default
         if (p not in given and signature[p].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
                 and type(default) in SPECIALISED):
-            kinds[p] = type(default)
+            arg_types[p] = type(default)
     for p, a in given.items():
         for field in _record_fields(a):
             value = getattr(a, field)
             if type(value) in SPECIALISED and not _complex(value):
-                kinds[f"{p}.{field}"] = type(value)
-    return kinds
+                arg_types[f"{p}.{field}"] = type(value)
+    return arg_types
 
 
 def _refuse_hidden_methods(fn, param, obj):
@@ -491,8 +490,8 @@ def _given(signature, args, kwargs):
     return given
 
 
-def default_kinds(fn):
-    """The kinds `source(f)` assumes without arguments: floats, or arrays when the
+def default_arg_types(fn):
+    """The argument types `source(f)` assumes without arguments: floats, or arrays when the
     function uses NumPy."""
     src = source.capture(fn, copy=False)
     uses_numpy = any(getattr(v, "__name__", "") == "numpy" or
@@ -526,10 +525,10 @@ def wrt_key(wrt):
     return tuple(wrt) if isinstance(wrt, (tuple, list)) else wrt
 
 
-def kinds_key(kinds):
+def arg_types_key(arg_types):
     # a user's class stands for itself: two classes may have one name
     return tuple(sorted((p, k.__name__ if k in SPECIALISED else k)
-                        for p, k in (kinds or {}).items()))
+                        for p, k in (arg_types or {}).items()))
 
 
 def patterns_key(patterns):

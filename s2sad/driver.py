@@ -25,13 +25,12 @@ import gast
 import numpy as np
 
 from . import cache, emit, errors, syntax
-from .compilation import Callee, Wrt, default_kinds, kinds_key, patterns_key, wrt_key
+from .compilation import Callee, Wrt, arg_types_key, default_arg_types, wrt_key
 from .errors import MissingRuleError, NativeBackendError, S2SADError, UnsupportedSyntaxError
 from .errors import InternalError
 from .frontend import guards, source
-from .pipeline import (FORWARD_MODE, FUSED_GRADIENT, NUMBA_FORWARD, NUMBA_GRADIENT,
-                       REVERSE_MODE, compilation, native_forward_options, native_options,
-                       reported)
+from .options import Options, Variant
+from .pipeline import compilation, native_options, reported
 from .rules import numba_runtime, registry
 
 # -- derivatives -------------------------------------------------------------------------
@@ -42,7 +41,7 @@ class CompiledDerivative:
         self.fn = fn
         self.source = source_text
         self.filename = filename
-        self.lifted = ctx.lifted      # (function, wrt, kinds) of the lifted functions it calls
+        self.lifted = ctx.lifted    # (function, wrt, arg_types) of the lifted functions it calls
         # (the function named by its name and place, not held: a derivative cached for a
         # function must not keep it alive, see cache.py)
         self.unconnected = (errors.Place(ctx.src.name, ctx.src.filename,
@@ -59,19 +58,19 @@ class CompiledDerivative:
         self.callee_guards = ctx.callee_guards
         self.code_changed = ctx.code_changed     # its code's flag (see guards.watch)
         self.warned = False
-        self.backend, self.jit = ctx.backend, dict(ctx.jit)
+        self.backend, self.jit = ctx.backend, dict(ctx.options.jit)
         # the user's Python functions the code calls, which Numba compiles too
         self.native_calls = {name: obj for name, obj in ctx.bindings.items()
                              if inspect.isfunction(obj) and not obj.__module__.startswith(
                                  "s2sad.")} if ctx.backend == "numba" else {}
         # a gradient called (see frontend.gradients): the numba backend's gradient code,
-        # for the kinds of the arguments its derivative is called with
+        # for the types of the arguments its derivative is called with
         self.native_gradients = {}
         for name, obj in list(self.native_calls.items()):
-            kinds = [c.kinds for _, c in ctx.callees if c.fn is obj]
-            if getattr(obj, "s2s_gradient", None) is not None and kinds and all(
-                    k == kinds[0] for k in kinds):
-                self.native_gradients[name] = (obj.s2s_gradient, kinds[0])
+            arg_types = [c.arg_types for _, c in ctx.callees if c.fn is obj]
+            if getattr(obj, "s2s_gradient", None) is not None and arg_types and all(
+                    k == arg_types[0] for k in arg_types):
+                self.native_gradients[name] = (obj.s2s_gradient, arg_types[0])
                 del self.native_calls[name]
         self._native = None
 
@@ -100,9 +99,9 @@ class CompiledDerivative:
         if self._native is None:
             for name, obj in self.native_calls.items():
                 emit.bind_late(self.fn, name, _njit(obj, self.jit))
-            for name, ((primal, wrt, fused), kinds) in self.native_gradients.items():
-                gradient = derivative(target(primal), "reverse", wrt, kinds,
-                                      **native_options(fused, tuple(self.jit.items())))
+            for name, ((primal, wrt, kind), arg_types) in self.native_gradients.items():
+                gradient = derivative(target(primal), wrt, arg_types, native_options(
+                    Variant(kind), tuple(self.jit.items())), "numba")
                 emit.bind_late(self.fn, name, gradient.native)
             self._native = _njit(self.fn, self.jit)
         return self._native
@@ -181,99 +180,64 @@ def _share_defaults(compiled, fn):
 
 
 @reported
-def reverse(fn: Callable, wrt: Wrt = 0, fused: bool | str = False, kinds: dict | None = None,
-            release: bool = False, guard: bool = True, recompute: bool = False,
-            patterns: dict | None = None) -> CompiledDerivative:
-    """Compile the reverse-mode derivative `f_vjp` of `fn` (with `fused`, the
-    `f_value_and_grad` that `value_and_grad` runs; with `fused="grad"`, the `f_grad`
-    that `grad` runs; with `fused="adjoint"`, `f_adjoint(y_bar, ...)`, the pullback
-    applied to `y_bar` after the forward pass, with no closure: what forward mode can
-    differentiate), specialised on `kinds` (by default, those of `default_kinds`).
-    A fused function starts by checking its arguments' types unless `guard` is false;
-    with `release`, it reuses dead temporaries' buffers and deletes each array after
-    its last use. With `recompute`, calls to other Python functions go through their
-    `g_adjoint`, not `g_vjp`: code that forward mode can differentiate (forward over
-    reverse). `patterns` (see compilation.patterns_of) serve a guarded fused function.
-    """
-    return _Build().run(_request("reverse", fn, wrt, kinds, fused=fused, release=release,
-                                 guard=guard, recompute=recompute, patterns=patterns))
+def build(fn: Callable, wrt: Wrt = 0, arg_types: dict | None = None,
+          options: Options = Options(), backend: str = "python") -> CompiledDerivative:
+    """Compile, without the cache, the derivative of `fn` that `options` describe (its
+    `variant`: `f_vjp`, `f_grad`, `f_jvp`, ..., see s2sad.options), with respect to `wrt`,
+    specialised on `arg_types` (by default, those of `default_arg_types`), and the
+    derivatives it calls that the cache does not hold; its `tangent_names`, for forward
+    mode (also of s2sad's own reverse-mode code: forward over reverse), are the
+    parameters that take the tangents of `wrt`."""
+    return _Build().run(_request(fn, wrt, arg_types, options, backend))
 
 
-@reported
-def forward(fn: Callable, wrt: Wrt = 0, kinds: dict | None = None, guard: bool = False,
-            tangent_only: bool = False) -> CompiledDerivative:
-    """Compile the forward-mode derivative `f_jvp` of `fn` (also of s2sad's own
-    reverse-mode code: forward over reverse), specialised on `kinds` like `reverse`; its
-    `tangent_names` are the parameters that take the tangents of `wrt`. With `guard`, it
-    starts by checking its arguments' types and that no tangent is None. With
-    `tangent_only`, it returns the tangent alone, and leaves out the statements only
-    the value needs (what a Hessian-vector product runs)."""
-    return _Build().run(_request("forward", fn, wrt, kinds, guard=guard,
-                                 tangent_only=tangent_only))
-
-
-def derivative(fn: Callable, mode: str = "reverse", wrt: Wrt = 0, kinds: dict | None = None,
-               **options) -> CompiledDerivative:
-    """The compiled derivative of `fn`, as `reverse` or `forward` (`mode`) make it with
-    `options`, through the cache."""
-    request = _request(mode, fn, wrt, kinds, **options)
+def derivative(fn: Callable, wrt: Wrt = 0, arg_types: dict | None = None,
+               options: Options = Options(), backend: str = "python") -> CompiledDerivative:
+    """The compiled derivative of `fn` that `build` makes, through the cache."""
+    request = _request(fn, wrt, arg_types, options, backend)
     return cache.get(request.fn, request.key, lambda: _Build().run(request))
 
 
 @dataclasses.dataclass
 class _Request:
-    mode: str
     fn: Callable
     wrt: object
-    kinds: dict
-    options: dict
+    arg_types: dict
+    options: Options
+    backend: str
 
     @property
     def key(self):
-        options = dict(self.options)
-        patterns = options.pop("patterns", None)
-        return (self.mode, wrt_key(self.wrt), kinds_key(self.kinds), patterns_key(patterns),
-                tuple(sorted(options.items())))
+        return (wrt_key(self.wrt), arg_types_key(self.arg_types), self.options.key,
+                self.backend)
 
 
-def gradient_code(primal: Callable, wrt: Wrt = 0, kinds: dict | None = None,
-                  fused: bool | str = "grad"):
+def gradient_code(primal: Callable, wrt: Wrt = 0, arg_types: dict | None = None,
+                  variant: Variant = Variant.GRAD):
     """The compiled code of `grad(primal, wrt)` that is differentiated again: without its
     argument-type guard, calling other Python functions through their `h_adjoint` (see
-    `reverse`), for arguments of `kinds`. Forward mode over it makes `grad(grad(f))`,
+    `build`), for arguments of `arg_types`. Forward mode over it makes `grad(grad(f))`,
     `hvp` and `hessian`; a call of `grad(f)` inside differentiated code is a call of it
-    (of `value_and_grad(f)`, with `fused=True`, a call of the code that returns both)."""
-    return derivative(target(primal), "reverse", wrt, kinds, fused=fused, guard=False,
-                      recompute=True)
+    (of `value_and_grad(f)`, with `Variant.VALUE_AND_GRAD`, a call of the code that
+    returns both)."""
+    return derivative(target(primal), wrt, arg_types, Options(variant, guard=False,
+                                                              recompute=True))
 
 
-def _request(mode, fn, wrt, kinds, **options):
+def _request(fn, wrt, arg_types, options, backend="python"):
     fn = target(fn)
-    kinds = default_kinds(fn) if kinds is None else kinds
+    arg_types = default_arg_types(fn) if arg_types is None else arg_types
     gradient = getattr(fn, "s2s_gradient", None)
     if gradient is not None:        # grad(f) called by code being differentiated
-        primal, grad_wrt, fused = gradient
-        if options.get("backend") == "numba":       # (its loops' tapes arrays)
-            fn = derivative(target(primal), "reverse", grad_wrt, kinds,
-                            **native_options(fused, options.get("jit", ()))).fn
+        primal, grad_wrt, kind = gradient
+        if backend == "numba":       # (its loops' tapes arrays)
+            fn = derivative(target(primal), grad_wrt, arg_types,
+                            native_options(Variant(kind), options.jit), backend).fn
         else:
-            fn = gradient_code(primal, grad_wrt, kinds, fused).fn
-    if mode == "forward":
-        options.setdefault("guard", False)
-        options.setdefault("tangent_only", False)
-        options.setdefault("release", False)
-        if options.get("backend", "python") == "python":
-            options.pop("backend", None)
-    else:
-        options.setdefault("fused", False)
-        options.setdefault("release", False)
-        options.setdefault("guard", True)
-        options.setdefault("recompute", False)
-        if not (options["fused"] in (True, "grad", "adjoint", "advance") and options["guard"]):
-            options["patterns"] = None
-        if options.get("backend", "python") == "python":
-            options.pop("backend", None)
-    return _Request(mode, fn, wrt, kinds, options)
+            fn = gradient_code(primal, grad_wrt, arg_types, Variant(kind)).fn
+    if options.patterns is not None and not (options.variant.fused and options.guard):
+        options = dataclasses.replace(options, patterns=None)
+    return _Request(fn, wrt, arg_types, options, backend)
 
 
 class _Build:
@@ -292,7 +256,8 @@ class _Build:
                 for _, callee in derivative.callees:
                     # (reverse mode of the gradient code of `grad(f)` called in a function)
                     gradient = getattr(callee.fn, "s2s_gradient", None)
-                    inside = within or (gradient if callee.mode != "jvp" else None)
+                    inside = within or (
+                        gradient if callee.variant is not Variant.JVP else None)
                     # the library function the user's code calls, this callee or above it
                     into = entry or ((callee.fn, derivative) if source.is_library(callee.fn)
                                      else None)
@@ -349,15 +314,8 @@ class _Build:
                 guards.watch(_Watcher(d))
 
     def make(self, request):
-        options = dict(request.options)
-        if request.mode == "forward":
-            passes = NUMBA_FORWARD if options.get("backend") == "numba" else FORWARD_MODE
-        elif options.get("backend") == "numba":
-            passes = NUMBA_GRADIENT
-        else:
-            passes = FUSED_GRADIENT if options["fused"] else REVERSE_MODE
-        ctx, node = compilation(request.fn, request.wrt, passes, None, request.kinds,
-                                **options)
+        ctx, node = compilation(request.fn, request.wrt, request.arg_types, request.options,
+                                backend=request.backend)
         derivative = _compiled(ctx, node)
         ctx.compiled()
         derivative.request = request
@@ -383,7 +341,8 @@ class _Build:
                 raise _library_needs_a_rule(entry, exc, fn) from exc
             gradient = within
             if gradient is None:
-                if (callee.mode != "jvp" or not isinstance(exc, UnsupportedSyntaxError)
+                if (callee.variant is not Variant.JVP
+                        or not isinstance(exc, UnsupportedSyntaxError)
                         or not str(exc.filename).startswith("<s2sad:")):
                     raise
                 # forward over reverse met generated code with a closure (a `g_vjp`)
@@ -470,24 +429,18 @@ def _no_collection():
 
 
 def _callee_request(callee, caller=None):
-    native = caller is not None and caller.options.get("backend") == "numba"
-    if callee.mode == "jvp":
-        return _request("forward", callee.fn, callee.wrt, callee.kinds, **(
-            native_forward_options(_jit_of(callee.fn, caller)) if native else {}))
-    if native:
-        return _request("reverse", callee.fn, callee.wrt, callee.kinds,
-                        **native_options("adjoint", _jit_of(callee.fn, caller)))
-    if callee.mode == "adjoint":
-        return _request("reverse", callee.fn, callee.wrt, callee.kinds, fused="adjoint",
-                        guard=False, recompute=True)
-    if callee.mode == "step":
-        return _request("reverse", callee.fn, callee.wrt, callee.kinds, fused="adjoint",
-                        guard=callee.patterns is not None, release=True,
-                        patterns=callee.patterns)
-    if callee.mode == "advance":
-        return _request("reverse", callee.fn, callee.wrt, callee.kinds, fused="advance",
-                        guard=True, release=True, patterns=callee.patterns)
-    return _request("reverse", callee.fn, callee.wrt, callee.kinds)
+    if caller is not None and caller.backend == "numba":
+        variant = Variant.JVP if callee.variant is Variant.JVP else Variant.ADJOINT
+        return _request(callee.fn, callee.wrt, callee.arg_types, native_options(
+            variant, _jit_of(callee.fn, caller)), caller.backend)
+    options = {
+        Variant.JVP: Options(Variant.JVP, guard=False),
+        Variant.ADJOINT: Options(Variant.ADJOINT, guard=False, recompute=True),
+        Variant.STEP: Options(Variant.STEP, guard=callee.patterns is not None, release=True,
+                              patterns=callee.patterns),
+        Variant.ADVANCE: Options(Variant.ADVANCE, release=True, patterns=callee.patterns),
+    }.get(callee.variant, Options())
+    return _request(callee.fn, callee.wrt, callee.arg_types, options)
 
 
 def callee_bindings(ctx):
@@ -501,14 +454,15 @@ def compiled_callee(callee: Callee, caller: _Request | None = None) -> CompiledD
     (what `s2sad.export` writes out with the code that calls it); `caller`, the request
     of the derivative that calls it (the numba backend's calls the numba backend's)."""
     request = _callee_request(callee, caller)
-    return derivative(request.fn, request.mode, request.wrt, request.kinds, **request.options)
+    return derivative(request.fn, request.wrt, request.arg_types, request.options,
+                      request.backend)
 
 
 def _jit_of(fn, caller):
     """numba.njit's options for the derivative of `fn`, called from `caller` (a request):
     those of `fn` when it is a Numba function, else the caller's."""
     options = getattr(fn, "targetoptions", None)
-    return jit_options(options) if options is not None else caller.options["jit"]
+    return jit_options(options) if options is not None else caller.options.jit
 
 
 def jit_options(targetoptions):
@@ -528,14 +482,14 @@ def _linked(callee, derivative):
                 "with arguments bound to it (a method, a functools.partial); call the "
                 "function itself, or differentiate with the Python backend (the default)")
         code = derivative.fn.__code__
-        if callee.mode == "jvp" and code.co_varnames[callee.nargs:code.co_argcount] != tuple(
-                derivative.tangent_names):
+        given = code.co_varnames[callee.nargs:code.co_argcount]
+        if callee.variant is Variant.JVP and given != tuple(derivative.tangent_names):
             raise NativeBackendError(
                 f"the numba backend calls the forward mode of {callee.fn.__qualname__}() "
                 "with every argument given by position; pass the ones it leaves to "
                 "defaults, or differentiate with the Python backend (the default)")
         return derivative.native
-    if callee.mode == "jvp":
+    if callee.variant is Variant.JVP:
         return JVPCall(derivative, callee.nargs, callee.args, callee.kwargs)
     if callee.args or callee.kwargs:
         return functools.partial(derivative.fn, *callee.args, **callee.kwargs)

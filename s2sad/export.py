@@ -52,12 +52,13 @@ import numpy as np
 
 from . import driver, emit, pipeline
 from .analysis.value_kinds import guarded
-from .compilation import (Wrt, default_kinds, kinds_of, parameters, patterns_of, refuse_complex,
-                          wrt_names)
+from .compilation import (Wrt, arg_types_of, default_arg_types, parameters, patterns_of,
+                          refuse_complex, wrt_names)
 from .errors import ExportError, InternalError, warn_unconnected
 from .export_pieces import Piece, Pieces
 from .frontend import source
 from .frontend.source import MISSING, numba_function
+from .options import Options, Variant
 from .rules import numba_runtime, pytrees, runtime
 
 #: The derivatives each mode exports, by default all of them.
@@ -116,13 +117,13 @@ def export(f: Callable, path: str | os.PathLike | None = None, mode: str = "reve
     if args is not None:
         refuse_complex(target, [params.index(n) for n in names], args)
         _refuse_registered(target, [params.index(n) for n in names], args)
-    kinds = default_kinds(target) if args is None else kinds_of(target, args)
+    arg_types = default_arg_types(target) if args is None else arg_types_of(target, args)
     patterns = None if args is None or backend == "numba" else patterns_of(target, args)
     command = command or _command(src, path, mode, names, kind, args, backend)
-    entries = _entries(f, mode, wrt, kinds, patterns, wanted, backend)
-    pieces = _pieces(src, entries, params, kinds, patterns, names, mode, command,
+    entries = _entries(f, mode, wrt, arg_types, patterns, wanted, backend)
+    pieces = _pieces(src, entries, params, arg_types, patterns, names, mode, command,
                      _native(backend))
-    text = _header(src, mode, names, params, kinds, patterns, entries, pieces, command,
+    text = _header(src, mode, names, params, arg_types, patterns, entries, pieces, command,
                    isinstance(wrt, (tuple, list)), backend)
     text += _body(pieces)
     _check(text)
@@ -178,18 +179,18 @@ def _native(backend):
         raise ExportError("backend='numba' needs Numba: pip install \"s2sad[numba]\"") from None
 
 
-def _pieces(src, entries, params, kinds, patterns, wrt, mode, command, native=None):
+def _pieces(src, entries, params, arg_types, patterns, wrt, mode, command, native=None):
     """The pieces of the module (see export_pieces), found from the derivatives in
     `entries` and named; `_s2s_respecialize`, which the guards call, is this module's
     own: it raises TypeError. `native`: see `_native`."""
     exported_for = {d.fn.__name__: _exported_for(
-        params, kinds, patterns if kind in ("grad", "value_and_grad") else None, mode)
+        params, arg_types, patterns if kind in ("grad", "value_and_grad") else None, mode)
         for d, kind in entries}
     special = Piece("helper", _RESPECIALIZE, _special_env(exported_for, command), "export",
                     {"_s2s_respecialize": ("special", "respecialize")})
     pieces = Pieces(special=[(runtime.respecialize, special)], native=native)
     for derivative, kind in entries:
-        guard = _vjp_guard(params, kinds, wrt, derivative) if kind == "vjp" else None
+        guard = _vjp_guard(params, arg_types, wrt, derivative) if kind == "vjp" else None
         pieces.add_derivative(derivative, guard, f"{src.filename}:{src.first_line}")
     pieces.collect()
     pieces.allocate()
@@ -216,36 +217,35 @@ def _kinds_wanted(mode, kind, backend="python"):
     return wanted
 
 
-def _entries(f, mode, wrt, kinds, patterns, wanted, backend="python"):
+def _entries(f, mode, wrt, arg_types, patterns, wanted, backend="python"):
     """[(compiled derivative, kind)]: what `grad`, `value_and_grad`, `vjp` and `jvp` run
     (with `backend`)."""
     if mode == "forward":
         wrt = tuple(wrt) if isinstance(wrt, (tuple, list)) else (wrt,)
-        return [(driver.derivative(f, "forward", wrt, kinds, guard=True,
-                                     guard_bindings=False), "jvp")]
+        return [(driver.derivative(f, wrt, arg_types, Options(
+            Variant.JVP, guard_bindings=False)), "jvp")]
     # (an exported module is a snapshot: it copies what the derivative reads, and its
     # guards test only the types of the arguments)
-    options = {"vjp": {}, "grad": {"fused": "grad", "release": True, "patterns": patterns,
-                                   "guard_bindings": False},
-               "value_and_grad": {"fused": True, "release": True, "patterns": patterns,
-                                  "guard_bindings": False}}
+    options = {kind: Options(Variant(kind), release=True, patterns=patterns,
+                             guard_bindings=False) for kind in ("grad", "value_and_grad")}
+    options = {"vjp": Options(), **options}
     if backend == "numba":      # as numba_api.NativeDerivative makes them
         jit = driver.jit_options(f.targetoptions) if numba_function(f) is not None else ()
-        options = {"grad": pipeline.native_options("grad", jit),
-                   "value_and_grad": pipeline.native_options(True, jit)}
+        options = {kind: pipeline.native_options(Variant(kind), jit)
+                   for kind in ("grad", "value_and_grad")}
     out = []
     for kind in options:
         if kind in wanted:
-            derivative = driver.derivative(f, "reverse", wrt, kinds, **options[kind])
+            derivative = driver.derivative(f, wrt, arg_types, options[kind], backend)
             out.append((warn_unconnected(derivative), kind))
     return out
 
 
-def _vjp_guard(params, kinds, wrt, derivative):
+def _vjp_guard(params, arg_types, wrt, derivative):
     """The first lines of an exported `f_vjp`, which s2sad's has not (s2sad.vjp compiles
     it for the types of its arguments): the test that they are those it was made for,
     as `grad`'s guard tests them. With the objects the names in them denote."""
-    types = {p: k for p, k in kinds.items() if isinstance(k, type)}
+    types = {p: k for p, k in arg_types.items() if isinstance(k, type)}
     overlay = {"_s2s_respecialize": runtime.respecialize}
     tests = []
     for p in guarded(params, types):
@@ -267,11 +267,11 @@ def _vjp_guard(params, kinds, wrt, derivative):
 
 
 # -- what the header says --------------------------------------------------------------
-def _exported_for(params, kinds, patterns, mode):
+def _exported_for(params, arg_types, patterns, mode):
     """The arguments the code is specialised on, as `_s2s_respecialize` reports them."""
     parts = []
-    for p in params + sorted(k for k in kinds if "." in k):
-        kind = kinds.get(p)
+    for p in params + sorted(k for k in arg_types if "." in k):
+        kind = arg_types.get(p)
         if not isinstance(kind, type):
             continue
         if kind is np.ndarray and patterns and p in patterns:
@@ -289,12 +289,12 @@ def _exported_for(params, kinds, patterns, mode):
     return text + (" and tangents that are not None" if mode == "forward" else "")
 
 
-def _header(src, mode, wrt, params, kinds, patterns, entries, pieces, command, as_tuple,
+def _header(src, mode, wrt, params, arg_types, patterns, entries, pieces, command, as_tuple,
             backend="python"):
     version = _version()
     lines = [f'"""Derivatives of {src.name}() from {os.path.basename(src.filename)}, '
              f"line {src.first_line}, written by s2sad {version}.", ""]
-    for_ = _exported_for(params, kinds, patterns, mode)
+    for_ = _exported_for(params, arg_types, patterns, mode)
     compiled = ", compiled with Numba" if backend == "numba" else ""
     lines += _wrapped(f"{mode.capitalize()} mode, with respect to {', '.join(wrt)}, for "
                       f"{for_}{compiled}:")
@@ -309,7 +309,7 @@ def _header(src, mode, wrt, params, kinds, patterns, entries, pieces, command, a
             "jvp": "(value, value_dot)"}[kind])
     lines.append("")
     star = " (* is any length but 1.)" if "*" in for_ else ""
-    classes = sorted({k.__name__ for k in kinds.values() if isinstance(k, type)
+    classes = sorted({k.__name__ for k in arg_types.values() if isinstance(k, type)
                       and k.__module__ != "builtins" and k is not np.ndarray})
     if classes:
         star += (f" Arguments of your classes ({', '.join(classes)}) are instances of this "

@@ -47,6 +47,7 @@ from . import driver
 from .errors import ExportError, InternalError
 from .export_names import column, identifiers, module_names, renamed
 from .frontend.source import MISSING, is_library, numba_function
+from .options import Variant
 from .rules import runtime
 
 #: The largest array a constant is written out for, in elements.
@@ -318,7 +319,7 @@ class Pieces:
             if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
                 continue
             callee = callees.get(call.func.id)
-            if callee is None or callee.mode != "jvp":
+            if callee is None or callee.variant is not Variant.JVP:
                 continue
             names = driver.compiled_callee(callee, piece.env.request).tangent_names
             for arg, tangent in zip(call.args[callee.nargs:], names):

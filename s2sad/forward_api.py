@@ -10,19 +10,21 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import driver, numba_api
-from .compilation import Wrt, default_kinds, kinds_of, refuse_complex, wrt_indices
+from .compilation import Wrt, arg_types_of, default_arg_types, refuse_complex, wrt_indices
 from .errors import NonScalarOutputError, S2SADError, warn_unconnected
+from .options import Options, Variant
 from .rules import pytrees, registry, runtime
 
 _target = driver.target
 
 
-def compiled(fn, wrt, kinds=None, guard=False):
+def compiled(fn, wrt, arg_types=None, guard=False):
     """The compiled `f_jvp` of `fn` for `wrt` (a tuple of indices or names), specialised
-    on argument `kinds` (see compilation.kinds_of), through the cache; with `guard`, the
-    version that checks its arguments (see driver.forward) and frees each array after
-    its last use (`release`)."""
-    return driver.derivative(fn, "forward", tuple(wrt), kinds, guard=guard, release=guard)
+    on `arg_types` (see compilation.arg_types_of), through the cache; with `guard`, the
+    version that checks its arguments and frees each array after its last use
+    (`release`)."""
+    return driver.derivative(fn, tuple(wrt), arg_types, Options(Variant.JVP, guard=guard,
+                                                                release=guard))
 
 
 def _call(d, args, kwargs, tangents):
@@ -187,7 +189,7 @@ def _jvp_entry(f, primals, tangents, first, kwargs):
     if not wrt:
         raise S2SADError("jvp needs at least one tangent that is not None")
     refuse_complex(f, wrt, primals)
-    d = compiled(f, wrt, kinds_of(_target(f), primals, kwargs), guard=True)
+    d = compiled(f, wrt, arg_types_of(_target(f), primals, kwargs), guard=True)
     code = getattr(d.fn, "__code__", None)
     by_position = (code is not None and
                    code.co_varnames[len(primals):code.co_argcount] == tuple(d.tangent_names))
@@ -345,14 +347,14 @@ def jacfwd(f: Callable, wrt: Wrt = 0) -> Callable:
         target = _target(f if gradient is None else gradient[0])
         many, indices = _wrt(target, wrt)
         refuse_complex(target, indices, args)
-        kinds = kinds_of(target, args)
+        arg_types = arg_types_of(target, args)
         likes, cols = [_template(args[i]) for i in indices], []
         for i, like in zip(indices, likes):
             if gradient is None:
-                d = compiled(f, (i,), kinds)
+                d = compiled(f, (i,), arg_types)
                 cols += [lambda d=d, e=e: _call(d, args, kwargs, (e,))[1] for e in _basis(like)]
             else:
-                d = _gradient_jvp(*gradient, (i,), kinds)
+                d = _gradient_jvp(*gradient, (i,), arg_types)
                 cols += [lambda d=d, e=e: _call(d, args, kwargs, (e,)) for e in _basis(like)]
         cols = _as_one_call(target, cols)
         return _assemble(cols, cols[0] if cols else f(*args, **kwargs),
@@ -379,8 +381,8 @@ def jacrev(f: Callable, wrt: Wrt = 0) -> Callable:
         target = _target(f)
         many, indices = _wrt(target, wrt)
         refuse_complex(target, indices, args)
-        kinds = kinds_of(target, args)
-        derivative = driver.derivative(f, "reverse", tuple(indices), kinds)
+        arg_types = arg_types_of(target, args)
+        derivative = driver.derivative(f, tuple(indices), arg_types)
         y, pullback = warn_unconnected(derivative).fn(*args, **kwargs)
         y_like = _template(y)
         rows = [pullback(e) for e in _basis(y_like)]
@@ -402,31 +404,32 @@ def _grad_jvp(f, wrt, args):
     target = _target(f)
     i = _indices(target, wrt)[0]
     refuse_complex(target, [i], args)
-    return i, _gradient_jvp(f, i, (i,), kinds_of(target, args))
+    return i, _gradient_jvp(f, i, (i,), arg_types_of(target, args))
 
 
-def gradient_code(f, kinds=None):
+def gradient_code(f, arg_types=None):
     """The compiled gradient code (`g_grad`, without its argument-type guard, calling
-    other Python functions through their `h_adjoint`, see driver.adjoint_of) that
+    other Python functions through their `h_adjoint`, see driver.gradient_code) that
     forward over reverse differentiates for gradient `f` (see `gradient_of`), for
-    arguments of `kinds` (by default, those `source` assumes)."""
+    arguments of `arg_types` (by default, those `source` assumes)."""
     primal, grad_wrt = gradient_of(f)
-    return _gradient_code(_target(primal), grad_wrt, kinds)
+    return _gradient_code(_target(primal), grad_wrt, arg_types)
 
 
-def _gradient_code(target, grad_wrt, kinds=None):
-    return warn_unconnected(driver.gradient_code(target, grad_wrt, kinds))
+def _gradient_code(target, grad_wrt, arg_types=None):
+    return warn_unconnected(driver.gradient_code(target, grad_wrt, arg_types))
 
 
-def _gradient_jvp(f, grad_wrt, wrt, kinds):
+def _gradient_jvp(f, grad_wrt, wrt, arg_types):
     """The compiled forward mode, along parameters `wrt` (indices), of the `f_grad` that
-    `grad(f, grad_wrt)` runs (forward over reverse), for arguments of `kinds`, through
+    `grad(f, grad_wrt)` runs (forward over reverse), for arguments of `arg_types`, through
     the cache. The gradient code is compiled without its argument-type guard (the
     callers pick the version by the arguments' types) and calls other functions
     through their adjoints (see `gradient_code`). Without the value, it computes no
     tangent of the value but those the gradient's tangent needs."""
-    grad = _gradient_code(_target(f), grad_wrt, kinds)
-    return driver.derivative(grad.fn, "forward", tuple(wrt), kinds, tangent_only=True)
+    grad = _gradient_code(_target(f), grad_wrt, arg_types)
+    return driver.derivative(grad.fn, tuple(wrt), arg_types, Options(Variant.TANGENT,
+                                                                     guard=False))
 
 
 def gradient_of(f):
@@ -439,8 +442,8 @@ def gradient_of(f):
 
 def _gradient(f):
     """`(primal, wrt)` if `f` is `grad(primal, wrt)` (which runs the gradient code,
-    `fused="grad"`), whose Jacobian is forward mode over that code, else None."""
-    return gradient_of(f) if getattr(f, "fused", None) == "grad" else None
+    `Variant.GRAD`), whose Jacobian is forward mode over that code, else None."""
+    return gradient_of(f) if getattr(f, "variant", None) is Variant.GRAD else None
 
 
 def source(f, wrt=None, at=None):
@@ -454,13 +457,13 @@ def source(f, wrt=None, at=None):
     wrt = tuple(wrt) if isinstance(wrt, (tuple, list)) else (wrt,)
     gradient = gradient_of(f)
     if gradient is None:
-        kinds = None if at is None else kinds_of(_target(f), at)
-        return compiled(f, wrt, kinds).source
+        arg_types = None if at is None else arg_types_of(_target(f), at)
+        return compiled(f, wrt, arg_types).source
     primal, grad_wrt = gradient
     target = _target(primal)
-    kinds = default_kinds(target) if at is None else kinds_of(target, at)
+    arg_types = default_arg_types(target) if at is None else arg_types_of(target, at)
     indices = tuple(wrt_indices(target, wrt))
-    return _gradient_jvp(primal, grad_wrt, indices, kinds).source
+    return _gradient_jvp(primal, grad_wrt, indices, arg_types).source
 
 
 def _mark_gradient(derivative, f, wrt, kind, tangents=None):
@@ -498,7 +501,7 @@ def second_derivative(df, wrt):
         j = wrt_indices(target, wrt)[0]
         _check_scalar_gradient(target, i, args[i])
         refuse_complex(target, [i, j], args)
-        d = _gradient_jvp(df.primal, i, (j,), kinds_of(target, args))
+        d = _gradient_jvp(df.primal, i, (j,), arg_types_of(target, args))
         if _is_scalar(args[j]):
             return _call(d, args, kwargs, (1.0,))
         like = _template(args[j])
@@ -543,7 +546,7 @@ def hvp(f: Callable, wrt: Wrt = 0, *, backend: str = "python") -> Callable:
     def product(*args, **kwargs):
         *args, v = args
         args, kwargs = _by_position(f, args, kwargs)
-        # (complex arrays are of a kind of their own: see compilation.kinds_of)
+        # (complex arrays are of a kind of their own: see compilation.arg_types_of)
         key = (tuple(map(type, args)), registry.version,
                tuple(getattr(getattr(a, "dtype", None), "kind", None) == "c" for a in args))
         d = compiled_for.get(key)

@@ -10,8 +10,8 @@ specialisation for the Numba types of the arguments, so the derivative is compil
 the calling function. Called from Python, it calls a small `@numba.njit` function that
 calls it, so that Numba's dispatcher, not Python, picks the specialisation; arguments
 Numba cannot type, fewer arguments than parameters, or a derivative s2sad or Numba
-refuses take the Python path, which compiles for the kinds of the arguments
-(compilation.kinds_of) and calls that dispatcher, or raises the error that says why.
+refuses take the Python path, which compiles for the types of the arguments
+(compilation.arg_types_of) and calls that dispatcher, or raises the error that says why.
 
 Numba is imported when such a derivative is made, not before: the core install has
 only gast and NumPy.
@@ -26,9 +26,10 @@ import re
 import numpy as np
 
 from . import driver, pipeline
-from .compilation import kinds_of, refuse_complex, wrt_indices
+from .compilation import arg_types_of, refuse_complex, wrt_indices
 from .errors import CustomRuleError, NativeBackendError, S2SADError, warn_unconnected
 from .frontend.source import function_from_source, numba_function
+from .options import Variant
 from .rules import numba_runtime
 
 
@@ -42,20 +43,20 @@ def _numba():
 
 
 class NativeDerivative:
-    """`grad(f, wrt, backend="numba")` (`fused="grad"`) or `value_and_grad` (`fused=True`):
-    callable from Python and from `@numba.njit` functions."""
+    """`grad(f, wrt, backend="numba")` (`Variant.GRAD`) or `value_and_grad`
+    (`Variant.VALUE_AND_GRAD`): callable from Python and from `@numba.njit` functions."""
 
-    def __init__(self, f, wrt, fused, jit=None):
+    def __init__(self, f, wrt, variant, jit=None):
         numba = _numba()
         functools.update_wrapper(self, f)
         self.primal = f
         self.wrt = wrt
-        self.fused = fused
-        self.s2s_made_by = "grad" if fused == "grad" else "value_and_grad"
+        self.variant = variant
+        self.s2s_made_by = variant.value
         self.jit = tuple(sorted((jit or {}).items())) if jit is not None else (
             driver.jit_options(f.targetoptions) if numba_function(f) is not None else ())
         self._target = driver.target(f)
-        self._kinds = None
+        self._arg_types = None
         params = list(inspect.signature(self._target).parameters)
         self._params = params
         # an overload whose parameters are the primal's, as Numba requires
@@ -83,11 +84,12 @@ class NativeDerivative:
         self._by_types = {}
         self._compiled = []         # the derivatives the entry's specialisations compiled
 
-    def derivative(self, kinds):
-        """The compiled derivative for arguments of `kinds` (see compilation.kinds_of)."""
-        _refuse_containers(self._target, self.wrt, kinds)
-        d = driver.derivative(self._target, "reverse", self.wrt, kinds,
-                                **pipeline.native_options(self.fused, self.jit))
+    def derivative(self, arg_types):
+        """The compiled derivative for arguments of `arg_types` (see
+        compilation.arg_types_of)."""
+        _refuse_containers(self._target, self.wrt, arg_types)
+        d = driver.derivative(self._target, self.wrt, arg_types,
+                              pipeline.native_options(self.variant, self.jit), "numba")
         return warn_unconnected(d)
 
     def __call__(self, *args):
@@ -105,8 +107,8 @@ class NativeDerivative:
         _refuse_containers(self._target, self.wrt, {p: type(a) for p, a in zip(
             self._params, args)})
         refuse_complex(self._target, wrt_indices(self._target, self.wrt), args)
-        self._kinds = kinds_of(self._target, args)
-        d = self.derivative(self._kinds)
+        self._arg_types = arg_types_of(self._target, args)
+        d = self.derivative(self._arg_types)
         self._compiled.append(d)
         native = d.native
         try:
@@ -122,7 +124,7 @@ class NativeDerivative:
         implementation)."""
         _refuse_containers(self._target, self.wrt, {
             p: _container_of(t) for p, t in zip(self._params, types)})
-        kinds = {}
+        arg_types = {}
         for i in wrt_indices(self._target, self.wrt):
             t = types[i] if i < len(types) else None
             if isinstance(getattr(t, "dtype", t), _numba().types.Complex):
@@ -133,26 +135,26 @@ class NativeDerivative:
         for p, t in zip(self._params, types):
             kind = _kind_of(t)
             if kind is not None:
-                kinds[p] = kind
-        d = self.derivative(kinds)
+                arg_types[p] = kind
+        d = self.derivative(arg_types)
         d.native        # noqa: B018 - binds the functions it calls to Numba's
-        self._kinds = kinds
+        self._arg_types = arg_types
         self._compiled.append(d)
         return d.fn
 
     def dispatcher(self, *args):
         """The Numba dispatcher of the specialisation for `args`."""
-        return self.derivative(kinds_of(self._target, args)).native
+        return self.derivative(arg_types_of(self._target, args)).native
 
     @property
     def source(self):
-        """The generated source for the argument kinds of the last specialisation
+        """The generated source for the argument types of the last specialisation
         compiled (before any, for floats, or arrays if the function uses NumPy)."""
-        return self.derivative(self._kinds).source
+        return self.derivative(self._arg_types).source
 
     def __repr__(self):
-        kind = "grad" if self.fused == "grad" else "value_and_grad"
-        return f"<s2sad {kind} of {self.primal.__qualname__} wrt={self.wrt!r}, numba>"
+        return (f"<s2sad {self.variant.value} of {self.primal.__qualname__} "
+                f"wrt={self.wrt!r}, numba>")
 
 
 class _StandIn:
@@ -174,10 +176,10 @@ def jvp(f, primals, tangents, kwargs):
     target = driver.target(f)
     refuse_complex(target, wrt, primals)
     jit = driver.jit_options(f.targetoptions) if numba_function(f) is not None else ()
-    kinds = kinds_of(target, primals)
-    _refuse_containers(target, wrt, kinds)
-    d = warn_unconnected(driver.derivative(target, "forward", wrt, kinds,
-                                             **pipeline.native_forward_options(jit)))
+    arg_types = arg_types_of(target, primals)
+    _refuse_containers(target, wrt, arg_types)
+    d = warn_unconnected(driver.derivative(target, wrt, arg_types,
+                                           pipeline.native_options(Variant.JVP, jit), "numba"))
     given = [t for t in tangents if t is not None]
     code = d.fn.__code__
     by_name = {} if code.co_varnames[len(primals):code.co_argcount] == tuple(
@@ -194,13 +196,13 @@ def jvp(f, primals, tangents, kwargs):
 def gradient_jvp(f, i, args):
     """`product(*args, v, **kwargs)`: the Hessian of `f` with respect to argument `i` at
     `args`, times `v`, by forward mode over the numba backend's gradient code (its tapes
-    arrays, its helpers of numbers numbers), both compiled for the kinds of `args`; the
+    arrays, its helpers of numbers numbers), both compiled for the types of `args`; the
     forward mode is compiled by `numba.njit` (with the options of `f` if it is a
     `@numba.njit` function)."""
     numba = _numba()
     target = driver.target(f)
     refuse_complex(target, [i], args)
-    d = gradient_code_jvp(f, i, (i,), kinds_of(target, args))
+    d = gradient_code_jvp(f, i, (i,), arg_types_of(target, args))
     code = d.fn.__code__
     by_position = code.co_varnames[len(args):code.co_argcount] == tuple(d.tangent_names)
 
@@ -216,22 +218,22 @@ def gradient_jvp(f, i, args):
     return product
 
 
-def gradient_code_jvp(f, i, tangents, kinds, stage=None):
+def gradient_code_jvp(f, i, tangents, arg_types, stage=None):
     """The forward mode, along parameters `tangents` (indices), of the numba backend's
-    gradient code of `f` with respect to parameter `i`, for arguments of `kinds`: the
+    gradient code of `f` with respect to parameter `i`, for arguments of `arg_types`: the
     tangent alone, through the cache (what `hvp(f, backend="numba")` compiles). With
     `stage`, its source after that pass of forward mode (for `s2sad show`)."""
     target = driver.target(f)
-    _refuse_containers(target, i, kinds)
+    _refuse_containers(target, i, arg_types)
     jit = driver.jit_options(f.targetoptions) if numba_function(f) is not None else ()
-    gradient = warn_unconnected(driver.derivative(target, "reverse", i, kinds,
-                                                    **pipeline.native_options("grad", jit)))
+    gradient = warn_unconnected(driver.derivative(
+        target, i, arg_types, pipeline.native_options(Variant.GRAD, jit), "numba"))
     if stage is not None:
-        return pipeline.stage_source(gradient.fn, stage, tangents, kinds, mode="forward",
+        return pipeline.stage_source(gradient.fn, stage, tangents, arg_types, mode="forward",
                                      backend="numba")
-    return warn_unconnected(driver.derivative(gradient.fn, "forward", tuple(tangents),
-                                                kinds, tangent_only=True,
-                                                **pipeline.native_forward_options(jit)))
+    return warn_unconnected(driver.derivative(
+        gradient.fn, tuple(tangents), arg_types, pipeline.native_options(Variant.TANGENT, jit),
+        "numba"))
 
 
 def _not_compiled(target, exc, where):
@@ -251,13 +253,13 @@ def _not_compiled(target, exc, where):
         "with the Python backend (the default)")
 
 
-def _refuse_containers(target, wrt, kinds):
+def _refuse_containers(target, wrt, arg_types):
     """Raise a NativeBackendError if a parameter of `target` in `wrt` is specialised on a
-    list, tuple, dict or dataclass (`kinds`, see compilation.kinds_of): its derivative
-    would be one too, and Numba code has no containers."""
+    list, tuple, dict or dataclass (`arg_types`, see compilation.arg_types_of): its
+    derivative would be one too, and Numba code has no containers."""
     for i in wrt_indices(target, wrt):
         p = list(inspect.signature(target).parameters)[i]
-        kind = kinds.get(p)
+        kind = arg_types.get(p)
         if isinstance(kind, type) and issubclass(kind, (list, tuple, dict)) or (
                 dataclasses.is_dataclass(kind)):
             what = (f"a {kind.__name__}" if kind in (list, tuple, dict) else "a named tuple"
@@ -274,7 +276,7 @@ def _refuse_containers(target, wrt, kinds):
 
 def _kind_of(t):
     numba = _numba()
-    if isinstance(t, numba.types.Array):      # (of unknown kind if complex, as in kinds_of)
+    if isinstance(t, numba.types.Array):    # (of unknown kind if complex: see arg_types_of)
         return None if isinstance(t.dtype, numba.types.Complex) else np.ndarray
     if isinstance(t, numba.types.Boolean):
         return None

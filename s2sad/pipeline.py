@@ -24,6 +24,7 @@ import gast
 from . import emit, syntax
 from .ad import forward_mode, fused, header, inplace, reverse_mode
 from .compilation import Compilation, Wrt
+from .options import Options, Variant
 from .errors import InternalError, S2SADError
 from .passes import (aliasing, checkpointed_loops, combine_terms, common_subexpressions,
                      complex_values, desugar, guard_bindings, element_adjoints, enclose, hoist_invariants, inline_helpers,
@@ -208,15 +209,26 @@ def _internal(fn, exc):
         "the function.")
 
 
+def passes_for(variant: Variant, backend: str = "python") -> list[Pass]:
+    """The passes that make a derivative of `variant` with `backend`."""
+    if variant.forward:
+        return NUMBA_FORWARD if backend == "numba" else FORWARD_MODE
+    if backend == "numba":
+        return NUMBA_GRADIENT
+    return FUSED_GRADIENT if variant.fused else REVERSE_MODE
+
+
 @reported
-def compilation(fn: Callable, wrt: Wrt = 0, passes: list[Pass] = REVERSE_MODE,
-                until: str | None = None, kinds: dict | None = None,
-                **options) -> tuple[Compilation, gast.FunctionDef]:
-    """`(ctx, node)`: `fn` through `passes`, up to and including the pass named `until`
-    (all of them without it), for `wrt`, specialised on `kinds` (by default
-    `default_kinds`); `options` are those of `Compilation`."""
-    forward = any(p.run is forward_mode.run for p in passes)
-    ctx = Compilation.of(fn, wrt, kinds, mode="forward" if forward else "reverse", **options)
+def compilation(fn: Callable, wrt: Wrt = 0, arg_types: dict | None = None,
+                options: Options = Options(), until: str | None = None,
+                passes: list[Pass] | None = None,
+                backend: str = "python") -> tuple[Compilation, gast.FunctionDef]:
+    """`(ctx, node)`: `fn` through `passes` (by default those of `options.variant`, see
+    `passes_for`), up to and including the pass named `until` (all of them without it),
+    for `wrt`, specialised on `arg_types` (by default `default_arg_types`), with
+    `options`."""
+    passes = passes_for(options.variant, backend) if passes is None else passes
+    ctx = Compilation.of(fn, wrt, arg_types, options, backend=backend)
     ctx.front_end = _front_end
     if until is not None and until not in [p.name for p in passes]:
         raise S2SADError(f"no pass is called {until!r}; the passes are "
@@ -229,13 +241,14 @@ def compilation(fn: Callable, wrt: Wrt = 0, passes: list[Pass] = REVERSE_MODE,
     return ctx, node
 
 
-def _front_end(fn, kinds):
+def _front_end(fn, arg_types):
     """`(ctx, node)`: `fn`, a function another one calls, through the passes before the
-    aliasing pass (to `resolve_calls`), specialised on `kinds`, for analyses of the call."""
-    return compilation(fn, (), FRONT, "resolve_calls", kinds)
+    aliasing pass (to `resolve_calls`), specialised on `arg_types`, for analyses of the
+    call."""
+    return compilation(fn, (), arg_types, until="resolve_calls", passes=FRONT)
 
 
-def stage_source(fn: Callable, stage: str, wrt: Wrt = 0, kinds: dict | None = None,
+def stage_source(fn: Callable, stage: str, wrt: Wrt = 0, arg_types: dict | None = None,
                  mode: str = "reverse", backend: str = "python") -> str:
     """The source of `fn` after the pass `stage` (see `stage_names`): of the reverse-mode
     list, else of the fused gradient `grad` runs (with `backend="numba"`, or for a pass of
@@ -245,28 +258,23 @@ def stage_source(fn: Callable, stage: str, wrt: Wrt = 0, kinds: dict | None = No
     if stage in [p.name for p in NUMBA_GRADIENT[len(FUSED_GRADIENT):]]:
         backend = "numba"
     if mode == "forward":
-        passes, options = ((NUMBA_FORWARD, native_forward_options()) if backend == "numba"
-                           else (FORWARD_MODE, {}))
+        options = native_options(Variant.JVP) if backend == "numba" else Options(Variant.JVP)
     elif backend == "numba":
-        passes, options = NUMBA_GRADIENT, native_options("grad")
+        options = native_options(Variant.GRAD)
     elif stage in [p.name for p in REVERSE_MODE]:
-        passes, options = REVERSE_MODE, {}
+        options = Options()
     else:
-        passes, options = FUSED_GRADIENT, {"fused": "grad", "release": True}
-    ctx, node = compilation(fn, wrt, passes, stage, kinds, **options)
+        options = Options(Variant.GRAD, release=True)
+    ctx, node = compilation(fn, wrt, arg_types, options, stage, backend=backend)
     lifted = ctx.lifted_defs if stage == "lift" else []
     return "\n".join(emit.to_source(n) for n in lifted + [node])
 
 
-def native_options(fused, jit=()):
-    """The options of the fused gradient `fused` ("grad" or True) for the numba backend:
-    no guard (Numba dispatches on types), no buffer reuse or `del` (Numba manages its
-    arrays), calls of other functions through their `g_adjoint`, which has no
-    closure; `jit`, numba.njit's options as (name, value) pairs."""
-    return {"fused": fused, "release": False, "guard": False, "recompute": True,
-            "backend": "numba", "jit": tuple(sorted(jit))}
-
-
-def native_forward_options(jit=()):
-    """The options of forward mode's `f_jvp` for the numba backend: no guard."""
-    return {"guard": False, "backend": "numba", "jit": tuple(sorted(jit))}
+def native_options(variant: Variant, jit: tuple = ()) -> Options:
+    """The options of `variant` for the numba backend, `jit` being numba.njit's options as
+    (name, value) pairs: no guard (Numba dispatches on types); for a fused gradient, no
+    buffer reuse or `del` (Numba manages its arrays), and calls of other functions
+    through their `g_adjoint`, which has no closure."""
+    if variant.forward:
+        return Options(variant, guard=False, jit=tuple(sorted(jit)))
+    return Options(variant, release=False, guard=False, recompute=True, jit=tuple(sorted(jit)))

@@ -49,8 +49,9 @@ import gast
 import numpy as np
 
 from . import driver, forward_api, pipeline
-from .compilation import kinds_of, wrt_names
+from .compilation import arg_types_of, wrt_names
 from .errors import S2SADError
+from .options import Options, Variant
 from .frontend import source
 from .rules import runtime
 from .trace_recording import (Backward, Forward, Recorder, Tangents, closure_values,
@@ -226,8 +227,8 @@ def _tangents(fn, names, args, kwargs, tangents, rows, value, nloops, notes):
     if len(tangents) != len(names):
         raise S2SADError(f"tangents: expected one per differentiated input {list(names)}, "
                          f"got {len(tangents)}")
-    ctx, jvp = pipeline.compilation(fn, names, pipeline.FORWARD_MODE, "forward",
-                                    kinds_of(fn, args))
+    ctx, jvp = pipeline.compilation(fn, names, arg_types_of(fn, args), Options(Variant.JVP),
+                                    "forward")
     src, helpers = ctx.src, dict(ctx.bindings, **driver.callee_bindings(ctx))
     taken = {n.id for n in gast.walk(jvp) if isinstance(n, gast.Name)}
     taken |= set(src.free_values()) | set(helpers)
@@ -307,7 +308,7 @@ def _arguments(fn, args, kwargs):
 
 def _adjoints(fn, src, names, args, kwargs, seed, rows, value, loops):
     """Run the instrumented pullback; fill in `rows`' adjoints; return the gradient."""
-    ctx, vjp = pipeline.compilation(fn, names, until="reverse", kinds=kinds_of(fn, args))
+    ctx, vjp = pipeline.compilation(fn, names, arg_types_of(fn, args), until="reverse")
     src, result = ctx.src, ctx.reverse
     helpers = dict(ctx.bindings, **driver.callee_bindings(ctx))
     pullback = result.pullback

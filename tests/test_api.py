@@ -67,10 +67,10 @@ def test_source_and_attributes():
 
 
 def test_generated_code_is_inspectable_and_shows_in_tracebacks():
-    compiled = s2sad.driver.reverse(m.f, 0)
+    compiled = s2sad.driver.build(m.f, 0)
     assert inspect.getsource(compiled.fn) == compiled.source
     # another version of the same function (other parameters) keeps its own lines
-    other = s2sad.driver.reverse(m.f, 1)
+    other = s2sad.driver.build(m.f, 1)
     assert other.filename != compiled.filename
     assert inspect.getsource(other.fn) == other.source != compiled.source
     assert inspect.getsource(compiled.fn) == compiled.source
@@ -122,7 +122,7 @@ def test_no_internal_exception_escapes(monkeypatch):
         raise KeyError("boom")
     monkeypatch.setattr(wengert.Wengert, "run", broken)
     with pytest.raises(s2sad.InternalError, match="bug in s2sad"):
-        s2sad.driver.reverse(m.scaled, 0)
+        s2sad.driver.build(m.scaled, 0)
 
 
 def test_compiling_from_two_threads_at_once_gives_one_cache_entry(monkeypatch):

@@ -15,6 +15,7 @@ import pytest
 
 import s2sad
 from s2sad import compilation, driver
+from s2sad.options import Options, Variant
 from s2sad import emit
 from s2sad.passes.combine_terms import best, operations
 
@@ -130,8 +131,9 @@ def test_gradient_matches_finite_differences(f, args, wrt, which):
 
 
 def _source(f, *args, wrt=0, fused="grad"):
-    return driver.reverse(f, wrt, fused=fused, kinds=compilation.kinds_of(f, args),
-                            patterns=compilation.patterns_of(f, args), release=True).source
+    variant = Variant.GRAD if fused == "grad" else Variant.VALUE_AND_GRAD
+    return driver.build(f, wrt, compilation.arg_types_of(f, args), Options(
+        variant, release=True, patterns=compilation.patterns_of(f, args))).source
 
 
 @pytest.mark.parametrize("fused", ["grad", True])

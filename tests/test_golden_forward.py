@@ -14,6 +14,7 @@ import pytest
 
 import s2sad
 from s2sad import api, compilation, driver, forward_api
+from s2sad.options import Options, Variant
 
 from golden import functions, functions_numpy
 from test_golden import _point, central_difference
@@ -40,7 +41,8 @@ def function(name):
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_generated_source(name):
-    text = api._with_lifted(driver.forward(function(name), CASES[name]), "forward")
+    text = api._with_lifted(driver.build(function(name), CASES[name],
+                                         options=Options(Variant.JVP, guard=False)), "forward")
     path = os.path.join(HERE, f"forward.{name}.txt")
     if os.environ.get("S2SAD_UPDATE_GOLDEN"):
         with open(path, "w") as f:
@@ -55,7 +57,8 @@ def test_tangent_matches_finite_differences(name):
     rng = np.random.default_rng(5)
     tangents = [rng.normal(size=np.shape(point[i])) for i in wrt]
     tangents = [t if np.ndim(t) else float(t) for t in tangents]
-    d = driver.forward(f, wrt, compilation.kinds_of(f, point))
+    d = driver.build(f, wrt, compilation.arg_types_of(f, point), Options(Variant.JVP,
+                                                                        guard=False))
     _, y_dot = d.fn(*point, **dict(zip(d.tangent_names, tangents)))
     expected = sum(np.sum(central_difference(f, point, i) * t) for i, t in zip(wrt, tangents))
     assert y_dot == pytest.approx(expected, rel=1e-6, abs=1e-8)
@@ -92,7 +95,7 @@ def test_gradient_tangent_is_hessian_times_tangent(name):
     rng = np.random.default_rng(11)
     tangents = [rng.normal(size=np.shape(point[i])) for i in wrt]
     tangents = [t if np.ndim(t) else float(t) for t in tangents]
-    d = forward_api._gradient_jvp(f, grad_wrt, wrt, compilation.kinds_of(f, point))
+    d = forward_api._gradient_jvp(f, grad_wrt, wrt, compilation.arg_types_of(f, point))
     g_dot = d.fn(*point, **dict(zip(d.tangent_names, tangents)))     # the tangent alone
     many = isinstance(grad_wrt, tuple)
     for i, gi_dot in zip(grad_wrt if many else (grad_wrt,), g_dot if many else (g_dot,)):

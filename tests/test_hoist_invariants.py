@@ -6,7 +6,7 @@ import pytest
 
 import s2sad
 from s2sad import pipeline
-from s2sad.compilation import kinds_of
+from s2sad.compilation import arg_types_of
 
 from numpy_cases import fd_array_grad
 from oracle import assert_close, fd_grad
@@ -53,8 +53,7 @@ def divides(x, c, n):
 
 def _loop_bodies(f, args):
     """The statements before and inside the loops of `f` after hoist_invariants."""
-    kinds = kinds_of(f, args)
-    return pipeline.stage_source(f, "hoist_invariants", kinds=kinds)
+    return pipeline.stage_source(f, "hoist_invariants", arg_types=arg_types_of(f, args))
 
 
 def test_product_of_parameters_moves_before_the_loop():

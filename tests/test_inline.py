@@ -11,8 +11,8 @@ import inline_functions as m
 
 
 def _code(f, *args):
-    kinds = compilation.kinds_of(f, args) if args else None
-    return [line.strip() for line in driver.reverse(f, kinds=kinds).source.splitlines()
+    arg_types = compilation.arg_types_of(f, args) if args else None
+    return [line.strip() for line in driver.build(f, arg_types=arg_types).source.splitlines()
             if not line.strip().startswith("#")]
 
 

@@ -11,6 +11,7 @@ import pytest
 
 import s2sad
 from s2sad import compilation, driver, pipeline
+from s2sad.options import Options, Variant
 
 from numpy_cases import compare, fd_array_grad
 
@@ -18,8 +19,9 @@ from numpy_cases import compare, fd_array_grad
 def same_shape_in(f, patterns=None):
     """The shape analysis of `f`'s Wengert form, its parameters arrays, with the shape
     `patterns` ({parameter: (dtype, shape pattern)}) of some."""
-    kinds = {p: np.ndarray for p in f.__code__.co_varnames[:f.__code__.co_argcount]}
-    ctx, _ = pipeline.compilation(f, until="wengert", kinds=kinds, patterns=patterns)
+    arg_types = {p: np.ndarray for p in f.__code__.co_varnames[:f.__code__.co_argcount]}
+    ctx, _ = pipeline.compilation(f, arg_types=arg_types, options=Options(patterns=patterns),
+                                  until="wengert")
     return ctx.shapes
 
 
@@ -184,8 +186,8 @@ def test_float32_gradient_stays_float32():
 
 
 def _grad_source(f, *args, wrt=0):
-    return driver.reverse(f, wrt, fused="grad", kinds=compilation.kinds_of(f, args),
-                            release=True).source
+    return driver.build(f, wrt, compilation.arg_types_of(f, args),
+                        Options(Variant.GRAD, release=True)).source
 
 
 def test_rosenbrock_gradient_is_lean():
@@ -269,8 +271,8 @@ def test_a_loop_carried_array_keeps_the_shape_of_its_first_value():
             lap = np.roll(u, 1) - 2.0 * u + np.roll(u, -1)
             u = u + kappa * lap
         return np.sum(u * u)
-    kinds = {"u0": np.ndarray, "kappa": float}
-    ctx, _ = pipeline.compilation(heat, until="wengert", kinds=kinds)
+    arg_types = {"u0": np.ndarray, "kappa": float}
+    ctx, _ = pipeline.compilation(heat, arg_types=arg_types, until="wengert")
     assert ctx.shapes.same("u", "u0") and ctx.shapes.same("lap", "u0")
 
     def grows(u0, w):          # u * w broadcasts past u0's shape: no class holds
@@ -278,8 +280,8 @@ def test_a_loop_carried_array_keeps_the_shape_of_its_first_value():
         for i in range(2):
             u = u * w
         return np.sum(u)
-    ctx, _ = pipeline.compilation(grows, until="wengert", kinds={"u0": np.ndarray,
-                                                                 "w": np.ndarray})
+    ctx, _ = pipeline.compilation(grows, arg_types={"u0": np.ndarray, "w": np.ndarray},
+                                  until="wengert")
     assert ctx.shapes.of("u") is None and not ctx.shapes.same("u", "u0")
 
 

@@ -12,6 +12,7 @@ import pytest
 import s2sad
 from s2sad import driver, pipeline
 from s2sad.frontend.source import function_from_source
+from s2sad.options import Options, Variant
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE = os.path.join(ROOT, "s2sad")
@@ -98,7 +99,7 @@ def test_every_pass_can_be_the_last(text):
     # a pass that changes nothing on these functions is fine; the lists end where the
     # API's code ends
     assert seen[len(pipeline.REVERSE_MODE) - 1] == s2sad.source(fn, wrt=(0, 1))
-    fused = driver.reverse(fn, (0, 1), fused="grad", release=True).source
+    fused = driver.build(fn, (0, 1), options=Options(Variant.GRAD, release=True)).source
     assert seen[len(pipeline.FUSED_GRADIENT) - 1] == fused
 
 
@@ -159,7 +160,7 @@ def test_mutual_recursion_compiles_from_the_worklist_and_links_every_callee():
     second = (_central(even, 0.4 + 1e-4, 5) - _central(even, 0.4 - 1e-4, 5)) / 2e-4
     assert s2sad.hessian(even)(0.4, 5) == pytest.approx(second, rel=1e-4)
     # the code of every derivative built binds each derivative it calls
-    d = driver.reverse(even, 0)
+    d = driver.build(even, 0)
     for name, callee in d.callees:
         cell = d.fn.__closure__[d.fn.__code__.co_freevars.index(name)]
         assert callable(cell.cell_contents), name

@@ -11,6 +11,7 @@ import pytest
 
 import s2sad
 from s2sad import driver
+from s2sad.options import Options, Variant
 from fuzz.programs import forget, load_function
 import corpus_regressions as r
 from numpy_cases import fd_array_grad
@@ -272,7 +273,8 @@ def test_generated_source_does_not_depend_on_node_addresses():
     sources = set()
     for _ in range(40):
         fn = load_function(r.UNCONNECTED_OUTPUT_AFTER_LOOPS, "value")
-        sources.add(driver.reverse(fn, (0, 1, 2), fused="grad", release=True).source)
+        sources.add(driver.build(fn, (0, 1, 2), options=Options(Variant.GRAD,
+                                                                release=True)).source)
         forget(fn)
     assert len(sources) == 1
     # (the output, math.radians(...), is certainly a number: no run-time check of it)

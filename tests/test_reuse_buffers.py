@@ -10,6 +10,7 @@ import pytest
 
 import s2sad
 from s2sad import compilation, driver
+from s2sad.options import Options, Variant
 
 from numpy_cases import check_fused, compare, fd_array_grad
 
@@ -135,8 +136,8 @@ def test_gradient_matches_finite_differences(f, args, wrt, which):
 
 
 def _source(f, *args, wrt=0):
-    return driver.reverse(f, wrt, fused="grad", kinds=compilation.kinds_of(f, args),
-                            release=True).source
+    return driver.build(f, wrt, compilation.arg_types_of(f, args),
+                        Options(Variant.GRAD, release=True)).source
 
 
 def _outs(text):

@@ -13,6 +13,7 @@ from ..analysis import operations
 from ..analysis.operations import CUSTOM
 from .. import syntax
 from ..compilation import Callee
+from ..options import Variant
 from ..errors import MissingRuleError
 from ..frontend import source
 
@@ -70,8 +71,8 @@ class CallAdjoints:
         shift = len(args)
         wrt = tuple(w + shift for w in wrt) if isinstance(wrt, tuple) else wrt + shift
         params = list(inspect.signature(fn).parameters)
-        kinds = operations.argument_kinds(prim, s.value.args, self.kinds)
-        adjoint = self.ctx.call(Callee(fn, "adjoint", wrt, kinds),
+        arg_types = operations.argument_types(prim, s.value.args, self.kinds)
+        adjoint = self.ctx.call(Callee(fn, Variant.ADJOINT, wrt, arg_types),
                                 f"{source.identifier(fn)}_adjoint")
         bound = [syntax.name(self.ctx.bind(f"{source.identifier(fn)}_{p}", obj=a))
                  for p, a in zip(params, args)]
@@ -123,10 +124,11 @@ class CallAdjoints:
         fn, args, kwargs = operations.python_function(prim)
         shift = len(args)
         wrt = tuple(w + shift for w in wrt) if isinstance(wrt, tuple) else wrt + shift
-        kinds = operations.argument_kinds(prim, call_args, self.kinds)
-        if hasattr(fn, "s2s_lifted") and (fn, wrt, kinds) not in self.ctx.lifted:
-            self.ctx.lifted.append((fn, wrt, kinds))
-        return self.ctx.call(Callee(fn, "vjp", wrt, kinds, tuple(args), dict(kwargs)),
+        arg_types = operations.argument_types(prim, call_args, self.kinds)
+        if hasattr(fn, "s2s_lifted") and (fn, wrt, arg_types) not in self.ctx.lifted:
+            self.ctx.lifted.append((fn, wrt, arg_types))
+        return self.ctx.call(Callee(fn, Variant.VJP, wrt, arg_types, tuple(args),
+                                    dict(kwargs)),
                              f"{source.identifier(fn)}_vjp")
 
 

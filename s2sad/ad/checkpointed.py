@@ -54,6 +54,7 @@ import numpy as np
 
 from .. import syntax
 from ..compilation import Callee
+from ..options import Variant
 from ..analysis.names import NameCounts, rename
 from ..passes.checkpointed_loops import LoopBody, is_checkpointed
 from .tapes import LoopPlan
@@ -107,7 +108,7 @@ class CheckpointedLoop(LoopPlan):
         loop = self.loop
         runtime = self.rev.ctx.runtime
         schedule = runtime("Online" if self.online else "Revolve")
-        memory = self.rev.ctx.memory
+        memory = self.rev.ctx.options.memory
         budget = [] if memory is None else [gast.keyword(arg="memory",
                                                          value=syntax.const(memory))]
         made = syntax.assign(self.tape, syntax.call(schedule, [
@@ -173,14 +174,15 @@ class CheckpointedLoop(LoopPlan):
         pullback, vjp = found
         callee = next(c for name, c in ctx.callees if name == vjp)
         ctx.callees[:] = [(name, c) for name, c in ctx.callees if name != vjp]
-        kinds, patterns = self.specialised(call.value, callee.kinds)
-        adjoint = ctx.call(Callee(callee.fn, "step", callee.wrt, kinds, patterns=patterns),
+        arg_types, patterns = self.specialised(call.value, callee.arg_types)
+        adjoint = ctx.call(Callee(callee.fn, Variant.STEP, callee.wrt, arg_types,
+                                  patterns=patterns),
                            f"{callee.fn.__name__}_adjoint")
         if patterns is not None:
             # the sweeps run the step specialised the same way, with its temporaries
             # computed into dead ones
-            self.advancing = ctx.call(Callee(callee.fn, "advance", callee.wrt, kinds,
-                                             patterns=patterns),
+            self.advancing = ctx.call(Callee(callee.fn, Variant.ADVANCE, callee.wrt,
+                                             arg_types, patterns=patterns),
                                       f"{callee.fn.__name__}_advance")
         args = [syntax.name(step) if syntax.is_name(a, self.target) else syntax.copied(a)
                 for a in call.value.args]
@@ -221,19 +223,19 @@ class CheckpointedLoop(LoopPlan):
             body[-1].s2s_uncommented = True
         return out + body
 
-    def specialised(self, call, kinds):
-        """(kinds, patterns) that the step's adjoint is specialised on, under a guard of
+    def specialised(self, call, arg_types):
+        """(arg_types, patterns) that the step's adjoint is specialised on, under a guard of
         its own (fused.step_guard): the types and the shape patterns ({parameter of the
         step: (dtype, pattern)}) of the arguments whose value before the loop is a
         parameter of the function that the gradient is specialised on (the state keeps
         the pattern of its first value in most loops; where it does not, the guard calls
-        the step's adjoint made for any shapes). `kinds` and None when the state's pattern
-        is not known."""
+        the step's adjoint made for any shapes). `arg_types` and None when the state's
+        pattern is not known."""
         ctx = self.rev.ctx
-        if not ctx.patterns or ctx.fused not in (True, "grad"):
-            return kinds, None
+        if not ctx.patterns or ctx.variant not in (Variant.VALUE_AND_GRAD, Variant.GRAD):
+            return arg_types, None
         step = call.func.s2s_prim.s2s_lifted
-        types, found = dict(kinds), {}
+        types, found = dict(arg_types), {}
         for p, a in zip(step.params, call.args):
             origin = _origin(a, ctx.wengert, ctx.src) if isinstance(a, gast.Name) else None
             if origin in ctx.patterns:
@@ -241,7 +243,7 @@ class CheckpointedLoop(LoopPlan):
             if origin in ctx.types and ctx.types[origin] in (float, int, np.ndarray):
                 types[p] = ctx.types[origin]
         if not all(s in found for s in step.state):
-            return kinds, None
+            return arg_types, None
         return types, found
 
 

@@ -61,6 +61,7 @@ from ..compilation import Callee, parameters
 from ..errors import InternalError, MissingRuleError, S2SADError
 from ..frontend import source
 from ..frontend.source import MISSING
+from ..options import Variant
 from ..rules import pytrees, registry
 from .simplify import doubled, negated, on_numbers, simplify, template_name
 
@@ -75,20 +76,20 @@ def run(fn, ctx):
 
 
 def tangent_only(jvp, ctx):
-    """The pass (with `ctx.tangent_only`): `jvp` returning the tangent alone, without the
+    """The pass (for `Variant.TANGENT`): `jvp` returning the tangent alone, without the
     statements only the value needs."""
-    if ctx.tangent_only:
+    if ctx.variant is Variant.TANGENT:
         jvp.body[-1].value = jvp.body[-1].value.elts[1]
         jvp.body = without_dead_code(jvp.body, ctx)
     return jvp
 
 
 def guard(jvp, ctx):
-    """The pass (with `ctx.guard`): `if x.__class__ is not float or x_dot is None:
+    """The pass (with the option `guard`): `if x.__class__ is not float or x_dot is None:
     return _s2s_respecialize(x, x_dot)` first, for the `f_jvp` that `s2sad.jvp` calls
     without looking at its arguments: the types it was specialised on, and no tangent
     left out."""
-    if not ctx.guard:
+    if not ctx.options.guard:
         return jvp
     types = ctx.types
     names = guarded(parameters(ctx.src), types)
@@ -371,11 +372,12 @@ class Forward:
         call = s.value
         varied = [i for i, a in enumerate(call.args) if self.is_varied(a)]
         # compiled for the kinds of the arguments here, as reverse mode's callees are
-        kinds = operations.argument_kinds(prim, call.args, self.kinds)
-        key = (id(prim), tuple(varied), len(call.args), tuple(sorted(kinds.items())))
+        arg_types = operations.argument_types(prim, call.args, self.kinds)
+        key = (id(prim), tuple(varied), len(call.args), tuple(sorted(arg_types.items())))
         if key not in self.adapters:
             wrt = tuple(i + len(args) for i in varied)
-            callee = Callee(fn, "jvp", wrt, kinds, tuple(args), dict(kwargs), len(call.args))
+            callee = Callee(fn, Variant.JVP, wrt, arg_types, tuple(args), dict(kwargs),
+                            len(call.args))
             self.adapters[key] = (self.ctx.call(callee, f"{source.identifier(fn)}_jvp"), prim)
             if hasattr(fn, "s2s_lifted"):
                 self.ctx.lifted.append((fn, wrt, None))

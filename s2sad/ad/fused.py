@@ -30,16 +30,18 @@ from ..analysis.names import live_names
 from ..analysis.shapes import pattern_tests
 from .. import syntax
 from ..compilation import Callee, parameters
+from ..options import Variant
 from .simplify import with_constant
 
 
 def run(vjp, ctx):
-    """The pass (for a fused `ctx.fused`): `f_value_and_grad`, `f_grad` or `f_adjoint`."""
-    if not ctx.fused:
+    """The pass (for a fused variant): `f_value_and_grad`, `f_grad`, `f_adjoint` or
+    `f_advance`."""
+    if not ctx.variant.fused:
         return vjp
-    return fuse(vjp, ctx, value={"grad": False, "adjoint": "adjoint",
-                                 "advance": "advance"}.get(ctx.fused, True),
-                guard=ctx.guard)
+    value = {Variant.GRAD: False, Variant.ADJOINT: "adjoint", Variant.STEP: "adjoint",
+             Variant.ADVANCE: "advance"}.get(ctx.variant, True)
+    return fuse(vjp, ctx, value=value, guard=ctx.options.guard)
 
 
 def guarded_types(ctx):
@@ -190,7 +192,8 @@ def step_guard(adjoint, ctx, seed, value, fallback=None):
         params = parameters(ctx.src)
         wrt = ([params.index(n) for n in ctx.wrt])
         wrt = tuple(wrt) if ctx.as_tuple else wrt[0]
-        fallback = ctx.call(Callee(ctx.src.fn, "step", wrt, ctx.kinds), adjoint.name)
+        fallback = ctx.call(Callee(ctx.src.fn, Variant.STEP, wrt, ctx.arg_types),
+                            adjoint.name)
     return syntax.guard(tests, syntax.passing_on(fallback, adjoint.args))
 
 
@@ -198,9 +201,9 @@ def guard_patterns(fn, ctx):
     """The pass: `fn` (fused, with a guard) also checking the shape patterns its shape
     classes depend on (see analysis.shapes) and the dtypes of the parameters that buffer
     reuse relied on."""
-    if not (ctx.fused in (True, "grad", "adjoint", "advance") and ctx.guard and ctx.patterns):
+    if not (ctx.variant.fused and ctx.options.guard and ctx.patterns):
         return fn
-    dtypes = ctx.array_facts.used_dtypes if ctx.release else ()
+    dtypes = ctx.array_facts.used_dtypes if ctx.options.release else ()
     guard = fn.body[0] if fn.body else None
     tests = getattr(getattr(guard, "test", None), "s2s_tests", None)
     if tests is None or not (ctx.shapes.used or dtypes or ctx.ndims_relied):

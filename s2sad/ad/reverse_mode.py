@@ -108,7 +108,7 @@ class Reverse(CallAdjoints):
         self.ctx = ctx
         self.src = ctx.src
         self.namer = ctx.namer
-        self.recompute = ctx.recompute
+        self.recompute = ctx.options.recompute
         self.wrt = list(ctx.wrt)
         self.as_tuple = ctx.as_tuple or len(self.wrt) > 1
         self.adjoints = {}
@@ -159,7 +159,7 @@ class Reverse(CallAdjoints):
             like=fn)
         self.updates.finish(vjp, self.loops)
         rename_unpacks(pullback, self.namer)
-        rename_apart(pullback, self.loops.values(), self.namer, bool(self.ctx.fused))
+        rename_apart(pullback, self.loops.values(), self.namer, self.ctx.variant.fused)
         self.ctx.reverse = ReverseResult(
             vjp, pullback, list(self.loops.values()), self.adjoints, self.active,
             self.primal_names, self.straight, self.updates.final, self.scalar_output,

@@ -100,10 +100,11 @@ def python_function(prim):
     return None
 
 
-def argument_kinds(prim, call_args, kinds):
-    """{parameter: kind} of the Python function of `prim` (see `python_function`) called
-    with the atoms `call_args`: theirs in `kinds`, and the class of an instance bound to
-    it (a method's `self`), through which the methods it calls are found."""
+def argument_types(prim, call_args, kinds):
+    """{parameter: type or value kind}, what the version of the Python function of `prim`
+    (see `python_function`) called with the atoms `call_args` is specialised on: their
+    value kinds in `kinds`, and the class of an instance bound to it (a method's `self`),
+    through which the methods it calls are found."""
     fn, bound, _ = python_function(prim)
     params = list(inspect.signature(fn).parameters)
     out = {p: type(a) for p, a in zip(params, bound) if user_class(type(a))}

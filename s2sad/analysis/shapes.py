@@ -14,9 +14,11 @@ by element (`a[i] = v`), which have that array's shape.
 
 >>> import numpy as np
 >>> from s2sad import pipeline
+>>> from s2sad.options import Options
 >>> def same_shape_in(f, patterns=None):    # the Shapes of f's Wengert form
-...     kinds = {p: np.ndarray for p in f.__code__.co_varnames[:f.__code__.co_argcount]}
-...     ctx, _ = pipeline.compilation(f, until="wengert", kinds=kinds, patterns=patterns)
+...     arg_types = {p: np.ndarray for p in f.__code__.co_varnames[:f.__code__.co_argcount]}
+...     options = Options(patterns=patterns)
+...     ctx, _ = pipeline.compilation(f, arg_types=arg_types, options=options, until="wengert")
 ...     return ctx.shapes
 >>> def f(x):
 ...     a = x[1:]

@@ -24,7 +24,7 @@ number, and its adjoint is no array summed back to a shape.
 ...     b = u[:, None][1]
 ...     return a + np.sum(b)
 ... ''', {"np": np})
->>> ctx, _ = pipeline.compilation(f, until="wengert", kinds={"x": np.ndarray})
+>>> ctx, _ = pipeline.compilation(f, arg_types={"x": np.ndarray}, until="wengert")
 >>> kinds = ctx.value_kinds
 >>> [(n, kinds.kind[n], kinds.ndim[n]) for n in ("u", "a", "b")]
 [('u', 'array', 1), ('a', 'scalar', 0), ('b', 'array', 1)]

@@ -66,9 +66,9 @@ _lasting = {}       # the same, for primals without weak references (NumPy's ufu
 def gradient_function(primal, wrt, kind, gradient):
     """A Python function that stands for `gradient`, which is `grad(primal, wrt)` (kind
     "grad") or `value_and_grad(primal, wrt)`, where differentiated code calls it: it
-    calls `gradient`, and its `s2s_gradient`, `(primal, wrt, fused)`, tells the driver
-    to differentiate the gradient code of `primal` (`fused` as driver.reverse's) in its
-    place."""
+    calls `gradient`, and its `s2s_gradient`, `(primal, wrt, kind)`, tells the driver
+    to differentiate the gradient code of `primal` (of the variant named `kind`, see
+    s2sad.options) in its place."""
     try:
         per_key = _gradients.setdefault(primal, {})
     except TypeError:
@@ -89,7 +89,7 @@ def gradient_function(primal, wrt, kind, gradient):
             f"def {identifier(fn)}_{kind}({spelled}):\n    return _s2s_gradient({args})\n",
             {"_s2s_gradient": gradient, **defaults})
         standing.__module__ = getattr(fn, "__module__", None) or "__main__"
-        standing.s2s_gradient = (primal, wrt, "grad" if kind == "grad" else True)
+        standing.s2s_gradient = (primal, wrt, kind)
         per_key[key] = standing
     return per_key[key]
 

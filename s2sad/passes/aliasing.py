@@ -105,7 +105,7 @@ def _calls_writing(fn, ctx):
     reverse mode) changes an array or a list in place with a call (`y.sort()`)."""
     return any(isinstance(s, (gast.Assign, gast.Expr)) and isinstance(s.value, gast.Call)
                and (callee_effects.may_write(callee_effects.python_callee(s.value, ctx), ctx)
-                    or ctx.mode == "reverse"
+                    or not ctx.variant.forward
                     and callee_effects.changed_in_place(s.value, ctx) is not None)
                for s in syntax.statements(fn))
 
@@ -152,7 +152,7 @@ class Aliasing:
         self.returns, self.wrote, self.returned_kinds = set(), {}, set()
         self.conditional = set()    # writes taken as such for a parameter of unknown kind
         # in reverse mode, a call that writes into memory read before it is refused
-        self.before = ctx.mode == "reverse" and not summarising
+        self.before = not ctx.variant.forward and not summarising
         self.contents = {}      # {container object: the objects it may hold}, per `run`
         declared = ctx.param_kinds      # {object: kind} (a parameter: of its argument)
         self.made_kind = {p: declared.get(p) if declared.get(p) in (ARRAY, CONTAINER, SCALAR)
@@ -835,10 +835,10 @@ def _ndims(defs, ctx):
     arrays made by np.zeros(n), np.zeros((n, m)), ..., and their copies and versions;
     and {name: the parameters of known shape pattern that number relies on}."""
     known = {p: len(pat) for p, (_, pat) in (ctx.patterns or {}).items()}
-    known.update({p: 0 for p, k in ctx.kinds.items() if k in (int, float)})
+    known.update({p: 0 for p, k in ctx.arg_types.items() if k in (int, float)})
     # optimistic, to a fixed point: a name not yet reached is None, one of no certain
     # number of axes UNKNOWN (a name bound in a loop has several definitions)
-    ndim = {p: known.get(p, UNKNOWN) for p in ctx.kinds if p not in defs}
+    ndim = {p: known.get(p, UNKNOWN) for p in ctx.arg_types if p not in defs}
 
     def of(v):
         if isinstance(v, gast.Constant):

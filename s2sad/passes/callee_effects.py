@@ -21,8 +21,8 @@ rebinding them are written.
 ...     b *= 3.0
 ...     return b
 ... ''', {"np": np})
->>> ctx, _ = pipeline.compilation(scale, (), pipeline.FRONT, "resolve_calls",
-...                               {"a": "array"})
+>>> ctx, _ = pipeline.compilation(scale, (), {"a": "array"}, until="resolve_calls",
+...                               passes=pipeline.FRONT)
 >>> found = aliasing.summary(scale, {"a": "array"}, ctx)
 >>> sorted(found.returns), [(w.param, w.text) for w in found.writes]
 ([], [('a', 'b *= 3.0')])
@@ -37,7 +37,7 @@ import numpy as np
 from .. import syntax
 from ..analysis import operations
 from ..analysis.value_kinds import ARRAY, CONTAINER
-from ..compilation import kinds_key
+from ..compilation import arg_types_key
 from ..errors import S2SADError
 from ..frontend import guards, source
 from ..rules import registry, runtime
@@ -188,22 +188,22 @@ def _may_write(fn, seen):
     return found, relied
 
 
-#: {function: {(kinds, registry version): (Summary, the guards of what it was found
+#: {function: {(arg_types, registry version): (Summary, the guards of what it was found
 #: from, their checker)}}; `_pending`: the guesses for the summaries being found (a
 #: function that calls itself)
 _summaries = weakref.WeakKeyDictionary()
 _pending = {}
 
 
-def summary(fn, kinds, ctx, analyse):
-    """The `Summary` of the Python function `fn` called with arguments of `kinds`
+def summary(fn, arg_types, ctx, analyse):
+    """The `Summary` of the Python function `fn` called with arguments of `arg_types`
     ({parameter: kind}): `analyse(node, its ctx)` -> (returns, writes, kind) over its Wengert
     form (which the driver's front end makes: `ctx.front_end`), or, where that cannot
     be made, what its source says (`_scanned`). A function that calls itself is found
     from a guess that it writes and returns nothing, again until the guess is what it
     finds. The caller's derivative relies on what the summary was found from: its
     guards are the caller's too (`ctx.assume`)."""
-    key = (kinds_key(kinds), registry.version)
+    key = (arg_types_key(arg_types), registry.version)
     known = _summaries.get(fn, {}).get(key)
     if known is not None and known[2]():
         ctx.assume(known[1])
@@ -217,34 +217,34 @@ def summary(fn, kinds, ctx, analyse):
     for _ in range(5):
         _pending[pending] = [guess, False]
         try:
-            found, relied = _analysed(fn, kinds, ctx, analyse)
+            found, relied = _analysed(fn, arg_types, ctx, analyse)
         finally:
             used = _pending.pop(pending)[1]
         if found == guess or not used:
             break
         guess = found
     else:
-        found = _scanned(fn, kinds)
+        found = _scanned(fn, arg_types)
     relied = guards.unique(relied)
     _summaries.setdefault(fn, {})[key] = (found, relied, guards.checker(relied))
     ctx.assume(relied)
     return found
 
 
-def _analysed(fn, kinds, ctx, analyse):
+def _analysed(fn, arg_types, ctx, analyse):
     """(the Summary of `fn`, the guards of what it was found from)."""
     if ctx.front_end is None or source.is_library(fn):
-        return _scanned(fn, kinds), guards.of_function(fn)
+        return _scanned(fn, arg_types), guards.of_function(fn)
     try:
-        inner, node = ctx.front_end(fn, kinds)
+        inner, node = ctx.front_end(fn, arg_types)
     except S2SADError:
-        return _scanned(fn, kinds), guards.of_function(fn)
+        return _scanned(fn, arg_types), guards.of_function(fn)
     returns, writes, kind = analyse(node, inner)
     return (Summary(_name(fn), frozenset(returns),
                     tuple(sorted(writes, key=lambda w: repr(w.term))), kind), inner.guards)
 
 
-def _scanned(fn, kinds):
+def _scanned(fn, arg_types):
     """What the source of `fn` says, where its data flow cannot be made: its result may
     share memory with any argument, and it writes into the parameters it changes in
     place (`a[i] = v`, `a.append(v)`, `a += v` of an array or a list) without rebinding
@@ -258,7 +258,7 @@ def _scanned(fn, kinds):
     rebound = {t.id for n in syntax.walk(src.node) if isinstance(n, (gast.Assign, gast.For))
                for t in syntax.walk(n.targets[0] if isinstance(n, gast.Assign) else n.target)
                if isinstance(t, gast.Name) and isinstance(t.ctx, gast.Store)}
-    arrays = {p for p in params if kinds.get(p) in (ARRAY, CONTAINER)}
+    arrays = {p for p in params if arg_types.get(p) in (ARRAY, CONTAINER)}
     writes = {}
     for node in syntax.walk(src.node):
         changed = mutated_name(node, arrays)

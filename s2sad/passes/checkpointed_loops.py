@@ -76,7 +76,7 @@ class CheckpointedLoops:
     def __init__(self, ctx):
         self.ctx = ctx
         self.src = ctx.src
-        self.plain = ctx.mode == "forward" or getattr(ctx, "recompute", False)
+        self.plain = ctx.variant.forward or ctx.options.recompute
 
     def run(self, fn):
         self.fn = fn

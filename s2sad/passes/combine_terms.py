@@ -25,9 +25,10 @@ the one buffer.
 
 >>> import numpy as np
 >>> from s2sad import driver
+>>> from s2sad.options import Options, Variant
 >>> def f(x):
 ...     return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
->>> print(driver.reverse(f, fused="grad", release=True).source.rstrip())
+>>> print(driver.build(f, options=Options(Variant.GRAD, release=True)).source.rstrip())
 def f_grad(x):
     if x.__class__ is not ndarray or x.dtype.kind != 'f':
         return _s2s_respecialize(x)
@@ -74,8 +75,8 @@ _MAX_TERMS = 8      # larger sums are left as they are: the search grows with th
 
 
 def run(fn, ctx):
-    """The pass (with `ctx.release`, after spell, before reuse)."""
-    if ctx.release:
+    """The pass (with the option `release`, after spell, before reuse)."""
+    if ctx.options.release:
         fn.body = CombineTerms(ctx).run(fn.body, ctx.array_facts.parameters(fn))
     return fn
 

@@ -21,7 +21,7 @@ writes into an argument) forgets everything.
 ...     u = k * np.ones(len(x))
 ...     return u[0] - k * u[0] ** 2
 ... ''', {"np": np})
->>> print(pipeline.stage_source(f, "common_subexpressions", kinds={"x": np.ndarray,
+>>> print(pipeline.stage_source(f, "common_subexpressions", arg_types={"x": np.ndarray,
 ...                                                                 "k": float}))
 def f(x, k):
     t = len(x)

@@ -13,7 +13,7 @@ over the names (to a fixed point over loops) finds whether each holds
   complex global or closure value, and what is computed from one, but its modulus,
   phase, real or imaginary part (`abs(z)`, `np.angle(z)`, `z.real`);
 - a value of unknown type: an argument of a type the code is not specialised on (a
-  complex array is one, see compilation.kinds_of), what a function without a rule
+  complex array is one, see compilation.arg_types_of), what a function without a rule
   returns (`np.roots(p)`, `np.linalg.eig(a)`, a library's), or a Python function called
   with no differentiated argument (which runs as it is), a field of an object, and what
   is computed from one;
@@ -172,7 +172,7 @@ class _Analysis:
 
     # -- what each name holds ---------------------------------------------------------
     def param_state(self, p):
-        kind = self.ctx.kinds.get(p)
+        kind = self.ctx.arg_types.get(p)
         if isinstance(kind, str):
             return REAL     # a callee's: its caller checked the arguments
         if kind in SPECIALISED or (isinstance(kind, type) and is_duck_array_type(kind)):
@@ -275,7 +275,7 @@ class _Analysis:
             yield node, None, self.object_state(node)
             return
         if isinstance(node, gast.Attribute) and isinstance(node.value, gast.Name) and (
-                f"{node.value.id}.{node.attr}" in self.ctx.kinds
+                f"{node.value.id}.{node.attr}" in self.ctx.arg_types
                 and node.value.id in self.params):
             yield node, None, REAL      # a field the code is specialised on (and guards)
             return
@@ -418,7 +418,7 @@ class _Analysis:
     def assumed(self):
         """The array arguments not differentiated (and fields) whose values reach a
         statement with a differentiated value: taken as real, which the guards test."""
-        arrays = {p for p, k in self.ctx.kinds.items() if (k is np.ndarray or (
+        arrays = {p for p, k in self.ctx.arg_types.items() if (k is np.ndarray or (
             isinstance(k, type) and is_duck_array_type(k))) and p not in self.ctx.wrt}
         if not arrays:
             return set()

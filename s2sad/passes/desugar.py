@@ -87,7 +87,7 @@ class Desugar:
                         | {n.target.id for n in walruses})
         self.comprehension_vars = set()
         # forward mode reads generated code's loops over tapes as they are
-        self.generated = source.is_generated(self.src) and self.ctx.mode == "forward"
+        self.generated = source.is_generated(self.src) and self.ctx.variant.forward
         self.iteration = Iteration(self.ctx, fn)
         body = [s for stmt in fn.body for s in self.stmt(stmt)]
         body = _drop_docstring(body)

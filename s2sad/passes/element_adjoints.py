@@ -23,7 +23,7 @@ Runs on the pullback after Optimize, which gathers the additions into one statem
 ...     for i in range(1, len(x)):
 ...         y[i] = x[i] * x[i - 1]
 ...     return np.sum(y * y)
->>> code = driver.reverse(f, kinds={"x": np.ndarray}).source
+>>> code = driver.build(f, arg_types={"x": np.ndarray}).source
 >>> print(code[code.index("    def f_pullback"):code.index("    return (")].rstrip())
     def f_pullback(y_2_bar):
         # grad of: return np.sum(y * y)

@@ -32,8 +32,7 @@ from ..frontend import guards
 
 def run(fn, ctx):
     """The pass."""
-    if not (ctx.guard and ctx.guard_bindings) or (
-            ctx.mode == "reverse" and ctx.fused not in (True, "grad")):
+    if not (ctx.options.guard and ctx.options.guard_bindings and ctx.variant.called):
         return fn
     first = fn.body[0] if fn.body else None
     if getattr(getattr(first, "test", None), "s2s_tests", None) is None:
@@ -54,7 +53,7 @@ def run(fn, ctx):
     for param, cls in ctx.types.items():
         if user_class(cls) and cls.__dictoffset__ and "." not in param:
             # (an attribute of the instance hiding a method of its class, which s2sad
-            # calls: compilation.kinds_of refuses it)
+            # calls: compilation.arg_types_of refuses it)
             hides = ctx.constant(guards.hides_a_method, "hides_a_method")
             more.append(f"{hides}({param}) is not None")
     if ctx.callees:

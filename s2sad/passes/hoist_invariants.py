@@ -21,7 +21,7 @@ gradient: `dt * drag` is `k` once, and its adjoint sums over the steps.
 ...         v = v - dt * drag * v * v
 ...     return v
 ... ''', {})
->>> print(pipeline.stage_source(f, "hoist_invariants", kinds={"v": float, "dt": float,
+>>> print(pipeline.stage_source(f, "hoist_invariants", arg_types={"v": float, "dt": float,
 ...                                                           "drag": float}))
 def f(v, dt, drag):
     t = dt * drag

@@ -20,13 +20,13 @@ the patterns the rewrite relied on.
 
 >>> import numpy as np
 >>> from s2sad import compilation, driver
+>>> from s2sad.options import Options, Variant
 >>> def f(X, w, b):
 ...     return np.sum(np.tanh(X @ w + b))
 >>> X, w, b = np.ones((4, 3)), np.ones((3, 2)), np.ones(2)
 >>> args = (X, w, b)
->>> code = driver.reverse(f, wrt=(1, 2), fused="grad", release=True,
-...                         kinds=compilation.kinds_of(f, args),
-...                         patterns=compilation.patterns_of(f, args)).source
+>>> code = driver.build(f, (1, 2), compilation.arg_types_of(f, args), Options(
+...     Variant.GRAD, release=True, patterns=compilation.patterns_of(f, args))).source
 >>> print(code[code.index("    # grad of"):].rstrip())
     # grad of: return np.sum(np.tanh(X @ w + b))
     t_1_bar = np.multiply(t_2, t_2, out=t_2)
@@ -49,8 +49,8 @@ _PRODUCTS = {"matmul_lhs": 0, "matmul_rhs": 1, "dot_lhs": 0, "dot_rhs": 1}
 
 
 def run(fn, ctx):
-    """The pass (with `ctx.release`, before collect and reuse)."""
-    if ctx.release:
+    """The pass (with the option `release`, before collect and reuse)."""
+    if ctx.options.release:
         fn.body = InlineHelpers(ctx).run(fn.body, ctx.array_facts.parameters(fn))
     return fn
 

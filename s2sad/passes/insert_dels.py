@@ -13,9 +13,11 @@ wait for the next iteration to be replaced.
 
 >>> import numpy as np
 >>> from s2sad import driver
+>>> from s2sad.options import Options, Variant
 >>> def f(x):
 ...     return np.sum(np.tanh(2.0 * x))
->>> print(driver.reverse(f, fused=True, release=True).source.rstrip())
+>>> value_and_grad = Options(Variant.VALUE_AND_GRAD, release=True)
+>>> print(driver.build(f, options=value_and_grad).source.rstrip())
 def f_value_and_grad(x):
     if x.__class__ is not ndarray or x.dtype.kind != 'f':
         return _s2s_respecialize(x)
@@ -49,11 +51,11 @@ from ..compilation import parameters
 
 
 def run(fn, ctx):
-    """The pass (with `ctx.release`, last); the header then drops what the code no
+    """The pass (with the option `release`, last); the header then drops what the code no
     longer names. (Forward mode's `f_jvp` too: its values and their tangents.)"""
-    if not ctx.release:
+    if not ctx.options.release:
         return fn
-    if ctx.mode == "forward":
+    if ctx.variant.forward:
         return InsertDels(array_names(ctx, ctx.forward.dots)).run(fn)
     numbers = {n for n in ctx.reverse.primal_names if ctx.shapes.pattern_of(n) == ()}
     numbers |= {ctx.reverse.adjoints[n] for n in numbers if n in ctx.reverse.adjoints}
@@ -74,11 +76,11 @@ def array_names(ctx, derivatives):
 
 
 def tangents_late(jvp, ctx):
-    """The pass (forward mode, with `ctx.release`): in straight-line code at the top of
+    """The pass (forward mode, with the option `release`): in straight-line code at the top of
     `f_jvp`, each tangent statement moves down to just before the first statement that
     reads what it binds, so that a value's last use (`y = np.sum(t_9)`) comes before
     the tangents computed after it and its array is freed first."""
-    if not ctx.release:
+    if not ctx.options.release:
         return jvp
     tangents = set(ctx.forward.dots.values())
 

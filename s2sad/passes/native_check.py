@@ -14,7 +14,7 @@ A Numba typing error would name generated code; this names the user's.
 ...     xs = [x, 2.0 * x]
 ...     return xs[0] * xs[1]
 >>> try:
-...     pipeline.stage_source(f, "native_check", kinds={"x": float})
+...     pipeline.stage_source(f, "native_check", arg_types={"x": float})
 ... except NativeBackendError as exc:
 ...     print(exc)
 <doctest s2sad.passes.native_check[2]>:2: the numba backend cannot compile a list ([x, 2.0 * x]); differentiate this function with the Python backend (the default), or rewrite the line

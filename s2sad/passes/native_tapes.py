@@ -41,7 +41,7 @@ is refused by the next pass (passes/native_check.py).
 ...     for i in range(1000):
 ...         t = (t + x / t) / 2
 ...     return t
->>> print(pipeline.stage_source(babysqrt, "native_tapes", kinds={"x": float}))
+>>> print(pipeline.stage_source(babysqrt, "native_tapes", arg_types={"x": float}))
 def babysqrt_grad(x):
     # reverse mode of babysqrt() with respect to x
     # the pullback reads: x; t of each iteration of the loop at line 3

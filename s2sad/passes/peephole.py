@@ -67,14 +67,15 @@ from ..analysis.buffers import ND, NDARRAY, Fact
 from ..analysis.names import number_names, number_value, store_counts
 from ..analysis.shapes import trims
 from ..ad.simplify import halves_cancelled, negations_pushed
+from ..options import Variant
 from ..rules import registry, runtime
 
 _ARITHMETIC = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul}
 
 
 def run(fn, ctx):
-    """The pass (with `ctx.release`, after reuse_buffers)."""
-    return Peephole(ctx).run(fn) if ctx.release else fn
+    """The pass (with the option `release`, after reuse_buffers)."""
+    return Peephole(ctx).run(fn) if ctx.options.release else fn
 
 
 class Peephole:
@@ -99,7 +100,7 @@ class Peephole:
         self.floats = self.float_names(fn)
         body = self.without_unit_factors(self.shared_views(fn.body, before), before)
         fn.body = self.viewed(self.unnamed(body), before)
-        if self.ctx.fused != "advance":     # (which returns the step's result)
+        if self.ctx.variant is not Variant.ADVANCE:     # (which returns the step's result)
             self.uncopied_results(fn, before)
             self.cast_results(fn, before)
         self.plain_zeros(fn)
@@ -348,7 +349,7 @@ class Peephole:
         if not isinstance(ret, gast.Return) or id(ret) not in before:
             return
         facts = before[id(ret)]
-        grads = ret.value.elts[1] if self.ctx.fused is True else ret.value
+        grads = ret.value.elts[1] if self.ctx.variant is Variant.VALUE_AND_GRAD else ret.value
         if not isinstance(grads, gast.Tuple):
             return
         memory = [self.known.loaded(e, facts) for e in grads.elts]
@@ -404,7 +405,7 @@ class Peephole:
             dtype = self.known.dtypes[p]
             return syntax.call(syntax.attribute(e, "astype"),
                               [syntax.name(self.ctx.bind(dtype.name, obj=dtype))])
-        value = self.ctx.fused is True     # returns (value, gradients)
+        value = self.ctx.variant is Variant.VALUE_AND_GRAD     # returns (value, gradients)
         grads = ret.value.elts[1] if value else ret.value
         if self.ctx.as_tuple:
             grads.elts = [cast(e, p) for e, p in zip(grads.elts, self.ctx.wrt)]

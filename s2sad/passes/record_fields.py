@@ -25,8 +25,8 @@ field is a number or an array of a type the code is specialised on.
 ...         x = x + p.dt * p.v0
 ...     return x * p.dt
 ... ''', {})
->>> kinds = {"p": Launch, "p.v0": float, "p.dt": float}   # (as compilation.kinds_of gives)
->>> print(pipeline.stage_source(f, "record_fields", kinds=kinds))
+>>> arg_types = {"p": Launch, "p.v0": float, "p.dt": float}   # (as arg_types_of gives)
+>>> print(pipeline.stage_source(f, "record_fields", arg_types=arg_types))
 def f(p):
     t = p.dt
     t_1 = p.v0
@@ -77,7 +77,7 @@ def run(fn, ctx):
             continue        # a method, a field written, or `p` itself used
         first = {}
         for s, a in found:
-            if ctx.kinds.get(f"{p}.{a.attr}") not in (float, int, np.ndarray):
+            if ctx.arg_types.get(f"{p}.{a.attr}") not in (float, int, np.ndarray):
                 continue    # a list's adjoint needs the record's structure: left as it is
             whole = (isinstance(s, gast.Assign) and s.value is a
                      and syntax.is_name(s.targets[0]) and stores[s.targets[0].id] == 1)

@@ -23,9 +23,10 @@ carries is summed in place (`u_bar += g`, when its buffers are the function's ow
 
 >>> import numpy as np
 >>> from s2sad import driver
+>>> from s2sad.options import Options, Variant
 >>> def f(x):
 ...     return np.sum(np.exp(x[1:] - x[:-1]) ** 2)
->>> print(driver.reverse(f, fused="grad", release=True).source.rstrip())
+>>> print(driver.build(f, options=Options(Variant.GRAD, release=True)).source.rstrip())
 def f_grad(x):
     if x.__class__ is not ndarray or x.dtype.kind != 'f':
         return _s2s_respecialize(x)
@@ -65,8 +66,8 @@ _COMMUTE = (gast.Add, gast.Mult)
 
 
 def run(fn, ctx):
-    """The pass (with `ctx.release`, after inline_helpers and combine_terms)."""
-    return ReuseBuffers(ctx).run(fn) if ctx.release else fn
+    """The pass (with the option `release`, after inline_helpers and combine_terms)."""
+    return ReuseBuffers(ctx).run(fn) if ctx.options.release else fn
 
 
 class ReuseBuffers:

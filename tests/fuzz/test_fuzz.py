@@ -42,7 +42,7 @@ Properties
    parameters, locals, loop variables, global constants, the function's own name, and
    module globals shadowing builtins.
 3. `test_generated_source_is_deterministic`: `s2sad.source(f)` (or `grad(f).source`) equals
-   `driver.reverse(f2, wrt).source` for a second function object made from the same
+   `driver.build(f2, wrt).source` for a second function object made from the same
    text (`s2sad.source` prints the derivatives of lifted lambdas and specialised callees
    after f's: the start is compared, and the whole with `s2sad.source(f2)`), and compiles. `test_generated_source_ignores_hash_seed` compiles batches of
    programs in two interpreters with different PYTHONHASHSEED and compares the sources.
@@ -73,6 +73,7 @@ from hypothesis import strategies as st
 import s2sad
 from s2sad import driver
 from s2sad.errors import InternalError, S2SADError, UnsupportedSyntaxError
+from s2sad.options import Options, Variant
 
 from . import found
 from .programs import forget, or_and_programs, programs
@@ -312,9 +313,9 @@ def test_generated_source_is_deterministic(program, fused):
             else:
                 first = s2sad.source(f, wrt=wrt)
             # (`s2sad.source` also prints the derivatives of lifted lambdas and
-            # specialised callees after f's; `driver.reverse` gives f's alone)
-            again = driver.reverse(f2, wrt, fused="grad" if fused else False,
-                                     release=True).source
+            # specialised callees after f's; `driver.build` gives f's alone)
+            again = driver.build(f2, wrt, options=Options(
+                Variant.GRAD if fused else Variant.VJP, release=True)).source
             if not fused:
                 again_api = s2sad.source(f2, wrt=wrt)
                 if first != again_api:
@@ -342,11 +343,14 @@ _HASHSEED_SCRIPT = textwrap.dedent("""
     sys.path.insert(0, sys.argv[1])
     from fuzz.programs import load_function
     from s2sad import driver
+    from s2sad.options import Options, Variant
     out = []
     for source, name, n, fused in json.load(sys.stdin):
         f = load_function(source, name)
         try:
-            out.append(driver.reverse(f, tuple(range(n)), fused=fused).source)
+            variant = Variant.GRAD if fused == "grad" else (
+                Variant.VALUE_AND_GRAD if fused else Variant.VJP)
+            out.append(driver.build(f, tuple(range(n)), options=Options(variant)).source)
         except Exception as exc:
             out.append("error: " + type(exc).__name__)
     json.dump(out, sys.stdout)

@@ -1,0 +1,79 @@
+"""What a compilation makes: the kind of derivative (`Variant`) and the options it is made
+with (`Options`), typed values that the driver keys its cache on and the passes read
+from the context (`ctx.options`).
+
+>>> from s2sad.options import Options, Variant
+>>> grad = Options(Variant.GRAD, release=True)
+>>> grad.variant.fused, grad.variant.forward, grad.guard
+(True, False, True)
+>>> Variant.TANGENT.forward
+True
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+
+
+class Variant(enum.Enum):
+    """The kind of derivative, named as its generated function is (`f_vjp`, `f_grad`, ...).
+
+    Reverse mode: `VJP`, `f_vjp(x) -> (y, f_pullback)`; the fused gradients, one function
+    without a closure: `VALUE_AND_GRAD`, `GRAD`, `ADJOINT` (`f_adjoint(y_bar, x) ->
+    x_bar`, what forward mode can differentiate), `STEP` (the adjoint of a checkpointed
+    loop's step, which reuses memory) and `ADVANCE` (that step as the loop's sweeps run
+    it). Forward mode: `JVP`, `f_jvp(x, x_dot) -> (y, y_dot)`, and `TANGENT`, the same
+    returning the tangent alone (what `hvp` runs)."""
+    VJP = "vjp"
+    VALUE_AND_GRAD = "value_and_grad"
+    GRAD = "grad"
+    ADJOINT = "adjoint"
+    STEP = "step"
+    ADVANCE = "advance"
+    JVP = "jvp"
+    TANGENT = "tangent"
+
+    @property
+    def forward(self) -> bool:
+        """Whether it is made by forward mode."""
+        return self in (Variant.JVP, Variant.TANGENT)
+
+    @property
+    def fused(self) -> bool:
+        """Whether it is a fused gradient: the pullback inlined after the forward pass."""
+        return self in (Variant.VALUE_AND_GRAD, Variant.GRAD, Variant.ADJOINT, Variant.STEP,
+                        Variant.ADVANCE)
+
+    @property
+    def called(self) -> bool:
+        """Whether the API calls it itself (`grad`, `value_and_grad`, `jvp`), so that its
+        guard also tests what the compilation resolved (passes/guard_bindings.py)."""
+        return self in (Variant.VALUE_AND_GRAD, Variant.GRAD, Variant.JVP, Variant.TANGENT)
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """How a derivative is made: its `variant`; `release`, whether its code reuses memory
+    (buffers of dead temporaries, `del` after the last use); `guard`, whether it starts by
+    checking the types of its arguments (and, for a fused gradient, the shape `patterns`
+    it is specialised on: {parameter: (dtype, shape pattern)}, see
+    compilation.patterns_of); `guard_bindings`, whether that guard also tests the values
+    the compilation resolved (globals, code, defaults: frontend/guards.py); `recompute`,
+    whether calls of other Python functions go through their `g_adjoint` (code forward
+    mode can differentiate: forward over reverse); `memory`, the bytes a checkpointed
+    loop's snapshots may take; `jit`, numba.njit's options as (name, value) pairs."""
+    variant: Variant = Variant.VJP
+    release: bool = False
+    guard: bool = True
+    guard_bindings: bool = True
+    recompute: bool = False
+    patterns: dict | None = dataclasses.field(default=None, compare=False)
+    memory: float | None = None
+    jit: tuple = ()
+
+    @property
+    def key(self) -> tuple:
+        """The options as a key of the cache."""
+        return (self.variant.value, self.release, self.guard, self.guard_bindings,
+                self.recompute, tuple(sorted((self.patterns or {}).items())), self.memory,
+                self.jit)
