@@ -110,6 +110,7 @@ class Compilation:
     lifted: list = dataclasses.field(default_factory=list)    # (fn, wrt, arg_types) called
     lifted_defs: list = dataclasses.field(default_factory=list)
     wengert: gast.FunctionDef | None = None     # the function as the wengert pass left it
+    rewrote: bool = False       # set by a pass that rewrote it (see Pass.invalidates)
     reverse: Any = None                         # the reverse transform's ReverseResult
     forward: Any = None                         # the forward transform's ForwardResult
     ndims_relied: set = dataclasses.field(default_factory=set)  # see ValueKinds
@@ -241,11 +242,12 @@ class Compilation:
     def reuse(self, **analyses):
         """Keep `analyses` ({name: analysis}, the names of `_analysis`), which a pass
         computed of the function in Wengert form as it now is, for the passes after it
-        until one changes the function and calls `changed`."""
+        until one changes the function."""
         self._analyses.update(analyses)
 
     def changed(self):
-        """The function in Wengert form changed: its analyses are computed again."""
+        """The function in Wengert form changed: its analyses are computed again (the
+        driver calls it after a pass that rewrote the function, see `Pass.invalidates`)."""
         self._analyses.clear()
 
     def compiled(self):
@@ -363,6 +365,23 @@ class Compilation:
         bound = self.namer.fresh(name)
         self.callees.append((bound, callee))
         return bound
+
+
+@dataclasses.dataclass(frozen=True)
+class Pass:
+    """One pass of the compiler: its `name` (for `--stage`), `run(fn, ctx) -> fn`, what it
+    `does`, `when` it runs (a test of the context, such as `ctx.options.release`; always,
+    without it), and whether it `invalidates` the analyses of the function in Wengert
+    form: it may rewrite that function, and says so when it has (`ctx.rewrote = True`,
+    as pythran's transformations set `update`), so that the driver then drops them
+    (`Compilation.changed`) and a pass after it computes them anew. A pass that does
+    not declare it leaves them true (tests/test_pipeline.py checks both; see
+    pipeline.compilation)."""
+    name: str
+    run: Callable[[gast.FunctionDef, Compilation], gast.FunctionDef]
+    does: str
+    when: Callable[[Compilation], bool] | None = None
+    invalidates: bool = False
 
 
 # -- what to differentiate, and the argument types to specialise on ----------------------

@@ -14,7 +14,6 @@ Every pass is `run(fn, ctx) -> fn` over a gast function and the `Compilation` co
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
 import traceback
 from typing import Callable
@@ -23,22 +22,67 @@ import gast
 
 from . import emit, syntax
 from .ad import forward_mode, fused, header, inplace, reverse_mode
-from .compilation import Compilation, Wrt
+from .compilation import Compilation, Pass, Wrt
 from .options import Options, Variant
 from .errors import InternalError, S2SADError
+from .frontend import source
 from .passes import (aliasing, checkpointed_loops, combine_terms, common_subexpressions,
-                     complex_values, desugar, guard_bindings, element_adjoints, enclose, hoist_invariants, inline_helpers,
-                     insert_dels, lift, lost_derivatives, native_check, native_tapes,
-                     optimize, peephole, record_fields, resolve_calls, reuse_buffers,
-                     wengert)
+                     complex_values, desugar, element_adjoints, enclose, guard_bindings,
+                     hoist_invariants, inline_helpers, insert_dels, lift, lost_derivatives,
+                     native_check, native_tapes, optimize, peephole, record_fields,
+                     resolve_calls, reuse_buffers, wengert)
 
 
-@dataclasses.dataclass(frozen=True)
-class Pass:
-    """One pass: its name (for `--stage`), `run(fn, ctx) -> fn`, and what it does."""
-    name: str
-    run: Callable[[gast.FunctionDef, Compilation], gast.FunctionDef]
-    does: str
+# -- when a pass runs (see Pass.when) ----------------------------------------------------
+def release(ctx):
+    """The code reuses memory (`grad`, `value_and_grad`, `jvp`, a checkpointed loop's
+    step)."""
+    return ctx.options.release
+
+
+def fused_variant(ctx):
+    """The derivative is a fused gradient."""
+    return ctx.variant.fused
+
+
+def shape_guarded(ctx):
+    """A fused gradient whose guard tests the shape patterns it is specialised on."""
+    return ctx.variant.fused and ctx.options.guard and bool(ctx.patterns)
+
+
+def guarded(ctx):
+    """The derivative starts by checking the types of its arguments."""
+    return ctx.options.guard
+
+
+def bindings_guarded(ctx):
+    """The API calls the derivative itself, and its guard tests what the compilation
+    resolved too."""
+    return ctx.options.guard and ctx.options.guard_bindings and ctx.variant.called
+
+
+def tangent_alone(ctx):
+    """The forward mode returns the tangent alone (`hvp`)."""
+    return ctx.variant is Variant.TANGENT
+
+
+def users_code(ctx):
+    """The function is the user's, not s2sad's own code differentiated again (which
+    writes in place only where no other name sees the write)."""
+    return not source.is_generated(ctx.src)
+
+
+def merges_subexpressions(ctx):
+    """Common subexpressions are merged before the code is compiled (not for the numba
+    backend, whose compiler, LLVM, merges them itself: the terms a reversed loop adds
+    into an array's element stay apart for native_tapes)."""
+    return ctx.backend != "numba"
+
+
+def ndarrays(ctx):
+    """The array arguments are NumPy's (not a library's that NumPy dispatches to, see
+    Compilation.duck_arrays)."""
+    return not ctx.duck_arrays
 
 
 #: Before differentiation: from the user's function to Wengert form. (The front end,
@@ -53,17 +97,18 @@ FRONT = [
          "kept"),
     Pass("wengert", wengert.run, "one primitive operation per statement, SSA names"),
     Pass("resolve_calls", resolve_calls.run, "calls of methods, partials and function "
-         "values made direct, arguments by position"),
+         "values made direct, arguments by position", invalidates=True),
     Pass("record_fields", record_fields.run, "the fields a dataclass parameter is only "
-         "read for, read once at the top"),
+         "read for, read once at the top", invalidates=True),
     Pass("aliasing", aliasing.run, "refuse a read, after a write, of another name for "
-         "the memory written (a view, an alias)"),
+         "the memory written (a view, an alias)", when=users_code),
     Pass("complex_values", complex_values.run, "refuse complex values where they meet "
-         "differentiated ones; check those of unknown type at run time"),
+         "differentiated ones; check those of unknown type at run time", invalidates=True),
     Pass("lost_derivatives", lost_derivatives.run, "refuse writes into arrays through "
          "calls, and differentiated values passed where a rule has no derivative"),
     Pass("common_subexpressions", common_subexpressions.run, "a number computed again "
-         "from the same values (`u[i]` twice) computed once"),
+         "from the same values (`u[i]` twice) computed once", when=merges_subexpressions,
+         invalidates=True),
     Pass("hoist_invariants", hoist_invariants.run, "arithmetic on numbers, and views "
          "of arrays, that a loop does not change, computed once before it"),
 ]
@@ -76,7 +121,7 @@ ENCLOSE = Pass("enclose", enclose.run, "the code from the body of a with or try 
 #: compilation resolved is unchanged.
 GUARD_BINDINGS = Pass("guard_bindings", guard_bindings.run, "the guard also tests the "
                       "globals, attributes, code, defaults and closure values the "
-                      "compilation resolved")
+                      "compilation resolved", when=bindings_guarded)
 
 #: Reverse mode: `f_vjp(x) -> (y, f_pullback)`, what `vjp` runs.
 REVERSE_MODE = FRONT + [
@@ -85,7 +130,7 @@ REVERSE_MODE = FRONT + [
     Pass("optimize", optimize.run, "coalesce copies, propagate adjoint copies, fuse "
          "accumulations, `# grad of:` comments"),
     Pass("element_adjoints", element_adjoints.run, "a reversed loop updates in place "
-         "the adjoints of arrays it reads or writes element by element"),
+         "the adjoints of arrays it reads or writes element by element", when=ndarrays),
     Pass("prune_tapes", reverse_mode.prune_tapes, "tapes drop what the reversed loops "
          "no longer read"),
     Pass("shapes_from_earliest", fused.shapes_from_earliest, "a helper that needs only "
@@ -103,20 +148,21 @@ REVERSE_MODE = FRONT + [
 #: marked (release) run for `grad` and `value_and_grad`, which reuse memory.
 FUSED_GRADIENT = REVERSE_MODE[:-1] + [
     Pass("fuse", fused.run, "forward pass and pullback in one function, the seed "
-         "folded in"),
+         "folded in", when=fused_variant),
     Pass("inline_helpers", inline_helpers.run, "(release) the adjoints of broadcasting "
-         "and matrix products as plain NumPy where the shape patterns are known"),
+         "and matrix products as plain NumPy where the shape patterns are known",
+         when=release),
     Pass("combine_terms", combine_terms.run, "(release) the terms added into one slice "
-         "of an adjoint as one polynomial, with the fewest operations"),
+         "of an adjoint as one polynomial, with the fewest operations", when=release),
     Pass("reuse_buffers", reuse_buffers.run, "(release) elementwise results computed "
-         "into the buffers of dead temporaries"),
+         "into the buffers of dead temporaries", when=release),
     Pass("peephole", peephole.run, "(release) one name per view, no products by 1, "
          "slice updates through named views, no needless copies or zeros helpers, "
-         "products summed down to a shape as contractions"),
+         "products summed down to a shape as contractions", when=release),
     Pass("insert_dels", insert_dels.run, "(release) each array deleted after its last "
-         "use"),
+         "use", when=release),
     Pass("guard_patterns", fused.guard_patterns, "the guard also tests the shape "
-         "patterns and dtypes the code relies on"),
+         "patterns and dtypes the code relies on", when=shape_guarded),
     GUARD_BINDINGS,
     ENCLOSE,
 ]
@@ -133,16 +179,17 @@ NUMBA_GRADIENT = FUSED_GRADIENT + [
 FORWARD_MODE = FRONT + [
     Pass("forward", forward_mode.run, "each statement, then its tangent"),
     Pass("tangent_only", forward_mode.tangent_only, "(for hvp) the tangent alone, "
-         "without the statements only the value needs"),
+         "without the statements only the value needs", when=tangent_alone),
     Pass("inline_temporaries", optimize.inline_temporaries, "the temporaries of numbers "
          "go back into their one use"),
     Pass("write_in_place", inplace.write_in_place, "element writes into arrays the "
          "function made, in place"),
     Pass("tangents_late", insert_dels.tangents_late, "(release) each tangent computed "
-         "just before its first use in straight-line code"),
+         "just before its first use in straight-line code", when=release),
     Pass("insert_dels", insert_dels.run, "(release) each array deleted after its last "
-         "use"),
-    Pass("guard", forward_mode.guard, "(for jvp) check the argument types first"),
+         "use", when=release),
+    Pass("guard", forward_mode.guard, "(for jvp) check the argument types first",
+         when=guarded),
     GUARD_BINDINGS,
     ENCLOSE,
 ]
@@ -235,7 +282,15 @@ def compilation(fn: Callable, wrt: Wrt = 0, arg_types: dict | None = None,
                          + ", ".join(p.name for p in passes))
     node = syntax.copied(ctx.src.node)
     for p in passes:
-        node = p.run(node, ctx)
+        if p.when is None or p.when(ctx):
+            ctx.rewrote = False
+            node = p.run(node, ctx)
+            if ctx.rewrote:
+                if not p.invalidates:
+                    raise InternalError(f"the pass {p.name} rewrote the function in Wengert "
+                                        "form, and does not declare that it invalidates "
+                                        "its analyses")
+                ctx.changed()
         if p.name == until:
             break
     return ctx, node

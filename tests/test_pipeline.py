@@ -1,6 +1,8 @@
 """The driver: the pass lists as docs/design.md describes them, every pass run alone,
 callees compiled and linked from a worklist, and the package's layering."""
 import ast
+import dataclasses
+import functools
 import os
 import re
 import subprocess
@@ -10,7 +12,9 @@ import numpy as np
 import pytest
 
 import s2sad
-from s2sad import driver, pipeline
+from s2sad import driver, pipeline, syntax
+from s2sad.analysis.activity import definitions
+from s2sad.compilation import Pass
 from s2sad.frontend.source import function_from_source
 from s2sad.options import Options, Variant
 
@@ -101,6 +105,126 @@ def test_every_pass_can_be_the_last(text):
     assert seen[len(pipeline.REVERSE_MODE) - 1] == s2sad.source(fn, wrt=(0, 1))
     fused = driver.build(fn, (0, 1), options=Options(Variant.GRAD, release=True)).source
     assert seen[len(pipeline.FUSED_GRADIENT) - 1] == fused
+
+
+# -- when passes run, and what they invalidate --------------------------------------------
+@dataclasses.dataclass
+class Launch:
+    v0: float
+    dt: float
+
+
+class Body:
+    def __init__(self, m):
+        self.m = m
+
+    def energy(self, v):
+        return 0.5 * self.m * v * v
+
+
+REWRITTEN = [       # (text, arg_types): functions each pass before the transform rewrites
+    (SCALAR, {"x": float, "c": float}),
+    (ARRAYS, {"x": np.ndarray, "w": np.ndarray}),
+    ("""
+def f(v, dt, drag):
+    for i in range(3):
+        v = v - dt * drag * v * v
+    return v
+""", {"v": float, "dt": float, "drag": float}),                  # hoist_invariants
+    ("""
+def f(x, k):
+    u = k * np.ones(len(x))
+    for i in range(1, len(x)):
+        u[i] = u[i - 1] - k * u[i - 1] ** 2 + x[i]
+    return u[0] - k * u[0] ** 2 + np.sum(u)
+""", {"x": np.ndarray, "k": float}),                             # common_subexpressions
+    ("""
+def f(p):
+    x = 0.0
+    for i in range(3):
+        x = x + p.dt * p.v0
+    return x * p.dt
+""", {"p": Launch, "p.v0": float, "p.dt": float}),               # record_fields
+    ("""
+def f(x, z):
+    return np.sum(np.abs(z) * x)
+""", {"x": np.ndarray}),                                         # complex_values
+    ("""
+def f(b, v):
+    g = functools.partial(scaled, k=2.0)
+    return b.energy(v) + g(v)
+""", {"b": Body, "v": float}),                                   # resolve_calls
+]
+
+
+def scaled(v, k):
+    return k * v
+
+
+def _analyses(ctx):
+    """The analyses of the function in Wengert form, as plain data to compare."""
+    kinds, shapes = ctx.value_kinds, ctx.shapes
+    names = sorted(kinds.kind)
+    classes = {}
+    for n in names:
+        classes.setdefault(id(shapes.of(n)) if shapes.of(n) is not None else n, []).append(n)
+    ops = sorted((syntax.unparse(s), op.form, repr(op.prim), [syntax.unparse(a) for a in op.args])
+                 for s, op in ((s, ctx.ops[s]) for _, s in definitions(ctx.wengert.body)))
+    return (dict(kinds.kind), dict(kinds.ndim), ctx.varied, ctx.active, ctx.useful, ops,
+            sorted(classes.values()), {n: shapes.pattern_of(n) for n in names})
+
+
+@pytest.mark.parametrize("text, arg_types", REWRITTEN)
+def test_a_pass_leaves_the_analyses_true_unless_it_declares_it_invalidates_them(text,
+                                                                               arg_types):
+    fn = function_from_source(text, {"np": np, "functools": functools, "scaled": scaled})
+    passes = pipeline.REVERSE_MODE
+    until = [p.name for p in passes].index("reverse")
+    rewritten = set()
+    ctx, node = pipeline.compilation(fn, 0, arg_types, until="wengert")
+    for p in passes[[q.name for q in passes].index("wengert") + 1:until]:
+        before = _analyses(ctx)
+        ctx.rewrote = False
+        node = p.run(node, ctx) if p.when is None or p.when(ctx) else node
+        if ctx.rewrote:
+            assert p.invalidates, p.name
+            rewritten.add(p.name)
+            ctx.changed()
+            continue
+        kept = _analyses(ctx)
+        assert kept == before
+        ctx.changed()
+        assert _analyses(ctx) == kept, f"{p.name} left the analyses stale"
+    assert rewritten <= {p.name for p in passes if p.invalidates}
+
+
+def test_a_pass_that_rewrites_without_declaring_it_is_an_internal_error():
+    def rewrites(fn, ctx):
+        """Rewrites and says so, without declaring it invalidates the analyses."""
+        ctx.rewrote = True
+        return fn
+    fn = function_from_source(SCALAR)
+    passes = pipeline.FRONT + [Pass("rewrites", rewrites, "says it rewrote the function")]
+    with pytest.raises(s2sad.InternalError, match="the pass rewrites rewrote"):
+        pipeline.compilation(fn, passes=passes)
+    declared = passes[:-1] + [Pass("rewrites", rewrites, "rewrites", invalidates=True)]
+    ctx, _ = pipeline.compilation(fn, passes=declared)
+    assert not ctx._analyses
+
+
+def test_a_pass_runs_when_its_test_of_the_context_holds():
+    ran = []
+
+    def counted(fn, ctx):
+        """Counts its runs."""
+        ran.append(ctx.options.release)
+        return fn
+    fn = function_from_source(SCALAR)
+    passes = pipeline.FRONT + [Pass("counted", counted, "counts", when=pipeline.release)]
+    for release in (False, True):
+        pipeline.compilation(fn, options=Options(Variant.GRAD, release=release),
+                             passes=passes)
+    assert ran == [True]
 
 
 def test_an_unknown_pass_is_a_clear_error():

@@ -78,9 +78,8 @@ def run(fn, ctx):
 def tangent_only(jvp, ctx):
     """The pass (for `Variant.TANGENT`): `jvp` returning the tangent alone, without the
     statements only the value needs."""
-    if ctx.variant is Variant.TANGENT:
-        jvp.body[-1].value = jvp.body[-1].value.elts[1]
-        jvp.body = without_dead_code(jvp.body, ctx)
+    jvp.body[-1].value = jvp.body[-1].value.elts[1]
+    jvp.body = without_dead_code(jvp.body, ctx)
     return jvp
 
 
@@ -89,8 +88,6 @@ def guard(jvp, ctx):
     return _s2s_respecialize(x, x_dot)` first, for the `f_jvp` that `s2sad.jvp` calls
     without looking at its arguments: the types it was specialised on, and no tangent
     left out."""
-    if not ctx.options.guard:
-        return jvp
     types = ctx.types
     names = guarded(parameters(ctx.src), types)
     tests = [f"{p}.__class__ is not {ctx.bind(types[p].__name__, obj=types[p])}"

@@ -37,8 +37,6 @@ from .simplify import with_constant
 def run(vjp, ctx):
     """The pass (for a fused variant): `f_value_and_grad`, `f_grad`, `f_adjoint` or
     `f_advance`."""
-    if not ctx.variant.fused:
-        return vjp
     value = {Variant.GRAD: False, Variant.ADJOINT: "adjoint", Variant.STEP: "adjoint",
              Variant.ADVANCE: "advance"}.get(ctx.variant, True)
     return fuse(vjp, ctx, value=value, guard=ctx.options.guard)
@@ -201,8 +199,6 @@ def guard_patterns(fn, ctx):
     """The pass: `fn` (fused, with a guard) also checking the shape patterns its shape
     classes depend on (see analysis.shapes) and the dtypes of the parameters that buffer
     reuse relied on."""
-    if not (ctx.variant.fused and ctx.options.guard and ctx.patterns):
-        return fn
     dtypes = ctx.array_facts.used_dtypes if ctx.options.release else ()
     guard = fn.body[0] if fn.body else None
     tests = getattr(getattr(guard, "test", None), "s2s_tests", None)

@@ -67,7 +67,6 @@ import numpy as np
 
 from .. import syntax
 from ..analysis.value_kinds import ARRAY, CONTAINER, SCALAR, UNKNOWN
-from ..frontend import source
 from ..rules import registry, runtime
 from . import callee_effects
 from .callee_effects import FRESH, FRESH_METHODS, REGROUPING, Written, params_in, root
@@ -85,9 +84,9 @@ _LIKE = ("zeros_like", "ones_like", "empty_like", "full_like", "copy", "array")
 
 
 def run(fn, ctx):
-    """The pass: check `fn`. s2sad's own derivatives (differentiated again) write in
-    place only where no other name sees the write."""
-    if not source.is_generated(ctx.src) and (_writes(fn) or _calls_writing(fn, ctx)):
+    """The pass: check `fn` (not s2sad's own derivatives differentiated again, which
+    write in place only where no other name sees the write)."""
+    if _writes(fn) or _calls_writing(fn, ctx):
         Aliasing(fn, ctx).check(fn)
     return fn
 

@@ -75,9 +75,8 @@ _MAX_TERMS = 8      # larger sums are left as they are: the search grows with th
 
 
 def run(fn, ctx):
-    """The pass (with the option `release`, after spell, before reuse)."""
-    if ctx.options.release:
-        fn.body = CombineTerms(ctx).run(fn.body, ctx.array_facts.parameters(fn))
+    """The pass (with the option `release`, after inline_helpers, before reuse_buffers)."""
+    fn.body = CombineTerms(ctx).run(fn.body, ctx.array_facts.parameters(fn))
     return fn
 
 

@@ -45,8 +45,6 @@ from ..rules import registry
 def run(fn, ctx):
     """The pass (not for the numba backend: LLVM merges them itself, and the terms a
     reversed loop adds into an array's element stay apart for `native_tapes`)."""
-    if ctx.backend == "numba":
-        return fn
     merged = {}
     _Merge(ctx, store_counts(fn), merged).block(fn.body, {})
     if not merged:
@@ -58,7 +56,7 @@ def run(fn, ctx):
     for n in syntax.name_nodes(fn):
         if isinstance(n.ctx, gast.Load) and n.id in names:
             n.id = names[n.id]
-    ctx.changed()
+    ctx.rewrote = True
     return fn
 
 

@@ -151,7 +151,7 @@ def run(fn, ctx):
     ctx.assumed_real = analysis.assumed()
     if checks:
         _insert(fn, checks, ctx)
-        ctx.changed()
+        ctx.rewrote = True
     return fn
 
 

@@ -50,8 +50,7 @@ from .. import syntax
 def run(vjp, ctx):
     """The pass, on the pullback of `vjp` (not for arrays of other libraries, see
     `Compilation.duck_arrays`)."""
-    if not ctx.duck_arrays:
-        ElementAdjoints(ctx).run(ctx.reverse.pullback)
+    ElementAdjoints(ctx).run(ctx.reverse.pullback)
     return vjp
 
 

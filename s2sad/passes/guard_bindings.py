@@ -32,8 +32,6 @@ from ..frontend import guards
 
 def run(fn, ctx):
     """The pass."""
-    if not (ctx.options.guard and ctx.options.guard_bindings and ctx.variant.called):
-        return fn
     first = fn.body[0] if fn.body else None
     if getattr(getattr(first, "test", None), "s2s_tests", None) is None:
         return fn

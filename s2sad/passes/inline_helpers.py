@@ -49,9 +49,8 @@ _PRODUCTS = {"matmul_lhs": 0, "matmul_rhs": 1, "dot_lhs": 0, "dot_rhs": 1}
 
 
 def run(fn, ctx):
-    """The pass (with the option `release`, before collect and reuse)."""
-    if ctx.options.release:
-        fn.body = InlineHelpers(ctx).run(fn.body, ctx.array_facts.parameters(fn))
+    """The pass (with the option `release`, before combine_terms and reuse_buffers)."""
+    fn.body = InlineHelpers(ctx).run(fn.body, ctx.array_facts.parameters(fn))
     return fn
 
 

@@ -53,8 +53,6 @@ from ..compilation import parameters
 def run(fn, ctx):
     """The pass (with the option `release`, last); the header then drops what the code no
     longer names. (Forward mode's `f_jvp` too: its values and their tangents.)"""
-    if not ctx.options.release:
-        return fn
     if ctx.variant.forward:
         return InsertDels(array_names(ctx, ctx.forward.dots)).run(fn)
     numbers = {n for n in ctx.reverse.primal_names if ctx.shapes.pattern_of(n) == ()}
@@ -80,8 +78,6 @@ def tangents_late(jvp, ctx):
     `f_jvp`, each tangent statement moves down to just before the first statement that
     reads what it binds, so that a value's last use (`y = np.sum(t_9)`) comes before
     the tangents computed after it and its array is freed first."""
-    if not ctx.options.release:
-        return jvp
     tangents = set(ctx.forward.dots.values())
 
     def pure(c):        # a runtime helper, or a function with a rule that writes no argument

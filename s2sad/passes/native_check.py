@@ -41,9 +41,7 @@ _BUILTINS = {abs, min, max, len, range, float, int, bool, round, reversed, enume
 
 
 def run(fn, ctx):
-    """The pass (for `ctx.backend == "numba"`)."""
-    if ctx.backend != "numba":
-        return fn
+    """The pass (the numba backend's)."""
     callees = {name for name, _ in ctx.callees}
     for top in fn.body:
         for s in syntax.statements(top) if not isinstance(top, _BLOCKS) else [top]:

@@ -75,7 +75,7 @@ _ARITHMETIC = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operat
 
 def run(fn, ctx):
     """The pass (with the option `release`, after reuse_buffers)."""
-    return Peephole(ctx).run(fn) if ctx.options.release else fn
+    return Peephole(ctx).run(fn)
 
 
 class Peephole:

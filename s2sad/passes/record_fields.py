@@ -91,7 +91,7 @@ def run(fn, ctx):
                 dropped.add(id(s))
     if not moved:
         return fn
-    ctx.changed()
+    ctx.rewrote = True
     gone = {id(s) for s in moved} | dropped
     fn.body = _without(fn.body, gone)
     fn.body[:0] = moved

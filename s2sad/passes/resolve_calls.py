@@ -170,6 +170,7 @@ class ResolveCalls:
             if not unread:
                 if not self.changed:    # (the passes after it need not compute them again)
                     self.ctx.reuse(kinds=self.kinds, ops=ops, varied=self.varied)
+                self.ctx.rewrote = self.changed
                 return fn
             self.changed = True
             defining = {name: made for name, made in defining.items() if name in read}

@@ -67,7 +67,7 @@ _COMMUTE = (gast.Add, gast.Mult)
 
 def run(fn, ctx):
     """The pass (with the option `release`, after inline_helpers and combine_terms)."""
-    return ReuseBuffers(ctx).run(fn) if ctx.options.release else fn
+    return ReuseBuffers(ctx).run(fn)
 
 
 class ReuseBuffers:
