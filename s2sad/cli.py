@@ -21,7 +21,7 @@ import sys
 
 import numpy as np
 
-from . import api, driver, forward_api, graph, numba_api, pipeline
+from . import api, backends, driver, forward_api, graph, numba_api, pipeline
 from .export import BACKENDS, KINDS, export
 from .compilation import default_arg_types, wrt_indices
 from .errors import GradientCheckError, S2SADError
@@ -166,7 +166,7 @@ def _show(args):
         text = d if args.stage else d.source
     elif args.backend == "numba":
         text = pipeline.stage_source(getattr(fn, "primal", fn), args.stage or "native_check",
-                                     wrt, mode=args.mode, backend="numba")
+                                     wrt, mode=args.mode, backend=backends.NUMBA)
     elif args.mode == "forward" and forward_api.gradient_of(fn):
         # a gradient: forward mode of the gradient code it runs (forward over reverse),
         # by default along the tangent of a second derivative

@@ -47,7 +47,7 @@ from .errors import ComplexValueError, S2SADError
 from .frontend import fence, guards, source
 from .frontend.source import MISSING, FunctionSource
 from .naming import Namer
-from .options import Options, Variant
+from .options import Capabilities, Options, Variant
 from .rules import pytrees, runtime
 from .rules.registry import HELPERS
 from .rules.arrays import is_duck_array_type
@@ -104,7 +104,7 @@ class Compilation:
     options: Options = Options()
     patterns: dict | None = None                # {parameter: (dtype, shape pattern)}
     seed: tuple | None = None                   # (name, value, pattern), see fused.step_guard
-    backend: str = "python"                     # or "numba" (passes/native_tapes.py)
+    can: Capabilities = Capabilities()          # what the backend's code can do
     bindings: dict = dataclasses.field(default_factory=dict)
     callees: list = dataclasses.field(default_factory=list)   # [(bound name, Callee)]
     lifted: list = dataclasses.field(default_factory=list)    # (fn, wrt, arg_types) called
@@ -264,10 +264,10 @@ class Compilation:
     @property
     def guards(self) -> list:
         """The guards (frontend/guards.py) of what this compilation resolved: those of its
-        source (`source.guards_of`) and those the passes added (`assumed`). The numba
-        backend holds the values of globals it was compiled with, so data is guarded by
-        identity there."""
-        return guards.unique(source.guards_of(self.src, frozen=self.backend == "numba")
+        source (`source.guards_of`) and those the passes added (`assumed`). Code that
+        holds the values of globals it was compiled with (`can.frozen_globals`) has its
+        data guarded by identity."""
+        return guards.unique(source.guards_of(self.src, frozen=self.can.frozen_globals)
                              + self.assumed)
 
     def assume(self, found: list):

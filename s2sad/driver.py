@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import gc
 import inspect
 import math
@@ -26,18 +25,19 @@ import numpy as np
 
 from . import cache, emit, errors, syntax
 from .compilation import Callee, Wrt, arg_types_key, default_arg_types, wrt_key
-from .errors import MissingRuleError, NativeBackendError, S2SADError, UnsupportedSyntaxError
+from .errors import MissingRuleError, S2SADError, UnsupportedSyntaxError
 from .errors import InternalError
 from .frontend import guards, source
 from .options import Options, Variant
-from .pipeline import compilation, native_options, reported
-from .rules import numba_runtime, registry
+from .backends import PYTHON, Backend
+from .pipeline import compilation, reported
+from .rules import registry
 
 # -- derivatives -------------------------------------------------------------------------
 class CompiledDerivative:
     """A compiled derivative: the callable and its source."""
 
-    def __init__(self, fn, source_text, filename, ctx):
+    def __init__(self, fn, source_text, filename, ctx, backend):
         self.fn = fn
         self.source = source_text
         self.filename = filename
@@ -58,13 +58,11 @@ class CompiledDerivative:
         self.callee_guards = ctx.callee_guards
         self.code_changed = ctx.code_changed     # its code's flag (see guards.watch)
         self.warned = False
-        self.backend, self.jit = ctx.backend, dict(ctx.options.jit)
-        # the user's Python functions the code calls, which Numba compiles too
-        self.native_calls = {name: obj for name, obj in ctx.bindings.items()
-                             if inspect.isfunction(obj) and not obj.__module__.startswith(
-                                 "s2sad.")} if ctx.backend == "numba" else {}
-        # a gradient called (see frontend.gradients): the numba backend's gradient code,
-        # for the types of the arguments its derivative is called with
+        self.backend, self.jit = backend, dict(ctx.options.jit)
+        # the user's Python functions the code calls, which the backend compiles too
+        self.native_calls = backend.calls(ctx)
+        # a gradient called (see frontend.gradients): the backend's gradient code, for
+        # the types of the arguments its derivative is called with
         self.native_gradients = {}
         for name, obj in list(self.native_calls.items()):
             arg_types = [c.arg_types for _, c in ctx.callees if c.fn is obj]
@@ -92,18 +90,14 @@ class CompiledDerivative:
 
     @property
     def native(self):
-        """The Numba dispatcher of `fn` (for the numba backend, else None), made on first
-        use (Numba compiles it at its first call)."""
-        if self.backend != "numba":
-            return None
+        """The backend's compiled form of `fn` (a Numba dispatcher; None for code that runs
+        as Python), made on first use (Numba compiles it at its first call)."""
         if self._native is None:
-            for name, obj in self.native_calls.items():
-                emit.bind_late(self.fn, name, _njit(obj, self.jit))
             for name, ((primal, wrt, kind), arg_types) in self.native_gradients.items():
-                gradient = derivative(target(primal), wrt, arg_types, native_options(
-                    Variant(kind), tuple(self.jit.items())), "numba")
+                gradient = derivative(target(primal), wrt, arg_types, self.backend.recomputed(
+                    Variant(kind), tuple(sorted(self.jit.items()))), self.backend)
                 emit.bind_late(self.fn, name, gradient.native)
-            self._native = _njit(self.fn, self.jit)
+            self._native = self.backend.compile(self.fn, self.native_calls, self.jit)
         return self._native
 
 
@@ -121,25 +115,7 @@ class _Watcher:
             derivative.code_changed_now()
 
 
-#: {Python function: {njit options: its Numba dispatcher}}
-_dispatchers = weakref.WeakKeyDictionary()
-
-
-def _njit(fn, options):
-    """`numba.njit(**options)(fn)`, made once per function and options."""
-    try:
-        import numba
-    except ImportError:
-        raise S2SADError('backend="numba" needs Numba: pip install "s2sad[numba]"') from None
-    numba_runtime.register()
-    made = _dispatchers.setdefault(fn, {})
-    key = tuple(sorted(options.items()))
-    if key not in made:
-        made[key] = numba.njit(**options)(fn)
-    return made[key]
-
-
-def _compiled(ctx, node):
+def _compiled(ctx, node, backend):
     """Compile the generated function `node` with the context's bindings and the user
     function's closure values, under a file name that says where it came from; the
     callees stay unbound until `_link`."""
@@ -153,7 +129,7 @@ def _compiled(ctx, node):
     filename = f"<s2sad: {node.name}, from {src.filename}:{src.first_line}>"
     compiled, text = emit.compile_function(node, bindings, src.fn, filename)
     _share_defaults(compiled, src.fn)
-    return CompiledDerivative(compiled, text, compiled.__code__.co_filename, ctx)
+    return CompiledDerivative(compiled, text, compiled.__code__.co_filename, ctx, backend)
 
 
 def _share_defaults(compiled, fn):
@@ -181,7 +157,7 @@ def _share_defaults(compiled, fn):
 
 @reported
 def build(fn: Callable, wrt: Wrt = 0, arg_types: dict | None = None,
-          options: Options = Options(), backend: str = "python") -> CompiledDerivative:
+          options: Options = Options(), backend: Backend = PYTHON) -> CompiledDerivative:
     """Compile, without the cache, the derivative of `fn` that `options` describe (its
     `variant`: `f_vjp`, `f_grad`, `f_jvp`, ..., see s2sad.options), with respect to `wrt`,
     specialised on `arg_types` (by default, those of `default_arg_types`), and the
@@ -192,7 +168,7 @@ def build(fn: Callable, wrt: Wrt = 0, arg_types: dict | None = None,
 
 
 def derivative(fn: Callable, wrt: Wrt = 0, arg_types: dict | None = None,
-               options: Options = Options(), backend: str = "python") -> CompiledDerivative:
+               options: Options = Options(), backend: Backend = PYTHON) -> CompiledDerivative:
     """The compiled derivative of `fn` that `build` makes, through the cache."""
     request = _request(fn, wrt, arg_types, options, backend)
     return cache.get(request.fn, request.key, lambda: _Build().run(request))
@@ -204,12 +180,12 @@ class _Request:
     wrt: object
     arg_types: dict
     options: Options
-    backend: str
+    backend: Backend
 
     @property
     def key(self):
         return (wrt_key(self.wrt), arg_types_key(self.arg_types), self.options.key,
-                self.backend)
+                self.backend.name)
 
 
 def gradient_code(primal: Callable, wrt: Wrt = 0, arg_types: dict | None = None,
@@ -220,21 +196,17 @@ def gradient_code(primal: Callable, wrt: Wrt = 0, arg_types: dict | None = None,
     `hvp` and `hessian`; a call of `grad(f)` inside differentiated code is a call of it
     (of `value_and_grad(f)`, with `Variant.VALUE_AND_GRAD`, a call of the code that
     returns both)."""
-    return derivative(target(primal), wrt, arg_types, Options(variant, guard=False,
-                                                              recompute=True))
+    return derivative(target(primal), wrt, arg_types, PYTHON.recomputed(variant))
 
 
-def _request(fn, wrt, arg_types, options, backend="python"):
+def _request(fn, wrt, arg_types, options, backend=PYTHON):
     fn = target(fn)
     arg_types = default_arg_types(fn) if arg_types is None else arg_types
     gradient = getattr(fn, "s2s_gradient", None)
     if gradient is not None:        # grad(f) called by code being differentiated
         primal, grad_wrt, kind = gradient
-        if backend == "numba":       # (its loops' tapes arrays)
-            fn = derivative(target(primal), grad_wrt, arg_types,
-                            native_options(Variant(kind), options.jit), backend).fn
-        else:
-            fn = gradient_code(primal, grad_wrt, arg_types, Variant(kind)).fn
+        fn = derivative(target(primal), grad_wrt, arg_types,   # (see gradient_code)
+                        backend.recomputed(Variant(kind), options.jit), backend).fn
     if options.patterns is not None and not (options.variant.fused and options.guard):
         options = dataclasses.replace(options, patterns=None)
     return _Request(fn, wrt, arg_types, options, backend)
@@ -316,7 +288,7 @@ class _Build:
     def make(self, request):
         ctx, node = compilation(request.fn, request.wrt, request.arg_types, request.options,
                                 backend=request.backend)
-        derivative = _compiled(ctx, node)
+        derivative = _compiled(ctx, node, request.backend)
         ctx.compiled()
         derivative.request = request
         self.made[(id(request.fn), request.key)] = (request, derivative)
@@ -429,18 +401,11 @@ def _no_collection():
 
 
 def _callee_request(callee, caller=None):
-    if caller is not None and caller.backend == "numba":
-        variant = Variant.JVP if callee.variant is Variant.JVP else Variant.ADJOINT
-        return _request(callee.fn, callee.wrt, callee.arg_types, native_options(
-            variant, _jit_of(callee.fn, caller)), caller.backend)
-    options = {
-        Variant.JVP: Options(Variant.JVP, guard=False),
-        Variant.ADJOINT: Options(Variant.ADJOINT, guard=False, recompute=True),
-        Variant.STEP: Options(Variant.STEP, guard=callee.patterns is not None, release=True,
-                              patterns=callee.patterns),
-        Variant.ADVANCE: Options(Variant.ADVANCE, release=True, patterns=callee.patterns),
-    }.get(callee.variant, Options())
-    return _request(callee.fn, callee.wrt, callee.arg_types, options)
+    """The request of the derivative that the code of `caller` (a request, None for the
+    Python backend's) calls for `callee`: made by the caller's backend."""
+    backend = caller.backend if caller is not None else PYTHON
+    options = backend.callee_options(callee, caller.options.jit if caller else ())
+    return _request(callee.fn, callee.wrt, callee.arg_types, options, backend)
 
 
 def callee_bindings(ctx):
@@ -458,64 +423,14 @@ def compiled_callee(callee: Callee, caller: _Request | None = None) -> CompiledD
                       request.backend)
 
 
-def _jit_of(fn, caller):
-    """numba.njit's options for the derivative of `fn`, called from `caller` (a request):
-    those of `fn` when it is a Numba function, else the caller's."""
-    options = getattr(fn, "targetoptions", None)
-    return jit_options(options) if options is not None else caller.options.jit
-
-
-def jit_options(targetoptions):
-    """The (name, value) pairs of a Numba dispatcher's `targetoptions` that its
-    derivative is compiled with (fastmath, cache, error_model, boundscheck, ...)."""
-    return tuple(sorted((k, v) for k, v in targetoptions.items()
-                        if k not in ("nopython", "forceobj", "looplift")
-                        and isinstance(v, (bool, int, str, float, type(None)))))
-
-
 def _linked(callee, derivative):
-    """What generated code calls for `callee`, given its compiled derivative."""
-    if derivative.backend == "numba":
-        if callee.args or callee.kwargs:
-            raise NativeBackendError(
-                f"the numba backend cannot call the derivative of {callee.fn.__qualname__}() "
-                "with arguments bound to it (a method, a functools.partial); call the "
-                "function itself, or differentiate with the Python backend (the default)")
-        code = derivative.fn.__code__
-        given = code.co_varnames[callee.nargs:code.co_argcount]
-        if callee.variant is Variant.JVP and given != tuple(derivative.tangent_names):
-            raise NativeBackendError(
-                f"the numba backend calls the forward mode of {callee.fn.__qualname__}() "
-                "with every argument given by position; pass the ones it leaves to "
-                "defaults, or differentiate with the Python backend (the default)")
-        return derivative.native
-    if callee.variant is Variant.JVP:
-        return JVPCall(derivative, callee.nargs, callee.args, callee.kwargs)
-    if callee.args or callee.kwargs:
-        return functools.partial(derivative.fn, *callee.args, **callee.kwargs)
-    return derivative.fn
+    """What generated code calls for `callee`, given its compiled derivative (its
+    backend links it)."""
+    return derivative.backend.link(callee, derivative)
 
 
 #: {primitive: the function that only calls it}, for `target`.
 _primitive_targets = {}
-
-
-class JVPCall:
-    """What forward-mode code calls for a call to another Python function: that
-    function's own `f_jvp`, given the call's `nargs` positional arguments, then the
-    tangents of those it differentiates (passed on by name)."""
-
-    def __init__(self, derivative, nargs, args=(), kwargs=None):
-        self.derivative, self.nargs = derivative, nargs
-        self.args, self.kwargs = tuple(args), dict(kwargs or {})
-
-    def __call__(self, *values, **kwargs):
-        d = self.derivative
-        kwargs = {**self.kwargs, **kwargs, **dict(zip(d.tangent_names, values[self.nargs:]))}
-        return d.fn(*self.args, *values[:self.nargs], **kwargs)
-
-    def __repr__(self):
-        return f"<s2sad jvp {self.derivative.fn.__qualname__}>"
 
 
 def target(fn):

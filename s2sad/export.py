@@ -50,14 +50,14 @@ from typing import Callable
 
 import numpy as np
 
-from . import driver, emit, pipeline
+from . import backends, driver, emit
 from .analysis.value_kinds import guarded
 from .compilation import (Wrt, arg_types_of, default_arg_types, parameters, patterns_of,
                           refuse_complex, wrt_names)
 from .errors import ExportError, InternalError, warn_unconnected
 from .export_pieces import Piece, Pieces
 from .frontend import source
-from .frontend.source import MISSING, numba_function
+from .frontend.source import MISSING
 from .options import Options, Variant
 from .rules import numba_runtime, pytrees, runtime
 
@@ -230,13 +230,14 @@ def _entries(f, mode, wrt, arg_types, patterns, wanted, backend="python"):
                              guard_bindings=False) for kind in ("grad", "value_and_grad")}
     options = {"vjp": Options(), **options}
     if backend == "numba":      # as numba_api.NativeDerivative makes them
-        jit = driver.jit_options(f.targetoptions) if numba_function(f) is not None else ()
-        options = {kind: pipeline.native_options(Variant(kind), jit)
+        jit = backends.jit_of(f)
+        options = {kind: backends.NUMBA.options(Variant(kind), jit)
                    for kind in ("grad", "value_and_grad")}
     out = []
     for kind in options:
         if kind in wanted:
-            derivative = driver.derivative(f, wrt, arg_types, options[kind], backend)
+            derivative = driver.derivative(f, wrt, arg_types, options[kind],
+                                           backends.named(backend))
             out.append((warn_unconnected(derivative), kind))
     return out
 

@@ -25,10 +25,11 @@ import re
 
 import numpy as np
 
-from . import driver, pipeline
+from . import backends, driver, pipeline
+from .backends import NUMBA
 from .compilation import arg_types_of, refuse_complex, wrt_indices
 from .errors import CustomRuleError, NativeBackendError, S2SADError, warn_unconnected
-from .frontend.source import function_from_source, numba_function
+from .frontend.source import function_from_source
 from .options import Variant
 from .rules import numba_runtime
 
@@ -54,7 +55,7 @@ class NativeDerivative:
         self.variant = variant
         self.s2s_made_by = variant.value
         self.jit = tuple(sorted((jit or {}).items())) if jit is not None else (
-            driver.jit_options(f.targetoptions) if numba_function(f) is not None else ())
+            backends.jit_of(f))
         self._target = driver.target(f)
         self._arg_types = None
         params = list(inspect.signature(self._target).parameters)
@@ -89,7 +90,7 @@ class NativeDerivative:
         compilation.arg_types_of)."""
         _refuse_containers(self._target, self.wrt, arg_types)
         d = driver.derivative(self._target, self.wrt, arg_types,
-                              pipeline.native_options(self.variant, self.jit), "numba")
+                              NUMBA.options(self.variant, self.jit), NUMBA)
         return warn_unconnected(d)
 
     def __call__(self, *args):
@@ -175,11 +176,11 @@ def jvp(f, primals, tangents, kwargs):
         raise S2SADError("jvp needs at least one tangent that is not None")
     target = driver.target(f)
     refuse_complex(target, wrt, primals)
-    jit = driver.jit_options(f.targetoptions) if numba_function(f) is not None else ()
+    jit = backends.jit_of(f)
     arg_types = arg_types_of(target, primals)
     _refuse_containers(target, wrt, arg_types)
     d = warn_unconnected(driver.derivative(target, wrt, arg_types,
-                                           pipeline.native_options(Variant.JVP, jit), "numba"))
+                                           NUMBA.options(Variant.JVP, jit), NUMBA))
     given = [t for t in tangents if t is not None]
     code = d.fn.__code__
     by_name = {} if code.co_varnames[len(primals):code.co_argcount] == tuple(
@@ -225,15 +226,14 @@ def gradient_code_jvp(f, i, tangents, arg_types, stage=None):
     `stage`, its source after that pass of forward mode (for `s2sad show`)."""
     target = driver.target(f)
     _refuse_containers(target, i, arg_types)
-    jit = driver.jit_options(f.targetoptions) if numba_function(f) is not None else ()
+    jit = backends.jit_of(f)
     gradient = warn_unconnected(driver.derivative(
-        target, i, arg_types, pipeline.native_options(Variant.GRAD, jit), "numba"))
+        target, i, arg_types, NUMBA.options(Variant.GRAD, jit), NUMBA))
     if stage is not None:
         return pipeline.stage_source(gradient.fn, stage, tangents, arg_types, mode="forward",
-                                     backend="numba")
+                                     backend=NUMBA)
     return warn_unconnected(driver.derivative(
-        gradient.fn, tuple(tangents), arg_types, pipeline.native_options(Variant.TANGENT, jit),
-        "numba"))
+        gradient.fn, tuple(tangents), arg_types, NUMBA.options(Variant.TANGENT, jit), NUMBA))
 
 
 def _not_compiled(target, exc, where):
@@ -300,7 +300,6 @@ def _container_of(t):
 
 
 def check_backend(backend):
-    if backend not in ("python", "numba"):
-        raise S2SADError(f"backend={backend!r}: the backend is 'python' or 'numba'")
-    return backend
+    """`backend`, the name of a backend (else an error that says which there are)."""
+    return backends.named(backend).name
 

@@ -77,3 +77,18 @@ class Options:
         return (self.variant.value, self.release, self.guard, self.guard_bindings,
                 self.recompute, tuple(sorted((self.patterns or {}).items())), self.memory,
                 self.jit)
+
+
+@dataclasses.dataclass(frozen=True)
+class Capabilities:
+    """What the code a backend compiles can do (s2sad.backends), which the passes read
+    from the context (`ctx.can`) instead of asking which backend it is: `reversed`, it
+    may call `reversed(range(...))`; `tape_arrays`, its loops' tapes are arrays of
+    numbers (passes/native_tapes.py), where a column costs next to nothing and whose
+    rows forward mode over such code writes in place; `merges_subexpressions`, its
+    compiler merges common subexpressions itself; `frozen_globals`, it holds the values
+    of the globals it was compiled with (so data is guarded by identity)."""
+    reversed: bool = True
+    tape_arrays: bool = False
+    merges_subexpressions: bool = False
+    frozen_globals: bool = False

@@ -26,11 +26,12 @@ from .compilation import Compilation, Pass, Wrt
 from .options import Options, Variant
 from .errors import InternalError, S2SADError
 from .frontend import source
+from .backends import BY_NAME, NUMBA, PYTHON, Backend
 from .passes import (aliasing, checkpointed_loops, combine_terms, common_subexpressions,
                      complex_values, desugar, element_adjoints, enclose, guard_bindings,
                      hoist_invariants, inline_helpers, insert_dels, lift, lost_derivatives,
-                     native_check, native_tapes, optimize, peephole, record_fields,
-                     resolve_calls, reuse_buffers, wengert)
+                     optimize, peephole, record_fields, resolve_calls, reuse_buffers,
+                     wengert)
 
 
 # -- when a pass runs (see Pass.when) ----------------------------------------------------
@@ -72,11 +73,11 @@ def users_code(ctx):
     return not source.is_generated(ctx.src)
 
 
-def merges_subexpressions(ctx):
-    """Common subexpressions are merged before the code is compiled (not for the numba
-    backend, whose compiler, LLVM, merges them itself: the terms a reversed loop adds
-    into an array's element stay apart for native_tapes)."""
-    return ctx.backend != "numba"
+def subexpressions_kept(ctx):
+    """The compiler of the code keeps common subexpressions (Numba's, LLVM, merges them
+    itself: the terms a reversed loop adds into an array's element stay apart for
+    native_tapes)."""
+    return not ctx.can.merges_subexpressions
 
 
 def ndarrays(ctx):
@@ -107,7 +108,7 @@ FRONT = [
     Pass("lost_derivatives", lost_derivatives.run, "refuse writes into arrays through "
          "calls, and differentiated values passed where a rule has no derivative"),
     Pass("common_subexpressions", common_subexpressions.run, "a number computed again "
-         "from the same values (`u[i]` twice) computed once", when=merges_subexpressions,
+         "from the same values (`u[i]` twice) computed once", when=subexpressions_kept,
          invalidates=True),
     Pass("hoist_invariants", hoist_invariants.run, "arithmetic on numbers, and views "
          "of arrays, that a loop does not change, computed once before it"),
@@ -167,13 +168,9 @@ FUSED_GRADIENT = REVERSE_MODE[:-1] + [
     ENCLOSE,
 ]
 
-#: The fused gradient as code Numba compiles (`backend="numba"`, without the guard).
-NUMBA_GRADIENT = FUSED_GRADIENT + [
-    Pass("native_tapes", native_tapes.run, "(numba) tapes as arrays, one column per "
-         "value, helpers of numbers as numbers"),
-    Pass("native_check", native_check.run, "(numba) refuse what Numba cannot compile, "
-         "naming the user's line"),
-]
+#: The fused gradient as code Numba compiles (`backend="numba"`, without the guard): the
+#: Numba backend's passes last.
+NUMBA_GRADIENT = FUSED_GRADIENT + list(NUMBA.passes)
 
 #: Forward mode: `f_jvp(x, x_dot) -> (y, y_dot)`.
 FORWARD_MODE = FRONT + [
@@ -198,7 +195,7 @@ FORWARD_MODE = FRONT + [
 #: there is no tape, so native_tapes only writes the helpers of numbers as numbers. Over the
 #: code of NUMBA_GRADIENT (its tapes arrays), it is `hvp` and `hessian` with
 #: `backend="numba"` (numba_api.gradient_jvp).
-NUMBA_FORWARD = FORWARD_MODE + NUMBA_GRADIENT[len(FUSED_GRADIENT):]
+NUMBA_FORWARD = FORWARD_MODE + list(NUMBA.passes)
 
 LISTS = {"reverse mode": REVERSE_MODE, "fused gradient": FUSED_GRADIENT,
          "numba gradient": NUMBA_GRADIENT, "forward mode": FORWARD_MODE,
@@ -256,26 +253,25 @@ def _internal(fn, exc):
         "the function.")
 
 
-def passes_for(variant: Variant, backend: str = "python") -> list[Pass]:
-    """The passes that make a derivative of `variant` with `backend`."""
-    if variant.forward:
-        return NUMBA_FORWARD if backend == "numba" else FORWARD_MODE
-    if backend == "numba":
-        return NUMBA_GRADIENT
-    return FUSED_GRADIENT if variant.fused else REVERSE_MODE
+def passes_for(variant: Variant, backend: Backend = PYTHON) -> list[Pass]:
+    """The passes that make a derivative of `variant` with `backend`: those of the list
+    of `variant`, then the backend's."""
+    passes = (FORWARD_MODE if variant.forward else FUSED_GRADIENT if variant.fused
+              else REVERSE_MODE)
+    return passes + list(backend.passes) if backend.passes else passes
 
 
 @reported
 def compilation(fn: Callable, wrt: Wrt = 0, arg_types: dict | None = None,
                 options: Options = Options(), until: str | None = None,
                 passes: list[Pass] | None = None,
-                backend: str = "python") -> tuple[Compilation, gast.FunctionDef]:
+                backend: Backend = PYTHON) -> tuple[Compilation, gast.FunctionDef]:
     """`(ctx, node)`: `fn` through `passes` (by default those of `options.variant`, see
     `passes_for`), up to and including the pass named `until` (all of them without it),
     for `wrt`, specialised on `arg_types` (by default `default_arg_types`), with
-    `options`."""
+    `options`, for `backend` (its capabilities `ctx.can`)."""
     passes = passes_for(options.variant, backend) if passes is None else passes
-    ctx = Compilation.of(fn, wrt, arg_types, options, backend=backend)
+    ctx = Compilation.of(fn, wrt, arg_types, options, can=backend.can)
     ctx.front_end = _front_end
     if until is not None and until not in [p.name for p in passes]:
         raise S2SADError(f"no pass is called {until!r}; the passes are "
@@ -304,32 +300,16 @@ def _front_end(fn, arg_types):
 
 
 def stage_source(fn: Callable, stage: str, wrt: Wrt = 0, arg_types: dict | None = None,
-                 mode: str = "reverse", backend: str = "python") -> str:
+                 mode: str = "reverse", backend: Backend = PYTHON) -> str:
     """The source of `fn` after the pass `stage` (see `stage_names`): of the reverse-mode
-    list, else of the fused gradient `grad` runs (with `backend="numba"`, or for a pass of
-    its own, the one `grad(f, backend="numba")` runs), or (with `mode="forward"`) of
-    forward mode's (with `backend="numba"`, the one `jvp(f, ..., backend="numba")`
-    runs)."""
-    if stage in [p.name for p in NUMBA_GRADIENT[len(FUSED_GRADIENT):]]:
-        backend = "numba"
-    if mode == "forward":
-        options = native_options(Variant.JVP) if backend == "numba" else Options(Variant.JVP)
-    elif backend == "numba":
-        options = native_options(Variant.GRAD)
-    elif stage in [p.name for p in REVERSE_MODE]:
-        options = Options()
-    else:
-        options = Options(Variant.GRAD, release=True)
-    ctx, node = compilation(fn, wrt, arg_types, options, stage, backend=backend)
+    list, else of the fused gradient `grad` runs (with `backend`, or for a pass a backend
+    adds, the one `grad(f, backend=...)` runs with it), or (with `mode="forward"`) of
+    forward mode's (with `backend`, the one `jvp(f, ..., backend=...)` runs)."""
+    backend = next((b for b in BY_NAME.values() if stage in [p.name for p in b.passes]),
+                   backend)
+    variant = (Variant.JVP if mode == "forward" else Variant.VJP if not backend.passes
+               and stage in [p.name for p in REVERSE_MODE] else Variant.GRAD)
+    ctx, node = compilation(fn, wrt, arg_types, backend.options(variant), stage,
+                            backend=backend)
     lifted = ctx.lifted_defs if stage == "lift" else []
     return "\n".join(emit.to_source(n) for n in lifted + [node])
-
-
-def native_options(variant: Variant, jit: tuple = ()) -> Options:
-    """The options of `variant` for the numba backend, `jit` being numba.njit's options as
-    (name, value) pairs: no guard (Numba dispatches on types); for a fused gradient, no
-    buffer reuse or `del` (Numba manages its arrays), and calls of other functions
-    through their `g_adjoint`, which has no closure."""
-    if variant.forward:
-        return Options(variant, guard=False, jit=tuple(sorted(jit)))
-    return Options(variant, release=False, guard=False, recompute=True, jit=tuple(sorted(jit)))

@@ -282,9 +282,9 @@ def test_jvp_of_numpy_code_and_its_source():
     assert tangent == pytest.approx(fd, rel=1e-6, abs=1e-8)
     python = s2sad.jvp(tanh_loss, (w, x, y), (v, None, None))
     assert_close((value, tangent), python, rtol=1e-12, atol=1e-14)
-    from s2sad import pipeline
+    from s2sad import backends, pipeline
     text = pipeline.stage_source(decay, "native_check", (0,), {"k": float, "n": int},
-                                 mode="forward", backend="numba")
+                                 mode="forward", backend=backends.NUMBA)
     assert text.startswith("def decay_jvp(k, n, k_dot):\n    u = np.zeros(n)\n")
     assert "respecialize" not in text
 

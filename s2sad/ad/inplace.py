@@ -291,10 +291,10 @@ def write_in_place(jvp, ctx):
     writes = [s for s in syntax.statements(jvp) if isinstance(s, gast.Assign)
               and syntax.is_name(s.targets[0]) and ctx.is_runtime_call(s.value, "setitem")
               and syntax.is_name(s.value.args[0], s.targets[0].id)]
-    # the numba backend: also a write under a new name (`b = _s2s_setitem(a, i, v)`, Wengert
+    # where tapes are arrays (Numba's code): also a write under a new name (`b = _s2s_setitem(a, i, v)`, Wengert
     # form's next version of an array written twice in a step, or of a new array), into
     # an array the function made: `b = a; b[i] = v` (a tape's rows, forward over reverse)
-    renamed = [s for s in syntax.statements(jvp) if ctx.backend == "numba"
+    renamed = [s for s in syntax.statements(jvp) if ctx.can.tape_arrays
                and isinstance(s, gast.Assign) and syntax.is_name(s.targets[0])
                and ctx.is_runtime_call(s.value, "setitem") and all(s is not w for w in writes)]
     if not writes and not renamed:

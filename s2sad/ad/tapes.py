@@ -166,13 +166,13 @@ class LoopPlan:
             call.args[0] = vals[0] if len(vals) == 1 else syntax.tuple_(vals)
 
     def backwards(self, bounds):
-        """`reversed(range(*bounds))`; for the numba backend, which has no `reversed`,
+        """`reversed(range(*bounds))`; for code that cannot call `reversed` (Numba's),
         `range(stop - 1, start - 1, -1)` (of one or two bounds), and with a step the range
         that runs the same numbers backwards (the reversed loop of a gradient's code
         that is differentiated again runs backwards already)."""
         ctx = self.rev.ctx
         bounds = syntax.copied(bounds)
-        if ctx.backend != "numba":
+        if ctx.can.reversed:
             return syntax.call(ctx.bind("reversed"), [syntax.call(ctx.bind("range"), bounds)])
         range_ = ctx.bind("range")
         if len(bounds) == 3:
@@ -222,8 +222,8 @@ class LoopPlan:
             return
         pushes = {id(c) for c in self.pushes}
         bounds = loop.iter.args
-        if self.rev.ctx.backend == "numba" and len(bounds) > 2:
-            return          # (Numba has no reversed(); a step is left to the tape)
+        if not self.rev.ctx.can.reversed and len(bounds) > 2:
+            return          # (without reversed(), a step is left to the tape)
         assigned = store_counts(vjp)
         if not all(isinstance(b, gast.Constant) or (isinstance(b, gast.Name)
                                                     and assigned.get(b.id, 0) <= 1)
@@ -405,10 +405,10 @@ class _Step:
                 if isinstance(n.ctx, gast.Load) and id(n) not in shape_args}
         self.shape_only = {n for n in record if n not in data and rev.kinds.kind.get(n) == ARRAY}
         self.sinks = [n for n in record if n not in self.shape_only]
-        # (not for the numba backend: its tapes are arrays of numbers, where a column
-        # costs next to nothing, typed from the forward loop's bindings alone)
+        # (not where tapes are arrays of numbers, where a column costs next to nothing,
+        # typed from the forward loop's bindings alone)
         self.carried = (self.carried_ends(loop) if loop in rev.wengert.body
-                        and rev.ctx.backend != "numba" else {})
+                        and not rev.ctx.can.tape_arrays else {})
 
     def operands(self, s):
         """The names `s` computes its value from, if it is a cheap array statement whose

@@ -43,8 +43,9 @@ from ..rules import registry
 
 
 def run(fn, ctx):
-    """The pass (not for the numba backend: LLVM merges them itself, and the terms a
-    reversed loop adds into an array's element stay apart for `native_tapes`)."""
+    """The pass (not where the compiler merges them itself, `ctx.can.merges_subexpressions`:
+    Numba's LLVM, for which the terms a reversed loop adds into an array's element stay
+    apart for `native_tapes`)."""
     merged = {}
     _Merge(ctx, store_counts(fn), merged).block(fn.body, {})
     if not merged:

@@ -1,0 +1,217 @@
+"""The backends: what makes the passes' code run. A backend is an object that owns the
+passes it adds after a pass list's, the options it makes derivatives with, what its code
+can do (`can`, the `Capabilities` the passes read from the context: `ctx.can`), its
+runtime helpers, and its compile and link steps. The passes never ask a backend's name.
+
+`PYTHON` compiles the code as Python (the default); `NUMBA` compiles it with
+`numba.njit` (`backend="numba"`, see docs/numba.md): it runs the passes of
+`NUMBA.passes` last, makes the fused gradient without a guard or memory reuse, and
+holds the Numba dispatchers it made.
+
+>>> from s2sad import backends
+>>> from s2sad.options import Variant
+>>> backends.NUMBA.can.reversed, backends.PYTHON.can.reversed
+(False, True)
+>>> [p.name for p in backends.NUMBA.passes]
+['native_tapes', 'native_check']
+>>> backends.NUMBA.options(Variant.GRAD).guard
+False
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import weakref
+
+from . import emit
+from .compilation import Callee, Compilation, Pass
+from .errors import NativeBackendError, S2SADError
+from .frontend.source import numba_function
+from .options import Capabilities, Options, Variant
+from .passes import native_check, native_tapes
+from .rules import numba_runtime
+
+
+class Backend:
+    """What every backend declares (see the module docstring)."""
+    name: str
+    #: what its code can do, which the passes ask (`ctx.can`)
+    can: Capabilities = Capabilities()
+    #: the passes it runs after those of a pass list (s2sad.pipeline)
+    passes: tuple[Pass, ...] = ()
+
+    def options(self, variant: Variant, jit: tuple = ()) -> Options:
+        """The options of a derivative of `variant` as the API makes it (`jit`, the
+        compiler's options as (name, value) pairs)."""
+        raise NotImplementedError
+
+    def recomputed(self, variant: Variant, jit: tuple = ()) -> Options:
+        """The options of a fused gradient's code that is differentiated again (forward
+        over reverse, a gradient called inside differentiated code): no guard, calls of
+        other functions through their `g_adjoint`."""
+        return Options(variant, guard=False, recompute=True, jit=jit)
+
+    def callee_options(self, callee: Callee, jit: tuple = ()) -> Options:
+        """The options of the derivative that code of this backend calls for `callee`
+        (`jit`: the calling derivative's compiler options)."""
+        raise NotImplementedError
+
+    def calls(self, ctx: Compilation) -> dict:
+        """{name: function} of the user's Python functions its code calls that it
+        compiles too (none but Numba's)."""
+        return {}
+
+    def compile(self, fn, calls: dict, jit: dict):
+        """The compiled form of the generated function `fn`, its names `calls` bound to
+        the compiled forms of what they name (None for code that runs as Python)."""
+        return None
+
+    def link(self, callee: Callee, derivative):
+        """What generated code calls for `callee`, given its compiled derivative."""
+        raise NotImplementedError
+
+    def __repr__(self):
+        return f"<s2sad backend {self.name}>"
+
+
+class PythonBackend(Backend):
+    """The code runs as Python."""
+    name = "python"
+
+    def options(self, variant, jit=()):
+        return Options(variant, release=variant in (Variant.GRAD, Variant.VALUE_AND_GRAD))
+
+    def callee_options(self, callee, jit=()):
+        return {
+            Variant.JVP: Options(Variant.JVP, guard=False),
+            Variant.ADJOINT: Options(Variant.ADJOINT, guard=False, recompute=True),
+            Variant.STEP: Options(Variant.STEP, guard=callee.patterns is not None,
+                                  release=True, patterns=callee.patterns),
+            Variant.ADVANCE: Options(Variant.ADVANCE, release=True, patterns=callee.patterns),
+        }.get(callee.variant, Options())
+
+    def link(self, callee, derivative):
+        if callee.variant is Variant.JVP:
+            return JVPCall(derivative, callee.nargs, callee.args, callee.kwargs)
+        if callee.args or callee.kwargs:
+            return functools.partial(derivative.fn, *callee.args, **callee.kwargs)
+        return derivative.fn
+
+
+class NumbaBackend(Backend):
+    """The code is compiled by `numba.njit`: its loops' tapes are arrays, it has no
+    `reversed`, no closures and no containers, and LLVM merges common subexpressions."""
+    name = "numba"
+    can = Capabilities(reversed=False, tape_arrays=True, merges_subexpressions=True,
+                       frozen_globals=True)
+    passes = (
+        Pass("native_tapes", native_tapes.run, "(numba) tapes as arrays, one column per "
+             "value, helpers of numbers as numbers"),
+        Pass("native_check", native_check.run, "(numba) refuse what Numba cannot compile, "
+             "naming the user's line"),
+    )
+
+    def __init__(self):
+        #: {Python function: {njit options: its Numba dispatcher}}
+        self.dispatchers = weakref.WeakKeyDictionary()
+
+    def options(self, variant, jit=()):
+        """No guard (Numba dispatches on types); for a fused gradient, no buffer reuse or
+        `del` (Numba manages its arrays), and calls of other functions through their
+        `g_adjoint`, which has no closure."""
+        if variant.forward:
+            return Options(variant, guard=False, jit=tuple(sorted(jit)))
+        return Options(variant, release=False, guard=False, recompute=True,
+                       jit=tuple(sorted(jit)))
+
+    recomputed = options
+
+    def callee_options(self, callee, jit=()):
+        """A callee's `g_jvp`, or its `g_adjoint` (no closure), with the options of its
+        function's if it is a Numba function, else the caller's."""
+        variant = Variant.JVP if callee.variant is Variant.JVP else Variant.ADJOINT
+        return self.options(variant, jit_of(callee.fn, jit))
+
+    def calls(self, ctx):
+        return {name: obj for name, obj in ctx.bindings.items()
+                if inspect.isfunction(obj) and not obj.__module__.startswith("s2sad.")}
+
+    def compile(self, fn, calls, jit):
+        for name, obj in calls.items():
+            emit.bind_late(fn, name, self.njit(obj, jit))
+        return self.njit(fn, jit)
+
+    def njit(self, fn, options):
+        """`numba.njit(**options)(fn)`, made once per function and options."""
+        try:
+            import numba
+        except ImportError:
+            raise S2SADError('backend="numba" needs Numba: pip install "s2sad[numba]"') from None
+        numba_runtime.register()
+        made = self.dispatchers.setdefault(fn, {})
+        key = tuple(sorted(options.items()))
+        if key not in made:
+            made[key] = numba.njit(**options)(fn)
+        return made[key]
+
+    def link(self, callee, derivative):
+        if callee.args or callee.kwargs:
+            raise NativeBackendError(
+                f"the numba backend cannot call the derivative of {callee.fn.__qualname__}() "
+                "with arguments bound to it (a method, a functools.partial); call the "
+                "function itself, or differentiate with the Python backend (the default)")
+        code = derivative.fn.__code__
+        given = code.co_varnames[callee.nargs:code.co_argcount]
+        if callee.variant is Variant.JVP and given != tuple(derivative.tangent_names):
+            raise NativeBackendError(
+                f"the numba backend calls the forward mode of {callee.fn.__qualname__}() "
+                "with every argument given by position; pass the ones it leaves to "
+                "defaults, or differentiate with the Python backend (the default)")
+        return derivative.native
+
+
+PYTHON = PythonBackend()
+NUMBA = NumbaBackend()
+
+#: The backends by the name the API takes (`backend="numba"`).
+BY_NAME = {b.name: b for b in (PYTHON, NUMBA)}
+
+
+def named(name: str) -> Backend:
+    """The backend the API's `backend=name` names."""
+    if name not in BY_NAME:
+        raise S2SADError(f"backend={name!r}: the backend is "
+                         + " or ".join(repr(n) for n in BY_NAME))
+    return BY_NAME[name]
+
+
+def jit_options(targetoptions: dict) -> tuple:
+    """The (name, value) pairs of a Numba dispatcher's `targetoptions` that its
+    derivative is compiled with (fastmath, cache, error_model, boundscheck, ...)."""
+    return tuple(sorted((k, v) for k, v in targetoptions.items()
+                        if k not in ("nopython", "forceobj", "looplift")
+                        and isinstance(v, (bool, int, str, float, type(None)))))
+
+
+def jit_of(fn, default: tuple = ()) -> tuple:
+    """numba.njit's options for the derivative of `fn`: those of `fn` when it is a Numba
+    function, else `default`."""
+    return jit_options(fn.targetoptions) if numba_function(fn) is not None else default
+
+
+class JVPCall:
+    """What forward-mode code calls for a call to another Python function: that
+    function's own `f_jvp`, given the call's `nargs` positional arguments, then the
+    tangents of those it differentiates (passed on by name)."""
+
+    def __init__(self, derivative, nargs, args=(), kwargs=None):
+        self.derivative, self.nargs = derivative, nargs
+        self.args, self.kwargs = tuple(args), dict(kwargs or {})
+
+    def __call__(self, *values, **kwargs):
+        d = self.derivative
+        kwargs = {**self.kwargs, **kwargs, **dict(zip(d.tangent_names, values[self.nargs:]))}
+        return d.fn(*self.args, *values[:self.nargs], **kwargs)
+
+    def __repr__(self):
+        return f"<s2sad jvp {self.derivative.fn.__qualname__}>"
