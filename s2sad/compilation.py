@@ -256,8 +256,6 @@ class Compilation:
         keeps it, the array facts too), and such cycles of hundreds of thousands of
         syntax nodes would wait for the garbage collector, which walks them all."""
         self._analyses.clear()
-        if self.reverse is not None:
-            self.reverse.finished()
         self.wengert = self.reverse = self.forward = None
 
     # -- what the derivative took of the world, guarded -------------------------------------

@@ -11,6 +11,7 @@ import types
 
 import gast
 
+from . import marks
 from . import syntax
 
 
@@ -73,9 +74,9 @@ class _Shown:
                     for v in value]
         if not isinstance(value, gast.AST):
             return value
-        if field == "test" and type(node) is gast.If and getattr(value, "s2s_tests", None):
+        if field == "test" and type(node) is gast.If and marks.TESTS.of(value):
             key = f"_s2s_written_{len(self.written)}"
-            self.written[key] = value.s2s_tests
+            self.written[key] = marks.TESTS.of(value)
             value = syntax.name(key)
         elif (type(value) is gast.Constant and type(value.value) in (int, float)
                 and value.value < 0):
@@ -144,7 +145,7 @@ def if_any(indent, tests, width=100):
 
 
 def _visible(s):
-    kind = getattr(s, "s2s_marker", None)
+    kind = marks.MARKER.of(s)
     return syntax.comment(kind.replace("_", " ")) if kind else s
 
 

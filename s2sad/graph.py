@@ -45,6 +45,7 @@ import subprocess
 
 import gast
 
+from . import marks
 from . import pipeline
 from .frontend import source
 from . import emit, syntax
@@ -213,7 +214,7 @@ class _Graph:
         """Add `stmts`; return the environment where control falls off the end, or
         None when every path jumps."""
         for s in stmts:
-            if getattr(s, "s2s_marker", None) or isinstance(s, (gast.Pass, gast.FunctionDef)):
+            if marks.MARKER.of(s) or isinstance(s, (gast.Pass, gast.FunctionDef)):
                 continue
             if isinstance(s, gast.Expr) and isinstance(s.value, gast.Constant) and \
                     isinstance(s.value.value, str):
@@ -345,6 +346,6 @@ def _attrs(attrs):
 
 
 def _visible(stmts):
-    return [s for s in stmts if not getattr(s, "s2s_marker", None)
+    return [s for s in stmts if not marks.MARKER.of(s)
             and not isinstance(s, gast.Pass)]
 

@@ -9,6 +9,8 @@ import sys
 
 import gast
 
+from . import marks
+
 COMMENT = "__s2s_comment__:"
 
 
@@ -65,7 +67,7 @@ def is_comment(stmt):
 def marker(kind):
     """A placeholder statement that a later pass replaces; `kind` says which."""
     stmt = gast.Pass()
-    stmt.s2s_marker = kind
+    marks.MARKER.put(stmt, kind)
     return stmt
 
 
@@ -139,7 +141,7 @@ def guard(tests, fallback):
     code specialised on its arguments, whose `fallback` (see `passing_on`) runs another
     version."""
     test = parse_expr(" or ".join(tests))
-    test.s2s_tests = list(tests)      # emitted as written (see emit.to_source)
+    marks.TESTS.put(test, list(tests))      # emitted as written (see emit.to_source)
     return if_(test, [gast.Return(value=fallback)])
 
 

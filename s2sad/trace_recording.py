@@ -14,7 +14,7 @@ import itertools
 import gast
 import numpy as np
 
-from . import emit, syntax
+from . import emit, marks, syntax
 from .rules import runtime
 
 __all__ = ["Recorder", "Forward", "Backward", "Tangents", "snapshot", "loops_preorder",
@@ -95,7 +95,7 @@ def _op_source(s):
     target = _stmt_source(s.targets[0])
     args = [_stmt_source(a) for a in getattr(call, "args", [])]
     if name == "setitem" and len(args) == 3:
-        index = _stmt_source(call.s2s_index) if hasattr(call, "s2s_index") else args[1]
+        index = _stmt_source(marks.INDEX.of(call)) if marks.INDEX.has(call) else args[1]
         return f"{target} = {args[0]} with [{index}] = {args[2]}"
     if name == "append" and len(args) == 2:
         return f"{target} = {args[0]} + [{args[1]}]"
@@ -146,11 +146,11 @@ class Forward:
     def block(self, stmts):
         out = []
         for s in stmts:
-            if getattr(s, "s2s_marker", None):
+            if marks.MARKER.of(s):
                 continue      # a path-end marker: it would print as a lone comment
             if isinstance(s, gast.Assign):
                 out.append(s)
-                kind = "carried" if getattr(s, "s2s_phi", False) else "op"
+                kind = "carried" if marks.PHI.of(s) else "op"
                 op = _op_source(s)
                 for n in syntax.names_stored(gast.Module(body=s.targets, type_ignores=[])):
                     out.append(self.record(n, op, kind))

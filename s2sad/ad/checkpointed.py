@@ -52,6 +52,7 @@ def heat_vjp(u, kappa, n):
 import gast
 import numpy as np
 
+from .. import marks
 from .. import syntax
 from ..compilation import Callee
 from ..options import Variant
@@ -100,7 +101,7 @@ class CheckpointedLoop(LoopPlan):
         self.created = [self.tape]
         self.rev.primal_names.add(self.tape)
 
-    def prune(self):
+    def prune(self, ctx):
         pass
 
     def forward_sweep(self):
@@ -151,7 +152,7 @@ class CheckpointedLoop(LoopPlan):
         taped = self.taped(body, step)
         advance.body = _advancing(advance.body, self.advancing)
         for made in [restore, advance] + copies + advance.body + advance.body[0].body:
-            syntax.located(made, self.loop).s2s_uncommented = True
+            marks.UNCOMMENTED.put(syntax.located(made, self.loop), True)
         sweep = syntax.for_(syntax.tuple_([syntax.name(step, store=True),
                                            syntax.name(start, store=True)], store=True),
                             syntax.call(syntax.attribute(self.tape, "reverse_sweep")),
@@ -204,23 +205,23 @@ class CheckpointedLoop(LoopPlan):
             seed = self.rev.adj(self.state[0])
             copy = syntax.assign(seed, syntax.call(ctx.runtime("copied"),
                                                    [syntax.name(seed)]))
-            copy.s2s_uncommented = True
+            marks.UNCOMMENTED.put(copy, True)
             self.prelude = [syntax.comment("the step's adjoint sums into the state's "
                                            "adjoint: a copy of its own"),
                             syntax.located(copy, self.loop)]
         for s in body:
-            s.s2s_uncommented = True    # (under the comment of the sweep's own)
+            marks.UNCOMMENTED.put(s, True)    # (under the comment of the sweep's own)
         out = []
         if result in syntax.names_loaded(syntax.if_(syntax.const(True), body)):
             # (the structure of the state, which the adjoint of unpacking it reads)
             stand_in = syntax.tuple_([syntax.name(n) for n in self.state]
                                      + [syntax.const(False)] * self.online)
             out.append(syntax.located(syntax.assign(result, stand_in), self.loop))
-            out[-1].s2s_uncommented = True
+            marks.UNCOMMENTED.put(out[-1], True)
             # (tuples of the step's state and of its adjoint: released, not held
             # through the next step's advance)
             body.append(syntax.located(syntax.delete([result] + seeds), self.loop))
-            body[-1].s2s_uncommented = True
+            marks.UNCOMMENTED.put(body[-1], True)
         return out + body
 
     def specialised(self, call, arg_types):
@@ -317,7 +318,7 @@ def _unlocated(s):
     """A copy of the statement `s` for the pullback, without a `# grad of` comment over
     it (it is the primal code of the step)."""
     s = syntax.copied(s)
-    s.s2s_uncommented = True
+    marks.UNCOMMENTED.put(s, True)
     return s
 
 
@@ -387,7 +388,7 @@ def _without_stop(stmts, stop):
 
 def _primal(stmts):
     """`stmts` without markers."""
-    return [s for s in stmts if not getattr(s, "s2s_marker", None)]
+    return [s for s in stmts if not marks.MARKER.of(s)]
 
 
 def rename_apart(pullback, loops, namer, fused=False):

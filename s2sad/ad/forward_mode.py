@@ -51,6 +51,7 @@ import dataclasses
 
 import gast
 
+from .. import marks
 from ..analysis import operations
 from ..analysis.activity import closure, definitions
 from ..analysis.names import BlockNames, live_names, rename
@@ -226,7 +227,7 @@ class Forward:
     def block(self, stmts):
         out = []
         for s in stmts:
-            if getattr(s, "s2s_marker", None):
+            if marks.MARKER.of(s):
                 continue
             if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
                 out.extend(self.assign(s))
@@ -251,8 +252,8 @@ class Forward:
         expr = self.tangent_expr(op, target, s)
         tangent = (self.zero_tangent(target, s.value) if expr is None
                    else syntax.assign(self.dot(target), expr))
-        tangent.s2s_phi = getattr(s, "s2s_phi", False)
-        tangent.s2s_temporary = getattr(s, "s2s_temporary", False)
+        marks.PHI.put(tangent, marks.PHI.of(s))
+        marks.TEMPORARY.put(tangent, marks.TEMPORARY.of(s))
         return [s, syntax.located(tangent, s)]
 
     def tangent_expr(self, op, target, s):
@@ -310,7 +311,7 @@ class Forward:
             subst[free] = template_name(self.ctx.bind(free, obj=obj), obj)
         expr = syntax.substitute(template.tree, subst)
         for n in syntax.name_nodes(expr):
-            if getattr(n, "s2s_builtin", False):
+            if marks.BUILTIN.of(n):
                 n.id = self.ctx.bind(n.id, obj=getattr(builtins, n.id))
         return simplify(on_numbers(expr, lambda n: self.kinds[n] == SCALAR))
 
@@ -568,7 +569,7 @@ def _coalesce_block(block, loads):
     i = 0
     while i < len(block):
         s = block[i]
-        if getattr(s, "s2s_phi", False) and isinstance(s.value, gast.Name):
+        if marks.PHI.of(s) and isinstance(s.value, gast.Name):
             c, w = s.targets[0].id, s.value.id
             at = index.position[id(s)]
             earlier = index.binding(w, -1, at)

@@ -24,6 +24,7 @@ import copy
 import gast
 import numpy as np
 
+from .. import marks
 from ..analysis.value_kinds import ARRAY, CONTAINER, guarded
 from ..analysis.operations import COPY, NONDIFF, PACK
 from ..analysis.names import live_names
@@ -201,7 +202,7 @@ def guard_patterns(fn, ctx):
     reuse relied on."""
     dtypes = ctx.array_facts.used_dtypes if ctx.options.release else ()
     guard = fn.body[0] if fn.body else None
-    tests = getattr(getattr(guard, "test", None), "s2s_tests", None)
+    tests = marks.TESTS.of(getattr(guard, "test", None))
     if tests is None or not (ctx.shapes.used or dtypes or ctx.ndims_relied):
         return fn
     # a dtype test makes the test that an array is floating, or not complex, needless

@@ -5,6 +5,7 @@ never mutated and recorded states stay intact.
 """
 import gast
 
+from .. import marks
 from .. import syntax
 from ..analysis import operations
 from ..frontend.source import MISSING
@@ -65,7 +66,7 @@ class InPlaceWrites:
         if self.value_loads(self.pullback, before, shaped):
             return False
         # (an element read back from the final value is no state the writes change)
-        reads = [s for s in info.reversed.body if not getattr(s, "s2s_read_back", False)]
+        reads = [s for s in info.reversed.body if not marks.READ_BACK.of(s)]
         read = {n for n in aliases if self.value_loads(reads, {n}, shaped)}
         kept = self.kept_apart(loop, info, aliases, read)
         if kept is None:
@@ -80,7 +81,7 @@ class InPlaceWrites:
         end of the iteration (`_s2s_snapshot`, which copies an array and leaves a number
         as it is), they let the loop write the array in place. None when another value
         of the array is read."""
-        if not (read and isinstance(loop, gast.For) and is_range(loop, self.rev)
+        if not (read and isinstance(loop, gast.For) and is_range(loop, self.rev.src)
                 and isinstance(loop.target, gast.Name)):
             return None if read else set()
         counter = loop.target.id
@@ -139,7 +140,7 @@ class InPlaceWrites:
         else:
             write = syntax.expr_stmt(syntax.call(syntax.attribute(target, "append"),
                                                [call.args[1]]))
-        write.s2s_defines = new         # the name the write stands for (renamed later)
+        marks.DEFINES.put(write, new)         # the name the write stands for (renamed later)
         return [syntax.located(x, s) for x in out + [write]]
 
     def finish(self, vjp, loops):
@@ -174,7 +175,7 @@ class InPlaceWrites:
             before a loop."""
             objects = {final(o) for o in olds[new]}
             return len(objects) == 1 and all(
-                getattr(s, "s2s_init", False) or (
+                marks.INIT.of(s) or (
                     isinstance(s, gast.Assign) and isinstance(s.value, gast.Name)
                     and final(s.value.id) in objects) for s in others.get(new, []))
         dropped = True
@@ -185,7 +186,7 @@ class InPlaceWrites:
         self.final = final
         # `p_2 = None` binds, before a loop, a result some paths of the loop make; named
         # `p`, it must not unbind the `p` the loop updates
-        inits = {id(s) for s in syntax.walk(vjp) if getattr(s, "s2s_init", False)
+        inits = {id(s) for s in syntax.walk(vjp) if marks.INIT.of(s)
                  and syntax.is_name(s.targets[0]) and s.targets[0].id in renames}
         for n in syntax.walk(vjp):
             if isinstance(n, gast.Name) and n.id in renames:
@@ -200,7 +201,7 @@ class InPlaceWrites:
                 if id(s) in inits and s.targets[0].id in bound:
                     continue
                 kept.append(s)
-                new = getattr(s, "s2s_defines", None)
+                new = marks.DEFINES.of(s)
                 if new in olds and new not in renames and _updated(s) != new:
                     kept.append(syntax.located(syntax.assign(new, syntax.name(_updated(s))), s))
                 if isinstance(s, gast.Assign):
@@ -219,7 +220,7 @@ def final_element_reads(loop, rev):
     (Only statements that run on every path, before any jump.)"""
     fn, src, kinds = rev.wengert, rev.src, rev.kinds
     if not (isinstance(loop, gast.For) and isinstance(loop.target, gast.Name)
-            and is_range(loop, rev) and 1 <= len(loop.iter.args) <= 2
+            and is_range(loop, rev.src) and 1 <= len(loop.iter.args) <= 2
             and any(s is loop for s in fn.body)):
         return []
     args = loop.iter.args
@@ -232,7 +233,7 @@ def final_element_reads(loop, rev):
             defs.setdefault(n.targets[0].id, []).append(n.value)
     if type(start) is not int or counter in defs:
         return []
-    carried = {s.targets[0].id for s in loop.body if getattr(s, "s2s_phi", False)}
+    carried = {s.targets[0].id for s in loop.body if marks.PHI.of(s)}
     updates = [n for n in syntax.statements(fn) if isinstance(n, gast.Assign)
                and isinstance(n.value, gast.Call) and n.value.args
                and isinstance(n.value.args[0], gast.Name)
@@ -249,7 +250,7 @@ def final_element_reads(loop, rev):
     out = []
     for d in loop.body:
         if any(isinstance(x, (gast.Break, gast.Continue, gast.Return))
-               or getattr(x, "s2s_marker", None) == "path_end" for x in syntax.statements(d)):
+               or marks.MARKER.of(x) == "path_end" for x in syntax.statements(d)):
             break           # the statements after it do not run on every path
         v = d.value if isinstance(d, gast.Assign) else None
         if not (isinstance(v, gast.Subscript) and isinstance(v.value, gast.Name)
@@ -384,8 +385,8 @@ def view_of(v, src):
         return v.value.id
     if isinstance(v, gast.Attribute) and isinstance(v.value, gast.Name):
         return v.value.id if _is_view(registry.ATTRIBUTES.get(v.attr)) else None
-    if isinstance(v, gast.Call) and hasattr(v, "s2s_view"):
-        return v.s2s_view       # a Python function's result (see passes/aliasing.py)
+    if isinstance(v, gast.Call) and marks.VIEW.has(v):
+        return marks.VIEW.of(v)       # a Python function's result (see passes/aliasing.py)
     if isinstance(v, gast.Call) and v.args and isinstance(v.args[0], gast.Name):
         prim = src.resolve(v.func)
         if _is_view(prim):
@@ -415,8 +416,8 @@ def _owned(body, src, updates, resolve=None):
     def creates(v):
         if isinstance(v, (gast.BinOp, gast.UnaryOp, gast.List, gast.Tuple)):
             return True
-        if isinstance(v, gast.Call) and hasattr(v, "s2s_view"):
-            return v.s2s_view is None   # a Python function's result (passes/aliasing.py)
+        if isinstance(v, gast.Call) and marks.VIEW.has(v):
+            return marks.VIEW.of(v) is None   # a Python function's result (passes/aliasing.py)
         if isinstance(v, gast.Call):
             prim = getattr(v.func, "s2s_prim", None) or resolve(v.func)
             if prim in updates:

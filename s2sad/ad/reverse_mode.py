@@ -39,6 +39,7 @@ import operator
 import gast
 import numpy as np
 
+from .. import marks
 from ..analysis import operations
 from ..analysis.value_kinds import ARRAY, CONTAINER, SCALAR, sequence_operands
 from ..analysis.names import NameCounts, store_counts
@@ -67,8 +68,8 @@ def prune_tapes(vjp, ctx):
     """The pass: the tapes drop the values the (optimized) reversed loops no longer
     read."""
     for info in ctx.reverse.loops:
-        info.prune()
-        info.as_range(vjp)
+        info.prune(ctx)
+        info.as_range(vjp, ctx)
     return vjp
 
 
@@ -93,12 +94,6 @@ class ReverseResult:
     scalar_output: bool
     unconnected: list
     header: object = None
-
-    def finished(self):
-        """The derivative is compiled: the loops' plans let go of the transform (a cycle
-        of references, which would keep its trees for the garbage collector)."""
-        for info in self.loops:
-            info.rev = None
 
 
 class Reverse(CallAdjoints):
@@ -164,7 +159,11 @@ class Reverse(CallAdjoints):
             vjp, pullback, list(self.loops.values()), self.adjoints, self.active,
             self.primal_names, self.straight, self.updates.final, self.scalar_output,
             self.unconnected)
-        self.updates.rev = None     # (no cycle left for the garbage collector to find)
+        # the plans are plain data for the passes after it: they let go of the transform
+        # (no cycle left for the garbage collector to find either)
+        self.updates.rev = None
+        for info in self.loops.values():
+            info.rev = None
         return vjp
 
     # -- names ------------------------------------------------------------------------
@@ -361,7 +360,7 @@ class Reverse(CallAdjoints):
             subst[free] = template_name(self.ctx.bind(free, obj=obj), obj)
         expr = syntax.substitute(template.tree, subst)
         for n in syntax.name_nodes(expr):
-            if getattr(n, "s2s_builtin", False):
+            if marks.BUILTIN.of(n):
                 n.id = self.ctx.bind(n.id)
         if self.computed:
             expr = self.reusing(expr)
@@ -522,7 +521,7 @@ class Reverse(CallAdjoints):
         return syntax.assign(self.adj(n), syntax.const(0.0))
 
     def loop(self, s, defined):
-        if isinstance(s, gast.For) and not is_range(s, self) and not is_checkpointed(
+        if isinstance(s, gast.For) and not is_range(s, self.src) and not is_checkpointed(
                 s.iter, self.src) and any(
                 isinstance(n, gast.Name) and n.id in self.active for n in syntax.walk(s.iter)):
             raise MissingRuleError(
@@ -570,10 +569,10 @@ class Reverse(CallAdjoints):
             record.append(s.target.id)      # (an element read back at the counter)
         # an array whose elements are read back is read at its final value; other
         # reads of it for its shape alone may read that too (its versions have one shape)
-        finals = {d.value.value.id for d in again if getattr(d, "s2s_read_back", False)}
+        finals = {d.value.value.id for d in again if marks.READ_BACK.of(d)}
         if finals:
             shape_only = {id(a) for _, a in self.ctx.shape_only_args(body)}
-            data = {n.id for d in body if not getattr(d, "s2s_read_back", False)
+            data = {n.id for d in body if not marks.READ_BACK.of(d)
                     for n in syntax.name_nodes(d) if n.id in finals
                     and isinstance(n.ctx, gast.Load) and id(n) not in shape_only}
             record = [n for n in record if n not in finals - data]
@@ -584,7 +583,7 @@ class Reverse(CallAdjoints):
         # the reversed loop keeps it, from the final value before the first iteration
         ends = [syntax.assign(end, syntax.name(c)) for end, c in sorted(carried.items())]
         for d in ends:
-            d.s2s_recomputed = True
+            marks.RECOMPUTED.put(d, True)
         body.extend(ends)
         info.plan(record)
         self.loops[s] = info
@@ -619,7 +618,7 @@ class Reverse(CallAdjoints):
         found = []
         for d in loop.body:
             if any(isinstance(x, (gast.Break, gast.Continue, gast.Return))
-                   or getattr(x, "s2s_marker", None) == "path_end" for x in own_statements([d])):
+                   or marks.MARKER.of(x) == "path_end" for x in own_statements([d])):
                 break           # the statements after it do not run on every path
             operands = _cheap_operands(d.value) if isinstance(d, gast.Assign) else None
             if id(d) in reads:
@@ -655,8 +654,8 @@ class Reverse(CallAdjoints):
             name = d.targets[0].id
             if name in needed and (name not in taped or name in invariant):
                 out.append(syntax.assign(name, syntax.copied(d.value)))
-                out[-1].s2s_recomputed = True
-                out[-1].s2s_read_back = id(d) in reads
+                marks.RECOMPUTED.put(out[-1], True)
+                marks.READ_BACK.put(out[-1], id(d) in reads)
                 needed.update(x.id for x in syntax.name_nodes(d.value))
         return out[::-1]
 
@@ -702,7 +701,7 @@ def _straight_line_names(fn):
 def _strip_markers(stmts):
     out = []
     for s in stmts:
-        if getattr(s, "s2s_marker", None):
+        if marks.MARKER.of(s):
             continue
         for field in ("body", "orelse"):
             if isinstance(getattr(s, field, None), list):
@@ -742,7 +741,7 @@ def _free_loads(stmts, bound):
     for s in stmts:
         if isinstance(s, gast.For):
             out |= set(syntax.names_loaded(s.iter)) - bound
-            again = {x.targets[0].id for x in s.body if getattr(x, "s2s_recomputed", False)}
+            again = {x.targets[0].id for x in s.body if marks.RECOMPUTED.of(x)}
             out |= _free_loads(s.body, bound | set(syntax.names_stored(s.target)) | again)
         elif isinstance(s, (gast.If, gast.While)):
             out |= set(syntax.names_loaded(s.test)) - bound

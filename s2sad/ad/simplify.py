@@ -6,6 +6,7 @@ import operator
 import gast
 import numpy as np
 
+from .. import marks
 from .. import syntax
 from ..analysis.names import store_counts
 
@@ -54,7 +55,7 @@ def simplify(e):
         elif isinstance(value, list):
             setattr(e, field, [simplify(v) if isinstance(v, gast.AST) else v for v in value])
     if (isinstance(e, gast.Call) and isinstance(e.func, gast.Attribute)
-            and getattr(e.func.value, "s2s_numpy", False) and e.func.attr == "negative"
+            and marks.NUMPY.of(e.func.value) and e.func.attr == "negative"
             and len(e.args) == 1 and not e.keywords and _num(e.args[0])):
         return syntax.const(-e.args[0].value)      # `np.negative(1)`, from a rule's template
     return e
@@ -65,7 +66,7 @@ def template_name(name, obj):
     name to, `obj`; NumPy's is marked, so that `simplify` can fold its calls."""
     node = syntax.name(name)
     if obj is np:
-        node.s2s_numpy = True
+        marks.NUMPY.put(node, True)
     return node
 
 
@@ -175,7 +176,7 @@ def with_constant(stmt, name, value):
         if type(node) is gast.Name:
             if node.id == name and isinstance(node.ctx, gast.Load):
                 new = syntax.const(value)
-                new.s2s_unfolded = True
+                marks.UNFOLDED.put(new, True)
                 return new
             return node
         syntax.rebuilt(node, replaced)
@@ -189,7 +190,7 @@ def with_constant(stmt, name, value):
     if not any(n.id == name for n in syntax.name_nodes(stmt)):
         return stmt
     out = replaced(syntax.copied(stmt))
-    return None if any(getattr(n, "s2s_unfolded", False) for n in syntax.walk(out)) else out
+    return None if any(marks.UNFOLDED.of(n) for n in syntax.walk(out)) else out
 
 
 def halves_cancelled(fn, reads=None, stored=None):

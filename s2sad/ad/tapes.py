@@ -20,6 +20,7 @@ iteration's start value is: the reversed loop takes it from the iteration after.
 import gast
 import numpy as np
 
+from .. import marks
 from .. import syntax
 from ..analysis.names import exposed, store_counts
 from ..analysis.value_kinds import ARRAY, SCALAR
@@ -27,17 +28,20 @@ from ..rules import runtime
 
 
 class LoopPlan:
-    """What one loop's pullback needs, and how the forward loop records it."""
+    """What one loop's pullback needs, and how the forward loop records it. The reverse
+    transform (`rev`) plans it; once the transform ends the plan lets go of it
+    (`rev` is None) and is plain data, which the passes after it read (header,
+    native_tapes) and prune with the context they are given (`prune`, `as_range`)."""
 
     def __init__(self, loop, rev):
         self.loop = loop
         self.rev = rev
         self.carried = {s.targets[0].id for s in own_statements(loop.body)
-                        if getattr(s, "s2s_phi", False)}
+                        if marks.PHI.of(s)}
         # a name a nested loop carries is carried by this one too if an iteration may
         # read the value the previous one left (its adjoint flows between iterations)
         self.carried_within = self.carried | ({
-            s.targets[0].id for s in syntax.walk(loop) if getattr(s, "s2s_phi", False)}
+            s.targets[0].id for s in syntax.walk(loop) if marks.PHI.of(s)}
             & exposed(loop.body, set()))
         stored = set(syntax.names_stored(syntax.if_(syntax.const(True), loop.body)))
         if isinstance(loop, gast.For):
@@ -62,7 +66,7 @@ class LoopPlan:
         self.record = record
         target = loop.target.id if isinstance(loop, gast.For) else None
         self.range_args = None
-        if (isinstance(loop, gast.For) and set(record) <= {target} and is_range(loop, self.rev)
+        if (isinstance(loop, gast.For) and set(record) <= {target} and is_range(loop, self.rev.src)
                 and not breaks(loop.body)):
             self.range_args = loop.iter.args
             self.mode = "range"
@@ -87,7 +91,8 @@ class LoopPlan:
         if self.mode == "range":
             # its own copy of the bounds: the forward loop's get renamed by coalescing
             if self.record:
-                return syntax.for_(self.record[0], self.backwards(self.range_args), body)
+                return syntax.for_(self.record[0], self.backwards(self.range_args, self.rev.ctx),
+                                   body)
             bounds = syntax.call(range_, syntax.copied(self.range_args))
             return syntax.for_(self.rev.namer.fresh("_"), bounds, body)
         if self.mode == "trips":
@@ -120,7 +125,7 @@ class LoopPlan:
         inits = [syntax.assign(n, syntax.const(None))
                  for n in sorted(partial - self.rev.bound_before.get(loop, set()))]
         for init in inits:
-            init.s2s_init = True
+            marks.INIT.put(init, True)
         return inits + before
 
     def push(self):
@@ -131,7 +136,7 @@ class LoopPlan:
         self.pushes.append(stmt.value)
         return stmt
 
-    def prune(self):
+    def prune(self, ctx):
         """Drop the values computed again at the top of the (optimized) reversed loop
         that it no longer reads, then the recorded values it no longer reads, and record
         a stand-in without data (`_s2s_like`) for an array it reads only for its shape."""
@@ -140,7 +145,7 @@ class LoopPlan:
         body = self.reversed.body
         while True:
             read = set(syntax.names_loaded(syntax.if_(syntax.const(True), body)))
-            dead = [s for s in body if getattr(s, "s2s_recomputed", False)
+            dead = [s for s in body if marks.RECOMPUTED.of(s)
                     and isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
                     and s.targets[0].id not in read]
             if not dead:
@@ -149,7 +154,7 @@ class LoopPlan:
         self._offsets_inlined()
         if self.mode not in ("start", "end"):
             return
-        self._shapes_only()
+        self._shapes_only(ctx)
         if len(self.record) < 2:
             return
         loop = self.reversed
@@ -165,12 +170,11 @@ class LoopPlan:
             vals = [call.args[0].elts[i] for i in keep]
             call.args[0] = vals[0] if len(vals) == 1 else syntax.tuple_(vals)
 
-    def backwards(self, bounds):
+    def backwards(self, bounds, ctx):
         """`reversed(range(*bounds))`; for code that cannot call `reversed` (Numba's),
         `range(stop - 1, start - 1, -1)` (of one or two bounds), and with a step the range
         that runs the same numbers backwards (the reversed loop of a gradient's code
         that is differentiated again runs backwards already)."""
-        ctx = self.rev.ctx
         bounds = syntax.copied(bounds)
         if ctx.can.reversed:
             return syntax.call(ctx.bind("reversed"), [syntax.call(ctx.bind("range"), bounds)])
@@ -197,7 +201,7 @@ class LoopPlan:
         body = self.reversed.body
         counters = set(syntax.names_stored(self.reversed.target))
         stored = store_counts(body)
-        offsets = {s.targets[0].id: s for s in body if getattr(s, "s2s_recomputed", False)
+        offsets = {s.targets[0].id: s for s in body if marks.RECOMPUTED.of(s)
                    and isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
                    and stored[s.targets[0].id] == 1 and _offset_of(s.value, counters)
                    and not stored[s.value.left.id]}
@@ -209,20 +213,20 @@ class LoopPlan:
             for stmt in body:
                 syntax.replace_loads(stmt, name, lambda s=s: syntax.copied(s.value))
 
-    def as_range(self, vjp):
+    def as_range(self, vjp, ctx):
         """Once the reversed loop reads nothing of an iteration but the counter of a
         `for` over `range` at the top of `vjp` (the values it read otherwise pruned or
         read back from arrays), run it as `reversed(range(...))` without a tape."""
         loop = self.loop
         if not (self.mode in ("start", "end") and isinstance(loop, gast.For)
-                and is_range(loop, self.rev) and not breaks(loop.body)
+                and is_range(loop, ctx.src) and not breaks(loop.body)
                 and any(s is loop for s in vjp.body)
                 and isinstance(self.reversed.target, gast.Name) and self.pushes
                 and all(syntax.is_name(c.args[0], loop.target.id) for c in self.pushes)):
             return
         pushes = {id(c) for c in self.pushes}
         bounds = loop.iter.args
-        if not self.rev.ctx.can.reversed and len(bounds) > 2:
+        if not ctx.can.reversed and len(bounds) > 2:
             return          # (without reversed(), a step is left to the tape)
         assigned = store_counts(vjp)
         if not all(isinstance(b, gast.Constant) or (isinstance(b, gast.Name)
@@ -233,20 +237,19 @@ class LoopPlan:
             block[:] = [s for s in block if not (
                 isinstance(s, gast.Expr) and id(s.value) in pushes) and not (
                 isinstance(s, gast.Assign) and syntax.is_name(s.targets[0], self.tape))]
-        self.reversed.iter = self.backwards(bounds)
+        self.reversed.iter = self.backwards(bounds, ctx)
         self.mode, self.range_args, self.created, self.pushes = "range", bounds, [], []
 
-    def _shapes_only(self):
+    def _shapes_only(self, ctx):
         """Record `_s2s_like(v)` for each value `v` the reversed loop reads only as the
         argument whose type, shape and dtype a runtime helper reads (`x` of
         `_s2s_unbroadcast(g, x)`): no copy of its data stays alive on the tape."""
-        ctx = self.rev.ctx
         body = syntax.if_(syntax.const(True), self.reversed.body)
         shape_args = {id(a) for _, a in ctx.shape_only_args(body)}
         other = {n.id for n in syntax.name_nodes(body)
                  if isinstance(n.ctx, gast.Load) and id(n) not in shape_args}
         unpacked = syntax.names_stored(self.reversed.target)
-        kinds, shapes = self.rev.kinds.kind, self.rev.shapes
+        kinds, shapes = ctx.value_kinds.kind, ctx.shapes
         like = [i for i, n in enumerate(unpacked) if n not in other   # (not for numbers)
                 and kinds.get(self.record[i]) != SCALAR
                 and shapes.pattern_of(self.record[i]) != ()]
@@ -303,10 +306,11 @@ def loops_in(stmts):
 def breaks(stmts):
     return any(isinstance(s, gast.Break) for s in own_statements(stmts))
 
-def is_range(loop, rev):
+def is_range(loop, src):
+    """Whether `loop` (a `for`) runs over a call of `range`, as `src` resolves it."""
     it = loop.iter
     return (isinstance(it, gast.Call) and not it.keywords
-            and rev.src.resolve(it.func) is range)
+            and src.resolve(it.func) is range)
 
 def _at_path_ends(stmts, push, defined, record, partial):
     """Replace this loop's path-end markers by `push()`; add to `partial` the recorded
@@ -314,7 +318,7 @@ def _at_path_ends(stmts, push, defined, record, partial):
     defined = set(defined)
     out = []
     for s in stmts:
-        if getattr(s, "s2s_marker", None) == "path_end":
+        if marks.MARKER.of(s) == "path_end":
             partial.update(set(record) - defined)
             out.append(syntax.located(push(), s))
             continue
@@ -331,7 +335,7 @@ def _defs(stmts):
     """Names `stmts` bind, counting in-place writes as binding the name they stand for."""
     tree = syntax.if_(syntax.const(True), stmts)
     return set(syntax.names_stored(tree)) | {
-        n.s2s_defines for n in syntax.walk(tree) if hasattr(n, "s2s_defines")}
+        marks.DEFINES.of(n) for n in syntax.walk(tree) if marks.DEFINES.has(n)}
 
 
 # -- what an iteration records: a minimum cut ---------------------------------------------
@@ -362,7 +366,7 @@ def rematerialized(loop, record, rev, body, free=()):
     for s in step.statements:
         if s.targets[0].id in again:
             out.append(syntax.assign(s.targets[0].id, syntax.copied(s.value)))
-            out[-1].s2s_recomputed = True
+            marks.RECOMPUTED.put(out[-1], True)
     keep = [n for n in record if n in taped or (n in step.shape_only and n not in again
                                                 and n not in carried)]
     keep += sorted(n for n in taped if n not in record)
@@ -393,7 +397,7 @@ class _Step:
         self.statements, self.candidates = [], {}
         for s in loop.body:
             if any(isinstance(x, (gast.Break, gast.Continue, gast.Return))
-                   or getattr(x, "s2s_marker", None) == "path_end" for x in own_statements([s])):
+                   or marks.MARKER.of(x) == "path_end" for x in own_statements([s])):
                 break           # the statements after it do not run on every path
             operands = self.operands(s)
             shape = self.sizes.shape(s.targets[0].id) if operands is not None else None
@@ -441,7 +445,7 @@ class _Step:
                 loop.body)):
             return {}
         rev = self.rev
-        phis = [s for s in own_statements(loop.body) if getattr(s, "s2s_phi", False)]
+        phis = [s for s in own_statements(loop.body) if marks.PHI.of(s)]
         top = {id(s) for s in loop.body}
         count = {}
         for s in phis:
@@ -579,9 +583,9 @@ class _Sizes:
         self.rev = rev
         self.defs = {s.targets[0].id: s for s in body if isinstance(s, gast.Assign)
                      and isinstance(s.targets[0], gast.Name)
-                     and not getattr(s, "s2s_phi", False)}
+                     and not marks.PHI.of(s)}
         # a carried name's start value has the shape of the value it ends with
-        self.ends = {s.targets[0].id: s.value for s in body if getattr(s, "s2s_phi", False)}
+        self.ends = {s.targets[0].id: s.value for s in body if marks.PHI.of(s)}
         self.memo = {}
 
     def weight(self, name):

@@ -36,6 +36,7 @@ from typing import NamedTuple
 import gast
 import numpy as np
 
+from .. import marks
 from .. import syntax
 from ..rules import registry, runtime
 from ..rules.arrays import is_duck_array_type
@@ -362,7 +363,7 @@ class ArrayFacts:
                 facts.pop(n, None)
         elif self.writes_array(s, facts) or isinstance(s, gast.Return):
             pass        # an element write copies the values into the array
-        elif isinstance(s, gast.If) and getattr(s.test, "s2s_tests", None) is not None:
+        elif isinstance(s, gast.If) and marks.TESTS.of(s.test) is not None:
             pass        # a guard (syntax.guard): when it calls another version, it returns
         elif self.tape_of(s) is not None:
             # a tape holds the values it records (a stand-in holds none), and changes none
@@ -452,7 +453,7 @@ class ArrayFacts:
         return fact
 
     def computed(self, e, facts):
-        like = getattr(e, "s2s_like", None)
+        like = marks.LIKE.of(e)
         if like is not None:        # a new array, of the fact InlineHelpers wrote it for
             return like._replace(buffers=1 << self.new(owned=True))
         if isinstance(e, gast.Constant):

@@ -5,6 +5,7 @@ import operator
 
 import gast
 
+from .. import marks
 from .. import syntax
 from ..frontend.source import MISSING, numba_function
 from ..rules import registry
@@ -126,7 +127,7 @@ def index_value(index):
         parts = [p if p is not None else syntax.const(None)
                  for p in (index.lower, index.upper, index.step)]
         call = syntax.call("slice", parts)
-        call.func.s2s_builtin = True
+        marks.BUILTIN.put(call.func, True)
         return call
     if isinstance(index, gast.Tuple):
         return syntax.tuple_([index_value(e) for e in index.elts])
@@ -135,7 +136,7 @@ def index_value(index):
 
 def index_syntax(index):
     """The index syntax of an `index_value`: `slice(1, None, None)` is `1:`."""
-    if (isinstance(index, gast.Call) and getattr(index.func, "s2s_builtin", False)
+    if (isinstance(index, gast.Call) and marks.BUILTIN.of(index.func)
             and len(index.args) == 3):
         lower, upper, step = (None if syntax.is_name(a, "None") or (
             isinstance(a, gast.Constant) and a.value is None) else a for a in index.args)
@@ -150,7 +151,7 @@ def is_basic_index(index, kinds):
     integers and scalars, `...` and `None`."""
     items = index.elts if isinstance(index, gast.Tuple) else [index]
     for item in items:
-        if isinstance(item, gast.Call) and getattr(item.func, "s2s_builtin", False):
+        if isinstance(item, gast.Call) and marks.BUILTIN.of(item.func):
             parts = item.args
         else:
             parts = [item]

@@ -65,6 +65,7 @@ import re
 import gast
 import numpy as np
 
+from .. import marks
 from .. import syntax
 from ..analysis.value_kinds import ARRAY, CONTAINER, SCALAR, UNKNOWN
 from ..rules import registry, runtime
@@ -94,7 +95,7 @@ def run(fn, ctx):
 def _writes(fn):
     """Whether `fn` may write into memory (an element write, an append, an augmented
     assignment): without one, no name can hold an old value."""
-    return any(isinstance(s, gast.Assign) and (getattr(s, "s2s_augmented", False) or (
+    return any(isinstance(s, gast.Assign) and (marks.AUGMENTED.of(s) or (
         isinstance(s.value, gast.Call) and getattr(s.value.func, "s2s_prim", None) in (
             runtime.setitem, runtime.append))) for s in syntax.statements(fn))
 
@@ -280,7 +281,7 @@ class Aliasing:
                 if base is not None:
                     # `lst[i] += v` writes into the element too, when it may be an array
                     objects = names.get(base, Held()).objects
-                    inner = frozenset(o for o in names.get(getattr(s, "s2s_element", None),
+                    inner = frozenset(o for o in names.get(marks.ELEMENT.of(s),
                                                            Held()).objects
                                       if o not in objects and self.may_be_array(o))
                     # (the new list holds the old array, too, where it holds it twice)
@@ -434,7 +435,7 @@ class Aliasing:
         # `x += y` writes in place only into an array or a list (of that kind, or sharing
         # the memory of one); of unknown kind (the result of a Python function) it is
         # taken as a number, not to refuse scalar code
-        if not (getattr(s, "s2s_augmented", False) and isinstance(v, gast.BinOp)
+        if not (marks.AUGMENTED.of(s) and isinstance(v, gast.BinOp)
                 and isinstance(v.left, gast.Name)):
             return None
         objects = names.get(v.left.id, Held()).objects if names is not None else ()
@@ -488,7 +489,7 @@ class Aliasing:
         # an argument whose memory the result may share, for ad/inplace.py (None: new)
         shared = [args[p].id for t in sorted(found.returns, key=repr) for p in params_in(t)
                   if isinstance(args.get(p), gast.Name)]
-        call.s2s_view = shared[0] if shared else None
+        marks.VIEW.put(call, shared[0] if shared else None)
         return found, args
 
     def arguments(self, args, state):
@@ -695,7 +696,7 @@ class Aliasing:
         (at the top of the loop's body) and the write is into `b[i + d]`, `d != c`, `b`
         and `base` indexed alike, and no index below 0 (which counts from the end)."""
         defs = self.defs.get(n, [])
-        index = getattr(write.value, "s2s_index", None)
+        index = marks.INDEX.of(write.value)
         if len(defs) != 1 or not isinstance(defs[0].value, gast.Subscript) or index is None:
             return False
         bound, loop = defs[0], self.loop_of.get(id(defs[0]))

@@ -36,6 +36,7 @@ def f(x, k):
 """
 import gast
 
+from .. import marks
 from .. import syntax
 from ..analysis.names import store_counts
 from ..analysis.value_kinds import SCALAR
@@ -77,7 +78,7 @@ class _Merge:
                        else None)
                 if self.impure(s.value):
                     known.clear()
-                elif key is not None and key in known and getattr(s, "s2s_temporary", False) \
+                elif key is not None and key in known and marks.TEMPORARY.of(s) \
                         and self.stored[target] == 1:
                     self.merged[id(s)] = (s, known[key])
                     self.same[target] = known[key]

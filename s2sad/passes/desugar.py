@@ -53,6 +53,7 @@ def f(x):
 
 import gast
 
+from .. import marks
 from .. import syntax
 from ..frontend import source
 from . import checkpointed_loops, defaults, gradient_calls
@@ -189,7 +190,7 @@ class Desugar:
         if isinstance(s, gast.For) and isinstance(s.iter, gast.GeneratorExp):
             if len(s.iter.generators) == 1 or not _breaks(s.body):
                 return [self.merged(s)], None
-            s.iter.s2s_consumed = True
+            marks.CONSUMED.put(s.iter, True)
         prelude = []
         own = [(field, value) for field, value in gast.iter_fields(s)
                if field not in ("body", "orelse")]
@@ -419,8 +420,8 @@ def _augmented(s):
     plain = syntax.located(syntax.assign(syntax.as_store(s.target), value), s)
     # NumPy does `x += y` in place on an array, and `a[i] += y` on the element when it is
     # an array (of a list): passes.aliasing needs to know
-    plain.s2s_augmented = isinstance(s.target, gast.Name)
-    plain.s2s_augmented_element = isinstance(s.target, gast.Subscript)
+    marks.AUGMENTED.put(plain, isinstance(s.target, gast.Name))
+    marks.AUGMENTED_ELEMENT.put(plain, isinstance(s.target, gast.Subscript))
     return plain
 
 
@@ -656,12 +657,12 @@ def _operands(e):
 
 def _return_jump():
     node = gast.Return(value=None)
-    node.s2s_jump = True
+    marks.JUMP.put(node, True)
     return node
 
 
 def _is_return_jump(s):
-    return isinstance(s, gast.Return) and getattr(s, "s2s_jump", False)
+    return isinstance(s, gast.Return) and marks.JUMP.of(s)
 
 
 def _kind(s):
@@ -756,7 +757,7 @@ class _Hoist(gast.NodeTransformer):
         if any(consumer is c for c in CONSUMERS):
             for a in node.args:
                 if isinstance(a, gast.GeneratorExp):
-                    a.s2s_consumed = True
+                    marks.CONSUMED.put(a, True)
         return self.generic_visit(node)
 
     def visit_ListComp(self, node):
@@ -765,7 +766,7 @@ class _Hoist(gast.NodeTransformer):
         return syntax.located(syntax.name(items), node)
 
     def visit_GeneratorExp(self, node):
-        if not getattr(node, "s2s_consumed", False):
+        if not marks.CONSUMED.of(node):
             raise self.desugar.src.syntax_error(
                 node, "a generator expression is supported as the argument of sum, "
                       "list, tuple, min, max, sorted, any or all, and as a loop's "

@@ -42,6 +42,7 @@ Runs on the pullback after Optimize, which gathers the additions into one statem
 """
 import gast
 
+from .. import marks
 from ..analysis.value_kinds import ARRAY, SCALAR
 from ..analysis.operations import index_syntax, is_basic_index
 from .. import syntax
@@ -174,10 +175,10 @@ class ElementAdjoints:
                                                       slice=e.args[1], ctx=gast.Load())) == 0):
             out = gast.Subscript(value=e.args[0], slice=index_syntax(e.args[1]),
                                  ctx=gast.Load())
-            out.s2s_element = True
+            marks.ELEMENT.put(out, True)
             return out
         if (self.is_call(e, "unbroadcast") and len(e.args) == 2
-                and getattr(e.args[0], "s2s_element", False)
+                and marks.ELEMENT.of(e.args[0])
                 and self.kinds.of(e.args[1]) == SCALAR):
             return e.args[0]
         return e

@@ -25,6 +25,7 @@ import functools
 
 import gast
 
+from .. import marks
 from .. import syntax
 from ..frontend import gradients
 from ..frontend.source import MISSING
@@ -63,7 +64,7 @@ class GradientCalls(gast.NodeTransformer):
         maker = gradients.api_function(made)
         if maker is not None:
             return self.made_here(call, made, maker)
-        if getattr(call.func, "s2s_gradient_made", False):     # made here, called at once
+        if marks.GRADIENT_MADE.of(call.func):     # made here, called at once
             made = call.func
             call.func = made.args[0]
             call.args = made.args[1:] + call.args
@@ -115,7 +116,7 @@ class GradientCalls(gast.NodeTransformer):
         partial.s2s_prim = functools.partial
         made = syntax.located(syntax.call(
             partial, [name] + [self.name_of(b, call) for b in bound], extras), call)
-        made.s2s_gradient_made = True
+        marks.GRADIENT_MADE.put(made, True)
         return made
 
     def gradient_of(self, call):

@@ -25,6 +25,7 @@ def f_grad(x):
     x_bar = t + x * cos(x)
     return x_bar
 """
+from .. import marks
 from .. import syntax
 from ..analysis.value_kinds import user_class
 from ..frontend import guards
@@ -33,7 +34,7 @@ from ..frontend import guards
 def run(fn, ctx):
     """The pass."""
     first = fn.body[0] if fn.body else None
-    if getattr(getattr(first, "test", None), "s2s_tests", None) is None:
+    if marks.TESTS.of(getattr(first, "test", None)) is None:
         return fn
 
     # the guards on a function's code and defaults test one flag, raised when any is

@@ -40,6 +40,7 @@ the patterns the rewrite relied on.
 import gast
 import numpy as np
 
+from .. import marks
 from ..analysis.buffers import DUCK, ND, NDARRAY, NUMBER, straight_loop
 from .. import syntax
 from ..rules import runtime
@@ -167,11 +168,11 @@ class InlineHelpers:
             keywords.append(gast.keyword(arg="keepdims", value=syntax.const(True)))
         total = syntax.call(syntax.attribute(self.ctx.bind("np", obj=np), "sum"),
                            [g.operand if negated else g], keywords)
-        total.s2s_like = fact._replace(shape=small_fact.shape)
+        marks.LIKE.put(total, fact._replace(shape=small_fact.shape))
         if not negated:
             return total
         out = gast.UnaryOp(op=gast.USub(), operand=total)
-        out.s2s_like = total.s2s_like
+        marks.LIKE.put(out, marks.LIKE.of(total))
         return out
 
     def total(self, call, g, facts):
@@ -227,6 +228,6 @@ class InlineHelpers:
             else:
                 out = matmul(t(a), g)
             made = self.known.result([fa, fg])
-        out.s2s_like = made._replace(shape=(fa, fb)[which].shape,
-                                     kind=DUCK if made.kind == DUCK else ND)
+        marks.LIKE.put(out, made._replace(shape=(fa, fb)[which].shape,
+                                          kind=DUCK if made.kind == DUCK else ND))
         return out

@@ -72,6 +72,7 @@ import inspect
 import gast
 import numpy as np
 
+from .. import marks
 from .. import syntax
 from ..ad.tapes import own_statements
 from ..analysis.number_types import ARRAY, BOOL, FLOAT, INT, NumberTypes
@@ -109,7 +110,7 @@ def run(fn, ctx):
             factored |= len(kept) < len(block)
             block[:] = kept
     for s in syntax.statements(fn):
-        if (getattr(s, "s2s_init", False) or _binds_none(s)) and isinstance(
+        if (marks.INIT.of(s) or _binds_none(s)) and isinstance(
                 s.targets[0], gast.Name):
             s.value = syntax.const(_ZEROS.get(types.of_name(s.targets[0].id), 0.0))
     return fn

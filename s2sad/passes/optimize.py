@@ -41,6 +41,7 @@ from collections import Counter
 
 import gast
 
+from .. import marks
 from ..ad.simplify import fold_negation, negated
 from ..analysis.value_kinds import ARRAY, SCALAR
 from ..analysis.names import (BlockNames, NameCounts, StatementNames, count_loads,
@@ -51,7 +52,7 @@ from .. import syntax
 def run(vjp, ctx):
     """The pass."""
     return Optimize(ctx.src, ctx.namer, lambda e: ctx.is_runtime_call(e, "add")).run(
-        vjp, ctx.reverse)
+        vjp, ctx)
 
 
 class Optimize:
@@ -63,8 +64,9 @@ class Optimize:
         self.namer = namer
         self.adds = adds
 
-    def run(self, fn, result):
-        """`fn`, the vjp the reverse transform made (`result`, its ReverseResult)."""
+    def run(self, fn, ctx):
+        """`fn`, the vjp the reverse transform made (its ReverseResult `ctx.reverse`)."""
+        result = ctx.reverse
         pullback = result.pullback
         forward = fn.body        # the clean-ups below skip the nested pullback
         changed = True
@@ -81,7 +83,7 @@ class Optimize:
             changed |= _merge_rebinds(pullback.body, names, seen)
             changed |= _drop_dead_adjoints(pullback, locals_, names)
         for loop in result.loops:
-            loop.prune()
+            loop.prune(ctx)
         _coalesce_loops(forward)
         _drop_needless_inits(forward)
         _drop_dead_copies(fn, forward)
@@ -117,7 +119,7 @@ def _coalesce_block(block):
     end = len(block)
     for i in range(len(block) - 1, -1, -1):
         s = block[i]
-        if not getattr(s, "s2s_phi", False):
+        if not marks.PHI.of(s):
             continue
         carried, w = _copy_parts(s)
         at = index.position[id(s)]
@@ -147,7 +149,7 @@ def _drop_needless_inits(forward):
         for i, s in enumerate(block):
             if not isinstance(s, (gast.For, gast.While)):
                 continue
-            inits = [b for b in block[:i] if getattr(b, "s2s_init", False)
+            inits = [b for b in block[:i] if marks.INIT.of(b)
                      and isinstance(b.value, gast.Constant) and b.value.value is None]
             if not inits:
                 continue
@@ -174,7 +176,7 @@ def _drop_dead_copies(fn, forward):
     its loop (inside, the loop binds it)."""
     candidates = [(s, block) for block in syntax.blocks(forward, functions=False)
                   for s in block
-                  if getattr(s, "s2s_phi", False) or getattr(s, "s2s_init", False)]
+                  if marks.PHI.of(s) or marks.INIT.of(s)]
     if not candidates:
         return
     reads = [Counter(syntax.names_loaded(s)) for s, _ in candidates]
@@ -182,7 +184,7 @@ def _drop_dead_copies(fn, forward):
     inside = {}         # loop-variable initialisation -> (its loop's loads, candidates in it)
     loops = {}          # {id(loop): what `inside` holds for it}, found once per loop
     for k, (s, _) in enumerate(candidates):
-        loop = getattr(s, "s2s_loop", None)
+        loop = marks.LOOP.of(s)
         if loop is not None:
             if id(loop) not in loops:
                 ids = {id(n) for n in syntax.walk(loop)}
@@ -240,7 +242,7 @@ def temporaries_inlined(fn, scalars, helpers, src):
         i = 0
         while i < len(block):
             s = block[i]
-            a = s.targets[0].id if getattr(s, "s2s_temporary", False) and isinstance(
+            a = s.targets[0].id if marks.TEMPORARY.of(s) and isinstance(
                 s, gast.Assign) and isinstance(s.targets[0], gast.Name) else None
             if a is None:
                 i += 1
@@ -625,7 +627,7 @@ def annotate(stmts, src, previous=None):
     out = []
     for s in stmts:
         # (not over what a checkpointed loop's reverse sweep comments itself)
-        line = None if getattr(s, "s2s_uncommented", False) else getattr(s, "lineno", None)
+        line = None if marks.UNCOMMENTED.of(s) else getattr(s, "lineno", None)
         if line is not None and line != previous:
             out.append(syntax.comment("grad of: " + src.line_text(s).strip()))
             previous = line

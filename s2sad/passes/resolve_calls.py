@@ -76,6 +76,7 @@ import weakref
 
 import gast
 
+from .. import marks
 from .. import emit, syntax
 from ..analysis import operations
 from ..analysis.activity import definitions, varied_names
@@ -292,9 +293,9 @@ class ResolveCalls:
                 for place, value in values.items():
                     companion = syntax.located(
                         syntax.assign(named[n][place], syntax.copied(value)), s)
-                    for flag in ("s2s_init", "s2s_phi"):
-                        if hasattr(s, flag):
-                            setattr(companion, flag, getattr(s, flag))
+                    for mark in (marks.INIT, marks.PHI):
+                        if mark.has(s):
+                            mark.put(companion, mark.of(s))
                     companions.append(companion)
                     self.assignments.setdefault(named[n][place], []).append(companion)
 
@@ -460,7 +461,7 @@ def _assigns(s):
 
 def _placeholder(s):
     """Whether `s` is Wengert's `name = None` for a name not bound on a path."""
-    return (getattr(s, "s2s_init", False) and isinstance(s.value, gast.Constant)
+    return (marks.INIT.of(s) and isinstance(s.value, gast.Constant)
             and s.value.value is None)
 
 

@@ -32,6 +32,7 @@ def f(x):
 
 import gast
 
+from .. import marks
 from ..analysis import operations
 from .. import syntax
 from ..rules import runtime
@@ -118,7 +119,7 @@ class Wengert:
             return syntax.name(target)
         value = self.prim(e, env, out, origin)
         target = _named(into) if into else self.namer.fresh("t")
-        self.emit(out, syntax.assign(target, value), origin).s2s_temporary = into is None
+        marks.TEMPORARY.put(self.emit(out, syntax.assign(target, value), origin), into is None)
         return syntax.name(target)
 
     def prim(self, e, env, out, origin):
@@ -197,22 +198,22 @@ class Wengert:
             base = target.value.id
             index = self.index(target.slice, env, out, s)
             v = self.flatten(value, env, out, s)
-            old = out[-1] if out and getattr(s, "s2s_augmented_element", False) else None
-            self.update(base, runtime.setitem, [operations.index_value(index), v], env, out,
-                        s).s2s_index = index
+            old = out[-1] if out and marks.AUGMENTED_ELEMENT.of(s) else None
+            marks.INDEX.put(self.update(base, runtime.setitem, [operations.index_value(index), v],
+                                        env, out, s), index)
             if (isinstance(old, gast.Assign) and syntax.is_name(v)
                     and syntax.is_name(old.targets[0], v.id)
                     and isinstance(old.value, gast.BinOp) and syntax.is_name(old.value.left)):
                 # `a[i] += v`: the element it read (`t = a[i]`), which NumPy changes in
                 # place when it is an array (passes.aliasing)
-                out[-1].s2s_element = old.value.left.id
+                marks.ELEMENT.put(out[-1], old.value.left.id)
             return
         if isinstance(target, gast.Name):
             new = syntax.is_atom(value) and (into or self.version(target.id))
             env[target.id] = self.flatten(value, env, out, s, into=new or _Deferred(
                 lambda: into or self.version(target.id))).id
-            if getattr(s, "s2s_augmented", False):
-                out[-1].s2s_augmented = True        # `x = x + t`, the last of them
+            if marks.AUGMENTED.of(s):
+                marks.AUGMENTED.put(out[-1], True)        # `x = x + t`, the last of them
             return
         if isinstance(value, (gast.Tuple, gast.List)) and len(value.elts) == len(target.elts):
             pairs = list(zip(target.elts, value.elts))
@@ -259,7 +260,7 @@ class Wengert:
                     if v not in benv and any(v in b[1] for b in live):
                         # bound on the other branch only: the join must not fail here
                         init = self.emit(tail, syntax.assign(j, syntax.const(None)), s)
-                        init.s2s_init = True
+                        marks.INIT.put(init, True)
                     elif v in benv and benv[v] != j:
                         # rename only a name the branch binds first (not one that also
                         # holds the value from before the branch, like a carried name)
@@ -286,7 +287,7 @@ class Wengert:
                 # on the paths that have not bound it yet
                 carried[v] = self.version(v)
                 init = self.emit(out, syntax.assign(carried[v], syntax.const(None)), s)
-                init.s2s_init = True
+                marks.INIT.put(init, True)
             elif p not in self.read:
                 carried[v] = p
             else:
@@ -301,7 +302,7 @@ class Wengert:
                 # a loop that runs no iteration leaves its variable's old value
                 target_init = self.emit(
                     out, syntax.assign(benv[target], syntax.name(env[target])), s)
-                target_init.s2s_init = True
+                marks.INIT.put(target_init, True)
         test = None if is_for else self.rename(s.test, benv)
         self.loops.append(carried)
         body, tail = self.block(s.body, benv)
@@ -311,7 +312,7 @@ class Wengert:
         if is_for:
             node = syntax.for_(variable, iter_, body)    # the body may write a version
             if target_init is not None:
-                target_init.s2s_loop = node      # only reads after the loop need it
+                marks.LOOP.put(target_init, node)      # only reads after the loop need it
         else:
             node = syntax.while_(test, body)
         self.emit(out, node, s)
@@ -330,7 +331,7 @@ class Wengert:
         for v, c in self.loops[-1].items():
             if v in env and env[v] != c:
                 copy_ = self.emit(out, syntax.assign(c, syntax.name(env[v])), origin)
-                copy_.s2s_phi = True
+                marks.PHI.put(copy_, True)
 
 
 class _Deferred:

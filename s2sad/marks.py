@@ -1,0 +1,155 @@
+"""The marks a pass leaves on syntax nodes for a later one: each declared once, here, with
+what it means, the modules that set it and those that read it. A pass reads a mark with
+`MARK.of(node)` (its default when the node has none) and sets it with `MARK.put(node,
+value)`; `tests/test_marks.py` checks that every `s2s_*` attribute put on a node is
+declared here and that the modules named use it.
+
+>>> import gast
+>>> from s2sad import marks
+>>> s = gast.Pass()
+>>> marks.PHI.of(s), marks.PHI.put(s), marks.PHI.of(s)
+(False, None, True)
+>>> marks.PHI.set_by
+('passes/wengert.py', 'passes/resolve_calls.py', 'ad/forward_mode.py')
+"""
+from __future__ import annotations
+
+from typing import Any
+
+
+class Mark:
+    """One mark: the node attribute `attr`, its `default`, what it says (`what`), the
+    modules that set it (`set_by`) and those that read it (`read_by`)."""
+    __slots__ = ("attr", "default", "what", "set_by", "read_by")
+
+    def __init__(self, attr, what, set_by, read_by, default: Any = False):
+        self.attr, self.what, self.default = attr, what, default
+        self.set_by, self.read_by = tuple(set_by), tuple(read_by)
+
+    def of(self, node):
+        """The mark of `node`, else the default."""
+        return getattr(node, self.attr, self.default)
+
+    def has(self, node) -> bool:
+        """Whether `node` carries the mark (of any value, None included)."""
+        return hasattr(node, self.attr)
+
+    def put(self, node, value=True):
+        """Mark `node` with `value`."""
+        setattr(node, self.attr, value)
+
+    def __repr__(self):
+        return f"<mark {self.attr}>"
+
+
+# -- Wengert form -----------------------------------------------------------------------
+AUGMENTED = Mark(
+    "s2s_augmented", "the assignment was an augmented one of a name (`x += t`), the last "
+    "of those Wengert form makes of it", ["passes/desugar.py", "passes/wengert.py"],
+    ["passes/wengert.py", "passes/aliasing.py"])
+AUGMENTED_ELEMENT = Mark(
+    "s2s_augmented_element", "the assignment was an augmented one of an element (`a[i] "
+    "+= t`)", ["passes/desugar.py"], ["passes/wengert.py"])
+ELEMENT = Mark(
+    "s2s_element", "on the write of an element, the name of the element read that it "
+    "updates; on an adjoint's element update (element_adjoints), True",
+    ["passes/wengert.py", "passes/element_adjoints.py"],
+    ["passes/aliasing.py", "passes/element_adjoints.py"], default=None)
+INDEX = Mark(
+    "s2s_index", "on `_s2s_setitem(a, i, v)`, the index as the user wrote it",
+    ["passes/wengert.py"], ["passes/aliasing.py", "trace_recording.py"], default=None)
+INIT = Mark(
+    "s2s_init", "the assignment only binds a name before a loop or branch assigns it "
+    "(`x = None`), so that every path binds it", ["passes/wengert.py", "ad/tapes.py",
+                                                  "passes/resolve_calls.py"],
+    ["ad/inplace.py", "passes/optimize.py", "passes/resolve_calls.py",
+     "passes/native_tapes.py"])
+LOOP = Mark(
+    "s2s_loop", "on an init of a loop's counter, the loop: only reads after it need it",
+    ["passes/wengert.py"], ["passes/optimize.py"], default=None)
+PHI = Mark(
+    "s2s_phi", "the assignment at the end of a loop's body that carries a value to the "
+    "next iteration (`x = x_3`)", ["passes/wengert.py", "passes/resolve_calls.py",
+                                   "ad/forward_mode.py"],
+    ["ad/forward_mode.py", "ad/tapes.py", "ad/inplace.py", "passes/optimize.py",
+     "passes/resolve_calls.py", "trace_recording.py"])
+TEMPORARY = Mark(
+    "s2s_temporary", "the name is a temporary of Wengert form (not the user's)",
+    ["passes/wengert.py", "ad/forward_mode.py"],
+    ["ad/forward_mode.py", "passes/common_subexpressions.py", "passes/optimize.py"])
+BUILTIN = Mark(
+    "s2s_builtin", "the called name is the builtin it spells (`len`, `range`)",
+    ["analysis/operations.py"],
+    ["analysis/operations.py", "ad/reverse_mode.py", "ad/forward_mode.py"])
+VIEW = Mark(
+    "s2s_view", "on a call of a Python function of the user's, the argument its result "
+    "shares memory with (None: none)", ["passes/aliasing.py"], ["ad/inplace.py"],
+    default=None)
+
+# -- the transforms ------------------------------------------------------------------------
+MARKER = Mark(
+    "s2s_marker", "a placeholder statement a later pass replaces (`path_end`, ...)",
+    ["syntax.py"], ["ad/forward_mode.py", "ad/checkpointed.py", "ad/tapes.py",
+                    "ad/reverse_mode.py", "ad/inplace.py", "emit.py", "graph.py",
+                    "trace_recording.py"], default=None)
+RECOMPUTED = Mark(
+    "s2s_recomputed", "a statement of the forward pass computed again at the top of a "
+    "reversed loop, which prune_tapes drops if nothing reads it",
+    ["ad/reverse_mode.py", "ad/tapes.py"], ["ad/reverse_mode.py", "ad/tapes.py"])
+READ_BACK = Mark(
+    "s2s_read_back", "a value a reversed loop reads back from an array's final value "
+    "instead of a tape (ad/inplace.py's final_element_reads)", ["ad/reverse_mode.py"],
+    ["ad/reverse_mode.py", "ad/inplace.py"])
+DEFINES = Mark(
+    "s2s_defines", "on a write in place, the name of Wengert form it stands for",
+    ["ad/inplace.py"], ["ad/inplace.py", "ad/tapes.py"], default=None)
+UNCOMMENTED = Mark(
+    "s2s_uncommented", "no `# grad of:` comment over the statement (a checkpointed "
+    "loop's sweeps)", ["ad/checkpointed.py"], ["passes/optimize.py"])
+TESTS = Mark(
+    "s2s_tests", "on a guard's test, the tests as written, emitted so",
+    ["syntax.py"], ["emit.py", "ad/fused.py", "passes/guard_bindings.py",
+                    "analysis/buffers.py"], default=None)
+LIKE = Mark(
+    "s2s_like", "on an array inline_helpers made, its fact (shape class and dtype)",
+    ["passes/inline_helpers.py"], ["passes/inline_helpers.py", "analysis/buffers.py"],
+    default=None)
+
+# -- within one pass -------------------------------------------------------------------------
+CONSUMED = Mark(
+    "s2s_consumed", "an iterator a loop or a call consumes", ["passes/desugar.py"],
+    ["passes/desugar.py"])
+JUMP = Mark(
+    "s2s_jump", "a `return` made of a jump (break, continue, an early return)",
+    ["passes/desugar.py"], ["passes/desugar.py"])
+GRADIENT_MADE = Mark(
+    "s2s_gradient_made", "a gradient made by the call and called at once",
+    ["passes/gradient_calls.py"], ["passes/gradient_calls.py"])
+NUMPY = Mark(
+    "s2s_numpy", "the name is NumPy's module", ["ad/simplify.py"], ["ad/simplify.py"])
+UNFOLDED = Mark(
+    "s2s_unfolded", "an expression simplification could not fold", ["ad/simplify.py"],
+    ["ad/simplify.py"])
+
+# -- on nodes and on the objects they denote (read and set as attributes still) -------------
+PRIM = Mark(
+    "s2s_prim", "on a name or attribute, the object it denotes (a lifted function, a "
+    "runtime helper, a method resolved), whatever the user's names",
+    ["passes/iteration.py", "passes/lift.py", "passes/checkpointed_loops.py",
+     "passes/wengert.py", "passes/gradient_calls.py", "passes/resolve_calls.py"],
+    ["frontend/source.py", "analysis/operations.py", "analysis/value_kinds.py",
+     "analysis/shapes.py", "passes/aliasing.py", "passes/callee_effects.py",
+     "passes/common_subexpressions.py", "passes/lost_derivatives.py",
+     "passes/insert_dels.py", "ad/reverse_mode.py", "ad/forward_mode.py", "ad/tapes.py",
+     "ad/inplace.py", "ad/checkpointed.py", "trace_recording.py"], default=None)
+LIFTED = Mark(
+    "s2s_lifted", "on a name, that it denotes a function s2sad made (lifted, a loop's "
+    "step, a version); on that function, its record (Lifted, LoopBody, Version)",
+    ["passes/lift.py", "passes/checkpointed_loops.py", "passes/resolve_calls.py"],
+    ["passes/lost_derivatives.py", "passes/callee_effects.py", "passes/gradient_calls.py",
+     "analysis/value_kinds.py", "ad/reverse_mode.py", "ad/forward_mode.py",
+     "ad/calls.py", "ad/fused.py", "ad/checkpointed.py", "trace_recording.py"],
+    default=None)
+
+#: Every mark, by attribute.
+ALL = {m.attr: m for m in globals().values() if isinstance(m, Mark)}
