@@ -703,4 +703,4 @@ def stop_gradient(x: Any) -> Any:
 
 
 registry.nondiff(stop_gradient)
-registry.nondiff(checkpointed)     # (a loop's head: see passes/checkpointed_loops.py)
+registry.nondiff(checkpointed)     # (a loop's head: see before_ad/checkpointed_loops.py)

@@ -28,7 +28,7 @@ from .compilation import Callee, Compilation, Pass
 from .errors import NativeBackendError, S2SADError
 from .frontend.source import numba_function
 from .options import Capabilities, Options, Variant
-from .passes import native_check, native_tapes
+from .after_ad import native_check, native_tapes
 from .rules import numba_runtime
 
 

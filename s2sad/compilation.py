@@ -117,10 +117,10 @@ class Compilation:
     assumed: list = dataclasses.field(default_factory=list)     # Guards a pass added
     callee_guards: str | None = None    # the name of the callees' guards' checker, if read
     code_changed: str | None = None     # the name of the flag of code changed (guards.watch)
-    assumed_real: set = dataclasses.field(default_factory=set)  # see passes/complex_values
+    assumed_real: set = dataclasses.field(default_factory=set)  # see before_ad/complex_values
     #: The driver's front end for a function this one calls, `front_end(fn, arg_types) ->
     #: (its context, its Wengert form)`, which analyses of calls read (what a callee
-    #: returns and writes: passes/aliasing.py); None outside the driver.
+    #: returns and writes: before_ad/aliasing.py); None outside the driver.
     front_end: Any = None
     _analyses: dict = dataclasses.field(default_factory=dict, repr=False)
     _shape_only: tuple | None = dataclasses.field(default=None, repr=False)
@@ -479,7 +479,7 @@ def _refuse_hidden_methods(fn, param, obj):
 def _specialised(a):
     """Whether the code is specialised on the type of argument `a`: a float, an int, or a
     real array (a complex one is of unknown kind: code that reads it checks it, see
-    passes/complex_values.py)."""
+    before_ad/complex_values.py)."""
     return (type(a) in SPECIALISED or is_duck_array_type(type(a))) and not _complex(a)
 
 

@@ -47,7 +47,7 @@ def _as_one_call(fn, products):
     before the first: a default object (list, dict, array) that `fn` changes in place,
     which Python keeps from call to call, is given its contents of then again before
     each product, so that they are the derivatives of one call of `fn`, whose change it
-    keeps once (see passes.desugar's `keep_defaults`)."""
+    keeps once (see before_ad.desugar's `keep_defaults`)."""
     try:
         defaults = [p.default for p in inspect.signature(fn).parameters.values()
                     if isinstance(p.default, (list, dict, np.ndarray))]

@@ -10,7 +10,7 @@ declared here and that the modules named use it.
 >>> marks.PHI.of(s), marks.PHI.put(s), marks.PHI.of(s)
 (False, None, True)
 >>> marks.PHI.set_by
-('passes/wengert.py', 'passes/resolve_calls.py', 'ad/forward_mode.py')
+('before_ad/wengert.py', 'before_ad/resolve_calls.py', 'ad/forward_mode.py')
 """
 from __future__ import annotations
 
@@ -45,45 +45,45 @@ class Mark:
 # -- Wengert form -----------------------------------------------------------------------
 AUGMENTED = Mark(
     "s2s_augmented", "the assignment was an augmented one of a name (`x += t`), the last "
-    "of those Wengert form makes of it", ["passes/desugar.py", "passes/wengert.py"],
-    ["passes/wengert.py", "passes/aliasing.py"])
+    "of those Wengert form makes of it", ["before_ad/desugar.py", "before_ad/wengert.py"],
+    ["before_ad/wengert.py", "before_ad/aliasing.py"])
 AUGMENTED_ELEMENT = Mark(
     "s2s_augmented_element", "the assignment was an augmented one of an element (`a[i] "
-    "+= t`)", ["passes/desugar.py"], ["passes/wengert.py"])
+    "+= t`)", ["before_ad/desugar.py"], ["before_ad/wengert.py"])
 ELEMENT = Mark(
     "s2s_element", "on the write of an element, the name of the element read that it "
     "updates; on an adjoint's element update (element_adjoints), True",
-    ["passes/wengert.py", "passes/element_adjoints.py"],
-    ["passes/aliasing.py", "passes/element_adjoints.py"], default=None)
+    ["before_ad/wengert.py", "after_ad/element_adjoints.py"],
+    ["before_ad/aliasing.py", "after_ad/element_adjoints.py"], default=None)
 INDEX = Mark(
     "s2s_index", "on `_s2s_setitem(a, i, v)`, the index as the user wrote it",
-    ["passes/wengert.py"], ["passes/aliasing.py", "trace_recording.py"], default=None)
+    ["before_ad/wengert.py"], ["before_ad/aliasing.py", "trace_recording.py"], default=None)
 INIT = Mark(
     "s2s_init", "the assignment only binds a name before a loop or branch assigns it "
-    "(`x = None`), so that every path binds it", ["passes/wengert.py", "ad/tapes.py",
-                                                  "passes/resolve_calls.py"],
-    ["ad/inplace.py", "passes/optimize.py", "passes/resolve_calls.py",
-     "passes/native_tapes.py"])
+    "(`x = None`), so that every path binds it", ["before_ad/wengert.py", "ad/tapes.py",
+                                                  "before_ad/resolve_calls.py"],
+    ["ad/inplace.py", "after_ad/optimize.py", "before_ad/resolve_calls.py",
+     "after_ad/native_tapes.py"])
 LOOP = Mark(
     "s2s_loop", "on an init of a loop's counter, the loop: only reads after it need it",
-    ["passes/wengert.py"], ["passes/optimize.py"], default=None)
+    ["before_ad/wengert.py"], ["after_ad/optimize.py"], default=None)
 PHI = Mark(
     "s2s_phi", "the assignment at the end of a loop's body that carries a value to the "
-    "next iteration (`x = x_3`)", ["passes/wengert.py", "passes/resolve_calls.py",
+    "next iteration (`x = x_3`)", ["before_ad/wengert.py", "before_ad/resolve_calls.py",
                                    "ad/forward_mode.py"],
-    ["ad/forward_mode.py", "ad/tapes.py", "ad/inplace.py", "passes/optimize.py",
-     "passes/resolve_calls.py", "trace_recording.py"])
+    ["ad/forward_mode.py", "ad/tapes.py", "ad/inplace.py", "after_ad/optimize.py",
+     "before_ad/resolve_calls.py", "trace_recording.py"])
 TEMPORARY = Mark(
     "s2s_temporary", "the name is a temporary of Wengert form (not the user's)",
-    ["passes/wengert.py", "ad/forward_mode.py"],
-    ["ad/forward_mode.py", "passes/common_subexpressions.py", "passes/optimize.py"])
+    ["before_ad/wengert.py", "ad/forward_mode.py"],
+    ["ad/forward_mode.py", "before_ad/common_subexpressions.py", "after_ad/optimize.py"])
 BUILTIN = Mark(
     "s2s_builtin", "the called name is the builtin it spells (`len`, `range`)",
     ["analysis/operations.py"],
     ["analysis/operations.py", "ad/reverse_mode.py", "ad/forward_mode.py"])
 VIEW = Mark(
     "s2s_view", "on a call of a Python function of the user's, the argument its result "
-    "shares memory with (None: none)", ["passes/aliasing.py"], ["ad/inplace.py"],
+    "shares memory with (None: none)", ["before_ad/aliasing.py"], ["ad/inplace.py"],
     default=None)
 
 # -- the transforms ------------------------------------------------------------------------
@@ -105,26 +105,26 @@ DEFINES = Mark(
     ["ad/inplace.py"], ["ad/inplace.py", "ad/tapes.py"], default=None)
 UNCOMMENTED = Mark(
     "s2s_uncommented", "no `# grad of:` comment over the statement (a checkpointed "
-    "loop's sweeps)", ["ad/checkpointed.py"], ["passes/optimize.py"])
+    "loop's sweeps)", ["ad/checkpointed.py"], ["after_ad/optimize.py"])
 TESTS = Mark(
     "s2s_tests", "on a guard's test, the tests as written, emitted so",
-    ["syntax.py"], ["emit.py", "ad/fused.py", "passes/guard_bindings.py",
+    ["syntax.py"], ["emit.py", "ad/fused.py", "after_ad/guard_bindings.py",
                     "analysis/buffers.py"], default=None)
 LIKE = Mark(
     "s2s_like", "on an array inline_helpers made, its fact (shape class and dtype)",
-    ["passes/inline_helpers.py"], ["passes/inline_helpers.py", "analysis/buffers.py"],
+    ["after_ad/inline_helpers.py"], ["after_ad/inline_helpers.py", "analysis/buffers.py"],
     default=None)
 
 # -- within one pass -------------------------------------------------------------------------
 CONSUMED = Mark(
-    "s2s_consumed", "an iterator a loop or a call consumes", ["passes/desugar.py"],
-    ["passes/desugar.py"])
+    "s2s_consumed", "an iterator a loop or a call consumes", ["before_ad/desugar.py"],
+    ["before_ad/desugar.py"])
 JUMP = Mark(
     "s2s_jump", "a `return` made of a jump (break, continue, an early return)",
-    ["passes/desugar.py"], ["passes/desugar.py"])
+    ["before_ad/desugar.py"], ["before_ad/desugar.py"])
 GRADIENT_MADE = Mark(
     "s2s_gradient_made", "a gradient made by the call and called at once",
-    ["passes/gradient_calls.py"], ["passes/gradient_calls.py"])
+    ["before_ad/gradient_calls.py"], ["before_ad/gradient_calls.py"])
 NUMPY = Mark(
     "s2s_numpy", "the name is NumPy's module", ["ad/simplify.py"], ["ad/simplify.py"])
 UNFOLDED = Mark(
@@ -135,18 +135,18 @@ UNFOLDED = Mark(
 PRIM = Mark(
     "s2s_prim", "on a name or attribute, the object it denotes (a lifted function, a "
     "runtime helper, a method resolved), whatever the user's names",
-    ["passes/iteration.py", "passes/lift.py", "passes/checkpointed_loops.py",
-     "passes/wengert.py", "passes/gradient_calls.py", "passes/resolve_calls.py"],
+    ["before_ad/iteration.py", "before_ad/lift.py", "before_ad/checkpointed_loops.py",
+     "before_ad/wengert.py", "before_ad/gradient_calls.py", "before_ad/resolve_calls.py"],
     ["frontend/source.py", "analysis/operations.py", "analysis/value_kinds.py",
-     "analysis/shapes.py", "passes/aliasing.py", "passes/callee_effects.py",
-     "passes/common_subexpressions.py", "passes/lost_derivatives.py",
-     "passes/insert_dels.py", "ad/reverse_mode.py", "ad/forward_mode.py", "ad/tapes.py",
+     "analysis/shapes.py", "before_ad/aliasing.py", "before_ad/callee_effects.py",
+     "before_ad/common_subexpressions.py", "before_ad/lost_derivatives.py",
+     "after_ad/insert_dels.py", "ad/reverse_mode.py", "ad/forward_mode.py", "ad/tapes.py",
      "ad/inplace.py", "ad/checkpointed.py", "trace_recording.py"], default=None)
 LIFTED = Mark(
     "s2s_lifted", "on a name, that it denotes a function s2sad made (lifted, a loop's "
     "step, a version); on that function, its record (Lifted, LoopBody, Version)",
-    ["passes/lift.py", "passes/checkpointed_loops.py", "passes/resolve_calls.py"],
-    ["passes/lost_derivatives.py", "passes/callee_effects.py", "passes/gradient_calls.py",
+    ["before_ad/lift.py", "before_ad/checkpointed_loops.py", "before_ad/resolve_calls.py"],
+    ["before_ad/lost_derivatives.py", "before_ad/callee_effects.py", "before_ad/gradient_calls.py",
      "analysis/value_kinds.py", "ad/reverse_mode.py", "ad/forward_mode.py",
      "ad/calls.py", "ad/fused.py", "ad/checkpointed.py", "trace_recording.py"],
     default=None)

@@ -47,7 +47,7 @@ class Variant(enum.Enum):
     @property
     def called(self) -> bool:
         """Whether the API calls it itself (`grad`, `value_and_grad`, `jvp`), so that its
-        guard also tests what the compilation resolved (passes/guard_bindings.py)."""
+        guard also tests what the compilation resolved (after_ad/guard_bindings.py)."""
         return self in (Variant.VALUE_AND_GRAD, Variant.GRAD, Variant.JVP, Variant.TANGENT)
 
 
@@ -84,7 +84,7 @@ class Capabilities:
     """What the code a backend compiles can do (s2sad.backends), which the passes read
     from the context (`ctx.can`) instead of asking which backend it is: `reversed`, it
     may call `reversed(range(...))`; `tape_arrays`, its loops' tapes are arrays of
-    numbers (passes/native_tapes.py), where a column costs next to nothing and whose
+    numbers (after_ad/native_tapes.py), where a column costs next to nothing and whose
     rows forward mode over such code writes in place; `merges_subexpressions`, its
     compiler merges common subexpressions itself; `frozen_globals`, it holds the values
     of the globals it was compiled with (so data is guarded by identity)."""

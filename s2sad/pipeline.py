@@ -27,11 +27,12 @@ from .options import Options, Variant
 from .errors import InternalError, S2SADError
 from .frontend import source
 from .backends import BY_NAME, NUMBA, PYTHON, Backend
-from .passes import (aliasing, checkpointed_loops, combine_terms, common_subexpressions,
-                     complex_values, desugar, element_adjoints, enclose, guard_bindings,
-                     hoist_invariants, inline_helpers, insert_dels, lift, lost_derivatives,
-                     optimize, peephole, record_fields, resolve_calls, reuse_buffers,
-                     wengert)
+from .before_ad import (
+    aliasing, checkpointed_loops, common_subexpressions, complex_values, desugar,
+    hoist_invariants, lift, lost_derivatives, record_fields, resolve_calls, wengert)
+from .after_ad import (
+    combine_terms, element_adjoints, enclose, guard_bindings, inline_helpers, insert_dels,
+    optimize, peephole, reuse_buffers)
 
 
 # -- when a pass runs (see Pass.when) ----------------------------------------------------

@@ -1,4 +1,4 @@
-"""One model of memory for both modes (passes.aliasing, #34 item 5): what shares memory
+"""One model of memory for both modes (before_ad.aliasing, #34 item 5): what shares memory
 (views of NumPy functions by their records, the list of views np.split returns, a list
 holding an array, what a Python function returns) and what writes into it (element
 writes, `+=`, a list's element changed in place, a called function that writes into its

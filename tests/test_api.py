@@ -116,7 +116,7 @@ def test_check_grad():
 
 
 def test_no_internal_exception_escapes(monkeypatch):
-    from s2sad.passes import wengert
+    from s2sad.before_ad import wengert
 
     def broken(self, fn):
         raise KeyError("boom")

@@ -1,4 +1,4 @@
-"""Collecting the additions into one slice of an adjoint (passes/combine_terms.py).
+"""Collecting the additions into one slice of an adjoint (after_ad/combine_terms.py).
 
 The written polynomial is checked against the polynomial itself at random points, and
 its operations counted. The gradients of functions whose adjoints are collected are
@@ -17,7 +17,7 @@ import s2sad
 from s2sad import compilation, driver
 from s2sad.options import Options, Variant
 from s2sad import emit
-from s2sad.passes.combine_terms import best, operations
+from s2sad.after_ad.combine_terms import best, operations
 
 from numpy_cases import check_fused, compare, fd_array_grad
 

@@ -1,4 +1,4 @@
-"""Sums of broadcast products as contractions (passes/peephole.py `contractions`, and
+"""Sums of broadcast products as contractions (after_ad/peephole.py `contractions`, and
 rules/runtime.py `unbroadcast_product`, `unreduce_view`, `summed`): the adjoint of a product
 summed down to a shape is one matrix product, a sum of such products read only summed
 down is summed term by term, and an `_s2s_unreduce` read only by them is a view.
@@ -239,7 +239,7 @@ def test_summed_is_numpys_sum(shape, axes):
 ])
 def test_writes_in_place_are_found(line, last, written):
     from s2sad import syntax
-    from s2sad.passes import peephole
+    from s2sad.after_ad import peephole
     assert peephole._written(syntax.parse(line).body[0], last) == written
 
 

@@ -1,4 +1,4 @@
-"""Loops that read or write arrays element by element (passes/element_adjoints.py): the reversed
+"""Loops that read or write arrays element by element (after_ad/element_adjoints.py): the reversed
 loop updates the adjoints in place instead of making an array of the whole size per
 element.
 

@@ -660,7 +660,7 @@ def test_every_forward_rule_is_checked():
     # fields of objects take dataclass and named-tuple tangents, which jacfwd does not
     # build: tests/test_objects.py checks them against central differences
     called.add(id(getattr))
-    # a user's loop over reversed(...) is a loop over indexes (passes.desugar); the rule
+    # a user's loop over reversed(...) is a loop over indexes (before_ad.desugar); the rule
     # is for forward over reverse, whose tape loops run reversed: the Hessians check it
     called.add(id(reversed))
     unchecked = [getattr(p, "__qualname__", p) for p in registry.JVPS

@@ -335,7 +335,7 @@ def test_a_method_hidden_by_an_attribute_of_an_argument_is_refused():
 
 
 def test_a_helper_of_a_helper_that_starts_writing_into_its_argument():
-    # what a callee writes into is read from its code (passes/aliasing.py): when a helper
+    # what a callee writes into is read from its code (before_ad/aliasing.py): when a helper
     # it calls is redefined to write into its argument, the gradient follows, or refuses
     nb = Notebook().run("def k(a):\n    return a * 2.0\n").run(
         "def h(a):\n    b = k(a)\n    return b\n").run(

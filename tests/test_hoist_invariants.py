@@ -1,5 +1,5 @@
 """Arithmetic a loop repeats with the same operands, computed once before it
-(passes/hoist_invariants.py): where it moves, where it must stay, and gradients
+(before_ad/hoist_invariants.py): where it moves, where it must stay, and gradients
 against central differences, in both modes and for second derivatives."""
 import numpy as np
 import pytest

@@ -1,5 +1,5 @@
 """The forward pass reads like the user's code: temporaries of numbers go back into
-their one use (passes/optimize.py, inline_temporaries), where that changes nothing."""
+their one use (after_ad/optimize.py, inline_temporaries), where that changes nothing."""
 import math
 
 import numpy as np

@@ -1,5 +1,5 @@
 """The adjoints of broadcasting and of matrix products written as plain NumPy when the
-code is specialised on shape patterns (passes/inline_helpers.py), and the adjoint of max/min.
+code is specialised on shape patterns (after_ad/inline_helpers.py), and the adjoint of max/min.
 
 Gradients are checked against central differences (inputs unchanged, a second call
 the same); the generated source is checked to spell what it should and to leave the

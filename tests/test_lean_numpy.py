@@ -196,7 +196,7 @@ def test_rosenbrock_gradient_is_lean():
     assert "_s2s_unreduce" not in text          # the sum's adjoint stays the scalar y_bar
     assert "= np.sum(" not in text              # grad does not compute the value
     # the two terms of x_bar[:-1] are computed in that slice, as one expression (see
-    # passes/combine_terms.py); x_bar[1:] is added in place, through a view of x_bar
+    # after_ad/combine_terms.py); x_bar[1:] is added in place, through a view of x_bar
     assert text.count("out=x_bar[:-1])") == 1 and "x_bar_view_1" not in text
     assert "x_bar_view = x_bar[1:]" in text and "x_bar_view += " in text
     assert "del t_3" in text

@@ -1,6 +1,6 @@
 """Loops as programs write them (#19): tuple targets, enumerate, zip, reversed, dict
 items, and iteration directly over differentiated lists, tuples, dicts and arrays, also
-in comprehensions. passes.desugar writes each as a loop over indexes. Every form is
+in comprehensions. before_ad.desugar writes each as a loop over indexes. Every form is
 checked in reverse mode (grad), forward mode (jvp) and, for a number, second order
 (hessian), against central differences."""
 import numpy as np

@@ -153,7 +153,7 @@ def test_missing_rule_in_a_lifted_function_names_the_users_line():
 def test_lifted_functions_are_compiled_once():
     f = c.nested_calls_module_function
     s2sad.grad(f)(1.3)
-    from s2sad.passes import lift
+    from s2sad.before_ad import lift
     first = lift._lifted[f][1]["g"]
     s2sad.grad(f)(0.4)
     s2sad.jvp(f, (0.4,), (1.0,))

@@ -398,7 +398,7 @@ def cumsum(x):
     return np.sum(np.cumsum(x) ** 2)
 
 
-# -- writes that another name for the memory sees (passes.aliasing) -------------------------
+# -- writes that another name for the memory sees (before_ad.aliasing) -------------------------
 def out_result_read_after_a_write(x):
     # b is a (out=), so the write into a changes b (found by the NumPy fuzzer's long
     # run: jvp's value was b before the write)

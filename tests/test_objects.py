@@ -262,7 +262,7 @@ def test_hessian_with_a_model_argument_left_out():
     assert h == pytest.approx(2 * c.plain.w)
 
 
-# -- fields read once (passes/record_fields.py) --------------------------------------------
+# -- fields read once (before_ad/record_fields.py) --------------------------------------------
 def _energy_of(p, x):
     return p.a * x + p.b
 

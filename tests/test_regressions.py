@@ -222,7 +222,7 @@ def test_attribute_of_a_temporary_carries_its_adjoint():
 
 def test_helper_that_changes_its_argument_in_place_is_refused_not_wrong():
     # the derivative would miss lst's change (it gave 1.0 instead of 3.0): refused where lst
-    # is read after the call, in both modes (passes.aliasing)
+    # is read after the call, in both modes (before_ad.aliasing)
     first = r.calls_a_mutating_helper.__code__.co_firstlineno
     for run in (lambda: s2sad.grad(r.calls_a_mutating_helper)(1.5),
                 lambda: s2sad.jvp(r.calls_a_mutating_helper, (1.5,), (1.0,))):
@@ -390,7 +390,7 @@ def test_long_type_check_reads_as_written_and_wraps():
 
 def test_a_view_read_after_a_write_through_its_array_is_refused():
     # found in session 8: `r` views row 0 of `y`, so NumPy's `r` sees the write; s2sad's
-    # gradient used the old row. passes.aliasing refuses it, at the read
+    # gradient used the old row. before_ad.aliasing refuses it, at the read
     def f(a):
         y = a.copy()
         r = y[0]
@@ -540,7 +540,7 @@ def test_a_list_read_on_one_path_in_a_loop():
                                    rtol=1e-7)
 
 
-# -- passes.aliasing settles over a loop that takes an element of what it carries ------
+# -- before_ad.aliasing settles over a loop that takes an element of what it carries ------
 def _carries_an_element_of_itself(x, c):
     y = np.zeros(3)
     y[0] = c                    # (a write: the aliasing pass runs)

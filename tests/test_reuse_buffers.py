@@ -1,4 +1,4 @@
-"""Buffer reuse (passes/reuse_buffers.py): elementwise results computed into the buffers of
+"""Buffer reuse (after_ad/reuse_buffers.py): elementwise results computed into the buffers of
 dead temporaries. Gradients are checked against central differences, inputs must be
 unchanged, dtypes kept, and the cases where reuse would be wrong must not reuse."""
 import math

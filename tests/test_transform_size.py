@@ -20,7 +20,7 @@ import s2sad
 from s2sad import syntax
 from s2sad.frontend import source
 from s2sad.naming import Namer
-from s2sad.passes import peephole
+from s2sad.after_ad import peephole
 
 BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench")
 sys.path.insert(0, BENCH)

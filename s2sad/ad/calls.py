@@ -1,7 +1,7 @@
 """Calls in reverse mode: to other Python functions (through their own derivatives,
 which the driver compiles), and to `custom_vjp` functions (through their `fwd` and `bwd`).
 (A callee that changes its arguments in place is refused in both modes, where another
-name reads the memory it changes: passes/aliasing.py.)
+name reads the memory it changes: before_ad/aliasing.py.)
 """
 import ast
 import inspect

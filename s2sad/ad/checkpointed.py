@@ -1,5 +1,5 @@
 """Checkpointed loops in reverse mode: a loop over `s2sad.checkpointed(steps, k)`, whose
-body passes/checkpointed_loops.py made one call of a step function of the loop state,
+body before_ad/checkpointed_loops.py made one call of a step function of the loop state,
 keeps at most k snapshots of that state instead of a tape, on the binomial schedule
 (`_s2s_Revolve`, rules/schedules.py), or, for a loop that stops at a `break` (its step
 returns a flag), on the online schedule (`_s2s_Online`), which learns the number of
@@ -57,7 +57,7 @@ from .. import syntax
 from ..compilation import Callee
 from ..options import Variant
 from ..analysis.names import NameCounts, rename
-from ..passes.checkpointed_loops import LoopBody, is_checkpointed
+from ..before_ad.checkpointed_loops import LoopBody, is_checkpointed
 from .tapes import LoopPlan
 
 

@@ -94,7 +94,7 @@ def guard(jvp, ctx):
     tests = [f"{p}.__class__ is not {ctx.bind(types[p].__name__, obj=types[p])}"
              for p in names]
     # a complex array: jvp refuses one to differentiate, and the code takes the others it
-    # reads as real (passes/complex_values.py)
+    # reads as real (before_ad/complex_values.py)
     tests += [f"{p}.dtype.kind == 'c'" for p in names
               if p in ctx.assumed_real or (p in ctx.wrt and ctx.param_kinds.get(p) == ARRAY)]
     jvp.body.insert(0, syntax.guard(

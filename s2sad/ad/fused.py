@@ -66,7 +66,7 @@ def fuse(vjp, ctx, value=True, guard=True):
         # (api._check_inputs), and buffer reuse relies on it
         floats = [f"{p}.dtype.kind != 'f'" for p, _ in guards
                   if ctx.param_kinds.get(p) == ARRAY and p in ctx.wrt]
-        # the other arrays the code takes as real (passes/complex_values.py)
+        # the other arrays the code takes as real (before_ad/complex_values.py)
         floats += [f"{p}.dtype.kind == 'c'" for p, _ in guards if p in ctx.assumed_real]
         check = [syntax.guard([f"{p}.__class__ is not {t}" for p, t in guards]
                              + floats, syntax.passing_on(runtime("respecialize"), vjp.args))]

@@ -386,7 +386,7 @@ def view_of(v, src):
     if isinstance(v, gast.Attribute) and isinstance(v.value, gast.Name):
         return v.value.id if _is_view(registry.ATTRIBUTES.get(v.attr)) else None
     if isinstance(v, gast.Call) and marks.VIEW.has(v):
-        return marks.VIEW.of(v)       # a Python function's result (see passes/aliasing.py)
+        return marks.VIEW.of(v)       # a Python function's result (see before_ad/aliasing.py)
     if isinstance(v, gast.Call) and v.args and isinstance(v.args[0], gast.Name):
         prim = src.resolve(v.func)
         if _is_view(prim):
@@ -417,7 +417,7 @@ def _owned(body, src, updates, resolve=None):
         if isinstance(v, (gast.BinOp, gast.UnaryOp, gast.List, gast.Tuple)):
             return True
         if isinstance(v, gast.Call) and marks.VIEW.has(v):
-            return marks.VIEW.of(v) is None   # a Python function's result (passes/aliasing.py)
+            return marks.VIEW.of(v) is None   # a Python function's result (before_ad/aliasing.py)
         if isinstance(v, gast.Call):
             prim = getattr(v.func, "s2s_prim", None) or resolve(v.func)
             if prim in updates:

@@ -50,7 +50,7 @@ from ..errors import InternalError, MissingRuleError
 from ..rules import registry
 from ..rules.arrays import is_duck_array_type
 from .calls import CallAdjoints
-from ..passes.checkpointed_loops import is_checkpointed
+from ..before_ad.checkpointed_loops import is_checkpointed
 from .checkpointed import CheckpointedLoop, checkpointed, rename_apart
 from .inplace import InPlaceWrites, final_element_reads
 from .simplify import doubled, on_numbers, simplify, template_name

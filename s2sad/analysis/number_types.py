@@ -1,5 +1,5 @@
 """Number types: which names of generated code certainly hold a `bool`, an `int` or a
-`float`, or an array, for the code Numba compiles (passes/native_tapes.py types each
+`float`, or an array, for the code Numba compiles (after_ad/native_tapes.py types each
 column of a tape by it).
 
 The types of the parameters come from the arguments the derivative is compiled for;

@@ -42,7 +42,7 @@ from ..rules.arrays import is_duck_array_type
 SCALAR, ARRAY, CONTAINER, UNKNOWN = "scalar", "array", "container", "unknown"
 SCALARS = "scalars"     # a container of scalars, such as an array's shape
 # An instance of a class of the user's (see `user_class`) has that class as its kind: its
-# methods are found through it (passes/resolve_calls.py).
+# methods are found through it (before_ad/resolve_calls.py).
 
 
 def join(a, b):

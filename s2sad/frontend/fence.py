@@ -13,7 +13,7 @@ from .. import syntax
 from .source import MISSING
 
 #: The context managers a `with` block may use: they change only how warnings and
-#: floating-point errors are reported, never values (see passes/enclose.py).
+#: floating-point errors are reported, never values (see after_ad/enclose.py).
 CONTEXTS = {np.errstate: "np.errstate", warnings.catch_warnings: "warnings.catch_warnings",
             contextlib.nullcontext: "contextlib.nullcontext"}
 #: The calls that set up a `warnings.catch_warnings()` block, replayed where its

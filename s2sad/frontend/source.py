@@ -119,7 +119,7 @@ class FunctionSource:
     @functools.cached_property
     def blocks(self):
         """The `with` and `try` statements of the function, outermost first, as `Block`s
-        (desugaring keeps their bodies; passes.enclose puts them back around the code
+        (desugaring keeps their bodies; after_ad.enclose puts them back around the code
         made from those lines)."""
         return [Block(n) for n in syntax.walk(self.node)
                 if isinstance(n, (gast.With, gast.Try)) and n.body]

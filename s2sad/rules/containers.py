@@ -145,7 +145,7 @@ def repeated(x, y):
 
 
 def sequence(obj):
-    """What a loop over `obj` indexes (passes.desugar writes `for v in obj` as a loop
+    """What a loop over `obj` indexes (before_ad.desugar writes `for v in obj` as a loop
     over indexes): a list, tuple or array itself; the keys of a dict, and the items of
     any other iterable, as a list."""
     return obj if isinstance(obj, (list, tuple)) or is_array(obj) else list(obj)

@@ -1,7 +1,7 @@
 """The runtime helpers the numba backend's code may call, for Numba.
 
 `NATIVE` names the helpers of rules/runtime.py that have a Numba version (in
-rules/numba_overloads.py, `numba_NAME` for `runtime.NAME`); passes/native_check.py
+rules/numba_overloads.py, `numba_NAME` for `runtime.NAME`); after_ad/native_check.py
 refuses a call of any other. The versions cover numbers and arrays of up to two axes; a
 case outside them (a broadcast of three axes, a sum along an axis) is a typing error
 that names the helper and the case. `register()` imports Numba and registers them, once;

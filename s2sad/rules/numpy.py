@@ -524,7 +524,7 @@ rule(np.add.accumulate, "array, axis=0", array="_s2s_cumsum(g, array, axis)",
 rule(np.multiply.accumulate, "array, axis=0", array="_s2s_cumprod(g, array, ans, axis)",
      tangent={"array": "_s2s_cumprod_dot(t, array, ans, axis)"})
 
-# functions that write into an argument (passes/lost_derivatives.py refuses them on
+# functions that write into an argument (before_ad/lost_derivatives.py refuses them on
 # differentiated values)
 for _f in (np.copyto, np.put, np.place, np.putmask, np.fill_diagonal, np.put_along_axis,
            np.random.shuffle):

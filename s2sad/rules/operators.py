@@ -40,10 +40,10 @@ define(runtime.setitem, "a, index, v", a="_s2s_zero_at(g, index)",
        returns="first")
 define(runtime.append, "a, v", a="_s2s_head(g)", v="_s2s_last(g)", namespace=ns,
        linear="a, v")
-# the copy of a default a call changes, and its contents kept (see passes.desugar)
+# the copy of a default a call changes, and its contents kept (see before_ad.desugar)
 define(runtime.own_default, "v", "g", linear="v", returns="first")
 define(runtime.keep_default, nondiff=True)
-# the loops over sequences and dicts that passes.desugar writes with indexes
+# the loops over sequences and dicts that before_ad.desugar writes with indexes
 # (a list, tuple or array itself)
 define(runtime.sequence, "obj", "_s2s_unsequence(g, obj, 0.0)", namespace=ns,
        tangent="_s2s_unsequence(t, obj, _s2s_zeros_like(ans))", view="obj")

@@ -132,7 +132,7 @@ class Variant:
         #: passed: they give only a shape or dtype (`np.full_like`'s `a`), or a choice
         #: that is piecewise constant (`np.where`'s `condition`). A differentiated value
         #: passed for any other parameter without a template is refused
-        #: (passes/lost_derivatives.py).
+        #: (before_ad/lost_derivatives.py).
         self.zero = frozenset(zero)
         self.broadcast = broadcast
         self.elementwise = elementwise or broadcast

@@ -36,7 +36,7 @@ def respecialize(*args, **kwargs):
 
 def exception_path(exc, where):
     """The error generated code raises when the code from the `try` block at `where`
-    raised `exc`, which the block's except clause catches (see passes/enclose.py)."""
+    raised `exc`, which the block's except clause catches (see after_ad/enclose.py)."""
     return ExceptionPathError(
         f"{where}: the code from this try block raised {type(exc).__name__}: {exc}, which "
         "its except clause catches. s2sad differentiates the try block only along the "
@@ -50,7 +50,7 @@ def exception_path(exc, where):
 def check_real(v, filename, line):
     """Nothing if `v` is real; else `ComplexValueError` at `line` of `filename`, the user's
     line where `v` meets a differentiated value: how generated code checks a value whose
-    type only the run tells (see passes/complex_values.py)."""
+    type only the run tells (see before_ad/complex_values.py)."""
     if v.__class__ is not float:
         found = complex_part(v)
         if found is not None:
@@ -614,7 +614,7 @@ def prod_dot(t, items, start=1):
 def own_default(v):
     """A copy of `v`, the default object (a list, dict or array) of a parameter that a
     call leaves at its default and the function changes in place: the call works on the
-    copy, and `keep_default` gives the default its final contents (passes.desugar)."""
+    copy, and `keep_default` gives the default its final contents (before_ad.desugar)."""
     return v.copy()
 
 
@@ -714,7 +714,7 @@ def repeat_tangent(x, y, x_dot, y_dot):
 def refuse_view(v, error):
     """Raise `error` if `v`, an index of an array whose number of axes was not known when
     compiling, is a view: the function reads it after a write into that array, which
-    the derivative would not see (passes.aliasing). A number is a copy: nothing to do."""
+    the derivative would not see (before_ad.aliasing). A number is a copy: nothing to do."""
     if isinstance(v, np.ndarray):
         raise error
 

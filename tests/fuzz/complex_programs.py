@@ -1,5 +1,5 @@
 """Random NumPy programs with complex values in them, as source text, for fuzzing s2sad's
-refusal of complex numbers (passes/complex_values.py).
+refusal of complex numbers (before_ad/complex_values.py).
 
 `complex_programs()` is a hypothesis strategy whose values are `ComplexProgram`s: a
 program of numpy_programs.py (its differentiable subset) with a few statements put in

@@ -1173,7 +1173,7 @@ def example_arguments(program, seed=0):
             for s in program.shapes]
 
 
-# -- programs that alias memory and write into it (passes/aliasing.py) -----------------------
+# -- programs that alias memory and write into it (before_ad/aliasing.py) -----------------------
 #: Helpers a program may define and call: (source, whether the result shares the memory
 #: of its argument, whether it writes into its argument).
 ALIAS_HELPERS = {

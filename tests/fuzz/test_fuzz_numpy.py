@@ -376,7 +376,7 @@ def test_forward_mode_matches(program, data):
     check_forward(program, draw_inputs(data, program), draw_tangents(data, program))
 
 
-# -- 3. memory that two names share (passes/aliasing.py) --------------------------------
+# -- 3. memory that two names share (before_ad/aliasing.py) --------------------------------
 
 @fuzz_settings("aliasing")
 @given(program=aliasing_programs(), via=st.sampled_from(("grad", "vjp")), data=st.data())

@@ -1,4 +1,4 @@
-"""Default values changed in place, for passes.desugar: Python evaluates a parameter's
+"""Default values changed in place, for before_ad.desugar: Python evaluates a parameter's
 default once, when `def` runs, so a function that changes it in place (`acc.append(x)`
 of `def f(x, acc=[])`, `buf[0] = v`) finds the change at its next call. The derivative
 code changes no object it is given; a call that leaves the parameter at its default

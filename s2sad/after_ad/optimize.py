@@ -14,7 +14,7 @@ Takes the output of `reverse` and, to a fixed point,
   of the forward pass back into the one statement that reads it (`t = x * i;
   s = s + t` becomes `s = s + x * i`).
 
->>> from s2sad.passes.optimize import Optimize
+>>> from s2sad.after_ad.optimize import Optimize
 >>> print(show(Optimize, '''
 ... def f(x):
 ...     s = 0.0

@@ -168,7 +168,7 @@ def _refuse_writes(call, s, ctx, varied):
 
 def _function_values(fn):
     """The names of `fn` that hold a nested function or lambda (lifted, passed on as
-    `partial(lam, x=x)`, see passes/lift.py)."""
+    `partial(lam, x=x)`, see before_ad/lift.py)."""
     out = set()
     for s in syntax.statements(fn):
         if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):

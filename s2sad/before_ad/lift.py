@@ -11,7 +11,7 @@ lines are still the lines of the user's file.
 A closure reads its free variables when it is called, not when it is defined; the call
 passes the values they have at that moment, so the two agree.
 
->>> from s2sad.passes.lift import Lift
+>>> from s2sad.before_ad.lift import Lift
 >>> print(show(Lift, '''
 ... def f(x):
 ...     def g(t):

@@ -1,7 +1,7 @@
 """NativeCheck: refuse, before Numba sees it, generated code that Numba cannot compile
 (`backend="numba"`), with a `NativeBackendError` naming the user's line.
 
-Takes the gradient as passes/native_tapes.py leaves it and leaves it unchanged, or
+Takes the gradient as after_ad/native_tapes.py leaves it and leaves it unchanged, or
 refuses it: a call of one of s2sad's runtime helpers that has no overload for Numba
 (rules/numba_runtime.py), a list, dict or set, a `with` or `try` block, a nested
 function, a call of another Python function's derivative whose backend is not
@@ -17,7 +17,7 @@ A Numba typing error would name generated code; this names the user's.
 ...     pipeline.stage_source(f, "native_check", arg_types={"x": float})
 ... except NativeBackendError as exc:
 ...     print(exc)
-<doctest s2sad.passes.native_check[2]>:2: the numba backend cannot compile a list ([x, 2.0 * x]); differentiate this function with the Python backend (the default), or rewrite the line
+<doctest s2sad.after_ad.native_check[2]>:2: the numba backend cannot compile a list ([x, 2.0 * x]); differentiate this function with the Python backend (the default), or rewrite the line
     xs = [x, 2.0 * x]
 """
 import inspect

@@ -16,21 +16,21 @@ Takes a fenced and lifted function and leaves one where
   it (`scale = scale or 1.0` is `if not scale: scale = 1.0`),
 - `del name` and `global` (of names the function only reads) are gone, a `with` block
   is its body, and a `try` statement the path on which nothing raises: its body, `else`
-  and `finally` (passes.enclose puts the blocks back around the derivative's code),
+  and `finally` (after_ad.enclose puts the blocks back around the derivative's code),
 - an assignment has one target (`a = b = e` is `a = e; b = a`),
 - a `for` over a tuple or list display is unrolled (without `break` or `continue` in
   it), and any other `for` but one over `range` is a loop over indexes that binds its
   target first (`for i, (w, b) in enumerate(zip(ws, bs))`, `for k, v in d.items()`,
-  `for row in X`; see passes.iteration),
+  `for row in X`; see before_ad.iteration),
 - `for ... else` and `while ... else` use a flag,
 - `break`, `continue`, `raise` and the jumps of early returns stand only at the end of a
   block, with the statements after them moved into the other branch (or guarded by a
   flag when a jump hides inside a branch), and the function has one `return`, last,
 - a parameter whose default object (a list, dict or array) the function changes in
   place works, when the call leaves it at its default, on a copy, whose contents the
-  default gets before the `return` (see passes.defaults).
+  default gets before the `return` (see before_ad.defaults).
 
->>> from s2sad.passes.desugar import Desugar
+>>> from s2sad.before_ad.desugar import Desugar
 >>> print(show(Desugar, '''
 ... def f(x):
 ...     if x > 0:
@@ -107,9 +107,9 @@ class Desugar:
         if isinstance(s, (gast.Delete, gast.Global)):
             return []       # see `deletions`; the fence let only reads of globals through
         if isinstance(s, gast.With):
-            return self.block(s.body)       # passes.enclose puts the context back
+            return self.block(s.body)       # after_ad.enclose puts the context back
         if isinstance(s, gast.Try):
-            # the path on which nothing raises; passes.enclose reports the others
+            # the path on which nothing raises; after_ad.enclose reports the others
             return self.block(s.body + s.orelse + s.finalbody)
         if self.lifts and _lifted_in(s):
             return self.lifted(s)
@@ -419,7 +419,7 @@ def _augmented(s):
     value = gast.BinOp(left=_load(s.target), op=s.op, right=s.value)
     plain = syntax.located(syntax.assign(syntax.as_store(s.target), value), s)
     # NumPy does `x += y` in place on an array, and `a[i] += y` on the element when it is
-    # an array (of a list): passes.aliasing needs to know
+    # an array (of a list): before_ad.aliasing needs to know
     marks.AUGMENTED.put(plain, isinstance(s.target, gast.Name))
     marks.AUGMENTED_ELEMENT.put(plain, isinstance(s.target, gast.Subscript))
     return plain

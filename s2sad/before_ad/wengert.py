@@ -10,7 +10,7 @@ Takes desugared code and leaves a function where every statement is
 
 Comparisons, boolean operators and `while` tests are not differentiable; they stay whole.
 
->>> from s2sad.passes.wengert import Wengert
+>>> from s2sad.before_ad.wengert import Wengert
 >>> print(show(Wengert, '''
 ... def f(x):
 ...     t = (1 + x) / 2
@@ -205,7 +205,7 @@ class Wengert:
                     and syntax.is_name(old.targets[0], v.id)
                     and isinstance(old.value, gast.BinOp) and syntax.is_name(old.value.left)):
                 # `a[i] += v`: the element it read (`t = a[i]`), which NumPy changes in
-                # place when it is an array (passes.aliasing)
+                # place when it is an array (before_ad.aliasing)
                 marks.ELEMENT.put(out[-1], old.value.left.id)
             return
         if isinstance(target, gast.Name):

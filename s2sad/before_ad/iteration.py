@@ -1,4 +1,4 @@
-"""Loops over sequences for passes.desugar: every `for` but one over `range` becomes a
+"""Loops over sequences for before_ad.desugar: every `for` but one over `range` becomes a
 loop over indexes that binds its target at the top of the body, so that reverse mode
 tapes an index and the adjoint of each element goes to its place in the sequence.
 

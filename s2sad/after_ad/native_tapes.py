@@ -32,7 +32,7 @@ dispatches on types itself) and leaves the same function where
   derivative, which the driver compiles with `numba.njit` (driver.CompiledDerivative).
 
 The types are those of `analysis.number_types`. What is left that Numba cannot compile
-is refused by the next pass (passes/native_check.py).
+is refused by the next pass (after_ad/native_check.py).
 
 >>> import math
 >>> from s2sad import driver, pipeline

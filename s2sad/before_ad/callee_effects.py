@@ -1,7 +1,7 @@
 """What a called Python function does with the memory of its arguments: which of them
 its result may share memory with (a view of an argument, an element of one, a new list
 holding one; or new memory of its own), and which it writes into (`def scale(a): a *=
-2.0`). passes/aliasing.py reads these `Summary`s at each call, in both modes, as it
+2.0`). before_ad/aliasing.py reads these `Summary`s at each call, in both modes, as it
 reads a primitive's record for what its result is a view of; and which argument a call
 of a primitive or method changes in place as it runs (`changed_in_place`: `y.sort()`).
 
@@ -13,7 +13,7 @@ rebinding them are written.
 
 >>> import numpy as np
 >>> from s2sad import pipeline
->>> from s2sad.passes import aliasing
+>>> from s2sad.before_ad import aliasing
 >>> from s2sad.frontend.source import function_from_source
 >>> scale = function_from_source('''
 ... def scale(a):

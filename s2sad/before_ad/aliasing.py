@@ -21,7 +21,7 @@ a primitive's record names in `view` (`np.reshape`, `x.T`, `np.split`'s list of 
 `x.astype(float, copy=False)`: `registry.viewed`), and every argument of a method or a
 function s2sad knows nothing of; a list or tuple holding the array; a loop over it.
 A Python function s2sad reads is analysed for what it returns and writes into
-(passes/callee_effects.py): its write into an argument (`def scale(a): a *= 2.0`) is
+(before_ad/callee_effects.py): its write into an argument (`def scale(a): a *= 2.0`) is
 followed only through what it returns. In reverse mode, a call that changes in place
 memory read before it (such a function's, `y.sort()`, `out=`) is refused too: the
 derivative would read the changed values afterwards.
