@@ -76,7 +76,8 @@ PHI = Mark(
 TEMPORARY = Mark(
     "s2s_temporary", "the name is a temporary of Wengert form (not the user's)",
     ["before_ad/wengert.py", "ad/forward_mode.py"],
-    ["ad/forward_mode.py", "before_ad/common_subexpressions.py", "after_ad/optimize.py"])
+    ["ad/forward_mode.py", "before_ad/common_subexpressions.py",
+     "after_ad/inline_temporaries.py"])
 BUILTIN = Mark(
     "s2s_builtin", "the called name is the builtin it spells (`len`, `range`)",
     ["analysis/operations.py"],
@@ -140,7 +141,7 @@ PRIM = Mark(
     ["frontend/source.py", "analysis/operations.py", "analysis/value_kinds.py",
      "analysis/shapes.py", "before_ad/aliasing.py", "before_ad/callee_effects.py",
      "before_ad/common_subexpressions.py", "before_ad/lost_derivatives.py",
-     "after_ad/insert_dels.py", "ad/reverse_mode.py", "ad/forward_mode.py", "ad/tapes.py",
+     "after_ad/tangents_late.py", "ad/reverse_mode.py", "ad/forward_mode.py", "ad/tapes.py",
      "ad/inplace.py", "ad/checkpointed.py", "trace_recording.py"], default=None)
 LIFTED = Mark(
     "s2s_lifted", "on a name, that it denotes a function s2sad made (lifted, a loop's "

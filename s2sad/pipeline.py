@@ -21,7 +21,7 @@ from typing import Callable
 import gast
 
 from . import emit, syntax
-from .ad import forward_mode, fused, header, inplace, reverse_mode
+from .ad import forward_mode, fused, header, inplace, prune_tapes, reverse_mode, tangent_only
 from .compilation import Compilation, Pass, Wrt
 from .options import Options, Variant
 from .errors import InternalError, S2SADError
@@ -31,8 +31,9 @@ from .before_ad import (
     aliasing, checkpointed_loops, common_subexpressions, complex_values, desugar,
     hoist_invariants, lift, lost_derivatives, record_fields, resolve_calls, wengert)
 from .after_ad import (
-    combine_terms, element_adjoints, enclose, guard_bindings, inline_helpers, insert_dels,
-    optimize, peephole, reuse_buffers)
+    combine_terms, distinct_results, element_adjoints, enclose, guard, guard_bindings,
+    inline_helpers, inline_temporaries, insert_dels, optimize, peephole, reuse_buffers,
+    tangents_late)
 
 
 # -- when a pass runs (see Pass.when) ----------------------------------------------------
@@ -133,15 +134,15 @@ REVERSE_MODE = FRONT + [
          "accumulations, `# grad of:` comments"),
     Pass("element_adjoints", element_adjoints.run, "a reversed loop updates in place "
          "the adjoints of arrays it reads or writes element by element", when=ndarrays),
-    Pass("prune_tapes", reverse_mode.prune_tapes, "tapes drop what the reversed loops "
+    Pass("prune_tapes", prune_tapes.run, "tapes drop what the reversed loops "
          "no longer read"),
     Pass("shapes_from_earliest", fused.shapes_from_earliest, "a helper that needs only "
          "a shape reads the earliest value of that shape"),
-    Pass("distinct_results", optimize.distinct_results, "gradients that could share "
+    Pass("distinct_results", distinct_results.run, "gradients that could share "
          "memory are returned as copies"),
     Pass("header", header.run, "comments: what is differentiated, what the pullback "
          "reads, which rules"),
-    Pass("inline_temporaries", optimize.inline_temporaries, "the forward pass's "
+    Pass("inline_temporaries", inline_temporaries.run, "the forward pass's "
          "temporaries of numbers go back into their one use"),
     ENCLOSE,
 ]
@@ -176,17 +177,17 @@ NUMBA_GRADIENT = FUSED_GRADIENT + list(NUMBA.passes)
 #: Forward mode: `f_jvp(x, x_dot) -> (y, y_dot)`.
 FORWARD_MODE = FRONT + [
     Pass("forward", forward_mode.run, "each statement, then its tangent"),
-    Pass("tangent_only", forward_mode.tangent_only, "(for hvp) the tangent alone, "
+    Pass("tangent_only", tangent_only.run, "(for hvp) the tangent alone, "
          "without the statements only the value needs", when=tangent_alone),
-    Pass("inline_temporaries", optimize.inline_temporaries, "the temporaries of numbers "
+    Pass("inline_temporaries", inline_temporaries.run, "the temporaries of numbers "
          "go back into their one use"),
     Pass("write_in_place", inplace.write_in_place, "element writes into arrays the "
          "function made, in place"),
-    Pass("tangents_late", insert_dels.tangents_late, "(release) each tangent computed "
+    Pass("tangents_late", tangents_late.run, "(release) each tangent computed "
          "just before its first use in straight-line code", when=release),
     Pass("insert_dels", insert_dels.run, "(release) each array deleted after its last "
          "use", when=release),
-    Pass("guard", forward_mode.guard, "(for jvp) check the argument types first",
+    Pass("guard", guard.run, "(for jvp) check the argument types first",
          when=guarded),
     GUARD_BINDINGS,
     ENCLOSE,

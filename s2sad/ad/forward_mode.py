@@ -55,10 +55,10 @@ from .. import marks
 from ..analysis import operations
 from ..analysis.activity import closure, definitions
 from ..analysis.names import BlockNames, live_names, rename
-from ..analysis.value_kinds import ARRAY, SCALAR, guarded, sequence_operands
+from ..analysis.value_kinds import ARRAY, SCALAR, sequence_operands
 from ..analysis.operations import CALL, COPY, CUSTOM, NONDIFF, PACK, USER, classify
 from .. import syntax
-from ..compilation import Callee, parameters
+from ..compilation import Callee
 from ..errors import InternalError, MissingRuleError, S2SADError
 from ..frontend import source
 from ..frontend.source import MISSING
@@ -67,40 +67,10 @@ from ..rules import pytrees, registry
 from .simplify import doubled, negated, on_numbers, simplify, template_name
 
 
-_PURE_BUILTINS = (slice, type, float, int, bool, len, abs, min, max, range, tuple)
-
-
 def run(fn, ctx):
     """The pass: `f_jvp` for the function `fn` in Wengert form; the transform's result
     is `ctx.forward`."""
     return Forward(ctx).run(fn)
-
-
-def tangent_only(jvp, ctx):
-    """The pass (for `Variant.TANGENT`): `jvp` returning the tangent alone, without the
-    statements only the value needs."""
-    jvp.body[-1].value = jvp.body[-1].value.elts[1]
-    jvp.body = without_dead_code(jvp.body, ctx)
-    return jvp
-
-
-def guard(jvp, ctx):
-    """The pass (with the option `guard`): `if x.__class__ is not float or x_dot is None:
-    return _s2s_respecialize(x, x_dot)` first, for the `f_jvp` that `s2sad.jvp` calls
-    without looking at its arguments: the types it was specialised on, and no tangent
-    left out."""
-    types = ctx.types
-    names = guarded(parameters(ctx.src), types)
-    tests = [f"{p}.__class__ is not {ctx.bind(types[p].__name__, obj=types[p])}"
-             for p in names]
-    # a complex array: jvp refuses one to differentiate, and the code takes the others it
-    # reads as real (before_ad/complex_values.py)
-    tests += [f"{p}.dtype.kind == 'c'" for p in names
-              if p in ctx.assumed_real or (p in ctx.wrt and ctx.param_kinds.get(p) == ARRAY)]
-    jvp.body.insert(0, syntax.guard(
-        tests + [f"{t} is None" for t in ctx.forward.tangent_names],
-        syntax.passing_on(ctx.runtime("respecialize"), jvp.args)))
-    return jvp
 
 
 @dataclasses.dataclass
@@ -209,8 +179,6 @@ class Forward:
         else:
             zero = self.zero(value if syntax.is_atom(value) else syntax.name(target))
         return syntax.assign(self.dot(target), zero)
-
-
 
 
     def add_tangent_params(self, args):
@@ -427,42 +395,6 @@ class Forward:
             f"{self.src.where(s)}: s2sad has no forward-mode rule for {what}; register one "
             f"with s2sad.defjvp (see help(s2sad.defjvp)), or mark it s2sad.nondiff\n    "
             f"{self.src.line_text(s).strip()}")
-
-
-def without_dead_code(body, ctx):
-    """`body` without the top-level assignments that nothing after them reads and
-    whose value calls only NumPy, `math` or s2sad's runtime helpers (and array
-    methods): the value's statements, once `f_jvp` returns the tangent alone (but those
-    of a `try` body, which decide whether the function takes its except clause)."""
-    def pure(e):
-        for n in syntax.walk(e):
-            if isinstance(n, gast.Call):
-                base = n.func
-                while isinstance(base, gast.Attribute):
-                    base = base.value
-                if not isinstance(base, gast.Name):
-                    return False
-                obj = ctx.bindings.get(base.id, ctx.src.free_values().get(
-                    base.id, getattr(builtins, base.id, MISSING)))
-                module = getattr(obj, "__module__", None) or getattr(obj, "__name__", "")
-                local = obj is MISSING and isinstance(n.func, gast.Attribute)
-                if not (local or obj in _PURE_BUILTINS or str(module).split(".")[0] in (
-                        "numpy", "math", "s2sad")):
-                    return False
-            elif isinstance(n, (gast.Lambda, gast.NamedExpr, gast.Yield, gast.Await)):
-                return False
-        return True
-    out, read = [], set()
-    for s in reversed(body):
-        if (isinstance(s, gast.Assign) and len(s.targets) == 1
-                and isinstance(s.targets[0], gast.Name) and s.targets[0].id not in read
-                and pure(s.value) and not ctx.src.in_try(s)):
-            continue
-        read |= set(syntax.names_loaded(s))
-        if isinstance(s, gast.AugAssign) and isinstance(s.target, gast.Name):
-            read.add(s.target.id)
-        out.append(s)
-    return out[::-1]
 
 
 def _spelled(param):

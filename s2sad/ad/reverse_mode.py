@@ -64,15 +64,6 @@ def run(fn, ctx):
     return Reverse(ctx).run(fn)
 
 
-def prune_tapes(vjp, ctx):
-    """The pass: the tapes drop the values the (optimized) reversed loops no longer
-    read."""
-    for info in ctx.reverse.loops:
-        info.prune(ctx)
-        info.as_range(vjp, ctx)
-    return vjp
-
-
 @dataclasses.dataclass(eq=False)
 class ReverseResult:
     """What the reverse transform made, for the passes after it: the `vjp` and its
@@ -194,9 +185,6 @@ class Reverse(CallAdjoints):
             return syntax.call(self.ctx.runtime("unbroadcast"), [syntax.name(self.adj(p)),
                                                             syntax.name(p)])
         return syntax.name(self.adj(p))
-
-
-
 
 
     # -- pullback ---------------------------------------------------------------------
@@ -770,20 +758,6 @@ def _cheap_operands(v):
     return operands if all(syntax.is_atom(x) for x in operands) else None
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 def _label(prim):
     mod = getattr(prim, "__module__", None)
     name = getattr(prim, "__qualname__", None) or repr(prim)
@@ -813,8 +787,6 @@ def _spelled_param(param):
 
 def _has_rule(prim):
     return registry.lookup(prim) is not None
-
-
 
 
 def rename_unpacks(pullback, namer):

@@ -8,11 +8,12 @@ Takes the output of `reverse` and, to a fixed point,
 - in the pullback, propagates adjoint copies (`t_2_bar = t_1_bar`), fuses a first
   contribution with the next accumulation (`a = e1; ...; a = a + e2` becomes
   `a = e1 + e2`) or rebinding (`a = e; a = f(a)` becomes `a = f(e)`), writes `a + -b`
-  as `a - b`, and removes adjoints nobody reads;
-- then, as a pass of its own (`inline_temporaries`, after the header, which names the
-  rules of the statements it removes), `inline_temporaries` puts each temporary number
-  of the forward pass back into the one statement that reads it (`t = x * i;
-  s = s + t` becomes `s = s + x * i`).
+  as `a - b`, and removes adjoints nobody reads.
+
+Later passes finish the work: `inline_temporaries` puts each temporary number of the
+forward pass back into the one statement that reads it (after the header, which names
+the rules of the statements it removes), and `distinct_results` copies a returned
+gradient that may share memory with another.
 
 >>> from s2sad.after_ad.optimize import Optimize
 >>> print(show(Optimize, '''
@@ -43,9 +44,8 @@ import gast
 
 from .. import marks
 from ..ad.simplify import fold_negation, negated
-from ..analysis.value_kinds import ARRAY, SCALAR
 from ..analysis.names import (BlockNames, NameCounts, StatementNames, count_loads,
-                              name_counts, rename)
+                              rename)
 from .. import syntax
 
 
@@ -90,7 +90,7 @@ class Optimize:
         pullback.body[:-1] = annotate(pullback.body[:-1], self.src)
         for s in syntax.statements(pullback):
             if isinstance(s, gast.Assign):
-                s.value = _minus(fold_negation(s.value))
+                s.value = as_subtractions(fold_negation(s.value))
             elif isinstance(s, gast.AugAssign) and isinstance(s.op, gast.Add):
                 s.value = fold_negation(s.value)
                 if negated(s.value) is not None:
@@ -215,74 +215,6 @@ def _drop_dead_copies(fn, forward):
             block.remove(s)
 
 
-def inline_temporaries(fn, ctx):
-    """The pass: see `temporaries_inlined`."""
-    scalars = {n for n, k in ctx.value_kinds.kind.items() if k == SCALAR}
-    if ctx.forward is not None:     # with their tangents
-        scalars |= {ctx.forward.dots[n] for n in scalars if n in ctx.forward.dots}
-    temporaries_inlined(fn, scalars, ctx.bindings, ctx.src)
-    return fn
-
-
-def temporaries_inlined(fn, scalars, helpers, src):
-    """`fn` (a vjp or a jvp) whose forward pass reads `du = a * u - b * u * v` again for
-    `t = a * u; t_1 = b * u; t_2 = t_1 * v; du = t - t_2`: a temporary of Wengert form
-    in `scalars` (names of numbers), computed by arithmetic and `math` functions on
-    numbers (names of the `helpers` generated code binds, or of the user's `src`) and
-    read once, by a later statement of its block, goes back into that statement when
-    nothing between binds what it reads (the same operations, in the same order). For
-    a vjp, after the header, which names the rules of the statements this removes."""
-    def resolve(func):
-        if isinstance(func, gast.Name) and func.id in helpers:
-            return helpers[func.id]
-        return src.resolve(func)
-    everywhere, stored = name_counts(fn)
-    for block in syntax.blocks(fn.body, functions=False):
-        known = StatementNames()
-        i = 0
-        while i < len(block):
-            s = block[i]
-            a = s.targets[0].id if marks.TEMPORARY.of(s) and isinstance(
-                s, gast.Assign) and isinstance(s.targets[0], gast.Name) else None
-            if a is None:
-                i += 1
-                continue
-            reads = set(syntax.names_loaded(s.value))
-            # (locals that are numbers, or globals: no statement between changes them in
-            # place)
-            if (a not in scalars or everywhere[a] != 1 or stored[a] != 1
-                    or not _arithmetic(s.value, resolve)
-                    or not all(r in scalars or stored[r] == 0 for r in reads)):
-                i += 1
-                continue
-            reads.add(a)
-            k = next((k for k in range(i + 1, len(block))
-                      for loads, stores in [known.names(block[k])]
-                      if a in loads or not reads.isdisjoint(stores)), None)
-            use = block[k] if k is not None else None
-            if (use is None or not known.loads(use, a)
-                    or not isinstance(use, (gast.Assign, gast.Return, gast.Expr))):
-                i += 1
-                continue
-            _replace_load(use, a, s.value)
-            if isinstance(use, gast.Assign):     # (`t - -u` where `t_1 = -u` went in)
-                use.value = _plus(_minus(use.value, swap=False))
-            known.forget(use)
-            del block[i]
-
-
-def _arithmetic(e, resolve):
-    """Whether `e` is arithmetic and calls of `math` functions on names and constants."""
-    if isinstance(e, gast.BinOp):
-        return _arithmetic(e.left, resolve) and _arithmetic(e.right, resolve)
-    if isinstance(e, gast.UnaryOp):
-        return _arithmetic(e.operand, resolve)
-    if isinstance(e, gast.Call):
-        return (not e.keywords and getattr(resolve(e.func), "__module__", None) == "math"
-                and all(_arithmetic(a, resolve) for a in e.args))
-    return isinstance(e, (gast.Name, gast.Constant))
-
-
 # -- pullback -------------------------------------------------------------------------
 def _adjoint_names(pullback):
     """Names the pullback assigns with `=` (not loop targets): its adjoints."""
@@ -389,7 +321,7 @@ def _inline_single_use(pullback, locals_, names, seen=None):
                     if ((parts and parts[1] == a) or _small(s.value)) and not isinstance(
                             t, (gast.For, gast.While, gast.Return)):
                         names.drop(t)
-                        _replace_load(t, a, s.value)
+                        replace_load(t, a, s.value)
                         names.add(t)
                         known.forget(t)
                         names.drop(s)
@@ -411,7 +343,7 @@ def _small(e):
     return isinstance(e, gast.BinOp) and syntax.is_atom(e.left) and syntax.is_atom(e.right)
 
 
-def _replace_load(node, name, expr):
+def replace_load(node, name, expr):
     if type(node) is gast.Name:
         return syntax.copied(expr) if node.id == name and isinstance(
             node.ctx, gast.Load) else node
@@ -471,12 +403,12 @@ def _merge_rebinds(stmts, names, seen=None):
                      and isinstance(x.targets[0], gast.Name)]
             if len(parts) == 2 and parts[0] == parts[1] and count_loads(t.value, parts[0]) == 1:
                 merged = syntax.copied(t)
-                _replace_load(merged, parts[0], s.value)
+                replace_load(merged, parts[0], s.value)
                 if len(syntax.unparse(merged)) > 72:
                     i += 1
                     continue
                 names.drop(t)
-                _replace_load(t, parts[0], s.value)
+                replace_load(t, parts[0], s.value)
                 names.add(t)
                 if seen is not None:
                     seen[t] = None
@@ -513,7 +445,7 @@ def _drop_dead_adjoints(pullback, locals_, names):
     return changed
 
 
-def _minus(e, swap=True):
+def as_subtractions(e, swap=True):
     """`a + -b` as `a - b` throughout `e`, and (with `swap`) `-a + b` as `b - a`."""
     for n in syntax.values(e):
         if isinstance(n, gast.BinOp) and isinstance(n.op, gast.Add):
@@ -523,103 +455,6 @@ def _minus(e, swap=True):
             elif swap and negated(n.left) is not None:
                 n.op, n.left, n.right = gast.Sub(), n.right, negated(n.left)
     return e
-
-
-def _plus(e):
-    """`a - -b` as `a + b`, throughout `e`."""
-    for n in syntax.values(e):
-        if isinstance(n, gast.BinOp) and isinstance(n.op, gast.Sub):
-            inner = negated(n.right)
-            if inner is not None:
-                n.op, n.right = gast.Add(), inner
-    return e
-
-
-#: Runtime helpers whose result is a new array (never `g` itself or a view of an argument).
-_FRESH_HELPERS = {"_s2s_" + n for n in (
-    "unindex", "zeros_like", "unreduce", "matmul_lhs", "matmul_rhs", "dot_lhs", "dot_rhs",
-    "einsum", "tensordot", "inner", "trace", "solve", "cholesky", "inv", "norm",
-    "extremum", "variance", "cumprod", "unsort", "prod_others")}
-#: Runtime helpers whose result may be their adjoint argument `g` or a view of it.
-_OF_ADJOINT = {"_s2s_" + n: 0 for n in (
-    "unbroadcast", "reshape_like", "untranspose", "cotangent", "cast_like", "from_array",
-    "take", "head", "last", "split_like", "unstack", "hstack", "vstack", "unpad", "untile",
-    "unrepeat", "cumsum", "diag", "outer", "zero_at", "unattr", "unsum", "swapaxes",
-    "moveaxis", "flip", "roll", "triu", "tril")}
-#: NumPy functions (besides ufuncs) whose result is a new array.
-_FRESH_NUMPY = {"sum", "mean", "prod", "dot", "matmul", "einsum", "outer", "where",
-                "zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like",
-                "full_like", "copy",
-                "array", "cumsum", "cumprod", "clip", "tensordot", "inner"}
-
-
-def _sources(e):
-    """The names whose memory the value of `e` may share (none for a new array)."""
-    if isinstance(e, (gast.BinOp, gast.UnaryOp, gast.Compare, gast.Constant)):
-        return set()
-    if isinstance(e, gast.Name):
-        return {e.id}
-    if isinstance(e, gast.Subscript):
-        return _sources(e.value)
-    if isinstance(e, gast.IfExp):
-        return _sources(e.body) | _sources(e.orelse)
-    if isinstance(e, gast.Call):
-        f = e.func
-        if isinstance(f, gast.Name) and f.id in _FRESH_HELPERS:
-            return set()
-        if isinstance(f, gast.Name) and f.id in _OF_ADJOINT and len(e.args) > _OF_ADJOINT[f.id]:
-            return _sources(e.args[_OF_ADJOINT[f.id]])
-        if (isinstance(f, gast.Attribute) and isinstance(f.value, gast.Name)
-                and f.value.id in ("np", "numpy")):
-            import numpy as np
-            if isinstance(getattr(np, f.attr, None), np.ufunc) or f.attr in _FRESH_NUMPY:
-                return set()
-        return set().union(*(_sources(a) for a in e.args),
-                           *(_sources(k.value) for k in e.keywords))
-    return set(syntax.names_loaded(e))
-
-
-def distinct_results(vjp, ctx):
-    """The pass: see `copied_results`, for the gradients of arrays."""
-    kinds = ctx.value_kinds.kind
-    copied_results(ctx.reverse.pullback,
-                   {i for i, p in enumerate(ctx.wrt) if kinds.get(p) == ARRAY})
-    return vjp
-
-
-def copied_results(pullback, arrays):
-    """Copy a returned gradient (at the positions `arrays` of the returned tuple) that
-    may share memory with another one: `x + y` gives both operands the same adjoint,
-    and updating one returned gradient in place must leave the other alone."""
-    ret = pullback.body[-1]
-    if not (isinstance(ret, gast.Return) and isinstance(ret.value, gast.Tuple)):
-        return
-    sources = {}
-    for s in syntax.statements(pullback):
-        if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
-            sources.setdefault(s.targets[0].id, set()).update(_sources(s.value))
-        elif isinstance(s, (gast.Assign, gast.For)):
-            for n in syntax.names_stored(s.targets[0] if isinstance(s, gast.Assign)
-                                        else s.target):
-                sources.setdefault(n, set()).add(n)
-
-    def roots(name):
-        seen, todo = set(), [name]
-        while todo:
-            n = todo.pop()
-            if n not in seen:
-                seen.add(n)
-                todo.extend(sources.get(n, ()))
-        return {n for n in seen if not sources.get(n) or n in sources[n]}
-
-    taken = set()
-    for i, e in enumerate(ret.value.elts):
-        if i not in arrays or not isinstance(e, gast.Name):
-            continue
-        mine = roots(e.id)
-        if mine & taken:
-            ret.value.elts[i] = syntax.call(syntax.attribute(syntax.name("np"), "copy"), [e])
-        taken |= mine
 
 
 def annotate(stmts, src, previous=None):

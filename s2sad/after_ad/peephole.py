@@ -342,7 +342,7 @@ class Peephole:
 
     def uncopied_results(self, fn, before):
         """Return a gradient without the copy that keeps it apart from the others
-        (optimize.distinct_results) when it certainly shares no memory with them: an
+        (after_ad/distinct_results.py) when it certainly shares no memory with them: an
         array the function allocated, `np.sum(g, axis=0)` where code without the shapes
         may have returned `g` itself."""
         ret = fn.body[-1] if fn.body else None
