@@ -434,7 +434,8 @@ def _central_difference(f, args, kwargs, i):
     return out if x.shape else float(out)
 
 
-def defvjp(prim, params, *templates, namespace=None):
+def defvjp(prim: Callable, params: str, *templates: str | None,
+           namespace: dict | None = None) -> None:
     """Register the reverse-mode rule of `prim`, a function s2sad should not (or cannot)
     read: a builtin, a C extension, or a Python function you want treated as a primitive.
 
@@ -473,7 +474,7 @@ def defvjp(prim, params, *templates, namespace=None):
     registry.vjp(prim, params, *templates, namespace=namespace)
 
 
-def nondiff(prim):
+def nondiff(prim: Callable) -> None:
     """Declare `prim` non-differentiable: calls to it carry no derivative, and values
     computed from its result are constants to s2sad (like a stop-gradient).
 
@@ -570,7 +571,7 @@ class custom_vjp:
 
     s2s_custom = "vjp"
 
-    def __init__(self, fn):
+    def __init__(self, fn: Callable) -> None:
         functools.update_wrapper(self, fn)
         self.primal = fn
         self.fwd = self.bwd = self._wrapper = None
@@ -613,7 +614,7 @@ class checkpoint(custom_vjp):
     `hvp`) of a function that calls a checkpoint are not available yet.
     """
 
-    def __init__(self, fn):
+    def __init__(self, fn: Callable) -> None:
         super().__init__(fn)
         name = getattr(fn, "__name__", "f")
 
@@ -674,7 +675,7 @@ class custom_jvp:
 
     s2s_custom = "jvp"
 
-    def __init__(self, fn):
+    def __init__(self, fn: Callable) -> None:
         functools.update_wrapper(self, fn)
         self.primal = fn
         self.rule = self._wrapper = None

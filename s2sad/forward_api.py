@@ -610,7 +610,8 @@ def hessian(f: Callable, wrt: Wrt = 0, *, backend: str = "python") -> Callable:
     return _mark_gradient(hess, f, wrt, "hessian")
 
 
-def defjvp(prim, params, *templates, namespace=None):
+def defjvp(prim: Callable, params: str, *templates: str | None,
+           namespace: dict | None = None) -> None:
     """Register the forward-mode rule of `prim` (the counterpart of `defvjp`): for each
     parameter, a Python expression for its contribution to the tangent of the result,
     written over the parameter names, `t` (the tangent of that parameter) and `ans`

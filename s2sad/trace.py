@@ -42,14 +42,17 @@ This module runs the passes and matches what they record to the rows; the
 instrumentation is in `s2sad.trace_recording`, the table and its renderings in
 `s2sad.trace_tables`.
 """
+from __future__ import annotations
+
 import inspect
 import numbers
+from typing import Any, Callable
 
 import gast
 import numpy as np
 
 from . import driver, forward_api, pipeline
-from .compilation import arg_types_of, wrt_names
+from .compilation import Wrt, arg_types_of, wrt_names
 from .errors import S2SADError
 from .options import Options, Variant
 from .frontend import source
@@ -92,7 +95,8 @@ def _same(a, b):
         return True
 
 
-def trace(f, *args, wrt=None, seed=None, adjoints=True, tangents=None, **kwargs):
+def trace(f: Callable, *args: Any, wrt: Wrt | None = None, seed: Any = None,
+          adjoints: bool = True, tangents: Any = None, **kwargs: Any) -> Trace:
     """The evaluation trace of `f(*args, **kwargs)`: every Wengert variable with its
     operation, value, tangent and adjoint, in execution order (see the module
     docstring).

@@ -88,6 +88,24 @@ def test_every_exported_name_has_a_docstring_that_says_what_it_is():
             assert "__doc__" in vars(obj) and vars(obj)["__doc__"], name
 
 
+def test_every_exported_function_and_constructor_has_type_hints():
+    """Each parameter of each exported function (and class constructor, for the classes
+    that are not errors) is annotated, and so is what it returns."""
+    bare = []
+    for name in s2sad.__all__:
+        obj = getattr(s2sad, name)
+        if inspect.isclass(obj):
+            if issubclass(obj, BaseException):
+                continue
+            obj = obj.__init__
+        sig = inspect.signature(obj)
+        bare += [f"{name}: {p.name}" for p in sig.parameters.values()
+                 if p.name != "self" and p.annotation is inspect.Parameter.empty]
+        if sig.return_annotation is inspect.Signature.empty:
+            bare.append(f"{name}: its result")
+    assert not bare, "without a type hint: " + ", ".join(bare)
+
+
 def test_the_page_is_what_the_docstrings_say():
     text = render()
     if os.environ.get("S2SAD_UPDATE_DOCS"):

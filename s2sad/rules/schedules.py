@@ -25,9 +25,12 @@ step `i` from the last, restores the snapshot `reverse_sweep()` gives, advances 
 >>> schedule.recomputed, revolve_steps(6, 2)     # 1 + 2 again, 5 in the forward sweep
 (3, 8)
 """
+from __future__ import annotations
+
 import itertools
 import math
 import sys
+from typing import Iterable
 
 import numpy as np
 
@@ -35,7 +38,7 @@ from ..errors import S2SADError
 from .registry import helpers
 
 
-def checkpointed(steps, snapshots):
+def checkpointed(steps: Iterable[int], snapshots: int) -> Iterable[int]:
     """`steps` (a range, or `itertools.count()`), for `for i in s2sad.checkpointed(range(n),
     snapshots=k):`. The function runs the loop over `steps` as it is; its gradient keeps at
     most `snapshots` states of the loop (the values the body carries from one step to the
