@@ -165,7 +165,7 @@ def _show(args):
                                         tangents, default_arg_types(target), args.stage)
         text = d if args.stage else d.source
     elif args.backend == "numba":
-        text = pipeline.stage_source(getattr(fn, "primal", fn), args.stage or "native_check",
+        text = pipeline.stage_source(getattr(fn, "primal", fn), args.stage,
                                      wrt, mode=args.mode, backend=backends.NUMBA)
     elif args.mode == "forward" and forward_api.gradient_of(fn):
         # a gradient: forward mode of the gradient code it runs (forward over reverse),

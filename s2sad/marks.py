@@ -109,7 +109,7 @@ UNCOMMENTED = Mark(
     "loop's sweeps)", ["ad/checkpointed.py"], ["after_ad/optimize.py"])
 TESTS = Mark(
     "s2s_tests", "on a guard's test, the tests as written, emitted so",
-    ["syntax.py"], ["emit.py", "ad/fused.py", "after_ad/guard_bindings.py",
+    ["syntax.py"], ["emit.py", "ad/fused.py", "ad/header.py", "after_ad/guard_bindings.py",
                     "analysis/buffers.py"], default=None)
 LIKE = Mark(
     "s2s_like", "on an array inline_helpers made, its fact (shape class and dtype)",

@@ -116,9 +116,15 @@ FRONT = [
          "of arrays, that a loop does not change, computed once before it"),
 ]
 
-#: Last in each list: the code from a `with` or `try` body enclosed in it again.
+#: Last in each list (before the header): the code from a `with` or `try` body enclosed in
+#: it again.
 ENCLOSE = Pass("enclose", enclose.run, "the code from the body of a with or try block "
                "runs in that block again (a try reports the exception path)")
+
+#: Last of a reverse-mode derivative, after the backend's passes too: the header, written
+#: from what the code as it is reads.
+HEADER = Pass("header", header.run, "comments: what is differentiated, what the pullback "
+              "reads, which rules")
 
 #: In the derivatives the API calls directly: the guard also tests that what the
 #: compilation resolved is unchanged.
@@ -140,16 +146,15 @@ REVERSE_MODE = FRONT + [
          "a shape reads the earliest value of that shape"),
     Pass("distinct_results", distinct_results.run, "gradients that could share "
          "memory are returned as copies"),
-    Pass("header", header.run, "comments: what is differentiated, what the pullback "
-         "reads, which rules"),
     Pass("inline_temporaries", inline_temporaries.run, "the forward pass's "
          "temporaries of numbers go back into their one use"),
     ENCLOSE,
+    HEADER,
 ]
 
 #: The fused gradient: `f_grad` (`grad`), `f_value_and_grad` or `f_adjoint`. The passes
 #: marked (release) run for `grad` and `value_and_grad`, which reuse memory.
-FUSED_GRADIENT = REVERSE_MODE[:-1] + [
+FUSED_GRADIENT = REVERSE_MODE[:-2] + [
     Pass("fuse", fused.run, "forward pass and pullback in one function, the seed "
          "folded in", when=fused_variant),
     Pass("inline_helpers", inline_helpers.run, "(release) the adjoints of broadcasting "
@@ -168,11 +173,12 @@ FUSED_GRADIENT = REVERSE_MODE[:-1] + [
          "patterns and dtypes the code relies on", when=shape_guarded),
     GUARD_BINDINGS,
     ENCLOSE,
+    HEADER,
 ]
 
 #: The fused gradient as code Numba compiles (`backend="numba"`, without the guard): the
-#: Numba backend's passes last.
-NUMBA_GRADIENT = FUSED_GRADIENT + list(NUMBA.passes)
+#: Numba backend's passes after enclose, then the header.
+NUMBA_GRADIENT = FUSED_GRADIENT[:-1] + list(NUMBA.passes) + [HEADER]
 
 #: Forward mode: `f_jvp(x, x_dot) -> (y, y_dot)`.
 FORWARD_MODE = FRONT + [
@@ -209,13 +215,13 @@ def described() -> str:
     lines = []
     for title, passes in LISTS.items():
         lines.append(f"{title}:")
-        new = {"fused gradient": passes[len(REVERSE_MODE) - 1:],
-               "numba gradient": passes[len(FUSED_GRADIENT):],
+        new = {"fused gradient": passes[len(REVERSE_MODE) - 2:],
+               "numba gradient": passes[len(FUSED_GRADIENT) - 1:],
                "numba forward mode": passes[len(FORWARD_MODE):]}.get(title, passes)
         if title == "fused gradient":
-            lines.append("  (the reverse-mode passes but enclose, then)")
+            lines.append("  (the reverse-mode passes up to inline_temporaries, then)")
         if title == "numba gradient":
-            lines.append("  (the fused gradient's passes, then)")
+            lines.append("  (the fused gradient's passes up to enclose, then)")
         if title == "numba forward mode":
             lines.append("  (the forward-mode passes, then)")
         lines += [f"  {p.name:<22}{p.does}" for p in new]
@@ -257,10 +263,15 @@ def _internal(fn, exc):
 
 def passes_for(variant: Variant, backend: Backend = PYTHON) -> list[Pass]:
     """The passes that make a derivative of `variant` with `backend`: those of the list
-    of `variant`, then the backend's."""
+    of `variant`, then the backend's (before the header, which is written last, from the
+    code as it is)."""
     passes = (FORWARD_MODE if variant.forward else FUSED_GRADIENT if variant.fused
               else REVERSE_MODE)
-    return passes + list(backend.passes) if backend.passes else passes
+    if not backend.passes:
+        return passes
+    if passes[-1] is HEADER:
+        return passes[:-1] + list(backend.passes) + [HEADER]
+    return passes + list(backend.passes)
 
 
 @reported
@@ -301,9 +312,10 @@ def _front_end(fn, arg_types):
     return compilation(fn, (), arg_types, until="resolve_calls", passes=FRONT)
 
 
-def stage_source(fn: Callable, stage: str, wrt: Wrt = 0, arg_types: dict | None = None,
+def stage_source(fn: Callable, stage: str | None, wrt: Wrt = 0, arg_types: dict | None = None,
                  mode: str = "reverse", backend: Backend = PYTHON) -> str:
-    """The source of `fn` after the pass `stage` (see `stage_names`): of the reverse-mode
+    """The source of `fn` after the pass `stage` (see `stage_names`; None: after the
+    last): of the reverse-mode
     list, else of the fused gradient `grad` runs (with `backend`, or for a pass a backend
     adds, the one `grad(f, backend=...)` runs with it), or (with `mode="forward"`) of
     forward mode's (with `backend`, the one `jvp(f, ..., backend=...)` runs)."""

@@ -10,9 +10,6 @@ earliest value of that shape.
 def f_grad(x):
     if x.__class__ is not float:
         return _s2s_respecialize(x)
-    # reverse mode of f() with respect to x
-    # the pullback reads: t, x
-    # rules: sin, *
     t = sin(x)
     y_bar = 1.0
     # grad of: return sin(x) * x

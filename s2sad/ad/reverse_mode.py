@@ -72,8 +72,9 @@ class ReverseResult:
     forward pass; `straight`, those neither assigned nor read in a branch or a loop;
     `renamed`, the name a value written in place has (see ad/inplace.py);
     `scalar_output`, whether the output is certainly a number; `unconnected`, the
-    differentiated parameters the output does not depend on; `header`, set by the
-    header pass."""
+    differentiated parameters the output does not depend on; `differentiated`, the
+    operations of the forward pass whose rules the pullback applies, in its order;
+    `header`, set by the header pass."""
     vjp: gast.FunctionDef
     pullback: gast.FunctionDef
     loops: list
@@ -84,6 +85,7 @@ class ReverseResult:
     renamed: object
     scalar_output: bool
     unconnected: list
+    differentiated: list
     header: object = None
 
 
@@ -149,13 +151,27 @@ class Reverse(CallAdjoints):
         self.ctx.reverse = ReverseResult(
             vjp, pullback, list(self.loops.values()), self.adjoints, self.active,
             self.primal_names, self.straight, self.updates.final, self.scalar_output,
-            self.unconnected)
+            self.unconnected, self.differentiated(vjp.body))
         # the plans are plain data for the passes after it: they let go of the transform
         # (no cycle left for the garbage collector to find either)
         self.updates.rev = None
         for info in self.loops.values():
             info.rev = None
         return vjp
+
+    def differentiated(self, forward):
+        """The operations of the statements of `forward` (not in the pullback) whose
+        rules the pullback applies: calls of primitives and of functions, in order."""
+        out = []
+        for s in syntax.in_order(forward):
+            op = self.ops.get(s)
+            target = s.targets[0] if isinstance(s, gast.Assign) else None
+            if isinstance(target, gast.Tuple):      # `t, t_pullback = g_vjp(...)`
+                target = target.elts[0]
+            if (op is not None and isinstance(target, gast.Name) and target.id in self.active
+                    and op.form in ("call", USER, CUSTOM)):
+                out.append(op)
+        return out
 
     # -- names ------------------------------------------------------------------------
     def adj(self, n):

@@ -26,9 +26,6 @@ enclosed again:
 ...     return np.sum(z * x)
 ... ''', arrays=True))
 def f_vjp(x):
-    # reverse mode of f() with respect to x
-    # the pullback reads: x, y, z
-    # rules: *, np.log, np.sum
     y = x * 2.0
     with np.errstate(divide='ignore'):
         z = np.log(y)

@@ -17,9 +17,6 @@ def f_grad(x):
         return _s2s_respecialize(x)
     if _s2s_code_changed or math.sin is not _s2s_sin:
         return _s2s_respecialize(x)
-    # reverse mode of f() with respect to x
-    # the pullback reads: t, x
-    # rules: math.sin, *
     t = math.sin(x)
     # grad of: return math.sin(x) * x
     x_bar = t + x * cos(x)

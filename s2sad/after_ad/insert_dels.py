@@ -40,7 +40,6 @@ def f_value_and_grad(x):
 """
 import gast
 
-from ..ad import header
 from ..ad.inplace import view_of
 from ..analysis.buffers import straight_loop
 from ..analysis.names import exposed
@@ -50,15 +49,13 @@ from ..compilation import parameters
 
 
 def run(fn, ctx):
-    """The pass (with the option `release`, last); the header then drops what the code no
-    longer names. (Forward mode's `f_jvp` too: its values and their tangents.)"""
+    """The pass (with the option `release`). (Forward mode's `f_jvp` too: its values and
+    their tangents.)"""
     if ctx.variant.forward:
         return InsertDels(array_names(ctx, ctx.forward.dots)).run(fn)
     numbers = {n for n in ctx.reverse.primal_names if ctx.shapes.pattern_of(n) == ()}
     numbers |= {ctx.reverse.adjoints[n] for n in numbers if n in ctx.reverse.adjoints}
-    fn = InsertDels(array_names(ctx, ctx.reverse.adjoints), numbers).run(fn)
-    header.refresh(fn, ctx)
-    return fn
+    return InsertDels(array_names(ctx, ctx.reverse.adjoints), numbers).run(fn)
 
 
 def array_names(ctx, derivatives):

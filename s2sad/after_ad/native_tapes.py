@@ -43,9 +43,6 @@ is refused by the next pass (after_ad/native_check.py).
 ...     return t
 >>> print(pipeline.stage_source(babysqrt, "native_tapes", arg_types={"x": float}))
 def babysqrt_grad(x):
-    # reverse mode of babysqrt() with respect to x
-    # the pullback reads: x; t of each iteration of the loop at line 3
-    # rules: +, /
     t = (1 + x) / 2
     _s2s_tape = np.empty(len(range(1000)))
     _s2s_rows = 0
