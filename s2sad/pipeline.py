@@ -142,8 +142,8 @@ REVERSE_MODE = FRONT + [
          "the adjoints of arrays it reads or writes element by element", when=ndarrays),
     Pass("prune_tapes", prune_tapes.run, "tapes drop what the reversed loops "
          "no longer read"),
-    Pass("shapes_from_earliest", fused.shapes_from_earliest, "a helper that needs only "
-         "a shape reads the earliest value of that shape"),
+    Pass("shape_stand_ins", fused.shape_stand_ins, "a helper that needs only a value's "
+         "shape reads a parameter of that shape the pullback reads anyway"),
     Pass("distinct_results", distinct_results.run, "gradients that could share "
          "memory are returned as copies"),
     Pass("inline_temporaries", inline_temporaries.run, "the forward pass's "

@@ -1,7 +1,7 @@
 """The fused gradient: the forward pass and the pullback in one function, as `grad`
 (`f_grad`), `value_and_grad` (`f_value_and_grad`) and forward over reverse
-(`f_adjoint`) run it; its guard; and the shape-only arguments of helpers read from the
-earliest value of that shape.
+(`f_adjoint`) run it; its guard; and the values that stand in for others whose shape
+alone a helper reads (runtime.SHAPE_ONLY).
 
 >>> print(show("fuse", '''
 ... def f(x):
@@ -109,7 +109,25 @@ def fuse(vjp, ctx, value=True, guard=True):
         fused = syntax.function(namer.fresh(vjp.name[:-4] + "_value_and_grad"), [], body,
                                like=vjp)
         return fused
-    pullback = _shapes_from_earliest(pullback.body[:-1] + [syntax.ret(grads)], forward, ctx)
+    pullback = pullback.body[:-1] + [syntax.ret(grads)]
+    # a value only the function's value needs, whose shape alone a helper reads: a
+    # parameter of that shape stands in, or the first value of it computed anyway
+    if next(ctx.shape_only_args(pullback), None) is not None:
+        params = parameters(ctx.src)
+        shape_only = [arg for _, arg in ctx.shape_only_args(forward + seeded + pullback)
+                      if isinstance(arg, gast.Name)]
+        computed = _computed(forward + seeded + pullback, ctx, shape_only)
+        order = [s.targets[0].id for s in forward if isinstance(s, gast.Assign)
+                 and isinstance(s.targets[0], gast.Name)
+                 and s.targets[0].id in ctx.reverse.straight]
+        stood_in = _stand_ins(pullback, ctx, computed | set(params),
+                              params + [n for n in order if n in computed] + order)
+        if stood_in:
+            # (the values the stand-ins' shapes are read from may need the value itself)
+            computed = _computed(forward + seeded + pullback, ctx)
+            for arg, value in stood_in:
+                if value in computed:
+                    arg.id = value
     body = _live(forward + seeded + pullback, ctx)
     return syntax.function(namer.fresh(vjp.name[:-4] + "_grad"), [], check + body, like=vjp)
 
@@ -217,38 +235,66 @@ def guard_patterns(fn, ctx):
     return fn
 
 
-def shapes_from_earliest(vjp, ctx):
-    """The pass: `vjp` whose pullback reads, where a helper needs only an argument's shape, a
-    parameter or a value it reads anyway of that shape (see `_shapes_from_earliest`),
-    so that it keeps fewer values of the forward pass alive."""
+def shape_stand_ins(vjp, ctx):
+    """The pass: `vjp` whose pullback, where a helper needs only a value's shape and reads
+    nothing else of that value, reads a parameter of that shape it reads anyway, so that
+    the closure keeps no more values alive; else the value itself."""
     pullback = ctx.reverse.pullback
-    forward = [s for s in vjp.body if s is not pullback]
-    shape_only = {id(arg) for _, arg in ctx.shape_only_args(pullback.body)}
-    read = {n.id for n in syntax.name_nodes(pullback)
-            if isinstance(n.ctx, gast.Load) and id(n) not in shape_only}
-    pullback.body = _shapes_from_earliest(pullback.body, forward, ctx, read)
+    read = _read_for_values(pullback.body, ctx)
+    params = parameters(ctx.src)
+    _stand_ins(pullback.body, ctx, read | set(params), [p for p in params if p in read])
     return vjp
 
 
-def _shapes_from_earliest(stmts, forward, ctx, among=None):
-    """`stmts` reading, where a helper needs only an argument's shape, the first
-    parameter or top-level name of `forward` (in `among`, if given) with the same
-    shape, so that later ones may be dead."""
-    order = parameters(ctx.src)
-    order += [s.targets[0].id for s in forward if isinstance(s, gast.Assign)
-              and isinstance(s.targets[0], gast.Name) and s.targets[0].id in ctx.reverse.straight]
-    # (a list and the array NumPy makes of it have one shape, not one structure)
-    kind = ctx.value_kinds.kind
-    order = [n for n in order if (among is None or n in among) and kind.get(n) != CONTAINER]
+def _read_for_values(stmts, ctx):
+    """The names `stmts` read other than for their shape (runtime.SHAPE_ONLY)."""
+    shape_only = {id(arg) for _, arg in ctx.shape_only_args(stmts)}
+    return {n.id for s in stmts for n in syntax.name_nodes(s)
+            if isinstance(n.ctx, gast.Load) and id(n) not in shape_only}
+
+
+def _stand_ins(stmts, ctx, kept, candidates):
+    """`stmts` where a helper reads an argument only for its shape (runtime.SHAPE_ONLY):
+    the value whose shape it takes, if in `kept`, else the first of `candidates` with
+    its shape; [(argument, the value it stands in for)] of those."""
+    kind, shapes, straight = ctx.value_kinds.kind, ctx.shapes, ctx.reverse.straight
     first = {}
-    for n in order:
-        if ctx.shapes.of(n) is not None:
-            first.setdefault(ctx.shapes.of(n), n)
+    # (a list and the array NumPy makes of it have one shape, not one structure)
+    for n in candidates:
+        if kind.get(n) != CONTAINER and shapes.of(n) is not None:
+            first.setdefault(shapes.of(n), n)
+    stood_in = []
     for _, arg in list(ctx.shape_only_args(stmts)):
-        if (isinstance(arg, gast.Name) and arg.id in ctx.reverse.straight
+        if (isinstance(arg, gast.Name) and arg.id in straight and arg.id not in kept
                 and kind.get(arg.id) != CONTAINER):
-            arg.id = first.get(ctx.shapes.of(arg.id), arg.id)
-    return stmts
+            other = first.get(shapes.of(arg.id), arg.id)
+            if other != arg.id:
+                stood_in.append((arg, arg.id))
+                arg.id = other
+    return stood_in
+
+
+def _computed(body, ctx, shape_only=()):
+    """The names the top-level assignments of `body` (a fused gradient's, before `_live`)
+    bind that `_live` keeps; with `shape_only` (names helpers read only for a shape,
+    arguments of theirs), those it would keep if those read nothing."""
+    ops, src = ctx.ops, ctx.src
+    top = {id(s) for s in body} | {id(s) for b in body if isinstance(b, gast.If)
+                                   for s in b.body + b.orelse}
+    names = [arg.id for arg in shape_only]
+    for arg in shape_only:
+        arg.id = "_s2s_shape_only"      # (read by nothing, for the liveness below)
+    unneeded = set()
+
+    def dead(s, target):
+        if id(s) in top and _dead_anywhere(s, ops, src):
+            unneeded.add(target)
+            return True
+        return False
+    live_names(body, set(), dead=dead)
+    for arg, name in zip(shape_only, names):
+        arg.id = name
+    return {t for s in body if id(s) in top for t in syntax.names_stored(s)} - unneeded
 
 
 def _live(body, ctx):
