@@ -8,7 +8,9 @@ function, so `fit` (an Adam loop under `@numba.njit`) calls it without ever retu
 to Python.
 
 Run it: python examples/numba_ode_fit.py
-Show the gradient Numba compiles: s2sad show examples/numba_ode_fit.py:loss --wrt a,b,c,d --backend numba
+Show the gradient Numba compiles, for four floats and an array of observations:
+    s2sad show examples/numba_ode_fit.py:loss --wrt a,b,c,d --backend numba \
+        --at 1.0 1.0 1.0 1.0 '[1.0, 1.0]'
 """
 import time
 

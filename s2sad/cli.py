@@ -1,12 +1,16 @@
 """The `s2sad` command: show generated derivative source, check gradients.
 
     s2sad show FILE.py:FUNC [--mode reverse|forward] [--wrt NAME[,NAME]] [--stage STAGE]
-               [--backend python|numba]
+               [--backend python|numba] [--at V [V ...]]
     s2sad check FILE.py:FUNC --at V [V ...] [--wrt NAME[,NAME]]
     s2sad trace FILE.py:FUNC --at V [V ...] [--wrt NAME[,NAME]] [--format text|markdown|json]
     s2sad graph FILE.py:FUNC [--pullback] [--wrt NAME[,NAME]] [-o OUT.dot|OUT.svg|OUT.png]
     s2sad export FILE.py:FUNC [-o OUT.py] [--mode reverse|forward] [--wrt NAME[,NAME]]
-                 [--kind KIND[,KIND]] [--args V [V ...]] [--backend python|numba]
+                 [--kind KIND[,KIND]] [--at V [V ...]] [--backend python|numba]
+
+`--at` gives the arguments, one value per positional parameter (or the first few): for
+`check` and `trace` the point (numbers as floats), for `show` and `export` the values whose
+types the code is specialised on (2 an int, 2.0 a float). `--args` is the same option.
 
 Errors are one line on stderr and exit status 2; `check` exits 1 when the gradient
 disagrees with finite differences.
@@ -23,7 +27,7 @@ import numpy as np
 
 from . import api, backends, driver, forward_api, graph, numba_api, pipeline
 from .export import BACKENDS, KINDS, export
-from .compilation import default_arg_types, wrt_indices
+from .compilation import arg_types_of, default_arg_types, patterns_of, wrt_indices
 from .errors import GradientCheckError, S2SADError
 from .trace import trace
 
@@ -45,6 +49,21 @@ def main(argv=None):
         return 0
 
 
+POINT = ("the point: one value per positional parameter, a number (passed as a float) or "
+         "an array written as a list in quotes ('[1.0, 2.0]')")
+TYPES = ("example arguments, one per positional parameter (or the first few), whose types "
+         "the code is specialised on: numbers (2 is an int, 2.0 a float) or arrays written "
+         "as lists in quotes ('[1.0, 2.0]'); default: floats, or float arrays when the "
+         "function uses NumPy")
+
+
+def _at(parser, text, required=False):
+    """The arguments' values, `--at V [V ...]` (`--args` the same), in every command
+    that takes them."""
+    parser.add_argument("--at", "--args", dest="at", nargs="+", metavar="V",
+                        required=required, help=text + "; --args is the same option")
+
+
 def _parser():
     parser = argparse.ArgumentParser(prog="s2sad", description="Source-to-source automatic "
                                      "differentiation for Python.")
@@ -60,20 +79,17 @@ def _parser():
     show.add_argument("--backend", choices=["python", "numba"], default="python",
                       help="numba: the code grad(f, backend='numba') (with --mode forward, "
                            "jvp(f, ..., backend='numba')) compiles with numba.njit")
+    _at(show, TYPES)
     show.set_defaults(run=_show)
     check = sub.add_parser("check", help="compare the gradient with finite differences")
     check.add_argument("target", metavar="FILE.py:FUNC")
-    check.add_argument("--at", nargs="+", required=True, metavar="V",
-                       help="the point: one value per positional parameter, a number "
-                            "or an array written as a list in quotes ('[1.0, 2.0]')")
+    _at(check, POINT, required=True)
     check.add_argument("--wrt", help="parameters to differentiate (default: all)")
     check.set_defaults(run=_check)
     trace = sub.add_parser("trace", help="print the evaluation trace: every intermediate "
                                          "value and its adjoint")
     trace.add_argument("target", metavar="FILE.py:FUNC")
-    trace.add_argument("--at", nargs="+", required=True, metavar="V",
-                       help="the point: one value per positional parameter, a number "
-                            "or an array written as a list in quotes ('[1.0, 2.0]')")
+    _at(trace, POINT, required=True)
     trace.add_argument("--wrt", help="parameters to compute adjoints for, comma-separated "
                                      "(default: all)")
     trace.add_argument("--format", choices=["text", "markdown", "json"], default="text")
@@ -101,11 +117,7 @@ def _parser():
                                          f"reverse mode {', '.join(KINDS['reverse'])} "
                                          "(default: all; with --backend numba: grad, "
                                          "value_and_grad), in forward mode jvp")
-    exported.add_argument("--args", nargs="+", metavar="V",
-                          help="example arguments, whose types the code is specialised on: "
-                               "numbers (2 is an int, 2.0 a float) or arrays written as "
-                               "lists in quotes ('[1.0, 2.0]'); default: floats, or float "
-                               "arrays when the function uses NumPy")
+    _at(exported, TYPES)
     exported.add_argument("--backend", default="python",
                           help=f"the code written: {', '.join(BACKENDS)} (numba: "
                                "@numba.njit functions, see docs/numba.md)")
@@ -156,31 +168,38 @@ def _show(args):
         raise CLIError(f"--stage {args.stage} is not a pass of {args.mode} mode; its passes "
                        f"are {', '.join(pipeline.stage_names(args.mode))}")
     wrt = _wrt(args.wrt, 0)
-    if args.backend == "numba" and args.mode == "forward" and forward_api.gradient_of(fn):
+    gradient = forward_api.gradient_of(fn) if args.mode == "forward" else None
+    primal = gradient[0] if gradient else getattr(fn, "primal", fn)
+    target = driver.target(primal)
+    # the types of --at's values, or those s2sad.source assumes
+    at = None if args.at is None else _arguments(target, args.at)
+    arg_types = default_arg_types(target) if at is None else arg_types_of(target, at)
+    if args.backend == "numba" and gradient:
         # hvp(f, backend="numba"): forward mode of the numba backend's gradient code
-        primal, grad_wrt = forward_api.gradient_of(fn)
-        target = driver.target(primal)
+        grad_wrt = gradient[1]
         tangents = wrt_indices(target, _wrt(args.wrt, getattr(fn, "s2s_tangents", 0)))
         d = numba_api.gradient_code_jvp(primal, wrt_indices(target, grad_wrt)[0],
-                                        tangents, default_arg_types(target), args.stage)
+                                        tangents, arg_types, args.stage)
         text = d if args.stage else d.source
     elif args.backend == "numba":
-        text = pipeline.stage_source(getattr(fn, "primal", fn), args.stage,
-                                     wrt, mode=args.mode, backend=backends.NUMBA)
-    elif args.mode == "forward" and forward_api.gradient_of(fn):
+        text = pipeline.stage_source(primal, args.stage, wrt, arg_types, mode=args.mode,
+                                     backend=backends.NUMBA)
+    elif gradient:
         # a gradient: forward mode of the gradient code it runs (forward over reverse),
         # by default along the tangent of a second derivative
         wrt = _wrt(args.wrt, getattr(fn, "s2s_tangents", 0))
         if args.stage:
-            text = pipeline.stage_source(forward_api.gradient_code(fn).fn, args.stage, wrt,
-                                         mode="forward")
+            text = pipeline.stage_source(forward_api.gradient_code(fn, arg_types).fn,
+                                         args.stage, wrt, arg_types, mode="forward")
         else:
-            text = api.source(fn, mode="forward", wrt=wrt)
+            text = api.source(fn, mode="forward", wrt=wrt, at=at)
     elif args.stage:
-        text = pipeline.stage_source(getattr(fn, "primal", fn), args.stage, wrt,
-                                     mode=args.mode)
+        # (a pass of the fused gradient's own: grad's code for these arguments' shapes)
+        patterns = None if at is None else patterns_of(target, at)
+        text = pipeline.stage_source(primal, args.stage, wrt, arg_types, mode=args.mode,
+                                     patterns=patterns)
     else:
-        text = api.source(getattr(fn, "primal", fn), mode=args.mode, wrt=wrt)
+        text = api.source(primal, mode=args.mode, wrt=wrt, at=at)
     print(_highlight(text), end="")
     return 0
 
@@ -215,14 +234,7 @@ def _point(fn, at):
     except (ValueError, SyntaxError, TypeError):
         raise CLIError(f"--at takes numbers, or arrays written as lists in quotes "
                        f"({ARRAYS}); got {' '.join(at)}") from None
-    params = inspect.signature(fn).parameters.values()
-    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    required = [p for p in positional if p.default is p.empty]
-    if not len(required) <= len(point) <= len(positional):
-        expected = (str(len(required)) if len(required) == len(positional)
-                    else f"{len(required)} to {len(positional)}")
-        raise CLIError(f"{fn.__name__}() takes {expected} positional value(s), but --at "
-                       f"gave {len(point)}")
+    _count(fn, point)
     try:
         fn(*point)
     except Exception as exc:  # the user's function fails at this point
@@ -231,6 +243,20 @@ def _point(fn, at):
         raise CLIError(f"{fn.__name__}({', '.join(at)}) raised {type(exc).__name__}: {exc}; "
                        f"choose a point in its domain{arrays}") from None
     return point
+
+
+def _count(fn, values, fewer=False):
+    """Refuse `values` (of --at) that are not one per positional parameter of `fn`, or
+    one for each of the first few: those without a default, or (with `fewer`) any."""
+    params = inspect.signature(fn).parameters.values()
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = [] if fewer else [p for p in positional if p.default is p.empty]
+    if not len(required) <= len(values) <= len(positional):
+        expected = (str(len(required)) if len(required) == len(positional)
+                    else f"{len(required)} to {len(positional)}" if required
+                    else f"at most {len(positional)}")
+        raise CLIError(f"{fn.__name__}() takes {expected} positional value(s), but --at "
+                       f"gave {len(values)}")
 
 
 def _value(text):
@@ -276,13 +302,13 @@ def _graph(args):
 
 def _export(args):
     fn = load(args.target)
-    values = None if args.args is None else tuple(_example(v) for v in args.args)
+    values = None if args.at is None else _arguments(driver.target(fn), args.at)
     words = ["s2sad", "export", args.target] + (["-o", args.output] if args.output else [])
     words += ["--mode", args.mode] if args.mode != "reverse" else []
     for option in ("wrt", "kind"):
         if getattr(args, option):
             words += [f"--{option}", getattr(args, option)]
-    words += ["--args", *args.args] if args.args else []
+    words += ["--at", *args.at] if args.at else []
     words += ["--backend", args.backend] if args.backend != "python" else []
     text = export(fn, args.output, mode=args.mode, wrt=_wrt(args.wrt, 0), kind=args.kind,
                   args=values, backend=args.backend,
@@ -294,8 +320,17 @@ def _export(args):
     return 0
 
 
+def _arguments(fn, at):
+    """The example arguments of --at for `show` and `export`, whose types the code is
+    specialised on, checked against `fn`'s positional parameters (the first few: the
+    others are then of unknown type)."""
+    values = tuple(_example(v) for v in at)
+    _count(fn, values, fewer=True)
+    return values
+
+
 def _example(text):
-    """An example argument of --args: a number as written (int or float), or an array from
+    """An example argument of --at: a number as written (int or float), or an array from
     a nested list, of the dtype NumPy gives it."""
     try:
         value = ast.literal_eval(text)
@@ -307,7 +342,7 @@ def _example(text):
             return array
     elif type(value) in (int, float):
         return value
-    raise CLIError(f"--args takes numbers (2 is an int, 2.0 a float) or arrays written as "
+    raise CLIError(f"--at takes numbers (2 is an int, 2.0 a float) or arrays written as "
                    f"lists in quotes ({ARRAYS[5:]}); got {text}")
 
 

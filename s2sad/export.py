@@ -376,14 +376,14 @@ def _command(src, path, mode, wrt, kind, args, backend="python"):
         if None in written:
             return (f"s2sad.export({src.name}, ..., args=...) with arguments of the types "
                     "above (the command line writes only numbers and arrays of numbers)")
-        words += ["--args"] + written
+        words += ["--at"] + written
     if backend != "python":
         words += ["--backend", backend]
     return " ".join(shlex.quote(w) for w in words)
 
 
 def _argument(value):
-    """An argument as `--args` takes it: a number, or an array of the same dtype and
+    """An argument as `--at` takes it: a number, or an array of the same dtype and
     pattern (which axes have length 1) written as a list (of zeros: only its type
     matters)."""
     if type(value) in (int, float):

@@ -14,6 +14,7 @@ Every pass is `run(fn, ctx) -> fn` over a gast function and the `Compilation` co
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import traceback
 from typing import Callable
@@ -313,17 +314,21 @@ def _front_end(fn, arg_types):
 
 
 def stage_source(fn: Callable, stage: str | None, wrt: Wrt = 0, arg_types: dict | None = None,
-                 mode: str = "reverse", backend: Backend = PYTHON) -> str:
+                 mode: str = "reverse", backend: Backend = PYTHON,
+                 patterns: dict | None = None) -> str:
     """The source of `fn` after the pass `stage` (see `stage_names`; None: after the
-    last): of the reverse-mode
-    list, else of the fused gradient `grad` runs (with `backend`, or for a pass a backend
-    adds, the one `grad(f, backend=...)` runs with it), or (with `mode="forward"`) of
-    forward mode's (with `backend`, the one `jvp(f, ..., backend=...)` runs)."""
+    last): of the reverse-mode list, else of the fused gradient `grad` runs (with
+    `backend`, or for a pass a backend adds, the one `grad(f, backend=...)` runs with
+    it), or (with `mode="forward"`) of forward mode's (with `backend`, the one
+    `jvp(f, ..., backend=...)` runs). `patterns` (see compilation.patterns_of) serve the
+    fused gradient's passes, as `grad` specialises on them."""
     backend = next((b for b in BY_NAME.values() if stage in [p.name for p in b.passes]),
                    backend)
     variant = (Variant.JVP if mode == "forward" else Variant.VJP if not backend.passes
                and stage in [p.name for p in REVERSE_MODE] else Variant.GRAD)
-    ctx, node = compilation(fn, wrt, arg_types, backend.options(variant), stage,
-                            backend=backend)
+    options = backend.options(variant)
+    if variant is Variant.GRAD and options.release and patterns:
+        options = dataclasses.replace(options, patterns=patterns)
+    ctx, node = compilation(fn, wrt, arg_types, options, stage, backend=backend)
     lifted = ctx.lifted_defs if stage == "lift" else []
     return "\n".join(emit.to_source(n) for n in lifted + [node])

@@ -1,4 +1,5 @@
 """The command line, run as a user would: in a subprocess."""
+import importlib.util
 import math
 import os
 import subprocess
@@ -125,6 +126,78 @@ def test_show_forward_of_a_gradient_is_forward_over_reverse(tmp_path):
     assert bad.returncode == 2 and "not a pass of forward mode" in bad.stderr
 
 
+ODE = os.path.join("examples", "numba_ode_fit.py")
+
+
+def test_show_at_prints_the_numba_example_its_docstring_names():
+    # loss(a, b, c, d, observed) uses no NumPy function: without --at, s2sad.source's
+    # default (five floats) makes observed[i] of unknown type, which Numba's tapes refuse
+    with open(os.path.join(ROOT, ODE)) as f:
+        doc = f.read()
+    shown = doc[doc.index("Show the gradient Numba compiles"):].split("\n")
+    command = (shown[1] + shown[2]).replace("\\", " ").split()
+    assert command[:2] == ["s2sad", "show"] and command[-2:] == ["'[1.0,", "1.0]'"]
+    out = run(*command[1:-2], "[1.0, 1.0]")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("def loss_grad(a, b, c, d, observed):")
+    assert "_s2s_tape = np.empty((len(range(t)), 6))" in out.stdout
+    without = run("show", f"{ODE}:loss", "--wrt", "a,b,c,d", "--backend", "numba")
+    assert without.returncode == 2 and "numba_ode_fit.py:31" in without.stderr
+    # the code dloss, the example's grad(loss, backend="numba"), runs for such arguments
+    if importlib.util.find_spec("numba") is not None:
+        code = ("import sys, numpy as np; sys.path.insert(0, 'examples'); import numba_ode_fit"
+                " as m; m.dloss(1.0, 1.0, 1.0, 1.0, np.ones(2)); print(m.dloss.source, end='')")
+        runs = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                              text=True, timeout=300)
+        assert runs.returncode == 0 and runs.stdout == out.stdout, runs.stderr
+    with open(os.path.join(ROOT, "docs", "cli.md")) as f:
+        cli = f.read()
+    at = cli.index("$ s2sad show examples/numba_ode_fit.py:loss")
+    assert cli[cli.index("\n", at) + 1:cli.index("```", at)] == out.stdout
+
+
+def test_show_at_compiles_for_the_types_and_shapes_of_the_arguments(tmp_path):
+    mod = tmp_path / "loss.py"
+    mod.write_text("import numpy as np\n\ndef loss(w, X):\n    return np.sum((X @ w) ** 2)\n")
+    w, X = "[1.0, -2.0]", "[[1.0, 0.5], [0.2, 3.0]]"
+    out = run("show", f"{mod}:loss", "--stage", "inline_helpers", "--at", w, X)
+    assert out.returncode == 0, out.stderr
+    # grad's code for a vector and a matrix: the adjoint of X @ w as a product
+    assert "w_bar = t_bar @ X" in out.stdout
+    assumed = run("show", f"{mod}:loss", "--stage", "inline_helpers")
+    assert "_s2s_matmul_rhs(t_bar, X, w)" in assumed.stdout, assumed.stderr
+    namespace = {}
+    exec(out.stdout, {"np": np, "ndarray": np.ndarray}, namespace)
+    w, X = np.array([1.0, -2.0]), np.array([[1.0, 0.5], [0.2, 3.0]])
+    np.testing.assert_allclose(namespace["loss_grad"](w, X), 2 * X.T @ X @ w, rtol=1e-14)
+    # --args is the same option; too many values are refused
+    same = run("show", f"{mod}:loss", "--stage", "inline_helpers", "--args",
+               "[1.0, -2.0]", "[[1.0, 0.5], [0.2, 3.0]]")
+    assert same.stdout == out.stdout, same.stderr
+    bad = run("show", f"{mod}:loss", "--at", "1.0", "2.0", "3.0")
+    assert bad.returncode == 2 and "takes at most 2 positional value(s)" in bad.stderr
+
+
+def test_show_at_of_a_gradient_in_forward_mode(tmp_path):
+    mod = tmp_path / "grads.py"
+    mod.write_text(GRADIENTS)
+    out = run("show", f"{mod}:df", "--mode", "forward", "--at", "0.5", "3.0")
+    assert out.returncode == 0, out.stderr
+    namespace = {}
+    exec(compile(out.stdout, "shown", "exec"), {"math": math, "cos": math.cos,
+                                                "sin": math.sin}, namespace)
+    # f = x^2 y + sin x: d2f/dx2 = 2 y - sin x
+    assert namespace["f_grad_jvp"](0.5, 3.0, 1.0) == pytest.approx(2 * 3.0 - math.sin(0.5))
+
+
+def test_check_and_trace_take_args_as_at():
+    out = run("check", f"{GOLDEN}:straight_line", "--args", "2.0", "5.0")
+    assert out.returncode == 0 and "d/dx1 = 5.5" in out.stdout, out.stderr
+    at = run("trace", f"{GOLDEN}:straight_line", "--at", "2.0", "5.0")
+    args = run("trace", f"{GOLDEN}:straight_line", "--args", "2.0", "5.0")
+    assert at.returncode == 0 and args.stdout == at.stdout, args.stderr
+
+
 def test_check_passes():
     out = run("check", f"{GOLDEN}:straight_line", "--at", "2.0", "5.0")
     assert out.returncode == 0, out.stderr
@@ -165,6 +238,8 @@ def test_check_fails_with_exit_1(tmp_path):
     (("show", "babysqrt"), "expected FILE.py:FUNC"),
     (("check", f"{BABY}:babysqrt", "--at", "1", "2"), "takes 1 positional value"),
     (("check", f"{BABY}:babysqrt", "--at", "one"), "--at takes numbers"),
+    (("show", f"{BABY}:babysqrt", "--at", "one"), "--at takes numbers"),
+    (("trace", f"{BABY}:babysqrt", "--args", "1", "2"), "takes 1 positional value"),
     (("show", f"{ERRORS}:uses_try"), "corpus_errors.py:"),
     (("show", f"{ERRORS}:uses_ldexp"), "math.ldexp"),
 ])

@@ -365,7 +365,7 @@ def test_the_module_holds_what_the_derivatives_call(exported):
     assert "with respect to x, y, for x (float), y (float):" in header
     assert "calls_grad(x, y) -> (x_bar, y_bar)" in header
     assert "s2sad export " in header and "model.py:calls -o " in header
-    assert "--wrt x,y --args 0.7 0.4" in header
+    assert "--wrt x,y --at 0.7 0.4" in header
     # forward mode: a callee's jvp takes its tangents by name, as s2sad passes them
     _, forward, *_ = exported["forward_calls"]
     assert "inner_jvp(x, y * i, a_dot=x_dot, b_dot=y_dot * i)" in forward
@@ -477,26 +477,30 @@ def _cli(*args, cwd=ROOT):
 
 def test_cli_writes_the_module_and_its_header_regenerates_it(tmp_path):
     _load(tmp_path)
+    # (--args, the old spelling of --at, is the same option)
     out = _cli("export", "model.py:logistic", "-o", "loss_grad.py", "--wrt", "w,b",
                "--kind", "grad", "--args", "[0.5, 1.0, 2.0]", "0.1", "[[1.0, 2.0, 3.0], "
                "[4.0, 5.0, 6.5]]", "[1.0, -1.0]", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert out.stdout == "wrote loss_grad.py\n"
     text = (tmp_path / "loss_grad.py").read_text()
-    command = ("s2sad export model.py:logistic -o loss_grad.py --wrt w,b --kind grad --args "
+    command = ("s2sad export model.py:logistic -o loss_grad.py --wrt w,b --kind grad --at "
                "'[0.5, 1.0, 2.0]' 0.1 '[[1.0, 2.0, 3.0], [4.0, 5.0, 6.5]]' '[1.0, -1.0]'")
     assert f"\n    {command}\n" in text
     assert "def logistic_grad(w, b, X, y):" in text and "def logistic_vjp" not in text
     assert "w (float64 array of shape (*,)), b (float)" in text
     again = _cli(*command.replace("'", "").split(" ")[1:5], "--wrt", "w,b", "--kind", "grad",
-                 "--args", "[0.5, 1.0, 2.0]", "0.1", "[[1.0, 2.0, 3.0], [4.0, 5.0, 6.5]]",
+                 "--at", "[0.5, 1.0, 2.0]", "0.1", "[[1.0, 2.0, 3.0], [4.0, 5.0, 6.5]]",
                  "[1.0, -1.0]", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert (tmp_path / "loss_grad.py").read_text() == text
     printed = _cli("export", "model.py:babysqrt", "--mode", "forward", cwd=tmp_path)
     assert printed.returncode == 0 and "def babysqrt_jvp(x, x_dot):" in printed.stdout
-    bad = _cli("export", "model.py:babysqrt", "--args", "two", cwd=tmp_path)
-    assert bad.returncode == 2 and "--args takes numbers" in bad.stderr
+    bad = _cli("export", "model.py:babysqrt", "--at", "two", cwd=tmp_path)
+    assert bad.returncode == 2 and "--at takes numbers" in bad.stderr
+    many = _cli("export", "model.py:babysqrt", "--args", "2.0", "3.0", cwd=tmp_path)
+    assert many.returncode == 2, many.stdout
+    assert "babysqrt() takes at most 1 positional value(s), but --at gave 2" in many.stderr
 
 
 def test_cli_docs_show_the_real_export(tmp_path):
@@ -505,7 +509,7 @@ def test_cli_docs_show_the_real_export(tmp_path):
     start = doc.index("```python\n", doc.index("Here `softplus_loss.py` holds:")) + len(
         "```python\n")
     (tmp_path / "softplus_loss.py").write_text(doc[start:doc.index("```", start)])
-    command = "$ s2sad export softplus_loss.py:loss -o loss_jvp.py --mode forward --args 0.5\n"
+    command = "$ s2sad export softplus_loss.py:loss -o loss_jvp.py --mode forward --at 0.5\n"
     start = doc.index(command) + len(command)
     shown = doc[start:doc.index("```", start)]
     out = _cli(*command.split()[2:], cwd=tmp_path)
