@@ -13,12 +13,9 @@ files, the functions the docs print, and a corpus of functions in every form.
 """
 import ast
 import glob
-import importlib.util
-import inspect
 import io
 import os
 import re
-import sys
 import tokenize
 import warnings
 
@@ -31,6 +28,7 @@ from s2sad import backends
 from s2sad.options import Options, Variant
 
 from corpus_scalar import CORPUS
+from example_functions import EXAMPLES
 from golden import functions as golden_functions, functions_numpy as golden_numpy
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -357,24 +355,6 @@ ARRAYS = [
 def test_headers_of_numpy_functions_are_true(f, wrt, point):
     for text in _forms(f, wrt, point):
         assert problems(text) == [], text
-
-
-def _example_functions():
-    out = []
-    for path in sorted(glob.glob(os.path.join(ROOT, "examples", "*.py"))):
-        name = os.path.splitext(os.path.basename(path))[0]
-        if importlib.util.find_spec("numba") is None and "numba" in open(path).read():
-            continue
-        spec = importlib.util.spec_from_file_location(f"header_{name}", path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
-        out += [(f"{name}.{k}", v) for k, v in vars(module).items()
-                if inspect.isfunction(v) and v.__module__ == spec.name]
-    return out
-
-
-EXAMPLES = _example_functions()
 
 
 @pytest.mark.parametrize("name, f", EXAMPLES, ids=[n for n, _ in EXAMPLES])

@@ -13,11 +13,8 @@ whose stand-ins changed.
 """
 import ast
 import glob
-import importlib.util
-import inspect
 import os
 import re
-import sys
 import warnings
 
 import numpy as np
@@ -28,6 +25,7 @@ from s2sad import api, compilation, driver, pipeline
 from s2sad.options import Options, Variant
 
 from corpus_scalar import CORPUS
+from example_functions import EXAMPLES
 from golden import functions as golden_functions, functions_numpy as golden_numpy
 from numpy_cases import fd_array_grad
 
@@ -122,24 +120,6 @@ GOLDEN = sorted(p for p in glob.glob(os.path.join(ROOT, "tests", "golden", "*.tx
 def test_golden_stand_ins(path):
     with open(path) as f:
         assert stand_in_problems(f.read()) == []
-
-
-def _examples():
-    out = []
-    for path in sorted(glob.glob(os.path.join(ROOT, "examples", "*.py"))):
-        name = os.path.splitext(os.path.basename(path))[0]
-        if importlib.util.find_spec("numba") is None and "numba" in open(path).read():
-            continue
-        spec = importlib.util.spec_from_file_location(f"stand_ins_{name}", path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
-        out += [(f"{name}.{k}", v) for k, v in vars(module).items()
-                if inspect.isfunction(v) and v.__module__ == spec.name]
-    return out
-
-
-EXAMPLES = _examples()
 
 
 @pytest.mark.parametrize("name, f", EXAMPLES, ids=[n for n, _ in EXAMPLES])
