@@ -109,8 +109,8 @@ UNCOMMENTED = Mark(
     "loop's sweeps)", ["ad/checkpointed.py"], ["after_ad/optimize.py"])
 TESTS = Mark(
     "s2s_tests", "on a guard's test, the tests as written, emitted so",
-    ["syntax.py"], ["emit.py", "ad/fused.py", "ad/header.py", "after_ad/guard_bindings.py",
-                    "analysis/buffers.py"], default=None)
+    ["syntax.py"], ["emit.py", "ad/header.py", "after_ad/guard_patterns.py",
+                    "after_ad/guard_bindings.py", "analysis/buffers.py"], default=None)
 LIKE = Mark(
     "s2s_like", "on an array inline_helpers made, its fact (shape class and dtype)",
     ["after_ad/inline_helpers.py"], ["after_ad/inline_helpers.py", "analysis/buffers.py"],

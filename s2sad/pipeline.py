@@ -22,7 +22,9 @@ from typing import Callable
 import gast
 
 from . import emit, syntax
-from .ad import forward_mode, fused, header, inplace, prune_tapes, reverse_mode, tangent_only
+from .ad import (
+    forward_mode, fused, header, prune_tapes, reverse_mode, shape_stand_ins, tangent_only,
+    write_in_place)
 from .compilation import Compilation, Pass, Wrt
 from .options import Options, Variant
 from .errors import InternalError, S2SADError
@@ -33,8 +35,8 @@ from .before_ad import (
     hoist_invariants, lift, lost_derivatives, record_fields, resolve_calls, wengert)
 from .after_ad import (
     combine_terms, distinct_results, element_adjoints, enclose, guard, guard_bindings,
-    inline_helpers, inline_temporaries, insert_dels, optimize, peephole, reuse_buffers,
-    tangents_late)
+    guard_patterns, inline_helpers, inline_temporaries, insert_dels, optimize, peephole,
+    reuse_buffers, tangents_late)
 
 
 # -- when a pass runs (see Pass.when) ----------------------------------------------------
@@ -143,7 +145,7 @@ REVERSE_MODE = FRONT + [
          "the adjoints of arrays it reads or writes element by element", when=ndarrays),
     Pass("prune_tapes", prune_tapes.run, "tapes drop what the reversed loops "
          "no longer read"),
-    Pass("shape_stand_ins", fused.shape_stand_ins, "a helper that needs only a value's "
+    Pass("shape_stand_ins", shape_stand_ins.run, "a helper that needs only a value's "
          "shape reads a parameter of that shape the pullback reads anyway"),
     Pass("distinct_results", distinct_results.run, "gradients that could share "
          "memory are returned as copies"),
@@ -170,7 +172,7 @@ FUSED_GRADIENT = REVERSE_MODE[:-2] + [
          "products summed down to a shape as contractions", when=release),
     Pass("insert_dels", insert_dels.run, "(release) each array deleted after its last "
          "use", when=release),
-    Pass("guard_patterns", fused.guard_patterns, "the guard also tests the shape "
+    Pass("guard_patterns", guard_patterns.run, "the guard also tests the shape "
          "patterns and dtypes the code relies on", when=shape_guarded),
     GUARD_BINDINGS,
     ENCLOSE,
@@ -188,7 +190,7 @@ FORWARD_MODE = FRONT + [
          "without the statements only the value needs", when=tangent_alone),
     Pass("inline_temporaries", inline_temporaries.run, "the temporaries of numbers "
          "go back into their one use"),
-    Pass("write_in_place", inplace.write_in_place, "element writes into arrays the "
+    Pass("write_in_place", write_in_place.run, "element writes into arrays the "
          "function made, in place"),
     Pass("tangents_late", tangents_late.run, "(release) each tangent computed "
          "just before its first use in straight-line code", when=release),

@@ -1,7 +1,8 @@
 """The fused gradient: the forward pass and the pullback in one function, as `grad`
 (`f_grad`), `value_and_grad` (`f_value_and_grad`) and forward over reverse
-(`f_adjoint`) run it; its guard; and the values that stand in for others whose shape
-alone a helper reads (runtime.SHAPE_ONLY).
+(`f_adjoint`) run it, with the guard that checks the argument types; for `grad`, a
+value only the function's value needs, whose shape alone a helper reads, has another of
+that shape stand in (ad/shape_stand_ins.py).
 
 >>> print(show("fuse", '''
 ... def f(x):
@@ -21,14 +22,14 @@ import copy
 import gast
 import numpy as np
 
-from .. import marks
-from ..analysis.value_kinds import ARRAY, CONTAINER, guarded
+from ..analysis.value_kinds import ARRAY, guarded
 from ..analysis.operations import COPY, NONDIFF, PACK
 from ..analysis.names import live_names
 from ..analysis.shapes import pattern_tests
 from .. import syntax
 from ..compilation import Callee, parameters
 from ..options import Variant
+from .shape_stand_ins import stand_ins
 from .simplify import with_constant
 
 
@@ -120,7 +121,7 @@ def fuse(vjp, ctx, value=True, guard=True):
         order = [s.targets[0].id for s in forward if isinstance(s, gast.Assign)
                  and isinstance(s.targets[0], gast.Name)
                  and s.targets[0].id in ctx.reverse.straight]
-        stood_in = _stand_ins(pullback, ctx, computed | set(params),
+        stood_in = stand_ins(pullback, ctx, computed | set(params),
                               params + [n for n in order if n in computed] + order)
         if stood_in:
             # (the values the stand-ins' shapes are read from may need the value itself)
@@ -209,69 +210,6 @@ def step_guard(adjoint, ctx, seed, value, fallback=None):
         fallback = ctx.call(Callee(ctx.src.fn, Variant.STEP, wrt, ctx.arg_types),
                             adjoint.name)
     return syntax.guard(tests, syntax.passing_on(fallback, adjoint.args))
-
-
-def guard_patterns(fn, ctx):
-    """The pass: `fn` (fused, with a guard) also checking the shape patterns its shape
-    classes depend on (see analysis.shapes) and the dtypes of the parameters that buffer
-    reuse relied on."""
-    dtypes = ctx.array_facts.used_dtypes if ctx.options.release else ()
-    guard = fn.body[0] if fn.body else None
-    tests = marks.TESTS.of(getattr(guard, "test", None))
-    if tests is None or not (ctx.shapes.used or dtypes or ctx.ndims_relied):
-        return fn
-    # a dtype test makes the test that an array is floating, or not complex, needless
-    tests = [t for t in tests if not any(t in (f"{p}.dtype.kind != 'f'",
-                                               f"{p}.dtype.kind == 'c'") for p in dtypes)]
-    tests += [t for p in sorted(ctx.shapes.used) for t in pattern_tests(p, ctx.patterns[p][1])
-              if t not in tests]
-    tests += [f"{p}.ndim != {len(ctx.patterns[p][1])}" for p in sorted(ctx.ndims_relied)
-              if f"{p}.ndim != {len(ctx.patterns[p][1])}" not in tests]
-    for p in sorted(dtypes):
-        dtype = np.dtype(ctx.patterns[p][0])
-        if f"{p}.dtype != {ctx.bind(dtype.name, obj=dtype)}" not in tests:
-            tests.append(f"{p}.dtype != {ctx.bind(dtype.name, obj=dtype)}")
-    fn.body[0] = syntax.located(syntax.guard(tests, guard.body[0].value), guard)
-    return fn
-
-
-def shape_stand_ins(vjp, ctx):
-    """The pass: `vjp` whose pullback, where a helper needs only a value's shape and reads
-    nothing else of that value, reads a parameter of that shape it reads anyway, so that
-    the closure keeps no more values alive; else the value itself."""
-    pullback = ctx.reverse.pullback
-    read = _read_for_values(pullback.body, ctx)
-    params = parameters(ctx.src)
-    _stand_ins(pullback.body, ctx, read | set(params), [p for p in params if p in read])
-    return vjp
-
-
-def _read_for_values(stmts, ctx):
-    """The names `stmts` read other than for their shape (runtime.SHAPE_ONLY)."""
-    shape_only = {id(arg) for _, arg in ctx.shape_only_args(stmts)}
-    return {n.id for s in stmts for n in syntax.name_nodes(s)
-            if isinstance(n.ctx, gast.Load) and id(n) not in shape_only}
-
-
-def _stand_ins(stmts, ctx, kept, candidates):
-    """`stmts` where a helper reads an argument only for its shape (runtime.SHAPE_ONLY):
-    the value whose shape it takes, if in `kept`, else the first of `candidates` with
-    its shape; [(argument, the value it stands in for)] of those."""
-    kind, shapes, straight = ctx.value_kinds.kind, ctx.shapes, ctx.reverse.straight
-    first = {}
-    # (a list and the array NumPy makes of it have one shape, not one structure)
-    for n in candidates:
-        if kind.get(n) != CONTAINER and shapes.of(n) is not None:
-            first.setdefault(shapes.of(n), n)
-    stood_in = []
-    for _, arg in list(ctx.shape_only_args(stmts)):
-        if (isinstance(arg, gast.Name) and arg.id in straight and arg.id not in kept
-                and kind.get(arg.id) != CONTAINER):
-            other = first.get(shapes.of(arg.id), arg.id)
-            if other != arg.id:
-                stood_in.append((arg, arg.id))
-                arg.id = other
-    return stood_in
 
 
 def _computed(body, ctx, shape_only=()):

@@ -23,7 +23,7 @@ class InPlaceWrites:
         self.prims = (runtime.setitem, runtime.append)
         self.stmts = [n for s in body for n in syntax.statements(s) if self.is_update(n)]
         self.old = {id(s): s.value.args[0].id for s in self.stmts}
-        self.owned = _owned(body, src, self.prims)
+        self.owned = owned_names(body, src, self.prims)
         self.in_place = {}
         self.rev = rev
         self.pullback = syntax.if_(syntax.const(True), pullback)
@@ -282,70 +282,6 @@ def final_element_reads(loop, rev):
     return out
 
 
-def write_in_place(jvp, ctx):
-    """The pass (forward mode): an element write into an array the function made,
-    `a = _s2s_setitem(a, i, v)` (the name kept: a loop's carried array, or its
-    tangent), as `a[i] = v`. The user's code writes in place, and the aliasing pass
-    refused every read of a state such a write changes, so this is what the function
-    means, without a copy of the array per write (which made a loop of element writes
-    quadratic)."""
-    writes = [s for s in syntax.statements(jvp) if isinstance(s, gast.Assign)
-              and syntax.is_name(s.targets[0]) and ctx.is_runtime_call(s.value, "setitem")
-              and syntax.is_name(s.value.args[0], s.targets[0].id)]
-    # where tapes are arrays (Numba's code): also a write under a new name (`b = _s2s_setitem(a, i, v)`, Wengert
-    # form's next version of an array written twice in a step, or of a new array), into
-    # an array the function made: `b = a; b[i] = v` (a tape's rows, forward over reverse)
-    renamed = [s for s in syntax.statements(jvp) if ctx.can.tape_arrays
-               and isinstance(s, gast.Assign) and syntax.is_name(s.targets[0])
-               and ctx.is_runtime_call(s.value, "setitem") and all(s is not w for w in writes)]
-    if not writes and not renamed:
-        return jvp
-    owned = _owned([jvp], ctx.src, (runtime.setitem,), ctx.resolve)
-    owned |= _copied_once(jvp, {s.targets[0].id for s in writes} - owned)
-    in_place = {id(s) for s in writes + renamed if s.targets[0].id in owned}
-
-    def rewritten(s):
-        if id(s) not in in_place:
-            return [s]
-        call, name = s.value, s.targets[0].id
-        # (the index of the call as it is now: an earlier pass may have put a
-        # temporary's expression into it)
-        index = operations.index_syntax(call.args[1])
-        before = []
-        if not syntax.is_name(call.args[0], name):
-            before = [syntax.located(syntax.assign(name, call.args[0]), s)]
-        target = gast.Subscript(value=syntax.name(name), slice=syntax.copied(index),
-                                ctx=gast.Store())
-        return before + [syntax.located(syntax.assign(target, call.args[2]), s)]
-    for block in syntax.blocks(jvp.body):
-        block[:] = [new for s in block for new in rewritten(s)]
-    return jvp
-
-
-def _copied_once(jvp, names):
-    """The `names` (written element by element, of an input or a value the function did
-    not make) whose every binding but the writes copies a name (`u_1 = u`, before a
-    loop), made a copy of it (`u_1 = u.copy()`), once, so that the writes after it can
-    be in place: one copy, not one per write. A parameter written so is copied first."""
-    params = {a.id for a in jvp.args.posonlyargs + jvp.args.args}
-    binds = {}
-    for s in syntax.statements(jvp):
-        if isinstance(s, gast.Assign) and syntax.is_name(s.targets[0]) \
-                and s.targets[0].id in names and not (
-                    isinstance(s.value, gast.Call) and s.value.args
-                    and syntax.is_name(s.value.args[0], s.targets[0].id)):
-            binds.setdefault(s.targets[0].id, []).append(s)
-    copied = {n for n in names if n not in params and binds.get(n) and all(
-        isinstance(b.value, gast.Name) for b in binds[n])}
-    for n in copied:
-        for b in binds[n]:
-            b.value = syntax.call(syntax.attribute(b.value.id, "copy"), [])
-    first = [syntax.assign(p, syntax.call(syntax.attribute(p, "copy"), []))
-             for p in sorted(names & params) if p not in binds]
-    jvp.body[:0] = first
-    return copied | {s.targets[0].id for s in first}
-
-
 def _updated(write):
     """The name of the object an element write (`a[i] = v`) or an append writes into."""
     target = write.targets[0] if isinstance(write, gast.Assign) else write.value.func
@@ -403,7 +339,7 @@ def _is_view(prim):
     return getattr(registry.primitive(prim), "view", False)
 
 
-def _owned(body, src, updates, resolve=None):
+def owned_names(body, src, updates, resolve=None):
     """Names whose value is an array or list the function created itself (so writing
     into it cannot change an input or a value held elsewhere); `resolve` finds what a
     call's function is (by default `src.resolve`; MISSING or None when it cannot tell)."""

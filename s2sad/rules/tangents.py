@@ -352,6 +352,6 @@ def broadcast_like(t, y):
 
 
 # (its result is `t` itself, or a read-only broadcast of it: a view, which forward mode's
-# element writes in place must copy first, ad/inplace.py)
+# element writes in place must copy first, ad/write_in_place.py)
 define(broadcast_like, "t, y", view="t")
 helpers(__name__)

@@ -1,0 +1,75 @@
+"""Write in place (forward mode): an element write into an array the function made,
+`a = _s2s_setitem(a, i, v)` in Wengert form, emitted as `a[i] = v`, without a copy of
+the array per write; with the Numba backend also one that Wengert form names anew, as
+`b = a; b[i] = v`. (Reverse mode's writes in place are the transform's own: see
+ad/inplace.py's `InPlaceWrites`, whose `owned_names` this reads.)"""
+import gast
+
+from .. import syntax
+from ..analysis import operations
+from ..rules import runtime
+from .inplace import owned_names
+
+
+def run(jvp, ctx):
+    """The pass (forward mode): an element write into an array the function made,
+    `a = _s2s_setitem(a, i, v)` (the name kept: a loop's carried array, or its
+    tangent), as `a[i] = v`. The user's code writes in place, and the aliasing pass
+    refused every read of a state such a write changes, so this is what the function
+    means, without a copy of the array per write (which made a loop of element writes
+    quadratic)."""
+    writes = [s for s in syntax.statements(jvp) if isinstance(s, gast.Assign)
+              and syntax.is_name(s.targets[0]) and ctx.is_runtime_call(s.value, "setitem")
+              and syntax.is_name(s.value.args[0], s.targets[0].id)]
+    # where tapes are arrays (Numba's code): also a write under a new name (`b = _s2s_setitem(a, i, v)`, Wengert
+    # form's next version of an array written twice in a step, or of a new array), into
+    # an array the function made: `b = a; b[i] = v` (a tape's rows, forward over reverse)
+    renamed = [s for s in syntax.statements(jvp) if ctx.can.tape_arrays
+               and isinstance(s, gast.Assign) and syntax.is_name(s.targets[0])
+               and ctx.is_runtime_call(s.value, "setitem") and all(s is not w for w in writes)]
+    if not writes and not renamed:
+        return jvp
+    owned = owned_names([jvp], ctx.src, (runtime.setitem,), ctx.resolve)
+    owned |= _copied_once(jvp, {s.targets[0].id for s in writes} - owned)
+    in_place = {id(s) for s in writes + renamed if s.targets[0].id in owned}
+
+    def rewritten(s):
+        if id(s) not in in_place:
+            return [s]
+        call, name = s.value, s.targets[0].id
+        # (the index of the call as it is now: an earlier pass may have put a
+        # temporary's expression into it)
+        index = operations.index_syntax(call.args[1])
+        before = []
+        if not syntax.is_name(call.args[0], name):
+            before = [syntax.located(syntax.assign(name, call.args[0]), s)]
+        target = gast.Subscript(value=syntax.name(name), slice=syntax.copied(index),
+                                ctx=gast.Store())
+        return before + [syntax.located(syntax.assign(target, call.args[2]), s)]
+    for block in syntax.blocks(jvp.body):
+        block[:] = [new for s in block for new in rewritten(s)]
+    return jvp
+
+
+def _copied_once(jvp, names):
+    """The `names` (written element by element, of an input or a value the function did
+    not make) whose every binding but the writes copies a name (`u_1 = u`, before a
+    loop), made a copy of it (`u_1 = u.copy()`), once, so that the writes after it can
+    be in place: one copy, not one per write. A parameter written so is copied first."""
+    params = {a.id for a in jvp.args.posonlyargs + jvp.args.args}
+    binds = {}
+    for s in syntax.statements(jvp):
+        if isinstance(s, gast.Assign) and syntax.is_name(s.targets[0]) \
+                and s.targets[0].id in names and not (
+                    isinstance(s.value, gast.Call) and s.value.args
+                    and syntax.is_name(s.value.args[0], s.targets[0].id)):
+            binds.setdefault(s.targets[0].id, []).append(s)
+    copied = {n for n in names if n not in params and binds.get(n) and all(
+        isinstance(b.value, gast.Name) for b in binds[n])}
+    for n in copied:
+        for b in binds[n]:
+            b.value = syntax.call(syntax.attribute(b.value.id, "copy"), [])
+    first = [syntax.assign(p, syntax.call(syntax.attribute(p, "copy"), []))
+             for p in sorted(names & params) if p not in binds]
+    jvp.body[:0] = first
+    return copied | {s.targets[0].id for s in first}
