@@ -111,25 +111,27 @@ def fuse(vjp, ctx, value=True, guard=True):
                                like=vjp)
         return fused
     pullback = pullback.body[:-1] + [syntax.ret(grads)]
+    memo = {}       # (what each statement binds and reads, for the analyses of liveness)
     # a value only the function's value needs, whose shape alone a helper reads: a
     # parameter of that shape stands in, or the first value of it computed anyway
-    if next(ctx.shape_only_args(pullback), None) is not None:
+    args = list(ctx.shape_only_args(pullback))
+    if args:
         params = parameters(ctx.src)
-        shape_only = [arg for _, arg in ctx.shape_only_args(forward + seeded + pullback)
+        shape_only = [arg for _, arg in list(ctx.shape_only_args(forward + seeded)) + args
                       if isinstance(arg, gast.Name)]
-        computed = _computed(forward + seeded + pullback, ctx, shape_only)
+        computed = _computed(forward + seeded + pullback, ctx, memo, shape_only)
         order = [s.targets[0].id for s in forward if isinstance(s, gast.Assign)
                  and isinstance(s.targets[0], gast.Name)
                  and s.targets[0].id in ctx.reverse.straight]
-        stood_in = stand_ins(pullback, ctx, computed | set(params),
-                              params + [n for n in order if n in computed] + order)
+        stood_in = stand_ins(args, ctx, computed | set(params),
+                             params + [n for n in order if n in computed] + order)
         if stood_in:
             # (the values the stand-ins' shapes are read from may need the value itself)
-            computed = _computed(forward + seeded + pullback, ctx)
+            computed = _computed(forward + seeded + pullback, ctx, dict(memo))
             for arg, value in stood_in:
                 if value in computed:
                     arg.id = value
-    body = _live(forward + seeded + pullback, ctx)
+    body = _live(forward + seeded + pullback, ctx, memo)
     return syntax.function(namer.fresh(vjp.name[:-4] + "_grad"), [], check + body, like=vjp)
 
 
@@ -212,10 +214,12 @@ def step_guard(adjoint, ctx, seed, value, fallback=None):
     return syntax.guard(tests, syntax.passing_on(fallback, adjoint.args))
 
 
-def _computed(body, ctx, shape_only=()):
+def _computed(body, ctx, memo, shape_only=()):
     """The names the top-level assignments of `body` (a fused gradient's, before `_live`)
     bind that `_live` keeps; with `shape_only` (names helpers read only for a shape,
-    arguments of theirs), those it would keep if those read nothing."""
+    arguments of theirs), those it would keep if those read nothing. `memo` is that of
+    `live_names`; it is left without the statements that read `shape_only`, so that it
+    holds for them whatever they read then."""
     ops, src = ctx.ops, ctx.src
     top = {id(s) for s in body} | {id(s) for b in body if isinstance(b, gast.If)
                                    for s in b.body + b.orelse}
@@ -229,28 +233,35 @@ def _computed(body, ctx, shape_only=()):
             unneeded.add(target)
             return True
         return False
-    live_names(body, set(), dead=dead)
+    live_names(body, set(), dead=dead, memo=memo)
     for arg, name in zip(shape_only, names):
         arg.id = name
-    return {t for s in body if id(s) in top for t in syntax.names_stored(s)} - unneeded
+    # (what a statement binds: from the memo where it holds it, one walk fewer)
+    stored = {t for s in body if id(s) in top
+              for t in (memo[id(s)][0] if id(s) in memo else syntax.names_stored(s))}
+    if shape_only:
+        for key in [k for k, (_, reads) in memo.items() if "_s2s_shape_only" in reads]:
+            del memo[key]
+    return stored - unneeded
 
 
-def _live(body, ctx):
+def _live(body, ctx, memo=None):
     """`body` without the top-level assignments nobody reads whose value is a name, a
     constant, syntax or a call of a primitive with a derivative rule (but those of a
     `try` body, which decide whether the function takes its except clause), nor the
     top-level `if` statements left with nothing but such assignments (an adjoint's
     result built on two paths, `if stop: y = (x, True)`, which it does not return);
     then, in loops and branches too, the assignments only such assignments read
-    (`_without_faint`)."""
+    (`_without_faint`). `memo` is that of `live_names`."""
     ops, src = ctx.ops, ctx.src
+    memo = {} if memo is None else memo
     top = {id(s) for s in body} | {id(s) for b in body if isinstance(b, gast.If)
                                    for s in b.body + b.orelse}
 
     def dead(s, target):
         return id(s) in top and _dead_anywhere(s, ops, src)
     while True:
-        live_names(body, set(), delete=True, dead=dead)
+        live_names(body, set(), delete=True, dead=dead, memo=memo)
         empty = [s for s in body if isinstance(s, gast.If) and not s.body and not s.orelse]
         if not empty:
             break

@@ -17,22 +17,27 @@ def run(vjp, ctx):
     nothing else of that value, reads a parameter of that shape it reads anyway, so that
     the closure keeps no more values alive; else the value itself."""
     pullback = ctx.reverse.pullback
-    read = _read_for_values(pullback.body, ctx)
+    args = list(ctx.shape_only_args(pullback.body))
+    if not args:
+        return vjp
+    read = _read_for_values(pullback.body, args)
     params = parameters(ctx.src)
-    stand_ins(pullback.body, ctx, read | set(params), [p for p in params if p in read])
+    stand_ins(args, ctx, read | set(params), [p for p in params if p in read])
     return vjp
 
 
-def _read_for_values(stmts, ctx):
-    """The names `stmts` read other than for their shape (runtime.SHAPE_ONLY)."""
-    shape_only = {id(arg) for _, arg in ctx.shape_only_args(stmts)}
+def _read_for_values(stmts, args):
+    """The names `stmts` read other than as the arguments `args` ((call, argument) pairs of
+    `Compilation.shape_only_args`, which read a value's shape alone)."""
+    shape_only = {id(arg) for _, arg in args}
     return {n.id for s in stmts for n in syntax.name_nodes(s)
             if isinstance(n.ctx, gast.Load) and id(n) not in shape_only}
 
 
-def stand_ins(stmts, ctx, kept, candidates):
-    """`stmts` where a helper reads an argument only for its shape (runtime.SHAPE_ONLY):
-    the value whose shape it takes, if in `kept`, else the first of `candidates` with
+def stand_ins(args, ctx, kept, candidates):
+    """Of `args`, the (call, argument) pairs of `Compilation.shape_only_args` (a helper that
+    reads the argument only for its shape, runtime.SHAPE_ONLY), each argument the value
+    whose shape it takes: that value, if in `kept`, else the first of `candidates` with
     its shape; [(argument, the value it stands in for)] of those."""
     kind, shapes, straight = ctx.value_kinds.kind, ctx.shapes, ctx.reverse.straight
     first = {}
@@ -41,7 +46,7 @@ def stand_ins(stmts, ctx, kept, candidates):
         if kind.get(n) != CONTAINER and shapes.of(n) is not None:
             first.setdefault(shapes.of(n), n)
     stood_in = []
-    for _, arg in list(ctx.shape_only_args(stmts)):
+    for _, arg in args:
         if (isinstance(arg, gast.Name) and arg.id in straight and arg.id not in kept
                 and kind.get(arg.id) != CONTAINER):
             other = first.get(shapes.of(arg.id), arg.id)

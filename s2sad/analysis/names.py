@@ -232,13 +232,15 @@ def exposed(stmts, bound, binds=None):
     return out
 
 
-def live_names(stmts, live, loop=None, delete=False, dead=None, _memo=None):
+def live_names(stmts, live, loop=None, delete=False, dead=None, memo=None):
     """The names live before `stmts`, given those live after: backward liveness over
     structured code (`loop` is (live after, live at the head) of the enclosing loop).
     An assignment `name = ...` whose name is not live and for which `dead(statement,
-    name)` is true is dead: it reads nothing, and with `delete` it is removed."""
-    memo = {} if _memo is None else _memo   # {id(statement): (binds, reads)}: loops
-    keep = []                               # are walked until their liveness settles
+    name)` is true is dead: it reads nothing, and with `delete` it is removed. `memo`
+    ({id(statement): (names it binds, names it reads)}, filled here) may be passed from
+    one analysis to the next of the same statements, unchanged."""
+    memo = {} if memo is None else memo     # (loops are walked until their liveness
+    keep = []                               # settles)
     live = set(live)                        # (changed in place below)
     for s in reversed(stmts):
         if isinstance(s, gast.Break):
