@@ -1,7 +1,7 @@
 """The fused gradient: the forward pass and the pullback in one function, as `grad`
 (`f_grad`), `value_and_grad` (`f_value_and_grad`) and forward over reverse
 (`f_adjoint`) run it; its guard; and the values that stand in for others whose shape
-alone a helper reads (runtime.SHAPE_ONLY).
+alone a helper reads (its `shape_only`, registry.HelperFacts).
 
 >>> print(show("fuse", '''
 ... def f(x):
@@ -247,14 +247,14 @@ def shape_stand_ins(vjp, ctx):
 
 
 def _read_for_values(stmts, ctx):
-    """The names `stmts` read other than for their shape (runtime.SHAPE_ONLY)."""
+    """The names `stmts` read other than for their shape (a helper's `shape_only`)."""
     shape_only = {id(arg) for _, arg in ctx.shape_only_args(stmts)}
     return {n.id for s in stmts for n in syntax.name_nodes(s)
             if isinstance(n.ctx, gast.Load) and id(n) not in shape_only}
 
 
 def _stand_ins(stmts, ctx, kept, candidates):
-    """`stmts` where a helper reads an argument only for its shape (runtime.SHAPE_ONLY):
+    """`stmts` where a helper reads an argument only for its shape (its `shape_only`):
     the value whose shape it takes, if in `kept`, else the first of `candidates` with
     its shape; [(argument, the value it stands in for)] of those."""
     kind, shapes, straight = ctx.value_kinds.kind, ctx.shapes, ctx.reverse.straight
