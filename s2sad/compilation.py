@@ -49,7 +49,7 @@ from .frontend.source import MISSING, FunctionSource
 from .naming import Namer
 from .options import Capabilities, Options, Variant
 from .rules import pytrees, runtime
-from .rules.registry import HELPERS
+from .rules.registry import HELPERS, helper_facts
 from .rules.arrays import is_duck_array_type
 
 #: What to differentiate: a positional parameter's index or name, or a tuple of them.
@@ -310,7 +310,7 @@ class Compilation:
     def shape_only_args(self, node):
         """(call, argument) for each argument of a runtime helper in `node` (a node or a
         list of them) that the helper reads only for its type, shape or structure
-        (runtime.SHAPE_ONLY; each item of a tuple display there)."""
+        (its `shape_only`, registry.HelperFacts; each item of a tuple display there)."""
         helpers = self._shape_only_helpers()
         for n in node if isinstance(node, list) else [node]:
             if not any(m.id in helpers for m in syntax.name_nodes(n)):
@@ -318,24 +318,21 @@ class Compilation:
             for call in syntax.walk(n):
                 if not isinstance(call, gast.Call):
                     continue
-                obj = self.bindings.get(getattr(call.func, "id", None))
-                name = getattr(obj, "__name__", None)
-                if obj is None or obj is not getattr(runtime, name or "", None):
-                    continue
-                for i in runtime.SHAPE_ONLY.get(name, ()):
+                for i in helpers.get(getattr(call.func, "id", None), ()):
                     if i < len(call.args):
                         arg = call.args[i]
                         for item in arg.elts if isinstance(arg, gast.Tuple) else [arg]:
                             yield call, item
 
     def _shape_only_helpers(self):
-        """The names generated code binds to the helpers of runtime.SHAPE_ONLY."""
+        """{name generated code binds to a helper with arguments read only for their
+        shape: their positions}."""
         known = self._shape_only
         if known is None or known[0] != len(self.bindings):   # (bindings are only added)
+            found = {bound: helper_facts(obj) for bound, obj in self.bindings.items()}
             known = self._shape_only = (len(self.bindings), {
-                bound for bound, obj in self.bindings.items()
-                if getattr(runtime, getattr(obj, "__name__", None) or "", None) is obj
-                and obj.__name__ in runtime.SHAPE_ONLY})
+                bound: facts.shape_only for bound, facts in found.items()
+                if facts is not None and facts.shape_only})
         return known[1]
 
     def is_runtime_call(self, e, name) -> bool:

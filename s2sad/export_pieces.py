@@ -48,7 +48,7 @@ from .errors import ExportError, InternalError
 from .export_names import column, identifiers, module_names, renamed
 from .frontend.source import MISSING, is_library, numba_function
 from .options import Variant
-from .rules import runtime
+from .rules import registry, runtime
 
 #: The largest array a constant is written out for, in elements.
 LARGEST_ARRAY = 10_000
@@ -274,6 +274,10 @@ class Pieces:
         first = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", [])])
         lines = _source(module)[1][first - 1:stmt.end_lineno]
         env = _globals_env(vars(sys.modules[module]))
+        for d in getattr(stmt, "decorator_list", []):     # (`@helper(...)` declares it)
+            if _evaluated(d.func if isinstance(d, ast.Call) else d, env) is registry.helper:
+                lines[d.lineno - first:d.end_lineno - first + 1] = [""] * (
+                    d.end_lineno - d.lineno + 1)
         defines = {n: ("helper", module, n) for n in _statement_names(stmt)}
         self.alive.append(obj)
         helper = Piece("helper", "".join(lines), env, f"{module}", defines, module=module,

@@ -1,6 +1,6 @@
 """Shape stand-ins name the value whose shape they take (#35).
 
-A runtime helper that reads an argument only for its shape (runtime.SHAPE_ONLY:
+A runtime helper that reads an argument only for its shape (its `shape_only`:
 `_s2s_unbroadcast(g, x)`, `_s2s_count(x)`, `_s2s_unreduce(g, x)`, ...) computing the
 adjoint `x_bar` reads `x`, the value whose shape it takes, and no unrelated value of the
 same shape. Two exceptions keep memory and time: where the pullback reads nothing else of
@@ -23,6 +23,7 @@ import pytest
 import s2sad
 from s2sad import api, compilation, driver, pipeline
 from s2sad.options import Options, Variant
+from s2sad.rules import registry
 
 from corpus_scalar import CORPUS
 from example_functions import EXAMPLES
@@ -31,13 +32,10 @@ from numpy_cases import fd_array_grad
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-#: The helpers' arguments read only for their shape (as s2sad.rules.runtime.SHAPE_ONLY,
-#: written out: this module reads generated code on its own).
-SHAPE_ONLY = {"unindex": (1,), "unattr": (1,), "unreduce": (1,), "unbroadcast": (1,),
-              "count": (0,), "unbroadcast_product": (2,), "unreduce_view": (1,),
-              "zeros_like": (0,), "cotangent": (1,), "from_array": (1,),
-              "reshape_like": (1,), "matmul_lhs": (1,), "matmul_rhs": (2,),
-              "dot_lhs": (1,), "dot_rhs": (2,), "cotangents": (2,)}
+#: The helpers' arguments read only for their shape, as declared with each helper
+#: (registry.HelperFacts; tests/test_helper_facts.py checks the declarations).
+SHAPE_ONLY = {name[len("_s2s_"):]: facts.shape_only
+              for name, facts in registry.HELPER_FACTS.items() if facts.shape_only}
 
 
 def _primal(adjoint):

@@ -1,8 +1,9 @@
 """The fused gradient: the forward pass and the pullback in one function, as `grad`
 (`f_grad`), `value_and_grad` (`f_value_and_grad`) and forward over reverse
 (`f_adjoint`) run it, with the guard that checks the argument types; for `grad`, a
-value only the function's value needs, whose shape alone a helper reads, has another of
-that shape stand in (ad/shape_stand_ins.py).
+value only the function's value needs, whose shape alone a helper reads (its
+`shape_only`, registry.HelperFacts), has another of that shape stand in
+(ad/shape_stand_ins.py).
 
 >>> print(show("fuse", '''
 ... def f(x):

@@ -1,10 +1,10 @@
-"""Shape stand-ins: where a runtime helper reads an argument only for its shape
-(runtime.SHAPE_ONLY: `_s2s_unbroadcast(g, x)`, `_s2s_count(x)`, `_s2s_unreduce(g, x)`),
-the argument is the value whose shape it takes, unless another value of that shape,
-alive anyway, can stand in for it, so that the code keeps no more values alive: in a
-vjp's pullback, a parameter it reads anyway (this pass); in a fused gradient, for a value
-only the function's value needs, the first of its shape computed anyway (`fuse`, with
-`stand_ins`)."""
+"""Shape stand-ins: where a runtime helper reads an argument only for its shape (its
+`shape_only`, registry.HelperFacts: `_s2s_unbroadcast(g, x)`, `_s2s_count(x)`,
+`_s2s_unreduce(g, x)`), the argument is the value whose shape it takes, unless another
+value of that shape, alive anyway, can stand in for it, so that the code keeps no more
+values alive: in a vjp's pullback, a parameter it reads anyway (this pass); in a fused
+gradient, for a value only the function's value needs, the first of its shape computed
+anyway (`fuse`, with `stand_ins`)."""
 import gast
 
 from .. import syntax
@@ -36,7 +36,7 @@ def _read_for_values(stmts, args):
 
 def stand_ins(args, ctx, kept, candidates):
     """Of `args`, the (call, argument) pairs of `Compilation.shape_only_args` (a helper that
-    reads the argument only for its shape, runtime.SHAPE_ONLY), each argument the value
+    reads the argument only for its shape, its `shape_only`), each argument the value
     whose shape it takes: that value, if in `kept`, else the first of `candidates` with
     its shape; [(argument, the value it stands in for)] of those."""
     kind, shapes, straight = ctx.value_kinds.kind, ctx.shapes, ctx.reverse.straight

@@ -65,11 +65,7 @@ import numpy as np
 
 from .. import syntax
 from ..analysis.names import store_counts
-from ..rules import containers, pytrees, reductions, registry, runtime
-
-#: The modules of s2sad's runtime helpers, which write into no array they are given.
-_HELPER_MODULES = (runtime.__name__, containers.__name__, pytrees.__name__,
-                   reductions.__name__)
+from ..rules import registry
 
 _MAX_TERMS = 8      # larger sums are left as they are: the search grows with them
 
@@ -227,13 +223,14 @@ class CombineTerms:
 
     def pure(self, e):
         """Whether the calls in `e` are of NumPy or s2sad's helpers, without `out`, none
-        writing into an array it is given."""
+        writing into an array it is given (a helper's `writes`, registry.HelperFacts)."""
         for n in syntax.walk(e):
             if isinstance(n, gast.Call):
                 f = self.known.resolve(n.func)
+                helper = registry.helper_facts(f)
                 module = str(getattr(f, "__module__", ""))
                 if any(k.arg == "out" for k in n.keywords) or not (
-                        isinstance(f, np.ufunc) or module in _HELPER_MODULES
+                        isinstance(f, np.ufunc) or helper is not None and not helper.writes
                         or module.startswith("numpy")
                         and getattr(registry.primitive(f), "writes", None) is None):
                     return False

@@ -5,6 +5,7 @@ import gast
 
 from .. import syntax
 from ..analysis.value_kinds import ARRAY
+from ..rules.registry import helper_facts
 
 
 def run(vjp, ctx):
@@ -13,21 +14,6 @@ def run(vjp, ctx):
     copied_results(ctx.reverse.pullback,
                    {i for i, p in enumerate(ctx.wrt) if kinds.get(p) == ARRAY})
     return vjp
-
-
-#: Runtime helpers whose result is a new array (never `g` itself or a view of an argument).
-_FRESH_HELPERS = {"_s2s_" + n for n in (
-    "unindex", "zeros_like", "unreduce", "matmul_lhs", "matmul_rhs", "dot_lhs", "dot_rhs",
-    "einsum", "tensordot", "inner", "trace", "solve", "cholesky", "inv", "norm",
-    "extremum", "variance", "cumprod", "unsort", "prod_others")}
-
-
-#: Runtime helpers whose result may be their adjoint argument `g` or a view of it.
-_OF_ADJOINT = {"_s2s_" + n: 0 for n in (
-    "unbroadcast", "reshape_like", "untranspose", "cotangent", "cast_like", "from_array",
-    "take", "head", "last", "split_like", "unstack", "hstack", "vstack", "unpad", "untile",
-    "unrepeat", "cumsum", "diag", "outer", "zero_at", "unattr", "unsum", "swapaxes",
-    "moveaxis", "flip", "roll", "triu", "tril")}
 
 
 #: NumPy functions (besides ufuncs) whose result is a new array.
@@ -49,10 +35,11 @@ def _sources(e):
         return _sources(e.body) | _sources(e.orelse)
     if isinstance(e, gast.Call):
         f = e.func
-        if isinstance(f, gast.Name) and f.id in _FRESH_HELPERS:
+        facts = helper_facts(f.id) if isinstance(f, gast.Name) else None
+        if facts is not None and facts.result == "fresh":
             return set()
-        if isinstance(f, gast.Name) and f.id in _OF_ADJOINT and len(e.args) > _OF_ADJOINT[f.id]:
-            return _sources(e.args[_OF_ADJOINT[f.id]])
+        if facts is not None and facts.result == "of_adjoint" and e.args:
+            return _sources(e.args[0])
         if (isinstance(f, gast.Attribute) and isinstance(f.value, gast.Name)
                 and f.value.id in ("np", "numpy")):
             import numpy as np

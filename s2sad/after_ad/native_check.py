@@ -28,8 +28,7 @@ import numpy as np
 
 from .. import syntax
 from ..errors import NativeBackendError
-from ..rules import runtime, tangents
-from ..rules.numba_runtime import NATIVE, NATIVE_TANGENTS
+from ..rules.registry import helper_facts
 
 _CONTAINERS = (gast.List, gast.Dict, gast.Set, gast.ListComp, gast.DictComp, gast.SetComp,
                gast.GeneratorExp, gast.Lambda, gast.Starred, gast.Yield, gast.Await)
@@ -81,21 +80,19 @@ def _call_reason(call, ctx, callees):
     obj = ctx.resolve(func)
     name = syntax.unparse(func)
     helper = getattr(obj, "__name__", "")
-    if getattr(runtime, helper, None) is obj and helper in ("own_default", "keep_default"):
+    facts = helper_facts(obj)
+    if facts is not None and helper in ("own_default", "keep_default"):
         return ("a change in place of a parameter's default value, which Python keeps "
                 "from call to call and a Numba function cannot change (pass the value, or "
                 "use a default of None)")
-    if getattr(runtime, helper, None) is obj and helper in NATIVE:
+    if facts is not None and facts.numba:
         if helper == "unreduce" and not all(
                 isinstance(a, gast.Constant) and (a.value is None or a.value is False)
                 for a in call.args[2:] + [k.value for k in call.keywords]):
             return ("the adjoint of a sum along an axis (s2sad's runtime helper "
                     f"{name}() has a Numba version for full sums only)")
         return None         # rules/numba_runtime.py gives Numba its NumPy code
-    if getattr(tangents, helper, None) is obj and helper in NATIVE_TANGENTS:
-        return None
-    if obj is not None and (getattr(runtime, helper, None) is obj
-                            or getattr(tangents, helper, None) is obj):
+    if facts is not None:
         return (f"s2sad's runtime helper {name}() (Python code for what the types do not "
                 "settle: a broadcast of shapes s2sad cannot tell, a reduction along an axis, "
                 "a container), in the derivative of this line")

@@ -21,7 +21,7 @@ import functools
 import numpy as np
 
 from ..errors import MissingRuleError
-from .registry import helpers
+from .registry import helper, helpers
 
 
 @functools.lru_cache(maxsize=None)
@@ -91,6 +91,7 @@ def broadcast_shapes(*shapes):
     return tuple(out)
 
 
+@helper(writes=(0,))
 def add_at(out, index, g):
     """`np.add.at(out, index, g)` into the zeros `out`, a duck array; for a library
     without `ufunc.at` (Dask), `out[index] = g` where `index` selects no element twice."""

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import MissingRuleError
 from .pytrees import rebuild
-from .registry import helpers
+from .registry import helper, helpers
 
 
 #: B_2, B_4, ..., B_16, the Bernoulli numbers of the asymptotic series of polygamma.
@@ -193,6 +193,7 @@ def _suffix(g, x):
     return out
 
 
+@helper(result="fresh")
 def cumprod(g, x, ans, axis=None):
     """The adjoint of `ans = np.cumprod(x, axis)`: the cumulative sum from the end of
     g ans, over x; where `x` has zeros, the products before each entry times the sums

@@ -9,9 +9,10 @@ import numpy as np
 from ..errors import CustomRuleError
 from .arrays import is_array
 from .pytrees import carries_derivative, is_zero, node_of, rebuild, zeros_like
-from .registry import helpers
+from .registry import helper, helpers
 
 
+@helper(shape_only=(2,), numba=True)
 def cotangents(c, bwd, args):
     """`c`, what `bwd`, the backward function of a custom_vjp, returned for a call with
     the positional arguments `args` (None for those whose cotangents are not read), once

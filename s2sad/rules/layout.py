@@ -6,7 +6,7 @@ rules/tangents.py gives their forward rules (each is linear in `g`)."""
 import numpy as np
 
 from ..errors import MissingRuleError
-from .registry import helpers
+from .registry import helper, helpers
 
 
 def _dtype(x):
@@ -45,6 +45,7 @@ def unappend(g, arr, values, axis=None, which=0):
     return np.reshape(np.asarray(g)[tuple(index)], np.shape(arr if which == 0 else values))
 
 
+@helper(result="of_adjoint")
 def unpad(g, x, pad_width, mode="constant"):
     """The adjoint of `x` in `np.pad(x, pad_width, mode)`: the middle of `g` for the
     constant mode; for the modes that copy elements of `x` (edge, reflect, symmetric,

@@ -1,21 +1,20 @@
 """The runtime helpers the numba backend's code may call, for Numba.
 
-`NATIVE` names the helpers of rules/runtime.py that have a Numba version (in
-rules/numba_overloads.py, `numba_NAME` for `runtime.NAME`); after_ad/native_check.py
+A helper declared with `numba=True` (registry.HelperFacts) has a Numba version, in
+rules/numba_overloads.py: `numba_NAME` for the helper `NAME`; after_ad/native_check.py
 refuses a call of any other. The versions cover numbers and arrays of up to two axes; a
 case outside them (a broadcast of three axes, a sum along an axis) is a typing error
 that names the helper and the case. `register()` imports Numba and registers them, once;
 `versions()` gives them by helper (what `s2sad.export(f, backend="numba")` copies).
-`NATIVE_TANGENTS` names forward mode's helpers (rules/tangents.py) with one.
 """
-from . import runtime, tangents
+from . import runtime, tangents  # noqa: F401 - every helper declared, with its facts
+from .registry import HELPER_FACTS, HELPERS
 
-#: The helpers with a Numba version.
-NATIVE = frozenset({"add", "unbroadcast", "unindex", "zeros_like", "take", "own",
-                    "snapshot", "like", "unreduce", "seed", "matmul_lhs", "matmul_rhs",
-                    "setitem", "cotangents", "check_real"})
-#: The helpers of forward mode (rules/tangents.py) with a Numba version.
-NATIVE_TANGENTS = frozenset({"broadcast_like", "value_and_tangent"})
+
+def native():
+    """{name: helper} of the helpers with a Numba version (`numba=True`)."""
+    return {key[len("_s2s_"):]: HELPERS[key] for key, facts in HELPER_FACTS.items()
+            if facts.numba}
 
 
 def register():
@@ -28,6 +27,4 @@ def register():
 def versions():
     """{runtime helper: its Numba version}, registered."""
     module = register()
-    return {**{getattr(runtime, name): getattr(module, f"numba_{name}") for name in NATIVE},
-            **{getattr(tangents, name): getattr(module, f"numba_{name}")
-               for name in NATIVE_TANGENTS}}
+    return {helper: getattr(module, f"numba_{name}") for name, helper in native().items()}

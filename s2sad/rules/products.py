@@ -5,7 +5,7 @@ import numpy as np
 
 from .arrays import asarray
 from .reductions import unbroadcast
-from .registry import helpers
+from .registry import helper, helpers
 
 
 def _matmul_shape(a, b):
@@ -32,6 +32,7 @@ def spread_to(g, shape):
     return np.broadcast_to(g, shape) if np.ndim(g) == 0 and shape != () else g
 
 
+@helper(shape_only=(1,), result="fresh", numba=True)
 def matmul_lhs(g, a, b):
     """The adjoint of `a` in `a @ b`."""
     a, b = asarray(a), asarray(b)
@@ -45,6 +46,7 @@ def matmul_lhs(g, a, b):
     return unbroadcast(out, a)
 
 
+@helper(shape_only=(2,), result="fresh", numba=True)
 def matmul_rhs(g, a, b):
     """The adjoint of `b` in `a @ b`."""
     a, b = asarray(a), asarray(b)
@@ -59,6 +61,7 @@ def matmul_rhs(g, a, b):
     return unbroadcast(out, b)
 
 
+@helper(shape_only=(1,), result="fresh")
 def dot_lhs(g, a, b):
     """The adjoint of `a` in `np.dot(a, b)`."""
     a, b = asarray(a), asarray(b)
@@ -72,6 +75,7 @@ def dot_lhs(g, a, b):
                                     [i for i in range(b.ndim) if i != b.ndim - 2]))
 
 
+@helper(shape_only=(2,), result="fresh")
 def dot_rhs(g, a, b):
     """The adjoint of `b` in `np.dot(a, b)`."""
     a, b = asarray(a), asarray(b)
@@ -84,6 +88,7 @@ def dot_rhs(g, a, b):
     return np.moveaxis(out, 0, -2)
 
 
+@helper(result="fresh")
 def inner(g, a, b, which):
     """The adjoint of `a` (which=0) or `b` (which=1) in np.inner (sums the last axes)."""
     a, b = asarray(a), asarray(b)
@@ -96,6 +101,7 @@ def inner(g, a, b, which):
     return np.tensordot(g, a, axes=(list(range(na)), list(range(na))))
 
 
+@helper(result="fresh")
 def einsum(g, subscripts, k, *operands):
     """The adjoint of operand `k` of `np.einsum(subscripts, *operands)`: an einsum of `g`
     with the other operands, summed down where operand `k` was broadcast, and put on
@@ -182,6 +188,7 @@ def _without_ellipsis(inputs, output, operands):
     return inputs, output
 
 
+@helper(result="fresh")
 def tensordot(g, a, b, axes, which):
     """The adjoint of `a` (which=0) or `b` (which=1) in `np.tensordot(a, b, axes)`."""
     a, b = asarray(a), asarray(b)
@@ -201,6 +208,7 @@ def tensordot(g, a, b, axes, which):
     return einsum(g, spec, which, a, b)
 
 
+@helper(result="of_adjoint")
 def outer(g, a, b, which):
     """The adjoint of `a` (which=0) or `b` (which=1) in np.outer."""
     if np.ndim(g) == 0:

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import InternalError, S2SADError
 from .arrays import asarray, is_array
-from .registry import helpers
+from .registry import helper, helpers
 
 
 # -- how structures are taken apart and put together --------------------------------------
@@ -336,6 +336,7 @@ def _described(x):
 
 
 # -- adjoints ----------------------------------------------------------------------------
+@helper(shape_only=(0,), result="fresh", numba=True)
 def zeros_like(x):
     """The zero adjoint of `x`: 0.0 for a number, a float zero array for an array, and
     for a structure the structure holding the zeros of its children (None for a child
@@ -371,6 +372,7 @@ def carries_derivative(v):
     return is_structure(v)
 
 
+@helper(numba=True)
 def add(a, b):
     """The sum of two adjoints of one value, the one rule every adjoint accumulation
     follows (the pytree sum): numbers and arrays add; two structures of the value add
@@ -407,6 +409,7 @@ def is_zero(g):
     return isinstance(g, float) and g == 0.0
 
 
+@helper(shape_only=(1,), result="of_adjoint")
 def from_array(g, like):
     """`g`, an adjoint of a value of the structure of `like` (the value, or another
     adjoint of it), in that structure: the adjoint of `np.array(obj)` for `like=obj`, of

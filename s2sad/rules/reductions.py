@@ -10,11 +10,12 @@ import numpy as np
 
 from ..errors import MissingRuleError
 from .arrays import asarray, broadcast_shapes, full, is_array, is_duck_array, number, zeros
-from .registry import helpers
+from .registry import helper, helpers
 
 _NUMBERS = frozenset([float, int, np.float64])
 
 
+@helper(shape_only=(1,), result="of_adjoint", numba=True)
 def unbroadcast(g, x):
     """`g` summed down to the shape of `x`: the adjoint of broadcasting `x`."""
     if type(g) in _NUMBERS and type(x) in _NUMBERS:     # numbers: the common case, fast
@@ -77,6 +78,7 @@ _SUMMED_BY_PRODUCT = 4096   # elements below which NumPy's sum is as fast
 _SHORT_AXIS = 16            # inner sizes below which NumPy's reduction is slow
 
 
+@helper(shape_only=(2,))
 def unbroadcast_product(a, b, x):
     """`unbroadcast(a * b, x)`: the product summed down to the shape of `x`, as one
     contraction (a matrix product) of float arrays, without the product's array. The
@@ -151,6 +153,7 @@ def _compact(c, ndim):
     return c
 
 
+@helper(shape_only=(1,))
 def unreduce_view(g, x, axis=None, keepdims=False):
     """`unreduce(g, x, axis, keepdims)` as a read-only view of `g` (stride 0 along the
     summed axes), for an operand of `unbroadcast_product`, which never writes into it."""
@@ -173,6 +176,7 @@ def axes_of(axis, ndim):
     return tuple(a % ndim for a in axis)
 
 
+@helper(shape_only=(1,), result="fresh", numba=True)
 def unreduce(g, x, axis=None, keepdims=False):
     """The adjoint of a sum of `x` over `axis`: `g` broadcast back to `x`'s shape (an
     array also for a list of numbers, `np.sum([a, b])`, whose entries it then holds)."""

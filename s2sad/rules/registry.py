@@ -21,7 +21,10 @@ The template is inlined into generated code with names substituted, so a pullbac
 `x_bar = y_bar * cos(x)`. Free names in templates (here `cos`) are resolved in the
 namespace given at registration; a name `_s2s_NAME` not there is the runtime helper
 `NAME` (`HELPERS`: each module of helpers declares its functions, once, with
-`helpers(__name__)` at its end, so a template may call any of them by that name). A parameter without a template has no derivative (like
+`helpers(__name__)` at its end, so a template may call any of them by that name; what
+s2sad knows about a helper, `HelperFacts`, is declared above its `def` with
+`@helper(shape_only=..., result=..., writes=..., numba=...)`, and read with
+`helper_facts`). A parameter without a template has no derivative (like
 ChainRules' `NoTangent`); `nondiff=True` marks a whole primitive. `broadcast=True`
 says the primitive broadcasts its arguments like a NumPy ufunc: the engine then sums
 each contribution back to its argument's shape where shapes may differ.
@@ -53,43 +56,91 @@ _listeners = []
 REQUIRED = object()
 
 
+@dataclasses.dataclass(frozen=True)
+class HelperFacts:
+    """What s2sad knows about one runtime helper, declared where it is defined (`helper`);
+    a helper declared with none has these defaults."""
+    #: The positions of the arguments it reads only for their type, shape or structure
+    #: (each item of a tuple display there): a stand-in of that shape (`runtime.like`)
+    #: serves as well as the value (compilation's `shape_only_args`).
+    shape_only: tuple = ()
+    #: What its result is: "fresh", a new array (never an argument nor a view of one);
+    #: "of_adjoint", its first argument (the adjoint `g`) or a view of it; None, either
+    #: (after_ad/distinct_results.py).
+    result: str = None
+    #: The positions of the arguments it writes into (`arrays.add_at`: 0); a helper
+    #: without writes changes no value it is given (after_ad/combine_terms.py).
+    writes: tuple = ()
+    #: It has a Numba version, `numba_NAME` in rules/numba_overloads.py, which the numba
+    #: backend's code may call (rules/numba_runtime.py).
+    numba: bool = False
+
+
+#: {name in generated code (`_s2s_NAME`): HelperFacts}, one record per runtime helper.
+HELPER_FACTS = {}
+_RESULTS = (None, "fresh", "of_adjoint")
+
+
 def helpers(module_name: str) -> dict:
     """Declare the public functions and classes the module `module_name` defines (not those
     it imports) runtime helpers: templates and generated code call each as `_s2s_` and its
     name. A module of helpers ends with `helpers(__name__)`; a helper is declared where it
-    is defined, and in no list. Returns {name: helper} for the module."""
+    is defined, and in no list (those with facts to declare, with `helper` above it).
+    Returns {name: helper} for the module."""
     module = sys.modules[module_name]
     found = {}
     for name, obj in vars(module).items():
         if (name.startswith("_") or getattr(obj, "__module__", None) != module_name
                 or not callable(obj)):
             continue
-        key = "_s2s_" + name
-        if HELPERS.get(key, obj) is not obj:
-            raise S2SADError(f"two runtime helpers are named {name!r}: "
-                             f"{HELPERS[key].__module__}'s and {module_name}'s")
-        HELPERS[key] = found[name] = obj
+        _declare(obj, name)
+        found[name] = obj
     return found
 
 
-def helper(fn=None, *, tangent=None, namespace=None):
+def helper(fn=None, *, tangent=None, namespace=None, shape_only=(), result=None, writes=(),
+           numba=False):
     """Declare the function `fn` a runtime helper (`_s2s_` and its name, see `helpers`)
-    where it is defined, and its forward rule beside it: `tangent`, {parameter: template
+    where it is defined, with what s2sad knows about it (`HelperFacts`: `shape_only`,
+    `result`, `writes`, `numba`), and its forward rule: `tangent`, {parameter: template
     over `t`, the parameter's tangent} (as `jvp`, with `fn`'s own parameters). A rule
     module declares so a helper that only its rules call (docs/design.md, "Adding an
     elementwise NumPy function", has an example). As a decorator, bare or with options;
     returns `fn`."""
     if fn is None:
-        return lambda f: helper(f, tangent=tangent, namespace=namespace)
-    key = "_s2s_" + fn.__name__
-    if HELPERS.get(key, fn) is not fn:
-        raise S2SADError(f"two runtime helpers are named {fn.__name__!r}: "
-                         f"{HELPERS[key].__module__}'s and {fn.__module__}'s")
-    HELPERS[key] = fn
-    params = ", ".join(str(p) for p in inspect.signature(fn).parameters.values())
+        return lambda f: helper(f, tangent=tangent, namespace=namespace,
+                                shape_only=shape_only, result=result, writes=writes,
+                                numba=numba)
+    if result not in _RESULTS:
+        raise S2SADError(f"helper {fn.__name__!r}: result={result!r} is none of {_RESULTS}")
+    _declare(fn, fn.__name__, HelperFacts(tuple(shape_only), result, tuple(writes), numba))
     if tangent is not None:
+        params = ", ".join(str(p) for p in inspect.signature(fn).parameters.values())
         jvp(fn, params, namespace=namespace, **tangent)
     return fn
+
+
+def _declare(fn, name, facts=None):
+    """Register `fn` as the helper `_s2s_NAME`, with `facts` (its own, if declared before:
+    a module's `helpers` meets the helpers `helper` declared)."""
+    key = "_s2s_" + name
+    if HELPERS.get(key, fn) is not fn:
+        raise S2SADError(f"two runtime helpers are named {name!r}: "
+                         f"{HELPERS[key].__module__}'s and {fn.__module__}'s")
+    HELPERS[key] = fn
+    if facts is not None:
+        HELPER_FACTS[key] = facts
+    else:
+        HELPER_FACTS.setdefault(key, HelperFacts())
+
+
+def helper_facts(fn):
+    """The `HelperFacts` of the runtime helper `fn` (the object, or its name in generated
+    code, `_s2s_NAME`), or None if it is no runtime helper."""
+    if isinstance(fn, str):
+        return HELPER_FACTS.get(fn)
+    key = "_s2s_" + str(getattr(fn, "__name__", ""))
+    return HELPER_FACTS.get(key) if HELPERS.get(key) is fn and fn is not None else None
 
 
 class Template:

@@ -18,7 +18,7 @@ from .containers import described, joined as _joined, repeated as _repeated
 from .factorizations import matrix_norm_slope
 from .products import spread_to
 from .reductions import axes_of as _axes, unbroadcast, unreduce
-from .registry import HELPERS, helpers
+from .registry import HELPERS, helper, helpers
 
 
 class Respecialize(Exception):
@@ -47,6 +47,7 @@ def exception_path(exc, where):
         "differentiated.")
 
 
+@helper(numba=True)
 def check_real(v, filename, line):
     """Nothing if `v` is real; else `ComplexValueError` at `line` of `filename`, the user's
     line where `v` meets a differentiated value: how generated code checks a value whose
@@ -85,6 +86,7 @@ def complex_value(found, filename, line):
         + (f"\n    {text}" if text else ""))
 
 
+@helper(shape_only=(1,), result="of_adjoint")
 def unattr(g, obj, name):
     """The adjoint of `obj.name`: zeros shaped like `obj` with `g` in field `name` (for
     a registered class, in the child that `obj.name` is, see `child_of`)."""
@@ -170,6 +172,7 @@ def child_of(node, aux, obj, name):
         f"with an unflatten that stores each child as the attribute it was read from")
 
 
+@helper(shape_only=(1,), result="of_adjoint")
 def cotangent(c, x):
     """A cotangent a custom rule returned for `x`: None means zero."""
     return zeros_like(x) if c is None else c
@@ -178,6 +181,7 @@ def cotangent(c, x):
 _NO_DATA = bytes(16)     # the one (read-only) element of every stand-in
 
 
+@helper(numba=True)
 def like(x):
     """A stand-in for array `x` where only its type, shape and dtype are read (`x` of
     `unbroadcast(g, x)` on a loop's tape): an array of its shape and dtype whose axes all
@@ -187,6 +191,7 @@ def like(x):
     return x
 
 
+@helper(shape_only=(1,), result="fresh", numba=True)
 def unindex(g, x, index):
     """The adjoint of `x[index]`: zeros shaped like `x` with `g` added at `index`."""
     if isinstance(x, dict):
@@ -226,6 +231,7 @@ def log_base(x):
     return math.log(x) if x != 0 else 0.0
 
 
+@helper(numba=True)
 def seed(y, name):
     """The adjoint 1 of a scalar output `y` of the same type; a clear error otherwise."""
     import numbers
@@ -254,6 +260,7 @@ def _along_last(fn, axis, x, *more):
     return np.moveaxis(fn(*flat).reshape(moved[0].shape), last, axes)
 
 
+@helper(result="fresh")
 def prod_others(x, axis=None):
     """For each entry of `x`, the product of the other entries it is multiplied with by
     `np.prod(x, axis)`: the derivative of the product, also where an entry is zero."""
@@ -287,6 +294,7 @@ def prod_others_dot(x, t, axis=None):
     return _along_last(dot, axis, x, t)
 
 
+@helper(shape_only=(0,))
 def count(x, axis=None):
     """How many elements a reduction of `x` over `axis` combines (a lazy 0-d array for a
     duck array whose lengths along `axis` are not known until it is computed, such as a
@@ -299,6 +307,7 @@ def count(x, axis=None):
     return int(np.prod(lengths))
 
 
+@helper(result="fresh")
 def extremum(g, x, ans, axis=None, keepdims=False):
     """The adjoint of max/min: `g` shared equally among the elements that attain it."""
     x = asarray(x)
@@ -311,6 +320,7 @@ def extremum(g, x, ans, axis=None, keepdims=False):
     return g * (mask / mask.sum(axis=axis, keepdims=True, dtype=dtype))
 
 
+@helper(result="fresh")
 def variance(g, x, axis=None, ddof=0, keepdims=False):
     """The adjoint of var(x, axis, ddof)."""
     x = asarray(x)
@@ -360,6 +370,7 @@ def arange_part(g, start, stop=None, step=None, which=0):
     return np.sum(g) if which == 0 else np.sum(g * np.arange(g.shape[0]))
 
 
+@helper(result="of_adjoint")
 def cumsum(g, x, axis=None):
     """The adjoint of cumsum: a cumulative sum from the end."""
     if np.ndim(g) == 0:
@@ -369,6 +380,7 @@ def cumsum(g, x, axis=None):
     return np.flip(np.cumsum(np.flip(g, axis), axis), axis)
 
 
+@helper(result="fresh")
 def trace(g, x, offset=0, axis1=0, axis2=1):
     """The adjoint of np.trace: `g` on the diagonal `offset` of the planes (axis1, axis2)."""
     x = asarray(x)
@@ -380,6 +392,7 @@ def trace(g, x, offset=0, axis1=0, axis2=1):
     return out
 
 
+@helper(result="of_adjoint")
 def diag(g, v, k=0):
     """The adjoint of np.diag (in both directions)."""
     v = asarray(v)
@@ -393,6 +406,7 @@ def diag(g, v, k=0):
     return out
 
 
+@helper(result="fresh")
 def norm(g, x, ans, ord=None, axis=None, keepdims=False):
     """The adjoint of np.linalg.norm: vector p-norms (and inf), and the Frobenius norm."""
     x = asarray(x)
@@ -411,6 +425,7 @@ def norm(g, x, ans, ord=None, axis=None, keepdims=False):
     return scale * np.sign(x) * np.abs(x) ** (p - 1)
 
 
+@helper(result="fresh")
 def solve(g, a, b, ans, which):
     """The adjoint of `a` (which=0) or `b` (which=1) in `x = np.linalg.solve(a, b)`."""
     a = asarray(a)
@@ -422,6 +437,7 @@ def solve(g, a, b, ans, which):
     return unbroadcast(-np.matmul(b_bar, np.swapaxes(ans, -1, -2)), a)
 
 
+@helper(result="fresh")
 def cholesky(g, ans):
     """The adjoint of `L = np.linalg.cholesky(a)` (a symmetric)."""
     lower = ans
@@ -432,12 +448,14 @@ def cholesky(g, ans):
     return (0.5 * (s + np.swapaxes(s, -1, -2))).astype(lower.dtype, copy=False)
 
 
+@helper(result="fresh")
 def inv(g, ans):
     """The adjoint of `ans = np.linalg.inv(a)`."""
     inverse_t = np.swapaxes(ans, -1, -2)
     return -inverse_t @ spread_to(g, np.shape(ans)) @ inverse_t
 
 
+@helper(shape_only=(1,), result="of_adjoint")
 def reshape_like(g, x):
     """`g` in the shape of `x`: the adjoint of a reshape of `x`."""
     if np.ndim(g) == 0 and np.size(x) != 1:
@@ -457,8 +475,11 @@ def _on_axes(op):
 
 swapaxes, moveaxis, flip, roll, triu, tril = map(_on_axes, (
     np.swapaxes, np.moveaxis, np.flip, np.roll, np.triu, np.tril))
+for _adjoint in (swapaxes, moveaxis, flip, roll, triu, tril):
+    helper(_adjoint, result="of_adjoint")       # (`g` itself when 0-d, else a view of it)
 
 
+@helper(result="of_adjoint")
 def split_like(g, arrays, axis=0):
     """The adjoint of concatenating `arrays` along `axis`: the pieces of `g` (slices, which
     every array library has; Dask has no `np.split`)."""
@@ -473,6 +494,7 @@ def split_like(g, arrays, axis=0):
     return [g[before + (slice(lo, hi),)] for lo, hi in zip([0] + ends, ends)]
 
 
+@helper(result="of_adjoint")
 def unstack(g, arrays, axis=0):
     """The adjoint of np.stack(arrays, axis)."""
     if np.ndim(g) == 0:
@@ -480,6 +502,7 @@ def unstack(g, arrays, axis=0):
     return [np.take(g, i, axis=axis) for i in range(len(arrays))]
 
 
+@helper(result="of_adjoint")
 def hstack(g, arrays):
     if np.ndim(g) == 0:
         return [g] * len(arrays)                    # the zero (see `products.spread_to`)
@@ -488,6 +511,7 @@ def hstack(g, arrays):
     return [np.reshape(p, np.shape(a)) for p, a in zip(split_like(g, flat, axis), arrays)]
 
 
+@helper(result="of_adjoint")
 def vstack(g, arrays):
     if np.ndim(g) == 0:
         return [g] * len(arrays)                    # the zero (see `products.spread_to`)
@@ -495,6 +519,7 @@ def vstack(g, arrays):
     return [np.reshape(p, np.shape(a)) for p, a in zip(split_like(g, rows, 0), arrays)]
 
 
+@helper(result="of_adjoint")
 def untranspose(g, axes=None):
     if np.ndim(g) == 0:
         return g                                    # the zero (see `products.spread_to`)
@@ -505,6 +530,7 @@ def untranspose(g, axes=None):
     return np.transpose(g, np.argsort([a % np.ndim(g) for a in axes]))
 
 
+@helper(result="of_adjoint")
 def untile(g, x, reps):
     if np.ndim(g) == 0:
         return g                                    # the zero (see `products.spread_to`)
@@ -517,6 +543,7 @@ def untile(g, x, reps):
     return g.sum(axis=tuple(range(0, 2 * nd, 2))).reshape(x.shape)
 
 
+@helper(result="of_adjoint")
 def unrepeat(g, x, repeats, axis=None):
     if np.ndim(g) == 0:
         return g                                    # the zero (see `products.spread_to`)
@@ -551,6 +578,7 @@ def first(ans, i, *xs):
     return 0.0
 
 
+@helper(result="fresh")
 def unsort(g, x, axis=-1):
     """The adjoint of np.sort: `g` put back where each element came from."""
     x = asarray(x)
@@ -563,6 +591,7 @@ def unsort(g, x, axis=-1):
     return out
 
 
+@helper(result="of_adjoint")
 def unsum(g, items):
     """The adjoint of the builtin sum(items): `g` for every item."""
     if isinstance(items, (list, tuple)):
@@ -588,6 +617,7 @@ def cast_tangent(t, dtype=None):
     return zeros(np.shape(t), np.float64, t)
 
 
+@helper(result="of_adjoint")
 def cast_like(g, x, dtype=None):
     """The adjoint of `x.astype(dtype)`: `g` in the dtype of `x`, or zero when `dtype` is
     an integer or boolean type (the conversion is then piecewise constant)."""
@@ -618,6 +648,7 @@ def own_default(v):
     return v.copy()
 
 
+@helper(writes=(0,))
 def keep_default(default, final):
     """Give `default`, the default object of a parameter that the call left at its
     default, the contents `final` the function leaves in its copy: what the function's
@@ -634,6 +665,7 @@ def keep_default(default, final):
 
 
 # -- element assignment and append, in functional form ---------------------------------
+@helper(numba=True)
 def setitem(a, index, v):
     """`a` with `a[index] = v`, as a new value (what `a[index] = v` means to AD)."""
     out = a.copy()
@@ -646,6 +678,7 @@ def append(a, v):
     return a + [v]
 
 
+@helper(result="of_adjoint")
 def zero_at(g, index):
     """The adjoint of the array or list written by `a[index] = v`: `g` without the
     overwritten elements."""
@@ -660,6 +693,7 @@ def zero_at(g, index):
     return out
 
 
+@helper(numba=True)
 def own(g, x):
     """`g`, the adjoint of the array `x`, as an array of its own (a copy, of a floating
     dtype, of `x`'s shape), which a reversed loop then updates in place."""
@@ -719,12 +753,14 @@ def refuse_view(v, error):
         raise error
 
 
+@helper(numba=True)
 def snapshot(v):
     """`v` as a loop's tape records it: a copy of an array (an element of an array that
     the loop then writes in place), anything else as it is."""
     return v.copy() if is_array(v) else v
 
 
+@helper(result="of_adjoint", numba=True)
 def take(g, index):
     """The adjoint of the values `v` written by `a[index] = v`, of which `g` is the
     adjoint of the result: `g[index]` (on a copy where that would be a view), with zeros
@@ -764,23 +800,16 @@ def _may_repeat(index):
                or is_array(i) and i.dtype != bool for i in items)
 
 
+@helper(result="of_adjoint")
 def head(g):
     """The adjoint of the list `a` in `a.append(v)`: all of `g` but its last entry."""
     return g if _is_zero(g) else g[:-1]
 
 
+@helper(result="of_adjoint")
 def last(g):
     """The adjoint of `v` in `a.append(v)`: the last entry of `g`."""
     return g if _is_zero(g) else g[-1]
-
-
-#: Helpers that read these arguments only for their shape, type or structure: a
-#: stand-in from `like` serves them as well as the value.
-SHAPE_ONLY = {"unindex": (1,), "unattr": (1,), "unreduce": (1,), "unbroadcast": (1,), "count": (0,),
-              "unbroadcast_product": (2,), "unreduce_view": (1,),
-              "zeros_like": (0,), "cotangent": (1,), "from_array": (1,), "extremum": (),
-              "reshape_like": (1,), "matmul_lhs": (1,), "matmul_rhs": (2,), "dot_lhs": (1,),
-              "dot_rhs": (2,), "cotangents": (2,)}     # (the items of a tuple display there)
 
 
 helpers(__name__)

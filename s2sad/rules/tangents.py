@@ -15,11 +15,12 @@ import numpy as np
 
 from ..errors import MissingRuleError
 from . import runtime as R
-from .registry import define, helpers, jvp, linear
+from .registry import define, helper, helpers, jvp, linear
 
 ns = {"np": np}
 
 
+@helper(numba=True)
 def value_and_tangent(result, rule):
     """`result`, what `rule`, the rule of a custom_jvp, returned, once it is seen to be a
     value and a tangent of the value's structure and shape (see `containers.misfit`; no
@@ -339,6 +340,7 @@ jvp(R.lstsq_adjoint, "g, a, b, x, which", "_s2s_lstsq_adjoint(t, a, b, x, which)
     *["_s2s_no_second_derivative('np.linalg.lstsq')"] * 3, namespace=ns)
 
 
+@helper(numba=True)
 def broadcast_like(t, y):
     """`t` broadcast to the shape of `y`: the tangent of a broadcasting operation whose
     varied operand is smaller than its result."""
