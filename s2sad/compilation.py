@@ -43,7 +43,7 @@ from .analysis.buffers import ArrayFacts
 from .analysis.operations import classify
 from .analysis.shapes import Shapes, pattern
 from . import syntax
-from .errors import ComplexValueError, S2SADError
+from .errors import ComplexValueError, S2SADError, defined_at
 from .frontend import fence, guards, source
 from .frontend.source import MISSING, FunctionSource
 from .naming import Namer
@@ -463,10 +463,8 @@ def _refuse_hidden_methods(fn, param, obj):
     class (as it compiles for the class of an argument, not for the object)."""
     name = guards.hides_a_method(obj)
     if name is not None:
-        code = getattr(fn, "__code__", None)
-        where = f"{code.co_filename}:{code.co_firstlineno}: " if code else ""
         raise S2SADError(
-            f"{where}the argument {param!r} of {fn.__qualname__}() has an attribute "
+            f"{defined_at(fn)}the argument {param!r} of {fn.__qualname__}() has an attribute "
             f"{name!r} of its own, which hides the method {type(obj).__qualname__}."
             f"{name}() that Python would otherwise call; s2sad finds the methods of an "
             "argument through its class. Set the function on the class "

@@ -108,6 +108,13 @@ class UnconnectedInputWarning(UserWarning):
     """The output does not depend on a differentiated input; its gradient is zero."""
 
 
+def defined_at(fn) -> str:
+    """`file:line: ` of the `def` of the function `fn`, to begin a message about it; ""
+    for an object without Python code."""
+    code = getattr(fn, "__code__", None)
+    return f"{code.co_filename}:{code.co_firstlineno}: " if code is not None else ""
+
+
 class Place(NamedTuple):
     """Where a function is: its name, file and first line (for a warning about it)."""
     name: str

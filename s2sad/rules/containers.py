@@ -6,7 +6,7 @@ given (`cotangents`, `misfit`). Generated code reaches them through `runtime`, w
 imports them."""
 import numpy as np
 
-from ..errors import CustomRuleError
+from ..errors import CustomRuleError, defined_at
 from .arrays import is_array
 from .pytrees import carries_derivative, is_zero, node_of, rebuild, zeros_like
 from .registry import helper, helpers
@@ -62,10 +62,8 @@ def plainly_fits(d, x):
 
 def custom_rule_error(rule, what, message):
     """The CustomRuleError of `rule` (`what` it is), located at its `def`."""
-    code = getattr(rule, "__code__", None)
-    where = f"{code.co_filename}:{code.co_firstlineno}: " if code is not None else ""
     name = getattr(rule, "__qualname__", None) or repr(rule)
-    return CustomRuleError(f"{where}{name}, {what}, {message}")
+    return CustomRuleError(f"{defined_at(rule)}{name}, {what}, {message}")
 
 
 def misfit(d, x):

@@ -10,7 +10,7 @@ from numba import types
 from numba.core.errors import TypingError
 from numba.extending import overload
 
-from ..errors import ComplexValueError, CustomRuleError
+from ..errors import ComplexValueError, CustomRuleError, defined_at
 from . import runtime, tangents
 
 
@@ -267,9 +267,7 @@ def numba_value_and_tangent(result, rule):
 def _rule(fn, what):
     """`file:line: name, what` of the rule `fn`, of a Numba dispatcher's type."""
     py = getattr(getattr(fn, "dispatcher", fn), "py_func", None)
-    code = getattr(py, "__code__", None)
-    where = f"{code.co_filename}:{code.co_firstlineno}: " if code is not None else ""
-    return f"{where}{getattr(py, '__qualname__', fn)}, {what}"
+    return f"{defined_at(py)}{getattr(py, '__qualname__', fn)}, {what}"
 
 
 def _checked(params, result, rule, parts):

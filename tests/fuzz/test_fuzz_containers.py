@@ -31,6 +31,7 @@ from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
 import s2sad
+from test_container_adjoints import assert_structure
 
 from .container_programs import container_programs, example_arguments, forget
 
@@ -71,21 +72,6 @@ def with_leaf(x, path, value):
     items = list(x)
     items[key] = with_leaf(x[key], rest, value)
     return type(x)(items)
-
-
-def assert_structure(g, x, where):
-    if isinstance(x, dict):
-        assert type(g) is dict and list(g) == list(x), (where, g)
-        for k in x:
-            assert_structure(g[k], x[k], f"{where}[{k!r}]")
-    elif isinstance(x, (list, tuple)):
-        assert type(g) is type(x) and len(g) == len(x), (where, g)
-        for k, (u, v) in enumerate(zip(g, x)):
-            assert_structure(u, v, f"{where}[{k}]")
-    elif isinstance(x, np.ndarray):
-        assert isinstance(g, np.ndarray) and g.shape == x.shape, (where, g)
-    else:
-        assert isinstance(g, (float, np.floating)) and np.ndim(g) == 0, (where, g)
 
 
 def moved(args, tangent, h):
