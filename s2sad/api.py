@@ -174,7 +174,9 @@ def _check_inputs(fn, wrt, args, kwargs=None):
             raise S2SADError(
                 f"argument {i} of {fn.__qualname__} is or holds a {type(odd).__name__} object; "
                 "s2sad differentiates with respect to numbers, arrays, and tuples, lists, "
-                "dicts, dataclasses, named tuples and registered classes of them. Make "
+                "dicts, dataclasses, named tuples, registered classes and plain classes "
+                "of them (whose instances keep their attributes in their __dict__: no "
+                "__slots__, no built-in base class, no __getattr__ or __setattr__). Make "
                 f"{type(odd).__name__} a dataclass, register it with s2sad.register_pytree, "
                 "or leave the argument out of wrt (its attributes can still be read)")
 

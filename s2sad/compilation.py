@@ -519,7 +519,7 @@ def _record_fields(x):
         return x._fields
     if dataclasses.is_dataclass(x) and not isinstance(x, type):
         return [f.name for f in dataclasses.fields(x)]
-    if pytrees.registered(type(x)):
+    if pytrees.by_attributes(type(x)):
         node = pytrees.node_of(type(x))
         aux = node.flatten(x)[1]
         return [name for name in getattr(x, "__dict__", ()) if _child(node, aux, x, name)]

@@ -352,6 +352,8 @@ class ResolveCalls:
         static = not (isinstance(func, gast.Name) and self.known.get(func.id)) and (
             self.prim(func) is not MISSING)
         known = self.known_value(func)
+        if known is None and isinstance(func, gast.Name):   # an object called: its __call__
+            known = self.method(func, "__call__")
         if known is None:
             return
         target, args = known.fn, known.args + call.args

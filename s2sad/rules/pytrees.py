@@ -1,6 +1,8 @@
 """Pytrees (after JAX's): the values s2sad differentiates are leaves (numbers, arrays,
 None, any other object) and structures that hold values: tuples, lists, dicts, named
-tuples, dataclass instances, and instances of the classes registered with `register`.
+tuples, dataclass instances, instances of the classes registered with `register`, and
+instances of plain classes (`plain`), whose attributes that carry derivatives are their
+children.
 `flatten` gives a value's leaves, in order, and its structure, from which `unflatten`
 builds a value of that structure holding other leaves; `map` applies a function leaf by
 leaf; `zeros_like` is the zero adjoint of a value, and `add` the sum of two adjoints of
@@ -27,6 +29,7 @@ import numpy as np
 
 from ..errors import InternalError, S2SADError
 from .arrays import asarray, is_array
+from .plain_classes import plain
 from .registry import helper, helpers
 
 
@@ -161,6 +164,49 @@ class _Registered(Node):
         return children if len(children) == aux[1] else None
 
 
+class _Plain(_Registered):
+    """The instances of a plain class (see `plain`), taken apart by their attributes as
+    equinox or PyTorch modules are: the children are the values of the instance's
+    `__dict__` that carry derivatives (numbers, float arrays, structures: see
+    `carries_derivative`), in the dict's order; the other attributes (ints, strings,
+    functions, other objects) are constants of the structure. A structure is built
+    without `__init__` (an adjoint is not a validated value): a new instance
+    (`cls.__new__(cls)`) whose `__dict__` is that of the instance the structure was
+    taken from, with the children in their places. The aux is `((obj, names), n)`."""
+
+    def __init__(self, cls):
+        self.cls = cls
+
+    def flatten(self, x):
+        own = x.__dict__
+        names = tuple(k for k, v in own.items() if carries_derivative(v))
+        return [own[k] for k in names], ((x, names), len(names))
+
+    def unflatten(self, aux, children):
+        (like, names), _ = aux
+        out = self.cls.__new__(self.cls)
+        out.__dict__.update(like.__dict__)
+        out.__dict__.update(zip(names, children))
+        return out
+
+    def children_as(self, x, aux):
+        if type(x) is not self.cls:
+            return None
+        own = x.__dict__
+        return [own.get(k) for k in aux[0][1]]
+
+    def child(self, aux, name):
+        """Which child the attribute `name` is (None: a constant of the structure)."""
+        names = aux[0][1]
+        return names.index(name) if name in names else None
+
+
+def by_attributes(cls):
+    """Whether the children of the instances of `cls` are read as their attributes: a
+    class registered with `register`, or a plain class (see `plain`)."""
+    return isinstance(node_of(cls), _Registered)
+
+
 def register(cls, flatten, unflatten):
     """Make the instances of `cls` pytrees: `flatten(obj)` returns `(children, aux)`, the
     values that are differentiated (a sequence of pytrees) and the rest that rebuilding
@@ -206,6 +252,8 @@ def node_of(cls):
         node = _DICT
     elif dataclasses.is_dataclass(cls):
         node = _Dataclass(cls)
+    elif plain(cls):
+        node = _Plain(cls)
     else:
         node = None
     if len(_NODES) > 4096:      # (classes made anew, in a loop or per call)
