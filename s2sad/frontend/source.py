@@ -44,6 +44,9 @@ class FunctionSource:
         #: what the passes looked up outside the function: {name or (name, attr, ...):
         #: the object found}, for the guards of the derivative (see guards_of)
         self.resolved = {}
+        #: the lists and tuples outside the function whose items' classes the code relies
+        #: on (`items_of`): {name or (name, attr, ...): the object}
+        self.unrolled = {}
 
     @property
     def name(self):
@@ -93,6 +96,25 @@ class FunctionSource:
         if not isinstance(expr, gast.Name) or self.is_local(expr.id):
             return MISSING
         return self.free_values().get(expr.id, MISSING)
+
+    def items_of(self, expr):
+        """The list or tuple outside the function that the `Name` or attribute chain
+        `expr` denotes, or MISSING; the guards of the derivative then test that its
+        items keep their classes (code that knows an item's class, `layers[0]`, calls
+        the methods of that class)."""
+        if not isinstance(expr, (gast.Name, gast.Attribute)):
+            return MISSING
+        key, base = [], expr
+        while isinstance(base, gast.Attribute):
+            key.append(base.attr)
+            base = base.value
+        if not isinstance(base, gast.Name) or self.is_local(base.id):
+            return MISSING
+        value = self.resolve(expr)
+        if type(value) not in (list, tuple):
+            return MISSING
+        self.unrolled[base.id if not key else (base.id, *reversed(key))] = value
+        return value
 
     def free_values(self):
         """Values of the names the function reads from outside: closure cells, then
@@ -196,6 +218,11 @@ def guards_of(src, frozen=False):
         else:
             root = ("global", space, name)
         out.append(guards.guard(root, attrs, value, frozen))
+    for key, value in src.unrolled.items():
+        name, attrs = (key, ()) if isinstance(key, str) else (key[0], key[1:])
+        root = (("cell", cells.get(name) or own[name]) if name in cells or name in own
+                else ("global", space, name))
+        out.append(guards.items(root, attrs, value))
     return guards.unique(out)
 
 

@@ -1,0 +1,112 @@
+"""Calls s2sad resolves since issue #36: methods of the objects of a list outside the
+function (`for layer in layers: x = layer.forward(x)`, the loop unrolled, the list's
+items' classes guarded). Gradients (grad), tangents (jvp) and second derivatives
+(hessian) against central differences in float64 (tests/oracle.py, and
+numpy_cases.fd_array_grad for arrays)."""
+import numpy as np
+import pytest
+
+import s2sad
+from numpy_cases import fd_array_grad
+from oracle import assert_close, fd_grad
+
+X = np.array([0.3, -0.4, 0.8, 0.1, -0.6])
+
+
+def assert_array_close(actual, expected, rtol=1e-6, atol=1e-8):
+    np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol)
+
+
+# -- a CNN-ish stack of layers of different classes ------------------------------------------
+class Conv1D:
+    """A 1-d convolution of width 3, without padding."""
+
+    def __init__(self, kernel, bias):
+        self.kernel, self.bias = kernel, bias
+
+    def forward(self, x):
+        k = self.kernel
+        return k[0] * x[:-2] + k[1] * x[1:-1] + k[2] * x[2:] + self.bias
+
+
+class Tanh:
+    def forward(self, x):
+        return np.tanh(x)
+
+
+class Dense:
+    def __init__(self, W, b):
+        self.W, self.b = W, b
+
+    def forward(self, x):
+        return self.W @ x + self.b
+
+
+class Scale:
+    def __init__(self, s):
+        self.s = s
+
+    def forward(self, x):
+        return self.s * x
+
+
+rng = np.random.default_rng(3)
+LAYERS = [Conv1D(rng.normal(size=3), 0.1), Tanh(), Dense(rng.normal(size=(2, 3)) * 0.5,
+                                                         rng.normal(size=2)), Tanh()]
+
+
+def network(x):
+    for layer in LAYERS:
+        x = layer.forward(x)
+    return np.sum(x ** 2)
+
+
+def test_a_loop_over_a_module_level_list_of_layers_of_several_classes():
+    assert_array_close(s2sad.grad(network)(X), fd_array_grad(network, (X,), 0), rtol=1e-5)
+    v = np.array([1.0, -0.5, 0.2, 0.0, 0.3])
+    value, tangent = s2sad.jvp(network, (X,), (v,))
+    assert_close(value, network(X))
+    assert_close(tangent, float(fd_array_grad(network, (X,), 0) @ v), rtol=1e-5)
+    hessian = s2sad.hessian(network)(X)
+    columns = [fd_array_grad(lambda x: s2sad.grad(network)(x)[i], (X,), 0) for i in range(X.size)]
+    assert_array_close(hessian, np.array(columns), rtol=1e-4, atol=1e-6)
+
+
+def test_the_list_changed_recompiles_and_an_item_changed_in_place_is_read():
+    layers = [Scale(2.0), Tanh()]
+
+    def f(x):
+        for layer in layers:
+            x = layer.forward(x)
+        return x * x
+
+    def expected(x):
+        return fd_grad(f, (x,))
+
+    g = s2sad.grad(f)
+    assert_close(g(0.3), expected(0.3))
+    layers[0].s = 0.5                   # an attribute: read when the derivative runs
+    assert_close(g(0.3), expected(0.3))
+    layers[1] = Scale(3.0)              # an item of another class: compiled again
+    assert_close(g(0.3), expected(0.3))
+    layers.append(Tanh())               # one more item: compiled again
+    assert_close(g(0.3), expected(0.3))
+    del layers[0]
+    assert_close(g(0.3), expected(0.3))
+    assert_close(s2sad.jvp(f, (0.3,), (1.0,))[1], expected(0.3))
+
+
+def test_a_list_an_object_holds_and_items_read_by_index():
+    class Stack:
+        def __init__(self, layers):
+            self.layers = layers
+    stack = Stack([Scale(1.5), Tanh(), Scale(-2.0)])
+
+    def f(x):
+        for layer in stack.layers:
+            x = layer.forward(x)
+        return stack.layers[0].forward(x) * x
+
+    assert_close(s2sad.grad(f)(0.4), fd_grad(f, (0.4,)))
+    stack.layers[0] = Tanh()
+    assert_close(s2sad.grad(f)(0.4), fd_grad(f, (0.4,)))
