@@ -110,3 +110,70 @@ def test_a_list_an_object_holds_and_items_read_by_index():
     assert_close(s2sad.grad(f)(0.4), fd_grad(f, (0.4,)))
     stack.layers[0] = Tanh()
     assert_close(s2sad.grad(f)(0.4), fd_grad(f, (0.4,)))
+
+
+# -- super() --------------------------------------------------------------------------------
+class Base:
+    def __init__(self, w):
+        self.w = w
+
+    def energy(self, x):
+        return self.w * x * x
+
+    def factor(self, k=2.0):
+        return k
+
+
+class Damped(Base):
+    def energy(self, x):
+        return super().energy(x) + np.sin(x)
+
+
+class Scaled(Damped):
+    def energy(self, x):
+        return super().energy(x) * super().factor(k=3.0)
+
+
+SCALED = Scaled(1.5)
+
+
+def energy_of_global(x):
+    return SCALED.energy(x)
+
+
+def energy_of_argument(model, x):
+    return model.energy(x)
+
+
+def test_super_method_calls_two_levels_up():
+    for x in (0.7, -1.2):
+        expected = fd_grad(energy_of_global, (x,))
+        assert_close(s2sad.grad(energy_of_global)(x), expected)
+        assert_close(s2sad.jvp(energy_of_global, (x,), (1.0,))[1], expected)
+        assert_close(s2sad.hessian(energy_of_global)(x),
+                     fd_grad(lambda v: float(s2sad.grad(energy_of_global)(v)), (x,)),
+                     rtol=1e-5)
+
+
+def test_super_in_the_methods_of_an_argument_differentiated():
+    g = s2sad.grad(energy_of_argument, wrt=(0, 1))(Scaled(1.5), 0.7)
+    assert type(g[0]) is Scaled
+    assert_close(g[0].w, fd_grad(lambda w: energy_of_argument(Scaled(w), 0.7), (1.5,)))
+    assert_close(g[1], fd_grad(lambda x: energy_of_argument(Scaled(1.5), x), (0.7,)))
+
+
+def test_super_resolved_again_when_the_parent_method_changes():
+    class A:
+        def m(self, x):
+            return x * x
+
+    class B(A):
+        def m(self, x):
+            return super().m(x) * 2.0
+    b = B()
+
+    def f(x):
+        return b.m(x)
+    assert_close(s2sad.grad(f)(3.0), 12.0)
+    A.m = lambda self, x: x * x * x
+    assert_close(s2sad.grad(f)(3.0), 54.0)

@@ -9,7 +9,10 @@ function is a value known when compiling:
 - a method: `obj.m(a)` where `obj`'s class is known (its kind: a parameter specialised
   on its class, an instance built here, `self` of a method) is `m(obj, a)`, `m` being
   the function the class defines (an instance's own attribute of that name is not
-  looked for);
+  looked for); `super().m(a)` in a method is `m(self, a)`, `m` being the function the
+  class after the method's own (its `__class__`) in the MRO of `self`'s known class
+  defines (also where no differentiated value is passed: `super()` runs only in the
+  class);
 - a function value: a name assigned a module-level function, a nested function or
   lambda (lifted), a method read from an object (`f = obj.m`), or a `functools.partial`
   of one of these (`g = functools.partial(loglik, mu=mu)`: `g(y)` is `loglik(y, mu)`),
@@ -132,6 +135,8 @@ class ResolveCalls:
         self.varied = varied_names(fn, self.ctx.wrt, ops)
         self.changed = False    # whether a call or a statement of `fn` changed
         params = [a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
+        self.params = [a.id for a in fn.args.posonlyargs + fn.args.args]
+        self.supers = set()     # the names `t = super()` assigns whose methods are called
         self.assignments = {p: [fn] for p in params}   # name -> what assigns it
         for s in syntax.statements(fn):
             targets = (s.targets if isinstance(s, gast.Assign) else
@@ -162,8 +167,8 @@ class ResolveCalls:
         self.changed |= any(self.companions.values())
         # the assignments of function values and companions no call reads any more
         companions = [c.targets[0].id for made in self.companions.values() for c in made]
-        defining = {name: self.assignments[name] for name in companions + [
-            name for name, known in self.known.items() if known is not None]}
+        defining = {name: self.assignments[name] for name in companions + sorted(
+            self.supers) + [name for name, known in self.known.items() if known is not None]}
         while True:     # (`fn` as `self.reads` counted it, unless something changed)
             read = set(syntax.names_loaded(fn)) if self.changed else set(self.reads)
             unread = {id(s) for name, made in defining.items() if name not in read
@@ -185,7 +190,7 @@ class ResolveCalls:
         if isinstance(e, gast.Name) and e.id in self.assignments:
             return self.known_name(e.id)
         if isinstance(e, gast.Attribute) and isinstance(e.value, gast.Name):
-            method = self.method(e.value, e.attr)
+            method = self.method(e.value, e.attr) or self.super_method(e)
             if method is not None:
                 return method
         if isinstance(e, gast.Call) and self.prim(e.func) is functools.partial and e.args:
@@ -325,6 +330,35 @@ class ResolveCalls:
             return Known(getattr(cls, attr))
         return None
 
+    def super_method(self, e):
+        """`Known` for `t.attr` where `t = super()` in a method: the function of that name
+        that the class after the method's own (`__class__`) in the MRO of `self`'s known
+        class defines, bound to `self` (a static method unbound)."""
+        made = self.assignments.get(e.value.id, ())
+        if len(made) != 1 or not _assigns(made[0]) or not self.is_super(made[0].value):
+            return None
+        owner = self.src.free_values().get("__class__")
+        cls = self.kinds[syntax.name(self.params[0])] if self.params else None
+        if not (user_class(cls) and isinstance(owner, type) and owner in cls.__mro__):
+            return None
+        for klass in cls.__mro__[cls.__mro__.index(owner) + 1:]:
+            if e.attr in vars(klass):
+                found = vars(klass)[e.attr]
+                self.ctx.assume([guards.guard(("object", klass), (e.attr,),
+                                              getattr(klass, e.attr))])
+                self.supers.add(e.value.id)
+                if inspect.isfunction(found):
+                    return Known(found, [syntax.name(self.params[0])])
+                if isinstance(found, staticmethod):
+                    return Known(found.__func__)
+                return None
+        return None
+
+    def is_super(self, value):
+        """Whether `value` is `super()`, without arguments."""
+        return (isinstance(value, gast.Call) and not value.args and not value.keywords
+                and self.prim(value.func) is super)
+
     def stable(self, atom):
         """Whether `atom` keeps its value: a constant, a module-level name, or a name
         assigned once."""
@@ -345,6 +379,13 @@ class ResolveCalls:
         """Rewrite `call` as a call by position of a function s2sad reads, if it calls
         Python code through a known function value."""
         func = call.func
+        if not self.varied & set(syntax.names_loaded(call)) and isinstance(
+                func, gast.Attribute) and isinstance(func.value, gast.Name):
+            known = self.super_method(func)     # (called as it is: `super()` cannot run
+            if known is not None:               # outside the class)
+                self.set_call(call, known.fn, known.args + call.args, {
+                    k.arg: k.value for k in call.keywords})
+                return
         if not self.varied & set(syntax.names_loaded(call)) or any(
                 isinstance(a, gast.Starred) for a in call.args) or any(
                 k.arg is None for k in call.keywords):
