@@ -1,8 +1,11 @@
 """Calls s2sad resolves since issue #36: methods of the objects of a list outside the
 function (`for layer in layers: x = layer.forward(x)`, the loop unrolled, the list's
-items' classes guarded). Gradients (grad), tangents (jvp) and second derivatives
+items' classes guarded), `super().m(x)`, and functions decorated with a wrapper that only
+forwards (`functools.wraps`). Gradients (grad), tangents (jvp) and second derivatives
 (hessian) against central differences in float64 (tests/oracle.py, and
 numpy_cases.fd_array_grad for arrays)."""
+import functools
+
 import numpy as np
 import pytest
 
@@ -177,3 +180,63 @@ def test_super_resolved_again_when_the_parent_method_changes():
     assert_close(s2sad.grad(f)(3.0), 12.0)
     A.m = lambda self, x: x * x * x
     assert_close(s2sad.grad(f)(3.0), 54.0)
+
+
+# -- functools.wraps ------------------------------------------------------------------------
+def forwarding(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        """Only forwards."""
+        return fn(*args, **kwargs)
+    return wrapper
+
+
+def counting(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        wrapper.calls += 1
+        return fn(*args, **kwargs)
+    wrapper.calls = 0
+    return wrapper
+
+
+@forwarding
+def wrapped_energy(x, k=2.0):
+    return k * np.sin(x) * x
+
+
+@counting
+def counted_energy(x):
+    return x * x
+
+
+@functools.lru_cache(maxsize=None)
+def cached_factor(n):
+    return n * 2.0
+
+
+def calls_wrapped(x):
+    return wrapped_energy(x, k=3.0) + x * cached_factor(3)
+
+
+def calls_counted(x):
+    return counted_energy(x) + 1.0
+
+
+def test_a_wrapper_that_only_forwards_is_seen_through():
+    for x in (0.4, -1.3):
+        expected = fd_grad(calls_wrapped, (x,))
+        assert_close(s2sad.grad(calls_wrapped)(x), expected)
+        assert_close(s2sad.jvp(calls_wrapped, (x,), (1.0,))[1], expected)
+        assert_close(s2sad.grad(wrapped_energy)(x), fd_grad(wrapped_energy, (x,)))
+        assert_close(s2sad.hessian(wrapped_energy)(x),
+                     fd_grad(lambda v: float(s2sad.grad(wrapped_energy)(v)), (x,)), rtol=1e-5)
+
+
+@pytest.mark.parametrize("fn", [counted_energy, calls_counted], ids=["itself", "called"])
+def test_a_wrapper_that_does_more_is_refused_at_its_def(fn):
+    line = counting.__code__.co_firstlineno + 1       # (the line of @functools.wraps)
+    with pytest.raises(s2sad.SourceUnavailableError,
+                       match=rf"test_calls_resolved\.py:{line}: 'counted_energy' "
+                             r"is wrapped by a decorator .* does more than call"):
+        s2sad.grad(fn)(0.5)
