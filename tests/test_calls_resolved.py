@@ -240,3 +240,30 @@ def test_a_wrapper_that_does_more_is_refused_at_its_def(fn):
                        match=rf"test_calls_resolved\.py:{line}: 'counted_energy' "
                              r"is wrapped by a decorator .* does more than call"):
         s2sad.grad(fn)(0.5)
+
+
+# -- grad of functools.partial --------------------------------------------------------------
+def loglik(x, mu, s=1.0):
+    return -(x - mu) ** 2 / (2 * s * s) + np.sin(mu * x)
+
+
+def test_a_partial_is_differentiated_with_respect_to_the_parameters_it_leaves():
+    by_keyword = functools.partial(loglik, mu=0.4)
+    by_position = functools.partial(loglik, 0.7)          # x bound: wrt 0 is mu
+    for g, f_of in ((by_keyword, lambda v: loglik(v, 0.4)),
+                    (by_position, lambda v: loglik(0.7, v))):
+        assert_close(s2sad.grad(g)(1.3), fd_grad(f_of, (1.3,)))
+        assert_close(s2sad.jvp(g, (1.3,), (1.0,))[1], fd_grad(f_of, (1.3,)))
+        assert_close(s2sad.hessian(g)(1.3),
+                     fd_grad(lambda v: float(s2sad.grad(g)(v)), (1.3,)), rtol=1e-5)
+    value, grads = s2sad.value_and_grad(by_position, wrt=(0, 1))(0.2, 2.0)
+    assert_close(value, loglik(0.7, 0.2, 2.0))
+    assert_close(grads, fd_grad(lambda mu, s: loglik(0.7, mu, s), (0.2, 2.0), wrt=(0, 1)))
+
+
+def test_a_partial_leaving_a_keyword_only_parameter_is_refused():
+    def f(x, a, b):
+        return x * a * b
+    with pytest.raises(s2sad.S2SADError, match=r"leaves the parameter 'b' of f\(\) "
+                                               r"keyword-only.*bind 'b' in the partial"):
+        s2sad.grad(functools.partial(f, a=2.0))(1.0, b=3.0)
