@@ -1,7 +1,8 @@
 """Calls s2sad resolves since issue #36: methods of the objects of a list outside the
 function (`for layer in layers: x = layer.forward(x)`, the loop unrolled, the list's
 items' classes guarded), `super().m(x)`, and functions decorated with a wrapper that only
-forwards (`functools.wraps`). Gradients (grad), tangents (jvp) and second derivatives
+forwards (`functools.wraps`), `grad` of a `functools.partial`, and functions passed as
+arguments or left as defaults (`def f(x, nonlinearity=np.tanh)`). Gradients (grad), tangents (jvp) and second derivatives
 (hessian) against central differences in float64 (tests/oracle.py, and
 numpy_cases.fd_array_grad for arrays)."""
 import functools
@@ -267,3 +268,51 @@ def test_a_partial_leaving_a_keyword_only_parameter_is_refused():
     with pytest.raises(s2sad.S2SADError, match=r"leaves the parameter 'b' of f\(\) "
                                                r"keyword-only.*bind 'b' in the partial"):
         s2sad.grad(functools.partial(f, a=2.0))(1.0, b=3.0)
+
+
+# -- a function as a parameter's default, or passed -----------------------------------------
+def activated(x, nonlinearity=np.tanh):
+    return nonlinearity(x) * x
+
+
+def conv(x, w):
+    return w[0] * x[:-1] + w[1] * x[1:]
+
+
+def conv_layer(x, w, op=conv):
+    return np.sum(op(x, w) ** 2)
+
+
+def two_layers(x):
+    return activated(x[0], nonlinearity=np.sin) + activated(x[1]) + conv_layer(x, x[:2])
+
+
+def test_a_function_default_and_a_function_passed_in_its_place():
+    g = s2sad.grad(activated)
+    for fn in (None, np.sin, np.cos, np.exp):
+        args = (0.5,) if fn is None else (0.5, fn)
+        expected = fd_grad(activated, args, wrt=0)
+        assert_close(g(*args), expected)
+        tangents = (1.0,) + (None,) * (len(args) - 1)       # (no tangent for a function)
+        assert_close(s2sad.jvp(activated, args, tangents)[1], expected)
+    assert_close(g(0.5, nonlinearity=np.sin), fd_grad(lambda x: activated(x, np.sin), (0.5,)))
+    assert_close(s2sad.hessian(activated)(0.5),
+                 fd_grad(lambda v: float(s2sad.grad(activated)(v)), (0.5,)), rtol=1e-5)
+
+
+def test_a_user_function_default_in_functions_called():
+    x = np.array([0.3, -0.7, 1.1])
+    assert_array_close(s2sad.grad(two_layers)(x), fd_array_grad(two_layers, (x,), 0),
+                       rtol=1e-5)
+    w = np.array([0.5, -2.0])
+    assert_array_close(s2sad.grad(conv_layer)(x, w), fd_array_grad(conv_layer, (x, w), 0),
+                       rtol=1e-5)
+
+
+def test_a_default_changed_compiles_again():
+    def f(x, act=np.tanh):
+        return act(x) * 2.0
+    g = s2sad.grad(f)
+    assert_close(g(0.3), fd_grad(f, (0.3,)))
+    f.__defaults__ = (np.sin,)
+    assert_close(g(0.3), 2.0 * np.cos(0.3))

@@ -21,6 +21,10 @@ function is a value known when compiling:
   several versions, Wengert's copies of the function value at joins and loop ends), a
   companion name assigned beside each assignment of the function value carries it, so
   that the call reads what was bound when the value it calls was made;
+- a parameter the code is specialised on the function value of (`def f(x,
+  nonlinearity=np.tanh)`, a function passed or left as the default: see
+  compilation.function_params; the guard tests that the argument is that function)
+  and never assigned: `nonlinearity(x)` is `tanh(x)`;
 - keyword arguments go to their positions (`loglik(y, mu=mu)` is `loglik(y, mu)`).
 
 A call that passes a function value (`integrate(lambda t: x * t, 0.0, 1.0)`), gives a
@@ -84,6 +88,7 @@ from .. import emit, syntax
 from ..analysis import operations
 from ..analysis.activity import definitions, varied_names
 from ..analysis.value_kinds import ValueKinds, user_class
+from ..compilation import function_params, function_value
 from ..frontend import gradients, guards, source
 from ..frontend.source import MISSING, FunctionSource
 from ..rules import registry
@@ -137,6 +142,10 @@ class ResolveCalls:
         params = [a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
         self.params = [a.id for a in fn.args.posonlyargs + fn.args.args]
         self.supers = set()     # the names `t = super()` assigns whose methods are called
+        #: the parameters the code is specialised on the function value of (a default
+        #: `nonlinearity=np.tanh`, or a function passed), which the guard tests
+        self.functions = {p: f for p, f in function_params(self.ctx.arg_types).items()
+                          if p in params}
         self.assignments = {p: [fn] for p in params}   # name -> what assigns it
         for s in syntax.statements(fn):
             targets = (s.targets if isinstance(s, gast.Assign) else
@@ -187,6 +196,9 @@ class ResolveCalls:
     # -- function values ------------------------------------------------------------------
     def known_value(self, e):
         """The `Known` function value of the atom or right-hand side `e`, or None."""
+        if isinstance(e, gast.Name) and e.id in self.functions and len(
+                self.assignments.get(e.id, ())) == 1:
+            return Known(self.functions[e.id])   # a parameter specialised on its function
         if isinstance(e, gast.Name) and e.id in self.assignments:
             return self.known_name(e.id)
         if isinstance(e, gast.Attribute) and isinstance(e.value, gast.Name):
@@ -415,8 +427,16 @@ class ResolveCalls:
         fn, bound, bound_keywords = python
         if source.is_library(fn):
             return
-        values = list(args) + [k for k in keywords.values()]
         signature = inspect.signature(fn)
+        positional = [p.name for p in signature.parameters.values()
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        taken = set(positional[:len(bound) + len(args)]) | set(keywords) | set(bound_keywords)
+        for p in signature.parameters.values():     # a function left as a default: passed,
+            if p.name not in taken and p.kind in (  # for a version specialised on it
+                    p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and function_value(p.default):
+                keywords[p.name] = self.atom(p.default, f"{source.identifier(fn)}_{p.name}")
+                keywords[p.name].s2s_prim = p.default
+        values = list(args) + [k for k in keywords.values()]
         kinds = {p.kind for p in signature.parameters.values()}
         special = (inspect.Parameter.VAR_POSITIONAL in kinds
                    or inspect.Parameter.VAR_KEYWORD in kinds
