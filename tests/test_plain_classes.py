@@ -212,6 +212,42 @@ def test_nested_objects_and_an_object_with_eq():
     assert_close((g.inner.v, g.c), (2.0 * np.cos(0.5), np.sin(0.5)))
 
 
+class Box:
+    """A property computed from its attributes, and a class attribute."""
+
+    margin = 0.5
+
+    def __init__(self, w, h):
+        self.w, self.h = w, h
+
+    @property
+    def area(self):
+        return self.w * self.h
+
+
+def box_loss(b):
+    return b.area * b.w + b.margin
+
+
+def test_a_property_read_is_a_call_of_its_getter():
+    b = Box(3.0, 2.0)
+    g = s2sad.grad(box_loss)(b)
+    expected = fd_attributes(box_loss, b, ["w", "h"])
+    assert_close((g.w, g.h), (expected["w"], expected["h"]))
+    t = s2sad.jvp(box_loss, (b,), (Box(1.0, 0.0),))[1]
+    assert_close(t, expected["w"])
+    H_ = s2sad.hessian(box_loss)(b)
+    assert_close([[H_.w.w, H_.w.h], [H_.h.w, H_.h.h]], [[2 * 2.0, 2 * 3.0], [2 * 3.0, 0.0]])
+
+
+def test_a_property_of_an_object_of_unknown_class_is_refused():
+    def f(boxes):
+        return boxes[0].area * boxes[1].w
+    with pytest.raises(s2sad.S2SADError, match=r"reading \.area of a differentiated Box: "
+                                               r"\.area is a property"):
+        s2sad.grad(f)([Box(3.0, 2.0), Box(1.0, 1.0)])
+
+
 # -- built in the function ------------------------------------------------------------------
 def built(x):
     p = Point(np.sin(x), x * x)

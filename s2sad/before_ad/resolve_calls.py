@@ -91,7 +91,7 @@ from ..analysis.value_kinds import ValueKinds, user_class
 from ..compilation import function_params, function_value
 from ..frontend import gradients, guards, source
 from ..frontend.source import MISSING, FunctionSource
-from ..rules import registry
+from ..rules import pytrees, registry
 
 #: {function: {how a call uses it: (the function's stamp, the version specialised on
 #: that)}}
@@ -169,6 +169,8 @@ class ResolveCalls:
         for name in list(self.assignments):
             self.known_name(name)
         for s in syntax.statements(fn):
+            if isinstance(s, gast.Assign) and isinstance(s.value, gast.Attribute):
+                self.property_read(s)
             if isinstance(s, (gast.Assign, gast.Expr)) and isinstance(s.value, gast.Call):
                 self.resolve(s.value, s)
         for block in syntax.blocks(fn.body):
@@ -365,6 +367,24 @@ class ResolveCalls:
                     return Known(found.__func__)
                 return None
         return None
+
+    def property_read(self, s):
+        """`t = obj.name` where `name` is a property of `obj`'s known plain class (see
+        rules/pytrees.py) becomes a call of its getter, `t = name(obj)`, which is
+        differentiated through its source."""
+        obj, name = s.value.value, s.value.attr
+        cls = self.kinds[obj] if isinstance(obj, gast.Name) else None
+        if not (user_class(cls) and pytrees.plain(cls) and not pytrees.registered(cls)):
+            return
+        try:
+            found = inspect.getattr_static(cls, name)
+        except AttributeError:
+            return
+        if isinstance(found, property) and inspect.isfunction(found.fget):
+            self.ctx.assume([guards.guard(("object", cls), (name,), found)])
+            call = syntax.located(gast.Call(func=None, args=[], keywords=[]), s.value)
+            self.set_call(call, found.fget, [obj], {})
+            s.value = call
 
     def is_super(self, value):
         """Whether `value` is `super()`, without arguments."""

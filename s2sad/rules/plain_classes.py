@@ -11,7 +11,7 @@ def plain(cls):
     instances keep their attributes in a `__dict__` of their own: no base but `object`
     is a built-in type (`int`, `dict`, `Exception`, ...), none has `__slots__`, and none
     defines `__getattr__`, `__getattribute__` or `__setattr__` (whose attributes are not
-    their `__dict__`'s)."""
+    their `__dict__`'s) or `__new__` (an adjoint is made by `cls.__new__(cls)`)."""
     if type(cls) not in (type, abc.ABCMeta) or cls.__module__.split(".")[0] in _NOT_PLAIN:
         return False
     for base in cls.__mro__[:-1]:
@@ -24,4 +24,4 @@ def plain(cls):
 _NOT_PLAIN = frozenset({"builtins", "abc", "collections", "functools", "types", "typing",
                         "enum", "numpy", "scipy", "s2sad", "numba", "dask", "cupy"})
 _HEAP_TYPE = 1 << 9      # (Py_TPFLAGS_HEAPTYPE: made by a class statement, not in C)
-_OWN_ATTRIBUTES = ("__getattr__", "__getattribute__", "__setattr__")
+_OWN_ATTRIBUTES = ("__getattr__", "__getattribute__", "__setattr__", "__new__")

@@ -24,6 +24,8 @@ carries no derivative (an int, a string, None) has the adjoint None.
 import builtins
 import copy
 import dataclasses
+import inspect
+import types
 
 import numpy as np
 
@@ -196,9 +198,26 @@ class _Plain(_Registered):
         return [own.get(k) for k in aux[0][1]]
 
     def child(self, aux, name):
-        """Which child the attribute `name` is (None: a constant of the structure)."""
-        names = aux[0][1]
-        return names.index(name) if name in names else None
+        """Which child the attribute `name` is (None: a constant of the structure, an
+        attribute of the instance or of the class); an S2SADError for an attribute that
+        a property or another descriptor computes (from the children, maybe), whose
+        derivative s2sad cannot tell here."""
+        (like, names), _ = aux
+        if name in names:
+            return names.index(name)
+        if name in like.__dict__:
+            return None
+        found = inspect.getattr_static(self.cls, name, None)
+        if hasattr(type(found), "__get__") and not isinstance(
+                found, (types.FunctionType, staticmethod, classmethod)):
+            cls = self.cls.__qualname__
+            raise S2SADError(
+                f"reading .{name} of a differentiated {cls}: .{name} is a "
+                f"{type(found).__name__} of {cls}, computed when it is read, whose "
+                "derivative s2sad cannot tell here (where the class of the object is not "
+                f"known when compiling); read the attributes it is computed from, or call "
+                "a method that computes it")
+        return None
 
 
 def by_attributes(cls):
