@@ -280,6 +280,19 @@ def test_a_class_with_slots_is_refused_naming_register_pytree():
         s2sad.grad(lambda s: s.w * 2.0)(Slotted(1.0))
 
 
+@pytest.mark.parametrize("run", [lambda f, n: s2sad.grad(f)(n),
+                                 lambda f, n: s2sad.hessian(f)(n)], ids=["grad", "hessian"])
+def test_an_object_that_holds_itself_is_refused(run):
+    class Node:
+        def __init__(self, w):
+            self.w = w
+    a, b = Node(1.0), Node(2.0)
+    a.next, b.previous = b, a
+    with pytest.raises(s2sad.S2SADError, match=r"Node (object )?that holds itself.*"
+                                               r"register_pytree"):
+        run(lambda n: n.w * 2.0, a)
+
+
 def test_an_init_that_computes_is_refused_where_it_is_called():
     def f(x):
         return Computes(x).w

@@ -324,7 +324,10 @@ def flatten(x):
     """`(leaves, structure)`: the leaves of `x`, in order (`[x]` for a leaf), and what
     `unflatten` needs to put other leaves in their places."""
     leaves = []
-    return leaves, _flatten(x, leaves)
+    try:
+        return leaves, _flatten(x, leaves)
+    except RecursionError:
+        raise cyclic(x) from None
 
 
 def _flatten(x, leaves):
@@ -338,10 +341,25 @@ def _flatten(x, leaves):
 
 def leaves(x):
     """The leaves of `x`, in order (`[x]` for a leaf)."""
+    try:
+        return _leaves(x)
+    except RecursionError:
+        raise cyclic(x) from None
+
+
+def _leaves(x):
     node = node_of(type(x))
     if node is None:
         return [x]
-    return [leaf for c in node.flatten(x)[0] for leaf in leaves(c)]
+    return [leaf for c in node.flatten(x)[0] for leaf in _leaves(c)]
+
+
+def cyclic(x):
+    return S2SADError(
+        f"{_described(x)} that holds itself, or holds values nested too deep to take apart "
+        "(an object whose attribute refers back to it?); s2sad takes plain objects apart by "
+        "their attributes: register the class with s2sad.register_pytree, with a flatten "
+        "that leaves the back reference out of the children")
 
 
 def unflatten(structure, leaves):
