@@ -132,7 +132,7 @@ UNFOLDED = Mark(
     "s2s_unfolded", "an expression simplification could not fold", ["ad/simplify.py"],
     ["ad/simplify.py"])
 
-# -- on nodes and on the objects they denote (read and set as attributes still) -------------
+# -- on names: the objects they denote ---------------------------------------------------------
 PRIM = Mark(
     "s2s_prim", "on a name or attribute, the object it denotes (a lifted function, a "
     "runtime helper, a method resolved), whatever the user's names",
@@ -144,13 +144,11 @@ PRIM = Mark(
      "after_ad/tangents_late.py", "ad/reverse_mode.py", "ad/forward_mode.py", "ad/tapes.py",
      "ad/inplace.py", "ad/checkpointed.py", "trace_recording.py"], default=None)
 LIFTED = Mark(
-    "s2s_lifted", "on a name, that it denotes a function s2sad made (lifted, a loop's "
-    "step, a version); on that function, its record (Lifted, LoopBody, Version)",
+    "s2s_lifted", "on a name (with PRIM), that the function it denotes is one s2sad made "
+    "(lifted, a loop's step), which the generated code binds under the name it has",
     ["before_ad/lift.py", "before_ad/checkpointed_loops.py", "before_ad/resolve_calls.py"],
-    ["before_ad/lost_derivatives.py", "before_ad/callee_effects.py", "before_ad/gradient_calls.py",
-     "analysis/value_kinds.py", "ad/reverse_mode.py", "ad/forward_mode.py",
-     "ad/calls.py", "ad/fused.py", "ad/checkpointed.py", "trace_recording.py"],
-    default=None)
+    ["before_ad/lost_derivatives.py", "before_ad/checkpointed_loops.py",
+     "ad/reverse_mode.py", "ad/forward_mode.py", "trace_recording.py"])
 
 #: Every mark, by attribute.
 ALL = {m.attr: m for m in globals().values() if isinstance(m, Mark)}

@@ -33,7 +33,7 @@ import weakref
 
 import gast
 
-from .. import emit, syntax
+from .. import emit, marks, syntax
 from ..frontend import guards
 from ..frontend.source import FunctionSource
 
@@ -246,11 +246,12 @@ class Lift:
                 if name is None:
                     continue
                 value = syntax.located(syntax.name(name), a)
-                value.s2s_prim, value.s2s_lifted = self.functions[name], True
+                marks.PRIM.put(value, self.functions[name])
+                marks.LIFTED.put(value)
                 extras = signatures[name][1]
                 if extras:
                     partial = syntax.name(self.bind("partial", obj=functools.partial))
-                    partial.s2s_prim = functools.partial
+                    marks.PRIM.put(partial, functools.partial)
                     value = syntax.located(syntax.call(partial, [value], [
                         gast.keyword(arg=v, value=syntax.located(syntax.name(v), a))
                         for v in extras]), a)
@@ -329,8 +330,8 @@ def _mark_calls(tree, functions):
     """Let the names of calls to lifted functions carry the function (`s2s_prim`)."""
     for call in [n for n in syntax.walk(tree) if isinstance(n, gast.Call)]:
         if isinstance(call.func, gast.Name) and call.func.id in functions:
-            call.func.s2s_prim = functions[call.func.id]
-            call.func.s2s_lifted = True
+            marks.PRIM.put(call.func, functions[call.func.id])
+            marks.LIFTED.put(call.func)
 
 
 def _positional(call, params, src):

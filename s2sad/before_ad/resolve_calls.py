@@ -333,7 +333,7 @@ class ResolveCalls:
         return not self.src.is_local(atom.id) or len(self.assignments.get(atom.id, ())) <= 1
 
     def prim(self, func):
-        prim = getattr(func, "s2s_prim", None)
+        prim = marks.PRIM.of(func)
         return prim if prim is not None else self.src.resolve(func)
 
     def is_function_value(self, atom):
@@ -410,8 +410,8 @@ class ResolveCalls:
         name = fn.__name__ if lifted else self.ctx.bind(fn.__name__, obj=fn)
         self.changed = True
         call.func = syntax.located(syntax.name(name), call)
-        call.func.s2s_prim = fn
-        call.func.s2s_lifted = lifted
+        marks.PRIM.put(call.func, fn)
+        marks.LIFTED.put(call.func, lifted)
         call.args = list(args)
         call.keywords = [gast.keyword(arg=k, value=v) for k, v in keywords.items()]
 
@@ -555,11 +555,11 @@ class _Specialiser:
     def function_value(self, name, value, parts, named):
         """`name = value_name` or `name = partial(value_name, *parts, **named)`."""
         callee = self.bind(getattr(value, "__name__", name), value)
-        callee.s2s_prim = value
+        marks.PRIM.put(callee, value)
         if not parts and not named:
             return syntax.assign(name, callee)
         partial = self.bind("partial", functools.partial)
-        partial.s2s_prim = functools.partial
+        marks.PRIM.put(partial, functools.partial)
         return syntax.assign(name, syntax.call(
             partial, [callee] + [syntax.name(p) for p in parts],
             [gast.keyword(arg=k, value=syntax.name(p)) for k, p in named.items()]))

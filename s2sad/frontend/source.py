@@ -17,7 +17,7 @@ import weakref
 
 import gast
 
-from .. import syntax
+from .. import marks, syntax
 from . import guards
 from ..errors import S2SADError, SourceUnavailableError, UnsupportedSyntaxError
 
@@ -68,15 +68,15 @@ class FunctionSource:
         """The object a `Name` or `a.b.c` attribute chain denotes at definition scope,
         or `MISSING` when it is local to the function or not resolvable. A name a pass
         made for an object carries it (`s2s_prim`)."""
-        prim = getattr(expr, "s2s_prim", None)
+        prim = marks.PRIM.of(expr)
         if prim is not None:
             return prim
         if isinstance(expr, gast.Attribute):
             attrs, base = [], expr
-            while isinstance(base, gast.Attribute) and getattr(base, "s2s_prim", None) is None:
+            while isinstance(base, gast.Attribute) and marks.PRIM.of(base) is None:
                 attrs.append(base.attr)
                 base = base.value
-            if isinstance(base, gast.Name) and getattr(base, "s2s_prim", None) is None:
+            if isinstance(base, gast.Name) and marks.PRIM.of(base) is None:
                 # (the chain is guarded, not its first name alone)
                 value = MISSING if self.is_local(base.id) else dict.get(
                     self.free_values(), base.id, MISSING)
@@ -86,8 +86,7 @@ class FunctionSource:
                 if value is MISSING:
                     return MISSING
                 value = getattr(value, attr, MISSING)
-            if value is not MISSING and isinstance(base, gast.Name) and getattr(
-                    base, "s2s_prim", None) is None:
+            if value is not MISSING and isinstance(base, gast.Name) and marks.PRIM.of(base) is None:
                 self.resolved[(base.id, *reversed(attrs))] = value
             return value
         if not isinstance(expr, gast.Name) or self.is_local(expr.id):
