@@ -345,7 +345,7 @@ class Forward:
             callee = Callee(fn, Variant.JVP, wrt, arg_types, tuple(args), dict(kwargs),
                             len(call.args))
             self.adapters[key] = (self.ctx.call(callee, f"{source.identifier(fn)}_jvp"), prim)
-            if hasattr(fn, "s2s_lifted"):
+            if marks.RECORD.of(fn) is not None:
                 self.ctx.lifted.append((fn, wrt, None))
         name = self.adapters[key][0]
         value = syntax.call(name, [syntax.copied(a) for a in call.args] + [

@@ -264,7 +264,7 @@ class ValueKinds:
             if method:
                 prim = registry.METHODS.get(e.func.attr, MISSING)
             record = registry.primitive(prim)
-            state = getattr(getattr(prim, "s2s_lifted", None), "state", None)
+            state = getattr(marks.RECORD.of(prim), "state", None)
             if state is not None and len(state) == 1:   # a checkpointed loop's step
                 return self.of(e.args[1])               # (its state, changed)
             if record is None:

@@ -123,7 +123,7 @@ def python_callee(call, ctx):
     prim = marks.PRIM.of(call.func) or ctx.resolve(call.func)
     if (prim is None or registry.primitive(prim) is not None
             or getattr(prim, "s2s_custom", False)
-            or hasattr(getattr(prim, "s2s_lifted", None), "mutated")):
+            or hasattr(marks.RECORD.of(prim), "mutated")):
         return None
     python = operations.python_function(prim)
     if python is None:

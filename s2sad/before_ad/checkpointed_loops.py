@@ -217,8 +217,8 @@ class CheckpointedLoops:
         step = emit.compile_functions([syntax.copied(node)], bindings, self.src.fn,
                                       filename)[0]
         step.__qualname__ = f"{self.src.fn.__qualname__}.<locals>.{name}"
-        step.s2s_lifted = LoopBody(node, self.src, ([loop.target.id] + state + reads, []),
-                                   state, mutated, stop)
+        marks.RECORD.put(step, LoopBody(node, self.src, ([loop.target.id] + state + reads, []),
+                                        state, mutated, stop))
         made[key] = step
         return step
 

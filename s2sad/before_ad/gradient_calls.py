@@ -148,7 +148,7 @@ class GradientCalls(gast.NodeTransformer):
         return primal, wrt, options, extras
 
     def lifted(self, node):
-        return getattr(marks.PRIM.of(node), "s2s_lifted", None)
+        return marks.RECORD.of(marks.PRIM.of(node))
 
     def own_wrt(self, call, wrt, primal, params):
         """`wrt`, checked to name the nested function's own parameters (its lifted

@@ -130,7 +130,7 @@ class Iteration:
 
     def call(self, name, args, helper=None):
         """A call of the builtin `name`, or of the runtime `helper`, that the passes after
-        this one know (`s2s_prim`) whatever the user's names."""
+        this one know (`marks.PRIM`) whatever the user's names."""
         func = syntax.name(self.ctx.bind(name) if helper is None else self.ctx.runtime(name))
         marks.PRIM.put(func, getattr(builtins, name) if helper is None else helper)
         return syntax.call(func, args)

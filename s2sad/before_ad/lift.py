@@ -49,7 +49,7 @@ def run(fn, ctx):
     """The pass; the lifted functions' definitions are `ctx.lifted_defs`."""
     lift = Lift(ctx.src, ctx.namer, ctx.bind)
     fn = lift.run(fn)
-    ctx.lifted_defs = [f.s2s_lifted.node for f in lift.functions.values()]
+    ctx.lifted_defs = [marks.RECORD.of(f).node for f in lift.functions.values()]
     return fn
 
 
@@ -208,7 +208,7 @@ class Lift:
         functions = self.compile(defs)
         for d in defs:
             _mark_calls(d, functions)
-            functions[d.name].s2s_lifted = Lifted(d, self.src, signatures[d.name])
+            marks.RECORD.put(functions[d.name], Lifted(d, self.src, signatures[d.name]))
         return functions, signatures
 
     def check_no_mutation(self, name, node, extras):
@@ -327,7 +327,7 @@ def _rewrite_calls(tree, signatures, src):
 
 
 def _mark_calls(tree, functions):
-    """Let the names of calls to lifted functions carry the function (`s2s_prim`)."""
+    """Let the names of calls to lifted functions carry the function (`marks.PRIM`)."""
     for call in [n for n in syntax.walk(tree) if isinstance(n, gast.Call)]:
         if isinstance(call.func, gast.Name) and call.func.id in functions:
             marks.PRIM.put(call.func, functions[call.func.id])

@@ -406,7 +406,8 @@ class ResolveCalls:
         self.set_call(call, fn, args, {})
 
     def set_call(self, call, fn, args, keywords):
-        lifted = hasattr(fn, "s2s_lifted") and not isinstance(fn.s2s_lifted, Version)
+        record = marks.RECORD.of(fn)
+        lifted = record is not None and not isinstance(record, Version)
         name = fn.__name__ if lifted else self.ctx.bind(fn.__name__, obj=fn)
         self.changed = True
         call.func = syntax.located(syntax.name(name), call)
@@ -539,7 +540,7 @@ class _Specialiser:
         filename = f"<s2sad: {node.name}, specialised from {src.filename}:{src.first_line}>"
         made = emit.compile_functions([node], bindings, fn, filename)[0]
         made.__qualname__ = fn.__qualname__
-        made.s2s_lifted = Version(node, src, self.plan)
+        marks.RECORD.put(made, Version(node, src, self.plan))
         return made
 
     def current_defaults(self):

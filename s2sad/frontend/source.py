@@ -67,7 +67,7 @@ class FunctionSource:
     def resolve(self, expr):
         """The object a `Name` or `a.b.c` attribute chain denotes at definition scope,
         or `MISSING` when it is local to the function or not resolvable. A name a pass
-        made for an object carries it (`s2s_prim`)."""
+        made for an object carries it (`marks.PRIM`)."""
         prim = marks.PRIM.of(expr)
         if prim is not None:
             return prim
@@ -263,7 +263,7 @@ def capture(fn, copy=True):
     a copy of its own, unless `copy` is false: then it is the one kept for `fn`, which
     the caller only reads."""
     fn = unwrap(fn)
-    lifted = getattr(fn, "s2s_lifted", None)
+    lifted = marks.RECORD.of(fn)
     if lifted is not None:      # a nested function s2sad lifted out of its parent
         return lifted.source(fn, copy)
     if not callable(fn):
