@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import driver, forward_api, numba_api
+from . import driver, forward_api, marks, numba_api
 from .compilation import (Wrt, arg_types_key, arg_types_of, patterns_of, refuse_complex,
                           wrt_indices)
 from .errors import GradientCheckError, S2SADError, warn_unconnected
@@ -401,8 +401,8 @@ def _with_lifted(derivative, mode, shown=None):
         if key in shown:
             continue
         shown.add(key)
-        text += f"\n# {fn.__name__}: {fn.s2s_lifted.describe()}\n"
-        if mode == "reverse" and getattr(fn.s2s_lifted, "state", None) is not None:
+        text += f"\n# {fn.__name__}: {marks.RECORD.of(fn).describe()}\n"
+        if mode == "reverse" and getattr(marks.RECORD.of(fn), "state", None) is not None:
             # a checkpointed loop's step: its adjoint, which the reverse sweep calls
             step = driver.derivative(fn, wrt, arg_types, Options(Variant.STEP, guard=False,
                                                                  release=True))

@@ -140,8 +140,8 @@ class Reverse(CallAdjoints):
         pullback = syntax.function(self.namer.fresh(f"{fn.name}_pullback"), [seed], reverse)
         forward = _strip_markers(self.forward_pass(body))
         for n in syntax.name_nodes(syntax.function("_", [], forward)):
-            if getattr(n, "s2s_lifted", False):
-                self.ctx.bindings[n.id] = n.s2s_prim    # a lifted function it runs unchanged
+            if marks.LIFTED.of(n):
+                self.ctx.bindings[n.id] = marks.PRIM.of(n)    # a lifted function it runs unchanged
         vjp = syntax.function(self.namer.fresh(f"{fn.name}_vjp"), [], forward + [
             pullback, syntax.ret(syntax.tuple_([ret.value, syntax.name(pullback.name)]))],
             like=fn)
