@@ -425,6 +425,19 @@ def matrix_norms_and_ufunc_methods(x):
     return np.concatenate(parts)
 
 
+def dicts_and_sequences(x):
+    """Dict displays and comprehensions, dict(d), dict(zip(...)), d.get, list() and
+    tuple() (of a list and of an array's rows), with forward rules of their own."""
+    d = {"a": x[0], "b": x[1] * x[2]}
+    e = dict(d)
+    q = {k: v * x[2] for k, v in e.items()}
+    z = dict(zip(["u", "v"], [x[0] * x[1], x[2]]))
+    t = tuple([x[0], x[1] * x[1]])
+    rows = list(x[1:])
+    return np.array([q["a"] * q["b"], e.get("b", 0.0) + e.get("c", x[0] ** 2),
+                     z["u"] * z["v"], t[0] * t[1], rows[0] * rows[1]])
+
+
 JACOBIAN_CASES = [
     (polar, (np.array([2.0, 0.7]),)),
     (elementwise, (np.array([0.3, -1.2, 0.8]),)),
@@ -446,6 +459,7 @@ JACOBIAN_CASES = [
                                                -0.6]),)),
     (matrix_norms_and_ufunc_methods, (np.array([0.3, -0.2, 0.9, -1.4, 0.7, 0.25, 1.1,
                                                 -0.6]),)),
+    (dicts_and_sequences, (np.array([0.6, -0.4, 1.1]),)),
     (broadcasting, (np.array([0.5, -1.0, 2.0]), np.array([0.3, 0.7]))),
 ]
 

@@ -35,7 +35,9 @@ class Op:
         """(param, atom) of the arguments a derivative may flow through."""
         if self.form == COPY:
             return [(None, self.args[0])]
-        if self.form == PACK:
+        if self.form == PACK:       # (by key for a dict display)
+            if isinstance(self.node, gast.Dict):
+                return [(k.value, a) for k, a in zip(self.node.keys, self.args)]
             return list(enumerate(self.args))
         if self.form in (USER, CUSTOM):     # by position, and by keyword until resolved
             keywords = getattr(self.node, "keywords", ())
@@ -76,6 +78,8 @@ def classify(value, src):
         return _rule_op(operator.getitem, [value.value, index_value(value.slice)], {}, value)
     if isinstance(value, (gast.Tuple, gast.List)):
         return Op(PACK, value.elts, None, value)
+    if isinstance(value, gast.Dict):
+        return Op(PACK, value.values, None, value)
     if isinstance(value, (gast.Compare, gast.BoolOp, gast.UnaryOp, gast.JoinedStr)):
         return Op(NONDIFF, node=value)
     return Op(CALL, [a for a in gast.iter_child_nodes(value) if syntax.is_atom(a)],

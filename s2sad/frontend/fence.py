@@ -30,8 +30,6 @@ REJECTED = {
     gast.ClassDef: "class definitions inside a differentiated function are not supported; "
                    "define the class at module level",
     gast.SetComp: "set comprehensions are not supported",
-    gast.DictComp: "dict comprehensions are not supported yet (nor are dict displays); "
-                   "keep the values in a list or tuple, or pass the dict as an argument",
     gast.Nonlocal: "'nonlocal' is not supported: return the value instead",
     gast.Import: "imports inside a differentiated function are not supported; import at "
                  "module level",
@@ -39,7 +37,6 @@ REJECTED = {
                      "at module level",
     gast.Starred: "star-arguments (*args) are not supported; pass the values one by one",
     gast.Set: "set displays are not supported",
-    gast.Dict: "dict displays are not supported yet",
 }
 if hasattr(gast, "TryStar"):
     REJECTED[gast.TryStar] = "'except*' is not supported; use except"
@@ -72,7 +69,7 @@ def check(src):
 #: the others are not looked at.
 _CHECKED = frozenset(REJECTED) | {
     gast.Assign, gast.AugAssign, gast.AnnAssign, gast.For, gast.comprehension, gast.Delete,
-    gast.Call, gast.Expr, gast.With, gast.Try, gast.Global}
+    gast.Call, gast.Expr, gast.With, gast.Try, gast.Global, gast.Dict}
 
 
 def _problem(node):
@@ -108,9 +105,9 @@ def _problem(node):
                     "another name for the new value")
     if isinstance(node, gast.Delete):
         return _deleted(node)
-    if isinstance(node, gast.Call):
-        if any(k.arg is None for k in node.keywords):
-            return "**kwargs in a call is not supported; pass keyword arguments by name"
+    if isinstance(node, gast.Dict) and any(k is None for k in node.keys):
+        return ("** in a dict display is not supported; write the keys out "
+                "({'a': d['a'], 'b': v}, not {**d, 'b': v})")
     if isinstance(node, gast.Expr) and not isinstance(
             node.value, (gast.Call, gast.Constant, gast.Yield, gast.YieldFrom, gast.Await)):
         return "an expression statement that is not a call has no effect; remove it"

@@ -161,6 +161,89 @@ def keys(d):
     return list(d)
 
 
+def dict_of(keys, values):
+    """The dict of `keys` and `values` in their order: what a dict comprehension, a dict
+    display whose keys are computed and `dict(zip(keys, values))` build (before_ad.desugar
+    writes them as calls of it)."""
+    return dict(zip(keys, values))
+
+
+def undict_of(g, keys, values):
+    """The adjoint of `values` in `dict_of(keys, values)`, `g` the dict's (a dict of
+    adjoints, or a zero): the entry of `g` at each key, in the structure of `values` (a
+    list, tuple or array); where a key repeats, the dict keeps the last value, and the
+    earlier ones get zero."""
+    seq = list(values)
+    out = [zeros_like(v) for v in seq]
+    if not is_zero(g):
+        last = {k: i for i, k in zip(range(len(seq)), keys)}
+        for k, i in last.items():
+            if g[k] is not None:
+                out[i] = g[k]
+    if is_array(values):
+        return np.array(out, dtype=np.result_type(values.dtype, np.float32))
+    return rebuild(values, out) if isinstance(values, (tuple, list)) else out
+
+
+def undict(g, mapping):
+    """The adjoint of `mapping` in `dict(mapping)`, a copy of the dict: `g` at its keys
+    (zeros of its structure where `g` is a zero)."""
+    if not isinstance(mapping, dict):
+        raise TypeError(f"s2sad differentiates dict(d) of a dict d; here d is "
+                        f"{described(mapping)}: build the dict with a comprehension "
+                        "({k: v for k, v in pairs}) or dict(zip(keys, values))")
+    return zeros_like(mapping) if is_zero(g) else {k: g[k] for k in mapping}
+
+
+def dict_get(d, key, default=None):
+    """`d.get(key, default)`: the primitive whose rules the method call `d.get(...)` of a
+    dict uses (registry.METHODS)."""
+    return d.get(key, default)
+
+
+def unget(g, d, key):
+    """The adjoint of the dict `d` in `d.get(key, default)`: zeros of its structure with
+    `g` at `key`, all zeros where `key` is not in `d`."""
+    out = zeros_like(_dict(d))
+    if key in d:
+        out[key] = g
+    return out
+
+
+def unget_default(g, d, key):
+    """The adjoint of `default` in `d.get(key, default)`: `g` where `key` is not in `d`."""
+    return 0.0 if key in _dict(d) else g
+
+
+def _dict(d):
+    if not isinstance(d, dict):
+        raise TypeError(f"s2sad differentiates .get() of a dict; here it is called on "
+                        f"{described(d)}")
+    return d
+
+
+def unlist(g, items):
+    """The adjoint of `items` in `list(items)` or `tuple(items)`, `g` the result's: `g`
+    in the structure of `items` (a list or tuple; rows for an array); zero for a dict,
+    whose keys carry no derivative."""
+    if is_zero(g) or not (isinstance(items, (list, tuple)) or is_array(items)):
+        return 0.0
+    if is_array(items):
+        out = np.zeros(np.shape(items), np.result_type(items.dtype, np.float32))
+        for i, row in enumerate(g):
+            out[i] = row
+        return out
+    return rebuild(items, [zeros_like(v) if r is None else r for r, v in zip(g, items)])
+
+
+def list_dot(t, items, ans):
+    """The tangent of `ans`, `list(items)` or `tuple(items)`, `t` the tangent of `items`:
+    its entries in a list or tuple like `ans`; zeros for the keys of a dict."""
+    if isinstance(items, (list, tuple)) or is_array(items):
+        return type(ans)(t)
+    return zeros_like(ans)
+
+
 def field(g, name):
     """The adjoint of the field `name` of a record whose adjoint is `g` (a record of
     adjoints, or a zero); a field that carries no derivative has none (None): zero."""

@@ -49,6 +49,20 @@ define(runtime.sequence, "obj", "_s2s_unsequence(g, obj, 0.0)", namespace=ns,
        tangent="_s2s_unsequence(t, obj, _s2s_zeros_like(ans))", view="obj")
 define(runtime.unsequence, "d, obj, zero", linear="d, zero")
 define(runtime.keys, nondiff=True)
+# the dicts before_ad.desugar builds with computed keys (comprehensions, `dict(zip(k, v))`),
+# and `d.get(key, default)`
+define(runtime.dict_of, "keys, values", values="_s2s_undict_of(g, keys, values)",
+       namespace=ns, linear="values", zero="keys", returns="container", view="values")
+define(runtime.dict_get, "d, key, default=None", d="_s2s_unget(g, d, key)",
+       default="_s2s_unget_default(g, d, key)", namespace=ns, linear="d, default",
+       zero="key", view="d, default", method="get")
+# (their adjoints are linear in `g`: forward over reverse, see rules/tangents.py)
+define(runtime.undict_of, "g, keys, values", linear="g")
+define(runtime.undict, "g, mapping", linear="g")
+define(runtime.unget, "g, d, key", linear="g")
+define(runtime.unget_default, "g, d, key", linear="g")
+define(runtime.unlist, "g, items", linear="g")
+define(runtime.list_dot, "t, items, ans", linear="t")
 # `+` and `*` of lists and tuples (join, repeat): the engine calls these where an operand
 # may be one; they are linear in the adjoints and tangents
 define(runtime.unadd, "g, x, y, which", linear="g")
