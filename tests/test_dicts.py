@@ -112,8 +112,31 @@ def enumerate_start(x):
     return s
 
 
+def element_writes(x):
+    q = {}
+    q["a"] = x[0] * 3.0
+    q["b"] = x * 1.0            # (`+=` below changes the array in place)
+    q["a"] = q["a"] * x[1]      # overwritten: the old value gets no adjoint
+    q["b"] += np.sin(x)
+    for i in range(2):
+        q[i] = x[i] * q["a"]
+    return q["a"] * np.sum(q["b"]) + q[0] * q[1]
+
+
+def _made(x):
+    return {"a": x[0], "b": x}
+
+
+def element_write_of_a_helpers_dict(x):
+    d = _made(x)
+    d["c"] = x[2] * 2.0
+    d["a"] = d["a"] * d["c"]
+    return d["a"] * np.sum(d["b"])
+
+
 CASES = [display, comprehension, computed_keys, get_with_default, dict_calls,
-         sequence_calls, star_star, dict_to_helper, dict_in_loop, enumerate_start]
+         sequence_calls, star_star, dict_to_helper, dict_in_loop, enumerate_start,
+         element_writes, element_write_of_a_helpers_dict]
 
 
 @pytest.mark.parametrize("f", CASES, ids=lambda f: f.__name__)
@@ -196,6 +219,18 @@ def test_dict_result():
     np.testing.assert_allclose(tangent["s"], np.cos(X) * v, rtol=1e-12)
     np.testing.assert_allclose(tangent["c"]["twice"], 2 * v, rtol=1e-12)
     assert tangent["c"]["sum"] == pytest.approx(2 * X @ v, rel=1e-12)
+
+
+def test_an_augmented_write_into_an_array_in_a_dict_is_followed():
+    """`q["b"] += v` changes the array `q["b"]` in place, here the argument itself."""
+    def f(x):
+        q = {}
+        q["b"] = x
+        q["b"] += np.sin(x)
+        return np.sum(q["b"] * x)
+    with pytest.raises(UnsupportedSyntaxError, match="writes into the array q holds") as e:
+        s2sad.grad(f)(X)
+    assert e.value.lineno == f.__code__.co_firstlineno + 4      # the read
 
 
 def test_a_write_through_a_dict_is_refused_like_one_through_a_list():

@@ -123,7 +123,12 @@ class Desugar:
         if prelude:
             return self.block(prelude) + (self.stmt(s) if s is not None else [])
         if isinstance(s, gast.AugAssign):
+            # (`d[k] += v` on an array changes it in place, which before_ad.aliasing
+            # follows through the element write it stays)
             return [_augmented(s)]
+        written = self.dicts.element_write(s)
+        if written is not None:
+            return [written]
         if isinstance(s, gast.AnnAssign):
             return [syntax.located(syntax.assign(s.target, s.value), s)]
         if isinstance(s, gast.Assign) and len(s.targets) > 1:

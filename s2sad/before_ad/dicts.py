@@ -46,6 +46,7 @@ class Dicts(gast.NodeTransformer):
         self.ctx = ctx
         self.src = ctx.src
         self.displays = _displays(fn, self.src)
+        self.built = _built(fn, self.src)
 
     def needed(self, node):
         """Whether `node` has anything this rewrites (a cheap search first)."""
@@ -100,6 +101,19 @@ class Dicts(gast.NodeTransformer):
             "keys are then known; here pass the keyword arguments by name (f(a=d['a'], "
             "b=d['b']))"))
 
+    def element_write(self, s):
+        """`d = _s2s_dict_set(d, key, v)` for `s`, `d[key] = v` into a dict the function
+        builds (a new value, whose keys may be more than the old one's); else None."""
+        target = s.targets[0] if isinstance(s, gast.Assign) and len(s.targets) == 1 else None
+        if not (isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name)
+                and target.value.id in self.built
+                and not isinstance(target.slice, (gast.Slice, gast.Tuple))):
+            return None
+        func = syntax.name(self.ctx.runtime("dict_set"))
+        func.s2s_prim = runtime.dict_set
+        call = syntax.call(func, [syntax.name(target.value.id), target.slice, s.value])
+        return syntax.located(syntax.assign(target.value.id, call), s)
+
     def dict_of(self, keys, values, node):
         func = syntax.name(self.ctx.runtime("dict_of"))
         func.s2s_prim = runtime.dict_of
@@ -148,3 +162,26 @@ def _string_keys(e, src):
             and all(k.arg is not None for k in e.keywords)):
         return [k.arg for k in e.keywords]
     return None
+
+
+def _built(fn, src):
+    """The names of `fn` every assignment binds to a dict it builds (a display, a dict
+    comprehension, a call of dict), not parameters: their element writes make new
+    dicts (`Dicts.element_write`)."""
+    out = {}
+    for n in syntax.walk(fn):
+        if isinstance(n, gast.Assign) and len(n.targets) == 1 and isinstance(
+                n.targets[0], gast.Name):
+            v = n.value
+            made = isinstance(v, (gast.Dict, gast.DictComp)) or (
+                isinstance(v, gast.Call) and src.resolve(v.func) is dict)
+            out[n.targets[0].id] = out.get(n.targets[0].id, True) and made
+        elif isinstance(n, (gast.For, gast.AugAssign, gast.AnnAssign, gast.NamedExpr,
+                            gast.comprehension, gast.Assign)):
+            targets = n.targets if isinstance(n, gast.Assign) else [n.target]
+            for t in targets:
+                for name in syntax.name_nodes(t):
+                    if isinstance(name.ctx, gast.Store):
+                        out[name.id] = False
+    params = {a.id for a in fn.args.args + fn.args.posonlyargs + fn.args.kwonlyargs}
+    return {k for k, ok in out.items() if ok and k not in params}

@@ -195,6 +195,27 @@ def undict(g, mapping):
     return zeros_like(mapping) if is_zero(g) else {k: g[k] for k in mapping}
 
 
+def dict_set(d, key, v):
+    """`d` with `d[key] = v`, as a new dict (what `d[key] = v` on a dict the function
+    builds means to AD: before_ad.dicts)."""
+    out = dict(d)
+    out[key] = v
+    return out
+
+
+def undict_set(g, d, key):
+    """The adjoint of `d` in `dict_set(d, key, v)`, `g` the new dict's: `g` at `d`'s
+    keys, zero at `key` (overwritten) where `d` has it."""
+    if is_zero(g):
+        return g
+    return {k: zeros_like(v) if k == key else g[k] for k, v in d.items()}
+
+
+def dict_set_value(g, key):
+    """The adjoint of `v` in `dict_set(d, key, v)`: `g` at `key`."""
+    return g if is_zero(g) else g[key]
+
+
 def dict_get(d, key, default=None):
     """`d.get(key, default)`: the primitive whose rules the method call `d.get(...)` of a
     dict uses (registry.METHODS)."""

@@ -56,7 +56,12 @@ define(runtime.dict_of, "keys, values", values="_s2s_undict_of(g, keys, values)"
 define(runtime.dict_get, "d, key, default=None", d="_s2s_unget(g, d, key)",
        default="_s2s_unget_default(g, d, key)", namespace=ns, linear="d, default",
        zero="key", view="d, default", method="get")
+define(runtime.dict_set, "d, key, v", d="_s2s_undict_set(g, d, key)",
+       v="_s2s_dict_set_value(g, key)", namespace=ns, linear="d, v", zero="key",
+       returns="container", view="d, v")
 # (their adjoints are linear in `g`: forward over reverse, see rules/tangents.py)
+define(runtime.undict_set, "g, d, key", linear="g")
+define(runtime.dict_set_value, "g, key", linear="g")
 define(runtime.undict_of, "g, keys, values", linear="g")
 define(runtime.undict, "g, mapping", linear="g")
 define(runtime.unget, "g, d, key", linear="g")

@@ -684,8 +684,8 @@ def zero_at(g, index):
     overwritten elements."""
     if _is_zero(g):
         return g
-    if isinstance(g, list):
-        out = list(g)
+    if isinstance(g, (list, dict)):     # (a dict the function does not build: its key is
+        out = type(g)(g)                # zero, and the keys stay the new dict's)
         out[index] = zeros_like(out[index])
         return out
     out = asarray(g).astype(np.result_type(g, np.float32))     # a copy
