@@ -57,7 +57,7 @@ from .. import marks
 from .. import syntax
 from ..frontend import source
 from . import checkpointed_loops, defaults, gradient_calls
-from .dicts import Dicts
+from .dicts import Dicts, is_dict_node
 from .iteration import Iteration
 
 JUMPS = (gast.Break, gast.Continue)
@@ -82,7 +82,12 @@ class Desugar:
         self.deletions(fn.body, {})
         gradient_calls.run(fn, self.ctx)
         changed = defaults.changed(fn, self.src)
-        lifted = [n for n in syntax.walk(fn) if isinstance(n, (gast.NamedExpr, gast.BoolOp))]
+        lifted, dicts = [], False
+        for n in syntax.walk(fn):
+            if isinstance(n, (gast.NamedExpr, gast.BoolOp)):
+                lifted.append(n)
+            elif not dicts and is_dict_node(n):
+                dicts = True
         walruses = [n for n in lifted if isinstance(n, gast.NamedExpr)]
         self.lifts = bool(lifted)       # (else no statement is searched for one)
         self.outside = (set(_names_outside_comprehensions(fn)) | set(self.src.free_values())
@@ -91,7 +96,7 @@ class Desugar:
         # forward mode reads generated code's loops over tapes as they are
         self.generated = source.is_generated(self.src) and self.ctx.variant.forward
         self.iteration = Iteration(self.ctx, fn)
-        self.dicts = Dicts(self.ctx, fn)
+        self.dicts = Dicts(self.ctx, fn, dicts)
         body = [s for stmt in fn.body for s in self.stmt(stmt)]
         body = _drop_docstring(body)
         returns = [n for s in body for n in syntax.walk(s) if isinstance(n, gast.Return)]
@@ -185,6 +190,8 @@ class Desugar:
 
     def rewrite_dicts(self, s):
         """`s`'s own expressions with their dicts rewritten (see before_ad.dicts)."""
+        if not self.dicts.active:
+            return
         for field, value in gast.iter_fields(s):
             if field in ("body", "orelse"):
                 continue

@@ -10,6 +10,11 @@ adjoint at its key:
   `_s2s_dict_of(ks, vs)` (`dict(d)`, a copy, has a rule of its own);
 - a dict comprehension is a loop that appends its keys and values to two lists (see
   `Desugar.dict_comprehension`), then `_s2s_dict_of(keys, values)`;
+- `d[k] = v` into a name the function binds only to dicts it builds is
+  `d = _s2s_dict_set(d, k, v)`, a new dict, whose adjoint has the old dict's keys (the
+  element write `a[i] = v` that other names keep zeroes the key of a dict's adjoint,
+  which is right where the key was there before; `d[k] += v` stays one, so that
+  before_ad.aliasing follows it where it changes an array in place);
 - `f(**d)` passes the keywords one by one, `f(a=d["a"], b=d["b"])`, where `d` is a dict
   display or a name bound once to one, whose keys are then known.
 
@@ -42,17 +47,17 @@ class Dicts(gast.NodeTransformer):
     """Rewrites the dicts of the expressions of one function (see the module docstring);
     `fn` is the function, whose names bound once to a dict display `f(**name)` reads."""
 
-    def __init__(self, ctx, fn):
+    def __init__(self, ctx, fn, active=True):
         self.ctx = ctx
         self.src = ctx.src
-        self.displays = _displays(fn, self.src)
-        self.built = _built(fn, self.src)
+        # `active`: whether `fn` has a node `is_dict_node` (most functions build no dict)
+        self.active = active
+        self.displays = _displays(fn, self.src) if active else {}
+        self.built = _built(fn, self.src) if active else set()
 
     def needed(self, node):
-        """Whether `node` has anything this rewrites (a cheap search first)."""
-        return any(isinstance(n, gast.Dict) or (isinstance(n, gast.Call) and (
-            any(k.arg is None for k in n.keywords) or self.src.resolve(n.func) is dict))
-            for n in syntax.walk(node))
+        """Whether `node` has anything this rewrites."""
+        return any(is_dict_node(n) for n in syntax.walk(node))
 
     def visit_Dict(self, node):
         self.generic_visit(node)
@@ -104,6 +109,8 @@ class Dicts(gast.NodeTransformer):
     def element_write(self, s):
         """`d = _s2s_dict_set(d, key, v)` for `s`, `d[key] = v` into a dict the function
         builds (a new value, whose keys may be more than the old one's); else None."""
+        if not self.built:
+            return None
         target = s.targets[0] if isinstance(s, gast.Assign) and len(s.targets) == 1 else None
         if not (isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name)
                 and target.value.id in self.built
@@ -118,6 +125,20 @@ class Dicts(gast.NodeTransformer):
         func = syntax.name(self.ctx.runtime("dict_of"))
         func.s2s_prim = runtime.dict_of
         return syntax.located(syntax.call(func, [keys, values]), node)
+
+
+def is_dict_node(n):
+    """Whether the node `n` is one `Dicts` may rewrite: a dict display or comprehension,
+    a call with `**`, or a call of a function named `dict` (`dict(...)`)."""
+    kind = n.__class__
+    if kind is gast.Dict or kind is gast.DictComp:
+        return True
+    if kind is not gast.Call:
+        return False
+    func = n.func
+    return (func.__class__ is gast.Name and func.id == "dict") or (
+        func.__class__ is gast.Attribute and func.attr == "dict") or any(
+        k.arg is None for k in n.keywords)
 
 
 def constant_keys(keys):
