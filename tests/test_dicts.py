@@ -179,6 +179,14 @@ def test_scalar_functions():
         assert s2sad.hessian(fn)(1.5) == pytest.approx(curvature, rel=1e-12)
 
 
+def test_list_of_reversed_in_forward_mode():
+    def f(xs):
+        r = list(reversed(xs))
+        return r[0] * 2.0 + r[1] * r[1]
+    for t, expected in [([1.0, 0.0], 2.0 * 1.0), ([0.0, 1.0], 2.0)]:
+        assert s2sad.jvp(f, ([1.0, 2.0],), (t,))[1] == pytest.approx(expected, rel=1e-12)
+
+
 # -- dicts as arguments and results ------------------------------------------------------
 def of_params(p):
     q = {k: v * 2.0 for k, v in p.items()}

@@ -247,7 +247,13 @@ def unlist(g, items):
     """The adjoint of `items` in `list(items)` or `tuple(items)`, `g` the result's: `g`
     in the structure of `items` (a list or tuple; rows for an array); zero for a dict,
     whose keys carry no derivative."""
-    if is_zero(g) or not (isinstance(items, (list, tuple)) or is_array(items)):
+    if isinstance(items, dict):
+        return 0.0
+    if not (isinstance(items, (list, tuple)) or is_array(items)):
+        raise TypeError(f"s2sad differentiates list(x) and tuple(x) of a list, tuple, array "
+                        f"or dict x; here x is {described(items)}: build the list with a "
+                        "comprehension ([v for v in x])")
+    if is_zero(g):
         return 0.0
     if is_array(items):
         out = np.zeros(np.shape(items), np.result_type(items.dtype, np.float32))
@@ -258,11 +264,12 @@ def unlist(g, items):
 
 
 def list_dot(t, items, ans):
-    """The tangent of `ans`, `list(items)` or `tuple(items)`, `t` the tangent of `items`:
-    its entries in a list or tuple like `ans`; zeros for the keys of a dict."""
-    if isinstance(items, (list, tuple)) or is_array(items):
-        return type(ans)(t)
-    return zeros_like(ans)
+    """The tangent of `ans`, `list(items)` or `tuple(items)`, `t` the tangent of `items`
+    (of the same kind: a list, an array, a `reversed` of tangents): its entries in a list
+    or tuple like `ans`; zeros for the keys of a dict."""
+    if isinstance(items, dict):
+        return zeros_like(ans)
+    return type(ans)(t)
 
 
 def field(g, name):
