@@ -84,7 +84,7 @@ def _product(a, b, c=1.0):
 
 def star_star(x):
     d = {"a": x[0], "b": np.exp(x[1])}
-    return _product(**d) + _product(**{"a": x[2], "b": x[0]}, c=x[1])
+    return _product(**d) * d.get("a") + _product(**{"a": x[2], "b": x[0]}, c=x[1])
 
 
 def _loss(p, x):

@@ -155,14 +155,14 @@ def constant_keys(keys):
 def _displays(fn, src):
     """{name: its keys} for the names of `fn` bound once, to a dict display with string
     keys or `dict(a=..., b=...)`, and never changed (no element written, no method
-    called, no `del`)."""
+    called but those that read it, no `del`)."""
     bound, out, changed = {}, {}, set()
     for n in syntax.walk(fn):
         if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load):
             bound[n.id] = bound.get(n.id, 0) + 1
         if isinstance(n, (gast.Subscript, gast.Attribute)) and isinstance(
-                n.value, gast.Name) and (not isinstance(n.ctx, gast.Load) or isinstance(
-                    n, gast.Attribute)):
+                n.value, gast.Name) and (not isinstance(n.ctx, gast.Load) or (
+                    isinstance(n, gast.Attribute) and n.attr not in _READING)):
             changed.add(n.value.id)
         if (isinstance(n, gast.Assign) and len(n.targets) == 1
                 and isinstance(n.targets[0], gast.Name)):
@@ -172,6 +172,10 @@ def _displays(fn, src):
     params = {a.id for a in fn.args.args + fn.args.posonlyargs + fn.args.kwonlyargs}
     return {k: v for k, v in out.items()
             if bound[k] == 1 and k not in changed and k not in params}
+
+
+#: The methods of a dict that leave it as it is.
+_READING = {"get", "keys", "values", "items", "copy"}
 
 
 def _string_keys(e, src):
