@@ -320,3 +320,22 @@ def test_get_of_a_class_of_yours_is_its_method():
     def f(x, t):
         return t.get("a", x) * x
     assert s2sad.grad(f)(1.5, Table()) == pytest.approx(6.0, rel=1e-12)
+
+
+def numba_display(x):
+    d = {"a": x, "b": 2.0 * x}
+    return d["a"] * d["b"]
+
+
+def numba_comprehension(x):
+    d = {k: x * i for i, k in enumerate(["a", "b"])}
+    return d["a"] + d["b"]
+
+
+@pytest.mark.parametrize("f", [numba_display, numba_comprehension], ids=lambda f: f.__name__)
+def test_the_numba_backend_refuses_a_dict_at_its_line(f):
+    pytest.importorskip("numba")
+    from s2sad.errors import NativeBackendError
+    with pytest.raises(NativeBackendError, match="the numba backend cannot compile") as e:
+        s2sad.grad(f, backend="numba")(1.5)
+    assert f"test_dicts.py:{f.__code__.co_firstlineno + 1}:" in str(e.value)

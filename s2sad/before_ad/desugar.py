@@ -271,8 +271,8 @@ class Desugar:
     def dict_comprehension(self, comp, keys, values):
         """`keys = []`, `values = []` and the loops of the dict comprehension `comp`
         appending its keys and values to them."""
-        pairs = gast.ListComp(elt=syntax.tuple_([comp.key, comp.value]),
-                              generators=comp.generators)
+        pairs = syntax.located(gast.ListComp(elt=syntax.tuple_([comp.key, comp.value]),
+                                             generators=comp.generators), comp)
 
         def appended(pair):
             return [syntax.expr_stmt(syntax.call(syntax.attribute(name, "append"), [e]))
