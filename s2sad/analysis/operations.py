@@ -9,6 +9,7 @@ from .. import marks
 from .. import syntax
 from ..frontend.source import MISSING, numba_function
 from ..rules import registry
+from ..rules.containers import DICT_METHODS
 from ..rules.operators import SYNTAX
 from .value_kinds import SCALAR, user_class
 
@@ -62,7 +63,8 @@ def classify(value, src):
         prim = getattr(value.func, "s2s_prim", None) or src.resolve(value.func)
         if prim is MISSING and isinstance(value.func, gast.Attribute):
             receiver = [value.func.value]
-            method = registry.METHODS.get(value.func.attr)
+            method = registry.METHODS.get(value.func.attr) or DICT_METHODS.get(
+                value.func.attr)
             if method is None:
                 return Op(CALL, receiver + value.args + list(keywords.values()), None, value)
             return _rule_op(method, receiver + value.args, keywords, value)

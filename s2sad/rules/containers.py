@@ -218,8 +218,14 @@ def dict_set_value(g, key):
 
 def dict_get(d, key, default=None):
     """`d.get(key, default)`: the primitive whose rules the method call `d.get(...)` of a
-    dict uses (registry.METHODS)."""
+    dict uses (`DICT_METHODS`)."""
     return d.get(key, default)
+
+
+#: The methods of a dict whose primitives have rules, {name: primitive}: a call
+#: `d.get(...)` on a value whose class s2sad does not know, after the array methods
+#: (registry.METHODS), uses these (analysis.operations.classify).
+DICT_METHODS = {"get": dict_get}
 
 
 def unget(g, d, key):

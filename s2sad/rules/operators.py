@@ -55,7 +55,7 @@ define(runtime.dict_of, "keys, values", values="_s2s_undict_of(g, keys, values)"
        namespace=ns, linear="values", zero="keys", returns="container", view="values")
 define(runtime.dict_get, "d, key, default=None", d="_s2s_unget(g, d, key)",
        default="_s2s_unget_default(g, d, key)", namespace=ns, linear="d, default",
-       zero="key", view="d, default", method="get")
+       zero="key", view="d, default")      # (containers.DICT_METHODS: the method `get`)
 define(runtime.dict_set, "d, key, v", d="_s2s_undict_set(g, d, key)",
        v="_s2s_dict_set_value(g, key)", namespace=ns, linear="d, v", zero="key",
        returns="container", view="d, v")
