@@ -216,7 +216,9 @@ def _decorator(cls, f, wrt, backend=None, jit=None, memory=None, has_aux=False):
             derivative = AuxDerivative(f.__func__, _shift(wrt), cls, memory)
             return _BoundDerivative(derivative, f.__self__, f)
         return AuxDerivative(f, wrt, cls, memory)
-    if isinstance(f, GradientFunction) and cls is GradientFunction:
+    if cls is GradientFunction and (isinstance(f, GradientFunction) or isinstance(
+            f, numba_api.NativeDerivative) and f.variant is Variant.GRAD):
+        # (of a gradient compiled by Numba too: forward over its Python gradient code)
         return forward_api.second_derivative(f, wrt)
     if inspect.ismethod(f):
         # a bound method: differentiate its function, with the instance passed first

@@ -45,7 +45,12 @@ def _numba():
 
 class NativeDerivative:
     """`grad(f, wrt, backend="numba")` (`Variant.GRAD`) or `value_and_grad`
-    (`Variant.VALUE_AND_GRAD`): callable from Python and from `@numba.njit` functions."""
+    (`Variant.VALUE_AND_GRAD`): callable from Python and from `@numba.njit` functions.
+    Its derivatives (`grad(grad(f))`, `jacfwd`, `hessian`'s forward over reverse) are
+    those of the Python backend's gradient code of `f`."""
+
+    s2s_derivative = True
+    s2s_forward_over_reverse = True     # its forward mode differentiates its code
 
     def __init__(self, f, wrt, variant, jit=None):
         numba = _numba()
@@ -305,8 +310,8 @@ def default_backend(f, backend, jit=None, python_only=False):
     only the Python backend does (`python_only`: has_aux, memory), else "python"."""
     if backend is not None:
         return check_backend(backend)
-    if python_only:
-        return "python"
+    if python_only or getattr(f, "s2s_derivative", False):
+        return "python"     # (a derivative of a derivative: forward over reverse is Python)
     return "numba" if jit is not None or numba_function(f) is not None else "python"
 
 

@@ -258,3 +258,38 @@ def test_derivatives_of_njit_functions_are_compiled_by_numba_by_default():
     assert python(2.0, 5.0) == 60.0
     # what only the Python backend has
     assert s2sad.grad(cube, has_aux=False, memory=1e6)(1.0, 2.0) == 6.0
+
+
+def test_derivatives_of_gradients_of_njit_functions_are_right_or_refused():
+    numba = pytest.importorskip("numba")
+
+    @numba.njit
+    def quartic(x):
+        return x ** 4
+
+    x = 2.5                  # f' = 4 x^3 = 62.5, f'' = 12 x^2 = 75, f''' = 24 x = 60
+    for backend in (None, "numba", "python"):
+        gradient = s2sad.grad(quartic, backend=backend)
+        assert gradient(x) == 62.5
+        assert s2sad.grad(gradient)(x) == 75.0
+        assert s2sad.grad(gradient, backend="python")(x) == 75.0
+        assert s2sad.jacfwd(gradient)(x) == 75.0
+        for refused in (lambda: s2sad.jvp(gradient, (x,), (1.0,)),
+                        lambda: s2sad.hessian(gradient)(x),
+                        lambda: s2sad.jacrev(gradient)(x),
+                        lambda: s2sad.value_and_grad(gradient)(x)):
+            with pytest.raises(S2SADError, match="derivative made by s2sad"):
+                refused()
+    with pytest.raises(S2SADError, match="derivative made by s2sad"):
+        s2sad.grad(s2sad.value_and_grad(quartic))(x)
+    assert s2sad.hessian(quartic)(x) == 75.0 and s2sad.hvp(quartic)(x, 2.0) == 150.0
+
+
+def test_has_aux_of_an_njit_function():
+    numba = pytest.importorskip("numba")
+
+    @numba.njit
+    def with_aux(x):
+        return x * x, (x + 1.0, 2.0)
+    assert s2sad.grad(with_aux, has_aux=True)(3.0) == (6.0, (4.0, 2.0))
+    assert s2sad.jvp(with_aux, (3.0,), (1.0,), has_aux=True) == (9.0, 6.0, (4.0, 2.0))
