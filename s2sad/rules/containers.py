@@ -12,7 +12,7 @@ from .pytrees import carries_derivative, is_zero, node_of, rebuild, zeros_like
 from .registry import helper, helpers
 
 
-@helper(shape_only=(2,), numba=True)
+@helper(shape_only=(2,), numba=True, tangent="t")
 def cotangents(c, bwd, args):
     """`c`, what `bwd`, the backward function of a custom_vjp, returned for a call with
     the positional arguments `args` (None for those whose cotangents are not read), once
@@ -178,6 +178,7 @@ def sorting(items, reverse=False):
     return sorted(range(len(values)), key=values.__getitem__, reverse=reverse)
 
 
+@helper(linear="g")
 def unsort_list(g, items, reverse=False):
     """The adjoint of `items` in `sorted(items, reverse=reverse)`: entry `j` of `g` (the
     sorted list's adjoint) goes back to the place the `j`-th value came from."""

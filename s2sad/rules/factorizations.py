@@ -14,30 +14,40 @@ import numpy as np
 
 from ..errors import MissingRuleError
 from .pytrees import rebuild, zeros_like
-from .registry import helpers
+from .registry import helper, helpers
 
 
 def _t(m):
     return np.swapaxes(m, -1, -2)
 
 
+def lower_half(m):
+    """The lower triangle of `m`, with half its diagonal (Murray's Phi, in the derivatives
+    of a Cholesky factor)."""
+    return np.tril(m) - 0.5 * np.eye(np.shape(m)[-1]) * m
+
+
+@helper(linear="g")
 def structured(g, ans):
     """The adjoint `g` of a factorization's result `ans` (a tuple of arrays), the 0-d zero
     (see `products.spread_to`) spelled out as zeros of each part."""
     return g if isinstance(g, tuple) else zeros_like(ans)
 
 
+@helper(linear="g")
 def spread(g, like):
     """`g` as an array of the shape of `like` (the 0-d zero spelled out)."""
     return np.broadcast_to(g, np.shape(like)) if np.ndim(g) == 0 else g
 
 
+@helper(linear="m")
 def symmetrize(m):
     """The symmetric part of the matrices `m`: the derivative with respect to a matrix
     of which only the symmetric part is read (as JAX differentiates `eigh`)."""
     return 0.5 * (m + _t(m))
 
 
+@helper(linear="m")
 def mirrored(m, lower=True):
     """The symmetric matrices a function that reads one triangle of `m` factors: the
     lower triangle of `m` (the upper for `lower` False or "U"), mirrored; `m` itself for
@@ -50,6 +60,7 @@ def mirrored(m, lower=True):
     return tri + _t(tri) - tri * np.eye(np.shape(m)[-1], dtype=bool)
 
 
+@helper(linear="g")
 def mirrored_adjoint(g, lower=True):
     """The adjoint of `mirrored(m, lower)`: `g` on the triangle read, where an entry off
     the diagonal gets the adjoints of both places it is mirrored to. Linear in `g`."""
@@ -65,12 +76,14 @@ def _reads_lower(lower):
     return lower.upper() == "L" if isinstance(lower, str) else bool(lower)
 
 
+@helper(linear="v")
 def diag_embed(v):
     """Matrices with the last axis of `v` on their diagonals."""
     v = np.asarray(v)
     return v[..., :, None] * np.eye(v.shape[-1], dtype=np.result_type(v, np.float32))
 
 
+@helper(tangent="-ans * ans * (t[..., None, :] - t[..., :, None])")
 def eigen_gaps(w):
     """F with F[..., i, j] = 1 / (w[j] - w[i]) off the diagonal and 0 on it."""
     w = np.asarray(w)
@@ -78,6 +91,7 @@ def eigen_gaps(w):
     return np.where(eye, 0.0, 1.0 / np.where(eye, 1.0, w[..., None, :] - w[..., :, None]))
 
 
+@helper(linear="ans")
 def thin(ans, what):
     """`ans`, the result of a factorization, if its factors are the thin ones whose
     derivative s2sad knows; else a MissingRuleError."""
@@ -98,6 +112,7 @@ def thin(ans, what):
 COFACTORS_BY_INVERSE = 1e8
 
 
+@helper(tangent="_s2s_cofactors_dot(a, d, t)")
 def cofactors(a, d):
     """The cofactor matrices of the square matrices `a` (`d`: their determinants), their
     transposed adjugates: the derivative of `np.linalg.det(a)`. `d * inv(a).T` where each
@@ -172,6 +187,7 @@ def eigvals_dot(t, v):
     return np.diagonal(_t(v) @ symmetrize(t) @ v, 0, -2, -1).copy()
 
 
+@helper(tangent=("_s2s_eigvalsh_adjoint(t, a, UPLO)", "_s2s_eigvalsh_adjoint_dot(g, a, t, UPLO)"))
 def eigvalsh_adjoint(g, a, UPLO="L"):
     """The adjoint of the matrix `mirrored(a, UPLO)` in `np.linalg.eigvalsh(a, UPLO)`:
     v diag(g) v^T."""
@@ -186,6 +202,7 @@ def eigvalsh_adjoint_dot(g, a, t, UPLO="L"):
     return 2 * symmetrize((dv * np.expand_dims(spread(g, ans[0]), -2)) @ _t(v))
 
 
+@helper(tangent=("_s2s_svd_values_adjoint(t, a)", "_s2s_svd_values_adjoint_dot(g, a, t)"))
 def svd_values_adjoint(g, a):
     """The adjoint of `a` in `np.linalg.svd(a, compute_uv=False)`: u diag(g) v^T."""
     u, s, vt = np.linalg.svd(a, full_matrices=False)
@@ -243,6 +260,7 @@ def pinv_dot(t, a, ans):
             + (tt @ pt @ p - p @ (a @ (tt @ pt @ p))))
 
 
+@helper(tangent=("_s2s_power_dot(t, a, n)", "_s2s_power_dot_dot(d, a, n, t)"))
 def power_dot(d, a, n):
     """The tangent of `np.linalg.matrix_power(a, n)` (n >= 0) along `d`: the sum of
     a^k d a^(n-1-k)."""
@@ -308,6 +326,9 @@ def lstsq_dot(t, a, b, ans, which):
     return Parts([dx[:, 0] if vector else dx, dres, 0, ds])
 
 
+@helper(params="g, a, b, x, which",
+        tangent=("_s2s_lstsq_adjoint(t, a, b, x, which)",
+                 *["_s2s_no_second_derivative('np.linalg.lstsq')"] * 3))
 def lstsq_adjoint(g, a, b, ans, which):
     """The adjoint of `a` (`which` 0) or `b` (1) in `ans = np.linalg.lstsq(a, b)`, where
     the rank of `a` stays (see `lstsq_dot`)."""
