@@ -9,7 +9,7 @@ import numpy as np
 from ..errors import CustomRuleError, defined_at
 from .arrays import is_array
 from .pytrees import carries_derivative, is_zero, node_of, rebuild, zeros_like
-from .registry import helper, helpers
+from .registry import define, helper, helpers
 
 
 @helper(shape_only=(2,), numba=True, tangent="t")
@@ -150,15 +150,25 @@ def sequence(obj):
     return obj if isinstance(obj, (list, tuple)) or is_array(obj) else list(obj)
 
 
+define(sequence, "obj", "_s2s_unsequence(g, obj, 0.0)",
+       tangent="_s2s_unsequence(t, obj, _s2s_zeros_like(ans))", view="obj")
+
+
 def unsequence(d, obj, zero):
     """The adjoint or tangent `d` of `sequence(obj)`, for `obj`: `d` where the loop
     indexes `obj` itself, `zero` where it indexes keys, which carry no derivative."""
     return d if isinstance(obj, (list, tuple)) or is_array(obj) else zero
 
 
+define(unsequence, "d, obj, zero", linear="d, zero")
+
+
 def keys(d):
     """The keys of the dict `d` as a list (a loop over `d.items()`)."""
     return list(d)
+
+
+define(keys, nondiff=True)
 
 
 def field(g, name):

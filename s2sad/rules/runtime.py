@@ -35,6 +35,9 @@ def respecialize(*args, **kwargs):
     raise Respecialize
 
 
+define(respecialize, nondiff=True)      # (it never returns: the way out of a guard)
+
+
 def exception_path(exc, where):
     """The error generated code raises when the code from the `try` block at `where`
     raised `exc`, which the block's except clause catches (see after_ad/enclose.py)."""
@@ -738,6 +741,10 @@ def own_default(v):
     return v.copy()
 
 
+# (its rules: the copy a call changes; keep_default: no derivative, see before_ad.desugar)
+define(own_default, "v", "g", linear="v", returns="first")
+
+
 @helper(writes=(0,))
 def keep_default(default, final):
     """Give `default`, the default object of a parameter that the call left at its
@@ -754,6 +761,9 @@ def keep_default(default, final):
         default[:] = final
 
 
+define(keep_default, nondiff=True)
+
+
 # -- element assignment and append, in functional form ---------------------------------
 @helper(numba=True)
 def setitem(a, index, v):
@@ -763,9 +773,16 @@ def setitem(a, index, v):
     return out
 
 
+define(setitem, "a, index, v", a="_s2s_zero_at(g, index)",
+       v="_s2s_unbroadcast(_s2s_take(g, index), v)", linear="a, v", returns="first")
+
+
 def append(a, v):
     """`a` with `v` appended, as a new value (what `a.append(v)` means to AD)."""
     return a + [v]
+
+
+define(append, "a, v", a="_s2s_head(g)", v="_s2s_last(g)", linear="a, v")
 
 
 @helper(result="of_adjoint", linear="g")
@@ -801,6 +818,11 @@ def unadd(g, x, y, which):
     return g[:len(x)] if which == 0 else g[len(x):]
 
 
+# (`+` and `*` of lists and tuples, join and repeat: the engine calls these where an
+# operand may be one; they are linear in the adjoints and tangents)
+define(unadd, "g, x, y, which", linear="g")
+
+
 def unmul(g, x, y, which):
     """The adjoint of operand `which` of `x * y`: where `*` repeats a list or tuple, the
     sum of `g`'s parts for it (none for the count), else the product's adjoint."""
@@ -814,6 +836,9 @@ def unmul(g, x, y, which):
     for k in range(0, len(g), n):
         out = add(out, g[k:k + n])
     return out
+
+
+define(unmul, "g, x, y, which", linear="g")
 
 
 def join_tangent(x, y, x_dot, y_dot):
