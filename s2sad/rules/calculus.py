@@ -2,7 +2,7 @@
 convolutions, order statistics (quantiles), `np.gradient` and `np.interp`: derivatives
 too long for a template (`polygamma`, `interp_slope`) and adjoints
 (`undiff`, `unpolyval`, `unconvolve`, `unquantile`, ...). Generated code reaches them through
-`runtime`, which imports them; rules/tangents.py gives their forward rules."""
+`runtime`, which imports them; each helper's forward rule is above its `def`."""
 import math
 
 import numpy as np

@@ -8,7 +8,7 @@ that forward over reverse (`hessian`) goes through them. The tangents too long f
 template are here (`eigh_dot`, `svd_dot`, `qr_dot`, ...). Where eigenvalues (or singular
 values) repeat, the derivative of the eigenvectors is undefined: the gaps
 1 / (w[j] - w[i]) are then infinite, as in JAX. Generated code reaches these helpers
-through `runtime`, which imports them; rules/tangents.py gives their forward rules.
+through `runtime`, which imports them; each helper's forward rule is above its `def`.
 """
 import numpy as np
 

@@ -1,8 +1,8 @@
 """Adjoints of the NumPy functions that split, join, pad and rearrange arrays: each one
 puts the adjoint of the result back where the elements of an argument went. A 0-d
 adjoint `g` is the zero of an array rebound in a loop (see `products.spread_to`), returned
-as it is. Generated code reaches them through `runtime`, which imports them;
-rules/tangents.py gives their forward rules (each is linear in `g`)."""
+as it is. Generated code reaches them through `runtime`, which imports them; each is
+linear in `g`, its forward rule (`@helper(linear="g")`, above its `def`)."""
 import numpy as np
 
 from ..errors import MissingRuleError

@@ -24,7 +24,8 @@ namespace given at registration; a name `_s2s_NAME` not there is the runtime hel
 `helpers(__name__)` at its end, so a template may call any of them by that name; what
 s2sad knows about a helper, `HelperFacts`, is declared above its `def` with
 `@helper(shape_only=..., result=..., writes=..., numba=...)`, and read with
-`helper_facts`). A parameter without a template has no derivative (like
+`helper_facts`, and so is its forward rule, `@helper(linear=...)` or
+`@helper(tangent=...)`). A parameter without a template has no derivative (like
 ChainRules' `NoTangent`); `nondiff=True` marks a whole primitive. `broadcast=True`
 says the primitive broadcasts its arguments like a NumPy ufunc: the engine then sums
 each contribution back to its argument's shape where shapes may differ.
