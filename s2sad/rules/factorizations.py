@@ -1,6 +1,7 @@
 """Helpers of the rules for matrix factorizations and powers (`np.linalg.eigh`, `eigvalsh`,
-`svd`, `pinv`, `lstsq`, `qr`, `matrix_power`), and the derivative of the matrix norms
-(`matrix_norm_slope`: of the singular values, and of the row and column sums).
+`svd`, `pinv`, `lstsq`, `qr`, `matrix_power`), the derivative of the matrix norms
+(`matrix_norm_slope`: of the singular values, and of the row and column sums), and the
+adjoints of `np.linalg.solve`, `cholesky` and `inv`, with their tangents.
 
 The reverse rules of most of them are written in their templates (rules/numpy.py) with
 NumPy functions that have rules and the small helpers here, each with a forward rule, so
@@ -13,7 +14,10 @@ through `runtime`, which imports them; each helper's forward rule is above its `
 import numpy as np
 
 from ..errors import MissingRuleError
+from .arrays import asarray
+from .products import spread_to
 from .pytrees import rebuild, zeros_like
+from .reductions import unbroadcast
 from .registry import helper, helpers
 
 
@@ -391,6 +395,61 @@ def matrix_norm_slope(x, ord, axis):
         raise MissingRuleError(f"s2sad has no derivative rule for the matrix norm "
                                f"ord={ord!r}: it has 'fro', 'nuc', 2, -2, 1, -1, inf and -inf")
     return np.moveaxis(out, (-2, -1), (r, c))
+
+
+# -- the adjoints of np.linalg.solve, cholesky and inv, and their tangents ---------------
+@helper(result="fresh",
+        params="g, a, b, x, which", tangent=(
+            "_s2s_solve(t, a, b, x, which)",
+            "_s2s_solve(-np.swapaxes(t, -1, -2) @ np.linalg.solve(np.swapaxes(a, -1, -2), g), "
+            "a, b, x, which)", None,
+            "_s2s_solve(g, a, b, t, which) if which == 0 else _s2s_zeros_like(ans)"))
+def solve(g, a, b, ans, which):
+    """The adjoint of `a` (which=0) or `b` (which=1) in `x = np.linalg.solve(a, b)`."""
+    a = asarray(a)
+    b_bar = np.linalg.solve(np.swapaxes(a, -1, -2), spread_to(g, np.shape(ans)))
+    if which == 1:
+        return unbroadcast(b_bar, b)
+    if np.ndim(ans) == a.ndim - 1 and np.ndim(b) == a.ndim - 1:
+        return unbroadcast(-np.expand_dims(b_bar, -1) * np.expand_dims(ans, -2), a)
+    return unbroadcast(-np.matmul(b_bar, np.swapaxes(ans, -1, -2)), a)
+
+
+@helper(result="fresh",
+        params="g, L",
+        tangent=("_s2s_cholesky(t, L)", "_s2s_cholesky_adjoint_dot(g, L, t)"))
+def cholesky(g, ans):
+    """The adjoint of `L = np.linalg.cholesky(a)` (a symmetric)."""
+    lower = ans
+    phi = np.tril(np.swapaxes(lower, -1, -2) @ spread_to(g, np.shape(ans)))
+    phi = phi - 0.5 * np.eye(lower.shape[-1], dtype=lower.dtype) * phi
+    inv = np.linalg.inv(lower)
+    s = np.swapaxes(inv, -1, -2) @ phi @ inv
+    return (0.5 * (s + np.swapaxes(s, -1, -2))).astype(lower.dtype, copy=False)
+
+
+def cholesky_adjoint_dot(g, L, t):
+    """The tangent of `cholesky(g, L)` (the adjoint of a Cholesky factor) along `L`."""
+    inv = np.linalg.inv(L)
+    inv_dot = -inv @ t @ inv
+    g = spread_to(g, np.shape(L))
+    phi = lower_half(np.tril(_t(L) @ g))
+    s_dot = (_t(inv_dot) @ phi @ inv + _t(inv) @ lower_half(np.tril(_t(t) @ g)) @ inv
+             + _t(inv) @ phi @ inv_dot)
+    return 0.5 * (s_dot + _t(s_dot))
+
+
+@helper(result="fresh", tangent=("_s2s_inv(t, ans)", "_s2s_inv_adjoint_dot(g, ans, t)"))
+def inv(g, ans):
+    """The adjoint of `ans = np.linalg.inv(a)`."""
+    inverse_t = np.swapaxes(ans, -1, -2)
+    return -inverse_t @ spread_to(g, np.shape(ans)) @ inverse_t
+
+
+def inv_adjoint_dot(g, ans, t):
+    """The tangent of `inv(g, ans)` (the adjoint of an inverse `ans`) along `ans`."""
+    g = spread_to(g, np.shape(ans))
+    return -(_t(t) @ g @ _t(ans) + _t(ans) @ g @ _t(t))
 
 
 helpers(__name__)

@@ -16,8 +16,7 @@ from .pytrees import (
     fields as _fields, is_zero as _is_zero, node_of as _node_of, rebuild as _rebuild,
     registered as _registered, replace as _replace)
 from .containers import described, joined as _joined, repeated as _repeated
-from .factorizations import lower_half, matrix_norm_slope
-from .products import spread_to
+from .factorizations import matrix_norm_slope
 from .reductions import axes_of as _axes, unbroadcast, unreduce
 from .registry import HELPERS, define, helper, helpers, jvp
 
@@ -479,64 +478,6 @@ def norm_adjoint_dot(g, x, n, t, which, ord=None, axis=None, keepdims=False):
         return norm(g * (1 - p) * t / np.where(n == 0, 1, n), x, n, ord, axis, keepdims)
     scale = unreduce(np.asarray(g) / np.where(n == 0, 1, n) ** (p - 1), x, axis, keepdims)
     return scale * (p - 1) * np.abs(x) ** (p - 2) * t
-
-
-@helper(result="fresh",
-        params="g, a, b, x, which", tangent=(
-            "_s2s_solve(t, a, b, x, which)",
-            "_s2s_solve(-np.swapaxes(t, -1, -2) @ np.linalg.solve(np.swapaxes(a, -1, -2), g), "
-            "a, b, x, which)", None,
-            "_s2s_solve(g, a, b, t, which) if which == 0 else _s2s_zeros_like(ans)"))
-def solve(g, a, b, ans, which):
-    """The adjoint of `a` (which=0) or `b` (which=1) in `x = np.linalg.solve(a, b)`."""
-    a = asarray(a)
-    b_bar = np.linalg.solve(np.swapaxes(a, -1, -2), spread_to(g, np.shape(ans)))
-    if which == 1:
-        return unbroadcast(b_bar, b)
-    if np.ndim(ans) == a.ndim - 1 and np.ndim(b) == a.ndim - 1:
-        return unbroadcast(-np.expand_dims(b_bar, -1) * np.expand_dims(ans, -2), a)
-    return unbroadcast(-np.matmul(b_bar, np.swapaxes(ans, -1, -2)), a)
-
-
-@helper(result="fresh",
-        params="g, L",
-        tangent=("_s2s_cholesky(t, L)", "_s2s_cholesky_adjoint_dot(g, L, t)"))
-def cholesky(g, ans):
-    """The adjoint of `L = np.linalg.cholesky(a)` (a symmetric)."""
-    lower = ans
-    phi = np.tril(np.swapaxes(lower, -1, -2) @ spread_to(g, np.shape(ans)))
-    phi = phi - 0.5 * np.eye(lower.shape[-1], dtype=lower.dtype) * phi
-    inv = np.linalg.inv(lower)
-    s = np.swapaxes(inv, -1, -2) @ phi @ inv
-    return (0.5 * (s + np.swapaxes(s, -1, -2))).astype(lower.dtype, copy=False)
-
-
-def _t(m):
-    return np.swapaxes(m, -1, -2)
-
-
-def cholesky_adjoint_dot(g, L, t):
-    """The tangent of `cholesky(g, L)` (the adjoint of a Cholesky factor) along `L`."""
-    inv = np.linalg.inv(L)
-    inv_dot = -inv @ t @ inv
-    g = spread_to(g, np.shape(L))
-    phi = lower_half(np.tril(_t(L) @ g))
-    s_dot = (_t(inv_dot) @ phi @ inv + _t(inv) @ lower_half(np.tril(_t(t) @ g)) @ inv
-             + _t(inv) @ phi @ inv_dot)
-    return 0.5 * (s_dot + _t(s_dot))
-
-
-@helper(result="fresh", tangent=("_s2s_inv(t, ans)", "_s2s_inv_adjoint_dot(g, ans, t)"))
-def inv(g, ans):
-    """The adjoint of `ans = np.linalg.inv(a)`."""
-    inverse_t = np.swapaxes(ans, -1, -2)
-    return -inverse_t @ spread_to(g, np.shape(ans)) @ inverse_t
-
-
-def inv_adjoint_dot(g, ans, t):
-    """The tangent of `inv(g, ans)` (the adjoint of an inverse `ans`) along `ans`."""
-    g = spread_to(g, np.shape(ans))
-    return -(_t(t) @ g @ _t(ans) + _t(ans) @ g @ _t(t))
 
 
 @helper(shape_only=(1,), result="of_adjoint", linear="g")
