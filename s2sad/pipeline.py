@@ -31,7 +31,7 @@ from .errors import InternalError, S2SADError
 from .frontend import source
 from .backends import BY_NAME, NUMBA, PYTHON, Backend
 from .before_ad import (
-    aliasing, checkpointed_loops, common_subexpressions, complex_values, desugar,
+    aliasing, builtin_calls, checkpointed_loops, common_subexpressions, complex_values, desugar,
     hoist_invariants, lift, lost_derivatives, record_fields, resolve_calls, wengert)
 from .after_ad import (
     combine_terms, distinct_results, element_adjoints, enclose, guard, guard_bindings,
@@ -94,6 +94,9 @@ def ndarrays(ctx):
 #: Before differentiation: from the user's function to Wengert form. (The front end,
 #: which reads the source and refuses unsupported syntax, makes the `Compilation`.)
 FRONT = [
+    Pass("builtin_calls", builtin_calls.run, "map and filter where consumed as generator "
+         "expressions, max/min/sorted with key= and of one sequence as indexing, divmod as "
+         "a pair"),
     Pass("lift", lift.run, "nested functions and lambdas become functions of their own"),
     Pass("checkpointed_loops", checkpointed_loops.run, "the body of a loop over "
          "s2sad.checkpointed(...) a step function of the loop state"),

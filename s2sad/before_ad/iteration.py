@@ -68,9 +68,12 @@ class Iteration:
         called = self.src.resolve(e.func) if isinstance(e, gast.Call) else None
         plain = isinstance(e, gast.Call) and not e.keywords and not any(
             isinstance(a, gast.Starred) for a in e.args)
-        if called is enumerate and plain and len(e.args) in (1, 2):
+        started = isinstance(e, gast.Call) and [k.arg for k in e.keywords] == ["start"]
+        if called is enumerate and (plain and len(e.args) in (1, 2) or started and len(
+                e.args) == 1 and not isinstance(e.args[0], gast.Starred)):
             length, item = self.parts(e.args[0], loop, prelude)
-            start = self.held(e.args[1], "start", loop, prelude) if len(e.args) == 2 else None
+            given = e.args[1] if len(e.args) == 2 else e.keywords[0].value if started else None
+            start = None if given is None else self.held(given, "start", loop, prelude)
             counter = (lambda i: i) if start is None else (
                 lambda i: syntax.binop(i, gast.Add(), syntax.copied(start)))
             return length, lambda i: (counter(i), item(i))

@@ -171,6 +171,28 @@ def keys(d):
 define(keys, nondiff=True)
 
 
+def best_index(keys, largest):
+    """The position of the item `max(items, key=...)` (`largest`) or `min(...)` picks,
+    given the keys of the items: the first of those that attain the extremum."""
+    keys = list(keys)
+    if not keys:
+        raise ValueError(f"{'max' if largest else 'min'}() iterable argument is empty")
+    return (max if largest else min)(range(len(keys)), key=keys.__getitem__)
+
+
+define(best_index, nondiff=True, returns="scalar")
+
+
+def key_order(keys, reverse=False):
+    """The positions of the items in the order `sorted(items, key=..., reverse=...)`
+    puts them, given their keys (a stable sort, as Python's)."""
+    keys = list(keys)
+    return sorted(range(len(keys)), key=keys.__getitem__, reverse=reverse)
+
+
+define(key_order, nondiff=True)
+
+
 def field(g, name):
     """The adjoint of the field `name` of a record whose adjoint is `g` (a record of
     adjoints, or a zero); a field that carries no derivative has none (None): zero."""

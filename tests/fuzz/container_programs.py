@@ -16,8 +16,11 @@ index and by key, in loops (`for x in xs`, `enumerate`, `zip(xs, xs)`, `d.items(
 in xs])`), unpacked (`a, b = ts`), by NumPy as an array (`np.sum(np.array(xs) ** 2)`,
 `np.append(xs, 0.5)`, `np.tanh(xs)`, `np.dot(xs, xs)`, `np.stack(ts)`,
 `np.concatenate(ts)`), and passed whole to helpers (several of them, several times,
-a helper calling another with it). Every program is valid, smooth (no `abs`, `max` or
-branches: its derivative is defined everywhere) and returns a float. Shrinking gives
+a helper calling another with it), and by the builtins that stand for loops (`map`,
+`enumerate(..., start=1)`, `divmod`, `max`/`min`/`sorted` with and without `key=`).
+Every program is valid, smooth where its arguments are drawn (no branches; the picks
+of `max` and `sorted` change only at ties, which random arguments do not meet) and
+returns a float. Shrinking gives
 fewer statements and the first choice of each: a list read by index.
 """
 import itertools
@@ -63,6 +66,12 @@ READS = {
         ["s = s + np.sum(np.append({p}, 0.5) ** 2)"],
         ["s = s + np.sum(np.tanh({p}))"],
         ["s = s + np.dot({p}, {p}) * 0.25"],
+        ["s = s + sum(map(math.sin, {p}))"],
+        ["s = s + sum(map(lambda {a}: {a} * {a}, {p})) * 0.5"],
+        ["for {b}, {a} in enumerate({p}, start=1):", "    s = s + {a} * {b} * 0.5"],
+        ["{a}, {b} = divmod({p}[0] + 3.0, 7.0)", "s = s + {b} * {p}[-1]"],
+        ["s = s + max({p}, key=abs) * {p}[0]"],
+        ["s = s + sorted({p}, key=lambda {a}: -{a})[0] * min({p})"],
     ],
     "dict": [
         ["s = s + {p}['w'] * np.sum({p}['v'])"],
