@@ -32,7 +32,8 @@ from .frontend import source
 from .backends import BY_NAME, NUMBA, PYTHON, Backend
 from .before_ad import (
     aliasing, builtin_calls, checkpointed_loops, common_subexpressions, complex_values, desugar,
-    hoist_invariants, lift, lost_derivatives, record_fields, resolve_calls, wengert)
+    hoist_invariants, lift, lost_derivatives, record_fields, resolve_calls, star_forms,
+    wengert)
 from .after_ad import (
     combine_terms, distinct_results, element_adjoints, enclose, guard, guard_bindings,
     guard_patterns, inline_helpers, inline_temporaries, insert_dels, optimize, peephole,
@@ -94,6 +95,8 @@ def ndarrays(ctx):
 #: Before differentiation: from the user's function to Wengert form. (The front end,
 #: which reads the source and refuses unsupported syntax, makes the `Compilation`.)
 FRONT = [
+    Pass("star_forms", star_forms.run, "starred targets as items and slices, *xs in calls "
+         "and displays as its items where their number is known"),
     Pass("builtin_calls", builtin_calls.run, "map and filter where consumed as generator "
          "expressions, max/min/sorted with key= and of one sequence as indexing, divmod as "
          "a pair"),

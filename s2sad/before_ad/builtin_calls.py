@@ -72,8 +72,14 @@ class BuiltinCalls:
                 if field in ("body", "orelse", "finalbody", "handlers"):
                     continue
                 if isinstance(value, gast.AST):
-                    setattr(s, field, self.expr(value, in_loop_iter=(
-                        field == "iter" and isinstance(s, gast.For))))
+                    # a loop's iterable, and what an assignment unpacks, are consumed whole
+                    unpacked = field == "value" and isinstance(s, gast.Assign) and all(
+                        isinstance(t, (gast.Tuple, gast.List)) for t in s.targets)
+                    made = self.expr(value, consumed=unpacked, in_loop_iter=(
+                        field == "iter" and isinstance(s, gast.For)))
+                    if unpacked and isinstance(made, gast.GeneratorExp):
+                        made = gast.ListComp(elt=made.elt, generators=made.generators)
+                    setattr(s, field, made)
                 elif isinstance(value, list):
                     setattr(s, field, [self.expr(v) if isinstance(v, gast.expr) else v
                                        for v in value])
@@ -103,7 +109,7 @@ class BuiltinCalls:
                       for i, a in enumerate(e.args)]
             for k in e.keywords:
                 k.value = self.expr(k.value, held=held)
-            made = self.call(e, called, consumed or in_loop_iter, held)
+            made = self.call(e, called, consumed, in_loop_iter, held)
             return e if made is None else _located(made, e)
         for field, value in gast.iter_fields(e):
             if isinstance(value, gast.AST):
@@ -119,13 +125,13 @@ class BuiltinCalls:
         for node in syntax.walk(e):
             for field, value in gast.iter_fields(node):
                 if isinstance(value, gast.Call):
-                    made = self.call(value, self.builtin(value.func), False, False)
+                    made = self.call(value, self.builtin(value.func), False, False, False)
                     if made is not None:
                         setattr(node, field, _located(made, value))
                 elif isinstance(value, list):
                     for i, v in enumerate(value):
                         if isinstance(v, gast.Call):
-                            made = self.call(v, self.builtin(v.func), False, False)
+                            made = self.call(v, self.builtin(v.func), False, False, False)
                             if made is not None:
                                 value[i] = _located(made, v)
         return e
@@ -136,18 +142,23 @@ class BuiltinCalls:
             return None
         obj = self.src.resolve(func)
         return obj if getattr(builtins, func.id, None) is obj and any(
-            obj is b for b in (map, filter, divmod, *CONSUMERS)) else None
+            obj is b for b in (map, filter, divmod, zip, enumerate, *CONSUMERS)) else None
 
     # -- the calls ------------------------------------------------------------------------
-    def call(self, e, called, consumed, held):
-        """What the call `e` of the builtin `called` stands for, or None to keep it."""
+    def call(self, e, called, consumed, in_loop_iter, held):
+        """What the call `e` of the builtin `called` stands for, or None to keep it;
+        `consumed`: a consumer or an unpacking reads it whole; `in_loop_iter`: a loop
+        does (which reads zip and enumerate as they are)."""
         star = any(isinstance(a, gast.Starred) for a in e.args) or any(
             k.arg is None for k in e.keywords)
         if called is None or star:
             return None
         keywords = {k.arg: k.value for k in e.keywords}
-        if called in (map, filter) and consumed and not keywords:
+        if called in (map, filter) and (consumed or in_loop_iter) and not keywords:
             return self.mapped(e, called, held)
+        if called in (zip, enumerate) and consumed and e.args and (
+                not keywords or called is enumerate and list(keywords) == ["start"]):
+            return self.paired(e, called)
         if called in (max, min) and set(keywords) <= {"key"} and e.args:
             return self.extremum(e, called is max, keywords.get("key"), held)
         if called is sorted and len(e.args) == 1 and set(keywords) <= {"key", "reverse"} \
@@ -186,6 +197,20 @@ class BuiltinCalls:
             elt, ifs = syntax.name(targets[0]), [test]
         return gast.GeneratorExp(elt=elt, generators=[gast.comprehension(
             target=target, iter=iterable, ifs=ifs, is_async=0)])
+
+    def paired(self, e, called):
+        """`zip(a, b)` as `((x, x_1) for x, x_1 in zip(a, b))`, `enumerate(xs)` as `((i, x)
+        for i, x in enumerate(xs))`: a generator a consumer (or an unpacking) reads whole,
+        whose loop before_ad.iteration writes."""
+        n = len(e.args) if called is zip else 2
+        targets = [self.namer.fresh("i" if called is enumerate and k == 0 else "x")
+                   for k in range(n)]
+        return gast.GeneratorExp(
+            elt=gast.Tuple(elts=[syntax.name(t) for t in targets], ctx=gast.Load()),
+            generators=[gast.comprehension(
+                target=gast.Tuple(elts=[syntax.name(t, store=True) for t in targets],
+                                  ctx=gast.Store()),
+                iter=e, ifs=[], is_async=0)])
 
     def extremum(self, e, largest, key, held):
         if len(e.args) == 1 and key is None and isinstance(e.args[0], gast.GeneratorExp):
