@@ -6,10 +6,12 @@ loops, indexing and arithmetic it differentiates:
   (`(f(x) for x in xs)`, `(x for x in xs if p(x))`; `map` over several sequences
   zips them);
 - `max(xs)` and `min(xs)` of one sequence, and `max`, `min` and `sorted` with a `key=`,
-  index the sequence with the position that Python's call picks
-  (`xs[_s2s_best_index(keys, ...)]`, `[xs[i] for i in _s2s_key_order(keys, ...)]`,
-  the keys being `[key(x) for x in xs]`): the derivative goes to the items picked,
-  and none to the key (a choice is piecewise constant);
+  index the sequence (`seq = _s2s_sequence(xs)` unless `xs` is certainly a list, tuple
+  or array: the items of a dict are its keys) with
+  the position that Python's call picks (`seq[_s2s_best_index(keys, ...)]`,
+  `[seq[i] for i in _s2s_key_order(keys, ...)]`, the keys being `[key(x) for x in
+  seq]`): the derivative goes to the items picked, and none to the key (a choice is
+  piecewise constant);
 - `list(...)` of a generator is a list comprehension, and `divmod(a, b)` is
   `(a // b, a % b)`.
 
@@ -18,12 +20,12 @@ name bound before the statement (a lambda given as `key=` becomes a named one, w
 before_ad.lift lifts). Where that is impossible (in a `while` test, or inside a
 comprehension) the call is left as it is, and refused later if it is differentiated.
 
->>> print(show("builtin_calls", '''
+>>> print(show("builtin_calls", '''   # (for arrays xs and ys)
 ... def f(xs, ys):
 ...     a = sum(map(abs, xs))
 ...     b, c = divmod(a, 2.0)
 ...     return max(xs, key=lambda v: v * v) + min(ys) + c
-... '''))
+... ''', arrays=True))
 def f(xs, ys):
     a = sum((abs(x) for x in xs))
     b, c = (a // 2.0, a % 2.0)
@@ -36,6 +38,7 @@ import gast
 
 from .. import marks, syntax
 from ..rules.registry import HELPERS
+from .iteration import _indexable
 
 # the callables that consume an iterable whole, so that a generator can stand for their
 # argument (before_ad.desugar makes it a list)
@@ -60,6 +63,9 @@ class BuiltinCalls:
         self.namer = ctx.namer
 
     def run(self, fn):
+        # names certainly a list, tuple or array where read: indexed as they are
+        self.indexable = _indexable(fn, self.ctx.types) | {
+            p for p, t in self.ctx.types.items() if t in (list, tuple)}
         fn.body = self.block(fn.body)
         return fn
 
@@ -213,13 +219,8 @@ class BuiltinCalls:
                 iter=e, ifs=[], is_async=0)])
 
     def extremum(self, e, largest, key, held):
-        if len(e.args) == 1 and key is None and isinstance(e.args[0], gast.GeneratorExp):
-            seq = gast.ListComp(elt=e.args[0].elt, generators=e.args[0].generators)
-        elif len(e.args) == 1:
-            seq = e.args[0]
-        else:
-            seq = gast.Tuple(elts=e.args, ctx=gast.Load())
-        seq = self.atom(seq, "seq", held)
+        seq = self.sequence(e.args[0] if len(e.args) == 1 else gast.Tuple(
+            elts=e.args, ctx=gast.Load()), held)
         if seq is None:
             return None
         keys = syntax.copied(seq) if key is None else self.keys(seq, key, held)
@@ -229,7 +230,7 @@ class BuiltinCalls:
         return gast.Subscript(value=syntax.copied(seq), slice=index, ctx=gast.Load())
 
     def ordered(self, e, key, reverse, held):
-        seq = self.atom(e.args[0], "seq", held)
+        seq = self.sequence(e.args[0], held)
         keys = None if seq is None else self.keys(seq, key, held)
         if keys is None:
             return None
@@ -241,6 +242,19 @@ class BuiltinCalls:
                                ctx=gast.Load()),
             generators=[gast.comprehension(target=syntax.name(i, store=True), iter=order,
                                            ifs=[], is_async=0)])
+
+    def sequence(self, e, held):
+        """A name for the items of the iterable `e` that can be indexed: a list or tuple
+        display or a comprehension held as it is, anything else (a name, which may be a
+        dict, a zip, a range) as `_s2s_sequence(e)` (a list, tuple or array itself; the
+        keys of a dict, the items of any other iterable, as a list); None when it cannot
+        be held."""
+        if isinstance(e, gast.GeneratorExp):
+            e = gast.ListComp(elt=e.elt, generators=e.generators)
+        if not (isinstance(e, (gast.List, gast.Tuple, gast.ListComp)) or isinstance(
+                e, gast.Name) and e.id in self.indexable):
+            e = syntax.call(self.helper("sequence"), [e])
+        return self.atom(e, "seq", held)
 
     def keys(self, seq, key, held):
         """`[key(x) for x in seq]`, or None."""
