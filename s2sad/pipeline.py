@@ -7,10 +7,11 @@ Every pass is `run(fn, ctx) -> fn` over a gast function and the `Compilation` co
 
 >>> from s2sad import pipeline
 >>> [p.name for p in pipeline.FORWARD_MODE]  # doctest: +NORMALIZE_WHITESPACE
-['lift', 'checkpointed_loops', 'desugar', 'wengert', 'resolve_calls', 'record_fields',
- 'aliasing', 'complex_values', 'lost_derivatives', 'common_subexpressions',
- 'hoist_invariants', 'forward', 'tangent_only', 'inline_temporaries', 'write_in_place',
- 'tangents_late', 'insert_dels', 'guard', 'guard_bindings', 'enclose']
+['star_forms', 'builtin_calls', 'lift', 'checkpointed_loops', 'desugar', 'wengert',
+ 'resolve_calls', 'record_fields', 'aliasing', 'complex_values', 'lost_derivatives',
+ 'common_subexpressions', 'hoist_invariants', 'forward', 'tangent_only',
+ 'inline_temporaries', 'write_in_place', 'tangents_late', 'insert_dels', 'guard',
+ 'guard_bindings', 'enclose']
 """
 from __future__ import annotations
 
