@@ -192,3 +192,15 @@ def test_names_shadowing_the_builtins_are_left_alone():
     def f(x):
         return max([x, 2.0 * x], key=abs) * x
     assert s2sad.grad(f)(3.0) == pytest.approx(4.0 * 3.0)
+
+
+def test_numpy_scalar_types_as_casts():
+    def f(x):
+        return np.float64(x[0]) * 2.0 + np.float32(x[1]) * x[0] + np.int64(x[1]) * x[1]
+    x = np.array([1.5, 2.25])
+    # float32(2.25) is exact; int64(2.25) == 2 is piecewise constant
+    np.testing.assert_allclose(s2sad.grad(f)(x), [2.0 + 2.25, 1.5 + 2.0])
+    # (central differences cannot see through float32's rounding: the cast on its own)
+    check(lambda x: np.float64(x[0]) * x[1] + np.int64(x[1]) * x[1], [1.5, 2.25])
+    y, dot = s2sad.jvp(f, (x,), (np.array([0.0, 1.0]),))
+    assert dot == pytest.approx(1.5 + 2.0)
