@@ -17,7 +17,8 @@ in xs])`), unpacked (`a, b = ts`), by NumPy as an array (`np.sum(np.array(xs) **
 `np.append(xs, 0.5)`, `np.tanh(xs)`, `np.dot(xs, xs)`, `np.stack(ts)`,
 `np.concatenate(ts)`), and passed whole to helpers (several of them, several times,
 a helper calling another with it), and by the builtins that stand for loops (`map`,
-`enumerate(..., start=1)`, `divmod`, `max`/`min`/`sorted` with and without `key=`).
+`enumerate(..., start=1)`, `divmod`, `max`/`min`/`sorted` with and without `key=`) and
+star forms (`a, *rest = xs`, `math.hypot(*pair)`, `[*pair, xs[0]]`).
 Every program is valid, smooth where its arguments are drawn (no branches; the picks
 of `max` and `sorted` change only at ties, which random arguments do not meet) and
 returns a float. Shrinking gives
@@ -72,6 +73,9 @@ READS = {
         ["{a}, {b} = divmod({p}[0] + 3.0, 7.0)", "s = s + {b} * {p}[-1]"],
         ["s = s + max({p}, key=abs) * {p}[0]"],
         ["s = s + sorted({p}, key=lambda {a}: -{a})[0] * min({p})"],
+        ["{a}, *{b} = {p}", "s = s + {a} * sum({b})"],
+        ["*{b}, {a} = {p}", "s = s + {a} * {b}[0]"],
+        ["{a} = ({p}[0], 2.0 * {p}[1])", "s = s + math.hypot(*{a}) + sum([*{a}, {p}[0]])"],
     ],
     "dict": [
         ["s = s + {p}['w'] * np.sum({p}['v'])"],
@@ -86,6 +90,7 @@ READS = {
         ["s = s + np.sum(np.stack({p}) ** 2) * 0.25"],
         ["s = s + np.sum(np.concatenate({p}) * 0.3)"],
         ["for {a} in {p}:", "    s = s + np.sum(np.sin({a}))"],
+        ["{a}, *{b} = {p}", "s = s + np.sum({a} * {b}[0])"],
     ],
     "layers": [
         ["{a} = H0", "for {b}, {c} in {p}:", "    {a} = np.tanh({b} @ {a} + {c})",
