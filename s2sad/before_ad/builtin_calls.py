@@ -43,6 +43,8 @@ from .iteration import _indexable
 # the callables that consume an iterable whole, so that a generator can stand for their
 # argument (before_ad.desugar makes it a list)
 CONSUMERS = (sum, list, tuple, min, max, sorted, any, all)
+#: The builtins this pass rewrites, by name.
+NAMES = {f.__name__ for f in (map, filter, divmod, zip, enumerate, *CONSUMERS)}
 # the statements whose own expressions run once, before anything in their bodies
 SIMPLE = (gast.Assign, gast.AugAssign, gast.AnnAssign, gast.Expr, gast.Return, gast.If,
           gast.For)
@@ -144,8 +146,8 @@ class BuiltinCalls:
 
     def builtin(self, func):
         """The builtin `func` denotes, else None (a local name, any other object)."""
-        if not isinstance(func, gast.Name):
-            return None
+        if not (isinstance(func, gast.Name) and func.id in NAMES):
+            return None     # (resolved only if it may be one: what is resolved is guarded)
         obj = self.src.resolve(func)
         return obj if getattr(builtins, func.id, None) is obj and any(
             obj is b for b in (map, filter, divmod, zip, enumerate, *CONSUMERS)) else None
@@ -165,7 +167,9 @@ class BuiltinCalls:
         if called in (zip, enumerate) and consumed and e.args and (
                 not keywords or called is enumerate and list(keywords) == ["start"]):
             return self.paired(e, called)
-        if called in (max, min) and set(keywords) <= {"key"} and e.args:
+        if called in (max, min) and set(keywords) <= {"key"} and (
+                len(e.args) == 1 or "key" in keywords and e.args):
+            # (`max(x, y)` without a key has rules of its own: rules/builtins.py)
             return self.extremum(e, called is max, keywords.get("key"), held)
         if called is sorted and len(e.args) == 1 and set(keywords) <= {"key", "reverse"} \
                 and "key" in keywords:
