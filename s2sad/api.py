@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import driver, forward_api, marks, numba_api
+from . import driver, forward_api, marks, numba_api, variadic
 from .compilation import (Wrt, arg_types_key, arg_types_of, patterns_of, refuse_complex,
                           wrt_indices, wrt_or_argnums)
 from .errors import GradientCheckError, S2SADError, defined_at, warn_unconnected
@@ -196,6 +196,9 @@ def _decorator(cls, f, wrt, backend=None, jit=None, memory=None, has_aux=False):
         return lambda g: _decorator(cls, g, wrt, backend, jit, memory, has_aux)
     if not callable(f):
         raise S2SADError(f"s2sad differentiates functions; got {type(f).__name__} {f!r}")
+    if variadic.takes_varargs(f):
+        return variadic.Derivative(f, lambda g: _decorator(cls, g, wrt, backend, jit, memory,
+                                                           has_aux))
     backend = numba_api.default_backend(f, backend, jit, has_aux or memory is not None)
     if memory is not None:
         checked_budget(memory)
@@ -402,6 +405,7 @@ def vjp(f: Callable, *args: Any, backend: str = "python", has_aux: bool = False,
             'backend="numba" for forward mode')
     if not args:
         raise S2SADError("vjp needs the positional arguments to differentiate at")
+    f = variadic.for_call(f, args, kwargs)
     wrt = tuple(range(len(args)))
     _check_inputs(getattr(f, "__func__", f), _shift(wrt) if inspect.ismethod(f) else wrt,
                   ((f.__self__,) if inspect.ismethod(f) else ()) + args)

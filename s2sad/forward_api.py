@@ -9,7 +9,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import driver, numba_api
+from . import driver, numba_api, variadic
 from .compilation import (Wrt, arg_types_of, default_arg_types, refuse_complex, wrt_indices,
                           wrt_or_argnums)
 from .errors import NonScalarOutputError, S2SADError, defined_at, warn_unconnected
@@ -130,6 +130,7 @@ _jvp_calls = {}
 def _jvp(f, primals, tangents, kwargs):
     """jvp's general path: the first call, methods, tangents left out, other types."""
     primals, tangents = tuple(primals), tuple(tangents)
+    f = variadic.for_call(f, primals, kwargs)
     if len(primals) != len(tangents):
         raise S2SADError(f"jvp needs one tangent per primal: got {len(primals)} primal(s) "
                          f"and {len(tangents)} tangent(s)")
@@ -385,6 +386,9 @@ def jacfwd(f: Callable, wrt: Wrt | None = None, *, argnums: int | tuple | None =
     >>> J[1], float(radius)
     (array([0., 2.]), 2.0)
     """
+    if variadic.takes_varargs(f):
+        return variadic.Derivative(
+            f, lambda g: jacfwd(g, wrt, argnums=argnums, has_aux=has_aux), extra=0)
     wrt = wrt_or_argnums(wrt, argnums)
 
     def jacobian(*args, **kwargs):
@@ -430,6 +434,9 @@ def jacrev(f: Callable, wrt: Wrt | None = None, *, argnums: int | tuple | None =
     array([[1., 0.],
            [0., 2.]])
     """
+    if variadic.takes_varargs(f):
+        return variadic.Derivative(
+            f, lambda g: jacrev(g, wrt, argnums=argnums, has_aux=has_aux), extra=0)
     wrt = wrt_or_argnums(wrt, argnums)
 
     def jacobian(*args, **kwargs):
@@ -607,6 +614,9 @@ def hvp(f: Callable, wrt: Wrt | None = None, *, backend: str | None = None,
     `@numba.njit` function `f`. `argnums` may stand for `wrt`, as in `grad`. For SciPy's
     order of arguments, `(x, v, *args)`, see `hessp`.
     """
+    if variadic.takes_varargs(f):
+        return variadic.Derivative(
+            f, lambda g: hvp(g, wrt, backend=backend, argnums=argnums), extra=1)
     wrt = wrt_or_argnums(wrt, argnums)
     backend = numba_api.default_backend(f, backend)
     compiled_for = {}   # (argument types, registry version) -> the compiled code
@@ -665,6 +675,9 @@ def hessian(f: Callable, wrt: Wrt | None = None, *, backend: str | None = None,
     docs/numba.md), for numbers and arrays; that is the default for a `@numba.njit`
     function `f`. `argnums` may stand for `wrt`, as in `grad`.
     """
+    if variadic.takes_varargs(f):
+        return variadic.Derivative(
+            f, lambda g: hessian(g, wrt, backend=backend, argnums=argnums), extra=0)
     wrt = wrt_or_argnums(wrt, argnums)
     backend = numba_api.default_backend(f, backend)
 
@@ -699,6 +712,9 @@ def hessp(f: Callable, wrt: Wrt | None = None, *, backend: str | None = None,
     >>> np.round(result.x, 6)                  # (4 I + [[0, 1], [1, 0]]) x = (4, 4)
     array([0.8, 0.8])
     """
+    if variadic.takes_varargs(f):
+        return variadic.Derivative(
+            f, lambda g: hessp(g, wrt, backend=backend, argnums=argnums), extra=1)
     wrt = wrt_or_argnums(wrt, argnums)
     if isinstance(wrt, (tuple, list)):
         raise S2SADError("hessp differentiates with respect to one argument, as SciPy's x; "

@@ -51,8 +51,9 @@ def check(src):
     fn = src.node
     args = fn.args
     if args.vararg or args.kwarg:
-        raise src.syntax_error(fn, f"{fn.name}() takes *args or **kwargs, which s2sad does "
-                                   "not support; list the parameters explicitly")
+        raise src.syntax_error(fn, f"{fn.name}() takes *args or **kwargs: s2sad compiles it "
+                                   "for the arguments of a call (give them: --at in the "
+                                   "command line), or list the parameters explicitly")
     declares = False
     # (a dict display spread into a call's keywords, `f(**{"a": x})`, is keywords)
     spread = {id(k.value) for n in syntax.walk(fn) if isinstance(n, gast.Call)
