@@ -113,10 +113,10 @@ class Forward:
         jvp = syntax.function(self.namer.fresh(f"{fn.name}_jvp"), [], body, like=fn)
         self.add_tangent_params(jvp.args)
         for n in syntax.name_nodes(jvp):
-            if getattr(n, "s2s_lifted", False):
-                self.ctx.bindings[n.id] = n.s2s_prim    # its own name: nothing else has it
-            elif getattr(n, "s2s_prim", None) is not None:
-                n.id = self.ctx.bind(n.id, obj=n.s2s_prim)
+            if marks.LIFTED.of(n):
+                self.ctx.bindings[n.id] = marks.PRIM.of(n)    # its own name: nothing else has it
+            elif marks.PRIM.of(n) is not None:
+                n.id = self.ctx.bind(n.id, obj=marks.PRIM.of(n))
         _coalesce(jvp, set(self.dots.values()))
         return jvp
 
@@ -353,7 +353,7 @@ class Forward:
             callee = Callee(fn, Variant.JVP, wrt, arg_types, tuple(args), dict(kwargs),
                             len(call.args))
             self.adapters[key] = (self.ctx.call(callee, f"{source.identifier(fn)}_jvp"), prim)
-            if hasattr(fn, "s2s_lifted"):
+            if marks.RECORD.of(fn) is not None:
                 self.ctx.lifted.append((fn, wrt, None))
         name = self.adapters[key][0]
         value = syntax.call(name, [syntax.copied(a) for a in call.args] + [
@@ -441,7 +441,7 @@ def _arguments(op, src):
         return [node.value, operations.index_value(node.slice)], {}
     func = node.func
     receiver = []
-    if (getattr(func, "s2s_prim", None) is None and isinstance(func, gast.Attribute)
+    if (marks.PRIM.of(func) is None and isinstance(func, gast.Attribute)
             and src.resolve(func) is MISSING):
         receiver = [func.value]
     return receiver + list(node.args), {k.arg: k.value for k in node.keywords}

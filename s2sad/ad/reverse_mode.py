@@ -140,8 +140,8 @@ class Reverse(CallAdjoints):
         pullback = syntax.function(self.namer.fresh(f"{fn.name}_pullback"), [seed], reverse)
         forward = _strip_markers(self.forward_pass(body))
         for n in syntax.name_nodes(syntax.function("_", [], forward)):
-            if getattr(n, "s2s_lifted", False):
-                self.ctx.bindings[n.id] = n.s2s_prim    # a lifted function it runs unchanged
+            if marks.LIFTED.of(n):
+                self.ctx.bindings[n.id] = marks.PRIM.of(n)    # a lifted function it runs unchanged
         vjp = syntax.function(self.namer.fresh(f"{fn.name}_vjp"), [], forward + [
             pullback, syntax.ret(syntax.tuple_([ret.value, syntax.name(pullback.name)]))],
             like=fn)
@@ -779,12 +779,15 @@ def _cheap_operands(v):
 #: What to write instead of a call of a class of Python's that builds, from differentiated
 #: values, an object s2sad has no rule for (see `library_class`).
 _INSTEAD = {
-    map: "a list comprehension, [f(v) for v in xs]",
-    filter: "a list comprehension with a condition, [v for v in xs if test(v)]",
-    enumerate: "a loop over it (for i, v in enumerate(xs): ...) or a list comprehension "
-               "over it, where s2sad reads it",
-    zip: "a loop over it (for a, b in zip(xs, ys): ...) or a list comprehension over it, "
-         "where s2sad reads it",
+    map: "it where its items are read whole (sum(map(f, xs)), list(map(f, xs)), a loop "
+         "over it), or a list comprehension, [f(v) for v in xs]; a map kept in a variable "
+         "is an iterator, which s2sad does not follow",
+    filter: "it where its items are read whole (sum(filter(test, xs)), a loop over it), or "
+            "a list comprehension with a condition, [v for v in xs if test(v)]",
+    enumerate: "a loop over it (for i, v in enumerate(xs): ...), a list comprehension "
+               "over it, or list(enumerate(xs)), where s2sad reads it",
+    zip: "a loop over it (for a, b in zip(xs, ys): ...), a list comprehension over it, "
+         "list(zip(xs, ys)) or an unpacking (a, b = zip(*pairs)), where s2sad reads it",
     reversed: "a loop over it (for v in reversed(xs): ...), or xs[::-1]",
     set: "a list or tuple of the values",
     frozenset: "a list or tuple of the values",

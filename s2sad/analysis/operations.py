@@ -60,7 +60,7 @@ def classify(value, src):
         return _rule_op(SYNTAX.get(type(value.op)), [value.operand], {}, value)
     if isinstance(value, gast.Call):
         keywords = {k.arg: k.value for k in value.keywords}
-        prim = getattr(value.func, "s2s_prim", None) or src.resolve(value.func)
+        prim = marks.PRIM.of(value.func) or src.resolve(value.func)
         if prim is MISSING and isinstance(value.func, gast.Attribute):
             receiver = [value.func.value]
             method = registry.METHODS.get(value.func.attr) or DICT_METHODS.get(

@@ -19,7 +19,7 @@ import itertools
 import gast
 import numpy as np
 
-from .. import syntax
+from .. import marks, syntax
 from ..frontend.source import MISSING
 from ..rules import runtime
 
@@ -131,9 +131,9 @@ class Iteration:
 
     def call(self, name, args, helper=None):
         """A call of the builtin `name`, or of the runtime `helper`, that the passes after
-        this one know (`s2s_prim`) whatever the user's names."""
+        this one know (`marks.PRIM`) whatever the user's names."""
         func = syntax.name(self.ctx.bind(name) if helper is None else self.ctx.runtime(name))
-        func.s2s_prim = getattr(builtins, name) if helper is None else helper
+        marks.PRIM.put(func, getattr(builtins, name) if helper is None else helper)
         return syntax.call(func, args)
 
     def held(self, e, base, loop, prelude):

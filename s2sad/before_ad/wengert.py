@@ -237,7 +237,7 @@ class Wengert:
     def update(self, base, prim, args, env, out, origin):
         """`base = prim(base, *args)`: a mutation, as a new SSA version of `base`."""
         call = syntax.call("_s2s_" + prim.__name__, [syntax.name(env.get(base, base))] + args)
-        call.func.s2s_prim = prim
+        marks.PRIM.put(call.func, prim)
         new = self.version(base)
         self.emit(out, syntax.assign(new, call), origin)
         env[base] = new

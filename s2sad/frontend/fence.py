@@ -35,7 +35,6 @@ REJECTED = {
                  "module level",
     gast.ImportFrom: "imports inside a differentiated function are not supported; import "
                      "at module level",
-    gast.Starred: "star-arguments (*args) are not supported; pass the values one by one",
     gast.Set: "set displays are not supported",
 }
 if hasattr(gast, "TryStar"):
@@ -49,8 +48,9 @@ def check(src):
     fn = src.node
     args = fn.args
     if args.vararg or args.kwarg:
-        raise src.syntax_error(fn, f"{fn.name}() takes *args or **kwargs, which s2sad does "
-                                   "not support; list the parameters explicitly")
+        raise src.syntax_error(fn, f"{fn.name}() takes *args or **kwargs: s2sad compiles it "
+                                   "for the arguments of a call (give them: --at in the "
+                                   "command line), or list the parameters explicitly")
     declares = False
     for stmt in fn.body:
         for node in syntax.walk(stmt):
@@ -68,8 +68,8 @@ def check(src):
 #: The node classes `_problem`, `_outside_change` or `_block` may refuse, and `global`:
 #: the others are not looked at.
 _CHECKED = frozenset(REJECTED) | {
-    gast.Assign, gast.AugAssign, gast.AnnAssign, gast.For, gast.comprehension, gast.Delete,
-    gast.Call, gast.Expr, gast.With, gast.Try, gast.Global, gast.Dict}
+    gast.Starred, gast.Assign, gast.AugAssign, gast.AnnAssign, gast.For, gast.comprehension,
+    gast.Delete, gast.Call, gast.Expr, gast.With, gast.Try, gast.Global, gast.Dict}
 
 
 def _problem(node):
@@ -79,6 +79,10 @@ def _problem(node):
     if isinstance(node, (gast.Assign, gast.AugAssign, gast.AnnAssign)):
         targets = node.targets if isinstance(node, gast.Assign) else [node.target]
         for target in targets:
+            if _starred_twice(target):
+                return "multiple starred expressions in one assignment target"
+            if isinstance(target, gast.Starred):
+                return "a starred assignment target must be in a list or tuple"
             if isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name):
                 continue
             for t in _flat_targets(target):
@@ -88,7 +92,8 @@ def _problem(node):
                 if isinstance(t, gast.Attribute):
                     return ("assignment to an attribute (obj.x = ...) is not supported; "
                             "keep the value in a local variable")
-                if not isinstance(t, gast.Name):
+                if not isinstance(t, gast.Name) and not (
+                        isinstance(t, gast.Starred) and isinstance(t.value, gast.Name)):
                     return "this assignment target is not supported"
         if isinstance(node, gast.AnnAssign) and node.value is None:
             return "an annotation without a value is not supported; assign a value"
@@ -108,6 +113,8 @@ def _problem(node):
     if isinstance(node, gast.Dict) and any(k is None for k in node.keys):
         return ("** in a dict display is not supported; write the keys out "
                 "({'a': d['a'], 'b': v}, not {**d, 'b': v})")
+    if isinstance(node, gast.Starred) and isinstance(node.ctx, gast.Load):
+        return None     # (before_ad.star_forms spells out those whose length it knows)
     if isinstance(node, gast.Expr) and not isinstance(
             node.value, (gast.Call, gast.Constant, gast.Yield, gast.YieldFrom, gast.Await)):
         return "an expression statement that is not a call has no effect; remove it"
@@ -263,6 +270,13 @@ def _outside_change(node, src):
                "read it, and return what is needed")
     return (f"{src.name}() {how} {name!r}, which is not one of its variables: a "
             f"differentiated function must not change objects outside it; {instead}")
+
+
+def _starred_twice(target):
+    if not isinstance(target, (gast.Tuple, gast.List)):
+        return False
+    return sum(isinstance(e, gast.Starred) for e in target.elts) > 1 or any(
+        _starred_twice(e) for e in target.elts)
 
 
 def _flat_targets(target):

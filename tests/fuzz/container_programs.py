@@ -17,8 +17,12 @@ in xs])`), unpacked (`a, b = ts`), copied or rebuilt (`tuple(xs)`, `list(ts)`, `
 a dict display or comprehension of its values, `d.get('w', 1.0)`), by NumPy as an array (`np.sum(np.array(xs) ** 2)`,
 `np.append(xs, 0.5)`, `np.tanh(xs)`, `np.dot(xs, xs)`, `np.stack(ts)`,
 `np.concatenate(ts)`), and passed whole to helpers (several of them, several times,
-a helper calling another with it). Every program is valid, smooth (no `abs`, `max` or
-branches: its derivative is defined everywhere) and returns a float. Shrinking gives
+a helper calling another with it), and by the builtins that stand for loops (`map`,
+`enumerate(..., start=1)`, `divmod`, `max`/`min`/`sorted` with and without `key=`) and
+star forms (`a, *rest = xs`, `math.hypot(*pair)`, `[*pair, xs[0]]`).
+Every program is valid, smooth where its arguments are drawn (no branches; the picks
+of `max` and `sorted` change only at ties, which random arguments do not meet) and
+returns a float. Shrinking gives
 fewer statements and the first choice of each: a list read by index.
 """
 import itertools
@@ -67,6 +71,15 @@ READS = {
         ["{a} = tuple({p})", "s = s + {a}[0] * {a}[-1]"],
         ["{a} = list({b} * 2.0 for {b} in {p})", "s = s + sum({a}) * 0.5"],
         ["{a} = {{'first': {p}[0], 'last': {p}[-1]}}", "s = s + {a}['first'] * {a}['last']"],
+        ["s = s + sum(map(math.sin, {p}))"],
+        ["s = s + sum(map(lambda {a}: {a} * {a}, {p})) * 0.5"],
+        ["for {b}, {a} in enumerate({p}, start=1):", "    s = s + {a} * {b} * 0.5"],
+        ["{a}, {b} = divmod({p}[0] + 3.0, 7.0)", "s = s + {b} * {p}[-1]"],
+        ["s = s + max({p}, key=abs) * {p}[0]"],
+        ["s = s + sorted({p}, key=lambda {a}: -{a})[0] * min({p})"],
+        ["{a}, *{b} = {p}", "s = s + {a} * sum({b})"],
+        ["*{b}, {a} = {p}", "s = s + {a} * {b}[0]"],
+        ["{a} = ({p}[0], 2.0 * {p}[1])", "s = s + math.hypot(*{a}) + sum([*{a}, {p}[0]])"],
     ],
     "dict": [
         ["s = s + {p}['w'] * np.sum({p}['v'])"],
@@ -89,6 +102,7 @@ READS = {
         ["s = s + np.sum(np.concatenate({p}) * 0.3)"],
         ["for {a} in {p}:", "    s = s + np.sum(np.sin({a}))"],
         ["{a} = list({p})", "s = s + np.sum({a}[0] * {a}[1])"],
+        ["{a}, *{b} = {p}", "s = s + np.sum({a} * {b}[0])"],
     ],
     "layers": [
         ["{a} = H0", "for {b}, {c} in {p}:", "    {a} = np.tanh({b} @ {a} + {c})",
