@@ -306,8 +306,9 @@ def top_level_star(*xs):
 
 
 def test_star_args_of_the_differentiated_function_itself():
-    with pytest.raises(UnsupportedSyntaxError, match="list the parameters explicitly"):
-        s2sad.grad(top_level_star)(0.7, 1.2)
+    # differentiated call by call (s2sad/variadic.py; tests/test_variadic.py)
+    assert s2sad.grad(top_level_star, wrt=(0, 1))(0.7, 1.2) == pytest.approx(
+        fd_grad(top_level_star, (0.7, 1.2), (0, 1)))
 
 
 def maps_a_lambda(x):

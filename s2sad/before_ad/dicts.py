@@ -39,7 +39,7 @@ def f(x, names):
 """
 import gast
 
-from .. import syntax
+from .. import marks, syntax
 from ..rules import runtime
 
 
@@ -117,13 +117,13 @@ class Dicts(gast.NodeTransformer):
                 and not isinstance(target.slice, (gast.Slice, gast.Tuple))):
             return None
         func = syntax.name(self.ctx.runtime("dict_set"))
-        func.s2s_prim = runtime.dict_set
+        marks.PRIM.put(func, runtime.dict_set)
         call = syntax.call(func, [syntax.name(target.value.id), target.slice, s.value])
         return syntax.located(syntax.assign(target.value.id, call), s)
 
     def dict_of(self, keys, values, node):
         func = syntax.name(self.ctx.runtime("dict_of"))
-        func.s2s_prim = runtime.dict_of
+        marks.PRIM.put(func, runtime.dict_of)
         return syntax.located(syntax.call(func, [keys, values]), node)
 
 
