@@ -48,6 +48,7 @@ def f_jvp(x, x_dot):
 import builtins
 import copy
 import dataclasses
+import inspect
 
 import gast
 
@@ -55,7 +56,7 @@ from .. import marks
 from ..analysis import operations
 from ..analysis.activity import closure, definitions
 from ..analysis.names import BlockNames, live_names, rename
-from ..analysis.value_kinds import ARRAY, SCALAR, sequence_operands
+from ..analysis.value_kinds import ARRAY, SCALAR, sequence_operands, user_class
 from ..analysis.operations import CALL, COPY, CUSTOM, NONDIFF, PACK, USER, classify
 from .. import syntax
 from ..compilation import Callee
@@ -64,6 +65,7 @@ from ..frontend import source
 from ..frontend.source import MISSING
 from ..options import Variant
 from ..rules import pytrees, registry
+from .reverse_mode import library_class
 from .simplify import doubled, negated, on_numbers, simplify, template_name
 
 
@@ -176,6 +178,9 @@ class Forward:
         """`target_dot = ...` for a varied `target` whose value here does not vary."""
         if isinstance(value, (gast.Tuple, gast.List)):
             zero = type(value)(elts=[self.zero(a) for a in value.elts], ctx=gast.Load())
+        elif isinstance(value, gast.Dict):
+            zero = gast.Dict(keys=syntax.copied(value.keys), values=[
+                self.zero(a) for a in value.values])
         else:
             zero = self.zero(value if syntax.is_atom(value) else syntax.name(target))
         return syntax.assign(self.dot(target), zero)
@@ -229,6 +234,9 @@ class Forward:
             return None
         if op.form == COPY:
             return self.tangent(op.args[0])
+        if op.form == PACK and isinstance(op.node, gast.Dict):
+            return gast.Dict(keys=syntax.copied(op.node.keys),
+                             values=[self.tangent(a) for a in op.args])
         if op.form == PACK:
             return type(op.node)(elts=[self.tangent(a) for a in op.args], ctx=gast.Load())
         sequences = sequence_operands(op, self.kinds)
@@ -391,6 +399,9 @@ class Forward:
                 "argument(s)" + (f" and {given}" if given else "") + ", which they do not. "
                 "Write the call in one of those forms, or register a rule for it with "
                 f"s2sad.defjvp\n    {self.src.line_text(s).strip()}")
+        if inspect.isclass(op.prim) and not user_class(op.prim):
+            return MissingRuleError(f"{self.src.where(s)}: {library_class(op.prim, what)}\n"
+                                    f"    {self.src.line_text(s).strip()}")
         return MissingRuleError(
             f"{self.src.where(s)}: s2sad has no forward-mode rule for {what}; register one "
             f"with s2sad.defjvp (see help(s2sad.defjvp)), or mark it s2sad.nondiff\n    "

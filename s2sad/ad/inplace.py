@@ -350,7 +350,7 @@ def owned_names(body, src, updates, resolve=None):
             defs.setdefault(s.targets[0].id, []).append(s.value)
 
     def creates(v):
-        if isinstance(v, (gast.BinOp, gast.UnaryOp, gast.List, gast.Tuple)):
+        if isinstance(v, (gast.BinOp, gast.UnaryOp, gast.List, gast.Tuple, gast.Dict)):
             return True
         if isinstance(v, gast.Call) and marks.VIEW.has(v):
             return marks.VIEW.of(v) is None   # a Python function's result (before_ad/aliasing.py)

@@ -254,7 +254,7 @@ class ValueKinds:
             return combine(kinds)
         if isinstance(e, gast.UnaryOp):
             return combine([self.of(e.operand)])
-        if isinstance(e, (gast.Tuple, gast.List)):
+        if isinstance(e, (gast.Tuple, gast.List, gast.Dict)):
             return CONTAINER
         if isinstance(e, gast.Call):
             prim = marks.PRIM.of(e.func) or self.src.resolve(e.func)

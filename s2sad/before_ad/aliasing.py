@@ -410,7 +410,7 @@ class Aliasing:
 
     def reads(self, node, state, s):
         names, stale, seen = state
-        if self.before and not isinstance(node, (gast.List, gast.Tuple)):
+        if self.before and not isinstance(node, (gast.List, gast.Tuple, gast.Dict)):
             # (an index, a write into an array, a list: no values the derivative reads)
             skip = node.value if isinstance(node, gast.Subscript) else node.args[0] if (
                 isinstance(node, gast.Call) and marks.PRIM.of(node.func) in (
@@ -571,8 +571,9 @@ class Aliasing:
                 return []
             record = registry.primitive(registry.ATTRIBUTES.get(v.attr))
             return [(v.value.id, "same")] if record is None or record.view else []
-        if isinstance(v, (gast.Tuple, gast.List)):
-            return [(n, "holds") for n in self.held(v.elts)]
+        if isinstance(v, (gast.Tuple, gast.List, gast.Dict)):
+            return [(n, "holds") for n in self.held(
+                v.values if isinstance(v, gast.Dict) else v.elts)]
         if isinstance(v, gast.BinOp) and self.kinds.of(v) == CONTAINER:   # `a + b`, `a * 2`
             return [(n, "elements") for n in self.held([v.left, v.right])
                     for _ in range(1 if isinstance(v.op, gast.Add) else 2)]

@@ -195,7 +195,7 @@ def _refuse_functions_to_library(op, s, ctx, varied, functions):
             "values that depend on the differentiated inputs; s2sad differentiates a "
             f"function passed to your own Python functions, but not what {spelled}() does "
             "with it. Call the function yourself, in a loop or a comprehension "
-            f"([f(v) for v in xs] for map), or in a helper of your own"
+            f"([f(a, v) for v in xs]), or in a helper of your own"
             f"\n    {ctx.src.line_text(s).strip()}")
 
 

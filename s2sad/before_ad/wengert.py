@@ -145,6 +145,8 @@ class Wengert:
                                   ctx=gast.Load())
         if isinstance(e, (gast.Tuple, gast.List)):
             return type(e)(elts=[flat(x) for x in e.elts], ctx=gast.Load())
+        if isinstance(e, gast.Dict):        # (with constant keys: see before_ad.desugar)
+            return gast.Dict(keys=e.keys, values=[flat(x) for x in e.values])
         return self.rename(e, env)
 
     def index(self, s, env, out, origin):

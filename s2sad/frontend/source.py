@@ -268,9 +268,11 @@ def _global_names(code):
 
 
 def numba_function(fn):
-    """The Python function a Numba dispatcher (`@numba.njit`) compiles, or None."""
+    """The Python function a Numba dispatcher (`@numba.njit`) compiles, or None (also
+    for a derivative s2sad made of one, which has its attributes: functools.wraps)."""
     py_func = getattr(fn, "py_func", None)
-    return py_func if inspect.isfunction(py_func) and hasattr(fn, "targetoptions") else None
+    return py_func if inspect.isfunction(py_func) and hasattr(fn, "targetoptions") and (
+        not getattr(fn, "s2s_derivative", False)) else None
 
 
 def unwrap(fn):
