@@ -207,6 +207,8 @@ def _decorator(cls, f, wrt, backend="python", jit=None, memory=None):
         raise S2SADError('jit= sets the options of numba.njit: it needs backend="numba"')
     if isinstance(f, GradientFunction) and cls is GradientFunction:
         return forward_api.second_derivative(f, wrt)
+    if getattr(f, "s2s_made_by", None) == "grad_grad" and cls is GradientFunction:
+        return forward_api.second_derivative(forward_api.as_gradient(f), wrt)
     if inspect.ismethod(f):
         # a bound method: differentiate its function, with the instance passed first
         derivative = cls(f.__func__, _shift(wrt), memory)
@@ -705,3 +707,37 @@ def stop_gradient(x: Any) -> Any:
 
 registry.nondiff(stop_gradient)
 registry.nondiff(checkpointed)     # (a loop's head: see before_ad/checkpointed_loops.py)
+
+
+def elementwise_grad(f: Callable, wrt: Wrt = 0) -> GradientFunction:
+    """The derivative of each element of `f`'s result with respect to the same element
+    of argument `wrt`, for `f` elementwise (a ufunc, or NumPy code that maps each element
+    of its array to one of the result): the gradient of `np.sum(f(x))`, as autograd's.
+    It is a gradient made by `grad`: nested, it gives higher derivatives (reverse mode
+    over the gradient code, see docs/api.md):
+
+    >>> import numpy as np, s2sad
+    >>> x = np.array([0.0, 0.5])
+    >>> s2sad.elementwise_grad(np.sin)(x)                            # cos x
+    array([1.        , 0.87758256])
+    >>> s2sad.elementwise_grad(s2sad.elementwise_grad(np.sin))(x)    # -sin x
+    array([-0.        , -0.47942554])
+
+    For an `f` that is not elementwise, it is the gradient of the sum of its result
+    (the sum of the rows of its Jacobian), not the Jacobian's diagonal.
+    """
+    from .frontend.source import function_from_source, identifier
+    if isinstance(f, np.ufunc):         # (its signature has `out` too)
+        params = ["x"] if f.nin == 1 else [f"x{k}" for k in range(f.nin)]
+    else:
+        params = [p.name for p in inspect.signature(f).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    args = ", ".join(params)
+    name = identifier(f) if hasattr(f, "__name__") else "f"
+    if name in params or name in ("np", "math"):
+        name = "elementwise"
+    summed = function_from_source(
+        f"def {name}_summed({args}):\n    return np.sum({name}({args}))\n",
+        {name: f, "np": np})
+    summed.__module__ = getattr(f, "__module__", None) or "__main__"
+    return grad(summed, wrt)

@@ -12,6 +12,7 @@ import numpy as np
 from . import driver, numba_api
 from .compilation import Wrt, arg_types_of, default_arg_types, refuse_complex, wrt_indices
 from .errors import NonScalarOutputError, S2SADError, warn_unconnected
+from .frontend import gradients
 from .options import Options, Variant
 from .rules import pytrees, registry, runtime
 
@@ -399,8 +400,9 @@ def _grad_jvp(f, wrt, args):
     that parameter, of `f`'s gradient code, for `args`; `d` returns `g_dot`, the
     Hessian times the tangent."""
     if isinstance(wrt, (tuple, list)):
-        raise S2SADError("hessian and hvp differentiate with respect to one argument; "
-                         f"got wrt={wrt!r}")
+        raise S2SADError("hvp differentiates with respect to one argument; got "
+                         f"wrt={wrt!r} (s2sad.hessian(f, wrt={tuple(wrt)!r}) gives the "
+                         "blocks of the Hessian with respect to several)")
     target = _target(f)
     i = _indices(target, wrt)[0]
     refuse_complex(target, [i], args)
@@ -510,6 +512,18 @@ def second_derivative(df, wrt):
     return _mark_gradient(second, df.primal, df.wrt, "grad_grad", tangents=wrt)
 
 
+def as_gradient(second):
+    """`grad(grad(f, i), j)` (`second`, made by `second_derivative`) as a gradient
+    `grad(g, j)`, where `g` stands for `grad(f, i)` (frontend/gradients.py): a Python
+    function that calls it, which reverse mode differentiates as it does a gradient called
+    in a differentiated function, through the gradient code of `f`. Its second derivative
+    (forward over reverse over reverse) is `grad(grad(grad(f, i), j), k)`, and so on."""
+    from .api import GradientFunction
+    inner = GradientFunction(second.primal, second.wrt)
+    return GradientFunction(gradients.gradient_function(second.primal, second.wrt, "grad",
+                                                        inner), second.s2s_tangents)
+
+
 def _check_scalar_gradient(target, i, x):
     """Refuse `grad(grad(f))` where the inner gradient, like argument `i`, is not a
     number: the outer `grad` needs a scalar."""
@@ -603,11 +617,32 @@ def hessian(f: Callable, wrt: Wrt = 0, *, backend: str = "python") -> Callable:
             product = _product(f, wrt, args, backend)      # (refuses a tuple wrt)
             like = _template(args[_indices(_target(f), wrt)[0]])
             return _assemble([product(*args, e, **kwargs) for e in _basis(like)], like, like)
+        if isinstance(wrt, (tuple, list)):
+            return _blocks(f, wrt, args, kwargs)
         i, d = _grad_jvp(f, wrt, args)
         like = _template(args[i])
         return _assemble(_as_one_call(_target(f), [lambda e=e: _call(d, args, kwargs, (e,))
                                                    for e in _basis(like)]), like, like)
     return _mark_gradient(hess, f, wrt, "hessian")
+
+
+def _blocks(f, wrt, args, kwargs):
+    """The Hessian of `f` with respect to the arguments `wrt` (a tuple) at `args`, as
+    JAX gives it: the tuple of rows, row k the tuple of blocks `H[k][l]`, the second
+    derivatives with respect to argument `wrt[k]` then `wrt[l]`, of shape
+    `x_k.shape + x_l.shape` (nested for a structure, as `jacfwd`'s). Column l is forward
+    mode along argument `wrt[l]` over the gradient code with respect to all of them."""
+    target = _target(f)
+    indices = _indices(target, tuple(wrt))
+    refuse_complex(target, indices, args)
+    arg_types = arg_types_of(target, args)
+    likes = tuple(_template(args[i]) for i in indices)
+    columns = []
+    for i, like in zip(indices, likes):
+        d = _gradient_jvp(f, tuple(indices), (i,), arg_types)
+        columns += [lambda d=d, e=e: _call(d, args, kwargs, (e,)) for e in _basis(like)]
+    # each column is the tuple of the gradient's tangents, one per argument of `wrt`
+    return _assemble(_as_one_call(target, columns), likes, likes)
 
 
 def defjvp(prim: Callable, params: str, *templates: str | None,

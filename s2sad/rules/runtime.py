@@ -18,7 +18,7 @@ from .containers import described, joined as _joined, repeated as _repeated
 from .factorizations import matrix_norm_slope
 from .products import spread_to
 from .reductions import axes_of as _axes, unbroadcast, unreduce
-from .registry import HELPERS, helper, helpers
+from .registry import HELPERS, helper, helper_adjoint, helpers
 
 
 class Respecialize(Exception):
@@ -216,6 +216,10 @@ def unindex(g, x, index):
     else:
         np.add.at(out, index, g)
     return out
+
+
+helper_adjoint(unindex, zero="index",
+               g="_s2s_rebroadcast(_s2s_rebroadcast(ans_bar, x)[index], g)")
 
 
 def _basic(index):
