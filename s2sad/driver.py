@@ -329,7 +329,12 @@ class _Build:
             where = (f" ({lifted.src.where(lifted.node)})" if hasattr(lifted, "node") else
                      f" ({code.co_filename}:{code.co_firstlineno})" if code else "")
             why = str(exc).splitlines()[0]
-            if os.path.dirname(__file__) in why:    # (not the user's line to fix)
+            if registry.helper_facts(callee.fn) is not None:
+                why = (f"its code calls s2sad's runtime helper {callee.fn.__name__}() "
+                       f"({callee.fn.__module__}), which has no reverse rule yet "
+                       "(registry.helper_adjoint) and whose source reverse mode cannot "
+                       "differentiate")
+            elif os.path.dirname(__file__) in why:    # (not the user's line to fix)
                 why = ("its code calls a runtime helper of s2sad's that reverse mode does "
                        "not differentiate")
             raise S2SADError(

@@ -311,6 +311,9 @@ def count(x, axis=None):
     return int(np.prod(lengths))
 
 
+helper_adjoint(count)        # (a count: no derivative; `x` is read for its shape)
+
+
 @helper(result="fresh")
 def extremum(g, x, ans, axis=None, keepdims=False):
     """The adjoint of max/min: `g` shared equally among the elements that attain it."""

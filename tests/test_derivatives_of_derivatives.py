@@ -1,0 +1,180 @@
+"""Derivatives of derivatives (#36): reverse mode through a gradient called in NumPy code
+(MAML's inner step, a gradient penalty, a learning rate tuned through a step), third and
+higher derivatives (`grad(grad(grad(f)))`, nested `elementwise_grad`), and the Hessian
+with respect to several arguments, each against an analytic derivative or central
+differences; and the reverse rules of the runtime helpers that gradient code calls,
+each against central differences of the helper on sample calls."""
+import numpy as np
+import pytest
+
+import s2sad
+from s2sad.rules import registry
+
+from test_helper_facts import SAMPLES
+
+X = np.arange(6.0).reshape(3, 2) / 5
+W = np.array([0.3, -0.2])
+
+
+def central(f, x, h=1e-6):
+    """The gradient of scalar `f` at `x` by central differences."""
+    x = np.asarray(x, float)
+    g = np.zeros_like(x)
+    for i in range(x.size):
+        e = np.zeros_like(x)
+        e.flat[i] = h
+        g.flat[i] = (f(x + e) - f(x - e)) / (2 * h)
+    return g if x.ndim else float(g)
+
+
+def loss(w, x):
+    return np.sum((x @ w) ** 2)
+
+
+def tanh_loss(w, x):
+    return np.mean(np.tanh(x @ w) ** 2) + 0.5 * np.sum(w[1:] * w[:-1])
+
+
+dloss = s2sad.grad(loss)
+dtanh_loss = s2sad.grad(tanh_loss)
+
+
+def maml(w):
+    w2 = w - 0.1 * dloss(w, X)
+    return loss(w2, X)
+
+
+def penalised(w):
+    g = dtanh_loss(w, X)
+    return tanh_loss(w, X) + 0.3 * np.sum(g * g)
+
+
+def tuned(rate):
+    w2 = W - rate * dtanh_loss(W, X)
+    return tanh_loss(w2, X)
+
+
+@pytest.mark.parametrize("f, x", [(maml, W), (penalised, W), (tuned, 0.7)],
+                         ids=["maml", "gradient_penalty", "learning_rate"])
+def test_reverse_mode_through_a_gradient_in_numpy_code(f, x):
+    assert np.allclose(s2sad.grad(f)(x), central(f, x), rtol=1e-6, atol=1e-8)
+
+
+def quartic(x):
+    return x ** 4
+
+
+def mixed(x, y):
+    return np.sin(x) * y ** 3
+
+
+def test_third_and_fourth_derivatives():
+    d = s2sad.grad
+    assert d(d(d(quartic)))(2.0) == pytest.approx(24 * 2.0)
+    assert d(d(d(d(quartic))))(2.0) == pytest.approx(24.0)
+    x, y = 0.7, 1.3
+    assert d(d(d(mixed), wrt=1), wrt=1)(x, y) == pytest.approx(6 * y * np.cos(x))
+    assert d(d(d(mixed)))(x, y) == pytest.approx(-np.cos(x) * y ** 3)
+    assert d(d(d(mixed), wrt=1))(x, y) == pytest.approx(-3 * y ** 2 * np.sin(x))
+
+
+def test_the_fourth_derivative_of_tanh_elementwise():
+    eg = s2sad.elementwise_grad
+    x = np.linspace(-1.5, 1.5, 7)
+    t = np.tanh(x)
+    s = 1 - t ** 2
+    exact = [s, -2 * t * s, 4 * t ** 2 * s - 2 * s ** 2, 16 * t * s ** 2 - 8 * t ** 3 * s]
+    f = np.tanh
+    for k in range(4):
+        f = eg(f)
+        assert np.allclose(f(x), exact[k], rtol=1e-12, atol=1e-12), k + 1
+
+
+def test_elementwise_grad_of_python_code():
+    def softplus(x):
+        return np.log1p(np.exp(x))
+    x = np.array([-1.0, 0.0, 2.0])
+    sig = 1 / (1 + np.exp(-x))
+    assert np.allclose(s2sad.elementwise_grad(softplus)(x), sig)
+    d2 = s2sad.elementwise_grad(s2sad.elementwise_grad(softplus))
+    assert np.allclose(d2(x), sig * (1 - sig))
+
+
+def test_hessian_with_respect_to_a_tuple_is_a_nested_tuple_of_blocks():
+    def f(x, y):
+        return x * x * y
+    assert s2sad.hessian(f, wrt=(0, 1))(2.0, 3.0) == ((6.0, 4.0), (4.0, 0.0))
+
+    def g(x, y):
+        return np.sum(x ** 2 * y[0]) + y[1] ** 3 * np.sum(x)
+    x, y = np.array([1.0, 2.0, 3.0]), np.array([0.5, 2.0])
+    (hxx, hxy), (hyx, hyy) = s2sad.hessian(g, wrt=(0, 1))(x, y)
+    assert np.allclose(hxx, 2 * y[0] * np.eye(3))
+    assert np.allclose(hxy, np.stack([2 * x, np.full(3, 3 * y[1] ** 2)], axis=1))
+    assert np.allclose(hyx, hxy.T)
+    assert np.allclose(hyy, [[0.0, 0.0], [0.0, 6 * y[1] * np.sum(x)]])
+
+
+def test_hvp_with_respect_to_a_tuple_is_refused():
+    with pytest.raises(s2sad.S2SADError, match="hvp differentiates with respect to one"):
+        s2sad.hvp(lambda x, y: x * y, wrt=(0, 1))(1.0, 2.0, 1.0)
+
+
+# -- the reverse rules of the runtime helpers ---------------------------------------------
+def _adjoint_rules():
+    """{helper name: its reverse rule's variant}, for the helpers that have one."""
+    registry.primitive(None)        # (makes the rules declared since)
+    out = {}
+    for name, fn in registry.HELPERS.items():
+        rule = getattr(registry.primitive(fn), "vjp", None)
+        if rule is not None and rule.variants and rule.variants[0].cotangent == "ans_bar":
+            out[name[len("_s2s_"):]] = rule.variants[0]
+    return out
+
+
+ADJOINTS = _adjoint_rules()
+
+
+def _evaluate(template, bound):
+    import gast
+    tree = gast.gast_to_ast(gast.Expression(body=template.tree))
+    code = compile(__import__("ast").fix_missing_locations(tree), "<template>", "eval")
+    return eval(code, {**template.free, **bound})
+
+
+def _samples():
+    for name, variant in sorted(ADJOINTS.items()):
+        for args in SAMPLES.get(name, []):
+            yield pytest.param(name, variant, args, id=name)
+
+
+def test_every_helper_with_a_reverse_rule_has_a_sample_call():
+    assert sorted(n for n in ADJOINTS if n not in SAMPLES and n != "rebroadcast") == []
+
+
+@pytest.mark.parametrize("name, variant, args", list(_samples()) + [
+    pytest.param("rebroadcast", ADJOINTS["rebroadcast"], (np.ones(3), np.ones((2, 3))),
+                 id="rebroadcast-wide"),
+    pytest.param("rebroadcast", ADJOINTS["rebroadcast"], (np.ones((2, 3)), 1.5),
+                 id="rebroadcast-number")])
+def test_a_helpers_reverse_rule_is_the_transpose_of_its_derivative(name, variant, args):
+    """<ans_bar, d helper along v> = sum over the parameters p with a template of
+    <rule_p(ans_bar), v_p>, for random v and ans_bar, by central differences."""
+    rng = np.random.default_rng(3)
+    fn = registry.HELPERS["_s2s_" + name]
+    names = [p for p, _ in variant.params]
+    bound = dict(zip(names, args))
+    for p, default in variant.params[len(args):]:
+        bound[p] = default
+    ans = fn(*args)
+    ans_bar = rng.normal(size=np.shape(ans))
+    v = {p: rng.normal(size=np.shape(bound[p])) for p in variant.templates}
+
+    def along(h):
+        moved = dict(bound, **{p: np.asarray(bound[p], float) + h * v[p] for p in v})
+        return np.sum(ans_bar * fn(*[moved[p] for p in names[:len(args)]]))
+    h = 1e-6
+    expected = (along(h) - along(-h)) / (2 * h)
+    given = dict(bound, ans=ans, ans_bar=ans_bar)
+    found = sum(np.sum(_evaluate(t, given) * v[p]) for p, t in variant.templates.items())
+    assert found == pytest.approx(expected, rel=1e-6, abs=1e-8)
