@@ -491,6 +491,12 @@ def second_derivative(df, wrt):
     60.0
     >>> s2sad.grad(s2sad.grad(f), wrt=1)(2.0, 5.0)   # d2f/dx dy = 3 x^2
     12.0
+
+    A third derivative, `grad(grad(grad(f)))`, is forward mode over the reverse mode of
+    the gradient code (see `as_gradient`), and so on for higher ones:
+
+    >>> s2sad.grad(s2sad.grad(s2sad.grad(f)))(2.0, 5.0)     # 6 y
+    30.0
     """
     if isinstance(df.wrt, (tuple, list)) or isinstance(wrt, (tuple, list)):
         raise S2SADError("grad(grad(f)) takes one parameter at each level; use "
@@ -605,6 +611,16 @@ def hessian(f: Callable, wrt: Wrt = 0, *, backend: str = "python") -> Callable:
     >>> H["w"]["w"], H["w"]["b"], H["b"]["b"]       # 2 b I, 2 w, 6 b
     (array([[1., 0.],
            [0., 1.]]), array([2., 4.]), 3.0)
+
+    With a tuple `wrt`, the Hessian with respect to those arguments is nested the same
+    way, as JAX's: the tuple of rows `(H[0], H[1], ...)`, `H[k][l]` the block of second
+    derivatives with respect to argument `wrt[k]` then `wrt[l]` (`hvp` takes one
+    argument):
+
+    >>> def f(x, y):
+    ...     return x * x * y
+    >>> s2sad.hessian(f, wrt=(0, 1))(2.0, 3.0)     # ((2 y, 2 x), (2 x, 0))
+    ((6.0, 4.0), (4.0, 0.0))
 
     With `backend="numba"`, each product is the numba backend's `hvp` (see
     docs/numba.md), for numbers and arrays.

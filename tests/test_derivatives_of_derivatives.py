@@ -178,3 +178,77 @@ def test_a_helpers_reverse_rule_is_the_transpose_of_its_derivative(name, variant
     given = dict(bound, ans=ans, ans_bar=ans_bar)
     found = sum(np.sum(_evaluate(t, given) * v[p]) for p, t in variant.templates.items())
     assert found == pytest.approx(expected, rel=1e-6, abs=1e-8)
+
+
+# -- which helpers gradient code calls have reverse rules ---------------------------------
+#: The runtime helpers that reverse rules' templates call (so gradient code may call
+#: them) without a reverse rule yet. Reverse mode over gradient code that calls one
+#: differentiates the helper's source where it can (`cumsum`: plain NumPy), else it
+#: refuses, naming the helper and the user's function (below). The list may only shrink:
+#: a helper declared from now on gets its reverse rule beside it (registry.helper_adjoint).
+NO_REVERSE_RULE_YET = {
+    "arange_part", "as_read_adjoint", "cast_like", "cho_product_adjoint", "cholesky",
+    "clip_mask", "cofactors", "cov_adjoint", "cov_matrix", "cumprod", "cumsum", "diag",
+    "diag_embed", "eigen_gaps", "eigvalsh_adjoint", "einsum", "extremum", "first", "flip",
+    "frechet", "from_array", "head", "hstack", "inner", "int_zero", "interp_outside",
+    "interp_slope", "inv", "last", "lead", "linspace_end", "log_base", "lstsq_adjoint",
+    "lu_product_adjoint", "midpoints", "mirrored", "mirrored_adjoint", "moveaxis",
+    "nanvariance", "norm", "outer", "partition_order", "pivot", "polyder_value", "polygamma",
+    "power_dot", "prod_others", "reshape_like", "rhs_outer", "roll", "safe_divide",
+    "shaped_as", "sinc_slope", "solve", "split_like", "spread", "structured",
+    "svd_values_adjoint", "swapaxes", "symmetrize", "take", "tensordot", "thin", "trace",
+    "trapezoid_weights", "tri_mask", "tril", "triu", "unappend", "unattr", "uncolumn_stack",
+    "unconvolve", "uncorrelate", "uncross", "undiagonal", "undiff", "ungradient", "uninterp",
+    "unit_lower", "unkron", "unmeshgrid", "unouter", "unpad", "unpad_constant", "unpolyval",
+    "unquantile", "unquantile_q", "unrepeat", "unrot90", "unsequence", "unsort", "unsort_list",
+    "unsplit", "unstack", "unsum", "untake_along_axis", "untile", "untranspose", "variance",
+    "vstack", "weights_like", "zero_at",
+}
+
+
+def _called_by_reverse_templates():
+    """The names of the helpers the templates of the reverse rules call (not those of
+    the helpers' own reverse rules)."""
+    registry.load_optional()
+    registry.primitive(None)
+    names = set()
+    for record in list(registry.PRIMITIVES.values()):
+        rule = record.vjp
+        if rule is None or any(v.cotangent == "ans_bar" for v in rule.variants):
+            continue
+        templates = [t for v in rule.variants
+                     for t in [*v.templates.values(), *([v.uniform] if v.uniform else [])]]
+        templates += [rule.each[1]] if rule.each else []
+        names |= {n[len("_s2s_"):] for t in templates for n in t.free if n.startswith("_s2s_")}
+    return names
+
+
+def test_every_helper_gradient_code_calls_has_both_rules_or_is_listed():
+    import scipy.linalg  # noqa: F401 - the rules of SciPy, loaded
+    called = _called_by_reverse_templates()
+    forward = {n for n in called
+               if getattr(registry.primitive(registry.HELPERS["_s2s_" + n]), "jvp", None) is None}
+    assert forward == set(), "helpers without a forward rule"
+    without = {n for n in called
+               if getattr(registry.primitive(registry.HELPERS["_s2s_" + n]), "vjp", None) is None}
+    assert without - NO_REVERSE_RULE_YET == set(), "give these a reverse rule"
+    assert NO_REVERSE_RULE_YET - without == set(), "these have one now: take them off the list"
+    assert {"unbroadcast", "unreduce", "unindex", "matmul_lhs", "matmul_rhs", "dot_lhs",
+            "dot_rhs", "count"} <= called - without
+
+
+def norm_loss(w):
+    return np.max(w * w) + np.linalg.norm(w)
+
+
+dnorm_loss = s2sad.grad(norm_loss)
+
+
+def test_reverse_mode_over_a_helper_without_a_reverse_rule_is_refused_naming_it():
+    def meta(w):
+        return norm_loss(w - 0.1 * dnorm_loss(w))
+    with pytest.raises(s2sad.S2SADError) as info:
+        s2sad.grad(meta)(W)
+    message = str(info.value)
+    assert "grad(norm_loss)" in message and "matrix_norm_slope()" in message
+    assert f"{__file__}:{norm_loss.__code__.co_firstlineno}" in message
