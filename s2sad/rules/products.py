@@ -127,6 +127,14 @@ def inner(g, a, b, which):
     return np.tensordot(g, a, axes=(list(range(na)), list(range(na))))
 
 
+# (which=0: bilinear in g and b; which=1: in g and a; see `dot_lhs`)
+helper_adjoint(inner, namespace=ns, g=(
+    "_s2s_rebroadcast(np.inner(_s2s_rebroadcast(ans_bar, a), b) if which == 0 else "
+    "np.inner(a, _s2s_rebroadcast(ans_bar, b)), g)"),
+    a="_s2s_zeros_like(a) if which == 0 else _s2s_inner(g, a, _s2s_rebroadcast(ans_bar, b), 0)",
+    b="_s2s_zeros_like(b) if which == 1 else _s2s_inner(g, _s2s_rebroadcast(ans_bar, a), b, 1)")
+
+
 @helper(result="fresh")
 def einsum(g, subscripts, k, *operands):
     """The adjoint of operand `k` of `np.einsum(subscripts, *operands)`: an einsum of `g`
@@ -234,6 +242,15 @@ def tensordot(g, a, b, axes, which):
     return einsum(g, spec, which, a, b)
 
 
+helper_adjoint(tensordot, namespace=ns, g=(
+    "_s2s_rebroadcast(np.tensordot(_s2s_rebroadcast(ans_bar, a), b, axes) if which == 0 else "
+    "np.tensordot(a, _s2s_rebroadcast(ans_bar, b), axes), g)"),
+    a=("_s2s_zeros_like(a) if which == 0 else "
+       "_s2s_tensordot(g, a, _s2s_rebroadcast(ans_bar, b), axes, 0)"),
+    b=("_s2s_zeros_like(b) if which == 1 else "
+       "_s2s_tensordot(g, _s2s_rebroadcast(ans_bar, a), b, axes, 1)"))
+
+
 @helper(result="of_adjoint")
 def outer(g, a, b, which):
     """The adjoint of `a` (which=0) or `b` (which=1) in np.outer."""
@@ -242,6 +259,13 @@ def outer(g, a, b, which):
     if which == 0:
         return np.reshape(g @ np.ravel(b), np.shape(a))
     return np.reshape(np.ravel(a) @ g, np.shape(b))
+
+
+helper_adjoint(outer, namespace=ns, g=(
+    "_s2s_rebroadcast(np.outer(_s2s_rebroadcast(ans_bar, a), b) if which == 0 else "
+    "np.outer(a, _s2s_rebroadcast(ans_bar, b)), g)"),
+    a="_s2s_zeros_like(a) if which == 0 else _s2s_outer(g, a, _s2s_rebroadcast(ans_bar, b), 0)",
+    b="_s2s_zeros_like(b) if which == 1 else _s2s_outer(g, _s2s_rebroadcast(ans_bar, a), b, 1)")
 
 
 helpers(__name__)

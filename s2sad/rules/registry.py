@@ -122,7 +122,7 @@ def helper(fn=None, *, tangent=None, adjoint=None, namespace=None, shape_only=()
     return fn
 
 
-def helper_adjoint(fn, namespace=None, zero=(), **templates):
+def helper_adjoint(fn, namespace=None, zero=(), params=None, **templates):
     """Declare the reverse rule of the runtime helper `fn`, which reverse mode needs
     where it differentiates code reverse mode generated (a gradient called in a function
     differentiated in reverse mode, `grad(grad(grad(f)))`): for each of its parameters
@@ -130,7 +130,8 @@ def helper_adjoint(fn, namespace=None, zero=(), **templates):
     result) and `ans_bar` (the adjoint of its result; not `g`, the name of many helpers'
     first parameter, the adjoint they propagate). The parameters `shape_only` names
     (`HelperFacts`) and those `zero` names have a zero derivative; the others without a
-    template must not be given a differentiated value. Declared beside the helper: in
+    template must not be given a differentiated value. `params` spells `fn`'s signature
+    where `inspect` cannot tell it (`def adjoint(g, *args)`). Declared beside the helper: in
     `@helper(adjoint=...)`, or in a statement after its `def`:
 
         helper_adjoint(unreduce, namespace=ns,
@@ -138,12 +139,12 @@ def helper_adjoint(fn, namespace=None, zero=(), **templates):
 
     The rule is made on the first lookup of any primitive (`primitive`), once every
     helper its templates call is declared."""
-    zero = (zero,) if isinstance(zero, str) else tuple(zero)
-    _PENDING.append((fn, namespace, zero, templates))
+    zero = tuple(z.strip() for z in zero.split(",")) if isinstance(zero, str) else tuple(zero)
+    _PENDING.append((fn, namespace, zero, params, templates))
     return fn
 
 
-#: [(helper, namespace, zero, {param: template})]: the reverse rules of helpers declared
+#: [(helper, namespace, zero, params, {param: template})]: the reverse rules of helpers declared
 #: and not made yet (`_made_adjoints`).
 _PENDING = []
 
@@ -151,8 +152,8 @@ _PENDING = []
 def _made_adjoints():
     """Make the reverse rules of helpers declared since the last lookup."""
     while _PENDING:
-        fn, namespace, zero, templates = _PENDING.pop(0)
-        spec = _parse_params(", ".join(
+        fn, namespace, zero, params, templates = _PENDING.pop(0)
+        spec = _parse_params(params or ", ".join(
             str(p) for p in inspect.signature(fn).parameters.values()
             if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)))
         names = [n for n, _ in spec]

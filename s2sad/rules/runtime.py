@@ -20,6 +20,8 @@ from .products import spread_to
 from .reductions import axes_of as _axes, unbroadcast, unreduce
 from .registry import HELPERS, helper, helper_adjoint, helpers
 
+ns = {"np": np}
+
 
 class Respecialize(Exception):
     """Raised when generated code is called with arguments of other types than it was
@@ -327,6 +329,13 @@ def extremum(g, x, ans, axis=None, keepdims=False):
     return g * (mask / mask.sum(axis=axis, keepdims=True, dtype=dtype))
 
 
+# (the weights, 1/k on the k elements that attain the extremum, are constant where the
+# extremum is attained once: the derivative there)
+helper_adjoint(extremum, namespace=ns, zero="x, ans", g=(
+    "_s2s_rebroadcast(np.sum(_s2s_extremum(1.0, x, ans, axis, keepdims) * ans_bar, "
+    "axis=axis, keepdims=keepdims), g)"))
+
+
 @helper(result="fresh")
 def variance(g, x, axis=None, ddof=0, keepdims=False):
     """The adjoint of var(x, axis, ddof)."""
@@ -353,6 +362,10 @@ def safe_divide(n, d):
         zero = asarray(d) == 0
         return np.where(zero, 0.0, n / np.where(zero, 1.0, d))
     return n / d if d != 0 else 0.0 * n
+
+
+helper_adjoint(safe_divide, n="_s2s_unbroadcast(_s2s_safe_divide(ans_bar, d), n)",
+               d="_s2s_unbroadcast(-_s2s_safe_divide(ans_bar * ans, d), d)")
 
 
 def linspace_end(g, start, stop, num=50, endpoint=True, which=0):
@@ -385,6 +398,10 @@ def cumsum(g, x, axis=None):
     if axis is None:
         return np.cumsum(asarray(g)[::-1])[::-1].reshape(np.shape(x))
     return np.flip(np.cumsum(np.flip(g, axis), axis), axis)
+
+
+helper_adjoint(cumsum, namespace=ns, zero="x",     # (`x` is read for its shape)
+               g="_s2s_rebroadcast(np.cumsum(_s2s_rebroadcast(ans_bar, x), axis), g)")
 
 
 @helper(result="fresh")
@@ -470,6 +487,10 @@ def reshape_like(g, x):
     return np.reshape(g, np.shape(x))
 
 
+helper_adjoint(reshape_like, namespace=ns,
+               g="_s2s_reshape_like(ans_bar, g) if np.ndim(g) else _s2s_rebroadcast(ans_bar, g)")
+
+
 def _on_axes(op):
     """`op(g, *args)` for the adjoint `g`, for an `op` that moves, flips or masks the
     axes of `g`; the 0-d zero (see `products.spread_to`) passes through."""
@@ -484,6 +505,15 @@ swapaxes, moveaxis, flip, roll, triu, tril = map(_on_axes, (
     np.swapaxes, np.moveaxis, np.flip, np.roll, np.triu, np.tril))
 for _adjoint in (swapaxes, moveaxis, flip, roll, triu, tril):
     helper(_adjoint, result="of_adjoint")       # (`g` itself when 0-d, else a view of it)
+# (each moves or masks the elements of `g`: its transpose moves them back)
+helper_adjoint(swapaxes, params="g, axis1, axis2", g="_s2s_swapaxes(ans_bar, axis1, axis2)")
+helper_adjoint(moveaxis, params="g, source, destination",
+               g="_s2s_moveaxis(ans_bar, destination, source)")
+helper_adjoint(flip, params="g, axis=None", g="_s2s_flip(ans_bar, axis)")
+helper_adjoint(roll, params="g, shift, axis=None", namespace=ns,
+               g="_s2s_roll(ans_bar, np.negative(shift), axis)")
+helper_adjoint(triu, params="g, k=0", g="_s2s_triu(ans_bar, k)")
+helper_adjoint(tril, params="g, k=0", g="_s2s_tril(ans_bar, k)")
 
 
 @helper(result="of_adjoint")
