@@ -82,6 +82,13 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence, *, backend: str = "p
     >>> s2sad.jvp(f, (3.0, 2.0), (None, 1.0))       # d/dy, x held fixed
     (6.141120008059867, 3.0)
 
+    For `f` a gradient made by `grad` (`grad(g)`, `grad(grad(g))`, `elementwise_grad(g)`),
+    the tangent is forward mode over its gradient code (a Hessian-vector product, as
+    `hvp`):
+
+    >>> s2sad.jvp(s2sad.grad(f), (3.0, 2.0), (1.0, 0.0))      # d2f/dx2 = -sin x
+    (1.0100075033995546, -0.1411200080598672)
+
     With `backend="numba"`, `f_jvp` is compiled by `numba.njit` (see docs/numba.md).
     """
     if backend != "python":
@@ -121,6 +128,10 @@ def _jvp(f, primals, tangents, kwargs):
     if len(primals) != len(tangents):
         raise S2SADError(f"jvp needs one tangent per primal: got {len(primals)} primal(s) "
                          f"and {len(tangents)} tangent(s)")
+    if getattr(f, "s2s_made_by", None) == "grad_grad":
+        f = as_gradient(f)
+    if _gradient(f) is not None:
+        return _gradient_tangent(f, primals, tangents, kwargs)
     first = 0
     if type(f) is types.MethodType:   # differentiate the function, not the instance
         f, primals, first = f.__func__, (f.__self__,) + primals, 1
@@ -142,6 +153,20 @@ def _jvp(f, primals, tangents, kwargs):
         entry = per_fn[key] = _jvp_entry(f, primals, tangents, first, kwargs)
         _remember(f, first, primals, entry)
         return _run(entry, primals, tangents, kwargs)
+
+
+def _gradient_tangent(f, primals, tangents, kwargs):
+    """`jvp(f, primals, tangents)` for a gradient `f`, `grad(g, i)`: its value, and
+    forward mode over the gradient code of `g` (forward over reverse, as `hvp`) along
+    the tangents that are not None."""
+    primal, grad_wrt = gradient_of(f)
+    target = _target(primal)
+    wrt = tuple(k for k, t in enumerate(tangents) if t is not None)
+    if not wrt:
+        raise S2SADError("jvp needs at least one tangent that is not None")
+    refuse_complex(target, wrt, primals)
+    d = _gradient_jvp(primal, grad_wrt, wrt, arg_types_of(target, primals, kwargs))
+    return f(*primals, **kwargs), _call(d, primals, kwargs, [tangents[k] for k in wrt])
 
 
 def _run(entry, primals, tangents, kwargs):

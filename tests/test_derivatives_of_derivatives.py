@@ -128,6 +128,37 @@ def test_third_and_fourth_derivatives_of_array_code():
         np.sum(X ** 4 * (16 * t * s ** 2 - 8 * t ** 3 * s)))
 
 
+D2 = s2sad.grad(s2sad.grad(quartic))
+
+
+def stored_second_derivative(x):
+    return D2(x) * x            # 12 x^3
+
+
+def test_a_stored_second_derivative_called_in_a_differentiated_function():
+    x = 1.5
+    assert s2sad.grad(stored_second_derivative)(x) == pytest.approx(36 * x ** 2)
+    assert s2sad.jvp(stored_second_derivative, (x,), (1.0,)) == pytest.approx(
+        (12 * x ** 3, 36 * x ** 2))
+    assert s2sad.hessian(stored_second_derivative)(x) == pytest.approx(72 * x)
+
+
+def sin_dot(x):
+    return np.sum(np.sin(x) * x)
+
+
+def test_jvp_of_a_gradient_is_forward_over_reverse():
+    x, v = np.array([0.3, 0.5]), np.array([1.0, -1.0])
+    value, tangent = s2sad.jvp(s2sad.grad(sin_dot), (x,), (v,))
+    assert np.allclose(value, np.cos(x) * x + np.sin(x))
+    assert np.allclose(tangent, (2 * np.cos(x) - x * np.sin(x)) * v)
+    value, tangent = s2sad.jvp(s2sad.grad(s2sad.grad(quartic)), (2.0,), (0.5,))
+    assert (value, tangent) == pytest.approx((48.0, 0.5 * 48.0))
+    t = np.tanh(x)
+    value, tangent = s2sad.jvp(s2sad.elementwise_grad(np.tanh), (x,), (v,))
+    assert np.allclose(tangent, -2 * t * (1 - t ** 2) * v)
+
+
 def test_the_fourth_derivative_of_tanh_elementwise():
     eg = s2sad.elementwise_grad
     x = np.linspace(-1.5, 1.5, 7)
