@@ -319,11 +319,16 @@ def norm_loss(w):
 dnorm_loss = s2sad.grad(norm_loss)
 
 
+def norm_meta(w):
+    return norm_loss(w - 0.1 * dnorm_loss(w))
+
+
 def test_reverse_mode_over_a_helper_without_a_reverse_rule_is_refused_naming_it():
-    def meta(w):
-        return norm_loss(w - 0.1 * dnorm_loss(w))
     with pytest.raises(s2sad.S2SADError) as info:
-        s2sad.grad(meta)(W)
+        s2sad.grad(norm_meta)(W)
     message = str(info.value)
-    assert "grad(norm_loss)" in message and "matrix_norm_slope()" in message
+    call = norm_meta.__code__.co_firstlineno + 1
+    assert message.startswith(f"{__file__}:{call}: a call of grad(norm_loss)")
+    assert message.endswith("return norm_loss(w - 0.1 * dnorm_loss(w))")
+    assert "matrix_norm_slope()" in message
     assert f"{__file__}:{norm_loss.__code__.co_firstlineno}" in message
