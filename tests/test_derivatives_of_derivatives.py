@@ -194,6 +194,9 @@ def test_hessian_with_respect_to_a_tuple_is_a_nested_tuple_of_blocks():
     assert np.allclose(hxy, np.stack([2 * x, np.full(3, 3 * y[1] ** 2)], axis=1))
     assert np.allclose(hyx, hxy.T)
     assert np.allclose(hyy, [[0.0, 0.0], [0.0, 6 * y[1] * np.sum(x)]])
+    blocks = s2sad.jacfwd(s2sad.grad(g, wrt=(0, 1)), wrt=(0, 1))(x, y)     # the same
+    for row, expected in zip(blocks, ((hxx, hxy), (hyx, hyy))):
+        assert all(np.allclose(b, e) for b, e in zip(row, expected))
 
 
 def test_hvp_with_respect_to_a_tuple_is_refused():
