@@ -14,7 +14,7 @@ from . import driver, forward_api, numba_api
 from .compilation import (Wrt, arg_types_key, arg_types_of, patterns_of, refuse_complex,
                           wrt_indices)
 from .errors import GradientCheckError, S2SADError, warn_unconnected
-from .frontend import guards
+from .frontend import gradients, guards
 from .options import Options, Variant
 from .rules import pytrees, registry, runtime
 from .rules.arrays import is_duck_array
@@ -205,16 +205,29 @@ def _decorator(cls, f, wrt, backend="python", jit=None, memory=None):
         return numba_api.NativeDerivative(f, wrt, cls.variant, jit)
     if jit is not None:
         raise S2SADError('jit= sets the options of numba.njit: it needs backend="numba"')
-    if isinstance(f, GradientFunction) and cls is GradientFunction:
-        return forward_api.second_derivative(f, wrt)
     if getattr(f, "s2s_made_by", None) == "grad_grad" and cls is GradientFunction:
-        return forward_api.second_derivative(forward_api.as_gradient(f), wrt)
+        f = f.s2s_as_gradient()             # a third derivative, or higher
+    if isinstance(f, GradientFunction) and cls is GradientFunction:
+        second = forward_api.second_derivative(f, wrt)
+        second.s2s_as_gradient = lambda: _as_gradient(second)
+        return second
     if inspect.ismethod(f):
         # a bound method: differentiate its function, with the instance passed first
         derivative = cls(f.__func__, _shift(wrt), memory)
         return _BoundDerivative(derivative, f.__self__, f)
     return cls(f, wrt, memory)
 
+
+
+def _as_gradient(second):
+    """`grad(grad(f, i), j)` (`second`) as a gradient `grad(g, j)`, where `g` stands for
+    `grad(f, i)` (frontend/gradients.py): a Python function that calls it, which reverse
+    mode differentiates as it does a gradient called in a differentiated function,
+    through the gradient code of `f`. Its second derivative (forward over reverse over
+    reverse) is `grad(grad(grad(f, i), j), k)`, and so on."""
+    standing = gradients.gradient_function(second.primal, second.wrt, "grad",
+                                           GradientFunction(second.primal, second.wrt))
+    return GradientFunction(standing, second.s2s_tangents)
 
 
 def _shift(wrt):

@@ -12,7 +12,6 @@ import numpy as np
 from . import driver, numba_api
 from .compilation import Wrt, arg_types_of, default_arg_types, refuse_complex, wrt_indices
 from .errors import NonScalarOutputError, S2SADError, warn_unconnected
-from .frontend import gradients
 from .options import Options, Variant
 from .rules import pytrees, registry, runtime
 
@@ -129,7 +128,7 @@ def _jvp(f, primals, tangents, kwargs):
         raise S2SADError(f"jvp needs one tangent per primal: got {len(primals)} primal(s) "
                          f"and {len(tangents)} tangent(s)")
     if getattr(f, "s2s_made_by", None) == "grad_grad":
-        f = as_gradient(f)
+        f = f.s2s_as_gradient()
     if _gradient(f) is not None:
         return _gradient_tangent(f, primals, tangents, kwargs)
     first = 0
@@ -518,7 +517,7 @@ def second_derivative(df, wrt):
     12.0
 
     A third derivative, `grad(grad(grad(f)))`, is forward mode over the reverse mode of
-    the gradient code (see `as_gradient`), and so on for higher ones:
+    the gradient code (see api.py's `_as_gradient`), and so on for higher ones:
 
     >>> s2sad.grad(s2sad.grad(s2sad.grad(f)))(2.0, 5.0)     # 6 y
     30.0
@@ -541,18 +540,6 @@ def second_derivative(df, wrt):
         return _assemble(_as_one_call(target, [lambda e=e: _call(d, args, kwargs, (e,))
                                                for e in _basis(like)]), 0.0, like)
     return _mark_gradient(second, df.primal, df.wrt, "grad_grad", tangents=wrt)
-
-
-def as_gradient(second):
-    """`grad(grad(f, i), j)` (`second`, made by `second_derivative`) as a gradient
-    `grad(g, j)`, where `g` stands for `grad(f, i)` (frontend/gradients.py): a Python
-    function that calls it, which reverse mode differentiates as it does a gradient called
-    in a differentiated function, through the gradient code of `f`. Its second derivative
-    (forward over reverse over reverse) is `grad(grad(grad(f, i), j), k)`, and so on."""
-    from .api import GradientFunction
-    inner = GradientFunction(second.primal, second.wrt)
-    return GradientFunction(gradients.gradient_function(second.primal, second.wrt, "grad",
-                                                        inner), second.s2s_tangents)
 
 
 def _check_scalar_gradient(target, i, x):

@@ -9,7 +9,7 @@ gradient code of `f` there, with respect to every argument that carries a deriva
 A nested function's values from the enclosing function are arguments of its lifted
 version (`partial(lam, x=x)`), so the derivative of the enclosing function flows through
 them too (no perturbation confusion). A `grad(grad(f))` is a gradient of the function
-that stands for `grad(f)` (forward_api.as_gradient). The other derivatives of s2sad
+that stands for `grad(f)` (api.py's `_as_gradient`). The other derivatives of s2sad
 (`jvp`, `hessian`, ...) are refused where they are called.
 
 >>> print(show("desugar", '''

@@ -51,8 +51,7 @@ def called_gradient(made):
     bound = ()
     kind = made_by(made)
     if kind == "grad_grad":     # grad(grad(f, i), j): grad(g, j), g standing for grad(f, i)
-        from ..forward_api import as_gradient
-        made = as_gradient(made)
+        made = made.s2s_as_gradient()       # (api.py's _as_gradient)
         kind = made_by(made)
     inner = getattr(made, "s2s_bound", None) if kind else None
     if inner is not None:           # grad(obj.method): the method's function, obj first

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import MissingRuleError
 from .arrays import asarray, broadcast_shapes, full, is_array, is_duck_array, number, zeros
-from .registry import helper, helper_adjoint, helpers
+from .registry import helper, helper_adjoint, helpers, linear
 
 ns = {"np": np}
 
@@ -70,6 +70,7 @@ def rebroadcast(a, like):
     return unbroadcast(np.broadcast_to(a, broadcast_shapes(np.shape(a), shape)), like)
 
 
+linear(rebroadcast, "a, like", "a")
 helper_adjoint(rebroadcast, zero="like", a="_s2s_rebroadcast(ans_bar, a)")
 
 
