@@ -285,14 +285,16 @@ NO_REVERSE_RULE_YET = {
 
 
 def _called_by_reverse_templates():
-    """The names of the helpers the templates of the reverse rules call (not those of
-    the helpers' own reverse rules)."""
+    """The names of the helpers the templates of the built-in reverse rules call (not
+    those of the helpers' own reverse rules, nor those of the constructors of dataclasses
+    and named tuples, made on first use, whose `_s2s_field` has no reverse rule yet)."""
     registry.load_optional()
     registry.primitive(None)
     names = set()
     for record in list(registry.PRIMITIVES.values()):
         rule = record.vjp
-        if rule is None or any(v.cotangent == "ans_bar" for v in rule.variants):
+        if rule is None or any(v.cotangent == "ans_bar" for v in rule.variants) or (
+                isinstance(record.prim, type)):
             continue
         templates = [t for v in rule.variants
                      for t in [*v.templates.values(), *([v.uniform] if v.uniform else [])]]
