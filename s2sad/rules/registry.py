@@ -104,9 +104,9 @@ def helper(fn=None, *, tangent=None, adjoint=None, namespace=None, shape_only=()
     where it is defined, with what s2sad knows about it (`HelperFacts`: `shape_only`,
     `result`, `writes`, `numba`), its forward rule: `tangent`, {parameter: template
     over `t`, the parameter's tangent} (as `jvp`, with `fn`'s own parameters), and its
-    reverse rule: `adjoint`, {parameter: template} (see `helper_adjoint`). A rule module declares so a helper that
-    only its rules call (docs/design.md, "Adding an elementwise NumPy function", has an
-    example). As a decorator, bare or with options; returns `fn`."""
+    reverse rule: `adjoint`, {parameter: template} (see `helper_adjoint`). A rule module
+    declares so a helper that only its rules call (docs/design.md, "Adding an elementwise
+    NumPy function", has an example). As a decorator, bare or with options; returns `fn`."""
     if fn is None:
         return lambda f: helper(f, tangent=tangent, adjoint=adjoint, namespace=namespace,
                                 shape_only=shape_only, result=result, writes=writes,
