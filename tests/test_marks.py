@@ -62,5 +62,5 @@ def test_every_attribute_put_on_a_node_is_a_declared_mark():
     # (the attributes s2sad gives functions and derivatives, not nodes)
     on_functions = {"s2s_gradient", "s2s_made_by", "s2s_custom", "s2s_derivative",
                     "s2s_guards", "s2s_watcher", "s2s_bound", "s2s_tangents",
-                    "s2s_not_differentiable", "s2s_forward_over_reverse"}
+                    "s2s_not_differentiable", "s2s_forward_over_reverse", "s2s_as_gradient"}
     assert put - on_functions <= set(marks.ALL)
