@@ -13,7 +13,7 @@
 from . import rules  # noqa: F401  (registers the built-in rules)
 from .api import (check_grad, checkpoint, checkpointed, custom_jvp, custom_vjp, defvjp, grad,
                   nondiff, register_pytree, source, stop_gradient, value_and_grad, vjp)
-from .forward_api import defjvp, hessian, hvp, jacfwd, jacrev, jvp
+from .forward_api import defjvp, hessian, hessp, hvp, jacfwd, jacrev, jvp
 from .api import elementwise_grad
 from .trace import trace
 from .export import export
@@ -28,7 +28,7 @@ __all__ = ["grad", "value_and_grad", "vjp", "source", "check_grad", "defvjp", "n
            "stop_gradient", "trace",
            "elementwise_grad",
            "export", "jvp", "jacfwd", "jacrev",
-           "hvp", "hessian", "defjvp",
+           "hvp", "hessp", "hessian", "defjvp",
            "S2SADError", "UnsupportedSyntaxError", "MissingRuleError",
            "NonScalarOutputError", "SourceUnavailableError", "GradientCheckError",
            "InternalError", "ExceptionPathError", "ExportError", "NativeBackendError",
