@@ -55,11 +55,10 @@ import gast
 
 from .. import marks
 from .. import syntax
-from ..analysis.value_kinds import user_class
 from ..frontend import source
 from . import checkpointed_loops, defaults, gradient_calls
 from .dicts import Dicts, is_dict_node
-from .iteration import Iteration
+from .iteration import Iteration, object_items
 
 JUMPS = (gast.Break, gast.Continue)
 
@@ -149,7 +148,8 @@ class Desugar:
             s.body = self.block(s.body)
             s.orelse = self.block(s.orelse)
             jumps = any(isinstance(n, JUMPS) for b in s.body for n in syntax.walk(b))
-            items = self.objects(s.iter) if isinstance(s, gast.For) and not jumps else None
+            items = (object_items(self.src, s.iter) if isinstance(s, gast.For) and not jumps
+                     else None)
             if items:
                 s.iter = gast.Tuple(elts=[
                     gast.Subscript(value=syntax.copied(s.iter), slice=syntax.const(k),
@@ -170,19 +170,6 @@ class Desugar:
 
     def block(self, stmts):
         return [out for s in stmts for out in self.stmt(s)]
-
-    def objects(self, e):
-        """The items of the list or tuple outside the function that `e`, a name or an
-        attribute chain of one, denotes, if they are objects of the user's classes (up
-        to 32 of them): a loop over them (`for layer in layers: x = layer.forward(x)`)
-        is unrolled, so that each item's class, which its methods are found through, is
-        known; the derivative's guard tests that the items' classes are the same. Else
-        None."""
-        value = self.src.resolve(e) if isinstance(e, (gast.Name, gast.Attribute)) else None
-        if type(value) not in (list, tuple) or not 0 < len(value) <= 32 or not all(
-                user_class(type(v)) for v in value):
-            return None
-        return self.src.items_of(e)
 
     def unroll(self, loop):
         """`for v in (a, b)`: the body once for each element (without jumps in it)."""
