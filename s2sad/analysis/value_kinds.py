@@ -73,10 +73,14 @@ class ValueKinds:
     code is specialised on; `ndims`, {parameter: number of axes} of the array arguments
     whose shape patterns a guard may test: the parameters whose number of axes the
     analysis reads are added to the set `relied`, for the guard to test; `ints`, the
-    parameters specialised on `int`."""
+    parameters specialised on `int`; `returns(call, kinds)`, the kind of what a call of
+    a Python function returns when its arguments have the kinds `kinds` (see
+    Compilation.returned_kind; without it, UNKNOWN)."""
 
-    def __init__(self, fn, src, params=None, ndims=None, relied=None, ints=()):
+    def __init__(self, fn, src, params=None, ndims=None, relied=None, ints=(), returns=None):
         self.src = src
+        self._returns = returns
+        self._calls = {}        # {(id(function), its arguments' kinds): what it returns}
         self._ndims = ndims or {}
         self._relied = relied if relied is not None else set()
         self.kind = {a.id: UNKNOWN for a in fn.args.args + fn.args.posonlyargs
@@ -227,6 +231,19 @@ class ValueKinds:
             return prim in (len, int) and len(e.args) == 1 and not e.keywords
         return False
 
+    def _returned(self, call, fn):
+        """The kind of what `call` of the Python function `fn` returns (`returns`), None
+        while the kind of an argument is not known yet."""
+        if self._returns is None or fn is MISSING or call.keywords:
+            return UNKNOWN
+        kinds = tuple(self.of(a) for a in call.args)
+        if None in kinds:
+            return None
+        key = (id(fn), kinds)
+        if key not in self._calls:
+            self._calls[key] = self._returns(call, kinds)
+        return self._calls[key]
+
     def _known(self, value, otherwise):
         """`value`, or `otherwise` for a value not known yet once the rounds settle."""
         return otherwise if value is None and self._settled else value
@@ -268,7 +285,7 @@ class ValueKinds:
             if state is not None and len(state) == 1:   # a checkpointed loop's step
                 return self.of(e.args[1])               # (its state, changed)
             if record is None:
-                return UNKNOWN
+                return UNKNOWN if method else self._returned(e, prim)
             if record.reduction:        # a full reduction has shape ()
                 partial = any(k.arg in ("axis", "keepdims") for k in e.keywords) or (
                     len(e.args) > (0 if method else 1))

@@ -36,7 +36,7 @@ import numpy as np
 
 from .. import syntax
 from ..analysis import operations
-from ..analysis.value_kinds import ARRAY, CONTAINER
+from ..analysis.value_kinds import ARRAY, CONTAINER, SCALAR, UNKNOWN
 from ..compilation import arg_types_key
 from ..errors import S2SADError
 from ..frontend import guards, source
@@ -134,6 +134,26 @@ def python_callee(call, ctx):
     except (TypeError, ValueError):
         return None
     return fn, params
+
+
+def returned_kind(call, kinds, ctx, summarise):
+    """The value kind of what `call` returns, a call by position of a Python function s2sad
+    reads, with arguments of the value kinds `kinds`: the kind its summary for them found
+    (`summarise(fn, {parameter: kind}, ctx)`, see `summary`) where it is SCALAR, ARRAY or
+    CONTAINER; else UNKNOWN (a kind that depends on the path, on a call of itself, or on
+    a parameter the call passes by keyword or through `*args`)."""
+    callee = python_callee(call, ctx)
+    if callee is None or call.keywords or any(isinstance(a, gast.Starred)
+                                              for a in call.args):
+        return UNKNOWN
+    fn, params = callee
+    signature = inspect.signature(fn).parameters
+    positional = [p for p in params if signature[p].kind in (
+        inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    if len(kinds) > len(positional):
+        return UNKNOWN      # (`*args`)
+    found = summarise(fn, dict(zip(positional, kinds)), ctx).kind
+    return found if found in (SCALAR, ARRAY, CONTAINER) else UNKNOWN
 
 
 #: {function: (whether its source may write into memory, the guards of what that was
