@@ -231,3 +231,18 @@ def test_a_helper_whose_code_is_replaced_between_calls():
     finally:
         _code_part.__code__ = old
     assert_close(df(0.7), 3 * 0.7 ** 2)
+
+
+def pair_list(v):
+    return [v, v * v]
+
+
+def extends_a_returned_list(x):
+    values = pair_list(x)
+    values.append(x * 3.0)
+    return values[0] * values[1] * values[2]
+
+
+def test_a_helper_returning_a_list_the_caller_extends():
+    assert_close(s2sad.grad(extends_a_returned_list)(0.7),
+                 fd_grad(extends_a_returned_list, (0.7,), 0), rtol=1e-7)

@@ -321,7 +321,7 @@ class ValueKinds:
             return combine(kinds)
         if isinstance(e, gast.UnaryOp):
             return combine([self.of(e.operand)])
-        if isinstance(e, (gast.Tuple, gast.List)):
+        if isinstance(e, (gast.Tuple, gast.List, gast.Dict, gast.Set)):
             return CONTAINER
         if isinstance(e, gast.Call):
             prim = getattr(e.func, "s2s_prim", None) or self.src.resolve(e.func)
