@@ -317,7 +317,8 @@ def _front_end(fn, arg_types):
 
 def _returned_kind(call, kinds, ctx):
     """The value kind of what `call`, of a Python function, returns when its arguments
-    are of `kinds`: the kind the aliasing pass's summary of the function found."""
+    are of `kinds`, and the kinds of a tuple's items: what the aliasing pass's summary
+    of the function found."""
     return callee_effects.returned_kind(call, kinds, ctx, aliasing.summary)
 
 
