@@ -246,3 +246,27 @@ def extends_a_returned_list(x):
 def test_a_helper_returning_a_list_the_caller_extends():
     assert_close(s2sad.grad(extends_a_returned_list)(0.7),
                  fd_grad(extends_a_returned_list, (0.7,), 0), rtol=1e-7)
+
+
+factor = 2.0
+
+
+def scaled_by_a_global(v):
+    return v * factor
+
+
+def calls_a_constant_helper(x):
+    c = scaled_by_a_global(1.0)     # not differentiated: runs as it is
+    return np.sum(c * x)
+
+
+def test_a_helper_reading_a_global_that_becomes_an_array():
+    global factor
+    df = s2sad.grad(calls_a_constant_helper)
+    assert_close(df(0.7), 2.0)
+    try:
+        factor = np.array([1.0, 2.0, 3.0])
+        assert_close(df(0.7), 6.0)
+    finally:
+        factor = 2.0
+    assert_close(df(0.7), 2.0)
