@@ -10,10 +10,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import driver, forward_api, numba_api
+from . import driver, forward_api, marks, numba_api, variadic
 from .compilation import (Wrt, arg_types_key, arg_types_of, patterns_of, refuse_complex,
-                          wrt_indices)
-from .errors import GradientCheckError, S2SADError, warn_unconnected
+                          wrt_indices, wrt_or_argnums)
+from .errors import GradientCheckError, S2SADError, defined_at, warn_unconnected
 from .frontend import guards
 from .options import Options, Variant
 from .rules import pytrees, registry, runtime
@@ -191,21 +191,37 @@ def _opaque(x):
     return None if pytrees.is_structure(x) else x
 
 
-def _decorator(cls, f, wrt, backend="python", jit=None, memory=None):
+def _decorator(cls, f, wrt, backend=None, jit=None, memory=None, has_aux=False):
     if f is None:
-        return lambda g: _decorator(cls, g, wrt, backend, jit, memory)
+        return lambda g: _decorator(cls, g, wrt, backend, jit, memory, has_aux)
     if not callable(f):
         raise S2SADError(f"s2sad differentiates functions; got {type(f).__name__} {f!r}")
+    if variadic.takes_varargs(f):
+        return variadic.Derivative(f, lambda g: _decorator(cls, g, wrt, backend, jit, memory,
+                                                           has_aux))
+    backend = numba_api.default_backend(f, backend, jit, has_aux or memory is not None)
     if memory is not None:
         checked_budget(memory)
-        if numba_api.check_backend(backend) == "numba":
+        if backend == "numba":
             raise S2SADError('memory= sets the snapshots of checkpointed loops, which the '
                              'numba backend does not keep; use the Python backend')
-    if numba_api.check_backend(backend) == "numba":
+    if backend == "numba" and has_aux:
+        raise S2SADError(
+            f'{defined_at(_target(f))}{cls.s2s_made_by}({_target(f).__name__}, has_aux=True, '
+            'backend="numba"): the numba backend returns no aux; use the Python backend '
+            '(backend="python"), or return the aux values from a function of their own')
+    if backend == "numba":
         return numba_api.NativeDerivative(f, wrt, cls.variant, jit)
     if jit is not None:
         raise S2SADError('jit= sets the options of numba.njit: it needs backend="numba"')
-    if isinstance(f, GradientFunction) and cls is GradientFunction:
+    if has_aux:
+        if inspect.ismethod(f):
+            derivative = AuxDerivative(f.__func__, _shift(wrt), cls, memory)
+            return _BoundDerivative(derivative, f.__self__, f)
+        return AuxDerivative(f, wrt, cls, memory)
+    if cls is GradientFunction and (isinstance(f, GradientFunction) or isinstance(
+            f, numba_api.NativeDerivative) and f.variant is Variant.GRAD):
+        # (of a gradient compiled by Numba too: forward over its Python gradient code)
         return forward_api.second_derivative(f, wrt)
     if inspect.ismethod(f):
         # a bound method: differentiate its function, with the instance passed first
@@ -213,6 +229,44 @@ def _decorator(cls, f, wrt, backend="python", jit=None, memory=None):
         return _BoundDerivative(derivative, f.__self__, f)
     return cls(f, wrt, memory)
 
+
+class AuxDerivative:
+    """`grad(f, has_aux=True)` (`kind` GradientFunction) or `value_and_grad(f,
+    has_aux=True)`: `f` returns `(output, aux)`; the gradient is that of `output`, and
+    `aux`, any value, is returned as this call of `f` computed it, not differentiated.
+    It runs `f_vjp` (see `vjp`) and its pullback on `(1, zeros like aux)`."""
+
+    s2s_derivative = True
+
+    def __init__(self, fn, wrt, kind, memory=None):
+        functools.update_wrapper(self, fn)
+        self.primal = fn
+        self.wrt = wrt
+        self.memory = memory
+        self.kind = kind
+        self.s2s_made_by = kind.s2s_made_by + "_has_aux"
+
+    def __call__(self, *args, **kwargs):
+        target = _target(self.primal)
+        _check_inputs(self.primal, self.wrt, args, kwargs)
+        self._arg_types = arg_types_of(target, args, kwargs)
+        d = _compiled(self.primal, self.wrt, self._arg_types,
+                      Options(Variant.VJP, memory=self.memory))
+        pair, pullback = d.fn(*args, **kwargs)
+        value, aux = forward_api.split_aux(self.primal, pair, self.kind.s2s_made_by)
+        g = pullback((runtime.seed(value, target.__name__), pytrees.zeros_like(aux)))
+        return ((value, aux), g) if self.kind is ValueAndGradientFunction else (g, aux)
+
+    @property
+    def source(self):
+        """The generated source this derivative runs (`f_vjp`), for the argument types
+        of its last call."""
+        return _compiled(self.primal, self.wrt, getattr(self, "_arg_types", None),
+                         Options(Variant.VJP, memory=self.memory)).source
+
+    def __repr__(self):
+        return (f"<{self.kind.__name__} of {self.primal.__qualname__} wrt={self.wrt!r}, "
+                "has_aux>")
 
 
 def _shift(wrt):
@@ -240,17 +294,22 @@ class _BoundDerivative:
         return self._derivative.source
 
 
-def grad(f: Callable | None = None, wrt: Wrt = 0, backend: str = "python",
-         jit: dict | None = None, memory: float | None = None) -> GradientFunction:
-    """The gradient of scalar function `f` with respect to parameter(s) `wrt`.
+def grad(f: Callable | None = None, wrt: Wrt | None = None, backend: str | None = None,
+         jit: dict | None = None, memory: float | None = None, *,
+         argnums: int | tuple | None = None, has_aux: bool = False) -> GradientFunction:
+    """The gradient of scalar function `f` with respect to parameter(s) `wrt` (by
+    default the first).
 
     `wrt` is a positional parameter's index or name, or a tuple of them (then the
-    gradient is a tuple); it may be passed by keyword. Keyword-only arguments are
-    passed through, never differentiated.
+    gradient is a tuple); it may be passed by keyword. `argnums`, JAX's spelling, may
+    stand for it (positions only). Keyword-only arguments are passed through, never
+    differentiated.
     With `backend="numba"`, the gradient is compiled by `numba.njit` (with the options
     `jit`, by default those of `f` if it is a Numba function) and can be called from
     `@numba.njit` code too (see docs/numba.md). `f` may be a `@numba.njit` function:
-    s2sad reads its Python source (`py_func`). With `memory` (bytes), each loop of `f`
+    s2sad reads its Python source (`py_func`), and its gradient is compiled by Numba
+    unless `backend="python"` (the default for other functions, and with `has_aux` or
+    `memory`, which only the Python backend has). With `memory` (bytes), each loop of `f`
     over `s2sad.checkpointed(...)` keeps as many snapshots as fit in that many bytes (at
     least one), whatever its `snapshots` says: the state's size is read when the loop
     saves its first snapshot (see docs/loops.md).
@@ -270,27 +329,52 @@ def grad(f: Callable | None = None, wrt: Wrt = 0, backend: str = "python",
     ...     return x ** n
     >>> dcube(2.0)
     12.0
+
+    With `has_aux=True`, as in JAX, `f` returns a pair `(output, aux)`: the gradient is
+    that of `output`, and `aux` (any value: numbers, arrays, containers of them) comes
+    back beside it as this call computed it, not differentiated:
+
+    >>> def loss(w, x):
+    ...     residual = w * x - 1.0
+    ...     return residual ** 2, (residual, [x, 2 * x])
+    >>> s2sad.grad(loss, has_aux=True)(3.0, 0.5)
+    (0.5, (0.5, [0.5, 1.0]))
+    >>> s2sad.grad(loss, argnums=(0, 1), has_aux=True)(3.0, 0.5)[0]     # (d/dw, d/dx)
+    (0.5, 3.0)
+
+    (It runs `f_vjp` and its pullback, see `vjp`, not the fused `f_grad`.)
     """
-    return _decorator(GradientFunction, f, wrt, backend, jit, memory)
+    return _decorator(GradientFunction, f, wrt_or_argnums(wrt, argnums), backend, jit,
+                      memory, has_aux)
 
 
-def value_and_grad(f: Callable | None = None, wrt: Wrt = 0, backend: str = "python",
-                   jit: dict | None = None, memory: float | None = None
-                   ) -> ValueAndGradientFunction:
+def value_and_grad(f: Callable | None = None, wrt: Wrt | None = None,
+                   backend: str | None = None, jit: dict | None = None,
+                   memory: float | None = None, *, argnums: int | tuple | None = None,
+                   has_aux: bool = False) -> ValueAndGradientFunction:
     """Like `grad`, but returns `(f(*args), gradient)`, running `f` once; `backend`,
-    `jit` and `memory` are those of `grad`.
+    `jit`, `memory`, `argnums` and `has_aux` are those of `grad`.
 
     >>> import s2sad
     >>> def sq(x):
     ...     return x * x
     >>> s2sad.value_and_grad(sq)(3.0)
     (9.0, 6.0)
+
+    With `has_aux=True`, `f` returns `(output, aux)` and the result is `((output, aux),
+    gradient)`, as JAX's:
+
+    >>> def sq_and_cube(x):
+    ...     return x * x, x ** 3
+    >>> s2sad.value_and_grad(sq_and_cube, has_aux=True)(3.0)
+    ((9.0, 27.0), 6.0)
     """
-    return _decorator(ValueAndGradientFunction, f, wrt, backend, jit, memory)
+    return _decorator(ValueAndGradientFunction, f, wrt_or_argnums(wrt, argnums), backend,
+                      jit, memory, has_aux)
 
 
-def vjp(f: Callable, *args: Any, backend: str = "python", **kwargs: Any
-        ) -> tuple[Any, Callable]:
+def vjp(f: Callable, *args: Any, backend: str = "python", has_aux: bool = False,
+        **kwargs: Any) -> tuple[Any, Callable]:
     """`(f(*args), pullback)`: `pullback(y_bar)` returns one adjoint per positional arg.
 
     >>> import s2sad
@@ -299,6 +383,16 @@ def vjp(f: Callable, *args: Any, backend: str = "python", **kwargs: Any
     >>> y, pullback = s2sad.vjp(mul, 2.0, 3.0)
     >>> y, pullback(1.0)
     (6.0, (3.0, 2.0))
+
+    With `has_aux=True`, `f` returns `(output, aux)` and vjp returns `(output, pullback,
+    aux)`, as JAX's: `pullback` takes the adjoint of `output` alone, and `aux` is not
+    differentiated (a copy: changing it changes nothing the pullback reads).
+
+    >>> def mul_and_ratio(x, y):
+    ...     return x * y, x / y
+    >>> y, pullback, ratio = s2sad.vjp(mul_and_ratio, 2.0, 4.0, has_aux=True)
+    >>> y, pullback(1.0), ratio
+    (8.0, (4.0, 2.0), 0.5)
 
     `backend="numba"` is refused: the pullback is a Python closure, which Numba cannot
     compile (`grad` and `value_and_grad` take it).
@@ -311,13 +405,23 @@ def vjp(f: Callable, *args: Any, backend: str = "python", **kwargs: Any
             'backend="numba" for forward mode')
     if not args:
         raise S2SADError("vjp needs the positional arguments to differentiate at")
+    f = variadic.for_call(f, args, kwargs)
     wrt = tuple(range(len(args)))
     _check_inputs(getattr(f, "__func__", f), _shift(wrt) if inspect.ismethod(f) else wrt,
                   ((f.__self__,) if inspect.ismethod(f) else ()) + args)
     if inspect.ismethod(f):
         f, args, wrt = f.__func__, (f.__self__,) + args, _shift(wrt)
     arg_types = arg_types_of(_target(f), args, kwargs)
-    return _compiled(f, wrt, arg_types).fn(*args, **kwargs)
+    out, pullback = _compiled(f, wrt, arg_types).fn(*args, **kwargs)
+    if not has_aux:
+        return out, pullback
+    out, aux = forward_api.split_aux(f, out, "vjp")
+    aux_bar = pytrees.zeros_like(aux)
+
+    def pullback_of_output(out_bar):
+        return pullback((out_bar, aux_bar))
+    pullback_of_output.__name__ = pullback_of_output.__qualname__ = pullback.__name__
+    return out, pullback_of_output, forward_api.fresh_aux(aux)
 
 
 def source(f: Callable, mode: str = "reverse", wrt: Wrt | None = None,
@@ -379,8 +483,8 @@ def _with_lifted(derivative, mode, shown=None):
         if key in shown:
             continue
         shown.add(key)
-        text += f"\n# {fn.__name__}: {fn.s2s_lifted.describe()}\n"
-        if mode == "reverse" and getattr(fn.s2s_lifted, "state", None) is not None:
+        text += f"\n# {fn.__name__}: {marks.RECORD.of(fn).describe()}\n"
+        if mode == "reverse" and getattr(marks.RECORD.of(fn), "state", None) is not None:
             # a checkpointed loop's step: its adjoint, which the reverse sweep calls
             step = driver.derivative(fn, wrt, arg_types, Options(Variant.STEP, guard=False,
                                                                  release=True))
@@ -390,9 +494,10 @@ def _with_lifted(derivative, mode, shown=None):
     return text
 
 
-def check_grad(f: Callable, *args: Any, wrt: Wrt = 0, rtol: float = 1e-5, atol: float = 1e-7,
-               **kwargs: Any) -> Any:
-    """Compare `grad(f, wrt)` at `args` with central finite differences (float64).
+def check_grad(f: Callable, *args: Any, wrt: Wrt | None = None, rtol: float = 1e-5,
+               atol: float = 1e-7, argnums: int | tuple | None = None, **kwargs: Any) -> Any:
+    """Compare `grad(f, wrt)` at `args` with central finite differences (float64);
+    `argnums` may stand for `wrt`, as in `grad`.
 
     Returns the gradient; raises `GradientCheckError` listing the entries that differ.
 
@@ -402,6 +507,7 @@ def check_grad(f: Callable, *args: Any, wrt: Wrt = 0, rtol: float = 1e-5, atol: 
     >>> round(s2sad.check_grad(f, 1.0), 6)
     1.381773
     """
+    wrt = wrt_or_argnums(wrt, argnums)
     g = grad(f, wrt)(*args, **kwargs)
     index = wrt_indices(f, wrt)
     many = isinstance(wrt, (tuple, list))

@@ -308,11 +308,12 @@ def _export(args):
     for option in ("wrt", "kind"):
         if getattr(args, option):
             words += [f"--{option}", getattr(args, option)]
-    words += ["--at", *args.at] if args.at else []
-    words += ["--backend", args.backend] if args.backend != "python" else []
+    backend = ["--backend", args.backend] if args.backend != "python" else []
+    at = ["--at", *args.at] if args.at else []
     text = export(fn, args.output, mode=args.mode, wrt=_wrt(args.wrt, 0), kind=args.kind,
                   args=values, backend=args.backend,
-                  command=" ".join(shlex.quote(w) for w in words))
+                  command=" ".join(shlex.quote(w) for w in words + at + backend),
+                  command_without_at=" ".join(shlex.quote(w) for w in words + backend))
     if args.output:
         print(f"wrote {args.output}")
     else:

@@ -421,6 +421,26 @@ def wrt_names(src, wrt):
     return out
 
 
+def wrt_or_argnums(wrt, argnums, default=0):
+    """What a transform differentiates: `wrt`, or in its place `argnums`, JAX's spelling
+    (positions only: an int or a tuple of ints); `default` if neither is given.
+
+    >>> wrt_or_argnums(None, (0, 2)), wrt_or_argnums("x", None), wrt_or_argnums(None, None)
+    ((0, 2), 'x', 0)
+    """
+    if argnums is None:
+        return default if wrt is None else wrt
+    if wrt is not None:
+        raise S2SADError(f"wrt={wrt!r} and argnums={argnums!r} both say what to "
+                         "differentiate (argnums is JAX's spelling of wrt); give one of them")
+    many = isinstance(argnums, (tuple, list))
+    for a in argnums if many else (argnums,):
+        if isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, np.integer)):
+            raise S2SADError(f"argnums={argnums!r}: argnums are positions, an int or a "
+                             "tuple of ints; name parameters with wrt= instead")
+    return tuple(int(a) for a in argnums) if many else int(argnums)
+
+
 def wrt_indices(fn, wrt):
     """Positional indices of the parameters `wrt` names."""
     src = source.capture(fn, copy=False)

@@ -23,7 +23,7 @@ from typing import Callable
 import gast
 import numpy as np
 
-from . import cache, emit, errors, syntax
+from . import cache, emit, errors, marks, syntax
 from .compilation import Callee, Wrt, arg_types_key, default_arg_types, wrt_key
 from .errors import MissingRuleError, S2SADError, UnsupportedSyntaxError
 from .errors import InternalError
@@ -325,7 +325,7 @@ class _Build:
                     "read; make it a primitive with s2sad.defvjp and s2sad.defjvp.") from None
             name = getattr(gradient[0], "__name__", "f")
             code = getattr(gradient[0], "__code__", None)
-            lifted = getattr(gradient[0], "s2s_lifted", None)
+            lifted = marks.RECORD.of(gradient[0])
             where = (f" ({lifted.src.where(lifted.node)})" if hasattr(lifted, "node") else
                      f" ({code.co_filename}:{code.co_firstlineno})" if code else "")
             why = str(exc).splitlines()[0]

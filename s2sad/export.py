@@ -84,7 +84,8 @@ _SECTION_TITLES = {
 
 def export(f: Callable, path: str | os.PathLike | None = None, mode: str = "reverse",
            wrt: Wrt = 0, kind: str | tuple | None = None, args: tuple | None = None,
-           backend: str = "python", command: str | None = None) -> str:
+           backend: str = "python", command: str | None = None,
+           command_without_at: str | None = None) -> str:
     """Write the derivatives of `f` as a module of their own, which runs without s2sad,
     to `path` (unless it is None), and return its source.
 
@@ -101,7 +102,12 @@ def export(f: Callable, path: str | os.PathLike | None = None, mode: str = "reve
     your own `@numba.njit` functions; Numba compiles them for the types of each call),
     and the Numba versions of the runtime helpers they use; the module imports Numba.
     `command` is the command the header says makes the module again (by default, the
-    `s2sad export` command that does).
+    `s2sad export` command that does). Called with arguments of other types, the
+    exported functions' `TypeError` gives the command that exports them for those:
+    `command_without_at` (by default, when `command` is not given, the `s2sad export`
+    command without `--at`) with the arguments' `--at` (numbers as they are, arrays as
+    lists of zeros of their dtype and shape pattern), or `command` for arguments a
+    command line cannot write.
 
     What the module cannot have (a lambda or closure it would have to copy, an object
     that is not a constant, s2sad itself at run time) raises `ExportError`, which says
@@ -119,10 +125,14 @@ def export(f: Callable, path: str | os.PathLike | None = None, mode: str = "reve
         _refuse_registered(target, [params.index(n) for n in names], args)
     arg_types = default_arg_types(target) if args is None else arg_types_of(target, args)
     patterns = None if args is None or backend == "numba" else patterns_of(target, args)
+    command_at = command_without_at if command else _command(src, path, mode, names, kind,
+                                                              None, backend)
+    if not os.path.isfile(src.filename):
+        command_at = None       # (the sentence that says how to export it again)
     command = command or _command(src, path, mode, names, kind, args, backend)
     entries = _entries(f, mode, wrt, arg_types, patterns, wanted, backend)
     pieces = _pieces(src, entries, params, arg_types, patterns, names, mode, command,
-                     _native(backend))
+                     _native(backend), command_at)
     text = _header(src, mode, names, params, arg_types, patterns, entries, pieces, command,
                    isinstance(wrt, (tuple, list)), backend)
     text += _body(pieces)
@@ -179,14 +189,18 @@ def _native(backend):
         raise ExportError("backend='numba' needs Numba: pip install \"s2sad[numba]\"") from None
 
 
-def _pieces(src, entries, params, arg_types, patterns, wrt, mode, command, native=None):
+def _pieces(src, entries, params, arg_types, patterns, wrt, mode, command, native=None,
+            command_at=None):
     """The pieces of the module (see export_pieces), found from the derivatives in
     `entries` and named; `_s2s_respecialize`, which the guards call, is this module's
-    own: it raises TypeError. `native`: see `_native`."""
+    own: it raises TypeError, whose message is `command` or, for arguments a command line
+    can write, `command_at` (the command without `--at`, or None) with their `--at`.
+    `native`: see `_native`."""
     exported_for = {d.fn.__name__: _exported_for(
         params, arg_types, patterns if kind in ("grad", "value_and_grad") else None, mode)
         for d, kind in entries}
-    special = Piece("helper", _RESPECIALIZE, _special_env(exported_for, command), "export",
+    special = Piece("helper", _RESPECIALIZE, _special_env(exported_for, command, command_at,
+                                                          len(params)), "export",
                     {"_s2s_respecialize": ("special", "respecialize")})
     pieces = Pieces(special=[(runtime.respecialize, special)], native=native)
     for derivative, kind in entries:
@@ -443,12 +457,33 @@ def _s2s_respecialize(*args, **kwargs):
                       for p, a in zip(caller.co_varnames, args))
     raise TypeError(f"{caller.co_name}() was exported for "
                     f"{_S2S_EXPORTED_FOR[caller.co_name]}; it was called with {found}. "
-                    f"Export it again for such arguments: {_S2S_COMMAND}")
+                    f"Export it again for such arguments: {_s2s_command_for(args)}")
+
+
+def _s2s_command_for(args):
+    """The command that exports the derivatives again for arguments like `args` (those
+    of the function's parameters): `--at` with each a number, or an array written as a
+    list of zeros of its dtype and of its axes of length 1, which `_S2S_COMMAND_AT`
+    ends with; `_S2S_COMMAND` for arguments a command line cannot write."""
+    written = []
+    for a in args[:_S2S_PARAMETERS] if _S2S_COMMAND_AT else (None,):
+        if type(a) in (int, float):
+            written.append(repr(a))
+        elif getattr(a, "ndim", 0) and str(getattr(a, "dtype", "")) in ("float64", "int64"):
+            text = "0.0" if str(a.dtype) == "float64" else "0"
+            for n in reversed(a.shape):
+                text = "[" + ", ".join([text] * (1 if n == 1 else 2)) + "]"
+            written.append(shlex.quote(text))
+        else:
+            return _S2S_COMMAND
+    return " ".join([_S2S_COMMAND_AT, "--at", *written])
 '''
 
 
-def _special_env(exported_for, command):
-    values = {"sys": sys, "_S2S_EXPORTED_FOR": exported_for, "_S2S_COMMAND": command}
+def _special_env(exported_for, command, command_at, parameters):
+    values = {"sys": sys, "shlex": shlex, "_S2S_EXPORTED_FOR": exported_for,
+              "_S2S_COMMAND": command, "_S2S_COMMAND_AT": command_at,
+              "_S2S_PARAMETERS": parameters}
 
     def env(name):
         value = values.get(name, MISSING)

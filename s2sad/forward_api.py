@@ -9,9 +9,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import driver, numba_api
-from .compilation import Wrt, arg_types_of, default_arg_types, refuse_complex, wrt_indices
-from .errors import NonScalarOutputError, S2SADError, warn_unconnected
+from . import driver, numba_api, variadic
+from .compilation import (Wrt, arg_types_of, default_arg_types, refuse_complex, wrt_indices,
+                          wrt_or_argnums)
+from .errors import NonScalarOutputError, S2SADError, defined_at, warn_unconnected
 from .options import Options, Variant
 from .rules import pytrees, registry, runtime
 
@@ -62,8 +63,8 @@ def _as_one_call(fn, products):
     return out
 
 
-def jvp(f: Callable, primals: Sequence, tangents: Sequence, *, backend: str = "python",
-        **kwargs: Any) -> tuple[Any, Any]:
+def jvp(f: Callable, primals: Sequence, tangents: Sequence, *, backend: str | None = None,
+        has_aux: bool = False, **kwargs: Any) -> tuple[Any, Any]:
     """`(f(*primals), y_dot)`: the value of `f` and its directional derivative along
     `tangents`, one per positional argument (like `jax.jvp`), in one forward pass.
 
@@ -81,10 +82,22 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence, *, backend: str = "p
     >>> s2sad.jvp(f, (3.0, 2.0), (None, 1.0))       # d/dy, x held fixed
     (6.141120008059867, 3.0)
 
-    With `backend="numba"`, `f_jvp` is compiled by `numba.njit` (see docs/numba.md).
+    With `has_aux=True`, `f` returns `(output, aux)` and jvp returns `(output,
+    output_dot, aux)`, as JAX's: `aux` is not differentiated.
+
+    >>> def f_and_count(x, y):
+    ...     return x * y, "counted"
+    >>> s2sad.jvp(f_and_count, (3.0, 2.0), (1.0, 0.0), has_aux=True)
+    (6.0, 2.0, 'counted')
+
+    With `backend="numba"`, `f_jvp` is compiled by `numba.njit` (see docs/numba.md); that
+    is the default for a `@numba.njit` function `f` (`backend="python"` for Python).
     """
-    if backend != "python":
-        numba_api.check_backend(backend)
+    if has_aux:
+        pair, pair_dot = jvp(f, primals, tangents, backend=backend, **kwargs)
+        out, aux = split_aux(f, pair, "jvp")
+        return out, pair_dot[0], aux
+    if numba_api.default_backend(f, backend) == "numba":
         return numba_api.jvp(f, primals, tangents, kwargs)
     # the fast path: the f_jvp of f's last call, for n primals and n tangents, which
     # checks their types (and that no tangent is None) itself, raising Respecialize
@@ -117,6 +130,7 @@ _jvp_calls = {}
 def _jvp(f, primals, tangents, kwargs):
     """jvp's general path: the first call, methods, tangents left out, other types."""
     primals, tangents = tuple(primals), tuple(tangents)
+    f = variadic.for_call(f, primals, kwargs)
     if len(primals) != len(tangents):
         raise S2SADError(f"jvp needs one tangent per primal: got {len(primals)} primal(s) "
                          f"and {len(tangents)} tangent(s)")
@@ -216,6 +230,26 @@ def _indices(fn, wrt):
 _indices_of = weakref.WeakKeyDictionary()
 
 
+def split_aux(fn, pair, made_by):
+    """`(output, aux)`, the result `pair` of `fn` differentiated with `has_aux=True` (by
+    `made_by`, the API function's name); a located error if it is not a pair."""
+    if type(pair) is tuple and len(pair) == 2:
+        return pair
+    target = _target(getattr(fn, "__func__", fn))
+    found = (f"a tuple of {len(pair)}" if isinstance(pair, tuple) else
+             f"a {type(pair).__name__}")
+    raise S2SADError(f"{defined_at(target)}{made_by}({target.__name__}, has_aux=True) needs "
+                     f"{target.__name__}() to return a pair (output, aux), as JAX does; it "
+                     f"returned {found}")
+
+
+def fresh_aux(aux):
+    """`aux` as a value of its own: its containers rebuilt and its arrays copied, so that
+    changing it cannot change what a pullback reads."""
+    return pytrees.map(lambda leaf: leaf.copy() if isinstance(leaf, np.ndarray) else leaf,
+                       aux)
+
+
 # -- Jacobians of structures ---------------------------------------------------------------
 # An argument or a result is a number, an array, or a pytree of them (rules/pytrees.py): a
 # tuple, list, dict, named tuple, dataclass or registered class, nested, whose leaves are
@@ -313,7 +347,8 @@ def _assemble_rows(rows, out_like, x):
         [runtime.unbroadcast(row[i], primals[i]) for row in by_output[o]], shape, 0))
 
 
-def jacfwd(f: Callable, wrt: Wrt = 0) -> Callable:
+def jacfwd(f: Callable, wrt: Wrt | None = None, *, argnums: int | tuple | None = None,
+           has_aux: bool = False) -> Callable:
     """The Jacobian of `f` with respect to argument(s) `wrt`, by forward mode: one `jvp`
     per input element, so it pays off for few inputs and many outputs. The Jacobian has
     shape `output.shape + input.shape`; a tuple `wrt` gives a tuple of them.
@@ -340,10 +375,25 @@ def jacfwd(f: Callable, wrt: Wrt = 0) -> Callable:
 
     `jacfwd(s2sad.grad(f))` is forward mode over `f`'s generated gradient: the
     Hessian (see `hessian`), with `wrt` the mixed second derivatives.
+
+    `argnums` may stand for `wrt`, as in `grad`. With `has_aux=True`, `f` returns
+    `(output, aux)` and the result is `(jacobian, aux)`, as JAX's, `aux` not
+    differentiated:
+
+    >>> def polar_and_radius(p):
+    ...     return polar(p), p[0]
+    >>> J, radius = s2sad.jacfwd(polar_and_radius, has_aux=True)(np.array([2.0, 0.0]))
+    >>> J[1], float(radius)
+    (array([0., 2.]), 2.0)
     """
+    if variadic.takes_varargs(f):
+        return variadic.Derivative(
+            f, lambda g: jacfwd(g, wrt, argnums=argnums, has_aux=has_aux), extra=0)
+    wrt = wrt_or_argnums(wrt, argnums)
+
     def jacobian(*args, **kwargs):
         args, kwargs = _by_position(f, args, kwargs)
-        gradient = _gradient(f)
+        gradient = None if has_aux else _gradient(f)
         target = _target(f if gradient is None else gradient[0])
         many, indices = _wrt(target, wrt)
         refuse_complex(target, indices, args)
@@ -352,22 +402,30 @@ def jacfwd(f: Callable, wrt: Wrt = 0) -> Callable:
         for i, like in zip(indices, likes):
             if gradient is None:
                 d = compiled(f, (i,), arg_types)
-                cols += [lambda d=d, e=e: _call(d, args, kwargs, (e,))[1] for e in _basis(like)]
+                cols += [lambda d=d, e=e: _call(d, args, kwargs, (e,)) for e in _basis(like)]
             else:
                 d = _gradient_jvp(*gradient, (i,), arg_types)
-                cols += [lambda d=d, e=e: _call(d, args, kwargs, (e,)) for e in _basis(like)]
-        cols = _as_one_call(target, cols)
-        return _assemble(cols, cols[0] if cols else f(*args, **kwargs),
-                         tuple(likes) if many else likes[0])
+                cols += [lambda d=d, e=e: (None, _call(d, args, kwargs, (e,)))
+                         for e in _basis(like)]
+        values_and_cols = _as_one_call(target, cols)
+        value = values_and_cols[0][0] if cols else f(*args, **kwargs)
+        cols = [col for _, col in values_and_cols]
+        if has_aux:
+            value, aux = split_aux(f, value, "jacfwd")
+            cols = [col[0] for col in cols]
+        jac = _assemble(cols, cols[0] if cols else value, tuple(likes) if many else likes[0])
+        return (jac, aux) if has_aux else jac
     jacobian.__name__ = f"jacfwd_{getattr(f, '__name__', 'f')}"
     jacobian.s2s_made_by = "jacfwd"
     return jacobian
 
 
-def jacrev(f: Callable, wrt: Wrt = 0) -> Callable:
+def jacrev(f: Callable, wrt: Wrt | None = None, *, argnums: int | tuple | None = None,
+           has_aux: bool = False) -> Callable:
     """The Jacobian of `f` with respect to argument(s) `wrt`, by reverse mode: one
     pullback per output element, so it pays off for many inputs and few outputs. Same
-    result as `jacfwd`, also for structures.
+    result as `jacfwd`, also for structures; `argnums` and `has_aux` are those of
+    `jacfwd`.
 
     >>> import numpy as np, s2sad
     >>> def polar(p):
@@ -376,6 +434,11 @@ def jacrev(f: Callable, wrt: Wrt = 0) -> Callable:
     array([[1., 0.],
            [0., 2.]])
     """
+    if variadic.takes_varargs(f):
+        return variadic.Derivative(
+            f, lambda g: jacrev(g, wrt, argnums=argnums, has_aux=has_aux), extra=0)
+    wrt = wrt_or_argnums(wrt, argnums)
+
     def jacobian(*args, **kwargs):
         args, kwargs = _by_position(f, args, kwargs)
         target = _target(f)
@@ -384,11 +447,19 @@ def jacrev(f: Callable, wrt: Wrt = 0) -> Callable:
         arg_types = arg_types_of(target, args)
         derivative = driver.derivative(f, tuple(indices), arg_types)
         y, pullback = warn_unconnected(derivative).fn(*args, **kwargs)
+        if has_aux:
+            (y, aux), pulled = split_aux(f, y, "jacrev"), pullback
+            aux_bar = pytrees.zeros_like(aux)
+
+            def pullback(y_bar):
+                return pulled((y_bar, aux_bar))
         y_like = _template(y)
         rows = [pullback(e) for e in _basis(y_like)]
         if many:
-            return _assemble_rows(rows, y_like, tuple(args[i] for i in indices))
-        return _assemble_rows([row[0] for row in rows], y_like, args[indices[0]])
+            jac = _assemble_rows(rows, y_like, tuple(args[i] for i in indices))
+        else:
+            jac = _assemble_rows([row[0] for row in rows], y_like, args[indices[0]])
+        return (jac, aux) if has_aux else jac
     jacobian.__name__ = f"jacrev_{getattr(f, '__name__', 'f')}"
     jacobian.s2s_made_by = "jacrev"
     return jacobian
@@ -525,7 +596,8 @@ def _check_scalar_gradient(target, i, x):
         f"s2sad.jacfwd(s2sad.grad({name})) for its derivatives")
 
 
-def hvp(f: Callable, wrt: Wrt = 0, *, backend: str = "python") -> Callable:
+def hvp(f: Callable, wrt: Wrt | None = None, *, backend: str | None = None,
+        argnums: int | tuple | None = None) -> Callable:
     """The Hessian-vector product of scalar function `f`: `hvp(f)(*args, v)` is the
     Hessian of `f` with respect to argument `wrt`, at `args`, times `v`. Exact: forward
     mode applied to the generated gradient code (forward over reverse), at the cost of
@@ -538,9 +610,15 @@ def hvp(f: Callable, wrt: Wrt = 0, *, backend: str = "python") -> Callable:
     60.0
 
     With `backend="numba"`, the forward mode of the numba backend's gradient code,
-    compiled by `numba.njit` (see docs/numba.md).
+    compiled by `numba.njit` (see docs/numba.md); that is the default for a
+    `@numba.njit` function `f`. `argnums` may stand for `wrt`, as in `grad`. For SciPy's
+    order of arguments, `(x, v, *args)`, see `hessp`.
     """
-    numba_api.check_backend(backend)
+    if variadic.takes_varargs(f):
+        return variadic.Derivative(
+            f, lambda g: hvp(g, wrt, backend=backend, argnums=argnums), extra=1)
+    wrt = wrt_or_argnums(wrt, argnums)
+    backend = numba_api.default_backend(f, backend)
     compiled_for = {}   # (argument types, registry version) -> the compiled code
 
     def product(*args, **kwargs):
@@ -570,7 +648,8 @@ def _product(f, wrt, args, backend):
     return lambda *args, **kwargs: _call(d, args[:-1], kwargs, args[-1:])
 
 
-def hessian(f: Callable, wrt: Wrt = 0, *, backend: str = "python") -> Callable:
+def hessian(f: Callable, wrt: Wrt | None = None, *, backend: str | None = None,
+            argnums: int | tuple | None = None) -> Callable:
     """The Hessian of scalar function `f` with respect to argument `wrt` (shape
     `x.shape + x.shape`), exactly: one Hessian-vector product per element of `x`.
 
@@ -593,9 +672,14 @@ def hessian(f: Callable, wrt: Wrt = 0, *, backend: str = "python") -> Callable:
            [0., 1.]]), array([2., 4.]), 3.0)
 
     With `backend="numba"`, each product is the numba backend's `hvp` (see
-    docs/numba.md), for numbers and arrays.
+    docs/numba.md), for numbers and arrays; that is the default for a `@numba.njit`
+    function `f`. `argnums` may stand for `wrt`, as in `grad`.
     """
-    numba_api.check_backend(backend)
+    if variadic.takes_varargs(f):
+        return variadic.Derivative(
+            f, lambda g: hessian(g, wrt, backend=backend, argnums=argnums), extra=0)
+    wrt = wrt_or_argnums(wrt, argnums)
+    backend = numba_api.default_backend(f, backend)
 
     def hess(*args, **kwargs):
         args, kwargs = _by_position(f, args, kwargs)
@@ -608,6 +692,44 @@ def hessian(f: Callable, wrt: Wrt = 0, *, backend: str = "python") -> Callable:
         return _assemble(_as_one_call(_target(f), [lambda e=e: _call(d, args, kwargs, (e,))
                                                    for e in _basis(like)]), like, like)
     return _mark_gradient(hess, f, wrt, "hessian")
+
+
+def hessp(f: Callable, wrt: Wrt | None = None, *, backend: str | None = None,
+          argnums: int | tuple | None = None) -> Callable:
+    """The Hessian-vector product of scalar function `f` in SciPy's order of arguments:
+    `hessp(f)(x, p, *args)` is the Hessian of `f(x, *args)` with respect to `x`, times
+    `p`, as `scipy.optimize.minimize(f, x0, args=args, hessp=s2sad.hessp(f))` calls it
+    (`hvp(f)(x, *args, p)` computes the same). With `wrt` (or `argnums`) the index `k`
+    of another parameter, `p` follows that argument: `hessp(f, k)(a0, ..., ak, p, ...)`.
+    `backend` is that of `hvp`.
+
+    >>> import numpy as np, s2sad
+    >>> from scipy.optimize import minimize
+    >>> def f(x, a):
+    ...     return np.sum(a * (x - 1.0) ** 2) + x[0] * x[1]
+    >>> result = minimize(f, np.zeros(2), args=(2.0,), method="trust-ncg",
+    ...                   jac=s2sad.grad(f), hessp=s2sad.hessp(f))
+    >>> np.round(result.x, 6)                  # (4 I + [[0, 1], [1, 0]]) x = (4, 4)
+    array([0.8, 0.8])
+    """
+    if variadic.takes_varargs(f):
+        return variadic.Derivative(
+            f, lambda g: hessp(g, wrt, backend=backend, argnums=argnums), extra=1)
+    wrt = wrt_or_argnums(wrt, argnums)
+    if isinstance(wrt, (tuple, list)):
+        raise S2SADError("hessp differentiates with respect to one argument, as SciPy's x; "
+                         f"got wrt={wrt!r}")
+    product = hvp(f, wrt, backend=backend)
+
+    def hessp_of(*args, **kwargs):
+        k = _indices(_target(f), wrt)[0] + 1        # (the number of arguments before p)
+        if len(args) < k + 1:
+            raise S2SADError(f"hessp({getattr(f, '__name__', 'f')}) takes the arguments "
+                             f"of {getattr(f, '__name__', 'f')} with the vector p after "
+                             f"argument {k - 1} (SciPy's order: x, p, *args); got "
+                             f"{len(args)} argument(s)")
+        return product(*args[:k], *args[k + 1:], args[k], **kwargs)
+    return _mark_gradient(hessp_of, f, wrt, "hessp")
 
 
 def defjvp(prim: Callable, params: str, *templates: str | None,

@@ -2,7 +2,16 @@
 what it means, the modules that set it and those that read it. A pass reads a mark with
 `MARK.of(node)` (its default when the node has none) and sets it with `MARK.put(node,
 value)`; `tests/test_marks.py` checks that every `s2s_*` attribute put on a node is
-declared here and that the modules named use it.
+declared here, that the modules named use it, and that no module outside this one
+spells a mark's attribute.
+
+A function s2sad makes (a nested function lifted out of its parent, a checkpointed
+loop's step, a `Version` of a callee resolved) carries its record (`Lifted`,
+`LoopBody`, `Version`), which says where its code came from: `RECORD`, declared here
+in the same way, sets it (`RECORD.put(fn, record)`) and reads it (`RECORD.of(fn)`,
+None for a function s2sad did not make). It is not a mark of a node: a name that
+denotes such a function carries the function (`PRIM`) and, when the code binds it
+under its own name, `LIFTED`.
 
 >>> import gast
 >>> from s2sad import marks
@@ -40,6 +49,15 @@ class Mark:
 
     def __repr__(self):
         return f"<mark {self.attr}>"
+
+
+class FunctionRecord(Mark):
+    """The record a function s2sad made carries (not a node's mark): read with `of(fn)`,
+    None when s2sad did not make `fn`."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return f"<record {self.attr}>"
 
 
 # -- Wengert form -----------------------------------------------------------------------
@@ -132,11 +150,13 @@ UNFOLDED = Mark(
     "s2s_unfolded", "an expression simplification could not fold", ["ad/simplify.py"],
     ["ad/simplify.py"])
 
-# -- on nodes and on the objects they denote (read and set as attributes still) -------------
+# -- on names: the objects they denote ---------------------------------------------------------
 PRIM = Mark(
     "s2s_prim", "on a name or attribute, the object it denotes (a lifted function, a "
     "runtime helper, a method resolved), whatever the user's names",
-    ["before_ad/iteration.py", "before_ad/lift.py", "before_ad/checkpointed_loops.py",
+    ["before_ad/iteration.py", "before_ad/builtin_calls.py", "before_ad/dicts.py",
+     "before_ad/lift.py",
+     "before_ad/checkpointed_loops.py",
      "before_ad/wengert.py", "before_ad/gradient_calls.py", "before_ad/resolve_calls.py"],
     ["frontend/source.py", "analysis/operations.py", "analysis/value_kinds.py",
      "analysis/shapes.py", "before_ad/aliasing.py", "before_ad/callee_effects.py",
@@ -144,13 +164,22 @@ PRIM = Mark(
      "after_ad/tangents_late.py", "ad/reverse_mode.py", "ad/forward_mode.py", "ad/tapes.py",
      "ad/inplace.py", "ad/checkpointed.py", "trace_recording.py"], default=None)
 LIFTED = Mark(
-    "s2s_lifted", "on a name, that it denotes a function s2sad made (lifted, a loop's "
-    "step, a version); on that function, its record (Lifted, LoopBody, Version)",
+    "s2s_lifted", "on a name (with PRIM), that the function it denotes is one s2sad made "
+    "(lifted, a loop's step), which the generated code binds under the name it has",
     ["before_ad/lift.py", "before_ad/checkpointed_loops.py", "before_ad/resolve_calls.py"],
-    ["before_ad/lost_derivatives.py", "before_ad/callee_effects.py", "before_ad/gradient_calls.py",
-     "analysis/value_kinds.py", "ad/reverse_mode.py", "ad/forward_mode.py",
-     "ad/calls.py", "ad/fused.py", "ad/checkpointed.py", "trace_recording.py"],
-    default=None)
+    ["before_ad/lost_derivatives.py", "before_ad/checkpointed_loops.py",
+     "ad/reverse_mode.py", "ad/forward_mode.py", "trace_recording.py"])
 
-#: Every mark, by attribute.
-ALL = {m.attr: m for m in globals().values() if isinstance(m, Mark)}
+# -- on the functions s2sad makes, not on nodes ------------------------------------------------
+RECORD = FunctionRecord(
+    "s2s_record", "on a function s2sad made, its record: before_ad/lift.py's Lifted (a "
+    "nested function lifted), checkpointed_loops' LoopBody (a loop's step), resolve_calls' "
+    "Version (a callee resolved)",
+    ["before_ad/lift.py", "before_ad/checkpointed_loops.py", "before_ad/resolve_calls.py"],
+    ["frontend/source.py", "analysis/value_kinds.py", "before_ad/lift.py",
+     "before_ad/resolve_calls.py", "before_ad/gradient_calls.py", "before_ad/callee_effects.py",
+     "ad/calls.py", "ad/forward_mode.py", "ad/fused.py", "ad/checkpointed.py", "driver.py",
+     "api.py"], default=None)
+
+#: Every mark of a node, by attribute.
+ALL = {m.attr: m for m in globals().values() if type(m) is Mark}

@@ -29,7 +29,7 @@ from . import backends, driver, pipeline
 from .backends import NUMBA
 from .compilation import arg_types_of, refuse_complex, wrt_indices
 from .errors import CustomRuleError, NativeBackendError, S2SADError, warn_unconnected
-from .frontend.source import function_from_source
+from .frontend.source import function_from_source, numba_function
 from .options import Variant
 from .rules import numba_runtime
 
@@ -45,7 +45,12 @@ def _numba():
 
 class NativeDerivative:
     """`grad(f, wrt, backend="numba")` (`Variant.GRAD`) or `value_and_grad`
-    (`Variant.VALUE_AND_GRAD`): callable from Python and from `@numba.njit` functions."""
+    (`Variant.VALUE_AND_GRAD`): callable from Python and from `@numba.njit` functions.
+    Its derivatives (`grad(grad(f))`, `jacfwd`, `hessian`'s forward over reverse) are
+    those of the Python backend's gradient code of `f`."""
+
+    s2s_derivative = True
+    s2s_forward_over_reverse = True     # its forward mode differentiates its code
 
     def __init__(self, f, wrt, variant, jit=None):
         numba = _numba()
@@ -297,6 +302,17 @@ def _container_of(t):
         if isinstance(t, numba_type):
             return python_type
     return None
+
+
+def default_backend(f, backend, jit=None, python_only=False):
+    """The backend `backend` names; by default (None), "numba" for a `@numba.njit`
+    function `f` or options `jit` of numba.njit, unless the derivative asks for what
+    only the Python backend does (`python_only`: has_aux, memory), else "python"."""
+    if backend is not None:
+        return check_backend(backend)
+    if python_only or getattr(f, "s2s_derivative", False):
+        return "python"     # (a derivative of a derivative: forward over reverse is Python)
+    return "numba" if jit is not None or numba_function(f) is not None else "python"
 
 
 def check_backend(backend):

@@ -7,10 +7,11 @@ Every pass is `run(fn, ctx) -> fn` over a gast function and the `Compilation` co
 
 >>> from s2sad import pipeline
 >>> [p.name for p in pipeline.FORWARD_MODE]  # doctest: +NORMALIZE_WHITESPACE
-['lift', 'checkpointed_loops', 'desugar', 'wengert', 'resolve_calls', 'record_fields',
- 'aliasing', 'complex_values', 'lost_derivatives', 'common_subexpressions',
- 'hoist_invariants', 'forward', 'tangent_only', 'inline_temporaries', 'write_in_place',
- 'tangents_late', 'insert_dels', 'guard', 'guard_bindings', 'enclose']
+['star_forms', 'builtin_calls', 'lift', 'checkpointed_loops', 'desugar', 'wengert',
+ 'resolve_calls', 'record_fields', 'aliasing', 'complex_values', 'lost_derivatives',
+ 'common_subexpressions', 'hoist_invariants', 'forward', 'tangent_only',
+ 'inline_temporaries', 'write_in_place', 'tangents_late', 'insert_dels', 'guard',
+ 'guard_bindings', 'enclose']
 """
 from __future__ import annotations
 
@@ -31,8 +32,9 @@ from .errors import InternalError, S2SADError
 from .frontend import source
 from .backends import BY_NAME, NUMBA, PYTHON, Backend
 from .before_ad import (
-    aliasing, callee_effects, checkpointed_loops, common_subexpressions, complex_values,
-    desugar, hoist_invariants, lift, lost_derivatives, record_fields, resolve_calls, wengert)
+    aliasing, builtin_calls, callee_effects, checkpointed_loops, common_subexpressions,
+    complex_values, desugar, hoist_invariants, lift, lost_derivatives, record_fields,
+    resolve_calls, star_forms, wengert)
 from .after_ad import (
     combine_terms, distinct_results, element_adjoints, enclose, guard, guard_bindings,
     guard_patterns, inline_helpers, inline_temporaries, insert_dels, optimize, peephole,
@@ -94,6 +96,11 @@ def ndarrays(ctx):
 #: Before differentiation: from the user's function to Wengert form. (The front end,
 #: which reads the source and refuses unsupported syntax, makes the `Compilation`.)
 FRONT = [
+    Pass("star_forms", star_forms.run, "starred targets as items and slices, *xs in calls "
+         "and displays as its items where their number is known"),
+    Pass("builtin_calls", builtin_calls.run, "map and filter where consumed as generator "
+         "expressions, max/min/sorted with key= and of one sequence as indexing, divmod as "
+         "a pair"),
     Pass("lift", lift.run, "nested functions and lambdas become functions of their own"),
     Pass("checkpointed_loops", checkpointed_loops.run, "the body of a loop over "
          "s2sad.checkpointed(...) a step function of the loop state"),

@@ -90,7 +90,7 @@ def _stmt_source(s):
 def _op_source(s):
     """The operation of Wengert statement `s`, in source form."""
     call = s.value
-    prim = getattr(getattr(call, "func", None), "s2s_prim", None)
+    prim = marks.PRIM.of(getattr(call, "func", None))
     name = getattr(prim, "__name__", None)
     target = _stmt_source(s.targets[0])
     args = [_stmt_source(a) for a in getattr(call, "args", [])]
@@ -290,8 +290,8 @@ def wengert_bindings(src, tree):
     calls (`_s2s_setitem`, ...)."""
     bindings = closure_values(src)
     for n in gast.walk(tree):
-        prim = getattr(n, "s2s_prim", None)
-        if isinstance(n, gast.Name) and getattr(n, "s2s_lifted", False):
+        prim = marks.PRIM.of(n)
+        if isinstance(n, gast.Name) and marks.LIFTED.of(n):
             bindings.setdefault(n.id, prim)
         elif isinstance(n, gast.Name) and n.id.startswith("_s2s_"):
             obj = prim if prim is not None else getattr(runtime, n.id[5:], None)

@@ -12,7 +12,7 @@ PAGE = os.path.join(ROOT, "docs", "api.md")
 
 #: The sections of the page, and the names in each, in order.
 SECTIONS = [
-    ("Derivatives", ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hvp",
+    ("Derivatives", ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hvp", "hessp",
                      "hessian"]),
     ("Rules of your own", ["custom_vjp", "custom_jvp", "defvjp", "defjvp", "nondiff",
                            "stop_gradient", "register_pytree"]),

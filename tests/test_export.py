@@ -6,6 +6,7 @@ import dataclasses
 import json
 import math
 import os
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -501,6 +502,51 @@ def test_cli_writes_the_module_and_its_header_regenerates_it(tmp_path):
     many = _cli("export", "model.py:babysqrt", "--args", "2.0", "3.0", cwd=tmp_path)
     assert many.returncode == 2, many.stdout
     assert "babysqrt() takes at most 1 positional value(s), but --at gave 2" in many.stderr
+
+
+TRAJECTORY = """\
+import numpy as np
+
+
+def trajectory(k, observed):
+    t = np.linspace(0.0, 1.0, observed.shape[0])
+    return np.sum((np.exp(-k * t) - observed) ** 2)
+"""
+
+
+def test_the_type_error_of_other_arguments_gives_the_command_that_exports_for_them(tmp_path):
+    (tmp_path / "traj.py").write_text(TRAJECTORY)
+    out = _cli("export", "traj.py:trajectory", "-o", "traj_grad.py", "--kind", "grad",
+               cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    call = ("import sys, numpy as np, traj_grad\n"
+            "try:\n"
+            "    print(traj_grad.trajectory_grad(1.3, np.array([1.0, 0.5, 0.2])))\n"
+            "except TypeError as error:\n"
+            "    sys.exit(str(error))\n")
+    refused = subprocess.run([sys.executable, "-c", call], cwd=tmp_path, capture_output=True,
+                             text=True)
+    assert refused.returncode == 1
+    command = refused.stderr.strip().rpartition("Export it again for such arguments: ")[2]
+    assert command == ("s2sad export traj.py:trajectory -o traj_grad.py --kind grad --at 1.3 "
+                       "'[0.0, 0.0]'")
+    again = _cli(*shlex.split(command)[1:], cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    run = subprocess.run([sys.executable, "-c", call], cwd=tmp_path, capture_output=True,
+                         text=True)
+    assert run.returncode == 0, run.stderr
+    observed, h = np.array([1.0, 0.5, 0.2]), 1e-6
+    t = np.linspace(0.0, 1.0, 3)
+
+    def f(k):
+        return np.sum((np.exp(-k * t) - observed) ** 2)
+    assert float(run.stdout) == pytest.approx((f(1.3 + h) - f(1.3 - h)) / (2 * h), rel=1e-7)
+    listed = subprocess.run([sys.executable, "-c", call.replace("np.array([1.0, 0.5, 0.2])",
+                                                                "[1.0, 0.5, 0.2]")],
+                            cwd=tmp_path, capture_output=True, text=True)
+    # a list: no --at can write it, the message gives the command as it was
+    assert listed.stderr.strip().endswith("observed (list). Export it again for such "
+                                          "arguments: " + command)
 
 
 def test_cli_docs_show_the_real_export(tmp_path):

@@ -425,7 +425,26 @@ def matrix_norms_and_ufunc_methods(x):
     return np.concatenate(parts)
 
 
+def dicts_and_sequences(x):
+    """Dict displays and comprehensions, dict(d), dict(zip(...)), d.get, list() and
+    tuple() (of a list and of an array's rows), with forward rules of their own."""
+    d = {"a": x[0], "b": x[1] * x[2]}
+    e = dict(d)
+    q = {k: v * x[2] for k, v in e.items()}
+    z = dict(zip(["u", "v"], [x[0] * x[1], x[2]]))
+    t = tuple([x[0], x[1] * x[1]])
+    rows = list(x[1:])
+    return np.array([q["a"] * q["b"], e.get("b", 0.0) + e.get("c", x[0] ** 2),
+                     z["u"] * z["v"], t[0] * t[1], rows[0] * rows[1]])
+def casts(x):
+    """np.longdouble and the integer types as casts (np.float32's rounding is more than
+    differences can see through: test_builtin_calls checks it against its derivative)."""
+    return np.concatenate([np.float64(np.longdouble(x) * x[0]), x * np.int64(x[1] * 3.0),
+                           [np.float64(x[2]) * np.int32(2.9)]])
+
+
 JACOBIAN_CASES = [
+    (casts, (np.array([0.3, -1.2, 0.8]),)),
     (polar, (np.array([2.0, 0.7]),)),
     (elementwise, (np.array([0.3, -1.2, 0.8]),)),
     (reductions, (np.array([0.6, -1.3, 0.9, 1.1, 0.4, -0.7]),)),
@@ -446,6 +465,7 @@ JACOBIAN_CASES = [
                                                -0.6]),)),
     (matrix_norms_and_ufunc_methods, (np.array([0.3, -0.2, 0.9, -1.4, 0.7, 0.25, 1.1,
                                                 -0.6]),)),
+    (dicts_and_sequences, (np.array([0.6, -0.4, 1.1]),)),
     (broadcasting, (np.array([0.5, -1.0, 2.0]), np.array([0.3, 0.7]))),
 ]
 
@@ -663,6 +683,9 @@ def test_every_forward_rule_is_checked():
     # a user's loop over reversed(...) is a loop over indexes (before_ad.desugar); the rule
     # is for forward over reverse, whose tape loops run reversed: the Hessians check it
     called.add(id(reversed))
+    # float32's rounding hides its derivative from central differences: the analytic
+    # derivative checks it (test_builtin_calls.test_numpy_scalar_types_as_casts)
+    called.add(id(np.float32))
     unchecked = [getattr(p, "__qualname__", p) for p in registry.JVPS
                  if not _is_helper(p) and _identity(p) not in called
                  and not _scipy_rule(p)]

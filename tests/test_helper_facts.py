@@ -8,10 +8,17 @@ declarations are true of what the helper does, on sample calls:
 - a helper changes none of its arguments but those its `writes` names, and those it does;
 - a helper declared `numba=True` has its Numba version, `numba_NAME` in
   rules/numba_overloads.py, and every version there is of a helper so declared.
+
+A helper's rules are declared beside it too, in its own module (its forward rule with
+`@helper(linear=...)` or `@helper(tangent=...)`), and every helper that reverse-mode
+code calls has a forward rule, or is declared non-differentiable, so that forward mode
+applies to that code (`hessian`, forward over reverse).
 """
 import collections
 import copy
 import dataclasses
+import pathlib
+import re
 
 import numpy as np
 import pytest
@@ -233,3 +240,69 @@ def test_every_numba_version_is_of_a_helper_declared_numba():
     versions = {n[len("numba_"):] for n in vars(numba_overloads) if n.startswith("numba_")}
     assert declared == versions
     assert {h.__name__ for h in numba_runtime.versions()} == declared
+
+
+# -- the rules of the helpers --------------------------------------------------------------
+GOLDEN = pathlib.Path(__file__).parent / "golden"
+
+
+def with_scipy_rules():
+    """The registry with SciPy's rules loaded (rules/scipy.py, and solves.py's helpers)."""
+    pytest.importorskip("scipy")
+    import scipy.linalg  # noqa: F401
+    registry.load_optional()
+
+
+def misplaced(helpers):
+    """[(name, module)] for each rule of a helper among `helpers` ({name: helper}) that
+    `module`, not the helper's own, declared."""
+    found = []
+    for name, fn in helpers.items():
+        record = registry.PRIMITIVES.get(fn)
+        for rule in (record.vjp, record.jvp) if record is not None else ():
+            for variant in rule.variants if rule is not None else ():
+                if variant.declared_in != fn.__module__:
+                    found.append((name, variant.declared_in))
+    return found
+
+
+def test_a_helpers_rules_are_declared_in_its_module():
+    with_scipy_rules()
+    assert registry.helper_facts("_s2s_lu_product") is not None     # (solves.py's)
+    assert misplaced(registry.HELPERS) == []
+
+
+def test_a_rule_declared_away_from_its_helper_is_found():
+    def stray(g, x):
+        return g
+    stray.__module__ = runtime.__name__         # a helper of runtime.py ...
+    registry.linear(stray, "g, x", "g")         # ... whose rule this module declares
+    try:
+        assert misplaced({"_s2s_stray": stray}) == [("_s2s_stray", __name__)]
+    finally:
+        registry.PRIMITIVES.pop(stray)
+
+
+def reverse_helpers():
+    """{name: helper} of the helpers reverse-mode code calls: those the reverse rules'
+    templates call, and those in the reverse-mode code of the golden files."""
+    names = set()
+    for _, rule in registry.RULES.items():
+        templates = [t for v in rule.variants for t in [*v.templates.values(), v.uniform]]
+        for template in templates + [rule.each[1] if rule.each else None]:
+            names |= set(getattr(template, "free", ()))
+    for path in GOLDEN.glob("*.txt"):
+        if not path.name.startswith("forward."):
+            names |= set(re.findall(r"_s2s_\w+", path.read_text()))
+    return {n: registry.HELPERS[n] for n in names if n in registry.HELPERS}
+
+
+def test_every_helper_reverse_code_calls_has_a_forward_rule_or_none_to_have():
+    with_scipy_rules()
+    helpers = reverse_helpers()
+    assert {"_s2s_unbroadcast", "_s2s_matmul_lhs", "_s2s_zeros_like", "_s2s_add",
+            "_s2s_frechet"} <= set(helpers)
+    without = sorted(name for name, fn in helpers.items()
+                     if registry.JVPS.get(fn) is None
+                     and not getattr(registry.primitive(fn), "nondiff", False))
+    assert without == []

@@ -9,8 +9,14 @@ from s2sad import marks
 
 PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "s2sad")
 
-#: The marks on nodes and on the objects they denote, still set and read as attributes.
-ATTRIBUTES = {"s2s_prim", "s2s_lifted"}
+#: The marks of nodes and the record of a function s2sad made, by attribute.
+DECLARED = {**marks.ALL, marks.RECORD.attr: marks.RECORD}
+
+#: The attributes s2sad gives the functions and derivatives its API makes (not nodes, and
+#: not functions its passes make: those carry marks.RECORD).
+ON_FUNCTIONS = {"s2s_gradient", "s2s_made_by", "s2s_custom", "s2s_derivative", "s2s_guards",
+                "s2s_watcher", "s2s_bound", "s2s_tangents", "s2s_not_differentiable",
+                "s2s_forward_over_reverse"}
 
 
 def _sources():
@@ -27,40 +33,41 @@ SOURCES = _sources()
 NAMES = {m.attr: name for name, m in vars(marks).items() if isinstance(m, marks.Mark)}
 
 
-@pytest.mark.parametrize("attr", sorted(marks.ALL))
+@pytest.mark.parametrize("attr", sorted(DECLARED))
 def test_each_mark_is_set_and_read_where_it_says_and_nowhere_else(attr):
-    mark, name = marks.ALL[attr], NAMES[attr]
+    mark, name = DECLARED[attr], NAMES[attr]
     assert mark.what and mark.set_by and mark.read_by
-    if attr in ATTRIBUTES:
-        setting = re.compile(rf"\.{attr}\b[^=\n]*=[^=]|\.{attr}\s*=[^=]")
-        reading = re.compile(rf"\b{attr}\b")
-    else:
-        setting = re.compile(rf"\bmarks\.{name}\.put\(|\bmark\.put\(")
-        reading = re.compile(rf"\bmarks\.{name}\.(of|has)\(|\bmark\.(of|has)\(")
-        loops = re.compile(rf"\bmarks\.{name}\b")
-    setters = {m for m, text in SOURCES.items() if setting.search(text)
-               and (attr in ATTRIBUTES or loops.search(text))}
-    readers = {m for m, text in SOURCES.items() if reading.search(text)
-               and (attr in ATTRIBUTES or loops.search(text))}
+    setting = re.compile(rf"\bmarks\.{name}\.put\(|\bmark\.put\(")
+    reading = re.compile(rf"\bmarks\.{name}\.(of|has)\(|\bmark\.(of|has)\(")
+    loops = re.compile(rf"\bmarks\.{name}\b")
+    setters = {m for m, text in SOURCES.items() if setting.search(text) and loops.search(text)}
+    readers = {m for m, text in SOURCES.items() if reading.search(text) and loops.search(text)}
     assert set(mark.set_by) <= setters, f"{attr}: declared setters that do not set it"
     assert set(mark.read_by) <= readers, f"{attr}: declared readers that do not read it"
-    if attr not in ATTRIBUTES:
-        assert setters <= set(mark.set_by), f"{attr}: undeclared setters"
-        assert readers <= set(mark.read_by) | set(mark.set_by), f"{attr}: undeclared readers"
+    assert setters <= set(mark.set_by), f"{attr}: undeclared setters"
+    assert readers <= set(mark.read_by) | set(mark.set_by), f"{attr}: undeclared readers"
 
 
 def test_no_mark_is_set_or_read_by_its_attribute_name():
-    spelled = {m: sorted(a for a in marks.ALL if a not in ATTRIBUTES
-                         and re.search(rf"[.\"']{a}\b", text))
+    """No module but marks.py spells a mark's attribute: not `node.s2s_prim`, not
+    `getattr(node, "s2s_prim", None)`, not `setattr(fn, "s2s_record", r)`."""
+    spelled = {m: sorted(a for a in DECLARED if re.search(rf"[.\"']{a}\b", text))
                for m, text in SOURCES.items()}
     assert not {m: a for m, a in spelled.items() if a}
 
 
-def test_every_attribute_put_on_a_node_is_a_declared_mark():
-    put = {a for text in SOURCES.values()
-           for a in re.findall(r"\b[a-z_\]\)]+\.(s2s_[a-z_]+) = ", text)}
-    # (the attributes s2sad gives functions and derivatives, not nodes)
-    on_functions = {"s2s_gradient", "s2s_made_by", "s2s_custom", "s2s_derivative",
-                    "s2s_guards", "s2s_watcher", "s2s_bound", "s2s_tangents",
-                    "s2s_not_differentiable", "s2s_forward_over_reverse"}
-    assert put - on_functions <= set(marks.ALL)
+def test_every_s2s_attribute_outside_marks_is_one_of_a_function_the_api_makes():
+    """Any other `s2s_*` attribute (`x.s2s_new = ...`, `getattr(x, "s2s_new")`) is a mark
+    of a node that marks.py does not declare."""
+    spelled = {m: sorted(set(re.findall(r"[.\"'](s2s_[a-z_]+)\b", text)) - ON_FUNCTIONS)
+               for m, text in SOURCES.items()}
+    assert not {m: a for m, a in spelled.items() if a}
+
+
+def test_the_record_of_a_function_is_not_a_mark_of_a_node():
+    def step():
+        pass
+    assert marks.RECORD.attr not in marks.ALL and marks.RECORD.of(step) is None
+    assert marks.RECORD.of(None) is None and marks.RECORD.of(len) is None
+    marks.RECORD.put(step, "its record")
+    assert marks.RECORD.of(step) == "its record"

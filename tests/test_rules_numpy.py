@@ -1713,6 +1713,14 @@ def float64_fn(x):
     return np.sum(np.float64(x) * W4)
 
 
+def float32_fn(x):
+    return np.sum(np.float32(x) * W4)
+
+
+def longdouble_fn(x):
+    return np.sum(np.float64(np.longdouble(x) * W4))
+
+
 def b_logaddexp2(x, y):
     return np.sum(np.logaddexp2(x, y) * W34)
 
@@ -2934,6 +2942,9 @@ for _prim, _fn, _gen in [(np.degrees, u_degrees, R), (np.radians, u_radians, R),
     case(_fn, [_prim], {k: (_gen(s),) for k, s in UNARY_SHAPES.items()})
 case(nan_to_num_kw, [np.nan_to_num], (R((3, 4)),))
 case(float64_fn, [np.float64], {"py": (R(None),), "vec": (R((4,)),)})
+# (float32's rounding limits what differences of it can tell)
+case(float32_fn, [np.float32], {"py": (R(None),), "vec": (R((4,)),)}, rtol=2e-3, atol=1e-4)
+case(longdouble_fn, [np.longdouble, np.float64], {"py": (R(None),), "vec": (R((4,)),)})
 case(b_logaddexp2, [np.logaddexp2], _binary(R, R))
 case(b_remainder, [np.remainder], _mod_args())
 case(b_fmod, [np.fmod], _mod_args())

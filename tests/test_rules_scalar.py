@@ -750,8 +750,9 @@ def test_oracle_sample_points_are_smooth():
 #: Operators on arrays only; tests/test_rules_numpy.py checks them.
 ARRAY_ONLY = {operator.matmul}
 # getattr reads fields of dataclasses and named tuples: tests/test_objects.py checks it
-# against central differences over their float fields
-CHECKED_ELSEWHERE = {getattr}
+# against central differences over their float fields; list, tuple and dict build
+# containers: tests/test_dicts.py and test_forward's Jacobian cases check them
+CHECKED_ELSEWHERE = {getattr, list, tuple, dict}
 
 
 def test_every_registered_scalar_rule_has_a_check():

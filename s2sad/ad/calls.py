@@ -11,7 +11,7 @@ import gast
 
 from ..analysis import operations
 from ..analysis.operations import CUSTOM
-from .. import syntax
+from .. import marks, syntax
 from ..compilation import Callee
 from ..options import Variant
 from ..errors import MissingRuleError
@@ -125,7 +125,7 @@ class CallAdjoints:
         shift = len(args)
         wrt = tuple(w + shift for w in wrt) if isinstance(wrt, tuple) else wrt + shift
         arg_types = operations.argument_types(prim, call_args, self.kinds)
-        if hasattr(fn, "s2s_lifted") and (fn, wrt, arg_types) not in self.ctx.lifted:
+        if marks.RECORD.of(fn) is not None and (fn, wrt, arg_types) not in self.ctx.lifted:
             self.ctx.lifted.append((fn, wrt, arg_types))
         return self.ctx.call(Callee(fn, Variant.VJP, wrt, arg_types, tuple(args),
                                     dict(kwargs)),

@@ -71,7 +71,7 @@ def _step_call(loop):
     """The statement of `loop`'s body that calls its step function."""
     for s in loop.body:
         if isinstance(s, gast.Assign) and isinstance(s.value, gast.Call) and isinstance(
-                getattr(getattr(s.value.func, "s2s_prim", None), "s2s_lifted", None),
+                marks.RECORD.of(marks.PRIM.of(s.value.func)),
                 LoopBody):
             return s
     return None
@@ -86,7 +86,7 @@ class CheckpointedLoop(LoopPlan):
     def __init__(self, loop, rev):
         super().__init__(loop, rev)
         call = _step_call(loop).value
-        body = call.func.s2s_prim.s2s_lifted
+        body = marks.RECORD.of(marks.PRIM.of(call.func))
         self.steps, self.snapshots = loop.iter.args
         self.state = [a.id for a in call.args[1:1 + len(body.state)]]
         self.mutated = [n for n, p in zip(self.state, body.state) if p in body.mutated]
@@ -235,7 +235,7 @@ class CheckpointedLoop(LoopPlan):
         ctx = self.rev.ctx
         if not ctx.patterns or ctx.variant not in (Variant.VALUE_AND_GRAD, Variant.GRAD):
             return arg_types, None
-        step = call.func.s2s_prim.s2s_lifted
+        step = marks.RECORD.of(marks.PRIM.of(call.func))
         types, found = dict(arg_types), {}
         for p, a in zip(step.params, call.args):
             origin = _origin(a, ctx.wengert, ctx.src) if isinstance(a, gast.Name) else None
@@ -308,8 +308,8 @@ def _advancing(stmts, name):
         return stmts
     for s in stmts:
         for n in syntax.walk(s):
-            if isinstance(n, gast.Call) and isinstance(getattr(
-                    getattr(n.func, "s2s_prim", None), "s2s_lifted", None), LoopBody):
+            if isinstance(n, gast.Call) and isinstance(
+                    marks.RECORD.of(marks.PRIM.of(n.func)), LoopBody):
                 n.func = syntax.name(name)
     return stmts
 

@@ -48,6 +48,7 @@ def f_jvp(x, x_dot):
 import builtins
 import copy
 import dataclasses
+import inspect
 
 import gast
 
@@ -55,7 +56,7 @@ from .. import marks
 from ..analysis import operations
 from ..analysis.activity import closure, definitions
 from ..analysis.names import BlockNames, live_names, rename
-from ..analysis.value_kinds import ARRAY, SCALAR, sequence_operands
+from ..analysis.value_kinds import ARRAY, SCALAR, sequence_operands, user_class
 from ..analysis.operations import CALL, COPY, CUSTOM, NONDIFF, PACK, USER, classify
 from .. import syntax
 from ..compilation import Callee
@@ -64,6 +65,7 @@ from ..frontend import source
 from ..frontend.source import MISSING
 from ..options import Variant
 from ..rules import pytrees, registry
+from .reverse_mode import library_class
 from .simplify import doubled, negated, on_numbers, simplify, template_name
 
 
@@ -111,10 +113,10 @@ class Forward:
         jvp = syntax.function(self.namer.fresh(f"{fn.name}_jvp"), [], body, like=fn)
         self.add_tangent_params(jvp.args)
         for n in syntax.name_nodes(jvp):
-            if getattr(n, "s2s_lifted", False):
-                self.ctx.bindings[n.id] = n.s2s_prim    # its own name: nothing else has it
-            elif getattr(n, "s2s_prim", None) is not None:
-                n.id = self.ctx.bind(n.id, obj=n.s2s_prim)
+            if marks.LIFTED.of(n):
+                self.ctx.bindings[n.id] = marks.PRIM.of(n)    # its own name: nothing else has it
+            elif marks.PRIM.of(n) is not None:
+                n.id = self.ctx.bind(n.id, obj=marks.PRIM.of(n))
         _coalesce(jvp, set(self.dots.values()))
         return jvp
 
@@ -176,6 +178,9 @@ class Forward:
         """`target_dot = ...` for a varied `target` whose value here does not vary."""
         if isinstance(value, (gast.Tuple, gast.List)):
             zero = type(value)(elts=[self.zero(a) for a in value.elts], ctx=gast.Load())
+        elif isinstance(value, gast.Dict):
+            zero = gast.Dict(keys=syntax.copied(value.keys), values=[
+                self.zero(a) for a in value.values])
         else:
             zero = self.zero(value if syntax.is_atom(value) else syntax.name(target))
         return syntax.assign(self.dot(target), zero)
@@ -229,6 +234,9 @@ class Forward:
             return None
         if op.form == COPY:
             return self.tangent(op.args[0])
+        if op.form == PACK and isinstance(op.node, gast.Dict):
+            return gast.Dict(keys=syntax.copied(op.node.keys),
+                             values=[self.tangent(a) for a in op.args])
         if op.form == PACK:
             return type(op.node)(elts=[self.tangent(a) for a in op.args], ctx=gast.Load())
         sequences = sequence_operands(op, self.kinds)
@@ -345,7 +353,7 @@ class Forward:
             callee = Callee(fn, Variant.JVP, wrt, arg_types, tuple(args), dict(kwargs),
                             len(call.args))
             self.adapters[key] = (self.ctx.call(callee, f"{source.identifier(fn)}_jvp"), prim)
-            if hasattr(fn, "s2s_lifted"):
+            if marks.RECORD.of(fn) is not None:
                 self.ctx.lifted.append((fn, wrt, None))
         name = self.adapters[key][0]
         value = syntax.call(name, [syntax.copied(a) for a in call.args] + [
@@ -391,6 +399,9 @@ class Forward:
                 "argument(s)" + (f" and {given}" if given else "") + ", which they do not. "
                 "Write the call in one of those forms, or register a rule for it with "
                 f"s2sad.defjvp\n    {self.src.line_text(s).strip()}")
+        if inspect.isclass(op.prim) and not user_class(op.prim):
+            return MissingRuleError(f"{self.src.where(s)}: {library_class(op.prim, what)}\n"
+                                    f"    {self.src.line_text(s).strip()}")
         return MissingRuleError(
             f"{self.src.where(s)}: s2sad has no forward-mode rule for {what}; register one "
             f"with s2sad.defjvp (see help(s2sad.defjvp)), or mark it s2sad.nondiff\n    "
@@ -430,7 +441,7 @@ def _arguments(op, src):
         return [node.value, operations.index_value(node.slice)], {}
     func = node.func
     receiver = []
-    if (getattr(func, "s2s_prim", None) is None and isinstance(func, gast.Attribute)
+    if (marks.PRIM.of(func) is None and isinstance(func, gast.Attribute)
             and src.resolve(func) is MISSING):
         receiver = [func.value]
     return receiver + list(node.args), {k.arg: k.value for k in node.keywords}

@@ -27,7 +27,7 @@ from ..analysis.value_kinds import ARRAY, guarded
 from ..analysis.operations import COPY, NONDIFF, PACK
 from ..analysis.names import live_names
 from ..analysis.shapes import pattern_tests
-from .. import syntax
+from .. import marks, syntax
 from ..compilation import Callee, parameters
 from ..options import Variant
 from .shape_stand_ins import stand_ins
@@ -157,7 +157,7 @@ def state_seed(adjoint, ctx, seed, value):
     it is the adjoint of. A step that returns its one state and whether it stopped takes
     the state's adjoint (its caller passes it, see ad/checkpointed.py), not the pair's:
     its unpacking (`u_1_bar = y_bar[0]`) goes, and `u_1_bar` is the parameter."""
-    step = getattr(ctx.src.fn, "s2s_lifted", None)
+    step = marks.RECORD.of(ctx.src.fn)
     if getattr(step, "stop", None) is None or len(step.state) != 1:
         return seed, value
     params = adjoint.args.posonlyargs or adjoint.args.args
@@ -191,7 +191,7 @@ def step_guard(adjoint, ctx, seed, value, fallback=None):
     takes to have the state's pattern) has another type or pattern, it calls the step's
     adjoint made for any shapes. Records the seed in `ctx.seed` for the facts of
     analysis/buffers.py."""
-    step = getattr(ctx.src.fn, "s2s_lifted", None)
+    step = marks.RECORD.of(ctx.src.fn)
     state = getattr(step, "state", ())
     patterns = dict(ctx.patterns)
     if seed is not None and value is not None and len(state) == 1 and state[0] in ctx.patterns:

@@ -57,7 +57,7 @@ class InPlaceWrites:
         aliases = self.classes.get(old, {old})
         earlier = {n for n in aliases if self.order.get(n, -1) < self.order[id(s)]}
         # an element write keeps the shape a shape-only read sees; an append does not
-        shaped = s.value.func.s2s_prim is runtime.setitem
+        shaped = marks.PRIM.of(s.value.func) is runtime.setitem
         if info is None:
             return not self.value_loads(self.pullback, earlier | {old}, shaped)
         # in a loop: nor may the pullback read a state from before the loop (the value
@@ -125,7 +125,7 @@ class InPlaceWrites:
 
     def is_update(self, s):
         return (isinstance(s, gast.Assign) and isinstance(s.value, gast.Call)
-                and getattr(s.value.func, "s2s_prim", None) in self.prims)
+                and marks.PRIM.of(s.value.func) in self.prims)
 
     def expand(self, s):
         new, call = s.targets[0].id, s.value
@@ -237,7 +237,7 @@ def final_element_reads(loop, rev):
     updates = [n for n in syntax.statements(fn) if isinstance(n, gast.Assign)
                and isinstance(n.value, gast.Call) and n.value.args
                and isinstance(n.value.args[0], gast.Name)
-               and getattr(n.value.func, "s2s_prim", None) is runtime.setitem]
+               and marks.PRIM.of(n.value.func) is runtime.setitem]
     classes = _alias_classes(fn.body, updates, src, kinds)
     # (a write through a view indexes another array: its class is left alone)
     written = {id(w) for w in updates}
@@ -268,7 +268,7 @@ def final_element_reads(loop, rev):
         if (array in defs and array not in carried) or any(
                 not (isinstance(value, gast.Name) and value.id in members)
                 and not (isinstance(value, gast.Call) and value.args
-                         and getattr(value.func, "s2s_prim", None) is runtime.setitem
+                         and marks.PRIM.of(value.func) is runtime.setitem
                          and isinstance(value.args[0], gast.Name)
                          and value.args[0].id in members)
                 for name in members for value in defs.get(name, [])):
@@ -350,12 +350,12 @@ def owned_names(body, src, updates, resolve=None):
             defs.setdefault(s.targets[0].id, []).append(s.value)
 
     def creates(v):
-        if isinstance(v, (gast.BinOp, gast.UnaryOp, gast.List, gast.Tuple)):
+        if isinstance(v, (gast.BinOp, gast.UnaryOp, gast.List, gast.Tuple, gast.Dict)):
             return True
         if isinstance(v, gast.Call) and marks.VIEW.has(v):
             return marks.VIEW.of(v) is None   # a Python function's result (before_ad/aliasing.py)
         if isinstance(v, gast.Call):
-            prim = getattr(v.func, "s2s_prim", None) or resolve(v.func)
+            prim = marks.PRIM.of(v.func) or resolve(v.func)
             if prim in updates:
                 # a write into a value made in place (`setitem(zeros_like(x), i, v)`)
                 return "old" if isinstance(v.args[0], gast.Name) else creates(v.args[0])

@@ -41,7 +41,7 @@ import numpy as np
 
 from .. import marks
 from ..analysis import operations
-from ..analysis.value_kinds import ARRAY, CONTAINER, SCALAR, sequence_operands
+from ..analysis.value_kinds import ARRAY, CONTAINER, SCALAR, sequence_operands, user_class
 from ..analysis.names import NameCounts, store_counts
 from ..analysis.operations import COPY, CUSTOM, PACK, USER
 from .. import syntax
@@ -140,8 +140,8 @@ class Reverse(CallAdjoints):
         pullback = syntax.function(self.namer.fresh(f"{fn.name}_pullback"), [seed], reverse)
         forward = _strip_markers(self.forward_pass(body))
         for n in syntax.name_nodes(syntax.function("_", [], forward)):
-            if getattr(n, "s2s_lifted", False):
-                self.ctx.bindings[n.id] = n.s2s_prim    # a lifted function it runs unchanged
+            if marks.LIFTED.of(n):
+                self.ctx.bindings[n.id] = marks.PRIM.of(n)    # a lifted function it runs unchanged
         vjp = syntax.function(self.namer.fresh(f"{fn.name}_vjp"), [], forward + [
             pullback, syntax.ret(syntax.tuple_([ret.value, syntax.name(pullback.name)]))],
             like=fn)
@@ -464,6 +464,8 @@ class Reverse(CallAdjoints):
         elif callable(op.prim) and hasattr(op.prim, "__code__"):
             detail = (f"{spelled} is a Python function, and calls to other Python functions "
                       "are not differentiated yet")
+        elif inspect.isclass(op.prim) and not user_class(op.prim):
+            return MissingRuleError(f"{where}{library_class(op.prim, spelled)}{code}")
         elif inspect.isclass(op.prim):
             return MissingRuleError(
                 f"{where}{spelled}(...) builds an object of your class {spelled} from "
@@ -774,6 +776,37 @@ def _cheap_operands(v):
     else:
         return None
     return operands if all(syntax.is_atom(x) for x in operands) else None
+
+
+#: What to write instead of a call of a class of Python's that builds, from differentiated
+#: values, an object s2sad has no rule for (see `library_class`).
+_INSTEAD = {
+    map: "it where its items are read whole (sum(map(f, xs)), list(map(f, xs)), a loop "
+         "over it), or a list comprehension, [f(v) for v in xs]; a map kept in a variable "
+         "is an iterator, which s2sad does not follow",
+    filter: "it where its items are read whole (sum(filter(test, xs)), a loop over it), or "
+            "a list comprehension with a condition, [v for v in xs if test(v)]",
+    enumerate: "a loop over it (for i, v in enumerate(xs): ...), a list comprehension "
+               "over it, or list(enumerate(xs)), where s2sad reads it",
+    zip: "a loop over it (for a, b in zip(xs, ys): ...), a list comprehension over it, "
+         "list(zip(xs, ys)) or an unpacking (a, b = zip(*pairs)), where s2sad reads it",
+    reversed: "a loop over it (for v in reversed(xs): ...), or xs[::-1]",
+    set: "a list or tuple of the values",
+    frozenset: "a list or tuple of the values",
+}
+
+
+def library_class(cls, spelled):
+    """Why a call `spelled(...)` of `cls`, a class of Python's or of a library, is
+    refused on differentiated values, and what to write instead."""
+    if issubclass(cls, np.generic):
+        instead = (f"np.asarray(x, dtype={spelled}) (or x.astype({spelled}) for an array), "
+                   "whose derivative s2sad knows")
+    else:
+        instead = _INSTEAD.get(cls, "functions s2sad has rules for on the values, or give "
+                                    f"{spelled} a rule (s2sad.defvjp, s2sad.defjvp)")
+    return (f"{spelled}(...) makes an object of the type {_label(cls)} from differentiated "
+            f"values, which s2sad has no derivative rule for; write {instead}")
 
 
 def _label(prim):

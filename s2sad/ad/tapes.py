@@ -388,7 +388,7 @@ class _Step:
         versions = rev.shapes.versions
         self.written = set(versions) | set(versions.values()) | {
             c.args[0].id for c in syntax.walk(rev.wengert) if isinstance(c, gast.Call)
-            and getattr(c.func, "s2s_prim", None) is runtime.setitem
+            and marks.PRIM.of(c.func) is runtime.setitem
             and c.args and isinstance(c.args[0], gast.Name)}
         outside = [x for x in rev.wengert.body if x is not loop]
         self.read_after = set(syntax.names_loaded(syntax.if_(syntax.const(True), outside)))

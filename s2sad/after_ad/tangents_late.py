@@ -3,7 +3,7 @@ top of `f_jvp`, each tangent computed just before its first use, so that arrays 
 freed sooner (then insert_dels deletes each after its last use)."""
 import gast
 
-from .. import syntax
+from .. import marks, syntax
 from ..rules import registry
 
 
@@ -18,7 +18,7 @@ def run(jvp, ctx):
         helper = ctx.bindings.get(c.func.id) if isinstance(c.func, gast.Name) else None
         if getattr(helper, "__module__", "").startswith("s2sad.rules."):
             return True
-        return registry.writes_nothing(getattr(c.func, "s2s_prim", None)
+        return registry.writes_nothing(marks.PRIM.of(c.func)
                                        or ctx.src.resolve(c.func))
     body, out, straight = jvp.body, [], []
     for s in body + [None]:

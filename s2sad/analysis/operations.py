@@ -9,6 +9,7 @@ from .. import marks
 from .. import syntax
 from ..frontend.source import MISSING, numba_function
 from ..rules import registry
+from ..rules.containers import DICT_METHODS
 from ..rules.operators import SYNTAX
 from .value_kinds import SCALAR, user_class
 
@@ -35,7 +36,9 @@ class Op:
         """(param, atom) of the arguments a derivative may flow through."""
         if self.form == COPY:
             return [(None, self.args[0])]
-        if self.form == PACK:
+        if self.form == PACK:       # (by key for a dict display)
+            if isinstance(self.node, gast.Dict):
+                return [(k.value, a) for k, a in zip(self.node.keys, self.args)]
             return list(enumerate(self.args))
         if self.form in (USER, CUSTOM):     # by position, and by keyword until resolved
             keywords = getattr(self.node, "keywords", ())
@@ -57,10 +60,11 @@ def classify(value, src):
         return _rule_op(SYNTAX.get(type(value.op)), [value.operand], {}, value)
     if isinstance(value, gast.Call):
         keywords = {k.arg: k.value for k in value.keywords}
-        prim = getattr(value.func, "s2s_prim", None) or src.resolve(value.func)
+        prim = marks.PRIM.of(value.func) or src.resolve(value.func)
         if prim is MISSING and isinstance(value.func, gast.Attribute):
             receiver = [value.func.value]
-            method = registry.METHODS.get(value.func.attr)
+            method = registry.METHODS.get(value.func.attr) or DICT_METHODS.get(
+                value.func.attr)
             if method is None:
                 return Op(CALL, receiver + value.args + list(keywords.values()), None, value)
             return _rule_op(method, receiver + value.args, keywords, value)
@@ -76,6 +80,8 @@ def classify(value, src):
         return _rule_op(operator.getitem, [value.value, index_value(value.slice)], {}, value)
     if isinstance(value, (gast.Tuple, gast.List)):
         return Op(PACK, value.elts, None, value)
+    if isinstance(value, gast.Dict):
+        return Op(PACK, value.values, None, value)
     if isinstance(value, (gast.Compare, gast.BoolOp, gast.UnaryOp, gast.JoinedStr)):
         return Op(NONDIFF, node=value)
     return Op(CALL, [a for a in gast.iter_child_nodes(value) if syntax.is_atom(a)],

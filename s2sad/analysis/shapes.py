@@ -57,7 +57,7 @@ import operator
 import gast
 import numpy as np
 
-from .. import syntax
+from .. import marks, syntax
 from ..rules import registry, runtime
 from .value_kinds import ARRAY, SCALAR, sequence_operands
 
@@ -413,7 +413,7 @@ def _versions(statements, kinds, assigned, many):
     written = {n.targets[0].id: n.value.args[0].id for n in statements
                if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name)
                and isinstance(n.value, gast.Call)
-               and getattr(n.value.func, "s2s_prim", None) is runtime.setitem
+               and marks.PRIM.of(n.value.func) is runtime.setitem
                and n.value.args and isinstance(n.value.args[0], gast.Name)}
 
     def root(n, seen):
@@ -427,7 +427,7 @@ def _versions(statements, kinds, assigned, many):
             v = getattr(d, "value", None)
             if isinstance(v, gast.Name):
                 r = root(v.id, seen)
-            elif isinstance(v, gast.Call) and getattr(v.func, "s2s_prim", None) is \
+            elif isinstance(v, gast.Call) and marks.PRIM.of(v.func) is \
                     runtime.setitem and v.args and isinstance(v.args[0], gast.Name):
                 r = root(v.args[0].id, seen)
             else:

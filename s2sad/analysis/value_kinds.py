@@ -52,7 +52,7 @@ import numbers
 import gast
 import numpy as np
 
-from .. import syntax
+from .. import marks, syntax
 from ..frontend.source import MISSING
 from ..rules import registry
 from ..rules.arrays import is_duck_array_type
@@ -199,7 +199,7 @@ class ValueKinds:
         if (isinstance(e.func, gast.Attribute) and e.func.attr == "copy" and not e.args
                 and not e.keywords and self.of(e.func.value) == ARRAY):
             return self._ndim(e.func.value)         # `a.copy()`
-        prim = getattr(e.func, "s2s_prim", None) or self.src.resolve(e.func)
+        prim = marks.PRIM.of(e.func) or self.src.resolve(e.func)
         keywords = {k.arg: k.value for k in e.keywords}
         try:
             if prim in _ALLOCATIONS:
@@ -256,7 +256,7 @@ class ValueKinds:
         if isinstance(e, gast.UnaryOp) and isinstance(e.op, (gast.USub, gast.UAdd)):
             return self.is_int(e.operand)
         if isinstance(e, gast.Call):
-            prim = getattr(e.func, "s2s_prim", None) or self.src.resolve(e.func)
+            prim = marks.PRIM.of(e.func) or self.src.resolve(e.func)
             return prim in (len, int) and len(e.args) == 1 and not e.keywords
         return False
 
@@ -324,14 +324,14 @@ class ValueKinds:
         if isinstance(e, (gast.Tuple, gast.List, gast.Dict, gast.Set)):
             return CONTAINER
         if isinstance(e, gast.Call):
-            prim = getattr(e.func, "s2s_prim", None) or self.src.resolve(e.func)
+            prim = marks.PRIM.of(e.func) or self.src.resolve(e.func)
             if isinstance(prim, type) and user_class(prim):
                 return prim         # an instance built here: `m = Model(3.0)`
             method = prim is MISSING and isinstance(e.func, gast.Attribute)
             if method:
                 prim = registry.METHODS.get(e.func.attr, MISSING)
             record = registry.primitive(prim)
-            state = getattr(getattr(prim, "s2s_lifted", None), "state", None)
+            state = getattr(marks.RECORD.of(prim), "state", None)
             if state is not None and len(state) == 1:   # a checkpointed loop's step
                 return self.of(e.args[1])               # (its state, changed)
             if record is None and method:

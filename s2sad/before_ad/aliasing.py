@@ -96,7 +96,7 @@ def _writes(fn):
     """Whether `fn` may write into memory (an element write, an append, an augmented
     assignment): without one, no name can hold an old value."""
     return any(isinstance(s, gast.Assign) and (marks.AUGMENTED.of(s) or (
-        isinstance(s.value, gast.Call) and getattr(s.value.func, "s2s_prim", None) in (
+        isinstance(s.value, gast.Call) and marks.PRIM.of(s.value.func) in (
             runtime.setitem, runtime.append))) for s in syntax.statements(fn))
 
 
@@ -410,10 +410,10 @@ class Aliasing:
 
     def reads(self, node, state, s):
         names, stale, seen = state
-        if self.before and not isinstance(node, (gast.List, gast.Tuple)):
+        if self.before and not isinstance(node, (gast.List, gast.Tuple, gast.Dict)):
             # (an index, a write into an array, a list: no values the derivative reads)
             skip = node.value if isinstance(node, gast.Subscript) else node.args[0] if (
-                isinstance(node, gast.Call) and getattr(node.func, "s2s_prim", None) in (
+                isinstance(node, gast.Call) and marks.PRIM.of(node.func) in (
                     runtime.setitem, runtime.append)) else None
             for n in syntax.name_nodes(node):
                 if n is not skip and isinstance(n.ctx, gast.Load):
@@ -429,7 +429,7 @@ class Aliasing:
     def written(self, s, names=None):
         """The name whose memory the assignment `s` writes into, or None."""
         v = s.value
-        if isinstance(v, gast.Call) and getattr(v.func, "s2s_prim", None) in (
+        if isinstance(v, gast.Call) and marks.PRIM.of(v.func) in (
                 runtime.setitem, runtime.append):
             return v.args[0].id
         # `x += y` writes in place only into an array or a list (of that kind, or sharing
@@ -571,8 +571,9 @@ class Aliasing:
                 return []
             record = registry.primitive(registry.ATTRIBUTES.get(v.attr))
             return [(v.value.id, "same")] if record is None or record.view else []
-        if isinstance(v, (gast.Tuple, gast.List)):
-            return [(n, "holds") for n in self.held(v.elts)]
+        if isinstance(v, (gast.Tuple, gast.List, gast.Dict)):
+            return [(n, "holds") for n in self.held(
+                v.values if isinstance(v, gast.Dict) else v.elts)]
         if isinstance(v, gast.BinOp) and self.kinds.of(v) == CONTAINER:   # `a + b`, `a * 2`
             return [(n, "elements") for n in self.held([v.left, v.right])
                     for _ in range(1 if isinstance(v.op, gast.Add) else 2)]
@@ -585,8 +586,8 @@ class Aliasing:
         out = next((k.value for k in call.keywords if k.arg == "out"), None)
         if isinstance(out, gast.Name) and self.local(out):
             return [(out.id, "same")]       # `b = np.exp(a, out=a)`: b is a
-        if getattr(func, "s2s_prim", None) in (runtime.setitem, runtime.append):
-            held = self.held(call.args[1:]) if func.s2s_prim is runtime.append else []
+        if marks.PRIM.of(func) in (runtime.setitem, runtime.append):
+            held = self.held(call.args[1:]) if marks.PRIM.of(func) is runtime.append else []
             return [(call.args[0].id, "version")] + [(n, "holds") for n in held]
         if isinstance(func, gast.Attribute) and self.local(func.value):
             record = registry.primitive(registry.METHODS.get(func.attr))
@@ -854,7 +855,7 @@ def _ndims(defs, ctx):
             return of(v.func.value)
         if not v.args:
             return UNKNOWN
-        if getattr(v.func, "s2s_prim", None) is runtime.setitem:
+        if marks.PRIM.of(v.func) is runtime.setitem:
             return of(v.args[0])
         prim, first = ctx.resolve(v.func), v.args[0]
         if any(prim is getattr(np, f) for f in _CONSTRUCTORS):

@@ -34,7 +34,7 @@ import weakref
 import gast
 import numpy as np
 
-from .. import syntax
+from .. import marks, syntax
 from ..analysis import operations
 from ..analysis.value_kinds import ARRAY, CONTAINER, SCALAR, UNKNOWN
 from ..compilation import arg_types_key
@@ -123,10 +123,10 @@ def python_callee(call, ctx):
     """(function, the names of the parameters the call's arguments go to) if `call`
     calls a Python function s2sad reads (not a primitive, a custom_vjp, or a
     checkpointed loop's step, which changes its state on purpose), else None."""
-    prim = getattr(call.func, "s2s_prim", None) or ctx.resolve(call.func)
+    prim = marks.PRIM.of(call.func) or ctx.resolve(call.func)
     if (prim is None or registry.primitive(prim) is not None
             or getattr(prim, "s2s_custom", False)
-            or hasattr(getattr(prim, "s2s_lifted", None), "mutated")):
+            or hasattr(marks.RECORD.of(prim), "mutated")):
         return None
     python = operations.python_function(prim)
     if python is None:

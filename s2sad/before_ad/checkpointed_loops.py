@@ -51,7 +51,7 @@ import weakref
 
 import gast
 
-from .. import emit, syntax
+from .. import emit, marks, syntax
 from ..analysis.names import exposed
 from ..rules.schedules import checkpointed
 from .lift import MUTATORS, Lifted
@@ -111,7 +111,8 @@ class CheckpointedLoops:
         stop = self.stop_flag(loop)
         step = self.step_function(loop, state, reads, mutated, stop)
         func = syntax.name(step.__name__)
-        func.s2s_prim, func.s2s_lifted = step, True
+        marks.PRIM.put(func, step)
+        marks.LIFTED.put(func)
         args = [syntax.name(loop.target.id)] + [syntax.name(n) for n in state + reads]
         outs = state + ([stop] if stop else [])
         targets = (syntax.name(outs[0], store=True) if len(outs) == 1 else
@@ -121,7 +122,7 @@ class CheckpointedLoops:
         if stop:
             loop.body.append(syntax.located(syntax.if_(syntax.name(stop), [gast.Break()]), loop))
         head = loop.iter.func       # as the user spelled it (the code compiled for
-        head.s2s_prim = checkpointed    # `trace` runs it)
+        marks.PRIM.put(head, checkpointed)    # `trace` runs it)
         loop.iter = syntax.located(syntax.call(head, [steps, snapshots]), loop.iter)
 
     def arguments(self, call):
@@ -209,15 +210,15 @@ class CheckpointedLoops:
             except ValueError:
                 pass
         for n in syntax.walk(node):     # the lifted functions it calls
-            if isinstance(n, gast.Name) and getattr(n, "s2s_lifted", False):
-                bindings[n.id] = n.s2s_prim
+            if isinstance(n, gast.Name) and marks.LIFTED.of(n):
+                bindings[n.id] = marks.PRIM.of(n)
         filename = (f"<s2sad: {name}, the checkpointed loop at line {self.src.lineno(loop)} "
                     f"of {self.src.fn.__qualname__} in {self.src.filename}>")
         step = emit.compile_functions([syntax.copied(node)], bindings, self.src.fn,
                                       filename)[0]
         step.__qualname__ = f"{self.src.fn.__qualname__}.<locals>.{name}"
-        step.s2s_lifted = LoopBody(node, self.src, ([loop.target.id] + state + reads, []),
-                                   state, mutated, stop)
+        marks.RECORD.put(step, LoopBody(node, self.src, ([loop.target.id] + state + reads, []),
+                                        state, mutated, stop))
         made[key] = step
         return step
 

@@ -133,7 +133,7 @@ class _Merge:
             if not isinstance(c, gast.Call):
                 continue
             # (a method, `x.copy()`, resolves to no object: not known to be pure)
-            if not registry.writes_nothing(getattr(c.func, "s2s_prim", None)
+            if not registry.writes_nothing(marks.PRIM.of(c.func)
                                            or self.src.resolve(c.func)):
                 return True
         return False

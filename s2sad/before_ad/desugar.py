@@ -57,6 +57,7 @@ from .. import marks
 from .. import syntax
 from ..frontend import source
 from . import checkpointed_loops, defaults, gradient_calls
+from .dicts import Dicts, is_dict_node
 from .iteration import Iteration
 
 JUMPS = (gast.Break, gast.Continue)
@@ -81,7 +82,12 @@ class Desugar:
         self.deletions(fn.body, {})
         gradient_calls.run(fn, self.ctx)
         changed = defaults.changed(fn, self.src)
-        lifted = [n for n in syntax.walk(fn) if isinstance(n, (gast.NamedExpr, gast.BoolOp))]
+        lifted, dicts = [], False
+        for n in syntax.walk(fn):
+            if isinstance(n, (gast.NamedExpr, gast.BoolOp)):
+                lifted.append(n)
+            elif not dicts and is_dict_node(n):
+                dicts = True
         walruses = [n for n in lifted if isinstance(n, gast.NamedExpr)]
         self.lifts = bool(lifted)       # (else no statement is searched for one)
         self.outside = (set(_names_outside_comprehensions(fn)) | set(self.src.free_values())
@@ -90,6 +96,7 @@ class Desugar:
         # forward mode reads generated code's loops over tapes as they are
         self.generated = source.is_generated(self.src) and self.ctx.variant.forward
         self.iteration = Iteration(self.ctx, fn)
+        self.dicts = Dicts(self.ctx, fn, dicts)
         body = [s for stmt in fn.body for s in self.stmt(stmt)]
         body = _drop_docstring(body)
         returns = [n for s in body for n in syntax.walk(s) if isinstance(n, gast.Return)]
@@ -116,11 +123,17 @@ class Desugar:
         return self.sugar(s)
 
     def sugar(self, s):
+        self.rewrite_dicts(s)
         prelude, s = self.comprehensions(s)
         if prelude:
             return self.block(prelude) + (self.stmt(s) if s is not None else [])
         if isinstance(s, gast.AugAssign):
+            # (`d[k] += v` on an array changes it in place, which before_ad.aliasing
+            # follows through the element write it stays)
             return [_augmented(s)]
+        written = self.dicts.element_write(s)
+        if written is not None:
+            return [written]
         if isinstance(s, gast.AnnAssign):
             return [syntax.located(syntax.assign(s.target, s.value), s)]
         if isinstance(s, gast.Assign) and len(s.targets) > 1:
@@ -174,6 +187,21 @@ class Desugar:
         init = syntax.located(syntax.assign(flag, syntax.const(False)), loop)
         guard = syntax.located(syntax.if_(syntax.not_(syntax.name(flag)), orelse), loop)
         return [init, loop, guard]
+
+    def rewrite_dicts(self, s):
+        """`s`'s own expressions with their dicts rewritten (see before_ad.dicts)."""
+        if not self.dicts.active:
+            return
+        for field, value in gast.iter_fields(s):
+            if field in ("body", "orelse"):
+                continue
+            for i, v in enumerate(value if isinstance(value, list) else [value]):
+                if isinstance(v, gast.AST) and self.dicts.needed(v):
+                    new = self.dicts.visit(v)
+                    if isinstance(value, list):
+                        value[i] = new
+                    else:
+                        setattr(s, field, new)
 
     # -- comprehensions ---------------------------------------------------------------
     def comprehensions(self, s):
@@ -239,6 +267,19 @@ class Desugar:
                 if not hasattr(stmt, "lineno"):
                     syntax.located(stmt, comp)
         return out
+
+    def dict_comprehension(self, comp, keys, values):
+        """`keys = []`, `values = []` and the loops of the dict comprehension `comp`
+        appending its keys and values to them."""
+        pairs = syntax.located(gast.ListComp(elt=syntax.tuple_([comp.key, comp.value]),
+                                             generators=comp.generators), comp)
+
+        def appended(pair):
+            return [syntax.expr_stmt(syntax.call(syntax.attribute(name, "append"), [e]))
+                    for name, e in zip((keys, values), pair.elts)]
+        out = self.expand(pairs, keys, appended)
+        return out[:1] + [syntax.located(syntax.assign(values, gast.List(
+            elts=[], ctx=gast.Load())), comp)] + out[1:]
 
     def loop_var(self, var):
         """The name of a comprehension's loop variable in the loop that replaces it:
@@ -764,6 +805,11 @@ class _Hoist(gast.NodeTransformer):
         items = self.desugar.namer.fresh("items")
         self.prelude.extend(self.desugar.expand(node, items))
         return syntax.located(syntax.name(items), node)
+
+    def visit_DictComp(self, node):
+        keys, values = self.desugar.namer.fresh("keys"), self.desugar.namer.fresh("values")
+        self.prelude.extend(self.desugar.dict_comprehension(node, keys, values))
+        return self.desugar.dicts.dict_of(syntax.name(keys), syntax.name(values), node)
 
     def visit_GeneratorExp(self, node):
         if not marks.CONSUMED.of(node):

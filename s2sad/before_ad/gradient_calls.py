@@ -69,7 +69,7 @@ class GradientCalls(gast.NodeTransformer):
             call.func = made.args[0]
             call.args = made.args[1:] + call.args
             call.keywords = made.keywords + call.keywords
-            made = call.func.s2s_prim
+            made = marks.PRIM.of(call.func)
         if getattr(made, "s2s_gradient", None) is not None:     # made here
             self.check_keywords(call, made)
             return call
@@ -85,7 +85,7 @@ class GradientCalls(gast.NodeTransformer):
             call.func = self.name_of(standing, call.func)
             call.args = [self.name_of(b, call.func) for b in bound] + call.args
         else:
-            call.func.s2s_prim = standing       # (the code keeps the user's name for it)
+            marks.PRIM.put(call.func, standing)       # (the code keeps the user's name for it)
         return call
 
     def made_here(self, call, maker, kind):
@@ -113,7 +113,7 @@ class GradientCalls(gast.NodeTransformer):
             return name
         partial = syntax.located(syntax.name(self.ctx.bind("partial", obj=functools.partial)),
                                  call)
-        partial.s2s_prim = functools.partial
+        marks.PRIM.put(partial, functools.partial)
         made = syntax.located(syntax.call(
             partial, [name] + [self.name_of(b, call) for b in bound], extras), call)
         marks.GRADIENT_MADE.put(made, True)
@@ -148,7 +148,7 @@ class GradientCalls(gast.NodeTransformer):
         return primal, wrt, options, extras
 
     def lifted(self, node):
-        return getattr(getattr(node, "s2s_prim", None), "s2s_lifted", None)
+        return marks.RECORD.of(marks.PRIM.of(node))
 
     def own_wrt(self, call, wrt, primal, params):
         """`wrt`, checked to name the nested function's own parameters (its lifted
@@ -169,7 +169,7 @@ class GradientCalls(gast.NodeTransformer):
         """A name generated code reads `obj` by."""
         base = getattr(obj, "__name__", None) or type(obj).__name__.lower()
         name = syntax.located(syntax.name(self.ctx.bind(base, obj=obj)), like)
-        name.s2s_prim = obj
+        marks.PRIM.put(name, obj)
         return name
 
     def check_keywords(self, call, standing):

@@ -19,7 +19,7 @@ import itertools
 import gast
 import numpy as np
 
-from .. import syntax
+from .. import marks, syntax
 from ..frontend.source import MISSING
 from ..rules import runtime
 
@@ -68,9 +68,10 @@ class Iteration:
         called = self.src.resolve(e.func) if isinstance(e, gast.Call) else None
         plain = isinstance(e, gast.Call) and not e.keywords and not any(
             isinstance(a, gast.Starred) for a in e.args)
-        if called is enumerate and plain and len(e.args) in (1, 2):
+        if called is enumerate and _enumerate_call(e):
             length, item = self.parts(e.args[0], loop, prelude)
-            start = self.held(e.args[1], "start", loop, prelude) if len(e.args) == 2 else None
+            given = e.args[1:] + [k.value for k in e.keywords]      # (the start)
+            start = self.held(given[0], "start", loop, prelude) if given else None
             counter = (lambda i: i) if start is None else (
                 lambda i: syntax.binop(i, gast.Add(), syntax.copied(start)))
             return length, lambda i: (counter(i), item(i))
@@ -130,9 +131,9 @@ class Iteration:
 
     def call(self, name, args, helper=None):
         """A call of the builtin `name`, or of the runtime `helper`, that the passes after
-        this one know (`s2s_prim`) whatever the user's names."""
+        this one know (`marks.PRIM`) whatever the user's names."""
         func = syntax.name(self.ctx.bind(name) if helper is None else self.ctx.runtime(name))
-        func.s2s_prim = getattr(builtins, name) if helper is None else helper
+        marks.PRIM.put(func, getattr(builtins, name) if helper is None else helper)
         return syntax.call(func, args)
 
     def held(self, e, base, loop, prelude):
@@ -189,6 +190,14 @@ def _indexable(fn, types):
                             isinstance(n, gast.AugAssign) and displays.get(t.id)):
                         displays[t.id] = False
     return out | {k for k, ok in displays.items() if ok and k not in params}
+
+
+def _enumerate_call(e):
+    """Whether `e`, a call of `enumerate`, is `enumerate(xs)`, `enumerate(xs, n)` or
+    `enumerate(xs, start=n)`."""
+    return (1 <= len(e.args) <= 2 and len(e.args) + len(e.keywords) <= 2
+            and not any(isinstance(a, gast.Starred) for a in e.args)
+            and all(k.arg == "start" for k in e.keywords))
 
 
 class _Keyed:

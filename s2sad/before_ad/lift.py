@@ -33,7 +33,7 @@ import weakref
 
 import gast
 
-from .. import emit, syntax
+from .. import emit, marks, syntax
 from ..frontend import guards
 from ..frontend.source import FunctionSource
 
@@ -49,7 +49,7 @@ def run(fn, ctx):
     """The pass; the lifted functions' definitions are `ctx.lifted_defs`."""
     lift = Lift(ctx.src, ctx.namer, ctx.bind)
     fn = lift.run(fn)
-    ctx.lifted_defs = [f.s2s_lifted.node for f in lift.functions.values()]
+    ctx.lifted_defs = [marks.RECORD.of(f).node for f in lift.functions.values()]
     return fn
 
 
@@ -208,7 +208,7 @@ class Lift:
         functions = self.compile(defs)
         for d in defs:
             _mark_calls(d, functions)
-            functions[d.name].s2s_lifted = Lifted(d, self.src, signatures[d.name])
+            marks.RECORD.put(functions[d.name], Lifted(d, self.src, signatures[d.name]))
         return functions, signatures
 
     def check_no_mutation(self, name, node, extras):
@@ -246,11 +246,12 @@ class Lift:
                 if name is None:
                     continue
                 value = syntax.located(syntax.name(name), a)
-                value.s2s_prim, value.s2s_lifted = self.functions[name], True
+                marks.PRIM.put(value, self.functions[name])
+                marks.LIFTED.put(value)
                 extras = signatures[name][1]
                 if extras:
                     partial = syntax.name(self.bind("partial", obj=functools.partial))
-                    partial.s2s_prim = functools.partial
+                    marks.PRIM.put(partial, functools.partial)
                     value = syntax.located(syntax.call(partial, [value], [
                         gast.keyword(arg=v, value=syntax.located(syntax.name(v), a))
                         for v in extras]), a)
@@ -326,11 +327,11 @@ def _rewrite_calls(tree, signatures, src):
 
 
 def _mark_calls(tree, functions):
-    """Let the names of calls to lifted functions carry the function (`s2s_prim`)."""
+    """Let the names of calls to lifted functions carry the function (`marks.PRIM`)."""
     for call in [n for n in syntax.walk(tree) if isinstance(n, gast.Call)]:
         if isinstance(call.func, gast.Name) and call.func.id in functions:
-            call.func.s2s_prim = functions[call.func.id]
-            call.func.s2s_lifted = True
+            marks.PRIM.put(call.func, functions[call.func.id])
+            marks.LIFTED.put(call.func)
 
 
 def _positional(call, params, src):

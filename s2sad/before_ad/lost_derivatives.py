@@ -42,7 +42,7 @@ import functools
 import gast
 import numpy as np
 
-from .. import syntax
+from .. import marks, syntax
 from ..analysis.operations import CALL, CUSTOM, USER
 from ..errors import MissingRuleError
 from ..rules import registry
@@ -173,9 +173,9 @@ def _function_values(fn):
     for s in syntax.statements(fn):
         if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
             v = s.value
-            if getattr(v, "s2s_lifted", False) or (
-                    isinstance(v, gast.Call) and getattr(v.func, "s2s_prim", None)
-                    is functools.partial and getattr(v.args[0], "s2s_lifted", False)):
+            if marks.LIFTED.of(v) or (
+                    isinstance(v, gast.Call) and marks.PRIM.of(v.func)
+                    is functools.partial and marks.LIFTED.of(v.args[0])):
                 out.add(s.targets[0].id)
     return out
 
@@ -187,7 +187,7 @@ def _refuse_functions_to_library(op, s, ctx, varied, functions):
             or op.prim is functools.partial):
         return
     atoms = [a for a in op.args if isinstance(a, gast.Name)]
-    given = [a.id for a in atoms if a.id in functions or getattr(a, "s2s_lifted", False)]
+    given = [a.id for a in atoms if a.id in functions or marks.LIFTED.of(a)]
     if given and any(a.id in varied for a in atoms):
         spelled = syntax.unparse(op.node.func)
         raise MissingRuleError(
@@ -195,7 +195,7 @@ def _refuse_functions_to_library(op, s, ctx, varied, functions):
             "values that depend on the differentiated inputs; s2sad differentiates a "
             f"function passed to your own Python functions, but not what {spelled}() does "
             "with it. Call the function yourself, in a loop or a comprehension "
-            f"([f(v) for v in xs] for map), or in a helper of your own"
+            f"([f(a, v) for v in xs]), or in a helper of your own"
             f"\n    {ctx.src.line_text(s).strip()}")
 
 

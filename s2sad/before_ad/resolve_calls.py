@@ -334,7 +334,7 @@ class ResolveCalls:
         return not self.src.is_local(atom.id) or len(self.assignments.get(atom.id, ())) <= 1
 
     def prim(self, func):
-        prim = getattr(func, "s2s_prim", None)
+        prim = marks.PRIM.of(func)
         return prim if prim is not None else self.src.resolve(func)
 
     def is_function_value(self, atom):
@@ -407,12 +407,13 @@ class ResolveCalls:
         self.set_call(call, fn, args, {})
 
     def set_call(self, call, fn, args, keywords):
-        lifted = hasattr(fn, "s2s_lifted") and not isinstance(fn.s2s_lifted, Version)
+        record = marks.RECORD.of(fn)
+        lifted = record is not None and not isinstance(record, Version)
         name = fn.__name__ if lifted else self.ctx.bind(fn.__name__, obj=fn)
         self.changed = True
         call.func = syntax.located(syntax.name(name), call)
-        call.func.s2s_prim = fn
-        call.func.s2s_lifted = lifted
+        marks.PRIM.put(call.func, fn)
+        marks.LIFTED.put(call.func, lifted)
         call.args = list(args)
         call.keywords = [gast.keyword(arg=k, value=v) for k, v in keywords.items()]
 
@@ -540,7 +541,7 @@ class _Specialiser:
         filename = f"<s2sad: {node.name}, specialised from {src.filename}:{src.first_line}>"
         made = emit.compile_functions([node], bindings, fn, filename)[0]
         made.__qualname__ = fn.__qualname__
-        made.s2s_lifted = Version(node, src, self.plan)
+        marks.RECORD.put(made, Version(node, src, self.plan))
         return made
 
     def current_defaults(self):
@@ -556,11 +557,11 @@ class _Specialiser:
     def function_value(self, name, value, parts, named):
         """`name = value_name` or `name = partial(value_name, *parts, **named)`."""
         callee = self.bind(getattr(value, "__name__", name), value)
-        callee.s2s_prim = value
+        marks.PRIM.put(callee, value)
         if not parts and not named:
             return syntax.assign(name, callee)
         partial = self.bind("partial", functools.partial)
-        partial.s2s_prim = functools.partial
+        marks.PRIM.put(partial, functools.partial)
         return syntax.assign(name, syntax.call(
             partial, [callee] + [syntax.name(p) for p in parts],
             [gast.keyword(arg=k, value=syntax.name(p)) for k, p in named.items()]))

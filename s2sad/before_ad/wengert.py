@@ -145,6 +145,8 @@ class Wengert:
                                   ctx=gast.Load())
         if isinstance(e, (gast.Tuple, gast.List)):
             return type(e)(elts=[flat(x) for x in e.elts], ctx=gast.Load())
+        if isinstance(e, gast.Dict):        # (with constant keys: see before_ad.desugar)
+            return gast.Dict(keys=e.keys, values=[flat(x) for x in e.values])
         return self.rename(e, env)
 
     def index(self, s, env, out, origin):
@@ -235,7 +237,7 @@ class Wengert:
     def update(self, base, prim, args, env, out, origin):
         """`base = prim(base, *args)`: a mutation, as a new SSA version of `base`."""
         call = syntax.call("_s2s_" + prim.__name__, [syntax.name(env.get(base, base))] + args)
-        call.func.s2s_prim = prim
+        marks.PRIM.put(call.func, prim)
         new = self.version(base)
         self.emit(out, syntax.assign(new, call), origin)
         env[base] = new

@@ -17,7 +17,7 @@ from .source import function_from_source, identifier, numba_function
 
 #: s2sad's functions that make or compute derivatives, by name (of s2sad.api and
 #: s2sad.forward_api)
-API = {"grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hvp", "hessian",
+API = {"grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hvp", "hessp", "hessian",
        "check_grad"}
 
 #: the derivatives called inside a differentiated function that s2sad differentiates
@@ -39,7 +39,12 @@ def made_by(obj):
         kind = getattr(obj, "s2s_made_by", None)
     except Exception:       # (an object whose attributes raise: not one of s2sad's)
         return None
-    return kind if isinstance(kind, str) and (kind in API or kind == "grad_grad") else None
+    return kind if isinstance(kind, str) and (kind in API or kind in _OTHER_KINDS) else None
+
+
+#: the kinds of derivatives that are no API function's name: grad(grad(f)), and
+#: grad(f, has_aux=True) and value_and_grad(f, has_aux=True)
+_OTHER_KINDS = ("grad_grad", "grad_has_aux", "value_and_grad_has_aux")
 
 
 def called_gradient(made):
@@ -111,12 +116,18 @@ _INSTEAD = {
     "check_grad": "call it outside the differentiated function",
 }
 _INSTEAD["jacrev"] = _INSTEAD["jacfwd"]
+_INSTEAD["hessp"] = _INSTEAD["hvp"]
+_INSTEAD["grad_has_aux"] = _INSTEAD["value_and_grad_has_aux"] = (
+    "call s2sad.grad(f) or s2sad.value_and_grad(f) there, of a function that returns the "
+    "output alone, and compute the aux values beside it")
 
 
 def refusal(kind):
     """The message for a call of the derivative `kind` (an API function's name, or what
     made a derivative) inside a differentiated function."""
-    spelled = "grad(grad(f))" if kind == "grad_grad" else f"{kind}()"
+    spelled = ("grad(grad(f))" if kind == "grad_grad" else
+               f"{kind.removesuffix('_has_aux')}(f, has_aux=True)" if kind.endswith("_has_aux")
+               else f"{kind}()")
     return (f"s2sad does not differentiate {spelled} called inside a differentiated "
             "function: it differentiates the gradients grad(f) and value_and_grad(f) "
             "called there (of a module-level function, a method, a nested function or a "

@@ -17,7 +17,7 @@ import weakref
 
 import gast
 
-from .. import syntax
+from .. import marks, syntax
 from . import guards
 from ..errors import S2SADError, SourceUnavailableError, UnsupportedSyntaxError
 
@@ -67,16 +67,16 @@ class FunctionSource:
     def resolve(self, expr):
         """The object a `Name` or `a.b.c` attribute chain denotes at definition scope,
         or `MISSING` when it is local to the function or not resolvable. A name a pass
-        made for an object carries it (`s2s_prim`)."""
-        prim = getattr(expr, "s2s_prim", None)
+        made for an object carries it (`marks.PRIM`)."""
+        prim = marks.PRIM.of(expr)
         if prim is not None:
             return prim
         if isinstance(expr, gast.Attribute):
             attrs, base = [], expr
-            while isinstance(base, gast.Attribute) and getattr(base, "s2s_prim", None) is None:
+            while isinstance(base, gast.Attribute) and marks.PRIM.of(base) is None:
                 attrs.append(base.attr)
                 base = base.value
-            if isinstance(base, gast.Name) and getattr(base, "s2s_prim", None) is None:
+            if isinstance(base, gast.Name) and marks.PRIM.of(base) is None:
                 # (the chain is guarded, not its first name alone)
                 value = MISSING if self.is_local(base.id) else dict.get(
                     self.free_values(), base.id, MISSING)
@@ -86,8 +86,7 @@ class FunctionSource:
                 if value is MISSING:
                     return MISSING
                 value = getattr(value, attr, MISSING)
-            if value is not MISSING and isinstance(base, gast.Name) and getattr(
-                    base, "s2s_prim", None) is None:
+            if value is not MISSING and isinstance(base, gast.Name) and marks.PRIM.of(base) is None:
                 self.resolved[(base.id, *reversed(attrs))] = value
             return value
         if not isinstance(expr, gast.Name) or self.is_local(expr.id):
@@ -242,9 +241,11 @@ def _global_names(code):
 
 
 def numba_function(fn):
-    """The Python function a Numba dispatcher (`@numba.njit`) compiles, or None."""
+    """The Python function a Numba dispatcher (`@numba.njit`) compiles, or None (also
+    for a derivative s2sad made of one, which has its attributes: functools.wraps)."""
     py_func = getattr(fn, "py_func", None)
-    return py_func if inspect.isfunction(py_func) and hasattr(fn, "targetoptions") else None
+    return py_func if inspect.isfunction(py_func) and hasattr(fn, "targetoptions") and (
+        not getattr(fn, "s2s_derivative", False)) else None
 
 
 def unwrap(fn):
@@ -264,7 +265,7 @@ def capture(fn, copy=True):
     a copy of its own, unless `copy` is false: then it is the one kept for `fn`, which
     the caller only reads."""
     fn = unwrap(fn)
-    lifted = getattr(fn, "s2s_lifted", None)
+    lifted = marks.RECORD.of(fn)
     if lifted is not None:      # a nested function s2sad lifted out of its parent
         return lifted.source(fn, copy)
     if not callable(fn):

@@ -1,15 +1,17 @@
 """Derivative rules, one module per library; the engine holds no library knowledge.
 
 `registry` holds one record per primitive; `operators`, `math`, `builtins` and `numpy`
-declare theirs, one statement each; `tangents` holds forward mode's helpers and the
-forward rules of the `runtime` helpers that generated code calls. Importing this
-package registers them all; `scipy`'s rules the first time a lookup misses after the
-user's code imported SciPy (an optional dependency, whose import takes a second).
+declare theirs, one statement each; the modules of runtime helpers (`runtime` and those
+it imports) declare each helper's rules beside it; `tangents` holds forward mode's own
+helpers. Importing this package registers them all; `scipy`'s rules the first time a
+lookup misses after the user's code imported SciPy (an optional dependency, whose import
+takes a second).
 """
 from . import registry
-from . import operators, math, builtins, numpy, tangents  # their registrations
+with registry.loading():     # (a template may call a helper of a module loaded later)
+    from . import runtime, operators, math, builtins, numpy, tangents  # their registrations
 
-__all__ = ["registry", "operators", "math", "builtins", "numpy", "tangents"]
+__all__ = ["registry", "runtime", "operators", "math", "builtins", "numpy", "tangents"]
 
 
 

@@ -2,6 +2,8 @@
 `__array_ufunc__`: Dask, CuPy, ...), which this module calls duck arrays: what tells them
 from ndarrays, and the few NumPy calls of the runtime helpers that would turn one into an
 ndarray (`np.asarray`, `np.zeros`, `float`), written so that they dispatch instead.
+Gradient code calls them, and each has its rules beside it (forward over reverse, and
+gradient code differentiated again in reverse mode, read through them).
 
 NumPy's functions and ufuncs hand a duck array to its own library, so the generated code
 and the helpers, which are NumPy code, give a Dask array for Dask arrays: the gradient is
@@ -21,7 +23,7 @@ import functools
 import numpy as np
 
 from ..errors import MissingRuleError
-from .registry import helper, helpers
+from .registry import define, helper, helpers
 
 
 @functools.lru_cache(maxsize=None)
@@ -39,14 +41,23 @@ def is_duck_array(x):
     return is_duck_array_type(type(x))
 
 
+define(is_duck_array, nondiff=True)
+
+
 def is_array(x):
     """Whether `x` is an ndarray or a duck array."""
     return isinstance(x, np.ndarray) or is_duck_array(x)
 
 
+define(is_array, nondiff=True)
+
+
 def asarray(x):
     """`np.asarray(x)`, but a duck array as it is (not computed into an ndarray)."""
     return x if is_duck_array(x) else np.asarray(x)
+
+
+define(asarray, "x", "_s2s_from_array(g, x)", linear="x", view="x")
 
 
 def zeros(shape, dtype, *like):
@@ -60,6 +71,9 @@ def zeros(shape, dtype, *like):
     return np.zeros_like(duck, dtype=dtype, shape=shape)
 
 
+define(zeros, nondiff=True, returns="array")
+
+
 def full(shape, value, dtype, like):
     """`np.full(shape, value, dtype)`, in the library of `like` or of `value`, which may
     be a 0-d array of another library (a lazy reduction) and is not read here."""
@@ -68,6 +82,11 @@ def full(shape, value, dtype, like):
     return zeros(shape, dtype, like, value) + value
 
 
+define(full, "shape, value, dtype, like", None, "_s2s_unbroadcast(g, value)", None, None,
+       linear="value", zero=("like",), returns="array")
+
+
+@helper(linear="g")
 def blocks_like(g, x):
     """`g`, the gradient of the duck array `x`, split in the blocks of `x` where its
     library splits arrays in blocks (a Dask array's `chunks`: the gradient of a parameter
@@ -89,6 +108,9 @@ def broadcast_shapes(*shapes):
         known = [n for n in lengths if n == n and n != 1]
         out.append(known[0] if known else next((n for n in lengths if n != n), 1))
     return tuple(out)
+
+
+define(broadcast_shapes, nondiff=True)
 
 
 @helper(writes=(0,))
@@ -118,6 +140,9 @@ def add_at(out, index, g):
 def number(x):
     """`float(x)` of a 0-d array, which a duck array stays (a lazy or device value)."""
     return x if is_duck_array(x) else float(x)
+
+
+define(number, "x", "_s2s_reshape_like(g, x)", linear="x")
 
 
 helpers(__name__)

@@ -36,6 +36,17 @@ define(builtins.reversed, "seq", linear="seq")
 define(builtins.sorted, "iterable, reverse=False", "_s2s_unsort_list(g, iterable, reverse)",
        namespace=ns, tangent="_s2s_sort_list_dot(t, iterable, reverse)", returns="container")
 
+# `list(x)` and `tuple(x)` of a list or tuple, of an array (its rows) or of a dict (its
+# keys, which carry no derivative)
+for _f in (builtins.list, builtins.tuple):
+    define(_f, "iterable", "_s2s_unlist(g, iterable)", namespace=ns,
+           tangent="_s2s_list_dot(t, iterable, ans)", returns="container", view="iterable")
+
+# `dict(d)`, a copy (before_ad.dicts writes the other calls of dict as displays and
+# `_s2s_dict_of`)
+define(builtins.dict, "mapping", "_s2s_undict(g, mapping)", namespace=ns, linear="mapping",
+       returns="container", view="mapping")
+
 for _f in (builtins.int, builtins.round, builtins.bool, builtins.len):
     define(_f, nondiff=True, returns="scalar")
 for _f in (builtins.range, builtins.print, builtins.isinstance, builtins.str, builtins.repr,

@@ -2,7 +2,7 @@
 convolutions, order statistics (quantiles), `np.gradient` and `np.interp`: derivatives
 too long for a template (`polygamma`, `interp_slope`) and adjoints
 (`undiff`, `unpolyval`, `unconvolve`, `unquantile`, ...). Generated code reaches them through
-`runtime`, which imports them; rules/tangents.py gives their forward rules."""
+`runtime`, which imports them; each helper's forward rule is above its `def`."""
 import math
 
 import numpy as np
@@ -16,6 +16,7 @@ from .registry import helper, helpers
 _BERNOULLI = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510)
 
 
+@helper(tangent=(None, "t * _s2s_polygamma(n + 1, x)"))
 def polygamma(n, x):
     """The `n`-th derivative of the digamma function at `x` (a number or an array, not
     at a pole 0, -1, -2, ...); `n` = 0 is digamma, the derivative of log Γ. The
@@ -45,6 +46,7 @@ def polygamma(n, x):
     return float(out) if dtype is None else out.astype(dtype)
 
 
+@helper(linear="values")
 def shaped_as(seq, values):
     """The array `values` in the container type of `seq` (a list, tuple or array of
     numbers): the adjoint of `seq` in a function of its numbers (`math.dist`)."""
@@ -54,6 +56,7 @@ def shaped_as(seq, values):
         else list(values)
 
 
+@helper(linear="g")
 def undiff(g, n=1, axis=-1):
     """The adjoint of `np.diff(a, n, axis)`: the adjoint of a first difference, `n` times."""
     if np.ndim(g) == 0:
@@ -63,6 +66,7 @@ def undiff(g, n=1, axis=-1):
     return g
 
 
+@helper(linear="w")
 def weights_like(a, w, axis=None):
     """The weights `w` of an average of `a` over `axis`, shaped to broadcast against `a`:
     ones for None, a 1-D `w` along `axis`."""
@@ -76,6 +80,7 @@ def weights_like(a, w, axis=None):
     return w
 
 
+@helper(linear="y")
 def midpoints(y, axis=-1):
     """The means of neighbours of `y` along `axis` (the heights of the trapezoids)."""
     y = np.asarray(y)
@@ -83,6 +88,10 @@ def midpoints(y, axis=-1):
     return 0.5 * (np.take(y, range(1, n), axis) + np.take(y, range(n - 1), axis))
 
 
+@helper(tangent=(
+    None, "_s2s_trapezoid_weights(y, t, dx, axis)",
+    # (the weights read dx only without x: then they are linear in dx)
+    "_s2s_trapezoid_weights(y, x, t, axis) - _s2s_trapezoid_weights(y, x, 0.0, axis)"))
 def trapezoid_weights(y, x=None, dx=1.0, axis=-1):
     """What each sample of `y` is multiplied by in `np.trapezoid(y, x, dx, axis)`: half
     the widths of the intervals on either side of it."""
@@ -100,6 +109,7 @@ def _pad(d, axis, before, after):
     return np.pad(d, width)
 
 
+@helper(tangent=("_s2s_polyder_value(t, x, m)", "t * _s2s_polyder_value(p, x, m + 1)"))
 def polyder_value(p, x, m=1):
     """The `m`-th derivative at `x` of the polynomial with coefficients `p` (highest
     power first), as `np.polyval` reads them."""
@@ -107,6 +117,7 @@ def polyder_value(p, x, m=1):
     return np.polyval(np.polyder(p, m), x) if m < len(p) else 0.0 * np.asarray(x)
 
 
+@helper(tangent=("_s2s_unpolyval(t, p, x, m)", None, "_s2s_unpolyval(g * t, p, x, m + 1)"))
 def unpolyval(g, p, x, m=0):
     """The adjoint of the coefficients `p` in `np.polyval(p, x)` (`m` 0), or with the
     `m`-th derivative of each power of `x` (what its tangents need)."""
@@ -132,6 +143,9 @@ def _full_adjoint(g, n, m, mode, correlate):
     return full
 
 
+@helper(tangent=("_s2s_unconvolve(t, a, v, mode, which)",
+                 "_s2s_unconvolve(g, t, v, mode, which) if which == 1 else _s2s_zeros_like(ans)",
+                 "_s2s_unconvolve(g, a, t, mode, which) if which == 0 else _s2s_zeros_like(ans)"))
 def unconvolve(g, a, v, mode="full", which=0):
     """The adjoint of `a` (`which` 0) or `v` (1) in `np.convolve(a, v, mode)`."""
     if np.ndim(g) == 0:
@@ -140,6 +154,9 @@ def unconvolve(g, a, v, mode="full", which=0):
     return np.correlate(full, v if which == 0 else a, "valid")
 
 
+@helper(tangent=("_s2s_uncorrelate(t, a, v, mode, which)",
+                 "_s2s_uncorrelate(g, t, v, mode, which) if which == 1 else _s2s_zeros_like(ans)",
+                 "_s2s_uncorrelate(g, a, t, mode, which) if which == 0 else _s2s_zeros_like(ans)"))
 def uncorrelate(g, a, v, mode="valid", which=0):
     """The adjoint of `a` (`which` 0) or `v` (1) in `np.correlate(a, v, mode)`, which is
     `np.convolve(a, v[::-1])` in full."""
@@ -193,7 +210,10 @@ def _suffix(g, x):
     return out
 
 
-@helper(result="fresh")
+# (the tangent along x is the whole derivative: p, the cumulative product of x, varies
+# with x and is read only to save work)
+@helper(result="fresh", params="g, x, p, axis=None",
+        tangent=("_s2s_cumprod(t, x, p, axis)", "_s2s_cumprod_adjoint_dot(g, x, t, axis)"))
 def cumprod(g, x, ans, axis=None):
     """The adjoint of `ans = np.cumprod(x, axis)`: the cumulative sum from the end of
     g ans, over x; where `x` has zeros, the products before each entry times the sums
@@ -283,6 +303,11 @@ def quantile_weights(q, n, size, method="linear"):
     return out * (n > 0)[..., None]                 # (a slice of NaN only: none)
 
 
+#: The tangent of a quantile's derivative along `q` (the weights of the sorted values are
+#: constant where `a` has no ties; in `q`, they move along the segments).
+_NO_SECOND = "_s2s_no_second_derivative('np.quantile with respect to q')"
+
+
 def _quantile_shape(a, q, axis, keepdims):
     shape = np.shape(a)
     if not keepdims:
@@ -295,6 +320,7 @@ def _quantile_shape(a, q, axis, keepdims):
     return np.shape(q) + tuple(1 if i in axes else d for i, d in enumerate(shape))
 
 
+@helper(tangent=("_s2s_unquantile(t, a, q, axis, method, keepdims, nan)", None, _NO_SECOND))
 def unquantile(g, a, q, axis=None, method="linear", keepdims=False, nan=False):
     """The adjoint of `a` in `np.quantile(a, q, axis, method=method, keepdims=keepdims)`
     (`np.nanquantile` for `nan`): `g` weighted onto the sorted values each quantile
@@ -314,6 +340,8 @@ def unquantile(g, a, q, axis=None, method="linear", keepdims=False, nan=False):
     return np.moveaxis(out.reshape(moved_shape), range(a.ndim - len(axes), a.ndim), axes)
 
 
+@helper(params="t_a, a, q, axis=None, method='linear', keepdims=False, nan=False",
+        tangent=("_s2s_quantile_dot(t, a, q, axis, method, keepdims, nan)", None, _NO_SECOND))
 def quantile_dot(t, a, q, axis=None, method="linear", keepdims=False, nan=False):
     """The tangent of `np.quantile(a, q, ...)` (`np.nanquantile` for `nan`) along `t`,
     the tangent of `a`: the same weights on the sorted tangents."""
@@ -346,6 +374,8 @@ def quantile_slope(a, q, axis=None, method="linear", keepdims=False, nan=False):
     return (step * (n - 1) * (n > 0)).reshape(shape)
 
 
+@helper(tangent=("_s2s_unquantile_q(t, a, q, axis, method, keepdims, nan, scale)",
+                 _NO_SECOND, _NO_SECOND))
 def unquantile_q(g, a, q, axis=None, method="linear", keepdims=False, nan=False, scale=1):
     """The adjoint of `q` in `np.quantile(a, q / scale, ...)` (`scale` 100 for
     `np.percentile`): `g` times the slope, summed over everything but the axes of `q`."""
@@ -356,6 +386,9 @@ def unquantile_q(g, a, q, axis=None, method="linear", keepdims=False, nan=False,
         q, (list, tuple)) else float(total)
 
 
+@helper(params="t_q, a, q, axis=None, method='linear', keepdims=False, nan=False, scale=1",
+        tangent=("_s2s_quantile_q_dot(t, a, q, axis, method, keepdims, nan, scale)",
+                 _NO_SECOND, _NO_SECOND))
 def quantile_q_dot(t, a, q, axis=None, method="linear", keepdims=False, nan=False, scale=1):
     """The tangent of `np.quantile(a, q / scale, ...)` along `t`, the tangent of `q`."""
     slope = quantile_slope(a, np.divide(q, scale), axis, method, keepdims, nan) / scale
@@ -400,6 +433,7 @@ def _ungradient_along(d, axis, h, edge_order):
     return np.moveaxis(out, 0, axis)
 
 
+@helper(linear="g")
 def ungradient(g, f, spacing=(), axis=None, edge_order=1):
     """The adjoint of `f` in `np.gradient(f, *spacing, axis=axis, edge_order=...)`, whose
     result is one array per axis (one array for one axis)."""
@@ -426,6 +460,7 @@ def _interp_segments(x, xp, period):
     return i, fraction, x < xp[0], x > xp[-1]
 
 
+@helper(tangent=(None, None, "_s2s_interp_slope(x, xp, t, period)"))
 def interp_slope(x, xp, fp, period=None):
     """The derivative of `np.interp(x, xp, fp)` with respect to `x`: the slope of the
     segment of each `x` (the one to its right at a sample point, the last one at the
@@ -437,6 +472,8 @@ def interp_slope(x, xp, fp, period=None):
     return np.where(below | above | (width == 0), 0.0, slope)
 
 
+@helper(tangent=("_s2s_uninterp(t, x, xp, fp, left, right, period)",
+                 "_s2s_uninterp_dot(g, t, x, xp, fp, period)"))
 def uninterp(g, x, xp, fp, left=None, right=None, period=None):
     """The adjoint of `fp` in `np.interp(x, xp, fp, left, right)`: `g` shared between the
     two samples of each segment by the fraction of the way along; left of `xp[0]` (and
@@ -468,6 +505,7 @@ def uninterp_dot(g, t, x, xp, fp, period=None):
     return out if isinstance(fp, np.ndarray) else shaped_as(fp, out)
 
 
+@helper(linear="g")
 def interp_outside(g, x, xp, side):
     """The sum of `g` where `x` is left of `xp[0]` (`side` 0) or right of `xp[-1]` (1):
     the adjoint of `left` or `right` in `np.interp`."""

@@ -9,10 +9,10 @@ import numpy as np
 from ..errors import CustomRuleError, defined_at
 from .arrays import is_array
 from .pytrees import carries_derivative, is_zero, node_of, rebuild, zeros_like
-from .registry import helper, helpers
+from .registry import define, helper, helpers
 
 
-@helper(shape_only=(2,), numba=True)
+@helper(shape_only=(2,), numba=True, tangent="t")
 def cotangents(c, bwd, args):
     """`c`, what `bwd`, the backward function of a custom_vjp, returned for a call with
     the positional arguments `args` (None for those whose cotangents are not read), once
@@ -150,15 +150,202 @@ def sequence(obj):
     return obj if isinstance(obj, (list, tuple)) or is_array(obj) else list(obj)
 
 
+define(sequence, "obj", "_s2s_unsequence(g, obj, 0.0)",
+       tangent="_s2s_unsequence(t, obj, _s2s_zeros_like(ans))", view="obj")
+
+
 def unsequence(d, obj, zero):
     """The adjoint or tangent `d` of `sequence(obj)`, for `obj`: `d` where the loop
     indexes `obj` itself, `zero` where it indexes keys, which carry no derivative."""
     return d if isinstance(obj, (list, tuple)) or is_array(obj) else zero
 
 
+define(unsequence, "d, obj, zero", linear="d, zero")
+
+
 def keys(d):
     """The keys of the dict `d` as a list (a loop over `d.items()`)."""
     return list(d)
+
+
+define(keys, nondiff=True)
+
+
+def best_index(keys, largest):
+    """The position of the item `max(items, key=...)` (`largest`) or `min(...)` picks,
+    given the keys of the items: the first of those that attain the extremum."""
+    keys = list(keys)
+    if not keys:
+        raise ValueError(f"{'max' if largest else 'min'}() iterable argument is empty")
+    return (max if largest else min)(range(len(keys)), key=keys.__getitem__)
+
+
+define(best_index, nondiff=True, returns="scalar")
+
+
+def key_order(keys, reverse=False):
+    """The positions of the items in the order `sorted(items, key=..., reverse=...)`
+    puts them, given their keys (a stable sort, as Python's)."""
+    keys = list(keys)
+    return sorted(range(len(keys)), key=keys.__getitem__, reverse=reverse)
+
+
+define(key_order, nondiff=True)
+
+
+def dict_of(keys, values):
+    """The dict of `keys` and `values` in their order: what a dict comprehension, a dict
+    display whose keys are computed and `dict(zip(keys, values))` build (before_ad.desugar
+    writes them as calls of it)."""
+    return dict(zip(keys, values))
+
+
+define(dict_of, "keys, values", values="_s2s_undict_of(g, keys, values)",
+       linear="values", zero="keys", returns="container", view="values")
+
+
+def undict_of(g, keys, values):
+    """The adjoint of `values` in `dict_of(keys, values)`, `g` the dict's (a dict of
+    adjoints, or a zero): the entry of `g` at each key, in the structure of `values` (a
+    list, tuple or array); where a key repeats, the dict keeps the last value, and the
+    earlier ones get zero."""
+    seq = list(values)
+    out = [zeros_like(v) for v in seq]
+    if not is_zero(g):
+        last = {k: i for i, k in zip(range(len(seq)), keys)}
+        for k, i in last.items():
+            if g[k] is not None:
+                out[i] = g[k]
+    if is_array(values):
+        return np.array(out, dtype=np.result_type(values.dtype, np.float32))
+    return rebuild(values, out) if isinstance(values, (tuple, list)) else out
+
+
+define(undict_of, "g, keys, values", linear="g")
+
+
+def undict(g, mapping):
+    """The adjoint of `mapping` in `dict(mapping)`, a copy of the dict: `g` at its keys
+    (zeros of its structure where `g` is a zero)."""
+    if not isinstance(mapping, dict):
+        raise TypeError(f"s2sad differentiates dict(d) of a dict d; here d is "
+                        f"{described(mapping)}: build the dict with a comprehension "
+                        "({k: v for k, v in pairs}) or dict(zip(keys, values))")
+    return zeros_like(mapping) if is_zero(g) else {k: g[k] for k in mapping}
+
+
+define(undict, "g, mapping", linear="g")
+
+
+def dict_set(d, key, v):
+    """`d` with `d[key] = v`, as a new dict (what `d[key] = v` on a dict the function
+    builds means to AD: before_ad.dicts)."""
+    out = dict(d)
+    out[key] = v
+    return out
+
+
+define(dict_set, "d, key, v", d="_s2s_undict_set(g, d, key)",
+       v="_s2s_dict_set_value(g, key)", linear="d, v", zero="key", returns="container",
+       view="d, v")
+
+
+def undict_set(g, d, key):
+    """The adjoint of `d` in `dict_set(d, key, v)`, `g` the new dict's: `g` at `d`'s
+    keys, zero at `key` (overwritten) where `d` has it."""
+    if is_zero(g):
+        return g
+    return {k: zeros_like(v) if k == key else g[k] for k, v in d.items()}
+
+
+define(undict_set, "g, d, key", linear="g")
+
+
+def dict_set_value(g, key):
+    """The adjoint of `v` in `dict_set(d, key, v)`: `g` at `key`."""
+    return g if is_zero(g) else g[key]
+
+
+define(dict_set_value, "g, key", linear="g")
+
+
+def dict_get(d, key, default=None):
+    """`d.get(key, default)`: the primitive whose rules the method call `d.get(...)` of a
+    dict uses (`DICT_METHODS`)."""
+    return d.get(key, default)
+
+
+define(dict_get, "d, key, default=None", d="_s2s_unget(g, d, key)",
+       default="_s2s_unget_default(g, d, key)", linear="d, default", zero="key",
+       view="d, default")      # (DICT_METHODS: the method `get`)
+
+
+#: The methods of a dict whose primitives have rules, {name: primitive}: a call
+#: `d.get(...)` on a value whose class s2sad does not know, after the array methods
+#: (registry.METHODS), uses these (analysis.operations.classify).
+DICT_METHODS = {"get": dict_get}
+
+
+def unget(g, d, key):
+    """The adjoint of the dict `d` in `d.get(key, default)`: zeros of its structure with
+    `g` at `key`, all zeros where `key` is not in `d`."""
+    out = zeros_like(_dict(d))
+    if key in d:
+        out[key] = g
+    return out
+
+
+define(unget, "g, d, key", linear="g")
+
+
+def unget_default(g, d, key):
+    """The adjoint of `default` in `d.get(key, default)`: `g` where `key` is not in `d`."""
+    return 0.0 if key in _dict(d) else g
+
+
+define(unget_default, "g, d, key", linear="g")
+
+
+def _dict(d):
+    if not isinstance(d, dict):
+        raise TypeError(f"s2sad differentiates .get() of a dict; here it is called on "
+                        f"{described(d)}")
+    return d
+
+
+def unlist(g, items):
+    """The adjoint of `items` in `list(items)` or `tuple(items)`, `g` the result's: `g`
+    in the structure of `items` (a list or tuple; rows for an array); zero for a dict,
+    whose keys carry no derivative."""
+    if isinstance(items, dict):
+        return 0.0
+    if not (isinstance(items, (list, tuple)) or is_array(items)):
+        raise TypeError(f"s2sad differentiates list(x) and tuple(x) of a list, tuple, array "
+                        f"or dict x; here x is {described(items)}: build the list with a "
+                        "comprehension ([v for v in x])")
+    if is_zero(g):
+        return 0.0
+    if is_array(items):
+        out = np.zeros(np.shape(items), np.result_type(items.dtype, np.float32))
+        for i, row in enumerate(g):
+            out[i] = row
+        return out
+    return rebuild(items, [zeros_like(v) if r is None else r for r, v in zip(g, items)])
+
+
+define(unlist, "g, items", linear="g")
+
+
+def list_dot(t, items, ans):
+    """The tangent of `ans`, `list(items)` or `tuple(items)`, `t` the tangent of `items`
+    (of the same kind: a list, an array, a `reversed` of tangents): its entries in a list
+    or tuple like `ans`; zeros for the keys of a dict."""
+    if isinstance(items, dict):
+        return zeros_like(ans)
+    return type(ans)(t)
+
+
+define(list_dot, "t, items, ans", linear="t")
 
 
 def field(g, name):
@@ -178,6 +365,7 @@ def sorting(items, reverse=False):
     return sorted(range(len(values)), key=values.__getitem__, reverse=reverse)
 
 
+@helper(linear="g")
 def unsort_list(g, items, reverse=False):
     """The adjoint of `items` in `sorted(items, reverse=reverse)`: entry `j` of `g` (the
     sorted list's adjoint) goes back to the place the `j`-th value came from."""

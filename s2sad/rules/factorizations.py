@@ -1,6 +1,7 @@
 """Helpers of the rules for matrix factorizations and powers (`np.linalg.eigh`, `eigvalsh`,
-`svd`, `pinv`, `lstsq`, `qr`, `matrix_power`), and the derivative of the matrix norms
-(`matrix_norm_slope`: of the singular values, and of the row and column sums).
+`svd`, `pinv`, `lstsq`, `qr`, `matrix_power`), the derivative of the matrix norms
+(`matrix_norm_slope`: of the singular values, and of the row and column sums), and the
+adjoints of `np.linalg.solve`, `cholesky` and `inv`, with their tangents.
 
 The reverse rules of most of them are written in their templates (rules/numpy.py) with
 NumPy functions that have rules and the small helpers here, each with a forward rule, so
@@ -8,36 +9,49 @@ that forward over reverse (`hessian`) goes through them. The tangents too long f
 template are here (`eigh_dot`, `svd_dot`, `qr_dot`, ...). Where eigenvalues (or singular
 values) repeat, the derivative of the eigenvectors is undefined: the gaps
 1 / (w[j] - w[i]) are then infinite, as in JAX. Generated code reaches these helpers
-through `runtime`, which imports them; rules/tangents.py gives their forward rules.
+through `runtime`, which imports them; each helper's forward rule is above its `def`.
 """
 import numpy as np
 
 from ..errors import MissingRuleError
+from .arrays import asarray
+from .products import spread_to
 from .pytrees import rebuild, zeros_like
-from .registry import helpers
+from .reductions import unbroadcast
+from .registry import helper, helpers
 
 
 def _t(m):
     return np.swapaxes(m, -1, -2)
 
 
+def lower_half(m):
+    """The lower triangle of `m`, with half its diagonal (Murray's Phi, in the derivatives
+    of a Cholesky factor)."""
+    return np.tril(m) - 0.5 * np.eye(np.shape(m)[-1]) * m
+
+
+@helper(linear="g")
 def structured(g, ans):
     """The adjoint `g` of a factorization's result `ans` (a tuple of arrays), the 0-d zero
     (see `products.spread_to`) spelled out as zeros of each part."""
     return g if isinstance(g, tuple) else zeros_like(ans)
 
 
+@helper(linear="g")
 def spread(g, like):
     """`g` as an array of the shape of `like` (the 0-d zero spelled out)."""
     return np.broadcast_to(g, np.shape(like)) if np.ndim(g) == 0 else g
 
 
+@helper(linear="m")
 def symmetrize(m):
     """The symmetric part of the matrices `m`: the derivative with respect to a matrix
     of which only the symmetric part is read (as JAX differentiates `eigh`)."""
     return 0.5 * (m + _t(m))
 
 
+@helper(linear="m")
 def mirrored(m, lower=True):
     """The symmetric matrices a function that reads one triangle of `m` factors: the
     lower triangle of `m` (the upper for `lower` False or "U"), mirrored; `m` itself for
@@ -50,6 +64,7 @@ def mirrored(m, lower=True):
     return tri + _t(tri) - tri * np.eye(np.shape(m)[-1], dtype=bool)
 
 
+@helper(linear="g")
 def mirrored_adjoint(g, lower=True):
     """The adjoint of `mirrored(m, lower)`: `g` on the triangle read, where an entry off
     the diagonal gets the adjoints of both places it is mirrored to. Linear in `g`."""
@@ -65,12 +80,14 @@ def _reads_lower(lower):
     return lower.upper() == "L" if isinstance(lower, str) else bool(lower)
 
 
+@helper(linear="v")
 def diag_embed(v):
     """Matrices with the last axis of `v` on their diagonals."""
     v = np.asarray(v)
     return v[..., :, None] * np.eye(v.shape[-1], dtype=np.result_type(v, np.float32))
 
 
+@helper(tangent="-ans * ans * (t[..., None, :] - t[..., :, None])")
 def eigen_gaps(w):
     """F with F[..., i, j] = 1 / (w[j] - w[i]) off the diagonal and 0 on it."""
     w = np.asarray(w)
@@ -78,6 +95,7 @@ def eigen_gaps(w):
     return np.where(eye, 0.0, 1.0 / np.where(eye, 1.0, w[..., None, :] - w[..., :, None]))
 
 
+@helper(linear="ans")
 def thin(ans, what):
     """`ans`, the result of a factorization, if its factors are the thin ones whose
     derivative s2sad knows; else a MissingRuleError."""
@@ -98,6 +116,7 @@ def thin(ans, what):
 COFACTORS_BY_INVERSE = 1e8
 
 
+@helper(tangent="_s2s_cofactors_dot(a, d, t)")
 def cofactors(a, d):
     """The cofactor matrices of the square matrices `a` (`d`: their determinants), their
     transposed adjugates: the derivative of `np.linalg.det(a)`. `d * inv(a).T` where each
@@ -172,6 +191,7 @@ def eigvals_dot(t, v):
     return np.diagonal(_t(v) @ symmetrize(t) @ v, 0, -2, -1).copy()
 
 
+@helper(tangent=("_s2s_eigvalsh_adjoint(t, a, UPLO)", "_s2s_eigvalsh_adjoint_dot(g, a, t, UPLO)"))
 def eigvalsh_adjoint(g, a, UPLO="L"):
     """The adjoint of the matrix `mirrored(a, UPLO)` in `np.linalg.eigvalsh(a, UPLO)`:
     v diag(g) v^T."""
@@ -186,6 +206,7 @@ def eigvalsh_adjoint_dot(g, a, t, UPLO="L"):
     return 2 * symmetrize((dv * np.expand_dims(spread(g, ans[0]), -2)) @ _t(v))
 
 
+@helper(tangent=("_s2s_svd_values_adjoint(t, a)", "_s2s_svd_values_adjoint_dot(g, a, t)"))
 def svd_values_adjoint(g, a):
     """The adjoint of `a` in `np.linalg.svd(a, compute_uv=False)`: u diag(g) v^T."""
     u, s, vt = np.linalg.svd(a, full_matrices=False)
@@ -243,6 +264,7 @@ def pinv_dot(t, a, ans):
             + (tt @ pt @ p - p @ (a @ (tt @ pt @ p))))
 
 
+@helper(tangent=("_s2s_power_dot(t, a, n)", "_s2s_power_dot_dot(d, a, n, t)"))
 def power_dot(d, a, n):
     """The tangent of `np.linalg.matrix_power(a, n)` (n >= 0) along `d`: the sum of
     a^k d a^(n-1-k)."""
@@ -308,6 +330,9 @@ def lstsq_dot(t, a, b, ans, which):
     return Parts([dx[:, 0] if vector else dx, dres, 0, ds])
 
 
+@helper(params="g, a, b, x, which",
+        tangent=("_s2s_lstsq_adjoint(t, a, b, x, which)",
+                 *["_s2s_no_second_derivative('np.linalg.lstsq')"] * 3))
 def lstsq_adjoint(g, a, b, ans, which):
     """The adjoint of `a` (`which` 0) or `b` (1) in `ans = np.linalg.lstsq(a, b)`, where
     the rank of `a` stays (see `lstsq_dot`)."""
@@ -370,6 +395,61 @@ def matrix_norm_slope(x, ord, axis):
         raise MissingRuleError(f"s2sad has no derivative rule for the matrix norm "
                                f"ord={ord!r}: it has 'fro', 'nuc', 2, -2, 1, -1, inf and -inf")
     return np.moveaxis(out, (-2, -1), (r, c))
+
+
+# -- the adjoints of np.linalg.solve, cholesky and inv, and their tangents ---------------
+@helper(result="fresh",
+        params="g, a, b, x, which", tangent=(
+            "_s2s_solve(t, a, b, x, which)",
+            "_s2s_solve(-np.swapaxes(t, -1, -2) @ np.linalg.solve(np.swapaxes(a, -1, -2), g), "
+            "a, b, x, which)", None,
+            "_s2s_solve(g, a, b, t, which) if which == 0 else _s2s_zeros_like(ans)"))
+def solve(g, a, b, ans, which):
+    """The adjoint of `a` (which=0) or `b` (which=1) in `x = np.linalg.solve(a, b)`."""
+    a = asarray(a)
+    b_bar = np.linalg.solve(np.swapaxes(a, -1, -2), spread_to(g, np.shape(ans)))
+    if which == 1:
+        return unbroadcast(b_bar, b)
+    if np.ndim(ans) == a.ndim - 1 and np.ndim(b) == a.ndim - 1:
+        return unbroadcast(-np.expand_dims(b_bar, -1) * np.expand_dims(ans, -2), a)
+    return unbroadcast(-np.matmul(b_bar, np.swapaxes(ans, -1, -2)), a)
+
+
+@helper(result="fresh",
+        params="g, L",
+        tangent=("_s2s_cholesky(t, L)", "_s2s_cholesky_adjoint_dot(g, L, t)"))
+def cholesky(g, ans):
+    """The adjoint of `L = np.linalg.cholesky(a)` (a symmetric)."""
+    lower = ans
+    phi = np.tril(np.swapaxes(lower, -1, -2) @ spread_to(g, np.shape(ans)))
+    phi = phi - 0.5 * np.eye(lower.shape[-1], dtype=lower.dtype) * phi
+    inv = np.linalg.inv(lower)
+    s = np.swapaxes(inv, -1, -2) @ phi @ inv
+    return (0.5 * (s + np.swapaxes(s, -1, -2))).astype(lower.dtype, copy=False)
+
+
+def cholesky_adjoint_dot(g, L, t):
+    """The tangent of `cholesky(g, L)` (the adjoint of a Cholesky factor) along `L`."""
+    inv = np.linalg.inv(L)
+    inv_dot = -inv @ t @ inv
+    g = spread_to(g, np.shape(L))
+    phi = lower_half(np.tril(_t(L) @ g))
+    s_dot = (_t(inv_dot) @ phi @ inv + _t(inv) @ lower_half(np.tril(_t(t) @ g)) @ inv
+             + _t(inv) @ phi @ inv_dot)
+    return 0.5 * (s_dot + _t(s_dot))
+
+
+@helper(result="fresh", tangent=("_s2s_inv(t, ans)", "_s2s_inv_adjoint_dot(g, ans, t)"))
+def inv(g, ans):
+    """The adjoint of `ans = np.linalg.inv(a)`."""
+    inverse_t = np.swapaxes(ans, -1, -2)
+    return -inverse_t @ spread_to(g, np.shape(ans)) @ inverse_t
+
+
+def inv_adjoint_dot(g, ans, t):
+    """The tangent of `inv(g, ans)` (the adjoint of an inverse `ans`) along `ans`."""
+    g = spread_to(g, np.shape(ans))
+    return -(_t(t) @ g @ _t(ans) + _t(ans) @ g @ _t(t))
 
 
 helpers(__name__)

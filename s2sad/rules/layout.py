@@ -1,8 +1,8 @@
 """Adjoints of the NumPy functions that split, join, pad and rearrange arrays: each one
 puts the adjoint of the result back where the elements of an argument went. A 0-d
 adjoint `g` is the zero of an array rebound in a loop (see `products.spread_to`), returned
-as it is. Generated code reaches them through `runtime`, which imports them;
-rules/tangents.py gives their forward rules (each is linear in `g`)."""
+as it is. Generated code reaches them through `runtime`, which imports them; each is
+linear in `g`, its forward rule (`@helper(linear="g")`, above its `def`)."""
 import numpy as np
 
 from ..errors import MissingRuleError
@@ -13,6 +13,7 @@ def _dtype(x):
     return np.result_type(x, np.float32)
 
 
+@helper(linear="g")
 def unsplit(g, pieces, axis=0):
     """The adjoint of `np.split(x, ..., axis)` (and `array_split`, `vsplit`; `hsplit` with
     `axis` None), whose result is `pieces`: the adjoints of the pieces joined again (a
@@ -25,11 +26,13 @@ def unsplit(g, pieces, axis=0):
                           axis=axis)
 
 
+@helper(linear="g")
 def unrot90(g, k=1, axes=None):
     """The adjoint of `np.rot90(m, k, axes)`: `g` turned back."""
     return g if np.ndim(g) == 0 else np.rot90(g, -k, (0, 1) if axes is None else axes)
 
 
+@helper(linear="g")
 def unappend(g, arr, values, axis=None, which=0):
     """The adjoint of `arr` (`which` 0) or `values` (1) in `np.append(arr, values, axis)`."""
     if np.ndim(g) == 0:
@@ -45,7 +48,7 @@ def unappend(g, arr, values, axis=None, which=0):
     return np.reshape(np.asarray(g)[tuple(index)], np.shape(arr if which == 0 else values))
 
 
-@helper(result="of_adjoint")
+@helper(result="of_adjoint", linear="g")
 def unpad(g, x, pad_width, mode="constant"):
     """The adjoint of `x` in `np.pad(x, pad_width, mode)`: the middle of `g` for the
     constant mode; for the modes that copy elements of `x` (edge, reflect, symmetric,
@@ -65,6 +68,7 @@ def unpad(g, x, pad_width, mode="constant"):
     return out.reshape(x.shape)
 
 
+@helper(linear="g")
 def unpad_constant(g, x, pad_width, constant_values=0):
     """The adjoint of the number `constant_values` in `np.pad(x, pad_width,
     constant_values=...)`: the sum of `g` outside the middle."""
@@ -76,6 +80,7 @@ def unpad_constant(g, x, pad_width, constant_values=0):
     return np.sum(g) - np.sum(unpad(g, x, pad_width))
 
 
+@helper(linear="g")
 def uncolumn_stack(g, arrays):
     """The adjoint of `np.column_stack(arrays)`: the columns of `g` each array became."""
     if np.ndim(g) == 0:
@@ -85,6 +90,7 @@ def uncolumn_stack(g, arrays):
     return [np.reshape(p, np.shape(a)) for p, a in zip(pieces, arrays)]
 
 
+@helper(linear="g")
 def undiagonal(g, a, offset=0, axis1=0, axis2=1):
     """The adjoint of `np.diagonal(a, offset, axis1, axis2)`: `g` (the diagonal on its last
     axis) on that diagonal of zeros shaped like `a`."""
@@ -99,6 +105,9 @@ def undiagonal(g, a, offset=0, axis1=0, axis2=1):
     return out
 
 
+@helper(tangent=("_s2s_unkron(t, a, b, which)",
+                 "_s2s_unkron(g, t, b, which) if which == 1 else _s2s_zeros_like(ans)",
+                 "_s2s_unkron(g, a, t, which) if which == 0 else _s2s_zeros_like(ans)"))
 def unkron(g, a, b, which):
     """The adjoint of `a` (`which` 0) or `b` (1) in `np.kron(a, b)`."""
     a, b = np.asarray(a), np.asarray(b)
@@ -113,6 +122,9 @@ def unkron(g, a, b, which):
     return np.reshape(out, (a if which == 0 else b).shape)
 
 
+@helper(tangent=("_s2s_uncross(t, a, b, ans, which, axis)",
+                 "_s2s_uncross(g, t, b, ans, which, axis) if which == 1 else _s2s_zeros_like(ans)",
+                 "_s2s_uncross(g, a, t, ans, which, axis) if which == 0 else _s2s_zeros_like(ans)"))
 def uncross(g, a, b, ans, which, axis=-1):
     """The adjoint of `a` (`which` 0) or `b` (1) in `ans = np.cross(a, b, axis=axis)`,
     before it is summed back where it was broadcast: b × g for `a`, g × a for `b`."""
@@ -120,6 +132,7 @@ def uncross(g, a, b, ans, which, axis=-1):
     return np.cross(b, g, axis=axis) if which == 0 else np.cross(g, a, axis=axis)
 
 
+@helper(linear="g")
 def untake_along_axis(g, arr, indices, axis):
     """The adjoint of `np.take_along_axis(arr, indices, axis)`: `g` added where each of
     its elements was taken from (an index taken twice gets both)."""
@@ -140,6 +153,7 @@ def untake_along_axis(g, arr, indices, axis):
     return out
 
 
+@helper(linear="g")
 def unmeshgrid(g, which, x, indexing="xy"):
     """The adjoint of argument `which`, `x`, of `np.meshgrid(..., indexing=indexing)`:
     the adjoint of its grid, `g[which]`, summed over every axis but the one `x` runs
@@ -156,6 +170,7 @@ def unmeshgrid(g, which, x, indexing="xy"):
     return np.reshape(np.sum(d, axis=others), np.shape(x))
 
 
+@helper(tangent=())
 def partition_order(a, ans, axis=-1):
     """Where each element of `ans = np.partition(a, kth, axis)` came from in `a` (along
     `axis`; in the flattened `a` for None): matched through a stable sort of each, so

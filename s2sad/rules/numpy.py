@@ -97,6 +97,15 @@ rule(np.sinc, "x", "g * _s2s_sinc_slope(x, 1)", elementwise=True)
 rule(np.nan_to_num, "x, copy=True, nan=0.0, posinf=None, neginf=None", x="g * np.isfinite(x)",
      elementwise=True, view="x", copies=("copy", True))
 rule(np.float64, "x", "g", elementwise=True, returns="args")
+# the other floating types (np.float32 is np.single, ...): the tangent in the result's type
+# and the adjoint in the argument's
+for _cast in {np.float32, np.longdouble} - {np.float64}:
+    rule(_cast, "x", "np.asarray(g, dtype=np.result_type(x))[()]", elementwise=True,
+         returns="args", tangent=f"np.{_cast.__name__}(t)")
+# the integer and boolean types: piecewise constant
+for _cast in {np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+              np.uint64, np.intp, np.bool_}:
+    define(_cast, nondiff=True, returns="args")
 rule(np.real, "val", "g", linear="val", view="val", attribute="real")
 # (of real arrays: a complex argument to differentiate is refused)
 rule(np.conjugate, "x", "g", method=("conj", "conjugate"))      # (np.conj)

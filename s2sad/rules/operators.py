@@ -1,5 +1,6 @@
-"""Rules for Python's operators, keyed by the `operator` functions the syntax means, and
-for the element writes (`a[i] = v`, `lst.append(v)`) the engine rewrites into calls.
+"""Rules for Python's operators, keyed by the `operator` functions the syntax means. (The
+element writes the engine rewrites into calls, `a[i] = v` into `runtime.setitem` and
+`lst.append(v)` into `runtime.append`, have their rules beside those helpers.)
 
 One statement per primitive (see registry.define): its parameters, adjoint templates,
 forward rule where it is not elementwise, and the kind of value it returns.
@@ -9,7 +10,6 @@ import operator
 import gast
 import numpy as np
 
-from . import runtime
 from .registry import define
 
 ns = {"np": np}        # (and the runtime helpers, `_s2s_NAME`: see registry.HELPERS)
@@ -35,24 +35,6 @@ define(operator.matmul, "a, b", "_s2s_matmul_lhs(g, a, b)", "_s2s_matmul_rhs(g, 
        namespace=ns, linear=("a", "b"), returns="array")
 define(operator.getitem, "x, index", "_s2s_unindex(g, x, index)", namespace=ns, linear="x",
        view="x")   # (a basic index is a view)
-define(runtime.setitem, "a, index, v", a="_s2s_zero_at(g, index)",
-       v="_s2s_unbroadcast(_s2s_take(g, index), v)", namespace=ns, linear="a, v",
-       returns="first")
-define(runtime.append, "a, v", a="_s2s_head(g)", v="_s2s_last(g)", namespace=ns,
-       linear="a, v")
-# the copy of a default a call changes, and its contents kept (see before_ad.desugar)
-define(runtime.own_default, "v", "g", linear="v", returns="first")
-define(runtime.keep_default, nondiff=True)
-# the loops over sequences and dicts that before_ad.desugar writes with indexes
-# (a list, tuple or array itself)
-define(runtime.sequence, "obj", "_s2s_unsequence(g, obj, 0.0)", namespace=ns,
-       tangent="_s2s_unsequence(t, obj, _s2s_zeros_like(ans))", view="obj")
-define(runtime.unsequence, "d, obj, zero", linear="d, zero")
-define(runtime.keys, nondiff=True)
-# `+` and `*` of lists and tuples (join, repeat): the engine calls these where an operand
-# may be one; they are linear in the adjoints and tangents
-define(runtime.unadd, "g, x, y, which", linear="g")
-define(runtime.unmul, "g, x, y, which", linear="g")
 define(operator.floordiv, nondiff=True, returns="args")
 define(operator.invert, nondiff=True)
 

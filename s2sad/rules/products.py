@@ -5,7 +5,7 @@ import numpy as np
 
 from .arrays import asarray
 from .reductions import unbroadcast
-from .registry import helper, helpers
+from .registry import helper, helpers, jvp
 
 
 def _matmul_shape(a, b):
@@ -32,7 +32,7 @@ def spread_to(g, shape):
     return np.broadcast_to(g, shape) if np.ndim(g) == 0 and shape != () else g
 
 
-@helper(shape_only=(1,), result="fresh", numba=True)
+@helper(shape_only=(1,), result="fresh", numba=True, linear=("g", "b"))
 def matmul_lhs(g, a, b):
     """The adjoint of `a` in `a @ b`."""
     a, b = asarray(a), asarray(b)
@@ -46,7 +46,7 @@ def matmul_lhs(g, a, b):
     return unbroadcast(out, a)
 
 
-@helper(shape_only=(2,), result="fresh", numba=True)
+@helper(shape_only=(2,), result="fresh", numba=True, linear=("g", "a"))
 def matmul_rhs(g, a, b):
     """The adjoint of `b` in `a @ b`."""
     a, b = asarray(a), asarray(b)
@@ -61,7 +61,7 @@ def matmul_rhs(g, a, b):
     return unbroadcast(out, b)
 
 
-@helper(shape_only=(1,), result="fresh")
+@helper(shape_only=(1,), result="fresh", linear=("g", "b"))
 def dot_lhs(g, a, b):
     """The adjoint of `a` in `np.dot(a, b)`."""
     a, b = asarray(a), asarray(b)
@@ -75,7 +75,7 @@ def dot_lhs(g, a, b):
                                     [i for i in range(b.ndim) if i != b.ndim - 2]))
 
 
-@helper(shape_only=(2,), result="fresh")
+@helper(shape_only=(2,), result="fresh", linear=("g", "a"))
 def dot_rhs(g, a, b):
     """The adjoint of `b` in `np.dot(a, b)`."""
     a, b = asarray(a), asarray(b)
@@ -88,7 +88,10 @@ def dot_rhs(g, a, b):
     return np.moveaxis(out, 0, -2)
 
 
-@helper(result="fresh")
+@helper(result="fresh",
+        tangent=("_s2s_inner(t, a, b, which)",
+                 "_s2s_inner(g, t, b, which) if which == 1 else _s2s_zeros_like(ans)",
+                 "_s2s_inner(g, a, t, which) if which == 0 else _s2s_zeros_like(ans)"))
 def inner(g, a, b, which):
     """The adjoint of `a` (which=0) or `b` (which=1) in np.inner (sums the last axes)."""
     a, b = asarray(a), asarray(b)
@@ -145,6 +148,26 @@ def einsum(g, subscripts, k, *operands):
     return on_diagonal
 
 
+# its forward rule, one signature for each number of operands up to six: linear in `g`,
+# and in each operand but the `k`-th (in the interleaved form, `k` + 1 is the position
+# of the operand among subscripts, a, b, ...)
+_EINSUM = ["subscripts", "a", "b", "c", "d", "e", "f"]
+
+
+def _swapped(p, args):
+    """einsum's call over `args` with `t` in place of the argument `p`."""
+    out = ["t" if q == p else q for q in args]
+    return f"_s2s_einsum(g, {out[0]}, k, {', '.join(out[1:])})"
+
+
+for _n in range(2, len(_EINSUM) + 1):
+    _args = _EINSUM[:_n]
+    jvp(einsum, "g, subscripts, k, " + ", ".join(_args[1:]),
+        f"_s2s_einsum(t, subscripts, k, {', '.join(_args[1:])})",
+        **{p: f"{_swapped(p, _args)} if k != {i - 1} else _s2s_zeros_like(ans)"
+           for i, p in enumerate(_args)})
+
+
 def _interleaved(args, position):
     """(subscripts, operands, k) of the interleaved einsum `np.einsum(*args)`: operands
     and sublists of integers (and `...`) alternating, then an optional output sublist;
@@ -188,7 +211,10 @@ def _without_ellipsis(inputs, output, operands):
     return inputs, output
 
 
-@helper(result="fresh")
+@helper(result="fresh",
+        tangent=("_s2s_tensordot(t, a, b, axes, which)",
+                 "_s2s_tensordot(g, t, b, axes, which) if which == 1 else _s2s_zeros_like(ans)",
+                 "_s2s_tensordot(g, a, t, axes, which) if which == 0 else _s2s_zeros_like(ans)"))
 def tensordot(g, a, b, axes, which):
     """The adjoint of `a` (which=0) or `b` (which=1) in `np.tensordot(a, b, axes)`."""
     a, b = asarray(a), asarray(b)
@@ -208,7 +234,10 @@ def tensordot(g, a, b, axes, which):
     return einsum(g, spec, which, a, b)
 
 
-@helper(result="of_adjoint")
+@helper(result="of_adjoint",
+        tangent=("_s2s_outer(t, a, b, which)",
+                 "_s2s_outer(g, t, b, which) if which == 1 else _s2s_zeros_like(ans)",
+                 "_s2s_outer(g, a, t, which) if which == 0 else _s2s_zeros_like(ans)"))
 def outer(g, a, b, which):
     """The adjoint of `a` (which=0) or `b` (which=1) in np.outer."""
     if np.ndim(g) == 0:

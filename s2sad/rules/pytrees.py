@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import InternalError, S2SADError
 from .arrays import asarray, is_array
-from .registry import helper, helpers
+from .registry import define, helper, helpers
 
 
 # -- how structures are taken apart and put together --------------------------------------
@@ -355,6 +355,9 @@ def zeros_like(x):
     return node.mapped(x, field_zero if node.record else zeros_like)
 
 
+define(zeros_like, "x", None, zero=("x",), tangent=())    # a constant: no derivative
+
+
 def field_zero(v):
     return zeros_like(v) if carries_derivative(v) else None
 
@@ -402,6 +405,10 @@ def add(a, b):
     return out
 
 
+# (linear: gradient code differentiated again in reverse mode reads it too)
+define(add, "a, b", "g", "g", linear="a, b")
+
+
 _LEAVES = frozenset({float, np.ndarray})
 
 
@@ -409,7 +416,7 @@ def is_zero(g):
     return isinstance(g, float) and g == 0.0
 
 
-@helper(shape_only=(1,), result="of_adjoint")
+@helper(shape_only=(1,), result="of_adjoint", linear="g")
 def from_array(g, like):
     """`g`, an adjoint of a value of the structure of `like` (the value, or another
     adjoint of it), in that structure: the adjoint of `np.array(obj)` for `like=obj`, of

@@ -15,7 +15,7 @@ from .registry import helper, helpers
 _NUMBERS = frozenset([float, int, np.float64])
 
 
-@helper(shape_only=(1,), result="of_adjoint", numba=True)
+@helper(shape_only=(1,), result="of_adjoint", numba=True, linear="g")
 def unbroadcast(g, x):
     """`g` summed down to the shape of `x`: the adjoint of broadcasting `x`."""
     if type(g) in _NUMBERS and type(x) in _NUMBERS:     # numbers: the common case, fast
@@ -176,7 +176,7 @@ def axes_of(axis, ndim):
     return tuple(a % ndim for a in axis)
 
 
-@helper(shape_only=(1,), result="fresh", numba=True)
+@helper(shape_only=(1,), result="fresh", numba=True, linear="g")
 def unreduce(g, x, axis=None, keepdims=False):
     """The adjoint of a sum of `x` over `axis`: `g` broadcast back to `x`'s shape (an
     array also for a list of numbers, `np.sum([a, b])`, whose entries it then holds)."""
@@ -194,6 +194,7 @@ def unreduce(g, x, axis=None, keepdims=False):
     return out
 
 
+@helper(linear="x")
 def lead(x, y):
     """`x` with an axis of length 1 after its own for each axis of `y`: the operand of a
     ufunc's `outer(x, y)` as the ufunc broadcasts it (`np.add.outer(x, y)` is
@@ -201,6 +202,7 @@ def lead(x, y):
     return np.reshape(x, np.shape(x) + (1,) * np.ndim(y))
 
 
+@helper(linear="d")
 def unouter(d, x, y, which):
     """The adjoint of `x` (which=0) or `y` (which=1) of a ufunc's `outer(x, y)` from `d`,
     the ufunc's adjoint of that operand as broadcast by `lead`: summed over the axes of

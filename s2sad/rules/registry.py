@@ -24,7 +24,8 @@ namespace given at registration; a name `_s2s_NAME` not there is the runtime hel
 `helpers(__name__)` at its end, so a template may call any of them by that name; what
 s2sad knows about a helper, `HelperFacts`, is declared above its `def` with
 `@helper(shape_only=..., result=..., writes=..., numba=...)`, and read with
-`helper_facts`). A parameter without a template has no derivative (like
+`helper_facts`, and so is its forward rule, `@helper(linear=...)` or
+`@helper(tangent=...)`). A parameter without a template has no derivative (like
 ChainRules' `NoTangent`); `nondiff=True` marks a whole primitive. `broadcast=True`
 says the primitive broadcasts its arguments like a NumPy ufunc: the engine then sums
 each contribution back to its argument's shape where shapes may differ.
@@ -37,6 +38,7 @@ need none: their reverse templates, linear in `g`, give the tangent with `t` for
 public `s2sad.defvjp`, `s2sad.defjvp` and `s2sad.nondiff` call them). Each registration
 bumps `version` and calls the `on_change` listeners.
 """
+import contextlib
 import copy
 import dataclasses
 import inspect
@@ -98,25 +100,31 @@ def helpers(module_name: str) -> dict:
     return found
 
 
-def helper(fn=None, *, tangent=None, namespace=None, shape_only=(), result=None, writes=(),
-           numba=False):
+def helper(fn=None, *, tangent=None, linear=None, params=None, namespace=None, shape_only=(),
+           result=None, writes=(), numba=False):
     """Declare the function `fn` a runtime helper (`_s2s_` and its name, see `helpers`)
     where it is defined, with what s2sad knows about it (`HelperFacts`: `shape_only`,
-    `result`, `writes`, `numba`), and its forward rule: `tangent`, {parameter: template
-    over `t`, the parameter's tangent} (as `jvp`, with `fn`'s own parameters). A rule
-    module declares so a helper that only its rules call (docs/design.md, "Adding an
-    elementwise NumPy function", has an example). As a decorator, bare or with options;
-    returns `fn`."""
+    `result`, `writes`, `numba`), and its forward rule, which forward over reverse
+    (`hessian`) needs of a helper reverse-mode code calls: `tangent`, templates over `t`,
+    the tangent of a parameter (a dict by name, a tuple by position, `()` for a constant
+    result), or `linear`, the groups of parameters it is linear in ("g"; see `define`).
+    The templates are written over `fn`'s own parameters, or `params` where those do not
+    do ("*args", or a parameter called `t` or `ans`, which templates mean otherwise), and
+    read the names of `fn`'s module (`np`) besides, or `namespace`. A rule module declares
+    so a helper that only its rules call (docs/design.md, "Adding an elementwise NumPy
+    function", has an example). As a decorator, bare or with options; returns `fn`."""
     if fn is None:
-        return lambda f: helper(f, tangent=tangent, namespace=namespace,
-                                shape_only=shape_only, result=result, writes=writes,
-                                numba=numba)
+        return lambda f: helper(f, tangent=tangent, linear=linear, params=params,
+                                namespace=namespace, shape_only=shape_only, result=result,
+                                writes=writes, numba=numba)
     if result not in _RESULTS:
         raise S2SADError(f"helper {fn.__name__!r}: result={result!r} is none of {_RESULTS}")
     _declare(fn, fn.__name__, HelperFacts(tuple(shape_only), result, tuple(writes), numba))
-    if tangent is not None:
-        params = ", ".join(str(p) for p in inspect.signature(fn).parameters.values())
-        jvp(fn, params, namespace=namespace, **tangent)
+    if tangent is not None or linear is not None:
+        if params is None:
+            params = ", ".join(str(p) for p in inspect.signature(fn).parameters.values())
+        define(fn, params, tangent=tangent, linear=linear,
+               namespace=fn.__globals__ if namespace is None else namespace)
     return fn
 
 
@@ -143,6 +151,13 @@ def helper_facts(fn):
     return HELPER_FACTS.get(key) if HELPERS.get(key) is fn and fn is not None else None
 
 
+#: While s2sad's rule modules load (`loading`), the templates that call a runtime helper
+#: not declared yet, [(Template, name)]: a rule stands beside its helper, and may call a
+#: helper of a module imported after it (`arrays.asarray`'s adjoint, `pytrees.from_array`),
+#: or defined further down its own; `loading` finds them all when the modules are loaded.
+_pending = None
+
+
 class Template:
     """A parsed derivative expression and the objects its free names denote."""
 
@@ -154,10 +169,11 @@ class Template:
         for n in gast.walk(self.tree):
             if isinstance(n, gast.Name) and n.id not in bound:
                 found = namespace.get(n.id, HELPERS.get(n.id))
+                if found is None and _pending is not None and n.id.startswith("_s2s_"):
+                    _pending.append((self, n.id))
+                    continue
                 if found is None:
-                    raise S2SADError(f"rule template {source!r} uses {n.id!r}, which is "
-                                     "neither a parameter, 'g', 'ans', a runtime helper "
-                                     "(_s2s_NAME) nor in its namespace")
+                    raise _unknown(source, n.id)
                 self.free[n.id] = found
 
     def renamed(self, old, new):
@@ -169,11 +185,50 @@ class Template:
         return out
 
 
+def _unknown(source, name):
+    return S2SADError(f"rule template {source!r} uses {name!r}, which is neither a "
+                      "parameter, 'g', 'ans', a runtime helper (_s2s_NAME) nor in its "
+                      "namespace")
+
+
+@contextlib.contextmanager
+def loading():
+    """`with loading():` around the imports of s2sad's rule modules (rules/__init__.py, an
+    optional library's rules): their templates may call runtime helpers declared later
+    in the block, each found at its end (an S2SADError names one declared nowhere)."""
+    global _pending
+    if _pending is not None:        # (within another: that one finds them)
+        yield
+        return
+    _pending = []
+    try:
+        yield
+        waiting = _pending
+    finally:
+        _pending = None
+    for template, name in waiting:
+        if name not in HELPERS:
+            raise _unknown(template.source, name)
+        template.free[name] = HELPERS[name]
+
+
+def _declaring_module():
+    """The name of the module whose statement declares a rule (the first caller outside
+    this module): `Variant.declared_in`."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__") == __name__:
+        frame = frame.f_back
+    return None if frame is None else frame.f_globals.get("__name__")
+
+
 class Variant:
     """One signature of a primitive and the templates of its parameters."""
 
     def __init__(self, params, templates, broadcast, elementwise=False, uniform=None,
                  linear=None, zero=()):
+        #: The module whose statement declared it (`_declaring_module`; a runtime helper's
+        #: rules stand beside the helper, in its module: tests/test_helper_facts.py).
+        self.declared_in = None
         self.params = params              # [(name, default or REQUIRED)]
         #: How many of them a call may pass by position (those after a `*` in the
         #: signature are keyword-only: `np.einsum`'s `optimize`).
@@ -298,7 +353,8 @@ def load_optional():
     """Load the rules of every optional library the process has imported."""
     for entry in [e for e in _OPTIONAL if sys.modules.get(e[0]) is not None]:
         _OPTIONAL.remove(entry)
-        entry[1]()
+        with loading():
+            entry[1]()
 
 
 def writes_nothing(prim):
@@ -569,7 +625,7 @@ def _reverse(prim, spec, templates, by_name, ns, broadcast, elementwise, uniform
     zero = tuple(z.strip() for z in zero.split(",")) if isinstance(zero, str) else zero
     if any(z not in names or z in compiled for z in zero):
         raise S2SADError(f"zero={zero} must name parameters of {prim!r} without templates")
-    return Variant(spec, compiled, broadcast, elementwise, uniform, zero=zero)
+    return _declared(Variant(spec, compiled, broadcast, elementwise, uniform, zero=zero))
 
 
 def _forward(prim, spec, templates, by_name, ns):
@@ -580,7 +636,7 @@ def _forward(prim, spec, templates, by_name, ns):
     given = dict(zip(names, templates))
     given.update(by_name)
     compiled = {n: Template(t, names + ["t"], ns) for n, t in given.items() if t is not None}
-    return Variant(spec, compiled, False, linear=[])
+    return _declared(Variant(spec, compiled, False, linear=[]))
 
 
 def _linear(spec, groups):
@@ -588,7 +644,12 @@ def _linear(spec, groups):
     groups = [[p.strip() for p in g.split(",")] for g in groups]
     if any(p not in names for g in groups for p in g):
         raise S2SADError(f"linear groups {groups} do not match the parameters {names}")
-    return Variant(spec, {}, False, linear=groups)
+    return _declared(Variant(spec, {}, False, linear=groups))
+
+
+def _declared(variant):
+    variant.declared_in = _declaring_module()
+    return variant
 
 
 def _names(spelling, split=False):

@@ -5,7 +5,8 @@ import numbers
 
 import numpy as np
 
-from ..errors import ComplexValueError, ExceptionPathError, NonScalarOutputError, S2SADError
+from ..errors import (
+    ComplexValueError, ExceptionPathError, MissingRuleError, NonScalarOutputError, S2SADError)
 # (the modules of helpers, each declaring its own: `runtime.NAME` finds any, see __getattr__)
 from . import calculus, factorizations, layout, products, schedules  # noqa: F401
 from .arrays import add_at, asarray, is_array, is_duck_array, zeros
@@ -16,9 +17,8 @@ from .pytrees import (
     registered as _registered, replace as _replace)
 from .containers import described, joined as _joined, repeated as _repeated
 from .factorizations import matrix_norm_slope
-from .products import spread_to
 from .reductions import axes_of as _axes, unbroadcast, unreduce
-from .registry import HELPERS, helper, helpers
+from .registry import HELPERS, define, helper, helpers, jvp
 
 
 class Respecialize(Exception):
@@ -32,6 +32,9 @@ def respecialize(*args, **kwargs):
     in its copy of the code instead, which compiles the matching version and calls it
     (see api._DerivativeFunction._install)."""
     raise Respecialize
+
+
+define(respecialize, nondiff=True)      # (it never returns: the way out of a guard)
 
 
 def exception_path(exc, where):
@@ -86,7 +89,7 @@ def complex_value(found, filename, line):
         + (f"\n    {text}" if text else ""))
 
 
-@helper(shape_only=(1,), result="of_adjoint")
+@helper(shape_only=(1,), result="of_adjoint", linear="g")
 def unattr(g, obj, name):
     """The adjoint of `obj.name`: zeros shaped like `obj` with `g` in field `name` (for
     a registered class, in the child that `obj.name` is, see `child_of`)."""
@@ -113,6 +116,7 @@ def unattr(g, obj, name):
     return _replace(obj, values)
 
 
+@helper(linear="t")
 def attr_dot(t, obj, name):
     """The tangent of `obj.name`, `t` the tangent of `obj`: for an instance of a class
     registered with s2sad.register_pytree, the child of `t` in the place of the child
@@ -172,7 +176,7 @@ def child_of(node, aux, obj, name):
         f"with an unflatten that stores each child as the attribute it was read from")
 
 
-@helper(shape_only=(1,), result="of_adjoint")
+@helper(shape_only=(1,), result="of_adjoint", linear="c")
 def cotangent(c, x):
     """A cotangent a custom rule returned for `x`: None means zero."""
     return zeros_like(x) if c is None else c
@@ -191,7 +195,10 @@ def like(x):
     return x
 
 
-@helper(shape_only=(1,), result="fresh", numba=True)
+define(like, "x", None, zero=("x",), tangent=())          # only its shape is read
+
+
+@helper(shape_only=(1,), result="fresh", numba=True, linear="g")
 def unindex(g, x, index):
     """The adjoint of `x[index]`: zeros shaped like `x` with `g` added at `index`."""
     if isinstance(x, dict):
@@ -224,11 +231,19 @@ def _basic(index):
         isinstance(i, np.integer)) for i in items)
 
 
+@helper(tangent="_s2s_log_base_dot(t, x)")
 def log_base(x):
     """log(x) for the exponent rule of `x ** y`: 0.0 where x == 0 (0 ** y is flat in y)."""
     if is_array(x):
         return np.log(np.where(x == 0, 1.0, x))
     return math.log(x) if x != 0 else 0.0
+
+
+def log_base_dot(t, x):
+    """The tangent of `log_base`: `t / x`, and 0 where x == 0."""
+    if isinstance(x, np.ndarray):
+        return np.where(x == 0, 0.0, t / np.where(x == 0, 1.0, x))
+    return t / x if x != 0 else 0.0 * t
 
 
 @helper(numba=True)
@@ -248,6 +263,11 @@ def seed(y, name):
         "s2sad.vjp for non-scalar outputs (or reduce the output, e.g. with .sum()).")
 
 
+# the adjoint 1 of a scalar output: a constant, in reverse mode too (gradient code
+# differentiated again in reverse mode, `grad(f)` called in a function)
+define(seed, "y, name", None, None, zero=("y", "name"), tangent=(), returns="scalar")
+
+
 # -- NumPy adjoints that are more than one expression -----------------------------------
 def _along_last(fn, axis, x, *more):
     """`fn` applied with the reduced axes of `x` (for `np.prod(x, axis)`) flattened into
@@ -260,7 +280,7 @@ def _along_last(fn, axis, x, *more):
     return np.moveaxis(fn(*flat).reshape(moved[0].shape), last, axes)
 
 
-@helper(result="fresh")
+@helper(result="fresh", tangent="_s2s_prod_others_dot(x, t, axis)")
 def prod_others(x, axis=None):
     """For each entry of `x`, the product of the other entries it is multiplied with by
     `np.prod(x, axis)`: the derivative of the product, also where an entry is zero."""
@@ -294,7 +314,7 @@ def prod_others_dot(x, t, axis=None):
     return _along_last(dot, axis, x, t)
 
 
-@helper(shape_only=(0,))
+@helper(shape_only=(0,), tangent=())
 def count(x, axis=None):
     """How many elements a reduction of `x` over `axis` combines (a lazy 0-d array for a
     duck array whose lengths along `axis` are not known until it is computed, such as a
@@ -307,7 +327,7 @@ def count(x, axis=None):
     return int(np.prod(lengths))
 
 
-@helper(result="fresh")
+@helper(result="fresh", linear="g")
 def extremum(g, x, ans, axis=None, keepdims=False):
     """The adjoint of max/min: `g` shared equally among the elements that attain it."""
     x = asarray(x)
@@ -320,7 +340,7 @@ def extremum(g, x, ans, axis=None, keepdims=False):
     return g * (mask / mask.sum(axis=axis, keepdims=True, dtype=dtype))
 
 
-@helper(result="fresh")
+@helper(result="fresh", linear=("g", "x"))
 def variance(g, x, axis=None, ddof=0, keepdims=False):
     """The adjoint of var(x, axis, ddof)."""
     x = asarray(x)
@@ -328,6 +348,9 @@ def variance(g, x, axis=None, ddof=0, keepdims=False):
     return unreduce(g, x, axis, keepdims) * 2 * centred / (count(x, axis) - ddof)
 
 
+@helper(tangent=(
+    "_s2s_nanvariance(t, x, axis, ddof, keepdims)",
+    "_s2s_nanvariance(g, np.where(np.isnan(x), np.nan, t), axis, ddof, keepdims)"))
 def nanvariance(g, x, axis=None, ddof=0, keepdims=False):
     """The adjoint of np.nanvar(x, axis, ddof): as `variance` over the values that are
     not NaN, 0 at the NaNs (and where no more than `ddof` values are left)."""
@@ -338,6 +361,7 @@ def nanvariance(g, x, axis=None, ddof=0, keepdims=False):
     return unreduce(g, x, axis, keepdims) * 2 * centred / np.where(n > 0, n, np.inf)
 
 
+@helper(tangent=("_s2s_safe_divide(t, d)", "-_s2s_safe_divide(n * t, d * d)"))
 def safe_divide(n, d):
     """`n / d`, and 0 where `d` is 0: the adjoint of a square root or a deviation at 0,
     where s2sad gives the subgradient 0 (the standard deviation of one value, or of
@@ -348,6 +372,7 @@ def safe_divide(n, d):
     return n / d if d != 0 else 0.0 * n
 
 
+@helper(linear="g")
 def linspace_end(g, start, stop, num=50, endpoint=True, which=0):
     """The adjoint of `start` (`which` 0) or `stop` (1) of `np.linspace(start, stop,
     num, endpoint)`: each sample is `start + (stop - start) * w`, `w` from 0 up to 1
@@ -360,6 +385,7 @@ def linspace_end(g, start, stop, num=50, endpoint=True, which=0):
     return unbroadcast(part, start if which == 0 else stop)
 
 
+@helper(linear="g")
 def arange_part(g, start, stop=None, step=None, which=0):
     """The adjoint of `start` (`which` 0) or `step` (2) of `np.arange(start, stop,
     step)`, whose samples are `start + i * step`; with one argument, `np.arange(stop)`,
@@ -370,7 +396,7 @@ def arange_part(g, start, stop=None, step=None, which=0):
     return np.sum(g) if which == 0 else np.sum(g * np.arange(g.shape[0]))
 
 
-@helper(result="of_adjoint")
+@helper(result="of_adjoint", linear="g")
 def cumsum(g, x, axis=None):
     """The adjoint of cumsum: a cumulative sum from the end."""
     if np.ndim(g) == 0:
@@ -380,7 +406,7 @@ def cumsum(g, x, axis=None):
     return np.flip(np.cumsum(np.flip(g, axis), axis), axis)
 
 
-@helper(result="fresh")
+@helper(result="fresh", linear="g")
 def trace(g, x, offset=0, axis1=0, axis2=1):
     """The adjoint of np.trace: `g` on the diagonal `offset` of the planes (axis1, axis2)."""
     x = asarray(x)
@@ -392,7 +418,7 @@ def trace(g, x, offset=0, axis1=0, axis2=1):
     return out
 
 
-@helper(result="of_adjoint")
+@helper(result="of_adjoint", linear="g")
 def diag(g, v, k=0):
     """The adjoint of np.diag (in both directions)."""
     v = asarray(v)
@@ -406,7 +432,11 @@ def diag(g, v, k=0):
     return out
 
 
-@helper(result="fresh")
+@helper(result="fresh",
+        params="g, x, n, ord=None, axis=None, keepdims=False",
+        tangent=("_s2s_norm(t, x, n, ord, axis, keepdims)",
+                 "_s2s_norm_adjoint_dot(g, x, n, t, 0, ord, axis, keepdims)",
+                 "_s2s_norm_adjoint_dot(g, x, n, t, 1, ord, axis, keepdims)"))
 def norm(g, x, ans, ord=None, axis=None, keepdims=False):
     """The adjoint of np.linalg.norm: vector p-norms (and inf), and the Frobenius norm."""
     x = asarray(x)
@@ -425,37 +455,32 @@ def norm(g, x, ans, ord=None, axis=None, keepdims=False):
     return scale * np.sign(x) * np.abs(x) ** (p - 1)
 
 
-@helper(result="fresh")
-def solve(g, a, b, ans, which):
-    """The adjoint of `a` (which=0) or `b` (which=1) in `x = np.linalg.solve(a, b)`."""
-    a = asarray(a)
-    b_bar = np.linalg.solve(np.swapaxes(a, -1, -2), spread_to(g, np.shape(ans)))
-    if which == 1:
-        return unbroadcast(b_bar, b)
-    if np.ndim(ans) == a.ndim - 1 and np.ndim(b) == a.ndim - 1:
-        return unbroadcast(-np.expand_dims(b_bar, -1) * np.expand_dims(ans, -2), a)
-    return unbroadcast(-np.matmul(b_bar, np.swapaxes(ans, -1, -2)), a)
+def norm_adjoint_dot(g, x, n, t, which, ord=None, axis=None, keepdims=False):
+    """The tangent of `norm(g, x, n, ord, axis, keepdims)` (the adjoint of `n =
+    np.linalg.norm(x, ord, axis, keepdims)`) along `x` (which=0) or `n` (which=1): for
+    the 2-norm and the Frobenius norm, the vector p-norms, and 0 where the adjoint is
+    piecewise constant (the vector 1, inf and -inf norms, the matrix 1, -1, inf and -inf
+    norms). The matrix norms of singular values have no second derivative rule."""
+    x = np.asarray(x)
+    vector = axis is not None and np.ndim(axis) == 0 or (axis is None and x.ndim == 1)
+    if ord in (None, "fro") or (ord == 2 and vector):
+        if which == 0:
+            return norm(g, t, n, ord, axis, keepdims)
+        return norm(-g * t / n, x, n, ord, axis, keepdims)
+    if ord in (1, np.inf, -np.inf) or (not vector and ord == -1):
+        return np.zeros(x.shape, np.result_type(x, np.float32))
+    if not vector:
+        raise MissingRuleError(f"s2sad has no second derivative rule for the matrix norm "
+                               f"ord={ord!r} (forward over reverse); the Frobenius norm and "
+                               "the matrix 1, -1, inf and -inf norms have one")
+    p = float(ord)
+    if which == 1:           # the adjoint is proportional to n ** (1 - p)
+        return norm(g * (1 - p) * t / np.where(n == 0, 1, n), x, n, ord, axis, keepdims)
+    scale = unreduce(np.asarray(g) / np.where(n == 0, 1, n) ** (p - 1), x, axis, keepdims)
+    return scale * (p - 1) * np.abs(x) ** (p - 2) * t
 
 
-@helper(result="fresh")
-def cholesky(g, ans):
-    """The adjoint of `L = np.linalg.cholesky(a)` (a symmetric)."""
-    lower = ans
-    phi = np.tril(np.swapaxes(lower, -1, -2) @ spread_to(g, np.shape(ans)))
-    phi = phi - 0.5 * np.eye(lower.shape[-1], dtype=lower.dtype) * phi
-    inv = np.linalg.inv(lower)
-    s = np.swapaxes(inv, -1, -2) @ phi @ inv
-    return (0.5 * (s + np.swapaxes(s, -1, -2))).astype(lower.dtype, copy=False)
-
-
-@helper(result="fresh")
-def inv(g, ans):
-    """The adjoint of `ans = np.linalg.inv(a)`."""
-    inverse_t = np.swapaxes(ans, -1, -2)
-    return -inverse_t @ spread_to(g, np.shape(ans)) @ inverse_t
-
-
-@helper(shape_only=(1,), result="of_adjoint")
+@helper(shape_only=(1,), result="of_adjoint", linear="g")
 def reshape_like(g, x):
     """`g` in the shape of `x`: the adjoint of a reshape of `x`."""
     if np.ndim(g) == 0 and np.size(x) != 1:
@@ -475,11 +500,14 @@ def _on_axes(op):
 
 swapaxes, moveaxis, flip, roll, triu, tril = map(_on_axes, (
     np.swapaxes, np.moveaxis, np.flip, np.roll, np.triu, np.tril))
-for _adjoint in (swapaxes, moveaxis, flip, roll, triu, tril):
-    helper(_adjoint, result="of_adjoint")       # (`g` itself when 0-d, else a view of it)
+for _adjoint, _params in [(swapaxes, "g, axis1, axis2"), (moveaxis, "g, source, destination"),
+                         (flip, "g, axis=None"), (roll, "g, shift, axis=None"),
+                         (triu, "g, k=0"), (tril, "g, k=0")]:
+    # (`g` itself when 0-d, else a view of it)
+    helper(_adjoint, result="of_adjoint", linear="g", params=_params)
 
 
-@helper(result="of_adjoint")
+@helper(result="of_adjoint", linear="g")
 def split_like(g, arrays, axis=0):
     """The adjoint of concatenating `arrays` along `axis`: the pieces of `g` (slices, which
     every array library has; Dask has no `np.split`)."""
@@ -494,7 +522,7 @@ def split_like(g, arrays, axis=0):
     return [g[before + (slice(lo, hi),)] for lo, hi in zip([0] + ends, ends)]
 
 
-@helper(result="of_adjoint")
+@helper(result="of_adjoint", linear="g")
 def unstack(g, arrays, axis=0):
     """The adjoint of np.stack(arrays, axis)."""
     if np.ndim(g) == 0:
@@ -502,7 +530,7 @@ def unstack(g, arrays, axis=0):
     return [np.take(g, i, axis=axis) for i in range(len(arrays))]
 
 
-@helper(result="of_adjoint")
+@helper(result="of_adjoint", linear="g")
 def hstack(g, arrays):
     if np.ndim(g) == 0:
         return [g] * len(arrays)                    # the zero (see `products.spread_to`)
@@ -511,7 +539,7 @@ def hstack(g, arrays):
     return [np.reshape(p, np.shape(a)) for p, a in zip(split_like(g, flat, axis), arrays)]
 
 
-@helper(result="of_adjoint")
+@helper(result="of_adjoint", linear="g")
 def vstack(g, arrays):
     if np.ndim(g) == 0:
         return [g] * len(arrays)                    # the zero (see `products.spread_to`)
@@ -519,7 +547,7 @@ def vstack(g, arrays):
     return [np.reshape(p, np.shape(a)) for p, a in zip(split_like(g, rows, 0), arrays)]
 
 
-@helper(result="of_adjoint")
+@helper(result="of_adjoint", linear="g")
 def untranspose(g, axes=None):
     if np.ndim(g) == 0:
         return g                                    # the zero (see `products.spread_to`)
@@ -530,7 +558,7 @@ def untranspose(g, axes=None):
     return np.transpose(g, np.argsort([a % np.ndim(g) for a in axes]))
 
 
-@helper(result="of_adjoint")
+@helper(result="of_adjoint", linear="g")
 def untile(g, x, reps):
     if np.ndim(g) == 0:
         return g                                    # the zero (see `products.spread_to`)
@@ -543,7 +571,7 @@ def untile(g, x, reps):
     return g.sum(axis=tuple(range(0, 2 * nd, 2))).reshape(x.shape)
 
 
-@helper(result="of_adjoint")
+@helper(result="of_adjoint", linear="g")
 def unrepeat(g, x, repeats, axis=None):
     if np.ndim(g) == 0:
         return g                                    # the zero (see `products.spread_to`)
@@ -560,6 +588,7 @@ def unrepeat(g, x, repeats, axis=None):
     return out
 
 
+@helper(tangent=())
 def clip_mask(x, lo, hi):
     """Where `np.clip(x, lo, hi)` passes `x` through."""
     inside = np.asarray(True)
@@ -578,7 +607,11 @@ def first(ans, i, *xs):
     return 0.0
 
 
-@helper(result="fresh")
+for _n in range(3, 9):                      # 0 or 1: no tangent
+    jvp(first, "ans, i, " + ", ".join(f"x{k}" for k in range(_n)))
+
+
+@helper(result="fresh", linear="g")
 def unsort(g, x, axis=-1):
     """The adjoint of np.sort: `g` put back where each element came from."""
     x = asarray(x)
@@ -591,7 +624,7 @@ def unsort(g, x, axis=-1):
     return out
 
 
-@helper(result="of_adjoint")
+@helper(result="of_adjoint", linear="g")
 def unsum(g, items):
     """The adjoint of the builtin sum(items): `g` for every item."""
     if isinstance(items, (list, tuple)):
@@ -599,6 +632,7 @@ def unsum(g, items):
     return np.broadcast_to(g, np.shape(items)).copy()
 
 
+@helper(linear="g")
 def int_zero(g, dtype=None):
     """`g`, or zeros of its shape when `dtype` is an integer or boolean type: the adjoint
     of a conversion to `dtype` (`np.array(x, dtype=int)`), which is piecewise constant."""
@@ -617,7 +651,7 @@ def cast_tangent(t, dtype=None):
     return zeros(np.shape(t), np.float64, t)
 
 
-@helper(result="of_adjoint")
+@helper(result="of_adjoint", linear="g")
 def cast_like(g, x, dtype=None):
     """The adjoint of `x.astype(dtype)`: `g` in the dtype of `x`, or zero when `dtype` is
     an integer or boolean type (the conversion is then piecewise constant)."""
@@ -648,6 +682,10 @@ def own_default(v):
     return v.copy()
 
 
+# (its rules: the copy a call changes; keep_default: no derivative, see before_ad.desugar)
+define(own_default, "v", "g", linear="v", returns="first")
+
+
 @helper(writes=(0,))
 def keep_default(default, final):
     """Give `default`, the default object of a parameter that the call left at its
@@ -664,6 +702,9 @@ def keep_default(default, final):
         default[:] = final
 
 
+define(keep_default, nondiff=True)
+
+
 # -- element assignment and append, in functional form ---------------------------------
 @helper(numba=True)
 def setitem(a, index, v):
@@ -673,19 +714,26 @@ def setitem(a, index, v):
     return out
 
 
+define(setitem, "a, index, v", a="_s2s_zero_at(g, index)",
+       v="_s2s_unbroadcast(_s2s_take(g, index), v)", linear="a, v", returns="first")
+
+
 def append(a, v):
     """`a` with `v` appended, as a new value (what `a.append(v)` means to AD)."""
     return a + [v]
 
 
-@helper(result="of_adjoint")
+define(append, "a, v", a="_s2s_head(g)", v="_s2s_last(g)", linear="a, v")
+
+
+@helper(result="of_adjoint", linear="g")
 def zero_at(g, index):
     """The adjoint of the array or list written by `a[index] = v`: `g` without the
     overwritten elements."""
     if _is_zero(g):
         return g
-    if isinstance(g, list):
-        out = list(g)
+    if isinstance(g, (list, dict)):     # (a dict the function does not build: its key is
+        out = type(g)(g)                # zero, and the keys stay the new dict's)
         out[index] = zeros_like(out[index])
         return out
     out = asarray(g).astype(np.result_type(g, np.float32))     # a copy
@@ -693,7 +741,7 @@ def zero_at(g, index):
     return out
 
 
-@helper(numba=True)
+@helper(numba=True, linear="g")
 def own(g, x):
     """`g`, the adjoint of the array `x`, as an array of its own (a copy, of a floating
     dtype, of `x`'s shape), which a reversed loop then updates in place."""
@@ -711,6 +759,11 @@ def unadd(g, x, y, which):
     return g[:len(x)] if which == 0 else g[len(x):]
 
 
+# (`+` and `*` of lists and tuples, join and repeat: the engine calls these where an
+# operand may be one; they are linear in the adjoints and tangents)
+define(unadd, "g, x, y, which", linear="g")
+
+
 def unmul(g, x, y, which):
     """The adjoint of operand `which` of `x * y`: where `*` repeats a list or tuple, the
     sum of `g`'s parts for it (none for the count), else the product's adjoint."""
@@ -724,6 +777,9 @@ def unmul(g, x, y, which):
     for k in range(0, len(g), n):
         out = add(out, g[k:k + n])
     return out
+
+
+define(unmul, "g, x, y, which", linear="g")
 
 
 def join_tangent(x, y, x_dot, y_dot):
@@ -753,14 +809,14 @@ def refuse_view(v, error):
         raise error
 
 
-@helper(numba=True)
+@helper(numba=True, linear="v")
 def snapshot(v):
     """`v` as a loop's tape records it: a copy of an array (an element of an array that
     the loop then writes in place), anything else as it is."""
     return v.copy() if is_array(v) else v
 
 
-@helper(result="of_adjoint", numba=True)
+@helper(result="of_adjoint", numba=True, linear="g")
 def take(g, index):
     """The adjoint of the values `v` written by `a[index] = v`, of which `g` is the
     adjoint of the result: `g[index]` (on a copy where that would be a view), with zeros
@@ -800,13 +856,13 @@ def _may_repeat(index):
                or is_array(i) and i.dtype != bool for i in items)
 
 
-@helper(result="of_adjoint")
+@helper(result="of_adjoint", linear="g")
 def head(g):
     """The adjoint of the list `a` in `a.append(v)`: all of `g` but its last entry."""
     return g if _is_zero(g) else g[:-1]
 
 
-@helper(result="of_adjoint")
+@helper(result="of_adjoint", linear="g")
 def last(g):
     """The adjoint of `v` in `a.append(v)`: the last entry of `g`."""
     return g if _is_zero(g) else g[-1]

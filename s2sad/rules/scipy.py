@@ -14,14 +14,14 @@ slope inf; `xlogy(x, y)` has d/dx = log(y) and d/dy = x / y, so at x = y = 0 the
 and nan. Matrices read only in part (a triangle for `solve_triangular`, `cholesky` and the
 symmetric kinds of `solve`) get adjoints on the entries read: the derivative of what
 SciPy computes (JAX differentiates the symmetric part of `cholesky`'s argument instead).
-The forward rules of the helpers these rules call (rules/solves.py) are at the end.
+The helpers these rules call are in rules/solves.py, each with its forward rule.
 """
 import numpy as np
 from scipy import linalg, special, stats
 
 from . import numpy as numpy_rules
-from . import solves
-from .registry import define, jvp, linear
+from . import solves  # noqa: F401  (the helpers these rules call, _s2s_NAME)
+from .registry import define
 
 ns = dict(numpy_rules.ns, linalg=linalg, norm=stats.norm)    # (solves' helpers: HELPERS)
 
@@ -173,22 +173,3 @@ rule(stats.multivariate_normal.logpdf, "x, mean=None, cov=1, allow_singular=Fals
      tangent={"x": f"-np.sum(t * {_S}, -1)", "mean": f"np.sum(t * {_S}, -1)",
               "cov": f"0.5 * (np.sum({_S} @ _s2s_cov_matrix(t, x) * {_S}, -1) - "
                      f"np.trace(np.linalg.solve({_COV}, _s2s_cov_matrix(t, x)), 0, -2, -1))"})
-
-# forward rules of the helpers (rules/solves.py), for forward over reverse
-linear(solves.rhs_outer, "u, x", "u", "x")
-linear(solves.tri_mask, "m, lower, unit_diagonal=False", "m")
-linear(solves.as_read, "m, assume_a, lower", "m")
-linear(solves.as_read_adjoint, "g, assume_a, lower", "g")
-linear(solves.cho_product, "d, c, lower", "d", "c")
-linear(solves.cho_product_adjoint, "s, c, lower", "s", "c")
-linear(solves.unpivot, "m, piv", "m")
-linear(solves.pivot, "m, piv", "m")
-linear(solves.cov_matrix, "cov, x", "cov")
-linear(solves.cov_adjoint, "g, cov", "g")
-jvp(solves.unit_lower, "lu", "np.tril(t, -1)", namespace=ns)
-jvp(solves.lu_product, "d, lu, piv", "_s2s_lu_product(t, lu, piv)",
-    "_s2s_pivot(np.tril(d, -1) @ np.triu(t) + np.tril(t, -1) @ np.triu(d), piv)", namespace=ns)
-jvp(solves.lu_product_adjoint, "s, lu, piv", "_s2s_lu_product_adjoint(t, lu, piv)",
-    "np.tril(_s2s_unpivot(s, piv) @ np.swapaxes(np.triu(t), -1, -2), -1) + "
-    "np.triu(np.swapaxes(np.tril(t, -1), -1, -2) @ _s2s_unpivot(s, piv))", namespace=ns)
-jvp(solves.frechet, "a, e", "_s2s_frechet2(a, t, e)", "_s2s_frechet(a, t)", namespace=ns)

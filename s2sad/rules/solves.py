@@ -3,7 +3,7 @@ and the matrix exponential: which entries of a matrix a solver reads, the matrix
 Cholesky or LU factor stands for and the adjoint of that map, LU's row pivoting, and the
 Fréchet derivative of `expm`.
 
-Each is small and has a forward rule (in rules/scipy.py), so that forward over reverse
+Each is small and has its forward rule above its `def`, so that forward over reverse
 (`hessian`) goes through the reverse rules written with them. The module needs SciPy;
 only rules/scipy.py imports it.
 """
@@ -12,13 +12,14 @@ import scipy.linalg
 
 from ..errors import MissingRuleError
 from .factorizations import mirrored, mirrored_adjoint
-from .registry import helpers
+from .registry import helper, helpers
 
 
 def _t(m):
     return np.swapaxes(m, -1, -2)
 
 
+@helper(linear=("u", "x"))
 def rhs_outer(u, x):
     """`u x^T` summed over the right-hand sides: the adjoint of `a` in `a x = b` is
     `-rhs_outer(b_bar, x)`, with `b_bar` the adjoint of `b`."""
@@ -27,6 +28,7 @@ def rhs_outer(u, x):
     return u @ _t(x)
 
 
+@helper(linear="m")
 def tri_mask(m, lower, unit_diagonal=False):
     """The triangle of `m` a triangular solve reads (without the diagonal if it is a unit
     one): the derivative with respect to the other entries is zero, as in JAX."""
@@ -39,6 +41,7 @@ _SYMMETRIC = ("sym", "symmetric", "her", "hermitian", "pos", "positive definite"
 _GENERAL = (None, "gen", "general")
 
 
+@helper(linear="m")
 def as_read(m, assume_a, lower):
     """The matrix `scipy.linalg.solve(m, b, lower=lower, assume_a=assume_a)` solves with:
     for a symmetric kind the triangle it reads mirrored, for a structured one the entries
@@ -50,6 +53,7 @@ def as_read(m, assume_a, lower):
     return _structure(m, assume_a)
 
 
+@helper(linear="g")
 def as_read_adjoint(g, assume_a, lower):
     """The adjoint of `as_read` (its transpose): `g` onto the entries that are read."""
     if assume_a in _GENERAL:
@@ -75,6 +79,7 @@ def _structure(m, assume_a):
                            "pass 'sym', 'pos', 'diagonal', 'tridiagonal' or a triangle")
 
 
+@helper(linear=("d", "c"))
 def cho_product(d, c, lower):
     """The tangent of `L L^T` (or `U^T U`) along the tangent `d` of the factor in `c`
     (of `cho_factor`, only its triangle read). Linear in `d` and in `c`."""
@@ -82,6 +87,7 @@ def cho_product(d, c, lower):
     return m + _t(m)
 
 
+@helper(linear=("s", "c"))
 def cho_product_adjoint(s, c, lower):
     """The adjoint of `cho_product` along `t`: the adjoint of the factor from the adjoint
     `s` of the matrix. Linear in `s` and in `c`."""
@@ -97,11 +103,13 @@ def _permutation(piv):
     return perm
 
 
+@helper(linear="m")
 def unpivot(m, piv):
     """`P^T m` for `a = P L U`: the rows of `m` in pivoted order."""
     return m[..., _permutation(piv), :]
 
 
+@helper(linear="m")
 def pivot(m, piv):
     """`P m`, the inverse of `unpivot`."""
     out = np.empty_like(m)
@@ -109,16 +117,24 @@ def pivot(m, piv):
     return out
 
 
+@helper(tangent="np.tril(t, -1)")
 def unit_lower(lu):
     """The unit lower triangular factor L packed in `lu`."""
     return np.tril(lu, -1) + np.eye(np.shape(lu)[-1])
 
 
+@helper(tangent=(
+    "_s2s_lu_product(t, lu, piv)",
+    "_s2s_pivot(np.tril(d, -1) @ np.triu(t) + np.tril(t, -1) @ np.triu(d), piv)"))
 def lu_product(d, lu, piv):
     """The tangent of `a = P L U` along the tangent `d` of the packed factors `lu`."""
     return pivot(np.tril(d, -1) @ np.triu(lu) + unit_lower(lu) @ np.triu(d), piv)
 
 
+@helper(tangent=(
+    "_s2s_lu_product_adjoint(t, lu, piv)",
+    "np.tril(_s2s_unpivot(s, piv) @ np.swapaxes(np.triu(t), -1, -2), -1) + "
+    "np.triu(np.swapaxes(np.tril(t, -1), -1, -2) @ _s2s_unpivot(s, piv))"))
 def lu_product_adjoint(s, lu, piv):
     """The adjoint of `lu_product` along `t`: of the packed factors, from the adjoint `s`
     of `a`."""
@@ -126,6 +142,7 @@ def lu_product_adjoint(s, lu, piv):
     return np.tril(r @ _t(np.triu(lu)), -1) + np.triu(_t(unit_lower(lu)) @ r)
 
 
+@helper(tangent=("_s2s_frechet2(a, t, e)", "_s2s_frechet(a, t)"))
 def frechet(a, e):
     """The Fréchet derivative of `expm` at `a` along `e`: d/ds expm(a + s e) at 0, the
     upper right block of expm([[a, e], [0, a]])."""
@@ -154,6 +171,7 @@ def _blocks(rows, n):
     return out
 
 
+@helper(linear="cov")
 def cov_matrix(cov, x):
     """The covariance matrix `multivariate_normal` makes of `cov` for samples `x`: the
     lower triangle of `cov` mirrored (SciPy reads no other), `cov` times the identity
@@ -164,6 +182,7 @@ def cov_matrix(cov, x):
     return cov * eye if np.ndim(cov) == 0 else cov[..., None] * eye
 
 
+@helper(linear="g")
 def cov_adjoint(g, cov):
     """The adjoint of `cov_matrix` along `cov`, from the adjoint `g` of the matrix."""
     if np.ndim(cov) == 2:

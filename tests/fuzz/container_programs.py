@@ -13,11 +13,16 @@ helper functions and one `def f(...)`) whose parameters are one to three of
 Each parameter is read in several of the ways that defeat a `+` between adjoints: by
 index and by key, in loops (`for x in xs`, `enumerate`, `zip(xs, xs)`, `d.items()`,
 `d.values()`, `for k in d`, `for W, b in layers`), in comprehensions (`sum([x * x for x
-in xs])`), unpacked (`a, b = ts`), by NumPy as an array (`np.sum(np.array(xs) ** 2)`,
+in xs])`), unpacked (`a, b = ts`), copied or rebuilt (`tuple(xs)`, `list(ts)`, `dict(d)`,
+a dict display or comprehension of its values, `d.get('w', 1.0)`), by NumPy as an array (`np.sum(np.array(xs) ** 2)`,
 `np.append(xs, 0.5)`, `np.tanh(xs)`, `np.dot(xs, xs)`, `np.stack(ts)`,
 `np.concatenate(ts)`), and passed whole to helpers (several of them, several times,
-a helper calling another with it). Every program is valid, smooth (no `abs`, `max` or
-branches: its derivative is defined everywhere) and returns a float. Shrinking gives
+a helper calling another with it), and by the builtins that stand for loops (`map`,
+`enumerate(..., start=1)`, `divmod`, `max`/`min`/`sorted` with and without `key=`) and
+star forms (`a, *rest = xs`, `math.hypot(*pair)`, `[*pair, xs[0]]`).
+Every program is valid, smooth where its arguments are drawn (no branches; the picks
+of `max` and `sorted` change only at ties, which random arguments do not meet) and
+returns a float. Shrinking gives
 fewer statements and the first choice of each: a list read by index.
 """
 import itertools
@@ -63,6 +68,18 @@ READS = {
         ["s = s + np.sum(np.append({p}, 0.5) ** 2)"],
         ["s = s + np.sum(np.tanh({p}))"],
         ["s = s + np.dot({p}, {p}) * 0.25"],
+        ["{a} = tuple({p})", "s = s + {a}[0] * {a}[-1]"],
+        ["{a} = list({b} * 2.0 for {b} in {p})", "s = s + sum({a}) * 0.5"],
+        ["{a} = {{'first': {p}[0], 'last': {p}[-1]}}", "s = s + {a}['first'] * {a}['last']"],
+        ["s = s + sum(map(math.sin, {p}))"],
+        ["s = s + sum(map(lambda {a}: {a} * {a}, {p})) * 0.5"],
+        ["for {b}, {a} in enumerate({p}, start=1):", "    s = s + {a} * {b} * 0.5"],
+        ["{a}, {b} = divmod({p}[0] + 3.0, 7.0)", "s = s + {b} * {p}[-1]"],
+        ["s = s + max({p}, key=abs) * {p}[0]"],
+        ["s = s + sorted({p}, key=lambda {a}: -{a})[0] * min({p})"],
+        ["{a}, *{b} = {p}", "s = s + {a} * sum({b})"],
+        ["*{b}, {a} = {p}", "s = s + {a} * {b}[0]"],
+        ["{a} = ({p}[0], 2.0 * {p}[1])", "s = s + math.hypot(*{a}) + sum([*{a}, {p}[0]])"],
     ],
     "dict": [
         ["s = s + {p}['w'] * np.sum({p}['v'])"],
@@ -70,6 +87,13 @@ READS = {
         ["for {a}, {b} in {p}.items():", "    s = s + np.sum(np.tanh({b}))"],
         ["for {a} in {p}:", "    s = s + np.sum({p}[{a}] * {p}[{a}]) * 0.25"],
         ["for {a} in {p}.values():", "    s = s + np.sum(np.cos({a}))"],
+        ["{a} = {{'w2': {p}['w'] * 2.0, 'v': np.sin({p}['v'])}}",
+         "s = s + {a}['w2'] * np.sum({a}['v'])"],
+        ["{a} = {{{b}: {c} * 0.5 for {b}, {c} in {p}.items()}}",
+         "s = s + np.sum({a}['v']) * {a}['w']"],
+        ["s = s + {p}.get('w', 1.0) * np.sum({p}.get('u', {p}['v']))"],
+        ["{a} = dict({p})", "s = s + np.sum({a}['v'] ** 2) * 0.25"],
+        ["{a} = dict(w={p}['w'], v={p}['v'] * 2.0)", "s = s + {a}['w'] * np.sum({a}['v'])"],
     ],
     "tuple": [
         ["s = s + np.sum({p}[0] * {p}[1])"],
@@ -77,6 +101,8 @@ READS = {
         ["s = s + np.sum(np.stack({p}) ** 2) * 0.25"],
         ["s = s + np.sum(np.concatenate({p}) * 0.3)"],
         ["for {a} in {p}:", "    s = s + np.sum(np.sin({a}))"],
+        ["{a} = list({p})", "s = s + np.sum({a}[0] * {a}[1])"],
+        ["{a}, *{b} = {p}", "s = s + np.sum({a} * {b}[0])"],
     ],
     "layers": [
         ["{a} = H0", "for {b}, {c} in {p}:", "    {a} = np.tanh({b} @ {a} + {c})",

@@ -926,7 +926,7 @@ UNSUPPORTED = (
     "{v} = sum({{w * 2.0 for w in ({v}, 1.0)}})",
     "fuzz_terms = (w * 2.0 for w in ({v}, 1.0))",
     "{v} = (lambda w: w * 2.0)({v})",
-    "{v} = {{'a': {v}}}['a']",
+    "{v} = {{**{{'a': {v}}}}}['a']",
     "{v} = {{{v}, 1.0}}.pop()",
     "del {v}.real",
     "with open('x') as fh:\n    pass",
