@@ -14,6 +14,7 @@ from . import rules  # noqa: F401  (registers the built-in rules)
 from .api import (check_grad, checkpoint, checkpointed, custom_jvp, custom_vjp, defvjp, grad,
                   nondiff, register_pytree, source, stop_gradient, value_and_grad, vjp)
 from .forward_api import defjvp, hessian, hessp, hvp, jacfwd, jacrev, jvp
+from .api import elementwise_grad
 from .trace import trace
 from .export import export
 from .errors import (ComplexValueError, CustomRuleError, ExceptionPathError, ExportError,
@@ -25,6 +26,7 @@ __version__ = "0.1.0"
 __all__ = ["grad", "value_and_grad", "vjp", "source", "check_grad", "defvjp", "nondiff",
            "custom_vjp", "custom_jvp", "register_pytree", "checkpoint", "checkpointed",
            "stop_gradient", "trace",
+           "elementwise_grad",
            "export", "jvp", "jacfwd", "jacrev",
            "hvp", "hessp", "hessian", "defjvp",
            "S2SADError", "UnsupportedSyntaxError", "MissingRuleError",

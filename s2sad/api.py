@@ -14,7 +14,7 @@ from . import driver, forward_api, marks, numba_api, variadic
 from .compilation import (Wrt, arg_types_key, arg_types_of, patterns_of, refuse_complex,
                           wrt_indices, wrt_or_argnums)
 from .errors import GradientCheckError, S2SADError, defined_at, warn_unconnected
-from .frontend import guards
+from .frontend import gradients, guards
 from .options import Options, Variant
 from .rules import pytrees, registry, runtime
 from .rules.arrays import is_duck_array
@@ -219,10 +219,14 @@ def _decorator(cls, f, wrt, backend=None, jit=None, memory=None, has_aux=False):
             derivative = AuxDerivative(f.__func__, _shift(wrt), cls, memory)
             return _BoundDerivative(derivative, f.__self__, f)
         return AuxDerivative(f, wrt, cls, memory)
+    if getattr(f, "s2s_made_by", None) == "grad_grad" and cls is GradientFunction:
+        f = f.s2s_as_gradient()             # a third derivative, or higher
     if cls is GradientFunction and (isinstance(f, GradientFunction) or isinstance(
             f, numba_api.NativeDerivative) and f.variant is Variant.GRAD):
         # (of a gradient compiled by Numba too: forward over its Python gradient code)
-        return forward_api.second_derivative(f, wrt)
+        second = forward_api.second_derivative(f, wrt)
+        second.s2s_as_gradient = lambda: _as_gradient(second)
+        return second
     if inspect.ismethod(f):
         # a bound method: differentiate its function, with the instance passed first
         derivative = cls(f.__func__, _shift(wrt), memory)
@@ -267,6 +271,17 @@ class AuxDerivative:
     def __repr__(self):
         return (f"<{self.kind.__name__} of {self.primal.__qualname__} wrt={self.wrt!r}, "
                 "has_aux>")
+
+
+def _as_gradient(second):
+    """`grad(grad(f, i), j)` (`second`) as a gradient `grad(g, j)`, where `g` stands for
+    `grad(f, i)` (frontend/gradients.py): a Python function that calls it, which reverse
+    mode differentiates as it does a gradient called in a differentiated function,
+    through the gradient code of `f`. Its second derivative (forward over reverse over
+    reverse) is `grad(grad(grad(f, i), j), k)`, and so on."""
+    standing = gradients.gradient_function(second.primal, second.wrt, "grad",
+                                           GradientFunction(second.primal, second.wrt))
+    return GradientFunction(standing, second.s2s_tangents)
 
 
 def _shift(wrt):
@@ -811,3 +826,37 @@ def stop_gradient(x: Any) -> Any:
 
 registry.nondiff(stop_gradient)
 registry.nondiff(checkpointed)     # (a loop's head: see before_ad/checkpointed_loops.py)
+
+
+def elementwise_grad(f: Callable, wrt: Wrt = 0) -> GradientFunction:
+    """The derivative of each element of `f`'s result with respect to the same element
+    of argument `wrt`, for `f` elementwise (a ufunc, or NumPy code that maps each element
+    of its array to one of the result): the gradient of `np.sum(f(x))`, as autograd's.
+    It is a gradient made by `grad`: nested, it gives higher derivatives (reverse mode
+    over the gradient code, see docs/api.md):
+
+    >>> import numpy as np, s2sad
+    >>> x = np.array([0.0, 0.5])
+    >>> s2sad.elementwise_grad(np.sin)(x)                            # cos x
+    array([1.        , 0.87758256])
+    >>> s2sad.elementwise_grad(s2sad.elementwise_grad(np.sin))(x)    # -sin x
+    array([-0.        , -0.47942554])
+
+    For an `f` that is not elementwise, it is the gradient of the sum of its result
+    (the sum of the rows of its Jacobian), not the Jacobian's diagonal.
+    """
+    from .frontend.source import function_from_source, identifier
+    if isinstance(f, np.ufunc):         # (its signature has `out` too)
+        params = ["x"] if f.nin == 1 else [f"x{k}" for k in range(f.nin)]
+    else:
+        params = [p.name for p in inspect.signature(f).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    args = ", ".join(params)
+    name = identifier(f) if hasattr(f, "__name__") else "f"
+    if name in params or name in ("np", "math"):
+        name = "elementwise"
+    summed = function_from_source(
+        f"def {name}_summed({args}):\n    return np.sum({name}({args}))\n",
+        {name: f, "np": np})
+    summed.__module__ = getattr(f, "__module__", None) or "__main__"
+    return grad(summed, wrt)

@@ -27,7 +27,7 @@ from . import cache, emit, errors, marks, syntax
 from .compilation import Callee, Wrt, arg_types_key, default_arg_types, wrt_key
 from .errors import MissingRuleError, S2SADError, UnsupportedSyntaxError
 from .errors import InternalError
-from .frontend import guards, source
+from .frontend import gradients, guards, source
 from .options import Options, Variant
 from .backends import PYTHON, Backend
 from .pipeline import compilation, reported
@@ -329,16 +329,50 @@ class _Build:
             where = (f" ({lifted.src.where(lifted.node)})" if hasattr(lifted, "node") else
                      f" ({code.co_filename}:{code.co_firstlineno})" if code else "")
             why = str(exc).splitlines()[0]
-            if os.path.dirname(__file__) in why:    # (not the user's line to fix)
+            if registry.helper_facts(callee.fn) is not None:
+                why = (f"its code calls s2sad's runtime helper {callee.fn.__name__}() "
+                       f"({callee.fn.__module__}), which has no reverse rule yet "
+                       "(registry.helper_adjoint) and whose source reverse mode cannot "
+                       "differentiate")
+            elif os.path.dirname(__file__) in why:    # (not the user's line to fix)
                 why = ("its code calls a runtime helper of s2sad's that reverse mode does "
                        "not differentiate")
+            at, line = self.call_site(gradient)
             raise S2SADError(
-                f"a call of grad({name}) inside a function differentiated in reverse mode "
+                f"{at}a call of grad({name}) inside a function differentiated in reverse mode "
                 f"(grad, vjp, hessian) needs the reverse mode of the gradient code of "
                 f"{name}(){where}, which s2sad cannot make ({type(exc).__name__}: "
                 f"{why}). Differentiate the calling function in "
                 "forward mode (s2sad.jvp, s2sad.jacfwd), which differentiates that gradient "
-                "code as grad(grad(f)) does") from exc
+                f"code as grad(grad(f)) does{line}") from exc
+
+    def call_site(self, gradient):
+        """('file:line: ', '\\n    the line') of the call, in the user's code, of the
+        gradient that `gradient` (`(primal, wrt, kind)`, see frontend.gradients) stands
+        for; empty strings if it is not found."""
+        def stands_for(obj):
+            standing = getattr(obj, "s2s_gradient", None)
+            if standing is None and gradients.made_by(obj) is not None:
+                called = gradients.called_gradient(obj)
+                standing = called and getattr(called[0], "s2s_gradient", None)
+            return standing is not None and standing[0] is gradient[0]
+        for request, derivative in list(self.made.values()):
+            if not any(stands_for(c.fn) for _, c in derivative.callees):
+                continue
+            try:
+                src = source.capture(request.fn, copy=False)
+            except Exception:       # noqa: BLE001 - generated code: look further
+                continue
+            for n in syntax.walk(src.node):
+                if not isinstance(n, gast.Call):
+                    continue
+                func = n.func.func if isinstance(n.func, gast.Call) else n.func
+                made = src.resolve(func)
+                if stands_for(made) or (isinstance(n.func, gast.Call) and n.func.args
+                                        and gradients.api_function(made) is not None
+                                        and src.resolve(n.func.args[0]) is gradient[0]):
+                    return f"{src.where(n)}: ", f"\n    {src.line_text(n).strip()}"
+        return "", ""
 
     def compiled(self, callee, caller=None):
         request = _callee_request(callee, caller)

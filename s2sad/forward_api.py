@@ -82,6 +82,13 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence, *, backend: str | No
     >>> s2sad.jvp(f, (3.0, 2.0), (None, 1.0))       # d/dy, x held fixed
     (6.141120008059867, 3.0)
 
+    For `f` a gradient made by `grad` (`grad(g)`, `grad(grad(g))`, `elementwise_grad(g)`),
+    the tangent is forward mode over its gradient code (a Hessian-vector product, as
+    `hvp`):
+
+    >>> s2sad.jvp(s2sad.grad(f), (3.0, 2.0), (1.0, 0.0))      # d2f/dx2 = -sin x
+    (1.0100075033995546, -0.1411200080598672)
+
     With `has_aux=True`, `f` returns `(output, aux)` and jvp returns `(output,
     output_dot, aux)`, as JAX's: `aux` is not differentiated.
 
@@ -134,6 +141,10 @@ def _jvp(f, primals, tangents, kwargs):
     if len(primals) != len(tangents):
         raise S2SADError(f"jvp needs one tangent per primal: got {len(primals)} primal(s) "
                          f"and {len(tangents)} tangent(s)")
+    if getattr(f, "s2s_made_by", None) == "grad_grad":
+        f = f.s2s_as_gradient()
+    if _gradient(f) is not None:
+        return _gradient_tangent(f, primals, tangents, kwargs)
     first = 0
     if type(f) is types.MethodType:   # differentiate the function, not the instance
         f, primals, first = f.__func__, (f.__self__,) + primals, 1
@@ -155,6 +166,20 @@ def _jvp(f, primals, tangents, kwargs):
         entry = per_fn[key] = _jvp_entry(f, primals, tangents, first, kwargs)
         _remember(f, first, primals, entry)
         return _run(entry, primals, tangents, kwargs)
+
+
+def _gradient_tangent(f, primals, tangents, kwargs):
+    """`jvp(f, primals, tangents)` for a gradient `f`, `grad(g, i)`: its value, and
+    forward mode over the gradient code of `g` (forward over reverse, as `hvp`) along
+    the tangents that are not None."""
+    primal, grad_wrt = gradient_of(f)
+    target = _target(primal)
+    wrt = tuple(k for k, t in enumerate(tangents) if t is not None)
+    if not wrt:
+        raise S2SADError("jvp needs at least one tangent that is not None")
+    refuse_complex(target, wrt, primals)
+    d = _gradient_jvp(primal, grad_wrt, wrt, arg_types_of(target, primals, kwargs))
+    return f(*primals, **kwargs), _call(d, primals, kwargs, [tangents[k] for k in wrt])
 
 
 def _run(entry, primals, tangents, kwargs):
@@ -470,8 +495,9 @@ def _grad_jvp(f, wrt, args):
     that parameter, of `f`'s gradient code, for `args`; `d` returns `g_dot`, the
     Hessian times the tangent."""
     if isinstance(wrt, (tuple, list)):
-        raise S2SADError("hessian and hvp differentiate with respect to one argument; "
-                         f"got wrt={wrt!r}")
+        raise S2SADError("hvp differentiates with respect to one argument; got "
+                         f"wrt={wrt!r} (s2sad.hessian(f, wrt={tuple(wrt)!r}) gives the "
+                         "blocks of the Hessian with respect to several)")
     target = _target(f)
     i = _indices(target, wrt)[0]
     refuse_complex(target, [i], args)
@@ -560,6 +586,12 @@ def second_derivative(df, wrt):
     60.0
     >>> s2sad.grad(s2sad.grad(f), wrt=1)(2.0, 5.0)   # d2f/dx dy = 3 x^2
     12.0
+
+    A third derivative, `grad(grad(grad(f)))`, is forward mode over the reverse mode of
+    the gradient code (see api.py's `_as_gradient`), and so on for higher ones:
+
+    >>> s2sad.grad(s2sad.grad(s2sad.grad(f)))(2.0, 5.0)     # 6 y
+    30.0
     """
     if isinstance(df.wrt, (tuple, list)) or isinstance(wrt, (tuple, list)):
         raise S2SADError("grad(grad(f)) takes one parameter at each level; use "
@@ -671,6 +703,16 @@ def hessian(f: Callable, wrt: Wrt | None = None, *, backend: str | None = None,
     (array([[1., 0.],
            [0., 1.]]), array([2., 4.]), 3.0)
 
+    With a tuple `wrt`, the Hessian with respect to those arguments is nested the same
+    way, as JAX's: the tuple of rows `(H[0], H[1], ...)`, `H[k][l]` the block of second
+    derivatives with respect to argument `wrt[k]` then `wrt[l]` (`hvp` takes one
+    argument):
+
+    >>> def f(x, y):
+    ...     return x * x * y
+    >>> s2sad.hessian(f, wrt=(0, 1))(2.0, 3.0)     # ((2 y, 2 x), (2 x, 0))
+    ((6.0, 4.0), (4.0, 0.0))
+
     With `backend="numba"`, each product is the numba backend's `hvp` (see
     docs/numba.md), for numbers and arrays; that is the default for a `@numba.njit`
     function `f`. `argnums` may stand for `wrt`, as in `grad`.
@@ -687,11 +729,32 @@ def hessian(f: Callable, wrt: Wrt | None = None, *, backend: str | None = None,
             product = _product(f, wrt, args, backend)      # (refuses a tuple wrt)
             like = _template(args[_indices(_target(f), wrt)[0]])
             return _assemble([product(*args, e, **kwargs) for e in _basis(like)], like, like)
+        if isinstance(wrt, (tuple, list)):
+            return _blocks(f, wrt, args, kwargs)
         i, d = _grad_jvp(f, wrt, args)
         like = _template(args[i])
         return _assemble(_as_one_call(_target(f), [lambda e=e: _call(d, args, kwargs, (e,))
                                                    for e in _basis(like)]), like, like)
     return _mark_gradient(hess, f, wrt, "hessian")
+
+
+def _blocks(f, wrt, args, kwargs):
+    """The Hessian of `f` with respect to the arguments `wrt` (a tuple) at `args`, as
+    JAX gives it: the tuple of rows, row k the tuple of blocks `H[k][l]`, the second
+    derivatives with respect to argument `wrt[k]` then `wrt[l]`, of shape
+    `x_k.shape + x_l.shape` (nested for a structure, as `jacfwd`'s). Column l is forward
+    mode along argument `wrt[l]` over the gradient code with respect to all of them."""
+    target = _target(f)
+    indices = _indices(target, tuple(wrt))
+    refuse_complex(target, indices, args)
+    arg_types = arg_types_of(target, args)
+    likes = tuple(_template(args[i]) for i in indices)
+    columns = []
+    for i, like in zip(indices, likes):
+        d = _gradient_jvp(f, tuple(indices), (i,), arg_types)
+        columns += [lambda d=d, e=e: _call(d, args, kwargs, (e,)) for e in _basis(like)]
+    # each column is the tuple of the gradient's tangents, one per argument of `wrt`
+    return _assemble(_as_one_call(target, columns), likes, likes)
 
 
 def hessp(f: Callable, wrt: Wrt | None = None, *, backend: str | None = None,

@@ -13,7 +13,7 @@ PAGE = os.path.join(ROOT, "docs", "api.md")
 #: The sections of the page, and the names in each, in order.
 SECTIONS = [
     ("Derivatives", ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hvp", "hessp",
-                     "hessian"]),
+                     "hessian", "elementwise_grad"]),
     ("Rules of your own", ["custom_vjp", "custom_jvp", "defvjp", "defjvp", "nondiff",
                            "stop_gradient", "register_pytree"]),
     ("Memory", ["checkpoint", "checkpointed"]),

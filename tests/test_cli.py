@@ -116,8 +116,12 @@ def test_show_forward_of_a_gradient_is_forward_over_reverse(tmp_path):
     d2 = run("show", f"{mod}:d2", "--mode", "forward")
     assert d2.stdout.startswith("def f_grad_jvp(x, y, y_dot):"), d2.stderr  # d/dy of df/dx
     assert d2.stdout.endswith("return x_bar_dot\n")
+    # a third derivative: forward mode over the reverse mode of the gradient code of
+    # `f_grad`, which stands for grad(f) (d/dx of d/dy of df/dx = 2)
     d3 = run("show", f"{mod}:d3", "--mode", "forward")
-    assert d3.returncode == 2 and "derivative made by s2sad" in d3.stderr
+    assert d3.stdout.startswith("def f_grad_grad_jvp(x, y, x_dot):"), d3.stderr
+    exec(compile(d3.stdout, "shown", "exec"), {}, namespace)
+    assert namespace["f_grad_grad_jvp"](0.5, 3.0, 1.0) == 2.0
     # reverse mode and stages: the gradient code's own stages, the function's reverse mode
     stage = run("show", f"{mod}:df", "--mode", "forward", "--stage", "wengert")
     assert stage.stdout.startswith("def f_grad(x, y):"), stage.stderr

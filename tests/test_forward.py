@@ -633,9 +633,9 @@ def test_source_of_hvp_and_hessian_is_the_code_they_run():
         s2sad.grad(hvp)(x, v)
 
 
-def test_hessian_takes_one_argument():
+def test_hvp_takes_one_argument():
     with pytest.raises(s2sad.S2SADError, match="one argument"):
-        s2sad.hessian(quadratic_form, wrt=(0, 1))(np.ones(3), np.eye(3))
+        s2sad.hvp(quadratic_form, wrt=(0, 1))(np.ones(3), np.eye(3), np.ones(3))
 
 
 # -- every rule has a forward rule ---------------------------------------------------------

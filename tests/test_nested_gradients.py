@@ -479,13 +479,8 @@ def uses_check_grad(x):
     return s2sad.check_grad(quartic, x) * x
 
 
-D2 = s2sad.grad(s2sad.grad(quartic))
 HQ = s2sad.hessian(quartic)
 JQ = s2sad.jacfwd(quartic)
-
-
-def stored_second_derivative(x):
-    return D2(x) * x
 
 
 def stored_hessian(x):
@@ -543,8 +538,6 @@ def gradient_of_a_parameter(f, x):
     (uses_jacfwd, "s2sad.jacfwd", r"jacfwd\(\) .*s2sad.grad\(f\) is its Jacobian"),
     (uses_jacrev, "s2sad.jacrev", r"jacrev\(\) .*s2sad.grad\(f\) is its Jacobian"),
     (uses_check_grad, "s2sad.check_grad", r"check_grad\(\) .*outside the differentiated"),
-    (stored_second_derivative, "D2(x)", r"grad\(grad\(f\)\) called inside .*"
-     r"s2sad.grad\(df\)\(x\) here"),
     (stored_hessian, "HQ(x)", r"hessian\(\) called inside"),
     (passes_a_jacobian, "fn(a, b)", r"jacfwd\(\) called inside"),      # (where it is called)
     (stores_a_gradient_of_a_closure, "s2sad.grad(lambda", r"grad\(\) of a nested function "

@@ -360,7 +360,7 @@ class Reverse(CallAdjoints):
             return syntax.call(self.ctx.runtime(helper), [g] + [
                 syntax.copied(a) for a in sequences] + [syntax.const(["x", "y"].index(param))])
         template = op.variant.uniform if reduced else op.variant.templates[param]
-        subst = {"g": g, "ans": syntax.name(target)}
+        subst = {op.variant.cotangent: g, "ans": syntax.name(target)}
         subst.update(op.bound)
         for free, obj in template.free.items():
             subst[free] = template_name(self.ctx.bind(free, obj=obj), obj)

@@ -8,8 +8,9 @@ lambda, is a call of the function that stands for it: the driver differentiates 
 gradient code of `f` there, with respect to every argument that carries a derivative.
 A nested function's values from the enclosing function are arguments of its lifted
 version (`partial(lam, x=x)`), so the derivative of the enclosing function flows through
-them too (no perturbation confusion). The other derivatives of s2sad (`jvp`, `hessian`,
-a stored `grad(grad(f))`, ...) are refused where they are called.
+them too (no perturbation confusion). A `grad(grad(f))` is a gradient of the function
+that stands for `grad(f)` (api.py's `_as_gradient`). The other derivatives of s2sad
+(`jvp`, `hessian`, ...) are refused where they are called.
 
 >>> print(show("desugar", '''
 ... import s2sad

@@ -7,8 +7,9 @@ differentiates), with respect to every argument that carries a derivative, the o
 gradient is not taken with respect to included. So `grad(h, wrt=0)(y, x)` in a function
 differentiated with respect to `x` is differentiated with respect to `x` too, and so is
 the gradient of a nested function or lambda, whose lifted version reads the values it
-closes over as arguments. The other derivatives s2sad makes (`jvp`, `hessian`, ...)
-are refused where they are called (`refusal`).
+closes over as arguments; `grad(grad(f, i), j)` is `grad(g, j)`, with `g` standing for
+`grad(f, i)`. The other derivatives s2sad makes (`jvp`, `hessian`, ...) are refused
+where they are called (`refusal`).
 """
 import inspect
 import weakref
@@ -54,6 +55,9 @@ def called_gradient(made):
     else None."""
     bound = ()
     kind = made_by(made)
+    if kind == "grad_grad":     # grad(grad(f, i), j): grad(g, j), g standing for grad(f, i)
+        made = made.s2s_as_gradient()       # (api.py's _as_gradient)
+        kind = made_by(made)
     inner = getattr(made, "s2s_bound", None) if kind else None
     if inner is not None:           # grad(obj.method): the method's function, obj first
         made, bound = inner[0], (inner[1],)
@@ -110,8 +114,6 @@ _INSTEAD = {
     "hessian": "for a number x, s2sad.grad(s2sad.grad(f))(x) is hessian(f)(x); for an "
                "array, each row is a Hessian-vector product, "
                "s2sad.grad(lambda x: np.sum(s2sad.grad(f)(x) * v))(x)",
-    "grad_grad": "call s2sad.grad(df)(x) here, with df = s2sad.grad(f) at module level "
-                 "(or s2sad.grad(s2sad.grad(f))(x))",
     "jacfwd": "for a function with a scalar result, s2sad.grad(f) is its Jacobian",
     "check_grad": "call it outside the differentiated function",
 }

@@ -254,9 +254,10 @@ def unwrap(fn):
         return numba_function(fn)
     if getattr(fn, "s2s_derivative", False):
         raise SourceUnavailableError(
-            f"{fn!r} is a derivative made by s2sad; derivatives of derivatives are not "
-            "supported yet, except second derivatives as grad(grad(f)), hessian(f) and "
-            "hvp(f). Differentiate the original function (its .primal).")
+            f"{fn!r} is a derivative made by s2sad; of derivatives, s2sad differentiates "
+            "grad(f) and its gradients (grad(grad(f)), grad(grad(grad(f))), ...; "
+            "elementwise_grad nested), hessian(f) and hvp(f), and grad(f) called in a "
+            "differentiated function. Differentiate the original function (its .primal).")
     return getattr(fn, "__func__", fn)
 
 

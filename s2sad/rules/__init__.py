@@ -9,9 +9,9 @@ takes a second).
 """
 from . import registry
 with registry.loading():     # (a template may call a helper of a module loaded later)
-    from . import runtime, operators, math, builtins, numpy, tangents  # their registrations
+    from . import runtime, writes, operators, math, builtins, numpy, tangents  # registrations
 
-__all__ = ["registry", "runtime", "operators", "math", "builtins", "numpy", "tangents"]
+__all__ = ["registry", "runtime", "writes", "operators", "math", "builtins", "numpy", "tangents"]
 
 
 

@@ -5,7 +5,9 @@ import numpy as np
 
 from .arrays import asarray
 from .reductions import unbroadcast
-from .registry import helper, helpers, jvp
+from .registry import helper, helper_adjoint, helpers, jvp
+
+ns = {"np": np}
 
 
 def _matmul_shape(a, b):
@@ -46,6 +48,11 @@ def matmul_lhs(g, a, b):
     return unbroadcast(out, a)
 
 
+helper_adjoint(matmul_lhs, namespace=ns,      # (bilinear in g and b: see `dot_lhs`)
+               g="_s2s_rebroadcast(np.matmul(_s2s_rebroadcast(ans_bar, a), b), g)",
+               b="_s2s_matmul_rhs(g, _s2s_rebroadcast(ans_bar, a), b)")
+
+
 @helper(shape_only=(2,), result="fresh", numba=True, linear=("g", "a"))
 def matmul_rhs(g, a, b):
     """The adjoint of `b` in `a @ b`."""
@@ -59,6 +66,11 @@ def matmul_rhs(g, a, b):
     else:
         out = np.matmul(np.swapaxes(a, -1, -2), g)
     return unbroadcast(out, b)
+
+
+helper_adjoint(matmul_rhs, namespace=ns,
+               g="_s2s_rebroadcast(np.matmul(a, _s2s_rebroadcast(ans_bar, b)), g)",
+               a="_s2s_matmul_lhs(g, a, _s2s_rebroadcast(ans_bar, b))")
 
 
 @helper(shape_only=(1,), result="fresh", linear=("g", "b"))
@@ -75,6 +87,15 @@ def dot_lhs(g, a, b):
                                     [i for i in range(b.ndim) if i != b.ndim - 2]))
 
 
+# The adjoint of `a` in a product P(a, b) linear in each, `lhs(g, a, b)`, is linear in
+# `g` and `b`: its adjoint `ans_bar` is shaped like `a`, and <ans_bar, lhs(g, a, b)> =
+# <g, P(ans_bar, b)>, so the adjoint of `g` is P(ans_bar, b) and that of `b` is
+# rhs(g, ans_bar, b); and alike for `rhs`.
+helper_adjoint(dot_lhs, namespace=ns,
+               g="_s2s_rebroadcast(np.dot(_s2s_rebroadcast(ans_bar, a), b), g)",
+               b="_s2s_dot_rhs(g, _s2s_rebroadcast(ans_bar, a), b)")
+
+
 @helper(shape_only=(2,), result="fresh", linear=("g", "a"))
 def dot_rhs(g, a, b):
     """The adjoint of `b` in `np.dot(a, b)`."""
@@ -86,6 +107,11 @@ def dot_rhs(g, a, b):
     g = spread_to(g, a.shape[:-1] + b.shape[:-2] + b.shape[-1:])
     out = np.tensordot(a, g, axes=(list(range(a.ndim - 1)), list(range(a.ndim - 1))))
     return np.moveaxis(out, 0, -2)
+
+
+helper_adjoint(dot_rhs, namespace=ns,
+               g="_s2s_rebroadcast(np.dot(a, _s2s_rebroadcast(ans_bar, b)), g)",
+               a="_s2s_dot_lhs(g, a, _s2s_rebroadcast(ans_bar, b))")
 
 
 @helper(result="fresh",
@@ -102,6 +128,14 @@ def inner(g, a, b, which):
     if which == 0:
         return np.tensordot(g, b, axes=(list(range(na, na + nb)), list(range(nb))))
     return np.tensordot(g, a, axes=(list(range(na)), list(range(na))))
+
+
+# (which=0: bilinear in g and b; which=1: in g and a; see `dot_lhs`)
+helper_adjoint(inner, namespace=ns, g=(
+    "_s2s_rebroadcast(np.inner(_s2s_rebroadcast(ans_bar, a), b) if which == 0 else "
+    "np.inner(a, _s2s_rebroadcast(ans_bar, b)), g)"),
+    a="_s2s_zeros_like(a) if which == 0 else _s2s_inner(g, a, _s2s_rebroadcast(ans_bar, b), 0)",
+    b="_s2s_zeros_like(b) if which == 1 else _s2s_inner(g, _s2s_rebroadcast(ans_bar, a), b, 1)")
 
 
 @helper(result="fresh")
@@ -234,6 +268,15 @@ def tensordot(g, a, b, axes, which):
     return einsum(g, spec, which, a, b)
 
 
+helper_adjoint(tensordot, namespace=ns, g=(
+    "_s2s_rebroadcast(np.tensordot(_s2s_rebroadcast(ans_bar, a), b, axes) if which == 0 else "
+    "np.tensordot(a, _s2s_rebroadcast(ans_bar, b), axes), g)"),
+    a=("_s2s_zeros_like(a) if which == 0 else "
+       "_s2s_tensordot(g, a, _s2s_rebroadcast(ans_bar, b), axes, 0)"),
+    b=("_s2s_zeros_like(b) if which == 1 else "
+       "_s2s_tensordot(g, _s2s_rebroadcast(ans_bar, a), b, axes, 1)"))
+
+
 @helper(result="of_adjoint",
         tangent=("_s2s_outer(t, a, b, which)",
                  "_s2s_outer(g, t, b, which) if which == 1 else _s2s_zeros_like(ans)",
@@ -245,6 +288,13 @@ def outer(g, a, b, which):
     if which == 0:
         return np.reshape(g @ np.ravel(b), np.shape(a))
     return np.reshape(np.ravel(a) @ g, np.shape(b))
+
+
+helper_adjoint(outer, namespace=ns, g=(
+    "_s2s_rebroadcast(np.outer(_s2s_rebroadcast(ans_bar, a), b) if which == 0 else "
+    "np.outer(a, _s2s_rebroadcast(ans_bar, b)), g)"),
+    a="_s2s_zeros_like(a) if which == 0 else _s2s_outer(g, a, _s2s_rebroadcast(ans_bar, b), 0)",
+    b="_s2s_zeros_like(b) if which == 1 else _s2s_outer(g, _s2s_rebroadcast(ans_bar, a), b, 1)")
 
 
 helpers(__name__)

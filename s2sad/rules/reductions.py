@@ -10,7 +10,9 @@ import numpy as np
 
 from ..errors import MissingRuleError
 from .arrays import asarray, broadcast_shapes, full, is_array, is_duck_array, number, zeros
-from .registry import helper, helpers
+from .registry import helper, helper_adjoint, helpers, linear
+
+ns = {"np": np}
 
 _NUMBERS = frozenset([float, int, np.float64])
 
@@ -51,6 +53,25 @@ def unbroadcast(g, x):
     if not isinstance(x, (np.ndarray, np.generic)):
         return number(out)
     return out
+
+
+helper_adjoint(unbroadcast, g="_s2s_rebroadcast(ans_bar, g)")
+
+
+def rebroadcast(a, like):
+    """`a` broadcast to the shape of `like`, or summed down to it: the adjoint of `g` in
+    `unbroadcast(g, x)` from the adjoint `a` of its result (shaped like `x`, or 0-d for
+    the same value everywhere); `a` itself for a structure."""
+    if isinstance(like, (tuple, list, dict)) or like is None:
+        return a
+    shape = np.shape(like)
+    if np.shape(a) == shape:
+        return a
+    return unbroadcast(np.broadcast_to(a, broadcast_shapes(np.shape(a), shape)), like)
+
+
+linear(rebroadcast, "a, like", "a")
+helper_adjoint(rebroadcast, zero="like", a="_s2s_rebroadcast(ans_bar, a)")
 
 
 def summed(a, axes):
@@ -192,6 +213,10 @@ def unreduce(g, x, axis=None, keepdims=False):
     out = np.empty(shape, dtype=dtype)
     out[...] = g
     return out
+
+
+helper_adjoint(unreduce, namespace=ns,
+               g="_s2s_rebroadcast(np.sum(ans_bar, axis=axis, keepdims=keepdims), g)")
 
 
 @helper(linear="x")

@@ -100,8 +100,8 @@ def helpers(module_name: str) -> dict:
     return found
 
 
-def helper(fn=None, *, tangent=None, linear=None, params=None, namespace=None, shape_only=(),
-           result=None, writes=(), numba=False):
+def helper(fn=None, *, tangent=None, linear=None, adjoint=None, params=None, namespace=None,
+           shape_only=(), result=None, writes=(), numba=False):
     """Declare the function `fn` a runtime helper (`_s2s_` and its name, see `helpers`)
     where it is defined, with what s2sad knows about it (`HelperFacts`: `shape_only`,
     `result`, `writes`, `numba`), and its forward rule, which forward over reverse
@@ -114,7 +114,7 @@ def helper(fn=None, *, tangent=None, linear=None, params=None, namespace=None, s
     so a helper that only its rules call (docs/design.md, "Adding an elementwise NumPy
     function", has an example). As a decorator, bare or with options; returns `fn`."""
     if fn is None:
-        return lambda f: helper(f, tangent=tangent, linear=linear, params=params,
+        return lambda f: helper(f, tangent=tangent, linear=linear, adjoint=adjoint, params=params,
                                 namespace=namespace, shape_only=shape_only, result=result,
                                 writes=writes, numba=numba)
     if result not in _RESULTS:
@@ -125,7 +125,56 @@ def helper(fn=None, *, tangent=None, linear=None, params=None, namespace=None, s
             params = ", ".join(str(p) for p in inspect.signature(fn).parameters.values())
         define(fn, params, tangent=tangent, linear=linear,
                namespace=fn.__globals__ if namespace is None else namespace)
+    if adjoint is not None:
+        helper_adjoint(fn, namespace=namespace, **adjoint)
     return fn
+
+
+def helper_adjoint(fn, namespace=None, zero=(), params=None, **templates):
+    """Declare the reverse rule of the runtime helper `fn`, which reverse mode needs
+    where it differentiates code reverse mode generated (a gradient called in a function
+    differentiated in reverse mode, `grad(grad(grad(f)))`): for each of its parameters
+    that carries a derivative, a template written over `fn`'s own parameters, `ans` (its
+    result) and `ans_bar` (the adjoint of its result; not `g`, the name of many helpers'
+    first parameter, the adjoint they propagate). The parameters `shape_only` names
+    (`HelperFacts`) and those `zero` names have a zero derivative; the others without a
+    template must not be given a differentiated value. `params` spells `fn`'s signature
+    where `inspect` cannot tell it (`def adjoint(g, *args)`). Declared beside the helper: in
+    `@helper(adjoint=...)`, or in a statement after its `def`:
+
+        helper_adjoint(unreduce, namespace=ns,
+                       g="_s2s_rebroadcast(np.sum(ans_bar, axis, keepdims=keepdims), g)")
+
+    The rule is made on the first lookup of any primitive (`primitive`), once every
+    helper its templates call is declared."""
+    zero = tuple(z.strip() for z in zero.split(",")) if isinstance(zero, str) else tuple(zero)
+    _PENDING.append((fn, namespace, zero, params, templates))
+    return fn
+
+
+#: [(helper, namespace, zero, params, {param: template})]: the reverse rules of helpers declared
+#: and not made yet (`_made_adjoints`).
+_PENDING = []
+
+
+def _made_adjoints():
+    """Make the reverse rules of helpers declared since the last lookup."""
+    while _PENDING:
+        fn, namespace, zero, params, templates = _PENDING.pop(0)
+        spec = _parse_params(params or ", ".join(
+            str(p) for p in inspect.signature(fn).parameters.values()
+            if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)))
+        names = [n for n, _ in spec]
+        facts = helper_facts(fn) or HelperFacts()
+        zero += tuple(names[i] for i in facts.shape_only
+                      if i < len(names) and names[i] not in templates)
+        variant = _reverse(fn, spec, (), templates, dict(namespace or {}), False, False,
+                           None, zero, cotangent="ans_bar")
+        variant.declared_in = fn.__module__     # (made at a lookup: declared beside fn)
+        record = _record(fn)
+        _rule(record, "vjp").add(variant)
+        record.nondiff = False
+        bump()
 
 
 def _declare(fn, name, facts=None):
@@ -161,10 +210,10 @@ _pending = None
 class Template:
     """A parsed derivative expression and the objects its free names denote."""
 
-    def __init__(self, source, params, namespace):
+    def __init__(self, source, params, namespace, cotangent="g"):
         self.source = source
         self.tree = gast.parse(source, mode="eval").body
-        bound = set(params) | {"g", "ans"}
+        bound = set(params) | {cotangent, "ans"}
         self.free = {}
         for n in gast.walk(self.tree):
             if isinstance(n, gast.Name) and n.id not in bound:
@@ -173,7 +222,7 @@ class Template:
                     _pending.append((self, n.id))
                     continue
                 if found is None:
-                    raise _unknown(source, n.id)
+                    raise _unknown(source, n.id, cotangent)
                 self.free[n.id] = found
 
     def renamed(self, old, new):
@@ -185,10 +234,10 @@ class Template:
         return out
 
 
-def _unknown(source, name):
+def _unknown(source, name, cotangent="g"):
     return S2SADError(f"rule template {source!r} uses {name!r}, which is neither a "
-                      "parameter, 'g', 'ans', a runtime helper (_s2s_NAME) nor in its "
-                      "namespace")
+                      f"parameter, {cotangent!r}, 'ans', a runtime helper (_s2s_NAME) nor "
+                      "in its namespace")
 
 
 @contextlib.contextmanager
@@ -225,11 +274,14 @@ class Variant:
     """One signature of a primitive and the templates of its parameters."""
 
     def __init__(self, params, templates, broadcast, elementwise=False, uniform=None,
-                 linear=None, zero=()):
+                 linear=None, zero=(), cotangent="g"):
         #: The module whose statement declared it (`_declaring_module`; a runtime helper's
         #: rules stand beside the helper, in its module: tests/test_helper_facts.py).
         self.declared_in = None
         self.params = params              # [(name, default or REQUIRED)]
+        #: The name the reverse templates give the adjoint of the result: "g", or
+        #: "ans_bar" in a helper's (`adjoint`), whose first parameter is often `g`.
+        self.cotangent = cotangent
         #: How many of them a call may pass by position (those after a `*` in the
         #: signature are keyword-only: `np.einsum`'s `optimize`).
         self.positional = getattr(params, "positional", len(params))
@@ -390,6 +442,8 @@ def viewed(record, args, keywords):
 def primitive(prim):
     """The record of `prim`, or None (also for an unhashable object). A dataclass or
     named tuple class has one made on first use (`_constructor`)."""
+    if _PENDING:
+        _made_adjoints()
     try:
         record = PRIMITIVES.get(prim)
     except TypeError:
@@ -614,18 +668,21 @@ def _parse_params(params):
     return out
 
 
-def _reverse(prim, spec, templates, by_name, ns, broadcast, elementwise, uniform, zero=()):
+def _reverse(prim, spec, templates, by_name, ns, broadcast, elementwise, uniform, zero=(),
+             cotangent="g"):
     names = [n for n, _ in spec]
     if len(templates) > len(names) or any(k not in names for k in by_name):
         raise S2SADError(f"templates do not match the parameters {names} of {prim!r}")
     given = dict(zip(names, templates))
     given.update(by_name)
-    compiled = {n: Template(t, names, ns) for n, t in given.items() if t is not None}
+    compiled = {n: Template(t, names, ns, cotangent) for n, t in given.items()
+                if t is not None}
     uniform = None if uniform is None else Template(uniform, names, ns)
     zero = tuple(z.strip() for z in zero.split(",")) if isinstance(zero, str) else zero
     if any(z not in names or z in compiled for z in zero):
         raise S2SADError(f"zero={zero} must name parameters of {prim!r} without templates")
-    return _declared(Variant(spec, compiled, broadcast, elementwise, uniform, zero=zero))
+    return _declared(Variant(spec, compiled, broadcast, elementwise, uniform, zero=zero,
+                             cotangent=cotangent))
 
 
 def _forward(prim, spec, templates, by_name, ns):

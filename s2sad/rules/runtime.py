@@ -18,7 +18,9 @@ from .pytrees import (
 from .containers import described, joined as _joined, repeated as _repeated
 from .factorizations import matrix_norm_slope
 from .reductions import axes_of as _axes, unbroadcast, unreduce
-from .registry import HELPERS, define, helper, helpers, jvp
+from .registry import HELPERS, define, helper, helper_adjoint, helpers, jvp
+
+ns = {"np": np}
 
 
 class Respecialize(Exception):
@@ -225,6 +227,10 @@ def unindex(g, x, index):
     return out
 
 
+helper_adjoint(unindex, zero="index",
+               g="_s2s_rebroadcast(_s2s_rebroadcast(ans_bar, x)[index], g)")
+
+
 def _basic(index):
     items = index if isinstance(index, tuple) else (index,)
     return all(isinstance(i, (int, slice, type(None), type(Ellipsis))) or (
@@ -327,6 +333,9 @@ def count(x, axis=None):
     return int(np.prod(lengths))
 
 
+helper_adjoint(count)        # (a count: no derivative; `x` is read for its shape)
+
+
 @helper(result="fresh", linear="g")
 def extremum(g, x, ans, axis=None, keepdims=False):
     """The adjoint of max/min: `g` shared equally among the elements that attain it."""
@@ -338,6 +347,13 @@ def extremum(g, x, ans, axis=None, keepdims=False):
     mask = x == ans
     dtype = np.result_type(x, np.float32)
     return g * (mask / mask.sum(axis=axis, keepdims=True, dtype=dtype))
+
+
+# (the weights, 1/k on the k elements that attain the extremum, are constant where the
+# extremum is attained once: the derivative there)
+helper_adjoint(extremum, namespace=ns, zero="x, ans", g=(
+    "_s2s_rebroadcast(np.sum(_s2s_extremum(1.0, x, ans, axis, keepdims) * ans_bar, "
+    "axis=axis, keepdims=keepdims), g)"))
 
 
 @helper(result="fresh", linear=("g", "x"))
@@ -372,6 +388,10 @@ def safe_divide(n, d):
     return n / d if d != 0 else 0.0 * n
 
 
+helper_adjoint(safe_divide, n="_s2s_unbroadcast(_s2s_safe_divide(ans_bar, d), n)",
+               d="_s2s_unbroadcast(-_s2s_safe_divide(ans_bar * ans, d), d)")
+
+
 @helper(linear="g")
 def linspace_end(g, start, stop, num=50, endpoint=True, which=0):
     """The adjoint of `start` (`which` 0) or `stop` (1) of `np.linspace(start, stop,
@@ -404,6 +424,10 @@ def cumsum(g, x, axis=None):
     if axis is None:
         return np.cumsum(asarray(g)[::-1])[::-1].reshape(np.shape(x))
     return np.flip(np.cumsum(np.flip(g, axis), axis), axis)
+
+
+helper_adjoint(cumsum, namespace=ns, zero="x",     # (`x` is read for its shape)
+               g="_s2s_rebroadcast(np.cumsum(_s2s_rebroadcast(ans_bar, x), axis), g)")
 
 
 @helper(result="fresh", linear="g")
@@ -488,6 +512,10 @@ def reshape_like(g, x):
     return np.reshape(g, np.shape(x))
 
 
+helper_adjoint(reshape_like, namespace=ns,
+               g="_s2s_reshape_like(ans_bar, g) if np.ndim(g) else _s2s_rebroadcast(ans_bar, g)")
+
+
 def _on_axes(op):
     """`op(g, *args)` for the adjoint `g`, for an `op` that moves, flips or masks the
     axes of `g`; the 0-d zero (see `products.spread_to`) passes through."""
@@ -505,6 +533,15 @@ for _adjoint, _params in [(swapaxes, "g, axis1, axis2"), (moveaxis, "g, source, 
                          (triu, "g, k=0"), (tril, "g, k=0")]:
     # (`g` itself when 0-d, else a view of it)
     helper(_adjoint, result="of_adjoint", linear="g", params=_params)
+# (each moves or masks the elements of `g`: its transpose moves them back)
+helper_adjoint(swapaxes, params="g, axis1, axis2", g="_s2s_swapaxes(ans_bar, axis1, axis2)")
+helper_adjoint(moveaxis, params="g, source, destination",
+               g="_s2s_moveaxis(ans_bar, destination, source)")
+helper_adjoint(flip, params="g, axis=None", g="_s2s_flip(ans_bar, axis)")
+helper_adjoint(roll, params="g, shift, axis=None", namespace=ns,
+               g="_s2s_roll(ans_bar, np.negative(shift), axis)")
+helper_adjoint(triu, params="g, k=0", g="_s2s_triu(ans_bar, k)")
+helper_adjoint(tril, params="g, k=0", g="_s2s_tril(ans_bar, k)")
 
 
 @helper(result="of_adjoint", linear="g")
@@ -705,42 +742,7 @@ def keep_default(default, final):
 define(keep_default, nondiff=True)
 
 
-# -- element assignment and append, in functional form ---------------------------------
-@helper(numba=True)
-def setitem(a, index, v):
-    """`a` with `a[index] = v`, as a new value (what `a[index] = v` means to AD)."""
-    out = a.copy()
-    out[index] = v
-    return out
-
-
-define(setitem, "a, index, v", a="_s2s_zero_at(g, index)",
-       v="_s2s_unbroadcast(_s2s_take(g, index), v)", linear="a, v", returns="first")
-
-
-def append(a, v):
-    """`a` with `v` appended, as a new value (what `a.append(v)` means to AD)."""
-    return a + [v]
-
-
-define(append, "a, v", a="_s2s_head(g)", v="_s2s_last(g)", linear="a, v")
-
-
-@helper(result="of_adjoint", linear="g")
-def zero_at(g, index):
-    """The adjoint of the array or list written by `a[index] = v`: `g` without the
-    overwritten elements."""
-    if _is_zero(g):
-        return g
-    if isinstance(g, (list, dict)):     # (a dict the function does not build: its key is
-        out = type(g)(g)                # zero, and the keys stay the new dict's)
-        out[index] = zeros_like(out[index])
-        return out
-    out = asarray(g).astype(np.result_type(g, np.float32))     # a copy
-    out[index] = 0
-    return out
-
-
+# -- the + and * of lists and tuples, own, snapshots (the writes: rules/writes.py) ------
 @helper(numba=True, linear="g")
 def own(g, x):
     """`g`, the adjoint of the array `x`, as an array of its own (a copy, of a floating
@@ -814,58 +816,6 @@ def snapshot(v):
     """`v` as a loop's tape records it: a copy of an array (an element of an array that
     the loop then writes in place), anything else as it is."""
     return v.copy() if is_array(v) else v
-
-
-@helper(result="of_adjoint", numba=True, linear="g")
-def take(g, index):
-    """The adjoint of the values `v` written by `a[index] = v`, of which `g` is the
-    adjoint of the result: `g[index]` (on a copy where that would be a view), with zeros
-    where an index array repeats a position for the writes NumPy overwrites: the last
-    write, in C order of the index, is the one that stays."""
-    if _is_zero(g):
-        return g
-    part = g[index]
-    if not is_array(part):
-        return part
-    if _basic(index) or not is_array(g) or not _may_repeat(index):
-        return part.copy()
-    return np.where(last_writes(np.shape(g), index), part, 0)
-
-
-def last_writes(shape, index):
-    """Where `a[index] = v`, for `a` of `shape`, writes a value that stays: a boolean
-    array shaped like `a[index]`, False for each write that a later one (in C order of
-    the index, as NumPy writes C-contiguous values) overwrites. The position of each
-    write is read through `index` from views of the coordinates that hold no data."""
-    position = 0
-    for axis, n in enumerate(shape):
-        coordinate = np.arange(n, dtype=np.intp).reshape((n,) + (1,) * (len(shape) - axis - 1))
-        position = position * n + np.broadcast_to(coordinate, shape)[index]
-    flat = np.ravel(position)
-    _, last = np.unique(flat[::-1], return_index=True)
-    stays = np.zeros(flat.size, bool)
-    stays[flat.size - 1 - last] = True
-    return stays.reshape(np.shape(position))
-
-
-def _may_repeat(index):
-    """Whether `index` (not basic) holds an array or list of integers, which may select a
-    position more than once (a boolean mask selects each at most once)."""
-    items = index if isinstance(index, tuple) else (index,)
-    return any(isinstance(i, list) and np.asarray(i).dtype != bool
-               or is_array(i) and i.dtype != bool for i in items)
-
-
-@helper(result="of_adjoint", linear="g")
-def head(g):
-    """The adjoint of the list `a` in `a.append(v)`: all of `g` but its last entry."""
-    return g if _is_zero(g) else g[:-1]
-
-
-@helper(result="of_adjoint", linear="g")
-def last(g):
-    """The adjoint of `v` in `a.append(v)`: the last entry of `g`."""
-    return g if _is_zero(g) else g[-1]
 
 
 helpers(__name__)

@@ -1,0 +1,100 @@
+"""The functional forms of writes: `a[index] = v` is `a = setitem(a, index, v)` and
+`lst.append(v)` is `lst = append(lst, v)` to AD, with the adjoints and tangents of each,
+declared beside the helpers (see registry.helper): the runtime helpers of element
+assignment (before_ad.wengert writes them; rules/runtime.py finds them by name)."""
+import numpy as np
+
+from .arrays import asarray, is_array
+from .pytrees import is_zero as _is_zero, zeros_like
+from .registry import define, helper, helpers
+from .runtime import _basic     # (whether an index is basic: a view)
+
+
+@helper(numba=True)
+def setitem(a, index, v):
+    """`a` with `a[index] = v`, as a new value (what `a[index] = v` means to AD)."""
+    out = a.copy()
+    out[index] = v
+    return out
+
+
+define(setitem, "a, index, v", a="_s2s_zero_at(g, index)",
+       v="_s2s_unbroadcast(_s2s_take(g, index), v)", linear="a, v", returns="first")
+
+
+def append(a, v):
+    """`a` with `v` appended, as a new value (what `a.append(v)` means to AD)."""
+    return a + [v]
+
+
+define(append, "a, v", a="_s2s_head(g)", v="_s2s_last(g)", linear="a, v")
+
+
+@helper(result="of_adjoint", linear="g")
+def zero_at(g, index):
+    """The adjoint of the array or list written by `a[index] = v`: `g` without the
+    overwritten elements."""
+    if _is_zero(g):
+        return g
+    if isinstance(g, (list, dict)):     # (a dict the function does not build: its key is
+        out = type(g)(g)                # zero, and the keys stay the new dict's)
+        out[index] = zeros_like(out[index])
+        return out
+    out = asarray(g).astype(np.result_type(g, np.float32))     # a copy
+    out[index] = 0
+    return out
+
+
+@helper(result="of_adjoint", numba=True, linear="g")
+def take(g, index):
+    """The adjoint of the values `v` written by `a[index] = v`, of which `g` is the
+    adjoint of the result: `g[index]` (on a copy where that would be a view), with zeros
+    where an index array repeats a position for the writes NumPy overwrites: the last
+    write, in C order of the index, is the one that stays."""
+    if _is_zero(g):
+        return g
+    part = g[index]
+    if not is_array(part):
+        return part
+    if _basic(index) or not is_array(g) or not _may_repeat(index):
+        return part.copy()
+    return np.where(last_writes(np.shape(g), index), part, 0)
+
+
+def last_writes(shape, index):
+    """Where `a[index] = v`, for `a` of `shape`, writes a value that stays: a boolean
+    array shaped like `a[index]`, False for each write that a later one (in C order of
+    the index, as NumPy writes C-contiguous values) overwrites. The position of each
+    write is read through `index` from views of the coordinates that hold no data."""
+    position = 0
+    for axis, n in enumerate(shape):
+        coordinate = np.arange(n, dtype=np.intp).reshape((n,) + (1,) * (len(shape) - axis - 1))
+        position = position * n + np.broadcast_to(coordinate, shape)[index]
+    flat = np.ravel(position)
+    _, last = np.unique(flat[::-1], return_index=True)
+    stays = np.zeros(flat.size, bool)
+    stays[flat.size - 1 - last] = True
+    return stays.reshape(np.shape(position))
+
+
+def _may_repeat(index):
+    """Whether `index` (not basic) holds an array or list of integers, which may select a
+    position more than once (a boolean mask selects each at most once)."""
+    items = index if isinstance(index, tuple) else (index,)
+    return any(isinstance(i, list) and np.asarray(i).dtype != bool
+               or is_array(i) and i.dtype != bool for i in items)
+
+
+@helper(result="of_adjoint", linear="g")
+def head(g):
+    """The adjoint of the list `a` in `a.append(v)`: all of `g` but its last entry."""
+    return g if _is_zero(g) else g[:-1]
+
+
+@helper(result="of_adjoint", linear="g")
+def last(g):
+    """The adjoint of `v` in `a.append(v)`: the last entry of `g`."""
+    return g if _is_zero(g) else g[-1]
+
+
+helpers(__name__)

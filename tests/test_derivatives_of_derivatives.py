@@ -1,0 +1,341 @@
+"""Derivatives of derivatives (#36): reverse mode through a gradient called in NumPy code
+(MAML's inner step, a gradient penalty, a learning rate tuned through a step), third and
+higher derivatives (`grad(grad(grad(f)))`, nested `elementwise_grad`), and the Hessian
+with respect to several arguments, each against an analytic derivative or central
+differences; and the reverse rules of the runtime helpers that gradient code calls,
+each against central differences of the helper on sample calls."""
+import numpy as np
+import pytest
+
+import s2sad
+from s2sad.rules import registry
+
+from test_helper_facts import SAMPLES, r
+
+#: sample calls of the helpers with a reverse rule that test_helper_facts has none of
+MORE_SAMPLES = {
+    "rebroadcast": [(r(3), r(2, 3)), (r(2, 3), 1.5), (r(2, 3), r(2, 3))],
+    "safe_divide": [(r(2, 3), np.abs(r(3)) + 0.5), (1.5, 2.0)],
+    "reshape_like": [(r(6), r(2, 3)), (r(2, 3), r(3, 2))],
+    "swapaxes": [(r(2, 3, 4), 0, 2)],
+    "moveaxis": [(r(2, 3, 4), 0, -1)],
+    "flip": [(r(2, 3), 1), (r(2, 3),)],
+    "roll": [(r(5), 2), (r(2, 3), (1, -1), (0, 1))],
+    "triu": [(r(3, 3), 1)],
+    "tril": [(r(3, 3),)],
+}
+
+X = np.arange(6.0).reshape(3, 2) / 5
+W = np.array([0.3, -0.2])
+
+
+def central(f, x, h=1e-6):
+    """The gradient of scalar `f` at `x` by central differences."""
+    x = np.asarray(x, float)
+    g = np.zeros_like(x)
+    for i in range(x.size):
+        e = np.zeros_like(x)
+        e.flat[i] = h
+        g.flat[i] = (f(x + e) - f(x - e)) / (2 * h)
+    return g if x.ndim else float(g)
+
+
+def loss(w, x):
+    return np.sum((x @ w) ** 2)
+
+
+def tanh_loss(w, x):
+    return np.mean(np.tanh(x @ w) ** 2) + 0.5 * np.sum(w[1:] * w[:-1])
+
+
+dloss = s2sad.grad(loss)
+dtanh_loss = s2sad.grad(tanh_loss)
+
+
+def maml(w):
+    w2 = w - 0.1 * dloss(w, X)
+    return loss(w2, X)
+
+
+def penalised(w):
+    g = dtanh_loss(w, X)
+    return tanh_loss(w, X) + 0.3 * np.sum(g * g)
+
+
+def tuned(rate):
+    w2 = W - rate * dtanh_loss(W, X)
+    return tanh_loss(w2, X)
+
+
+@pytest.mark.parametrize("f, x", [(maml, W), (penalised, W), (tuned, 0.7)],
+                         ids=["maml", "gradient_penalty", "learning_rate"])
+def test_reverse_mode_through_a_gradient_in_numpy_code(f, x):
+    assert np.allclose(s2sad.grad(f)(x), central(f, x), rtol=1e-6, atol=1e-8)
+
+
+def shuffled_loss(w, x):
+    m = np.reshape(np.outer(w, w), (4,))
+    return (np.max(np.cumsum(m) * np.roll(m, 1)) + np.std(x @ w)
+            + np.sum(np.tensordot(x, w, 1) ** 2))
+
+
+def transposed_loss(w, x):
+    a = np.outer(w, w)
+    return (np.sum(np.triu(a.T) * np.flip(a, 0)) + np.inner(w, w) ** 2
+            + np.sum(np.swapaxes(x, 0, 1) ** 2 * w[:, None]))
+
+
+@pytest.mark.parametrize("inner_loss", [shuffled_loss, transposed_loss])
+def test_reverse_mode_through_the_gradient_of_array_code(inner_loss):
+    """Gradient code calling the helpers of reshapes, transposes, flips, rolls, masks,
+    cumulative sums, extrema, a standard deviation and products, in reverse mode."""
+    d = s2sad.grad(inner_loss)
+
+    def meta(w):
+        return inner_loss(w - 0.1 * d(w, X), X)
+    assert np.allclose(s2sad.grad(meta)(W), central(meta, W), rtol=1e-6, atol=1e-8)
+
+
+def quartic(x):
+    return x ** 4
+
+
+def mixed(x, y):
+    return np.sin(x) * y ** 3
+
+
+def test_third_and_fourth_derivatives():
+    d = s2sad.grad
+    assert d(d(d(quartic)))(2.0) == pytest.approx(24 * 2.0)
+    assert d(d(d(d(quartic))))(2.0) == pytest.approx(24.0)
+    x, y = 0.7, 1.3
+    assert d(d(d(mixed), wrt=1), wrt=1)(x, y) == pytest.approx(6 * y * np.cos(x))
+    assert d(d(d(mixed)))(x, y) == pytest.approx(-np.cos(x) * y ** 3)
+    assert d(d(d(mixed), wrt=1))(x, y) == pytest.approx(-3 * y ** 2 * np.sin(x))
+
+
+def tanh_sum(x):
+    return np.sum(np.tanh(x * X)) + np.max(x * X[0]) * x
+
+
+def test_third_and_fourth_derivatives_of_array_code():
+    d = s2sad.grad
+    x = 0.7
+    t = np.tanh(x * X)
+    s = 1 - t ** 2
+    assert d(d(d(tanh_sum)))(x) == pytest.approx(np.sum(X ** 3 * (4 * t ** 2 * s - 2 * s ** 2)))
+    assert d(d(d(d(tanh_sum))))(x) == pytest.approx(
+        np.sum(X ** 4 * (16 * t * s ** 2 - 8 * t ** 3 * s)))
+
+
+D2 = s2sad.grad(s2sad.grad(quartic))
+
+
+def stored_second_derivative(x):
+    return D2(x) * x            # 12 x^3
+
+
+def test_a_stored_second_derivative_called_in_a_differentiated_function():
+    x = 1.5
+    assert s2sad.grad(stored_second_derivative)(x) == pytest.approx(36 * x ** 2)
+    assert s2sad.jvp(stored_second_derivative, (x,), (1.0,)) == pytest.approx(
+        (12 * x ** 3, 36 * x ** 2))
+    assert s2sad.hessian(stored_second_derivative)(x) == pytest.approx(72 * x)
+
+
+def sin_dot(x):
+    return np.sum(np.sin(x) * x)
+
+
+def test_jvp_of_a_gradient_is_forward_over_reverse():
+    x, v = np.array([0.3, 0.5]), np.array([1.0, -1.0])
+    value, tangent = s2sad.jvp(s2sad.grad(sin_dot), (x,), (v,))
+    assert np.allclose(value, np.cos(x) * x + np.sin(x))
+    assert np.allclose(tangent, (2 * np.cos(x) - x * np.sin(x)) * v)
+    value, tangent = s2sad.jvp(s2sad.grad(s2sad.grad(quartic)), (2.0,), (0.5,))
+    assert (value, tangent) == pytest.approx((48.0, 0.5 * 48.0))
+    t = np.tanh(x)
+    value, tangent = s2sad.jvp(s2sad.elementwise_grad(np.tanh), (x,), (v,))
+    assert np.allclose(tangent, -2 * t * (1 - t ** 2) * v)
+
+
+def test_the_fourth_derivative_of_tanh_elementwise():
+    eg = s2sad.elementwise_grad
+    x = np.linspace(-1.5, 1.5, 7)
+    t = np.tanh(x)
+    s = 1 - t ** 2
+    exact = [s, -2 * t * s, 4 * t ** 2 * s - 2 * s ** 2, 16 * t * s ** 2 - 8 * t ** 3 * s]
+    f = np.tanh
+    for k in range(4):
+        f = eg(f)
+        assert np.allclose(f(x), exact[k], rtol=1e-12, atol=1e-12), k + 1
+
+
+def test_elementwise_grad_of_python_code():
+    def softplus(x):
+        return np.log1p(np.exp(x))
+    x = np.array([-1.0, 0.0, 2.0])
+    sig = 1 / (1 + np.exp(-x))
+    assert np.allclose(s2sad.elementwise_grad(softplus)(x), sig)
+    d2 = s2sad.elementwise_grad(s2sad.elementwise_grad(softplus))
+    assert np.allclose(d2(x), sig * (1 - sig))
+
+
+def test_hessian_with_respect_to_a_tuple_is_a_nested_tuple_of_blocks():
+    def f(x, y):
+        return x * x * y
+    assert s2sad.hessian(f, wrt=(0, 1))(2.0, 3.0) == ((6.0, 4.0), (4.0, 0.0))
+
+    def g(x, y):
+        return np.sum(x ** 2 * y[0]) + y[1] ** 3 * np.sum(x)
+    x, y = np.array([1.0, 2.0, 3.0]), np.array([0.5, 2.0])
+    (hxx, hxy), (hyx, hyy) = s2sad.hessian(g, wrt=(0, 1))(x, y)
+    assert np.allclose(hxx, 2 * y[0] * np.eye(3))
+    assert np.allclose(hxy, np.stack([2 * x, np.full(3, 3 * y[1] ** 2)], axis=1))
+    assert np.allclose(hyx, hxy.T)
+    assert np.allclose(hyy, [[0.0, 0.0], [0.0, 6 * y[1] * np.sum(x)]])
+    blocks = s2sad.jacfwd(s2sad.grad(g, wrt=(0, 1)), wrt=(0, 1))(x, y)     # the same
+    for row, expected in zip(blocks, ((hxx, hxy), (hyx, hyy))):
+        assert all(np.allclose(b, e) for b, e in zip(row, expected))
+
+
+def test_hvp_with_respect_to_a_tuple_is_refused():
+    with pytest.raises(s2sad.S2SADError, match="hvp differentiates with respect to one"):
+        s2sad.hvp(lambda x, y: x * y, wrt=(0, 1))(1.0, 2.0, 1.0)
+
+
+# -- the reverse rules of the runtime helpers ---------------------------------------------
+def _adjoint_rules():
+    """{helper name: its reverse rule's variant}, for the helpers that have one."""
+    registry.primitive(None)        # (makes the rules declared since)
+    out = {}
+    for name, fn in registry.HELPERS.items():
+        rule = getattr(registry.primitive(fn), "vjp", None)
+        if rule is not None and rule.variants and rule.variants[0].cotangent == "ans_bar":
+            out[name[len("_s2s_"):]] = rule.variants[0]
+    return out
+
+
+ADJOINTS = _adjoint_rules()
+
+
+def _evaluate(template, bound):
+    import gast
+    tree = gast.gast_to_ast(gast.Expression(body=template.tree))
+    code = compile(__import__("ast").fix_missing_locations(tree), "<template>", "eval")
+    return eval(code, {**template.free, **bound})
+
+
+def _samples():
+    for name, variant in sorted(ADJOINTS.items()):
+        for args in SAMPLES.get(name, []) + MORE_SAMPLES.get(name, []):
+            yield pytest.param(name, variant, args, id=name)
+
+
+def test_every_helper_with_a_reverse_rule_has_a_sample_call():
+    assert sorted(n for n in ADJOINTS if n not in SAMPLES and n not in MORE_SAMPLES) == []
+
+
+@pytest.mark.parametrize("name, variant, args", list(_samples()))
+def test_a_helpers_reverse_rule_is_the_transpose_of_its_derivative(name, variant, args):
+    """<ans_bar, d helper along v> = sum over the parameters p with a template of
+    <rule_p(ans_bar), v_p>, for random v and ans_bar, by central differences."""
+    rng = np.random.default_rng(3)
+    fn = registry.HELPERS["_s2s_" + name]
+    names = [p for p, _ in variant.params]
+    bound = dict(zip(names, args))
+    for p, default in variant.params[len(args):]:
+        bound[p] = default
+    ans = fn(*args)
+    ans_bar = rng.normal(size=np.shape(ans))
+    v = {p: rng.normal(size=np.shape(bound[p])) for p in variant.templates}
+
+    def along(h):
+        moved = dict(bound, **{p: np.asarray(bound[p], float) + h * v[p] for p in v})
+        return np.sum(ans_bar * fn(*[moved[p] for p in names[:len(args)]]))
+    h = 1e-6
+    expected = (along(h) - along(-h)) / (2 * h)
+    given = dict({"ans": ans, "ans_bar": ans_bar}, **bound)    # (a parameter `ans` wins)
+    found = sum(np.sum(_evaluate(t, given) * v[p]) for p, t in variant.templates.items())
+    assert found == pytest.approx(expected, rel=1e-6, abs=1e-8)
+
+
+# -- which helpers gradient code calls have reverse rules ---------------------------------
+#: The runtime helpers that reverse rules' templates call (so gradient code may call
+#: them) without a reverse rule yet. Reverse mode over gradient code that calls one
+#: differentiates the helper's source where it can (`cumsum`: plain NumPy), else it
+#: refuses, naming the helper and the user's function (below). The list may only shrink:
+#: a helper declared from now on gets its reverse rule beside it (registry.helper_adjoint).
+NO_REVERSE_RULE_YET = {
+    # (the adjoints of dicts built in the function, before_ad/dicts.py)
+    "dict_set_value", "undict_of", "undict_set", "unget", "unget_default",
+    "arange_part", "as_read_adjoint", "cast_like", "cho_product_adjoint", "cholesky",
+    "clip_mask", "cofactors", "cov_adjoint", "cov_matrix", "cumprod", "diag", "diag_embed",
+    "eigen_gaps", "eigvalsh_adjoint", "einsum", "first", "frechet", "from_array", "head",
+    "hstack", "int_zero", "interp_outside", "interp_slope", "inv", "last", "lead",
+    "linspace_end", "log_base", "lstsq_adjoint", "lu_product_adjoint", "midpoints", "mirrored",
+    "mirrored_adjoint", "nanvariance", "norm", "partition_order", "pivot", "polyder_value",
+    "polygamma", "power_dot", "prod_others", "rhs_outer", "shaped_as", "sinc_slope", "solve",
+    "split_like", "spread", "structured", "svd_values_adjoint", "symmetrize", "take", "thin",
+    "trace", "trapezoid_weights", "tri_mask", "unappend", "unattr", "uncolumn_stack",
+    "unconvolve", "uncorrelate", "uncross", "undiagonal", "undiff", "ungradient", "uninterp",
+    "unit_lower", "unkron", "unmeshgrid", "unouter", "unpad", "unpad_constant", "unpolyval",
+    "unquantile", "unquantile_q", "unrepeat", "unrot90", "unsequence", "unsort", "unsort_list",
+    "unsplit", "unstack", "unsum", "untake_along_axis", "untile", "untranspose", "variance",
+    "vstack", "weights_like", "zero_at",
+}
+
+
+def _called_by_reverse_templates():
+    """The names of the helpers the templates of the built-in reverse rules call (not
+    those of the helpers' own reverse rules, nor those of the constructors of dataclasses
+    and named tuples, made on first use, whose `_s2s_field` has no reverse rule yet)."""
+    registry.load_optional()
+    registry.primitive(None)
+    names = set()
+    for record in list(registry.PRIMITIVES.values()):
+        rule = record.vjp
+        if rule is None or any(v.cotangent == "ans_bar" for v in rule.variants) or (
+                isinstance(record.prim, type)):
+            continue
+        templates = [t for v in rule.variants
+                     for t in [*v.templates.values(), *([v.uniform] if v.uniform else [])]]
+        templates += [rule.each[1]] if rule.each else []
+        names |= {n[len("_s2s_"):] for t in templates for n in t.free if n.startswith("_s2s_")}
+    return names
+
+
+def test_every_helper_gradient_code_calls_has_both_rules_or_is_listed():
+    import scipy.linalg  # noqa: F401 - the rules of SciPy, loaded
+    called = _called_by_reverse_templates()
+    forward = {n for n in called
+               if getattr(registry.primitive(registry.HELPERS["_s2s_" + n]), "jvp", None) is None}
+    assert forward == set(), "helpers without a forward rule"
+    without = {n for n in called
+               if getattr(registry.primitive(registry.HELPERS["_s2s_" + n]), "vjp", None) is None}
+    assert without - NO_REVERSE_RULE_YET == set(), "give these a reverse rule"
+    assert NO_REVERSE_RULE_YET - without == set(), "these have one now: take them off the list"
+    assert {"unbroadcast", "unreduce", "unindex", "matmul_lhs", "matmul_rhs", "dot_lhs",
+            "dot_rhs", "count"} <= called - without
+
+
+def norm_loss(w):
+    return np.max(w * w) + np.quantile(w, 0.3)
+
+
+dnorm_loss = s2sad.grad(norm_loss)
+
+
+def norm_meta(w):
+    return norm_loss(w - 0.1 * dnorm_loss(w))
+
+
+def test_reverse_mode_over_a_helper_without_a_reverse_rule_is_refused_naming_it():
+    with pytest.raises(s2sad.S2SADError) as info:
+        s2sad.grad(norm_meta)(W)
+    message = str(info.value)
+    call = norm_meta.__code__.co_firstlineno + 1
+    assert message.startswith(f"{__file__}:{call}: a call of grad(norm_loss)")
+    assert message.endswith("return norm_loss(w - 0.1 * dnorm_loss(w))")
+    assert "unquantile()" in message
+    assert f"{__file__}:{norm_loss.__code__.co_firstlineno}" in message
