@@ -169,14 +169,36 @@ def _check_inputs(fn, wrt, args, kwargs=None):
             raise S2SADError(
                 f"argument {i} of {fn.__qualname__} is an array of {dtype}, which carries no "
                 "derivative; pass a float array (x.astype(float)) or leave it out of wrt")
+        held = _cycle(x)
+        if held is not None:
+            raise S2SADError(
+                f"argument {i} of {fn.__qualname__} holds a {type(held).__name__} object that "
+                "holds itself (an attribute refers back to it); s2sad takes the objects it "
+                "differentiates with respect to apart by their attributes, down to numbers "
+                f"and arrays. Register {type(held).__name__} with s2sad.register_pytree, "
+                "with a flatten that leaves the back reference out of the children, or "
+                "leave the argument out of wrt")
         odd = _opaque(x)
         if odd is not None:
             raise S2SADError(
                 f"argument {i} of {fn.__qualname__} is or holds a {type(odd).__name__} object; "
                 "s2sad differentiates with respect to numbers, arrays, and tuples, lists, "
-                "dicts, dataclasses, named tuples and registered classes of them. Make "
+                "dicts, dataclasses, named tuples, registered classes and plain classes "
+                "of them (whose instances keep their attributes in their __dict__: no "
+                "__slots__, no built-in base class, no __getattr__ or __setattr__). Make "
                 f"{type(odd).__name__} a dataclass, register it with s2sad.register_pytree, "
                 "or leave the argument out of wrt (its attributes can still be read)")
+
+
+def _cycle(x, path=()):
+    """The first object in `x` that holds itself, through the values pytrees takes
+    apart (a plain object whose attribute refers back to it), or None."""
+    if not pytrees.is_structure(x):
+        return None
+    if any(x is p for p in path):
+        return x
+    return next((found for found in (_cycle(c, path + (x,)) for c in pytrees.children(x))
+                 if found is not None), None)
 
 
 def _opaque(x):

@@ -32,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
+import types
 from typing import Any, Callable, Union
 
 import gast
@@ -175,7 +176,7 @@ class Compilation:
         """{parameter: kind} ("scalar", "array", ...) of the parameters of known kind."""
         return {p: (ARRAY if k is np.ndarray else SCALAR) if k in SPECIALISED else
                 ARRAY if is_duck_array_type(k) else CONTAINER if k in CONTAINERS else k
-                for p, k in self.arg_types.items()}
+                for p, k in self.arg_types.items() if not p.endswith("()")}
 
     @property
     def duck_arrays(self) -> bool:
@@ -468,7 +469,8 @@ def arg_types_of(fn, args, kwargs=None):
     the arrays of other libraries NumPy dispatches to, lists, tuples and dicts, and the
     user's classes, whose methods are found through them), and for the defaults of the
     parameters the call leaves; {"p.a": type} for such fields of dataclass and named
-    tuple arguments; other arguments are of unknown kind."""
+    tuple arguments; {"p()": function} for the functions given or left as defaults
+    (see `function_params`); other arguments are of unknown kind."""
     signature = inspect.signature(fn).parameters
     given = _given(signature, args, kwargs)
     arg_types = {p: type(a) for p, a in given.items()
@@ -476,17 +478,35 @@ def arg_types_of(fn, args, kwargs=None):
     for p, a in given.items():
         if user_class(type(a)):
             _refuse_hidden_methods(fn, p, a)
+    left = {p: signature[p].default for p in signature if p not in given and signature[
+        p].kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)}
     for p in signature:        # a default the call leaves, as the guard sees it
         default = signature[p].default
         if (p not in given and signature[p].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
                 and type(default) in SPECIALISED):
             arg_types[p] = type(default)
+    for p, value in [*given.items(), *left.items()]:
+        if function_value(value):
+            arg_types[f"{p}()"] = value     # (see function_params)
     for p, a in given.items():
         for field in _record_fields(a):
             value = getattr(a, field)
             if type(value) in SPECIALISED and not _complex(value):
                 arg_types[f"{p}.{field}"] = type(value)
     return arg_types
+
+
+def function_value(a):
+    """Whether the argument `a` is a function whose identity the code is specialised on
+    (a Python function, a builtin, a NumPy ufunc): calls of the parameter are calls of
+    it (before_ad/resolve_calls.py), and the guard tests that the argument is it."""
+    return isinstance(a, (types.FunctionType, types.BuiltinFunctionType, np.ufunc))
+
+
+def function_params(arg_types):
+    """{parameter: function} of the parameters the code is specialised on the function
+    value of: the keys `"p()"` of `arg_types` (see `arg_types_of`)."""
+    return {k[:-2]: v for k, v in (arg_types or {}).items() if k.endswith("()")}
 
 
 def _refuse_hidden_methods(fn, param, obj):
@@ -551,7 +571,7 @@ def _record_fields(x):
         return x._fields
     if dataclasses.is_dataclass(x) and not isinstance(x, type):
         return [f.name for f in dataclasses.fields(x)]
-    if pytrees.registered(type(x)):
+    if pytrees.by_attributes(type(x)):
         node = pytrees.node_of(type(x))
         aux = node.flatten(x)[1]
         return [name for name in getattr(x, "__dict__", ()) if _child(node, aux, x, name)]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import gc
 import inspect
 import math
@@ -463,6 +464,52 @@ def _linked(callee, derivative):
     return derivative.backend.link(callee, derivative)
 
 
+def _partial_target(p):
+    """The function that stands for the partial object `p`: the positional parameters
+    `p` leaves (with their defaults), which `wrt` counts as JAX does, passed on to
+    `p.func` with the values `p` binds (`partial(f, a=2.0)` is `def f(x, *, a=2.0):
+    return f(x, a=a)`, the values bound by keyword keyword-only parameters with those
+    defaults, as `inspect.signature` sees the partial). A parameter `p` makes
+    keyword-only without a default is refused."""
+    try:
+        signature = inspect.signature(p)
+    except (TypeError, ValueError) as exc:
+        raise S2SADError(f"{p!r}: s2sad cannot read the parameters this partial leaves "
+                         f"({exc})") from None
+    names = getattr(p.func, "__name__", "partial")
+    ns = {"_s2s_func": p.func}
+    params, passed, keyword_only = [], [], []
+    for k, v in enumerate(p.args):
+        ns[f"_s2s_arg{k}"] = v
+        passed.append(f"_s2s_arg{k}")
+    for param in signature.parameters.values():
+        if param.kind in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD):
+            if param.default is param.empty:
+                params.append(param.name)
+            else:
+                ns[f"_s2s_default_{param.name}"] = param.default
+                params.append(f"{param.name}=_s2s_default_{param.name}")
+            passed.append(param.name)
+        elif param.kind is param.KEYWORD_ONLY and param.default is not param.empty:
+            ns[f"_s2s_default_{param.name}"] = param.default     # (bound, or a default)
+            keyword_only.append(f"{param.name}=_s2s_default_{param.name}")
+            passed.append(f"{param.name}={param.name}")
+        else:
+            raise S2SADError(
+                f"{p!r} leaves the parameter {param.name!r} of {names}() "
+                f"{'keyword-only' if param.kind is param.KEYWORD_ONLY else 'variadic'}; "
+                "s2sad differentiates a partial with respect to the positional parameters "
+                f"it leaves: bind {param.name!r} in the partial too, or write a function "
+                f"that calls {names}()")
+    params += ["*"] + keyword_only if keyword_only else []
+    return source.function_from_source(
+        f"def {names}({', '.join(params)}):\n    return _s2s_func({', '.join(passed)})\n",
+        ns)
+
+
+_partial_targets = weakref.WeakKeyDictionary()    # {partial object: its `target`}
+
+
 #: {primitive: the function that only calls it}, for `target`.
 _primitive_targets = {}
 
@@ -470,7 +517,13 @@ _primitive_targets = {}
 def target(fn):
     """The Python function s2sad compiles for `fn`: for a `custom_vjp` or `custom_jvp`,
     or a primitive with a rule (`np.sin`), a function that only calls it (so its
-    derivative uses the rule)."""
+    derivative uses the rule); for a `functools.partial`, a function of the parameters
+    it leaves (see `_partial_target`)."""
+    if isinstance(fn, functools.partial):
+        made = _partial_targets.get(fn)
+        if made is None:
+            made = _partial_targets[fn] = _partial_target(fn)
+        return made
     record = registry.primitive(fn) if not inspect.isfunction(fn) else None
     if record is not None and record.vjp is not None and record.vjp.variants:
         if fn not in _primitive_targets:

@@ -145,19 +145,21 @@ def export(f: Callable, path: str | os.PathLike | None = None, mode: str = "reve
 
 def _refuse_registered(target, indices, args):
     """Refuse an argument differentiated (at `indices`) that is or holds an instance of
-    a class registered with s2sad.register_pytree: the exported module has no registry."""
+    a class registered with s2sad.register_pytree, or of a plain class (see
+    rules/pytrees.py): the exported module has no registry."""
     for i in indices:
         cls = _registered_in(args[i]) if i < len(args) else None
         if cls is not None:
+            how = ("registered with s2sad.register_pytree" if pytrees.registered(cls) else
+                   "a plain class, which s2sad takes apart by its attributes")
             raise ExportError(
                 f"argument {i} of {target.__qualname__} is or holds a {cls.__qualname__}, "
-                "which is registered with s2sad.register_pytree, and an exported module runs "
-                "without s2sad's registry of pytrees; make the class a dataclass to export "
-                "its derivatives")
+                f"which is {how}, and an exported module runs without s2sad's registry of "
+                "pytrees; make the class a dataclass to export its derivatives")
 
 
 def _registered_in(x):
-    if pytrees.registered(type(x)):
+    if pytrees.by_attributes(type(x)):
         return type(x)
     return next((c for c in map(_registered_in, pytrees.children(x)) if c is not None), None)
 

@@ -288,7 +288,12 @@ _is_structure = pytrees.is_structure
 def _template(x):
     """What the functions below read of `x`: `pytrees.zeros_like(x)` for a structure,
     `x` itself (its shape) for a number or an array."""
-    return pytrees.zeros_like(x) if _is_structure(x) else x
+    if not _is_structure(x):
+        return x
+    try:
+        return pytrees.zeros_like(x)
+    except RecursionError:
+        raise pytrees.cyclic(x) from None
 
 
 def _basis(like):

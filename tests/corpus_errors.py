@@ -150,7 +150,7 @@ def uses_unwrap(x):
 
 class Holder:
     def __init__(self, a):
-        self.a = a
+        self.a = float(a)       # (an __init__ that computes: refused)
 
 def builds_a_plain_object(x):
     h = Holder(x)

@@ -298,12 +298,15 @@ def test_a_list_attribute_flattened_as_its_items_is_refused():
         s2sad.grad(by_list)(f, X)
 
 
-def test_an_unregistered_class_is_refused_with_the_ways_to_differentiate_it():
-    class Plain:
+def test_an_unregistered_class_with_slots_is_refused_with_the_ways_to_differentiate_it():
+    # (a plain class, with a __dict__, is taken apart by its attributes: test_plain_classes)
+    class Slotted:
+        __slots__ = ("layers",)
+
         def __init__(self, W, b):
             self.layers = [Linear(W, b)]
     with pytest.raises(s2sad.S2SADError, match="register it with s2sad.register_pytree"):
-        s2sad.grad(by_list)(Plain(np.ones((2, 3)), np.ones(2)), X)
+        s2sad.grad(by_list)(Slotted(np.ones((2, 3)), np.ones(2)), X)
 
 
 def test_export_refuses_a_registered_object_it_differentiates(tmp_path):

@@ -276,7 +276,7 @@ class Forward:
         """Whether `obj` may be an instance of a class registered as a pytree (see
         rules/pytrees.py): of such a class, or of a kind the analysis cannot tell."""
         kind = self.kinds[obj]
-        return pytrees.registered(kind) if isinstance(kind, type) else kind not in (
+        return pytrees.by_attributes(kind) if isinstance(kind, type) else kind not in (
             SCALAR, ARRAY)
 
     def instantiate(self, template, placeholder, param, bound, target):

@@ -28,7 +28,7 @@ from ..analysis.operations import COPY, NONDIFF, PACK
 from ..analysis.names import live_names
 from ..analysis.shapes import pattern_tests
 from .. import marks, syntax
-from ..compilation import Callee, parameters
+from ..compilation import Callee, function_params, parameters
 from ..options import Variant
 from .shape_stand_ins import stand_ins
 from .simplify import with_constant
@@ -49,6 +49,15 @@ def guarded_types(ctx):
             for p in guarded(parameters(ctx.src), types)]
 
 
+def function_tests(ctx):
+    """The guard's tests that each parameter the code is specialised on the function
+    value of is that function (`nonlinearity is not tanh`, see
+    compilation.function_params)."""
+    params = parameters(ctx.src)
+    return [f"{p} is not {ctx.bind(getattr(fn, '__name__', 'function'), obj=fn)}"
+            for p, fn in function_params(ctx.arg_types).items() if p in params]
+
+
 def fuse(vjp, ctx, value=True, guard=True):
     """`f_value_and_grad(x) -> (y, x_bar)`: the forward pass, then the pullback inlined
     with its seed, for `value_and_grad` (no closure, one call). It starts by checking
@@ -58,9 +67,10 @@ def fuse(vjp, ctx, value=True, guard=True):
     as its first parameter (what `recompute` calls)."""
     namer, helper, runtime = ctx.namer, ctx.bind, ctx.runtime
     guards = guarded_types(ctx) if guard else ()
+    functions = function_tests(ctx) if guard else []
     pullback = ctx.reverse.pullback
     check = []
-    if guards:
+    if guards or functions:
         # a differentiated array must stay floating: grad refuses others when it compiles
         # (api._check_inputs), and buffer reuse relies on it
         floats = [f"{p}.dtype.kind != 'f'" for p, _ in guards
@@ -68,7 +78,8 @@ def fuse(vjp, ctx, value=True, guard=True):
         # the other arrays the code takes as real (before_ad/complex_values.py)
         floats += [f"{p}.dtype.kind == 'c'" for p, _ in guards if p in ctx.assumed_real]
         check = [syntax.guard([f"{p}.__class__ is not {t}" for p, t in guards]
-                             + floats, syntax.passing_on(runtime("respecialize"), vjp.args))]
+                             + floats + functions,
+                             syntax.passing_on(runtime("respecialize"), vjp.args))]
     forward = [s for s in vjp.body[:-1] if s is not pullback]
     result = vjp.body[-1].value.elts[0]
     grads = pullback.body[-1].value
@@ -200,6 +211,7 @@ def step_guard(adjoint, ctx, seed, value, fallback=None):
         ctx.patterns = patterns
     ndarray = ctx.bind("ndarray", obj=np.ndarray)
     tests = [f"{p}.__class__ is not {t}" for p, t in guarded_types(ctx) if p not in patterns]
+    tests += function_tests(ctx)
     for p, (dtype, pat) in patterns.items():
         dtype = np.dtype(dtype)
         tests += ([f"{p}.__class__ is not {ndarray}"] + pattern_tests(p, pat)

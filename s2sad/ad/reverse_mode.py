@@ -470,9 +470,11 @@ class Reverse(CallAdjoints):
             return MissingRuleError(
                 f"{where}{spelled}(...) builds an object of your class {spelled} from "
                 "differentiated values; s2sad differentiates through the fields of "
-                f"dataclasses and named tuples: make {spelled} a @dataclasses.dataclass (or "
-                "a typing.NamedTuple) and read its fields, or keep the values in local "
-                f"variables{code}")
+                "dataclasses and named tuples, and through the constructors of plain "
+                "classes whose __init__ only stores its parameters (self.w = w) or "
+                f"constants: make {spelled} a @dataclasses.dataclass (or a "
+                "typing.NamedTuple), or compute the values before the call and let "
+                f"__init__ store them, or keep the values in local variables{code}")
         else:
             detail = f"s2sad has no derivative rule for {spelled}"
         params = _param_names(op.prim, len(op.args))

@@ -365,6 +365,9 @@ class ValueKinds:
                 base == CONTAINER and isinstance(e.value, gast.Name)) else False
             if item is not False:
                 return item
+            item = _outside_item(self.src, e)
+            if item is not MISSING:
+                return type(item)           # an item of a list outside: `layers[0]`
             if base == ARRAY:
                 ndim = self.ndim_of(e)
                 return None if ndim is None else SCALAR if ndim == 0 else ARRAY
@@ -453,6 +456,21 @@ def user_class(cls):
 
 
 _NOT_USER = {"builtins", "functools", "types", "collections", "typing", "abc"}
+
+
+def _outside_item(src, e):
+    """The item that `e`, `name[k]` of a constant `k` and a list or tuple `name` (or an
+    attribute chain) outside the function, denotes, or MISSING. (A loop over such a
+    list is unrolled with these reads, and guarded on its items' classes: see
+    before_ad/desugar.py.)"""
+    if not (isinstance(e.slice, gast.Constant) and type(e.slice.value) is int
+            and isinstance(e.value, (gast.Name, gast.Attribute))):
+        return MISSING
+    value, k = src.resolve(e.value), e.slice.value
+    if type(value) not in (list, tuple) or not -len(value) <= k < len(value) or not (
+            user_class(type(value[k]))):
+        return MISSING
+    return src.items_of(e.value)[k]         # (guarded)
 
 
 def _kind_of_object(obj):

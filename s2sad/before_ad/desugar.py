@@ -58,7 +58,7 @@ from .. import syntax
 from ..frontend import source
 from . import checkpointed_loops, defaults, gradient_calls
 from .dicts import Dicts, is_dict_node
-from .iteration import Iteration
+from .iteration import Iteration, object_items
 
 JUMPS = (gast.Break, gast.Continue)
 
@@ -147,8 +147,16 @@ class Desugar:
         elif isinstance(s, (gast.For, gast.While)):
             s.body = self.block(s.body)
             s.orelse = self.block(s.orelse)
-            if isinstance(s, gast.For) and isinstance(s.iter, (gast.Tuple, gast.List)) and not any(
-                    isinstance(n, JUMPS) for b in s.body for n in syntax.walk(b)):
+            jumps = any(isinstance(n, JUMPS) for b in s.body for n in syntax.walk(b))
+            items = (object_items(self.src, s.iter) if isinstance(s, gast.For) and not jumps
+                     else None)
+            if items:
+                s.iter = gast.Tuple(elts=[
+                    gast.Subscript(value=syntax.copied(s.iter), slice=syntax.const(k),
+                                   ctx=gast.Load()) for k in range(len(items))],
+                    ctx=gast.Load())
+            if isinstance(s, gast.For) and isinstance(s.iter, (gast.Tuple, gast.List)) and (
+                    not jumps):
                 return self.unroll(s)
             prelude = []
             if (isinstance(s, gast.For) and not self.generated

@@ -20,6 +20,7 @@ import gast
 import numpy as np
 
 from .. import marks, syntax
+from ..analysis.value_kinds import user_class
 from ..frontend.source import MISSING
 from ..rules import runtime
 
@@ -223,3 +224,17 @@ def flat_targets(target):
             yield from flat_targets(elt)
     else:
         yield target
+
+
+def object_items(src, e):
+    """The items of the list or tuple outside the function that `e`, a name or an
+    attribute chain of one, denotes, if they are objects of the user's classes (up to 32
+    of them): before_ad.desugar unrolls a loop over them (`for layer in layers: x =
+    layer.forward(x)`), so that each item's class, which its methods are found through,
+    is known; the derivative's guard tests that the items' classes are the same. Else
+    None."""
+    value = src.resolve(e) if isinstance(e, (gast.Name, gast.Attribute)) else None
+    if type(value) not in (list, tuple) or not 0 < len(value) <= 32 or not all(
+            user_class(type(v)) for v in value):
+        return None
+    return src.items_of(e)

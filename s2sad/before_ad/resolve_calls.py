@@ -9,7 +9,10 @@ function is a value known when compiling:
 - a method: `obj.m(a)` where `obj`'s class is known (its kind: a parameter specialised
   on its class, an instance built here, `self` of a method) is `m(obj, a)`, `m` being
   the function the class defines (an instance's own attribute of that name is not
-  looked for);
+  looked for); `super().m(a)` in a method is `m(self, a)`, `m` being the function the
+  class after the method's own (its `__class__`) in the MRO of `self`'s known class
+  defines (also where no differentiated value is passed: `super()` runs only in the
+  class);
 - a function value: a name assigned a module-level function, a nested function or
   lambda (lifted), a method read from an object (`f = obj.m`), or a `functools.partial`
   of one of these (`g = functools.partial(loglik, mu=mu)`: `g(y)` is `loglik(y, mu)`),
@@ -18,6 +21,10 @@ function is a value known when compiling:
   several versions, Wengert's copies of the function value at joins and loop ends), a
   companion name assigned beside each assignment of the function value carries it, so
   that the call reads what was bound when the value it calls was made;
+- a parameter the code is specialised on the function value of (`def f(x,
+  nonlinearity=np.tanh)`, a function passed or left as the default: see
+  compilation.function_params; the guard tests that the argument is that function)
+  and never assigned: `nonlinearity(x)` is `tanh(x)`;
 - keyword arguments go to their positions (`loglik(y, mu=mu)` is `loglik(y, mu)`).
 
 A call that passes a function value (`integrate(lambda t: x * t, 0.0, 1.0)`), gives a
@@ -81,9 +88,10 @@ from .. import emit, syntax
 from ..analysis import operations
 from ..analysis.activity import definitions, varied_names
 from ..analysis.value_kinds import ValueKinds, user_class
+from ..compilation import function_params, function_value
 from ..frontend import gradients, guards, source
 from ..frontend.source import MISSING, FunctionSource
-from ..rules import registry
+from ..rules import pytrees, registry
 
 #: {function: {how a call uses it: (the function's stamp, the version specialised on
 #: that)}}
@@ -133,6 +141,12 @@ class ResolveCalls:
         self.varied = varied_names(fn, self.ctx.wrt, ops)
         self.changed = False    # whether a call or a statement of `fn` changed
         params = [a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
+        self.params = [a.id for a in fn.args.posonlyargs + fn.args.args]
+        self.supers = set()     # the names `t = super()` assigns whose methods are called
+        #: the parameters the code is specialised on the function value of (a default
+        #: `nonlinearity=np.tanh`, or a function passed), which the guard tests
+        self.functions = {p: f for p, f in function_params(self.ctx.arg_types).items()
+                          if p in params}
         self.assignments = {p: [fn] for p in params}   # name -> what assigns it
         for s in syntax.statements(fn):
             targets = (s.targets if isinstance(s, gast.Assign) else
@@ -156,6 +170,8 @@ class ResolveCalls:
         for name in list(self.assignments):
             self.known_name(name)
         for s in syntax.statements(fn):
+            if isinstance(s, gast.Assign) and isinstance(s.value, gast.Attribute):
+                self.property_read(s)
             if isinstance(s, (gast.Assign, gast.Expr)) and isinstance(s.value, gast.Call):
                 self.resolve(s.value, s)
         for block in syntax.blocks(fn.body):
@@ -163,8 +179,8 @@ class ResolveCalls:
         self.changed |= any(self.companions.values())
         # the assignments of function values and companions no call reads any more
         companions = [c.targets[0].id for made in self.companions.values() for c in made]
-        defining = {name: self.assignments[name] for name in companions + [
-            name for name, known in self.known.items() if known is not None]}
+        defining = {name: self.assignments[name] for name in companions + sorted(
+            self.supers) + [name for name, known in self.known.items() if known is not None]}
         while True:     # (`fn` as `self.reads` counted it, unless something changed)
             read = set(syntax.names_loaded(fn)) if self.changed else set(self.reads)
             unread = {id(s) for name, made in defining.items() if name not in read
@@ -183,10 +199,13 @@ class ResolveCalls:
     # -- function values ------------------------------------------------------------------
     def known_value(self, e):
         """The `Known` function value of the atom or right-hand side `e`, or None."""
+        if isinstance(e, gast.Name) and e.id in self.functions and len(
+                self.assignments.get(e.id, ())) == 1:
+            return Known(self.functions[e.id])   # a parameter specialised on its function
         if isinstance(e, gast.Name) and e.id in self.assignments:
             return self.known_name(e.id)
         if isinstance(e, gast.Attribute) and isinstance(e.value, gast.Name):
-            method = self.method(e.value, e.attr)
+            method = self.method(e.value, e.attr) or self.super_method(e)
             if method is not None:
                 return method
         if isinstance(e, gast.Call) and self.prim(e.func) is functools.partial and e.args:
@@ -326,6 +345,53 @@ class ResolveCalls:
             return Known(getattr(cls, attr))
         return None
 
+    def super_method(self, e):
+        """`Known` for `t.attr` where `t = super()` in a method: the function of that name
+        that the class after the method's own (`__class__`) in the MRO of `self`'s known
+        class defines, bound to `self` (a static method unbound)."""
+        made = self.assignments.get(e.value.id, ())
+        if len(made) != 1 or not _assigns(made[0]) or not self.is_super(made[0].value):
+            return None
+        owner = self.src.free_values().get("__class__")
+        cls = self.kinds[syntax.name(self.params[0])] if self.params else None
+        if not (user_class(cls) and isinstance(owner, type) and owner in cls.__mro__):
+            return None
+        for klass in cls.__mro__[cls.__mro__.index(owner) + 1:]:
+            if e.attr in vars(klass):
+                found = vars(klass)[e.attr]
+                self.ctx.assume([guards.guard(("object", klass), (e.attr,),
+                                              getattr(klass, e.attr))])
+                self.supers.add(e.value.id)
+                if inspect.isfunction(found):
+                    return Known(found, [syntax.name(self.params[0])])
+                if isinstance(found, staticmethod):
+                    return Known(found.__func__)
+                return None
+        return None
+
+    def property_read(self, s):
+        """`t = obj.name` where `name` is a property of `obj`'s known plain class (see
+        rules/pytrees.py) becomes a call of its getter, `t = name(obj)`, which is
+        differentiated through its source."""
+        obj, name = s.value.value, s.value.attr
+        cls = self.kinds[obj] if isinstance(obj, gast.Name) else None
+        if not (user_class(cls) and pytrees.plain(cls) and not pytrees.registered(cls)):
+            return
+        try:
+            found = inspect.getattr_static(cls, name)
+        except AttributeError:
+            return
+        if isinstance(found, property) and inspect.isfunction(found.fget):
+            self.ctx.assume([guards.guard(("object", cls), (name,), found)])
+            call = syntax.located(gast.Call(func=None, args=[], keywords=[]), s.value)
+            self.set_call(call, found.fget, [obj], {})
+            s.value = call
+
+    def is_super(self, value):
+        """Whether `value` is `super()`, without arguments."""
+        return (isinstance(value, gast.Call) and not value.args and not value.keywords
+                and self.prim(value.func) is super)
+
     def stable(self, atom):
         """Whether `atom` keeps its value: a constant, a module-level name, or a name
         assigned once."""
@@ -346,6 +412,13 @@ class ResolveCalls:
         """Rewrite `call` as a call by position of a function s2sad reads, if it calls
         Python code through a known function value."""
         func = call.func
+        if not self.varied & set(syntax.names_loaded(call)) and isinstance(
+                func, gast.Attribute) and isinstance(func.value, gast.Name):
+            known = self.super_method(func)     # (called as it is: `super()` cannot run
+            if known is not None:               # outside the class)
+                self.set_call(call, known.fn, known.args + call.args, {
+                    k.arg: k.value for k in call.keywords})
+                return
         if not self.varied & set(syntax.names_loaded(call)) or any(
                 isinstance(a, gast.Starred) for a in call.args) or any(
                 k.arg is None for k in call.keywords):
@@ -353,6 +426,8 @@ class ResolveCalls:
         static = not (isinstance(func, gast.Name) and self.known.get(func.id)) and (
             self.prim(func) is not MISSING)
         known = self.known_value(func)
+        if known is None and isinstance(func, gast.Name):   # an object called: its __call__
+            known = self.method(func, "__call__")
         if known is None:
             return
         target, args = known.fn, known.args + call.args
@@ -373,8 +448,16 @@ class ResolveCalls:
         fn, bound, bound_keywords = python
         if source.is_library(fn):
             return
-        values = list(args) + [k for k in keywords.values()]
         signature = inspect.signature(fn)
+        positional = [p.name for p in signature.parameters.values()
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        taken = set(positional[:len(bound) + len(args)]) | set(keywords) | set(bound_keywords)
+        for p in signature.parameters.values():     # a function left as a default: passed,
+            if p.name not in taken and p.kind in (  # for a version specialised on it
+                    p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and function_value(p.default):
+                keywords[p.name] = self.atom(p.default, f"{source.identifier(fn)}_{p.name}")
+                marks.PRIM.put(keywords[p.name], p.default)
+        values = list(args) + [k for k in keywords.values()]
         kinds = {p.kind for p in signature.parameters.values()}
         special = (inspect.Parameter.VAR_POSITIONAL in kinds
                    or inspect.Parameter.VAR_KEYWORD in kinds

@@ -83,8 +83,9 @@ class Guard(NamedTuple):
     `("cell", cell)`, `("object", obj)` or `("function", a weak reference to one)`: a
     function's guards do not keep it alive, nor the derivatives cached for it) through the
     attributes `attrs`, it was
-    `expected` (`how` "is"), of class `expected` ("class"), or the method `expected`,
-    a `(function, instance)` pair ("method")."""
+    `expected` (`how` "is"), of class `expected` ("class"), the method `expected`,
+    a `(function, instance)` pair ("method"), or a list or tuple whose items are of the
+    classes `expected`, a tuple, in order ("items": see `items`)."""
     root: tuple
     attrs: tuple
     expected: object
@@ -103,7 +104,8 @@ class Guard(NamedTuple):
     @property
     def identity(self):
         """What tells two guards on the same thing apart."""
-        return (self.root[0], *map(id, self.root[1:2]), *self.root[2:], self.attrs)
+        return (self.root[0], *map(id, self.root[1:2]), *self.root[2:], self.attrs) + (
+            ("items",) if self.how == "items" else ())     # (beside the guard of the value)
 
 
 def is_data(value):
@@ -125,6 +127,20 @@ def guard(root, attrs, value, frozen=False):
     if is_data(value) and not frozen:
         return Guard(root, attrs, type(value), "class")
     return Guard(root, attrs, value, "is")
+
+
+def items(root, attrs, value):
+    """The guard that `root` then `attrs` reads the list or tuple `value` of the length
+    and the items' classes it has now (for a loop over it unrolled, whose code calls the
+    methods of each item's class)."""
+    return Guard(root, attrs, item_classes(value), "items")
+
+
+def item_classes(value):
+    """The classes of the items of `value` (None if it is no list or tuple)."""
+    if type(value) not in (list, tuple):
+        return None
+    return tuple(v.__class__ for v in value)
 
 
 def read(g):
@@ -157,6 +173,8 @@ def holds(guards):
             ok = value is g.expected
         elif g.how == "class":
             ok = value is not MISSING and value.__class__ is g.expected
+        elif g.how == "items":
+            ok = value is not MISSING and item_classes(value) == g.expected
         else:
             ok = (isinstance(value, types.MethodType) and value.__func__ is g.expected[0]
                   and value.__self__ is g.expected[1])
@@ -200,6 +218,9 @@ def tests(guards, name, bare=None, class_name=None, taken=()):
             cls = g.expected
             out.append(f"{expr}.__class__ is not "
                        f"{class_name(cls) if class_name else name(cls, cls.__name__)}")
+        elif g.how == "items":
+            out.append(f"{name(item_classes, 'item_classes')}({expr}) != "
+                       f"{name(g.expected, 'classes')}")
         elif g.how == "is" and g.expected is None:
             out.append(f"{expr} is not None")
         elif g.how == "method":     # (what is read may be no method now)

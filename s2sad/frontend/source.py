@@ -19,7 +19,7 @@ import gast
 
 from .. import marks, syntax
 from . import guards
-from ..errors import S2SADError, SourceUnavailableError, UnsupportedSyntaxError
+from ..errors import S2SADError, SourceUnavailableError, UnsupportedSyntaxError, defined_at
 
 MISSING = object()
 
@@ -44,6 +44,9 @@ class FunctionSource:
         #: what the passes looked up outside the function: {name or (name, attr, ...):
         #: the object found}, for the guards of the derivative (see guards_of)
         self.resolved = {}
+        #: the lists and tuples outside the function whose items' classes the code relies
+        #: on (`items_of`): {name or (name, attr, ...): the object}
+        self.unrolled = {}
 
     @property
     def name(self):
@@ -92,6 +95,25 @@ class FunctionSource:
         if not isinstance(expr, gast.Name) or self.is_local(expr.id):
             return MISSING
         return self.free_values().get(expr.id, MISSING)
+
+    def items_of(self, expr):
+        """The list or tuple outside the function that the `Name` or attribute chain
+        `expr` denotes, or MISSING; the guards of the derivative then test that its
+        items keep their classes (code that knows an item's class, `layers[0]`, calls
+        the methods of that class)."""
+        if not isinstance(expr, (gast.Name, gast.Attribute)):
+            return MISSING
+        key, base = [], expr
+        while isinstance(base, gast.Attribute):
+            key.append(base.attr)
+            base = base.value
+        if not isinstance(base, gast.Name) or self.is_local(base.id):
+            return MISSING
+        value = self.resolve(expr)
+        if type(value) not in (list, tuple):
+            return MISSING
+        self.unrolled[base.id if not key else (base.id, *reversed(key))] = value
+        return value
 
     def free_values(self):
         """Values of the names the function reads from outside: closure cells, then
@@ -195,6 +217,11 @@ def guards_of(src, frozen=False):
         else:
             root = ("global", space, name)
         out.append(guards.guard(root, attrs, value, frozen))
+    for key, value in src.unrolled.items():
+        name, attrs = (key, ()) if isinstance(key, str) else (key[0], key[1:])
+        root = (("cell", cells.get(name) or own[name]) if name in cells or name in own
+                else ("global", space, name))
+        out.append(guards.items(root, attrs, value))
     return guards.unique(out)
 
 
@@ -258,7 +285,63 @@ def unwrap(fn):
             "grad(f) and its gradients (grad(grad(f)), grad(grad(grad(f))), ...; "
             "elementwise_grad nested), hessian(f) and hvp(f), and grad(f) called in a "
             "differentiated function. Differentiate the original function (its .primal).")
-    return getattr(fn, "__func__", fn)
+    fn = getattr(fn, "__func__", fn)
+    while forwards(fn):     # a decorator's wrapper that only calls what it wraps
+        fn = fn.__wrapped__
+    return fn
+
+
+def forwards(fn):
+    """Whether `fn` is a wrapper (`functools.wraps`, with `__wrapped__`) whose body only
+    calls the function it wraps with its arguments, `def w(*args, **kwargs): return
+    fn(*args, **kwargs)` (a docstring aside), `fn` a closure variable holding
+    `fn.__wrapped__`: the function it wraps is then the code that runs."""
+    inner = getattr(fn, "__wrapped__", None)
+    code = getattr(fn, "__code__", None)
+    if inner is None or not inspect.isfunction(fn) or code is None or (
+            code.co_argcount or code.co_kwonlyargcount or code.co_posonlyargcount
+            or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
+            != inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
+        return False
+    known = _forwarding.get(code)
+    if known is None:
+        known = _forwarding[code] = _forwarding_call(code)
+    if not known:
+        return False
+    called = known
+    cells = dict(zip(code.co_freevars, fn.__closure__ or ()))
+    try:
+        return called in cells and cells[called].cell_contents is inner
+    except ValueError:
+        return False
+
+
+def _forwarding_call(code):
+    """The closure variable the function of `code` calls with its `*args, **kwargs`, if
+    that is all its body does, else "" (read from its source)."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(code)))
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return ""
+    fn = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)), None)
+    if fn is None or fn.name != code.co_name:
+        return ""
+    body = fn.body[1:] if fn.body and isinstance(fn.body[0], ast.Expr) and isinstance(
+        fn.body[0].value, ast.Constant) and isinstance(fn.body[0].value.value, str) else fn.body
+    args, kwargs = fn.args.vararg, fn.args.kwarg
+    if len(body) != 1 or not isinstance(body[0], ast.Return) or args is None or kwargs is None:
+        return ""
+    call = body[0].value
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and len(call.args) == 1
+            and isinstance(call.args[0], ast.Starred) and isinstance(call.args[0].value, ast.Name)
+            and call.args[0].value.id == args.arg and len(call.keywords) == 1
+            and call.keywords[0].arg is None and isinstance(call.keywords[0].value, ast.Name)
+            and call.keywords[0].value.id == kwargs.arg):
+        return ""
+    return call.func.id
+
+
+_forwarding = {}    # {a wrapper's code: the name it forwards to, or ""}
 
 
 def capture(fn, copy=True):
@@ -275,9 +358,11 @@ def capture(fn, copy=True):
         raise S2SADError(fn.s2s_not_differentiable)
     if getattr(fn, "__wrapped__", None) is not None and inspect.isfunction(fn):
         raise SourceUnavailableError(
-            f"{fn.__qualname__!r} is wrapped by a decorator (it has __wrapped__), so its "
-            "source is not the code that runs; s2sad cannot see through decorators yet. "
-            "Differentiate the undecorated function.")
+            f"{defined_at(fn)}{fn.__qualname__!r} is wrapped by a decorator (it has "
+            "__wrapped__) whose wrapper does more than call the function it wraps with "
+            "its arguments (`return fn(*args, **kwargs)`), so the function's source is "
+            "not the code that runs. Differentiate the undecorated function, or give "
+            "what the wrapper adds a rule (s2sad.custom_vjp)")
     if not inspect.isfunction(fn):
         raise SourceUnavailableError(
             f"{getattr(fn, '__qualname__', fn)!r} is not a Python function with source "

@@ -357,6 +357,9 @@ def field(g, name):
     return 0.0 if value is None else value
 
 
+define(field, "g, name", linear="g")     # (forward over reverse: a tangent's field)
+
+
 def sorting(items, reverse=False):
     """The positions in `items` of the values `sorted(items, reverse=reverse)` returns,
     in its order: Python's sort is stable, so equal values keep their order (also with

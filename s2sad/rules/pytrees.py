@@ -1,6 +1,8 @@
 """Pytrees (after JAX's): the values s2sad differentiates are leaves (numbers, arrays,
 None, any other object) and structures that hold values: tuples, lists, dicts, named
-tuples, dataclass instances, and instances of the classes registered with `register`.
+tuples, dataclass instances, instances of the classes registered with `register`, and
+instances of plain classes (`plain`), whose attributes that carry derivatives are their
+children.
 `flatten` gives a value's leaves, in order, and its structure, from which `unflatten`
 builds a value of that structure holding other leaves; `map` applies a function leaf by
 leaf; `zeros_like` is the zero adjoint of a value, and `add` the sum of two adjoints of
@@ -22,11 +24,14 @@ carries no derivative (an int, a string, None) has the adjoint None.
 import builtins
 import copy
 import dataclasses
+import inspect
+import types
 
 import numpy as np
 
 from ..errors import InternalError, S2SADError
 from .arrays import asarray, is_array
+from .plain_classes import plain
 from .registry import define, helper, helpers
 
 
@@ -161,6 +166,66 @@ class _Registered(Node):
         return children if len(children) == aux[1] else None
 
 
+class _Plain(_Registered):
+    """The instances of a plain class (see `plain`), taken apart by their attributes as
+    equinox or PyTorch modules are: the children are the values of the instance's
+    `__dict__` that carry derivatives (numbers, float arrays, structures: see
+    `carries_derivative`), in the dict's order; the other attributes (ints, strings,
+    functions, other objects) are constants of the structure. A structure is built
+    without `__init__` (an adjoint is not a validated value): a new instance
+    (`cls.__new__(cls)`) whose `__dict__` is that of the instance the structure was
+    taken from, with the children in their places. The aux is `((obj, names), n)`."""
+
+    def __init__(self, cls):
+        self.cls = cls
+
+    def flatten(self, x):
+        own = x.__dict__
+        names = tuple(k for k, v in own.items() if carries_derivative(v))
+        return [own[k] for k in names], ((x, names), len(names))
+
+    def unflatten(self, aux, children):
+        (like, names), _ = aux
+        out = self.cls.__new__(self.cls)
+        out.__dict__.update(like.__dict__)
+        out.__dict__.update(zip(names, children))
+        return out
+
+    def children_as(self, x, aux):
+        if type(x) is not self.cls:
+            return None
+        own = x.__dict__
+        return [own.get(k) for k in aux[0][1]]
+
+    def child(self, aux, name):
+        """Which child the attribute `name` is (None: a constant of the structure, an
+        attribute of the instance or of the class); an S2SADError for an attribute that
+        a property or another descriptor computes (from the children, maybe), whose
+        derivative s2sad cannot tell here."""
+        (like, names), _ = aux
+        if name in names:
+            return names.index(name)
+        if name in like.__dict__:
+            return None
+        found = inspect.getattr_static(self.cls, name, None)
+        if hasattr(type(found), "__get__") and not isinstance(
+                found, (types.FunctionType, staticmethod, classmethod)):
+            cls = self.cls.__qualname__
+            raise S2SADError(
+                f"reading .{name} of a differentiated {cls}: .{name} is a "
+                f"{type(found).__name__} of {cls}, computed when it is read, whose "
+                "derivative s2sad cannot tell here (where the class of the object is not "
+                f"known when compiling); read the attributes it is computed from, or call "
+                "a method that computes it")
+        return None
+
+
+def by_attributes(cls):
+    """Whether the children of the instances of `cls` are read as their attributes: a
+    class registered with `register`, or a plain class (see `plain`)."""
+    return isinstance(node_of(cls), _Registered)
+
+
 def register(cls, flatten, unflatten):
     """Make the instances of `cls` pytrees: `flatten(obj)` returns `(children, aux)`, the
     values that are differentiated (a sequence of pytrees) and the rest that rebuilding
@@ -206,6 +271,8 @@ def node_of(cls):
         node = _DICT
     elif dataclasses.is_dataclass(cls):
         node = _Dataclass(cls)
+    elif plain(cls):
+        node = _Plain(cls)
     else:
         node = None
     if len(_NODES) > 4096:      # (classes made anew, in a loop or per call)
@@ -257,7 +324,10 @@ def flatten(x):
     """`(leaves, structure)`: the leaves of `x`, in order (`[x]` for a leaf), and what
     `unflatten` needs to put other leaves in their places."""
     leaves = []
-    return leaves, _flatten(x, leaves)
+    try:
+        return leaves, _flatten(x, leaves)
+    except RecursionError:
+        raise cyclic(x) from None
 
 
 def _flatten(x, leaves):
@@ -271,10 +341,25 @@ def _flatten(x, leaves):
 
 def leaves(x):
     """The leaves of `x`, in order (`[x]` for a leaf)."""
+    try:
+        return _leaves(x)
+    except RecursionError:
+        raise cyclic(x) from None
+
+
+def _leaves(x):
     node = node_of(type(x))
     if node is None:
         return [x]
-    return [leaf for c in node.flatten(x)[0] for leaf in leaves(c)]
+    return [leaf for c in node.flatten(x)[0] for leaf in _leaves(c)]
+
+
+def cyclic(x):
+    return S2SADError(
+        f"{_described(x)} that holds itself, or holds values nested too deep to take apart "
+        "(an object whose attribute refers back to it?); s2sad takes plain objects apart by "
+        "their attributes: register the class with s2sad.register_pytree, with a flatten "
+        "that leaves the back reference out of the children")
 
 
 def unflatten(structure, leaves):

@@ -47,6 +47,7 @@ import sys
 import gast
 
 from ..errors import S2SADError
+from .plain_classes import plain
 
 version = 0
 #: The runtime helpers, by the name templates and generated code call them (`_s2s_` and
@@ -474,7 +475,7 @@ def _constructor(cls):
             fields.append((f.name, REQUIRED if f.default is dataclasses.MISSING
                            else f.default))
     else:
-        return None
+        return _plain_constructor(cls)
     if any(d is not REQUIRED and not isinstance(d, (int, float, bool, str, type(None)))
            for _, d in fields):
         return None
@@ -483,6 +484,82 @@ def _constructor(cls):
            linear=", ".join(n for n, _ in fields),
            **{n: f"_s2s_field(g, {n!r})" for n, _ in fields})
     return PRIMITIVES.get(cls)
+
+
+def _plain_constructor(cls):
+    """The record of the constructor of the plain class `cls` (see pytrees.plain) whose
+    `__init__` only stores: each statement (but a docstring) is `self.a = p`, storing a
+    parameter `p` as it is, or `self.a = c` for a constant `c` that carries no derivative
+    (an int, a string, None); each parameter stored at most once, each attribute once.
+    The adjoint of a parameter stored is that attribute of the object's adjoint, and the
+    object is linear in them (as a dataclass's constructor is in its fields). A
+    parameter it does not store has no rule, so a differentiated value passed to it is
+    refused. None for other classes (an `__init__` that computes, calls or branches),
+    found once per class."""
+    if cls in _NOT_CONSTRUCTORS or not plain(cls):
+        return None
+    stored = _stored_parameters(cls)
+    if stored is None:
+        _NOT_CONSTRUCTORS.add(cls)
+        return None
+    params = []
+    for p in list(inspect.signature(cls.__init__).parameters.values())[1:]:
+        default = p.default
+        if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            _NOT_CONSTRUCTORS.add(cls)
+            return None
+        if default is inspect.Parameter.empty:
+            params.append(p.name)
+        else:       # (a default no template reads: a function, an object, a literal)
+            literal = isinstance(default, (int, float, bool, str, type(None)))
+            params.append(f"{p.name}={default!r}" if literal else f"{p.name}=None")
+    linear = [p for p in stored if p in {q.split("=")[0] for q in params}]
+    define(cls, ", ".join(params), quiet=True,           # (_s2s_field: containers.field)
+           linear=", ".join(linear) if linear else None,
+           **{p: f"_s2s_field(g, {a!r})" for p, a in stored.items()})
+    return PRIMITIVES.get(cls)
+
+
+_NOT_CONSTRUCTORS = set()   # (weak in effect: a class made in a loop is rare)
+
+
+def _stored_parameters(cls):
+    """{parameter: the attribute it is stored in} of a plain class's `__init__` that only
+    stores (see `_plain_constructor`), else None."""
+    import ast
+    import textwrap
+    init = cls.__dict__.get("__init__")
+    if init is None or not inspect.isfunction(init) or "__new__" in cls.__dict__ or any(
+            "__init__" in b.__dict__ or "__new__" in b.__dict__ for b in cls.__mro__[1:-1]):
+        return None
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(init)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    fn = tree.body[0]
+    if not isinstance(fn, ast.FunctionDef) or fn.decorator_list or not fn.args.args:
+        return None
+    params = [a.arg for a in fn.args.args]
+    self, stored, attributes = params[0], {}, set()
+    body = fn.body[1:] if (fn.body and isinstance(fn.body[0], ast.Expr) and isinstance(
+        fn.body[0].value, ast.Constant) and isinstance(fn.body[0].value.value, str)) \
+        else fn.body
+    for s in body:
+        if isinstance(s, ast.Pass):
+            continue
+        if not (isinstance(s, ast.Assign) and len(s.targets) == 1
+                and isinstance(s.targets[0], ast.Attribute)
+                and isinstance(s.targets[0].value, ast.Name) and s.targets[0].value.id == self
+                and s.targets[0].attr not in attributes):
+            return None
+        attributes.add(s.targets[0].attr)
+        value = s.value
+        if isinstance(value, ast.Name) and value.id in params[1:] and value.id not in stored:
+            stored[value.id] = s.targets[0].attr
+        elif not (isinstance(value, ast.Constant) and isinstance(
+                value.value, (int, bool, str, type(None)))):
+            return None
+    return stored
 
 
 def lookup(prim):

@@ -14,7 +14,7 @@ from .pytrees import (
     add, carries_derivative, is_record, zeros_like,
     children as _children, field_zero as _field_zero, is_named_tuple as _is_named_tuple,
     fields as _fields, is_zero as _is_zero, node_of as _node_of, rebuild as _rebuild,
-    registered as _registered, replace as _replace)
+    by_attributes as _by_attributes, replace as _replace)
 from .containers import described, joined as _joined, repeated as _repeated
 from .factorizations import matrix_norm_slope
 from .reductions import axes_of as _axes, unbroadcast, unreduce
@@ -97,7 +97,7 @@ def unattr(g, obj, name):
     a registered class, in the child that `obj.name` is, see `child_of`)."""
     if _is_named_tuple(obj):
         return unindex(g, obj, obj._fields.index(name))
-    if _registered(type(obj)):
+    if _by_attributes(type(obj)):
         node = _node_of(type(obj))
         parts, aux = node.flatten(obj)
         k = child_of(node, aux, obj, name)
@@ -124,13 +124,14 @@ def attr_dot(t, obj, name):
     registered with s2sad.register_pytree, the child of `t` in the place of the child
     that `obj.name` is (zero for an attribute that is none of them, see `child_of`);
     else `t.name`."""
-    if not _registered(type(obj)):
+    if not _by_attributes(type(obj)):
         return getattr(t, name)
     node = _node_of(type(obj))
-    k = child_of(node, node.flatten(obj)[1], obj, name)
+    aux = node.flatten(obj)[1]
+    k = child_of(node, aux, obj, name)
     if k is None or t is None or _is_zero(t):
         return 0.0
-    return node.flatten(t)[0][k]
+    return node.children_as(t, aux)[k]
 
 
 _CHILDREN = {}   # (node, attribute) -> (aux, number of children, child): child_of's cache
@@ -153,6 +154,8 @@ def child_of(node, aux, obj, name):
     that carries no derivative; an S2SADError otherwise: an attribute computed from the
     children, or a list of them, whose derivative s2sad cannot tell. (Found once for
     each class, attribute and aux object.)"""
+    if hasattr(node, "child"):      # (a plain class: its children are its attributes)
+        return node.child(aux, name)
     known = _CHILDREN.get((node, name))
     if known is not None and known[0] is aux[0] and known[1] == aux[1]:
         return known[2]

@@ -1,0 +1,330 @@
+"""Plain classes (issue #36): instances of the user's classes that are neither dataclasses
+nor registered, taken apart by their attributes as equinox or PyTorch modules are (the
+values of `__dict__` that carry derivatives are the leaves, the others constants), as
+arguments differentiated (grad, value_and_grad, vjp, jvp, jacfwd, hessian) and built in
+the function by an `__init__` that only stores; and what is refused. Each derivative
+against central differences over the objects' attributes (the oracle below, which does
+not use s2sad) or an analytic formula."""
+import copy
+
+import numpy as np
+import pytest
+
+import s2sad
+from oracle import assert_close, fd_grad
+
+H = 1e-6
+
+
+# -- the oracle: central differences over an object's attributes -------------------------
+def fd_attributes(f, obj, names, *rest):
+    """{attribute: d f(obj, *rest) / d obj.attribute} by central differences, for the
+    float or array attributes `names` of `obj` (an attribute path "a.b" reads deeper)."""
+    out = {}
+    for name in names:
+        value = _get(obj, name)
+        arr = np.array(value, dtype=float)
+        g = np.zeros_like(arr)
+        for i in range(arr.size):
+            lo, hi = arr.copy(), arr.copy()
+            lo.flat[i] -= H
+            hi.flat[i] += H
+            g.flat[i] = (f(_with(obj, name, hi), *rest) - f(_with(obj, name, lo), *rest)) / (
+                2 * H)
+        out[name] = g if np.ndim(value) else float(g)
+    return out
+
+
+def _get(obj, path):
+    for part in path.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _with(obj, path, value):
+    obj = copy.deepcopy(obj)
+    *head, last = path.split(".")
+    inner = obj
+    for part in head:
+        inner = getattr(inner, part)
+    setattr(inner, last, value if np.ndim(value) else float(value))
+    return obj
+
+
+# -- classes --------------------------------------------------------------------------------
+INITS = []
+
+
+class Params:
+    """Two numbers differentiated, an int, a string and a function that are constants."""
+
+    def __init__(self, w, b):
+        INITS.append(1)
+        self.w, self.b = w, b
+        self.n, self.label, self.act = 2, "params", np.tanh
+
+
+class Dense:
+    def __init__(self, W, b):
+        self.W = W
+        self.b = b
+
+    def __call__(self, x):
+        return np.tanh(self.W @ x + self.b)
+
+
+class Model:
+    """A module of modules: a list of layers, a scale, and a name."""
+
+    def __init__(self, layers, scale):
+        self.layers = layers
+        self.scale = scale
+        self.name = "mlp"
+
+    def __call__(self, x):
+        h = x
+        for i in range(len(self.layers)):
+            h = Dense.__call__(self.layers[i], h)
+        return self.scale * np.sum(h ** 2)
+
+
+class Point:
+    """Only stores (a constant too): built inside a differentiated function."""
+
+    def __init__(self, x, y, tag="p"):
+        self.x = x
+        self.y = y
+        self.tag = tag
+        self.kind = 1
+
+
+class Equal:
+    """Defines __eq__ (and so no __hash__): still taken apart by its attributes."""
+
+    def __init__(self, v):
+        self.v = v
+
+    def __eq__(self, other):
+        return type(other) is Equal and self.v == other.v
+
+    __hash__ = None
+
+
+class Slotted:
+    __slots__ = ("w",)
+
+    def __init__(self, w):
+        self.w = w
+
+
+class Computes:
+    def __init__(self, w):
+        self.w = 2.0 * w
+
+
+def params_loss(p, x):
+    return p.w * x + p.b ** p.n
+
+
+def model_loss(model, x):
+    return model(x)
+
+
+def model():
+    rng = np.random.default_rng(0)
+    return Model([Dense(rng.normal(size=(4, 3)) * 0.5, rng.normal(size=4) * 0.1),
+                  Dense(rng.normal(size=(2, 4)) * 0.5, rng.normal(size=2) * 0.1)], 0.7)
+
+
+X = np.array([0.3, -0.2, 0.5])
+
+
+# -- arguments ------------------------------------------------------------------------------
+def test_grad_is_an_object_of_the_class_built_without_init():
+    p = Params(2.0, 3.0)
+    INITS.clear()
+    g = s2sad.grad(params_loss)(p, 1.5)
+    assert type(g) is Params and not INITS
+    expected = fd_attributes(params_loss, p, ["w", "b"], 1.5)
+    assert_close((g.w, g.b), (expected["w"], expected["b"]))
+    assert (g.n, g.label, g.act) == (2, "params", np.tanh)      # constants, as they were
+
+
+def test_gradients_with_respect_to_the_object_and_a_number():
+    p = Params(2.0, 1.5)
+    value, (gp, gx) = s2sad.value_and_grad(params_loss, wrt=(0, 1))(p, 0.7)
+    assert_close(value, params_loss(p, 0.7))
+    assert_close(gx, fd_grad(lambda x: params_loss(p, x), (0.7,)))
+    assert_close(gp.b, fd_attributes(params_loss, p, ["b"], 0.7)["b"])
+
+
+def test_a_model_of_layers_with_call_and_a_list_attribute():
+    m = model()
+    g = s2sad.grad(model_loss)(m, X)
+    names = ["layers.0.W", "layers.0.b", "layers.1.W", "layers.1.b", "scale"]
+    m_paths = _with_list_paths(m)
+    expected = fd_attributes(lambda mm, x: model_loss(_from_paths(mm), x), m_paths, names, X)
+    assert type(g) is Model and type(g.layers) is list and g.name == "mlp"
+    for name in names:
+        np.testing.assert_allclose(_get(_with_list_paths(g), name), expected[name], rtol=1e-5,
+                                   atol=1e-7)
+
+
+def test_jvp_along_an_object_of_the_class():
+    m = model()
+    t = copy.deepcopy(m)
+    rng = np.random.default_rng(1)
+    for layer in t.layers:
+        layer.W, layer.b = rng.normal(size=layer.W.shape), rng.normal(size=layer.b.shape)
+    t.scale = 0.3
+    value, tangent = s2sad.jvp(model_loss, (m, X), (t, np.zeros(3)))
+    along = (model_loss(_moved(m, t, H), X) - model_loss(_moved(m, t, -H), X)) / (2 * H)
+    assert_close(value, model_loss(m, X))
+    assert_close(tangent, along, rtol=1e-5, atol=1e-7)
+
+
+def test_hessian_is_nested_like_the_class():
+    def f(p):
+        return p.w ** 3 * p.b ** p.n
+    H_ = s2sad.hessian(f)(Params(2.0, 3.0))
+    w, b = 2.0, 3.0
+    assert_close([[H_.w.w, H_.w.b], [H_.b.w, H_.b.b]],
+                 [[6 * w * b * b, 6 * w * w * b], [6 * w * w * b, 2 * w ** 3]])
+
+
+def test_jacfwd_of_a_number():
+    def f(p):
+        return np.sin(p.w) * p.b
+    J = s2sad.jacfwd(f)(Params(0.4, 1.5))
+    assert_close((J.w, J.b), (np.cos(0.4) * 1.5, np.sin(0.4)))
+
+
+def test_nested_objects_and_an_object_with_eq():
+    class Outer:
+        def __init__(self, inner, c):
+            self.inner, self.c = inner, c
+
+    def f(o):
+        return np.sin(o.inner.v) * o.c
+    o = Outer(Equal(0.5), 2.0)
+    g = s2sad.grad(f)(o)
+    assert type(g.inner) is Equal
+    assert_close((g.inner.v, g.c), (2.0 * np.cos(0.5), np.sin(0.5)))
+
+
+class Box:
+    """A property computed from its attributes, and a class attribute."""
+
+    margin = 0.5
+
+    def __init__(self, w, h):
+        self.w, self.h = w, h
+
+    @property
+    def area(self):
+        return self.w * self.h
+
+
+def box_loss(b):
+    return b.area * b.w + b.margin
+
+
+def test_a_property_read_is_a_call_of_its_getter():
+    b = Box(3.0, 2.0)
+    g = s2sad.grad(box_loss)(b)
+    expected = fd_attributes(box_loss, b, ["w", "h"])
+    assert_close((g.w, g.h), (expected["w"], expected["h"]))
+    t = s2sad.jvp(box_loss, (b,), (Box(1.0, 0.0),))[1]
+    assert_close(t, expected["w"])
+    H_ = s2sad.hessian(box_loss)(b)
+    assert_close([[H_.w.w, H_.w.h], [H_.h.w, H_.h.h]], [[2 * 2.0, 2 * 3.0], [2 * 3.0, 0.0]])
+
+
+def test_a_property_of_an_object_of_unknown_class_is_refused():
+    def f(boxes):
+        return boxes[0].area * boxes[1].w
+    with pytest.raises(s2sad.S2SADError, match=r"reading \.area of a differentiated Box: "
+                                               r"\.area is a property"):
+        s2sad.grad(f)([Box(3.0, 2.0), Box(1.0, 1.0)])
+
+
+# -- built in the function ------------------------------------------------------------------
+def built(x):
+    p = Point(np.sin(x), x * x)
+    return p.x * p.y + p.kind
+
+
+def test_an_object_built_from_differentiated_values():
+    for x in (0.3, 1.7):
+        assert_close(s2sad.grad(built)(x), fd_grad(built, (x,)))
+        assert_close(s2sad.jvp(built, (x,), (1.0,))[1], fd_grad(built, (x,)))
+        assert_close(s2sad.hessian(built)(x),
+                     fd_grad(lambda v: float(s2sad.grad(built)(v)), (x,)), rtol=1e-5)
+
+
+def test_an_object_built_and_returned():
+    def f(x):
+        return Point(x * x, 3.0 * x, tag="q")
+    y, pullback = s2sad.vjp(f, 1.5)
+    assert type(y) is Point and (y.x, y.y, y.tag) == (2.25, 4.5, "q")
+    (gx,) = pullback(Point(1.0, 2.0))
+    assert_close(gx, 2 * 1.5 * 1.0 + 3.0 * 2.0)
+    value, tangent = s2sad.jvp(f, (1.5,), (1.0,))
+    assert type(tangent) is Point and (tangent.x, tangent.y) == (3.0, 3.0)
+
+
+# -- refused --------------------------------------------------------------------------------
+def test_a_class_with_slots_is_refused_naming_register_pytree():
+    with pytest.raises(s2sad.S2SADError, match=r"holds a Slotted object.*__slots__.*"
+                                               r"register_pytree"):
+        s2sad.grad(lambda s: s.w * 2.0)(Slotted(1.0))
+
+
+@pytest.mark.parametrize("run", [lambda f, n: s2sad.grad(f)(n),
+                                 lambda f, n: s2sad.hessian(f)(n)], ids=["grad", "hessian"])
+def test_an_object_that_holds_itself_is_refused(run):
+    class Node:
+        def __init__(self, w):
+            self.w = w
+    a, b = Node(1.0), Node(2.0)
+    a.next, b.previous = b, a
+    with pytest.raises(s2sad.S2SADError, match=r"Node (object )?that holds itself.*"
+                                               r"register_pytree"):
+        run(lambda n: n.w * 2.0, a)
+
+
+def test_an_init_that_computes_is_refused_where_it_is_called():
+    def f(x):
+        return Computes(x).w
+    with pytest.raises(s2sad.MissingRuleError,
+                       match=r"test_plain_classes\.py:\d+: Computes\(\.\.\.\) builds an "
+                             r"object.*__init__ only stores"):
+        s2sad.grad(f)(1.0)
+
+
+# -- helpers of the oracle: a model's list of layers as attributes "0", "1" ------------------
+class _Layers:
+    pass
+
+
+def _with_list_paths(m):
+    out = copy.deepcopy(m)
+    layers = _Layers()
+    for i, layer in enumerate(out.layers):
+        setattr(layers, str(i), layer)
+    out.layers = layers
+    return out
+
+
+def _from_paths(m):
+    out = copy.copy(m)
+    out.layers = [getattr(m.layers, str(i)) for i in range(len(vars(m.layers)))]
+    return out
+
+
+def _moved(m, t, h):
+    out = copy.deepcopy(m)
+    for layer, d in zip(out.layers, t.layers):
+        layer.W, layer.b = layer.W + h * d.W, layer.b + h * d.b
+    out.scale = m.scale + h * t.scale
+    return out
