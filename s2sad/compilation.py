@@ -38,7 +38,7 @@ from typing import Any, Callable, Union
 import gast
 import numpy as np
 
-from .analysis.value_kinds import ARRAY, CONTAINER, SCALAR, ValueKinds, user_class
+from .analysis.value_kinds import ARRAY, CONTAINER, SCALAR, UNKNOWN, ValueKinds, user_class
 from .analysis.activity import active_names, definitions, useful_names, varied_names
 from .analysis.buffers import ArrayFacts
 from .analysis.operations import classify
@@ -123,6 +123,11 @@ class Compilation:
     #: (its context, its Wengert form)`, which analyses of calls read (what a callee
     #: returns and writes: before_ad/aliasing.py); None outside the driver.
     front_end: Any = None
+    #: What a call of a Python function returns, `returns(call, kinds, ctx) -> (kind,
+    #: the kinds of a tuple's items or False)` (before_ad/callee_effects.returned_kind:
+    #: from the summary of the function called with arguments of `kinds`, which its
+    #: front end makes); None outside the driver.
+    returns: Any = None
     _analyses: dict = dataclasses.field(default_factory=dict, repr=False)
     _shape_only: tuple | None = dataclasses.field(default=None, repr=False)
 
@@ -224,7 +229,14 @@ class Compilation:
         """Which names are certainly numbers, arrays or containers (analysis.value_kinds)."""
         return self._analysis("kinds", lambda: ValueKinds(
             self.wengert, self.src, self.param_kinds, self.param_ndims, self.ndims_relied,
-            self.int_params))
+            self.int_params, self.returned_kind))
+
+    def returned_kind(self, call, kinds) -> tuple:
+        """(the kind of what `call`, of a Python function, returns when its arguments are
+        of `kinds`, the kinds of the items of a tuple it returns or False; see `returns`,
+        UNKNOWN without it). The derivative relies on the code they were found from: its
+        guards are this derivative's too."""
+        return (UNKNOWN, False) if self.returns is None else self.returns(call, kinds, self)
 
     @property
     def shapes(self) -> Shapes:

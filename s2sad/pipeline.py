@@ -32,9 +32,9 @@ from .errors import InternalError, S2SADError
 from .frontend import source
 from .backends import BY_NAME, NUMBA, PYTHON, Backend
 from .before_ad import (
-    aliasing, builtin_calls, checkpointed_loops, common_subexpressions, complex_values, desugar,
-    hoist_invariants, lift, lost_derivatives, record_fields, resolve_calls, star_forms,
-    wengert)
+    aliasing, builtin_calls, callee_effects, checkpointed_loops, common_subexpressions,
+    complex_values, desugar, hoist_invariants, lift, lost_derivatives, record_fields,
+    resolve_calls, star_forms, wengert)
 from .after_ad import (
     combine_terms, distinct_results, element_adjoints, enclose, guard, guard_bindings,
     guard_patterns, inline_helpers, inline_temporaries, insert_dels, optimize, peephole,
@@ -295,7 +295,7 @@ def compilation(fn: Callable, wrt: Wrt = 0, arg_types: dict | None = None,
     `options`, for `backend` (its capabilities `ctx.can`)."""
     passes = passes_for(options.variant, backend) if passes is None else passes
     ctx = Compilation.of(fn, wrt, arg_types, options, can=backend.can)
-    ctx.front_end = _front_end
+    ctx.front_end, ctx.returns = _front_end, _returned_kind
     if until is not None and until not in [p.name for p in passes]:
         raise S2SADError(f"no pass is called {until!r}; the passes are "
                          + ", ".join(p.name for p in passes))
@@ -320,6 +320,13 @@ def _front_end(fn, arg_types):
     aliasing pass (to `resolve_calls`), specialised on `arg_types`, for analyses of the
     call."""
     return compilation(fn, (), arg_types, until="resolve_calls", passes=FRONT)
+
+
+def _returned_kind(call, kinds, ctx):
+    """The value kind of what `call`, of a Python function, returns when its arguments
+    are of `kinds`, and the kinds of a tuple's items: what the aliasing pass's summary
+    of the function found."""
+    return callee_effects.returned_kind(call, kinds, ctx, aliasing.summary)
 
 
 def stage_source(fn: Callable, stage: str | None, wrt: Wrt = 0, arg_types: dict | None = None,

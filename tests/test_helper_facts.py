@@ -294,6 +294,9 @@ def reverse_helpers():
     for path in GOLDEN.glob("*.txt"):
         if not path.name.startswith("forward."):
             names |= set(re.findall(r"_s2s_\w+", path.read_text()))
+    # and those the engine writes itself (ad/reverse_mode.py), whatever the golden files show
+    names |= {"_s2s_add", "_s2s_unbroadcast", "_s2s_zeros_like", "_s2s_seed", "_s2s_setitem",
+              "_s2s_append", "_s2s_cotangents"}
     return {n: registry.HELPERS[n] for n in names if n in registry.HELPERS}
 
 

@@ -196,8 +196,10 @@ class Reverse(CallAdjoints):
                                                                syntax.name(p)])
         if p in self.uniform:
             return self.expanded(syntax.name(self.adj(p)), p)
-        if self.scalar_zeros and self.kinds.kind.get(p) == ARRAY:
-            # a symbolic zero may reach it: give it the array's shape
+        if (self.scalar_zeros and self.kinds.kind.get(p) == ARRAY
+                and p not in self.kinds.assigned):
+            # a symbolic zero may reach it: give it the array's shape (that of the
+            # argument, which `p` no longer holds once a loop rebinds it)
             return syntax.call(self.ctx.runtime("unbroadcast"), [syntax.name(self.adj(p)),
                                                             syntax.name(p)])
         return syntax.name(self.adj(p))

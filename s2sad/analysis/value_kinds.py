@@ -4,8 +4,9 @@ Adjoints of broadcasting operations must be summed back to their argument's shap
 engine emits that only where it may be needed: two scalars never broadcast, nor does an
 array with a scalar. The kinds of the parameters come from the arguments of the call
 the derivative is compiled for (the generated code checks them, like JAX specialises on
-shapes); everything else follows from the code. SCALAR means "has shape ()": Python
-numbers, and NumPy results of full reductions.
+shapes); everything else follows from the code, and what a call of a function of the
+user's returns from that function's code for the call's argument kinds (`returns`).
+SCALAR means "has shape ()": Python numbers, and NumPy results of full reductions.
 
 Beside the kinds, the analysis knows which names are certainly ints (a `range`
 counter, `len(...)`, sums of ints) and how many axes some arrays have: those NumPy
@@ -28,6 +29,23 @@ number, and its adjoint is no array summed back to a shape.
 >>> kinds = ctx.value_kinds
 >>> [(n, kinds.kind[n], kinds.ndim[n]) for n in ("u", "a", "b")]
 [('u', 'array', 1), ('a', 'scalar', 0), ('b', 'array', 1)]
+
+What a function of the user's returns, for the kinds of the call's arguments; the items
+of a tuple it returns too (`t = two(x)`, `a = t[0]`, `s = t[1]` in Wengert form):
+
+>>> two = function_from_source('''
+... def two(v):
+...     return v * 2.0, np.sum(v)
+... ''', {"np": np})
+>>> g = function_from_source('''
+... def g(x):
+...     a, s = two(x)
+...     return np.sum(a * s)
+... ''', {"np": np, "two": two})
+>>> ctx, _ = pipeline.compilation(g, arg_types={"x": np.ndarray}, until="wengert")
+>>> kinds = ctx.value_kinds
+>>> [(n, kinds.kind[n]) for n in ("t", "a", "s")], kinds.items["t"]
+([('t', 'container'), ('a', 'array'), ('s', 'scalar')], ('array', 'scalar'))
 """
 import numbers
 
@@ -73,10 +91,21 @@ class ValueKinds:
     code is specialised on; `ndims`, {parameter: number of axes} of the array arguments
     whose shape patterns a guard may test: the parameters whose number of axes the
     analysis reads are added to the set `relied`, for the guard to test; `ints`, the
-    parameters specialised on `int`."""
+    parameters specialised on `int`; `returns(call, kinds)`, (the kind of what a call of
+    a Python function returns when its arguments have the kinds `kinds`, the kinds of
+    its items if it is a tuple, else False) (see Compilation.returned_kind; without it,
+    UNKNOWN).
 
-    def __init__(self, fn, src, params=None, ndims=None, relied=None, ints=()):
+    Beside the kind of each name, `items` has the kinds of the items of the tuples some
+    hold ({name: kinds}): a tuple display's, a copy's, or what a Python function returns
+    (`u, v = two(x)` reads `t = two(x)`, `u = t[0]`); a tuple's items do not change."""
+
+    def __init__(self, fn, src, params=None, ndims=None, relied=None, ints=(), returns=None):
         self.src = src
+        self._returns = returns
+        self._calls = {}        # {(id(function), its arguments' kinds): what it returns}
+        self._found = {}        # {id(call): what `_returned` found}
+        self.items = {}
         self._ndims = ndims or {}
         self._relied = relied if relied is not None else set()
         self.kind = {a.id: UNKNOWN for a in fn.args.args + fn.args.posonlyargs
@@ -112,6 +141,10 @@ class ValueKinds:
                     k = join(self.kind.get(target), self.of(value))
                     if k != self.kind.get(target):
                         self.kind[target] = k
+                        changed = True
+                    items = _join_items(self.items.get(target), self._items(value))
+                    if items != self.items.get(target):
+                        self.items[target] = items
                         changed = True
                     if k is None:
                         continue
@@ -227,6 +260,40 @@ class ValueKinds:
             return prim in (len, int) and len(e.args) == 1 and not e.keywords
         return False
 
+    def _returned(self, call, fn):
+        """(the kind of what `call` of the Python function `fn` returns, the kinds of its
+        items or False) (`returns`), None while the kind of an argument is not known yet."""
+        if self._returns is None or fn is MISSING or call.keywords:
+            return UNKNOWN, False
+        kinds = tuple(self.of(a) for a in call.args)
+        key = (id(fn), kinds)
+        if None not in kinds and key not in self._calls:
+            self._calls[key] = self._returns(call, kinds)
+        self._found[id(call)] = self._calls.get(key)
+        return self._found[id(call)]
+
+    def _items(self, value):
+        """The kinds of the items of the tuple `value` makes (None while not known yet),
+        or False: not a tuple whose items are known."""
+        if isinstance(value, gast.Tuple):
+            return tuple(self.of(e) for e in value.elts)
+        if isinstance(value, gast.Name):
+            return self.items.get(value.id) if value.id in self.assigned else False
+        if isinstance(value, gast.Call) and id(value) in self._found:
+            found = self._found[id(value)]      # (`of` read the call first)
+            return found and found[1]
+        return False
+
+    def _item(self, name, index):
+        """The kind of the item `index` of the tuple `name` holds, or False: not known."""
+        items = self.items.get(name, False) if name in self.assigned else False
+        if items is None:
+            return self._known(None, UNKNOWN)
+        if (items is False or not isinstance(index, gast.Constant)
+                or type(index.value) is not int or not -len(items) <= index.value < len(items)):
+            return False
+        return items[index.value]
+
     def _known(self, value, otherwise):
         """`value`, or `otherwise` for a value not known yet once the rounds settle."""
         return otherwise if value is None and self._settled else value
@@ -254,7 +321,7 @@ class ValueKinds:
             return combine(kinds)
         if isinstance(e, gast.UnaryOp):
             return combine([self.of(e.operand)])
-        if isinstance(e, (gast.Tuple, gast.List, gast.Dict)):
+        if isinstance(e, (gast.Tuple, gast.List, gast.Dict, gast.Set)):
             return CONTAINER
         if isinstance(e, gast.Call):
             prim = marks.PRIM.of(e.func) or self.src.resolve(e.func)
@@ -267,8 +334,11 @@ class ValueKinds:
             state = getattr(marks.RECORD.of(prim), "state", None)
             if state is not None and len(state) == 1:   # a checkpointed loop's step
                 return self.of(e.args[1])               # (its state, changed)
-            if record is None:
+            if record is None and method:
                 return UNKNOWN
+            if record is None:
+                found = self._returned(e, prim)
+                return found and found[0]
             if record.reduction:        # a full reduction has shape ()
                 partial = any(k.arg in ("axis", "keepdims") for k in e.keywords) or (
                     len(e.args) > (0 if method else 1))
@@ -291,7 +361,11 @@ class ValueKinds:
             base = self.of(e.value)
             if base == CONTAINER and isinstance(e.slice, gast.Slice):
                 return CONTAINER            # a slice of a list or tuple
-            item = _item(self.src, e)
+            item = self._item(e.value.id, e.slice) if (
+                base == CONTAINER and isinstance(e.value, gast.Name)) else False
+            if item is not False:
+                return item
+            item = _outside_item(self.src, e)
             if item is not MISSING:
                 return type(item)           # an item of a list outside: `layers[0]`
             if base == ARRAY:
@@ -317,6 +391,15 @@ def _join_known(a, b):
     if a is None:
         return b
     return a if b is None or a == b else _ANY
+
+
+def _join_items(a, b):
+    """The join of the items of two definitions of a name (see `ValueKinds._items`)."""
+    if a is None or b is None:
+        return b if a is None else a
+    if a is False or b is False or len(a) != len(b):
+        return False
+    return tuple(join(x, y) for x, y in zip(a, b))
 
 
 def _widest(ndims):
@@ -375,7 +458,7 @@ def user_class(cls):
 _NOT_USER = {"builtins", "functools", "types", "collections", "typing", "abc"}
 
 
-def _item(src, e):
+def _outside_item(src, e):
     """The item that `e`, `name[k]` of a constant `k` and a list or tuple `name` (or an
     attribute chain) outside the function, denotes, or MISSING. (A loop over such a
     list is unrolled with these reads, and guarded on its items' classes: see

@@ -36,7 +36,7 @@ import numpy as np
 
 from .. import marks, syntax
 from ..analysis import operations
-from ..analysis.value_kinds import ARRAY, CONTAINER
+from ..analysis.value_kinds import ARRAY, CONTAINER, SCALAR, UNKNOWN
 from ..compilation import arg_types_key
 from ..errors import S2SADError
 from ..frontend import guards, source
@@ -73,11 +73,14 @@ class Summary:
     parameters: ("arg", p) is the memory of parameter p, ("in", t) of an element of
     t, ("holds", terms) a new list or tuple holding those. `returns`: the terms its
     result may share memory with (none: new memory); `writes`: the `Written` into them;
-    `kind`: the kind of its result, where certain (value_kinds's ARRAY, ...), or None."""
+    `kind`: the kind of its result, where certain (value_kinds's ARRAY, ...), or None;
+    `items`: the kinds of the items of the tuple it returns, where known (see
+    ValueKinds.items), or False."""
     name: str
     returns: frozenset = frozenset()
     writes: tuple = ()
     kind: str = None
+    items: tuple | bool = False
 
     def writing(self, w, memory=None):
         """The write `w`, for an error: `scale() writes into its argument 'a' in place
@@ -134,6 +137,29 @@ def python_callee(call, ctx):
     except (TypeError, ValueError):
         return None
     return fn, params
+
+
+def returned_kind(call, kinds, ctx, summarise):
+    """(the value kind of what `call` returns, the kinds of its items or False; see
+    ValueKinds): `call` is a call by position of a Python function s2sad reads, with
+    arguments of the value kinds `kinds`; the kind its summary for them found
+    (`summarise(fn, {parameter: kind}, ctx)`, see `summary`) where it is SCALAR, ARRAY or
+    CONTAINER; else UNKNOWN (a kind that depends on the path, on a call of itself, or on
+    a parameter the call passes by keyword or through `*args`)."""
+    callee = python_callee(call, ctx)
+    if callee is None or call.keywords or any(isinstance(a, gast.Starred)
+                                              for a in call.args):
+        return UNKNOWN, False
+    fn, params = callee
+    signature = inspect.signature(fn).parameters
+    positional = [p for p in params if signature[p].kind in (
+        inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    if len(kinds) > len(positional):
+        return UNKNOWN, False       # (`*args`)
+    found = summarise(fn, dict(zip(positional, kinds)), ctx)
+    if found.kind not in (SCALAR, ARRAY, CONTAINER):
+        return UNKNOWN, False
+    return found.kind, found.items if found.kind == CONTAINER else False
 
 
 #: {function: (whether its source may write into memory, the guards of what that was
@@ -240,8 +266,15 @@ def _analysed(fn, arg_types, ctx, analyse):
     except S2SADError:
         return _scanned(fn, arg_types), guards.of_function(fn)
     returns, writes, kind = analyse(node, inner)
+    out = node.body[-1]     # (Wengert form returns once, at the end)
+    items = inner.value_kinds.items.get(out.value.id, False) if isinstance(
+        getattr(out, "value", None), gast.Name) else False
+    if items:
+        items = tuple(k if k in (SCALAR, ARRAY, CONTAINER, None) else UNKNOWN
+                      for k in items)
     return (Summary(_name(fn), frozenset(returns),
-                    tuple(sorted(writes, key=lambda w: repr(w.term))), kind), inner.guards)
+                    tuple(sorted(writes, key=lambda w: repr(w.term))), kind, items or False),
+            inner.guards)
 
 
 def _scanned(fn, arg_types):
