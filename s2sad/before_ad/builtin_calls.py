@@ -51,8 +51,9 @@ SIMPLE = (gast.Assign, gast.AugAssign, gast.AnnAssign, gast.Expr, gast.Return, g
 
 
 def run(fn, ctx):
-    """The pass."""
-    BuiltinCalls(ctx).run(fn)
+    """The pass (nothing to do without a name of one of the builtins it rewrites)."""
+    if any(n.id in NAMES for n in syntax.name_nodes(fn)):
+        BuiltinCalls(ctx).run(fn)
     return fn
 
 

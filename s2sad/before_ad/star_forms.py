@@ -32,7 +32,9 @@ DISPLAYS = (gast.Tuple, gast.List)
 
 def run(fn, ctx):
     """The pass."""
-    StarForms(ctx, fn).run(fn)
+    Starred = gast.Starred
+    if any(type(n) is Starred for n in syntax.walk(fn)):
+        StarForms(ctx, fn).run(fn)
     return fn
 
 
@@ -46,8 +48,6 @@ class StarForms:
         self.lengths = _display_lengths(fn)
 
     def run(self, fn):
-        if not any(isinstance(n, gast.Starred) for n in syntax.walk(fn)):
-            return fn
         fn.body = self.block(fn.body)
         return fn
 
