@@ -104,13 +104,12 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence, *, backend: str | No
         pair, pair_dot = jvp(f, primals, tangents, backend=backend, **kwargs)
         out, aux = split_aux(f, pair, "jvp")
         return out, pair_dot[0], aux
-    if numba_api.default_backend(f, backend) == "numba":
-        return numba_api.jvp(f, primals, tangents, kwargs)
     # the fast path: the f_jvp of f's last call, for n primals and n tangents, which
-    # checks their types (and that no tangent is None) itself, raising Respecialize
+    # checks their types (and that no tangent is None) itself, raising Respecialize (only
+    # calls on the Python backend set it, and only such calls take it)
     ref, version, n, fn = _last
     try:
-        fast = (ref() is f and version == registry.version
+        fast = (ref() is f and version == registry.version and backend in (None, "python")
                 and len(primals) == n == len(tangents))
     except TypeError:       # primals without a length (a generator)
         fast = False
@@ -119,6 +118,8 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence, *, backend: str | No
             return fn(*primals, *tangents, **kwargs) if kwargs else fn(*primals, *tangents)
         except runtime.Respecialize:
             pass
+    if numba_api.default_backend(f, backend) == "numba":
+        return numba_api.jvp(f, primals, tangents, kwargs)
     return _jvp(f, primals, tangents, kwargs)
 
 
