@@ -204,3 +204,12 @@ def test_numpy_scalar_types_as_casts():
     check(lambda x: np.float64(x[0]) * x[1] + np.int64(x[1]) * x[1], [1.5, 2.25])
     y, dot = s2sad.jvp(f, (x,), (np.array([0.0, 1.0]),))
     assert dot == pytest.approx(1.5 + 2.0)
+
+
+def test_the_values_keys_and_items_of_a_dict_read_whole():
+    def f(x):
+        err = {k: (x[k] - 0.5 * k) ** 2 for k in range(3)}
+        worst = max(err, key=err.get)
+        pairs = sorted(err.items(), key=lambda kv: kv[1])
+        return sum(err.values()) + err[worst] + pairs[0][1] * 2.0 + float(len(list(err.keys())))
+    check(f, [0.3, -1.2, 2.0])

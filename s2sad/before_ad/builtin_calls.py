@@ -12,8 +12,9 @@ loops, indexing and arithmetic it differentiates:
   `[seq[i] for i in _s2s_key_order(keys, ...)]`, the keys being `[key(x) for x in
   seq]`): the derivative goes to the items picked, and none to the key (a choice is
   piecewise constant);
-- `list(...)` of a generator is a list comprehension, and `divmod(a, b)` is
-  `(a // b, a % b)`.
+- `list(...)` of a generator is a list comprehension, `d.values()` (`.keys()`,
+  `.items()`) read whole by a consumer (`sum(d.values())`) a generator over it, and
+  `divmod(a, b)` is `(a // b, a % b)`.
 
 A sequence, a key function or an operand that is not a name is evaluated once, into a
 name bound before the statement (a lambda given as `key=` becomes a named one, which
@@ -52,7 +53,7 @@ SIMPLE = (gast.Assign, gast.AugAssign, gast.AnnAssign, gast.Expr, gast.Return, g
 
 def run(fn, ctx):
     """The pass (nothing to do without a name of one of the builtins it rewrites)."""
-    if any(n.id in NAMES for n in syntax.name_nodes(fn)):
+    if any(n.id in NAMES for n in syntax.name_nodes(fn)):     # (a consumer too)
         BuiltinCalls(ctx).run(fn)
     return fn
 
@@ -119,6 +120,8 @@ class BuiltinCalls:
             for k in e.keywords:
                 k.value = self.expr(k.value, held=held)
             made = self.call(e, called, consumed, in_loop_iter, held)
+            if made is None and consumed and _view_of_dict(e):
+                made = self.viewed(e)
             return e if made is None else _located(made, e)
         for field, value in gast.iter_fields(e):
             if isinstance(value, gast.AST):
@@ -208,6 +211,14 @@ class BuiltinCalls:
             elt, ifs = syntax.name(targets[0]), [test]
         return gast.GeneratorExp(elt=elt, generators=[gast.comprehension(
             target=target, iter=iterable, ifs=ifs, is_async=0)])
+
+    def viewed(self, e):
+        """`d.values()` (`.keys()`, `.items()`) read whole by a consumer, `sum(d.values())`,
+        as the generator `(v for v in d.values())`, whose loop before_ad.iteration writes
+        over the dict's keys."""
+        v = self.namer.fresh("v")
+        return gast.GeneratorExp(elt=syntax.name(v), generators=[gast.comprehension(
+            target=syntax.name(v, store=True), iter=e, ifs=[], is_async=0)])
 
     def paired(self, e, called):
         """`zip(a, b)` as `((x, x_1) for x, x_1 in zip(a, b))`, `enumerate(xs)` as `((i, x)
@@ -303,6 +314,12 @@ def _located(new, old):
         if n is new or isinstance(n, (gast.expr, gast.stmt)) and not hasattr(n, "lineno"):
             syntax.located(n, old)
     return new
+
+
+def _view_of_dict(e):
+    """Whether `e` is `x.values()`, `x.keys()` or `x.items()`."""
+    return (isinstance(e.func, gast.Attribute) and e.func.attr in ("values", "keys", "items")
+            and not e.args and not e.keywords)
 
 
 def _chain(e):
