@@ -328,3 +328,20 @@ def _moved(m, t, h):
         layer.W, layer.b = layer.W + h * d.W, layer.b + h * d.b
     out.scale = m.scale + h * t.scale
     return out
+
+
+class Pair:
+    def __init__(self, w, b, name="pair"): self.b, self.w, self.name = b, w, name    # noqa: E704
+
+
+def built_pair(x):
+    p = Pair(x, 3.0 * x)
+    return p.w * p.w * p.b
+
+
+def test_an_init_that_stores_with_a_tuple_assignment():
+    # (w, b) = (x, 3x): w^2 b = 3 x^3, whose derivative is 9 x^2
+    for x in (0.4, -1.3):
+        assert_close(s2sad.grad(built_pair)(x), 9.0 * x * x)
+        assert_close(s2sad.jvp(built_pair, (x,), (1.0,))[1], 9.0 * x * x)
+        assert_close(s2sad.hessian(built_pair)(x), 18.0 * x, rtol=1e-6)

@@ -488,9 +488,10 @@ def _constructor(cls):
 
 def _plain_constructor(cls):
     """The record of the constructor of the plain class `cls` (see pytrees.plain) whose
-    `__init__` only stores: each statement (but a docstring) is `self.a = p`, storing a
-    parameter `p` as it is, or `self.a = c` for a constant `c` that carries no derivative
-    (an int, a string, None); each parameter stored at most once, each attribute once.
+    `__init__` only stores: each statement (but a docstring) is `self.a = p` (or `self.a,
+    self.b = p, q`), storing a parameter `p` as it is, or `self.a = c` for a constant `c`
+    that carries no derivative (an int, a string, None); each parameter stored at most
+    once, each attribute once.
     The adjoint of a parameter stored is that attribute of the object's adjoint, and the
     object is linear in them (as a dataclass's constructor is in its fields). A
     parameter it does not store has no rule, so a differentiated value passed to it is
@@ -544,18 +545,25 @@ def _stored_parameters(cls):
     body = fn.body[1:] if (fn.body and isinstance(fn.body[0], ast.Expr) and isinstance(
         fn.body[0].value, ast.Constant) and isinstance(fn.body[0].value.value, str)) \
         else fn.body
+    pairs = []      # (target, value); `self.a, self.b = a, b` stores each of a pair
     for s in body:
         if isinstance(s, ast.Pass):
             continue
-        if not (isinstance(s, ast.Assign) and len(s.targets) == 1
-                and isinstance(s.targets[0], ast.Attribute)
-                and isinstance(s.targets[0].value, ast.Name) and s.targets[0].value.id == self
-                and s.targets[0].attr not in attributes):
+        if not (isinstance(s, ast.Assign) and len(s.targets) == 1):
             return None
-        attributes.add(s.targets[0].attr)
-        value = s.value
+        target, value = s.targets[0], s.value
+        if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(
+                target.elts) == len(value.elts):
+            pairs += zip(target.elts, value.elts)
+        else:
+            pairs.append((target, value))
+    for target, value in pairs:
+        if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                and target.value.id == self and target.attr not in attributes):
+            return None
+        attributes.add(target.attr)
         if isinstance(value, ast.Name) and value.id in params[1:] and value.id not in stored:
-            stored[value.id] = s.targets[0].attr
+            stored[value.id] = target.attr
         elif not (isinstance(value, ast.Constant) and isinstance(
                 value.value, (int, bool, str, type(None)))):
             return None
