@@ -264,6 +264,15 @@ def located(new, old):
     return new
 
 
+def located_within(new, old):
+    """`new`, and each expression or statement in it that has no location yet (the nodes a
+    pass made), with the source location of `old`; returns `new`."""
+    for n in walk(new):
+        if n is new or isinstance(n, (gast.expr, gast.stmt)) and not hasattr(n, "lineno"):
+            located(n, old)
+    return new
+
+
 #: Fields that never hold a node, and those that hold no name either (contexts and
 #: operators), left out by `walk` and `name_nodes`; the fields of each class they visit.
 _SCALARS = frozenset({"id", "attr", "arg", "kind", "type_comment", "conversion", "is_async",

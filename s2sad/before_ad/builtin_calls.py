@@ -39,11 +39,9 @@ import gast
 
 from .. import marks, syntax
 from ..rules.registry import HELPERS
+from .desugar import CONSUMERS     # (what consumes an iterable whole)
 from .iteration import _indexable
 
-# the callables that consume an iterable whole, so that a generator can stand for their
-# argument (before_ad.desugar makes it a list)
-CONSUMERS = (sum, list, tuple, min, max, sorted, any, all)
 #: The builtins this pass rewrites, by name.
 NAMES = {f.__name__ for f in (map, filter, divmod, zip, enumerate, *CONSUMERS)}
 # the statements whose own expressions run once, before anything in their bodies
@@ -98,7 +96,7 @@ class BuiltinCalls:
                     setattr(s, field, self.block(getattr(s, field)))
             for h in getattr(s, "handlers", None) or []:
                 h.body = self.block(h.body)
-            out.extend(_located(p, s) for p in prelude)
+            out.extend(syntax.located_within(p, s) for p in prelude)
             out.append(s)
         return out
 
@@ -122,7 +120,7 @@ class BuiltinCalls:
             made = self.call(e, called, consumed, in_loop_iter, held)
             if made is None and consumed and _view_of_dict(e):
                 made = self.viewed(e)
-            return e if made is None else _located(made, e)
+            return e if made is None else syntax.located_within(made, e)
         for field, value in gast.iter_fields(e):
             if isinstance(value, gast.AST):
                 setattr(e, field, self.expr(value, held=held))
@@ -139,13 +137,13 @@ class BuiltinCalls:
                 if isinstance(value, gast.Call):
                     made = self.call(value, self.builtin(value.func), False, False, False)
                     if made is not None:
-                        setattr(node, field, _located(made, value))
+                        setattr(node, field, syntax.located_within(made, value))
                 elif isinstance(value, list):
                     for i, v in enumerate(value):
                         if isinstance(v, gast.Call):
                             made = self.call(v, self.builtin(v.func), False, False, False)
                             if made is not None:
-                                value[i] = _located(made, v)
+                                value[i] = syntax.located_within(made, v)
         return e
 
     def builtin(self, func):
@@ -306,14 +304,6 @@ class BuiltinCalls:
         func = syntax.name(self.ctx.bind(name))
         marks.PRIM.put(func, obj)
         return func
-
-
-def _located(new, old):
-    """`new` and each node in it made here with the source location of `old`."""
-    for n in syntax.walk(new):
-        if n is new or isinstance(n, (gast.expr, gast.stmt)) and not hasattr(n, "lineno"):
-            syntax.located(n, old)
-    return new
 
 
 def _view_of_dict(e):

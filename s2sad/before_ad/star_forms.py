@@ -157,7 +157,7 @@ class StarForms:
                 out.append(syntax.located(gast.Assign(
                     targets=[gast.Name(id=t.value.id, ctx=gast.Store(), annotation=None,
                                        type_comment=None)],
-                    value=_located_all(items, t), type_comment=None), s))
+                    value=syntax.located_within(items, t), type_comment=None), s))
                 continue
             part = self.part(t, seq, index, s, out)
             out.extend(self.bind(t, part, s) if _has_star(t) else [syntax.located(
@@ -167,7 +167,7 @@ class StarForms:
     def part(self, target, seq, index, s, out):
         """`seq[index]`; held in a new name (appended to `out`) when `target` unpacks it
         further."""
-        item = _located_all(gast.Subscript(value=syntax.copied(seq), slice=index,
+        item = syntax.located_within(gast.Subscript(value=syntax.copied(seq), slice=index,
                                            ctx=gast.Load()), s)
         if not isinstance(target, DISPLAYS):
             return item
@@ -179,13 +179,6 @@ class StarForms:
 def _has_star(target):
     return isinstance(target, DISPLAYS) and any(
         isinstance(t, gast.Starred) or _has_star(t) for t in target.elts)
-
-
-def _located_all(new, old):
-    for n in syntax.walk(new):
-        if isinstance(n, (gast.expr, gast.stmt)) and not hasattr(n, "lineno"):
-            syntax.located(n, old)
-    return new
 
 
 def _display_lengths(fn):
