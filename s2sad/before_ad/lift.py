@@ -322,6 +322,12 @@ def _rewrite_calls(tree, signatures, src):
     for call in [n for n in syntax.walk(tree) if isinstance(n, gast.Call)]:
         if isinstance(call.func, gast.Name) and call.func.id in signatures:
             params, extras = signatures[call.func.id]
+            if any(k.arg is None for k in call.keywords):
+                # `g(a, **d)`: desugar passes d's keys as keywords, resolve_calls puts them
+                # in their places; the extras go by name meanwhile
+                call.keywords += [syntax.located(gast.keyword(arg=v, value=syntax.name(v)), call)
+                                  for v in extras]
+                continue
             call.args, call.keywords = _positional(call, params, src)
             call.args += [syntax.located(syntax.name(v), call) for v in extras]
 
