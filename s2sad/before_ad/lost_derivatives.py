@@ -64,6 +64,14 @@ MUTATING_METHODS = {
 }
 
 
+def changes_its_receiver(func):
+    """Whether a call of `func` changes in place the value it is a method of, in a way
+    Wengert form does not follow: `y.sort()`, `lst.extend(v)`, `acc.items.append(v)`
+    (an append to a name, `lst.append(v)`, is followed: see before_ad/wengert.py)."""
+    return isinstance(func, gast.Attribute) and (func.attr in MUTATING_METHODS or (
+        func.attr == "append" and not isinstance(func.value, gast.Name)))
+
+
 def run(fn, ctx):
     """The pass: check `fn`, leaving it as it is."""
     varied = ctx.varied
@@ -149,11 +157,20 @@ def _refuse_writes(call, s, ctx, varied):
             f"{spelled}() adds into its first argument in place, which s2sad cannot "
             "differentiate. Build the new array instead (np.bincount, or an explicit "
             "loop that assigns elements)"))
-    if not (isinstance(func, gast.Attribute) and func.attr in MUTATING_METHODS):
+    if not changes_its_receiver(func):
         return
     root = syntax.receiver_root(func.value)
     if root is not None and ctx.src.is_local(root):
         x = syntax.unparse(func.value)
+        if isinstance(func.value, gast.Attribute) and not hasattr(np.ndarray, func.value.attr):
+            # `acc.items.append(v)`, `self.history.extend(vs)`: what an object holds
+            # (not `h.T.fill(v)`, below)
+            raise src.syntax_error(s, (
+                f"{x}.{func.attr}() changes in place the value {root} holds as "
+                f"{func.value.attr}, which s2sad cannot differentiate: it follows in-place "
+                "changes only through local names. Build the value in a local variable "
+                f"({func.value.attr} = [...]; {func.value.attr}.{func.attr}(v)) and read "
+                "that, or return it"))
         if isinstance(func.value, gast.Name):
             instead = "Compute a new array instead: " + MUTATING_METHODS[func.attr].format(x=x)
             raise src.syntax_error(s, (
