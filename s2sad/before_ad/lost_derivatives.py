@@ -43,6 +43,7 @@ import gast
 import numpy as np
 
 from .. import marks, syntax
+from ..analysis.names import as_written
 from ..analysis.operations import CALL, CUSTOM, USER
 from ..errors import MissingRuleError
 from ..rules import registry
@@ -84,7 +85,7 @@ def run(fn, ctx):
             texts.append(s)
         if isinstance(s, (gast.Assign, gast.Expr)):
             for call in (n for n in syntax.walk(s.value) if isinstance(n, gast.Call)):
-                _refuse_writes(call, s, ctx, varied)
+                _refuse_writes(call, s, ctx, varied, fn)
         if s in ctx.ops:
             _refuse_functions_to_library(ctx.ops[s], s, ctx, varied, functions)
             _refuse_unruled_arguments(ctx.ops[s], s, ctx, varied)
@@ -121,7 +122,7 @@ def _refuse_text(texts, ctx, varied):
                 f"\n    {ctx.src.line_text(s).strip()}")
 
 
-def _refuse_writes(call, s, ctx, varied):
+def _refuse_writes(call, s, ctx, varied, fn):
     """Refuse `call` if it writes into an array and touches a varied value, or if what
     it calls is itself a varied value (a partial or an object holding one)."""
     if not varied & set(syntax.names_loaded(call)):
@@ -129,7 +130,8 @@ def _refuse_writes(call, s, ctx, varied):
     func, src = call.func, ctx.src
     if isinstance(func, gast.Name) and func.id in varied:
         raise MissingRuleError(
-            f"{src.where(s)}: {func.id} holds values that depend on the differentiated "
+            f"{src.where(s)}: {as_written(func, fn, src)} holds values that depend on the "
+            "differentiated "
             "inputs, and s2sad cannot tell which function calling it runs: it knows a "
             "function value made the same way on every path (a function, a method of an "
             "object whose class it knows, a nested function or lambda, or a "
