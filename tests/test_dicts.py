@@ -93,7 +93,7 @@ def star_star_nested(x):
     def model(a, b):
         return a * np.exp(-b * t) + t[0]          # (t from the enclosing function)
     params = {"a": x[0], "b": x[1]}
-    scaled = lambda a, b: a * b * x[2]
+    scaled = lambda a, b: a * b * x[2]  # noqa: E731 - (a lambda called with **d)
     return np.sum(model(**params) ** 2) + scaled(x[0], **{"b": x[1]})
 
 
