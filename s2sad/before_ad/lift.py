@@ -314,7 +314,7 @@ class Lifted:
 
     def __init__(self, node, src, signature):
         self.node, self.src = node, src
-        self.params, self.extras = signature.params, signature.extras
+        self.params, self.extras = signature[:2]      # (a Signature, or a pair)
 
     def source(self, fn, copy=True):
         src = self.src
