@@ -586,6 +586,12 @@ def loop_variable_row_written(x):
     return np.sum(y * x)
 
 
+def element_of_a_0d_product(x):
+    s = np.array(x[0])
+    t = s * s           # NumPy's product of 0-d arrays is a NumPy scalar, not an array
+    return t[()] * x[1] + t[...] * x[2]
+
+
 FORMS = [out_ufunc, out_ufunc_result_used, out_unary, out_reduction, out_clip, sort_method,
          fill_method, put_method, partition_method, copyto, put_function, place, putmask,
          add_at, fill_diagonal, put_along_axis, list_extend, list_insert, list_reverse,
@@ -601,7 +607,7 @@ FORMS = [out_ufunc, out_ufunc_result_used, out_unary, out_reduction, out_clip, s
          tuple_join, list_join_constant, list_repeat, tuple_repeat, list_grown_in_a_loop,
          list_slices_joined, object_built_and_called, item_of_a_list_called,
          result_of_a_call_called, conditional_function_called, appended_through_a_method,
-         appended_through_an_attribute]
+         appended_through_an_attribute, element_of_a_0d_product]
 
 #: In-place methods called through a view of a local array: refused, since they write
 #: into the array.

@@ -258,11 +258,13 @@ class Reverse(CallAdjoints):
     def added_in_place(self, bar, expr):
         """`bar[index] += g` for `expr` = `_s2s_unindex(g, x, index)`, when `bar` is an
         array the pullback created (nothing else holds it) and `index` selects each
-        element at most once."""
+        element at most once. Not for an index of the whole value (`t[()]`, `t[...]`):
+        NumPy's arithmetic on 0-d arrays gives a NumPy scalar, whose zero adjoint is a
+        number that cannot be written into."""
         if not self.ctx.is_runtime_call(expr, "unindex"):
             return None
         g, _, index = expr.args
-        if not operations.is_basic_index(index, self.kinds):
+        if not operations.is_basic_index(index, self.kinds) or _whole(index):
             return None
         target = gast.Subscript(value=syntax.name(bar), slice=operations.index_syntax(index),
                                 ctx=gast.Store())
@@ -718,6 +720,14 @@ def _strip_markers(stmts):
                 setattr(s, field, _strip_markers(getattr(s, field)))
         out.append(s)
     return out
+
+
+def _whole(index):
+    """Whether the index `index` (an `index_value`) is only `...` and `None`, or `()`:
+    one that selects the whole of a 0-d value."""
+    items = index.elts if isinstance(index, gast.Tuple) else [index]
+    return all(isinstance(i, gast.Constant) and (i.value is None or i.value is Ellipsis)
+               for i in items)
 
 
 def _equal_terms_doubled(terms, kinds):
