@@ -208,12 +208,16 @@ def gradient_jvp(f, i, args):
     numba = _numba()
     target = driver.target(f)
     refuse_complex(target, [i], args)
-    d = gradient_code_jvp(f, i, (i,), arg_types_of(target, args))
+    arg_types = arg_types_of(target, args)
+    d = gradient_code_jvp(f, i, (i,), arg_types)
     code = d.fn.__code__
     by_position = code.co_varnames[len(args):code.co_argcount] == tuple(d.tangent_names)
 
     def product(*args_and_v, **kwargs):
+        nonlocal d
         *primals, v = args_and_v
+        if not d.holds():       # (a global rebound, or an array it holds written into)
+            d = gradient_code_jvp(f, i, (i,), arg_types)
         try:
             if by_position:
                 return d.native(*primals, v, **kwargs)
