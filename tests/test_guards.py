@@ -27,6 +27,10 @@ from oracle import assert_close, fd_grad
 _cells = itertools.count()
 
 
+def close(actual, expected):
+    np.testing.assert_allclose(actual, expected, rtol=1e-6, atol=1e-8)
+
+
 class Notebook:
     """A module whose code runs a cell at a time, as in Jupyter (`__main__`'s globals)."""
 
@@ -325,6 +329,41 @@ def test_the_numba_backend_sees_a_redefined_helper():
     assert_close(v, 28.0)
     assert_close(d, 27.0)
 
+
+def test_the_numba_backend_sees_a_global_array_written_into():
+    # Numba takes a global array into the compiled code as a constant: a write into it
+    # compiles the derivative again (the Python backend reads it at each call)
+    pytest.importorskip("numba")
+    nb = Notebook(w=np.array([1.0, 2.0, 3.0])).run(
+        "def f(x):\n    return np.sum(w * x * x)\n").run(
+        "def make(a):\n"
+        "    def g(x):\n"
+        "        return np.sum(a * np.sin(x))\n"
+        "    return g\n")
+    f, g = nb["f"], nb["make"](np.array([1.0, 1.0, 1.0]))
+    x, v = np.array([0.5, -1.0, 2.0]), np.array([1.0, 0.5, -0.3])
+    grad, vag, hvp = (s2sad.grad(f, backend="numba"), s2sad.value_and_grad(f, backend="numba"),
+                      s2sad.hvp(f, backend="numba"))
+    grad_g = s2sad.grad(g, backend="numba")
+    for step in range(2):
+        want = fd_array_grad(f, (x,), 0)
+        close(grad(x), want)
+        close(vag(x)[1], want)
+        close(s2sad.jvp(f, (x,), (v,), backend="numba")[1], np.dot(want, v))
+        close(hvp(x, v), 2.0 * nb["w"] * v)        # the Hessian is diag(2 w)
+        close(grad_g(x), fd_array_grad(g, (x,), 0))
+        nb["w"][0] = 10.0
+        g.__closure__[0].cell_contents[2] = -4.0
+
+
+def test_the_numba_backends_hvp_sees_a_rebound_global():
+    pytest.importorskip("numba")
+    nb = Notebook(scale=2.0).run("def f(x):\n    return scale * np.sum(x ** 3)\n")
+    x, v = np.array([0.5, -1.0]), np.array([1.0, 2.0])
+    hvp = s2sad.hvp(nb["f"], backend="numba")
+    close(hvp(x, v), 6.0 * 2.0 * x * v)
+    nb.ns["scale"] = 3.0
+    close(hvp(x, v), 6.0 * 3.0 * x * v)
 
 def test_a_method_hidden_by_an_attribute_of_an_argument_is_refused():
     nb = Notebook().run(

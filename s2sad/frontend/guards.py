@@ -31,6 +31,8 @@ import types
 import weakref
 from typing import NamedTuple
 
+import numpy as np
+
 MISSING = object()
 
 #: A function's code, defaults or keyword defaults assigned (`f.__code__ = ...`, what
@@ -84,8 +86,9 @@ class Guard(NamedTuple):
     function's guards do not keep it alive, nor the derivatives cached for it) through the
     attributes `attrs`, it was
     `expected` (`how` "is"), of class `expected` ("class"), the method `expected`,
-    a `(function, instance)` pair ("method"), or a list or tuple whose items are of the
-    classes `expected`, a tuple, in order ("items": see `items`)."""
+    a `(function, instance)` pair ("method"), a list or tuple whose items are of the
+    classes `expected`, a tuple, in order ("items": see `items`), or an array equal to
+    the copy `expected` ("contents": see `contents`)."""
     root: tuple
     attrs: tuple
     expected: object
@@ -105,7 +108,8 @@ class Guard(NamedTuple):
     def identity(self):
         """What tells two guards on the same thing apart."""
         return (self.root[0], *map(id, self.root[1:2]), *self.root[2:], self.attrs) + (
-            ("items",) if self.how == "items" else ())     # (beside the guard of the value)
+            (self.how,) if self.how in ("items", "contents") else ())   # (beside the
+        #                                                                 value's guard)
 
 
 def is_data(value):
@@ -134,6 +138,24 @@ def items(root, attrs, value):
     and the items' classes it has now (for a loop over it unrolled, whose code calls the
     methods of each item's class)."""
     return Guard(root, attrs, item_classes(value), "items")
+
+
+def contents(root, attrs, value):
+    """The guard that `root` then `attrs` reads an array equal to `value` as it is now (a
+    copy), for code that holds the values it was compiled with: Numba takes a global
+    array into the compiled code as a constant, so a write into it (`w[0] = 2.0`) must
+    compile the derivative again. None for a value that is no NumPy array."""
+    if type(value) is not np.ndarray:
+        return None
+    return Guard(root, attrs, value.copy(), "contents")
+
+
+def same_contents(value, expected):
+    """Whether `value` is an array equal to `expected`, element by element (NaN equal to
+    NaN), of its shape and dtype."""
+    return (value.__class__ is np.ndarray and value.shape == expected.shape
+            and value.dtype == expected.dtype
+            and np.array_equal(value, expected, equal_nan=value.dtype.kind in "fc"))
 
 
 def item_classes(value):
@@ -175,6 +197,8 @@ def holds(guards):
             ok = value is not MISSING and value.__class__ is g.expected
         elif g.how == "items":
             ok = value is not MISSING and item_classes(value) == g.expected
+        elif g.how == "contents":
+            ok = value is not MISSING and same_contents(value, g.expected)
         else:
             ok = (isinstance(value, types.MethodType) and value.__func__ is g.expected[0]
                   and value.__self__ is g.expected[1])
@@ -221,6 +245,9 @@ def tests(guards, name, bare=None, class_name=None, taken=()):
         elif g.how == "items":
             out.append(f"{name(item_classes, 'item_classes')}({expr}) != "
                        f"{name(g.expected, 'classes')}")
+        elif g.how == "contents":
+            out.append(f"not {name(same_contents, 'same_contents')}({expr}, "
+                       f"{name(g.expected, 'contents')})")
         elif g.how == "is" and g.expected is None:
             out.append(f"{expr} is not None")
         elif g.how == "method":     # (what is read may be no method now)

@@ -188,7 +188,8 @@ def guards_of(src, frozen=False):
     of the world: what its origins are made of (code, defaults, closure values), each
     global or builtin the passes looked up, each attribute chain they resolved; for
     s2sad's own generated code differentiated again, the guards of the derivative that
-    made it (`s2s_guards`). With `frozen`, data by identity too (see guards.guard)."""
+    made it (`s2s_guards`). With `frozen`, data by identity too (see guards.guard), and
+    arrays by their contents (see guards.contents)."""
     if is_generated(src):
         return list(getattr(src.fn, "s2s_guards", ()))
     out = [g for fn in src.origins for g in guards.of_function(fn)]
@@ -217,12 +218,26 @@ def guards_of(src, frozen=False):
         else:
             root = ("global", space, name)
         out.append(guards.guard(root, attrs, value, frozen))
+        if frozen and guards.contents(root, attrs, value) is not None:
+            out.append(guards.contents(root, attrs, value))
+    if frozen:      # (a cell's value is guarded with the origin, by identity)
+        out += [g for g in (guards.contents(("cell", c), (), c.cell_contents)
+                            for c in cells.values() if _full(c)) if g is not None]
     for key, value in src.unrolled.items():
         name, attrs = (key, ()) if isinstance(key, str) else (key[0], key[1:])
         root = (("cell", cells.get(name) or own[name]) if name in cells or name in own
                 else ("global", space, name))
         out.append(guards.items(root, attrs, value))
     return guards.unique(out)
+
+
+def _full(cell):
+    """Whether the closure cell `cell` holds a value."""
+    try:
+        cell.cell_contents
+    except ValueError:
+        return False
+    return True
 
 
 def _written(node):
