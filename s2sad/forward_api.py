@@ -666,7 +666,7 @@ def hvp(f: Callable, wrt: Wrt | None = None, *, backend: str | None = None,
         key = (tuple(map(type, args)), registry.version,
                tuple(getattr(getattr(a, "dtype", None), "kind", None) == "c" for a in args))
         d = compiled_for.get(key)
-        if d is None:
+        if d is None or not d.holds():      # (made before a binding it resolved changed)
             if len(compiled_for) > 16:
                 compiled_for.clear()
             d = compiled_for[key] = _product(f, wrt, args, backend)
@@ -676,14 +676,19 @@ def hvp(f: Callable, wrt: Wrt | None = None, *, backend: str | None = None,
 
 def _product(f, wrt, args, backend):
     """`product(*args, v, **kwargs)`: the Hessian of `f` with respect to `wrt` at `args`,
-    times `v`, compiled for the types of `args` by `backend`."""
+    times `v`, compiled for the types of `args` by `backend`; `product.holds()` tells
+    whether the bindings its code resolved are still those it was compiled with."""
     if backend == "numba":
         if isinstance(wrt, (tuple, list)):
             raise S2SADError("hessian and hvp differentiate with respect to one argument; "
                              f"got wrt={wrt!r}")
         return numba_api.gradient_jvp(f, _indices(_target(f), wrt)[0], args)
     d = _grad_jvp(f, wrt, args)[1]
-    return lambda *args, **kwargs: _call(d, args[:-1], kwargs, args[-1:])
+
+    def product(*args, **kwargs):
+        return _call(d, args[:-1], kwargs, args[-1:])
+    product.holds = d.holds
+    return product
 
 
 def hessian(f: Callable, wrt: Wrt | None = None, *, backend: str | None = None,

@@ -225,6 +225,7 @@ def gradient_jvp(f, i, args):
         except numba.core.errors.TypingError as exc:
             raise _not_compiled(target, exc, "s2sad.grad(f, backend='numba').source for "
                                 "the gradient code it differentiates") from exc
+    product.holds = lambda: True        # (it checks its guards itself)
     return product
 
 
