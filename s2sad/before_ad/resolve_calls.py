@@ -217,6 +217,12 @@ class ResolveCalls:
         if isinstance(e, (gast.Name, gast.Attribute)):
             obj = self.prim(e)
             if obj is not MISSING and callable(obj) and not isinstance(obj, type):
+                call = getattr(type(obj), "__call__", None)
+                if inspect.isfunction(call) and user_class(type(obj)):
+                    # an object of the user's class called: its class's __call__, which
+                    # may be replaced (`Model.__call__ = ...`) as the object stays
+                    self.ctx.assume([guards.guard(("object", type(obj)), ("__call__",),
+                                                  call)])
                 return Known(obj)
         return None
 
