@@ -442,7 +442,18 @@ def _copied(x, memo):
         new = memo[id(x)] = []
         new.extend([_copied(v, memo) for v in x])
         return new
-    return copy.deepcopy(x, memo)
+    return _copied_value(x, memo)
+
+
+def _copied_value(x, memo):
+    """A copy of `x`, which a node holds and is no node: a tuple, dict or set is copied;
+    any other object (a function, a class, an instance of the user's classes, an array
+    that generated code refers to as a constant) is the program's own, and the copy of
+    the node refers to it too: a deep copy of it would be a snapshot that the user's
+    later writes into the object (`model.w[0] = 2.0`) cannot reach."""
+    if isinstance(x, (tuple, dict, set, frozenset)):
+        return copy.deepcopy(x, memo)
+    return x
 
 
 def substitute(expr, mapping):
@@ -471,7 +482,7 @@ def _substituted(x, mapping, memo):
         new = memo[id(x)] = []
         new.extend([_substituted(v, mapping, memo) for v in x])
         return new
-    return copy.deepcopy(x, memo)
+    return _copied_value(x, memo)
 
 
 def rebuilt(node, f, values_only=False):

@@ -365,6 +365,56 @@ def test_the_numba_backends_hvp_sees_a_rebound_global():
     nb.ns["scale"] = 3.0
     close(hvp(x, v), 6.0 * 3.0 * x * v)
 
+def test_an_hvp_made_before_a_helper_is_redefined():
+    nb = Notebook().run("def h(x):\n    return x ** 3\n").run(
+        "def f(x):\n    return h(x) + 1.0\n")
+    hvp, hessian = s2sad.hvp(nb["f"]), s2sad.hessian(nb["f"])
+    curvature = lambda x: (fd_grad(nb["f"], (x + 1e-4,), 0)     # noqa: E731
+                           - fd_grad(nb["f"], (x - 1e-4,), 0)) / 2e-4
+    for text in ("def h(x):\n    return x ** 4\n", "def h(x):\n    return math.sin(x)\n"):
+        assert_close(hvp(0.7, 2.0), 2.0 * curvature(0.7), rtol=1e-5, atol=1e-6)
+        assert_close(hessian(0.7), curvature(0.7), rtol=1e-5, atol=1e-6)
+        nb.run(text)
+
+
+def test_an_object_called_whose_classs_call_is_replaced():
+    nb = Notebook().run(
+        "class Model:\n"
+        "    def __init__(self, w):\n"
+        "        self.w = w\n"
+        "    def __call__(self, x):\n"
+        "        return self.w * math.sin(x)\n"
+        "model = Model(3.0)\n"
+        "def f(x):\n"
+        "    return model(x) * x\n")
+    f = nb["f"]
+    g = s2sad.grad(f)
+    every_mode_agrees(f, 0.7, g)
+    nb.run("def call(self, x):\n    return self.w * x ** 3\nModel.__call__ = call\n")
+    every_mode_agrees(f, 0.7, g)
+
+
+def test_second_derivatives_see_an_array_of_an_object_written_into():
+    # the forward mode over the gradient code read the object's array through a copy
+    # made when compiling (a deep copy of the syntax tree that referred to the object)
+    nb = Notebook().run(
+        "class Model:\n"
+        "    def __init__(self, w):\n"
+        "        self.w = w\n"
+        "    def __call__(self, x):\n"
+        "        return np.sum(self.w * np.sin(x))\n"
+        "model = Model(np.array([1.0, 2.0]))\n"
+        "def f(x):\n"
+        "    return model(x)\n")
+    f, x, v = nb["f"], np.array([0.5, 1.0]), np.array([1.0, -2.0])
+    hvp = s2sad.hvp(f)
+    for step in range(2):
+        want = -nb["model"].w * np.sin(x) * v           # the Hessian is diag(-w sin x)
+        close(hvp(x, v), want)
+        close(s2sad.hessian(f)(x) @ v, want)
+        close(s2sad.jacfwd(s2sad.grad(f))(x) @ v, want)
+        nb["model"].w[0] = 10.0
+
 def test_a_method_hidden_by_an_attribute_of_an_argument_is_refused():
     nb = Notebook().run(
         "class Model:\n"
