@@ -3624,3 +3624,14 @@ def test_imag_and_angle_of_real_arrays_have_zero_derivative():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         np.testing.assert_array_equal(s2sad.grad(f)(R((3, 4))), W34)
+
+
+def test_the_pullback_of_slogdet_takes_a_float_cotangent():
+    # grad seeds with a NumPy scalar; vjp's pullback is given a Python float (1.0), which
+    # the rule indexed as an array
+    a = well_conditioned(3, 3)
+    want = fd_array_grad(slogdet_unpack, (a,), 0)
+    for f in (slogdet_unpack, slogdet_index):
+        scale = 1.0 if f is slogdet_unpack else W_
+        _, pullback = s2sad.vjp(f, a)
+        np.testing.assert_allclose(pullback(2.0)[0], 2.0 * scale * want, rtol=1e-6)

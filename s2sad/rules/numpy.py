@@ -303,7 +303,8 @@ rule(np.linalg.inv, "a", "_s2s_inv(g, ans)", tangent="-ans @ t @ ans")
 # the cofactors, not det * inv(a).T: singular matrices have them too (see cofactors)
 rule(np.linalg.det, "a", "np.asarray(g)[..., None, None] * _s2s_cofactors(a, ans)",
      tangent="np.sum(_s2s_cofactors(a, ans) * t, axis=(-2, -1))", returns="scalar")
-rule(np.linalg.slogdet, "a", "g[1][..., None, None] * np.swapaxes(np.linalg.inv(a), -1, -2)",
+rule(np.linalg.slogdet, "a",
+     "np.asarray(g[1])[..., None, None] * np.swapaxes(np.linalg.inv(a), -1, -2)",
      tangent="(_s2s_zeros_like(ans[0]), np.trace(np.linalg.solve(a, t), 0, -2, -1))",
      returns="container")
 # factorizations (the helpers are in rules/factorizations.py). eigh, eigvalsh, cholesky
