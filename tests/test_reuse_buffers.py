@@ -338,3 +338,18 @@ def test_a_matmul_of_vectors_is_no_buffer():
     got = s2sad.grad(vector_products, wrt=(0, 1))(x, w)
     for i, g in enumerate(got):
         np.testing.assert_allclose(g, fd_array_grad(vector_products, (x, w), i), rtol=1e-7)
+
+
+def first_row_cubed(x):
+    return np.sum(x[0] ** 3)
+
+
+def test_a_gradient_computed_into_a_row_is_compiled_again_for_fewer_axes():
+    # for a matrix, x[0] ** 2 is computed into the row x_bar[0]; for a vector x[0] is a
+    # number, and x_bar[0] no buffer (TypeError: return arrays must be of ArrayType)
+    g, vg = s2sad.grad(first_row_cubed), s2sad.value_and_grad(first_row_cubed)
+    for x in (np.array([[0.5, -1.0], [2.0, 0.3]]), np.array([0.5, -1.0, 2.0]),
+              np.array([[0.5, -1.0, 0.7]])):
+        want = fd_array_grad(first_row_cubed, (x,), 0)
+        np.testing.assert_allclose(g(x), want, rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(vg(x)[1], want, rtol=1e-6, atol=1e-9)

@@ -549,7 +549,9 @@ class ArrayFacts:
             if fact.kind in (ND, NDARRAY, DUCK):
                 return fact._replace(shape=self.ctx.shapes.of(name))
             if fact.kind is None and self.ctx.shapes.pattern_of(name):
-                # an array of one or more axes, by the patterns of the parameters
+                # an array of one or more axes, by the patterns of the parameters (which
+                # the guard then tests: `x[0]` is a number for an `x` of one axis)
+                self.ctx.shapes.rely_on(self.ctx.shapes.of(name))
                 return fact._replace(shape=self.ctx.shapes.of(name), kind=ND)
         return fact
 
