@@ -666,6 +666,8 @@ def hvp(f: Callable, wrt: Wrt | None = None, *, backend: str | None = None,
         key = (tuple(map(type, args)), registry.version,
                tuple(getattr(getattr(a, "dtype", None), "kind", None) == "c" for a in args))
         d = compiled_for.get(key)
+        if d is not None and not all(type(a) in (float, int, np.ndarray) for a in args):
+            arg_types_of(_target(f), args)      # (refuses an attribute hiding a method)
         if d is None or not d.holds():      # (made before a binding it resolved changed)
             if len(compiled_for) > 16:
                 compiled_for.clear()

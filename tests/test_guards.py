@@ -426,10 +426,14 @@ def test_a_method_hidden_by_an_attribute_of_an_argument_is_refused():
         "    return model.loss(x)\n")
     model = nb["Model"]()
     g = s2sad.grad(nb["f"], wrt=1)
+    hvp = s2sad.hvp(nb["f"], wrt=1)
     assert_close(g(model, 1.5), 3.0)
+    assert_close(hvp(model, 1.5, 1.0), 2.0)
     model.predict = lambda x: x ** 3       # Python now calls this one
     with pytest.raises(s2sad.S2SADError, match="hides the method Model.predict"):
         g(model, 1.5)
+    with pytest.raises(s2sad.S2SADError, match="hides the method Model.predict"):
+        hvp(model, 1.5, 1.0)        # (made before: it gave the old product, 2.0)
     with pytest.raises(s2sad.S2SADError, match="hides the method Model.predict"):
         s2sad.value_and_grad(nb["f"], wrt=1)(model, 1.5)
     with pytest.raises(s2sad.S2SADError, match="hides the method Model.predict"):
