@@ -334,8 +334,9 @@ def test_the_numba_backend_sees_a_global_array_written_into():
     # Numba takes a global array into the compiled code as a constant: a write into it
     # compiles the derivative again (the Python backend reads it at each call)
     pytest.importorskip("numba")
-    nb = Notebook(w=np.array([1.0, 2.0, 3.0])).run(
+    nb = Notebook(w=np.array([1.0, 2.0, 3.0]), ws=(np.ones(3), np.ones(3))).run(
         "def f(x):\n    return np.sum(w * x * x)\n").run(
+        "def h(x):\n    return np.sum(ws[0] * x * x) + np.sum(ws[1] * x)\n").run(
         "def make(a):\n"
         "    def g(x):\n"
         "        return np.sum(a * np.sin(x))\n"
@@ -344,7 +345,7 @@ def test_the_numba_backend_sees_a_global_array_written_into():
     x, v = np.array([0.5, -1.0, 2.0]), np.array([1.0, 0.5, -0.3])
     grad, vag, hvp = (s2sad.grad(f, backend="numba"), s2sad.value_and_grad(f, backend="numba"),
                       s2sad.hvp(f, backend="numba"))
-    grad_g = s2sad.grad(g, backend="numba")
+    grad_g, grad_h = s2sad.grad(g, backend="numba"), s2sad.grad(nb["h"], backend="numba")
     for step in range(2):
         want = fd_array_grad(f, (x,), 0)
         close(grad(x), want)
@@ -352,7 +353,9 @@ def test_the_numba_backend_sees_a_global_array_written_into():
         close(s2sad.jvp(f, (x,), (v,), backend="numba")[1], np.dot(want, v))
         close(hvp(x, v), 2.0 * nb["w"] * v)        # the Hessian is diag(2 w)
         close(grad_g(x), fd_array_grad(g, (x,), 0))
+        close(grad_h(x), fd_array_grad(nb["h"], (x,), 0))      # a tuple of arrays
         nb["w"][0] = 10.0
+        nb["ws"][1][2] = -3.0
         g.__closure__[0].cell_contents[2] = -4.0
 
 

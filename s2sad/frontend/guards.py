@@ -142,20 +142,40 @@ def items(root, attrs, value):
 
 def contents(root, attrs, value):
     """The guard that `root` then `attrs` reads an array equal to `value` as it is now (a
-    copy), for code that holds the values it was compiled with: Numba takes a global
-    array into the compiled code as a constant, so a write into it (`w[0] = 2.0`) must
-    compile the derivative again. None for a value that is no NumPy array."""
-    if type(value) is not np.ndarray:
+    copy), or a tuple (of tuples) of such arrays, for code that holds the values it was
+    compiled with: Numba takes a global array into the compiled code as a constant, so a
+    write into it (`w[0] = 2.0`) must compile the derivative again. None for a value that
+    holds no NumPy array."""
+    if not _holds_array(value):
         return None
-    return Guard(root, attrs, value.copy(), "contents")
+    return Guard(root, attrs, _snapshot(value), "contents")
+
+
+def _holds_array(value):
+    return type(value) is np.ndarray or (type(value) is tuple and any(
+        _holds_array(v) for v in value))
+
+
+def _snapshot(value):
+    if type(value) is np.ndarray:
+        return value.copy()
+    if type(value) is tuple:
+        return tuple(_snapshot(v) for v in value)
+    return value
 
 
 def same_contents(value, expected):
-    """Whether `value` is an array equal to `expected`, element by element (NaN equal to
-    NaN), of its shape and dtype."""
-    return (value.__class__ is np.ndarray and value.shape == expected.shape
-            and value.dtype == expected.dtype
-            and np.array_equal(value, expected, equal_nan=value.dtype.kind in "fc"))
+    """Whether `value` is equal to the snapshot `expected` (see `contents`): arrays element
+    by element (NaN equal to NaN), of the same shape and dtype; tuples item by item;
+    anything else by identity."""
+    if type(expected) is np.ndarray:
+        return (value.__class__ is np.ndarray and value.shape == expected.shape
+                and value.dtype == expected.dtype
+                and np.array_equal(value, expected, equal_nan=value.dtype.kind in "fc"))
+    if type(expected) is tuple:
+        return (type(value) is tuple and len(value) == len(expected)
+                and all(same_contents(v, e) for v, e in zip(value, expected)))
+    return value is expected
 
 
 def item_classes(value):
