@@ -232,6 +232,10 @@ def _decorator(cls, f, wrt, backend=None, jit=None, memory=None, has_aux=False):
             f'{defined_at(_target(f))}{cls.s2s_made_by}({_target(f).__name__}, has_aux=True, '
             'backend="numba"): the numba backend returns no aux; use the Python backend '
             '(backend="python"), or return the aux values from a function of their own')
+    if backend == "numba" and inspect.ismethod(f):
+        # a bound method: its function, with the instance passed first (as below)
+        derivative = numba_api.NativeDerivative(f.__func__, _shift(wrt), cls.variant, jit)
+        return _BoundDerivative(derivative, f.__self__, f)
     if backend == "numba":
         return numba_api.NativeDerivative(f, wrt, cls.variant, jit)
     if jit is not None:

@@ -241,6 +241,37 @@ def _wrt(target, wrt):
     return many, _indices(target, tuple(wrt) if many else wrt)
 
 
+def _bound_to(f):
+    """`(function, instance)` for a bound method `f` of a Python function, or for the
+    derivative of one (`grad(model.loss)`); else None."""
+    if type(f) is types.MethodType and inspect.isfunction(f.__func__):
+        return f.__func__, f.__self__
+    bound = getattr(f, "s2s_bound", None)
+    if bound is not None and not inspect.isfunction(f):
+        return bound
+    return None
+
+
+def _of_method(transform, f, wrt, **options):
+    """`transform(f, wrt, **options)` for a bound method `f` (see `_bound_to`): the
+    transform of its function with respect to the parameters after the instance (`wrt`
+    counted from the first of them), called with the instance first, as `grad` does."""
+    fn, instance = _bound_to(f)
+    if wrt is None:
+        wrt = 0
+    shifted = (tuple(w + 1 if isinstance(w, int) and w >= 0 else w for w in wrt)
+               if isinstance(wrt, (tuple, list)) else
+               wrt + 1 if isinstance(wrt, int) and wrt >= 0 else wrt)
+    derivative = transform(fn, shifted, **options)
+
+    def of_method(*args, **kwargs):
+        return derivative(instance, *args, **kwargs)
+    of_method.__name__ = getattr(f, "__name__", "method")
+    of_method.__qualname__ = getattr(f, "__qualname__", of_method.__name__)
+    of_method.__doc__ = getattr(f, "__doc__", None)
+    return of_method
+
+
 def _indices(fn, wrt):
     """The positional indices `wrt` names (reading the source once per function; the
     cache does not keep the function alive)."""
@@ -421,6 +452,8 @@ def jacfwd(f: Callable, wrt: Wrt | None = None, *, argnums: int | tuple | None =
         return variadic.Derivative(
             f, lambda g: jacfwd(g, wrt, argnums=argnums, has_aux=has_aux), extra=0)
     wrt = wrt_or_argnums(wrt, argnums)
+    if _bound_to(f) is not None:
+        return _of_method(jacfwd, f, wrt, has_aux=has_aux)
 
     def jacobian(*args, **kwargs):
         args, kwargs = _by_position(f, args, kwargs)
@@ -469,6 +502,8 @@ def jacrev(f: Callable, wrt: Wrt | None = None, *, argnums: int | tuple | None =
         return variadic.Derivative(
             f, lambda g: jacrev(g, wrt, argnums=argnums, has_aux=has_aux), extra=0)
     wrt = wrt_or_argnums(wrt, argnums)
+    if _bound_to(f) is not None:
+        return _of_method(jacrev, f, wrt, has_aux=has_aux)
 
     def jacobian(*args, **kwargs):
         args, kwargs = _by_position(f, args, kwargs)
@@ -656,6 +691,8 @@ def hvp(f: Callable, wrt: Wrt | None = None, *, backend: str | None = None,
         return variadic.Derivative(
             f, lambda g: hvp(g, wrt, backend=backend, argnums=argnums), extra=1)
     wrt = wrt_or_argnums(wrt, argnums)
+    if _bound_to(f) is not None:
+        return _of_method(hvp, f, wrt, backend=backend)
     backend = numba_api.default_backend(f, backend)
     compiled_for = {}   # (argument types, registry version) -> the compiled code
 
@@ -734,6 +771,8 @@ def hessian(f: Callable, wrt: Wrt | None = None, *, backend: str | None = None,
         return variadic.Derivative(
             f, lambda g: hessian(g, wrt, backend=backend, argnums=argnums), extra=0)
     wrt = wrt_or_argnums(wrt, argnums)
+    if _bound_to(f) is not None:
+        return _of_method(hessian, f, wrt, backend=backend)
     backend = numba_api.default_backend(f, backend)
 
     def hess(*args, **kwargs):

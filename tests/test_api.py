@@ -223,3 +223,27 @@ def test_a_derivative_does_not_keep_its_function_alive():
 
 def helper_for_the_cache(x):
     return x * x
+
+
+class _Energy:
+    def __init__(self, w):
+        self.w = w
+
+    def energy(self, x):
+        return self.w * np.sum(x ** 3) + np.sum(x) ** 2
+
+
+def test_second_derivatives_and_jacobians_of_a_bound_method():
+    # as grad does, they differentiate with respect to the parameters after self (they
+    # took x for self: a refusal that reads .w of a differentiated array, a TypeError)
+    e, x, v = _Energy(2.0), np.array([0.5, -1.0]), np.array([1.0, 3.0])
+    hessian = np.diag(6.0 * e.w * x) + 2.0          # d2/dx2 of w sum x^3 + (sum x)^2
+    gradient = 3.0 * e.w * x ** 2 + 2.0 * np.sum(x)
+    np.testing.assert_allclose(s2sad.hessian(e.energy)(x), hessian)
+    np.testing.assert_allclose(s2sad.hessian(e.energy, wrt="x")(x), hessian)
+    np.testing.assert_allclose(s2sad.hvp(e.energy)(x, v), hessian @ v)
+    np.testing.assert_allclose(s2sad.hessp(e.energy)(x, v), hessian @ v)
+    np.testing.assert_allclose(s2sad.jacfwd(e.energy)(x), gradient)
+    np.testing.assert_allclose(s2sad.jacrev(e.energy)(x), gradient)
+    np.testing.assert_allclose(s2sad.jacfwd(s2sad.grad(e.energy))(x), hessian)
+    assert_close(s2sad.hessian(_Energy(3.0).energy)(0.5), 6.0 * 3.0 * 0.5 + 2.0)
