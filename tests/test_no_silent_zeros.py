@@ -592,6 +592,40 @@ def element_of_a_0d_product(x):
     return t[()] * x[1] + t[...] * x[2]
 
 
+class _Buffer:
+    def __init__(self, a):
+        self.a = a
+
+    def bump(self, v):
+        self.a[0] = self.a[0] + v
+
+
+def _bump(a, v):
+    a[0] = a[0] + v
+
+
+def array_written_through_an_object_holding_it(x):
+    y = x * 1.0
+    b = _Buffer(y)
+    b.bump(x[1])        # writes into y
+    return np.sum(y * x)
+
+
+def array_written_through_another_object_holding_it(x):
+    y = x * 1.0
+    b1 = _Buffer(y)
+    b2 = _Buffer(y)
+    b1.bump(x[1])
+    return np.sum(b2.a * x)
+
+
+def element_of_a_list_written_by_a_helper(x):
+    y = x * 1.0
+    parts = [y]
+    _bump(parts[0], x[1])
+    return np.sum(y * x)
+
+
 FORMS = [out_ufunc, out_ufunc_result_used, out_unary, out_reduction, out_clip, sort_method,
          fill_method, put_method, partition_method, copyto, put_function, place, putmask,
          add_at, fill_diagonal, put_along_axis, list_extend, list_insert, list_reverse,
@@ -607,7 +641,10 @@ FORMS = [out_ufunc, out_ufunc_result_used, out_unary, out_reduction, out_clip, s
          tuple_join, list_join_constant, list_repeat, tuple_repeat, list_grown_in_a_loop,
          list_slices_joined, object_built_and_called, item_of_a_list_called,
          result_of_a_call_called, conditional_function_called, appended_through_a_method,
-         appended_through_an_attribute, element_of_a_0d_product]
+         appended_through_an_attribute, element_of_a_0d_product,
+         array_written_through_an_object_holding_it,
+         array_written_through_another_object_holding_it,
+         element_of_a_list_written_by_a_helper]
 
 #: In-place methods called through a view of a local array: refused, since they write
 #: into the array.
