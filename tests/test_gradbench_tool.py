@@ -1,0 +1,97 @@
+"""s2sad's GradBench tool (gradbench/): each eval's functions on small inputs, the
+derivatives against central differences of the eval's primal, the primals against the
+formulas of GradBench's READMEs written out here, and the protocol loop on a hand-written
+exchange. GradBench itself is not needed."""
+import io
+import json
+import math
+
+import numpy as np
+import pytest
+
+from gradbench import evals, tool
+
+
+def fd(f, x, h=1e-5):
+    """Richardson-extrapolated central differences of scalar `f` at each element of array
+    `x` (an array of x's shape)."""
+    x = np.array(x, dtype=float)
+    out = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        step = h * max(1.0, abs(x[i]))
+
+        def central(s):
+            xp, xm = x.copy(), x.copy()
+            xp[i] += s
+            xm[i] -= s
+            return (f(xp) - f(xm)) / (2 * s)
+        out[i] = (4 * central(step / 2) - central(step)) / 3
+    return out
+
+
+def call(module, function, input, backend="python"):
+    """The tool's answer to an `evaluate` of `function` on `input`, after `define`."""
+    t = tool.Tool(["all"] if backend == "numba" else [])
+    assert t.define(module)["success"]
+    response = t.evaluate(module, function, {"min_runs": 1, "min_seconds": 0, **input}
+                          if isinstance(input, dict) else input)
+    assert response["success"], response.get("error")
+    assert [t["name"] for t in response["timings"]] == ["warmup", "evaluate"]
+    return response["output"]
+
+
+def test_hello():
+    assert call("hello", "square", 3.0) == 9.0
+    assert call("hello", "double", 3.0) == 6.0
+
+
+def test_lse():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=7) * 10
+    lse = evals.load("lse").logsumexp
+    assert call("lse", "primal", {"x": x.tolist()}) == pytest.approx(
+        math.log(sum(math.exp(v) for v in x)), rel=1e-12)
+    np.testing.assert_allclose(call("lse", "gradient", {"x": x.tolist()}), fd(lse, x),
+                               rtol=1e-6, atol=1e-9)
+
+
+def exchange(messages, numba=()):
+    out = io.StringIO()
+    tool.serve([json.dumps(m) + "\n" for m in messages],
+               lambda text: out.write(text + "\n"), tool.Tool(numba))
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def test_protocol_loop():
+    x = [0.5, -1.0, 2.0]
+    responses = exchange([
+        {"id": 0, "kind": "start", "eval": "hello"},
+        {"id": 1, "kind": "define", "module": "hello"},
+        {"id": 2, "kind": "evaluate", "module": "hello", "function": "double", "input": 1.5},
+        {"id": 3, "kind": "analysis", "of": 2, "valid": True},
+        {"id": 4, "kind": "define", "module": "lse"},
+        {"id": 5, "kind": "evaluate", "module": "lse", "function": "gradient",
+         "input": {"x": x, "min_runs": 3, "min_seconds": 0}, "description": "n=3"},
+        {"id": 6, "kind": "define", "module": "nosuch"},
+        {"id": 7, "kind": "evaluate", "module": "lse", "function": "hessian", "input": {}},
+        {"id": 8, "kind": "end"},
+        {"id": 9, "kind": "start"},
+    ])
+    assert [r["id"] for r in responses] == list(range(8))     # nothing after "end"
+    assert responses[0]["tool"] == "s2sad"
+    assert responses[1]["success"] and responses[4]["success"]
+    assert responses[2]["output"] == 3.0
+    assert responses[3] == {"id": 3}
+    softmax = np.exp(x) / np.sum(np.exp(x))
+    np.testing.assert_allclose(responses[5]["output"], softmax, rtol=1e-12)
+    assert [t["name"] for t in responses[5]["timings"]] == ["warmup"] + ["evaluate"] * 3
+    assert not responses[6]["success"] and "no eval 'nosuch'" in responses[6]["error"]
+    assert not responses[7]["success"] and "no function 'hessian'" in responses[7]["error"]
+
+
+def test_a_refusal_is_a_failed_evaluation():
+    t = tool.Tool()
+    assert t.define("lse")["success"]
+    response = t.evaluate("lse", "gradient", {"x": "not numbers", "min_runs": 1,
+                                              "min_seconds": 0})
+    assert response["success"] is False and response["error"]
