@@ -55,6 +55,18 @@ def test_lse():
                                rtol=1e-6, atol=1e-9)
 
 
+def test_llsq():
+    rng = np.random.default_rng(1)
+    x, n = rng.normal(size=4), 9
+    t = [-1 + i * 2 / (n - 1) for i in range(n)]
+    y = 0.5 * sum((np.sign(ti) - sum(xj * ti ** j for j, xj in enumerate(x))) ** 2
+                  for ti in t)
+    assert call("llsq", "primal", {"x": x.tolist(), "n": n}) == pytest.approx(y, rel=1e-12)
+    llsq = evals.load("llsq").llsq
+    np.testing.assert_allclose(call("llsq", "gradient", {"x": x.tolist(), "n": n}),
+                               fd(lambda v: llsq(v, n), x), rtol=1e-6)
+
+
 def exchange(messages, numba=()):
     out = io.StringIO()
     tool.serve([json.dumps(m) + "\n" for m in messages],
