@@ -67,6 +67,19 @@ def test_llsq():
                                fd(lambda v: llsq(v, n), x), rtol=1e-6)
 
 
+def test_ode():
+    rng = np.random.default_rng(2)
+    x, s = rng.random(4), 3
+    ode = evals.load("ode")
+    # y(2) for constant x: y0 = x0 t, y1 = x1 x0 t²/2, ...: RK4 is exact on polynomials of
+    # degree 4, so with 4 elements it agrees with the closed form to rounding
+    closed = [np.prod(x[:i + 1]) * 2.0 ** (i + 1) / math.factorial(i + 1) for i in range(4)]
+    np.testing.assert_allclose(call("ode", "primal", {"x": x.tolist(), "s": s}), closed,
+                               rtol=1e-12)
+    np.testing.assert_allclose(call("ode", "gradient", {"x": x.tolist(), "s": s}),
+                               fd(lambda v: ode.solve(v, s)[-1], x), rtol=1e-6)
+
+
 def exchange(messages, numba=()):
     out = io.StringIO()
     tool.serve([json.dumps(m) + "\n" for m in messages],
