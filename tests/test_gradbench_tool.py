@@ -140,3 +140,47 @@ def test_kmeans():
         diagonal[i] = fd(partial, centroids)[i]
     np.testing.assert_allclose(call("kmeans", "dir", input), gradient / diagonal, rtol=1e-5,
                                atol=1e-8)
+
+
+def gmm_input(d, k, n, m, gamma, seed):
+    rng = np.random.default_rng(seed)
+    return {"d": d, "k": k, "n": n, "x": rng.normal(size=(n, d)).tolist(), "m": m,
+            "gamma": gamma, "alpha": rng.normal(size=k).tolist(),
+            "mu": rng.random((k, d)).tolist(), "q": (0.3 * rng.normal(size=(k, d))).tolist(),
+            "l": (0.3 * rng.normal(size=(k, d * (d - 1) // 2))).tolist()}
+
+
+def gmm_definition(input):
+    """The README's definition, not its simplification: a mixture of multivariate normal
+    densities times Wishart densities of the precision matrices (SciPy's)."""
+    stats = pytest.importorskip("scipy.stats")
+    d, k = input["d"], input["k"]
+    alpha, mu = np.array(input["alpha"]), np.array(input["mu"])
+    phi = np.exp(alpha) / np.sum(np.exp(alpha))
+    precisions = []
+    for q, l in zip(input["q"], input["l"]):
+        Q = np.diag(np.exp(q))
+        below = iter(l)
+        for j in range(d):                  # the strictly lower part, column by column
+            for i in range(j + 1, d):
+                Q[i, j] = next(below)
+        precisions.append(Q.T @ Q)
+    likelihood = sum(np.log(sum(phi[j] * stats.multivariate_normal(
+        mu[j], np.linalg.inv(precisions[j])).pdf(x) for j in range(k)))
+        for x in np.array(input["x"]))
+    gamma, dof = input["gamma"], d + input["m"] + 1
+    prior = sum(stats.wishart(df=dof, scale=np.eye(d) / gamma ** 2).logpdf(p)
+                for p in precisions)
+    return likelihood + prior
+
+
+def test_gmm():
+    input = gmm_input(d=3, k=2, n=6, m=1, gamma=1.5, seed=4)
+    assert call("gmm", "objective", input) == pytest.approx(gmm_definition(input), rel=1e-10)
+    gmm = evals.load("gmm")
+    args = gmm._input(input)
+    jacobian = call("gmm", "jacobian", input)
+    for i, name in enumerate(("alpha", "mu", "q", "l")):
+        def f(v):
+            return gmm.objective(*args[:i], v, *args[i + 1:])
+        np.testing.assert_allclose(jacobian[name], fd(f, args[i]), rtol=1e-6, atol=1e-8)
