@@ -184,3 +184,13 @@ def test_gmm():
         def f(v):
             return gmm.objective(*args[:i], v, *args[i + 1:])
         np.testing.assert_allclose(jacobian[name], fd(f, args[i]), rtol=1e-6, atol=1e-8)
+
+
+def test_det():
+    rng = np.random.default_rng(5)
+    A = rng.normal(size=(4, 4))
+    input = {"A": A.ravel().tolist(), "ell": 4}
+    assert call("det", "primal", input) == pytest.approx(np.linalg.det(A), rel=1e-12)
+    det = evals.load("det").det
+    np.testing.assert_allclose(call("det", "gradient", input),
+                               fd(lambda v: det(v, 4), A.ravel()), rtol=1e-6, atol=1e-9)
