@@ -194,3 +194,47 @@ def test_det():
     det = evals.load("det").det
     np.testing.assert_allclose(call("det", "gradient", input),
                                fd(lambda v: det(v, 4), A.ravel()), rtol=1e-6, atol=1e-9)
+
+
+def lstm_scalar(main, extra, state, sequence):
+    """GradBench's C++ reference, element by element (its log-sum-exp adds 2)."""
+    layers, b = len(main) // 2, len(sequence[0])
+    state = [list(row) for row in state]
+    sig = lambda v: 1 / (1 + math.exp(-v))      # noqa: E731
+    total = 0.0
+    for t in range(len(sequence) - 1):
+        out = [sequence[t][i] * extra[0][i] for i in range(b)]
+        for layer in range(layers):
+            w, bias = main[2 * layer], main[2 * layer + 1]
+            h, c = state[2 * layer], state[2 * layer + 1]
+            for i in range(b):
+                f = sig(out[i] * w[i] + bias[i])
+                g = sig(h[i] * w[b + i] + bias[b + i])
+                o = sig(out[i] * w[2 * b + i] + bias[2 * b + i])
+                ch = math.tanh(h[i] * w[3 * b + i] + bias[3 * b + i])
+                c[i] = c[i] * f + g * ch
+                h[i] = o * math.tanh(c[i])
+            out = h
+        y = [out[i] * extra[1][i] + extra[2][i] for i in range(b)]
+        lse = math.log(sum(math.exp(v) for v in y) + 2)
+        total += sum(sequence[t + 1][i] * (y[i] - lse) for i in range(b))
+    return -total / ((len(sequence) - 1) * b)
+
+
+def test_lstm():
+    rng = np.random.default_rng(6)
+    layers, b, c = 2, 3, 5
+    input = {"main_params": rng.random((2 * layers, 4 * b)).tolist(),
+             "extra_params": rng.random((3, b)).tolist(),
+             "state": rng.random((2 * layers, b)).tolist(),
+             "sequence": rng.integers(0, 2, (c, b)).astype(float).tolist()}
+    assert call("lstm", "objective", input) == pytest.approx(
+        lstm_scalar(input["main_params"], input["extra_params"], input["state"],
+                    input["sequence"]), rel=1e-12)
+    lstm = evals.load("lstm")
+    main, extra, state, sequence = lstm._input(input)
+    expected = np.concatenate((fd(lambda v: lstm.objective(v, extra, state, sequence), main),
+                               fd(lambda v: lstm.objective(main, v, state, sequence), extra)),
+                              axis=None)
+    np.testing.assert_allclose(call("lstm", "jacobian", input), expected, rtol=1e-6,
+                               atol=1e-10)
