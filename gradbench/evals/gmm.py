@@ -28,11 +28,12 @@ def lower_columns(d):
     return np.array(rows, dtype=int), np.array(cols, dtype=int)
 
 
-def objective(alpha, mu, q, l, x, m, gamma, rows, cols):
+def objective(alpha, mu, q, strict, x, m, gamma, rows, cols):
+    """`strict` is the README's l: each component's strictly lower part, column by column."""
     n, d = x.shape
     k = alpha.shape[0]
     lower = np.zeros((k, d, d))
-    lower[:, rows, cols] = l
+    lower[:, rows, cols] = strict
     Q = lower + np.exp(q)[:, :, None] * np.eye(d)
     centred = x[:, None, :] - mu[None, :, :]                       # (n, k, d)
     Qx = np.einsum("kij,nkj->nki", Q, centred)
@@ -57,8 +58,8 @@ def _input(input):
 
 
 def _jacobian(parts):
-    alpha, mu, q, l = parts
-    return {"alpha": floats(alpha), "mu": floats(mu), "q": floats(q), "l": floats(l)}
+    alpha, mu, q, strict = parts
+    return {"alpha": floats(alpha), "mu": floats(mu), "q": floats(q), "l": floats(strict)}
 
 
 def functions(backend):
