@@ -158,9 +158,9 @@ def gmm_definition(input):
     alpha, mu = np.array(input["alpha"]), np.array(input["mu"])
     phi = np.exp(alpha) / np.sum(np.exp(alpha))
     precisions = []
-    for q, l in zip(input["q"], input["l"]):
+    for q, strict in zip(input["q"], input["l"]):
         Q = np.diag(np.exp(q))
-        below = iter(l)
+        below = iter(strict)
         for j in range(d):                  # the strictly lower part, column by column
             for i in range(j + 1, d):
                 Q[i, j] = next(below)
@@ -238,3 +238,65 @@ def test_lstm():
                               axis=None)
     np.testing.assert_allclose(call("lstm", "jacobian", input), expected, rtol=1e-6,
                                atol=1e-10)
+
+
+def ba_scalar_error(cam, X, w, feat):
+    """One observation's reprojection error, element by element as GradBench's C++ reference."""
+    rot, C = cam[0:3], cam[3:6]
+    Xo = [X[i] - C[i] for i in range(3)]
+    sq = sum(r * r for r in rot)
+    if sq != 0:
+        theta = math.sqrt(sq)
+        u = [r / theta for r in rot]
+        cross = [u[1] * Xo[2] - u[2] * Xo[1], u[2] * Xo[0] - u[0] * Xo[2],
+                 u[0] * Xo[1] - u[1] * Xo[0]]
+        tmp = sum(u[i] * Xo[i] for i in range(3)) * (1 - math.cos(theta))
+        Xcam = [Xo[i] * math.cos(theta) + cross[i] * math.sin(theta) + u[i] * tmp
+                for i in range(3)]
+    else:
+        Xcam = [Xo[0] + rot[1] * Xo[2] - rot[2] * Xo[1], Xo[1] + rot[2] * Xo[0] - rot[0] * Xo[2],
+                Xo[2] + rot[0] * Xo[1] - rot[1] * Xo[0]]
+    proj = [Xcam[0] / Xcam[2], Xcam[1] / Xcam[2]]
+    rsq = proj[0] ** 2 + proj[1] ** 2
+    L = 1 + cam[9] * rsq + cam[10] * rsq * rsq
+    return [w * (proj[i] * L * cam[6] + cam[7 + i] - feat[i]) for i in range(2)]
+
+
+def test_ba():
+    sparse = pytest.importorskip("scipy.sparse")
+    rng = np.random.default_rng(7)
+    n, m, p = 3, 4, 7
+    cams = np.concatenate((rng.normal(size=(n, 6)) * 0.3, 1 + rng.random((n, 3)),
+                           rng.normal(size=(n, 2)) * 0.01), axis=1)
+    cams[1, 0:3] = 0.0                     # no rotation: the small-angle branch
+    X = rng.normal(size=(m, 3)) + [0, 0, 5]
+    w, feats = 1 + 0.1 * rng.normal(size=p), rng.normal(size=(p, 2))
+    obs = np.stack((np.arange(p) % n, (3 * np.arange(p)) % m), axis=1)
+    ba = evals.load("ba")
+    reproj, w_err = ba.objective(cams, X, w, feats, obs)
+    expected = [ba_scalar_error(cams[c], X[j], w[i], feats[i]) for i, (c, j) in enumerate(obs)]
+    np.testing.assert_allclose(reproj, expected, rtol=1e-12)
+    np.testing.assert_allclose(w_err, 1 - w * w, rtol=1e-12)
+
+    rows, cols, values = ba.jacobian(cams, X, w, feats, obs)
+    dense = sparse.csr_matrix((values, cols, rows), shape=(3 * p, 11 * n + 3 * m + p)).toarray()
+    flat = np.concatenate((cams.ravel(), X.ravel(), w))
+    def output(k):
+        def f(v):
+            c, x, ww = v[:11 * n].reshape(n, 11), v[11 * n:11 * n + 3 * m].reshape(m, 3), v[-p:]
+            return np.concatenate([e.ravel() for e in ba.objective(c, x, ww, feats, obs)])[k]
+        return f
+    for k in range(3 * p):
+        np.testing.assert_allclose(dense[k], fd(output(k), flat), rtol=1e-6, atol=1e-8)
+
+    # the tool's encoding of GradBench's duplicated input: as the C++ reference's
+    input = {"n": 2, "m": 3, "p": 16, "cam": cams[0].tolist(), "x": X[0].tolist(), "w": 1.1,
+             "feat": [0.3, -0.2]}
+    out = call("ba", "objective", input)
+    assert out["reproj_error"]["repeated"] == 16 and out["w_err"]["repeated"] == 16
+    np.testing.assert_allclose(out["reproj_error"]["elements"],
+                               ba_scalar_error(cams[0], X[0], 1.1, [0.3, -0.2]), rtol=1e-12)
+    jac = call("ba", "jacobian", input)
+    assert jac["rows"] == [15 * i for i in range(30)] + [31 * 16]
+    assert jac["cols"][:15] == list(range(11)) + [22, 23, 24, 31] == jac["cols"][15:30]
+    assert jac["cols"][-1] == 22 + 9 + 15 and jac["vals"][-1] == pytest.approx(-2.2)
