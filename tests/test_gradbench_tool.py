@@ -300,3 +300,64 @@ def test_ba():
     assert jac["rows"] == [15 * i for i in range(30)] + [31 * 16]
     assert jac["cols"][:15] == list(range(11)) + [22, 23, 24, 31] == jac["cols"][15:30]
     assert jac["cols"][-1] == 22 + 9 + 15 and jac["vals"][-1] == pytest.approx(-2.2)
+
+
+def ht_input(complicated, seed=8, bones=22, verts=12, points=5):
+    rng = np.random.default_rng(seed)
+
+    def rigid():
+        m = np.eye(4)
+        m[:3, :3] = np.linalg.qr(rng.normal(size=(3, 3)))[0]
+        m[:3, 3] = rng.normal(size=3)
+        return m.tolist()
+    weights = rng.random((verts, bones))
+    return {"theta": (0.3 * rng.normal(size=26)).tolist(),
+            "us": rng.random((points, 2)).tolist() if complicated else [],
+            "data": {"correspondences": rng.integers(0, verts, points).tolist(),
+                     "points": rng.normal(size=(points, 3)).tolist(),
+                     "model": {"bone_count": bones, "bone_names": [f"b{i}" for i in range(bones)],
+                               "parents": [-1] + [int(rng.integers(0, i)) for i in range(1, bones)],
+                               "base_relatives": [rigid() for _ in range(bones)],
+                               "inverse_base_absolutes": [rigid() for _ in range(bones)],
+                               "base_positions": np.concatenate(
+                                   (rng.normal(size=(verts, 3)), np.ones((verts, 1))), 1).tolist(),
+                               "weights": (weights / weights.sum(1, keepdims=True)).tolist(),
+                               "triangles": rng.integers(0, verts, (verts, 3)).tolist(),
+                               "is_mirrored": complicated}}}
+
+
+def test_ht_rotations():
+    rotation = pytest.importorskip("scipy.spatial.transform").Rotation
+    ht = evals.load("ht")
+    v = np.array([0.3, -0.5, 0.2])
+    np.testing.assert_allclose(ht.angle_axis_to_rotation_matrix(v),
+                               rotation.from_rotvec(v).as_matrix(), atol=1e-14)
+    # xzy angles: about x by v[0], then y by v[2], then z by v[1]
+    np.testing.assert_allclose(ht.euler_angles_to_rotation_matrix(v),
+                               rotation.from_euler("xyz", [v[0], v[2], v[1]]).as_matrix(),
+                               atol=1e-14)
+
+
+@pytest.mark.parametrize("complicated", [False, True])
+def test_ht(complicated):
+    input = ht_input(complicated)
+    ht = evals.load("ht")
+    args = ht._input(input)
+    errors = np.array(call("ht", "objective", input))
+    np.testing.assert_allclose(errors, ht.objective(*args), rtol=1e-14)
+    jacobian = np.array(call("ht", "jacobian", input))
+    d_theta = np.stack([fd(lambda v: ht.objective(v, *args[1:])[k], args[0])
+                        for k in range(errors.shape[0])])
+    np.testing.assert_allclose(jacobian[:, -26:], d_theta, rtol=1e-6, atol=1e-8)
+    if complicated:
+        us = args[1]
+        for k in (0, 1):     # error 3i + j depends on us[i] alone
+            def along(t):
+                shifted = us.copy()
+                shifted[:, k] += t[0]
+                return ht.objective(args[0], shifted, *args[2:])
+            d_u = np.stack([fd(lambda t: along(t)[row], np.zeros(1))[0]
+                            for row in range(errors.shape[0])])
+            np.testing.assert_allclose(jacobian[:, k], d_u, rtol=1e-6, atol=1e-8)
+    else:
+        assert jacobian.shape == (errors.shape[0], 26)
