@@ -361,3 +361,46 @@ def test_ht(complicated):
             np.testing.assert_allclose(jacobian[:, k], d_u, rtol=1e-6, atol=1e-8)
     else:
         assert jacobian.shape == (errors.shape[0], 26)
+
+
+def test_solver():
+    from gradbench.evals import solver
+    centre = np.array([1.5, -2.0])
+    found = solver.argmin(lambda x: np.sum((x - centre) ** 2), lambda x: 2 * (x - centre),
+                          np.zeros(2))
+    np.testing.assert_allclose(found, centre, atol=1e-4)
+
+
+def crossing_oracle(w):
+    """particle's crossing with the force written out: -∇ of Σ 1/|x - c| is Σ (x - c)/|x - c|³."""
+    charges = [np.array([10.0, 10.0 - w]), np.array([10.0, 0.0])]
+    x, xdot, dt = np.array([0.0, 8.0]), np.array([0.75, 0.0]), 0.1
+    while True:
+        xddot = sum((x - c) / np.linalg.norm(x - c) ** 3 for c in charges)
+        if x[1] + dt * xdot[1] <= 0:
+            break
+        x, xdot = x + dt * xdot, xdot + dt * xddot
+    return (x[0] - x[1] / xdot[1] * xdot[0]) ** 2
+
+
+def test_particle_derivative():
+    import s2sad
+    particle = evals.load("particle")
+    for w in (0.0, 0.3):
+        assert particle.crossing_r(np.array([w])) == pytest.approx(crossing_oracle(w), rel=1e-12)
+        expected = fd(lambda v: crossing_oracle(v[0]), np.array([w]))
+        np.testing.assert_allclose(s2sad.grad(particle.crossing_r)(np.array([w])), expected,
+                                   rtol=1e-6)
+        np.testing.assert_allclose(particle.forward(particle.crossing_r)(np.array([w])),
+                                   expected, rtol=1e-6)
+
+
+@pytest.mark.xfail(raises=Exception, strict=False,
+                   reason="s2sad.jvp called inside a differentiated function (helper E's work)")
+def test_particle_forward_inside():
+    import s2sad
+    particle = evals.load("particle")
+    w = np.array([0.3])
+    np.testing.assert_allclose(s2sad.grad(particle.crossing_f)(w),
+                               fd(lambda v: crossing_oracle(v[0]), w), rtol=1e-6)
+
