@@ -404,3 +404,13 @@ def test_particle_forward_inside():
     np.testing.assert_allclose(s2sad.grad(particle.crossing_f)(w),
                                fd(lambda v: crossing_oracle(v[0]), w), rtol=1e-6)
 
+
+def test_saddle_derivative():
+    import s2sad
+    saddle = evals.load("saddle")
+    x, start = np.array([0.7, -0.4]), np.array([1.0, 1.0])
+    # max over y of f(x, y) is |x|², reached at y = 0 whatever x: its gradient is 2x
+    assert saddle.max_r(x, start) == pytest.approx(x @ x, abs=1e-8)
+    np.testing.assert_allclose(s2sad.grad(saddle.max_r)(x, start), 2 * x, rtol=1e-9)
+    np.testing.assert_allclose(saddle.forward(saddle.max_r)(x, start), 2 * x, rtol=1e-9)
+
