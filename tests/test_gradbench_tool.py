@@ -414,3 +414,15 @@ def test_saddle_derivative():
     np.testing.assert_allclose(s2sad.grad(saddle.max_r)(x, start), 2 * x, rtol=1e-9)
     np.testing.assert_allclose(saddle.forward(saddle.max_r)(x, start), 2 * x, rtol=1e-9)
 
+
+
+def test_numba_backend():
+    pytest.importorskip("numba")
+    assert call("hello", "double", 3.0, backend="numba") == 6.0
+    rng = np.random.default_rng(9)
+    x, n = rng.normal(size=4), 9
+    llsq = evals.load("llsq").llsq
+    np.testing.assert_allclose(call("llsq", "gradient", {"x": x.tolist(), "n": n}, "numba"),
+                               fd(lambda v: llsq(v, n), x), rtol=1e-6)
+    t = tool.Tool(["gmm"])
+    assert "offers the backends ('python',)" in t.define("gmm")["error"]
