@@ -106,6 +106,8 @@ def report(name: str, session: list[dict]) -> str:
                        m["message"]["kind"] == "evaluate" for m in session):
                 lines.append(f"{name}: define failed: {response['error']}")
     rows = evaluations(session)
+    if not rows:
+        return "\n".join(lines + [f"{name}: no evaluation"])
     primal, derivative = PAIRS.get(name, ("primal", "gradient"))
     lines.append(f"{'function':<10} {'input':<28} {'valid':<7} {'runs':>4} {'min ms':>11} "
                  f"{'median ms':>11} {'ratio':>7}")

@@ -426,3 +426,37 @@ def test_numba_backend():
                                fd(lambda v: llsq(v, n), x), rtol=1e-6)
     t = tool.Tool(["gmm"])
     assert "offers the backends ('python',)" in t.define("gmm")["error"]
+
+
+# an eval program as GradBench's are, in miniature: it asks, reads each answer, judges it
+MINI_EVAL = r"""
+import json, sys
+def send(message):
+    print(json.dumps(message), flush=True)
+    return json.loads(sys.stdin.readline())
+send({"id": 0, "kind": "start", "eval": "hello"})
+assert send({"id": 1, "kind": "define", "module": "hello"})["success"]
+for i, x in enumerate([1.0, 2.5]):
+    for j, function in enumerate(["square", "double"]):
+        id = 2 + 4 * i + 2 * j
+        answer = send({"id": id, "kind": "evaluate", "module": "hello", "function": function,
+                       "input": x, "description": f"x={x}"})
+        expected = x * x if function == "square" else 2 * x
+        send({"id": id + 1, "kind": "analysis", "of": id, "valid": answer["output"] == expected})
+"""
+
+
+def test_runner_relays_an_eval_and_the_tool():
+    import sys
+    from gradbench import run
+    session, status = run.relay([sys.executable, "-c", MINI_EVAL],
+                                [sys.executable, "-m", "gradbench.tool"], run.REPOSITORY)
+    assert status == 0
+    assert len(session) == 2 * 10
+    rows = run.evaluations(session)
+    assert [(r["function"], r["description"], r["valid"]) for r in rows] == [
+        ("square", "x=1.0", True), ("double", "x=1.0", True),
+        ("square", "x=2.5", True), ("double", "x=2.5", True)]
+    assert all(r["runs"] == 1 and r["min_ms"] > 0 for r in rows)
+    table = run.report("hello", session).splitlines()
+    assert table[0].split()[:3] == ["function", "input", "valid"] and len(table) == 5
