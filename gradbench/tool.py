@@ -4,7 +4,7 @@ stdout, as GradBench's CONTRIBUTING.md specifies.
     python -m gradbench.tool [--numba EVAL ...]
 
 `define` loads the eval's module and builds its functions (s2sad transforms at the first
-call); `evaluate` prepares the input, calls the function once untimed (`warmup`: s2sad's
+call); `evaluate` prepares the input, calls the function once, timed as `warmup` (s2sad's
 transform, and Numba's compile on that backend), then at least `min_runs` times and at least
 `min_seconds`, one `evaluate` timing per run. A function s2sad refuses answers
 `success: false` with s2sad's message, so the eval is reported failed, not skipped.
