@@ -92,6 +92,8 @@ class PythonBackend(Backend):
 
     def link(self, callee, derivative):
         if callee.variant is Variant.JVP:
+            if _by_position(callee, derivative):    # (code s2sad reads: differentiable again)
+                return derivative.fn
             return JVPCall(derivative, callee.nargs, callee.args, callee.kwargs)
         if callee.args or callee.kwargs:
             return functools.partial(derivative.fn, *callee.args, **callee.kwargs)
@@ -197,6 +199,17 @@ def jit_of(fn, default: tuple = ()) -> tuple:
     """numba.njit's options for the derivative of `fn`: those of `fn` when it is a Numba
     function, else `default`."""
     return jit_options(fn.targetoptions) if numba_function(fn) is not None else default
+
+
+def _by_position(callee, derivative):
+    """Whether the code calling `callee`'s `g_jvp`, which passes the call's `nargs`
+    arguments and then the tangents, can call it as it is: it binds nothing and takes
+    them all by position."""
+    code = getattr(derivative.fn, "__code__", None)
+    names = tuple(derivative.tangent_names or ())
+    return (code is not None and not callee.args and not callee.kwargs
+            and code.co_argcount == callee.nargs + len(names)
+            and code.co_varnames[callee.nargs:code.co_argcount] == names)
 
 
 class JVPCall:
