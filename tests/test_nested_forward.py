@@ -239,3 +239,48 @@ def test_refusals(g, message):
         s2sad.grad(g)(0.7)
     assert info.value.filename == __file__
     assert "s2sad." in info.value.text
+
+
+# A lambda closing over a function-valued parameter: argmax(f) is argmin(lambda x:
+# -f(x)), so the version of argmin specialised on that lambda binds a function value
+# (f) that is a function value itself (a lambda reading y)
+
+def argmax(f, x0, mode):
+    return argmin(lambda x: -f(x), x0, mode)
+
+
+def payoff(x, y):
+    return -cost(x, y)
+
+
+def saddle_max(y, mode):
+    x = argmax(lambda x: payoff(x, y), 0.0, mode)
+    return x * y + x ** 2
+
+
+@pytest.mark.parametrize("inner", ["r", "f"])
+@pytest.mark.parametrize("outer", ["r", "f"])
+def test_argmax_of_a_function_passed(inner, outer):
+    y = 0.8
+    assert_close(saddle_max(y, inner), saddle_oracle(y), rtol=1e-12)
+    expected = fd_grad(saddle_oracle, (y,))
+    got = (s2sad.grad(saddle_max)(y, inner) if outer == "r"
+           else s2sad.jvp(saddle_max, (y, inner), (1.0, None))[1])
+    assert_close(got, expected, rtol=1e-7, atol=1e-9)
+    assert_close(s2sad.hessian(saddle_max)(y, inner), second_difference(saddle_oracle, y),
+                 rtol=1e-5, atol=1e-7)
+
+
+def f(x):       # (a global that the closure's `f` below hides)
+    return 10.0 * x
+
+
+def negated(f, x):
+    return s2sad.grad(lambda z: -f(z))(x)
+
+
+def test_a_closure_hiding_a_global_of_a_callee():
+    # the guard of the gradient of the lambda tests the global `f` that the callee
+    # `lambda z: f(z) ** 2` reads, under a name the closure does not hide
+    assert_close(negated(lambda z: f(z) ** 2, 0.3), -200.0 * 0.3, rtol=1e-12)
+    assert_close(negated(lambda z: f(z) ** 2, 0.5), -200.0 * 0.5, rtol=1e-12)
