@@ -284,3 +284,41 @@ def test_a_closure_hiding_a_global_of_a_callee():
     # `lambda z: f(z) ** 2` reads, under a name the closure does not hide
     assert_close(negated(lambda z: f(z) ** 2, 0.3), -200.0 * 0.3, rtol=1e-12)
     assert_close(negated(lambda z: f(z) ** 2, 0.5), -200.0 * 0.5, rtol=1e-12)
+
+
+def argmin_of_arrays(f, x0, mode):
+    x = x0
+    for i in range(30):
+        if mode == "r":
+            g = s2sad.grad(f)(x)
+        else:
+            g = s2sad.jacfwd(f)(x)      # (of a number: the gradient)
+        x = x - 0.1 * g
+    return x
+
+
+def cost_of_arrays(p, q):
+    return (np.sum(p * p) + np.sum(q * q) - 0.5 * np.sum((p - q) * (p - q))
+            + np.sum(np.sin(p) * q))
+
+
+def saddle_of_arrays(q, mode):
+    p = argmin_of_arrays(lambda p: cost_of_arrays(p, q), np.array([1.0, 1.0]), mode)
+    return np.sum(p * q) + np.sum(q ** 2)
+
+
+def saddle_of_arrays_oracle(q):
+    p = np.array([1.0, 1.0])
+    for i in range(30):
+        p = p - 0.1 * (2 * p - (p - q) + np.cos(p) * q)
+    return np.sum(p * q) + np.sum(q ** 2)
+
+
+@pytest.mark.parametrize("inner", ["r", "f"])
+def test_saddle_of_arrays(inner):
+    q = np.array([0.3, -0.4])
+    assert_close(saddle_of_arrays(q, inner), saddle_of_arrays_oracle(q), rtol=1e-12)
+    expected = np.array([(saddle_of_arrays_oracle(q + 1e-6 * e)
+                          - saddle_of_arrays_oracle(q - 1e-6 * e)) / 2e-6 for e in np.eye(2)])
+    np.testing.assert_allclose(s2sad.grad(saddle_of_arrays)(q, inner), expected, rtol=1e-6)
+    np.testing.assert_allclose(s2sad.jacfwd(saddle_of_arrays)(q, inner), expected, rtol=1e-6)

@@ -185,7 +185,6 @@ class GradientCalls(gast.NodeTransformer):
     def jvp_function(self, call, f, primal, wrt, n):
         """The function that stands for `jvp(primal, ...)` along the arguments `wrt` of
         the `n` primals given (see frontend.gradients.jvp_function)."""
-        from ..forward_api import jvp
         if gradients.made_by(primal) is not None:     # jvp(grad(g), ...): of its code
             inner = gradients.called_gradient(primal)
             if inner is None or inner[1]:
@@ -203,7 +202,7 @@ class GradientCalls(gast.NodeTransformer):
             raise self.jvp_refused(call, f"gives {n} primal(s) for the {len(params)} "
                                          f"positional parameter(s) of "
                                          f"{getattr(primal, '__name__', 'f')}()")
-        standing = gradients.jvp_function(primal, wrt, jvp)
+        standing = gradients.jvp_function(primal, wrt, gradients.MAKERS["jvp"])
         if standing is None:
             raise self.jvp_refused(call, f"differentiates {primal.__name__}(), which has "
                                          "default values (call it from a lambda that passes "
@@ -224,10 +223,8 @@ class GradientCalls(gast.NodeTransformer):
             raise self.jvp_refused(call, f"has wrt={wrt!r}, not one of the {n} positional "
                                          "parameters", kind)
         if kind == "hvp":
-            from ..api import grad
-            primal = gradients.called_gradient(grad(primal, wrt=wrt))[0]
-        from ..forward_api import jvp
-        standing = gradients.jvp_function(primal, (wrt,), jvp)
+            primal = gradients.called_gradient(gradients.MAKERS["grad"](primal, wrt=wrt))[0]
+        standing = gradients.jvp_function(primal, (wrt,), gradients.MAKERS["jvp"])
         if standing is None:
             raise self.jvp_refused(call, f"differentiates {fn.__name__}(), which has default "
                                          "values (call it from a lambda that passes them: "

@@ -548,7 +548,6 @@ class ResolveCalls:
         frontend.gradients), of the version of its primal specialised on the function
         values the call passes, the call's arguments): `grad(lam)(x, f=f)`, the `lam` of
         a lambda that reads a function passed in, is `grad(lam_1)(x, f_y)`."""
-        from .. import api, forward_api
         primal, wrt, kind = standing.s2s_gradient
         signature = inspect.signature(primal)
         names = list(signature.parameters)
@@ -561,11 +560,11 @@ class ResolveCalls:
                 return tuple(moved(v) for v in w)
             return w if isinstance(w, str) else params.index(names[w])
         wrt = moved(wrt)
+        maker = gradients.MAKERS[kind]
         if kind == "jvp":
-            made = gradients.jvp_function(version, wrt, forward_api.jvp)
+            made = gradients.jvp_function(version, wrt, maker)
         else:
-            made = gradients.gradient_function(version, wrt, kind, getattr(api, kind)(
-                version, wrt=wrt))
+            made = gradients.gradient_function(version, wrt, kind, maker(version, wrt=wrt))
         if made is None:
             raise self.src.syntax_error(s, f"the jvp of {primal.__name__}() "
                                         "called here needs a version of it without defaults")

@@ -26,6 +26,11 @@ API = {"grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hvp", "hessp
 #: the derivatives called inside a differentiated function that s2sad differentiates
 GRADIENTS = ("grad", "value_and_grad")
 
+#: {name: the API function}: grad, value_and_grad and jvp, which the functions that stand
+#: for derivatives made in differentiated code call (api.py declares them: the passes
+#: that make those functions are of a lower layer)
+MAKERS = {}
+
 #: the derivatives made by forward mode called inside a differentiated function that s2sad
 #: differentiates, besides jvp(f, primals, tangents), which computes rather than makes one
 FORWARD = ("jacfwd", "hvp")
