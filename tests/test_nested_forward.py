@@ -109,6 +109,34 @@ def jacfwd_of_a_matrix_function_oracle(x):
     return np.sum(J * np.arange(18.0).reshape(3, 2, 3))
 
 
+def hessian_inside(x):             # hessian(f) is jacfwd(grad(f)): here of a number
+    return s2sad.hessian(f2)(x, x * x) * x
+
+
+def hessian_inside_oracle(x):
+    return f2_xx(x, x * x) * x
+
+
+def quartic(y):
+    return np.sum(y ** 4) + y[0] * y[1]
+
+
+WEIGHTS = np.array([[1.0, 2.0], [3.0, 4.0]])
+
+
+def hessian_of_an_array(x):
+    return np.sum(s2sad.hessian(quartic)(np.array([x, 2.0 * x])) * WEIGHTS)
+
+
+def jacfwd_of_a_gradient(x):
+    return np.sum(s2sad.jacfwd(s2sad.grad(quartic))(np.array([x, 2.0 * x])) * WEIGHTS)
+
+
+def hessian_of_an_array_oracle(x):
+    y = np.array([x, 2.0 * x])
+    return np.sum((np.diag(12 * y ** 2) + np.array([[0.0, 1.0], [1.0, 0.0]])) * WEIGHTS)
+
+
 def on_a_branch(x, forward):        # the branch not taken compiles too
     if forward:
         return s2sad.jvp(f2, (x, 1.0), (1.0, 0.0))[1]
@@ -122,7 +150,10 @@ CASES = [(jvp_of_a_function, jvp_of_a_function_oracle),
          (hvp_inside, hvp_inside_oracle),
          (jacfwd_of_an_array_closure, jacfwd_of_an_array_closure_oracle),
          (jacfwd_of_a_nested_function, jacfwd_of_a_nested_function_oracle),
-         (jacfwd_of_a_matrix_function, jacfwd_of_a_matrix_function_oracle)]
+         (jacfwd_of_a_matrix_function, jacfwd_of_a_matrix_function_oracle),
+         (hessian_inside, hessian_inside_oracle),
+         (hessian_of_an_array, hessian_of_an_array_oracle),
+         (jacfwd_of_a_gradient, hessian_of_an_array_oracle)]
 
 
 @pytest.mark.parametrize("g, oracle", CASES, ids=[g.__name__ for g, _ in CASES])

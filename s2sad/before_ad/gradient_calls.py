@@ -9,8 +9,14 @@ gradient code of `f` there, with respect to every argument that carries a deriva
 A nested function's values from the enclosing function are arguments of its lifted
 version (`partial(lam, x=x)`), so the derivative of the enclosing function flows through
 them too (no perturbation confusion). A `grad(grad(f))` is a gradient of the function
-that stands for `grad(f)` (api.py's `_as_gradient`). The other derivatives of s2sad
-(`jvp`, `hessian`, ...) are refused where they are called.
+that stands for `grad(f)` (api.py's `_as_gradient`). Forward mode likewise:
+`jvp(f, (x, ...), (x_dot, ...))` is a call of the function that stands for `f`'s
+`f_jvp`, with the primals, the values a nested function reads and the tangents that are
+not None; `jacfwd(f, i)` and `hvp(f, i)` made here are functions written with it. The
+name a specialised version binds a function value to (`f = partial(lam, y=f_y)`, see
+resolve_calls) is read as that value. The other derivatives of s2sad (`hessian`,
+`jacrev`, ...) are refused where they are called; `hessian(f, i)` made here is
+`jacfwd(grad(f, i), i)`.
 
 >>> print(show("desugar", '''
 ... import s2sad
@@ -210,7 +216,8 @@ class GradientCalls(gast.NodeTransformer):
         return standing
 
     def forward_function(self, call, kind, f, primal, wrt):
-        """The function that stands for `jacfwd(primal, wrt)` or `hvp(primal, wrt)`."""
+        """The function that stands for `jacfwd(primal, wrt)`, `hvp(primal, wrt)` or
+        `hessian(primal, wrt)`."""
         if not isinstance(wrt, int) or isinstance(wrt, bool):
             raise self.jvp_refused(call, f"has wrt={wrt!r}: give the index of one argument",
                                    kind)
@@ -222,20 +229,22 @@ class GradientCalls(gast.NodeTransformer):
         if not 0 <= wrt < n:
             raise self.jvp_refused(call, f"has wrt={wrt!r}, not one of the {n} positional "
                                          "parameters", kind)
-        if kind == "hvp":
+        if kind in ("hvp", "hessian"):      # (a hessian is jacfwd(grad(f, i), i))
             primal = gradients.called_gradient(gradients.MAKERS["grad"](primal, wrt=wrt))[0]
         standing = gradients.jvp_function(primal, (wrt,), gradients.MAKERS["jvp"])
         if standing is None:
             raise self.jvp_refused(call, f"differentiates {fn.__name__}(), which has default "
                                          "values (call it from a lambda that passes them: "
                                          "lambda x: f(x, 3))", kind)
-        return gradients.forward_function(kind, standing, n, wrt)
+        return gradients.forward_function("hvp" if kind == "hvp" else "jacfwd", standing, n,
+                                          wrt)
 
     def jvp_refused(self, call, why, kind="jvp"):
         return self.src.syntax_error(call, (
             f"this call of s2sad.{kind}() inside a differentiated function {why}; s2sad "
-            "differentiates jvp(f, (x, ...), (x_dot, ...)), jacfwd(f, i)(x, ...) and "
-            "hvp(f, i)(x, ..., v) called there, of a module-level function, a nested "
+            "differentiates jvp(f, (x, ...), (x_dot, ...)), jacfwd(f, i)(x, ...), "
+            "hvp(f, i)(x, ..., v) and hessian(f, i)(x, ...) called there, of a "
+            "module-level function, a nested "
             "function or a lambda, the tangents None or not (f's other keywords left at "
             "their defaults)"))
 

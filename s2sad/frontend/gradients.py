@@ -8,8 +8,12 @@ gradient is not taken with respect to included. So `grad(h, wrt=0)(y, x)` in a f
 differentiated with respect to `x` is differentiated with respect to `x` too, and so is
 the gradient of a nested function or lambda, whose lifted version reads the values it
 closes over as arguments; `grad(grad(f, i), j)` is `grad(g, j)`, with `g` standing for
-`grad(f, i)`. The other derivatives s2sad makes (`jvp`, `hessian`, ...) are refused
-where they are called (`refusal`).
+`grad(f, i)`. A `jvp(f, primals, tangents)` called there is a call of a function that
+stands for `f`'s `f_jvp` (`jvp_function`), and `jacfwd(f, i)(x)`, `hvp(f, i)(x, v)` and
+`hessian(f, i)(x)` (`jacfwd(grad(f, i), i)`) calls of Python functions written with such
+a function (`forward_function`). The other derivatives s2sad makes (`jacrev`, `vjp`,
+...) are refused where they are called
+(`refusal`).
 """
 import inspect
 import weakref
@@ -33,7 +37,7 @@ MAKERS = {}
 
 #: the derivatives made by forward mode called inside a differentiated function that s2sad
 #: differentiates, besides jvp(f, primals, tangents), which computes rather than makes one
-FORWARD = ("jacfwd", "hvp")
+FORWARD = ("jacfwd", "hvp", "hessian")
 
 
 def api_function(obj):
@@ -203,9 +207,8 @@ _INSTEAD = {
            "nested function or lambda, is its jvp along v",
     "hvp": "s2sad.hvp(f)(x, v) called where it is made, or "
            "s2sad.grad(lambda x: np.sum(s2sad.grad(f)(x) * v))(x)",
-    "hessian": "for a number x, s2sad.grad(s2sad.grad(f))(x) is hessian(f)(x); for an "
-               "array, each row is a Hessian-vector product, "
-               "s2sad.grad(lambda x: np.sum(s2sad.grad(f)(x) * v))(x)",
+    "hessian": "s2sad.hessian(f)(x) or s2sad.jacfwd(s2sad.grad(f))(x) called where it is "
+               "made",
     "jacfwd": "s2sad.jacfwd(f)(x) called where it is made; for a function with a scalar "
               "result, s2sad.grad(f) is its Jacobian",
     "check_grad": "call it outside the differentiated function",
@@ -227,6 +230,6 @@ def refusal(kind):
     return (f"s2sad does not differentiate {spelled} called inside a differentiated "
             "function: it differentiates the gradients grad(f) and value_and_grad(f) "
             "called there (of a module-level function, a method, a nested function or a "
-            "lambda), and jvp(f, primals, tangents), jacfwd(f, i)(x, ...) and hvp(f, i)(x, "
-            "..., v) made where they are called. Write it with those: "
+            "lambda), and jvp(f, primals, tangents), jacfwd(f, i)(x, ...), hvp(f, i)(x, "
+            "..., v) and hessian(f, i)(x, ...) made where they are called. Write it with those: "
             f"{_INSTEAD.get(kind, _INSTEAD['hessian'])}")
