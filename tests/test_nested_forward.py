@@ -353,3 +353,26 @@ def test_saddle_of_arrays(inner):
                           - saddle_of_arrays_oracle(q - 1e-6 * e)) / 2e-6 for e in np.eye(2)])
     np.testing.assert_allclose(s2sad.grad(saddle_of_arrays)(q, inner), expected, rtol=1e-6)
     np.testing.assert_allclose(s2sad.jacfwd(saddle_of_arrays)(q, inner), expected, rtol=1e-6)
+
+
+def powered(x, n=2):
+    return x ** n
+
+
+def through_a_default(x):      # f's f_jvp calls powered's, whose tangent is keyword-only
+    return np.sin(powered(x)) * x
+
+
+def jvp_through_a_default(x):
+    return s2sad.jvp(through_a_default, (x,), (1.0,))[1] * x
+
+
+def jvp_through_a_default_oracle(x):
+    return (np.cos(x * x) * 2 * x * x + np.sin(x * x)) * x
+
+
+def test_a_callee_with_a_default():
+    x = 0.7
+    expected = fd_grad(jvp_through_a_default_oracle, (x,))
+    assert_close(s2sad.grad(jvp_through_a_default)(x), expected, rtol=1e-7)
+    assert_close(s2sad.jvp(jvp_through_a_default, (x,), (1.0,))[1], expected, rtol=1e-7)
