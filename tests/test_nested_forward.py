@@ -137,6 +137,16 @@ def hessian_of_an_array_oracle(x):
     return np.sum((np.diag(12 * y ** 2) + np.array([[0.0, 1.0], [1.0, 0.0]])) * WEIGHTS)
 
 
+def hvp_and_hessian_of_closures(x):
+    return (s2sad.hvp(lambda z: np.sin(z * x) * z)(0.4, 2.0)
+            + s2sad.hessian(lambda z: z ** 3 * x)(x))
+
+
+def hvp_and_hessian_of_closures_oracle(x):
+    z = 0.4
+    return (-np.sin(z * x) * x * x * z + 2 * np.cos(z * x) * x) * 2.0 + 6 * x * x
+
+
 def on_a_branch(x, forward):        # the branch not taken compiles too
     if forward:
         return s2sad.jvp(f2, (x, 1.0), (1.0, 0.0))[1]
@@ -153,7 +163,8 @@ CASES = [(jvp_of_a_function, jvp_of_a_function_oracle),
          (jacfwd_of_a_matrix_function, jacfwd_of_a_matrix_function_oracle),
          (hessian_inside, hessian_inside_oracle),
          (hessian_of_an_array, hessian_of_an_array_oracle),
-         (jacfwd_of_a_gradient, hessian_of_an_array_oracle)]
+         (jacfwd_of_a_gradient, hessian_of_an_array_oracle),
+         (hvp_and_hessian_of_closures, hvp_and_hessian_of_closures_oracle)]
 
 
 @pytest.mark.parametrize("g, oracle", CASES, ids=[g.__name__ for g, _ in CASES])
