@@ -8,7 +8,11 @@ parameters are one to three of
 
 - `x`, `y`, floats;
 - `m`, an object of the plain class `Affine` (floats `w` and `b`, and an int `k`, a
-  constant of its structure).
+  constant of its structure);
+
+and sometimes a last parameter `act` whose default is a function (`math.tanh`,
+`np.sin`, or a function of the module), read by FUNCTION_READS (the tests call `f`
+without it).
 
 Each statement of `f` (and of a helper) adds to the sum `s` one of the forms of READS,
 reading floats `{x}`, `{y}` drawn among the parameters, the attributes of `m` and the
@@ -203,6 +207,16 @@ OBJECT_READS = [
 ]
 
 
+#: Reads of the function value `{act}`, f's last parameter's default (where f has one).
+FUNCTION_READS = [
+    ["s = s + {act}({x})"],
+    ["s = s + apply({act}, {x}) * {y}"],
+    ["s = s + layer({x}, {act})"],
+    ["s = s + compose({act}, {act}, {x})"],
+    ["{a} = functools.partial(compose, {act})", "s = s + {a}(math.sin, {y})"],
+]
+
+
 @dataclass(frozen=True)
 class ObjectProgram:
     """A generated module: `source`, and `f`'s parameters (`params`)."""
@@ -240,23 +254,25 @@ class _Names:
         return f"v{self.n}"
 
 
-def _body(draw, floats, obj, helpers, n, names):
+def _body(draw, floats, obj, helpers, n, names, act=None):
     """`n` statements adding to `s`: reads of the floats `floats` (expressions), of the
-    object `obj` (a name or None), and calls of the `helpers` (names of h(t, u))."""
+    object `obj` and the function value `act` (names, or None), and calls of the
+    `helpers` (names of h(t, u))."""
     out = []
+    kinds = {"read": READS, "object": OBJECT_READS, "function": FUNCTION_READS}
     for _ in range(n):
         x = draw(st.sampled_from(floats), label="x")
         y = draw(st.sampled_from(floats), label="y")
         what = draw(st.sampled_from(["read"] + (["object"] if obj else [])
+                                    + (["function"] if act else [])
                                     + (["helper"] if helpers else [])), label="statement")
         if what == "helper":
             h = draw(st.sampled_from(helpers), label="helper")
             out.append(f"s = s + {h}({x}, {y}) * 0.5")
             continue
-        lines = draw(st.sampled_from(READS if what == "read" else OBJECT_READS),
-                     label=what)
+        lines = draw(st.sampled_from(kinds[what]), label=what)
         a, b, c = names.fresh(), names.fresh(), names.fresh()
-        out += [line.format(x=x, y=y, m=obj, a=a, b=b, c=c) for line in lines]
+        out += [line.format(x=x, y=y, m=obj, act=act, a=a, b=b, c=c) for line in lines]
     return out
 
 
@@ -278,9 +294,14 @@ def object_programs(draw, max_statements=4):
     obj = "m" if "m" in params else None
     if obj:
         floats += ["m.w", "m.b"]
+    act = draw(st.sampled_from([None, "act"]), label="a function as a default")
+    default = draw(st.sampled_from(["math.tanh", "np.sin", "half_cos"]), label="default")
     body = _body(draw, floats, obj, helpers,
-                 draw(st.integers(1, max_statements), label="statements"), _Names())
-    lines += [f"def f({', '.join(params)}):", "    s = 0.0"]
+                 draw(st.integers(1, max_statements), label="statements"), _Names(), act)
+    signature = ", ".join(params) + (f", act={default}" if act else "")
+    if act and default == "half_cos":
+        lines += ["def half_cos(t):", "    return math.cos(t) * 0.5", "", ""]
+    lines += [f"def f({signature}):", "    s = 0.0"]
     lines += ["    " + b for b in body] + ["    return s", ""]
     return ObjectProgram("\n".join(lines), tuple(params))
 
