@@ -255,6 +255,9 @@ def log_base_dot(t, x):
     return t / x if x != 0 else 0.0 * t
 
 
+helper_adjoint(log_base, x="_s2s_safe_divide(ans_bar, x)")     # (0 where x == 0, as its tangent)
+
+
 @helper(numba=True)
 def seed(y, name):
     """The adjoint 1 of a scalar output `y` of the same type; a clear error otherwise."""
@@ -380,6 +383,14 @@ def nanvariance(g, x, axis=None, ddof=0, keepdims=False):
     return unreduce(g, x, axis, keepdims) * 2 * centred / np.where(n > 0, n, np.inf)
 
 
+# (`nanvariance(g, x)` is `J(x)^T g`, J the derivative of nanvar at x: the adjoint of `g`
+# is the tangent of nanvar along ans_bar; that of `x`, the Hessian of <g, nanvar> applied
+# to ans_bar, its tangent along `x` read with ans_bar for `t`, as the Hessian is symmetric)
+helper_adjoint(nanvariance, namespace=ns,
+               g="_s2s_rebroadcast(_s2s_nanvariance_dot(ans_bar, x, axis, ddof, keepdims), g)",
+               x="_s2s_nanvariance(g, np.where(np.isnan(x), np.nan, ans_bar), axis, ddof, keepdims)")
+
+
 @helper(tangent=("_s2s_safe_divide(t, d)", "-_s2s_safe_divide(n * t, d * d)"))
 def safe_divide(n, d):
     """`n / d`, and 0 where `d` is 0: the adjoint of a square root or a deviation at 0,
@@ -408,6 +419,19 @@ def linspace_end(g, start, stop, num=50, endpoint=True, which=0):
     return unbroadcast(part, start if which == 0 else stop)
 
 
+def linspace_weights(g, endpoint=True, which=0):
+    """The weights `linspace_end(g, ...)` sums the rows of `g` with, shaped to broadcast
+    against `g`: `1 - w` for `start` (`which` 0), `w` for `stop` (1)."""
+    n = np.shape(g)[0]
+    w = np.arange(n) / ((n - 1 if endpoint else n) or 1)
+    return (w if which else 1 - w).reshape((n,) + (1,) * (np.ndim(g) - 1))
+
+
+helper_adjoint(linspace_end, zero="start, stop", g=(
+    "_s2s_rebroadcast(ans_bar, g) if np.ndim(g) == 0 else "
+    "_s2s_linspace_weights(g, endpoint, which) * _s2s_rebroadcast(ans_bar, g[0])"), namespace=ns)
+
+
 @helper(linear="g")
 def arange_part(g, start, stop=None, step=None, which=0):
     """The adjoint of `start` (`which` 0) or `step` (2) of `np.arange(start, stop,
@@ -417,6 +441,12 @@ def arange_part(g, start, stop=None, step=None, which=0):
         return 0.0 * np.sum(g)
     g = asarray(g)
     return np.sum(g) if which == 0 else np.sum(g * np.arange(g.shape[0]))
+
+
+# (the samples' values are not read: `start` and `step` have no derivative here)
+helper_adjoint(arange_part, zero="start, stop, step", namespace=ns, g=(
+    "0.0 * _s2s_rebroadcast(ans_bar, g) if stop is None else _s2s_rebroadcast(ans_bar, g) "
+    "if which == 0 else ans_bar * np.arange(np.shape(g)[0])"))
 
 
 @helper(result="of_adjoint", linear="g")
@@ -459,6 +489,10 @@ def diag(g, v, k=0):
     return out
 
 
+# (the diagonal of a matrix and the matrix of a diagonal are each other's transposes)
+helper_adjoint(diag, zero="v", g="_s2s_diag(ans_bar, g, k)")
+
+
 @helper(result="fresh",
         params="g, x, n, ord=None, axis=None, keepdims=False",
         tangent=("_s2s_norm(t, x, n, ord, axis, keepdims)",
@@ -480,6 +514,17 @@ def norm(g, x, ans, ord=None, axis=None, keepdims=False):
     safe = np.where(ans == 0, 1, ans)
     scale = unreduce(asarray(g) / safe ** (p - 1), x, axis, keepdims)
     return scale * np.sign(x) * np.abs(x) ** (p - 1)
+
+
+# (`norm(g, x, n)` is `J(x)^T g` with the norm `n` read as given: the adjoint of `g` is
+# the tangent of the norm along ans_bar; those of `x` and `n` transpose the tangents of
+# `norm_adjoint_dot`, along `x` symmetric (a diagonal, or the Hessian of the norm), along
+# `n` one scale per norm)
+helper_adjoint(norm, params="g, x, n, ord=None, axis=None, keepdims=False", namespace=ns,
+               g="_s2s_rebroadcast(_s2s_norm_dot(ans_bar, x, n, ord, axis, keepdims), g)",
+               x="_s2s_norm_adjoint_dot(g, x, n, ans_bar, 0, ord, axis, keepdims)",
+               n=("_s2s_rebroadcast(np.sum(ans_bar * _s2s_norm_adjoint_dot(g, x, n, 1.0, 1, ord, "
+                  "axis, keepdims), axis=axis, keepdims=keepdims), n)"))
 
 
 def norm_adjoint_dot(g, x, n, t, which, ord=None, axis=None, keepdims=False):
@@ -639,6 +684,9 @@ def clip_mask(x, lo, hi):
     return inside
 
 
+helper_adjoint(clip_mask, zero="x, lo, hi")       # (a mask: no derivative)
+
+
 def first(ans, i, *xs):
     """1.0 if argument `i` is the first of `xs` equal to `ans` (the one min/max return)."""
     for j, x in enumerate(xs):
@@ -649,6 +697,8 @@ def first(ans, i, *xs):
 
 for _n in range(3, 9):                      # 0 or 1: no tangent
     jvp(first, "ans, i, " + ", ".join(f"x{k}" for k in range(_n)))
+    helper_adjoint(first, params="a, i, " + ", ".join(f"x{k}" for k in range(_n)),
+                   zero="a, " + ", ".join(f"x{k}" for k in range(_n)))
 
 
 @helper(result="fresh", linear="g")
@@ -681,6 +731,9 @@ def int_zero(g, dtype=None):
     return zeros(np.shape(g), np.float64, g)
 
 
+helper_adjoint(int_zero, g="_s2s_int_zero(ans_bar, dtype)")     # (symmetric)
+
+
 def cast_tangent(t, dtype=None):
     """The tangent of a conversion to `dtype` of a value whose tangent is `t`: `t` in that
     dtype, or zeros for an integer or boolean type."""
@@ -698,6 +751,10 @@ def cast_like(g, x, dtype=None):
     if dtype is not None and not np.issubdtype(np.dtype(dtype), np.inexact):
         return zeros_like(asarray(x))
     return asarray(g).astype(np.result_type(x), copy=False)
+
+
+# (`g` in its own dtype; zero for an integer `dtype`, where `x` gives the result's shape)
+helper_adjoint(cast_like, zero="x", g="_s2s_cast_like(ans_bar, g, dtype)")
 
 
 # -- sequences of numbers (rules/math.py) ----------------------------------------------
