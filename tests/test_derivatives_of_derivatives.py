@@ -10,7 +10,7 @@ import pytest
 import s2sad
 from s2sad.rules import registry
 
-from test_helper_facts import SAMPLES, r
+from test_helper_facts import SAMPLES, r, spd
 
 #: sample calls of the helpers with a reverse rule that test_helper_facts has none of
 MORE_SAMPLES = {
@@ -39,6 +39,14 @@ MORE_SAMPLES = {
     "int_zero": [(r(3), float), (r(3), int), (r(2, 2),)],
     "cast_like": [(r(3), r(3).astype(np.float32), np.float32), (r(3), r(3), int)],
     "diag": [(r(3, 3), r(3), 1), (r(2), r(3, 3), -1)],
+    "mirrored": [(r(3, 3), True), (r(2, 3, 3), "U"), (r(3, 3), None)],
+    "mirrored_adjoint": [(r(3, 3), True), (r(2, 3, 3), "U"), (r(3, 3), None)],
+    "diag_embed": [(r(3),), (r(2, 3),)],
+    "eigen_gaps": [(r(4),), (r(2, 3),)],
+    "cofactors": [(a, np.linalg.det(a)) for a in (spd(3), r(3, 3), r(2, 3, 3))],
+    "eigvalsh_adjoint": [(r(3), spd(3)), (r(3), r(3, 3), "U"), (r(2, 3), r(2, 3, 3))],
+    "cholesky": [(r(2, 3, 3), np.linalg.cholesky(np.stack([spd(3), spd(3)])))],
+    "inv": [(r(2, 3, 3), np.linalg.inv(r(2, 3, 3))), (np.float64(0.5), np.linalg.inv(r(3, 3)))],
 }
 
 X = np.arange(6.0).reshape(3, 2) / 5
@@ -286,12 +294,9 @@ def test_a_helpers_reverse_rule_is_the_transpose_of_its_derivative(name, variant
 NO_REVERSE_RULE_YET = {
     # (the adjoints of dicts built in the function, before_ad/dicts.py)
     "dict_set_value", "undict_of", "undict_set", "unget", "unget_default",
-    "as_read_adjoint", "cho_product_adjoint", "cholesky",
-    "cofactors", "cov_adjoint", "cov_matrix", "cumprod", "diag_embed",
-    "eigen_gaps", "eigvalsh_adjoint", "einsum", "frechet", "from_array", "head",
-    "hstack", "interp_outside", "interp_slope", "inv", "last", "lead",
-    "lstsq_adjoint", "lu_product_adjoint", "midpoints", "mirrored",
-    "mirrored_adjoint", "partition_order", "pivot", "polyder_value",
+    "as_read_adjoint", "cho_product_adjoint",     "cov_adjoint", "cov_matrix", "cumprod",     "einsum", "frechet", "from_array", "head",
+    "hstack", "interp_outside", "interp_slope", "last", "lead",
+    "lstsq_adjoint", "lu_product_adjoint", "midpoints",     "partition_order", "pivot", "polyder_value",
     "polygamma", "power_dot", "prod_others", "rhs_outer", "shaped_as", "sinc_slope", "solve",
     "split_like", "spread", "structured", "svd_values_adjoint", "symmetrize", "take", "thin",
     "trace", "trapezoid_weights", "tri_mask", "unappend", "unattr", "uncolumn_stack",
