@@ -148,6 +148,8 @@ def cofactors(a, d):
     return sign[..., None, None] * (u * _others(s)[..., None, :]) @ vt
 
 
+@helper(tangent=("_s2s_cofactors_adjoint(t, a, d, which)",
+                 *["_s2s_no_second_derivative(\"np.linalg.det's adjoint\")"] * 2, None))
 def cofactors_adjoint(b, a, d, which):
     """The adjoint of `a` (`which` 0) or `d` (1) in `cofactors(a, d)` from the adjoint `b`
     of its result, each read on its own (`cofactors` reads `d` only where it inverts
@@ -237,13 +239,24 @@ def eigvalsh_adjoint(g, a, UPLO="L"):
     return (v * np.expand_dims(spread(g, v[..., 0]), -2)) @ _t(v)     # (v[..., 0]: w's shape)
 
 
-# (`eigvalsh_adjoint(g, a)` is the gradient of <g, eigvalsh(a)> with respect to the matrix
-# read, symmetric: the adjoint of `g` is the tangent of the eigenvalues along ans_bar; that of
-# `a`, the Hessian, symmetric, applied to the symmetric part of ans_bar, onto the triangle read)
+@helper(tangent=("_s2s_eigvalsh_adjoint_adjoint(t, g, a, which, UPLO)",
+                 "_s2s_eigvalsh_adjoint_adjoint(b, t, a, which, UPLO) if which else 0.0",
+                 "_s2s_no_second_derivative(\"np.linalg.eigvalsh's adjoint\")", None, None))
+def eigvalsh_adjoint_adjoint(b, g, a, which, UPLO="L"):
+    """The adjoint of `g` (`which` 0) or `a` (1) in `eigvalsh_adjoint(g, a, UPLO)` from the
+    adjoint `b` of its result. That is the gradient of <g, eigvalsh(a)> with respect to
+    the symmetric matrix read: the adjoint of `g` is the tangent of the eigenvalues along
+    `b`; that of `a`, the Hessian (symmetric) applied to the symmetric part of `b`, onto
+    the triangle read."""
+    b = np.broadcast_to(b, np.shape(a))
+    if which == 0:
+        return eigvals_dot(b, np.linalg.eigh(a, UPLO)[1])
+    return mirrored_adjoint(eigvalsh_adjoint_dot(g, a, symmetrize(b), UPLO), UPLO)
+
+
 helper_adjoint(eigvalsh_adjoint, namespace=ns,
-               g="_s2s_rebroadcast(_s2s_eigvals_dot(ans_bar, np.linalg.eigh(a, UPLO)[1]), g)",
-               a=("_s2s_mirrored_adjoint(_s2s_eigvalsh_adjoint_dot(g, a, 0.5 * (ans_bar + "
-                  "np.swapaxes(ans_bar, -1, -2)), UPLO), UPLO)"))
+               g="_s2s_rebroadcast(_s2s_eigvalsh_adjoint_adjoint(ans_bar, g, a, 0, UPLO), g)",
+               a="_s2s_eigvalsh_adjoint_adjoint(ans_bar, g, a, 1, UPLO)")
 
 
 def eigvalsh_adjoint_dot(g, a, t, UPLO="L"):
@@ -486,23 +499,27 @@ def cholesky_adjoint_dot(g, L, t):
     return 0.5 * (s_dot + _t(s_dot))
 
 
-def cholesky_adjoint(b, g, L):
-    """The adjoint of `L` in `cholesky(g, L)` from the adjoint `b` of its result: with
-    `C = L^-1 sym(b) L^-T`, `G Phi(C)^T - L^-T (Phi + Phi^T) C`, `Phi = Phi(L^T G)`."""
-    g = spread_to(g, np.shape(L))
+@helper(tangent=("_s2s_cholesky_adjoint(t, g, L, which)",
+                 "_s2s_cholesky_adjoint(b, t, L, which) if which else 0.0",
+                 "_s2s_no_second_derivative(\"np.linalg.cholesky's adjoint\")", None))
+def cholesky_adjoint(b, g, L, which):
+    """The adjoint of `g` (`which` 0) or `L` (1) in `cholesky(g, L)` from the adjoint `b`
+    of its result. `cholesky(g, L)` is `sym(J^T g)`, J the tangent map of the factor, `J(t)
+    = L Phi(L^-1 t L^-T)`: the adjoint of `g` is `J(sym(b))`; that of `L`, with `C = L^-1
+    sym(b) L^-T`, `G Phi(C)^T - L^-T (Phi + Phi^T) C`, `Phi = Phi(L^T G)`."""
     inv = np.linalg.inv(L)
     b = np.broadcast_to(b, np.shape(L))
-    c = inv @ (0.5 * (b + _t(b))) @ _t(inv)
+    c = inv @ symmetrize(b) @ _t(inv)
+    if which == 0:
+        return L @ lower_half(np.tril(c))
+    g = spread_to(g, np.shape(L))
     phi = lower_half(np.tril(_t(L) @ g))
     return g @ _t(lower_half(np.tril(c))) - _t(inv) @ (phi + _t(phi)) @ c
 
 
-# (`cholesky(g, L)` is `sym(J^T g)`, J the tangent map of the factor: the adjoint of `g` is
-# that tangent along the symmetric part of ans_bar)
-helper_adjoint(cholesky, params="g, L", namespace=ns,
-               g=("_s2s_rebroadcast(_s2s_cholesky_dot(0.5 * (ans_bar + np.swapaxes(ans_bar, -1, -2)),"
-                  " L), g)"),
-               L="_s2s_cholesky_adjoint(ans_bar, g, L)")
+helper_adjoint(cholesky, params="g, L",
+               g="_s2s_rebroadcast(_s2s_cholesky_adjoint(ans_bar, g, L, 0), g)",
+               L="_s2s_cholesky_adjoint(ans_bar, g, L, 1)")
 
 
 @helper(result="fresh", tangent=("_s2s_inv(t, ans)", "_s2s_inv_adjoint_dot(g, ans, t)"))
@@ -515,8 +532,8 @@ def inv(g, ans):
 # (`-y^T g y^T` is bilinear in `g` and `y`)
 helper_adjoint(inv, params="g, y", namespace=ns,
                g="_s2s_rebroadcast(-(y @ ans_bar @ y), g)",
-               y=("-(_s2s_spread_to(g, np.shape(y)) @ np.swapaxes(ans_bar @ y, -1, -2) + "
-                  "np.swapaxes(y @ ans_bar, -1, -2) @ _s2s_spread_to(g, np.shape(y)))"))
+               y=("-(_s2s_spread(g, y) @ np.swapaxes(ans_bar @ y, -1, -2) + "
+                  "np.swapaxes(y @ ans_bar, -1, -2) @ _s2s_spread(g, y))"))
 
 
 def inv_adjoint_dot(g, ans, t):

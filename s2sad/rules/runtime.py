@@ -387,7 +387,8 @@ def nanvariance(g, x, axis=None, ddof=0, keepdims=False):
 # is the tangent of nanvar along ans_bar; that of `x`, the Hessian of <g, nanvar> applied
 # to ans_bar, its tangent along `x` read with ans_bar for `t`, as the Hessian is symmetric)
 helper_adjoint(nanvariance, namespace=ns,
-               g="_s2s_rebroadcast(_s2s_nanvariance_dot(ans_bar, x, axis, ddof, keepdims), g)",
+               g=("_s2s_rebroadcast(np.sum(ans_bar * _s2s_nanvariance(1.0, x, axis, ddof, keepdims), "
+                  "axis=axis, keepdims=keepdims), g)"),
                x="_s2s_nanvariance(g, np.where(np.isnan(x), np.nan, ans_bar), axis, ddof, keepdims)")
 
 
@@ -419,12 +420,16 @@ def linspace_end(g, start, stop, num=50, endpoint=True, which=0):
     return unbroadcast(part, start if which == 0 else stop)
 
 
+@helper(shape_only=(0,), tangent=())
 def linspace_weights(g, endpoint=True, which=0):
     """The weights `linspace_end(g, ...)` sums the rows of `g` with, shaped to broadcast
     against `g`: `1 - w` for `start` (`which` 0), `w` for `stop` (1)."""
     n = np.shape(g)[0]
     w = np.arange(n) / ((n - 1 if endpoint else n) or 1)
     return (w if which else 1 - w).reshape((n,) + (1,) * (np.ndim(g) - 1))
+
+
+helper_adjoint(linspace_weights)        # (constant: `g` is read for its shape)
 
 
 helper_adjoint(linspace_end, zero="start, stop", g=(
@@ -521,12 +526,17 @@ def norm(g, x, ans, ord=None, axis=None, keepdims=False):
 # `norm_adjoint_dot`, along `x` symmetric (a diagonal, or the Hessian of the norm), along
 # `n` one scale per norm)
 helper_adjoint(norm, params="g, x, n, ord=None, axis=None, keepdims=False", namespace=ns,
-               g="_s2s_rebroadcast(_s2s_norm_dot(ans_bar, x, n, ord, axis, keepdims), g)",
+               g=("_s2s_rebroadcast(np.sum(ans_bar * _s2s_norm(1.0, x, n, ord, axis, keepdims), "
+                  "axis=axis, keepdims=keepdims), g)"),
                x="_s2s_norm_adjoint_dot(g, x, n, ans_bar, 0, ord, axis, keepdims)",
                n=("_s2s_rebroadcast(np.sum(ans_bar * _s2s_norm_adjoint_dot(g, x, n, 1.0, 1, ord, "
                   "axis, keepdims), axis=axis, keepdims=keepdims), n)"))
 
 
+@helper(params="g, x, n, s, which, ord=None, axis=None, keepdims=False", tangent=(
+    "_s2s_norm_adjoint_dot(t, x, n, s, which, ord, axis, keepdims)",
+    *["_s2s_no_second_derivative(\"np.linalg.norm's adjoint\")"] * 2,
+    "_s2s_norm_adjoint_dot(g, x, n, t, which, ord, axis, keepdims)"))
 def norm_adjoint_dot(g, x, n, t, which, ord=None, axis=None, keepdims=False):
     """The tangent of `norm(g, x, n, ord, axis, keepdims)` (the adjoint of `n =
     np.linalg.norm(x, ord, axis, keepdims)`) along `x` (which=0) or `n` (which=1): for
