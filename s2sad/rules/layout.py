@@ -6,7 +6,7 @@ linear in `g`, its forward rule (`@helper(linear="g")`, above its `def`)."""
 import numpy as np
 
 from ..errors import MissingRuleError
-from .registry import helper, helpers
+from .registry import helper, helper_adjoint, helpers
 
 
 def _dtype(x):
@@ -183,6 +183,9 @@ def partition_order(a, ans, axis=-1):
     out = np.empty_like(from_a)
     np.put_along_axis(out, from_ans, from_a, axis=axis)
     return out
+
+
+helper_adjoint(partition_order, params="a, p, axis=-1", zero="a, p")     # (indices: no derivative)
 
 
 helpers(__name__)

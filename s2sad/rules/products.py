@@ -202,6 +202,39 @@ for _n in range(2, len(_EINSUM) + 1):
            for i, p in enumerate(_args)})
 
 
+def einsum_adjoint(b, g, k, which, *args):
+    """The adjoint of `g` (`which` None) or of the operand `which` (-1: `subscripts` in the
+    interleaved form, see `einsum`) in `einsum(g, *args, k)`, `args` its `subscripts` and
+    operands, from the adjoint `b` of its result. That is multilinear in `g` and the
+    operands but the `k`-th, whose place `b` takes: the einsum of the operands for `g`, and
+    `einsum` for another operand (zero for the `k`-th, of which it reads the shape)."""
+    args = list(args)
+    args[k + 1] = np.broadcast_to(b, np.shape(args[k + 1]))
+    if which is None:
+        return np.einsum(*args)
+    if which == k:
+        return np.zeros(np.shape(b), dtype=np.result_type(b, np.float32))
+    return einsum(g, args[0], which, *args[1:])
+
+
+# the rules of einsum (its reverse rule) and einsum_adjoint (its forward rule), one
+# signature for each number of operands up to six, as einsum's forward rule
+for _n in range(2, len(_EINSUM) + 1):
+    _args = _EINSUM[:_n]
+    _listed = ", ".join(_args)
+    helper_adjoint(einsum, params="g, subscripts, k, " + ", ".join(_args[1:]), g=(
+        f"_s2s_rebroadcast(_s2s_einsum_adjoint(ans_bar, g, k, None, {_listed}), g)"),
+        **{p: f"_s2s_einsum_adjoint(ans_bar, g, k, {i - 1}, {_listed})"
+           for i, p in enumerate(_args)})
+    jvp(einsum_adjoint, "b, g, k, which, " + _listed,
+        f"_s2s_einsum_adjoint(t, g, k, which, {_listed})",
+        "_s2s_einsum_adjoint(b, t, k, which, " + _listed + ") if which is not None else "
+        "_s2s_zeros_like(ans)",
+        **{p: f"_s2s_einsum_adjoint(b, g, k, which, {', '.join('t' if q == p else q for q in _args)})"
+              f" if {i - 1} not in (k, which) else _s2s_zeros_like(ans)"
+           for i, p in enumerate(_args)})
+
+
 def _interleaved(args, position):
     """(subscripts, operands, k) of the interleaved einsum `np.einsum(*args)`: operands
     and sublists of integers (and `...`) alternating, then an optional output sublist;
