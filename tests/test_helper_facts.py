@@ -81,7 +81,7 @@ def _sample_calls():
         "extremum": [(np.float64(1.5), peak, peak.max())],
         "variance": [(np.float64(1.5), x5)],
         "cumsum": [(r(4), r(4))],
-        "linspace_weights": [(r(5, 2), True, 1), (r(4), False, 0)],
+        "linspace_end_adjoint": [(r(2), r(5, 2), True, 1), (np.float64(0.5), r(4), False, 0)],
         "trace": [(np.float64(2.0), r(3, 3))],
         "diag": [(r(3, 3), x3), (r(3), r(3, 3))],
         "norm": [(np.float64(1.0), x3, np.linalg.norm(x3))],

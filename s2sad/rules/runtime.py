@@ -17,7 +17,7 @@ from .pytrees import (
     by_attributes as _by_attributes, replace as _replace)
 from .containers import described, joined as _joined, repeated as _repeated
 from .factorizations import matrix_norm_slope
-from .reductions import axes_of as _axes, unbroadcast, unreduce
+from .reductions import axes_of as _axes, rebroadcast, unbroadcast, unreduce
 from .registry import HELPERS, define, helper, helper_adjoint, helpers, jvp
 
 ns = {"np": np}
@@ -420,21 +420,21 @@ def linspace_end(g, start, stop, num=50, endpoint=True, which=0):
     return unbroadcast(part, start if which == 0 else stop)
 
 
-@helper(shape_only=(0,), tangent=())
-def linspace_weights(g, endpoint=True, which=0):
-    """The weights `linspace_end(g, ...)` sums the rows of `g` with, shaped to broadcast
-    against `g`: `1 - w` for `start` (`which` 0), `w` for `stop` (1)."""
+@helper(shape_only=(1,), linear="b")
+def linspace_end_adjoint(b, g, endpoint=True, which=0):
+    """The adjoint of `g` in `linspace_end(g, start, stop, num, endpoint, which)` from the
+    adjoint `b` of its result: `b`, summed down to a row of `g`, times the weight of each
+    row, `1 - w` for `start` (`which` 0), `w` for `stop` (1)."""
+    if np.ndim(g) == 0:
+        return rebroadcast(b, g)
     n = np.shape(g)[0]
     w = np.arange(n) / ((n - 1 if endpoint else n) or 1)
-    return (w if which else 1 - w).reshape((n,) + (1,) * (np.ndim(g) - 1))
+    w = (w if which else 1 - w).reshape((n,) + (1,) * (np.ndim(g) - 1))
+    return w * rebroadcast(b, g[0])
 
 
-helper_adjoint(linspace_weights)        # (constant: `g` is read for its shape)
-
-
-helper_adjoint(linspace_end, zero="start, stop", g=(
-    "_s2s_rebroadcast(ans_bar, g) if np.ndim(g) == 0 else "
-    "_s2s_linspace_weights(g, endpoint, which) * _s2s_rebroadcast(ans_bar, g[0])"), namespace=ns)
+helper_adjoint(linspace_end, zero="start, stop",
+               g="_s2s_linspace_end_adjoint(ans_bar, g, endpoint, which)")
 
 
 @helper(linear="g")
@@ -450,8 +450,8 @@ def arange_part(g, start, stop=None, step=None, which=0):
 
 # (the samples' values are not read: `start` and `step` have no derivative here)
 helper_adjoint(arange_part, zero="start, stop, step", namespace=ns, g=(
-    "0.0 * _s2s_rebroadcast(ans_bar, g) if stop is None else _s2s_rebroadcast(ans_bar, g) "
-    "if which == 0 else ans_bar * np.arange(np.shape(g)[0])"))
+    "(_s2s_rebroadcast(ans_bar, g) if which == 0 else ans_bar * np.arange(np.shape(g)[0])) "
+    "if stop is not None else 0.0 * _s2s_rebroadcast(ans_bar, g)"))
 
 
 @helper(result="of_adjoint", linear="g")
