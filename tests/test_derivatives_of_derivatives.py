@@ -59,6 +59,10 @@ MORE_SAMPLES = {
     "cov_adjoint": [(r(3, 3), r(3, 3)), (r(3, 3), 1.5), (r(3, 3), r(3))],
     "frechet": [(0.3 * r(3, 3), r(3, 3)), (0.3 * r(2, 3, 3), r(2, 3, 3))],
     "unhead": [([1.0, 2.0], [0.5, 1.5, 2.0])],
+    "from_array": [(r(2, 3), [r(3), r(3)]), (1.5, [r(3), 2.0]), (r(2), (1.0, 2.0)),
+                   (r(3), r(3).astype(np.float32)), (r(2, 2), [[1.0, 2.0], [3.0, 4.0]])],
+    "to_array": [([r(3), r(3)], r(2, 3), [r(3), r(3)]), (r(2), 1.5, [r(3), r(3)]),
+                 (r(2), r(2), (1.0, 2.0))],
     "unlast": [(1.5, [0.5, 1.5, 2.0])],
     "lead": [(r(2, 3), r(4)), (r(3), 2.0)],
     "partition_order": [(r(5), np.partition(r(5), 2))],
@@ -330,7 +334,7 @@ def test_a_reverse_rule_where_the_helper_reads_its_own_argument_alone(name, args
     `cofactors(a, d)` `d = det(a)` only where `a` is well conditioned: at a zero (a
     singular matrix) the adjoint of `x` (`a`) is the derivative with `p` (`d`) following
     it, and that of `p` (`d`) zero; against central differences of the helper with `p`
-    (`d`) computed from its argument (a polynomial in it: exact for a step of 1e-3)."""
+    (`d`) computed from its argument (a polynomial in it, of a low degree)."""
     rng = np.random.default_rng(5)
     fn = registry.HELPERS["_s2s_" + name]
     *lead, x = args
@@ -342,7 +346,7 @@ def test_a_reverse_rule_where_the_helper_reads_its_own_argument_alone(name, args
     def along(h):
         moved = x + h * v
         return np.sum(ans_bar * fn(*lead, moved, result(moved)))
-    expected = (along(1e-3) - along(-1e-3)) / 2e-3
+    expected = (along(1e-4) - along(-1e-4)) / 2e-4
     given = dict(variant.params, **dict(zip(names, [*lead, x, result(x)])),
                  ans=fn(*lead, x, result(x)), ans_bar=ans_bar)
     x_name, p_name = names[len(lead)], names[len(lead) + 1]
@@ -359,7 +363,7 @@ def test_a_reverse_rule_where_the_helper_reads_its_own_argument_alone(name, args
 NO_REVERSE_RULE_YET = {
     # (the adjoints of dicts built in the function, before_ad/dicts.py)
     "dict_set_value", "undict_of", "undict_set", "unget", "unget_default",
-            "from_array",     "hstack",     "lstsq_adjoint",         "power_dot", "prod_others", "rhs_outer", "shaped_as", "sinc_slope", "solve",
+                "hstack",     "lstsq_adjoint",         "power_dot", "prod_others", "rhs_outer", "shaped_as", "sinc_slope", "solve",
     "split_like", "spread", "structured", "svd_values_adjoint", "symmetrize", "take", "thin",
     "trace", "trapezoid_weights", "tri_mask", "unappend", "unattr", "uncolumn_stack",
     "unconvolve", "uncorrelate", "uncross", "undiagonal", "undiff", "ungradient", "uninterp",

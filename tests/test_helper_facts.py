@@ -58,6 +58,7 @@ def _sample_calls():
     return {
         "zeros_like": [(a23,), ([x3, 2.0],)],
         "from_array": [(r(2, 3), a23)],
+        "to_array": [(r(2, 3), r(2, 3), [x3, r(3)]), ([0.5, -0.2], 1.5, [x3, r(3)])],
         "cumprod": [(r(4), positive, np.cumprod(positive))],
         "unpad": [(r(5), x3, 1)],
         "unbroadcast": [(r(2, 3), x3), (r(2, 3), a23), (r(3), 1.5)],
