@@ -59,6 +59,8 @@ MORE_SAMPLES = {
     "cov_adjoint": [(r(3, 3), r(3, 3)), (r(3, 3), 1.5), (r(3, 3), r(3))],
     "frechet": [(0.3 * r(3, 3), r(3, 3)), (0.3 * r(2, 3, 3), r(2, 3, 3))],
     "unhead": [([1.0, 2.0], [0.5, 1.5, 2.0])],
+    "hstack": [(r(2, 5), [r(2, 2), r(2, 3)]), (r(3), [1.0, r(2)])],
+    "unhstack": [([r(2), r(3)], r(5), [r(2), r(3)]), ([r(2, 2), r(2, 1)], r(2, 3), [r(2, 2), r(2, 1)])],
     "from_array": [(r(2, 3), [r(3), r(3)]), (1.5, [r(3), 2.0]), (r(2), (1.0, 2.0)),
                    (r(3), r(3).astype(np.float32)), (r(2, 2), [[1.0, 2.0], [3.0, 4.0]])],
     "to_array": [([r(3), r(3)], r(2, 3), [r(3), r(3)]), (r(2), 1.5, [r(3), r(3)]),
@@ -299,6 +301,29 @@ def test_every_helper_with_a_reverse_rule_has_a_sample_call():
     assert sorted(n for n in ADJOINTS if n not in SAMPLES and n not in MORE_SAMPLES) == []
 
 
+def _ragged(x):
+    """Whether `x` is a list of arrays of different shapes (the pieces of `hstack`)."""
+    try:
+        np.shape(x)
+        return False
+    except ValueError:
+        return isinstance(x, list)
+
+
+def _random_like(x, rng):
+    return [_random_like(i, rng) for i in x] if _ragged(x) else rng.normal(size=np.shape(x))
+
+
+def _moved(x, h, v):
+    return [_moved(a, h, b) for a, b in zip(x, v)] if _ragged(v) else np.asarray(x, float) + h * v
+
+
+def _inner(a, b):
+    if _ragged(a) or _ragged(b):
+        return sum(_inner(x, y) for x, y in zip(a, b))
+    return np.sum(np.multiply(a, b))
+
+
 @pytest.mark.parametrize("name, variant, args", list(_samples()))
 def test_a_helpers_reverse_rule_is_the_transpose_of_its_derivative(name, variant, args):
     """<ans_bar, d helper along v> = sum over the parameters p with a template of
@@ -310,18 +335,18 @@ def test_a_helpers_reverse_rule_is_the_transpose_of_its_derivative(name, variant
     for p, default in variant.params[len(args):]:
         bound[p] = default
     ans = fn(*args)
-    ans_bar = rng.normal(size=np.shape(ans))
-    v = {p: rng.normal(size=np.shape(bound[p])) for p in variant.templates
+    ans_bar = _random_like(ans, rng)
+    v = {p: _random_like(bound[p], rng) for p in variant.templates
          if not isinstance(bound[p], str)}        # (einsum's subscripts: a string here)
 
     def along(h):
-        moved = dict(bound, **{p: np.asarray(bound[p], float) + h * v[p] for p in v})
-        return np.sum(ans_bar * fn(*[moved[p] for p in names[:len(args)]]))
-    single = np.asarray(ans).dtype == np.float32       # (a cast to float32: cast_like)
+        moved = dict(bound, **{p: _moved(bound[p], h, v[p]) for p in v})
+        return _inner(ans_bar, fn(*[moved[p] for p in names[:len(args)]]))
+    single = not _ragged(ans) and np.asarray(ans).dtype == np.float32     # (cast_like)
     h = 1e-2 if single else 1e-6
     expected = (along(h) - along(-h)) / (2 * h)
     given = dict({"ans": ans, "ans_bar": ans_bar}, **bound)    # (a parameter `ans` wins)
-    found = sum(np.sum(_evaluate(t, given) * v[p]) for p, t in variant.templates.items()
+    found = sum(_inner(_evaluate(t, given), v[p]) for p, t in variant.templates.items()
                 if p in v)
     assert found == pytest.approx(expected, rel=1e-3 if single else 1e-6, abs=1e-8)
 
@@ -363,7 +388,7 @@ def test_a_reverse_rule_where_the_helper_reads_its_own_argument_alone(name, args
 NO_REVERSE_RULE_YET = {
     # (the adjoints of dicts built in the function, before_ad/dicts.py)
     "dict_set_value", "undict_of", "undict_set", "unget", "unget_default",
-                "hstack",     "lstsq_adjoint",         "power_dot", "prod_others", "rhs_outer", "shaped_as", "sinc_slope", "solve",
+                    "lstsq_adjoint",         "power_dot", "prod_others", "rhs_outer", "shaped_as", "sinc_slope", "solve",
     "split_like", "spread", "structured", "svd_values_adjoint", "symmetrize", "take", "thin",
     "trace", "trapezoid_weights", "tri_mask", "unappend", "unattr", "uncolumn_stack",
     "unconvolve", "uncorrelate", "uncross", "undiagonal", "undiff", "ungradient", "uninterp",
