@@ -6,6 +6,7 @@ differences; and the reverse rules of the runtime helpers that gradient code cal
 each against central differences of the helper on sample calls."""
 import numpy as np
 import pytest
+import scipy.linalg
 
 import s2sad
 from s2sad.rules import registry
@@ -84,7 +85,8 @@ MORE_SAMPLES = {
     "einsum": [(r(2, 2), "ij,jk->ik", 1, r(2, 3), r(3, 2)), (r(3), "ij,j->i", 0, r(3, 4), r(4)),
                (np.float64(0.5), "ii->", 0, r(3, 3)), (r(2, 4), "...j,jk->...k", 0, r(2, 3), r(3, 4)),
                (r(3, 4), "ij,jk,kl->il", 1, r(3, 2), r(2, 5), r(5, 4)),
-               (r(3), "ij,j", 1, r(3, 4), r(4))],
+               (r(3), "ij,j", 1, r(3, 4), r(4)), (r(2, 4), "ij,jk->ik", None, r(2, 3), r(3, 4)),
+               (np.float64(0.5), "ij->ji", None, r(2, 3))],
 }
 
 X = np.arange(6.0).reshape(3, 2) / 5
@@ -452,3 +454,100 @@ def test_reverse_mode_over_a_helper_without_a_reverse_rule_is_refused_naming_it(
     assert message.endswith("return norm_loss(w - 0.1 * dnorm_loss(w))")
     assert "unquantile()" in message
     assert f"{__file__}:{norm_loss.__code__.co_firstlineno}" in message
+
+
+# -- MAML steps through the NumPy functions whose adjoints are those helpers --------------
+def central5(f, x, h=1e-3):
+    """The gradient of scalar `f` at `x` by five-point central differences (error of the
+    order h^4: nested in itself, the second derivatives of the oracles below stay
+    within about 1e-8)."""
+    x = np.asarray(x, float)
+    g = np.zeros_like(x)
+    for i in range(x.size):
+        e = np.zeros_like(x)
+        e.flat[i] = h
+        g.flat[i] = (-f(x + 2 * e) + 8 * f(x + e) - 8 * f(x - e) + f(x - 2 * e)) / (12 * h)
+    return g
+
+
+def _shifted(w):
+    return np.outer(w, w) + np.eye(2) * 2 + np.array([[0.0, 0.3], [0.1, 0.0]])
+
+
+def cumprod_loss(w):
+    return np.sum(np.cumprod(w + 1.5) ** 2) + np.sum(np.cumprod(np.outer(w, w) + 1, axis=1))
+
+
+def einsum_loss(w):
+    m = np.outer(w, w) + np.eye(2)
+    return np.einsum("ij,jk,k->", m, m, w) + np.einsum("ii->", m * m)
+
+
+def inverse_loss(w):
+    return np.sum(np.linalg.inv(_shifted(w)) ** 2) + np.linalg.det(_shifted(w)) ** 2
+
+
+def cholesky_loss(w):
+    m = np.outer(w, w) + np.eye(2) * 2
+    return np.sum(np.linalg.cholesky(m) ** 3) + np.sum(np.linalg.eigvalsh(m - np.diag(w)) ** 3)
+
+
+def norm_loss_2(w):
+    return np.linalg.norm(X @ w) ** 3 + np.linalg.norm(np.outer(w, w + 1), 3, axis=1).sum()
+
+
+def nanvar_loss(w):
+    return np.nanvar(np.array([w[0], np.nan, w[1], w[0] * w[1]]) ** 2)
+
+
+def linspace_loss(w):
+    return np.sum(np.linspace(w[0], w[1], 5) ** 3) + np.sum(np.hstack([w, w ** 2]) ** 3)
+
+
+def diag_loss(w):
+    return (np.sum(np.diag(np.diag(np.outer(w, w + 1))) ** 2) + np.sum(np.diag(w) ** 3)
+            + np.trapezoid(np.exp(np.outer(w, w)).ravel() ** 2))
+
+
+def list_loss(w):
+    out = []
+    for x in w:
+        out.append(x * x)
+    return out[0] * out[1] + out[-1] ** 2 + max(w[0] ** 2, w[1], 0.0) ** 2
+
+
+def expm_loss(w):
+    return np.sum(scipy.linalg.expm(np.outer(w, w + 1)) ** 2)
+
+
+@pytest.mark.parametrize("inner_loss", [
+    cumprod_loss, einsum_loss, inverse_loss, cholesky_loss, norm_loss_2, nanvar_loss,
+    linspace_loss, diag_loss, list_loss, expm_loss], ids=lambda f: f.__name__)
+def test_a_maml_step_through_the_helpers_reverse_rules(inner_loss):
+    """`loss(w - lr * grad(loss)(w))` differentiated in reverse mode, its gradient code
+    through the helpers' reverse rules (np.cumprod: cumprod; np.einsum: einsum; inv, det,
+    cholesky, eigvalsh: inv, cofactors, cholesky, mirrored, eigvalsh_adjoint; norm, nanvar,
+    linspace, hstack, np.array of a list, diag, trapezoid, list.append, max; expm:
+    frechet), against central differences of the step with a finite-difference gradient
+    (no s2sad in the oracle)."""
+    d = s2sad.grad(inner_loss)
+
+    def meta(w):
+        return inner_loss(w - 0.1 * d(w))
+    expected = central5(lambda w: inner_loss(w - 0.1 * central5(inner_loss, w)), W)
+    assert np.allclose(s2sad.grad(meta)(W), expected, rtol=1e-6, atol=1e-7)
+
+
+def test_third_derivative_through_the_helpers_reverse_rules():
+    """grad(grad(grad(f))) of a function of np.linalg.inv, np.einsum and np.diag: the
+    reverse rules of the reverse rules of inv's, einsum's and diag's helpers, against the
+    analytic third derivative."""
+    def f(x):
+        v = np.array([x, 2.0, x * x])
+        m = np.array([[x, 1.0], [0.5, 2.0]])
+        return np.linalg.inv(m)[0, 0] + np.einsum("i,i->", v, v) + np.sum(np.diag(v) ** 3)
+    d3 = s2sad.grad(s2sad.grad(s2sad.grad(f)))
+    x = 0.7
+    # inv(m)[0, 0] = 2 / (2x - 0.5); v.v = x^2 + 4 + x^4; the cubes x^3 + 8 + x^6
+    exact = -96 / (2 * x - 0.5) ** 4 + 24 * x + 6 + 120 * x ** 3
+    assert d3(x) == pytest.approx(exact, rel=1e-10)

@@ -648,7 +648,7 @@ def unhstack(b, g, arrays):
                            for p, a, f in zip(pieces, arrays, flat)], axis=axis)
 
 
-helper_adjoint(hstack, g="_s2s_unhstack(ans_bar, g, arrays)")
+helper_adjoint(hstack, zero="arrays", g="_s2s_unhstack(ans_bar, g, arrays)")   # (`arrays`: their shapes)
 helper_adjoint(unhstack, zero="g, arrays", b="_s2s_hstack(ans_bar, arrays)")
 
 
