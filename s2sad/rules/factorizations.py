@@ -80,7 +80,8 @@ def mirrored_adjoint(g, lower=True):
         np.shape(g)[-1], dtype=bool)
 
 
-helper_adjoint(mirrored_adjoint, g="_s2s_mirrored(ans_bar, lower)")     # (each the other's transpose)
+# (each the other's transpose)
+helper_adjoint(mirrored_adjoint, g="_s2s_mirrored(ans_bar, lower)")
 
 
 def _reads_lower(lower):

@@ -387,9 +387,10 @@ def nanvariance(g, x, axis=None, ddof=0, keepdims=False):
 # is the tangent of nanvar along ans_bar; that of `x`, the Hessian of <g, nanvar> applied
 # to ans_bar, its tangent along `x` read with ans_bar for `t`, as the Hessian is symmetric)
 helper_adjoint(nanvariance, namespace=ns,
-               g=("_s2s_rebroadcast(np.sum(ans_bar * _s2s_nanvariance(1.0, x, axis, ddof, keepdims), "
-                  "axis=axis, keepdims=keepdims), g)"),
-               x="_s2s_nanvariance(g, np.where(np.isnan(x), np.nan, ans_bar), axis, ddof, keepdims)")
+               g=("_s2s_rebroadcast(np.sum(ans_bar * _s2s_nanvariance(1.0, x, axis, ddof, "
+                  "keepdims), axis=axis, keepdims=keepdims), g)"),
+               x=("_s2s_nanvariance(g, np.where(np.isnan(x), np.nan, ans_bar), axis, ddof, "
+                  "keepdims)"))
 
 
 @helper(tangent=("_s2s_safe_divide(t, d)", "-_s2s_safe_divide(n * t, d * d)"))
@@ -648,7 +649,8 @@ def unhstack(b, g, arrays):
                            for p, a, f in zip(pieces, arrays, flat)], axis=axis)
 
 
-helper_adjoint(hstack, zero="arrays", g="_s2s_unhstack(ans_bar, g, arrays)")   # (`arrays`: their shapes)
+# (`arrays` are read for their shapes)
+helper_adjoint(hstack, zero="arrays", g="_s2s_unhstack(ans_bar, g, arrays)")
 helper_adjoint(unhstack, zero="g, arrays", b="_s2s_hstack(ans_bar, arrays)")
 
 
