@@ -66,7 +66,7 @@ def mirrored(m, lower=True):
     return tri + _t(tri) - tri * np.eye(np.shape(m)[-1], dtype=bool)
 
 
-helper_adjoint(mirrored, m="_s2s_mirrored_adjoint(ans_bar, lower)")
+helper_adjoint(mirrored, zero="lower", m="_s2s_mirrored_adjoint(ans_bar, lower)")
 
 
 @helper(linear="g")
@@ -81,7 +81,7 @@ def mirrored_adjoint(g, lower=True):
 
 
 # (each the other's transpose)
-helper_adjoint(mirrored_adjoint, g="_s2s_mirrored(ans_bar, lower)")
+helper_adjoint(mirrored_adjoint, zero="lower", g="_s2s_mirrored(ans_bar, lower)")
 
 
 def _reads_lower(lower):
@@ -255,7 +255,7 @@ def eigvalsh_adjoint_adjoint(b, g, a, which, UPLO="L"):
     return mirrored_adjoint(eigvalsh_adjoint_dot(g, a, symmetrize(b), UPLO), UPLO)
 
 
-helper_adjoint(eigvalsh_adjoint, namespace=ns,
+helper_adjoint(eigvalsh_adjoint, namespace=ns, zero="UPLO",
                g="_s2s_rebroadcast(_s2s_eigvalsh_adjoint_adjoint(ans_bar, g, a, 0, UPLO), g)",
                a="_s2s_eigvalsh_adjoint_adjoint(ans_bar, g, a, 1, UPLO)")
 

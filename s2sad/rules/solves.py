@@ -65,7 +65,8 @@ def as_read_adjoint(g, assume_a, lower):
     return _structure(g, assume_a)
 
 
-helper_adjoint(as_read_adjoint, g="_s2s_as_read(ans_bar, assume_a, lower)")    # (its transpose)
+# (its transpose; `assume_a` and `lower`, flags, have no derivative)
+helper_adjoint(as_read_adjoint, zero="assume_a, lower", g="_s2s_as_read(ans_bar, assume_a, lower)")
 
 
 def _diagonal(m):
@@ -101,7 +102,7 @@ def cho_product_adjoint(s, c, lower):
 
 
 # (bilinear in `s` and `c`)
-helper_adjoint(cho_product_adjoint, namespace=ns, s=(
+helper_adjoint(cho_product_adjoint, namespace=ns, zero="lower", s=(
     "np.tril(ans_bar) @ np.swapaxes(np.tril(c), -1, -2) + np.tril(c) @ "
     "np.swapaxes(np.tril(ans_bar), -1, -2) if lower else np.swapaxes(np.triu(c), -1, -2) @ "
     "np.triu(ans_bar) + np.swapaxes(np.triu(ans_bar), -1, -2) @ np.triu(c)"), c=(
@@ -123,7 +124,7 @@ def unpivot(m, piv):
     return m[..., _permutation(piv), :]
 
 
-helper_adjoint(unpivot, m="_s2s_pivot(ans_bar, piv)")      # (a permutation: its inverse)
+helper_adjoint(unpivot, zero="piv", m="_s2s_pivot(ans_bar, piv)")      # (a permutation: its inverse)
 
 
 @helper(linear="m")
@@ -134,7 +135,7 @@ def pivot(m, piv):
     return out
 
 
-helper_adjoint(pivot, m="_s2s_unpivot(ans_bar, piv)")
+helper_adjoint(pivot, zero="piv", m="_s2s_unpivot(ans_bar, piv)")
 
 
 @helper(tangent="np.tril(t, -1)")
@@ -163,7 +164,8 @@ def lu_product_adjoint(s, lu, piv):
 
 
 # (linear in `s`, its transpose `lu_product`; linear in the triangles of `lu` besides)
-helper_adjoint(lu_product_adjoint, namespace=ns, s="_s2s_lu_product(ans_bar, lu, piv)", lu=(
+helper_adjoint(lu_product_adjoint, namespace=ns, zero="piv",
+               s="_s2s_lu_product(ans_bar, lu, piv)", lu=(
     "np.triu(np.swapaxes(np.tril(ans_bar, -1), -1, -2) @ _s2s_unpivot(s, piv)) + "
     "np.tril(_s2s_unpivot(s, piv) @ np.swapaxes(np.triu(ans_bar), -1, -2), -1)"))
 
