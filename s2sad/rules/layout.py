@@ -188,4 +188,21 @@ def partition_order(a, ans, axis=-1):
 helper_adjoint(partition_order, params="a, p, axis=-1", zero="a, p")     # (indices: no derivative)
 
 
+@helper(shape_only=(1, 2), linear="b")
+def unhstack(b, g, arrays):
+    """The adjoint of `g` in `runtime.hstack(g, arrays)` from the adjoints `b` of the
+    pieces (None or 0.0 for a zero): the pieces joined as np.hstack joins `arrays`; for a
+    0-d `g`, the zero that stands for every piece, the sum of them all."""
+    pieces = [np.zeros(np.shape(a)) if p is None else p for p, a in zip(b, arrays)]
+    if np.ndim(g) == 0:
+        return sum(np.sum(p) for p in pieces)
+    flat = [np.atleast_1d(a) for a in arrays]
+    axis = 0 if flat[0].ndim == 1 else 1
+    return np.concatenate([np.broadcast_to(p, np.shape(a)).reshape(np.shape(f))
+                           for p, a, f in zip(pieces, arrays, flat)], axis=axis)
+
+
+helper_adjoint(unhstack, zero="g, arrays", b="_s2s_hstack(ans_bar, arrays)")
+
+
 helpers(__name__)

@@ -383,9 +383,7 @@ def nanvariance(g, x, axis=None, ddof=0, keepdims=False):
     return unreduce(g, x, axis, keepdims) * 2 * centred / np.where(n > 0, n, np.inf)
 
 
-# (`nanvariance(g, x)` is `J(x)^T g`, J the derivative of nanvar at x: the adjoint of `g`
-# is the tangent of nanvar along ans_bar; that of `x`, the Hessian of <g, nanvar> applied
-# to ans_bar, its tangent along `x` read with ans_bar for `t`, as the Hessian is symmetric)
+# (`J(x)^T g`, J nanvar's derivative: see docs/design.md, "Where a new piece goes")
 helper_adjoint(nanvariance, namespace=ns,
                g=("_s2s_rebroadcast(np.sum(ans_bar * _s2s_nanvariance(1.0, x, axis, ddof, "
                   "keepdims), axis=axis, keepdims=keepdims), g)"),
@@ -495,8 +493,7 @@ def diag(g, v, k=0):
     return out
 
 
-# (the diagonal of a matrix and the matrix of a diagonal are each other's transposes)
-helper_adjoint(diag, zero="v", g="_s2s_diag(ans_bar, g, k)")
+helper_adjoint(diag, zero="v", g="_s2s_diag(ans_bar, g, k)")    # (each other's transposes)
 
 
 @helper(result="fresh",
@@ -522,10 +519,8 @@ def norm(g, x, ans, ord=None, axis=None, keepdims=False):
     return scale * np.sign(x) * np.abs(x) ** (p - 1)
 
 
-# (`norm(g, x, n)` is `J(x)^T g` with the norm `n` read as given: the adjoint of `g` is
-# the tangent of the norm along ans_bar; those of `x` and `n` transpose the tangents of
-# `norm_adjoint_dot`, along `x` symmetric (a diagonal, or the Hessian of the norm), along
-# `n` one scale per norm)
+# (`J(x)^T g`, the norm `n` read as given: those of `x` and `n` transpose the tangents of
+# `norm_adjoint_dot`, along `x` symmetric, along `n` one scale per norm)
 helper_adjoint(norm, params="g, x, n, ord=None, axis=None, keepdims=False", namespace=ns,
                g=("_s2s_rebroadcast(np.sum(ans_bar * _s2s_norm(1.0, x, n, ord, axis, keepdims), "
                   "axis=axis, keepdims=keepdims), g)"),
@@ -635,23 +630,7 @@ def hstack(g, arrays):
     return [np.reshape(p, np.shape(a)) for p, a in zip(split_like(g, flat, axis), arrays)]
 
 
-@helper(shape_only=(1, 2), linear="b")
-def unhstack(b, g, arrays):
-    """The adjoint of `g` in `hstack(g, arrays)` from the adjoints `b` of the pieces (None
-    or 0.0 for a zero): the pieces joined as np.hstack joins `arrays`; for a 0-d `g`, the
-    zero that stands for every piece, the sum of them all."""
-    pieces = [np.zeros(np.shape(a)) if p is None else p for p, a in zip(b, arrays)]
-    if np.ndim(g) == 0:
-        return sum(np.sum(p) for p in pieces)
-    flat = [np.atleast_1d(a) for a in arrays]
-    axis = 0 if flat[0].ndim == 1 else 1
-    return np.concatenate([np.broadcast_to(p, np.shape(a)).reshape(np.shape(f))
-                           for p, a, f in zip(pieces, arrays, flat)], axis=axis)
-
-
-# (`arrays` are read for their shapes)
-helper_adjoint(hstack, zero="arrays", g="_s2s_unhstack(ans_bar, g, arrays)")
-helper_adjoint(unhstack, zero="g, arrays", b="_s2s_hstack(ans_bar, arrays)")
+helper_adjoint(hstack, zero="arrays", g="_s2s_unhstack(ans_bar, g, arrays)")  # (their shapes)
 
 
 @helper(result="of_adjoint", linear="g")
@@ -783,8 +762,7 @@ def cast_like(g, x, dtype=None):
     return asarray(g).astype(np.result_type(x), copy=False)
 
 
-# (`g` in its own dtype; zero for an integer `dtype`, where `x` gives the result's shape)
-helper_adjoint(cast_like, zero="x", g="_s2s_cast_like(ans_bar, g, dtype)")
+helper_adjoint(cast_like, zero="x", g="_s2s_cast_like(ans_bar, g, dtype)")   # (in g's dtype)
 
 
 # -- sequences of numbers (rules/math.py) ----------------------------------------------
