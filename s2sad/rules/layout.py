@@ -26,6 +26,48 @@ def unsplit(g, pieces, axis=0):
                           axis=axis)
 
 
+def _ids(shape, fill=None):
+    """An int array of `shape` numbering its elements in C order, or all `fill`."""
+    n = int(np.prod(shape, dtype=np.int64))
+    return np.full(shape, fill, np.intp) if fill is not None else \
+        np.arange(n, dtype=np.intp).reshape(shape)
+
+
+@helper(linear="g", adjoint=dict(g="np.delete(ans_bar, obj, axis)"))
+def undelete(g, arr, obj, axis=None):
+    """The adjoint of `arr` in `np.delete(arr, obj, axis)`: `g` where the elements kept
+    came from, zero where they were deleted."""
+    shape = np.shape(arr)
+    out = np.zeros(int(np.prod(shape, dtype=np.int64)), _dtype(g))
+    out[np.ravel(np.delete(_ids(shape), obj, axis))] = np.ravel(
+        np.broadcast_to(g, np.shape(np.delete(_ids(shape), obj, axis))))
+    return out.reshape(shape)
+
+
+@helper(linear="g", adjoint=dict(g="np.insert(ans_bar, obj, 0.0, axis)"))
+def uninsert(g, arr, obj, values, axis=None):
+    """The adjoint of `arr` in `np.insert(arr, obj, values, axis)`: `g` where the
+    elements of `arr` went."""
+    shape = np.shape(arr)
+    came = np.ravel(np.insert(_ids(shape), obj, -1, axis))
+    kept = came >= 0
+    out = np.zeros(int(np.prod(shape, dtype=np.int64)), _dtype(g))
+    out[came[kept]] = np.ravel(np.broadcast_to(g, np.shape(came)))[kept] if np.ndim(g) == 0 \
+        else np.ravel(g)[kept]
+    return out.reshape(shape)
+
+
+@helper(linear="g", adjoint=dict(g="np.insert(np.zeros(np.shape(arr)), obj, ans_bar, axis)"))
+def uninsert_values(g, arr, obj, values, axis=None):
+    """The adjoint of `values` in `np.insert(arr, obj, values, axis)`: `g` added up from
+    the places each element of `values` went (NumPy broadcasts `values` to them)."""
+    came = np.ravel(np.insert(_ids(np.shape(arr), -1), obj, _ids(np.shape(values)), axis))
+    put = came >= 0
+    flat = np.ravel(np.broadcast_to(g, np.shape(came)) if np.ndim(g) == 0 else g)
+    return np.bincount(came[put], weights=flat[put], minlength=int(np.size(values))).reshape(
+        np.shape(values)).astype(_dtype(g))
+
+
 @helper(linear="g")
 def unrot90(g, k=1, axes=None):
     """The adjoint of `np.rot90(m, k, axes)`: `g` turned back."""
