@@ -238,3 +238,40 @@ def object_items(src, e):
             user_class(type(v)) for v in value):
         return None
     return src.items_of(e)
+
+
+def argument_items(ctx, fn, loop):
+    """The indexes of the items of the list or tuple of the user's objects that the
+    `for` `loop` goes over, if it is read from a parameter (`layers`, `self.layers`)
+    whose structure the code is specialised on (see frontend/structure.py: the guard
+    tests its length and its items' classes), and `fn` neither rebinds nor changes it
+    nor hands it on (a list it changed, `layers.append(d)`, is not unrolled); else
+    None. before_ad.desugar unrolls the loop, as for `object_items`."""
+    path = _dotted(loop.iter)
+    length = ctx.structure.get(f"len({path})") if path else None
+    if length is None or path.split(".")[0] not in {
+            a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}:
+        return None
+    parents = {id(c): n for n in syntax.walk(fn) for c in gast.iter_child_nodes(n)}
+    for n in syntax.walk(fn):
+        dotted = _dotted(n) if isinstance(n, (gast.Name, gast.Attribute)) else None
+        if dotted is None or isinstance(n.ctx, gast.Param):
+            continue
+        if isinstance(n.ctx, (gast.Store, gast.Del)) and (path + ".").startswith(dotted + "."):
+            return None     # the parameter, or a field it is read through, rebound
+        up = parents.get(id(n))
+        if dotted == path and not (n is loop.iter or (
+                isinstance(up, gast.Subscript) and up.value is n
+                and isinstance(up.ctx, gast.Load))):
+            return None     # changed (`layers.append(d)`, `layers[1] = d`), or handed on
+    return range(length)
+
+
+def _dotted(e):
+    """"a.b.c" for a name or an attribute chain of one, else None."""
+    if isinstance(e, gast.Name):
+        return e.id
+    if isinstance(e, gast.Attribute):
+        base = _dotted(e.value)
+        return None if base is None else f"{base}.{e.attr}"
+    return None

@@ -135,7 +135,7 @@ class ResolveCalls:
     def run(self, fn):
         self.kinds = ValueKinds(fn, self.src, self.ctx.param_kinds, self.ctx.param_ndims,
                                 self.ctx.ndims_relied, self.ctx.int_params,
-                                self.ctx.returned_kind)
+                                self.ctx.returned_kind, self.ctx.structure)
         ops = syntax.NodeMap((s, operations.classify(s.value, self.src))
                              for _, s in definitions(fn.body))
         self.varied = varied_names(fn, self.ctx.wrt, ops)
@@ -148,6 +148,8 @@ class ResolveCalls:
         self.functions = {p: f for p, f in function_params(self.ctx.arg_types).items()
                           if p in params}
         self.assignments = {p: [fn] for p in params}   # name -> what assigns it
+        self.stored_attrs = {n.attr for n in syntax.walk(fn)
+                             if isinstance(n, gast.Attribute) and not isinstance(n.ctx, gast.Load)}
         for s in syntax.statements(fn):
             targets = (s.targets if isinstance(s, gast.Assign) else
                        [s.target] if isinstance(s, gast.For) else [])
@@ -208,6 +210,10 @@ class ResolveCalls:
             method = self.method(e.value, e.attr) or self.super_method(e)
             if method is not None:
                 return method
+        if isinstance(e, gast.Attribute) and e.attr not in self.stored_attrs:
+            found, path = self.kinds.structure_at(e)     # a function stored in a field
+            if path is not None and f"{path}()" in found:
+                return Known(found[f"{path}()"])
         if isinstance(e, gast.Call) and self.prim(e.func) is functools.partial and e.args:
             inner = self.known_value(e.args[0])
             if inner is None or any(k.arg is None for k in e.keywords):
@@ -426,8 +432,9 @@ class ResolveCalls:
         static = not (isinstance(func, gast.Name) and self.known.get(func.id)) and (
             self.prim(func) is not MISSING)
         known = self.known_value(func)
-        if known is None and isinstance(func, gast.Name):   # an object called: its __call__
-            known = self.method(func, "__call__")
+        if isinstance(func, gast.Name) and (known is None or (
+                self.kinds.structure_at(func)[0] and user_class(type(known.fn)))):
+            known = self.method(func, "__call__") or known  # an object called: its __call__
         if known is None:
             return
         target, args = known.fn, known.args + call.args
@@ -461,10 +468,13 @@ class ResolveCalls:
         kinds = {p.kind for p in signature.parameters.values()}
         special = (inspect.Parameter.VAR_POSITIONAL in kinds
                    or inspect.Parameter.VAR_KEYWORD in kinds
-                   or any(self.is_function_value(a) for a in values))
+                   or any(self.is_function_value(a) and not self.kinds.structure_at(a)[0]
+                          for a in values))   # (an object whose structure is known is passed)
         by_keyword = any(not isinstance(v, gast.Constant) for v in keywords.values())
-        if static and not special and not by_keyword:
-            return
+        if static and not special and not by_keyword and not any(
+                self.kinds.structure_at(a)[0] for a in args):
+            return      # (a call passing an object whose structure is known is rewritten,
+            #             for the callee to know it: see analysis.operations.argument_types)
         # the call's layout, and the defaults passed, come from the function as it is now
         self.ctx.assume(guards.of_function(fn))
         args = [self.atom(a, f"{source.identifier(fn)}_arg") for a in bound] + args
