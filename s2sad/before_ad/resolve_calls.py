@@ -433,7 +433,9 @@ class ResolveCalls:
             self.prim(func) is not MISSING)
         known = self.known_value(func)
         if isinstance(func, gast.Name) and (known is None or (
-                self.kinds.structure_at(func)[0] and user_class(type(known.fn)))):
+                user_class(type(known.fn)) and not getattr(known.fn, "s2s_custom", False)
+                and registry.primitive(known.fn) is None
+                and self.kinds.structure_at(func)[0])):
             known = self.method(func, "__call__") or known  # an object called: its __call__
         if known is None:
             return
@@ -471,8 +473,9 @@ class ResolveCalls:
                    or any(self.is_function_value(a) and not self.kinds.structure_at(a)[0]
                           for a in values))   # (an object whose structure is known is passed)
         by_keyword = any(not isinstance(v, gast.Constant) for v in keywords.values())
-        if static and not special and not by_keyword and not any(
-                self.kinds.structure_at(a)[0] for a in args):
+        if static and not special and not by_keyword and not (
+                _resolves_to(self.prim(func), fn)
+                and any(self.kinds.structure_at(a)[0] for a in args)):
             return      # (a call passing an object whose structure is known is rewritten,
             #             for the callee to know it: see analysis.operations.argument_types)
         # the call's layout, and the defaults passed, come from the function as it is now
@@ -596,6 +599,13 @@ class ResolveCalls:
                 values.append(v)
         return ("function", name, known.fn, len(known.args), tuple(known.keywords),
                 tuple(nested)), values
+
+
+def _resolves_to(obj, fn):
+    """Whether calling `obj`, what a call's function resolves to, calls the function `fn`
+    (a method through its instance, an object through its class's `__call__`)."""
+    return getattr(obj, "__func__", None) is fn or (
+        user_class(type(obj)) and getattr(type(obj), "__call__", None) is fn)
 
 
 def _assigns(s):
