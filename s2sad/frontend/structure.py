@@ -30,7 +30,8 @@ from ..rules.arrays import is_duck_array_type
 
 #: The most items of a list or tuple whose structure a derivative is specialised on
 MAX_ITEMS = 32
-#: How many fields and items deep the structure of an argument is followed
+#: How many objects deep the structure of an argument is followed (`model.blocks[0]
+#: .layers[1].act` is three: the model, a block, a layer)
 DEPTH = 4
 
 
@@ -77,7 +78,7 @@ def _walk(path, obj, depth, out):
         out[f"len({path})"] = len(obj)
         for k, item in enumerate(obj):
             out[f"{path}[{k}]"] = type(item)
-            _walk(f"{path}[{k}]", item, depth - 1, out)
+            _walk(f"{path}[{k}]", item, depth, out)
     elif user_class(type(obj)):
         for name, value in getattr(obj, "__dict__", {}).items():
             if not isinstance(name, str) or not name.isidentifier():
