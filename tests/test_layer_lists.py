@@ -232,3 +232,16 @@ def test_more_items_than_followed_is_refused_located():
     many = [Relu()] * 40
     with pytest.raises(s2sad.S2SADError, match=r"test_layer_lists\.py:\d+: the method call"):
         s2sad.grad(loss_layers, 1)(many, X)
+
+
+def test_jvp_with_a_list_of_layers_as_the_tangent():
+    layers = layers_of(10)
+    tangent = [Dense(np.ones((4, 3)), np.ones(4)),
+               Dense(np.full((2, 4), 0.5), -np.ones(2), act=layers[1].act)]
+
+    def along(s):
+        moved = [Dense(a.w + s * d.w, a.b + s * d.b, act=a.act)
+                 for a, d in zip(layers, tangent)]
+        return loss_layers(moved, X)
+    _, t = s2sad.jvp(loss_layers, (layers, X), (tangent, np.zeros(3)))
+    assert_close(t, (along(H) - along(-H)) / (2 * H), rtol=1e-5)
