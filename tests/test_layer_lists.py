@@ -222,10 +222,33 @@ def handed_on(layers, x):
     return np.sum(h)
 
 
-@pytest.mark.parametrize("f", [changed_inside, handed_on])
-def test_a_list_the_function_changes_or_aliases_is_refused_located(f):
-    with pytest.raises(s2sad.S2SADError, match=r"test_layer_lists\.py:\d+: the method call"):
-        s2sad.grad(f, 1)(layers_of(9), X)
+class Growing(Model):
+    def grow(self):
+        self.layers.append(Relu())
+
+    def __call__(self, x):
+        self.grow()         # (what a method does to self.layers is not followed)
+        for layer in self.layers:
+            x = layer.forward(x)
+        return x
+
+
+class Switching(Dense):
+    def use_sin(self):
+        self.act = np.sin
+
+    def forward(self, x):
+        self.use_sin()      # (nor what it stores in self.act)
+        return self.act(self.w @ x + self.b)
+
+
+@pytest.mark.parametrize("f, make", [
+    (changed_inside, layers_of), (handed_on, layers_of),
+    (loss_model, lambda seed: Growing(layers_of(seed))),
+    (loss_layers, lambda seed: [Switching(np.eye(3), np.zeros(3))])])
+def test_a_structure_the_function_may_change_is_refused_located(f, make):
+    with pytest.raises(s2sad.S2SADError, match=r"test_layer_lists\.py:\d+: the "):
+        s2sad.grad(f, 1)(make(9), X)
 
 
 def test_more_items_than_followed_is_refused_located():

@@ -21,6 +21,7 @@ import numpy as np
 
 from .. import marks, syntax
 from ..analysis.value_kinds import user_class
+from ..frontend import structure
 from ..frontend.source import MISSING
 from ..rules import runtime
 
@@ -245,16 +246,19 @@ def argument_items(ctx, fn, loop):
     `for` `loop` goes over, if it is read from a parameter (`layers`, `self.layers`)
     whose structure the code is specialised on (see frontend/structure.py: the guard
     tests its length and its items' classes), and `fn` neither rebinds nor changes it
-    nor hands it on (a list it changed, `layers.append(d)`, is not unrolled); else
+    nor hands it on, nor the parameter it is read from (see structure.handed_on: a
+    list it changed, `layers.append(d)`, or `self.grow()` might, is not unrolled); else
     None. before_ad.desugar unrolls the loop, as for `object_items`."""
-    path = _dotted(loop.iter)
+    path = structure.dotted(loop.iter)
     length = ctx.structure.get(f"len({path})") if path else None
     if length is None or path.split(".")[0] not in {
             a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}:
         return None
+    if structure.handed_on(fn, path.split(".")[0], ctx.structure):
+        return None
     parents = {id(c): n for n in syntax.walk(fn) for c in gast.iter_child_nodes(n)}
     for n in syntax.walk(fn):
-        dotted = _dotted(n) if isinstance(n, (gast.Name, gast.Attribute)) else None
+        dotted = structure.dotted(n) if isinstance(n, (gast.Name, gast.Attribute)) else None
         if dotted is None or isinstance(n.ctx, gast.Param):
             continue
         if isinstance(n.ctx, (gast.Store, gast.Del)) and (path + ".").startswith(dotted + "."):
@@ -267,11 +271,3 @@ def argument_items(ctx, fn, loop):
     return range(length)
 
 
-def _dotted(e):
-    """"a.b.c" for a name or an attribute chain of one, else None."""
-    if isinstance(e, gast.Name):
-        return e.id
-    if isinstance(e, gast.Attribute):
-        base = _dotted(e.value)
-        return None if base is None else f"{base}.{e.attr}"
-    return None

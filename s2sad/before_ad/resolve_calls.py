@@ -89,7 +89,7 @@ from ..analysis import operations
 from ..analysis.activity import definitions, varied_names
 from ..analysis.value_kinds import ValueKinds, user_class
 from ..compilation import function_params, function_value
-from ..frontend import gradients, guards, source
+from ..frontend import gradients, guards, source, structure
 from ..frontend.source import MISSING, FunctionSource
 from ..rules import pytrees, registry
 
@@ -147,6 +147,7 @@ class ResolveCalls:
         #: `nonlinearity=np.tanh`, or a function passed), which the guard tests
         self.functions = {p: f for p, f in function_params(self.ctx.arg_types).items()
                           if p in params}
+        self.fn = fn
         self.assignments = {p: [fn] for p in params}   # name -> what assigns it
         self.stored_attrs = {n.attr for n in syntax.walk(fn)
                              if isinstance(n, gast.Attribute) and not isinstance(n.ctx, gast.Load)}
@@ -212,7 +213,7 @@ class ResolveCalls:
                 return method
         if isinstance(e, gast.Attribute) and e.attr not in self.stored_attrs:
             found, path = self.kinds.structure_at(e)     # a function stored in a field
-            if path is not None and f"{path}()" in found:
+            if path is not None and f"{path}()" in found and not self.handed_on(path):
                 return Known(found[f"{path}()"])
         if isinstance(e, gast.Call) and self.prim(e.func) is functools.partial and e.args:
             inner = self.known_value(e.args[0])
@@ -225,6 +226,12 @@ class ResolveCalls:
             if obj is not MISSING and callable(obj) and not isinstance(obj, type):
                 return Known(obj)
         return None
+
+    def handed_on(self, path):
+        """Whether the parameter `path` is read from is handed to code that may change
+        what its fields hold (see structure.handed_on)."""
+        root = structure.steps(path)[0]
+        return root in self.kinds.params and structure.handed_on(self.fn, root, self.ctx.structure)
 
     def known_name(self, name):
         """The `Known` function value the local `name` holds, or None: the value it is

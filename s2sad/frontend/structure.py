@@ -24,8 +24,10 @@ import numbers
 import re
 import types
 
+import gast
 import numpy as np
 
+from .. import syntax
 from ..rules.arrays import is_duck_array_type
 
 #: The most items of a list or tuple whose structure a derivative is specialised on
@@ -144,3 +146,32 @@ def rerooted(structure, path, root):
         elif expr == path and kind == "function":
             out[f"{root}()"] = v
     return out
+
+
+def handed_on(fn, root, structure):
+    """Whether the function `fn` hands the parameter `root`, or an object it reads
+    through fields (`root.a.b`), to code that may change its structure: passed to a call,
+    or a method called on it (but a function stored in a field called, `self.act(z)`, one
+    of `structure`). The structure known when the derivative was called may then not
+    hold where the function reads it."""
+    for n in syntax.walk(fn):
+        if not isinstance(n, gast.Call):
+            continue
+        func = dotted(n.func)
+        if func is not None and "." in func and func.split(".")[0] == root and (
+                f"{func}()" not in structure):
+            return True
+        if any(dotted(a) is not None and dotted(a).split(".")[0] == root
+               for a in n.args + [k.value for k in n.keywords]):
+            return True
+    return False
+
+
+def dotted(e):
+    """"a.b.c" for a name or an attribute chain of one, else None."""
+    if isinstance(e, gast.Name):
+        return e.id
+    if isinstance(e, gast.Attribute):
+        base = dotted(e.value)
+        return None if base is None else f"{base}.{e.attr}"
+    return None
