@@ -122,7 +122,10 @@ class FunctionSource:
         `name`; the guards of the derivative then test that it keeps it."""
         value = self.free_values().get(name, MISSING)
         found = structure.of(name, value) if value is not MISSING else {}
-        if found:
+        if found and all(k == f"len({name})" or k.startswith(f"{name}[") and k.endswith("]")
+                         for k in found):
+            self.unrolled[name] = value     # (its items' classes: what `items_of` guards)
+        elif found:
             self.structured[name] = value
         return found
 
