@@ -268,3 +268,25 @@ def test_jvp_with_a_list_of_layers_as_the_tangent():
         return loss_layers(moved, X)
     _, t = s2sad.jvp(loss_layers, (layers, X), (tangent, np.zeros(3)))
     assert_close(t, (along(H) - along(-H)) / (2 * H), rtol=1e-5)
+
+
+def run_layers(layers, x):
+    for layer in layers:
+        x = layer.forward(x)
+    return x
+
+
+def loss_through_a_helper(layers, x):
+    return np.sum(run_layers(layers, x) ** 2)
+
+
+def test_a_list_handed_to_a_helper_that_loops_over_it():
+    layers = layers_of(11)
+    g = s2sad.grad(loss_through_a_helper, 1)
+    for change in (lambda: None, lambda: setattr(layers[1], "act", np.sin),
+                   lambda: layers.insert(1, Relu())):
+        change()
+        assert_close(g(layers, X), fd_grad(lambda x: loss_through_a_helper(layers, x), (X,)),
+                     rtol=1e-5)
+    check_gradient(s2sad.grad(loss_through_a_helper)(layers, X), layers,
+                   fd_fields(loss_through_a_helper, layers, X))
