@@ -128,8 +128,9 @@ def structural(k):
     """Whether `k`, a key of a derivative's argument types, is one of a structure
     (a function in a field, or deeper than a parameter's own field `"p.a"`, see
     compilation.arg_types_of)."""
-    expr, kind = place(k)
-    return kind == "len" or "[" in expr or expr.count(".") > (kind != "function")
+    if "(" not in k and "[" not in k:      # (asked at each read of a context's types)
+        return k.count(".") > 1
+    return k.startswith("len(") or "[" in k or "." in k
 
 
 def rerooted(structure, path, root):
