@@ -67,9 +67,11 @@ def objects(value):
 
 def of(path, obj, depth=DEPTH):
     """The structure of `obj` read through the expression `path` (see the module
-    docstring): of a list or tuple of objects, or of an object of the user's classes."""
+    docstring): of a list or tuple of objects, or of an object of the user's classes
+    (not of s2sad's own: a gradient `grad` made, a custom rule, are values of their own)."""
     out = {}
-    _walk(path, obj, depth, out)
+    if type(obj).__module__.partition(".")[0] != "s2sad":
+        _walk(path, obj, depth, out)
     return out
 
 
@@ -87,7 +89,8 @@ def _walk(path, obj, depth, out):
                 continue
             if function_value(value):
                 out[f"{path}.{name}()"] = value
-            elif objects(value) or user_class(type(value)):
+            elif objects(value) or (user_class(type(value))
+                                    and type(value).__module__.partition(".")[0] != "s2sad"):
                 out[f"{path}.{name}"] = type(value)
                 _walk(f"{path}.{name}", value, depth - 1, out)
 
