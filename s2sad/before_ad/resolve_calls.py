@@ -149,8 +149,6 @@ class ResolveCalls:
                           if p in params}
         self.fn = fn
         self.assignments = {p: [fn] for p in params}   # name -> what assigns it
-        self.stored_attrs = {n.attr for n in syntax.walk(fn)
-                             if isinstance(n, gast.Attribute) and not isinstance(n.ctx, gast.Load)}
         for s in syntax.statements(fn):
             targets = (s.targets if isinstance(s, gast.Assign) else
                        [s.target] if isinstance(s, gast.For) else [])
@@ -211,9 +209,10 @@ class ResolveCalls:
             method = self.method(e.value, e.attr) or self.super_method(e)
             if method is not None:
                 return method
-        if isinstance(e, gast.Attribute) and e.attr not in self.stored_attrs:
+        if isinstance(e, gast.Attribute):
             found, path = self.kinds.structure_at(e)     # a function stored in a field
-            if path is not None and f"{path}()" in found and not self.handed_on(path):
+            if (path is not None and f"{path}()" in found and not self.handed_on(path)
+                    and e.attr not in self.stored_attrs):
                 return Known(found[f"{path}()"])
         if isinstance(e, gast.Call) and self.prim(e.func) is functools.partial and e.args:
             inner = self.known_value(e.args[0])
@@ -226,6 +225,12 @@ class ResolveCalls:
             if obj is not MISSING and callable(obj) and not isinstance(obj, type):
                 return Known(obj)
         return None
+
+    @functools.cached_property
+    def stored_attrs(self):
+        """The names of the attributes the function stores (`self.act = f`)."""
+        return {n.attr for n in syntax.walk(self.fn)
+                if isinstance(n, gast.Attribute) and not isinstance(n.ctx, gast.Load)}
 
     def handed_on(self, path):
         """Whether the parameter `path` is read from is handed to code that may change
