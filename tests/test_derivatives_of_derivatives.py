@@ -4,6 +4,8 @@ higher derivatives (`grad(grad(grad(f)))`, nested `elementwise_grad`), and the H
 with respect to several arguments, each against an analytic derivative or central
 differences; and the reverse rules of the runtime helpers that gradient code calls,
 each against central differences of the helper on sample calls."""
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -23,6 +25,17 @@ MORE_SAMPLES = {
     "roll": [(r(5), 2), (r(2, 3), (1, -1), (0, 1))],
     "triu": [(r(3, 3), 1)],
     "tril": [(r(3, 3),)],
+    "variance": [(r(2), r(2, 3), 1, 1), (r(1, 3), r(2, 3), 0, 0, True)],
+    "trace": [(r(2), r(3, 4, 2), 1, 0, 1), (r(2), r(2, 3, 3), -1, 1, 2)],
+    "split_like": [(r(2, 4), [r(2, 1), r(2, 3)], 1), (r(5), [r(1, 2), r(3)], None)],
+    "unstack": [(r(3, 2), [r(3), r(3)], 1)],
+    "vstack": [(r(3, 2), [r(2), r(2, 2)])],
+    "retranspose": [(r(2, 3, 4), ((2, 0, 1),))],
+    "untranspose": [(r(2, 3, 4), ((2, 0, 1),))],
+    "untile": [(r(2, 6), r(1, 3), (2, 2))],
+    "unrepeat": [(r(2, 6), r(2, 3), 2, 1), (r(6), r(3), [1, 2, 3])],
+    "unsort": [(r(2, 3), r(2, 3), 0), (r(6), r(2, 3), None)],
+    "unsum": [(r(3), r(2, 3)), (r(3), [1.5, r(3)])],
 }
 
 X = np.arange(6.0).reshape(3, 2) / 5
@@ -226,6 +239,26 @@ def _evaluate(template, bound):
     return eval(code, {**template.free, **bound})
 
 
+def _random_like(value, rng):
+    """Random numbers shaped like `value`: a list, tuple or dataclass item by item."""
+    if dataclasses.is_dataclass(value):
+        return dataclasses.replace(value, **{f.name: _random_like(getattr(value, f.name), rng)
+                                             for f in dataclasses.fields(value)})
+    if isinstance(value, (list, tuple)):
+        items = [_random_like(v, rng) for v in value]
+        return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
+    return rng.normal(size=np.shape(value))
+
+
+def _dot(a, b):
+    """The sum of the products of the numbers of `a` and `b`, shaped alike."""
+    if dataclasses.is_dataclass(a):
+        return sum(_dot(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a))
+    if isinstance(a, (list, tuple)):
+        return sum(_dot(x, y) for x, y in zip(a, b))
+    return np.sum(a * b)
+
+
 def _samples():
     for name, variant in sorted(ADJOINTS.items()):
         for args in SAMPLES.get(name, []) + MORE_SAMPLES.get(name, []):
@@ -247,12 +280,12 @@ def test_a_helpers_reverse_rule_is_the_transpose_of_its_derivative(name, variant
     for p, default in variant.params[len(args):]:
         bound[p] = default
     ans = fn(*args)
-    ans_bar = rng.normal(size=np.shape(ans))
+    ans_bar = _random_like(ans, rng)
     v = {p: rng.normal(size=np.shape(bound[p])) for p in variant.templates}
 
     def along(h):
         moved = dict(bound, **{p: np.asarray(bound[p], float) + h * v[p] for p in v})
-        return np.sum(ans_bar * fn(*[moved[p] for p in names[:len(args)]]))
+        return _dot(ans_bar, fn(*[moved[p] for p in names[:len(args)]]))
     h = 1e-6
     expected = (along(h) - along(-h)) / (2 * h)
     given = dict({"ans": ans, "ans_bar": ans_bar}, **bound)    # (a parameter `ans` wins)
@@ -276,13 +309,12 @@ NO_REVERSE_RULE_YET = {
     "linspace_end", "log_base", "lstsq_adjoint", "lu_product_adjoint", "midpoints", "mirrored",
     "mirrored_adjoint", "nanvariance", "norm", "partition_order", "pivot", "polyder_value",
     "polygamma", "power_dot", "prod_others", "rhs_outer", "shaped_as", "sinc_slope", "solve",
-    "split_like", "spread", "structured", "svd_values_adjoint", "symmetrize", "take", "thin",
-    "trace", "trapezoid_weights", "tri_mask", "unappend", "unattr", "uncolumn_stack",
-    "unconvolve", "uncorrelate", "uncross", "undiagonal", "undiff", "ungradient", "uninterp",
-    "unit_lower", "unkron", "unmeshgrid", "unouter", "unpad", "unpad_constant", "unpolyval",
-    "unquantile", "unquantile_q", "unrepeat", "unrot90", "unsequence", "unsort", "unsort_list",
-    "unsplit", "unstack", "unsum", "untake_along_axis", "untile", "untranspose", "variance",
-    "vstack", "weights_like", "zero_at",
+    "spread", "structured", "svd_values_adjoint", "symmetrize", "take", "thin",
+    "trapezoid_weights", "tri_mask", "unappend", "uncolumn_stack", "unconvolve", "uncorrelate",
+    "uncross", "undiagonal", "undiff", "ungradient", "uninterp", "unit_lower", "unkron",
+    "unmeshgrid", "unouter", "unpad", "unpad_constant", "unpolyval", "unquantile",
+    "unquantile_q", "unrot90", "unsequence", "unsort_list", "unsplit", "untake_along_axis",
+    "weights_like", "zero_at",
 }
 
 

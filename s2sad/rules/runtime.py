@@ -118,6 +118,10 @@ def unattr(g, obj, name):
     return _replace(obj, values)
 
 
+# (`g` into one field: its transpose reads that field)
+helper_adjoint(unattr, g="_s2s_rebroadcast(_s2s_attr_dot(ans_bar, obj, name), g)")
+
+
 @helper(linear="t")
 def attr_dot(t, obj, name):
     """The tangent of `obj.name`, `t` the tangent of `obj`: for an instance of a class
@@ -303,6 +307,7 @@ def prod_others(x, axis=None):
     return _along_last(lambda a: before(a) * before(a[..., ::-1])[..., ::-1], axis, x)
 
 
+
 def prod_others_dot(x, t, axis=None):
     """The tangent of `prod_others(x, axis)` along `t` (products of dual numbers, so
     that zero entries need no division)."""
@@ -365,6 +370,14 @@ def variance(g, x, axis=None, ddof=0, keepdims=False):
     x = asarray(x)
     centred = x - x.mean(axis=axis, keepdims=True)
     return unreduce(g, x, axis, keepdims) * 2 * centred / (count(x, axis) - ddof)
+
+
+# (linear in `g`, and in `x` through centring, a symmetric projection)
+helper_adjoint(variance, namespace=ns, zero="ddof", g=(
+    "_s2s_rebroadcast(np.sum(_s2s_rebroadcast(ans_bar, x) * _s2s_variance(1.0, x, axis, ddof, "
+    "True), axis=axis, keepdims=keepdims), g)"), x=(
+    "_s2s_variance(1.0, _s2s_rebroadcast(ans_bar, x) * _s2s_unreduce(g, x, axis, keepdims), "
+    "axis, ddof, True)"))
 
 
 @helper(tangent=(
@@ -443,6 +456,10 @@ def trace(g, x, offset=0, axis1=0, axis2=1):
     rows = np.arange(max(0, -offset), min(n, m - offset))
     planes[..., rows, rows + offset] = np.expand_dims(asarray(g), -1)
     return out
+
+
+helper_adjoint(trace, namespace=ns, zero="x",      # (`x` is read for its shape)
+               g="_s2s_rebroadcast(np.trace(_s2s_rebroadcast(ans_bar, x), offset, axis1, axis2), g)")
 
 
 @helper(result="of_adjoint", linear="g")
@@ -562,12 +579,21 @@ def split_like(g, arrays, axis=0):
     return [g[before + (slice(lo, hi),)] for lo, hi in zip([0] + ends, ends)]
 
 
+# (the transposes of taking `g` apart: joining the adjoints of the pieces)
+helper_adjoint(split_like, namespace=ns, zero="arrays",
+               g="_s2s_rebroadcast(np.concatenate(ans_bar, axis), g)")
+
+
 @helper(result="of_adjoint", linear="g")
 def unstack(g, arrays, axis=0):
     """The adjoint of np.stack(arrays, axis)."""
     if np.ndim(g) == 0:
         return [g] * len(arrays)                    # the zero (see `products.spread_to`)
     return [np.take(g, i, axis=axis) for i in range(len(arrays))]
+
+
+helper_adjoint(unstack, namespace=ns, zero="arrays",
+               g="_s2s_rebroadcast(np.stack(ans_bar, axis), g)")
 
 
 @helper(result="of_adjoint", linear="g")
@@ -587,6 +613,9 @@ def vstack(g, arrays):
     return [np.reshape(p, np.shape(a)) for p, a in zip(split_like(g, rows, 0), arrays)]
 
 
+helper_adjoint(vstack, namespace=ns, zero="arrays", g="_s2s_rebroadcast(np.vstack(ans_bar), g)")
+
+
 @helper(result="of_adjoint", linear="g")
 def untranspose(g, axes=None):
     if np.ndim(g) == 0:
@@ -596,6 +625,23 @@ def untranspose(g, axes=None):
     if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
         axes = axes[0]
     return np.transpose(g, np.argsort([a % np.ndim(g) for a in axes]))
+
+
+@helper(result="of_adjoint", linear="g")
+def retranspose(g, axes=None):
+    """`np.transpose(g, axes)` with `axes` as `untranspose` takes them: the transpose of
+    `untranspose`, and its reverse rule's."""
+    if np.ndim(g) == 0:
+        return g                                    # the zero (see `products.spread_to`)
+    if axes is None or axes == ():
+        return np.transpose(g)
+    if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+        axes = axes[0]
+    return np.transpose(g, axes)
+
+
+helper_adjoint(untranspose, g="_s2s_rebroadcast(_s2s_retranspose(ans_bar, axes), g)")
+helper_adjoint(retranspose, g="_s2s_rebroadcast(_s2s_untranspose(ans_bar, axes), g)")
 
 
 @helper(result="of_adjoint", linear="g")
@@ -609,6 +655,10 @@ def untile(g, x, reps):
     reps = (1,) * (nd - len(reps)) + reps
     g = np.reshape(g, [d for pair in zip(reps, shape) for d in pair])
     return g.sum(axis=tuple(range(0, 2 * nd, 2))).reshape(x.shape)
+
+
+helper_adjoint(untile, namespace=ns, zero="x",     # (`x` is read for its shape)
+               g="_s2s_rebroadcast(np.tile(_s2s_rebroadcast(ans_bar, x), reps), g)")
 
 
 @helper(result="of_adjoint", linear="g")
@@ -626,6 +676,10 @@ def unrepeat(g, x, repeats, axis=None):
     out = np.zeros(x.shape, dtype=np.result_type(x, np.float32))
     np.add.at(np.moveaxis(out, axis, 0), idx, np.moveaxis(g, axis, 0))
     return out
+
+
+helper_adjoint(unrepeat, namespace=ns, zero="x",   # (`x` is read for its shape)
+               g="_s2s_rebroadcast(np.repeat(_s2s_rebroadcast(ans_bar, x), repeats, axis), g)")
 
 
 @helper(tangent=())
@@ -664,12 +718,24 @@ def unsort(g, x, axis=-1):
     return out
 
 
+# (`g` put where the elements of `x` were: its transpose takes them from there; the order is
+# piecewise constant in `x`)
+helper_adjoint(unsort, namespace=ns, zero="x", g=(
+    "_s2s_rebroadcast(np.take_along_axis(_s2s_rebroadcast(ans_bar, x), "
+    "np.argsort(x, axis=axis), axis), g)"))
+
+
 @helper(result="of_adjoint", linear="g")
 def unsum(g, items):
     """The adjoint of the builtin sum(items): `g` for every item."""
     if isinstance(items, (list, tuple)):
         return _rebuild(items, [unbroadcast(g, v) for v in items])
     return np.broadcast_to(g, np.shape(items)).copy()
+
+
+helper_adjoint(unsum, zero="items", namespace=dict(
+    sum=sum, isinstance=isinstance, list=list, tuple=tuple), g=(
+    "_s2s_rebroadcast(sum(ans_bar) if isinstance(ans_bar, (list, tuple)) else ans_bar, g)"))
 
 
 @helper(linear="g")
