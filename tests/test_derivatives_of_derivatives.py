@@ -36,6 +36,23 @@ MORE_SAMPLES = {
     "unrepeat": [(r(2, 6), r(2, 3), 2, 1), (r(6), r(3), [1, 2, 3])],
     "unsort": [(r(2, 3), r(2, 3), 0), (r(6), r(2, 3), None)],
     "unsum": [(r(3), r(2, 3)), (r(3), [1.5, r(3)])],
+    "unsplit": [([r(2, 3), r(2, 3)], [r(2, 3), r(2, 3)], 1), ([r(3), r(3)], [r(3), r(3)], None),
+                ([r(2, 2), r(2, 2)], [r(2, 2), r(2, 2)], None)],
+    "unrot90": [(r(2, 3), 1), (r(2, 3, 4), 3, (1, 2)), (r(3, 3), -2)],
+    "unappend": [(r(5), r(2), r(3), None, 0), (r(5), r(2), r(3), None, 1),
+                 (r(2, 5), r(2, 2), r(2, 3), 1, 1), (r(6), r(2, 2), r(2), None, 0)],
+    "unpad": [(r(4, 5), r(2, 3), ((1, 1), (2, 0))), (r(7), r(3), 2, "reflect"),
+              (r(6), r(3), (1, 2), "edge")],
+    "unpad_constant": [(r(4, 5), r(2, 3), ((1, 1), (2, 0)), 0.5), (r(5), r(3), 1)],
+    "uncolumn_stack": [(r(3, 3), [r(3), r(3, 2)])],
+    "undiagonal": [(r(2), r(2, 3), 1), (r(2, 3), r(3, 4, 2), 0, 0, 1)],
+    "unkron": [(r(4, 6), r(2, 3), r(2, 2), w) for w in (0, 1)] + [
+        (r(2, 6), r(3), r(2, 2), w) for w in (0, 1)],
+    "uncross": [(r(4, 3), a, b, np.cross(a, b), w) for a, b in [(r(4, 3), r(3))] for w in (0, 1)]
+    + [(r(3, 2), a, b, np.cross(a, b, axis=0), w, 0) for a, b in [(r(3, 2), r(3, 2))]
+       for w in (0, 1)],
+    "untake_along_axis": [(r(2, 2), r(2, 3), np.array([[0, 2], [1, 1]]), 1),
+                          (r(4), r(5), np.array([0, 0, 3, 1]), None)],
 }
 
 X = np.arange(6.0).reshape(3, 2) / 5
@@ -310,11 +327,9 @@ NO_REVERSE_RULE_YET = {
     "mirrored_adjoint", "nanvariance", "norm", "partition_order", "pivot", "polyder_value",
     "polygamma", "power_dot", "prod_others", "rhs_outer", "shaped_as", "sinc_slope", "solve",
     "spread", "structured", "svd_values_adjoint", "symmetrize", "take", "thin",
-    "trapezoid_weights", "tri_mask", "unappend", "uncolumn_stack", "unconvolve", "uncorrelate",
-    "uncross", "undiagonal", "undiff", "ungradient", "uninterp", "unit_lower", "unkron",
-    "unmeshgrid", "unouter", "unpad", "unpad_constant", "unpolyval", "unquantile",
-    "unquantile_q", "unrot90", "unsequence", "unsort_list", "unsplit", "untake_along_axis",
-    "weights_like", "zero_at",
+    "trapezoid_weights", "tri_mask", "unconvolve", "uncorrelate", "undiff", "ungradient",
+    "uninterp", "unit_lower", "unmeshgrid", "unouter", "unpolyval", "unquantile",
+    "unquantile_q", "unsequence", "unsort_list", "weights_like", "zero_at",
 }
 
 

@@ -6,7 +6,9 @@ linear in `g`, its forward rule (`@helper(linear="g")`, above its `def`)."""
 import numpy as np
 
 from ..errors import MissingRuleError
-from .registry import helper, helpers
+from .registry import helper, helper_adjoint, helpers
+
+ns = {"np": np}
 
 
 def _dtype(x):
@@ -26,10 +28,19 @@ def unsplit(g, pieces, axis=0):
                           axis=axis)
 
 
+# (the transpose of joining the adjoints of the pieces: taking `ans_bar` apart again)
+helper_adjoint(unsplit, namespace=ns, zero="pieces", g=(
+    "_s2s_split_like(_s2s_rebroadcast(ans_bar, ans), pieces, "
+    "(1 if np.ndim(pieces[0]) > 1 else 0) if axis is None else axis)"))
+
+
 @helper(linear="g")
 def unrot90(g, k=1, axes=None):
     """The adjoint of `np.rot90(m, k, axes)`: `g` turned back."""
     return g if np.ndim(g) == 0 else np.rot90(g, -k, (0, 1) if axes is None else axes)
+
+
+helper_adjoint(unrot90, g="_s2s_rebroadcast(_s2s_unrot90(ans_bar, -k, axes), g)")
 
 
 @helper(linear="g")
@@ -46,6 +57,13 @@ def unappend(g, arr, values, axis=None, which=0):
     index = [slice(None)] * np.ndim(g)
     index[axis] = slice(0, n) if which == 0 else slice(n, None)
     return np.reshape(np.asarray(g)[tuple(index)], np.shape(arr if which == 0 else values))
+
+
+# (a part of `g`: its transpose puts `ans_bar` in that part of zeros)
+helper_adjoint(unappend, namespace=ns, zero="arr, values", g=(
+    "_s2s_rebroadcast(np.append(_s2s_rebroadcast(ans_bar, arr), np.zeros(np.shape(values)), axis) "
+    "if which == 0 else np.append(np.zeros(np.shape(arr)), _s2s_rebroadcast(ans_bar, values), "
+    "axis), g)"))
 
 
 @helper(result="of_adjoint", linear="g")
@@ -68,6 +86,11 @@ def unpad(g, x, pad_width, mode="constant"):
     return out.reshape(x.shape)
 
 
+# (the middle of `g`, or the copies added up: its transpose pads `ans_bar` alike)
+helper_adjoint(unpad, namespace=ns, zero="x",
+               g="_s2s_rebroadcast(np.pad(_s2s_rebroadcast(ans_bar, x), pad_width, mode), g)")
+
+
 @helper(linear="g")
 def unpad_constant(g, x, pad_width, constant_values=0):
     """The adjoint of the number `constant_values` in `np.pad(x, pad_width,
@@ -80,6 +103,11 @@ def unpad_constant(g, x, pad_width, constant_values=0):
     return np.sum(g) - np.sum(unpad(g, x, pad_width))
 
 
+helper_adjoint(unpad_constant, namespace=ns, zero="x, constant_values", g=(
+    "_s2s_rebroadcast(ans_bar * np.pad(np.zeros(np.shape(x)), pad_width, 'constant', "
+    "constant_values=1.0), g)"))
+
+
 @helper(linear="g")
 def uncolumn_stack(g, arrays):
     """The adjoint of `np.column_stack(arrays)`: the columns of `g` each array became."""
@@ -88,6 +116,10 @@ def uncolumn_stack(g, arrays):
     widths = [1 if np.ndim(a) < 2 else np.shape(a)[1] for a in arrays]
     pieces = np.split(g, np.cumsum(widths)[:-1], axis=1)
     return [np.reshape(p, np.shape(a)) for p, a in zip(pieces, arrays)]
+
+
+helper_adjoint(uncolumn_stack, namespace=ns, zero="arrays",
+               g="_s2s_rebroadcast(np.column_stack(ans_bar), g)")
 
 
 @helper(linear="g")
@@ -103,6 +135,10 @@ def undiagonal(g, a, offset=0, axis1=0, axis2=1):
     rows = np.arange(max(0, -offset), min(n, m - offset))
     planes[..., rows, rows + offset] = g
     return out
+
+
+helper_adjoint(undiagonal, namespace=ns, zero="a", g=(
+    "_s2s_rebroadcast(np.diagonal(_s2s_rebroadcast(ans_bar, a), offset, axis1, axis2), g)"))
 
 
 @helper(tangent=("_s2s_unkron(t, a, b, which)",
@@ -122,6 +158,17 @@ def unkron(g, a, b, which):
     return np.reshape(out, (a if which == 0 else b).shape)
 
 
+# (bilinear in `g` and the other operand: <ans_bar, unkron(g, a, b, 0)> = <kron(ans_bar, b), g>
+# = <unkron(g, ans_bar, b, 1), b>, and alike for `b`)
+helper_adjoint(unkron, namespace=ns, g=(
+    "_s2s_rebroadcast(np.kron(_s2s_rebroadcast(ans_bar, a), b) if which == 0 else "
+    "np.kron(a, _s2s_rebroadcast(ans_bar, b)), g)"), a=(
+    "_s2s_unkron(g, a, _s2s_rebroadcast(ans_bar, b), 0) if which == 1 else "
+    "_s2s_rebroadcast(0.0, a)"), b=(
+    "_s2s_unkron(g, _s2s_rebroadcast(ans_bar, a), b, 1) if which == 0 else "
+    "_s2s_rebroadcast(0.0, b)"))
+
+
 @helper(tangent=("_s2s_uncross(t, a, b, ans, which, axis)",
                  "_s2s_uncross(g, t, b, ans, which, axis) if which == 1 else _s2s_zeros_like(ans)",
                  "_s2s_uncross(g, a, t, ans, which, axis) if which == 0 else _s2s_zeros_like(ans)"))
@@ -130,6 +177,16 @@ def uncross(g, a, b, ans, which, axis=-1):
     before it is summed back where it was broadcast: b × g for `a`, g × a for `b`."""
     g = np.broadcast_to(g, np.shape(ans))
     return np.cross(b, g, axis=axis) if which == 0 else np.cross(g, a, axis=axis)
+
+
+# (bilinear in `g` and the other operand; r . (b x g) = g . (r x b) = b . (g x r))
+helper_adjoint(uncross, namespace=ns, params="g, a, b, c, which, axis=-1", zero="c", g=(
+    "_s2s_rebroadcast(np.cross(_s2s_rebroadcast(ans_bar, c), b, axis=axis) if which == 0 "
+    "else np.cross(a, _s2s_rebroadcast(ans_bar, c), axis=axis), g)"), a=(
+    "_s2s_rebroadcast(np.cross(_s2s_rebroadcast(ans_bar, c), g, axis=axis), a) if which == 1 "
+    "else _s2s_rebroadcast(0.0, a)"), b=(
+    "_s2s_rebroadcast(np.cross(g, _s2s_rebroadcast(ans_bar, c), axis=axis), b) if which == 0 "
+    "else _s2s_rebroadcast(0.0, b)"))
 
 
 @helper(linear="g")
@@ -151,6 +208,10 @@ def untake_along_axis(g, arr, indices, axis):
     out = np.zeros(arr.shape, dtype=_dtype(arr))
     np.add.at(out, tuple(index), g)
     return out
+
+
+helper_adjoint(untake_along_axis, namespace=ns, zero="arr, indices", g=(
+    "_s2s_rebroadcast(np.take_along_axis(_s2s_rebroadcast(ans_bar, arr), indices, axis), g)"))
 
 
 @helper(linear="g")
