@@ -14,6 +14,9 @@ from s2sad.rules import registry
 
 from test_helper_facts import SAMPLES, r
 
+SPD = np.array([[2.0, 0.3, 0.1], [0.3, 1.5, 0.2], [0.1, 0.2, 1.8]])
+A = np.array([[1.0, 0.4, -0.3], [0.2, 2.0, 0.5], [-0.6, 0.1, 1.2]])
+
 #: sample calls of the helpers with a reverse rule that test_helper_facts has none of
 MORE_SAMPLES = {
     "rebroadcast": [(r(3), r(2, 3)), (r(2, 3), 1.5), (r(2, 3), r(2, 3))],
@@ -38,6 +41,8 @@ MORE_SAMPLES = {
     "unsum": [(r(3), r(2, 3)), (r(3), [1.5, r(3)])],
     "unsplit": [([r(2, 3), r(2, 3)], [r(2, 3), r(2, 3)], 1), ([r(3), r(3)], [r(3), r(3)], None),
                 ([r(2, 2), r(2, 2)], [r(2, 2), r(2, 2)], None)],
+    "resplit": [(r(2, 6), [r(2, 2), r(2, 4)], 1), (r(5), [r(2), r(3)], None),
+                (r(3, 4), [r(3, 1), r(3, 3)], None), (r(5, 2), [r(2, 2), r(3, 2)])],
     "unrot90": [(r(2, 3), 1), (r(2, 3, 4), 3, (1, 2)), (r(3, 3), -2)],
     "unappend": [(r(5), r(2), r(3), None, 0), (r(5), r(2), r(3), None, 1),
                  (r(2, 5), r(2, 2), r(2, 3), 1, 1), (r(6), r(2, 2), r(2), None, 0)],
@@ -53,6 +58,21 @@ MORE_SAMPLES = {
        for w in (0, 1)],
     "untake_along_axis": [(r(2, 2), r(2, 3), np.array([[0, 2], [1, 1]]), 1),
                           (r(4), r(5), np.array([0, 0, 3, 1]), None)],
+    "zero_at": [(r(2, 3), (0, slice(None))), (r(4), np.array([0, 2]))],
+    "take": [(r(5), np.array([1, 3, 1])), (r(2, 3), (slice(None), 1))],
+    "unouter": [(d, r(3), r(4), w) for d in (r(3, 4), r(1, 4), r(3, 1), r(1, 1)) for w in (0, 1)]
+    + [(r(2, 3, 4), r(2, 3), r(4), w) for w in (0, 1)],
+    "sinc_slope": [(r(4), 1), (np.array([0.0, 0.01, -0.02]), 1), (0.7,)],
+    "rhs_outer": [(r(3), r(4)), (r(3, 2), r(4, 2)), (r(2, 3, 2), r(2, 4, 2))],
+    "tri_mask": [(r(3, 3), True), (r(3, 3), False, True), (r(2, 3, 3), True, True)],
+    "unit_lower": [(r(3, 3),), (r(2, 3, 3),)],
+    "structured": [((r(2), r(2, 2)), (r(2), r(2, 2)))],
+    "spread": [(np.float64(1.5), r(2, 3)), (r(2, 3), r(2, 3))],
+    "symmetrize": [(r(3, 3),), (r(2, 3, 3),)],
+    "thin": [((r(3, 2), r(2), r(2, 2)), "svd"), ((r(3, 2), r(2, 2)), "qr")],
+    "solve": [(r(3, 2), SPD, b, np.linalg.solve(SPD, b), w) for b in [r(3, 2)] for w in (0, 1)]
+    + [(r(3, 2), A, b, np.linalg.solve(A, b), w) for b in [r(3, 2)] for w in (0, 1)]
+    + [(r(3), A, b, np.linalg.solve(A, b), w) for b in [r(3)] for w in (0, 1)],
 }
 
 X = np.arange(6.0).reshape(3, 2) / 5
@@ -267,6 +287,13 @@ def _random_like(value, rng):
     return rng.normal(size=np.shape(value))
 
 
+def _moved(x, h, v):
+    """`x + h * v`, a list or tuple item by item."""
+    if isinstance(x, (list, tuple)):
+        return type(x)(_moved(a, h, b) for a, b in zip(x, v))
+    return np.asarray(x, float) + h * v
+
+
 def _dot(a, b):
     """The sum of the products of the numbers of `a` and `b`, shaped alike."""
     if dataclasses.is_dataclass(a):
@@ -298,15 +325,15 @@ def test_a_helpers_reverse_rule_is_the_transpose_of_its_derivative(name, variant
         bound[p] = default
     ans = fn(*args)
     ans_bar = _random_like(ans, rng)
-    v = {p: rng.normal(size=np.shape(bound[p])) for p in variant.templates}
+    v = {p: _random_like(bound[p], rng) for p in variant.templates}
 
     def along(h):
-        moved = dict(bound, **{p: np.asarray(bound[p], float) + h * v[p] for p in v})
+        moved = dict(bound, **{p: _moved(bound[p], h, v[p]) for p in v})
         return _dot(ans_bar, fn(*[moved[p] for p in names[:len(args)]]))
     h = 1e-6
     expected = (along(h) - along(-h)) / (2 * h)
     given = dict({"ans": ans, "ans_bar": ans_bar}, **bound)    # (a parameter `ans` wins)
-    found = sum(np.sum(_evaluate(t, given) * v[p]) for p, t in variant.templates.items())
+    found = sum(_dot(v[p], _evaluate(t, given)) for p, t in variant.templates.items())
     assert found == pytest.approx(expected, rel=1e-6, abs=1e-8)
 
 
@@ -325,11 +352,10 @@ NO_REVERSE_RULE_YET = {
     "hstack", "int_zero", "interp_outside", "interp_slope", "inv", "last", "lead",
     "linspace_end", "log_base", "lstsq_adjoint", "lu_product_adjoint", "midpoints", "mirrored",
     "mirrored_adjoint", "nanvariance", "norm", "partition_order", "pivot", "polyder_value",
-    "polygamma", "power_dot", "prod_others", "rhs_outer", "shaped_as", "sinc_slope", "solve",
-    "spread", "structured", "svd_values_adjoint", "symmetrize", "take", "thin",
-    "trapezoid_weights", "tri_mask", "unconvolve", "uncorrelate", "undiff", "ungradient",
-    "uninterp", "unit_lower", "unmeshgrid", "unouter", "unpolyval", "unquantile",
-    "unquantile_q", "unsequence", "unsort_list", "weights_like", "zero_at",
+    "polygamma", "power_dot", "prod_others", "shaped_as", "svd_values_adjoint",
+    "trapezoid_weights", "unconvolve", "uncorrelate", "undiff", "ungradient", "uninterp",
+    "unmeshgrid", "unpolyval", "unquantile", "unquantile_q", "unsequence", "unsort_list",
+    "weights_like",
 }
 
 

@@ -28,10 +28,21 @@ def unsplit(g, pieces, axis=0):
                           axis=axis)
 
 
-# (the transpose of joining the adjoints of the pieces: taking `ans_bar` apart again)
-helper_adjoint(unsplit, namespace=ns, zero="pieces", g=(
-    "_s2s_split_like(_s2s_rebroadcast(ans_bar, ans), pieces, "
-    "(1 if np.ndim(pieces[0]) > 1 else 0) if axis is None else axis)"))
+@helper(linear="g")
+def resplit(g, pieces, axis=0):
+    """`g` cut into pieces shaped like `pieces` along `axis` (None: as `np.hsplit` cuts):
+    the transpose of `unsplit`."""
+    if np.ndim(g) == 0:
+        return [g] * len(pieces)
+    if axis is None:
+        axis = 1 if np.ndim(pieces[0]) > 1 else 0
+    return np.split(g, np.cumsum([np.shape(p)[axis] for p in pieces])[:-1], axis=axis)
+
+
+# (joining the adjoints of the pieces, and cutting `ans_bar` into pieces again)
+helper_adjoint(unsplit, zero="pieces",
+               g="_s2s_resplit(_s2s_rebroadcast(ans_bar, ans), pieces, axis)")
+helper_adjoint(resplit, zero="pieces", g="_s2s_rebroadcast(_s2s_unsplit(ans_bar, pieces, axis), g)")
 
 
 @helper(linear="g")

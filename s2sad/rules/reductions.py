@@ -239,6 +239,12 @@ def unouter(d, x, y, which):
     return np.sum(d, axis=tuple(range(nx))) if nx else d.copy()
 
 
+# (a sum over the axes of the other operand: `ans_bar` spread over them again)
+helper_adjoint(unouter, namespace=ns, zero="x, y", d=(
+    "_s2s_rebroadcast(np.broadcast_to(_s2s_lead(_s2s_rebroadcast(ans_bar, x), y) if which == 0 "
+    "else _s2s_rebroadcast(ans_bar, y), np.shape(x) + np.shape(y)), d)"))
+
+
 def outer_dot(d, ans):
     """A tangent `d` of a ufunc's `outer`, broadcast to the shape of its result `ans`."""
     return d if np.shape(d) == np.shape(ans) else np.broadcast_to(d, np.shape(ans)).copy()

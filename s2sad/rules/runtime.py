@@ -733,9 +733,9 @@ def unsum(g, items):
     return np.broadcast_to(g, np.shape(items)).copy()
 
 
-helper_adjoint(unsum, zero="items", namespace=dict(
-    sum=sum, isinstance=isinstance, list=list, tuple=tuple), g=(
-    "_s2s_rebroadcast(sum(ans_bar) if isinstance(ans_bar, (list, tuple)) else ans_bar, g)"))
+# (`g` for every item: the adjoints of the items summed; for an array of items, over its
+# first axis, and down to the shape of `g`)
+helper_adjoint(unsum, zero="items", namespace={"sum": sum}, g="_s2s_rebroadcast(sum(ans_bar), g)")
 
 
 @helper(linear="g")
