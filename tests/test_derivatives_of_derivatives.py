@@ -44,6 +44,10 @@ MORE_SAMPLES = {
                 ([r(2, 2), r(2, 2)], [r(2, 2), r(2, 2)], None)],
     "resplit": [(r(2, 6), [r(2, 2), r(2, 4)], 1), (r(5), [r(2), r(3)], None),
                 (r(3, 4), [r(3, 1), r(3, 3)], None), (r(5, 2), [r(2, 2), r(3, 2)])],
+    "unmeshgrid": [([r(4, 3), r(4, 3)], w, r((3, 4)[w]), "xy") for w in (0, 1)]
+    + [([r(3, 4, 2)] * 3, w, r((3, 4, 2)[w]), "ij") for w in (0, 1, 2)],
+    "remeshgrid": [(r((3, 4)[w]), w, [r(4, 3), r(4, 3)], "xy") for w in (0, 1)]
+    + [(r(2), 2, [r(3, 4, 2)] * 3, "ij"), (r(4), 0, [r(4, 3), r(4, 3)], "ij")],
     "unrot90": [(r(2, 3), 1), (r(2, 3, 4), 3, (1, 2)), (r(3, 3), -2)],
     "unappend": [(r(5), r(2), r(3), None, 0), (r(5), r(2), r(3), None, 1),
                  (r(2, 5), r(2, 2), r(2, 3), 1, 1), (r(6), r(2, 2), r(2), None, 0)],
@@ -386,7 +390,7 @@ NO_REVERSE_RULE_YET = {
     "hstack", "int_zero", "interp_outside", "interp_slope", "inv", "last", "lead",
     "linspace_end", "log_base", "lstsq_adjoint", "lu_product_adjoint", "midpoints", "mirrored",
     "mirrored_adjoint", "nanvariance", "norm", "partition_order", "pivot", "polyder_value",
-    "polygamma", "power_dot", "prod_others", "svd_values_adjoint", "undiff", "unmeshgrid",
+    "polygamma", "power_dot", "prod_others", "svd_values_adjoint", "undiff",
 }
 
 

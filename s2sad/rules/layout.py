@@ -235,11 +235,38 @@ def unmeshgrid(g, which, x, indexing="xy"):
     d = g[which]
     if np.ndim(d) == 0:
         return d
-    axis = which
-    if indexing == "xy" and len(g) > 1 and which < 2:
-        axis = 1 - which
+    axis = _mesh_axis(which, len(g), indexing)
     others = tuple(i for i in range(np.ndim(d)) if i != axis)
     return np.reshape(np.sum(d, axis=others), np.shape(x))
+
+
+def _mesh_axis(which, count, indexing):
+    """The axis of the grids of `np.meshgrid` that its argument `which` of `count` runs
+    along ('xy' swaps the first two)."""
+    return 1 - which if indexing == "xy" and count > 1 and which < 2 else which
+
+
+@helper(linear="d")
+def remeshgrid(d, which, grids, indexing="xy"):
+    """`d`, the adjoint of argument `which` of `np.meshgrid(..., indexing=indexing)`,
+    spread along its axis of the grids `grids`, zeros in the other grids: the transpose
+    of `unmeshgrid`."""
+    if not isinstance(grids, (list, tuple)):
+        return grids                                # the zero (see `products.spread_to`)
+    shape = np.shape(grids[which])
+    out = [np.zeros(np.shape(grid)) for grid in grids]
+    if not shape:
+        out[which] = d
+        return out
+    axis = _mesh_axis(which, len(grids), indexing)
+    along = np.reshape(d, [-1 if i == axis else 1 for i in range(len(shape))])
+    out[which] = np.broadcast_to(along, shape).copy()
+    return out
+
+
+helper_adjoint(unmeshgrid, zero="x", g="_s2s_remeshgrid(_s2s_rebroadcast(ans_bar, x), which, g, indexing)")
+helper_adjoint(remeshgrid, zero="grids",
+               d="_s2s_rebroadcast(_s2s_unmeshgrid(ans_bar, which, d, indexing), d)")
 
 
 @helper(tangent=())
