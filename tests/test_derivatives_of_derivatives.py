@@ -377,6 +377,105 @@ def test_a_helpers_reverse_rule_is_the_transpose_of_its_derivative(name, variant
     assert found == pytest.approx(expected, rel=1e-6, abs=1e-8)
 
 
+# -- meta-learning steps through the adjoints of NumPy functions -------------------------
+V = np.array([0.3, -0.2, 0.5, 0.9])
+M = np.array([[2.0, 0.3, 0.1, 0.0], [0.3, 1.5, 0.2, 0.1], [0.1, 0.2, 1.8, 0.4],
+              [0.0, 0.1, 0.4, 2.2]])
+XP = np.array([0.0, 0.4, 1.0, 1.6])
+
+
+def stacked(w):
+    return np.sum(np.stack([w, w * w], axis=1) ** 3) + np.sum(np.vstack([w, np.sin(w)]) ** 2)
+
+
+def repeated(w):
+    return np.sum(np.repeat(w, [1, 2, 3, 1]) ** 3 * np.arange(7.0)) + np.sum(
+        np.tile(w, 2) ** 3 * np.arange(8.0))
+
+
+def sorted_values(w):
+    return np.sum(np.sort(w * w - w) * np.arange(4.0)) ** 2
+
+
+def summed_list(w):
+    return sum([w[0] * w, w ** 2, np.sin(w)]) @ np.arange(4.0)
+
+
+def traced(w):
+    return np.trace(np.outer(w, w) @ M) ** 2 + np.sum(np.diagonal(np.outer(w, w ** 2)) ** 3)
+
+
+def padded(w):
+    return np.sum(np.pad(w ** 2, (1, 2), "reflect") ** 3) + np.sum(
+        np.pad(w, 1, constant_values=w[0]) ** 3)
+
+
+def taken(w):
+    a = w * 2.0
+    a[np.array([0, 2, 0])] = w[1:] ** 2
+    return np.sum(a ** 3) + np.sum(np.take_along_axis(w ** 2, np.array([3, 0, 0, 2]), 0) ** 2)
+
+
+def quantiles(w):
+    return np.max(w * w) + np.quantile(w * w, 0.3) ** 2 + np.percentile(w, 70.0) * w[0]
+
+
+def interpolated(w):
+    return np.sum(np.interp(np.array([0.2, 0.7, 1.2]), XP, w ** 2) ** 3) + np.sum(
+        np.interp(w, XP, np.array([1.0, -0.5, 2.0, 0.3])) ** 2 * w)
+
+
+def differentiated(w):
+    return np.sum(np.gradient(w ** 3) ** 2) + np.sum(np.convolve(w ** 2, w[:3], "same") ** 2)
+
+
+def solved(w):
+    return np.sum(np.linalg.solve(M * w[0], np.outer(w, w[:2])) ** 2) + np.sum(
+        np.linalg.solve(M + np.outer(w, w), w ** 2) ** 2)
+
+
+def transposed(w):
+    return np.sum(np.transpose(np.outer(w, w ** 2)) * M) + np.sum(
+        np.cross(w[:3], w[1:] ** 2) ** 2) + np.sum(np.kron(w[:2], w[2:] ** 2) ** 2)
+
+
+def gridded(w):
+    a, b = np.meshgrid(w[:2] ** 2, w[1:])
+    return np.sum((a * b) ** 2) + np.var(np.outer(w, w), axis=0) @ V
+
+
+@pytest.mark.parametrize("inner_loss", [
+    stacked, repeated, sorted_values, summed_list, traced, padded, taken, quantiles,
+    interpolated, differentiated, solved, transposed, gridded])
+def test_a_meta_learning_step_through_numpy_functions(inner_loss):
+    """`loss(w - lr * grad(loss)(w))`, whose gradient differentiates the adjoints of
+    `inner_loss`'s NumPy functions in reverse mode, against central differences of the
+    same step taken with a gradient by central differences."""
+    d = s2sad.grad(inner_loss)
+
+    def meta(w):
+        return inner_loss(w - 0.1 * d(w))
+
+    def meta_by_differences(w):
+        return inner_loss(w - 0.1 * central(inner_loss, w, 1e-5))
+    expected = central(meta_by_differences, V, 1e-4)
+    assert np.allclose(s2sad.grad(meta)(V), expected, rtol=1e-5, atol=1e-6)
+
+
+U = np.array([0.5, -1.0, 2.0, 0.25, 1.5, -0.5, 1.0, 0.75])
+
+
+def repeated_sines(x):
+    return np.sum(np.repeat(np.stack([np.sin(x * V[:2]), x * x * V[2:]], axis=1), 2) * U)
+
+
+def test_the_third_derivative_through_stacks_and_repeats():
+    x = 0.7
+    third = np.repeat(np.stack([-V[:2] ** 3 * np.cos(x * V[:2]), 0.0 * V[2:]], axis=1), 2)
+    assert s2sad.grad(s2sad.grad(s2sad.grad(repeated_sines)))(x) == pytest.approx(
+        np.sum(third * U), rel=1e-10)
+
+
 # -- which helpers gradient code calls have reverse rules ---------------------------------
 #: The runtime helpers that reverse rules' templates call (so gradient code may call
 #: them) without a reverse rule yet. Reverse mode over gradient code that calls one
