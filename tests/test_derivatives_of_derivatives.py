@@ -29,6 +29,8 @@ MORE_SAMPLES = {
     "roll": [(r(5), 2), (r(2, 3), (1, -1), (0, 1))],
     "triu": [(r(3, 3), 1)],
     "tril": [(r(3, 3),)],
+    "prod_others": [(r(3, 4), 0), (r(2, 3, 2), (0, 2)), (np.array([0.5, 0.0, 2.0, -1.0]),),
+                    (np.array([0.0, 3.0, 0.0]),)],
     "variance": [(r(2), r(2, 3), 1, 1), (r(1, 3), r(2, 3), 0, 0, True)],
     "trace": [(r(2), r(3, 4, 2), 1, 0, 1), (r(2), r(2, 3, 3), -1, 1, 2)],
     "split_like": [(r(2, 4), [r(2, 1), r(2, 3)], 1), (r(5), [r(1, 2), r(3)], None)],
@@ -439,6 +441,10 @@ def transposed(w):
         np.cross(w[:3], w[1:] ** 2) ** 2) + np.sum(np.kron(w[:2], w[2:] ** 2) ** 2)
 
 
+def producted(w):
+    return np.prod(w * w + 0.5) + np.sum(np.prod(np.outer(w, w) - 0.2, axis=0) * V)
+
+
 def gridded(w):
     a, b = np.meshgrid(w[:2] ** 2, w[1:])
     return np.sum((a * b) ** 2) + np.var(np.outer(w, w), axis=0) @ V
@@ -446,7 +452,7 @@ def gridded(w):
 
 @pytest.mark.parametrize("inner_loss", [
     stacked, repeated, sorted_values, summed_list, traced, padded, taken, quantiles,
-    interpolated, differentiated, solved, transposed, gridded])
+    interpolated, differentiated, solved, transposed, producted, gridded])
 def test_a_meta_learning_step_through_numpy_functions(inner_loss):
     """`loss(w - lr * grad(loss)(w))`, whose gradient differentiates the adjoints of
     `inner_loss`'s NumPy functions in reverse mode, against central differences of the
@@ -460,6 +466,22 @@ def test_a_meta_learning_step_through_numpy_functions(inner_loss):
         return inner_loss(w - 0.1 * central(inner_loss, w, 1e-5))
     expected = central(meta_by_differences, V, 1e-4)
     assert np.allclose(s2sad.grad(meta)(V), expected, rtol=1e-5, atol=1e-6)
+
+
+def product_step(w):
+    return np.prod(w - 0.1 * s2sad.grad(np.prod)(w))
+
+
+def test_the_hessian_of_a_step_through_a_product():
+    """Forward mode over the reverse rule of the adjoint of np.prod (a third derivative of
+    the product), against second differences of the step with its analytic gradient."""
+    def step(w):
+        others = np.array([np.prod(np.delete(w, i)) for i in range(w.size)])
+        return np.prod(w - 0.1 * others)
+    h, eye = 1e-4, np.eye(V.size) * 1e-4
+    expected = [[(step(V + a + b) - step(V + a - b) - step(V - a + b) + step(V - a - b))
+                 / (4 * h * h) for b in eye] for a in eye]
+    assert np.allclose(s2sad.hessian(product_step)(V), expected, rtol=1e-5, atol=1e-7)
 
 
 U = np.array([0.5, -1.0, 2.0, 0.25, 1.5, -0.5, 1.0, 0.75])
@@ -489,7 +511,7 @@ NO_REVERSE_RULE_YET = {
     "hstack", "int_zero", "interp_outside", "interp_slope", "inv", "last", "lead",
     "linspace_end", "log_base", "lstsq_adjoint", "lu_product_adjoint", "midpoints", "mirrored",
     "mirrored_adjoint", "nanvariance", "norm", "partition_order", "pivot", "polyder_value",
-    "polygamma", "power_dot", "prod_others", "svd_values_adjoint", "undiff",
+    "polygamma", "power_dot", "svd_values_adjoint", "undiff",
 }
 
 
@@ -527,7 +549,7 @@ def test_every_helper_gradient_code_calls_has_both_rules_or_is_listed():
 
 
 def norm_loss(w):
-    return np.max(w * w) + np.prod(w)
+    return np.max(w * w) + np.sum(np.cumprod(w))
 
 
 dnorm_loss = s2sad.grad(norm_loss)
@@ -544,5 +566,5 @@ def test_reverse_mode_over_a_helper_without_a_reverse_rule_is_refused_naming_it(
     call = norm_meta.__code__.co_firstlineno + 1
     assert message.startswith(f"{__file__}:{call}: a call of grad(norm_loss)")
     assert message.endswith("return norm_loss(w - 0.1 * dnorm_loss(w))")
-    assert "prod_others()" in message
+    assert "cumprod()" in message
     assert f"{__file__}:{norm_loss.__code__.co_firstlineno}" in message

@@ -308,6 +308,12 @@ def prod_others(x, axis=None):
 
 
 
+# (the Jacobian of `prod_others` is the Hessian of the product: symmetric, its own transpose)
+helper_adjoint(prod_others, x="_s2s_prod_others_dot(x, _s2s_rebroadcast(ans_bar, x), axis)")
+
+
+@helper(params="x, u, axis=None",
+        tangent=("_s2s_prod_others_dot2(x, u, t, axis)", "_s2s_prod_others_dot(x, t, axis)"))
 def prod_others_dot(x, t, axis=None):
     """The tangent of `prod_others(x, axis)` along `t` (products of dual numbers, so
     that zero entries need no division)."""
@@ -326,6 +332,31 @@ def prod_others_dot(x, t, axis=None):
         (b, db), (r, dr) = before(a, da), before(a[..., ::-1], da[..., ::-1])
         return db * r[..., ::-1] + b * dr[..., ::-1]
     return _along_last(dot, axis, x, t)
+
+
+def prod_others_dot2(x, t, s, axis=None):
+    """The tangent of `prod_others_dot(x, t, axis)` along `s`, the tangent of `x`: the
+    part in e1 e2 of the products of the other entries of `x + e1 t + e2 s`, numbers with
+    two infinitesimals (e1 * e1 = e2 * e2 = 0), so that zero entries need no division."""
+    if np.ndim(x) == 0:
+        return np.zeros_like(x, dtype=np.result_type(x, np.float32))
+
+    def before(a, da, ea):      # exclusive cumulative products: their 1, e1, e2, e1 e2 parts
+        p = [np.ones_like(a, dtype=np.result_type(a, np.float32))] + [
+            np.zeros(a.shape, np.result_type(a, np.float32)) for _ in range(3)]
+        for k in range(1, a.shape[-1]):
+            b, db, eb = a[..., k - 1], da[..., k - 1], ea[..., k - 1]
+            p0, p1, p2, p3 = (q[..., k - 1] for q in p)
+            for q, v in zip(p, (p0 * b, p0 * db + p1 * b, p0 * eb + p2 * b,
+                                p1 * eb + p2 * db + p3 * b)):
+                q[..., k] = v
+        return p
+
+    def second(a, da, ea):
+        b = before(a, da, ea)
+        r = [q[..., ::-1] for q in before(a[..., ::-1], da[..., ::-1], ea[..., ::-1])]
+        return b[0] * r[3] + b[1] * r[2] + b[2] * r[1] + b[3] * r[0]
+    return _along_last(second, axis, x, t, s)
 
 
 @helper(shape_only=(0,), tangent=())
