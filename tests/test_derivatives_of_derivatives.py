@@ -441,6 +441,19 @@ def transposed(w):
         np.cross(w[:3], w[1:] ** 2) ** 2) + np.sum(np.kron(w[:2], w[2:] ** 2) ** 2)
 
 
+def sorted_list(w):
+    s = sorted([w[0] * w[1], w[2], w[3] ** 2])
+    return s[0] * s[1] + s[2] ** 2 + sum(v * v for v in sorted([w[1], w[0] ** 2])) ** 2
+
+
+def built_dicts(w):
+    p = {"a": w[:2] ** 2, "b": w[2:]}
+    p["c"] = p["a"] * p["b"]
+    d = {k: v for k, v in zip(["x", "y", "x"], [w[0] ** 2, w[1] * w[2], w[3] ** 3])}
+    return (np.sum(p["c"] ** 2) + np.sum(p.get("b", 0.0) ** 3) + np.sum(p.get("z", w[:2]) ** 3)
+            + d["x"] * d["y"] + d["x"] ** 2)
+
+
 def producted(w):
     return np.prod(w * w + 0.5) + np.sum(np.prod(np.outer(w, w) - 0.2, axis=0) * V)
 
@@ -452,7 +465,8 @@ def gridded(w):
 
 @pytest.mark.parametrize("inner_loss", [
     stacked, repeated, sorted_values, summed_list, traced, padded, taken, quantiles,
-    interpolated, differentiated, solved, transposed, producted, gridded])
+    interpolated, differentiated, solved, transposed, producted, gridded, sorted_list,
+    built_dicts])
 def test_a_meta_learning_step_through_numpy_functions(inner_loss):
     """`loss(w - lr * grad(loss)(w))`, whose gradient differentiates the adjoints of
     `inner_loss`'s NumPy functions in reverse mode, against central differences of the

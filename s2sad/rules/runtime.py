@@ -217,8 +217,13 @@ def unindex(g, x, index):
     if isinstance(x, (tuple, list)):
         out = list(zeros_like(x))
         named = _is_named_tuple(x)
-        items = (zip(range(*index.indices(len(x))), g) if isinstance(index, slice)
-                 else [(index, g)])
+        if isinstance(index, slice):
+            positions = range(*index.indices(len(x)))
+            # (a 0-d `g`, the zero, for each item: see `products.spread_to`)
+            zero = not isinstance(g, (list, tuple)) and np.ndim(g) == 0
+            items = zip(positions, [g] * len(positions) if zero else g)
+        else:
+            items = [(index, g)]
         for i, v in items:
             if not named or carries_derivative(x[i]):
                 out[i] = unbroadcast(v, x[i])
