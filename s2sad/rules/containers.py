@@ -267,7 +267,7 @@ def undict_set(g, d, key):
 
 
 # (a projection of `g`, onto the keys of `d` but `key`)
-helper_adjoint(undict_set, zero="d", g="_s2s_undict_set(ans_bar, g, key)")
+helper_adjoint(undict_set, zero="d, key", g="_s2s_undict_set(ans_bar, g, key)")
 
 
 define(undict_set, "g, d, key", linear="g")
@@ -278,7 +278,7 @@ def dict_set_value(g, key):
     return g if is_zero(g) else g[key]
 
 
-helper_adjoint(dict_set_value, g="_s2s_unget(ans_bar, g, key)")
+helper_adjoint(dict_set_value, zero="key", g="_s2s_unget(ans_bar, g, key)")
 
 
 define(dict_set_value, "g, key", linear="g")
@@ -310,7 +310,7 @@ def unget(g, d, key):
     return out
 
 
-helper_adjoint(unget, zero="d", g="_s2s_rebroadcast(_s2s_dict_get(ans_bar, key, 0.0), g)")
+helper_adjoint(unget, zero="d, key", g="_s2s_rebroadcast(_s2s_dict_get(ans_bar, key, 0.0), g)")
 
 
 define(unget, "g, d, key", linear="g")
@@ -321,7 +321,7 @@ def unget_default(g, d, key):
     return 0.0 if key in _dict(d) else g
 
 
-helper_adjoint(unget_default, zero="d",
+helper_adjoint(unget_default, zero="d, key",
                g="_s2s_rebroadcast(_s2s_unget_default(ans_bar, d, key), g)")
 
 

@@ -6,6 +6,7 @@ linear in `g`, its forward rule (`@helper(linear="g")`, above its `def`)."""
 import numpy as np
 
 from ..errors import MissingRuleError
+from .arrays import asarray
 from .registry import helper, helper_adjoint, helpers
 
 ns = {"np": np}
@@ -98,7 +99,7 @@ def unpad(g, x, pad_width, mode="constant"):
 
 
 # (the middle of `g`, or the copies added up: its transpose pads `ans_bar` alike)
-helper_adjoint(unpad, namespace=ns, zero="x",
+helper_adjoint(unpad, namespace=ns, zero="x, pad_width",
                g="_s2s_rebroadcast(np.pad(_s2s_rebroadcast(ans_bar, x), pad_width, mode), g)")
 
 
@@ -114,7 +115,7 @@ def unpad_constant(g, x, pad_width, constant_values=0):
     return np.sum(g) - np.sum(unpad(g, x, pad_width))
 
 
-helper_adjoint(unpad_constant, namespace=ns, zero="x, constant_values", g=(
+helper_adjoint(unpad_constant, namespace=ns, zero="x, pad_width, constant_values", g=(
     "_s2s_rebroadcast(ans_bar * np.pad(np.zeros(np.shape(x)), pad_width, 'constant', "
     "constant_values=1.0), g)"))
 
@@ -264,8 +265,8 @@ def remeshgrid(d, which, grids, indexing="xy"):
     return out
 
 
-helper_adjoint(unmeshgrid, zero="x", g="_s2s_remeshgrid(_s2s_rebroadcast(ans_bar, x), which, g, indexing)")
-helper_adjoint(remeshgrid, zero="grids",
+helper_adjoint(unmeshgrid, zero="x, which", g="_s2s_remeshgrid(_s2s_rebroadcast(ans_bar, x), which, g, indexing)")
+helper_adjoint(remeshgrid, zero="grids, which",
                d="_s2s_rebroadcast(_s2s_unmeshgrid(ans_bar, which, d, indexing), d)")
 
 
@@ -282,6 +283,72 @@ def partition_order(a, ans, axis=-1):
     out = np.empty_like(from_a)
     np.put_along_axis(out, from_ans, from_a, axis=axis)
     return out
+
+
+@helper(result="of_adjoint", linear="g")
+def untranspose(g, axes=None):
+    if np.ndim(g) == 0:
+        return g                                    # the zero (see `products.spread_to`)
+    if axes is None or axes == ():
+        return np.transpose(g)
+    if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+        axes = axes[0]
+    return np.transpose(g, np.argsort([a % np.ndim(g) for a in axes]))
+
+
+@helper(result="of_adjoint", linear="g")
+def retranspose(g, axes=None):
+    """`np.transpose(g, axes)` with `axes` as `untranspose` takes them: the transpose of
+    `untranspose`, and its reverse rule's."""
+    if np.ndim(g) == 0:
+        return g                                    # the zero (see `products.spread_to`)
+    if axes is None or axes == ():
+        return np.transpose(g)
+    if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+        axes = axes[0]
+    return np.transpose(g, axes)
+
+
+helper_adjoint(untranspose, g="_s2s_rebroadcast(_s2s_retranspose(ans_bar, axes), g)")
+helper_adjoint(retranspose, g="_s2s_rebroadcast(_s2s_untranspose(ans_bar, axes), g)")
+
+
+@helper(result="of_adjoint", linear="g")
+def untile(g, x, reps):
+    if np.ndim(g) == 0:
+        return g                                    # the zero (see `products.spread_to`)
+    x = asarray(x)
+    reps = (reps,) if np.isscalar(reps) else tuple(reps)
+    nd = max(x.ndim, len(reps))
+    shape = (1,) * (nd - x.ndim) + x.shape
+    reps = (1,) * (nd - len(reps)) + reps
+    g = np.reshape(g, [d for pair in zip(reps, shape) for d in pair])
+    return g.sum(axis=tuple(range(0, 2 * nd, 2))).reshape(x.shape)
+
+
+helper_adjoint(untile, namespace=ns, zero="x, reps",     # (`x` is read for its shape)
+               g="_s2s_rebroadcast(np.tile(_s2s_rebroadcast(ans_bar, x), reps), g)")
+
+
+@helper(result="of_adjoint", linear="g")
+def unrepeat(g, x, repeats, axis=None):
+    if np.ndim(g) == 0:
+        return g                                    # the zero (see `products.spread_to`)
+    x = asarray(x)
+    if axis is None:
+        flat = x.ravel()
+        idx = np.repeat(np.arange(flat.size), repeats)
+        out = np.zeros(flat.size, dtype=np.result_type(x, np.float32))
+        np.add.at(out, idx, np.ravel(g))
+        return out.reshape(x.shape)
+    idx = np.repeat(np.arange(x.shape[axis]), repeats)
+    out = np.zeros(x.shape, dtype=np.result_type(x, np.float32))
+    np.add.at(np.moveaxis(out, axis, 0), idx, np.moveaxis(g, axis, 0))
+    return out
+
+
+helper_adjoint(unrepeat, namespace=ns, zero="x, repeats",   # (`x` is read for its shape)
+               g="_s2s_rebroadcast(np.repeat(_s2s_rebroadcast(ans_bar, x), repeats, axis), g)")
 
 
 helpers(__name__)

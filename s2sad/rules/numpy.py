@@ -19,7 +19,7 @@ from . import registry
 from . import runtime, tangents  # noqa: F401 - the helpers its templates call, declared
 from .operators import POW_X
 from ..errors import MissingRuleError
-from .registry import define, helper, helper_adjoint
+from .registry import define, helper
 
 ns = {"np": np}        # (and the runtime helpers, `_s2s_NAME`: see registry.HELPERS)
 
@@ -90,9 +90,6 @@ def sinc_slope(x, n=1):
         closed = ((2 - v * v) * np.sin(v) - 2 * v * np.cos(v)) / (v * v * v)
     out = np.pi ** n * np.where(small, series, closed)
     return out.astype(u.dtype, copy=False) if array else float(out)
-
-
-helper_adjoint(sinc_slope, zero="n", x="_s2s_rebroadcast(ans_bar * _s2s_sinc_slope(x, n + 1), x)")
 
 
 rule(np.sinc, "x", "g * _s2s_sinc_slope(x, 1)", elementwise=True)

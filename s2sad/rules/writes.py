@@ -46,7 +46,7 @@ def zero_at(g, index):
 
 
 # (a projection: its own transpose)
-helper_adjoint(zero_at, g="_s2s_rebroadcast(_s2s_zero_at(ans_bar, index), g)")
+helper_adjoint(zero_at, zero="index", g="_s2s_rebroadcast(_s2s_zero_at(ans_bar, index), g)")
 
 
 @helper(result="of_adjoint", numba=True, linear="g")
