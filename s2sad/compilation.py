@@ -291,6 +291,8 @@ class Compilation:
         for bound, value in self.bindings.items():
             if value is obj and bound.startswith("_s2s_"):
                 return bound
+        if not base.isidentifier():         # (`<lambda>`)
+            base = "".join(c if c.isalnum() else "_" for c in base).strip("_") or "value"
         bound = self.namer.fresh("_s2s_" + base)
         self.bindings[bound] = obj
         return bound

@@ -95,7 +95,7 @@ TEMPORARY = Mark(
     "s2s_temporary", "the name is a temporary of Wengert form (not the user's)",
     ["before_ad/wengert.py", "ad/forward_mode.py"],
     ["ad/forward_mode.py", "before_ad/common_subexpressions.py",
-     "after_ad/inline_temporaries.py"])
+     "after_ad/inline_temporaries.py", "analysis/names.py"])
 BUILTIN = Mark(
     "s2s_builtin", "the called name is the builtin it spells (`len`, `range`)",
     ["analysis/operations.py"],

@@ -75,9 +75,12 @@ def with_nonlocal(x):
     return total
 
 def nested_default(x):
-    def scaled(v, k=2.0):
-        return v * k
-    return scaled(x)
+    scaled = lambda v, k=2.0: v * k
+    return _twice(scaled, x)
+
+
+def _twice(f, v):
+    return f(f(v))
 
 def called_before_def(x):
     y = early(x)

@@ -179,3 +179,19 @@ def comp_variable_and_user_name(x):
     k = 3.0
     total = sum(x * k for k in range(5)) * k
     return total + k
+
+
+def nested_defaults(x, y):
+    def decay(t, a, rate=2.0 * y, *, offset=0.0):     # (computed here, where defined)
+        return a * math.exp(-rate * t) + offset
+    first = decay(0.5, x)
+    y = y * 3.0                                        # (the default keeps the old y)
+    return first + decay(0.25, x, y) + decay(1.0, y, offset=x * x)
+
+
+def lambda_defaults_in_loop(x):
+    total = 0.0
+    for k in range(3):
+        power = lambda v, p=k + 1: v ** p
+        total = total + power(x) + power(x, 2)
+    return total

@@ -1,7 +1,7 @@
 """Calls s2sad resolves since issue #36: methods of the objects of a list outside the
 function (`for layer in layers: x = layer.forward(x)`, the loop unrolled, the list's
 items' classes guarded), `super().m(x)`, and functions decorated with a wrapper that only
-forwards (`functools.wraps`), `grad` of a `functools.partial`, and functions passed as
+forwards (`functools.wraps`) or memoises (`functools.cache`, `lru_cache`), `grad` of a `functools.partial`, and functions passed as
 arguments or left as defaults (`def f(x, nonlinearity=np.tanh)`). Gradients (grad), tangents (jvp) and second derivatives
 (hessian) against central differences in float64 (tests/oracle.py, and
 numpy_cases.fd_array_grad for arrays)."""
@@ -232,6 +232,26 @@ def test_a_wrapper_that_only_forwards_is_seen_through():
         assert_close(s2sad.grad(wrapped_energy)(x), fd_grad(wrapped_energy, (x,)))
         assert_close(s2sad.hessian(wrapped_energy)(x),
                      fd_grad(lambda v: float(s2sad.grad(wrapped_energy)(v)), (x,)), rtol=1e-5)
+
+
+@functools.cache
+def cached_energy(x, k=2.0):
+    return k * np.sin(x) * x
+
+
+def calls_cached(x):
+    return cached_energy(x, k=x) + cached_energy(x * x)
+
+
+def test_a_function_memoised_by_functools_cache_is_its_function():
+    """(a memoised function returns its function's values: s2sad differentiates that)"""
+    for x in (0.4, -1.3):
+        expected = fd_grad(calls_cached, (x,))
+        assert_close(s2sad.grad(calls_cached)(x), expected)
+        assert_close(s2sad.jvp(calls_cached, (x,), (1.0,))[1], expected)
+        assert_close(s2sad.grad(cached_energy)(x), fd_grad(cached_energy, (x,)))
+        assert_close(s2sad.hessian(calls_cached)(x),
+                     fd_grad(lambda v: float(s2sad.grad(calls_cached)(v)), (x,)), rtol=1e-5)
 
 
 @pytest.mark.parametrize("fn", [counted_energy, calls_counted], ids=["itself", "called"])

@@ -87,6 +87,16 @@ def star_star(x):
     return _product(**d) * d.get("a") + _product(**{"a": x[2], "b": x[0]}, c=x[1])
 
 
+def star_star_nested(x):
+    t = x * 0.5
+
+    def model(a, b):
+        return a * np.exp(-b * t) + t[0]          # (t from the enclosing function)
+    params = {"a": x[0], "b": x[1]}
+    scaled = lambda a, b: a * b * x[2]  # noqa: E731 - (a lambda called with **d)
+    return np.sum(model(**params) ** 2) + scaled(x[0], **{"b": x[1]})
+
+
 def _loss(p, x):
     return np.sum(p["w"] * x) + p["b"] ** 2
 
@@ -135,7 +145,7 @@ def element_write_of_a_helpers_dict(x):
 
 
 CASES = [display, comprehension, computed_keys, get_with_default, dict_calls,
-         sequence_calls, star_star, dict_to_helper, dict_in_loop, enumerate_start,
+         sequence_calls, star_star, star_star_nested, dict_to_helper, dict_in_loop, enumerate_start,
          element_writes, element_write_of_a_helpers_dict]
 
 

@@ -177,6 +177,21 @@ def test_a_method_replaced_on_the_class():
     every_mode_agrees(nb["f"], 1.2, g)
 
 
+def test_a_method_replaced_on_the_class_by_a_lambda():
+    nb = Notebook().run(
+        "class Model:\n"
+        "    def predict(self, x):\n"
+        "        return x * x\n"
+        "model = Model()\n"
+        "def f(x):\n"
+        "    return model.predict(x)\n")
+    g = s2sad.grad(nb["f"])
+    every_mode_agrees(nb["f"], 1.2, g)
+    nb.run("Model.predict = lambda self, x: x ** 4\n")     # (guarded as a `<lambda>`)
+    assert_close(g(1.2), 4 * 1.2 ** 3)
+    every_mode_agrees(nb["f"], 1.2, g)
+
+
 def test_a_method_set_on_a_module_level_instance():
     nb = Notebook().run(
         "class Model:\n"

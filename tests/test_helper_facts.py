@@ -58,6 +58,7 @@ def _sample_calls():
     return {
         "zeros_like": [(a23,), ([x3, 2.0],)],
         "from_array": [(r(2, 3), a23)],
+        "to_array": [(r(2, 3), r(2, 3), [x3, r(3)]), ([0.5, -0.2], 1.5, [x3, r(3)])],
         "cumprod": [(r(4), positive, np.cumprod(positive))],
         "unpad": [(r(5), x3, 1)],
         "unbroadcast": [(r(2, 3), x3), (r(2, 3), a23), (r(3), 1.5)],
@@ -81,6 +82,7 @@ def _sample_calls():
         "extremum": [(np.float64(1.5), peak, peak.max())],
         "variance": [(np.float64(1.5), x5)],
         "cumsum": [(r(4), r(4))],
+        "linspace_end_adjoint": [(r(2), r(5, 2), True, 1), (np.float64(0.5), r(4), False, 0)],
         "trace": [(np.float64(2.0), r(3, 3))],
         "diag": [(r(3, 3), x3), (r(3), r(3, 3))],
         "norm": [(np.float64(1.0), x3, np.linalg.norm(x3))],
@@ -97,6 +99,7 @@ def _sample_calls():
         "split_like": [(r(5), [r(2), x3])],
         "unstack": [(r(2, 3), [x3, r(3)])],
         "hstack": [(r(5), [r(2), x3])],
+        "unhstack": [([r(2), x3], r(5), [r(2), x3]), ([r(2), x3], 0.0, [r(2), x3])],
         "vstack": [(r(2, 3), [x3, r(3)])],
         "untranspose": [(r(3, 2),), (r(2, 3, 4), (1, 2, 0))],
         "retranspose": [(r(3, 2),), (r(2, 3, 4), (1, 2, 0))],

@@ -36,6 +36,8 @@ CASES = [
     (c.nested_branches, (1.5,)),
     (c.nested_keyword_call, (0.7, 1.9)),
     (c.nested_recursive, (1.3,)),
+    (c.nested_defaults, (0.7, 0.4)),
+    (c.lambda_defaults_in_loop, (0.6,)),
     (c.lambda_in_comprehension, (0.4,)),
     (c.lambda_reads_global_not_comprehension_var, (0.4,)),
     (c.comprehension_var_named_like_a_global, (0.4,)),
@@ -202,3 +204,8 @@ def test_hessian_through_a_nested_function():
 def test_hessian_of_a_comprehension():
     x = 0.7        # d2/dx2 of sum_{i odd < 6} x**i = 2*3*x + 4*5*x**3
     assert s2sad.hessian(c.comp_filter)(x) == pytest.approx(6 * x + 20 * x ** 3, rel=1e-12)
+
+
+def test_hessian_through_nested_functions_with_defaults():
+    x = 0.6        # d2/dx2 of sum_k (x**(k+1) + x**2) = 0 + 2 + 6x + 3 * 2
+    assert s2sad.hessian(c.lambda_defaults_in_loop)(x) == pytest.approx(8 + 6 * x, rel=1e-12)

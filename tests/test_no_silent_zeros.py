@@ -352,6 +352,60 @@ def list_slices_joined(x):
     return lst[0] * lst[1]
 
 
+class _Scale:
+    def __init__(self, w):
+        self.w = w
+
+    def __call__(self, t):
+        return np.tanh(self.w * t)
+
+
+_ACTIVATIONS = [np.sin, np.tanh]
+
+
+def _activation():
+    return np.tanh
+
+
+class _Log:
+    def __init__(self):
+        self.items = []
+
+    def add(self, v):
+        self.items.append(v)
+
+
+# -- a list an object holds, changed in place ---------------------------------------------
+def appended_through_a_method(x):
+    log = _Log()
+    log.add(x * 2.0)
+    log.add(x ** 2)
+    return np.sum(sum(log.items))
+
+
+def appended_through_an_attribute(x):
+    log = _Log()
+    log.items.append(np.sin(x))
+    return np.sum(log.items[0])
+
+
+# -- a value called: the derivative flows through what is called, not only its arguments --
+def object_built_and_called(x):
+    return np.sum(_Scale(x)(0.3))           # (x reaches the output only through the object)
+
+
+def item_of_a_list_called(x):
+    return np.sum(_ACTIVATIONS[1](x))
+
+
+def result_of_a_call_called(x):
+    return np.sum(_activation()(x))
+
+
+def conditional_function_called(x):
+    return np.sum((np.sin if x[0] > 0 else np.cos)(x))
+
+
 def transposed_fill(x):
     h = np.outer(x, x)
     h.T.fill(x[0])
@@ -545,7 +599,9 @@ FORMS = [out_ufunc, out_ufunc_result_used, out_unary, out_reduction, out_clip, s
          partial_called, sorted_values,
          np_sort, cumsum, slice_augmented_add, slice_augmented_multiply, list_join,
          tuple_join, list_join_constant, list_repeat, tuple_repeat, list_grown_in_a_loop,
-         list_slices_joined]
+         list_slices_joined, object_built_and_called, item_of_a_list_called,
+         result_of_a_call_called, conditional_function_called, appended_through_a_method,
+         appended_through_an_attribute]
 
 #: In-place methods called through a view of a local array: refused, since they write
 #: into the array.

@@ -345,3 +345,80 @@ def test_an_init_that_stores_with_a_tuple_assignment():
         assert_close(s2sad.grad(built_pair)(x), 9.0 * x * x)
         assert_close(s2sad.jvp(built_pair, (x,), (1.0,))[1], 9.0 * x * x)
         assert_close(s2sad.hessian(built_pair)(x), 18.0 * x, rtol=1e-6)
+
+
+# -- constructors that call their base's, or inherit it (as torch.nn.Module subclasses do) --
+class Module:
+    def __init__(self):
+        super().__init__()
+        self.training = True
+
+
+class Affine(Module):
+    def __init__(self, w, scale=2):
+        super().__init__()
+        self.w = w
+        self.scale = scale
+
+    def __call__(self, x):
+        return np.tanh(self.w * x) * self.scale
+
+
+class Shifted(Affine):
+    def __init__(self, w, b):
+        super().__init__(w)
+        self.b = b
+
+    def __call__(self, x):
+        return super().__call__(x) + self.b * x
+
+
+class Scaled(Affine):
+    def __init__(self, b, w):
+        Affine.__init__(self, w=w, scale=3)
+        self.b = b
+
+
+class Inherits(Affine):
+    def __call__(self, x):
+        return self.w * x ** 2
+
+
+class ComputesBelow(Affine):
+    def __init__(self, w):
+        super().__init__(w * 2.0)
+
+
+def shifted(x):
+    return Shifted(x, x * x)(0.3)
+
+
+def scaled(x):
+    m = Scaled(x * 0.5, x)
+    return m(0.3) * m.b + m.scale
+
+
+def inherits(x):
+    return Inherits(np.sin(x))(0.3)
+
+
+@pytest.mark.parametrize("f", [shifted, scaled, inherits])
+def test_an_init_that_calls_its_bases_or_inherits_it(f):
+    for x in (0.7, -1.2):
+        assert_close(s2sad.grad(f)(x), fd_grad(f, (x,)))
+        assert_close(s2sad.jvp(f, (x,), (1.0,))[1], fd_grad(f, (x,)))
+        assert_close(s2sad.hessian(f)(x),
+                     fd_grad(lambda v: float(s2sad.grad(f)(v)), (x,)), rtol=1e-5)
+
+
+def test_the_gradient_of_a_subclass_argument_is_of_its_class():
+    m = Shifted(0.7, 0.2)
+    g = s2sad.grad(lambda m: m(0.3))(m)
+    assert type(g) is Shifted
+    assert_close(g.w, fd_grad(lambda w: Shifted(w, 0.2)(0.3), (0.7,)))
+    assert_close(g.b, 0.3)
+
+
+def test_an_init_whose_base_is_given_a_computed_value_is_refused():
+    with pytest.raises(s2sad.MissingRuleError, match=r"ComputesBelow\(\.\.\.\) builds an"):
+        s2sad.grad(lambda x: ComputesBelow(x)(0.3))(1.0)

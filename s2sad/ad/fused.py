@@ -323,7 +323,9 @@ def _needed_reads(stmts, removable, needed, binders, reads, loops, top):
     read (`reads`). A binding is `(name,)`, any assignment of the name, or `(name, loop)`,
     those inside `loop` (an id), which a read in the loop reads when the loop's body
     (`top`: `stmts` is it) bound the name before, unconditionally. `loops` holds, per
-    enclosing loop, its id and the names its body bound so far."""
+    enclosing loop, its id and the names its body bound so far (and no `for` inside it
+    bound since: `i_1 = i; for i_1 in range(k): ...; read(i_1)` reads the inner loop's
+    variable, so that loop stays)."""
     def key(name):
         for loop, bound in reversed(loops):
             if name in bound:
@@ -346,6 +348,9 @@ def _needed_reads(stmts, removable, needed, binders, reads, loops, top):
                 _needed_reads(s.body, removable, needed, binders, reads,
                               loops + [(id(s), bound)], True)
             _needed_reads(s.orelse, removable, needed, binders, reads, loops, False)
+            if isinstance(s, gast.For):     # (a read after it may read its variable)
+                for _, bound in loops:
+                    bound.difference_update(syntax.names_stored(s.target))
         else:
             needed.update(key(n) for n in syntax.names_loaded(s))
         if top and isinstance(s, gast.Assign) and len(s.targets) == 1 \

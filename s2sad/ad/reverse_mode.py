@@ -42,7 +42,7 @@ import numpy as np
 from .. import marks
 from ..analysis import operations
 from ..analysis.value_kinds import ARRAY, CONTAINER, SCALAR, sequence_operands, user_class
-from ..analysis.names import NameCounts, store_counts
+from ..analysis.names import NameCounts, as_written, store_counts
 from ..analysis.operations import COPY, CUSTOM, PACK, USER
 from .. import syntax
 from ..syntax import unparse
@@ -433,7 +433,7 @@ class Reverse(CallAdjoints):
                     gast.Attribute: "reading an attribute of a differentiated value",
                     }.get(type(node))
             if what is None and isinstance(node, gast.Call):
-                func = unparse(node.func)
+                func = as_written(node.func, self.wengert, self.src)
                 if isinstance(node.func, gast.Attribute):
                     return MissingRuleError(
                         f"{where}the method call {func}() is not supported here: s2sad "

@@ -1,13 +1,15 @@
 """Names in code: how often each name is loaded and assigned in a tree, kept current as
 passes change it (optimize, reverse's renaming of tape unpacks); and which names are
-live, so that dead assignments can be dropped (forward mode, the fused gradient).
+live, so that dead assignments can be dropped (forward mode, the fused gradient); and an
+expression of Wengert form as the user wrote it, for messages (`as_written`).
 """
 import bisect
+import re
 from collections import Counter
 
 import gast
 
-from .. import syntax
+from .. import marks, syntax
 
 
 def store_counts(tree):
@@ -26,6 +28,37 @@ def name_counts(tree):
         elif kind is gast.Store or kind is gast.Param:
             stores[n.id] += 1
     return loads, stores
+
+
+def user_name(name, src):
+    """`name` as the user wrote it in the function `src` reads (Wengert form numbers
+    versions: `y_1`)."""
+    base = re.sub(r"_\d+$", "", name)
+    used = {n.id for n in syntax.name_nodes(src.node)}
+    return base if name not in used and base in used else name
+
+
+def as_written(e, fn, src, depth=8):
+    """The source of the expression `e` of `fn` (in Wengert form) as the user wrote it
+    in the function `src` reads: each temporary of Wengert form in it replaced by what it
+    holds (`t_5(x)` is `self.layers[-1](x)`), each version by its name (`f_1` is `f`),
+    for messages."""
+    held = {s.targets[0].id: s.value for s in syntax.statements(fn)
+            if isinstance(s, gast.Assign) and len(s.targets) == 1
+            and isinstance(s.targets[0], gast.Name) and marks.TEMPORARY.of(s)}
+
+    def spelled(node, left):
+        if isinstance(node, gast.Name) and node.id in held and left:
+            return spelled(syntax.copied(held[node.id]), left - 1)
+        if isinstance(node, gast.Name):
+            node.id = user_name(node.id, src)
+        for field, value in gast.iter_fields(node):
+            if isinstance(value, gast.AST):
+                setattr(node, field, spelled(value, left))
+            elif isinstance(value, list):
+                value[:] = [spelled(v, left) if isinstance(v, gast.AST) else v for v in value]
+        return node
+    return syntax.unparse(spelled(syntax.copied(e), depth))
 
 
 def number_names(fn, stored=None):

@@ -7,7 +7,7 @@ import gast
 
 from .. import marks
 from .. import syntax
-from ..frontend.source import MISSING, numba_function
+from ..frontend.source import CACHED, MISSING, numba_function
 from ..rules import registry
 from ..rules.containers import DICT_METHODS
 from ..rules.operators import SYNTAX
@@ -90,7 +90,8 @@ def classify(value, src):
 
 def python_function(prim):
     """(function, arguments bound before the call's own) if `prim` is Python code s2sad
-    can differentiate: a function, a bound method, or a functools.partial of one."""
+    can differentiate: a function, a bound method, a functools.partial of one, or one
+    memoised by functools.cache or lru_cache (whose values are the function's)."""
     if getattr(prim, "s2s_derivative", False):
         return None
     if inspect.isfunction(prim):
@@ -101,6 +102,8 @@ def python_function(prim):
         return prim.__func__, (prim.__self__,), {}
     if isinstance(prim, functools.partial) and inspect.isfunction(prim.func):
         return prim.func, prim.args, prim.keywords
+    if isinstance(prim, CACHED) and inspect.isfunction(prim.__wrapped__):
+        return prim.__wrapped__, (), {}   # (functools.cache, lru_cache: the same values)
     call = getattr(type(prim), "__call__", None)
     if inspect.isfunction(call) and not isinstance(prim, type):
         return call, (prim,), {}      # an instance of a class with a Python __call__

@@ -60,13 +60,13 @@ def f(a):
     return y_2
 """
 import dataclasses
-import re
 
 import gast
 import numpy as np
 
 from .. import marks
 from .. import syntax
+from ..analysis.names import user_name
 from ..analysis.value_kinds import ARRAY, CONTAINER, SCALAR, UNKNOWN
 from ..rules import registry, runtime
 from . import callee_effects
@@ -462,7 +462,7 @@ class Aliasing:
             reader = self.statement[min(readers, key=lambda r: self.src.lineno(
                 self.statement[r]))]
             raise self.src.syntax_error(s, (
-                f"{self.src.line_text(s).strip()} changes {_user_name(changed, self.src)} "
+                f"{self.src.line_text(s).strip()} changes {user_name(changed, self.src)} "
                 f"in place, memory that line {self.src.lineno(reader)} "
                 f"({self.src.line_text(reader).strip()}) reads before; the gradient reads "
                 "the values from before, which the call changes. Compute a new array or "
@@ -723,7 +723,7 @@ class Aliasing:
     # -- the errors ------------------------------------------------------------------
     def refusal(self, name, stale, read):
         line = lambda node: f"line {self.src.lineno(node)}"   # noqa: E731
-        shown = _user_name(name, self.src)
+        shown = user_name(name, self.src)
         write, link = stale.write, stale.link
         if stale.callee is not None:
             found, w, args = stale.callee
@@ -736,7 +736,7 @@ class Aliasing:
         base = self.written(write)
         what = "list" if self.kinds.kind.get(base) == CONTAINER else "array"
         if stale.element:
-            what = f"array {_user_name(base, self.src)} holds, which"
+            what = f"array {user_name(base, self.src)} holds, which"
         made = f" ({line(link)}: {self.src.line_text(link).strip()})" if link else ""
         return self.src.syntax_error(read, (
             f"{shown} is read after {line(write)} ({self.src.line_text(write).strip()}) "
@@ -758,7 +758,7 @@ class Aliasing:
     def argument(self, w, args):
         """The user's name for the argument of the parameter a callee's `w` writes into."""
         arg = args.get(w.param)
-        return _user_name(arg.id, self.src) if isinstance(arg, gast.Name) else w.param
+        return user_name(arg.id, self.src) if isinstance(arg, gast.Name) else w.param
 
 
 @dataclasses.dataclass(frozen=True)
@@ -789,13 +789,6 @@ def _join(a, b):
     for o, readers in b[2].items():
         seen[o] = seen.get(o, frozenset()) | readers
     return names, {**b[1], **a[1]}, seen
-
-
-def _user_name(name, src):
-    """`name` as the user wrote it (Wengert form numbers versions: `y_1`)."""
-    base = re.sub(r"_\d+$", "", name)
-    used = {n.id for n in syntax.name_nodes(src.node)}
-    return base if name not in used and base in used else name
 
 
 def _ints(parts, kinds):

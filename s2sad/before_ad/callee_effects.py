@@ -41,7 +41,7 @@ from ..compilation import arg_types_key
 from ..errors import S2SADError
 from ..frontend import guards, source
 from ..rules import registry, runtime
-from .lost_derivatives import MUTATING_METHODS
+from .lost_derivatives import MUTATING_METHODS, changes_its_receiver
 
 #: Python functions whose result holds no memory of their arguments.
 FRESH = (len, int, float, bool, complex, str, repr, isinstance, type, id, hash, range,
@@ -111,7 +111,7 @@ def changed_in_place(call, ctx):
         written = call.args[0] if call.args else None
     elif record is not None and record.writes is not None and len(call.args) > record.writes:
         written = call.args[record.writes]
-    elif (isinstance(func, gast.Attribute) and func.attr in MUTATING_METHODS and prim is None
+    elif (changes_its_receiver(func) and prim is None
           and registry.METHODS.get(func.attr) is None):
         return syntax.receiver_root(func.value)     # also `a[:2].sort()`, `h.T.fill(v)`
     else:

@@ -9,7 +9,9 @@ its own `g_vjp`, forward mode its `g_jvp`, each compiled from the lifted source,
 lines are still the lines of the user's file.
 
 A closure reads its free variables when it is called, not when it is defined; the call
-passes the values they have at that moment, so the two agree.
+passes the values they have at that moment, so the two agree. Default values are
+computed where the function is defined (`def g(t, k=2.0 * x)`: `g_k = 2.0 * x` in its
+place), and a call that leaves the parameter passes that value.
 
 >>> from s2sad.before_ad.lift import Lift
 >>> print(show(Lift, '''
@@ -30,6 +32,7 @@ def f(x):
 """
 import functools
 import weakref
+from typing import NamedTuple
 
 import gast
 
@@ -76,10 +79,12 @@ class Lift:
         _rewrite_calls(fn, signatures, self.src)
         _mark_calls(fn, self.functions)
         self.pass_as_values(fn, definitions, signatures)
-        gone = {id(stmt) for stmt, _ in definitions.values()}
+        # each definition gives way to its default values, computed where it was
+        kept = {id(stmt): _defaults(node, signatures[name].defaults)
+                for name, (stmt, node) in definitions.items()}
         for block in syntax.blocks(fn.body, functions=False):
-            if any(id(s) in gone for s in block):
-                block[:] = [s for s in block if id(s) not in gone] or [gast.Pass()]
+            if any(id(s) in kept for s in block):
+                block[:] = [d for s in block for d in kept.get(id(s), [s])] or [gast.Pass()]
         return fn
 
     def definitions(self, fn):
@@ -144,10 +149,6 @@ class Lift:
             raise self.src.syntax_error(
                 node.decorator_list[0], "decorators on nested functions are not "
                 "supported; define the function at module level")
-        if args.defaults or any(d is not None for d in args.kw_defaults):
-            raise self.src.syntax_error(
-                node, "default parameter values of nested functions and lambdas are not "
-                      "supported; pass the value at each call")
         if args.vararg or args.kwarg:
             raise self.src.syntax_error(
                 node, "nested functions and lambdas with *args or **kwargs are not "
@@ -199,8 +200,10 @@ class Lift:
                             changed = True
         for name, (_, node) in definitions.items():
             self.check_no_mutation(name, node, extras[name])
-        signatures = {name: ([a.id for a in node.args.posonlyargs + node.args.args],
-                             extras[name]) for name, (_, node) in definitions.items()}
+        taken = {n.id for n in syntax.name_nodes(self.src.node)} | set(self.src.free_values())
+        signatures = {name: Signature([a.id for a in _params(node)], extras[name],
+                                      _default_names(name, node, taken))
+                      for name, (_, node) in definitions.items()}
         defs = [self.lifted_def(name, node, extras[name])
                 for name, (_, node) in definitions.items()]
         for d in defs:
@@ -245,10 +248,17 @@ class Lift:
                     a.id if isinstance(a, gast.Name) and a.id in definitions else None)
                 if name is None:
                     continue
+                if signatures[name].defaults:
+                    raise self.src.syntax_error(
+                        a, f"the nested function {name!r} has default parameter values and "
+                           "is passed as a value here; s2sad passes the values it reads from "
+                           "the enclosing function, not its defaults. Define it without "
+                           "defaults (the code that calls it gives every argument), or at "
+                           "module level")
                 value = syntax.located(syntax.name(name), a)
                 marks.PRIM.put(value, self.functions[name])
                 marks.LIFTED.put(value)
-                extras = signatures[name][1]
+                extras = signatures[name].extras
                 if extras:
                     partial = syntax.name(self.bind("partial", obj=functools.partial))
                     marks.PRIM.put(partial, functools.partial)
@@ -266,6 +276,9 @@ class Lift:
             lifted = syntax.located(syntax.function(name, [], body, like=node), node)
         else:
             lifted = syntax.copied(node)
+        args = lifted.args      # (calls pass every parameter by position: see _positional)
+        args.args, args.kwonlyargs = args.args + args.kwonlyargs, []
+        args.defaults, args.kw_defaults = [], []
         for v in extra:
             param = syntax.name(v)
             param.ctx = gast.Param()
@@ -301,7 +314,7 @@ class Lifted:
 
     def __init__(self, node, src, signature):
         self.node, self.src = node, src
-        self.params, self.extras = signature
+        self.params, self.extras = signature[:2]      # (a Signature, or a pair)
 
     def source(self, fn, copy=True):
         src = self.src
@@ -321,8 +334,18 @@ def _rewrite_calls(tree, signatures, src):
     parameter `x`, its keyword arguments bound to positions."""
     for call in [n for n in syntax.walk(tree) if isinstance(n, gast.Call)]:
         if isinstance(call.func, gast.Name) and call.func.id in signatures:
-            params, extras = signatures[call.func.id]
-            call.args, call.keywords = _positional(call, params, src)
+            params, extras, defaults = signatures[call.func.id]
+            if any(k.arg is None for k in call.keywords):
+                if defaults:
+                    raise src.syntax_error(
+                        call, f"{call.func.id}() has default parameter values and this call "
+                              "passes **d: give the arguments by name instead (k=d['k'])")
+                # `g(a, **d)`: desugar passes d's keys as keywords, resolve_calls puts them
+                # in their places; the extras go by name meanwhile
+                call.keywords += [syntax.located(gast.keyword(arg=v, value=syntax.name(v)), call)
+                                  for v in extras]
+                continue
+            call.args, call.keywords = _positional(call, params, defaults, src)
             call.args += [syntax.located(syntax.name(v), call) for v in extras]
 
 
@@ -334,8 +357,9 @@ def _mark_calls(tree, functions):
             marks.LIFTED.put(call.func)
 
 
-def _positional(call, params, src):
-    """The call's arguments for `params` in order; the keywords of other parameters."""
+def _positional(call, params, defaults, src):
+    """The call's arguments for `params` in order (the names holding the `defaults` of
+    those it leaves); the keywords of other parameters."""
     if len(call.args) > len(params):
         raise src.syntax_error(call, f"{call.func.id}() takes {len(params)} positional "
                                      f"argument(s) but this call gives {len(call.args)}")
@@ -346,6 +370,8 @@ def _positional(call, params, src):
             args[params.index(k.arg)] = k.value
         else:
             rest.append(k)
+    args = [syntax.located(syntax.name(defaults[p]), call) if a is None and p in defaults
+            else a for p, a in zip(params, args)]
     missing = [p for p, a in zip(params, args) if a is None]
     if missing:
         raise src.syntax_error(call, f"this call of {call.func.id}() gives no value for "
@@ -400,6 +426,46 @@ def _comprehension_names(stmts):
     for s in stmts:
         visit(s, frozenset())
     return found
+
+
+class Signature(NamedTuple):
+    """How the calls of a lifted function pass its arguments: its own `params` (the
+    keyword-only ones after the others), the `extras` (values of the enclosing function it
+    reads) after them, and the names holding the `defaults` of params that have one."""
+    params: list
+    extras: list
+    defaults: dict
+
+
+def _default_values(node):
+    """{parameter: its default value's expression} of `node` (a FunctionDef or Lambda)."""
+    args = node.args
+    positional = args.posonlyargs + args.args
+    values = dict(zip([a.id for a in positional[len(positional) - len(args.defaults):]],
+                      args.defaults))
+    values.update((a.id, d) for a, d in zip(args.kwonlyargs, args.kw_defaults)
+                  if d is not None)
+    return values
+
+
+def _default_names(name, node, taken):
+    """{parameter: the name of the enclosing function holding its default value} for
+    the nested function `node` called `name` (`name_param`, made free of `taken`)."""
+    out = {}
+    for p in _default_values(node):
+        base = f"{name}_{p}"
+        out[p] = next(c for c in [base] + [f"{base}_{k}" for k in range(1, len(taken) + 2)]
+                      if c not in taken)
+        taken.add(out[p])
+    return out
+
+
+def _defaults(node, names):
+    """The assignments of the default values of `node` to the `names` of
+    `_default_names`, where `node` was defined."""
+    values = _default_values(node)
+    return [syntax.located(syntax.assign(held, syntax.copied(values[p])), values[p])
+            for p, held in names.items()]
 
 
 def _params(fn):

@@ -43,6 +43,7 @@ import gast
 import numpy as np
 
 from .. import marks, syntax
+from ..analysis.names import as_written
 from ..analysis.operations import CALL, CUSTOM, USER
 from ..errors import MissingRuleError
 from ..rules import registry
@@ -64,6 +65,14 @@ MUTATING_METHODS = {
 }
 
 
+def changes_its_receiver(func):
+    """Whether a call of `func` changes in place the value it is a method of, in a way
+    Wengert form does not follow: `y.sort()`, `lst.extend(v)`, `acc.items.append(v)`
+    (an append to a name, `lst.append(v)`, is followed: see before_ad/wengert.py)."""
+    return isinstance(func, gast.Attribute) and (func.attr in MUTATING_METHODS or (
+        func.attr == "append" and not isinstance(func.value, gast.Name)))
+
+
 def run(fn, ctx):
     """The pass: check `fn`, leaving it as it is."""
     varied = ctx.varied
@@ -76,7 +85,7 @@ def run(fn, ctx):
             texts.append(s)
         if isinstance(s, (gast.Assign, gast.Expr)):
             for call in (n for n in syntax.walk(s.value) if isinstance(n, gast.Call)):
-                _refuse_writes(call, s, ctx, varied)
+                _refuse_writes(call, s, ctx, varied, fn)
         if s in ctx.ops:
             _refuse_functions_to_library(ctx.ops[s], s, ctx, varied, functions)
             _refuse_unruled_arguments(ctx.ops[s], s, ctx, varied)
@@ -113,7 +122,7 @@ def _refuse_text(texts, ctx, varied):
                 f"\n    {ctx.src.line_text(s).strip()}")
 
 
-def _refuse_writes(call, s, ctx, varied):
+def _refuse_writes(call, s, ctx, varied, fn):
     """Refuse `call` if it writes into an array and touches a varied value, or if what
     it calls is itself a varied value (a partial or an object holding one)."""
     if not varied & set(syntax.names_loaded(call)):
@@ -121,7 +130,8 @@ def _refuse_writes(call, s, ctx, varied):
     func, src = call.func, ctx.src
     if isinstance(func, gast.Name) and func.id in varied:
         raise MissingRuleError(
-            f"{src.where(s)}: {func.id} holds values that depend on the differentiated "
+            f"{src.where(s)}: {as_written(func, fn, src)} holds values that depend on the "
+            "differentiated "
             "inputs, and s2sad cannot tell which function calling it runs: it knows a "
             "function value made the same way on every path (a function, a method of an "
             "object whose class it knows, a nested function or lambda, or a "
@@ -149,11 +159,20 @@ def _refuse_writes(call, s, ctx, varied):
             f"{spelled}() adds into its first argument in place, which s2sad cannot "
             "differentiate. Build the new array instead (np.bincount, or an explicit "
             "loop that assigns elements)"))
-    if not (isinstance(func, gast.Attribute) and func.attr in MUTATING_METHODS):
+    if not changes_its_receiver(func):
         return
     root = syntax.receiver_root(func.value)
     if root is not None and ctx.src.is_local(root):
         x = syntax.unparse(func.value)
+        if isinstance(func.value, gast.Attribute) and not hasattr(np.ndarray, func.value.attr):
+            # `acc.items.append(v)`, `self.history.extend(vs)`: what an object holds
+            # (not `h.T.fill(v)`, below)
+            raise src.syntax_error(s, (
+                f"{x}.{func.attr}() changes in place the value {root} holds as "
+                f"{func.value.attr}, which s2sad cannot differentiate: it follows in-place "
+                "changes only through local names. Build the value in a local variable "
+                f"({func.value.attr} = [...]; {func.value.attr}.{func.attr}(v)) and read "
+                "that, or return it"))
         if isinstance(func.value, gast.Name):
             instead = "Compute a new array instead: " + MUTATING_METHODS[func.attr].format(x=x)
             raise src.syntax_error(s, (

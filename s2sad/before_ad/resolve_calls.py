@@ -476,6 +476,10 @@ class ResolveCalls:
             raise self.src.syntax_error(s, f"this call of {fn.__name__}() does not match "
                                            f"its parameters: {exc}") from None
         given = binding.arguments
+        if special and getattr(fn, "s2s_gradient", None) is not None:
+            version, args = self.derivative_specialised(fn, given, s)
+            self.set_call(call, version, args, {})
+            return
         if special or any(p.kind == p.KEYWORD_ONLY and p.name in given
                           for p in signature.parameters.values()):
             version, args = self.specialised(fn, signature, given)
@@ -524,10 +528,9 @@ class ResolveCalls:
             elif p.name not in given:
                 plan.append(("default", p.name))
             elif self.is_function_value(given[p.name]):
-                known = self.known_value(given[p.name])
-                plan.append(("function", p.name, known.fn, len(known.args),
-                             tuple(known.keywords)))
-                args += known.args + list(known.keywords.values())
+                step, values = self.function_step(p.name, given[p.name])
+                plan.append(step)
+                args += values
             else:
                 plan.append(("value", p.name))
                 args.append(given[p.name])
@@ -538,6 +541,51 @@ class ResolveCalls:
             # (made again when the function's code, defaults or closure values changed)
             made = versions[key] = (stamp, _Specialiser(fn, plan, self.src).version())
         return made[1], args
+
+
+    def derivative_specialised(self, standing, given, s):
+        """(a function that stands for the derivative `standing` stands for (see
+        frontend.gradients), of the version of its primal specialised on the function
+        values the call passes, the call's arguments): `grad(lam)(x, f=f)`, the `lam` of
+        a lambda that reads a function passed in, is `grad(lam_1)(x, f_y)`."""
+        primal, wrt, kind = standing.s2s_gradient
+        signature = inspect.signature(primal)
+        names = list(signature.parameters)
+        version, args = self.specialised(
+            primal, signature, {k: v for k, v in given.items() if k in names})
+        params = list(inspect.signature(version).parameters)
+
+        def moved(w):       # (the version's parameters: function values' in their place)
+            if isinstance(w, (tuple, list)):
+                return tuple(moved(v) for v in w)
+            return w if isinstance(w, str) else params.index(names[w])
+        wrt = moved(wrt)
+        maker = gradients.MAKERS[kind]
+        if kind == "jvp":
+            made = gradients.jvp_function(version, wrt, maker)
+        else:
+            made = gradients.gradient_function(version, wrt, kind, maker(version, wrt=wrt))
+        if made is None:
+            raise self.src.syntax_error(s, f"the jvp of {primal.__name__}() "
+                                        "called here needs a version of it without defaults")
+        return made, args + [v for k, v in given.items() if k not in names]
+
+    def function_step(self, name, atom):
+        """(the plan's step for parameter `name` given the function value `atom`, the
+        arguments the version takes for it): the values bound to it, and for each of them
+        that is a function value itself (the `f` of `partial(lam, f=f)`, a lambda reading
+        a function passed in), its own step in `nested` and its values in their place."""
+        known = self.known_value(atom)
+        nested, values = [], []
+        for key, v in [*enumerate(known.args), *known.keywords.items()]:
+            if self.is_function_value(v):
+                step, inner = self.function_step(f"{name}_{key}", v)
+                nested.append((key, step))
+                values += inner
+            else:
+                values.append(v)
+        return ("function", name, known.fn, len(known.args), tuple(known.keywords),
+                tuple(nested)), values
 
 
 def _assigns(s):
@@ -587,12 +635,9 @@ class _Specialiser:
                 kwonly.append(name)
                 kw_defaults.append(defaults[name])
             elif how == "function":
-                _, _, value, nargs, keywords = step
-                parts = [self.fresh(f"{name}_{i}") for i in range(nargs)]
-                named = [self.fresh(f"{name}_{k}") for k in keywords]
-                params += parts + named
-                prologue.append(self.function_value(name, value, parts,
-                                                    dict(zip(keywords, named))))
+                made, lines = self.function_parts(name, step)
+                params += made
+                prologue += lines
             elif how == "args":
                 parts = [self.fresh(f"{name}_{i}") for i in range(step[2])]
                 params += parts
@@ -636,6 +681,26 @@ class _Specialiser:
                 out[p.name] = (syntax.const(p.default) if type(p.default) in _LITERALS
                                else self.bind(f"{p.name}_default", p.default))
         return out
+
+    def function_parts(self, name, step):
+        """(parameters, statements) that bind `name` to the function value of `step`
+        (see `function_step`): `name = partial(value, name_0, name_k=name_k)`, after the
+        statements that bind those of its values that are function values themselves."""
+        _, _, value, nargs, keywords, nested = step
+        nested = dict(nested)
+        params, lines, parts = [], [], []
+        for key in [*range(nargs), *keywords]:
+            part = self.fresh(f"{name}_{key}")
+            if key in nested:
+                made, inner = self.function_parts(part, nested[key])
+                params += made
+                lines += inner
+            else:
+                params.append(part)
+            parts.append(part)
+        lines.append(self.function_value(name, value, parts[:nargs],
+                                         dict(zip(keywords, parts[nargs:]))))
+        return params, lines
 
     def function_value(self, name, value, parts, named):
         """`name = value_name` or `name = partial(value_name, *parts, **named)`."""

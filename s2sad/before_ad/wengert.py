@@ -133,6 +133,8 @@ class Wengert:
             func = e.func
             if isinstance(func, gast.Attribute) and not self.is_global_ref(func):
                 func = syntax.attribute(flat(func.value), func.attr)
+            elif not isinstance(func, (gast.Name, gast.Attribute)):
+                func = flat(func)       # `Model(w)(x)`, `layers[0](x)`: a value called
             else:
                 func = self.rename(func, env)
             keywords = [gast.keyword(arg=k.arg, value=flat(k.value)) for k in e.keywords]

@@ -275,8 +275,14 @@ def numba_function(fn):
         not getattr(fn, "s2s_derivative", False)) else None
 
 
+#: the class of the functions functools.cache and lru_cache make, which return the
+#: values of the function they wrap (`__wrapped__`)
+CACHED = type(functools.lru_cache(lambda: None))
+
+
 def unwrap(fn):
-    """The plain Python function behind a bound method or a Numba dispatcher."""
+    """The plain Python function behind a bound method, a Numba dispatcher or a function
+    functools.cache or lru_cache memoises."""
     if numba_function(fn) is not None:
         return numba_function(fn)
     if getattr(fn, "s2s_derivative", False):
@@ -286,6 +292,8 @@ def unwrap(fn):
             "elementwise_grad nested), hessian(f) and hvp(f), and grad(f) called in a "
             "differentiated function. Differentiate the original function (its .primal).")
     fn = getattr(fn, "__func__", fn)
+    if isinstance(fn, CACHED) and inspect.isfunction(fn.__wrapped__):
+        fn = fn.__wrapped__
     while forwards(fn):     # a decorator's wrapper that only calls what it wraps
         fn = fn.__wrapped__
     return fn

@@ -48,6 +48,9 @@ def polygamma(n, x):
     return float(out) if dtype is None else out.astype(dtype)
 
 
+helper_adjoint(polygamma, zero="n", x="ans_bar * _s2s_polygamma(n + 1, x)")
+
+
 @helper(linear="values")
 def shaped_as(seq, values):
     """The array `values` in the container type of `seq` (a list, tuple or array of
@@ -97,6 +100,22 @@ def midpoints(y, axis=-1):
     return 0.5 * (np.take(y, range(1, n), axis) + np.take(y, range(n - 1), axis))
 
 
+@helper(linear="b")
+def unmidpoints(b, axis=-1):
+    """The adjoint of `midpoints(y, axis)` from the adjoint `b` of its result: half of
+    each entry of `b` to each of the two neighbours it is the mean of."""
+    b = np.asarray(b)
+    width = [(0, 0)] * b.ndim
+    width[axis] = (1, 0)
+    shifted = np.pad(b, width)
+    width[axis] = (0, 1)
+    return 0.5 * (shifted + np.pad(b, width))
+
+
+helper_adjoint(midpoints, y="_s2s_unmidpoints(_s2s_spread(ans_bar, ans), axis)")
+helper_adjoint(unmidpoints, b="_s2s_midpoints(_s2s_spread(ans_bar, ans), axis)")
+
+
 @helper(tangent=(
     None, "_s2s_trapezoid_weights(y, t, dx, axis)",
     # (the weights read dx only without x: then they are linear in dx)
@@ -133,6 +152,10 @@ def polyder_value(p, x, m=1):
     power first), as `np.polyval` reads them."""
     p = np.asarray(p)
     return np.polyval(np.polyder(p, m), x) if m < len(p) else 0.0 * np.asarray(x)
+
+
+helper_adjoint(polyder_value, p="_s2s_unpolyval(ans_bar, p, x, m)",
+               x="ans_bar * _s2s_polyder_value(p, x, m + 1)")
 
 
 @helper(tangent=("_s2s_unpolyval(t, p, x, m)", None, "_s2s_unpolyval(g * t, p, x, m + 1)"))
@@ -271,6 +294,37 @@ def cumprod(g, x, ans, axis=None):
     else:
         out = _before(xs) * _suffix(gs, xs)
     return back(out)
+
+
+@helper(params="b, g, x, p, which, axis=None", tangent=(
+    "_s2s_cumprod_adjoint(t, g, x, p, which, axis)",
+    "_s2s_cumprod_adjoint(b, t, x, p, which, axis) if which else 0.0",
+    *["_s2s_no_second_derivative(\"np.cumprod's adjoint\")"] * 2))
+def cumprod_adjoint(b, g, x, p, which, axis=None):
+    """The adjoint of `g` (`which` 0), `x` (1) or `p` (2) in `cumprod(g, x, p, axis)` from
+    the adjoint `b` of its result. `cumprod(g, x, p)` is `J(x)^T g`, J the derivative of
+    the cumulative product: the adjoint of `g` is its tangent along `b`. Where `x` has no
+    zeros, `cumprod` is `R(g p) / x` (R the cumulative sum from the end), which reads `x`
+    and `p` apart; where it has some, it reads `x` alone, and the adjoint of `x` is then
+    the Hessian of <g, cumprod(x)> (symmetric) applied to `b`, its tangent along `b`."""
+    if which == 0:
+        return cumprod_dot(b, x, p, axis)
+    xs, back = _along(x, axis)
+    bs = _along(np.broadcast_to(b, np.shape(x)), axis)[0]
+    if np.any(xs == 0):
+        return cumprod_adjoint_dot(g, x, b, axis) if which == 1 else np.zeros(np.shape(p))
+    gs = _along(np.broadcast_to(g, np.shape(p)), axis if np.ndim(p) else None)[0]
+    if which == 1:
+        ps = _along(p, axis)[0]
+        return back(-bs * np.flip(np.cumsum(np.flip(gs * ps, -1), -1), -1) / (xs * xs))
+    out = gs * np.cumsum(bs / xs, -1)
+    return out if axis is None else back(out)
+
+
+helper_adjoint(cumprod, params="g, x, p, axis=None",
+               g="_s2s_rebroadcast(_s2s_cumprod_adjoint(ans_bar, g, x, p, 0, axis), g)",
+               x="_s2s_cumprod_adjoint(ans_bar, g, x, p, 1, axis)",
+               p="_s2s_cumprod_adjoint(ans_bar, g, x, p, 2, axis)")
 
 
 def cumprod_dot(t, x, ans, axis=None):
@@ -534,6 +588,20 @@ def interp_slope(x, xp, fp, period=None):
     return np.where(below | above | (width == 0), 0.0, slope)
 
 
+@helper(linear="b")
+def uninterp_slope(b, x, xp, fp, period=None):
+    """The adjoint of `fp` in `interp_slope(x, xp, fp)` from the adjoint `b` of its
+    result: `b` over the width of each segment, to its right sample, minus to its left."""
+    return uninterp_dot(b, 1.0, x, xp, fp, period)
+
+
+helper_adjoint(uninterp_slope, zero="x, xp, fp", b="_s2s_interp_slope(x, xp, ans_bar, period)")
+
+
+# (linear in `fp`; piecewise constant in `x` and `xp`)
+helper_adjoint(interp_slope, zero="x, xp", fp="_s2s_uninterp_slope(ans_bar, x, xp, fp, period)")
+
+
 @helper(tangent=("_s2s_uninterp(t, x, xp, fp, left, right, period)",
                  "_s2s_uninterp_dot(g, t, x, xp, fp, period)"))
 def uninterp(g, x, xp, fp, left=None, right=None, period=None):
@@ -583,6 +651,11 @@ def interp_outside(g, x, xp, side):
     the adjoint of `left` or `right` in `np.interp`."""
     _, _, below, above = _interp_segments(x, xp, None)
     return float(np.sum(np.where(above if side else below, g, 0.0)))
+
+
+helper_adjoint(interp_outside, zero="x, xp", namespace={"np": np}, g=(
+    "_s2s_rebroadcast(np.where(np.asarray(x) > np.asarray(xp)[-1] if side else np.asarray(x) < "
+    "np.asarray(xp)[0], ans_bar, 0.0), g)"))
 
 
 helpers(__name__)

@@ -227,6 +227,9 @@ def lead(x, y):
     return np.reshape(x, np.shape(x) + (1,) * np.ndim(y))
 
 
+helper_adjoint(lead, zero="y", x="_s2s_reshape_like(ans_bar, x)")
+
+
 @helper(linear="d")
 def unouter(d, x, y, which):
     """The adjoint of `x` (which=0) or `y` (which=1) of a ufunc's `outer(x, y)` from `d`,

@@ -47,7 +47,7 @@ import sys
 import gast
 
 from ..errors import S2SADError
-from .plain_classes import plain
+from .plain_classes import plain, stored_parameters
 
 version = 0
 #: The runtime helpers, by the name templates and generated code call them (`_s2s_` and
@@ -127,7 +127,8 @@ def helper(fn=None, *, tangent=None, linear=None, adjoint=None, params=None, nam
         define(fn, params, tangent=tangent, linear=linear,
                namespace=fn.__globals__ if namespace is None else namespace)
     if adjoint is not None:
-        helper_adjoint(fn, namespace=namespace, **adjoint)
+        helper_adjoint(fn, namespace=fn.__globals__ if namespace is None else namespace,
+                       **adjoint)
     return fn
 
 
@@ -499,7 +500,7 @@ def _plain_constructor(cls):
     found once per class."""
     if cls in _NOT_CONSTRUCTORS or not plain(cls):
         return None
-    stored = _stored_parameters(cls)
+    stored = stored_parameters(cls)
     if stored is None:
         _NOT_CONSTRUCTORS.add(cls)
         return None
@@ -522,52 +523,6 @@ def _plain_constructor(cls):
 
 
 _NOT_CONSTRUCTORS = set()   # (weak in effect: a class made in a loop is rare)
-
-
-def _stored_parameters(cls):
-    """{parameter: the attribute it is stored in} of a plain class's `__init__` that only
-    stores (see `_plain_constructor`), else None."""
-    import ast
-    import textwrap
-    init = cls.__dict__.get("__init__")
-    if init is None or not inspect.isfunction(init) or "__new__" in cls.__dict__ or any(
-            "__init__" in b.__dict__ or "__new__" in b.__dict__ for b in cls.__mro__[1:-1]):
-        return None
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(init)))
-    except (OSError, TypeError, SyntaxError):
-        return None
-    fn = tree.body[0]
-    if not isinstance(fn, ast.FunctionDef) or fn.decorator_list or not fn.args.args:
-        return None
-    params = [a.arg for a in fn.args.args]
-    self, stored, attributes = params[0], {}, set()
-    body = fn.body[1:] if (fn.body and isinstance(fn.body[0], ast.Expr) and isinstance(
-        fn.body[0].value, ast.Constant) and isinstance(fn.body[0].value.value, str)) \
-        else fn.body
-    pairs = []      # (target, value); `self.a, self.b = a, b` stores each of a pair
-    for s in body:
-        if isinstance(s, ast.Pass):
-            continue
-        if not (isinstance(s, ast.Assign) and len(s.targets) == 1):
-            return None
-        target, value = s.targets[0], s.value
-        if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(
-                target.elts) == len(value.elts):
-            pairs += zip(target.elts, value.elts)
-        else:
-            pairs.append((target, value))
-    for target, value in pairs:
-        if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
-                and target.value.id == self and target.attr not in attributes):
-            return None
-        attributes.add(target.attr)
-        if isinstance(value, ast.Name) and value.id in params[1:] and value.id not in stored:
-            stored[value.id] = target.attr
-        elif not (isinstance(value, ast.Constant) and isinstance(
-                value.value, (int, bool, str, type(None)))):
-            return None
-    return stored
 
 
 def lookup(prim):

@@ -17,7 +17,7 @@ from .pytrees import (
     by_attributes as _by_attributes, replace as _replace)
 from .containers import described, joined as _joined, repeated as _repeated
 from .factorizations import matrix_norm_slope
-from .reductions import axes_of as _axes, unbroadcast, unreduce
+from .reductions import axes_of as _axes, rebroadcast, unbroadcast, unreduce
 from .registry import HELPERS, define, helper, helper_adjoint, helpers, jvp
 
 ns = {"np": np}
@@ -264,6 +264,9 @@ def log_base_dot(t, x):
     return t / x if x != 0 else 0.0 * t
 
 
+helper_adjoint(log_base, x="_s2s_safe_divide(ans_bar, x)")     # (0 where x == 0, as its tangent)
+
+
 @helper(numba=True)
 def seed(y, name):
     """The adjoint 1 of a scalar output `y` of the same type; a clear error otherwise."""
@@ -429,6 +432,14 @@ def nanvariance(g, x, axis=None, ddof=0, keepdims=False):
     return unreduce(g, x, axis, keepdims) * 2 * centred / np.where(n > 0, n, np.inf)
 
 
+# (`J(x)^T g`, J nanvar's derivative: see docs/design.md, "Where a new piece goes")
+helper_adjoint(nanvariance, namespace=ns,
+               g=("_s2s_rebroadcast(np.sum(ans_bar * _s2s_nanvariance(1.0, x, axis, ddof, "
+                  "keepdims), axis=axis, keepdims=keepdims), g)"),
+               x=("_s2s_nanvariance(g, np.where(np.isnan(x), np.nan, ans_bar), axis, ddof, "
+                  "keepdims)"))
+
+
 @helper(tangent=("_s2s_safe_divide(t, d)", "-_s2s_safe_divide(n * t, d * d)"))
 def safe_divide(n, d):
     """`n / d`, and 0 where `d` is 0: the adjoint of a square root or a deviation at 0,
@@ -457,6 +468,23 @@ def linspace_end(g, start, stop, num=50, endpoint=True, which=0):
     return unbroadcast(part, start if which == 0 else stop)
 
 
+@helper(shape_only=(1,), linear="b")
+def linspace_end_adjoint(b, g, endpoint=True, which=0):
+    """The adjoint of `g` in `linspace_end(g, start, stop, num, endpoint, which)` from the
+    adjoint `b` of its result: `b`, summed down to a row of `g`, times the weight of each
+    row, `1 - w` for `start` (`which` 0), `w` for `stop` (1)."""
+    if np.ndim(g) == 0:
+        return rebroadcast(b, g)
+    n = np.shape(g)[0]
+    w = np.arange(n) / ((n - 1 if endpoint else n) or 1)
+    w = (w if which else 1 - w).reshape((n,) + (1,) * (np.ndim(g) - 1))
+    return w * rebroadcast(b, g[0])
+
+
+helper_adjoint(linspace_end, zero="start, stop",
+               g="_s2s_linspace_end_adjoint(ans_bar, g, endpoint, which)")
+
+
 @helper(linear="g")
 def arange_part(g, start, stop=None, step=None, which=0):
     """The adjoint of `start` (`which` 0) or `step` (2) of `np.arange(start, stop,
@@ -466,6 +494,12 @@ def arange_part(g, start, stop=None, step=None, which=0):
         return 0.0 * np.sum(g)
     g = asarray(g)
     return np.sum(g) if which == 0 else np.sum(g * np.arange(g.shape[0]))
+
+
+# (the samples' values are not read: `start` and `step` have no derivative here)
+helper_adjoint(arange_part, zero="start, stop, step", namespace=ns, g=(
+    "(_s2s_rebroadcast(ans_bar, g) if which == 0 else ans_bar * np.arange(np.shape(g)[0])) "
+    "if stop is not None else 0.0 * _s2s_rebroadcast(ans_bar, g)"))
 
 
 @helper(result="of_adjoint", linear="g")
@@ -512,6 +546,9 @@ def diag(g, v, k=0):
     return out
 
 
+helper_adjoint(diag, zero="v", g="_s2s_diag(ans_bar, g, k)")    # (each other's transposes)
+
+
 @helper(result="fresh",
         params="g, x, n, ord=None, axis=None, keepdims=False",
         tangent=("_s2s_norm(t, x, n, ord, axis, keepdims)",
@@ -535,6 +572,20 @@ def norm(g, x, ans, ord=None, axis=None, keepdims=False):
     return scale * np.sign(x) * np.abs(x) ** (p - 1)
 
 
+# (`J(x)^T g`, the norm `n` read as given: those of `x` and `n` transpose the tangents of
+# `norm_adjoint_dot`, along `x` symmetric, along `n` one scale per norm)
+helper_adjoint(norm, params="g, x, n, ord=None, axis=None, keepdims=False", namespace=ns,
+               g=("_s2s_rebroadcast(np.sum(ans_bar * _s2s_norm(1.0, x, n, ord, axis, keepdims), "
+                  "axis=axis, keepdims=keepdims), g)"),
+               x="_s2s_norm_adjoint_dot(g, x, n, ans_bar, 0, ord, axis, keepdims)",
+               n=("_s2s_rebroadcast(np.sum(ans_bar * _s2s_norm_adjoint_dot(g, x, n, 1.0, 1, ord, "
+                  "axis, keepdims), axis=axis, keepdims=keepdims), n)"))
+
+
+@helper(params="g, x, n, s, which, ord=None, axis=None, keepdims=False", tangent=(
+    "_s2s_norm_adjoint_dot(t, x, n, s, which, ord, axis, keepdims)",
+    *["_s2s_no_second_derivative(\"np.linalg.norm's adjoint\")"] * 2,
+    "_s2s_norm_adjoint_dot(g, x, n, t, which, ord, axis, keepdims)"))
 def norm_adjoint_dot(g, x, n, t, which, ord=None, axis=None, keepdims=False):
     """The tangent of `norm(g, x, n, ord, axis, keepdims)` (the adjoint of `n =
     np.linalg.norm(x, ord, axis, keepdims)`) along `x` (which=0) or `n` (which=1): for
@@ -641,6 +692,9 @@ def hstack(g, arrays):
     return [np.reshape(p, np.shape(a)) for p, a in zip(split_like(g, flat, axis), arrays)]
 
 
+helper_adjoint(hstack, zero="arrays", g="_s2s_unhstack(ans_bar, g, arrays)")  # (their shapes)
+
+
 @helper(result="of_adjoint", linear="g")
 def vstack(g, arrays):
     if np.ndim(g) == 0:
@@ -663,6 +717,9 @@ def clip_mask(x, lo, hi):
     return inside
 
 
+helper_adjoint(clip_mask, zero="x, lo, hi")       # (a mask: no derivative)
+
+
 def first(ans, i, *xs):
     """1.0 if argument `i` is the first of `xs` equal to `ans` (the one min/max return)."""
     for j, x in enumerate(xs):
@@ -673,6 +730,8 @@ def first(ans, i, *xs):
 
 for _n in range(3, 9):                      # 0 or 1: no tangent
     jvp(first, "ans, i, " + ", ".join(f"x{k}" for k in range(_n)))
+    helper_adjoint(first, params="a, i, " + ", ".join(f"x{k}" for k in range(_n)),
+                   zero="a, " + ", ".join(f"x{k}" for k in range(_n)))
 
 
 @helper(result="fresh", linear="g")
@@ -717,6 +776,9 @@ def int_zero(g, dtype=None):
     return zeros(np.shape(g), np.float64, g)
 
 
+helper_adjoint(int_zero, g="_s2s_int_zero(ans_bar, dtype)")     # (symmetric)
+
+
 def cast_tangent(t, dtype=None):
     """The tangent of a conversion to `dtype` of a value whose tangent is `t`: `t` in that
     dtype, or zeros for an integer or boolean type."""
@@ -734,6 +796,9 @@ def cast_like(g, x, dtype=None):
     if dtype is not None and not np.issubdtype(np.dtype(dtype), np.inexact):
         return zeros_like(asarray(x))
     return asarray(g).astype(np.result_type(x), copy=False)
+
+
+helper_adjoint(cast_like, zero="x", g="_s2s_cast_like(ans_bar, g, dtype)")   # (in g's dtype)
 
 
 # -- sequences of numbers (rules/math.py) ----------------------------------------------

@@ -108,4 +108,25 @@ def last(g):
     return g if _is_zero(g) else g[-1]
 
 
+# (`head` and `last` take `append`'s adjoint apart: their transposes put it together)
+@helper(linear="b")
+def unhead(b, g):
+    """The adjoint of the list `g` in `head(g)` from the adjoint `b` of its result: `b`
+    and a zero for the last entry (the zero for a zero `g`)."""
+    return 0.0 if _is_zero(g) or _is_zero(b) else list(b) + [0.0]
+
+
+@helper(linear="b")
+def unlast(b, g):
+    """The adjoint of the list `g` in `last(g)` from the adjoint `b` of its result: zeros
+    but `b` last (the zero for a zero `g`)."""
+    return 0.0 if _is_zero(g) or _is_zero(b) else [0.0] * (len(g) - 1) + [b]
+
+
+helper_adjoint(head, g="_s2s_unhead(ans_bar, g)")
+helper_adjoint(last, g="_s2s_unlast(ans_bar, g)")
+helper_adjoint(unhead, zero="g", b="_s2s_head(ans_bar)")
+helper_adjoint(unlast, zero="g", b="_s2s_last(ans_bar)")
+
+
 helpers(__name__)
