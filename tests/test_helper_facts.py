@@ -102,6 +102,7 @@ def _sample_calls():
         "unhstack": [([r(2), x3], r(5), [r(2), x3]), ([r(2), x3], 0.0, [r(2), x3])],
         "vstack": [(r(2, 3), [x3, r(3)])],
         "untranspose": [(r(3, 2),), (r(2, 3, 4), (1, 2, 0))],
+        "retranspose": [(r(3, 2),), (r(2, 3, 4), (1, 2, 0))],
         "untile": [(r(6), x3, 2)],
         "unrepeat": [(r(6), x3, 2)],
         "unsort": [(r(4), r(4))],

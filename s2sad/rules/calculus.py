@@ -11,6 +11,8 @@ from ..errors import MissingRuleError
 from .pytrees import rebuild
 from .registry import helper, helper_adjoint, helpers
 
+ns = {"np": np}
+
 
 #: B_2, B_4, ..., B_16, the Bernoulli numbers of the asymptotic series of polygamma.
 _BERNOULLI = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510)
@@ -59,6 +61,10 @@ def shaped_as(seq, values):
         else list(values)
 
 
+helper_adjoint(shaped_as, namespace=ns, zero="seq",
+               values="_s2s_rebroadcast(np.asarray(ans_bar), values)")
+
+
 @helper(linear="g")
 def undiff(g, n=1, axis=-1):
     """The adjoint of `np.diff(a, n, axis)`: the adjoint of a first difference, `n` times."""
@@ -81,6 +87,9 @@ def weights_like(a, w, axis=None):
         shape[axis] = w.size
         w = w.reshape(shape)
     return w
+
+
+helper_adjoint(weights_like, zero="a", w="_s2s_reshape_like(ans_bar, w)")
 
 
 @helper(linear="y")
@@ -122,6 +131,15 @@ def trapezoid_weights(y, x=None, dx=1.0, axis=-1):
     return 0.5 * (_pad(d, axis, 1, 0) + _pad(d, axis, 0, 1))
 
 
+# (linear in the coordinates `x`: through their differences and the midpoints of those;
+# and in `dx` where there are no coordinates)
+helper_adjoint(trapezoid_weights, zero="y", x=(
+    "_s2s_reshape_like(_s2s_undiff(_s2s_midpoints(_s2s_rebroadcast(ans_bar, ans), axis), 1, "
+    "axis), x)"), dx=(
+    "_s2s_rebroadcast(ans_bar * (_s2s_trapezoid_weights(y, x, 1.0, axis) "
+    "- _s2s_trapezoid_weights(y, x, 0.0, axis)), dx)"))
+
+
 def _pad(d, axis, before, after):
     width = [(0, 0)] * np.ndim(d)
     width[axis] = (before, after)
@@ -155,6 +173,12 @@ def unpolyval(g, p, x, m=0):
     return shaped_as(p, np.tensordot(g, basis, axes=g.ndim))
 
 
+# (`g` onto the powers of `x`: its transpose evaluates the polynomial `ans_bar` there)
+helper_adjoint(unpolyval, zero="p", g=(
+    "_s2s_rebroadcast(_s2s_polyder_value(ans_bar, x, m), g)"), x=(
+    "_s2s_rebroadcast(_s2s_rebroadcast(g, x) * _s2s_polyder_value(ans_bar, x, m + 1), x)"))
+
+
 def _full_adjoint(g, n, m, mode, correlate):
     """The adjoint of `g`, the result of a convolution in `mode` of lengths `n` and `m`,
     as the full convolution's adjoint (zeros where `mode` leaves it out)."""
@@ -177,6 +201,17 @@ def unconvolve(g, a, v, mode="full", which=0):
     return np.correlate(full, v if which == 0 else a, "valid")
 
 
+# (bilinear in `g` and the other operand, as `uncorrelate`: the transpose in `g` is the
+# convolution itself; <ans_bar, unconvolve(g, a, v, 0)> = <unconvolve(g, ans_bar, v, 1), v>)
+helper_adjoint(unconvolve, namespace=ns, g=(
+    "_s2s_rebroadcast(np.convolve(_s2s_rebroadcast(ans_bar, a), v, mode) if which == 0 else "
+    "np.convolve(a, _s2s_rebroadcast(ans_bar, v), mode), g)"), a=(
+    "_s2s_unconvolve(g, a, _s2s_rebroadcast(ans_bar, v), mode, 0) if which == 1 else "
+    "_s2s_rebroadcast(0.0, a)"), v=(
+    "_s2s_unconvolve(g, _s2s_rebroadcast(ans_bar, a), v, mode, 1) if which == 0 else "
+    "_s2s_rebroadcast(0.0, v)"))
+
+
 @helper(tangent=("_s2s_uncorrelate(t, a, v, mode, which)",
                  "_s2s_uncorrelate(g, t, v, mode, which) if which == 1 else _s2s_zeros_like(ans)",
                  "_s2s_uncorrelate(g, a, t, mode, which) if which == 0 else _s2s_zeros_like(ans)"))
@@ -189,6 +224,15 @@ def uncorrelate(g, a, v, mode="valid", which=0):
     if which == 0:
         return np.correlate(full, np.asarray(v)[::-1], "valid")
     return np.correlate(full, a, "valid")[::-1]
+
+
+helper_adjoint(uncorrelate, namespace=ns, g=(
+    "_s2s_rebroadcast(np.correlate(_s2s_rebroadcast(ans_bar, a), v, mode) if which == 0 else "
+    "np.correlate(a, _s2s_rebroadcast(ans_bar, v), mode), g)"), a=(
+    "_s2s_uncorrelate(g, a, _s2s_rebroadcast(ans_bar, v), mode, 0) if which == 1 else "
+    "_s2s_rebroadcast(0.0, a)"), v=(
+    "_s2s_uncorrelate(g, _s2s_rebroadcast(ans_bar, a), v, mode, 1) if which == 0 else "
+    "_s2s_rebroadcast(0.0, v)"))
 
 
 def _along(x, axis):
@@ -394,6 +438,13 @@ def unquantile(g, a, q, axis=None, method="linear", keepdims=False, nan=False):
     return np.moveaxis(out.reshape(moved_shape), range(a.ndim - len(axes), a.ndim), axes)
 
 
+# (the transpose of the quantile's tangent, the same weights on the sorted values, which are
+# constant in `a` where it has no ties; in `q` they have no derivative rule)
+helper_adjoint(unquantile, zero="a", g=(
+    "_s2s_rebroadcast(_s2s_quantile_dot(_s2s_rebroadcast(ans_bar, a), a, q, axis, method, "
+    "keepdims, nan), g)"))
+
+
 @helper(params="t_a, a, q, axis=None, method='linear', keepdims=False, nan=False",
         tangent=("_s2s_quantile_dot(t, a, q, axis, method, keepdims, nan)", None, _NO_SECOND))
 def quantile_dot(t, a, q, axis=None, method="linear", keepdims=False, nan=False):
@@ -438,6 +489,12 @@ def unquantile_q(g, a, q, axis=None, method="linear", keepdims=False, nan=False,
                    axis=tuple(range(np.ndim(q), slope.ndim)))
     return total if isinstance(q, np.ndarray) else shaped_as(q, total) if isinstance(
         q, (list, tuple)) else float(total)
+
+
+# (`g` times the slope, the tangent along `q` transposed; the slope's own derivatives, in
+# `a` and `q`, have no rule)
+helper_adjoint(unquantile_q, g=(
+    "_s2s_rebroadcast(_s2s_quantile_q_dot(ans_bar, a, q, axis, method, keepdims, nan, scale), g)"))
 
 
 @helper(params="t_q, a, q, axis=None, method='linear', keepdims=False, nan=False, scale=1",
@@ -500,6 +557,11 @@ def ungradient(g, f, spacing=(), axis=None, edge_order=1):
     return out
 
 
+helper_adjoint(ungradient, namespace=ns, zero="f", g=(
+    "_s2s_rebroadcast(np.gradient(_s2s_rebroadcast(ans_bar, f), *spacing, axis=axis, "
+    "edge_order=edge_order), g)"))
+
+
 def _interp_segments(x, xp, period):
     """For each `x`: the index i of the sample to the right of its segment (i - 1 and i
     bound it; to the right of a sample point, as in JAX), its fraction of the way
@@ -557,6 +619,16 @@ def uninterp(g, x, xp, fp, left=None, right=None, period=None):
     if right is None:
         out[-1] += np.sum(np.where(above, g, 0.0))
     return out if isinstance(fp, np.ndarray) else shaped_as(fp, out)
+
+
+# (`g` shared between the two samples of each segment: its transpose interpolates
+# `ans_bar` there, 0 outside where `left` or `right` is given; in `x`, `g` times the
+# slope of `ans_bar`, the transpose of `uninterp_dot`)
+helper_adjoint(uninterp, namespace=ns, zero="fp, left, right", g=(
+    "_s2s_rebroadcast(np.interp(x, xp, ans_bar) - (left is not None) * np.where("
+    "np.asarray(x) < xp[0], ans_bar[0], 0.0) - (right is not None) * np.where("
+    "np.asarray(x) > xp[-1], ans_bar[-1], 0.0), g)"), x=(
+    "_s2s_rebroadcast(g * _s2s_interp_slope(x, xp, ans_bar), x)"))
 
 
 def uninterp_dot(g, t, x, xp, fp, period=None):

@@ -40,10 +40,17 @@ def structured(g, ans):
     return g if isinstance(g, tuple) else zeros_like(ans)
 
 
+# (`g` itself: a 0-d `g` is the zero of a value no derivative flows from)
+helper_adjoint(structured, params="g, like", zero="like", g="ans_bar")
+
+
 @helper(linear="g")
 def spread(g, like):
     """`g` as an array of the shape of `like` (the 0-d zero spelled out)."""
     return np.broadcast_to(g, np.shape(like)) if np.ndim(g) == 0 else g
+
+
+helper_adjoint(spread, zero="like", g="_s2s_rebroadcast(ans_bar, g)")
 
 
 @helper(linear="m")
@@ -51,6 +58,10 @@ def symmetrize(m):
     """The symmetric part of the matrices `m`: the derivative with respect to a matrix
     of which only the symmetric part is read (as JAX differentiates `eigh`)."""
     return 0.5 * (m + _t(m))
+
+
+# (a projection: its own transpose)
+helper_adjoint(symmetrize, m="_s2s_symmetrize(_s2s_rebroadcast(ans_bar, m))")
 
 
 @helper(linear="m")
@@ -125,6 +136,9 @@ def thin(ans, what):
                   "mode='reduced' of a matrix with at least as many rows as columns")
         raise MissingRuleError(f"s2sad differentiates np.linalg.{what} only with {detail}")
     return ans
+
+
+helper_adjoint(thin, params="x, what", zero="what", x="ans_bar")
 
 
 #: The condition number (`n max|a| max|inv(a)|`, within a factor n of the 1-norm's) up
@@ -474,6 +488,18 @@ def solve(g, a, b, ans, which):
     if np.ndim(ans) == a.ndim - 1 and np.ndim(b) == a.ndim - 1:
         return unbroadcast(-np.expand_dims(b_bar, -1) * np.expand_dims(ans, -2), a)
     return unbroadcast(-np.matmul(b_bar, np.swapaxes(ans, -1, -2)), a)
+
+
+# (with y = solve(a, ans_bar): which=1, ans = inv(a)^T g, is linear in g, and its derivative
+# along `a` is -inv(a)^T da^T ans; which=0, ans = -inv(a)^T g x^T, is linear in g and in x,
+# and its derivative along `a` is -inv(a)^T da^T ans too; so the adjoint of `a` is -ans y^T
+# in both, the adjoint of `a` in `a @ y` from `-ans`)
+helper_adjoint(solve, namespace=ns, params="g, a, b, x, which", zero="b", g=(
+    "_s2s_rebroadcast(np.linalg.solve(a, _s2s_rebroadcast(ans_bar, b)) if which == 1 else "
+    "-np.linalg.solve(a, _s2s_rebroadcast(ans_bar, a) @ x), g)"), a=(
+    "-_s2s_matmul_lhs(ans, a, np.linalg.solve(a, _s2s_rebroadcast(ans_bar, ans)))"), x=(
+    "-np.swapaxes(_s2s_rebroadcast(ans_bar, a), -1, -2) @ np.linalg.solve("
+    "np.swapaxes(a, -1, -2), _s2s_rebroadcast(g, x)) if which == 0 else _s2s_rebroadcast(0.0, x)"))
 
 
 @helper(result="fresh",

@@ -17,7 +17,7 @@ from .pytrees import (
     by_attributes as _by_attributes, replace as _replace)
 from .containers import described, joined as _joined, repeated as _repeated
 from .factorizations import matrix_norm_slope
-from .reductions import axes_of as _axes, rebroadcast, unbroadcast, unreduce
+from .reductions import axes_of as _axes, prod_others, rebroadcast, unbroadcast, unreduce
 from .registry import HELPERS, define, helper, helper_adjoint, helpers, jvp
 
 ns = {"np": np}
@@ -118,6 +118,10 @@ def unattr(g, obj, name):
     return _replace(obj, values)
 
 
+# (`g` into one field: its transpose reads that field)
+helper_adjoint(unattr, g="_s2s_rebroadcast(_s2s_attr_dot(ans_bar, obj, name), g)")
+
+
 @helper(linear="t")
 def attr_dot(t, obj, name):
     """The tangent of `obj.name`, `t` the tangent of `obj`: for an instance of a class
@@ -213,8 +217,13 @@ def unindex(g, x, index):
     if isinstance(x, (tuple, list)):
         out = list(zeros_like(x))
         named = _is_named_tuple(x)
-        items = (zip(range(*index.indices(len(x))), g) if isinstance(index, slice)
-                 else [(index, g)])
+        if isinstance(index, slice):
+            positions = range(*index.indices(len(x)))
+            # (a 0-d `g`, the zero, for each item: see `products.spread_to`)
+            zero = not isinstance(g, (list, tuple)) and np.ndim(g) == 0
+            items = zip(positions, [g] * len(positions) if zero else g)
+        else:
+            items = [(index, g)]
         for i, v in items:
             if not named or carries_derivative(x[i]):
                 out[i] = unbroadcast(v, x[i])
@@ -281,51 +290,6 @@ define(seed, "y, name", None, None, zero=("y", "name"), tangent=(), returns="sca
 
 
 # -- NumPy adjoints that are more than one expression -----------------------------------
-def _along_last(fn, axis, x, *more):
-    """`fn` applied with the reduced axes of `x` (for `np.prod(x, axis)`) flattened into
-    the last one, its result put back in `x`'s shape; `more` arrays move alike."""
-    x = asarray(x)
-    axes = _axes(axis, x.ndim)
-    last = range(x.ndim - len(axes), x.ndim)
-    moved = [np.moveaxis(asarray(a), axes, last) for a in (x, *more)]
-    flat = [m.reshape(m.shape[:x.ndim - len(axes)] + (-1,)) for m in moved]
-    return np.moveaxis(fn(*flat).reshape(moved[0].shape), last, axes)
-
-
-@helper(result="fresh", tangent="_s2s_prod_others_dot(x, t, axis)")
-def prod_others(x, axis=None):
-    """For each entry of `x`, the product of the other entries it is multiplied with by
-    `np.prod(x, axis)`: the derivative of the product, also where an entry is zero."""
-    if np.ndim(x) == 0:
-        return np.ones_like(x, dtype=np.result_type(x, np.float32))
-
-    def before(a):       # exclusive cumulative product along the last axis
-        out = np.ones_like(a, dtype=np.result_type(a, np.float32))
-        out[..., 1:] = np.cumprod(a[..., :-1], axis=-1)
-        return out
-    return _along_last(lambda a: before(a) * before(a[..., ::-1])[..., ::-1], axis, x)
-
-
-def prod_others_dot(x, t, axis=None):
-    """The tangent of `prod_others(x, axis)` along `t` (products of dual numbers, so
-    that zero entries need no division)."""
-    if np.ndim(x) == 0:
-        return np.zeros_like(x, dtype=np.result_type(x, np.float32))
-
-    def before(a, da):      # exclusive cumulative products and their tangents
-        p = np.ones_like(a, dtype=np.result_type(a, np.float32))
-        dp = np.zeros_like(p)
-        for k in range(1, a.shape[-1]):
-            p[..., k] = p[..., k - 1] * a[..., k - 1]
-            dp[..., k] = dp[..., k - 1] * a[..., k - 1] + p[..., k - 1] * da[..., k - 1]
-        return p, dp
-
-    def dot(a, da):
-        (b, db), (r, dr) = before(a, da), before(a[..., ::-1], da[..., ::-1])
-        return db * r[..., ::-1] + b * dr[..., ::-1]
-    return _along_last(dot, axis, x, t)
-
-
 @helper(shape_only=(0,), tangent=())
 def count(x, axis=None):
     """How many elements a reduction of `x` over `axis` combines (a lazy 0-d array for a
@@ -368,6 +332,14 @@ def variance(g, x, axis=None, ddof=0, keepdims=False):
     x = asarray(x)
     centred = x - x.mean(axis=axis, keepdims=True)
     return unreduce(g, x, axis, keepdims) * 2 * centred / (count(x, axis) - ddof)
+
+
+# (linear in `g`, and in `x` through centring, a symmetric projection)
+helper_adjoint(variance, namespace=ns, zero="ddof", g=(
+    "_s2s_rebroadcast(np.sum(_s2s_rebroadcast(ans_bar, x) * _s2s_variance(1.0, x, axis, ddof, "
+    "True), axis=axis, keepdims=keepdims), g)"), x=(
+    "_s2s_variance(1.0, _s2s_rebroadcast(ans_bar, x) * _s2s_unreduce(g, x, axis, keepdims), "
+    "axis, ddof, True)"))
 
 
 @helper(tangent=(
@@ -477,6 +449,10 @@ def trace(g, x, offset=0, axis1=0, axis2=1):
     rows = np.arange(max(0, -offset), min(n, m - offset))
     planes[..., rows, rows + offset] = np.expand_dims(asarray(g), -1)
     return out
+
+
+helper_adjoint(trace, namespace=ns, zero="x",      # (`x` is read for its shape)
+               g="_s2s_rebroadcast(np.trace(_s2s_rebroadcast(ans_bar, x), offset, axis1, axis2), g)")
 
 
 @helper(result="of_adjoint", linear="g")
@@ -613,12 +589,21 @@ def split_like(g, arrays, axis=0):
     return [g[before + (slice(lo, hi),)] for lo, hi in zip([0] + ends, ends)]
 
 
+# (the transposes of taking `g` apart: joining the adjoints of the pieces)
+helper_adjoint(split_like, namespace=ns, zero="arrays",
+               g="_s2s_rebroadcast(np.concatenate(ans_bar, axis), g)")
+
+
 @helper(result="of_adjoint", linear="g")
 def unstack(g, arrays, axis=0):
     """The adjoint of np.stack(arrays, axis)."""
     if np.ndim(g) == 0:
         return [g] * len(arrays)                    # the zero (see `products.spread_to`)
     return [np.take(g, i, axis=axis) for i in range(len(arrays))]
+
+
+helper_adjoint(unstack, namespace=ns, zero="arrays",
+               g="_s2s_rebroadcast(np.stack(ans_bar, axis), g)")
 
 
 @helper(result="of_adjoint", linear="g")
@@ -641,45 +626,7 @@ def vstack(g, arrays):
     return [np.reshape(p, np.shape(a)) for p, a in zip(split_like(g, rows, 0), arrays)]
 
 
-@helper(result="of_adjoint", linear="g")
-def untranspose(g, axes=None):
-    if np.ndim(g) == 0:
-        return g                                    # the zero (see `products.spread_to`)
-    if axes is None or axes == ():
-        return np.transpose(g)
-    if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
-        axes = axes[0]
-    return np.transpose(g, np.argsort([a % np.ndim(g) for a in axes]))
-
-
-@helper(result="of_adjoint", linear="g")
-def untile(g, x, reps):
-    if np.ndim(g) == 0:
-        return g                                    # the zero (see `products.spread_to`)
-    x = asarray(x)
-    reps = (reps,) if np.isscalar(reps) else tuple(reps)
-    nd = max(x.ndim, len(reps))
-    shape = (1,) * (nd - x.ndim) + x.shape
-    reps = (1,) * (nd - len(reps)) + reps
-    g = np.reshape(g, [d for pair in zip(reps, shape) for d in pair])
-    return g.sum(axis=tuple(range(0, 2 * nd, 2))).reshape(x.shape)
-
-
-@helper(result="of_adjoint", linear="g")
-def unrepeat(g, x, repeats, axis=None):
-    if np.ndim(g) == 0:
-        return g                                    # the zero (see `products.spread_to`)
-    x = asarray(x)
-    if axis is None:
-        flat = x.ravel()
-        idx = np.repeat(np.arange(flat.size), repeats)
-        out = np.zeros(flat.size, dtype=np.result_type(x, np.float32))
-        np.add.at(out, idx, np.ravel(g))
-        return out.reshape(x.shape)
-    idx = np.repeat(np.arange(x.shape[axis]), repeats)
-    out = np.zeros(x.shape, dtype=np.result_type(x, np.float32))
-    np.add.at(np.moveaxis(out, axis, 0), idx, np.moveaxis(g, axis, 0))
-    return out
+helper_adjoint(vstack, namespace=ns, zero="arrays", g="_s2s_rebroadcast(np.vstack(ans_bar), g)")
 
 
 @helper(tangent=())
@@ -723,12 +670,24 @@ def unsort(g, x, axis=-1):
     return out
 
 
+# (`g` put where the elements of `x` were: its transpose takes them from there; the order is
+# piecewise constant in `x`)
+helper_adjoint(unsort, namespace=ns, zero="x", g=(
+    "_s2s_rebroadcast(np.take_along_axis(_s2s_rebroadcast(ans_bar, x), "
+    "np.argsort(x, axis=axis), axis), g)"))
+
+
 @helper(result="of_adjoint", linear="g")
 def unsum(g, items):
     """The adjoint of the builtin sum(items): `g` for every item."""
     if isinstance(items, (list, tuple)):
         return _rebuild(items, [unbroadcast(g, v) for v in items])
     return np.broadcast_to(g, np.shape(items)).copy()
+
+
+# (`g` for every item: the adjoints of the items summed; for an array of items, over its
+# first axis, and down to the shape of `g`)
+helper_adjoint(unsum, zero="items", namespace={"sum": sum}, g="_s2s_rebroadcast(sum(ans_bar), g)")
 
 
 @helper(linear="g")

@@ -30,6 +30,12 @@ def rhs_outer(u, x):
     return u @ _t(x)
 
 
+# (bilinear: `u x^T`, or the outer product of vectors)
+helper_adjoint(rhs_outer, namespace={"np": np},
+               u="_s2s_rebroadcast(_s2s_rebroadcast(ans_bar, ans) @ x, u)",
+               x="_s2s_rebroadcast(np.swapaxes(_s2s_rebroadcast(ans_bar, ans), -1, -2) @ u, x)")
+
+
 @helper(linear="m")
 def tri_mask(m, lower, unit_diagonal=False):
     """The triangle of `m` a triangular solve reads (without the diagonal if it is a unit
@@ -37,6 +43,11 @@ def tri_mask(m, lower, unit_diagonal=False):
     if lower:
         return np.tril(m, -1 if unit_diagonal else 0)
     return np.triu(m, 1 if unit_diagonal else 0)
+
+
+# (a projection: its own transpose)
+helper_adjoint(tri_mask, zero="lower, unit_diagonal",
+               m="_s2s_tri_mask(_s2s_rebroadcast(ans_bar, m), lower, unit_diagonal)")
 
 
 _SYMMETRIC = ("sym", "symmetric", "her", "hermitian", "pos", "positive definite")
@@ -142,6 +153,9 @@ helper_adjoint(pivot, zero="piv", m="_s2s_unpivot(ans_bar, piv)")
 def unit_lower(lu):
     """The unit lower triangular factor L packed in `lu`."""
     return np.tril(lu, -1) + np.eye(np.shape(lu)[-1])
+
+
+helper_adjoint(unit_lower, namespace={"np": np}, lu="np.tril(_s2s_rebroadcast(ans_bar, lu), -1)")
 
 
 @helper(tangent=(

@@ -45,6 +45,10 @@ def zero_at(g, index):
     return out
 
 
+# (a projection: its own transpose)
+helper_adjoint(zero_at, zero="index", g="_s2s_rebroadcast(_s2s_zero_at(ans_bar, index), g)")
+
+
 @helper(result="of_adjoint", numba=True, linear="g")
 def take(g, index):
     """The adjoint of the values `v` written by `a[index] = v`, of which `g` is the
@@ -59,6 +63,13 @@ def take(g, index):
     if _basic(index) or not is_array(g) or not _may_repeat(index):
         return part.copy()
     return np.where(last_writes(np.shape(g), index), part, 0)
+
+
+# (`g[index]`, zero where a later write overwrites: `ans_bar` put back at `index`, through
+# the same zeros, `take` of ones)
+helper_adjoint(take, namespace={"np": np}, zero="index", g=(
+    "_s2s_unindex(_s2s_rebroadcast(ans_bar, ans) * _s2s_take(np.ones(np.shape(g)), index), "
+    "g, index)"))
 
 
 def last_writes(shape, index):
