@@ -290,3 +290,64 @@ def test_a_list_handed_to_a_helper_that_loops_over_it():
                      rtol=1e-5)
     check_gradient(s2sad.grad(loss_through_a_helper)(layers, X), layers,
                    fd_fields(loss_through_a_helper, layers, X))
+
+
+class Linear:
+    def __init__(self, w, b):
+        self.w = w
+        self.b = b
+
+    def __call__(self, x):
+        return self.w @ x + self.b
+
+
+class MLP:
+    """As PyTorch code writes it: tanh between the layers, none after the last."""
+
+    def __init__(self, layers):
+        self.layers = layers
+
+    def __call__(self, x):
+        for layer in self.layers[:-1]:
+            x = np.tanh(layer(x))
+        return self.layers[-1](x)
+
+
+def loss_mlp(model, x):
+    return np.sum(model(x) ** 2)
+
+
+def mlp(seed):
+    rng = np.random.default_rng(seed)
+    return MLP([Linear(rng.normal(size=(4, 3)), rng.normal(size=4)),
+                Linear(rng.normal(size=(4, 4)), rng.normal(size=4)),
+                Linear(rng.normal(size=(1, 4)), rng.normal(size=1))])
+
+
+def test_a_slice_of_the_layers_and_the_last_layer_by_a_negative_index():
+    model = mlp(7)
+    g = s2sad.grad(loss_mlp)(model, X)
+    expected = []
+    for layer in model.layers:
+        found = {}
+        for name in ("w", "b"):
+            value = getattr(layer, name)
+            d = np.zeros_like(value)
+            for i in range(value.size):
+                for sign in (1, -1):
+                    moved = value.copy()
+                    moved.flat[i] += sign * H
+                    setattr(layer, name, moved)
+                    d.flat[i] += sign * loss_mlp(model, X) / (2 * H)
+                setattr(layer, name, value)
+            found[name] = d
+        expected.append(found)
+    for got, want in zip(g.layers, expected):
+        assert_close(got.w, want["w"], rtol=1e-5, atol=1e-7)
+        assert_close(got.b, want["b"], rtol=1e-5, atol=1e-7)
+    v = np.array([0.2, -1.0, 0.4])
+    _, t = s2sad.jvp(loss_mlp, (model, X), (None, v))
+    assert_close(t, fd_grad(lambda x: loss_mlp(model, x), (X,)) @ v, rtol=1e-5)
+    model.layers.insert(1, Linear(np.eye(4), np.zeros(4)))      # (a layer more: compiled again)
+    gx = s2sad.grad(loss_mlp, 1)(model, X)
+    assert_close(gx, fd_grad(lambda x: loss_mlp(model, x), (X,)), rtol=1e-5)

@@ -317,10 +317,15 @@ class ValueKinds:
             base = self.path(e.value)
             return None if base is None else f"{base}.{e.attr}"
         if (isinstance(e, gast.Subscript) and isinstance(e.value, gast.Name)
-                and isinstance(e.slice, gast.Constant) and type(e.slice.value) is int
-                and e.slice.value >= 0):
+                and isinstance(e.slice, gast.Constant) and type(e.slice.value) is int):
             base = self.path(e.value)
-            return None if base is None else f"{base}[{e.slice.value}]"
+            k = e.slice.value
+            if base is not None and k < 0:      # (`layers[-1]`, of a list of known length)
+                root = structure.steps(base)[0]
+                known = self.structure if root in self.params else self.src.structure_of(root)
+                n = known.get(f"len({base})")
+                k = k + n if n is not None else -1
+            return None if base is None or k < 0 else f"{base}[{k}]"
         return None
 
     def structure_at(self, e):
