@@ -32,7 +32,6 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
-import types
 from typing import Any, Callable, Union
 
 import gast
