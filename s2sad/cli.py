@@ -54,7 +54,7 @@ POINT = ("the point: one value per positional parameter, a number (passed as a f
 TYPES = ("example arguments, one per positional parameter (or the first few), whose types "
          "the code is specialised on: numbers (2 is an int, 2.0 a float) or arrays written "
          "as lists in quotes ('[1.0, 2.0]'); default: floats, or float arrays when the "
-         "function uses NumPy")
+         "function uses NumPy (export: numbers or arrays)")
 
 
 def _at(parser, text, required=False):

@@ -5,9 +5,10 @@
 derivatives of the functions they call, the functions of yours they call, the imports
 and constants they read, and copies of the runtime helpers of s2sad they use (see
 `export_pieces`), under a header that says what it was made from and how to make it
-again. The code is specialised on the types of `args` (by default floats, or arrays
-when `f` uses NumPy), as `grad` specialises it; a call with arguments of other types
-raises `TypeError`.
+again. The code is specialised on the types of `args`, as `grad` specialises it (by
+default on floats; for a function that uses NumPy, by default the kinds of the
+parameters are left open, so that each may be a number or an array); a call with
+arguments of other types raises `TypeError`.
 
 >>> import importlib.util, math, os, tempfile
 >>> import s2sad
@@ -94,9 +95,13 @@ def export(f: Callable, path: str | os.PathLike | None = None, mode: str = "reve
     (`s2sad.value_and_grad`), or those named in `kind`; in forward mode, `f_jvp(*args,
     *tangents) -> (value, tangent)`, as `s2sad.jvp` runs it. `wrt` is what they
     differentiate, as for `grad`. The code is specialised on the types of `args`
-    (example arguments; for arrays, their dtype and which axes have length 1), by
-    default on floats, or arrays when `f` uses NumPy; called with others, the exported
-    functions raise `TypeError`. `backend` is the code written: "python", or "numba":
+    (example arguments; for arrays, their dtype and which axes have length 1); called
+    with others, the exported functions raise `TypeError`. Without `args`, it is
+    specialised on floats, or, when `f` uses NumPy, written for numbers and arrays alike
+    (the kinds of the parameters left open: each argument may be a number or a real
+    array, a float array for those differentiated). `backend` is the code written:
+    "python", or "numba" (without `args`, specialised on arrays, which Numba compiles
+    for floats too):
     `f_grad` and `f_value_and_grad` as `grad(f, backend="numba")` makes them, each
     function of the module decorated with `numba.njit` (callable from Python and from
     your own `@numba.njit` functions; Numba compiles them for the types of each call),
@@ -107,7 +112,8 @@ def export(f: Callable, path: str | os.PathLike | None = None, mode: str = "reve
     `command_without_at` (by default, when `command` is not given, the `s2sad export`
     command without `--at`) with the arguments' `--at` (numbers as they are, arrays as
     lists of zeros of their dtype and shape pattern), or `command` for arguments a
-    command line cannot write.
+    command line cannot write (for the code written for numbers and arrays alike, the
+    call of `s2sad.export` with the arguments of the call).
 
     What the module cannot have (a lambda or closure it would have to copy, an object
     that is not a constant, s2sad itself at run time) raises `ExportError`, which says
@@ -124,17 +130,23 @@ def export(f: Callable, path: str | os.PathLike | None = None, mode: str = "reve
         refuse_complex(target, [params.index(n) for n in names], args)
         _refuse_registered(target, [params.index(n) for n in names], args)
     arg_types = default_arg_types(target) if args is None else arg_types_of(target, args)
+    open_kinds = args is None and backend == "python" and np.ndarray in arg_types.values()
+    if open_kinds:      # numbers or arrays: the code for kinds left open
+        arg_types = {}
     patterns = None if args is None or backend == "numba" else patterns_of(target, args)
     command_at = command_without_at if command else _command(src, path, mode, names, kind,
                                                               None, backend)
     if not os.path.isfile(src.filename):
         command_at = None       # (the sentence that says how to export it again)
     command = command or _command(src, path, mode, names, kind, args, backend)
+    refused = command
+    if open_kinds:      # what it refuses, a command line cannot write
+        command_at, refused = None, _export_call(src, path, mode, wrt, kind, params)
     entries = _entries(f, mode, wrt, arg_types, patterns, wanted, backend)
-    pieces = _pieces(src, entries, params, arg_types, patterns, names, mode, command,
-                     _native(backend), command_at)
+    pieces = _pieces(src, entries, params, arg_types, patterns, names, mode, refused,
+                     _native(backend), command_at, open_kinds)
     text = _header(src, mode, names, params, arg_types, patterns, entries, pieces, command,
-                   isinstance(wrt, (tuple, list)), backend)
+                   isinstance(wrt, (tuple, list)), backend, open_kinds)
     text += _body(pieces)
     _check(text)
     if path is not None:
@@ -192,21 +204,24 @@ def _native(backend):
 
 
 def _pieces(src, entries, params, arg_types, patterns, wrt, mode, command, native=None,
-            command_at=None):
+            command_at=None, open_kinds=False):
     """The pieces of the module (see export_pieces), found from the derivatives in
     `entries` and named; `_s2s_respecialize`, which the guards call, is this module's
     own: it raises TypeError, whose message is `command` or, for arguments a command line
     can write, `command_at` (the command without `--at`, or None) with their `--at`.
-    `native`: see `_native`."""
+    `native`: see `_native`. `open_kinds`: the code was compiled with the kinds of the
+    parameters left open, and each function starts with `_open_guard`'s test."""
     exported_for = {d.fn.__name__: _exported_for(
-        params, arg_types, patterns if kind in ("grad", "value_and_grad") else None, mode)
+        params, arg_types, patterns if kind in ("grad", "value_and_grad") else None, mode,
+        wrt if open_kinds else None)
         for d, kind in entries}
     special = Piece("helper", _RESPECIALIZE, _special_env(exported_for, command, command_at,
                                                           len(params)), "export",
                     {"_s2s_respecialize": ("special", "respecialize")})
     pieces = Pieces(special=[(runtime.respecialize, special)], native=native)
     for derivative, kind in entries:
-        guard = _vjp_guard(params, arg_types, wrt, derivative) if kind == "vjp" else None
+        guard = (_open_guard(params, wrt, derivative) if open_kinds else
+                 _vjp_guard(params, arg_types, wrt, derivative) if kind == "vjp" else None)
         pieces.add_derivative(derivative, guard, f"{src.filename}:{src.first_line}")
     pieces.collect()
     pieces.allocate()
@@ -274,18 +289,54 @@ def _vjp_guard(params, arg_types, wrt, derivative):
               if p in derivative.assumed_real]
     if not tests:
         return None
+    return _guard_lines(tests, derivative), overlay
+
+
+def _open_guard(params, wrt, derivative):
+    """The first lines of an exported function compiled with the kinds of its
+    parameters left open (see `export`): the test that each argument is a number or a
+    real array (a float array for those differentiated), which that code computes with.
+    With the objects the names in them denote."""
+    overlay = {"_s2s_respecialize": runtime.respecialize,
+               "_s2s_number_or_float_array": number_or_float_array,
+               "_s2s_number_or_real_array": number_or_real_array}
+    tests = [f"not _s2s_number_or_{'float' if p in wrt else 'real'}_array({p})"
+             for p in params]
+    return _guard_lines(tests, derivative), overlay
+
+
+def number_or_float_array(x):
+    """Whether `x` is a number (int or float) or a NumPy array of floats."""
+    return x.__class__ in (float, int, np.float64) or (
+        x.__class__ is np.ndarray and x.dtype.kind == "f")
+
+
+def number_or_real_array(x):
+    """Whether `x` is a number (int or float) or a NumPy array of real numbers."""
+    return x.__class__ in (float, int, np.float64) or (
+        x.__class__ is np.ndarray and x.dtype.kind in "biuf")
+
+
+def _guard_lines(tests, derivative):
+    """`if <any of tests>: return _s2s_respecialize(<the parameters>)`, as lines."""
     signature = ast.parse(derivative.source.split("\n", 1)[0] + " pass").body[0].args
     passed = [a.arg for a in signature.posonlyargs + signature.args]
     passed += [f"*{signature.vararg.arg}"] if signature.vararg else []
     passed += [f"{a.arg}={a.arg}" for a in signature.kwonlyargs]
     passed += [f"**{signature.kwarg.arg}"] if signature.kwarg else []
     lines = emit.if_any("", tests, width=96).split("\n")
-    return lines + [f"    return _s2s_respecialize({', '.join(passed)})"], overlay
+    return lines + [f"    return _s2s_respecialize({', '.join(passed)})"]
 
 
 # -- what the header says --------------------------------------------------------------
-def _exported_for(params, arg_types, patterns, mode):
-    """The arguments the code is specialised on, as `_s2s_respecialize` reports them."""
+def _exported_for(params, arg_types, patterns, mode, open_wrt=None):
+    """The arguments the code is specialised on, as `_s2s_respecialize` reports them;
+    for code compiled with the kinds left open, those its guard takes (`open_wrt`: the
+    parameters differentiated)."""
+    if open_wrt is not None:
+        return ", ".join(f"{p} (a number or {'float' if p in open_wrt else 'real'} array)"
+                         for p in params) + (
+            " and tangents that are not None" if mode == "forward" else "")
     parts = []
     for p in params + sorted(k for k in arg_types if "." in k):
         kind = arg_types.get(p)
@@ -307,11 +358,11 @@ def _exported_for(params, arg_types, patterns, mode):
 
 
 def _header(src, mode, wrt, params, arg_types, patterns, entries, pieces, command, as_tuple,
-            backend="python"):
+            backend="python", open_kinds=False):
     version = _version()
     lines = [f'"""Derivatives of {src.name}() from {os.path.basename(src.filename)}, '
              f"line {src.first_line}, written by s2sad {version}.", ""]
-    for_ = _exported_for(params, arg_types, patterns, mode)
+    for_ = _exported_for(params, arg_types, patterns, mode, wrt if open_kinds else None)
     compiled = ", compiled with Numba" if backend == "numba" else ""
     lines += _wrapped(f"{mode.capitalize()} mode, with respect to {', '.join(wrt)}, for "
                       f"{for_}{compiled}:")
@@ -334,6 +385,10 @@ def _header(src, mode, wrt, params, arg_types, patterns, entries, pieces, comman
     needs = sorted({p.imported[0].split(".")[0] for p in pieces.pieces
                     if p.section == "import"} - set(sys.stdlib_module_names))
     called = f"Called with arguments of other types, the functions raise TypeError.{star} "
+    if open_kinds:
+        called = ("The code is written for numbers and arrays alike (runtime helpers do "
+                  "what the kinds of the arguments settle); exported with --at, it is "
+                  f"specialised on the kinds given, and faster. {called}")
     if backend == "numba":
         called = (f"The functions are numba.njit functions, which your own @numba.njit "
                   "functions can call too; Numba compiles them for the types of each call "
@@ -396,6 +451,17 @@ def _command(src, path, mode, wrt, kind, args, backend="python"):
     if backend != "python":
         words += ["--backend", backend]
     return " ".join(shlex.quote(w) for w in words)
+
+
+def _export_call(src, path, mode, wrt, kind, params):
+    """The call of `s2sad.export` that exports the derivatives again for arguments like
+    those of a call (in Python: the command line writes only numbers and arrays)."""
+    words = [src.name, repr(os.fspath(path)) if path is not None else "None"]
+    words += [f"mode={mode!r}"] if mode != "reverse" else []
+    words += [f"wrt={wrt!r}"] if wrt != 0 else []
+    words += [f"kind={kind!r}"] if kind is not None else []
+    call = f"s2sad.export({', '.join(words)}, args=({', '.join(params)}{',' * (len(params) == 1)}))"
+    return f"{call}, with the arguments of that call (in Python)"
 
 
 def _argument(value):

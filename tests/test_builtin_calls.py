@@ -157,6 +157,15 @@ def test_enumerate_with_start_as_keyword():
     check(f, [0.3, -1.2, 2.0])
 
 
+def test_reversed_read_whole():
+    def f(x):
+        backwards = list(reversed(x))
+        ys = [x[0] * x[1], np.sin(x[2])]
+        weighted = np.array(tuple(reversed(ys))) * np.array([2.0, 3.0])
+        return backwards[0] * x[1] + np.sum(weighted) + sum(reversed([x[0], x[2] ** 2]))
+    check(f, [0.3, -1.2, 2.0])
+
+
 def test_list_parameter_gradient_keeps_its_structure():
     def f(xs):
         return max(xs, key=abs) * sum(map(square, xs))

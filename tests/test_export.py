@@ -472,8 +472,11 @@ def test_options_that_are_not_available_are_refused(tmp_path):
 
 
 def _cli(*args, cwd=ROOT):
+    """`s2sad ARGS` run in `cwd`, with the s2sad of this tree."""
+    path = os.pathsep.join([ROOT] + [p for p in [os.environ.get("PYTHONPATH")] if p])
     return subprocess.run([sys.executable, "-m", "s2sad", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": path})
 
 
 def test_cli_writes_the_module_and_its_header_regenerates_it(tmp_path):
@@ -517,7 +520,7 @@ def trajectory(k, observed):
 def test_the_type_error_of_other_arguments_gives_the_command_that_exports_for_them(tmp_path):
     (tmp_path / "traj.py").write_text(TRAJECTORY)
     out = _cli("export", "traj.py:trajectory", "-o", "traj_grad.py", "--kind", "grad",
-               cwd=tmp_path)
+               "--at", "[0.0, 0.0]", "[0.0, 0.0]", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     call = ("import sys, numpy as np, traj_grad\n"
             "try:\n"
@@ -880,3 +883,177 @@ def test_numba_export_refuses_vjp_and_forward_mode(tmp_path):
     relax = cli.load(f"{tmp_path / 'relax.py'}:relax")   # what the numba backend refuses
     with pytest.raises(s2sad.NativeBackendError, match=r"relax.py:\d+: .*tapes hold numbers"):
         s2sad.export(relax, wrt=1, backend="numba")
+
+
+KINDS_USERS_PASS = """\
+import numpy as np
+
+
+def trajectory(k, observed):
+    t = np.linspace(0.0, 1.0, observed.shape[0])
+    return np.sum((np.exp(-k * t) - observed) ** 2)
+
+
+def decay(k, observed):
+    x = 1.0
+    xs = []
+    for i in range(4):
+        x = x + 0.1 * (-k * x)
+        xs.append(x)
+    return np.sum((np.array(xs) - observed) ** 2)
+
+
+def loss(w, X):
+    z = np.tanh(X * w)
+    return np.mean(z * z) + 0.5 * np.sum(w * w)
+"""
+
+#: (function, arguments) the exported gradients are called with, as written in the
+#: fresh process: floats, ints, arrays of any number of axes, NumPy's float64.
+CALLS = [
+    ("trajectory", "1.3, np.array([1.0, 0.5, 0.2])"),
+    ("trajectory", "np.array([[1.3], [0.4]]), np.array([1.0, 0.5, 0.2])"),
+    ("trajectory", "np.float64(0.8), np.array([1.0, 0.5, 0.2, 0.1])"),
+    ("decay", "1.3, np.array([0.9, 0.8, 0.7, 0.6])"),
+    ("decay", "1.3, 0.7"),
+    ("decay", "2, 0.7"),
+    ("decay", "np.array([1.3, 0.4, 2.0]), np.array([[0.9], [0.8], [0.7], [0.6]])"),
+    ("loss", "0.7, np.array([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]])"),
+    ("loss", "np.array([0.7, -0.2, 1.1]), np.array([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]])"),
+    ("loss", "np.array([[0.7], [-0.2]]), np.array([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]])"),
+    ("loss", "np.array([0.7, -0.2, 1.1]), 2"),
+]
+
+
+def _central_first(f, x, rest, h=1e-6):
+    """Central differences of f(x, *rest) with respect to x, a number or an array."""
+    if np.ndim(x) == 0:
+        return (f(x + h, *rest) - f(x - h, *rest)) / (2 * h)
+    out = np.zeros(np.shape(x))
+    for i in np.ndindex(out.shape):
+        e = np.zeros(np.shape(x))
+        e[i] = h
+        out[i] = (f(x + e, *rest) - f(x - e, *rest)) / (2 * h)
+    return out
+
+
+def _without_s2sad(tmp_path, code):
+    """Run `code` in a fresh process in which s2sad cannot be imported; its output."""
+    run = subprocess.run([sys.executable, "-c", "import sys\nsys.modules['s2sad'] = None\n"
+                          + code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    return run.stdout
+
+
+def test_export_without_at_takes_numbers_and_arrays(tmp_path):
+    """#36: exported without --at, the gradient of a NumPy function takes a number or an
+    array (of any number of axes) for each parameter, as the function does."""
+    (tmp_path / "kinds.py").write_text(KINDS_USERS_PASS)
+    for name in ("trajectory", "decay", "loss"):
+        out = _cli("export", f"kinds.py:{name}", "-o", f"{name}_derivatives.py", cwd=tmp_path)
+        assert out.returncode == 0, out.stderr
+    text = (tmp_path / "trajectory_derivatives.py").read_text()
+    assert "for k (a number or float array), observed (a number or\nreal array):" in text
+    assert ("def trajectory_grad(k, observed):\n    if not _s2s_number_or_float_array(k) or "
+            "not _s2s_number_or_real_array(observed):\n        return _s2s_respecialize(k, "
+            "observed)\n") in text
+    code = "import json\nimport numpy as np\n" + "".join(
+        f"import {name}_derivatives\n" for name in ("trajectory", "decay", "loss"))
+    code += "out = []\n"
+    for name, args in CALLS:
+        module = f"{name}_derivatives"
+        code += (f"g = {module}.{name}_grad({args})\n"
+                 f"v, vg = {module}.{name}_value_and_grad({args})\n"
+                 f"value, pullback = {module}.{name}_vjp({args})\n"
+                 "out.append([np.asarray(g).tolist(), float(v), np.asarray(vg).tolist(), "
+                 "float(value), np.asarray(pullback(1.0)).tolist(), np.ndim(g)])\n")
+    got = json.loads(_without_s2sad(tmp_path, code + "print(json.dumps(out))\n"))
+    user = {name: cli.load(f"{tmp_path / 'kinds.py'}:{name}")
+            for name in ("trajectory", "decay", "loss")}
+    for (name, args), (g, v, vg, value, pulled, ndim) in zip(CALLS, got):
+        x, *rest = eval(f"({args},)", {"np": np})
+        expected = _central_first(user[name], x, rest)
+        assert ndim == np.ndim(x), (name, args)
+        np.testing.assert_allclose(g, expected, rtol=1e-6, atol=1e-9, err_msg=args)
+        assert vg == g and pulled == g and v == value == pytest.approx(user[name](x, *rest))
+
+
+def test_export_without_at_refuses_lists_and_objects_with_a_call_that_exports_them(tmp_path):
+    (tmp_path / "kinds.py").write_text(KINDS_USERS_PASS)
+    out = _cli("export", "kinds.py:decay", "-o", "decay_derivatives.py", "--kind", "grad",
+               cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    code = ("import numpy as np\nimport decay_derivatives\n"
+            "for args in [(1.3, [0.9, 0.8, 0.7, 0.6]), (np.array([1, 2]), 0.7),\n"
+            "             (1.3, object()), (1.5j, 0.7)]:\n"
+            "    try:\n"
+            "        decay_derivatives.decay_grad(*args)\n"
+            "    except TypeError as error:\n"
+            "        print(error)\n")
+    refused = _without_s2sad(tmp_path, code).splitlines()
+    assert len(refused) == 4
+    exported_for = ("decay_grad() was exported for k (a number or float array), observed (a "
+                    "number or real array); it was called with ")
+    call = ("s2sad.export(decay, 'decay_derivatives.py', kind='grad', args=(k, observed)), "
+            "with the arguments of that call (in Python)")
+    assert refused[0] == (exported_for + "k (float), observed (list). Export it again for "
+                          "such arguments: " + call)
+    assert refused[1].startswith(exported_for + "k (int64 array of shape (2,)), observed "
+                                                "(float)")
+    assert "observed (object)" in refused[2] and "k (complex)" in refused[3]
+    # the call it gives exports the gradient for a list
+    run = subprocess.run([sys.executable, "-c", "import s2sad\nfrom kinds import decay\n"
+                          "k, observed = 1.3, [0.9, 0.8, 0.7, 0.6]\n" + call.split(", with")[0]
+                          + "\nimport decay_derivatives\n"
+                          "print(decay_derivatives.decay_grad(k, observed))\n"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": ROOT})
+    assert run.returncode == 0, run.stderr
+    decay = cli.load(f"{tmp_path / 'kinds.py'}:decay")
+    assert float(run.stdout) == pytest.approx(_central_first(decay, 1.3, [[0.9, 0.8, 0.7, 0.6]]),
+                                              rel=1e-6)
+
+
+def test_forward_export_without_at_takes_numbers_and_arrays(tmp_path):
+    (tmp_path / "kinds.py").write_text(KINDS_USERS_PASS)
+    out = _cli("export", "kinds.py:loss", "-o", "loss_jvp.py", "--mode", "forward",
+               cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    X = "np.array([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]])"
+    code = ("import json\nimport numpy as np\nimport loss_jvp\n"
+            f"a = loss_jvp.loss_jvp(0.7, {X}, 1.0)\n"
+            f"b = loss_jvp.loss_jvp(np.array([0.7, -0.2, 1.1]), {X}, np.array([1.0, 2.0, -1.0]))\n"
+            "print(json.dumps([float(a[1]), float(b[1])]))\n")
+    scalar, array = json.loads(_without_s2sad(tmp_path, code))
+    loss = cli.load(f"{tmp_path / 'kinds.py'}:loss")
+    X = np.array([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]])
+    w, v = np.array([0.7, -0.2, 1.1]), np.array([1.0, 2.0, -1.0])
+    assert scalar == pytest.approx(_central_first(loss, 0.7, [X]), rel=1e-6)
+    h = 1e-6
+    assert array == pytest.approx((loss(w + h * v, X) - loss(w - h * v, X)) / (2 * h), rel=1e-6)
+
+
+def test_numba_export_without_at_is_compiled_for_numbers_and_arrays(tmp_path):
+    """With --backend numba, the code exported without --at is that for arrays, without a
+    test of the arguments' types: Numba compiles it for the types of each call, floats
+    included."""
+    pytest.importorskip("numba", reason="backend='numba' needs Numba")
+    (tmp_path / "kinds.py").write_text(KINDS_USERS_PASS.replace("np.mean(z * z)",
+                                                                "np.sum(z * z)"))
+    out = _cli("export", "kinds.py:loss", "-o", "loss_numba.py", "--backend", "numba",
+               cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "for w (array), X (array), compiled with Numba" in (
+        tmp_path / "loss_numba.py").read_text()
+    X = "np.array([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]])"
+    code = ("import json\nimport numpy as np\nimport loss_numba\n"
+            f"a = loss_numba.loss_grad(0.7, {X})\n"
+            f"b = loss_numba.loss_grad(np.array([0.7, -0.2, 1.1]), {X})\n"
+            f"c = loss_numba.loss_value_and_grad(np.array([[0.7], [-0.2]]), {X})[1]\n"
+            "print(json.dumps([float(a), b.tolist(), c.tolist()]))\n")
+    a, b, c = json.loads(_without_s2sad(tmp_path, code))
+    loss = cli.load(f"{tmp_path / 'kinds.py'}:loss")
+    X = np.array([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]])
+    assert a == pytest.approx(_central_first(loss, 0.7, [X]), rel=1e-6)
+    np.testing.assert_allclose(b, _central_first(loss, np.array([0.7, -0.2, 1.1]), [X]), rtol=1e-6)
+    np.testing.assert_allclose(c, _central_first(loss, np.array([[0.7], [-0.2]]), [X]), rtol=1e-6)

@@ -358,6 +358,8 @@ def more_shapes_and_layout(x):
     d, e = np.hsplit(m, [1])
     f, h = np.vsplit(m, 2)
     parts = [a * b, c[3], d[:, 0], e.ravel(), f[0] * h[0], np.append(a, x[:2]),
+             np.delete(m, 1, axis=1).ravel(), np.insert(x[:4], [1, 3], x[4:]),
+             np.insert(m, 1, x[3], axis=0).ravel(),
              np.flipud(m).ravel(), np.fliplr(m).ravel(), np.rot90(m).ravel(),
              np.pad(x[:2], 1, constant_values=x[2]), np.pad(x[:3], 1, "reflect"),
              np.column_stack([x[:2], x[2:4]]).ravel(), np.atleast_1d(x[0]),

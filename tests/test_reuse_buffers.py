@@ -107,6 +107,17 @@ def exp_and_valley(x):
     return np.sum(np.exp(x[:-1]) + 100.0 * (x[1:] - x[:-1] ** 2) ** 2)
 
 
+def weight_decay(w, X):
+    # 2 * (y_bar * 0.5) * w folds to 1.0 * w, which must stay a copy of w: the gradient's
+    # other term is added into it in place
+    z = np.tanh(X * w)
+    return np.mean(z * z) + 0.5 * np.sum(w * w)
+
+
+def halved(w):
+    return np.sum(np.sin(w)) + np.sum(w * w) / 2
+
+
 RNG = np.random.default_rng(11)
 CASES = [
     (rosenbrock, (RNG.uniform(-1.5, 1.5, 7),), 0),
@@ -126,6 +137,8 @@ CASES = [
     (valley_cubed, (RNG.normal(size=6),), 0),
     (ends, (RNG.normal(size=6),), 0),
     (exp_and_valley, (RNG.normal(size=6),), 0),
+    (weight_decay, (RNG.normal(size=3), RNG.normal(size=(4, 3))), 0),
+    (halved, (RNG.normal(size=5),), 0),
 ]
 
 

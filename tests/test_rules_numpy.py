@@ -2109,6 +2109,26 @@ def append_axis0(x, y):
     return np.sum(np.sin(np.append(x, y, axis=0)))
 
 
+def delete_flat(x):
+    return np.sum(np.sin(np.delete(x, [0, 3])) * np.arange(4.0))
+
+
+def delete_axis(x):
+    return np.sum(np.sin(np.delete(x, 1, axis=1)))
+
+
+def minor_det(x):       # (the cofactor expansion of a determinant, as det's eval writes it)
+    return np.linalg.det(np.delete(np.delete(x, 0, axis=0), 1, axis=1))
+
+
+def insert_flat(x, y):
+    return np.sum(np.cos(np.insert(x, [1, 1], y)) * np.arange(np.size(x) + 2.0))
+
+
+def insert_row(x, y):
+    return np.sum(np.sin(np.insert(x, 1, y, axis=0)))
+
+
 def flipud_fn(x):
     return np.sum(np.flipud(x) * W34)
 
@@ -3051,6 +3071,11 @@ case(hsplit_fn, [np.hsplit], {"mat": (R((3, 4)),), "vec": (R((4,)),)})
 case(vsplit_fn, [np.vsplit], (R((3, 4)),))
 case(append_flat, [np.append], {"mat-vec": (R((2, 3)), R((4,))), "vec-py": (R((3,)), R(None))})
 case(append_axis0, [np.append], (R((2, 3)), R((1, 3))))
+case(delete_flat, [np.delete], (R((2, 3)),))
+case(delete_axis, [np.delete], (R((3, 4)),))
+case(minor_det, [np.delete], (R((3, 3)),))
+case(insert_flat, [np.insert], {"vec-vec": (R((4,)), R((2,))), "mat-py": (R((2, 3)), R(None))})
+case(insert_row, [np.insert], {"row": (R((2, 3)), R((3,))), "number": (R((2, 3)), R(None))})
 case(flipud_fn, [np.flipud], (R((3, 4)),))
 case(fliplr_fn, [np.fliplr], (R((3, 4)),))
 case(rot90_fn, [np.rot90], (R((3, 4)),))

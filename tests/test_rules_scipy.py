@@ -494,7 +494,7 @@ def signed(x):
     return special.logsumexp(x, return_sign=True)[0]
 
 
-@pytest.mark.parametrize("fn, message", [(frozen, "t.logpdf()"),
+@pytest.mark.parametrize("fn, message", [(frozen, "norm(0.5, 2.0).logpdf()"),
                                          (signed, "return_sign=")])
 def test_uncovered_calls_raise_missing_rule_error(fn, message):
     with pytest.raises(MissingRuleError, match=message.replace("(", r"\(").replace(")", r"\)")):

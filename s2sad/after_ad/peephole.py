@@ -482,13 +482,26 @@ class Peephole:
 
     def without_unit_products(self, s, facts):
         """`s` with `1.0 * a` inside it read as `a` for a float array `a` (not as the whole
-        value of an assignment, which would then share `a`'s memory)."""
+        value of an assignment, which would then share `a`'s memory: nor once its other
+        operand folds to 1, `2 * (y_bar * 0.5) * w`)."""
         if isinstance(s, gast.Assign) and isinstance(s.value, gast.BinOp) and any(
                 self.number(x) == 1 and not self.certainly_float(y, self.floats)
                 for x, y in ((s.value.left, s.value.right), (s.value.right, s.value.left))):
             s.value.left = self.dropped(s.value.left, facts, [])
             s.value.right = self.dropped(s.value.right, facts, [])
             return self.changed(s)
+        if isinstance(s, gast.Assign) and isinstance(s.value, gast.BinOp):
+            found = []
+            value = s.value
+            value.left = self.dropped(value.left, facts, found)
+            value.right = self.dropped(value.right, facts, found)
+            if self.number(value.left) is not None or self.number(value.right) is not None:
+                found.append(value)
+                folded = self.operation_dropped(value, facts)
+                if not isinstance(folded, gast.Name) or self.certainly_float(folded,
+                                                                             self.floats):
+                    s.value = folded
+            return self.changed(s) if found else s
         found = []
         s = self.dropped(s, facts, found)
         return self.changed(s) if found else s

@@ -13,8 +13,8 @@ loops, indexing and arithmetic it differentiates:
   seq]`): the derivative goes to the items picked, and none to the key (a choice is
   piecewise constant);
 - `list(...)` of a generator is a list comprehension, `d.values()` (`.keys()`,
-  `.items()`) read whole by a consumer (`sum(d.values())`) a generator over it, and
-  `divmod(a, b)` is `(a // b, a % b)`.
+  `.items()`) and `reversed(xs)` read whole by a consumer (`sum(d.values())`,
+  `list(reversed(xs))`) a generator over it, and `divmod(a, b)` is `(a // b, a % b)`.
 
 A sequence, a key function or an operand that is not a name is evaluated once, into a
 name bound before the statement (a lambda given as `key=` becomes a named one, which
@@ -43,7 +43,7 @@ from .desugar import CONSUMERS     # (what consumes an iterable whole)
 from .iteration import _indexable
 
 #: The builtins this pass rewrites, by name.
-NAMES = {f.__name__ for f in (map, filter, divmod, zip, enumerate, *CONSUMERS)}
+NAMES = {f.__name__ for f in (map, filter, divmod, zip, enumerate, reversed, *CONSUMERS)}
 # the statements whose own expressions run once, before anything in their bodies
 SIMPLE = (gast.Assign, gast.AugAssign, gast.AnnAssign, gast.Expr, gast.Return, gast.If,
           gast.For)
@@ -152,7 +152,8 @@ class BuiltinCalls:
             return None     # (resolved only if it may be one: what is resolved is guarded)
         obj = self.src.resolve(func)
         return obj if getattr(builtins, func.id, None) is obj and any(
-            obj is b for b in (map, filter, divmod, zip, enumerate, *CONSUMERS)) else None
+            obj is b for b in (map, filter, divmod, zip, enumerate, reversed, *CONSUMERS)) \
+            else None
 
     # -- the calls ------------------------------------------------------------------------
     def call(self, e, called, consumed, in_loop_iter, held):
@@ -169,6 +170,8 @@ class BuiltinCalls:
         if called in (zip, enumerate) and consumed and e.args and (
                 not keywords or called is enumerate and list(keywords) == ["start"]):
             return self.paired(e, called)
+        if called is reversed and consumed and len(e.args) == 1 and not keywords:
+            return self.viewed(e)       # (`list(reversed(xs))`: the loop reads it)
         if called in (max, min) and set(keywords) <= {"key"} and (
                 len(e.args) == 1 or "key" in keywords and e.args):
             # (`max(x, y)` without a key has rules of its own: rules/builtins.py)
@@ -213,7 +216,8 @@ class BuiltinCalls:
     def viewed(self, e):
         """`d.values()` (`.keys()`, `.items()`) read whole by a consumer, `sum(d.values())`,
         as the generator `(v for v in d.values())`, whose loop before_ad.iteration writes
-        over the dict's keys."""
+        over the dict's keys; `reversed(xs)` so, `list(reversed(xs))`, over xs's indexes
+        backwards."""
         v = self.namer.fresh("v")
         return gast.GeneratorExp(elt=syntax.name(v), generators=[gast.comprehension(
             target=syntax.name(v, store=True), iter=e, ifs=[], is_async=0)])

@@ -31,6 +31,8 @@ import types
 import weakref
 from typing import NamedTuple
 
+from . import structure
+
 MISSING = object()
 
 #: A function's code, defaults or keyword defaults assigned (`f.__code__ = ...`, what
@@ -84,8 +86,9 @@ class Guard(NamedTuple):
     function's guards do not keep it alive, nor the derivatives cached for it) through the
     attributes `attrs`, it was
     `expected` (`how` "is"), of class `expected` ("class"), the method `expected`,
-    a `(function, instance)` pair ("method"), or a list or tuple whose items are of the
-    classes `expected`, a tuple, in order ("items": see `items`)."""
+    a `(function, instance)` pair ("method"), a list or tuple whose items are of the
+    classes `expected`, a tuple, in order ("items": see `items`), or an object of the
+    structure `expected` ("structure": see `structured`)."""
     root: tuple
     attrs: tuple
     expected: object
@@ -105,7 +108,8 @@ class Guard(NamedTuple):
     def identity(self):
         """What tells two guards on the same thing apart."""
         return (self.root[0], *map(id, self.root[1:2]), *self.root[2:], self.attrs) + (
-            ("items",) if self.how == "items" else ())     # (beside the guard of the value)
+            (self.how,) if self.how in ("items", "structure") else ())
+        # (beside the guard of the value)
 
 
 def is_data(value):
@@ -134,6 +138,13 @@ def items(root, attrs, value):
     and the items' classes it has now (for a loop over it unrolled, whose code calls the
     methods of each item's class)."""
     return Guard(root, attrs, item_classes(value), "items")
+
+
+def structured(root, value):
+    """The guard that `root` reads an object of the structure `value` has now (the
+    classes of the objects it holds, the lengths of its lists of them, the functions
+    stored in them: see frontend/structure.py), which the code compiled for it relies on."""
+    return Guard(root, (), structure.key(value), "structure")
 
 
 def item_classes(value):
@@ -175,6 +186,8 @@ def holds(guards):
             ok = value is not MISSING and value.__class__ is g.expected
         elif g.how == "items":
             ok = value is not MISSING and item_classes(value) == g.expected
+        elif g.how == "structure":
+            ok = value is not MISSING and structure.key(value) == g.expected
         else:
             ok = (isinstance(value, types.MethodType) and value.__func__ is g.expected[0]
                   and value.__self__ is g.expected[1])
@@ -221,6 +234,9 @@ def tests(guards, name, bare=None, class_name=None, taken=()):
         elif g.how == "items":
             out.append(f"{name(item_classes, 'item_classes')}({expr}) != "
                        f"{name(g.expected, 'classes')}")
+        elif g.how == "structure":
+            out.append(f"{name(structure.key, 'structure')}({expr}) != "
+                       f"{name(g.expected, 'structure')}")
         elif g.how == "is" and g.expected is None:
             out.append(f"{expr} is not None")
         elif g.how == "method":     # (what is read may be no method now)

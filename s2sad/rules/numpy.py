@@ -408,6 +408,9 @@ rule(np.vstack, "tup", "_s2s_vstack(g, tup)", linear="tup")
 rule(np.column_stack, "tup", "_s2s_uncolumn_stack(g, tup)", linear="tup")
 rule(np.append, "arr, values, axis=None", "_s2s_unappend(g, arr, values, axis, 0)",
      "_s2s_unappend(g, arr, values, axis, 1)", linear="arr, values")
+rule(np.delete, "arr, obj, axis=None", arr="_s2s_undelete(g, arr, obj, axis)", linear="arr")
+rule(np.insert, "arr, obj, values, axis=None", arr="_s2s_uninsert(g, arr, obj, values, axis)",
+     values="_s2s_uninsert_values(g, arr, obj, values, axis)", linear="arr, values")
 _SPLIT = "ary, indices_or_sections, axis=0"
 # (lists of views of `ary`)
 rule(np.split, _SPLIT, ary="_s2s_unsplit(g, ans, axis)", linear="ary", returns="container",

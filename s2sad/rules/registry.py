@@ -127,7 +127,8 @@ def helper(fn=None, *, tangent=None, linear=None, adjoint=None, params=None, nam
         define(fn, params, tangent=tangent, linear=linear,
                namespace=fn.__globals__ if namespace is None else namespace)
     if adjoint is not None:
-        helper_adjoint(fn, namespace=namespace, **adjoint)
+        helper_adjoint(fn, namespace=fn.__globals__ if namespace is None else namespace,
+                       **adjoint)
     return fn
 
 

@@ -932,7 +932,7 @@ UNSUPPORTED = (
     "with open('x') as fh:\n    pass",
     "with open('x'):\n    pass",
     "class C:\n    pass",
-    "def helper(w=1.0):\n    return w",
+    "def helper(*ws):\n    return ws",
     "import os",
     "{v} + 1.0",
 )
