@@ -35,7 +35,10 @@ def relay(eval_cmd: list[str], tool_cmd: list[str], eval_cwd: Path,
     """Run the session; returns its lines as GradBench's log has them (`message` from the
     eval, `response` from the tool) and the eval program's exit status."""
     env = {**os.environ, **SINGLE_THREADED}
-    evaluator = subprocess.Popen(eval_cmd, cwd=eval_cwd, env=env, text=True,
+    # (the eval program imports GradBench's own `gradbench` package: not this folder,
+    # whatever PYTHONPATH the tool is run with)
+    eval_env = {k: v for k, v in env.items() if k != "PYTHONPATH"}
+    evaluator = subprocess.Popen(eval_cmd, cwd=eval_cwd, env=eval_env, text=True,
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     tool = subprocess.Popen(tool_cmd, cwd=REPOSITORY, env=env, text=True,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)

@@ -395,8 +395,6 @@ def test_particle_derivative():
                                    expected, rtol=1e-6)
 
 
-@pytest.mark.xfail(raises=Exception, strict=False,
-                   reason="s2sad.jvp called inside a differentiated function (helper E's work)")
 def test_particle_forward_inside():
     import s2sad
     particle = evals.load("particle")
