@@ -91,8 +91,8 @@ def fd_grad(f, args):
 
 
 def fd_fields(f, objects, x):
-    """[{field: d f / d field}] for the array fields w and b of each layer of `objects` that has them,
-    by central differences of `f(objects, x)`."""
+    """[{field: d f / d field}] for the array fields w and b of each layer of `objects`
+    that has them, by central differences of `f(objects, x)`."""
     out = []
     for layer in objects:
         found = {}
