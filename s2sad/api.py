@@ -886,3 +886,6 @@ def elementwise_grad(f: Callable, wrt: Wrt = 0) -> GradientFunction:
         {name: f, "np": np})
     summed.__module__ = getattr(f, "__module__", None) or "__main__"
     return grad(summed, wrt)
+
+
+gradients.MAKERS.update(grad=grad, value_and_grad=value_and_grad, jvp=forward_api.jvp)

@@ -26,7 +26,7 @@ import weakref
 from . import emit
 from .compilation import Callee, Compilation, Pass
 from .errors import NativeBackendError, S2SADError
-from .frontend.source import numba_function
+from .frontend.source import function_from_source, numba_function
 from .options import Capabilities, Options, Variant
 from .after_ad import native_check, native_tapes
 from .rules import numba_runtime
@@ -92,7 +92,9 @@ class PythonBackend(Backend):
 
     def link(self, callee, derivative):
         if callee.variant is Variant.JVP:
-            return JVPCall(derivative, callee.nargs, callee.args, callee.kwargs)
+            # (code s2sad reads, so that the calling code can be differentiated again)
+            return derivative.fn if _by_position(callee, derivative) else _jvp_call(
+                callee, derivative)
         if callee.args or callee.kwargs:
             return functools.partial(derivative.fn, *callee.args, **callee.kwargs)
         return derivative.fn
@@ -199,19 +201,36 @@ def jit_of(fn, default: tuple = ()) -> tuple:
     return jit_options(fn.targetoptions) if numba_function(fn) is not None else default
 
 
-class JVPCall:
-    """What forward-mode code calls for a call to another Python function: that
-    function's own `f_jvp`, given the call's `nargs` positional arguments, then the
-    tangents of those it differentiates (passed on by name)."""
+def _by_position(callee, derivative):
+    """Whether the code calling `callee`'s `g_jvp`, which passes the call's `nargs`
+    arguments and then the tangents, can call it as it is: it binds nothing and takes
+    them all by position."""
+    code = getattr(derivative.fn, "__code__", None)
+    names = tuple(derivative.tangent_names or ())
+    return (code is not None and not callee.args and not callee.kwargs
+            and code.co_argcount == callee.nargs + len(names)
+            and code.co_varnames[callee.nargs:code.co_argcount] == names)
 
-    def __init__(self, derivative, nargs, args=(), kwargs=None):
-        self.derivative, self.nargs = derivative, nargs
-        self.args, self.kwargs = tuple(args), dict(kwargs or {})
 
-    def __call__(self, *values, **kwargs):
-        d = self.derivative
-        kwargs = {**self.kwargs, **kwargs, **dict(zip(d.tangent_names, values[self.nargs:]))}
-        return d.fn(*self.args, *values[:self.nargs], **kwargs)
+def _jvp_call(callee, derivative):
+    """What forward-mode code calls for a call of `callee` whose `g_jvp` does not take
+    the call's arguments and tangents by position as they are passed (a parameter with a
+    default before the tangents makes them keyword-only; the values a partial or a
+    method binds come first): a Python function that passes them on, whose source s2sad
+    reads, `def g_jvp_call(a, t, **kw): return g_jvp(a, **kw, a_dot=t)` (the keywords
+    the call passes, not differentiated, passed on)."""
+    fn = derivative.fn
+    names = list(derivative.tangent_names or ())
+    params = [f"_s2s_a{k}" for k in range(callee.nargs)] + [f"_s2s_t{k}" for k in
+                                                             range(len(names))]
+    passed = ([f"_s2s_b{k}" for k in range(len(callee.args))] + params[:callee.nargs]
+              + [f"{k}=_s2s_k{i}" for i, k in enumerate(callee.kwargs)] + ["**_s2s_kw"]
+              + [f"{n}={t}" for n, t in zip(names, params[callee.nargs:])])
+    namespace = {"_s2s_jvp": fn, **{f"_s2s_b{k}": v for k, v in enumerate(callee.args)},
+                 **{f"_s2s_k{i}": v for i, v in enumerate(callee.kwargs.values())}}
+    params.append("**_s2s_kw")
+    made = function_from_source(f"def {fn.__name__}_call({', '.join(params)}):\n"
+                                f"    return _s2s_jvp({', '.join(passed)})\n", namespace)
+    made.__module__ = fn.__module__
+    return made
 
-    def __repr__(self):
-        return f"<s2sad jvp {self.derivative.fn.__qualname__}>"

@@ -32,7 +32,6 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
-import types
 from typing import Any, Callable, Union
 
 import gast
@@ -47,6 +46,8 @@ from . import syntax
 from .errors import ComplexValueError, S2SADError, defined_at
 from .frontend import fence, guards, source
 from .frontend.source import MISSING, FunctionSource
+from .frontend import structure
+from .frontend.structure import function_value
 from .naming import Namer
 from .options import Capabilities, Options, Variant
 from .rules import pytrees, runtime
@@ -158,7 +159,8 @@ class Compilation:
     @property
     def types(self) -> dict:
         """{parameter: type} of the parameters specialised on a type."""
-        return {p: k for p, k in self.arg_types.items() if isinstance(k, type)}
+        return {p: k for p, k in self.arg_types.items()
+                if isinstance(k, type) and not structure.structural(p)}
 
     @property
     def int_params(self) -> set:
@@ -176,7 +178,14 @@ class Compilation:
         """{parameter: kind} ("scalar", "array", ...) of the parameters of known kind."""
         return {p: (ARRAY if k is np.ndarray else SCALAR) if k in SPECIALISED else
                 ARRAY if is_duck_array_type(k) else CONTAINER if k in CONTAINERS else k
-                for p, k in self.arg_types.items() if not p.endswith("()")}
+                for p, k in self.arg_types.items()
+                if not p.endswith("()") and not structure.structural(p)}
+
+    @property
+    def structure(self) -> dict:
+        """The structure of the arguments the code is specialised on, deeper than their
+        own fields (see frontend/structure.py)."""
+        return {p: k for p, k in self.arg_types.items() if structure.structural(p)}
 
     @property
     def duck_arrays(self) -> bool:
@@ -229,7 +238,7 @@ class Compilation:
         """Which names are certainly numbers, arrays or containers (analysis.value_kinds)."""
         return self._analysis("kinds", lambda: ValueKinds(
             self.wengert, self.src, self.param_kinds, self.param_ndims, self.ndims_relied,
-            self.int_params, self.returned_kind))
+            self.int_params, self.returned_kind, self.structure))
 
     def returned_kind(self, call, kinds) -> tuple:
         """(the kind of what `call`, of a Python function, returns when its arguments are
@@ -472,7 +481,9 @@ def arg_types_of(fn, args, kwargs=None):
     user's classes, whose methods are found through them), and for the defaults of the
     parameters the call leaves; {"p.a": type} for such fields of dataclass and named
     tuple arguments; {"p()": function} for the functions given or left as defaults
-    (see `function_params`); other arguments are of unknown kind."""
+    (see `function_params`); the structure of lists of the user's objects and of such
+    objects (`"layers[0]": Dense`, `"model.layers[1].act()": np.tanh`, see
+    frontend/structure.py); other arguments are of unknown kind."""
     signature = inspect.signature(fn).parameters
     given = _given(signature, args, kwargs)
     arg_types = {p: type(a) for p, a in given.items()
@@ -495,14 +506,19 @@ def arg_types_of(fn, args, kwargs=None):
             value = getattr(a, field)
             if type(value) in SPECIALISED and not _complex(value):
                 arg_types[f"{p}.{field}"] = type(value)
+        found = structure.of(p, a)
+        for k, v in found.items():
+            if user_class(v):
+                _refuse_hidden_methods(fn, k, _read(a, k[len(p):]))
+        arg_types.update(found)
     return arg_types
 
 
-def function_value(a):
-    """Whether the argument `a` is a function whose identity the code is specialised on
-    (a Python function, a builtin, a NumPy ufunc): calls of the parameter are calls of
-    it (before_ad/resolve_calls.py), and the guard tests that the argument is it."""
-    return isinstance(a, (types.FunctionType, types.BuiltinFunctionType, np.ufunc))
+def _read(obj, steps):
+    """What the steps of a structure key (`".layers[1]"`) read from `obj`."""
+    for step in structure.steps("_" + steps)[1]:
+        obj = obj[step] if isinstance(step, int) else getattr(obj, step)
+    return obj
 
 
 def function_params(arg_types):

@@ -316,7 +316,7 @@ class Pieces:
 
     def _keywords_of_jvp_calls(self, piece, tree):
         """A call of another function's `g_jvp` passes the tangents by name (as
-        backends.JVPCall does): `g_jvp(a, b, a_dot)` is written `g_jvp(a, b, a_dot=a_dot)`."""
+        backends._jvp_call does): `g_jvp(a, b, a_dot)` is written `g_jvp(a, b, a_dot=a_dot)`."""
         callees = piece.env.callees
         lines = piece.text.splitlines(True)
         for call in ast.walk(tree):

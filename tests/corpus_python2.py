@@ -153,3 +153,64 @@ def model_loss(model, X, y):
 def scipy_objective(theta, *args):
     t, y = args
     return np.sum((theta[0] * np.exp(-theta[1] * t) - y) ** 2)
+
+
+# -- a CNN whose layer objects are the parameters it trains, by SGD -------------------------
+class ConvLayer:
+    def __init__(self, kernel, bias, act=np.tanh):
+        self.kernel = kernel
+        self.bias = bias
+        self.act = act
+
+    def __call__(self, x):
+        k = len(self.kernel)
+        out = np.array([np.dot(x[i:i + k], self.kernel) for i in range(len(x) - k + 1)])
+        return self.act(out + self.bias)
+
+
+class Linear:
+    def __init__(self, w, b):
+        self.w = w
+        self.b = b
+
+    def __call__(self, x):
+        return self.w @ x + self.b
+
+
+class Net:
+    def __init__(self, layers):
+        self.layers = layers
+
+    def __call__(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+def net_loss(net, signals, targets):
+    total = 0.0
+    for x, t in zip(signals, targets):
+        total = total + (net(x)[0] - t) ** 2
+    return total / len(targets)
+
+
+def make_net(seed=0):
+    rng = np.random.default_rng(seed)
+    return Net([ConvLayer(rng.normal(size=3) * 0.5, 0.1),
+                ConvLayer(rng.normal(size=2) * 0.5, -0.1, act=np.sin),
+                Linear(rng.normal(size=(1, 5)) * 0.5, np.zeros(1))])
+
+
+def sgd_train(net, signals, targets, steps=8, lr=0.2):
+    """Plain SGD as a user writes it: the gradient is a Net whose layers hold the
+    gradients of their arrays and numbers; the functions they store are left as they are."""
+    step = s2sad.value_and_grad(net_loss)
+    losses = []
+    for _ in range(steps):
+        loss, g = step(net, signals, targets)
+        losses.append(loss)
+        for layer, dlayer in zip(net.layers, g.layers):
+            for name, value in vars(layer).items():
+                if isinstance(value, (float, np.ndarray)):
+                    setattr(layer, name, value - lr * getattr(dlayer, name))
+    return losses

@@ -450,25 +450,9 @@ def test_the_inner_gradient_sees_the_outer_changes():
 
 
 # -- refusals ---------------------------------------------------------------------------------
-def uses_jvp(x):
-    return s2sad.jvp(h, (2.0, x), (1.0, 0.0))[1] * x
-
-
 def uses_vjp(x):
     y, pullback = s2sad.vjp(h, 2.0, x)
     return pullback(1.0)[0] * x
-
-
-def uses_hessian(x):
-    return s2sad.hessian(quartic)(x) * x
-
-
-def uses_hvp(x):
-    return s2sad.hvp(quartic)(x, 1.0) * x
-
-
-def uses_jacfwd(x):
-    return s2sad.jacfwd(quartic)(x) * x
 
 
 def uses_jacrev(x):
@@ -529,16 +513,12 @@ def gradient_of_a_parameter(f, x):
 
 
 @pytest.mark.parametrize("f, line, message", [
-    (uses_jvp, "s2sad.jvp", r"does not differentiate jvp\(\) called inside a "
-     r"differentiated function: .*np.sum\(s2sad.grad\(f\)\(x\) \* v\) is its jvp"),
     (uses_vjp, "s2sad.vjp", r"vjp\(\) .*s2sad.grad\(f\)\(x\) \* y_bar is the pullback"),
-    (uses_hessian, "s2sad.hessian", r"hessian\(\) .*s2sad.grad\(s2sad.grad\(f\)\)\(x\) "
-     "is hessian"),
-    (uses_hvp, "s2sad.hvp", r"hvp\(\) .*s2sad.grad\(lambda x: np.sum\(s2sad.grad\(f\)\(x\)"),
-    (uses_jacfwd, "s2sad.jacfwd", r"jacfwd\(\) .*s2sad.grad\(f\) is its Jacobian"),
-    (uses_jacrev, "s2sad.jacrev", r"jacrev\(\) .*s2sad.grad\(f\) is its Jacobian"),
+    (uses_jacrev, "s2sad.jacrev", r"jacrev\(\) .*s2sad.jacfwd\(f\)\(x\) called where it "
+     r"is made"),
     (uses_check_grad, "s2sad.check_grad", r"check_grad\(\) .*outside the differentiated"),
-    (stored_hessian, "HQ(x)", r"hessian\(\) called inside"),
+    (stored_hessian, "HQ(x)", r"hessian\(\) called inside.* s2sad.hessian\(f\)\(x\) or "
+     r"s2sad.jacfwd\(s2sad.grad\(f\)\)\(x\) called where it is made"),
     (passes_a_jacobian, "fn(a, b)", r"jacfwd\(\) called inside"),      # (where it is called)
     (stores_a_gradient_of_a_closure, "s2sad.grad(lambda", r"grad\(\) of a nested function "
      "or lambda that reads x of the enclosing function is made here and stored"),

@@ -240,12 +240,19 @@ def test_a_property_read_is_a_call_of_its_getter():
     assert_close([[H_.w.w, H_.w.h], [H_.h.w, H_.h.h]], [[2 * 2.0, 2 * 3.0], [2 * 3.0, 0.0]])
 
 
+def test_a_property_of_an_item_of_a_list_argument_is_a_call_of_its_getter():
+    def f(boxes):       # (the derivative is specialised on the classes of the items)
+        return boxes[0].area * boxes[1].w
+    g = s2sad.grad(f)([Box(3.0, 2.0), Box(1.0, 1.0)])
+    assert_close([g[0].w, g[0].h, g[1].w, g[1].h], [2.0, 3.0, 6.0, 0.0])
+
+
 def test_a_property_of_an_object_of_unknown_class_is_refused():
     def f(boxes):
-        return boxes[0].area * boxes[1].w
+        return boxes["a"].area * boxes["b"].w
     with pytest.raises(s2sad.S2SADError, match=r"reading \.area of a differentiated Box: "
                                                r"\.area is a property"):
-        s2sad.grad(f)([Box(3.0, 2.0), Box(1.0, 1.0)])
+        s2sad.grad(f)({"a": Box(3.0, 2.0), "b": Box(1.0, 1.0)})
 
 
 # -- built in the function ------------------------------------------------------------------

@@ -119,3 +119,36 @@ def test_a_scipy_objective_with_star_args():
                             hessp=s2sad.hessp(c.scipy_objective), method="trust-ncg")
     assert fit.success
     np.testing.assert_allclose(fit.x, [1.5, 0.8], rtol=1e-6)
+
+
+def test_cnn_whose_layer_objects_are_trained():
+    rng = np.random.default_rng(1)
+    signals = rng.normal(size=(6, 8))
+    targets = np.sin(signals[:, 0])
+    net = c.make_net()
+    g = s2sad.grad(c.net_loss)(net, signals, targets)
+    assert type(g) is c.Net and [type(d) for d in g.layers] == [type(d) for d in net.layers]
+    assert g.layers[0].act is np.tanh and g.layers[1].act is np.sin
+    for k, name in [(0, "kernel"), (1, "kernel"), (2, "w"), (2, "b")]:
+        layer = net.layers[k]
+        value = getattr(layer, name)
+
+        def at(v, layer=layer, name=name, value=value):
+            setattr(layer, name, v)
+            try:
+                return c.net_loss(net, signals, targets)
+            finally:
+                setattr(layer, name, value)
+        np.testing.assert_allclose(getattr(g.layers[k], name), fd(at, value), rtol=1e-5,
+                                   atol=1e-8)
+    for k in (0, 1):
+        def at_bias(b, layer=net.layers[k]):
+            old, layer.bias = layer.bias, b
+            try:
+                return c.net_loss(net, signals, targets)
+            finally:
+                layer.bias = old
+        assert g.layers[k].bias == pytest.approx(fd(at_bias, net.layers[k].bias), rel=1e-5)
+    losses = c.sgd_train(net, signals, targets)
+    assert all(b < a for a, b in zip(losses, losses[1:])), losses
+    assert losses[-1] < 0.85 * losses[0]

@@ -635,3 +635,39 @@ def test_a_write_through_an_alias_of_a_conditional_result_is_refused(mode):
             s2sad.grad(alias_of_a_conditional_result)(v)
         else:
             s2sad.jvp(alias_of_a_conditional_result, (v,), (np.ones((2, 3)),))
+
+
+# -- the fused gradient keeps an inner loop whose variable a later statement reads --------
+def _inner_loop_variable_read_after(x):
+    i = 2
+    for ii in range(1):
+        for i in range(1):          # (its body is not needed by the gradient, its i is)
+            x = 1.5 * x
+        x = x * 3.0 + i * x         # i is 0 here: 4.5 x
+    return x
+
+
+def _inner_loop_variable_read_after_only(x):
+    for ii in range(1):
+        p = 0.0
+        x //= 0.5
+        for i in range(1):
+            x = 1.5 % 0.75
+        x = ((p - i) / 4.0) ** 2.0
+    return x * 3.0
+
+
+def test_a_fused_gradient_keeps_an_inner_loop_whose_variable_is_read_after_it():
+    # the fused gradient dropped `for i in range(1)` (its body only computes x, which
+    # the gradient does not need), so the pullback read the i bound before it: 7.5 for
+    # 4.5 (and a None before it, a TypeError). Found by the long fuzz profile.
+    for x in (0.3, -1.1):
+        assert s2sad.grad(_inner_loop_variable_read_after)(x) == pytest.approx(4.5)
+        assert s2sad.value_and_grad(_inner_loop_variable_read_after)(x)[1] == \
+            pytest.approx(4.5)
+        assert s2sad.vjp(_inner_loop_variable_read_after, x)[1](1.0) == (pytest.approx(4.5),)
+        assert s2sad.jvp(_inner_loop_variable_read_after, (x,), (1.0,))[1] == \
+            pytest.approx(4.5)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")        # (the result does not depend on x)
+            assert s2sad.grad(_inner_loop_variable_read_after_only)(x) == 0.0

@@ -29,6 +29,7 @@ from ..analysis.names import live_names
 from ..analysis.shapes import pattern_tests
 from .. import marks, syntax
 from ..compilation import Callee, function_params, parameters
+from ..frontend import structure
 from ..options import Variant
 from .shape_stand_ins import stand_ins
 from .simplify import with_constant
@@ -58,6 +59,25 @@ def function_tests(ctx):
             for p, fn in function_params(ctx.arg_types).items() if p in params]
 
 
+def structure_tests(ctx):
+    """The guard's tests that the arguments keep the structure the code is specialised
+    on (`len(layers) != 2`, `layers[1].__class__ is not Dense`, `layers[1].act is not
+    tanh`: see frontend/structure.py), in an order in which each can be read."""
+    params, out = parameters(ctx.src), []
+    for k in sorted(ctx.structure, key=structure.order):
+        expr, kind = structure.place(k)
+        value = ctx.structure[k]
+        if structure.steps(expr)[0] not in params:
+            continue
+        if kind == "len":
+            out.append(f"{ctx.bind('len', obj=len)}({expr}) != {value}")
+        elif kind == "function":
+            out.append(f"{expr} is not {ctx.bind(getattr(value, '__name__', 'function'), obj=value)}")
+        else:
+            out.append(f"{expr}.__class__ is not {ctx.bind(value.__name__, obj=value)}")
+    return out
+
+
 def fuse(vjp, ctx, value=True, guard=True):
     """`f_value_and_grad(x) -> (y, x_bar)`: the forward pass, then the pullback inlined
     with its seed, for `value_and_grad` (no closure, one call). It starts by checking
@@ -67,7 +87,7 @@ def fuse(vjp, ctx, value=True, guard=True):
     as its first parameter (what `recompute` calls)."""
     namer, helper, runtime = ctx.namer, ctx.bind, ctx.runtime
     guards = guarded_types(ctx) if guard else ()
-    functions = function_tests(ctx) if guard else []
+    functions = function_tests(ctx) + structure_tests(ctx) if guard else []
     pullback = ctx.reverse.pullback
     check = []
     if guards or functions:
@@ -211,7 +231,7 @@ def step_guard(adjoint, ctx, seed, value, fallback=None):
         ctx.patterns = patterns
     ndarray = ctx.bind("ndarray", obj=np.ndarray)
     tests = [f"{p}.__class__ is not {t}" for p, t in guarded_types(ctx) if p not in patterns]
-    tests += function_tests(ctx)
+    tests += function_tests(ctx) + structure_tests(ctx)
     for p, (dtype, pat) in patterns.items():
         dtype = np.dtype(dtype)
         tests += ([f"{p}.__class__ is not {ndarray}"] + pattern_tests(p, pat)
@@ -323,7 +343,9 @@ def _needed_reads(stmts, removable, needed, binders, reads, loops, top):
     read (`reads`). A binding is `(name,)`, any assignment of the name, or `(name, loop)`,
     those inside `loop` (an id), which a read in the loop reads when the loop's body
     (`top`: `stmts` is it) bound the name before, unconditionally. `loops` holds, per
-    enclosing loop, its id and the names its body bound so far."""
+    enclosing loop, its id and the names its body bound so far (and no `for` inside it
+    bound since: `i_1 = i; for i_1 in range(k): ...; read(i_1)` reads the inner loop's
+    variable, so that loop stays)."""
     def key(name):
         for loop, bound in reversed(loops):
             if name in bound:
@@ -346,6 +368,9 @@ def _needed_reads(stmts, removable, needed, binders, reads, loops, top):
                 _needed_reads(s.body, removable, needed, binders, reads,
                               loops + [(id(s), bound)], True)
             _needed_reads(s.orelse, removable, needed, binders, reads, loops, False)
+            if isinstance(s, gast.For):     # (a read after it may read its variable)
+                for _, bound in loops:
+                    bound.difference_update(syntax.names_stored(s.target))
         else:
             needed.update(key(n) for n in syntax.names_loaded(s))
         if top and isinstance(s, gast.Assign) and len(s.targets) == 1 \

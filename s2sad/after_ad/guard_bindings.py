@@ -40,8 +40,11 @@ def run(fn, ctx):
     ctx.bindings[ctx.code_changed] = None
     more = [ctx.code_changed]
     # (a global the generated code binds a name of its own to is read from the dict)
+    # (and one its closure names: a global of a function it calls that the closure
+    # hides, `f` of `lambda x: -f(x)` where `f` is also a module's function)
     taken = set(syntax.names_stored(fn)) | set(ctx.bindings) | {
-        a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
+        a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs} | set(
+        getattr(getattr(ctx.src.fn, "__code__", None), "co_freevars", ()))
     more += guards.tests([g for g in ctx.guards if not guards.counted(g)],
                          lambda obj, base: ctx.constant(obj, base),
                          bare=ctx.src.fn.__globals__, taken=taken,

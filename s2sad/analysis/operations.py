@@ -11,6 +11,7 @@ from ..frontend.source import CACHED, MISSING, numba_function
 from ..rules import registry
 from ..rules.containers import DICT_METHODS
 from ..rules.operators import SYNTAX
+from ..frontend import structure
 from .value_kinds import SCALAR, user_class
 
 COPY = "copy"
@@ -114,11 +115,16 @@ def argument_types(prim, call_args, kinds):
     """{parameter: type or value kind}, what the version of the Python function of `prim`
     (see `python_function`) called with the atoms `call_args` is specialised on: their
     value kinds in `kinds`, and the class of an instance bound to it (a method's `self`),
-    through which the methods it calls are found."""
+    through which the methods it calls are found; and the structure known of each
+    (frontend/structure.py: `"self.layers[0]": Dense` for `forward(model, x)`)."""
     fn, bound, _ = python_function(prim)
     params = list(inspect.signature(fn).parameters)
     out = {p: type(a) for p, a in zip(params, bound) if user_class(type(a))}
-    out.update({p: kinds[a] for p, a in zip(params[len(bound):], call_args)})
+    for p, a in zip(params[len(bound):], call_args):
+        out[p] = kinds[a]
+        found, path = kinds.structure_at(a)
+        if path is not None:
+            out.update(structure.rerooted(found, path, p))
     return out
 
 

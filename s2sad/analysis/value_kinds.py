@@ -47,6 +47,7 @@ of a tuple it returns too (`t = two(x)`, `a = t[0]`, `s = t[1]` in Wengert form)
 >>> [(n, kinds.kind[n]) for n in ("t", "a", "s")], kinds.items["t"]
 ([('t', 'container'), ('a', 'array'), ('s', 'scalar')], ('array', 'scalar'))
 """
+import collections
 import numbers
 
 import gast
@@ -54,8 +55,9 @@ import numpy as np
 
 from .. import marks, syntax
 from ..frontend.source import MISSING
+from ..frontend import structure
+from ..frontend.structure import user_class
 from ..rules import registry
-from ..rules.arrays import is_duck_array_type
 
 SCALAR, ARRAY, CONTAINER, UNKNOWN = "scalar", "array", "container", "unknown"
 SCALARS = "scalars"     # a container of scalars, such as an array's shape
@@ -82,7 +84,8 @@ def combine(kinds):
 def guarded(params, types):
     """The names in `types` ({parameter or "p.field": type}) whose types specialised code
     checks, in order: the parameters `params`, then their fields."""
-    fields = sorted(k for k in types if k not in params and k.split(".")[0] in params)
+    fields = sorted(k for k in types if k not in params and k.split(".")[0] in params
+                    and not structure.structural(k))
     return [p for p in params if p in types] + fields
 
 
@@ -100,8 +103,10 @@ class ValueKinds:
     hold ({name: kinds}): a tuple display's, a copy's, or what a Python function returns
     (`u, v = two(x)` reads `t = two(x)`, `u = t[0]`); a tuple's items do not change."""
 
-    def __init__(self, fn, src, params=None, ndims=None, relied=None, ints=(), returns=None):
+    def __init__(self, fn, src, params=None, ndims=None, relied=None, ints=(), returns=None,
+                 structure=None):
         self.src = src
+        self.structure = structure or {}
         self._returns = returns
         self._calls = {}        # {(id(function), its arguments' kinds): what it returns}
         self._found = {}        # {id(call): what `_returned` found}
@@ -121,6 +126,13 @@ class ValueKinds:
                 or (isinstance(n, gast.For) and isinstance(n.target, gast.Name))]
         self.assigned = {t for t, _ in defs}
         self.local = self.assigned | set(self.kind)
+        self.params = set(self.kind) - self.assigned
+        self.paths = {}     # {name: the expression of a parameter or global it is}
+        made = collections.Counter(t for t, _ in defs)
+        for target, value in defs:
+            path = self.path(value) if made[target] == 1 else None
+            if path is not None:
+                self.paths[target] = path
         # the number of axes of arrays NumPy allocates here, and of what is computed from
         # them, and which names are certainly ints: so that `u[i]` of a `u = np.zeros(n)`
         # is a number (None while unknown yet: a round after may know it)
@@ -294,6 +306,39 @@ class ValueKinds:
             return False
         return items[index.value]
 
+    def path(self, e):
+        """The expression `e` reads from a parameter (or a global) never assigned here,
+        through fields and constant indices (`"model.layers[0]"`), or None."""
+        if isinstance(e, gast.Name):
+            if e.id in self.params or not self.src.is_local(e.id):
+                return e.id
+            return self.paths.get(e.id)
+        if isinstance(e, gast.Attribute) and isinstance(e.value, gast.Name):
+            base = self.path(e.value)
+            return None if base is None else f"{base}.{e.attr}"
+        if (isinstance(e, gast.Subscript) and isinstance(e.value, gast.Name)
+                and isinstance(e.slice, gast.Constant) and type(e.slice.value) is int):
+            base = self.path(e.value)
+            k = e.slice.value
+            if base is not None and k < 0:      # (`layers[-1]`, of a list of known length)
+                root = structure.steps(base)[0]
+                known = self.structure if root in self.params else self.src.structure_of(root)
+                n = known.get(f"len({base})")
+                k = k + n if n is not None else -1
+            return None if base is None or k < 0 else f"{base}[{k}]"
+        return None
+
+    def structure_at(self, e):
+        """(the structure known of what the atom `e` reads, the expression it reads; see
+        frontend/structure.py): of a parameter's, from the argument types, of a global's,
+        from the object, which the derivative's guard then tests."""
+        path = self.path(e)
+        if path is None:
+            return {}, None
+        root = structure.steps(path)[0]
+        found = self.structure if root in self.params else self.src.structure_of(root)
+        return structure.rerooted(found, path, path), path
+
     def _known(self, value, otherwise):
         """`value`, or `otherwise` for a value not known yet once the rounds settle."""
         return otherwise if value is None and self._settled else value
@@ -355,6 +400,9 @@ class ValueKinds:
             field = _field_key(e)
             if field in self.kind and e.value.id not in self.assigned:
                 return self.kind[field]     # a field of a dataclass or named tuple argument
+            path = self.path(e)
+            if path is not None and path in self.structure:
+                return _kind_of_class(self.structure[path])    # `model.layers`
             record = registry.primitive(registry.ATTRIBUTES.get(e.attr))
             return (record.returns if record else None) or UNKNOWN
         if isinstance(e, gast.Subscript):
@@ -365,6 +413,9 @@ class ValueKinds:
                 base == CONTAINER and isinstance(e.value, gast.Name)) else False
             if item is not False:
                 return item
+            path = self.path(e)
+            if path is not None and path in self.structure:
+                return self.structure[path]     # an item of a list argument: `layers[0]`
             item = _outside_item(self.src, e)
             if item is not MISSING:
                 return type(item)           # an item of a list outside: `layers[0]`
@@ -444,20 +495,6 @@ def _is_local_ref(e, src):
     return isinstance(e, gast.Name) and src.is_local(e.id)
 
 
-def user_class(cls):
-    """Whether `cls` is a class of the user's, defined in Python, whose instances s2sad
-    resolves methods through: not a number, array, container, function or module type,
-    nor a named tuple (a record, read by field), nor an array of another library that
-    NumPy dispatches to (a Dask or CuPy array, see rules/arrays.py)."""
-    return (isinstance(cls, type) and cls.__module__ not in _NOT_USER
-            and not cls.__module__.startswith("numpy") and not is_duck_array_type(cls)
-            and not issubclass(cls, (tuple, list, dict, set, numbers.Number, np.ndarray,
-                                     np.generic, BaseException)))
-
-
-_NOT_USER = {"builtins", "functools", "types", "collections", "typing", "abc"}
-
-
 def _outside_item(src, e):
     """The item that `e`, `name[k]` of a constant `k` and a list or tuple `name` (or an
     attribute chain) outside the function, denotes, or MISSING. (A loop over such a
@@ -471,6 +508,10 @@ def _outside_item(src, e):
             user_class(type(value[k]))):
         return MISSING
     return src.items_of(e.value)[k]         # (guarded)
+
+
+def _kind_of_class(cls):
+    return CONTAINER if cls in (list, tuple) else cls
 
 
 def _kind_of_object(obj):

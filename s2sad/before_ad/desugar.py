@@ -58,7 +58,7 @@ from .. import syntax
 from ..frontend import source
 from . import checkpointed_loops, defaults, gradient_calls
 from .dicts import Dicts, is_dict_node
-from .iteration import Iteration, object_items
+from .iteration import Iteration, argument_items, constant_slice, object_items
 
 JUMPS = (gast.Break, gast.Continue)
 
@@ -79,6 +79,7 @@ class Desugar:
         self.ret_flag = None
 
     def run(self, fn):
+        self.fn = fn
         self.deletions(fn.body, {})
         gradient_calls.run(fn, self.ctx)
         changed = defaults.changed(fn, self.src)
@@ -148,13 +149,15 @@ class Desugar:
             s.body = self.block(s.body)
             s.orelse = self.block(s.orelse)
             jumps = any(isinstance(n, JUMPS) for b in s.body for n in syntax.walk(b))
-            items = (object_items(self.src, s.iter) if isinstance(s, gast.For) and not jumps
-                     else None)
+            whole, part = constant_slice(s.iter) if isinstance(s, gast.For) else (None, None)
+            items = ((object_items(self.src, whole)
+                      or argument_items(self.ctx, self.fn, s, whole))
+                     if isinstance(s, gast.For) and not jumps else None)
             if items:
                 s.iter = gast.Tuple(elts=[
-                    gast.Subscript(value=syntax.copied(s.iter), slice=syntax.const(k),
-                                   ctx=gast.Load()) for k in range(len(items))],
-                    ctx=gast.Load())
+                    gast.Subscript(value=syntax.copied(whole), slice=syntax.const(k),
+                                   ctx=gast.Load())
+                    for k in range(len(items))[part or slice(None)]], ctx=gast.Load())
             if isinstance(s, gast.For) and isinstance(s.iter, (gast.Tuple, gast.List)) and (
                     not jumps):
                 return self.unroll(s)

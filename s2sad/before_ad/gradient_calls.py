@@ -9,8 +9,14 @@ gradient code of `f` there, with respect to every argument that carries a deriva
 A nested function's values from the enclosing function are arguments of its lifted
 version (`partial(lam, x=x)`), so the derivative of the enclosing function flows through
 them too (no perturbation confusion). A `grad(grad(f))` is a gradient of the function
-that stands for `grad(f)` (api.py's `_as_gradient`). The other derivatives of s2sad
-(`jvp`, `hessian`, ...) are refused where they are called.
+that stands for `grad(f)` (api.py's `_as_gradient`). Forward mode likewise:
+`jvp(f, (x, ...), (x_dot, ...))` is a call of the function that stands for `f`'s
+`f_jvp`, with the primals, the values a nested function reads and the tangents that are
+not None; `jacfwd(f, i)` and `hvp(f, i)` made here are functions written with it. The
+name a specialised version binds a function value to (`f = partial(lam, y=f_y)`, see
+resolve_calls) is read as that value. The other derivatives of s2sad (`hessian`,
+`jacrev`, ...) are refused where they are called; `hessian(f, i)` made here is
+`jacfwd(grad(f, i), i)`.
 
 >>> print(show("desugar", '''
 ... import s2sad
@@ -23,6 +29,7 @@ def f(x):
     return h_grad(2.0, x) + lam_grad(2.0, x=x)
 """
 import functools
+import inspect
 
 import gast
 
@@ -40,8 +47,26 @@ def run(fn, ctx):
     """The rewrite of `fn`'s gradient calls, in place."""
     if any(_derivative(ctx.src.resolve(n.func)) for n in syntax.walk(fn)
            if isinstance(n, gast.Call)):
-        GradientCalls(ctx).visit(fn)
+        GradientCalls(ctx, _function_values(fn)).visit(fn)
     return fn
+
+
+def _function_values(fn):
+    """{name: value} of the names `fn` assigns once, a function value: a lifted function
+    or a `partial` of one, as a version specialised on a function passed starts by
+    binding it (`f = partial(lam, y=f_y)`, see resolve_calls)."""
+    assigned, values = {}, {}
+    for n in syntax.walk(fn):
+        if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del)):
+            assigned[n.id] = assigned.get(n.id, 0) + 1
+    for s in fn.body:
+        if (isinstance(s, gast.Assign) and len(s.targets) == 1
+                and isinstance(s.targets[0], gast.Name) and assigned[s.targets[0].id] == 1
+                and (marks.PRIM.of(s.value) is not None or (
+                    isinstance(s.value, gast.Call)
+                    and marks.PRIM.of(s.value.func) is functools.partial))):
+            values[s.targets[0].id] = s.value
+    return values
 
 
 def _derivative(obj):
@@ -53,8 +78,9 @@ def _derivative(obj):
 class GradientCalls(gast.NodeTransformer):
     """See the module docstring."""
 
-    def __init__(self, ctx):
+    def __init__(self, ctx, function_values):
         self.ctx, self.src = ctx, ctx.src
+        self.function_values = function_values
         self.at_once = set()        # the ids of the calls whose result is called at once
 
     def visit_Call(self, call):
@@ -71,7 +97,8 @@ class GradientCalls(gast.NodeTransformer):
             call.args = made.args[1:] + call.args
             call.keywords = made.keywords + call.keywords
             made = marks.PRIM.of(call.func)
-        if getattr(made, "s2s_gradient", None) is not None:     # made here
+        if (getattr(made, "s2s_gradient", None) is not None
+                or getattr(made, "s2s_forward", None) is not None):     # made here
             self.check_keywords(call, made)
             return call
         kind = gradients.made_by(made)
@@ -93,14 +120,19 @@ class GradientCalls(gast.NodeTransformer):
         """What stands for `maker(f, wrt)` (`call`) made in the function: the function
         that stands for the gradient, or a `partial` of it with the values bound to it
         (the instance of a method, the values a nested function reads)."""
-        if kind not in gradients.GRADIENTS:
+        if kind == "jvp":
+            return self.jvp_call(call)
+        if kind not in gradients.GRADIENTS + gradients.FORWARD:
             raise self.src.syntax_error(call, gradients.refusal(kind))
-        primal, wrt, options, extras = self.gradient_of(call)
-        made = maker(primal, wrt=wrt, **options)
-        called = gradients.called_gradient(made)
-        if called is None:
-            raise self.src.syntax_error(call, gradients.refusal(gradients.made_by(made)))
-        standing, bound = called
+        f, primal, wrt, options, extras = self.gradient_of(call)
+        if kind in gradients.FORWARD:
+            standing, bound = self.forward_function(call, kind, f, primal, wrt), ()
+        else:
+            made = maker(primal, wrt=wrt, **options)
+            called = gradients.called_gradient(made)
+            if called is None:
+                raise self.src.syntax_error(call, gradients.refusal(gradients.made_by(made)))
+            standing, bound = called
         if extras and id(call) not in self.at_once:
             names = ", ".join(k.arg for k in extras)
             raise self.src.syntax_error(call, (
@@ -120,8 +152,120 @@ class GradientCalls(gast.NodeTransformer):
         marks.GRADIENT_MADE.put(made, True)
         return made
 
+    def jvp_call(self, call):
+        """What stands for `jvp(f, primals, tangents)` (`call`): a call of the function
+        that stands for it (frontend.gradients.jvp_function), with the primals, the
+        values a nested function reads, and the tangents that are not None."""
+        given = dict(zip(("f", "primals", "tangents"), call.args))
+        for k in call.keywords:
+            if k.arg is None or k.arg in given or k.arg not in (
+                    "f", "primals", "tangents", "backend", "has_aux"):
+                raise self.jvp_refused(call, "passes keyword arguments to f")
+            given[k.arg] = k.value
+        if "has_aux" in given and _constant(given["has_aux"]) is not False:
+            raise self.jvp_refused(call, "has has_aux=True")
+        if len(call.args) > 3 or any(k not in given for k in ("f", "primals", "tangents")) or (
+                "backend" in given and _constant(given["backend"]) is MISSING):
+            raise self.jvp_refused(call, "is not jvp(f, (x, ...), (x_dot, ...))")
+        primals, tangents = given["primals"], given["tangents"]
+        if not (isinstance(primals, (gast.Tuple, gast.List))
+                and isinstance(tangents, (gast.Tuple, gast.List))
+                and len(primals.elts) == len(tangents.elts)):
+            raise self.jvp_refused(call, "does not give its primals and tangents as two "
+                                         "tuples of the same length, (x, ...) and (x_dot, ...)")
+        wrt = tuple(k for k, t in enumerate(tangents.elts)
+                    if not (isinstance(t, gast.Constant) and t.value is None))
+        if not wrt:
+            raise self.jvp_refused(call, "has no tangent that is not None")
+        f, primal, extras = self.function_of(call, given["f"])
+        standing = self.jvp_function(call, f, primal, wrt, len(primals.elts))
+        names = list(inspect.signature(standing).parameters)[-len(wrt):]
+        args = [syntax.copied(e) for e in primals.elts]
+        dots = [syntax.copied(tangents.elts[k]) for k in wrt]
+        if extras:      # (then the tangents by name, after the values read)
+            keywords = extras + [gast.keyword(arg=n, value=t) for n, t in zip(names, dots)]
+        else:
+            args, keywords = args + dots, []
+        return syntax.located(syntax.call(self.name_of(standing, call), args, keywords), call)
+
+    def jvp_function(self, call, f, primal, wrt, n):
+        """The function that stands for `jvp(primal, ...)` along the arguments `wrt` of
+        the `n` primals given (see frontend.gradients.jvp_function)."""
+        if gradients.made_by(primal) is not None:     # jvp(grad(g), ...): of its code
+            inner = gradients.called_gradient(primal)
+            if inner is None or inner[1]:
+                raise self.src.syntax_error(call, gradients.refusal(gradients.made_by(primal)))
+            primal = inner[0]
+        if not inspect.isfunction(getattr(primal, "__func__", primal)) or inspect.ismethod(
+                primal):
+            raise self.jvp_refused(call, "differentiates no Python function of the "
+                                         "user's (a method, a library function or a class)")
+        lifted = self.lifted(f)
+        params = (lifted.params if isinstance(lifted, Lifted) else
+                  [p for p in inspect.signature(primal).parameters.values()
+                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)])
+        if len(params) != n:
+            raise self.jvp_refused(call, f"gives {n} primal(s) for the {len(params)} "
+                                         f"positional parameter(s) of "
+                                         f"{getattr(primal, '__name__', 'f')}()")
+        standing = gradients.jvp_function(primal, wrt, gradients.MAKERS["jvp"])
+        if standing is None:
+            raise self.jvp_refused(call, f"differentiates {primal.__name__}(), which has "
+                                         "default values (call it from a lambda that passes "
+                                         "them: lambda x: f(x, 3))")
+        return standing
+
+    def forward_function(self, call, kind, f, primal, wrt):
+        """The function that stands for `jacfwd(primal, wrt)`, `hvp(primal, wrt)` or
+        `hessian(primal, wrt)`."""
+        if not isinstance(wrt, int) or isinstance(wrt, bool):
+            raise self.jvp_refused(call, f"has wrt={wrt!r}: give the index of one argument",
+                                   kind)
+        lifted = self.lifted(f)
+        fn = getattr(primal, "__func__", primal)
+        n = (len(lifted.params) if isinstance(lifted, Lifted) else
+             len([p for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]))
+        if not 0 <= wrt < n:
+            raise self.jvp_refused(call, f"has wrt={wrt!r}, not one of the {n} positional "
+                                         "parameters", kind)
+        if kind in ("hvp", "hessian"):      # (a hessian is jacfwd(grad(f, i), i))
+            primal = gradients.called_gradient(gradients.MAKERS["grad"](primal, wrt=wrt))[0]
+        standing = gradients.jvp_function(primal, (wrt,), gradients.MAKERS["jvp"])
+        if standing is None:
+            raise self.jvp_refused(call, f"differentiates {fn.__name__}(), which has default "
+                                         "values (call it from a lambda that passes them: "
+                                         "lambda x: f(x, 3))", kind)
+        return gradients.forward_function("hvp" if kind == "hvp" else "jacfwd", standing, n,
+                                          wrt)
+
+    def jvp_refused(self, call, why, kind="jvp"):
+        return self.src.syntax_error(call, (
+            f"this call of s2sad.{kind}() inside a differentiated function {why}; s2sad "
+            "differentiates jvp(f, (x, ...), (x_dot, ...)), jacfwd(f, i)(x, ...), "
+            "hvp(f, i)(x, ..., v) and hessian(f, i)(x, ...) called there, of a "
+            "module-level function, a nested "
+            "function or a lambda, the tangents None or not (f's other keywords left at "
+            "their defaults)"))
+
+    def function_of(self, call, f):
+        """(f, the function it denotes, the keywords bound to it) of the function `f` a
+        derivative is taken of: a lifted function and the values it reads
+        (`partial(lam, x=x)`, also through the name a specialised version binds it to)."""
+        if isinstance(f, gast.Name) and f.id in self.function_values:
+            f = self.function_values[f.id]
+        extras = []
+        if (isinstance(f, gast.Call) and self.src.resolve(f.func) is functools.partial
+                and len(f.args) == 1 and isinstance(self.lifted(f.args[0]), Lifted)):
+            f, extras = f.args[0], [syntax.copied(k) for k in f.keywords]
+        primal = self.src.resolve(f)
+        if primal is MISSING:
+            raise self.refused(call, f)
+        return f, primal, extras
+
     def gradient_of(self, call):
-        """(primal, wrt, options, keywords bound to the primal) of `grad(f, wrt, ...)`."""
+        """(f, primal, wrt, options, keywords bound to the primal) of `grad(f, wrt,
+        ...)` (also of jacfwd and hvp): the node of the function, the function."""
         given = dict(zip(("f", "wrt"), call.args))
         for k in call.keywords:
             if k.arg is None or k.arg in given:
@@ -133,20 +277,14 @@ class GradientCalls(gast.NodeTransformer):
             raise self.refused(call)
         wrt = _constant(given["wrt"]) if "wrt" in given else 0
         options = {k: _constant(given[k]) for k in _OPTIONS if k in given}
-        f, extras = given["f"], []
-        if (isinstance(f, gast.Call) and self.src.resolve(f.func) is functools.partial
-                and len(f.args) == 1 and isinstance(self.lifted(f.args[0]), Lifted)):
-            f, extras = f.args[0], [syntax.copied(k) for k in f.keywords]
-        primal = self.src.resolve(f)
-        if primal is MISSING:
-            raise self.refused(call, f)
+        f, primal, extras = self.function_of(call, given["f"])
         inner = gradients.called_gradient(primal) if gradients.made_by(primal) else None
         if inner is not None and not inner[1]:      # grad(df), df = grad(g): of its code
             primal = inner[0]
         lifted = self.lifted(f)
         if isinstance(lifted, Lifted):      # a nested function or lambda
             wrt = self.own_wrt(call, wrt, primal, lifted.params)
-        return primal, wrt, options, extras
+        return f, primal, wrt, options, extras
 
     def lifted(self, node):
         return marks.RECORD.of(marks.PRIM.of(node))
@@ -176,7 +314,7 @@ class GradientCalls(gast.NodeTransformer):
     def check_keywords(self, call, standing):
         """Refuse a keyword argument of the gradient's primal that its standing function
         does not take (a keyword-only parameter)."""
-        primal = standing.s2s_gradient[0]
+        primal = getattr(standing, "s2s_gradient", (standing,))[0]
         params = standing.__code__.co_varnames[:standing.__code__.co_argcount]
         for k in call.keywords:
             if k.arg is not None and k.arg not in params:

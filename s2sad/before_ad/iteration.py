@@ -21,6 +21,7 @@ import numpy as np
 
 from .. import marks, syntax
 from ..analysis.value_kinds import user_class
+from ..frontend import structure
 from ..frontend.source import MISSING
 from ..rules import runtime
 
@@ -238,3 +239,54 @@ def object_items(src, e):
             user_class(type(v)) for v in value):
         return None
     return src.items_of(e)
+
+
+def constant_slice(e):
+    """(`xs`, the slice) for `e` a slice of constant bounds of `xs` (`layers[:-1]`,
+    `self.layers[1:]`), else (`e`, None): a loop over it is unrolled over those items."""
+    if not (isinstance(e, gast.Subscript) and isinstance(e.slice, gast.Slice)):
+        return e, None
+    bounds = []
+    for b in (e.slice.lower, e.slice.upper, e.slice.step):
+        if isinstance(b, gast.UnaryOp) and isinstance(b.op, gast.USub) and isinstance(
+                b.operand, gast.Constant) and type(b.operand.value) is int:
+            bounds.append(-b.operand.value)
+        elif b is None or isinstance(b, gast.Constant) and type(b.value) is int:
+            bounds.append(None if b is None else b.value)
+        else:
+            return e, None
+    return e.value, slice(*bounds)
+
+
+def argument_items(ctx, fn, loop, iterable=None):
+    """The indexes of the items of the list or tuple of the user's objects that the
+    `for` `loop` goes over, if it is read from a parameter (`layers`, `self.layers`)
+    whose structure the code is specialised on (see frontend/structure.py: the guard
+    tests its length and its items' classes), and `fn` neither rebinds nor changes it
+    nor hands it on, nor the parameter it is read from (see structure.handed_on: a
+    list it changed, `layers.append(d)`, or `self.grow()` might, is not unrolled); else
+    None. before_ad.desugar unrolls the loop, as for `object_items`. `iterable`: what
+    the loop goes over, if not `loop.iter` (the list of `layers[:-1]`)."""
+    iterable = loop.iter if iterable is None else iterable
+    path = structure.dotted(iterable)
+    length = ctx.structure.get(f"len({path})") if path else None
+    if length is None or path.split(".")[0] not in {
+            a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}:
+        return None
+    if structure.handed_on(fn, path.split(".")[0], ctx.structure):
+        return None
+    parents = {id(c): n for n in syntax.walk(fn) for c in gast.iter_child_nodes(n)}
+    for n in syntax.walk(fn):
+        dotted = structure.dotted(n) if isinstance(n, (gast.Name, gast.Attribute)) else None
+        if dotted is None or isinstance(n.ctx, gast.Param):
+            continue
+        if isinstance(n.ctx, (gast.Store, gast.Del)) and (path + ".").startswith(dotted + "."):
+            return None     # the parameter, or a field it is read through, rebound
+        up = parents.get(id(n))
+        if dotted == path and not (n is iterable or (
+                isinstance(up, gast.Subscript) and up.value is n
+                and isinstance(up.ctx, gast.Load))):
+            return None     # changed (`layers.append(d)`, `layers[1] = d`), or handed on
+    return range(length)
+
+

@@ -89,7 +89,7 @@ from ..analysis import operations
 from ..analysis.activity import definitions, varied_names
 from ..analysis.value_kinds import ValueKinds, user_class
 from ..compilation import function_params, function_value
-from ..frontend import gradients, guards, source
+from ..frontend import gradients, guards, source, structure
 from ..frontend.source import MISSING, FunctionSource
 from ..rules import pytrees, registry
 
@@ -135,7 +135,7 @@ class ResolveCalls:
     def run(self, fn):
         self.kinds = ValueKinds(fn, self.src, self.ctx.param_kinds, self.ctx.param_ndims,
                                 self.ctx.ndims_relied, self.ctx.int_params,
-                                self.ctx.returned_kind)
+                                self.ctx.returned_kind, self.ctx.structure)
         ops = syntax.NodeMap((s, operations.classify(s.value, self.src))
                              for _, s in definitions(fn.body))
         self.varied = varied_names(fn, self.ctx.wrt, ops)
@@ -147,6 +147,7 @@ class ResolveCalls:
         #: `nonlinearity=np.tanh`, or a function passed), which the guard tests
         self.functions = {p: f for p, f in function_params(self.ctx.arg_types).items()
                           if p in params}
+        self.fn = fn
         self.assignments = {p: [fn] for p in params}   # name -> what assigns it
         for s in syntax.statements(fn):
             targets = (s.targets if isinstance(s, gast.Assign) else
@@ -208,6 +209,11 @@ class ResolveCalls:
             method = self.method(e.value, e.attr) or self.super_method(e)
             if method is not None:
                 return method
+        if isinstance(e, gast.Attribute):
+            found, path = self.kinds.structure_at(e)     # a function stored in a field
+            if (path is not None and f"{path}()" in found and not self.handed_on(path)
+                    and e.attr not in self.stored_attrs):
+                return Known(found[f"{path}()"])
         if isinstance(e, gast.Call) and self.prim(e.func) is functools.partial and e.args:
             inner = self.known_value(e.args[0])
             if inner is None or any(k.arg is None for k in e.keywords):
@@ -225,6 +231,18 @@ class ResolveCalls:
                                                   call)])
                 return Known(obj)
         return None
+
+    @functools.cached_property
+    def stored_attrs(self):
+        """The names of the attributes the function stores (`self.act = f`)."""
+        return {n.attr for n in syntax.walk(self.fn)
+                if isinstance(n, gast.Attribute) and not isinstance(n.ctx, gast.Load)}
+
+    def handed_on(self, path):
+        """Whether the parameter `path` is read from is handed to code that may change
+        what its fields hold (see structure.handed_on)."""
+        root = structure.steps(path)[0]
+        return root in self.kinds.params and structure.handed_on(self.fn, root, self.ctx.structure)
 
     def known_name(self, name):
         """The `Known` function value the local `name` holds, or None: the value it is
@@ -432,8 +450,11 @@ class ResolveCalls:
         static = not (isinstance(func, gast.Name) and self.known.get(func.id)) and (
             self.prim(func) is not MISSING)
         known = self.known_value(func)
-        if known is None and isinstance(func, gast.Name):   # an object called: its __call__
-            known = self.method(func, "__call__")
+        if isinstance(func, gast.Name) and (known is None or (
+                user_class(type(known.fn)) and not getattr(known.fn, "s2s_custom", False)
+                and registry.primitive(known.fn) is None
+                and self.kinds.structure_at(func)[0])):
+            known = self.method(func, "__call__") or known  # an object called: its __call__
         if known is None:
             return
         target, args = known.fn, known.args + call.args
@@ -467,10 +488,14 @@ class ResolveCalls:
         kinds = {p.kind for p in signature.parameters.values()}
         special = (inspect.Parameter.VAR_POSITIONAL in kinds
                    or inspect.Parameter.VAR_KEYWORD in kinds
-                   or any(self.is_function_value(a) for a in values))
+                   or any(self.is_function_value(a) and not self.kinds.structure_at(a)[0]
+                          for a in values))   # (an object whose structure is known is passed)
         by_keyword = any(not isinstance(v, gast.Constant) for v in keywords.values())
-        if static and not special and not by_keyword:
-            return
+        if static and not special and not by_keyword and not (
+                _resolves_to(self.prim(func), fn)
+                and any(self.kinds.structure_at(a)[0] for a in args)):
+            return      # (a call passing an object whose structure is known is rewritten,
+            #             for the callee to know it: see analysis.operations.argument_types)
         # the call's layout, and the defaults passed, come from the function as it is now
         self.ctx.assume(guards.of_function(fn))
         args = [self.atom(a, f"{source.identifier(fn)}_arg") for a in bound] + args
@@ -482,6 +507,10 @@ class ResolveCalls:
             raise self.src.syntax_error(s, f"this call of {fn.__name__}() does not match "
                                            f"its parameters: {exc}") from None
         given = binding.arguments
+        if special and getattr(fn, "s2s_gradient", None) is not None:
+            version, args = self.derivative_specialised(fn, given, s)
+            self.set_call(call, version, args, {})
+            return
         if special or any(p.kind == p.KEYWORD_ONLY and p.name in given
                           for p in signature.parameters.values()):
             version, args = self.specialised(fn, signature, given)
@@ -530,10 +559,9 @@ class ResolveCalls:
             elif p.name not in given:
                 plan.append(("default", p.name))
             elif self.is_function_value(given[p.name]):
-                known = self.known_value(given[p.name])
-                plan.append(("function", p.name, known.fn, len(known.args),
-                             tuple(known.keywords)))
-                args += known.args + list(known.keywords.values())
+                step, values = self.function_step(p.name, given[p.name])
+                plan.append(step)
+                args += values
             else:
                 plan.append(("value", p.name))
                 args.append(given[p.name])
@@ -544,6 +572,58 @@ class ResolveCalls:
             # (made again when the function's code, defaults or closure values changed)
             made = versions[key] = (stamp, _Specialiser(fn, plan, self.src).version())
         return made[1], args
+
+
+    def derivative_specialised(self, standing, given, s):
+        """(a function that stands for the derivative `standing` stands for (see
+        frontend.gradients), of the version of its primal specialised on the function
+        values the call passes, the call's arguments): `grad(lam)(x, f=f)`, the `lam` of
+        a lambda that reads a function passed in, is `grad(lam_1)(x, f_y)`."""
+        primal, wrt, kind = standing.s2s_gradient
+        signature = inspect.signature(primal)
+        names = list(signature.parameters)
+        version, args = self.specialised(
+            primal, signature, {k: v for k, v in given.items() if k in names})
+        params = list(inspect.signature(version).parameters)
+
+        def moved(w):       # (the version's parameters: function values' in their place)
+            if isinstance(w, (tuple, list)):
+                return tuple(moved(v) for v in w)
+            return w if isinstance(w, str) else params.index(names[w])
+        wrt = moved(wrt)
+        maker = gradients.MAKERS[kind]
+        if kind == "jvp":
+            made = gradients.jvp_function(version, wrt, maker)
+        else:
+            made = gradients.gradient_function(version, wrt, kind, maker(version, wrt=wrt))
+        if made is None:
+            raise self.src.syntax_error(s, f"the jvp of {primal.__name__}() "
+                                        "called here needs a version of it without defaults")
+        return made, args + [v for k, v in given.items() if k not in names]
+
+    def function_step(self, name, atom):
+        """(the plan's step for parameter `name` given the function value `atom`, the
+        arguments the version takes for it): the values bound to it, and for each of them
+        that is a function value itself (the `f` of `partial(lam, f=f)`, a lambda reading
+        a function passed in), its own step in `nested` and its values in their place."""
+        known = self.known_value(atom)
+        nested, values = [], []
+        for key, v in [*enumerate(known.args), *known.keywords.items()]:
+            if self.is_function_value(v):
+                step, inner = self.function_step(f"{name}_{key}", v)
+                nested.append((key, step))
+                values += inner
+            else:
+                values.append(v)
+        return ("function", name, known.fn, len(known.args), tuple(known.keywords),
+                tuple(nested)), values
+
+
+def _resolves_to(obj, fn):
+    """Whether calling `obj`, what a call's function resolves to, calls the function `fn`
+    (a method through its instance, an object through its class's `__call__`)."""
+    return getattr(obj, "__func__", None) is fn or (
+        user_class(type(obj)) and getattr(type(obj), "__call__", None) is fn)
 
 
 def _assigns(s):
@@ -593,12 +673,9 @@ class _Specialiser:
                 kwonly.append(name)
                 kw_defaults.append(defaults[name])
             elif how == "function":
-                _, _, value, nargs, keywords = step
-                parts = [self.fresh(f"{name}_{i}") for i in range(nargs)]
-                named = [self.fresh(f"{name}_{k}") for k in keywords]
-                params += parts + named
-                prologue.append(self.function_value(name, value, parts,
-                                                    dict(zip(keywords, named))))
+                made, lines = self.function_parts(name, step)
+                params += made
+                prologue += lines
             elif how == "args":
                 parts = [self.fresh(f"{name}_{i}") for i in range(step[2])]
                 params += parts
@@ -642,6 +719,26 @@ class _Specialiser:
                 out[p.name] = (syntax.const(p.default) if type(p.default) in _LITERALS
                                else self.bind(f"{p.name}_default", p.default))
         return out
+
+    def function_parts(self, name, step):
+        """(parameters, statements) that bind `name` to the function value of `step`
+        (see `function_step`): `name = partial(value, name_0, name_k=name_k)`, after the
+        statements that bind those of its values that are function values themselves."""
+        _, _, value, nargs, keywords, nested = step
+        nested = dict(nested)
+        params, lines, parts = [], [], []
+        for key in [*range(nargs), *keywords]:
+            part = self.fresh(f"{name}_{key}")
+            if key in nested:
+                made, inner = self.function_parts(part, nested[key])
+                params += made
+                lines += inner
+            else:
+                params.append(part)
+            parts.append(part)
+        lines.append(self.function_value(name, value, parts[:nargs],
+                                         dict(zip(keywords, parts[nargs:]))))
+        return params, lines
 
     def function_value(self, name, value, parts, named):
         """`name = value_name` or `name = partial(value_name, *parts, **named)`."""

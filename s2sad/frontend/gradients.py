@@ -8,11 +8,17 @@ gradient is not taken with respect to included. So `grad(h, wrt=0)(y, x)` in a f
 differentiated with respect to `x` is differentiated with respect to `x` too, and so is
 the gradient of a nested function or lambda, whose lifted version reads the values it
 closes over as arguments; `grad(grad(f, i), j)` is `grad(g, j)`, with `g` standing for
-`grad(f, i)`. The other derivatives s2sad makes (`jvp`, `hessian`, ...) are refused
-where they are called (`refusal`).
+`grad(f, i)`. A `jvp(f, primals, tangents)` called there is a call of a function that
+stands for `f`'s `f_jvp` (`jvp_function`), and `jacfwd(f, i)(x)`, `hvp(f, i)(x, v)` and
+`hessian(f, i)(x)` (`jacfwd(grad(f, i), i)`) calls of Python functions written with such
+a function (`forward_function`). The other derivatives s2sad makes (`jacrev`, `vjp`,
+...) are refused where they are called
+(`refusal`).
 """
 import inspect
 import weakref
+
+import numpy as np
 
 from .source import function_from_source, identifier, numba_function
 
@@ -23,6 +29,15 @@ API = {"grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hvp", "hessp
 
 #: the derivatives called inside a differentiated function that s2sad differentiates
 GRADIENTS = ("grad", "value_and_grad")
+
+#: {name: the API function}: grad, value_and_grad and jvp, which the functions that stand
+#: for derivatives made in differentiated code call (api.py declares them: the passes
+#: that make those functions are of a lower layer)
+MAKERS = {}
+
+#: the derivatives made by forward mode called inside a differentiated function that s2sad
+#: differentiates, besides jvp(f, primals, tangents), which computes rather than makes one
+FORWARD = ("jacfwd", "hvp", "hessian")
 
 
 def api_function(obj):
@@ -103,21 +118,103 @@ def gradient_function(primal, wrt, kind, gradient):
     return per_key[key]
 
 
+def jvp_function(primal, wrt, jvp):
+    """A Python function that stands for `jvp(primal, primals, tangents)` (`jvp`, the
+    API's), the tangents that are not None those of the positional arguments `wrt`
+    (indices), where differentiated code calls it: it takes `primal`'s positional
+    parameters, then one tangent per index of `wrt`, and returns `(value, tangent)`; its
+    `s2s_gradient`, `(primal, wrt, "jvp")`, tells the driver to differentiate `primal`'s
+    `f_jvp` in its place, whose parameters are the same. None if a positional parameter
+    has a default (`f_jvp` then takes the tangents by keyword)."""
+    try:
+        per_key = _gradients.setdefault(primal, {})
+    except TypeError:
+        per_key = _lasting.setdefault(primal, {})
+    key = ("jvp", wrt)
+    if key not in per_key:
+        fn = getattr(primal, "__func__", primal)
+        params = [p for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        if any(p.default is not p.empty for p in params):
+            return None
+        names = [p.name for p in params]
+        tangents = []
+        for i in wrt:
+            name = names[i] + "_dot"
+            while name in names or name in tangents:
+                name += "_"
+            tangents.append(name)
+        given = dict(zip(wrt, tangents))
+        standing = function_from_source(
+            f"def {identifier(fn)}_jvp({', '.join(names + tangents)}):\n"
+            f"    return _s2s_jvp(_s2s_primal, ({''.join(n + ', ' for n in names)}), "
+            f"({''.join(given.get(k, 'None') + ', ' for k in range(len(names)))}))\n",
+            {"_s2s_jvp": jvp, "_s2s_primal": primal})
+        standing.__module__ = getattr(fn, "__module__", None) or "__main__"
+        standing.s2s_gradient = (primal, wrt, "jvp")
+        per_key[key] = standing
+    return per_key[key]
+
+
+def forward_function(kind, standing, n, i):
+    """A Python function that stands for `jacfwd(f, i)` (kind "jacfwd") or `hvp(f, i)`
+    ("hvp") where differentiated code calls it, written with `standing`, the function
+    that stands for `jvp(f, ...)` along argument `i` of the `n` positional parameters of
+    `f` (for hvp, of `grad(f, i)`): a Python function of `f`'s parameters (hvp's `v`
+    after the first `n`, before those a lifted function has after its own) that
+    differentiated code reads as it reads the user's code. jacfwd's Jacobian is one
+    jvp per element of argument `i`, stacked on the last axes (a number for a number)."""
+    per_key = _forward.setdefault(standing, {})
+    key = (kind, n, i)
+    if key not in per_key:
+        params = list(inspect.signature(standing).parameters)[:-1]
+        own, extras = params[:n], params[n:]
+        x = params[i]
+        args = ", ".join(params)
+        if kind == "hvp":
+            v = "v"
+            while v in params:
+                v += "_"
+            text = (f"def {standing.__name__.removesuffix('_jvp')}_hvp"
+                    f"({', '.join(own + [v] + extras)}):\n"
+                    f"    return _s2s_jvp_of({args}, {v})[1]\n")
+        else:
+            text = (f"def {standing.__name__.removesuffix('_jvp')}_jacfwd({args}):\n"
+                    f"    if np.ndim({x}) == 0:\n"
+                    f"        return _s2s_jvp_of({args}, 1.0)[1]\n"
+                    f"    basis = np.eye(np.size({x})).reshape((np.size({x}),) + np.shape({x}))\n"
+                    f"    columns = []\n"
+                    f"    for e in basis:\n"
+                    f"        columns.append(_s2s_jvp_of({args}, e)[1])\n"
+                    f"    jacobian = np.stack(columns, axis=-1)\n"
+                    f"    return jacobian.reshape(np.shape(columns[0]) + np.shape({x}))\n")
+        made = function_from_source(text, {"_s2s_jvp_of": standing, "np": np})
+        made.__module__ = standing.__module__
+        made.s2s_forward = kind
+        per_key[key] = made
+    return per_key[key]
+
+
+_forward = weakref.WeakKeyDictionary()      # {jvp's standing: {(kind, n, i): function}}
+
+
 #: what to write instead of each derivative s2sad does not differentiate where it is
 #: called
 _INSTEAD = {
     "vjp": "for a function with a scalar result, s2sad.grad(f)(x) * y_bar is the "
            "pullback of y_bar, and s2sad.value_and_grad(f)(x) gives the value too",
-    "jvp": "for a function with a scalar result, np.sum(s2sad.grad(f)(x) * v) is its "
-           "jvp along v",
-    "hvp": "s2sad.grad(lambda x: np.sum(s2sad.grad(f)(x) * v))(x) is hvp(f)(x, v)",
-    "hessian": "for a number x, s2sad.grad(s2sad.grad(f))(x) is hessian(f)(x); for an "
-               "array, each row is a Hessian-vector product, "
-               "s2sad.grad(lambda x: np.sum(s2sad.grad(f)(x) * v))(x)",
-    "jacfwd": "for a function with a scalar result, s2sad.grad(f) is its Jacobian",
+    "jvp": "s2sad.jvp(f, (x,), (v,)) called there, with f a module-level function or a "
+           "nested function or lambda, is its jvp along v",
+    "hvp": "s2sad.hvp(f)(x, v) called where it is made, or "
+           "s2sad.grad(lambda x: np.sum(s2sad.grad(f)(x) * v))(x)",
+    "hessian": "s2sad.hessian(f)(x) or s2sad.jacfwd(s2sad.grad(f))(x) called where it is "
+               "made",
+    "jacfwd": "s2sad.jacfwd(f)(x) called where it is made; for a function with a scalar "
+              "result, s2sad.grad(f) is its Jacobian",
     "check_grad": "call it outside the differentiated function",
 }
-_INSTEAD["jacrev"] = _INSTEAD["jacfwd"]
+_INSTEAD["jacrev"] = ("s2sad.jacfwd(f)(x) called where it is made; for a function with a "
+                      "scalar result, s2sad.grad(f) is its Jacobian")
 _INSTEAD["hessp"] = _INSTEAD["hvp"]
 _INSTEAD["grad_has_aux"] = _INSTEAD["value_and_grad_has_aux"] = (
     "call s2sad.grad(f) or s2sad.value_and_grad(f) there, of a function that returns the "
@@ -133,4 +230,6 @@ def refusal(kind):
     return (f"s2sad does not differentiate {spelled} called inside a differentiated "
             "function: it differentiates the gradients grad(f) and value_and_grad(f) "
             "called there (of a module-level function, a method, a nested function or a "
-            f"lambda). Write it with grad: {_INSTEAD.get(kind, _INSTEAD['hessian'])}")
+            "lambda), and jvp(f, primals, tangents), jacfwd(f, i)(x, ...), hvp(f, i)(x, "
+            "..., v) and hessian(f, i)(x, ...) made where they are called. Write it with those: "
+            f"{_INSTEAD.get(kind, _INSTEAD['hessian'])}")

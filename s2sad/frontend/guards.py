@@ -33,6 +33,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from . import structure
+
 MISSING = object()
 
 #: A function's code, defaults or keyword defaults assigned (`f.__code__ = ...`, what
@@ -87,8 +89,9 @@ class Guard(NamedTuple):
     attributes `attrs`, it was
     `expected` (`how` "is"), of class `expected` ("class"), the method `expected`,
     a `(function, instance)` pair ("method"), a list or tuple whose items are of the
-    classes `expected`, a tuple, in order ("items": see `items`), or an array equal to
-    the copy `expected` ("contents": see `contents`)."""
+    classes `expected`, a tuple, in order ("items": see `items`), an object of the
+    structure `expected` ("structure": see `structured`), or an array equal to the copy
+    `expected` ("contents": see `contents`)."""
     root: tuple
     attrs: tuple
     expected: object
@@ -108,8 +111,8 @@ class Guard(NamedTuple):
     def identity(self):
         """What tells two guards on the same thing apart."""
         return (self.root[0], *map(id, self.root[1:2]), *self.root[2:], self.attrs) + (
-            (self.how,) if self.how in ("items", "contents") else ())   # (beside the
-        #                                                                 value's guard)
+            (self.how,) if self.how in ("items", "structure", "contents") else ())
+        # (beside the guard of the value)
 
 
 def is_data(value):
@@ -138,6 +141,13 @@ def items(root, attrs, value):
     and the items' classes it has now (for a loop over it unrolled, whose code calls the
     methods of each item's class)."""
     return Guard(root, attrs, item_classes(value), "items")
+
+
+def structured(root, value):
+    """The guard that `root` reads an object of the structure `value` has now (the
+    classes of the objects it holds, the lengths of its lists of them, the functions
+    stored in them: see frontend/structure.py), which the code compiled for it relies on."""
+    return Guard(root, (), structure.key(value), "structure")
 
 
 def contents(root, attrs, value):
@@ -219,6 +229,8 @@ def holds(guards):
             ok = value is not MISSING and item_classes(value) == g.expected
         elif g.how == "contents":
             ok = value is not MISSING and same_contents(value, g.expected)
+        elif g.how == "structure":
+            ok = value is not MISSING and structure.key(value) == g.expected
         else:
             ok = (isinstance(value, types.MethodType) and value.__func__ is g.expected[0]
                   and value.__self__ is g.expected[1])
@@ -268,6 +280,9 @@ def tests(guards, name, bare=None, class_name=None, taken=()):
         elif g.how == "contents":
             out.append(f"not {name(same_contents, 'same_contents')}({expr}, "
                        f"{name(g.expected, 'contents')})")
+        elif g.how == "structure":
+            out.append(f"{name(structure.key, 'structure')}({expr}) != "
+                       f"{name(g.expected, 'structure')}")
         elif g.how == "is" and g.expected is None:
             out.append(f"{expr} is not None")
         elif g.how == "method":     # (what is read may be no method now)

@@ -18,7 +18,7 @@ import weakref
 import gast
 
 from .. import marks, syntax
-from . import guards
+from . import guards, structure
 from ..errors import S2SADError, SourceUnavailableError, UnsupportedSyntaxError, defined_at
 
 MISSING = object()
@@ -47,6 +47,8 @@ class FunctionSource:
         #: the lists and tuples outside the function whose items' classes the code relies
         #: on (`items_of`): {name or (name, attr, ...): the object}
         self.unrolled = {}
+        #: the globals whose structure the code relies on (`structure_of`): {name: object}
+        self.structured = {}
 
     @property
     def name(self):
@@ -114,6 +116,18 @@ class FunctionSource:
             return MISSING
         self.unrolled[base.id if not key else (base.id, *reversed(key))] = value
         return value
+
+    def structure_of(self, name):
+        """The structure (see frontend/structure.py) of the global or closure value
+        `name`; the guards of the derivative then test that it keeps it."""
+        value = self.free_values().get(name, MISSING)
+        found = structure.of(name, value) if value is not MISSING else {}
+        if found and all(k == f"len({name})" or k.startswith(f"{name}[") and k.endswith("]")
+                         for k in found):
+            self.unrolled[name] = value     # (its items' classes: what `items_of` guards)
+        elif found:
+            self.structured[name] = value
+        return found
 
     def free_values(self):
         """Values of the names the function reads from outside: closure cells, then
@@ -228,6 +242,10 @@ def guards_of(src, frozen=False):
         root = (("cell", cells.get(name) or own[name]) if name in cells or name in own
                 else ("global", space, name))
         out.append(guards.items(root, attrs, value))
+    for name, value in src.structured.items():
+        root = (("cell", cells.get(name) or own[name]) if name in cells or name in own
+                else ("global", space, name))
+        out.append(guards.structured(root, value))
     return guards.unique(out)
 
 

@@ -9,7 +9,9 @@ import numpy as np
 
 from ..errors import MissingRuleError
 from .pytrees import rebuild
-from .registry import helper, helpers
+from .registry import helper, helper_adjoint, helpers
+
+ns = {"np": np}
 
 
 #: B_2, B_4, ..., B_16, the Bernoulli numbers of the asymptotic series of polygamma.
@@ -46,6 +48,9 @@ def polygamma(n, x):
     return float(out) if dtype is None else out.astype(dtype)
 
 
+helper_adjoint(polygamma, zero="n", x="ans_bar * _s2s_polygamma(n + 1, x)")
+
+
 @helper(linear="values")
 def shaped_as(seq, values):
     """The array `values` in the container type of `seq` (a list, tuple or array of
@@ -54,6 +59,10 @@ def shaped_as(seq, values):
         return values                               # (a 0-d zero, see `products.spread_to`)
     return rebuild(seq, [float(v) for v in values]) if isinstance(seq, (tuple, list)) \
         else list(values)
+
+
+helper_adjoint(shaped_as, namespace=ns, zero="seq",
+               values="_s2s_rebroadcast(np.asarray(ans_bar), values)")
 
 
 @helper(linear="g")
@@ -80,12 +89,31 @@ def weights_like(a, w, axis=None):
     return w
 
 
+helper_adjoint(weights_like, zero="a", w="_s2s_reshape_like(ans_bar, w)")
+
+
 @helper(linear="y")
 def midpoints(y, axis=-1):
     """The means of neighbours of `y` along `axis` (the heights of the trapezoids)."""
     y = np.asarray(y)
     n = y.shape[axis]
     return 0.5 * (np.take(y, range(1, n), axis) + np.take(y, range(n - 1), axis))
+
+
+@helper(linear="b")
+def unmidpoints(b, axis=-1):
+    """The adjoint of `midpoints(y, axis)` from the adjoint `b` of its result: half of
+    each entry of `b` to each of the two neighbours it is the mean of."""
+    b = np.asarray(b)
+    width = [(0, 0)] * b.ndim
+    width[axis] = (1, 0)
+    shifted = np.pad(b, width)
+    width[axis] = (0, 1)
+    return 0.5 * (shifted + np.pad(b, width))
+
+
+helper_adjoint(midpoints, y="_s2s_unmidpoints(_s2s_spread(ans_bar, ans), axis)")
+helper_adjoint(unmidpoints, b="_s2s_midpoints(_s2s_spread(ans_bar, ans), axis)")
 
 
 @helper(tangent=(
@@ -103,6 +131,15 @@ def trapezoid_weights(y, x=None, dx=1.0, axis=-1):
     return 0.5 * (_pad(d, axis, 1, 0) + _pad(d, axis, 0, 1))
 
 
+# (linear in the coordinates `x`: through their differences and the midpoints of those;
+# and in `dx` where there are no coordinates)
+helper_adjoint(trapezoid_weights, zero="y", x=(
+    "_s2s_reshape_like(_s2s_undiff(_s2s_midpoints(_s2s_rebroadcast(ans_bar, ans), axis), 1, "
+    "axis), x)"), dx=(
+    "_s2s_rebroadcast(ans_bar * (_s2s_trapezoid_weights(y, x, 1.0, axis) "
+    "- _s2s_trapezoid_weights(y, x, 0.0, axis)), dx)"))
+
+
 def _pad(d, axis, before, after):
     width = [(0, 0)] * np.ndim(d)
     width[axis] = (before, after)
@@ -115,6 +152,10 @@ def polyder_value(p, x, m=1):
     power first), as `np.polyval` reads them."""
     p = np.asarray(p)
     return np.polyval(np.polyder(p, m), x) if m < len(p) else 0.0 * np.asarray(x)
+
+
+helper_adjoint(polyder_value, p="_s2s_unpolyval(ans_bar, p, x, m)",
+               x="ans_bar * _s2s_polyder_value(p, x, m + 1)")
 
 
 @helper(tangent=("_s2s_unpolyval(t, p, x, m)", None, "_s2s_unpolyval(g * t, p, x, m + 1)"))
@@ -130,6 +171,12 @@ def unpolyval(g, p, x, m=0):
     basis = x[..., None] ** np.maximum(powers - m, 0) * scale
     g = np.broadcast_to(g, x.shape)
     return shaped_as(p, np.tensordot(g, basis, axes=g.ndim))
+
+
+# (`g` onto the powers of `x`: its transpose evaluates the polynomial `ans_bar` there)
+helper_adjoint(unpolyval, zero="p", g=(
+    "_s2s_rebroadcast(_s2s_polyder_value(ans_bar, x, m), g)"), x=(
+    "_s2s_rebroadcast(_s2s_rebroadcast(g, x) * _s2s_polyder_value(ans_bar, x, m + 1), x)"))
 
 
 def _full_adjoint(g, n, m, mode, correlate):
@@ -154,6 +201,17 @@ def unconvolve(g, a, v, mode="full", which=0):
     return np.correlate(full, v if which == 0 else a, "valid")
 
 
+# (bilinear in `g` and the other operand, as `uncorrelate`: the transpose in `g` is the
+# convolution itself; <ans_bar, unconvolve(g, a, v, 0)> = <unconvolve(g, ans_bar, v, 1), v>)
+helper_adjoint(unconvolve, namespace=ns, g=(
+    "_s2s_rebroadcast(np.convolve(_s2s_rebroadcast(ans_bar, a), v, mode) if which == 0 else "
+    "np.convolve(a, _s2s_rebroadcast(ans_bar, v), mode), g)"), a=(
+    "_s2s_unconvolve(g, a, _s2s_rebroadcast(ans_bar, v), mode, 0) if which == 1 else "
+    "_s2s_rebroadcast(0.0, a)"), v=(
+    "_s2s_unconvolve(g, _s2s_rebroadcast(ans_bar, a), v, mode, 1) if which == 0 else "
+    "_s2s_rebroadcast(0.0, v)"))
+
+
 @helper(tangent=("_s2s_uncorrelate(t, a, v, mode, which)",
                  "_s2s_uncorrelate(g, t, v, mode, which) if which == 1 else _s2s_zeros_like(ans)",
                  "_s2s_uncorrelate(g, a, t, mode, which) if which == 0 else _s2s_zeros_like(ans)"))
@@ -166,6 +224,15 @@ def uncorrelate(g, a, v, mode="valid", which=0):
     if which == 0:
         return np.correlate(full, np.asarray(v)[::-1], "valid")
     return np.correlate(full, a, "valid")[::-1]
+
+
+helper_adjoint(uncorrelate, namespace=ns, g=(
+    "_s2s_rebroadcast(np.correlate(_s2s_rebroadcast(ans_bar, a), v, mode) if which == 0 else "
+    "np.correlate(a, _s2s_rebroadcast(ans_bar, v), mode), g)"), a=(
+    "_s2s_uncorrelate(g, a, _s2s_rebroadcast(ans_bar, v), mode, 0) if which == 1 else "
+    "_s2s_rebroadcast(0.0, a)"), v=(
+    "_s2s_uncorrelate(g, _s2s_rebroadcast(ans_bar, a), v, mode, 1) if which == 0 else "
+    "_s2s_rebroadcast(0.0, v)"))
 
 
 def _along(x, axis):
@@ -227,6 +294,37 @@ def cumprod(g, x, ans, axis=None):
     else:
         out = _before(xs) * _suffix(gs, xs)
     return back(out)
+
+
+@helper(params="b, g, x, p, which, axis=None", tangent=(
+    "_s2s_cumprod_adjoint(t, g, x, p, which, axis)",
+    "_s2s_cumprod_adjoint(b, t, x, p, which, axis) if which else 0.0",
+    *["_s2s_no_second_derivative(\"np.cumprod's adjoint\")"] * 2))
+def cumprod_adjoint(b, g, x, p, which, axis=None):
+    """The adjoint of `g` (`which` 0), `x` (1) or `p` (2) in `cumprod(g, x, p, axis)` from
+    the adjoint `b` of its result. `cumprod(g, x, p)` is `J(x)^T g`, J the derivative of
+    the cumulative product: the adjoint of `g` is its tangent along `b`. Where `x` has no
+    zeros, `cumprod` is `R(g p) / x` (R the cumulative sum from the end), which reads `x`
+    and `p` apart; where it has some, it reads `x` alone, and the adjoint of `x` is then
+    the Hessian of <g, cumprod(x)> (symmetric) applied to `b`, its tangent along `b`."""
+    if which == 0:
+        return cumprod_dot(b, x, p, axis)
+    xs, back = _along(x, axis)
+    bs = _along(np.broadcast_to(b, np.shape(x)), axis)[0]
+    if np.any(xs == 0):
+        return cumprod_adjoint_dot(g, x, b, axis) if which == 1 else np.zeros(np.shape(p))
+    gs = _along(np.broadcast_to(g, np.shape(p)), axis if np.ndim(p) else None)[0]
+    if which == 1:
+        ps = _along(p, axis)[0]
+        return back(-bs * np.flip(np.cumsum(np.flip(gs * ps, -1), -1), -1) / (xs * xs))
+    out = gs * np.cumsum(bs / xs, -1)
+    return out if axis is None else back(out)
+
+
+helper_adjoint(cumprod, params="g, x, p, axis=None",
+               g="_s2s_rebroadcast(_s2s_cumprod_adjoint(ans_bar, g, x, p, 0, axis), g)",
+               x="_s2s_cumprod_adjoint(ans_bar, g, x, p, 1, axis)",
+               p="_s2s_cumprod_adjoint(ans_bar, g, x, p, 2, axis)")
 
 
 def cumprod_dot(t, x, ans, axis=None):
@@ -340,6 +438,13 @@ def unquantile(g, a, q, axis=None, method="linear", keepdims=False, nan=False):
     return np.moveaxis(out.reshape(moved_shape), range(a.ndim - len(axes), a.ndim), axes)
 
 
+# (the transpose of the quantile's tangent, the same weights on the sorted values, which are
+# constant in `a` where it has no ties; in `q` they have no derivative rule)
+helper_adjoint(unquantile, zero="a", g=(
+    "_s2s_rebroadcast(_s2s_quantile_dot(_s2s_rebroadcast(ans_bar, a), a, q, axis, method, "
+    "keepdims, nan), g)"))
+
+
 @helper(params="t_a, a, q, axis=None, method='linear', keepdims=False, nan=False",
         tangent=("_s2s_quantile_dot(t, a, q, axis, method, keepdims, nan)", None, _NO_SECOND))
 def quantile_dot(t, a, q, axis=None, method="linear", keepdims=False, nan=False):
@@ -384,6 +489,12 @@ def unquantile_q(g, a, q, axis=None, method="linear", keepdims=False, nan=False,
                    axis=tuple(range(np.ndim(q), slope.ndim)))
     return total if isinstance(q, np.ndarray) else shaped_as(q, total) if isinstance(
         q, (list, tuple)) else float(total)
+
+
+# (`g` times the slope, the tangent along `q` transposed; the slope's own derivatives, in
+# `a` and `q`, have no rule)
+helper_adjoint(unquantile_q, g=(
+    "_s2s_rebroadcast(_s2s_quantile_q_dot(ans_bar, a, q, axis, method, keepdims, nan, scale), g)"))
 
 
 @helper(params="t_q, a, q, axis=None, method='linear', keepdims=False, nan=False, scale=1",
@@ -446,6 +557,11 @@ def ungradient(g, f, spacing=(), axis=None, edge_order=1):
     return out
 
 
+helper_adjoint(ungradient, namespace=ns, zero="f", g=(
+    "_s2s_rebroadcast(np.gradient(_s2s_rebroadcast(ans_bar, f), *spacing, axis=axis, "
+    "edge_order=edge_order), g)"))
+
+
 def _interp_segments(x, xp, period):
     """For each `x`: the index i of the sample to the right of its segment (i - 1 and i
     bound it; to the right of a sample point, as in JAX), its fraction of the way
@@ -472,6 +588,20 @@ def interp_slope(x, xp, fp, period=None):
     return np.where(below | above | (width == 0), 0.0, slope)
 
 
+@helper(linear="b")
+def uninterp_slope(b, x, xp, fp, period=None):
+    """The adjoint of `fp` in `interp_slope(x, xp, fp)` from the adjoint `b` of its
+    result: `b` over the width of each segment, to its right sample, minus to its left."""
+    return uninterp_dot(b, 1.0, x, xp, fp, period)
+
+
+helper_adjoint(uninterp_slope, zero="x, xp, fp", b="_s2s_interp_slope(x, xp, ans_bar, period)")
+
+
+# (linear in `fp`; piecewise constant in `x` and `xp`)
+helper_adjoint(interp_slope, zero="x, xp", fp="_s2s_uninterp_slope(ans_bar, x, xp, fp, period)")
+
+
 @helper(tangent=("_s2s_uninterp(t, x, xp, fp, left, right, period)",
                  "_s2s_uninterp_dot(g, t, x, xp, fp, period)"))
 def uninterp(g, x, xp, fp, left=None, right=None, period=None):
@@ -489,6 +619,16 @@ def uninterp(g, x, xp, fp, left=None, right=None, period=None):
     if right is None:
         out[-1] += np.sum(np.where(above, g, 0.0))
     return out if isinstance(fp, np.ndarray) else shaped_as(fp, out)
+
+
+# (`g` shared between the two samples of each segment: its transpose interpolates
+# `ans_bar` there, 0 outside where `left` or `right` is given; in `x`, `g` times the
+# slope of `ans_bar`, the transpose of `uninterp_dot`)
+helper_adjoint(uninterp, namespace=ns, zero="fp, left, right", g=(
+    "_s2s_rebroadcast(np.interp(x, xp, ans_bar) - (left is not None) * np.where("
+    "np.asarray(x) < xp[0], ans_bar[0], 0.0) - (right is not None) * np.where("
+    "np.asarray(x) > xp[-1], ans_bar[-1], 0.0), g)"), x=(
+    "_s2s_rebroadcast(g * _s2s_interp_slope(x, xp, ans_bar), x)"))
 
 
 def uninterp_dot(g, t, x, xp, fp, period=None):
@@ -511,6 +651,11 @@ def interp_outside(g, x, xp, side):
     the adjoint of `left` or `right` in `np.interp`."""
     _, _, below, above = _interp_segments(x, xp, None)
     return float(np.sum(np.where(above if side else below, g, 0.0)))
+
+
+helper_adjoint(interp_outside, zero="x, xp", namespace={"np": np}, g=(
+    "_s2s_rebroadcast(np.where(np.asarray(x) > np.asarray(xp)[-1] if side else np.asarray(x) < "
+    "np.asarray(xp)[0], ans_bar, 0.0), g)"))
 
 
 helpers(__name__)

@@ -9,7 +9,7 @@ import numpy as np
 from ..errors import CustomRuleError, defined_at
 from .arrays import is_array
 from .pytrees import carries_derivative, is_zero, node_of, rebuild, zeros_like
-from .registry import define, helper, helpers
+from .registry import define, helper, helper_adjoint, helpers
 
 
 @helper(shape_only=(2,), numba=True, tangent="t")
@@ -160,6 +160,10 @@ def unsequence(d, obj, zero):
     return d if isinstance(obj, (list, tuple)) or is_array(obj) else zero
 
 
+helper_adjoint(unsequence, zero="obj", d="_s2s_unsequence(ans_bar, obj, 0.0)",
+               params="d, obj, z", z="_s2s_unsequence(0.0, obj, ans_bar)")
+
+
 define(unsequence, "d, obj, zero", linear="d, zero")
 
 
@@ -221,6 +225,10 @@ def undict_of(g, keys, values):
     return rebuild(values, out) if isinstance(values, (tuple, list)) else out
 
 
+# (the last value of each key: the dict of `ans_bar` keeps the same one)
+helper_adjoint(undict_of, zero="keys, values", g="_s2s_dict_of(keys, ans_bar)")
+
+
 define(undict_of, "g, keys, values", linear="g")
 
 
@@ -258,12 +266,19 @@ def undict_set(g, d, key):
     return {k: zeros_like(v) if k == key else g[k] for k, v in d.items()}
 
 
+# (a projection of `g`, onto the keys of `d` but `key`)
+helper_adjoint(undict_set, zero="d, key", g="_s2s_undict_set(ans_bar, g, key)")
+
+
 define(undict_set, "g, d, key", linear="g")
 
 
 def dict_set_value(g, key):
     """The adjoint of `v` in `dict_set(d, key, v)`: `g` at `key`."""
     return g if is_zero(g) else g[key]
+
+
+helper_adjoint(dict_set_value, zero="key", g="_s2s_unget(ans_bar, g, key)")
 
 
 define(dict_set_value, "g, key", linear="g")
@@ -295,12 +310,19 @@ def unget(g, d, key):
     return out
 
 
+helper_adjoint(unget, zero="d, key", g="_s2s_rebroadcast(_s2s_dict_get(ans_bar, key, 0.0), g)")
+
+
 define(unget, "g, d, key", linear="g")
 
 
 def unget_default(g, d, key):
     """The adjoint of `default` in `d.get(key, default)`: `g` where `key` is not in `d`."""
     return 0.0 if key in _dict(d) else g
+
+
+helper_adjoint(unget_default, zero="d, key",
+               g="_s2s_rebroadcast(_s2s_unget_default(ans_bar, d, key), g)")
 
 
 define(unget_default, "g, d, key", linear="g")
@@ -386,6 +408,11 @@ def sort_list_dot(t, items, reverse=False):
     if is_zero(t):
         return [0.0] * len(items)
     return [t[i] for i in sorting(items, reverse)]
+
+
+define(sort_list_dot, "t, items, reverse=False", linear="t")
+# (each entry of `g` back to the place of its value: the transpose takes it from there)
+helper_adjoint(unsort_list, zero="items", g="_s2s_sort_list_dot(ans_bar, items, reverse)")
 
 
 helpers(__name__)

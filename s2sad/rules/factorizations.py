@@ -18,7 +18,9 @@ from .arrays import asarray
 from .products import spread_to
 from .pytrees import rebuild, zeros_like
 from .reductions import unbroadcast
-from .registry import helper, helpers
+from .registry import helper, helper_adjoint, helpers
+
+ns = {"np": np}
 
 
 def _t(m):
@@ -38,10 +40,17 @@ def structured(g, ans):
     return g if isinstance(g, tuple) else zeros_like(ans)
 
 
+# (`g` itself: a 0-d `g` is the zero of a value no derivative flows from)
+helper_adjoint(structured, params="g, like", zero="like", g="ans_bar")
+
+
 @helper(linear="g")
 def spread(g, like):
     """`g` as an array of the shape of `like` (the 0-d zero spelled out)."""
     return np.broadcast_to(g, np.shape(like)) if np.ndim(g) == 0 else g
+
+
+helper_adjoint(spread, zero="like", g="_s2s_rebroadcast(ans_bar, g)")
 
 
 @helper(linear="m")
@@ -49,6 +58,10 @@ def symmetrize(m):
     """The symmetric part of the matrices `m`: the derivative with respect to a matrix
     of which only the symmetric part is read (as JAX differentiates `eigh`)."""
     return 0.5 * (m + _t(m))
+
+
+# (a projection: its own transpose)
+helper_adjoint(symmetrize, m="_s2s_symmetrize(_s2s_rebroadcast(ans_bar, m))")
 
 
 @helper(linear="m")
@@ -64,6 +77,9 @@ def mirrored(m, lower=True):
     return tri + _t(tri) - tri * np.eye(np.shape(m)[-1], dtype=bool)
 
 
+helper_adjoint(mirrored, zero="lower", m="_s2s_mirrored_adjoint(ans_bar, lower)")
+
+
 @helper(linear="g")
 def mirrored_adjoint(g, lower=True):
     """The adjoint of `mirrored(m, lower)`: `g` on the triangle read, where an entry off
@@ -73,6 +89,10 @@ def mirrored_adjoint(g, lower=True):
     both = g + _t(g)
     return (np.tril(both) if _reads_lower(lower) else np.triu(both)) - g * np.eye(
         np.shape(g)[-1], dtype=bool)
+
+
+# (each the other's transpose)
+helper_adjoint(mirrored_adjoint, zero="lower", g="_s2s_mirrored(ans_bar, lower)")
 
 
 def _reads_lower(lower):
@@ -87,12 +107,20 @@ def diag_embed(v):
     return v[..., :, None] * np.eye(v.shape[-1], dtype=np.result_type(v, np.float32))
 
 
+helper_adjoint(diag_embed, namespace=ns, v="_s2s_rebroadcast(np.diagonal(ans_bar, 0, -2, -1), v)")
+
+
 @helper(tangent="-ans * ans * (t[..., None, :] - t[..., :, None])")
 def eigen_gaps(w):
     """F with F[..., i, j] = 1 / (w[j] - w[i]) off the diagonal and 0 on it."""
     w = np.asarray(w)
     eye = np.eye(w.shape[-1], dtype=bool)
     return np.where(eye, 0.0, 1.0 / np.where(eye, 1.0, w[..., None, :] - w[..., :, None]))
+
+
+# (F[i, j] moves by -F[i, j]^2 (dw[j] - dw[i]))
+helper_adjoint(eigen_gaps, namespace=ns, w=(
+    "np.sum(ans_bar * ans * ans, axis=-1) - np.sum(ans_bar * ans * ans, axis=-2)"))
 
 
 @helper(linear="ans")
@@ -108,6 +136,9 @@ def thin(ans, what):
                   "mode='reduced' of a matrix with at least as many rows as columns")
         raise MissingRuleError(f"s2sad differentiates np.linalg.{what} only with {detail}")
     return ans
+
+
+helper_adjoint(thin, params="x, what", zero="what", x="ans_bar")
 
 
 #: The condition number (`n max|a| max|inv(a)|`, within a factor n of the 1-norm's) up
@@ -130,6 +161,30 @@ def cofactors(a, d):
     u, s, vt = np.linalg.svd(a)
     sign = np.sign(np.linalg.det(u) * np.linalg.det(vt))
     return sign[..., None, None] * (u * _others(s)[..., None, :]) @ vt
+
+
+@helper(tangent=("_s2s_cofactors_adjoint(t, a, d, which)",
+                 *["_s2s_no_second_derivative(\"np.linalg.det's adjoint\")"] * 2, None))
+def cofactors_adjoint(b, a, d, which):
+    """The adjoint of `a` (`which` 0) or `d` (1) in `cofactors(a, d)` from the adjoint `b`
+    of its result, each read on its own (`cofactors` reads `d` only where it inverts
+    `a`). The cofactors are the gradient of the determinant: their derivative along
+    `a` and `d` together, `cofactors_dot`, is its Hessian, symmetric, which gives that
+    of `a` and `d` together; where `d * inv(a).T` was computed, the part of `d`, `<b,
+    inv(a).T>`, is taken out of it as the adjoint of `d`."""
+    b = np.broadcast_to(b, np.shape(a))
+    inverse = _well_conditioned_inverse(a)
+    if inverse is None:
+        return cofactors_dot(a, d, b) if which == 0 else np.zeros(np.shape(d))
+    part = np.sum(b * _t(inverse), axis=(-2, -1))
+    if which == 1:
+        return part
+    d = np.asarray(d)[..., None, None]
+    return -d * _t(inverse @ b @ inverse)
+
+
+helper_adjoint(cofactors, a="_s2s_cofactors_adjoint(ans_bar, a, d, 0)",
+               d="_s2s_cofactors_adjoint(ans_bar, a, d, 1)")
 
 
 def _well_conditioned_inverse(a):
@@ -197,6 +252,26 @@ def eigvalsh_adjoint(g, a, UPLO="L"):
     v diag(g) v^T."""
     v = np.linalg.eigh(a, UPLO)[1]
     return (v * np.expand_dims(spread(g, v[..., 0]), -2)) @ _t(v)     # (v[..., 0]: w's shape)
+
+
+@helper(tangent=("_s2s_eigvalsh_adjoint_adjoint(t, g, a, which, UPLO)",
+                 "_s2s_eigvalsh_adjoint_adjoint(b, t, a, which, UPLO) if which else 0.0",
+                 "_s2s_no_second_derivative(\"np.linalg.eigvalsh's adjoint\")", None, None))
+def eigvalsh_adjoint_adjoint(b, g, a, which, UPLO="L"):
+    """The adjoint of `g` (`which` 0) or `a` (1) in `eigvalsh_adjoint(g, a, UPLO)` from the
+    adjoint `b` of its result. That is the gradient of <g, eigvalsh(a)> with respect to
+    the symmetric matrix read: the adjoint of `g` is the tangent of the eigenvalues along
+    `b`; that of `a`, the Hessian (symmetric) applied to the symmetric part of `b`, onto
+    the triangle read."""
+    b = np.broadcast_to(b, np.shape(a))
+    if which == 0:
+        return eigvals_dot(b, np.linalg.eigh(a, UPLO)[1])
+    return mirrored_adjoint(eigvalsh_adjoint_dot(g, a, symmetrize(b), UPLO), UPLO)
+
+
+helper_adjoint(eigvalsh_adjoint, namespace=ns, zero="UPLO",
+               g="_s2s_rebroadcast(_s2s_eigvalsh_adjoint_adjoint(ans_bar, g, a, 0, UPLO), g)",
+               a="_s2s_eigvalsh_adjoint_adjoint(ans_bar, g, a, 1, UPLO)")
 
 
 def eigvalsh_adjoint_dot(g, a, t, UPLO="L"):
@@ -415,6 +490,18 @@ def solve(g, a, b, ans, which):
     return unbroadcast(-np.matmul(b_bar, np.swapaxes(ans, -1, -2)), a)
 
 
+# (with y = solve(a, ans_bar): which=1, ans = inv(a)^T g, is linear in g, and its derivative
+# along `a` is -inv(a)^T da^T ans; which=0, ans = -inv(a)^T g x^T, is linear in g and in x,
+# and its derivative along `a` is -inv(a)^T da^T ans too; so the adjoint of `a` is -ans y^T
+# in both, the adjoint of `a` in `a @ y` from `-ans`)
+helper_adjoint(solve, namespace=ns, params="g, a, b, x, which", zero="b", g=(
+    "_s2s_rebroadcast(np.linalg.solve(a, _s2s_rebroadcast(ans_bar, b)) if which == 1 else "
+    "-np.linalg.solve(a, _s2s_rebroadcast(ans_bar, a) @ x), g)"), a=(
+    "-_s2s_matmul_lhs(ans, a, np.linalg.solve(a, _s2s_rebroadcast(ans_bar, ans)))"), x=(
+    "-np.swapaxes(_s2s_rebroadcast(ans_bar, a), -1, -2) @ np.linalg.solve("
+    "np.swapaxes(a, -1, -2), _s2s_rebroadcast(g, x)) if which == 0 else _s2s_rebroadcast(0.0, x)"))
+
+
 @helper(result="fresh",
         params="g, L",
         tangent=("_s2s_cholesky(t, L)", "_s2s_cholesky_adjoint_dot(g, L, t)"))
@@ -439,11 +526,41 @@ def cholesky_adjoint_dot(g, L, t):
     return 0.5 * (s_dot + _t(s_dot))
 
 
+@helper(tangent=("_s2s_cholesky_adjoint(t, g, L, which)",
+                 "_s2s_cholesky_adjoint(b, t, L, which) if which else 0.0",
+                 "_s2s_no_second_derivative(\"np.linalg.cholesky's adjoint\")", None))
+def cholesky_adjoint(b, g, L, which):
+    """The adjoint of `g` (`which` 0) or `L` (1) in `cholesky(g, L)` from the adjoint `b`
+    of its result. `cholesky(g, L)` is `sym(J^T g)`, J the tangent map of the factor, `J(t)
+    = L Phi(L^-1 t L^-T)`: the adjoint of `g` is `J(sym(b))`; that of `L`, with `C = L^-1
+    sym(b) L^-T`, `G Phi(C)^T - L^-T (Phi + Phi^T) C`, `Phi = Phi(L^T G)`."""
+    inv = np.linalg.inv(L)
+    b = np.broadcast_to(b, np.shape(L))
+    c = inv @ symmetrize(b) @ _t(inv)
+    if which == 0:
+        return L @ lower_half(np.tril(c))
+    g = spread_to(g, np.shape(L))
+    phi = lower_half(np.tril(_t(L) @ g))
+    return g @ _t(lower_half(np.tril(c))) - _t(inv) @ (phi + _t(phi)) @ c
+
+
+helper_adjoint(cholesky, params="g, L",
+               g="_s2s_rebroadcast(_s2s_cholesky_adjoint(ans_bar, g, L, 0), g)",
+               L="_s2s_cholesky_adjoint(ans_bar, g, L, 1)")
+
+
 @helper(result="fresh", tangent=("_s2s_inv(t, ans)", "_s2s_inv_adjoint_dot(g, ans, t)"))
 def inv(g, ans):
     """The adjoint of `ans = np.linalg.inv(a)`."""
     inverse_t = np.swapaxes(ans, -1, -2)
     return -inverse_t @ spread_to(g, np.shape(ans)) @ inverse_t
+
+
+# (`-y^T g y^T` is bilinear in `g` and `y`)
+helper_adjoint(inv, params="g, y", namespace=ns,
+               g="_s2s_rebroadcast(-(y @ ans_bar @ y), g)",
+               y=("-(_s2s_spread(g, y) @ np.swapaxes(ans_bar @ y, -1, -2) + "
+                  "np.swapaxes(y @ ans_bar, -1, -2) @ _s2s_spread(g, y))"))
 
 
 def inv_adjoint_dot(g, ans, t):

@@ -6,7 +6,10 @@ linear in `g`, its forward rule (`@helper(linear="g")`, above its `def`)."""
 import numpy as np
 
 from ..errors import MissingRuleError
-from .registry import helper, helpers
+from .arrays import asarray
+from .registry import helper, helper_adjoint, helpers
+
+ns = {"np": np}
 
 
 def _dtype(x):
@@ -69,9 +72,29 @@ def uninsert_values(g, arr, obj, values, axis=None):
 
 
 @helper(linear="g")
+def resplit(g, pieces, axis=0):
+    """`g` cut into pieces shaped like `pieces` along `axis` (None: as `np.hsplit` cuts):
+    the transpose of `unsplit`."""
+    if np.ndim(g) == 0:
+        return [g] * len(pieces)
+    if axis is None:
+        axis = 1 if np.ndim(pieces[0]) > 1 else 0
+    return np.split(g, np.cumsum([np.shape(p)[axis] for p in pieces])[:-1], axis=axis)
+
+
+# (joining the adjoints of the pieces, and cutting `ans_bar` into pieces again)
+helper_adjoint(unsplit, zero="pieces",
+               g="_s2s_resplit(_s2s_rebroadcast(ans_bar, ans), pieces, axis)")
+helper_adjoint(resplit, zero="pieces", g="_s2s_rebroadcast(_s2s_unsplit(ans_bar, pieces, axis), g)")
+
+
+@helper(linear="g")
 def unrot90(g, k=1, axes=None):
     """The adjoint of `np.rot90(m, k, axes)`: `g` turned back."""
     return g if np.ndim(g) == 0 else np.rot90(g, -k, (0, 1) if axes is None else axes)
+
+
+helper_adjoint(unrot90, g="_s2s_rebroadcast(_s2s_unrot90(ans_bar, -k, axes), g)")
 
 
 @helper(linear="g")
@@ -88,6 +111,13 @@ def unappend(g, arr, values, axis=None, which=0):
     index = [slice(None)] * np.ndim(g)
     index[axis] = slice(0, n) if which == 0 else slice(n, None)
     return np.reshape(np.asarray(g)[tuple(index)], np.shape(arr if which == 0 else values))
+
+
+# (a part of `g`: its transpose puts `ans_bar` in that part of zeros)
+helper_adjoint(unappend, namespace=ns, zero="arr, values", g=(
+    "_s2s_rebroadcast(np.append(_s2s_rebroadcast(ans_bar, arr), np.zeros(np.shape(values)), axis) "
+    "if which == 0 else np.append(np.zeros(np.shape(arr)), _s2s_rebroadcast(ans_bar, values), "
+    "axis), g)"))
 
 
 @helper(result="of_adjoint", linear="g")
@@ -110,6 +140,11 @@ def unpad(g, x, pad_width, mode="constant"):
     return out.reshape(x.shape)
 
 
+# (the middle of `g`, or the copies added up: its transpose pads `ans_bar` alike)
+helper_adjoint(unpad, namespace=ns, zero="x, pad_width",
+               g="_s2s_rebroadcast(np.pad(_s2s_rebroadcast(ans_bar, x), pad_width, mode), g)")
+
+
 @helper(linear="g")
 def unpad_constant(g, x, pad_width, constant_values=0):
     """The adjoint of the number `constant_values` in `np.pad(x, pad_width,
@@ -122,6 +157,11 @@ def unpad_constant(g, x, pad_width, constant_values=0):
     return np.sum(g) - np.sum(unpad(g, x, pad_width))
 
 
+helper_adjoint(unpad_constant, namespace=ns, zero="x, pad_width, constant_values", g=(
+    "_s2s_rebroadcast(ans_bar * np.pad(np.zeros(np.shape(x)), pad_width, 'constant', "
+    "constant_values=1.0), g)"))
+
+
 @helper(linear="g")
 def uncolumn_stack(g, arrays):
     """The adjoint of `np.column_stack(arrays)`: the columns of `g` each array became."""
@@ -130,6 +170,10 @@ def uncolumn_stack(g, arrays):
     widths = [1 if np.ndim(a) < 2 else np.shape(a)[1] for a in arrays]
     pieces = np.split(g, np.cumsum(widths)[:-1], axis=1)
     return [np.reshape(p, np.shape(a)) for p, a in zip(pieces, arrays)]
+
+
+helper_adjoint(uncolumn_stack, namespace=ns, zero="arrays",
+               g="_s2s_rebroadcast(np.column_stack(ans_bar), g)")
 
 
 @helper(linear="g")
@@ -145,6 +189,10 @@ def undiagonal(g, a, offset=0, axis1=0, axis2=1):
     rows = np.arange(max(0, -offset), min(n, m - offset))
     planes[..., rows, rows + offset] = g
     return out
+
+
+helper_adjoint(undiagonal, namespace=ns, zero="a", g=(
+    "_s2s_rebroadcast(np.diagonal(_s2s_rebroadcast(ans_bar, a), offset, axis1, axis2), g)"))
 
 
 @helper(tangent=("_s2s_unkron(t, a, b, which)",
@@ -164,6 +212,17 @@ def unkron(g, a, b, which):
     return np.reshape(out, (a if which == 0 else b).shape)
 
 
+# (bilinear in `g` and the other operand: <ans_bar, unkron(g, a, b, 0)> = <kron(ans_bar, b), g>
+# = <unkron(g, ans_bar, b, 1), b>, and alike for `b`)
+helper_adjoint(unkron, namespace=ns, g=(
+    "_s2s_rebroadcast(np.kron(_s2s_rebroadcast(ans_bar, a), b) if which == 0 else "
+    "np.kron(a, _s2s_rebroadcast(ans_bar, b)), g)"), a=(
+    "_s2s_unkron(g, a, _s2s_rebroadcast(ans_bar, b), 0) if which == 1 else "
+    "_s2s_rebroadcast(0.0, a)"), b=(
+    "_s2s_unkron(g, _s2s_rebroadcast(ans_bar, a), b, 1) if which == 0 else "
+    "_s2s_rebroadcast(0.0, b)"))
+
+
 @helper(tangent=("_s2s_uncross(t, a, b, ans, which, axis)",
                  "_s2s_uncross(g, t, b, ans, which, axis) if which == 1 else _s2s_zeros_like(ans)",
                  "_s2s_uncross(g, a, t, ans, which, axis) if which == 0 else _s2s_zeros_like(ans)"))
@@ -172,6 +231,16 @@ def uncross(g, a, b, ans, which, axis=-1):
     before it is summed back where it was broadcast: b × g for `a`, g × a for `b`."""
     g = np.broadcast_to(g, np.shape(ans))
     return np.cross(b, g, axis=axis) if which == 0 else np.cross(g, a, axis=axis)
+
+
+# (bilinear in `g` and the other operand; r . (b x g) = g . (r x b) = b . (g x r))
+helper_adjoint(uncross, namespace=ns, params="g, a, b, c, which, axis=-1", zero="c", g=(
+    "_s2s_rebroadcast(np.cross(_s2s_rebroadcast(ans_bar, c), b, axis=axis) if which == 0 "
+    "else np.cross(a, _s2s_rebroadcast(ans_bar, c), axis=axis), g)"), a=(
+    "_s2s_rebroadcast(np.cross(_s2s_rebroadcast(ans_bar, c), g, axis=axis), a) if which == 1 "
+    "else _s2s_rebroadcast(0.0, a)"), b=(
+    "_s2s_rebroadcast(np.cross(g, _s2s_rebroadcast(ans_bar, c), axis=axis), b) if which == 0 "
+    "else _s2s_rebroadcast(0.0, b)"))
 
 
 @helper(linear="g")
@@ -195,6 +264,10 @@ def untake_along_axis(g, arr, indices, axis):
     return out
 
 
+helper_adjoint(untake_along_axis, namespace=ns, zero="arr, indices", g=(
+    "_s2s_rebroadcast(np.take_along_axis(_s2s_rebroadcast(ans_bar, arr), indices, axis), g)"))
+
+
 @helper(linear="g")
 def unmeshgrid(g, which, x, indexing="xy"):
     """The adjoint of argument `which`, `x`, of `np.meshgrid(..., indexing=indexing)`:
@@ -205,11 +278,38 @@ def unmeshgrid(g, which, x, indexing="xy"):
     d = g[which]
     if np.ndim(d) == 0:
         return d
-    axis = which
-    if indexing == "xy" and len(g) > 1 and which < 2:
-        axis = 1 - which
+    axis = _mesh_axis(which, len(g), indexing)
     others = tuple(i for i in range(np.ndim(d)) if i != axis)
     return np.reshape(np.sum(d, axis=others), np.shape(x))
+
+
+def _mesh_axis(which, count, indexing):
+    """The axis of the grids of `np.meshgrid` that its argument `which` of `count` runs
+    along ('xy' swaps the first two)."""
+    return 1 - which if indexing == "xy" and count > 1 and which < 2 else which
+
+
+@helper(linear="d")
+def remeshgrid(d, which, grids, indexing="xy"):
+    """`d`, the adjoint of argument `which` of `np.meshgrid(..., indexing=indexing)`,
+    spread along its axis of the grids `grids`, zeros in the other grids: the transpose
+    of `unmeshgrid`."""
+    if not isinstance(grids, (list, tuple)):
+        return grids                                # the zero (see `products.spread_to`)
+    shape = np.shape(grids[which])
+    out = [np.zeros(np.shape(grid)) for grid in grids]
+    if not shape:
+        out[which] = d
+        return out
+    axis = _mesh_axis(which, len(grids), indexing)
+    along = np.reshape(d, [-1 if i == axis else 1 for i in range(len(shape))])
+    out[which] = np.broadcast_to(along, shape).copy()
+    return out
+
+
+helper_adjoint(unmeshgrid, zero="x, which", g="_s2s_remeshgrid(_s2s_rebroadcast(ans_bar, x), which, g, indexing)")
+helper_adjoint(remeshgrid, zero="grids, which",
+               d="_s2s_rebroadcast(_s2s_unmeshgrid(ans_bar, which, d, indexing), d)")
 
 
 @helper(tangent=())
@@ -225,6 +325,92 @@ def partition_order(a, ans, axis=-1):
     out = np.empty_like(from_a)
     np.put_along_axis(out, from_ans, from_a, axis=axis)
     return out
+
+
+helper_adjoint(partition_order, params="a, p, axis=-1", zero="a, p")     # (indices: no derivative)
+
+
+@helper(shape_only=(1, 2), linear="b")
+def unhstack(b, g, arrays):
+    """The adjoint of `g` in `runtime.hstack(g, arrays)` from the adjoints `b` of the
+    pieces (None or 0.0 for a zero): the pieces joined as np.hstack joins `arrays`; for a
+    0-d `g`, the zero that stands for every piece, the sum of them all."""
+    pieces = [np.zeros(np.shape(a)) if p is None else p for p, a in zip(b, arrays)]
+    if np.ndim(g) == 0:
+        return sum(np.sum(p) for p in pieces)
+    flat = [np.atleast_1d(a) for a in arrays]
+    axis = 0 if flat[0].ndim == 1 else 1
+    return np.concatenate([np.broadcast_to(p, np.shape(a)).reshape(np.shape(f))
+                           for p, a, f in zip(pieces, arrays, flat)], axis=axis)
+
+
+helper_adjoint(unhstack, zero="g, arrays", b="_s2s_hstack(ans_bar, arrays)")
+
+
+@helper(result="of_adjoint", linear="g")
+def untranspose(g, axes=None):
+    if np.ndim(g) == 0:
+        return g                                    # the zero (see `products.spread_to`)
+    if axes is None or axes == ():
+        return np.transpose(g)
+    if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+        axes = axes[0]
+    return np.transpose(g, np.argsort([a % np.ndim(g) for a in axes]))
+
+
+@helper(result="of_adjoint", linear="g")
+def retranspose(g, axes=None):
+    """`np.transpose(g, axes)` with `axes` as `untranspose` takes them: the transpose of
+    `untranspose`, and its reverse rule's."""
+    if np.ndim(g) == 0:
+        return g                                    # the zero (see `products.spread_to`)
+    if axes is None or axes == ():
+        return np.transpose(g)
+    if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+        axes = axes[0]
+    return np.transpose(g, axes)
+
+
+helper_adjoint(untranspose, g="_s2s_rebroadcast(_s2s_retranspose(ans_bar, axes), g)")
+helper_adjoint(retranspose, g="_s2s_rebroadcast(_s2s_untranspose(ans_bar, axes), g)")
+
+
+@helper(result="of_adjoint", linear="g")
+def untile(g, x, reps):
+    if np.ndim(g) == 0:
+        return g                                    # the zero (see `products.spread_to`)
+    x = asarray(x)
+    reps = (reps,) if np.isscalar(reps) else tuple(reps)
+    nd = max(x.ndim, len(reps))
+    shape = (1,) * (nd - x.ndim) + x.shape
+    reps = (1,) * (nd - len(reps)) + reps
+    g = np.reshape(g, [d for pair in zip(reps, shape) for d in pair])
+    return g.sum(axis=tuple(range(0, 2 * nd, 2))).reshape(x.shape)
+
+
+helper_adjoint(untile, namespace=ns, zero="x, reps",     # (`x` is read for its shape)
+               g="_s2s_rebroadcast(np.tile(_s2s_rebroadcast(ans_bar, x), reps), g)")
+
+
+@helper(result="of_adjoint", linear="g")
+def unrepeat(g, x, repeats, axis=None):
+    if np.ndim(g) == 0:
+        return g                                    # the zero (see `products.spread_to`)
+    x = asarray(x)
+    if axis is None:
+        flat = x.ravel()
+        idx = np.repeat(np.arange(flat.size), repeats)
+        out = np.zeros(flat.size, dtype=np.result_type(x, np.float32))
+        np.add.at(out, idx, np.ravel(g))
+        return out.reshape(x.shape)
+    idx = np.repeat(np.arange(x.shape[axis]), repeats)
+    out = np.zeros(x.shape, dtype=np.result_type(x, np.float32))
+    np.add.at(np.moveaxis(out, axis, 0), idx, np.moveaxis(g, axis, 0))
+    return out
+
+
+helper_adjoint(unrepeat, namespace=ns, zero="x, repeats",   # (`x` is read for its shape)
+               g="_s2s_rebroadcast(np.repeat(_s2s_rebroadcast(ans_bar, x), repeats, axis), g)")
 
 
 helpers(__name__)

@@ -144,7 +144,12 @@ def einsum(g, subscripts, k, *operands):
     with the other operands, summed down where operand `k` was broadcast, and put on
     its diagonal where it repeats a subscript (`"ii->"`). In the interleaved form
     `np.einsum(a, [0, 1], b, [1, 2], [0, 2])`, `subscripts` is the first operand and
-    `k` + 1 the position of the operand among the arguments."""
+    `k` + 1 the position of the operand among the arguments. With `k` None, the einsum of
+    the operands itself (`g` unread): the adjoint of `g` in the adjoint of an operand
+    (its reverse rule), as each is a partial derivative of the contraction of `g` with
+    the einsum."""
+    if k is None:
+        return np.array(np.einsum(subscripts, *operands))     # (a copy: einsum may give a view)
     if not isinstance(subscripts, str):
         subscripts, operands, k = _interleaved((subscripts,) + operands, k + 1)
     inputs, arrow, output = subscripts.replace(" ", "").partition("->")
@@ -194,11 +199,32 @@ def _swapped(p, args):
     return f"_s2s_einsum(g, {out[0]}, k, {', '.join(out[1:])})"
 
 
+def _replaced(args, by):
+    """einsum's `subscripts` and operands `args` with `by` in place of the `k`-th."""
+    return [f"({by} if k == {i - 1} else {q})" for i, q in enumerate(args)]
+
+
+# its rules, one signature for each number of operands up to six: linear in `g` (unread
+# for `k` None), and in each operand but the `k`-th (in the interleaved form, `k` + 1 is
+# the position of the operand among subscripts, a, b, ...). Its reverse rule: the adjoint
+# of `g` is the einsum with the adjoint of the result in place of the `k`-th operand, and
+# that of another operand its adjoint in that einsum (for `k` None, its adjoint in the
+# einsum, with the adjoint of the result for `g`): its rules close on themselves
 for _n in range(2, len(_EINSUM) + 1):
     _args = _EINSUM[:_n]
-    jvp(einsum, "g, subscripts, k, " + ", ".join(_args[1:]),
-        f"_s2s_einsum(t, subscripts, k, {', '.join(_args[1:])})",
+    _listed = ", ".join(_args[1:])
+    jvp(einsum, "g, subscripts, k, " + _listed,
+        f"_s2s_einsum(t, subscripts, k, {_listed}) if k is not None else _s2s_zeros_like(ans)",
         **{p: f"{_swapped(p, _args)} if k != {i - 1} else _s2s_zeros_like(ans)"
+           for i, p in enumerate(_args)})
+    _subscripts, *_operands = _replaced(_args, "ans_bar")
+    _operands = ", ".join(_operands)
+    helper_adjoint(einsum, params="g, subscripts, k, " + _listed, g=(
+        f"_s2s_rebroadcast(_s2s_einsum(g, {_subscripts}, None, {_operands}), g) "
+        "if k is not None else _s2s_zeros_like(g)"),
+        **{p: (f"(_s2s_einsum(g, {_subscripts}, {i - 1}, {_operands}) if k != {i - 1} "
+               f"else _s2s_zeros_like({p})) if k is not None "
+               f"else _s2s_einsum(ans_bar, subscripts, {i - 1}, {_listed})")
            for i, p in enumerate(_args)})
 
 

@@ -32,7 +32,7 @@ import numpy as np
 from ..errors import InternalError, S2SADError
 from .arrays import asarray, is_array
 from .plain_classes import plain
-from .registry import define, helper, helpers
+from .registry import define, helper, helper_adjoint, helpers
 
 
 # -- how structures are taken apart and put together --------------------------------------
@@ -528,6 +528,46 @@ def from_array(g, like):
         raise _mismatch(g, like)
     return node.unflatten(aux, [None if node.record and not carries_derivative(v)
                                 else from_array(u, v) for u, v in zip(items, parts)])
+
+
+@helper(shape_only=(1, 2), linear="b")
+def to_array(b, g, like):
+    """The adjoint of `g` in `from_array(g, like)` from the adjoint `b` of its result (of
+    the structure of `like`): `b` in the structure and shape of `g`, its transpose. A
+    number `g`, which stands for itself in every place, gets the sum of the adjoints of
+    the places; None and the zero (0.0) are zero."""
+    if g is None:
+        return None
+    if b is None or is_zero(b) and (is_structure(like) or is_structure(g)):
+        return zeros_like(g)
+    node = node_of(type(like))
+    if node is None:
+        return np.sum(b) if _is_number(g) and np.ndim(b) else b
+    parts, aux = node.flatten(like)
+    if isinstance(node, _Sequence) and is_array(b) and len(b) == len(parts):
+        places = list(b)                    # (the rows of an array)
+    else:
+        places = node.children_as(b, aux) if is_structure(b) else None
+    if places is None:
+        raise _mismatch(b, like)
+    if _is_number(g):
+        total = 0.0
+        for u, v in zip(places, parts):
+            total = total + to_array(u, g, v)
+        return total
+    rows = g if (is_array(g) or isinstance(g, (tuple, list))) and len(g) == len(parts) \
+        else node.children_as(g, aux)
+    if rows is None:
+        raise _mismatch(g, like)
+    out = [to_array(u, r, v) for u, r, v in zip(places, rows, parts)]
+    if is_array(g):
+        return np.reshape(np.array(out, dtype=np.result_type(g, np.float32)), np.shape(g))
+    return rebuild(g, out) if isinstance(g, (tuple, list)) else node.unflatten(aux, out)
+
+
+# (each the other's transpose)
+helper_adjoint(from_array, g="_s2s_to_array(ans_bar, g, like)")
+helper_adjoint(to_array, zero="g, like", b="_s2s_from_array(ans_bar, like)")
 
 
 def _is_number(g):

@@ -3,7 +3,8 @@
 `unbroadcast_product` (a product summed down to a shape, as one matrix product) and
 `unreduce_view` (`unreduce` as a view). `summed` is a sum over axes, as a product with
 a vector of ones where NumPy's reduction is slow. `unouter` sums the adjoint of an
-operand of a ufunc's `outer` (broadcast by `lead`) over the other operand's axes."""
+operand of a ufunc's `outer` (broadcast by `lead`) over the other operand's axes.
+`prod_others` is the derivative of `np.prod`, with its own derivatives."""
 import math
 
 import numpy as np
@@ -227,6 +228,9 @@ def lead(x, y):
     return np.reshape(x, np.shape(x) + (1,) * np.ndim(y))
 
 
+helper_adjoint(lead, zero="y", x="_s2s_reshape_like(ans_bar, x)")
+
+
 @helper(linear="d")
 def unouter(d, x, y, which):
     """The adjoint of `x` (which=0) or `y` (which=1) of a ufunc's `outer(x, y)` from `d`,
@@ -239,9 +243,93 @@ def unouter(d, x, y, which):
     return np.sum(d, axis=tuple(range(nx))) if nx else d.copy()
 
 
+# (a sum over the axes of the other operand: `ans_bar` spread over them again)
+helper_adjoint(unouter, namespace=ns, zero="x, y", d=(
+    "_s2s_rebroadcast(np.broadcast_to(_s2s_lead(_s2s_rebroadcast(ans_bar, x), y) if which == 0 "
+    "else _s2s_rebroadcast(ans_bar, y), np.shape(x) + np.shape(y)), d)"))
+
+
 def outer_dot(d, ans):
     """A tangent `d` of a ufunc's `outer`, broadcast to the shape of its result `ans`."""
     return d if np.shape(d) == np.shape(ans) else np.broadcast_to(d, np.shape(ans)).copy()
+
+
+# -- the adjoint of np.prod -----------------------------------------------------------
+def _along_last(fn, axis, x, *more):
+    """`fn` applied with the reduced axes of `x` (for `np.prod(x, axis)`) flattened into
+    the last one, its result put back in `x`'s shape; `more` arrays move alike."""
+    x = asarray(x)
+    axes = axes_of(axis, x.ndim)
+    last = range(x.ndim - len(axes), x.ndim)
+    moved = [np.moveaxis(asarray(a), axes, last) for a in (x, *more)]
+    flat = [m.reshape(m.shape[:x.ndim - len(axes)] + (-1,)) for m in moved]
+    return np.moveaxis(fn(*flat).reshape(moved[0].shape), last, axes)
+
+
+@helper(result="fresh", tangent="_s2s_prod_others_dot(x, t, axis)")
+def prod_others(x, axis=None):
+    """For each entry of `x`, the product of the other entries it is multiplied with by
+    `np.prod(x, axis)`: the derivative of the product, also where an entry is zero."""
+    if np.ndim(x) == 0:
+        return np.ones_like(x, dtype=np.result_type(x, np.float32))
+
+    def before(a):       # exclusive cumulative product along the last axis
+        out = np.ones_like(a, dtype=np.result_type(a, np.float32))
+        out[..., 1:] = np.cumprod(a[..., :-1], axis=-1)
+        return out
+    return _along_last(lambda a: before(a) * before(a[..., ::-1])[..., ::-1], axis, x)
+
+
+
+# (the Jacobian of `prod_others` is the Hessian of the product: symmetric, its own transpose)
+helper_adjoint(prod_others, x="_s2s_prod_others_dot(x, _s2s_rebroadcast(ans_bar, x), axis)")
+
+
+@helper(params="x, u, axis=None",
+        tangent=("_s2s_prod_others_dot2(x, u, t, axis)", "_s2s_prod_others_dot(x, t, axis)"))
+def prod_others_dot(x, t, axis=None):
+    """The tangent of `prod_others(x, axis)` along `t` (products of dual numbers, so
+    that zero entries need no division)."""
+    if np.ndim(x) == 0:
+        return np.zeros_like(x, dtype=np.result_type(x, np.float32))
+
+    def before(a, da):      # exclusive cumulative products and their tangents
+        p = np.ones_like(a, dtype=np.result_type(a, np.float32))
+        dp = np.zeros_like(p)
+        for k in range(1, a.shape[-1]):
+            p[..., k] = p[..., k - 1] * a[..., k - 1]
+            dp[..., k] = dp[..., k - 1] * a[..., k - 1] + p[..., k - 1] * da[..., k - 1]
+        return p, dp
+
+    def dot(a, da):
+        (b, db), (r, dr) = before(a, da), before(a[..., ::-1], da[..., ::-1])
+        return db * r[..., ::-1] + b * dr[..., ::-1]
+    return _along_last(dot, axis, x, t)
+
+
+def prod_others_dot2(x, t, s, axis=None):
+    """The tangent of `prod_others_dot(x, t, axis)` along `s`, the tangent of `x`: the
+    part in e1 e2 of the products of the other entries of `x + e1 t + e2 s`, numbers with
+    two infinitesimals (e1 * e1 = e2 * e2 = 0), so that zero entries need no division."""
+    if np.ndim(x) == 0:
+        return np.zeros_like(x, dtype=np.result_type(x, np.float32))
+
+    def before(a, da, ea):      # exclusive cumulative products: their 1, e1, e2, e1 e2 parts
+        p = [np.ones_like(a, dtype=np.result_type(a, np.float32))] + [
+            np.zeros(a.shape, np.result_type(a, np.float32)) for _ in range(3)]
+        for k in range(1, a.shape[-1]):
+            b, db, eb = a[..., k - 1], da[..., k - 1], ea[..., k - 1]
+            p0, p1, p2, p3 = (q[..., k - 1] for q in p)
+            for q, v in zip(p, (p0 * b, p0 * db + p1 * b, p0 * eb + p2 * b,
+                                p1 * eb + p2 * db + p3 * b)):
+                q[..., k] = v
+        return p
+
+    def second(a, da, ea):
+        b = before(a, da, ea)
+        r = [q[..., ::-1] for q in before(a[..., ::-1], da[..., ::-1], ea[..., ::-1])]
+        return b[0] * r[3] + b[1] * r[2] + b[2] * r[1] + b[3] * r[0]
+    return _along_last(second, axis, x, t, s)
 
 
 helpers(__name__)

@@ -17,7 +17,7 @@ from .pytrees import (
     by_attributes as _by_attributes, replace as _replace)
 from .containers import described, joined as _joined, repeated as _repeated
 from .factorizations import matrix_norm_slope
-from .reductions import axes_of as _axes, unbroadcast, unreduce
+from .reductions import axes_of as _axes, prod_others, rebroadcast, unbroadcast, unreduce
 from .registry import HELPERS, define, helper, helper_adjoint, helpers, jvp
 
 ns = {"np": np}
@@ -118,6 +118,10 @@ def unattr(g, obj, name):
     return _replace(obj, values)
 
 
+# (`g` into one field: its transpose reads that field)
+helper_adjoint(unattr, g="_s2s_rebroadcast(_s2s_attr_dot(ans_bar, obj, name), g)")
+
+
 @helper(linear="t")
 def attr_dot(t, obj, name):
     """The tangent of `obj.name`, `t` the tangent of `obj`: for an instance of a class
@@ -213,8 +217,13 @@ def unindex(g, x, index):
     if isinstance(x, (tuple, list)):
         out = list(zeros_like(x))
         named = _is_named_tuple(x)
-        items = (zip(range(*index.indices(len(x))), g) if isinstance(index, slice)
-                 else [(index, g)])
+        if isinstance(index, slice):
+            positions = range(*index.indices(len(x)))
+            # (a 0-d `g`, the zero, for each item: see `products.spread_to`)
+            zero = not isinstance(g, (list, tuple)) and np.ndim(g) == 0
+            items = zip(positions, [g] * len(positions) if zero else g)
+        else:
+            items = [(index, g)]
         for i, v in items:
             if not named or carries_derivative(x[i]):
                 out[i] = unbroadcast(v, x[i])
@@ -255,6 +264,9 @@ def log_base_dot(t, x):
     return t / x if x != 0 else 0.0 * t
 
 
+helper_adjoint(log_base, x="_s2s_safe_divide(ans_bar, x)")     # (0 where x == 0, as its tangent)
+
+
 @helper(numba=True)
 def seed(y, name):
     """The adjoint 1 of a scalar output `y` of the same type; a clear error otherwise."""
@@ -278,51 +290,6 @@ define(seed, "y, name", None, None, zero=("y", "name"), tangent=(), returns="sca
 
 
 # -- NumPy adjoints that are more than one expression -----------------------------------
-def _along_last(fn, axis, x, *more):
-    """`fn` applied with the reduced axes of `x` (for `np.prod(x, axis)`) flattened into
-    the last one, its result put back in `x`'s shape; `more` arrays move alike."""
-    x = asarray(x)
-    axes = _axes(axis, x.ndim)
-    last = range(x.ndim - len(axes), x.ndim)
-    moved = [np.moveaxis(asarray(a), axes, last) for a in (x, *more)]
-    flat = [m.reshape(m.shape[:x.ndim - len(axes)] + (-1,)) for m in moved]
-    return np.moveaxis(fn(*flat).reshape(moved[0].shape), last, axes)
-
-
-@helper(result="fresh", tangent="_s2s_prod_others_dot(x, t, axis)")
-def prod_others(x, axis=None):
-    """For each entry of `x`, the product of the other entries it is multiplied with by
-    `np.prod(x, axis)`: the derivative of the product, also where an entry is zero."""
-    if np.ndim(x) == 0:
-        return np.ones_like(x, dtype=np.result_type(x, np.float32))
-
-    def before(a):       # exclusive cumulative product along the last axis
-        out = np.ones_like(a, dtype=np.result_type(a, np.float32))
-        out[..., 1:] = np.cumprod(a[..., :-1], axis=-1)
-        return out
-    return _along_last(lambda a: before(a) * before(a[..., ::-1])[..., ::-1], axis, x)
-
-
-def prod_others_dot(x, t, axis=None):
-    """The tangent of `prod_others(x, axis)` along `t` (products of dual numbers, so
-    that zero entries need no division)."""
-    if np.ndim(x) == 0:
-        return np.zeros_like(x, dtype=np.result_type(x, np.float32))
-
-    def before(a, da):      # exclusive cumulative products and their tangents
-        p = np.ones_like(a, dtype=np.result_type(a, np.float32))
-        dp = np.zeros_like(p)
-        for k in range(1, a.shape[-1]):
-            p[..., k] = p[..., k - 1] * a[..., k - 1]
-            dp[..., k] = dp[..., k - 1] * a[..., k - 1] + p[..., k - 1] * da[..., k - 1]
-        return p, dp
-
-    def dot(a, da):
-        (b, db), (r, dr) = before(a, da), before(a[..., ::-1], da[..., ::-1])
-        return db * r[..., ::-1] + b * dr[..., ::-1]
-    return _along_last(dot, axis, x, t)
-
-
 @helper(shape_only=(0,), tangent=())
 def count(x, axis=None):
     """How many elements a reduction of `x` over `axis` combines (a lazy 0-d array for a
@@ -367,6 +334,14 @@ def variance(g, x, axis=None, ddof=0, keepdims=False):
     return unreduce(g, x, axis, keepdims) * 2 * centred / (count(x, axis) - ddof)
 
 
+# (linear in `g`, and in `x` through centring, a symmetric projection)
+helper_adjoint(variance, namespace=ns, zero="ddof", g=(
+    "_s2s_rebroadcast(np.sum(_s2s_rebroadcast(ans_bar, x) * _s2s_variance(1.0, x, axis, ddof, "
+    "True), axis=axis, keepdims=keepdims), g)"), x=(
+    "_s2s_variance(1.0, _s2s_rebroadcast(ans_bar, x) * _s2s_unreduce(g, x, axis, keepdims), "
+    "axis, ddof, True)"))
+
+
 @helper(tangent=(
     "_s2s_nanvariance(t, x, axis, ddof, keepdims)",
     "_s2s_nanvariance(g, np.where(np.isnan(x), np.nan, t), axis, ddof, keepdims)"))
@@ -378,6 +353,14 @@ def nanvariance(g, x, axis=None, ddof=0, keepdims=False):
     centred = np.where(present, x - np.nanmean(x, axis=axis, keepdims=True), 0.0)
     n = (np.sum(present, axis=axis, keepdims=True) - ddof).astype(centred.dtype)
     return unreduce(g, x, axis, keepdims) * 2 * centred / np.where(n > 0, n, np.inf)
+
+
+# (`J(x)^T g`, J nanvar's derivative: see docs/design.md, "Where a new piece goes")
+helper_adjoint(nanvariance, namespace=ns,
+               g=("_s2s_rebroadcast(np.sum(ans_bar * _s2s_nanvariance(1.0, x, axis, ddof, "
+                  "keepdims), axis=axis, keepdims=keepdims), g)"),
+               x=("_s2s_nanvariance(g, np.where(np.isnan(x), np.nan, ans_bar), axis, ddof, "
+                  "keepdims)"))
 
 
 @helper(tangent=("_s2s_safe_divide(t, d)", "-_s2s_safe_divide(n * t, d * d)"))
@@ -408,6 +391,23 @@ def linspace_end(g, start, stop, num=50, endpoint=True, which=0):
     return unbroadcast(part, start if which == 0 else stop)
 
 
+@helper(shape_only=(1,), linear="b")
+def linspace_end_adjoint(b, g, endpoint=True, which=0):
+    """The adjoint of `g` in `linspace_end(g, start, stop, num, endpoint, which)` from the
+    adjoint `b` of its result: `b`, summed down to a row of `g`, times the weight of each
+    row, `1 - w` for `start` (`which` 0), `w` for `stop` (1)."""
+    if np.ndim(g) == 0:
+        return rebroadcast(b, g)
+    n = np.shape(g)[0]
+    w = np.arange(n) / ((n - 1 if endpoint else n) or 1)
+    w = (w if which else 1 - w).reshape((n,) + (1,) * (np.ndim(g) - 1))
+    return w * rebroadcast(b, g[0])
+
+
+helper_adjoint(linspace_end, zero="start, stop",
+               g="_s2s_linspace_end_adjoint(ans_bar, g, endpoint, which)")
+
+
 @helper(linear="g")
 def arange_part(g, start, stop=None, step=None, which=0):
     """The adjoint of `start` (`which` 0) or `step` (2) of `np.arange(start, stop,
@@ -417,6 +417,12 @@ def arange_part(g, start, stop=None, step=None, which=0):
         return 0.0 * np.sum(g)
     g = asarray(g)
     return np.sum(g) if which == 0 else np.sum(g * np.arange(g.shape[0]))
+
+
+# (the samples' values are not read: `start` and `step` have no derivative here)
+helper_adjoint(arange_part, zero="start, stop, step", namespace=ns, g=(
+    "(_s2s_rebroadcast(ans_bar, g) if which == 0 else ans_bar * np.arange(np.shape(g)[0])) "
+    "if stop is not None else 0.0 * _s2s_rebroadcast(ans_bar, g)"))
 
 
 @helper(result="of_adjoint", linear="g")
@@ -445,6 +451,10 @@ def trace(g, x, offset=0, axis1=0, axis2=1):
     return out
 
 
+helper_adjoint(trace, namespace=ns, zero="x",      # (`x` is read for its shape)
+               g="_s2s_rebroadcast(np.trace(_s2s_rebroadcast(ans_bar, x), offset, axis1, axis2), g)")
+
+
 @helper(result="of_adjoint", linear="g")
 def diag(g, v, k=0):
     """The adjoint of np.diag (in both directions)."""
@@ -457,6 +467,9 @@ def diag(g, v, k=0):
     rows = np.arange(len(g)) + max(-k, 0)
     out[rows, rows + k] = g
     return out
+
+
+helper_adjoint(diag, zero="v", g="_s2s_diag(ans_bar, g, k)")    # (each other's transposes)
 
 
 @helper(result="fresh",
@@ -482,6 +495,20 @@ def norm(g, x, ans, ord=None, axis=None, keepdims=False):
     return scale * np.sign(x) * np.abs(x) ** (p - 1)
 
 
+# (`J(x)^T g`, the norm `n` read as given: those of `x` and `n` transpose the tangents of
+# `norm_adjoint_dot`, along `x` symmetric, along `n` one scale per norm)
+helper_adjoint(norm, params="g, x, n, ord=None, axis=None, keepdims=False", namespace=ns,
+               g=("_s2s_rebroadcast(np.sum(ans_bar * _s2s_norm(1.0, x, n, ord, axis, keepdims), "
+                  "axis=axis, keepdims=keepdims), g)"),
+               x="_s2s_norm_adjoint_dot(g, x, n, ans_bar, 0, ord, axis, keepdims)",
+               n=("_s2s_rebroadcast(np.sum(ans_bar * _s2s_norm_adjoint_dot(g, x, n, 1.0, 1, ord, "
+                  "axis, keepdims), axis=axis, keepdims=keepdims), n)"))
+
+
+@helper(params="g, x, n, s, which, ord=None, axis=None, keepdims=False", tangent=(
+    "_s2s_norm_adjoint_dot(t, x, n, s, which, ord, axis, keepdims)",
+    *["_s2s_no_second_derivative(\"np.linalg.norm's adjoint\")"] * 2,
+    "_s2s_norm_adjoint_dot(g, x, n, t, which, ord, axis, keepdims)"))
 def norm_adjoint_dot(g, x, n, t, which, ord=None, axis=None, keepdims=False):
     """The tangent of `norm(g, x, n, ord, axis, keepdims)` (the adjoint of `n =
     np.linalg.norm(x, ord, axis, keepdims)`) along `x` (which=0) or `n` (which=1): for
@@ -562,12 +589,21 @@ def split_like(g, arrays, axis=0):
     return [g[before + (slice(lo, hi),)] for lo, hi in zip([0] + ends, ends)]
 
 
+# (the transposes of taking `g` apart: joining the adjoints of the pieces)
+helper_adjoint(split_like, namespace=ns, zero="arrays",
+               g="_s2s_rebroadcast(np.concatenate(ans_bar, axis), g)")
+
+
 @helper(result="of_adjoint", linear="g")
 def unstack(g, arrays, axis=0):
     """The adjoint of np.stack(arrays, axis)."""
     if np.ndim(g) == 0:
         return [g] * len(arrays)                    # the zero (see `products.spread_to`)
     return [np.take(g, i, axis=axis) for i in range(len(arrays))]
+
+
+helper_adjoint(unstack, namespace=ns, zero="arrays",
+               g="_s2s_rebroadcast(np.stack(ans_bar, axis), g)")
 
 
 @helper(result="of_adjoint", linear="g")
@@ -579,6 +615,9 @@ def hstack(g, arrays):
     return [np.reshape(p, np.shape(a)) for p, a in zip(split_like(g, flat, axis), arrays)]
 
 
+helper_adjoint(hstack, zero="arrays", g="_s2s_unhstack(ans_bar, g, arrays)")  # (their shapes)
+
+
 @helper(result="of_adjoint", linear="g")
 def vstack(g, arrays):
     if np.ndim(g) == 0:
@@ -587,45 +626,7 @@ def vstack(g, arrays):
     return [np.reshape(p, np.shape(a)) for p, a in zip(split_like(g, rows, 0), arrays)]
 
 
-@helper(result="of_adjoint", linear="g")
-def untranspose(g, axes=None):
-    if np.ndim(g) == 0:
-        return g                                    # the zero (see `products.spread_to`)
-    if axes is None or axes == ():
-        return np.transpose(g)
-    if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
-        axes = axes[0]
-    return np.transpose(g, np.argsort([a % np.ndim(g) for a in axes]))
-
-
-@helper(result="of_adjoint", linear="g")
-def untile(g, x, reps):
-    if np.ndim(g) == 0:
-        return g                                    # the zero (see `products.spread_to`)
-    x = asarray(x)
-    reps = (reps,) if np.isscalar(reps) else tuple(reps)
-    nd = max(x.ndim, len(reps))
-    shape = (1,) * (nd - x.ndim) + x.shape
-    reps = (1,) * (nd - len(reps)) + reps
-    g = np.reshape(g, [d for pair in zip(reps, shape) for d in pair])
-    return g.sum(axis=tuple(range(0, 2 * nd, 2))).reshape(x.shape)
-
-
-@helper(result="of_adjoint", linear="g")
-def unrepeat(g, x, repeats, axis=None):
-    if np.ndim(g) == 0:
-        return g                                    # the zero (see `products.spread_to`)
-    x = asarray(x)
-    if axis is None:
-        flat = x.ravel()
-        idx = np.repeat(np.arange(flat.size), repeats)
-        out = np.zeros(flat.size, dtype=np.result_type(x, np.float32))
-        np.add.at(out, idx, np.ravel(g))
-        return out.reshape(x.shape)
-    idx = np.repeat(np.arange(x.shape[axis]), repeats)
-    out = np.zeros(x.shape, dtype=np.result_type(x, np.float32))
-    np.add.at(np.moveaxis(out, axis, 0), idx, np.moveaxis(g, axis, 0))
-    return out
+helper_adjoint(vstack, namespace=ns, zero="arrays", g="_s2s_rebroadcast(np.vstack(ans_bar), g)")
 
 
 @helper(tangent=())
@@ -639,6 +640,9 @@ def clip_mask(x, lo, hi):
     return inside
 
 
+helper_adjoint(clip_mask, zero="x, lo, hi")       # (a mask: no derivative)
+
+
 def first(ans, i, *xs):
     """1.0 if argument `i` is the first of `xs` equal to `ans` (the one min/max return)."""
     for j, x in enumerate(xs):
@@ -649,6 +653,8 @@ def first(ans, i, *xs):
 
 for _n in range(3, 9):                      # 0 or 1: no tangent
     jvp(first, "ans, i, " + ", ".join(f"x{k}" for k in range(_n)))
+    helper_adjoint(first, params="a, i, " + ", ".join(f"x{k}" for k in range(_n)),
+                   zero="a, " + ", ".join(f"x{k}" for k in range(_n)))
 
 
 @helper(result="fresh", linear="g")
@@ -664,12 +670,24 @@ def unsort(g, x, axis=-1):
     return out
 
 
+# (`g` put where the elements of `x` were: its transpose takes them from there; the order is
+# piecewise constant in `x`)
+helper_adjoint(unsort, namespace=ns, zero="x", g=(
+    "_s2s_rebroadcast(np.take_along_axis(_s2s_rebroadcast(ans_bar, x), "
+    "np.argsort(x, axis=axis), axis), g)"))
+
+
 @helper(result="of_adjoint", linear="g")
 def unsum(g, items):
     """The adjoint of the builtin sum(items): `g` for every item."""
     if isinstance(items, (list, tuple)):
         return _rebuild(items, [unbroadcast(g, v) for v in items])
     return np.broadcast_to(g, np.shape(items)).copy()
+
+
+# (`g` for every item: the adjoints of the items summed; for an array of items, over its
+# first axis, and down to the shape of `g`)
+helper_adjoint(unsum, zero="items", namespace={"sum": sum}, g="_s2s_rebroadcast(sum(ans_bar), g)")
 
 
 @helper(linear="g")
@@ -679,6 +697,9 @@ def int_zero(g, dtype=None):
     if dtype is None or np.issubdtype(np.dtype(dtype), np.inexact):
         return g
     return zeros(np.shape(g), np.float64, g)
+
+
+helper_adjoint(int_zero, g="_s2s_int_zero(ans_bar, dtype)")     # (symmetric)
 
 
 def cast_tangent(t, dtype=None):
@@ -698,6 +719,9 @@ def cast_like(g, x, dtype=None):
     if dtype is not None and not np.issubdtype(np.dtype(dtype), np.inexact):
         return zeros_like(asarray(x))
     return asarray(g).astype(np.result_type(x), copy=False)
+
+
+helper_adjoint(cast_like, zero="x", g="_s2s_cast_like(ans_bar, g, dtype)")   # (in g's dtype)
 
 
 # -- sequences of numbers (rules/math.py) ----------------------------------------------

@@ -12,7 +12,9 @@ import scipy.linalg
 
 from ..errors import MissingRuleError
 from .factorizations import mirrored, mirrored_adjoint
-from .registry import helper, helpers
+from .registry import helper, helper_adjoint, helpers
+
+ns = {"np": np}
 
 
 def _t(m):
@@ -28,6 +30,12 @@ def rhs_outer(u, x):
     return u @ _t(x)
 
 
+# (bilinear: `u x^T`, or the outer product of vectors)
+helper_adjoint(rhs_outer, namespace={"np": np},
+               u="_s2s_rebroadcast(_s2s_rebroadcast(ans_bar, ans) @ x, u)",
+               x="_s2s_rebroadcast(np.swapaxes(_s2s_rebroadcast(ans_bar, ans), -1, -2) @ u, x)")
+
+
 @helper(linear="m")
 def tri_mask(m, lower, unit_diagonal=False):
     """The triangle of `m` a triangular solve reads (without the diagonal if it is a unit
@@ -35,6 +43,11 @@ def tri_mask(m, lower, unit_diagonal=False):
     if lower:
         return np.tril(m, -1 if unit_diagonal else 0)
     return np.triu(m, 1 if unit_diagonal else 0)
+
+
+# (a projection: its own transpose)
+helper_adjoint(tri_mask, zero="lower, unit_diagonal",
+               m="_s2s_tri_mask(_s2s_rebroadcast(ans_bar, m), lower, unit_diagonal)")
 
 
 _SYMMETRIC = ("sym", "symmetric", "her", "hermitian", "pos", "positive definite")
@@ -61,6 +74,10 @@ def as_read_adjoint(g, assume_a, lower):
     if assume_a in _SYMMETRIC:
         return mirrored_adjoint(g, lower)
     return _structure(g, assume_a)
+
+
+# (its transpose; `assume_a` and `lower`, flags, have no derivative)
+helper_adjoint(as_read_adjoint, zero="assume_a, lower", g="_s2s_as_read(ans_bar, assume_a, lower)")
 
 
 def _diagonal(m):
@@ -95,6 +112,15 @@ def cho_product_adjoint(s, c, lower):
     return np.tril(both @ np.tril(c)) if lower else np.triu(np.triu(c) @ both)
 
 
+# (bilinear in `s` and `c`)
+helper_adjoint(cho_product_adjoint, namespace=ns, zero="lower", s=(
+    "np.tril(ans_bar) @ np.swapaxes(np.tril(c), -1, -2) + np.tril(c) @ "
+    "np.swapaxes(np.tril(ans_bar), -1, -2) if lower else np.swapaxes(np.triu(c), -1, -2) @ "
+    "np.triu(ans_bar) + np.swapaxes(np.triu(ans_bar), -1, -2) @ np.triu(c)"), c=(
+    "np.tril((s + np.swapaxes(s, -1, -2)) @ np.tril(ans_bar)) if lower else "
+    "np.triu(np.triu(ans_bar) @ (s + np.swapaxes(s, -1, -2)))"))
+
+
 def _permutation(piv):
     """The rows of `a` in the order `lu_factor`'s LAPACK pivots `piv` put them."""
     perm = np.arange(len(piv))
@@ -109,6 +135,9 @@ def unpivot(m, piv):
     return m[..., _permutation(piv), :]
 
 
+helper_adjoint(unpivot, zero="piv", m="_s2s_pivot(ans_bar, piv)")      # (a permutation: its inverse)
+
+
 @helper(linear="m")
 def pivot(m, piv):
     """`P m`, the inverse of `unpivot`."""
@@ -117,10 +146,16 @@ def pivot(m, piv):
     return out
 
 
+helper_adjoint(pivot, zero="piv", m="_s2s_unpivot(ans_bar, piv)")
+
+
 @helper(tangent="np.tril(t, -1)")
 def unit_lower(lu):
     """The unit lower triangular factor L packed in `lu`."""
     return np.tril(lu, -1) + np.eye(np.shape(lu)[-1])
+
+
+helper_adjoint(unit_lower, namespace={"np": np}, lu="np.tril(_s2s_rebroadcast(ans_bar, lu), -1)")
 
 
 @helper(tangent=(
@@ -142,6 +177,13 @@ def lu_product_adjoint(s, lu, piv):
     return np.tril(r @ _t(np.triu(lu)), -1) + np.triu(_t(unit_lower(lu)) @ r)
 
 
+# (linear in `s`, its transpose `lu_product`; linear in the triangles of `lu` besides)
+helper_adjoint(lu_product_adjoint, namespace=ns, zero="piv",
+               s="_s2s_lu_product(ans_bar, lu, piv)", lu=(
+    "np.triu(np.swapaxes(np.tril(ans_bar, -1), -1, -2) @ _s2s_unpivot(s, piv)) + "
+    "np.tril(_s2s_unpivot(s, piv) @ np.swapaxes(np.triu(ans_bar), -1, -2), -1)"))
+
+
 @helper(tangent=("_s2s_frechet2(a, t, e)", "_s2s_frechet(a, t)"))
 def frechet(a, e):
     """The Fréchet derivative of `expm` at `a` along `e`: d/ds expm(a + s e) at 0, the
@@ -157,6 +199,24 @@ def frechet2(a, d, e):
     z = _blocks([[a, d, e, None], [None, a, None, e], [None, None, a, d],
                  [None, None, None, a]], n)
     return scipy.linalg.expm(z)[..., :n, 3 * n:]
+
+
+@helper(tangent=("_s2s_frechet_adjoint(t, a, e, which)",
+                 *["_s2s_no_second_derivative(\"scipy.linalg.expm's adjoint\")"] * 2, None))
+def frechet_adjoint(b, a, e, which):
+    """The adjoint of `a` (`which` 0) or `e` (1) in `frechet(a, e)`, the upper right block
+    of `expm(M)`, `M = [[a, e], [0, a]]`, from the adjoint `b` of its result: the adjoint
+    of `M` is `K = frechet(M^T, [[0, b], [0, 0]])` (the Fréchet derivative's transpose is
+    the derivative at the transposed matrix); `a`'s is the sum of K's diagonal blocks, `e`'s
+    its upper right block."""
+    n = np.shape(a)[-1]
+    b = np.broadcast_to(b, np.broadcast_shapes(np.shape(a), np.shape(e)))
+    k = frechet(_t(_blocks([[a, e], [None, a]], n)), _blocks([[None, b], [None, None]], n))
+    return k[..., :n, :n] + k[..., n:, n:] if which == 0 else k[..., :n, n:]
+
+
+helper_adjoint(frechet, a="_s2s_frechet_adjoint(ans_bar, a, e, 0)",
+               e="_s2s_frechet_adjoint(ans_bar, a, e, 1)")
 
 
 def _blocks(rows, n):
@@ -182,12 +242,19 @@ def cov_matrix(cov, x):
     return cov * eye if np.ndim(cov) == 0 else cov[..., None] * eye
 
 
+helper_adjoint(cov_matrix, zero="x", cov="_s2s_cov_adjoint(ans_bar, cov)")
+
+
 @helper(linear="g")
 def cov_adjoint(g, cov):
     """The adjoint of `cov_matrix` along `cov`, from the adjoint `g` of the matrix."""
     if np.ndim(cov) == 2:
         return mirrored_adjoint(g, True)
     return np.trace(g) if np.ndim(cov) == 0 else np.diagonal(g).copy()
+
+
+# (`g`, the adjoint of the matrix, gives the matrices' size)
+helper_adjoint(cov_adjoint, zero="cov", g="_s2s_cov_matrix(ans_bar, g)")
 
 
 helpers(__name__)

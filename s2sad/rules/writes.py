@@ -6,7 +6,7 @@ import numpy as np
 
 from .arrays import asarray, is_array
 from .pytrees import is_zero as _is_zero, zeros_like
-from .registry import define, helper, helpers
+from .registry import define, helper, helper_adjoint, helpers
 from .runtime import _basic     # (whether an index is basic: a view)
 
 
@@ -45,6 +45,10 @@ def zero_at(g, index):
     return out
 
 
+# (a projection: its own transpose)
+helper_adjoint(zero_at, zero="index", g="_s2s_rebroadcast(_s2s_zero_at(ans_bar, index), g)")
+
+
 @helper(result="of_adjoint", numba=True, linear="g")
 def take(g, index):
     """The adjoint of the values `v` written by `a[index] = v`, of which `g` is the
@@ -59,6 +63,13 @@ def take(g, index):
     if _basic(index) or not is_array(g) or not _may_repeat(index):
         return part.copy()
     return np.where(last_writes(np.shape(g), index), part, 0)
+
+
+# (`g[index]`, zero where a later write overwrites: `ans_bar` put back at `index`, through
+# the same zeros, `take` of ones)
+helper_adjoint(take, namespace={"np": np}, zero="index", g=(
+    "_s2s_unindex(_s2s_rebroadcast(ans_bar, ans) * _s2s_take(np.ones(np.shape(g)), index), "
+    "g, index)"))
 
 
 def last_writes(shape, index):
@@ -95,6 +106,27 @@ def head(g):
 def last(g):
     """The adjoint of `v` in `a.append(v)`: the last entry of `g`."""
     return g if _is_zero(g) else g[-1]
+
+
+# (`head` and `last` take `append`'s adjoint apart: their transposes put it together)
+@helper(linear="b")
+def unhead(b, g):
+    """The adjoint of the list `g` in `head(g)` from the adjoint `b` of its result: `b`
+    and a zero for the last entry (the zero for a zero `g`)."""
+    return 0.0 if _is_zero(g) or _is_zero(b) else list(b) + [0.0]
+
+
+@helper(linear="b")
+def unlast(b, g):
+    """The adjoint of the list `g` in `last(g)` from the adjoint `b` of its result: zeros
+    but `b` last (the zero for a zero `g`)."""
+    return 0.0 if _is_zero(g) or _is_zero(b) else [0.0] * (len(g) - 1) + [b]
+
+
+helper_adjoint(head, g="_s2s_unhead(ans_bar, g)")
+helper_adjoint(last, g="_s2s_unlast(ans_bar, g)")
+helper_adjoint(unhead, zero="g", b="_s2s_head(ans_bar)")
+helper_adjoint(unlast, zero="g", b="_s2s_last(ans_bar)")
 
 
 helpers(__name__)

@@ -2,8 +2,9 @@
 adds the adjoints of lists, tuples and dicts (issue #34).
 
 `container_programs()` is a hypothesis strategy whose values are `ContainerProgram`s: the
-text of a module (`import math`, `import numpy as np`, a constant `H0`, zero to three
-helper functions and one `def f(...)`) whose parameters are one to three of
+text of a module (`import math`, `import numpy as np`, a constant `H0`, the helpers
+`total(*terms)` and `weigh(w, v, u=0.5)` (HELPERS), zero to three generated helper
+functions and one `def f(...)`) whose parameters are one to three of
 
 - `xs`, a list of two or three floats;
 - `d`, a dict `{"w": float, "v": float64 array of shape (3,)}`;
@@ -19,7 +20,10 @@ a dict display or comprehension of its values, `d.get('w', 1.0)`), by NumPy as a
 `np.concatenate(ts)`), and passed whole to helpers (several of them, several times,
 a helper calling another with it), and by the builtins that stand for loops (`map`,
 `enumerate(..., start=1)`, `divmod`, `max`/`min`/`sorted` with and without `key=`) and
-star forms (`a, *rest = xs`, `math.hypot(*pair)`, `[*pair, xs[0]]`).
+star forms (`a, *rest = xs`, `math.hypot(*pair)`, `[*pair, xs[0]]`, `zip(*pairs)`,
+`total(*pair, x)` of a helper with `*args`, `weigh(**d)` of a dict display), and dicts
+written to (`d2[k] = v`, also in a loop over `d.items()`) and read by `sum`
+(`sum(d.values())`, a generator over `d.items()`).
 Every program is valid, smooth where its arguments are drawn (no branches; the picks
 of `max` and `sorted` change only at ties, which random arguments do not meet) and
 returns a float. Shrinking gives
@@ -80,6 +84,10 @@ READS = {
         ["{a}, *{b} = {p}", "s = s + {a} * sum({b})"],
         ["*{b}, {a} = {p}", "s = s + {a} * {b}[0]"],
         ["{a} = ({p}[0], 2.0 * {p}[1])", "s = s + math.hypot(*{a}) + sum([*{a}, {p}[0]])"],
+        ["s = s + max({p}) * {p}[0]"],
+        ["{a} = [({p}[0], {p}[-1]), ({p}[1], 2.0)]", "{b}, {c} = zip(*{a})",
+         "s = s + sum({b}) * sum({c})"],
+        ["{a} = [{p}[0], {p}[-1] * 2.0]", "s = s + total(*{a}, {p}[1]) * {p}[0]"],
     ],
     "dict": [
         ["s = s + {p}['w'] * np.sum({p}['v'])"],
@@ -94,6 +102,13 @@ READS = {
         ["s = s + {p}.get('w', 1.0) * np.sum({p}.get('u', {p}['v']))"],
         ["{a} = dict({p})", "s = s + np.sum({a}['v'] ** 2) * 0.25"],
         ["{a} = dict(w={p}['w'], v={p}['v'] * 2.0)", "s = s + {a}['w'] * np.sum({a}['v'])"],
+        ["{a} = dict({p})", "{a}['w'] = {p}['w'] * 3.0", "s = s + {a}['w'] * np.sum({a}['v'])"],
+        ["{a} = {{}}", "for {b}, {c} in {p}.items():", "    {a}[{b}] = {c} * 2.0",
+         "s = s + np.sum({a}['v']) * {a}['w']"],
+        ["{a} = {{'w': {p}['w'], 'v': {p}['v'] * 2.0}}", "s = s + weigh(**{a})"],
+        ["s = s + weigh({p}['w'], **{{'v': {p}['v']}})"],
+        ["s = s + np.sum(sum({p}.values()))"],
+        ["s = s + sum(np.sum({b}) * 0.5 for {a}, {b} in {p}.items())"],
     ],
     "tuple": [
         ["s = s + np.sum({p}[0] * {p}[1])"],
@@ -103,6 +118,7 @@ READS = {
         ["for {a} in {p}:", "    s = s + np.sum(np.sin({a}))"],
         ["{a} = list({p})", "s = s + np.sum({a}[0] * {a}[1])"],
         ["{a}, *{b} = {p}", "s = s + np.sum({a} * {b}[0])"],
+        ["{a} = ({p}[0], {p}[1])", "s = s + sum({b} * {c} for {b}, {c} in zip(*{a}))"],
     ],
     "layers": [
         ["{a} = H0", "for {b}, {c} in {p}:", "    {a} = np.tanh({b} @ {a} + {c})",
@@ -112,6 +128,18 @@ READS = {
         ["for {a} in {p}:", "    s = s + np.sum(np.tanh({a}[1]))"],
     ],
 }
+
+
+#: Helpers every program defines: `*args`, and keywords that `**d` passes.
+HELPERS = '''
+def total(*terms):
+    return sum(terms)
+
+
+def weigh(w, v, u=0.5):
+    return w * np.sum(v) + u
+
+'''
 
 
 @dataclass(frozen=True)
@@ -180,7 +208,8 @@ def container_programs(draw, max_statements=4):
     docstring)."""
     params = draw(st.lists(st.sampled_from(sorted(PARAMS)), min_size=1, max_size=3,
                            unique=True), label="parameters")
-    lines = ["import math", "", "import numpy as np", "", "H0 = np.array([0.3, -0.2])", ""]
+    lines = ["import math", "", "import numpy as np", "", "H0 = np.array([0.3, -0.2])", "",
+             HELPERS]
     helpers = {}
     kinds_used = sorted({PARAMS[p] for p in params})
     for k in range(draw(st.integers(0, 3), label="helpers")):

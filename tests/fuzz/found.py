@@ -34,6 +34,12 @@ known), and a keyword call whose argument is the result of a keyword call (a key
 argument carried no derivative in the activity analysis). Their regression tests are in
 tests/test_calls.py (tests/corpus_calls_values.py).
 
+Found by the long profile after #36 and fixed: the fused gradient dropped an inner loop
+over `range` whose body it did not need (`for i in range(1): x = 1.5 * x` where only the
+pullback of x's later uses matters) although a later statement of the outer loop read its
+variable: the pullback read the value `i` had before the inner loop (a wrong gradient,
+7.5 for 4.5), or None (a TypeError). Its regression test is in tests/test_regressions.py.
+
 A reproducer saved as "code dropped after an inner loop" turned out to be a wrong copy
 (its function returned None at its point, so its xfail could not pass); it was removed
 and the long profile is rerun to find the original again.

@@ -1,0 +1,7 @@
+"""s2sad as a GradBench tool: GradBench's evals written in plain NumPy and differentiated by
+s2sad, speaking GradBench's JSON-lines protocol (see gradbench/README.md).
+
+`gradbench.tool` answers an eval's messages on stdin and stdout; `gradbench.evals` holds one
+module per eval; `gradbench.run` drives an eval program of a local GradBench checkout against
+the tool without Docker. s2sad never imports this package.
+"""

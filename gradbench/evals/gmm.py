@@ -1,0 +1,67 @@
+"""gmm: the log posterior of a Gaussian mixture with a Wishart prior on its precision
+matrices Qₖᵀ Qₖ (ADBench's GMM with GradBench's three fixes), in the README's simplified form,
+and its gradient with respect to alpha, mu, q and l."""
+import math
+
+import numpy as np
+import s2sad
+
+from gradbench.evals import Function, floats
+
+BACKENDS = ("python",)
+
+
+def logsumexp(v, axis):
+    top = np.max(v, axis=axis, keepdims=True)
+    return np.log(np.sum(np.exp(v - top), axis=axis)) + np.squeeze(top, axis=axis)
+
+
+def log_multigamma(a, d):
+    return 0.25 * d * (d - 1) * math.log(math.pi) + sum(
+        math.lgamma(a + 0.5 * (1 - j)) for j in range(1, d + 1))
+
+
+def lower_columns(d):
+    """The rows and columns of a d×d matrix's strictly lower part, column by column."""
+    rows = [i for j in range(d) for i in range(j + 1, d)]
+    cols = [j for j in range(d) for i in range(j + 1, d)]
+    return np.array(rows, dtype=int), np.array(cols, dtype=int)
+
+
+def objective(alpha, mu, q, strict, x, m, gamma, rows, cols):
+    """`strict` is the README's l: each component's strictly lower part, column by column."""
+    n, d = x.shape
+    k = alpha.shape[0]
+    lower = np.zeros((k, d, d))
+    lower[:, rows, cols] = strict
+    Q = lower + np.exp(q)[:, :, None] * np.eye(d)
+    centred = x[:, None, :] - mu[None, :, :]                       # (n, k, d)
+    Qx = np.einsum("kij,nkj->nki", Q, centred)
+    sum_q = np.sum(q, axis=1)
+    beta = alpha + sum_q - 0.5 * np.sum(Qx * Qx, axis=2)            # (n, k)
+    likelihood = (-n * (0.5 * d * math.log(2 * math.pi) + logsumexp(alpha, 0))
+                  + np.sum(logsumexp(beta, 1)))
+    dof = d + m + 1
+    prior = (k * (dof * d * math.log(gamma / math.sqrt(2)) - log_multigamma(0.5 * dof, d))
+             - 0.5 * gamma * gamma * np.sum(Q * Q) + m * np.sum(sum_q))
+    return likelihood + prior
+
+
+def _input(input):
+    d, k = int(input["d"]), int(input["k"])
+    rows, cols = lower_columns(d)
+    return (np.array(input["alpha"], dtype=float), np.array(input["mu"], dtype=float),
+            np.array(input["q"], dtype=float),
+            np.array(input["l"], dtype=float).reshape(k, d * (d - 1) // 2),
+            np.array(input["x"], dtype=float), int(input["m"]), float(input["gamma"]),
+            rows, cols)
+
+
+def _jacobian(parts):
+    alpha, mu, q, strict = parts
+    return {"alpha": floats(alpha), "mu": floats(mu), "q": floats(q), "l": floats(strict)}
+
+
+def functions(backend):
+    return {"objective": Function(_input, objective, float),
+            "jacobian": Function(_input, s2sad.grad(objective, wrt=(0, 1, 2, 3)), _jacobian)}
