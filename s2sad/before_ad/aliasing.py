@@ -3,10 +3,9 @@ another name for its memory; one model of memory for reverse and forward mode.
 
 Takes the function in Wengert form and changes nothing but adding run-time checks
 (below). NumPy arrays and lists are objects: `z = y`, `r = y[0]`, `v = y.T`,
-`v = y.reshape(-1)`, `a, b = np.split(y, 2)`, `for row in y`, a list holding `y` and an
-object of the user's class built from it (`b = Buffer(y)`: a method that writes into
-`self.a[0]` writes into `y`) give the memory of `y` another name, and a write through one name (`z[0] = v`, `v *= 2`,
-`lst.append(v)`, `lst[0] += v` of a list holding an array) changes what every other one
+`v = y.reshape(-1)`, `a, b = np.split(y, 2)`, `for row in y`, a list or an object of your
+class holding `y` give the memory of `y` another name, and a write through one name (`z[0] = v`,
+`v *= 2`, `lst.append(v)`, `lst[0] += v`, a method's `self.a[0] = v`) changes what every other one
 holds. Wengert form writes functionally: `z_1 = setitem(z, 0, v)` is a new version of
 `z`, which the derivative, and the value computed with it, follow; the other names keep
 the old value. So a name bound, before a write, to memory the write may change, and
@@ -22,8 +21,8 @@ a primitive's record names in `view` (`np.reshape`, `x.T`, `np.split`'s list of 
 `x.astype(float, copy=False)`: `registry.viewed`), and every argument of a method or a
 function s2sad knows nothing of; a list or tuple holding the array; a loop over it.
 A Python function s2sad reads is analysed for what it returns and writes into
-(before_ad/callee_effects.py): its write into an argument (`def scale(a): a *= 2.0`,
-also given as an index, `scale(parts[0])`) is followed only through what it returns. In reverse mode, a call that changes in place
+(before_ad/callee_effects.py): its write into an argument (`def scale(a): a *= 2.0`) is
+followed only through what it returns. In reverse mode, a call that changes in place
 memory read before it (such a function's, `y.sort()`, `out=`) is refused too: the
 derivative would read the changed values afterwards.
 
@@ -494,21 +493,9 @@ class Aliasing:
         return found, args
 
     def arguments(self, args, state):
-        """{parameter: the `Held` of its argument} of a call; an argument that is an
-        index of a name (`scale(parts[0])`) holds what that index may share."""
-        out = {}
-        for p, a in args.items():
-            if isinstance(a, gast.Name) and a.id in state[0]:
-                out[p] = state[0][a.id]
-            elif (isinstance(a, gast.Subscript) and isinstance(a.value, gast.Name)
-                  and a.value.id in state[0] and self.local(a.value)
-                  and not self.copies(a.value.id, a.slice)):
-                h, relation = state[0][a.value.id], self.part(a.value.id)
-                inside = frozenset(x for o in h.objects
-                                   for x in self.contents.get(o, set()) | {_inside(o)})
-                out[p] = Held(h.objects if relation == "same" else inside | h.objects
-                              if relation == "part" else inside, h.frames)
-        return out
+        """{parameter: the `Held` of its argument} of a call."""
+        return {p: state[0][a.id] for p, a in args.items()
+                if isinstance(a, gast.Name) and a.id in state[0]}
 
     def bind_call(self, target, effect, s, state):
         """Bind `target` to the result of the call `s` has the `effect` of."""
@@ -533,10 +520,8 @@ class Aliasing:
         held = self.arguments(args, state)
         for w in found.writes:
             written = self.objects(w.term, held, s)
-            # a write into an object of the user's class is one through its attributes
-            # (`self.a[0] = v`): into what the object holds too
-            written |= {x for o in written if isinstance(self.made_kind.get(o), type)
-                        and user_class(self.made_kind[o]) for x in self.contents.get(o, ())}
+            written |= {x for o in written if user_class(self.made_kind.get(o))  # (through
+                        for x in self.contents.get(o, ())}      # an attribute: what it holds)
             if not written or w.array_only and not any(
                     self.may_be_array(o) or self.unknown_param(o) for o in written):
                 continue
@@ -616,11 +601,8 @@ class Aliasing:
         prim = self.ctx.resolve(func)
         if any(prim is f for f in FRESH):
             return []
-        if isinstance(prim, type) and user_class(prim):
-            # an object of the user's class holds what it is built from (`Buf(y)`: a
-            # method writing into self.a writes into y)
-            return [(n, "holds") for n in self.held(call.args + [k.value for k in
-                                                                   call.keywords])]
+        if isinstance(prim, type) and user_class(prim):     # an object holds its fields
+            return [(n, "holds") for n in self.held(call.args + [k.value for k in call.keywords])]
         if any(prim is f for f in REGROUPING):
             return [(n, r) for n in self.held(call.args[:1]) for r in (
                 ["holds"] if self.kinds.kind.get(n) == ARRAY else ["elements"]
