@@ -237,10 +237,6 @@ def test_a_patched_module_attribute():
     every_mode_agrees(nb["f"], 3.0, g)
 
 
-def close(a, b):
-    np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-8)
-
-
 def test_a_rebound_numpy_alias():
     nb = Notebook().run("act = np.tanh\n").run(
         "def f(x):\n    return np.sum(act(x) * x)\n")
