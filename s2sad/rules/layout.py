@@ -347,15 +347,19 @@ def unhstack(b, g, arrays):
 helper_adjoint(unhstack, zero="g, arrays", b="_s2s_hstack(ans_bar, arrays)")
 
 
+def _axes_given(axes):
+    """The axes of `x.transpose(*axes)` or `np.transpose(x, axes)`, None for reversed."""
+    if axes is None or axes == ():
+        return None
+    return axes[0] if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes
+
+
 @helper(result="of_adjoint", linear="g")
 def untranspose(g, axes=None):
     if np.ndim(g) == 0:
         return g                                    # the zero (see `products.spread_to`)
-    if axes is None or axes == ():
-        return np.transpose(g)
-    if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
-        axes = axes[0]
-    return np.transpose(g, np.argsort([a % np.ndim(g) for a in axes]))
+    axes = _axes_given(axes)
+    return np.transpose(g, None if axes is None else np.argsort([a % np.ndim(g) for a in axes]))
 
 
 @helper(result="of_adjoint", linear="g")
@@ -364,11 +368,7 @@ def retranspose(g, axes=None):
     `untranspose`, and its reverse rule's."""
     if np.ndim(g) == 0:
         return g                                    # the zero (see `products.spread_to`)
-    if axes is None or axes == ():
-        return np.transpose(g)
-    if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
-        axes = axes[0]
-    return np.transpose(g, axes)
+    return np.transpose(g, _axes_given(axes))
 
 
 helper_adjoint(untranspose, g="_s2s_rebroadcast(_s2s_retranspose(ans_bar, axes), g)")
