@@ -70,7 +70,11 @@ class _DerivativeFunction:
         change of the rules removes it (see registry.bump), and calls go through
         `_DerivativeFunction.__call__` again."""
         closure = fn.__closure__ or ()
-        if not any(c.cell_contents is runtime.respecialize for c in closure):
+        if not any(c.cell_contents is runtime.respecialize for c in closure) or isinstance(
+                self.primal, functools.partial):
+            # (not for a partial: the copy would pass on to its fallback the values the
+            # partial bound by keyword, as defaults it filled in, and the partial's
+            # `keywords` may have changed: its guards fail, see driver.target)
             return
         own = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
                                  tuple(types.CellType(self._compile_and_call)

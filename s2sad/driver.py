@@ -521,8 +521,11 @@ def target(fn):
     it leaves (see `_partial_target`)."""
     if isinstance(fn, functools.partial):
         made = _partial_targets.get(fn)
-        if made is None:
+        if made is None or not guards.same_binding(fn, made.s2s_partial_binds):
+            # (made again when its keywords changed in place: `p.keywords["a"] = 3.0`)
             made = _partial_targets[fn] = _partial_target(fn)
+            made.s2s_partial = weakref.ref(fn)      # (its derivatives guard `fn`'s values)
+            made.s2s_partial_binds = guards.bound_by(fn)
         return made
     record = registry.primitive(fn) if not inspect.isfunction(fn) else None
     if record is not None and record.vjp is not None and record.vjp.variants:

@@ -26,6 +26,7 @@ test their own guards inline, in the generated code's first line (`tests`).
 from __future__ import annotations
 
 import builtins
+import functools
 import sys
 import types
 import weakref
@@ -90,8 +91,9 @@ class Guard(NamedTuple):
     `expected` (`how` "is"), of class `expected` ("class"), the method `expected`,
     a `(function, instance)` pair ("method"), a list or tuple whose items are of the
     classes `expected`, a tuple, in order ("items": see `items`), an object of the
-    structure `expected` ("structure": see `structured`), or an array equal to the copy
-    `expected` ("contents": see `contents`)."""
+    structure `expected` ("structure": see `structured`), an array equal to the copy
+    `expected` ("contents": see `contents`), or a `functools.partial` that binds the
+    values `expected` ("binds": see `binds`)."""
     root: tuple
     attrs: tuple
     expected: object
@@ -111,7 +113,7 @@ class Guard(NamedTuple):
     def identity(self):
         """What tells two guards on the same thing apart."""
         return (self.root[0], *map(id, self.root[1:2]), *self.root[2:], self.attrs) + (
-            (self.how,) if self.how in ("items", "structure", "contents") else ())
+            (self.how,) if self.how in ("items", "structure", "contents", "binds") else ())
         # (beside the guard of the value)
 
 
@@ -188,6 +190,33 @@ def same_contents(value, expected):
     return value is expected
 
 
+def binds(root, attrs, value):
+    """The guard that `root` then `attrs` reads a `functools.partial` binding the
+    function, positional values and keyword values `value` binds now (each by identity),
+    or None if `value` is no partial: compiled code took them in when it was compiled
+    (`power(x, p=3.0)` for `cube = partial(power, p=3.0)`), and a partial's `keywords`
+    is a dict the user may change in place (`cube.keywords["p"] = 4.0`)."""
+    if not isinstance(value, functools.partial):
+        return None
+    return Guard(root, attrs, bound_by(value), "binds")
+
+
+def bound_by(p):
+    """What the `functools.partial` `p` binds: its function, its positional values and a
+    copy of its keywords (compare with `same_binding`)."""
+    return p.func, p.args, dict(p.keywords)
+
+
+def same_binding(value, expected):
+    """Whether `value` is a partial that binds the same objects as `expected` (see
+    `bound_by`)."""
+    func, args, keywords = expected
+    return (isinstance(value, functools.partial) and value.func is func
+            and len(value.args) == len(args) and all(a is b for a, b in zip(value.args, args))
+            and len(value.keywords) == len(keywords)
+            and all(value.keywords.get(k, MISSING) is v for k, v in keywords.items()))
+
+
 def item_classes(value):
     """The classes of the items of `value` (None if it is no list or tuple)."""
     if type(value) not in (list, tuple):
@@ -231,6 +260,8 @@ def holds(guards):
             ok = value is not MISSING and same_contents(value, g.expected)
         elif g.how == "structure":
             ok = value is not MISSING and structure.key(value) == g.expected
+        elif g.how == "binds":
+            ok = same_binding(value, g.expected)
         else:
             ok = (isinstance(value, types.MethodType) and value.__func__ is g.expected[0]
                   and value.__self__ is g.expected[1])
@@ -283,6 +314,9 @@ def tests(guards, name, bare=None, class_name=None, taken=()):
         elif g.how == "structure":
             out.append(f"{name(structure.key, 'structure')}({expr}) != "
                        f"{name(g.expected, 'structure')}")
+        elif g.how == "binds":
+            out.append(f"not {name(same_binding, 'same_binding')}({expr}, "
+                       f"{name(g.expected, 'binding')})")
         elif g.how == "is" and g.expected is None:
             out.append(f"{expr} is not None")
         elif g.how == "method":     # (what is read may be no method now)
@@ -406,7 +440,9 @@ def same(a, b):
 
 def of_function(fn):
     """The guards on what `fn` is made of besides its globals: the identity of its code,
-    defaults and keyword defaults, and of the value in each closure cell."""
+    defaults and keyword defaults, and of the value in each closure cell (and what a
+    partial there binds); for the function that stands for a partial object (see
+    driver.target), what that partial binds."""
     if not isinstance(fn, types.FunctionType):
         return []
     # (defaults that were None need no guard: the compiled code then takes every
@@ -419,5 +455,10 @@ def of_function(fn):
         try:
             out.append(Guard(("cell", cell), (), cell.cell_contents, "is"))
         except ValueError:
-            pass
+            continue
+        if binds(("cell", cell), (), cell.cell_contents) is not None:
+            out.append(binds(("cell", cell), (), cell.cell_contents))
+    made_for = getattr(fn, "s2s_partial", None)     # (what driver.target made for one)
+    if made_for is not None and made_for() is not None:
+        out.append(binds(("function", made_for), (), made_for()))
     return out

@@ -232,6 +232,8 @@ def guards_of(src, frozen=False):
         else:
             root = ("global", space, name)
         out.append(guards.guard(root, attrs, value, frozen))
+        if guards.binds(root, attrs, value) is not None:
+            out.append(guards.binds(root, attrs, value))
         if frozen and guards.contents(root, attrs, value) is not None:
             out.append(guards.contents(root, attrs, value))
     if frozen:      # (a cell's value is guarded with the origin, by identity)
