@@ -67,9 +67,9 @@ import numpy as np
 from .. import marks
 from .. import syntax
 from ..analysis.names import user_name
-from ..analysis.value_kinds import ARRAY, CONTAINER, SCALAR, UNKNOWN, user_class
+from ..analysis.value_kinds import ARRAY, CONTAINER, SCALAR, user_class
 from ..rules import registry, runtime
-from . import callee_effects
+from . import callee_effects, certain_axes
 from .callee_effects import FRESH, FRESH_METHODS, REGROUPING, Written, params_in, root
 
 #: Functions whose result is bools, or arrays of ints, or a tuple of arrays: an index by
@@ -78,11 +78,6 @@ INDEX_ARRAYS = (np.argsort, np.nonzero, np.flatnonzero, np.argwhere, np.arange,
                 np.logical_and, np.logical_or, np.logical_not, np.logical_xor, np.isnan,
                 np.isinf, np.isfinite, np.isclose, np.less, np.less_equal, np.greater,
                 np.greater_equal, np.equal, np.not_equal)
-
-#: NumPy functions that make an array of a given shape (the first argument).
-_CONSTRUCTORS = ("zeros", "ones", "empty", "full")
-_LIKE = ("zeros_like", "ones_like", "empty_like", "full_like", "copy", "array")
-
 
 def run(fn, ctx):
     """The pass: check `fn` (not s2sad's own derivatives differentiated again, which
@@ -170,7 +165,7 @@ class Aliasing:
             if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
                 self.defs.setdefault(s.targets[0].id, []).append(s)
         self.values = {n: [d.value for d in ds] for n, ds in self.defs.items()}
-        self.ndim, self.patterned = _ndims(self.values, ctx)
+        self.ndim, self.patterned = certain_axes.ndims(self.values, ctx)
         self.arrays = self.mutable()
 
     def check(self, fn):
@@ -826,71 +821,3 @@ def _effects(node, ctx):
         writes.append(w)
     kinds = flow.returned_kinds
     return flow.returns, writes, kinds.pop() if len(kinds) == 1 else None
-
-
-def _ndims(defs, ctx):
-    """{name: its number of axes}, where certain: parameters of known pattern or kind,
-    arrays made by np.zeros(n), np.zeros((n, m)), ..., and their copies and versions;
-    and {name: the parameters of known shape pattern that number relies on}."""
-    known = {p: len(pat) for p, (_, pat) in (ctx.patterns or {}).items()}
-    known.update({p: 0 for p, k in ctx.arg_types.items() if k in (int, float)})
-    # optimistic, to a fixed point: a name not yet reached is None, one of no certain
-    # number of axes UNKNOWN (a name bound in a loop has several definitions)
-    ndim = {p: known.get(p, UNKNOWN) for p in ctx.arg_types if p not in defs}
-
-    def of(v):
-        if isinstance(v, gast.Constant):
-            return None if v.value is None else 0 if isinstance(v.value, (int, float)) \
-                else UNKNOWN
-        if isinstance(v, gast.Name):
-            return ndim.get(v.id, None if v.id in defs else UNKNOWN)
-        if isinstance(v, gast.BinOp):
-            return _join_sides([of(v.left), of(v.right)])
-        if not isinstance(v, gast.Call):
-            return UNKNOWN
-        if isinstance(v.func, gast.Attribute) and v.func.attr == "copy" and not v.args:
-            return of(v.func.value)
-        if not v.args:
-            return UNKNOWN
-        if marks.PRIM.of(v.func) is runtime.setitem:
-            return of(v.args[0])
-        prim, first = ctx.resolve(v.func), v.args[0]
-        if any(prim is getattr(np, f) for f in _CONSTRUCTORS):
-            if isinstance(first, gast.Name) and len(defs.get(first.id, [])) == 1:
-                first = defs[first.id][0]           # Wengert form names the shape
-            if isinstance(first, gast.Tuple):
-                return len(first.elts)
-            scalar = isinstance(first, gast.Constant) or (
-                isinstance(first, gast.Name) and ctx.value_kinds.kind.get(first.id) == SCALAR)
-            return 1 if scalar else UNKNOWN
-        if any(prim is getattr(np, f) for f in _LIKE):
-            return of(first)
-        return UNKNOWN
-    changed = True
-    while changed:
-        changed = False
-        for name, values in defs.items():
-            found = {of(v) for v in values} - {None}
-            value = (found.pop() if len(found) == 1 else UNKNOWN) if found else None
-            if value is not None and ndim.get(name) != value:
-                ndim[name] = value
-                changed = True
-    known = {n: d for n, d in ndim.items() if d is not UNKNOWN}
-    patterned = set(ctx.patterns or ())
-    sources = {}        # {name: the parameters of known pattern its number of axes uses}
-    for name in known:
-        seen, todo = set(), [name]
-        while todo:
-            n = todo.pop()
-            if n not in seen:
-                seen.add(n)
-                todo += [m for v in defs.get(n, []) for m in syntax.names_loaded(v)]
-        if seen & patterned:
-            sources[name] = sorted(seen & patterned)
-    return known, sources
-
-
-def _join_sides(sides):
-    if UNKNOWN in sides:
-        return UNKNOWN
-    return None if None in sides else max(sides)
