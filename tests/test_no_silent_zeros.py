@@ -619,11 +619,30 @@ def array_written_through_another_object_holding_it(x):
     return np.sum(b2.a * x)
 
 
-def element_of_a_list_written_by_a_helper(x):     # (a strict xfail below)
+def element_of_a_list_written_by_a_helper(x):
     y = x * 1.0
     parts = [y]
     _bump(parts[0], x[1])
     return np.sum(y * x)
+
+
+def row_written_by_a_helper(x):
+    y = np.outer(x, x)
+    _bump(y[1], x[0])
+    return np.sum(y * x)
+
+
+def value_of_a_dict_written_by_a_helper(x):
+    y = x * 1.0
+    d = {"a": y}
+    _bump(d["a"], x[1])
+    return np.sum(y * x)
+
+
+def column_written_by_a_helper(x):
+    y = x.reshape(3, 1) * 1.0
+    _bump(y[:, 0], x[1])
+    return np.sum(y[:, 0] * x)
 
 
 FORMS = [out_ufunc, out_ufunc_result_used, out_unary, out_reduction, out_clip, sort_method,
@@ -643,7 +662,9 @@ FORMS = [out_ufunc, out_ufunc_result_used, out_unary, out_reduction, out_clip, s
          result_of_a_call_called, conditional_function_called, appended_through_a_method,
          appended_through_an_attribute, element_of_a_0d_product,
          array_written_through_an_object_holding_it,
-         array_written_through_another_object_holding_it]
+         array_written_through_another_object_holding_it,
+         element_of_a_list_written_by_a_helper, row_written_by_a_helper,
+         value_of_a_dict_written_by_a_helper, column_written_by_a_helper]
 
 #: In-place methods called through a view of a local array: refused, since they write
 #: into the array.
@@ -974,13 +995,3 @@ def test_text_only_printed_or_measured_loses_nothing(capsys):
     assert s2sad.jvp(printed_text, (1.5,), (1.0,))[1] == 3.0
     assert s2sad.hessian(printed_text)(1.5) == 2.0
     assert "x = 1.5 1.5 1.5" in capsys.readouterr().out
-
-
-@pytest.mark.xfail(strict=True, reason="a Python function's write into an argument given as "
-                   "an index (_bump(parts[0], v)) is not followed to the array the list "
-                   "holds (before_ad/aliasing.py: `arguments` takes names only; T37 "
-                   "finding 17)")
-@pytest.mark.parametrize("mode", ["reverse", "forward"])
-def test_an_element_of_a_list_written_by_a_helper(mode):
-    test_a_form_is_differentiated_or_refused_clearly(element_of_a_list_written_by_a_helper,
-                                                     mode)

@@ -312,16 +312,8 @@ class Aliasing:
         held, new = Held(), None
         for slot, (other, relation) in enumerate(relations):
             h = names.get(other, Held(frozenset([other]), frozenset([other])))
-            if relation == "version":
-                held = held.join(h)
-            elif relation == "same":
-                held = held.join(Held(h.objects, frozenset([id(s)]), s))
-            elif relation in ("element", "part"):
-                inside = frozenset(x for o in h.objects
-                                   for x in self.contents.get(o, set()) | {_inside(o)})
-                if relation == "part":      # of a value that may be an array or a list
-                    inside |= h.objects
-                held = held.join(Held(inside, frozenset([id(s)]), s))
+            if relation in ("version", "same", "element", "part"):
+                held = held.join(self.related(h, relation, s))
             else:                           # "holds" it, or its "elements"
                 new = new or self.new(target, s, seen).objects
                 inner = {x for o in h.objects for x in self.contents.get(o, ())}
@@ -336,6 +328,19 @@ class Aliasing:
                               (id(s), 0))
             held = Held(held.objects - new, held.frames - new, held.made)
         names[target] = held
+
+    def related(self, h, relation, s):
+        """What a value made by `s` holds, that is the "version", a view ("same"), an
+        "element" or a "part" (see `shares`) of a value that holds `h`."""
+        if relation == "version":
+            return h
+        if relation == "same":
+            return Held(h.objects, frozenset([id(s)]), s)
+        inside = frozenset(x for o in h.objects
+                           for x in self.contents.get(o, set()) | {_inside(o)})
+        if relation == "part":      # of a value that may be an array or a list
+            inside |= h.objects
+        return Held(inside, frozenset([id(s)]), s)
 
     def new(self, target, s, seen, kind=None):
         """A new object, made by `s` (its last instance: reads of one an earlier
@@ -487,10 +492,18 @@ class Aliasing:
         marks.VIEW.put(call, shared[0] if shared else None)
         return found, args
 
-    def arguments(self, args, state):
-        """{parameter: the `Held` of its argument} of a call."""
-        return {p: state[0][a.id] for p, a in args.items()
-                if isinstance(a, gast.Name) and a.id in state[0]}
+    def arguments(self, args, state, s):
+        """{parameter: the `Held` of its argument} of a call (by `s`): a name, or an index
+        of one (`_bump(parts[0], v)`: the array the list holds)."""
+        out = {p: state[0][a.id] for p, a in args.items()
+               if isinstance(a, gast.Name) and a.id in state[0]}
+        for p, a in args.items():
+            if isinstance(a, gast.Subscript) and isinstance(a.value, gast.Name):
+                for other, relation in self.shares(None, a):    # (an index that may be a
+                    out[p] = out.get(p, Held()).join(self.related(   # view is taken as one)
+                        state[0].get(other, Held(frozenset([other]), frozenset([other]))),
+                        relation, s))
+        return out
 
     def bind_call(self, target, effect, s, state):
         """Bind `target` to the result of the call `s` has the `effect` of."""
@@ -500,7 +513,7 @@ class Aliasing:
         if self.kinds.kind.get(target) == SCALAR:
             names[target] = Held()
             return
-        held = self.arguments(args, state)
+        held = self.arguments(args, state, s)
         objects = frozenset(o for t in found.returns for o in self.objects(t, held, s))
         names[target] = Held(objects, frozenset([id(s)]), s) if objects else \
             self.new(target, s, seen, found.kind)
@@ -512,7 +525,7 @@ class Aliasing:
         found, args = effect
         if not found.writes:
             return
-        held = self.arguments(args, state)
+        held = self.arguments(args, state, s)
         for w in found.writes:
             written = self.objects(w.term, held, s)
             written |= {x for o in written if user_class(self.made_kind.get(o))  # (through
@@ -757,6 +770,8 @@ class Aliasing:
     def argument(self, w, args):
         """The user's name for the argument of the parameter a callee's `w` writes into."""
         arg = args.get(w.param)
+        if isinstance(arg, gast.Subscript) and isinstance(arg.value, gast.Name):
+            return user_name(arg.value.id, self.src) + syntax.unparse(arg)[len(arg.value.id):]
         return user_name(arg.id, self.src) if isinstance(arg, gast.Name) else w.param
 
 
