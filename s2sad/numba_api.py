@@ -61,10 +61,9 @@ class NativeDerivative:
         self.s2s_made_by = variant.value
         self.jit = tuple(sorted((jit or {}).items())) if jit is not None else (
             backends.jit_of(f))
-        self._target = driver.target(f)
         self._arg_types = None
-        params = list(inspect.signature(self._target).parameters)
-        self._params = params
+        self._read_target()
+        params = self._params
         # an overload whose parameters are the primal's, as Numba requires
         self._typing = function_from_source(f"def typing({', '.join(params)}):\n"
                                             f"    return _s2s_typed({', '.join(params)})\n",
@@ -72,6 +71,16 @@ class NativeDerivative:
         numba.extending.overload(self, jit_options=dict(self.jit))(self._typing)
         self._typing_error = numba.core.errors.TypingError
         self._entry_anew()
+
+    def _read_target(self):
+        """The function compiled for the primal (driver.target: for a partial, one made
+        again when the values it binds change), its parameters and their defaults (the
+        entry takes them all: a partial binds by keyword keyword-only ones, which Numba's
+        dispatcher cannot fill in)."""
+        self._target = driver.target(self.primal)
+        self._signature = inspect.signature(self._target)
+        self._params = list(self._signature.parameters)
+        self._defaults = [p.default for p in self._signature.parameters.values()]
 
     def _entry_anew(self):
         """Called from Python with every argument, the derivative runs through a Numba
@@ -98,9 +107,12 @@ class NativeDerivative:
                               NUMBA.options(self.variant, self.jit), NUMBA)
         return warn_unconnected(d)
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
         if self._compiled and not all(d.holds() for d in self._compiled):
+            self._read_target()
             self._entry_anew()
+        if kwargs or len(args) < len(self._params):
+            args = self._all(args, kwargs)
         if len(args) == len(self._params):
             try:
                 return self._entry(*args)
@@ -124,6 +136,19 @@ class NativeDerivative:
                                 "for the code") from exc
         self._by_types[key] = native
         return out
+
+    def _all(self, args, kwargs):
+        """The arguments of every parameter, in order: `args`, `kwargs` and the defaults
+        of those left out."""
+        if not kwargs and all(d is not inspect.Parameter.empty
+                              for d in self._defaults[len(args):]):
+            return args + tuple(self._defaults[len(args):])
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise TypeError(f"{self._target.__qualname__}(): {exc}") from None
+        bound.apply_defaults()
+        return tuple(bound.arguments.values())
 
     def _typed(self, *types):
         """The Python source of the specialisation for Numba `types` (an overload's
@@ -159,7 +184,7 @@ class NativeDerivative:
         return self.derivative(self._arg_types).source
 
     def __repr__(self):
-        return (f"<s2sad {self.variant.value} of {self.primal.__qualname__} "
+        return (f"<s2sad {self.variant.value} of {self._target.__qualname__} "
                 f"wrt={self.wrt!r}, numba>")
 
 

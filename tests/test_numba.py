@@ -5,6 +5,7 @@ central finite differences and against the Python backend, called from Python an
 Numba compiles each function in about a second: the gradients are made once, at module
 level, and each test calls them.
 """
+import functools
 import math
 
 import numpy as np
@@ -468,3 +469,29 @@ def test_an_exported_numba_module_of_a_full_sum(tmp_path):
     value, (gx, gy) = exported.summed_product_value_and_grad(x, y)
     assert value == pytest.approx(model.summed_product(x, y), rel=1e-14)
     np.testing.assert_allclose(gx, y)
+
+
+def _power_sum(x, p):
+    return np.sum(x ** p)
+
+
+def _cubed(x, *, p=3.0):
+    return np.sum(x ** p)
+
+
+def test_the_gradient_of_a_partial_and_of_keyword_only_parameters():
+    # (a partial's bound keywords are keyword-only parameters with defaults, which Numba's
+    # dispatcher cannot fill in: the derivative did not compile)
+    x = np.array([0.5, 1.0, 2.0])
+    cube = functools.partial(_power_sum, p=3.0)
+    g = s2sad.grad(cube, backend="numba")
+    np.testing.assert_allclose(g(x), 3 * x ** 2)
+    np.testing.assert_allclose(g(x, p=2.0), 2 * x)
+    assert "grad of _power_sum" in repr(g)
+    cube.keywords["p"] = 2.0        # (what it binds changed in place: compiled again)
+    np.testing.assert_allclose(g(x), 2 * x)
+    value, grad = s2sad.value_and_grad(cube, backend="numba")(x)
+    np.testing.assert_allclose((value, *grad), (np.sum(x * x), *(2 * x)))
+    k = s2sad.grad(_cubed, backend="numba")
+    np.testing.assert_allclose(k(x), 3 * x ** 2)
+    np.testing.assert_allclose(k(x, p=2.0), 2 * x)
