@@ -495,3 +495,19 @@ def test_the_gradient_of_a_partial_and_of_keyword_only_parameters():
     k = s2sad.grad(_cubed, backend="numba")
     np.testing.assert_allclose(k(x), 3 * x ** 2)
     np.testing.assert_allclose(k(x, p=2.0), 2 * x)
+
+
+def test_a_product_of_a_0d_array_is_not_refused_as_an_array_output():
+    # np.asarray(x[1]) * x[0] is a NumPy scalar: the refusal, if any, says what it is
+    # (it said that c() returns an array)
+    def c(x):
+        return np.asarray(x[1]) * x[0]
+
+    x = np.array([0.5, 1.5])
+    try:
+        got = s2sad.grad(c, backend="numba")(x)
+    except s2sad.S2SADError as exc:
+        assert not isinstance(exc, s2sad.NonScalarOutputError), exc
+        assert "test_numba.py:" in str(exc)
+    else:
+        np.testing.assert_allclose(got, [1.5, 0.5])

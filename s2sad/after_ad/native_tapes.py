@@ -234,8 +234,11 @@ class _NativeForms:
                 shape = syntax.attribute(e.args[1], "shape")
                 return syntax.call(syntax.attribute(np_, "full"), [shape, e.args[0]])
         if isinstance(e, gast.IfExp) and self.helper(e.orelse) == "seed":
-            # the seed of a number, or the helper's overload for Numba's type
-            if of(e.orelse.args[0]) == ARRAY:
+            # the seed of a number, or the helper's overload for Numba's type (which
+            # refuses an array of more than one element, and takes a 0-d one)
+            y = e.orelse.args[0]
+            axes = self.ctx.value_kinds.ndim.get(y.id) if syntax.is_name(y) else None
+            if of(y) == ARRAY and type(axes) is int and axes > 0:
                 raise NonScalarOutputError(
                     f"{self.ctx.src.where(self.ctx.src.node)}: grad needs a function with a "
                     f"scalar output, but {self.ctx.src.name}() returns an array. Use "

@@ -162,12 +162,16 @@ def numba_unreduce(g, x, axis=None, keepdims=False):
     raise TypingError(f"no native adjoint of a sum of {x} along an axis ({axis})")
 
 
+#: The start of the typing error of `numba_seed` for an output of more than one element,
+#: which the numba backend reports as a NonScalarOutputError (numba_api._not_compiled).
+NON_SCALAR = "s2sad: a non-scalar output: "
+
+
 @overload(runtime.seed)
 def numba_seed(y, name):
-    if numeric_type(y):
-        return lambda y, name: 1.0
-    raise TypingError(f"grad needs a function with a scalar output; it returns {y}. "
-                      "Use s2sad.vjp (Python backend) for non-scalar outputs")
+    if numeric_type(y) or isinstance(y, types.Array) and y.ndim == 0:
+        return lambda y, name: 1.0      # (a 0-d array: NumPy's arithmetic gives a number)
+    raise TypingError(f"{NON_SCALAR}{y}")
 
 
 @overload(runtime.matmul_lhs)
