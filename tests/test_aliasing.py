@@ -182,6 +182,27 @@ def callee_returns_a_view_then_written(x):
     return np.sum(y * x)
 
 
+def row_appended_then_filled(x):
+    m = []
+    for i in range(3):
+        row = []
+        m.append(row)
+        for j in range(4):
+            row.append(x[i] * x[j])
+    return sum(sum(r) for r in m)
+
+
+def list_of_the_iteration_before_appended_to(x):
+    m, prev = [], [0.0]
+    for i in range(3):
+        cur = []
+        prev.append(x[i])       # (from the second iteration on, a list m holds)
+        m.append(cur)
+        cur.append(x[i] * 2.0)
+        prev = cur
+    return sum(sum(r) for r in m) + sum(prev)
+
+
 #: (function, line of the read, line of the write, line that made the other name), as
 #: offsets from the `def` line
 REFUSED = [
@@ -201,6 +222,8 @@ REFUSED = [
     (array_twice_in_a_list_added_into, 4, 3, 2),
     (joined_lists_added_into, 4, 3, 2),
     (callee_returns_a_view_then_written, 4, 3, 2),
+    (row_appended_then_filled, 4, 6, 4),
+    (list_of_the_iteration_before_appended_to, 5, 4, 5),
 ]
 
 
@@ -407,7 +430,28 @@ def list_of_arrays_read_through_the_list(x):
     return np.sum(lst[0] * lst[1])
 
 
-ACCEPTED = [helper_makes_a_new_array, boolean_mask_copies, negated_mask_copies,
+def nested_list_comprehension(x):
+    m = [[x[i] * x[j] for j in range(4)] for i in range(3)]
+    return sum(sum(r) for r in m)
+
+
+def nested_list_comprehension_with_a_condition(x):
+    m = [[x[i] * x[j] for j in range(4) if j != i] for i in range(3)]
+    return sum(r[0] * r[1] for r in m) + m[1][2] ** 2
+
+
+def rows_filled_then_appended(x):
+    m = []
+    for i in range(3):
+        row = []
+        for j in range(4):
+            row.append(x[i] * x[j])
+        m.append(row)
+    return sum(r[0] * r[i] for i, r in enumerate(m))
+
+
+ACCEPTED = [nested_list_comprehension, nested_list_comprehension_with_a_condition,
+            rows_filled_then_appended, helper_makes_a_new_array, boolean_mask_copies, negated_mask_copies,
             index_array_copies, callee_writes_and_returns_the_new_value,
             split_part_written_and_read, astype_copies, list_of_numbers_added_to,
             list_of_elements_added_to, list_of_new_arrays_made_in_a_loop,

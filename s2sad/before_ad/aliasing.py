@@ -156,6 +156,7 @@ class Aliasing:
         #                          whose patterns tell, the error if it is a view)}
         self.effects = {}       # {id of a call: its `effect`}
         self.defs, self.loop_of, self.statement, self.within = {}, {}, {}, {}
+        self.tops = {}          # (see `made_after`)
         for s in syntax.statements(fn):
             self.statement[id(s)] = s
             if isinstance(s, (gast.For, gast.While)):
@@ -398,7 +399,8 @@ class Aliasing:
         while changed:          # the containers that hold what is written
             changed = False
             for o, inside in self.contents.items():
-                if o not in written and inside & written:
+                if o not in written and any(x in written and not self.made_after(
+                        o, x, write, base) for x in inside):
                     written.add(o)
                     changed = True
         link = names.get(base, Held()).made if base is not None else write
@@ -407,6 +409,43 @@ class Aliasing:
                     base is None or not self.apart(n, write, base, names)):
                 stale[n] = Stale(write, held.made or link, callee,
                                  not held.objects & (written - inner))
+
+    def made_after(self, c, o, write, base):
+        """Whether the container `c` holds only instances of the object `o` that earlier
+        iterations of a loop made when `write` writes through `base` into the one this
+        iteration made: `o` is made at the top level of the loop's body, every put of it
+        into `c` comes after the write there, and `base` is bound in between, to the new
+        object and its versions only (`row = []`, `for j: row.append(v)`, then
+        `m.append(row)`: a comprehension inside a comprehension)."""
+        alloc, loop = self.statement.get(o), self.loop_of.get(o)
+        if base is None or loop is None or not any(alloc is t for t in loop.body):
+            return False
+        tops = self.tops.get(id(loop))
+        if tops is None:    # {id of a statement in the loop: the index of its top one}
+            tops = self.tops[id(loop)] = {id(x): k for k, t in enumerate(loop.body)
+                                          for x in syntax.statements(t)}
+        made, wrote = tops[id(alloc)], tops.get(id(write))
+        puts = self.puts.get((c, o), ())
+        if wrote is None or not puts or any(tops.get(p) is None or tops[p] <= wrote
+                                            for p, _ in puts):
+            return False
+        todo, seen = [base], set()
+        while todo:
+            n = todo.pop()
+            seen.add(n)
+            for d in self.defs.get(n, ()):
+                if d is alloc:
+                    continue
+                v = d.value
+                if not made < tops.get(id(d), -1) <= wrote:
+                    return False
+                if isinstance(v, gast.Call) and marks.PRIM.of(v.func) in (
+                        runtime.setitem, runtime.append):
+                    v = v.args[0]
+                if not isinstance(v, gast.Name):
+                    return False
+                todo += [v.id] if v.id not in seen else []
+        return True
 
     def reads(self, node, state, s):
         names, stale, seen = state

@@ -14,7 +14,8 @@ functions and one `def f(...)`) whose parameters are one to three of
 Each parameter is read in several of the ways that defeat a `+` between adjoints: by
 index and by key, in loops (`for x in xs`, `enumerate`, `zip(xs, xs)`, `d.items()`,
 `d.values()`, `for k in d`, `for W, b in layers`), in comprehensions (`sum([x * x for x
-in xs])`), unpacked (`a, b = ts`), copied or rebuilt (`tuple(xs)`, `list(ts)`, `dict(d)`,
+in xs])`, a list of lists by one inside another, or rows filled then appended),
+unpacked (`a, b = ts`), copied or rebuilt (`tuple(xs)`, `list(ts)`, `dict(d)`,
 a dict display or comprehension of its values, `d.get('w', 1.0)`), by NumPy as an array (`np.sum(np.array(xs) ** 2)`,
 `np.append(xs, 0.5)`, `np.tanh(xs)`, `np.dot(xs, xs)`, `np.stack(ts)`,
 `np.concatenate(ts)`), and passed whole to helpers (several of them, several times,
@@ -88,6 +89,10 @@ READS = {
         ["{a} = [({p}[0], {p}[-1]), ({p}[1], 2.0)]", "{b}, {c} = zip(*{a})",
          "s = s + sum({b}) * sum({c})"],
         ["{a} = [{p}[0], {p}[-1] * 2.0]", "s = s + total(*{a}, {p}[1]) * {p}[0]"],
+        ["{a} = [[{b} * {c} for {c} in {p}] for {b} in {p}]",
+         "s = s + sum(sum({b}) for {b} in {a}) * 0.25"],
+        ["{a} = []", "for {b} in {p}:", "    {c} = [{b} * {b}]", "    {c}.append(math.sin({b}))",
+         "    {a}.append({c})", "s = s + sum({a}[0]) * {a}[-1][1]"],
     ],
     "dict": [
         ["s = s + {p}['w'] * np.sum({p}['v'])"],
