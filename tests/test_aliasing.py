@@ -569,3 +569,23 @@ def test_a_number_a_helper_divides_is_no_write():
     with allowing_unconnected(_numbers_in_loops, ["z"]):
         got = s2sad.grad(_numbers_in_loops, wrt=(0, 1, 2))(*point)
     assert got == pytest.approx(want, rel=1e-7, abs=1e-10)
+
+
+def rows_of_the_matrix_enumerated_written(x):
+    a = np.outer(x, x[:2])
+    for i, row in enumerate(a):
+        a[i] = row * (i + 1.0)
+    return np.sum(a * a)
+
+
+@pytest.mark.parametrize("mode", ["grad", "jvp"])
+def test_a_loop_over_an_array_it_writes_into_names_the_array(mode):
+    # (it named `seq`, the name desugar gives the loop's sequence)
+    with pytest.raises(s2sad.UnsupportedSyntaxError) as info:
+        _modes(rows_of_the_matrix_enumerated_written)[mode]()
+    first = rows_of_the_matrix_enumerated_written.__code__.co_firstlineno
+    assert info.value.lineno == first + 2
+    assert info.value.reason.startswith(
+        f"the loop at line {first + 2} (for i, row in enumerate(a):) goes on over a after "
+        f"line {first + 3} (a[i] = row * (i + 1.0)) writes into it"), info.value.reason
+    assert "seq" not in info.value.reason

@@ -55,7 +55,7 @@ import gast
 from .. import marks
 from ..analysis import operations
 from ..analysis.activity import closure, definitions
-from ..analysis.names import BlockNames, live_names, rename
+from ..analysis.names import BlockNames, live_names, not_in_module, rename
 from ..analysis.value_kinds import ARRAY, SCALAR, sequence_operands, user_class
 from ..analysis.operations import CALL, COPY, CUSTOM, NONDIFF, PACK, USER, classify
 from .. import syntax
@@ -401,6 +401,10 @@ class Forward:
                 f"s2sad.defjvp\n    {self.src.line_text(s).strip()}")
         if inspect.isclass(op.prim) and not user_class(op.prim):
             return MissingRuleError(f"{self.src.where(s)}: {library_class(op.prim, what)}\n"
+                                    f"    {self.src.line_text(s).strip()}")
+        if isinstance(op.node, gast.Call) and not_in_module(op.node.func, self.src):
+            return MissingRuleError(f"{self.src.where(s)}: "
+                                    f"{not_in_module(op.node.func, self.src)}\n"
                                     f"    {self.src.line_text(s).strip()}")
         return MissingRuleError(
             f"{self.src.where(s)}: s2sad has no forward-mode rule for {what}; register one "

@@ -42,7 +42,7 @@ import numpy as np
 from .. import marks
 from ..analysis import operations
 from ..analysis.value_kinds import ARRAY, CONTAINER, SCALAR, sequence_operands, user_class
-from ..analysis.names import NameCounts, as_written, store_counts
+from ..analysis.names import NameCounts, as_written, not_in_module, store_counts
 from ..analysis.operations import COPY, CUSTOM, PACK, USER
 from .. import syntax
 from ..syntax import unparse
@@ -435,6 +435,8 @@ class Reverse(CallAdjoints):
                     gast.Attribute: "reading an attribute of a differentiated value",
                     }.get(type(node))
             if what is None and isinstance(node, gast.Call):
+                if not_in_module(node.func, self.src) is not None:
+                    return MissingRuleError(f"{where}{not_in_module(node.func, self.src)}{code}")
                 func = as_written(node.func, self.wengert, self.src)
                 if isinstance(node.func, gast.Attribute):
                     return MissingRuleError(

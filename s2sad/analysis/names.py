@@ -4,7 +4,9 @@ live, so that dead assignments can be dropped (forward mode, the fused gradient)
 expression of Wengert form as the user wrote it, for messages (`as_written`).
 """
 import bisect
+import difflib
 import re
+import types
 from collections import Counter
 
 import gast
@@ -59,6 +61,23 @@ def as_written(e, fn, src, depth=8):
                 value[:] = [spelled(v, left) if isinstance(v, gast.AST) else v for v in value]
         return node
     return syntax.unparse(spelled(syntax.copied(e), depth))
+
+
+def not_in_module(func, src):
+    """For a call of `func` (`np.trapz`), an attribute of a module that has no such
+    attribute (one a newer version removed), what to say instead of "no rule", or None."""
+    if not isinstance(func, gast.Attribute):
+        return None
+    module = src.resolve(func.value)
+    if not isinstance(module, types.ModuleType) or hasattr(module, func.attr):
+        return None
+    spelled = syntax.unparse(func.value)
+    close = difflib.get_close_matches(func.attr, [n for n in dir(module)
+                                                  if not n.startswith("_")], n=1)
+    return (f"{spelled}.{func.attr} does not exist: module {module.__name__!r} has no "
+            f"attribute {func.attr!r}" + (f" (did you mean {spelled}.{close[0]}?)"
+                                          if close else "")
+            + "; Python raises AttributeError at this line")
 
 
 def number_names(fn, stored=None):

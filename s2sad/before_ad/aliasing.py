@@ -785,6 +785,15 @@ class Aliasing:
                 f"s2sad follows it only through what {found.name}() returns, so the value and "
                 f"the derivative would use the old {shown}. {found.instead(arg)}"))
         base = self.written(write)
+        looped = self.loop_sequence(name)
+        if looped is not None and link is not None:     # (desugar named the sequence)
+            return self.src.syntax_error(read, (
+                f"the loop at {line(link)} ({self.src.line_text(link).strip()}) goes on "
+                f"over {looped} after {line(write)} ({self.src.line_text(write).strip()}) "
+                f"writes into it; Python's loop reads the values written, but s2sad reads "
+                f"{looped} as it was when the loop started, so the value and the derivative "
+                f"could use old values. Loop over a copy ({looped}.copy()), or over the "
+                f"indexes (for i in range(len({looped})), reading {looped}[i])"))
         what = "list" if self.kinds.kind.get(base) == CONTAINER else "array"
         if stale.element:
             what = f"array {user_name(base, self.src)} holds, which"
@@ -796,6 +805,19 @@ class Aliasing:
             f"the value and the derivative would use the old {shown}. Make the copy "
             "explicit where the other name is made (.copy()), or read the array written "
             "again after the write"))
+
+    def loop_sequence(self, name):
+        """The user's name for the sequence a loop goes over, if `name` is the name
+        desugar gave it (`seq = A` for `for i, row in enumerate(A)`), else None."""
+        defs = self.defs.get(name, ())
+        v = defs[0].value if len(defs) == 1 else None
+        if isinstance(v, gast.Call) and marks.PRIM.of(v.func) is runtime.sequence:
+            v = v.args[0]       # (`seq = _s2s_sequence(A)`: A itself, for an array)
+        if (not isinstance(v, gast.Name) or user_name(name, self.src) != name
+                or not self.src.line_text(defs[0]).lstrip().startswith("for ")
+                or name in {n.id for n in syntax.name_nodes(self.src.node)}):
+            return None
+        return user_name(v.id, self.src)
 
     def read_before(self, w, found, args, call, reader):
         """The error for a call that writes in place into memory read before it, whose old
