@@ -36,7 +36,7 @@ def _ids(shape, fill=None):
         np.arange(n, dtype=np.intp).reshape(shape)
 
 
-@helper(linear="g", adjoint=dict(g="np.delete(ans_bar, obj, axis)"))
+@helper(shape_only=(1,), linear="g", adjoint=dict(g="np.delete(ans_bar, obj, axis)"))
 def undelete(g, arr, obj, axis=None):
     """The adjoint of `arr` in `np.delete(arr, obj, axis)`: `g` where the elements kept
     came from, zero where they were deleted."""
@@ -47,7 +47,7 @@ def undelete(g, arr, obj, axis=None):
     return out.reshape(shape)
 
 
-@helper(linear="g", adjoint=dict(g="np.insert(ans_bar, obj, 0.0, axis)"))
+@helper(shape_only=(1, 3), linear="g", adjoint=dict(g="np.insert(ans_bar, obj, 0.0, axis)"))
 def uninsert(g, arr, obj, values, axis=None):
     """The adjoint of `arr` in `np.insert(arr, obj, values, axis)`: `g` where the
     elements of `arr` went."""
@@ -60,7 +60,8 @@ def uninsert(g, arr, obj, values, axis=None):
     return out.reshape(shape)
 
 
-@helper(linear="g", adjoint=dict(g="np.insert(np.zeros(np.shape(arr)), obj, ans_bar, axis)"))
+@helper(shape_only=(1, 3), linear="g",
+        adjoint=dict(g="np.insert(np.zeros(np.shape(arr)), obj, ans_bar, axis)"))
 def uninsert_values(g, arr, obj, values, axis=None):
     """The adjoint of `values` in `np.insert(arr, obj, values, axis)`: `g` added up from
     the places each element of `values` went (NumPy broadcasts `values` to them)."""
