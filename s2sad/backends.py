@@ -26,7 +26,7 @@ import weakref
 from . import emit
 from .compilation import Callee, Compilation, Pass
 from .errors import NativeBackendError, S2SADError
-from .frontend.source import function_from_source, numba_function
+from .frontend.source import function_from_source, is_library, numba_function
 from .options import Capabilities, Options, Variant
 from .after_ad import native_check, native_tapes
 from .rules import numba_runtime
@@ -135,8 +135,10 @@ class NumbaBackend(Backend):
         return self.options(variant, jit_of(callee.fn, jit))
 
     def calls(self, ctx):
+        # (not a library's Python function, `np.ones` bound as `ones`: Numba has its own)
         return {name: obj for name, obj in ctx.bindings.items()
-                if inspect.isfunction(obj) and not obj.__module__.startswith("s2sad.")}
+                if inspect.isfunction(obj) and not obj.__module__.startswith("s2sad.")
+                and not is_library(obj)}
 
     def compile(self, fn, calls, jit):
         for name, obj in calls.items():

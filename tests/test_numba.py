@@ -511,3 +511,20 @@ def test_a_product_of_a_0d_array_is_not_refused_as_an_array_output():
         assert "test_numba.py:" in str(exc)
     else:
         np.testing.assert_allclose(got, [1.5, 0.5])
+
+
+def test_a_library_function_the_code_calls_by_a_name_of_its_own_is_numbas():
+    # (np.ones in a jvp taken inside the function is bound as `ones`: the backend compiled
+    # NumPy's Python source of it, and Numba crashed with an IndexError)
+    def f(x):
+        _, t = s2sad.jvp(lambda y: np.sum(np.sin(y) * x), (x,), (np.ones(4),))
+        return t * np.sum(x)
+
+    x = np.array([0.3, -0.7, 1.1, 0.5])
+    try:
+        got = s2sad.grad(f, backend="numba")(x)
+    except s2sad.S2SADError as exc:
+        assert "test_numba.py:" in str(exc), exc
+    else:
+        t = np.sum(np.cos(x) * x)
+        np.testing.assert_allclose(got, (np.cos(x) - x * np.sin(x)) * np.sum(x) + t)
