@@ -159,7 +159,8 @@ PRIM = Mark(
      "before_ad/checkpointed_loops.py",
      "before_ad/wengert.py", "before_ad/gradient_calls.py", "before_ad/resolve_calls.py"],
     ["frontend/source.py", "analysis/operations.py", "analysis/value_kinds.py",
-     "analysis/shapes.py", "before_ad/aliasing.py", "before_ad/callee_effects.py",
+     "analysis/shapes.py", "before_ad/aliasing.py", "before_ad/certain_axes.py",
+     "before_ad/callee_effects.py",
      "before_ad/common_subexpressions.py", "before_ad/lost_derivatives.py",
      "after_ad/tangents_late.py", "ad/reverse_mode.py", "ad/forward_mode.py", "ad/tapes.py",
      "ad/inplace.py", "ad/checkpointed.py", "trace_recording.py"], default=None)
