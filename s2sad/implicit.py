@@ -13,8 +13,9 @@ the solver are never differentiated.
 """
 from __future__ import annotations
 
+import functools
 import weakref
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -31,15 +32,15 @@ class Function:
     function of the point `x` and the values `theta` (the extra arguments, then the values
     bound by name), which calls `fn(x, *extra, **bound)`."""
 
-    def __init__(self, fn, n_extra, names):
+    def __init__(self, fn, n_extra, names=(), gap=False):
         self.fn = fn
         own = ["x"]
         extra = [f"a{k}" for k in range(n_extra)]
         bound = [f"b{k}" for k in range(len(names))]
         call = ", ".join(own + extra + [f"{n}={b}" for n, b in zip(names, bound)])
-        self.at = function_from_source(
-            f"def {identifier(fn)}_at({', '.join(own + extra + bound)}):\n"
-            f"    return _s2s_fn({call})\n", {"_s2s_fn": fn})
+        self.at = function_from_source(      # (gap: the function's fixed points are roots)
+            f"def {identifier(fn)}_{'gap' if gap else 'at'}({', '.join(own + extra + bound)}):\n"
+            f"    return _s2s_fn({call}){' - x' if gap else ''}\n", {"_s2s_fn": fn})
         self.at.__module__ = getattr(fn, "__module__", None) or "__main__"
 
     def __call__(self, *args):
@@ -176,11 +177,14 @@ class ImplicitRoot(Standing):
     adjoint of x* in the adjoint of the value; `with_tangent(value, x_dot)`, the value's
     tangent), and what function is zero at x* (`residual`, by default the user's)."""
 
+    #: whether the roots are the fixed points of the user's function (x = f(x, theta))
+    gap = False
+
     def __init__(self, layout):
         super().__init__(layout)
         param, fn, names = layout.functions[0]
         self.param, self.names = param, names
-        self.residual = Function(fn, layout.n_args, names)
+        self.residual = Function(fn, layout.n_args, names, gap=self.gap)
 
     def theta(self, extra, bound):
         return tuple(extra) + tuple(bound[self.param].values())
@@ -248,3 +252,133 @@ def standing(kind: Callable[[callables.Layout], Standing]) -> Callable:
 
 
 
+
+
+def fixed_point(f: Callable, x0: Any, args: tuple = (), tol: float = 1e-10,
+                maxiter: int = 1000) -> Any:
+    """The fixed point x = f(x, *args) reached by iterating `f` from `x0`, until a step
+    changes x by at most `tol` (relative to max(1, |x|)). Inside a differentiated
+    function, its derivative is the fixed point's by the implicit function theorem,
+    dx/dp = (I - df/dx)^-1 df/dp, with s2sad's derivatives of `f`; the iterations are
+    not differentiated (autograd's `fixed_point`, jaxopt's `FixedPointIteration`). `f`
+    may read differentiated values through `args` or as a closure:
+
+    >>> import math, s2sad
+    >>> def g(a):                    # x = cos(a x): x depends on a
+    ...     return s2sad.fixed_point(lambda x: math.cos(a * x), 1.0)
+    >>> round(g(0.5), 8)
+    0.90036722
+    >>> x = g(0.5)                   # dx/da = -x sin(a x) / (1 + a sin(a x))
+    >>> expected = -x * math.sin(0.5 * x) / (1 + 0.5 * math.sin(0.5 * x))
+    >>> abs(s2sad.grad(g)(0.5) - expected) < 1e-9
+    True
+
+    A fixed point not reached in `maxiter` steps raises S2SADError.
+    """
+    x = x0
+    for _ in range(maxiter):
+        new = f(x, *args)
+        step = np.max(np.abs(np.subtract(new, x)))
+        x = new
+        if step <= tol * max(1.0, float(np.max(np.abs(x)))):
+            return x
+    raise S2SADError(f"fixed_point({identifier(f)}, ...): no fixed point reached in "
+                     f"{maxiter} steps (the last changed x by {step:g}); start nearer it, "
+                     "raise maxiter, or make f a contraction")
+
+
+class FixedPoint(ImplicitRoot):
+    """s2sad.fixed_point (and scipy.optimize.fixed_point): its value is the fixed point."""
+
+    gap = True
+
+    def solve(self, given, extra, bound):
+        x = self.call(given, extra, bound)
+        return x, x
+
+
+callables.TAKERS[fixed_point] = callables.Taker("f", standing(FixedPoint))
+
+
+class custom_root:
+    """`solve`, a function of yours that finds a root x of `residual(x, *args) = 0`
+    (Newton's method written by hand, a bisection, a call of a library), differentiated
+    by the implicit function theorem instead of through its iterations, as jaxopt's
+    `custom_root` and JAX's `lax.custom_root` do: the derivative of the root with respect
+    to `args` is -(dr/dx)^-1 dr/dargs, with s2sad's derivatives of `residual`, and none
+    with respect to the starting point. Use it as a decorator, `solve(x0, *args)` taking
+    the starting point then the arguments `residual` takes after x:
+
+    >>> import s2sad
+    >>> def residual(x, p):
+    ...     return x ** 3 + p * x - 2.0
+    >>> @s2sad.custom_root(residual)
+    ... def newton(x0, p):
+    ...     x = x0
+    ...     for _ in range(50):
+    ...         x = x - residual(x, p) / (3 * x ** 2 + p)
+    ...     return x
+    >>> def loss(p):
+    ...     return newton(1.0, p) ** 2
+    >>> newton(1.0, 1.0)              # x^3 + x - 2 = 0 at x = 1
+    1.0
+    >>> s2sad.grad(loss)(1.0)         # 2 x dx/dp, dx/dp = -x / (3 x^2 + p) = -1/4
+    -0.5
+    >>> s2sad.jvp(loss, (1.0,), (1.0,))
+    (1.0, -0.5)
+
+    `solve` is run as it is; a root it returns that is not one (its residual not near
+    zero) has no derivative, and raises S2SADError when the derivative is taken.
+    Second derivatives (`hessian`) through it are not supported yet.
+    """
+
+    s2s_custom = ("vjp", "jvp")
+
+    def __init__(self, residual: Callable, solve: Callable | None = None) -> None:
+        self.residual, self.solve = residual, solve
+        self._functions = {}
+        if solve is not None:
+            functools.update_wrapper(self, solve)
+            name = identifier(solve)
+
+            def fwd(x0, *args):
+                x = solve(x0, *args)
+                return x, (x, args)
+
+            def bwd(residuals, g):
+                x, args = residuals
+                self._check(x, args)
+                return (None,) + root_adjoint(self._function(len(args)), x, args, g)
+
+            def rule(primals, tangents):
+                x0, *args = primals
+                x = solve(x0, *args)
+                self._check(x, args)
+                return x, root_tangent(self._function(len(args)), x, tuple(args),
+                                       tuple(tangents[1:]))
+            why = (f"second derivatives through the custom_root {name} are not supported "
+                   "yet; for hessian, hvp or grad(grad(...)), call its solver directly")
+            for helper, role in ((fwd, "fwd"), (bwd, "bwd"), (rule, "jvp")):
+                helper.__name__ = helper.__qualname__ = f"{name}_{role}"
+                helper.s2s_not_differentiable = why
+            self.fwd, self.bwd, self.rule = fwd, bwd, rule
+
+    def __call__(self, *args, **kwargs):
+        if self.solve is None:          # (as a decorator: @custom_root(residual))
+            (solve,) = args
+            return custom_root(self.residual, solve)
+        return self.solve(*args, **kwargs)
+
+    def _function(self, n):
+        if n not in self._functions:
+            self._functions[n] = Function(self.residual, n)
+        return self._functions[n]
+
+    def _check(self, x, args):
+        r = np.max(np.abs(self.residual(x, *args)))
+        scale = max(1.0, float(np.max(np.abs(x))))
+        if not r <= 1e-6 * scale:
+            raise S2SADError(
+                f"custom_root {identifier(self.solve)}: the value it returned is no root "
+                f"of {identifier(self.residual)} (the residual there is {r:g}), so it has "
+                "no derivative by the implicit function theorem; let the solver converge")

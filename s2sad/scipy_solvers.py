@@ -141,5 +141,6 @@ def declare():
     TAKERS[optimize.root_scalar] = Taker("f", implicit.standing(RootScalar),
                                          functions=("fprime", "fprime2"))
     TAKERS[optimize.fsolve] = Taker("func", implicit.standing(Fsolve), functions=("fprime",))
+    TAKERS[optimize.fixed_point] = Taker("func", implicit.standing(implicit.FixedPoint))
     TAKERS[optimize.root] = Taker("fun", implicit.standing(Root), functions=("jac",),
                                   refused={"callback": _CALLBACK})

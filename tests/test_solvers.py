@@ -155,3 +155,58 @@ def test_a_constant_call_is_the_solver_itself():
         return p * optimize.brentq(cubic, 0.0, 5.0, args=(1.0,))
     x = optimize.brentq(cubic, 0.0, 5.0, args=(1.0,))
     assert s2sad.grad(f)(2.0) == x
+
+
+def test_scipy_fixed_point_and_s2sad_fixed_point():
+    def with_scipy(a):
+        return optimize.fixed_point(lambda x: np.cos(a * x), 1.0, xtol=1e-14)
+
+    def with_s2sad(a):
+        return s2sad.fixed_point(lambda x, b: np.cos(b * x), 1.0, args=(a,), tol=1e-14)
+    for f in (with_scipy, with_s2sad):
+        x = f(0.5)
+        expected = -x * np.sin(0.5 * x) / (1 + 0.5 * np.sin(0.5 * x))
+        assert abs(central(f, 0.5) - expected) < 1e-7
+        assert abs(s2sad.grad(f)(0.5) - expected) < 1e-10
+        assert abs(s2sad.jvp(f, (0.5,), (1.0,))[1] - expected) < 1e-10
+
+
+def test_fixed_point_not_reached():
+    with pytest.raises(S2SADError, match="no fixed point"):
+        s2sad.fixed_point(lambda x: x + 1.0, 0.0, maxiter=5)
+
+
+def halley_residual(x, w):
+    return x ** 3 + w * x - 2.0
+
+
+@s2sad.custom_root(halley_residual)
+def hand_newton(x0, w):
+    x = x0
+    for _ in range(60):
+        x = x - halley_residual(x, w) / (3 * x ** 2 + w)
+    return x
+
+
+@s2sad.custom_root(halley_residual)
+def stops_early(x0, w):
+    return x0 - halley_residual(x0, w) / (3 * x0 ** 2 + w)
+
+
+def test_custom_root_on_arrays_in_both_modes():
+    def f(w):
+        return np.sum(np.sin(hand_newton(np.ones(3), w)))
+    w = np.array([0.5, 1.0, 2.0])
+    g = s2sad.grad(f)(w)
+    t = np.array([0.3, -1.0, 2.0])
+    for k in range(3):
+        e = np.zeros(3)
+        e[k] = 1.0
+        assert abs(g[k] - central(lambda h: f(w + h * e), 0.0)) < 1e-7
+    assert abs(s2sad.jvp(f, (w,), (t,))[1] - g @ t) < 1e-10
+    assert abs(s2sad.grad(lambda p: hand_newton(1.0, p))(1.0) - root_slope(1.0)) < 1e-10
+
+
+def test_custom_root_refuses_a_value_that_is_no_root():
+    with pytest.raises(S2SADError, match="no root"):
+        s2sad.grad(lambda p: stops_early(3.0, p))(1.0)
