@@ -114,6 +114,7 @@ def _sample_calls():
         "last": [([1.0, 2.0, 3.0],)],
         "keep_default": [(np.zeros(3), np.ones(3)), ([1.0], [2.0, 3.0])],
         "add_at": [(np.zeros(3), np.array([0, 0, 2]), np.ones(3))],
+        "rediff": [(r(2), r(3)), (r(2, 2), r(2, 3), 1, 1), (1.5, 0.0)],
     }
 
 
