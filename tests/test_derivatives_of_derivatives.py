@@ -62,8 +62,14 @@ MORE_SAMPLES = {
     "unkron": [(r(4, 6), r(2, 3), r(2, 2), w) for w in (0, 1)] + [
         (r(2, 6), r(3), r(2, 2), w) for w in (0, 1)],
     "uncross": [(r(4, 3), a, b, np.cross(a, b), w) for a, b in [(r(4, 3), r(3))] for w in (0, 1)]
-    + [(r(3, 2), a, b, np.cross(a, b, axis=0), w, 0) for a, b in [(r(3, 2), r(3, 2))]
-       for w in (0, 1)],
+    + [(r(3, 2), a, b, np.cross(a, b, axis=0), w, -1, -1, -1, 0) for a, b in [(r(3, 2), r(3, 2))]
+       for w in (0, 1)]
+    + [(r(3, 4), a, b, np.cross(a, b, 0, 1, 0), w, 0, 1, 0) for a, b in [(r(3, 4), r(4, 3))]
+       for w in (0, 1)]
+    + [(r(4), a, b, a[:, 0] * b[1] - a[:, 1] * b[0], w) for a, b in [(r(4, 2), r(2))]
+       for w in (0, 1)]     # (2-vectors, which NumPy 2 deprecates: c their z components)
+    + [(r(4, 3), a, b, np.cross(np.pad(a, [(0, 0), (0, 1)]), b), w)
+       for a, b in [(r(4, 2), r(3))] for w in (0, 1)],
     "untake_along_axis": [(r(2, 2), r(2, 3), np.array([[0, 2], [1, 1]]), 1),
                           (r(4), r(5), np.array([0, 0, 3, 1]), None)],
     "zero_at": [(r(2, 3), (0, slice(None))), (r(4), np.array([0, 2]))],

@@ -2197,6 +2197,21 @@ def cross_axis(a, b):
     return np.sum(np.cross(a, b, axis=0) * W34)
 
 
+def cross_axes(a, b):
+    """The third positional argument is `axisa` (b's vectors stay on its last axis), and
+    the result's vectors are put where `axisc` says."""
+    return np.sum(np.cross(a, b, 0) * W43) + np.sum(np.cross(a.T, b.T, axisb=0, axisc=0) * W34)
+
+
+def cross_planar(a, b):
+    """2-vectors: their cross product is the z component alone (with a 3-vector, the
+    2-vector is taken in the plane z = 0)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)   # (NumPy 2 deprecates 2-vectors)
+        return np.sum(np.cross(a[:, :2], b[:2]) * W43[:, 0]) + np.sum(
+            np.cross(a[:, :2], b) * W43)
+
+
 def take_along_axis_fn(x):
     return np.sum(np.sin(np.take_along_axis(x, IDX33, axis=1)))
 
@@ -3093,6 +3108,8 @@ case(kron_fn, [np.kron], {"vec-vec": (R((2,)), R((3,))), "mat-mat": (R((2, 3)), 
                           "vec-mat": (R((2,)), R((3, 2)))})
 case(cross_fn, [np.cross], {"mat-mat": (R((4, 3)), R((4, 3))), "mat-vec": (R((4, 3)), R((3,)))})
 case(cross_axis, [np.cross], (R((3, 4)), R((3, 4))))
+case(cross_axes, [np.cross], (R((3, 4)), R((4, 3))))
+case(cross_planar, [np.cross], (R((4, 3)), R((3,))))
 case(take_along_axis_fn, [np.take_along_axis], (R((3, 4)),))
 case(take_along_axis_flat, [np.take_along_axis], (R((3, 4)),))
 

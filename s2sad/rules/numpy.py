@@ -292,8 +292,9 @@ rule(np.convolve, "a, v, mode='full'", "_s2s_unconvolve(g, a, v, mode, 0)",
 rule(np.correlate, "a, v, mode='valid'", "_s2s_uncorrelate(g, a, v, mode, 0)",
      "_s2s_uncorrelate(g, a, v, mode, 1)", linear=("a", "v"))
 rule(np.kron, "a, b", "_s2s_unkron(g, a, b, 0)", "_s2s_unkron(g, a, b, 1)", linear=("a", "b"))
-rule(np.cross, "a, b, axis=-1", "_s2s_unbroadcast(_s2s_uncross(g, a, b, ans, 0, axis), a)",
-     "_s2s_unbroadcast(_s2s_uncross(g, a, b, ans, 1, axis), b)", linear=("a", "b"))
+rule(np.cross, "a, b, axisa=-1, axisb=-1, axisc=-1, axis=None",
+     "_s2s_uncross(g, a, b, ans, 0, axisa, axisb, axisc, axis)",
+     "_s2s_uncross(g, a, b, ans, 1, axisa, axisb, axisc, axis)", linear=("a", "b"))
 rule(np.linalg.norm, "x, ord=None, axis=None, keepdims=False",
      x="_s2s_norm(g, x, ans, ord, axis, keepdims)",
      tangent={"x": "_s2s_norm_dot(t, x, ans, ord, axis, keepdims)"})
