@@ -432,3 +432,45 @@ helper_adjoint(unrepeat, namespace=ns, zero="x, repeats",   # (`x` is read for i
 
 
 helpers(__name__)
+
+
+@helper(result="of_adjoint", linear="g")
+def unrollaxis(g, axis, start=0):
+    """The adjoint of `np.rollaxis(a, axis, start)` (a view of `g`, or `g` itself when
+    0-d): the axis NumPy moved to `start` moved back to `axis`."""
+    if np.ndim(g) == 0:
+        return g
+    axis, start = axis % g.ndim, start + g.ndim if start < 0 else start
+    return np.moveaxis(g, start - 1 if axis < start else start, axis)
+
+
+@helper(result="of_adjoint", linear="g")
+def rollaxis(g, axis, start=0):
+    """`np.rollaxis(g, axis, start)`, or `g` itself when 0-d (a zero): the transpose of
+    `unrollaxis`."""
+    return g if np.ndim(g) == 0 else np.rollaxis(g, axis, start)
+
+
+helper_adjoint(unrollaxis, g="_s2s_rollaxis(ans_bar, axis, start)")
+helper_adjoint(rollaxis, g="_s2s_unrollaxis(ans_bar, axis, start)")
+
+
+@helper(linear="g")
+def unselect(g, condlist, choicelist, default, which):
+    """The adjoints of the `choicelist` (`which` 0, a list) or of `default` (1) in
+    `np.select(condlist, choicelist, default)`: `g` where each is the value chosen (its
+    condition the first that holds), zero elsewhere, summed back where it was broadcast."""
+    n = len(choicelist)
+    if np.ndim(g) == 0:
+        return [g] * n if which == 0 else g         # the zero (see `products.spread_to`)
+    first = np.select(condlist, list(range(n)), n)
+    if which == 1:
+        return unbroadcast(np.where(first == n, g, 0.0), default)
+    return [unbroadcast(np.where(first == i, g, 0.0), c) for i, c in enumerate(choicelist)]
+
+
+# (the values of `g` chosen by the conditions: put back by np.select itself)
+helper_adjoint(unselect, namespace=ns, zero="condlist, choicelist, default", g=(
+    "_s2s_rebroadcast(np.select(condlist, ans_bar, 0.0) if which == 0 else "
+    "np.select(condlist, _s2s_zeros_like(choicelist), ans_bar), g)"))
+
