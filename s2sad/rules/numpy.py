@@ -222,7 +222,7 @@ _RANGE = ("_s2s_extremum{0}({1}, a, np.max(a, axis, keepdims=keepdims), axis, ke
 rule(np.ptp, "a, axis=None, out=None, keepdims=False", a=_RANGE.format("", "g"),
      tangent={"a": _RANGE.format("_dot", "t")}, reduction=True)
 _W = "_s2s_weights_like(a, weights, axis)"
-rule(np.average, "a, axis=None, weights=None, keepdims=False",
+rule(np.average, "a, axis=None, weights=None, *, keepdims=False",
      a=f"_s2s_unreduce(g, a, axis, keepdims) * {_W} / np.sum({_W}, axis, keepdims=True)",
      weights=f"_s2s_reshape_like(_s2s_unbroadcast((a - _s2s_unreduce(ans, a, axis, keepdims))"
              f" * _s2s_unreduce(g, a, axis, keepdims) / np.sum({_W}, axis, keepdims=True), "
