@@ -431,9 +431,6 @@ helper_adjoint(unrepeat, namespace=ns, zero="x, repeats",   # (`x` is read for i
                g="_s2s_rebroadcast(np.repeat(_s2s_rebroadcast(ans_bar, x), repeats, axis), g)")
 
 
-helpers(__name__)
-
-
 @helper(result="of_adjoint", linear="g")
 def unrollaxis(g, axis, start=0):
     """The adjoint of `np.rollaxis(a, axis, start)` (a view of `g`, or `g` itself when
@@ -474,3 +471,5 @@ helper_adjoint(unselect, namespace=ns, zero="condlist, choicelist, default", g=(
     "_s2s_rebroadcast(np.select(condlist, ans_bar, 0.0) if which == 0 else "
     "np.select(condlist, _s2s_zeros_like(choicelist), ans_bar), g)"))
 
+
+helpers(__name__)

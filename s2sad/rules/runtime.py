@@ -284,6 +284,23 @@ def seed(y, name):
         "s2sad.vjp for non-scalar outputs (or reduce the output, e.g. with .sum()).")
 
 
+class NotAPair(Exception):
+    """Raised by `aux_seed` for a result that is not a pair (what the API reports,
+    located: it knows which transform the user called)."""
+
+
+def aux_seed(pair, name):
+    """The adjoint of the result `pair` of a function differentiated with has_aux=True,
+    `(output, aux)`: 1 for the output (see `seed`), zeros for `aux`, which is not
+    differentiated."""
+    if type(pair) is not tuple or len(pair) != 2:
+        raise NotAPair(pair)
+    return seed(pair[0], name), zeros_like(pair[1])
+
+
+define(aux_seed, nondiff=True)
+
+
 # the adjoint 1 of a scalar output: a constant, in reverse mode too (gradient code
 # differentiated again in reverse mode, `grad(f)` called in a function)
 define(seed, "y, name", None, None, zero=("y", "name"), tangent=(), returns="scalar")
