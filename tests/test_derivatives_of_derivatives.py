@@ -62,8 +62,14 @@ MORE_SAMPLES = {
     "unkron": [(r(4, 6), r(2, 3), r(2, 2), w) for w in (0, 1)] + [
         (r(2, 6), r(3), r(2, 2), w) for w in (0, 1)],
     "uncross": [(r(4, 3), a, b, np.cross(a, b), w) for a, b in [(r(4, 3), r(3))] for w in (0, 1)]
-    + [(r(3, 2), a, b, np.cross(a, b, axis=0), w, 0) for a, b in [(r(3, 2), r(3, 2))]
-       for w in (0, 1)],
+    + [(r(3, 2), a, b, np.cross(a, b, axis=0), w, -1, -1, -1, 0) for a, b in [(r(3, 2), r(3, 2))]
+       for w in (0, 1)]
+    + [(r(3, 4), a, b, np.cross(a, b, 0, 1, 0), w, 0, 1, 0) for a, b in [(r(3, 4), r(4, 3))]
+       for w in (0, 1)]
+    + [(r(4), a, b, a[:, 0] * b[1] - a[:, 1] * b[0], w) for a, b in [(r(4, 2), r(2))]
+       for w in (0, 1)]     # (2-vectors, which NumPy 2 deprecates: c their z components)
+    + [(r(4, 3), a, b, np.cross(np.pad(a, [(0, 0), (0, 1)]), b), w)
+       for a, b in [(r(4, 2), r(3))] for w in (0, 1)],
     "untake_along_axis": [(r(2, 2), r(2, 3), np.array([[0, 2], [1, 1]]), 1),
                           (r(4), r(5), np.array([0, 0, 3, 1]), None)],
     "zero_at": [(r(2, 3), (0, slice(None))), (r(4), np.array([0, 2]))],
@@ -111,7 +117,7 @@ MORE_SAMPLES = {
     "nanvariance": [(r(3), np.array([[1.0, np.nan, 2.0, 0.5], [0.3, -1.0, 2.0, 4.0],
                                      [np.nan, np.nan, 1.0, 2.0]]), 1, 1),
                     (np.float64(1.5), r(5)), (r(3, 1), r(3, 4), 1, 0, True)],
-    "linspace_end": [(r(5), 1.0, 2.0, 5, True, 0), (r(5, 2), r(2), 2.0, 5, False, 1),
+    "linspace_end": [(r(5), 1.0, 2.0, 5, True, 0), (r(2, 5), r(2), 2.0, 5, True, 0, 1), (r(5, 2), r(2), 2.0, 5, False, 1),
                      (r(4, 3), r(2, 1, 3), 2.0, 4, True, 0)],
     "arange_part": [(r(5), 1.5, 4.0, 0.5, 0), (r(5), 1.5, 4.0, 0.5, 2), (r(3), 3.0)],
     "norm": [(g, x, np.linalg.norm(x, *more), *more) for g, x, *more in [
@@ -126,7 +132,9 @@ MORE_SAMPLES = {
     "mirrored": [(r(3, 3), True), (r(2, 3, 3), "U"), (r(3, 3), None)],
     "mirrored_adjoint": [(r(3, 3), True), (r(2, 3, 3), "U"), (r(3, 3), None)],
     "diag_embed": [(r(3),), (r(2, 3),)],
-    "eigen_gaps": [(r(4),), (r(2, 3),)],
+    # (well separated: the gaps' reciprocals of random draws can be ill-conditioned)
+    "eigen_gaps": [(np.array([0.3, -0.8, 1.4, 2.2]),),
+                   (np.array([[0.1, 0.9, 2.0], [-1.0, 0.5, 1.7]]),)],
     "cofactors": [(a, np.linalg.det(a)) for a in (spd(3), r(3, 3), r(2, 3, 3))],
     "eigvalsh_adjoint": [(r(3), spd(3)), (r(3), r(3, 3), "U"), (r(2, 3), r(2, 3, 3))],
     "cholesky": [(r(2, 3, 3), np.linalg.cholesky(np.stack([spd(3), spd(3)])))],
@@ -157,6 +165,8 @@ MORE_SAMPLES = {
     "polyder_value": [(r(4), r(3), 1), (r(4), 0.7, 2), (r(3), r(2), 4)],
     "midpoints": [(r(5),), (r(3, 4), 0), (r(3, 4), -1)],
     "unmidpoints": [(r(4),), (r(2, 4), 0)],
+    "unselect": [(r(2, 3), [r(2, 3) > 0, r(3) > 0.5], [r(2, 3), r(3)], 1.5, w) for w in (0, 1)]
+    + [(r(4), [r(4) > 0], [r(4)], r(4), w) for w in (0, 1)],
     "undiff": [(r(4),), (r(3), 2), (r(2, 3), 1, 0), (0.0, 1)],
     "cumprod": [(g, x, np.cumprod(x, axis), axis) for g, x, axis in [
         (r(4), r(4), None), (r(2, 3), r(2, 3), 1), (np.float64(0.5), r(3, 2), 0),
