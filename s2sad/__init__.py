@@ -31,7 +31,13 @@ def _declare_scipy():
     scipy_solvers.declare()
 
 
+def _declare_scipy_optimisers():
+    from . import scipy_optimisers
+    scipy_optimisers.declare()
+
+
 callables.optional("scipy", _declare_scipy)     # SciPy's solvers, once the user imports it
+callables.optional("scipy", _declare_scipy_optimisers)
 
 __version__ = "0.1.0"
 __all__ = ["grad", "value_and_grad", "vjp", "source", "check_grad", "defvjp", "nondiff",

@@ -30,17 +30,23 @@ from .rules import pytrees
 class Function:
     """The user's function `fn` as s2sad differentiates it at run time: `at` is a Python
     function of the point `x` and the values `theta` (the extra arguments, then the values
-    bound by name), which calls `fn(x, *extra, **bound)`."""
+    bound by name), which calls `fn(x, *extra, **bound)`; `around` is what `at` returns
+    of that call's value `{}` (`"{} - x"`, whose roots are fn's fixed points), `role` the
+    end of its name and `namespace` the names `around` reads."""
 
-    def __init__(self, fn, n_extra, names=(), gap=False):
+    def __init__(self, fn, n_extra, names=(), gap=False, around="{}", role="at",
+                 namespace=None):
         self.fn = fn
         own = ["x"]
         extra = [f"a{k}" for k in range(n_extra)]
         bound = [f"b{k}" for k in range(len(names))]
         call = ", ".join(own + extra + [f"{n}={b}" for n, b in zip(names, bound)])
-        self.at = function_from_source(      # (gap: the function's fixed points are roots)
-            f"def {identifier(fn)}_{'gap' if gap else 'at'}({', '.join(own + extra + bound)}):\n"
-            f"    return _s2s_fn({call}){' - x' if gap else ''}\n", {"_s2s_fn": fn})
+        if gap:         # (the function's fixed points are roots)
+            around, role = "{} - x", "gap"
+        self.at = function_from_source(
+            f"def {identifier(fn)}_{role}({', '.join(own + extra + bound)}):\n"
+            f"    return {around.format(f'_s2s_fn({call})')}\n",
+            dict(namespace or {}, _s2s_fn=fn))
         self.at.__module__ = getattr(fn, "__module__", None) or "__main__"
 
     def __call__(self, *args):

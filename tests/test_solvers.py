@@ -210,3 +210,154 @@ def test_custom_root_on_arrays_in_both_modes():
 def test_custom_root_refuses_a_value_that_is_no_root():
     with pytest.raises(S2SADError, match="no root"):
         s2sad.grad(lambda p: stops_early(3.0, p))(1.0)
+
+
+# -- minimisers: implicit differentiation of grad f = 0 -----------------------------------
+
+def bowl(x, p):
+    return np.sum((x - p) ** 2 * np.cosh(x)) + p[0] * x[0] ** 4
+
+
+def central_grad(f, p, h=1e-5):
+    out = np.zeros(len(p))
+    for k in range(len(p)):
+        e = np.zeros(len(p))
+        e[k] = h
+        out[k] = (f(p + e) - f(p - e)) / (2 * h)
+    return out
+
+
+WEIGHTS = np.array([1.0, 3.0])
+
+
+def minimize_args_jac(p):
+    res = optimize.minimize(bowl, np.zeros(2), args=(p,), jac=s2sad.grad(bowl), tol=1e-10)
+    return np.sum(res.x * WEIGHTS) + res.fun
+
+
+def minimize_lambda(p):
+    res = optimize.minimize(lambda x: np.sum((x - p) ** 2 * (1 + x ** 2)), np.zeros(2),
+                            jac=lambda x: 2 * (x - p) * (1 + x ** 2) + 2 * x * (x - p) ** 2,
+                            method="BFGS", tol=1e-10)
+    return np.sum(res.x * WEIGHTS) + res.fun
+
+
+def minimize_newton_cg(p):
+    res = optimize.minimize(bowl, np.zeros(2), args=(p,), method="Newton-CG",
+                            jac=s2sad.grad(bowl), hess=s2sad.hessian(bowl), tol=1e-12)
+    return np.sum(res.x * WEIGHTS) * res.fun
+
+
+def minimize_bounded_inside(p):
+    res = optimize.minimize(bowl, np.zeros(2), args=(p,), method="L-BFGS-B",
+                            jac=s2sad.grad(bowl), bounds=[(-5.0, 5.0), (None, 4.0)],
+                            options={"gtol": 1e-12, "ftol": 1e-15})
+    return np.sum(res.x * WEIGHTS)
+
+
+MINIMIZERS = [minimize_args_jac, minimize_lambda, minimize_newton_cg,
+              minimize_bounded_inside]
+
+
+@pytest.mark.parametrize("f", MINIMIZERS, ids=lambda f: f.__name__)
+def test_minimize_in_both_modes(f):
+    p = np.array([0.5, 0.8])
+    expected = central_grad(f, p)
+    assert np.allclose(s2sad.grad(f)(p), expected, atol=1e-6, rtol=0)
+    t = np.array([0.3, -1.0])
+    assert abs(s2sad.jvp(f, (p,), (t,))[1] - expected @ t) < 1e-6
+
+
+def test_the_minimiser_of_a_quadratic_is_analytic():
+    a = np.array([[3.0, 1.0], [1.0, 2.0]])
+
+    def f(b):      # argmin 0.5 x^T A x - b^T x = A^-1 b; the minimum -0.5 b^T A^-1 b
+        res = optimize.minimize(lambda x: 0.5 * x @ a @ x - b @ x, np.zeros(2),
+                                method="BFGS", jac=lambda x: a @ x - b, tol=1e-12)
+        return res.x[0] + res.fun
+    b = np.array([1.0, -2.0])
+    inv = np.linalg.inv(a)
+    expected = inv[0] - inv @ b
+    assert np.allclose(s2sad.grad(f)(b), expected, atol=1e-9, rtol=0)
+    assert np.allclose(s2sad.jacfwd(f)(b), expected, atol=1e-9, rtol=0)
+
+
+def test_minimize_scalar_against_the_analytic_minimiser():
+    def f(p):       # argmin (x - p)^2 + p x^4 ... of x^2 - 2 p x + c: x = p
+        res = optimize.minimize_scalar(lambda x: (x - p) ** 2 + 0.1 * x ** 4,
+                                       options={"xtol": 1e-14})
+        return res.x * 2.0 + res.fun
+
+    def bounded(p):
+        return optimize.minimize_scalar(lambda x, q: (x - q) ** 2 * (1 + x * x), args=(p,),
+                                        bounds=(-3.0, 3.0), method="bounded",
+                                        options={"xatol": 1e-12}).x
+    for p in (0.3, 1.2):
+        x = optimize.minimize_scalar(lambda x: (x - p) ** 2 + 0.1 * x ** 4,
+                                     options={"xtol": 1e-14}).x
+        dx = 2.0 / (2.0 + 1.2 * x * x)      # from 2 (x - p) + 0.4 x^3 = 0
+        expected = 2.0 * dx - 2.0 * (x - p)  # + d fun/dp at x (grad_x f = 0)
+        assert abs(s2sad.grad(f)(p) - expected) < 1e-6
+        assert abs(s2sad.jvp(f, (p,), (1.0,))[1] - expected) < 1e-6
+        assert abs(s2sad.grad(bounded)(p) - 1.0) < 1e-6      # x* = p
+
+
+def decay(x, t, y):
+    return x[0] * np.exp(-x[1] * t) - y
+
+
+def decay_jacobian(x, t, y):
+    e = np.exp(-x[1] * t)
+    return np.stack([e, -x[0] * t * e], axis=1)
+
+
+T = np.linspace(0.0, 3.0, 12)
+
+
+def least_squares_fit(y):
+    res = optimize.least_squares(decay, np.array([1.0, 1.0]), args=(T, y),
+                                 jac=decay_jacobian, method="lm", xtol=1e-15, ftol=1e-15,
+                                 gtol=1e-15)
+    return res.x[0] * 2.0 + res.x[1] + res.cost + np.sum(res.fun)
+
+
+def test_least_squares_in_both_modes():
+    y = 2.0 * np.exp(-0.7 * T) + 0.05 * np.sin(7 * T)
+    expected = central_grad(least_squares_fit, y, h=1e-4)     # (the fit stops at ftol:
+    g = s2sad.grad(least_squares_fit)(y)                        # its noise is ~1e-10)
+    assert np.allclose(g, expected, atol=1e-5, rtol=0)
+    t = np.cos(T)
+    assert abs(s2sad.jvp(least_squares_fit, (y,), (t,))[1] - g @ t) < 1e-9
+
+
+def test_a_failed_or_bounded_minimisation_is_refused_at_run_time():
+    def f(p):
+        return optimize.minimize(bowl, np.zeros(2), args=(p,), options={"maxiter": 2}).x[0]
+    with pytest.raises(S2SADError, match="did not succeed"):
+        s2sad.grad(f)(np.array([0.5, 0.8]))
+
+    def g(p):
+        return optimize.minimize(bowl, np.zeros(2), args=(p,), method="L-BFGS-B",
+                                 bounds=[(-1.0, 0.1), (None, None)]).x[0]
+    with pytest.raises(S2SADError, match="sits on a bound"):
+        s2sad.grad(g)(np.array([0.5, 0.8]))
+
+    def h(p):
+        return optimize.minimize(lambda x: (np.sum(x ** 2 - p), 2 * x), np.ones(2),
+                                 jac=True).fun
+    with pytest.raises(S2SADError, match="jac=True"):
+        s2sad.grad(h)(1.0)
+
+    def k(p):
+        return optimize.minimize(bowl, np.zeros(2), args=(p,), method="BFGS",
+                                 jac=s2sad.grad(bowl)).hess_inv[0, 0]
+    with pytest.raises(S2SADError, match="hess_inv"):
+        s2sad.grad(k)(np.array([0.5, 0.8]))
+
+
+def test_constraints_are_refused_where_called():
+    def f(p):
+        return optimize.minimize(bowl, np.zeros(2), args=(p,),
+                                 constraints={"type": "eq", "fun": lambda x: x[0]}).x[0]
+    with pytest.raises(UnsupportedSyntaxError, match="constraints"):
+        s2sad.grad(f)(np.array([0.5, 0.8]))

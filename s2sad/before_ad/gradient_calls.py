@@ -195,9 +195,8 @@ class GradientCalls(gast.NodeTransformer):
             extra = [syntax.copied(e) for e in items.elts]
         functions, bound = [], []
         for param in (taker.function,) + taker.functions:
-            if param not in given or (isinstance(given[param], gast.Constant)
-                                      and given[param].value in (None, True, False)):
-                continue
+            if param not in given or isinstance(given[param], gast.Constant):
+                continue        # (None, True, or the name of a method: "2-point")
             fn, names, values = self.taken_function(call, name, given.pop(param))
             functions.append((param, fn, names))
             bound.extend(values)
