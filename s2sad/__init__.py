@@ -27,17 +27,11 @@ from .errors import (ComplexValueError, CustomRuleError, ExceptionPathError, Exp
 
 
 def _declare_scipy():
-    from . import scipy_solvers     # (imports SciPy's modules)
-    scipy_solvers.declare()
-
-
-def _declare_scipy_optimisers():
-    from . import scipy_optimisers
-    scipy_optimisers.declare()
+    from . import scipy_calls       # (imports SciPy's modules)
+    scipy_calls.declare()
 
 
 callables.optional("scipy", _declare_scipy)     # SciPy's solvers, once the user imports it
-callables.optional("scipy", _declare_scipy_optimisers)
 
 __version__ = "0.1.0"
 __all__ = ["grad", "value_and_grad", "vjp", "source", "check_grad", "defvjp", "nondiff",

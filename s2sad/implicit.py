@@ -144,13 +144,19 @@ class Standing:
             value, point = self.run(*layout.split(primals))
             dots = layout.split(tangents)
             return value, self.tangent(point, value, *layout.split(primals), dots)
-        why = (f"second derivatives through {identifier(layout.library)}() are not "
-               "supported yet (its rules call s2sad's first derivatives at run time); for "
-               "hessian, hvp or grad(grad(...)), write the derivative of the solution with "
-               "the implicit function theorem yourself")
+        name = identifier(layout.library)
+        why = (f"second derivatives (hessian, hvp, grad(grad(...))) through {name}() are "
+               "not supported yet: its rules call s2sad's first derivatives at run time. "
+               "Take central differences of s2sad.grad of the function, or, for a solver, "
+               "write its iterations as a loop in your code (s2sad then differentiates them)")
+        #: [(the calling function's "file:line", (file, line, column, text))] of the
+        #: calls of this object (the user's lines a refusal of their second derivatives
+        #: names: resolve_calls)
+        self.s2s_sites = []
         for helper, role in ((fwd, "fwd"), (bwd, "bwd"), (rule, "jvp")):
             helper.__name__ = helper.__qualname__ = f"{base}_{role}"
             helper.s2s_not_differentiable = why
+            helper.s2s_sites = self.s2s_sites
         self.fwd, self.bwd, self.rule = fwd, bwd, rule
 
     def __call__(self, *values):
@@ -362,11 +368,14 @@ class custom_root:
                 self._check(x, args)
                 return x, root_tangent(self._function(len(args)), x, tuple(args),
                                        tuple(tangents[1:]))
-            why = (f"second derivatives through the custom_root {name} are not supported "
-                   "yet; for hessian, hvp or grad(grad(...)), call its solver directly")
+            why = (f"second derivatives (hessian, hvp, grad(grad(...))) through the "
+                   f"custom_root {name} are not supported yet; call its solver without "
+                   "custom_root there (s2sad then differentiates its iterations)")
+            self.s2s_sites = []     # (where it is called: see Standing)
             for helper, role in ((fwd, "fwd"), (bwd, "bwd"), (rule, "jvp")):
                 helper.__name__ = helper.__qualname__ = f"{name}_{role}"
                 helper.s2s_not_differentiable = why
+                helper.s2s_sites = self.s2s_sites
             self.fwd, self.bwd, self.rule = fwd, bwd, rule
 
     def __call__(self, *args, **kwargs):

@@ -1,7 +1,7 @@
 """SciPy's minimisers called in differentiated code (`minimize`, `minimize_scalar`,
 `least_squares`): their Takers (frontend/callables.py) and the kinds of `ImplicitRoot`
-(s2sad/implicit.py) that stand for their calls, loaded with SciPy's root finders
-(s2sad/scipy_solvers.py).
+(s2sad/implicit.py) that stand for their calls, declared with SciPy's
+other Takers (s2sad/scipy_calls.py).
 
 A minimiser x* of f(x, theta) is a root of the optimality condition grad_x f(x, theta) = 0,
 so its derivative is the implicit function theorem's with that residual: the Jacobian of

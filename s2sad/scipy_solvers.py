@@ -1,7 +1,7 @@
 """SciPy's root finders called in differentiated code: their Takers (frontend/callables.py)
 and the kinds of `ImplicitRoot` (s2sad/implicit.py) that stand for their calls. Loaded the
-first time a lookup misses after the user's code imported SciPy (`declare`, which
-s2sad/__init__.py registers), so that `import s2sad` imports no SciPy.
+first time a lookup misses after the user's code imported SciPy (`declare`, called by
+s2sad/scipy_calls.py), so that `import s2sad` imports no SciPy.
 
 Each call runs as the user wrote it, checks that the solve converged (a call that did not
 is refused at run time: its result has no derivative), and differentiates the root it

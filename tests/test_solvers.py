@@ -361,3 +361,81 @@ def test_constraints_are_refused_where_called():
                                  constraints={"type": "eq", "fun": lambda x: x[0]}).x[0]
     with pytest.raises(UnsupportedSyntaxError, match="constraints"):
         s2sad.grad(f)(np.array([0.5, 0.8]))
+
+
+# -- quad: Leibniz's rule ------------------------------------------------------------------
+
+integrate = require("scipy.integrate", "scipy")
+
+
+def decay_integral(p, b):
+    """The integral of exp(-p t) from 0 to b: (1 - exp(-p b)) / p."""
+    return integrate.quad(lambda t: np.exp(-p * t), 0.0, b, epsabs=1e-13, epsrel=1e-12)[0]
+
+
+def test_quad_against_a_closed_form_integral_in_both_modes():
+    p, b = 0.7, 2.5
+    e = np.exp(-p * b)
+    d_p = (p * b * e - (1 - e)) / p ** 2
+    d_b = e
+    assert abs(decay_integral(p, b) - (1 - e) / p) < 1e-13
+    assert abs(s2sad.grad(decay_integral, wrt=0)(p, b) - d_p) < 1e-10
+    assert abs(s2sad.grad(decay_integral, wrt=1)(p, b) - d_b) < 1e-10
+    assert abs(s2sad.jvp(decay_integral, (p, b), (1.0, 2.0))[1] - (d_p + 2 * d_b)) < 1e-10
+
+
+def gauss_cosine(t, a):
+    return np.exp(-a[0] * t * t) * np.cos(a[1] * t)
+
+
+def quad_to_infinity(w):
+    y, err = integrate.quad(gauss_cosine, 0.0, np.inf, args=(w,), epsabs=1e-13, epsrel=1e-12)
+    return y * w[1]
+
+
+def quad_lower_limit(x):
+    def integrand(t):
+        return np.sin(x * t) / (1 + t * t)
+    return integrate.quad(integrand, x, 2.0, epsabs=1e-14, epsrel=1e-13)[0] ** 2
+
+
+def test_quad_of_arrays_closures_and_limits_against_central_differences():
+    w = np.array([0.7, 1.5])
+    expected = central_grad(quad_to_infinity, w)
+    assert np.allclose(s2sad.grad(quad_to_infinity)(w), expected, atol=1e-8, rtol=0)
+    t = np.array([1.0, -0.5])
+    assert abs(s2sad.jvp(quad_to_infinity, (w,), (t,))[1] - expected @ t) < 1e-8
+    d = central(quad_lower_limit, 0.4)
+    assert abs(s2sad.grad(quad_lower_limit)(0.4) - d) < 1e-8
+    assert abs(s2sad.jvp(quad_lower_limit, (0.4,), (1.0,))[1] - d) < 1e-8
+
+
+def test_quad_refusals():
+    def weighted(p):
+        return integrate.quad(lambda t: p * t, 0.0, 1.0, weight="cos", wvar=2.0)[0]
+    with pytest.raises(UnsupportedSyntaxError, match="weight"):
+        s2sad.grad(weighted)(1.0)
+
+    def full(p):
+        return integrate.quad(lambda t: p * t, 0.0, 1.0, full_output=1)[0]
+    with pytest.raises(UnsupportedSyntaxError, match="full_output"):
+        s2sad.grad(full)(1.0)
+
+    def to(b):
+        return integrate.quad(lambda t: np.exp(-t), 0.0, b)[0]
+    with pytest.raises(S2SADError, match="infinite"):
+        s2sad.jvp(to, (np.inf,), (1.0,))
+
+
+def test_second_derivatives_are_refused_at_the_users_call():
+    def f(p):
+        x = optimize.brentq(cubic, 0.0, 5.0, args=(p,), xtol=1e-14)
+        return x * p
+    line = f.__code__.co_firstlineno + 1
+    for second in (lambda: s2sad.hessian(f)(1.0), lambda: s2sad.grad(s2sad.grad(f))(1.0),
+                   lambda: s2sad.hvp(f)(1.0, 1.0),
+                   lambda: s2sad.hessian(lambda p: hand_newton(1.0, p) * p)(1.0)):
+        with pytest.raises(UnsupportedSyntaxError, match="second derivatives") as caught:
+            second()
+        assert caught.value.filename == __file__
+        assert caught.value.lineno in (line, line + 5)

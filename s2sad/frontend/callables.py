@@ -24,6 +24,8 @@ import inspect
 import sys
 from typing import Callable
 
+from ..errors import UnsupportedSyntaxError
+
 
 @dataclasses.dataclass(frozen=True)
 class Taker:
@@ -97,3 +99,28 @@ def signature(library):
     """The parameters of `library`, as its Taker declares them or Python reads them."""
     declared = TAKERS[library].signature
     return declared if declared is not None else inspect.signature(library)
+
+
+def called_at(rule, src, s):
+    """Record, in the list `rule.s2s_sites` of a rule that has one (what stands for a
+    call, a `custom_root`), where the statement `s` of the user's function `src` calls it:
+    a refusal of second derivatives through it names that line (`not_differentiable`)."""
+    sites = getattr(rule, "s2s_sites", None)
+    if isinstance(sites, list):
+        site = (f"{src.filename}:{src.first_line}", (
+            src.filename, src.lineno(s), getattr(s, "col_offset", 0) + src.indent + 1,
+            src.line_text(s)))
+        if site not in sites:
+            sites.append(site)
+
+
+def not_differentiable(helper, src, s):
+    """The refusal of the statement `s` of `src`, a call of `helper`, a helper of a rule
+    that has no derivative (a solver's rules, checkpoint's): located at the user's call of
+    the rule in the function whose derivative's code `src` is (recorded by `called_at`
+    when that derivative was compiled), else at `s`."""
+    here = [place for origin, place in getattr(helper, "s2s_sites", ())
+            if src.filename.endswith(f" from {origin}>")]
+    if here:
+        return UnsupportedSyntaxError(helper.s2s_not_differentiable, *here[0])
+    return src.syntax_error(s, helper.s2s_not_differentiable)
