@@ -30,7 +30,8 @@ from .rules import pytrees
 class Function:
     """The user's function `fn` as s2sad differentiates it at run time: `at` is a Python
     function of the point `x` and the values `theta` (the extra arguments, then the values
-    bound by name), which calls `fn(x, *extra, **bound)`; `around` is what `at` returns
+    bound to `names`), which calls `fn(x, *extra, **bound)`, a value whose name is a
+    number k passed before x, as a `partial`'s k-th positional one; `around` is what `at` returns
     of that call's value `{}` (`"{} - x"`, whose roots are fn's fixed points), `role` the
     end of its name and `namespace` the names `around` reads."""
 
@@ -40,7 +41,10 @@ class Function:
         own = ["x"]
         extra = [f"a{k}" for k in range(n_extra)]
         bound = [f"b{k}" for k in range(len(names))]
-        call = ", ".join(own + extra + [f"{n}={b}" for n, b in zip(names, bound)])
+        # (a name that is a number is a positional argument of a partial: before x)
+        call = ", ".join([b for n, b in zip(names, bound) if isinstance(n, int)] + own
+                         + extra + [f"{n}={b}" for n, b in zip(names, bound)
+                                    if not isinstance(n, int)])
         if gap:         # (the function's fixed points are roots)
             around, role = "{} - x", "gap"
         self.at = function_from_source(
@@ -244,8 +248,11 @@ def _bound(fn, values):
     if not values:
         return fn
 
+    first = [v for k, v in values.items() if isinstance(k, int)]    # (partial(f, a))
+    named = {k: v for k, v in values.items() if not isinstance(k, int)}
+
     def bound(*args):
-        return fn(*args, **values)
+        return fn(*first, *args, **named)
     return bound
 
 

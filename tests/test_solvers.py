@@ -439,3 +439,32 @@ def test_second_derivatives_are_refused_at_the_users_call():
             second()
         assert caught.value.filename == __file__
         assert caught.value.lineno in (line, line + 5)
+
+
+EXTRA = (1.5,)
+
+
+def test_args_as_a_tuple_named_and_partial_by_position():
+    def local(p):
+        extra = (p,)
+        return optimize.brentq(cubic, 0.0, 5.0, args=extra, xtol=1e-14)
+
+    def module_level(p):     # (EXTRA a constant: the root does not depend on p)
+        return p * optimize.brentq(cubic, 0.0, 5.0, args=EXTRA, xtol=1e-14)
+
+    def flipped(q, x):
+        return cubic(x, q)
+
+    def positional(p):
+        return optimize.brentq(functools.partial(flipped, p), 0.0, 5.0, xtol=1e-14)
+    for f in (local, positional):
+        assert abs(s2sad.grad(f)(1.0) - root_slope(1.0)) < 1e-10
+        assert abs(s2sad.jvp(f, (1.0,), (1.0,))[1] - root_slope(1.0)) < 1e-10
+    x = optimize.brentq(cubic, 0.0, 5.0, args=EXTRA, xtol=1e-14)
+    assert abs(s2sad.grad(module_level)(2.0) - x) < 1e-14
+
+    def quad_args(w):
+        extra = (w, 2.0)
+        return integrate.quad(lambda t, a, b: np.exp(-a * t) * b, 0.0, 1.0, args=extra,
+                              epsabs=1e-13, epsrel=1e-12)[0]
+    assert abs(s2sad.grad(quad_args)(0.5) - central(quad_args, 0.5)) < 1e-8

@@ -34,6 +34,7 @@ function values as a gradient's primal), so that the derivative flows through th
 def f(x):
     return h_grad(2.0, x) + lam_grad(2.0, x=x)
 """
+import collections
 import functools
 import inspect
 
@@ -53,8 +54,19 @@ def run(fn, ctx):
     """The rewrite of `fn`'s gradient calls, in place."""
     if any(_derivative(ctx.src.resolve(n.func)) or callables.taker(ctx.src.resolve(n.func))
            for n in syntax.walk(fn) if isinstance(n, gast.Call)):
-        GradientCalls(ctx, _function_values(fn)).visit(fn)
+        GradientCalls(ctx, _function_values(fn), _tuples(fn)).visit(fn)
     return fn
+
+
+def _tuples(fn):
+    """{name: length} of the names `fn` assigns once, at its top level, a tuple display."""
+    assigned = collections.Counter(n.id for n in syntax.walk(fn) if isinstance(
+        n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del)))
+    return {s.targets[0].id: len(s.value.elts) for s in fn.body
+            if isinstance(s, gast.Assign) and len(s.targets) == 1
+            and isinstance(s.targets[0], gast.Name) and assigned[s.targets[0].id] == 1
+            and isinstance(s.value, gast.Tuple)
+            and not any(isinstance(e, gast.Starred) for e in s.value.elts)}
 
 
 def _function_values(fn):
@@ -84,9 +96,9 @@ def _derivative(obj):
 class GradientCalls(gast.NodeTransformer):
     """See the module docstring."""
 
-    def __init__(self, ctx, function_values):
+    def __init__(self, ctx, function_values, tuples):
         self.ctx, self.src = ctx, ctx.src
-        self.function_values = function_values
+        self.function_values, self.tuples = function_values, tuples
         self.at_once = set()        # the ids of the calls whose result is called at once
 
     def visit_Call(self, call):
@@ -187,11 +199,12 @@ class GradientCalls(gast.NodeTransformer):
                 raise self.src.syntax_error(call, f"{name}(..., {param}=...): {why}")
         extra = []
         if taker.args is not None and taker.args in given:
-            items = given.pop(taker.args)
-            if not isinstance(items, (gast.Tuple, gast.List)):
+            items = self.counted(given.pop(taker.args))
+            if items is None:
                 raise self.taking_refused(call, name, f"passes {taker.args}= as a value "
-                                          f"s2sad cannot count; write it as a tuple, "
-                                          f"{taker.args}=(p, q)")
+                                          f"s2sad cannot count (a parameter); write it as "
+                                          f"a tuple, {taker.args}=(p, q), or name a tuple "
+                                          "made in the function or at module level")
             extra = [syntax.copied(e) for e in items.elts]
         functions, bound = [], []
         for param in (taker.function,) + taker.functions:
@@ -205,6 +218,24 @@ class GradientCalls(gast.NodeTransformer):
         args = [syntax.copied(v) for v in given.values()] + extra + bound
         return syntax.located(syntax.call(self.name_of(standing, call), args), call)
 
+    def counted(self, node):
+        """The tuple display `node` is, or reads, or None: a name the function assigns a
+        tuple display once (`extra = (p, q)`), or that denotes a tuple at module level,
+        reads as `(extra[0], extra[1])`, its items at the call."""
+        if isinstance(node, (gast.Tuple, gast.List)):
+            return node
+        if not isinstance(node, gast.Name):
+            return None
+        n = self.tuples.get(node.id)
+        if n is None:
+            value = self.src.resolve(node)
+            n = len(value) if isinstance(value, tuple) else None
+        if n is None:
+            return None
+        return syntax.located(syntax.tuple_([syntax.located(gast.Subscript(
+            value=syntax.copied(node), slice=syntax.const(k), ctx=gast.Load()), node)
+            for k in range(n)]), node)
+
     def taken_function(self, call, name, node):
         """(the function, the names of the values bound to it, their nodes) of the function
         `node` passed to the library function `name`: a function of the user's, a nested
@@ -212,17 +243,19 @@ class GradientCalls(gast.NodeTransformer):
         with keywords."""
         if isinstance(node, gast.Name) and node.id in self.function_values:
             node = self.function_values[node.id]
-        bound = []
+        bound, positional = [], []
         if (isinstance(node, gast.Call) and self.src.resolve(node.func) is functools.partial
-                and len(node.args) == 1):
-            node, bound = node.args[0], node.keywords
+                and node.args and not any(isinstance(a, gast.Starred) for a in node.args)):
+            node, positional, bound = node.args[0], node.args[1:], node.keywords
         fn = self.src.resolve(node)
         if not inspect.isfunction(fn) or any(k.arg is None for k in bound):
             raise self.taking_refused(call, name, "passes a function s2sad cannot read: it "
                                       "differentiates through a function of yours, a nested "
-                                      "function or lambda, or functools.partial(f, k=v) of "
-                                      "one")
-        return fn, tuple(k.arg for k in bound), [syntax.copied(k.value) for k in bound]
+                                      "function or lambda, or functools.partial(f, a, k=v) "
+                                      "of one")
+        # (the positional values bound by position: names 0, 1, ...; see implicit.Function)
+        return fn, tuple(range(len(positional))) + tuple(k.arg for k in bound), [
+            syntax.copied(v) for v in positional] + [syntax.copied(k.value) for k in bound]
 
     def taking_refused(self, call, name, why):
         return self.src.syntax_error(call, (
