@@ -58,7 +58,9 @@ class Function:
 
     def jacobian(self, x, theta):
         """dr/dx at (x, theta), as a matrix of r's size by x's (a number for numbers)."""
-        jac = forward_api.jacfwd(self.at, 0)(x, *theta)
+        if getattr(self, "_jacfwd", None) is None:
+            self._jacfwd = forward_api.jacfwd(self.at, 0)
+        jac = self._jacfwd(x, *theta)
         return jac if np.ndim(x) == 0 and np.ndim(jac) == 0 else np.reshape(
             jac, (-1, np.size(x)))
 
@@ -67,9 +69,18 @@ class Function:
         adjoint `w` of its result."""
         if not wrt:
             return ()
-        derivative = driver.derivative(self.at, tuple(wrt), arg_types_of(self.at, args))
-        out = derivative.fn(*args)[1](w)
-        return tuple(out) if len(wrt) > 1 else (out[0] if isinstance(out, tuple) else out,)
+        return self.pullbacks(args, wrt)(args, w)
+
+    def pullbacks(self, like, wrt):
+        """A function `(args, w) -> the adjoints of the arguments wrt` (as `pullback`),
+        for arguments of the types of `like`: compiled once, for many calls (quad's)."""
+        fn = driver.derivative(self.at, tuple(wrt), arg_types_of(self.at, like)).fn
+        many = len(wrt) > 1
+
+        def adjoints(args, w):
+            out = fn(*args)[1](w)
+            return tuple(out) if many else (out[0] if isinstance(out, tuple) else out,)
+        return adjoints
 
     def tangent(self, args, dots):
         """The tangent of `at(*args)` along `dots` (None for an argument held fixed)."""

@@ -70,8 +70,10 @@ class Quad(implicit.Standing):
                                       "derivative; pass the values it reads as numbers or "
                                       "arrays")
 
+            pullbacks = at.pullbacks((float(given["a"]),) + theta, [1 + k for k in wrt])
+
             def adjoints(t):        # (the adjoints of theta along t, one flat vector)
-                found = at.pullback((t,) + theta, [1 + k for k in wrt], g)
+                found = pullbacks((t,) + theta, g)
                 return np.concatenate([np.ravel(a) for a in found])
             flat = np.atleast_1d(self.integral(adjoints, given, sum(
                 int(np.prod(s)) for s in shapes)))
