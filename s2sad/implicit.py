@@ -58,6 +58,10 @@ class Function:
 
     def jacobian(self, x, theta):
         """dr/dx at (x, theta), as a matrix of r's size by x's (a number for numbers)."""
+        if np.ndim(x) == 0 and isinstance(x, (float, np.floating)):    # (one jvp)
+            jac = self.tangent((x,) + tuple(theta), (1.0,) + (None,) * len(theta))
+            if np.ndim(jac) == 0:
+                return jac
         if getattr(self, "_jacfwd", None) is None:
             self._jacfwd = forward_api.jacfwd(self.at, 0)
         jac = self._jacfwd(x, *theta)
