@@ -127,6 +127,17 @@ def best(fn, args, target):
     return min(timer.repeat(7, number)) / number
 
 
+def check(name, g, f, args, wrt):
+    """Exit with a message unless the gradient `g` of `f` agrees with central differences
+    (to 1e-4 relative: the solves stop near 1e-10)."""
+    got, want = g(*args), central(f, args, wrt)
+    for a, b in zip(got if isinstance(wrt, tuple) else (got,),
+                    want if isinstance(wrt, tuple) else (want,)):
+        if not np.allclose(a, b, rtol=1e-4, atol=1e-5):
+            raise SystemExit(f"{name}: s2sad's gradient {a} disagrees with central "
+                             f"differences {b}")
+
+
 def bench(s2sad, quick=False):
     """One row per workload: the function's and s2sad's gradient's seconds per call, the
     first gradient call (transform and the run-time derivatives compiled)."""
@@ -136,14 +147,9 @@ def bench(s2sad, quick=False):
         print(f"timing {name} (solvers) ...", file=sys.stderr, flush=True)
         t0 = time.perf_counter()
         g = s2sad.grad(f, wrt=wrt)
-        got = g(*args)
+        g(*args)
         first = time.perf_counter() - t0
-        want = central(f, args, wrt)
-        for a, b in zip(got if isinstance(wrt, tuple) else (got,),
-                        want if isinstance(wrt, tuple) else (want,)):
-            if not np.allclose(a, b, rtol=1e-4, atol=1e-5):   # (solves stop near 1e-10)
-                raise SystemExit(f"{name}: s2sad's gradient {a} disagrees with central "
-                                 f"differences {b}")
+        check(name, g, f, args, wrt)
         rows.append({"workload": name, "function": best(f, args, target),
                      "gradient": best(g, args, target), "first": first})
     return rows
