@@ -468,3 +468,12 @@ def test_args_as_a_tuple_named_and_partial_by_position():
         return integrate.quad(lambda t, a, b: np.exp(-a * t) * b, 0.0, 1.0, args=extra,
                               epsabs=1e-13, epsrel=1e-12)[0]
     assert abs(s2sad.grad(quad_args)(0.5) - central(quad_args, 0.5)) < 1e-8
+
+
+def test_a_parameter_named_like_a_tuple_assigned_later_is_not_counted():
+    def f(p, extra):
+        x = optimize.brentq(cubic, 0.0, 5.0, args=extra, xtol=1e-14)
+        extra = (p,)
+        return x + extra[0]
+    with pytest.raises(UnsupportedSyntaxError, match="cannot count"):
+        s2sad.grad(f)(1.0, (1.0,))

@@ -59,9 +59,10 @@ def run(fn, ctx):
 
 
 def _tuples(fn):
-    """{name: length} of the names `fn` assigns once, at its top level, a tuple display."""
+    """{name: length} of the names `fn` assigns once, at its top level, a tuple display
+    (not a parameter's: a call before the assignment would read the argument)."""
     assigned = collections.Counter(n.id for n in syntax.walk(fn) if isinstance(
-        n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del)))
+        n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del, gast.Param)))
     return {s.targets[0].id: len(s.value.elts) for s in fn.body
             if isinstance(s, gast.Assign) and len(s.targets) == 1
             and isinstance(s.targets[0], gast.Name) and assigned[s.targets[0].id] == 1
