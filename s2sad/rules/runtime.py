@@ -306,7 +306,7 @@ def count(x, axis=None):
 helper_adjoint(count)        # (a count: no derivative; `x` is read for its shape)
 
 
-@helper(result="fresh", linear="g")
+@helper(result="fresh", numba=True, linear="g")
 def extremum(g, x, ans, axis=None, keepdims=False):
     """The adjoint of max/min: `g` shared equally among the elements that attain it."""
     x = asarray(x)
@@ -534,7 +534,7 @@ def norm_adjoint_dot(g, x, n, t, which, ord=None, axis=None, keepdims=False):
     return scale * (p - 1) * np.abs(x) ** (p - 2) * t
 
 
-@helper(shape_only=(1,), result="of_adjoint", linear="g")
+@helper(shape_only=(1,), result="of_adjoint", numba=True, linear="g")
 def reshape_like(g, x):
     """`g` in the shape of `x`: the adjoint of a reshape of `x`."""
     if np.ndim(g) == 0 and np.size(x) != 1:
@@ -574,7 +574,7 @@ helper_adjoint(triu, params="g, k=0", g="_s2s_triu(ans_bar, k)")
 helper_adjoint(tril, params="g, k=0", g="_s2s_tril(ans_bar, k)")
 
 
-@helper(result="of_adjoint", linear="g")
+@helper(result="of_adjoint", numba=True, linear="g")
 def split_like(g, arrays, axis=0):
     """The adjoint of concatenating `arrays` along `axis`: the pieces of `g` (slices, which
     every array library has; Dask has no `np.split`)."""
