@@ -13,7 +13,7 @@ dispatches on types itself) and leaves the same function where
   did not assign it is bound to a zero of its type;
 - the helpers of `s2sad.rules.runtime` whose arguments are numbers (or elements and
   arrays of known type) are written as the NumPy they mean (`_s2s_snapshot(t)` is `t`,
-  `_s2s_take(g, i)` is `g[i]`);
+  `_s2s_take(g, i)` is `g[i]`), and `_s2s_like(a)`, a stand-in for a shape, is `a`;
 - a rule's quotient whose denominator may be a number 0, `n / (d or np.float64(d))`,
   is `np.divide(n, d)`: Numba's `/` raises at 0, as Python's does, and its `np.divide`
   gives inf or nan, as NumPy's does;
@@ -73,7 +73,6 @@ from .. import marks
 from .. import syntax
 from ..ad.tapes import own_statements
 from ..analysis.number_types import ARRAY, BOOL, FLOAT, INT, NumberTypes
-from ..errors import NativeBackendError
 from ..rules import runtime
 
 #: The dtype of the tape of each type of value; unknown types go on the float tape.
@@ -224,8 +223,8 @@ class _NativeForms:
                 e.func = syntax.name(self.ctx.bind(fn.__name__, obj=fn))
             return e
         numbers = (FLOAT, INT, BOOL)
-        if kind in ("snapshot", "like") and of(e.args[0]) in numbers:
-            return e.args[0]
+        if kind == "snapshot" and of(e.args[0]) in numbers or kind == "like":
+            return e.args[0]        # (`like`'s Numba version is the value itself)
         if kind == "zeros_like" and of(e.args[0]) in numbers:
             return syntax.const(0.0)
         if kind == "zeros_like" and isinstance(e.args[0], gast.Constant) and \
@@ -486,19 +485,6 @@ class _Tape:
             new.append(syntax.located(syntax.assign(rows, syntax.name(start)), loop))
         i = block.index(loop)
         block[i:i + 1] = new
-
-    def _where(self, node, message):
-        src = self.ctx.src
-        return f"{src.where(node)}: {message}\n    {src.line_text(node).strip()}"
-
-    def _refused(self, loop, value, kind):
-        what = ("an array" if kind == ARRAY else
-                "a value of a type s2sad cannot tell (a tuple, an object)")
-        return NativeBackendError(self._where(
-            loop, f"the derivative of this loop reads {what} of each iteration "
-            f"({syntax.unparse(value)}), and the numba backend's tapes hold numbers. Keep "
-            "the state in a preallocated array written element by element "
-            "(u[i + 1] = ...), or differentiate with the Python backend"))
 
 
 def _factor_accumulations(block, adjoints, types, resolve):
