@@ -202,27 +202,7 @@ def numba_extremum(g, x, ans, axis=None, keepdims=False):
             mask = x == ans
             return np.where(mask, g / np.sum(mask), 0.0)
         return whole
-    if (array_type(x) and x.ndim == 2 and axis_type(axis) and array_type(ans)
-            and (numeric_type(g) or array_type(g))):
-        numeric_g = numeric_type(g)
-
-        def along(g, x, ans, axis=None, keepdims=False):
-            # (ans and g of one value per row (axis 1) or column (axis 0), keepdims or not)
-            a = np.ascontiguousarray(ans).ravel()
-            gs = np.full(a.shape[0], g) if numeric_g else np.ascontiguousarray(g).ravel()
-            rows = axis % 2 == 1
-            out = np.zeros(x.shape)
-            for k in range(a.shape[0]):
-                line = x[k] if rows else x[:, k]
-                n = np.sum(line == a[k])
-                for i in range(line.shape[0]):
-                    if line[i] == a[k]:
-                        if rows:
-                            out[k, i] = gs[k] / n
-                        else:
-                            out[i, k] = gs[k] / n
-            return out
-        return along
+    # (Numba has no np.max or np.min along an axis: the code that takes one does not compile)
     raise TypingError(f"no native adjoint of an extremum of {x} along an axis ({axis})")
 
 
