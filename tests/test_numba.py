@@ -565,3 +565,14 @@ def test_a_numpy_number_is_a_scalar_output_and_an_array_is_not():
     with pytest.raises(s2sad.NonScalarOutputError, match=r"test_numba.py:\d+: grad needs a "
                        r"function with a scalar output, but doubled\(\) returns an array"):
         s2sad.grad(doubled, backend="numba")(x)
+
+
+@pytest.mark.parametrize("name", ["log_sum_exp", "det_flat"])
+def test_jvp_and_hvp_through_extrema_and_recursion(name):
+    from numpy_cases import fd_array_grad
+    f, args = ARRAY_CASES[name]
+    v = np.linspace(-1.0, 1.0, args[0].size)
+    _, tangent = s2sad.jvp(f, args, (v,) + (None,) * (len(args) - 1), backend="numba")
+    assert tangent == pytest.approx(fd_array_grad(f, args, 0) @ v, rel=1e-6)
+    np.testing.assert_allclose(s2sad.hvp(f, backend="numba")(*args, v),
+                               fd_hessian(f, args, 0) @ v, rtol=1e-5, atol=1e-6)

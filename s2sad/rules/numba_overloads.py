@@ -206,6 +206,19 @@ def numba_extremum(g, x, ans, axis=None, keepdims=False):
     raise TypingError(f"no native adjoint of an extremum of {x} along an axis ({axis})")
 
 
+@overload(tangents.extremum_dot)
+def numba_extremum_dot(t, a, ans, axis=None, keepdims=False):
+    # (the tangent of max/min: the mean of `t` over the elements that attain it)
+    if numeric_type(a) and numeric_type(t):
+        return lambda t, a, ans, axis=None, keepdims=False: t * 1.0
+    if array_type(a, 3) and numeric_type(ans) and no_axis(axis):
+        def whole(t, a, ans, axis=None, keepdims=False):
+            mask = a == ans
+            return np.sum(np.where(mask, t, 0.0)) / np.sum(mask)
+        return whole
+    raise TypingError(f"no native tangent of an extremum of {a} along an axis ({axis})")
+
+
 @overload(runtime.reshape_like)
 def numba_reshape_like(g, x):
     if numeric_type(x):
