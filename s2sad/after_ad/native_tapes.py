@@ -1,14 +1,17 @@
-"""NativeTapes: the fused gradient as code Numba compiles (`backend="numba"`): tapes as
-arrays, not lists, and runtime helpers of numbers as the numbers they give. (In forward
-mode, `f_jvp` for `jvp(..., backend="numba")`, only the helpers: it has no tape.)
+"""NativeTapes: the fused gradient as code Numba compiles (`backend="numba"`): tapes of
+numbers as arrays, and runtime helpers of numbers as the numbers they give. (In forward
+mode, `f_jvp` for `jvp(..., backend="numba")`, only the helpers, and a list tape of the
+gradient code it differentiates appended to in place: it has no tape of its own.)
 
 Takes the fused gradient `f_grad` or `f_value_and_grad` (without its guard: Numba
 dispatches on types itself) and leaves the same function where
 
 - each loop's tape is one array per type of the values it records (`float64`, `int64`,
   `bool`), one column per value, with a count of the rows written: allocated once before
-  a `for` over `range` (its trip count known), else grown by doubling; the reversed loop
-  reads the rows from the last written down;
+  a `for` over `range` (its trip count known), else grown by doubling; the arrays it
+  records, and values of a type the number types cannot tell, on a list Numba types
+  from what is appended to it (one tuple an iteration); the reversed loop reads the rows
+  from the last written down;
 - a name bound to `None` before a loop so that the tape can record it on a path that
   did not assign it is bound to a zero of its type;
 - the helpers of `s2sad.rules.runtime` whose arguments are numbers (or elements and
@@ -75,7 +78,7 @@ from ..ad.tapes import own_statements
 from ..analysis.number_types import ARRAY, BOOL, FLOAT, INT, NumberTypes
 from ..rules import runtime
 
-#: The dtype of the tape of each type of value; unknown types go on the float tape.
+#: The dtype of the tape of each type of value (arrays and unknown types: `OBJECTS`).
 _DTYPES = {FLOAT: "float64", INT: "int64", BOOL: "bool_"}
 _ZEROS = {FLOAT: 0.0, INT: 0, BOOL: False, None: 0.0}
 #: The column type of the values a loop's tape holds as they are (arrays, and values of
