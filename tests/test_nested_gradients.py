@@ -318,11 +318,11 @@ def test_second_derivatives(f, closed):
 
 
 NUMBA = [stored, in_place, lambda_closure, nested_def, gradient_with_a_loop,
-         second_derivative_in_place, of_a_ufunc, nested_helpers]
+         second_derivative_in_place, of_a_ufunc, nested_helpers, tuple_wrt, in_a_loop,
+         stored_value_and_grad, value_and_grad_in_place]
 #: what the numba backend refuses in reverse mode (Numba cannot compile a helper or a
 #: type the gradient code needs), at a line of this file
-NUMBA_REFUSED = [tuple_wrt, bound_method, three_levels, in_a_loop,
-                 stored_value_and_grad, value_and_grad_in_place, passed_as_a_value]
+NUMBA_REFUSED = [bound_method, three_levels, passed_as_a_value]
 
 
 @numba_missing
