@@ -213,3 +213,21 @@ def test_backwards_in_time():
     assert np.allclose(p_bar, central(
         lambda q: loss_of(f, unflat(q, args), y0, t_span, method, t_eval, weights),
         flat(args), h), rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["lotka_volterra", "robertson"])
+def test_segments_solved_again(name, monkeypatch):
+    """A solve longer than a segment: the forward solution is solved again from
+    checkpoints, a few steps at a time."""
+    monkeypatch.setattr(odes, "SEGMENT", 3)
+    f, args, y0, t_span, method, t_eval, weights = setup(name)
+    sol = solve(f, t_span, y0, args, t_eval, method)
+    _, y0_bar, p_bar, _ = odes.adjoint(
+        rhs_of(f, args), odes.Solver(method, **TIGHT), t_span[0], y0, flat(args), sol.t,
+        sol.y, weights)
+    h = 1e-5
+    assert np.allclose(y0_bar, central(
+        lambda y: loss_of(f, args, y, t_span, method, t_eval, weights), y0, h), rtol=1e-5)
+    assert np.allclose(p_bar, central(
+        lambda q: loss_of(f, unflat(q, args), y0, t_span, method, t_eval, weights),
+        flat(args), h), rtol=1e-5)

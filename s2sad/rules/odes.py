@@ -52,34 +52,87 @@ class Rhs:
     jvp: Callable | None = None
 
 
+#: the steps of the forward solution held at once (as dense output) by reverse mode: a
+#: longer solve is solved again segment by segment from checkpoints
+SEGMENT = 512
+
+
 @dataclass(frozen=True)
 class Solver:
-    """How the user's call solves: `method`, `rtol`, `atol` and SciPy's other options
-    that do not change the problem (`max_step`, `first_step`...)."""
-    method: str = "RK45"
+    """How the user's call solves: `method` (a name of `solve_ivp`'s or an `OdeSolver`
+    class), `rtol`, `atol` and `max_step`."""
+    method: str | type = "RK45"
     rtol: float = 1e-3
     atol: float | np.ndarray = 1e-6
-    options: tuple = ()
+    max_step: float = np.inf
 
-    def solve(self, fun, t_span, y0, *, atol=None, **kw):
+    def start(self, fun, t, y, t_bound, atol=None, first_step=None):
+        """The `OdeSolver` of `y' = fun(t, y)` from `(t, y)` towards `t_bound`."""
+        method = (getattr(scipy.integrate, self.method) if isinstance(self.method, str)
+                  else self.method)
+        return method(fun, t, y, t_bound, rtol=self.rtol, max_step=self.max_step,
+                      atol=self.atol if atol is None else atol, first_step=first_step)
+
+    def solve(self, fun, t_span, y0, *, atol=None, t_eval=None):
         sol = scipy.integrate.solve_ivp(
-            fun, t_span, y0, method=self.method, rtol=self.rtol,
-            atol=self.atol if atol is None else atol, **dict(self.options), **kw)
+            fun, t_span, y0, method=self.method, rtol=self.rtol, max_step=self.max_step,
+            atol=self.atol if atol is None else atol, t_eval=t_eval)
         if not sol.success:
-            raise FailedSolveError(
-                f"solve_ivp failed on the derivative's system ({self.method}): "
-                f"{sol.message}; tighter tolerances or another method may help")
+            _failed(sol.message)
         return sol
 
     def scalar_atol(self):
         return float(np.min(self.atol))
 
 
-def _interval(solver, rhs, p, t_start, y_start, t_end):
-    """The forward solution on [t_start, t_end] from its checkpoint, as a function of t."""
-    if t_start == t_end:
-        return lambda t: y_start
-    return solver.solve(rhs.fun, (t_start, t_end), y_start, args=(p,), dense_output=True).sol
+def _failed(message):
+    raise FailedSolveError(
+        f"solve_ivp failed on the derivative's system: {message}; tighter tolerances or "
+        f"another method may help")
+
+
+def _step(solver):
+    message = solver.step()
+    if solver.status == "failed":
+        _failed(message)
+
+
+def _checkpoints(rhs, solver, p, t0, y0, t_end):
+    """The forward solution from `(t0, y0)` to `t_end` in segments of at most `SEGMENT`
+    steps: `[(t, y), ...]` at the start of each and the end, and the first segment's
+    dense output (the later ones are solved again when the adjoint reaches them)."""
+    def fun(t, y):
+        return rhs.fun(t, y, p)
+    points, first = [(t0, y0)], None
+    if t_end != t0:
+        forward = solver.start(fun, t0, y0, t_end)
+        steps = []
+        while forward.status == "running":
+            _step(forward)
+            if first is None:
+                steps.append((forward.t, forward.dense_output()))
+            if len(steps) == SEGMENT or forward.status == "finished":
+                points.append((forward.t, forward.y.copy()))
+                if first is None:
+                    first = _dense(t0, steps)
+                steps = []
+    return points, first
+
+
+def _dense(t0, steps):
+    return scipy.integrate.OdeSolution([t0] + [t for t, _ in steps], [d for _, d in steps])
+
+
+def _segment(rhs, solver, p, t_start, y_start, t_end):
+    """The dense forward solution on `[t_start, t_end]`, solved again from its start."""
+    def fun(t, y):
+        return rhs.fun(t, y, p)
+    forward = solver.start(fun, t_start, y_start, t_end)
+    steps = []
+    while forward.status == "running":
+        _step(forward)
+        steps.append((forward.t, forward.dense_output()))
+    return _dense(t_start, steps)
 
 
 def adjoint(rhs, solver, t0, y0, p, ts, ys, ys_bar, ts_bar=None, steps=False):
@@ -91,30 +144,43 @@ def adjoint(rhs, solver, t0, y0, p, ts, ys, ys_bar, ts_bar=None, steps=False):
     n, m = len(y0), len(ts)
     ys_bar = np.asarray(ys_bar, dtype=float).reshape(n, m)
     ts_bar = np.zeros(m) if ts_bar is None else np.array(ts_bar, dtype=float).reshape(m)
-    outputs = range(m)
+    outputs = list(range(m))
     if steps:
         _only_ends(ys_bar, ts_bar)
         outputs = sorted({0, m - 1})
-    a = np.zeros(n)
-    p_bar = np.zeros(len(p))
+    for k in outputs:
+        ts_bar[k] += ys_bar[:, k] @ rhs.fun(ts[k], ys[:, k], p)
+    points, first = _checkpoints(rhs, solver, p, t0, y0, ts[outputs[-1]])
+    z = np.zeros(n + len(p))
+    first_step = None
     atol = solver.scalar_atol()
-    for i in range(len(outputs) - 1, -1, -1):
-        k = outputs[i]
-        t_k, y_k = ts[k], ys[:, k]
-        a = a + ys_bar[:, k]
-        ts_bar[k] += ys_bar[:, k] @ rhs.fun(t_k, y_k, p)
-        t_prev, y_prev = (ts[outputs[i - 1]], ys[:, outputs[i - 1]]) if i else (t0, y0)
-        if t_prev == t_k:
-            continue
-        y_of = _interval(solver, rhs, p, t_prev, y_prev, t_k)
+    later = outputs[::-1]
+    for j in range(len(points) - 1, 0, -1):
+        (t_start, y_start), (t_end, _) = points[j - 1], points[j]
+        dense = _segment(rhs, solver, p, t_start, y_start, t_end) if j > 1 else first
 
-        def backwards(t, z, y_of=y_of):
+        def backwards(t, z, y_of=dense):
             y_bar, p_bar = rhs.vjp(t, y_of(t), p, z[:n])
             return -np.concatenate([np.ravel(y_bar), np.ravel(p_bar)])
-        z = solver.solve(backwards, (t_k, t_prev), np.concatenate([a, p_bar]),
-                         atol=atol).y[:, -1]
-        a, p_bar = z[:n], z[n:]
+        t = t_end
+        while t != t_start:
+            while later and ts[later[0]] == t:
+                z[:n] += ys_bar[:, later.pop(0)]
+            stop = ts[later[0]] if later and _between(ts[later[0]], t_start, t) else t_start
+            back = solver.start(backwards, t, z, stop, atol=atol,
+                                first_step=first_step and min(first_step, abs(stop - t)))
+            while back.status == "running":
+                _step(back)
+            z, t, first_step = back.y, stop, back.step_size
+    for k in later:
+        z[:n] += ys_bar[:, k]
+    a, p_bar = z[:n], z[n:]
     return -a @ rhs.fun(t0, y0, p), a, p_bar, ts_bar
+
+
+def _between(t, low, high):
+    """Whether `t` lies strictly between `low` and `high`, either way round."""
+    return min(low, high) < t < max(low, high)
 
 
 def _only_ends(ys_bar, ts_bar):
