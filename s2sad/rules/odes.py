@@ -154,7 +154,7 @@ def adjoint(rhs, solver, t0, y0, p, ts, ys, ys_bar, ts_bar=None, steps=False):
     z = np.zeros(n + len(p))
     first_step = None
     atol = solver.scalar_atol()
-    later = outputs[::-1]
+    later = [k for k in outputs[::-1] if ys_bar[:, k].any()]     # where the adjoint jumps
     for j in range(len(points) - 1, 0, -1):
         (t_start, y_start), (t_end, _) = points[j - 1], points[j]
         dense = _segment(rhs, solver, p, t_start, y_start, t_end) if j > 1 else first
@@ -171,7 +171,10 @@ def adjoint(rhs, solver, t0, y0, p, ts, ys, ys_bar, ts_bar=None, steps=False):
                                 first_step=first_step and min(first_step, abs(stop - t)))
             while back.status == "running":
                 _step(back)
-            z, t, first_step = back.y, stop, back.step_size
+            # the next solve starts with the step this one would take next (SciPy's
+            # solvers but LSODA keep it as h_abs), not by guessing one again
+            first_step = getattr(back, "h_abs", None)
+            z, t = back.y, stop
     for k in later:
         z[:n] += ys_bar[:, k]
     a, p_bar = z[:n], z[n:]
