@@ -716,7 +716,7 @@ class custom_vjp:
     <BLANKLINE>
     """
 
-    s2s_custom = "vjp"
+    s2s_custom = ("vjp",)      # (the rules it has: see ad/calls.py)
 
     def __init__(self, fn: Callable) -> None:
         functools.update_wrapper(self, fn)
@@ -820,7 +820,7 @@ class custom_jvp:
     matters.
     """
 
-    s2s_custom = "jvp"
+    s2s_custom = ("jvp",)
 
     def __init__(self, fn: Callable) -> None:
         functools.update_wrapper(self, fn)

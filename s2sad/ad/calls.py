@@ -29,9 +29,9 @@ class CallAdjoints:
         if not active:          # constant arguments: the call is not differentiated
             return []
         prim = op.prim
-        if op.form == CUSTOM and prim.s2s_custom == "vjp":
+        if op.form == CUSTOM and "vjp" in prim.s2s_custom:
             return self.custom_vjp_call(s, op, g, defined, active)
-        if op.form == CUSTOM:       # a custom_jvp: reverse mode differentiates its source
+        if op.form == CUSTOM:       # a custom_jvp alone: reverse mode differentiates its source
             prim = prim.primal
         name = source.identifier(operations.python_function(prim)[0])
         wrt = tuple(active) if len(active) > 1 else active[0]

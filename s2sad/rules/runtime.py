@@ -105,6 +105,8 @@ def unattr(g, obj, name):
         if k is not None and carries_derivative(parts[k]):
             out[k] = unbroadcast(g, parts[k])
         return node.unflatten(aux, out)
+    if isinstance(obj, dict) and name in obj:    # (an OptimizeResult: its keys are attributes)
+        return unindex(g, obj, name)
     if not is_record(obj):
         raise S2SADError(
             f"reading .{name} of a differentiated {type(obj).__name__}: s2sad differentiates "
