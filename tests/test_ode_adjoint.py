@@ -61,19 +61,19 @@ def unflat(p, like):
     return tuple(out)
 
 
-def rhs_of(f, like):
+def rhs_of(f, args, p_dot=None):
     """An `odes.Rhs` of `f(t, y, *args)`, its derivatives by s2sad's public API."""
-    def fun(t, y, p):
-        return np.asarray(f(t, y, *unflat(p, like)), dtype=float)
+    def fun(t, y):
+        return np.asarray(f(t, y, *args), dtype=float)
 
-    def vjp(t, y, p, a):
-        _, pullback = s2sad.vjp(f, t, y, *unflat(p, like))
+    def vjp(t, y, a):
+        _, pullback = s2sad.vjp(f, t, y, *args)
         bars = pullback(a)
         return bars[1], flat(bars[2:])
 
-    def jvp(t, y, p, y_dot, p_dot):
-        return s2sad.jvp(f, (t, y, *unflat(p, like)), (None, y_dot, *unflat(p_dot, like)))[1]
-    return odes.Rhs(fun, vjp, jvp)
+    def jvp(t, y, y_dot):
+        return s2sad.jvp(f, (t, y, *args), (None, y_dot, *unflat(p_dot, args)))[1]
+    return odes.Rhs(fun, flat(args).size, vjp, jvp)
 
 
 def solve(f, t_span, y0, args, t_eval, method):
@@ -111,7 +111,7 @@ def test_reverse_against_central_differences(name):
     p = flat(args)
     sol = solve(f, t_span, y0, args, t_eval, method)
     t0_bar, y0_bar, p_bar, ts_bar = odes.adjoint(
-        rhs_of(f, args), odes.Solver(method, **TIGHT), t_span[0], y0, p, sol.t, sol.y, weights)
+        rhs_of(f, args), odes.Solver(method, **TIGHT), t_span[0], y0, sol.t, sol.y, weights)
     h = 1e-5
     assert np.allclose(y0_bar, central(
         lambda y: loss_of(f, args, y, t_span, method, t_eval, weights), y0, h), rtol=1e-5)
@@ -133,8 +133,8 @@ def test_forward_against_central_differences(name):
     t0_dot, y0_dot, p_dot, ts_dot = (rng.normal(), rng.normal(size=y0.shape),
                                      rng.normal(size=p.shape), rng.normal(size=t_eval.shape))
     sol = solve(f, t_span, y0, args, t_eval, method)
-    ys_dot = odes.tangent(rhs_of(f, args), odes.Solver(method, **TIGHT), t_span[0], y0, p,
-                          sol.t, sol.y, t0_dot, y0_dot, p_dot, ts_dot)
+    ys_dot = odes.tangent(rhs_of(f, args, p_dot), odes.Solver(method, **TIGHT), t_span[0],
+                          y0, sol.t, sol.y, t0_dot, y0_dot, ts_dot)
 
     def along(e):
         return solve(f, (t_span[0] + e * t0_dot, t_span[1]), y0 + e * y0_dot,
@@ -150,7 +150,7 @@ def test_output_at_the_start_time():
     weights = np.array([[1.0, -2.0, 0.5], [0.3, 1.0, -1.0]])
     sol = solve(f, t_span, y0, args, t_eval, method)
     t0_bar, y0_bar, _, ts_bar = odes.adjoint(
-        rhs_of(f, args), odes.Solver(method, **TIGHT), 0.0, y0, flat(args), sol.t, sol.y,
+        rhs_of(f, args), odes.Solver(method, **TIGHT), 0.0, y0, sol.t, sol.y,
         weights)
     h = 1e-5
     assert np.allclose(y0_bar, central(
@@ -174,7 +174,7 @@ def test_solver_steps_final_state(name):
     ys_bar = np.zeros_like(sol.y)
     ys_bar[:, -1] = w
     t0_bar, y0_bar, p_bar, ts_bar = odes.adjoint(
-        rhs_of(f, args), odes.Solver(method, **TIGHT), t_span[0], y0, p, sol.t, sol.y,
+        rhs_of(f, args), odes.Solver(method, **TIGHT), t_span[0], y0, sol.t, sol.y,
         ys_bar, steps=True)
     assert np.all(ts_bar[1:-1] == 0)
     h = 1e-5
@@ -184,8 +184,8 @@ def test_solver_steps_final_state(name):
         lambda ts: w @ final_state(f, args, y0, tuple(ts), method), list(t_span), h),
         rtol=1e-5)
     p_dot = np.ones_like(p)
-    ys_dot = odes.tangent(rhs_of(f, args), odes.Solver(method, **TIGHT), t_span[0], y0, p,
-                          sol.t, sol.y, 0.0, None, p_dot, None, steps=True)
+    ys_dot = odes.tangent(rhs_of(f, args, p_dot), odes.Solver(method, **TIGHT), t_span[0],
+                          y0, sol.t, sol.y, 0.0, None, None, steps=True)
     assert np.isnan(ys_dot[:, 1:-1]).all() and np.all(ys_dot[:, 0] == 0)
     expected = (final_state(f, unflat(p + h * p_dot, args), y0, t_span, method)
                 - final_state(f, unflat(p - h * p_dot, args), y0, t_span, method)) / (2 * h)
@@ -197,8 +197,8 @@ def test_solver_steps_inner_adjoint_refused():
     sol = solve(f, t_span, y0, args, None, method)
     ys_bar = np.ones_like(sol.y)
     with pytest.raises(odes.InnerStepError, match="t_eval="):
-        odes.adjoint(rhs_of(f, args), odes.Solver(method, **TIGHT), t_span[0], y0,
-                     flat(args), sol.t, sol.y, ys_bar, steps=True)
+        odes.adjoint(rhs_of(f, args), odes.Solver(method, **TIGHT), t_span[0], y0, sol.t,
+                     sol.y, ys_bar, steps=True)
 
 
 def test_backwards_in_time():
@@ -207,7 +207,7 @@ def test_backwards_in_time():
     weights = np.array([[1.0, -2.0, 0.5], [0.3, 1.0, -1.0]])
     sol = solve(f, t_span, y0, args, t_eval, method)
     _, y0_bar, p_bar, _ = odes.adjoint(
-        rhs_of(f, args), odes.Solver(method, **TIGHT), 3.0, y0, flat(args), sol.t, sol.y,
+        rhs_of(f, args), odes.Solver(method, **TIGHT), 3.0, y0, sol.t, sol.y,
         weights)
     h = 1e-6
     assert np.allclose(p_bar, central(
@@ -223,7 +223,7 @@ def test_segments_solved_again(name, monkeypatch):
     f, args, y0, t_span, method, t_eval, weights = setup(name)
     sol = solve(f, t_span, y0, args, t_eval, method)
     _, y0_bar, p_bar, _ = odes.adjoint(
-        rhs_of(f, args), odes.Solver(method, **TIGHT), t_span[0], y0, flat(args), sol.t,
+        rhs_of(f, args), odes.Solver(method, **TIGHT), t_span[0], y0, sol.t,
         sol.y, weights)
     h = 1e-5
     assert np.allclose(y0_bar, central(

@@ -3,8 +3,9 @@ continuous adjoint method, forward mode by forward sensitivities, each integrate
 `solve_ivp` itself with the user's method and tolerances.
 
 The problem is `y' = f(t, y, p)`, `y(t0) = y0`, observed at the output times `ts` (the
-user's `t_eval`, or the solver's own steps). `Rhs` holds `f` and its derivatives over a
-flat vector of parameters `p` (what the rule's caller flattens the user's `args` to).
+user's `t_eval`, or the solver's own steps). `Rhs` holds `f` at the parameters of the
+call and its derivatives, the parameters' as one flat vector (what the rule's caller
+flattens the user's `args` and the values the function reads to).
 
 Reverse mode. With `g_k` the adjoint of the output `y(ts[k])`, the adjoint state
 `a(t) = dL/dy(t)` solves `a' = -a f_y` backwards, jumping by `g_k` at each output time,
@@ -44,10 +45,11 @@ class FailedSolveError(S2SADError):
 
 @dataclass(frozen=True)
 class Rhs:
-    """`fun(t, y, p)`, its vector-Jacobian product `vjp(t, y, p, a) -> (a f_y, a f_p)`
-    and its Jacobian-vector product `jvp(t, y, p, y_dot, p_dot) -> f_y y_dot + f_p p_dot`,
-    `p` a flat float vector."""
+    """`fun(t, y)`, its vector-Jacobian product `vjp(t, y, a) -> (a f_y, a f_p)` (`a f_p`
+    flat, of `size`) and its Jacobian-vector product `jvp(t, y, y_dot) -> f_y y_dot + f_p
+    p_dot` along the parameters' tangent `p_dot`."""
     fun: Callable
+    size: int = 0
     vjp: Callable | None = None
     jvp: Callable | None = None
 
@@ -97,15 +99,13 @@ def _step(solver):
         _failed(message)
 
 
-def _checkpoints(rhs, solver, p, t0, y0, t_end):
+def _checkpoints(rhs, solver, t0, y0, t_end):
     """The forward solution from `(t0, y0)` to `t_end` in segments of at most `SEGMENT`
     steps: `[(t, y), ...]` at the start of each and the end, and the first segment's
     dense output (the later ones are solved again when the adjoint reaches them)."""
-    def fun(t, y):
-        return rhs.fun(t, y, p)
     points, first = [(t0, y0)], None
     if t_end != t0:
-        forward = solver.start(fun, t0, y0, t_end)
+        forward = solver.start(rhs.fun, t0, y0, t_end)
         steps = []
         while forward.status == "running":
             _step(forward)
@@ -123,11 +123,9 @@ def _dense(t0, steps):
     return scipy.integrate.OdeSolution([t0] + [t for t, _ in steps], [d for _, d in steps])
 
 
-def _segment(rhs, solver, p, t_start, y_start, t_end):
+def _segment(rhs, solver, t_start, y_start, t_end):
     """The dense forward solution on `[t_start, t_end]`, solved again from its start."""
-    def fun(t, y):
-        return rhs.fun(t, y, p)
-    forward = solver.start(fun, t_start, y_start, t_end)
+    forward = solver.start(rhs.fun, t_start, y_start, t_end)
     steps = []
     while forward.status == "running":
         _step(forward)
@@ -135,7 +133,7 @@ def _segment(rhs, solver, p, t_start, y_start, t_end):
     return _dense(t_start, steps)
 
 
-def adjoint(rhs, solver, t0, y0, p, ts, ys, ys_bar, ts_bar=None, steps=False):
+def adjoint(rhs, solver, t0, y0, ts, ys, ys_bar, ts_bar=None, steps=False):
     """`(t0_bar, y0_bar, p_bar, ts_bar)`: the adjoints of the start time, the initial
     state, the parameters and the output times, given the solution `ys` (n x len(ts)) at
     `ts` and the adjoint `ys_bar` of it (and `ts_bar` of `ts`, added on). With `steps`,
@@ -149,18 +147,18 @@ def adjoint(rhs, solver, t0, y0, p, ts, ys, ys_bar, ts_bar=None, steps=False):
         _only_ends(ys_bar, ts_bar)
         outputs = sorted({0, m - 1})
     for k in outputs:
-        ts_bar[k] += ys_bar[:, k] @ rhs.fun(ts[k], ys[:, k], p)
-    points, first = _checkpoints(rhs, solver, p, t0, y0, ts[outputs[-1]])
-    z = np.zeros(n + len(p))
+        ts_bar[k] += ys_bar[:, k] @ rhs.fun(ts[k], ys[:, k])
+    points, first = _checkpoints(rhs, solver, t0, y0, ts[outputs[-1]])
+    z = np.zeros(n + rhs.size)
     first_step = None
     atol = solver.scalar_atol()
     later = [k for k in outputs[::-1] if ys_bar[:, k].any()]     # where the adjoint jumps
     for j in range(len(points) - 1, 0, -1):
         (t_start, y_start), (t_end, _) = points[j - 1], points[j]
-        dense = _segment(rhs, solver, p, t_start, y_start, t_end) if j > 1 else first
+        dense = _segment(rhs, solver, t_start, y_start, t_end) if j > 1 else first
 
         def backwards(t, z, y_of=dense):
-            y_bar, p_bar = rhs.vjp(t, y_of(t), p, z[:n])
+            y_bar, p_bar = rhs.vjp(t, y_of(t), z[:n])
             return -np.concatenate([np.ravel(y_bar), np.ravel(p_bar)])
         t = t_end
         while t != t_start:
@@ -178,7 +176,7 @@ def adjoint(rhs, solver, t0, y0, p, ts, ys, ys_bar, ts_bar=None, steps=False):
     for k in later:
         z[:n] += ys_bar[:, k]
     a, p_bar = z[:n], z[n:]
-    return -a @ rhs.fun(t0, y0, p), a, p_bar, ts_bar
+    return -a @ rhs.fun(t0, y0), a, p_bar, ts_bar
 
 
 def _between(t, low, high):
@@ -195,20 +193,19 @@ def _only_ends(ys_bar, ts_bar):
             "last column, at the final time, and the first have one)")
 
 
-def tangent(rhs, solver, t0, y0, p, ts, ys, t0_dot, y0_dot, p_dot, ts_dot, steps=False):
-    """`ys_dot`: the tangent of the solution `ys` at `ts` along `t0_dot`, `y0_dot`,
-    `p_dot` and `ts_dot` (None for zero). With `steps`, `ts` are the solver's steps: the
-    inner columns are NaN (see the module's docstring)."""
+def tangent(rhs, solver, t0, y0, ts, ys, t0_dot, y0_dot, ts_dot, steps=False):
+    """`ys_dot`: the tangent of the solution `ys` at `ts` along `t0_dot`, `y0_dot`, the
+    parameters' tangent (`rhs.jvp`'s) and `ts_dot` (None for zero). With `steps`, `ts` are
+    the solver's steps: the inner columns are NaN (see the module's docstring)."""
     n, m = len(y0), len(ts)
     y0_dot = np.zeros(n) if y0_dot is None else np.asarray(y0_dot, dtype=float)
-    p_dot = np.zeros(len(p)) if p_dot is None else np.asarray(p_dot, dtype=float)
     ts_dot = np.zeros(m) if ts_dot is None else np.asarray(ts_dot, dtype=float)
-    s0 = y0_dot - rhs.fun(t0, y0, p) * t0_dot
+    s0 = y0_dot - rhs.fun(t0, y0) * t0_dot
     outputs = sorted({0, m - 1}) if steps else list(range(m))
 
     def both(t, w):
         y, s = w[:n], w[n:]
-        return np.concatenate([rhs.fun(t, y, p), rhs.jvp(t, y, p, s, p_dot)])
+        return np.concatenate([rhs.fun(t, y), rhs.jvp(t, y, s)])
     if ts[-1] == t0:
         s = np.repeat(s0[:, None], len(outputs), axis=1)
     else:
@@ -217,5 +214,5 @@ def tangent(rhs, solver, t0, y0, p, ts, ys, t0_dot, y0_dot, p_dot, ts_dot, steps
                          t_eval=ts[outputs]).y[n:]
     ys_dot = np.full((n, m), np.nan)
     for j, k in enumerate(outputs):
-        ys_dot[:, k] = s[:, j] + rhs.fun(ts[k], ys[:, k], p) * ts_dot[k]
+        ys_dot[:, k] = s[:, j] + rhs.fun(ts[k], ys[:, k]) * ts_dot[k]
     return ys_dot
