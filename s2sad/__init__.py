@@ -27,8 +27,9 @@ from .errors import (ComplexValueError, CustomRuleError, ExceptionPathError, Exp
 
 
 def _declare_scipy():
-    from . import scipy_solvers     # (imports SciPy's modules)
+    from . import scipy_odes, scipy_solvers     # (imports SciPy's modules)
     scipy_solvers.declare()
+    scipy_odes.declare()
 
 
 callables.optional("scipy", _declare_scipy)     # SciPy's solvers, once the user imports it
