@@ -177,8 +177,11 @@ class Solve(implicit.Standing):
         if np.iscomplexobj(ys):
             raise self.refuse("a complex solution: s2sad differentiates ODEs over the reals")
         params, rhs = side.at_parameters(y0, theta)
-        t0_bar, y0_bar, p_bar, ts_bar = odes.adjoint(
-            rhs, solver, t0, np.asarray(y0, dtype=float), ts, ys, ys_bar, ts_bar, steps)
+        try:
+            t0_bar, y0_bar, p_bar, ts_bar = odes.adjoint(
+                rhs, solver, t0, np.asarray(y0, dtype=float), ts, ys, ys_bar, ts_bar, steps)
+        except (odes.InnerStepError, odes.FailedSolveError) as e:
+            raise self.refuse(str(e)) from None
         keys = self.theta_keys(extra)
         out = {keys[k]: a for k, a in params.split(p_bar).items()}
         return out, (t0_bar, y0_bar, ts_bar)
@@ -188,8 +191,11 @@ class Solve(implicit.Standing):
         _, extra_dots, bound_dots = dots
         theta_dots = tuple(extra_dots) + tuple(bound_dots[self.param].values())
         _, rhs = side.at_parameters(y0, theta, theta_dots)
-        return odes.tangent(rhs, solver, t0, np.asarray(y0, dtype=float), ts, ys, t0_dot,
-                            y0_dot, ts_dot, steps)
+        try:
+            return odes.tangent(rhs, solver, t0, np.asarray(y0, dtype=float), ts, ys,
+                                t0_dot, y0_dot, ts_dot, steps)
+        except odes.FailedSolveError as e:
+            raise self.refuse(str(e)) from None
 
 
 def _bound(fn, values):

@@ -170,7 +170,7 @@ def lv_inner_step(alpha):
 
 
 def test_a_step_the_solver_chose_is_refused_in_reverse_mode_and_nan_in_forward():
-    with pytest.raises(S2SADError, match="t_eval="):
+    with pytest.raises(S2SADError, match=r"test_ode.py:\d+: solve_ivp\(\) of .*t_eval="):
         s2sad.grad(lv_inner_step)(1.1)
     assert np.isnan(s2sad.jvp(lv_inner_step, (1.1,), (1.0,))[1])
 
@@ -240,5 +240,22 @@ def blowing_up(k):
 
 
 def test_a_failed_solve_is_refused_at_run_time():
-    with pytest.raises(S2SADError, match="the solve failed"):
+    with pytest.raises(S2SADError, match=r"test_ode.py:\d+.*the solve failed"):
         s2sad.grad(blowing_up)(1.0)
+
+
+def test_second_derivatives_are_refused():
+    with pytest.raises(S2SADError, match="second derivatives"):
+        s2sad.hessian(lv_start)(0.2)
+
+
+def lists_and_a_jacobian(k, y0):
+    sol = solve_ivp(lambda t, y: [-k * y[0] + y[1], -2.0 * y[1]], [0.0, 3.0], [y0, 1.0],
+                    method="BDF", t_eval=[1.0, 2.0, 3.0],
+                    jac=lambda t, y: np.array([[-k, 1.0], [0.0, -2.0]]),
+                    rtol=1e-10, atol=1e-12)
+    return np.sum(sol.y[0])
+
+
+def test_lists_and_a_jacobian_of_the_users():
+    assert_derivatives(lists_and_a_jacobian, (0.7, 2.0))
