@@ -31,9 +31,13 @@ class Parameters:
         self.sizes = [[np.size(leaf) if pytrees.carries_derivative(leaf) else 0
                        for leaf in leaves] for leaves, _ in self.parts]
         self.size = sum(map(sum, self.sizes))
+        self.numbers = all(np.ndim(theta[k]) == 0 and not pytrees.is_structure(theta[k])
+                           for k in self.wrt)
 
     def flat(self, adjoints):
         """The adjoints of the values, given by value, as one vector."""
+        if self.numbers and None not in adjoints:
+            return np.array(adjoints, dtype=float)
         out = [np.zeros(0)]
         for adjoint, (_, structure), sizes in zip(adjoints, self.parts, self.sizes):
             for leaf, size in zip(pytrees.leaves_as(adjoint, structure), sizes):
@@ -101,6 +105,8 @@ class RightHandSide:
 
 def _vector(value):
     """The value of a right-hand side as SciPy reads it: one flat float vector."""
+    if type(value) is np.ndarray and value.ndim == 1:
+        return value
     return np.concatenate([np.ravel(leaf) for leaf in pytrees.leaves(value)]).astype(float)
 
 
