@@ -31,7 +31,7 @@ class Parameters:
         self.sizes = [[np.size(leaf) if pytrees.carries_derivative(leaf) else 0
                        for leaf in leaves] for leaves, _ in self.parts]
         self.size = sum(map(sum, self.sizes))
-        self.numbers = all(np.ndim(theta[k]) == 0 and not pytrees.is_structure(theta[k])
+        self.numbers = all(not pytrees.is_structure(theta[k]) and np.ndim(theta[k]) == 0
                            for k in self.wrt)
 
     def flat(self, adjoints):

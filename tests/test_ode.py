@@ -259,3 +259,18 @@ def lists_and_a_jacobian(k, y0):
 
 def test_lists_and_a_jacobian_of_the_users():
     assert_derivatives(lists_and_a_jacobian, (0.7, 2.0))
+
+
+def rates_and_scale(t, y, rates, scale):
+    return -rates[0] * y + scale["s"] * rates[1]
+
+
+def structured_args(a, b, s):
+    sol = solve_ivp(rates_and_scale, (0.0, 1.0), np.array([1.0, 2.0]),
+                    args=((a, np.array([b, 2 * b])), {"s": s}), t_eval=[0.5, 1.0],
+                    rtol=1e-10, atol=1e-12)
+    return np.sum(sol.y ** 2)
+
+
+def test_arguments_in_containers():
+    assert_derivatives(structured_args, (0.7, 0.3, 1.5))
