@@ -10,10 +10,12 @@ flattens the user's `args` and the values the function reads to).
 Reverse mode. With `g_k` the adjoint of the output `y(ts[k])`, the adjoint state
 `a(t) = dL/dy(t)` solves `a' = -a f_y` backwards, jumping by `g_k` at each output time,
 and `p_bar = int a f_p dt`, integrated beside it; then `y0_bar = a(t0)`,
-`ts_bar[k] = g_k . f(ts[k], y(ts[k]))` and `t0_bar = -a(t0) . f(t0, y0)`. Between two
-output times the forward solution is solved again from the one before, with
-`dense_output=True`, so the memory held is that of one interval's steps (the states at
-the output times, which the result holds anyway, are the checkpoints).
+`ts_bar[k] = g_k . f(ts[k], y(ts[k]))` and `t0_bar = -a(t0) . f(t0, y0)`. The adjoint
+reads the forward solution, solved once more with SciPy's `OdeSolver` and kept as dense
+output for at most `SEGMENT` steps: a longer solve keeps the state at the start of each
+segment (a checkpoint) and solves each segment again when the adjoint reaches it, so
+the memory does not grow with the number of steps. The adjoint is solved from one jump to
+the next, each solve starting with the step the one before would have taken next.
 
 Forward mode. The tangent `s = dy` solves `s' = f_y s + f_p p_dot`, beside `y`, from
 `s(t0) = y0_dot - f(t0, y0) t0_dot`; the tangent of an output is
@@ -148,11 +150,11 @@ def adjoint(rhs, solver, t0, y0, ts, ys, ys_bar, ts_bar=None, steps=False):
         outputs = sorted({0, m - 1})
     for k in outputs:
         ts_bar[k] += ys_bar[:, k] @ rhs.fun(ts[k], ys[:, k])
-    points, first = _checkpoints(rhs, solver, t0, y0, ts[outputs[-1]])
+    later = [k for k in outputs[::-1] if ys_bar[:, k].any()]     # where the adjoint jumps
+    points, first = _checkpoints(rhs, solver, t0, y0, ts[later[0]] if later else t0)
     z = np.zeros(n + rhs.size)
     first_step = None
     atol = solver.scalar_atol()
-    later = [k for k in outputs[::-1] if ys_bar[:, k].any()]     # where the adjoint jumps
     for j in range(len(points) - 1, 0, -1):
         (t_start, y_start), (t_end, _) = points[j - 1], points[j]
         dense = _segment(rhs, solver, t_start, y_start, t_end) if j > 1 else first
