@@ -187,7 +187,7 @@ class Solve(implicit.Standing):
             t0_bar, y0_bar, p_bar, ts_bar = odes.adjoint(
                 rhs, solver, t0, np.asarray(y0, dtype=float), ts, ys, ys_bar, ts_bar, steps)
         except (odes.InnerStepError, odes.FailedSolveError) as e:
-            raise self.refuse(str(e)) from None
+            raise type(e)(str(self.refuse(str(e)))) from None
         keys = self.theta_keys(extra)
         out = {keys[k]: a for k, a in params.split(p_bar).items()}
         return out, (t0_bar, y0_bar, ts_bar)
@@ -201,7 +201,7 @@ class Solve(implicit.Standing):
             return odes.tangent(rhs, solver, t0, np.asarray(y0, dtype=float), ts, ys,
                                 t0_dot, y0_dot, ts_dot, steps)
         except odes.FailedSolveError as e:
-            raise self.refuse(str(e)) from None
+            raise type(e)(str(self.refuse(str(e)))) from None
 
 
 def _bound(fn, values):
