@@ -231,3 +231,34 @@ def test_segments_solved_again(name, monkeypatch):
     assert np.allclose(p_bar, central(
         lambda q: loss_of(f, unflat(q, args), y0, t_span, method, t_eval, weights),
         flat(args), h), rtol=1e-5)
+
+
+def test_memory_does_not_grow_with_the_number_of_steps(monkeypatch):
+    """The peak memory of reverse mode is that of two segments, however many steps the
+    solve takes (a hand-written vjp of Lotka-Volterra: only the memory is measured)."""
+    import gc
+    import tracemalloc
+    monkeypatch.setattr(odes, "SEGMENT", 64)
+    alpha, beta, delta, gamma = 1.1, 0.4, 0.1, 0.4
+
+    def fun(t, y):
+        return lotka_volterra(t, y, alpha, beta, delta, gamma)
+
+    def vjp(t, y, a):
+        prey, predator = y
+        y_bar = np.array([a[0] * (alpha - beta * predator) + a[1] * delta * predator,
+                          -a[0] * beta * prey + a[1] * (delta * prey - gamma)])
+        return y_bar, np.array([a[0] * prey, -a[0] * prey * predator,
+                                a[1] * prey * predator, -a[1] * predator])
+    peaks = []
+    for t_end in (20.0, 20.0, 320.0):
+        sol = solve(lotka_volterra, (0.0, t_end), np.array([10.0, 5.0]),
+                    (alpha, beta, delta, gamma), [t_end], "RK45")
+        gc.collect()
+        tracemalloc.start()
+        odes.adjoint(odes.Rhs(fun, 4, vjp), odes.Solver("RK45", **TIGHT), 0.0,
+                     np.array([10.0, 5.0]), sol.t, sol.y, np.ones((2, 1)))
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+        assert sol.nfev > 6 * 4 * 64     # (several segments)
+    assert peaks[2] < 2 * peaks[1]       # (16 times the steps)

@@ -108,16 +108,16 @@ def _checkpoints(rhs, solver, t0, y0, t_end):
     points, first = [(t0, y0)], None
     if t_end != t0:
         forward = solver.start(rhs.fun, t0, y0, t_end)
-        steps = []
+        steps, taken = [], 0
         while forward.status == "running":
             _step(forward)
+            taken += 1
             if first is None:
                 steps.append((forward.t, forward.dense_output()))
-            if len(steps) == SEGMENT or forward.status == "finished":
+            if taken % SEGMENT == 0 or forward.status == "finished":
                 points.append((forward.t, forward.y.copy()))
                 if first is None:
-                    first = _dense(t0, steps)
-                steps = []
+                    first, steps = _dense(t0, steps), None
     return points, first
 
 
@@ -157,10 +157,12 @@ def adjoint(rhs, solver, t0, y0, ts, ys, ys_bar, ts_bar=None, steps=False):
     atol = solver.scalar_atol()
     for j in range(len(points) - 1, 0, -1):
         (t_start, y_start), (t_end, _) = points[j - 1], points[j]
-        dense = _segment(rhs, solver, t_start, y_start, t_end) if j > 1 else first
+        # (read through a list emptied after the segment: SciPy's solvers are reference
+        # cycles, which the garbage collector may free long after)
+        dense = [_segment(rhs, solver, t_start, y_start, t_end) if j > 1 else first]
 
-        def backwards(t, z, y_of=dense):
-            y_bar, p_bar = rhs.vjp(t, y_of(t), z[:n])
+        def backwards(t, z, dense=dense):
+            y_bar, p_bar = rhs.vjp(t, dense[0](t), z[:n])
             return -np.concatenate([np.ravel(y_bar), np.ravel(p_bar)])
         t = t_end
         while t != t_start:
@@ -175,6 +177,7 @@ def adjoint(rhs, solver, t0, y0, ts, ys, ys_bar, ts_bar=None, steps=False):
             # solvers but LSODA keep it as h_abs), not by guessing one again
             first_step = getattr(back, "h_abs", None)
             z, t = back.y, stop
+        dense[0] = None
     for k in later:
         z[:n] += ys_bar[:, k]
     a, p_bar = z[:n], z[n:]
