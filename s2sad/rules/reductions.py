@@ -109,8 +109,10 @@ def unbroadcast_product(a, b, x):
     if not (type(a) is np.ndarray and type(b) is np.ndarray and type(x) is np.ndarray
             and a.dtype.kind in "fc" and b.dtype.kind in "fc"):
         return unbroadcast(a * b, x)
-    wide = np.broadcast_shapes(a.shape, b.shape)
     shape = x.shape
+    if a.shape == shape and b.shape == shape:       # elementwise: the common case, fast
+        return a * b
+    wide = np.broadcast_shapes(a.shape, b.shape)
     if len(shape) > len(wide) or np.broadcast_shapes(wide, shape) != wide:
         return unbroadcast(a * b, x)
     a, b = _compact(a, len(wide)), _compact(b, len(wide))

@@ -214,6 +214,10 @@ def unindex(g, x, index):
         out = zeros_like(x)
         out[index] = unbroadcast(g, x[index])
         return out
+    if type(index) is int and type(x) in _SEQUENCES:     # a plain tuple or list: fast
+        out = [zeros_like(v) for v in x]
+        out[index] = unbroadcast(g, x[index])
+        return out if type(x) is list else tuple(out)
     if isinstance(x, (tuple, list)):
         out = list(zeros_like(x))
         named = _is_named_tuple(x)
@@ -241,6 +245,9 @@ def unindex(g, x, index):
 
 helper_adjoint(unindex, zero="index",
                g="_s2s_rebroadcast(_s2s_rebroadcast(ans_bar, x)[index], g)")
+
+
+_SEQUENCES = frozenset({tuple, list})
 
 
 def _basic(index):
@@ -584,9 +591,13 @@ def split_like(g, arrays, axis=0):
         ends = np.cumsum([np.size(a) for a in arrays]).tolist()
         pieces = split_like(np.ravel(g), [range(n) for n in np.diff([0] + ends)])
         return [np.reshape(p, np.shape(a)) for p, a in zip(pieces, arrays)]
-    ends = np.cumsum([np.shape(a)[axis] for a in arrays]).tolist()
     before = (slice(None),) * (axis % np.ndim(g))
-    return [g[before + (slice(lo, hi),)] for lo, hi in zip([0] + ends, ends)]
+    pieces, lo = [], 0
+    for a in arrays:
+        hi = lo + np.shape(a)[axis]
+        pieces.append(g[before + (slice(lo, hi),)])
+        lo = hi
+    return pieces
 
 
 # (the transposes of taking `g` apart: joining the adjoints of the pieces)
