@@ -141,7 +141,8 @@ def test_groups():
         "heat", "heat_checkpointed", "rnn", "jacobi", "nbody", "trajectory",
         "trajectory_jvp"]
     assert [w.name for w in run.select(suite, groups="mixed")] == [
-        "logsin_np", "projectile", "projectile_dataclass", "oscillator"]
+        "logsin_np", "projectile", "projectile_dataclass", "oscillator", "rk4_tuple_state",
+        "tree"]
     # the native group's workloads are bench/native.py's (they need Numba); dask's are
     # made only when Dask is installed
     assert {w.group for w in suite} | {"dask", "native"} == set(run.GROUPS)
