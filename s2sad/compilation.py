@@ -37,7 +37,8 @@ from typing import Any, Callable, Union
 import gast
 import numpy as np
 
-from .analysis.value_kinds import ARRAY, CONTAINER, SCALAR, UNKNOWN, ValueKinds, user_class
+from .analysis.value_kinds import (
+    ARRAY, CONTAINER, SCALAR, UNKNOWN, ValueKinds, items_key, user_class)
 from .analysis.activity import active_names, definitions, useful_names, varied_names
 from .analysis.buffers import ArrayFacts
 from .analysis.operations import classify
@@ -185,7 +186,15 @@ class Compilation:
     def structure(self) -> dict:
         """The structure of the arguments the code is specialised on, deeper than their
         own fields (see frontend/structure.py)."""
-        return {p: k for p, k in self.arg_types.items() if structure.structural(p)}
+        return {p: k for p, k in self.arg_types.items()
+                if structure.structural(p) and not p.endswith(items_key(""))}
+
+    @property
+    def param_items(self) -> dict:
+        """{parameter: the kinds of the items of the tuple it holds} where the caller knew
+        them (see analysis.value_kinds.items_key)."""
+        return {p[:-len(items_key(""))]: k for p, k in self.arg_types.items()
+                if p.endswith(items_key(""))}
 
     @property
     def duck_arrays(self) -> bool:
@@ -238,7 +247,7 @@ class Compilation:
         """Which names are certainly numbers, arrays or containers (analysis.value_kinds)."""
         return self._analysis("kinds", lambda: ValueKinds(
             self.wengert, self.src, self.param_kinds, self.param_ndims, self.ndims_relied,
-            self.int_params, self.returned_kind, self.structure))
+            self.int_params, self.returned_kind, self.structure, self.param_items))
 
     def returned_kind(self, call, kinds) -> tuple:
         """(the kind of what `call`, of a Python function, returns when its arguments are

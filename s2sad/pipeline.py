@@ -38,7 +38,7 @@ from .before_ad import (
 from .after_ad import (
     combine_terms, distinct_results, element_adjoints, enclose, guard, guard_bindings,
     guard_patterns, inline_helpers, inline_temporaries, insert_dels, optimize, peephole,
-    reuse_buffers, tangents_late)
+    reuse_buffers, tangents_late, tuple_adjoints)
 
 
 # -- when a pass runs (see Pass.when) ----------------------------------------------------
@@ -148,6 +148,8 @@ REVERSE_MODE = FRONT + [
          "pullback closure"),
     Pass("optimize", optimize.run, "coalesce copies, propagate adjoint copies, fuse "
          "accumulations, `# grad of:` comments"),
+    Pass("tuple_adjoints", tuple_adjoints.run, "the adjoint of a tuple of known items "
+         "summed from its items' adjoints written as a tuple display"),
     Pass("element_adjoints", element_adjoints.run, "a reversed loop updates in place "
          "the adjoints of arrays it reads or writes element by element", when=ndarrays),
     Pass("prune_tapes", prune_tapes.run, "tapes drop what the reversed loops "
