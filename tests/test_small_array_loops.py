@@ -170,3 +170,11 @@ def test_fast_paths_give_what_the_general_paths_give():
     with pytest.raises(Exception):
         pytrees.add((a, 1.0), (b, 2.0, 3.0))
     assert pytrees.from_array((a, b), (x, x))[0] is a
+    total = reductions.unbroadcast(np.arange(6.0).reshape(2, 3), 2.0)
+    assert type(total) is float and total == 15.0
+    assert type(reductions.unbroadcast(np.ones(3), 1)) is float
+    rows = runtime.unindex(a, np.zeros((2, 3), np.float32), -1)
+    assert rows.dtype == np.float32
+    np.testing.assert_array_equal(rows, [[0.0] * 3, a.astype(np.float32)])
+    np.testing.assert_array_equal(runtime.unindex(2.0, np.zeros((2, 3), int), 0),
+                                  [[2.0] * 3, [0.0] * 3])

@@ -16,6 +16,7 @@ from .registry import helper, helper_adjoint, helpers, linear
 ns = {"np": np}
 
 _NUMBERS = frozenset([float, int, np.float64])
+_PYTHON_NUMBERS = frozenset([float, int])
 
 
 @helper(shape_only=(1,), result="of_adjoint", numba=True, linear="g")
@@ -23,6 +24,8 @@ def unbroadcast(g, x):
     """`g` summed down to the shape of `x`: the adjoint of broadcasting `x`."""
     if type(g) in _NUMBERS and type(x) in _NUMBERS:     # numbers: the common case, fast
         return g
+    if type(g) is np.ndarray and g.ndim and type(x) in _PYTHON_NUMBERS:   # also fast
+        return number(summed(g, tuple(range(g.ndim))).reshape(()))
     try:
         if g.shape == x.shape:
             return g

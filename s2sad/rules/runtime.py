@@ -214,10 +214,15 @@ def unindex(g, x, index):
         out = zeros_like(x)
         out[index] = unbroadcast(g, x[index])
         return out
-    if type(index) is int and type(x) in _SEQUENCES:     # a plain tuple or list: fast
-        out = [zeros_like(v) for v in x]
-        out[index] = unbroadcast(g, x[index])
-        return out if type(x) is list else tuple(out)
+    if type(index) is int:      # the common cases, fast
+        if type(x) in _SEQUENCES:
+            out = [zeros_like(v) for v in x]
+            out[index] = unbroadcast(g, x[index])
+            return out if type(x) is list else tuple(out)
+        if type(x) is np.ndarray and type(g) in _PLAIN:
+            out = np.zeros(x.shape, np.result_type(x.dtype, np.float32))
+            out[index] = unbroadcast(g, out[index])
+            return out
     if isinstance(x, (tuple, list)):
         out = list(zeros_like(x))
         named = _is_named_tuple(x)
@@ -248,6 +253,7 @@ helper_adjoint(unindex, zero="index",
 
 
 _SEQUENCES = frozenset({tuple, list})
+_PLAIN = frozenset({float, np.float64, np.ndarray})
 
 
 def _basic(index):
