@@ -23,6 +23,7 @@ import platform
 import shlex
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -208,7 +209,8 @@ def main(argv: list[str] | None = None) -> int:
                 command = run.tool_command(tool, name, args.gradbench, args.peer_python)
                 log = (open(args.log_dir / f"{name}-{tool}-{round}.jsonl", "w")
                        if args.log_dir else None)
-                print(f"  {name}: {tool} (round {round + 1})", file=sys.stderr, flush=True)
+                print(f"{time.strftime('%H:%M:%S')} {name}: {tool} (round {round + 1})",
+                      file=sys.stderr, flush=True)
                 try:
                     session, _ = run.relay(eval_cmd, command, args.gradbench, log,
                                            cpu=args.cpu, timeout=args.timeout)
