@@ -9,7 +9,11 @@ runs in the peers' Python, where `gradbench` is GradBench's package, not this fo
   JAX has dispatched the computation (an lse gradient of 1.28M elements "takes" 9 µs). The
   shim replaces GradBench's `wrap.function` and `wrap.multiple_runs` decorators before the
   tool imports its modules, so that each timed call ends with `jax.block_until_ready` of its
-  result: the time is the computation's. Nothing else of the tool changes.
+  result: the time is the computation's. And each evaluation first calls the function once,
+  untimed (reported as a `warmup` timing, as s2sad's tool reports its first call): JAX
+  compiles there, which GradBench's tool would count as a run, and whose seconds would use
+  up the eval's `min_seconds`, leaving as few as `min_runs` - 1 runs after it. Nothing else
+  of the tool changes.
 - `manual`: GradBench's C++ driver rebuilds a module's binary (`make -B`) at each `define`;
   the shim builds it only when it is missing, so a run does not spend minutes compiling, nor
   replace binaries that another run of the evals is validating against.
@@ -23,18 +27,32 @@ import importlib
 import os
 import runpy
 import sys
+import time
 
 
 def blocking(decorator_factory, block):
     """A stand-in for GradBench's decorator factory `decorator_factory`
     (`wrap.multiple_runs` or `wrap.function`): the same decorator, timing
-    `block(function(input))` in place of `function(input)`."""
+    `block(function(input))` in place of `function(input)`, after one untimed call (JAX
+    traces and compiles there; its time is a `warmup` timing, as s2sad's tool reports
+    its first call), so that compiling neither counts as a run nor uses up the runs'
+    `min_seconds`."""
     def factory(**options):
-        decorate = decorator_factory(**options)
+        decorate, pre = decorator_factory(**options), options["pre"]
 
         def decorator(function):
-            wrapped = decorate(lambda input: block(function(input)))
-            wrapped.function = function
+            def call(input):
+                return block(function(input))
+            wrapped = decorate(call)
+            timed = wrapped.wrapped
+
+            def warmed(input_raw):
+                start = time.perf_counter_ns()
+                call(pre(input_raw))
+                warmup = {"name": "warmup", "nanoseconds": time.perf_counter_ns() - start}
+                result = timed(input_raw)
+                return {**result, "timings": [warmup, *result["timings"]]}
+            wrapped.function, wrapped.wrapped = function, warmed
             return wrapped
         return decorator
     return factory
