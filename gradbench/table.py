@@ -30,8 +30,9 @@ import numpy as np
 
 from gradbench import run
 
-# each eval's size in the table (its eval program's arguments): the larger of GradBench's
-# sizes that every tool finishes in seconds on a 2-core shared machine
+# each eval's size in the table (its eval program's arguments): one of GradBench's sizes at
+# which s2sad's tool and manual answer within seconds on a 2-core shared machine (PyTorch's
+# ba and ht, Python loops over points, take minutes there)
 SIZES = {
     "hello": [],
     "lse": ["-n", "160000"],
