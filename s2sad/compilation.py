@@ -115,6 +115,7 @@ class Compilation:
     rewrote: bool = False       # set by a pass that rewrote it (see Pass.invalidates)
     reverse: Any = None                         # the reverse transform's ReverseResult
     forward: Any = None                         # the forward transform's ForwardResult
+    batching: Any = None                        # the batching transform's BatchingResult
     ndims_relied: set = dataclasses.field(default_factory=set)  # see ValueKinds
     assumed: list = dataclasses.field(default_factory=list)     # Guards a pass added
     callee_guards: str | None = None    # the name of the callees' guards' checker, if read
@@ -278,7 +279,7 @@ class Compilation:
         keeps it, the array facts too), and such cycles of hundreds of thousands of
         syntax nodes would wait for the garbage collector, which walks them all."""
         self._analyses.clear()
-        self.wengert = self.reverse = self.forward = None
+        self.wengert = self.reverse = self.forward = self.batching = None
 
     # -- what the derivative took of the world, guarded -------------------------------------
     @property

@@ -24,7 +24,7 @@ import gast
 
 from . import emit, syntax
 from .ad import (
-    forward_mode, fused, header, prune_tapes, reverse_mode, shape_stand_ins, tangent_only,
+    batching, forward_mode, fused, header, prune_tapes, reverse_mode, shape_stand_ins, tangent_only,
     write_in_place)
 from .compilation import Compilation, Pass, Wrt
 from .options import Options, Variant
@@ -215,9 +215,18 @@ FORWARD_MODE = FRONT + [
 #: `backend="numba"` (numba_api.gradient_jvp).
 NUMBA_FORWARD = FORWARD_MODE + list(NUMBA.passes)
 
+#: Batching: `f_batched(x, ...)`, the function over a batch of its arguments (`vmap`). The
+#: front end's passes but those about derivatives, then the transform.
+BATCHED = [p for p in FRONT if p.name not in ("complex_values", "lost_derivatives")] + [
+    Pass("batching", batching.run, "each statement on values with a batch axis by its "
+         "primitive's batching rule"),
+    Pass("inline_temporaries", inline_temporaries.run, "the temporaries of numbers "
+         "go back into their one use"),
+]
+
 LISTS = {"reverse mode": REVERSE_MODE, "fused gradient": FUSED_GRADIENT,
          "numba gradient": NUMBA_GRADIENT, "forward mode": FORWARD_MODE,
-         "numba forward mode": NUMBA_FORWARD}
+         "numba forward mode": NUMBA_FORWARD, "batched": BATCHED}
 
 
 def described() -> str:
@@ -276,7 +285,7 @@ def passes_for(variant: Variant, backend: Backend = PYTHON) -> list[Pass]:
     of `variant`, then the backend's (before the header, which is written last, from the
     code as it is)."""
     passes = (FORWARD_MODE if variant.forward else FUSED_GRADIENT if variant.fused
-              else REVERSE_MODE)
+              else BATCHED if variant is Variant.BATCHED else REVERSE_MODE)
     if not backend.passes:
         return passes
     if passes[-1] is HEADER:
