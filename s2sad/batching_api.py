@@ -32,6 +32,7 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
     each result's batch axis goes (None: a result that is the same for every item).
 
     >>> import numpy as np
+    >>> import s2sad
     >>> def affine(w, x):
     ...     return np.tanh(np.dot(x, w))
     >>> w, xs = np.array([1.0, -1.0]), np.array([[0.5, 0.25], [1.0, 2.0], [0.0, 1.0]])

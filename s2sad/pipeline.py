@@ -345,10 +345,15 @@ def stage_source(fn: Callable, stage: str | None, wrt: Wrt = 0, arg_types: dict 
     last): of the reverse-mode list, else of the fused gradient `grad` runs (with
     `backend`, or for a pass a backend adds, the one `grad(f, backend=...)` runs with
     it), or (with `mode="forward"`) of forward mode's (with `backend`, the one
-    `jvp(f, ..., backend=...)` runs). `patterns` (see compilation.patterns_of) serve the
+    `jvp(f, ..., backend=...)` runs), or (with `mode="batched"`) of the batched function
+    `vmap` runs, batched along `wrt`. `patterns` (see compilation.patterns_of) serve the
     fused gradient's passes, as `grad` specialises on them."""
     backend = next((b for b in BY_NAME.values() if stage in [p.name for p in b.passes]),
                    backend)
+    if mode == "batched":       # (`wrt`: the parameters that carry a batch axis)
+        ctx, node = compilation(fn, wrt, arg_types, Options(Variant.BATCHED, guard=False),
+                                stage, backend=backend)
+        return emit.to_source(node)
     variant = (Variant.JVP if mode == "forward" else Variant.VJP if not backend.passes
                and stage in [p.name for p in REVERSE_MODE] else Variant.GRAD)
     options = backend.options(variant)

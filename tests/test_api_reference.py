@@ -14,6 +14,7 @@ PAGE = os.path.join(ROOT, "docs", "api.md")
 SECTIONS = [
     ("Derivatives", ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hvp", "hessp",
                      "hessian", "elementwise_grad"]),
+    ("Batching", ["vmap"]),
     ("Rules of your own", ["custom_vjp", "custom_jvp", "defvjp", "defjvp", "nondiff",
                            "stop_gradient", "register_pytree"]),
     ("Memory", ["checkpoint", "checkpointed"]),
@@ -22,7 +23,8 @@ SECTIONS = [
                              "NonScalarOutputError", "SourceUnavailableError",
                              "GradientCheckError", "InternalError", "ExceptionPathError",
                              "ExportError", "NativeBackendError", "CustomRuleError",
-                             "ComplexValueError", "UnconnectedInputWarning"]),
+                             "ComplexValueError", "UnconnectedInputWarning",
+                             "BatchingLoopWarning"]),
 ]
 
 HEADER = """# API reference

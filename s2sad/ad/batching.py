@@ -16,14 +16,17 @@ batched, or a `for` over a batched sequence, is refused.
 >>> print(show(Batching, '''
 ... def f(x, w):
 ...     return np.sum(np.tanh(x * w), axis=0) + x[0]
-... ''', wrt=(0,)))
+... ''', wrt=(0,), arrays=True))
 def f_batched(x, w):
-    t = x * w
+    t = _s2s_batch_pad(x, np.ndim(w)) * w
     t_1 = np.tanh(t)
     t_2 = np.sum(t_1, axis=1)
     t_3 = x[:, 0]
-    y = t_2 + t_3
+    y = _s2s_batch_pad(t_2, np.ndim(t_3) - 1) + _s2s_batch_pad(t_3, np.ndim(t_2) - 1)
     return y
+
+(The pads are no-ops where the items' ranks agree, which the kinds of values do not
+tell here.)
 """
 import copy
 import dataclasses
