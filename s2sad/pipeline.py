@@ -236,13 +236,17 @@ def described() -> str:
         lines.append(f"{title}:")
         new = {"fused gradient": passes[len(REVERSE_MODE) - 2:],
                "numba gradient": passes[len(FUSED_GRADIENT) - 1:],
-               "numba forward mode": passes[len(FORWARD_MODE):]}.get(title, passes)
+               "numba forward mode": passes[len(FORWARD_MODE):],
+               "batched": passes[-2:]}.get(title, passes)
         if title == "fused gradient":
             lines.append("  (the reverse-mode passes up to inline_temporaries, then)")
         if title == "numba gradient":
             lines.append("  (the fused gradient's passes up to enclose, then)")
         if title == "numba forward mode":
             lines.append("  (the forward-mode passes, then)")
+        if title == "batched":
+            lines.append("  (the passes before AD but complex_values and lost_derivatives, "
+                         "then)")
         lines += [f"  {p.name:<22}{p.does}" for p in new]
     return "\n".join(lines)
 
