@@ -22,6 +22,12 @@ with the gradient of `f`'s cotangent function (frontend.gradients.reverse_functi
 other derivatives of s2sad (`check_grad`, those stored rather than called where they are
 made, ...) are refused where they are called.
 
+A call of a library function that takes a user's function and has a Taker
+(frontend/callables.py: `brentq(resid, a, b, args=(p,))`, `quad(lambda t: x * t, 0, 1)`)
+is a call, by position, of the object that stands for it, with the parameters given, the
+items of `args=` and the values bound to each function passed (read through the same
+function values as a gradient's primal), so that the derivative flows through them.
+
 >>> print(show("desugar", '''
 ... import s2sad
 ... def h(y, x):
@@ -39,7 +45,7 @@ import gast
 
 from .. import marks
 from .. import syntax
-from ..frontend import gradients
+from ..frontend import callables, gradients
 from ..frontend.source import MISSING
 from .lift import Lifted
 
@@ -49,8 +55,8 @@ _OPTIONS = ("backend", "memory")
 
 def run(fn, ctx):
     """The rewrite of `fn`'s gradient calls, in place."""
-    if any(_derivative(ctx.src.resolve(n.func)) for n in syntax.walk(fn)
-           if isinstance(n, gast.Call)):
+    if any(_derivative(ctx.src.resolve(n.func)) or callables.taker(ctx.src.resolve(n.func))
+           for n in syntax.walk(fn) if isinstance(n, gast.Call)):
         calls = GradientCalls(ctx, _function_values(fn), fn)
         calls.visit(fn)
         calls.check_pullbacks(fn)
@@ -109,6 +115,9 @@ class GradientCalls(gast.NodeTransformer):
         maker = gradients.api_function(made)
         if maker is not None:
             return self.made_here(call, made, maker)
+        taker = callables.taker(made)
+        if taker is not None:
+            return self.taking_call(call, made, taker)
         if marks.GRADIENT_MADE.of(call.func):     # made here, called at once
             made = call.func
             call.func = made.args[0]
@@ -172,6 +181,77 @@ class GradientCalls(gast.NodeTransformer):
             partial, [name] + [self.name_of(b, call) for b in bound], extras), call)
         marks.GRADIENT_MADE.put(made, True)
         return made
+
+    def taking_call(self, call, library, taker):
+        """What stands for `call`, of the library function `library` that takes a user's
+        function (see frontend/callables.py): a call by position of the object that
+        `taker` makes for its Layout."""
+        name = getattr(library, "__name__", "f")
+        params = list(callables.signature(library).parameters.values())
+        given = {}
+        if len(call.args) > len(params) or any(
+                isinstance(a, gast.Starred) for a in call.args) or any(
+                k.arg is None for k in call.keywords):
+            raise self.taking_refused(call, name, "passes *args or **kwargs")
+        for p, a in zip(params, call.args):
+            given[p.name] = a
+        for k in call.keywords:
+            if k.arg in given or k.arg not in {p.name for p in params}:
+                raise self.taking_refused(call, name, f"passes {k.arg}=, which {name}() "
+                                                      "does not take by that name")
+            given[k.arg] = k.value
+        if taker.function not in given:
+            raise self.taking_refused(call, name, f"gives no {taker.function}")
+        for param, why in taker.refused.items():
+            if param in given and not (isinstance(given[param], gast.Constant)
+                                       and given[param].value in (None, False)):
+                raise self.src.syntax_error(call, f"{name}(..., {param}=...): {why}")
+        extra = []
+        if taker.args is not None and taker.args in given:
+            items = given.pop(taker.args)
+            if not isinstance(items, (gast.Tuple, gast.List)):
+                raise self.taking_refused(call, name, f"passes {taker.args}= as a value "
+                                          f"s2sad cannot count; write it as a tuple, "
+                                          f"{taker.args}=(p, q)")
+            extra = [syntax.copied(e) for e in items.elts]
+        functions, bound = [], []
+        for param in (taker.function,) + taker.functions:
+            if param not in given or (isinstance(given[param], gast.Constant)
+                                      and given[param].value in (None, True, False)):
+                continue
+            fn, names, values = self.taken_function(call, name, given.pop(param))
+            functions.append((param, fn, names))
+            bound.extend(values)
+        layout = callables.Layout(library, tuple(given), len(extra), tuple(functions))
+        standing = taker.make(layout)
+        args = [syntax.copied(v) for v in given.values()] + extra + bound
+        return syntax.located(syntax.call(self.name_of(standing, call), args), call)
+
+    def taken_function(self, call, name, node):
+        """(the function, the names of the values bound to it, their nodes) of the function
+        `node` passed to the library function `name`: a function of the user's, a nested
+        function or lambda (the values it reads bound), or a `functools.partial` of one
+        with keywords."""
+        if isinstance(node, gast.Name) and node.id in self.function_values:
+            node = self.function_values[node.id]
+        bound = []
+        if (isinstance(node, gast.Call) and self.src.resolve(node.func) is functools.partial
+                and len(node.args) == 1):
+            node, bound = node.args[0], node.keywords
+        fn = self.src.resolve(node)
+        if not inspect.isfunction(fn) or any(k.arg is None for k in bound):
+            raise self.taking_refused(call, name, "passes a function s2sad cannot read: it "
+                                      "differentiates through a function of yours, a nested "
+                                      "function or lambda, or functools.partial(f, k=v) of "
+                                      "one")
+        return fn, tuple(k.arg for k in bound), [syntax.copied(k.value) for k in bound]
+
+    def taking_refused(self, call, name, why):
+        return self.src.syntax_error(call, (
+            f"this call of {name}() inside a differentiated function {why}; s2sad "
+            f"differentiates {name}(f, ...) called with f a function of yours, a nested "
+            "function or lambda, its extra arguments as a tuple (args=(p, q)) and the other "
+            "parameters by position or by name"))
 
     def jvp_call(self, call):
         """What stands for `jvp(f, primals, tangents)` (`call`): a call of the function
