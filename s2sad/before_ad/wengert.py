@@ -31,16 +31,19 @@ def f(x):
 """
 
 import gast
+import numpy as np
 
 from .. import marks
 from ..analysis import operations
 from .. import syntax
-from ..rules import runtime
+from ..rules import runtime, writes
 
 
 def run(fn, ctx):
     """The pass; the analyses of the context (`ctx.ops`, ...) read its result."""
     ctx.wengert = Wengert(ctx.src, ctx.namer).run(fn)
+    if any(n.id == "_s2s_added_at" for n in syntax.name_nodes(ctx.wengert)):
+        ctx.runtime("added_at")                     # (`np.add.at`, see Wengert.accumulated)
     return ctx.wengert
 
 
@@ -55,6 +58,11 @@ class Wengert:
         self.loops = []
 
     def run(self, fn):
+        for n in syntax.walk(fn):       # (np.add.at: an element write, before anything)
+            for field in ("body", "orelse", "finalbody"):
+                block = getattr(n, field, None)
+                if isinstance(block, list):
+                    block[:] = [self.accumulated(s) or s for s in block]
         params = [a.id for a in fn.args.args + fn.args.kwonlyargs + fn.args.posonlyargs]
         self.locals = set(params) | _assigned(fn.body)
         self.defined = set(params)
@@ -195,6 +203,28 @@ class Wengert:
             elif not isinstance(s, gast.Pass):
                 self.emit(tail, self.rename(s, env), s)
         return out, tail
+
+    def accumulated(self, s):
+        """`a[...] = _s2s_added_at(a, index, v)` (`-v` for subtract) for the statement
+        `np.add.at(a, index, v)` or `np.subtract.at(...)` into a local array `a`, an
+        element write of the whole array (what before_ad.aliasing and ad/inplace follow),
+        or None for any other statement."""
+        call = s.value if isinstance(s, gast.Expr) else None
+        if not (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
+                and call.func.attr == "at" and len(call.args) == 3 and not call.keywords
+                and isinstance(call.args[0], gast.Name)):
+            return None
+        ufunc = self.src.resolve(call.func.value)
+        if ufunc is not np.add and ufunc is not np.subtract:
+            return None
+        a, index, v = call.args
+        if ufunc is np.subtract:
+            v = gast.UnaryOp(op=gast.USub(), operand=v)
+        added = syntax.call("_s2s_added_at", [syntax.name(a.id), index, v])
+        marks.PRIM.put(added.func, writes.added_at)
+        whole = gast.Subscript(value=syntax.name(a.id), slice=syntax.const(Ellipsis),
+                               ctx=gast.Store())
+        return syntax.located(syntax.assign(whole, added), s)
 
     def assign(self, s, env, out, into=None):
         target, value = s.targets[0], s.value
