@@ -757,6 +757,26 @@ def test_ufunc_at_adds_as_often_as_an_index_repeats(f):
     np.testing.assert_allclose(s2sad.hessian(f)(V.copy()), hessian, rtol=1e-5, atol=1e-6)
 
 
+T3 = np.arange(12.0).reshape(2, 3, 2) / 7
+
+
+def index_tricks(x):
+    m = np.outer(x[:2], x)
+    return (np.sum(np.r_[x, x ** 2, 1.0, np.sin(x[0])] ** 2 * np.arange(8))
+            + np.sum(np.r_[m, m * x[1]] ** 3) + np.sum(np.c_[x[:2], x[1:] ** 2, m] ** 3)
+            + np.sum(np.c_[T3 * x[0], T3 ** 2 * x[1]] ** 2) + np.sum(np.c_[x] * x))
+
+
+def test_r_and_c_are_the_concatenations_they_stand_for():
+    """np.r_ joins along the first axis (numbers as one-element arrays), np.c_ along the
+    last (1-D arrays as columns; 3-D arrays along their third axis, not the second)."""
+    want = _expected(index_tricks, V)
+    np.testing.assert_allclose(s2sad.grad(index_tricks)(V.copy()), want, rtol=1e-6)
+    direction = np.array([0.4, -1.0, 0.7])
+    np.testing.assert_allclose(s2sad.jvp(index_tricks, (V.copy(),), (direction,))[1],
+                               want @ direction, rtol=1e-6)
+
+
 def added_through_an_alias(x):
     a = np.zeros(3)
     b = a
