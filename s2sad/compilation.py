@@ -224,9 +224,23 @@ class Compilation:
             self.wengert, self._output(), self.ops))
 
     def _output(self):
-        """The name the function in Wengert form returns, or None."""
+        """The name of the output: the name the function in Wengert form returns, or
+        None; with the option `aux` (has_aux=True), the first item of the pair it
+        returns where the pair is built once, in straight-line code (`y = (out, aux)`):
+        then `aux` carries no derivative, and no adjoint code is written for it."""
         ret = self.wengert.body[-1]
-        return ret.value.id if isinstance(getattr(ret, "value", None), gast.Name) else None
+        name = ret.value.id if isinstance(getattr(ret, "value", None), gast.Name) else None
+        if name is not None and self.options.aux:
+            built = [s.value for s in self.wengert.body if isinstance(s, gast.Assign)
+                     and syntax.is_name(s.targets[0], name)]
+            if (len(built) == 1 and isinstance(built[0], gast.Tuple)
+                    and len(built[0].elts) == 2 and isinstance(built[0].elts[0], gast.Name)
+                    and not any(syntax.stores(s, name) for s in self.wengert.body
+                                if not isinstance(s, gast.Assign))):
+                return built[0].elts[0].id
+        return name
+
+    output = property(_output)
 
     @property
     def varied(self) -> set:

@@ -64,7 +64,9 @@ class Options:
     the compilation resolved (globals, code, defaults: frontend/guards.py); `recompute`,
     whether calls of other Python functions go through their `g_adjoint` (code forward
     mode can differentiate: forward over reverse); `memory`, the bytes a checkpointed
-    loop's snapshots may take; `jit`, numba.njit's options as (name, value) pairs."""
+    loop's snapshots may take; `jit`, numba.njit's options as (name, value) pairs; `aux`,
+    whether the function returns a pair `(output, aux)` of which only the output is
+    differentiated (`has_aux=True`: the seed is 1 for the output and zeros for `aux`)."""
     variant: Variant = Variant.VJP
     release: bool = False
     guard: bool = True
@@ -73,13 +75,14 @@ class Options:
     patterns: dict | None = dataclasses.field(default=None, compare=False)
     memory: float | None = None
     jit: tuple = ()
+    aux: bool = False
 
     @property
     def key(self) -> tuple:
         """The options as a key of the cache."""
         return (self.variant.value, self.release, self.guard, self.guard_bindings,
                 self.recompute, tuple(sorted((self.patterns or {}).items())), self.memory,
-                self.jit)
+                self.jit, self.aux)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,6 +17,7 @@ SECTIONS = [
     ("Batching", ["vmap"]),
     ("Rules of your own", ["custom_vjp", "custom_jvp", "defvjp", "defjvp", "nondiff",
                            "stop_gradient", "register_pytree"]),
+    ("Solvers", ["custom_root", "fixed_point"]),
     ("Memory", ["checkpoint", "checkpointed"]),
     ("Reading and checking derivatives", ["source", "check_grad", "trace", "export"]),
     ("Errors and warnings", ["S2SADError", "UnsupportedSyntaxError", "MissingRuleError",
