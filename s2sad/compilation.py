@@ -116,6 +116,7 @@ class Compilation:
     rewrote: bool = False       # set by a pass that rewrote it (see Pass.invalidates)
     reverse: Any = None                         # the reverse transform's ReverseResult
     forward: Any = None                         # the forward transform's ForwardResult
+    batching: Any = None                        # the batching transform's BatchingResult
     ndims_relied: set = dataclasses.field(default_factory=set)  # see ValueKinds
     assumed: list = dataclasses.field(default_factory=list)     # Guards a pass added
     callee_guards: str | None = None    # the name of the callees' guards' checker, if read
@@ -232,9 +233,23 @@ class Compilation:
             self.wengert, self._output(), self.ops))
 
     def _output(self):
-        """The name the function in Wengert form returns, or None."""
+        """The name of the output: the name the function in Wengert form returns, or
+        None; with the option `aux` (has_aux=True), the first item of the pair it
+        returns where the pair is built once, in straight-line code (`y = (out, aux)`):
+        then `aux` carries no derivative, and no adjoint code is written for it."""
         ret = self.wengert.body[-1]
-        return ret.value.id if isinstance(getattr(ret, "value", None), gast.Name) else None
+        name = ret.value.id if isinstance(getattr(ret, "value", None), gast.Name) else None
+        if name is not None and self.options.aux:
+            built = [s.value for s in self.wengert.body if isinstance(s, gast.Assign)
+                     and syntax.is_name(s.targets[0], name)]
+            if (len(built) == 1 and isinstance(built[0], gast.Tuple)
+                    and len(built[0].elts) == 2 and isinstance(built[0].elts[0], gast.Name)
+                    and not any(syntax.stores(s, name) for s in self.wengert.body
+                                if not isinstance(s, gast.Assign))):
+                return built[0].elts[0].id
+        return name
+
+    output = property(_output)
 
     @property
     def varied(self) -> set:
@@ -287,7 +302,7 @@ class Compilation:
         keeps it, the array facts too), and such cycles of hundreds of thousands of
         syntax nodes would wait for the garbage collector, which walks them all."""
         self._analyses.clear()
-        self.wengert = self.reverse = self.forward = None
+        self.wengert = self.reverse = self.forward = self.batching = None
 
     # -- what the derivative took of the world, guarded -------------------------------------
     @property

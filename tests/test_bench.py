@@ -138,8 +138,8 @@ def test_pullback_reads():
 def test_groups():
     suite = wl.workloads()
     assert [w.name for w in run.select(suite, groups="array-loops")] == [
-        "heat", "heat_checkpointed", "rnn", "jacobi", "nbody", "trajectory",
-        "trajectory_jvp"]
+        "heat", "heat_checkpointed", "heat_checkpointed_call", "rnn", "jacobi", "nbody",
+        "trajectory", "trajectory_jvp"]
     assert [w.name for w in run.select(suite, groups="mixed")] == [
         "logsin_np", "projectile", "projectile_dataclass", "oscillator", "rk4_tuple_state",
         "tree"]
