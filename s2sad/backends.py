@@ -85,6 +85,7 @@ class PythonBackend(Backend):
     def callee_options(self, callee, jit=()):
         return {
             Variant.JVP: Options(Variant.JVP, guard=False),
+            Variant.BATCHED: Options(Variant.BATCHED, guard=False),
             Variant.ADJOINT: Options(Variant.ADJOINT, guard=False, recompute=True),
             Variant.STEP: Options(Variant.STEP, guard=callee.patterns is not None,
                                   release=True, patterns=callee.patterns),

@@ -399,8 +399,9 @@ def test_particle_forward_inside():
     import s2sad
     particle = evals.load("particle")
     w = np.array([0.3])
-    np.testing.assert_allclose(s2sad.grad(particle.crossing_f)(w),
-                               fd(lambda v: crossing_oracle(v[0]), w), rtol=1e-6)
+    expected = fd(lambda v: crossing_oracle(v[0]), w)
+    np.testing.assert_allclose(s2sad.grad(particle.crossing_f)(w), expected, rtol=1e-6)
+    np.testing.assert_allclose(particle.forward(particle.crossing_f)(w), expected, rtol=1e-6)
 
 
 def test_saddle_derivative():
@@ -411,6 +412,9 @@ def test_saddle_derivative():
     assert saddle.max_r(x, start) == pytest.approx(x @ x, abs=1e-8)
     np.testing.assert_allclose(s2sad.grad(saddle.max_r)(x, start), 2 * x, rtol=1e-9)
     np.testing.assert_allclose(saddle.forward(saddle.max_r)(x, start), 2 * x, rtol=1e-9)
+    assert saddle.max_f(x, start) == pytest.approx(x @ x, abs=1e-8)     # (inner forward)
+    np.testing.assert_allclose(s2sad.grad(saddle.max_f)(x, start), 2 * x, rtol=1e-9)
+    np.testing.assert_allclose(saddle.forward(saddle.max_f)(x, start), 2 * x, rtol=1e-9)
 
 
 

@@ -217,7 +217,7 @@ class Forward:
         if target not in self.varied:
             return [s]
         op = self.ops[s]
-        if op.form == CUSTOM and op.prim.s2s_custom == "jvp" and any(
+        if op.form == CUSTOM and "jvp" in op.prim.s2s_custom and any(
                 self.is_varied(a) for a in op.args):
             return [self.custom_call(s, op)]
         if self.calls_user(op):
