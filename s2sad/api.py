@@ -754,6 +754,10 @@ class checkpoint(custom_vjp):
     `hvp`) of a function that calls a checkpoint are not available yet.
     """
 
+    #: (a checkpointed loop's step differentiates a checkpoint it calls as a plain call:
+    #: ad/calls.py)
+    s2s_checkpoint = True
+
     def __init__(self, fn: Callable) -> None:
         super().__init__(fn)
         name = getattr(fn, "__name__", "f")

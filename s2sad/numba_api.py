@@ -28,7 +28,8 @@ import numpy as np
 from . import backends, driver, pipeline
 from .backends import NUMBA
 from .compilation import arg_types_of, refuse_complex, wrt_indices
-from .errors import CustomRuleError, NativeBackendError, S2SADError, warn_unconnected
+from .errors import (CustomRuleError, NativeBackendError, NonScalarOutputError, S2SADError,
+                     warn_unconnected)
 from .frontend.source import function_from_source, numba_function
 from .options import Variant
 from .rules import numba_runtime
@@ -255,6 +256,11 @@ def _not_compiled(target, exc, where):
     custom = re.search(re.escape(numba_runtime.register().CUSTOM_RULE) + r"(.*)", text)
     if custom is not None:          # a custom rule's result that does not fit
         return CustomRuleError(custom.group(1).strip())
+    if numba_runtime.register().NON_SCALAR in text:
+        return NonScalarOutputError(
+            f"{code.co_filename}:{code.co_firstlineno}: grad needs a function with a scalar "
+            f"output, but {target.__name__}() returns an array. Use s2sad.vjp (Python "
+            "backend) for non-scalar outputs, or reduce the output (e.g. with np.sum)")
     reason = next((line.strip() for line in text.splitlines()
                    if line.strip() and "Failed in" not in line), "")
     return NativeBackendError(

@@ -23,7 +23,9 @@ class Variant(enum.Enum):
     x_bar`, what forward mode can differentiate), `STEP` (the adjoint of a checkpointed
     loop's step, which reuses memory) and `ADVANCE` (that step as the loop's sweeps run
     it). Forward mode: `JVP`, `f_jvp(x, x_dot) -> (y, y_dot)`, and `TANGENT`, the same
-    returning the tangent alone (what `hvp` runs)."""
+    returning the tangent alone (what `hvp` runs). Batching: `BATCHED`,
+    `f_batched(x, ...)`, the function over a batch of its arguments (what `vmap` runs;
+    not a derivative, made by the same compiler)."""
     VJP = "vjp"
     VALUE_AND_GRAD = "value_and_grad"
     GRAD = "grad"
@@ -32,6 +34,7 @@ class Variant(enum.Enum):
     ADVANCE = "advance"
     JVP = "jvp"
     TANGENT = "tangent"
+    BATCHED = "batched"
 
     @property
     def forward(self) -> bool:

@@ -138,10 +138,11 @@ def test_pullback_reads():
 def test_groups():
     suite = wl.workloads()
     assert [w.name for w in run.select(suite, groups="array-loops")] == [
-        "heat", "heat_checkpointed", "rnn", "jacobi", "nbody", "trajectory",
-        "trajectory_jvp"]
+        "heat", "heat_checkpointed", "heat_checkpointed_call", "rnn", "jacobi", "nbody",
+        "trajectory", "trajectory_jvp"]
     assert [w.name for w in run.select(suite, groups="mixed")] == [
-        "logsin_np", "projectile", "projectile_dataclass", "oscillator"]
+        "logsin_np", "projectile", "projectile_dataclass", "oscillator", "rk4_tuple_state",
+        "tree"]
     # the native group's workloads are bench/native.py's (they need Numba), the solvers
     # group's bench/solvers.py's (they need SciPy); dask's are made only when Dask is
     # installed

@@ -12,7 +12,7 @@ from ..rules import registry
 from ..rules.containers import DICT_METHODS
 from ..rules.operators import SYNTAX
 from ..frontend import structure
-from .value_kinds import SCALAR, user_class
+from .value_kinds import CONTAINER, SCALAR, items_key, user_class
 
 COPY = "copy"
 NONDIFF = "nondiff"
@@ -122,6 +122,9 @@ def argument_types(prim, call_args, kinds):
     out = {p: type(a) for p, a in zip(params, bound) if user_class(type(a))}
     for p, a in zip(params[len(bound):], call_args):
         out[p] = kinds[a]
+        items = kinds.items_of(a) if out[p] == CONTAINER else None
+        if items is not None:
+            out[items_key(p)] = items
         found, path = kinds.structure_at(a)
         if path is not None:
             out.update(structure.rerooted(found, path, p))

@@ -14,9 +14,13 @@ that stands for `grad(f)` (api.py's `_as_gradient`). Forward mode likewise:
 `f_jvp`, with the primals, the values a nested function reads and the tangents that are
 not None; `jacfwd(f, i)` and `hvp(f, i)` made here are functions written with it. The
 name a specialised version binds a function value to (`f = partial(lam, y=f_y)`, see
-resolve_calls) is read as that value. The other derivatives of s2sad (`hessian`,
-`jacrev`, ...) are refused where they are called; `hessian(f, i)` made here is
-`jacfwd(grad(f, i), i)`.
+resolve_calls) is read as that value; `hessian(f, i)` made here is
+`jacfwd(grad(f, i), i)`. Reverse mode: `jacrev(f, i)` made here is a function written
+with the gradient of `f`'s cotangent function (frontend.gradients.reverse_function), and
+`y, pullback = vjp(f, x, ...)` keeps the primals in names of their own, computes
+`y = f(x, ...)`, and makes each `pullback(y_bar)` a call of that gradient with them. The
+other derivatives of s2sad (`check_grad`, those stored rather than called where they are
+made, ...) are refused where they are called.
 
 A call of a library function that takes a user's function and has a Taker
 (frontend/callables.py: `brentq(resid, a, b, args=(p,))`, `quad(lambda t: x * t, 0, 1)`)
@@ -54,7 +58,9 @@ def run(fn, ctx):
     """The rewrite of `fn`'s gradient calls, in place."""
     if any(_derivative(ctx.src.resolve(n.func)) or callables.taker(ctx.src.resolve(n.func))
            for n in syntax.walk(fn) if isinstance(n, gast.Call)):
-        GradientCalls(ctx, _function_values(fn), _tuples(fn)).visit(fn)
+        calls = GradientCalls(ctx, _function_values(fn), _tuples(fn), fn)
+        calls.visit(fn)
+        calls.check_pullbacks(fn)
     return fn
 
 
@@ -97,15 +103,27 @@ def _derivative(obj):
 class GradientCalls(gast.NodeTransformer):
     """See the module docstring."""
 
-    def __init__(self, ctx, function_values, tuples):
-        self.ctx, self.src = ctx, ctx.src
+    def __init__(self, ctx, function_values, tuples, fn):
+        self.ctx, self.src, self.fn = ctx, ctx.src, fn
         self.function_values, self.tuples = function_values, tuples
         self.at_once = set()        # the ids of the calls whose result is called at once
+        self.pullbacks = {}         # {name: (its vjp(...) call, the pullback's call)}
+
+    def visit_Assign(self, s):
+        if not (len(s.targets) == 1 and isinstance(s.targets[0], (gast.Tuple, gast.List))
+                and len(s.targets[0].elts) == 2 and isinstance(s.targets[0].elts[1], gast.Name)
+                and isinstance(s.value, gast.Call)
+                and gradients.api_function(self.src.resolve(s.value.func)) == "vjp"):
+            return self.generic_visit(s)
+        self.generic_visit(s.value)
+        return self.vjp_statement(s)
 
     def visit_Call(self, call):
         if isinstance(call.func, gast.Call):
             self.at_once.add(id(call.func))
         self.generic_visit(call)
+        if isinstance(call.func, gast.Name) and call.func.id in self.pullbacks:
+            return self.pullback_call(call)
         made = self.src.resolve(call.func)
         maker = gradients.api_function(made)
         if maker is not None:
@@ -144,10 +162,13 @@ class GradientCalls(gast.NodeTransformer):
         (the instance of a method, the values a nested function reads)."""
         if kind == "jvp":
             return self.jvp_call(call)
-        if kind not in gradients.GRADIENTS + gradients.FORWARD:
+        if kind == "vjp":
+            raise self.vjp_refused(call, "is not the value of y, pullback = "
+                                         "s2sad.vjp(f, x, ...)")
+        if kind not in gradients.GRADIENTS + gradients.FORWARD + gradients.REVERSE:
             raise self.src.syntax_error(call, gradients.refusal(kind))
         f, primal, wrt, options, extras = self.gradient_of(call)
-        if kind in gradients.FORWARD:
+        if kind in gradients.FORWARD + gradients.REVERSE:
             standing, bound = self.forward_function(call, kind, f, primal, wrt), ()
         else:
             made = maker(primal, wrt=wrt, **options)
@@ -342,6 +363,13 @@ class GradientCalls(gast.NodeTransformer):
         if not 0 <= wrt < n:
             raise self.jvp_refused(call, f"has wrt={wrt!r}, not one of the {n} positional "
                                          "parameters", kind)
+        if kind == "jacrev":
+            standing = gradients.reverse_function(kind, primal, n, wrt)
+            if standing is None:
+                raise self.jvp_refused(call, f"differentiates {fn.__name__}(), which has "
+                                             "default values (call it from a lambda that "
+                                             "passes them: lambda x: f(x, 3))", kind)
+            return standing
         if kind in ("hvp", "hessian"):      # (a hessian is jacfwd(grad(f, i), i))
             primal = gradients.called_gradient(gradients.MAKERS["grad"](primal, wrt=wrt))[0]
         standing = gradients.jvp_function(primal, (wrt,), gradients.MAKERS["jvp"])
@@ -352,11 +380,98 @@ class GradientCalls(gast.NodeTransformer):
         return gradients.forward_function("hvp" if kind == "hvp" else "jacfwd", standing, n,
                                           wrt)
 
+    def vjp_statement(self, s):
+        """`y, pullback = vjp(f, x, ...)` (`s`): the primals (and the values a nested `f`
+        reads) kept in names of their own, `y = f(x, ...)`, and the pullback's calls
+        `pullback(y_bar)` calls of the function that stands for it
+        (frontend.gradients.reverse_function) with the names kept."""
+        call = s.value
+        if call.keywords or not call.args or any(
+                isinstance(a, gast.Starred) for a in call.args):
+            raise self.vjp_refused(call, "passes keyword arguments or a starred argument")
+        pullback = s.targets[0].elts[1].id
+        if sum(isinstance(n, gast.Name) and n.id == pullback and isinstance(n.ctx, gast.Store)
+               for n in syntax.walk(self.fn)) != 1:
+            raise self.vjp_refused(call, f"assigns {pullback} elsewhere too")
+        f, primal, extras = self.function_of(call, call.args[0])
+        if gradients.made_by(primal) is not None:       # vjp(grad(g), ...): of its code
+            inner = gradients.called_gradient(primal)
+            if inner is None or inner[1]:
+                raise self.src.syntax_error(call, gradients.refusal(gradients.made_by(primal)))
+            primal = inner[0]
+        if not inspect.isfunction(getattr(primal, "__func__", primal)) or inspect.ismethod(
+                primal):
+            raise self.vjp_refused(call, "differentiates no Python function of the user's "
+                                         "(a method, a library function or a class)")
+        n = len(call.args) - 1
+        lifted = self.lifted(f)
+        params = (lifted.params if isinstance(lifted, Lifted) else
+                  [p for p in inspect.signature(primal).parameters.values()
+                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)])
+        if len(params) != n:
+            raise self.vjp_refused(call, f"gives {n} primal(s) for the {len(params)} "
+                                         f"positional parameter(s) of "
+                                         f"{getattr(primal, '__name__', 'f')}()")
+        standing = gradients.reverse_function("vjp", primal, n)
+        if standing is None:
+            raise self.vjp_refused(call, f"differentiates {primal.__name__}(), which has "
+                                         "default values (call it from a lambda that passes "
+                                         "them: lambda x: f(x, 3))")
+        stored = {n.id for n in syntax.walk(self.fn) if isinstance(n, gast.Name)
+                  and isinstance(n.ctx, gast.Store)} - set(self.function_values)
+        out, kept = [], []
+        for value in call.args[1:] + [k.value for k in extras]:
+            if isinstance(value, gast.Name) and value.id not in stored:
+                kept.append(value)      # (a name of one value: a function passed, ...)
+                continue
+            kept.append(syntax.name(self.ctx.namer.fresh("primal")))
+            out.append(syntax.located(syntax.assign(kept[-1].id, value), s))
+        args = kept[:n]
+        keywords = [gast.keyword(arg=k.arg, value=v) for k, v in zip(extras, kept[n:])]
+        out.append(syntax.located(syntax.assign(s.targets[0].elts[0], syntax.call(
+            syntax.copied(f), [syntax.copied(a) for a in args],
+            [syntax.copied(k) for k in keywords])), s))
+        y_bar = list(inspect.signature(standing).parameters)[-1]
+        self.pullbacks[pullback] = (call, standing, args, keywords, y_bar)
+        return out
+
+    def pullback_call(self, call):
+        """`pullback(y_bar)` of a `y, pullback = vjp(f, x, ...)`: a call of the function
+        that stands for it (see `vjp_statement`)."""
+        made, standing, args, keywords, y_bar = self.pullbacks[call.func.id]
+        if len(call.args) != 1 or call.keywords or isinstance(call.args[0], gast.Starred):
+            raise self.vjp_refused(made, f"has its pullback called with other than one "
+                                         f"argument (the cotangent) at line {call.lineno}")
+        args = [syntax.copied(a) for a in args]
+        keywords = [syntax.copied(k) for k in keywords]
+        if keywords:
+            keywords.append(gast.keyword(arg=y_bar, value=call.args[0]))
+        else:
+            args.append(call.args[0])
+        return syntax.located(syntax.call(self.name_of(standing, call), args, keywords), call)
+
+    def check_pullbacks(self, fn):
+        """Refuse a pullback of `vjp` read other than called after its `vjp(...)`."""
+        for n in syntax.walk(fn):
+            if (isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
+                    and n.id in self.pullbacks):
+                raise self.vjp_refused(self.pullbacks[n.id][0], (
+                    f"has its pullback {n.id} read other than called (at line {n.lineno})"))
+
+    def vjp_refused(self, call, why):
+        return self.src.syntax_error(call, (
+            f"this call of s2sad.vjp() inside a differentiated function {why}; s2sad "
+            "differentiates y, pullback = s2sad.vjp(f, x, ...) there, of a module-level "
+            "function, a nested function or a lambda, with pullback(y_bar) called after it "
+            "(for a function with a scalar result, s2sad.grad(f)(x) * y_bar is the "
+            "pullback of y_bar too)"))
+
     def jvp_refused(self, call, why, kind="jvp"):
         return self.src.syntax_error(call, (
             f"this call of s2sad.{kind}() inside a differentiated function {why}; s2sad "
             "differentiates jvp(f, (x, ...), (x_dot, ...)), jacfwd(f, i)(x, ...), "
-            "hvp(f, i)(x, ..., v) and hessian(f, i)(x, ...) called there, of a "
+            "jacrev(f, i)(x, ...), hvp(f, i)(x, ..., v) and hessian(f, i)(x, ...) called "
+            "there, of a "
             "module-level function, a nested "
             "function or a lambda, the tangents None or not (f's other keywords left at "
             "their defaults)"))

@@ -135,7 +135,8 @@ class ResolveCalls:
     def run(self, fn):
         self.kinds = ValueKinds(fn, self.src, self.ctx.param_kinds, self.ctx.param_ndims,
                                 self.ctx.ndims_relied, self.ctx.int_params,
-                                self.ctx.returned_kind, self.ctx.structure)
+                                self.ctx.returned_kind, self.ctx.structure,
+                                self.ctx.param_items)
         ops = syntax.NodeMap((s, operations.classify(s.value, self.src))
                              for _, s in definitions(fn.body))
         self.varied = varied_names(fn, self.ctx.wrt, ops)

@@ -8,7 +8,7 @@ import numpy as np
 from ..errors import MissingRuleError
 from .arrays import asarray
 from .reductions import unbroadcast
-from .registry import helper, helper_adjoint, helpers
+from .registry import define, helper, helper_adjoint, helpers
 
 ns = {"np": np}
 
@@ -470,6 +470,18 @@ def unselect(g, condlist, choicelist, default, which):
 helper_adjoint(unselect, namespace=ns, zero="condlist, choicelist, default", g=(
     "_s2s_rebroadcast(np.select(condlist, ans_bar, 0.0) if which == 0 else "
     "np.select(condlist, _s2s_zeros_like(choicelist), ans_bar), g)"))
+
+
+
+def as_column(a):
+    """`a` as one item of `np.c_[...]` takes it: a 0-d value as a (1, 1) array, a 1-D one
+    as a column, others as they are (what before_ad.wengert writes np.c_ with)."""
+    a = np.asarray(a)
+    return a.reshape(-1, 1) if a.ndim == 1 else a.reshape(1, 1) if a.ndim == 0 else a
+
+
+helper_adjoint(as_column, a="_s2s_reshape_like(ans_bar, a)")
+define(as_column, "a", linear="a")
 
 
 helpers(__name__)

@@ -216,6 +216,15 @@ def unindex(g, x, index):
         out = zeros_like(x)
         out[index] = unbroadcast(g, x[index])
         return out
+    if type(index) is int:      # the common cases, fast
+        if type(x) in _SEQUENCES:
+            out = [zeros_like(v) for v in x]
+            out[index] = unbroadcast(g, x[index])
+            return out if type(x) is list else tuple(out)
+        if type(x) is np.ndarray and type(g) in _PLAIN:
+            out = np.zeros(x.shape, np.result_type(x.dtype, np.float32))
+            out[index] = unbroadcast(g, out[index])
+            return out
     if isinstance(x, (tuple, list)):
         out = list(zeros_like(x))
         named = _is_named_tuple(x)
@@ -243,6 +252,10 @@ def unindex(g, x, index):
 
 helper_adjoint(unindex, zero="index",
                g="_s2s_rebroadcast(_s2s_rebroadcast(ans_bar, x)[index], g)")
+
+
+_SEQUENCES = frozenset({tuple, list})
+_PLAIN = frozenset({float, np.float64, np.ndarray})
 
 
 def _basic(index):
@@ -325,7 +338,7 @@ def count(x, axis=None):
 helper_adjoint(count)        # (a count: no derivative; `x` is read for its shape)
 
 
-@helper(result="fresh", linear="g")
+@helper(result="fresh", numba=True, linear="g")
 def extremum(g, x, ans, axis=None, keepdims=False):
     """The adjoint of max/min: `g` shared equally among the elements that attain it."""
     x = asarray(x)
@@ -555,7 +568,7 @@ def norm_adjoint_dot(g, x, n, t, which, ord=None, axis=None, keepdims=False):
     return scale * (p - 1) * np.abs(x) ** (p - 2) * t
 
 
-@helper(shape_only=(1,), result="of_adjoint", linear="g")
+@helper(shape_only=(1,), result="of_adjoint", numba=True, linear="g")
 def reshape_like(g, x):
     """`g` in the shape of `x`: the adjoint of a reshape of `x`."""
     if np.ndim(g) == 0 and np.size(x) != 1:
@@ -595,7 +608,7 @@ helper_adjoint(triu, params="g, k=0", g="_s2s_triu(ans_bar, k)")
 helper_adjoint(tril, params="g, k=0", g="_s2s_tril(ans_bar, k)")
 
 
-@helper(result="of_adjoint", linear="g")
+@helper(result="of_adjoint", numba=True, linear="g")
 def split_like(g, arrays, axis=0):
     """The adjoint of concatenating `arrays` along `axis`: the pieces of `g` (slices, which
     every array library has; Dask has no `np.split`)."""
@@ -605,9 +618,13 @@ def split_like(g, arrays, axis=0):
         ends = np.cumsum([np.size(a) for a in arrays]).tolist()
         pieces = split_like(np.ravel(g), [range(n) for n in np.diff([0] + ends)])
         return [np.reshape(p, np.shape(a)) for p, a in zip(pieces, arrays)]
-    ends = np.cumsum([np.shape(a)[axis] for a in arrays]).tolist()
     before = (slice(None),) * (axis % np.ndim(g))
-    return [g[before + (slice(lo, hi),)] for lo, hi in zip([0] + ends, ends)]
+    pieces, lo = [], 0
+    for a in arrays:
+        hi = lo + np.shape(a)[axis]
+        pieces.append(g[before + (slice(lo, hi),)])
+        lo = hi
+    return pieces
 
 
 # (the transposes of taking `g` apart: joining the adjoints of the pieces)
