@@ -28,7 +28,6 @@ def f_batched(x, w):
 (The pads are no-ops where the items' ranks agree, which the kinds of values do not
 tell here.)
 """
-import copy
 import dataclasses
 import operator
 import warnings
@@ -44,7 +43,6 @@ from ..analysis.value_kinds import ARRAY, SCALAR
 from ..compilation import Callee
 from ..errors import BatchingLoopWarning, InternalError, S2SADError
 from ..frontend import source
-from ..frontend.source import MISSING
 from ..options import Variant
 from ..rules import registry
 from .simplify import template_name
@@ -193,7 +191,7 @@ class Batching:
         if op.form == COPY:
             return node
         if op.form == PACK:
-            return _replaced(node, {id(a): self.like(a) for a in op.args
+            return syntax.replaced(node, {id(a): self.like(a) for a in op.args
                                     if not self.is_batched(a) and not isinstance(
                                         a, gast.Constant)})
         if op.form == USER:
@@ -233,7 +231,7 @@ class Batching:
                 self.ctx.bind("max", obj=max), ranks)
             swap[id(x)] = syntax.call(self.ctx.runtime("batch_pad"), [
                 syntax.copied(x), rank])
-        return _replaced(node, swap)
+        return syntax.replaced(node, swap)
 
     def rank(self, o):
         ndim = syntax.call(self.numpy_attr("ndim"), [syntax.copied(o)])
@@ -255,12 +253,12 @@ class Batching:
             new = syntax.call(self.ctx.runtime("batch_axis"), [syntax.copied(axis),
                                                                 syntax.copied(bound["a"])])
         if isinstance(node, gast.Call) and any(a is axis for a in node.args):
-            return _replaced(node, {id(axis): new})
+            return syntax.replaced(node, {id(axis): new})
         if isinstance(node, gast.Call) and any(k.value is axis for k in node.keywords):
-            return _replaced(node, {id(axis): new})
+            return syntax.replaced(node, {id(axis): new})
         if not isinstance(node, gast.Call):
             return None
-        out = _replaced(node, {})
+        out = syntax.replaced(node, {})
         out.keywords = list(out.keywords) + [gast.keyword(arg="axis", value=new)]
         return out
 
@@ -290,7 +288,7 @@ class Batching:
         return gast.Subscript(value=x, slice=new, ctx=gast.Load())
 
     def by_rule(self, rule, op):
-        args, keywords = _arguments(op, self.src)
+        args, keywords = operations.call_arguments(op, self.src)
         bound = rule.variant.bind(args, keywords)
         if bound is None:
             return None
@@ -325,7 +323,7 @@ class Batching:
             "declares one)"), stacklevel=2)
         self.looped.append(self.src.where(s))
         node = s.value
-        args, keywords = _arguments(op, self.src) if op.prim is not None else (None, None)
+        args, keywords = operations.call_arguments(op, self.src) if op.prim is not None else (None, None)
         if op.prim is not None and isinstance(node, gast.Call) and args[:1] == [
                 getattr(node.func, "value", None)]:     # a method
             fn = syntax.call(self.ctx.runtime("batch_method"), [syntax.const(node.func.attr)])
@@ -361,40 +359,8 @@ class Batching:
         return self.like(value)
 
 
-def _arguments(op, src):
-    """The positional arguments and keywords of the call `op` (a method's receiver
-    first)."""
-    node = op.node
-    if isinstance(node, gast.BinOp):
-        return [node.left, node.right], {}
-    if isinstance(node, gast.UnaryOp):
-        return [node.operand], {}
-    if isinstance(node, gast.Attribute):
-        return operations.attribute_args(node), {}
-    if isinstance(node, gast.Subscript):
-        return [node.value, operations.index_value(node.slice)], {}
-    func = node.func
-    receiver = []
-    if (marks.PRIM.of(func) is None and isinstance(func, gast.Attribute)
-            and src.resolve(func) is MISSING):
-        receiver = [func.value]
-    return receiver + list(node.args), {k.arg: k.value for k in node.keywords}
-
-
 def _identifier(prim):
     name = getattr(prim, "__name__", None) or type(prim).__name__
     return name if name.isidentifier() else "prim"
 
 
-def _replaced(node, swap):
-    """A copy of `node` with the subtrees whose id is in `swap` replaced."""
-    if id(node) in swap:
-        return swap[id(node)]
-    new = copy.copy(node)
-    for field, value in gast.iter_fields(node):
-        if isinstance(value, gast.AST):
-            setattr(new, field, _replaced(value, swap))
-        elif isinstance(value, list):
-            setattr(new, field, [_replaced(v, swap) if isinstance(v, gast.AST) else v
-                                 for v in value])
-    return new

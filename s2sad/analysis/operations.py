@@ -198,3 +198,23 @@ def _global_ref(e, src):
     while isinstance(e, gast.Attribute):
         e = e.value
     return isinstance(e, gast.Name) and not src.is_local(e.id)
+
+
+def call_arguments(op, src):
+    """The positional arguments and keywords `classify` matched `op`'s rule with (a
+    method's receiver first)."""
+    node = op.node
+    if isinstance(node, gast.BinOp):
+        return [node.left, node.right], {}
+    if isinstance(node, gast.UnaryOp):
+        return [node.operand], {}
+    if isinstance(node, gast.Attribute):
+        return attribute_args(node), {}
+    if isinstance(node, gast.Subscript):
+        return [node.value, index_value(node.slice)], {}
+    func = node.func
+    receiver = []
+    if (marks.PRIM.of(func) is None and isinstance(func, gast.Attribute)
+            and src.resolve(func) is MISSING):
+        receiver = [func.value]
+    return receiver + list(node.args), {k.arg: k.value for k in node.keywords}
