@@ -16,7 +16,8 @@ def show(stage, text, wrt=0, arrays=False):
     fn = function_from_source(text, {"np": np})
     arg_types = {p: np.ndarray if arrays else float
                  for p in fn.__code__.co_varnames[:fn.__code__.co_argcount]}
-    mode = "forward" if name in ("forward", "tangent_only", "guard") else "reverse"
+    mode = ("forward" if name in ("forward", "tangent_only", "guard") else
+            "batched" if name == "batching" else "reverse")
     return pipeline.stage_source(fn, name, wrt, arg_types, mode=mode).rstrip("\n")
 
 

@@ -6,7 +6,7 @@ Run from the repository root:
     python bench/run.py --quick               # smoke run, seconds
     python bench/run.py --only mlp,logreg     # selected workloads
     python bench/run.py --group array-loops   # one group (scalar, numpy, array-loops, mixed,
-                                              # dask, native)
+                                              # dask, native, solvers)
     python bench/run.py --json results.json
 
 Peers (autograd, JAX, PyTorch) are used only when they are importable.
@@ -68,7 +68,7 @@ CHECKPOINT_TIME_GOAL = 3.0  # a checkpointed loop: s2sad / hand time (the hand t
 CHECKPOINT_STATES = 4       # ... and peak memory k + 4 states (k snapshots)
 MIXED_TIME_GOAL = 1.3    # issue #20, NumPy functions on floats: s2sad / hand time
 DASK_TIME_GOAL = 1.3     # issue #23, Dask data on a cluster: s2sad / hand time
-GROUPS = ("scalar", "numpy", "array-loops", "mixed", "dask", "native")
+GROUPS = ("scalar", "numpy", "array-loops", "mixed", "dask", "native", "solvers")
 JVP_GOAL = 1.5      # s2sad.jvp / hand tangent time (scalar workloads)
 HVP_GOAL = 5.0      # s2sad.hvp / s2sad.grad time (Rosenbrock 1e3)
 TRANSFORM_GOAL = 0.050  # seconds to transform and compile one workload
@@ -978,9 +978,10 @@ def loop_report(rows):
 
 def mixed_report(rows, peer_names):
     """The mixed group's table (times in us, as in the gradient table), with its goal
-    column, and the goal line of #20."""
+    column, the gradient's time over the function's (#37's goal for its loop programs:
+    within 5x), and the goal line of #20."""
     peer_names = [p for p in peer_names if any(p in r["times"] for r in rows)]
-    head = (["workload", "plain us", "hand us", "s2sad us", "s2sad/hand", "goal"]
+    head = (["workload", "plain us", "hand us", "s2sad us", "s2sad/hand", "goal", "s2sad/plain"]
             + [f"{p}/hand" for p in peer_names] + ["transform ms"]
             + (["jit compile ms"] if "jax.jit" in peer_names else []))
     body = []
@@ -989,7 +990,7 @@ def mixed_report(rows, peer_names):
         met = ("-" if t.get("s2sad") is None else
                "met" if t["s2sad"] / t["hand"] <= MIXED_TIME_GOAL else "missed")
         line = [r["workload"], fmt_us(t["plain"]), fmt_us(t["hand"]), fmt_us(t.get("s2sad")),
-                fmt_ratio(t.get("s2sad"), t["hand"]), met]
+                fmt_ratio(t.get("s2sad"), t["hand"]), met, fmt_ratio(t.get("s2sad"), t["plain"])]
         line += [fmt_ratio(t.get(p), t["hand"]) for p in peer_names]
         line.append(fmt_ms(r["s2sad_transform"]))
         if "jax.jit" in peer_names:
@@ -1463,6 +1464,17 @@ def main():
     if native_rows:
         print()
         print(native_report(native_rows))
+    solver_rows = []
+    if s2sad is not None and opts.only is None and (
+            opts.group is None or "solvers" in opts.group.split(",")):
+        try:
+            import solvers      # (bench/solvers.py: it needs SciPy)
+        except ImportError:
+            print("note: the solvers group needs SciPy, which is not installed; skipped")
+        else:
+            solver_rows = solvers.bench(s2sad, opts.quick)
+            print()
+            print(solvers.report(solver_rows))
 
     if opts.json:
         with open(opts.json, "w") as fh:
@@ -1472,6 +1484,7 @@ def main():
                        "quick": opts.quick, "peers": versions,
                        "s2sad": why or "ok", "results": rows, "array_loops": loop_rows,
                        "mixed": mixed_rows, "dask": dask_rows, "native": native_rows,
+                       "solvers": solver_rows,
                        "jvp": jvp_rows, "hvp": hvp_row, "tape": tape_row,
                        "overhead": overhead}, fh, indent=2)
         print(f"raw results (seconds, bytes) written to {opts.json}")

@@ -27,7 +27,10 @@ buffers allocated once where they can be.
 The mixed workloads (issue #20) are scalar code on Python floats that calls
 NumPy's functions (``np.log``, ``np.sqrt``, ``np.tanh``, ...): logsin spelled
 with NumPy, a projectile with drag (with float parameters that have defaults,
-then with its parameters in a dataclass), and a damped oscillator.
+then with its parameters in a dataclass), and a damped oscillator; and two loop
+programs on small arrays (issue #37): classic Runge-Kutta on a state that is a tuple of
+arrays, stepping through helper functions, and a recursive evaluation of a small binary
+expression tree with array leaves.
 
 The Dask workload (issue #23) is the logistic regression above on data held in
 chunks on a ``dask.distributed`` cluster, against the gradient dask-glm writes by
@@ -45,10 +48,13 @@ from typing import NamedTuple
 import numpy as np
 
 try:
-    from s2sad import checkpointed
+    from s2sad import checkpoint, checkpointed
 except ImportError:         # the plain functions run without s2sad
     def checkpointed(steps, snapshots):
         return steps
+
+    def checkpoint(fn):
+        return fn
 
 # ---------------------------------------------------------------------------
 # 1. Babylonian square root: t <- (t + x/t) / 2, started at (1 + x) / 2.
@@ -464,6 +470,20 @@ def heat_checkpointed(u, kappa, steps):
     for i in checkpointed(range(steps), snapshots=HEAT_SNAPSHOTS):
         lap = np.roll(u, 1) - 2.0 * u + np.roll(u, -1)
         u = u + kappa * lap
+    return np.sum(u * u)
+
+
+@checkpoint
+def heat_step(u, kappa):
+    lap = np.roll(u, 1) - 2.0 * u + np.roll(u, -1)
+    return u + kappa * lap
+
+
+# 7c. The same loop calling its step, an s2sad.checkpoint: the step of the checkpointed
+#     loop computes it again already, so the gradient meets the inline form's goals.
+def heat_checkpointed_call(u, kappa, steps):
+    for i in checkpointed(range(steps), snapshots=HEAT_SNAPSHOTS):
+        u = heat_step(u, kappa)
     return np.sum(u * u)
 
 
@@ -920,6 +940,156 @@ def oscillator_hand(k, c, x0, dt=0.01):
 
 
 # ---------------------------------------------------------------------------
+# 16. A pendulum array (issue #37's realistic loop program): classic Runge-Kutta
+#     over RK4_STEPS steps, its state a tuple of arrays (positions, velocities),
+#     each step through helper functions that take and return such tuples.
+
+RK4_STEPS = 100
+RK4_H = 0.01
+
+
+def rk4_accel(pos, vel, k, c):
+    return -k * np.sin(pos) - c * vel
+
+
+def rk4_deriv(state, k, c):
+    pos, vel = state
+    return vel, rk4_accel(pos, vel, k, c)
+
+
+def rk4_axpy(state, h, d):
+    return state[0] + h * d[0], state[1] + h * d[1]
+
+
+def rk4_step(state, h, k, c):
+    k1 = rk4_deriv(state, k, c)
+    k2 = rk4_deriv(rk4_axpy(state, h / 2, k1), k, c)
+    k3 = rk4_deriv(rk4_axpy(state, h / 2, k2), k, c)
+    k4 = rk4_deriv(rk4_axpy(state, h, k3), k, c)
+    pos = state[0] + h / 6 * (k1[0] + 2 * k2[0] + 2 * k3[0] + k4[0])
+    vel = state[1] + h / 6 * (k1[1] + 2 * k2[1] + 2 * k3[1] + k4[1])
+    return pos, vel
+
+
+def rk4(pos0, vel0, k, c):
+    state = (pos0, vel0)
+    for i in range(RK4_STEPS):
+        state = rk4_step(state, RK4_H, k, c)
+    pos, vel = state
+    return np.sum(pos * pos) + 0.5 * np.sum(vel * vel)
+
+
+def rk4_hand(pos0, vel0, k, c):
+    # Stage j (0 to 3) reads (p_j, v_j): p_0, v_0 the state, p_j = p + s v_{j-1} and
+    # v_j = v + s a_{j-1} after (s = h/2, h/2, h), a_j = -k sin(p_j) - c v_j; the new
+    # state adds h/6 (1, 2, 2, 1) weighted sums of the v_j and the a_j. Tape: the
+    # stage inputs of each step.
+    h, scale, weight = RK4_H, (RK4_H / 2, RK4_H / 2, RK4_H), (1.0, 2.0, 2.0, 1.0)
+    p, v = pos0, vel0
+    tape = []
+    for i in range(RK4_STEPS):
+        ps, vs, acc = [p], [v], []
+        for j in range(4):
+            acc.append(-k * np.sin(ps[j]) - c * vs[j])
+            if j < 3:
+                ps.append(p + scale[j] * vs[j])
+                vs.append(v + scale[j] * acc[j])
+        tape.append((ps, vs))
+        p = p + h / 6 * (vs[0] + 2 * vs[1] + 2 * vs[2] + vs[3])
+        v = v + h / 6 * (acc[0] + 2 * acc[1] + 2 * acc[2] + acc[3])
+    p_bar, v_bar = 2 * p, v
+    k_bar, c_bar = np.zeros_like(k), 0.0
+    for ps, vs in reversed(tape):
+        # backwards through the stages: (p_{j+1}, v_{j+1})'s adjoints give v_j and a_j
+        # theirs, a_j's gives p_j and v_j (and k, c) theirs
+        new_p, new_v = p_bar, v_bar
+        next_p = next_v = 0.0
+        for j in (3, 2, 1, 0):
+            s = scale[j] if j < 3 else 0.0
+            a_bar = weight[j] * h / 6 * v_bar + s * next_v
+            k_bar = k_bar - np.sin(ps[j]) * a_bar
+            c_bar -= float(np.vdot(vs[j], a_bar))
+            next_p, next_v = (-k * np.cos(ps[j]) * a_bar,
+                              weight[j] * h / 6 * p_bar + s * next_p - c * a_bar)
+            new_p, new_v = new_p + next_p, new_v + next_v
+        p_bar, v_bar = new_p, new_v
+    return p_bar, v_bar, k_bar, c_bar
+
+
+def rk4_args(n, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=n), rng.normal(size=n), 1.0 + rng.random(n), 0.3
+
+
+# ---------------------------------------------------------------------------
+# 17. A small binary expression tree (issue #37's realistic recursive program),
+#     evaluated recursively: node i (children 2i + 1 and 2i + 2) is a leaf, the row
+#     leaves[i], or the sum, product or tanh(left) * right of its children.
+
+TREE_DEPTH = 4
+
+
+def tree_value(ops, leaves, i):
+    op = ops[i]
+    if op == 0:
+        return leaves[i]
+    a = tree_value(ops, leaves, 2 * i + 1)
+    b = tree_value(ops, leaves, 2 * i + 2)
+    if op == 1:
+        return a + b
+    if op == 2:
+        return a * b
+    return np.tanh(a) * b
+
+
+def tree(leaves, w, ops):
+    return np.sum(w * tree_value(ops, leaves, 0))
+
+
+def tree_hand(leaves, w, ops):
+    values = {}
+
+    def forward(i):
+        op = ops[i]
+        if op == 0:
+            values[i] = leaves[i]
+        else:
+            a, b = forward(2 * i + 1), forward(2 * i + 2)
+            values[i] = a + b if op == 1 else a * b if op == 2 else np.tanh(a) * b
+        return values[i]
+    root = forward(0)
+    leaves_bar = np.zeros_like(leaves)
+
+    def backward(i, g):
+        op = ops[i]
+        if op == 0:
+            leaves_bar[i] += g
+            return
+        a, b = values[2 * i + 1], values[2 * i + 2]
+        if op == 1:
+            backward(2 * i + 1, g)
+            backward(2 * i + 2, g)
+        elif op == 2:
+            backward(2 * i + 1, g * b)
+            backward(2 * i + 2, g * a)
+        else:
+            t = np.tanh(a)
+            backward(2 * i + 1, g * b * (1.0 - t * t))
+            backward(2 * i + 2, g * t)
+    backward(0, w)
+    return leaves_bar, root
+
+
+def tree_args(n, seed=0):
+    """(leaves, w, ops) of a full tree of TREE_DEPTH levels below its root: random
+    operations at the inner nodes, leaves of n numbers."""
+    rng = np.random.default_rng(seed)
+    inner, nodes = 2 ** TREE_DEPTH - 1, 2 ** (TREE_DEPTH + 1) - 1
+    ops = [int(op) for op in rng.integers(1, 4, inner)] + [0] * (nodes - inner)
+    return rng.normal(size=(nodes, n)), rng.normal(size=n), ops
+
+
+# ---------------------------------------------------------------------------
 # Dask (issue #23): logistic regression (``logreg`` above) on data in chunks on a
 # cluster, against dask-glm's hand-written gradient.  Both build a lazy Dask graph;
 # bench/run.py computes it on a LocalCluster.
@@ -1013,6 +1183,9 @@ def array_loops():
         Workload("heat_checkpointed", heat_checkpointed, heat_hand, heat_args(10 ** 5, 2000),
                  (0, 1), small=heat_args(8, 30, seed=1), group="array-loops",
                  hand_tape="lap", snapshots=HEAT_SNAPSHOTS),
+        Workload("heat_checkpointed_call", heat_checkpointed_call, heat_hand,
+                 heat_args(10 ** 5, 2000), (0, 1), small=heat_args(8, 30, seed=1),
+                 group="array-loops", hand_tape="lap", snapshots=HEAT_SNAPSHOTS),
         Workload("rnn", rnn, rnn_hand, rnn_args(200, 32, 128, 64), (0, 1, 2),
                  small=rnn_args(4, 2, 3, 2, seed=1), group="array-loops",
                  hand_tape="h"),
@@ -1032,7 +1205,8 @@ def array_loops():
 
 
 def mixed():
-    """The mixed group (issue #20): NumPy functions on Python floats."""
+    """The mixed group (issue #20): NumPy functions on Python floats; loop programs on
+    small arrays (issue #37)."""
     return [
         Workload("logsin_np", logsin_np, logsin_np_hand, (2.0, 5.0), (0, 1),
                  group="mixed"),
@@ -1042,6 +1216,9 @@ def mixed():
                  projectile_dataclass_hand, (Launch(20.0, 0.8),), 0, group="mixed"),
         Workload("oscillator", oscillator, oscillator_hand, (2.0, 0.5, 1.5),
                  (0, 1, 2), group="mixed"),
+        Workload("rk4_tuple_state", rk4, rk4_hand, rk4_args(3), (0, 1, 2, 3),
+                 group="mixed"),
+        Workload("tree", tree, tree_hand, tree_args(3), (0, 1), group="mixed"),
     ]
 
 

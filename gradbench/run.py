@@ -1,23 +1,32 @@
-"""Run one GradBench eval against s2sad's tool without Docker: start the eval program of a
-local GradBench checkout and `python -m gradbench.tool` as two processes, relay the JSON lines
-between them, and print each evaluation's validity and timings.
+"""Run one GradBench eval against a tool without Docker: start the eval program of a
+local GradBench checkout and the tool as two processes, relay the JSON lines between them,
+and print each evaluation's validity and timings.
 
     python -m gradbench.run --gradbench /tmp/gradbench --python /tmp/gbvenv/bin/python \\
         lse -- --min-runs 3
+    python -m gradbench.run --gradbench /tmp/gradbench --python /tmp/gbvenv/bin/python \\
+        --tool jax --peer-python /tmp/gbpeers/bin/python lse
 
-Arguments after `--` go to the eval program (its sizes: `-n`, `--min-runs`, ...). Both
-processes run single-threaded (OpenMP, OpenBLAS, MKL and Numba threads 1). The eval validates
-answers with GradBench's C++ `manual` tool, which must be built in the checkout
-(gradbench/README.md says how).
+The tool is s2sad's (`python -m gradbench.tool`, the default), one of GradBench's own
+(`--tool manual`, its hand-written C++; `jax` and `pytorch`, run by `--peer-python`, a Python
+with jax, torch and GradBench's python package), or any command (`--tool-command`, run from
+the current directory). GradBench's tools run through `peer_shim.py`, which times JAX to
+completion and does not rebuild the C++ binaries. Arguments after `--` go to the eval program
+(its sizes: `-n`, `--min-runs`, ...). Both processes run single-threaded (OpenMP, OpenBLAS,
+MKL, Numba and XLA threads 1). The eval validates answers with GradBench's C++ `manual` tool,
+which must be built in the checkout (gradbench/README.md says how).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
+import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 
 REPOSITORY = Path(__file__).resolve().parents[1]
@@ -26,23 +35,94 @@ REPOSITORY = Path(__file__).resolve().parents[1]
 PAIRS = {"hello": ("square", "double"), "gmm": ("objective", "jacobian"),
          "kmeans": ("cost", "dir"), "lstm": ("objective", "jacobian"),
          "ba": ("objective", "jacobian"), "ht": ("objective", "jacobian")}
-SINGLE_THREADED = {name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                                          "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")}
+SINGLE_THREADED = {**{name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                                             "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")},
+                   "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false"}
+TOOLS = ("s2sad", "s2sad-numba", "manual", "jax", "pytorch")
+SHIM = Path(__file__).resolve().parent / "peer_shim.py"
 
 
-def relay(eval_cmd: list[str], tool_cmd: list[str], eval_cwd: Path,
-          log=None) -> tuple[list[dict], int]:
+@dataclass
+class ToolCommand:
+    """How to start a tool: its command line, the folder it runs in, and whether it keeps
+    this process's PYTHONPATH (GradBench's tools import GradBench's own `gradbench`
+    package, which a PYTHONPATH naming this repository would hide)."""
+    argv: list[str]
+    cwd: Path = REPOSITORY
+    keep_pythonpath: bool = True
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def implements(tool: str, name: str, gradbench: Path) -> bool:
+    """Whether `tool` (one of TOOLS) has eval `name`: s2sad's tool has each of its evals
+    (on the numba backend, those that offer it); GradBench's tools, the modules its checkout
+    has for them."""
+    if tool in ("s2sad", "s2sad-numba"):
+        from gradbench import evals
+        try:
+            module = evals.load(name)
+        except KeyError:
+            return False
+        return tool == "s2sad" or "numba" in module.BACKENDS
+    if tool == "manual":
+        listed = gradbench / "tools" / "manual" / "evals.txt"
+        return name in listed.read_text().split()
+    return (gradbench / "python" / "gradbench" / "gradbench" / "tools" / tool /
+            f"{name}.py").exists()
+
+
+def tool_command(tool: str, name: str, gradbench: Path, peer_python: str,
+                 python: str = sys.executable) -> ToolCommand:
+    """The command that starts `tool` (one of TOOLS) for eval `name`. s2sad's tool runs in
+    `python` (this process's), GradBench's jax and pytorch tools in `peer_python`, its C++
+    driver in `peer_python` too (it needs only the standard library)."""
+    if tool == "s2sad":
+        return ToolCommand([python, "-m", "gradbench.tool"])
+    if tool == "s2sad-numba":
+        return ToolCommand([python, "-m", "gradbench.tool", "--numba", name])
+    tools = gradbench / "python" / "gradbench" / "gradbench" / "tools"
+    if tool == "manual":
+        argv = [peer_python, str(SHIM), "manual", str(tools.parent / "cpp.py"), "manual"]
+    elif tool == "jax":
+        argv = [peer_python, str(SHIM), "jax", str(tools / "jax" / "run.py")]
+    elif tool == "pytorch":
+        argv = [peer_python, str(tools / "pytorch" / "run.py")]
+    else:
+        raise ValueError(f"no tool {tool!r}: one of {', '.join(TOOLS)}")
+    return ToolCommand(argv, cwd=gradbench, keep_pythonpath=False)
+
+
+def relay(eval_cmd: list[str], tool_cmd: list[str] | ToolCommand, eval_cwd: Path,
+          log=None, cpu: int | None = None,
+          timeout: float | None = None) -> tuple[list[dict], int]:
     """Run the session; returns its lines as GradBench's log has them (`message` from the
-    eval, `response` from the tool) and the eval program's exit status."""
+    eval, `response` from the tool) and the eval program's exit status. A bare command line
+    for the tool runs in this repository's root. With `cpu`, the tool runs on that CPU only
+    (as GradBench's jax tool pins itself to CPU 0: pinning every tool alike keeps the
+    comparison even on a shared machine). With `timeout` (seconds), both processes are killed
+    when the session takes longer, and TimeoutError is raised."""
+    if not isinstance(tool_cmd, ToolCommand):
+        tool_cmd = ToolCommand(list(tool_cmd))
     env = {**os.environ, **SINGLE_THREADED}
     # (the eval program imports GradBench's own `gradbench` package: not this folder,
     # whatever PYTHONPATH the tool is run with)
     eval_env = {k: v for k, v in env.items() if k != "PYTHONPATH"}
+    tool_env = {**(env if tool_cmd.keep_pythonpath else eval_env), **tool_cmd.env}
     evaluator = subprocess.Popen(eval_cmd, cwd=eval_cwd, env=eval_env, text=True,
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    tool = subprocess.Popen(tool_cmd, cwd=REPOSITORY, env=env, text=True,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    pin = None if cpu is None else (lambda: os.sched_setaffinity(0, {cpu}))
+    tool = subprocess.Popen(tool_cmd.argv, cwd=tool_cmd.cwd, env=tool_env, text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, preexec_fn=pin)
     session = []
+    killed = []
+
+    def kill():
+        killed.append(True)
+        for process in (tool, evaluator):
+            process.kill()
+    timer = threading.Timer(timeout, kill) if timeout is not None else None
+    if timer is not None:
+        timer.start()
 
     def record(kind, value):
         session.append({kind: value})
@@ -65,11 +145,22 @@ def relay(eval_cmd: list[str], tool_cmd: list[str], eval_cwd: Path,
             record("response", json.loads(answer))
             evaluator.stdin.write(answer)
             evaluator.stdin.flush()
+    except (RuntimeError, BrokenPipeError, json.JSONDecodeError):
+        if not killed:
+            raise
     finally:
+        if timer is not None:
+            timer.cancel()
         for process in (tool, evaluator):
-            process.stdin.close()
+            try:
+                process.stdin.close()
+            except BrokenPipeError:
+                pass
         tool.wait()
         evaluator.wait()
+    if killed:
+        raise TimeoutError(f"the session took more than {timeout:g} s: both processes "
+                           "were killed")
     return session, evaluator.returncode
 
 
@@ -143,15 +234,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--python", default=sys.executable,
                         help="the Python that runs the eval (with GradBench's python package)")
     parser.add_argument("--numba", action="store_true",
-                        help="differentiate with s2sad's numba backend")
+                        help="differentiate with s2sad's numba backend (--tool s2sad-numba)")
+    parser.add_argument("--tool", choices=TOOLS, default="s2sad",
+                        help="the tool: s2sad's, or GradBench's manual, jax or pytorch")
+    parser.add_argument("--peer-python", default=sys.executable,
+                        help="the Python that runs GradBench's tools (with jax, torch and "
+                             "GradBench's python package)")
+    parser.add_argument("--tool-command", metavar="COMMAND",
+                        help="any tool's command line (one string, split as a shell does), "
+                             "run from the current directory, in place of --tool")
+    parser.add_argument("--cpu", type=int,
+                        help="run the tool on this CPU only (GradBench's jax tool pins "
+                             "itself to CPU 0)")
     parser.add_argument("--log", type=Path, help="write the session's lines to this file")
     args = parser.parse_args(argv)
     eval_cmd = [args.python, f"python/gradbench/gradbench/evals/{args.eval}/run.py", *eval_args]
-    tool_cmd = [sys.executable, "-m", "gradbench.tool"] + (["--numba", args.eval]
-                                                          if args.numba else [])
+    if args.tool_command:
+        tool_cmd = ToolCommand(shlex.split(args.tool_command), cwd=Path.cwd())
+    else:
+        tool = "s2sad-numba" if args.numba else args.tool
+        tool_cmd = tool_command(tool, args.eval, args.gradbench, args.peer_python)
     log = open(args.log, "w") if args.log else None
     try:
-        session, status = relay(eval_cmd, tool_cmd, args.gradbench, log)
+        session, status = relay(eval_cmd, tool_cmd, args.gradbench, log, args.cpu)
     finally:
         if log is not None:
             log.close()

@@ -14,22 +14,35 @@ from . import rules  # noqa: F401  (registers the built-in rules)
 from .api import (check_grad, checkpoint, checkpointed, custom_jvp, custom_vjp, defvjp, grad,
                   nondiff, register_pytree, source, stop_gradient, value_and_grad, vjp)
 from .forward_api import defjvp, hessian, hessp, hvp, jacfwd, jacrev, jvp
+from .batching_api import vmap
 from .api import elementwise_grad
+from .frontend import callables
+from .implicit import custom_root, fixed_point
 from .trace import trace
 from .export import export
-from .errors import (ComplexValueError, CustomRuleError, ExceptionPathError, ExportError,
+from .errors import (BatchingLoopWarning, ComplexValueError, CustomRuleError, ExceptionPathError, ExportError,
                      GradientCheckError, InternalError, MissingRuleError, NativeBackendError,
                      NonScalarOutputError, S2SADError, SourceUnavailableError,
                      UnconnectedInputWarning, UnsupportedSyntaxError)
 
+
+
+def _declare_scipy():
+    from . import scipy_calls       # (imports SciPy's modules)
+    scipy_calls.declare()
+
+
+callables.optional("scipy", _declare_scipy)     # SciPy's solvers, once the user imports it
+
 __version__ = "0.1.0"
 __all__ = ["grad", "value_and_grad", "vjp", "source", "check_grad", "defvjp", "nondiff",
-           "custom_vjp", "custom_jvp", "register_pytree", "checkpoint", "checkpointed",
+           "custom_vjp", "custom_jvp", "custom_root", "fixed_point", "register_pytree", "checkpoint", "checkpointed",
            "stop_gradient", "trace",
            "elementwise_grad",
            "export", "jvp", "jacfwd", "jacrev",
-           "hvp", "hessp", "hessian", "defjvp",
+           "hvp", "hessp", "hessian", "defjvp", "vmap",
            "S2SADError", "UnsupportedSyntaxError", "MissingRuleError",
            "NonScalarOutputError", "SourceUnavailableError", "GradientCheckError",
            "InternalError", "ExceptionPathError", "ExportError", "NativeBackendError",
-           "CustomRuleError", "ComplexValueError", "UnconnectedInputWarning"]
+           "CustomRuleError", "ComplexValueError", "UnconnectedInputWarning",
+           "BatchingLoopWarning"]

@@ -1,6 +1,7 @@
 """The public API: grad, value_and_grad, vjp, source, check_grad, and rule registration."""
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import numbers
@@ -264,39 +265,31 @@ def _decorator(cls, f, wrt, backend=None, jit=None, memory=None, has_aux=False):
     return cls(f, wrt, memory)
 
 
-class AuxDerivative:
+class AuxDerivative(_DerivativeFunction):
     """`grad(f, has_aux=True)` (`kind` GradientFunction) or `value_and_grad(f,
     has_aux=True)`: `f` returns `(output, aux)`; the gradient is that of `output`, and
     `aux`, any value, is returned as this call of `f` computed it, not differentiated.
-    It runs `f_vjp` (see `vjp`) and its pullback on `(1, zeros like aux)`."""
-
-    s2s_derivative = True
+    It runs the fused `f_value_and_grad` made with the option `aux` (its seed is 1 for
+    the output and zeros for `aux`), which returns `((output, aux), gradient)`."""
 
     def __init__(self, fn, wrt, kind, memory=None):
-        functools.update_wrapper(self, fn)
-        self.primal = fn
-        self.wrt = wrt
-        self.memory = memory
+        super().__init__(fn, wrt, memory)
         self.kind = kind
         self.s2s_made_by = kind.s2s_made_by + "_has_aux"
 
-    def __call__(self, *args, **kwargs):
-        target = _target(self.primal)
-        _check_inputs(self.primal, self.wrt, args, kwargs)
-        self._arg_types = arg_types_of(target, args, kwargs)
-        d = _compiled(self.primal, self.wrt, self._arg_types,
-                      Options(Variant.VJP, memory=self.memory))
-        pair, pullback = d.fn(*args, **kwargs)
-        value, aux = forward_api.split_aux(self.primal, pair, self.kind.s2s_made_by)
-        g = pullback((runtime.seed(value, target.__name__), pytrees.zeros_like(aux)))
-        return ((value, aux), g) if self.kind is ValueAndGradientFunction else (g, aux)
+    def _install(self, fn):
+        """(Calls go through `__call__`, which rearranges the result for `grad`.)"""
 
-    @property
-    def source(self):
-        """The generated source this derivative runs (`f_vjp`), for the argument types
-        of its last call."""
-        return _compiled(self.primal, self.wrt, getattr(self, "_arg_types", None),
-                         Options(Variant.VJP, memory=self.memory)).source
+    def __call__(self, *args, **kwargs):
+        try:
+            pair, g = super().__call__(*args, **kwargs)
+        except runtime.NotAPair as exc:
+            forward_api.split_aux(self.primal, exc.args[0], self.kind.s2s_made_by)
+            raise                                   # (split_aux raised: not reached)
+        return (pair, g) if self.kind is ValueAndGradientFunction else (g, pair[1])
+
+    def _options(self):
+        return dataclasses.replace(super()._options(), aux=True)
 
     def __repr__(self):
         return (f"<{self.kind.__name__} of {self.primal.__qualname__} wrt={self.wrt!r}, "
@@ -720,7 +713,7 @@ class custom_vjp:
     <BLANKLINE>
     """
 
-    s2s_custom = "vjp"
+    s2s_custom = ("vjp",)      # (the rules it has: see ad/calls.py)
 
     def __init__(self, fn: Callable) -> None:
         functools.update_wrapper(self, fn)
@@ -764,6 +757,10 @@ class checkpoint(custom_vjp):
     Its pullback is `f`'s pullback (`s2sad.vjp`), so second derivatives (`hessian`,
     `hvp`) of a function that calls a checkpoint are not available yet.
     """
+
+    #: (a checkpointed loop's step differentiates a checkpoint it calls as a plain call:
+    #: ad/calls.py)
+    s2s_checkpoint = True
 
     def __init__(self, fn: Callable) -> None:
         super().__init__(fn)
@@ -824,7 +821,7 @@ class custom_jvp:
     matters.
     """
 
-    s2s_custom = "jvp"
+    s2s_custom = ("jvp",)
 
     def __init__(self, fn: Callable) -> None:
         functools.update_wrapper(self, fn)

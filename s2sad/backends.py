@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import types
 import weakref
 
 from . import emit
@@ -84,6 +85,7 @@ class PythonBackend(Backend):
     def callee_options(self, callee, jit=()):
         return {
             Variant.JVP: Options(Variant.JVP, guard=False),
+            Variant.BATCHED: Options(Variant.BATCHED, guard=False),
             Variant.ADJOINT: Options(Variant.ADJOINT, guard=False, recompute=True),
             Variant.STEP: Options(Variant.STEP, guard=callee.patterns is not None,
                                   release=True, patterns=callee.patterns),
@@ -142,8 +144,30 @@ class NumbaBackend(Backend):
 
     def compile(self, fn, calls, jit):
         for name, obj in calls.items():
-            emit.bind_late(fn, name, self.njit(obj, jit))
+            emit.bind_late(fn, name, self.njit_user(obj, jit))
         return self.njit(fn, jit)
+
+    def njit_user(self, fn, options):
+        """`numba.njit(**options)(fn)` for a Python function of the user's that the code
+        calls, the functions of the user's it calls by global name compiled so too
+        (Numba compiles a call of a Numba function, not of a Python one): a copy of `fn`
+        whose globals are its module's with those bound to their Numba versions."""
+        made = self.dispatchers.setdefault(fn, {})
+        key = ("calls",) + tuple(sorted(options.items()))
+        if key not in made:
+            callees = {n: fn.__globals__[n] for n in _global_names(fn.__code__)
+                       if _users_function(fn.__globals__.get(n))}
+            if not callees:
+                made[key] = self.njit(fn, options)
+                return made[key]
+            copy = types.FunctionType(fn.__code__, dict(fn.__globals__), fn.__name__,
+                                      fn.__defaults__, fn.__closure__)
+            functools.update_wrapper(copy, fn)
+            del copy.__wrapped__
+            made[key] = self.njit(copy, options)
+            for n, obj in callees.items():      # (after: a recursion finds it made)
+                copy.__globals__[n] = self.njit_user(obj, options)
+        return made[key]
 
     def njit(self, fn, options):
         """`numba.njit(**options)(fn)`, made once per function and options."""
@@ -201,6 +225,23 @@ def jit_of(fn, default: tuple = ()) -> tuple:
     """numba.njit's options for the derivative of `fn`: those of `fn` when it is a Numba
     function, else `default`."""
     return jit_options(fn.targetoptions) if numba_function(fn) is not None else default
+
+
+def _global_names(code):
+    """The global names `code` and the code nested in it read."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_names(const)
+    return names
+
+
+def _users_function(obj):
+    """Whether `obj` is a plain Python function of the user's (not of NumPy, SciPy,
+    Numba or s2sad), which Numba code calls compiled."""
+    module = getattr(obj, "__module__", None) or ""
+    return inspect.isfunction(obj) and module.split(".")[0] not in (
+        "numpy", "scipy", "numba", "s2sad", "math")
 
 
 def _by_position(callee, derivative):

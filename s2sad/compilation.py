@@ -37,7 +37,8 @@ from typing import Any, Callable, Union
 import gast
 import numpy as np
 
-from .analysis.value_kinds import ARRAY, CONTAINER, SCALAR, UNKNOWN, ValueKinds, user_class
+from .analysis.value_kinds import (
+    ARRAY, CONTAINER, SCALAR, UNKNOWN, ValueKinds, items_key, user_class)
 from .analysis.activity import active_names, definitions, useful_names, varied_names
 from .analysis.buffers import ArrayFacts
 from .analysis.operations import classify
@@ -115,6 +116,7 @@ class Compilation:
     rewrote: bool = False       # set by a pass that rewrote it (see Pass.invalidates)
     reverse: Any = None                         # the reverse transform's ReverseResult
     forward: Any = None                         # the forward transform's ForwardResult
+    batching: Any = None                        # the batching transform's BatchingResult
     ndims_relied: set = dataclasses.field(default_factory=set)  # see ValueKinds
     assumed: list = dataclasses.field(default_factory=list)     # Guards a pass added
     callee_guards: str | None = None    # the name of the callees' guards' checker, if read
@@ -185,7 +187,15 @@ class Compilation:
     def structure(self) -> dict:
         """The structure of the arguments the code is specialised on, deeper than their
         own fields (see frontend/structure.py)."""
-        return {p: k for p, k in self.arg_types.items() if structure.structural(p)}
+        return {p: k for p, k in self.arg_types.items()
+                if structure.structural(p) and not p.endswith(items_key(""))}
+
+    @property
+    def param_items(self) -> dict:
+        """{parameter: the kinds of the items of the tuple it holds} where the caller knew
+        them (see analysis.value_kinds.items_key)."""
+        return {p[:-len(items_key(""))]: k for p, k in self.arg_types.items()
+                if p.endswith(items_key(""))}
 
     @property
     def duck_arrays(self) -> bool:
@@ -223,9 +233,23 @@ class Compilation:
             self.wengert, self._output(), self.ops))
 
     def _output(self):
-        """The name the function in Wengert form returns, or None."""
+        """The name of the output: the name the function in Wengert form returns, or
+        None; with the option `aux` (has_aux=True), the first item of the pair it
+        returns where the pair is built once, in straight-line code (`y = (out, aux)`):
+        then `aux` carries no derivative, and no adjoint code is written for it."""
         ret = self.wengert.body[-1]
-        return ret.value.id if isinstance(getattr(ret, "value", None), gast.Name) else None
+        name = ret.value.id if isinstance(getattr(ret, "value", None), gast.Name) else None
+        if name is not None and self.options.aux:
+            built = [s.value for s in self.wengert.body if isinstance(s, gast.Assign)
+                     and syntax.is_name(s.targets[0], name)]
+            if (len(built) == 1 and isinstance(built[0], gast.Tuple)
+                    and len(built[0].elts) == 2 and isinstance(built[0].elts[0], gast.Name)
+                    and not any(syntax.stores(s, name) for s in self.wengert.body
+                                if not isinstance(s, gast.Assign))):
+                return built[0].elts[0].id
+        return name
+
+    output = property(_output)
 
     @property
     def varied(self) -> set:
@@ -238,7 +262,7 @@ class Compilation:
         """Which names are certainly numbers, arrays or containers (analysis.value_kinds)."""
         return self._analysis("kinds", lambda: ValueKinds(
             self.wengert, self.src, self.param_kinds, self.param_ndims, self.ndims_relied,
-            self.int_params, self.returned_kind, self.structure))
+            self.int_params, self.returned_kind, self.structure, self.param_items))
 
     def returned_kind(self, call, kinds) -> tuple:
         """(the kind of what `call`, of a Python function, returns when its arguments are
@@ -278,7 +302,7 @@ class Compilation:
         keeps it, the array facts too), and such cycles of hundreds of thousands of
         syntax nodes would wait for the garbage collector, which walks them all."""
         self._analyses.clear()
-        self.wengert = self.reverse = self.forward = None
+        self.wengert = self.reverse = self.forward = self.batching = None
 
     # -- what the derivative took of the world, guarded -------------------------------------
     @property

@@ -104,6 +104,11 @@ def format_located(message, filename, lineno, offset=None, text=None):
     return out
 
 
+class BatchingLoopWarning(UserWarning):
+    """A statement of a function `vmap` batches is applied item by item, in a Python loop:
+    its primitive has no batching rule (correct, slower; see docs/vmap.md)."""
+
+
 class UnconnectedInputWarning(UserWarning):
     """The output does not depend on a differentiated input; its gradient is zero."""
 

@@ -163,13 +163,14 @@ PRIM = Mark(
      "before_ad/callee_effects.py",
      "before_ad/common_subexpressions.py", "before_ad/lost_derivatives.py",
      "after_ad/tangents_late.py", "ad/reverse_mode.py", "ad/forward_mode.py", "ad/tapes.py",
-     "ad/inplace.py", "ad/checkpointed.py", "trace_recording.py"], default=None)
+     "ad/inplace.py", "ad/checkpointed.py", "ad/batching.py", "trace_recording.py"],
+    default=None)
 LIFTED = Mark(
     "s2s_lifted", "on a name (with PRIM), that the function it denotes is one s2sad made "
     "(lifted, a loop's step), which the generated code binds under the name it has",
     ["before_ad/lift.py", "before_ad/checkpointed_loops.py", "before_ad/resolve_calls.py"],
     ["before_ad/lost_derivatives.py", "before_ad/checkpointed_loops.py",
-     "ad/reverse_mode.py", "ad/forward_mode.py", "trace_recording.py"])
+     "ad/reverse_mode.py", "ad/forward_mode.py", "ad/batching.py", "trace_recording.py"])
 
 # -- on the functions s2sad makes, not on nodes ------------------------------------------------
 RECORD = FunctionRecord(
@@ -179,8 +180,8 @@ RECORD = FunctionRecord(
     ["before_ad/lift.py", "before_ad/checkpointed_loops.py", "before_ad/resolve_calls.py"],
     ["frontend/source.py", "analysis/value_kinds.py", "before_ad/lift.py",
      "before_ad/resolve_calls.py", "before_ad/gradient_calls.py", "before_ad/callee_effects.py",
-     "ad/calls.py", "ad/forward_mode.py", "ad/fused.py", "ad/checkpointed.py", "driver.py",
-     "api.py"], default=None)
+     "ad/calls.py", "ad/forward_mode.py", "ad/fused.py", "ad/checkpointed.py",
+     "ad/batching.py", "driver.py", "api.py"], default=None)
 
 #: Every mark of a node, by attribute.
 ALL = {m.attr: m for m in globals().values() if type(m) is Mark}

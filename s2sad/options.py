@@ -23,7 +23,9 @@ class Variant(enum.Enum):
     x_bar`, what forward mode can differentiate), `STEP` (the adjoint of a checkpointed
     loop's step, which reuses memory) and `ADVANCE` (that step as the loop's sweeps run
     it). Forward mode: `JVP`, `f_jvp(x, x_dot) -> (y, y_dot)`, and `TANGENT`, the same
-    returning the tangent alone (what `hvp` runs)."""
+    returning the tangent alone (what `hvp` runs). Batching: `BATCHED`,
+    `f_batched(x, ...)`, the function over a batch of its arguments (what `vmap` runs;
+    not a derivative, made by the same compiler)."""
     VJP = "vjp"
     VALUE_AND_GRAD = "value_and_grad"
     GRAD = "grad"
@@ -32,6 +34,7 @@ class Variant(enum.Enum):
     ADVANCE = "advance"
     JVP = "jvp"
     TANGENT = "tangent"
+    BATCHED = "batched"
 
     @property
     def forward(self) -> bool:
@@ -61,7 +64,9 @@ class Options:
     the compilation resolved (globals, code, defaults: frontend/guards.py); `recompute`,
     whether calls of other Python functions go through their `g_adjoint` (code forward
     mode can differentiate: forward over reverse); `memory`, the bytes a checkpointed
-    loop's snapshots may take; `jit`, numba.njit's options as (name, value) pairs."""
+    loop's snapshots may take; `jit`, numba.njit's options as (name, value) pairs; `aux`,
+    whether the function returns a pair `(output, aux)` of which only the output is
+    differentiated (`has_aux=True`: the seed is 1 for the output and zeros for `aux`)."""
     variant: Variant = Variant.VJP
     release: bool = False
     guard: bool = True
@@ -70,13 +75,14 @@ class Options:
     patterns: dict | None = dataclasses.field(default=None, compare=False)
     memory: float | None = None
     jit: tuple = ()
+    aux: bool = False
 
     @property
     def key(self) -> tuple:
         """The options as a key of the cache."""
         return (self.variant.value, self.release, self.guard, self.guard_bindings,
                 self.recompute, tuple(sorted((self.patterns or {}).items())), self.memory,
-                self.jit)
+                self.jit, self.aux)
 
 
 @dataclasses.dataclass(frozen=True)

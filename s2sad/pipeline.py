@@ -24,7 +24,7 @@ import gast
 
 from . import emit, syntax
 from .ad import (
-    forward_mode, fused, header, prune_tapes, reverse_mode, shape_stand_ins, tangent_only,
+    batching, forward_mode, fused, header, prune_tapes, reverse_mode, shape_stand_ins, tangent_only,
     write_in_place)
 from .compilation import Compilation, Pass, Wrt
 from .options import Options, Variant
@@ -38,7 +38,7 @@ from .before_ad import (
 from .after_ad import (
     combine_terms, distinct_results, element_adjoints, enclose, guard, guard_bindings,
     guard_patterns, inline_helpers, inline_temporaries, insert_dels, optimize, peephole,
-    reuse_buffers, tangents_late)
+    reuse_buffers, tangents_late, tuple_adjoints)
 
 
 # -- when a pass runs (see Pass.when) ----------------------------------------------------
@@ -148,6 +148,8 @@ REVERSE_MODE = FRONT + [
          "pullback closure"),
     Pass("optimize", optimize.run, "coalesce copies, propagate adjoint copies, fuse "
          "accumulations, `# grad of:` comments"),
+    Pass("tuple_adjoints", tuple_adjoints.run, "the adjoint of a tuple of known items "
+         "summed from its items' adjoints written as a tuple display"),
     Pass("element_adjoints", element_adjoints.run, "a reversed loop updates in place "
          "the adjoints of arrays it reads or writes element by element", when=ndarrays),
     Pass("prune_tapes", prune_tapes.run, "tapes drop what the reversed loops "
@@ -215,9 +217,18 @@ FORWARD_MODE = FRONT + [
 #: `backend="numba"` (numba_api.gradient_jvp).
 NUMBA_FORWARD = FORWARD_MODE + list(NUMBA.passes)
 
+#: Batching: `f_batched(x, ...)`, the function over a batch of its arguments (`vmap`). The
+#: front end's passes but those about derivatives, then the transform.
+BATCHED = [p for p in FRONT if p.name not in ("complex_values", "lost_derivatives")] + [
+    Pass("batching", batching.run, "each statement on values with a batch axis by its "
+         "primitive's batching rule"),
+    Pass("inline_temporaries", inline_temporaries.run, "the temporaries of numbers "
+         "go back into their one use"),
+]
+
 LISTS = {"reverse mode": REVERSE_MODE, "fused gradient": FUSED_GRADIENT,
          "numba gradient": NUMBA_GRADIENT, "forward mode": FORWARD_MODE,
-         "numba forward mode": NUMBA_FORWARD}
+         "numba forward mode": NUMBA_FORWARD, "batched": BATCHED}
 
 
 def described() -> str:
@@ -227,13 +238,17 @@ def described() -> str:
         lines.append(f"{title}:")
         new = {"fused gradient": passes[len(REVERSE_MODE) - 2:],
                "numba gradient": passes[len(FUSED_GRADIENT) - 1:],
-               "numba forward mode": passes[len(FORWARD_MODE):]}.get(title, passes)
+               "numba forward mode": passes[len(FORWARD_MODE):],
+               "batched": passes[-2:]}.get(title, passes)
         if title == "fused gradient":
             lines.append("  (the reverse-mode passes up to inline_temporaries, then)")
         if title == "numba gradient":
             lines.append("  (the fused gradient's passes up to enclose, then)")
         if title == "numba forward mode":
             lines.append("  (the forward-mode passes, then)")
+        if title == "batched":
+            lines.append("  (the passes before AD but complex_values and lost_derivatives, "
+                         "then)")
         lines += [f"  {p.name:<22}{p.does}" for p in new]
     return "\n".join(lines)
 
@@ -276,7 +291,7 @@ def passes_for(variant: Variant, backend: Backend = PYTHON) -> list[Pass]:
     of `variant`, then the backend's (before the header, which is written last, from the
     code as it is)."""
     passes = (FORWARD_MODE if variant.forward else FUSED_GRADIENT if variant.fused
-              else REVERSE_MODE)
+              else BATCHED if variant is Variant.BATCHED else REVERSE_MODE)
     if not backend.passes:
         return passes
     if passes[-1] is HEADER:
@@ -336,10 +351,15 @@ def stage_source(fn: Callable, stage: str | None, wrt: Wrt = 0, arg_types: dict 
     last): of the reverse-mode list, else of the fused gradient `grad` runs (with
     `backend`, or for a pass a backend adds, the one `grad(f, backend=...)` runs with
     it), or (with `mode="forward"`) of forward mode's (with `backend`, the one
-    `jvp(f, ..., backend=...)` runs). `patterns` (see compilation.patterns_of) serve the
+    `jvp(f, ..., backend=...)` runs), or (with `mode="batched"`) of the batched function
+    `vmap` runs, batched along `wrt`. `patterns` (see compilation.patterns_of) serve the
     fused gradient's passes, as `grad` specialises on them."""
     backend = next((b for b in BY_NAME.values() if stage in [p.name for p in b.passes]),
                    backend)
+    if mode == "batched":       # (`wrt`: the parameters that carry a batch axis)
+        ctx, node = compilation(fn, wrt, arg_types, Options(Variant.BATCHED, guard=False),
+                                stage, backend=backend)
+        return emit.to_source(node)
     variant = (Variant.JVP if mode == "forward" else Variant.VJP if not backend.passes
                and stage in [p.name for p in REVERSE_MODE] else Variant.GRAD)
     options = backend.options(variant)

@@ -594,3 +594,16 @@ def in_order(stmts, functions=False):
             if functions or not isinstance(s, gast.FunctionDef):
                 yield from in_order(getattr(s, block, []), functions)
 
+
+def replaced(node, swap):
+    """A copy of `node` with the subtrees whose id is in `swap` replaced."""
+    if id(node) in swap:
+        return swap[id(node)]
+    new = copy.copy(node)
+    for field, value in gast.iter_fields(node):
+        if isinstance(value, gast.AST):
+            setattr(new, field, replaced(value, swap))
+        elif isinstance(value, list):
+            setattr(new, field, [replaced(v, swap) if isinstance(v, gast.AST) else v
+                                 for v in value])
+    return new

@@ -14,15 +14,18 @@ PAGE = os.path.join(ROOT, "docs", "api.md")
 SECTIONS = [
     ("Derivatives", ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hvp", "hessp",
                      "hessian", "elementwise_grad"]),
+    ("Batching", ["vmap"]),
     ("Rules of your own", ["custom_vjp", "custom_jvp", "defvjp", "defjvp", "nondiff",
                            "stop_gradient", "register_pytree"]),
+    ("Solvers", ["custom_root", "fixed_point"]),
     ("Memory", ["checkpoint", "checkpointed"]),
     ("Reading and checking derivatives", ["source", "check_grad", "trace", "export"]),
     ("Errors and warnings", ["S2SADError", "UnsupportedSyntaxError", "MissingRuleError",
                              "NonScalarOutputError", "SourceUnavailableError",
                              "GradientCheckError", "InternalError", "ExceptionPathError",
                              "ExportError", "NativeBackendError", "CustomRuleError",
-                             "ComplexValueError", "UnconnectedInputWarning"]),
+                             "ComplexValueError", "UnconnectedInputWarning",
+                             "BatchingLoopWarning"]),
 ]
 
 HEADER = """# API reference

@@ -138,13 +138,15 @@ def test_pullback_reads():
 def test_groups():
     suite = wl.workloads()
     assert [w.name for w in run.select(suite, groups="array-loops")] == [
-        "heat", "heat_checkpointed", "rnn", "jacobi", "nbody", "trajectory",
-        "trajectory_jvp"]
+        "heat", "heat_checkpointed", "heat_checkpointed_call", "rnn", "jacobi", "nbody",
+        "trajectory", "trajectory_jvp"]
     assert [w.name for w in run.select(suite, groups="mixed")] == [
-        "logsin_np", "projectile", "projectile_dataclass", "oscillator"]
-    # the native group's workloads are bench/native.py's (they need Numba); dask's are
-    # made only when Dask is installed
-    assert {w.group for w in suite} | {"dask", "native"} == set(run.GROUPS)
+        "logsin_np", "projectile", "projectile_dataclass", "oscillator", "rk4_tuple_state",
+        "tree"]
+    # the native group's workloads are bench/native.py's (they need Numba), the solvers
+    # group's bench/solvers.py's (they need SciPy); dask's are made only when Dask is
+    # installed
+    assert {w.group for w in suite} | {"dask", "native", "solvers"} == set(run.GROUPS)
     assert [w.name for w in run.select(suite, "heat,mlp")] == ["mlp", "heat"]
     assert [w.name for w in run.select(suite, "mlp", "numpy,array-loops")] == ["mlp"]
     with pytest.raises(ValueError, match="unknown group loops"):
@@ -195,3 +197,13 @@ def test_native_workload_checks():
     wrong = suite[0]._replace(hand=lambda x: 1.001 * suite[0].hand(x))
     with pytest.raises(SystemExit, match="disagrees with central finite differences"):
         run.check_native(wrong, s2sad)
+
+
+def test_solvers_workload_checks():
+    pytest.importorskip("scipy")
+    import solvers      # (bench/solvers.py)
+    for name, f, args, wrt in solvers.WORKLOADS:
+        solvers.check(name, s2sad.grad(f, wrt=wrt), f, args, wrt)
+    name, f, args, wrt = solvers.WORKLOADS[1]
+    with pytest.raises(SystemExit, match="disagrees with central differences"):
+        solvers.check(name, lambda *a: 1.01 * s2sad.grad(f, wrt=wrt)(*a), f, args, wrt)

@@ -62,8 +62,14 @@ MORE_SAMPLES = {
     "unkron": [(r(4, 6), r(2, 3), r(2, 2), w) for w in (0, 1)] + [
         (r(2, 6), r(3), r(2, 2), w) for w in (0, 1)],
     "uncross": [(r(4, 3), a, b, np.cross(a, b), w) for a, b in [(r(4, 3), r(3))] for w in (0, 1)]
-    + [(r(3, 2), a, b, np.cross(a, b, axis=0), w, 0) for a, b in [(r(3, 2), r(3, 2))]
-       for w in (0, 1)],
+    + [(r(3, 2), a, b, np.cross(a, b, axis=0), w, -1, -1, -1, 0) for a, b in [(r(3, 2), r(3, 2))]
+       for w in (0, 1)]
+    + [(r(3, 4), a, b, np.cross(a, b, 0, 1, 0), w, 0, 1, 0) for a, b in [(r(3, 4), r(4, 3))]
+       for w in (0, 1)]
+    + [(r(4), a, b, a[:, 0] * b[1] - a[:, 1] * b[0], w) for a, b in [(r(4, 2), r(2))]
+       for w in (0, 1)]     # (2-vectors, which NumPy 2 deprecates: c their z components)
+    + [(r(4, 3), a, b, np.cross(np.pad(a, [(0, 0), (0, 1)]), b), w)
+       for a, b in [(r(4, 2), r(3))] for w in (0, 1)],
     "untake_along_axis": [(r(2, 2), r(2, 3), np.array([[0, 2], [1, 1]]), 1),
                           (r(4), r(5), np.array([0, 0, 3, 1]), None)],
     "zero_at": [(r(2, 3), (0, slice(None))), (r(4), np.array([0, 2]))],
@@ -111,7 +117,7 @@ MORE_SAMPLES = {
     "nanvariance": [(r(3), np.array([[1.0, np.nan, 2.0, 0.5], [0.3, -1.0, 2.0, 4.0],
                                      [np.nan, np.nan, 1.0, 2.0]]), 1, 1),
                     (np.float64(1.5), r(5)), (r(3, 1), r(3, 4), 1, 0, True)],
-    "linspace_end": [(r(5), 1.0, 2.0, 5, True, 0), (r(5, 2), r(2), 2.0, 5, False, 1),
+    "linspace_end": [(r(5), 1.0, 2.0, 5, True, 0), (r(2, 5), r(2), 2.0, 5, True, 0, 1), (r(5, 2), r(2), 2.0, 5, False, 1),
                      (r(4, 3), r(2, 1, 3), 2.0, 4, True, 0)],
     "arange_part": [(r(5), 1.5, 4.0, 0.5, 0), (r(5), 1.5, 4.0, 0.5, 2), (r(3), 3.0)],
     "norm": [(g, x, np.linalg.norm(x, *more), *more) for g, x, *more in [
@@ -126,7 +132,9 @@ MORE_SAMPLES = {
     "mirrored": [(r(3, 3), True), (r(2, 3, 3), "U"), (r(3, 3), None)],
     "mirrored_adjoint": [(r(3, 3), True), (r(2, 3, 3), "U"), (r(3, 3), None)],
     "diag_embed": [(r(3),), (r(2, 3),)],
-    "eigen_gaps": [(r(4),), (r(2, 3),)],
+    # (well separated: the gaps' reciprocals of random draws can be ill-conditioned)
+    "eigen_gaps": [(np.array([0.3, -0.8, 1.4, 2.2]),),
+                   (np.array([[0.1, 0.9, 2.0], [-1.0, 0.5, 1.7]]),)],
     "cofactors": [(a, np.linalg.det(a)) for a in (spd(3), r(3, 3), r(2, 3, 3))],
     "eigvalsh_adjoint": [(r(3), spd(3)), (r(3), r(3, 3), "U"), (r(2, 3), r(2, 3, 3))],
     "cholesky": [(r(2, 3, 3), np.linalg.cholesky(np.stack([spd(3), spd(3)])))],
@@ -157,6 +165,10 @@ MORE_SAMPLES = {
     "polyder_value": [(r(4), r(3), 1), (r(4), 0.7, 2), (r(3), r(2), 4)],
     "midpoints": [(r(5),), (r(3, 4), 0), (r(3, 4), -1)],
     "unmidpoints": [(r(4),), (r(2, 4), 0)],
+    "as_column": [(r(3),), (np.float64(1.5),), (r(2, 3),)],
+    "unselect": [(r(2, 3), [r(2, 3) > 0, r(3) > 0.5], [r(2, 3), r(3)], 1.5, w) for w in (0, 1)]
+    + [(r(4), [r(4) > 0], [r(4)], r(4), w) for w in (0, 1)],
+    "undiff": [(r(4),), (r(3), 2), (r(2, 3), 1, 0), (0.0, 1)],
     "cumprod": [(g, x, np.cumprod(x, axis), axis) for g, x, axis in [
         (r(4), r(4), None), (r(2, 3), r(2, 3), 1), (np.float64(0.5), r(3, 2), 0),
         (r(6), r(2, 3), None)]],
@@ -632,7 +644,7 @@ def test_the_third_derivative_through_stacks_and_repeats():
 #: refuses, naming the helper and the user's function (below). The list may only shrink:
 #: a helper declared from now on gets its reverse rule beside it (registry.helper_adjoint).
 NO_REVERSE_RULE_YET = {
-    "lstsq_adjoint", "power_dot", "sinc_slope", "svd_values_adjoint", "undiff",
+    "lstsq_adjoint", "power_dot", "sinc_slope", "svd_values_adjoint",
 }
 
 
@@ -680,7 +692,12 @@ def norm_meta(w):
     return norm_loss(w - 0.1 * dnorm_loss(w))
 
 
-def test_reverse_mode_over_a_helper_without_a_reverse_rule_is_refused_naming_it():
+def test_reverse_mode_over_a_helper_without_a_reverse_rule_is_refused_naming_it(monkeypatch):
+    """Every helper gradient code calls has a reverse rule or a source reverse mode reads
+    (above): so undiff's rule is taken away here, and its source (np.diff with `prepend`,
+    which has no rule) cannot be differentiated."""
+    undiff = registry.primitive(registry.HELPERS["_s2s_undiff"])
+    monkeypatch.setattr(undiff, "vjp", None)
     with pytest.raises(s2sad.S2SADError) as info:
         s2sad.grad(norm_meta)(W)
     message = str(info.value)
@@ -755,15 +772,20 @@ def expm_loss(w):
     return np.sum(scipy.linalg.expm(np.outer(w, w + 1)) ** 2)
 
 
+def diff_loss(w):
+    return (np.sum(np.diff(np.concatenate([w, w ** 2]), 2) ** 3)
+            + np.sum(np.diff(np.outer(w, w + 1), axis=0) ** 2) + np.sum(np.diff(w) ** 3))
+
+
 @pytest.mark.parametrize("inner_loss", [
     cumprod_loss, einsum_loss, inverse_loss, cholesky_loss, norm_loss_2, nanvar_loss,
-    linspace_loss, diag_loss, list_loss, expm_loss], ids=lambda f: f.__name__)
+    linspace_loss, diag_loss, list_loss, expm_loss, diff_loss], ids=lambda f: f.__name__)
 def test_a_maml_step_through_the_helpers_reverse_rules(inner_loss):
     """`loss(w - lr * grad(loss)(w))` differentiated in reverse mode, its gradient code
     through the helpers' reverse rules (np.cumprod: cumprod; np.einsum: einsum; inv, det,
     cholesky, eigvalsh: inv, cofactors, cholesky, mirrored, eigvalsh_adjoint; norm, nanvar,
     linspace, hstack, np.array of a list, diag, trapezoid, list.append, max; expm:
-    frechet), against central differences of the step with a finite-difference gradient
+    frechet; np.diff: undiff), against central differences of the step with a finite-difference gradient
     (no s2sad in the oracle)."""
     d = s2sad.grad(inner_loss)
 

@@ -365,7 +365,10 @@ def more_shapes_and_layout(x):
              np.column_stack([x[:2], x[2:4]]).ravel(), np.atleast_1d(x[0]),
              np.atleast_2d(x)[0], np.atleast_3d(m).ravel(), np.diagonal(m, 1),
              np.kron(x[:2], x[2:4]), np.cross(x[:3], x[3:]),
-             np.take_along_axis(m, np.array([[2, 0], [1, 1]]), axis=1).ravel()]
+             np.take_along_axis(m, np.array([[2, 0], [1, 1]]), axis=1).ravel(),
+             np.rollaxis(m[None], 2).ravel(), np.cross(m, x[3:], 0, axisc=0).ravel(),
+             np.select([x > 0, x < -0.5], [x * x, m.ravel() * x], x[0]),
+             np.bincount([0, 2, 0, 1, 1, 3], weights=x * x[0], minlength=5)]
     return np.concatenate(parts)
 
 

@@ -399,8 +399,9 @@ def test_particle_forward_inside():
     import s2sad
     particle = evals.load("particle")
     w = np.array([0.3])
-    np.testing.assert_allclose(s2sad.grad(particle.crossing_f)(w),
-                               fd(lambda v: crossing_oracle(v[0]), w), rtol=1e-6)
+    expected = fd(lambda v: crossing_oracle(v[0]), w)
+    np.testing.assert_allclose(s2sad.grad(particle.crossing_f)(w), expected, rtol=1e-6)
+    np.testing.assert_allclose(particle.forward(particle.crossing_f)(w), expected, rtol=1e-6)
 
 
 def test_saddle_derivative():
@@ -411,6 +412,9 @@ def test_saddle_derivative():
     assert saddle.max_r(x, start) == pytest.approx(x @ x, abs=1e-8)
     np.testing.assert_allclose(s2sad.grad(saddle.max_r)(x, start), 2 * x, rtol=1e-9)
     np.testing.assert_allclose(saddle.forward(saddle.max_r)(x, start), 2 * x, rtol=1e-9)
+    assert saddle.max_f(x, start) == pytest.approx(x @ x, abs=1e-8)     # (inner forward)
+    np.testing.assert_allclose(s2sad.grad(saddle.max_f)(x, start), 2 * x, rtol=1e-9)
+    np.testing.assert_allclose(saddle.forward(saddle.max_f)(x, start), 2 * x, rtol=1e-9)
 
 
 
@@ -422,6 +426,20 @@ def test_numba_backend():
     llsq = evals.load("llsq").llsq
     np.testing.assert_allclose(call("llsq", "gradient", {"x": x.tolist(), "n": n}, "numba"),
                                fd(lambda v: llsq(v, n), x), rtol=1e-6)
+    # np.max's adjoint; a loop whose state is an array; recursion over minors
+    x = rng.normal(size=7) * 10
+    np.testing.assert_allclose(call("lse", "gradient", {"x": x.tolist()}, "numba"),
+                               fd(evals.load("lse").logsumexp, x), rtol=1e-6, atol=1e-9)
+    x, s = rng.random(4), 3
+    ode = evals.load("ode")
+    np.testing.assert_allclose(call("ode", "gradient", {"x": x.tolist(), "s": s}, "numba"),
+                               fd(lambda v: ode.solve(v, s)[-1], x), rtol=1e-6)
+    A = rng.normal(size=(4, 4))
+    input = {"A": A.ravel().tolist(), "ell": 4}
+    assert call("det", "primal", input, "numba") == pytest.approx(np.linalg.det(A), rel=1e-12)
+    np.testing.assert_allclose(call("det", "gradient", input, "numba"),
+                               fd(lambda v: evals.load("det").det(v, 4), A.ravel()),
+                               rtol=1e-6, atol=1e-9)
     t = tool.Tool(["gmm"])
     assert "offers the backends ('python',)" in t.define("gmm")["error"]
 

@@ -177,12 +177,28 @@ def _per_iteration(fn):
                 if (isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Subscript)
                         and getattr(s.targets[0].value, "id", "").startswith("_s2s_tape")):
                     columns[_cell(s.targets[0])] = _value_name(s.value)
+            # (the numba backend's list of the arrays of each iteration: one tuple a row)
+            appended = {c.func.value.id: c.args[0] for c in ast.walk(fn)
+                        if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+                        and c.func.attr == "append"
+                        and getattr(c.func.value, "id", "").startswith("_s2s_tape")}
             names = set()
             for k, s in enumerate(loop.body):
+                later = set().union(*[_loaded(t) for t in loop.body[k + 1:]])
                 if (isinstance(s, ast.Assign) and isinstance(s.value, ast.Subscript)
-                        and _cell(s.value) in columns and s.targets[0].id in set().union(
-                            *[_loaded(t) for t in loop.body[k + 1:]])):
+                        and getattr(s.value.value, "id", None) in appended):
+                    item = appended[s.value.value.id]
+                    items = item.elts if isinstance(item, ast.Tuple) else [item]
+                    targets = (s.targets[0].elts if isinstance(s.targets[0], ast.Tuple)
+                               else [s.targets[0]])
+                    names |= {_value_name(v) for v, t in zip(items, targets) if t.id in later}
+                elif (isinstance(s, ast.Assign) and isinstance(s.value, ast.Subscript)
+                        and _cell(s.value) in columns and s.targets[0].id in later):
                     names.add(columns[_cell(s.value)])
+                elif (isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)
+                        and loop.target.id in _loaded(s.value) and s.targets[0].id in later
+                        and not isinstance(s.value, ast.Subscript)):
+                    names.add(s.targets[0].id)      # (the loop's index, from the row)
             out.append(names)
     return [names for names in out if names]
 

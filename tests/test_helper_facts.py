@@ -82,7 +82,8 @@ def _sample_calls():
         "extremum": [(np.float64(1.5), peak, peak.max())],
         "variance": [(np.float64(1.5), x5)],
         "cumsum": [(r(4), r(4))],
-        "linspace_end_adjoint": [(r(2), r(5, 2), True, 1), (np.float64(0.5), r(4), False, 0)],
+        "linspace_end_adjoint": [(r(2), r(5, 2), True, 1), (r(2), r(2, 5), True, 1, 1),
+                                 (np.float64(0.5), r(4), False, 0)],
         "trace": [(np.float64(2.0), r(3, 3))],
         "diag": [(r(3, 3), x3), (r(3), r(3, 3))],
         "norm": [(np.float64(1.0), x3, np.linalg.norm(x3))],
@@ -118,6 +119,9 @@ def _sample_calls():
         "uninsert": [(r(8), r(2, 3), [1, 1], r(2)), (r(3, 3), r(2, 3), 1, r(3), 0)],
         "uninsert_values": [(r(8), r(2, 3), [1, 1], r(2)), (r(3, 3), r(2, 3), 1, r(3), 0),
                             (r(2, 4), r(2, 3), 2, 1.5, 1)],
+        "unrollaxis": [(r(3, 4, 2), 2, 0), (r(2, 4, 3), 0, -1), (np.float64(0.0), 1)],
+        "rollaxis": [(r(3, 4, 2), 2, 0), (r(2, 4, 3), 0, -1), (np.float64(0.0), 1)],
+        "rediff": [(r(2), r(3)), (r(2, 2), r(2, 3), 1, 1), (1.5, 0.0)],
     }
 
 

@@ -737,6 +737,86 @@ def test_an_in_place_method_through_a_view_is_refused(f):
         s2sad.jvp(f, (V.copy(),), (np.ones(3),))
 
 
+IDX = np.array([0, 2, 0, 1])
+
+
+def added_in_a_loop(x):
+    a = np.zeros(3)
+    for i in range(3):
+        np.add.at(a, [i, (i + 1) % 3, i], x[i] * x[(i + 1) % 3])
+    np.subtract.at(a, IDX, np.append(x, x[0]) ** 2)
+    return np.sum(np.sin(a))
+
+
+def added_into_rows(x):
+    m = np.outer(x, x)
+    np.add.at(m, (np.array([0, 1, 0]), np.array([2, 2, 2])), x)
+    np.add.at(m, 1, x[0])
+    return np.sum(m ** 2)
+
+
+def added_into_the_parameter(x):
+    np.add.at(x, [0, 0, 1], x[2])
+    return np.sum(x ** 3)
+
+
+@pytest.mark.parametrize("f", [added_in_a_loop, added_into_rows, added_into_the_parameter],
+                         ids=lambda f: f.__name__)
+def test_ufunc_at_adds_as_often_as_an_index_repeats(f):
+    """np.add.at and np.subtract.at into a local array (a repeated index adds each time,
+    where `a[i] += v` adds once): an element write of the whole array, in every mode;
+    the argument is not changed by the derivative (the function changes its own copy)."""
+    x = V.copy()
+    want = _expected(f, V)
+    np.testing.assert_allclose(s2sad.grad(f)(x), want, rtol=1e-6, atol=1e-8)
+    np.testing.assert_array_equal(x, V)
+    direction = np.array([0.4, -1.0, 0.7])
+    np.testing.assert_allclose(s2sad.jvp(f, (V.copy(),), (direction,))[1], want @ direction,
+                               rtol=1e-6, atol=1e-8)
+    hessian = np.array([fd_array_grad(lambda v: s2sad.grad(f)(v.copy())[i], (V,), 0)
+                        for i in range(3)])
+    np.testing.assert_allclose(s2sad.hessian(f)(V.copy()), hessian, rtol=1e-5, atol=1e-6)
+
+
+T3 = np.arange(12.0).reshape(2, 3, 2) / 7
+
+
+def index_tricks(x):
+    m = np.outer(x[:2], x)
+    return (np.sum(np.r_[x, x ** 2, 1.0, np.sin(x[0])] ** 2 * np.arange(8))
+            + np.sum(np.r_[m, m * x[1]] ** 3) + np.sum(np.c_[x[:2], x[1:] ** 2, m] ** 3)
+            + np.sum(np.c_[T3 * x[0], T3 ** 2 * x[1]] ** 2) + np.sum(np.c_[x] * x))
+
+
+def test_r_and_c_are_the_concatenations_they_stand_for():
+    """np.r_ joins along the first axis (numbers as one-element arrays), np.c_ along the
+    last (1-D arrays as columns; 3-D arrays along their third axis, not the second)."""
+    want = _expected(index_tricks, V)
+    np.testing.assert_allclose(s2sad.grad(index_tricks)(V.copy()), want, rtol=1e-6)
+    direction = np.array([0.4, -1.0, 0.7])
+    np.testing.assert_allclose(s2sad.jvp(index_tricks, (V.copy(),), (direction,))[1],
+                               want @ direction, rtol=1e-6)
+
+
+def added_through_an_alias(x):
+    a = np.zeros(3)
+    b = a
+    np.add.at(a, [0, 0], x[1])
+    return np.sum(b ** 2)
+
+
+def test_ufunc_at_through_an_alias_or_of_another_ufunc_is_refused():
+    with pytest.raises(s2sad.UnsupportedSyntaxError, match="shares memory with"):
+        s2sad.grad(added_through_an_alias)(V.copy())
+
+    def maximum_at(x):
+        a = np.ones(3)
+        np.maximum.at(a, [0, 1], x[:2])
+        return np.sum(a)
+    with pytest.raises(s2sad.UnsupportedSyntaxError, match=r"np\.maximum\.at\(\) changes"):
+        s2sad.grad(maximum_at)(V.copy())
+
+
 def test_the_list_is_long_enough():
     assert len(FORMS) >= 50 and len({f.__name__ for f in FORMS}) == len(FORMS)
 

@@ -2198,6 +2198,44 @@ def cross_axis(a, b):
     return np.sum(np.cross(a, b, axis=0) * W34)
 
 
+def fabs_fn(x):
+    return np.sum(np.fabs(x) * W3)
+
+
+def rollaxis_fn(x):
+    return np.sum(np.rollaxis(x[None], 2) * W43[:, None, :]) + np.sum(
+        np.rollaxis(x, 1, -1).T * W43)
+
+
+def select_fn(x, y):
+    """The value of the first condition that holds (ties: the first), else `default`."""
+    return np.sum(np.select([x > 0.5, x < y[0], x > -0.2], [x * x, np.sin(x), y], y[1]) * W3)
+
+
+def bincount_fn(x):
+    return np.sum(np.bincount([2, 0, 2, 1, 4, 2], weights=x.ravel() ** 2, minlength=6) * W3.repeat(2))
+
+
+def linspace_axis(a, b):
+    return np.sum(np.linspace(a, b, 4, endpoint=False, axis=1) ** 2) + np.sum(
+        np.linspace(a[0], b, num=3, axis=-1) * W3[:3])
+
+
+def cross_axes(a, b):
+    """The third positional argument is `axisa` (b's vectors stay on its last axis), and
+    the result's vectors are put where `axisc` says."""
+    return np.sum(np.cross(a, b, 0) * W43) + np.sum(np.cross(a.T, b.T, axisb=0, axisc=0) * W34)
+
+
+def cross_planar(a, b):
+    """2-vectors: their cross product is the z component alone (with a 3-vector, the
+    2-vector is taken in the plane z = 0)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)   # (NumPy 2 deprecates 2-vectors)
+        return np.sum(np.cross(a[:, :2], b[:2]) * W43[:, 0]) + np.sum(
+            np.cross(a[:, :2], b) * W43)
+
+
 def take_along_axis_fn(x):
     return np.sum(np.sin(np.take_along_axis(x, IDX33, axis=1)))
 
@@ -3094,6 +3132,13 @@ case(kron_fn, [np.kron], {"vec-vec": (R((2,)), R((3,))), "mat-mat": (R((2, 3)), 
                           "vec-mat": (R((2,)), R((3, 2)))})
 case(cross_fn, [np.cross], {"mat-mat": (R((4, 3)), R((4, 3))), "mat-vec": (R((4, 3)), R((3,)))})
 case(cross_axis, [np.cross], (R((3, 4)), R((3, 4))))
+case(cross_axes, [np.cross], (R((3, 4)), R((4, 3))))
+case(cross_planar, [np.cross], (R((4, 3)), R((3,))))
+case(fabs_fn, [np.fabs], (R((3, 3)),))
+case(rollaxis_fn, [np.rollaxis], (R((3, 4)),))
+case(select_fn, [np.select], (R((3, 3)), R((3,))))
+case(bincount_fn, [np.bincount], (R((2, 3)),))
+case(linspace_axis, [np.linspace], (R((3,)), R((3,))))
 case(take_along_axis_fn, [np.take_along_axis], (R((3, 4)),))
 case(take_along_axis_flat, [np.take_along_axis], (R((3, 4)),))
 

@@ -66,6 +66,18 @@ def s_erf(x):
     return special.erf(x) * special.erfc(0.5 * x)
 
 
+def s_normal_tails(x):
+    return special.erfcx(x) + special.ndtr(x) * special.log_ndtr(2.0 * x - 1.0)
+
+
+def s_log_ndtr(x):
+    return special.log_ndtr(x)
+
+
+def s_polygamma(x):
+    return special.polygamma(1, x) + special.polygamma(2, x + 1.0) * x
+
+
 def s_xlogy(x, y):
     return special.xlogy(x, y)
 
@@ -285,6 +297,9 @@ CASES = {
     "logit": (s_logit, {"py": (UNIT(None),), "mat": (UNIT((3, 4)),)}),
     "gammaln_digamma": (s_gammaln_digamma, _GAMMA),
     "erf": (s_erf, {"py": (R(None),), "mat": (R((3, 4)),)}),
+    "normal_tails": (s_normal_tails, {"py": (R(None),), "mat": (R((3, 4)),)}),
+    "log_ndtr_tail": (s_log_ndtr, {"tail": (np.array([-30.0, -8.0, 0.5, 6.0]),)}),
+    "polygamma": (s_polygamma, {"py": (2.3,), "mat": (POS((3, 4)),)}),
     "xlogy": (s_xlogy, {k: (R(a), POS(b)) for k, (a, b) in _BINARY.items()}),
     "xlog1py": (s_xlog1py, {k: (R(a), S.uniform(b, -0.5, 2.0)) for k, (a, b) in
                             _BINARY.items()}),
@@ -354,7 +369,8 @@ def h_special(x):
 
 def h_gamma(x):
     return np.sum(W4 * (special.gammaln(x) * special.digamma(x)
-                        + special.betaln(x * x, 1.5 + x * x)))
+                        + special.betaln(x * x, 1.5 + x * x) + special.polygamma(1, 1.0 + x * x)
+                        + special.erfcx(x) * special.ndtr(x) + special.log_ndtr(x - 1.0)))
 
 
 def h_softmax(x):

@@ -39,8 +39,9 @@ def floats(a) -> Any:
 
 def primal(f: Callable, backend: str) -> Callable:
     """`f` as the backend runs a primal: compiled by `numba.njit` on the numba backend, so
-    that gradient and primal are timed alike."""
+    that gradient and primal are timed alike (with the functions of the eval it calls, as
+    the numba backend compiles them: s2sad.backends.NUMBA.njit_user)."""
     if backend == "numba":
-        import numba
-        return numba.njit(f)
+        from s2sad.backends import NUMBA
+        return NUMBA.njit_user(f, {})
     return f

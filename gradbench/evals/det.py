@@ -3,9 +3,9 @@
 import numpy as np
 import s2sad
 
-from gradbench.evals import Function, floats
+from gradbench.evals import Function, floats, primal
 
-BACKENDS = ("python",)
+BACKENDS = ("python", "numba")
 
 
 def det_by_minors(A):
@@ -30,5 +30,5 @@ def _input(input):
 
 
 def functions(backend):
-    return {"primal": Function(_input, det, float),
-            "gradient": Function(_input, s2sad.grad(det), floats)}
+    return {"primal": Function(_input, primal(det, backend), float),
+            "gradient": Function(_input, s2sad.grad(det, backend=backend), floats)}

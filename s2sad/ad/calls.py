@@ -29,9 +29,13 @@ class CallAdjoints:
         if not active:          # constant arguments: the call is not differentiated
             return []
         prim = op.prim
-        if op.form == CUSTOM and prim.s2s_custom == "vjp":
+        if op.form == CUSTOM and "vjp" in prim.s2s_custom and not (
+                getattr(prim, "s2s_checkpoint", False) and self.ctx.variant is Variant.STEP):
             return self.custom_vjp_call(s, op, g, defined, active)
-        if op.form == CUSTOM:       # a custom_jvp: reverse mode differentiates its source
+        if op.form == CUSTOM:
+            # a custom_jvp alone: reverse mode differentiates its source; so it does a
+            # checkpoint called in the step of a checkpointed loop, whose adjoint computes
+            # the step again already (the checkpoint's pullback would compute it a second time)
             prim = prim.primal
         name = source.identifier(operations.python_function(prim)[0])
         wrt = tuple(active) if len(active) > 1 else active[0]

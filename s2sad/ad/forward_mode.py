@@ -46,7 +46,6 @@ def f_jvp(x, x_dot):
     return (t, t_dot)
 """
 import builtins
-import copy
 import dataclasses
 import inspect
 
@@ -62,7 +61,6 @@ from .. import syntax
 from ..compilation import Callee
 from ..errors import InternalError, MissingRuleError, S2SADError
 from ..frontend import source
-from ..frontend.source import MISSING
 from ..options import Variant
 from ..rules import pytrees, registry
 from .reverse_mode import library_class
@@ -152,7 +150,7 @@ class Forward:
         """(variant, binding, tangent placeholder) of `op`'s forward rule, or None."""
         if op.prim is None or op.form in (COPY, PACK, NONDIFF):
             return None
-        args, keywords = _arguments(op, self.src)
+        args, keywords = operations.call_arguments(op, self.src)
         return forward_rule(op.prim, args, keywords)
 
     # -- names --------------------------------------------------------------------------
@@ -217,7 +215,7 @@ class Forward:
         if target not in self.varied:
             return [s]
         op = self.ops[s]
-        if op.form == CUSTOM and op.prim.s2s_custom == "jvp" and any(
+        if op.form == CUSTOM and "jvp" in op.prim.s2s_custom and any(
                 self.is_varied(a) for a in op.args):
             return [self.custom_call(s, op)]
         if self.calls_user(op):
@@ -256,7 +254,7 @@ class Forward:
         terms = []
         for group in _groups(variant):
             if any(self.is_varied(bound[p]) for p in group):
-                terms.append(_replaced(op.node, {id(bound[p]): self.tangent(bound[p])
+                terms.append(syntax.replaced(op.node, {id(bound[p]): self.tangent(bound[p])
                                                  for p in group}))
         for param, template in variant.templates.items():
             if self.is_varied(bound[param]):
@@ -323,7 +321,7 @@ class Forward:
                     f"range(len(...)) and index instead\n    "
                     f"{self.src.line_text(loop).strip()}")
             variant, bound, _ = rule
-            it_dot = _replaced(op.node, {id(bound[p]): self.tangent(bound[p])
+            it_dot = syntax.replaced(op.node, {id(bound[p]): self.tangent(bound[p])
                                          for p in _groups(variant)[0]})
         loop.target = syntax.tuple_([syntax.name(target, store=True),
                                     syntax.name(self.dot(target), store=True)], store=True)
@@ -432,41 +430,8 @@ def forward_rule(prim, args, keywords):
     return None
 
 
-def _arguments(op, src):
-    """The positional arguments and keywords `classify` matched `op`'s rule with."""
-    node = op.node
-    if isinstance(node, gast.BinOp):
-        return [node.left, node.right], {}
-    if isinstance(node, gast.UnaryOp):
-        return [node.operand], {}
-    if isinstance(node, gast.Attribute):
-        return operations.attribute_args(node), {}
-    if isinstance(node, gast.Subscript):
-        return [node.value, operations.index_value(node.slice)], {}
-    func = node.func
-    receiver = []
-    if (marks.PRIM.of(func) is None and isinstance(func, gast.Attribute)
-            and src.resolve(func) is MISSING):
-        receiver = [func.value]
-    return receiver + list(node.args), {k.arg: k.value for k in node.keywords}
-
-
 def _groups(variant):
     return getattr(variant, "linear", None) or []
-
-
-def _replaced(node, swap):
-    """A copy of `node` with the subtrees whose id is in `swap` replaced."""
-    if id(node) in swap:
-        return swap[id(node)]
-    new = copy.copy(node)
-    for field, value in gast.iter_fields(node):
-        if isinstance(value, gast.AST):
-            setattr(new, field, _replaced(value, swap))
-        elif isinstance(value, list):
-            setattr(new, field, [_replaced(v, swap) if isinstance(v, gast.AST) else v
-                                 for v in value])
-    return new
 
 
 def _sum(terms):

@@ -109,6 +109,9 @@ def fuse(vjp, ctx, value=True, guard=True):
         out.append(syntax.assign(kept, copy.deepcopy(result)))
         result = syntax.name(kept)
     r = syntax.unparse(vjp.body[-1].value.elts[0])
+    # has_aux, the pair built where the compiler sees it: the seed is the output's alone
+    paired = ctx.options.aux and ctx.reverse.output != r
+    r = ctx.reverse.output if paired else r
     seed_name = pullback.args.args[0].id
     if value == "advance":
         return advance(vjp, ctx, forward, result)
@@ -124,13 +127,16 @@ def fuse(vjp, ctx, value=True, guard=True):
             adjoint.body.insert(0, step_guard(adjoint, ctx, seed_name, value))
         return adjoint
     folded = [with_constant(s, seed_name, 1.0) for s in pullback.body
-              ] if ctx.reverse.scalar_output else [None]
+              ] if ctx.reverse.scalar_output and (paired or not ctx.options.aux) else [None]
     if None not in folded and not any(syntax.stores(s, seed_name) for s in pullback.body):
         # the output is a full reduction: its adjoint is the number 1.0
         pullback.body = folded
         grads = pullback.body[-1].value
     else:
-        if ctx.reverse.scalar_output:
+        if ctx.options.aux and not paired:
+            # (has_aux: the output's seed 1, zeros for aux; a clear error if not a pair)
+            seed = syntax.parse_expr(f"{runtime('aux_seed')}({r}, {vjp.name[:-4]!r})")
+        elif ctx.reverse.scalar_output:
             seed = syntax.const(1.0)
         else:
             seed = syntax.parse_expr(f"1.0 if {helper('type')}({r}) is {helper('float')} "

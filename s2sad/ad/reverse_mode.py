@@ -74,7 +74,8 @@ class ReverseResult:
     `scalar_output`, whether the output is certainly a number; `unconnected`, the
     differentiated parameters the output does not depend on; `differentiated`, the
     operations of the forward pass whose rules the pullback applies, in its order;
-    `header`, set by the header pass."""
+    `output`, the name whose adjoint the pullback takes (`Compilation.output`); `header`,
+    set by the header pass."""
     vjp: gast.FunctionDef
     pullback: gast.FunctionDef
     loops: list
@@ -86,6 +87,7 @@ class ReverseResult:
     scalar_output: bool
     unconnected: list
     differentiated: list
+    output: str | None = None
     header: object = None
 
 
@@ -106,7 +108,7 @@ class Reverse(CallAdjoints):
         *body, ret = fn.body
         if not isinstance(ret, gast.Return):
             raise InternalError("reverse: Wengert form must end with one return")
-        output = ret.value.id if isinstance(ret.value, gast.Name) else None
+        output = self.ctx.output     # (with has_aux, the first item of the pair returned)
         self.wengert = fn
         self.ops = self.ctx.ops
         self.active = self.ctx.active
@@ -151,7 +153,7 @@ class Reverse(CallAdjoints):
         self.ctx.reverse = ReverseResult(
             vjp, pullback, list(self.loops.values()), self.adjoints, self.active,
             self.primal_names, self.straight, self.updates.final, self.scalar_output,
-            self.unconnected, self.differentiated(vjp.body))
+            self.unconnected, self.differentiated(vjp.body), output)
         # the plans are plain data for the passes after it: they let go of the transform
         # (no cycle left for the garbage collector to find either)
         self.updates.rev = None

@@ -41,10 +41,14 @@ _BUILTINS = {abs, min, max, len, range, float, int, bool, round, reversed, enume
 
 def run(fn, ctx):
     """The pass (the numba backend's)."""
-    callees = {name for name, _ in ctx.callees}
+    # the names of the derivatives it calls; those bound to a tuple (the axes of a
+    # reduction along several)
+    names = ({name for name, _ in ctx.callees},
+             {s.targets[0].id for s in syntax.statements(fn) if isinstance(s, gast.Assign)
+              and isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Tuple)})
     for top in fn.body:
         for s in syntax.statements(top) if not isinstance(top, _BLOCKS) else [top]:
-            reason = _reason(s, ctx, callees)
+            reason = _reason(s, ctx, names)
             if reason is not None:
                 raise NativeBackendError(
                     f"{ctx.src.where(s)}: the numba backend cannot compile {reason}; "
@@ -53,7 +57,7 @@ def run(fn, ctx):
     return fn
 
 
-def _reason(s, ctx, callees):
+def _reason(s, ctx, names):
     """Why Numba cannot compile statement `s` (its own parts, not nested statements), or
     None."""
     if isinstance(s, _BLOCKS):
@@ -64,16 +68,25 @@ def _reason(s, ctx, callees):
         part = getattr(s, field, None)
         for n in [m for p in (part if isinstance(part, list) else [part])
                   if isinstance(p, gast.AST) for m in syntax.walk(p)]:
-            if isinstance(n, _CONTAINERS):
+            if isinstance(n, _CONTAINERS) and not _tape_list(s, n):
                 return f"a {type(n).__name__.lower()} ({syntax.unparse(n)})"
             if isinstance(n, gast.Call):
-                reason = _call_reason(n, ctx, callees)
+                reason = _call_reason(n, ctx, names)
                 if reason is not None:
                     return reason
     return None
 
 
-def _call_reason(call, ctx, callees):
+def _tape_list(s, n):
+    """Whether `n` is the `[]` statement `s` binds to a name of s2sad's (`_s2s_tape =
+    []`): a loop's tape of arrays, which Numba types from what is appended to it."""
+    return (isinstance(n, gast.List) and not n.elts and isinstance(s, gast.Assign)
+            and s.value is n and isinstance(s.targets[0], gast.Name)
+            and s.targets[0].id.startswith("_s2s_"))
+
+
+def _call_reason(call, ctx, names):
+    callees, tuples = names
     func = call.func
     if isinstance(func, gast.Name) and func.id in callees:
         return None
@@ -86,11 +99,12 @@ def _call_reason(call, ctx, callees):
                 "from call to call and a Numba function cannot change (pass the value, or "
                 "use a default of None)")
     if facts is not None and facts.numba:
-        if helper == "unreduce" and not all(
-                isinstance(a, gast.Constant) and (a.value is None or a.value is False)
+        if helper in ("unreduce", "extremum") and any(
+                isinstance(a, gast.Tuple) or isinstance(a, gast.Name) and a.id in tuples
                 for a in call.args[2:] + [k.value for k in call.keywords]):
-            return ("the adjoint of a sum along an axis (s2sad's runtime helper "
-                    f"{name}() has a Numba version for full sums only)")
+            return ("the adjoint of a reduction along several axes (s2sad's runtime helper "
+                    f"{name}() has a Numba version for full reductions and reductions along "
+                    "one axis)")
         return None         # rules/numba_runtime.py gives Numba its NumPy code
     if facts is not None:
         return (f"s2sad's runtime helper {name}() (Python code for what the types do not "

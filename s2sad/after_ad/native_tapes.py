@@ -1,19 +1,22 @@
-"""NativeTapes: the fused gradient as code Numba compiles (`backend="numba"`): tapes as
-arrays, not lists, and runtime helpers of numbers as the numbers they give. (In forward
-mode, `f_jvp` for `jvp(..., backend="numba")`, only the helpers: it has no tape.)
+"""NativeTapes: the fused gradient as code Numba compiles (`backend="numba"`): tapes of
+numbers as arrays, and runtime helpers of numbers as the numbers they give. (In forward
+mode, `f_jvp` for `jvp(..., backend="numba")`, only the helpers, and a list tape of the
+gradient code it differentiates appended to in place: it has no tape of its own.)
 
 Takes the fused gradient `f_grad` or `f_value_and_grad` (without its guard: Numba
 dispatches on types itself) and leaves the same function where
 
 - each loop's tape is one array per type of the values it records (`float64`, `int64`,
   `bool`), one column per value, with a count of the rows written: allocated once before
-  a `for` over `range` (its trip count known), else grown by doubling; the reversed loop
-  reads the rows from the last written down;
+  a `for` over `range` (its trip count known), else grown by doubling; the arrays it
+  records, and values of a type the number types cannot tell, on a list Numba types
+  from what is appended to it (one tuple an iteration); the reversed loop reads the rows
+  from the last written down;
 - a name bound to `None` before a loop so that the tape can record it on a path that
   did not assign it is bound to a zero of its type;
 - the helpers of `s2sad.rules.runtime` whose arguments are numbers (or elements and
   arrays of known type) are written as the NumPy they mean (`_s2s_snapshot(t)` is `t`,
-  `_s2s_take(g, i)` is `g[i]`);
+  `_s2s_take(g, i)` is `g[i]`), and `_s2s_like(a)`, a stand-in for a shape, is `a`;
 - a rule's quotient whose denominator may be a number 0, `n / (d or np.float64(d))`,
   is `np.divide(n, d)`: Numba's `/` raises at 0, as Python's does, and its `np.divide`
   gives inf or nan, as NumPy's does;
@@ -73,12 +76,14 @@ from .. import marks
 from .. import syntax
 from ..ad.tapes import own_statements
 from ..analysis.number_types import ARRAY, BOOL, FLOAT, INT, NumberTypes
-from ..errors import NativeBackendError, NonScalarOutputError
 from ..rules import runtime
 
-#: The dtype of the tape of each type of value; unknown types go on the float tape.
+#: The dtype of the tape of each type of value (arrays and unknown types: `OBJECTS`).
 _DTYPES = {FLOAT: "float64", INT: "int64", BOOL: "bool_"}
 _ZEROS = {FLOAT: 0.0, INT: 0, BOOL: False, None: 0.0}
+#: The column type of the values a loop's tape holds as they are (arrays, and values of
+#: a type s2sad cannot tell): a list of them, or of tuples of them, which Numba types.
+OBJECTS = "objects"
 #: The first capacity of a tape whose trip count is not known before its loop.
 GROWN_FROM = 16
 
@@ -91,7 +96,7 @@ def run(fn, ctx):
         return fn
     tapes = [plan.tape for plan in ctx.reverse.loops if plan.mode in ("start", "end")]
     for tape in sorted(tapes, key=lambda t: -_depth(fn, t)):   # inner loops' tapes first
-        _Tape(fn, tape, ctx, number_types(fn, ctx)).rewrite()
+        _Tape(fn, tape, ctx).rewrite()
     types = number_types(fn, ctx)
     adjoints = set(ctx.reverse.adjoints.values())
     factored = False
@@ -128,9 +133,9 @@ def _depth(fn, tape):
     return depth(fn.body, 0) or 0
 
 
-def number_types(fn, ctx):
+def number_types(fn, ctx, skip=()):
     dtypes = {p: np.dtype(d) for p, (d, _) in (ctx.patterns or {}).items()}
-    return NumberTypes(fn, ctx.types, ctx.resolve, dtypes)
+    return NumberTypes(fn, ctx.types, ctx.resolve, dtypes, skip)
 
 
 def _binds_none(s):
@@ -176,6 +181,12 @@ class _NativeForms:
             put = syntax.assign(gast.Subscript(value=syntax.name(target), slice=i,
                                                ctx=gast.Store()), g)
             return [syntax.located(syntax.assign(target, zeros), s), syntax.located(put, s)]
+        if kind == "append" and syntax.is_name(call.args[0], target) and \
+                target.startswith("_s2s_"):
+            # (forward mode over the numba backend's gradient code: its tape of arrays,
+            # a list Numba types from the values appended to it in this function)
+            grow = syntax.call(syntax.attribute(syntax.name(target), "append"), [call.args[1]])
+            return [syntax.located(gast.Expr(value=grow), s)]
         return [s]
 
     def numpy(self):
@@ -215,8 +226,8 @@ class _NativeForms:
                 e.func = syntax.name(self.ctx.bind(fn.__name__, obj=fn))
             return e
         numbers = (FLOAT, INT, BOOL)
-        if kind in ("snapshot", "like") and of(e.args[0]) in numbers:
-            return e.args[0]
+        if kind == "snapshot" and of(e.args[0]) in numbers or kind == "like":
+            return e.args[0]        # (`like`'s Numba version is the value itself)
         if kind == "zeros_like" and of(e.args[0]) in numbers:
             return syntax.const(0.0)
         if kind == "zeros_like" and isinstance(e.args[0], gast.Constant) and \
@@ -257,14 +268,16 @@ def _first_operand(e):
 class _Tape:
     """One list tape and the loops that fill and read it, rewritten with arrays."""
 
-    def __init__(self, fn, tape, ctx, types):
-        self.fn, self.tape, self.ctx, self.types = fn, tape, ctx, types
+    def __init__(self, fn, tape, ctx):
+        self.fn, self.tape, self.ctx = fn, tape, ctx
         self.namer = ctx.namer
 
     def rewrite(self):
         made, pushes, reading = self._find()
         if made is None or reading is None or not pushes:
             return
+        # (the types of the values recorded, not of what the reversed loop reads back)
+        self.types = number_types(self.fn, self.ctx, skip=[reading[1]])
         block, created, loop = made
         values = _values(pushes[0][1].value.args[0])
         # what the reversed loop no longer reads (a stand-in for a shape, now a number)
@@ -294,11 +307,12 @@ class _Tape:
         for pos in stored:
             v = values[kept[pos]]
             t = self.types.of(v)
-            if t == ARRAY or t is None and not isinstance(v, (gast.Name, gast.Constant)):
-                raise self._refused(loop, v, t)
-            columns[pos] = t if t in _DTYPES else FLOAT
-        groups = {}         # type -> [stored positions], floats first
-        for t in sorted(set(columns.values()), key=list(_DTYPES).index):
+            if t in (ARRAY, None) and not isinstance(v, gast.Constant):
+                columns[pos] = OBJECTS
+            else:
+                columns[pos] = t if t in _DTYPES else FLOAT
+        groups = {}         # type -> [stored positions], floats first, the list last
+        for t in sorted(set(columns.values()), key=[*_DTYPES, OBJECTS].index):
             groups[t] = [pos for pos in stored if columns[pos] == t]
         # a tape made in an iteration of an outer loop is one stack for all of them: its
         # name holds the row the iteration starts at, which the outer tape records
@@ -315,6 +329,9 @@ class _Tape:
         known = self._trip_count(loop) if outer is None else None
         before = []
         for t, cols in groups.items():
+            if t == OBJECTS:
+                before.append(syntax.assign(names[t], gast.List(elts=[], ctx=gast.Load())))
+                continue
             length = known if known is not None else str(GROWN_FROM)
             shape = length if len(cols) == 1 else f"({length}, {len(cols)})"
             dtype = "" if t == FLOAT else f", dtype={np_}.{_DTYPES[t]}"
@@ -333,6 +350,12 @@ class _Tape:
             writes = [] if known is not None else self._grow(groups, names, rows, np_)
             values = [values_of(push)[i] for i in kept]
             for t, cols in groups.items():
+                if t == OBJECTS:
+                    item = [syntax.copied(values[c]) for c in cols]
+                    writes.append(gast.Expr(value=syntax.call(
+                        syntax.attribute(syntax.name(names[t]), "append"),
+                        [item[0] if len(item) == 1 else syntax.tuple_(item)])))
+                    continue
                 for k, c in enumerate(cols):
                     where = syntax.name(rows) if len(cols) == 1 else syntax.tuple_(
                         [syntax.name(rows), syntax.const(k)])
@@ -414,7 +437,11 @@ class _Tape:
         return None
 
     def _grow(self, groups, names, rows, np_):
-        """Statements that double the tapes when they are full."""
+        """Statements that double the tapes when they are full (the arrays: a list
+        grows as it is appended to)."""
+        groups = {t: cols for t, cols in groups.items() if t != OBJECTS}
+        if not groups:
+            return []
         first = names[next(iter(groups))]
         body = []
         for t, cols in groups.items():
@@ -436,15 +463,27 @@ class _Tape:
         `index` computed from the row}."""
         block, loop = reading
         row = self.namer.fresh("_s2s_row")
-        cells = {}
+        cells, unpack = {}, None
         for t, cols in groups.items():
+            if t == OBJECTS:     # one read of the row, unpacked into the targets
+                item = gast.Subscript(value=syntax.name(names[t]), slice=syntax.name(row),
+                                      ctx=gast.Load())
+                stores = [syntax.name(targets[pos], store=True) for pos in cols]
+                unpack = syntax.assign(stores[0] if len(stores) == 1 else
+                                       syntax.tuple_(stores, store=True), item)
+                for pos in cols:
+                    cells[pos] = syntax.name(targets[pos])
+                continue
             for k, pos in enumerate(cols):
                 where = syntax.name(row) if len(cols) == 1 else syntax.tuple_(
                     [syntax.name(row), syntax.const(k)])
                 cells[pos] = gast.Subscript(value=syntax.name(names[t]), slice=where,
                                             ctx=gast.Load())
-        reads = []
+        reads = [] if unpack is None else [unpack]
+        objects = set(groups.get(OBJECTS, ()))
         for pos, target in enumerate(targets):
+            if pos in objects:
+                continue
             if same.get(pos) == "row":
                 value = syntax.parse_expr(index[1].format(row=row))
             else:
@@ -457,19 +496,6 @@ class _Tape:
             new.append(syntax.located(syntax.assign(rows, syntax.name(start)), loop))
         i = block.index(loop)
         block[i:i + 1] = new
-
-    def _where(self, node, message):
-        src = self.ctx.src
-        return f"{src.where(node)}: {message}\n    {src.line_text(node).strip()}"
-
-    def _refused(self, loop, value, kind):
-        what = ("an array" if kind == ARRAY else
-                "a value of a type s2sad cannot tell (a tuple, an object)")
-        return NativeBackendError(self._where(
-            loop, f"the derivative of this loop reads {what} of each iteration "
-            f"({syntax.unparse(value)}), and the numba backend's tapes hold numbers. Keep "
-            "the state in a preallocated array written element by element "
-            "(u[i + 1] = ...), or differentiate with the Python backend"))
 
 
 def _factor_accumulations(block, adjoints, types, resolve):

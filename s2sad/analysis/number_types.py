@@ -63,10 +63,12 @@ def join(a, b):
 
 class NumberTypes:
     """The types of the names of `fn` (a gast function), given `params` ({parameter:
-    type}) and `resolve(name node or attribute) -> object or None`."""
+    type}) and `resolve(name node or attribute) -> object or None`; the names the
+    targets of the loops `skip` bind, as they are bound elsewhere."""
 
-    def __init__(self, fn, params, resolve, dtypes=None):
+    def __init__(self, fn, params, resolve, dtypes=None, skip=()):
         self.resolve = resolve
+        self.skip = {id(s) for s in skip}   # loops whose targets' bindings are left out
         self.dtypes = dtypes or {}           # {array parameter: dtype}
         self.types = {}
         for p, t in params.items():
@@ -75,6 +77,11 @@ class NumberTypes:
         self.known = set(self.types)
         bindings = list(self._bindings(fn))
         self.known |= {target for target, _ in bindings}
+        # the names bound once, to a tuple or list display (the arrays np.concatenate joins)
+        bound = [target for target, _ in bindings]
+        self.displays = {target: value for target, value in bindings
+                         if isinstance(value, (gast.Tuple, gast.List))
+                         and bound.count(target) == 1}
         changed = True
         while changed:
             changed = False
@@ -96,7 +103,8 @@ class NumberTypes:
             elif isinstance(s, gast.AugAssign) and isinstance(s.target, gast.Name):
                 yield s.target.id, gast.BinOp(left=syntax.name(s.target.id), op=s.op,
                                               right=s.value)
-            elif isinstance(s, gast.For) and isinstance(s.target, gast.Name):
+            elif isinstance(s, gast.For) and isinstance(s.target, gast.Name) and \
+                    id(s) not in self.skip:
                 it = s.iter
                 if isinstance(it, gast.Call) and self.resolve(it.func) in (range, reversed):
                     yield s.target.id, INT if self.resolve(it.func) is range else None
@@ -163,8 +171,17 @@ class NumberTypes:
         args = [self.of(a) for a in e.args]
         if fn in _MAKES_ARRAYS:
             return ARRAY
-        if ARRAY in args:
+        # (a function of the user's: what its source returns; NumPy's, s2sad's helpers:
+        # an array for an array)
+        python = source.numba_function(fn) or (fn if inspect.isfunction(fn) and (
+            getattr(fn, "__module__", None) or "").split(".")[0] not in ("numpy", "s2sad")
+            else None)
+        if ARRAY in args and python is None:
             return ARRAY if getattr(fn, "__module__", None) != "math" else None
+        if (getattr(fn, "__module__", None) or "").startswith("numpy") and any(
+                self.of(v) == ARRAY for a in e.args
+                for v in getattr(self.displays.get(getattr(a, "id", None), a), "elts", ())):
+            return ARRAY        # (np.concatenate((a, b)), np.stack([a, b]))
         if fn in _BOOLS:
             return BOOL
         if fn in _INTS:
@@ -179,7 +196,6 @@ class NumberTypes:
         module = getattr(fn, "__module__", None) or ""
         if module == "math" or (isinstance(fn, np.ufunc) and None not in args):
             return FLOAT
-        python = source.numba_function(fn) or (fn if inspect.isfunction(fn) else None)
         if python is not None and not e.keywords and None not in args:
             return returned(python, tuple(args))
         return None

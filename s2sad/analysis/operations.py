@@ -12,7 +12,7 @@ from ..rules import registry
 from ..rules.containers import DICT_METHODS
 from ..rules.operators import SYNTAX
 from ..frontend import structure
-from .value_kinds import SCALAR, user_class
+from .value_kinds import CONTAINER, SCALAR, items_key, user_class
 
 COPY = "copy"
 NONDIFF = "nondiff"
@@ -122,6 +122,9 @@ def argument_types(prim, call_args, kinds):
     out = {p: type(a) for p, a in zip(params, bound) if user_class(type(a))}
     for p, a in zip(params[len(bound):], call_args):
         out[p] = kinds[a]
+        items = kinds.items_of(a) if out[p] == CONTAINER else None
+        if items is not None:
+            out[items_key(p)] = items
         found, path = kinds.structure_at(a)
         if path is not None:
             out.update(structure.rerooted(found, path, p))
@@ -195,3 +198,23 @@ def _global_ref(e, src):
     while isinstance(e, gast.Attribute):
         e = e.value
     return isinstance(e, gast.Name) and not src.is_local(e.id)
+
+
+def call_arguments(op, src):
+    """The positional arguments and keywords `classify` matched `op`'s rule with (a
+    method's receiver first)."""
+    node = op.node
+    if isinstance(node, gast.BinOp):
+        return [node.left, node.right], {}
+    if isinstance(node, gast.UnaryOp):
+        return [node.operand], {}
+    if isinstance(node, gast.Attribute):
+        return attribute_args(node), {}
+    if isinstance(node, gast.Subscript):
+        return [node.value, index_value(node.slice)], {}
+    func = node.func
+    receiver = []
+    if (marks.PRIM.of(func) is None and isinstance(func, gast.Attribute)
+            and src.resolve(func) is MISSING):
+        receiver = [func.value]
+    return receiver + list(node.args), {k.arg: k.value for k in node.keywords}

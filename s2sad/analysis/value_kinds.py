@@ -65,6 +65,14 @@ SCALARS = "scalars"     # a container of scalars, such as an array's shape
 # methods are found through it (before_ad/resolve_calls.py).
 
 
+def items_key(p):
+    """The key of a derivative's argument types under which it is specialised on the
+    kinds of the items of the tuple its parameter `p` holds: a call of a function of the
+    user's passes a tuple whose items its caller knows (a display, what a function
+    returns), and the callee's version knows them too."""
+    return p + "[:]"
+
+
 def join(a, b):
     if a is None:
         return b
@@ -101,16 +109,18 @@ class ValueKinds:
 
     Beside the kind of each name, `items` has the kinds of the items of the tuples some
     hold ({name: kinds}): a tuple display's, a copy's, or what a Python function returns
-    (`u, v = two(x)` reads `t = two(x)`, `u = t[0]`); a tuple's items do not change."""
+    (`u, v = two(x)` reads `t = two(x)`, `u = t[0]`), and those of the tuple parameters
+    whose caller knew them (`param_items`, see `items_key`); a tuple's items do not
+    change."""
 
     def __init__(self, fn, src, params=None, ndims=None, relied=None, ints=(), returns=None,
-                 structure=None):
+                 structure=None, param_items=None):
         self.src = src
         self.structure = structure or {}
         self._returns = returns
         self._calls = {}        # {(id(function), its arguments' kinds): what it returns}
         self._found = {}        # {id(call): what `_returned` found}
-        self.items = {}
+        self.items = dict(param_items or {})
         self._ndims = ndims or {}
         self._relied = relied if relied is not None else set()
         self.kind = {a.id: UNKNOWN for a in fn.args.args + fn.args.posonlyargs
@@ -290,15 +300,24 @@ class ValueKinds:
         if isinstance(value, gast.Tuple):
             return tuple(self.of(e) for e in value.elts)
         if isinstance(value, gast.Name):
-            return self.items.get(value.id) if value.id in self.assigned else False
+            if value.id in self.assigned:
+                return self.items.get(value.id)
+            return self.items.get(value.id, False) if value.id in self.local else False
         if isinstance(value, gast.Call) and id(value) in self._found:
             found = self._found[id(value)]      # (`of` read the call first)
             return found and found[1]
         return False
 
+    def items_of(self, atom):
+        """The kinds of the items of the tuple the atom `atom` holds, or None when not
+        all are known."""
+        items = self._items(atom) if isinstance(atom, gast.Name) else False
+        return items if items and all(isinstance(k, str) for k in items) else None
+
     def _item(self, name, index):
         """The kind of the item `index` of the tuple `name` holds, or False: not known."""
-        items = self.items.get(name, False) if name in self.assigned else False
+        items = (self.items.get(name) if name in self.assigned else
+                 self.items.get(name, False) if name in self.local else False)
         if items is None:
             return self._known(None, UNKNOWN)
         if (items is False or not isinstance(index, gast.Constant)

@@ -14,9 +14,19 @@ that stands for `grad(f)` (api.py's `_as_gradient`). Forward mode likewise:
 `f_jvp`, with the primals, the values a nested function reads and the tangents that are
 not None; `jacfwd(f, i)` and `hvp(f, i)` made here are functions written with it. The
 name a specialised version binds a function value to (`f = partial(lam, y=f_y)`, see
-resolve_calls) is read as that value. The other derivatives of s2sad (`hessian`,
-`jacrev`, ...) are refused where they are called; `hessian(f, i)` made here is
-`jacfwd(grad(f, i), i)`.
+resolve_calls) is read as that value; `hessian(f, i)` made here is
+`jacfwd(grad(f, i), i)`. Reverse mode: `jacrev(f, i)` made here is a function written
+with the gradient of `f`'s cotangent function (frontend.gradients.reverse_function), and
+`y, pullback = vjp(f, x, ...)` keeps the primals in names of their own, computes
+`y = f(x, ...)`, and makes each `pullback(y_bar)` a call of that gradient with them. The
+other derivatives of s2sad (`check_grad`, those stored rather than called where they are
+made, ...) are refused where they are called.
+
+A call of a library function that takes a user's function and has a Taker
+(frontend/callables.py: `brentq(resid, a, b, args=(p,))`, `quad(lambda t: x * t, 0, 1)`)
+is a call, by position, of the object that stands for it, with the parameters given, the
+items of `args=` and the values bound to each function passed (read through the same
+function values as a gradient's primal), so that the derivative flows through them.
 
 >>> print(show("desugar", '''
 ... import s2sad
@@ -28,6 +38,7 @@ resolve_calls) is read as that value. The other derivatives of s2sad (`hessian`,
 def f(x):
     return h_grad(2.0, x) + lam_grad(2.0, x=x)
 """
+import collections
 import functools
 import inspect
 
@@ -35,7 +46,7 @@ import gast
 
 from .. import marks
 from .. import syntax
-from ..frontend import gradients
+from ..frontend import callables, gradients
 from ..frontend.source import MISSING
 from .lift import Lifted
 
@@ -45,10 +56,24 @@ _OPTIONS = ("backend", "memory")
 
 def run(fn, ctx):
     """The rewrite of `fn`'s gradient calls, in place."""
-    if any(_derivative(ctx.src.resolve(n.func)) for n in syntax.walk(fn)
-           if isinstance(n, gast.Call)):
-        GradientCalls(ctx, _function_values(fn)).visit(fn)
+    if any(_derivative(ctx.src.resolve(n.func)) or callables.taker(ctx.src.resolve(n.func))
+           for n in syntax.walk(fn) if isinstance(n, gast.Call)):
+        calls = GradientCalls(ctx, _function_values(fn), _tuples(fn), fn)
+        calls.visit(fn)
+        calls.check_pullbacks(fn)
     return fn
+
+
+def _tuples(fn):
+    """{name: length} of the names `fn` assigns once, at its top level, a tuple display
+    (not a parameter's: a call before the assignment would read the argument)."""
+    assigned = collections.Counter(n.id for n in syntax.walk(fn) if isinstance(
+        n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del, gast.Param)))
+    return {s.targets[0].id: len(s.value.elts) for s in fn.body
+            if isinstance(s, gast.Assign) and len(s.targets) == 1
+            and isinstance(s.targets[0], gast.Name) and assigned[s.targets[0].id] == 1
+            and isinstance(s.value, gast.Tuple)
+            and not any(isinstance(e, gast.Starred) for e in s.value.elts)}
 
 
 def _function_values(fn):
@@ -78,19 +103,34 @@ def _derivative(obj):
 class GradientCalls(gast.NodeTransformer):
     """See the module docstring."""
 
-    def __init__(self, ctx, function_values):
-        self.ctx, self.src = ctx, ctx.src
-        self.function_values = function_values
+    def __init__(self, ctx, function_values, tuples, fn):
+        self.ctx, self.src, self.fn = ctx, ctx.src, fn
+        self.function_values, self.tuples = function_values, tuples
         self.at_once = set()        # the ids of the calls whose result is called at once
+        self.pullbacks = {}         # {name: (its vjp(...) call, the pullback's call)}
+
+    def visit_Assign(self, s):
+        if not (len(s.targets) == 1 and isinstance(s.targets[0], (gast.Tuple, gast.List))
+                and len(s.targets[0].elts) == 2 and isinstance(s.targets[0].elts[1], gast.Name)
+                and isinstance(s.value, gast.Call)
+                and gradients.api_function(self.src.resolve(s.value.func)) == "vjp"):
+            return self.generic_visit(s)
+        self.generic_visit(s.value)
+        return self.vjp_statement(s)
 
     def visit_Call(self, call):
         if isinstance(call.func, gast.Call):
             self.at_once.add(id(call.func))
         self.generic_visit(call)
+        if isinstance(call.func, gast.Name) and call.func.id in self.pullbacks:
+            return self.pullback_call(call)
         made = self.src.resolve(call.func)
         maker = gradients.api_function(made)
         if maker is not None:
             return self.made_here(call, made, maker)
+        taker = callables.taker(made)
+        if taker is not None:
+            return self.taking_call(call, made, taker)
         if marks.GRADIENT_MADE.of(call.func):     # made here, called at once
             made = call.func
             call.func = made.args[0]
@@ -122,10 +162,13 @@ class GradientCalls(gast.NodeTransformer):
         (the instance of a method, the values a nested function reads)."""
         if kind == "jvp":
             return self.jvp_call(call)
-        if kind not in gradients.GRADIENTS + gradients.FORWARD:
+        if kind == "vjp":
+            raise self.vjp_refused(call, "is not the value of y, pullback = "
+                                         "s2sad.vjp(f, x, ...)")
+        if kind not in gradients.GRADIENTS + gradients.FORWARD + gradients.REVERSE:
             raise self.src.syntax_error(call, gradients.refusal(kind))
         f, primal, wrt, options, extras = self.gradient_of(call)
-        if kind in gradients.FORWARD:
+        if kind in gradients.FORWARD + gradients.REVERSE:
             standing, bound = self.forward_function(call, kind, f, primal, wrt), ()
         else:
             made = maker(primal, wrt=wrt, **options)
@@ -151,6 +194,97 @@ class GradientCalls(gast.NodeTransformer):
             partial, [name] + [self.name_of(b, call) for b in bound], extras), call)
         marks.GRADIENT_MADE.put(made, True)
         return made
+
+    def taking_call(self, call, library, taker):
+        """What stands for `call`, of the library function `library` that takes a user's
+        function (see frontend/callables.py): a call by position of the object that
+        `taker` makes for its Layout."""
+        name = getattr(library, "__name__", "f")
+        params = list(callables.signature(library).parameters.values())
+        given = {}
+        if len(call.args) > len(params) or any(
+                isinstance(a, gast.Starred) for a in call.args) or any(
+                k.arg is None for k in call.keywords):
+            raise self.taking_refused(call, name, "passes *args or **kwargs")
+        for p, a in zip(params, call.args):
+            given[p.name] = a
+        for k in call.keywords:
+            if k.arg in given or k.arg not in {p.name for p in params}:
+                raise self.taking_refused(call, name, f"passes {k.arg}=, which {name}() "
+                                                      "does not take by that name")
+            given[k.arg] = k.value
+        if taker.function not in given:
+            raise self.taking_refused(call, name, f"gives no {taker.function}")
+        for param, why in taker.refused.items():
+            if param in given and not (isinstance(given[param], gast.Constant)
+                                       and given[param].value in (None, False)):
+                raise self.src.syntax_error(call, f"{name}(..., {param}=...): {why}")
+        extra = []
+        if taker.args is not None and taker.args in given:
+            items = self.counted(given.pop(taker.args))
+            if items is None:
+                raise self.taking_refused(call, name, f"passes {taker.args}= as a value "
+                                          f"s2sad cannot count (a parameter); write it as "
+                                          f"a tuple, {taker.args}=(p, q), or name a tuple "
+                                          "made in the function or at module level")
+            extra = [syntax.copied(e) for e in items.elts]
+        functions, bound = [], []
+        for param in (taker.function,) + taker.functions:
+            if param not in given or isinstance(given[param], gast.Constant):
+                continue        # (None, True, or the name of a method: "2-point")
+            fn, names, values = self.taken_function(call, name, given.pop(param))
+            functions.append((param, fn, names))
+            bound.extend(values)
+        layout = callables.Layout(library, tuple(given), len(extra), tuple(functions))
+        standing = taker.make(layout)
+        args = [syntax.copied(v) for v in given.values()] + extra + bound
+        return syntax.located(syntax.call(self.name_of(standing, call), args), call)
+
+    def counted(self, node):
+        """The tuple display `node` is, or reads, or None: a name the function assigns a
+        tuple display once (`extra = (p, q)`), or that denotes a tuple at module level,
+        reads as `(extra[0], extra[1])`, its items at the call."""
+        if isinstance(node, (gast.Tuple, gast.List)):
+            return node
+        if not isinstance(node, gast.Name):
+            return None
+        n = self.tuples.get(node.id)
+        if n is None:
+            value = self.src.resolve(node)
+            n = len(value) if isinstance(value, tuple) else None
+        if n is None:
+            return None
+        return syntax.located(syntax.tuple_([syntax.located(gast.Subscript(
+            value=syntax.copied(node), slice=syntax.const(k), ctx=gast.Load()), node)
+            for k in range(n)]), node)
+
+    def taken_function(self, call, name, node):
+        """(the function, the names of the values bound to it, their nodes) of the function
+        `node` passed to the library function `name`: a function of the user's, a nested
+        function or lambda (the values it reads bound), or a `functools.partial` of one
+        with keywords."""
+        if isinstance(node, gast.Name) and node.id in self.function_values:
+            node = self.function_values[node.id]
+        bound, positional = [], []
+        if (isinstance(node, gast.Call) and self.src.resolve(node.func) is functools.partial
+                and node.args and not any(isinstance(a, gast.Starred) for a in node.args)):
+            node, positional, bound = node.args[0], node.args[1:], node.keywords
+        fn = self.src.resolve(node)
+        if not inspect.isfunction(fn) or any(k.arg is None for k in bound):
+            raise self.taking_refused(call, name, "passes a function s2sad cannot read: it "
+                                      "differentiates through a function of yours, a nested "
+                                      "function or lambda, or functools.partial(f, a, k=v) "
+                                      "of one")
+        # (the positional values bound by position: names 0, 1, ...; see implicit.Function)
+        return fn, tuple(range(len(positional))) + tuple(k.arg for k in bound), [
+            syntax.copied(v) for v in positional] + [syntax.copied(k.value) for k in bound]
+
+    def taking_refused(self, call, name, why):
+        return self.src.syntax_error(call, (
+            f"this call of {name}() inside a differentiated function {why}; s2sad "
+            f"differentiates {name}(f, ...) called with f a function of yours, a nested "
+            "function or lambda, its extra arguments as a tuple (args=(p, q)) and the other "
+            "parameters by position or by name"))
 
     def jvp_call(self, call):
         """What stands for `jvp(f, primals, tangents)` (`call`): a call of the function
@@ -229,6 +363,13 @@ class GradientCalls(gast.NodeTransformer):
         if not 0 <= wrt < n:
             raise self.jvp_refused(call, f"has wrt={wrt!r}, not one of the {n} positional "
                                          "parameters", kind)
+        if kind == "jacrev":
+            standing = gradients.reverse_function(kind, primal, n, wrt)
+            if standing is None:
+                raise self.jvp_refused(call, f"differentiates {fn.__name__}(), which has "
+                                             "default values (call it from a lambda that "
+                                             "passes them: lambda x: f(x, 3))", kind)
+            return standing
         if kind in ("hvp", "hessian"):      # (a hessian is jacfwd(grad(f, i), i))
             primal = gradients.called_gradient(gradients.MAKERS["grad"](primal, wrt=wrt))[0]
         standing = gradients.jvp_function(primal, (wrt,), gradients.MAKERS["jvp"])
@@ -239,11 +380,98 @@ class GradientCalls(gast.NodeTransformer):
         return gradients.forward_function("hvp" if kind == "hvp" else "jacfwd", standing, n,
                                           wrt)
 
+    def vjp_statement(self, s):
+        """`y, pullback = vjp(f, x, ...)` (`s`): the primals (and the values a nested `f`
+        reads) kept in names of their own, `y = f(x, ...)`, and the pullback's calls
+        `pullback(y_bar)` calls of the function that stands for it
+        (frontend.gradients.reverse_function) with the names kept."""
+        call = s.value
+        if call.keywords or not call.args or any(
+                isinstance(a, gast.Starred) for a in call.args):
+            raise self.vjp_refused(call, "passes keyword arguments or a starred argument")
+        pullback = s.targets[0].elts[1].id
+        if sum(isinstance(n, gast.Name) and n.id == pullback and isinstance(n.ctx, gast.Store)
+               for n in syntax.walk(self.fn)) != 1:
+            raise self.vjp_refused(call, f"assigns {pullback} elsewhere too")
+        f, primal, extras = self.function_of(call, call.args[0])
+        if gradients.made_by(primal) is not None:       # vjp(grad(g), ...): of its code
+            inner = gradients.called_gradient(primal)
+            if inner is None or inner[1]:
+                raise self.src.syntax_error(call, gradients.refusal(gradients.made_by(primal)))
+            primal = inner[0]
+        if not inspect.isfunction(getattr(primal, "__func__", primal)) or inspect.ismethod(
+                primal):
+            raise self.vjp_refused(call, "differentiates no Python function of the user's "
+                                         "(a method, a library function or a class)")
+        n = len(call.args) - 1
+        lifted = self.lifted(f)
+        params = (lifted.params if isinstance(lifted, Lifted) else
+                  [p for p in inspect.signature(primal).parameters.values()
+                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)])
+        if len(params) != n:
+            raise self.vjp_refused(call, f"gives {n} primal(s) for the {len(params)} "
+                                         f"positional parameter(s) of "
+                                         f"{getattr(primal, '__name__', 'f')}()")
+        standing = gradients.reverse_function("vjp", primal, n)
+        if standing is None:
+            raise self.vjp_refused(call, f"differentiates {primal.__name__}(), which has "
+                                         "default values (call it from a lambda that passes "
+                                         "them: lambda x: f(x, 3))")
+        stored = {n.id for n in syntax.walk(self.fn) if isinstance(n, gast.Name)
+                  and isinstance(n.ctx, gast.Store)} - set(self.function_values)
+        out, kept = [], []
+        for value in call.args[1:] + [k.value for k in extras]:
+            if isinstance(value, gast.Name) and value.id not in stored:
+                kept.append(value)      # (a name of one value: a function passed, ...)
+                continue
+            kept.append(syntax.name(self.ctx.namer.fresh("primal")))
+            out.append(syntax.located(syntax.assign(kept[-1].id, value), s))
+        args = kept[:n]
+        keywords = [gast.keyword(arg=k.arg, value=v) for k, v in zip(extras, kept[n:])]
+        out.append(syntax.located(syntax.assign(s.targets[0].elts[0], syntax.call(
+            syntax.copied(f), [syntax.copied(a) for a in args],
+            [syntax.copied(k) for k in keywords])), s))
+        y_bar = list(inspect.signature(standing).parameters)[-1]
+        self.pullbacks[pullback] = (call, standing, args, keywords, y_bar)
+        return out
+
+    def pullback_call(self, call):
+        """`pullback(y_bar)` of a `y, pullback = vjp(f, x, ...)`: a call of the function
+        that stands for it (see `vjp_statement`)."""
+        made, standing, args, keywords, y_bar = self.pullbacks[call.func.id]
+        if len(call.args) != 1 or call.keywords or isinstance(call.args[0], gast.Starred):
+            raise self.vjp_refused(made, f"has its pullback called with other than one "
+                                         f"argument (the cotangent) at line {call.lineno}")
+        args = [syntax.copied(a) for a in args]
+        keywords = [syntax.copied(k) for k in keywords]
+        if keywords:
+            keywords.append(gast.keyword(arg=y_bar, value=call.args[0]))
+        else:
+            args.append(call.args[0])
+        return syntax.located(syntax.call(self.name_of(standing, call), args, keywords), call)
+
+    def check_pullbacks(self, fn):
+        """Refuse a pullback of `vjp` read other than called after its `vjp(...)`."""
+        for n in syntax.walk(fn):
+            if (isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
+                    and n.id in self.pullbacks):
+                raise self.vjp_refused(self.pullbacks[n.id][0], (
+                    f"has its pullback {n.id} read other than called (at line {n.lineno})"))
+
+    def vjp_refused(self, call, why):
+        return self.src.syntax_error(call, (
+            f"this call of s2sad.vjp() inside a differentiated function {why}; s2sad "
+            "differentiates y, pullback = s2sad.vjp(f, x, ...) there, of a module-level "
+            "function, a nested function or a lambda, with pullback(y_bar) called after it "
+            "(for a function with a scalar result, s2sad.grad(f)(x) * y_bar is the "
+            "pullback of y_bar too)"))
+
     def jvp_refused(self, call, why, kind="jvp"):
         return self.src.syntax_error(call, (
             f"this call of s2sad.{kind}() inside a differentiated function {why}; s2sad "
             "differentiates jvp(f, (x, ...), (x_dot, ...)), jacfwd(f, i)(x, ...), "
-            "hvp(f, i)(x, ..., v) and hessian(f, i)(x, ...) called there, of a "
+            "jacrev(f, i)(x, ...), hvp(f, i)(x, ..., v) and hessian(f, i)(x, ...) called "
+            "there, of a "
             "module-level function, a nested "
             "function or a lambda, the tangents None or not (f's other keywords left at "
             "their defaults)"))

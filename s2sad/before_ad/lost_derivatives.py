@@ -156,9 +156,10 @@ def _refuse_writes(call, s, ctx, varied, fn):
     if isinstance(func, gast.Attribute) and func.attr == "at" and isinstance(
             ctx.resolve(func.value), np.ufunc):
         raise src.syntax_error(s, (
-            f"{spelled}() adds into its first argument in place, which s2sad cannot "
-            "differentiate. Build the new array instead (np.bincount, or an explicit "
-            "loop that assigns elements)"))
+            f"{spelled}() changes its first argument in place, which s2sad "
+            "differentiates only for np.add.at and np.subtract.at into a local name. "
+            "Build the new array instead (np.bincount, np.where, or an explicit loop "
+            "that assigns elements)"))
     if not changes_its_receiver(func):
         return
     root = syntax.receiver_root(func.value)

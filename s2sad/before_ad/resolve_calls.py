@@ -89,7 +89,7 @@ from ..analysis import operations
 from ..analysis.activity import definitions, varied_names
 from ..analysis.value_kinds import ValueKinds, user_class
 from ..compilation import function_params, function_value
-from ..frontend import gradients, guards, source, structure
+from ..frontend import callables, gradients, guards, source, structure
 from ..frontend.source import MISSING, FunctionSource
 from ..rules import pytrees, registry
 
@@ -135,7 +135,8 @@ class ResolveCalls:
     def run(self, fn):
         self.kinds = ValueKinds(fn, self.src, self.ctx.param_kinds, self.ctx.param_ndims,
                                 self.ctx.ndims_relied, self.ctx.int_params,
-                                self.ctx.returned_kind, self.ctx.structure)
+                                self.ctx.returned_kind, self.ctx.structure,
+                                self.ctx.param_items)
         ops = syntax.NodeMap((s, operations.classify(s.value, self.src))
                              for _, s in definitions(fn.body))
         self.varied = varied_names(fn, self.ctx.wrt, ops)
@@ -469,12 +470,15 @@ class ResolveCalls:
         python = operations.python_function(target)
         if (python is None or registry.primitive(target) is not None
                 or getattr(target, "s2s_custom", False)):
+            callables.called_at(target, self.src, s)
             if not static:          # a primitive called through a value: call it by name
                 self.set_call(call, target, args, keywords)
             return
         fn, bound, bound_keywords = python
         if source.is_library(fn):
             return
+        if getattr(fn, "s2s_not_differentiable", None):   # (a rule's own helper: checkpoint's)
+            raise callables.not_differentiable(fn, self.src, s)
         signature = inspect.signature(fn)
         positional = [p.name for p in signature.parameters.values()
                       if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]

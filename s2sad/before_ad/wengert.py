@@ -31,16 +31,20 @@ def f(x):
 """
 
 import gast
+import numpy as np
 
 from .. import marks
 from ..analysis import operations
 from .. import syntax
-from ..rules import runtime
+from ..rules import layout, runtime, writes
 
 
 def run(fn, ctx):
     """The pass; the analyses of the context (`ctx.ops`, ...) read its result."""
     ctx.wengert = Wengert(ctx.src, ctx.namer).run(fn)
+    for name in {n.id for n in syntax.name_nodes(ctx.wengert)} & {
+            "_s2s_added_at", "_s2s_as_column"}:       # (np.add.at, np.c_: see Wengert)
+        ctx.runtime(name.removeprefix("_s2s_"))
     return ctx.wengert
 
 
@@ -55,6 +59,11 @@ class Wengert:
         self.loops = []
 
     def run(self, fn):
+        for n in syntax.walk(fn):       # (np.add.at: an element write, before anything)
+            for field in ("body", "orelse", "finalbody"):
+                block = getattr(n, field, None)
+                if isinstance(block, list):
+                    block[:] = [self.accumulated(s) or s for s in block]
         params = [a.id for a in fn.args.args + fn.args.kwonlyargs + fn.args.posonlyargs]
         self.locals = set(params) | _assigned(fn.body)
         self.defined = set(params)
@@ -142,6 +151,9 @@ class Wengert:
         if isinstance(e, gast.Attribute):
             return syntax.attribute(flat(e.value), e.attr)
         if isinstance(e, gast.Subscript):
+            joined = self.concatenation(e)
+            if joined is not None:
+                return self.prim(joined, env, out, origin)
             return gast.Subscript(value=flat(e.value), slice=self.index(e.slice, env, out,
                                                                        origin),
                                   ctx=gast.Load())
@@ -195,6 +207,52 @@ class Wengert:
             elif not isinstance(s, gast.Pass):
                 self.emit(tail, self.rename(s, env), s)
         return out, tail
+
+    def concatenation(self, e):
+        """`np.concatenate([np.atleast_1d(a), ...])` for `np.r_[a, ...]` and
+        `np.concatenate([_s2s_as_column(a), ...], axis=-1)` for `np.c_[a, ...]` of values
+        (no slices or directives), where `np.r_` is read from a module; else None."""
+        joiner = {"r_": "concatenate", "c_": "c_"}.get(getattr(e.value, "attr", ""))
+        items = e.slice.elts if isinstance(e.slice, gast.Tuple) else [e.slice]
+        if joiner is None or not isinstance(e.value.value, gast.Name) or any(
+                isinstance(x, gast.Slice) or isinstance(getattr(x, "value", None), str)
+                for x in items) or self.src.resolve(e.value) is not getattr(np, e.value.attr):
+            return None
+        module = e.value.value.id
+        if joiner == "concatenate":
+            items = [syntax.call(syntax.attribute(syntax.name(module), "atleast_1d"), [x])
+                     for x in items]
+            return syntax.call(syntax.attribute(syntax.name(module), joiner),
+                               [gast.List(elts=items, ctx=gast.Load())])
+        columns = []
+        for x in items:
+            columns.append(syntax.call("_s2s_as_column", [x]))
+            marks.PRIM.put(columns[-1].func, layout.as_column)
+        return syntax.call(syntax.attribute(syntax.name(module), "concatenate"),
+                           [gast.List(elts=columns, ctx=gast.Load())],
+                           [gast.keyword(arg="axis", value=syntax.const(-1))])
+
+    def accumulated(self, s):
+        """`a[...] = _s2s_added_at(a, index, v)` (`-v` for subtract) for the statement
+        `np.add.at(a, index, v)` or `np.subtract.at(...)` into a local array `a`, an
+        element write of the whole array (what before_ad.aliasing and ad/inplace follow),
+        or None for any other statement."""
+        call = s.value if isinstance(s, gast.Expr) else None
+        if not (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
+                and call.func.attr == "at" and len(call.args) == 3 and not call.keywords
+                and isinstance(call.args[0], gast.Name)):
+            return None
+        ufunc = self.src.resolve(call.func.value)
+        if ufunc is not np.add and ufunc is not np.subtract:
+            return None
+        a, index, v = call.args
+        if ufunc is np.subtract:
+            v = gast.UnaryOp(op=gast.USub(), operand=v)
+        added = syntax.call("_s2s_added_at", [syntax.name(a.id), index, v])
+        marks.PRIM.put(added.func, writes.added_at)
+        whole = gast.Subscript(value=syntax.name(a.id), slice=syntax.const(Ellipsis),
+                               ctx=gast.Store())
+        return syntax.located(syntax.assign(whole, added), s)
 
     def assign(self, s, env, out, into=None):
         target, value = s.targets[0], s.value

@@ -11,8 +11,10 @@ closes over as arguments; `grad(grad(f, i), j)` is `grad(g, j)`, with `g` standi
 `grad(f, i)`. A `jvp(f, primals, tangents)` called there is a call of a function that
 stands for `f`'s `f_jvp` (`jvp_function`), and `jacfwd(f, i)(x)`, `hvp(f, i)(x, v)` and
 `hessian(f, i)(x)` (`jacfwd(grad(f, i), i)`) calls of Python functions written with such
-a function (`forward_function`). The other derivatives s2sad makes (`jacrev`, `vjp`,
-...) are refused where they are called
+a function (`forward_function`). `jacrev(f, i)(x)` and the pullback of `vjp(f, x)` are
+written with the gradient of `f`'s cotangent function `sum(f(x) * y_bar)`
+(`reverse_function`). The other derivatives s2sad makes (`check_grad`, ...) and those
+stored rather than called where they are made are refused where they are called
 (`refusal`).
 """
 import inspect
@@ -38,6 +40,10 @@ MAKERS = {}
 #: the derivatives made by forward mode called inside a differentiated function that s2sad
 #: differentiates, besides jvp(f, primals, tangents), which computes rather than makes one
 FORWARD = ("jacfwd", "hvp", "hessian")
+
+#: the derivatives made by reverse mode called inside a differentiated function that s2sad
+#: differentiates (besides the gradients and the pullback of vjp(f, x, ...))
+REVERSE = ("jacrev",)
 
 
 def api_function(obj):
@@ -198,11 +204,81 @@ def forward_function(kind, standing, n, i):
 _forward = weakref.WeakKeyDictionary()      # {jvp's standing: {(kind, n, i): function}}
 
 
+def reverse_function(kind, primal, n, i=None):
+    """A Python function that stands for `jacrev(primal, i)` (kind "jacrev") where
+    differentiated code calls it, or for the pullback of `vjp(primal, ...)` ("vjp"),
+    `primal` having `n` positional parameters of its own (a lifted function has the values
+    it reads after them) and none with a default value (else None). Both are written with
+    the gradient of `primal`'s cotangent function (`sum(primal(...) * y_bar)`, see
+    `_cotangent_function`), which differentiated code calls as it calls any gradient: the
+    pullback takes `primal`'s parameters then `y_bar` and returns the tuple of the `n`
+    cotangents; jacrev's Jacobian is one pullback per element of the result, stacked on
+    the first axes (a gradient for a number)."""
+    cotangent = _cotangent_function(primal)
+    if cotangent is None:
+        return None
+    per_key = _forward.setdefault(cotangent, {})
+    key = (kind, n, i)
+    if key not in per_key:
+        wrt = i if kind == "jacrev" else tuple(range(n))
+        pullback = called_gradient(MAKERS["grad"](cotangent, wrt=wrt))[0]
+        if kind == "vjp":
+            per_key[key] = pullback
+            return pullback
+        params = list(inspect.signature(cotangent).parameters)[:-1]
+        args, x = ", ".join(params), params[i]
+        text = (f"def {cotangent.__name__.removesuffix('_cotangent')}_jacrev({args}):\n"
+                f"    value = _s2s_primal({args})\n"
+                f"    if np.ndim(value) == 0:\n"
+                f"        return _s2s_pullback({args}, 1.0)\n"
+                f"    basis = np.eye(np.size(value)).reshape((np.size(value),) + "
+                f"np.shape(value))\n"
+                f"    rows = []\n"
+                f"    for e in basis:\n"
+                f"        rows.append(_s2s_pullback({args}, e))\n"
+                f"    return np.stack(rows).reshape(np.shape(value) + np.shape({x}))\n")
+        made = function_from_source(text, {"_s2s_pullback": pullback, "_s2s_primal": primal,
+                                           "np": np})
+        made.__module__ = cotangent.__module__
+        made.s2s_forward = kind
+        per_key[key] = made
+    return per_key[key]
+
+
+def _cotangent_function(primal):
+    """`def f_cotangent(x, ..., y_bar): return np.sum(f(x, ...) * y_bar)` for `primal`
+    (`f`), whose gradient is `f`'s pullback of `y_bar` (None if a positional parameter of
+    `primal` has a default value)."""
+    try:
+        per_key = _gradients.setdefault(primal, {})
+    except TypeError:
+        per_key = _lasting.setdefault(primal, {})
+    if "cotangent" not in per_key:
+        fn = getattr(primal, "__func__", primal)
+        params = [p for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        if any(p.default is not p.empty for p in params):
+            return None
+        names = [p.name for p in params]
+        y_bar = "y_bar"
+        while y_bar in names:
+            y_bar += "_"
+        args = ", ".join(names)
+        made = function_from_source(
+            f"def {identifier(fn)}_cotangent({args}, {y_bar}):\n"
+            f"    return np.sum(_s2s_primal({args}) * {y_bar})\n",
+            {"_s2s_primal": primal, "np": np})
+        made.__module__ = getattr(fn, "__module__", None) or "__main__"
+        per_key["cotangent"] = made
+    return per_key["cotangent"]
+
+
 #: what to write instead of each derivative s2sad does not differentiate where it is
 #: called
 _INSTEAD = {
-    "vjp": "for a function with a scalar result, s2sad.grad(f)(x) * y_bar is the "
-           "pullback of y_bar, and s2sad.value_and_grad(f)(x) gives the value too",
+    "vjp": "y, pullback = s2sad.vjp(f, x) called there, then pullback(y_bar); for a "
+           "function with a scalar result, s2sad.grad(f)(x) * y_bar is the pullback of "
+           "y_bar, and s2sad.value_and_grad(f)(x) gives the value too",
     "jvp": "s2sad.jvp(f, (x,), (v,)) called there, with f a module-level function or a "
            "nested function or lambda, is its jvp along v",
     "hvp": "s2sad.hvp(f)(x, v) called where it is made, or "
@@ -213,8 +289,8 @@ _INSTEAD = {
               "result, s2sad.grad(f) is its Jacobian",
     "check_grad": "call it outside the differentiated function",
 }
-_INSTEAD["jacrev"] = ("s2sad.jacfwd(f)(x) called where it is made; for a function with a "
-                      "scalar result, s2sad.grad(f) is its Jacobian")
+_INSTEAD["jacrev"] = ("s2sad.jacrev(f)(x) or s2sad.jacfwd(f)(x) called where it is made; for "
+                      "a function with a scalar result, s2sad.grad(f) is its Jacobian")
 _INSTEAD["hessp"] = _INSTEAD["hvp"]
 _INSTEAD["grad_has_aux"] = _INSTEAD["value_and_grad_has_aux"] = (
     "call s2sad.grad(f) or s2sad.value_and_grad(f) there, of a function that returns the "
@@ -230,6 +306,7 @@ def refusal(kind):
     return (f"s2sad does not differentiate {spelled} called inside a differentiated "
             "function: it differentiates the gradients grad(f) and value_and_grad(f) "
             "called there (of a module-level function, a method, a nested function or a "
-            "lambda), and jvp(f, primals, tangents), jacfwd(f, i)(x, ...), hvp(f, i)(x, "
-            "..., v) and hessian(f, i)(x, ...) made where they are called. Write it with those: "
+            "lambda), y, pullback = vjp(f, x, ...) and jvp(f, primals, tangents), and "
+            "jacfwd(f, i)(x, ...), jacrev(f, i)(x, ...), hvp(f, i)(x, ..., v) and "
+            "hessian(f, i)(x, ...) made where they are called. Write it with those: "
             f"{_INSTEAD.get(kind, _INSTEAD['hessian'])}")

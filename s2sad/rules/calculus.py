@@ -1,7 +1,7 @@
 """Helpers of the rules for special functions, differences, integrals, polynomials,
 convolutions, order statistics (quantiles), `np.gradient` and `np.interp`: derivatives
 too long for a template (`polygamma`, `interp_slope`) and adjoints
-(`undiff`, `unpolyval`, `unconvolve`, `unquantile`, ...). Generated code reaches them through
+(`undiff`, `rediff`, `unpolyval`, `unconvolve`, `unquantile`, ...). Generated code reaches them through
 `runtime`, which imports them; each helper's forward rule is above its `def`."""
 import math
 
@@ -73,6 +73,21 @@ def undiff(g, n=1, axis=-1):
     for _ in range(n):
         g = -np.diff(g, axis=axis, prepend=0.0, append=0.0)
     return g
+
+
+@helper(shape_only=(1,), linear="b")
+def rediff(b, g, n=1, axis=-1):
+    """The adjoint of `undiff(g, n, axis)` from the adjoint `b` of its result: `np.diff`
+    again (a first difference and its adjoint are each other's transposes)."""
+    if np.ndim(g) == 0:
+        return b                                    # (undiff passed its zero through)
+    if np.ndim(b) == 0:
+        return np.zeros(np.shape(g))                # (the differences of a constant)
+    return np.diff(b, n, axis)
+
+
+helper_adjoint(undiff, g="_s2s_rediff(ans_bar, g, n, axis)")
+helper_adjoint(rediff, b="_s2s_undiff(ans_bar, n, axis)")
 
 
 @helper(linear="w")

@@ -38,7 +38,7 @@ def _cotangents(c, bwd, args):
                     bwd, "the backward function of a custom_vjp", f"returned as the cotangent "
                     f"of argument {i} {found}. Return each cotangent in the structure and "
                     "shape of its argument (None, or np.zeros_like(x), for zero)")
-            if d is not None and np.ndim(d) == 0 and np.ndim(x) and is_array(x):
+            if d is not None and is_array(x) and np.ndim(x) and np.ndim(d) == 0:
                 c = (*c[:i], zeros_like(x), *c[i + 1:])       # (a zero: see misfit)
         return c
     n = len(args)

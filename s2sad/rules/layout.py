@@ -7,7 +7,8 @@ import numpy as np
 
 from ..errors import MissingRuleError
 from .arrays import asarray
-from .registry import helper, helper_adjoint, helpers
+from .reductions import unbroadcast
+from .registry import define, helper, helper_adjoint, helpers
 
 ns = {"np": np}
 
@@ -224,24 +225,41 @@ helper_adjoint(unkron, namespace=ns, g=(
     "_s2s_rebroadcast(0.0, b)"))
 
 
-@helper(tangent=("_s2s_uncross(t, a, b, ans, which, axis)",
-                 "_s2s_uncross(g, t, b, ans, which, axis) if which == 1 else _s2s_zeros_like(ans)",
-                 "_s2s_uncross(g, a, t, ans, which, axis) if which == 0 else _s2s_zeros_like(ans)"))
-def uncross(g, a, b, ans, which, axis=-1):
-    """The adjoint of `a` (`which` 0) or `b` (1) in `ans = np.cross(a, b, axis=axis)`,
-    before it is summed back where it was broadcast: b × g for `a`, g × a for `b`."""
-    g = np.broadcast_to(g, np.shape(ans))
-    return np.cross(b, g, axis=axis) if which == 0 else np.cross(g, a, axis=axis)
+_AXES = "axisa, axisb, axisc, axis"
 
 
-# (bilinear in `g` and the other operand; r . (b x g) = g . (r x b) = b . (g x r))
-helper_adjoint(uncross, namespace=ns, params="g, a, b, c, which, axis=-1", zero="c", g=(
-    "_s2s_rebroadcast(np.cross(_s2s_rebroadcast(ans_bar, c), b, axis=axis) if which == 0 "
-    "else np.cross(a, _s2s_rebroadcast(ans_bar, c), axis=axis), g)"), a=(
-    "_s2s_rebroadcast(np.cross(_s2s_rebroadcast(ans_bar, c), g, axis=axis), a) if which == 1 "
-    "else _s2s_rebroadcast(0.0, a)"), b=(
-    "_s2s_rebroadcast(np.cross(g, _s2s_rebroadcast(ans_bar, c), axis=axis), b) if which == 0 "
-    "else _s2s_rebroadcast(0.0, b)"))
+@helper(tangent=(f"_s2s_uncross(t, a, b, c, which, {_AXES})",
+                 f"_s2s_uncross(g, t, b, c, which, {_AXES}) if which == 1 else "
+                 "_s2s_zeros_like(ans)",
+                 f"_s2s_uncross(g, a, t, c, which, {_AXES}) if which == 0 else "
+                 "_s2s_zeros_like(ans)"))
+def uncross(g, a, b, c, which, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    """The adjoint of `a` (`which` 0) or `b` (1) in `c = np.cross(a, b, axisa, axisb,
+    axisc, axis)`: b × g for `a`, g × a for `b`, with the vectors moved last and 2-vectors
+    taken as 3-vectors in the plane z = 0 (as np.cross takes them), summed back where
+    the operand was broadcast and its vectors moved back to their axis."""
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    a, b = np.moveaxis(np.asarray(a), axisa, -1), np.moveaxis(np.asarray(b), axisb, -1)
+    g = np.broadcast_to(g, np.shape(c))
+    if a.shape[-1] == b.shape[-1] == 2:             # c is the z component alone
+        g = np.stack([np.zeros_like(g), np.zeros_like(g), g], axis=-1)
+    else:
+        g = np.moveaxis(g, axisc, -1)
+    a3, b3 = (np.pad(v, [(0, 0)] * (v.ndim - 1) + [(0, 3 - v.shape[-1])]) for v in (a, b))
+    x, ax = (a, axisa) if which == 0 else (b, axisb)
+    r = (np.cross(b3, g) if which == 0 else np.cross(g, a3))[..., :x.shape[-1]]
+    return np.moveaxis(unbroadcast(r, x), -1, ax)
+
+
+# (bilinear in `g` and the other operand; r . (b x g) = g . (r x b) = b . (g x r), the
+# forward np.cross carrying r from the operand's axis to `g`'s)
+helper_adjoint(uncross, namespace=ns, zero="c", g=(
+    f"_s2s_rebroadcast(np.cross(ans_bar, b, {_AXES}) if which == 0 "
+    f"else np.cross(a, ans_bar, {_AXES}), g)"), a=(
+    f"_s2s_uncross(g, a, ans_bar, c, 0, {_AXES}) if which == 1 else _s2s_rebroadcast(0.0, a)"),
+    b=(f"_s2s_uncross(g, ans_bar, b, c, 1, {_AXES}) if which == 0 "
+       "else _s2s_rebroadcast(0.0, b)"))
 
 
 @helper(linear="g")
@@ -412,6 +430,59 @@ def unrepeat(g, x, repeats, axis=None):
 
 helper_adjoint(unrepeat, namespace=ns, zero="x, repeats",   # (`x` is read for its shape)
                g="_s2s_rebroadcast(np.repeat(_s2s_rebroadcast(ans_bar, x), repeats, axis), g)")
+
+
+@helper(result="of_adjoint", linear="g")
+def unrollaxis(g, axis, start=0):
+    """The adjoint of `np.rollaxis(a, axis, start)` (a view of `g`, or `g` itself when
+    0-d): the axis NumPy moved to `start` moved back to `axis`."""
+    if np.ndim(g) == 0:
+        return g
+    axis, start = axis % g.ndim, start + g.ndim if start < 0 else start
+    return np.moveaxis(g, start - 1 if axis < start else start, axis)
+
+
+@helper(result="of_adjoint", linear="g")
+def rollaxis(g, axis, start=0):
+    """`np.rollaxis(g, axis, start)`, or `g` itself when 0-d (a zero): the transpose of
+    `unrollaxis`."""
+    return g if np.ndim(g) == 0 else np.rollaxis(g, axis, start)
+
+
+helper_adjoint(unrollaxis, g="_s2s_rollaxis(ans_bar, axis, start)")
+helper_adjoint(rollaxis, g="_s2s_unrollaxis(ans_bar, axis, start)")
+
+
+@helper(linear="g")
+def unselect(g, condlist, choicelist, default, which):
+    """The adjoints of the `choicelist` (`which` 0, a list) or of `default` (1) in
+    `np.select(condlist, choicelist, default)`: `g` where each is the value chosen (its
+    condition the first that holds), zero elsewhere, summed back where it was broadcast."""
+    n = len(choicelist)
+    if np.ndim(g) == 0:
+        return [g] * n if which == 0 else g         # the zero (see `products.spread_to`)
+    first = np.select(condlist, list(range(n)), n)
+    if which == 1:
+        return unbroadcast(np.where(first == n, g, 0.0), default)
+    return [unbroadcast(np.where(first == i, g, 0.0), c) for i, c in enumerate(choicelist)]
+
+
+# (the values of `g` chosen by the conditions: put back by np.select itself)
+helper_adjoint(unselect, namespace=ns, zero="condlist, choicelist, default", g=(
+    "_s2s_rebroadcast(np.select(condlist, ans_bar, 0.0) if which == 0 else "
+    "np.select(condlist, _s2s_zeros_like(choicelist), ans_bar), g)"))
+
+
+
+def as_column(a):
+    """`a` as one item of `np.c_[...]` takes it: a 0-d value as a (1, 1) array, a 1-D one
+    as a column, others as they are (what before_ad.wengert writes np.c_ with)."""
+    a = np.asarray(a)
+    return a.reshape(-1, 1) if a.ndim == 1 else a.reshape(1, 1) if a.ndim == 0 else a
+
+
+helper_adjoint(as_column, a="_s2s_reshape_like(ans_bar, a)")
+define(as_column, "a", linear="a")
 
 
 helpers(__name__)

@@ -61,6 +61,10 @@ def numba_unbroadcast(g, x):
 def numba_add(a, b):
     if (numeric_type(a) or array_type(a, 3)) and (numeric_type(b) or array_type(b, 3)):
         return lambda a, b: a + b
+    if isinstance(a, types.BaseTuple) and isinstance(b, types.BaseTuple) and len(a) == len(b):
+        # (the adjoints of a tuple a function returned: element by element)
+        return _made("def add_each(a, b):", "    return (" + "".join(
+            f"add(a[{k}], b[{k}]), " for k in range(len(a))) + ")", add=runtime.add)
     raise TypingError(f"no native sum of the adjoints {a} and {b} (the numba backend has "
                       "no containers)")
 
@@ -98,6 +102,18 @@ def numba_unindex(g, x, index):
             return out
         numeric_g = numeric_type(g)
         return add_each
+    at = getattr(index, "literal_value", None)
+    if isinstance(x, types.BaseTuple) and isinstance(at, int) and -len(x) <= at < len(x):
+        # (an element of a tuple: the adjoint `g` there, a zero of each other's type)
+        parts = []
+        for k, t in enumerate(x.types):
+            if k == at % len(x):
+                parts.append("np.full(x[{0}].shape, g)".format(k)
+                             if array_type(t, 3) and numeric_type(g) else "g")
+            else:
+                parts.append(f"np.zeros(x[{k}].shape)" if array_type(t, 3) else "0.0")
+        return _made("def put(g, x, index):", "    return (" + "".join(
+            f"{p}, " for p in parts) + ")", np=np)
     raise TypingError(f"no native adjoint of indexing {x} with {index}")
 
 
@@ -153,13 +169,95 @@ def numba_like(x):
     return lambda x: x
 
 
+def axis_type(axis):
+    """Whether the Numba type `axis` is one axis (an integer), not None or a tuple."""
+    return isinstance(axis, types.Integer)
+
+
+def no_axis(axis):
+    return axis is None or isinstance(axis, (types.NoneType, types.Omitted))
+
+
 @overload(runtime.unreduce)
 def numba_unreduce(g, x, axis=None, keepdims=False):
     # (an axis left out is its default, None, to the overload; one passed, its type)
-    if array_type(x, 3) and numeric_type(g) and (
-            axis is None or isinstance(axis, (types.NoneType, types.Omitted))):
+    if array_type(x, 3) and numeric_type(g) and no_axis(axis):
         return lambda g, x, axis=None, keepdims=False: np.full(x.shape, g)
+    if array_type(x, 3) and array_type(g, 3) and axis_type(axis):
+        if g.ndim == x.ndim:            # (keepdims)
+            return lambda g, x, axis=None, keepdims=False: np.zeros(x.shape) + g
+        if g.ndim == x.ndim - 1:
+            return lambda g, x, axis=None, keepdims=False: np.zeros(x.shape) + np.expand_dims(
+                g, axis % x.ndim)
     raise TypingError(f"no native adjoint of a sum of {x} along an axis ({axis})")
+
+
+@overload(runtime.extremum)
+def numba_extremum(g, x, ans, axis=None, keepdims=False):
+    # (the adjoint of max/min: `g` shared equally among the elements that attain it)
+    if numeric_type(x) and numeric_type(g):
+        return lambda g, x, ans, axis=None, keepdims=False: g * 1.0
+    if array_type(x, 3) and numeric_type(g) and numeric_type(ans) and no_axis(axis):
+        def whole(g, x, ans, axis=None, keepdims=False):
+            mask = x == ans
+            return np.where(mask, g / np.sum(mask), 0.0)
+        return whole
+    # (Numba has no np.max or np.min along an axis: the code that takes one does not compile)
+    raise TypingError(f"no native adjoint of an extremum of {x} along an axis ({axis})")
+
+
+@overload(tangents.extremum_dot)
+def numba_extremum_dot(t, a, ans, axis=None, keepdims=False):
+    # (the tangent of max/min: the mean of `t` over the elements that attain it)
+    if numeric_type(a) and numeric_type(t):
+        return lambda t, a, ans, axis=None, keepdims=False: t * 1.0
+    if array_type(a, 3) and numeric_type(ans) and no_axis(axis):
+        def whole(t, a, ans, axis=None, keepdims=False):
+            mask = a == ans
+            return np.sum(np.where(mask, t, 0.0)) / np.sum(mask)
+        return whole
+    raise TypingError(f"no native tangent of an extremum of {a} along an axis ({axis})")
+
+
+@overload(runtime.reshape_like)
+def numba_reshape_like(g, x):
+    if numeric_type(x):
+        if numeric_type(g):
+            return lambda g, x: g
+        if array_type(g, 3):
+            return lambda g, x: np.sum(g)       # (its one element)
+    if array_type(x, 3):
+        if numeric_type(g):         # (the zero, or the one element of x)
+            return lambda g, x: np.full(x.shape, g)
+        if array_type(g, 3):
+            return lambda g, x: np.ascontiguousarray(g).reshape(x.shape)
+    raise TypingError(f"no native reshape of {g} to the shape of {x}")
+
+
+@overload(runtime.split_like, prefer_literal=True)
+def numba_split_like(g, arrays, axis=0):
+    # (the pieces of `g` as a tuple, one per array joined: their number is in the type)
+    n = len(arrays) if isinstance(arrays, types.BaseTuple) else 0
+    given = getattr(axis, "literal_value", 0 if no_axis(axis) else None)
+    if n and numeric_type(g):       # (the zero for each)
+        return _made("def split(g, arrays, axis=0):", "    return (" + "g, " * n + ")")
+    if n and array_type(g, 3) and isinstance(given, int):
+        before = ":, " * (given % g.ndim)
+        lines = ["def split(g, arrays, axis=0):", "    lo = 0"]
+        for k in range(n):
+            lines += [f"    hi = lo + arrays[{k}].shape[{given}]",
+                      f"    p{k} = g[{before}lo:hi]", "    lo = hi"]
+        lines.append(f"    return ({''.join(f'p{k}, ' for k in range(n))})")
+        return _made(*lines)
+    raise TypingError(f"no native adjoint of a concatenation of {arrays} along axis {axis}")
+
+
+def _made(*lines, **names):
+    """The function of the source `lines` (code written for the types at hand), which
+    reads `names`."""
+    namespace = dict(names)
+    exec("\n".join(lines) + "\n", namespace)     # noqa: S102 - code for the types above
+    return next(v for k, v in namespace.items() if k != "__builtins__" and k not in names)
 
 
 #: The start of the typing error of `numba_seed` for an output of more than one element,

@@ -38,6 +38,7 @@ def ufunc2(prim, dx, dy, **kw):
 rule(np.negative, "x", "-g")
 rule(np.positive, "x", "g")
 rule(np.abs, "x", "g * np.sign(x)")
+rule(np.fabs, "x", "g * np.sign(x)")
 rule(np.sqrt, "x", "g / (2 * ans)")
 rule(np.cbrt, "x", "g / (3 * ans * ans)")
 rule(np.square, "x", "g * 2 * x")
@@ -221,7 +222,7 @@ _RANGE = ("_s2s_extremum{0}({1}, a, np.max(a, axis, keepdims=keepdims), axis, ke
 rule(np.ptp, "a, axis=None, out=None, keepdims=False", a=_RANGE.format("", "g"),
      tangent={"a": _RANGE.format("_dot", "t")}, reduction=True)
 _W = "_s2s_weights_like(a, weights, axis)"
-rule(np.average, "a, axis=None, weights=None, keepdims=False",
+rule(np.average, "a, axis=None, weights=None, *, keepdims=False",
      a=f"_s2s_unreduce(g, a, axis, keepdims) * {_W} / np.sum({_W}, axis, keepdims=True)",
      weights=f"_s2s_reshape_like(_s2s_unbroadcast((a - _s2s_unreduce(ans, a, axis, keepdims))"
              f" * _s2s_unreduce(g, a, axis, keepdims) / np.sum({_W}, axis, keepdims=True), "
@@ -292,8 +293,9 @@ rule(np.convolve, "a, v, mode='full'", "_s2s_unconvolve(g, a, v, mode, 0)",
 rule(np.correlate, "a, v, mode='valid'", "_s2s_uncorrelate(g, a, v, mode, 0)",
      "_s2s_uncorrelate(g, a, v, mode, 1)", linear=("a", "v"))
 rule(np.kron, "a, b", "_s2s_unkron(g, a, b, 0)", "_s2s_unkron(g, a, b, 1)", linear=("a", "b"))
-rule(np.cross, "a, b, axis=-1", "_s2s_unbroadcast(_s2s_uncross(g, a, b, ans, 0, axis), a)",
-     "_s2s_unbroadcast(_s2s_uncross(g, a, b, ans, 1, axis), b)", linear=("a", "b"))
+rule(np.cross, "a, b, axisa=-1, axisb=-1, axisc=-1, axis=None",
+     "_s2s_uncross(g, a, b, ans, 0, axisa, axisb, axisc, axis)",
+     "_s2s_uncross(g, a, b, ans, 1, axisa, axisb, axisc, axis)", linear=("a", "b"))
 rule(np.linalg.norm, "x, ord=None, axis=None, keepdims=False",
      x="_s2s_norm(g, x, ans, ord, axis, keepdims)",
      tangent={"x": "_s2s_norm_dot(t, x, ans, ord, axis, keepdims)"})
@@ -383,6 +385,8 @@ rule(np.swapaxes, "a, axis1, axis2", a="_s2s_swapaxes(g, axis1, axis2)", linear=
      view="a", method="swapaxes")
 rule(np.moveaxis, "a, source, destination", a="_s2s_moveaxis(g, destination, source)",
      linear="a", view="a")
+rule(np.rollaxis, "a, axis, start=0", a="_s2s_unrollaxis(g, axis, start)", linear="a",
+     view="a")
 rule(np.broadcast_to, "array, shape", array="_s2s_unbroadcast(g, array)", linear="array",
      view="array")
 rule(np.flip, "m, axis=None", m="_s2s_flip(g, axis)", linear="m", view="m", shaped="m")
@@ -404,6 +408,11 @@ rule(np.tril, "m, k=0", m="_s2s_tril(g, k)", linear="m")
 rule(np.concatenate, "arrays, axis=0", arrays="_s2s_split_like(g, arrays, axis)",
      linear="arrays")
 rule(np.stack, "arrays, axis=0", arrays="_s2s_unstack(g, arrays, axis)", linear="arrays")
+rule(np.select, "condlist, choicelist, default=0", None,
+     "_s2s_unselect(g, condlist, choicelist, default, 0)",
+     "_s2s_unselect(g, condlist, choicelist, default, 1)", linear="choicelist, default")
+rule(np.bincount, "x, weights=None, minlength=0", None, "_s2s_rebroadcast(g, ans)[x]", None,
+     linear="weights")
 rule(np.hstack, "tup", "_s2s_hstack(g, tup)", linear="tup")
 rule(np.vstack, "tup", "_s2s_vstack(g, tup)", linear="tup")
 rule(np.column_stack, "tup", "_s2s_uncolumn_stack(g, tup)", linear="tup")
@@ -478,9 +487,9 @@ rule(np.full, "shape, fill_value, dtype=None", None, "_s2s_unbroadcast(g, fill_v
      linear="fill_value")
 rule(np.full_like, "a, fill_value, dtype=None", None, "_s2s_unbroadcast(g, fill_value)",
      linear="fill_value", zero="a")
-rule(np.linspace, "start, stop, num=50, endpoint=True",
-     "_s2s_linspace_end(g, start, stop, num, endpoint, 0)",
-     "_s2s_linspace_end(g, start, stop, num, endpoint, 1)", linear="start, stop")
+rule(np.linspace, "start, stop, num=50, endpoint=True, *, axis=0",
+     "_s2s_linspace_end(g, start, stop, num, endpoint, 0, axis)",
+     "_s2s_linspace_end(g, start, stop, num, endpoint, 1, axis)", linear="start, stop")
 rule(np.arange, "start, stop=None, step=None", "_s2s_arange_part(g, start, stop, step, 0)",
      None, "_s2s_arange_part(g, start, stop, step, 2)", zero="stop",
      tangent={"start": "np.zeros_like(ans) + (0.0 if stop is None else t)",
@@ -561,5 +570,6 @@ for _f in (np.nanargmax, np.nanargmin):
 for _f in (np.rint, np.trunc, np.isnan, np.isinf, np.isfinite,
            np.less, np.less_equal, np.greater, np.greater_equal, np.equal, np.not_equal,
            np.logical_and, np.logical_or, np.logical_not, np.floor_divide, np.heaviside,
-           np.count_nonzero, np.allclose, np.isclose, np.array_equal):
+           np.count_nonzero, np.allclose, np.isclose, np.array_equal, np.isreal,
+           np.iscomplex, np.isrealobj, np.iscomplexobj):
     define(_f, nondiff=True)

@@ -426,6 +426,8 @@ def zeros_like(x):
     """The zero adjoint of `x`: 0.0 for a number, a float zero array for an array, and
     for a structure the structure holding the zeros of its children (None for a child
     of a record that carries no derivative)."""
+    if type(x) is np.ndarray and x.dtype is _FLOAT64:      # the common case, fast
+        return np.zeros(x.shape)
     if is_array(x):
         dtype = x.dtype
         if dtype.kind != "f" or dtype.itemsize < 4:     # float32 at least
@@ -468,8 +470,11 @@ def add(a, b):
     tuple is the adjoint of the sequence read as an array by NumPy (`np.sum(xs)`): its
     rows are the adjoints of the entries (see `from_array`). Adjoints of other
     structures are an InternalError."""
-    if type(a) is type(b) and type(a) in _LEAVES:      # the common case, fast
-        return a + b
+    if type(a) is type(b):          # the common cases, fast
+        if type(a) in _LEAVES:
+            return a + b
+        if type(a) is tuple and len(a) == len(b):
+            return tuple([add(u, v) for u, v in zip(a, b)])
     if a is None or is_zero(a):
         return b
     if b is None or is_zero(b):
@@ -495,6 +500,7 @@ define(add, "a, b", "g", "g", linear="a, b")
 
 
 _LEAVES = frozenset({float, np.ndarray})
+_FLOAT64 = np.dtype(np.float64)
 
 
 def is_zero(g):
@@ -511,6 +517,11 @@ def from_array(g, like):
     another structure is an InternalError."""
     if g is None:
         return None
+    if type(like) is tuple and type(g) is tuple and len(g) == len(like):     # fast
+        return tuple([from_array(u, v) for u, v in zip(g, like)])
+    if type(g) is np.ndarray and type(like) is np.ndarray and g.dtype is _FLOAT64 \
+            and like.dtype is _FLOAT64:
+        return g
     node = node_of(type(like))
     if node is None:
         if isinstance(like, np.ndarray):

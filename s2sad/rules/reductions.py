@@ -16,6 +16,7 @@ from .registry import helper, helper_adjoint, helpers, linear
 ns = {"np": np}
 
 _NUMBERS = frozenset([float, int, np.float64])
+_PYTHON_NUMBERS = frozenset([float, int])
 
 
 @helper(shape_only=(1,), result="of_adjoint", numba=True, linear="g")
@@ -23,6 +24,8 @@ def unbroadcast(g, x):
     """`g` summed down to the shape of `x`: the adjoint of broadcasting `x`."""
     if type(g) in _NUMBERS and type(x) in _NUMBERS:     # numbers: the common case, fast
         return g
+    if type(g) is np.ndarray and g.ndim and type(x) in _PYTHON_NUMBERS:   # also fast
+        return number(summed(g, tuple(range(g.ndim))).reshape(()))
     try:
         if g.shape == x.shape:
             return g
@@ -109,8 +112,10 @@ def unbroadcast_product(a, b, x):
     if not (type(a) is np.ndarray and type(b) is np.ndarray and type(x) is np.ndarray
             and a.dtype.kind in "fc" and b.dtype.kind in "fc"):
         return unbroadcast(a * b, x)
-    wide = np.broadcast_shapes(a.shape, b.shape)
     shape = x.shape
+    if a.shape == shape and b.shape == shape:       # elementwise: the common case, fast
+        return a * b
+    wide = np.broadcast_shapes(a.shape, b.shape)
     if len(shape) > len(wide) or np.broadcast_shapes(wide, shape) != wide:
         return unbroadcast(a * b, x)
     a, b = _compact(a, len(wide)), _compact(b, len(wide))

@@ -382,6 +382,9 @@ class Primitive:
     writes: int = None
     methods: tuple = ()         # the array methods that mean it: `x.sum()`
     attributes: tuple = ()      # the array attributes that mean it: `x.T`
+    #: Its batching rule (`batching`), or None: elementwise primitives and reductions
+    #: batch without one (ad/batching.py).
+    batch: "BatchRule" = None
 
 
 #: The records, {prim: Primitive}.
@@ -655,6 +658,31 @@ def linear(prim, params, *groups):
     "b" (two groups); `setitem(a, index, v)` in "a, v" jointly (one group)."""
     variant = _linear(_parse_params(params), groups)
     _rule(_record(prim), "jvp").add(variant)
+    bump()
+    return prim
+
+
+@dataclasses.dataclass
+class BatchRule:
+    """How a primitive applies when some of its arguments carry a batch axis (`vmap`):
+    `template`, written over the parameters (each batched one with its batch axis first)
+    and `PARAM_axis` (0 for a batched argument, None for another), gives the result with
+    its batch axis first; with `unbatched`, the result carries no batch axis (`len`, a
+    shape)."""
+    variant: Variant
+    template: Template
+    unbatched: bool = False
+
+
+def batching(prim, params, template, namespace=None, unbatched=False):
+    """Register the batching rule of `prim` called with `params` (see `BatchRule`):
+    `batching(np.dot, "a, b", "_s2s_batch_dot(a, a_axis, b, b_axis)")`."""
+    spec = _parse_params(params)
+    names = [n for n, _ in spec]
+    free = names + [f"{n}_axis" for n in names]
+    _record(prim).batch = BatchRule(Variant(spec, {}, False),
+                                    Template(template, free, dict(namespace or {})),
+                                    unbatched)
     bump()
     return prim
 

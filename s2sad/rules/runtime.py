@@ -105,6 +105,8 @@ def unattr(g, obj, name):
         if k is not None and carries_derivative(parts[k]):
             out[k] = unbroadcast(g, parts[k])
         return node.unflatten(aux, out)
+    if isinstance(obj, dict) and name in obj:    # (an OptimizeResult: its keys are attributes)
+        return unindex(g, obj, name)
     if not is_record(obj):
         raise S2SADError(
             f"reading .{name} of a differentiated {type(obj).__name__}: s2sad differentiates "
@@ -214,6 +216,15 @@ def unindex(g, x, index):
         out = zeros_like(x)
         out[index] = unbroadcast(g, x[index])
         return out
+    if type(index) is int:      # the common cases, fast
+        if type(x) in _SEQUENCES:
+            out = [zeros_like(v) for v in x]
+            out[index] = unbroadcast(g, x[index])
+            return out if type(x) is list else tuple(out)
+        if type(x) is np.ndarray and type(g) in _PLAIN:
+            out = np.zeros(x.shape, np.result_type(x.dtype, np.float32))
+            out[index] = unbroadcast(g, out[index])
+            return out
     if isinstance(x, (tuple, list)):
         out = list(zeros_like(x))
         named = _is_named_tuple(x)
@@ -241,6 +252,10 @@ def unindex(g, x, index):
 
 helper_adjoint(unindex, zero="index",
                g="_s2s_rebroadcast(_s2s_rebroadcast(ans_bar, x)[index], g)")
+
+
+_SEQUENCES = frozenset({tuple, list})
+_PLAIN = frozenset({float, np.float64, np.ndarray})
 
 
 def _basic(index):
@@ -284,6 +299,23 @@ def seed(y, name):
         "s2sad.vjp for non-scalar outputs (or reduce the output, e.g. with .sum()).")
 
 
+class NotAPair(Exception):
+    """Raised by `aux_seed` for a result that is not a pair (what the API reports,
+    located: it knows which transform the user called)."""
+
+
+def aux_seed(pair, name):
+    """The adjoint of the result `pair` of a function differentiated with has_aux=True,
+    `(output, aux)`: 1 for the output (see `seed`), zeros for `aux`, which is not
+    differentiated."""
+    if type(pair) is not tuple or len(pair) != 2:
+        raise NotAPair(pair)
+    return seed(pair[0], name), zeros_like(pair[1])
+
+
+define(aux_seed, nondiff=True)
+
+
 # the adjoint 1 of a scalar output: a constant, in reverse mode too (gradient code
 # differentiated again in reverse mode, `grad(f)` called in a function)
 define(seed, "y, name", None, None, zero=("y", "name"), tangent=(), returns="scalar")
@@ -306,7 +338,7 @@ def count(x, axis=None):
 helper_adjoint(count)        # (a count: no derivative; `x` is read for its shape)
 
 
-@helper(result="fresh", linear="g")
+@helper(result="fresh", numba=True, linear="g")
 def extremum(g, x, ans, axis=None, keepdims=False):
     """The adjoint of max/min: `g` shared equally among the elements that attain it."""
     x = asarray(x)
@@ -379,11 +411,12 @@ helper_adjoint(safe_divide, n="_s2s_unbroadcast(_s2s_safe_divide(ans_bar, d), n)
 
 
 @helper(linear="g")
-def linspace_end(g, start, stop, num=50, endpoint=True, which=0):
+def linspace_end(g, start, stop, num=50, endpoint=True, which=0, axis=0):
     """The adjoint of `start` (`which` 0) or `stop` (1) of `np.linspace(start, stop,
-    num, endpoint)`: each sample is `start + (stop - start) * w`, `w` from 0 up to 1
-    (or short of it without the endpoint)."""
+    num, endpoint, axis=axis)`: each sample is `start + (stop - start) * w`, `w` from 0
+    up to 1 (or short of it without the endpoint), along `axis`."""
     g = asarray(g)
+    g = np.moveaxis(g, axis, 0) if g.ndim else g
     n = g.shape[0] if g.ndim else 1
     w = np.arange(n) / ((n - 1 if endpoint else n) or 1)
     w = w.reshape((n,) + (1,) * max(g.ndim - 1, 0))
@@ -392,20 +425,21 @@ def linspace_end(g, start, stop, num=50, endpoint=True, which=0):
 
 
 @helper(shape_only=(1,), linear="b")
-def linspace_end_adjoint(b, g, endpoint=True, which=0):
-    """The adjoint of `g` in `linspace_end(g, start, stop, num, endpoint, which)` from the
-    adjoint `b` of its result: `b`, summed down to a row of `g`, times the weight of each
-    row, `1 - w` for `start` (`which` 0), `w` for `stop` (1)."""
+def linspace_end_adjoint(b, g, endpoint=True, which=0, axis=0):
+    """The adjoint of `g` in `linspace_end(g, start, stop, num, endpoint, which, axis)`
+    from the adjoint `b` of its result: `b`, summed down to a sample of `g`, times the
+    weight of each sample, `1 - w` for `start` (`which` 0), `w` for `stop` (1)."""
     if np.ndim(g) == 0:
         return rebroadcast(b, g)
+    g = np.moveaxis(np.asarray(g), axis, 0)
     n = np.shape(g)[0]
     w = np.arange(n) / ((n - 1 if endpoint else n) or 1)
     w = (w if which else 1 - w).reshape((n,) + (1,) * (np.ndim(g) - 1))
-    return w * rebroadcast(b, g[0])
+    return np.moveaxis(w * rebroadcast(b, g[0]), 0, axis)
 
 
 helper_adjoint(linspace_end, zero="start, stop",
-               g="_s2s_linspace_end_adjoint(ans_bar, g, endpoint, which)")
+               g="_s2s_linspace_end_adjoint(ans_bar, g, endpoint, which, axis)")
 
 
 @helper(linear="g")
@@ -534,7 +568,7 @@ def norm_adjoint_dot(g, x, n, t, which, ord=None, axis=None, keepdims=False):
     return scale * (p - 1) * np.abs(x) ** (p - 2) * t
 
 
-@helper(shape_only=(1,), result="of_adjoint", linear="g")
+@helper(shape_only=(1,), result="of_adjoint", numba=True, linear="g")
 def reshape_like(g, x):
     """`g` in the shape of `x`: the adjoint of a reshape of `x`."""
     if np.ndim(g) == 0 and np.size(x) != 1:
@@ -574,7 +608,7 @@ helper_adjoint(triu, params="g, k=0", g="_s2s_triu(ans_bar, k)")
 helper_adjoint(tril, params="g, k=0", g="_s2s_tril(ans_bar, k)")
 
 
-@helper(result="of_adjoint", linear="g")
+@helper(result="of_adjoint", numba=True, linear="g")
 def split_like(g, arrays, axis=0):
     """The adjoint of concatenating `arrays` along `axis`: the pieces of `g` (slices, which
     every array library has; Dask has no `np.split`)."""
@@ -584,9 +618,13 @@ def split_like(g, arrays, axis=0):
         ends = np.cumsum([np.size(a) for a in arrays]).tolist()
         pieces = split_like(np.ravel(g), [range(n) for n in np.diff([0] + ends)])
         return [np.reshape(p, np.shape(a)) for p, a in zip(pieces, arrays)]
-    ends = np.cumsum([np.shape(a)[axis] for a in arrays]).tolist()
     before = (slice(None),) * (axis % np.ndim(g))
-    return [g[before + (slice(lo, hi),)] for lo, hi in zip([0] + ends, ends)]
+    pieces, lo = [], 0
+    for a in arrays:
+        hi = lo + np.shape(a)[axis]
+        pieces.append(g[before + (slice(lo, hi),)])
+        lo = hi
+    return pieces
 
 
 # (the transposes of taking `g` apart: joining the adjoints of the pieces)

@@ -42,6 +42,12 @@ ufunc(special.gammaln, "x", "g * _s2s_polygamma(0, x)")      # log|Γ|: digamma 
 ufunc(special.digamma, "x", "g * _s2s_polygamma(1, x)")      # (special.psi)
 ufunc(special.erf, "x", "g * (2 / np.sqrt(np.pi)) * np.exp(-x * x)")
 ufunc(special.erfc, "x", "-g * (2 / np.sqrt(np.pi)) * np.exp(-x * x)")
+ufunc(special.erfcx, "x", "g * (2 * x * ans - 2 / np.sqrt(np.pi))")    # exp(x^2) erfc(x)
+ufunc(special.ndtr, "x", "g * np.exp(-0.5 * x * x) / np.sqrt(2 * np.pi)")
+# (phi(x) / Phi(x), as exp(-x^2 / 2 - log Phi(x)): finite far into the lower tail)
+ufunc(special.log_ndtr, "x", "g * np.exp(-0.5 * x * x - ans) / np.sqrt(2 * np.pi)")
+rule(special.polygamma, "n, x", None, "g * _s2s_polygamma(n + 1, x)", broadcast=True,
+     returns="array")
 ufunc(special.xlogy, "x, y", "g * np.log(y)", "g * np.divide(x, y)")
 ufunc(special.xlog1py, "x, y", "g * np.log1p(y)", "g * np.divide(x, 1 + y)")
 ufunc(special.betaln, "a, b", "g * (_s2s_polygamma(0, a) - _s2s_polygamma(0, a + b))",

@@ -44,6 +44,7 @@ def value_and_tangent(result, rule):
 
 
 # -- tangents of NumPy functions (rules/numpy.py) ----------------------------------------
+@helper(numba=True)
 def extremum_dot(t, a, ans, axis=None, keepdims=False):
     """The tangent of max/min: the mean of `t` over the elements that attain it."""
     weights = R.extremum(np.ones_like(ans), a, ans, axis, keepdims)

@@ -22,6 +22,19 @@ define(setitem, "a, index, v", a="_s2s_zero_at(g, index)",
        v="_s2s_unbroadcast(_s2s_take(g, index), v)", linear="a, v", returns="first")
 
 
+def added_at(a, index, v):
+    """`a` after `np.add.at(a, index, v)`, as a new value: `v` (broadcast as NumPy does)
+    added at `index`, an index repeated adding as often as it repeats."""
+    out = asarray(a).copy()
+    np.add.at(out, index, v)
+    return out
+
+
+# (the adjoint of v: g gathered at the index, a repeated position read as often)
+define(added_at, "a, index, v", a="g", v="_s2s_unbroadcast(_s2s_rebroadcast(g, a)[index], v)",
+       linear="a, v", returns="array")
+
+
 def append(a, v):
     """`a` with `v` appended, as a new value (what `a.append(v)` means to AD)."""
     return a + [v]

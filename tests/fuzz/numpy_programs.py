@@ -57,7 +57,8 @@ says which it uses):
   reductions (`np.multiply(a, b, out=y)`, `np.exp(y, out=y)`,
   `np.sum(a, axis=0, out=y)`, `np.clip(a, lo, hi, out=y)`, sometimes with the result
   bound to a new name, an alias of `y`), in-place methods (`y.sort()`, `y.fill(e)`) and
-  writer functions (`np.copyto(y, e)`, `np.put(y, idx, e)`, `np.add.at(y, idx, e)`).
+  writer functions (`np.copyto(y, e)`, `np.put(y, idx, e)`, `np.add.at(y, idx, e)`,
+  `np.subtract.at`).
 
 The generator keeps, for each name, the names that may share its storage, and a write
 through one updates the bounds of all. Only storage the function created is written
@@ -1002,7 +1003,7 @@ class _Gen(Choices):
             part = self.pick(((), shape[1:]) if shape[1:] else ((),))
             a = self.bounded(env, d, part, 1.0)
             repeats = max(index.count(i) for i in index)
-            text = f"np.add.at({target}, {index!r}, {a.text})"
+            text = f"np.{self.pick(('add', 'subtract'))}.at({target}, {index!r}, {a.text})"
             bound = var.bound + repeats * a.bound * self.trips
         bound = max(bound, var.bound) if form != "sort" else var.bound
         lines = [f"{pad}{text}"]

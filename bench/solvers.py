@@ -1,0 +1,184 @@
+"""The solvers group (issue #38): gradients of functions that call SciPy's solvers, each
+derivative by the implicit function theorem (s2sad/implicit.py), timed against the
+function itself (whose time is the solve's, nearly all of it).
+
+    python bench/solvers.py [--quick]       # this group alone (about 20 s)
+    python bench/run.py --group solvers     # the same, through the harness
+
+Workloads:
+- `calibration_brentq`: a decay rate calibrated by `brentq` to a target mean of 200
+  observation times, then a least-squares misfit to 200 observations; the gradient with
+  respect to the observations and the target (201 values).
+- `bilevel_minimize`: a ridge regression (8 coefficients, 100 rows) fitted by `minimize`
+  (BFGS with its gradient as `jac=`) inside a validation loss; the gradient with respect
+  to the penalty (the hyperparameter of a bilevel problem).
+- `fit_least_squares`: an exponential fitted by `least_squares` (2 parameters, 50
+  observations, Levenberg-Marquardt with its Jacobian as `jac=`); the gradient of a function of the fit with respect to the observations.
+- `integral_quad`: `quad` of a parameterised integrand; the gradient with respect to its
+  3 parameters and the upper limit (Leibniz's rule).
+
+Each gradient is checked against central differences of the whole function first.
+The goal of the issue: the implicit derivative of a root or a minimiser costs at most 2x
+the solve, that is the gradient (solve and derivative) at most 3x the function.
+"""
+import sys
+import time
+import timeit
+
+import numpy as np
+from scipy import integrate, optimize
+
+GOAL = 3.0      # gradient / function (the solve, then a derivative of at most 2 solves)
+
+T = np.linspace(0.1, 5.0, 200)
+Y = np.exp(-0.8 * T) + 0.01 * np.sin(13 * T)
+
+
+def calibration_brentq(y, target):
+    rate = optimize.brentq(lambda r: np.mean(np.exp(-r * T)) - target, 1e-3, 10.0,
+                           xtol=1e-14)
+    return np.sum((np.exp(-rate * T) - y) ** 2)
+
+
+RNG = np.random.default_rng(0)
+A = RNG.standard_normal((100, 8))
+B = A @ RNG.standard_normal(8) + 0.1 * RNG.standard_normal(100)
+A_VALID = RNG.standard_normal((40, 8))
+B_VALID = A_VALID @ RNG.standard_normal(8)
+
+
+def ridge(w, lam):
+    r = A @ w - B
+    return 0.5 * r @ r + 0.5 * lam * w @ w
+
+
+def ridge_jac(w, lam):
+    return A.T @ (A @ w - B) + lam * w
+
+
+def bilevel_minimize(lam):
+    w = optimize.minimize(ridge, np.zeros(8), args=(lam,), jac=ridge_jac, method="BFGS",
+                          tol=1e-10).x
+    r = A_VALID @ w - B_VALID
+    return r @ r
+
+
+T50 = np.linspace(0.0, 4.0, 50)
+Y50 = 2.0 * np.exp(-0.6 * T50) + 0.02 * np.cos(9 * T50)
+
+
+def decay(x, y):
+    return x[0] * np.exp(-x[1] * T50) - y
+
+
+def decay_jac(x, y):
+    e = np.exp(-x[1] * T50)
+    return np.stack([e, -x[0] * T50 * e], axis=1)
+
+
+def fit_least_squares(y):
+    fit = optimize.least_squares(decay, np.array([1.0, 1.0]), args=(y,), jac=decay_jac,
+                                 method="lm", xtol=1e-15, ftol=1e-15, gtol=1e-15)
+    return fit.x[0] / fit.x[1] + fit.cost
+
+
+def integral_quad(p, b):
+    return integrate.quad(lambda t: np.exp(-p[0] * t) * np.cos(p[1] * t) / (1 + p[2] * t * t),
+                          0.0, b, epsabs=1e-12, epsrel=1e-12)[0]
+
+
+#: the workloads whose derivative is implicit (the goal's: not quad's)
+IMPLICIT = ("calibration_brentq", "bilevel_minimize", "fit_least_squares")
+
+#: (name, function, arguments, wrt)
+WORKLOADS = [
+    ("calibration_brentq", calibration_brentq, (Y, 0.4), (0, 1)),
+    ("bilevel_minimize", bilevel_minimize, (0.7,), 0),
+    ("fit_least_squares", fit_least_squares, (Y50,), 0),
+    ("integral_quad", integral_quad, (np.array([0.5, 2.0, 0.3]), 3.0), (0, 1)),
+]
+
+
+def central(f, args, wrt, h=1e-5):
+    """The gradient of `f` with respect to the arguments `wrt`, by central differences."""
+    out = []
+    for i in (wrt if isinstance(wrt, tuple) else (wrt,)):
+        x = np.asarray(args[i], dtype=float)
+        g = np.zeros(x.shape)
+        for k in np.ndindex(x.shape):
+            e = np.zeros(x.shape)
+            e[k] = h
+            step = [a for a in args]
+            step[i] = x + e if x.ndim else float(x + h)
+            up = f(*step)
+            step[i] = x - e if x.ndim else float(x - h)
+            g[k] = (up - f(*step)) / (2 * h)
+        out.append(g)
+    return tuple(out) if isinstance(wrt, tuple) else out[0]
+
+
+def best(fn, args, target):
+    """Minimum seconds per call of `fn(*args)` over a few measurements of ~`target` s, in
+    process CPU time (steadier on a shared machine; the solvers are single-threaded)."""
+    timer = timeit.Timer(lambda: fn(*args), timer=time.process_time)
+    number = 1
+    while timer.timeit(number) < target / 10:
+        number *= 10
+    return min(timer.repeat(7, number)) / number
+
+
+def check(name, g, f, args, wrt):
+    """Exit with a message unless the gradient `g` of `f` agrees with central differences
+    (to 1e-4 relative: the solves stop near 1e-10)."""
+    got, want = g(*args), central(f, args, wrt)
+    for a, b in zip(got if isinstance(wrt, tuple) else (got,),
+                    want if isinstance(wrt, tuple) else (want,)):
+        if not np.allclose(a, b, rtol=1e-4, atol=1e-5):
+            raise SystemExit(f"{name}: s2sad's gradient {a} disagrees with central "
+                             f"differences {b}")
+
+
+def bench(s2sad, quick=False):
+    """One row per workload: the function's and s2sad's gradient's seconds per call, the
+    first gradient call (transform and the run-time derivatives compiled)."""
+    rows = []
+    target = 0.02 if quick else 0.2
+    for name, f, args, wrt in WORKLOADS:
+        print(f"timing {name} (solvers) ...", file=sys.stderr, flush=True)
+        t0 = time.perf_counter()
+        g = s2sad.grad(f, wrt=wrt)
+        g(*args)
+        first = time.perf_counter() - t0
+        check(name, g, f, args, wrt)
+        rows.append({"workload": name, "function": best(f, args, target),
+                     "gradient": best(g, args, target), "first": first})
+    return rows
+
+
+def report(rows):
+    """The group's table (times in us) and the goal line."""
+    head = ("workload", "function us", "s2sad grad us", "grad/function", "first call s")
+    body = [(r["workload"], f"{r['function'] * 1e6:.0f}", f"{r['gradient'] * 1e6:.0f}",
+             f"{r['gradient'] / r['function']:.2f}", f"{r['first']:.2f}") for r in rows]
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
+    lines = ["Solvers: gradients through SciPy's solvers by the implicit function theorem "
+             "(Leibniz's rule for quad), in us per call", ""]
+    lines += ["  ".join(str(x).rjust(w) for x, w in zip(line, widths))
+              for line in (head, *body)]
+    ratios = [(r["workload"], r["gradient"] / r["function"]) for r in rows
+              if r["workload"] in IMPLICIT]
+    missed = [f"{n} {x:.2f}x" for n, x in ratios if not x <= GOAL]
+    every = ", ".join(f"{n} {x:.2f}x" for n, x in ratios)
+    lines += ["", f"solvers goal (roots and minimisers: the implicit derivative at most 2x "
+              f"the solve, the gradient within {GOAL:.0f}x the function): "
+              + (f"missed by {', '.join(missed)}" if missed else f"met ({every})")]
+    return "\n".join(lines)
+
+
+def main():
+    import s2sad
+    print(report(bench(s2sad, quick="--quick" in sys.argv)))
+
+
+if __name__ == "__main__":
+    main()

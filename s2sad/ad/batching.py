@@ -1,0 +1,366 @@
+"""Batching (`vmap`): Wengert form to `f_batched(x, ...)`, the function over a batch.
+
+The parameters in `wrt` carry a batch axis, first; a value computed from one does too,
+and every other value stays as it is. Each statement on a batched value applies its
+primitive's batching rule (rules/batching.py): an elementwise primitive pads the
+batched operands' axes where another operand may have more (`_s2s_batch_pad`), a
+reduction counts its axis past the batch axis, an index selects all of the batch first,
+a call of another Python function calls that function's own batched version, and a
+primitive without a rule is applied item by item (`_s2s_batch_loop`, said in a comment
+and a warning). A value that carries no batch axis where its name does elsewhere (a
+loop's start value) gets one (`_s2s_batch_like`), and so does every output: each
+result of `f_batched` has the batch axis first. An `if` or a `while` whose test is
+batched, or a `for` over a batched sequence, is refused.
+
+>>> from s2sad.ad.batching import Batching
+>>> print(show(Batching, '''
+... def f(x, w):
+...     return np.sum(np.tanh(x * w), axis=0) + x[0]
+... ''', wrt=(0,), arrays=True))
+def f_batched(x, w):
+    t = _s2s_batch_pad(x, np.ndim(w)) * w
+    t_1 = np.tanh(t)
+    t_2 = np.sum(t_1, axis=1)
+    t_3 = x[:, 0]
+    y = _s2s_batch_pad(t_2, np.ndim(t_3) - 1) + _s2s_batch_pad(t_3, np.ndim(t_2) - 1)
+    return y
+
+(The pads are no-ops where the items' ranks agree, which the kinds of values do not
+tell here.)
+"""
+import dataclasses
+import operator
+import warnings
+
+import gast
+import numpy as np
+
+from .. import marks, syntax
+from ..analysis import operations
+from ..analysis.activity import closure, definitions
+from ..analysis.operations import COPY, NONDIFF, PACK, USER
+from ..analysis.value_kinds import ARRAY, SCALAR
+from ..compilation import Callee
+from ..errors import BatchingLoopWarning, InternalError, S2SADError
+from ..frontend import source
+from ..options import Variant
+from ..rules import registry
+from .simplify import template_name
+
+
+def run(fn, ctx):
+    """The pass: `f_batched` for the function `fn` in Wengert form; the transform's
+    result is `ctx.batching`."""
+    return Batching(ctx).run(fn)
+
+
+@dataclasses.dataclass
+class BatchingResult:
+    """What the batching transform made: the names that carry a batch axis, and the
+    lines of the statements it applies item by item (`_s2s_batch_loop`)."""
+    batched: set
+    looped: list
+
+
+class Batching:
+    """See the module docstring; `ctx` is the `Compilation`."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.src = ctx.src
+        self.namer = ctx.namer
+        self.size = None
+        self.looped = []
+
+    def run(self, fn):
+        *body, ret = fn.body
+        if not isinstance(ret, gast.Return):
+            raise InternalError("batching: Wengert form must end with one return")
+        self.ops = self.ctx.ops
+        self.kinds = self.ctx.value_kinds
+        params = [a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
+        self.first = next(p for p in params if p in self.ctx.wrt)
+        self.batched = self.analyse(fn)
+        self.ctx.batching = BatchingResult(self.batched, self.looped)
+        body = self.block(body)
+        body.append(syntax.located(syntax.ret(self.output(ret.value)), ret))
+        if self.size is not None:
+            body.insert(0, syntax.assign(self.size, syntax.call(
+                self.ctx.runtime("batch_size"), [syntax.name(self.first)])))
+        out = syntax.function(self.namer.fresh(f"{fn.name}_batched"), [], body, like=fn)
+        for n in syntax.name_nodes(out):
+            if marks.LIFTED.of(n):
+                self.ctx.bindings[n.id] = marks.PRIM.of(n)
+            elif marks.PRIM.of(n) is not None:
+                n.id = self.ctx.bind(n.id, obj=marks.PRIM.of(n))
+        return out
+
+    # -- which names carry a batch axis ------------------------------------------------
+    def analyse(self, fn):
+        edges = []
+        for target, s in definitions(fn.body):
+            rule = self.rule_of(self.ops[s])
+            if rule is not None and rule.unbatched:
+                continue
+            edges += [(a, target) for a in self.sources(s.value)]
+        for loop in (n for n in syntax.statements(fn) if isinstance(n, gast.For)):
+            edges += [(a, loop.target.id) for a in syntax.names_loaded(loop.iter)]
+        return closure(set(self.ctx.wrt), edges)
+
+    def sources(self, value):
+        """The names a value is computed from, but those only asked for their type
+        (`type(y) is float`, which the Wengert form keeps in one test)."""
+        typed = {id(n) for c in self.type_calls(value) for n in gast.walk(c)}
+        return [n.id for n in gast.walk(value) if isinstance(n, gast.Name)
+                and isinstance(n.ctx, gast.Load) and id(n) not in typed]
+
+    def type_calls(self, value):
+        if not isinstance(value, gast.Compare):
+            return []
+        return [c for c in gast.walk(value) if isinstance(c, gast.Call)
+                and self.src.resolve(c.func) is type and len(c.args) == 1]
+
+    def rule_of(self, op):
+        record = registry.primitive(op.prim) if op.prim is not None else None
+        return None if record is None else record.batch
+
+    def is_batched(self, atom):
+        return isinstance(atom, gast.Name) and atom.id in self.batched
+
+    def any_batched(self, node):
+        return any(n in self.batched for n in syntax.names_loaded(node))
+
+    def batch_size(self):
+        if self.size is None:
+            self.size = self.namer.fresh("batch_size")
+        return syntax.name(self.size)
+
+    def like(self, value):
+        """`value`, which carries no batch axis, with one."""
+        return syntax.call(self.ctx.runtime("batch_like"), [value, self.batch_size()])
+
+    # -- statements ---------------------------------------------------------------------
+    def block(self, stmts):
+        out = []
+        for s in stmts:
+            if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
+                out.extend(self.assign(s))
+                continue
+            if isinstance(s, (gast.If, gast.While)) and self.any_batched(s.test):
+                what = "an if" if isinstance(s, gast.If) else "a while loop"
+                self.refuse(s, f"{what} whose test differs across the batch",
+                            "compute both branches and choose with np.where, or vmap "
+                            "a loop over the items")
+            if isinstance(s, gast.For) and self.any_batched(s.iter):
+                self.refuse(s, "a for loop over a sequence that differs across the batch",
+                            "loop over a range that is the same for every item")
+            if isinstance(s, (gast.If, gast.For, gast.While)):
+                s.body = self.block(s.body)
+                s.orelse = self.block(s.orelse)
+            out.append(s)
+        return out
+
+    def refuse(self, s, what, fix):
+        raise S2SADError(f"{self.src.where(s)}: vmap cannot batch {what}; {fix}\n    "
+                         f"{self.src.line_text(s).strip()}")
+
+    def assign(self, s):
+        target = s.targets[0].id
+        if target not in self.batched:
+            for c in self.type_calls(s.value):     # the type of one item
+                if self.any_batched(c.args[0]):
+                    c.func = syntax.name(self.ctx.runtime("batch_element_type"))
+            return [s]
+        if not self.any_batched(s.value):
+            s.value = self.like(s.value)
+            return [s]
+        op = self.ops[s]
+        value = self.batched_value(op, s)
+        if value is None:
+            value = self.loop(op, s)
+            s = syntax.located(syntax.assign(target, value), s)
+            note = syntax.comment(f"batched by a loop: {self.named(op)} has no batching "
+                                  "rule")
+            return [note, s]
+        s.value = value
+        return [s]
+
+    def batched_value(self, op, s):
+        """The batched value of `s` by its primitive's rule, or None (no rule)."""
+        node = s.value
+        if op.form == COPY:
+            return node
+        if op.form == PACK:
+            return syntax.replaced(node, {id(a): self.like(a) for a in op.args
+                                    if not self.is_batched(a) and not isinstance(
+                                        a, gast.Constant)})
+        if op.form == USER:
+            return self.user_call(op, node)
+        if op.form == NONDIFF and op.prim is None:
+            if isinstance(node, gast.Compare) and len(node.ops) == 1:
+                return self.elementwise(node, [node.left, node.comparators[0]])
+            if isinstance(node, gast.UnaryOp):
+                return syntax.call(self.numpy_attr("logical_not"), [node.operand])
+            return None
+        if op.prim is None:
+            return None
+        rule = self.rule_of(op)
+        if rule is not None:
+            return self.by_rule(rule, op)
+        if op.prim is operator.getitem:
+            return self.index(node)
+        record = registry.primitive(op.prim)
+        if op.variant is not None and op.variant.elementwise:
+            return self.elementwise(node, [a for a in op.bound.values()])
+        if record is not None and record.reduction and op.bound is not None:
+            return self.reduction(op, node)
+        return None
+
+    def elementwise(self, node, operands):
+        """`node` with each batched operand padded to the axes the others may have."""
+        swap = {}
+        for x in operands:
+            if not self.is_batched(x):
+                continue
+            others = [o for o in operands if isinstance(o, gast.Name) and o.id != x.id
+                      and self.kinds[o] != SCALAR]
+            if not others:
+                continue
+            ranks = [self.rank(o) for o in others]
+            rank = ranks[0] if len(ranks) == 1 else syntax.call(
+                self.ctx.bind("max", obj=max), ranks)
+            swap[id(x)] = syntax.call(self.ctx.runtime("batch_pad"), [
+                syntax.copied(x), rank])
+        return syntax.replaced(node, swap)
+
+    def rank(self, o):
+        ndim = syntax.call(self.numpy_attr("ndim"), [syntax.copied(o)])
+        return syntax.binop(ndim, gast.Sub(), syntax.const(1)) if self.is_batched(o) else ndim
+
+    def numpy_attr(self, attr):
+        return gast.Attribute(value=syntax.name(self.ctx.bind("np", obj=np)),
+                              attr=attr, ctx=gast.Load())
+
+    def reduction(self, op, node):
+        bound = op.bound
+        if "axis" not in bound or "a" not in bound or not self.is_batched(bound["a"]) or any(
+                self.is_batched(v) for p, v in bound.items() if p != "a"):
+            return None
+        axis = bound["axis"]
+        if isinstance(axis, gast.Constant) and isinstance(axis.value, int):
+            new = syntax.const(axis.value + 1 if axis.value >= 0 else axis.value)
+        else:
+            new = syntax.call(self.ctx.runtime("batch_axis"), [syntax.copied(axis),
+                                                                syntax.copied(bound["a"])])
+        if isinstance(node, gast.Call) and any(a is axis for a in node.args):
+            return syntax.replaced(node, {id(axis): new})
+        if isinstance(node, gast.Call) and any(k.value is axis for k in node.keywords):
+            return syntax.replaced(node, {id(axis): new})
+        if not isinstance(node, gast.Call):
+            return None
+        out = syntax.replaced(node, {})
+        out.keywords = list(out.keywords) + [gast.keyword(arg="axis", value=new)]
+        return out
+
+    def index(self, node):
+        """`x[i]` of each item: `x[:, i]` for a batched array and an index that is the
+        same for every item; a batched container's item as it is."""
+        x, index = node.value, node.slice
+        if self.any_batched(index):
+            if (not self.is_batched(x) and self.kinds[x] == ARRAY
+                    and isinstance(index, gast.Name)):
+                return node     # a gather: one row of x for each item
+            return None
+        kind = self.kinds[x]
+        if kind not in (SCALAR, ARRAY):
+            if isinstance(kind, type) and issubclass(kind, (tuple, list, dict)):
+                return node
+            return syntax.call(self.ctx.runtime("batch_getitem"), [
+                syntax.copied(x), operations.index_value(syntax.copied(index))])
+        every = gast.Slice(lower=None, upper=None, step=None)
+        if isinstance(index, gast.Tuple):
+            new = syntax.tuple_([every] + list(index.elts))
+        elif isinstance(index, gast.Name) and self.kinds[index] != SCALAR:
+            return gast.Subscript(value=x, slice=syntax.call(
+                self.ctx.runtime("batch_index"), [index]), ctx=gast.Load())
+        else:
+            new = syntax.tuple_([every, index])
+        return gast.Subscript(value=x, slice=new, ctx=gast.Load())
+
+    def by_rule(self, rule, op):
+        args, keywords = operations.call_arguments(op, self.src)
+        bound = rule.variant.bind(args, keywords)
+        if bound is None:
+            return None
+        subst = dict(bound)
+        for p, a in bound.items():
+            subst[f"{p}_axis"] = syntax.const(0 if self.is_batched(a) else None)
+        for free, obj in rule.template.free.items():
+            subst[free] = template_name(self.ctx.bind(free, obj=obj), obj)
+        return syntax.substitute(rule.template.tree, subst)
+
+    def user_call(self, op, node):
+        """`g(a, b)`: `g_batched(a, b)`, `g`'s own batched version (along the arguments
+        batched here), which gives every result its batch axis."""
+        if node.keywords and any(self.is_batched(k.value) for k in node.keywords):
+            return None
+        fn, args, kwargs = operations.python_function(op.prim)
+        batched = [i for i, a in enumerate(node.args) if self.is_batched(a)]
+        arg_types = operations.argument_types(op.prim, node.args, self.kinds)
+        wrt = tuple(i + len(args) for i in batched)
+        callee = Callee(fn, Variant.BATCHED, wrt, arg_types, tuple(args), dict(kwargs),
+                        len(node.args))
+        name = self.ctx.call(callee, f"{source.identifier(fn)}_batched")
+        if marks.RECORD.of(fn) is not None:
+            self.ctx.lifted.append((fn, wrt, None))
+        return syntax.call(name, [syntax.copied(a) for a in node.args], node.keywords)
+
+    def loop(self, op, s):
+        """`_s2s_batch_loop(f, n, args, axes, ...)`: the primitive of `s` item by item."""
+        warnings.warn(BatchingLoopWarning(
+            f"{self.src.where(s)}: vmap applies {self.named(op)} item by item, in a "
+            "Python loop: it has no batching rule (s2sad.rules.registry.batching "
+            "declares one)"), stacklevel=2)
+        self.looped.append(self.src.where(s))
+        node = s.value
+        args, keywords = operations.call_arguments(op, self.src) if op.prim is not None else (None, None)
+        if op.prim is not None and isinstance(node, gast.Call) and args[:1] == [
+                getattr(node.func, "value", None)]:     # a method
+            fn = syntax.call(self.ctx.runtime("batch_method"), [syntax.const(node.func.attr)])
+        elif op.prim is not None:
+            fn = syntax.name(self.ctx.bind(_identifier(op.prim), obj=op.prim))
+        elif isinstance(node, gast.Call):
+            fn, args, keywords = node.func, list(node.args), {
+                k.arg: k.value for k in node.keywords}
+        else:
+            self.refuse(s, "this expression", "write it as a function call")
+        call = [fn, self.batch_size(),
+                syntax.tuple_([syntax.copied(a) for a in args]),
+                syntax.tuple_([syntax.const(0 if self.is_batched(a) else None)
+                               for a in args])]
+        if keywords:
+            call += [gast.Dict(keys=[syntax.const(k) for k in keywords],
+                               values=[syntax.copied(v) for v in keywords.values()]),
+                     gast.Dict(keys=[syntax.const(k) for k in keywords],
+                               values=[syntax.const(0 if self.is_batched(v) else None)
+                                       for v in keywords.values()])]
+        return syntax.call(self.ctx.runtime("batch_loop"), call)
+
+    def named(self, op):
+        if op.prim is not None:
+            return getattr(op.prim, "__qualname__", None) or repr(op.prim)
+        return "this call"
+
+    def output(self, value):
+        if isinstance(value, (gast.Tuple, gast.List)):
+            return type(value)(elts=[self.output(e) for e in value.elts], ctx=gast.Load())
+        if self.is_batched(value):
+            return value
+        return self.like(value)
+
+
+def _identifier(prim):
+    name = getattr(prim, "__name__", None) or type(prim).__name__
+    return name if name.isidentifier() else "prim"
+
+

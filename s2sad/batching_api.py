@@ -1,0 +1,209 @@
+"""`vmap`: a function over a batch of its arguments, compiled source to source.
+
+The function (or the gradient code `grad(f)` runs) goes through the batching transform
+(ad/batching.py) for the arguments that carry a batch axis; that code takes each such
+argument with its batch axis first and gives each result with its batch axis first,
+and `vmap` moves the axes where `in_axes` and `out_axes` say.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+import numpy as np
+
+from . import driver
+from .compilation import arg_types_of
+from .errors import S2SADError
+from .forward_api import gradient_of
+from .options import Options, Variant
+from .rules import pytrees
+
+
+def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
+    """`f` over a batch: `vmap(f)(xs)` is `f` of each item of `xs` (along axis 0), the
+    results stacked along axis 0, computed by one batched function that s2sad writes
+    (JAX's `vmap`).
+
+    `in_axes` gives, for each positional argument, the axis its batch runs along, or
+    None for an argument every item shares: an int or None for all of them, or a tuple
+    with one entry per argument, each an int, None, or a structure like the argument's
+    (a dict, list or tuple) of them. `out_axes`, likewise for the result, gives where
+    each result's batch axis goes (None: a result that is the same for every item).
+
+    >>> import numpy as np
+    >>> import s2sad
+    >>> def affine(w, x):
+    ...     return np.tanh(np.dot(x, w))
+    >>> w, xs = np.array([1.0, -1.0]), np.array([[0.5, 0.25], [1.0, 2.0], [0.0, 1.0]])
+    >>> batched = s2sad.vmap(affine, in_axes=(None, 0))
+    >>> np.allclose(batched(w, xs), [affine(w, x) for x in xs])
+    True
+
+    It composes with `grad` and `value_and_grad` (the batching transform applied to the
+    gradient code): per-example gradients are
+
+    >>> def loss(w, x, y):
+    ...     return (np.dot(x, w) - y) ** 2
+    >>> per_example = s2sad.vmap(s2sad.grad(loss), in_axes=(None, 0, 0))
+    >>> ys = np.array([1.0, 0.0, 2.0])
+    >>> np.allclose(per_example(w, xs, ys),
+    ...             [2 * (np.dot(x, w) - y) * x for x, y in zip(xs, ys)])
+    True
+
+    and with itself (`vmap(vmap(f))`, a batch of batches). A primitive without a
+    batching rule is applied item by item (a `BatchingLoopWarning` says where); an `if` or
+    `while` whose test differs across the batch is refused, naming the line."""
+    @functools.wraps(f)
+    def batched(*args):
+        return _call(f, in_axes, out_axes, args)
+    batched.s2s_vmap = (f, in_axes, out_axes)
+    batched.s2s_made_by = "vmap"
+    return batched
+
+
+def _call(f, in_axes, out_axes, args):
+    inner = getattr(f, "s2s_vmap", None)
+    if inner is not None:
+        return _nested(inner, in_axes, out_axes, args)
+    axes = _axes_per_argument(in_axes, args)
+    n, moved, batched = _batch_first(args, axes)
+    items = [pytrees.map(lambda v: v[0], a) if b else a for a, b in zip(moved, batched)]
+    fn = _batched_code(f, items, tuple(i for i, b in enumerate(batched) if b))
+    out = fn(*moved)
+    return _placed(out, out_axes, n)
+
+
+def _batched_code(f, items, wrt):
+    """The compiled batched function of `f` (or of the gradient code a `grad` or
+    `value_and_grad` of s2sad runs), for arguments like `items`, batched along `wrt`."""
+    options = Options(Variant.BATCHED, guard=False)
+    gradient = gradient_of(f)
+    kind = getattr(f, "variant", None)
+    if gradient is not None and kind in (Variant.GRAD, Variant.VALUE_AND_GRAD):
+        primal, grad_wrt = gradient
+        target = driver.target(primal)
+        arg_types = arg_types_of(target, items)
+        code = driver.gradient_code(target, grad_wrt, arg_types, kind).fn
+        return driver.derivative(code, wrt, arg_types, options).fn
+    if getattr(f, "s2s_derivative", False):
+        raise S2SADError(f"vmap batches functions, grad and value_and_grad; "
+                         f"{getattr(f, '__name__', f)!r} is another derivative of s2sad's")
+    target = driver.target(f)
+    return driver.derivative(target, wrt, arg_types_of(target, items), options).fn
+
+
+def _axes_per_argument(in_axes, args):
+    if isinstance(in_axes, (int, type(None))):
+        return [in_axes] * len(args)
+    if not isinstance(in_axes, (tuple, list)) or len(in_axes) != len(args):
+        raise S2SADError(f"vmap: in_axes={in_axes!r} needs an int, None, or one entry per "
+                         f"argument ({len(args)} given)")
+    return list(in_axes)
+
+
+def _leaf_axes(spec, value):
+    """The axis of each leaf of `value`, from `spec`: an int or None for all of them, or
+    a structure like `value`'s."""
+    leaves, structure = pytrees.flatten(value)
+    if isinstance(spec, (int, type(None))):
+        return [spec] * len(leaves)
+    spec_leaves, spec_structure = pytrees.flatten(spec)
+    if len(spec_leaves) != len(leaves) or repr(spec_structure) != repr(structure):
+        raise S2SADError(f"vmap: the axes {spec!r} do not match the structure of the "
+                         f"argument, {structure!r}")
+    return spec_leaves
+
+
+def _batch_first(args, axes):
+    """`(n, args, batched)`: the size of the batch, the arguments with each batched leaf's
+    axis first (a leaf of a batched argument with axis None repeated along it), and
+    which arguments are batched."""
+    n, moved, batched = None, [], []
+    for a, spec in zip(args, axes):
+        leaf_axes = _leaf_axes(spec, a)
+        leaves, structure = pytrees.flatten(a)
+        if all(ax is None for ax in leaf_axes):
+            moved.append(a)
+            batched.append(False)
+            continue
+        firsts = []
+        for v, ax in zip(leaves, leaf_axes):
+            if ax is None:
+                firsts.append(None)
+                continue
+            v = np.moveaxis(np.asarray(v), ax, 0)
+            if n is not None and len(v) != n:
+                raise S2SADError(f"vmap: the batched arguments have batches of different "
+                                 f"sizes ({n} and {len(v)})")
+            n = len(v)
+            firsts.append(v)
+        leaves = [np.broadcast_to(v, (n,) + np.shape(v)) if f is None else f
+                  for v, f in zip(leaves, firsts)]
+        moved.append(pytrees.unflatten(structure, leaves))
+        batched.append(True)
+    if n is None:
+        raise S2SADError("vmap: no argument is batched (in_axes are all None)")
+    return n, moved, batched
+
+
+def _placed(out, out_axes, n):
+    """The results of the batched code (each leaf's batch axis first) with their batch
+    axes where `out_axes` says."""
+    leaves, structure = pytrees.flatten(out)
+    axes = _leaf_axes(out_axes, out)
+    placed = []
+    for v, ax in zip(leaves, axes):
+        v = np.asarray(v)
+        shared = v.strides[0] == 0 or n == 1
+        if ax is None:
+            if not shared:
+                raise S2SADError("vmap: out_axes is None for a result that differs "
+                                 "across the batch")
+            placed.append(v[0])
+            continue
+        placed.append(np.moveaxis(np.array(v) if shared else v, 0, ax))
+    return pytrees.unflatten(structure, placed)
+
+
+def _nested(inner, in_axes, out_axes, args):
+    """`vmap(vmap(f, inner_in, inner_out), in_axes, out_axes)(*args)`: both batches as one
+    batch of their product's size (`n * m`), then split again."""
+    f, inner_in, inner_out = inner
+    n, moved, batched = _batch_first(args, _axes_per_argument(in_axes, args))
+    items = [pytrees.map(lambda v: v[0], a) if b else a for a, b in zip(moved, batched)]
+    inner_axes = _axes_per_argument(inner_in, items)
+    m = None
+    for a, b, item, spec in zip(moved, batched, items, inner_axes):
+        for v, ax in zip(pytrees.flatten(item)[0], _leaf_axes(spec, item)):
+            if ax is not None:
+                m = np.shape(v)[ax]
+    if m is None:
+        raise S2SADError("vmap: the inner vmap batches no argument")
+    merged, merged_axes = [], []
+    for a, b, item, spec in zip(moved, batched, items, inner_axes):
+        leaf_axes = _leaf_axes(spec, item)
+        leaves, structure = pytrees.flatten(a)
+        if not b and all(ax is None for ax in leaf_axes):
+            merged.append(a)
+            merged_axes.append(None)
+            continue
+        both = []
+        for v, ax in zip(leaves, leaf_axes):
+            v = np.asarray(v) if b else np.broadcast_to(v, (n,) + np.shape(v))
+            if ax is None:
+                v = np.broadcast_to(v[:, None], (n, m) + v.shape[1:])
+            else:
+                v = np.moveaxis(v, ax + 1 if ax >= 0 else ax, 1)
+            both.append(v.reshape((n * m,) + v.shape[2:]))
+        merged.append(pytrees.unflatten(structure, both))
+        merged_axes.append(0)
+    out = _call(f, tuple(merged_axes), 0, merged)
+    leaves, structure = pytrees.flatten(out)
+    axes = _leaf_axes(inner_out, out)
+    if any(ax is None for ax in axes):
+        raise S2SADError("vmap: an inner vmap's out_axes None is not supported in a vmap "
+                         "of a vmap")
+    leaves = [np.moveaxis(np.reshape(v, (n, m) + np.shape(v)[1:]), 1,
+                          ax + 1 if ax >= 0 else ax) for v, ax in zip(leaves, axes)]
+    return _placed(pytrees.unflatten(structure, leaves), out_axes, n)

@@ -1,0 +1,251 @@
+"""Batching rules (`vmap`, ad/batching.py) and the runtime helpers batched code calls.
+
+A batched value carries its batch axis first. Elementwise primitives and reductions
+batch without a rule of their own (the transform pads the batched operands' axes, or
+shifts the axis of a reduction); the others declare one here, keyed by the primitive, as
+a template over its parameters and `PARAM_axis` (0 where the argument is batched, None
+where it is not): `batching(np.dot, "a, b", "_s2s_batch_dot(a, a_axis, b, b_axis)")`.
+A primitive without one is batched by a loop over the batch (`loop`), which the
+transform says in a comment and a warning.
+
+>>> import numpy as np
+>>> batch_pad(np.zeros((4, 3)), 2).shape         # a batch of 4 vectors, met by matrices
+(4, 1, 3)
+>>> batch_axis(-1, np.zeros((4, 3))), batch_axis(None, np.zeros((4, 3, 2)))
+(-1, (1, 2))
+"""
+import math
+import operator
+
+import numpy as np
+
+from . import pytrees
+from .products import dot_lhs, dot_rhs, matmul_lhs, matmul_rhs
+from .runtime import seed
+from .registry import METHODS, batching, helpers
+from .writes import setitem
+
+ns = {"np": np, "operator": operator, "float": float}
+
+
+def batch_size(x):
+    """The size of the batch that `x`, a batched value, holds (its first leaf's first axis)."""
+    leaves, _ = pytrees.flatten(x)
+    return len(leaves[0])
+
+
+def batch_like(x, n):
+    """`x`, which carries no batch axis, with one of length `n` in front (a view with
+    stride 0: every item of the batch is `x`), leaf by leaf."""
+    return pytrees.map(lambda v: np.broadcast_to(v, (n,) + np.shape(v)), x)
+
+
+def batch_pad(x, rank):
+    """The batched array `x` with new axes after its batch axis, so that each item has at
+    least `rank` axes: it then broadcasts, batch axis first, against arrays of up to
+    `rank` axes (a batch of vectors times a matrix)."""
+    missing = rank - (np.ndim(x) - 1)
+    if missing <= 0:
+        return x
+    x = np.asarray(x)
+    return x.reshape(x.shape[:1] + (1,) * missing + x.shape[1:])
+
+
+def batch_axis(axis, x):
+    """The axis (an int, a tuple or None) of one item of the batched array `x` as an axis
+    of `x`: an axis counted from the front moves back by one, None is every axis but the
+    batch axis."""
+    if axis is None:
+        return tuple(range(1, np.ndim(x)))
+    if isinstance(axis, tuple):
+        return tuple(batch_axis(a, x) for a in axis)
+    return axis + 1 if axis >= 0 else axis
+
+
+def batch_index(i):
+    """The index `i` of one item as an index of the batch: all of the batch axis first."""
+    return (slice(None),) + (i if isinstance(i, tuple) else (i,))
+
+
+def batch_getitem(x, i):
+    """`x[i]` for each item of the batch `x`, whose kind is not known when it compiles:
+    an item of a container (whose items carry the batch axis) or of an array."""
+    if isinstance(x, (tuple, list, dict)):
+        return x[i]
+    return x[batch_index(i)]
+
+
+def batch_loop(fn, n, args, axes, kwargs=None, kw_axes=None):
+    """`fn` applied to each item of the batch (length `n`) and the results stacked, batch
+    axis first: the arguments whose axis is 0 give their item, the others are passed as
+    they are. Correct for any function; a Python loop."""
+    kwargs, kw_axes = kwargs or {}, kw_axes or {}
+    results = []
+    for b in range(n):
+        given = [_item(a, b) if ax is not None else a for a, ax in zip(args, axes)]
+        named = {k: _item(v, b) if kw_axes.get(k) is not None else v
+                 for k, v in kwargs.items()}
+        results.append(fn(*given, **named))
+    return batch_stack(results)
+
+
+def _item(x, b):
+    return pytrees.map(lambda v: v[b], x)
+
+
+def batch_stack(results):
+    """The results of the items of a batch as one batched value, leaf by leaf."""
+    parts = [pytrees.flatten(r) for r in results]
+    structure = parts[0][1]
+    columns = zip(*[leaves for leaves, _ in parts])
+    return pytrees.unflatten(structure, [np.stack([np.asarray(v) for v in column])
+                                         for column in columns])
+
+
+def batch_matmul(a, a_axis, b, b_axis):
+    """`a @ b` of each item, where `a` or `b` (or both) is batched."""
+    per_a, per_b = np.ndim(a) - (a_axis is not None), np.ndim(b) - (b_axis is not None)
+    if a_axis is not None and b_axis is not None:
+        if per_a == 1 and per_b == 1:
+            return np.einsum("bi,bi->b", a, b)
+        if per_a == 1 and per_b == 2:
+            return np.matmul(a[:, None, :], b)[:, 0]
+        if per_a == 2 and per_b == 1:
+            return np.matmul(a, b[..., None])[..., 0]
+        if per_a == per_b:
+            return np.matmul(a, b)
+    elif a_axis is not None:
+        if per_b <= 2 or per_a == per_b:    # the batch axis a stacked matrix's
+            return np.matmul(a, b)
+    elif per_b == 1:                        # one matrix (or vector) times a batch of vectors
+        return np.matmul(b, np.transpose(a)) if per_a == 2 else np.matmul(b, a)
+    elif per_a <= 2 or per_a == per_b:
+        return np.matmul(a, b)
+    return batch_loop(np.matmul, batch_size(a if a_axis is not None else b), (a, b),
+                      (a_axis, b_axis))
+
+
+def batch_dot(a, a_axis, b, b_axis):
+    """`np.dot(a, b)` of each item, where `a` or `b` (or both) is batched."""
+    per_a = np.ndim(a) - (a_axis is not None)
+    per_b = np.ndim(b) - (b_axis is not None)
+    if per_a == 0 or per_b == 0:
+        return batch_pad(a, per_b) * batch_pad(b, per_a) if a_axis is not None and b_axis is not None \
+            else (batch_pad(a, per_b) * b if a_axis is not None else a * batch_pad(b, per_a))
+    if per_a <= 2 and per_b <= 2:
+        return batch_matmul(a, a_axis, b, b_axis)
+    n = batch_size(a if a_axis is not None else b)
+    return batch_loop(np.dot, n, (a, b), (a_axis, b_axis))
+
+
+def batch_dot_rhs(g, g_axis, a, a_axis, b, b_axis, fn=dot_rhs):
+    """`fn(g, a, b)` of each item; by default `dot_rhs`, the adjoint of `b` in `np.dot(a, b)`."""
+    n = batch_size(g if g_axis is not None else a if a_axis is not None else b)
+    if (np.ndim(b) - (b_axis is not None) == 1 and np.ndim(a) - (a_axis is not None) == 1
+            and np.ndim(g) - (g_axis is not None) == 0):
+        return batch_pad(g if g_axis is not None else batch_like(g, n), 1) * (
+            a if a_axis is not None else batch_like(a, n))
+    return batch_loop(fn, n, (g, a, b), (g_axis, a_axis, b_axis))
+
+
+def batch_dot_lhs(g, g_axis, a, a_axis, b, b_axis, fn=dot_lhs):
+    """`fn(g, a, b)` of each item; by default `dot_lhs`, the adjoint of `a` in `np.dot(a, b)`."""
+    n = batch_size(g if g_axis is not None else a if a_axis is not None else b)
+    if (np.ndim(b) - (b_axis is not None) == 1 and np.ndim(a) - (a_axis is not None) == 1
+            and np.ndim(g) - (g_axis is not None) == 0):
+        return batch_pad(g if g_axis is not None else batch_like(g, n), 1) * (
+            b if b_axis is not None else batch_like(b, n))
+    return batch_loop(fn, n, (g, a, b), (g_axis, a_axis, b_axis))
+
+
+def batch_set_at(a, a_axis, i, v, v_axis):
+    """`setitem(a, i, v)` of each item (`a` with `a[i] = v`, as a new value), where `a` or
+    `v` is batched and the index `i` is not."""
+    n = batch_size(a if a_axis is not None else v)
+    out = np.array(a if a_axis is not None else batch_like(a, n))
+    target = out[batch_index(i)]
+    out[batch_index(i)] = batch_pad(v, np.ndim(target) - 1) if v_axis is not None else v
+    return out
+
+
+def batch_reshape(a, *shape):
+    """`np.reshape` of each item of the batched array `a` to `shape` (`x.reshape(3, 4)`
+    or `x.reshape((3, 4))`; Nones, which no shape holds, left out)."""
+    return np.reshape(a, np.shape(a)[:1] + _dims(shape))
+
+
+def _dims(given):
+    given = tuple(d for d in given if d is not None)
+    if len(given) == 1 and isinstance(given[0], (tuple, list)):
+        return tuple(given[0])
+    return given
+
+
+def batch_transpose(a, *axes):
+    """`np.transpose` of each item of the batched array `a` (by `axes`, or reversed)."""
+    axes = _dims(axes) or tuple(range(np.ndim(a) - 2, -1, -1))
+    return np.transpose(a, (0,) + tuple(ax % (np.ndim(a) - 1) + 1 for ax in axes))
+
+
+def batch_method(name):
+    """A function that calls the method `name` of its first argument with the others
+    (what `batch_loop` applies for a method without a batching rule)."""
+    return lambda obj, *args, **kwargs: getattr(obj, name)(*args, **kwargs)
+
+
+def batch_len(x):
+    """`len` of one item of the batched value `x`: a batched array's second axis, a
+    container's own length (its items carry the batch axis)."""
+    return np.shape(x)[1] if isinstance(x, np.ndarray) else len(x)
+
+
+def batch_element_type(x):
+    """The type of one item of the batched value `x` (`type(x)` in the function)."""
+    return type(x[0]) if isinstance(x, np.ndarray) else type(x)
+
+
+def batch_seed(y, name):
+    """`runtime.seed` of each item: the adjoint 1 of each scalar output."""
+    if np.ndim(y) != 1:
+        return batch_loop(lambda v: _seed(v, name), len(y), (y,), (0,))
+    return np.ones_like(y, dtype=float) if not np.issubdtype(
+        np.asarray(y).dtype, np.floating) else np.ones_like(y)
+
+
+def _seed(y, name):
+    return seed(y, name)
+
+
+helpers(__name__)
+
+# -- the rules --------------------------------------------------------------------------
+batching(np.dot, "a, b, out=None", "_s2s_batch_dot(a, a_axis, b, b_axis)")
+batching(operator.matmul, "x, y", "_s2s_batch_matmul(x, x_axis, y, y_axis)")
+batching(np.matmul, "x1, x2", "_s2s_batch_matmul(x1, x1_axis, x2, x2_axis)")
+batching(np.reshape, "a, newshape", "_s2s_batch_reshape(a, newshape)")
+batching(np.transpose, "a, axes=None", "_s2s_batch_transpose(a, axes)")
+_dims4 = "d0=None, d1=None, d2=None, d3=None"
+batching(METHODS["reshape"], "a, " + _dims4, "_s2s_batch_reshape(a, d0, d1, d2, d3)")
+batching(METHODS["transpose"], "a, " + _dims4, "_s2s_batch_transpose(a, d0, d1, d2, d3)")
+batching(np.shape, "a", "np.shape(a)[1:]", ns, unbatched=True)
+batching(np.ndim, "a", "np.ndim(a) - 1", ns, unbatched=True)
+batching(len, "obj", "_s2s_batch_len(obj)", unbatched=True)
+batching(type, "obj", "_s2s_batch_element_type(obj)", unbatched=True)
+batching(setitem, "a, index, v", "_s2s_batch_set_at(a, a_axis, index, v, v_axis)")
+batching(dot_rhs, "g, a, b", "_s2s_batch_dot_rhs(g, g_axis, a, a_axis, b, b_axis)")
+batching(dot_lhs, "g, a, b", "_s2s_batch_dot_lhs(g, g_axis, a, a_axis, b, b_axis)")
+batching(matmul_rhs, "g, a, b",
+         "_s2s_batch_dot_rhs(g, g_axis, a, a_axis, b, b_axis, _s2s_matmul_rhs)")
+batching(matmul_lhs, "g, a, b",
+         "_s2s_batch_dot_lhs(g, g_axis, a, a_axis, b, b_axis, _s2s_matmul_lhs)")
+# the functions of `math` on numbers are NumPy's ufuncs on a batch of them
+for _name in ("sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "sinh", "cosh", "atan",
+              "asin", "acos", "log1p", "expm1", "fabs", "floor", "ceil"):
+    _np = {"atan": "arctan", "asin": "arcsin", "acos": "arccos", "fabs": "abs"}.get(_name, _name)
+    batching(getattr(math, _name), "x", f"np.{_np}(x)", ns)
+batching(math.pow, "x, y", "np.power(x, y)", ns)
+batching(math.atan2, "y, x", "np.arctan2(y, x)", ns)
+batching(max, "a, b", "np.maximum(a, b)", ns)
+batching(min, "a, b", "np.minimum(a, b)", ns)
+batching(float, "x", "np.asarray(x, dtype=float)", ns)
+batching(seed, "y, name", "_s2s_batch_seed(y, name)")

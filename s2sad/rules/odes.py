@@ -1,0 +1,223 @@
+"""The derivatives of an ODE solve by SciPy (`solve_ivp`, `odeint`): reverse mode by the
+continuous adjoint method, forward mode by forward sensitivities, each integrated by
+`solve_ivp` itself with the user's method and tolerances.
+
+The problem is `y' = f(t, y, p)`, `y(t0) = y0`, observed at the output times `ts` (the
+user's `t_eval`, or the solver's own steps). `Rhs` holds `f` at the parameters of the
+call and its derivatives, the parameters' as one flat vector (what the rule's caller
+flattens the user's `args` and the values the function reads to).
+
+Reverse mode. With `g_k` the adjoint of the output `y(ts[k])`, the adjoint state
+`a(t) = dL/dy(t)` solves `a' = -a f_y` backwards, jumping by `g_k` at each output time,
+and `p_bar = int a f_p dt`, integrated beside it; then `y0_bar = a(t0)`,
+`ts_bar[k] = g_k . f(ts[k], y(ts[k]))` and `t0_bar = -a(t0) . f(t0, y0)`. The adjoint
+reads the forward solution, solved once more with SciPy's `OdeSolver` and kept as dense
+output for at most `SEGMENT` steps: a longer solve keeps the state at the start of each
+segment (a checkpoint) and solves each segment again when the adjoint reaches it, so
+the memory does not grow with the number of steps. The adjoint is solved from one jump to
+the next, each solve starting with the step the one before would have taken next.
+
+Forward mode. The tangent `s = dy` solves `s' = f_y s + f_p p_dot`, beside `y`, from
+`s(t0) = y0_dot - f(t0, y0) t0_dot`; the tangent of an output is
+`s(ts[k]) + f(ts[k], y(ts[k])) ts_dot[k]`.
+
+The solver's own steps (`t_eval=None`) move with the parameters; a derivative at such a
+step holding its time fixed would not be the derivative of the result, so only the ends
+(`t0` and the final time, both the user's) carry one: reverse mode refuses an adjoint
+on an inner step (`InnerStepError`), forward mode gives NaN there.
+
+The module needs SciPy; only the SciPy rules import it.
+"""
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import scipy.integrate
+
+from ..errors import S2SADError
+
+
+class InnerStepError(S2SADError):
+    """A derivative asked of the solution at a step the solver chose (`t_eval=None`)."""
+
+
+class FailedSolveError(S2SADError):
+    """A solve of the derivative's system failed (SciPy's message attached)."""
+
+
+@dataclass(frozen=True)
+class Rhs:
+    """`fun(t, y)`, its vector-Jacobian product `vjp(t, y, a) -> (a f_y, a f_p)` (`a f_p`
+    flat, of `size`) and its Jacobian-vector product `jvp(t, y, y_dot) -> f_y y_dot + f_p
+    p_dot` along the parameters' tangent `p_dot`."""
+    fun: Callable
+    size: int = 0
+    vjp: Callable | None = None
+    jvp: Callable | None = None
+
+
+#: the steps of the forward solution held at once (as dense output) by reverse mode: a
+#: longer solve is solved again segment by segment from checkpoints
+SEGMENT = 512
+
+
+@dataclass(frozen=True)
+class Solver:
+    """How the user's call solves: `method` (a name of `solve_ivp`'s or an `OdeSolver`
+    class), `rtol`, `atol` and `max_step`."""
+    method: str | type = "RK45"
+    rtol: float = 1e-3
+    atol: float | np.ndarray = 1e-6
+    max_step: float = np.inf
+
+    def start(self, fun, t, y, t_bound, atol=None, first_step=None):
+        """The `OdeSolver` of `y' = fun(t, y)` from `(t, y)` towards `t_bound`."""
+        method = (getattr(scipy.integrate, self.method) if isinstance(self.method, str)
+                  else self.method)
+        return method(fun, t, y, t_bound, rtol=self.rtol, max_step=self.max_step,
+                      atol=self.atol if atol is None else atol, first_step=first_step)
+
+    def solve(self, fun, t_span, y0, *, atol=None, t_eval=None):
+        sol = scipy.integrate.solve_ivp(
+            fun, t_span, y0, method=self.method, rtol=self.rtol, max_step=self.max_step,
+            atol=self.atol if atol is None else atol, t_eval=t_eval)
+        if not sol.success:
+            _failed(sol.message)
+        return sol
+
+    def scalar_atol(self):
+        return float(np.min(self.atol))
+
+
+def _failed(message):
+    raise FailedSolveError(
+        f"solve_ivp failed on the derivative's system: {message}; tighter tolerances or "
+        f"another method may help")
+
+
+def _step(solver):
+    message = solver.step()
+    if solver.status == "failed":
+        _failed(message)
+
+
+def _checkpoints(rhs, solver, t0, y0, t_end):
+    """The forward solution from `(t0, y0)` to `t_end` in segments of at most `SEGMENT`
+    steps: `[(t, y), ...]` at the start of each and the end, and the first segment's
+    dense output (the later ones are solved again when the adjoint reaches them)."""
+    points, first = [(t0, y0)], None
+    if t_end != t0:
+        forward = solver.start(rhs.fun, t0, y0, t_end)
+        steps, taken = [], 0
+        while forward.status == "running":
+            _step(forward)
+            taken += 1
+            if first is None:
+                steps.append((forward.t, forward.dense_output()))
+            if taken % SEGMENT == 0 or forward.status == "finished":
+                points.append((forward.t, forward.y.copy()))
+                if first is None:
+                    first, steps = _dense(t0, steps), None
+    return points, first
+
+
+def _dense(t0, steps):
+    return scipy.integrate.OdeSolution([t0] + [t for t, _ in steps], [d for _, d in steps])
+
+
+def _segment(rhs, solver, t_start, y_start, t_end):
+    """The dense forward solution on `[t_start, t_end]`, solved again from its start."""
+    forward = solver.start(rhs.fun, t_start, y_start, t_end)
+    steps = []
+    while forward.status == "running":
+        _step(forward)
+        steps.append((forward.t, forward.dense_output()))
+    return _dense(t_start, steps)
+
+
+def adjoint(rhs, solver, t0, y0, ts, ys, ys_bar, ts_bar=None, steps=False):
+    """`(t0_bar, y0_bar, p_bar, ts_bar)`: the adjoints of the start time, the initial
+    state, the parameters and the output times, given the solution `ys` (n x len(ts)) at
+    `ts` and the adjoint `ys_bar` of it (and `ts_bar` of `ts`, added on). With `steps`,
+    `ts` are the solver's steps (`ts[0]` is `t0`, `ts[-1]` the final time): an adjoint of
+    an inner step is refused."""
+    n, m = len(y0), len(ts)
+    ys_bar = np.asarray(ys_bar, dtype=float).reshape(n, m)
+    ts_bar = np.zeros(m) if ts_bar is None else np.array(ts_bar, dtype=float).reshape(m)
+    outputs = list(range(m))
+    if steps:
+        _only_ends(ys_bar, ts_bar)
+        outputs = sorted({0, m - 1})
+    for k in outputs:
+        ts_bar[k] += ys_bar[:, k] @ rhs.fun(ts[k], ys[:, k])
+    later = [k for k in outputs[::-1] if ys_bar[:, k].any()]     # where the adjoint jumps
+    points, first = _checkpoints(rhs, solver, t0, y0, ts[later[0]] if later else t0)
+    z = np.zeros(n + rhs.size)
+    first_step = None
+    atol = solver.scalar_atol()
+    for j in range(len(points) - 1, 0, -1):
+        (t_start, y_start), (t_end, _) = points[j - 1], points[j]
+        # (read through a list emptied after the segment: SciPy's solvers are reference
+        # cycles, which the garbage collector may free long after)
+        dense = [_segment(rhs, solver, t_start, y_start, t_end) if j > 1 else first]
+
+        def backwards(t, z, dense=dense):
+            y_bar, p_bar = rhs.vjp(t, dense[0](t), z[:n])
+            return -np.concatenate([np.ravel(y_bar), np.ravel(p_bar)])
+        t = t_end
+        while t != t_start:
+            while later and ts[later[0]] == t:
+                z[:n] += ys_bar[:, later.pop(0)]
+            stop = ts[later[0]] if later and _between(ts[later[0]], t_start, t) else t_start
+            back = solver.start(backwards, t, z, stop, atol=atol,
+                                first_step=first_step and min(first_step, abs(stop - t)))
+            while back.status == "running":
+                _step(back)
+            # the next solve starts with the step this one would take next (SciPy's
+            # solvers but LSODA keep it as h_abs), not by guessing one again
+            first_step = getattr(back, "h_abs", None)
+            z, t = back.y, stop
+        dense[0] = None
+    for k in later:
+        z[:n] += ys_bar[:, k]
+    a, p_bar = z[:n], z[n:]
+    return -a @ rhs.fun(t0, y0), a, p_bar, ts_bar
+
+
+def _between(t, low, high):
+    """Whether `t` lies strictly between `low` and `high`, either way round."""
+    return min(low, high) < t < max(low, high)
+
+
+def _only_ends(ys_bar, ts_bar):
+    inner = np.any(ys_bar[:, 1:-1] != 0) or np.any(ts_bar[1:-1] != 0)
+    if inner:
+        raise InnerStepError(
+            "the solution at a step solve_ivp chose (t_eval=None) has no derivative: the "
+            "steps move with the parameters; pass the times you need as t_eval= (only the "
+            "last column, at the final time, and the first have one)")
+
+
+def tangent(rhs, solver, t0, y0, ts, ys, t0_dot, y0_dot, ts_dot, steps=False):
+    """`ys_dot`: the tangent of the solution `ys` at `ts` along `t0_dot`, `y0_dot`, the
+    parameters' tangent (`rhs.jvp`'s) and `ts_dot` (None for zero). With `steps`, `ts` are
+    the solver's steps: the inner columns are NaN (see the module's docstring)."""
+    n, m = len(y0), len(ts)
+    y0_dot = np.zeros(n) if y0_dot is None else np.asarray(y0_dot, dtype=float)
+    ts_dot = np.zeros(m) if ts_dot is None else np.asarray(ts_dot, dtype=float)
+    s0 = y0_dot - rhs.fun(t0, y0) * t0_dot
+    outputs = sorted({0, m - 1}) if steps else list(range(m))
+
+    def both(t, w):
+        y, s = w[:n], w[n:]
+        return np.concatenate([rhs.fun(t, y), rhs.jvp(t, y, s)])
+    if ts[-1] == t0:
+        s = np.repeat(s0[:, None], len(outputs), axis=1)
+    else:
+        atol = np.concatenate([np.broadcast_to(solver.atol, (n,))] * 2)
+        s = solver.solve(both, (t0, ts[-1]), np.concatenate([y0, s0]), atol=atol,
+                         t_eval=ts[outputs]).y[n:]
+    ys_dot = np.full((n, m), np.nan)
+    for j, k in enumerate(outputs):
+        ys_dot[:, k] = s[:, j] + rhs.fun(ts[k], ys[:, k]) * ts_dot[k]
+    return ys_dot

@@ -1,0 +1,224 @@
+"""SciPy's minimisers called in differentiated code (`minimize`, `minimize_scalar`,
+`least_squares`): their Takers (frontend/callables.py) and the kinds of `ImplicitRoot`
+(s2sad/implicit.py) that stand for their calls, declared with SciPy's
+other Takers (s2sad/scipy_calls.py).
+
+A minimiser x* of f(x, theta) is a root of the optimality condition grad_x f(x, theta) = 0,
+so its derivative is the implicit function theorem's with that residual: the Jacobian of
+the residual in x is f's Hessian (s2sad's forward mode over its reverse mode), and the
+residual's vjp or jvp along theta are second derivatives of f. `least_squares` minimises
+0.5 sum r(x, theta)^2: its residual is J^T r. The fields of the result that are functions
+of (x*, theta) (`fun`, `cost`) are differentiated as such (the chain rule through x*).
+The iterations are never differentiated; a call that did not succeed, or whose minimiser
+sits on a bound, is refused at run time (its result is no stationary point).
+"""
+import inspect
+
+import numpy as np
+from scipy import optimize
+
+from . import api, implicit
+from .frontend.callables import TAKERS, Taker
+from .frontend.source import function_from_source, identifier
+from .rules import pytrees
+from .scipy_solvers import _CALLBACK, _field, _result_tangent
+
+
+class Gradient(implicit.Function):
+    """The gradient in x of the function `objective` (an `implicit.Function`), a Function
+    of the same arguments: the residual whose roots are the objective's stationary points."""
+
+    def __init__(self, objective):
+        self.fn = objective.fn
+        params = ", ".join(inspect.signature(objective.at).parameters)
+        self.at = function_from_source(
+            f"def {identifier(objective.fn)}_gradient({params}):\n"
+            f"    return _s2s_grad({params})\n",
+            {"_s2s_grad": api.grad(objective.at, wrt=0)})
+        self.at.__module__ = objective.at.__module__
+
+
+class Minimum(implicit.ImplicitRoot):
+    """A call that minimises the user's function: x* is a root of the gradient of the
+    objective (`objective_of(fn, n, names)`, a Function of x and theta, by default the
+    user's function); the fields of the result in `fields` ({field: Function}) are
+    differentiated as functions of (x*, theta), those `UNKNOWN` carry no derivative s2sad
+    knows, and the others are constant (`jac`, the gradient, is zero at every minimiser).
+    """
+
+    #: the fields of the result that carry no derivative s2sad knows (an adjoint reaching
+    #: one is refused, their tangents are NaN)
+    UNKNOWN = ("hess_inv", "hess")
+
+    def __init__(self, layout):
+        super().__init__(layout)
+        _, fn, names = layout.functions[0]
+        self.objective = self.objective_of(fn, layout.n_args, names)
+        self.residual = Gradient(self.objective)
+        self.fields = {"fun": self.objective}
+
+    def objective_of(self, fn, n, names):
+        return implicit.Function(fn, n, names)
+
+    def solve(self, given, extra, bound):
+        if given.get("jac") is True:
+            raise self.refuse("jac=True (the function returns its gradient too): s2sad "
+                              "differentiates a function that returns its value alone; pass "
+                              "jac as a function of its own, or leave it out")
+        result = self.call(given, extra, bound)
+        if not result.success:
+            raise self.refuse(f"the minimisation did not succeed ({result.message}), so its "
+                              "result is no minimiser and has no derivative; tighten or "
+                              "loosen its tolerances, or start nearer the minimum")
+        self.check_bounds(given.get("bounds"), result.x)
+        return result, result.x
+
+    def check_bounds(self, bounds, x):
+        """Refuse a minimiser that sits on one of `bounds`: there the gradient is not zero
+        and the optimality condition differentiated does not hold."""
+        if bounds is None:
+            return
+        if isinstance(bounds, optimize.Bounds):
+            lower, upper = bounds.lb, bounds.ub
+        else:
+            pairs = np.reshape(np.array(bounds, dtype=object), (-1, 2))
+            lower = np.array([-np.inf if v is None else v for v in pairs[:, 0]], float)
+            upper = np.array([np.inf if v is None else v for v in pairs[:, 1]], float)
+        x = np.ravel(x)
+        room = 1e-8 * np.maximum(1.0, np.abs(x))
+        on = (np.abs(x - np.broadcast_to(lower, x.shape)) <= room) | (
+            np.abs(np.broadcast_to(upper, x.shape) - x) <= room)
+        if np.any(on):
+            raise self.refuse(f"the minimiser found sits on a bound (at the positions "
+                              f"{np.flatnonzero(on).tolist()}), where the gradient is not "
+                              "zero; s2sad differentiates a minimiser inside the bounds")
+
+    def solution_adjoint(self, g, value):
+        return _field(g, "x")
+
+    def adjoint(self, point, g, given, extra, bound):
+        x, value = point
+        for name in self.UNKNOWN:
+            if _nonzero(_field(g, name)):
+                raise self.refuse(f"the result's field {name} has no derivative s2sad "
+                                  "knows; read x and the fields " + ", ".join(self.fields)
+                                  + " only")
+        theta = self.theta(extra, bound)
+        wrt = implicit.carried(theta)
+        gx = _field(g, "x")
+        gx = pytrees.zeros_like(x) if gx is None else gx
+        out = [None] * len(theta)
+        for name, fn in self.fields.items():     # (fun = f(x*, theta): through x* and theta)
+            w = _field(g, name)
+            if w is None or not _nonzero(w):
+                continue
+            adjoints = fn.pullback((x,) + tuple(theta), [0] + [1 + k for k in wrt], w)
+            gx = gx + adjoints[0]
+            for k, a in zip(wrt, adjoints[1:]):
+                out[k] = a if out[k] is None else out[k] + a
+        if _nonzero(gx):
+            for k, a in enumerate(implicit.root_adjoint(self.residual, x, theta, gx)):
+                if a is not None:
+                    out[k] = a if out[k] is None else out[k] + a
+        keys = [("extra", k) for k in range(len(extra))] + [(self.param, n)
+                                                               for n in self.names]
+        return dict(zip(keys, out))
+
+    def tangent(self, point, value, given, extra, bound, dots):
+        x, value = point
+        _, extra_dots, bound_dots = dots
+        theta = self.theta(extra, bound)
+        theta_dots = tuple(d if pytrees.carries_derivative(v) else None for v, d in zip(
+            theta, tuple(extra_dots) + tuple(bound_dots[self.param].values())))
+        x_dot = implicit.root_tangent(self.residual, x, theta, theta_dots)
+        out = _result_tangent(value, "x", x_dot)
+        for name, fn in self.fields.items():
+            if all(d is None for d in theta_dots):
+                break
+            dict.__setitem__(out, name, fn.tangent((x,) + tuple(theta),
+                                                   (x_dot,) + theta_dots))
+        for name in self.UNKNOWN:
+            if isinstance(value.get(name), (float, np.ndarray)):
+                dict.__setitem__(out, name, np.full_like(value[name], np.nan, dtype=float))
+        return out
+
+
+class Minimize(Minimum):
+    """minimize: its value is an OptimizeResult, whose `.x` and `.fun` carry derivatives."""
+
+
+class MinimizeScalar(Minimum):
+    """minimize_scalar: a scalar minimiser (Brent's, golden-section or bounded)."""
+
+    def solve(self, given, extra, bound):
+        result = self.call(given, extra, bound)
+        if not result.success:
+            raise self.refuse(f"the minimisation did not succeed ({result.message}), so its "
+                              "result is no minimiser and has no derivative")
+        if given.get("method") == "bounded" or (given.get("method") is None
+                                                and given.get("bounds") is not None):
+            self.check_bounds([given["bounds"]], result.x)
+        return result, result.x
+
+
+class LeastSquares(Minimum):
+    """least_squares: x* minimises the cost 0.5 sum r(x, theta)^2 (the loss "linear"),
+    `.x`, `.cost` and `.fun` (the residuals at x*) carry derivatives."""
+
+    UNKNOWN = ("jac",)
+
+    def __init__(self, layout):
+        super().__init__(layout)
+        _, fn, names = layout.functions[0]
+        self.fields = {"cost": self.objective,
+                       "fun": implicit.Function(fn, layout.n_args, names)}
+
+    def objective_of(self, fn, n, names):
+        return implicit.Function(fn, n, names, around="0.5 * _s2s_sum({} ** 2)",
+                                 role="cost", namespace={"_s2s_sum": np.sum})
+
+    def solve(self, given, extra, bound):
+        if given.get("loss", "linear") != "linear":
+            raise self.refuse(f"loss={given['loss']!r}: s2sad differentiates the "
+                              "least-squares minimiser of the loss 'linear' only")
+        result = self.call(given, extra, bound)
+        if not result.success:
+            raise self.refuse(f"the fit did not succeed ({result.message}), so its result "
+                              "is no minimiser and has no derivative")
+        if given.get("bounds") is not None:
+            lower, upper = given["bounds"]
+            self.check_bounds(optimize.Bounds(lower, upper), result.x)
+        return result, result.x
+
+
+def _nonzero(a):
+    """Whether the adjoint `a` is not None nor zero."""
+    if a is None or not pytrees.carries_derivative(a):
+        return False
+    return any(np.any(np.asarray(leaf) != 0) for leaf in _leaves(a))
+
+
+def _leaves(a):
+    if isinstance(a, dict):
+        return [v for x in a.values() for v in _leaves(x)]
+    if isinstance(a, (tuple, list)):
+        return [v for x in a for v in _leaves(x)]
+    return [] if a is None else [a]
+
+
+_CONSTRAINTS = ("constraints are not differentiated yet (their multipliers enter the "
+                "derivative); differentiate an unconstrained minimisation, or one inside "
+                "its bounds")
+
+
+def declare():
+    """Declare the Takers of SciPy's minimisers."""
+    TAKERS[optimize.minimize] = Taker(
+        "fun", implicit.standing(Minimize), functions=("jac", "hess", "hessp"),
+        refused={"callback": _CALLBACK, "constraints": _CONSTRAINTS})
+    TAKERS[optimize.minimize_scalar] = Taker("fun", implicit.standing(MinimizeScalar))
+    TAKERS[optimize.least_squares] = Taker(
+        "fun", implicit.standing(LeastSquares), functions=("jac",),
+        refused={"callback": _CALLBACK,
+                 "kwargs": "s2sad passes the function's extra arguments by args=(p, q); "
+                           "pass them there, or bind them with a lambda"})

@@ -1,0 +1,206 @@
+"""Nested differentiation in every combination (issue #37): each inner derivative of
+s2sad (grad, value_and_grad, jvp, vjp, jacfwd, jacrev, hvp, hessian) called inside a
+function differentiated by each outer one (grad, value_and_grad, jvp, jacfwd, jacrev,
+hessian), on a closure over the outer argument and a function-valued parameter. Each
+oracle is the function as written with the inner derivative in its closed form (never
+by s2sad), differentiated by central differences (twice for the hessian).
+"""
+import numpy as np
+import pytest
+
+import s2sad
+from oracle import assert_close, fd_grad
+from test_nested_forward import second_difference
+
+C = np.array([1.0, 0.5])
+W = np.array([[1.0, -2.0], [0.5, 3.0]])
+X0 = np.array([0.3, -0.7])
+
+
+def vec(x, y):          # the function passed: R^2 -> R^2, its Jacobian not symmetric
+    return np.sin(x * y) * x + x[0] * x[1] * y
+
+
+def start(y):
+    return X0 * y + 0.2
+
+
+def inner_grad(y, f):
+    g = s2sad.grad(lambda x: np.sum(f(x, y) * C))(start(y))
+    return np.sum(g * C[::-1]) * y
+
+
+def inner_value_and_grad(y, f):
+    v, g = s2sad.value_and_grad(lambda x: np.sum(f(x, y) * C))(start(y))
+    return v * np.sum(g * C[::-1])
+
+
+def inner_jvp(y, f):
+    v, t = s2sad.jvp(lambda x: f(x, y), (start(y),), (C * y,))
+    return np.sum(v * t)
+
+
+def inner_vjp(y, f):
+    v, pullback = s2sad.vjp(lambda x: f(x, y), start(y))
+    (x_bar,) = pullback(C * y)
+    return np.sum(x_bar * v)
+
+
+def inner_jacfwd(y, f):
+    return np.sum(s2sad.jacfwd(lambda x: f(x, y))(start(y)) * W) * y
+
+
+def inner_jacrev(y, f):
+    return np.sum(s2sad.jacrev(lambda x: f(x, y))(start(y)) * W) * y
+
+
+def inner_hvp(y, f):
+    return np.sum(s2sad.hvp(lambda x: np.sum(f(x, y) * C))(start(y), C * y) * C[::-1])
+
+
+def inner_hessian(y, f):
+    return np.sum(s2sad.hessian(lambda x: np.sum(f(x, y) * C))(start(y)) * W) * y
+
+
+# the closed forms: vec's Jacobian J[i, j] and second derivatives H[i, j, k] at x
+
+def jacobian(x, y):
+    return np.diag(np.cos(x * y) * y * x + np.sin(x * y)) + y * x[::-1][None, :]
+
+
+def second(x, y):
+    H = np.zeros((2, 2, 2))
+    for i in range(2):
+        H[i, i, i] = -np.sin(x[i] * y) * y * y * x[i] + 2 * np.cos(x[i] * y) * y
+        H[i, 0, 1] += y
+        H[i, 1, 0] += y
+    return H
+
+
+ORACLES = {
+    "grad": lambda x, y: np.sum(C @ jacobian(x, y) * C[::-1]) * y,
+    "value_and_grad": lambda x, y: np.sum(vec(x, y) * C) * np.sum(C @ jacobian(x, y)
+                                                                  * C[::-1]),
+    "jvp": lambda x, y: np.sum(vec(x, y) * (jacobian(x, y) @ (C * y))),
+    "vjp": lambda x, y: np.sum(((C * y) @ jacobian(x, y)) * vec(x, y)),
+    "jacfwd": lambda x, y: np.sum(jacobian(x, y) * W) * y,
+    "jacrev": lambda x, y: np.sum(jacobian(x, y) * W) * y,
+    "hvp": lambda x, y: np.sum(np.einsum("i,ijk->jk", C, second(x, y)) @ (C * y) * C[::-1]),
+    "hessian": lambda x, y: np.sum(np.einsum("i,ijk->jk", C, second(x, y)) * W) * y,
+}
+INNER = {"grad": inner_grad, "value_and_grad": inner_value_and_grad, "jvp": inner_jvp,
+         "vjp": inner_vjp, "jacfwd": inner_jacfwd, "jacrev": inner_jacrev,
+         "hvp": inner_hvp, "hessian": inner_hessian}
+
+
+def oracle(inner):
+    return lambda y: ORACLES[inner](start(y), y)
+
+
+OUTER = {
+    "grad": lambda g, y: s2sad.grad(g)(y, vec),
+    "value_and_grad": lambda g, y: s2sad.value_and_grad(g)(y, vec)[1],
+    "jvp": lambda g, y: s2sad.jvp(g, (y, vec), (1.0, None))[1],
+    "jacfwd": lambda g, y: s2sad.jacfwd(g)(y, vec),
+    "jacrev": lambda g, y: s2sad.jacrev(g)(y, vec),
+}
+
+
+@pytest.mark.parametrize("inner", INNER)
+def test_the_function_as_written(inner):
+    for y in (0.8, -1.1):
+        assert_close(INNER[inner](y, vec), oracle(inner)(y), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("inner", INNER)
+@pytest.mark.parametrize("outer", OUTER)
+def test_first_order(outer, inner):
+    y = 0.8
+    assert_close(OUTER[outer](INNER[inner], y), fd_grad(oracle(inner), (y,)),
+                 rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("inner", INNER)
+def test_hessian(inner):
+    y = 0.8
+    assert_close(s2sad.hessian(INNER[inner])(y, vec), second_difference(oracle(inner), y),
+                 rtol=1e-6, atol=1e-7)
+
+
+def chosen(y, f, kind):     # the branches not taken compile too
+    if kind == "grad":
+        return inner_grad(y, f)
+    if kind == "value_and_grad":
+        v, g = s2sad.value_and_grad(lambda x: np.sum(f(x, y) * C))(start(y))
+        return v * np.sum(g * C[::-1])
+    if kind == "jvp":
+        v, t = s2sad.jvp(lambda x: f(x, y), (start(y),), (C * y,))
+        return np.sum(v * t)
+    if kind == "vjp":
+        v, pullback = s2sad.vjp(lambda x: f(x, y), start(y))
+        return np.sum(pullback(C * y)[0] * v)
+    if kind == "jacfwd":
+        return np.sum(s2sad.jacfwd(lambda x: f(x, y))(start(y)) * W) * y
+    if kind == "jacrev":
+        return np.sum(s2sad.jacrev(lambda x: f(x, y))(start(y)) * W) * y
+    if kind == "hvp":
+        return np.sum(s2sad.hvp(lambda x: np.sum(f(x, y) * C))(start(y), C * y) * C[::-1])
+    return np.sum(s2sad.hessian(lambda x: np.sum(f(x, y) * C))(start(y)) * W) * y
+
+
+@pytest.mark.parametrize("inner", INNER)
+def test_one_branch_taken(inner):
+    y = 0.8
+    expected = fd_grad(oracle(inner), (y,))
+    assert_close(chosen(y, vec, inner), oracle(inner)(y), rtol=1e-12, atol=1e-12)
+    assert_close(s2sad.grad(chosen)(y, vec, inner), expected, rtol=1e-7, atol=1e-9)
+    assert_close(s2sad.jvp(chosen, (y, vec, inner), (1.0, None, None))[1], expected,
+                 rtol=1e-7, atol=1e-9)
+
+
+def vjp_of_two(x):          # the pullback reads the primals as they were at vjp()
+    z = x * 2.0
+    v, pullback = s2sad.vjp(lambda a, b: a * b * x, z, 3.0)
+    z = z + 100.0
+    a_bar, b_bar = pullback(z)
+    return a_bar + b_bar * x + v
+
+
+def vjp_of_two_oracle(x):
+    return 3 * x * (2 * x + 100) + (2 * x + 100) * 2 * x ** 3 + 6 * x * x
+
+
+@pytest.mark.parametrize("g, expected", [(vjp_of_two, vjp_of_two_oracle)])
+def test_more_reverse_inside(g, expected):
+    x = 0.7
+    assert_close(g(x), expected(x), rtol=1e-12)
+    assert_close(s2sad.grad(g)(x), fd_grad(expected, (x,)), rtol=1e-7, atol=1e-9)
+    assert_close(s2sad.jvp(g, (x,), (1.0,))[1], fd_grad(expected, (x,)), rtol=1e-7,
+                 atol=1e-9)
+
+
+def vjp_kept_whole(x):
+    out = s2sad.vjp(np.sin, x)
+    return out[0]
+
+
+def pullback_passed(x):
+    v, pullback = s2sad.vjp(lambda z: z * x, x)
+    pullbacks = [pullback]
+    return pullbacks[0](1.0)[0]
+
+
+def pullback_called_twice_over(x):
+    v, pullback = s2sad.vjp(lambda z: z * x, x)
+    return pullback(1.0, 2.0)[0]
+
+
+@pytest.mark.parametrize("g, message", [
+    (vjp_kept_whole, r"is not the value of y, pullback = s2sad.vjp\(f, x, ...\)"),
+    (pullback_passed, r"has its pullback pullback read other than called"),
+    (pullback_called_twice_over, r"pullback called with other than one argument"),
+])
+def test_refusals(g, message):
+    with pytest.raises(s2sad.UnsupportedSyntaxError, match=message) as info:
+        s2sad.grad(g)(0.7)
+    assert info.value.filename == __file__

@@ -1,0 +1,225 @@
+"""s2sad.vmap: each batched function against a loop of the function over the items (and,
+for a gradient, that loop against central differences)."""
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import s2sad
+from s2sad.errors import BatchingLoopWarning
+
+rng = np.random.default_rng(7)
+B = 5
+
+
+def looped(f, in_axes, args):
+    """The oracle: `f` called on each item, results stacked along axis 0."""
+    n = next(np.shape(a)[ax] for a, ax in zip(args, in_axes) if ax is not None)
+    outs = [f(*[a if ax is None else np.take(a, b, axis=ax) for a, ax in zip(args, in_axes)])
+            for b in range(n)]
+    if isinstance(outs[0], tuple):
+        return tuple(np.stack([o[k] for o in outs]) for k in range(len(outs[0])))
+    return np.stack(outs)
+
+
+def central(f, x, h=1e-6):
+    g = np.zeros_like(x)
+    for i in range(x.size):
+        e = np.zeros_like(x)
+        e.flat[i] = h
+        g.flat[i] = (f(x + e) - f(x - e)) / (2 * h)
+    return g
+
+
+# -- the table: one function per batching rule, over a batch of vectors ---------------------
+def ew_ufunc(x, w):
+    return np.tanh(x) * w + np.exp(-x) / (1.0 + w * w)
+
+
+def ew_broadcast(x, m):          # a batch of vectors against a matrix: padded
+    return x * m
+
+
+def ew_scalar_math(s, w):        # math on numbers: NumPy on a batch of them
+    return math.sin(s) * w + math.exp(s)
+
+
+def reduce_axis(x, m):
+    return np.sum(m * x, axis=0) + np.max(m * x, axis=1) + x.mean()
+
+
+def reduce_method(x, m):
+    return (m * x).sum(axis=-1) + (x * x).sum()
+
+
+def mat_vec(x, m):
+    return m @ x + np.dot(x, m)
+
+
+def vec_vec(x, w):
+    return np.dot(x, w) * x
+
+
+def index_const(x, m):
+    return x[0] * m[1] + x[1:3].sum() + m[:, 0] * x[-1]
+
+
+def reshape_transpose(x, m):
+    return (x.reshape((2, 2)).T @ m[:2, :2]).reshape(-1) + np.transpose(m)[0]
+
+
+def write_element(x, w):
+    u = np.zeros(4)
+    u[1] = x[0] * w[1]
+    u[2:] = x[2:]
+    return u
+
+
+def helper(a, b):
+    return a * b + np.sin(a)
+
+
+def user_call(x, w):
+    return helper(x, w) + helper(w, 2.0)
+
+
+def loop_carried(x, w):
+    s = 0.0
+    for i in range(3):
+        s = s + x[i] * w[i]
+    return s
+
+
+def comparison(x, w):
+    return np.where(x > w, x, w)
+
+
+TABLE = [ew_ufunc, ew_broadcast, ew_scalar_math, reduce_axis, reduce_method, mat_vec,
+         vec_vec, index_const, reshape_transpose, write_element, user_call, loop_carried,
+         comparison]
+
+
+def arguments(f):
+    second = np.arange(16.0).reshape(4, 4) / 10 if f in (
+        ew_broadcast, reduce_axis, reduce_method, mat_vec, index_const,
+        reshape_transpose) else rng.normal(size=4)
+    first = rng.normal(size=B) if f is ew_scalar_math else rng.normal(size=(B, 4))
+    return first, second
+
+
+@pytest.mark.parametrize("f", TABLE, ids=lambda f: f.__name__)
+def test_table_against_a_loop(f):
+    xs, other = arguments(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", BatchingLoopWarning)    # each has a rule
+        got = s2sad.vmap(f, in_axes=(0, None))(xs, other)
+    np.testing.assert_allclose(got, looped(f, (0, None), (xs, other)), rtol=1e-12)
+
+
+@pytest.mark.parametrize("f", [ew_ufunc, mat_vec, user_call, vec_vec],
+                         ids=lambda f: f.__name__)
+def test_both_batched_and_the_other_one(f):
+    xs, other = arguments(f)
+    others = np.stack([other * (1 + b) for b in range(B)])
+    np.testing.assert_allclose(s2sad.vmap(f)(xs, others), looped(f, (0, 0), (xs, others)),
+                               rtol=1e-12)
+    np.testing.assert_allclose(s2sad.vmap(f, in_axes=(None, 0))(xs[0], others),
+                               looped(f, (None, 0), (xs[0], others)), rtol=1e-12)
+
+
+def test_in_axes_and_out_axes_other_than_0():
+    xs = rng.normal(size=(4, B))        # the batch along axis 1
+    m = rng.normal(size=(4, 4))
+
+    def outer(x, m):
+        return np.outer(x, np.tanh(m @ x))
+    got = s2sad.vmap(outer, in_axes=(1, None), out_axes=2)(xs, m)
+    want = np.moveaxis(looped(outer, (1, None), (xs, m)), 0, 2)
+    assert got.shape == (4, 4, B)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_out_axes_none_for_a_shared_result_and_refused_for_a_batched_one():
+    def pair(x, w):
+        return x * w, w * 2.0
+    xs, w = rng.normal(size=(B, 3)), rng.normal(size=3)
+    ys, shared = s2sad.vmap(pair, in_axes=(0, None), out_axes=(0, None))(xs, w)
+    np.testing.assert_allclose(ys, xs * w)
+    np.testing.assert_allclose(shared, w * 2.0)
+    with pytest.raises(s2sad.S2SADError, match="differs across the batch"):
+        s2sad.vmap(pair, in_axes=(0, None), out_axes=None)(xs, w)
+
+
+def test_pytrees_of_axes():
+    def model(p, x):
+        return np.tanh(p["W"] @ x + p["b"]) * p["scale"]
+    W, b = rng.normal(size=(B, 3, 4)), rng.normal(size=3)
+    xs = rng.normal(size=(B, 4))
+    p = {"W": W, "b": b, "scale": 2.0}
+    got = s2sad.vmap(model, in_axes=({"W": 0, "b": None, "scale": None}, 0))(p, xs)
+    want = [model({"W": W[i], "b": b, "scale": 2.0}, xs[i]) for i in range(B)]
+    np.testing.assert_allclose(got, np.stack(want), rtol=1e-12)
+
+
+def logistic(w, x, y):
+    p = 1.0 / (1.0 + np.exp(-np.dot(x, w)))
+    return -(y * np.log(p) + (1.0 - y) * np.log(1.0 - p))
+
+
+def test_per_example_gradients_against_a_loop_of_grad_and_central_differences():
+    D = 6
+    w, X = rng.normal(size=D), rng.normal(size=(B, D))
+    y = (rng.random(B) > 0.5).astype(float)
+    per_example = s2sad.vmap(s2sad.grad(logistic), in_axes=(None, 0, 0))(w, X, y)
+    g = s2sad.grad(logistic)
+    loop = np.stack([g(w, X[i], float(y[i])) for i in range(B)])
+    np.testing.assert_allclose(per_example, loop, rtol=1e-12)
+    fd = np.stack([central(lambda v: logistic(v, X[i], y[i]), w) for i in range(B)])
+    np.testing.assert_allclose(loop, fd, rtol=1e-5, atol=1e-8)
+
+
+def test_value_and_grad_per_example():
+    def loss(w, x):
+        return np.sum(np.tanh(w * x) ** 2)
+    w, X = rng.normal(size=3), rng.normal(size=(B, 3))
+    values, grads = s2sad.vmap(s2sad.value_and_grad(loss), in_axes=(None, 0))(w, X)
+    np.testing.assert_allclose(values, [loss(w, x) for x in X], rtol=1e-12)
+    fd = np.stack([central(lambda v: loss(v, x), w) for x in X])
+    np.testing.assert_allclose(grads, fd, rtol=1e-5, atol=1e-8)
+
+
+def test_vmap_of_vmap():
+    def f(x, y):
+        return np.sum(x * y) + x[0]
+    xs, ys = rng.normal(size=(3, 3)), rng.normal(size=(B, 3))     # all pairs
+    got = s2sad.vmap(s2sad.vmap(f, in_axes=(None, 0)), in_axes=(0, None))(xs, ys)
+    want = np.array([[f(x, y) for y in ys] for x in xs])
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_a_primitive_without_a_rule_runs_item_by_item_and_says_so():
+    def det(m):
+        return np.linalg.det(m) + 1.0
+    ms = rng.normal(size=(B, 3, 3))
+    with pytest.warns(BatchingLoopWarning, match=r"test_vmap.py:\d+: vmap applies"):
+        got = s2sad.vmap(det)(ms)
+    np.testing.assert_allclose(got, [det(m) for m in ms], rtol=1e-12)
+
+
+def test_a_branch_on_a_batched_test_is_refused_with_its_line():
+    def relu(x):
+        if x > 0.0:
+            return x
+        return 0.0
+    with pytest.raises(s2sad.S2SADError, match=r"test_vmap.py:\d+: vmap cannot batch an if"):
+        s2sad.vmap(relu)(rng.normal(size=B))
+
+
+def test_a_while_on_a_batched_test_is_refused_with_its_line():
+    def halve(x):
+        while x > 1.0:
+            x = x / 2
+        return x
+    with pytest.raises(s2sad.S2SADError, match="vmap cannot batch a while loop"):
+        s2sad.vmap(halve)(rng.random(B) * 8)
