@@ -76,6 +76,7 @@ from .. import marks
 from .. import syntax
 from ..ad.tapes import own_statements
 from ..analysis.number_types import ARRAY, BOOL, FLOAT, INT, NumberTypes
+from ..errors import NonScalarOutputError
 from ..rules import runtime
 
 #: The dtype of the tape of each type of value (arrays and unknown types: `OBJECTS`).
