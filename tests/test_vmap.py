@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import s2sad
+from numpy_cases import fd_array_grad
 from s2sad.errors import BatchingLoopWarning
 
 rng = np.random.default_rng(7)
@@ -21,15 +22,6 @@ def looped(f, in_axes, args):
     if isinstance(outs[0], tuple):
         return tuple(np.stack([o[k] for o in outs]) for k in range(len(outs[0])))
     return np.stack(outs)
-
-
-def central(f, x, h=1e-6):
-    g = np.zeros_like(x)
-    for i in range(x.size):
-        e = np.zeros_like(x)
-        e.flat[i] = h
-        g.flat[i] = (f(x + e) - f(x - e)) / (2 * h)
-    return g
 
 
 # -- the table: one function per batching rule, over a batch of vectors ---------------------
@@ -175,7 +167,7 @@ def test_per_example_gradients_against_a_loop_of_grad_and_central_differences():
     g = s2sad.grad(logistic)
     loop = np.stack([g(w, X[i], float(y[i])) for i in range(B)])
     np.testing.assert_allclose(per_example, loop, rtol=1e-12)
-    fd = np.stack([central(lambda v: logistic(v, X[i], y[i]), w) for i in range(B)])
+    fd = np.stack([fd_array_grad(lambda v: logistic(v, X[i], y[i]), (w,), 0) for i in range(B)])
     np.testing.assert_allclose(loop, fd, rtol=1e-5, atol=1e-8)
 
 
@@ -185,7 +177,7 @@ def test_value_and_grad_per_example():
     w, X = rng.normal(size=3), rng.normal(size=(B, 3))
     values, grads = s2sad.vmap(s2sad.value_and_grad(loss), in_axes=(None, 0))(w, X)
     np.testing.assert_allclose(values, [loss(w, x) for x in X], rtol=1e-12)
-    fd = np.stack([central(lambda v: loss(v, x), w) for x in X])
+    fd = np.stack([fd_array_grad(lambda v: loss(v, x), (w,), 0) for x in X])
     np.testing.assert_allclose(grads, fd, rtol=1e-5, atol=1e-8)
 
 

@@ -325,19 +325,7 @@ class GradientCalls(gast.NodeTransformer):
     def jvp_function(self, call, f, primal, wrt, n):
         """The function that stands for `jvp(primal, ...)` along the arguments `wrt` of
         the `n` primals given (see frontend.gradients.jvp_function)."""
-        if gradients.made_by(primal) is not None:     # jvp(grad(g), ...): of its code
-            inner = gradients.called_gradient(primal)
-            if inner is None or inner[1]:
-                raise self.src.syntax_error(call, gradients.refusal(gradients.made_by(primal)))
-            primal = inner[0]
-        if not inspect.isfunction(getattr(primal, "__func__", primal)) or inspect.ismethod(
-                primal):
-            raise self.jvp_refused(call, "differentiates no Python function of the "
-                                         "user's (a method, a library function or a class)")
-        lifted = self.lifted(f)
-        params = (lifted.params if isinstance(lifted, Lifted) else
-                  [p for p in inspect.signature(primal).parameters.values()
-                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)])
+        primal, params = self.differentiated(call, f, primal, self.jvp_refused)
         if len(params) != n:
             raise self.jvp_refused(call, f"gives {n} primal(s) for the {len(params)} "
                                          f"positional parameter(s) of "
@@ -394,20 +382,8 @@ class GradientCalls(gast.NodeTransformer):
                for n in syntax.walk(self.fn)) != 1:
             raise self.vjp_refused(call, f"assigns {pullback} elsewhere too")
         f, primal, extras = self.function_of(call, call.args[0])
-        if gradients.made_by(primal) is not None:       # vjp(grad(g), ...): of its code
-            inner = gradients.called_gradient(primal)
-            if inner is None or inner[1]:
-                raise self.src.syntax_error(call, gradients.refusal(gradients.made_by(primal)))
-            primal = inner[0]
-        if not inspect.isfunction(getattr(primal, "__func__", primal)) or inspect.ismethod(
-                primal):
-            raise self.vjp_refused(call, "differentiates no Python function of the user's "
-                                         "(a method, a library function or a class)")
         n = len(call.args) - 1
-        lifted = self.lifted(f)
-        params = (lifted.params if isinstance(lifted, Lifted) else
-                  [p for p in inspect.signature(primal).parameters.values()
-                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)])
+        primal, params = self.differentiated(call, f, primal, self.vjp_refused)
         if len(params) != n:
             raise self.vjp_refused(call, f"gives {n} primal(s) for the {len(params)} "
                                          f"positional parameter(s) of "
@@ -457,6 +433,25 @@ class GradientCalls(gast.NodeTransformer):
                     and n.id in self.pullbacks):
                 raise self.vjp_refused(self.pullbacks[n.id][0], (
                     f"has its pullback {n.id} read other than called (at line {n.lineno})"))
+
+    def differentiated(self, call, f, primal, refused):
+        """(the Python function that `call`, a jvp or vjp of `f` whose value is `primal`,
+        differentiates: the function a gradient stands for, for `jvp(grad(g), ...)`; its
+        positional parameters), or the error `refused(call, why)`."""
+        if gradients.made_by(primal) is not None:     # jvp(grad(g), ...): of its code
+            inner = gradients.called_gradient(primal)
+            if inner is None or inner[1]:
+                raise self.src.syntax_error(call, gradients.refusal(gradients.made_by(primal)))
+            primal = inner[0]
+        if not inspect.isfunction(getattr(primal, "__func__", primal)) or inspect.ismethod(
+                primal):
+            raise refused(call, "differentiates no Python function of the user's (a method, "
+                                "a library function or a class)")
+        lifted = self.lifted(f)
+        params = (lifted.params if isinstance(lifted, Lifted) else
+                  [p for p in inspect.signature(primal).parameters.values()
+                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)])
+        return primal, params
 
     def vjp_refused(self, call, why):
         return self.src.syntax_error(call, (
