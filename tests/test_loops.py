@@ -266,3 +266,58 @@ def test_what_stays_refused_says_where_and_why(f, message):
         s2sad.grad(f)(1.0)
     assert info.value.filename == __file__
     assert info.value.lineno == f.__code__.co_firstlineno + 2
+
+
+# -- a loop nested in a loop that changes a name the outer loop carries -------------------
+def inner_steps_then_square(x, h):
+    for t in range(3):
+        for k in range(2):
+            x = x * 0.9 + h          # (linear: the inner loop records nothing)
+        x = x * x
+    return x
+
+
+def inner_swaps_then_square(a, b):
+    for i in range(2):
+        for k in range(3):
+            a, b = b, a
+        a = a * a
+    return b
+
+
+def inner_steps_on_a_name_of_their_own(x, h):
+    for t in range(3):
+        y = x
+        for k in range(2):
+            y = y * 0.9 + h
+        x = y * y
+    return x
+
+
+def inner_nonlinear_steps(x, h):
+    for t in range(3):
+        for k in range(2):
+            x = x + h * np.sin(x)
+        x = x * x * 0.5
+    return x
+
+
+@pytest.mark.parametrize("f", [inner_steps_then_square, inner_swaps_then_square],
+                         ids=lambda f: f.__name__)
+def test_a_value_an_inner_loop_changes_read_after_it_is_refused(f):
+    """The outer loop would record the name's value at the start of its iteration, and its
+    pullback read that value where the inner loop has changed it: a wrong derivative (the
+    gradient of inner_steps_then_square was 0.62 for 3.09). Refused where it is read."""
+    with pytest.raises(s2sad.UnsupportedSyntaxError, match="inside this loop changes it") as info:
+        s2sad.grad(f, wrt=(0, 1))(0.7, 0.3)
+    assert info.value.filename == __file__
+    assert info.value.lineno == f.__code__.co_firstlineno + 4
+
+
+@pytest.mark.parametrize("f", [inner_steps_on_a_name_of_their_own, inner_nonlinear_steps],
+                         ids=lambda f: f.__name__)
+def test_an_inner_loop_on_a_name_of_its_own_or_taped_is_differentiated(f):
+    args = (0.7, 0.3)
+    got = s2sad.grad(f, wrt=(0, 1))(*args)
+    for i in (0, 1):
+        np.testing.assert_allclose(got[i], fd_array_grad(f, args, i), rtol=1e-6)

@@ -78,9 +78,32 @@ class LoopPlan:
             self.tape = namer.fresh("_s2s_tape")
             starts = self.carried | ({target} if target else set())
             self.mode = "start" if set(record) <= starts else "end"
+            if self.mode == "start":
+                self.refuse_changed_starts(record)
         if self.mode != "range":
             self.created = [self.tape]
             self.rev.primal_names.add(self.tape)
+
+    def refuse_changed_starts(self, record):
+        """Refuse a value recorded at the start of an iteration that the pullback reads
+        after a loop nested in the body changed it (that loop carries the same name): the
+        recorded value would not be the one read."""
+        changed = {}
+        for s in self.loop.body:
+            read = set(record) & set(changed) & set(syntax.names_loaded(
+                syntax.if_(syntax.const(True), [s])))
+            if read:
+                n = sorted(read)[0]
+                inner = changed[n]
+                raise self.rev.src.syntax_error(s, (
+                    f"{n} is read here after the loop at line {self.rev.src.lineno(inner)} "
+                    f"inside this loop changes it, and s2sad's derivative of the outer loop "
+                    f"would read {n} as the iteration started (a wrong derivative). Give "
+                    f"what the inner loop computes a name of its own: {n}_new = {n} before "
+                    f"it, update {n}_new in it, and read {n}_new after it"))
+            for inner in loops_in([s]):
+                for n in syntax.names_stored(inner):
+                    changed.setdefault(n, inner)
 
     def reversed_loop(self, body):
         self.reversed = self._reversed_loop(body)
