@@ -54,8 +54,8 @@ from ..before_ad.checkpointed_loops import is_checkpointed
 from .checkpointed import CheckpointedLoop, checkpointed, rename_apart
 from .inplace import InPlaceWrites, final_element_reads
 from .simplify import doubled, on_numbers, simplify, template_name
-from .tapes import (LoopPlan, bound_before_loops, is_range, loops_in, own_statements,
-                    rematerialized)
+from .tapes import (LoopPlan, bound_before_loops, is_range, loops_in, nested_stores,
+                    own_statements, rematerialized)
 
 
 def run(fn, ctx):
@@ -614,7 +614,7 @@ class Reverse(CallAdjoints):
         assign (`p.dt`), computed on every path through the body."""
         if self.assigned is None:
             self.assigned = store_counts(self.wengert)
-        nested = {n for inner in loops_in(loop.body) for n in syntax.names_stored(inner)}
+        nested = nested_stores(loop)
 
         reads = {id(d) for d in final_element_reads(loop, self)}
         free = set()        # elements read back from their array, and values of them

@@ -76,34 +76,14 @@ class LoopPlan:
             self.tape = namer.fresh("_s2s_trips")
         else:
             self.tape = namer.fresh("_s2s_tape")
-            starts = self.carried | ({target} if target else set())
+            # a carried name that a loop nested in the body changes is read, after that
+            # loop, at the value it leaves there (and nowhere before it: Wengert form gives
+            # the nested loop a copy of its own of a name read before): recorded at the end
+            starts = (self.carried | ({target} if target else set())) - nested_stores(loop)
             self.mode = "start" if set(record) <= starts else "end"
-            if self.mode == "start":
-                self.refuse_changed_starts(record)
         if self.mode != "range":
             self.created = [self.tape]
             self.rev.primal_names.add(self.tape)
-
-    def refuse_changed_starts(self, record):
-        """Refuse a value recorded at the start of an iteration that the pullback reads
-        after a loop nested in the body changed it (that loop carries the same name): the
-        recorded value would not be the one read."""
-        changed = {}
-        for s in self.loop.body:
-            read = set(record) & set(changed) & set(syntax.names_loaded(
-                syntax.if_(syntax.const(True), [s])))
-            if read:
-                n = sorted(read)[0]
-                inner = changed[n]
-                raise self.rev.src.syntax_error(s, (
-                    f"{n} is read here after the loop at line {self.rev.src.lineno(inner)} "
-                    f"inside this loop changes it, and s2sad's derivative of the outer loop "
-                    f"would read {n} as the iteration started (a wrong derivative). Give "
-                    f"what the inner loop computes a name of its own: {n}_new = {n} before "
-                    f"it, update {n}_new in it, and read {n}_new after it"))
-            for inner in loops_in([s]):
-                for n in syntax.names_stored(inner):
-                    changed.setdefault(n, inner)
 
     def reversed_loop(self, body):
         self.reversed = self._reversed_loop(body)
@@ -322,6 +302,10 @@ def own_statements(stmts):
             yield from own_statements(s.body)
             yield from own_statements(s.orelse)
 
+def nested_stores(loop):
+    """The names the loops nested in `loop`'s body assign."""
+    return {n for inner in loops_in(loop.body) for n in syntax.names_stored(inner)}
+
 def loops_in(stmts):
     return [n for s in stmts for n in syntax.statements(s)
             if isinstance(n, (gast.For, gast.While))]
@@ -407,7 +391,7 @@ class _Step:
         if isinstance(loop, gast.For):
             inside.add(loop.target.id)
         self.inside = inside
-        self.nested = {n for inner in loops_in(loop.body) for n in syntax.names_stored(inner)}
+        self.nested = nested_stores(loop)
         versions = rev.shapes.versions
         self.written = set(versions) | set(versions.values()) | {
             c.args[0].id for c in syntax.walk(rev.wengert) if isinstance(c, gast.Call)
@@ -477,9 +461,12 @@ class _Step:
         out = {}
         for s in phis:
             c, v = s.targets[0].id, s.value
+            # (not a name a nested loop changes: the iteration records the value that
+            # loop leaves, not the one the next iteration starts with)
             if (id(s) in top and count[c] == 1 and isinstance(v, gast.Name)
                     and v.id in self.inside and rev.assigned[v.id] == 1 and c in bound
-                    and v.id not in self.nested and v.id not in self.read_after
+                    and v.id not in self.nested and c not in self.nested
+                    and v.id not in self.read_after
                     and c not in self.written and v.id not in self.written):
                 out[v.id] = c
         return out
