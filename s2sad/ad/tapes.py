@@ -7,7 +7,9 @@ over `range` whose reversed body reads only the index is reversed as
 `reversed(range(...))` (mode "range"); a loop that needs nothing from its iterations
 counts its trips ("trips"); otherwise each iteration appends the values to a list, at the
 start of the iteration when they are all carried in ("start"), else at each path's end
-("end"), and the pullback iterates the list in reverse.
+("end"), and the pullback iterates the list in reverse. A carried name that a loop nested
+in the body changes is read after that loop at the value it leaves: it is recorded at the
+end (see `LoopPlan.plan`).
 
 What an iteration records is chosen by `rematerialized`, a minimum cut over the step's
 data flow (as JAX's remat policies and the min-cut partitioners of deep-learning
@@ -363,8 +365,9 @@ def rematerialized(loop, record, rev, body, free=()):
     cost nothing (they are taped as stand-ins, see `LoopPlan.prune`). Then a carried
     value's end of an iteration, `vx_1` of `vx = vx_1`, is the next iteration's `vx`:
     when both are to be taped, the reversed loop keeps `vx_1` from the iteration after
-    (and from the final value before the first) instead. The values `free` are
-    computed again already."""
+    (and from the final value before the first) instead, unless a nested loop changes
+    `vx` (then what the iteration records of `vx` is the value that loop leaves). The
+    values `free` are computed again already."""
     step = _Step(loop, rev, record, body, set(free))
     if not step.candidates and not step.carried:
         return [], {}, record

@@ -40,6 +40,13 @@ pullback of x's later uses matters) although a later statement of the outer loop
 variable: the pullback read the value `i` had before the inner loop (a wrong gradient,
 7.5 for 4.5), or None (a TypeError). Its regression test is in tests/test_regressions.py.
 
+Found by the long profile with colliding names, refused, then fixed: a name that an outer
+loop and a loop nested in it both carry, changed by the inner loop before anything read
+it, was recorded at the start of the outer iteration, and the outer loop's pullback read
+that value where it reads the name after the inner loop (0.62 for 3.09). Its regression
+tests are in tests/test_nested_loops.py; `test_nested_loops_changing_carried_names`
+generates the form in every profile.
+
 A reproducer saved as "code dropped after an inner loop" turned out to be a wrong copy
 (its function returned None at its point, so its xfail could not pass); it was removed
 and the long profile is rerun to find the original again.

@@ -917,6 +917,82 @@ class _OrAndGen(_Gen):
         return lines, self._set(env, name, max(bound, env[name].bound)), False
 
 
+class _NestedGen(_Gen):
+    """Programs whose body starts with a loop whose body starts with a loop (a `for` or a
+    `while` each, sometimes in an `if`, sometimes with a third loop inside it) whose
+    first statements update or swap the parameters: names both loops carry, changed by
+    the inner loop before anything reads them, and mostly read right after it (#34: the
+    outer loop's pullback read the value its iteration started with). The rest is drawn
+    as usual (more loops, reads before the inner loop, jumps)."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.script = ["loop", "inner"] + (["inner"] if self.chance(25) else []) + [
+            "update"] * self.pick((1, 2))
+        self.changed = []
+
+    def statement(self, env, indent, depth):
+        if not self.script:
+            return super().statement(env, indent, depth)
+        step, pad = self.script.pop(0), "    " * indent
+        if step == "update":
+            return self.update(env, pad, indent, depth)
+        if step == "loop":
+            return self.loop(env, pad, indent, depth)
+        if self.chance(20):
+            lines = [f"{pad}if {self.cond(env, 1)}:"]
+            self.script.insert(0, "loop")
+            sub, then, _ = self.statement(env, indent + 1, depth + 1)
+            lines, after, jumps = lines + sub, _join_envs([then, env]), True
+        else:
+            lines, after, jumps = self.loop(env, pad, indent, depth)
+        names = [n for n in self.changed if n in self.assignable(after)
+                 and after[n].kind == "float"]
+        if names and self.chance(85):
+            # a nonlinear read of a name the inner loop changed, right after it
+            n = self.pick(names)
+            other = self.pick(self.readable(after, "float"))
+            form = self.pick(("square", "product", "tanh"))
+            if form == "tanh":
+                text, bound = f"math.tanh({n} * {other} + {_num(self.const())})", 1.0
+            elif form == "square":
+                text, bound = f"{n} * {n} * 0.5", after[n].bound ** 2 * 0.5
+            else:
+                text, bound = f"{n} * {other} + {n}", after[n].bound * (
+                    after[other].bound + 1.0)
+            if bound > CAP:
+                text, bound = self.squash(text, bound, CAP)
+            lines.append(f"{pad}{n} = {text}")
+            after = self._set(after, n, bound)
+        return lines, after, jumps
+
+    def loop(self, env, pad, indent, depth):
+        if self.pick(("for", "while")) == "for":
+            return self.stmt_for(env, pad, indent, depth)
+        return self.stmt_while(env, pad, indent, depth)
+
+    def update(self, env, pad, indent, depth):
+        floats = [n for n in self.assignable(env) if env[n].kind == "float"]
+        if len(floats) >= 2 and self.chance(35):
+            a = self.pick(floats)
+            b = self.pick([n for n in floats if n != a])
+            after = dict(env)
+            self.record(after, a, env[b].copy())
+            self.record(after, b, env[a].copy())
+            self.changed += [a, b]
+            return [f"{pad}{a}, {b} = {b}, {a}"], after, False
+        lines, after, jumps = self.stmt_update(env, pad, indent, depth)
+        self.changed += [n for n in floats if after.get(n) is not env[n]]
+        return lines, after, jumps
+
+
+def nested_loop_programs(names="plain", max_statements=12, max_params=3):
+    """`programs` that start with nested loops changing the names the outer loop carries
+    (see `_NestedGen`)."""
+    return programs(names=names, max_statements=max_statements, max_params=max_params,
+                    generator=_NestedGen)
+
+
 # `continue` is fine in for loops; `while` loops set it per loop.
 _Loop.continue_ok = True
 

@@ -36,7 +36,9 @@ Properties
    it: any exception from s2sad (even an `S2SADError`) fails the test, and so does an
    exception from the derivative where `f` itself ran.
    `test_or_and_values_match_finite_differences`: the same for programs that use `or`
-   and `and` as values (programs.or_and_programs).
+   and `and` as values (programs.or_and_programs);
+   `test_nested_loops_changing_carried_names`: for programs that start with nested loops
+   changing the names the outer loop carries (programs.nested_loop_programs).
 2. `test_gradient_with_colliding_names`: the same with names s2sad generates (`t`, `t_1`,
    `x_bar`, `y_bar`, `value`, `_s2s_tape`, `f_pullback`, `reversed`, `cos`, ...) used as
    parameters, locals, loop variables, global constants, the function's own name, and
@@ -76,15 +78,15 @@ from s2sad.errors import InternalError, S2SADError, UnsupportedSyntaxError
 from s2sad.options import Options, Variant
 
 from . import found
-from .programs import forget, or_and_programs, programs
+from .programs import forget, nested_loop_programs, or_and_programs, programs
 
 pytestmark = [pytest.mark.fuzz,
               # programs that ignore a parameter are fine here
               pytest.mark.filterwarnings("ignore:.*does not depend on")]
 
-# share of the profile's max_examples each test runs (fast: 1000 -> ~1930 programs)
+# share of the profile's max_examples each test runs (fast: 1000 -> ~2030 programs)
 SHARES = {"gradient": 0.85, "names": 0.4, "determinism": 0.1, "exceptions": 0.55,
-          "hashseed": 0.002, "rebinding": 0.15, "or_and": 0.15}
+          "hashseed": 0.002, "rebinding": 0.15, "or_and": 0.15, "nested": 0.1}
 HASHSEED_BATCH = 15
 # statements per program: compile time grows quickly with size (fast stays in budget)
 MAX_STATEMENTS = 14 if settings.get_current_profile_name() == "long" else 8
@@ -285,6 +287,13 @@ def test_derivatives_follow_redefinitions(program, other, via, scale, data):
 @given(program=or_and_programs(names="plain", max_statements=MAX_STATEMENTS),
        via=st.sampled_from(("grad", "value_and_grad", "vjp", "jvp")), data=st.data())
 def test_or_and_values_match_finite_differences(program, via, data):
+    check_gradients(program, _points(data, program, 3), via)
+
+
+@fuzz_settings("nested")
+@given(program=nested_loop_programs(names="plain", max_statements=MAX_STATEMENTS),
+       via=st.sampled_from(("grad", "value_and_grad", "vjp", "jvp")), data=st.data())
+def test_nested_loops_changing_carried_names(program, via, data):
     check_gradients(program, _points(data, program, 3), via)
 
 
