@@ -195,6 +195,14 @@ def test_numba_backend(f):
     np.testing.assert_allclose(got, fd_grad(f), rtol=1e-6, atol=1e-9)
 
 
+@pytest.mark.parametrize("f", [inner_steps_then_square, inner_nonlinear_swaps],
+                         ids=lambda f: f.__name__)
+def test_numba_hessian(f):
+    x, h = ARGS
+    want = fd_array_grad(lambda y: fd_array_grad(f, (y, h), 0), (x,), 0)
+    np.testing.assert_allclose(s2sad.hessian(f, backend="numba")(x, h), want, rtol=1e-6)
+
+
 # -- arrays --------------------------------------------------------------------------------
 def inner_steps_then_exp(u, h):
     """The outer loop records `u` after the inner loop and `u_2`, the value its iteration
