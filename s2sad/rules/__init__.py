@@ -20,4 +20,5 @@ def _load_scipy():
     from . import scipy     # noqa: F401  (its registrations; imports SciPy's modules)
 
 
-registry.optional("scipy", _load_scipy)     # when the user's code has imported SciPy
+# (when the user's code has imported the modules of SciPy they are for)
+registry.optional(("scipy.linalg", "scipy.special", "scipy.stats"), _load_scipy)

@@ -394,21 +394,25 @@ METHODS = {}
 ATTRIBUTES = {}
 
 
-#: [(library, loader)]: the rule modules of optional libraries, each loaded the first
-#: time a lookup misses after the user's code has imported its library (see `optional`).
+#: [(modules, loader)]: the rule modules of optional libraries, each loaded the first
+#: time a lookup misses after the user's code has imported one of its modules (see
+#: `optional`).
 _OPTIONAL = []
 
 
-def optional(library, loader):
-    """Register `loader`, which imports the rules of `library` (a top-level module name),
-    to run on the first lookup that misses once `library` is imported: `import s2sad`
-    does not import SciPy, whose import takes a second."""
-    _OPTIONAL.append((library, loader))
+def optional(modules, loader):
+    """Register `loader`, which imports the rules of the functions of `modules` (module
+    names: `("scipy.linalg", "scipy.special")`), to run on the first lookup that misses
+    once one of them is imported: `import s2sad` does not import SciPy, whose import
+    takes a second, and neither does a process that imported only `scipy` itself (as
+    Numba does)."""
+    _OPTIONAL.append((modules, loader))
 
 
 def load_optional():
     """Load the rules of every optional library the process has imported."""
-    for entry in [e for e in _OPTIONAL if sys.modules.get(e[0]) is not None]:
+    for entry in [e for e in _OPTIONAL if any(sys.modules.get(m) is not None
+                                              for m in e[0])]:
         _OPTIONAL.remove(entry)
         with loading():
             entry[1]()
