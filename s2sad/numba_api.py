@@ -190,7 +190,13 @@ class NativeDerivative:
 
 
 class _StandIn:
-    """What a derivative's entry (see NativeDerivative._entry_anew) calls, overloaded."""
+    """What a derivative's entry (see NativeDerivative._entry_anew) calls, overloaded.
+    Numba types a global of a class of its own through an overload only if it is
+    callable: without `__call__`, the entry's typing failed, and each call from Python
+    paid for the failure (about a millisecond) before taking the Python path."""
+
+    def __call__(self, *args):
+        raise TypeError("a stand-in for Numba code, not called from Python")
 
 
 def jvp(f, primals, tangents, kwargs):
