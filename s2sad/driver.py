@@ -98,7 +98,9 @@ class CompiledDerivative:
                 gradient = derivative(target(primal), wrt, arg_types, self.backend.recomputed(
                     Variant(kind), tuple(sorted(self.jit.items()))), self.backend)
                 emit.bind_late(self.fn, name, gradient.native)
-            self._native = self.backend.compile(self.fn, self.native_calls, self.jit)
+            self._native = self.backend.compile(
+                self.fn, self.native_calls, self.jit,
+                late=[name for name, _ in self.callees] + list(self.native_gradients))
         return self._native
 
 

@@ -668,3 +668,13 @@ def test_numpy_extrema_along_an_axis_in_numba_code(reduce):
                 np.testing.assert_array_equal(got, want)
     with pytest.raises(ValueError, match="axis is out of bounds"):
         both(a, 3)
+
+
+def test_a_call_from_python_goes_through_the_entry():
+    # (Numba's dispatcher picks the specialisation: the Python path, keyed by the Python
+    # types of the arguments, stays empty; its entry failed to compile once, which cost a
+    # millisecond a call)
+    d = s2sad.grad(babysqrt, backend="numba")
+    assert d(2.0) == pytest.approx(0.5 / math.sqrt(2.0), rel=1e-12)
+    assert d(2.0) == pytest.approx(0.5 / math.sqrt(2.0), rel=1e-12)
+    assert not d._by_types
