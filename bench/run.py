@@ -48,6 +48,9 @@ if THREADS and THREADS.isdigit() and int(THREADS) > 0:
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
                                    " --xla_cpu_multi_thread_eigen=false"
                                    " intra_op_parallelism_threads=1").strip()
+# The numba backend's compile column times Numba's compile: without its disk cache, which
+# would load the code of a function timed before (bench/numba_first_call.py times both)
+os.environ["S2SAD_CACHE_DIR"] = ""
 
 import numpy as np  # noqa: E402  (after --threads)
 
