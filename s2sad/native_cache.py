@@ -21,6 +21,7 @@ from __future__ import annotations
 import builtins
 import functools
 import hashlib
+import importlib.metadata
 import importlib.util
 import linecache
 import os
@@ -34,6 +35,9 @@ import numpy as np
 #: The modules whose functions and constants the code may read: their versions are in the
 #: digest (s2sad's runtime helpers, by their source).
 _MODULES = ("numpy", "math", "s2sad")
+
+#: The folder of s2sad's rules, whose runtime helpers' source is in the digest.
+_RULES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rules")
 
 
 def directory() -> str | None:
@@ -51,15 +55,13 @@ def _versions() -> str:
     """s2sad's, Numba's, NumPy's and Python's versions, and the digest of the source of
     s2sad's runtime helpers and of their Numba versions (which Numba compiles into the
     code)."""
-    import numba
-    from . import __version__
-    from .rules import numba_overloads, runtime, tangents
     digest = hashlib.sha256()
-    for module in (runtime, tangents, numba_overloads):
-        with open(module.__file__, "rb") as f:
+    for name in ("runtime.py", "tangents.py", "numba_overloads.py"):
+        with open(os.path.join(_RULES, name), "rb") as f:
             digest.update(f.read())
-    return (f"s2sad {__version__}, numba {numba.__version__}, numpy {np.__version__}, "
-            f"python {sys.version.split()[0]}, helpers {digest.hexdigest()[:16]}")
+    return (f"s2sad {sys.modules[__package__].__version__}, numba "
+            f"{importlib.metadata.version('numba')}, numpy {np.__version__}, python "
+            f"{sys.version.split()[0]}, helpers {digest.hexdigest()[:16]}")
 
 
 def _described(value) -> str | None:

@@ -255,7 +255,8 @@ def numba_extremum_dot(t, a, ans, axis=None, keepdims=False):
     raise TypingError(f"no native tangent of an extremum of {a} along an axis ({axis})")
 
 
-# -- what Numba lacks of NumPy: np.min and np.max along an axis --------------------------
+# -- what Numba lacks of NumPy: np.min and np.max along an axis (`numpy_NAME`, not the
+# -- version of a helper) ------------------------------------------------------------------
 def extremum_along(a, axis, keepdims, smaller):
     """The code of np.min (`smaller`) or np.max of array type `a` along one axis (an
     integer, known when it runs), with `keepdims` (a literal) or not: the elements are
@@ -302,17 +303,17 @@ def extremum_along(a, axis, keepdims, smaller):
 
 
 @overload(np.min, prefer_literal=True)
-def numba_min(a, axis=None, keepdims=False):
+def numpy_min(a, axis=None, keepdims=False):
     return extremum_along(a, axis, keepdims, smaller=True)
 
 
 @overload(np.max, prefer_literal=True)
-def numba_max(a, axis=None, keepdims=False):
+def numpy_max(a, axis=None, keepdims=False):
     return extremum_along(a, axis, keepdims, smaller=False)
 
 
-overload(np.amin, prefer_literal=True)(numba_min)
-overload(np.amax, prefer_literal=True)(numba_max)
+overload(np.amin, prefer_literal=True)(numpy_min)
+overload(np.amax, prefer_literal=True)(numpy_max)
 
 
 @overload(runtime.reshape_like)
