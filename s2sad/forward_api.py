@@ -178,7 +178,7 @@ def _gradient_tangent(f, primals, tangents, kwargs):
     wrt = tuple(k for k, t in enumerate(tangents) if t is not None)
     if not wrt:
         raise S2SADError("jvp needs at least one tangent that is not None")
-    refuse_complex(target, wrt, primals)
+    refuse_complex(target, wrt, primals, numbers=True)
     d = _gradient_jvp(primal, grad_wrt, wrt, arg_types_of(target, primals, kwargs))
     return f(*primals, **kwargs), _call(d, primals, kwargs, [tangents[k] for k in wrt])
 
@@ -228,7 +228,7 @@ def _jvp_entry(f, primals, tangents, first, kwargs):
     wrt = tuple(i for i in range(first, len(primals)) if tangents[i - first] is not None)
     if not wrt:
         raise S2SADError("jvp needs at least one tangent that is not None")
-    refuse_complex(f, wrt, primals)
+    refuse_complex(f, wrt, primals, numbers=True)
     d = compiled(f, wrt, arg_types_of(_target(f), primals, kwargs), guard=True)
     code = getattr(d.fn, "__code__", None)
     by_position = (code is not None and

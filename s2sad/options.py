@@ -66,7 +66,9 @@ class Options:
     mode can differentiate: forward over reverse); `memory`, the bytes a checkpointed
     loop's snapshots may take; `jit`, numba.njit's options as (name, value) pairs; `aux`,
     whether the function returns a pair `(output, aux)` of which only the output is
-    differentiated (`has_aux=True`: the seed is 1 for the output and zeros for `aux`)."""
+    differentiated (`has_aux=True`: the seed is 1 for the output and zeros for `aux`);
+    `holomorphic`, whether a complex output is differentiated (`grad(f, holomorphic=True)`,
+    see docs/complex.md)."""
     variant: Variant = Variant.VJP
     release: bool = False
     guard: bool = True
@@ -76,13 +78,14 @@ class Options:
     memory: float | None = None
     jit: tuple = ()
     aux: bool = False
+    holomorphic: bool = False
 
     @property
     def key(self) -> tuple:
         """The options as a key of the cache."""
         return (self.variant.value, self.release, self.guard, self.guard_bindings,
                 self.recompute, tuple(sorted((self.patterns or {}).items())), self.memory,
-                self.jit, self.aux)
+                self.jit, self.aux, self.holomorphic)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -92,7 +92,7 @@ def fuse(vjp, ctx, value=True, guard=True):
     check = []
     if guards or functions:
         # a differentiated array must stay floating: grad refuses others when it compiles
-        # (api._check_inputs), and buffer reuse relies on it
+        # (compilation.check_inputs), and buffer reuse relies on it
         floats = [f"{p}.dtype.kind != 'f'" for p, _ in guards
                   if ctx.param_kinds.get(p) == ARRAY and p in ctx.wrt]
         # the other arrays the code takes as real (before_ad/complex_values.py)

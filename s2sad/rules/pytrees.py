@@ -526,7 +526,8 @@ def from_array(g, like):
     if node is None:
         if isinstance(like, np.ndarray):
             return asarray(g).astype(np.result_type(like.dtype, np.float32), copy=False)
-        return float(g) if isinstance(like, (int, float)) and not is_structure(g) else g
+        return float(g) if isinstance(like, (int, float)) and not (
+            is_structure(g) or isinstance(g, complex)) else g
     parts, aux = node.flatten(like)
     if _is_number(g):
         items = [g] * len(parts)

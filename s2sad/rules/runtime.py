@@ -84,10 +84,12 @@ def complex_value(found, filename, line):
     text = linecache.getline(filename, line).strip()
     where = f"{filename}:{line}"
     return ComplexValueError(
-        f"{where}: {found} meets a value s2sad differentiates here; complex numbers are not "
-        "supported yet (s2sad's rules are those of real numbers, so the derivative would be "
-        "wrong). Compute with real values: the real and imaginary parts (np.real(z), "
-        "np.imag(z)), or the modulus and phase (np.abs(z), np.angle(z))"
+        f"{where}: {found} meets a value s2sad differentiates here, in code compiled for "
+        "real values (s2sad could not tell it was complex: a complex array argument, or "
+        "what a function without a rule returns), so the derivative would be wrong. "
+        "Compute with real values: the real and imaginary parts (np.real(z), np.imag(z)), "
+        "or the modulus and phase (np.abs(z), np.angle(z)); docs/complex.md says what "
+        "takes complex values"
         + (f"\n    {text}" if text else ""))
 
 
@@ -291,6 +293,8 @@ def seed(y, name):
     if isinstance(y, np.generic) and np.issubdtype(y.dtype, np.floating):
         return y.dtype.type(1)
     if isinstance(y, numbers.Real) and not isinstance(y, bool):
+        return 1.0
+    if isinstance(y, numbers.Complex):      # (holomorphic=True: complex_values checks)
         return 1.0
     shape = getattr(y, "shape", None)
     found = f"an array of shape {shape}" if shape is not None else f"a {type(y).__name__}"
