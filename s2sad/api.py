@@ -112,7 +112,7 @@ class _DerivativeFunction:
 
     def _options(self):
         return Options(self.variant, release=True, patterns=self._patterns,
-                       memory=self.memory, holomorphic=self.holomorphic)
+                       memory=self.memory, complex_output=self.holomorphic)
 
     def __repr__(self):
         return f"<{type(self).__name__} of {self.primal.__qualname__} wrt={self.wrt!r}>"

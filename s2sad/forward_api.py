@@ -24,8 +24,8 @@ def compiled(fn, wrt, arg_types=None, guard=False):
     on `arg_types` (see compilation.arg_types_of), through the cache; with `guard`, the
     version that checks its arguments and frees each array after its last use
     (`release`)."""
-    return driver.derivative(fn, tuple(wrt), arg_types, Options(Variant.JVP, guard=guard,
-                                                                release=guard))
+    return driver.derivative(fn, tuple(wrt), arg_types, Options(
+        Variant.JVP, guard=guard, release=guard, complex_output=True))
 
 
 def _call(d, args, kwargs, tangents):
@@ -566,8 +566,8 @@ def _gradient_jvp(f, grad_wrt, wrt, arg_types):
     through their adjoints (see `gradient_code`). Without the value, it computes no
     tangent of the value but those the gradient's tangent needs."""
     grad = _gradient_code(_target(f), grad_wrt, arg_types)
-    return driver.derivative(grad.fn, tuple(wrt), arg_types, Options(Variant.TANGENT,
-                                                                     guard=False))
+    return driver.derivative(grad.fn, tuple(wrt), arg_types, Options(
+        Variant.TANGENT, guard=False, complex_output=True))
 
 
 def gradient_of(f):

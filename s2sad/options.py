@@ -67,8 +67,9 @@ class Options:
     loop's snapshots may take; `jit`, numba.njit's options as (name, value) pairs; `aux`,
     whether the function returns a pair `(output, aux)` of which only the output is
     differentiated (`has_aux=True`: the seed is 1 for the output and zeros for `aux`);
-    `holomorphic`, whether a complex output is differentiated (`grad(f, holomorphic=True)`,
-    see docs/complex.md)."""
+    `complex_output`, whether the caller takes a complex output (`grad(f,
+    holomorphic=True)`, forward mode called by the API, see docs/complex.md; not a callee,
+    whose caller takes what it returns as real)."""
     variant: Variant = Variant.VJP
     release: bool = False
     guard: bool = True
@@ -78,14 +79,14 @@ class Options:
     memory: float | None = None
     jit: tuple = ()
     aux: bool = False
-    holomorphic: bool = False
+    complex_output: bool = False
 
     @property
     def key(self) -> tuple:
         """The options as a key of the cache."""
         return (self.variant.value, self.release, self.guard, self.guard_bindings,
                 self.recompute, tuple(sorted((self.patterns or {}).items())), self.memory,
-                self.jit, self.aux, self.holomorphic)
+                self.jit, self.aux, self.complex_output)
 
 
 @dataclasses.dataclass(frozen=True)

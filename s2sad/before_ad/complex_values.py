@@ -32,7 +32,8 @@ the statement reads goes through `_s2s_as_complex` first, whose adjoint is the r
 of the complex one, and so does a real value bound to a name that holds a complex value
 elsewhere. Anywhere else (a rule for real values only, `np.fft`, `np.sign` of a complex
 value, a write into an array, a function called with one), and where the function
-returns a complex value (but to `grad(f, holomorphic=True)`), compilation stops with a
+returns a complex value (but to `grad(f, holomorphic=True)` and forward mode, see
+`Options.complex_output`), compilation stops with a
 located `ComplexValueError` that says where the complex value comes from and what to
 write instead; so do `np.linalg.eig`, `np.linalg.eigvals` and `np.roots` of a
 differentiated value, which give complex values for some real ones. A value of unknown
@@ -126,7 +127,7 @@ REAL_RESULTS = {abs, len, isinstance, issubclass, type, id, hash, bool, int, flo
                 np.count_nonzero, np.issubdtype, np.linalg.norm, np.linalg.eigvalsh,
                 cmath.phase, cmath.polar, cmath.isfinite, cmath.isinf, cmath.isnan,
                 cmath.isclose, complex_numbers.abs_, complex_numbers.angle,
-                complex_numbers.imag}
+                complex_numbers.real, complex_numbers.imag}
 
 #: Functions without a derivative that are constants of complex values too (a function
 #: of the shape, or of which numbers are equal, or finite).
@@ -537,7 +538,7 @@ class _Analysis:
         differentiates the function takes as real), or raise if it is complex."""
         name = s.value.id
         state = self.state_of(name) if self.src.is_local(name) else REAL
-        if isinstance(state, Complex) and not self.ctx.options.holomorphic:
+        if isinstance(state, Complex) and not self.ctx.options.complex_output:
             made = self.complex_value(s.value, state, s)
             made = made if made.startswith("a complex value") else f"a complex value ({made})"
             raise self.refused(s, f"the function returns {made}", HOLOMORPHIC,

@@ -41,6 +41,12 @@ def angle(x):
 
 
 @helper
+def real(x):
+    """`np.real(x)` of a complex `x`."""
+    return np.real(x)
+
+
+@helper
 def imag(x):
     """`np.imag(x)` of a complex `x`."""
     return np.imag(x)
@@ -50,6 +56,18 @@ def imag(x):
 def conj(x):
     """`np.conj(x)` of a complex `x`."""
     return np.conj(x)
+
+
+@helper
+def log(x):
+    """`np.log(x)` of a complex `x`."""
+    return np.log(x)
+
+
+@helper
+def divide(x, y):
+    """`np.divide(x, y)` where `x` or `y` is complex."""
+    return np.divide(x, y)
 
 
 @helper
@@ -75,8 +93,12 @@ define(abs_, "x", "g * np.conj(x) / _s2s_nonzero(ans)", namespace=ns, elementwis
 define(angle, "x", "g * np.conj(1j * x) / _s2s_nonzero(np.real(x * np.conj(x)))",
        namespace=ns, elementwise=True,
        tangent="np.imag(np.conj(x) * t) / _s2s_nonzero(np.real(x * np.conj(x)))", complex=True)
+define(real, "x", "g + 0j", elementwise=True, linear="x", complex=True)   # (a complex adjoint)
 define(imag, "x", "-1j * g", elementwise=True, linear="x", complex=True)
 define(conj, "x", "np.conj(g)", namespace=ns, elementwise=True, linear="x", complex=True)
+define(log, "x", "g / x", elementwise=True, tangent="t / x", complex=True)
+define(divide, "x, y", "g / y", "-g * x / (y * y)", broadcast=True,
+       tangent=("t / y", "-t * x / (y * y)"), complex=True)
 define(power, "x, y", "g * y * x ** (y - 1)", "g * ans * np.log(x)", namespace=ns,
        broadcast=True, tangent=("t * y * x ** (y - 1)", "t * ans * np.log(x)"), complex=True)
 
@@ -88,10 +110,10 @@ define(builtins.complex, "real=0, imag=0", "np.real(g)", "-np.imag(g)", namespac
 
 # holomorphic: the templates hold for complex values
 for _f in (operator.add, operator.sub, operator.mul, operator.truediv, operator.neg,
-           operator.matmul, np.add, np.subtract, np.multiply, np.divide, np.negative,
-           np.exp, np.log, np.sqrt, np.square, np.sin, np.cos, np.tan, np.sinh, np.cosh,
+           operator.matmul, np.add, np.subtract, np.multiply, np.negative,
+           np.exp, np.sqrt, np.square, np.sin, np.cos, np.tan, np.sinh, np.cosh,
            np.tanh, np.sum, np.mean, np.dot, np.matmul, np.inner, np.outer, np.trace,
-           np.real, np.array, np.asarray, np.stack, np.concatenate, np.transpose,
+           np.array, np.asarray, np.stack, np.concatenate, np.transpose,
            np.reshape, np.ravel, np.ndarray.astype):
     define(_f, complex=True)
 # the helpers of reverse-mode code that sum, reshape and multiply adjoints (linear, with
@@ -99,11 +121,13 @@ for _f in (operator.add, operator.sub, operator.mul, operator.truediv, operator.
 for _f in (runtime.unbroadcast, runtime.unreduce, runtime.matmul_lhs, runtime.matmul_rhs,
            runtime.dot_lhs, runtime.dot_rhs, runtime.from_array, runtime.to_array,
            runtime.spread_to, runtime.add, runtime.int_zero, runtime.cast_like,
-           runtime.cast_tangent):
+           runtime.cast_tangent, runtime.count, runtime.inner, runtime.outer,
+           runtime.rebroadcast, runtime.reshape_like, runtime.split_like, runtime.trace,
+           runtime.unstack, runtime.untranspose):
     define(_f, complex=True)
 # not holomorphic: another primitive where a complex value reaches them
 for _f, _instead in ((np.abs, abs_), (builtins.abs, abs_), (np.angle, angle),
-                     (np.imag, imag), (np.conjugate, conj), (operator.pow, power),
+                     (np.real, real), (np.imag, imag), (np.log, log), (np.divide, divide), (np.conjugate, conj), (operator.pow, power),
                      (np.power, power), (builtins.pow, power)):
     define(_f, complex=_instead)
 define(np.real_if_close, "a, tol=100", "g", linear="a", complex=True)

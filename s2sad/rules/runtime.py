@@ -481,7 +481,7 @@ helper_adjoint(cumsum, namespace=ns, zero="x",     # (`x` is read for its shape)
 def trace(g, x, offset=0, axis1=0, axis2=1):
     """The adjoint of np.trace: `g` on the diagonal `offset` of the planes (axis1, axis2)."""
     x = asarray(x)
-    out = zeros(x.shape, np.result_type(x, np.float32), x, g)
+    out = zeros(x.shape, np.result_type(x, g, np.float32), x, g)
     planes = np.moveaxis(out, (axis1, axis2), (-2, -1))      # a view into `out`
     n, m = planes.shape[-2:]
     rows = np.arange(max(0, -offset), min(n, m - offset))
