@@ -115,8 +115,9 @@ FRONT = [
          "read for, read once at the top", invalidates=True),
     Pass("aliasing", aliasing.run, "refuse a read, after a write, of another name for "
          "the memory written (a view, an alias)", when=users_code),
-    Pass("complex_values", complex_values.run, "refuse complex values where they meet "
-         "differentiated ones; check those of unknown type at run time", invalidates=True),
+    Pass("complex_values", complex_values.run, "complex values meeting differentiated "
+         "ones through the rules that take them, refused at others; those of unknown type "
+         "checked at run time", invalidates=True),
     Pass("lost_derivatives", lost_derivatives.run, "refuse writes into arrays through "
          "calls, and differentiated values passed where a rule has no derivative"),
     Pass("common_subexpressions", common_subexpressions.run, "a number computed again "
