@@ -502,7 +502,7 @@ def refuse_complex(fn, indices, args, numbers=False):
             held = "holds" if pytrees.is_structure(args[i]) else "is"
             what = ("complex numbers, not complex arrays or containers of them yet" if numbers
                     else "complex numbers with grad, value_and_grad, vjp and jvp (the "
-                         "Python backend) only")
+                         "Python backend), and jacfwd and jacrev with holomorphic=True, only")
             raise ComplexValueError(
                 f"argument {i} of {getattr(fn, '__qualname__', fn)} {held} {found}; s2sad "
                 f"differentiates with respect to {what} (docs/complex.md): pass the real "

@@ -379,12 +379,13 @@ def _jacobian(out_like, in_like, block):
 
 def _stack(parts, shape, axis):
     """The block of shape `shape` whose elements `parts` give along `axis` (-1: columns,
-    forward mode; 0: rows, reverse mode); a float if it is a scalar."""
+    forward mode; 0: rows, reverse mode); a float (or complex) if it is a scalar."""
     if not parts:
         return np.zeros(shape)
-    parts = [np.asarray(p, dtype=float) for p in parts]
+    kind = complex if any(np.iscomplexobj(p) for p in parts) else float
+    parts = [np.asarray(p, dtype=kind) for p in parts]
     jac = (np.array(parts) if axis == 0 else np.stack(parts, axis=axis)).reshape(shape)
-    return float(jac) if jac.ndim == 0 else jac
+    return kind(jac) if jac.ndim == 0 else jac
 
 
 def _assemble(columns, out_like, in_like):
@@ -410,7 +411,7 @@ def _assemble_rows(rows, out_like, x):
 
 
 def jacfwd(f: Callable, wrt: Wrt | None = None, *, argnums: int | tuple | None = None,
-           has_aux: bool = False) -> Callable:
+           has_aux: bool = False, holomorphic: bool = False) -> Callable:
     """The Jacobian of `f` with respect to argument(s) `wrt`, by forward mode: one `jvp`
     per input element, so it pays off for few inputs and many outputs. The Jacobian has
     shape `output.shape + input.shape`; a tuple `wrt` gives a tuple of them.
@@ -447,6 +448,9 @@ def jacfwd(f: Callable, wrt: Wrt | None = None, *, argnums: int | tuple | None =
     >>> J, radius = s2sad.jacfwd(polar_and_radius, has_aux=True)(np.array([2.0, 0.0]))
     >>> J[1], float(radius)
     (array([0., 2.]), 2.0)
+
+    With `holomorphic=True`, `f` is a complex function of complex numbers and the
+    Jacobian its complex derivative, as JAX's (see docs/complex.md).
     """
     if variadic.takes_varargs(f):
         return variadic.Derivative(
@@ -457,10 +461,10 @@ def jacfwd(f: Callable, wrt: Wrt | None = None, *, argnums: int | tuple | None =
 
     def jacobian(*args, **kwargs):
         args, kwargs = _by_position(f, args, kwargs)
-        gradient = None if has_aux else _gradient(f)
+        gradient = None if has_aux or holomorphic else _gradient(f)
         target = _target(f if gradient is None else gradient[0])
         many, indices = _wrt(target, wrt)
-        refuse_complex(target, indices, args)
+        _refuse_complex(target, indices, args, holomorphic, "jacfwd")
         arg_types = arg_types_of(target, args)
         likes, cols = [_template(args[i]) for i in indices], []
         for i, like in zip(indices, likes):
@@ -485,11 +489,11 @@ def jacfwd(f: Callable, wrt: Wrt | None = None, *, argnums: int | tuple | None =
 
 
 def jacrev(f: Callable, wrt: Wrt | None = None, *, argnums: int | tuple | None = None,
-           has_aux: bool = False) -> Callable:
+           has_aux: bool = False, holomorphic: bool = False) -> Callable:
     """The Jacobian of `f` with respect to argument(s) `wrt`, by reverse mode: one
     pullback per output element, so it pays off for many inputs and few outputs. Same
-    result as `jacfwd`, also for structures; `argnums` and `has_aux` are those of
-    `jacfwd`.
+    result as `jacfwd`, also for structures; `argnums`, `has_aux` and `holomorphic` are
+    those of `jacfwd`.
 
     >>> import numpy as np, s2sad
     >>> def polar(p):
@@ -509,9 +513,10 @@ def jacrev(f: Callable, wrt: Wrt | None = None, *, argnums: int | tuple | None =
         args, kwargs = _by_position(f, args, kwargs)
         target = _target(f)
         many, indices = _wrt(target, wrt)
-        refuse_complex(target, indices, args)
+        _refuse_complex(target, indices, args, holomorphic, "jacrev")
         arg_types = arg_types_of(target, args)
-        derivative = driver.derivative(f, tuple(indices), arg_types)
+        derivative = driver.derivative(f, tuple(indices), arg_types,
+                                       Options(complex_output=holomorphic))
         y, pullback = warn_unconnected(derivative).fn(*args, **kwargs)
         if has_aux:
             (y, aux), pulled = split_aux(f, y, "jacrev"), pullback
@@ -529,6 +534,18 @@ def jacrev(f: Callable, wrt: Wrt | None = None, *, argnums: int | tuple | None =
     jacobian.__name__ = f"jacrev_{getattr(f, '__name__', 'f')}"
     jacobian.s2s_made_by = "jacrev"
     return jacobian
+
+
+def _refuse_complex(target, indices, args, holomorphic, made_by):
+    """Refuse complex arguments at `indices` but with `holomorphic`, which needs them."""
+    refuse_complex(target, indices, args, numbers=holomorphic)
+    for i in indices if holomorphic else ():
+        if not isinstance(args[i], (complex, np.complexfloating)):
+            raise S2SADError(
+                f"{defined_at(target)}argument {i} of {target.__qualname__} is a "
+                f"{type(args[i]).__name__}: {made_by}(..., holomorphic=True) differentiates "
+                "a complex function with respect to complex numbers (as JAX's); pass "
+                "complex(x)")
 
 
 def _grad_jvp(f, wrt, args):

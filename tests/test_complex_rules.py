@@ -218,6 +218,29 @@ def test_holomorphic(f):
         close(value, f(z))
         close(g, expected)
         close(s2sad.jvp(f, (z,), (1.0,))[1], expected)
+        close(s2sad.jacfwd(f, holomorphic=True)(z), expected)
+        close(s2sad.jacrev(f, holomorphic=True)(z), expected)
+
+
+def several(z):
+    return np.array([z * z, np.exp(z) / z, 3.0 * z - 1j])
+
+
+def test_holomorphic_jacobians():
+    """jacfwd and jacrev with holomorphic=True: the derivatives of each output."""
+    z = 0.7 + 0.4j
+    expected = fd_along(several, z, 1.0)
+    close(s2sad.jacfwd(several, holomorphic=True)(z), expected)
+    close(s2sad.jacrev(several, holomorphic=True)(z), expected)
+
+
+def test_complex_output_of_real_argument():
+    """The tangent and the forward Jacobian of a complex function of a real number."""
+    def phasor(x):
+        return np.array([np.exp(1j * x), x * (2.0 - 1j)])
+    expected = fd_along(phasor, 0.3, 1.0)
+    close(s2sad.jvp(phasor, (0.3,), (1.0,))[1], expected)
+    close(s2sad.jacfwd(phasor)(0.3), expected)
 
 
 def test_complex_output_needs_holomorphic():
@@ -230,15 +253,16 @@ def test_complex_output_needs_holomorphic():
 
 
 def test_holomorphic_needs_complex_arguments():
-    with pytest.raises(s2sad.S2SADError, match="pass complex"):
-        s2sad.grad(square_sine, holomorphic=True)(0.7)
+    for transform in (s2sad.grad, s2sad.jacfwd, s2sad.jacrev):
+        with pytest.raises(s2sad.S2SADError, match="pass complex"):
+            transform(square_sine, holomorphic=True)(0.7)
 
 
 # -- what stays refused --------------------------------------------------------------------
 def test_complex_argument_second_order_refused():
-    """hessian, jacfwd and a complex array to differentiate are refused, not computed
-    with the real direction alone."""
-    for transform in (s2sad.hessian, s2sad.jacfwd):
+    """hessian, jacfwd and jacrev (without holomorphic=True) and a complex array to
+    differentiate are refused, not computed with the real direction alone."""
+    for transform in (s2sad.hessian, s2sad.jacfwd, s2sad.jacrev):
         with pytest.raises(ComplexValueError, match="argument 0 of modulus"):
             transform(modulus)(0.3 + 0.4j)
     with pytest.raises(ComplexValueError, match="not complex arrays"):
