@@ -109,6 +109,13 @@ def conjugate_method(x):
     return np.sum(x.conj() * x)
 
 
+def setitem_complex(x):
+    z = np.zeros(3, dtype=complex)
+    z[0] = 1j * x[0]
+    z[1:] = x[1:] * np.exp(1j * x[:2])
+    return np.sum(np.abs(z + 0.5) ** 3)
+
+
 def global_array(x):
     return np.real(np.sum(C * x))
 
@@ -148,7 +155,8 @@ def qubit_real(theta):
 
 
 SUPPORTED = [literal, literal_elsewhere, complex_call, cmath_call, complex_type, dtype_keyword,
-             dtype_string, astype_string, global_array, global_number, closure, qubit]
+             dtype_string, astype_string, setitem_complex, global_array, global_number,
+             closure, qubit]
 
 REFUSED = [
     (fourier, "np.fft.fft", "Fourier"),
@@ -243,19 +251,21 @@ def sign_of_complex(x):
     return np.sum(np.real(np.sign(np.exp(1j * x) + 0.5)))
 
 
-def setitem_complex(x):
-    z = np.zeros(3, dtype=complex)
-    z[0] = 1j * x[0]
-    return np.sum(np.abs(z))
+def rotate(z, x):
+    return z * x
+
+
+def call_with_complex(x):
+    return np.sum(np.real(rotate(np.exp(1j * x), x)))
 
 
 @pytest.mark.parametrize("f, text, reason", [
     (sign_of_complex, "np.sign", "np.sign() of a complex value"),
-    (setitem_complex, "z[0] = 1j * x[0]", "for real values only")])
+    (call_with_complex, "rotate(np.exp(1j * x), x)", "no call of a Python function")])
 def test_rule_for_real_values_only(f, text, reason):
     """A complex value that reaches a rule written for real values (np.sign, which has
-    no derivative for real values but has one for complex ones; a write into an array)
-    is refused where it does."""
+    no derivative for real values but has one for complex ones), or a Python function
+    s2sad would differentiate through, is refused where it does."""
     with pytest.raises(ComplexValueError) as caught:
         s2sad.grad(f)(np.array([0.3, 0.7, 1.1]))
     message = str(caught.value)

@@ -562,6 +562,9 @@ class _Analysis:
 
     def refused(self, s, what, instead=None, rule=None, why=None):
         named = _spelled(s.value) if rule is not None and rule.prim is not None else None
+        if rule is not None and rule.form == USER:
+            why = why or (f"s2sad differentiates no call of a Python function ({named}) with "
+                          "complex values yet, so the derivative would be wrong")
         why = why or ((f"the rule of {named} is for real values only" if named else
                        "s2sad's rules for it are those of real numbers") + ", so the "
                       "derivative would be wrong (docs/complex.md lists what takes complex "

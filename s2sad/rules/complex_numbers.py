@@ -104,9 +104,9 @@ define(power, "x, y", "g * y * x ** (y - 1)", "g * ans * np.log(x)", namespace=n
 
 # np.complex128(x): x, of a complex x (a real one is passed through `as_complex`)
 define(np.complex128, "x", "g", elementwise=True, returns="args", complex=True)
-# complex(a, b) = a + ib: dL = Re(g) da - Im(g) db
-define(builtins.complex, "real=0, imag=0", "np.real(g)", "-np.imag(g)", namespace=ns,
-       tangent=("t + 0j", "1j * t"), returns="scalar", complex=True)
+# complex(a, b) = a + ib (of complex a and b too; real ones pass through `as_complex`)
+define(builtins.complex, "real=0, imag=0", "g", "1j * g", tangent=("t + 0j", "1j * t"),
+       returns="scalar", complex=True)
 
 # holomorphic: the templates hold for complex values
 for _f in (operator.add, operator.sub, operator.mul, operator.truediv, operator.neg,
@@ -116,14 +116,18 @@ for _f in (operator.add, operator.sub, operator.mul, operator.truediv, operator.
            np.array, np.asarray, np.stack, np.concatenate, np.transpose,
            np.reshape, np.ravel, np.ndarray.astype):
     define(_f, complex=True)
-# the helpers of reverse-mode code that sum, reshape and multiply adjoints (linear, with
-# no conjugate: forward over reverse differentiates them with complex values)
+# the helpers of reverse-mode code that sum, reshape and multiply adjoints, and the writes
+# into arrays and lists (linear, with no conjugate: forward over reverse differentiates
+# them with complex values; a complex value written into a real array is its real part,
+# in the derivative as in the function)
 for _f in (runtime.unbroadcast, runtime.unreduce, runtime.matmul_lhs, runtime.matmul_rhs,
            runtime.dot_lhs, runtime.dot_rhs, runtime.from_array, runtime.to_array,
            runtime.spread_to, runtime.add, runtime.int_zero, runtime.cast_like,
            runtime.cast_tangent, runtime.count, runtime.inner, runtime.outer,
            runtime.rebroadcast, runtime.reshape_like, runtime.split_like, runtime.trace,
-           runtime.unstack, runtime.untranspose):
+           runtime.unstack, runtime.untranspose, runtime.like, runtime.setitem,
+           runtime.append, runtime.zero_at, runtime.take, runtime.head, runtime.last,
+           runtime.added_at):
     define(_f, complex=True)
 # not holomorphic: another primitive where a complex value reaches them
 for _f, _instead in ((np.abs, abs_), (builtins.abs, abs_), (np.angle, angle),

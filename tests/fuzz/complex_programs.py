@@ -10,8 +10,8 @@ value in one of these forms:
 - "differentiated": a complex value meets a differentiated one (the sum of an array
   parameter) in rules that hold for complex values, made by a literal on the same line
   or on a line before, `complex()`, `cmath`, a complex dtype (`dtype=`, `.astype`, as a
-  type or a string), a complex global, a complex value stored in a list, read from a
-  branch that does not run, or carried by a loop; the derivatives must be right (the
+  type or a string), a complex global, a complex value stored in a list or written into
+  an array, read from a branch that does not run, or carried by a loop; the derivatives must be right (the
   checks of test_fuzz_numpy.py against finite differences);
 - "refused": a complex value meets a differentiated one in a rule for real values only
   (`np.fft`, also as the identity `ifft(fft(p))`, `np.emath`, `np.sign`); s2sad must
@@ -75,6 +75,9 @@ FORMS = {
                                 "for ci in range(2):",
                                 "    cr = cr * (1j + np.sum({p}))",
                                 "{n} = {n} + 0.01 * np.angle(cr + 2.0)"]),
+    "write": ("differentiated", ["cw = np.zeros(2, dtype=complex)",
+                                 "cw[1] = np.sum({p}) * (0.5 - 1j)",
+                                 "{n} = {n} + 0.01 * np.sum(np.abs(cw + 1.0))"]),
     "fft identity": ("refused",
                      ["{n} = {n} + 0.01 * np.sum(np.real(np.fft.ifft(np.fft.fft({p}))))"
                       "  # meets"]),
