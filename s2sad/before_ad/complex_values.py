@@ -498,15 +498,8 @@ class _Analysis:
             instead = registry.primitive(op.prim).complex if op.prim is not None else True
             if callable(instead):
                 self.instead(s, op, instead)
-            mapping = {}
-            for node, name, state in [] if op.form == COPY or _in(op.prim, {
-                    operator.getitem, getattr}) else self.operands_of(
-                    s.value) if not callable(
-                    instead) else [(a, a.id, None) for a in op.args if isinstance(
-                        a, gast.Name) and self.src.is_local(a.id)]:
-                if (name is not None and name in self.varied and name not in mapping
-                        and self.state_of(name) == REAL):
-                    mapping[name] = syntax.name(self.ctx.namer.fresh(name + "_c"))
+            mapping = {name: syntax.name(self.ctx.namer.fresh(name + "_c"))
+                       for name in self.real_operands(s, op)}
             if mapping:
                 s.value = syntax.substitute(s.value, mapping)
                 before[id(s)] = [syntax.located(syntax.assign(
@@ -554,6 +547,15 @@ class _Analysis:
             return f"a complex value ({state.what})"
         return (f"a complex value ({state.what}, line {self.src.lineno(state.stmt)}: "
                 f"{self.src.line_text(state.stmt).strip()})")
+
+    def real_operands(self, s, op):
+        """The differentiated real names statement `s` (of `op`) computes with, in order
+        (none where it reads a container's item: the container is what it reads)."""
+        if op.form == COPY or _in(op.prim, {operator.getitem, getattr}):
+            return []
+        names = [name for _, name, _ in self.operands_of(s.value)]
+        return list(dict.fromkeys(n for n in names if n is not None and n in self.varied
+                                  and self.state_of(n) == REAL))
 
     def as_complex(self):
         func = syntax.name(self.ctx.runtime("as_complex"))
