@@ -184,6 +184,122 @@ def adjoint(rhs, solver, t0, y0, ts, ys, ys_bar, ts_bar=None, steps=False):
     return -a @ rhs.fun(t0, y0), a, p_bar, ts_bar
 
 
+#: the explicit Runge-Kutta methods (of SciPy's) whose steps reverse mode differentiates
+#: as they were taken (the discrete adjoint: `recording`, `discrete_adjoint`)
+DISCRETE = ("RK45", "RK23")
+
+#: the floats of the steps a recorded solve keeps at most: a longer solve drops them and
+#: its adjoint is the continuous one, from checkpoints (`adjoint`)
+RECORDED = 1 << 20
+
+
+class Record:
+    """The steps a solve took, `(t, h, y, K)` each (its start, its signed size, the state
+    at its start and the stages, K[-1] = f at its end), or None once dropped (beyond
+    `RECORDED` floats)."""
+
+    def __init__(self):
+        self.steps, self.size = [], 0
+
+    def add(self, t, h, y, stages):
+        if self.steps is None:
+            return
+        self.size += stages.size + y.size
+        if self.size > RECORDED:
+            self.steps = None
+        else:
+            self.steps.append((t, h, y, stages.copy()))
+
+
+def recording(method):
+    """`(solver class, Record)`: the `OdeSolver` of `method` (one of `DISCRETE`) that
+    records its steps in the Record as it takes them, the solve otherwise unchanged."""
+    record = Record()
+    base = getattr(scipy.integrate, method)
+
+    class Recorded(base):
+        def _step_impl(self):
+            t, y = self.t, self.y
+            done, message = super()._step_impl()
+            if done:
+                record.add(t, self.t - t, y, self.K)
+            return done, message
+    Recorded.__name__ = Recorded.__qualname__ = method
+    return Recorded, record
+
+
+def discrete_adjoint(rhs, method, steps, t0, y0, ts, ys, ys_bar, ts_bar=None,
+                     at_steps=False):
+    """As `adjoint`, but the adjoint of the solve's own steps `steps` (a Record's, of the
+    Runge-Kutta method `method`), each differentiated as it was computed, the step sizes
+    held fixed: one vjp of the right-hand side per stage, none per output (an output
+    inside a step is its dense output, a polynomial in the stages). With `at_steps`, the
+    outputs are the steps' ends."""
+    tableau = getattr(scipy.integrate, method)
+    a_, b_, c_, p_ = tableau.A, tableau.B, tableau.C, tableau.P
+    stages = tableau.n_stages
+    n, m = len(y0), len(ts)
+    ys_bar = np.asarray(ys_bar, dtype=float).reshape(n, m)
+    ts_bar = np.zeros(m) if ts_bar is None else np.array(ts_bar, dtype=float).reshape(m)
+    outputs = list(range(m))
+    if at_steps:
+        _only_ends(ys_bar, ts_bar)
+        outputs = sorted({0, m - 1})
+    for k in outputs:
+        ts_bar[k] += ys_bar[:, k] @ rhs.fun(ts[k], ys[:, k])
+    # the outputs of each step: those up to its end, in the order SciPy reads them
+    within = [[] for _ in steps]
+    k, last = 0, len(steps) - 1
+    for i, (t, h, _, _) in enumerate(steps):
+        end = t + h
+        while k < m and (i == last or (ts[k] - end) * h <= 0):
+            within[i].append(k)
+            k += 1
+    y_bar = np.zeros(n)
+    p_bar = np.zeros(rhs.size)
+    carry = None            # the adjoint of f at the start of the step after
+    for i in range(len(steps) - 1, -1, -1):
+        t, h, y, K = steps[i]
+        k_bar = np.zeros_like(K)
+        if carry is not None:
+            k_bar[stages] = carry
+        direct = np.zeros(n)
+        for k in within[i]:
+            g = ys_bar[:, k]
+            if at_steps:            # (the outputs are y at the steps' ends)
+                if k == 0:
+                    direct += g
+                else:
+                    y_bar = y_bar + g
+                continue
+            if not g.any():
+                continue
+            x = (ts[k] - t) / h
+            direct += g
+            k_bar += h * np.outer(p_ @ np.cumprod(np.full(p_.shape[1], x)), g)
+        y_new = y + h * (K[:stages].T @ b_)
+        if k_bar[stages].any():         # f at the end: f(t + h, y_new)
+            more, p_more = rhs.vjp(t + h, y_new, k_bar[stages])
+            y_bar = y_bar + more
+            p_bar += p_more
+        k_bar[:stages] += h * np.outer(b_, y_bar)
+        y_bar = y_bar + direct
+        for s in range(stages - 1, 0, -1):
+            if not k_bar[s].any():
+                continue
+            state = y + h * (K[:s].T @ a_[s, :s])
+            more, p_more = rhs.vjp(t + c_[s] * h, state, k_bar[s])
+            y_bar = y_bar + more
+            p_bar += p_more
+            k_bar[:s] += h * np.outer(a_[s, :s], more)
+        carry = k_bar[0]
+    if carry is not None and carry.any():       # f(t0, y0), the first stage
+        more, p_more = rhs.vjp(t0, y0, carry)
+        y_bar = y_bar + more
+        p_bar += p_more
+    return -y_bar @ rhs.fun(t0, y0), y_bar, p_bar, ts_bar
+
+
 def _between(t, low, high):
     """Whether `t` lies strictly between `low` and `high`, either way round."""
     return min(low, high) < t < max(low, high)
