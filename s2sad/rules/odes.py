@@ -255,6 +255,8 @@ def discrete_adjoint(rhs, method, steps, t0, y0, ts, ys, ys_bar, ts_bar=None,
         while k < m and (i == last or (ts[k] - end) * h <= 0):
             within[i].append(k)
             k += 1
+    powers = np.arange(1, p_.shape[1] + 1)
+    chosen = set(outputs)
     y_bar = np.zeros(n)
     p_bar = np.zeros(rhs.size)
     carry = None            # the adjoint of f at the start of the step after
@@ -263,35 +265,33 @@ def discrete_adjoint(rhs, method, steps, t0, y0, ts, ys, ys_bar, ts_bar=None,
         k_bar = np.zeros_like(K)
         if carry is not None:
             k_bar[stages] = carry
-        direct = np.zeros(n)
-        for k in within[i]:
-            g = ys_bar[:, k]
-            if at_steps:            # (the outputs are y at the steps' ends)
+        direct = 0.0
+        here = [k for k in within[i] if k in chosen]
+        if here and at_steps:       # (the outputs are y at the steps' ends)
+            for k in here:
                 if k == 0:
-                    direct += g
+                    direct = ys_bar[:, k]
                 else:
-                    y_bar = y_bar + g
-                continue
-            if not g.any():
-                continue
-            x = (ts[k] - t) / h
-            direct += g
-            k_bar += h * np.outer(p_ @ np.cumprod(np.full(p_.shape[1], x)), g)
-        y_new = y + h * (K[:stages].T @ b_)
+                    y_bar = y_bar + ys_bar[:, k]
+        elif here:                  # y(t_k) = y + h K^T P x_k^(1, 2, ...)
+            g = ys_bar[:, here]
+            x = (ts[here] - t) / h
+            direct = g.sum(axis=1)
+            k_bar += h * (p_ @ (x[None, :] ** powers[:, None])) @ g.T
+        y_new = y + h * (b_ @ K[:stages])
         if k_bar[stages].any():         # f at the end: f(t + h, y_new)
             more, p_more = rhs.vjp(t + h, y_new, k_bar[stages])
             y_bar = y_bar + more
             p_bar += p_more
-        k_bar[:stages] += h * np.outer(b_, y_bar)
+        k_bar[:stages] += h * b_[:, None] * y_bar
         y_bar = y_bar + direct
         for s in range(stages - 1, 0, -1):
-            if not k_bar[s].any():
-                continue
-            state = y + h * (K[:s].T @ a_[s, :s])
+            a = a_[s, :s]
+            state = y + h * (a @ K[:s])
             more, p_more = rhs.vjp(t + c_[s] * h, state, k_bar[s])
             y_bar = y_bar + more
             p_bar += p_more
-            k_bar[:s] += h * np.outer(a_[s, :s], more)
+            k_bar[:s] += h * a[:, None] * more
         carry = k_bar[0]
     if carry is not None and carry.any():       # f(t0, y0), the first stage
         more, p_more = rhs.vjp(t0, y0, carry)
