@@ -1475,6 +1475,8 @@ def main():
             solver_rows = solvers.bench(s2sad, opts.quick)
             print()
             print(solvers.report(solver_rows))
+            print()     # (JAX's row where JAX imports here)
+            print(solvers.ode_report(solvers.ode_comparison(s2sad, opts.quick)))
 
     if opts.json:
         with open(opts.json, "w") as fh:

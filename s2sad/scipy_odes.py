@@ -225,7 +225,8 @@ class SolveIvp(Solve):
 
     def run(self, given, extra, bound):
         method, record = given.get("method", "RK45"), None
-        if isinstance(method, str) and method in odes.DISCRETE:
+        if isinstance(method, str) and method in odes.DISCRETE and np.all(
+                np.asarray(given.get("rtol", 1e-3)) <= odes.DISCRETE_RTOL):
             method, record = odes.recording(method)        # (its steps, for the adjoint)
         sol = self.call(given, extra, bound, method=method)
         if not sol.success:

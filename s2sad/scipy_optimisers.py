@@ -105,10 +105,7 @@ class Minimum(implicit.ImplicitRoot):
         gx = _field(g, "x")
         gx = pytrees.zeros_like(x) if gx is None else gx
         out = [None] * len(theta)
-        for name, fn in self.fields.items():     # (fun = f(x*, theta): through x* and theta)
-            w = _field(g, name)
-            if w is None or not _nonzero(w):
-                continue
+        for fn, w in self.field_adjoints(g, value):    # (f(x*, theta): through x*, theta)
             adjoints = fn.pullback((x,) + tuple(theta), [0] + [1 + k for k in wrt], w)
             gx = gx + adjoints[0]
             for k, a in zip(wrt, adjoints[1:]):
@@ -120,6 +117,12 @@ class Minimum(implicit.ImplicitRoot):
         keys = [("extra", k) for k in range(len(extra))] + [(self.param, n)
                                                                for n in self.names]
         return dict(zip(keys, out))
+
+    def field_adjoints(self, g, value):
+        """[(Function, its adjoint)] of the fields of the result `value` that `g`, its
+        adjoint, reaches (the fields are functions of (x*, theta))."""
+        found = [(fn, _field(g, name)) for name, fn in self.fields.items()]
+        return [(fn, w) for fn, w in found if w is not None and _nonzero(w)]
 
     def adjoint_and_tangent(self, point, point_dot, g, g_dot, given, extra, bound, dots):
         (x, _), (x_dot, _) = point, point_dot
@@ -211,6 +214,16 @@ class LeastSquares(Minimum):
     def objective_of(self, fn, n, names):
         return implicit.Function(fn, n, names, around="0.5 * _s2s_sum({} ** 2)",
                                  role="cost", namespace={"_s2s_sum": np.sum})
+
+    def field_adjoints(self, g, value):
+        # the cost 0.5 sum r^2 and fun = r are functions of r at x*, value.fun: their
+        # adjoints are one of r, w_fun + w_cost r (one vjp of the user's function)
+        found = dict((name, w) for name, w in ((n, _field(g, n)) for n in self.fields)
+                     if w is not None and _nonzero(w))
+        if not found:
+            return []
+        w = found.get("fun", 0.0) + found.get("cost", 0.0) * np.asarray(value.fun)
+        return [(self.fields["fun"], w)]
 
     def solve(self, given, extra, bound):
         if given.get("loss", "linear") != "linear":
