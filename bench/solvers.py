@@ -2,7 +2,7 @@
 derivative by the implicit function theorem (s2sad/implicit.py), timed against the
 function itself (whose time is the solve's, nearly all of it).
 
-    python bench/solvers.py [--quick]       # this group alone (about 20 s)
+    python bench/solvers.py [--quick] [--jax-python PATH]   # this group alone (about 1 min)
     python bench/run.py --group solvers     # the same, through the harness
 
 Workloads:
