@@ -305,3 +305,36 @@ def test_refusals(g, message):
     with pytest.raises(s2sad.UnsupportedSyntaxError, match=message) as info:
         s2sad.grad(g)(0.7)
     assert info.value.filename == __file__
+
+
+def reverse_inside(y):
+    v, pullback = s2sad.vjp(vec_default, start(y), y)
+    return np.sum(pullback(C)[0] * v) + np.sum(s2sad.jacrev(vec)(start(y), y) * W)
+
+
+def reverse_inside_oracle(y):
+    x = start(y)
+    return np.sum(2 * C @ jacobian(x, y) * 2 * vec(x, y)) + np.sum(jacobian(x, y) * W)
+
+
+def test_the_guard_tests_the_users_names_alone():
+    """The functions s2sad writes to stand for a vjp and a jacrev are its own: the guard
+    of the derivative that calls them tests the user's names (vec_default, vec), not
+    theirs, and still falls back when one of the user's changes."""
+    global vec_default
+    y = 0.8
+    g = s2sad.grad(reverse_inside)
+    assert_close(g(y), fd_grad(reverse_inside_oracle, (y,)), rtol=1e-7, atol=1e-9)
+    guard = g.source.split("# reverse mode")[0]
+    assert "vec_default is not" in guard
+    assert "_s2s_gradient" not in guard and "_s2s_primal" not in guard
+    assert "_s2s_globals" not in guard, guard
+    kept = vec_default
+    try:
+        def vec_default(x, y, z=3.0):       # noqa: F811 - rebound: the guard falls back
+            return vec(x, y) * z
+        expected = fd_grad(reverse_inside, (y,))
+        assert_close(g(y), expected, rtol=1e-6, atol=1e-8)
+        assert abs(expected - fd_grad(reverse_inside_oracle, (y,))) > 0.1
+    finally:
+        vec_default = kept
