@@ -338,3 +338,16 @@ def test_the_guard_tests_the_users_names_alone():
         assert abs(expected - fd_grad(reverse_inside_oracle, (y,))) > 0.1
     finally:
         vec_default = kept
+
+
+@pytest.mark.parametrize("inner", ["vjp", "jacfwd", "jacrev", "hvp", "hessian"])
+def test_what_the_numba_backend_refuses_names_the_call(inner):
+    """The functions s2sad writes for these derivatives build lists and call Python
+    functions, which Numba does not compile: refused at the user's line of the call."""
+    with pytest.raises(s2sad.errors.NativeBackendError,
+                       match=rf"cannot compile s2sad.{inner}\(\) called in a differentiated "
+                             r"function") as info:
+        s2sad.grad(INNER[inner], backend="numba")(0.8, vec)
+    first = str(info.value).splitlines()[0]
+    line = INNER[inner].__code__.co_firstlineno + 1
+    assert first.startswith(f"{__file__}:{line}:"), first

@@ -51,6 +51,7 @@ import gast
 
 from .. import marks
 from .. import syntax
+from ..errors import NativeBackendError
 from ..frontend import callables, gradients
 from ..frontend.source import MISSING
 from .lift import Lifted
@@ -176,6 +177,8 @@ class GradientCalls(gast.NodeTransformer):
                                          "s2sad.vjp(f, x, ...)")
         if kind not in gradients.GRADIENTS + gradients.FORWARD + gradients.REVERSE:
             raise self.src.syntax_error(call, gradients.refusal(kind))
+        if kind not in gradients.GRADIENTS:
+            self.check_built(call, kind)
         f, primal, wrt, options, extras = self.gradient_of(call)
         aux = options.pop("has_aux", False)
         if aux and kind == "hvp":
@@ -457,6 +460,7 @@ class GradientCalls(gast.NodeTransformer):
         `pullback(y_bar)` calls of the function that stands for it
         (frontend.gradients.reverse_function) with the names kept."""
         call = s.value
+        self.check_built(call, "vjp")
         if not call.args or any(isinstance(a, gast.Starred) for a in call.args) or any(
                 k.arg is None for k in call.keywords):
             raise self.vjp_refused(call, "passes a starred argument or **kwargs")
@@ -522,6 +526,18 @@ class GradientCalls(gast.NodeTransformer):
                     and n.id in self.pullbacks):
                 raise self.vjp_refused(self.pullbacks[n.id][0], (
                     f"has its pullback {n.id} read other than called (at line {n.lineno})"))
+
+    def check_built(self, call, kind):
+        """Refuse `call` of `kind` (jacfwd, jacrev, hessian, hvp, vjp) where the backend
+        does not compile the functions written for it (`can.built_derivatives`)."""
+        if not self.ctx.can.built_derivatives:
+            raise NativeBackendError(
+                f"{self.src.where(call)}: the numba backend cannot compile s2sad.{kind}() "
+                "called in a differentiated function (the code s2sad writes for it builds "
+                "lists and calls Python functions); differentiate this function with the "
+                "Python backend (the default), or write the derivative there with "
+                "s2sad.grad(f)(x, ...) or s2sad.jvp(f, (x, ...), (v, ...)), which it "
+                f"compiles\n    {self.src.line_text(call).strip()}")
 
     def differentiated(self, call, f, primal, refused):
         """(the Python function that `call`, a jvp or vjp of `f` whose value is `primal`,
