@@ -83,8 +83,15 @@ def called_gradient(made):
     if inner is not None:           # grad(obj.method): the method's function, obj first
         made, bound = inner[0], (inner[1],)
         kind = made_by(made)
+    aux = kind in ("grad_has_aux", "value_and_grad_has_aux")
+    kind = kind.removesuffix("_has_aux") if aux else kind
     if kind not in GRADIENTS or inspect.ismethod(made.primal):
         return None
+    if aux:     # grad(f, has_aux=True): of f's output, the aux values beside it
+        output = output_function(made.primal)
+        standing = gradient_function(output, made.wrt, kind,
+                                     MAKERS[kind](output, wrt=made.wrt))
+        return aux_function(kind, standing, made.primal), bound
     return gradient_function(made.primal, made.wrt, kind, made), bound
 
 
