@@ -14,6 +14,7 @@ from .compilation import (Wrt, arg_types_of, default_arg_types, refuse_complex, 
                           wrt_or_argnums)
 from .errors import NonScalarOutputError, S2SADError, defined_at, warn_unconnected
 from .options import Options, Variant
+from .batched_jacobians import batched_call, blocks, unit_tangents
 from .rules import pytrees, registry, runtime
 
 _target = driver.target
@@ -463,6 +464,11 @@ def jacfwd(f: Callable, wrt: Wrt | None = None, *, argnums: int | tuple | None =
         refuse_complex(target, indices, args)
         arg_types = arg_types_of(target, args)
         likes, cols = [_template(args[i]) for i in indices], []
+        jac = None if has_aux else _batched_forward(
+            f if gradient is None else gradient, indices, likes, args, kwargs, arg_types,
+            many, gradient is not None)
+        if jac is not None:
+            return jac
         for i, like in zip(indices, likes):
             if gradient is None:
                 d = compiled(f, (i,), arg_types)
@@ -529,6 +535,21 @@ def jacrev(f: Callable, wrt: Wrt | None = None, *, argnums: int | tuple | None =
     jacobian.__name__ = f"jacrev_{getattr(f, '__name__', 'f')}"
     jacobian.s2s_made_by = "jacrev"
     return jacobian
+
+
+def _batched_forward(f, indices, likes, args, kwargs, arg_types, many, of_gradient):
+    """The Jacobian of `f` (or, `of_gradient`, of the gradient `(primal, wrt)`: a
+    Hessian) with respect to the arguments `indices` (templates `likes`), by its forward
+    mode batched along one unit tangent per element (batched_jacobians.py); None where
+    the batching transform refuses that code."""
+    d = _gradient_jvp(*f, indices, arg_types) if of_gradient else compiled(
+        f, indices, arg_types)
+    parts = batched_call(d, args, kwargs, d.tangent_names, unit_tangents(likes))
+    if parts is None:
+        return None
+    parts = parts if of_gradient else parts[1]
+    out_like = pytrees.map(lambda v: v[0], parts)
+    return blocks(parts, out_like, tuple(likes) if many else likes[0], _jacobian)
 
 
 def _grad_jvp(f, wrt, args):
@@ -785,6 +806,10 @@ def hessian(f: Callable, wrt: Wrt | None = None, *, backend: str | None = None,
             return _blocks(f, wrt, args, kwargs)
         i, d = _grad_jvp(f, wrt, args)
         like = _template(args[i])
+        H = _batched_forward((f, i), (i,), [like], args, kwargs, arg_types_of(
+            _target(f), args), False, True)
+        if H is not None:
+            return H
         return _assemble(_as_one_call(_target(f), [lambda e=e: _call(d, args, kwargs, (e,))
                                                    for e in _basis(like)]), like, like)
     return _mark_gradient(hess, f, wrt, "hessian")
@@ -801,6 +826,10 @@ def _blocks(f, wrt, args, kwargs):
     refuse_complex(target, indices, args)
     arg_types = arg_types_of(target, args)
     likes = tuple(_template(args[i]) for i in indices)
+    H = _batched_forward((f, tuple(indices)), indices, likes, args, kwargs, arg_types,
+                         True, True)
+    if H is not None:
+        return H
     columns = []
     for i, like in zip(indices, likes):
         d = _gradient_jvp(f, tuple(indices), (i,), arg_types)

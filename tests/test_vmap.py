@@ -87,7 +87,11 @@ def comparison(x, w):
     return np.where(x > w, x, w)
 
 
-TABLE = [ew_ufunc, ew_broadcast, ew_scalar_math, reduce_axis, reduce_method, mat_vec,
+def stack_and_cumsum(x, w):
+    return np.cumsum(x * w) + np.array([x[0], x[1] * w[0], 1.0, x[3]])
+
+
+TABLE = [stack_and_cumsum, ew_ufunc, ew_broadcast, ew_scalar_math, reduce_axis, reduce_method, mat_vec,
          vec_vec, index_const, reshape_transpose, write_element, user_call, loop_carried,
          comparison]
 
@@ -215,3 +219,27 @@ def test_a_while_on_a_batched_test_is_refused_with_its_line():
         return x
     with pytest.raises(s2sad.S2SADError, match="vmap cannot batch a while loop"):
         s2sad.vmap(halve)(rng.random(B) * 8)
+
+
+SCALE = 2.0
+
+
+def scaled_by_a_global(x):
+    return x * SCALE
+
+
+def test_a_call_reuses_the_compiled_code_for_arguments_of_the_same_kind_only():
+    global SCALE
+    batched = s2sad.vmap(scaled_by_a_global)
+    xs = rng.normal(size=(B, 3))
+    np.testing.assert_allclose(batched(xs), xs * 2.0)
+    np.testing.assert_allclose(batched(xs[:, 0]), xs[:, 0] * 2.0)     # items are numbers
+    np.testing.assert_allclose(batched(xs.astype(np.float32)), xs.astype(np.float32) * 2.0,
+                               rtol=1e-6)
+    SCALE = 3.0         # the code read the global: it is compiled again
+    try:
+        np.testing.assert_allclose(batched(xs), xs * 3.0)
+    finally:
+        SCALE = 2.0
+    with pytest.raises(s2sad.S2SADError, match="batches of different sizes"):
+        s2sad.vmap(ew_ufunc)(xs, rng.normal(size=(B + 1, 3)))

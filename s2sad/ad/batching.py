@@ -194,7 +194,7 @@ class Batching:
             return syntax.replaced(node, {id(a): self.like(a) for a in op.args
                                     if not self.is_batched(a) and not isinstance(
                                         a, gast.Constant)})
-        if op.form == USER:
+        if op.form == USER and self.rule_of(op) is None:
             return self.user_call(op, node)
         if op.form == NONDIFF and op.prim is None:
             if isinstance(node, gast.Compare) and len(node.ops) == 1:

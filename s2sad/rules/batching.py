@@ -21,6 +21,8 @@ import numpy as np
 
 from . import pytrees
 from .products import dot_lhs, dot_rhs, matmul_lhs, matmul_rhs
+from .reductions import unbroadcast
+from .tangents import broadcast_like
 from .runtime import seed
 from .registry import METHODS, batching, helpers
 from .writes import setitem
@@ -90,7 +92,9 @@ def batch_loop(fn, n, args, axes, kwargs=None, kw_axes=None):
 
 
 def _item(x, b):
-    return pytrees.map(lambda v: v[b], x)
+    """Item `b` of the batched value `x`: of each leaf that is an array (a number in a
+    batched structure is a zero the transform left as it is, the same for every item)."""
+    return pytrees.map(lambda v: v[b] if np.ndim(v) else v, x)
 
 
 def batch_stack(results):
@@ -139,29 +143,72 @@ def batch_dot(a, a_axis, b, b_axis):
 
 
 def batch_dot_rhs(g, g_axis, a, a_axis, b, b_axis, fn=dot_rhs):
-    """`fn(g, a, b)` of each item; by default `dot_rhs`, the adjoint of `b` in `np.dot(a, b)`."""
-    n = batch_size(g if g_axis is not None else a if a_axis is not None else b)
-    if (np.ndim(b) - (b_axis is not None) == 1 and np.ndim(a) - (a_axis is not None) == 1
-            and np.ndim(g) - (g_axis is not None) == 0):
-        return batch_pad(g if g_axis is not None else batch_like(g, n), 1) * (
-            a if a_axis is not None else batch_like(a, n))
-    return batch_loop(fn, n, (g, a, b), (g_axis, a_axis, b_axis))
+    """`fn(g, a, b)` of each item; by default `dot_rhs`, the adjoint of `b` in `np.dot(a, b)`
+    (`matmul_rhs` for `a @ b`)."""
+    return _product_adjoint(fn, False, g, g_axis, a, a_axis, b, b_axis)
 
 
 def batch_dot_lhs(g, g_axis, a, a_axis, b, b_axis, fn=dot_lhs):
-    """`fn(g, a, b)` of each item; by default `dot_lhs`, the adjoint of `a` in `np.dot(a, b)`."""
+    """`fn(g, a, b)` of each item; by default `dot_lhs`, the adjoint of `a` in `np.dot(a, b)`
+    (`matmul_lhs` for `a @ b`)."""
+    return _product_adjoint(fn, True, g, g_axis, a, a_axis, b, b_axis)
+
+
+def _product_adjoint(fn, lhs, g, g_axis, a, a_axis, b, b_axis):
+    """The adjoint of `a` (`lhs`) or of `b` in the product of `a` and `b` (a vector or a
+    matrix each) of each item, with the batch axis as matmul's stacked axis: an operand
+    that is not batched has a stacked axis of length 1 and broadcasts. Other shapes
+    (a number, more axes, a 0-d adjoint that stands for an array) loop over the batch."""
     n = batch_size(g if g_axis is not None else a if a_axis is not None else b)
-    if (np.ndim(b) - (b_axis is not None) == 1 and np.ndim(a) - (a_axis is not None) == 1
-            and np.ndim(g) - (g_axis is not None) == 0):
-        return batch_pad(g if g_axis is not None else batch_like(g, n), 1) * (
-            b if b_axis is not None else batch_like(b, n))
+    per_g, per_a, per_b = (np.ndim(v) - (ax is not None) for v, ax in (
+        (g, g_axis), (a, a_axis), (b, b_axis)))
+    if per_a in (1, 2) and per_b in (1, 2) and per_g == (per_a - 1) + (per_b - 1):
+        G, A, B = (np.asarray(v) if ax is not None else np.asarray(v)[None]
+                   for v, ax in ((g, g_axis), (a, a_axis), (b, b_axis)))
+        if lhs:
+            if per_b == 1:
+                out = G[:, :, None] * B[:, None, :] if per_a == 2 else G[:, None] * B
+            elif per_a == 1:
+                out = np.matmul(B, G[..., None])[..., 0]
+            else:
+                out = np.matmul(G, np.swapaxes(B, -1, -2))
+        elif per_a == 1:
+            out = A[:, :, None] * G[:, None, :] if per_b == 2 else G[:, None] * A
+        elif per_b == 1:
+            out = np.matmul(G[:, None, :], A)[:, 0]
+        else:
+            out = np.matmul(np.swapaxes(A, -1, -2), G)
+        return out if len(out) == n else np.broadcast_to(out, (n,) + out.shape[1:]).copy()
     return batch_loop(fn, n, (g, a, b), (g_axis, a_axis, b_axis))
+
+
+def batch_unbroadcast(g, g_axis, x, x_axis):
+    """`unbroadcast(g, x)` of each item (`g` summed down to the shape of `x`)."""
+    n = batch_size(g if g_axis is not None else x)
+    if g_axis is None:      # the same for every item
+        return batch_like(unbroadcast(g, x[0] if x_axis is not None else x), n)
+    shape = np.shape(x)[1:] if x_axis is not None else np.shape(x)
+    g = np.asarray(g)
+    if g.shape[1:] == shape:
+        return g
+    extra = g.ndim - 1 - len(shape)
+    if extra < 0:           # (a number for an array: the same value everywhere)
+        return np.broadcast_to(batch_pad(g, len(shape)), (n,) + shape).copy()
+    if extra:
+        g = g.sum(axis=tuple(range(1, 1 + extra)))
+    ones = tuple(1 + i for i, d in enumerate(shape) if d == 1 and g.shape[1 + i] != 1)
+    return g.sum(axis=ones, keepdims=True) if ones else g
 
 
 def batch_set_at(a, a_axis, i, v, v_axis):
     """`setitem(a, i, v)` of each item (`a` with `a[i] = v`, as a new value), where `a` or
     `v` is batched and the index `i` is not."""
     n = batch_size(a if a_axis is not None else v)
+    if isinstance(a, (dict, list)):      # a container, whose items carry the batch axis
+        out = (dict if isinstance(a, dict) else list)(a if a_axis is not None else
+                                                       batch_like(a, n))
+        out[i] = v if v_axis is not None else batch_like(v, n)
+        return out
     out = np.array(a if a_axis is not None else batch_like(a, n))
     target = out[batch_index(i)]
     out[batch_index(i)] = batch_pad(v, np.ndim(target) - 1) if v_axis is not None else v
@@ -185,6 +232,35 @@ def batch_transpose(a, *axes):
     """`np.transpose` of each item of the batched array `a` (by `axes`, or reversed)."""
     axes = _dims(axes) or tuple(range(np.ndim(a) - 2, -1, -1))
     return np.transpose(a, (0,) + tuple(ax % (np.ndim(a) - 1) + 1 for ax in axes))
+
+
+def batch_broadcast_like(t, t_axis, y, y_axis):
+    """`broadcast_like(t, y)` of each item (the tangent `t` spread to the shape of `y`)."""
+    n = batch_size(t if t_axis is not None else y)
+    if t_axis is None:
+        return batch_like(broadcast_like(t, y[0]), n)
+    shape = np.shape(y)[1:] if y_axis is not None else np.shape(y)
+    return np.broadcast_to(batch_pad(t, len(shape)), (n,) + shape)
+
+
+def batch_cumsum(a, axis=None):
+    """`np.cumsum(a, axis)` of each item of the batched array `a` (flattened for None)."""
+    if axis is None:
+        return np.cumsum(np.reshape(a, (len(a), -1)), axis=1)
+    return np.cumsum(a, axis=batch_axis(axis, a))
+
+
+def batch_array(obj, dtype=None):
+    """`np.array(obj, dtype)` of each item: a list or tuple (nested) of batched values
+    stacked after the batch axis (a constant, which the transform leaves a number,
+    repeated along it), or a batched array copied."""
+    n = len(next(v for v in pytrees.leaves(obj) if np.ndim(v)))
+
+    def stacked(o):
+        if isinstance(o, (list, tuple)):
+            return np.stack([stacked(v) for v in o], axis=1)
+        return np.asarray(o) if np.ndim(o) else np.full(n, o)
+    return np.array(stacked(obj), dtype=dtype)
 
 
 def batch_method(name):
@@ -249,3 +325,7 @@ batching(max, "a, b", "np.maximum(a, b)", ns)
 batching(min, "a, b", "np.minimum(a, b)", ns)
 batching(float, "x", "np.asarray(x, dtype=float)", ns)
 batching(seed, "y, name", "_s2s_batch_seed(y, name)")
+batching(broadcast_like, "t, y", "_s2s_batch_broadcast_like(t, t_axis, y, y_axis)")
+batching(np.array, "object, dtype=None", "_s2s_batch_array(object, dtype)")
+batching(np.cumsum, "a, axis=None", "_s2s_batch_cumsum(a, axis)")
+batching(unbroadcast, "g, x", "_s2s_batch_unbroadcast(g, g_axis, x, x_axis)")

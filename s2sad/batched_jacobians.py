@@ -1,0 +1,117 @@
+"""Jacobians and Hessians in one batched pass: forward mode (`f_jvp`, or `g_grad_jvp` over
+a gradient) batched along its tangents, one unit tangent per element of the inputs, or
+reverse mode (`f_adjoint`) batched along its adjoint `y_bar`, one per element of the
+output.
+
+The primal computations read no tangent (or adjoint) and stay unbatched (see
+ad/batching.py): the function runs once for the whole Jacobian, and what it draws from
+a random generator, or changes in place, is drawn or changed once. `jacfwd`, `jacrev`,
+`hessian` and `vmap` of `hvp` (forward_api.py, batching_api.py) call these; where the
+batching transform refuses the derivative code (an `if` on a tangent), they fall back
+to one pass per direction, with a `BatchingLoopWarning` saying so.
+
+>>> import numpy as np
+>>> unit_tangents([np.zeros(2), 0.0])       # two arguments, three directions
+[array([[1., 0.],
+       [0., 1.],
+       [0., 0.]]), array([0., 0., 1.])]
+"""
+from __future__ import annotations
+
+import inspect
+import warnings
+
+import numpy as np
+
+from . import driver
+from .compilation import arg_types_of
+from .errors import BatchingLoopWarning, InternalError, S2SADError
+from .options import Options, Variant
+from .rules import pytrees
+
+
+def unit_tangents(likes):
+    """For the templates `likes` (one per argument differentiated: a number, an array, or
+    a structure whose leaves that carry no derivative are None, see
+    forward_api._template), a batch of tangents for each: together, along their first
+    axis, one unit tangent per element of all their leaves, in order."""
+    sizes = [[0 if leaf is None else int(np.size(leaf)) for leaf in pytrees.leaves(like)]
+             for like in likes]
+    n, start, out = sum(map(sum, sizes)), 0, []
+    for like, leaf_sizes in zip(likes, sizes):
+        leaves, structure = pytrees.flatten(like)
+        batch = []
+        for leaf, size in zip(leaves, leaf_sizes):
+            if leaf is None:        # (carries no derivative: a zero tangent)
+                batch.append(np.zeros(n))
+                continue
+            units = np.zeros((n, size))
+            units[start:start + size] = np.eye(size)
+            batch.append(units.reshape((n,) + np.shape(leaf)))
+            start += size
+        out.append(pytrees.unflatten(structure, batch) if pytrees.is_structure(like)
+                   else batch[0])
+    return out
+
+
+def blocks(parts, out_like, in_like, jacobian, forward=True):
+    """The Jacobian from `parts`, the batched derivatives (like `out_like`, each leaf
+    with the batch of directions first) along the unit tangents of `in_like`
+    (`unit_tangents`) or, not `forward`, the batched adjoints (like `in_like`) along the
+    unit adjoints of `out_like`, laid out by `jacobian` (forward_api._jacobian)."""
+    return jacobian(out_like, in_like, _block_of(parts, out_like, in_like, forward))
+
+
+def _offsets(like):
+    out, start = [], 0
+    for leaf in pytrees.leaves(like):
+        size = 0 if leaf is None else int(np.size(leaf))
+        out.append((start, start + size))
+        start += size
+    return out
+
+
+def _block_of(parts, out_like, in_like, forward):
+    """block(o, i, shape) for `_jacobian`: rows of the derivative of output leaf `o` along
+    the directions of input leaf `i` (forward), or of input leaf `i` along those of
+    output leaf `o` (reverse)."""
+    leaves = pytrees.leaves(parts)
+    ins, outs = _offsets(in_like), _offsets(out_like)
+
+    def block(o, i, shape):
+        if forward:
+            lo, hi = ins[i]
+            rows = np.asarray(leaves[o], dtype=float)[lo:hi]
+            jac = np.moveaxis(rows.reshape((hi - lo,) + rows.shape[1:]), 0, -1)
+        else:
+            lo, hi = outs[o]
+            jac = np.asarray(leaves[i], dtype=float)[lo:hi]
+        jac = np.reshape(jac, shape)
+        return float(jac) if jac.ndim == 0 else jac
+    return block
+
+
+def batched_call(d, args, kwargs, lead, batches):
+    """`d.fn` (compiled derivative code) called on `args` and `kwargs`, with `batches`
+    for its parameters `lead` (names: its tangents, or `y_bar`) batched along their first
+    axis: the code batched along those parameters (ad/batching.py) runs once. None if
+    the batching transform refuses the code (then the caller loops over the
+    directions)."""
+    code = d.fn
+    params = list(inspect.signature(code).parameters)
+    wrt = tuple(params.index(p) for p in lead)
+    items = {p: pytrees.map(lambda v: v[0], b) for p, b in zip(lead, batches)}
+    given = dict(zip(params, args))
+    arg_types = arg_types_of(driver.target(code), (), {**given, **kwargs, **items})
+    try:
+        batched = driver.derivative(code, wrt, arg_types, Options(Variant.BATCHED,
+                                                                  guard=False))
+    except InternalError:
+        raise
+    except S2SADError as e:
+        warnings.warn(BatchingLoopWarning(
+            f"{e}\n(so the Jacobian takes one pass per direction, not one batched pass)"),
+            stacklevel=3)
+        return None
+    named = dict(zip(lead, batches))
+    return batched.fn(**given, **kwargs, **named)
