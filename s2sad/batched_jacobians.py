@@ -91,6 +91,51 @@ def _block_of(parts, out_like, in_like, forward):
     return block
 
 
+def forward(d, args, kwargs, likes, many, of_gradient, jacobian):
+    """The Jacobian with respect to the arguments whose templates are `likes` (a tuple
+    of them if `many`) by `d`, the compiled forward mode (`f_jvp`, or, `of_gradient`,
+    `g_grad_jvp`, whose Jacobian is a Hessian), batched along one unit tangent per
+    element; None where the batching transform refuses that code."""
+    parts = batched_call(d, args, kwargs, d.tangent_names, unit_tangents(likes))
+    if parts is None:
+        return None
+    parts = parts if of_gradient else parts[1]      # (f_jvp returns (y, y_dot))
+    out_like = pytrees.map(lambda v: v[0], parts)
+    return blocks(parts, out_like, tuple(likes) if many else likes[0], jacobian)
+
+
+def reverse(target, indices, args, kwargs, arg_types, many, likes, jacobian):
+    """The Jacobian of `target` with respect to the arguments `indices` by reverse mode:
+    its gradient code (`f_value_and_grad`) batched along the output's adjoint, which
+    starts as one unit adjoint per element of the output (ad/batching.py's seeded
+    batching): one forward pass, one batched reverse pass. None where the batching
+    transform refuses that code, and for arguments that are structures (whose
+    adjoints the gradient code gives in their structure; jacrev then takes one pullback
+    per row)."""
+    if any(pytrees.is_structure(like) for like in likes):
+        return None
+    try:
+        code = driver.gradient_code(target, tuple(indices) if many else indices[0],
+                                    arg_types, Variant.VALUE_AND_GRAD)
+        batched = driver.derivative(code.fn, (), arg_types, Options(Variant.BATCHED,
+                                                                   guard=False))
+    except InternalError:
+        raise
+    except S2SADError as e:
+        _warn_looped(e)
+        return None
+    y, rows = batched.fn(*args, **kwargs)
+    out_like = pytrees.map(lambda v: v[0], y)
+    return blocks(rows, out_like, tuple(likes) if many else likes[0], jacobian,
+                  forward=False)
+
+
+def _warn_looped(e):
+    warnings.warn(BatchingLoopWarning(
+        f"{e}\n(so the Jacobian takes one pass per direction, not one batched pass)"),
+        stacklevel=4)
+
+
 def batched_call(d, args, kwargs, lead, batches):
     """`d.fn` (compiled derivative code) called on `args` and `kwargs`, with `batches`
     for its parameters `lead` (names: its tangents, or `y_bar`) batched along their first
@@ -109,9 +154,7 @@ def batched_call(d, args, kwargs, lead, batches):
     except InternalError:
         raise
     except S2SADError as e:
-        warnings.warn(BatchingLoopWarning(
-            f"{e}\n(so the Jacobian takes one pass per direction, not one batched pass)"),
-            stacklevel=3)
+        _warn_looped(e)
         return None
     named = dict(zip(lead, batches))
     return batched.fn(**given, **kwargs, **named)

@@ -14,7 +14,7 @@ from .compilation import (Wrt, arg_types_of, default_arg_types, refuse_complex, 
                           wrt_or_argnums)
 from .errors import NonScalarOutputError, S2SADError, defined_at, warn_unconnected
 from .options import Options, Variant
-from .batched_jacobians import batched_call, blocks, unit_tangents
+from . import batched_jacobians as batched
 from .rules import pytrees, registry, runtime
 
 _target = driver.target
@@ -517,6 +517,11 @@ def jacrev(f: Callable, wrt: Wrt | None = None, *, argnums: int | tuple | None =
         many, indices = _wrt(target, wrt)
         refuse_complex(target, indices, args)
         arg_types = arg_types_of(target, args)
+        jac = None if has_aux else batched.reverse(target, indices, args, kwargs, arg_types,
+                                                   many, [_template(args[i]) for i in indices],
+                                                   _jacobian)
+        if jac is not None:
+            return jac
         derivative = driver.derivative(f, tuple(indices), arg_types)
         y, pullback = warn_unconnected(derivative).fn(*args, **kwargs)
         if has_aux:
@@ -538,18 +543,11 @@ def jacrev(f: Callable, wrt: Wrt | None = None, *, argnums: int | tuple | None =
 
 
 def _batched_forward(f, indices, likes, args, kwargs, arg_types, many, of_gradient):
-    """The Jacobian of `f` (or, `of_gradient`, of the gradient `(primal, wrt)`: a
-    Hessian) with respect to the arguments `indices` (templates `likes`), by its forward
-    mode batched along one unit tangent per element (batched_jacobians.py); None where
-    the batching transform refuses that code."""
+    """batched_jacobians.forward for `f` (or, `of_gradient`, the gradient `(primal, wrt)`:
+    a Hessian) with respect to the arguments `indices`, whose templates are `likes`."""
     d = _gradient_jvp(*f, indices, arg_types) if of_gradient else compiled(
         f, indices, arg_types)
-    parts = batched_call(d, args, kwargs, d.tangent_names, unit_tangents(likes))
-    if parts is None:
-        return None
-    parts = parts if of_gradient else parts[1]
-    out_like = pytrees.map(lambda v: v[0], parts)
-    return blocks(parts, out_like, tuple(likes) if many else likes[0], _jacobian)
+    return batched.forward(d, args, kwargs, likes, many, of_gradient, _jacobian)
 
 
 def _grad_jvp(f, wrt, args):
