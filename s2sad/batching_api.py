@@ -8,11 +8,12 @@ and `vmap` moves the axes where `in_axes` and `out_axes` say.
 from __future__ import annotations
 
 import functools
+import inspect
 from typing import Any, Callable
 
 import numpy as np
 
-from . import driver
+from . import driver, forward_api
 from .compilation import arg_types_of
 from .errors import S2SADError
 from .forward_api import gradient_of
@@ -165,11 +166,29 @@ def _batched_code(f, items, wrt):
         arg_types = arg_types_of(target, items)
         code = driver.gradient_code(target, grad_wrt, arg_types, kind)
         return [code, driver.derivative(code.fn, wrt, arg_types, options)]
+    if gradient is not None and getattr(f, "s2s_made_by", None) == "hvp":
+        return _hvp_code(f, items, wrt, options)
     if getattr(f, "s2s_derivative", False):
-        raise S2SADError(f"vmap batches functions, grad and value_and_grad; "
+        raise S2SADError(f"vmap batches functions, grad, value_and_grad and hvp; "
                          f"{getattr(f, '__name__', f)!r} is another derivative of s2sad's")
     target = driver.target(f)
     return [driver.derivative(target, wrt, arg_types_of(target, items), options)]
+
+
+def _hvp_code(f, items, wrt, options):
+    """`_batched_code` of `hvp(primal)`, called as `(*args, v)`: the forward mode of the
+    gradient code (`g_grad_jvp(*args, x_dot)`, whose parameters are those of the call)
+    batched along `wrt` (several vectors `v`: Hessian-vector products in one pass)."""
+    primal, grad_wrt = gradient_of(f)
+    target = driver.target(primal)
+    *args, _ = items
+    if len(args) != len(inspect.signature(target).parameters):
+        raise S2SADError(f"vmap of hvp({target.__name__}) needs every argument of "
+                         f"{target.__name__} given by position")
+    i = forward_api.wrt_indices(target, grad_wrt)[0]
+    code = forward_api._gradient_jvp(primal, i, (i,), arg_types_of(target, args))
+    arg_types = arg_types_of(driver.target(code.fn), items)
+    return [code, driver.derivative(code.fn, wrt, arg_types, options)]
 
 
 def _axes_per_argument(in_axes, args):

@@ -105,3 +105,22 @@ def test_a_jacobian_sees_one_draw_of_a_generator():
     J = s2sad.jacfwd(jitter)(x, gen)
     np.testing.assert_allclose(J, np.diag(copy.normal(size=4)), rtol=1e-12)
     assert gen.bit_generator.state == copy.bit_generator.state
+
+
+def test_hvp_over_several_vectors_is_vmap_of_hvp():
+    def f(x, a):
+        return np.sum(np.sin(x) * a) + np.dot(x, x) ** 2
+    x, V = rng.normal(size=4), rng.normal(size=(6, 4))
+    got = s2sad.vmap(s2sad.hvp(f), in_axes=(None, None, 0))(x, 2.0, V)
+    product = s2sad.hvp(f)
+    loop = np.stack([product(x, 2.0, v) for v in V])
+    np.testing.assert_allclose(got, loop, rtol=1e-12)
+    H = central_jacobian(lambda v: s2sad.grad(f)(v, 2.0), x)      # the loop's oracle
+    np.testing.assert_allclose(loop, V @ H.T, rtol=1e-6, atol=1e-8)
+
+
+def test_vmap_of_a_hessian_is_refused_by_name():
+    with pytest.raises(s2sad.S2SADError, match="vmap batches functions, grad, "
+                                               "value_and_grad and hvp; 'hessian_noisy'"):
+        s2sad.vmap(s2sad.hessian(noisy), in_axes=(0, None))(rng.normal(size=(3, 2)),
+                                                            np.random.default_rng(0))
