@@ -144,9 +144,10 @@ def test_groups():
         "logsin_np", "projectile", "projectile_dataclass", "oscillator", "rk4_tuple_state",
         "tree"]
     # the native group's workloads are bench/native.py's (they need Numba), the solvers
-    # group's bench/solvers.py's (they need SciPy); dask's are made only when Dask is
-    # installed
-    assert {w.group for w in suite} | {"dask", "native", "solvers"} == set(run.GROUPS)
+    # group's bench/solvers.py's (they need SciPy), the batching group's
+    # bench/batching.py's; dask's are made only when Dask is installed
+    assert {w.group for w in suite} | {"dask", "native", "solvers", "batching"} == set(
+        run.GROUPS)
     assert [w.name for w in run.select(suite, "heat,mlp")] == ["mlp", "heat"]
     assert [w.name for w in run.select(suite, "mlp", "numpy,array-loops")] == ["mlp"]
     with pytest.raises(ValueError, match="unknown group loops"):
