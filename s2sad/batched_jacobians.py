@@ -144,10 +144,9 @@ def batched_call(d, args, kwargs, lead, batches):
     directions)."""
     code = d.fn
     params = list(inspect.signature(code).parameters)
-    wrt = tuple(params.index(p) for p in lead)
+    wrt = tuple(params.index(p) for p in lead)      # (refused if keyword-only: a loop)
     items = {p: pytrees.map(lambda v: v[0], b) for p, b in zip(lead, batches)}
-    given = dict(zip(params, args))
-    arg_types = arg_types_of(driver.target(code), (), {**given, **kwargs, **items})
+    arg_types = arg_types_of(driver.target(code), args, {**kwargs, **items})
     try:
         batched = driver.derivative(code, wrt, arg_types, Options(Variant.BATCHED,
                                                                   guard=False))
@@ -157,4 +156,4 @@ def batched_call(d, args, kwargs, lead, batches):
         _warn_looped(e)
         return None
     named = dict(zip(lead, batches))
-    return batched.fn(**given, **kwargs, **named)
+    return batched.fn(*args, **kwargs, **named)
