@@ -124,7 +124,12 @@ def reverse(target, indices, args, kwargs, arg_types, many, likes, jacobian):
     except S2SADError as e:
         _warn_looped(e)
         return None
-    y, rows = batched.fn(*args, **kwargs)
+    if not batched.batching.plain:
+        return None
+    out = _run(batched.fn, args, kwargs)
+    if out is None:
+        return None
+    y, rows = out
     out_like = pytrees.map(lambda v: v[0], y)
     return blocks(rows, out_like, tuple(likes) if many else likes[0], jacobian,
                   forward=False)
@@ -141,7 +146,8 @@ def batched_call(d, args, kwargs, lead, batches):
     for its parameters `lead` (names: its tangents, or `y_bar`) batched along their first
     axis: the code batched along those parameters (ad/batching.py) runs once. None if
     the batching transform refuses the code (then the caller loops over the
-    directions)."""
+    directions), and where a batched value of that code is a list, tuple or dict (a
+    tape: the per-direction passes are trusted there)."""
     code = d.fn
     params = list(inspect.signature(code).parameters)
     wrt = tuple(params.index(p) for p in lead)      # (refused if keyword-only: a loop)
@@ -155,5 +161,20 @@ def batched_call(d, args, kwargs, lead, batches):
     except S2SADError as e:
         _warn_looped(e)
         return None
+    if not batched.batching.plain:
+        return None
     named = dict(zip(lead, batches))
-    return batched.fn(*args, **kwargs, **named)
+    return _run(batched.fn, args, {**kwargs, **named})
+
+
+def _run(fn, args, kwargs):
+    """`fn(*args, **kwargs)`, the batched pass, or None if it raises or warns: the caller
+    then takes one pass per direction, which raises or warns as each direction does (the
+    batched pass runs a warning's or an exception's line for every direction at once)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            out = fn(*args, **kwargs)
+        except Exception:       # (the passes per direction raise it again, located)
+            return None
+    return None if caught else out

@@ -40,7 +40,7 @@ from .. import marks, syntax
 from ..analysis import operations
 from ..analysis.activity import closure, definitions
 from ..analysis.operations import COPY, CUSTOM, NONDIFF, PACK, USER
-from ..analysis.value_kinds import ARRAY, SCALAR, UNKNOWN
+from ..analysis.value_kinds import ARRAY, CONTAINER, SCALAR, UNKNOWN
 from ..compilation import Callee
 from ..errors import BatchingLoopWarning, InternalError, S2SADError
 from ..frontend import source
@@ -58,9 +58,14 @@ def run(fn, ctx):
 @dataclasses.dataclass
 class BatchingResult:
     """What the batching transform made: the names that carry a batch axis, and the
-    lines of the statements it applies item by item (`_s2s_batch_loop`)."""
+    lines of the statements it applies item by item (`_s2s_batch_loop`), and whether
+    every batched value is a number or an array, and no `try` or `with` block holds
+    them (`plain`: what the Jacobians built on batching trust; a batched list, tuple or
+    dict, a tape, or a block whose exceptions or warnings are per direction, makes them
+    loop instead)."""
     batched: set
     looped: list
+    plain: bool = True
 
 
 class Batching:
@@ -84,7 +89,10 @@ class Batching:
         self.seeds = self.seeded(fn) if self.first is None else {}
         self.definitions = collections.Counter(t for t, _ in definitions(fn.body))
         self.batched = self.analyse(fn)
-        self.ctx.batching = BatchingResult(self.batched, self.looped)
+        returned = set(syntax.names_loaded(ret.value))      # (the pack of the results)
+        self.ctx.batching = BatchingResult(self.batched, self.looped, not any(
+            self.container(self.kinds.kind.get(n)) for n in self.batched - returned)
+            and not any(isinstance(n, (gast.Try, gast.With)) for n in syntax.statements(fn)))
         body = self.block(body)
         body.append(syntax.located(syntax.ret(self.output(ret.value)), ret))
         if self.size is not None and not self.seeds:
@@ -128,6 +136,11 @@ class Batching:
                              "batch the rows of a Jacobian along")
         self.size = self.namer.fresh("batch_size")
         return seeds
+
+    @staticmethod
+    def container(kind):
+        return kind == CONTAINER or (isinstance(kind, type) and not issubclass(
+            kind, (float, int, complex, np.ndarray, np.generic)))
 
     def sources(self, value):
         """The names a value is computed from, but those only asked for their type
