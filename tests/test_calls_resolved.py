@@ -337,6 +337,29 @@ def test_an_unhashable_object_called_is_its_class_call():
     assert_array_close(g(X), fd_array_grad(squashed, (X,), 0))
 
 
+def squashed_by(x, act):
+    for _ in range(2):
+        x = act(x)
+    return np.sum(x ** 2)
+
+
+def squashed_twice(x):
+    return squashed_by(x, squash)
+
+
+def test_an_unhashable_object_passed_as_a_function_value():
+    """The version of `squashed_by` specialised on `act` is keyed by the object's identity."""
+    assert_array_close(s2sad.grad(squashed_twice)(X), fd_array_grad(squashed_twice, (X,), 0))
+    assert_array_close(s2sad.jvp(squashed_twice, (X,), (np.ones_like(X),))[1],
+                       fd_array_grad(squashed_twice, (X,), 0).sum())
+    h, eye = 1e-4, np.eye(len(X))
+    hessian = np.array([[(squashed_twice(X + h * a + h * b) - squashed_twice(X + h * a - h * b)
+                          - squashed_twice(X - h * a + h * b)
+                          + squashed_twice(X - h * a - h * b)) / (4 * h * h)
+                         for b in eye] for a in eye])
+    assert_array_close(s2sad.hessian(squashed_twice)(X), hessian, rtol=1e-5, atol=1e-6)
+
+
 # -- a function as a parameter's default, or passed -----------------------------------------
 def activated(x, nonlinearity=np.tanh):
     return nonlinearity(x) * x
