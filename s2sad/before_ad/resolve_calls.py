@@ -84,7 +84,7 @@ import weakref
 import gast
 
 from .. import marks
-from .. import cache, emit, syntax
+from .. import emit, syntax
 from ..analysis import operations
 from ..analysis.activity import definitions, varied_names
 from ..analysis.value_kinds import ValueKinds, user_class
@@ -578,7 +578,7 @@ class ResolveCalls:
                 plan.append(("value", p.name))
                 args.append(given[p.name])
         versions = _versions.setdefault(fn, {})
-        key, stamp = cache.keyed(tuple(plan)), guards.stamp(fn)
+        key, stamp = guards.keyed(tuple(plan)), guards.stamp(fn)
         made = versions.get(key)
         if made is None or not guards.same(made[0], stamp):
             # (made again when the function's code, defaults or closure values changed)
