@@ -309,7 +309,7 @@ class Aliasing(AliasErrors):
             names[target] = Held()
             return
         if not relations:
-            names[target] = self.new(target, s, seen)
+            names[target] = self.new(target, s, state)
             return
         held, new = Held(), None
         for slot, (other, relation) in enumerate(relations):
@@ -317,7 +317,7 @@ class Aliasing(AliasErrors):
             if relation in ("version", "same", "element", "part"):
                 held = held.join(self.related(h, relation, s))
             else:                           # "holds" it, or its "elements"
-                new = new or self.new(target, s, seen).objects
+                new = new or self.new(target, s, state).objects
                 inner = {x for o in h.objects for x in self.contents.get(o, ())}
                 slots = h.objects if relation == "holds" else inner | {
                     _inside(o) for o in h.objects}
@@ -344,16 +344,32 @@ class Aliasing(AliasErrors):
             inside |= h.objects
         return Held(inside, frozenset([id(s)]), s)
 
-    def new(self, target, s, seen, kind=None):
-        """A new object, made by `s` (its last instance: reads of one an earlier
-        iteration made do not count for it; an index this run takes for a number is one),
-        of the kind of the value (or `kind`, what a called function returns)."""
-        seen.pop(id(s), None)
+    def new(self, target, s, state, kind=None):
+        """A new object, made by `s` (its last instance; an index this run takes for a
+        number is one), of the kind of the value (or `kind`, what a called function
+        returns). What earlier iterations made there is another object, `-id(s)`: the
+        names, containers and reads of those instances move to it, so that a write into
+        this one does not make them old (`un = u.copy()`, writes into `un`, `u = un`)."""
+        names, _, seen = state
+        old = -id(s)
+        for n, held in names.items():
+            if id(s) in held.objects or id(s) in held.frames:
+                names[n] = Held(_older(held.objects, id(s)), _older(held.frames, id(s)),
+                                held.made)
+        for c, inside in list(self.contents.items()):
+            if id(s) in inside:
+                self.hold([c], {old})
+                self.puts.setdefault((c, old), set()).update(self.puts.get((c, id(s)), ()))
+        if id(s) in self.contents:
+            self.hold([old], self.contents[id(s)])
+        if id(s) in seen:
+            seen[old] = seen.get(old, frozenset()) | seen.pop(id(s))
         made = self.kinds.of(s.value) if isinstance(s, gast.Assign) and not isinstance(
             s.value, gast.Subscript) else None     # (an index's number of axes: the guard's)
         self.made_kind[id(s)] = SCALAR if id(s) in self.maybe and id(s) not in self.views \
             else next((k for k in (kind, made) if k in (ARRAY, CONTAINER)),
                       self.kinds.kind.get(target))
+        self.made_kind[old] = self.made_kind[id(s)]
         return Held(frozenset([id(s)]), frozenset([id(s)]))
 
     def unknown_param(self, o):
@@ -384,7 +400,7 @@ class Aliasing(AliasErrors):
         puts = self.puts.get((c, o), ())
         loop = id(self.loop_of[next(iter(puts))[0]]) if len(puts) == 1 and \
             next(iter(puts))[0] in self.loop_of else None
-        return len(puts) > 1 or loop is not None and o not in self.within[loop]
+        return len(puts) > 1 or loop is not None and _made_by(o) not in self.within[loop]
 
     def mark(self, exempt, written, write, state, base=None, callee=None, inner=frozenset()):
         """After `write` into the objects `written` (through `base`, now `exempt`, and
@@ -418,7 +434,7 @@ class Aliasing(AliasErrors):
         into `c` comes after the write there, and `base` is bound in between, to the new
         object and its versions only (`row = []`, `for j: row.append(v)`, then
         `m.append(row)`: a comprehension inside a comprehension)."""
-        alloc, loop = self.statement.get(o), self.loop_of.get(o)
+        alloc, loop = self.statement.get(_made_by(o)), self.loop_of.get(_made_by(o))
         if base is None or loop is None or not any(alloc is t for t in loop.body):
             return False
         tops = self.tops.get(id(loop))
@@ -556,7 +572,7 @@ class Aliasing(AliasErrors):
         held = self.arguments(args, state, s)
         objects = frozenset(o for t in found.returns for o in self.objects(t, held, s))
         names[target] = Held(objects, frozenset([id(s)]), s) if objects else \
-            self.new(target, s, seen, found.kind)
+            self.new(target, s, state, found.kind)
 
     def call_writes(self, target, effect, s, state):
         """After the call `s`, of a function that writes into the memory of its arguments:
@@ -787,6 +803,17 @@ class Stale:
 
 class _Found(Exception):
     """A read of an old value, in a run that only asks whether there is one."""
+
+
+def _older(objects, o):
+    """`objects` with the object `o` made by an earlier iteration (`-o`, see `new`)."""
+    return objects - {o} | {-o} if o in objects else objects
+
+
+def _made_by(o):
+    """The id of the statement that made the object `o` (also one an earlier iteration
+    made, `-id`)."""
+    return -o if isinstance(o, int) and o < 0 else o
 
 
 def _copy(state):
