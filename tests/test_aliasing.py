@@ -223,6 +223,15 @@ def buffer_of_this_iteration_named_twice(x):
     return np.sum(u)
 
 
+def buffers_swapped_into_one(x):
+    u, un = np.sin(x), np.cos(x)
+    for k in range(2):
+        un[0] = x[1] * (k + 1.0)
+        s = np.sum(u * x)
+        u, un = un, un
+    return s
+
+
 #: (function, line of the read, line of the write, line that made the other name), as
 #: offsets from the `def` line
 REFUSED = [
@@ -246,6 +255,7 @@ REFUSED = [
     (list_of_the_iteration_before_appended_to, 5, 4, 5),
     (first_buffer_kept_then_written, 6, 5, 4),
     (buffer_of_this_iteration_named_twice, 6, 5, 4),
+    (buffers_swapped_into_one, 4, 3, 5),
 ]
 
 
@@ -494,7 +504,18 @@ def buffers_swapped_each_step(x):
     return np.sum(a * b)
 
 
-ACCEPTED = [double_buffered_stencil, buffers_swapped_each_step, nested_list_comprehension, nested_list_comprehension_with_a_condition,
+def jacobi_sweeps_swapping_two_buffers(x):
+    # (`u` and `un` each hold either array in turn, never the same one)
+    u, un = np.zeros(4), np.zeros(4)
+    for sweep in range(3):
+        un[1:-1] = 0.5 * (u[:-2] + u[2:]) * u[1:-1] + x[1:-1]
+        un[0] = x[0]
+        un[-1] = x[-1] * x[0]
+        u, un = un, u
+    return np.sum(u ** 2) + np.sum(un * x)
+
+
+ACCEPTED = [jacobi_sweeps_swapping_two_buffers, double_buffered_stencil, buffers_swapped_each_step, nested_list_comprehension, nested_list_comprehension_with_a_condition,
             rows_filled_then_appended, helper_makes_a_new_array, boolean_mask_copies, negated_mask_copies,
             index_array_copies, callee_writes_and_returns_the_new_value,
             split_part_written_and_read, astype_copies, list_of_numbers_added_to,

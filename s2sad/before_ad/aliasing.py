@@ -123,15 +123,20 @@ def _inside(o):
 @dataclasses.dataclass(frozen=True)
 class Held:
     """What a name holds at a point: the objects whose memory it may share, the frames
-    its indices count in (a view has its own), and the statement that made it share
-    another name's memory (None for an object of its own)."""
+    its indices count in (a view has its own), the statement that made it share
+    another name's memory (None for an object of its own), and the names of arrays that
+    certainly hold other memory (`apart`, kept on both sides: a new array is apart from
+    every other, a copy, version or view of one is apart from what it is apart from; so
+    `u, un = un, u` of two arrays, which makes each name hold either object, keeps
+    them apart)."""
     objects: frozenset = frozenset()
     frames: frozenset = frozenset()
     made: object = None
+    apart: frozenset = frozenset()      # names of arrays certainly of other memory
 
     def join(self, other):
         return Held(self.objects | other.objects, self.frames | other.frames,
-                    self.made or other.made)
+                    self.made or other.made, self.apart & other.apart)
 
 
 class Aliasing(AliasErrors):
@@ -262,8 +267,8 @@ class Aliasing(AliasErrors):
                     else:
                         stale.pop(target, None)
                     held = names.get(v.id, Held())      # (made by this copy, for the error)
-                    names[target] = held if held.made or not held.objects else Held(
-                        held.objects, held.frames, s)
+                    self.place(names, target, held if held.made or not held.objects else Held(
+                        held.objects, held.frames, s), held.apart)
                     continue
                 self.reads(v, state, s)
                 base = self.written(s, names)
@@ -306,10 +311,10 @@ class Aliasing(AliasErrors):
         names, stale, seen = state
         stale.pop(target, None)
         if self.kinds.kind.get(target) == SCALAR:
-            names[target] = Held()
+            self.place(names, target, Held(), ())
             return
         if not relations:
-            names[target] = self.new(target, s, state)
+            self.place(names, target, self.new(target, s, state), names)    # apart from all
             return
         held, new = Held(), None
         for slot, (other, relation) in enumerate(relations):
@@ -329,7 +334,21 @@ class Aliasing(AliasErrors):
                     self.hold([o], self.contents[n], [x for c, x in self.puts if c == n],
                               (id(s), 0))
             held = Held(held.objects - new, held.frames - new, held.made)
-        names[target] = held
+        (other, relation), = relations if len(relations) == 1 else [(None, None)]
+        self.place(names, target, held, names[other].apart if relation in (
+            "version", "same") and other in names and new is None else ())
+
+    def place(self, names, target, held, apart):
+        """Bind `target` to `held`, apart from the arrays named in `apart` (where it is
+        an array itself): no name is apart from an earlier binding of `target` any more."""
+        for n, h in names.items():
+            if target in h.apart:
+                names[n] = dataclasses.replace(h, apart=h.apart - {target})
+        apart = frozenset(n for n in apart if n != target and n in names and self.kinds.kind.get(
+            n) == ARRAY) if self.kinds.kind.get(target) == ARRAY else frozenset()
+        names[target] = dataclasses.replace(held, apart=apart)
+        for n in apart:
+            names[n] = dataclasses.replace(names[n], apart=names[n].apart | {target})
 
     def related(self, h, relation, s):
         """What a value made by `s` holds, that is the "version", a view ("same"), an
@@ -355,7 +374,7 @@ class Aliasing(AliasErrors):
         for n, held in names.items():
             if id(s) in held.objects or id(s) in held.frames:
                 names[n] = Held(_older(held.objects, id(s)), _older(held.frames, id(s)),
-                                held.made)
+                                held.made, held.apart)
         for c, inside in list(self.contents.items()):
             if id(s) in inside:
                 self.hold([c], {old})
@@ -422,8 +441,8 @@ class Aliasing(AliasErrors):
                     changed = True
         link = names.get(base, Held()).made if base is not None else write
         for n, held in names.items():
-            if n != exempt and held.objects & written and (
-                    base is None or not self.apart(n, write, base, names)):
+            if n != exempt and held.objects & written and (base is None or not (
+                    base in held.apart or self.apart(n, write, base, names))):
                 stale[n] = Stale(write, held.made or link, callee,
                                  not held.objects & (written - inner))
 
@@ -567,12 +586,12 @@ class Aliasing(AliasErrors):
         stale.pop(target, None)
         found, args = effect
         if self.kinds.kind.get(target) == SCALAR:
-            names[target] = Held()
+            self.place(names, target, Held(), ())
             return
         held = self.arguments(args, state, s)
         objects = frozenset(o for t in found.returns for o in self.objects(t, held, s))
-        names[target] = Held(objects, frozenset([id(s)]), s) if objects else \
-            self.new(target, s, state, found.kind)
+        self.place(names, target, Held(objects, frozenset([id(s)]), s) if objects else
+                   self.new(target, s, state, found.kind), ())
 
     def call_writes(self, target, effect, s, state):
         """After the call `s`, of a function that writes into the memory of its arguments:
