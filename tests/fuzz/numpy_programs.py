@@ -1297,7 +1297,9 @@ def buffer_programs(draw):
     share no memory with the new one. Some programs keep a name of a buffer across
     iterations (`keep = yn` in the first), or read `z` after a write through `yn` in the
     same iteration: those share memory, `mutation` is ("aliasing",) and s2sad may refuse
-    them, naming a line; the others must be differentiated."""
+    them, naming a line; the others must be differentiated. A third of them make the two
+    buffers once, before the loop, and swap them (`y, yn = yn, y`; or, sharing memory,
+    `y = yn`, `y, yn = yn, yn`)."""
     def pick(options):
         return options[draw(st.integers(0, len(options) - 1))]
 
@@ -1309,8 +1311,12 @@ def buffer_programs(draw):
     lines = ["    y = np.sin(x)", "    acc = 0.0"]
     if draw(st.booleans()):
         lines.append("    keep = y")
+    preallocated = draw(st.integers(0, 2)) == 0     # (two buffers made once, swapped)
+    if preallocated:
+        lines.append(f"    yn = {pick(('np.zeros(4)', 'np.cos(x)', 'y.copy()'))}")
     lines.append(f"    for k in range({draw(st.integers(1, 3))}):")
-    lines.append(f"        yn = {pick(BUFFER_FRESH)}")
+    if not preallocated:
+        lines.append(f"        yn = {pick(BUFFER_FRESH)}")
     target = "yn"
     if draw(st.integers(0, 3)) == 0:
         lines.append("        z = yn")
@@ -1334,7 +1340,13 @@ def buffer_programs(draw):
                      else "        keep = keep")
         aliased = aliased or "    keep = y" not in lines
     lines.append(f"        acc = acc + np.sum({pick(('y', 'yn'))} * x)")
-    lines.append(pick(("        y = yn", "        y, yn = yn, y", "        y = yn * 1.0")))
+    if preallocated:
+        end = pick(("        y, yn = yn, y", "        y = yn", "        y, yn = yn, yn"))
+        # (then one buffer; or, swapped, `keep` is a buffer the loop writes into later)
+        aliased = aliased or end != "        y, yn = yn, y" or "    keep = y" in lines
+    else:
+        end = pick(("        y = yn", "        y, yn = yn, y", "        y = yn * 1.0"))
+    lines.append(end)
     reads = ["np.sum(y * y)", "acc"] + (["np.sum(keep * x)"] if "keep" in "\n".join(lines)
                                        else [])
     chosen = [r for r in reads if draw(st.booleans())] or [reads[0]]
