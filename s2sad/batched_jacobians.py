@@ -7,8 +7,10 @@ The primal computations read no tangent (or adjoint) and stay unbatched (see
 ad/batching.py): the function runs once for the whole Jacobian, and what it draws from
 a random generator, or changes in place, is drawn or changed once. `jacfwd`, `jacrev`,
 `hessian` and `vmap` of `hvp` (forward_api.py, batching_api.py) call these; where the
-batching transform refuses the derivative code (an `if` on a tangent), they fall back
-to one pass per direction, with a `BatchingLoopWarning` saying so.
+batching transform refuses the derivative code (an `if` on a tangent), or would apply
+a primitive item by item, they fall back to one pass per direction: as fast as before
+this module, and as right (no warning: the user asked for no vmap; docs/vmap.md says
+which code batches).
 
 >>> import numpy as np
 >>> unit_tangents([np.zeros(2), 0.0])       # two arguments, three directions
@@ -117,12 +119,10 @@ def reverse(target, indices, args, kwargs, arg_types, many, likes, jacobian):
     try:
         code = driver.gradient_code(target, tuple(indices) if many else indices[0],
                                     arg_types, Variant.VALUE_AND_GRAD)
-        batched = driver.derivative(code.fn, (), arg_types, Options(Variant.BATCHED,
-                                                                   guard=False))
+        batched = _batched(code.fn, (), arg_types)
     except InternalError:
         raise
-    except S2SADError as e:
-        _warn_looped(e)
+    except S2SADError:
         return None
     if not batched.batching.plain:
         return None
@@ -135,10 +135,18 @@ def reverse(target, indices, args, kwargs, arg_types, many, likes, jacobian):
                   forward=False)
 
 
-def _warn_looped(e):
-    warnings.warn(BatchingLoopWarning(
-        f"{e}\n(so the Jacobian takes one pass per direction, not one batched pass)"),
-        stacklevel=4)
+def _batched(code, wrt, arg_types):
+    """The batched derivative of `code`; an S2SADError where a primitive of it would be
+    applied item by item (the loop over the directions is as fast, and warns nothing)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        made = driver.derivative(code, wrt, arg_types, Options(Variant.BATCHED, guard=False))
+    looped = [w for w in caught if issubclass(w.category, BatchingLoopWarning)]
+    if looped:
+        raise S2SADError(str(looped[0].message))
+    for w in caught:            # (the others, as the compilation gave them)
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return made
 
 
 def batched_call(d, args, kwargs, lead, batches):
@@ -154,12 +162,10 @@ def batched_call(d, args, kwargs, lead, batches):
     items = {p: pytrees.map(lambda v: v[0], b) for p, b in zip(lead, batches)}
     arg_types = arg_types_of(driver.target(code), args, {**kwargs, **items})
     try:
-        batched = driver.derivative(code, wrt, arg_types, Options(Variant.BATCHED,
-                                                                  guard=False))
+        batched = _batched(code, wrt, arg_types)
     except InternalError:
         raise
-    except S2SADError as e:
-        _warn_looped(e)
+    except S2SADError:
         return None
     if not batched.batching.plain:
         return None
