@@ -1292,7 +1292,8 @@ BUFFER_FRESH = ("y.copy()", "np.copy(y)", "y * 1.0", "np.zeros_like(y) + y", "np
 def buffer_programs(draw):
     """Hypothesis strategy of `NumpyProgram`s `def f(x)` (`x` of shape (4,)) with a loop
     that makes a new buffer `yn` from `y` in each iteration, writes into it (maybe through
-    another name, `z = yn`), and hands it on (`y = yn`, `y, yn = yn, y`): the double
+    another name, `z = yn`; element writes, `*=`, a swap of two elements, an inner loop
+    of a stencil), and hands it on (`y = yn`, `y, yn = yn, y`): the double
     buffers of stencils and time steppers. Names of the buffer of the iteration before
     share no memory with the new one. Some programs keep a name of a buffer across
     iterations (`keep = yn` in the first), or read `z` after a write through `yn` in the
@@ -1322,9 +1323,13 @@ def buffer_programs(draw):
         lines.append("        z = yn")
         target = pick(("yn", "z"))
     for _ in range(draw(st.integers(1, 3))):
-        form = draw(st.integers(0, 3))
+        form = draw(st.integers(0, 4))
         i = draw(st.integers(0, 3))
-        if form == 0:
+        if form == 4:       # (a swap of two elements: both values read before the writes)
+            j = draw(st.integers(0, 3))
+            lines.append(f"        {target}[{i}], {target}[{j}] = {target}[{j}], "
+                         f"{target}[{i}] * x[{j}]")
+        elif form == 0:
             lines.append(f"        {target}[{i}] = {scalar()}")
         elif form == 1:
             lines.append(f"        {target}[{i}] += {scalar()}")
