@@ -49,6 +49,7 @@ class CompiledDerivative:
                                          ctx.src.first_line),
                             ctx.reverse.unconnected if ctx.reverse else [])
         self.tangent_names = ctx.forward.tangent_names if ctx.forward else None
+        self.batching = getattr(ctx, "batching", None)   # (ad/batching.py's BatchingResult)
         self.assumed_real = ctx.assumed_real     # (see before_ad/complex_values.py)
         self.callees = ctx.callees    # [(name in its code, Callee)]: linked by the driver
         # what it resolved (frontend/guards.py); the driver adds its callees' (`guards`)

@@ -506,3 +506,26 @@ def of_function(fn):
     if made_for is not None and made_for() is not None:
         out.append(binds(("function", made_for), (), made_for()))
     return out
+
+
+class _Same:
+    """A key for an object without a hash (a dataclass instance passed as a function
+    value): equal only to a key of the same object, which it keeps alive."""
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __eq__(self, other):
+        return isinstance(other, _Same) and other.obj is self.obj
+
+    def __hash__(self):
+        return id(self.obj)
+
+
+def keyed(obj):
+    """`obj` as a key: a tuple's items in turn, an object without a hash by its identity
+    (`_Same`)."""
+    if isinstance(obj, tuple):
+        return tuple(keyed(o) for o in obj)
+    return _Same(obj) if getattr(type(obj), "__hash__", None) is None else obj
