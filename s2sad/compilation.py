@@ -120,7 +120,7 @@ class Compilation:
     ndims_relied: set = dataclasses.field(default_factory=set)  # see ValueKinds
     assumed: list = dataclasses.field(default_factory=list)     # Guards a pass added
     callee_guards: str | None = None    # the name of the callees' guards' checker, if read
-    code_changed: str | None = None     # the name of the flag of code changed (guards.watch)
+    code_changed: tuple | None = None   # (name, held, stale): see after_ad/guard_bindings
     assumed_real: set = dataclasses.field(default_factory=set)  # see before_ad/complex_values
     #: The driver's front end for a function this one calls, `front_end(fn, arg_types) ->
     #: (its context, its Wengert form)`, which analyses of calls read (what a callee

@@ -14,6 +14,7 @@ from .compilation import (Wrt, arg_types_of, default_arg_types, refuse_complex, 
                           wrt_or_argnums)
 from .errors import NonScalarOutputError, S2SADError, defined_at, warn_unconnected
 from .options import Options, Variant
+from . import batched_jacobians as batched
 from .rules import pytrees, registry, runtime
 
 _target = driver.target
@@ -463,6 +464,11 @@ def jacfwd(f: Callable, wrt: Wrt | None = None, *, argnums: int | tuple | None =
         refuse_complex(target, indices, args)
         arg_types = arg_types_of(target, args)
         likes, cols = [_template(args[i]) for i in indices], []
+        jac = None if has_aux else _batched_forward(
+            f if gradient is None else gradient, indices, likes, args, kwargs, arg_types,
+            many, gradient is not None)
+        if jac is not None:
+            return jac
         for i, like in zip(indices, likes):
             if gradient is None:
                 d = compiled(f, (i,), arg_types)
@@ -511,6 +517,11 @@ def jacrev(f: Callable, wrt: Wrt | None = None, *, argnums: int | tuple | None =
         many, indices = _wrt(target, wrt)
         refuse_complex(target, indices, args)
         arg_types = arg_types_of(target, args)
+        jac = None if has_aux else batched.reverse(target, indices, args, kwargs, arg_types,
+                                                   many, [_template(args[i]) for i in indices],
+                                                   _jacobian)
+        if jac is not None:
+            return jac
         derivative = driver.derivative(f, tuple(indices), arg_types)
         y, pullback = warn_unconnected(derivative).fn(*args, **kwargs)
         if has_aux:
@@ -529,6 +540,14 @@ def jacrev(f: Callable, wrt: Wrt | None = None, *, argnums: int | tuple | None =
     jacobian.__name__ = f"jacrev_{getattr(f, '__name__', 'f')}"
     jacobian.s2s_made_by = "jacrev"
     return jacobian
+
+
+def _batched_forward(f, indices, likes, args, kwargs, arg_types, many, of_gradient):
+    """batched_jacobians.forward for `f` (or, `of_gradient`, the gradient `(primal, wrt)`:
+    a Hessian) with respect to the arguments `indices`, whose templates are `likes`."""
+    d = _gradient_jvp(*f, indices, arg_types) if of_gradient else compiled(
+        f, indices, arg_types)
+    return batched.forward(d, args, kwargs, likes, many, of_gradient, _jacobian)
 
 
 def _grad_jvp(f, wrt, args):
@@ -785,6 +804,10 @@ def hessian(f: Callable, wrt: Wrt | None = None, *, backend: str | None = None,
             return _blocks(f, wrt, args, kwargs)
         i, d = _grad_jvp(f, wrt, args)
         like = _template(args[i])
+        H = _batched_forward((f, i), (i,), [like], args, kwargs, arg_types_of(
+            _target(f), args), False, True)
+        if H is not None:
+            return H
         return _assemble(_as_one_call(_target(f), [lambda e=e: _call(d, args, kwargs, (e,))
                                                    for e in _basis(like)]), like, like)
     return _mark_gradient(hess, f, wrt, "hessian")
@@ -801,6 +824,10 @@ def _blocks(f, wrt, args, kwargs):
     refuse_complex(target, indices, args)
     arg_types = arg_types_of(target, args)
     likes = tuple(_template(args[i]) for i in indices)
+    H = _batched_forward((f, tuple(indices)), indices, likes, args, kwargs, arg_types,
+                         True, True)
+    if H is not None:
+        return H
     columns = []
     for i, like in zip(indices, likes):
         d = _gradient_jvp(f, tuple(indices), (i,), arg_types)
