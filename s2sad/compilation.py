@@ -125,7 +125,7 @@ class Compilation:
     ndims_relied: set = dataclasses.field(default_factory=set)  # see ValueKinds
     assumed: list = dataclasses.field(default_factory=list)     # Guards a pass added
     callee_guards: str | None = None    # the name of the callees' guards' checker, if read
-    code_changed: str | None = None     # the name of the flag of code changed (guards.watch)
+    code_changed: tuple | None = None   # (name, held, stale): see after_ad/guard_bindings
     assumed_real: set = dataclasses.field(default_factory=set)  # see before_ad/complex_values
     #: The driver's front end for a function this one calls, `front_end(fn, arg_types) ->
     #: (its context, its Wengert form)`, which analyses of calls read (what a callee
@@ -507,6 +507,18 @@ def refuse_complex(fn, indices, args, numbers=False):
                 f"argument {i} of {getattr(fn, '__qualname__', fn)} {held} {found}; s2sad "
                 f"differentiates with respect to {what} (docs/complex.md): pass the real "
                 "and imaginary parts as real arrays and compute with them")
+
+
+def refuse_complex_but_holomorphic(target, indices, args, holomorphic, made_by):
+    """Refuse complex arguments at `indices` but with `holomorphic`, which needs them."""
+    refuse_complex(target, indices, args, numbers=holomorphic)
+    for i in indices if holomorphic else ():
+        if not isinstance(args[i], (complex, np.complexfloating)):
+            raise S2SADError(
+                f"{defined_at(target)}argument {i} of {target.__qualname__} is a "
+                f"{type(args[i]).__name__}: {made_by}(..., holomorphic=True) differentiates "
+                "a complex function with respect to complex numbers (as JAX's); pass "
+                "complex(x)")
 
 
 def check_inputs(fn, target, wrt, args, kwargs=None, holomorphic=False):

@@ -10,10 +10,12 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import driver, numba_api, variadic
-from .compilation import (Wrt, arg_types_of, default_arg_types, refuse_complex, wrt_indices,
+from .compilation import (Wrt, arg_types_of, default_arg_types, refuse_complex,
+                          refuse_complex_but_holomorphic, wrt_indices,
                           wrt_or_argnums)
 from .errors import NonScalarOutputError, S2SADError, defined_at, warn_unconnected
 from .options import Options, Variant
+from . import batched_jacobians as batched
 from .rules import pytrees, registry, runtime
 
 _target = driver.target
@@ -464,9 +466,14 @@ def jacfwd(f: Callable, wrt: Wrt | None = None, *, argnums: int | tuple | None =
         gradient = None if has_aux or holomorphic else _gradient(f)
         target = _target(f if gradient is None else gradient[0])
         many, indices = _wrt(target, wrt)
-        _refuse_complex(target, indices, args, holomorphic, "jacfwd")
+        refuse_complex_but_holomorphic(target, indices, args, holomorphic, "jacfwd")
         arg_types = arg_types_of(target, args)
         likes, cols = [_template(args[i]) for i in indices], []
+        jac = None if has_aux or holomorphic else _batched_forward(
+            f if gradient is None else gradient, indices, likes, args, kwargs, arg_types,
+            many, gradient is not None)
+        if jac is not None:
+            return jac
         for i, like in zip(indices, likes):
             if gradient is None:
                 d = compiled(f, (i,), arg_types)
@@ -513,8 +520,13 @@ def jacrev(f: Callable, wrt: Wrt | None = None, *, argnums: int | tuple | None =
         args, kwargs = _by_position(f, args, kwargs)
         target = _target(f)
         many, indices = _wrt(target, wrt)
-        _refuse_complex(target, indices, args, holomorphic, "jacrev")
+        refuse_complex_but_holomorphic(target, indices, args, holomorphic, "jacrev")
         arg_types = arg_types_of(target, args)
+        jac = None if has_aux or holomorphic else batched.reverse(
+            target, indices, args, kwargs, arg_types, many,
+            [_template(args[i]) for i in indices], _jacobian)
+        if jac is not None:
+            return jac
         derivative = driver.derivative(f, tuple(indices), arg_types,
                                        Options(complex_output=holomorphic))
         y, pullback = warn_unconnected(derivative).fn(*args, **kwargs)
@@ -536,16 +548,12 @@ def jacrev(f: Callable, wrt: Wrt | None = None, *, argnums: int | tuple | None =
     return jacobian
 
 
-def _refuse_complex(target, indices, args, holomorphic, made_by):
-    """Refuse complex arguments at `indices` but with `holomorphic`, which needs them."""
-    refuse_complex(target, indices, args, numbers=holomorphic)
-    for i in indices if holomorphic else ():
-        if not isinstance(args[i], (complex, np.complexfloating)):
-            raise S2SADError(
-                f"{defined_at(target)}argument {i} of {target.__qualname__} is a "
-                f"{type(args[i]).__name__}: {made_by}(..., holomorphic=True) differentiates "
-                "a complex function with respect to complex numbers (as JAX's); pass "
-                "complex(x)")
+def _batched_forward(f, indices, likes, args, kwargs, arg_types, many, of_gradient):
+    """batched_jacobians.forward for `f` (or, `of_gradient`, the gradient `(primal, wrt)`:
+    a Hessian) with respect to the arguments `indices`, whose templates are `likes`."""
+    d = _gradient_jvp(*f, indices, arg_types) if of_gradient else compiled(
+        f, indices, arg_types)
+    return batched.forward(d, args, kwargs, likes, many, of_gradient, _jacobian)
 
 
 def _grad_jvp(f, wrt, args):
@@ -802,6 +810,10 @@ def hessian(f: Callable, wrt: Wrt | None = None, *, backend: str | None = None,
             return _blocks(f, wrt, args, kwargs)
         i, d = _grad_jvp(f, wrt, args)
         like = _template(args[i])
+        H = _batched_forward((f, i), (i,), [like], args, kwargs, arg_types_of(
+            _target(f), args), False, True)
+        if H is not None:
+            return H
         return _assemble(_as_one_call(_target(f), [lambda e=e: _call(d, args, kwargs, (e,))
                                                    for e in _basis(like)]), like, like)
     return _mark_gradient(hess, f, wrt, "hessian")
@@ -818,6 +830,10 @@ def _blocks(f, wrt, args, kwargs):
     refuse_complex(target, indices, args)
     arg_types = arg_types_of(target, args)
     likes = tuple(_template(args[i]) for i in indices)
+    H = _batched_forward((f, tuple(indices)), indices, likes, args, kwargs, arg_types,
+                         True, True)
+    if H is not None:
+        return H
     columns = []
     for i, like in zip(indices, likes):
         d = _gradient_jvp(f, tuple(indices), (i,), arg_types)

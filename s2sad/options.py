@@ -97,8 +97,12 @@ class Capabilities:
     numbers (after_ad/native_tapes.py), where a column costs next to nothing and whose
     rows forward mode over such code writes in place; `merges_subexpressions`, its
     compiler merges common subexpressions itself; `frozen_globals`, it holds the values
-    of the globals it was compiled with (so data is guarded by identity)."""
+    of the globals it was compiled with (so data is guarded by identity);
+    `built_derivatives`, it compiles the Python functions s2sad writes for the jacfwd,
+    jacrev, hessian and hvp and the pullback of the vjp called in differentiated code
+    (frontend/gradients.py: lists of columns, a call of the API's jvp)."""
     reversed: bool = True
     tape_arrays: bool = False
     merges_subexpressions: bool = False
     frozen_globals: bool = False
+    built_derivatives: bool = True

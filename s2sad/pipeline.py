@@ -96,8 +96,9 @@ def ndarrays(ctx):
 #: Before differentiation: from the user's function to Wengert form. (The front end,
 #: which reads the source and refuses unsupported syntax, makes the `Compilation`.)
 FRONT = [
-    Pass("star_forms", star_forms.run, "starred targets as items and slices, *xs in calls "
-         "and displays as its items where their number is known"),
+    Pass("star_forms", star_forms.run, "starred targets as items and slices, elements in "
+         "tuple targets one by one, *xs in calls and displays as its items where their "
+         "number is known"),
     Pass("builtin_calls", builtin_calls.run, "map and filter where consumed as generator "
          "expressions, max/min/sorted with key= and of one sequence as indexing, divmod as "
          "a pair"),

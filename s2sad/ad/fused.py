@@ -297,8 +297,10 @@ def _live(body, ctx, memo=None):
     top = {id(s) for s in body} | {id(s) for b in body if isinstance(b, gast.If)
                                    for s in b.body + b.orelse}
 
-    def dead(s, target):
-        return id(s) in top and _dead_anywhere(s, ops, src)
+    adjoined = ctx.reverse.adjoined
+
+    def dead(s, target):      # (a call whose adjoint runs it again: see ad/calls.py)
+        return id(s) in top and (_dead_anywhere(s, ops, src) or s in adjoined)
     while True:
         live_names(body, set(), delete=True, dead=dead, memo=memo)
         empty = [s for s in body if isinstance(s, gast.If) and not s.body and not s.orelse]
