@@ -108,7 +108,7 @@ class NumbaBackend(Backend):
     `reversed`, no closures and no containers, and LLVM merges common subexpressions."""
     name = "numba"
     can = Capabilities(reversed=False, tape_arrays=True, merges_subexpressions=True,
-                       frozen_globals=True)
+                       frozen_globals=True, built_derivatives=False)
     passes = (
         Pass("native_tapes", native_tapes.run, "(numba) tapes as arrays, one column per "
              "value, helpers of numbers as numbers"),

@@ -71,6 +71,15 @@ def s_normal_tails(x):
     return special.erfcx(x) + special.ndtr(x) * special.log_ndtr(2.0 * x - 1.0)
 
 
+def s_inverses(x):
+    return special.log_expit(3.0 * x) + special.erfinv(x) * special.ndtri(0.5 + 0.4 * x) + (
+        special.erfcinv(1.0 + 0.9 * x))
+
+
+def s_log_expit_tails(x):
+    return special.log_expit(x)
+
+
 def s_log_ndtr(x):
     return special.log_ndtr(x)
 
@@ -299,6 +308,8 @@ CASES = {
     "gammaln_digamma": (s_gammaln_digamma, _GAMMA),
     "erf": (s_erf, {"py": (R(None),), "mat": (R((3, 4)),)}),
     "normal_tails": (s_normal_tails, {"py": (R(None),), "mat": (R((3, 4)),)}),
+    "inverses": (s_inverses, {"py": (0.3,), "mat": (S.uniform((3, 4), -0.9, 0.9),)}),
+    "log_expit_tails": (s_log_expit_tails, {"tails": (np.array([-40.0, -3.0, 0.5, 40.0]),)}),
     "log_ndtr_tail": (s_log_ndtr, {"tail": (np.array([-30.0, -8.0, 0.5, 6.0]),)}),
     "polygamma": (s_polygamma, {"py": (2.3,), "mat": (POS((3, 4)),)}),
     "xlogy": (s_xlogy, {k: (R(a), POS(b)) for k, (a, b) in _BINARY.items()}),
@@ -371,7 +382,9 @@ def h_special(x):
 def h_gamma(x):
     return np.sum(W4 * (special.gammaln(x) * special.digamma(x)
                         + special.betaln(x * x, 1.5 + x * x) + special.polygamma(1, 1.0 + x * x)
-                        + special.erfcx(x) * special.ndtr(x) + special.log_ndtr(x - 1.0)))
+                        + special.erfcx(x) * special.ndtr(x) + special.log_ndtr(x - 1.0)
+                        + special.log_expit(x) + special.erfinv(0.2 * x)
+                        + special.ndtri(0.5 + 0.1 * x) + special.erfcinv(1.0 + 0.1 * x)))
 
 
 def h_softmax(x):
