@@ -1,5 +1,6 @@
 """Doctest set-up shared by the package, the docs and the tests."""
 import importlib.util
+import os
 
 import numpy as np
 import pytest
@@ -25,6 +26,11 @@ def show(stage, text, wrt=0, arrays=False):
 def _doctest_namespace(doctest_namespace):
     doctest_namespace["show"] = show
 
+
+#: The numba backend's disk cache (s2sad/native_cache.py) is off unless asked for: each
+#: test compiles what it tests (tests/test_numba_cache.py tests the cache, in processes
+#: of its own), and the suite writes nothing in the user's home.
+os.environ.setdefault("S2SAD_CACHE_DIR", "")
 
 #: docs/numba.md runs Numba: skipped where Numba, an optional dependency, is missing.
 collect_ignore = [] if importlib.util.find_spec("numba") else ["docs/numba.md"]

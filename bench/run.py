@@ -6,7 +6,7 @@ Run from the repository root:
     python bench/run.py --quick               # smoke run, seconds
     python bench/run.py --only mlp,logreg     # selected workloads
     python bench/run.py --group array-loops   # one group (scalar, numpy, array-loops, mixed,
-                                              # dask, native, solvers)
+                                              # dask, native, solvers, batching)
     python bench/run.py --json results.json
 
 Peers (autograd, JAX, PyTorch) are used only when they are importable.
@@ -48,6 +48,9 @@ if THREADS and THREADS.isdigit() and int(THREADS) > 0:
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
                                    " --xla_cpu_multi_thread_eigen=false"
                                    " intra_op_parallelism_threads=1").strip()
+# The numba backend's compile column times Numba's compile: without its disk cache, which
+# would load the code of a function timed before (bench/numba_first_call.py times both)
+os.environ["S2SAD_CACHE_DIR"] = ""
 
 import numpy as np  # noqa: E402  (after --threads)
 
@@ -68,7 +71,7 @@ CHECKPOINT_TIME_GOAL = 3.0  # a checkpointed loop: s2sad / hand time (the hand t
 CHECKPOINT_STATES = 4       # ... and peak memory k + 4 states (k snapshots)
 MIXED_TIME_GOAL = 1.3    # issue #20, NumPy functions on floats: s2sad / hand time
 DASK_TIME_GOAL = 1.3     # issue #23, Dask data on a cluster: s2sad / hand time
-GROUPS = ("scalar", "numpy", "array-loops", "mixed", "dask", "native", "solvers")
+GROUPS = ("scalar", "numpy", "array-loops", "mixed", "dask", "native", "solvers", "batching")
 JVP_GOAL = 1.5      # s2sad.jvp / hand tangent time (scalar workloads)
 HVP_GOAL = 5.0      # s2sad.hvp / s2sad.grad time (Rosenbrock 1e3)
 TRANSFORM_GOAL = 0.050  # seconds to transform and compile one workload
@@ -1475,6 +1478,16 @@ def main():
             solver_rows = solvers.bench(s2sad, opts.quick)
             print()
             print(solvers.report(solver_rows))
+            print()     # (JAX's row where JAX imports here)
+            print(solvers.ode_report(solvers.ode_comparison(s2sad, opts.quick)))
+
+    batching_rows = []
+    if s2sad is not None and opts.only is None and (
+            opts.group is None or "batching" in opts.group.split(",")):
+        import batching     # (bench/batching.py)
+        batching_rows = batching.bench(s2sad, opts.quick)
+        print()
+        print(batching.report(batching_rows))
 
     if opts.json:
         with open(opts.json, "w") as fh:
@@ -1484,7 +1497,7 @@ def main():
                        "quick": opts.quick, "peers": versions,
                        "s2sad": why or "ok", "results": rows, "array_loops": loop_rows,
                        "mixed": mixed_rows, "dask": dask_rows, "native": native_rows,
-                       "solvers": solver_rows,
+                       "solvers": solver_rows, "batching": batching_rows,
                        "jvp": jvp_rows, "hvp": hvp_row, "tape": tape_row,
                        "overhead": overhead}, fh, indent=2)
         print(f"raw results (seconds, bytes) written to {opts.json}")

@@ -2,7 +2,7 @@
 derivative by the implicit function theorem (s2sad/implicit.py), timed against the
 function itself (whose time is the solve's, nearly all of it).
 
-    python bench/solvers.py [--quick]       # this group alone (about 20 s)
+    python bench/solvers.py [--quick] [--jax-python PATH]   # this group alone (about 1 min)
     python bench/run.py --group solvers     # the same, through the harness
 
 Workloads:
@@ -16,11 +16,21 @@ Workloads:
   observations, Levenberg-Marquardt with its Jacobian as `jac=`); the gradient of a function of the fit with respect to the observations.
 - `integral_quad`: `quad` of a parameterised integrand; the gradient with respect to its
   3 parameters and the upper limit (Leibniz's rule).
+- `lotka_volterra_fit`: a Lotka-Volterra `solve_ivp` (RK45, rtol 1e-6) fitted to 200
+  observations (`t_eval`); the gradient with respect to its 4 parameters (the adjoint of
+  the solver's steps). Its goal: at most 4x the forward solve. Compared (`ode_comparison`)
+  with s2sad's gradient of a hand-written RK4 of the same accuracy (one step per
+  observation, 7e-6 relative like the solve's) and with JAX's
+  `jax.experimental.ode.odeint` (rtol 1e-6, jitted), steady state and first call, where
+  JAX is installed (here, or in the interpreter `--jax-python PATH` names).
 
 Each gradient is checked against central differences of the whole function first.
 The goal of the issue: the implicit derivative of a root or a minimiser costs at most 2x
 the solve, that is the gradient (solve and derivative) at most 3x the function.
 """
+import json
+import os
+import subprocess
 import sys
 import time
 import timeit
@@ -29,6 +39,7 @@ import numpy as np
 from scipy import integrate, optimize
 
 GOAL = 3.0      # gradient / function (the solve, then a derivative of at most 2 solves)
+ODE_GOAL = 4.0  # the Lotka-Volterra fit's gradient / its forward solve
 
 T = np.linspace(0.1, 5.0, 200)
 Y = np.exp(-0.8 * T) + 0.01 * np.sin(13 * T)
@@ -87,6 +98,47 @@ def integral_quad(p, b):
                           0.0, b, epsabs=1e-12, epsrel=1e-12)[0]
 
 
+LV_T = np.linspace(0.0, 15.0, 201)[1:]
+LV_Y0 = np.array([10.0, 5.0])
+LV_P = np.array([1.0, 0.45, 0.12, 0.35])
+
+
+def lv_rhs(t, y, alpha, beta, delta, gamma):
+    prey, predator = y[0], y[1]
+    return np.array([alpha * prey - beta * prey * predator,
+                     delta * prey * predator - gamma * predator])
+
+
+#: observations: the solution at (1.1, 0.4, 0.1, 0.4), 2% off
+LV_OBS = integrate.solve_ivp(lv_rhs, (0.0, 15.0), LV_Y0, args=(1.1, 0.4, 0.1, 0.4),
+                             t_eval=LV_T, rtol=1e-10, atol=1e-12).y * (
+    1 + 0.02 * np.sin(np.arange(200.0)))
+
+
+def lotka_volterra_fit(p):
+    sol = integrate.solve_ivp(lv_rhs, (0.0, 15.0), LV_Y0, args=(p[0], p[1], p[2], p[3]),
+                              t_eval=LV_T, rtol=1e-6, atol=1e-9)
+    return np.sum((sol.y - LV_OBS) ** 2)
+
+
+def lotka_volterra_rk4(p):
+    """The same fit, by a hand-written RK4 of one step per observation (its error, 7e-6
+    relative at the observations, is the solve's)."""
+    h = 15.0 / 200
+    y = LV_Y0
+    t = 0.0
+    loss = 0.0
+    for k in range(200):
+        k1 = lv_rhs(t, y, p[0], p[1], p[2], p[3])
+        k2 = lv_rhs(t + h / 2, y + h / 2 * k1, p[0], p[1], p[2], p[3])
+        k3 = lv_rhs(t + h / 2, y + h / 2 * k2, p[0], p[1], p[2], p[3])
+        k4 = lv_rhs(t + h, y + h * k3, p[0], p[1], p[2], p[3])
+        y = y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        t = t + h
+        loss = loss + np.sum((y - LV_OBS[:, k]) ** 2)
+    return loss
+
+
 #: the workloads whose derivative is implicit (the goal's: not quad's)
 IMPLICIT = ("calibration_brentq", "bilevel_minimize", "fit_least_squares")
 
@@ -96,7 +148,12 @@ WORKLOADS = [
     ("bilevel_minimize", bilevel_minimize, (0.7,), 0),
     ("fit_least_squares", fit_least_squares, (Y50,), 0),
     ("integral_quad", integral_quad, (np.array([0.5, 2.0, 0.3]), 3.0), (0, 1)),
+    ("lotka_volterra_fit", lotka_volterra_fit, (LV_P,), 0),
 ]
+
+#: the step of the central differences of a workload (1e-5 unless here): the ODE's
+#: solve at rtol 1e-6 is smooth in its parameters to about that
+STEPS = {"lotka_volterra_fit": 1e-4}
 
 
 def central(f, args, wrt, h=1e-5):
@@ -130,7 +187,7 @@ def best(fn, args, target):
 def check(name, g, f, args, wrt):
     """Exit with a message unless the gradient `g` of `f` agrees with central differences
     (to 1e-4 relative: the solves stop near 1e-10)."""
-    got, want = g(*args), central(f, args, wrt)
+    got, want = g(*args), central(f, args, wrt, STEPS.get(name, 1e-5))
     for a, b in zip(got if isinstance(wrt, tuple) else (got,),
                     want if isinstance(wrt, tuple) else (want,)):
         if not np.allclose(a, b, rtol=1e-4, atol=1e-5):
@@ -172,12 +229,115 @@ def report(rows):
     lines += ["", f"solvers goal (roots and minimisers: the implicit derivative at most 2x "
               f"the solve, the gradient within {GOAL:.0f}x the function): "
               + (f"missed by {', '.join(missed)}" if missed else f"met ({every})")]
+    for r in rows:
+        if r["workload"] == "lotka_volterra_fit":
+            x = r["gradient"] / r["function"]
+            lines.append(f"ODE goal (the Lotka-Volterra fit's gradient at most "
+                         f"{ODE_GOAL:.0f}x the forward solve): "
+                         + ("met" if x <= ODE_GOAL else "missed") + f" ({x:.2f}x)")
+    return "\n".join(lines)
+
+
+def ode_comparison(s2sad, quick=False, jax_python=None):
+    """The Lotka-Volterra fit's gradient three ways, in ms of process CPU time per call
+    (steady state) and s of wall time for the first call: s2sad's through solve_ivp,
+    s2sad's through a hand-written RK4, JAX's odeint (None where JAX is missing)."""
+    from s2sad import cache
+    target = 0.05 if quick else 0.5
+    rows = []
+    for name, f in (("s2sad solve_ivp", lotka_volterra_fit),
+                    ("s2sad hand RK4", lotka_volterra_rk4)):
+        print(f"timing {name} (ode comparison) ...", file=sys.stderr, flush=True)
+        cache.clear()       # (the first call compiles, as JAX's does)
+        t0 = time.perf_counter()
+        g = s2sad.grad(f)
+        g(LV_P)
+        first = time.perf_counter() - t0
+        rows.append({"how": name, "function": best(f, (LV_P,), target),
+                     "gradient": best(g, (LV_P,), target), "first": first,
+                     "dp": g(LV_P)})
+    rows.append(_jax_row(quick, jax_python))
+    return rows
+
+
+def _jax_row(quick, jax_python):
+    try:
+        import jax  # noqa: F401
+    except ImportError:
+        if not jax_python:
+            return {"how": "jax odeint", "missing": True}
+        out = subprocess.run([jax_python, os.path.abspath(__file__), "--jax"]
+                             + (["--quick"] if quick else []),
+                             capture_output=True, text=True, check=True).stdout
+        row = json.loads(out.strip().splitlines()[-1])
+        row["dp"] = np.array(row["dp"])
+        return row
+    return jax_lotka_volterra(quick)
+
+
+def jax_lotka_volterra(quick=False):
+    """JAX's row of `ode_comparison`: `jax.jit` of odeint's loss and of its gradient."""
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+    from jax.experimental.ode import odeint
+
+    def rhs(y, t, a, b, d, g):
+        return jnp.stack([a * y[0] - b * y[0] * y[1], d * y[0] * y[1] - g * y[1]])
+    times = jnp.concatenate([jnp.zeros(1), jnp.asarray(LV_T)])
+    observed = jnp.asarray(LV_OBS)
+
+    def loss(p):
+        ys = odeint(rhs, jnp.asarray(LV_Y0), times, p[0], p[1], p[2], p[3], rtol=1e-6,
+                    atol=1e-9)
+        return jnp.sum((ys[1:].T - observed) ** 2)
+    p = jnp.asarray(LV_P)
+    f, g = jax.jit(loss), jax.jit(jax.grad(loss))
+    t0 = time.perf_counter()
+    g(p).block_until_ready()
+    first = time.perf_counter() - t0
+    f(p).block_until_ready()
+    target = 0.05 if quick else 0.5
+    return {"how": "jax odeint", "function": best(lambda q: f(q).block_until_ready(),
+                                                  (p,), target),
+            "gradient": best(lambda q: g(q).block_until_ready(), (p,), target),
+            "first": first, "dp": np.asarray(g(p))}
+
+
+def ode_report(rows):
+    """The comparison's table (ms per call, s for the first call)."""
+    head = ("how", "loss ms", "gradient ms", "gradient/loss", "first call s",
+            "gradient vs s2sad's")
+    ref = rows[0]["dp"]
+    body = []
+    for r in rows:
+        if r.get("missing"):
+            body.append((r["how"], "not measured (no JAX)", "", "", "", ""))
+            continue
+        rel = np.max(np.abs(np.asarray(r["dp"]) - ref) / np.abs(ref))
+        body.append((r["how"], f"{r['function'] * 1e3:.2f}", f"{r['gradient'] * 1e3:.2f}",
+                     f"{r['gradient'] / r['function']:.2f}", f"{r['first']:.2f}",
+                     f"{rel:.1e}"))
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
+    lines = ["The Lotka-Volterra fit's gradient (4 parameters, 200 observations), three "
+             "ways, in ms of CPU time per call", ""]
+    lines += ["  ".join(str(x).rjust(w) for x, w in zip(line, widths))
+              for line in (head, *body)]
     return "\n".join(lines)
 
 
 def main():
+    quick = "--quick" in sys.argv
+    if "--jax" in sys.argv:         # (in an interpreter that has JAX: ode_comparison's)
+        row = jax_lotka_volterra(quick)
+        print(json.dumps(dict(row, dp=np.asarray(row["dp"]).tolist())))
+        return
     import s2sad
-    print(report(bench(s2sad, quick="--quick" in sys.argv)))
+    jax_python = sys.argv[sys.argv.index("--jax-python") + 1] if (
+        "--jax-python" in sys.argv) else None
+    print(report(bench(s2sad, quick=quick)))
+    print()
+    print(ode_report(ode_comparison(s2sad, quick, jax_python)))
 
 
 if __name__ == "__main__":

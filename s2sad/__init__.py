@@ -32,7 +32,8 @@ def _declare_scipy():
     scipy_calls.declare()
 
 
-callables.optional("scipy", _declare_scipy)     # SciPy's solvers, once the user imports it
+# (SciPy's solvers, once the user imports their modules)
+callables.optional(("scipy.optimize", "scipy.integrate"), _declare_scipy)
 
 __version__ = "0.1.0"
 __all__ = ["grad", "value_and_grad", "vjp", "source", "check_grad", "defvjp", "nondiff",

@@ -4,7 +4,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
-import numbers
 import types
 import weakref
 from typing import Any, Callable
@@ -12,13 +11,12 @@ from typing import Any, Callable
 import numpy as np
 
 from . import driver, forward_api, marks, numba_api, variadic
-from .compilation import (Wrt, arg_types_key, arg_types_of, patterns_of, refuse_complex,
+from .compilation import (Wrt, arg_types_key, arg_types_of, check_inputs, patterns_of,
                           wrt_indices, wrt_or_argnums)
 from .errors import GradientCheckError, S2SADError, defined_at, warn_unconnected
 from .frontend import gradients, guards
 from .options import Options, Variant
 from .rules import pytrees, registry, runtime
-from .rules.arrays import is_duck_array
 from .rules.schedules import checked_budget, checkpointed
 
 _target = driver.target
@@ -39,11 +37,14 @@ class _DerivativeFunction:
     s2s_forward_over_reverse = True     # its forward mode differentiates its code
     variant = Variant.VALUE_AND_GRAD     # which compiled variant it runs
 
-    def __init__(self, fn, wrt, memory=None):
+    holomorphic = False     # differentiates a complex output (grad(f, holomorphic=True))
+
+    def __init__(self, fn, wrt, memory=None, holomorphic=False):
         functools.update_wrapper(self, fn)
         self.primal = fn
         self.wrt = wrt
         self.memory = memory
+        self.holomorphic = holomorphic
         self._fn = self._compile_and_call
         self._version = -1
         self._arg_types = None
@@ -58,7 +59,8 @@ class _DerivativeFunction:
         self._arg_types = arg_types_of(target, args, kwargs)
         self._patterns = patterns_of(target, args, kwargs)
         fn = _compiled(self.primal, self.wrt, self._arg_types, self._options()).fn
-        _check_inputs(self.primal, self.wrt, args, kwargs)
+        check_inputs(self.primal, _target(self.primal), self.wrt, args, kwargs,
+                     self.holomorphic)
         self._fn = fn
         self._version = registry.version
         self._install(fn)
@@ -110,7 +112,7 @@ class _DerivativeFunction:
 
     def _options(self):
         return Options(self.variant, release=True, patterns=self._patterns,
-                       memory=self.memory)
+                       memory=self.memory, complex_output=self.holomorphic)
 
     def __repr__(self):
         return f"<{type(self).__name__} of {self.primal.__qualname__} wrt={self.wrt!r}>"
@@ -161,66 +163,17 @@ class ValueAndGradientFunction(_DerivativeFunction):
     s2s_made_by = "value_and_grad"
 
 
-def _check_inputs(fn, wrt, args, kwargs=None):
-    """Refuse, clearly, inputs s2sad cannot differentiate (checked at compilation)."""
-    params = list(inspect.signature(_target(fn)).parameters)
-    for i in wrt_indices(_target(fn), wrt):
-        if i >= len(args) and params[i] not in (kwargs or {}):
-            continue
-        x = args[i] if i < len(args) else kwargs[params[i]]
-        dtype = getattr(x, "dtype", None)
-        refuse_complex(fn, [i], args)
-        if dtype is not None and not np.issubdtype(dtype, np.floating):
-            raise S2SADError(
-                f"argument {i} of {fn.__qualname__} is an array of {dtype}, which carries no "
-                "derivative; pass a float array (x.astype(float)) or leave it out of wrt")
-        held = _cycle(x)
-        if held is not None:
-            raise S2SADError(
-                f"argument {i} of {fn.__qualname__} holds a {type(held).__name__} object that "
-                "holds itself (an attribute refers back to it); s2sad takes the objects it "
-                "differentiates with respect to apart by their attributes, down to numbers "
-                f"and arrays. Register {type(held).__name__} with s2sad.register_pytree, "
-                "with a flatten that leaves the back reference out of the children, or "
-                "leave the argument out of wrt")
-        odd = _opaque(x)
-        if odd is not None:
-            raise S2SADError(
-                f"argument {i} of {fn.__qualname__} is or holds a {type(odd).__name__} object; "
-                "s2sad differentiates with respect to numbers, arrays, and tuples, lists, "
-                "dicts, dataclasses, named tuples, registered classes and plain classes "
-                "of them (whose instances keep their attributes in their __dict__: no "
-                "__slots__, no built-in base class, no __getattr__ or __setattr__). Make "
-                f"{type(odd).__name__} a dataclass, register it with s2sad.register_pytree, "
-                "or leave the argument out of wrt (its attributes can still be read)")
-
-
-def _cycle(x, path=()):
-    """The first object in `x` that holds itself, through the values pytrees takes
-    apart (a plain object whose attribute refers back to it), or None."""
-    if not pytrees.is_structure(x):
-        return None
-    if any(x is p for p in path):
-        return x
-    return next((found for found in (_cycle(c, path + (x,)) for c in pytrees.children(x))
-                 if found is not None), None)
-
-
-def _opaque(x):
-    """The first object in `x` s2sad cannot give an adjoint of, or None."""
-    if x is None or isinstance(x, (numbers.Number, np.ndarray, np.generic, str)) or (
-            is_duck_array(x)):
-        return None
-    if isinstance(x, (tuple, list)):
-        return next((o for o in map(_opaque, x) if o is not None), None)
-    if isinstance(x, dict):
-        return _opaque(list(x.values()))
-    return None if pytrees.is_structure(x) else x
-
-
-def _decorator(cls, f, wrt, backend=None, jit=None, memory=None, has_aux=False):
+def _decorator(cls, f, wrt, backend=None, jit=None, memory=None, has_aux=False,
+               holomorphic=False):
     if f is None:
-        return lambda g: _decorator(cls, g, wrt, backend, jit, memory, has_aux)
+        return lambda g: _decorator(cls, g, wrt, backend, jit, memory, has_aux, holomorphic)
+    if holomorphic and (has_aux or backend == "numba" or variadic.takes_varargs(f)
+                        or inspect.ismethod(f) or isinstance(f, _DerivativeFunction)):
+        raise S2SADError(
+            f"{cls.s2s_made_by}(..., holomorphic=True) differentiates a Python function of "
+            "fixed arguments, with the Python backend, without has_aux (docs/complex.md)")
+    if holomorphic:
+        return cls(f, wrt, memory, holomorphic=True)
     if not callable(f):
         raise S2SADError(f"s2sad differentiates functions; got {type(f).__name__} {f!r}")
     if variadic.takes_varargs(f):
@@ -334,7 +287,8 @@ class _BoundDerivative:
 
 def grad(f: Callable | None = None, wrt: Wrt | None = None, backend: str | None = None,
          jit: dict | None = None, memory: float | None = None, *,
-         argnums: int | tuple | None = None, has_aux: bool = False) -> GradientFunction:
+         argnums: int | tuple | None = None, has_aux: bool = False,
+         holomorphic: bool = False) -> GradientFunction:
     """The gradient of scalar function `f` with respect to parameter(s) `wrt` (by
     default the first).
 
@@ -381,17 +335,28 @@ def grad(f: Callable | None = None, wrt: Wrt | None = None, backend: str | None 
     (0.5, 3.0)
 
     (It runs `f_vjp` and its pullback, see `vjp`, not the fused `f_grad`.)
+
+    With respect to a complex number `z = x + iy`, the gradient of a real `f` is
+    autograd's (and JAX's) `df/dx - i df/dy`: conjugate it to step downhill (see
+    docs/complex.md). With `holomorphic=True`, `f` may return a complex number, and the
+    gradient is its derivative `f'(z)`, as JAX's:
+
+    >>> def wave(z):
+    ...     return z * z
+    >>> s2sad.grad(wave, holomorphic=True)(1.0 + 2.0j)
+    (2+4j)
     """
     return _decorator(GradientFunction, f, wrt_or_argnums(wrt, argnums), backend, jit,
-                      memory, has_aux)
+                      memory, has_aux, holomorphic)
 
 
 def value_and_grad(f: Callable | None = None, wrt: Wrt | None = None,
                    backend: str | None = None, jit: dict | None = None,
                    memory: float | None = None, *, argnums: int | tuple | None = None,
-                   has_aux: bool = False) -> ValueAndGradientFunction:
+                   has_aux: bool = False,
+                   holomorphic: bool = False) -> ValueAndGradientFunction:
     """Like `grad`, but returns `(f(*args), gradient)`, running `f` once; `backend`,
-    `jit`, `memory`, `argnums` and `has_aux` are those of `grad`.
+    `jit`, `memory`, `argnums`, `has_aux` and `holomorphic` are those of `grad`.
 
     >>> import s2sad
     >>> def sq(x):
@@ -408,7 +373,7 @@ def value_and_grad(f: Callable | None = None, wrt: Wrt | None = None,
     ((9.0, 27.0), 6.0)
     """
     return _decorator(ValueAndGradientFunction, f, wrt_or_argnums(wrt, argnums), backend,
-                      jit, memory, has_aux)
+                      jit, memory, has_aux, holomorphic)
 
 
 def vjp(f: Callable, *args: Any, backend: str = "python", has_aux: bool = False,
@@ -445,8 +410,9 @@ def vjp(f: Callable, *args: Any, backend: str = "python", has_aux: bool = False,
         raise S2SADError("vjp needs the positional arguments to differentiate at")
     f = variadic.for_call(f, args, kwargs)
     wrt = tuple(range(len(args)))
-    _check_inputs(getattr(f, "__func__", f), _shift(wrt) if inspect.ismethod(f) else wrt,
-                  ((f.__self__,) if inspect.ismethod(f) else ()) + args)
+    fn = getattr(f, "__func__", f)
+    check_inputs(fn, _target(fn), _shift(wrt) if inspect.ismethod(f) else wrt,
+                 ((f.__self__,) if inspect.ismethod(f) else ()) + args)
     if inspect.ismethod(f):
         f, args, wrt = f.__func__, (f.__self__,) + args, _shift(wrt)
     arg_types = arg_types_of(_target(f), args, kwargs)

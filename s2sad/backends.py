@@ -24,7 +24,7 @@ import inspect
 import types
 import weakref
 
-from . import emit
+from . import emit, native_cache
 from .compilation import Callee, Compilation, Pass
 from .errors import NativeBackendError, S2SADError
 from .frontend.source import function_from_source, is_library, numba_function
@@ -62,9 +62,10 @@ class Backend:
         compiles too (none but Numba's)."""
         return {}
 
-    def compile(self, fn, calls: dict, jit: dict):
+    def compile(self, fn, calls: dict, jit: dict, late=()):
         """The compiled form of the generated function `fn`, its names `calls` bound to
-        the compiled forms of what they name (None for code that runs as Python)."""
+        the compiled forms of what they name, its names `late` bound by the driver (to
+        the derivatives it calls) after (None for code that runs as Python)."""
         return None
 
     def link(self, callee: Callee, derivative):
@@ -107,7 +108,7 @@ class NumbaBackend(Backend):
     `reversed`, no closures and no containers, and LLVM merges common subexpressions."""
     name = "numba"
     can = Capabilities(reversed=False, tape_arrays=True, merges_subexpressions=True,
-                       frozen_globals=True)
+                       frozen_globals=True, built_derivatives=False)
     passes = (
         Pass("native_tapes", native_tapes.run, "(numba) tapes as arrays, one column per "
              "value, helpers of numbers as numbers"),
@@ -142,9 +143,14 @@ class NumbaBackend(Backend):
                 if inspect.isfunction(obj) and not obj.__module__.startswith("s2sad.")
                 and not is_library(obj)}
 
-    def compile(self, fn, calls, jit):
+    def compile(self, fn, calls, jit, late=()):
+        """`fn` compiled by `numba.njit`, from a module of the disk cache (see
+        native_cache) when it calls nothing of the user's; else as it is."""
         for name, obj in calls.items():
             emit.bind_late(fn, name, self.njit_user(obj, jit))
+        copy = None if calls else native_cache.cached_copy(fn, jit, late)
+        if copy is not None:
+            return self.njit(copy, {**jit, "cache": True})
         return self.njit(fn, jit)
 
     def njit_user(self, fn, options):
@@ -155,7 +161,7 @@ class NumbaBackend(Backend):
         made = self.dispatchers.setdefault(fn, {})
         key = ("calls",) + tuple(sorted(options.items()))
         if key not in made:
-            callees = {n: fn.__globals__[n] for n in _global_names(fn.__code__)
+            callees = {n: fn.__globals__[n] for n in native_cache.global_names(fn.__code__)
                        if _users_function(fn.__globals__.get(n))}
             if not callees:
                 made[key] = self.njit(fn, options)
@@ -225,15 +231,6 @@ def jit_of(fn, default: tuple = ()) -> tuple:
     """numba.njit's options for the derivative of `fn`: those of `fn` when it is a Numba
     function, else `default`."""
     return jit_options(fn.targetoptions) if numba_function(fn) is not None else default
-
-
-def _global_names(code):
-    """The global names `code` and the code nested in it read."""
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _global_names(const)
-    return names
 
 
 def _users_function(obj):

@@ -8,16 +8,17 @@ and `vmap` moves the axes where `in_axes` and `out_axes` say.
 from __future__ import annotations
 
 import functools
+import inspect
 from typing import Any, Callable
 
 import numpy as np
 
-from . import driver
+from . import driver, forward_api
 from .compilation import arg_types_of
 from .errors import S2SADError
 from .forward_api import gradient_of
 from .options import Options, Variant
-from .rules import pytrees
+from .rules import pytrees, registry
 
 
 def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
@@ -54,29 +55,108 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
     and with itself (`vmap(vmap(f))`, a batch of batches). A primitive without a
     batching rule is applied item by item (a `BatchingLoopWarning` says where); an `if` or
     `while` whose test differs across the batch is refused, naming the line."""
+    plans = {}      # _call_key(args) -> the _Plan for arguments like them
+    nested = getattr(f, "s2s_vmap", None) is not None
+
     @functools.wraps(f)
     def batched(*args):
-        return _call(f, in_axes, out_axes, args)
+        if nested:
+            return _call(f, in_axes, out_axes, args)
+        try:
+            key = (registry.version, *map(_call_key, args))
+        except _NoKey:          # (an argument of a kind the key does not read)
+            return _call(f, in_axes, out_axes, args)
+        plan = plans.get(key)
+        if plan is None or not plan.holds():
+            if len(plans) > 16:
+                plans.clear()
+            plan = plans[key] = _plan(f, in_axes, out_axes, args)
+        return plan(args)
     batched.s2s_vmap = (f, in_axes, out_axes)
     batched.s2s_made_by = "vmap"
     return batched
+
+
+class _NoKey(Exception):
+    pass
+
+
+def _call_key(x):
+    """What the batched code compiled for `x` depends on, cheaply: its type, and for an
+    array its dtype and number of axes (an item of a batch of vectors is a number), for
+    a dict, list or tuple those of its items; `_NoKey` for another kind of value (a
+    user's object, whose fields the compilation reads), which takes the general path."""
+    t = type(x)
+    if t is np.ndarray:
+        return t, x.dtype, x.ndim
+    if t in _NUMBERS or x is None:
+        return t
+    if t is dict:
+        return t, tuple((k, _call_key(v)) for k, v in x.items())
+    if t is tuple or t is list:
+        return t, tuple(map(_call_key, x))
+    raise _NoKey
+
+
+_NUMBERS = (float, int, bool, np.float64, np.float32, np.int64, np.int32, np.bool_, str)
+
+
+class _Plan:
+    """A call of `vmap(f, in_axes, out_axes)` for arguments of one kind (`_call_key`):
+    the compiled batched code (`code`), and how the arguments and results move. Where
+    every batched argument is an array batched along axis 0 and `out_axes` is 0 (`direct`),
+    a call checks the batch sizes and calls the code on the arguments as they are."""
+
+    def __init__(self, codes, axes, out_axes, direct, batched):
+        self.codes, self.fn, self.axes, self.out_axes = codes, codes[-1].fn, axes, out_axes
+        self.direct, self.batched = direct, batched
+
+    def holds(self):
+        """Whether the code it calls (and the gradient code batched) is still that of
+        the functions as they are now (see CompiledDerivative.holds)."""
+        return all(code.holds() for code in self.codes)
+
+    def __call__(self, args):
+        if not self.direct:
+            n, moved, _ = _batch_first(args, self.axes)
+            return _placed(self.fn(*moved), self.out_axes, n)
+        n = None
+        for i in self.batched:
+            m = len(args[i])
+            if n is None:
+                n = m
+            elif m != n:
+                raise S2SADError(f"vmap: the batched arguments have batches of different "
+                                 f"sizes ({n} and {m})")
+        out = self.fn(*args)
+        if type(out) is np.ndarray:
+            return out.copy() if out.strides[0] == 0 and n > 1 else out
+        return _placed(out, 0, n)
+
+
+def _plan(f, in_axes, out_axes, args):
+    axes = _axes_per_argument(in_axes, args)
+    _, moved, batched = _batch_first(args, axes)
+    items = [pytrees.map(lambda v: v[0], a) if b else a for a, b in zip(moved, batched)]
+    wrt = tuple(i for i, b in enumerate(batched) if b)
+    direct = out_axes == 0 and type(out_axes) is int and all(
+        ax is None or (ax == 0 and type(ax) is int and type(a) is np.ndarray)
+        for a, ax in zip(args, axes))
+    return _Plan(_batched_code(f, items, wrt), axes, out_axes, direct, wrt)
 
 
 def _call(f, in_axes, out_axes, args):
     inner = getattr(f, "s2s_vmap", None)
     if inner is not None:
         return _nested(inner, in_axes, out_axes, args)
-    axes = _axes_per_argument(in_axes, args)
-    n, moved, batched = _batch_first(args, axes)
-    items = [pytrees.map(lambda v: v[0], a) if b else a for a, b in zip(moved, batched)]
-    fn = _batched_code(f, items, tuple(i for i, b in enumerate(batched) if b))
-    out = fn(*moved)
-    return _placed(out, out_axes, n)
+    return _plan(f, in_axes, out_axes, args)(args)
 
 
 def _batched_code(f, items, wrt):
     """The compiled batched function of `f` (or of the gradient code a `grad` or
-    `value_and_grad` of s2sad runs), for arguments like `items`, batched along `wrt`."""
+    `value_and_grad` of s2sad runs), for arguments like `items`, batched along `wrt`: a
+    list of `CompiledDerivative`s, the code batched (if it is s2sad's) and the batched
+    code last."""
     options = Options(Variant.BATCHED, guard=False)
     gradient = gradient_of(f)
     kind = getattr(f, "variant", None)
@@ -84,13 +164,31 @@ def _batched_code(f, items, wrt):
         primal, grad_wrt = gradient
         target = driver.target(primal)
         arg_types = arg_types_of(target, items)
-        code = driver.gradient_code(target, grad_wrt, arg_types, kind).fn
-        return driver.derivative(code, wrt, arg_types, options).fn
+        code = driver.gradient_code(target, grad_wrt, arg_types, kind)
+        return [code, driver.derivative(code.fn, wrt, arg_types, options)]
+    if gradient is not None and getattr(f, "s2s_made_by", None) == "hvp":
+        return _hvp_code(f, items, wrt, options)
     if getattr(f, "s2s_derivative", False):
-        raise S2SADError(f"vmap batches functions, grad and value_and_grad; "
+        raise S2SADError(f"vmap batches functions, grad, value_and_grad and hvp; "
                          f"{getattr(f, '__name__', f)!r} is another derivative of s2sad's")
     target = driver.target(f)
-    return driver.derivative(target, wrt, arg_types_of(target, items), options).fn
+    return [driver.derivative(target, wrt, arg_types_of(target, items), options)]
+
+
+def _hvp_code(f, items, wrt, options):
+    """`_batched_code` of `hvp(primal)`, called as `(*args, v)`: the forward mode of the
+    gradient code (`g_grad_jvp(*args, x_dot)`, whose parameters are those of the call)
+    batched along `wrt` (several vectors `v`: Hessian-vector products in one pass)."""
+    primal, grad_wrt = gradient_of(f)
+    target = driver.target(primal)
+    *args, _ = items
+    if len(args) != len(inspect.signature(target).parameters):
+        raise S2SADError(f"vmap of hvp({target.__name__}) needs every argument of "
+                         f"{target.__name__} given by position")
+    i = forward_api.wrt_indices(target, grad_wrt)[0]
+    code = forward_api._gradient_jvp(primal, i, (i,), arg_types_of(target, args))
+    arg_types = arg_types_of(driver.target(code.fn), items)
+    return [code, driver.derivative(code.fn, wrt, arg_types, options)]
 
 
 def _axes_per_argument(in_axes, args):

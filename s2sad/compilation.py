@@ -32,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
+import numbers
 from typing import Any, Callable, Union
 
 import gast
@@ -53,7 +54,7 @@ from .naming import Namer
 from .options import Capabilities, Options, Variant
 from .rules import pytrees, runtime
 from .rules.registry import HELPERS, helper_facts
-from .rules.arrays import is_duck_array_type
+from .rules.arrays import is_duck_array, is_duck_array_type
 
 #: What to differentiate: a positional parameter's index or name, or a tuple of them.
 Wrt = Union[int, str, tuple]
@@ -61,7 +62,11 @@ Wrt = Union[int, str, tuple]
 #: The argument types a derivative is specialised on; others are of unknown kind, but for
 #: the arrays of libraries NumPy dispatches to (Dask, CuPy: see rules/arrays.py), which are
 #: arrays whose type the derivative is specialised on too (`is_duck_array_type`).
-SPECIALISED = (float, int, np.float64, np.ndarray)
+SPECIALISED = (float, int, np.float64, np.ndarray, complex, np.complex128)
+
+#: The complex numbers a derivative is specialised on (see docs/complex.md); a complex
+#: array is of unknown kind (code that reads it checks it, see before_ad/complex_values.py).
+COMPLEX_NUMBERS = (complex, np.complex128)
 
 #: The containers whose exact type a derivative is specialised on: their gradients have
 #: their structure. (Not named tuples: their fields are, see `arg_types_of`.)
@@ -120,7 +125,7 @@ class Compilation:
     ndims_relied: set = dataclasses.field(default_factory=set)  # see ValueKinds
     assumed: list = dataclasses.field(default_factory=list)     # Guards a pass added
     callee_guards: str | None = None    # the name of the callees' guards' checker, if read
-    code_changed: str | None = None     # the name of the flag of code changed (guards.watch)
+    code_changed: tuple | None = None   # (name, held, stale): see after_ad/guard_bindings
     assumed_real: set = dataclasses.field(default_factory=set)  # see before_ad/complex_values
     #: The driver's front end for a function this one calls, `front_end(fn, arg_types) ->
     #: (its context, its Wengert form)`, which analyses of calls read (what a callee
@@ -484,18 +489,101 @@ def wrt_indices(fn, wrt):
     return [params.index(n) for n in wrt_names(src, wrt)]
 
 
-def refuse_complex(fn, indices, args):
+def refuse_complex(fn, indices, args, numbers=False):
     """Refuse, with `ComplexValueError`, a complex argument (or one holding a complex
     value) among the arguments `args` at positional `indices` that `fn` is differentiated
-    with respect to."""
+    with respect to; with `numbers`, but a complex number (`complex`, `np.complex128`),
+    which `grad`, `vjp` and `jvp` differentiate (docs/complex.md)."""
     for i in indices:
+        if numbers and i < len(args) and type(args[i]) in COMPLEX_NUMBERS:
+            continue
         found = runtime.complex_part(args[i]) if i < len(args) else None
         if found is not None:
             held = "holds" if pytrees.is_structure(args[i]) else "is"
+            what = ("complex numbers, not complex arrays or containers of them yet" if numbers
+                    else "complex numbers with grad, value_and_grad, vjp and jvp (the "
+                         "Python backend), and jacfwd and jacrev with holomorphic=True, only")
             raise ComplexValueError(
-                f"argument {i} of {getattr(fn, '__qualname__', fn)} {held} {found}; complex "
-                "numbers are not supported yet (s2sad's rules are those of real numbers): "
-                "pass the real and imaginary parts as real arrays and compute with them")
+                f"argument {i} of {getattr(fn, '__qualname__', fn)} {held} {found}; s2sad "
+                f"differentiates with respect to {what} (docs/complex.md): pass the real "
+                "and imaginary parts as real arrays and compute with them")
+
+
+def refuse_complex_but_holomorphic(target, indices, args, holomorphic, made_by):
+    """Refuse complex arguments at `indices` but with `holomorphic`, which needs them."""
+    refuse_complex(target, indices, args, numbers=holomorphic)
+    for i in indices if holomorphic else ():
+        if not isinstance(args[i], (complex, np.complexfloating)):
+            raise S2SADError(
+                f"{defined_at(target)}argument {i} of {target.__qualname__} is a "
+                f"{type(args[i]).__name__}: {made_by}(..., holomorphic=True) differentiates "
+                "a complex function with respect to complex numbers (as JAX's); pass "
+                "complex(x)")
+
+
+def check_inputs(fn, target, wrt, args, kwargs=None, holomorphic=False):
+    """Refuse, clearly, inputs s2sad cannot differentiate with respect to `wrt` (checked
+    when `fn`, of function `target`, is compiled); with `holomorphic`, real ones."""
+    params = list(inspect.signature(target).parameters)
+    for i in wrt_indices(target, wrt):
+        if i >= len(args) and params[i] not in (kwargs or {}):
+            continue
+        x = args[i] if i < len(args) else kwargs[params[i]]
+        dtype = getattr(x, "dtype", None)
+        refuse_complex(fn, [i], args, numbers=True)
+        if holomorphic and type(x) not in COMPLEX_NUMBERS:
+            raise S2SADError(
+                f"{defined_at(target)}argument {i} of {fn.__qualname__} is a "
+                f"{type(x).__name__}: grad(..., holomorphic=True) differentiates a complex "
+                "function with respect to complex numbers (as JAX's); pass complex(x)")
+        if type(x) in COMPLEX_NUMBERS:
+            continue
+        if dtype is not None and not np.issubdtype(dtype, np.floating):
+            raise S2SADError(
+                f"argument {i} of {fn.__qualname__} is an array of {dtype}, which carries no "
+                "derivative; pass a float array (x.astype(float)) or leave it out of wrt")
+        held = _cycle(x)
+        if held is not None:
+            raise S2SADError(
+                f"argument {i} of {fn.__qualname__} holds a {type(held).__name__} object that "
+                "holds itself (an attribute refers back to it); s2sad takes the objects it "
+                "differentiates with respect to apart by their attributes, down to numbers "
+                f"and arrays. Register {type(held).__name__} with s2sad.register_pytree, "
+                "with a flatten that leaves the back reference out of the children, or "
+                "leave the argument out of wrt")
+        odd = _opaque(x)
+        if odd is not None:
+            raise S2SADError(
+                f"argument {i} of {fn.__qualname__} is or holds a {type(odd).__name__} object; "
+                "s2sad differentiates with respect to numbers, arrays, and tuples, lists, "
+                "dicts, dataclasses, named tuples, registered classes and plain classes "
+                "of them (whose instances keep their attributes in their __dict__: no "
+                "__slots__, no built-in base class, no __getattr__ or __setattr__). Make "
+                f"{type(odd).__name__} a dataclass, register it with s2sad.register_pytree, "
+                "or leave the argument out of wrt (its attributes can still be read)")
+
+
+def _cycle(x, path=()):
+    """The first object in `x` that holds itself, through the values pytrees takes
+    apart (a plain object whose attribute refers back to it), or None."""
+    if not pytrees.is_structure(x):
+        return None
+    if any(x is p for p in path):
+        return x
+    return next((found for found in (_cycle(c, path + (x,)) for c in pytrees.children(x))
+                 if found is not None), None)
+
+
+def _opaque(x):
+    """The first object in `x` s2sad cannot give an adjoint of, or None."""
+    if x is None or isinstance(x, (numbers.Number, np.ndarray, np.generic, str)) or (
+            is_duck_array(x)):
+        return None
+    if isinstance(x, (tuple, list)):
+        return next((o for o in map(_opaque, x) if o is not None), None)
+    if isinstance(x, dict):
+        return _opaque(list(x.values()))
+    return None if pytrees.is_structure(x) else x
 
 
 def arg_types_of(fn, args, kwargs=None):
@@ -569,7 +657,8 @@ def _specialised(a):
     """Whether the code is specialised on the type of argument `a`: a float, an int, or a
     real array (a complex one is of unknown kind: code that reads it checks it, see
     before_ad/complex_values.py)."""
-    return (type(a) in SPECIALISED or is_duck_array_type(type(a))) and not _complex(a)
+    return (type(a) in SPECIALISED or is_duck_array_type(type(a))) and (
+        not _complex(a) or type(a) in COMPLEX_NUMBERS)
 
 
 def _complex(a):

@@ -49,6 +49,7 @@ class CompiledDerivative:
                                          ctx.src.first_line),
                             ctx.reverse.unconnected if ctx.reverse else [])
         self.tangent_names = ctx.forward.tangent_names if ctx.forward else None
+        self.batching = getattr(ctx, "batching", None)   # (ad/batching.py's BatchingResult)
         self.assumed_real = ctx.assumed_real     # (see before_ad/complex_values.py)
         self.callees = ctx.callees    # [(name in its code, Callee)]: linked by the driver
         # what it resolved (frontend/guards.py); the driver adds its callees' (`guards`)
@@ -57,7 +58,9 @@ class CompiledDerivative:
         self.guards = None
         self.check = None
         self.callee_guards = ctx.callee_guards
-        self.code_changed = ctx.code_changed     # its code's flag (see guards.watch)
+        # (the name in its code, held, stale) that an assignment to a function's code
+        # or defaults makes stale (see guards.watch, after_ad/guard_bindings.py)
+        self.code_changed = ctx.code_changed
         self.warned = False
         self.backend, self.jit = backend, dict(ctx.options.jit)
         # the user's Python functions the code calls, which the backend compiles too
@@ -75,19 +78,21 @@ class CompiledDerivative:
 
     def holds(self):
         """Whether all its guards (and those of the derivatives it calls) still hold; if
-        they do, its code's test of the flag that an assignment to a function's code or
-        defaults raises (guards.watch) passes again until the next one."""
+        they do, its code's test that an assignment to a function's code or defaults
+        makes fail (guards.watch) passes again until the next one."""
         if self.code_changed is not None:
-            emit.bind_late(self.fn, self.code_changed, False)
+            name, held, _ = self.code_changed
+            emit.bind_late(self.fn, name, held)
         if self.check():
             return True
         self.code_changed_now()
         return False
 
     def code_changed_now(self):
-        """Raise its code's flag (see guards.watch): its next call checks all guards."""
+        """Make its code's test fail (see guards.watch): its next call checks all guards."""
         if self.code_changed is not None:
-            emit.bind_late(self.fn, self.code_changed, True)
+            name, _, stale = self.code_changed
+            emit.bind_late(self.fn, name, stale)
 
     @property
     def native(self):
@@ -98,13 +103,15 @@ class CompiledDerivative:
                 gradient = derivative(target(primal), wrt, arg_types, self.backend.recomputed(
                     Variant(kind), tuple(sorted(self.jit.items()))), self.backend)
                 emit.bind_late(self.fn, name, gradient.native)
-            self._native = self.backend.compile(self.fn, self.native_calls, self.jit)
+            self._native = self.backend.compile(
+                self.fn, self.native_calls, self.jit,
+                late=[name for name, _ in self.callees] + list(self.native_gradients))
         return self._native
 
 
 class _Watcher:
-    """Raises the flag of the code of a derivative (weakly held) when a function's code or
-    defaults are assigned (see guards.watch); it lives as long as that code."""
+    """Makes the test of the code of a derivative (weakly held) fail when a function's
+    code or defaults are assigned (see guards.watch); it lives as long as that code."""
 
     def __init__(self, derivative):
         self.derivative = weakref.ref(derivative)
@@ -283,7 +290,7 @@ class _Build:
                 emit.bind_late(d.fn, d.callee_guards, guards.checker(
                     [g for g in d.guards if g.identity not in own and not guards.counted(g)]))
             if d.code_changed is not None:
-                emit.bind_late(d.fn, d.code_changed, False)
+                emit.bind_late(d.fn, d.code_changed[0], d.code_changed[1])
                 guards.watch(_Watcher(d))
 
     def make(self, request):

@@ -78,11 +78,12 @@ class NativeBackendError(S2SADError):
 
 
 class ComplexValueError(S2SADError):
-    """A complex number meets a value s2sad differentiates: a complex literal, `complex()`,
-    `cmath`, a complex dtype, `np.fft`, `np.emath`, a complex global, or (found at run
-    time) a complex argument or result of a call. s2sad's rules are those of real
-    numbers, so its derivative would be wrong. The message names the user's line and a
-    real formulation; complex numbers are not supported yet."""
+    """A complex value meets a value s2sad differentiates in a function whose rule holds
+    for real values only (`np.fft`, `np.emath`, `np.sign`, a write into an array; or, found
+    at run time, a complex array argument or result of a call the code was compiled to
+    take as real), a complex output reaches `grad` without `holomorphic=True`, or a
+    complex argument a transform does not take: its derivative would be wrong. The
+    message names the user's line and what to write instead (docs/complex.md)."""
 
 
 class InternalError(S2SADError):

@@ -10,10 +10,12 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import driver, numba_api, variadic
-from .compilation import (Wrt, arg_types_of, default_arg_types, refuse_complex, wrt_indices,
+from .compilation import (Wrt, arg_types_of, default_arg_types, refuse_complex,
+                          refuse_complex_but_holomorphic, wrt_indices,
                           wrt_or_argnums)
 from .errors import NonScalarOutputError, S2SADError, defined_at, warn_unconnected
 from .options import Options, Variant
+from . import batched_jacobians as batched
 from .rules import pytrees, registry, runtime
 
 _target = driver.target
@@ -24,8 +26,8 @@ def compiled(fn, wrt, arg_types=None, guard=False):
     on `arg_types` (see compilation.arg_types_of), through the cache; with `guard`, the
     version that checks its arguments and frees each array after its last use
     (`release`)."""
-    return driver.derivative(fn, tuple(wrt), arg_types, Options(Variant.JVP, guard=guard,
-                                                                release=guard))
+    return driver.derivative(fn, tuple(wrt), arg_types, Options(
+        Variant.JVP, guard=guard, release=guard, complex_output=True))
 
 
 def _call(d, args, kwargs, tangents):
@@ -178,7 +180,7 @@ def _gradient_tangent(f, primals, tangents, kwargs):
     wrt = tuple(k for k, t in enumerate(tangents) if t is not None)
     if not wrt:
         raise S2SADError("jvp needs at least one tangent that is not None")
-    refuse_complex(target, wrt, primals)
+    refuse_complex(target, wrt, primals, numbers=True)
     d = _gradient_jvp(primal, grad_wrt, wrt, arg_types_of(target, primals, kwargs))
     return f(*primals, **kwargs), _call(d, primals, kwargs, [tangents[k] for k in wrt])
 
@@ -228,7 +230,7 @@ def _jvp_entry(f, primals, tangents, first, kwargs):
     wrt = tuple(i for i in range(first, len(primals)) if tangents[i - first] is not None)
     if not wrt:
         raise S2SADError("jvp needs at least one tangent that is not None")
-    refuse_complex(f, wrt, primals)
+    refuse_complex(f, wrt, primals, numbers=True)
     d = compiled(f, wrt, arg_types_of(_target(f), primals, kwargs), guard=True)
     code = getattr(d.fn, "__code__", None)
     by_position = (code is not None and
@@ -379,12 +381,13 @@ def _jacobian(out_like, in_like, block):
 
 def _stack(parts, shape, axis):
     """The block of shape `shape` whose elements `parts` give along `axis` (-1: columns,
-    forward mode; 0: rows, reverse mode); a float if it is a scalar."""
+    forward mode; 0: rows, reverse mode); a float (or complex) if it is a scalar."""
     if not parts:
         return np.zeros(shape)
-    parts = [np.asarray(p, dtype=float) for p in parts]
+    kind = complex if any(np.iscomplexobj(p) for p in parts) else float
+    parts = [np.asarray(p, dtype=kind) for p in parts]
     jac = (np.array(parts) if axis == 0 else np.stack(parts, axis=axis)).reshape(shape)
-    return float(jac) if jac.ndim == 0 else jac
+    return kind(jac) if jac.ndim == 0 else jac
 
 
 def _assemble(columns, out_like, in_like):
@@ -410,7 +413,7 @@ def _assemble_rows(rows, out_like, x):
 
 
 def jacfwd(f: Callable, wrt: Wrt | None = None, *, argnums: int | tuple | None = None,
-           has_aux: bool = False) -> Callable:
+           has_aux: bool = False, holomorphic: bool = False) -> Callable:
     """The Jacobian of `f` with respect to argument(s) `wrt`, by forward mode: one `jvp`
     per input element, so it pays off for few inputs and many outputs. The Jacobian has
     shape `output.shape + input.shape`; a tuple `wrt` gives a tuple of them.
@@ -447,6 +450,9 @@ def jacfwd(f: Callable, wrt: Wrt | None = None, *, argnums: int | tuple | None =
     >>> J, radius = s2sad.jacfwd(polar_and_radius, has_aux=True)(np.array([2.0, 0.0]))
     >>> J[1], float(radius)
     (array([0., 2.]), 2.0)
+
+    With `holomorphic=True`, `f` is a complex function of complex numbers and the
+    Jacobian its complex derivative, as JAX's (see docs/complex.md).
     """
     if variadic.takes_varargs(f):
         return variadic.Derivative(
@@ -457,12 +463,17 @@ def jacfwd(f: Callable, wrt: Wrt | None = None, *, argnums: int | tuple | None =
 
     def jacobian(*args, **kwargs):
         args, kwargs = _by_position(f, args, kwargs)
-        gradient = None if has_aux else _gradient(f)
+        gradient = None if has_aux or holomorphic else _gradient(f)
         target = _target(f if gradient is None else gradient[0])
         many, indices = _wrt(target, wrt)
-        refuse_complex(target, indices, args)
+        refuse_complex_but_holomorphic(target, indices, args, holomorphic, "jacfwd")
         arg_types = arg_types_of(target, args)
         likes, cols = [_template(args[i]) for i in indices], []
+        jac = None if has_aux or holomorphic else _batched_forward(
+            f if gradient is None else gradient, indices, likes, args, kwargs, arg_types,
+            many, gradient is not None)
+        if jac is not None:
+            return jac
         for i, like in zip(indices, likes):
             if gradient is None:
                 d = compiled(f, (i,), arg_types)
@@ -485,11 +496,11 @@ def jacfwd(f: Callable, wrt: Wrt | None = None, *, argnums: int | tuple | None =
 
 
 def jacrev(f: Callable, wrt: Wrt | None = None, *, argnums: int | tuple | None = None,
-           has_aux: bool = False) -> Callable:
+           has_aux: bool = False, holomorphic: bool = False) -> Callable:
     """The Jacobian of `f` with respect to argument(s) `wrt`, by reverse mode: one
     pullback per output element, so it pays off for many inputs and few outputs. Same
-    result as `jacfwd`, also for structures; `argnums` and `has_aux` are those of
-    `jacfwd`.
+    result as `jacfwd`, also for structures; `argnums`, `has_aux` and `holomorphic` are
+    those of `jacfwd`.
 
     >>> import numpy as np, s2sad
     >>> def polar(p):
@@ -509,9 +520,15 @@ def jacrev(f: Callable, wrt: Wrt | None = None, *, argnums: int | tuple | None =
         args, kwargs = _by_position(f, args, kwargs)
         target = _target(f)
         many, indices = _wrt(target, wrt)
-        refuse_complex(target, indices, args)
+        refuse_complex_but_holomorphic(target, indices, args, holomorphic, "jacrev")
         arg_types = arg_types_of(target, args)
-        derivative = driver.derivative(f, tuple(indices), arg_types)
+        jac = None if has_aux or holomorphic else batched.reverse(
+            target, indices, args, kwargs, arg_types, many,
+            [_template(args[i]) for i in indices], _jacobian)
+        if jac is not None:
+            return jac
+        derivative = driver.derivative(f, tuple(indices), arg_types,
+                                       Options(complex_output=holomorphic))
         y, pullback = warn_unconnected(derivative).fn(*args, **kwargs)
         if has_aux:
             (y, aux), pulled = split_aux(f, y, "jacrev"), pullback
@@ -529,6 +546,14 @@ def jacrev(f: Callable, wrt: Wrt | None = None, *, argnums: int | tuple | None =
     jacobian.__name__ = f"jacrev_{getattr(f, '__name__', 'f')}"
     jacobian.s2s_made_by = "jacrev"
     return jacobian
+
+
+def _batched_forward(f, indices, likes, args, kwargs, arg_types, many, of_gradient):
+    """batched_jacobians.forward for `f` (or, `of_gradient`, the gradient `(primal, wrt)`:
+    a Hessian) with respect to the arguments `indices`, whose templates are `likes`."""
+    d = _gradient_jvp(*f, indices, arg_types) if of_gradient else compiled(
+        f, indices, arg_types)
+    return batched.forward(d, args, kwargs, likes, many, of_gradient, _jacobian)
 
 
 def _grad_jvp(f, wrt, args):
@@ -566,8 +591,8 @@ def _gradient_jvp(f, grad_wrt, wrt, arg_types):
     through their adjoints (see `gradient_code`). Without the value, it computes no
     tangent of the value but those the gradient's tangent needs."""
     grad = _gradient_code(_target(f), grad_wrt, arg_types)
-    return driver.derivative(grad.fn, tuple(wrt), arg_types, Options(Variant.TANGENT,
-                                                                     guard=False))
+    return driver.derivative(grad.fn, tuple(wrt), arg_types, Options(
+        Variant.TANGENT, guard=False, complex_output=True))
 
 
 def gradient_of(f):
@@ -785,6 +810,10 @@ def hessian(f: Callable, wrt: Wrt | None = None, *, backend: str | None = None,
             return _blocks(f, wrt, args, kwargs)
         i, d = _grad_jvp(f, wrt, args)
         like = _template(args[i])
+        H = _batched_forward((f, i), (i,), [like], args, kwargs, arg_types_of(
+            _target(f), args), False, True)
+        if H is not None:
+            return H
         return _assemble(_as_one_call(_target(f), [lambda e=e: _call(d, args, kwargs, (e,))
                                                    for e in _basis(like)]), like, like)
     return _mark_gradient(hess, f, wrt, "hessian")
@@ -801,6 +830,10 @@ def _blocks(f, wrt, args, kwargs):
     refuse_complex(target, indices, args)
     arg_types = arg_types_of(target, args)
     likes = tuple(_template(args[i]) for i in indices)
+    H = _batched_forward((f, tuple(indices)), indices, likes, args, kwargs, arg_types,
+                         True, True)
+    if H is not None:
+        return H
     columns = []
     for i, like in zip(indices, likes):
         d = _gradient_jvp(f, tuple(indices), (i,), arg_types)

@@ -9,11 +9,14 @@ that stands for it, `rule` the value and its tangent. A root x* of r(x, theta) =
 dx*/dtheta = -(dr/dx)^-1 dr/dtheta (`ImplicitRoot`): its rules compute the Jacobian dr/dx
 (s2sad's jacfwd), solve one linear system, and take one vjp or jvp of r along theta
 (s2sad's own derivatives of r, compiled once and cached like any other). The iterations of
-the solver are never differentiated.
+the solver are never differentiated. Second derivatives are forward mode over that rule
+(`root_adjoint_tangent`): the tangent of the adjoint, with the linear solve differentiated
+and s2sad's second derivatives of r (forward over reverse).
 """
 from __future__ import annotations
 
 import functools
+import inspect
 import weakref
 from typing import Any, Callable
 
@@ -38,6 +41,7 @@ class Function:
     def __init__(self, fn, n_extra, names=(), gap=False, around="{}", role="at",
                  namespace=None):
         self.fn = fn
+        self._paired = {}           # {wrt: pullback_tangent's function}
         own = ["x"]
         extra = [f"a{k}" for k in range(n_extra)]
         bound = [f"b{k}" for k in range(len(names))]
@@ -90,6 +94,35 @@ class Function:
         """The tangent of `at(*args)` along `dots` (None for an argument held fixed)."""
         return forward_api.jvp(self.at, args, dots)[1]
 
+    def pullback_tangent(self, args, wrt, w, dots, w_dot=None):
+        """`pullback(args, wrt, w)` and its tangent along the tangents `dots` of `args`
+        (None where fixed) and `w_dot` of `w`: forward mode over s2sad's gradient of
+        w . at(*args) (the second derivatives of `at` a second derivative through a
+        solver reads)."""
+        key = tuple(wrt)
+        if key not in self._paired:
+            from . import api
+            params = list(inspect.signature(self.at).parameters)
+            names = ", ".join(params + ["_s2s_w"])
+            paired = function_from_source(
+                f"def {self.at.__name__}_paired({names}):\n"
+                f"    return _s2s_sum(_s2s_w * _s2s_at({', '.join(params)}))\n",
+                {"_s2s_sum": np.sum, "_s2s_at": self.at})
+            paired.__module__ = self.at.__module__
+            pulled = function_from_source(
+                f"def {self.at.__name__}_pulled({names}):\n"
+                f"    return _s2s_grad({names})\n",
+                {"_s2s_grad": api.grad(paired, wrt=key if len(key) > 1 else key[0])})
+            pulled.__module__ = self.at.__module__
+            self._paired[key] = pulled
+        dots = tuple(pytrees.zeros_like(a) if d is None else d for a, d in zip(args, dots))
+        w_dot = pytrees.zeros_like(w) if w_dot is None else w_dot
+        value, tangent = forward_api.jvp(self._paired[key], tuple(args) + (w,),
+                                         dots + (w_dot,))
+        if len(key) == 1:
+            return (value,), (tangent,)
+        return tuple(value), tuple(tangent)
+
 
 def carried(theta):
     """The positions of the values of `theta` that carry derivatives."""
@@ -115,6 +148,37 @@ def root_adjoint(r, x, theta, g):
     return tuple(out)
 
 
+def root_adjoint_tangent(r, x, theta, g, x_dot, theta_dots, g_dot):
+    """`root_adjoint(r, x, theta, g)` and its tangent along the tangents `x_dot` of the
+    root, `theta_dots` of theta (None where fixed) and `g_dot` of g: with A = dr/dx and
+    w = -A^-T g, the adjoint w . dr/dtheta moves through its second derivatives along
+    (x_dot, theta_dots) at w fixed (h), and through w_dot = -A^-T (g_dot + h_x)."""
+    wrt = carried(theta)
+    if not wrt:
+        return (None,) * len(theta), (None,) * len(theta)
+    jac = r.jacobian(x, theta)
+    w = _solved(jac, -np.asarray(g, dtype=float), x, transpose=True)
+    args = (x,) + tuple(theta)
+    adjoints, h = r.pullback_tangent(args, [0] + [1 + k for k in wrt], w,
+                                     (x_dot,) + tuple(theta_dots))
+    g_dot = np.zeros(np.shape(g)) if g_dot is None else np.asarray(g_dot, dtype=float)
+    w_dot = _solved(jac, -(g_dot + h[0]), x, transpose=True)
+    more = r.pullback(args, [1 + k for k in wrt], w_dot)
+    out, dots = [None] * len(theta), [None] * len(theta)
+    for j, k in enumerate(wrt):
+        out[k], dots[k] = adjoints[1 + j], pytrees.add(h[1 + j], more[j])
+    return tuple(out), tuple(dots)
+
+
+def _solved(jac, b, x, transpose=False):
+    """The solution of jac z = b (jac^T z = b with `transpose`), of x's shape."""
+    if np.ndim(jac) == 0:
+        z = b / jac
+        return z if np.ndim(x) else float(z)
+    return np.linalg.solve(np.transpose(jac) if transpose else jac,
+                           np.ravel(b)).reshape(np.shape(x))
+
+
 def root_tangent(r, x, theta, dots):
     """The tangent of the root x* = x of r(., theta) = 0 along the tangents `dots` of
     `theta` (None or zeros where none): -(dr/dx)^-1 (dr/dtheta) dots."""
@@ -135,7 +199,10 @@ class Standing:
     -> (value, point)`, `point` what its rules read) and gives the adjoints
     (`adjoint(point, g, given, extra, bound) -> {(kind, key): adjoint}`, kind "given",
     "extra" or the function's parameter) and the tangent (`tangent(point, value, given,
-    extra, bound, dots)`, `dots` split as the values)."""
+    extra, bound, dots)`, `dots` split as the values). A kind that is `twice`
+    differentiable gives the tangents of its value and point (`tangents`) and of its
+    adjoints (`adjoint_and_tangent`): forward mode over reverse-mode code that calls its
+    `fwd` and `bwd` (hessian, hvp) differentiates them by those (`Differentiated`)."""
 
     s2s_custom = ("vjp", "jvp")
 
@@ -152,22 +219,24 @@ class Standing:
         def bwd(residuals, g):
             values, point = residuals
             given, extra, bound = layout.split(values)
-            found = self.adjoint(point, g, given, extra, bound)
-            out = [found.get(("given", k)) for k in given]
-            out += [found.get(("extra", k)) for k in range(len(extra))]
-            for param, names in bound.items():
-                out += [found.get((param, n)) for n in names]
-            return tuple(out)
+            return self.ordered(self.adjoint(point, g, given, extra, bound), values)
 
         def rule(primals, tangents):
             value, point = self.run(*layout.split(primals))
             dots = layout.split(tangents)
             return value, self.tangent(point, value, *layout.split(primals), dots)
         name = identifier(layout.library)
-        why = (f"second derivatives (hessian, hvp, grad(grad(...))) through {name}() are "
-               "not supported yet: its rules call s2sad's first derivatives at run time. "
-               "Take central differences of s2sad.grad of the function, or, for a solver, "
-               "write its iterations as a loop in your code (s2sad then differentiates them)")
+        if self.twice:
+            why = (f"second derivatives through {name}() are forward mode over its reverse "
+                   "mode rule (hessian, hvp, jacfwd(grad(...))); reverse mode over it "
+                   "(grad of a function that calls grad) and forward mode over its forward "
+                   "rule are not supported yet: use one of those")
+        else:
+            why = (f"second derivatives (hessian, hvp, grad(grad(...))) through {name}() "
+                   "are not supported yet: its rules call s2sad's first derivatives at run "
+                   "time. Take central differences of s2sad.grad of the function, or, for a "
+                   "solver, write its iterations as a loop in your code (s2sad then "
+                   "differentiates them)")
         #: [(the calling function's "file:line", (file, line, column, text))] of the
         #: calls of this object (the user's lines a refusal of their second derivatives
         #: names: resolve_calls)
@@ -176,7 +245,39 @@ class Standing:
             helper.__name__ = helper.__qualname__ = f"{base}_{role}"
             helper.s2s_not_differentiable = why
             helper.s2s_sites = self.s2s_sites
+        if self.twice:      # (forward mode over the reverse-mode code: hessian, hvp)
+            fwd = Differentiated(fwd, self.fwd_rule)
+            bwd = Differentiated(bwd, self.bwd_rule)
         self.fwd, self.bwd, self.rule = fwd, bwd, rule
+
+    #: whether forward mode differentiates the reverse-mode rules (`fwd_rule`, `bwd_rule`)
+    twice = False
+
+    def ordered(self, found, values):
+        """The tuple of the adjoints (or their tangents) `found` ({(kind, key): adjoint})
+        of the call's `values`, in their order (None where none)."""
+        given, extra, bound = self.layout.split(values)
+        out = [found.get(("given", k)) for k in given]
+        out += [found.get(("extra", k)) for k in range(len(extra))]
+        for param, names in bound.items():
+            out += [found.get((param, n)) for n in names]
+        return tuple(out)
+
+    def fwd_rule(self, values, dots):
+        """The forward rule of `fwd`: its value `(value, residuals)` and the tangent."""
+        split = self.layout.split(values)
+        value, point = self.run(*split)
+        value_dot, point_dot = self.tangents(point, value, *split, self.layout.split(dots))
+        return (value, (values, point)), (value_dot, (tuple(dots), point_dot))
+
+    def bwd_rule(self, primals, tangents):
+        """The forward rule of `bwd`: the adjoints and their tangents."""
+        (residuals, g), (residuals_dot, g_dot) = primals, tangents
+        (values, point), (values_dot, point_dot) = residuals, residuals_dot
+        found, dots = self.adjoint_and_tangent(point, point_dot, g, g_dot,
+                                               *self.layout.split(values),
+                                               self.layout.split(values_dot))
+        return self.ordered(found, values), self.ordered(dots, values)
 
     def __call__(self, *values):
         return self.run(*self.layout.split(values))[0]
@@ -220,9 +321,43 @@ class ImplicitRoot(Standing):
     def theta(self, extra, bound):
         return tuple(extra) + tuple(bound[self.param].values())
 
+    twice = True
+
     def run(self, given, extra, bound):
         value, x = self.solve(given, extra, bound)
         return value, (x, value)
+
+    def theta_dots(self, theta, dots):
+        """The tangents of `theta` in the tangents `dots` of the call's values, split as
+        they are (None where a value carries none)."""
+        _, extra_dots, bound_dots = dots
+        return tuple(d if pytrees.carries_derivative(v) else None for v, d in zip(
+            theta, tuple(extra_dots) + tuple(bound_dots[self.param].values())))
+
+    def keys(self, extra):
+        return [("extra", k) for k in range(len(extra))] + [(self.param, n)
+                                                            for n in self.names]
+
+    def tangents(self, point, value, given, extra, bound, dots):
+        """The tangents of the value and of `point` (`fwd_rule`'s)."""
+        value_dot = self.tangent(point, value, given, extra, bound, dots)
+        x_dot = self.solution_adjoint(value_dot, value)
+        return value_dot, (pytrees.zeros_like(point[0]) if x_dot is None else x_dot,
+                           value_dot)
+
+    def adjoint_and_tangent(self, point, point_dot, g, g_dot, given, extra, bound, dots):
+        """`adjoint(point, g, given, extra, bound)` and its tangent ({(kind, key):
+        tangent}) along `point_dot`, `g_dot` and the tangents `dots` of the values."""
+        (x, value), (x_dot, _) = point, point_dot
+        gx = self.solution_adjoint(g, value)
+        if gx is None:
+            return {}, {}
+        gx_dot = None if g_dot is None else self.solution_adjoint(g_dot, value)
+        theta = self.theta(extra, bound)
+        adjoints, tangents = root_adjoint_tangent(self.residual, x, theta, gx, x_dot,
+                                                  self.theta_dots(theta, dots), gx_dot)
+        keys = self.keys(extra)
+        return dict(zip(keys, adjoints)), dict(zip(keys, tangents))
 
     def adjoint(self, point, g, given, extra, bound):
         x, value = point
@@ -257,6 +392,30 @@ class ImplicitRoot(Standing):
         if extra or "args" in changed:
             kwargs.setdefault("args", tuple(extra))
         return self.layout.library(**kwargs)
+
+
+class Differentiated:
+    """`fn`, a helper of a rule (what stands for a solver's call: its `fwd`, `bwd`), as a
+    custom_jvp of s2sad's own whose tangent is `rule(primals, tangents)`: forward mode
+    over reverse-mode code that calls it (hessian, hvp, jacfwd(grad(f))) calls the rule;
+    reverse mode over it is refused where the user's code calls the solver
+    (`s2s_not_differentiable`, `s2s_sites`: fn's)."""
+
+    s2s_custom = ("jvp",)
+
+    def __init__(self, fn, rule):
+        self.primal = fn
+        self.__name__ = self.__qualname__ = fn.__name__
+        self.s2s_not_differentiable = fn.s2s_not_differentiable
+        self.s2s_sites = fn.s2s_sites
+
+        def jvp(primals, tangents):
+            return rule(primals, tangents)
+        jvp.__name__ = jvp.__qualname__ = f"{fn.__name__}_jvp"
+        self.rule = jvp
+
+    def __call__(self, *args):
+        return self.primal(*args)
 
 
 def _bound(fn, values):
@@ -363,7 +522,8 @@ class custom_root:
 
     `solve` is run as it is; a root it returns that is not one (its residual not near
     zero) has no derivative, and raises S2SADError when the derivative is taken.
-    Second derivatives (`hessian`) through it are not supported yet.
+    Second derivatives (`hessian`, `hvp`, `jacfwd(grad(...))`) are forward mode over the
+    implicit rule, with s2sad's second derivatives of `residual`.
     """
 
     s2s_custom = ("vjp", "jvp")
@@ -390,15 +550,29 @@ class custom_root:
                 self._check(x, args)
                 return x, root_tangent(self._function(len(args)), x, tuple(args),
                                        tuple(tangents[1:]))
-            why = (f"second derivatives (hessian, hvp, grad(grad(...))) through the "
-                   f"custom_root {name} are not supported yet; call its solver without "
-                   "custom_root there (s2sad then differentiates its iterations)")
+            def fwd_rule(primals, tangents):     # (forward over reverse: hessian, hvp)
+                x, x_dot = rule(primals, tangents)
+                return (x, (x, primals[1:])), (x_dot, (x_dot, tuple(tangents[1:])))
+
+            def bwd_rule(primals, tangents):
+                ((x, args), g), ((x_dot, args_dot), g_dot) = primals, tangents
+                self._check(x, args)
+                adjoints, dots = root_adjoint_tangent(self._function(len(args)), x, args, g,
+                                                      x_dot, args_dot, g_dot)
+                return (None,) + adjoints, (None,) + dots
+            why = (f"second derivatives through the custom_root {name} are forward mode "
+                   "over its reverse mode rule (hessian, hvp, jacfwd(grad(...))); reverse "
+                   "mode over it (grad of a function that calls grad) and forward mode over "
+                   "its forward rule are not supported yet: use one of those, or call its "
+                   "solver without custom_root there (s2sad then differentiates its "
+                   "iterations)")
             self.s2s_sites = []     # (where it is called: see Standing)
             for helper, role in ((fwd, "fwd"), (bwd, "bwd"), (rule, "jvp")):
                 helper.__name__ = helper.__qualname__ = f"{name}_{role}"
                 helper.s2s_not_differentiable = why
                 helper.s2s_sites = self.s2s_sites
-            self.fwd, self.bwd, self.rule = fwd, bwd, rule
+            self.fwd, self.bwd = Differentiated(fwd, fwd_rule), Differentiated(bwd, bwd_rule)
+            self.rule = rule
 
     def __call__(self, *args, **kwargs):
         if self.solve is None:          # (as a decorator: @custom_root(residual))

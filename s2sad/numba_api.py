@@ -25,7 +25,7 @@ import re
 
 import numpy as np
 
-from . import backends, driver, pipeline
+from . import backends, driver, native_cache, pipeline
 from .backends import NUMBA
 from .compilation import arg_types_of, refuse_complex, wrt_indices
 from .errors import (CustomRuleError, NativeBackendError, NonScalarOutputError, S2SADError,
@@ -99,6 +99,9 @@ class NativeDerivative:
         self._entry = numba.njit(**{k: v for k, v in self.jit if k != "cache"})(entry)
         self._by_types = {}
         self._compiled = []         # the derivatives the entry's specialisations compiled
+        # (with the disk cache, each call from Python calls the dispatcher of its types,
+        # which Numba loads from disk: the entry is compiled anew in each process)
+        self._through_entry = native_cache.directory() is None
 
     def derivative(self, arg_types):
         """The compiled derivative for arguments of `arg_types` (see
@@ -114,7 +117,7 @@ class NativeDerivative:
             self._entry_anew()
         if kwargs or len(args) < len(self._params):
             args = self._all(args, kwargs)
-        if len(args) == len(self._params):
+        if len(args) == len(self._params) and self._through_entry:
             try:
                 return self._entry(*args)
             except self._typing_error:
@@ -169,9 +172,13 @@ class NativeDerivative:
             if kind is not None:
                 arg_types[p] = kind
         d = self.derivative(arg_types)
-        d.native        # noqa: B018 - binds the functions it calls to Numba's
+        native = d.native       # (which binds the functions it calls to Numba's)
         self._arg_types = arg_types
         self._compiled.append(d)
+        if native.py_func is not d.fn:      # a copy Numba keeps on disk: call it
+            return function_from_source(f"def call({', '.join(self._params)}):\n"
+                                        f"    return _s2s_native({', '.join(self._params)})\n",
+                                        {"_s2s_native": native})
         return d.fn
 
     def dispatcher(self, *args):
@@ -190,7 +197,13 @@ class NativeDerivative:
 
 
 class _StandIn:
-    """What a derivative's entry (see NativeDerivative._entry_anew) calls, overloaded."""
+    """What a derivative's entry (see NativeDerivative._entry_anew) calls, overloaded.
+    Numba types a global of a class of its own through an overload only if it is
+    callable: without `__call__`, the entry's typing failed, and each call from Python
+    paid for the failure (about a millisecond) before taking the Python path."""
+
+    def __call__(self, *args):
+        raise TypeError("a stand-in for Numba code, not called from Python")
 
 
 def jvp(f, primals, tangents, kwargs):

@@ -66,7 +66,10 @@ class Options:
     mode can differentiate: forward over reverse); `memory`, the bytes a checkpointed
     loop's snapshots may take; `jit`, numba.njit's options as (name, value) pairs; `aux`,
     whether the function returns a pair `(output, aux)` of which only the output is
-    differentiated (`has_aux=True`: the seed is 1 for the output and zeros for `aux`)."""
+    differentiated (`has_aux=True`: the seed is 1 for the output and zeros for `aux`);
+    `complex_output`, whether the caller takes a complex output (`grad(f,
+    holomorphic=True)`, forward mode called by the API, see docs/complex.md; not a callee,
+    whose caller takes what it returns as real)."""
     variant: Variant = Variant.VJP
     release: bool = False
     guard: bool = True
@@ -76,13 +79,14 @@ class Options:
     memory: float | None = None
     jit: tuple = ()
     aux: bool = False
+    complex_output: bool = False
 
     @property
     def key(self) -> tuple:
         """The options as a key of the cache."""
         return (self.variant.value, self.release, self.guard, self.guard_bindings,
                 self.recompute, tuple(sorted((self.patterns or {}).items())), self.memory,
-                self.jit, self.aux)
+                self.jit, self.aux, self.complex_output)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,8 +97,12 @@ class Capabilities:
     numbers (after_ad/native_tapes.py), where a column costs next to nothing and whose
     rows forward mode over such code writes in place; `merges_subexpressions`, its
     compiler merges common subexpressions itself; `frozen_globals`, it holds the values
-    of the globals it was compiled with (so data is guarded by identity)."""
+    of the globals it was compiled with (so data is guarded by identity);
+    `built_derivatives`, it compiles the Python functions s2sad writes for the jacfwd,
+    jacrev, hessian and hvp and the pullback of the vjp called in differentiated code
+    (frontend/gradients.py: lists of columns, a call of the API's jvp)."""
     reversed: bool = True
     tape_arrays: bool = False
     merges_subexpressions: bool = False
     frozen_globals: bool = False
+    built_derivatives: bool = True

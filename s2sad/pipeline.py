@@ -96,8 +96,9 @@ def ndarrays(ctx):
 #: Before differentiation: from the user's function to Wengert form. (The front end,
 #: which reads the source and refuses unsupported syntax, makes the `Compilation`.)
 FRONT = [
-    Pass("star_forms", star_forms.run, "starred targets as items and slices, *xs in calls "
-         "and displays as its items where their number is known"),
+    Pass("star_forms", star_forms.run, "starred targets as items and slices, elements in "
+         "tuple targets one by one, *xs in calls and displays as its items where their "
+         "number is known"),
     Pass("builtin_calls", builtin_calls.run, "map and filter where consumed as generator "
          "expressions, max/min/sorted with key= and of one sequence as indexing, divmod as "
          "a pair"),
@@ -115,8 +116,9 @@ FRONT = [
          "read for, read once at the top", invalidates=True),
     Pass("aliasing", aliasing.run, "refuse a read, after a write, of another name for "
          "the memory written (a view, an alias)", when=users_code),
-    Pass("complex_values", complex_values.run, "refuse complex values where they meet "
-         "differentiated ones; check those of unknown type at run time", invalidates=True),
+    Pass("complex_values", complex_values.run, "complex values meeting differentiated "
+         "ones through the rules that take them, refused at others; those of unknown type "
+         "checked at run time", invalidates=True),
     Pass("lost_derivatives", lost_derivatives.run, "refuse writes into arrays through "
          "calls, and differentiated values passed where a rule has no derivative"),
     Pass("common_subexpressions", common_subexpressions.run, "a number computed again "

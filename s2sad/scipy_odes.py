@@ -176,16 +176,23 @@ class Solve(implicit.Standing):
             kwargs["args"] = tuple(extra)
         return self.layout.library(**kwargs)
 
-    def adjoints(self, side, y0, theta, extra, problem, ys_bar, ts_bar):
+    def adjoints(self, side, y0, theta, extra, problem, ys_bar, ts_bar, record=None):
         """{key: adjoint} of the values the right-hand side reads, and (t0_bar, y0_bar,
-        ts_bar), for the problem `problem` = (solver, t0, ts, ys, steps)."""
+        ts_bar), for the problem `problem` = (solver, t0, ts, ys, steps): the adjoint of
+        the steps of `record` (an `odes.Record`) where it kept them, else the continuous
+        adjoint."""
         solver, t0, ts, ys, steps = problem
         if np.iscomplexobj(ys):
             raise self.refuse("a complex solution: s2sad differentiates ODEs over the reals")
         params, rhs = side.at_parameters(y0, theta)
+        y0 = np.asarray(y0, dtype=float)
         try:
-            t0_bar, y0_bar, p_bar, ts_bar = odes.adjoint(
-                rhs, solver, t0, np.asarray(y0, dtype=float), ts, ys, ys_bar, ts_bar, steps)
+            if record is not None and record.steps:
+                t0_bar, y0_bar, p_bar, ts_bar = odes.discrete_adjoint(
+                    rhs, solver.method, record.steps, t0, y0, ts, ys, ys_bar, ts_bar, steps)
+            else:
+                t0_bar, y0_bar, p_bar, ts_bar = odes.adjoint(
+                    rhs, solver, t0, y0, ts, ys, ys_bar, ts_bar, steps)
         except (odes.InnerStepError, odes.FailedSolveError) as e:
             raise type(e)(str(self.refuse(str(e)))) from None
         keys = self.theta_keys(extra)
@@ -217,14 +224,18 @@ class SolveIvp(Solve):
     """solve_ivp: its value is an OdeResult, whose `.y` (and `.t`) carry the derivative."""
 
     def run(self, given, extra, bound):
-        sol = self.call(given, extra, bound)
+        method, record = given.get("method", "RK45"), None
+        if isinstance(method, str) and method in odes.DISCRETE and np.all(
+                np.asarray(given.get("rtol", 1e-3)) <= odes.DISCRETE_RTOL):
+            method, record = odes.recording(method)        # (its steps, for the adjoint)
+        sol = self.call(given, extra, bound, method=method)
         if not sol.success:
             raise self.refuse(f"the solve failed ({sol.message}), so its solution has no "
                               "derivative; loosen the tolerances or try another method")
-        return sol, (np.array(sol.t, dtype=float), np.array(sol.y))
+        return sol, (np.array(sol.t, dtype=float), np.array(sol.y), record)
 
     def problem(self, given, point):
-        ts, ys = point
+        ts, ys = point[:2]
         t_span = given["t_span"]
         solver = odes.Solver(given.get("method", "RK45"), given.get("rtol", 1e-3),
                              given.get("atol", 1e-6), given.get("max_step", np.inf))
@@ -239,7 +250,7 @@ class SolveIvp(Solve):
         ys_bar = np.zeros_like(ys) if ys_bar is None else ys_bar
         out, (t0_bar, y0_bar, ts_bar) = self.adjoints(
             self.side(), given["y0"], self.theta(extra, bound), extra, problem, ys_bar,
-            ts_bar)
+            ts_bar, point[2])
         out[("given", "y0")] = _like(y0_bar, given["y0"])
         if steps:
             out[("given", "t_span")] = _like([t0_bar + ts_bar[0], ts_bar[-1]],

@@ -30,6 +30,7 @@ class Gradient(implicit.Function):
 
     def __init__(self, objective):
         self.fn = objective.fn
+        self._paired = {}
         params = ", ".join(inspect.signature(objective.at).parameters)
         self.at = function_from_source(
             f"def {identifier(objective.fn)}_gradient({params}):\n"
@@ -98,20 +99,13 @@ class Minimum(implicit.ImplicitRoot):
 
     def adjoint(self, point, g, given, extra, bound):
         x, value = point
-        for name in self.UNKNOWN:
-            if _nonzero(_field(g, name)):
-                raise self.refuse(f"the result's field {name} has no derivative s2sad "
-                                  "knows; read x and the fields " + ", ".join(self.fields)
-                                  + " only")
+        self.check_unknown(g)
         theta = self.theta(extra, bound)
         wrt = implicit.carried(theta)
         gx = _field(g, "x")
         gx = pytrees.zeros_like(x) if gx is None else gx
         out = [None] * len(theta)
-        for name, fn in self.fields.items():     # (fun = f(x*, theta): through x* and theta)
-            w = _field(g, name)
-            if w is None or not _nonzero(w):
-                continue
+        for fn, w in self.field_adjoints(g, value):    # (f(x*, theta): through x*, theta)
             adjoints = fn.pullback((x,) + tuple(theta), [0] + [1 + k for k in wrt], w)
             gx = gx + adjoints[0]
             for k, a in zip(wrt, adjoints[1:]):
@@ -123,6 +117,50 @@ class Minimum(implicit.ImplicitRoot):
         keys = [("extra", k) for k in range(len(extra))] + [(self.param, n)
                                                                for n in self.names]
         return dict(zip(keys, out))
+
+    def field_adjoints(self, g, value):
+        """[(Function, its adjoint)] of the fields of the result `value` that `g`, its
+        adjoint, reaches (the fields are functions of (x*, theta))."""
+        found = [(fn, _field(g, name)) for name, fn in self.fields.items()]
+        return [(fn, w) for fn, w in found if w is not None and _nonzero(w)]
+
+    def adjoint_and_tangent(self, point, point_dot, g, g_dot, given, extra, bound, dots):
+        (x, _), (x_dot, _) = point, point_dot
+        self.check_unknown(g)
+        theta = self.theta(extra, bound)
+        theta_dots = self.theta_dots(theta, dots)
+        wrt = implicit.carried(theta)
+        gx, gx_dot = _field(g, "x"), _field(g_dot, "x")
+        gx = pytrees.zeros_like(x) if gx is None else gx
+        gx_dot = pytrees.zeros_like(x) if gx_dot is None else gx_dot
+        out, out_dots = [None] * len(theta), [None] * len(theta)
+
+        def add(k, a, a_dot):
+            out[k], out_dots[k] = pytrees.add(out[k], a), pytrees.add(out_dots[k], a_dot)
+        for name, fn in self.fields.items():     # (fun = f(x*, theta): through x* and theta)
+            w = _field(g, name)
+            if w is None or not _nonzero(w):
+                continue
+            adjoints, tangents = fn.pullback_tangent(
+                (x,) + tuple(theta), [0] + [1 + k for k in wrt], w, (x_dot,) + theta_dots,
+                _field(g_dot, name))
+            gx, gx_dot = gx + adjoints[0], gx_dot + tangents[0]
+            for k, a, a_dot in zip(wrt, adjoints[1:], tangents[1:]):
+                add(k, a, a_dot)
+        if _nonzero(gx) or _nonzero(gx_dot):
+            adjoints, tangents = implicit.root_adjoint_tangent(
+                self.residual, x, theta, gx, x_dot, theta_dots, gx_dot)
+            for k in wrt:
+                add(k, adjoints[k], tangents[k])
+        keys = self.keys(extra)
+        return dict(zip(keys, out)), dict(zip(keys, out_dots))
+
+    def check_unknown(self, g):
+        for name in self.UNKNOWN:
+            if _nonzero(_field(g, name)):
+                raise self.refuse(f"the result's field {name} has no derivative s2sad "
+                                  "knows; read x and the fields " + ", ".join(self.fields)
+                                  + " only")
 
     def tangent(self, point, value, given, extra, bound, dots):
         x, value = point
@@ -176,6 +214,16 @@ class LeastSquares(Minimum):
     def objective_of(self, fn, n, names):
         return implicit.Function(fn, n, names, around="0.5 * _s2s_sum({} ** 2)",
                                  role="cost", namespace={"_s2s_sum": np.sum})
+
+    def field_adjoints(self, g, value):
+        # the cost 0.5 sum r^2 and fun = r are functions of r at x*, value.fun: their
+        # adjoints are one of r, w_fun + w_cost r (one vjp of the user's function)
+        found = dict((name, w) for name, w in ((n, _field(g, n)) for n in self.fields)
+                     if w is not None and _nonzero(w))
+        if not found:
+            return []
+        w = found.get("fun", 0.0) + found.get("cost", 0.0) * np.asarray(value.fun)
+        return [(self.fields["fun"], w)]
 
     def solve(self, given, extra, bound):
         if given.get("loss", "linear") != "linear":

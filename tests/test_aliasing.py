@@ -203,6 +203,35 @@ def list_of_the_iteration_before_appended_to(x):
     return sum(sum(r) for r in m) + sum(prev)
 
 
+def first_buffer_kept_then_written(x):
+    keep = x
+    for k in range(2):
+        buf = np.sin(x) * (k + 1.0)
+        keep = buf if k == 0 else keep
+        buf[0] = x[1] ** 2
+        s = np.sum(keep * x)
+    return s
+
+
+def buffer_of_this_iteration_named_twice(x):
+    u = np.sin(x)
+    for k in range(2):
+        un = u.copy()
+        v = un
+        un[0] = x[1] * k
+        u = v * x
+    return np.sum(u)
+
+
+def buffers_swapped_into_one(x):
+    u, un = np.sin(x), np.cos(x)
+    for k in range(2):
+        un[0] = x[1] * (k + 1.0)
+        s = np.sum(u * x)
+        u, un = un, un
+    return s
+
+
 #: (function, line of the read, line of the write, line that made the other name), as
 #: offsets from the `def` line
 REFUSED = [
@@ -224,6 +253,9 @@ REFUSED = [
     (callee_returns_a_view_then_written, 4, 3, 2),
     (row_appended_then_filled, 4, 6, 4),
     (list_of_the_iteration_before_appended_to, 5, 4, 5),
+    (first_buffer_kept_then_written, 6, 5, 4),
+    (buffer_of_this_iteration_named_twice, 6, 5, 4),
+    (buffers_swapped_into_one, 4, 3, 5),
 ]
 
 
@@ -450,7 +482,40 @@ def rows_filled_then_appended(x):
     return sum(r[0] * r[i] for i, r in enumerate(m))
 
 
-ACCEPTED = [nested_list_comprehension, nested_list_comprehension_with_a_condition,
+def double_buffered_stencil(x):
+    # (`un` is a new copy in each iteration: writing it does not change `u`, the copy
+    # of the iteration before, although `u = un` named it so)
+    u = x.copy()
+    for step in range(3):
+        un = u.copy()
+        for i in range(1, 3):
+            un[i] = u[i] + 0.2 * (u[i - 1] - 2 * u[i] + u[i + 1]) * u[i]
+        u = un
+    return np.sum(u ** 2)
+
+
+def buffers_swapped_each_step(x):
+    a, b = x * 1.0, x * 0.0
+    for step in range(3):
+        b = np.zeros(4)
+        b[1:] = a[:-1] * a[1:]
+        b[0] = a[0]
+        a, b = b, a
+    return np.sum(a * b)
+
+
+def jacobi_sweeps_swapping_two_buffers(x):
+    # (`u` and `un` each hold either array in turn, never the same one)
+    u, un = np.zeros(4), np.zeros(4)
+    for sweep in range(3):
+        un[1:-1] = 0.5 * (u[:-2] + u[2:]) * u[1:-1] + x[1:-1]
+        un[0] = x[0]
+        un[-1] = x[-1] * x[0]
+        u, un = un, u
+    return np.sum(u ** 2) + np.sum(un * x)
+
+
+ACCEPTED = [jacobi_sweeps_swapping_two_buffers, double_buffered_stencil, buffers_swapped_each_step, nested_list_comprehension, nested_list_comprehension_with_a_condition,
             rows_filled_then_appended, helper_makes_a_new_array, boolean_mask_copies, negated_mask_copies,
             index_array_copies, callee_writes_and_returns_the_new_value,
             split_part_written_and_read, astype_copies, list_of_numbers_added_to,

@@ -144,9 +144,10 @@ def test_groups():
         "logsin_np", "projectile", "projectile_dataclass", "oscillator", "rk4_tuple_state",
         "tree"]
     # the native group's workloads are bench/native.py's (they need Numba), the solvers
-    # group's bench/solvers.py's (they need SciPy); dask's are made only when Dask is
-    # installed
-    assert {w.group for w in suite} | {"dask", "native", "solvers"} == set(run.GROUPS)
+    # group's bench/solvers.py's (they need SciPy), the batching group's
+    # bench/batching.py's; dask's are made only when Dask is installed
+    assert {w.group for w in suite} | {"dask", "native", "solvers", "batching"} == set(
+        run.GROUPS)
     assert [w.name for w in run.select(suite, "heat,mlp")] == ["mlp", "heat"]
     assert [w.name for w in run.select(suite, "mlp", "numpy,array-loops")] == ["mlp"]
     with pytest.raises(ValueError, match="unknown group loops"):
@@ -207,3 +208,21 @@ def test_solvers_workload_checks():
     name, f, args, wrt = solvers.WORKLOADS[1]
     with pytest.raises(SystemExit, match="disagrees with central differences"):
         solvers.check(name, lambda *a: 1.01 * s2sad.grad(f, wrt=wrt)(*a), f, args, wrt)
+
+
+def test_batching_references_against_central_differences_and_the_check():
+    import numpy as np
+
+    import batching     # (bench/batching.py)
+    rng = np.random.default_rng(3)
+    q, lengths = rng.normal(size=5), np.array([1.0, 0.8, 0.6, 0.4, 0.2])
+    fd = np.stack([(batching.arm(q + e, lengths) - batching.arm(q - e, lengths)) / 2e-6
+                   for e in np.eye(5) * 1e-6], -1)
+    np.testing.assert_allclose(batching.arm_jacobian_by_hand(q, lengths), fd, rtol=1e-6,
+                               atol=1e-8)
+    w, X, y = rng.normal(size=4), rng.normal(size=(6, 4)), (rng.random(6) > 0.5) * 1.0
+    grad = s2sad.grad(batching.logistic_loss)
+    fd = np.stack([(grad(w + e, X, y) - grad(w - e, X, y)) / 2e-6 for e in np.eye(4) * 1e-6])
+    np.testing.assert_allclose(batching.logistic_hessian_by_hand(w, X, y), fd, rtol=1e-6)
+    with pytest.raises(SystemExit, match="disagrees with the independent one"):
+        batching._close("robot_arm", 1.01 * fd, fd)

@@ -5,6 +5,7 @@ forwards (`functools.wraps`) or memoises (`functools.cache`, `lru_cache`), `grad
 arguments or left as defaults (`def f(x, nonlinearity=np.tanh)`). Gradients (grad), tangents (jvp) and second derivatives
 (hessian) against central differences in float64 (tests/oracle.py, and
 numpy_cases.fd_array_grad for arrays)."""
+import dataclasses
 import functools
 
 import numpy as np
@@ -288,6 +289,75 @@ def test_a_partial_leaving_a_keyword_only_parameter_is_refused():
     with pytest.raises(s2sad.S2SADError, match=r"leaves the parameter 'b' of f\(\) "
                                                r"keyword-only.*bind 'b' in the partial"):
         s2sad.grad(functools.partial(f, a=2.0))(1.0, b=3.0)
+
+
+# -- a partial of a NumPy function, and an object with __eq__ called -----------------------
+two_to = functools.partial(np.power, 2.0)
+column_sums = functools.partial(np.sum, axis=0)
+
+
+def powers_and_sums(x):
+    return np.sum(two_to(x)) + np.sum(column_sums(np.outer(x, x)) ** 2)
+
+
+def test_a_partial_of_a_numpy_function_called_inside_is_that_function_with_what_it_binds():
+    global two_to
+    saved = two_to
+    g = s2sad.grad(powers_and_sums)
+    try:
+        assert_array_close(g(X), fd_array_grad(powers_and_sums, (X,), 0))
+        assert_array_close(s2sad.jvp(powers_and_sums, (X,), (np.ones_like(X),))[1],
+                           fd_array_grad(powers_and_sums, (X,), 0).sum())
+        two_to = functools.partial(np.power, 3.0)         # rebound: recompiled
+        assert_array_close(g(X), fd_array_grad(powers_and_sums, (X,), 0))
+    finally:
+        two_to = saved
+
+
+@dataclasses.dataclass
+class Squash:
+    """A dataclass (so `__eq__` and no `__hash__`) whose instances are called."""
+    w: np.ndarray
+
+    def __call__(self, x):
+        return np.tanh(self.w * x)
+
+
+squash = Squash(np.array([0.5, -1.0, 2.0, 0.3, 1.5]))
+
+
+def squashed(x):
+    return np.sum(squash(x) ** 2)
+
+
+def test_an_unhashable_object_called_is_its_class_call():
+    g = s2sad.grad(squashed)
+    assert_array_close(g(X), fd_array_grad(squashed, (X,), 0))
+    squash.w = squash.w * 2.0                               # a field changed: read anew
+    assert_array_close(g(X), fd_array_grad(squashed, (X,), 0))
+
+
+def squashed_by(x, act):
+    for _ in range(2):
+        x = act(x)
+    return np.sum(x ** 2)
+
+
+def squashed_twice(x):
+    return squashed_by(x, squash)
+
+
+def test_an_unhashable_object_passed_as_a_function_value():
+    """The version of `squashed_by` specialised on `act` is keyed by the object's identity."""
+    assert_array_close(s2sad.grad(squashed_twice)(X), fd_array_grad(squashed_twice, (X,), 0))
+    assert_array_close(s2sad.jvp(squashed_twice, (X,), (np.ones_like(X),))[1],
+                       fd_array_grad(squashed_twice, (X,), 0).sum())
+    h, eye = 1e-4, np.eye(len(X))
+    hessian = np.array([[(squashed_twice(X + h * a + h * b) - squashed_twice(X + h * a - h * b)
+                          - squashed_twice(X - h * a + h * b)
+                          + squashed_twice(X - h * a - h * b)) / (4 * h * h)
+                         for b in eye] for a in eye])
+    assert_array_close(s2sad.hessian(squashed_twice)(X), hessian, rtol=1e-5, atol=1e-6)
 
 
 # -- a function as a parameter's default, or passed -----------------------------------------

@@ -445,7 +445,7 @@ def casts(x):
     """np.longdouble and the integer types as casts (np.float32's rounding is more than
     differences can see through: test_builtin_calls checks it against its derivative)."""
     return np.concatenate([np.float64(np.longdouble(x) * x[0]), x * np.int64(x[1] * 3.0),
-                           [np.float64(x[2]) * np.int32(2.9)]])
+                           [np.float64(x[2]) * np.int32(2.9)], np.real_if_close(x) * x])
 
 
 JACOBIAN_CASES = [

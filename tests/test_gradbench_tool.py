@@ -122,14 +122,17 @@ def test_a_refusal_is_a_failed_evaluation():
     assert response["success"] is False and response["error"]
 
 
-def test_kmeans():
+@pytest.mark.parametrize("backend", ["python", "numba"])
+def test_kmeans(backend):
+    if backend == "numba":
+        pytest.importorskip("numba")
     rng = np.random.default_rng(3)
     points = rng.random((12, 3))
     centroids = points[[0, 5, 9]] + 0.01      # each the closest of some point
     km = evals.load("kmeans")
     closest = np.argmin(((points[:, None] - centroids[None]) ** 2).sum(2), axis=1)
     input = {"points": points.tolist(), "centroids": centroids.tolist()}
-    assert call("kmeans", "cost", input) == pytest.approx(
+    assert call("kmeans", "cost", input, backend) == pytest.approx(
         sum(((p - centroids[j]) ** 2).sum() for p, j in zip(points, closest)), rel=1e-12)
     gradient = fd(lambda c: km.cost(c, points), centroids)
     # the Hessian's diagonal, by central differences of the gradient's central differences
@@ -138,8 +141,8 @@ def test_kmeans():
         def partial(c):
             return fd(lambda v: km.cost(v, points), c)[i]
         diagonal[i] = fd(partial, centroids)[i]
-    np.testing.assert_allclose(call("kmeans", "dir", input), gradient / diagonal, rtol=1e-5,
-                               atol=1e-8)
+    np.testing.assert_allclose(call("kmeans", "dir", input, backend), gradient / diagonal,
+                               rtol=1e-5, atol=1e-8)
 
 
 def gmm_input(d, k, n, m, gamma, seed):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import s2sad
-from s2sad.errors import S2SADError, UnsupportedSyntaxError
+from s2sad.errors import S2SADError
 
 
 def assert_close(actual, expected, rtol=1e-7, atol=1e-9):
@@ -195,13 +195,23 @@ def test_has_aux_refusals_are_located():
         s2sad.grad(scalar_with_aux, has_aux=True, backend="numba")
 
 
-def test_a_gradient_with_aux_called_in_differentiated_code_is_refused():
+def test_a_gradient_with_aux_called_in_differentiated_code():
     dsq = s2sad.grad(scalar_with_aux, has_aux=True)
+    both = s2sad.value_and_grad(scalar_with_aux, wrt=(0, 1), has_aux=True)
 
     def outer(x):
-        return dsq(x, 2.0)[0] * x
-    with pytest.raises(UnsupportedSyntaxError, match=r"grad\(f, has_aux=True\) called inside"):
-        s2sad.grad(outer)(1.0)
+        g, (xy, (y, twice)) = dsq(x, 2.0)
+        (value, aux), (gx, gy) = both(x, x)
+        return g * x + xy * twice + value * aux[0] + gx * gy
+
+    def closed(x):      # g = 2 x y + cos x at y = 2; at y = x: gx = 2 x^2 + cos x, gy = x^2
+        return ((4 * x + np.cos(x)) * x + 2 * x * 2 * x + (x ** 3 + np.sin(x)) * x * x
+                + (2 * x * x + np.cos(x)) * x * x)
+    x, h = 1.0, 1e-6
+    assert outer(x) == pytest.approx(closed(x), rel=1e-12)
+    expected = (closed(x + h) - closed(x - h)) / (2 * h)
+    assert s2sad.grad(outer)(x) == pytest.approx(expected, rel=1e-7)
+    assert s2sad.jvp(outer, (x,), (1.0,))[1] == pytest.approx(expected, rel=1e-7)
 
 
 # -- argnums ------------------------------------------------------------------------------

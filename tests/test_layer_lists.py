@@ -337,3 +337,76 @@ def test_a_slice_of_the_layers_and_the_last_layer_by_a_negative_index():
     model.layers.insert(1, Linear(np.eye(4), np.zeros(4)))      # (a layer more: compiled again)
     gx = s2sad.grad(loss_mlp, 1)(model, X)
     assert_close(gx, fd_grad(lambda x: loss_mlp(model, x), (X,)), rtol=1e-5)
+
+
+# -- zip and enumerate over the layers: `for layer, p in zip(self.layers, params)` -------
+class Scaled:
+    """A layer whose parameters are passed beside it, not held."""
+
+    def apply(self, p, x):
+        return np.tanh(p * x)
+
+
+class Shifted:
+    def apply(self, p, x):
+        return np.sin(x + p)
+
+
+class Net:
+    def __init__(self, layers):
+        self.layers = layers
+
+    def loss(self, params, x):
+        for layer, p in zip(self.layers, params):
+            x = layer.apply(p, x)
+        return np.sum(x * x)
+
+
+def loss_zipped(layers, params, x):
+    for layer, p in zip(layers, params):
+        x = layer.apply(p, x)
+    return np.sum(x * x)
+
+
+def loss_enumerated(layers, params, x):
+    for k, layer in enumerate(layers[1:]):
+        x = layer.apply(params[k] * (k + 1.0), x)
+    return np.sum(x * x)
+
+
+def loss_closed(params, x):
+    x = np.tanh(params[0] * x)
+    x = np.sin(x + params[1])
+    return np.sum(x * x)
+
+
+def loss_enumerated_closed(params, x):
+    x = np.sin(x + params[0])
+    return np.sum(x * x)
+
+
+NET = Net([Scaled(), Shifted()])
+
+
+def loss_of_the_net(params, x):
+    return NET.loss(params, x)
+
+
+@pytest.mark.parametrize("f, layers, extra, closed", [
+    (loss_zipped, [Scaled(), Shifted()], [], loss_closed),
+    (loss_zipped, [Scaled(), Shifted()], [np.ones(3)], loss_closed),     # zip stops
+    (loss_of_the_net, None, [], loss_closed),
+    (loss_enumerated, [Scaled(), Shifted()], [], loss_enumerated_closed),
+])
+def test_a_loop_over_zip_or_enumerate_of_the_layers(f, layers, extra, closed):
+    """The loop is unrolled over the layers (the items' classes are known: their
+    methods are found), reading the other sequence at the same index: zip stops at the
+    layers."""
+    params = [np.array([0.5, -0.3, 1.2]), np.array([0.2, 0.4, -0.1])]
+    x = np.array([0.3, -0.7, 0.5])
+    before = [] if layers is None else [layers]
+    g = s2sad.grad(f, wrt=(len(before), len(before) + 1))(*before, params + extra, x)
+    for k in range(2):
+        assert_close(g[0][k], fd_grad(lambda p: closed(params[:k] + [p] + params[k + 1:], x),
+                                      (params[k],)), rtol=1e-5)
+    assert_close(g[1], fd_grad(lambda x: closed(params, x), (x,)), rtol=1e-5)

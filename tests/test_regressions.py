@@ -671,3 +671,74 @@ def test_a_fused_gradient_keeps_an_inner_loop_whose_variable_is_read_after_it():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")        # (the result does not depend on x)
             assert s2sad.grad(_inner_loop_variable_read_after_only)(x) == 0.0
+
+
+def _copy_by_one_written_in_a_loop(x):
+    y = np.sin(x)
+    for k in range(2):
+        yn = y * 1.0
+        yn[1] = x[2] * yn[0]
+        y = np.tanh(yn) * y + y
+    return np.sum(y * y)
+
+
+def _buffer_written_by_an_inner_loop(x):
+    y = np.sin(x)
+    for k in range(2):
+        yn = y * 1.0
+        yn[1] = x[2]
+        yn *= 0.9
+        for i in range(1, 3):
+            yn[i] = y[i] * x[i]
+        y = yn * 1.0
+    return np.sum(y * y)
+
+
+@pytest.mark.parametrize("f", [_copy_by_one_written_in_a_loop, _buffer_written_by_an_inner_loop])
+def test_a_product_by_one_in_a_loop_stays_a_copy(f):
+    # the release passes read `yn = y * 1.0` inside a loop as `yn = y` (the guard that
+    # keeps such a product at the top level did not look into loops), and the element
+    # write into `yn` then changed `y`: value_and_grad's value 5.42 for 5.54, unseen. And
+    # a name the loop coalescing gave the buffer was not the one element_adjoints read
+    # (NameError `yn_3`). Found by the double-buffer fuzzer.
+    x = np.array([0.551, 0.434, 0.61, 0.156])
+    value, gradient = s2sad.value_and_grad(f)(x.copy())
+    assert value == pytest.approx(f(x.copy()), rel=1e-14)
+    np.testing.assert_allclose(gradient, fd_array_grad(f, (x,), 0), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(s2sad.grad(f)(x.copy()), fd_array_grad(f, (x,), 0),
+                               rtol=1e-7, atol=1e-9)
+
+
+def _buffer_by_one_then_written(x):
+    y = np.sin(x)
+    yn = y * 1.0
+    for i in range(1, 3):
+        yn[i] = y[i] + 0.2 * y[i - 1] * x[i]
+    return np.sum(yn * yn) + np.sum(y * y)
+
+
+def _buffers_handed_on(x):
+    y = np.sin(x)
+    for k in range(2):
+        yn = y * 1.0
+        z = yn  # noqa: F841  (the fuzzer's form: a second name, not read)
+        for i in range(1, 3):
+            yn[i] = y[i] + 0.2 * (y[i - 1] - y[i + 1]) * x[i]
+        yn[0] = np.cos(y[3])
+        y, yn = yn, y
+    return np.sum(y * y)
+
+
+@pytest.mark.parametrize("f", [_buffer_by_one_then_written, _buffers_handed_on])
+def test_a_tangent_copied_by_one_is_not_written_in_place(f):
+    # the tangent of `yn = y * 1.0` is `yn_dot = y_dot` (the product by 1 folds), and
+    # forward mode then wrote `yn_dot[i] = ...` in place, into `y_dot`, which the loop
+    # still read: jvp -0.1013 for -0.0945, silently (on main before this session too).
+    # Found by the double-buffer fuzzer.
+    x = np.array([0.373, 0.179, 0.133, -0.476])
+    t = np.array([-0.625, -0.25, 1.0, -0.25])
+    want = fd_array_grad(f, (x,), 0)
+    value, tangent = s2sad.jvp(f, (x.copy(),), (t,))
+    assert value == pytest.approx(f(x.copy()), rel=1e-14)
+    assert tangent == pytest.approx(float(want @ t), rel=1e-7, abs=1e-10)
+    np.testing.assert_allclose(s2sad.jacfwd(f)(x.copy()), want, rtol=1e-7, atol=1e-10)

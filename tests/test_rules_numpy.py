@@ -1714,6 +1714,14 @@ def float64_fn(x):
     return np.sum(np.float64(x) * W4)
 
 
+def real_if_close_fn(x):
+    return np.sum(np.real_if_close(x) * W4)
+
+
+def complex128_fn(x):   # (of real values: tests/test_complex_rules.py has complex ones)
+    return np.sum(np.abs(np.complex128(x) + 0.5j) ** 2 * W4)
+
+
 def float32_fn(x):
     return np.sum(np.float32(x) * W4)
 
@@ -3001,6 +3009,8 @@ for _prim, _fn, _gen in [(np.degrees, u_degrees, R), (np.radians, u_radians, R),
     case(_fn, [_prim], {k: (_gen(s),) for k, s in UNARY_SHAPES.items()})
 case(nan_to_num_kw, [np.nan_to_num], (R((3, 4)),))
 case(float64_fn, [np.float64], {"py": (R(None),), "vec": (R((4,)),)})
+case(real_if_close_fn, [np.real_if_close], {"py": (R(None),), "vec": (R((4,)),)})
+case(complex128_fn, [np.complex128], {"py": (R(None),), "vec": (R((4,)),)})
 # (float32's rounding limits what differences of it can tell)
 case(float32_fn, [np.float32], {"py": (R(None),), "vec": (R((4,)),)}, rtol=2e-3, atol=1e-4)
 case(longdouble_fn, [np.longdouble, np.float64], {"py": (R(None),), "vec": (R((4,)),)})

@@ -752,7 +752,8 @@ ARRAY_ONLY = {operator.matmul}
 # getattr reads fields of dataclasses and named tuples: tests/test_objects.py checks it
 # against central differences over their float fields; list, tuple and dict build
 # containers: tests/test_dicts.py and test_forward's Jacobian cases check them
-CHECKED_ELSEWHERE = {getattr, list, tuple, dict}
+# (complex(a, b): tests/test_complex_rules.py, to second order, of real and complex parts)
+CHECKED_ELSEWHERE = {getattr, list, tuple, dict, complex}
 
 
 def test_every_registered_scalar_rule_has_a_check():

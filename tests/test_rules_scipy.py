@@ -9,6 +9,7 @@ float64 (never s2sad against itself), as tests/test_rules_modes.py checks NumPy'
 `test_every_scipy_rule_is_checked` fails for a registered SciPy primitive that no case
 calls. SciPy is optional: without it this module is skipped.
 """
+import os
 import subprocess
 import sys
 import warnings
@@ -68,6 +69,15 @@ def s_erf(x):
 
 def s_normal_tails(x):
     return special.erfcx(x) + special.ndtr(x) * special.log_ndtr(2.0 * x - 1.0)
+
+
+def s_inverses(x):
+    return special.log_expit(3.0 * x) + special.erfinv(x) * special.ndtri(0.5 + 0.4 * x) + (
+        special.erfcinv(1.0 + 0.9 * x))
+
+
+def s_log_expit_tails(x):
+    return special.log_expit(x)
 
 
 def s_log_ndtr(x):
@@ -298,6 +308,8 @@ CASES = {
     "gammaln_digamma": (s_gammaln_digamma, _GAMMA),
     "erf": (s_erf, {"py": (R(None),), "mat": (R((3, 4)),)}),
     "normal_tails": (s_normal_tails, {"py": (R(None),), "mat": (R((3, 4)),)}),
+    "inverses": (s_inverses, {"py": (0.3,), "mat": (S.uniform((3, 4), -0.9, 0.9),)}),
+    "log_expit_tails": (s_log_expit_tails, {"tails": (np.array([-40.0, -3.0, 0.5, 40.0]),)}),
     "log_ndtr_tail": (s_log_ndtr, {"tail": (np.array([-30.0, -8.0, 0.5, 6.0]),)}),
     "polygamma": (s_polygamma, {"py": (2.3,), "mat": (POS((3, 4)),)}),
     "xlogy": (s_xlogy, {k: (R(a), POS(b)) for k, (a, b) in _BINARY.items()}),
@@ -370,7 +382,9 @@ def h_special(x):
 def h_gamma(x):
     return np.sum(W4 * (special.gammaln(x) * special.digamma(x)
                         + special.betaln(x * x, 1.5 + x * x) + special.polygamma(1, 1.0 + x * x)
-                        + special.erfcx(x) * special.ndtr(x) + special.log_ndtr(x - 1.0)))
+                        + special.erfcx(x) * special.ndtr(x) + special.log_ndtr(x - 1.0)
+                        + special.log_expit(x) + special.erfinv(0.2 * x)
+                        + special.ndtri(0.5 + 0.1 * x) + special.erfcinv(1.0 + 0.1 * x)))
 
 
 def h_softmax(x):
@@ -599,5 +613,29 @@ def test_scipy_rules_load_when_the_code_uses_scipy(tmp_path):
         "assert np.allclose(g, e * (1 - e), rtol=1e-12), g\n"
         "print('ok')\n")
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
+
+
+def test_importing_scipy_itself_loads_no_rules(tmp_path):
+    # Numba imports `scipy` (not its modules): the rules of scipy.linalg, special and stats,
+    # and the solvers of optimize and integrate, load once the code imported one of those
+    script = tmp_path / "scipy_itself.py"
+    script.write_text(
+        "import sys\nimport numpy as np\nimport scipy\nimport s2sad\n\n\n"
+        "def f(x):\n    return np.sum(np.sin(x))\n\n\n"
+        "def g(a):\n    return np.sum(linalg.inv(a))\n\n\n"
+        "assert np.allclose(s2sad.grad(f)(np.zeros(2)), 1.0)\n"
+        "assert not [m for m in ('scipy.stats', 'scipy.linalg', 'scipy.optimize',\n"
+        "                        'scipy.integrate') if m in sys.modules]\n"
+        "from scipy import linalg\n"
+        "a = np.array([[2.0, 1.0], [0.5, 3.0]])\n"
+        "inv = np.linalg.inv(a)\n"
+        "assert np.allclose(s2sad.grad(g)(a), -(inv.T @ np.ones((2, 2)) @ inv.T),\n"
+        "                   rtol=1e-12)\n"
+        "print('ok')\n")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=root))      # (this s2sad)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"

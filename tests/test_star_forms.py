@@ -1,6 +1,7 @@
 """Star forms (before_ad/star_forms.py): starred assignment targets, `*xs` in calls and
 displays, `**d` in calls. Derivatives against central differences of the function
 (grad, vjp, jvp with each unit tangent, hessian), and Python's own values and errors."""
+import numpy as np
 import pytest
 
 import s2sad
@@ -70,6 +71,48 @@ def test_unpacking_too_short_raises_as_python_does():
     with pytest.raises(ValueError, match="not enough values to unpack"):
         s2sad.grad(f)([1.0])
     assert s2sad.grad(f)([2.0, 3.0]) == [3.0, 2.0]
+
+
+def test_elements_in_a_tuple_target_are_assigned_in_turn_after_the_values():
+    def swapped(x):
+        a = x * 1.0
+        a[0], a[2] = a[2], a[0] * a[1]        # both values read before either write
+        return np.sum(a * x)
+
+    def lists(x):
+        xs = [x[0], x[1], x[2]]
+        xs[0], xs[1] = xs[1] * xs[0], xs[0]
+        b, xs[2] = xs[2], xs[0] * x[1]        # a name and an element
+        return xs[0] * 3.0 + xs[1] ** 2 + xs[2] * b
+
+    def bubble_sorted(x):
+        a = x.copy()
+        for i in range(len(a)):
+            for j in range(len(a) - 1 - i):
+                if a[j] > a[j + 1]:
+                    a[j], a[j + 1] = a[j + 1], a[j]
+        return a[0] + 2.0 * a[1] + 3.0 * a[2] * a[0]
+
+    for f in (swapped, lists, bubble_sorted):
+        check(f, [0.3, 1.2, -0.7])
+        check(f, [-1.1, 0.4, 0.9])
+
+
+def test_elements_in_a_tuple_target_unpack_a_pair_as_python_does():
+    def f(x):
+        a = np.zeros(2)
+        a[0], a[1] = divmod(x[0] * 7.0, 2.0)
+        return a[1] * x[1]
+    check(f, [0.3, 1.2], second=False)
+
+    def g(x):
+        a = np.zeros(2)
+        a[0], a[1] = x
+        return a[0]
+    with pytest.raises(ValueError):
+        g(np.ones(3))
+    with pytest.raises(ValueError, match="cannot unpack into 2 targets"):
+        s2sad.grad(g)(np.ones(3))
 
 
 def test_double_star_of_a_dict_display():

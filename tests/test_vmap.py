@@ -87,7 +87,11 @@ def comparison(x, w):
     return np.where(x > w, x, w)
 
 
-TABLE = [ew_ufunc, ew_broadcast, ew_scalar_math, reduce_axis, reduce_method, mat_vec,
+def stack_and_cumsum(x, w):
+    return np.cumsum(x * w) + np.array([x[0], x[1] * w[0], 1.0, x[3]])
+
+
+TABLE = [stack_and_cumsum, ew_ufunc, ew_broadcast, ew_scalar_math, reduce_axis, reduce_method, mat_vec,
          vec_vec, index_const, reshape_transpose, write_element, user_call, loop_carried,
          comparison]
 
@@ -199,13 +203,31 @@ def test_a_primitive_without_a_rule_runs_item_by_item_and_says_so():
     np.testing.assert_allclose(got, [det(m) for m in ms], rtol=1e-12)
 
 
-def test_a_branch_on_a_batched_test_is_refused_with_its_line():
-    def relu(x):
+def test_an_if_on_a_batched_test_runs_both_branches_and_selects():
+    def relu(x, w):
         if x > 0.0:
+            y = x * w
+        else:
+            y = 0.1 * x * w
+        return y
+    xs = rng.normal(size=B)
+    w = rng.normal(size=3)
+    np.testing.assert_allclose(s2sad.vmap(relu, in_axes=(0, None))(xs, w),
+                               looped(relu, (0, None), (xs, w)), rtol=1e-12)
+    # and per-example gradients through it, against central differences
+    g = s2sad.vmap(s2sad.grad(lambda w, x: np.sum(relu(x, w) ** 2)), in_axes=(None, 0))(w, xs)
+    fd = np.stack([fd_array_grad(lambda v: np.sum(relu(x, v) ** 2), (w,), 0) for x in xs])
+    np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-8)
+
+
+def test_a_branch_that_calls_a_function_on_a_batched_test_is_refused_with_its_line():
+    def logged(x):
+        if x > 0.0:
+            print("positive")
             return x
         return 0.0
     with pytest.raises(s2sad.S2SADError, match=r"test_vmap.py:\d+: vmap cannot batch an if"):
-        s2sad.vmap(relu)(rng.normal(size=B))
+        s2sad.vmap(logged)(rng.normal(size=B))
 
 
 def test_a_while_on_a_batched_test_is_refused_with_its_line():
@@ -215,3 +237,53 @@ def test_a_while_on_a_batched_test_is_refused_with_its_line():
         return x
     with pytest.raises(s2sad.S2SADError, match="vmap cannot batch a while loop"):
         s2sad.vmap(halve)(rng.random(B) * 8)
+
+
+SCALE = 2.0
+
+
+def scaled_by_a_global(x):
+    return x * SCALE
+
+
+def test_a_call_reuses_the_compiled_code_for_arguments_of_the_same_kind_only():
+    global SCALE
+    batched = s2sad.vmap(scaled_by_a_global)
+    xs = rng.normal(size=(B, 3))
+    np.testing.assert_allclose(batched(xs), xs * 2.0)
+    np.testing.assert_allclose(batched(xs[:, 0]), xs[:, 0] * 2.0)     # items are numbers
+    np.testing.assert_allclose(batched(xs.astype(np.float32)), xs.astype(np.float32) * 2.0,
+                               rtol=1e-6)
+    SCALE = 3.0         # the code read the global: it is compiled again
+    try:
+        np.testing.assert_allclose(batched(xs), xs * 3.0)
+    finally:
+        SCALE = 2.0
+    with pytest.raises(s2sad.S2SADError, match="batches of different sizes"):
+        s2sad.vmap(ew_ufunc)(xs, rng.normal(size=(B + 1, 3)))
+
+
+def mlp_loss(p, x, y):
+    h = np.tanh(p["W1"] @ x + p["b1"])
+    z = p["W2"] @ h + p["b2"]
+    z = z - np.max(z)
+    return -(z[y] - np.log(np.sum(np.exp(z))))
+
+
+def test_per_example_gradients_of_an_mlp_with_dict_parameters():
+    p = {"W1": rng.normal(size=(4, 5)), "b1": rng.normal(size=4),
+         "W2": rng.normal(size=(3, 4)), "b2": rng.normal(size=3)}
+    X, Y = rng.normal(size=(B, 5)), rng.integers(0, 3, size=B)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", BatchingLoopWarning)    # every statement batched
+        got = s2sad.vmap(s2sad.grad(mlp_loss), in_axes=(None, 0, 0))(p, X, Y)
+    g = s2sad.grad(mlp_loss)
+    for i in range(B):
+        want = g(p, X[i], int(Y[i]))
+        for k in p:
+            np.testing.assert_allclose(got[k][i], want[k], rtol=1e-12, atol=1e-14)
+    for k in p:         # the loop of grad against central differences, for one item
+        def along(v, k=k):
+            return mlp_loss({**p, k: v}, X[0], int(Y[0]))
+        np.testing.assert_allclose(g(p, X[0], int(Y[0]))[k], fd_array_grad(along, (p[k],), 0),
+                                   rtol=1e-5, atol=1e-8)

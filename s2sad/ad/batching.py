@@ -28,6 +28,7 @@ def f_batched(x, w):
 (The pads are no-ops where the items' ranks agree, which the kinds of values do not
 tell here.)
 """
+import collections
 import dataclasses
 import operator
 import warnings
@@ -38,13 +39,13 @@ import numpy as np
 from .. import marks, syntax
 from ..analysis import operations
 from ..analysis.activity import closure, definitions
-from ..analysis.operations import COPY, NONDIFF, PACK, USER
-from ..analysis.value_kinds import ARRAY, SCALAR
+from ..analysis.operations import COPY, CUSTOM, NONDIFF, PACK, USER
+from ..analysis.value_kinds import ARRAY, CONTAINER, SCALAR, UNKNOWN
 from ..compilation import Callee
 from ..errors import BatchingLoopWarning, InternalError, S2SADError
 from ..frontend import source
 from ..options import Variant
-from ..rules import registry
+from ..rules import registry, runtime
 from .simplify import template_name
 
 
@@ -57,9 +58,14 @@ def run(fn, ctx):
 @dataclasses.dataclass
 class BatchingResult:
     """What the batching transform made: the names that carry a batch axis, and the
-    lines of the statements it applies item by item (`_s2s_batch_loop`)."""
+    lines of the statements it applies item by item (`_s2s_batch_loop`), and whether
+    every batched value is a number or an array, and no `try` or `with` block holds
+    them (`plain`: what the Jacobians built on batching trust; a batched list, tuple or
+    dict, a tape, or a block whose exceptions or warnings are per direction, makes them
+    loop instead)."""
     batched: set
     looped: list
+    plain: bool = True
 
 
 class Batching:
@@ -79,12 +85,17 @@ class Batching:
         self.ops = self.ctx.ops
         self.kinds = self.ctx.value_kinds
         params = [a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
-        self.first = next(p for p in params if p in self.ctx.wrt)
+        self.first = next((p for p in params if p in self.ctx.wrt), None)
+        self.seeds = self.seeded(fn) if self.first is None else {}
+        self.definitions = collections.Counter(t for t, _ in definitions(fn.body))
         self.batched = self.analyse(fn)
-        self.ctx.batching = BatchingResult(self.batched, self.looped)
+        returned = set(syntax.names_loaded(ret.value))      # (the pack of the results)
+        self.ctx.batching = BatchingResult(self.batched, self.looped, not any(
+            self.container(self.kinds.kind.get(n)) for n in self.batched - returned)
+            and not any(isinstance(n, (gast.Try, gast.With)) for n in syntax.statements(fn)))
         body = self.block(body)
         body.append(syntax.located(syntax.ret(self.output(ret.value)), ret))
-        if self.size is not None:
+        if self.size is not None and not self.seeds:
             body.insert(0, syntax.assign(self.size, syntax.call(
                 self.ctx.runtime("batch_size"), [syntax.name(self.first)])))
         out = syntax.function(self.namer.fresh(f"{fn.name}_batched"), [], body, like=fn)
@@ -105,7 +116,31 @@ class Batching:
             edges += [(a, target) for a in self.sources(s.value)]
         for loop in (n for n in syntax.statements(fn) if isinstance(n, gast.For)):
             edges += [(a, loop.target.id) for a in syntax.names_loaded(loop.iter)]
-        return closure(set(self.ctx.wrt), edges)
+        for branch in (n for n in syntax.statements(fn) if isinstance(n, gast.If)):
+            # (an if on a batched test makes what it assigns differ across the batch)
+            edges += [(a, t) for a in syntax.names_loaded(branch.test)
+                      for t in syntax.names_stored(branch)]
+        return closure(set(self.ctx.wrt) | set(self.seeds), edges)
+
+    def seeded(self, fn):
+        """Without batched parameters (`wrt` empty), gradient code batched along its seed:
+        {the name of the output's adjoint: the output}, which start as the unit adjoints of
+        the output (`_s2s_jacobian_seed`), one per element, the batch (what `jacrev` runs:
+        all rows of the Jacobian in one reverse pass, after one forward pass)."""
+        seeds = {}
+        for target, s in definitions(fn.body):
+            if self.ops[s].prim is runtime.seed:
+                seeds[target] = self.ops[s].bound["y"]
+        if not seeds:       # (jacrev then takes one pullback per row)
+            raise S2SADError(f"{self.src.where(fn)}: this gradient code has no seed to "
+                             "batch the rows of a Jacobian along")
+        self.size = self.namer.fresh("batch_size")
+        return seeds
+
+    @staticmethod
+    def container(kind):
+        return kind == CONTAINER or (isinstance(kind, type) and not issubclass(
+            kind, (float, int, complex, np.ndarray, np.generic)))
 
     def sources(self, value):
         """The names a value is computed from, but those only asked for their type
@@ -140,11 +175,20 @@ class Batching:
         return syntax.call(self.ctx.runtime("batch_like"), [value, self.batch_size()])
 
     # -- statements ---------------------------------------------------------------------
-    def block(self, stmts):
+    def block(self, stmts, top=True):
         out = []
         for s in stmts:
+            if top and self.seeds and self.size_after(s):
+                out.extend(self.block([s], top=False))
+                seed = next(n for n in syntax.names_stored(s) if n in self.seeds)
+                out.append(syntax.assign(self.size, syntax.call(
+                    self.ctx.runtime("batch_size"), [syntax.name(seed)])))
+                continue
             if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
                 out.extend(self.assign(s))
+                continue
+            if isinstance(s, gast.If) and self.any_batched(s.test) and self.selectable(s):
+                out.extend(self.select(s))
                 continue
             if isinstance(s, (gast.If, gast.While)) and self.any_batched(s.test):
                 what = "an if" if isinstance(s, gast.If) else "a while loop"
@@ -155,10 +199,52 @@ class Batching:
                 self.refuse(s, "a for loop over a sequence that differs across the batch",
                             "loop over a range that is the same for every item")
             if isinstance(s, (gast.If, gast.For, gast.While)):
-                s.body = self.block(s.body)
-                s.orelse = self.block(s.orelse)
+                s.body = self.block(s.body, top=False)
+                s.orelse = self.block(s.orelse, top=False)
             out.append(s)
         return out
+
+    def selectable(self, s):
+        """Whether both branches of the if `s` may run for every item, and be chosen
+        between: each is statements `name = value` of primitives (no call of a Python
+        function, which may do more than compute), the else branch reads nothing the if
+        branch assigns, and a name only one of them assigns is a temporary of it."""
+        branches = [s.body, s.orelse]
+        for branch in branches:
+            for t in branch:
+                if not (isinstance(t, gast.Assign) and isinstance(t.targets[0], gast.Name)):
+                    return False
+                op = self.ops[t]
+                if op.form in (USER, CUSTOM) or (op.prim is None and isinstance(
+                        t.value, gast.Call)):
+                    return False
+        if not source.is_generated(self.src) and any(
+                isinstance(t.value, gast.Constant) and t.value.value is None
+                for branch in branches for t in branch):
+            return False        # (s2sad's own code assigns None where it is not read)
+        stored = [{t.targets[0].id for t in branch} for branch in branches]
+        read = {n for t in s.orelse for n in syntax.names_loaded(t.value)}
+        # (a name one branch alone assigns is a temporary of that branch, defined once)
+        alone = stored[0] ^ stored[1]
+        return not read & stored[0] and all(self.definitions[n] == 1 for n in alone)
+
+    def select(self, s):
+        """The if `s`, whose test differs across the batch, as both branches, one after
+        the other, and each name they assign chosen item by item
+        (`_s2s_batch_select`)."""
+        out = self.block(s.body, top=False)
+        names = sorted({t.targets[0].id for t in s.body} & {t.targets[0].id for t in s.orelse})
+        kept = {n: self.namer.fresh(f"{n}_if") for n in names}
+        out += [syntax.assign(kept[n], syntax.name(n)) for n in names]
+        out += self.block(s.orelse, top=False)
+        out += [syntax.located(syntax.assign(n, syntax.call(self.ctx.runtime("batch_select"), [
+            syntax.copied(s.test), syntax.name(kept[n]), syntax.name(n)])), s) for n in names]
+        return out
+
+    def size_after(self, s):
+        """Whether `s` (a statement of the function's body) gives the seed its value, after
+        which the size of the batch is known."""
+        return any(n in self.seeds for n in syntax.names_stored(s))
 
     def refuse(self, s, what, fix):
         raise S2SADError(f"{self.src.where(s)}: vmap cannot batch {what}; {fix}\n    "
@@ -166,7 +252,20 @@ class Batching:
 
     def assign(self, s):
         target = s.targets[0].id
+        if target in self.seeds:
+            s.value = syntax.call(self.ctx.runtime("jacobian_seed"), [
+                syntax.copied(self.seeds[target])])
+            return [s]
         if target not in self.batched:
+            op = self.ops[s]
+            rule = self.rule_of(op)
+            if rule is not None and rule.unbatched and self.any_batched(s.value):
+                value = self.by_rule(rule, op)      # (of one item: `np.shape(x)`)
+                if value is None:
+                    self.refuse(s, f"{self.named(op)} of a batched value here",
+                                "pass its arguments by position")
+                s.value = value
+                return [s]
             for c in self.type_calls(s.value):     # the type of one item
                 if self.any_batched(c.args[0]):
                     c.func = syntax.name(self.ctx.runtime("batch_element_type"))
@@ -194,7 +293,7 @@ class Batching:
             return syntax.replaced(node, {id(a): self.like(a) for a in op.args
                                     if not self.is_batched(a) and not isinstance(
                                         a, gast.Constant)})
-        if op.form == USER:
+        if op.form == USER and self.rule_of(op) is None:
             return self.user_call(op, node)
         if op.form == NONDIFF and op.prim is None:
             if isinstance(node, gast.Compare) and len(node.ops) == 1:
@@ -270,9 +369,13 @@ class Batching:
             if (not self.is_batched(x) and self.kinds[x] == ARRAY
                     and isinstance(index, gast.Name)):
                 return node     # a gather: one row of x for each item
+            if (self.kinds[x] == ARRAY and isinstance(index, gast.Name)
+                    and self.kinds[index] in (SCALAR, UNKNOWN)):     # an element of each item
+                return syntax.call(self.ctx.runtime("batch_take"), [syntax.copied(x), index])
             return None
         kind = self.kinds[x]
-        if kind not in (SCALAR, ARRAY):
+        if kind not in (SCALAR, ARRAY) or (isinstance(index, gast.Constant)
+                                           and isinstance(index.value, str)):
             if isinstance(kind, type) and issubclass(kind, (tuple, list, dict)):
                 return node
             return syntax.call(self.ctx.runtime("batch_getitem"), [

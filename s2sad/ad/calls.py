@@ -41,6 +41,11 @@ class CallAdjoints:
         wrt = tuple(active) if len(active) > 1 else active[0]
         if self.recompute:
             call = self.adjoint_call(s, prim, wrt, g)
+        elif self.ctx.variant is Variant.STEP and self.returned_only(s):
+            # (the step of a checkpointed loop whose result is the callee's: its adjoint
+            # of the same kind, which reuses memory, in the place of its pullback)
+            call = self.adjoint_call(s, prim, wrt, g, Variant.STEP)
+            self.adjoined[s] = True
         else:
             pullback = self.namer.fresh(f"{name}_pullback")
             self.user_calls[s] = (pullback, self.callee(prim, wrt, op.args))
@@ -66,17 +71,25 @@ class CallAdjoints:
                 then.extend(self.accumulate(arg, syntax.name(temp), defined, s))
         return out + then
 
-    def adjoint_call(self, s, prim, wrt, g):
+    def adjoint_call(self, s, prim, wrt, g, variant=Variant.ADJOINT):
         """With `recompute`, `helper_adjoint(t_bar, a, b)` for `t = helper(a, b)`: the
         callee's pullback that runs its forward pass again, a plain function of the
         call's arguments (forward mode can differentiate that, not a closure). Arguments
-        bound to the callee (a method's instance) are passed as constants."""
+        bound to the callee (a method's instance) are passed as constants. With `variant`
+        STEP, the callee's adjoint that reuses memory (see `returned_only`), specialised
+        on the shape patterns of the arguments that are parameters this one is
+        specialised on."""
         fn, args, kwargs = operations.python_function(prim)
         shift = len(args)
         wrt = tuple(w + shift for w in wrt) if isinstance(wrt, tuple) else wrt + shift
         params = list(inspect.signature(fn).parameters)
         arg_types = operations.argument_types(prim, s.value.args, self.kinds)
-        adjoint = self.ctx.call(Callee(fn, Variant.ADJOINT, wrt, arg_types),
+        patterns = None
+        if variant is Variant.STEP and self.ctx.patterns and not (args or kwargs):
+            given = {p: self.ctx.patterns.get(getattr(a, "id", None))
+                     for p, a in zip(params, s.value.args)}
+            patterns = {p: pat for p, pat in given.items() if pat is not None} or None
+        adjoint = self.ctx.call(Callee(fn, variant, wrt, arg_types, patterns=patterns),
                                 f"{source.identifier(fn)}_adjoint")
         bound = [syntax.name(self.ctx.bind(f"{source.identifier(fn)}_{p}", obj=a))
                  for p, a in zip(params, args)]
@@ -85,6 +98,24 @@ class CallAdjoints:
                     for k, v in kwargs.items()]
         return syntax.call(adjoint, [g] + bound + syntax.copied(s.value.args),
                           keywords + syntax.copied(s.value.keywords))
+
+    def returned_only(self, s):
+        """Whether `s`, `t = helper(a, b)` at the top level of the function, binds the
+        value it returns and nothing else reads, after which nothing binds `a` or `b`
+        again: its adjoint (which returns no value) then stands for its vjp and pullback,
+        and reads the arguments as they were at the call."""
+        body = self.wengert.body
+        if not (isinstance(s, gast.Assign) and len(s.targets) == 1
+                and isinstance(s.targets[0], gast.Name) and any(b is s for b in body)
+                and not s.value.keywords):
+            return False
+        after = body[next(i for i, b in enumerate(body) if b is s) + 1:]
+        result, args = s.targets[0].id, {getattr(a, "id", None) for a in s.value.args}
+        *rest, ret = after or [None]
+        return (isinstance(ret, gast.Return) and syntax.is_name(ret.value, result)
+                and not any(result in syntax.names_loaded(r) or args & set(
+                    syntax.names_stored(r)) for r in rest)
+                and not args & set(syntax.names_stored(s)))
 
     def custom_vjp_call(self, s, op, g, defined, active):
         """`t = f(a, b)` with a custom_vjp: the forward pass calls `fwd`, the pullback

@@ -92,7 +92,7 @@ def fuse(vjp, ctx, value=True, guard=True):
     check = []
     if guards or functions:
         # a differentiated array must stay floating: grad refuses others when it compiles
-        # (api._check_inputs), and buffer reuse relies on it
+        # (compilation.check_inputs), and buffer reuse relies on it
         floats = [f"{p}.dtype.kind != 'f'" for p, _ in guards
                   if ctx.param_kinds.get(p) == ARRAY and p in ctx.wrt]
         # the other arrays the code takes as real (before_ad/complex_values.py)
@@ -297,8 +297,10 @@ def _live(body, ctx, memo=None):
     top = {id(s) for s in body} | {id(s) for b in body if isinstance(b, gast.If)
                                    for s in b.body + b.orelse}
 
-    def dead(s, target):
-        return id(s) in top and _dead_anywhere(s, ops, src)
+    adjoined = ctx.reverse.adjoined
+
+    def dead(s, target):      # (a call whose adjoint runs it again: see ad/calls.py)
+        return id(s) in top and (_dead_anywhere(s, ops, src) or s in adjoined)
     while True:
         live_names(body, set(), delete=True, dead=dead, memo=memo)
         empty = [s for s in body if isinstance(s, gast.If) and not s.body and not s.orelse]

@@ -74,7 +74,9 @@ class ReverseResult:
     `scalar_output`, whether the output is certainly a number; `unconnected`, the
     differentiated parameters the output does not depend on; `differentiated`, the
     operations of the forward pass whose rules the pullback applies, in its order;
-    `output`, the name whose adjoint the pullback takes (`Compilation.output`); `header`,
+    `output`, the name whose adjoint the pullback takes (`Compilation.output`);
+    `adjoined`, the calls of the forward pass whose callee's adjoint, which the pullback
+    calls, runs them again (see ad/calls.py: the fused variant leaves them out); `header`,
     set by the header pass."""
     vjp: gast.FunctionDef
     pullback: gast.FunctionDef
@@ -88,6 +90,7 @@ class ReverseResult:
     unconnected: list
     differentiated: list
     output: str | None = None
+    adjoined: object = ()
     header: object = None
 
 
@@ -121,6 +124,7 @@ class Reverse(CallAdjoints):
         self.owned = set()
         self.unconnected = [p for p in self.wrt if p not in self.active]
         self.user_calls = syntax.NodeMap()
+        self.adjoined = syntax.NodeMap()    # calls whose callee's adjoint runs them again
         self.primal_names = {n.id for n in syntax.name_nodes(fn)}
         self.scalar_zeros = False
         self.in_loops = {name for loop in loops_in(fn.body)
@@ -153,7 +157,7 @@ class Reverse(CallAdjoints):
         self.ctx.reverse = ReverseResult(
             vjp, pullback, list(self.loops.values()), self.adjoints, self.active,
             self.primal_names, self.straight, self.updates.final, self.scalar_output,
-            self.unconnected, self.differentiated(vjp.body), output)
+            self.unconnected, self.differentiated(vjp.body), output, self.adjoined)
         # the plans are plain data for the passes after it: they let go of the transform
         # (no cycle left for the garbage collector to find either)
         self.updates.rev = None

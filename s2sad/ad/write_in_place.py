@@ -29,7 +29,7 @@ def run(jvp, ctx):
                and ctx.is_runtime_call(s.value, "setitem") and all(s is not w for w in writes)]
     if not writes and not renamed:
         return jvp
-    owned = owned_names([jvp], ctx.src, (runtime.setitem,), ctx.resolve)
+    owned = owned_names([jvp], ctx.src, (runtime.setitem,), ctx.resolve) - _aliases(jvp)
     owned |= _copied_once(jvp, {s.targets[0].id for s in writes} - owned)
     in_place = {id(s) for s in writes + renamed if s.targets[0].id in owned}
 
@@ -49,6 +49,29 @@ def run(jvp, ctx):
     for block in syntax.blocks(jvp.body):
         block[:] = [new for s in block for new in rewritten(s)]
     return jvp
+
+
+def _aliases(jvp):
+    """The names bound somewhere to another name that is read elsewhere too, and that
+    name: writing into one in place would write into the other (`yn_1_dot = y_dot`, the
+    tangent of `yn_1 = y * 1.0`, whose product by 1 folded away, then `yn_1_dot[i] = v`
+    while the loop still reads `y_dot[i - 1]`)."""
+    reads = {}
+    for n in syntax.walk(jvp):
+        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load):
+            reads[n.id] = reads.get(n.id, 0) + 1
+    copies = [(s.targets[0].id, s.value.id) for s in syntax.statements(jvp)
+              if isinstance(s, gast.Assign) and syntax.is_name(s.targets[0])
+              and isinstance(s.value, gast.Name)]
+    out = {n for a, b in copies if reads.get(b, 0) > 1 for n in (a, b)}
+    grown = True
+    while grown:        # (and a copy of such a copy: `yn_2_dot = yn_1_dot`)
+        grown = False
+        for a, b in copies:
+            if b in out and a not in out:
+                out.add(a)
+                grown = True
+    return out
 
 
 def _copied_once(jvp, names):

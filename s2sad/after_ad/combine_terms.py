@@ -32,7 +32,7 @@ the one buffer.
 def f_grad(x):
     if x.__class__ is not ndarray or x.dtype.kind != 'f':
         return _s2s_respecialize(x)
-    if _s2s_code_changed or _s2s_globals['np'].sum is not _s2s_sum:
+    if _s2s_globals['np'] is not _s2s_np or _s2s_np_dict['sum'] is not _s2s_sum:
         return _s2s_respecialize(x)
     # reverse mode of f() with respect to x
     # the pullback reads: t_1, t_3, x

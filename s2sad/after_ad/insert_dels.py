@@ -21,7 +21,8 @@ wait for the next iteration to be replaced.
 def f_value_and_grad(x):
     if x.__class__ is not ndarray or x.dtype.kind != 'f':
         return _s2s_respecialize(x)
-    if _s2s_code_changed or np.sum is not _s2s_sum or np.tanh is not _s2s_tanh:
+    if (np is not _s2s_np or _s2s_np_dict['sum'] is not _s2s_sum
+            or _s2s_np_dict['tanh'] is not _s2s_tanh):
         return _s2s_respecialize(x)
     # reverse mode of f() with respect to x
     # the pullback reads: t_1

@@ -84,7 +84,16 @@ class Optimize:
             changed |= _drop_dead_adjoints(pullback, locals_, names)
         for loop in result.loops:
             loop.prune(ctx)
-        _coalesce_loops(forward)
+        coalesced = _coalesce_loops(forward)
+        if coalesced:       # (the names later passes ask `renamed` for: element_adjoints)
+            written = result.renamed
+
+            def renamed(n):
+                n = written(n)
+                while n in coalesced:
+                    n = coalesced[n]
+                return n
+            result.renamed = renamed
         _drop_needless_inits(forward)
         _drop_dead_copies(fn, forward)
         pullback.body[:-1] = annotate(pullback.body[:-1], self.src)
@@ -107,14 +116,18 @@ def _copy_parts(s):
 
 # -- forward --------------------------------------------------------------------------
 def _coalesce_loops(stmts):
+    """Coalesce the copies of carried names in each loop; {name: the carried name it
+    now has}."""
+    renames = {}
     for block in syntax.blocks(stmts, functions=False):
         for s in block:
             if isinstance(s, (gast.For, gast.While)):
                 for body in syntax.blocks(s.body, functions=False):
-                    _coalesce_block(body)
+                    _coalesce_block(body, renames)
+    return renames
 
 
-def _coalesce_block(block):
+def _coalesce_block(block, renames):
     index = BlockNames(block)      # (not a scan between each copy and its definition)
     end = len(block)
     for i in range(len(block) - 1, -1, -1):
@@ -136,6 +149,7 @@ def _coalesce_block(block):
             for k in index.reading(w, j, at):     # (nothing between binds it)
                 rename(index.statements[k], w, carried)
                 index.renamed(k, w, carried)
+            renames[w] = carried
             index.drop(at)
             del block[i]
 

@@ -502,6 +502,15 @@ class Peephole:
                                                                              self.floats):
                     s.value = folded
             return self.changed(s) if found else s
+        if isinstance(s, (gast.For, gast.While, gast.If)):
+            # (each statement of the bodies as one here: `yn = y * 1.0` in a loop, then
+            # written into in place, must not become `yn = y`)
+            for field in ("body", "orelse"):
+                setattr(s, field, [self.without_unit_products(t, facts)
+                                   for t in getattr(s, field)])
+            header = "iter" if isinstance(s, gast.For) else "test"
+            setattr(s, header, self.dropped(getattr(s, header), facts, []))
+            return self.changed(s)
         found = []
         s = self.dropped(s, facts, found)
         return self.changed(s) if found else s

@@ -30,8 +30,8 @@ carries is summed in place (`u_bar += g`, when its buffers are the function's ow
 def f_grad(x):
     if x.__class__ is not ndarray or x.dtype.kind != 'f':
         return _s2s_respecialize(x)
-    if (_s2s_code_changed or _s2s_globals['np'].sum is not _s2s_sum
-            or _s2s_globals['np'].exp is not _s2s_exp):
+    if (_s2s_globals['np'] is not _s2s_np or _s2s_np_dict['sum'] is not _s2s_sum
+            or _s2s_np_dict['exp'] is not _s2s_exp):
         return _s2s_respecialize(x)
     # reverse mode of f() with respect to x
     # the pullback reads: t_3, x

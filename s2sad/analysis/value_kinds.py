@@ -222,6 +222,8 @@ class ValueKinds:
                 and not e.keywords and self.of(e.func.value) == ARRAY):
             return self._ndim(e.func.value)         # `a.copy()`
         prim = marks.PRIM.of(e.func) or self.src.resolve(e.func)
+        if getattr(type(prim), "__hash__", None) is None:
+            prim = None                 # (a callable instance of a class with __eq__ only)
         keywords = {k.arg: k.value for k in e.keywords}
         try:
             if prim in _ALLOCATIONS:

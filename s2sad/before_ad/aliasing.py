@@ -70,6 +70,7 @@ from ..analysis.names import user_name
 from ..analysis.value_kinds import ARRAY, CONTAINER, SCALAR, user_class
 from ..rules import registry, runtime
 from . import callee_effects, certain_axes
+from .alias_errors import AliasErrors
 from .callee_effects import FRESH, FRESH_METHODS, REGROUPING, Written, params_in, root
 
 #: Functions whose result is bools, or arrays of ints, or a tuple of arrays: an index by
@@ -122,18 +123,23 @@ def _inside(o):
 @dataclasses.dataclass(frozen=True)
 class Held:
     """What a name holds at a point: the objects whose memory it may share, the frames
-    its indices count in (a view has its own), and the statement that made it share
-    another name's memory (None for an object of its own)."""
+    its indices count in (a view has its own), the statement that made it share
+    another name's memory (None for an object of its own), and the names of arrays that
+    certainly hold other memory (`apart`, kept on both sides: a new array is apart from
+    every other, a copy, version or view of one is apart from what it is apart from; so
+    `u, un = un, u` of two arrays, which makes each name hold either object, keeps
+    them apart)."""
     objects: frozenset = frozenset()
     frames: frozenset = frozenset()
     made: object = None
+    apart: frozenset = frozenset()      # names of arrays certainly of other memory
 
     def join(self, other):
         return Held(self.objects | other.objects, self.frames | other.frames,
-                    self.made or other.made)
+                    self.made or other.made, self.apart & other.apart)
 
 
-class Aliasing:
+class Aliasing(AliasErrors):
     """See the module docstring. With `summarising`, the data flow of a called function
     (`summary`): nothing is refused, what it returns and writes into is recorded."""
 
@@ -261,8 +267,8 @@ class Aliasing:
                     else:
                         stale.pop(target, None)
                     held = names.get(v.id, Held())      # (made by this copy, for the error)
-                    names[target] = held if held.made or not held.objects else Held(
-                        held.objects, held.frames, s)
+                    self.place(names, target, held if held.made or not held.objects else Held(
+                        held.objects, held.frames, s), held.apart)
                     continue
                 self.reads(v, state, s)
                 base = self.written(s, names)
@@ -305,10 +311,10 @@ class Aliasing:
         names, stale, seen = state
         stale.pop(target, None)
         if self.kinds.kind.get(target) == SCALAR:
-            names[target] = Held()
+            self.place(names, target, Held(), ())
             return
         if not relations:
-            names[target] = self.new(target, s, seen)
+            self.place(names, target, self.new(target, s, state), names)    # apart from all
             return
         held, new = Held(), None
         for slot, (other, relation) in enumerate(relations):
@@ -316,7 +322,7 @@ class Aliasing:
             if relation in ("version", "same", "element", "part"):
                 held = held.join(self.related(h, relation, s))
             else:                           # "holds" it, or its "elements"
-                new = new or self.new(target, s, seen).objects
+                new = new or self.new(target, s, state).objects
                 inner = {x for o in h.objects for x in self.contents.get(o, ())}
                 slots = h.objects if relation == "holds" else inner | {
                     _inside(o) for o in h.objects}
@@ -328,7 +334,21 @@ class Aliasing:
                     self.hold([o], self.contents[n], [x for c, x in self.puts if c == n],
                               (id(s), 0))
             held = Held(held.objects - new, held.frames - new, held.made)
-        names[target] = held
+        (other, relation), = relations if len(relations) == 1 else [(None, None)]
+        self.place(names, target, held, names[other].apart if relation in (
+            "version", "same") and other in names and new is None else ())
+
+    def place(self, names, target, held, apart):
+        """Bind `target` to `held`, apart from the arrays named in `apart` (where it is
+        an array itself): no name is apart from an earlier binding of `target` any more."""
+        for n, h in names.items():
+            if target in h.apart:
+                names[n] = dataclasses.replace(h, apart=h.apart - {target})
+        apart = frozenset(n for n in apart if n != target and n in names and self.kinds.kind.get(
+            n) == ARRAY) if self.kinds.kind.get(target) == ARRAY else frozenset()
+        names[target] = dataclasses.replace(held, apart=apart)
+        for n in apart:
+            names[n] = dataclasses.replace(names[n], apart=names[n].apart | {target})
 
     def related(self, h, relation, s):
         """What a value made by `s` holds, that is the "version", a view ("same"), an
@@ -343,16 +363,32 @@ class Aliasing:
             inside |= h.objects
         return Held(inside, frozenset([id(s)]), s)
 
-    def new(self, target, s, seen, kind=None):
-        """A new object, made by `s` (its last instance: reads of one an earlier
-        iteration made do not count for it; an index this run takes for a number is one),
-        of the kind of the value (or `kind`, what a called function returns)."""
-        seen.pop(id(s), None)
+    def new(self, target, s, state, kind=None):
+        """A new object, made by `s` (its last instance; an index this run takes for a
+        number is one), of the kind of the value (or `kind`, what a called function
+        returns). What earlier iterations made there is another object, `-id(s)`: the
+        names, containers and reads of those instances move to it, so that a write into
+        this one does not make them old (`un = u.copy()`, writes into `un`, `u = un`)."""
+        names, _, seen = state
+        old = -id(s)
+        for n, held in names.items():
+            if id(s) in held.objects or id(s) in held.frames:
+                names[n] = Held(_older(held.objects, id(s)), _older(held.frames, id(s)),
+                                held.made, held.apart)
+        for c, inside in list(self.contents.items()):
+            if id(s) in inside:
+                self.hold([c], {old})
+                self.puts.setdefault((c, old), set()).update(self.puts.get((c, id(s)), ()))
+        if id(s) in self.contents:
+            self.hold([old], self.contents[id(s)])
+        if id(s) in seen:
+            seen[old] = seen.get(old, frozenset()) | seen.pop(id(s))
         made = self.kinds.of(s.value) if isinstance(s, gast.Assign) and not isinstance(
             s.value, gast.Subscript) else None     # (an index's number of axes: the guard's)
         self.made_kind[id(s)] = SCALAR if id(s) in self.maybe and id(s) not in self.views \
             else next((k for k in (kind, made) if k in (ARRAY, CONTAINER)),
                       self.kinds.kind.get(target))
+        self.made_kind[old] = self.made_kind[id(s)]
         return Held(frozenset([id(s)]), frozenset([id(s)]))
 
     def unknown_param(self, o):
@@ -383,7 +419,7 @@ class Aliasing:
         puts = self.puts.get((c, o), ())
         loop = id(self.loop_of[next(iter(puts))[0]]) if len(puts) == 1 and \
             next(iter(puts))[0] in self.loop_of else None
-        return len(puts) > 1 or loop is not None and o not in self.within[loop]
+        return len(puts) > 1 or loop is not None and _made_by(o) not in self.within[loop]
 
     def mark(self, exempt, written, write, state, base=None, callee=None, inner=frozenset()):
         """After `write` into the objects `written` (through `base`, now `exempt`, and
@@ -405,8 +441,8 @@ class Aliasing:
                     changed = True
         link = names.get(base, Held()).made if base is not None else write
         for n, held in names.items():
-            if n != exempt and held.objects & written and (
-                    base is None or not self.apart(n, write, base, names)):
+            if n != exempt and held.objects & written and (base is None or not (
+                    base in held.apart or self.apart(n, write, base, names))):
                 stale[n] = Stale(write, held.made or link, callee,
                                  not held.objects & (written - inner))
 
@@ -417,7 +453,7 @@ class Aliasing:
         into `c` comes after the write there, and `base` is bound in between, to the new
         object and its versions only (`row = []`, `for j: row.append(v)`, then
         `m.append(row)`: a comprehension inside a comprehension)."""
-        alloc, loop = self.statement.get(o), self.loop_of.get(o)
+        alloc, loop = self.statement.get(_made_by(o)), self.loop_of.get(_made_by(o))
         if base is None or loop is None or not any(alloc is t for t in loop.body):
             return False
         tops = self.tops.get(id(loop))
@@ -550,12 +586,12 @@ class Aliasing:
         stale.pop(target, None)
         found, args = effect
         if self.kinds.kind.get(target) == SCALAR:
-            names[target] = Held()
+            self.place(names, target, Held(), ())
             return
         held = self.arguments(args, state, s)
         objects = frozenset(o for t in found.returns for o in self.objects(t, held, s))
-        names[target] = Held(objects, frozenset([id(s)]), s) if objects else \
-            self.new(target, s, seen, found.kind)
+        self.place(names, target, Held(objects, frozenset([id(s)]), s) if objects else
+                   self.new(target, s, state, found.kind), ())
 
     def call_writes(self, target, effect, s, state):
         """After the call `s`, of a function that writes into the memory of its arguments:
@@ -771,70 +807,6 @@ class Aliasing:
     def offset(self, e, counter):
         return syntax.counter_offset(e, counter, self.values)
 
-    # -- the errors ------------------------------------------------------------------
-    def refusal(self, name, stale, read):
-        line = lambda node: f"line {self.src.lineno(node)}"   # noqa: E731
-        shown = user_name(name, self.src)
-        write, link = stale.write, stale.link
-        if stale.callee is not None:
-            found, w, args = stale.callee
-            arg = self.argument(w, args)
-            return self.src.syntax_error(read, (
-                f"{shown} is read after {line(write)} ({self.src.line_text(write).strip()}), "
-                f"where {found.writing(w, arg)}; NumPy shows that write through {shown}, but "
-                f"s2sad follows it only through what {found.name}() returns, so the value and "
-                f"the derivative would use the old {shown}. {found.instead(arg)}"))
-        base = self.written(write)
-        looped = self.loop_sequence(name)
-        if looped is not None and link is not None:     # (desugar named the sequence)
-            return self.src.syntax_error(read, (
-                f"the loop at {line(link)} ({self.src.line_text(link).strip()}) goes on "
-                f"over {looped} after {line(write)} ({self.src.line_text(write).strip()}) "
-                f"writes into it; Python's loop reads the values written, but s2sad reads "
-                f"{looped} as it was when the loop started, so the value and the derivative "
-                f"could use old values. Loop over a copy ({looped}.copy()), or over the "
-                f"indexes (for i in range(len({looped})), reading {looped}[i])"))
-        what = "list" if self.kinds.kind.get(base) == CONTAINER else "array"
-        if stale.element:
-            what = f"array {user_name(base, self.src)} holds, which"
-        made = f" ({line(link)}: {self.src.line_text(link).strip()})" if link else ""
-        return self.src.syntax_error(read, (
-            f"{shown} is read after {line(write)} ({self.src.line_text(write).strip()}) "
-            f"writes into the {what} it shares memory with{made}; NumPy shows the write "
-            f"through {shown}, but s2sad follows a write only through the name written, so "
-            f"the value and the derivative would use the old {shown}. Make the copy "
-            "explicit where the other name is made (.copy()), or read the array written "
-            "again after the write"))
-
-    def loop_sequence(self, name):
-        """The user's name for the sequence a loop goes over, if `name` is the name
-        desugar gave it (`seq = A` for `for i, row in enumerate(A)`), else None."""
-        defs = self.defs.get(name, ())
-        v = defs[0].value if len(defs) == 1 else None
-        if isinstance(v, gast.Call) and marks.PRIM.of(v.func) is runtime.sequence:
-            v = v.args[0]       # (`seq = _s2s_sequence(A)`: A itself, for an array)
-        if (not isinstance(v, gast.Name) or user_name(name, self.src) != name
-                or not self.src.line_text(defs[0]).lstrip().startswith("for ")
-                or name in {n.id for n in syntax.name_nodes(self.src.node)}):
-            return None
-        return user_name(v.id, self.src)
-
-    def read_before(self, w, found, args, call, reader):
-        """The error for a call that writes in place into memory read before it, whose old
-        values the derivative of reverse mode may read after it."""
-        return self.src.syntax_error(call, (
-            f"{self.src.line_text(call).strip()}: {found.writing(w)}, into memory that line "
-            f"{self.src.lineno(reader)} ({self.src.line_text(reader).strip()}) reads before "
-            "the call; the gradient reads the values from before the call, which the call "
-            f"changes in place. {found.instead(self.argument(w, args))}"))
-
-    def argument(self, w, args):
-        """The user's name for the argument of the parameter a callee's `w` writes into."""
-        arg = args.get(w.param)
-        if isinstance(arg, gast.Subscript) and isinstance(arg.value, gast.Name):
-            return user_name(arg.value.id, self.src) + syntax.unparse(arg)[len(arg.value.id):]
-        return user_name(arg.id, self.src) if isinstance(arg, gast.Name) else w.param
-
 
 @dataclasses.dataclass(frozen=True)
 class Stale:
@@ -850,6 +822,17 @@ class Stale:
 
 class _Found(Exception):
     """A read of an old value, in a run that only asks whether there is one."""
+
+
+def _older(objects, o):
+    """`objects` with the object `o` made by an earlier iteration (`-o`, see `new`)."""
+    return objects - {o} | {-o} if o in objects else objects
+
+
+def _made_by(o):
+    """The id of the statement that made the object `o` (also one an earlier iteration
+    made, `-id`)."""
+    return -o if isinstance(o, int) and o < 0 else o
 
 
 def _copy(state):

@@ -1,49 +1,71 @@
-"""Complex values: refuse complex numbers where they meet a differentiated value, and
-check at run time the values whose type only the run tells.
+"""Complex values: differentiate them where every rule they reach holds for them,
+refuse them where one does not, and check at run time the values whose type only the run
+tells.
 
-Takes the function in Wengert form and changes nothing but adding run-time checks
-(below). s2sad's rules are those of real numbers (complex support is issue #40): where a
-complex value meets a value that depends on the differentiated inputs (`ctx.varied`),
-the derivative would be wrong, or a complex number, without a word. A forward data flow
-over the names (to a fixed point over loops) finds whether each holds
+Takes the function in Wengert form. A forward data flow over the names (to a fixed point
+over loops) finds whether each holds
 
 - a complex value: a complex literal (`1j`), `complex(...)`, a function of `cmath`, a
   complex NumPy type (`np.complex128(...)`) or dtype (`dtype=complex`,
   `.astype("complex64")`), `np.fft` (and `scipy.fft`), `np.emath` (`np.lib.scimath`), a
-  complex global or closure value, and what is computed from one, but its modulus,
-  phase, real or imaginary part (`abs(z)`, `np.angle(z)`, `z.real`);
+  complex global or closure value, a complex number argument (the code is specialised
+  on its class, see compilation.arg_types_of), and what is computed from one, but its
+  modulus, phase, real or imaginary part (`abs(z)`, `np.angle(z)`, `z.real`);
 - a value of unknown type: an argument of a type the code is not specialised on (a
-  complex array is one, see compilation.arg_types_of), what a function without a rule
-  returns (`np.roots(p)`, `np.linalg.eig(a)`, a library's), or a Python function called
-  with no differentiated argument (which runs as it is), a field of an object, and what
-  is computed from one;
+  complex array is one), what a function without a rule returns (`np.roots(p)`,
+  `np.linalg.eig(a)`, a library's), or a Python function called with no differentiated
+  argument (which runs as it is), a field of an object, and what is computed from one;
 - a real value: the rest. Arguments specialised as floats, ints or arrays are real: the
   guards test their class, and the dtype of the arrays (the context's `assumed_real`
   names those not differentiated that the code reads, for the guards to test); a Python
   function called with differentiated values is compiled with this pass too, which
   checks what it returns; a rule of the user's (`defvjp`, `custom_vjp`) is trusted.
 
-Where a statement makes a complex value from a differentiated one (`np.exp(1j * x)`,
-`x.astype(complex)`, `np.fft.fft(x)`), or computes a differentiated value from a complex
-one, compilation stops with a located `ComplexValueError` that says where the complex
-value comes from and what to write instead; so do `np.linalg.eig`, `np.linalg.eigvals`
-and `np.roots` of a differentiated value, which give complex values for some real ones.
-A value of unknown type that such a statement computes with is checked just before it,
-at run time (once, before the loops that do not bind it), by
-`_s2s_check_real(v, _s2s_file, line)`, which raises that error if it is complex; so is
-a value of unknown type the function returns, which a caller takes as real. Code whose
-values are all real, as code of floats and arrays is, gets no check.
+Where a complex value meets a differentiated one (`np.exp(1j * x)`, `z * x` for a
+complex `z`), the statement's rule must say what it does with complex values
+(`Primitive.complex`, declared in rules/complex_numbers.py; docs/complex.md has the
+convention): True, its templates hold for them (holomorphic functions, sums, products,
+moves); or a primitive that takes its place (`np.abs(z)` becomes `_s2s_abs_(z)`, whose
+rule is the derivative of the modulus; so do `np.imag` and `np.angle`, constants of real
+values, where a differentiated complex value reaches them). A differentiated real value
+the statement reads goes through `_s2s_as_complex` first, whose adjoint is the real part
+of the complex one, and so does a real value bound to a name that holds a complex value
+elsewhere. Anywhere else (a rule for real values only, `np.fft`, `np.sign` of a complex
+value, a write into an array, a function called with one), and where the function
+returns a complex value (but to `grad(f, holomorphic=True)` and forward mode, see
+`Options.complex_output`), compilation stops with a
+located `ComplexValueError` that says where the complex value comes from and what to
+write instead; so do `np.linalg.eig`, `np.linalg.eigvals` and `np.roots` of a
+differentiated value, which give complex values for some real ones. A value of unknown
+type that such a statement computes with is checked just before it, at run time (once,
+before the loops that do not bind it), by `_s2s_check_real(v, _s2s_file, line)`, which
+raises that error if it is complex; so is a value of unknown type the function returns,
+which a caller takes as real. Code whose values are all real, as code of floats and
+arrays is, gets no check and no change.
 
+>>> print(show("complex_values", '''
+... def f(x):
+...     z = np.exp(1j * x)
+...     return np.sum(np.abs(z * x))
+... ''', arrays=True))
+def f(x):
+    x_c = _s2s_as_complex(x)
+    t = 1j * x_c
+    z = np.exp(t)
+    x_c_1 = _s2s_as_complex(x)
+    t_1 = z * x_c_1
+    t_2 = _s2s_abs_(t_1)
+    y = np.sum(t_2)
+    return y
 >>> import s2sad
 >>> try:
 ...     show("complex_values", '''
 ... def f(x):
-...     z = np.exp(1j * x)
-...     return np.sum(np.abs(z * x))
+...     return np.sum(np.abs(np.fft.fft(x)))
 ... ''', arrays=True)
 ... except s2sad.ComplexValueError as exc:
 ...     print(str(exc).split(": ", 1)[1].split(";")[0])
-the complex literal 1j makes a complex value of x, which s2sad differentiates
+np.fft.fft() (a Fourier transform, which gives complex values) makes a complex value of x, which s2sad differentiates
 >>> print(show("complex_values", '''
 ... def f(x, p):
 ...     r = np.roots(p)
@@ -64,12 +86,12 @@ import operator
 import gast
 import numpy as np
 
-from .. import syntax
+from .. import marks, syntax
 from ..analysis.operations import COPY, CUSTOM, NONDIFF, PACK, USER
-from ..compilation import SPECIALISED
+from ..compilation import COMPLEX_NUMBERS, SPECIALISED
 from ..errors import ComplexValueError
 from ..frontend.source import MISSING
-from ..rules import registry, runtime
+from ..rules import complex_numbers, registry, runtime
 from ..rules.arrays import is_duck_array_type
 
 REAL, UNKNOWN = "real", "unknown"
@@ -104,7 +126,17 @@ REAL_RESULTS = {abs, len, isinstance, issubclass, type, id, hash, bool, int, flo
                 np.ndim, np.size, np.argmax, np.argmin, np.argsort, np.nonzero,
                 np.count_nonzero, np.issubdtype, np.linalg.norm, np.linalg.eigvalsh,
                 cmath.phase, cmath.polar, cmath.isfinite, cmath.isinf, cmath.isnan,
-                cmath.isclose}
+                cmath.isclose, complex_numbers.abs_, complex_numbers.angle,
+                complex_numbers.real, complex_numbers.imag}
+
+#: Functions without a derivative that are constants of complex values too (a function
+#: of the shape, or of which numbers are equal, or finite).
+CONSTANT_OF_COMPLEX = {len, isinstance, type, id, np.shape, np.ndim, np.size, np.result_type,
+                       np.iscomplex, np.isreal, np.iscomplexobj, np.isrealobj, np.isnan,
+                       np.isinf, np.isfinite, np.isclose, np.allclose, np.array_equal,
+                       np.count_nonzero, np.nonzero, np.zeros_like, np.ones_like,
+                       np.empty_like, cmath.isfinite, cmath.isinf, cmath.isnan,
+                       cmath.isclose}
 
 #: Functions without a rule that give real values of real arguments.
 REAL_OF_REAL = {itertools.count, itertools.repeat, enumerate, zip, reversed}
@@ -133,6 +165,11 @@ MAKES_COMPLEX = {
     "to real": "() (a Fourier transform of complex values)",
     "emath": "() (np.emath gives complex values for some real arguments)"}
 
+#: What to write instead of returning a complex value.
+HOLOMORPHIC = (
+    "Return a real value (np.real(z), np.abs(z) ** 2, ...), or, for a complex function of "
+    "a complex argument, use grad(f, holomorphic=True), which gives its derivative f'(z)")
+
 #: What to write instead of the usual complex formulations.
 INSTEAD = (
     "np.exp(1j * t) is np.cos(t) + 1j * np.sin(t): carry the real and imaginary parts as "
@@ -147,8 +184,13 @@ def run(fn, ctx):
     if not varied:
         return fn
     analysis = _Analysis(fn, ctx)
+    if analysis.revive():   # (what depends differentiably on what changed)
+        ctx.changed()
+        analysis = _Analysis(fn, ctx)
     checks = analysis.checks()
     ctx.assumed_real = analysis.assumed()
+    if analysis.rewrite(fn):
+        ctx.rewrote = True
     if checks:
         _insert(fn, checks, ctx)
         ctx.rewrote = True
@@ -175,6 +217,8 @@ class _Analysis:
         kind = self.ctx.arg_types.get(p)
         if isinstance(kind, str):
             return REAL     # a callee's: its caller checked the arguments
+        if kind in COMPLEX_NUMBERS:
+            return Complex(f"the complex argument {p}")
         if kind in SPECIALISED or (isinstance(kind, type) and is_duck_array_type(kind)):
             return REAL     # guarded: the class, and for an array its dtype
         return UNKNOWN
@@ -355,8 +399,13 @@ class _Analysis:
     # -- where complex values meet differentiated ones ---------------------------------
     def checks(self):
         """[(statement, name)]: the names of unknown type to check before each statement;
-        raise for a complex value that meets a differentiated one."""
+        raise for a complex value that meets a differentiated one in a statement whose
+        rule is for real values only. Record in `self.meeting` the statements where one
+        meets a rule that holds for complex values, and in `self.widened` those that bind
+        a real value computed from differentiated real ones to a name that holds a
+        complex value elsewhere (`y = x` in one branch, `y = z` in the other)."""
         out, varied = [], self.varied
+        self.meeting, self.widened = [], []
         for s in self.stmts:
             if isinstance(s, gast.Return) and isinstance(s.value, gast.Name):
                 out += self.returned(s)
@@ -364,10 +413,13 @@ class _Analysis:
                     and s.targets[0].id in varied):
                 continue
             op = self.ops.get(s)
+            meets = False
             if op is not None and self.complex_op(s, op):
-                raise self.refused(s, f"{self.complex_op(s, op, said=True)} makes a complex "
-                                      f"value of {self.first(s)}, which s2sad "
-                                      "differentiates")
+                if not self.supported(s, op):
+                    raise self.refused(s, f"{self.complex_op(s, op, said=True)} makes a "
+                                          f"complex value of {self.first(s)}, which s2sad "
+                                          "differentiates", rule=op)
+                meets = True
             if op is not None and self.category(op.prim) == "maybe":
                 raise self.refused(s, f"{syntax.unparse(s.value)} of {self.first(s)}, which "
                                       "s2sad differentiates, may give complex values",
@@ -376,12 +428,97 @@ class _Analysis:
             for node, name, state in self.operands_of(s.value):
                 state = self.state_of(name) if name is not None else state
                 if isinstance(state, Complex):
-                    raise self.refused(s, f"{self.complex_value(node, state, s)} meets "
-                                          f"{self.first(s)} here, which s2sad "
-                                          "differentiates")
+                    if not self.supported(s, op):
+                        raise self.refused(s, f"{self.complex_value(node, state, s)} meets "
+                                              f"{self.first(s)} here, which s2sad "
+                                              "differentiates", rule=op)
+                    meets = True
                 if state == UNKNOWN and not structural and name is not None:
                     out.append((s, name))
+            if meets:
+                self.meeting.append((s, op))
+            elif isinstance(self.state_of(s.targets[0].id), Complex) and any(
+                    name in varied and self.state_of(name) == REAL
+                    for _, name, _ in self.operands_of(s.value)):
+                self.widened.append(s)  # (a real value bound to a name that is complex)
         return out
+
+    def supported(self, s, op):
+        """Whether the rule of statement `s` (of `op`) takes complex values: it declares
+        so (`Primitive.complex`), or it moves values without computing with them."""
+        if op is None:
+            return False
+        if op.form in (COPY, PACK) or _in(op.prim, {operator.getitem, getattr}):
+            return True
+        record = registry.primitive(op.prim) if op.prim is not None else None
+        if record is None or not record.complex:
+            return False
+        value = s.value
+        return record.complex is True or not (isinstance(value, gast.Call) and value.keywords)
+
+    def revive(self):
+        """Call the primitive that takes the place of one without a derivative for real
+        values where a differentiated complex value reaches it (`np.imag(z)`,
+        `np.angle(z)`: constants of real values); whether any."""
+        found = False
+        for s in self.stmts:
+            op = self.ops.get(s) if isinstance(s, gast.Assign) else None
+            if op is None or op.form != NONDIFF or op.prim is None:
+                continue
+            record = registry.primitive(op.prim)
+            if record is None or not any(
+                    isinstance(a, gast.Name) and a.id in self.varied and isinstance(
+                        self.state_of(a.id), Complex) for a in op.args):
+                continue
+            if callable(record.complex):
+                self.instead(s, op, record.complex)
+                found = True
+            elif not _in(op.prim, CONSTANT_OF_COMPLEX):
+                raise self.refused(s, f"{_spelled(s.value)}() of a complex value that "
+                                      f"depends on {self.first(s)}, which s2sad "
+                                      "differentiates",
+                                   "Compute it from np.real(z) and np.imag(z), or np.abs(z)"
+                                   " and np.angle(z)", rule=op)
+        return found
+
+    def instead(self, s, op, prim):
+        """Make statement `s` (of `op`) call `prim` on the same arguments."""
+        func = syntax.name(self.ctx.runtime(prim.__name__))
+        marks.PRIM.put(func, prim)
+        s.value = syntax.located(syntax.call(func, [syntax.copied(a) for a in op.args]),
+                                 s.value)
+
+    def rewrite(self, fn):
+        """Where a complex value meets a rule that holds for complex values: call the
+        primitive the rule names instead (`np.abs` of a complex value is
+        `_s2s_abs_`), and pass each differentiated real operand through `as_complex`, so
+        that its adjoint is the real part of what reaches it."""
+        before = {}
+        for s, op in self.meeting:
+            instead = registry.primitive(op.prim).complex if op.prim is not None else True
+            if callable(instead):
+                self.instead(s, op, instead)
+            mapping = {name: syntax.name(self.ctx.namer.fresh(name + "_c"))
+                       for name in self.real_operands(s, op)}
+            if mapping:
+                s.value = syntax.substitute(s.value, mapping)
+                before[id(s)] = [syntax.located(syntax.assign(
+                    syntax.name(new.id, store=True), syntax.call(
+                        self.as_complex(), [syntax.name(old)])), s)
+                    for old, new in mapping.items()]
+        after = {}
+        for s in self.widened:     # y = op(x) becomes y_r = op(x); y = as_complex(y_r)
+            target = s.targets[0].id
+            real = self.ctx.namer.fresh(target + "_r")
+            s.targets[0] = syntax.name(real, store=True)
+            after[id(s)] = [syntax.located(syntax.assign(syntax.name(target, store=True),
+                                                         syntax.call(self.as_complex(), [
+                                                             syntax.name(real)])), s)]
+        for block in syntax.blocks(fn.body):
+            if any(id(t) in before or id(t) in after for t in block):
+                block[:] = [u for t in block
+                            for u in before.get(id(t), []) + [t] + after.get(id(t), [])]
+        return bool(self.meeting or self.widened)
 
     def first(self, s):
         """The differentiated value statement `s` reads, for a message: a name of the
@@ -394,9 +531,11 @@ class _Analysis:
         differentiates the function takes as real), or raise if it is complex."""
         name = s.value.id
         state = self.state_of(name) if self.src.is_local(name) else REAL
-        if isinstance(state, Complex):
-            raise self.refused(s, f"the function returns "
-                                  f"{self.complex_value(s.value, state, s)}")
+        if isinstance(state, Complex) and not self.ctx.options.complex_output:
+            made = self.complex_value(s.value, state, s)
+            made = made if made.startswith("a complex value") else f"a complex value ({made})"
+            raise self.refused(s, f"the function returns {made}", HOLOMORPHIC,
+                               why="s2sad differentiates functions with a real output")
         return [(s, name)] if state == UNKNOWN and name not in self.checked else []
 
     def complex_value(self, node, state, s):
@@ -409,11 +548,32 @@ class _Analysis:
         return (f"a complex value ({state.what}, line {self.src.lineno(state.stmt)}: "
                 f"{self.src.line_text(state.stmt).strip()})")
 
-    def refused(self, s, what, instead=None):
+    def real_operands(self, s, op):
+        """The differentiated real names statement `s` (of `op`) computes with, in order
+        (none where it reads a container's item: the container is what it reads)."""
+        if op.form == COPY or _in(op.prim, {operator.getitem, getattr}):
+            return []
+        names = [name for _, name, _ in self.operands_of(s.value)]
+        return list(dict.fromkeys(n for n in names if n is not None and n in self.varied
+                                  and self.state_of(n) == REAL))
+
+    def as_complex(self):
+        func = syntax.name(self.ctx.runtime("as_complex"))
+        marks.PRIM.put(func, complex_numbers.as_complex)
+        return func
+
+    def refused(self, s, what, instead=None, rule=None, why=None):
+        named = _spelled(s.value) if rule is not None and rule.prim is not None else None
+        if rule is not None and rule.form == USER:
+            why = why or (f"s2sad differentiates no call of a Python function ({named}) with "
+                          "complex values yet, so the derivative would be wrong")
+        why = why or ((f"the rule of {named} is for real values only" if named else
+                       "s2sad's rules for it are those of real numbers") + ", so the "
+                      "derivative would be wrong (docs/complex.md lists what takes complex "
+                      "values)")
         return ComplexValueError(
-            f"{self.src.where(s)}: {what}; complex numbers are not supported yet (s2sad's "
-            "rules are those of real numbers, so the derivative would be wrong). "
-            f"{instead or INSTEAD}\n    {self.src.line_text(s).strip()}")
+            f"{self.src.where(s)}: {what}; {why}. {instead or INSTEAD}"
+            f"\n    {self.src.line_text(s).strip()}")
 
     def assumed(self):
         """The array arguments not differentiated (and fields) whose values reach a

@@ -58,7 +58,7 @@ from .. import syntax
 from ..frontend import source
 from . import checkpointed_loops, defaults, gradient_calls
 from .dicts import Dicts, is_dict_node
-from .iteration import Iteration, argument_items, constant_slice, object_items
+from .iteration import Iteration
 
 JUMPS = (gast.Break, gast.Continue)
 
@@ -149,15 +149,10 @@ class Desugar:
             s.body = self.block(s.body)
             s.orelse = self.block(s.orelse)
             jumps = any(isinstance(n, JUMPS) for b in s.body for n in syntax.walk(b))
-            whole, part = constant_slice(s.iter) if isinstance(s, gast.For) else (None, None)
-            items = ((object_items(self.src, whole)
-                      or argument_items(self.ctx, self.fn, s, whole))
+            items = (self.iteration.unrolled_items(s, self.fn)
                      if isinstance(s, gast.For) and not jumps else None)
-            if items:
-                s.iter = gast.Tuple(elts=[
-                    gast.Subscript(value=syntax.copied(whole), slice=syntax.const(k),
-                                   ctx=gast.Load())
-                    for k in range(len(items))[part or slice(None)]], ctx=gast.Load())
+            if items is not None:
+                s.iter = items
             if isinstance(s, gast.For) and isinstance(s.iter, (gast.Tuple, gast.List)) and (
                     not jumps):
                 return self.unroll(s)

@@ -18,9 +18,14 @@ resolve_calls) is read as that value; `hessian(f, i)` made here is
 `jacfwd(grad(f, i), i)`. Reverse mode: `jacrev(f, i)` made here is a function written
 with the gradient of `f`'s cotangent function (frontend.gradients.reverse_function), and
 `y, pullback = vjp(f, x, ...)` keeps the primals in names of their own, computes
-`y = f(x, ...)`, and makes each `pullback(y_bar)` a call of that gradient with them. The
-other derivatives of s2sad (`check_grad`, those stored rather than called where they are
-made, ...) are refused where they are called.
+`y = f(x, ...)`, and makes each `pullback(y_bar)` a call of that gradient with them. A
+tuple `wrt` of jacfwd, jacrev or hessian is a function that returns the tuple of those
+along each argument (frontend.gradients.tuple_function); `has_aux=True` differentiates
+`f`'s output (`f(...)[0]`, frontend.gradients.output_function) and computes the aux
+values beside it (aux_function); the positional parameters of `f` a call passes by
+keyword, or leaves at their default values, are passed by position (the defaults as
+names bound to them). The other derivatives of s2sad (`check_grad`, those stored rather
+than called where they are made, ...) are refused where they are called.
 
 A call of a library function that takes a user's function and has a Taker
 (frontend/callables.py: `brentq(resid, a, b, args=(p,))`, `quad(lambda t: x * t, 0, 1)`)
@@ -46,6 +51,7 @@ import gast
 
 from .. import marks
 from .. import syntax
+from ..errors import NativeBackendError
 from ..frontend import callables, gradients
 from ..frontend.source import MISSING
 from .lift import Lifted
@@ -108,10 +114,12 @@ class GradientCalls(gast.NodeTransformer):
         self.function_values, self.tuples = function_values, tuples
         self.at_once = set()        # the ids of the calls whose result is called at once
         self.pullbacks = {}         # {name: (its vjp(...) call, the pullback's call)}
+        self.filling = {}           # {id(name of a jacfwd made here): see `fill`}
 
     def visit_Assign(self, s):
         if not (len(s.targets) == 1 and isinstance(s.targets[0], (gast.Tuple, gast.List))
-                and len(s.targets[0].elts) == 2 and isinstance(s.targets[0].elts[1], gast.Name)
+                and len(s.targets[0].elts) in (2, 3)
+                and isinstance(s.targets[0].elts[1], gast.Name)
                 and isinstance(s.value, gast.Call)
                 and gradients.api_function(self.src.resolve(s.value.func)) == "vjp"):
             return self.generic_visit(s)
@@ -122,6 +130,8 @@ class GradientCalls(gast.NodeTransformer):
         if isinstance(call.func, gast.Call):
             self.at_once.add(id(call.func))
         self.generic_visit(call)
+        if id(call.func) in self.filling:
+            call = self.fill(call)
         if isinstance(call.func, gast.Name) and call.func.id in self.pullbacks:
             return self.pullback_call(call)
         made = self.src.resolve(call.func)
@@ -167,15 +177,24 @@ class GradientCalls(gast.NodeTransformer):
                                          "s2sad.vjp(f, x, ...)")
         if kind not in gradients.GRADIENTS + gradients.FORWARD + gradients.REVERSE:
             raise self.src.syntax_error(call, gradients.refusal(kind))
+        if kind not in gradients.GRADIENTS:
+            self.check_built(call, kind)
         f, primal, wrt, options, extras = self.gradient_of(call)
+        aux = options.pop("has_aux", False)
+        if aux and kind == "hvp":
+            raise self.jvp_refused(call, "has has_aux=True, which hvp does not take", kind)
+        # (with has_aux, of the function's output; the aux values beside it)
+        output = gradients.output_function(primal) if aux else primal
         if kind in gradients.FORWARD + gradients.REVERSE:
-            standing, bound = self.forward_function(call, kind, f, primal, wrt), ()
+            standing, bound = self.forward_function(call, kind, f, output, wrt), ()
         else:
-            made = maker(primal, wrt=wrt, **options)
+            made = maker(output, wrt=wrt, **options)
             called = gradients.called_gradient(made)
             if called is None:
                 raise self.src.syntax_error(call, gradients.refusal(gradients.made_by(made)))
             standing, bound = called
+        if aux:
+            standing = gradients.aux_function(kind, standing, primal)
         if extras and id(call) not in self.at_once:
             names = ", ".join(k.arg for k in extras)
             raise self.src.syntax_error(call, (
@@ -185,6 +204,9 @@ class GradientCalls(gast.NodeTransformer):
                 "Call it where it is made, or define the function at module level and pass "
                 f"{names} as arguments"))
         name = self.name_of(standing, call)
+        if kind in gradients.FORWARD + gradients.REVERSE:
+            self.filling[id(name)] = (kind, primal, self.differentiated(
+                call, f, primal, functools.partial(self.jvp_refused, kind=kind))[1])
         if not (bound or extras):
             return name
         partial = syntax.located(syntax.name(self.ctx.bind("partial", obj=functools.partial)),
@@ -291,13 +313,17 @@ class GradientCalls(gast.NodeTransformer):
         that stands for it (frontend.gradients.jvp_function), with the primals, the
         values a nested function reads, and the tangents that are not None."""
         given = dict(zip(("f", "primals", "tangents"), call.args))
+        passed = {}     # (the keyword arguments to f)
         for k in call.keywords:
-            if k.arg is None or k.arg in given or k.arg not in (
-                    "f", "primals", "tangents", "backend", "has_aux"):
-                raise self.jvp_refused(call, "passes keyword arguments to f")
-            given[k.arg] = k.value
-        if "has_aux" in given and _constant(given["has_aux"]) is not False:
-            raise self.jvp_refused(call, "has has_aux=True")
+            if k.arg is None or k.arg in given or k.arg in passed:
+                raise self.jvp_refused(call, "passes **kwargs or an argument twice")
+            if k.arg in ("f", "primals", "tangents", "backend", "has_aux"):
+                given[k.arg] = k.value
+            else:
+                passed[k.arg] = k.value
+        aux = "has_aux" in given and _constant(given["has_aux"])
+        if aux not in (True, False):
+            raise self.jvp_refused(call, "has a has_aux other than True or False")
         if len(call.args) > 3 or any(k not in given for k in ("f", "primals", "tangents")) or (
                 "backend" in given and _constant(given["backend"]) is MISSING):
             raise self.jvp_refused(call, "is not jvp(f, (x, ...), (x_dot, ...))")
@@ -312,9 +338,10 @@ class GradientCalls(gast.NodeTransformer):
         if not wrt:
             raise self.jvp_refused(call, "has no tangent that is not None")
         f, primal, extras = self.function_of(call, given["f"])
-        standing = self.jvp_function(call, f, primal, wrt, len(primals.elts))
+        standing, filled = self.jvp_function(call, f, primal, wrt, len(primals.elts), passed,
+                                             aux)
         names = list(inspect.signature(standing).parameters)[-len(wrt):]
-        args = [syntax.copied(e) for e in primals.elts]
+        args = [syntax.copied(e) for e in primals.elts] + filled
         dots = [syntax.copied(tangents.elts[k]) for k in wrt]
         if extras:      # (then the tangents by name, after the values read)
             keywords = extras + [gast.keyword(arg=n, value=t) for n, t in zip(names, dots)]
@@ -322,51 +349,110 @@ class GradientCalls(gast.NodeTransformer):
             args, keywords = args + dots, []
         return syntax.located(syntax.call(self.name_of(standing, call), args, keywords), call)
 
-    def jvp_function(self, call, f, primal, wrt, n):
-        """The function that stands for `jvp(primal, ...)` along the arguments `wrt` of
-        the `n` primals given (see frontend.gradients.jvp_function)."""
+    def jvp_function(self, call, f, primal, wrt, n, passed, aux=False):
+        """(the function that stands for `jvp(primal, ...)` along the arguments `wrt` of
+        the `n` primals given (see frontend.gradients.jvp_function), the values of the
+        parameters after them: `passed` by keyword or their defaults); with `aux`, of
+        `jvp(primal, ..., has_aux=True)`."""
         primal, params = self.differentiated(call, f, primal, self.jvp_refused)
-        if len(params) != n:
-            raise self.jvp_refused(call, f"gives {n} primal(s) for the {len(params)} "
-                                         f"positional parameter(s) of "
-                                         f"{getattr(primal, '__name__', 'f')}()")
-        standing = gradients.jvp_function(primal, wrt, gradients.MAKERS["jvp"])
-        if standing is None:
-            raise self.jvp_refused(call, f"differentiates {primal.__name__}(), which has "
-                                         "default values (call it from a lambda that passes "
-                                         "them: lambda x: f(x, 3))")
-        return standing
+        filled = self.defaults(call, primal, params, n, self.jvp_refused, passed)
+        if not aux:
+            return gradients.jvp_function(primal, wrt, gradients.MAKERS["jvp"]), filled
+        standing = gradients.jvp_function(gradients.output_function(primal), wrt,
+                                          gradients.MAKERS["jvp"])
+        return gradients.aux_function("jvp", standing, primal, len(wrt)), filled
+
+    def defaults(self, call, primal, params, n, refused, passed=None):
+        """The values of the positional parameters `params` of `primal` (Parameters, or
+        the names of a lifted function's) after the first `n`, which `call` gives: those
+        it passes by keyword (`passed`, {name: node}), else their default values (names
+        the generated code binds them to); or the error `refused(call, why)` where one
+        has neither."""
+        passed = dict(passed or {})
+        name = getattr(primal, "__name__", "f")
+        out = []
+        for p in params[n:]:
+            pname = getattr(p, "name", p)
+            default = getattr(p, "default", inspect.Parameter.empty)
+            if pname in passed:
+                out.append(passed.pop(pname))
+            elif default is not inspect.Parameter.empty:
+                out.append(syntax.located(syntax.name(self.ctx.bind(f"{name}_{pname}",
+                                                                    obj=default)), call))
+            else:
+                break
+        if n > len(params) or len(out) < len(params) - n:
+            raise refused(call, f"gives {n} primal(s) for the {len(params)} positional "
+                                f"parameter(s) of {name}()")
+        if passed:
+            raise refused(call, f"passes {', '.join(passed)}=, which is not a positional "
+                                f"parameter of {name}() after those it gives by position")
+        return out
 
     def forward_function(self, call, kind, f, primal, wrt):
-        """The function that stands for `jacfwd(primal, wrt)`, `hvp(primal, wrt)` or
-        `hessian(primal, wrt)`."""
+        """The function that stands for `jacfwd(primal, wrt)`, `hvp(primal, wrt)`,
+        `hessian(primal, wrt)` or `jacrev(primal, wrt)`; for a tuple `wrt` (not of hvp),
+        one that returns the tuple of those along each (the blocks of a hessian nested
+        twice: `((H00, H01), (H10, H11))`)."""
+        if isinstance(wrt, tuple) and wrt and kind != "hvp":
+            if kind == "hessian":
+                n = self.positional_count(f, primal)
+                rows = []
+                for i in wrt:
+                    self.forward_function(call, kind, f, primal, i)    # (checks i)
+                    gradient = gradients.called_gradient(
+                        gradients.MAKERS["grad"](primal, wrt=i))[0]
+                    rows.append(tuple(gradients.forward_function(
+                        "jacfwd", gradients.jvp_function(gradient, (j,),
+                                                         gradients.MAKERS["jvp"]), n, j)
+                        for j in wrt))
+                return gradients.tuple_function(kind, primal, tuple(rows))
+            return gradients.tuple_function(kind, primal, tuple(
+                self.forward_function(call, kind, f, primal, i) for i in wrt))
         if not isinstance(wrt, int) or isinstance(wrt, bool):
             raise self.jvp_refused(call, f"has wrt={wrt!r}: give the index of one argument",
                                    kind)
-        lifted = self.lifted(f)
-        fn = getattr(primal, "__func__", primal)
-        n = (len(lifted.params) if isinstance(lifted, Lifted) else
-             len([p for p in inspect.signature(fn).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]))
+        n = self.positional_count(f, primal)
         if not 0 <= wrt < n:
             raise self.jvp_refused(call, f"has wrt={wrt!r}, not one of the {n} positional "
                                          "parameters", kind)
         if kind == "jacrev":
-            standing = gradients.reverse_function(kind, primal, n, wrt)
-            if standing is None:
-                raise self.jvp_refused(call, f"differentiates {fn.__name__}(), which has "
-                                             "default values (call it from a lambda that "
-                                             "passes them: lambda x: f(x, 3))", kind)
-            return standing
+            return gradients.reverse_function(kind, primal, n, wrt)
         if kind in ("hvp", "hessian"):      # (a hessian is jacfwd(grad(f, i), i))
             primal = gradients.called_gradient(gradients.MAKERS["grad"](primal, wrt=wrt))[0]
         standing = gradients.jvp_function(primal, (wrt,), gradients.MAKERS["jvp"])
-        if standing is None:
-            raise self.jvp_refused(call, f"differentiates {fn.__name__}(), which has default "
-                                         "values (call it from a lambda that passes them: "
-                                         "lambda x: f(x, 3))", kind)
         return gradients.forward_function("hvp" if kind == "hvp" else "jacfwd", standing, n,
                                           wrt)
+
+    def fill(self, call):
+        """`call`, of what stands for `jacfwd(f, i)`, `jacrev`, `hessian` or `hvp` made
+        here (`self.filling`), passing every positional parameter of `f` of its own by
+        position: those it passes by keyword, and the default values of those it leaves
+        out (before hvp's `v`, which is its last argument)."""
+        kind, primal, params = self.filling[id(call.func)]
+        given = len(call.args) - (kind == "hvp")
+        if any(isinstance(a, gast.Starred) for a in call.args) or any(
+                k.arg is None for k in call.keywords) or given < 0:
+            return call     # (the driver says what does not match)
+        names = {getattr(p, "name", p) for p in params[given:]}
+        passed = {k.arg: k.value for k in call.keywords if k.arg in names}
+        if given >= len(params) and not passed:
+            return call
+        call.args[given:given] = self.defaults(call, primal, params, given,
+                                               functools.partial(self.jvp_refused, kind=kind),
+                                               passed)
+        call.keywords = [k for k in call.keywords if k.arg not in passed]
+        return call
+
+    def positional_count(self, f, primal):
+        """The number of positional parameters of `primal` (`f`'s value) of its own (a
+        lifted function has the values it reads after them)."""
+        lifted = self.lifted(f)
+        if isinstance(lifted, Lifted):
+            return len(lifted.params)
+        return len([p for p in inspect.signature(getattr(primal, "__func__", primal))
+                    .parameters.values() if p.kind in (p.POSITIONAL_ONLY,
+                                                       p.POSITIONAL_OR_KEYWORD)])
 
     def vjp_statement(self, s):
         """`y, pullback = vjp(f, x, ...)` (`s`): the primals (and the values a nested `f`
@@ -374,9 +460,18 @@ class GradientCalls(gast.NodeTransformer):
         `pullback(y_bar)` calls of the function that stands for it
         (frontend.gradients.reverse_function) with the names kept."""
         call = s.value
-        if call.keywords or not call.args or any(
-                isinstance(a, gast.Starred) for a in call.args):
-            raise self.vjp_refused(call, "passes keyword arguments or a starred argument")
+        self.check_built(call, "vjp")
+        if not call.args or any(isinstance(a, gast.Starred) for a in call.args) or any(
+                k.arg is None for k in call.keywords):
+            raise self.vjp_refused(call, "passes a starred argument or **kwargs")
+        options = {k.arg: k.value for k in call.keywords if k.arg in ("backend", "has_aux")}
+        aux = "has_aux" in options and _constant(options["has_aux"])
+        if aux not in (True, False) or len(s.targets[0].elts) != 2 + aux:
+            raise self.vjp_refused(call, "is not y, pullback = s2sad.vjp(f, x, ...) or y, "
+                                         "pullback, aux = s2sad.vjp(f, x, ..., has_aux=True)")
+        if "backend" in options and _constant(options["backend"]) not in ("python", None):
+            raise self.vjp_refused(call, "has a backend other than backend=\"python\"")
+        passed = {k.arg: k.value for k in call.keywords if k.arg not in options}
         pullback = s.targets[0].elts[1].id
         if sum(isinstance(n, gast.Name) and n.id == pullback and isinstance(n.ctx, gast.Store)
                for n in syntax.walk(self.fn)) != 1:
@@ -384,27 +479,25 @@ class GradientCalls(gast.NodeTransformer):
         f, primal, extras = self.function_of(call, call.args[0])
         n = len(call.args) - 1
         primal, params = self.differentiated(call, f, primal, self.vjp_refused)
-        if len(params) != n:
-            raise self.vjp_refused(call, f"gives {n} primal(s) for the {len(params)} "
-                                         f"positional parameter(s) of "
-                                         f"{getattr(primal, '__name__', 'f')}()")
-        standing = gradients.reverse_function("vjp", primal, n)
-        if standing is None:
-            raise self.vjp_refused(call, f"differentiates {primal.__name__}(), which has "
-                                         "default values (call it from a lambda that passes "
-                                         "them: lambda x: f(x, 3))")
+        filled = self.defaults(call, primal, params, n, self.vjp_refused, passed)
+        standing = gradients.reverse_function(
+            "vjp", gradients.output_function(primal) if aux else primal, n)
         stored = {n.id for n in syntax.walk(self.fn) if isinstance(n, gast.Name)
                   and isinstance(n.ctx, gast.Store)} - set(self.function_values)
         out, kept = [], []
-        for value in call.args[1:] + [k.value for k in extras]:
+        for value in call.args[1:] + filled + [k.value for k in extras]:
             if isinstance(value, gast.Name) and value.id not in stored:
                 kept.append(value)      # (a name of one value: a function passed, ...)
                 continue
             kept.append(syntax.name(self.ctx.namer.fresh("primal")))
             out.append(syntax.located(syntax.assign(kept[-1].id, value), s))
+        n += len(filled)
         args = kept[:n]
         keywords = [gast.keyword(arg=k.arg, value=v) for k, v in zip(extras, kept[n:])]
-        out.append(syntax.located(syntax.assign(s.targets[0].elts[0], syntax.call(
+        value = s.targets[0].elts[0]
+        if aux:     # (y, aux = f(x, ...))
+            value = syntax.tuple_([value, s.targets[0].elts[2]], store=True)
+        out.append(syntax.located(syntax.assign(value, syntax.call(
             syntax.copied(f), [syntax.copied(a) for a in args],
             [syntax.copied(k) for k in keywords])), s))
         y_bar = list(inspect.signature(standing).parameters)[-1]
@@ -433,6 +526,18 @@ class GradientCalls(gast.NodeTransformer):
                     and n.id in self.pullbacks):
                 raise self.vjp_refused(self.pullbacks[n.id][0], (
                     f"has its pullback {n.id} read other than called (at line {n.lineno})"))
+
+    def check_built(self, call, kind):
+        """Refuse `call` of `kind` (jacfwd, jacrev, hessian, hvp, vjp) where the backend
+        does not compile the functions written for it (`can.built_derivatives`)."""
+        if not self.ctx.can.built_derivatives:
+            raise NativeBackendError(
+                f"{self.src.where(call)}: the numba backend cannot compile s2sad.{kind}() "
+                "called in a differentiated function (the code s2sad writes for it builds "
+                "lists and calls Python functions); differentiate this function with the "
+                "Python backend (the default), or write the derivative there with "
+                "s2sad.grad(f)(x, ...) or s2sad.jvp(f, (x, ...), (v, ...)), which it "
+                f"compiles\n    {self.src.line_text(call).strip()}")
 
     def differentiated(self, call, f, primal, refused):
         """(the Python function that `call`, a jvp or vjp of `f` whose value is `primal`,
@@ -467,9 +572,10 @@ class GradientCalls(gast.NodeTransformer):
             "differentiates jvp(f, (x, ...), (x_dot, ...)), jacfwd(f, i)(x, ...), "
             "jacrev(f, i)(x, ...), hvp(f, i)(x, ..., v) and hessian(f, i)(x, ...) called "
             "there, of a "
-            "module-level function, a nested "
-            "function or a lambda, the tangents None or not (f's other keywords left at "
-            "their defaults)"))
+            "module-level function, a nested function or a lambda, the tangents None or "
+            "not, has_aux=True or not (but for hvp), i one index or a tuple of them (one "
+            "for hvp), f's positional parameters after those given by position passed by "
+            "keyword or left at their defaults"))
 
     def function_of(self, call, f):
         """(f, the function it denotes, the keywords bound to it) of the function `f` a
@@ -494,12 +600,14 @@ class GradientCalls(gast.NodeTransformer):
             if k.arg is None or k.arg in given:
                 raise self.refused(call)
             given[k.arg] = k.value
+        if "argnums" in given and "wrt" not in given:
+            given["wrt"] = given.pop("argnums")
         if len(call.args) > 2 or "f" not in given or any(
-                k not in ("f", "wrt") + _OPTIONS for k in given) or any(
+                k not in ("f", "wrt", "has_aux") + _OPTIONS for k in given) or any(
                 _constant(v) is MISSING for k, v in given.items() if k != "f"):
             raise self.refused(call)
         wrt = _constant(given["wrt"]) if "wrt" in given else 0
-        options = {k: _constant(given[k]) for k in _OPTIONS if k in given}
+        options = {k: _constant(given[k]) for k in _OPTIONS + ("has_aux",) if k in given}
         f, primal, extras = self.function_of(call, given["f"])
         inner = gradients.called_gradient(primal) if gradients.made_by(primal) else None
         if inner is not None and not inner[1]:      # grad(df), df = grad(g): of its code

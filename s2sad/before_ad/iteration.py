@@ -39,6 +39,56 @@ class Iteration:
     def is_range(self, e):
         return isinstance(e, gast.Call) and self.src.resolve(e.func) is range
 
+    def unrolled_items(self, loop, fn):
+        """The tuple display of the items a `for` `loop` of `fn` is unrolled over, else
+        None: those of a list or tuple of the user's objects outside the function
+        (`object_items`) or read from a parameter (`argument_items`), or a constant
+        slice of one, `(layers[0], layers[1])`; or over `zip` or `enumerate` of one (see
+        `zipped_items`)."""
+        whole, part = constant_slice(loop.iter)
+        items = object_items(self.src, whole) or argument_items(self.ctx, fn, loop, whole)
+        if not items:
+            return self.zipped_items(loop, fn)
+        return gast.Tuple(elts=[
+            gast.Subscript(value=syntax.copied(whole), slice=syntax.const(k),
+                           ctx=gast.Load())
+            for k in range(len(items))[part or slice(None)]], ctx=gast.Load())
+
+    def zipped_items(self, loop, fn):
+        """For `for layer, p in zip(layers, params)` or `for k, layer in
+        enumerate(layers)` whose first sequence is a list of the user's objects a loop
+        over it is unrolled over (`object_items`, `argument_items`), so that each item's
+        class is known: the tuple display of the items of each iteration, `((layers[0],
+        params[0]), (layers[1], params[1]))`, as many as that list has (zip stops there;
+        a shorter `params` raises its IndexError); else None."""
+        call = loop.iter
+        if not (isinstance(call, gast.Call) and call.args and not call.keywords
+                and not any(isinstance(a, gast.Starred) for a in call.args)):
+            return None
+        kind = self.src.resolve(call.func)
+        if not (kind is zip or (kind is enumerate and len(call.args) == 1)):
+            return None
+        found = _unrolled_items(self.ctx, fn, loop, call.args[0])
+        if found is None:
+            return None
+        whole, indexes = found
+        others = [syntax.copied(a) for a in call.args[1:]]
+        if any(isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)
+               and n.id in syntax.names_loaded(syntax.tuple_(others))
+               for s in loop.body for n in syntax.walk(s)):
+            return None     # (a sequence the body rebinds: zip read it before the loop)
+
+        def item(seq, k):
+            return gast.Subscript(value=syntax.copied(seq), slice=syntax.const(k),
+                                  ctx=gast.Load())
+        rows = []
+        for k, index in enumerate(indexes):
+            first = item(whole, index)
+            row = ([syntax.const(k), first] if kind is enumerate
+                   else [first] + [item(o, k) for o in others])
+            rows.append(syntax.tuple_(row))
+        return syntax.located(syntax.tuple_(rows), call)
+
     def indexed(self, loop):
         """Rewrite `loop`, a `for` over anything but a range, as a loop over indexes
         that binds its target at the top of the body (`for row in X` is `for i in
@@ -227,6 +277,16 @@ def flat_targets(target):
         yield target
 
 
+def _unrolled_items(ctx, fn, loop, e):
+    """(the list, the indexes of its items) of `e` (a list or tuple of the user's objects,
+    or a constant slice of one), the first sequence of the `zip` or `enumerate` a loop
+    goes over, that the loop is unrolled over (see `object_items`, `argument_items`),
+    else None."""
+    whole, part = constant_slice(e)
+    items = object_items(ctx.src, whole) or argument_items(ctx, fn, loop, whole, loop.iter)
+    return None if not items else (whole, list(range(len(items)))[part or slice(None)])
+
+
 def object_items(src, e):
     """The items of the list or tuple outside the function that `e`, a name or an
     attribute chain of one, denotes, if they are objects of the user's classes (up to 32
@@ -258,7 +318,7 @@ def constant_slice(e):
     return e.value, slice(*bounds)
 
 
-def argument_items(ctx, fn, loop, iterable=None):
+def argument_items(ctx, fn, loop, iterable=None, head=None):
     """The indexes of the items of the list or tuple of the user's objects that the
     `for` `loop` goes over, if it is read from a parameter (`layers`, `self.layers`)
     whose structure the code is specialised on (see frontend/structure.py: the guard
@@ -266,14 +326,15 @@ def argument_items(ctx, fn, loop, iterable=None):
     nor hands it on, nor the parameter it is read from (see structure.handed_on: a
     list it changed, `layers.append(d)`, or `self.grow()` might, is not unrolled); else
     None. before_ad.desugar unrolls the loop, as for `object_items`. `iterable`: what
-    the loop goes over, if not `loop.iter` (the list of `layers[:-1]`)."""
+    the loop goes over, if not `loop.iter` (the list of `layers[:-1]`); `head`, the call
+    of `zip` or `enumerate` it is read by, if so."""
     iterable = loop.iter if iterable is None else iterable
     path = structure.dotted(iterable)
     length = ctx.structure.get(f"len({path})") if path else None
     if length is None or path.split(".")[0] not in {
             a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}:
         return None
-    if structure.handed_on(fn, path.split(".")[0], ctx.structure):
+    if structure.handed_on(fn, path.split(".")[0], ctx.structure, head):
         return None
     parents = {id(c): n for n in syntax.walk(fn) for c in gast.iter_child_nodes(n)}
     for n in syntax.walk(fn):

@@ -467,6 +467,14 @@ class ResolveCalls:
             target, bound = called
             args = [self.atom(b, type(b).__name__.lower()) for b in bound] + args
             static = False
+        if isinstance(target, functools.partial) and registry.primitive(target.func):
+            # a partial object of a function with a rule (`functools.partial(np.power,
+            # x2=2.0)`): that function, called with what the partial binds (guarded)
+            name = getattr(target.func, "__name__", "partial")
+            args = [self.atom(a, f"{name}_arg") for a in target.args] + args
+            keywords = {**{k: self.atom(v, f"{name}_{k}") for k, v in target.keywords.items()},
+                        **keywords}
+            target, static = target.func, False
         python = operations.python_function(target)
         if (python is None or registry.primitive(target) is not None
                 or getattr(target, "s2s_custom", False)):
@@ -570,7 +578,7 @@ class ResolveCalls:
                 plan.append(("value", p.name))
                 args.append(given[p.name])
         versions = _versions.setdefault(fn, {})
-        key, stamp = tuple(plan), guards.stamp(fn)
+        key, stamp = guards.keyed(tuple(plan)), guards.stamp(fn)
         made = versions.get(key)
         if made is None or not guards.same(made[0], stamp):
             # (made again when the function's code, defaults or closure values changed)

@@ -5,6 +5,8 @@ and assignments:
   `first, *rest = xs` is `first = xs[0]` and `rest = [v for v in xs[1:]]` (a list, as
   Python makes it, whatever `xs` is); with targets after the star too (`a, *mid, b = xs`),
   a sequence too short raises `ValueError`, as Python's unpacking does;
+- a tuple target with elements in it (`a[i], a[j] = a[j], a[i]`) is its values, each
+  bound to a name first, then each target assigned in turn, as Python does;
 - `*xs` in a call (`f(*xs)`, `zip(*pairs)`) or a list or tuple display (`[*xs, y]`) is
   the items of `xs` one by one, where s2sad knows their number when it compiles: `xs`
   is a tuple or list display, or a name that every assignment binds to a display of the
@@ -33,7 +35,8 @@ DISPLAYS = (gast.Tuple, gast.List)
 def run(fn, ctx):
     """The pass."""
     Starred = gast.Starred
-    if any(type(n) is Starred for n in syntax.walk(fn)):
+    if any(type(n) is Starred or (type(n) is gast.Assign and _has_element(n.targets[0]))
+           for n in syntax.walk(fn)):
         StarForms(ctx, fn).run(fn)
     return fn
 
@@ -65,8 +68,40 @@ class StarForms:
                 self.spread(node)
             if isinstance(s, gast.Assign) and any(_has_star(t) for t in s.targets):
                 out.extend(self.unpacked(s))
+            elif isinstance(s, gast.Assign) and _has_element(s.targets[0]):
+                out.extend(self.element_targets(s))
             else:
                 out.append(s)
+        return out
+
+    def element_targets(self, s):
+        """`a[i], a[j] = a[j], a[i]`: the values first, each into a name, then each target
+        assigned in turn, as Python does (a value that is no display of as many items is
+        unpacked by index, after the check of its length Python makes)."""
+        target, value, out = s.targets[0], s.value, []
+        n = len(target.elts)
+        if isinstance(value, DISPLAYS) and len(value.elts) == n and not any(
+                isinstance(e, gast.Starred) for e in value.elts):
+            parts = value.elts
+        else:
+            seq = self.namer.fresh("seq")
+            out.append(syntax.located(syntax.assign(seq, value), s))
+            wrong = gast.Compare(
+                left=syntax.call(syntax.name(self.ctx.bind("len")), [syntax.name(seq)]),
+                ops=[gast.NotEq()], comparators=[syntax.const(n)])
+            out.append(syntax.located(syntax.if_(wrong, [gast.Raise(
+                exc=syntax.call(syntax.name(self.ctx.bind("ValueError")), [syntax.const(
+                    f"cannot unpack into {n} targets: the number of values differs")]),
+                cause=None)]), s))
+            parts = [syntax.located_within(gast.Subscript(
+                value=syntax.name(seq), slice=syntax.const(i), ctx=gast.Load()), s)
+                for i in range(n)]
+        names = [self.namer.fresh("item") for _ in parts]
+        out += [syntax.located(syntax.assign(k, v), s) for k, v in zip(names, parts)]
+        for t, k in zip(target.elts, names):
+            one = syntax.located(gast.Assign(targets=[t], value=syntax.name(k),
+                                             type_comment=None), s)
+            out.extend(self.element_targets(one) if _has_element(t) else [one])
         return out
 
     # -- *xs in calls and displays --------------------------------------------------------
@@ -174,6 +209,12 @@ class StarForms:
         held = self.namer.fresh("part")
         out.append(syntax.located(syntax.assign(held, item), s))
         return syntax.name(held)
+
+
+def _has_element(target):
+    """Whether the tuple or list target `target` assigns an element (`a[i], b = ...`)."""
+    return isinstance(target, DISPLAYS) and any(
+        isinstance(t, gast.Subscript) or _has_element(t) for t in target.elts)
 
 
 def _has_star(target):

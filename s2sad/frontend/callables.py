@@ -71,14 +71,14 @@ class Layout:
 #: {library function: its Taker}
 TAKERS = {}
 
-#: [(library, loader)]: the modules that declare the takers of optional libraries
+#: [(modules, loader)]: the modules that declare the takers of optional libraries
 _OPTIONAL = []
 
 
-def optional(library, loader):
-    """Declare that `loader()` declares the takers of the functions of `library` (a module
-    name), to be called once the user's code has imported it."""
-    _OPTIONAL.append((library, loader))
+def optional(modules, loader):
+    """Declare that `loader()` declares the takers of the functions of `modules` (module
+    names), to be called once the user's code has imported one of them."""
+    _OPTIONAL.append((modules, loader))
 
 
 def taker(obj):
@@ -88,7 +88,8 @@ def taker(obj):
     except TypeError:       # (unhashable)
         return None
     if found is None and _OPTIONAL and callable(obj):
-        for entry in [e for e in _OPTIONAL if sys.modules.get(e[0]) is not None]:
+        for entry in [e for e in _OPTIONAL if any(sys.modules.get(m) is not None
+                                                  for m in e[0])]:
             _OPTIONAL.remove(entry)
             entry[1]()
         found = TAKERS.get(obj)

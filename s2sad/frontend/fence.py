@@ -86,6 +86,9 @@ def _problem(node):
             if isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name):
                 continue
             for t in _flat_targets(target):
+                if isinstance(t, gast.Subscript) and isinstance(t.value, gast.Name) and (
+                        isinstance(node, gast.Assign) and len(targets) == 1):
+                    continue        # `a[i], a[j] = a[j], a[i]` (before_ad/star_forms.py)
                 if isinstance(t, gast.Subscript):
                     return ("this assignment to an element is not supported; write one "
                             "element assignment a[i] = v per line, on a variable")

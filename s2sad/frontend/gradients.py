@@ -83,8 +83,15 @@ def called_gradient(made):
     if inner is not None:           # grad(obj.method): the method's function, obj first
         made, bound = inner[0], (inner[1],)
         kind = made_by(made)
+    aux = kind in ("grad_has_aux", "value_and_grad_has_aux")
+    kind = kind.removesuffix("_has_aux") if aux else kind
     if kind not in GRADIENTS or inspect.ismethod(made.primal):
         return None
+    if aux:     # grad(f, has_aux=True): of f's output, the aux values beside it
+        output = output_function(made.primal)
+        standing = gradient_function(output, made.wrt, kind,
+                                     MAKERS[kind](output, wrt=made.wrt))
+        return aux_function(kind, standing, made.primal), bound
     return gradient_function(made.primal, made.wrt, kind, made), bound
 
 
@@ -117,10 +124,91 @@ def gradient_function(primal, wrt, kind, gradient):
         args = ", ".join(p.name for p in params)
         standing = function_from_source(
             f"def {identifier(fn)}_{kind}({spelled}):\n    return _s2s_gradient({args})\n",
-            {"_s2s_gradient": gradient, **defaults})
+            {"_s2s_gradient": gradient, **defaults}, own=True)
         standing.__module__ = getattr(fn, "__module__", None) or "__main__"
         standing.s2s_gradient = (primal, wrt, kind)
         per_key[key] = standing
+    return per_key[key]
+
+
+def positional(primal):
+    """`primal`, or where a positional parameter of it has a default value, a function
+    of the same positional parameters without defaults that calls it (`h_positional`):
+    what `jvp_function` and the cotangent function differentiate, whose parameters take
+    every argument by position (the code that calls them passes the defaults)."""
+    fn = getattr(primal, "__func__", primal)
+    params = [p for p in inspect.signature(fn).parameters.values()
+              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if all(p.default is p.empty for p in params):
+        return primal
+    try:
+        per_key = _gradients.setdefault(primal, {})
+    except TypeError:
+        per_key = _lasting.setdefault(primal, {})
+    if "positional" not in per_key:
+        args = ", ".join(p.name for p in params)
+        made = function_from_source(f"def {identifier(fn)}_positional({args}):\n"
+                                    f"    return _s2s_primal({args})\n",
+                                    {"_s2s_primal": primal}, own=True)
+        made.__module__ = getattr(fn, "__module__", None) or "__main__"
+        per_key["positional"] = made
+    return per_key["positional"]
+
+
+def output_function(primal):
+    """`def f_output(x, ...): return f(x, ...)[0]` for `primal` (`f`), which returns
+    `(output, aux)`: what a derivative with `has_aux=True` differentiates (see
+    `aux_function`)."""
+    try:
+        per_key = _gradients.setdefault(primal, {})
+    except TypeError:
+        per_key = _lasting.setdefault(primal, {})
+    if "output" not in per_key:
+        fn = getattr(primal, "__func__", primal)
+        params = [p for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        defaults = {f"_s2s_default_{k}": p.default for k, p in enumerate(params)
+                    if p.default is not p.empty}
+        spelled = ", ".join(p.name + (f"=_s2s_default_{k}" if p.default is not p.empty
+                                      else "") for k, p in enumerate(params))
+        made = function_from_source(
+            f"def {identifier(fn)}_output({spelled}):\n"
+            f"    return _s2s_primal({', '.join(p.name for p in params)})[0]\n",
+            {"_s2s_primal": primal, **defaults}, own=True)
+        made.__module__ = getattr(fn, "__module__", None) or "__main__"
+        per_key["output"] = made
+    return per_key["output"]
+
+
+def aux_function(kind, standing, primal, tangents=0):
+    """A Python function that stands for `kind(primal, ..., has_aux=True)` where
+    differentiated code calls it, written with `standing`, what stands for `kind` of
+    `output_function(primal)`: with `standing`'s parameters (the last `tangents` of them
+    a jvp's tangents), it returns what `standing` returns with the aux values,
+    `primal(...)[1]` (computed again), beside it, as JAX does: `(jacobian, aux)`,
+    `((value, aux), gradient)` for value_and_grad, `(value, tangent, aux)` for jvp."""
+    per_key = _forward.setdefault(standing, {})
+    key = ("aux", kind)
+    if key not in per_key:
+        params = list(inspect.signature(standing).parameters.values())
+        defaults = {f"_s2s_default_{k}": p.default for k, p in enumerate(params)
+                    if p.default is not p.empty}
+        spelled = ", ".join(p.name + (f"=_s2s_default_{k}" if p.default is not p.empty
+                                      else "") for k, p in enumerate(params))
+        args = ", ".join(p.name for p in params)
+        aux = f"_s2s_primal({', '.join(p.name for p in params[:len(params) - tangents])})[1]"
+        returned = {"value_and_grad": f"(value, {aux}), gradient",
+                    "jvp": f"value, tangent, {aux}"}.get(kind, f"derivative, {aux}")
+        unpacked = {"value_and_grad": "value, gradient", "jvp": "value, tangent"}.get(
+            kind, "derivative")
+        made = function_from_source(
+            f"def {standing.__name__}_aux({spelled}):\n"
+            f"    {unpacked} = _s2s_derivative({args})\n"
+            f"    return {returned}\n",
+            {"_s2s_derivative": standing, "_s2s_primal": primal, **defaults}, own=True)
+        made.__module__ = standing.__module__
+        made.s2s_forward = kind
+        per_key[key] = made
     return per_key[key]
 
 
@@ -130,8 +218,8 @@ def jvp_function(primal, wrt, jvp):
     (indices), where differentiated code calls it: it takes `primal`'s positional
     parameters, then one tangent per index of `wrt`, and returns `(value, tangent)`; its
     `s2s_gradient`, `(primal, wrt, "jvp")`, tells the driver to differentiate `primal`'s
-    `f_jvp` in its place, whose parameters are the same. None if a positional parameter
-    has a default (`f_jvp` then takes the tangents by keyword)."""
+    `f_jvp` in its place, whose parameters are the same (of `positional(primal)` where a
+    positional parameter has a default: `f_jvp` would take the tangents by keyword)."""
     try:
         per_key = _gradients.setdefault(primal, {})
     except TypeError:
@@ -141,8 +229,7 @@ def jvp_function(primal, wrt, jvp):
         fn = getattr(primal, "__func__", primal)
         params = [p for p in inspect.signature(fn).parameters.values()
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        if any(p.default is not p.empty for p in params):
-            return None
+        differentiated = positional(primal)
         names = [p.name for p in params]
         tangents = []
         for i in wrt:
@@ -155,9 +242,9 @@ def jvp_function(primal, wrt, jvp):
             f"def {identifier(fn)}_jvp({', '.join(names + tangents)}):\n"
             f"    return _s2s_jvp(_s2s_primal, ({''.join(n + ', ' for n in names)}), "
             f"({''.join(given.get(k, 'None') + ', ' for k in range(len(names)))}))\n",
-            {"_s2s_jvp": jvp, "_s2s_primal": primal})
+            {"_s2s_jvp": jvp, "_s2s_primal": differentiated}, own=True)
         standing.__module__ = getattr(fn, "__module__", None) or "__main__"
-        standing.s2s_gradient = (primal, wrt, "jvp")
+        standing.s2s_gradient = (differentiated, wrt, "jvp")
         per_key[key] = standing
     return per_key[key]
 
@@ -194,7 +281,7 @@ def forward_function(kind, standing, n, i):
                     f"        columns.append(_s2s_jvp_of({args}, e)[1])\n"
                     f"    jacobian = np.stack(columns, axis=-1)\n"
                     f"    return jacobian.reshape(np.shape(columns[0]) + np.shape({x}))\n")
-        made = function_from_source(text, {"_s2s_jvp_of": standing, "np": np})
+        made = function_from_source(text, {"_s2s_jvp_of": standing, "np": np}, own=True)
         made.__module__ = standing.__module__
         made.s2s_forward = kind
         per_key[key] = made
@@ -204,19 +291,44 @@ def forward_function(kind, standing, n, i):
 _forward = weakref.WeakKeyDictionary()      # {jvp's standing: {(kind, n, i): function}}
 
 
+def tuple_function(kind, primal, parts):
+    """A Python function that stands for `kind(primal, wrt)` with a tuple `wrt` where
+    differentiated code calls it: it returns the tuple `parts` (nested, for a hessian's
+    blocks) of functions that stand for it along each argument, called with its
+    parameters, which are theirs."""
+    leaves = [p for row in parts for p in (row if isinstance(row, tuple) else (row,))]
+    per_key = _forward.setdefault(leaves[0], {})
+    key = ("tuple", kind, parts)
+    if key not in per_key:
+        params = ", ".join(inspect.signature(leaves[0]).parameters)
+        names = {}
+
+        def spelled(part):
+            if isinstance(part, tuple):
+                return "(" + "".join(spelled(p) + ", " for p in part) + ")"
+            name = names.setdefault(part, f"_s2s_{len(names)}")
+            return f"{name}({params})"
+        body = spelled(parts)
+        made = function_from_source(
+            f"def {identifier(getattr(primal, '__func__', primal))}_{kind}({params}):\n"
+            f"    return {body}\n", {n: p for p, n in names.items()}, own=True)
+        made.__module__ = leaves[0].__module__
+        made.s2s_forward = kind
+        per_key[key] = made
+    return per_key[key]
+
+
 def reverse_function(kind, primal, n, i=None):
     """A Python function that stands for `jacrev(primal, i)` (kind "jacrev") where
     differentiated code calls it, or for the pullback of `vjp(primal, ...)` ("vjp"),
     `primal` having `n` positional parameters of its own (a lifted function has the values
-    it reads after them) and none with a default value (else None). Both are written with
+    it reads after them; for the pullback, the first `n` of them). Both are written with
     the gradient of `primal`'s cotangent function (`sum(primal(...) * y_bar)`, see
     `_cotangent_function`), which differentiated code calls as it calls any gradient: the
     pullback takes `primal`'s parameters then `y_bar` and returns the tuple of the `n`
     cotangents; jacrev's Jacobian is one pullback per element of the result, stacked on
     the first axes (a gradient for a number)."""
     cotangent = _cotangent_function(primal)
-    if cotangent is None:
-        return None
     per_key = _forward.setdefault(cotangent, {})
     key = (kind, n, i)
     if key not in per_key:
@@ -238,7 +350,7 @@ def reverse_function(kind, primal, n, i=None):
                 f"        rows.append(_s2s_pullback({args}, e))\n"
                 f"    return np.stack(rows).reshape(np.shape(value) + np.shape({x}))\n")
         made = function_from_source(text, {"_s2s_pullback": pullback, "_s2s_primal": primal,
-                                           "np": np})
+                                           "np": np}, own=True)
         made.__module__ = cotangent.__module__
         made.s2s_forward = kind
         per_key[key] = made
@@ -247,8 +359,8 @@ def reverse_function(kind, primal, n, i=None):
 
 def _cotangent_function(primal):
     """`def f_cotangent(x, ..., y_bar): return np.sum(f(x, ...) * y_bar)` for `primal`
-    (`f`), whose gradient is `f`'s pullback of `y_bar` (None if a positional parameter of
-    `primal` has a default value)."""
+    (`f`), whose gradient is `f`'s pullback of `y_bar` (of all its positional parameters,
+    those with a default value too: the code that calls it passes the defaults)."""
     try:
         per_key = _gradients.setdefault(primal, {})
     except TypeError:
@@ -257,8 +369,6 @@ def _cotangent_function(primal):
         fn = getattr(primal, "__func__", primal)
         params = [p for p in inspect.signature(fn).parameters.values()
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        if any(p.default is not p.empty for p in params):
-            return None
         names = [p.name for p in params]
         y_bar = "y_bar"
         while y_bar in names:
@@ -267,7 +377,7 @@ def _cotangent_function(primal):
         made = function_from_source(
             f"def {identifier(fn)}_cotangent({args}, {y_bar}):\n"
             f"    return np.sum(_s2s_primal({args}) * {y_bar})\n",
-            {"_s2s_primal": primal, "np": np})
+            {"_s2s_primal": positional(primal), "np": np}, own=True)
         made.__module__ = getattr(fn, "__module__", None) or "__main__"
         per_key["cotangent"] = made
     return per_key["cotangent"]

@@ -42,8 +42,9 @@ MISSING = object()
 #: IPython's autoreload does): Python reports each such assignment to audit hooks
 #: (sys.addaudithook), so the guards on those need not read them at each call. Each
 #: compiled derivative that tests them registers here (`watch`) an object whose
-#: `code_changed()` raises the flag its code tests; the next call then checks every
-#: guard once, and lowers the flag if they hold.
+#: `code_changed()` makes a test of its code fail (binds one of its constants to `STALE`,
+#: or raises a flag); the next call then checks every guard once, and makes the test pass
+#: again if they hold.
 _watching = weakref.WeakSet()
 _FUNCTION_PARTS = ("__code__", "__defaults__", "__kwdefaults__")
 
@@ -68,6 +69,18 @@ def set_quietly(fn, attr, value):
 
 
 sys.addaudithook(_audit)
+
+
+class _Stale:
+    """What the constant of a derivative's identity test is bound to once a function's
+    code or defaults are assigned (see after_ad/guard_bindings.py): no object is it, so
+    the test fails and the next call checks every guard."""
+
+    def __repr__(self):
+        return "<stale: a function's code or defaults were assigned>"
+
+
+STALE = _Stale()
 
 
 def watch(watcher):
@@ -290,9 +303,23 @@ def tests(guards, name, bare=None, class_name=None, taken=()):
     base)` gives the name generated code reads the object `obj` by (`class_name(cls)`
     a class a value must have, by default `name`). A global of the dict `bare` (the
     generated code's own globals) is read by its own name, as the user's code reads it,
-    but for the names in `taken`, which the generated code binds itself."""
-    out = []
+    but for the names in `taken`, which the generated code binds itself.
+
+    An attribute of a module that defines `__getattr__` (NumPy) is read from the
+    module's dictionary, after one test that the module is the same (see `_by_dict`)."""
+    out, modules = [], set()
     for g in guards:
+        module = _by_dict(g)
+        if module is not None:
+            *path, attr = g.attrs
+            expr = _reading(g._replace(attrs=tuple(path)), name, bare, taken)
+            base = path[-1] if path else g.root[2] if g.root[0] == "global" else "module"
+            if expr not in modules:
+                modules.add(expr)
+                out.append(f"{expr} is not {name(module, base)}")
+            out.append(f"{name(vars(module), base + '_dict')}[{attr!r}] is not "
+                       f"{name(g.expected, attr.strip('_'))}")
+            continue
         if _builtin_read_by_another_name(g, bare, taken):
             # (the generated code has a name of its own for the builtin: the global may
             # not appear, and the builtin stay what it was)
@@ -330,6 +357,23 @@ def tests(guards, name, bare=None, class_name=None, taken=()):
                     g.root[2] if g.root[0] == "global" else "value")
             out.append(f"{expr} is not {name(g.expected, base)}")
     return out
+
+
+def _by_dict(g):
+    """The module whose attribute `g` tests by identity, if the test reads it from the
+    module's dictionary: a module that defines `__getattr__`, such as NumPy, whose
+    attributes Python 3.11 reads without the shortcut it takes for other modules' (a
+    read from the dictionary costs about half as many instructions). Of a module of exactly `ModuleType`, whose
+    class has no attribute of that name, an attribute is the item of its dictionary
+    (`__getattr__` is called only for one that is not there)."""
+    if g.how != "is" or not g.attrs or g.attrs[-1].startswith("__"):
+        return None
+    module = read(g._replace(attrs=g.attrs[:-1]))
+    if type(module) is not types.ModuleType:
+        return None
+    own = vars(module)
+    return module if "__getattr__" in own and own.get(g.attrs[-1], MISSING) is g.expected \
+        else None
 
 
 def _builtin_read_by_another_name(g, bare, taken):
@@ -462,3 +506,26 @@ def of_function(fn):
     if made_for is not None and made_for() is not None:
         out.append(binds(("function", made_for), (), made_for()))
     return out
+
+
+class _Same:
+    """A key for an object without a hash (a dataclass instance passed as a function
+    value): equal only to a key of the same object, which it keeps alive."""
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __eq__(self, other):
+        return isinstance(other, _Same) and other.obj is self.obj
+
+    def __hash__(self):
+        return id(self.obj)
+
+
+def keyed(obj):
+    """`obj` as a key: a tuple's items in turn, an object without a hash by its identity
+    (`_Same`)."""
+    if isinstance(obj, tuple):
+        return tuple(keyed(o) for o in obj)
+    return _Same(obj) if getattr(type(obj), "__hash__", None) is None else obj

@@ -219,6 +219,8 @@ def guards_of(src, frozen=False):
         own = dict(zip(code.co_freevars, src.fn.__closure__ or ()))
     space = src.fn.__globals__
     written = _written(src.node)
+    if src.filename.startswith("<s2sad-own-"):
+        written = set()     # (its globals are its own: see function_from_source)
     for key, value in src.resolved.items():
         name, attrs = (key, ()) if isinstance(key, str) else (key[0], key[1:])
         if (name, *attrs) not in written:
@@ -609,11 +611,14 @@ def prepare_generated(src):
 _counter = itertools.count()
 
 
-def function_from_source(text, namespace=None):
+def function_from_source(text, namespace=None, own=False):
     """The last function `text` defines, compiled under a file name of its own whose
     lines `linecache` holds, so that s2sad (and `inspect`) can read its source again.
-    `namespace` adds to the globals, which start with `math` and its common functions."""
-    filename = f"<s2sad-example-{next(_counter)}>"
+    `namespace` adds to the globals, which start with `math` and its common functions.
+    With `own`, a function s2sad writes for itself (what stands for a derivative called
+    in differentiated code), whose globals nothing else reads or binds: a derivative
+    that reads it does not guard them (see `guards_of`)."""
+    filename = f"<s2sad-{'own' if own else 'example'}-{next(_counter)}>"
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
     ns = {"math": math, "sin": math.sin, "cos": math.cos, "exp": math.exp,
           "log": math.log, "sqrt": math.sqrt}

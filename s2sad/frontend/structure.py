@@ -152,14 +152,15 @@ def rerooted(structure, path, root):
     return out
 
 
-def handed_on(fn, root, structure):
+def handed_on(fn, root, structure, skip=None):
     """Whether the function `fn` hands the parameter `root`, or an object it reads
-    through fields (`root.a.b`), to code that may change its structure: passed to a call,
-    or a method called on it (but a function stored in a field called, `self.act(z)`, one
-    of `structure`). The structure known when the derivative was called may then not
-    hold where the function reads it."""
+    through fields (`root.a.b`), to code that may change its structure: passed to a call
+    (but the call `skip`, a loop's `zip(...)` that only reads it), or a method called on
+    it (but a function stored in a field called, `self.act(z)`, one of `structure`). The
+    structure known when the derivative was called may then not hold where the function
+    reads it."""
     for n in syntax.walk(fn):
-        if not isinstance(n, gast.Call):
+        if not isinstance(n, gast.Call) or n is skip:
             continue
         func = dotted(n.func)
         if func is not None and "." in func and func.split(".")[0] == root and (

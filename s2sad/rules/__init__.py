@@ -10,6 +10,7 @@ takes a second).
 from . import registry
 with registry.loading():     # (a template may call a helper of a module loaded later)
     from . import runtime, writes, operators, math, builtins, numpy, tangents  # registrations
+    from . import complex_numbers  # noqa: F401  (what the rules above do with complex values)
     from . import batching  # noqa: F401  (batching rules, after the primitives they batch)
 
 __all__ = ["registry", "runtime", "writes", "operators", "math", "builtins", "numpy", "tangents"]
@@ -20,4 +21,5 @@ def _load_scipy():
     from . import scipy     # noqa: F401  (its registrations; imports SciPy's modules)
 
 
-registry.optional("scipy", _load_scipy)     # when the user's code has imported SciPy
+# (when the user's code has imported the modules of SciPy they are for)
+registry.optional(("scipy.linalg", "scipy.special", "scipy.stats"), _load_scipy)

@@ -138,8 +138,14 @@ def add_at(out, index, g):
 
 
 def number(x):
-    """`float(x)` of a 0-d array, which a duck array stays (a lazy or device value)."""
-    return x if is_duck_array(x) else float(x)
+    """`float(x)` of a 0-d array (`complex(x)` of a complex one), which a duck array
+    stays (a lazy or device value)."""
+    if is_duck_array(x):
+        return x
+    return complex(x) if getattr(x, "dtype", _REAL).kind == "c" else float(x)
+
+
+_REAL = np.dtype(float)
 
 
 define(number, "x", "_s2s_reshape_like(g, x)", linear="x")

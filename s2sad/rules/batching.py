@@ -21,6 +21,10 @@ import numpy as np
 
 from . import pytrees
 from .products import dot_lhs, dot_rhs, matmul_lhs, matmul_rhs
+from .pytrees import from_array
+from .reductions import unbroadcast, unreduce
+from .runtime import cumsum as cumsum_adjoint, extremum, unindex
+from .tangents import broadcast_like
 from .runtime import seed
 from .registry import METHODS, batching, helpers
 from .writes import setitem
@@ -29,9 +33,10 @@ ns = {"np": np, "operator": operator, "float": float}
 
 
 def batch_size(x):
-    """The size of the batch that `x`, a batched value, holds (its first leaf's first axis)."""
+    """The size of the batch that `x`, a batched value, holds (the first axis of its first
+    leaf that is an array: a number in a batched structure is a zero, see `_item`)."""
     leaves, _ = pytrees.flatten(x)
-    return len(leaves[0])
+    return len(next((v for v in leaves if np.ndim(v)), leaves[0]))
 
 
 def batch_like(x, n):
@@ -90,7 +95,9 @@ def batch_loop(fn, n, args, axes, kwargs=None, kw_axes=None):
 
 
 def _item(x, b):
-    return pytrees.map(lambda v: v[b], x)
+    """Item `b` of the batched value `x`: of each leaf that is an array (a number in a
+    batched structure is a zero the transform left as it is, the same for every item)."""
+    return pytrees.map(lambda v: v[b] if np.ndim(v) else v, x)
 
 
 def batch_stack(results):
@@ -139,29 +146,74 @@ def batch_dot(a, a_axis, b, b_axis):
 
 
 def batch_dot_rhs(g, g_axis, a, a_axis, b, b_axis, fn=dot_rhs):
-    """`fn(g, a, b)` of each item; by default `dot_rhs`, the adjoint of `b` in `np.dot(a, b)`."""
-    n = batch_size(g if g_axis is not None else a if a_axis is not None else b)
-    if (np.ndim(b) - (b_axis is not None) == 1 and np.ndim(a) - (a_axis is not None) == 1
-            and np.ndim(g) - (g_axis is not None) == 0):
-        return batch_pad(g if g_axis is not None else batch_like(g, n), 1) * (
-            a if a_axis is not None else batch_like(a, n))
-    return batch_loop(fn, n, (g, a, b), (g_axis, a_axis, b_axis))
+    """`fn(g, a, b)` of each item; by default `dot_rhs`, the adjoint of `b` in `np.dot(a, b)`
+    (`matmul_rhs` for `a @ b`)."""
+    return _product_adjoint(fn, False, g, g_axis, a, a_axis, b, b_axis)
 
 
 def batch_dot_lhs(g, g_axis, a, a_axis, b, b_axis, fn=dot_lhs):
-    """`fn(g, a, b)` of each item; by default `dot_lhs`, the adjoint of `a` in `np.dot(a, b)`."""
+    """`fn(g, a, b)` of each item; by default `dot_lhs`, the adjoint of `a` in `np.dot(a, b)`
+    (`matmul_lhs` for `a @ b`)."""
+    return _product_adjoint(fn, True, g, g_axis, a, a_axis, b, b_axis)
+
+
+def _product_adjoint(fn, lhs, g, g_axis, a, a_axis, b, b_axis):
+    """The adjoint of `a` (`lhs`) or of `b` in the product of `a` and `b` (a vector or a
+    matrix each) of each item, with the batch axis as matmul's stacked axis: an operand
+    that is not batched has a stacked axis of length 1 and broadcasts. Other shapes
+    (a number, more axes, a 0-d adjoint that stands for an array) loop over the batch."""
     n = batch_size(g if g_axis is not None else a if a_axis is not None else b)
-    if (np.ndim(b) - (b_axis is not None) == 1 and np.ndim(a) - (a_axis is not None) == 1
-            and np.ndim(g) - (g_axis is not None) == 0):
-        return batch_pad(g if g_axis is not None else batch_like(g, n), 1) * (
-            b if b_axis is not None else batch_like(b, n))
+    per_g, per_a, per_b = (np.ndim(v) - (ax is not None) for v, ax in (
+        (g, g_axis), (a, a_axis), (b, b_axis)))
+    if per_a in (1, 2) and per_b in (1, 2) and per_g == (per_a - 1) + (per_b - 1):
+        G, A, B = (np.asarray(v) if ax is not None else np.asarray(v)[None]
+                   for v, ax in ((g, g_axis), (a, a_axis), (b, b_axis)))
+        if lhs:
+            if per_b == 1:
+                out = G[:, :, None] * B[:, None, :] if per_a == 2 else G[:, None] * B
+            elif per_a == 1:
+                out = np.matmul(B, G[..., None])[..., 0]
+            else:
+                out = np.matmul(G, np.swapaxes(B, -1, -2))
+        elif per_a == 1:
+            out = A[:, :, None] * G[:, None, :] if per_b == 2 else G[:, None] * A
+        elif per_b == 1:
+            out = np.matmul(G[:, None, :], A)[:, 0]
+        else:
+            out = np.matmul(np.swapaxes(A, -1, -2), G)
+        return out if len(out) == n else np.broadcast_to(out, (n,) + out.shape[1:]).copy()
     return batch_loop(fn, n, (g, a, b), (g_axis, a_axis, b_axis))
+
+
+def batch_unbroadcast(g, g_axis, x, x_axis):
+    """`unbroadcast(g, x)` of each item (`g` summed down to the shape of `x`)."""
+    n = batch_size(g if g_axis is not None else x)
+    if g_axis is None:      # the same for every item
+        return batch_like(unbroadcast(g, x[0] if x_axis is not None else x), n)
+    shape = np.shape(x)[1:] if x_axis is not None else np.shape(x)
+    g = np.asarray(g)
+    if g.shape[1:] == shape:
+        return g
+    extra = g.ndim - 1 - len(shape)
+    if extra < 0:           # (a number for an array: the same value everywhere)
+        return np.broadcast_to(batch_pad(g, len(shape)), (n,) + shape).copy()
+    if extra:
+        g = g.sum(axis=tuple(range(1, 1 + extra)))
+    ones = tuple(1 + i for i, d in enumerate(shape) if d == 1 and g.shape[1 + i] != 1)
+    return g.sum(axis=ones, keepdims=True) if ones else g
 
 
 def batch_set_at(a, a_axis, i, v, v_axis):
     """`setitem(a, i, v)` of each item (`a` with `a[i] = v`, as a new value), where `a` or
     `v` is batched and the index `i` is not."""
     n = batch_size(a if a_axis is not None else v)
+    if isinstance(a, (dict, list)):      # a container, whose items carry the batch axis
+        out = (dict if isinstance(a, dict) else list)(a if a_axis is not None else
+                                                       batch_like(a, n))
+        out[i] = v if v_axis is not None else batch_like(v, n)
+        return out
+    if not isinstance(a, np.ndarray) and a_axis is not None:     # (another structure)
+        return batch_loop(setitem, n, (a, i, v), (a_axis, None, v_axis))
     out = np.array(a if a_axis is not None else batch_like(a, n))
     target = out[batch_index(i)]
     out[batch_index(i)] = batch_pad(v, np.ndim(target) - 1) if v_axis is not None else v
@@ -187,6 +239,195 @@ def batch_transpose(a, *axes):
     return np.transpose(a, (0,) + tuple(ax % (np.ndim(a) - 1) + 1 for ax in axes))
 
 
+def batch_broadcast_like(t, t_axis, y, y_axis):
+    """`broadcast_like(t, y)` of each item (the tangent `t` spread to the shape of `y`)."""
+    n = batch_size(t if t_axis is not None else y)
+    if t_axis is None:
+        return batch_like(broadcast_like(t, y[0]), n)
+    shape = np.shape(y)[1:] if y_axis is not None else np.shape(y)
+    return np.broadcast_to(batch_pad(t, len(shape)), (n,) + shape)
+
+
+def batch_cumsum(a, axis=None):
+    """`np.cumsum(a, axis)` of each item of the batched array `a` (flattened for None)."""
+    if axis is None:
+        return np.cumsum(np.reshape(a, (len(a), -1)), axis=1)
+    return np.cumsum(a, axis=batch_axis(axis, a))
+
+
+def batch_array(obj, dtype=None):
+    """`np.array(obj, dtype)` of each item: a list or tuple (nested) of batched values
+    stacked after the batch axis (a constant, which the transform leaves a number,
+    repeated along it), or a batched array copied."""
+    n = len(next(v for v in pytrees.leaves(obj) if np.ndim(v)))
+
+    def stacked(o):
+        if isinstance(o, (list, tuple)):
+            return np.stack([stacked(v) for v in o], axis=1)
+        return np.asarray(o) if np.ndim(o) else np.full(n, o)
+    return np.array(stacked(obj), dtype=dtype)
+
+
+def _stacked(v, axis):
+    """The batched value `v` as it is, or `v` that is not batched with a batch axis of
+    length 1 (which broadcasts against the batch)."""
+    return np.asarray(v) if axis is not None else np.asarray(v)[None]
+
+
+def _filled(out, n):
+    """`out`, whose batch axis may be of length 1 (no operand batched), of length `n`."""
+    return out if len(out) == n else np.broadcast_to(out, (n,) + out.shape[1:]).copy()
+
+
+def batch_unreduce(g, g_axis, x, x_axis, axis=None, keepdims=False):
+    """`unreduce(g, x, axis, keepdims)` of each item (`g`, the adjoint of a sum of `x`
+    over `axis`, spread back to the shape of `x`)."""
+    n = batch_size(g if g_axis is not None else x)
+    if g_axis is None or isinstance(x, (list, tuple)):
+        return batch_loop(unreduce, n, (g, x, axis, keepdims), (g_axis, x_axis, None, None))
+    shape = np.shape(x)[1:] if x_axis is not None else np.shape(x)
+    G = np.asarray(g)
+    if not keepdims and G.ndim > 1 and shape:
+        G = np.expand_dims(G, tuple(a + 1 for a in _item_axes(axis, len(shape))))
+    G = batch_pad(G, len(shape))
+    return np.broadcast_to(G, (n,) + shape).astype(np.result_type(G, np.asarray(x).dtype))
+
+
+def _item_axes(axis, ndim):
+    if axis is None:
+        return tuple(range(ndim))
+    return tuple(a % ndim for a in (axis if isinstance(axis, tuple) else (axis,)))
+
+
+def batch_extremum(g, g_axis, x, x_axis, ans, ans_axis, axis=None, keepdims=False):
+    """`extremum(g, x, ans, axis, keepdims)` of each item (the adjoint of max or min:
+    `g` shared among the elements that attain it)."""
+    n = batch_size(g if g_axis is not None else x if x_axis is not None else ans)
+    X, A, G = _stacked(x, x_axis), _stacked(ans, ans_axis), _stacked(g, g_axis)
+    rank = X.ndim - 1
+    axes = tuple(a + 1 for a in _item_axes(axis, rank))
+    if not keepdims and axis is not None and rank:
+        A = np.expand_dims(A, axes)
+        G = np.expand_dims(G, axes) if G.ndim > 1 else G
+    A, G = batch_pad(A, rank), batch_pad(G, rank)
+    mask = X == A
+    dtype = np.result_type(X, np.float32)
+    return _filled(G * (mask / mask.sum(axis=axes, keepdims=True, dtype=dtype)), n)
+
+
+def batch_unindex(g, g_axis, x, x_axis, index, index_axis):
+    """`unindex(g, x, index)` of each item (zeros shaped like `x` with `g` added at
+    `index`), for an array `x` and a basic index the same for every item, or one integer
+    per item (a gather's adjoint); other cases loop over the batch."""
+    n = batch_size(g if g_axis is not None else x if x_axis is not None else index)
+    if (type(x) is dict and x_axis is None and index_axis is None and g_axis is not None
+            and isinstance(g, np.ndarray) and isinstance(x.get(index), (np.ndarray, float))):
+        out = dict.fromkeys(x, 0.0)     # (the zero adjoint of each other entry)
+        out[index] = batch_unbroadcast(g, g_axis, x[index], None)
+        return out
+    basic = index_axis is None and all(
+        isinstance(i, (int, slice, np.integer)) or i is None
+        for i in (index if isinstance(index, tuple) else (index,)))
+    if isinstance(x, np.ndarray) and (basic or (
+            index_axis is not None and np.ndim(index) == 1 and x_axis is not None)):
+        shape = x.shape[1:] if x_axis is not None else x.shape
+        out = np.zeros((n,) + shape, np.result_type(x.dtype, np.float32))
+        where = batch_index(index) if basic else (np.arange(n), index)
+        out[where] = batch_pad(_stacked(g, g_axis), out[where].ndim - 1)
+        return out
+    return batch_loop(unindex, n, (g, x, index), (g_axis, x_axis, index_axis))
+
+
+def batch_from_array(g, g_axis, like, like_axis):
+    """`from_array(g, like)` of each item: the adjoint `g` in the structure of `like`,
+    here for a `like` that is the same for every item (an array, a number, or a dict,
+    list or tuple of them); others loop over the batch."""
+    n = batch_size(g if g_axis is not None else like)
+    out = _from_array(g, like, n) if like_axis is None and g_axis is not None else None
+    return out if out is not None else batch_loop(from_array, n, (g, like), (g_axis, like_axis))
+
+
+def _from_array(g, like, n):
+    """`batch_from_array` of a batched `g` and a `like` the same for every item, or None."""
+    if isinstance(like, dict) and isinstance(g, dict) and g.keys() == like.keys():
+        out = {k: _from_array(g[k], like[k], n) for k in like}
+        return None if any(v is None for v in out.values()) else out
+    if type(like) in (list, tuple) and type(g) in (list, tuple) and len(g) == len(like):
+        out = [_from_array(u, v, n) for u, v in zip(g, like)]
+        return None if any(v is None for v in out) else type(like)(out)
+    if isinstance(like, np.ndarray) and isinstance(g, np.ndarray) and g.dtype.kind in "fciub":
+        return g.astype(np.result_type(like.dtype, np.float32), copy=False)
+    if isinstance(like, np.ndarray) and np.ndim(g) == 0 and g == 0:    # (a zero)
+        return np.zeros((n,) + like.shape, np.result_type(like.dtype, np.float32))
+    if isinstance(like, (int, float)) and isinstance(g, np.ndarray) and g.ndim == 1:
+        return g.astype(float, copy=False)
+    return None
+
+
+def batch_cumsum_adjoint(g, g_axis, x, x_axis, axis=None):
+    """The adjoint of cumsum (`runtime.cumsum`) of each item: a cumulative sum from the
+    end."""
+    n = batch_size(g if g_axis is not None else x)
+    if g_axis is None or np.ndim(g) == 1:
+        return batch_loop(cumsum_adjoint, n, (g, x, axis), (g_axis, x_axis, None))
+    shape = np.shape(x)[1:] if x_axis is not None else np.shape(x)
+    if axis is None:
+        flat = np.reshape(g, (n, -1))[:, ::-1]
+        return np.cumsum(flat, axis=1)[:, ::-1].reshape((n,) + shape)
+    ax = batch_axis(axis, g)
+    return np.flip(np.cumsum(np.flip(g, ax), ax), ax)
+
+
+def batch_select(test, a, b):
+    """`a if test else b` of each item: `test` one truth per item, `a` and `b` batched
+    values of one structure."""
+    test = np.asarray(test).astype(bool)
+    if _placeholder(a) or _placeholder(b):     # (a None the other branch's items never read)
+        return b if _placeholder(a) else a
+    return pytrees.map(lambda u, v: np.where(
+        test.reshape(test.shape + (1,) * (np.ndim(u) - 1)), u, v), a, b)
+
+
+def _placeholder(x):
+    return x is None or (isinstance(x, np.ndarray) and x.dtype.kind == "O" and x.size
+                         and x.flat[0] is None)
+
+
+def batch_take(x, i):
+    """`x[i]` of each item, `x` and `i` (an integer per item) batched."""
+    return np.asarray(x)[np.arange(len(i)), i]
+
+
+def batch_add(a, a_axis, b, b_axis):
+    """`pytrees.add(a, b)` of each item (two adjoints of one value, added leaf by leaf),
+    for structures of arrays alike; others loop over the batch."""
+    n = batch_size(a if a_axis is not None else b)
+    A = a if a_axis is not None else batch_like(a, n)
+    B = b if b_axis is not None else batch_like(b, n)
+    (left, s), (right, t) = pytrees.flatten(A), pytrees.flatten(B)
+    sums = [_plus(u, v) for u, v in zip(left, right)] if repr(s) == repr(t) else [None]
+    if all(v is not None for v in sums):
+        return pytrees.unflatten(s, sums)
+    return batch_loop(pytrees.add, n, (a, b), (a_axis, b_axis))
+
+
+def _plus(u, v):
+    """Two batched leaves added: a number 0 (a zero adjoint in a batched structure, the
+    same for every item) or None (no adjoint) adds nothing; None for leaves of
+    different shapes."""
+    if u is None or v is None:
+        return v if u is None else u
+    arrays = isinstance(u, np.ndarray) and isinstance(v, np.ndarray) and (
+        u.dtype.kind in "fciub" and v.dtype.kind in "fciub")
+    if not arrays and not (type(u) in (int, float) or type(v) in (int, float)):
+        return None
+    if np.ndim(u) == 0 and u == 0:
+        return v
+    if np.ndim(v) == 0 and v == 0:
+        return u
+    return u + v if arrays and u.shape == v.shape else None
+
+
 def batch_method(name):
     """A function that calls the method `name` of its first argument with the others
     (what `batch_loop` applies for a method without a batching rule)."""
@@ -210,6 +451,21 @@ def batch_seed(y, name):
         return batch_loop(lambda v: _seed(v, name), len(y), (y,), (0,))
     return np.ones_like(y, dtype=float) if not np.issubdtype(
         np.asarray(y).dtype, np.floating) else np.ones_like(y)
+
+
+def jacobian_seed(y):
+    """The unit adjoints of the output `y` (a number or an array, or a structure of them),
+    one per element of its leaves, as a batch: what `jacrev`'s reverse pass starts
+    from, all rows of the Jacobian at once."""
+    leaves, structure = pytrees.flatten(y)
+    sizes = [int(np.size(v)) for v in leaves]
+    n, start, out = sum(sizes), 0, []
+    for v, size in zip(leaves, sizes):
+        units = np.zeros((n, size))
+        units[start:start + size] = np.eye(size)
+        out.append(units.reshape((n,) + np.shape(v)))
+        start += size
+    return pytrees.unflatten(structure, out)
 
 
 def _seed(y, name):
@@ -249,3 +505,16 @@ batching(max, "a, b", "np.maximum(a, b)", ns)
 batching(min, "a, b", "np.minimum(a, b)", ns)
 batching(float, "x", "np.asarray(x, dtype=float)", ns)
 batching(seed, "y, name", "_s2s_batch_seed(y, name)")
+batching(broadcast_like, "t, y", "_s2s_batch_broadcast_like(t, t_axis, y, y_axis)")
+batching(np.array, "object, dtype=None", "_s2s_batch_array(object, dtype)")
+batching(pytrees.add, "a, b", "_s2s_batch_add(a, a_axis, b, b_axis)")
+batching(unreduce, "g, x, axis=None, keepdims=False",
+         "_s2s_batch_unreduce(g, g_axis, x, x_axis, axis, keepdims)")
+batching(extremum, "g, x, ans, axis=None, keepdims=False",
+         "_s2s_batch_extremum(g, g_axis, x, x_axis, ans, ans_axis, axis, keepdims)")
+batching(unindex, "g, x, index", "_s2s_batch_unindex(g, g_axis, x, x_axis, index, index_axis)")
+batching(from_array, "g, like", "_s2s_batch_from_array(g, g_axis, like, like_axis)")
+batching(cumsum_adjoint, "g, x, axis=None",
+         "_s2s_batch_cumsum_adjoint(g, g_axis, x, x_axis, axis)")
+batching(np.cumsum, "a, axis=None", "_s2s_batch_cumsum(a, axis)")
+batching(unbroadcast, "g, x", "_s2s_batch_unbroadcast(g, g_axis, x, x_axis)")

@@ -27,6 +27,9 @@ def array_type(t, most=2):
 
 @overload(runtime.unbroadcast)
 def numba_unbroadcast(g, x):
+    if isinstance(x, types.Array) and isinstance(g, types.Array) and (
+            g.ndim > 2 or x.ndim > 2) and g.ndim >= x.ndim:
+        return unbroadcast_any(g.ndim, x.ndim)
     if numeric_type(x):
         if numeric_type(g):
             return lambda g, x: g
@@ -55,6 +58,20 @@ def numba_unbroadcast(g, x):
             return out
         return both
     raise TypingError(f"no native adjoint of a broadcast of {g} to {x}")
+
+
+def unbroadcast_any(gdim, xdim):
+    """The adjoint of a broadcast of an array of `xdim` axes to one of `gdim` (at least
+    as many): the leading axes summed, then each axis where x has one element."""
+    lines = ["def unbroadcast(g, x):", "    out = np.ascontiguousarray(g)"]
+    lines += ["    out = np.sum(out, axis=0)"] * (gdim - xdim)
+    for j in range(xdim):
+        shape = "".join("1, " if i == j else f"out.shape[{i}], " for i in range(xdim))
+        lines += [f"    if x.shape[{j}] == 1 and out.shape[{j}] != 1:",
+                  f"        out = np.ascontiguousarray(np.sum(out, axis={j}))"
+                  f".reshape(({shape}))" if xdim > 1 else
+                  "        out = np.full(1, np.sum(out))"]
+    return _made(*lines, "    return out", np=np)
 
 
 @overload(runtime.add)
@@ -202,7 +219,16 @@ def numba_extremum(g, x, ans, axis=None, keepdims=False):
             mask = x == ans
             return np.where(mask, g / np.sum(mask), 0.0)
         return whole
-    # (Numba has no np.max or np.min along an axis: the code that takes one does not compile)
+    if array_type(x, 3) and isinstance(ans, types.Array) and axis_type(axis) and (
+            numeric_type(g) or array_type(g, 3) and g.ndim == ans.ndim):
+        # (kept: `ans` has x's axes, as with keepdims=True; else they are put back)
+        spread = "{0}" if ans.ndim == x.ndim else "np.expand_dims({0}, k)"
+        return _made("def along(g, x, ans, axis=None, keepdims=False):",
+                     "    k = axis % x.ndim",
+                     f"    mask = x == {spread.format('ans')}",
+                     f"    count = {spread.format('np.sum(mask, axis=k)')}",
+                     f"    return {spread.format('g') if array_type(g, 3) else 'g'}"
+                     " * (mask / count)", np=np)
     raise TypingError(f"no native adjoint of an extremum of {x} along an axis ({axis})")
 
 
@@ -216,7 +242,78 @@ def numba_extremum_dot(t, a, ans, axis=None, keepdims=False):
             mask = a == ans
             return np.sum(np.where(mask, t, 0.0)) / np.sum(mask)
         return whole
+    if array_type(a, 3) and isinstance(ans, types.Array) and axis_type(axis) and (
+            numeric_type(t) or array_type(t, 3)):
+        kept = ans.ndim == a.ndim
+        spread = "{0}" if kept else "np.expand_dims({0}, k)"
+        back = "np.expand_dims({0}, k)" if kept else "{0}"
+        return _made("def along(t, a, ans, axis=None, keepdims=False):",
+                     "    k = axis % a.ndim",
+                     f"    mask = a == {spread.format('ans')}",
+                     "    mean = np.sum(np.where(mask, t, 0.0), axis=k) / np.sum(mask, axis=k)",
+                     f"    return {back.format('mean')}", np=np)
     raise TypingError(f"no native tangent of an extremum of {a} along an axis ({axis})")
+
+
+# -- what Numba lacks of NumPy: np.min and np.max along an axis (`numpy_NAME`, not the
+# -- version of a helper) ------------------------------------------------------------------
+def extremum_along(a, axis, keepdims, smaller):
+    """The code of np.min (`smaller`) or np.max of array type `a` along one axis (an
+    integer, known when it runs), with `keepdims` (a literal) or not: the elements are
+    viewed as (before, along, after), and NaN wins, as in NumPy."""
+    if not (isinstance(a, types.Array) and isinstance(a.dtype, (types.Integer, types.Float))
+            and axis_type(axis)):
+        return None
+    kept = getattr(keepdims, "literal_value", getattr(keepdims, "value", keepdims))
+    if not isinstance(kept, bool):
+        raise TypingError("s2sad's np.min and np.max along an axis for Numba take keepdims "
+                          "as a constant (True or False)")
+    n = a.ndim
+    if kept:
+        shape = [f"1 if k == {j} else a.shape[{j}]" for j in range(n)]
+    else:
+        shape = [f"a.shape[{j}] if {j} < k else a.shape[{j + 1}]" for j in range(n - 1)]
+    result = (f"out.reshape(({''.join(f'{s}, ' for s in shape)}))" if shape
+              else "out[0, 0]")
+    wins = "v < out[i, j]" if smaller else "v > out[i, j]"
+    return _made(
+        "def along(a, axis=None, keepdims=False):",
+        f"    if not -{n} <= axis < {n}:",
+        f"        raise ValueError('axis is out of bounds for an array of {n} axes')",
+        f"    k = axis % {n}",
+        "    before, after = 1, 1",
+        f"    for j in range({n}):",
+        "        if j < k:",
+        "            before *= a.shape[j]",
+        "        elif j > k:",
+        "            after *= a.shape[j]",
+        "    m = a.shape[k]",
+        "    if m == 0:",
+        "        raise ValueError('zero-size array to reduction operation which has no "
+        "identity')",
+        "    b = np.ascontiguousarray(a).reshape((before, m, after))",
+        "    out = b[:, 0, :].copy()",
+        "    for i in range(before):",
+        "        for r in range(1, m):",
+        "            for j in range(after):",
+        "                v = b[i, r, j]",
+        f"                if ({wins} or v != v) and out[i, j] == out[i, j]:",
+        "                    out[i, j] = v",
+        f"    return {result}", np=np)
+
+
+@overload(np.min, prefer_literal=True)
+def numpy_min(a, axis=None, keepdims=False):
+    return extremum_along(a, axis, keepdims, smaller=True)
+
+
+@overload(np.max, prefer_literal=True)
+def numpy_max(a, axis=None, keepdims=False):
+    return extremum_along(a, axis, keepdims, smaller=False)
+
+
+overload(np.amin, prefer_literal=True)(numpy_min)
+overload(np.amax, prefer_literal=True)(numpy_max)
 
 
 @overload(runtime.reshape_like)

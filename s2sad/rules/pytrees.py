@@ -501,6 +501,7 @@ define(add, "a, b", "g", "g", linear="a, b")
 
 _LEAVES = frozenset({float, np.ndarray})
 _FLOAT64 = np.dtype(np.float64)
+_NUMBERS = frozenset({float, np.float64})
 
 
 def is_zero(g):
@@ -522,11 +523,15 @@ def from_array(g, like):
     if type(g) is np.ndarray and type(like) is np.ndarray and g.dtype is _FLOAT64 \
             and like.dtype is _FLOAT64:
         return g
+    if type(like) is list and type(g) is np.ndarray and g.dtype is _FLOAT64 and g.shape == (
+            len(like),) and all(type(v) in _NUMBERS for v in like):    # (fast: numbers)
+        return g.tolist()
     node = node_of(type(like))
     if node is None:
         if isinstance(like, np.ndarray):
             return asarray(g).astype(np.result_type(like.dtype, np.float32), copy=False)
-        return float(g) if isinstance(like, (int, float)) and not is_structure(g) else g
+        return float(g) if isinstance(like, (int, float)) and not (
+            is_structure(g) or isinstance(g, complex)) else g
     parts, aux = node.flatten(like)
     if _is_number(g):
         items = [g] * len(parts)

@@ -44,7 +44,7 @@ def unbroadcast(g, x):
     g = asarray(g)
     if g.ndim == 0 and is_array(x):
         # a scalar adjoint (a symbolic zero, or one value for every entry) of an array
-        return full(shape, g, x.dtype if x.dtype.kind == "f" else float, x)
+        return full(shape, g, x.dtype if x.dtype.kind in "fc" else float, x)
     wide = broadcast_shapes(g.shape, shape)
     if wide != g.shape:
         # g stands for an array of a larger shape: a scalar adjoint (one value for every

@@ -385,6 +385,11 @@ class Primitive:
     #: Its batching rule (`batching`), or None: elementwise primitives and reductions
     #: batch without one (ad/batching.py).
     batch: "BatchRule" = None
+    #: What it does with complex values (before_ad/complex_values.py): None, its rules
+    #: are for real values only; True, they hold for complex values too (holomorphic
+    #: templates, under the convention of docs/complex.md); or the primitive that takes
+    #: its place where a complex value reaches it (`np.abs`: `complex_numbers.abs_`).
+    complex: object = None
 
 
 #: The records, {prim: Primitive}.
@@ -394,21 +399,25 @@ METHODS = {}
 ATTRIBUTES = {}
 
 
-#: [(library, loader)]: the rule modules of optional libraries, each loaded the first
-#: time a lookup misses after the user's code has imported its library (see `optional`).
+#: [(modules, loader)]: the rule modules of optional libraries, each loaded the first
+#: time a lookup misses after the user's code has imported one of its modules (see
+#: `optional`).
 _OPTIONAL = []
 
 
-def optional(library, loader):
-    """Register `loader`, which imports the rules of `library` (a top-level module name),
-    to run on the first lookup that misses once `library` is imported: `import s2sad`
-    does not import SciPy, whose import takes a second."""
-    _OPTIONAL.append((library, loader))
+def optional(modules, loader):
+    """Register `loader`, which imports the rules of the functions of `modules` (module
+    names: `("scipy.linalg", "scipy.special")`), to run on the first lookup that misses
+    once one of them is imported: `import s2sad` does not import SciPy, whose import
+    takes a second, and neither does a process that imported only `scipy` itself (as
+    Numba does)."""
+    _OPTIONAL.append((modules, loader))
 
 
 def load_optional():
     """Load the rules of every optional library the process has imported."""
-    for entry in [e for e in _OPTIONAL if sys.modules.get(e[0]) is not None]:
+    for entry in [e for e in _OPTIONAL if any(sys.modules.get(m) is not None
+                                              for m in e[0])]:
         _OPTIONAL.remove(entry)
         with loading():
             entry[1]()
@@ -537,7 +546,7 @@ def define(prim, params=None, *adjoints, namespace=None, broadcast=False, elemen
            uniform=None, tangent=None, linear=None, nondiff=False, returns=None, view=(),
            copies=None, reduction=False, shaped=None, floats=False, writes=None, zero=(),
            method=(),
-           attribute=(), quiet=False, **by_name):
+           attribute=(), quiet=False, complex=None, **by_name):
     """Declare what s2sad knows about `prim` in one statement; returns `prim`.
 
     `params` ("x, axis=None, ...") is the signature of the variant the rules are for
@@ -553,8 +562,9 @@ def define(prim, params=None, *adjoints, namespace=None, broadcast=False, elemen
     its record (see `Primitive`): `method` and `attribute` are names (a string or a
     tuple of them) that `METHODS` and `ATTRIBUTES` map to it; `view` names the
     parameters whose memory the result may share ("a", or "x0, x1"); `writes` is the
-    position of the argument the primitive writes into. `quiet` leaves compiled derivatives alone
-    (for a rule made on first use)."""
+    position of the argument the primitive writes into; `complex`, what it does with
+    complex values. `quiet` leaves compiled derivatives alone (for a rule made on first
+    use)."""
     if tangent is not None and linear is not None:
         raise S2SADError(f"{prim!r}: a forward rule is either templates or linear groups")
     spec = None if params is None else _parse_params(params)
@@ -594,6 +604,8 @@ def define(prim, params=None, *adjoints, namespace=None, broadcast=False, elemen
     record.floats |= floats
     if writes is not None:
         record.writes = writes
+    if complex is not None:
+        record.complex = complex
     for name in _names(method):
         record.methods = _spelled(METHODS, name, record, "methods")
     for name in _names(attribute):

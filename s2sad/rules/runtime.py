@@ -84,10 +84,12 @@ def complex_value(found, filename, line):
     text = linecache.getline(filename, line).strip()
     where = f"{filename}:{line}"
     return ComplexValueError(
-        f"{where}: {found} meets a value s2sad differentiates here; complex numbers are not "
-        "supported yet (s2sad's rules are those of real numbers, so the derivative would be "
-        "wrong). Compute with real values: the real and imaginary parts (np.real(z), "
-        "np.imag(z)), or the modulus and phase (np.abs(z), np.angle(z))"
+        f"{where}: {found} meets a value s2sad differentiates here, in code compiled for "
+        "real values (s2sad could not tell it was complex: a complex array argument, or "
+        "what a function without a rule returns), so the derivative would be wrong. "
+        "Compute with real values: the real and imaginary parts (np.real(z), np.imag(z)), "
+        "or the modulus and phase (np.abs(z), np.angle(z)); docs/complex.md says what "
+        "takes complex values"
         + (f"\n    {text}" if text else ""))
 
 
@@ -292,6 +294,8 @@ def seed(y, name):
         return y.dtype.type(1)
     if isinstance(y, numbers.Real) and not isinstance(y, bool):
         return 1.0
+    if isinstance(y, numbers.Complex):      # (holomorphic=True: complex_values checks)
+        return 1.0
     shape = getattr(y, "shape", None)
     found = f"an array of shape {shape}" if shape is not None else f"a {type(y).__name__}"
     raise NonScalarOutputError(
@@ -477,7 +481,7 @@ helper_adjoint(cumsum, namespace=ns, zero="x",     # (`x` is read for its shape)
 def trace(g, x, offset=0, axis1=0, axis2=1):
     """The adjoint of np.trace: `g` on the diagonal `offset` of the planes (axis1, axis2)."""
     x = asarray(x)
-    out = zeros(x.shape, np.result_type(x, np.float32), x, g)
+    out = zeros(x.shape, np.result_type(x, g, np.float32), x, g)
     planes = np.moveaxis(out, (axis1, axis2), (-2, -1))      # a view into `out`
     n, m = planes.shape[-2:]
     rows = np.arange(max(0, -offset), min(n, m - offset))

@@ -38,6 +38,10 @@ def ufunc(prim, params, *adjoints, **kw):
 # scipy.special
 ufunc(special.expit, "x", "g * ans * (1 - ans)")
 ufunc(special.logit, "x", "g / np.multiply(x, 1 - x)")          # inf at 0 and 1, as JAX
+ufunc(special.log_expit, "x", "g * -np.expm1(ans)")             # 1 - expit(x), stably
+ufunc(special.erfinv, "x", "g * (np.sqrt(np.pi) / 2) * np.exp(ans * ans)")
+ufunc(special.erfcinv, "x", "g * -(np.sqrt(np.pi) / 2) * np.exp(ans * ans)")
+ufunc(special.ndtri, "x", "g * np.sqrt(2 * np.pi) * np.exp(0.5 * ans * ans)")
 ufunc(special.gammaln, "x", "g * _s2s_polygamma(0, x)")      # log|Γ|: digamma for x < 0 too
 ufunc(special.digamma, "x", "g * _s2s_polygamma(1, x)")      # (special.psi)
 ufunc(special.erf, "x", "g * (2 / np.sqrt(np.pi)) * np.exp(-x * x)")

@@ -1,19 +1,22 @@
 """Random NumPy programs with complex values in them, as source text, for fuzzing s2sad's
-refusal of complex numbers (before_ad/complex_values.py).
+complex numbers (before_ad/complex_values.py, docs/complex.md).
 
 `complex_programs()` is a hypothesis strategy whose values are `ComplexProgram`s: a
 program of numpy_programs.py (its differentiable subset) with a few statements put in
 after one of its top-level statements, which rebind a name already bound there (a
 parameter or a value of the program) as that name plus a term. The term holds a complex
-value in one of the forms that could slip past the refusal:
+value in one of these forms:
 
-- "refused": a complex value meets a differentiated one (the sum of an array
-  parameter), made by a literal on the same line or on a line before, `complex()`,
-  `cmath`, a complex dtype (`dtype=`, `.astype`, as a type or a string), `np.fft` (also as
-  the identity `ifft(fft(p))`), `np.emath`, a complex global, a complex value stored in a
-  list, read from a branch that does not run, or carried by a loop; s2sad must raise
-  `ComplexValueError` at compile time, naming the line where the complex value meets the
-  differentiated one (`expected_line`);
+- "differentiated": a complex value meets a differentiated one (the sum of an array
+  parameter) in rules that hold for complex values, made by a literal on the same line
+  or on a line before, `complex()`, `cmath`, a complex dtype (`dtype=`, `.astype`, as a
+  type or a string), a complex global, a complex value stored in a list or written into
+  an array, read from a branch that does not run, or carried by a loop; the derivatives must be right (the
+  checks of test_fuzz_numpy.py against finite differences);
+- "refused": a complex value meets a differentiated one in a rule for real values only
+  (`np.fft`, also as the identity `ifft(fft(p))`, `np.emath`, `np.sign`); s2sad must
+  raise `ComplexValueError` at compile time, naming the line where it does
+  (`expected_line`);
 - "at run time": a complex value that only the run shows, from a helper of the module
   that s2sad does not differentiate (it returns `np.exp(0.0j)`, numerically 1) or from
   `np.roots` of constant coefficients; s2sad must raise `ComplexValueError` when the
@@ -21,8 +24,7 @@ value in one of the forms that could slip past the refusal:
   function, so they always run);
 - "allowed": complex values that never meet a differentiated one, or only their modulus,
   phase, real or imaginary part does (`abs(np.exp(0.3j))`, `np.abs(np.fft.fft(c))`, a
-  helper returning `abs(np.exp(0.5j))`); the derivatives must be right (the checks of
-  test_fuzz_numpy.py against finite differences).
+  helper returning `abs(np.exp(0.5j))`); the derivatives must be right.
 
 The terms are scaled by 0.01, so the program's values stay in the bounds its generator
 kept them in.
@@ -49,32 +51,39 @@ def real_unit():
 #: (expectation, statements): `{n}` is the name rebound, `{p}` an array parameter; the
 #: line marked `# meets` is where the complex value meets the differentiated one.
 FORMS = {
-    "literal": ("refused", ["{n} = {n} + 0.01 * np.real(np.exp(1j * np.sum({p})))  # meets"]),
-    "literal before": ("refused", ["cz = np.exp(0.5j)",
-                                   "{n} = {n} + 0.01 * np.real(cz * np.sum({p}))  # meets"]),
-    "complex()": ("refused", ["{n} = {n} + 0.01 * abs(complex(np.sum({p}), 1.0))  # meets"]),
-    "cmath": ("refused", ["{n} = {n} + 0.01 * cmath.exp(np.sum({p})).real  # meets"]),
-    "astype": ("refused", ["{n} = {n} + 0.01 * np.sum(np.abs({p}.astype(complex)))  # meets"]),
-    "astype string": ("refused",
-                      ["{n} = {n} + 0.01 * np.sum(np.abs({p}.astype('complex64')))  # meets"]),
-    "dtype": ("refused",
-              ["{n} = {n} + 0.01 * np.sum(np.real(np.asarray({p}, dtype=np.complex128)))"
-               "  # meets"]),
+    "literal": ("differentiated",
+                ["{n} = {n} + 0.01 * np.real(np.exp(1j * np.sum({p})))"]),
+    "literal before": ("differentiated", ["cz = np.exp(0.5j)",
+                                          "{n} = {n} + 0.01 * np.real(cz * np.sum({p}))"]),
+    "complex()": ("differentiated",
+                  ["{n} = {n} + 0.01 * abs(complex(np.sum({p}), 1.0))"]),
+    "cmath": ("differentiated", ["{n} = {n} + 0.01 * cmath.exp(np.sum({p})).real"]),
+    "astype": ("differentiated",
+               ["{n} = {n} + 0.01 * np.sum(np.abs({p}.astype(complex) + 1j))"]),
+    "astype string": ("differentiated",
+                      ["{n} = {n} + 0.01 * np.sum(np.abs({p}.astype('complex128') - 2j))"]),
+    "dtype": ("differentiated",
+              ["{n} = {n} + 0.01 * np.sum(np.real(np.asarray({p}, dtype=np.complex128)))"]),
+    "global": ("differentiated", ["{n} = {n} + 0.01 * np.real(Z * np.sum({p}))"]),
+    "list": ("differentiated", ["cl = [1.0, 1j]",
+                                "{n} = {n} + 0.01 * np.imag(cl[1] * np.sum({p}))"]),
+    "branch": ("differentiated", ["cb = 1.0",
+                                  "if np.sum({p}) > 100.0:",
+                                  "    cb = 1j",
+                                  "{n} = {n} + 0.01 * np.real(cb * np.sum({p}))"]),
+    "loop": ("differentiated", ["cr = 1.0",
+                                "for ci in range(2):",
+                                "    cr = cr * (1j + np.sum({p}))",
+                                "{n} = {n} + 0.01 * np.angle(cr + 2.0)"]),
+    "write": ("differentiated", ["cw = np.zeros(2, dtype=complex)",
+                                 "cw[1] = np.sum({p}) * (0.5 - 1j)",
+                                 "{n} = {n} + 0.01 * np.sum(np.abs(cw + 1.0))"]),
     "fft identity": ("refused",
                      ["{n} = {n} + 0.01 * np.sum(np.real(np.fft.ifft(np.fft.fft({p}))))"
                       "  # meets"]),
     "emath": ("refused", ["{n} = {n} + 0.01 * np.sum(np.real(np.emath.sqrt({p})))  # meets"]),
-    "global": ("refused", ["{n} = {n} + 0.01 * np.real(Z * np.sum({p}))  # meets"]),
-    "list": ("refused", ["cl = [1.0, 1j]",
-                         "{n} = {n} + 0.01 * np.real(cl[1] * np.sum({p}))  # meets"]),
-    "branch": ("refused", ["cb = 1.0",
-                           "if np.sum({p}) > 100.0:",
-                           "    cb = 1j",
-                           "{n} = {n} + 0.01 * np.real(cb * np.sum({p}))  # meets"]),
-    "loop": ("refused", ["cr = 1.0",
-                         "for ci in range(2):",
-                         "    cr = cr * 1j",
-                         "{n} = {n} + 0.01 * np.real(cr * np.sum({p}))  # meets"]),
+    "sign": ("refused", ["cs = np.exp(1j * np.sum({p}))",
+                         "{n} = {n} + 0.01 * np.real(np.sign(cs))  # meets"]),
     "helper": ("at run time", ["{n} = {n} + 0.01 * np.real(unit() * np.sum({p}))  # meets"]),
     "roots": ("at run time", ["cq = np.roots(np.array([1.0, 0.0, 1.0]))",
                               "{n} = {n} + 0.01 * np.real(cq[0] * np.sum({p}))  # meets"]),
@@ -90,8 +99,9 @@ FORMS = {
 @dataclass(frozen=True)
 class ComplexProgram:
     """`program` (a NumpyProgram) with complex values put in by the form `form`, whose
-    `expectation` is "refused", "at run time" or "allowed"; `expected_line` is the line
-    of the module where the complex value meets a differentiated one (None if allowed)."""
+    `expectation` is "differentiated", "refused", "at run time" or "allowed";
+    `expected_line` is the line of the module where the complex value meets a rule for
+    real values only (None if it does not)."""
     program: NumpyProgram
     form: str
     expectation: str
@@ -103,7 +113,7 @@ class ComplexProgram:
 
 
 @st.composite
-def complex_programs(draw, expectations=("refused", "at run time", "allowed"),
+def complex_programs(draw, expectations=("differentiated", "refused", "at run time", "allowed"),
                      max_statements=4):
     """Hypothesis strategy of `ComplexProgram`s (see the module docstring) whose forms
     have one of `expectations`."""

@@ -93,8 +93,8 @@ from hypothesis import strategies as st
 
 from .programs import Choices, forget, load_function
 
-__all__ = ["NumpyProgram", "numpy_programs", "aliasing_programs", "repeated_write_programs",
-           "forget"]
+__all__ = ["NumpyProgram", "numpy_programs", "aliasing_programs", "buffer_programs",
+           "repeated_write_programs", "forget"]
 
 PARAMS = ("x", "w", "v")
 SCALAR_PARAM = "s"
@@ -1279,5 +1279,83 @@ def aliasing_programs(draw):
     aliased = aliased or (before and helper is not None and ALIAS_HELPERS[helper][2])
     helpers = [ALIAS_HELPERS[helper][0]] if helper else []
     text = "\n".join(["import numpy as np", ""] + helpers + ["def f(x):"] + lines) + "\n"
+    source = ast.unparse(ast.parse(text)) + "\n"
+    return NumpyProgram(source, "f", ("x",), ((4,),), ("aliasing",) if aliased else ())
+
+
+#: How a loop makes the new buffer of an iteration from `y`, the one before.
+BUFFER_FRESH = ("y.copy()", "np.copy(y)", "y * 1.0", "np.zeros_like(y) + y", "np.tanh(y)",
+                "np.array(y)")
+
+
+@st.composite
+def buffer_programs(draw):
+    """Hypothesis strategy of `NumpyProgram`s `def f(x)` (`x` of shape (4,)) with a loop
+    that makes a new buffer `yn` from `y` in each iteration, writes into it (maybe through
+    another name, `z = yn`; element writes, `*=`, a swap of two elements, an inner loop
+    of a stencil), and hands it on (`y = yn`, `y, yn = yn, y`): the double
+    buffers of stencils and time steppers. Names of the buffer of the iteration before
+    share no memory with the new one. Some programs keep a name of a buffer across
+    iterations (`keep = yn` in the first), or read `z` after a write through `yn` in the
+    same iteration: those share memory, `mutation` is ("aliasing",) and s2sad may refuse
+    them, naming a line; the others must be differentiated. A third of them make the two
+    buffers once, before the loop, and swap them (`y, yn = yn, y`; or, sharing memory,
+    `y = yn`, `y, yn = yn, yn`)."""
+    def pick(options):
+        return options[draw(st.integers(0, len(options) - 1))]
+
+    def scalar(src="y"):
+        k = draw(st.integers(0, 3))
+        return pick((f"{src}[{k}] * x[{k}]", f"np.cos({src}[{k}])", f"0.5 * {src}[{k}] + x[{k}]"))
+
+    aliased = False
+    lines = ["    y = np.sin(x)", "    acc = 0.0"]
+    if draw(st.booleans()):
+        lines.append("    keep = y")
+    preallocated = draw(st.integers(0, 2)) == 0     # (two buffers made once, swapped)
+    if preallocated:
+        lines.append(f"    yn = {pick(('np.zeros(4)', 'np.cos(x)', 'y.copy()'))}")
+    lines.append(f"    for k in range({draw(st.integers(1, 3))}):")
+    if not preallocated:
+        lines.append(f"        yn = {pick(BUFFER_FRESH)}")
+    target = "yn"
+    if draw(st.integers(0, 3)) == 0:
+        lines.append("        z = yn")
+        target = pick(("yn", "z"))
+    for _ in range(draw(st.integers(1, 3))):
+        form = draw(st.integers(0, 4))
+        i = draw(st.integers(0, 3))
+        if form == 4:       # (a swap of two elements: both values read before the writes)
+            j = draw(st.integers(0, 3))
+            lines.append(f"        {target}[{i}], {target}[{j}] = {target}[{j}], "
+                         f"{target}[{i}] * x[{j}]")
+        elif form == 0:
+            lines.append(f"        {target}[{i}] = {scalar()}")
+        elif form == 1:
+            lines.append(f"        {target}[{i}] += {scalar()}")
+        elif form == 2:
+            lines.append(f"        {target} *= {pick(('0.9', 'np.tanh(y)', 'x'))}")
+        else:
+            lines.append(f"        for i in range(1, 3):\n"
+                         f"            {target}[i] = y[i] + 0.2 * (y[i - 1] - y[i + 1]) * x[i]")
+        if target == "z" or "z = yn" in "\n".join(lines):
+            aliased = True      # (`z` and `yn` name one buffer: one is read after)
+    if draw(st.integers(0, 3)) == 0:
+        lines.append("        keep = yn if k == 0 else keep" if "    keep = y" not in lines
+                     else "        keep = keep")
+        aliased = aliased or "    keep = y" not in lines
+    lines.append(f"        acc = acc + np.sum({pick(('y', 'yn'))} * x)")
+    if preallocated:
+        end = pick(("        y, yn = yn, y", "        y = yn", "        y, yn = yn, yn"))
+        # (then one buffer; or, swapped, `keep` is a buffer the loop writes into later)
+        aliased = aliased or end != "        y, yn = yn, y" or "    keep = y" in lines
+    else:
+        end = pick(("        y = yn", "        y, yn = yn, y", "        y = yn * 1.0"))
+    lines.append(end)
+    reads = ["np.sum(y * y)", "acc"] + (["np.sum(keep * x)"] if "keep" in "\n".join(lines)
+                                       else [])
+    chosen = [r for r in reads if draw(st.booleans())] or [reads[0]]
+    lines.append(f"    return {' + '.join(chosen)}")
+    text = "\n".join(["import numpy as np", "", "def f(x):"] + lines) + "\n"
     source = ast.unparse(ast.parse(text)) + "\n"
     return NumpyProgram(source, "f", ("x",), ((4,),), ("aliasing",) if aliased else ())

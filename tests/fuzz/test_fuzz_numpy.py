@@ -64,8 +64,8 @@ import s2sad
 from s2sad.errors import MissingRuleError, UnsupportedSyntaxError
 
 from . import found_numpy
-from .numpy_programs import (NumpyProgram, aliasing_programs, forget, numpy_programs,
-                             repeated_write_programs)
+from .numpy_programs import (NumpyProgram, aliasing_programs, buffer_programs, forget,
+                             numpy_programs, repeated_write_programs)
 
 pytestmark = [pytest.mark.fuzz, pytest.mark.filterwarnings("ignore:.*does not depend on")]
 
@@ -385,6 +385,17 @@ def test_aliased_memory_is_followed_or_refused(program, via, data):
     # helpers that return new arrays or views or write into their argument, masks and
     # index arrays (copies): right in both modes, or (only where a name shares memory)
     # refused at a line of the program
+    args = draw_inputs(data, program)
+    check_gradients(program, args, via)
+    check_forward(program, args, draw_tangents(data, program))
+
+
+@fuzz_settings("aliasing")
+@given(program=buffer_programs(), via=st.sampled_from(("grad", "vjp")), data=st.data())
+def test_double_buffers_in_loops_are_followed_or_refused(program, via, data):
+    # a new buffer made from the one before in each iteration, written, handed on: the
+    # buffer of the iteration before is other memory (not refused); a name kept across
+    # iterations, or a second name of this iteration's buffer, may be refused
     args = draw_inputs(data, program)
     check_gradients(program, args, via)
     check_forward(program, args, draw_tangents(data, program))

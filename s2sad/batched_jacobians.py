@@ -1,0 +1,186 @@
+"""Jacobians and Hessians in one batched pass: forward mode (`f_jvp`, or `g_grad_jvp` over
+a gradient) batched along its tangents, one unit tangent per element of the inputs, or
+reverse mode (`f_adjoint`) batched along its adjoint `y_bar`, one per element of the
+output.
+
+The primal computations read no tangent (or adjoint) and stay unbatched (see
+ad/batching.py): the function runs once for the whole Jacobian, and what it draws from
+a random generator, or changes in place, is drawn or changed once. `jacfwd`, `jacrev`,
+`hessian` and `vmap` of `hvp` (forward_api.py, batching_api.py) call these; where the
+batching transform refuses the derivative code (an `if` on a tangent), or would apply
+a primitive item by item, they fall back to one pass per direction: as fast as before
+this module, and as right (no warning: the user asked for no vmap; docs/vmap.md says
+which code batches).
+
+>>> import numpy as np
+>>> unit_tangents([np.zeros(2), 0.0])       # two arguments, three directions
+[array([[1., 0.],
+       [0., 1.],
+       [0., 0.]]), array([0., 0., 1.])]
+"""
+from __future__ import annotations
+
+import inspect
+import warnings
+
+import numpy as np
+
+from . import driver
+from .compilation import arg_types_of
+from .errors import BatchingLoopWarning, InternalError, S2SADError
+from .options import Options, Variant
+from .rules import pytrees
+
+
+def unit_tangents(likes):
+    """For the templates `likes` (one per argument differentiated: a number, an array, or
+    a structure whose leaves that carry no derivative are None, see
+    forward_api._template), a batch of tangents for each: together, along their first
+    axis, one unit tangent per element of all their leaves, in order."""
+    sizes = [[0 if leaf is None else int(np.size(leaf)) for leaf in pytrees.leaves(like)]
+             for like in likes]
+    n, start, out = sum(map(sum, sizes)), 0, []
+    for like, leaf_sizes in zip(likes, sizes):
+        leaves, structure = pytrees.flatten(like)
+        batch = []
+        for leaf, size in zip(leaves, leaf_sizes):
+            if leaf is None:        # (carries no derivative: a zero tangent)
+                batch.append(np.zeros(n))
+                continue
+            units = np.zeros((n, size))
+            units[start:start + size] = np.eye(size)
+            batch.append(units.reshape((n,) + np.shape(leaf)))
+            start += size
+        out.append(pytrees.unflatten(structure, batch) if pytrees.is_structure(like)
+                   else batch[0])
+    return out
+
+
+def blocks(parts, out_like, in_like, jacobian, forward=True):
+    """The Jacobian from `parts`, the batched derivatives (like `out_like`, each leaf
+    with the batch of directions first) along the unit tangents of `in_like`
+    (`unit_tangents`) or, not `forward`, the batched adjoints (like `in_like`) along the
+    unit adjoints of `out_like`, laid out by `jacobian` (forward_api._jacobian)."""
+    return jacobian(out_like, in_like, _block_of(parts, out_like, in_like, forward))
+
+
+def _offsets(like):
+    out, start = [], 0
+    for leaf in pytrees.leaves(like):
+        size = 0 if leaf is None else int(np.size(leaf))
+        out.append((start, start + size))
+        start += size
+    return out
+
+
+def _block_of(parts, out_like, in_like, forward):
+    """block(o, i, shape) for `_jacobian`: rows of the derivative of output leaf `o` along
+    the directions of input leaf `i` (forward), or of input leaf `i` along those of
+    output leaf `o` (reverse)."""
+    leaves = pytrees.leaves(parts)
+    ins, outs = _offsets(in_like), _offsets(out_like)
+
+    def block(o, i, shape):
+        if forward:
+            lo, hi = ins[i]
+            rows = np.asarray(leaves[o], dtype=float)[lo:hi]
+            jac = np.moveaxis(rows.reshape((hi - lo,) + rows.shape[1:]), 0, -1)
+        else:
+            lo, hi = outs[o]
+            jac = np.asarray(leaves[i], dtype=float)[lo:hi]
+        jac = np.reshape(jac, shape)
+        return float(jac) if jac.ndim == 0 else jac
+    return block
+
+
+def forward(d, args, kwargs, likes, many, of_gradient, jacobian):
+    """The Jacobian with respect to the arguments whose templates are `likes` (a tuple
+    of them if `many`) by `d`, the compiled forward mode (`f_jvp`, or, `of_gradient`,
+    `g_grad_jvp`, whose Jacobian is a Hessian), batched along one unit tangent per
+    element; None where the batching transform refuses that code."""
+    parts = batched_call(d, args, kwargs, d.tangent_names, unit_tangents(likes))
+    if parts is None:
+        return None
+    parts = parts if of_gradient else parts[1]      # (f_jvp returns (y, y_dot))
+    out_like = pytrees.map(lambda v: v[0], parts)
+    return blocks(parts, out_like, tuple(likes) if many else likes[0], jacobian)
+
+
+def reverse(target, indices, args, kwargs, arg_types, many, likes, jacobian):
+    """The Jacobian of `target` with respect to the arguments `indices` by reverse mode:
+    its gradient code (`f_value_and_grad`) batched along the output's adjoint, which
+    starts as one unit adjoint per element of the output (ad/batching.py's seeded
+    batching): one forward pass, one batched reverse pass. None where the batching
+    transform refuses that code, and for arguments that are structures (whose
+    adjoints the gradient code gives in their structure; jacrev then takes one pullback
+    per row)."""
+    if any(pytrees.is_structure(like) for like in likes):
+        return None
+    try:
+        code = driver.gradient_code(target, tuple(indices) if many else indices[0],
+                                    arg_types, Variant.VALUE_AND_GRAD)
+        batched = _batched(code.fn, (), arg_types)
+    except InternalError:
+        raise
+    except S2SADError:
+        return None
+    if not batched.batching.plain:
+        return None
+    out = _run(batched.fn, args, kwargs)
+    if out is None:
+        return None
+    y, rows = out
+    out_like = pytrees.map(lambda v: v[0], y)
+    return blocks(rows, out_like, tuple(likes) if many else likes[0], jacobian,
+                  forward=False)
+
+
+def _batched(code, wrt, arg_types):
+    """The batched derivative of `code`; an S2SADError where a primitive of it would be
+    applied item by item (the loop over the directions is as fast, and warns nothing)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        made = driver.derivative(code, wrt, arg_types, Options(Variant.BATCHED, guard=False))
+    looped = [w for w in caught if issubclass(w.category, BatchingLoopWarning)]
+    if looped:
+        raise S2SADError(str(looped[0].message))
+    for w in caught:            # (the others, as the compilation gave them)
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return made
+
+
+def batched_call(d, args, kwargs, lead, batches):
+    """`d.fn` (compiled derivative code) called on `args` and `kwargs`, with `batches`
+    for its parameters `lead` (names: its tangents, or `y_bar`) batched along their first
+    axis: the code batched along those parameters (ad/batching.py) runs once. None if
+    the batching transform refuses the code (then the caller loops over the
+    directions), and where a batched value of that code is a list, tuple or dict (a
+    tape: the per-direction passes are trusted there)."""
+    code = d.fn
+    params = list(inspect.signature(code).parameters)
+    wrt = tuple(params.index(p) for p in lead)      # (refused if keyword-only: a loop)
+    items = {p: pytrees.map(lambda v: v[0], b) for p, b in zip(lead, batches)}
+    arg_types = arg_types_of(driver.target(code), args, {**kwargs, **items})
+    try:
+        batched = _batched(code, wrt, arg_types)
+    except InternalError:
+        raise
+    except S2SADError:
+        return None
+    if not batched.batching.plain:
+        return None
+    named = dict(zip(lead, batches))
+    return _run(batched.fn, args, {**kwargs, **named})
+
+
+def _run(fn, args, kwargs):
+    """`fn(*args, **kwargs)`, the batched pass, or None if it raises or warns: the caller
+    then takes one pass per direction, which raises or warns as each direction does (the
+    batched pass runs a warning's or an exception's line for every direction at once)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            out = fn(*args, **kwargs)
+        except Exception:       # (the passes per direction raise it again, located)
+            return None
+    return None if caught else out

@@ -1,0 +1,77 @@
+"""What aliasing's refusals say (before_ad/aliasing.py): the located error for a read of
+an old value, for a loop going on over a sequence written into, and for a call writing
+in place into memory read before it, each naming the user's lines and what to write."""
+import gast
+
+from .. import marks
+from .. import syntax
+from ..analysis.names import user_name
+from ..analysis.value_kinds import CONTAINER
+from ..rules import runtime
+
+
+class AliasErrors:
+    """The errors of `aliasing.Aliasing` (which sets `src`, `kinds`, `defs`, `written`)."""
+
+    def refusal(self, name, stale, read):
+        line = lambda node: f"line {self.src.lineno(node)}"   # noqa: E731
+        shown = user_name(name, self.src)
+        write, link = stale.write, stale.link
+        if stale.callee is not None:
+            found, w, args = stale.callee
+            arg = self.argument(w, args)
+            return self.src.syntax_error(read, (
+                f"{shown} is read after {line(write)} ({self.src.line_text(write).strip()}), "
+                f"where {found.writing(w, arg)}; NumPy shows that write through {shown}, but "
+                f"s2sad follows it only through what {found.name}() returns, so the value and "
+                f"the derivative would use the old {shown}. {found.instead(arg)}"))
+        base = self.written(write)
+        looped = self.loop_sequence(name)
+        if looped is not None and link is not None:     # (desugar named the sequence)
+            return self.src.syntax_error(read, (
+                f"the loop at {line(link)} ({self.src.line_text(link).strip()}) goes on "
+                f"over {looped} after {line(write)} ({self.src.line_text(write).strip()}) "
+                f"writes into it; Python's loop reads the values written, but s2sad reads "
+                f"{looped} as it was when the loop started, so the value and the derivative "
+                f"could use old values. Loop over a copy ({looped}.copy()), or over the "
+                f"indexes (for i in range(len({looped})), reading {looped}[i])"))
+        what = "list" if self.kinds.kind.get(base) == CONTAINER else "array"
+        if stale.element:
+            what = f"array {user_name(base, self.src)} holds, which"
+        made = f" ({line(link)}: {self.src.line_text(link).strip()})" if link else ""
+        return self.src.syntax_error(read, (
+            f"{shown} is read after {line(write)} ({self.src.line_text(write).strip()}) "
+            f"writes into the {what} it shares memory with{made}; NumPy shows the write "
+            f"through {shown}, but s2sad follows a write only through the name written, so "
+            f"the value and the derivative would use the old {shown}. Make the copy "
+            "explicit where the other name is made (.copy()), or read the array written "
+            "again after the write"))
+
+    def loop_sequence(self, name):
+        """The user's name for the sequence a loop goes over, if `name` is the name
+        desugar gave it (`seq = A` for `for i, row in enumerate(A)`), else None."""
+        defs = self.defs.get(name, ())
+        v = defs[0].value if len(defs) == 1 else None
+        if isinstance(v, gast.Call) and marks.PRIM.of(v.func) is runtime.sequence:
+            v = v.args[0]       # (`seq = _s2s_sequence(A)`: A itself, for an array)
+        if (not isinstance(v, gast.Name) or user_name(name, self.src) != name
+                or not self.src.line_text(defs[0]).lstrip().startswith("for ")
+                or name in {n.id for n in syntax.name_nodes(self.src.node)}):
+            return None
+        return user_name(v.id, self.src)
+
+    def read_before(self, w, found, args, call, reader):
+        """The error for a call that writes in place into memory read before it, whose old
+        values the derivative of reverse mode may read after it."""
+        return self.src.syntax_error(call, (
+            f"{self.src.line_text(call).strip()}: {found.writing(w)}, into memory that line "
+            f"{self.src.lineno(reader)} ({self.src.line_text(reader).strip()}) reads before "
+            "the call; the gradient reads the values from before the call, which the call "
+            f"changes in place. {found.instead(self.argument(w, args))}"))
+
+    def argument(self, w, args):
+        """The user's name for the argument of the parameter a callee's `w` writes into."""
+        arg = args.get(w.param)
+        if isinstance(arg, gast.Subscript) and isinstance(arg.value, gast.Name):
+            return user_name(arg.value.id, self.src) + syntax.unparse(arg)[len(arg.value.id):]
+        return user_name(arg.id, self.src) if isinstance(arg, gast.Name) else w.param

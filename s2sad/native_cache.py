@@ -1,0 +1,157 @@
+"""The numba backend's derivatives cached on disk, across processes (see docs/numba.md).
+
+Numba keeps a function's machine code on disk (`cache=True`) only for a function defined
+in a file, which it keys by that file; the generated code is made by `exec`, its names
+bound through closure cells. So the code of a derivative that calls nothing but NumPy,
+`math` and s2sad's runtime helpers is written to a module of its own in the cache
+directory (`$S2SAD_CACHE_DIR`, else `~/.cache/s2sad`; `S2SAD_CACHE_DIR=` empty turns it
+off), its names the module's globals, and compiled with `cache=True`. The module is named
+by the digest of all that its machine code depends on: the generated source, the value of
+each name it reads (Numba compiles a global's value into the code), Numba's, NumPy's and
+s2sad's versions, and the source of s2sad's runtime helpers and their Numba versions. The
+transform runs in each process as before (the guards hold as they do in memory); what a
+later process skips is Numba's compile.
+
+A derivative whose code calls another derivative or a function of the user's is compiled
+in memory, as before: Numba compiles the machine code of what it calls into its own, so
+its digest would have to follow theirs.
+"""
+from __future__ import annotations
+
+import builtins
+import functools
+import hashlib
+import importlib.metadata
+import importlib.util
+import linecache
+import os
+import sys
+import types
+
+import numpy as np
+
+
+
+#: The modules whose functions and constants the code may read: their versions are in the
+#: digest (s2sad's runtime helpers, by their source).
+_MODULES = ("numpy", "math", "s2sad")
+
+#: The folder of s2sad's rules, whose runtime helpers' source is in the digest.
+_RULES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rules")
+
+
+def directory() -> str | None:
+    """The cache directory: `$S2SAD_CACHE_DIR`, else `$XDG_CACHE_HOME/s2sad` or
+    `~/.cache/s2sad`; None when `S2SAD_CACHE_DIR` is set empty (no disk cache)."""
+    given = os.environ.get("S2SAD_CACHE_DIR")
+    if given is not None:
+        return given or None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "s2sad")
+
+
+@functools.lru_cache(maxsize=1)
+def _versions() -> str:
+    """s2sad's, Numba's, NumPy's and Python's versions, and the digest of the source of
+    s2sad's runtime helpers and of their Numba versions (which Numba compiles into the
+    code)."""
+    digest = hashlib.sha256()
+    for name in ("runtime.py", "tangents.py", "numba_overloads.py"):
+        with open(os.path.join(_RULES, name), "rb") as f:
+            digest.update(f.read())
+    return (f"s2sad {sys.modules[__package__].__version__}, numba "
+            f"{importlib.metadata.version('numba')}, numpy {np.__version__}, python "
+            f"{sys.version.split()[0]}, helpers {digest.hexdigest()[:16]}")
+
+
+def _described(value) -> str | None:
+    """What in `value` the machine code depends on, as text; None for a value whose
+    description would not settle it (a function of the user's, a derivative, an object)."""
+    if value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
+        return f"{type(value).__name__} {value!r}"
+    if isinstance(value, tuple):
+        items = [_described(v) for v in value]
+        return None if None in items else f"tuple ({', '.join(items)})"
+    if isinstance(value, np.generic):
+        return f"{value.dtype} {value!r}"
+    if isinstance(value, np.ndarray):        # (Numba compiles a global array into the code)
+        data = hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()
+        return f"array {value.dtype} {value.shape} {data}"
+    if isinstance(value, types.ModuleType):
+        return f"module {value.__name__}" if value.__name__ in _MODULES else None
+    if value is getattr(builtins, getattr(value, "__name__", ""), None):
+        return f"builtin {value.__name__}"
+    module = getattr(value, "__module__", None) or ""
+    if callable(value) and module.split(".")[0] in _MODULES and (
+            module.split(".")[0] != "s2sad" or module.startswith("s2sad.rules.")):
+        name = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
+        if name is not None and _found(module, name) is value:
+            return f"function {module}.{name}"
+    return None
+
+
+def global_names(code):
+    """The names `code` and the code nested in it read as globals (with the names of
+    attributes, which may be the same)."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= global_names(const)
+    return names
+
+
+def _found(module, qualname):
+    """The object `module.qualname` names, or None."""
+    obj = sys.modules.get(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part, None)
+    return obj
+
+
+def cached_copy(fn, jit: dict, late=()):
+    """A copy of the generated function `fn` defined in a module file of the cache
+    directory (its closure values the module's globals), whose Numba machine code Numba
+    can keep on disk; None when there is no cache directory, when `fn`'s code calls what
+    the driver binds late (`late`: the derivatives it calls), or reads a value that its
+    digest cannot settle, or when the directory cannot be written."""
+    folder = directory()
+    if folder is None or late or fn.__code__.co_freevars and fn.__closure__ is None:
+        return None
+    bindings = dict(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__ or ())))
+    for name in global_names(fn.__code__):     # (the globals of the user's module it reads)
+        if name not in bindings and name in fn.__globals__:
+            bindings[name] = fn.__globals__[name]
+    described = {name: _described(v) for name, v in bindings.items()}
+    if None in described.values():
+        return None
+    source = "".join(linecache.getlines(fn.__code__.co_filename))
+    if f"def {fn.__name__}(" not in source:
+        return None
+    key = "\n".join([_versions(), repr(sorted(jit.items())), source]
+                    + [f"{n} = {d}" for n, d in sorted(described.items())])
+    digest = hashlib.sha256(key.encode()).hexdigest()[:32]
+    name = f"s2sad_{fn.__name__}_{digest}"
+    path = os.path.join(folder, name + ".py")
+    try:
+        if not os.path.exists(path):
+            os.makedirs(folder, exist_ok=True)
+            text = (f"# s2sad: {fn.__name__}, compiled by Numba and kept on disk\n"
+                    f"# {_versions()}\n{source}")
+            temporary = f"{path}.{os.getpid()}.tmp"
+            with open(temporary, "w") as f:
+                f.write(text)
+            os.replace(temporary, path)     # (whole, whatever other processes do)
+    except OSError:
+        return None
+    module = sys.modules.get(name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        module.__dict__.update(bindings)
+        spec.loader.exec_module(module)
+        # (Numba finds the module of the code it loads from disk by its name)
+        sys.modules[name] = module
+    copy = module.__dict__[fn.__name__]
+    copy.__qualname__ = fn.__qualname__
+    return copy
+
