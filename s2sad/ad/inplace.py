@@ -21,7 +21,8 @@ class InPlaceWrites:
 
     def __init__(self, body, src, pullback, rev):
         self.prims = (runtime.setitem, runtime.append)
-        self.stmts = [n for s in body for n in syntax.statements(s) if self.is_update(n)]
+        self.statements = [n for s in body for n in syntax.statements(s)]
+        self.stmts = [n for n in self.statements if self.is_update(n)]
         self.old = {id(s): s.value.args[0].id for s in self.stmts}
         self.owned = owned_names(body, src, self.prims)
         self.in_place = {}
@@ -59,15 +60,15 @@ class InPlaceWrites:
         # an element write keeps the shape a shape-only read sees; an append does not
         shaped = marks.PRIM.of(s.value.func) is runtime.setitem
         if info is None:
-            return not self.value_loads(self.pullback, earlier | {old}, shaped)
+            return not self.value_loads(self.pullback, self.holders(earlier | {old}), shaped)
         # in a loop: nor may the pullback read a state from before the loop (the value
         # of `np.tanh` that its own pullback reads, before `a[0] += ...` in the loop)
         before = {n for n in earlier if n not in info.defined_inside}
-        if self.value_loads(self.pullback, before, shaped):
+        if self.value_loads(self.pullback, self.holders(before), shaped):
             return False
         # (an element read back from the final value is no state the writes change)
         reads = [s for s in info.reversed.body if not marks.READ_BACK.of(s)]
-        read = {n for n in aliases if self.value_loads(reads, {n}, shaped)}
+        read = {n for n in aliases if self.value_loads(reads, self.holders({n}), shaped)}
         kept = self.kept_apart(loop, info, aliases, read)
         if kept is None:
             return False
@@ -113,6 +114,22 @@ class InPlaceWrites:
 
     def assigned_in(self, loop):
         return set(syntax.names_stored(syntax.if_(syntax.const(True), loop.body)))
+
+    def holders(self, names):
+        """`names`, and the pullbacks of the calls of the user's functions passed one of
+        them: a pullback reads its arguments when it runs (`x, mul_pullback = mul_vjp(t,
+        t_1)` of rows `t = h[0]`, then `h[0] = x`: written in place, the pullback would
+        read the new row)."""
+        out, calls = set(names), self.rev.user_calls
+        for s in self.statements:
+            if s not in calls:
+                continue
+            pullback, call = calls[s][0], getattr(s, "value", None)
+            if isinstance(call, gast.Call) and any(
+                    isinstance(a, gast.Name) and a.id in names
+                    for a in call.args + [k.value for k in call.keywords]):
+                out.add(pullback)
+        return out
 
     def value_loads(self, node, names, shaped=True):
         """Loads of `names` in `node`, but (with `shaped`) as shape-only helper
