@@ -119,12 +119,12 @@ def reverse(target, indices, args, kwargs, arg_types, many, likes, jacobian):
     try:
         code = driver.gradient_code(target, tuple(indices) if many else indices[0],
                                     arg_types, Variant.VALUE_AND_GRAD)
-        batched = _batched(code.fn, (), arg_types)
     except InternalError:
         raise
     except S2SADError:
         return None
-    if not batched.batching.plain:
+    batched = _batched(code.fn, (), arg_types)
+    if batched is None:
         return None
     out = _run(batched.fn, args, kwargs)
     if out is None:
@@ -136,17 +136,23 @@ def reverse(target, indices, args, kwargs, arg_types, many, likes, jacobian):
 
 
 def _batched(code, wrt, arg_types):
-    """The batched derivative of `code`; an S2SADError where a primitive of it would be
-    applied item by item (the loop over the directions is as fast, and warns nothing)."""
+    """The batched derivative of `code`, or None where the batching transform refuses it,
+    would apply a primitive of it item by item (the loop over the directions is as fast,
+    and warns nothing), or leaves a batched list, tuple or dict (`BatchingResult.plain`)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        made = driver.derivative(code, wrt, arg_types, Options(Variant.BATCHED, guard=False))
-    looped = [w for w in caught if issubclass(w.category, BatchingLoopWarning)]
-    if looped:
-        raise S2SADError(str(looped[0].message))
+        try:
+            made = driver.derivative(code, wrt, arg_types,
+                                     Options(Variant.BATCHED, guard=False))
+        except InternalError:
+            raise
+        except S2SADError:
+            return None
+    if any(issubclass(w.category, BatchingLoopWarning) for w in caught):
+        return None
     for w in caught:            # (the others, as the compilation gave them)
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    return made
+    return made if made.batching.plain else None
 
 
 def batched_call(d, args, kwargs, lead, batches):
@@ -161,13 +167,8 @@ def batched_call(d, args, kwargs, lead, batches):
     wrt = tuple(params.index(p) for p in lead)      # (refused if keyword-only: a loop)
     items = {p: pytrees.map(lambda v: v[0], b) for p, b in zip(lead, batches)}
     arg_types = arg_types_of(driver.target(code), args, {**kwargs, **items})
-    try:
-        batched = _batched(code, wrt, arg_types)
-    except InternalError:
-        raise
-    except S2SADError:
-        return None
-    if not batched.batching.plain:
+    batched = _batched(code, wrt, arg_types)
+    if batched is None:
         return None
     named = dict(zip(lead, batches))
     return _run(batched.fn, args, {**kwargs, **named})

@@ -7,6 +7,7 @@ import gast
 
 from .. import syntax
 from ..analysis import operations
+from ..analysis.activity import closure
 from ..rules import runtime
 from .inplace import owned_names
 
@@ -63,15 +64,9 @@ def _aliases(jvp):
     copies = [(s.targets[0].id, s.value.id) for s in syntax.statements(jvp)
               if isinstance(s, gast.Assign) and syntax.is_name(s.targets[0])
               and isinstance(s.value, gast.Name)]
-    out = {n for a, b in copies if reads.get(b, 0) > 1 for n in (a, b)}
-    grown = True
-    while grown:        # (and a copy of such a copy: `yn_2_dot = yn_1_dot`)
-        grown = False
-        for a, b in copies:
-            if b in out and a not in out:
-                out.add(a)
-                grown = True
-    return out
+    # (and a copy of such a copy: `yn_2_dot = yn_1_dot`)
+    return closure({n for a, b in copies if reads.get(b, 0) > 1 for n in (a, b)},
+                   [(b, a) for a, b in copies])
 
 
 def _copied_once(jvp, names):
