@@ -1,7 +1,7 @@
 """Minimized s2sad bugs found by tests/fuzz.
 
 Each function is a reproducer; CASES lists (function, point) and test_fuzz.py's
-`test_found_reproducers` checks `s2sad.grad(f, wrt=all)` and `s2sad.jvp` against finite
+`test_found_reproducers` checks `s2sad.grad(f, wrt=all)`, `s2sad.vjp` and `s2sad.jvp` against finite
 differences at the point as a strict xfail: when a bug is fixed its case XPASSes, which fails the run, so
 move the function to a regular regression test then. Every point is one where the
 function is smooth, and every function runs without error there in plain Python.
@@ -51,6 +51,33 @@ A reproducer saved as "code dropped after an inner loop" turned out to be a wron
 (its function returned None at its point, so its xfail could not pass); it was removed
 and the long profile is rerun to find the original again.
 """
+import math
 
 
-CASES = []
+# Open (found by the long profile, on main since before #39's session; a crash, not a
+# number): a loop variable that a zero-trip loop leaves unbound (`for ii in range(0)`),
+# then a branch that loops over `ii` again: the join copy after the branch (`ii_1 = ii`)
+# reads it on the other path: UnboundLocalError in the vjp. The fix: bind such a name to
+# None before the first loop (as Wengert form does for names read after a loop).
+def _h1(a):
+    a = int(0.75 - a)
+    return 0.25 * (math.hypot(a, 0.5) + math.atan(a))
+
+
+def zero_trip_loop_variable_read_by_a_join(x):
+    a = 0
+    for ii in range(a):
+        x /= 2.0 + math.sin(0.75 - x)
+        x = x
+    if a ** 2.0 >= x / (2.0 + math.tanh(a)):
+        if a > 1:
+            for ii in [_h1(x), 2.0 ** 0.0]:
+                s = r = 0.5 * (ii + x - (ii - 2.0))
+                z2 = math.atan(-1.25) - math.erfc(r)  # noqa: F841
+                r //= 0.5
+        else:
+            x /= 2.0 + math.sin(x)
+    return x
+
+
+CASES = [(zero_trip_loop_variable_read_by_a_join, (1.931,))]

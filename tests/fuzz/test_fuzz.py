@@ -454,8 +454,10 @@ def test_found_reproducers(fn, point):
     wrt = tuple(range(len(point)))
     grads = s2sad.grad(fn, wrt=wrt)(*point)
     dots = [s2sad.jvp(fn, point, tuple(float(i == k) for k in wrt))[1] for i in wrt]
+    pulled = s2sad.vjp(fn, *point)[1](1.0)      # (its code is not the fused gradient's)
     for i, (g, dot) in enumerate(zip(grads, dots)):
         fd = smooth_partial(fn, point, i)
         assert fd is not None, "a reproducer's point must be smooth"
         assert abs(g - fd) <= ATOL + RTOL * abs(fd), (fn.__name__, "grad", i, g, fd)
+        assert abs(pulled[i] - fd) <= ATOL + RTOL * abs(fd), (fn.__name__, "vjp", i)
         assert abs(dot - fd) <= ATOL + RTOL * abs(fd), (fn.__name__, "jvp", i, dot, fd)
