@@ -22,6 +22,19 @@ def show(stage, text, wrt=0, arrays=False):
     return pipeline.stage_source(fn, name, wrt, arg_types, mode=mode).rstrip("\n")
 
 
+def pytest_configure(config):
+    """The rules of optional libraries (SciPy) load as s2sad loads them, inside
+    `registry.loading()`, before pytest imports their modules to collect their doctests:
+    their templates name runtime helpers declared further down (imported first by the
+    collection, `s2sad/rules/solves.py` failed on `_s2s_frechet2`)."""
+    try:
+        import scipy.integrate, scipy.linalg, scipy.optimize, scipy.special, scipy.stats  # noqa: E401, F401
+    except ImportError:
+        return
+    from s2sad.rules import registry
+    registry.load_optional()
+
+
 @pytest.fixture(autouse=True)
 def _doctest_namespace(doctest_namespace):
     doctest_namespace["show"] = show
