@@ -149,15 +149,8 @@ def adjoint(rhs, solver, t0, y0, ts, ys, ys_bar, ts_bar=None, steps=False):
     `ts` and the adjoint `ys_bar` of it (and `ts_bar` of `ts`, added on). With `steps`,
     `ts` are the solver's steps (`ts[0]` is `t0`, `ts[-1]` the final time): an adjoint of
     an inner step is refused."""
-    n, m = len(y0), len(ts)
-    ys_bar = np.asarray(ys_bar, dtype=float).reshape(n, m)
-    ts_bar = np.zeros(m) if ts_bar is None else np.array(ts_bar, dtype=float).reshape(m)
-    outputs = list(range(m))
-    if steps:
-        _only_ends(ys_bar, ts_bar)
-        outputs = sorted({0, m - 1})
-    for k in outputs:
-        ts_bar[k] += ys_bar[:, k] @ rhs.fun(ts[k], ys[:, k])
+    n = len(y0)
+    ys_bar, ts_bar, outputs = _outputs_read(rhs, n, ts, ys, ys_bar, ts_bar, steps)
     later = [k for k in outputs[::-1] if ys_bar[:, k].any()]     # where the adjoint jumps
     points, first = _checkpoints(rhs, solver, t0, y0, ts[later[0]] if later else t0)
     z = np.zeros(n + rhs.size)
@@ -253,14 +246,7 @@ def discrete_adjoint(rhs, method, steps, t0, y0, ts, ys, ys_bar, ts_bar=None,
     a_, b_, c_, p_ = tableau.A, tableau.B, tableau.C, tableau.P
     stages = tableau.n_stages
     n, m = len(y0), len(ts)
-    ys_bar = np.asarray(ys_bar, dtype=float).reshape(n, m)
-    ts_bar = np.zeros(m) if ts_bar is None else np.array(ts_bar, dtype=float).reshape(m)
-    outputs = list(range(m))
-    if at_steps:
-        _only_ends(ys_bar, ts_bar)
-        outputs = sorted({0, m - 1})
-    for k in outputs:
-        ts_bar[k] += ys_bar[:, k] @ rhs.fun(ts[k], ys[:, k])
+    ys_bar, ts_bar, outputs = _outputs_read(rhs, n, ts, ys, ys_bar, ts_bar, at_steps)
     # the outputs of each step: those up to its end, in the order SciPy reads them
     within = [[] for _ in steps]
     k, last = 0, len(steps) - 1
@@ -351,3 +337,19 @@ def tangent(rhs, solver, t0, y0, ts, ys, t0_dot, y0_dot, ts_dot, steps=False):
     for j, k in enumerate(outputs):
         ys_dot[:, k] = s[:, j] + rhs.fun(ts[k], ys[:, k]) * ts_dot[k]
     return ys_dot
+
+
+def _outputs_read(rhs, n, ts, ys, ys_bar, ts_bar, at_steps):
+    """(`ys_bar` as an n x len(ts) array, `ts_bar` with the output times' own adjoints
+    added, the indexes of the outputs whose adjoints count): with `at_steps` (the outputs
+    are the solver's steps), only the first and the last, an inner one refused."""
+    m = len(ts)
+    ys_bar = np.asarray(ys_bar, dtype=float).reshape(n, m)
+    ts_bar = np.zeros(m) if ts_bar is None else np.array(ts_bar, dtype=float).reshape(m)
+    outputs = list(range(m))
+    if at_steps:
+        _only_ends(ys_bar, ts_bar)
+        outputs = sorted({0, m - 1})
+    for k in outputs:
+        ts_bar[k] += ys_bar[:, k] @ rhs.fun(ts[k], ys[:, k])
+    return ys_bar, ts_bar, outputs
