@@ -62,10 +62,11 @@ class Backend:
         compiles too (none but Numba's)."""
         return {}
 
-    def compile(self, fn, calls: dict, jit: dict, late=()):
+    def compile(self, fn, calls: dict, jit: dict, late=None):
         """The compiled form of the generated function `fn`, its names `calls` bound to
-        the compiled forms of what they name, its names `late` bound by the driver (to
-        the derivatives it calls) after (None for code that runs as Python)."""
+        the compiled forms of what they name, its names `late` bound by the driver after
+        (`{name: the derivative it calls}`, None for one made otherwise) (None for code
+        that runs as Python)."""
         return None
 
     def link(self, callee: Callee, derivative):
@@ -143,12 +144,12 @@ class NumbaBackend(Backend):
                 if inspect.isfunction(obj) and not obj.__module__.startswith("s2sad.")
                 and not is_library(obj)}
 
-    def compile(self, fn, calls, jit, late=()):
+    def compile(self, fn, calls, jit, late=None):
         """`fn` compiled by `numba.njit`, from a module of the disk cache (see
-        native_cache) when it calls nothing of the user's; else as it is."""
+        native_cache) when its digest can follow all it reads and calls; else as it is."""
         for name, obj in calls.items():
             emit.bind_late(fn, name, self.njit_user(obj, jit))
-        copy = None if calls else native_cache.cached_copy(fn, jit, late)
+        copy = native_cache.cached_copy(fn, jit, calls, late)
         if copy is not None:
             return self.njit(copy, {**jit, "cache": True})
         return self.njit(fn, jit)

@@ -75,6 +75,7 @@ class CompiledDerivative:
                 self.native_gradients[name] = (obj.s2s_gradient, arg_types[0])
                 del self.native_calls[name]
         self._native = None
+        self.linked = {}        # {name in its code: the derivative it calls} (_Build.run)
 
     def holds(self):
         """Whether all its guards (and those of the derivatives it calls) still hold; if
@@ -103,10 +104,16 @@ class CompiledDerivative:
                 gradient = derivative(target(primal), wrt, arg_types, self.backend.recomputed(
                     Variant(kind), tuple(sorted(self.jit.items()))), self.backend)
                 emit.bind_late(self.fn, name, gradient.native)
-            self._native = self.backend.compile(
-                self.fn, self.native_calls, self.jit,
-                late=[name for name, _ in self.callees] + list(self.native_gradients))
+            self._native = self.backend.compile(self.fn, self.native_calls, self.jit,
+                                                late=self.native_late())
         return self._native
+
+    def native_late(self):
+        """{name: the derivative its code calls by that name} of the names the driver
+        binds late (None for a gradient called, made apart: see `native`)."""
+        late = {name: self.linked.get(name) for name, _ in self.callees}
+        late.update(dict.fromkeys(self.native_gradients))
+        return late
 
 
 class _Watcher:
@@ -244,6 +251,10 @@ class _Build:
                     new = self.callee(callee, inside, into, derivative.request)
                     if new is not None:
                         queue.append((new, inside, into))
+        for request, derivative in self.made.values():
+            # (before any is linked: the backend may compile one, which reads them)
+            derivative.linked = {name: self.compiled(callee, derivative.request)
+                                 for name, callee in derivative.callees}
         for request, derivative in self.made.values():
             self.link(derivative)
         self.guard()

@@ -213,7 +213,11 @@ def _compile(fn_nodes, bindings, user_fn, filename):
 def bind_late(fn, name, value):
     """Bind the free name `name` of the compiled function `fn` (and of the functions
     nested in it, which share the cell) to `value`: how the driver links a derivative to
-    those it calls, which may be compiled after it (recursion)."""
+    those it calls, which may be compiled after it (recursion); and, for a copy of it the
+    numba backend's disk cache made (native_cache.cached_copy), that copy's global."""
     code = fn.__code__
     if name in code.co_freevars:
         fn.__closure__[code.co_freevars.index(name)].cell_contents = value
+        copy_globals = getattr(fn, "s2s_copy_globals", None)
+        if copy_globals is not None:
+            copy_globals[name] = value

@@ -2,19 +2,23 @@
 
 Numba keeps a function's machine code on disk (`cache=True`) only for a function defined
 in a file, which it keys by that file; the generated code is made by `exec`, its names
-bound through closure cells. So the code of a derivative that calls nothing but NumPy,
-`math` and s2sad's runtime helpers is written to a module of its own in the cache
-directory (`$S2SAD_CACHE_DIR`, else `~/.cache/s2sad`; `S2SAD_CACHE_DIR=` empty turns it
-off), its names the module's globals, and compiled with `cache=True`. The module is named
-by the digest of all that its machine code depends on: the generated source, the value of
-each name it reads (Numba compiles a global's value into the code), Numba's, NumPy's and
-s2sad's versions, and the source of s2sad's runtime helpers and their Numba versions. The
-transform runs in each process as before (the guards hold as they do in memory); what a
+bound through closure cells. So the code of a derivative is written to a module of its
+own in the cache directory (`$S2SAD_CACHE_DIR`, else `~/.cache/s2sad`; `S2SAD_CACHE_DIR=`
+empty turns it off), its names the module's globals, and compiled with `cache=True`. The
+module is named by the digest of all that its machine code depends on: the generated
+source, the value of each name it reads (Numba compiles a global's value into the code),
+Numba's, NumPy's and s2sad's versions, and the source of s2sad's runtime helpers and their
+Numba versions. The transform runs in each process as before (the guards hold as they do in memory); what a
 later process skips is Numba's compile.
 
-A derivative whose code calls another derivative or a function of the user's is compiled
-in memory, as before: Numba compiles the machine code of what it calls into its own, so
-its digest would have to follow theirs.
+Numba compiles the machine code of what a code calls into its own, and does not look at
+it again when it loads that code from disk. So the digest of a derivative that calls other
+derivatives (`late`: the driver links them) or functions of the user's (`calls`: the
+backend compiles them too) follows them: a derivative called is in it by its own digest
+(what it calls included; one that calls a derivative up the chain, recursion, by how many
+calls up), a function of the user's by its code, its defaults and closure values and the
+values of the globals it reads, the functions among them followed the same way. A change
+of any of them is a new digest, and Numba compiles the new entry.
 """
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ import functools
 import hashlib
 import importlib.metadata
 import importlib.util
+import inspect
 import linecache
 import os
 import sys
@@ -108,27 +113,116 @@ def _found(module, qualname):
     return obj
 
 
-def cached_copy(fn, jit: dict, late=()):
-    """A copy of the generated function `fn` defined in a module file of the cache
-    directory (its closure values the module's globals), whose Numba machine code Numba
-    can keep on disk; None when there is no cache directory, when `fn`'s code calls what
-    the driver binds late (`late`: the derivatives it calls), or reads a value that its
-    digest cannot settle, or when the directory cannot be written."""
-    folder = directory()
-    if folder is None or late or fn.__code__.co_freevars and fn.__closure__ is None:
+def _code_text(code) -> str:
+    """A code object as text that is the same in every process for the same code: its
+    bytecode, names and constants (the code nested in it likewise)."""
+    consts = []
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            consts.append(_code_text(c))
+        elif isinstance(c, frozenset):      # (its order changes with string hashing)
+            consts.append(f"frozenset {sorted(map(repr, c))}")
+        else:
+            consts.append(f"{type(c).__name__} {c!r}")
+    return (f"code {code.co_name} {code.co_code.hex()} {code.co_argcount} "
+            f"{code.co_kwonlyargcount} {code.co_names} {code.co_varnames} "
+            f"{code.co_freevars} {code.co_cellvars} [{', '.join(consts)}]")
+
+
+def _users_text(fn, stack=()) -> str | None:
+    """A function of the user's, a Python function or a Numba one, as what its machine
+    code depends on: its code, defaults, closure values, and the values of the globals it
+    reads, the functions among them followed (one up the chain of calls, recursion, by
+    how many calls up); None when a value is one the digest cannot settle."""
+    options = ""
+    if hasattr(fn, "py_func") and hasattr(fn, "targetoptions"):     # (a Numba dispatcher)
+        options, fn = f"numba {sorted(fn.targetoptions.items())!r} ", fn.py_func
+    if not inspect.isfunction(fn):
         return None
-    bindings = dict(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__ or ())))
-    for name in global_names(fn.__code__):     # (the globals of the user's module it reads)
-        if name not in bindings and name in fn.__globals__:
-            bindings[name] = fn.__globals__[name]
-    described = {name: _described(v) for name, v in bindings.items()}
+    for up, seen in enumerate(reversed(stack)):
+        if seen is fn:
+            return f"{options}function {fn.__qualname__}, {up + 1} calls up"
+    values = [("default", v) for v in fn.__defaults__ or ()]
+    values += [("default " + k, v) for k, v in sorted((fn.__kwdefaults__ or {}).items())]
+    values += [("closure " + n, c.cell_contents)
+               for n, c in zip(fn.__code__.co_freevars, fn.__closure__ or ())]
+    values += [("global " + n, fn.__globals__[n]) for n in sorted(global_names(fn.__code__))
+               if n in fn.__globals__]
+    lines = [f"{options}function {fn.__module__}.{fn.__qualname__} "
+             f"{_code_text(fn.__code__)}"]
+    for what, v in values:
+        text = _described(v)
+        if text is None and (inspect.isfunction(v) or hasattr(v, "py_func")):
+            text = _users_text(v, stack + (fn,))
+        if text is None:
+            return None
+        lines.append(f"  {what} = {text}")
+    return "\n".join(lines)
+
+
+def _key(fn, jit: dict, calls: dict, late: dict, stack=()) -> str | None:
+    """What the machine code of the generated function `fn` depends on, as text (see the
+    module's docstring); None when the digest cannot settle it. `calls`: {name: function
+    of the user's}; `late`: {name: the derivative it calls by that name (its `fn`, `jit`,
+    `native_calls` and `native_late()` read), None for one the digest cannot follow}."""
+    if fn.__code__.co_freevars and fn.__closure__ is None:
+        return None
+    bindings = _bindings(fn)
+    described = {name: _described(v) for name, v in bindings.items()
+                 if name not in calls and name not in late}
     if None in described.values():
         return None
     source = "".join(linecache.getlines(fn.__code__.co_filename))
     if f"def {fn.__name__}(" not in source:
         return None
-    key = "\n".join([_versions(), repr(sorted(jit.items())), source]
-                    + [f"{n} = {d}" for n, d in sorted(described.items())])
+    lines = [_versions(), repr(sorted(jit.items())), source]
+    lines += [f"{n} = {d}" for n, d in sorted(described.items())]
+    for name, obj in sorted(calls.items()):
+        text = _users_text(obj)
+        if text is None:
+            return None
+        lines.append(f"{name} = {text}")
+    for name, d in sorted(late.items()):
+        if d is None:
+            return None
+        up = next((k + 1 for k, f in enumerate(reversed(stack + (fn,))) if f is d.fn), None)
+        if up is not None:
+            lines.append(f"{name} = the derivative {up} calls up")
+            continue
+        text = _key(d.fn, d.jit, d.native_calls, d.native_late(), stack + (fn,))
+        if text is None:
+            return None
+        lines.append(f"{name} = derivative {hashlib.sha256(text.encode()).hexdigest()}")
+    return "\n".join(lines)
+
+
+def _bindings(fn) -> dict:
+    """The values of the names the generated function `fn` reads: its closure's, and the
+    globals of the user's module it reads."""
+    bindings = dict(zip(fn.__code__.co_freevars,
+                        (c.cell_contents for c in fn.__closure__ or ())))
+    for name in global_names(fn.__code__):
+        if name not in bindings and name in fn.__globals__:
+            bindings[name] = fn.__globals__[name]
+    return bindings
+
+
+def cached_copy(fn, jit: dict, calls=None, late=None):
+    """A copy of the generated function `fn` defined in a module file of the cache
+    directory (its closure values the module's globals), whose Numba machine code Numba
+    can keep on disk; None when there is no cache directory, when `fn`'s code reads a
+    value (or calls a function or a derivative, `calls` and `late` as `_key` takes them)
+    that its digest cannot settle, or when the directory cannot be written. The names
+    `late` are bound when the driver links them (emit.bind_late): the module's globals
+    follow (`fn.s2s_copy_globals`)."""
+    folder = directory()
+    calls, late = calls or {}, late or {}
+    if folder is None:
+        return None
+    key = _key(fn, jit, calls, late)
+    if key is None:
+        return None
+    source = "".join(linecache.getlines(fn.__code__.co_filename))
     digest = hashlib.sha256(key.encode()).hexdigest()[:32]
     name = f"s2sad_{fn.__name__}_{digest}"
     path = os.path.join(folder, name + ".py")
@@ -143,6 +237,7 @@ def cached_copy(fn, jit: dict, late=()):
             os.replace(temporary, path)     # (whole, whatever other processes do)
     except OSError:
         return None
+    bindings = _bindings(fn)
     module = sys.modules.get(name)
     if module is None:
         spec = importlib.util.spec_from_file_location(name, path)
@@ -151,7 +246,9 @@ def cached_copy(fn, jit: dict, late=()):
         spec.loader.exec_module(module)
         # (Numba finds the module of the code it loads from disk by its name)
         sys.modules[name] = module
+    else:       # (the same digest: the same code and values; these derivatives' links)
+        module.__dict__.update({n: v for n, v in bindings.items() if v is not None})
+    fn.s2s_copy_globals = module.__dict__
     copy = module.__dict__[fn.__name__]
     copy.__qualname__ = fn.__qualname__
     return copy
-
