@@ -604,7 +604,25 @@ def nearest(centroids, points):
     return np.sum(np.min(distances, axis=1)) + np.sum(np.max(centroids - top, axis=-1) ** 2)
 
 
+ROWS, COLS = np.array([1, 2, 2, 1]), np.array([0, 0, 1, 0])   # (element (1, 0) twice)
+
+
+def contracted(Q, c):
+    # (gmm's forms: np.einsum and np.squeeze, which s2sad adds to Numba, a log-sum-exp
+    # along an axis with keepdims, a write at two index arrays, the last write staying)
+    y = np.einsum("kij,nkj->nki", Q, c)
+    top = np.max(y, axis=2, keepdims=True)
+    lse = np.log(np.sum(np.exp(y - top), axis=2)) + np.squeeze(top, axis=2)
+    lower = np.zeros((Q.shape[0], 3, 3))
+    lower[:, ROWS, COLS] = Q.reshape(Q.shape[0], 9)[:, :4]
+    weights = np.arange(9.0).reshape(3, 3)
+    return (np.sum(lse ** 2) + np.sum(lower * lower * weights) + np.einsum("ij,ij", Q[0], Q[1])
+            + np.squeeze(np.max(Q[0, 0], axis=0, keepdims=True), axis=0))
+
+
 ARRAY_CASES = {
+    "contracted": (contracted, (np.linspace(-1.0, 1.2, 18).reshape(2, 3, 3),
+                                np.cos(np.arange(24.0)).reshape(4, 2, 3))),
     "det_flat": (det_flat, (np.array([2.0, -1.0, 0.5, 0.3, 1.5, -2.0, 1.0, 0.7, 0.4]), 3)),
     "stacked": (stacked, (np.array([0.3, -1.2, 2.0, 0.8]),)),
     "log_sum_exp": (log_sum_exp, (np.array([0.3, -1.2, 2.0, 0.8]),)),
@@ -668,6 +686,38 @@ def test_numpy_extrema_along_an_axis_in_numba_code(reduce):
                 np.testing.assert_array_equal(got, want)
     with pytest.raises(ValueError, match="axis is out of bounds"):
         both(a, 3)
+
+
+def test_numpy_einsum_and_squeeze_in_numba_code():
+    # (Numba has neither: s2sad adds np.einsum of literal subscripts without '...', and
+    # np.squeeze along one axis, which its derivatives and the functions they call use)
+    s2sad.grad(babysqrt, backend="numba")(2.0)      # (the backend adds them when first used)
+
+    @numba.njit
+    def forms(a, b, v):
+        return (np.einsum("kij,nkj->nki", a, b), np.einsum("ij,ij", a[0], a[1]),
+                np.einsum("ij->i", a[0]), np.einsum("ij,jk", a[0], a[1]),
+                np.einsum("i,i", v, v), np.einsum("ji", a[0]))
+
+    @numba.njit
+    def squeezed(x, axis):
+        return np.squeeze(x, axis=axis)
+
+    rng = np.random.default_rng(7)
+    a, b, v = rng.normal(size=(2, 3, 3)), rng.normal(size=(4, 2, 3)), rng.normal(size=3)
+    want = (np.einsum("kij,nkj->nki", a, b), np.einsum("ij,ij", a[0], a[1]),
+            np.einsum("ij->i", a[0]), np.einsum("ij,jk", a[0], a[1]),
+            np.einsum("i,i", v, v), np.einsum("ji", a[0]))
+    for got, expected in zip(forms(a, b, v), want):
+        np.testing.assert_allclose(got, expected, rtol=1e-13)
+    with pytest.raises(ValueError, match="operands of different lengths"):
+        forms(a, b[:, :, :2], v)
+    x = rng.normal(size=(3, 1, 2))
+    assert squeezed(x, 1).shape == (3, 2) and squeezed(x, -2).shape == (3, 2)
+    np.testing.assert_array_equal(squeezed(x, 1), np.squeeze(x, axis=1))
+    assert squeezed(np.array([2.5]), 0) == 2.5
+    with pytest.raises(ValueError, match="size not equal to one"):
+        squeezed(x, 0)
 
 
 def test_a_call_from_python_goes_through_the_entry():

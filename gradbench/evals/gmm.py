@@ -6,9 +6,9 @@ import math
 import numpy as np
 import s2sad
 
-from gradbench.evals import Function, floats
+from gradbench.evals import Function, floats, primal
 
-BACKENDS = ("python",)
+BACKENDS = ("python", "numba")
 
 
 def logsumexp(v, axis):
@@ -17,8 +17,11 @@ def logsumexp(v, axis):
 
 
 def log_multigamma(a, d):
-    return 0.25 * d * (d - 1) * math.log(math.pi) + sum(
-        math.lgamma(a + 0.5 * (1 - j)) for j in range(1, d + 1))
+    # (a loop, not `sum(... for j in ...)`: Numba cannot compile a generator expression)
+    total = 0.25 * d * (d - 1) * math.log(math.pi)
+    for j in range(1, d + 1):
+        total = total + math.lgamma(a + 0.5 * (1 - j))
+    return total
 
 
 def lower_columns(d):
@@ -63,5 +66,6 @@ def _jacobian(parts):
 
 
 def functions(backend):
-    return {"objective": Function(_input, objective, float),
-            "jacobian": Function(_input, s2sad.grad(objective, wrt=(0, 1, 2, 3)), _jacobian)}
+    return {"objective": Function(_input, primal(objective, backend), float),
+            "jacobian": Function(_input, s2sad.grad(objective, wrt=(0, 1, 2, 3),
+                                                    backend=backend), _jacobian)}

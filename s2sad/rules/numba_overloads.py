@@ -11,7 +11,7 @@ from numba.core.errors import TypingError
 from numba.extending import overload
 
 from ..errors import ComplexValueError, CustomRuleError, defined_at
-from . import runtime, tangents
+from . import products, runtime, tangents
 
 
 def numeric_type(t):
@@ -161,7 +161,43 @@ def numba_take(g, index):
                 seen[i] = True
             return out
         return last_writes
+    if array_type(g, 3) and several_positions(index):
+        return last_writes_of(g.ndim, index.types)
     raise TypingError(f"no native part of {g} at {index}")
+
+
+def several_positions(index):
+    """Whether the Numba type `index` is a tuple of integers, slices and arrays of
+    integers of one axis (at least one array): `a[:, rows, cols]`, which Numba compiles."""
+    return isinstance(index, types.BaseTuple) and any(map(positions, index.types)) and all(
+        positions(i) or isinstance(i, (types.Integer, types.SliceType)) for i in index.types)
+
+
+def last_writes_of(ndim, items):
+    """`take` of an array of `ndim` axes at a tuple index of the Numba types `items`
+    (several_positions): `g[index]` with zeros where a later write of `a[index] = v`
+    overwrites, the writes `k` whose arrays give the same element (`rows[k], cols[k]`)."""
+    arrays = [j for j, t in enumerate(items) if positions(t)]
+    # (the axis of the writes in the result: that of the first array when the arrays
+    # are side by side, else the first, as NumPy places it)
+    adjacent = arrays == list(range(arrays[0], arrays[-1] + 1))
+    before = sum(isinstance(items[j], types.SliceType) for j in range(arrays[0]))
+    at = ":, " * (before if adjacent else 0)
+    lines = ["def last_writes(g, index):", "    out = g[index].copy()",
+             f"    m = index[{arrays[0]}].shape[0]", "    where = np.zeros(m, np.int64)"]
+    for j in arrays:
+        lines += [f"    if index[{j}].shape[0] != m:",
+                  "        raise IndexError('shape mismatch: indexing arrays could not be "
+                  "broadcast together')",
+                  f"    where = where * g.shape[{j}] + index[{j}] % g.shape[{j}]"]
+    size = " * ".join(f"g.shape[{j}]" for j in arrays)
+    lines += [f"    seen = np.zeros({size}, np.bool_)",
+              "    for k in range(m - 1, -1, -1):",
+              "        if seen[where[k]]:",
+              f"            out[{at}k] = 0.0",
+              "        seen[where[k]] = True",
+              "    return out"]
+    return _made(*lines, np=np)
 
 
 @overload(runtime.own)
@@ -198,7 +234,8 @@ def no_axis(axis):
 @overload(runtime.unreduce)
 def numba_unreduce(g, x, axis=None, keepdims=False):
     # (an axis left out is its default, None, to the overload; one passed, its type)
-    if array_type(x, 3) and numeric_type(g) and no_axis(axis):
+    if array_type(x, 3) and numeric_type(g) and (no_axis(axis) or axis_type(axis)):
+        # (along an axis: the sum of an array of one axis, or an adjoint of zero)
         return lambda g, x, axis=None, keepdims=False: np.full(x.shape, g)
     if array_type(x, 3) and array_type(g, 3) and axis_type(axis):
         if g.ndim == x.ndim:            # (keepdims)
@@ -226,7 +263,8 @@ def numba_extremum(g, x, ans, axis=None, keepdims=False):
         return _made("def along(g, x, ans, axis=None, keepdims=False):",
                      "    k = axis % x.ndim",
                      f"    mask = x == {spread.format('ans')}",
-                     f"    count = {spread.format('np.sum(mask, axis=k)')}",
+                     "    count = np.sum(mask)" if x.ndim == 1 else
+                     "    count = np.expand_dims(np.sum(mask, axis=k), k)",
                      f"    return {spread.format('g') if array_type(g, 3) else 'g'}"
                      " * (mask / count)", np=np)
     raise TypingError(f"no native adjoint of an extremum of {x} along an axis ({axis})")
@@ -316,6 +354,26 @@ overload(np.amin, prefer_literal=True)(numpy_min)
 overload(np.amax, prefer_literal=True)(numpy_max)
 
 
+@overload(np.squeeze, prefer_literal=True)
+def numpy_squeeze(a, axis=None):
+    # (one axis given, an integer known when it runs: the result's axes are known from the
+    # types; of an array of one axis, the number itself, as NumPy's arithmetic gives it)
+    if not (isinstance(a, types.Array) and axis_type(axis)):
+        return None
+    n = a.ndim
+    shape = "".join(f"a.shape[{j}] if {j} < k else a.shape[{j + 1}], " for j in range(n - 1))
+    return _made(
+        "def squeeze(a, axis=None):",
+        f"    if not -{n} <= axis < {n}:",
+        f"        raise ValueError('axis is out of bounds for an array of {n} axes')",
+        f"    k = axis % {n}",
+        "    if a.shape[k] != 1:",
+        "        raise ValueError('cannot select an axis to squeeze out which has size not "
+        "equal to one')",
+        f"    return np.ascontiguousarray(a).reshape(({shape}))" if n > 1 else
+        "    return a[0]", np=np)
+
+
 @overload(runtime.reshape_like)
 def numba_reshape_like(g, x):
     if numeric_type(x):
@@ -347,6 +405,100 @@ def numba_split_like(g, arrays, axis=0):
         lines.append(f"    return ({''.join(f'p{k}, ' for k in range(n))})")
         return _made(*lines)
     raise TypingError(f"no native adjoint of a concatenation of {arrays} along axis {axis}")
+
+
+# -- np.einsum, which Numba lacks, and its adjoint: loops over the subscripts ---------------
+def einsum_parts(subscripts, operands):
+    """(inputs, output) of the literal `subscripts` of an einsum over the Numba types
+    `operands`; None where these loops do not apply (an ellipsis, a subscript repeated in
+    one operand or in the output, a count of subscripts that is not an operand's axes, an
+    operand that is not an array or number of floats or integers)."""
+    text = getattr(subscripts, "literal_value", None)
+    if not isinstance(text, str) or "." in text:
+        return None
+    inputs, arrow, output = text.replace(" ", "").partition("->")
+    inputs = inputs.split(",")
+    if not arrow:
+        joined = "".join(inputs)
+        output = "".join(sorted(c for c in set(joined) if joined.count(c) == 1))
+    if len(inputs) != len(operands) or len(set(output)) != len(output) or not all(
+            (s + output).isalpha() for s in inputs):
+        return None
+    for s, t in zip(inputs, operands):
+        dtype = t.dtype if isinstance(t, types.Array) else t
+        if (len(set(s)) != len(s) or len(s) != getattr(t, "ndim", 0)
+                or not isinstance(dtype, (types.Integer, types.Float))):
+            return None
+    return inputs, output
+
+
+def contraction(inputs, names, output, shaped=None):
+    """The lines of the loops that compute `np.einsum` of the arrays (or numbers) `names`
+    with the subscripts `inputs` to `output` (a number for ""), as `out`; the length of an
+    output subscript no input has is read from the array `shaped` (a pair: its name and
+    its subscripts). Lengths that differ are a ValueError, as in NumPy."""
+    lines, sizes = [], {}
+    for s, name in list(zip(inputs, names)) + ([shaped[::-1]] if shaped else []):
+        for axis, c in enumerate(s):
+            if c in sizes:
+                lines += [f"    if {name}.shape[{axis}] != {sizes[c]}:",
+                          "        raise ValueError('einsum: operands of different lengths "
+                          f"along subscript {c}')"]
+            else:
+                sizes[c] = f"{name}.shape[{axis}]"
+    summed = [c for c in dict.fromkeys("".join(inputs)) if c not in output]
+    at = ", ".join(f"i_{c}" for c in output)
+    lines.append(f"    out = np.zeros(({''.join(f'{sizes[c]}, ' for c in output)}))"
+                 if output else "    out = 0.0")
+    depth = "    "
+    for c in output:
+        lines.append(f"{depth}for i_{c} in range({sizes[c]}):")
+        depth += "    "
+    lines.append(f"{depth}total = 0.0")
+    inner = depth
+    for c in summed:
+        lines.append(f"{inner}for i_{c} in range({sizes[c]}):")
+        inner += "    "
+    product = " * ".join(f"{n}[{', '.join(f'i_{c}' for c in s)}]" if s else n
+                         for s, n in zip(inputs, names))
+    lines.append(f"{inner}total += {product}")
+    lines.append(f"{depth}out[{at}] = total" if output else f"{depth}out = total")
+    return lines + ["    return out"]
+
+
+@overload(np.einsum, prefer_literal=True)
+def numpy_einsum(subscripts, *operands):
+    parts = einsum_parts(subscripts, operands)
+    if parts is None:
+        return None
+    inputs, output = parts
+    names = [f"operands[{k}]" for k in range(len(operands))]
+    return _made("def einsum(subscripts, *operands):",
+                 *contraction(inputs, names, output), np=np)
+
+
+@overload(products.einsum, prefer_literal=True)
+def numba_einsum(g, subscripts, k, *operands):
+    # (operand k's adjoint: the einsum of g with the others, to k's subscripts; None, the
+    # einsum itself)
+    parts = einsum_parts(subscripts, operands)
+    at = getattr(k, "literal_value", None)
+    if parts is not None and isinstance(k, (types.NoneType, types.Omitted)):
+        inputs, output = parts
+        names = [f"operands[{j}]" for j in range(len(operands))]
+        return _made("def einsum(g, subscripts, k, *operands):",
+                     *contraction(inputs, names, output), np=np)
+    if parts is not None and isinstance(at, int) and 0 <= at < len(operands) and (
+            numeric_type(g) or isinstance(g, types.Array) and g.ndim == len(parts[1])):
+        inputs, output = parts
+        others = [j for j in range(len(operands)) if j != at]
+        names = ["g"] + [f"operands[{j}]" for j in others]
+        return _made("def einsum(g, subscripts, k, *operands):", *contraction(
+            [output] + [inputs[j] for j in others], names, inputs[at],
+            shaped=(f"operands[{at}]", inputs[at])), np=np)
+    raise TypingError(f"no native adjoint of np.einsum({subscripts}, ...) of {operands} "
+                      "(s2sad's numba backend takes literal subscripts, without '...' or a "
+                      "subscript repeated in one operand)")
 
 
 def _made(*lines, **names):

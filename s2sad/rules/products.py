@@ -138,7 +138,7 @@ helper_adjoint(inner, namespace=ns, g=(
     b="_s2s_zeros_like(b) if which == 1 else _s2s_inner(g, _s2s_rebroadcast(ans_bar, a), b, 1)")
 
 
-@helper(result="fresh")
+@helper(result="fresh", numba=True)
 def einsum(g, subscripts, k, *operands):
     """The adjoint of operand `k` of `np.einsum(subscripts, *operands)`: an einsum of `g`
     with the other operands, summed down where operand `k` was broadcast, and put on
