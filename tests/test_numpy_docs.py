@@ -247,9 +247,11 @@ SCIPY_SECTION, SCIPY_LIST = "## SciPy", "### SciPy functions with derivatives"
 SCIPY_LINE = re.compile(r"^- `(scipy(?:\.\w+)+)`(.*)$")
 #: Where SciPy's rules live: modules of functions, and distributions (by their methods).
 SCIPY_MODULES = ("scipy.special", "scipy.linalg")
-SCIPY_DISTRIBUTIONS = ("scipy.stats.norm", "scipy.stats.multivariate_normal")
-DISTRIBUTION_METHODS = ("pdf", "logpdf", "cdf", "logcdf", "sf", "logsf", "ppf", "isf",
-                        "entropy", "rvs")
+SCIPY_DISTRIBUTIONS = tuple(f"scipy.stats.{d}" for d in (
+    "norm", "multivariate_normal", "t", "gamma", "beta", "expon", "poisson", "binom",
+    "dirichlet", "multivariate_t"))
+DISTRIBUTION_METHODS = ("pdf", "logpdf", "pmf", "logpmf", "cdf", "logcdf", "sf", "logsf", "ppf",
+                        "isf", "entropy", "rvs")
 
 
 def _dotted(name):

@@ -19,6 +19,7 @@ The helpers these rules call are in rules/solves.py, each with its forward rule.
 import numpy as np
 from scipy import linalg, special, stats
 
+from . import distributions  # noqa: F401  (the other distributions of scipy.stats)
 from . import numpy as numpy_rules
 from . import solves  # noqa: F401  (the helpers these rules call, _s2s_NAME)
 from .registry import define
