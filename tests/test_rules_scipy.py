@@ -23,7 +23,7 @@ scipy = require("scipy", "scipy")
 from scipy import linalg, special, stats  # noqa: E402
 from scipy.stats import norm  # noqa: E402
 
-from numpy_cases import (Samples, check_hessian, check_jvp, check_vjp,  # noqa: E402
+from numpy_cases import (Samples, check_hessian, check_jvp, check_vjp, fd_array_grad,  # noqa: E402
                          gradient_failures, params, unsmooth_points)
 
 import s2sad  # noqa: E402
@@ -223,6 +223,22 @@ def l_lu_factor(a):
     return lu
 
 
+def l_logm(a):
+    return linalg.logm(a)
+
+
+def l_sqrtm(a):
+    return linalg.sqrtm(a)
+
+
+def l_sylvester(a, b, q):
+    return linalg.solve_sylvester(a, b, q)
+
+
+def l_lyapunov(a, q):
+    return linalg.solve_continuous_lyapunov(a, q)
+
+
 # -- scipy.stats ------------------------------------------------------------------------
 def t_logpdf(x, mu, s):
     return norm.logpdf(x, mu, s)
@@ -389,6 +405,13 @@ CASES = {
     "det_inv": (l_det_inv, {"mat": (MAT(),)}),
     "det": (l_det, {"mat": (MAT(),), "4": (MAT(4),)}),
     "expm": (l_expm, {"mat": (0.5 * R((3, 3)),), "batch": (0.5 * R((2, 3, 3)),)}),
+    # (near the identity: real logarithms and square roots)
+    "logm": (l_logm, {"mat": (0.3 * R((3, 3)) + 2 * I3,), "batch": (0.3 * R((2, 3, 3)) + 2 * I3,)}),
+    "sqrtm": (l_sqrtm, {"mat": (0.3 * R((3, 3)) + 2 * I3,),
+                        "batch": (0.3 * R((2, 3, 3)) + 2 * I3,)}),
+    "sylvester": (l_sylvester, {"mat": (MAT(), MAT(), R((3, 3))),
+                                "rect": (MAT(), MAT(2), R((3, 2)))}),
+    "lyapunov": (l_lyapunov, {"mat": (MAT(), R((3, 3)))}),
     "cholesky": (l_cholesky, {"mat": (R((3, 3)),)}),
     "cholesky_lower": (l_cholesky_lower, {"mat": (R((3, 3)),)}),
     "cho_solve": (l_cho_solve, {"vec": (R((3, 3)), R((3,))), "mat": (R((3, 3)), R((3, 2)))}),
@@ -486,6 +509,18 @@ def h_linalg(x):
             + np.sum(linalg.solve(a, b) * W4[:3]) + np.sum(linalg.solve_triangular(a, b) * b))
 
 
+def h_matrix_functions(x):
+    a = x.reshape(2, 2) + 2 * I3[:2, :2]
+    q = W34[:2, :2]
+    return (np.sum(linalg.sqrtm(a) ** 2 * q) + np.sum(linalg.solve_sylvester(a, a.T @ a, q) * q.T)
+            + np.sum(linalg.solve_continuous_lyapunov(a, q + a) ** 2))
+
+
+def h_logm(x):
+    # (two inputs: SciPy's logm is slow, and the differences of differences call it often)
+    return np.sum(linalg.logm(np.array([[2.0 + x[0], 0.3], [x[1], 1.8 + x[0] * x[1]]])) * W4[:2])
+
+
 def h_factors(x):
     m = x.reshape(3, 3)
     a = m @ m.T + I3
@@ -518,7 +553,8 @@ HESSIANS = {
     "special": (h_special, [R((4,))]), "gamma": (h_gamma, [POS((4,))]),
     "softmax": (h_softmax, [R((4,))]), "norm": (h_norm, [R((4,))]),
     "linalg": (h_linalg, [R((9,))]), "factors": (h_factors, [R((9,))]),
-    "mvn": (h_mvn, [R((12,))]), "distributions": (h_distributions, [R((4,))]),
+    "mvn": (h_mvn, [R((12,))]), "matrix_functions": (h_matrix_functions, [0.3 * R((4,))]),
+    "logm": (h_logm, [0.3 * R((2,))]), "distributions": (h_distributions, [R((4,))]),
 }
 
 
@@ -639,6 +675,27 @@ def test_cdf_in_a_shape_parameter_and_a_count_are_refused_located(fn, name):
     with pytest.raises(MissingRuleError, match=rf"test_rules_scipy.py:\d+: {name} depends on "
                                                "the differentiated inputs"):
         s2sad.grad(fn)(3.0)
+
+
+def logm_sum(a):
+    return np.sum(np.real(linalg.logm(a)))
+
+
+def sqrtm_of(a):
+    return linalg.sqrtm(a)
+
+
+def test_a_complex_logm_or_sqrtm_is_refused_located():
+    # (their rules are for real values; a matrix with a negative eigenvalue has a complex
+    # logarithm and square root, which their results are checked for at run time)
+    a = np.array([[-2.0, 0.3], [0.1, 1.5]])
+    with pytest.raises(s2sad.ComplexValueError, match=r"test_rules_scipy.py:\d+: a complex128"):
+        s2sad.grad(logm_sum)(a)
+    with pytest.raises(s2sad.ComplexValueError, match=r"test_rules_scipy.py:\d+: a complex128"):
+        s2sad.jvp(sqrtm_of, (a,), (a,))
+    b = np.array([[2.0, 0.3], [0.1, 1.5]])
+    np.testing.assert_allclose(s2sad.grad(logm_sum)(b), fd_array_grad(logm_sum, (b,), 0),
+                               rtol=1e-6, atol=1e-8)
 
 
 def test_logit_at_the_bounds_is_infinite_as_in_jax():

@@ -150,6 +150,11 @@ MAYBE_COMPLEX = {
     np.roots: "where the roots are real, solve for them with real arithmetic",
 }
 
+#: Functions of scipy.linalg whose rules are for real values, which give complex values for
+#: some real arguments (a matrix with a negative eigenvalue): what they return is of
+#: unknown type, checked at run time where it is computed with.
+LINALG_CHECKED = {"logm", "sqrtm"}
+
 #: Functions of np.fft (and scipy.fft) that make no complex value of a real one.
 FFT_REAL = {"fftfreq", "rfftfreq", "fftshift", "ifftshift", "next_fast_len"}
 #: ... and those that make a real value of a complex one.
@@ -264,7 +269,7 @@ class _Analysis:
             if kind == "to real":
                 return REAL, (), False
             return Complex(self.complex_op(s, op, said=True), s), (), False
-        if kind == "maybe":
+        if kind in ("maybe", "checked"):
             return UNKNOWN, (), False
         if op.form == USER:
             varied = any(a in self.varied for a in _names(op.args))
@@ -703,7 +708,7 @@ def _category(prim):
     """What primitive `prim` gives: "real" (a real value, whatever its arguments), one of
     MAKES_COMPLEX (complex values of real ones), "to real" (a Fourier transform that makes
     real values of complex ones), "maybe" (complex values for some real ones, see
-    MAYBE_COMPLEX), "known" (a rule, one of s2sad's own helpers, or a function that
+    MAYBE_COMPLEX; "checked", those with rules, see LINALG_CHECKED), "known" (a rule, one of s2sad's own helpers, or a function that
     gives real values of real ones), or "unknown"."""
     module = str(getattr(prim, "__module__", None) or "")
     name = _name(prim)
@@ -721,6 +726,8 @@ def _category(prim):
         return "emath"
     if _in(prim, MAYBE_COMPLEX):
         return "maybe"
+    if module.startswith("scipy.linalg") and name in LINALG_CHECKED:
+        return "checked"
     if prim is not None and (registry.primitive(prim) is not None or _in(prim, REAL_OF_REAL)
                              or module.startswith("s2sad.")):
         return "known"
