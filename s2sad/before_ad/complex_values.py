@@ -25,13 +25,14 @@ Where a complex value meets a differentiated one (`np.exp(1j * x)`, `z * x` for 
 complex `z`), the statement's rule must say what it does with complex values
 (`Primitive.complex`, declared in rules/complex_numbers.py; docs/complex.md has the
 convention): True, its templates hold for them (holomorphic functions, sums, products,
-moves); or a primitive that takes its place (`np.abs(z)` becomes `_s2s_abs_(z)`, whose
-rule is the derivative of the modulus; so do `np.imag` and `np.angle`, constants of real
-values, where a differentiated complex value reaches them). A differentiated real value
-the statement reads goes through `_s2s_as_complex` first, whose adjoint is the real part
-of the complex one, and so does a real value bound to a name that holds a complex value
-elsewhere. Anywhere else (a rule for real values only, `np.fft`, `np.sign` of a complex
-value, a write into an array, a function called with one), and where the function
+moves, `np.fft`); `FROM_REAL`, they hold, of real arguments (`np.fft.rfft`); or a
+primitive that takes its place (`np.abs(z)` becomes `_s2s_abs_(z)`, whose rule is the
+derivative of the modulus; so do `np.imag` and `np.angle`, constants of real values,
+where a differentiated complex value reaches them). A differentiated real value the
+statement reads goes through `_s2s_as_complex` first (but to a `FROM_REAL` rule), whose
+adjoint is the real part of the complex one, and so does a real value bound to a name
+that holds a complex value elsewhere. Anywhere else (a rule for real values only,
+`np.emath`, `np.sign` of a complex value, a write into an array, a function called with one), and where the function
 returns a complex value (but to `grad(f, holomorphic=True)` and forward mode, see
 `Options.complex_output`), compilation stops with a
 located `ComplexValueError` that says where the complex value comes from and what to
@@ -61,11 +62,11 @@ def f(x):
 >>> try:
 ...     show("complex_values", '''
 ... def f(x):
-...     return np.sum(np.abs(np.fft.fft(x)))
+...     return np.sum(np.abs(np.emath.sqrt(x)))
 ... ''', arrays=True)
 ... except s2sad.ComplexValueError as exc:
 ...     print(str(exc).split(": ", 1)[1].split(";")[0])
-np.fft.fft() (a Fourier transform, which gives complex values) makes a complex value of x, which s2sad differentiates
+np.emath.sqrt() (np.emath gives complex values for some real arguments) makes a complex value of x, which s2sad differentiates
 >>> print(show("complex_values", '''
 ... def f(x, p):
 ...     r = np.roots(p)
@@ -454,7 +455,8 @@ class _Analysis:
         if record is None or not record.complex:
             return False
         value = s.value
-        return record.complex is True or not (isinstance(value, gast.Call) and value.keywords)
+        return record.complex in (True, complex_numbers.FROM_REAL) or not (
+            isinstance(value, gast.Call) and value.keywords)
 
     def revive(self):
         """Call the primitive that takes the place of one without a derivative for real
@@ -551,7 +553,9 @@ class _Analysis:
     def real_operands(self, s, op):
         """The differentiated real names statement `s` (of `op`) computes with, in order
         (none where it reads a container's item: the container is what it reads)."""
-        if op.form == COPY or _in(op.prim, {operator.getitem, getattr}):
+        if op.form == COPY or _in(op.prim, {operator.getitem, getattr}) or (
+                op.prim is not None and getattr(registry.primitive(op.prim), "complex", None)
+                == complex_numbers.FROM_REAL):
             return []
         names = [name for _, name, _ in self.operands_of(s.value)]
         return list(dict.fromkeys(n for n in names if n is not None and n in self.varied

@@ -387,7 +387,8 @@ class Primitive:
     batch: "BatchRule" = None
     #: What it does with complex values (before_ad/complex_values.py): None, its rules
     #: are for real values only; True, they hold for complex values too (holomorphic
-    #: templates, under the convention of docs/complex.md); or the primitive that takes
+    #: templates, under the convention of docs/complex.md); `complex_numbers.FROM_REAL`,
+    #: they hold and its arguments are real (`np.fft.rfft`); or the primitive that takes
     #: its place where a complex value reaches it (`np.abs`: `complex_numbers.abs_`).
     complex: object = None
 
@@ -735,7 +736,7 @@ class _Params(list):
 
 def _parse_params(params):
     out = _Params()
-    for part in (p.strip() for p in params.split(",")):
+    for part in (p.strip() for p in _top_level(params)):
         if not part:
             continue
         if part == "*":
@@ -746,6 +747,18 @@ def _parse_params(params):
     if out.positional is None:
         out.positional = len(out)
     return out
+
+
+def _top_level(params):
+    """The parts of `params` between its commas outside brackets (a default may be a
+    tuple: "a, axes=(-2, -1)")."""
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(params):
+        depth += (c in "([{") - (c in ")]}")
+        if c == "," and depth == 0:
+            parts.append(params[start:i])
+            start = i + 1
+    return parts + [params[start:]]
 
 
 def _reverse(prim, spec, templates, by_name, ns, broadcast, elementwise, uniform, zero=(),
