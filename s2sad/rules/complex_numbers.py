@@ -119,7 +119,7 @@ for _f in (operator.add, operator.sub, operator.mul, operator.truediv, operator.
            np.exp, np.sqrt, np.square, np.sin, np.cos, np.tan, np.sinh, np.cosh,
            np.tanh, np.sum, np.mean, np.dot, np.matmul, np.inner, np.outer, np.trace,
            np.array, np.asarray, np.stack, np.concatenate, np.transpose,
-           np.reshape, np.ravel, np.ndarray.astype):
+           np.reshape, np.ravel, np.ndarray.astype, np.swapaxes):
     define(_f, complex=True)
 # the helpers of reverse-mode code that sum, reshape and multiply adjoints, and the writes
 # into arrays and lists (linear, with no conjugate: forward over reverse differentiates
