@@ -10,6 +10,9 @@ made from real parameters, `x[..., :k] + 1j * x[..., k:]`. Second order: the Hes
 times a direction (forward over reverse) against central differences of the
 finite-difference gradient.
 """
+import importlib.util
+import inspect
+
 import numpy as np
 import pytest
 
@@ -320,3 +323,12 @@ def test_reverse_over_reverse(f, shape):
     transforms' adjoints and their transposes) against central differences."""
     x = point(shape)
     assert_close(s2sad.grad(f)(x), fd_array_grad(f, (x,), 0), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("numba") is None, reason="Numba is not installed")
+def test_numba_backend_refuses():
+    """The numba backend compiles no complex code: refused, naming the line."""
+    with pytest.raises(s2sad.errors.NativeBackendError) as caught:
+        s2sad.grad(loss_fft, backend="numba")(point((5, 5)))
+    lines, start = inspect.getsourcelines(loss_fft)
+    assert str(caught.value).startswith(f"{__file__}:{start + 1}: "), caught.value
