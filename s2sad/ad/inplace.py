@@ -30,7 +30,8 @@ class InPlaceWrites:
         self.pullback = syntax.if_(syntax.const(True), pullback)
         self.loop_of = {}
         self.updates_in = {}        # {id(loop): the ids of the updates inside it}
-        for loop in loops_in(body):
+        self.loops = loops_in(body)
+        for loop in self.loops:
             for n in syntax.statements(loop):
                 if self.is_update(n):
                     self.loop_of[id(n)] = loop     # walk order: the innermost wins
@@ -62,8 +63,14 @@ class InPlaceWrites:
         if info is None:
             return not self.value_loads(self.pullback, self.holders(earlier | {old}), shaped)
         # in a loop: nor may the pullback read a state from before the loop (the value
-        # of `np.tanh` that its own pullback reads, before `a[0] += ...` in the loop)
-        before = {n for n in earlier if n not in info.defined_inside}
+        # of `np.tanh` that its own pullback reads, before `a[0] += ...` in the loop),
+        # nor one that a loop around it binds after it: the next iteration of that loop
+        # writes into it (`a_2 = np.tanh(a)` after the inner loop, `a = a_2`)
+        around = {n for other in self.loops if other is not loop
+                  and id(s) in self.updates_in.get(id(other), ())
+                  for n in getattr(self.rev.loops.get(other), "defined_inside", ())}
+        before = {n for n in aliases if n not in info.defined_inside
+                  and (n in earlier or n in around)}
         if self.value_loads(self.pullback, self.holders(before), shaped):
             return False
         # (an element read back from the final value is no state the writes change)
