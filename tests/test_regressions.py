@@ -819,3 +819,33 @@ def test_a_recorded_result_is_not_written_by_the_next_iteration_of_an_outer_loop
     t = np.array([0.5, -1.0])
     assert s2sad.jvp(f, (x.copy(), s), (t, 1.0))[1] == pytest.approx(
         float(want[0] @ t) + want[1], rel=1e-7)
+
+
+def _zero_trip_loop_then_a_join(x):
+    a = 0
+    for ii in range(a):         # no iteration: ii stays unbound, and nothing reads it
+        x = x * 2.0
+    if x > 0.0:
+        if a > 1:
+            for ii in [x, 2.0]:
+                x = x * ii
+        else:
+            x = x * 3.0
+    return x * x
+
+
+def test_a_join_copies_the_variable_of_a_loop_that_ran_no_iteration():
+    # Wengert form joins `ii` after the `if` (`ii_2 = ii` on the paths that do not
+    # loop over it again), and that copy read the variable of the first loop, which ran
+    # no iteration: UnboundLocalError in the vjp and the fused gradient, where Python
+    # runs f (the user's code never reads ii there). Found by the long fuzz profile.
+    for x in (1.931, -0.3):
+        want = fd_array_grad(_zero_trip_loop_then_a_join, (x,), 0)
+        assert s2sad.grad(_zero_trip_loop_then_a_join)(x) == pytest.approx(want, rel=1e-8)
+        value, pullback = s2sad.vjp(_zero_trip_loop_then_a_join, x)
+        assert value == _zero_trip_loop_then_a_join(x)
+        assert pullback(1.0) == (pytest.approx(want, rel=1e-8),)
+        assert s2sad.value_and_grad(_zero_trip_loop_then_a_join)(x)[1] == \
+            pytest.approx(want, rel=1e-8)
+        assert s2sad.jvp(_zero_trip_loop_then_a_join, (x,), (1.0,))[1] == \
+            pytest.approx(want, rel=1e-8)
