@@ -30,12 +30,13 @@ class InPlaceWrites:
         self.pullback = syntax.if_(syntax.const(True), pullback)
         self.loop_of = {}
         self.updates_in = {}        # {id(loop): the ids of the updates inside it}
-        self.loops = loops_in(body)
-        for loop in self.loops:
+        self.around = {}            # {id(update): the loops around it, outermost first}
+        for loop in loops_in(body):
             for n in syntax.statements(loop):
                 if self.is_update(n):
                     self.loop_of[id(n)] = loop     # walk order: the innermost wins
                     self.updates_in.setdefault(id(loop), set()).add(id(n))
+                    self.around.setdefault(id(n), []).append(loop)
         self.classes = _alias_classes(body, self.stmts, src, rev.kinds)
         self.order = {}
         for i, n in enumerate(n for b in body for n in syntax.statements(b)):
@@ -66,8 +67,7 @@ class InPlaceWrites:
         # of `np.tanh` that its own pullback reads, before `a[0] += ...` in the loop),
         # nor one that a loop around it binds after it: the next iteration of that loop
         # writes into it (`a_2 = np.tanh(a)` after the inner loop, `a = a_2`)
-        around = {n for other in self.loops if other is not loop
-                  and id(s) in self.updates_in.get(id(other), ())
+        around = {n for other in self.around[id(s)] if other is not loop
                   for n in getattr(self.rev.loops.get(other), "defined_inside", ())}
         before = {n for n in aliases if n not in info.defined_inside
                   and (n in earlier or n in around)}
