@@ -52,7 +52,7 @@ from .frontend import structure
 from .frontend.structure import function_value
 from .naming import Namer
 from .options import Capabilities, Options, Variant
-from .rules import pytrees, runtime
+from .rules import pytrees, runtime, snapshots
 from .rules.registry import HELPERS, helper_facts
 from .rules.arrays import is_duck_array, is_duck_array_type
 
@@ -342,13 +342,16 @@ class Compilation:
         next free `name_1`, ... (a lambda's `<lambda>` is `lambda_`)"""
         if obj is MISSING:
             obj = getattr(importlib.import_module(module), name)
+        obj = snapshots.of(obj)             # (a library as s2sad found it: rules/snapshots.py)
         if not name.isidentifier():         # `<lambda>`
             name = "lambda_"
         for bound, value in self.bindings.items():
             if value is obj and (bound == name or bound.startswith(name + "_")):
                 return bound
         free = self.src.free_values()
-        if name in free and free[name] is obj:
+        if name in free and free[name] is obj or (
+                obj is not snapshots.live(obj) and dict.get(free, name) is snapshots.live(obj)
+                and snapshots.agrees(obj)):
             bound = name
         else:
             bound = self.namer.fresh(name)

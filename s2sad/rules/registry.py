@@ -47,6 +47,7 @@ import sys
 import gast
 
 from ..errors import S2SADError
+from . import snapshots
 from .plain_classes import plain, stored_parameters
 
 version = 0
@@ -219,7 +220,7 @@ class Template:
         self.free = {}
         for n in gast.walk(self.tree):
             if isinstance(n, gast.Name) and n.id not in bound:
-                found = namespace.get(n.id, HELPERS.get(n.id))
+                found = snapshots.of(namespace.get(n.id, HELPERS.get(n.id)))
                 if found is None and _pending is not None and n.id.startswith("_s2s_"):
                     _pending.append((self, n.id))
                     continue
