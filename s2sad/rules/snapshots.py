@@ -53,6 +53,8 @@ def of(module):
         snap = _snapshots[module.__name__] = types.ModuleType(module.__name__)
         _live[snap] = _Taken(module)
         _add(snap, vars(module))
+    else:
+        _added(snap)
     return snap
 
 
@@ -66,13 +68,20 @@ def agrees(snap) -> bool:
     """Whether the module of the snapshot `snap` (and each of its public submodules)
     still holds every attribute the snapshot holds; an attribute it holds and the
     snapshot does not is added to the snapshot first."""
+    taken = _added(snap)
+    own = vars(taken.module)
+    return all(map(operator.is_, map(own.get, taken.names), taken.objects)) and all(
+        map(agrees, taken.submodules))
+
+
+def _added(snap):
+    """The snapshot `snap` with the attributes its module has gained (`_Taken`)."""
     taken = _live[snap]
     own = vars(taken.module)
     if len(own) != taken.size:
         held = vars(snap)
         _add(snap, {k: v for k, v in own.items() if k not in held})
-    return all(map(operator.is_, map(own.get, taken.names), taken.objects)) and all(
-        map(agrees, taken.submodules))
+    return taken
 
 
 def _add(snap, items):
