@@ -66,11 +66,12 @@ def live(obj):
 
 def agrees(snap) -> bool:
     """Whether the module of the snapshot `snap` (and each of its public submodules)
-    still holds every attribute the snapshot holds; an attribute it holds and the
-    snapshot does not is added to the snapshot first."""
+    holds no other object than the snapshot under any name (one deleted since, which
+    the user's code cannot read, is no matter); an attribute it holds and the snapshot
+    does not is added to the snapshot first."""
     taken = _added(snap)
     own = vars(taken.module)
-    return all(map(operator.is_, map(own.get, taken.names), taken.objects)) and all(
+    return all(map(operator.is_, map(own.get, taken.names, taken.objects), taken.objects)) and all(
         map(agrees, taken.submodules))
 
 
