@@ -616,7 +616,12 @@ def arg_types_of(fn, args, kwargs=None):
     for p, value in [*given.items(), *left.items()]:
         if function_value(value):
             arg_types[f"{p}()"] = value     # (see function_params)
-    for p, a in given.items():
+    # an object of the user's classes left as a default (`model=Model()`): as if given
+    objects = {**given, **{p: a for p, a in left.items() if user_class(type(a))}}
+    for p, a in objects.items():
+        if p not in given:
+            arg_types[p] = type(a)
+            _refuse_hidden_methods(fn, p, a)
         for field in _record_fields(a):
             value = getattr(a, field)
             if type(value) in SPECIALISED and not _complex(value):
