@@ -24,7 +24,7 @@ import numpy as np
 
 from . import driver, forward_api
 from .compilation import arg_types_of
-from .errors import S2SADError
+from .errors import S2SADError, UnsupportedSyntaxError
 from .frontend import callables
 from .frontend.source import function_from_source, identifier
 from .rules import pytrees
@@ -96,30 +96,43 @@ class Function:
 
     def pullback_tangent(self, args, wrt, w, dots, w_dot=None):
         """`pullback(args, wrt, w)` and its tangent along the tangents `dots` of `args`
-        (None where fixed) and `w_dot` of `w`: forward mode over s2sad's gradient of
-        w . at(*args) (the second derivatives of `at` a second derivative through a
-        solver reads)."""
+        (None where fixed) and `w_dot` of `w` (see `Paired`)."""
         key = tuple(wrt)
         if key not in self._paired:
-            from . import api
-            params = list(inspect.signature(self.at).parameters)
-            names = ", ".join(params + ["_s2s_w"])
-            paired = function_from_source(
-                f"def {self.at.__name__}_paired({names}):\n"
-                f"    return _s2s_sum(_s2s_w * _s2s_at({', '.join(params)}))\n",
-                {"_s2s_sum": np.sum, "_s2s_at": self.at})
-            paired.__module__ = self.at.__module__
-            pulled = function_from_source(
-                f"def {self.at.__name__}_pulled({names}):\n"
-                f"    return _s2s_grad({names})\n",
-                {"_s2s_grad": api.grad(paired, wrt=key if len(key) > 1 else key[0])})
-            pulled.__module__ = self.at.__module__
-            self._paired[key] = pulled
+            self._paired[key] = Paired(self.at, key)
+        return self._paired[key](args, w, dots, w_dot)
+
+
+class Paired:
+    """The adjoints of the arguments `wrt` (positions) of `at(*args)` for an adjoint `w`
+    of its value, and their tangents along tangents of `args` and of `w`: forward mode
+    over s2sad's gradient of w . at(*args) (the second derivatives of `at` a second
+    derivative through a solver reads)."""
+
+    def __init__(self, at, wrt):
+        from . import api
+        self.wrt = tuple(wrt)
+        params = list(inspect.signature(at).parameters)
+        names = ", ".join(params + ["_s2s_w"])
+        paired = function_from_source(
+            f"def {at.__name__}_paired({names}):\n"
+            f"    return _s2s_sum(_s2s_w * _s2s_at({', '.join(params)}))\n",
+            {"_s2s_sum": np.sum, "_s2s_at": at})
+        paired.__module__ = at.__module__
+        self.pulled = function_from_source(
+            f"def {at.__name__}_pulled({names}):\n"
+            f"    return _s2s_grad({names})\n",
+            {"_s2s_grad": api.grad(paired, wrt=self.wrt if len(self.wrt) > 1
+                                   else self.wrt[0])})
+        self.pulled.__module__ = at.__module__
+
+    def __call__(self, args, w, dots, w_dot=None):
+        """(the adjoints, their tangents), tuples in the order of `wrt`: `dots` the
+        tangents of `args` (None where fixed), `w_dot` of `w` (None for zero)."""
         dots = tuple(pytrees.zeros_like(a) if d is None else d for a, d in zip(args, dots))
         w_dot = pytrees.zeros_like(w) if w_dot is None else w_dot
-        value, tangent = forward_api.jvp(self._paired[key], tuple(args) + (w,),
-                                         dots + (w_dot,))
-        if len(key) == 1:
+        value, tangent = forward_api.jvp(self.pulled, tuple(args) + (w,), dots + (w_dot,))
+        if len(self.wrt) == 1:
             return (value,), (tangent,)
         return tuple(value), tuple(tangent)
 
@@ -290,6 +303,17 @@ class Standing:
         line = getattr(getattr(fn, "__code__", None), "co_firstlineno", "?")
         return S2SADError(f"{where}:{line}: {identifier(self.layout.library)}() of "
                           f"{identifier(fn)}(): {why}")
+
+    def refuse_where_called(self, why):
+        """`refuse(why)`, located at the user's call when s2sad saw one call of this kind
+        (`s2s_sites`), for what is refused of how the call is differentiated."""
+        places = {place for _, place in self.s2s_sites
+                  if not str(place[0]).startswith("<s2sad:")}     # (not derivatives' code)
+        if len(places) != 1:
+            return self.refuse(why)
+        return UnsupportedSyntaxError(
+            f"{identifier(self.layout.library)}() of {identifier(self.layout.function)}(): "
+            f"{why}", *places.pop())
 
     def run(self, given, extra, bound):
         raise NotImplementedError
