@@ -9,6 +9,9 @@ the residual in x is f's Hessian (s2sad's forward mode over its reverse mode), a
 residual's vjp or jvp along theta are second derivatives of f. `least_squares` minimises
 0.5 sum r(x, theta)^2: its residual is J^T r. The fields of the result that are functions
 of (x*, theta) (`fun`, `cost`) are differentiated as such (the chain rule through x*).
+In reverse mode, a minimiser of a few unknowns takes one forward-over-reverse sweep of the
+objective per unknown, which gives the Hessian and the mixed second derivatives at once
+(`Minimum.adjoint_by_columns`).
 The iterations are never differentiated; a call that did not succeed, or whose minimiser
 sits on a bound, is refused at run time (its result is no stationary point).
 """
