@@ -8,8 +8,8 @@ right-hand side reads (through `args=` or its closure) comes from rules/odes.py:
 mode by the adjoint method, forward mode by forward sensitivities, integrated by
 `solve_ivp` with the call's method and tolerances, with s2sad's own vjp and jvp of the
 right-hand side, compiled once per call's types and cached. Second derivatives (hessian,
-hvp) are forward mode over the reverse-mode rule: the continuous adjoint of the state and
-its forward sensitivity together (`RightHandSide.twice`, `odes.adjoint_tangent`), the
+hvp) are forward mode over the reverse-mode rule: the adjoint (of the steps, or the
+continuous one) of the state and its forward sensitivity together (`RightHandSide.twice`, `odes.adjoint_tangent`), the
 times held fixed (their second derivatives are refused where the user's code calls the
 solver).
 """
@@ -238,7 +238,7 @@ class Solve(implicit.Standing):
     twice = True
 
     def adjoints_and_tangents(self, side, y0, theta, extra, dots, problem, ys_dot,
-                              ys_bar, ys_bar_dot, ts_bar, ts_bar_dot, times):
+                              ys_bar, ys_bar_dot, ts_bar, ts_bar_dot, times, record=None):
         """`adjoints`' values and their tangents ({key: tangent} and (t0_bar_dot,
         y0_bar_dot, ts_bar_dot)) along the tangents `dots` of the call's values and
         `ys_bar_dot`, `ts_bar_dot` of the adjoints (`odes.adjoint_tangent`); `times`, the
@@ -265,7 +265,8 @@ class Solve(implicit.Standing):
         try:
             values, tangents = odes.adjoint_tangent(
                 rhs, twice, solver, t0, y0, _dot(given_dots, self.y0_name, len(y0)), ts,
-                ys, ys_dot, ys_bar, ys_bar_dot, ts_bar, ts_bar_dot, steps)
+                ys, ys_dot, ys_bar, ys_bar_dot, ts_bar, ts_bar_dot, steps,
+                record.steps if record is not None else None)
         except (odes.InnerStepError, odes.FailedSolveError) as e:
             raise type(e)(str(self.refuse(str(e)))) from None
         keys = self.theta_keys(extra)
@@ -357,7 +358,7 @@ class SolveIvp(Solve):
         (out, bars), (out_dots, bar_dots) = self.adjoints_and_tangents(
             self.side(), given["y0"], self.theta(extra, bound), extra, dots, problem,
             point_dot[1], ys_bar, _field(g_dot, "y"), ts_bar, _field(g_dot, "t"),
-            ("t_span", "t_eval"))
+            ("t_span", "t_eval"), point[2])
         return (self.placed(out, given, steps, *bars),
                 self.placed(out_dots, given, steps, *bar_dots))
 

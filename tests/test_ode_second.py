@@ -1,5 +1,6 @@
 """Second derivatives through SciPy's ODE solvers (s2sad/scipy_odes.py, rules/odes.py's
-`adjoint_tangent`: forward mode over the continuous adjoint), `hessian`, `hvp` and
+`adjoint_tangent`: forward mode over the adjoint of the steps taken, for RK45 and RK23 at
+tight tolerances, else over the continuous adjoint), `hessian`, `hvp` and
 `jacfwd(grad(...))` of functions that call `solve_ivp` and `odeint`, against the analytic
 second derivatives of an exponential decay and of a linear system and against central
 differences of s2sad's gradient (itself checked against central differences of the
@@ -112,6 +113,12 @@ def lv_closure(p):
     return np.sum(np.log(sol.y))
 
 
+def lv_dop853(p):           # (not a recorded method: forward over the continuous adjoint)
+    sol = solve_ivp(lotka_volterra, (0.0, 3.0), p[4:], args=(p[0], p[1], p[2], p[3]),
+                    t_eval=TIMES, method="DOP853", rtol=1e-10, atol=1e-12)
+    return np.sum(sol.y ** 2)
+
+
 def lv_final(p):            # the solver's own steps: the last column has its derivative
     sol = solve_ivp(lotka_volterra, (0.0, 2.0), p[4:], args=(p[0], p[1], p[2], p[3]),
                     method="RK45", rtol=1e-10, atol=1e-12)
@@ -131,6 +138,7 @@ def lv_odeint(p):
 @pytest.mark.parametrize("f, x", [
     (lv_loss, [1.1, 0.4, 0.9, 0.3, 0.5]),
     (lv_closure, [1.1, 0.4, 0.9, 0.3, 1.2]),
+    (lv_dop853, [1.1, 0.4, 0.9, 0.3, 1.0, 0.5]),
     (lv_final, [1.1, 0.4, 0.9, 0.3, 1.0, 0.5]),
     (lv_odeint, [1.1, 0.4, 0.9, 0.3, 1.0, 0.5]),
 ])
