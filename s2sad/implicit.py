@@ -212,10 +212,10 @@ class Standing:
     -> (value, point)`, `point` what its rules read) and gives the adjoints
     (`adjoint(point, g, given, extra, bound) -> {(kind, key): adjoint}`, kind "given",
     "extra" or the function's parameter) and the tangent (`tangent(point, value, given,
-    extra, bound, dots)`, `dots` split as the values). A kind that is `twice`
-    differentiable gives the tangents of its value and point (`tangents`) and of its
-    adjoints (`adjoint_and_tangent`): forward mode over reverse-mode code that calls its
-    `fwd` and `bwd` (hessian, hvp) differentiates them by those (`Differentiated`)."""
+    extra, bound, dots)`, `dots` split as the values), and, for second derivatives, the
+    tangents of its value and point (`tangents`) and of its adjoints
+    (`adjoint_and_tangent`): forward mode over reverse-mode code that calls its `fwd` and
+    `bwd` (hessian, hvp) differentiates them by those (`Differentiated`)."""
 
     s2s_custom = ("vjp", "jvp")
 
@@ -238,18 +238,10 @@ class Standing:
             value, point = self.run(*layout.split(primals))
             dots = layout.split(tangents)
             return value, self.tangent(point, value, *layout.split(primals), dots)
-        name = identifier(layout.library)
-        if self.twice:
-            why = (f"second derivatives through {name}() are forward mode over its reverse "
-                   "mode rule (hessian, hvp, jacfwd(grad(...))); reverse mode over it "
-                   "(grad of a function that calls grad) and forward mode over its forward "
-                   "rule are not supported yet: use one of those")
-        else:
-            why = (f"second derivatives (hessian, hvp, grad(grad(...))) through {name}() "
-                   "are not supported yet: its rules call s2sad's first derivatives at run "
-                   "time. Take central differences of s2sad.grad of the function, or, for a "
-                   "solver, write its iterations as a loop in your code (s2sad then "
-                   "differentiates them)")
+        why = (f"second derivatives through {identifier(layout.library)}() are forward "
+               "mode over its reverse mode rule (hessian, hvp, jacfwd(grad(...))); reverse "
+               "mode over it (grad of a function that calls grad) and forward mode over "
+               "its forward rule are not supported yet: use one of those")
         #: [(the calling function's "file:line", (file, line, column, text))] of the
         #: calls of this object (the user's lines a refusal of their second derivatives
         #: names: resolve_calls)
@@ -258,13 +250,10 @@ class Standing:
             helper.__name__ = helper.__qualname__ = f"{base}_{role}"
             helper.s2s_not_differentiable = why
             helper.s2s_sites = self.s2s_sites
-        if self.twice:      # (forward mode over the reverse-mode code: hessian, hvp)
-            fwd = Differentiated(fwd, self.fwd_rule)
-            bwd = Differentiated(bwd, self.bwd_rule)
-        self.fwd, self.bwd, self.rule = fwd, bwd, rule
-
-    #: whether forward mode differentiates the reverse-mode rules (`fwd_rule`, `bwd_rule`)
-    twice = False
+        # (forward mode over the reverse-mode code: hessian, hvp)
+        self.fwd = Differentiated(fwd, self.fwd_rule)
+        self.bwd = Differentiated(bwd, self.bwd_rule)
+        self.rule = rule
 
     def ordered(self, found, values):
         """The tuple of the adjoints (or their tangents) `found` ({(kind, key): adjoint})
@@ -324,6 +313,12 @@ class Standing:
     def tangent(self, point, value, given, extra, bound, dots):
         raise NotImplementedError
 
+    def tangents(self, point, value, given, extra, bound, dots):
+        raise NotImplementedError
+
+    def adjoint_and_tangent(self, point, point_dot, g, g_dot, given, extra, bound, dots):
+        raise NotImplementedError
+
 
 class ImplicitRoot(Standing):
     """A call that finds a root x* of the user's function r(x, *extra, **bound) (the one
@@ -344,8 +339,6 @@ class ImplicitRoot(Standing):
 
     def theta(self, extra, bound):
         return tuple(extra) + tuple(bound[self.param].values())
-
-    twice = True
 
     def run(self, given, extra, bound):
         value, x = self.solve(given, extra, bound)

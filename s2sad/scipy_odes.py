@@ -9,9 +9,9 @@ mode by the adjoint method, forward mode by forward sensitivities, integrated by
 `solve_ivp` with the call's method and tolerances, with s2sad's own vjp and jvp of the
 right-hand side, compiled once per call's types and cached. Second derivatives (hessian,
 hvp) are forward mode over the reverse-mode rule: the adjoint (of the steps, or the
-continuous one) of the state and its forward sensitivity together (`RightHandSide.twice`, `odes.adjoint_tangent`), the
-times held fixed (their second derivatives are refused where the user's code calls the
-solver).
+continuous one) of the state and its forward sensitivity together
+(`RightHandSide.twice`, `odes.adjoint_tangent`), the times held fixed (their second
+derivatives are refused where the user's code calls the solver).
 """
 import inspect
 
@@ -234,8 +234,6 @@ class Solve(implicit.Standing):
         keys = self.theta_keys(extra)
         out = {keys[k]: a for k, a in params.split(p_bar).items()}
         return out, (t0_bar, y0_bar, ts_bar)
-
-    twice = True
 
     def adjoints_and_tangents(self, side, y0, theta, extra, dots, problem, ys_dot,
                               ys_bar, ys_bar_dot, ts_bar, ts_bar_dot, times, record=None):

@@ -34,8 +34,6 @@ class Quad(implicit.Standing):
     """quad(f, a, b, ...): its value is (the integral, an estimate of its error), the
     integral differentiated by Leibniz's rule."""
 
-    twice = True
-
     def __init__(self, layout):
         super().__init__(layout)
         param, fn, names = layout.functions[0]
