@@ -262,7 +262,7 @@ class Solve(implicit.Standing):
         y0 = np.asarray(y0, dtype=float)
         try:
             values, tangents = odes.adjoint_tangent(
-                rhs, twice, solver, t0, y0, _dot(given_dots, self.y0_name, len(y0)), ts,
+                rhs, twice, solver, t0, y0, _dot(given_dots, "y0", len(y0)), ts,
                 ys, ys_dot, ys_bar, ys_bar_dot, ts_bar, ts_bar_dot, steps,
                 record.steps if record is not None else None)
         except (odes.InnerStepError, odes.FailedSolveError) as e:
@@ -271,9 +271,6 @@ class Solve(implicit.Standing):
         out = {keys[k]: a for k, a in params.split(values[2]).items()}
         out_dots = {keys[k]: a for k, a in params.split(tangents[2]).items()}
         return (out, values[:2] + values[3:]), (out_dots, tangents[:2] + tangents[3:])
-
-    #: the name of the parameter holding the initial state
-    y0_name = "y0"
 
     def tangent_of(self, side, y0, theta, dots, problem, t0_dot, y0_dot, ts_dot):
         solver, t0, ts, ys, steps = problem

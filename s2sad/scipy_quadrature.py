@@ -150,7 +150,7 @@ class Quad(implicit.Standing):
         theta = self.theta(extra, bound)
         theta_dots = tuple(d if pytrees.carries_derivative(v) else None for v, d in zip(
             theta, tuple(extra_dots) + tuple(bound_dots[self.param].values())))
-        limits = {}         # {limit: (sign, value, tangent)}, the finite ones that move
+        limits = {}         # {limit: (sign, value, tangent)}
         for limit, sign in (("a", -1.0), ("b", 1.0)):
             v, v_dot = given[limit], given_dots.get(limit)
             v_dot = 0.0 if v_dot is None or not pytrees.carries_derivative(v) else v_dot

@@ -328,8 +328,6 @@ def adjoint_tangent(rhs, twice, solver, t0, y0, y0_dot, ts, ys, ys_dot, ys_bar, 
         ys_bar_dot, dtype=float).reshape(n, m)
     y0_dot = np.zeros(n) if y0_dot is None else np.asarray(y0_dot, dtype=float)
     ys_dot = np.nan_to_num(np.asarray(ys_dot, dtype=float).reshape(n, m))  # (inner steps)
-    both = Solver(solver.method, solver.rtol, np.concatenate(
-        [np.broadcast_to(solver.atol, (n,))] * 2), solver.max_step)
     start = np.concatenate([y0, y0_dot])
     if recorded:
         t0_bar_dot, y0_bars, p_bars, ts_bar_dot = discrete_adjoint(
@@ -337,6 +335,8 @@ def adjoint_tangent(rhs, twice, solver, t0, y0, y0_dot, ts, ys, ys_dot, ys_bar, 
             start, ts, np.concatenate([ys, ys_dot]), np.concatenate([ys_bar_dot, ys_bar]),
             ts_bar_dot, steps)
     else:
+        both = Solver(solver.method, solver.rtol, np.concatenate(
+            [np.broadcast_to(solver.atol, (n,))] * 2), solver.max_step)
         t0_bar_dot, y0_bars, p_bars, ts_bar_dot = adjoint(
             twice, both, t0, start, ts, np.concatenate([ys, ys_dot]),
             np.concatenate([ys_bar_dot, ys_bar]), ts_bar_dot, steps)
