@@ -6,7 +6,7 @@ output.
 The primal computations read no tangent (or adjoint) and stay unbatched (see
 ad/batching.py): the function runs once for the whole Jacobian, and what it draws from
 a random generator, or changes in place, is drawn or changed once. `jacfwd`, `jacrev`,
-`hessian` and `vmap` of `hvp` (forward_api.py, batching_api.py) call these; where the
+`hessian` and `vmap` of `hvp` (jacobian_api.py, hessian_api.py, batching_api.py) call these; where the
 batching transform refuses the derivative code (an `if` on a tangent), or would apply
 a primitive item by item, they fall back to one pass per direction: as fast as before
 this module, and as right (no warning: the user asked for no vmap; docs/vmap.md says
@@ -35,7 +35,7 @@ from .rules import pytrees
 def unit_tangents(likes):
     """For the templates `likes` (one per argument differentiated: a number, an array, or
     a structure whose leaves that carry no derivative are None, see
-    forward_api._template), a batch of tangents for each: together, along their first
+    jacobian_api._template), a batch of tangents for each: together, along their first
     axis, one unit tangent per element of all their leaves, in order."""
     sizes = [[0 if leaf is None else int(np.size(leaf)) for leaf in pytrees.leaves(like)]
              for like in likes]
@@ -60,7 +60,7 @@ def blocks(parts, out_like, in_like, jacobian, forward=True):
     """The Jacobian from `parts`, the batched derivatives (like `out_like`, each leaf
     with the batch of directions first) along the unit tangents of `in_like`
     (`unit_tangents`) or, not `forward`, the batched adjoints (like `in_like`) along the
-    unit adjoints of `out_like`, laid out by `jacobian` (forward_api._jacobian)."""
+    unit adjoints of `out_like`, laid out by `jacobian` (jacobian_api._jacobian)."""
     return jacobian(out_like, in_like, _block_of(parts, out_like, in_like, forward))
 
 
