@@ -55,7 +55,7 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
     and with itself (`vmap(vmap(f))`, a batch of batches). A primitive without a
     batching rule is applied item by item (a `BatchingLoopWarning` says where); an `if` or
     `while` whose test differs across the batch is refused, naming the line."""
-    plans = {}      # _call_key(args) -> the _Plan for arguments like them
+    plans = {}      # call_key(args) -> the _Plan for arguments like them
     nested = getattr(f, "s2s_vmap", None) is not None
 
     @functools.wraps(f)
@@ -63,8 +63,8 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
         if nested:
             return _call(f, in_axes, out_axes, args)
         try:
-            key = (registry.version, *map(_call_key, args))
-        except _NoKey:          # (an argument of a kind the key does not read)
+            key = (registry.version, *map(call_key, args))
+        except NoKey:          # (an argument of a kind the key does not read)
             return _call(f, in_axes, out_axes, args)
         plan = plans.get(key)
         if plan is None or not plan.holds():
@@ -77,14 +77,14 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
     return batched
 
 
-class _NoKey(Exception):
+class NoKey(Exception):
     pass
 
 
-def _call_key(x):
+def call_key(x):
     """What the batched code compiled for `x` depends on, cheaply: its type, and for an
     array its dtype and number of axes (an item of a batch of vectors is a number), for
-    a dict, list or tuple those of its items; `_NoKey` for another kind of value (a
+    a dict, list or tuple those of its items; `NoKey` for another kind of value (a
     user's object, whose fields the compilation reads), which takes the general path."""
     t = type(x)
     if t is np.ndarray:
@@ -92,17 +92,17 @@ def _call_key(x):
     if t in _NUMBERS or x is None:
         return t
     if t is dict:
-        return t, tuple((k, _call_key(v)) for k, v in x.items())
+        return t, tuple((k, call_key(v)) for k, v in x.items())
     if t is tuple or t is list:
-        return t, tuple(map(_call_key, x))
-    raise _NoKey
+        return t, tuple(map(call_key, x))
+    raise NoKey
 
 
 _NUMBERS = (float, int, bool, np.float64, np.float32, np.int64, np.int32, np.bool_, str)
 
 
 class _Plan:
-    """A call of `vmap(f, in_axes, out_axes)` for arguments of one kind (`_call_key`):
+    """A call of `vmap(f, in_axes, out_axes)` for arguments of one kind (`call_key`):
     the compiled batched code (`code`), and how the arguments and results move. Where
     every batched argument is an array batched along axis 0 and `out_axes` is 0 (`direct`),
     a call checks the batch sizes and calls the code on the arguments as they are."""

@@ -33,6 +33,8 @@ import dataclasses
 import importlib
 import inspect
 import numbers
+import types
+import weakref
 from typing import Any, Callable, Union
 
 import gast
@@ -596,7 +598,7 @@ def arg_types_of(fn, args, kwargs=None):
     (see `function_params`); the structure of lists of the user's objects and of such
     objects (`"layers[0]": Dense`, `"model.layers[1].act()": np.tanh`, see
     frontend/structure.py); other arguments are of unknown kind."""
-    signature = inspect.signature(fn).parameters
+    signature = parameters_of(fn)
     given = _given(signature, args, kwargs)
     arg_types = {p: type(a) for p, a in given.items()
                  if _specialised(a) or user_class(type(a)) or type(a) in CONTAINERS}
@@ -624,6 +626,31 @@ def arg_types_of(fn, args, kwargs=None):
                 _refuse_hidden_methods(fn, k, _read(a, k[len(p):]))
         arg_types.update(found)
     return arg_types
+
+
+def parameters_of(fn):
+    """`inspect.signature(fn).parameters`, read once for a Python function while its
+    code and defaults are those it was read with (a call of `inspect.signature` costs
+    more than a small derivative: the Jacobians and Hessians read it at each call)."""
+    if type(fn) is not types.FunctionType or "__wrapped__" in fn.__dict__ or (
+            "__signature__" in fn.__dict__):
+        return inspect.signature(fn).parameters
+    seen = (fn.__code__, fn.__defaults__, fn.__kwdefaults__)
+    try:
+        held, params = _parameters[fn]
+    except KeyError:
+        held = None
+    except TypeError:       # (not weakly referable, or not hashable)
+        return inspect.signature(fn).parameters
+    if held is None or any(a is not b for a, b in zip(held, seen)):
+        params = inspect.signature(fn).parameters
+        _parameters[fn] = (seen, params)
+    return params
+
+
+# function -> ((its __code__, __defaults__, __kwdefaults__), its parameters): see
+# parameters_of (an entry goes when its function does)
+_parameters = weakref.WeakKeyDictionary()
 
 
 def _read(obj, steps):
@@ -671,7 +698,7 @@ def patterns_of(fn, args, kwargs=None):
     and those of `kwargs` passed by keyword; see analysis.shapes.pattern), ndarrays and
     others: each one's dtype, how many axes it has and which have length 1, which
     broadcasting depends on."""
-    given = _given(inspect.signature(fn).parameters, args, kwargs)
+    given = _given(parameters_of(fn), args, kwargs)
     return {p: pattern(a) for p, a in given.items()
             if (type(a) is np.ndarray or is_duck_array_type(type(a))) and not _complex(a)}
 

@@ -12,7 +12,9 @@ from .compilation import Wrt, arg_types_of, refuse_complex, wrt_indices, wrt_or_
 from .errors import NonScalarOutputError, S2SADError
 from .forward_api import (_as_one_call, _bound_to, _by_position, _call, _gradient_jvp,
                           _indices, _mark_gradient, _of_method, _target)
-from .jacobian_api import _assemble, _basis, _batched_forward, _is_scalar, _template
+from . import batched_jacobians as batched
+from .jacobian_api import (_assemble, _basis, _batched_forward, _forward_plan, _is_scalar,
+                           _template)
 from .rules import registry
 
 
@@ -175,8 +177,22 @@ def hessian(f: Callable, wrt: Wrt | None = None, *, backend: str | None = None,
         return _of_method(hessian, f, wrt, backend=backend)
     backend = numba_api.default_backend(f, backend)
 
+    def plan(args, kwargs):
+        target = _target(f)
+        many = isinstance(wrt, (tuple, list))
+        indices = tuple(_indices(target, tuple(wrt) if many else wrt))
+        refuse_complex(target, indices, args)
+        return _forward_plan((f, indices if many else indices[0]), indices, args, kwargs,
+                             arg_types_of(target, args), many, True)
+    plans = batched.Plans(plan)
+
     def hess(*args, **kwargs):
         args, kwargs = _by_position(f, args, kwargs)
+        known = None if backend == "numba" else plans.get(args, kwargs)
+        if known is not None:
+            H = known(args, kwargs, [_template(args[i]) for i in known.indices])
+            if H is not None:
+                return H
         if backend == "numba":
             product = _product(f, wrt, args, backend)      # (refuses a tuple wrt)
             like = _template(args[_indices(_target(f), wrt)[0]])
@@ -253,7 +269,6 @@ def hessp(f: Callable, wrt: Wrt | None = None, *, backend: str | None = None,
                              f"{len(args)} argument(s)")
         return product(*args[:k], *args[k + 1:], args[k], **kwargs)
     return _mark_gradient(hessp_of, f, wrt, "hessp")
-
 
 
 def _grad_jvp(f, wrt, args):

@@ -11,7 +11,8 @@ from . import driver, variadic
 from .compilation import Wrt, arg_types_of, refuse_complex_but_holomorphic, wrt_or_argnums
 from .errors import warn_unconnected
 from .forward_api import (_as_one_call, _bound_to, _by_position, _call, _gradient,
-                          _gradient_jvp, _of_method, _target, _wrt, compiled, split_aux)
+                          _gradient_code, _gradient_jvp, _of_method, _target, _wrt,
+                          compiled, split_aux)
 from .options import Options
 from .rules import pytrees, runtime
 
@@ -168,8 +169,22 @@ def jacfwd(f: Callable, wrt: Wrt | None = None, *, argnums: int | tuple | None =
     if _bound_to(f) is not None:
         return _of_method(jacfwd, f, wrt, has_aux=has_aux)
 
+    def plan(args, kwargs):
+        gradient = _gradient(f)
+        target = _target(f if gradient is None else gradient[0])
+        many, indices = _wrt(target, wrt)
+        refuse_complex_but_holomorphic(target, indices, args, False, "jacfwd")
+        return _forward_plan(f if gradient is None else gradient, indices, args, kwargs,
+                             arg_types_of(target, args), many, gradient is not None)
+    plans = batched.Plans(plan)
+
     def jacobian(*args, **kwargs):
         args, kwargs = _by_position(f, args, kwargs)
+        known = None if has_aux or holomorphic else plans.get(args, kwargs)
+        if known is not None:
+            jac = known(args, kwargs, [_template(args[i]) for i in known.indices])
+            if jac is not None:
+                return jac
         gradient = None if has_aux or holomorphic else _gradient(f)
         target = _target(f if gradient is None else gradient[0])
         many, indices = _wrt(target, wrt)
@@ -223,8 +238,21 @@ def jacrev(f: Callable, wrt: Wrt | None = None, *, argnums: int | tuple | None =
     if _bound_to(f) is not None:
         return _of_method(jacrev, f, wrt, has_aux=has_aux)
 
+    def plan(args, kwargs):
+        target = _target(f)
+        many, indices = _wrt(target, wrt)
+        refuse_complex_but_holomorphic(target, indices, args, False, "jacrev")
+        return batched.reverse_plan(target, indices, arg_types_of(target, args), many,
+                                    [_template(args[i]) for i in indices], _jacobian)
+    plans = batched.Plans(plan)
+
     def jacobian(*args, **kwargs):
         args, kwargs = _by_position(f, args, kwargs)
+        known = None if has_aux or holomorphic else plans.get(args, kwargs)
+        if known is not None:
+            jac = known(args, kwargs, [_template(args[i]) for i in known.indices])
+            if jac is not None:
+                return jac
         target = _target(f)
         many, indices = _wrt(target, wrt)
         refuse_complex_but_holomorphic(target, indices, args, holomorphic, "jacrev")
@@ -261,3 +289,16 @@ def _batched_forward(f, indices, likes, args, kwargs, arg_types, many, of_gradie
     d = _gradient_jvp(*f, indices, arg_types) if of_gradient else compiled(
         f, indices, arg_types)
     return batched.forward(d, args, kwargs, likes, many, of_gradient, _jacobian)
+
+
+def _forward_plan(f, indices, args, kwargs, arg_types, many, of_gradient):
+    """The batched_jacobians.Plan of `_batched_forward` for arguments like `args` (its
+    `indices` set), or None where the batching transform refuses the code."""
+    if of_gradient:
+        codes = [_gradient_code(_target(f[0]), f[1], arg_types)]
+        d = _gradient_jvp(*f, indices, arg_types)
+    else:
+        codes, d = [], compiled(f, indices, arg_types)
+    return batched.forward_plan([*codes, d], d, args, kwargs,
+                                [_template(args[i]) for i in indices], many, of_gradient,
+                                _jacobian, indices)

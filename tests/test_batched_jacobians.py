@@ -1,6 +1,10 @@
 """jacfwd, hessian and jacfwd(grad) in one batched pass (s2sad/batched_jacobians.py):
 against central differences and analytic formulas, and a Hessian of a function that
 draws from a np.random.Generator, which must see one draw."""
+import itertools
+import linecache
+import warnings
+
 import numpy as np
 import pytest
 
@@ -124,3 +128,112 @@ def test_vmap_of_a_hessian_is_refused_by_name():
                                                "value_and_grad and hvp; 'hessian_noisy'"):
         s2sad.vmap(s2sad.hessian(noisy), in_axes=(0, None))(rng.normal(size=(3, 2)),
                                                             np.random.default_rng(0))
+
+
+def test_a_jacobian_falls_back_to_one_pass_per_direction_where_a_primitive_has_no_rule():
+    # np.linalg.solve has no batching rule: the batched pass would apply it item by item,
+    # so the Jacobian takes one pass per direction instead, silently; it must be right
+    A = rng.normal(size=(4, 4)) + 4 * np.eye(4)
+
+    def f(x):
+        return np.linalg.solve(A, x) * np.sin(x)
+
+    def g(x):
+        return np.sum(np.linalg.solve(A, x) * x ** 2)
+    x = rng.normal(size=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")          # (no BatchingLoopWarning, no other)
+        for jac in (s2sad.jacfwd, s2sad.jacrev):
+            np.testing.assert_allclose(jac(f)(x), central_jacobian(f, x), rtol=1e-6,
+                                       atol=1e-8)
+            np.testing.assert_allclose(jac(f)(2 * x), central_jacobian(f, 2 * x),
+                                       rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(s2sad.hessian(g)(x),
+                                   central_jacobian(s2sad.grad(g), x), rtol=1e-6, atol=1e-8)
+
+
+def test_jacobians_called_again_on_arrays_of_other_shapes():
+    # a call looks its batched code up by the arguments' kinds (types, dtypes, numbers
+    # of axes); the unit tangents are those of each call's shapes
+    jacobians = [s2sad.jacfwd(mixing), s2sad.jacrev(mixing),
+                 s2sad.jacfwd(s2sad.grad(logistic_loss)), s2sad.hessian(logistic_loss)]
+    for n in (3, 5, 3):
+        x, A = rng.normal(size=n), rng.normal(size=(n, n))
+        X, y = rng.normal(size=(7, n)), (rng.random(7) > 0.5).astype(float)
+        for jac in jacobians[:2]:
+            np.testing.assert_allclose(jac(x, A), central_jacobian(lambda v: mixing(v, A), x),
+                                       rtol=1e-6, atol=1e-8)
+        for hess in jacobians[2:]:
+            np.testing.assert_allclose(
+                hess(x, X, y), central_jacobian(lambda v: s2sad.grad(logistic_loss)(v, X, y), x),
+                rtol=1e-6, atol=1e-8)
+
+
+_cells = itertools.count()
+
+
+def run_cell(ns, text):
+    """Run `text` in the namespace `ns` as a notebook cell (its source readable)."""
+    filename = f"<batched-jacobians-cell-{next(_cells)}>"
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    exec(compile(text, filename, "exec"), ns)
+
+
+def test_jacobians_made_before_a_helper_is_redefined_see_it_as_it_is_now():
+    ns = {"__name__": "__main__", "np": np}
+    run_cell(ns, "def h(x):\n    return x ** 3\n")
+    run_cell(ns, "def f(x):\n    return np.sum(h(x)) * x\n")
+    run_cell(ns, "def s(x):\n    return np.sum(h(x) * x)\n")
+    f, s = ns["f"], ns["s"]
+    made = [s2sad.jacfwd(f), s2sad.jacrev(f), s2sad.hessian(s), s2sad.jacfwd(s2sad.grad(s))]
+    x = rng.normal(size=3)
+    for text in ("def h(x):\n    return np.sin(x)\n", "def h(x):\n    return x * x\n", ""):
+        for jac in made[:2]:
+            np.testing.assert_allclose(jac(x), central_jacobian(f, x), rtol=1e-6, atol=1e-8)
+        for hess in made[2:]:
+            np.testing.assert_allclose(hess(x), central_jacobian(s2sad.grad(s), x),
+                                       rtol=1e-6, atol=1e-8)
+            # (and s2sad.grad against the function itself)
+            np.testing.assert_allclose(s2sad.grad(s)(x), central_jacobian(s, x), rtol=1e-6,
+                                       atol=1e-8)
+        run_cell(ns, text)
+
+
+@pytest.mark.parametrize("adjoint", ["dot_lhs", "dot_rhs", "matmul_lhs", "matmul_rhs"])
+@pytest.mark.parametrize("shapes", [((3,), (3, 5), (5,)), ((3, 4), (4,), (3,)),
+                                    ((3, 4), (4, 5), (3, 5)), ((3,), (3,), ())],
+                         ids=["vec-mat", "mat-vec", "mat-mat", "vec-vec"])
+def test_the_batched_adjoints_of_products_are_those_of_each_item(adjoint, shapes):
+    # the batching rule of a product's adjoint (rules/batching.py's _product_adjoint), for
+    # each operand batched or not, against the adjoint of each item (itself checked
+    # against np.dot / matmul by the rules' tests), and one case against the formula
+    from s2sad.rules import batching, products
+    fn, lhs = getattr(products, adjoint), adjoint.endswith("lhs")
+    a_shape, b_shape, g_shape = shapes
+    n = 4
+    for axes in itertools.product([0, None], repeat=3):
+        if axes == (None, None, None):
+            continue
+        g, a, b = (rng.normal(size=(n,) + s if ax == 0 else s)
+                   for s, ax in zip((g_shape, a_shape, b_shape), axes))
+        got = batching._product_adjoint(fn, lhs, g, axes[0], a, axes[1], b, axes[2])
+        items = [[v[k] if ax == 0 else v for v, ax in zip((g, a, b), axes)]
+                 for k in range(n)]
+        np.testing.assert_allclose(got, np.stack([fn(*item) for item in items]),
+                                   rtol=1e-12, atol=1e-12)
+        if shapes == ((3, 4), (4,), (3,)) and not lhs:      # g @ A of each item
+            np.testing.assert_allclose(got, [gk @ ak for gk, ak, _ in items], rtol=1e-12)
+
+
+def test_the_parameters_read_once_follow_a_changed_default():
+    # compilation.parameters_of keeps a function's parameters while its code and
+    # defaults are those it read them with
+    from s2sad.compilation import arg_types_of
+
+    def power(x, k=2.0):
+        return np.sum(x ** k)
+    assert arg_types_of(power, (np.ones(2),))["k"] is float
+    power.__defaults__ = (3,)
+    assert arg_types_of(power, (np.ones(2),))["k"] is int
+    x = rng.normal(size=3)
+    np.testing.assert_allclose(s2sad.hessian(power)(x), np.diag(6 * x), rtol=1e-12)

@@ -171,14 +171,15 @@ def _product_adjoint(fn, lhs, g, g_axis, a, a_axis, b, b_axis):
         if lhs:
             if per_b == 1:
                 out = G[:, :, None] * B[:, None, :] if per_a == 2 else G[:, None] * B
-            elif per_a == 1:
-                out = np.matmul(B, G[..., None])[..., 0]
+            elif per_a == 1:      # (one matrix b: one product for the whole batch)
+                out = G @ np.swapaxes(b, -1, -2) if b_axis is None else np.matmul(
+                    B, G[..., None])[..., 0]
             else:
                 out = np.matmul(G, np.swapaxes(B, -1, -2))
         elif per_a == 1:
             out = A[:, :, None] * G[:, None, :] if per_b == 2 else G[:, None] * A
-        elif per_b == 1:
-            out = np.matmul(G[:, None, :], A)[:, 0]
+        elif per_b == 1:          # (one matrix a: one product for the whole batch)
+            out = G @ np.asarray(a) if a_axis is None else np.matmul(G[:, None, :], A)[:, 0]
         else:
             out = np.matmul(np.swapaxes(A, -1, -2), G)
         return out if len(out) == n else np.broadcast_to(out, (n,) + out.shape[1:]).copy()
