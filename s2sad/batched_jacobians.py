@@ -74,6 +74,13 @@ def _offsets(like):
     return out
 
 
+def _block(jac, shape):
+    """The block of a number or an array with respect to another: `jac` (its rows or
+    columns, laid out) as floats of `shape`, a float if it is a number."""
+    jac = np.asarray(jac, dtype=float).reshape(shape)
+    return float(jac) if jac.ndim == 0 else jac
+
+
 def _block_of(parts, out_like, in_like, forward):
     """block(o, i, shape) for `_jacobian`: rows of the derivative of output leaf `o` along
     the directions of input leaf `i` (forward), or of input leaf `i` along those of
@@ -89,8 +96,7 @@ def _block_of(parts, out_like, in_like, forward):
         else:
             lo, hi = outs[o]
             jac = np.asarray(leaves[i], dtype=float)[lo:hi]
-        jac = np.reshape(jac, shape)
-        return float(jac) if jac.ndim == 0 else jac
+        return _block(jac, shape)
     return block
 
 
@@ -177,12 +183,16 @@ class Plan:
             if out is None:
                 return None
             y, rows = out
+            if type(y) is np.ndarray and type(rows) is np.ndarray and not self.many:
+                return _block(rows, y.shape[1:] + np.shape(in_like))
             return blocks(rows, pytrees.map(lambda v: v[0], y), in_like, self.jacobian,
                           forward=False)
         out = _run(self.fn, args, {**kwargs, **dict(zip(self.lead, self.tangents(likes)))})
         if out is None:
             return None
         parts = out if self.part is None else out[self.part]
+        if type(parts) is np.ndarray and not self.many and not pytrees.is_structure(in_like):
+            return _block(np.moveaxis(parts, 0, -1), parts.shape[1:] + np.shape(in_like))
         return blocks(parts, pytrees.map(lambda v: v[0], parts), in_like, self.jacobian)
 
     def tangents(self, likes):

@@ -237,3 +237,19 @@ def test_the_parameters_read_once_follow_a_changed_default():
     assert arg_types_of(power, (np.ones(2),))["k"] is int
     x = rng.normal(size=3)
     np.testing.assert_allclose(s2sad.hessian(power)(x), np.diag(6 * x), rtol=1e-12)
+
+
+def test_a_jacobian_of_an_array_written_out_item_by_item_sees_one_draw():
+    # the tangents of `[a, b, c]` are a batched list that np.array reads (by its batching
+    # rule): still one batched pass, so the generator is drawn from once
+    def hand(q, gen):
+        c = gen.normal()
+        return np.array([c * np.sin(q[0]), q[0] * q[1], c])
+    q = rng.normal(size=2)
+    for jac in (s2sad.jacfwd, s2sad.jacrev):
+        gen, copy = np.random.default_rng(3), np.random.default_rng(3)
+        J = jac(hand)(q, gen)
+        c = copy.normal()
+        np.testing.assert_allclose(J, [[c * np.cos(q[0]), 0.0], [q[1], q[0]], [0.0, 0.0]],
+                                   rtol=1e-12)
+        assert gen.bit_generator.state == copy.bit_generator.state

@@ -91,7 +91,8 @@ class Batching:
         self.batched = self.analyse(fn)
         returned = set(syntax.names_loaded(ret.value))      # (the pack of the results)
         self.ctx.batching = BatchingResult(self.batched, self.looped, not any(
-            self.container(self.kinds.kind.get(n)) for n in self.batched - returned)
+            self.container(self.kinds.kind.get(n)) and not self.packed(n, fn)
+            for n in self.batched - returned)
             and not any(isinstance(n, (gast.Try, gast.With)) for n in syntax.statements(fn)))
         body = self.block(body)
         body.append(syntax.located(syntax.ret(self.output(ret.value)), ret))
@@ -136,6 +137,27 @@ class Batching:
                              "batch the rows of a Jacobian along")
         self.size = self.namer.fresh("batch_size")
         return seeds
+
+    def packed(self, name, fn):
+        """Whether the batched container `name` is a list or tuple written out once
+        (`[a, b]`, whose items' batching rules are those of its reader) and read only by
+        primitives with a batching rule (`np.array(t)`): not a tape that grows, nor a
+        value a Python function, a loop over the batch or a test reads."""
+        defined = [s for s in syntax.statements(fn)
+                   if isinstance(s, gast.Assign) and name in syntax.names_stored(s)]
+        if len(defined) != 1 or self.ops[defined[0]].form != PACK:
+            return False
+        for s in syntax.statements(fn):
+            header = (s.test if isinstance(s, (gast.If, gast.While)) else
+                      s.iter if isinstance(s, gast.For) else
+                      None if isinstance(s, gast.FunctionDef) else s)
+            if s is defined[0] or header is None or name not in syntax.names_loaded(header):
+                continue
+            if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+                    and self.rule_of(self.ops[s]) is not None
+                    and not self.rule_of(self.ops[s]).unbatched):
+                return False
+        return True
 
     @staticmethod
     def container(kind):
