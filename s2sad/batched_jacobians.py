@@ -30,7 +30,7 @@ from .compilation import arg_types_of
 from .errors import BatchingLoopWarning, InternalError, S2SADError
 from .options import Options, Variant
 from .batching_api import NoKey, call_key
-from .rules import pytrees, registry
+from .rules import batching as batching_rules, pytrees, registry
 
 
 def unit_tangents(likes):
@@ -78,6 +78,8 @@ def _block(jac, shape):
     """The block of a number or an array with respect to another: `jac` (its rows or
     columns, laid out) as floats of `shape`, a float if it is a number."""
     jac = np.asarray(jac, dtype=float).reshape(shape)
+    if not jac.flags.writeable:     # (a view of the unit tangents, or of an argument)
+        jac = jac.copy()
     return float(jac) if jac.ndim == 0 else jac
 
 
@@ -206,6 +208,8 @@ class Plan:
             units = self.units[shapes] = unit_tangents(likes)
             for u in units:
                 u.flags.writeable = False
+            if len(shapes) == 1 and len(shapes[0]) == 1:    # (np.eye(n): see mark_units)
+                batching_rules.mark_units(units[0])
         return units
 
 

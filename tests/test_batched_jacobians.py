@@ -253,3 +253,32 @@ def test_a_jacobian_of_an_array_written_out_item_by_item_sees_one_draw():
         np.testing.assert_allclose(J, [[c * np.cos(q[0]), 0.0], [q[1], q[0]], [0.0, 0.0]],
                                    rtol=1e-12)
         assert gen.bit_generator.state == copy.bit_generator.state
+
+
+def test_a_jacobian_that_is_a_matrix_of_the_arguments_is_a_fresh_array():
+    # the batched product of a matrix and the unit tangents is the matrix's columns (a
+    # read-only view, rules/batching.py's mark_units): the Jacobian must not share
+    # memory with the argument, nor with the tangents kept for the next call
+    M = rng.normal(size=(3, 4))
+
+    def left(x, M):
+        return M @ x
+
+    def right(x, M):
+        return x @ M.T
+
+    def same(x, M):
+        return x
+    x = rng.normal(size=4)
+    for jac in (s2sad.jacfwd, s2sad.jacrev):
+        for f in (left, right, same):
+            J = jac(f)(x, M)
+            np.testing.assert_allclose(J, central_jacobian(lambda v: f(v, M), x), rtol=1e-8,
+                                       atol=1e-10)
+            assert J.flags.writeable and not np.shares_memory(J, M)
+            again = jac(f)(x, M)
+            assert not np.shares_memory(J, again)
+            J[...] = 0.0
+            np.testing.assert_allclose(jac(f)(x, M), again)
+    H = s2sad.hessian(lambda x, M: np.sum((M @ x) ** 2))(x, M)
+    np.testing.assert_allclose(H, 2 * M.T @ M, rtol=1e-12)
