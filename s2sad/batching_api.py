@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import functools
 import inspect
+import warnings
 from typing import Any, Callable
 
 import numpy as np
 
 from . import driver, forward_api
 from .compilation import arg_types_of
-from .errors import S2SADError
+from .errors import BatchingLoopWarning, S2SADError
 from .forward_api import gradient_of
 from .options import Options, Variant
 from .rules import pytrees, registry
@@ -52,16 +53,20 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
     ...             [2 * (np.dot(x, w) - y) * x for x, y in zip(xs, ys)])
     True
 
-    and with itself (`vmap(vmap(f))`, a batch of batches). A primitive without a
+    with `hvp` and `hessian` (each item's Hessian, see docs/vmap.md), and with itself
+    (`vmap(vmap(f))`, a batch of batches). A primitive without a
     batching rule is applied item by item (a `BatchingLoopWarning` says where); an `if` or
     `while` whose test differs across the batch is refused, naming the line."""
     plans = {}      # call_key(args) -> the _Plan for arguments like them
     nested = getattr(f, "s2s_vmap", None) is not None
+    hessians = {}   # (which arguments are batched, call_key(args)) -> _hessians' plan
 
     @functools.wraps(f)
     def batched(*args):
         if nested:
             return _call(f, in_axes, out_axes, args)
+        if gradient_of(f) is not None and getattr(f, "s2s_made_by", None) == "hessian":
+            return _hessians(f, in_axes, out_axes, args, hessians)
         try:
             key = (registry.version, *map(call_key, args))
         except NoKey:          # (an argument of a kind the key does not read)
@@ -168,8 +173,8 @@ def _batched_code(f, items, wrt):
         return [code, driver.derivative(code.fn, wrt, arg_types, options)]
     if gradient is not None and getattr(f, "s2s_made_by", None) == "hvp":
         return _hvp_code(f, items, wrt, options)
-    if getattr(f, "s2s_derivative", False):
-        raise S2SADError(f"vmap batches functions, grad, value_and_grad and hvp; "
+    if getattr(f, "s2s_derivative", False) or getattr(f, "s2s_made_by", None) is not None:
+        raise S2SADError(f"vmap batches functions, grad, value_and_grad, hvp and hessian; "
                          f"{getattr(f, '__name__', f)!r} is another derivative of s2sad's")
     target = driver.target(f)
     return [driver.derivative(target, wrt, arg_types_of(target, items), options)]
@@ -189,6 +194,72 @@ def _hvp_code(f, items, wrt, options):
     code = forward_api._gradient_jvp(primal, i, (i,), arg_types_of(target, args))
     arg_types = arg_types_of(driver.target(code.fn), items)
     return [code, driver.derivative(code.fn, wrt, arg_types, options)]
+
+
+def _hessians(f, in_axes, out_axes, args, made):
+    """`vmap(hessian(primal, wrt), in_axes, out_axes)(*args)`: the Hessian of each item,
+    its columns the Hessian-vector products along the unit vectors of argument `wrt`:
+    `vmap` of `hvp(primal, wrt)` along the batch and those vectors at once (each item
+    repeated once per unit vector), one batched pass of the batch's size times the
+    size of that argument. `made` keeps its plans by which arguments are batched and
+    the arguments' kinds (see `call_key`)."""
+    primal, wrt = gradient_of(f)
+    target = driver.target(primal)
+    if isinstance(wrt, (tuple, list)):
+        raise S2SADError(f"vmap of hessian({target.__name__}) differentiates with respect "
+                         f"to one argument; got wrt={wrt!r}")
+    i = forward_api.wrt_indices(target, wrt)[0]
+    n, moved, batched = _batch_first(args, _axes_per_argument(in_axes, args))
+    x = moved[i][0] if batched[i] else moved[i]
+    if pytrees.is_structure(x):
+        raise S2SADError(f"vmap of hessian({target.__name__}) takes the Hessian with "
+                         "respect to a number or an array, not a structure")
+    shape = np.shape(x)
+    d = int(np.prod(shape, dtype=int))
+    repeated = [pytrees.map(lambda v: np.repeat(v, d, axis=0), a) if b else a
+                for a, b in zip(moved, batched)]
+    units = np.tile(np.eye(d).reshape((d,) + shape), (n,) + (1,) * len(shape))
+    try:
+        key = (registry.version, *batched, *map(call_key, args))
+    except NoKey:           # (an argument of a kind the key does not read)
+        key = None
+    plan = made.get(key, made)      # (made: not looked up yet)
+    if plan is made or (plan is not None and not plan.holds()):
+        plan = _hessian_plan(primal, wrt, batched, [*repeated, units])
+        if key is not None:
+            if len(made) > 16:
+                made.clear()
+            made[key] = plan
+    columns = None if plan is None else plan([*repeated, units])
+    if columns is None:     # the Hessian of each item, as the loop of hessian gives it
+        H = np.stack([f(*[pytrees.map(lambda v: v[k], a) if b else a
+                          for a, b in zip(moved, batched)]) for k in range(n)])
+    else:
+        columns = np.asarray(columns).reshape((n, d) + shape)
+        H = np.moveaxis(columns, 1, -1).reshape((n,) + shape + shape)
+    return _placed(H, out_axes, n)
+
+
+def _hessian_plan(primal, wrt, batched, args):
+    """The `_Plan` of `vmap(hvp(primal, wrt))` for `_hessians`' arguments `args` (the
+    vectors last), compiled, not run; None where the batched code would apply a
+    primitive item by item (the items are then the batch's size times the size of the
+    argument, and a call that draws from a generator, say, would draw for each: each
+    item's Hessian is taken in turn instead, as a loop of hessian takes it)."""
+    from .hessian_api import hvp
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        plan = _plan(hvp(primal, wrt), tuple(0 if b else None for b in batched) + (0,), 0,
+                     args)
+    looped = [w for w in caught if issubclass(w.category, BatchingLoopWarning)]
+    if looped:
+        warnings.warn(BatchingLoopWarning(
+            f"vmap of hessian({driver.target(primal).__name__}) takes each item's Hessian "
+            f"in turn: {str(looped[0].message).split(': ', 1)[-1]}"), stacklevel=4)
+        return None
+    for w in caught:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return plan
 
 
 def _axes_per_argument(in_axes, args):

@@ -123,11 +123,79 @@ def test_hvp_over_several_vectors_is_vmap_of_hvp():
     np.testing.assert_allclose(loop, V @ H.T, rtol=1e-6, atol=1e-8)
 
 
-def test_vmap_of_a_hessian_is_refused_by_name():
+def energy(x, a):
+    return np.sum(np.sin(x) * a) + np.dot(x, x) ** 2
+
+
+@pytest.mark.parametrize("in_axes", [0, (0, None), (None, 0)], ids=["both", "x", "a"])
+def test_vmap_of_a_hessian_is_a_loop_of_hessians(in_axes):
+    X, A = rng.normal(size=(5, 3)), rng.normal(size=(5, 3))
+    args = [X if in_axes in (0, (0, None)) else X[0], A if in_axes in (0, (None, 0)) else 2.0]
+    items = [[v[k] if np.ndim(v) == 2 else v for v in args] for k in range(5)]
+    hessian = s2sad.hessian(energy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", s2sad.BatchingLoopWarning)
+        got = s2sad.vmap(hessian, in_axes=in_axes)(*args)
+    loop = np.stack([hessian(*item) for item in items])
+    np.testing.assert_allclose(got, loop, rtol=1e-12, atol=1e-12)
+    for item, H in zip(items, loop):        # the loop's oracle
+        np.testing.assert_allclose(H, central_jacobian(
+            lambda v: s2sad.grad(energy)(v, item[1]), item[0]), rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(s2sad.grad(energy)(*item), central_jacobian(
+            lambda v: energy(v, item[1]), item[0]), rtol=1e-6, atol=1e-8)
+    out = s2sad.vmap(hessian, in_axes=(0, None), out_axes=2)(X, 2.0)
+    np.testing.assert_allclose(out, np.moveaxis(np.stack([hessian(x, 2.0) for x in X]), 0, 2),
+                               rtol=1e-12, atol=1e-12)
+
+
+def test_vmap_of_a_hessian_of_a_function_that_draws_is_a_loop_of_hessians():
+    X = rng.normal(size=(4, 3))
+    gen, copy = np.random.default_rng(5), np.random.default_rng(5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", s2sad.BatchingLoopWarning)
+        got = s2sad.vmap(s2sad.hessian(noisy), in_axes=(0, None))(X, gen)
+    want = []
+    for x in X:         # each Hessian that of one draw (checked above), in turn
+        z, c = copy.normal(size=3), copy.normal()
+        H = np.diag(2 * z)
+        H[0, 1] = H[1, 0] = c
+        want.append(H)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert gen.bit_generator.state == copy.bit_generator.state
+
+
+def spread(x):
+    return np.sin(x) * np.sum(x ** 2)
+
+
+def tangent_of_spread(x, v):
+    return s2sad.jvp(spread, (x,), (v,))
+
+
+def cotangent_of_spread(x, u):
+    _, pullback = s2sad.vjp(spread, x)
+    return pullback(u)[0]
+
+
+def test_vmap_of_functions_that_call_jvp_and_vjp_is_a_loop_of_them():
+    X, V = rng.normal(size=(5, 3)), rng.normal(size=(5, 3))
+    ys, ys_dot = s2sad.vmap(tangent_of_spread)(X, V)
+    bars = s2sad.vmap(cotangent_of_spread)(X, V)
+    for x, v, y, y_dot, bar in zip(X, V, ys, ys_dot, bars):
+        loop_y, loop_dot = s2sad.jvp(spread, (x,), (v,))
+        loop_bar = s2sad.vjp(spread, x)[1](v)[0]
+        np.testing.assert_allclose([y, y_dot, bar], [loop_y, loop_dot, loop_bar],
+                                   rtol=1e-12, atol=1e-12)
+        J = central_jacobian(spread, x)         # the loop's oracle
+        np.testing.assert_allclose(loop_dot, J @ v, rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(loop_bar, v @ J, rtol=1e-6, atol=1e-8)
+
+
+def test_vmap_of_a_jacobian_is_refused_by_name():
     with pytest.raises(s2sad.S2SADError, match="vmap batches functions, grad, "
-                                               "value_and_grad and hvp; 'hessian_noisy'"):
-        s2sad.vmap(s2sad.hessian(noisy), in_axes=(0, None))(rng.normal(size=(3, 2)),
-                                                            np.random.default_rng(0))
+                                               "value_and_grad, hvp and hessian; "
+                                               "'jacfwd_spread'"):
+        s2sad.vmap(s2sad.jacfwd(spread))(rng.normal(size=(3, 2)))
 
 
 def test_a_jacobian_falls_back_to_one_pass_per_direction_where_a_primitive_has_no_rule():
