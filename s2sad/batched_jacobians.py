@@ -26,10 +26,9 @@ import warnings
 import numpy as np
 
 from . import driver
-from .compilation import arg_types_of
+from .compilation import NoKey, arg_types_of, call_key
 from .errors import BatchingLoopWarning, InternalError, S2SADError
 from .options import Options, Variant
-from .batching_api import NoKey, call_key
 from .rules import batching as batching_rules, pytrees, registry
 
 
@@ -215,7 +214,7 @@ class Plan:
 
 class Plans:
     """The plans (`Plan`) of one Jacobian or Hessian (`jacfwd(f)`, `hessian(f)`, ...) by
-    the kind of its arguments (batching_api.call_key: their types, and arrays' dtypes
+    the kind of its arguments (compilation.call_key: their types, and arrays' dtypes
     and numbers of axes, as `vmap`'s): what a call looks up instead of reading the
     arguments' types (compilation.arg_types_of) and looking the compiled code up, and
     its batched code, at each call. `make(args, kwargs)` makes the plan for arguments

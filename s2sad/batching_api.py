@@ -15,9 +15,10 @@ from typing import Any, Callable
 import numpy as np
 
 from . import driver, forward_api
-from .compilation import arg_types_of
+from .compilation import NoKey, arg_types_of, call_key
 from .errors import BatchingLoopWarning, S2SADError
 from .forward_api import gradient_of
+from .hessian_api import hvp
 from .options import Options, Variant
 from .rules import pytrees, registry
 
@@ -55,8 +56,10 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
 
     with `hvp` and `hessian` (each item's Hessian, see docs/vmap.md), and with itself
     (`vmap(vmap(f))`, a batch of batches). A primitive without a
-    batching rule is applied item by item (a `BatchingLoopWarning` says where); an `if` or
-    `while` whose test differs across the batch is refused, naming the line."""
+    batching rule is applied item by item (a `BatchingLoopWarning` says where); an `if`
+    whose test differs across the batch runs both branches and chooses, a `while` runs
+    until every item is done, where they may (see docs/vmap.md); other such `if`s and
+    `while`s are refused, naming the line."""
     plans = {}      # call_key(args) -> the _Plan for arguments like them
     nested = getattr(f, "s2s_vmap", None) is not None
     hessians = {}   # (which arguments are batched, call_key(args)) -> _hessians' plan
@@ -80,30 +83,6 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
     batched.s2s_vmap = (f, in_axes, out_axes)
     batched.s2s_made_by = "vmap"
     return batched
-
-
-class NoKey(Exception):
-    pass
-
-
-def call_key(x):
-    """What the batched code compiled for `x` depends on, cheaply: its type, and for an
-    array its dtype and number of axes (an item of a batch of vectors is a number), for
-    a dict, list or tuple those of its items; `NoKey` for another kind of value (a
-    user's object, whose fields the compilation reads), which takes the general path."""
-    t = type(x)
-    if t is np.ndarray:
-        return t, x.dtype, x.ndim
-    if t in _NUMBERS or x is None:
-        return t
-    if t is dict:
-        return t, tuple((k, call_key(v)) for k, v in x.items())
-    if t is tuple or t is list:
-        return t, tuple(map(call_key, x))
-    raise NoKey
-
-
-_NUMBERS = (float, int, bool, np.float64, np.float32, np.int64, np.int32, np.bool_, str)
 
 
 class _Plan:
@@ -246,7 +225,6 @@ def _hessian_plan(primal, wrt, batched, args):
     primitive item by item (the items are then the batch's size times the size of the
     argument, and a call that draws from a generator, say, would draw for each: each
     item's Hessian is taken in turn instead, as a loop of hessian takes it)."""
-    from .hessian_api import hvp
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         plan = _plan(hvp(primal, wrt), tuple(0 if b else None for b in batched) + (0,), 0,

@@ -628,6 +628,32 @@ def arg_types_of(fn, args, kwargs=None):
     return arg_types
 
 
+class NoKey(Exception):
+    """A value of a kind `call_key` does not read."""
+
+
+def call_key(x):
+    """What code compiled for an argument `x` depends on, cheaply (what `vmap` and the
+    Jacobians look their code up by, at each call, instead of `arg_types_of`): its type,
+    and for an array its dtype and number of axes (an item of a batch of vectors is a
+    number), for a dict, list or tuple those of its items; `NoKey` for another kind of
+    value (a user's object, whose fields the compilation reads), which takes the
+    caller's general path."""
+    t = type(x)
+    if t is np.ndarray:
+        return t, x.dtype, x.ndim
+    if t in _NUMBERS or x is None:
+        return t
+    if t is dict:
+        return t, tuple((k, call_key(v)) for k, v in x.items())
+    if t is tuple or t is list:
+        return t, tuple(map(call_key, x))
+    raise NoKey
+
+
+_NUMBERS = (float, int, bool, np.float64, np.float32, np.int64, np.int32, np.bool_, str)
+
+
 def parameters_of(fn):
     """`inspect.signature(fn).parameters`, read once for a Python function while its
     code and defaults are those it was read with (a call of `inspect.signature` costs
