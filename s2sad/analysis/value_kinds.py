@@ -48,6 +48,7 @@ of a tuple it returns too (`t = two(x)`, `a = t[0]`, `s = t[1]` in Wengert form)
 ([('t', 'container'), ('a', 'array'), ('s', 'scalar')], ('array', 'scalar'))
 """
 import collections
+import inspect
 import numbers
 
 import gast
@@ -296,6 +297,28 @@ class ValueKinds:
         self._found[id(call)] = self._calls.get(key)
         return self._found[id(call)]
 
+    def _method_returned(self, call):
+        """(what `_returned` finds) for `obj.m(a)`, `m` a function of the user's class of
+        `obj` (as if called `m(obj, a)`: resolve_calls makes it so), or UNKNOWN."""
+        receiver = call.func.value
+        cls = self.of(receiver) if isinstance(receiver, gast.Name) else UNKNOWN
+        if cls is None:         # (not known yet)
+            return self._known(None, (UNKNOWN, False))
+        if not (isinstance(cls, type) and user_class(cls)):
+            return UNKNOWN, False
+        try:
+            fn = inspect.getattr_static(cls, call.func.attr)
+        except AttributeError:
+            return UNKNOWN, False
+        if not inspect.isfunction(fn):
+            return UNKNOWN, False
+        func = gast.Name(call.func.attr, gast.Load(), None, None)
+        marks.PRIM.put(func, fn)
+        bound = gast.Call(func, [receiver, *call.args], call.keywords)
+        found = self._returned(bound, fn)
+        self._found[id(call)] = found
+        return found
+
     def _items(self, value):
         """The kinds of the items of the tuple `value` makes (None while not known yet),
         or False: not a tuple whose items are known."""
@@ -401,7 +424,8 @@ class ValueKinds:
             if state is not None and len(state) == 1:   # a checkpointed loop's step
                 return self.of(e.args[1])               # (its state, changed)
             if record is None and method:
-                return UNKNOWN
+                found = self._method_returned(e)
+                return found and found[0]
             if record is None:
                 found = self._returned(e, prim)
                 return found and found[0]
