@@ -103,9 +103,10 @@ class ValueKinds:
     code is specialised on; `ndims`, {parameter: number of axes} of the array arguments
     whose shape patterns a guard may test: the parameters whose number of axes the
     analysis reads are added to the set `relied`, for the guard to test; `ints`, the
-    parameters specialised on `int`; `returns(call, kinds)`, (the kind of what a call of
-    a Python function returns when its arguments have the kinds `kinds`, the kinds of
-    its items if it is a tuple, else False) (see Compilation.returned_kind; without it,
+    parameters specialised on `int`; `returns(call, kinds, fn)`, (the kind of what a call
+    of a Python function (`fn`, a method's found on its object's class, or None) returns
+    when its arguments have the kinds `kinds`, the kinds of its items if it is a tuple,
+    else False) (see Compilation.returned_kind; without it,
     UNKNOWN).
 
     Beside the kind of each name, `items` has the kinds of the items of the tuples some
@@ -285,15 +286,17 @@ class ValueKinds:
             return prim in (len, int) and len(e.args) == 1 and not e.keywords
         return False
 
-    def _returned(self, call, fn):
+    def _returned(self, call, fn, method=False):
         """(the kind of what `call` of the Python function `fn` returns, the kinds of its
-        items or False) (`returns`), None while the kind of an argument is not known yet."""
+        items or False) (`returns`), None while the kind of an argument is not known yet;
+        `method`: `call` is `obj.m(a)`, of `fn` found on `obj`'s class (`m(obj, a)`)."""
         if self._returns is None or fn is MISSING or call.keywords:
             return UNKNOWN, False
-        kinds = tuple(self.of(a) for a in call.args)
+        args = [call.func.value, *call.args] if method else call.args
+        kinds = tuple(self.of(a) for a in args)
         key = (id(fn), kinds)
         if None not in kinds and key not in self._calls:
-            self._calls[key] = self._returns(call, kinds)
+            self._calls[key] = self._returns(call, kinds, fn if method else None)
         self._found[id(call)] = self._calls.get(key)
         return self._found[id(call)]
 
@@ -312,12 +315,7 @@ class ValueKinds:
             return UNKNOWN, False
         if not inspect.isfunction(fn):
             return UNKNOWN, False
-        func = gast.Name(call.func.attr, gast.Load(), None, None)
-        marks.PRIM.put(func, fn)
-        bound = gast.Call(func, [receiver, *call.args], call.keywords)
-        found = self._returned(bound, fn)
-        self._found[id(call)] = found
-        return found
+        return self._returned(call, fn, method=True)
 
     def _items(self, value):
         """The kinds of the items of the tuple `value` makes (None while not known yet),

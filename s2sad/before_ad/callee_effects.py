@@ -146,14 +146,16 @@ def python_callee(call, ctx):
     return fn, params
 
 
-def returned_kind(call, kinds, ctx, summarise):
+def returned_kind(call, kinds, ctx, summarise, fn=None):
     """(the value kind of what `call` returns, the kinds of its items or False; see
     ValueKinds): `call` is a call by position of a Python function s2sad reads, with
     arguments of the value kinds `kinds`; the kind its summary for them found
     (`summarise(fn, {parameter: kind}, ctx)`, see `summary`) where it is SCALAR, ARRAY or
     CONTAINER; else UNKNOWN (a kind that depends on the path, on a call of itself, or on
-    a parameter the call passes by keyword or through `*args`)."""
-    callee = python_callee(call, ctx)
+    a parameter the call passes by keyword or through `*args`). `fn`: the function of a
+    method call `obj.m(a)` (found on `obj`'s class; `kinds` are those of `obj, a`)."""
+    callee = python_callee(call, ctx) if fn is None else (
+        fn, list(inspect.signature(fn).parameters))
     if callee is None or call.keywords or any(isinstance(a, gast.Starred)
                                               for a in call.args):
         return UNKNOWN, False
