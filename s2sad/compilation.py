@@ -133,10 +133,10 @@ class Compilation:
     #: (its context, its Wengert form)`, which analyses of calls read (what a callee
     #: returns and writes: before_ad/aliasing.py); None outside the driver.
     front_end: Any = None
-    #: What a call of a Python function returns, `returns(call, kinds, ctx) -> (kind,
-    #: the kinds of a tuple's items or False)` (before_ad/callee_effects.returned_kind:
-    #: from the summary of the function called with arguments of `kinds`, which its
-    #: front end makes); None outside the driver.
+    #: What a call of a Python function returns, `returns(call, kinds, ctx, fn) -> (kind,
+    #: the kinds of a tuple's items or False)`, `fn` a method call's function or None
+    #: (before_ad/callee_effects.returned_kind: from the summary of the function called
+    #: with arguments of `kinds`, which its front end makes); None outside the driver.
     returns: Any = None
     _analyses: dict = dataclasses.field(default_factory=dict, repr=False)
     _shape_only: tuple | None = dataclasses.field(default=None, repr=False)
@@ -271,12 +271,13 @@ class Compilation:
             self.wengert, self.src, self.param_kinds, self.param_ndims, self.ndims_relied,
             self.int_params, self.returned_kind, self.structure, self.param_items))
 
-    def returned_kind(self, call, kinds) -> tuple:
-        """(the kind of what `call`, of a Python function, returns when its arguments are
-        of `kinds`, the kinds of the items of a tuple it returns or False; see `returns`,
-        UNKNOWN without it). The derivative relies on the code they were found from: its
-        guards are this derivative's too."""
-        return (UNKNOWN, False) if self.returns is None else self.returns(call, kinds, self)
+    def returned_kind(self, call, kinds, fn=None) -> tuple:
+        """(the kind of what `call`, of a Python function (of `fn`, for a method call),
+        returns when its arguments are of `kinds`, the kinds of the items of a tuple it
+        returns or False; see `returns`, UNKNOWN without it). The derivative relies on the
+        code they were found from: its guards are this derivative's too."""
+        return (UNKNOWN, False) if self.returns is None else self.returns(call, kinds, self,
+                                                                          fn)
 
     @property
     def shapes(self) -> Shapes:
