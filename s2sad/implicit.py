@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import driver, forward_api
+from . import driver, forward_api, jacobian_api
 from .compilation import arg_types_of
 from .errors import S2SADError, UnsupportedSyntaxError
 from .frontend import callables
@@ -67,7 +67,7 @@ class Function:
             if np.ndim(jac) == 0:
                 return jac
         if getattr(self, "_jacfwd", None) is None:
-            self._jacfwd = forward_api.jacfwd(self.at, 0)
+            self._jacfwd = jacobian_api.jacfwd(self.at, 0)
         jac = self._jacfwd(x, *theta)
         return jac if np.ndim(x) == 0 and np.ndim(jac) == 0 else np.reshape(
             jac, (-1, np.size(x)))
