@@ -73,13 +73,22 @@ def _offsets(like):
     return out
 
 
+def _floats(x):
+    """`x` as an array of floats, or of complex numbers if it holds any (a complex
+    output's derivative: its imaginary part is kept)."""
+    x = np.asarray(x)
+    return x if np.iscomplexobj(x) else x.astype(float, copy=False)
+
+
 def _block(jac, shape):
     """The block of a number or an array with respect to another: `jac` (its rows or
-    columns, laid out) as floats of `shape`, a float if it is a number."""
-    jac = np.asarray(jac, dtype=float).reshape(shape)
+    columns, laid out) as floats (or complex numbers) of `shape`, a number if it is one."""
+    jac = _floats(jac).reshape(shape)
     if not jac.flags.writeable:     # (a view of the unit tangents, or of an argument)
         jac = jac.copy()
-    return float(jac) if jac.ndim == 0 else jac
+    if jac.ndim == 0:
+        return complex(jac) if np.iscomplexobj(jac) else float(jac)
+    return jac
 
 
 def _block_of(parts, out_like, in_like, forward):
@@ -92,11 +101,11 @@ def _block_of(parts, out_like, in_like, forward):
     def block(o, i, shape):
         if forward:
             lo, hi = ins[i]
-            rows = np.asarray(leaves[o], dtype=float)[lo:hi]
+            rows = _floats(leaves[o])[lo:hi]
             jac = np.moveaxis(rows.reshape((hi - lo,) + rows.shape[1:]), 0, -1)
         else:
             lo, hi = outs[o]
-            jac = np.asarray(leaves[i], dtype=float)[lo:hi]
+            jac = _floats(leaves[i])[lo:hi]
         return _block(jac, shape)
     return block
 
