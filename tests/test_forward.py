@@ -703,7 +703,8 @@ def test_every_forward_rule_is_checked():
     called.add(id(np.float32))
     unchecked = [getattr(p, "__qualname__", p) for p in registry.JVPS
                  if not _is_helper(p) and _identity(p) not in called
-                 and not _scipy_rule(p) and not isinstance(p, type)]
+                 and not _scipy_rule(p) and not isinstance(p, type)
+                 and getattr(p, "__module__", None) != "numpy.fft"]   # (tests/test_fft.py)
     assert not unchecked, "forward rules without a check: " + ", ".join(map(str, unchecked))
 
 
