@@ -23,16 +23,25 @@ def show(stage, text, wrt=0, arrays=False):
 
 
 def pytest_configure(config):
-    """The rules of optional libraries (SciPy) load as s2sad loads them, inside
+    """A complex value cast to a real one (NumPy's ComplexWarning) fails the test that
+    made it: in s2sad's code it is a derivative's imaginary part lost, silently.
+
+    The rules of optional libraries (SciPy) load as s2sad loads them, inside
     `registry.loading()`, before pytest imports their modules to collect their doctests:
     their templates name runtime helpers declared further down (imported first by the
     collection, `s2sad/rules/solves.py` failed on `_s2s_frechet2`)."""
+    config.addinivalue_line("filterwarnings", "error::" + _COMPLEX_WARNING)
     try:
         import scipy.integrate, scipy.linalg, scipy.optimize, scipy.special, scipy.stats  # noqa: E401, F401
     except ImportError:
         return
     from s2sad.rules import registry
     registry.load_optional()
+
+
+#: (NumPy 1.25 moved it to numpy.exceptions, and NumPy 2 removed the old name)
+_COMPLEX_WARNING = ("numpy.exceptions.ComplexWarning" if hasattr(np, "exceptions")
+                    else "numpy.ComplexWarning")
 
 
 @pytest.fixture(autouse=True)

@@ -24,6 +24,12 @@ Workloads:
   `jax.experimental.ode.odeint` (rtol 1e-6, jitted), steady state and first call, where
   JAX is installed (here, or in the interpreter `--jax-python PATH` names).
 
+A third table (`second`) times Hessian-vector products (`s2sad.hvp`: forward mode over the
+reverse-mode rules) of the functions in `SECOND`, each checked against central differences
+of s2sad's gradient along the direction first: the root of a cubic by `brentq`, the
+least-squares fit, quad's integral in its 3 parameters, and the Lotka-Volterra fit (forward
+over the continuous adjoint).
+
 Each gradient is checked against central differences of the whole function first.
 The goal of the issue: the implicit derivative of a root or a minimiser costs at most 2x
 the solve, that is the gradient (solve and derivative) at most 3x the function.
@@ -154,6 +160,62 @@ WORKLOADS = [
 #: the step of the central differences of a workload (1e-5 unless here): the ODE's
 #: solve at rtol 1e-6 is smooth in its parameters to about that
 STEPS = {"lotka_volterra_fit": 1e-4}
+
+
+def root_cubic(p):
+    """The root of x^3 + p0 x - 2 (brentq), times p1."""
+    return optimize.brentq(lambda x: x ** 3 + p[0] * x - 2.0, 0.0, 5.0, xtol=1e-15) * p[1]
+
+
+def integral_params(p):
+    return integral_quad(p, 3.0)
+
+
+#: (name, function of one array, the point, the direction) of the hvp table
+SECOND = [
+    ("root_cubic", root_cubic, np.array([1.3, 0.7]), np.array([1.0, -0.5])),
+    ("fit_least_squares", fit_least_squares, Y50, np.cos(T50)),
+    ("integral_quad", integral_params, np.array([0.5, 2.0, 0.3]), np.array([1.0, -0.5, 2.0])),
+    ("lotka_volterra_fit", lotka_volterra_fit, LV_P, np.array([1.0, -0.5, 0.2, 0.3])),
+]
+
+
+def check_hvp(name, hvp, f, x, v, s2sad, h=1e-5):
+    """Exit with a message unless the hvp agrees with central differences of s2sad's
+    gradient along `v` (to 1e-4 relative)."""
+    g = s2sad.grad(f)
+    want = (g(x + h * v) - g(x - h * v)) / (2 * h)
+    got = hvp(x, v)
+    if not np.allclose(got, want, rtol=1e-4, atol=1e-4 * np.max(np.abs(want))):
+        raise SystemExit(f"{name}: s2sad's hvp {got} disagrees with central differences "
+                         f"of its gradient {want}")
+
+
+def second(s2sad, quick=False):
+    """One row per function of `SECOND`: the function's, its gradient's and its hvp's
+    seconds per call (CPU time)."""
+    rows = []
+    target = 0.02 if quick else 0.2
+    for name, f, x, v in SECOND:
+        print(f"timing {name} (second derivatives) ...", file=sys.stderr, flush=True)
+        g, hvp = s2sad.grad(f), s2sad.hvp(f)
+        check_hvp(name, hvp, f, x, v, s2sad, STEPS.get(name, 1e-5))
+        rows.append({"workload": name, "function": best(f, (x,), target),
+                     "gradient": best(g, (x,), target), "hvp": best(hvp, (x, v), target)})
+    return rows
+
+
+def second_report(rows):
+    """The hvp table (times in us)."""
+    head = ("workload", "function us", "grad us", "hvp us", "hvp/function")
+    body = [(r["workload"], f"{r['function'] * 1e6:.0f}", f"{r['gradient'] * 1e6:.0f}",
+             f"{r['hvp'] * 1e6:.0f}", f"{r['hvp'] / r['function']:.1f}") for r in rows]
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
+    lines = ["Second derivatives through the solvers: s2sad.hvp (forward over the reverse-"
+             "mode rules), in us of CPU time per call", ""]
+    lines += ["  ".join(str(x).rjust(w) for x, w in zip(line, widths))
+              for line in (head, *body)]
+    return "\n".join(lines)
 
 
 def central(f, args, wrt, h=1e-5):
@@ -336,6 +398,8 @@ def main():
     jax_python = sys.argv[sys.argv.index("--jax-python") + 1] if (
         "--jax-python" in sys.argv) else None
     print(report(bench(s2sad, quick=quick)))
+    print()
+    print(second_report(second(s2sad, quick=quick)))
     print()
     print(ode_report(ode_comparison(s2sad, quick, jax_python)))
 

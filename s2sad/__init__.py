@@ -13,7 +13,9 @@
 from . import rules  # noqa: F401  (registers the built-in rules)
 from .api import (check_grad, checkpoint, checkpointed, custom_jvp, custom_vjp, defvjp, grad,
                   nondiff, register_pytree, source, stop_gradient, value_and_grad, vjp)
-from .forward_api import defjvp, hessian, hessp, hvp, jacfwd, jacrev, jvp
+from .forward_api import defjvp, jvp
+from .hessian_api import hessian, hessp, hvp
+from .jacobian_api import jacfwd, jacrev
 from .batching_api import vmap
 from .api import elementwise_grad
 from .frontend import callables

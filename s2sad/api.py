@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import driver, forward_api, marks, numba_api, variadic
+from . import driver, forward_api, hessian_api, marks, numba_api, variadic
 from .compilation import (Wrt, arg_types_key, arg_types_of, check_inputs, patterns_of,
                           wrt_indices, wrt_or_argnums)
 from .errors import GradientCheckError, S2SADError, defined_at, warn_unconnected
@@ -208,7 +208,7 @@ def _decorator(cls, f, wrt, backend=None, jit=None, memory=None, has_aux=False,
     if cls is GradientFunction and (isinstance(f, GradientFunction) or isinstance(
             f, numba_api.NativeDerivative) and f.variant is Variant.GRAD):
         # (of a gradient compiled by Numba too: forward over its Python gradient code)
-        second = forward_api.second_derivative(f, wrt)
+        second = hessian_api.second_derivative(f, wrt)
         second.s2s_as_gradient = lambda: _as_gradient(second)
         return second
     if inspect.ismethod(f):

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import functools
 import inspect
+import warnings
 from typing import Any, Callable
 
 import numpy as np
 
 from . import driver, forward_api
-from .compilation import arg_types_of
-from .errors import S2SADError
+from .compilation import NoKey, arg_types_of, call_key
+from .errors import BatchingLoopWarning, S2SADError
 from .forward_api import gradient_of
+from .hessian_api import hvp
 from .options import Options, Variant
 from .rules import pytrees, registry
 
@@ -52,19 +54,25 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
     ...             [2 * (np.dot(x, w) - y) * x for x, y in zip(xs, ys)])
     True
 
-    and with itself (`vmap(vmap(f))`, a batch of batches). A primitive without a
-    batching rule is applied item by item (a `BatchingLoopWarning` says where); an `if` or
-    `while` whose test differs across the batch is refused, naming the line."""
-    plans = {}      # _call_key(args) -> the _Plan for arguments like them
+    with `hvp` and `hessian` (each item's Hessian, see docs/vmap.md), and with itself
+    (`vmap(vmap(f))`, a batch of batches). A primitive without a
+    batching rule is applied item by item (a `BatchingLoopWarning` says where); an `if`
+    whose test differs across the batch runs both branches and chooses, a `while` runs
+    until every item is done, where they may (see docs/vmap.md); other such `if`s and
+    `while`s are refused, naming the line."""
+    plans = {}      # call_key(args) -> the _Plan for arguments like them
     nested = getattr(f, "s2s_vmap", None) is not None
+    hessians = {}   # (which arguments are batched, call_key(args)) -> _hessians' plan
 
     @functools.wraps(f)
     def batched(*args):
         if nested:
             return _call(f, in_axes, out_axes, args)
+        if gradient_of(f) is not None and getattr(f, "s2s_made_by", None) == "hessian":
+            return _hessians(f, in_axes, out_axes, args, hessians)
         try:
-            key = (registry.version, *map(_call_key, args))
-        except _NoKey:          # (an argument of a kind the key does not read)
+            key = (registry.version, *map(call_key, args))
+        except NoKey:          # (an argument of a kind the key does not read)
             return _call(f, in_axes, out_axes, args)
         plan = plans.get(key)
         if plan is None or not plan.holds():
@@ -77,32 +85,8 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
     return batched
 
 
-class _NoKey(Exception):
-    pass
-
-
-def _call_key(x):
-    """What the batched code compiled for `x` depends on, cheaply: its type, and for an
-    array its dtype and number of axes (an item of a batch of vectors is a number), for
-    a dict, list or tuple those of its items; `_NoKey` for another kind of value (a
-    user's object, whose fields the compilation reads), which takes the general path."""
-    t = type(x)
-    if t is np.ndarray:
-        return t, x.dtype, x.ndim
-    if t in _NUMBERS or x is None:
-        return t
-    if t is dict:
-        return t, tuple((k, _call_key(v)) for k, v in x.items())
-    if t is tuple or t is list:
-        return t, tuple(map(_call_key, x))
-    raise _NoKey
-
-
-_NUMBERS = (float, int, bool, np.float64, np.float32, np.int64, np.int32, np.bool_, str)
-
-
 class _Plan:
-    """A call of `vmap(f, in_axes, out_axes)` for arguments of one kind (`_call_key`):
+    """A call of `vmap(f, in_axes, out_axes)` for arguments of one kind (`call_key`):
     the compiled batched code (`code`), and how the arguments and results move. Where
     every batched argument is an array batched along axis 0 and `out_axes` is 0 (`direct`),
     a call checks the batch sizes and calls the code on the arguments as they are."""
@@ -168,8 +152,8 @@ def _batched_code(f, items, wrt):
         return [code, driver.derivative(code.fn, wrt, arg_types, options)]
     if gradient is not None and getattr(f, "s2s_made_by", None) == "hvp":
         return _hvp_code(f, items, wrt, options)
-    if getattr(f, "s2s_derivative", False):
-        raise S2SADError(f"vmap batches functions, grad, value_and_grad and hvp; "
+    if getattr(f, "s2s_derivative", False) or getattr(f, "s2s_made_by", None) is not None:
+        raise S2SADError(f"vmap batches functions, grad, value_and_grad, hvp and hessian; "
                          f"{getattr(f, '__name__', f)!r} is another derivative of s2sad's")
     target = driver.target(f)
     return [driver.derivative(target, wrt, arg_types_of(target, items), options)]
@@ -189,6 +173,71 @@ def _hvp_code(f, items, wrt, options):
     code = forward_api._gradient_jvp(primal, i, (i,), arg_types_of(target, args))
     arg_types = arg_types_of(driver.target(code.fn), items)
     return [code, driver.derivative(code.fn, wrt, arg_types, options)]
+
+
+def _hessians(f, in_axes, out_axes, args, made):
+    """`vmap(hessian(primal, wrt), in_axes, out_axes)(*args)`: the Hessian of each item,
+    its columns the Hessian-vector products along the unit vectors of argument `wrt`:
+    `vmap` of `hvp(primal, wrt)` along the batch and those vectors at once (each item
+    repeated once per unit vector), one batched pass of the batch's size times the
+    size of that argument. `made` keeps its plans by which arguments are batched and
+    the arguments' kinds (see `call_key`)."""
+    primal, wrt = gradient_of(f)
+    target = driver.target(primal)
+    if isinstance(wrt, (tuple, list)):
+        raise S2SADError(f"vmap of hessian({target.__name__}) differentiates with respect "
+                         f"to one argument; got wrt={wrt!r}")
+    i = forward_api.wrt_indices(target, wrt)[0]
+    n, moved, batched = _batch_first(args, _axes_per_argument(in_axes, args))
+    x = moved[i][0] if batched[i] else moved[i]
+    if pytrees.is_structure(x):
+        raise S2SADError(f"vmap of hessian({target.__name__}) takes the Hessian with "
+                         "respect to a number or an array, not a structure")
+    shape = np.shape(x)
+    d = int(np.prod(shape, dtype=int))
+    repeated = [pytrees.map(lambda v: np.repeat(v, d, axis=0), a) if b else a
+                for a, b in zip(moved, batched)]
+    units = np.tile(np.eye(d).reshape((d,) + shape), (n,) + (1,) * len(shape))
+    try:
+        key = (registry.version, *batched, *map(call_key, args))
+    except NoKey:           # (an argument of a kind the key does not read)
+        key = None
+    plan = made.get(key, made)      # (made: not looked up yet)
+    if plan is made or (plan is not None and not plan.holds()):
+        plan = _hessian_plan(primal, wrt, batched, [*repeated, units])
+        if key is not None:
+            if len(made) > 16:
+                made.clear()
+            made[key] = plan
+    columns = None if plan is None else plan([*repeated, units])
+    if columns is None:     # the Hessian of each item, as the loop of hessian gives it
+        H = np.stack([f(*[pytrees.map(lambda v: v[k], a) if b else a
+                          for a, b in zip(moved, batched)]) for k in range(n)])
+    else:
+        columns = np.asarray(columns).reshape((n, d) + shape)
+        H = np.moveaxis(columns, 1, -1).reshape((n,) + shape + shape)
+    return _placed(H, out_axes, n)
+
+
+def _hessian_plan(primal, wrt, batched, args):
+    """The `_Plan` of `vmap(hvp(primal, wrt))` for `_hessians`' arguments `args` (the
+    vectors last), compiled, not run; None where the batched code would apply a
+    primitive item by item (the items are then the batch's size times the size of the
+    argument, and a call that draws from a generator, say, would draw for each: each
+    item's Hessian is taken in turn instead, as a loop of hessian takes it)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        plan = _plan(hvp(primal, wrt), tuple(0 if b else None for b in batched) + (0,), 0,
+                     args)
+    looped = [w for w in caught if issubclass(w.category, BatchingLoopWarning)]
+    if looped:
+        warnings.warn(BatchingLoopWarning(
+            f"vmap of hessian({driver.target(primal).__name__}) takes each item's Hessian "
+            f"in turn: {str(looped[0].message).split(': ', 1)[-1]}"), stacklevel=4)
+        return None
+    for w in caught:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return plan
 
 
 def _axes_per_argument(in_axes, args):

@@ -33,6 +33,8 @@ import dataclasses
 import importlib
 import inspect
 import numbers
+import types
+import weakref
 from typing import Any, Callable, Union
 
 import gast
@@ -52,7 +54,7 @@ from .frontend import structure
 from .frontend.structure import function_value
 from .naming import Namer
 from .options import Capabilities, Options, Variant
-from .rules import pytrees, runtime
+from .rules import pytrees, runtime, snapshots
 from .rules.registry import HELPERS, helper_facts
 from .rules.arrays import is_duck_array, is_duck_array_type
 
@@ -131,10 +133,10 @@ class Compilation:
     #: (its context, its Wengert form)`, which analyses of calls read (what a callee
     #: returns and writes: before_ad/aliasing.py); None outside the driver.
     front_end: Any = None
-    #: What a call of a Python function returns, `returns(call, kinds, ctx) -> (kind,
-    #: the kinds of a tuple's items or False)` (before_ad/callee_effects.returned_kind:
-    #: from the summary of the function called with arguments of `kinds`, which its
-    #: front end makes); None outside the driver.
+    #: What a call of a Python function returns, `returns(call, kinds, ctx, fn) -> (kind,
+    #: the kinds of a tuple's items or False)`, `fn` a method call's function or None
+    #: (before_ad/callee_effects.returned_kind: from the summary of the function called
+    #: with arguments of `kinds`, which its front end makes); None outside the driver.
     returns: Any = None
     _analyses: dict = dataclasses.field(default_factory=dict, repr=False)
     _shape_only: tuple | None = dataclasses.field(default=None, repr=False)
@@ -269,12 +271,13 @@ class Compilation:
             self.wengert, self.src, self.param_kinds, self.param_ndims, self.ndims_relied,
             self.int_params, self.returned_kind, self.structure, self.param_items))
 
-    def returned_kind(self, call, kinds) -> tuple:
-        """(the kind of what `call`, of a Python function, returns when its arguments are
-        of `kinds`, the kinds of the items of a tuple it returns or False; see `returns`,
-        UNKNOWN without it). The derivative relies on the code they were found from: its
-        guards are this derivative's too."""
-        return (UNKNOWN, False) if self.returns is None else self.returns(call, kinds, self)
+    def returned_kind(self, call, kinds, fn=None) -> tuple:
+        """(the kind of what `call`, of a Python function (of `fn`, for a method call),
+        returns when its arguments are of `kinds`, the kinds of the items of a tuple it
+        returns or False; see `returns`, UNKNOWN without it). The derivative relies on the
+        code they were found from: its guards are this derivative's too."""
+        return (UNKNOWN, False) if self.returns is None else self.returns(call, kinds, self,
+                                                                          fn)
 
     @property
     def shapes(self) -> Shapes:
@@ -342,13 +345,16 @@ class Compilation:
         next free `name_1`, ... (a lambda's `<lambda>` is `lambda_`)"""
         if obj is MISSING:
             obj = getattr(importlib.import_module(module), name)
+        obj = snapshots.of(obj)             # (a library as s2sad found it: rules/snapshots.py)
         if not name.isidentifier():         # `<lambda>`
             name = "lambda_"
         for bound, value in self.bindings.items():
             if value is obj and (bound == name or bound.startswith(name + "_")):
                 return bound
         free = self.src.free_values()
-        if name in free and free[name] is obj:
+        if name in free and free[name] is obj or (
+                obj is not snapshots.live(obj) and dict.get(free, name) is snapshots.live(obj)
+                and snapshots.agrees(obj)):
             bound = name
         else:
             bound = self.namer.fresh(name)
@@ -596,7 +602,7 @@ def arg_types_of(fn, args, kwargs=None):
     (see `function_params`); the structure of lists of the user's objects and of such
     objects (`"layers[0]": Dense`, `"model.layers[1].act()": np.tanh`, see
     frontend/structure.py); other arguments are of unknown kind."""
-    signature = inspect.signature(fn).parameters
+    signature = parameters_of(fn)
     given = _given(signature, args, kwargs)
     arg_types = {p: type(a) for p, a in given.items()
                  if _specialised(a) or user_class(type(a)) or type(a) in CONTAINERS}
@@ -613,7 +619,12 @@ def arg_types_of(fn, args, kwargs=None):
     for p, value in [*given.items(), *left.items()]:
         if function_value(value):
             arg_types[f"{p}()"] = value     # (see function_params)
-    for p, a in given.items():
+    # an object of the user's classes left as a default (`model=Model()`): as if given
+    objects = {**given, **{p: a for p, a in left.items() if user_class(type(a))}}
+    for p, a in objects.items():
+        if p not in given:
+            arg_types[p] = type(a)
+            _refuse_hidden_methods(fn, p, a)
         for field in _record_fields(a):
             value = getattr(a, field)
             if type(value) in SPECIALISED and not _complex(value):
@@ -624,6 +635,57 @@ def arg_types_of(fn, args, kwargs=None):
                 _refuse_hidden_methods(fn, k, _read(a, k[len(p):]))
         arg_types.update(found)
     return arg_types
+
+
+class NoKey(Exception):
+    """A value of a kind `call_key` does not read."""
+
+
+def call_key(x):
+    """What code compiled for an argument `x` depends on, cheaply (what `vmap` and the
+    Jacobians look their code up by, at each call, instead of `arg_types_of`): its type,
+    and for an array its dtype and number of axes (an item of a batch of vectors is a
+    number), for a dict, list or tuple those of its items; `NoKey` for another kind of
+    value (a user's object, whose fields the compilation reads), which takes the
+    caller's general path."""
+    t = type(x)
+    if t is np.ndarray:
+        return t, x.dtype, x.ndim
+    if t in _NUMBERS or x is None:
+        return t
+    if t is dict:
+        return t, tuple((k, call_key(v)) for k, v in x.items())
+    if t is tuple or t is list:
+        return t, tuple(map(call_key, x))
+    raise NoKey
+
+
+_NUMBERS = (float, int, bool, np.float64, np.float32, np.int64, np.int32, np.bool_, str)
+
+
+def parameters_of(fn):
+    """`inspect.signature(fn).parameters`, read once for a Python function while its
+    code and defaults are those it was read with (a call of `inspect.signature` costs
+    more than a small derivative: the Jacobians and Hessians read it at each call)."""
+    if type(fn) is not types.FunctionType or "__wrapped__" in fn.__dict__ or (
+            "__signature__" in fn.__dict__):
+        return inspect.signature(fn).parameters
+    seen = (fn.__code__, fn.__defaults__, fn.__kwdefaults__)
+    try:
+        held, params = _parameters[fn]
+    except KeyError:
+        held = None
+    except TypeError:       # (not weakly referable, or not hashable)
+        return inspect.signature(fn).parameters
+    if held is None or any(a is not b for a, b in zip(held, seen)):
+        params = inspect.signature(fn).parameters
+        _parameters[fn] = (seen, params)
+    return params
+
+
+# function -> ((its __code__, __defaults__, __kwdefaults__), its parameters): see
+# parameters_of (an entry goes when its function does)
+_parameters = weakref.WeakKeyDictionary()
 
 
 def _read(obj, steps):
@@ -671,7 +733,7 @@ def patterns_of(fn, args, kwargs=None):
     and those of `kwargs` passed by keyword; see analysis.shapes.pattern), ndarrays and
     others: each one's dtype, how many axes it has and which have length 1, which
     broadcasting depends on."""
-    given = _given(inspect.signature(fn).parameters, args, kwargs)
+    given = _given(parameters_of(fn), args, kwargs)
     return {p: pattern(a) for p, a in given.items()
             if (type(a) is np.ndarray or is_duck_array_type(type(a))) and not _complex(a)}
 

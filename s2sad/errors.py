@@ -79,7 +79,7 @@ class NativeBackendError(S2SADError):
 
 class ComplexValueError(S2SADError):
     """A complex value meets a value s2sad differentiates in a function whose rule holds
-    for real values only (`np.fft`, `np.emath`, `np.sign`, a write into an array; or, found
+    for real values only (`np.emath`, `np.sign`, a write into an array; or, found
     at run time, a complex array argument or result of a call the code was compiled to
     take as real), a complex output reaches `grad` without `holomorphic=True`, or a
     complex argument a transform does not take: its derivative would be wrong. The

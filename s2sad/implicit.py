@@ -22,9 +22,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import driver, forward_api
+from . import driver, forward_api, jacobian_api
 from .compilation import arg_types_of
-from .errors import S2SADError
+from .errors import S2SADError, UnsupportedSyntaxError
 from .frontend import callables
 from .frontend.source import function_from_source, identifier
 from .rules import pytrees
@@ -67,7 +67,7 @@ class Function:
             if np.ndim(jac) == 0:
                 return jac
         if getattr(self, "_jacfwd", None) is None:
-            self._jacfwd = forward_api.jacfwd(self.at, 0)
+            self._jacfwd = jacobian_api.jacfwd(self.at, 0)
         jac = self._jacfwd(x, *theta)
         return jac if np.ndim(x) == 0 and np.ndim(jac) == 0 else np.reshape(
             jac, (-1, np.size(x)))
@@ -96,30 +96,43 @@ class Function:
 
     def pullback_tangent(self, args, wrt, w, dots, w_dot=None):
         """`pullback(args, wrt, w)` and its tangent along the tangents `dots` of `args`
-        (None where fixed) and `w_dot` of `w`: forward mode over s2sad's gradient of
-        w . at(*args) (the second derivatives of `at` a second derivative through a
-        solver reads)."""
+        (None where fixed) and `w_dot` of `w` (see `Paired`)."""
         key = tuple(wrt)
         if key not in self._paired:
-            from . import api
-            params = list(inspect.signature(self.at).parameters)
-            names = ", ".join(params + ["_s2s_w"])
-            paired = function_from_source(
-                f"def {self.at.__name__}_paired({names}):\n"
-                f"    return _s2s_sum(_s2s_w * _s2s_at({', '.join(params)}))\n",
-                {"_s2s_sum": np.sum, "_s2s_at": self.at})
-            paired.__module__ = self.at.__module__
-            pulled = function_from_source(
-                f"def {self.at.__name__}_pulled({names}):\n"
-                f"    return _s2s_grad({names})\n",
-                {"_s2s_grad": api.grad(paired, wrt=key if len(key) > 1 else key[0])})
-            pulled.__module__ = self.at.__module__
-            self._paired[key] = pulled
+            self._paired[key] = Paired(self.at, key)
+        return self._paired[key](args, w, dots, w_dot)
+
+
+class Paired:
+    """The adjoints of the arguments `wrt` (positions) of `at(*args)` for an adjoint `w`
+    of its value, and their tangents along tangents of `args` and of `w`: forward mode
+    over s2sad's gradient of w . at(*args) (the second derivatives of `at` a second
+    derivative through a solver reads)."""
+
+    def __init__(self, at, wrt):
+        from . import api
+        self.wrt = tuple(wrt)
+        params = list(inspect.signature(at).parameters)
+        names = ", ".join(params + ["_s2s_w"])
+        paired = function_from_source(
+            f"def {at.__name__}_paired({names}):\n"
+            f"    return _s2s_sum(_s2s_w * _s2s_at({', '.join(params)}))\n",
+            {"_s2s_sum": np.sum, "_s2s_at": at})
+        paired.__module__ = at.__module__
+        self.pulled = function_from_source(
+            f"def {at.__name__}_pulled({names}):\n"
+            f"    return _s2s_grad({names})\n",
+            {"_s2s_grad": api.grad(paired, wrt=self.wrt if len(self.wrt) > 1
+                                   else self.wrt[0])})
+        self.pulled.__module__ = at.__module__
+
+    def __call__(self, args, w, dots, w_dot=None):
+        """(the adjoints, their tangents), tuples in the order of `wrt`: `dots` the
+        tangents of `args` (None where fixed), `w_dot` of `w` (None for zero)."""
         dots = tuple(pytrees.zeros_like(a) if d is None else d for a, d in zip(args, dots))
         w_dot = pytrees.zeros_like(w) if w_dot is None else w_dot
-        value, tangent = forward_api.jvp(self._paired[key], tuple(args) + (w,),
-                                         dots + (w_dot,))
-        if len(key) == 1:
+        value, tangent = forward_api.jvp(self.pulled, tuple(args) + (w,), dots + (w_dot,))
+        if len(self.wrt) == 1:
             return (value,), (tangent,)
         return tuple(value), tuple(tangent)
 
@@ -199,10 +212,10 @@ class Standing:
     -> (value, point)`, `point` what its rules read) and gives the adjoints
     (`adjoint(point, g, given, extra, bound) -> {(kind, key): adjoint}`, kind "given",
     "extra" or the function's parameter) and the tangent (`tangent(point, value, given,
-    extra, bound, dots)`, `dots` split as the values). A kind that is `twice`
-    differentiable gives the tangents of its value and point (`tangents`) and of its
-    adjoints (`adjoint_and_tangent`): forward mode over reverse-mode code that calls its
-    `fwd` and `bwd` (hessian, hvp) differentiates them by those (`Differentiated`)."""
+    extra, bound, dots)`, `dots` split as the values), and, for second derivatives, the
+    tangents of its value and point (`tangents`) and of its adjoints
+    (`adjoint_and_tangent`): forward mode over reverse-mode code that calls its `fwd` and
+    `bwd` (hessian, hvp) differentiates them by those (`Differentiated`)."""
 
     s2s_custom = ("vjp", "jvp")
 
@@ -225,18 +238,10 @@ class Standing:
             value, point = self.run(*layout.split(primals))
             dots = layout.split(tangents)
             return value, self.tangent(point, value, *layout.split(primals), dots)
-        name = identifier(layout.library)
-        if self.twice:
-            why = (f"second derivatives through {name}() are forward mode over its reverse "
-                   "mode rule (hessian, hvp, jacfwd(grad(...))); reverse mode over it "
-                   "(grad of a function that calls grad) and forward mode over its forward "
-                   "rule are not supported yet: use one of those")
-        else:
-            why = (f"second derivatives (hessian, hvp, grad(grad(...))) through {name}() "
-                   "are not supported yet: its rules call s2sad's first derivatives at run "
-                   "time. Take central differences of s2sad.grad of the function, or, for a "
-                   "solver, write its iterations as a loop in your code (s2sad then "
-                   "differentiates them)")
+        why = (f"second derivatives through {identifier(layout.library)}() are forward "
+               "mode over its reverse mode rule (hessian, hvp, jacfwd(grad(...))); reverse "
+               "mode over it (grad of a function that calls grad) and forward mode over "
+               "its forward rule are not supported yet: use one of those")
         #: [(the calling function's "file:line", (file, line, column, text))] of the
         #: calls of this object (the user's lines a refusal of their second derivatives
         #: names: resolve_calls)
@@ -245,13 +250,10 @@ class Standing:
             helper.__name__ = helper.__qualname__ = f"{base}_{role}"
             helper.s2s_not_differentiable = why
             helper.s2s_sites = self.s2s_sites
-        if self.twice:      # (forward mode over the reverse-mode code: hessian, hvp)
-            fwd = Differentiated(fwd, self.fwd_rule)
-            bwd = Differentiated(bwd, self.bwd_rule)
-        self.fwd, self.bwd, self.rule = fwd, bwd, rule
-
-    #: whether forward mode differentiates the reverse-mode rules (`fwd_rule`, `bwd_rule`)
-    twice = False
+        # (forward mode over the reverse-mode code: hessian, hvp)
+        self.fwd = Differentiated(fwd, self.fwd_rule)
+        self.bwd = Differentiated(bwd, self.bwd_rule)
+        self.rule = rule
 
     def ordered(self, found, values):
         """The tuple of the adjoints (or their tangents) `found` ({(kind, key): adjoint})
@@ -291,6 +293,17 @@ class Standing:
         return S2SADError(f"{where}:{line}: {identifier(self.layout.library)}() of "
                           f"{identifier(fn)}(): {why}")
 
+    def refuse_where_called(self, why):
+        """`refuse(why)`, located at the user's call when s2sad saw one call of this kind
+        (`s2s_sites`), for what is refused of how the call is differentiated."""
+        places = {place for _, place in self.s2s_sites
+                  if not str(place[0]).startswith("<s2sad:")}     # (not derivatives' code)
+        if len(places) != 1:
+            return self.refuse(why)
+        return UnsupportedSyntaxError(
+            f"{identifier(self.layout.library)}() of {identifier(self.layout.function)}(): "
+            f"{why}", *places.pop())
+
     def run(self, given, extra, bound):
         raise NotImplementedError
 
@@ -298,6 +311,12 @@ class Standing:
         raise NotImplementedError
 
     def tangent(self, point, value, given, extra, bound, dots):
+        raise NotImplementedError
+
+    def tangents(self, point, value, given, extra, bound, dots):
+        raise NotImplementedError
+
+    def adjoint_and_tangent(self, point, point_dot, g, g_dot, given, extra, bound, dots):
         raise NotImplementedError
 
 
@@ -320,8 +339,6 @@ class ImplicitRoot(Standing):
 
     def theta(self, extra, bound):
         return tuple(extra) + tuple(bound[self.param].values())
-
-    twice = True
 
     def run(self, given, extra, bound):
         value, x = self.solve(given, extra, bound)

@@ -101,7 +101,7 @@ FRONT = [
          "number is known"),
     Pass("builtin_calls", builtin_calls.run, "map and filter where consumed as generator "
          "expressions, max/min/sorted with key= and of one sequence as indexing, divmod as "
-         "a pair"),
+         "a pair, functools.reduce as a loop"),
     Pass("lift", lift.run, "nested functions and lambdas become functions of their own"),
     Pass("checkpointed_loops", checkpointed_loops.run, "the body of a loop over "
          "s2sad.checkpointed(...) a step function of the loop state"),
@@ -339,11 +339,11 @@ def _front_end(fn, arg_types):
     return compilation(fn, (), arg_types, until="resolve_calls", passes=FRONT)
 
 
-def _returned_kind(call, kinds, ctx):
-    """The value kind of what `call`, of a Python function, returns when its arguments
-    are of `kinds`, and the kinds of a tuple's items: what the aliasing pass's summary
-    of the function found."""
-    return callee_effects.returned_kind(call, kinds, ctx, aliasing.summary)
+def _returned_kind(call, kinds, ctx, fn=None):
+    """The value kind of what `call`, of a Python function (of `fn`, a method's), returns
+    when its arguments are of `kinds`, and the kinds of a tuple's items: what the
+    aliasing pass's summary of the function found."""
+    return callee_effects.returned_kind(call, kinds, ctx, aliasing.summary, fn)
 
 
 def stage_source(fn: Callable, stage: str | None, wrt: Wrt = 0, arg_types: dict | None = None,

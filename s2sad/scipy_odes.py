@@ -7,7 +7,11 @@ derivative with respect to the initial state, the time points and the values the
 right-hand side reads (through `args=` or its closure) comes from rules/odes.py: reverse
 mode by the adjoint method, forward mode by forward sensitivities, integrated by
 `solve_ivp` with the call's method and tolerances, with s2sad's own vjp and jvp of the
-right-hand side, compiled once per call's types and cached.
+right-hand side, compiled once per call's types and cached. Second derivatives (hessian,
+hvp) are forward mode over the reverse-mode rule: the adjoint (of the steps, or the
+continuous one) of the state and its forward sensitivity together
+(`RightHandSide.twice`, `odes.adjoint_tangent`), the times held fixed (their second
+derivatives are refused where the user's code calls the solver).
 """
 import inspect
 
@@ -72,6 +76,13 @@ class RightHandSide:
             f"def {identifier(fn)}_rhs({', '.join(['t', 'y'] + extra + bound)}):\n"
             f"    return _s2s_fn({call})\n", {"_s2s_fn": fn})
         self.at.__module__ = getattr(fn, "__module__", None) or "__main__"
+        # (its value as one flat array, as SciPy reads it: what `twice` differentiates)
+        self.flat = function_from_source(
+            f"def {identifier(fn)}_flat({', '.join(['t', 'y'] + extra + bound)}):\n"
+            f"    return _s2s_ravel(_s2s_array(_s2s_fn({call})))\n",
+            {"_s2s_fn": fn, "_s2s_ravel": np.ravel, "_s2s_array": np.array})
+        self.flat.__module__ = self.at.__module__
+        self._paired = {}       # {wrt: forward over its gradient (`twice`)}
 
     def at_parameters(self, y0, theta, theta_dots=None):
         """The `odes.Rhs` of the problem at the values `theta` (with their tangents
@@ -101,6 +112,31 @@ class RightHandSide:
                 return _vector(tangent_of.fn(t, y, *theta,
                                              **dict(zip(names, [y_dot] + dots)))[1])
         return params, odes.Rhs(fun, params.size, vjp, jvp)
+
+    def twice(self, y0, theta, theta_dots):
+        """`(params, rhs)`: the `odes.Rhs` of the problem of `y` and its forward
+        sensitivity `s` together, `Y' = F(t, Y) = (f(t, y), f_y s + f_p p_dot)` along the
+        tangents `theta_dots` of `theta` (None where none), whose parameters are the
+        values' and their tangents' (`params.size` each): the adjoint of that system is
+        forward mode over the adjoint of f's (see `odes.adjoint_tangent`)."""
+        params, first = self.at_parameters(y0, theta, theta_dots)
+        n = np.size(y0)
+        wrt = (1,) + tuple(2 + k for k in params.wrt)
+        if wrt not in self._paired:
+            self._paired[wrt] = implicit.Paired(self.flat, wrt)
+        pair = self._paired[wrt]
+        dots = tuple(pytrees.zeros_like(v) if d is None else d
+                     for v, d in zip(theta, theta_dots))
+
+        def fun(t, y):
+            return np.concatenate([first.fun(t, y[:n]), first.jvp(t, y[:n], y[n:])])
+
+        def vjp(t, y, a):
+            value, tangent = pair((t, y[:n]) + tuple(theta), a[n:], (0.0, y[n:]) + dots,
+                                  a[:n])
+            return (np.concatenate([np.ravel(tangent[0]), np.ravel(value[0])]),
+                    np.concatenate([params.flat(tangent[1:]), params.flat(value[1:])]))
+        return params, odes.Rhs(fun, 2 * params.size, vjp)
 
 
 def _vector(value):
@@ -199,6 +235,43 @@ class Solve(implicit.Standing):
         out = {keys[k]: a for k, a in params.split(p_bar).items()}
         return out, (t0_bar, y0_bar, ts_bar)
 
+    def adjoints_and_tangents(self, side, y0, theta, extra, dots, problem, ys_dot,
+                              ys_bar, ys_bar_dot, ts_bar, ts_bar_dot, times, record=None):
+        """`adjoints`' values and their tangents ({key: tangent} and (t0_bar_dot,
+        y0_bar_dot, ts_bar_dot)) along the tangents `dots` of the call's values and
+        `ys_bar_dot`, `ts_bar_dot` of the adjoints (`odes.adjoint_tangent`); `times`, the
+        names of the parameters holding times, whose tangents must be zero."""
+        solver, t0, ts, ys, steps = problem
+        if np.iscomplexobj(ys):
+            raise self.refuse("a complex solution: s2sad differentiates ODEs over the reals")
+        given_dots, extra_dots, bound_dots = dots
+        for name in times:
+            dot = given_dots.get(name)
+            if dot is not None and np.any(np.asarray(
+                    [0.0 if d is None else d for d in np.ravel(np.asarray(dot, dtype=object))],
+                    dtype=float) != 0):
+                raise self.refuse_where_called(
+                    f"second derivatives with respect to the times ({name}) are not "
+                    "supported yet (those with respect to the initial state and the "
+                    "values the right-hand side reads are); hold the times fixed, or take "
+                    "central differences of s2sad.grad of the function")
+        theta_dots = tuple(d if pytrees.carries_derivative(v) else None for v, d in zip(
+            theta, tuple(extra_dots) + tuple(bound_dots[self.param].values())))
+        params, rhs = side.at_parameters(y0, theta)
+        _, twice = side.twice(y0, theta, theta_dots)
+        y0 = np.asarray(y0, dtype=float)
+        try:
+            values, tangents = odes.adjoint_tangent(
+                rhs, twice, solver, t0, y0, _dot(given_dots, "y0", len(y0)), ts,
+                ys, ys_dot, ys_bar, ys_bar_dot, ts_bar, ts_bar_dot, steps,
+                record.steps if record is not None else None)
+        except (odes.InnerStepError, odes.FailedSolveError) as e:
+            raise type(e)(str(self.refuse(str(e)))) from None
+        keys = self.theta_keys(extra)
+        out = {keys[k]: a for k, a in params.split(values[2]).items()}
+        out_dots = {keys[k]: a for k, a in params.split(tangents[2]).items()}
+        return (out, values[:2] + values[3:]), (out_dots, tangents[:2] + tangents[3:])
+
     def tangent_of(self, side, y0, theta, dots, problem, t0_dot, y0_dot, ts_dot):
         solver, t0, ts, ys, steps = problem
         _, extra_dots, bound_dots = dots
@@ -248,9 +321,13 @@ class SolveIvp(Solve):
         problem = self.problem(given, point)
         _, _, ts, ys, steps = problem
         ys_bar = np.zeros_like(ys) if ys_bar is None else ys_bar
-        out, (t0_bar, y0_bar, ts_bar) = self.adjoints(
-            self.side(), given["y0"], self.theta(extra, bound), extra, problem, ys_bar,
-            ts_bar, point[2])
+        out, bars = self.adjoints(self.side(), given["y0"], self.theta(extra, bound), extra,
+                                  problem, ys_bar, ts_bar, point[2])
+        return self.placed(out, given, steps, *bars)
+
+    @staticmethod
+    def placed(out, given, steps, t0_bar, y0_bar, ts_bar):
+        """`out` with the adjoints of y0 and the times in their places."""
         out[("given", "y0")] = _like(y0_bar, given["y0"])
         if steps:
             out[("given", "t_span")] = _like([t0_bar + ts_bar[0], ts_bar[-1]],
@@ -259,6 +336,26 @@ class SolveIvp(Solve):
             out[("given", "t_span")] = _like([t0_bar, 0.0], given["t_span"])
             out[("given", "t_eval")] = _like(ts_bar, given["t_eval"])
         return out
+
+    def tangents(self, point, value, given, extra, bound, dots):
+        """The tangents of the value and of `point` (`fwd_rule`'s)."""
+        value_dot = self.tangent(point, value, given, extra, bound, dots)
+        return value_dot, (value_dot["t"], value_dot["y"], None)
+
+    def adjoint_and_tangent(self, point, point_dot, g, g_dot, given, extra, bound, dots):
+        """`adjoint(point, g, ...)` and its tangent (`Solve.adjoints_and_tangents`)."""
+        ys_bar, ts_bar = _field(g, "y"), _field(g, "t")
+        if ys_bar is None and ts_bar is None:
+            return {}, {}
+        problem = self.problem(given, point)
+        _, _, ts, ys, steps = problem
+        ys_bar = np.zeros_like(ys) if ys_bar is None else ys_bar
+        (out, bars), (out_dots, bar_dots) = self.adjoints_and_tangents(
+            self.side(), given["y0"], self.theta(extra, bound), extra, dots, problem,
+            point_dot[1], ys_bar, _field(g_dot, "y"), ts_bar, _field(g_dot, "t"),
+            ("t_span", "t_eval"), point[2])
+        return (self.placed(out, given, steps, *bars),
+                self.placed(out_dots, given, steps, *bar_dots))
 
     def tangent(self, point, value, given, extra, bound, dots):
         problem = self.problem(given, point)
@@ -303,13 +400,38 @@ class Odeint(Solve):
         if g is None:
             return {}
         problem = self.problem(given, point)
-        out, (t0_bar, y0_bar, ts_bar) = self.adjoints(
-            self.side(given.get("tfirst", False)), given["y0"], self.theta(extra, bound),
-            extra, problem, np.transpose(g), None)
+        out, bars = self.adjoints(self.side(given.get("tfirst", False)), given["y0"],
+                                  self.theta(extra, bound), extra, problem,
+                                  np.transpose(g), None)
+        return self.placed(out, given, *bars)
+
+    @staticmethod
+    def placed(out, given, t0_bar, y0_bar, ts_bar):
+        """`out` with the adjoints of y0 and the times in their places."""
+        ts_bar = np.array(ts_bar, dtype=float)
         ts_bar[0] += t0_bar
         out[("given", "y0")] = _like(y0_bar, given["y0"])
         out[("given", "t")] = _like(ts_bar, given["t"])
         return out
+
+    def tangents(self, point, value, given, extra, bound, dots):
+        """The tangents of the value and of `point` (`fwd_rule`'s)."""
+        value_dot = self.tangent(point, value, given, extra, bound, dots)
+        ys_dot = value_dot[0] if isinstance(value, tuple) else value_dot
+        return value_dot, (_dot(dots[0], "t", len(point[0])), np.transpose(ys_dot))
+
+    def adjoint_and_tangent(self, point, point_dot, g, g_dot, given, extra, bound, dots):
+        """`adjoint(point, g, ...)` and its tangent (`Solve.adjoints_and_tangents`)."""
+        if given.get("full_output", False):
+            g, g_dot = g[0], None if g_dot is None else g_dot[0]
+        if g is None:
+            return {}, {}
+        problem = self.problem(given, point)
+        (out, bars), (out_dots, bar_dots) = self.adjoints_and_tangents(
+            self.side(given.get("tfirst", False)), given["y0"], self.theta(extra, bound),
+            extra, dots, problem, point_dot[1], np.transpose(g),
+            None if g_dot is None else np.transpose(g_dot), None, None, ("t",))
+        return self.placed(out, given, *bars), self.placed(out_dots, given, *bar_dots)
 
     def tangent(self, point, value, given, extra, bound, dots):
         problem = self.problem(given, point)

@@ -9,6 +9,9 @@ the residual in x is f's Hessian (s2sad's forward mode over its reverse mode), a
 residual's vjp or jvp along theta are second derivatives of f. `least_squares` minimises
 0.5 sum r(x, theta)^2: its residual is J^T r. The fields of the result that are functions
 of (x*, theta) (`fun`, `cost`) are differentiated as such (the chain rule through x*).
+In reverse mode, a minimiser of a few unknowns takes one forward-over-reverse sweep of the
+objective per unknown, which gives the Hessian and the mixed second derivatives at once
+(`Minimum.adjoint_by_columns`).
 The iterations are never differentiated; a call that did not succeed, or whose minimiser
 sits on a bound, is refused at run time (its result is no stationary point).
 """
@@ -97,11 +100,17 @@ class Minimum(implicit.ImplicitRoot):
     def solution_adjoint(self, g, value):
         return _field(g, "x")
 
+    #: the field of the result that is the objective's value at x* (`adjoint`'s)
+    objective_field = "fun"
+
     def adjoint(self, point, g, given, extra, bound):
         x, value = point
         self.check_unknown(g)
         theta = self.theta(extra, bound)
         wrt = implicit.carried(theta)
+        if np.size(x) <= _BY_COLUMN and all(isinstance(
+                theta[k], (float, np.floating, np.ndarray)) for k in wrt):
+            return self.adjoint_by_columns(x, value, g, theta, wrt, extra)
         gx = _field(g, "x")
         gx = pytrees.zeros_like(x) if gx is None else gx
         out = [None] * len(theta)
@@ -117,6 +126,60 @@ class Minimum(implicit.ImplicitRoot):
         keys = [("extra", k) for k in range(len(extra))] + [(self.param, n)
                                                                for n in self.names]
         return dict(zip(keys, out))
+
+    def adjoint_by_columns(self, x, value, g, theta, wrt, extra):
+        """`adjoint` for a minimiser x* of a few unknowns and values theta that are
+        numbers or arrays: one forward-over-reverse sweep of the objective f per unknown
+        (x_dot a unit vector e_i) gives the Hessian's column H e_i, the mixed column
+        d(grad_theta f)/dx e_i and grad f itself, so that with w = -H^-1 g_x, the
+        adjoint of theta is g_f grad_theta f + sum_i w_i d(grad_theta f)/dx e_i (the
+        adjoint of g_f through x* is g_f grad_x f, zero at the minimiser): no Jacobian
+        by jacfwd and no reverse-over-reverse vjp of the gradient, each dearer than the
+        n sweeps for n up to `_BY_COLUMN`."""
+        gx = _field(g, "x")
+        gx = np.zeros(np.shape(x)) if gx is None else np.asarray(gx, dtype=float)
+        out = [None] * len(theta)
+
+        def add(k, a):
+            out[k] = a if out[k] is None else out[k] + a
+        for fn, w in self.other_field_adjoints(g, value):   # (f(x*, theta): through both)
+            adjoints = fn.pullback((x,) + tuple(theta), [0] + [1 + k for k in wrt], w)
+            gx = gx + adjoints[0]
+            for k, a in zip(wrt, adjoints[1:]):
+                add(k, a)
+        g_f = _field(g, self.objective_field)
+        g_f = float(g_f) if g_f is not None and _nonzero(g_f) else 0.0
+        keys = self.keys(extra)
+        if not wrt or (not g_f and not _nonzero(gx)):
+            return dict(zip(keys, out))
+        n = np.size(x)
+        args = (x,) + tuple(theta)
+        positions = [0] + [1 + k for k in wrt]
+        fixed = (None,) * len(theta)
+        columns = []
+        for i in range(n):
+            e = np.zeros(n)
+            e[i] = 1.0
+            e = e.reshape(np.shape(x)) if np.ndim(x) else 1.0
+            values, tangents = self.objective.pullback_tangent(args, positions, 1.0,
+                                                               (e,) + fixed)
+            columns.append(tangents)
+        hessian = np.array([np.ravel(c[0]) for c in columns]).T
+        gx = np.ravel(gx + g_f * np.asarray(values[0]))
+        w = -np.linalg.solve(hessian.T, gx)
+        for j, k in enumerate(wrt):
+            a = g_f * values[1 + j]
+            for i in range(n):
+                a = a + w[i] * columns[i][1 + j]
+            add(k, float(a) if np.ndim(theta[k]) == 0 else np.asarray(a))
+        return dict(zip(keys, out))
+
+    def other_field_adjoints(self, g, value):
+        """[(Function, its adjoint)] of the fields of the result `value` but the
+        objective's that `g`, its adjoint, reaches."""
+        found = [(fn, _field(g, name)) for name, fn in self.fields.items()
+                 if name != self.objective_field]
+        return [(fn, w) for fn, w in found if w is not None and _nonzero(w)]
 
     def field_adjoints(self, g, value):
         """[(Function, its adjoint)] of the fields of the result `value` that `g`, its
@@ -204,6 +267,7 @@ class LeastSquares(Minimum):
     `.x`, `.cost` and `.fun` (the residuals at x*) carry derivatives."""
 
     UNKNOWN = ("jac",)
+    objective_field = "cost"
 
     def __init__(self, layout):
         super().__init__(layout)
@@ -237,6 +301,11 @@ class LeastSquares(Minimum):
             lower, upper = given["bounds"]
             self.check_bounds(optimize.Bounds(lower, upper), result.x)
         return result, result.x
+
+
+#: the most unknowns whose minimiser's adjoint is taken by one sweep per unknown
+#: (`Minimum.adjoint_by_columns`): more take the Hessian by jacfwd (batched)
+_BY_COLUMN = 16
 
 
 def _nonzero(a):

@@ -10,6 +10,12 @@ the integrand's derivative along the values theta (s2sad's vjp of f in reverse m
 jvp in forward mode) integrated by quad itself (item by item for the adjoints of several
 values, by `quad_vec` for many), with the call's tolerances and break points. A limit at
 infinity has no derivative: its tangent in forward mode is refused, its adjoint is none.
+
+Second derivatives (hessian, hvp, jacfwd(grad)) are forward mode over the reverse-mode
+rule (`adjoint_and_tangent`): Leibniz's rule differentiated again, the tangent of the
+integrand's adjoint g df/dtheta (s2sad's forward mode over its gradient of g f: g's
+tangent times df/dtheta, and g times the second derivatives of f along theta's tangent)
+integrated by quad beside the adjoint itself, plus the limits' terms.
 """
 import numpy as np
 from scipy import integrate
@@ -120,6 +126,80 @@ class Quad(implicit.Standing):
                 raise self.refuse(f"the limit {limit} is infinite, and has no derivative")
             dot = dot + sign * v_dot * float(at(v, *theta))
         return (dot, 0.0)
+
+    def tangents(self, point, value, given, extra, bound, dots):
+        """The tangents of the value and of `point` (none: `fwd_rule`'s)."""
+        return self.tangent(point, value, given, extra, bound, dots), None
+
+    def adjoint_and_tangent(self, point, point_dot, g, g_dot, given, extra, bound, dots):
+        """`adjoint(point, g, given, extra, bound)` and its tangent along `g_dot` and the
+        tangents `dots` of the values (see `implicit.Standing`): with I' = g f_theta
+        integrated and g f(b), -g f(a) the limits' adjoints,
+
+            theta_bar_dot = int (g_dot f_theta + g f_theta,theta theta_dot) dt
+                            + g f_theta(b) b_dot - g f_theta(a) a_dot
+            b_bar_dot = g_dot f(b) + g (f_t(b) b_dot + f_theta(b) theta_dot)
+
+        (a's with the opposite sign), the integral taken by quad beside the adjoint's."""
+        g = g[0] if isinstance(g, tuple) else g
+        g_dot = g_dot[0] if isinstance(g_dot, tuple) else g_dot
+        if g is None:
+            return {}, {}
+        g_dot = 0.0 if g_dot is None else float(g_dot)
+        given_dots, extra_dots, bound_dots = dots
+        theta = self.theta(extra, bound)
+        theta_dots = tuple(d if pytrees.carries_derivative(v) else None for v, d in zip(
+            theta, tuple(extra_dots) + tuple(bound_dots[self.param].values())))
+        limits = {}         # {limit: (sign, value, tangent)}
+        for limit, sign in (("a", -1.0), ("b", 1.0)):
+            v, v_dot = given[limit], given_dots.get(limit)
+            v_dot = 0.0 if v_dot is None or not pytrees.carries_derivative(v) else v_dot
+            if v_dot != 0 and not np.isfinite(v):
+                raise self.refuse(f"the limit {limit} is infinite, and has no derivative")
+            limits[limit] = (sign, v, float(v_dot))
+        at = self.integrand
+        out, out_dots = {}, {}
+        wrt = implicit.carried(theta)
+        if wrt:
+            for k in wrt:
+                if not isinstance(theta[k], (float, np.floating, np.ndarray)):
+                    raise self.refuse("the integrand reads a structure that carries a "
+                                      "derivative; pass the values it reads as numbers or "
+                                      "arrays")
+            shapes = [np.shape(theta[k]) for k in wrt]
+            sizes = [int(np.prod(s)) for s in shapes]
+            positions = [1 + k for k in wrt]
+            moving = (0.0,) + theta_dots
+
+            def both(t):        # (the adjoints of theta along t and their tangents)
+                found, found_dots = at.pullback_tangent((t,) + theta, positions, g,
+                                                        moving, g_dot)
+                return np.concatenate([np.ravel(a) for a in found + found_dots])
+            flat = np.atleast_1d(self.integral(both, given, 2 * sum(sizes)))
+            half = sum(sizes)
+            for limit, (sign, v, v_dot) in limits.items():
+                if v_dot:           # (the integrand's adjoint at the limit, moved)
+                    flat[half:] += sign * v_dot * np.atleast_1d(both(v))[:half]
+            keys = self.keys(extra)
+            k0 = 0
+            for k, shape, n in zip(wrt, shapes, sizes):
+                for target, start in ((out, k0), (out_dots, half + k0)):
+                    a = flat[start:start + n].reshape(shape)
+                    target[keys[k]] = float(a) if shape == () else a
+                k0 += n
+        for limit, (sign, v, v_dot) in limits.items():
+            if pytrees.carries_derivative(v) and np.isfinite(v):
+                value = float(at(v, *theta))
+                moving = (v_dot or None,) + theta_dots
+                moved = 0.0 if all(d is None for d in moving) else float(
+                    at.tangent((v,) + theta, moving))
+                out[("given", limit)] = sign * g * value
+                out_dots[("given", limit)] = sign * (g_dot * value + g * moved)
+        return out, out_dots
+
+    def keys(self, extra):
+        return [("extra", k) for k in range(len(extra))] + [(self.param, n)
+                                                            for n in self.names]
 
 
 _WHY = "s2sad differentiates quad's integral of a plain integrand; call quad without it"

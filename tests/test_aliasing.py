@@ -654,3 +654,33 @@ def test_a_loop_over_an_array_it_writes_into_names_the_array(mode):
         f"the loop at line {first + 2} (for i, row in enumerate(a):) goes on over a after "
         f"line {first + 3} (a[i] = row * (i + 1.0)) writes into it"), info.value.reason
     assert "seq" not in info.value.reason
+
+
+def slice_of_a_list_of_an_array_written(x):
+    y = list(x)             # numbers (a list of a 2-d array's rows would be views)
+    z = y[:]                # a new list: its write is not seen through y
+    z[0] = 10.0 * x[1]
+    return y[0] * z[0] + z[1]
+
+
+def slice_of_a_list_then_its_array_written(x):
+    rows = [x * 1.0, x * 2.0]
+    part = rows[:1]         # a new list holding the same arrays
+    r = part[0]             # the array rows[0] holds, written:
+    r[0] = 5.0 * x[1]
+    return np.sum(rows[0] * x)
+
+
+@pytest.mark.parametrize("mode", ["grad", "jvp"])
+def test_a_slice_of_a_list_is_a_new_list_of_the_same_elements(mode):
+    # (a false alarm before: the slice was taken for an element of the list, so the write
+    # into it was taken as one into y)
+    f = slice_of_a_list_of_an_array_written
+    want = fd_array_grad(f, (X,), 0)
+    got = s2sad.grad(f)(X.copy()) if mode == "grad" else (
+        s2sad.jvp(f, (X.copy(),), (T,))[1])
+    np.testing.assert_allclose(got, want if mode == "grad" else want @ T, rtol=1e-6,
+                               atol=1e-9)
+    with pytest.raises(s2sad.UnsupportedSyntaxError, match=r"rows is read after line \d+ "
+                       r"\(r\[0\] = 5\.0 \* x\[1\]\)"):
+        _modes(slice_of_a_list_then_its_array_written)[mode]()

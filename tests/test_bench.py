@@ -208,6 +208,10 @@ def test_solvers_workload_checks():
     name, f, args, wrt = solvers.WORKLOADS[1]
     with pytest.raises(SystemExit, match="disagrees with central differences"):
         solvers.check(name, lambda *a: 1.01 * s2sad.grad(f, wrt=wrt)(*a), f, args, wrt)
+    for name, f, x, v in solvers.SECOND[:3]:       # (the ODE's: bench/solvers.py)
+        solvers.check_hvp(name, s2sad.hvp(f), f, x, v, s2sad)
+    with pytest.raises(SystemExit, match="disagrees with central differences"):
+        solvers.check_hvp(name, lambda *a: 1.01 * s2sad.hvp(f)(*a), f, x, v, s2sad)
 
 
 def test_batching_references_against_central_differences_and_the_check():

@@ -222,3 +222,51 @@ def test_the_values_keys_and_items_of_a_dict_read_whole():
         pairs = sorted(err.items(), key=lambda kv: kv[1])
         return sum(err.values()) + err[worst] + pairs[0][1] * 2.0 + float(len(list(err.keys())))
     check(f, [0.3, -1.2, 2.0])
+
+
+# -- functools.reduce, as the loop it stands for ------------------------------------------
+def tanh_layer(h, w):
+    return math.tanh(w * h + 0.1)
+
+
+def test_reduce_with_an_initial_value_and_a_lambda():
+    import functools
+
+    def f(x):
+        return functools.reduce(lambda a, b: a * b + 1.0, [x[0], x[1], x[2]], x[3])
+    check(f, [0.3, 1.2, -0.4, 0.8])
+
+
+def test_reduce_without_an_initial_value_over_an_array_argument():
+    from functools import reduce
+
+    def f(x):
+        return reduce(lambda a, b: a * math.sin(b), x) + reduce(scaled, [x[0], x[1]])
+    check(f, [0.3, 1.2, -0.4])
+
+
+def test_reduce_composes_layers_of_a_list():
+    from functools import reduce
+
+    def f(x):
+        return reduce(tanh_layer, [x[0], x[1], x[2]], x[3])
+    check(f, [0.7, -1.1, 0.4, 0.5])
+
+
+def test_reduce_of_matrices_by_a_numpy_function():
+    from functools import reduce
+
+    def f(x):
+        a = np.array([[x[0], x[1]], [x[2], x[3]]])
+        return np.sum(reduce(np.matmul, [a, a.T, a]))
+    check(f, [0.3, 1.2, -0.4, 0.8])
+
+
+def test_reduce_of_nothing_raises_as_python_does():
+    from functools import reduce
+
+    def f(x, xs):
+        return x * reduce(scaled, xs)
+    with pytest.raises(TypeError, match="reduce\\(\\) of empty iterable with no initial value"):
+        s2sad.grad(f)(1.0, [])
+    assert s2sad.grad(f)(2.0, [3.0]) == 3.0

@@ -21,6 +21,10 @@ XS, XP = np.array([-0.5, 0.3, 1.7, 3.0, 4.5]), np.array([0.0, 1.0, 2.5, 4.0])
 
 #: sample calls of the helpers with a reverse rule that test_helper_facts has none of
 MORE_SAMPLES = {
+    # (of real matrices: the transposes of these, under the convention of complex values,
+    # are checked with complex ones in tests/test_complex_linalg.py)
+    "hermitian_eigvalsh_adjoint": [(r(3), r(3, 3), "L"), (r(3), r(3, 3), "U")],
+    "singular_values_adjoint": [(r(2), r(2, 3)), (r(3), r(4, 3))],
     "rebroadcast": [(r(3), r(2, 3)), (r(2, 3), 1.5), (r(2, 3), r(2, 3))],
     "safe_divide": [(r(2, 3), np.abs(r(3)) + 0.5), (1.5, 2.0)],
     "reshape_like": [(r(6), r(2, 3)), (r(2, 3), r(3, 2))],

@@ -122,6 +122,12 @@ def _sample_calls():
         "unrollaxis": [(r(3, 4, 2), 2, 0), (r(2, 4, 3), 0, -1), (np.float64(0.0), 1)],
         "rollaxis": [(r(3, 4, 2), 2, 0), (r(2, 4, 3), 0, -1), (np.float64(0.0), 1)],
         "rediff": [(r(2), r(3)), (r(2, 2), r(2, 3), 1, 1), (1.5, 0.0)],
+        "fourier_adjoint": [(r(4, 3), r(4, 6), "rfft", 4, -1, None),
+                            (r(3, 5) + 1j * r(3, 5), r(3, 4) + 0j, "irfft", 5, 1, "ortho"),
+                            (r(4, 2, 3), r(3, 2, 4), "fftn", [4, 3], [0, 2], None)],
+        "fourier_transpose": [(r(4, 6), r(4, 6), "rfft", 4, -1, None),
+                              (r(3, 4) + 1j * r(3, 4), r(3, 4) + 0j, "irfft", 5, 1, "ortho"),
+                              (r(3, 2, 4), r(3, 2, 4), "irfftn", [4, 5], [0, 2], None)],
     }
 
 

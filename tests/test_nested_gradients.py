@@ -517,6 +517,10 @@ def gradient_of_a_partial(x):
     return s2sad.grad(functools.partial(h, x=x))(2.0)
 
 
+def point_passed_to_the_maker(x):
+    return s2sad.hvp(lambda y: x * y ** 3, np.array([x]), np.ones(1))[0]
+
+
 def gradient_of_a_parameter(f, x):
     return s2sad.grad(f)(x) * x
 
@@ -536,6 +540,8 @@ def gradient_of_a_parameter(f, x):
     (method_of_a_local_object, "b.energy", r"s2sad.grad\(ClassName.energy, wrt=1\)\(b, "),
     (gradient_of_a_partial, "functools.partial", r"for a functools.partial, .*"
      r"s2sad.grad\(lambda y: h\(x, y\)\)\(y\)"),
+    (point_passed_to_the_maker, "s2sad.hvp(", r"s2sad\.hvp\(f, wrt\) takes the function and "
+     r"which argument .* call that with the point, s2sad\.hvp\(f\)\(x, \.\.\.\)"),
 ])
 def test_refusals(f, line, message):
     for derivative in (lambda: s2sad.grad(f)(1.5), lambda: s2sad.jvp(f, (1.5,), (1.0,)),

@@ -4,7 +4,8 @@ the rule registry.
 docs/numpy.md ends with a section "Supported functions, methods and attributes" with
 four subsections, each a markdown list with one entry per line:
 
-    ### Functions with derivatives         - `np.name` or `np.linalg.name`, then any text
+    ### Functions with derivatives         - `np.name`, `np.linalg.name` or `np.fft.name`,
+                                           then any text
     ### Functions with zero derivative     (same; `####` headings may split a list into
                                            groups, each sorted by name)
     ### Array methods                      - `x.name()`: `np.function`, then any text
@@ -34,12 +35,12 @@ PAGE = os.path.join(ROOT, "docs", "numpy.md")
 SECTION = "## Supported functions, methods and attributes"
 DIFF, NONDIFF = "Functions with derivatives", "Functions with zero derivative"
 METHODS, ATTRIBUTES = "Array methods", "Array attributes"
-NAMESPACES = (("np", np), ("np.linalg", np.linalg))
+NAMESPACES = (("np", np), ("np.linalg", np.linalg), ("np.fft", np.fft))
 
 
 # -- the registry --------------------------------------------------------------------
 def spellings(obj):
-    """Every `np.name` / `np.linalg.name` that denotes `obj`, sorted (`np.add.outer` for
+    """Every `np.name` / `np.linalg.name` / `np.fft.name` that denotes `obj`, sorted (`np.add.outer` for
     a ufunc's method)."""
     if isinstance(getattr(obj, "__self__", None), np.ufunc):
         return [f"{s}.{obj.__name__}" for s in spellings(obj.__self__)]
@@ -247,9 +248,11 @@ SCIPY_SECTION, SCIPY_LIST = "## SciPy", "### SciPy functions with derivatives"
 SCIPY_LINE = re.compile(r"^- `(scipy(?:\.\w+)+)`(.*)$")
 #: Where SciPy's rules live: modules of functions, and distributions (by their methods).
 SCIPY_MODULES = ("scipy.special", "scipy.linalg")
-SCIPY_DISTRIBUTIONS = ("scipy.stats.norm", "scipy.stats.multivariate_normal")
-DISTRIBUTION_METHODS = ("pdf", "logpdf", "cdf", "logcdf", "sf", "logsf", "ppf", "isf",
-                        "entropy", "rvs")
+SCIPY_DISTRIBUTIONS = tuple(f"scipy.stats.{d}" for d in (
+    "norm", "multivariate_normal", "t", "gamma", "beta", "expon", "poisson", "binom",
+    "dirichlet", "multivariate_t"))
+DISTRIBUTION_METHODS = ("pdf", "logpdf", "pmf", "logpmf", "cdf", "logcdf", "sf", "logsf", "ppf",
+                        "isf", "entropy", "rvs")
 
 
 def _dotted(name):

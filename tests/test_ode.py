@@ -245,8 +245,8 @@ def test_a_failed_solve_is_refused_at_run_time():
         s2sad.grad(blowing_up)(1.0)
 
 
-def test_second_derivatives_are_refused():
-    with pytest.raises(S2SADError, match="second derivatives"):
+def test_second_derivatives_with_respect_to_the_start_time_are_refused():
+    with pytest.raises(S2SADError, match="second derivatives with respect to the times"):
         s2sad.hessian(lv_start)(0.2)
 
 

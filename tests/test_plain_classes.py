@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import s2sad
+from numpy_cases import fd_array_grad
 from oracle import assert_close, fd_grad
 
 H = 1e-6
@@ -429,3 +430,147 @@ def test_the_gradient_of_a_subclass_argument_is_of_its_class():
 def test_an_init_whose_base_is_given_a_computed_value_is_refused():
     with pytest.raises(s2sad.MissingRuleError, match=r"ComputesBelow\(\.\.\.\) builds an"):
         s2sad.grad(lambda x: ComputesBelow(x)(0.3))(1.0)
+
+
+# -- methods that return a new instance (`s = s.step(dt)`) ----------------------------------
+class Oscillator:
+    """Immutable style: `step` returns the next state, a new instance of the class."""
+
+    def __init__(self, k, pos, vel):
+        self.k, self.pos, self.vel = k, pos, vel
+
+    def step(self, dt):
+        return Oscillator(self.k, self.pos + dt * self.vel, self.vel - dt * self.k * self.pos)
+
+    def energy(self):
+        return 0.5 * np.sum(self.vel ** 2) + 0.5 * np.sum(self.k * self.pos ** 2)
+
+    def itself(self):
+        return self
+
+    def step_and_energy(self, dt):
+        after = self.step(dt)
+        return after, after.energy()
+
+
+def chained(k):
+    s = Oscillator(k, np.ones(2), np.zeros(2))
+    s = s.step(0.1)
+    s = s.step(0.2).itself()
+    return s.energy()
+
+
+def looped(k):
+    s = Oscillator(k, np.ones(2), np.zeros(2))
+    total = 0.0
+    for _ in range(4):
+        s, e = s.step_and_energy(0.05)
+        total = total + e
+    return total + s.step(0.1).energy()
+
+
+@pytest.mark.parametrize("f", [chained, looped])
+def test_a_method_returning_a_new_instance_is_followed_to_its_class(f):
+    # the class of what `s.step(dt)` returns is the class the method builds, so the next
+    # `s.step` is found through it (before: "the method call s.step() is not supported")
+    k = np.array([1.5, 0.7])
+    expected = fd_array_grad(f, (k,), 0)
+    np.testing.assert_allclose(s2sad.grad(f)(k), expected, atol=1e-8)
+    value, g = s2sad.value_and_grad(f)(k)
+    assert_close(value, f(k))
+    np.testing.assert_allclose(g, expected, atol=1e-8)
+    direction = np.array([1.0, -2.0])
+    np.testing.assert_allclose(s2sad.jvp(f, (k,), (direction,))[1], expected @ direction,
+                               atol=1e-8)
+    rows = [fd_array_grad(lambda v, i=i: s2sad.grad(f)(v)[i], (k,), 0) for i in range(2)]
+    np.testing.assert_allclose(s2sad.hessian(f)(k), np.array(rows), rtol=1e-5, atol=1e-8)
+
+
+def test_a_method_returning_a_new_instance_in_a_while_loop():
+    import dataclasses
+
+    @dataclasses.dataclass
+    class State:
+        x: np.ndarray
+        t: float
+
+        def advance(self, h):
+            return State(self.x * np.exp(-h * self.x), self.t + h)
+
+    def decay(x0):
+        st = State(x0, 0.0)
+        while st.t < 0.35:
+            st = st.advance(0.1)
+        return np.sum(st.x ** 2)
+
+    x0 = np.array([1.0, 2.0])
+    np.testing.assert_allclose(s2sad.grad(decay)(x0), fd_array_grad(decay, (x0,), 0),
+                               atol=1e-8)
+
+
+def test_a_method_replaced_on_the_class_recompiles_what_returned_its_instances():
+    class Walker:
+        def __init__(self, x):
+            self.x = x
+
+        def step(self):
+            return Walker(self.x * self.x)
+
+    def walk(x):
+        w = Walker(x).step()
+        return w.step().x
+
+    g = s2sad.grad(walk)
+    assert_close(g(1.1), 4 * 1.1 ** 3)
+    Walker.step = lambda self: Walker(3.0 * self.x)
+    assert_close(g(1.1), fd_grad(walk, (1.1,)))
+    assert_close(g(1.1), 9.0)
+
+
+def test_a_method_whose_class_depends_on_the_branch_is_refused_located():
+    class Other:
+        def __init__(self, v):
+            self.v = v
+
+        def step(self, dt):
+            return Other(self.v * dt)
+
+    def mixed(x):
+        s = Oscillator(x, x, x) if x[0] > 0 else Other(x)
+        s = s.step(0.1)
+        return np.sum(s.pos)
+
+    with pytest.raises(s2sad.S2SADError, match=r"test_plain_classes\.py:\d+: the method call "
+                       r"s\.step\(\) is not supported here"):
+        s2sad.grad(mixed)(np.array([1.0, 2.0]))
+
+
+class Stepper:
+    def __init__(self, k, pos):
+        self.k, self.pos = k, pos
+
+    def step(self, dt):                     # changes its object: refused where it is called
+        self.pos = self.pos * (1.0 - dt * self.k)
+
+    def stepped(self, dt):                  # what the error says to write instead
+        return Stepper(self.k, self.pos * (1.0 - dt * self.k))
+
+
+def test_a_method_changing_its_object_is_refused_saying_to_return_a_new_instance():
+    def changing(k):
+        s = Stepper(k, 1.0)
+        s.step(0.1)
+        return s.pos
+
+    def rebinding(k):
+        s = Stepper(k, 1.0)
+        s = s.stepped(0.1)
+        return s.pos
+
+    with pytest.raises(s2sad.S2SADError, match=r"Make step\(\) return a new instance instead "
+                       r"of changing the attributes of 'self', and rebind it "
+                       r"\(s = s\.step\(\.\.\.\)\)") as e:
+        s2sad.grad(changing)(2.0)
+    first = changing.__code__.co_firstlineno     # (the read after the call, naming the call)
+    assert e.value.lineno == first + 3 and f"after line {first + 2} (s.step(0.1))" in str(e.value)
+    assert_close(s2sad.grad(rebinding)(2.0), fd_grad(rebinding, (2.0,)))

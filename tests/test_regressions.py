@@ -774,3 +774,78 @@ def test_a_row_passed_to_a_function_then_written_stays_as_the_pullback_reads_it(
     np.testing.assert_allclose(s2sad.grad(f)(w.copy()), want, rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(s2sad.vjp(f, w.copy())[1](1.0)[0], want, rtol=1e-7, atol=1e-9)
     assert s2sad.jvp(f, (w.copy(),), (np.ones_like(w),))[1] == pytest.approx(want.sum())
+
+
+def _result_written_by_the_next_iteration(x, s):
+    a = x * 1.0
+    for i in range(2):
+        for j in range(1):
+            a[1] += s
+        if i == 0:
+            a = np.tanh(a)      # its pullback reads its result, which a[1] += s changes
+    return a.sum()
+
+
+def _results_of_both_branches_written(x, s):
+    a = x * 1.0
+    for i in range(3):
+        for j in range(2):
+            a[j] += np.sin(s)
+        if i > 0:
+            a = np.exp(a)
+        else:
+            a = np.tanh(a)
+    return a.sum()
+
+
+@pytest.mark.parametrize("f", [_result_written_by_the_next_iteration,
+                               _results_of_both_branches_written])
+def test_a_recorded_result_is_not_written_by_the_next_iteration_of_an_outer_loop(f):
+    # the inner loop wrote `a[1] += s` in place: it checked that the pullback reads no
+    # alias of `a` bound before the write, but `a_2 = np.tanh(a)`, bound after it in
+    # the outer loop and recorded for tanh's pullback, is `a` in the next iteration:
+    # the tape's value changed under it (d/ds 0.23 for 1.39). Found by the long fuzz
+    # profile (tests/fuzz/found_numpy.py, nested_loop_write_then_rebinding_branch).
+    x, s = np.array([0.2, -0.5]), -0.55
+    want = fd_array_grad(f, (x, s), 0), fd_array_grad(f, (x, s), 1)
+    gx, gs = s2sad.grad(f, wrt=(0, 1))(x.copy(), s)
+    np.testing.assert_allclose(gx, want[0], rtol=1e-7, atol=1e-10)
+    assert gs == pytest.approx(want[1], rel=1e-7)
+    value, pullback = s2sad.vjp(f, x.copy(), s)
+    assert value == pytest.approx(f(x.copy(), s), rel=1e-14)
+    gx, gs = pullback(1.0)
+    np.testing.assert_allclose(gx, want[0], rtol=1e-7, atol=1e-10)
+    assert gs == pytest.approx(want[1], rel=1e-7)
+    t = np.array([0.5, -1.0])
+    assert s2sad.jvp(f, (x.copy(), s), (t, 1.0))[1] == pytest.approx(
+        float(want[0] @ t) + want[1], rel=1e-7)
+
+
+def _zero_trip_loop_then_a_join(x):
+    a = 0
+    for ii in range(a):         # no iteration: ii stays unbound, and nothing reads it
+        x = x * 2.0
+    if x > 0.0:
+        if a > 1:
+            for ii in [x, 2.0]:
+                x = x * ii
+        else:
+            x = x * 3.0
+    return x * x
+
+
+def test_a_join_copies_the_variable_of_a_loop_that_ran_no_iteration():
+    # Wengert form joins `ii` after the `if` (`ii_2 = ii` on the paths that do not
+    # loop over it again), and that copy read the variable of the first loop, which ran
+    # no iteration: UnboundLocalError in the vjp and the fused gradient, where Python
+    # runs f (the user's code never reads ii there). Found by the long fuzz profile.
+    for x in (1.931, -0.3):
+        want = fd_array_grad(_zero_trip_loop_then_a_join, (x,), 0)
+        assert s2sad.grad(_zero_trip_loop_then_a_join)(x) == pytest.approx(want, rel=1e-8)
+        value, pullback = s2sad.vjp(_zero_trip_loop_then_a_join, x)
+        assert value == _zero_trip_loop_then_a_join(x)
+        assert pullback(1.0) == (pytest.approx(want, rel=1e-8),)
+        assert s2sad.value_and_grad(_zero_trip_loop_then_a_join)(x)[1] == \
+            pytest.approx(want, rel=1e-8)
+        assert s2sad.jvp(_zero_trip_loop_then_a_join, (x,), (1.0,))[1] == \
+            pytest.approx(want, rel=1e-8)

@@ -12,6 +12,7 @@ against central differences of the function itself (never s2sad against itself):
 tests/test_rules_scalar.py, which also fail for a rule without a check.
 """
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -900,6 +901,36 @@ HESSIANS.update({
     "repeated_writes": (h_repeated_writes, [PARTS.real((12,))]),
     "one_triangle": (h_one_triangle, [PARTS.real((9,))]),
 })
+
+
+# -- np.linspace with dtype, np.row_stack (issue #40) --------------------------------------
+def c_linspace_dtype(a, b):
+    # (integer samples are floored: no derivative)
+    return np.linspace(a, b, 5, dtype=np.float64) * 2.0 + np.linspace(
+        a, b, 5, endpoint=False, dtype=int) * a
+
+
+def c_row_stack(a, b):
+    with warnings.catch_warnings():     # (deprecated by NumPy 2.0)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return np.row_stack([a, b * b])
+
+
+def h_linspace_row_stack(x):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        m = np.row_stack((x[:2], x[2:] * x[:2]))
+    return np.sum(np.linspace(x[0], x[1:3], 4, axis=1, dtype=np.float64) ** 3) + np.sum(m ** 3)
+
+
+CASES.update({
+    "linspace_dtype": (c_linspace_dtype, {"py": (S.uniform(None, 1.1, 1.4),
+                                                 S.uniform(None, 2.3, 2.6)),
+                                          "vec": (S.uniform((3,), 1.1, 1.4),
+                                                  S.uniform((3,), 2.3, 2.6))}),
+    "row_stack": (c_row_stack, {"vec": (R((4,)), R((4,))), "mat": (R((2, 4)), R((3, 4)))}),
+})
+HESSIANS.update({"linspace_row_stack": (h_linspace_row_stack, [R((4,))])})
 
 
 # -- the oracle -------------------------------------------------------------------------

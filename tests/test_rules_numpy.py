@@ -1555,6 +1555,12 @@ def vstack_vec(a, b):
     return np.sum(np.vstack([a, b]) * W24)
 
 
+def row_stack_fn(a, b):
+    with warnings.catch_warnings():     # (deprecated by NumPy 2.0)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return np.sum(np.row_stack([a, b * 2]) * W54)
+
+
 def vstack_mat(a, b):
     return np.sum(np.vstack([a, b * 2]) * W54)
 
@@ -2787,6 +2793,13 @@ def linspace_rows(a, b):
     return np.sum(np.linspace(a, b, 4) ** 3)
 
 
+def linspace_dtype(a, b):
+    # (integer samples are floored: no derivative)
+    return np.sum(np.linspace(a, b, 5, dtype=np.float64) ** 2) + np.sum(
+        np.linspace(a, b, 4, endpoint=False, dtype=int) * a) + np.sum(
+        np.linspace(a, b, num=3, axis=-1, dtype=np.float64) * W3)
+
+
 def arange_start_step(a, b):
     return np.sum(np.arange(a, 4.0, b) ** 2)
 
@@ -2797,6 +2810,7 @@ case(full_like_fill, [np.full_like], {"py": (R((2, 3)), R(None)), "row": (R((2, 
 case(linspace_ends, [np.linspace], (R(None), R(None)))
 case(linspace_open, [np.linspace], (R(None), R(None)))
 case(linspace_rows, [np.linspace], (R((3,)), R((3,))))
+case(linspace_dtype, [np.linspace], {"py": (S.uniform(None, 1.1, 1.4), S.uniform(None, 2.3, 2.6)), "vec": (S.uniform((3,), 1.1, 1.4), S.uniform((3,), 2.3, 2.6))})
 case(arange_start_step, [np.arange], (S.uniform(None, 0.25, 0.3), S.uniform(None, 0.68, 0.72)))
 
 # -- reductions and friends as array methods --------------------------------------------
@@ -2978,6 +2992,7 @@ case(hstack_mat, [np.hstack], (R((3, 2)), R((3, 4))))
 case(hstack_scalars, [np.hstack], {"0d": (R(()), R(())), "py": (R(None), R(None))})
 case(vstack_vec, [np.vstack], (R((4,)), R((4,))))
 case(vstack_mat, [np.vstack], (R((2, 4)), R((3, 4))))
+case(row_stack_fn, [np.row_stack], (R((2, 4)), R((3, 4))))
 _SCALARS = {"py": (R(None), R(None)), "0d": (R(()), R(()))}
 case(array_scalars, [np.array], _SCALARS)
 case(array_exprs, [np.array], _SCALARS)
@@ -3422,8 +3437,10 @@ def _name(prim):
 
 
 def required_primitives():
-    """Every NumPy-ish primitive with a derivative rule, plus `@` and `[]` on arrays."""
-    found = {p for p in registry.RULES if _numpyish(p) and _differentiable(p)}
+    """Every NumPy-ish primitive with a derivative rule, plus `@` and `[]` on arrays (but
+    np.fft's, which tests/test_fft.py checks against central differences)."""
+    found = {p for p in registry.RULES if _numpyish(p) and _differentiable(p)
+             and getattr(p, "__module__", None) != "numpy.fft"}
     return found | {operator.matmul, operator.getitem}
 
 

@@ -23,7 +23,7 @@ scipy = require("scipy", "scipy")
 from scipy import linalg, special, stats  # noqa: E402
 from scipy.stats import norm  # noqa: E402
 
-from numpy_cases import (Samples, check_hessian, check_jvp, check_vjp,  # noqa: E402
+from numpy_cases import (Samples, check_hessian, check_jvp, check_vjp, fd_array_grad,  # noqa: E402
                          gradient_failures, params, unsmooth_points)
 
 import s2sad  # noqa: E402
@@ -223,6 +223,22 @@ def l_lu_factor(a):
     return lu
 
 
+def l_logm(a):
+    return linalg.logm(a)
+
+
+def l_sqrtm(a):
+    return linalg.sqrtm(a)
+
+
+def l_sylvester(a, b, q):
+    return linalg.solve_sylvester(a, b, q)
+
+
+def l_lyapunov(a, q):
+    return linalg.solve_continuous_lyapunov(a, q)
+
+
 # -- scipy.stats ------------------------------------------------------------------------
 def t_logpdf(x, mu, s):
     return norm.logpdf(x, mu, s)
@@ -258,6 +274,65 @@ def t_mvn_kw(x, m):
 
 def t_mvn_diagonal(x, mean, v):
     return stats.multivariate_normal.logpdf(x, mean=mean, cov=v * v + 0.5)
+
+
+# the other distributions (rules/distributions.py)
+def t_t(x, df, mu, s):
+    return stats.t.logpdf(x, df, mu, s) + stats.t.pdf(x, df, loc=mu, scale=s)
+
+
+def t_t_cdf(x, mu, s):
+    return stats.t.cdf(x, 3.0, mu, s) + stats.t.logcdf(x, 2.5, loc=mu, scale=s)
+
+
+def t_gamma(x, a, mu, s):
+    return stats.gamma.logpdf(x, a, mu, s) + stats.gamma.pdf(x, a, loc=mu, scale=s)
+
+
+def t_gamma_cdf(x, mu, s):
+    return stats.gamma.cdf(x, 3.0, mu, s) + stats.gamma.logcdf(x, 2.5, loc=mu, scale=s)
+
+
+def t_beta(x, a, b):
+    return stats.beta.logpdf(x, a, b) + stats.beta.pdf(x, a, b, scale=1.2)
+
+
+def t_beta_cdf(x, mu, s):
+    return stats.beta.cdf(x, 2.0, 3.0, mu, s) + stats.beta.logcdf(x, 2.5, 1.5, loc=mu, scale=s)
+
+
+def t_expon(x, mu, s):
+    return (stats.expon.logpdf(x, mu, s) + stats.expon.pdf(x, loc=mu, scale=s)
+            + stats.expon.cdf(x, mu, s) + stats.expon.logcdf(x, scale=s))
+
+
+K3 = np.array([0.0, 2.0, 5.0])
+
+
+def t_poisson(mu):
+    return (stats.poisson.logpmf(K3, mu) + stats.poisson.pmf(K3, mu) + stats.poisson.cdf(K3, mu)
+            + stats.poisson.logcdf(K3 + 1.5, mu, loc=1))
+
+
+def t_binom(p):
+    return (stats.binom.logpmf(K3, 7, p) + stats.binom.pmf(K3, 7, p) + stats.binom.cdf(K3, 7, p)
+            + stats.binom.logcdf(K3, 6, p, loc=-1))
+
+
+def t_dirichlet(u, alpha):
+    # (x on the simplex: SciPy refuses a point off it, as a finite difference of x is)
+    x = np.exp(u) / np.sum(np.exp(u), 0)
+    return stats.dirichlet.logpdf(x, alpha) + stats.dirichlet.pdf(x, alpha)
+
+
+def t_mvt(x, loc, m, df):
+    return (stats.multivariate_t.logpdf(x, loc, spd(m), df)
+            + stats.multivariate_t.pdf(x, loc=loc, shape=spd(m), df=df))
+
+
+def t_mvt_shapes(x, v):
+    return (stats.multivariate_t.logpdf(x, np.zeros(3), v * v + 0.5, 2.5)
+            + stats.multivariate_t.logpdf(x, W4[:3], shape=v[0] ** 2 + 1.0))
 
 
 # -- scalar losses, for grad ------------------------------------------------------------
@@ -330,6 +405,13 @@ CASES = {
     "det_inv": (l_det_inv, {"mat": (MAT(),)}),
     "det": (l_det, {"mat": (MAT(),), "4": (MAT(4),)}),
     "expm": (l_expm, {"mat": (0.5 * R((3, 3)),), "batch": (0.5 * R((2, 3, 3)),)}),
+    # (near the identity: real logarithms and square roots)
+    "logm": (l_logm, {"mat": (0.3 * R((3, 3)) + 2 * I3,), "batch": (0.3 * R((2, 3, 3)) + 2 * I3,)}),
+    "sqrtm": (l_sqrtm, {"mat": (0.3 * R((3, 3)) + 2 * I3,),
+                        "batch": (0.3 * R((2, 3, 3)) + 2 * I3,)}),
+    "sylvester": (l_sylvester, {"mat": (MAT(), MAT(), R((3, 3))),
+                                "rect": (MAT(), MAT(2), R((3, 2)))}),
+    "lyapunov": (l_lyapunov, {"mat": (MAT(), R((3, 3)))}),
     "cholesky": (l_cholesky, {"mat": (R((3, 3)),)}),
     "cholesky_lower": (l_cholesky_lower, {"mat": (R((3, 3)),)}),
     "cho_solve": (l_cho_solve, {"vec": (R((3, 3)), R((3,))), "mat": (R((3, 3)), R((3, 2)))}),
@@ -361,6 +443,27 @@ CASES = {
     "mvn_kw": (t_mvn_kw, {"samples": (R((4, 3)), R((3, 3)))}),
     "mvn_diagonal": (t_mvn_diagonal, {"vec": (R((4, 3)), R((3,)), R((3,))),
                                       "number": (R((4, 3)), R((3,)), R(None))}),
+    "t": (t_t, {"mat-py": (R((3, 4)), 3.5, R(None), POS(None)),
+                "mat-row": (R((3, 4)), POS((4,)) + 2.0, R((4,)), POS((3, 1)))}),
+    "t_cdf": (t_t_cdf, {k: (R(a), R(b), POS(c)) for k, (a, b, c) in _NORM.items()}),
+    "gamma": (t_gamma, {"py": (2.4, 2.3, 0.1, 1.3),
+                        "mat-row": (POS((3, 4)) + 1.0, POS((4,)) + 1.0, S.uniform((4,), 0.0, 0.5),
+                                    POS((3, 1)))}),
+    "gamma_cdf": (t_gamma_cdf, {"mat-row": (POS((3, 4)) + 1.0, S.uniform((4,), 0.0, 0.5),
+                                            POS((3, 1)))}),
+    "beta": (t_beta, {"py": (0.4, 2.3, 1.7), "mat-row": (UNIT((3, 4)), POS((4,)) + 1.0,
+                                                         POS((3, 1)) + 1.0)}),
+    "beta_cdf": (t_beta_cdf, {"mat": (UNIT((3, 4)) + 0.5, S.uniform(None, 0.3, 0.4),
+                                      S.uniform(None, 1.5, 1.6))}),
+    "expon": (t_expon, {"mat-row-py": (POS((3, 4)) + 0.5, S.uniform((4,), 0.0, 0.5), 1.3),
+                        "py": (2.0, 0.5, 1.7)}),
+    "poisson": (t_poisson, {"py": (2.3,), "vec": (POS((3,)) + 1.0,)}),
+    "binom": (t_binom, {"py": (0.4,), "vec": (UNIT((3,)),)}),
+    "dirichlet": (t_dirichlet, {"vec": (R((3,)), POS((3,)) + 1.0),
+                                "samples": (R((3, 4)), POS((3,)) + 1.0)}),
+    "mvt": (t_mvt, {"vec": (R((3,)), R((3,)), R((3, 3)), 3.5),
+                    "samples": (R((4, 3)), R((3,)), R((3, 3)), 2.5)}),
+    "mvt_shapes": (t_mvt_shapes, {"samples": (R((4, 3)), R((3,)))}),
     "g_special": (g_special, {"mat-row": (R((3, 4)), POS((4,))),
                               "mat-mat": (R((3, 4)), POS((3, 4)))}),
     "g_softmax": (g_softmax, {"mat-row": (R((3, 4)), POS((4,)))}),
@@ -406,6 +509,18 @@ def h_linalg(x):
             + np.sum(linalg.solve(a, b) * W4[:3]) + np.sum(linalg.solve_triangular(a, b) * b))
 
 
+def h_matrix_functions(x):
+    a = x.reshape(2, 2) + 2 * I3[:2, :2]
+    q = W34[:2, :2]
+    return (np.sum(linalg.sqrtm(a) ** 2 * q) + np.sum(linalg.solve_sylvester(a, a.T @ a, q) * q.T)
+            + np.sum(linalg.solve_continuous_lyapunov(a, q + a) ** 2))
+
+
+def h_logm(x):
+    # (two inputs: SciPy's logm is slow, and the differences of differences call it often)
+    return np.sum(linalg.logm(np.array([[2.0 + x[0], 0.3], [x[1], 1.8 + x[0] * x[1]]])) * W4[:2])
+
+
 def h_factors(x):
     m = x.reshape(3, 3)
     a = m @ m.T + I3
@@ -421,11 +536,25 @@ def h_mvn(x):
     return np.sum(stats.multivariate_normal.logpdf(W34.T[:, :3] * x[9:], x[9:], m @ m.T + I3))
 
 
+def h_distributions(x):
+    p, q = 1.5 + x * x, 0.2 + 0.6 * special.expit(x)
+    u = np.exp(x[:3]) / np.sum(np.exp(x[:3]))
+    m = np.outer(x[1:], x[1:]) + I3
+    return np.sum(W4 * (stats.t.logpdf(x, p, x[::-1], p) + stats.t.cdf(x, 2.5, 0.1, p)
+                        + stats.gamma.logpdf(p, p[::-1], 0.1, 1.3) + stats.gamma.cdf(p, 2.0, x)
+                        + stats.beta.logpdf(q, p, p[::-1]) + stats.beta.logcdf(q, 2.0, 1.5)
+                        + stats.expon.pdf(p, 0.2, p[::-1]) + stats.expon.logcdf(p, scale=p)
+                        + stats.poisson.logpmf(K3[0], p) + stats.poisson.cdf(K3[1], p)
+                        + stats.binom.pmf(K3[1], 5, q) + stats.binom.logcdf(K3[1], 5, q))) + (
+        stats.dirichlet.logpdf(u, p[1:]) + stats.multivariate_t.logpdf(x[:3], x[1:], m, p[0]))
+
+
 HESSIANS = {
     "special": (h_special, [R((4,))]), "gamma": (h_gamma, [POS((4,))]),
     "softmax": (h_softmax, [R((4,))]), "norm": (h_norm, [R((4,))]),
     "linalg": (h_linalg, [R((9,))]), "factors": (h_factors, [R((9,))]),
-    "mvn": (h_mvn, [R((12,))]),
+    "mvn": (h_mvn, [R((12,))]), "matrix_functions": (h_matrix_functions, [0.3 * R((4,))]),
+    "logm": (h_logm, [0.3 * R((2,))]), "distributions": (h_distributions, [R((4,))]),
 }
 
 
@@ -531,6 +660,44 @@ def test_uncovered_calls_raise_missing_rule_error(fn, message):
         s2sad.grad(fn)(np.ones(3))
 
 
+def cdf_in_a_shape(df):
+    return np.sum(stats.t.cdf(np.ones(3), df))
+
+
+def pmf_in_k(k):
+    return np.sum(stats.poisson.logpmf(k, 2.0))
+
+
+@pytest.mark.parametrize("fn, name", [(cdf_in_a_shape, "df"), (pmf_in_k, "k")])
+def test_cdf_in_a_shape_parameter_and_a_count_are_refused_located(fn, name):
+    # (the derivative of an incomplete gamma or beta function in its parameter, which SciPy
+    # does not give; a count is an integer)
+    with pytest.raises(MissingRuleError, match=rf"test_rules_scipy.py:\d+: {name} depends on "
+                                               "the differentiated inputs"):
+        s2sad.grad(fn)(3.0)
+
+
+def logm_sum(a):
+    return np.sum(np.real(linalg.logm(a)))
+
+
+def sqrtm_of(a):
+    return linalg.sqrtm(a)
+
+
+def test_a_complex_logm_or_sqrtm_is_refused_located():
+    # (their rules are for real values; a matrix with a negative eigenvalue has a complex
+    # logarithm and square root, which their results are checked for at run time)
+    a = np.array([[-2.0, 0.3], [0.1, 1.5]])
+    with pytest.raises(s2sad.ComplexValueError, match=r"test_rules_scipy.py:\d+: a complex128"):
+        s2sad.grad(logm_sum)(a)
+    with pytest.raises(s2sad.ComplexValueError, match=r"test_rules_scipy.py:\d+: a complex128"):
+        s2sad.jvp(sqrtm_of, (a,), (a,))
+    b = np.array([[2.0, 0.3], [0.1, 1.5]])
+    np.testing.assert_allclose(s2sad.grad(logm_sum)(b), fd_array_grad(logm_sum, (b,), 0),
+                               rtol=1e-6, atol=1e-8)
+
+
 def test_logit_at_the_bounds_is_infinite_as_in_jax():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -545,8 +712,11 @@ def lambda_free_logit(x):
 def scipy_primitives():
     """The SciPy functions and distribution methods with rules."""
     found = [getattr(m, n) for m in (special, linalg) for n in dir(m) if not n.startswith("_")]
-    found += [getattr(d, n, None) for d in (stats.norm, stats.multivariate_normal)
-              for n in ("logpdf", "pdf", "cdf", "logcdf", "logsf", "sf", "ppf", "rvs")]
+    found += [getattr(d, n, None) for d in (stats.norm, stats.multivariate_normal, stats.t,
+                                            stats.gamma, stats.beta, stats.expon, stats.poisson,
+                                            stats.binom, stats.dirichlet, stats.multivariate_t)
+              for n in ("logpdf", "pdf", "logpmf", "pmf", "cdf", "logcdf", "logsf", "sf", "ppf",
+                        "rvs")]
     out = []
     for p in found:
         rule = registry.lookup(p)

@@ -474,3 +474,28 @@ def test_a_parameter_named_like_a_tuple_assigned_later_is_not_counted():
         return x + extra[0]
     with pytest.raises(UnsupportedSyntaxError, match="cannot count"):
         s2sad.grad(f)(1.0, (1.0,))
+
+
+def quadratic_energy(x, a, b):
+    return 0.5 * x @ a @ x - b @ x
+
+
+def energy_hessian(x, a, b):
+    return a
+
+
+@pytest.mark.parametrize("n", [5, 20])     # (a sweep per unknown up to 16; jacfwd beyond)
+def test_a_quadratics_minimiser_of_few_or_many_unknowns_against_its_analytic_gradient(n):
+    rng = np.random.default_rng(n)
+    m = rng.normal(size=(n, n))
+    a = m @ m.T / n + np.eye(n)
+
+    def outer(b):
+        res = optimize.minimize(quadratic_energy, np.zeros(n), args=(a, b),
+                                jac=s2sad.grad(quadratic_energy), hess=energy_hessian,
+                                method="trust-exact", tol=1e-12)
+        return np.sum(res.x) + res.fun
+    b = rng.normal(size=n)
+    # x* = A^-1 b, fun = -b A^-1 b / 2: d/db = A^-1 1 - A^-1 b
+    expected = np.linalg.solve(a, np.ones(n)) - np.linalg.solve(a, b)
+    assert np.allclose(s2sad.grad(outer)(b), expected, atol=1e-8)

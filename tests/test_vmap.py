@@ -230,13 +230,62 @@ def test_a_branch_that_calls_a_function_on_a_batched_test_is_refused_with_its_li
         s2sad.vmap(logged)(rng.normal(size=B))
 
 
-def test_a_while_on_a_batched_test_is_refused_with_its_line():
-    def halve(x):
-        while x > 1.0:
+def halvings(x):
+    n = 0.0
+    while x > 1.0:
+        x = x / 2.0
+        n = n + 1.0
+    return n * 10.0 + x
+
+
+def newton_sqrt(a, tol):
+    x = a
+    step = 1.0
+    while step > tol:
+        new = 0.5 * (x + a / x)
+        step = np.abs(new - x)
+        x = new
+    return x
+
+
+def test_a_while_on_a_batched_test_runs_until_every_item_is_done():
+    # items that take no pass, one, and many (each item's loop, as Python runs it, is
+    # the oracle: what vmap gives an item must not depend on the others)
+    xs = np.array([0.5, 1.0, 1.5, 3.0, 17.0, 1000.0])
+    np.testing.assert_array_equal(s2sad.vmap(halvings)(xs), [halvings(x) for x in xs])
+    np.testing.assert_array_equal(s2sad.vmap(halvings)(xs[::-1]),
+                                  [halvings(x) for x in xs[::-1]])
+    a = np.array([0.25, 2.0, 9.0, 1e6])
+    got = s2sad.vmap(newton_sqrt, in_axes=(0, None))(a, 1e-12)
+    np.testing.assert_array_equal(got, [newton_sqrt(v, 1e-12) for v in a])
+    np.testing.assert_allclose(got, np.sqrt(a), rtol=1e-12)
+    tols = np.array([1e-1, 1e-6, 1e-12, 1e-3])       # the test's other side batched
+    np.testing.assert_array_equal(s2sad.vmap(newton_sqrt)(a, tols),
+                                  [newton_sqrt(v, t) for v, t in zip(a, tols)])
+
+
+def test_a_while_on_a_batched_test_is_refused_with_its_line_where_it_cannot_be_masked():
+    def halve_inline(x):
+        while np.abs(x) > 1.0:          # (a test that is not a comparison of two names)
             x = x / 2
         return x
-    with pytest.raises(s2sad.S2SADError, match="vmap cannot batch a while loop"):
-        s2sad.vmap(halve)(rng.random(B) * 8)
+
+    def halve_logged(x):
+        while x > 1.0:
+            print(x)                    # (a call that does more than compute)
+            x = x / 2
+        return x
+
+    def halve_collected(x):
+        seen = []
+        while x > 1.0:
+            seen.append(x)              # (a list the loop appends to)
+            x = x / 2
+        return x + len(seen)
+    for f in (halve_inline, halve_logged, halve_collected):
+        with pytest.raises(s2sad.S2SADError,
+                           match=r"test_vmap.py:\d+: vmap cannot batch this while loop"):
+            s2sad.vmap(f)(rng.random(B) * 8)
 
 
 SCALE = 2.0

@@ -9,8 +9,11 @@ a call of another Python function calls that function's own batched version, and
 primitive without a rule is applied item by item (`_s2s_batch_loop`, said in a comment
 and a warning). A value that carries no batch axis where its name does elsewhere (a
 loop's start value) gets one (`_s2s_batch_like`), and so does every output: each
-result of `f_batched` has the batch axis first. An `if` or a `while` whose test is
-batched, or a `for` over a batched sequence, is refused.
+result of `f_batched` has the batch axis first. An `if` whose test is batched runs
+both branches and chooses item by item, where both may run (`select`); a `while` whose
+test is batched runs until every item is done, keeping the values of the finished ones
+(`masked`); other such `if`s and `while`s, and a `for` over a batched sequence, are
+refused.
 
 >>> from s2sad.ad.batching import Batching
 >>> print(show(Batching, '''
@@ -88,10 +91,12 @@ class Batching:
         self.first = next((p for p in params if p in self.ctx.wrt), None)
         self.seeds = self.seeded(fn) if self.first is None else {}
         self.definitions = collections.Counter(t for t, _ in definitions(fn.body))
+        self.fn, self.params = fn, set(params)
         self.batched = self.analyse(fn)
         returned = set(syntax.names_loaded(ret.value))      # (the pack of the results)
         self.ctx.batching = BatchingResult(self.batched, self.looped, not any(
-            self.container(self.kinds.kind.get(n)) for n in self.batched - returned)
+            self.container(self.kinds.kind.get(n)) and not self.packed(n, fn)
+            for n in self.batched - returned)
             and not any(isinstance(n, (gast.Try, gast.With)) for n in syntax.statements(fn)))
         body = self.block(body)
         body.append(syntax.located(syntax.ret(self.output(ret.value)), ret))
@@ -116,8 +121,9 @@ class Batching:
             edges += [(a, target) for a in self.sources(s.value)]
         for loop in (n for n in syntax.statements(fn) if isinstance(n, gast.For)):
             edges += [(a, loop.target.id) for a in syntax.names_loaded(loop.iter)]
-        for branch in (n for n in syntax.statements(fn) if isinstance(n, gast.If)):
-            # (an if on a batched test makes what it assigns differ across the batch)
+        for branch in (n for n in syntax.statements(fn) if isinstance(n, (gast.If, gast.While))):
+            # (an if or a while on a batched test makes what it assigns differ across the
+            # batch)
             edges += [(a, t) for a in syntax.names_loaded(branch.test)
                       for t in syntax.names_stored(branch)]
         return closure(set(self.ctx.wrt) | set(self.seeds), edges)
@@ -136,6 +142,27 @@ class Batching:
                              "batch the rows of a Jacobian along")
         self.size = self.namer.fresh("batch_size")
         return seeds
+
+    def packed(self, name, fn):
+        """Whether the batched container `name` is a list or tuple written out once
+        (`[a, b]`, whose items' batching rules are those of its reader) and read only by
+        primitives with a batching rule (`np.array(t)`): not a tape that grows, nor a
+        value a Python function, a loop over the batch or a test reads."""
+        defined = [s for s in syntax.statements(fn)
+                   if isinstance(s, gast.Assign) and name in syntax.names_stored(s)]
+        if len(defined) != 1 or self.ops[defined[0]].form != PACK:
+            return False
+        for s in syntax.statements(fn):
+            header = (s.test if isinstance(s, (gast.If, gast.While)) else
+                      s.iter if isinstance(s, gast.For) else
+                      None if isinstance(s, gast.FunctionDef) else s)
+            if s is defined[0] or header is None or name not in syntax.names_loaded(header):
+                continue
+            if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+                    and self.rule_of(self.ops[s]) is not None
+                    and not self.rule_of(self.ops[s]).unbatched):
+                return False
+        return True
 
     @staticmethod
     def container(kind):
@@ -190,11 +217,18 @@ class Batching:
             if isinstance(s, gast.If) and self.any_batched(s.test) and self.selectable(s):
                 out.extend(self.select(s))
                 continue
-            if isinstance(s, (gast.If, gast.While)) and self.any_batched(s.test):
-                what = "an if" if isinstance(s, gast.If) else "a while loop"
-                self.refuse(s, f"{what} whose test differs across the batch",
+            if isinstance(s, gast.While) and self.any_batched(s.test) and self.maskable(s):
+                out.extend(self.masked(s))
+                continue
+            if isinstance(s, gast.If) and self.any_batched(s.test):
+                self.refuse(s, "an if whose test differs across the batch",
                             "compute both branches and choose with np.where, or vmap "
                             "a loop over the items")
+            if isinstance(s, gast.While) and self.any_batched(s.test):
+                self.refuse(s, "this while loop, whose test differs across the batch",
+                            "write its test as a comparison of two numbers (`while step > "
+                            "tol:`) and its body as assignments of NumPy operations, or "
+                            "vmap a loop over the items")
             if isinstance(s, gast.For) and self.any_batched(s.iter):
                 self.refuse(s, "a for loop over a sequence that differs across the batch",
                             "loop over a range that is the same for every item")
@@ -240,6 +274,65 @@ class Batching:
         out += [syntax.located(syntax.assign(n, syntax.call(self.ctx.runtime("batch_select"), [
             syntax.copied(s.test), syntax.name(kept[n]), syntax.name(n)])), s) for n in names]
         return out
+
+    def maskable(self, s):
+        """Whether the while loop `s`, whose test differs across the batch, may run until
+        every item is done, its finished items masked (`masked`): its test compares two
+        numbers of each item, and its body is statements `name = value` of primitives
+        (as `selectable` asks of branches: they run for the finished items too) on
+        numbers and arrays (no list it appends to), whose temporaries (names only it
+        assigns) are not read after it."""
+        test = s.test
+        if s.orelse or not (isinstance(test, gast.Compare) and len(test.ops) == 1):
+            return False
+        if any(not isinstance(a, gast.Constant) and not (
+                isinstance(a, gast.Name) and self.kinds[a] == SCALAR)
+               for a in [test.left, *test.comparators]):
+            return False
+        for t in s.body:
+            if isinstance(t, gast.Pass) or (isinstance(t, gast.Expr)
+                                            and isinstance(t.value, gast.Constant)):
+                continue        # (a comment, a marker)
+            if not (isinstance(t, gast.Assign) and isinstance(t.targets[0], gast.Name)):
+                return False
+            op = self.ops[t]
+            if op.form in (USER, CUSTOM) or (op.prim is None and isinstance(t.value, gast.Call)):
+                return False
+            kind = self.kinds.kind.get(t.targets[0].id)       # (not a tape appended to)
+            if kind not in (SCALAR, ARRAY) and not (isinstance(kind, type) and issubclass(
+                    kind, (float, int, complex, np.ndarray, np.generic))):
+                return False
+        inside = collections.Counter(n for t in s.body for n in syntax.names_stored(t))
+        temporaries = {n for n, k in inside.items()
+                       if self.definitions[n] == k and n not in self.params}
+        read = collections.Counter(syntax.names_loaded(self.fn))
+        read.subtract(syntax.names_loaded(s))
+        return not any(read[n] > 0 for n in temporaries)
+
+    def masked(self, s):
+        """The while loop `s`, whose test differs across the batch, run until every item
+        is done: each pass runs its body for the whole batch, then keeps, for the items
+        already done, the values the names it carries had (`_s2s_batch_select`); an item
+        is done from the first pass after which its test is false."""
+        active = self.namer.fresh("active")
+        inside = collections.Counter(n for t in s.body for n in syntax.names_stored(t))
+        carried = sorted(n for n, k in inside.items()
+                         if self.definitions[n] > k or n in self.params)
+        kept = {n: self.namer.fresh(f"{n}_kept") for n in carried}
+        body = [syntax.assign(kept[n], syntax.name(n)) for n in carried]
+        body += self.block(s.body, top=False)
+        body += [syntax.located(syntax.assign(n, syntax.call(
+            self.ctx.runtime("batch_select"), [syntax.name(active), syntax.name(n),
+                                               syntax.name(kept[n])])), s) for n in carried]
+        body.append(syntax.assign(active, syntax.call(self.numpy_attr("logical_and"), [
+            syntax.name(active), syntax.copied(s.test)])))
+        loop = syntax.located(gast.While(test=syntax.call(self.numpy_attr("any"), [
+            syntax.name(active)]), body=body, orelse=[]), s)
+        start = syntax.located(syntax.assign(active, syntax.call(
+            self.numpy_attr("logical_and"), [syntax.copied(s.test), syntax.call(
+                self.numpy_attr("ones"), [self.batch_size(), syntax.name(
+                    self.ctx.bind("bool", obj=bool))])])), s)
+        return [start, loop]
 
     def size_after(self, s):
         """Whether `s` (a statement of the function's body) gives the seed its value, after

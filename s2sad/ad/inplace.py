@@ -30,11 +30,13 @@ class InPlaceWrites:
         self.pullback = syntax.if_(syntax.const(True), pullback)
         self.loop_of = {}
         self.updates_in = {}        # {id(loop): the ids of the updates inside it}
+        self.around = {}            # {id(update): the loops around it, outermost first}
         for loop in loops_in(body):
             for n in syntax.statements(loop):
                 if self.is_update(n):
                     self.loop_of[id(n)] = loop     # walk order: the innermost wins
                     self.updates_in.setdefault(id(loop), set()).add(id(n))
+                    self.around.setdefault(id(n), []).append(loop)
         self.classes = _alias_classes(body, self.stmts, src, rev.kinds)
         self.order = {}
         for i, n in enumerate(n for b in body for n in syntax.statements(b)):
@@ -62,8 +64,13 @@ class InPlaceWrites:
         if info is None:
             return not self.value_loads(self.pullback, self.holders(earlier | {old}), shaped)
         # in a loop: nor may the pullback read a state from before the loop (the value
-        # of `np.tanh` that its own pullback reads, before `a[0] += ...` in the loop)
-        before = {n for n in earlier if n not in info.defined_inside}
+        # of `np.tanh` that its own pullback reads, before `a[0] += ...` in the loop),
+        # nor one that a loop around it binds after it: the next iteration of that loop
+        # writes into it (`a_2 = np.tanh(a)` after the inner loop, `a = a_2`)
+        around = {n for other in self.around[id(s)] if other is not loop
+                  for n in getattr(self.rev.loops.get(other), "defined_inside", ())}
+        before = {n for n in aliases if n not in info.defined_inside
+                  and (n in earlier or n in around)}
         if self.value_loads(self.pullback, self.holders(before), shaped):
             return False
         # (an element read back from the final value is no state the writes change)

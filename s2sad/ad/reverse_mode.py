@@ -42,7 +42,8 @@ import numpy as np
 from .. import marks
 from ..analysis import operations
 from ..analysis.value_kinds import ARRAY, CONTAINER, SCALAR, sequence_operands, user_class
-from ..analysis.names import NameCounts, as_written, not_in_module, store_counts
+from ..analysis.names import (NameCounts, as_written, not_in_module, store_counts,
+                              unresolved_call)
 from ..analysis.operations import COPY, CUSTOM, PACK, USER
 from .. import syntax
 from ..syntax import unparse
@@ -453,8 +454,8 @@ class Reverse(CallAdjoints):
                         "it through its class (ClassName.method(obj, ...)), or, for a "
                         "library's object (scipy's norm(mu, s)), a function that takes the "
                         f"values (norm.logpdf(x, mu, s)){code}")
-                what = (f"the call {func}(), whose function s2sad cannot resolve "
-                        "statically,")
+                what = unresolved_call(node.func, func, self.src) or (
+                    f"the call {func}(), whose function s2sad cannot resolve statically,")
             return MissingRuleError(
                 f"{where}{what or type(node).__name__} is not supported yet; compute the "
                 f"value from the scalars and arrays the function receives{code}")

@@ -9,6 +9,7 @@ import numpy as np
 from .. import marks
 from .. import syntax
 from ..analysis.names import store_counts
+from ..rules import snapshots
 
 FOLD = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul,
         gast.Div: operator.truediv, gast.Pow: operator.pow}
@@ -65,7 +66,7 @@ def template_name(name, obj):
     """The node for the name `name` that generated code binds a rule template's free
     name to, `obj`; NumPy's is marked, so that `simplify` can fold its calls."""
     node = syntax.name(name)
-    if obj is np:
+    if snapshots.live(obj) is np:
         marks.NUMPY.put(node, True)
     return node
 

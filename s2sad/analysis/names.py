@@ -63,6 +63,21 @@ def as_written(e, fn, src, depth=8):
     return syntax.unparse(spelled(syntax.copied(e), depth))
 
 
+def unresolved_call(func, spelled, src):
+    """For a call of the parameter `func` (`act(x)`) whose value the code is not
+    specialised on, what to say instead of "cannot resolve": which values it is compiled
+    for, and what to write for the others; None for any other call."""
+    params = src.node.args
+    if not isinstance(func, gast.Name) or func.id not in {
+            a.id for a in params.posonlyargs + params.args + params.kwonlyargs}:
+        return None
+    return (f"the call {spelled}() of the parameter {func.id!r}, whose value (given, or "
+            "its default) is neither a Python function, a builtin, a NumPy ufunc nor an "
+            "object of a class of yours (whose __call__ is differentiated): for a "
+            "functools.partial or a bound method, pass a lambda or a def that calls it "
+            f"({func.id}=lambda x: power(x, p=3.0)); such a call")
+
+
 def not_in_module(func, src):
     """For a call of `func` (`np.trapz`), an attribute of a module that has no such
     attribute (one a newer version removed), what to say instead of "no rule", or None."""

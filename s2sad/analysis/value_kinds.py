@@ -48,6 +48,7 @@ of a tuple it returns too (`t = two(x)`, `a = t[0]`, `s = t[1]` in Wengert form)
 ([('t', 'container'), ('a', 'array'), ('s', 'scalar')], ('array', 'scalar'))
 """
 import collections
+import inspect
 import numbers
 
 import gast
@@ -102,9 +103,10 @@ class ValueKinds:
     code is specialised on; `ndims`, {parameter: number of axes} of the array arguments
     whose shape patterns a guard may test: the parameters whose number of axes the
     analysis reads are added to the set `relied`, for the guard to test; `ints`, the
-    parameters specialised on `int`; `returns(call, kinds)`, (the kind of what a call of
-    a Python function returns when its arguments have the kinds `kinds`, the kinds of
-    its items if it is a tuple, else False) (see Compilation.returned_kind; without it,
+    parameters specialised on `int`; `returns(call, kinds, fn)`, (the kind of what a call
+    of a Python function (`fn`, a method's found on its object's class, or None) returns
+    when its arguments have the kinds `kinds`, the kinds of its items if it is a tuple,
+    else False) (see Compilation.returned_kind; without it,
     UNKNOWN).
 
     Beside the kind of each name, `items` has the kinds of the items of the tuples some
@@ -284,17 +286,36 @@ class ValueKinds:
             return prim in (len, int) and len(e.args) == 1 and not e.keywords
         return False
 
-    def _returned(self, call, fn):
+    def _returned(self, call, fn, method=False):
         """(the kind of what `call` of the Python function `fn` returns, the kinds of its
-        items or False) (`returns`), None while the kind of an argument is not known yet."""
+        items or False) (`returns`), None while the kind of an argument is not known yet;
+        `method`: `call` is `obj.m(a)`, of `fn` found on `obj`'s class (`m(obj, a)`)."""
         if self._returns is None or fn is MISSING or call.keywords:
             return UNKNOWN, False
-        kinds = tuple(self.of(a) for a in call.args)
+        args = [call.func.value, *call.args] if method else call.args
+        kinds = tuple(self.of(a) for a in args)
         key = (id(fn), kinds)
         if None not in kinds and key not in self._calls:
-            self._calls[key] = self._returns(call, kinds)
+            self._calls[key] = self._returns(call, kinds, fn if method else None)
         self._found[id(call)] = self._calls.get(key)
         return self._found[id(call)]
+
+    def _method_returned(self, call):
+        """(what `_returned` finds) for `obj.m(a)`, `m` a function of the user's class of
+        `obj` (as if called `m(obj, a)`: resolve_calls makes it so), or UNKNOWN."""
+        receiver = call.func.value
+        cls = self.of(receiver) if isinstance(receiver, gast.Name) else UNKNOWN
+        if cls is None:         # (not known yet)
+            return self._known(None, (UNKNOWN, False))
+        if not (isinstance(cls, type) and user_class(cls)):
+            return UNKNOWN, False
+        try:
+            fn = inspect.getattr_static(cls, call.func.attr)
+        except AttributeError:
+            return UNKNOWN, False
+        if not inspect.isfunction(fn):
+            return UNKNOWN, False
+        return self._returned(call, fn, method=True)
 
     def _items(self, value):
         """The kinds of the items of the tuple `value` makes (None while not known yet),
@@ -401,7 +422,8 @@ class ValueKinds:
             if state is not None and len(state) == 1:   # a checkpointed loop's step
                 return self.of(e.args[1])               # (its state, changed)
             if record is None and method:
-                return UNKNOWN
+                found = self._method_returned(e)
+                return found and found[0]
             if record is None:
                 found = self._returned(e, prim)
                 return found and found[0]

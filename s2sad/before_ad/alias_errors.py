@@ -7,6 +7,7 @@ from .. import marks
 from .. import syntax
 from ..analysis.names import user_name
 from ..analysis.value_kinds import CONTAINER
+from ..frontend.structure import user_class
 from ..rules import runtime
 
 
@@ -20,11 +21,13 @@ class AliasErrors:
         if stale.callee is not None:
             found, w, args = stale.callee
             arg = self.argument(w, args)
+            obj = w if self.is_object(name) else None
             return self.src.syntax_error(read, (
                 f"{shown} is read after {line(write)} ({self.src.line_text(write).strip()}), "
-                f"where {found.writing(w, arg)}; NumPy shows that write through {shown}, but "
-                f"s2sad follows it only through what {found.name}() returns, so the value and "
-                f"the derivative would use the old {shown}. {found.instead(arg)}"))
+                f"where {found.writing(w, arg)}; {'NumPy' if obj is None else 'Python'} shows that "
+                f"write through {shown}, but s2sad follows it only through what "
+                f"{found.name}() returns, so the value and the derivative would use the old "
+                f"{shown}. {found.instead(arg, obj)}"))
         base = self.written(write)
         looped = self.loop_sequence(name)
         if looped is not None and link is not None:     # (desugar named the sequence)
@@ -35,17 +38,25 @@ class AliasErrors:
                 f"{looped} as it was when the loop started, so the value and the derivative "
                 f"could use old values. Loop over a copy ({looped}.copy()), or over the "
                 f"indexes (for i in range(len({looped})), reading {looped}[i])"))
-        what = "list" if self.kinds.kind.get(base) == CONTAINER else "array"
+        listed = self.kinds.kind.get(base) == CONTAINER or (
+            marks.PRIM.of(getattr(write.value, "func", None)) is runtime.append)
+        what = "list" if listed else "array"
         if stale.element:
             what = f"array {user_name(base, self.src)} holds, which"
         made = f" ({line(link)}: {self.src.line_text(link).strip()})" if link else ""
         return self.src.syntax_error(read, (
             f"{shown} is read after {line(write)} ({self.src.line_text(write).strip()}) "
-            f"writes into the {what} it shares memory with{made}; NumPy shows the write "
+            f"writes into the {what} it shares memory with{made}; "
+            f"{'Python' if listed else 'NumPy'} shows the write "
             f"through {shown}, but s2sad follows a write only through the name written, so "
             f"the value and the derivative would use the old {shown}. Make the copy "
-            "explicit where the other name is made (.copy()), or read the array written "
-            "again after the write"))
+            f"explicit where the other name is made (.copy()), or read the {what[:5]} "
+            "written again after the write"))
+
+    def is_object(self, name):
+        """Whether `name` holds an instance of the user's class (where known)."""
+        kind = self.kinds.kind.get(name)
+        return isinstance(kind, type) and user_class(kind)
 
     def loop_sequence(self, name):
         """The user's name for the sequence a loop goes over, if `name` is the name
@@ -63,11 +74,13 @@ class AliasErrors:
     def read_before(self, w, found, args, call, reader):
         """The error for a call that writes in place into memory read before it, whose old
         values the derivative of reverse mode may read after it."""
+        arg = args.get(w.param)
+        obj = w if isinstance(arg, gast.Name) and self.is_object(arg.id) else None
         return self.src.syntax_error(call, (
             f"{self.src.line_text(call).strip()}: {found.writing(w)}, into memory that line "
             f"{self.src.lineno(reader)} ({self.src.line_text(reader).strip()}) reads before "
             "the call; the gradient reads the values from before the call, which the call "
-            f"changes in place. {found.instead(self.argument(w, args))}"))
+            f"changes in place. {found.instead(self.argument(w, args), obj)}"))
 
     def argument(self, w, args):
         """The user's name for the argument of the parameter a callee's `w` writes into."""

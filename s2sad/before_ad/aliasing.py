@@ -650,6 +650,8 @@ class Aliasing(AliasErrors):
             if not self.local(v.value) or self.copies(v.value.id, v.slice) or (
                     s is not None and self.may_copy(s, v.value.id, v.slice)):
                 return []
+            if isinstance(v.slice, gast.Slice) and self.kinds.kind.get(v.value.id) == CONTAINER:
+                return [(v.value.id, "elements")]   # (a slice of a list: a new list of them)
             return [(v.value.id, self.part(v.value.id))]
         if isinstance(v, gast.Attribute) and isinstance(v.value, gast.Name):
             if not self.local(v.value):

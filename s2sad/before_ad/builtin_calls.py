@@ -14,7 +14,10 @@ loops, indexing and arithmetic it differentiates:
   piecewise constant);
 - `list(...)` of a generator is a list comprehension, `d.values()` (`.keys()`,
   `.items()`) and `reversed(xs)` read whole by a consumer (`sum(d.values())`,
-  `list(reversed(xs))`) a generator over it, and `divmod(a, b)` is `(a // b, a % b)`.
+  `list(reversed(xs))`) a generator over it, and `divmod(a, b)` is `(a // b, a % b)`;
+- `functools.reduce(f, xs, init)` is the loop it stands for, before the statement (`acc =
+  init`, `for x in xs: acc = f(acc, x)`; without `init`, from the first item over the
+  others, raising Python's TypeError for no items), and the call is `acc`.
 
 A sequence, a key function or an operand that is not a name is evaluated once, into a
 name bound before the statement (a lambda given as `key=` becomes a named one, which
@@ -34,6 +37,7 @@ def f(xs, ys):
     return xs[_s2s_best_index([key(x_1) for x_1 in xs], True)] + ys[_s2s_best_index(ys, False)] + c
 """
 import builtins
+import functools
 
 import gast
 
@@ -51,7 +55,9 @@ SIMPLE = (gast.Assign, gast.AugAssign, gast.AnnAssign, gast.Expr, gast.Return, g
 
 def run(fn, ctx):
     """The pass (nothing to do without a name of one of the builtins it rewrites)."""
-    if any(n.id in NAMES for n in syntax.name_nodes(fn)):     # (a consumer too)
+    if any(n.id in NAMES for n in syntax.name_nodes(fn)) or any(     # (a consumer too)
+            isinstance(n, gast.Attribute) and n.attr == "reduce" or isinstance(n, gast.Name)
+            and n.id == "reduce" for n in syntax.walk(fn)):
         BuiltinCalls(ctx).run(fn)
     return fn
 
@@ -118,6 +124,8 @@ class BuiltinCalls:
             for k in e.keywords:
                 k.value = self.expr(k.value, held=held)
             made = self.call(e, called, consumed, in_loop_iter, held)
+            if made is None and self.is_reduce(e.func):
+                made = self.reduced(e, held)
             if made is None and consumed and _view_of_dict(e):
                 made = self.viewed(e)
             return e if made is None else syntax.located_within(made, e)
@@ -212,6 +220,44 @@ class BuiltinCalls:
             elt, ifs = syntax.name(targets[0]), [test]
         return gast.GeneratorExp(elt=elt, generators=[gast.comprehension(
             target=target, iter=iterable, ifs=ifs, is_async=0)])
+
+    def is_reduce(self, func):
+        """Whether `func` denotes `functools.reduce` (`reduce` imported, or
+        `functools.reduce`; resolved only where it may be: what is resolved is guarded)."""
+        spelled = (func.id if isinstance(func, gast.Name) else
+                   func.attr if isinstance(func, gast.Attribute) and _chain(func) else None)
+        return spelled == "reduce" and self.src.resolve(func) is functools.reduce
+
+    def reduced(self, e, held):
+        """`functools.reduce(f, xs, init)` as the loop it stands for, before the statement
+        (`acc = init`, `for x in xs: acc = f(acc, x)`; without `init`, from the first item
+        over the others); the call is `acc`. None where nothing can be bound before it."""
+        if not held or self.prelude is None or not 2 <= len(e.args) <= 3 or e.keywords or (
+                any(isinstance(a, gast.Starred) for a in e.args)):
+            return None
+        f = self.atom(e.args[0], "f", held, names_only=True)
+        if f is None:
+            return None
+        acc, x = self.namer.fresh("acc"), self.namer.fresh("x")
+        if len(e.args) == 3:
+            items = self.atom(e.args[1], "items", held)
+            self.prelude.append(syntax.assign(acc, e.args[2]))
+        else:
+            seq = self.sequence(e.args[1], held)
+            if seq is None:
+                return None
+            empty = gast.Compare(left=syntax.call(self.name("len", len), [
+                syntax.copied(seq)]), ops=[gast.Eq()], comparators=[syntax.const(0)])
+            self.prelude.append(syntax.if_(empty, [gast.Raise(exc=syntax.call(
+                self.name("TypeError", TypeError), [syntax.const(
+                    "reduce() of empty iterable with no initial value")]), cause=None)]))
+            self.prelude.append(syntax.assign(acc, gast.Subscript(
+                value=seq, slice=syntax.const(0), ctx=gast.Load())))
+            items = gast.Subscript(value=syntax.copied(seq), slice=gast.Slice(
+                lower=syntax.const(1), upper=None, step=None), ctx=gast.Load())
+        self.prelude.append(syntax.for_(x, items, [
+            syntax.assign(acc, syntax.call(f, [syntax.name(acc), syntax.name(x)]))]))
+        return syntax.name(acc)
 
     def viewed(self, e):
         """`d.values()` (`.keys()`, `.items()`) read whole by a consumer, `sum(d.values())`,

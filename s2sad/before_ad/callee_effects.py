@@ -40,6 +40,7 @@ from ..analysis.value_kinds import ARRAY, CONTAINER, SCALAR, UNKNOWN
 from ..compilation import arg_types_key
 from ..errors import S2SADError
 from ..frontend import guards, source
+from ..frontend.structure import user_class
 from ..rules import registry, runtime
 from .lost_derivatives import MUTATING_METHODS, changes_its_receiver
 
@@ -89,8 +90,14 @@ class Summary:
         return (f"{self.name}() writes into its argument {w.param!r} in place ({w.where}: "
                 f"{w.text}){of}")
 
-    def instead(self, memory):
-        """What to write instead of the call, for an error."""
+    def instead(self, memory, obj=None):
+        """What to write instead of the call, for an error (`obj`: `memory` is an
+        instance of the user's class, the parameter `obj.param` of the write `obj`)."""
+        if obj is not None:
+            call = (f"{memory}.{self.name}(...)" if obj.param == "self" else
+                    f"{self.name}({memory}, ...)")
+            return (f"Make {self.name}() return a new instance instead of changing the "
+                    f"attributes of {obj.param!r}, and rebind it ({memory} = {call})")
         return (f"Pass {self.name}() a copy ({memory}.copy()), or make it return the new "
                 f"value and use what it returns ({memory} = {self.name}(...))")
 
@@ -139,14 +146,16 @@ def python_callee(call, ctx):
     return fn, params
 
 
-def returned_kind(call, kinds, ctx, summarise):
+def returned_kind(call, kinds, ctx, summarise, fn=None):
     """(the value kind of what `call` returns, the kinds of its items or False; see
     ValueKinds): `call` is a call by position of a Python function s2sad reads, with
     arguments of the value kinds `kinds`; the kind its summary for them found
     (`summarise(fn, {parameter: kind}, ctx)`, see `summary`) where it is SCALAR, ARRAY or
     CONTAINER; else UNKNOWN (a kind that depends on the path, on a call of itself, or on
-    a parameter the call passes by keyword or through `*args`)."""
-    callee = python_callee(call, ctx)
+    a parameter the call passes by keyword or through `*args`). `fn`: the function of a
+    method call `obj.m(a)` (found on `obj`'s class; `kinds` are those of `obj, a`)."""
+    callee = python_callee(call, ctx) if fn is None else (
+        fn, list(inspect.signature(fn).parameters))
     if callee is None or call.keywords or any(isinstance(a, gast.Starred)
                                               for a in call.args):
         return UNKNOWN, False
@@ -157,8 +166,9 @@ def returned_kind(call, kinds, ctx, summarise):
     if len(kinds) > len(positional):
         return UNKNOWN, False       # (`*args`)
     found = summarise(fn, dict(zip(positional, kinds)), ctx)
-    if found.kind not in (SCALAR, ARRAY, CONTAINER):
-        return UNKNOWN, False
+    if found.kind not in (SCALAR, ARRAY, CONTAINER) and not (
+            isinstance(found.kind, type) and user_class(found.kind)):
+        return UNKNOWN, False       # (an instance of the user's class: `return Sim(...)`)
     return found.kind, found.items if found.kind == CONTAINER else False
 
 
@@ -270,8 +280,8 @@ def _analysed(fn, arg_types, ctx, analyse):
     items = inner.value_kinds.items.get(out.value.id, False) if isinstance(
         getattr(out, "value", None), gast.Name) else False
     if items:
-        items = tuple(k if k in (SCALAR, ARRAY, CONTAINER, None) else UNKNOWN
-                      for k in items)
+        items = tuple(k if k in (SCALAR, ARRAY, CONTAINER, None) or (
+            isinstance(k, type) and user_class(k)) else UNKNOWN for k in items)
     return (Summary(_name(fn), frozenset(returns),
                     tuple(sorted(writes, key=lambda w: repr(w.term))), kind, items or False),
             inner.guards)

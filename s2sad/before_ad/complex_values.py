@@ -25,13 +25,14 @@ Where a complex value meets a differentiated one (`np.exp(1j * x)`, `z * x` for 
 complex `z`), the statement's rule must say what it does with complex values
 (`Primitive.complex`, declared in rules/complex_numbers.py; docs/complex.md has the
 convention): True, its templates hold for them (holomorphic functions, sums, products,
-moves); or a primitive that takes its place (`np.abs(z)` becomes `_s2s_abs_(z)`, whose
-rule is the derivative of the modulus; so do `np.imag` and `np.angle`, constants of real
-values, where a differentiated complex value reaches them). A differentiated real value
-the statement reads goes through `_s2s_as_complex` first, whose adjoint is the real part
-of the complex one, and so does a real value bound to a name that holds a complex value
-elsewhere. Anywhere else (a rule for real values only, `np.fft`, `np.sign` of a complex
-value, a write into an array, a function called with one), and where the function
+moves, `np.fft`); `FROM_REAL`, they hold, of real arguments (`np.fft.rfft`); or a
+primitive that takes its place (`np.abs(z)` becomes `_s2s_abs_(z)`, whose rule is the
+derivative of the modulus; so do `np.imag` and `np.angle`, constants of real values,
+where a differentiated complex value reaches them). A differentiated real value the
+statement reads goes through `_s2s_as_complex` first (but to a `FROM_REAL` rule), whose
+adjoint is the real part of the complex one, and so does a real value bound to a name
+that holds a complex value elsewhere. Anywhere else (a rule for real values only,
+`np.emath`, `np.sign` of a complex value, a write into an array, a function called with one), and where the function
 returns a complex value (but to `grad(f, holomorphic=True)` and forward mode, see
 `Options.complex_output`), compilation stops with a
 located `ComplexValueError` that says where the complex value comes from and what to
@@ -61,11 +62,11 @@ def f(x):
 >>> try:
 ...     show("complex_values", '''
 ... def f(x):
-...     return np.sum(np.abs(np.fft.fft(x)))
+...     return np.sum(np.abs(np.emath.sqrt(x)))
 ... ''', arrays=True)
 ... except s2sad.ComplexValueError as exc:
 ...     print(str(exc).split(": ", 1)[1].split(";")[0])
-np.fft.fft() (a Fourier transform, which gives complex values) makes a complex value of x, which s2sad differentiates
+np.emath.sqrt() (np.emath gives complex values for some real arguments) makes a complex value of x, which s2sad differentiates
 >>> print(show("complex_values", '''
 ... def f(x, p):
 ...     r = np.roots(p)
@@ -87,11 +88,11 @@ import gast
 import numpy as np
 
 from .. import marks, syntax
-from ..analysis.operations import COPY, CUSTOM, NONDIFF, PACK, USER
+from ..analysis.operations import COPY, CUSTOM, NONDIFF, PACK, USER, call_arguments
 from ..compilation import COMPLEX_NUMBERS, SPECIALISED
 from ..errors import ComplexValueError
 from ..frontend.source import MISSING
-from ..rules import complex_numbers, registry, runtime
+from ..rules import complex_linalg, complex_numbers, registry, runtime
 from ..rules.arrays import is_duck_array_type
 
 REAL, UNKNOWN = "real", "unknown"
@@ -127,7 +128,12 @@ REAL_RESULTS = {abs, len, isinstance, issubclass, type, id, hash, bool, int, flo
                 np.count_nonzero, np.issubdtype, np.linalg.norm, np.linalg.eigvalsh,
                 cmath.phase, cmath.polar, cmath.isfinite, cmath.isinf, cmath.isnan,
                 cmath.isclose, complex_numbers.abs_, complex_numbers.angle,
-                complex_numbers.real, complex_numbers.imag}
+                complex_numbers.real, complex_numbers.imag, complex_linalg.eigvalsh,
+                complex_linalg.singular_values, complex_linalg.norm_of_moduli}
+
+#: Functions that return a tuple, the positions of its items that are real whatever the
+#: arguments (of a complex matrix, `np.linalg.slogdet`'s logarithm; its sign is complex).
+REAL_ITEMS = {complex_linalg.slogdet: (1, -1)}
 
 #: Functions without a derivative that are constants of complex values too (a function
 #: of the shape, or of which numbers are equal, or finite).
@@ -149,6 +155,11 @@ MAYBE_COMPLEX = {
                        "which s2sad differentiates",
     np.roots: "where the roots are real, solve for them with real arithmetic",
 }
+
+#: Functions of scipy.linalg whose rules are for real values, which give complex values for
+#: some real arguments (a matrix with a negative eigenvalue): what they return is of
+#: unknown type, checked at run time where it is computed with.
+LINALG_CHECKED = {"logm", "sqrtm"}
 
 #: Functions of np.fft (and scipy.fft) that make no complex value of a real one.
 FFT_REAL = {"fftfreq", "rfftfreq", "fftshift", "ifftshift", "next_fast_len"}
@@ -204,6 +215,7 @@ class _Analysis:
         self.ctx, self.src, self.ops, self.varied = ctx, ctx.src, ctx.ops, ctx.varied
         self.params = [a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
         self.stmts = [s for s in syntax.statements(fn) if s is not fn]
+        self.made_by = self.primitives_binding()     # {name: its one binding's primitive}
         self.operands = {}      # {id(node): [(node, local name or None, state)]}
         self.made_complex = {}  # {id(statement): whether it makes a complex value}
         self.categories = {}    # {id(primitive): its category}
@@ -258,13 +270,14 @@ class _Analysis:
         if op is None:
             return self.joined(s.value) + (False,)
         kind = self.category(op.prim)
-        if op.form == NONDIFF and op.prim is None or kind == "real":
+        if op.form == NONDIFF and op.prim is None or kind == "real" or _in(
+                self.instead_of(op), REAL_RESULTS) or self.real_item(op):
             return REAL, (), False
         if self.complex_op(s, op):
             if kind == "to real":
                 return REAL, (), False
             return Complex(self.complex_op(s, op, said=True), s), (), False
-        if kind == "maybe":
+        if kind in ("maybe", "checked"):
             return UNKNOWN, (), False
         if op.form == USER:
             varied = any(a in self.varied for a in _names(op.args))
@@ -274,6 +287,35 @@ class _Analysis:
         if not (kind == "known" or op.form == CUSTOM):  # (a rule of the user's, trusted)
             return UNKNOWN, (), False   # a function s2sad knows nothing of
         return self.joined(s.value) + (s.targets[0].id in self.varied,)
+
+    def primitives_binding(self):
+        """{name: the primitive of the statement that binds it}, of the names bound once."""
+        found, twice = {}, set()
+        for s in self.stmts:
+            for name in syntax.names_stored(s):
+                if name in found:
+                    twice.add(name)
+                op = self.ops.get(s) if isinstance(s, gast.Assign) else None
+                found[name] = op.prim if op is not None else None
+        return {n: p for n, p in found.items() if n not in twice and p is not None}
+
+    def real_item(self, op):
+        """Whether `op` reads an item that is real whatever the arguments (`REAL_ITEMS`)
+        of what a primitive returned, with a constant index."""
+        if not _in(op.prim, {operator.getitem}) or len(op.args) != 2 or not (
+                isinstance(op.args[0], gast.Name) and isinstance(op.args[1], gast.Constant)):
+            return False
+        prim = self.made_by.get(op.args[0].id)
+        record = registry.primitive(prim) if prim is not None else None
+        instead = record.complex if record is not None and callable(record.complex) else prim
+        return op.args[1].value in REAL_ITEMS.get(instead, ()) if _in(
+            instead, REAL_ITEMS) else False
+
+    def instead_of(self, op):
+        """The primitive that takes the place of `op`'s where a complex value reaches it
+        (`Primitive.complex`), or None."""
+        record = registry.primitive(op.prim) if op.prim is not None else None
+        return record.complex if record is not None and callable(record.complex) else None
 
     def category(self, prim):
         """What `prim` gives (see `_category`), found once per compilation."""
@@ -451,10 +493,7 @@ class _Analysis:
         if op.form in (COPY, PACK) or _in(op.prim, {operator.getitem, getattr}):
             return True
         record = registry.primitive(op.prim) if op.prim is not None else None
-        if record is None or not record.complex:
-            return False
-        value = s.value
-        return record.complex is True or not (isinstance(value, gast.Call) and value.keywords)
+        return record is not None and bool(record.complex)
 
     def revive(self):
         """Call the primitive that takes the place of one without a derivative for real
@@ -485,8 +524,11 @@ class _Analysis:
         """Make statement `s` (of `op`) call `prim` on the same arguments."""
         func = syntax.name(self.ctx.runtime(prim.__name__))
         marks.PRIM.put(func, prim)
-        s.value = syntax.located(syntax.call(func, [syntax.copied(a) for a in op.args]),
-                                 s.value)
+        args, keywords = call_arguments(op, self.src) if op.node is not None else (
+            op.args, {})
+        s.value = syntax.located(syntax.call(func, [syntax.copied(a) for a in args], [
+            gast.keyword(arg=k, value=syntax.copied(v)) for k, v in keywords.items()]),
+            s.value)
 
     def rewrite(self, fn):
         """Where a complex value meets a rule that holds for complex values: call the
@@ -551,7 +593,9 @@ class _Analysis:
     def real_operands(self, s, op):
         """The differentiated real names statement `s` (of `op`) computes with, in order
         (none where it reads a container's item: the container is what it reads)."""
-        if op.form == COPY or _in(op.prim, {operator.getitem, getattr}):
+        if op.form == COPY or _in(op.prim, {operator.getitem, getattr}) or (
+                op.prim is not None and getattr(registry.primitive(op.prim), "complex", None)
+                == complex_numbers.FROM_REAL):
             return []
         names = [name for _, name, _ in self.operands_of(s.value)]
         return list(dict.fromkeys(n for n in names if n is not None and n in self.varied
@@ -703,7 +747,7 @@ def _category(prim):
     """What primitive `prim` gives: "real" (a real value, whatever its arguments), one of
     MAKES_COMPLEX (complex values of real ones), "to real" (a Fourier transform that makes
     real values of complex ones), "maybe" (complex values for some real ones, see
-    MAYBE_COMPLEX), "known" (a rule, one of s2sad's own helpers, or a function that
+    MAYBE_COMPLEX; "checked", those with rules, see LINALG_CHECKED), "known" (a rule, one of s2sad's own helpers, or a function that
     gives real values of real ones), or "unknown"."""
     module = str(getattr(prim, "__module__", None) or "")
     name = _name(prim)
@@ -721,6 +765,8 @@ def _category(prim):
         return "emath"
     if _in(prim, MAYBE_COMPLEX):
         return "maybe"
+    if module.startswith("scipy.linalg") and name in LINALG_CHECKED:
+        return "checked"
     if prim is not None and (registry.primitive(prim) is not None or _in(prim, REAL_OF_REAL)
                              or module.startswith("s2sad.")):
         return "known"

@@ -602,7 +602,13 @@ class GradientCalls(gast.NodeTransformer):
             given[k.arg] = k.value
         if "argnums" in given and "wrt" not in given:
             given["wrt"] = given.pop("argnums")
-        if len(call.args) > 2 or "f" not in given or any(
+        if len(call.args) > 2:
+            maker = syntax.unparse(call.func)
+            raise self.src.syntax_error(call, (
+                f"{maker}(f, wrt) takes the function and which argument (at most two "
+                f"positional arguments) and returns the derivative's function: call that "
+                f"with the point, {maker}(f)(x, ...)"))
+        if "f" not in given or any(
                 k not in ("f", "wrt", "has_aux") + _OPTIONS for k in given) or any(
                 _constant(v) is MISSING for k, v in given.items() if k != "f"):
             raise self.refused(call)
@@ -669,7 +675,8 @@ class GradientCalls(gast.NodeTransformer):
                       "(s2sad.grad(lambda y: h(x, y))(y)); the derivative flows through x "
                       "either way")
         return self.src.syntax_error(call, (
-            "grad(...) called inside a differentiated function must take a function "
+            f"{syntax.unparse(call.func)}(...) called inside a differentiated function must "
+            "take a function "
             "defined outside it (or a nested function or lambda) and a constant wrt; "
             "define the gradient at module level (df = s2sad.grad(f)) and call df here"
             + method))

@@ -9,6 +9,9 @@ Takes desugared code and leaves a function where every statement is
   path-end marker) and read, inside the body, as their value on entry to the iteration.
 
 Comparisons, boolean operators and `while` tests are not differentiable; they stay whole.
+A name bound only on some paths is bound to None on the others, where a join or a loop
+reads it (`x_1 = None` before a loop that binds it first, `ii = None` before a `for` that
+may run no iteration when a join after it copies `ii`).
 
 >>> from s2sad.before_ad.wengert import Wengert
 >>> print(show(Wengert, '''
@@ -57,6 +60,9 @@ class Wengert:
         self.read = set()
         self.defined = set()
         self.loops = []
+        # {a for loop's variable that nothing bound before the loop: (the block, the
+        # loop)}: a loop that runs no iteration leaves it unbound (see `bind_before`)
+        self.unbound = {}
 
     def run(self, fn):
         for n in syntax.walk(fn):       # (np.add.at: an element write, before anything)
@@ -326,8 +332,12 @@ class Wengert:
                     elif v in benv and benv[v] != j:
                         # rename only a name the branch binds first (not one that also
                         # holds the value from before the branch, like a carried name)
-                        (benv[v] != env.get(v) and _coalesce(block, benv[v], j)) or self.emit(
-                            tail, syntax.assign(j, syntax.name(benv[v])), s)
+                        if benv[v] != env.get(v) and _coalesce(block, benv[v], j):
+                            if benv[v] in self.unbound:     # (the loop's variable is j now)
+                                self.unbound[j] = self.unbound.pop(benv[v])
+                        else:
+                            self.bind_before(benv[v])
+                            self.emit(tail, syntax.assign(j, syntax.name(benv[v])), s)
         self.emit(out, syntax.if_(cond, branches[0][0], branches[1][0]), s)
         if len(live) == 1:
             env.update(live[0][1])
@@ -381,6 +391,21 @@ class Wengert:
         env.update(carried)
         if is_for:
             env[target] = benv[target]
+            if target_init is None:
+                self.unbound[variable] = (out, node)
+
+    def bind_before(self, name):
+        """Bind `name`, the variable of a loop that nothing bound before it, to None
+        before that loop, where a join copies it (`ii_1 = ii` after a branch that loops
+        over `ii` again): the loop may run no iteration, and the user's code never read
+        the name on that path, so the copy must not fail."""
+        if name not in self.unbound:
+            return
+        out, loop = self.unbound.pop(name)
+        init = syntax.located(syntax.assign(name, syntax.const(None)), loop)
+        marks.INIT.put(init, True)
+        marks.LOOP.put(init, loop)      # only reads after the loop need it
+        out.insert(next(i for i, s in enumerate(out) if s is loop), init)
 
     def iterable(self, e, env, out, origin):
         if isinstance(e, gast.Call):

@@ -24,8 +24,8 @@ import numpy as np
 
 from .source import function_from_source, identifier, numba_function
 
-#: s2sad's functions that make or compute derivatives, by name (of s2sad.api and
-#: s2sad.forward_api)
+#: s2sad's functions that make or compute derivatives, by name (of s2sad.api,
+#: s2sad.forward_api, s2sad.jacobian_api and s2sad.hessian_api)
 API = {"grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hvp", "hessp", "hessian",
        "check_grad"}
 
@@ -45,11 +45,13 @@ FORWARD = ("jacfwd", "hvp", "hessian")
 #: differentiates (besides the gradients and the pullback of vjp(f, x, ...))
 REVERSE = ("jacrev",)
 
+_API_MODULES = ("s2sad.api", "s2sad.forward_api", "s2sad.jacobian_api", "s2sad.hessian_api")
+
 
 def api_function(obj):
     """The name of `obj` if it is one of s2sad's functions in `API`, else None."""
     if (inspect.isfunction(obj) and obj.__name__ in API
-            and obj.__module__ in ("s2sad.api", "s2sad.forward_api")):
+            and obj.__module__ in _API_MODULES):
         return obj.__name__
     return None
 

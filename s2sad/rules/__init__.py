@@ -11,6 +11,7 @@ from . import registry
 with registry.loading():     # (a template may call a helper of a module loaded later)
     from . import runtime, writes, operators, math, builtins, numpy, tangents  # registrations
     from . import complex_numbers  # noqa: F401  (what the rules above do with complex values)
+    from . import fft, complex_linalg  # noqa: F401  (np.fft's, np.linalg's of complex values)
     from . import batching  # noqa: F401  (batching rules, after the primitives they batch)
 
 __all__ = ["registry", "runtime", "writes", "operators", "math", "builtins", "numpy", "tangents"]

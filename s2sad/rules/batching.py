@@ -16,6 +16,7 @@ transform says in a comment and a warning.
 """
 import math
 import operator
+import weakref
 
 import numpy as np
 
@@ -37,6 +38,31 @@ def batch_size(x):
     leaf that is an array: a number in a batched structure is a zero, see `_item`)."""
     leaves, _ = pytrees.flatten(x)
     return len(next((v for v in leaves if np.ndim(v)), leaves[0]))
+
+
+def mark_units(units):
+    """Mark `units`, a read-only batch of the unit vectors of its length (the identity,
+    `np.eye(n)`, the tangents a Jacobian's batched pass is called with), for
+    `batch_matmul`: the product of a matrix and each unit vector is a column of the
+    matrix, no product to compute. The mark goes with the array."""
+    _UNITS[id(units)] = weakref.ref(units, lambda _, key=id(units): _UNITS.pop(key, None))
+
+
+def _units(x):
+    """Whether `x` is an array `mark_units` marked (as it is: not a copy or a view)."""
+    ref = _UNITS.get(id(x))
+    return ref is not None and ref() is x
+
+
+_UNITS = {}     # id(units) -> weakref to units (see mark_units)
+
+
+def _read_only(x):
+    """A read-only view of `x` (of a user's array: a batched pass that would write into
+    it raises, and the Jacobian takes one pass per direction)."""
+    view = x.view()
+    view.flags.writeable = False
+    return view
 
 
 def batch_like(x, n):
@@ -122,9 +148,13 @@ def batch_matmul(a, a_axis, b, b_axis):
         if per_a == per_b:
             return np.matmul(a, b)
     elif a_axis is not None:
+        if per_a == 1 and per_b == 2 and _units(a):     # e_k @ b: the rows of b
+            return _read_only(np.asarray(b))
         if per_b <= 2 or per_a == per_b:    # the batch axis a stacked matrix's
             return np.matmul(a, b)
     elif per_b == 1:                        # one matrix (or vector) times a batch of vectors
+        if per_a == 2 and _units(b):        # a @ e_k: the columns of a
+            return _read_only(np.transpose(a))
         return np.matmul(b, np.transpose(a)) if per_a == 2 else np.matmul(b, a)
     elif per_a <= 2 or per_a == per_b:
         return np.matmul(a, b)
@@ -171,14 +201,15 @@ def _product_adjoint(fn, lhs, g, g_axis, a, a_axis, b, b_axis):
         if lhs:
             if per_b == 1:
                 out = G[:, :, None] * B[:, None, :] if per_a == 2 else G[:, None] * B
-            elif per_a == 1:
-                out = np.matmul(B, G[..., None])[..., 0]
+            elif per_a == 1:      # (one matrix b: one product for the whole batch)
+                out = G @ np.swapaxes(b, -1, -2) if b_axis is None else np.matmul(
+                    B, G[..., None])[..., 0]
             else:
                 out = np.matmul(G, np.swapaxes(B, -1, -2))
         elif per_a == 1:
             out = A[:, :, None] * G[:, None, :] if per_b == 2 else G[:, None] * A
-        elif per_b == 1:
-            out = np.matmul(G[:, None, :], A)[:, 0]
+        elif per_b == 1:          # (one matrix a: one product for the whole batch)
+            out = G @ np.asarray(a) if a_axis is None else np.matmul(G[:, None, :], A)[:, 0]
         else:
             out = np.matmul(np.swapaxes(A, -1, -2), G)
         return out if len(out) == n else np.broadcast_to(out, (n,) + out.shape[1:]).copy()

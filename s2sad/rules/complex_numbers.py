@@ -20,6 +20,11 @@ from .registry import define, helper
 
 ns = {"np": np}
 
+#: The `complex` of a primitive that takes real arguments and gives complex values
+#: (`np.fft.rfft`, which refuses complex ones): its templates hold, and the real values
+#: it reads are passed as they are (not through `as_complex`).
+FROM_REAL = "from real"
+
 
 @helper
 def as_complex(x):
@@ -114,7 +119,7 @@ for _f in (operator.add, operator.sub, operator.mul, operator.truediv, operator.
            np.exp, np.sqrt, np.square, np.sin, np.cos, np.tan, np.sinh, np.cosh,
            np.tanh, np.sum, np.mean, np.dot, np.matmul, np.inner, np.outer, np.trace,
            np.array, np.asarray, np.stack, np.concatenate, np.transpose,
-           np.reshape, np.ravel, np.ndarray.astype):
+           np.reshape, np.ravel, np.ndarray.astype, np.swapaxes):
     define(_f, complex=True)
 # the helpers of reverse-mode code that sum, reshape and multiply adjoints, and the writes
 # into arrays and lists (linear, with no conjugate: forward over reverse differentiates
@@ -127,7 +132,7 @@ for _f in (runtime.unbroadcast, runtime.unreduce, runtime.matmul_lhs, runtime.ma
            runtime.rebroadcast, runtime.reshape_like, runtime.split_like, runtime.trace,
            runtime.unstack, runtime.untranspose, runtime.like, runtime.setitem,
            runtime.append, runtime.zero_at, runtime.take, runtime.head, runtime.last,
-           runtime.added_at):
+           runtime.added_at, runtime.unindex):
     define(_f, complex=True)
 # not holomorphic: another primitive where a complex value reaches them
 for _f, _instead in ((np.abs, abs_), (builtins.abs, abs_), (np.angle, angle),

@@ -153,13 +153,15 @@ def cofactors(a, d):
     transposed adjugates: the derivative of `np.linalg.det(a)`. `d * inv(a).T` where each
     matrix is well conditioned (see COFACTORS_BY_INVERSE); else, from an SVD `a = U
     diag(s) V^T`, `det(U) det(V) U diag(c) V^T`, `c[i]` the product of the singular values
-    but `s[i]`: exact where `a` is singular too, where inverting raises (one zero singular
-    value leaves one product; two or more, none)."""
+    but `s[i]` (of a complex `a = U diag(s) V^H`, `det(U) det(V^H) conj(U diag(c) V^H)`):
+    exact where `a` is singular too, where inverting raises (one zero singular value
+    leaves one product; two or more, none)."""
     inverse = _well_conditioned_inverse(a)
     if inverse is not None:
         return np.asarray(d)[..., None, None] * _t(inverse)
     u, s, vt = np.linalg.svd(a)
     sign = np.sign(np.linalg.det(u) * np.linalg.det(vt))
+    u, vt = np.conj(u), np.conj(vt)     # (of a complex `a = U diag(s) V^H`; real: U, V^T)
     return sign[..., None, None] * (u * _others(s)[..., None, :]) @ vt
 
 
@@ -213,6 +215,7 @@ def cofactors_dot(a, d, t):
         return d * trace * _t(inverse) - d * _t(turned @ inverse)
     u, s, vt = np.linalg.svd(a)
     sign = np.sign(np.linalg.det(u) * np.linalg.det(vt))
+    u, vt = np.conj(u), np.conj(vt)     # (as in `cofactors`)
     b = _t(u) @ t @ _t(vt)
     n = s.shape[-1]
     p = np.zeros(s.shape + (n,), dtype=np.result_type(s, np.float32))

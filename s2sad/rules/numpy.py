@@ -415,6 +415,8 @@ rule(np.bincount, "x, weights=None, minlength=0", None, "_s2s_rebroadcast(g, ans
      linear="weights")
 rule(np.hstack, "tup", "_s2s_hstack(g, tup)", linear="tup")
 rule(np.vstack, "tup", "_s2s_vstack(g, tup)", linear="tup")
+if hasattr(np, "row_stack"):     # (np.vstack's alias, deprecated by NumPy 2.0: it warns)
+    rule(np.row_stack, "tup", "_s2s_vstack(g, tup)", linear="tup")
 rule(np.column_stack, "tup", "_s2s_uncolumn_stack(g, tup)", linear="tup")
 rule(np.append, "arr, values, axis=None", "_s2s_unappend(g, arr, values, axis, 0)",
      "_s2s_unappend(g, arr, values, axis, 1)", linear="arr, values")
@@ -487,9 +489,16 @@ rule(np.full, "shape, fill_value, dtype=None", None, "_s2s_unbroadcast(g, fill_v
      linear="fill_value")
 rule(np.full_like, "a, fill_value, dtype=None", None, "_s2s_unbroadcast(g, fill_value)",
      linear="fill_value", zero="a")
-rule(np.linspace, "start, stop, num=50, endpoint=True, *, axis=0",
-     "_s2s_linspace_end(g, start, stop, num, endpoint, 0, axis)",
-     "_s2s_linspace_end(g, start, stop, num, endpoint, 1, axis)", linear="start, stop")
+# (an integer `dtype` floors the samples: no derivative; `retstep=True`, a tuple, is not
+# covered)
+_INEXACT = "np.issubdtype(np.result_type(ans), np.inexact)"
+rule(np.linspace, "start, stop, num=50, endpoint=True, *, dtype=None, axis=0, device=None",
+     f"_s2s_linspace_end(g, start, stop, num, endpoint, 0, axis) * {_INEXACT}",
+     f"_s2s_linspace_end(g, start, stop, num, endpoint, 1, axis) * {_INEXACT}",
+     tangent=(f"np.linspace(t, 0.0 * stop, num, endpoint, axis=axis).astype(ans.dtype) * "
+              f"{_INEXACT}",
+              f"np.linspace(0.0 * start, t, num, endpoint, axis=axis).astype(ans.dtype) * "
+              f"{_INEXACT}"))
 rule(np.arange, "start, stop=None, step=None", "_s2s_arange_part(g, start, stop, step, 0)",
      None, "_s2s_arange_part(g, start, stop, step, 2)", zero="stop",
      tangent={"start": "np.zeros_like(ans) + (0.0 if stop is None else t)",

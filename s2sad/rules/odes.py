@@ -29,6 +29,19 @@ Forward mode. The tangent `s = dy` solves `s' = f_y s + f_p p_dot`, beside `y`, 
 `s(t0) = y0_dot - f(t0, y0) t0_dot`; the tangent of an output is
 `s(ts[k]) + f(ts[k], y(ts[k])) ts_dot[k]`.
 
+Second derivatives (hessian, hvp: forward mode over the reverse-mode rule,
+`adjoint_tangent`). Along the tangents `p_dot` of the parameters and `y0_dot` of the
+initial state (the times held fixed), the adjoint's tangent `a_dot` solves
+`a_dot' = -a_dot f_y - a (f_yy s + f_yp p_dot)` backwards, jumping by the tangents of the
+outputs' adjoints: with `a` it is the adjoint of the system `Y = (y, s)`,
+`Y' = (f, f_y s + f_p p_dot)` (`a_dot` the adjoint of `y`, `a` of `s`), seeded with
+(g_dot, g), whose parameters' adjoint is (p_bar_dot, p_bar) when `p_dot` counts as
+parameters too. So the adjoint of that system gives the first derivative and its tangent
+at once, the vjp of its right-hand side being s2sad's forward mode over its gradient of
+a . f: the adjoint of its steps, taken again with the recorded sizes (`_stepped`, the
+tangents of the steps), where the gradient is the adjoint of the steps, else its
+continuous adjoint (`adjoint`).
+
 The solver's own steps (`t_eval=None`) move with the parameters; a derivative at such a
 step holding its time fixed would not be the derivative of the result, so only the ends
 (`t0` and the final time, both the user's) carry one: reverse mode refuses an adjoint
@@ -298,6 +311,60 @@ def discrete_adjoint(rhs, method, steps, t0, y0, ts, ys, ys_bar, ts_bar=None,
         y_bar = y_bar + more
         p_bar += p_more
     return -y_bar @ rhs.fun(t0, y0), y_bar, p_bar, ts_bar
+
+
+def adjoint_tangent(rhs, twice, solver, t0, y0, y0_dot, ts, ys, ys_dot, ys_bar, ys_bar_dot,
+                    ts_bar=None, ts_bar_dot=None, steps=False, recorded=None):
+    """`(t0_bar, y0_bar, p_bar, ts_bar)` as `adjoint` gives them, and their tangents along
+    `y0_dot`, the parameters' tangent (`twice`'s, the Rhs of the system of y and its
+    sensitivity s, see the module's docstring), the outputs' tangents `ys_dot` and the
+    adjoints' `ys_bar_dot` and `ts_bar_dot` (None for zero), the times held fixed. With
+    `recorded` (a Record's steps of the method `solver.method`, one of `DISCRETE`), forward
+    over the adjoint of those steps: the system of y and s stepped with the same sizes and
+    stages (`_stepped`), and `discrete_adjoint` of that."""
+    n, m = len(y0), len(ts)
+    ys_bar = np.asarray(ys_bar, dtype=float).reshape(n, m)
+    ys_bar_dot = np.zeros((n, m)) if ys_bar_dot is None else np.asarray(
+        ys_bar_dot, dtype=float).reshape(n, m)
+    y0_dot = np.zeros(n) if y0_dot is None else np.asarray(y0_dot, dtype=float)
+    ys_dot = np.nan_to_num(np.asarray(ys_dot, dtype=float).reshape(n, m))  # (inner steps)
+    start = np.concatenate([y0, y0_dot])
+    if recorded:
+        t0_bar_dot, y0_bars, p_bars, ts_bar_dot = discrete_adjoint(
+            twice, solver.method, _stepped(twice, solver.method, recorded, start), t0,
+            start, ts, np.concatenate([ys, ys_dot]), np.concatenate([ys_bar_dot, ys_bar]),
+            ts_bar_dot, steps)
+    else:
+        both = Solver(solver.method, solver.rtol, np.concatenate(
+            [np.broadcast_to(solver.atol, (n,))] * 2), solver.max_step)
+        t0_bar_dot, y0_bars, p_bars, ts_bar_dot = adjoint(
+            twice, both, t0, start, ts, np.concatenate([ys, ys_dot]),
+            np.concatenate([ys_bar_dot, ys_bar]), ts_bar_dot, steps)
+    _, ts_bar, _ = _outputs_read(rhs, n, ts, ys, ys_bar, ts_bar, steps)
+    size = twice.size // 2
+    y0_bar, p_bar = y0_bars[n:], p_bars[size:]
+    return ((-y0_bar @ rhs.fun(t0, y0), y0_bar, p_bar, ts_bar),
+            (t0_bar_dot, y0_bars[:n], p_bars[:size], ts_bar_dot))
+
+
+def _stepped(rhs, method, steps, y0):
+    """The steps `steps` (a Record's, of the Runge-Kutta method `method`) taken again by
+    the system `rhs` from `y0`, with the same starts and sizes: `[(t, h, y, K)]` as a
+    Record keeps them (for y and its sensitivity, the tangents of the steps taken)."""
+    tableau = getattr(scipy.integrate, method)
+    a_, b_, c_, stages = tableau.A, tableau.B, tableau.C, tableau.n_stages
+    out, y = [], y0
+    f = rhs.fun(steps[0][0], y0)
+    for t, h, _, _ in steps:
+        K = np.empty((stages + 1, y.size))
+        K[0] = f
+        for s in range(1, stages):
+            K[s] = rhs.fun(t + c_[s] * h, y + h * (a_[s, :s] @ K[:s]))
+        y_new = y + h * (b_ @ K[:stages])
+        K[stages] = f = rhs.fun(t + h, y_new)
+        out.append((t, h, y, K))
+        y = y_new
+    return out
 
 
 def _between(t, low, high):

@@ -7,7 +7,7 @@ children.
 builds a value of that structure holding other leaves; `map` applies a function leaf by
 leaf; `zeros_like` is the zero adjoint of a value, and `add` the sum of two adjoints of
 one value, the one rule every adjoint accumulation follows. The transforms, the
-Jacobians (forward_api) and the runtime helpers generated code calls all walk values
+Jacobians (jacobian_api) and the runtime helpers generated code calls all walk values
 with these. A child of a record (a named tuple, a dataclass, a registered class) that
 carries no derivative (an int, a string, None) has the adjoint None.
 

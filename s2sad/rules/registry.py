@@ -43,10 +43,12 @@ import copy
 import dataclasses
 import inspect
 import sys
+import types
 
 import gast
 
 from ..errors import S2SADError
+from . import snapshots
 from .plain_classes import plain, stored_parameters
 
 version = 0
@@ -179,10 +181,30 @@ def _made_adjoints():
         bump()
 
 
+def _libraries_as_found(module_name):
+    """The module of s2sad's `module_name`, which defines runtime helpers, reads the
+    libraries it imported through their snapshots (rules/snapshots.py), as templates do:
+    a user's code that patches NumPy (`np.linalg.inv = ...`) changes no helper's result."""
+    module = sys.modules.get(module_name)
+    if module_name in _AS_FOUND or module is None or not module_name.startswith("s2sad."):
+        return
+    _AS_FOUND.add(module_name)
+    for name, value in list(vars(module).items()):
+        if isinstance(value, types.ModuleType):
+            setattr(module, name, snapshots.of(value))
+
+
+_AS_FOUND = set()
+
+
 def _declare(fn, name, facts=None):
     """Register `fn` as the helper `_s2s_NAME`, with `facts` (its own, if declared before:
     a module's `helpers` meets the helpers `helper` declared)."""
     key = "_s2s_" + name
+    if _pending is None:        # (else at the end of `loading`)
+        _libraries_as_found(fn.__module__)
+    else:
+        _pending_modules.add(fn.__module__)
     if HELPERS.get(key, fn) is not fn:
         raise S2SADError(f"two runtime helpers are named {name!r}: "
                          f"{HELPERS[key].__module__}'s and {fn.__module__}'s")
@@ -207,6 +229,10 @@ def helper_facts(fn):
 #: helper of a module imported after it (`arrays.asarray`'s adjoint, `pytrees.from_array`),
 #: or defined further down its own; `loading` finds them all when the modules are loaded.
 _pending = None
+#: While they load, the modules that declared runtime helpers: once loaded, they read the
+#: libraries as found (`_libraries_as_found`; their own statements may read a submodule
+#: that a statement after the first helper's imports, `np.random`).
+_pending_modules = set()
 
 
 class Template:
@@ -219,7 +245,7 @@ class Template:
         self.free = {}
         for n in gast.walk(self.tree):
             if isinstance(n, gast.Name) and n.id not in bound:
-                found = namespace.get(n.id, HELPERS.get(n.id))
+                found = snapshots.of(namespace.get(n.id, HELPERS.get(n.id)))
                 if found is None and _pending is not None and n.id.startswith("_s2s_"):
                     _pending.append((self, n.id))
                     continue
@@ -257,6 +283,9 @@ def loading():
         waiting = _pending
     finally:
         _pending = None
+    for module_name in sorted(_pending_modules):
+        _libraries_as_found(module_name)
+    _pending_modules.clear()
     for template, name in waiting:
         if name not in HELPERS:
             raise _unknown(template.source, name)
@@ -387,7 +416,8 @@ class Primitive:
     batch: "BatchRule" = None
     #: What it does with complex values (before_ad/complex_values.py): None, its rules
     #: are for real values only; True, they hold for complex values too (holomorphic
-    #: templates, under the convention of docs/complex.md); or the primitive that takes
+    #: templates, under the convention of docs/complex.md); `complex_numbers.FROM_REAL`,
+    #: they hold and its arguments are real (`np.fft.rfft`); or the primitive that takes
     #: its place where a complex value reaches it (`np.abs`: `complex_numbers.abs_`).
     complex: object = None
 
@@ -735,7 +765,7 @@ class _Params(list):
 
 def _parse_params(params):
     out = _Params()
-    for part in (p.strip() for p in params.split(",")):
+    for part in (p.strip() for p in _top_level(params)):
         if not part:
             continue
         if part == "*":
@@ -746,6 +776,18 @@ def _parse_params(params):
     if out.positional is None:
         out.positional = len(out)
     return out
+
+
+def _top_level(params):
+    """The parts of `params` between its commas outside brackets (a default may be a
+    tuple: "a, axes=(-2, -1)")."""
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(params):
+        depth += (c in "([{") - (c in ")]}")
+        if c == "," and depth == 0:
+            parts.append(params[start:i])
+            start = i + 1
+    return parts + [params[start:]]
 
 
 def _reverse(prim, spec, templates, by_name, ns, broadcast, elementwise, uniform, zero=(),

@@ -14,11 +14,14 @@ slope inf; `xlogy(x, y)` has d/dx = log(y) and d/dy = x / y, so at x = y = 0 the
 and nan. Matrices read only in part (a triangle for `solve_triangular`, `cholesky` and the
 symmetric kinds of `solve`) get adjoints on the entries read: the derivative of what
 SciPy computes (JAX differentiates the symmetric part of `cholesky`'s argument instead).
-The helpers these rules call are in rules/solves.py, each with its forward rule.
+The helpers these rules call are in rules/solves.py, each with its forward rule. `logm` and
+`sqrtm` give complex values for some real matrices: what they return is checked at run
+time where it is computed with (before_ad/complex_values.py, `LINALG_CHECKED`).
 """
 import numpy as np
 from scipy import linalg, special, stats
 
+from . import distributions  # noqa: F401  (the other distributions of scipy.stats)
 from . import numpy as numpy_rules
 from . import solves  # noqa: F401  (the helpers these rules call, _s2s_NAME)
 from .registry import define
@@ -80,6 +83,29 @@ rule(linalg.inv, "a, overwrite_a=False, check_finite=True", a="_s2s_inv(g, ans)"
      tangent={"a": "-ans @ t @ ans"}, returns="array")
 rule(linalg.expm, "A", f"_s2s_frechet({_T.format('A')}, {_GX})", tangent="_s2s_frechet(A, t)",
      returns="array")
+# logm's Fréchet derivative L(A, E) is the upper right block of logm([[A, E], [0, A]]), and
+# its adjoint L(A^T, G); sqrtm's solves S X + X S = E (S = sqrtm(A)), Sylvester's equation
+_N = "np.shape(A)[-1]"
+_BLOCK = "np.concatenate((np.concatenate(({0}, {1}), -1), np.concatenate((0 * {0}, {0}), -1)), -2)"
+_LOGM = f"linalg.logm({_BLOCK})[..., :{_N}, {_N}:]"
+rule(linalg.logm, "A", _LOGM.format(_T.format("A"), _GX), tangent=_LOGM.format("A", "t"),
+     returns="array")
+_ST = _T.format("ans")
+rule(linalg.sqrtm, "A", f"linalg.solve_sylvester({_ST}, {_ST}, {_GX})",
+     tangent="linalg.solve_sylvester(ans, ans, t)", returns="array")
+# X solves a X + X b = q: with Y solving a^T Y + Y b^T = G (G, the adjoint of X), q's adjoint
+# is Y, a's -Y X^T and b's -X^T Y
+_Y = f"linalg.solve_sylvester({_T.format('a')}, {_T.format('b')}, {_GX})"
+rule(linalg.solve_sylvester, "a, b, q", a=f"-{_Y} @ {_ST}", b=f"-{_ST} @ {_Y}", q=_Y,
+     tangent={"a": "linalg.solve_sylvester(a, b, -t @ ans)",
+              "b": "linalg.solve_sylvester(a, b, -ans @ t)",
+              "q": "linalg.solve_sylvester(a, b, t)"}, returns="array")
+# X solves a X + X a^T = q (real matrices): Sylvester's with b = a^T
+_YL = f"linalg.solve_continuous_lyapunov({_T.format('a')}, {_GX})"
+rule(linalg.solve_continuous_lyapunov, "a, q",
+     a=f"-({_YL} @ {_ST} + {_T.format(_YL)} @ ans)", q=_YL,
+     tangent={"a": f"linalg.solve_continuous_lyapunov(a, -(t @ ans + ans @ {_T.format('t')}))",
+              "q": "linalg.solve_continuous_lyapunov(a, t)"}, returns="array")
 _CHOL_T = "_s2s_cholesky_dot(_s2s_mirrored(t, lower), {})"
 rule(linalg.cholesky, "a, lower=False, overwrite_a=False, check_finite=True",
      a=f"_s2s_mirrored_adjoint(_s2s_cholesky({_GX}, ans) if lower else "

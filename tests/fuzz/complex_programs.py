@@ -10,11 +10,12 @@ value in one of these forms:
 - "differentiated": a complex value meets a differentiated one (the sum of an array
   parameter) in rules that hold for complex values, made by a literal on the same line
   or on a line before, `complex()`, `cmath`, a complex dtype (`dtype=`, `.astype`, as a
-  type or a string), a complex global, a complex value stored in a list or written into
-  an array, read from a branch that does not run, or carried by a loop; the derivatives must be right (the
-  checks of test_fuzz_numpy.py against finite differences);
+  type or a string), `np.fft` (the identity `ifft(fft(p))`, a power spectrum), a complex
+  global, a complex value stored in a list or written into an array, read from a branch
+  that does not run, or carried by a loop; the derivatives must be right (the checks of
+  test_fuzz_numpy.py against finite differences);
 - "refused": a complex value meets a differentiated one in a rule for real values only
-  (`np.fft`, also as the identity `ifft(fft(p))`, `np.emath`, `np.sign`); s2sad must
+  (`np.fft.ihfft`, `np.emath`, `np.sign`); s2sad must
   raise `ComplexValueError` at compile time, naming the line where it does
   (`expected_line`);
 - "at run time": a complex value that only the run shows, from a helper of the module
@@ -78,9 +79,14 @@ FORMS = {
     "write": ("differentiated", ["cw = np.zeros(2, dtype=complex)",
                                  "cw[1] = np.sum({p}) * (0.5 - 1j)",
                                  "{n} = {n} + 0.01 * np.sum(np.abs(cw + 1.0))"]),
-    "fft identity": ("refused",
-                     ["{n} = {n} + 0.01 * np.sum(np.real(np.fft.ifft(np.fft.fft({p}))))"
-                      "  # meets"]),
+    "fft identity": ("differentiated",
+                     ["{n} = {n} + 0.01 * np.sum(np.real(np.fft.ifft(np.fft.fft("
+                      "np.ravel({p})))))"]),
+    "power spectrum": ("differentiated",
+                       ["{n} = {n} + 0.01 * np.sum(np.abs(np.fft.rfft(np.ravel({p}), 4)) ** 2)"]),
+    "hermitian fft": ("refused",
+                      ["{n} = {n} + 0.01 * np.sum(np.real(np.fft.ihfft(np.ravel({p}))))"
+                       "  # meets"]),
     "emath": ("refused", ["{n} = {n} + 0.01 * np.sum(np.real(np.emath.sqrt({p})))  # meets"]),
     "sign": ("refused", ["cs = np.exp(1j * np.sum({p}))",
                          "{n} = {n} + 0.01 * np.real(np.sign(cs))  # meets"]),

@@ -47,37 +47,15 @@ that value where it reads the name after the inner loop (0.62 for 3.09). Its reg
 tests are in tests/test_nested_loops.py; `test_nested_loops_changing_carried_names`
 generates the form in every profile.
 
+Found by the long profile (on main since before #39's session) and fixed: a loop variable
+that a loop running no iteration leaves unbound (`for ii in range(0)`), then a branch that
+loops over `ii` again: Wengert form's join copy after the branch (`ii_2 = ii`) read it on
+the other path (UnboundLocalError in the vjp, where the user's code never reads `ii`). Its
+regression test is in tests/test_regressions.py.
+
 A reproducer saved as "code dropped after an inner loop" turned out to be a wrong copy
 (its function returned None at its point, so its xfail could not pass); it was removed
 and the long profile is rerun to find the original again.
 """
-import math
 
-
-# Open (found by the long profile, on main since before #39's session; a crash, not a
-# number): a loop variable that a zero-trip loop leaves unbound (`for ii in range(0)`),
-# then a branch that loops over `ii` again: the join copy after the branch (`ii_1 = ii`)
-# reads it on the other path: UnboundLocalError in the vjp. The fix: bind such a name to
-# None before the first loop (as Wengert form does for names read after a loop).
-def _h1(a):
-    a = int(0.75 - a)
-    return 0.25 * (math.hypot(a, 0.5) + math.atan(a))
-
-
-def zero_trip_loop_variable_read_by_a_join(x):
-    a = 0
-    for ii in range(a):
-        x /= 2.0 + math.sin(0.75 - x)
-        x = x
-    if a ** 2.0 >= x / (2.0 + math.tanh(a)):
-        if a > 1:
-            for ii in [_h1(x), 2.0 ** 0.0]:
-                s = r = 0.5 * (ii + x - (ii - 2.0))
-                z2 = math.atan(-1.25) - math.erfc(r)  # noqa: F841
-                r //= 0.5
-        else:
-            x /= 2.0 + math.sin(x)
-    return x
-
-
-CASES = [(zero_trip_loop_variable_read_by_a_join, (1.931,))]
+CASES = []

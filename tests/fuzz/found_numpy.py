@@ -6,8 +6,8 @@ has its shape and dtype, and agrees entry by entry with finite differences) and
 `s2sad.jvp` with a tangent of ones against the directional difference, as a strict xfail:
 when a bug is fixed its case XPASSes, which fails the run, so move the function to a
 regular regression test then (FIXED below), and drop the generator's or the test's
-workaround named in the comment. One is open now (CASES, at the end). Every function
-is smooth at its arguments and runs without error there in plain Python.
+workaround named in the comment. None is open now (CASES, at the end, is empty). Every
+function is smooth at its arguments and runs without error there in plain Python.
 """
 import numpy as np
 
@@ -217,6 +217,29 @@ def write_in_branch_of_loop(x):
     return np.sum(p)
 
 
+# 19. Found by the long profile (fixed): reverse mode gave 0.0495 for d/dx[0, 1], where
+#    central differences and jvp give 0.00111. The inner loop wrote `a[0, -1] += ...` in
+#    place although the outer loop's pullback reads `np.tanh`'s result, which is `a`
+#    again in the next iteration (minimised: tests/test_regressions.py,
+#    test_a_recorded_result_is_not_written_by_the_next_iteration_of_an_outer_loop).
+def nested_loop_write_then_rebinding_branch(x, s):
+    a = np.where(x.sum(axis=1).reshape(1, 2) > np.broadcast_to(s, (2,))[None],
+                 np.mean(x, axis=0, keepdims=True)[:, np.array([False, True, True])],
+                 np.broadcast_to(s, (1, 2)))
+    for i in range(2):
+        for j in range(2):
+            a[0, -1] += np.sin(s)
+        if np.maximum(np.max(np.min(a, axis=1), axis=0) if s > np.prod(
+                np.sin(a[0]), axis=0) else s, s - s) < a[:, i][-1]:
+            a += np.arctan(a / (2.0 + np.cos(s)))
+            a = np.maximum(np.sqrt(2.0 + np.cos(a + s)), np.prod(np.sin(np.sum(
+                (s + np.zeros((3, 1))).T / (2.0 + np.cos(np.mean(np.swapaxes(x, 0, 1)))),
+                axis=1, keepdims=True)), axis=0))
+            a = np.tanh(np.maximum(np.dot(a, a[0, -1] * np.ones((2, 2))),
+                                   np.prod(np.sin(a * np.ones((2, 2))), axis=1) / 4.0))
+    return a.sum()
+
+
 # fixed: kept as regression tests (checked the same way, not as xfails)
 FIXED = [
     (zero_adjoint_of_a_matmul, (np.array([0.1, 0.2, 0.3]),)),
@@ -238,34 +261,12 @@ FIXED = [
     (min_of_strided_slice, (np.array([0.3, -0.2, 0.5]),)),
     (write_in_loop_over_a_read_result, (np.array([0.3, 0.5]),)),
     (write_in_branch_of_loop, (np.array([0.5, 0.25, 0.3]),)),
+    (nested_loop_write_then_rebinding_branch,
+     (np.array([[-0.03699986, -0.04999983, 1.10800022],
+                [-1.07699974, 0.51200033, -0.55999964]]), -0.5519995876894375)),
 ]
-
-
-# 8. Found by the long profile (on main since before #39's session; jvp is right):
-#    reverse mode gives 0.0495 for d/dx[0, 1], where central differences (steps 1e-3 to
-#    1e-7) and jvp give 0.00111. Not minimised yet: simpler forms of it (the inner loop
-#    adding into a[0, -1], the branch rebinding a) are right.
-def nested_loop_write_then_rebinding_branch(x, s):
-    a = np.where(x.sum(axis=1).reshape(1, 2) > np.broadcast_to(s, (2,))[None],
-                 np.mean(x, axis=0, keepdims=True)[:, np.array([False, True, True])],
-                 np.broadcast_to(s, (1, 2)))
-    for i in range(2):
-        for j in range(2):
-            a[0, -1] += np.sin(s)
-        if np.maximum(np.max(np.min(a, axis=1), axis=0) if s > np.prod(
-                np.sin(a[0]), axis=0) else s, s - s) < a[:, i][-1]:
-            a += np.arctan(a / (2.0 + np.cos(s)))
-            a = np.maximum(np.sqrt(2.0 + np.cos(a + s)), np.prod(np.sin(np.sum(
-                (s + np.zeros((3, 1))).T / (2.0 + np.cos(np.mean(np.swapaxes(x, 0, 1)))),
-                axis=1, keepdims=True)), axis=0))
-            a = np.tanh(np.maximum(np.dot(a, a[0, -1] * np.ones((2, 2))),
-                                   np.prod(np.sin(a * np.ones((2, 2))), axis=1) / 4.0))
-    return a.sum()
 
 
 # open reproducers (strict xfails)
 CASES = [
-    (nested_loop_write_then_rebinding_branch,
-     (np.array([[-0.03699986, -0.04999983, 1.10800022],
-                [-1.07699974, 0.51200033, -0.55999964]]), -0.5519995876894375)),
 ]

@@ -22,7 +22,7 @@ helper's parameters:
   values (`Affine(x, y)`, `Shifted(y, x)`, whose `__init__` is inherited), called
   (`__call__`), their methods, a method that calls another on `self` or calls `self`,
   `super()` in an override, an object passed to a helper (`use(obj, x)`), an object
-  argument;
+  argument, methods returning a new instance (`a = a.moved(y)`, in a loop too);
 - function values: a function or lambda passed to a helper (`apply(math.sin, x)`), a
   function as a parameter's default (`layer(x)`) or passed in its place, by position or
   keyword, `functools.partial` (keyword and positional bindings, passed on, composed);
@@ -73,6 +73,9 @@ class Affine:
     def scaled(self, t):
         return self.energy() * t
 
+    def moved(self, t):
+        return Affine(self.w + t, self.b * t)
+
 
 class Shifted(Affine):
     def __call__(self, t):
@@ -88,6 +91,9 @@ class Pair:
 
     def dot(self, other):
         return self.a * other.a + self.b * other.b
+
+    def swapped(self):
+        return Pair(self.b, self.a)
 
 
 def use(obj, t):
@@ -193,6 +199,11 @@ READS = [
     ["s = s + sum(map(lambda {a}: {a} * {x}, [{y}, 2.0]))"],
     ["s = s + sum(map(scale, [{x}, {y}], [{y}, 0.5]))"],
     ["for {a}, {b} in zip([{x}, {y}], ({y}, 1.5)):", "    s = s + {a} * {b}"],
+    # methods that return a new instance of the class (`state = state.step(dt)`)
+    ["{a} = Affine({x}, {y}).moved({x})", "s = s + {a}.energy()"],
+    ["{a} = Affine({x}, {y})", "for {b} in range(2):", "    {a} = {a}.moved({y})",
+     "s = s + {a}({x})"],
+    ["{a} = Pair({x}, {y}).swapped()", "s = s + {a}.dot(Pair({y}, 1.5).swapped())"],
 ]
 
 #: Reads of the object parameter `{m}` (only where f has one).
