@@ -286,18 +286,27 @@ class Standing:
 
     def refuse(self, why):
         """The error for a call that ran but whose derivative does not exist (a solve that
-        did not converge): it names the user's function."""
+        did not converge): located at the user's call when s2sad saw one call of this kind
+        (`s2s_sites`), else at the user's function (a lambda's is s2sad's lifted copy)."""
         fn = self.layout.function
-        where = getattr(getattr(fn, "__code__", None), "co_filename", "?")
-        line = getattr(getattr(fn, "__code__", None), "co_firstlineno", "?")
+        places = self.places()
+        if len(places) == 1:
+            where, line = next(iter(places))[:2]
+        else:
+            where = getattr(getattr(fn, "__code__", None), "co_filename", "?")
+            line = getattr(getattr(fn, "__code__", None), "co_firstlineno", "?")
         return S2SADError(f"{where}:{line}: {identifier(self.layout.library)}() of "
                           f"{identifier(fn)}(): {why}")
+
+    def places(self):
+        """The places of the user's calls of this kind that s2sad saw (not those in
+        derivatives' code)."""
+        return {place for _, place in self.s2s_sites if not str(place[0]).startswith("<s2sad:")}
 
     def refuse_where_called(self, why):
         """`refuse(why)`, located at the user's call when s2sad saw one call of this kind
         (`s2s_sites`), for what is refused of how the call is differentiated."""
-        places = {place for _, place in self.s2s_sites
-                  if not str(place[0]).startswith("<s2sad:")}     # (not derivatives' code)
+        places = self.places()
         if len(places) != 1:
             return self.refuse(why)
         return UnsupportedSyntaxError(

@@ -134,8 +134,11 @@ def test_a_solve_that_does_not_converge_is_refused_at_run_time():
 
     def g(p):
         return optimize.root(lambda x: x ** 2 + p, np.array([1.0])).x[0]
-    with pytest.raises(S2SADError, match="did not succeed"):
+    with pytest.raises(S2SADError, match="did not succeed") as caught:
         s2sad.grad(g)(1.0)
+    # located at the user's call (a lambda's own place is s2sad's lifted copy of it)
+    line = g.__code__.co_firstlineno + 1
+    assert str(caught.value).startswith(f"{__file__}:{line}: root() of "), caught.value
 
 
 def test_a_callback_and_a_count_of_args_unknown_are_refused_where_called():
