@@ -5,6 +5,7 @@ passed as values. Gradients (grad, vjp), tangents (jvp) and second derivatives
 refused."""
 import copy
 import functools
+import itertools
 import math
 
 import numpy as np
@@ -319,10 +320,17 @@ def reduces_with_a_lambda(x):
     return functools.reduce(lambda a, v: a * v * x, [1.0, 2.0], 1.0)
 
 
+def starmaps_a_lambda(x):
+    return sum(itertools.starmap(lambda a, v: a * v * x, [(1.0, 2.0), (x, 3.0)]))
+
+
 def test_a_lambda_given_to_library_code_with_differentiated_values():
-    # map(...) consumed whole is the loop it stands for (before_ad/builtin_calls.py)
+    # map(...) and functools.reduce(...) are the loops they stand for
+    # (before_ad/builtin_calls.py)
     assert s2sad.grad(maps_a_lambda)(0.7) == pytest.approx(fd_grad(maps_a_lambda, (0.7,)))
-    with pytest.raises(MissingRuleError, match=r"reduce\(\) is given a nested function") as info:
-        s2sad.grad(reduces_with_a_lambda)(0.7)
-    assert f"test_calls.py:{_line(reduces_with_a_lambda, 'reduce(')}" in str(info.value)
+    assert s2sad.grad(reduces_with_a_lambda)(0.7) == pytest.approx(
+        fd_grad(reduces_with_a_lambda, (0.7,)))
+    with pytest.raises(MissingRuleError, match=r"starmap\(\) is given a nested function") as info:
+        s2sad.grad(starmaps_a_lambda)(0.7)
+    assert f"test_calls.py:{_line(starmaps_a_lambda, 'starmap(')}" in str(info.value)
     assert "[f(a, v) for v in xs]" in str(info.value)

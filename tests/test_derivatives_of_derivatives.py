@@ -415,7 +415,8 @@ def _moved(x, h, v):
         return {k: _moved(a, h, v[k]) for k, a in x.items()}
     if isinstance(x, (list, tuple)):
         return type(x)(_moved(a, h, b) for a, b in zip(x, v))
-    return np.asarray(x, float) + h * v
+    x = np.asarray(x)
+    return x.astype(np.result_type(x.dtype, float), copy=False) + h * v    # (complex stays)
 
 
 def _dot(a, b):
