@@ -228,6 +228,7 @@ class InPlaceWrites:
                 new = marks.DEFINES.of(s)
                 if new in olds and new not in renames and _updated(s) != new:
                     kept.append(syntax.located(syntax.assign(new, syntax.name(_updated(s))), s))
+                    bound.add(new)      # (an initialisation renamed to it must not unbind it)
                 if isinstance(s, gast.Assign):
                     bound.update(syntax.names_stored(s))
             block[:] = kept

@@ -6,7 +6,7 @@ has its shape and dtype, and agrees entry by entry with finite differences) and
 `s2sad.jvp` with a tangent of ones against the directional difference, as a strict xfail:
 when a bug is fixed its case XPASSes, which fails the run, so move the function to a
 regular regression test then (FIXED below), and drop the generator's or the test's
-workaround named in the comment. One is open now (CASES, at the end). Every
+workaround named in the comment. None is open now (CASES, at the end, is empty). Every
 function is smooth at its arguments and runs without error there in plain Python.
 """
 import numpy as np
@@ -240,6 +240,26 @@ def nested_loop_write_then_rebinding_branch(x, s):
     return a.sum()
 
 
+# 20. Found by the long profile at the end of session 40 (fixed; on main before it too): a
+#    crash, not a wrong number. The reverse-mode code bound the carried `c_1` to None
+#    before the loop (grad: "'>=' not supported between instances of 'NoneType' and
+#    'NoneType'", vjp: "'NoneType' object does not support item assignment"); jvp was
+#    right. The tape's initialisation of `c_3`, a result of the taken branch only, was
+#    renamed `c_1` when the element writes went in place (ad/inplace.py), and kept: the
+#    copy `c_1 = c` made for the write before the loop did not count as binding `c_1`.
+def fancy_write_in_one_branch_where_in_the_other(w, v, s):
+    c = np.ones((2,))
+    c[np.arange(3) % 2] += np.sum(c, axis=0) * np.ones((1,)) / 4.0
+    for i in range(3):
+        if np.minimum(s, s) > s:
+            c[-1] += np.arctan(s)
+            c[np.array([[0, 1], [0, -2]])] += np.ones((1, 1))
+        else:
+            c = np.where((v[:, i] * np.ones((2, 1)))[:, -1]
+                         >= np.broadcast_to(c, (1, 2)).max(axis=-1), w, s)
+    return np.sum(c / 4.0)
+
+
 # fixed: kept as regression tests (checked the same way, not as xfails)
 FIXED = [
     (zero_adjoint_of_a_matmul, (np.array([0.1, 0.2, 0.3]),)),
@@ -264,30 +284,12 @@ FIXED = [
     (nested_loop_write_then_rebinding_branch,
      (np.array([[-0.03699986, -0.04999983, 1.10800022],
                 [-1.07699974, 0.51200033, -0.55999964]]), -0.5519995876894375)),
+    (fancy_write_in_one_branch_where_in_the_other,
+     (np.array([1.00026458e-03, 3.31662479e-07]),
+      np.array([[1.00036056e-03, -1.45699959e+00, -5.32999564e-01]]), 0.19400047958315234)),
 ]
-
-
-# 20. Found by the long profile at the end of session 40 (open; on main before it too): a
-#    crash, not a wrong number. The reverse-mode code reads a name bound to None before the
-#    loop (grad: "'>=' not supported between instances of 'NoneType' and 'NoneType'", vjp:
-#    "'NoneType' object does not support item assignment"); jvp is right. Needs the write
-#    by fancy index in the untaken branch and the `np.where` over `c` in the other.
-def fancy_write_in_one_branch_where_in_the_other(w, v, s):
-    c = np.ones((2,))
-    c[np.arange(3) % 2] += np.sum(c, axis=0) * np.ones((1,)) / 4.0
-    for i in range(3):
-        if np.minimum(s, s) > s:
-            c[-1] += np.arctan(s)
-            c[np.array([[0, 1], [0, -2]])] += np.ones((1, 1))
-        else:
-            c = np.where((v[:, i] * np.ones((2, 1)))[:, -1]
-                         >= np.broadcast_to(c, (1, 2)).max(axis=-1), w, s)
-    return np.sum(c / 4.0)
 
 
 # open reproducers (strict xfails)
 CASES = [
-    (fancy_write_in_one_branch_where_in_the_other,
-     (np.array([1.00026458e-03, 3.31662479e-07]),
-      np.array([[1.00036056e-03, -1.45699959e+00, -5.32999564e-01]]), 0.19400047958315234)),
 ]
