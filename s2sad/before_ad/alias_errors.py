@@ -40,9 +40,8 @@ class AliasErrors:
                 f"indexes (for i in range(len({looped})), reading {looped}[i])"))
         listed = self.kinds.kind.get(base) == CONTAINER or (
             marks.PRIM.of(getattr(write.value, "func", None)) is runtime.append)
-        what = "list" if listed else "array"
-        if stale.element:
-            what = f"array {user_name(base, self.src)} holds, which"
+        kind = "list" if listed and not stale.element else "array"     # (what is written)
+        what = f"array {user_name(base, self.src)} holds, which" if stale.element else kind
         made = f" ({line(link)}: {self.src.line_text(link).strip()})" if link else ""
         return self.src.syntax_error(read, (
             f"{shown} is read after {line(write)} ({self.src.line_text(write).strip()}) "
@@ -50,7 +49,7 @@ class AliasErrors:
             f"{'Python' if listed else 'NumPy'} shows the write "
             f"through {shown}, but s2sad follows a write only through the name written, so "
             f"the value and the derivative would use the old {shown}. Make the copy "
-            f"explicit where the other name is made (.copy()), or read the {what[:5]} "
+            f"explicit where the other name is made (.copy()), or read the {kind} "
             "written again after the write"))
 
     def is_object(self, name):
