@@ -63,6 +63,7 @@ class NativeDerivative:
         self.jit = tuple(sorted((jit or {}).items())) if jit is not None else (
             backends.jit_of(f))
         self._arg_types = None
+        self._ndims = {}
         self._read_target()
         params = self._params
         # an overload whose parameters are the primal's, as Numba requires
@@ -103,12 +104,15 @@ class NativeDerivative:
         # which Numba loads from disk: the entry is compiled anew in each process)
         self._through_entry = native_cache.directory() is None
 
-    def derivative(self, arg_types):
+    def derivative(self, arg_types, ndims=None):
         """The compiled derivative for arguments of `arg_types` (see
-        compilation.arg_types_of)."""
+        compilation.arg_types_of) and the arrays' numbers of axes `ndims` ({parameter:
+        ndim}; by default those of the last specialisation compiled)."""
         _refuse_containers(self._target, self.wrt, arg_types)
-        d = driver.derivative(self._target, self.wrt, arg_types,
-                              NUMBA.options(self.variant, self.jit), NUMBA)
+        ndims = self._ndims if ndims is None else ndims
+        options = dataclasses.replace(NUMBA.options(self.variant, self.jit),
+                                      ndims=tuple(sorted(ndims.items())))
+        d = driver.derivative(self._target, self.wrt, arg_types, options, NUMBA)
         return warn_unconnected(d)
 
     def __call__(self, *args, **kwargs):
@@ -130,6 +134,8 @@ class NativeDerivative:
             self._params, args)})
         refuse_complex(self._target, wrt_indices(self._target, self.wrt), args)
         self._arg_types = arg_types_of(self._target, args)
+        self._ndims = {p: a.ndim for p, a in zip(self._params, args)
+                       if isinstance(a, np.ndarray)}
         d = self.derivative(self._arg_types)
         self._compiled.append(d)
         native = d.native
@@ -171,9 +177,11 @@ class NativeDerivative:
             kind = _kind_of(t)
             if kind is not None:
                 arg_types[p] = kind
-        d = self.derivative(arg_types)
+        ndims = {p: t.ndim for p, t in zip(self._params, types)
+                 if isinstance(t, _numba().types.Array)}
+        d = self.derivative(arg_types, ndims)
         native = d.native       # (which binds the functions it calls to Numba's)
-        self._arg_types = arg_types
+        self._arg_types, self._ndims = arg_types, ndims
         self._compiled.append(d)
         if native.py_func is not d.fn:      # a copy Numba keeps on disk: call it
             return function_from_source(f"def call({', '.join(self._params)}):\n"
@@ -183,7 +191,8 @@ class NativeDerivative:
 
     def dispatcher(self, *args):
         """The Numba dispatcher of the specialisation for `args`."""
-        return self.derivative(arg_types_of(self._target, args)).native
+        return self.derivative(arg_types_of(self._target, args), {
+            p: a.ndim for p, a in zip(self._params, args) if isinstance(a, np.ndarray)}).native
 
     @property
     def source(self):

@@ -69,7 +69,9 @@ class Options:
     differentiated (`has_aux=True`: the seed is 1 for the output and zeros for `aux`);
     `complex_output`, whether the caller takes a complex output (`grad(f,
     holomorphic=True)`, forward mode called by the API, see docs/complex.md; not a callee,
-    whose caller takes what it returns as real)."""
+    whose caller takes what it returns as real); `ndims`, (parameter, number of axes)
+    pairs of array arguments, for the numba backend, whose code Numba compiles for that
+    many axes (it dispatches on them, so the code may rely on them without a guard)."""
     variant: Variant = Variant.VJP
     release: bool = False
     guard: bool = True
@@ -80,13 +82,14 @@ class Options:
     jit: tuple = ()
     aux: bool = False
     complex_output: bool = False
+    ndims: tuple = ()
 
     @property
     def key(self) -> tuple:
         """The options as a key of the cache."""
         return (self.variant.value, self.release, self.guard, self.guard_bindings,
                 self.recompute, tuple(sorted((self.patterns or {}).items())), self.memory,
-                self.jit, self.aux, self.complex_output)
+                self.jit, self.aux, self.complex_output, self.ndims)
 
 
 @dataclasses.dataclass(frozen=True)

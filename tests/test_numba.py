@@ -565,6 +565,58 @@ def test_the_hessian_of_a_loop_whose_state_is_an_array():
         np.testing.assert_allclose(got, fd_hessian(state_array, args, i), rtol=1e-5, atol=1e-6)
 
 
+# -- a local list as loop state (lstm's layers): its adjoint a list of the same length -------
+def layer(w, h, c, x):
+    c = c * np.tanh(w[0] * x) + np.sin(h * w[1])
+    return np.tanh(c) * w[2], c
+
+
+def layered(w, state, steps):
+    # lists of arrays made from rows of a matrix, elements replaced in a loop in a loop
+    layers = state.shape[0] // 2
+    hidden = [state[2 * i] for i in range(layers)]
+    cells = [state[2 * i + 1] for i in range(layers)]
+    total = 0.0
+    for t in range(steps):
+        x = w[3] * t
+        for i in range(layers):
+            x, c = layer(w[i:i + 3], hidden[i], cells[i], x)
+            hidden[i] = x
+            cells[i] = c
+        total = total + np.sum(x * x)
+    return total + np.sum(hidden[0] * cells[-1])
+
+
+def listed_numbers(x, n):
+    xs = []
+    for i in range(n):
+        xs.append(x * (i + 1.0))
+    total = 0.0
+    for k in range(3):
+        for i in range(n):
+            xs[i] = np.sin(xs[i]) + x
+            total = total + xs[i] * xs[i]
+    return total
+
+
+@pytest.mark.parametrize("wrt", [0, 1])
+def test_a_local_list_of_arrays_as_loop_state(wrt):
+    from numpy_cases import fd_array_grad
+    rng = np.random.default_rng(1)
+    args = (rng.normal(size=(6, 3)) * 0.5, rng.normal(size=(4, 3)), 3)
+    native = s2sad.grad(layered, wrt=wrt, backend="numba")
+    np.testing.assert_allclose(native(*args), fd_array_grad(layered, args, wrt),
+                               rtol=1e-6, atol=1e-8)
+    # (the adjoint of the lists: lists of zeros, elements replaced in a copy)
+    assert "hidden_2_bar = [np.zeros_like(_s2s_e) for _s2s_e in hidden_2]" in native.source
+
+
+def test_a_local_list_of_numbers():
+    native = s2sad.grad(listed_numbers, backend="numba")
+    assert_close(native(0.7, 3), fd_grad(listed_numbers, (0.7, 3)))
+    assert "= [0.0 for _s2s_e in " in native.source
+
+
 # -- recursion over minors (np.concatenate's adjoint, a reshape's), extrema, axis sums ----------
 def det_minors(a):
     n = a.shape[0]

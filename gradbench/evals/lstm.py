@@ -5,9 +5,9 @@ uses: the normalising log-sum-exp adds 2 to the sum of exponentials."""
 import numpy as np
 import s2sad
 
-from gradbench.evals import Function, floats
+from gradbench.evals import Function, floats, primal
 
-BACKENDS = ("python",)
+BACKENDS = ("python", "numba")
 
 
 def sigmoid(x):
@@ -55,5 +55,6 @@ def _jacobian(parts):
 
 
 def functions(backend):
-    return {"objective": Function(_input, objective, float),
-            "jacobian": Function(_input, s2sad.grad(objective, wrt=(0, 1)), _jacobian)}
+    return {"objective": Function(_input, primal(objective, backend), float),
+            "jacobian": Function(_input, s2sad.grad(objective, wrt=(0, 1), backend=backend),
+                                 _jacobian)}

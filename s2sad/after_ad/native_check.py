@@ -3,8 +3,9 @@
 
 Takes the gradient as after_ad/native_tapes.py leaves it and leaves it unchanged, or
 refuses it: a call of one of s2sad's runtime helpers that has no overload for Numba
-(rules/numba_runtime.py), a list, dict or set, a `with` or `try` block, a nested
-function, a call of another Python function's derivative whose backend is not
+(rules/numba_runtime.py), a list of values written out (an empty one, which Numba
+types from what is appended to it, is compiled), a dict or set, a `with` or `try`
+block, a nested function, a call of another Python function's derivative whose backend is not
 native, or of a Python function that is neither a Numba function nor one Numba knows.
 A Numba typing error would name generated code; this names the user's.
 
@@ -29,6 +30,7 @@ import numpy as np
 from .. import syntax
 from ..errors import NativeBackendError
 from ..rules.registry import helper_facts
+from . import native_lists
 
 _CONTAINERS = (gast.List, gast.Dict, gast.Set, gast.ListComp, gast.DictComp, gast.SetComp,
                gast.GeneratorExp, gast.Lambda, gast.Starred, gast.Yield, gast.Await)
@@ -78,11 +80,14 @@ def _reason(s, ctx, names):
 
 
 def _tape_list(s, n):
-    """Whether `n` is the `[]` statement `s` binds to a name of s2sad's (`_s2s_tape =
-    []`): a loop's tape of arrays, which Numba types from what is appended to it."""
+    """Whether `n` is the `[]` statement `s` binds to a name (`_s2s_tape = []`, a loop's
+    tape of arrays; `hidden = []`, a list of the function's), which Numba types from
+    what is appended to it, or the zeros of a list's adjoint (after_ad/native_lists.py)."""
+    if isinstance(n, gast.ListComp):
+        return (isinstance(s, gast.Assign) and s.value is n
+                and syntax.is_name(n.generators[0].target, native_lists.ELEMENT))
     return (isinstance(n, gast.List) and not n.elts and isinstance(s, gast.Assign)
-            and s.value is n and isinstance(s.targets[0], gast.Name)
-            and s.targets[0].id.startswith("_s2s_"))
+            and s.value is n and isinstance(s.targets[0], gast.Name))
 
 
 def _call_reason(call, ctx, names):

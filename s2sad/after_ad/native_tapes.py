@@ -78,6 +78,7 @@ from ..ad.tapes import own_statements
 from ..analysis.number_types import ARRAY, BOOL, FLOAT, INT, NumberTypes
 from ..errors import NonScalarOutputError
 from ..rules import runtime
+from . import native_lists
 
 #: The dtype of the tape of each type of value (arrays and unknown types: `OBJECTS`).
 _DTYPES = {FLOAT: "float64", INT: "int64", BOOL: "bool_"}
@@ -116,6 +117,7 @@ def run(fn, ctx):
         if (marks.INIT.of(s) or _binds_none(s)) and isinstance(
                 s.targets[0], gast.Name):
             s.value = syntax.const(_ZEROS.get(types.of_name(s.targets[0].id), 0.0))
+    native_lists.rewrite(fn, ctx, _NativeForms(ctx, types).helper, types)
     return fn
 
 
@@ -136,7 +138,7 @@ def _depth(fn, tape):
 
 def number_types(fn, ctx, skip=()):
     dtypes = {p: np.dtype(d) for p, (d, _) in (ctx.patterns or {}).items()}
-    return NumberTypes(fn, ctx.types, ctx.resolve, dtypes, skip)
+    return NumberTypes(fn, ctx.types, ctx.resolve, dtypes, skip, dict(ctx.options.ndims))
 
 
 def _binds_none(s):

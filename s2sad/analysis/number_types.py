@@ -6,7 +6,9 @@ The types of the parameters come from the arguments the derivative is compiled f
 everything else follows from the code, as Python's arithmetic gives it: `/` and the
 `math` functions give floats, a comparison a bool, `int + int` an int. A name bound to
 values of two types has the wider (`bool < int < float`); a name of unknown type, or
-bound to a number and to something else, has none.
+bound to a number and to something else, has none. An array indexed by ints is an
+element, unless it is a parameter with more axes than ints (Numba's types give their
+number: `ndims`), whose index is an array (a row of a matrix).
 
 >>> import gast, math
 >>> from s2sad import syntax
@@ -66,10 +68,11 @@ class NumberTypes:
     type}) and `resolve(name node or attribute) -> object or None`; the names the
     targets of the loops `skip` bind, as they are bound elsewhere."""
 
-    def __init__(self, fn, params, resolve, dtypes=None, skip=()):
+    def __init__(self, fn, params, resolve, dtypes=None, skip=(), ndims=None):
         self.resolve = resolve
         self.skip = {id(s) for s in skip}   # loops whose targets' bindings are left out
         self.dtypes = dtypes or {}           # {array parameter: dtype}
+        self.ndims = dict(ndims or {})       # {array parameter: number of axes}
         self.types = {}
         for p, t in params.items():
             self.types[p] = t if isinstance(t, str) else (
@@ -79,6 +82,8 @@ class NumberTypes:
         self.known |= {target for target, _ in bindings}
         # the names bound once, to a tuple or list display (the arrays np.concatenate joins)
         bound = [target for target, _ in bindings]
+        for name in bound:      # (a parameter bound again may hold another array)
+            self.ndims.pop(name, None)
         self.displays = {target: value for target, value in bindings
                          if isinstance(value, (gast.Tuple, gast.List))
                          and bound.count(target) == 1}
@@ -158,7 +163,8 @@ class NumberTypes:
         if isinstance(e, gast.Subscript):
             base = self.of(e.value)
             index = e.slice.elts if isinstance(e.slice, gast.Tuple) else [e.slice]
-            if base == ARRAY and all(self.of(i) in (INT, BOOL) for i in index):
+            rows = self.ndims.get(getattr(e.value, "id", None), len(index)) > len(index)
+            if base == ARRAY and all(self.of(i) in (INT, BOOL) for i in index) and not rows:
                 dtype = self.dtypes.get(getattr(e.value, "id", None), np.float64)
                 return _of_dtype(dtype)
             return None if base != ARRAY else ARRAY
