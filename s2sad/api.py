@@ -397,17 +397,17 @@ def vjp(f: Callable, *args: Any, backend: str = "python", has_aux: bool = False,
     >>> y, pullback(1.0), ratio
     (8.0, (4.0, 2.0), 0.5)
 
-    `backend="numba"` is refused: the pullback is a Python closure, which Numba cannot
-    compile (`grad` and `value_and_grad` take it).
+    With `backend="numba"`, `f` and its adjoint `f_adjoint(y_bar, *args)` are compiled by
+    Numba, and each call of the pullback (a Python function) runs the adjoint: the forward
+    sweep again, then the reverse one (Numba code has no closure to keep the first).
     """
-    if numba_api.check_backend(backend) == "numba":
-        raise S2SADError(
-            'vjp(f, ..., backend="numba"): vjp returns the pullback as a Python closure, '
-            'which Numba cannot compile; use s2sad.grad or s2sad.value_and_grad with '
-            'backend="numba" (for a function with a scalar output), or jvp with '
-            'backend="numba" for forward mode')
     if not args:
         raise S2SADError("vjp needs the positional arguments to differentiate at")
+    if numba_api.check_backend(backend) == "numba":
+        if has_aux:
+            raise S2SADError('vjp(f, ..., backend="numba") does not take has_aux=True; '
+                             "use the Python backend (the default)")
+        return numba_api.vjp(f, args, kwargs)
     f = variadic.for_call(f, args, kwargs)
     wrt = tuple(range(len(args)))
     fn = getattr(f, "__func__", f)

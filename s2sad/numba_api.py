@@ -1,5 +1,7 @@
 """The numba backend's derivatives: `grad(f, backend="numba")`, `value_and_grad(f,
-backend="numba")`, `jvp(f, primals, tangents, backend="numba")`, and the second derivatives
+backend="numba")`, `jvp(f, primals, tangents, backend="numba")`, `vjp(f, *args,
+backend="numba")` (its pullback runs `f_adjoint`, forward and reverse sweeps, compiled by
+Numba), and the second derivatives
 `hvp(f, backend="numba")` and `hessian(f, backend="numba")` (see docs/numba.md).
 
 The derivative is the fused gradient as code Numba compiles (the pass list
@@ -245,6 +247,47 @@ def jvp(f, primals, tangents, kwargs):
     except numba.core.errors.TypingError as exc:
         raise _not_compiled(target, exc, "s2sad.source(f, mode='forward') for the "
                             "code") from exc
+
+
+def vjp(f, args, kwargs):
+    """`vjp(f, *args, backend="numba")`: `(f(*args), pullback)`, `f` compiled by
+    `numba.njit` (with its options if it is a `@numba.njit` function) and `pullback(y_bar)`
+    the adjoint of each positional argument, from `f_adjoint(y_bar, *args)` compiled by
+    Numba: Numba code has no closure, so each call of the pullback runs the forward
+    sweep again, then the reverse one."""
+    numba = _numba()
+    target = driver.target(f)
+    signature = inspect.signature(target)
+    try:
+        bound = signature.bind(*args, **kwargs)
+    except TypeError as exc:
+        raise TypeError(f"{target.__qualname__}(): {exc}") from None
+    bound.apply_defaults()
+    values = tuple(bound.arguments.values())
+    if len(values) != len(bound.args) + len(bound.kwargs) or bound.kwargs:
+        raise S2SADError(f'vjp(f, ..., backend="numba") of {target.__qualname__}(): pass '
+                         "each parameter as a positional argument")
+    wrt = tuple(range(len(args))) if len(args) > 1 else 0
+    refuse_complex(target, wrt_indices(target, wrt), values)
+    arg_types = arg_types_of(target, values)
+    _refuse_containers(target, wrt, arg_types)
+    jit = backends.jit_of(f)
+    ndims = tuple(sorted((p, a.ndim) for p, a in zip(signature.parameters, values)
+                         if isinstance(a, np.ndarray)))
+    options = dataclasses.replace(NUMBA.options(Variant.ADJOINT, jit), ndims=ndims)
+    d = warn_unconnected(driver.derivative(target, wrt, arg_types, options, NUMBA))
+    try:
+        out = NUMBA.njit_user(target, dict(jit))(*values)
+    except numba.core.errors.TypingError as exc:
+        raise _not_compiled(target, exc, "its code") from exc
+
+    def pullback(y_bar):
+        try:
+            return d.native(y_bar, *values)
+        except numba.core.errors.TypingError as exc:
+            raise _not_compiled(target, exc, "s2sad.source(f) for the code") from exc
+    pullback.__name__ = pullback.__qualname__ = f"{target.__name__}_pullback"
+    return out, pullback
 
 
 def gradient_jvp(f, i, args):

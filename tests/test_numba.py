@@ -292,10 +292,30 @@ def test_jvp_of_an_njit_function_and_a_refusal():
         s2sad.jvp(listed, (1.0,), (1.0,), backend="numba")
 
 
-def test_vjp_refuses_the_numba_backend_and_says_what_to_use():
-    with pytest.raises(s2sad.S2SADError, match="Numba cannot compile; use s2sad.grad or "
-                                               "s2sad.value_and_grad"):
-        s2sad.vjp(babysqrt, 2.0, backend="numba")
+def rodrigues(rot, X):
+    # ba's rotation: np.cross and np.sum(..., keepdims=True) on rows of 3-vectors
+    sq = np.sum(rot * rot, axis=1, keepdims=True)
+    theta = np.sqrt(sq)
+    w = rot / theta
+    return (X * np.cos(theta) + np.cross(w, X) * np.sin(theta)
+            + w * np.sum(w * X, axis=1, keepdims=True) * (1 - np.cos(theta)))
+
+
+def test_vjp_pulls_back_through_numbas_adjoint():
+    from numpy_cases import fd_array_grad
+    rng = np.random.default_rng(3)
+    args = (rng.normal(size=(4, 3)), rng.normal(size=(4, 3)))
+    y, pullback = s2sad.vjp(rodrigues, *args, backend="numba")
+    np.testing.assert_allclose(y, rodrigues(*args), rtol=1e-13)
+    for seed in (rng.normal(size=(4, 3)), np.eye(4, 3)):   # (a pullback called twice)
+        got = pullback(seed)
+        for i in (0, 1):
+            expected = fd_array_grad(lambda *a: np.sum(rodrigues(*a) * seed), args, i)
+            np.testing.assert_allclose(got[i], expected, rtol=1e-6, atol=1e-8)
+    _, pullback = s2sad.vjp(babysqrt, 2.0, backend="numba")
+    assert pullback(1.0) == pytest.approx(1 / (2 * math.sqrt(2)), rel=1e-12)
+    with pytest.raises(s2sad.S2SADError, match="has_aux"):
+        s2sad.vjp(babysqrt, 2.0, backend="numba", has_aux=True)
     with pytest.raises(s2sad.S2SADError, match="the backend is 'python' or 'numba'"):
         s2sad.jvp(babysqrt, (2.0,), (1.0,), backend="cuda")
 

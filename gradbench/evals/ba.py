@@ -5,12 +5,14 @@ point's 3 coordinates and its weight. The inputs are one camera, point, weight a
 repeated (GradBench's duplication, not exploited here), and the outputs are encoded as GradBench's
 C++ reference encodes them, which its validator checks: the errors' first elements and counts,
 and the CSR Jacobian's first 30 entries and last one."""
+import functools
+
 import numpy as np
 import s2sad
 
-from gradbench.evals import Function, floats
+from gradbench.evals import Function, floats, primal
 
-BACKENDS = ("python",)
+BACKENDS = ("python", "numba")
 CAMERA = 11
 
 
@@ -43,12 +45,13 @@ def objective(cams, X, w, feats, obs):
     return (reprojection_error(cams[obs[:, 0]], X[obs[:, 1]], w, feats), 1 - w * w)
 
 
-def jacobian(cams, X, w, feats, obs):
+def jacobian(cams, X, w, feats, obs, backend="python"):
     """The Jacobian of (reprojection errors, weight errors) with respect to (cams, X, w) in
     CSR form (row pointers, columns, values), rows ordered as the errors, each observation's
-    block from two pullbacks of one vjp over all observations."""
+    block from two pullbacks of one vjp over all observations (s2sad's `backend`)."""
     n, m, p = cams.shape[0], X.shape[0], w.shape[0]
-    _, pullback = s2sad.vjp(reprojection_error, cams[obs[:, 0]], X[obs[:, 1]], w, feats)
+    _, pullback = s2sad.vjp(reprojection_error, cams[obs[:, 0]], X[obs[:, 1]], w, feats,
+                            backend=backend)
     blocks = []
     for row in (0, 1):
         unit = np.zeros((p, 2))
@@ -91,5 +94,6 @@ def _sparse(csr):
 
 
 def functions(backend):
-    return {"objective": Function(_input, objective, _errors),
-            "jacobian": Function(_input, jacobian, _sparse)}
+    return {"objective": Function(_input, primal(objective, backend), _errors),
+            "jacobian": Function(_input, functools.partial(jacobian, backend=backend),
+                                 _sparse)}

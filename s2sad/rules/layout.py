@@ -232,7 +232,7 @@ _AXES = "axisa, axisb, axisc, axis"
                  f"_s2s_uncross(g, t, b, c, which, {_AXES}) if which == 1 else "
                  "_s2s_zeros_like(ans)",
                  f"_s2s_uncross(g, a, t, c, which, {_AXES}) if which == 0 else "
-                 "_s2s_zeros_like(ans)"))
+                 "_s2s_zeros_like(ans)"), numba=True)
 def uncross(g, a, b, c, which, axisa=-1, axisb=-1, axisc=-1, axis=None):
     """The adjoint of `a` (`which` 0) or `b` (1) in `c = np.cross(a, b, axisa, axisb,
     axisc, axis)`: b × g for `a`, g × a for `b`, with the vectors moved last and 2-vectors

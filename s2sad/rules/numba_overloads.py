@@ -354,6 +354,29 @@ overload(np.amin, prefer_literal=True)(numpy_min)
 overload(np.amax, prefer_literal=True)(numpy_max)
 
 
+@overload(np.sum, prefer_literal=True)
+def numpy_sum(a, axis=None, dtype=None, keepdims=False):
+    # (keepdims, which Numba's np.sum does not take, a constant; of the whole array or
+    # along one axis, an integer known when it runs)
+    kept = getattr(keepdims, "literal_value", getattr(keepdims, "value", None))
+    if not (isinstance(a, types.Array) and isinstance(kept, bool) and no_axis(dtype)
+            and (no_axis(axis) or axis_type(axis))):
+        return None
+    n = a.ndim
+    if no_axis(axis) or n == 1:
+        return _made("def summed(a, axis=None, dtype=None, keepdims=False):",
+                     f"    return np.full(({'1, ' * n}), np.sum(a))" if kept else
+                     "    return np.sum(a)", np=np)
+    shape = "".join(f"1 if k == {j} else a.shape[{j}], " for j in range(n))
+    return _made(
+        "def summed(a, axis=None, dtype=None, keepdims=False):",
+        f"    if not -{n} <= axis < {n}:",
+        f"        raise ValueError('axis is out of bounds for an array of {n} axes')",
+        f"    k = axis % {n}",
+        f"    return np.sum(a, axis=k).reshape(({shape}))" if kept else
+        "    return np.sum(a, axis=k)", np=np)
+
+
 @overload(np.squeeze, prefer_literal=True)
 def numpy_squeeze(a, axis=None):
     # (one axis given, an integer known when it runs: the result's axes are known from the
@@ -405,6 +428,32 @@ def numba_split_like(g, arrays, axis=0):
         lines.append(f"    return ({''.join(f'p{k}, ' for k in range(n))})")
         return _made(*lines)
     raise TypingError(f"no native adjoint of a concatenation of {arrays} along axis {axis}")
+
+
+@overload(runtime.uncross, prefer_literal=True)
+def numba_uncross(g, a, b, c, which, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    # (3-vectors along the last axis, np.cross's defaults: b × g for `a`, g × a for `b`,
+    # summed back where the operand was broadcast; `which` a constant of the rule's)
+    side = getattr(which, "literal_value", None)
+    axes = [getattr(t, "literal_value", -1 if no_axis(t) else None)
+            for t in (axisa, axisb, axisc)]
+    if side not in (0, 1) or axes != [-1, -1, -1] or not no_axis(axis) or not (
+            array_type(a) and array_type(b)):
+        raise TypingError(f"no native adjoint of np.cross of {a} and {b} along axes "
+                          f"{axisa}, {axisb}, {axisc}, {axis}: s2sad's takes 3-vectors "
+                          "along the last axis")
+    x = "a" if side == 0 else "b"
+    if numeric_type(g):     # (an adjoint of zero)
+        return _made("def uncross(g, a, b, c, which, axisa=-1, axisb=-1, axisc=-1, "
+                     "axis=None):", f"    return np.zeros({x}.shape)", np=np)
+    if not array_type(g):
+        raise TypingError(f"no native adjoint of np.cross for an adjoint {g}")
+    product = "np.cross(b, g)" if side == 0 else "np.cross(g, a)"
+    return _made(
+        "def uncross(g, a, b, c, which, axisa=-1, axisb=-1, axisc=-1, axis=None):",
+        "    if a.shape[-1] != 3 or b.shape[-1] != 3:",
+        "        raise ValueError(\"s2sad's adjoint of np.cross for Numba takes 3-vectors\")",
+        f"    return unbroadcast({product}, {x})", np=np, unbroadcast=runtime.unbroadcast)
 
 
 # -- np.einsum, which Numba lacks, and its adjoint: loops over the subscripts ---------------
