@@ -234,8 +234,8 @@ def jvp(f, primals, tangents, kwargs):
     jit = backends.jit_of(f)
     arg_types = arg_types_of(target, primals)
     _refuse_containers(target, wrt, arg_types)
-    d = warn_unconnected(driver.derivative(target, wrt, arg_types,
-                                           NUMBA.options(Variant.JVP, jit), NUMBA))
+    options = dataclasses.replace(NUMBA.options(Variant.JVP, jit), ndims=_ndims(target, primals))
+    d = warn_unconnected(driver.derivative(target, wrt, arg_types, options, NUMBA))
     given = [t for t in tangents if t is not None]
     code = d.fn.__code__
     by_name = {} if code.co_varnames[len(primals):code.co_argcount] == tuple(
@@ -272,9 +272,8 @@ def vjp(f, args, kwargs):
     arg_types = arg_types_of(target, values)
     _refuse_containers(target, wrt, arg_types)
     jit = backends.jit_of(f)
-    ndims = tuple(sorted((p, a.ndim) for p, a in zip(signature.parameters, values)
-                         if isinstance(a, np.ndarray)))
-    options = dataclasses.replace(NUMBA.options(Variant.ADJOINT, jit), ndims=ndims)
+    options = dataclasses.replace(NUMBA.options(Variant.ADJOINT, jit),
+                                  ndims=_ndims(target, values))
     d = warn_unconnected(driver.derivative(target, wrt, arg_types, options, NUMBA))
     try:
         out = NUMBA.njit_user(target, dict(jit))(*values)
@@ -335,6 +334,13 @@ def gradient_code_jvp(f, i, tangents, arg_types, stage=None):
                                      backend=NUMBA)
     return warn_unconnected(driver.derivative(
         gradient.fn, tuple(tangents), arg_types, NUMBA.options(Variant.TANGENT, jit), NUMBA))
+
+
+def _ndims(target, args):
+    """Options.ndims of `target` called with `args`: (parameter, number of axes) of its
+    array arguments."""
+    return tuple(sorted((p, a.ndim) for p, a in zip(inspect.signature(target).parameters,
+                                                    args) if isinstance(a, np.ndarray)))
 
 
 def _not_compiled(target, exc, where):

@@ -629,12 +629,22 @@ def test_a_local_list_of_arrays_as_loop_state(wrt):
                                rtol=1e-6, atol=1e-8)
     # (the adjoint of the lists: lists of zeros, elements replaced in a copy)
     assert "hidden_2_bar = [np.zeros_like(_s2s_e) for _s2s_e in hidden_2]" in native.source
+    # forward mode: the lists and their tangents appended to in place
+    tangent = rng.normal(size=args[wrt].shape)
+    value, derivative = s2sad.jvp(layered, args, tuple(tangent if i == wrt else None
+                                                       for i in range(3)), backend="numba")
+    assert value == pytest.approx(layered(*args), rel=1e-12)
+    assert derivative == pytest.approx(np.sum(fd_array_grad(layered, args, wrt) * tangent),
+                                       rel=1e-6, abs=1e-8)
 
 
 def test_a_local_list_of_numbers():
     native = s2sad.grad(listed_numbers, backend="numba")
     assert_close(native(0.7, 3), fd_grad(listed_numbers, (0.7, 3)))
     assert "= [0.0 for _s2s_e in " in native.source
+    value, derivative = s2sad.jvp(listed_numbers, (0.7, 3), (1.0, None), backend="numba")
+    assert value == pytest.approx(listed_numbers(0.7, 3), rel=1e-12)
+    assert_close(derivative, fd_grad(listed_numbers, (0.7, 3)))
 
 
 # -- recursion over minors (np.concatenate's adjoint, a reshape's), extrema, axis sums ----------

@@ -19,7 +19,9 @@ same length:
   `_s2s_unindex(g, a, j)`, of a list's adjoint, with each `g` added at its `j`).
 
 What other helper meets such a list is left as it is: native_check or Numba's typing
-refuses it, naming the user's line or function.
+refuses it, naming the user's line or function. (In forward mode, such a list and its
+tangent are appended to in place: `appended`, which native_tapes reads; the zero
+tangent of such a list is a list of zeros: `zeros`.)
 """
 import gast
 import numpy as np
@@ -59,6 +61,48 @@ def rewrite(fn, ctx, helper, types):
             if isinstance(part, gast.AST):
                 setattr(s, field, _takes(part, adjoints, helper))
     return fn
+
+
+def zeros(fn, ctx, helper, types):
+    """Rewrite `fn` in place: each zero of a list of the function's (`_s2s_zeros_like(a)`,
+    the tangent of a list no tangent reaches, in forward mode) as a list of zeros like
+    its elements."""
+    lists = _lists(fn)
+    if not lists:
+        return fn
+    zero = _zero(fn, lists, types, ctx.bind("np", obj=np))
+    for s in syntax.statements(fn):
+        if (isinstance(s, gast.Assign) and helper(s.value) == "zeros_like"
+                and len(s.value.args) == 1 and syntax.is_name(s.value.args[0])
+                and s.value.args[0].id in lists):
+            s.value = _zeros(s.value.args[0].id, zero)
+    return fn
+
+
+def appended(fn, helper):
+    """The names of `fn` bound to an empty list and otherwise only to that list with a
+    value appended (`a = _s2s_append(a, v)`), which no other name is bound to: appends
+    in place are the same (forward mode's lists and their tangents)."""
+    bindings = {}
+    for s in syntax.statements(fn):
+        for target in _targets(s):
+            bindings.setdefault(target, []).append(s.value if isinstance(s, gast.Assign)
+                                                   else None)
+    aliased = {s.value.id for s in syntax.statements(fn) if isinstance(s, gast.Assign)
+               and syntax.is_name(s.value)}
+    return {name for name, values in bindings.items() if name not in aliased
+            and any(isinstance(v, gast.List) and not v.elts for v in values)
+            and all(isinstance(v, gast.List) and not v.elts or helper(v) == "append"
+                    and syntax.is_name(v.args[0], name) for v in values)}
+
+
+def _targets(s):
+    """The names statement `s` binds."""
+    if isinstance(s, (gast.Assign, gast.AugAssign, gast.AnnAssign, gast.For)):
+        targets = s.targets if isinstance(s, gast.Assign) else [s.target]
+        return [n.id for t in targets for n in syntax.name_nodes(t)
+                if isinstance(n.ctx, gast.Store)]
+    return []
 
 
 def _lists(fn):

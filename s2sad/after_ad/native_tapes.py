@@ -95,7 +95,8 @@ def run(fn, ctx):
     for _ in range(2):      # a helper's result written natively may type another's argument
         _NativeForms(ctx, number_types(fn, ctx)).rewrite(fn)
     if ctx.reverse is None:     # forward mode: no tape, no adjoint
-        return fn
+        return native_lists.zeros(fn, ctx, _NativeForms(ctx, None).helper,
+                                  number_types(fn, ctx))
     tapes = [plan.tape for plan in ctx.reverse.loops if plan.mode in ("start", "end")]
     for tape in sorted(tapes, key=lambda t: -_depth(fn, t)):   # inner loops' tapes first
         _Tape(fn, tape, ctx).rewrite()
@@ -162,6 +163,7 @@ class _NativeForms:
         return name if name and getattr(runtime, name, None) is obj else None
 
     def rewrite(self, fn):
+        self.lists = native_lists.appended(fn, self.helper)
         for s in syntax.statements(fn):
             for field in ("value", "test"):
                 if isinstance(getattr(s, field, None), gast.AST):
@@ -184,10 +186,11 @@ class _NativeForms:
             put = syntax.assign(gast.Subscript(value=syntax.name(target), slice=i,
                                                ctx=gast.Store()), g)
             return [syntax.located(syntax.assign(target, zeros), s), syntax.located(put, s)]
-        if kind == "append" and syntax.is_name(call.args[0], target) and \
-                target.startswith("_s2s_"):
+        if kind == "append" and syntax.is_name(call.args[0], target) and (
+                target.startswith("_s2s_") or target in self.lists):
             # (forward mode over the numba backend's gradient code: its tape of arrays,
-            # a list Numba types from the values appended to it in this function)
+            # a list Numba types from the values appended to it in this function; in
+            # forward mode, a list of the function's and its tangent)
             grow = syntax.call(syntax.attribute(syntax.name(target), "append"), [call.args[1]])
             return [syntax.located(gast.Expr(value=grow), s)]
         return [s]
