@@ -34,6 +34,7 @@ tell here.)
 import collections
 import dataclasses
 import operator
+import random
 import warnings
 
 import gast
@@ -65,10 +66,13 @@ class BatchingResult:
     every batched value is a number or an array, and no `try` or `with` block holds
     them (`plain`: what the Jacobians built on batching trust; a batched list, tuple or
     dict, a tape, or a block whose exceptions or warnings are per direction, makes them
-    loop instead)."""
+    loop instead), and the lines that draw from a random generator s2sad resolved
+    (`np.random.normal()`, `rng.normal()` of a global `rng`): a batch of directions
+    shares the draw, as one call of the function makes it; `vmap`'s items do not."""
     batched: set
     looped: list
     plain: bool = True
+    draws: list = dataclasses.field(default_factory=list)
 
 
 class Batching:
@@ -97,7 +101,9 @@ class Batching:
         self.ctx.batching = BatchingResult(self.batched, self.looped, not any(
             self.container(self.kinds.kind.get(n)) and not self.packed(n, fn)
             for n in self.batched - returned)
-            and not any(isinstance(n, (gast.Try, gast.With)) for n in syntax.statements(fn)))
+            and not any(isinstance(n, (gast.Try, gast.With)) for n in syntax.statements(fn)),
+            [self.src.where(s) for s in syntax.statements(fn)
+             if s in self.ops and draws(self.ops[s].prim)])
         body = self.block(body)
         body.append(syntax.located(syntax.ret(self.output(ret.value)), ret))
         if self.size is not None and not self.seeds:
@@ -553,6 +559,16 @@ class Batching:
         if self.is_batched(value):
             return value
         return self.like(value)
+
+
+#: The random generators whose methods draw (and advance the generator's state).
+GENERATORS = (np.random.Generator, np.random.RandomState, random.Random)
+
+
+def draws(prim):
+    """Whether `prim` is a method of a random generator (`np.random.normal` is one of
+    NumPy's global `RandomState`), whose each call draws anew."""
+    return isinstance(getattr(prim, "__self__", None), GENERATORS)
 
 
 def _identifier(prim):
