@@ -253,6 +253,35 @@ def test_a_function_drawing_from_a_global_generator_is_a_loop_of_it():
     np.testing.assert_allclose(got, [jitters(x) for x in X], rtol=1e-14)
 
 
+def _noise_like(x):
+    return np.random.normal(size=np.shape(x))
+
+
+def _offset():
+    return np.random.uniform()
+
+
+def noisy_through_helpers(x):
+    return x * _noise_like(x) + _offset()      # a batched call, and an unbatched one
+
+
+def test_a_function_whose_helpers_draw_is_a_loop_of_it():
+    X = rng.normal(size=(B, 2))
+    state = np.random.get_state()
+    with pytest.warns(BatchingLoopWarning, match=r"vmap runs noisy_through_helpers item "
+                      r"by item.*test_vmap.py:\d+: it draws"):
+        got = s2sad.vmap(noisy_through_helpers)(X)
+    np.random.set_state(state)
+    np.testing.assert_allclose(got, [noisy_through_helpers(x) for x in X], rtol=1e-14)
+    def no_batched_helper(x):
+        return x + _offset()
+    np.random.set_state(state)
+    with pytest.warns(BatchingLoopWarning, match=r"test_vmap.py:\d+: it draws"):
+        got = s2sad.vmap(no_batched_helper)(X[:, 0])
+    np.random.set_state(state)
+    np.testing.assert_allclose(got, [no_batched_helper(x) for x in X[:, 0]], rtol=1e-14)
+
+
 def test_vmap_of_vmap():
     def f(x, y):
         return np.sum(x * y) + x[0]

@@ -102,8 +102,8 @@ class Batching:
             self.container(self.kinds.kind.get(n)) and not self.packed(n, fn)
             for n in self.batched - returned)
             and not any(isinstance(n, (gast.Try, gast.With)) for n in syntax.statements(fn)),
-            [self.src.where(s) for s in syntax.statements(fn)
-             if s in self.ops and draws(self.ops[s].prim)])
+            [where for s in syntax.statements(fn) if s in self.ops
+             for where in self.drawn(s)])
         body = self.block(body)
         body.append(syntax.located(syntax.ret(self.output(ret.value)), ret))
         if self.size is not None and not self.seeds:
@@ -116,6 +116,19 @@ class Batching:
             elif marks.PRIM.of(n) is not None:
                 n.id = self.ctx.bind(n.id, obj=marks.PRIM.of(n))
         return out
+
+    def drawn(self, s):
+        """Where statement `s` draws from a random generator: its own line, if its call is a
+        generator's method, or the lines of a user function it calls that draw (called
+        unbatched, its code runs once for the batch; a batched callee's code says it
+        too: driver.link)."""
+        op = self.ops[s]
+        if draws(op.prim):
+            return [self.src.where(s)]
+        if op.form == USER:
+            found = operations.python_function(op.prim)
+            return draws_in(found[0], set()) if found else []
+        return []
 
     # -- which names carry a batch axis ------------------------------------------------
     def analyse(self, fn):
@@ -569,6 +582,26 @@ def draws(prim):
     """Whether `prim` is a method of a random generator (`np.random.normal` is one of
     NumPy's global `RandomState`), whose each call draws anew."""
     return isinstance(getattr(prim, "__self__", None), GENERATORS)
+
+
+def draws_in(fn, seen):
+    """The lines of user function `fn`, or of a function it calls, that draw from a
+    random generator s2sad can resolve (`seen`: the functions already read)."""
+    if fn in seen:
+        return []
+    seen.add(fn)
+    try:
+        src = source.capture(fn, copy=False)
+    except S2SADError:
+        return []
+    out = []
+    for call in (n for n in syntax.walk(src.node) if isinstance(n, gast.Call)):
+        prim = src.resolve(call.func)
+        if draws(prim):
+            out.append(src.where(call))
+        elif prim is not source.MISSING and operations.python_function(prim):
+            out += draws_in(operations.python_function(prim)[0], seen)
+    return out
 
 
 def _identifier(prim):
