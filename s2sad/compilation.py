@@ -45,6 +45,7 @@ from .analysis.value_kinds import (
 from .analysis.activity import active_names, definitions, useful_names, varied_names
 from .analysis.buffers import ArrayFacts
 from .analysis.operations import classify
+from .analysis.returned_shapes import returned_patterns, split
 from .analysis.shapes import Shapes, pattern
 from . import syntax
 from .errors import ComplexValueError, S2SADError, defined_at
@@ -113,6 +114,9 @@ class Compilation:
     namer: Namer
     options: Options = Options()
     patterns: dict | None = None                # {parameter: (dtype, shape pattern)}
+    #: {tuple parameter: ((dtype, shape pattern) or None, ...)} of its items, which a
+    #: caller that knew them specialises a callee's vjp on (analysis/returned_shapes.py)
+    item_patterns: dict | None = None
     seed: tuple | None = None                   # (name, value, pattern), see fused.step_guard
     can: Capabilities = Capabilities()          # what the backend's code can do
     bindings: dict = dataclasses.field(default_factory=dict)
@@ -157,7 +161,8 @@ class Compilation:
         fence.check(src)
         return cls(src=src, wrt=wrt_names(src, wrt), as_tuple=isinstance(wrt, (tuple, list)),
                    arg_types=arg_types, namer=Namer.for_function(src), options=options,
-                   patterns=options.patterns, **fields)
+                   patterns=split(options.patterns)[0] or None,
+                   item_patterns=split(options.patterns)[1] or None, **fields)
 
     @property
     def variant(self) -> Variant:
@@ -165,6 +170,18 @@ class Compilation:
         return self.options.variant
 
     # -- argument types -----------------------------------------------------------------
+    @property
+    def adjoints_shaped(self) -> bool:
+        """Whether each adjoint its code computes has the shape of its value, so that the
+        adjoint of an item of a tuple needs no sum back to the item's shape, and the vjps
+        it calls may be specialised on the shape patterns of their arguments: a gradient
+        specialised on shape patterns (its seed is a number, and its guard tests them),
+        and a vjp so specialised by such a caller (analysis/returned_shapes.py), whose
+        pullback that caller's code alone calls, with adjoints of this kind."""
+        if self.variant in (Variant.GRAD, Variant.VALUE_AND_GRAD):
+            return bool(self.options.guard and self.patterns)
+        return self.variant is Variant.VJP and bool(self.options.patterns)
+
     @property
     def types(self) -> dict:
         """{parameter: type} of the parameters specialised on a type."""
@@ -282,8 +299,9 @@ class Compilation:
     @property
     def shapes(self) -> Shapes:
         """Which names certainly have one shape (analysis.shapes)."""
-        return self._analysis("shapes", lambda: Shapes(self.wengert, self.ops,
-                                                       self.value_kinds, self.patterns))
+        return self._analysis("shapes", lambda: Shapes(
+            self.wengert, self.ops, self.value_kinds, self.patterns, self.item_patterns,
+            returns=lambda op, pats: returned_patterns(op, pats, self)))
 
     @property
     def array_facts(self) -> ArrayFacts:

@@ -222,7 +222,8 @@ def _request(fn, wrt, arg_types, options, backend=PYTHON):
         primal, grad_wrt, kind = gradient
         fn = derivative(target(primal), grad_wrt, arg_types,   # (see gradient_code)
                         backend.recomputed(Variant(kind), options.jit), backend).fn
-    if options.patterns is not None and not (options.variant.fused and options.guard):
+    if options.patterns is not None and not (options.variant.fused and options.guard
+                                             or options.variant is Variant.VJP):
         options = dataclasses.replace(options, patterns=None)
     return _Request(fn, wrt, arg_types, options, backend)
 
