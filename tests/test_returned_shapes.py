@@ -200,3 +200,23 @@ def test_the_callers_guard_tests_the_patterns_its_callee_relies_on():
             expected = fd_array_grad(through_mul, args, i)
             assert np.shape(gi) == np.shape(expected), (shapes, i)
             np.testing.assert_allclose(gi, expected, rtol=1e-6, atol=1e-8)
+
+
+def polynomial(coeffs, x):
+    return coeffs[0] * x + coeffs[1] * x * x
+
+
+def weighted(x, coeffs):
+    return np.sum(polynomial(coeffs, x))
+
+
+def test_a_list_of_numbers_is_checked_for_complex_ones():
+    # (runtime.check_real's fast path takes a list of ints and floats as real)
+    x = np.array([0.5, -1.0, 2.0])
+    g = s2sad.grad(weighted)
+    np.testing.assert_allclose(g(x, [1.0, 2]), fd_array_grad(weighted, (x, [1.0, 2]), 0),
+                               rtol=1e-6)
+    with pytest.raises(s2sad.ComplexValueError):
+        g(x, [1.0, 2j])
+    with pytest.raises(s2sad.ComplexValueError):
+        g(x, (1.0, np.complex128(2j)))
