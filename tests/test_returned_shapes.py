@@ -220,3 +220,26 @@ def test_a_list_of_numbers_is_checked_for_complex_ones():
         g(x, [1.0, 2j])
     with pytest.raises(s2sad.ComplexValueError):
         g(x, (1.0, np.complex128(2j)))
+
+
+def rotate(state, n):
+    for i in range(n):
+        state = (state[1] * 2.0, np.sin(state[0]))
+    return state[0] * state[1] + state[0]
+
+
+def through_rotate(x, v):
+    return np.sum(rotate((x, v), 2)) + np.sum(rotate((x, v), 3))
+
+
+def test_a_tuple_parameter_bound_again_in_a_loop():
+    # the callee's vjp is specialised on the items' patterns as passed: a loop that binds
+    # the tuple again swaps them, so `state[0]` is of either shape
+    rng = np.random.default_rng(8)
+    _check(through_rotate, (rng.normal(size=3), rng.normal(size=1)), (0, 1))
+    _check(through_rotate, (rng.normal(size=1), rng.normal(size=3)), (0, 1))
+    x, v = rng.normal(size=3), rng.normal(size=1)
+    _, pullback = s2sad.vjp(through_rotate, x, v)
+    gx, gv = pullback(1.0)
+    np.testing.assert_allclose(gx, fd_array_grad(through_rotate, (x, v), 0), rtol=1e-6)
+    np.testing.assert_allclose(gv, fd_array_grad(through_rotate, (x, v), 1), rtol=1e-6)

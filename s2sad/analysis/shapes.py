@@ -94,7 +94,7 @@ class Shapes:
         # {tuple parameter: the patterns of its items (None: unknown)}, given by a caller
         # that knew them; `returns(op, arg_patterns)`: what a call of a Python function of
         # the user's returns (see `_returned`)
-        self._items = items or {}
+        self._items = {p: v for p, v in (items or {}).items() if p not in assigned}
         self._returns = returns
         # Names bound in several places (a loop's carried state), and parameters bound
         # again, are guessed to keep one shape class: that of their first value (`u =
@@ -166,7 +166,9 @@ class Shapes:
                 name = target.id
                 guessed = name in guesses
                 op = ops.get(s)
-                items = self._tuple_items(name, s.value, op)
+                # (a name bound once, not a guess: `state[0]` is then one value's item)
+                items = None if guessed or name in self._items else self._tuple_items(
+                    name, s.value, op)
                 if items is not None:
                     self.items[name] = items
                 key = self._key(s.value, op, self.body_ints.get(id(s)))
