@@ -10,7 +10,8 @@ what a function of the user's returns) and its adjoint adds such contributions a
 distinct constant positions, it is the display of the items' adjoints
 (`_s2s_unbroadcast(g, t[i])`, which is `g` when the shapes agree, as `unindex` gives),
 zeros (`_s2s_zeros_like(t[j])`) where nothing contributes (for an item that is a number,
-`g` itself and 0.0); other contributions (the
+`g` itself and 0.0; for an array of a known shape pattern, in code whose adjoints have
+their values' shapes, `Compilation.adjoints_shaped`, `g` itself); other contributions (the
 adjoint a call's pullback gives) are still added with `_s2s_add`.
 
 >>> import numpy as np

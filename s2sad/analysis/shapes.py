@@ -12,7 +12,11 @@ a loop that may run no iteration), or the counter plus or minus an int (`x[i]`, 
 and `x[i - 1]` have one shape). Only names
 assigned once are classified; a name assigned in several places (a loop-carried value)
 has a shape of its own, unless it only ever holds versions of an array written element
-by element (`a[i] = v`), which have that array's shape.
+by element (`a[i] = v`), which have that array's shape. An item of a tuple read by a
+constant index (`state[0]`) has the class of the item: of a display's, of what a call
+of a function of the user's returns (a new shape of the pattern its summary gives,
+analysis/returned_shapes.py), of a tuple parameter whose caller gave its items'
+patterns, or of a tuple a loop carries that keeps its items' patterns.
 
 >>> import numpy as np
 >>> from s2sad import pipeline
