@@ -243,3 +243,22 @@ def test_a_tuple_parameter_bound_again_in_a_loop():
     gx, gv = pullback(1.0)
     np.testing.assert_allclose(gx, fd_array_grad(through_rotate, (x, v), 0), rtol=1e-6)
     np.testing.assert_allclose(gv, fd_array_grad(through_rotate, (x, v), 1), rtol=1e-6)
+
+
+def scaled_sum(x, *rest):
+    out = x
+    for r in rest:
+        out = out * r
+    return out
+
+
+def through_star(x, y, z):
+    return np.sum(scaled_sum(x, y, z) * x)
+
+
+def test_a_callee_with_star_args():
+    rng = np.random.default_rng(9)
+    _check(through_star, (rng.normal(size=3), rng.normal(size=1), rng.normal(size=3)),
+           (0, 1, 2))
+    _check(through_star, (rng.normal(size=1), rng.normal(size=3), rng.normal(size=1)),
+           (0, 1, 2))

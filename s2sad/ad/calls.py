@@ -11,7 +11,7 @@ import gast
 
 from ..analysis import operations
 from ..analysis.operations import CUSTOM
-from ..analysis.returned_shapes import given_patterns
+from ..analysis.returned_shapes import given_patterns, positional
 from ..analysis.value_kinds import ARRAY, UNKNOWN
 from .. import marks, syntax
 from ..compilation import Callee
@@ -181,11 +181,8 @@ class CallAdjoints:
         ctx = self.ctx
         if not ctx.adjoints_shaped:
             return None
-        try:
-            params = list(inspect.signature(fn).parameters)
-        except (TypeError, ValueError):
-            return None
-        if len(call_args) > len(params):
+        params = positional(fn, len(call_args))
+        if params is None:
             return None
         found = [ctx.shapes.argument_pattern(a) for a in call_args]
         patterns = given_patterns(params, found)

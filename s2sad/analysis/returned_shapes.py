@@ -55,13 +55,8 @@ def returned_patterns(op, arg_patterns, ctx):
             or getattr(op.node, "keywords", None)):
         return None
     fn = found[0]
-    try:
-        signature = inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return None
-    params = list(signature)
-    if len(op.args) > len(params) or any(signature[p].kind not in _POSITIONAL
-                                         for p in params[:len(op.args)]):
+    params = positional(fn, len(op.args))
+    if params is None:
         return None
     patterns = given_patterns(params, arg_patterns)
     if not patterns:
@@ -87,6 +82,19 @@ def returned_patterns(op, arg_patterns, ctx):
     _found.setdefault(fn, {})[key] = (out, relied, guards.checker(relied))
     ctx.assume(relied)
     return out
+
+
+def positional(fn, nargs):
+    """The parameters of `fn` that a call by position of `nargs` arguments binds, or None
+    when it binds another (`*args`) or its signature is not known."""
+    try:
+        signature = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return None
+    params = list(signature)[:nargs]
+    if len(params) < nargs or any(signature[p].kind not in _POSITIONAL for p in params):
+        return None
+    return params
 
 
 def given_patterns(params, arg_patterns):
