@@ -437,7 +437,14 @@ class Shapes:
                 and value.value.id in self.items and isinstance(value.slice, gast.Constant)
                 and type(value.slice.value) is int):
             items, i = self.items[value.value.id], value.slice.value
-            return items[i] if -len(items) <= i < len(items) else None
+            key = items[i] if -len(items) <= i < len(items) else None
+            if key is not None and len(key) == 1 and next(iter(key))[0] == "carried":
+                # (an item of a tuple a loop carries: each read is a shape of its own, of
+                # the pattern all its bindings share, not one shape for all of them)
+                base = next(iter(key))
+                return self._base(("read",) + base[1:] + (id(value),), self.pattern[base],
+                                  self.sources[base])
+            return key
         if (isinstance(value, gast.Subscript) and isinstance(value.value, gast.Name)
                 and self.kinds[value.value] == ARRAY):
             index = trims(value.slice, self.ints | ints if ints else self.ints)
