@@ -55,6 +55,7 @@ on an inner step (`InnerStepError`), forward mode gives NaN there.
 The module needs SciPy; only the SciPy rules import it.
 """
 from array import array
+from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Callable
 
@@ -334,17 +335,15 @@ def discrete_adjoint(rhs, record, t0, y0, ts, ys, ys_bar, ts_bar=None, at_steps=
     ys_bar, ts_bar, outputs = _outputs_read(rhs, n, ts, ys, ys_bar, ts_bar, at_steps)
     # the outputs of each step: those up to its end, in the order SciPy reads them (the
     # last step's, all those left)
-    last = len(record) - 1
-    direction = np.sign(record.step(0)[1])
-    order = direction * np.asarray(ts, dtype=float)
+    direction = 1.0 if record.step(0)[1] > 0 else -1.0
+    order = [direction * float(t) for t in ts]      # (increasing)
 
     def up_to_end_of(i):
         if i < 0:
             return 0
-        if i == last:
-            return m
         t, h = record.step(i)
-        return int(np.searchsorted(order, direction * (t + h), side="right"))
+        return bisect_right(order, direction * (t + h))
+    end = m         # (the outputs up to the end of the step: all of them, for the last)
     powers = np.arange(1, p_.shape[1] + 1)
     chosen = set(outputs)
     y_bar = np.zeros(n)
@@ -355,8 +354,9 @@ def discrete_adjoint(rhs, record, t0, y0, ts, ys, ys_bar, ts_bar=None, at_steps=
         if carry is not None:
             k_bar[stages] = carry
         direct = 0.0
-        within = range(up_to_end_of(i - 1), max(up_to_end_of(i - 1), up_to_end_of(i)))
-        here = [k for k in within if k in chosen]
+        begin = up_to_end_of(i - 1)
+        here = [k for k in range(begin, end) if k in chosen]
+        end = begin
         if here and at_steps:       # (the outputs are y at the steps' ends)
             for k in here:
                 if k == 0:
