@@ -228,12 +228,13 @@ class Record:
     """The steps a solve took, kept so that their adjoint can go back through them: the
     start of each step and the end of the last (`times`, one float a step: the steps'
     sizes are their differences, as the solver computed them), at the start of every
-    `every` steps a checkpoint (the state and f there), and the steps from `first` on as
-    they were computed (`kept`: `(t, h, y, K)` each, its start, its signed size, the state
-    at its start and the stages, K[-1] = f at its end). `kept` holds at most two segments
-    of steps: at the start of a segment beyond those, the older of them is dropped. The
-    steps before `first` are taken again from their checkpoints (`backwards`), with the
-    same sizes and the same arithmetic as the solver's, so they are the same steps."""
+    `every` steps a checkpoint (the state and f there, one array), and the steps from
+    `first` on as they were computed (`kept`: `(t, h, y, K)` each, its start, its signed
+    size, the state at its start and the stages, K[-1] = f at its end). `kept` holds at
+    most two segments of steps: at the start of a segment beyond those, the older of them
+    is dropped. The steps before `first` are taken again from their checkpoints
+    (`backwards`), with the same sizes and the same arithmetic as the solver's, so they
+    are the same steps."""
 
     def __init__(self, method):
         self.method, self.times, self.end = method, array("d"), None
