@@ -142,7 +142,7 @@ def test_groups():
         "trajectory", "trajectory_jvp"]
     assert [w.name for w in run.select(suite, groups="mixed")] == [
         "logsin_np", "projectile", "projectile_dataclass", "oscillator", "rk4_tuple_state",
-        "tree"]
+        "tree", "pair_energy"]
     # the native group's workloads are bench/native.py's (they need Numba), the solvers
     # group's bench/solvers.py's (they need SciPy), the batching group's
     # bench/batching.py's; dask's are made only when Dask is installed
