@@ -129,6 +129,7 @@ class Compilation:
     callee_guards: str | None = None    # the name of the callees' guards' checker, if read
     code_changed: tuple | None = None   # (name, held, stale): see after_ad/guard_bindings
     assumed_real: set = dataclasses.field(default_factory=set)  # see before_ad/complex_values
+    rebound: dict = dataclasses.field(default_factory=dict)     # see before_ad/attribute_writes
     #: The driver's front end for a function this one calls, `front_end(fn, arg_types) ->
     #: (its context, its Wengert form)`, which analyses of calls read (what a callee
     #: returns and writes: before_ad/aliasing.py); None outside the driver.

@@ -155,7 +155,7 @@ PRIM = Mark(
     "s2s_prim", "on a name or attribute, the object it denotes (a lifted function, a "
     "runtime helper, a method resolved), whatever the user's names",
     ["before_ad/iteration.py", "before_ad/builtin_calls.py", "before_ad/dicts.py",
-     "before_ad/lift.py",
+     "before_ad/lift.py", "before_ad/attribute_writes.py",
      "before_ad/checkpointed_loops.py",
      "before_ad/wengert.py", "before_ad/gradient_calls.py", "before_ad/resolve_calls.py",
      "before_ad/complex_values.py"],
@@ -179,7 +179,8 @@ RECORD = FunctionRecord(
     "s2s_record", "on a function s2sad made, its record: before_ad/lift.py's Lifted (a "
     "nested function lifted), checkpointed_loops' LoopBody (a loop's step), resolve_calls' "
     "Version (a callee resolved)",
-    ["before_ad/lift.py", "before_ad/checkpointed_loops.py", "before_ad/resolve_calls.py"],
+    ["before_ad/lift.py", "before_ad/checkpointed_loops.py", "before_ad/resolve_calls.py",
+     "before_ad/attribute_writes.py"],
     ["frontend/source.py", "analysis/value_kinds.py", "before_ad/lift.py",
      "before_ad/resolve_calls.py", "before_ad/gradient_calls.py", "before_ad/callee_effects.py",
      "ad/calls.py", "ad/forward_mode.py", "ad/fused.py", "ad/checkpointed.py",

@@ -6,9 +6,10 @@ import gast
 from .. import marks
 from .. import syntax
 from ..analysis.names import user_name
-from ..analysis.value_kinds import CONTAINER
+from ..analysis.value_kinds import ARRAY, CONTAINER, SCALAR
 from ..frontend.structure import user_class
 from ..rules import runtime
+from .callee_effects import returns_its_writes
 
 
 class AliasErrors:
@@ -38,6 +39,15 @@ class AliasErrors:
                 f"{looped} as it was when the loop started, so the value and the derivative "
                 f"could use old values. Loop over a copy ({looped}.copy()), or over the "
                 f"indexes (for i in range(len({looped})), reading {looped}[i])"))
+        if marks.PRIM.of(getattr(write.value, "func", None)) is runtime.attr_set:
+            return self.src.syntax_error(read, (
+                f"{shown} is read after {line(write)} ({self.src.line_text(write).strip()}) "
+                f"changes an attribute of the object it shares{made_at(self, link, line)}; "
+                f"Python shows the change through {shown}, but s2sad follows it only through "
+                f"the name written ({user_name(base, self.src)}), so the value and the "
+                f"derivative would use the old {shown}. Read the object through "
+                f"{user_name(base, self.src)} after the write, or give {shown} a copy where "
+                "it is made (copy.copy(obj))"))
         listed = self.kinds.kind.get(base) == CONTAINER or (
             marks.PRIM.of(getattr(write.value, "func", None)) is runtime.append)
         kind = "list" if listed and not stale.element else "array"     # (what is written)
@@ -51,6 +61,37 @@ class AliasErrors:
             f"the value and the derivative would use the old {shown}. Make the copy "
             f"explicit where the other name is made (.copy()), or read the {kind} "
             "written again after the write"))
+
+    def given(self, v, objects):
+        """Whether `v`, a call of `_s2s_attr_set`, changes an object the function was
+        given (a parameter's, or one a parameter holds), outside a version of a callee
+        that returns the objects it changes (before_ad.attribute_writes)."""
+        if marks.PRIM.of(getattr(v, "func", None)) is not runtime.attr_set:
+            return False
+        return self.given_to(objects)
+
+    def given_to(self, objects):
+        """Whether `objects`, which a write changes, hold an object the function was
+        given, outside a version of a callee that returns what it changes."""
+        if returns_its_writes(self.src.fn):
+            return False
+        for o in objects:
+            while isinstance(o, tuple) and o[:1] == ("in",):
+                o = o[1]
+            if o in self.params and self.made_kind.get(o) not in (ARRAY, SCALAR):
+                return True     # (not an array an object holds: `P(x)` holds x)
+        return False
+
+    def argument_changed(self, s, shown):
+        """The error for a change of an attribute of `shown`, an object the function was
+        given."""
+        return self.src.syntax_error(s, (
+            f"{self.src.line_text(s).strip()} changes an attribute of {shown}, an object "
+            f"{self.src.name}() is given; calling {self.src.name}() changes it, but its "
+            "derivative never changes the objects it is given, so after a derivative call "
+            f"{shown} would not be what {self.src.name}() leaves. Change a new object "
+            "(made in the function), or return the new value; a method that changes self "
+            "is differentiated where it is called in the function"))
 
     def is_object(self, name):
         """Whether `name` holds an instance of the user's class (where known)."""
@@ -87,3 +128,8 @@ class AliasErrors:
         if isinstance(arg, gast.Subscript) and isinstance(arg.value, gast.Name):
             return user_name(arg.value.id, self.src) + syntax.unparse(arg)[len(arg.value.id):]
         return user_name(arg.id, self.src) if isinstance(arg, gast.Name) else w.param
+
+
+def made_at(errors, link, line):
+    """` (line N: text)`, where the other name for the memory written was made."""
+    return f" ({line(link)}: {errors.src.line_text(link).strip()})" if link else ""

@@ -71,7 +71,8 @@ from ..analysis.value_kinds import ARRAY, CONTAINER, SCALAR, user_class
 from ..rules import registry, runtime
 from . import callee_effects, certain_axes
 from .alias_errors import AliasErrors
-from .callee_effects import FRESH, FRESH_METHODS, REGROUPING, Written, params_in, root
+from .callee_effects import (
+    FRESH, FRESH_METHODS, REGROUPING, Written, params_in, returns_its_writes, root)
 
 #: Functions whose result is bools, or arrays of ints, or a tuple of arrays: an index by
 #: it copies (`y[np.isnan(y)]`, `y[np.argsort(y)]`), whatever the number of axes.
@@ -93,7 +94,7 @@ def _writes(fn):
     assignment): without one, no name can hold an old value."""
     return any(isinstance(s, gast.Assign) and (marks.AUGMENTED.of(s) or (
         isinstance(s.value, gast.Call) and marks.PRIM.of(s.value.func) in (
-            runtime.setitem, runtime.append))) for s in syntax.statements(fn))
+            runtime.setitem, runtime.append, runtime.attr_set))) for s in syntax.statements(fn))
 
 
 def _calls_writing(fn, ctx):
@@ -283,6 +284,8 @@ class Aliasing(AliasErrors):
                 if base is not None:
                     # `lst[i] += v` writes into the element too, when it may be an array
                     objects = names.get(base, Held()).objects
+                    if self.reading == "raise" and self.given(v, objects):
+                        raise self.argument_changed(s, user_name(base, self.src))
                     inner = frozenset(o for o in names.get(marks.ELEMENT.of(s),
                                                            Held()).objects
                                       if o not in objects and self.may_be_array(o))
@@ -476,7 +479,7 @@ class Aliasing(AliasErrors):
                 if not made < tops.get(id(d), -1) <= wrote:
                     return False
                 if isinstance(v, gast.Call) and marks.PRIM.of(v.func) in (
-                        runtime.setitem, runtime.append):
+                        runtime.setitem, runtime.append, runtime.attr_set):
                     v = v.args[0]
                 if not isinstance(v, gast.Name):
                     return False
@@ -489,7 +492,7 @@ class Aliasing(AliasErrors):
             # (an index, a write into an array, a list: no values the derivative reads)
             skip = node.value if isinstance(node, gast.Subscript) else node.args[0] if (
                 isinstance(node, gast.Call) and marks.PRIM.of(node.func) in (
-                    runtime.setitem, runtime.append)) else None
+                    runtime.setitem, runtime.append, runtime.attr_set)) else None
             for n in syntax.name_nodes(node):
                 if n is not skip and isinstance(n.ctx, gast.Load):
                     for o in names.get(n.id, Held()).objects:
@@ -505,7 +508,7 @@ class Aliasing(AliasErrors):
         """The name whose memory the assignment `s` writes into, or None."""
         v = s.value
         if isinstance(v, gast.Call) and marks.PRIM.of(v.func) in (
-                runtime.setitem, runtime.append):
+                runtime.setitem, runtime.append, runtime.attr_set):
             return v.args[0].id
         # `x += y` writes in place only into an array or a list (of that kind, or sharing
         # the memory of one); of unknown kind (the result of a Python function) it is
@@ -609,7 +612,10 @@ class Aliasing(AliasErrors):
                     self.may_be_array(o) or self.unknown_param(o) for o in written):
                 continue
             readers = {r for o in written for r in state[2].get(o, ()) if r != id(s)}
-            if readers and self.reading == "raise" and self.before:
+            rebound = w.rebinds and returns_its_writes(marks.PRIM.of(s.value.func))
+            if rebound and self.reading == "raise" and self.given_to(written):
+                raise self.argument_changed(s, self.argument(w, args))
+            if readers and self.reading == "raise" and self.before and not rebound:
                 raise self.read_before(w, found, args, s, self.statement[min(
                     readers, key=lambda r: self.src.lineno(self.statement[r]))])
             self.mark(target, written, s, state, callee=(found, w, args))
@@ -673,7 +679,7 @@ class Aliasing(AliasErrors):
         out = next((k.value for k in call.keywords if k.arg == "out"), None)
         if isinstance(out, gast.Name) and self.local(out):
             return [(out.id, "same")]       # `b = np.exp(a, out=a)`: b is a
-        if marks.PRIM.of(func) in (runtime.setitem, runtime.append):
+        if marks.PRIM.of(func) in (runtime.setitem, runtime.append, runtime.attr_set):
             held = self.held(call.args[1:]) if marks.PRIM.of(func) is runtime.append else []
             return [(call.args[0].id, "version")] + [(n, "holds") for n in held]
         if isinstance(func, gast.Attribute) and self.local(func.value):
@@ -878,7 +884,8 @@ def _effects(node, ctx):
             w = dataclasses.replace(w[1], term=term, param=root(term))
         else:
             w = Written(term, root(term), ctx.src.where(w), ctx.src.line_text(w).strip(),
-                        id(w) in flow.conditional)
+                        id(w) in flow.conditional, marks.PRIM.of(getattr(
+                            w.value, "func", None)) is runtime.attr_set)
         writes.append(w)
     kinds = flow.returned_kinds
     return flow.returns, writes, kinds.pop() if len(kinds) == 1 else None
