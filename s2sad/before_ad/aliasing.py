@@ -885,7 +885,7 @@ def _effects(node, ctx):
         else:
             w = Written(term, root(term), ctx.src.where(w), ctx.src.line_text(w).strip(),
                         id(w) in flow.conditional, marks.PRIM.of(getattr(
-                            w.value, "func", None)) is runtime.attr_set)
+                            w.value, "func", None)) in (runtime.attr_set, runtime.setitem))
         writes.append(w)
     kinds = flow.returned_kinds
     return flow.returns, writes, kinds.pop() if len(kinds) == 1 else None

@@ -66,13 +66,13 @@ class Restart(Exception):
 
 def run(fn, ctx):
     """The pass: the calls of `fn` of functions that change attributes of the objects
-    they are given, new ones in `ctx.rebound` ({(line, column) of the call: (function,
+    they are given, new ones in `ctx.rebound` ({(line, column) of the statement: (function,
     its parameters changed)}), and a `Restart` if there are new ones."""
     new = {}
     for s in syntax.statements(fn):
         call = s.value if isinstance(s, (gast.Assign, gast.Expr)) else None
-        if isinstance(call, gast.Call) and hasattr(call, "lineno"):
-            key = (call.lineno, call.col_offset)
+        if isinstance(call, gast.Call) and hasattr(s, "lineno"):
+            key = (s.lineno, s.col_offset)
             if key not in ctx.rebound:
                 found = _changed(call, ctx)
                 if found is not None:
@@ -112,14 +112,15 @@ def rebinding(s, ctx):
     then the names passed for those rebound, then the result's; else None."""
     call = s.value if isinstance(s, gast.Expr) or (
         isinstance(s, gast.Assign) and len(s.targets) == 1) else None
-    if not (ctx.rebound and isinstance(call, gast.Call) and hasattr(call, "lineno")):
+    if not (ctx.rebound and isinstance(call, gast.Call) and hasattr(s, "lineno")):
         return None
-    found = ctx.rebound.get((call.lineno, call.col_offset))
+    found = ctx.rebound.get((s.lineno, s.col_offset))
     if found is None:
         return None
     fn, written = found
     target = ctx.src.resolve(call.func)
-    method = target is source.MISSING and isinstance(call.func, gast.Attribute)
+    method = target is source.MISSING and isinstance(call.func, gast.Attribute) and (
+        call.func.attr == fn.__name__)
     if not method and target is not fn:
         return None     # (left as it is: before_ad.aliasing refuses it)
     args = ([call.func.value] if method else []) + list(call.args)

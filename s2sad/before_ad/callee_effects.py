@@ -61,8 +61,9 @@ class Written:
     """A write into an argument, in a called function: the term of the memory written
     (see `Summary`), the parameter it is reached from, where and what the write is, and
     whether it writes only where the argument is an array (`a += v` of a parameter of
-    unknown kind, which rebinds a number), and whether it assigns an attribute (`obj.x =
-    v`: a new version of the object, before_ad/attribute_writes.py)."""
+    unknown kind, which rebinds a number), and whether it assigns an attribute or an
+    element (`obj.x = v`, `a[i] = v`: a new version of the object or array in Wengert
+    form, which a version of the function can return, before_ad/attribute_writes.py)."""
     term: tuple
     param: str
     where: str
@@ -96,6 +97,11 @@ class Summary:
     def instead(self, memory, obj=None):
         """What to write instead of the call, for an error (`obj`: `memory` is an
         instance of the user's class, the parameter `obj.param` of the write `obj`)."""
+        call = (f"{memory}.{self.name}(...)" if obj is not None and obj.param == "self"
+                else f"{self.name}(...)")
+        if self.writes and all(w.rebinds for w in self.writes):
+            return (f"Call {call} in a statement of its own ({call}, or r = {call}), "
+                    "where s2sad rebinds what it changes")
         if obj is not None:
             call = (f"{memory}.{self.name}(...)" if obj.param == "self" else
                     f"{self.name}({memory}, ...)")

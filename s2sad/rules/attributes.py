@@ -29,7 +29,7 @@ def attr_set(obj, name, v):
 
 
 define(attr_set, "obj, name, v", obj="_s2s_unattr_set(g, obj, name)",
-       v="_s2s_attr_set_value(g, obj, name)", zero="name", view="obj, v",
+       v="_s2s_attr_set_value(g, obj, name)", zero="name", view="obj, v", returns="first",
        tangent={"obj": "_s2s_attr_set_dot(t, obj, name, v)",
                 "v": "_s2s_attr_set_dot_value(t, obj, name, v)"})
 
