@@ -63,7 +63,9 @@ class FunctionRecord(Mark):
 # -- Wengert form -----------------------------------------------------------------------
 AUGMENTED = Mark(
     "s2s_augmented", "the assignment was an augmented one of a name (`x += t`), the last "
-    "of those Wengert form makes of it", ["before_ad/desugar.py", "before_ad/wengert.py"],
+    "of those Wengert form makes of it (\"attribute\": of the name that holds an attribute, "
+    "`obj.x += t`)", ["before_ad/desugar.py", "before_ad/wengert.py",
+                      "before_ad/attribute_writes.py"],
     ["before_ad/wengert.py", "before_ad/aliasing.py"])
 AUGMENTED_ELEMENT = Mark(
     "s2s_augmented_element", "the assignment was an augmented one of an element (`a[i] "

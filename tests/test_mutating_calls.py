@@ -166,7 +166,56 @@ def test_a_method_calling_a_method_that_changes_self():
     assert_close(s2sad.jvp(f, (X,), (V,))[1], float(fd_array_grad(f, (X,), 0) @ V))
 
 
+def test_an_augmented_attribute_of_a_number_is_differentiated():
+    class Body:
+        def __init__(self, pos, vel):
+            self.pos, self.vel = pos, vel
+
+        def step(self, dt):
+            self.pos += dt * self.vel
+            self.vel *= 1.0 - dt * self.pos
+
+    def f(x):
+        b = Body(x[0], x[1])
+        for _ in range(3):
+            b.step(0.2)
+        return b.pos * b.vel
+
+    assert_close(s2sad.grad(f)(X), fd_array_grad(f, (X,), 0))
+    assert_close(s2sad.jvp(f, (X,), (V,))[1], float(fd_array_grad(f, (X,), 0) @ V))
+    assert_close(s2sad.hessian(f)(X), fd_hessian(f, X), rtol=1e-4, atol=1e-6)
+
+
 # -- what stays refused, located ---------------------------------------------------------------
+def test_an_augmented_attribute_holding_an_array_is_refused_at_its_line():
+    def f(x):               # NumPy adds in place: `x` itself changes
+        p = Particle(x, x)
+        p.pos += 1.0
+        return np.sum(x)
+
+    class Body:
+        def __init__(self, pos):
+            self.pos = pos
+
+        def step(self, dt):
+            self.pos += dt
+
+    def g(x):
+        b = Body(x * 1.0)
+        b.step(0.1)
+        return np.sum(b.pos)
+
+    with pytest.raises(s2sad.S2SADError, match=r"p\.pos \+= 1\.0: the attribute holds an "
+                       r"array, which NumPy changes in place .* \(p\.pos = p\.pos \+ 1\.0\)"
+                       ) as e:
+        s2sad.grad(f)(X)
+    assert e.value.lineno == _line(f, 2)
+    with pytest.raises(s2sad.S2SADError, match=r"self\.pos \+= dt: the attribute holds an "
+                       r"array") as e:
+        s2sad.grad(g)(X)
+    assert e.value.lineno == _line(Body.step, 1)
+
+
 def test_a_call_changing_its_object_inside_an_expression_is_refused_saying_what_to_write():
     def g(x):
         buf = np.zeros(3)

@@ -39,10 +39,11 @@ class AliasErrors:
                 f"{looped} as it was when the loop started, so the value and the derivative "
                 f"could use old values. Loop over a copy ({looped}.copy()), or over the "
                 f"indexes (for i in range(len({looped})), reading {looped}[i])"))
+        made = f" ({line(link)}: {self.src.line_text(link).strip()})" if link else ""
         if marks.PRIM.of(getattr(write.value, "func", None)) is runtime.attr_set:
             return self.src.syntax_error(read, (
                 f"{shown} is read after {line(write)} ({self.src.line_text(write).strip()}) "
-                f"changes an attribute of the object it shares{made_at(self, link, line)}; "
+                f"changes an attribute of the object it shares{made}; "
                 f"Python shows the change through {shown}, but s2sad follows it only through "
                 f"the name written ({user_name(base, self.src)}), so the value and the "
                 f"derivative would use the old {shown}. Read the object through "
@@ -52,7 +53,6 @@ class AliasErrors:
             marks.PRIM.of(getattr(write.value, "func", None)) is runtime.append)
         kind = "list" if listed and not stale.element else "array"     # (what is written)
         what = f"array {user_name(base, self.src)} holds, which" if stale.element else kind
-        made = f" ({line(link)}: {self.src.line_text(link).strip()})" if link else ""
         return self.src.syntax_error(read, (
             f"{shown} is read after {line(write)} ({self.src.line_text(write).strip()}) "
             f"writes into the {what} it shares memory with{made}; "
@@ -93,6 +93,34 @@ class AliasErrors:
             "(made in the function), or return the new value; a method that changes self "
             "is differentiated where it is called in the function"))
 
+    def attribute_added(self, s, held):
+        """`held` if `s`, the `t += v` of `obj.x += v` (`t = obj.x` before), writes into an
+        array, which NumPy changes in place where every other name for it sees the
+        change: refused where `held` is an array; where its kind is not known, taken as
+        a number, and checked at run time (`check_attributes`)."""
+        error = self.src.syntax_error(s, augmented_attribute(self.src.line_text(s)))
+        if self.kinds.kind.get(held) != ARRAY:
+            if not self.summarising:
+                self.attribute_checks[id(s)] = (held, error)
+            return None
+        if self.reading == "raise":
+            raise error
+        return held
+
+    def check_attributes(self, fn):
+        """Before each `t += v` of `obj.x += v` whose `t` may be an array: a check that
+        raises the located error if it is one (`refuse_view`)."""
+        if not self.attribute_checks:
+            return
+        check = self.ctx.runtime("refuse_view")
+        for block in syntax.blocks(fn.body):
+            for k in range(len(block) - 1, -1, -1):
+                found = self.attribute_checks.get(id(block[k]))
+                if found is not None:
+                    error = self.ctx.bind("_s2s_array_error", obj=found[1])
+                    block.insert(k, syntax.located(syntax.expr_stmt(syntax.call(
+                        check, [syntax.name(found[0]), syntax.name(error)])), block[k]))
+
     def is_object(self, name):
         """Whether `name` holds an instance of the user's class (where known)."""
         kind = self.kinds.kind.get(name)
@@ -130,6 +158,12 @@ class AliasErrors:
         return user_name(arg.id, self.src) if isinstance(arg, gast.Name) else w.param
 
 
-def made_at(errors, link, line):
-    """` (line N: text)`, where the other name for the memory written was made."""
-    return f" ({line(link)}: {errors.src.line_text(link).strip()})" if link else ""
+def augmented_attribute(line):
+    """What the error for `obj.x += v` (the line's text), where obj.x is an array, says."""
+    text = line.strip()
+    target, _, value = text.partition("+=")
+    instead = f"{target.strip()} = {target.strip()} + {value.strip()}" if value else (
+        "obj.x = obj.x * v")
+    return (f"{text}: the attribute holds an array, which NumPy changes in place (every "
+            "other name for that array sees the change), but s2sad cannot tell here which "
+            f"other names hold it. Write the attribute as a new value ({instead})")

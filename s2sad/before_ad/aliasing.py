@@ -162,6 +162,7 @@ class Aliasing(AliasErrors):
         self.maybe = {}         # {id of `r = y[i]` that may be a view: (the parameters
         #                          whose patterns tell, the error if it is a view)}
         self.effects = {}       # {id of a call: its `effect`}
+        self.attribute_checks = {}      # (see AliasErrors.attribute_added)
         self.defs, self.loop_of, self.statement, self.within = {}, {}, {}, {}
         self.tops = {}          # (see `made_after`)
         for s in syntax.statements(fn):
@@ -182,6 +183,7 @@ class Aliasing(AliasErrors):
         axes is not known) turn out to be. Otherwise, if such an index being a view
         would make one, check after it, at run time, that it is not (`refuse_view`)."""
         self.run(fn, raising=True)
+        self.check_attributes(fn)
         if not self.maybe or not self.run(fn, views=set(self.maybe)):
             return
         suspects = [m for m in self.maybe if self.run(fn, views={m})] or list(self.maybe)
@@ -517,6 +519,8 @@ class Aliasing(AliasErrors):
                 and isinstance(v.left, gast.Name)):
             return None
         objects = names.get(v.left.id, Held()).objects if names is not None else ()
+        if marks.AUGMENTED.of(s) == "attribute" and self.kinds.kind.get(v.left.id) != SCALAR:
+            return self.attribute_added(s, v.left.id)
         if v.left.id in self.arrays or any(self.may_be_array(o) for o in objects):
             return v.left.id
         if self.summarising and any(self.unknown_param(o) for o in objects):

@@ -55,6 +55,7 @@ from .. import emit, marks, syntax
 from ..frontend import guards, source
 from ..rules import runtime
 from . import callee_effects
+from .alias_errors import augmented_attribute
 from .aliasing import summary
 from .callee_effects import Returning, returns_its_writes
 
@@ -169,8 +170,18 @@ def returning(fn, written):
     runs = syntax.copied(node)
     runs.body[:0] = [syntax.located(syntax.assign(p, syntax.call(
         syntax.name("_s2s_copied"), [syntax.name(p)])), node) for p in written]
+    bindings = {"_s2s_copied": copy.copy, "_s2s_refuse_array": runtime.refuse_view}
+    for block in syntax.blocks(runs.body):      # (`self.x += v` of an array: refused, as
+        for k in range(len(block) - 1, -1, -1):     # where s2sad differentiates it)
+            a = block[k]
+            if isinstance(a, gast.AugAssign) and isinstance(a.target, gast.Attribute):
+                error = f"_s2s_error_{len(bindings)}"
+                bindings[error] = src.syntax_error(a, augmented_attribute(src.line_text(a)))
+                read = gast.Attribute(value=a.target.value, attr=a.target.attr,
+                                      ctx=gast.Load())
+                block.insert(k, syntax.located(syntax.expr_stmt(syntax.call(
+                    syntax.name("_s2s_refuse_array"), [read, syntax.name(error)])), a))
     code = fn.__code__
-    bindings = {"_s2s_copied": copy.copy}
     for var, cell in zip(code.co_freevars, fn.__closure__ or ()):
         try:
             bindings[var] = cell.cell_contents
@@ -190,6 +201,27 @@ def _returned(value, written, where):
                                      ctx=gast.Load()), where)
 
 
+def in_place(s, ctx, augmented):
+    """The statements for `s`, an augmented assignment, as `augmented` (desugar's) writes
+    it: of an attribute, `obj.x += v` is `t = obj.x`, `t += v`, `obj.x = t`, since NumPy
+    adds in place into the array the attribute holds: before_ad.aliasing refuses it
+    there, unless the attribute is a number."""
+    target = s.target
+    if not (isinstance(target, gast.Attribute) and isinstance(target.value, gast.Name)):
+        return [augmented(s)]
+    held = ctx.namer.fresh(target.attr)
+    load = gast.Attribute(value=syntax.name(target.value.id), attr=target.attr,
+                          ctx=gast.Load())
+    add = syntax.located(gast.AugAssign(target=syntax.name(held, store=True), op=s.op,
+                                        value=s.value), s)
+    store = gast.Attribute(value=syntax.name(target.value.id), attr=target.attr,
+                           ctx=gast.Store())
+    added = augmented(add)
+    marks.AUGMENTED.put(added, "attribute")
+    return [syntax.located(syntax.assign(held, load), s), added,
+            syntax.located(syntax.assign(store, syntax.name(held)), s)]
+
+
 def attribute_write(s, ctx):
     """`obj = _s2s_attr_set(obj, "x", v)` for the statement `s`, `obj.x = v` (the fence
     lets only this form through); other statements as they are."""
@@ -200,3 +232,4 @@ def attribute_write(s, ctx):
     marks.PRIM.put(func, runtime.attr_set)
     call = syntax.call(func, [syntax.name(target.value.id), syntax.const(target.attr), s.value])
     return syntax.located(syntax.assign(target.value.id, call), s)
+

@@ -57,7 +57,7 @@ from .. import marks
 from .. import syntax
 from ..frontend import source
 from . import checkpointed_loops, defaults, gradient_calls
-from .attribute_writes import attribute_write, rebinding
+from .attribute_writes import attribute_write, in_place, rebinding
 from .dicts import Dicts, is_dict_node
 from .iteration import Iteration
 
@@ -135,7 +135,7 @@ class Desugar:
         if isinstance(s, gast.AugAssign):
             # (`d[k] += v` on an array changes it in place, which before_ad.aliasing
             # follows through the element write it stays)
-            return [attribute_write(_augmented(s), self.ctx)]
+            return [attribute_write(a, self.ctx) for a in in_place(s, self.ctx, _augmented)]
         s = attribute_write(s, self.ctx)
         written = self.dicts.element_write(s)
         if written is not None:

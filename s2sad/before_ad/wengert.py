@@ -281,7 +281,7 @@ class Wengert:
             env[target.id] = self.flatten(value, env, out, s, into=new or _Deferred(
                 lambda: into or self.version(target.id))).id
             if marks.AUGMENTED.of(s):
-                marks.AUGMENTED.put(out[-1], True)        # `x = x + t`, the last of them
+                marks.AUGMENTED.put(out[-1], marks.AUGMENTED.of(s))  # the last `x = x + t`
             return
         if isinstance(value, (gast.Tuple, gast.List)) and len(value.elts) == len(target.elts):
             pairs = list(zip(target.elts, value.elts))
