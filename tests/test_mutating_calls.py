@@ -186,7 +186,40 @@ def test_an_augmented_attribute_of_a_number_is_differentiated():
     assert_close(s2sad.hessian(f)(X), fd_hessian(f, X), rtol=1e-4, atol=1e-6)
 
 
+class Cell:
+    def __init__(self, v):
+        self.v = v
+
+    def meet(self, other):      # changes `self` and the other argument
+        self.v = self.v + np.sin(other.v)
+        other.v = other.v * self.v
+
+
+def test_a_method_changing_self_and_another_argument():
+    def f(x):
+        a = Cell(x)
+        b = Cell(x * 3.0)
+        a.meet(b)           # (once: the objects it returns are taken as sharing memory)
+        return np.sum(a.v * b.v)
+
+    assert_close(s2sad.grad(f)(X), fd_array_grad(f, (X,), 0))
+    assert_close(s2sad.jvp(f, (X,), (V,))[1], float(fd_array_grad(f, (X,), 0) @ V))
+
+
 # -- what stays refused, located ---------------------------------------------------------------
+def test_one_object_passed_for_two_arguments_a_call_changes_is_refused():
+    def f(x):
+        a = Cell(x)
+        q = a
+        a.meet(q)
+        return np.sum(a.v)
+
+    with pytest.raises(s2sad.S2SADError, match=r"a\.meet\(q\): meet\(\) changes its argument "
+                       r"'other', which shares memory with its argument 'self'") as e:
+        s2sad.grad(f)(X)
+    assert e.value.lineno == _line(f, 3)
+
+
 def test_an_augmented_attribute_holding_an_array_is_refused_at_its_line():
     def f(x):               # NumPy adds in place: `x` itself changes
         p = Particle(x, x)

@@ -82,6 +82,24 @@ class AliasErrors:
                 return True     # (not an array an object holds: `P(x)` holds x)
         return False
 
+    def check_rebound(self, w, found, args, held, written, s):
+        """Refuse the call `s` of a version of a function that returns what it changes
+        (before_ad.attribute_writes) if the memory `written` (by its write `w`, through
+        its argument `args[w.param]`) is an object the function was given, or is shared
+        with another argument (`p.meet(p)`: the function would change one object, the
+        version changes two copies)."""
+        if self.given_to(written):
+            raise self.argument_changed(s, self.argument(w, args))
+        other = next((p for p, h in held.items() if p != w.param and h.objects & written),
+                     None)
+        if other is not None:
+            raise self.src.syntax_error(s, (
+                f"{self.src.line_text(s).strip()}: {found.name}() changes its argument "
+                f"{w.param!r}, which shares memory with its argument {other!r} here; s2sad "
+                f"differentiates the call where the arguments {found.name}() changes are "
+                "apart from the others. Pass a copy (copy.copy(obj), a.copy()) for one of "
+                "them"))
+
     def argument_changed(self, s, shown):
         """The error for a change of an attribute of `shown`, an object the function was
         given."""

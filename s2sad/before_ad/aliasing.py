@@ -617,8 +617,8 @@ class Aliasing(AliasErrors):
                 continue
             readers = {r for o in written for r in state[2].get(o, ()) if r != id(s)}
             rebound = w.rebinds and returns_its_writes(marks.PRIM.of(s.value.func))
-            if rebound and self.reading == "raise" and self.given_to(written):
-                raise self.argument_changed(s, self.argument(w, args))
+            if rebound and self.reading == "raise":
+                self.check_rebound(w, found, args, held, written, s)
             if readers and self.reading == "raise" and self.before and not rebound:
                 raise self.read_before(w, found, args, s, self.statement[min(
                     readers, key=lambda r: self.src.lineno(self.statement[r]))])
