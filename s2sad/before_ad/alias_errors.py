@@ -1,6 +1,8 @@
 """What aliasing's refusals say (before_ad/aliasing.py): the located error for a read of
 an old value, for a loop going on over a sequence written into, and for a call writing
 in place into memory read before it, each naming the user's lines and what to write."""
+import re
+
 import gast
 
 from .. import marks
@@ -179,9 +181,9 @@ class AliasErrors:
 def augmented_attribute(line):
     """What the error for `obj.x += v` (the line's text), where obj.x is an array, says."""
     text = line.strip()
-    target, _, value = text.partition("+=")
-    instead = f"{target.strip()} = {target.strip()} + {value.strip()}" if value else (
-        "obj.x = obj.x * v")
+    found = re.match(r"([\w.]+)\s*(\*\*|//|>>|<<|[-+*/@%&|^])=\s*(.+)", text)
+    value = found and (found[3] if re.fullmatch(r"[\w.]+", found[3]) else f"({found[3]})")
+    instead = f"{found[1]} = {found[1]} {found[2]} {value}" if found else "obj.x = obj.x + v"
     return (f"{text}: the attribute holds an array, which NumPy changes in place (every "
             "other name for that array sees the change), but s2sad cannot tell here which "
             f"other names hold it. Write the attribute as a new value ({instead})")
