@@ -84,16 +84,24 @@ class AliasErrors:
                 return True     # (not an array an object holds: `P(x)` holds x)
         return False
 
-    def check_rebound(self, w, found, args, held, written, s):
-        """Refuse the call `s` of a version of a function that returns what it changes
-        (before_ad.attribute_writes) if the memory `written` (by its write `w`, through
-        its argument `args[w.param]`) is an object the function was given, or is shared
-        with another argument (`p.meet(p)`: the function would change one object, the
-        version changes two copies)."""
-        if self.given_to(written):
+    def check_rebound(self, w, found, args, held, written, s, rebound):
+        """Refuse the call `s` of a function that changes its arguments by assigning their
+        attributes or elements (its write `w`, into the memory `written` through its
+        argument `args[w.param]`) unless it is a call of the version that returns what it
+        changes (`rebound`, before_ad.attribute_writes: a call that is not a statement of
+        its own on names, `objs[0].step(dt)`, changes the object in place); or if that
+        memory is an object the function was given, or is shared with another argument
+        (`p.meet(p)`: the function would change one object, the version two copies)."""
+        if not rebound and all(x.rebinds for x in found.writes):
+            raise self.src.syntax_error(s, (
+                f"{self.src.line_text(s).strip()}: {found.writing(w)}; s2sad differentiates "
+                "such a call where it is a statement of its own and each argument the "
+                f"function changes is a name: {found.instead(self.argument(w, args), w)}, "
+                f"the object read through that name after it"))
+        if rebound and self.given_to(written):
             raise self.argument_changed(s, self.argument(w, args))
         other = next((p for p, h in held.items() if p != w.param and h.objects & written),
-                     None)
+                     None) if rebound else None
         if other is not None:
             raise self.src.syntax_error(s, (
                 f"{self.src.line_text(s).strip()}: {found.name}() changes its argument "

@@ -609,16 +609,16 @@ class Aliasing(AliasErrors):
             return
         held = self.arguments(args, state, s)
         for w in found.writes:
+            rebound = w.rebinds and returns_its_writes(marks.PRIM.of(s.value.func))
             written = self.objects(w.term, held, s)
-            written |= {x for o in written if user_class(self.made_kind.get(o))  # (through
-                        for x in self.contents.get(o, ())}      # an attribute: what it holds)
+            written |= {x for o in written if not rebound and user_class(self.made_kind.get(
+                o)) for x in self.contents.get(o, ())}      # (through an attribute: what it holds)
             if not written or w.array_only and not any(
                     self.may_be_array(o) or self.unknown_param(o) for o in written):
                 continue
             readers = {r for o in written for r in state[2].get(o, ()) if r != id(s)}
-            rebound = w.rebinds and returns_its_writes(marks.PRIM.of(s.value.func))
-            if rebound and self.reading == "raise":
-                self.check_rebound(w, found, args, held, written, s)
+            if w.rebinds and self.reading == "raise":
+                self.check_rebound(w, found, args, held, written, s, rebound)
             if readers and self.reading == "raise" and self.before and not rebound:
                 raise self.read_before(w, found, args, s, self.statement[min(
                     readers, key=lambda r: self.src.lineno(self.statement[r]))])
@@ -888,8 +888,9 @@ def _effects(node, ctx):
             w = dataclasses.replace(w[1], term=term, param=root(term))
         else:
             w = Written(term, root(term), ctx.src.where(w), ctx.src.line_text(w).strip(),
-                        id(w) in flow.conditional, marks.PRIM.of(getattr(
-                            w.value, "func", None)) in (runtime.attr_set, runtime.setitem))
+                        id(w) in flow.conditional, term[0] == "arg" and marks.PRIM.of(
+                            getattr(w.value, "func", None)) in (runtime.attr_set,
+                                                               runtime.setitem))
         writes.append(w)
     kinds = flow.returned_kinds
     return flow.returns, writes, kinds.pop() if len(kinds) == 1 else None
