@@ -118,6 +118,16 @@ def test_an_array_argument_a_helper_fills_is_not_changed_by_a_derivative():
     assert_close(g, fd_array_grad(f, (X, buf.copy()), 0))
 
 
+def test_what_an_object_was_built_from_stays_readable_after_a_method_rebinds_it():
+    def f(x):
+        p = Particle(x, x)
+        p.step(0.1)         # (rebinds p.pos and p.vel: x itself is not changed)
+        return np.sum(x * p.pos) + np.sum(p.vel)
+
+    assert_close(s2sad.grad(f)(X), fd_array_grad(f, (X,), 0))
+    assert_close(s2sad.jvp(f, (X,), (V,))[1], float(fd_array_grad(f, (X,), 0) @ V))
+
+
 def test_a_method_redefined_between_calls_is_compiled_again():
     class Body:
         def __init__(self, pos):
