@@ -44,15 +44,6 @@ def _by_dict(cls):
     return plain(cls)
 
 
-def _children(obj):
-    """The names of the attributes of `obj` that carry derivatives (its children)."""
-    if dataclasses.is_dataclass(obj):
-        names = [f.name for f in dataclasses.fields(obj)]
-    else:
-        names = list(obj.__dict__)
-    return [k for k in names if carries_derivative(getattr(obj, k))]
-
-
 @helper(linear="g")
 def unattr_set(g, obj, name):
     """The adjoint of `obj` in `attr_set(obj, name, v)`, `g` the new object's: `g` in
@@ -61,8 +52,10 @@ def unattr_set(g, obj, name):
         return g
     node = node_of(type(obj))
     parts, aux = node.flatten(obj)
-    names = _children(obj)
-    out = [_zero(p) if k == name else getattr(g, k) for k, p in zip(names, parts)]
+    record = dataclasses.is_dataclass(obj)      # (a plain class's aux names its children)
+    names = [f.name for f in dataclasses.fields(obj)] if record else aux[0][1]
+    out = [_zero(p, record) if k == name or not carries_derivative(p) else getattr(g, k)
+           for k, p in zip(names, parts)]
     return node.unflatten(aux, out)
 
 
@@ -99,7 +92,7 @@ def attr_set_dot(t, obj, name, v):
     object's structure, zero in `name`; or zero."""
     if t is None or is_zero(t):
         return 0.0
-    return attr_set(t, name, _zero(v))
+    return attr_set(t, name, _zero(v, dataclasses.is_dataclass(t)))
 
 
 @helper(linear="t")
@@ -111,10 +104,11 @@ def attr_set_dot_value(t, obj, name, v):
     return attr_set(zeros_like(attr_set(obj, name, v)), name, t)
 
 
-def _zero(v):
+def _zero(v, record=False):
     """What an adjoint or tangent of an object holds in an attribute holding `v`: a zero,
-    or `v` itself where it carries no derivative (a constant of the structure)."""
-    return zeros_like(v) if carries_derivative(v) else v
+    or where it carries no derivative, `v` itself (a constant of a plain class's
+    structure), None in a dataclass's field."""
+    return zeros_like(v) if carries_derivative(v) else None if record else v
 
 
 helpers(__name__)
