@@ -251,6 +251,19 @@ def batch_set_at(a, a_axis, i, v, v_axis):
     return out
 
 
+def batch_sum_scaled(x, scale, axis=None):
+    """`np.sum(x * scale, axis)` of each item, the batched array `x` scaled by `scale`,
+    which the batch shares (ad/batch_scaling.py), summed over every axis of an item
+    (`axis` None, or the one axis of a vector): a batch of vectors and a vector is one
+    matrix product."""
+    if (type(x) is np.ndarray and type(scale) is np.ndarray and x.ndim == 2
+            and scale.ndim == 1 and axis in (None, 0, -1) and len(scale) == x.shape[1]
+            and x.dtype.kind in "fc" and scale.dtype.kind in "fc"):
+        return x @ scale
+    product = batch_pad(x, np.ndim(scale)) * scale
+    return np.sum(product, axis=batch_axis(axis, product))
+
+
 def batch_reshape(a, *shape):
     """`np.reshape` of each item of the batched array `a` to `shape` (`x.reshape(3, 4)`
     or `x.reshape((3, 4))`; Nones, which no shape holds, left out)."""
