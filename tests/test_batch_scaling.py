@@ -183,3 +183,13 @@ def test_a_matrix_that_differs_across_the_batch_against_a_loop_of_grad():
     np.testing.assert_allclose(got, loop, rtol=1e-12)
     fd = np.stack([fd_array_grad(lambda v: softplus_loss(v, X, y), (w,), 0) for X in Xs])
     np.testing.assert_allclose(loop, fd, rtol=1e-6, atol=1e-8)
+
+
+def test_a_list_of_batched_floats_is_stacked_as_np_stack_stacks_it():
+    from s2sad.rules.batching import batch_array
+    a, b = rng.normal(size=B), rng.normal(size=B)
+    got = batch_array([a, 2.0, b])
+    np.testing.assert_array_equal(got, np.stack([a, np.full(B, 2.0), b], axis=1))
+    assert got.dtype == np.float64 and got.flags.writeable
+    ints = batch_array([np.arange(B), 1])       # (others: the general path, its dtype)
+    assert ints.dtype == np.stack([np.arange(B), np.full(B, 1)], axis=1).dtype
