@@ -69,8 +69,14 @@ def _read_only(x):
 
 def batch_like(x, n):
     """`x`, which carries no batch axis, with one of length `n` in front (a view with
-    stride 0: every item of the batch is `x`), leaf by leaf."""
+    stride 0: every item of the batch is `x`, which `vmap` reads as a result the batch
+    shares), leaf by leaf."""
     if type(x) is np.ndarray:
+        if x.flags.c_contiguous and x.dtype.kind in "biufc":
+            # (the view np.broadcast_to makes, in a fourth of its time)
+            view = np.ndarray((n,) + x.shape, x.dtype, x, 0, (0,) + x.strides)
+            view.flags.writeable = False
+            return view
         return np.broadcast_to(x, (n,) + x.shape)
     return pytrees.map(lambda v: np.broadcast_to(v, (n,) + np.shape(v)), x)
 
@@ -306,6 +312,8 @@ def batch_broadcast_like(t, t_axis, y, y_axis):
 def batch_cumsum(a, axis=None):
     """`np.cumsum(a, axis)` of each item of the batched array `a` (flattened for None)."""
     if axis is None:
+        if type(a) is np.ndarray and a.ndim == 2:
+            return a.cumsum(axis=1)
         return np.cumsum(np.reshape(a, (len(a), -1)), axis=1)
     return np.cumsum(a, axis=batch_axis(axis, a))
 
