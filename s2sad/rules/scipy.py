@@ -21,6 +21,7 @@ time where it is computed with (before_ad/complex_values.py, `LINALG_CHECKED`).
 import numpy as np
 from scipy import linalg, special, stats
 
+from . import distances  # noqa: F401  (scipy.spatial.distance's cdist and pdist)
 from . import distributions  # noqa: F401  (the other distributions of scipy.stats)
 from . import numpy as numpy_rules
 from . import solves  # noqa: F401  (the helpers these rules call, _s2s_NAME)
