@@ -25,7 +25,12 @@ function is a value known when compiling:
   nonlinearity=np.tanh)`, a function passed or left as the default: see
   compilation.function_params; the guard tests that the argument is that function)
   and never assigned: `nonlinearity(x)` is `tanh(x)`;
-- keyword arguments go to their positions (`loglik(y, mu=mu)` is `loglik(y, mu)`).
+- keyword arguments go to their positions (`loglik(y, mu=mu)` is `loglik(y, mu)`);
+- a method of a distribution frozen in the function (`d = norm(mu, s)`, a call of an
+  object whose methods have rules, `scipy.stats.norm`): `d.logpdf(y)` is
+  `norm.logpdf(y, loc=mu, scale=s)`, the parameters named as the method's rule names them
+  (a frozen distribution is a function value of a kind: bound to names, carried through
+  branches and loops the same way, but passed to a function as it is).
 
 A call that passes a function value (`integrate(lambda t: x * t, 0.0, 1.0)`), gives a
 keyword-only parameter, or goes to a function with `*args` or `**kwargs` calls a version
@@ -106,10 +111,12 @@ def run(fn, ctx):
 class Known:
     """A function value known when compiling: the callable `fn` (a Python function, a
     bound method, a primitive, a partial object) with the atoms `args` and `keywords`
-    bound to it first."""
+    bound to it first; or, `frozen`, a distribution frozen by calling it (`norm(mu, s)`:
+    `fn` the distribution, `args` and `keywords` its parameters)."""
     fn: object
     args: list = dataclasses.field(default_factory=list)
     keywords: dict = dataclasses.field(default_factory=dict)
+    frozen: bool = False
 
     def places(self):
         """{place: atom}: the positions of `args`, then the keywords."""
@@ -211,6 +218,16 @@ class ResolveCalls:
             if (path is not None and f"{path}()" in found and not self.handed_on(path)
                     and e.attr not in self.stored_attrs):
                 return Known(found[f"{path}()"])
+        if (isinstance(e, gast.Attribute) and isinstance(e.value, gast.Name)
+                and e.value.id in self.assignments):
+            known = self.known_name(e.value.id)
+            if known is not None and known.frozen:
+                return _frozen_method(known, e.attr)     # `d.logpdf` of `d = norm(mu, s)`
+        if isinstance(e, gast.Call) and _distribution(self.prim(e.func)) and not any(
+                isinstance(a, gast.Starred) for a in e.args) and not any(
+                k.arg is None for k in e.keywords):
+            return Known(self.prim(e.func), list(e.args), {k.arg: k.value for k in e.keywords},
+                         frozen=True)
         if isinstance(e, gast.Call) and self.prim(e.func) is functools.partial and e.args:
             inner = self.known_value(e.args[0])
             if inner is None or any(k.arg is None for k in e.keywords):
@@ -305,7 +322,7 @@ class ResolveCalls:
         makes = {s: self.known_value(s.value) for s in assignments
                  if not _placeholder(s) and not _copy_in(s, group)}
         first = next(iter(makes.values()), None)
-        if first is None or any(k is None or k.fn is not first.fn
+        if first is None or any(k is None or k.fn is not first.fn or k.frozen != first.frozen
                                 or k.layout() != first.layout() for k in makes.values()):
             return
         changed = True
@@ -323,7 +340,8 @@ class ResolveCalls:
         for n in carried:
             self.known[n] = Known(first.fn, [syntax.name(named[n][i])
                                              for i in range(len(first.args))],
-                                  {k: syntax.name(named[n][k]) for k in first.keywords})
+                                  {k: syntax.name(named[n][k]) for k in first.keywords},
+                                  first.frozen)
         for n in carried:
             for s in self.assignments[n]:
                 if _placeholder(s):
@@ -425,8 +443,10 @@ class ResolveCalls:
         return prim if prim is not None else self.src.resolve(func)
 
     def is_function_value(self, atom):
-        return (isinstance(atom, (gast.Name, gast.Attribute))
-                and self.known_value(atom) is not None)
+        if not isinstance(atom, (gast.Name, gast.Attribute)):
+            return False
+        known = self.known_value(atom)
+        return known is not None and not known.frozen      # (a frozen distribution: passed)
 
     # -- calls ----------------------------------------------------------------------------
     def resolve(self, call, s):
@@ -535,7 +555,10 @@ class ResolveCalls:
     def set_call(self, call, fn, args, keywords):
         record = marks.RECORD.of(fn)
         lifted = record is not None and not isinstance(record, Version)
-        name = fn.__name__ if lifted else self.ctx.bind(fn.__name__, obj=fn)
+        owner = getattr(fn, "__self__", None)       # (a distribution's method: norm_logpdf)
+        base = (f"{owner.name}_{fn.__name__}" if _distribution(owner)
+                and isinstance(getattr(owner, "name", None), str) else fn.__name__)
+        name = fn.__name__ if lifted else self.ctx.bind(base, obj=fn)
         self.changed = True
         call.func = syntax.located(syntax.name(name), call)
         marks.PRIM.put(call.func, fn)
@@ -626,6 +649,35 @@ def _resolves_to(obj, fn):
     (a method through its instance, an object through its class's `__call__`)."""
     return getattr(obj, "__func__", None) is fn or (
         user_class(type(obj)) and getattr(type(obj), "__call__", None) is fn)
+
+
+#: The methods of a frozen distribution that stand for its distribution's (`d.logpdf(y)`
+#: of `d = norm(mu, s)` is `norm.logpdf(y, mu, s)`), where those have rules.
+_FROZEN_METHODS = ("logpdf", "pdf", "logpmf", "pmf", "cdf", "logcdf")
+
+
+def _distribution(obj):
+    """Whether calling `obj` freezes a distribution whose methods have rules
+    (`scipy.stats.norm`, `stats.multivariate_normal`)."""
+    if obj is MISSING or isinstance(obj, type) or not any(
+            hasattr(type(obj), m) for m in _FROZEN_METHODS):
+        return False
+    return any(registry.primitive(getattr(obj, m, None)) is not None for m in _FROZEN_METHODS)
+
+
+def _frozen_method(known, attr):
+    """`Known` for the method `attr` of the frozen distribution `known`: its
+    distribution's, the parameters given to the distribution passed after the value by
+    the names its rule gives them (`norm(mu, s).logpdf(y)` is `norm.logpdf(y, loc=mu,
+    scale=s)`), or None where it has no rule or more parameters than the rule."""
+    method = getattr(known.fn, attr, None) if attr in _FROZEN_METHODS else None
+    rule = registry.lookup(method) if method is not None else None
+    if rule is None or not rule.variants:
+        return None
+    names = [p for p, _ in rule.variants[0].params][1:]
+    if len(known.args) > len(names):
+        return None
+    return Known(method, [], {**dict(zip(names, known.args)), **known.keywords})
 
 
 def _assigns(s):
