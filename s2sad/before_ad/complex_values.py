@@ -89,7 +89,7 @@ import numpy as np
 
 from .. import marks, syntax
 from ..analysis.operations import COPY, CUSTOM, NONDIFF, PACK, USER, call_arguments
-from ..compilation import COMPLEX_NUMBERS, SPECIALISED
+from ..compilation import COMPLEX_NUMBERS, SPECIALISED, complex_key
 from ..errors import ComplexValueError
 from ..frontend.source import MISSING
 from ..rules import complex_linalg, complex_numbers, registry, runtime
@@ -231,6 +231,8 @@ class _Analysis:
             return REAL     # a callee's: its caller checked the arguments
         if kind in COMPLEX_NUMBERS:
             return Complex(f"the complex argument {p}")
+        if self.ctx.arg_types.get(complex_key(p)):
+            return Complex(f"the complex array argument {p}")
         if kind in SPECIALISED or (isinstance(kind, type) and is_duck_array_type(kind)):
             return REAL     # guarded: the class, and for an array its dtype
         return UNKNOWN
@@ -623,7 +625,8 @@ class _Analysis:
         """The array arguments not differentiated (and fields) whose values reach a
         statement with a differentiated value: taken as real, which the guards test."""
         arrays = {p for p, k in self.ctx.arg_types.items() if (k is np.ndarray or (
-            isinstance(k, type) and is_duck_array_type(k))) and p not in self.ctx.wrt}
+            isinstance(k, type) and is_duck_array_type(k))) and p not in self.ctx.wrt
+            and not self.ctx.arg_types.get(complex_key(p))}
         if not arrays:
             return set()
         reads, todo = {}, []
