@@ -516,9 +516,9 @@ def refuse_complex(fn, indices, args, numbers=False):
         if found is not None:
             held = "holds" if pytrees.is_structure(args[i]) else "is"
             what = ("complex numbers and NumPy arrays, not containers of them yet" if numbers
-                    else "complex numbers and arrays with grad, value_and_grad, vjp and jvp "
-                         "(the Python backend), and jacfwd and jacrev with holomorphic=True,"
-                         " only")
+                    else "complex numbers and arrays with grad, value_and_grad, vjp, jvp and"
+                         " hvp (the Python backend), and jacfwd and jacrev with "
+                         "holomorphic=True, only")
             raise ComplexValueError(
                 f"argument {i} of {getattr(fn, '__qualname__', fn)} {held} {found}; s2sad "
                 f"differentiates with respect to {what} (docs/complex.md): pass the real "

@@ -87,7 +87,9 @@ def hvp(f: Callable, wrt: Wrt | None = None, *, backend: str | None = None,
     With `backend="numba"`, the forward mode of the numba backend's gradient code,
     compiled by `numba.njit` (see docs/numba.md); that is the default for a
     `@numba.njit` function `f`. `argnums` may stand for `wrt`, as in `grad`. For SciPy's
-    order of arguments, `(x, v, *args)`, see `hessp`.
+    order of arguments, `(x, v, *args)`, see `hessp`. Of a complex number or array `z`
+    (the Python backend), it is the derivative of the gradient along the complex
+    direction `v`, `jvp(grad(f), (z,), (v,))` (docs/complex.md).
     """
     if variadic.takes_varargs(f):
         return variadic.Derivative(
