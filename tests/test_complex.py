@@ -15,6 +15,7 @@ import cmath
 import importlib.util
 import inspect
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -573,3 +574,24 @@ def test_check_hoisted_out_of_loop():
     assert text.count("_s2s_check_real(c,") == 1
     assert text.index("_s2s_check_real(c,") < text.index("for i in range(3)")
     assert_close(s2sad.grad(looped)(1.0, 2.0), fd_grad(looped, (1.0, 2.0)))
+
+
+def phases_of_items(p):
+    return np.sum(np.real(np.exp(1j * p[0]) * p[1]))
+
+
+def test_container_items_meeting_complex_values():
+    """The items of a tuple to differentiate are of unknown kind, checked real where
+    they meet a complex value: their adjoints are the real parts (as a real argument's),
+    not complex arrays cast back to real (a ComplexWarning)."""
+    p = (np.array([0.3, 0.5]), np.array([1.0, 2.0]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        g = s2sad.grad(phases_of_items)(p)
+    for k in (0, 1):
+        assert g[k].dtype == np.float64
+        assert_close(g[k], fd_array_grad(
+            lambda v, k=k: phases_of_items(tuple(v if i == k else p[i] for i in (0, 1))),
+            (p[k],), 0))
+    text = s2sad.source(phases_of_items, at=(p,))
+    assert text.index("_s2s_check_real(t,") < text.index("_s2s_as_complex(t)")

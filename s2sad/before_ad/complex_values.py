@@ -200,10 +200,10 @@ def run(fn, ctx):
         analysis = _Analysis(fn, ctx)
     checks = analysis.checks()
     ctx.assumed_real = analysis.assumed()
-    if analysis.rewrite(fn):
-        ctx.rewrote = True
-    if checks:
+    if checks:      # (first: a value checked is then passed through as_complex)
         _insert(fn, checks, ctx)
+        ctx.rewrote = True
+    if analysis.rewrite(fn):
         ctx.rewrote = True
     return fn
 
@@ -594,14 +594,16 @@ class _Analysis:
 
     def real_operands(self, s, op):
         """The differentiated real names statement `s` (of `op`) computes with, in order
-        (none where it reads a container's item: the container is what it reads)."""
+        (none where it reads a container's item: the container is what it reads), and
+        those of unknown type, which are checked real before it."""
         if op.form == COPY or _in(op.prim, {operator.getitem, getattr}) or (
                 op.prim is not None and getattr(registry.primitive(op.prim), "complex", None)
                 == complex_numbers.FROM_REAL):
             return []
         names = [name for _, name, _ in self.operands_of(s.value)]
+        # (a name of unknown type is checked real just before, see `checks`)
         return list(dict.fromkeys(n for n in names if n is not None and n in self.varied
-                                  and self.state_of(n) == REAL))
+                                  and self.state_of(n) in (REAL, UNKNOWN)))
 
     def as_complex(self):
         func = syntax.name(self.ctx.runtime("as_complex"))
