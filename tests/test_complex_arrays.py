@@ -591,3 +591,19 @@ def test_containers_refused():
 def test_numba_backend_refuses():
     with pytest.raises(ComplexValueError, match="argument 0 of moduli"):
         s2sad.grad(moduli, backend="numba")(point((3,)))
+
+
+def tangent_along_i(z):
+    return s2sad.jvp(moduli, (z,), (np.ones(z.shape) * 1j,))[1]
+
+
+@pytest.mark.xfail(strict=True, reason="found this session, on main before it: vmap batches "
+                   "the f_jvp a function calls, compiled for the kinds of its arguments, "
+                   "which take a complex array as real (np.abs's tangent through np.sign): "
+                   "a wrong number, not a refusal")
+@pytest.mark.filterwarnings("ignore::s2sad.BatchingLoopWarning")
+def test_vmap_of_a_jvp_of_complex_arrays():
+    Z = point((2, 3), seed=22)
+    expected = [fd_along(moduli, z, np.ones(3) * 1j) for z in Z]
+    close([tangent_along_i(z) for z in Z], expected)
+    close(s2sad.vmap(tangent_along_i)(Z), expected)
