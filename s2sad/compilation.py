@@ -79,6 +79,7 @@ def complex_key(p):
     complex."""
     return p + "[complex]"
 
+
 #: The containers whose exact type a derivative is specialised on: their gradients have
 #: their structure. (Not named tuples: their fields are, see `arg_types_of`.)
 CONTAINERS = (list, tuple, dict)
