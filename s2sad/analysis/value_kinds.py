@@ -136,6 +136,12 @@ class ValueKinds:
                 else (n.target.id, _target_kind(n, src)) for n in statements
                 if (isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name))
                 or (isinstance(n, gast.For) and isinstance(n.target, gast.Name))]
+        # Wengert form's `j = None` for a name a path has not bound (marks.INIT), which
+        # the user's code never reads on that path: no fact of the name (a loop counter
+        # copied out of a loop that may run no iteration stays an int)
+        unbound = {id(n.value) for n in statements if isinstance(n, gast.Assign)
+                   and marks.INIT.of(n) and isinstance(n.value, gast.Constant)
+                   and n.value.value is None}
         self.assigned = {t for t, _ in defs}
         self.local = self.assigned | set(self.kind)
         self.params = set(self.kind) - self.assigned
@@ -162,6 +168,8 @@ class ValueKinds:
             while changed:
                 changed = False
                 for target, value in defs:
+                    if id(value) in unbound:
+                        continue
                     k = join(self.kind.get(target), self.of(value))
                     if k != self.kind.get(target):
                         self.kind[target] = k
