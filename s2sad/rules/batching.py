@@ -580,6 +580,8 @@ batching(seed, "y, name", "_s2s_batch_seed(y, name)")
 batching(broadcast_like, "t, y", "_s2s_batch_broadcast_like(t, t_axis, y, y_axis)")
 batching(np.array, "object, dtype=None", "_s2s_batch_array(object, dtype)")
 batching(pytrees.add, "a, b", "_s2s_batch_add(a, a_axis, b, b_axis)")
+# the zeros of a batch are a batch of zeros (the adjoint of an unused item or output)
+batching(pytrees.zeros_like, "x", "zeros_like(x)", {"zeros_like": pytrees.zeros_like})
 batching(unreduce, "g, x, axis=None, keepdims=False",
          "_s2s_batch_unreduce(g, g_axis, x, x_axis, axis, keepdims)")
 batching(extremum, "g, x, ans, axis=None, keepdims=False",
