@@ -83,7 +83,7 @@ INIT = Mark(
     "(`x = None`), so that every path binds it", ["before_ad/wengert.py", "ad/tapes.py",
                                                   "before_ad/resolve_calls.py"],
     ["ad/inplace.py", "after_ad/optimize.py", "before_ad/resolve_calls.py",
-     "after_ad/native_tapes.py"])
+     "after_ad/native_tapes.py", "analysis/value_kinds.py"])
 LOOP = Mark(
     "s2s_loop", "on an init of a loop's counter, the loop: only reads after it need it",
     ["before_ad/wengert.py"], ["after_ad/optimize.py"], default=None)
@@ -160,7 +160,7 @@ PRIM = Mark(
      "before_ad/lift.py", "before_ad/attribute_writes.py",
      "before_ad/checkpointed_loops.py",
      "before_ad/wengert.py", "before_ad/gradient_calls.py", "before_ad/resolve_calls.py",
-     "before_ad/complex_values.py"],
+     "before_ad/call_versions.py", "before_ad/complex_values.py"],
     ["frontend/source.py", "analysis/operations.py", "analysis/value_kinds.py",
      "analysis/shapes.py", "before_ad/aliasing.py", "before_ad/alias_errors.py",
      "before_ad/certain_axes.py",
@@ -179,10 +179,10 @@ LIFTED = Mark(
 # -- on the functions s2sad makes, not on nodes ------------------------------------------------
 RECORD = FunctionRecord(
     "s2s_record", "on a function s2sad made, its record: before_ad/lift.py's Lifted (a "
-    "nested function lifted), checkpointed_loops' LoopBody (a loop's step), resolve_calls' "
+    "nested function lifted), checkpointed_loops' LoopBody (a loop's step), call_versions' "
     "Version (a callee resolved)",
-    ["before_ad/lift.py", "before_ad/checkpointed_loops.py", "before_ad/resolve_calls.py",
-     "before_ad/attribute_writes.py"],
+    ["before_ad/lift.py", "before_ad/checkpointed_loops.py", "before_ad/call_versions.py",
+     "before_ad/resolve_calls.py", "before_ad/attribute_writes.py"],
     ["frontend/source.py", "analysis/value_kinds.py", "before_ad/lift.py",
      "before_ad/resolve_calls.py", "before_ad/gradient_calls.py", "before_ad/callee_effects.py",
      "ad/calls.py", "ad/forward_mode.py", "ad/fused.py", "ad/checkpointed.py",

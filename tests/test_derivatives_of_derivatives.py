@@ -179,6 +179,13 @@ MORE_SAMPLES = {
     "unlast": [(1.5, [0.5, 1.5, 2.0])],
     "lead": [(r(2, 3), r(4)), (r(3), 2.0)],
     "partition_order": [(r(5), np.partition(r(5), 2))],
+    "running_source": [(np.maximum.accumulate(r(5)),), (np.minimum.accumulate(r(2, 3), 1), 1)],
+    "pair_rows": [(r(4, 2), 0), (r(4, 2), 1)],
+    "distance_slope": [(r(3, 1, 4), r(1, 2, 4), metric, p, which)
+                       for metric, p in [("euclidean", None), ("sqeuclidean", None),
+                                         ("cityblock", None), ("chebyshev", None),
+                                         ("minkowski", 3), ("minkowski", 2.5), ("cosine", None)]
+                       for which in (0, 1)] + [(r(3, 2), r(3, 2), "euclidean", None, 0)],
     "polygamma": [(0, np.abs(r(3)) + 0.5), (2, 1.5)],
     "polyder_value": [(r(4), r(3), 1), (r(4), 0.7, 2), (r(3), r(2), 4)],
     "midpoints": [(r(5),), (r(3, 4), 0), (r(3, 4), -1)],

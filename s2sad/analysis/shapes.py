@@ -6,8 +6,10 @@ of shapes: a parameter's own, or that of an index of an array by constant slices
 trim as many elements from each axis (`x[1:]` and `x[:-1]` have the same shape). An
 elementwise operation (`2 * x`, `np.tanh(x)`, `x + y`) has the broadcast of the sets of
 its array operands, so that `y * z` and `(y * z) - np.exp(z)` have the same shape. An
-index by an int removes an axis: a constant, the counter of a `for` over `range`, or
-the counter plus or minus an int (`x[i]` and `x[i - 1]` have one shape). Only names
+index by an int removes an axis: a constant, the counter of a `for` over `range` (in
+the loop's body, where a copy before the loop binds it too: Wengert form's `j_1 = j` for
+a loop that may run no iteration), or the counter plus or minus an int (`x[i]`, `x[j]`
+and `x[i - 1]` have one shape). Only names
 assigned once are classified; a name assigned in several places (a loop-carried value)
 has a shape of its own, unless it only ever holds versions of an array written element
 by element (`a[i] = v`), which have that array's shape.
@@ -80,6 +82,10 @@ class Shapes:
         self.cls = {}
         self.many = {n for n, defs in assigned.items() if len(defs) > 1}
         self.ints = _ints(statements, kinds, assigned)
+        # {id(statement): the counters certainly ints there}: in the body of a `for`
+        # over `range`, its counter, though a copy before the loop binds it too (the
+        # value it keeps where the loop runs no iteration: `j_1 = j`)
+        self.body_ints = _body_ints(statements, kinds)
         # the versions of an array written element by element have its shape
         self.versions = _versions(statements, kinds, assigned, self.many)
         self.many -= set(self.versions)
@@ -132,7 +138,7 @@ class Shapes:
                 name = target.id
                 guessed = name in guesses
                 op = ops.get(s)
-                key = self._key(s.value, op)
+                key = self._key(s.value, op, self.body_ints.get(id(s)))
                 if key is not None:
                     if not guessed or (name not in own and name not in self.cls
                                        and s is guesses[name][0]):
@@ -145,7 +151,7 @@ class Shapes:
 
     def _holds(self, name, s, ops):
         """Whether assignment `s` binds `name` to a value of the class guessed for it."""
-        key = self._key(s.value, ops.get(s))
+        key = self._key(s.value, ops.get(s), self.body_ints.get(id(s)))
         return key is not None and self.canonical(key) == self.of(name)
 
     def of(self, name):
@@ -278,12 +284,12 @@ class Shapes:
                 self.sources[base] |= self.sources.get(self._find(m), set())
 
 
-    def _key(self, value, op):
+    def _key(self, value, op, ints=None):
         if isinstance(value, gast.Name):
             return self.of(value.id)
         if (isinstance(value, gast.Subscript) and isinstance(value.value, gast.Name)
                 and self.kinds[value.value] == ARRAY):
-            index = trims(value.slice, self.ints)
+            index = trims(value.slice, self.ints | ints if ints else self.ints)
             base = self.of(value.value.id)
             return None if index is None or base is None else frozenset(
                 [("index", base, index)])
@@ -402,6 +408,22 @@ def _ints(statements, kinds, assigned):
                     for x in (n.value.left, n.value.right)):
                 out.add(n.targets[0].id)
                 changed = True
+    return out
+
+
+def _body_ints(statements, kinds):
+    """{id(statement): counters}: each statement in the body of a `for` over `range`
+    whose counter (a name) the body does not bind, with that counter."""
+    out = {}
+    for n in statements:
+        if not (isinstance(n, gast.For) and isinstance(n.target, gast.Name)
+                and isinstance(n.iter, gast.Call) and kinds.src.resolve(n.iter.func) is range):
+            continue
+        body = syntax.statements(syntax.if_(syntax.const(True), n.body))
+        if n.target.id in {t for s in body for t in syntax.names_stored(s)}:
+            continue
+        for s in body:
+            out[id(s)] = out.get(id(s), frozenset()) | {n.target.id}
     return out
 
 
