@@ -13,7 +13,9 @@ result of `f_batched` has the batch axis first. An `if` whose test is batched ru
 both branches and chooses item by item, where both may run (`select`); a `while` whose
 test is batched runs until every item is done, keeping the values of the finished ones
 (`masked`); other such `if`s and `while`s, and a `for` over a batched sequence, are
-refused.
+refused. A batched value times values the batch shares is kept as its scale, computed
+batched only where something else reads it, and its sum is a matrix product
+(ad/batch_scaling.py).
 
 >>> from s2sad.ad.batching import Batching
 >>> print(show(Batching, '''
@@ -50,6 +52,7 @@ from ..errors import BatchingLoopWarning, InternalError, S2SADError
 from ..frontend import source
 from ..options import Variant
 from ..rules import registry, runtime
+from . import batch_scaling
 from .simplify import template_name
 
 
@@ -104,6 +107,7 @@ class Batching:
             and not any(isinstance(n, (gast.Try, gast.With)) for n in syntax.statements(fn)),
             [where for s in syntax.statements(fn) if s in self.ops
              for where in self.drawn(s)])
+        self.scaling = batch_scaling.plan(self, body)
         body = self.block(body)
         body.append(syntax.located(syntax.ret(self.output(ret.value)), ret))
         if self.size is not None and not self.seeds:
@@ -368,6 +372,9 @@ class Batching:
             s.value = syntax.call(self.ctx.runtime("jacobian_seed"), [
                 syntax.copied(self.seeds[target])])
             return [s]
+        step = self.scaling.get(id(s))
+        if step is not None:
+            return batch_scaling.emit(self, step, s)
         if target not in self.batched:
             op = self.ops[s]
             rule = self.rule_of(op)

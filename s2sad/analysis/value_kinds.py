@@ -439,6 +439,10 @@ class ValueKinds:
                 partial = any(k.arg in ("axis", "keepdims") for k in e.keywords) or (
                     len(e.args) > (0 if method else 1))
                 return ARRAY if partial else SCALAR
+            if record.returns_if is not None and any(
+                    k.arg == record.returns_if[0] and isinstance(k.value, gast.Constant)
+                    and k.value.value is True for k in e.keywords):
+                return record.returns_if[1]         # `np.linspace(..., retstep=True)`
             if record.returns == "args":
                 return combine([self.of(a) for a in e.args])
             if record.returns == "first":       # an element write: the array or list written

@@ -8,7 +8,7 @@ import numpy as np
 from ..errors import (
     ComplexValueError, ExceptionPathError, MissingRuleError, NonScalarOutputError, S2SADError)
 # (the modules of helpers, each declaring its own: `runtime.NAME` finds any, see __getattr__)
-from . import calculus, factorizations, layout, products, schedules  # noqa: F401
+from . import attributes, calculus, factorizations, layout, products, schedules  # noqa: F401
 from .arrays import add_at, asarray, is_array, is_duck_array, zeros
 from .pytrees import (
     add, carries_derivative, is_record, zeros_like,
