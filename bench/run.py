@@ -1480,6 +1480,8 @@ def main():
             print(solvers.report(solver_rows))
             print()     # (JAX's row where JAX imports here)
             print(solvers.ode_report(solvers.ode_comparison(s2sad, opts.quick)))
+            print()
+            print(solvers.memory_report(solvers.memory(s2sad, opts.quick)))
 
     batching_rows = []
     if s2sad is not None and opts.only is None and (

@@ -22,7 +22,9 @@ Workloads:
   with s2sad's gradient of a hand-written RK4 of the same accuracy (one step per
   observation, 7e-6 relative like the solve's) and with JAX's
   `jax.experimental.ode.odeint` (rtol 1e-6, jitted), steady state and first call, where
-  JAX is installed (here, or in the interpreter `--jax-python PATH` names).
+  JAX is installed (here, or in the interpreter `--jax-python PATH` names). Its memory
+  (`memory`): the peak memory (tracemalloc) of the gradient over the fit's span and over
+  one 10 times longer (about 9 times the steps), which must stay flat (`MEMORY_GOAL`).
 
 A third table (`second`) times Hessian-vector products (`s2sad.hvp`: forward mode over the
 reverse-mode rules) of the functions in `SECOND`, each checked against central differences
@@ -300,6 +302,76 @@ def report(rows):
     return "\n".join(lines)
 
 
+#: the spans of the memory table: the fit's, and 10 times longer (about 9 times the steps)
+SPANS = (15.0, 150.0)
+MEMORY_GOAL = 2.0   # the gradient's peak memory over the longer span / over the fit's
+
+
+def lotka_volterra_over(t_end):
+    """The Lotka-Volterra fit's loss with its 200 observations spread over `(0, t_end)`."""
+    times = np.linspace(0.0, t_end, 201)[1:]
+
+    def loss(p):
+        sol = integrate.solve_ivp(lv_rhs, (0.0, t_end), LV_Y0, args=(p[0], p[1], p[2], p[3]),
+                                  t_eval=times, rtol=1e-6, atol=1e-9)
+        return np.sum((sol.y - LV_OBS) ** 2)
+    return loss
+
+
+def peak_memory(fn, args):
+    """The peak of the memory Python allocates during `fn(*args)` (tracemalloc), bytes."""
+    import gc
+    import tracemalloc
+    gc.collect()
+    tracemalloc.start()
+    try:
+        fn(*args)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def memory(s2sad, quick=False):
+    """One row per span of `SPANS`: the solve's steps, the loss's and the gradient's CPU
+    seconds per call and peak memory (bytes, tracemalloc, a call after the first)."""
+    rows = []
+    target = 0.05 if quick else 0.2
+    for t_end in SPANS:
+        print(f"timing the memory of the Lotka-Volterra gradient over (0, {t_end:g}) ...",
+              file=sys.stderr, flush=True)
+        f = lotka_volterra_over(t_end)
+        g = s2sad.grad(f)
+        g(LV_P)
+        steps = len(integrate.solve_ivp(lv_rhs, (0.0, t_end), LV_Y0, args=tuple(LV_P),
+                                        rtol=1e-6, atol=1e-9).t) - 1
+        rows.append({"span": t_end, "steps": steps, "function": best(f, (LV_P,), target),
+                     "gradient": best(g, (LV_P,), target),
+                     "function_peak": peak_memory(f, (LV_P,)),
+                     "gradient_peak": peak_memory(g, (LV_P,))})
+    return rows
+
+
+def memory_report(rows):
+    """The memory table (ms, KB) and the goal line."""
+    head = ("span", "steps", "loss ms", "gradient ms", "gradient/loss", "loss peak KB",
+            "gradient peak KB")
+    body = [(f"(0, {r['span']:g})", r["steps"], f"{r['function'] * 1e3:.2f}",
+             f"{r['gradient'] * 1e3:.2f}", f"{r['gradient'] / r['function']:.2f}",
+             f"{r['function_peak'] / 1e3:.0f}", f"{r['gradient_peak'] / 1e3:.0f}")
+            for r in rows]
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
+    lines = ["The Lotka-Volterra fit's gradient over a longer span (its 200 observations "
+             "spread over it): CPU time and peak memory (tracemalloc) per call", ""]
+    lines += ["  ".join(str(x).rjust(w) for x, w in zip(line, widths))
+              for line in (head, *body)]
+    growth = rows[-1]["gradient_peak"] / rows[0]["gradient_peak"]
+    steps = rows[-1]["steps"] / rows[0]["steps"]
+    lines += ["", f"memory goal (the gradient's peak memory flat, at most {MEMORY_GOAL:.0f}x, "
+              f"while the steps grow {steps:.1f}x): "
+              + ("met" if growth <= MEMORY_GOAL else "missed") + f" ({growth:.2f}x)"]
+    return "\n".join(lines)
+
+
 def ode_comparison(s2sad, quick=False, jax_python=None):
     """The Lotka-Volterra fit's gradient three ways, in ms of process CPU time per call
     (steady state) and s of wall time for the first call: s2sad's through solve_ivp,
@@ -402,6 +474,8 @@ def main():
     print(second_report(second(s2sad, quick=quick)))
     print()
     print(ode_report(ode_comparison(s2sad, quick, jax_python)))
+    print()
+    print(memory_report(memory(s2sad, quick)))
 
 
 if __name__ == "__main__":

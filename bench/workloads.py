@@ -1022,6 +1022,40 @@ def rk4_args(n, seed=0):
 
 
 # ---------------------------------------------------------------------------
+# 16b. A pairwise energy of 20 points in the plane (a scientist's double loop over pairs,
+#      rows of a 2-d array read a number at a time).  Gradient w.r.t. the points and k.
+def pair_energy(x, k):
+    e = 0.0
+    n = x.shape[0]
+    for i in range(n):
+        for j in range(i + 1, n):
+            d = x[i] - x[j]
+            r2 = d[0] ** 2 + d[1] ** 2 + 1e-3
+            e += k / r2 ** 3 - 1.0 / r2
+    return e
+
+
+def pair_energy_hand(x, k):
+    # e = sum over pairs of k r2^-3 - r2^-1: dk = r2^-3, dr2 = -3k r2^-4 + r2^-2, and
+    # r2 = |x_i - x_j|^2 + eps gives d(x_i) = 2 dr2 d = -d(x_j).
+    n = x.shape[0]
+    x_bar, k_bar = np.zeros(x.shape), 0.0
+    for i in range(n):
+        for j in range(i + 1, n):
+            d = x[i] - x[j]
+            r2 = d[0] ** 2 + d[1] ** 2 + 1e-3
+            k_bar += 1.0 / r2 ** 3
+            d_bar = (2.0 * (1.0 / r2 ** 2 - 3.0 * k / r2 ** 4)) * d
+            x_bar[i] += d_bar
+            x_bar[j] -= d_bar
+    return x_bar, k_bar
+
+
+def pair_energy_args(n, seed=0):
+    return np.random.default_rng(seed).normal(size=(n, 2)), 0.01
+
+
+# ---------------------------------------------------------------------------
 # 17. A small binary expression tree (issue #37's realistic recursive program),
 #     evaluated recursively: node i (children 2i + 1 and 2i + 2) is a leaf, the row
 #     leaves[i], or the sum, product or tanh(left) * right of its children.
@@ -1219,6 +1253,8 @@ def mixed():
         Workload("rk4_tuple_state", rk4, rk4_hand, rk4_args(3), (0, 1, 2, 3),
                  group="mixed"),
         Workload("tree", tree, tree_hand, tree_args(3), (0, 1), group="mixed"),
+        Workload("pair_energy", pair_energy, pair_energy_hand, pair_energy_args(20), (0, 1),
+                 group="mixed"),
     ]
 
 

@@ -336,10 +336,10 @@ def grad(f: Callable | None = None, wrt: Wrt | None = None, backend: str | None 
 
     (It runs `f_vjp` and its pullback, see `vjp`, not the fused `f_grad`.)
 
-    With respect to a complex number `z = x + iy`, the gradient of a real `f` is
-    autograd's (and JAX's) `df/dx - i df/dy`: conjugate it to step downhill (see
-    docs/complex.md). With `holomorphic=True`, `f` may return a complex number, and the
-    gradient is its derivative `f'(z)`, as JAX's:
+    With respect to a complex number `z = x + iy`, or a complex array (element by
+    element), the gradient of a real `f` is autograd's (and JAX's) `df/dx - i df/dy`:
+    conjugate it to step downhill (see docs/complex.md). With `holomorphic=True`, `f`
+    may return a complex number, and the gradient is its derivative `f'(z)`, as JAX's:
 
     >>> def wave(z):
     ...     return z * z

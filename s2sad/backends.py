@@ -92,7 +92,7 @@ class PythonBackend(Backend):
             Variant.STEP: Options(Variant.STEP, guard=callee.patterns is not None,
                                   release=True, patterns=callee.patterns),
             Variant.ADVANCE: Options(Variant.ADVANCE, release=True, patterns=callee.patterns),
-        }.get(callee.variant, Options())
+        }.get(callee.variant, Options(patterns=callee.patterns))
 
     def link(self, callee, derivative):
         if callee.variant is Variant.JVP:

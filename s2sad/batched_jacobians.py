@@ -76,6 +76,8 @@ def _offsets(like):
 def _floats(x):
     """`x` as an array of floats, or of complex numbers if it holds any (a complex
     output's derivative: its imaginary part is kept)."""
+    if type(x) is np.ndarray and x.dtype == np.float64:
+        return x
     x = np.asarray(x)
     return x if np.iscomplexobj(x) else x.astype(float, copy=False)
 
@@ -202,7 +204,8 @@ class Plan:
             return None
         parts = out if self.part is None else out[self.part]
         if type(parts) is np.ndarray and not self.many and not pytrees.is_structure(in_like):
-            return _block(np.moveaxis(parts, 0, -1), parts.shape[1:] + np.shape(in_like))
+            return _block(parts.transpose((*range(1, parts.ndim), 0)),     # (np.moveaxis)
+                          parts.shape[1:] + np.shape(in_like))
         return blocks(parts, pytrees.map(lambda v: v[0], parts), in_like, self.jacobian)
 
     def tangents(self, likes):

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
+import sys
 import warnings
 from typing import Any, Callable
 
@@ -20,6 +22,7 @@ from .errors import BatchingLoopWarning, S2SADError
 from .forward_api import gradient_of
 from .hessian_api import hvp
 from .options import Options, Variant
+from .ad.batching import GENERATORS
 from .rules import pytrees, registry
 
 
@@ -118,6 +121,45 @@ class _Plan:
         return _placed(out, 0, n)
 
 
+class _Loop(_Plan):
+    """A call of `vmap(f, ...)` of a function that draws from a random generator: `f` of
+    each item in turn, as a loop of `f` draws (the batched code would draw once for the
+    whole batch). Its codes are those it checked (`holds`)."""
+
+    def __init__(self, f, codes, axes, out_axes):
+        self.f, self.codes, self.axes, self.out_axes = f, codes, axes, out_axes
+
+    def __call__(self, args):
+        n, moved, batched = _batch_first(args, self.axes)
+        outs = [self.f(*[pytrees.map(lambda v: v[k], a) if b else a
+                         for a, b in zip(moved, batched)]) for k in range(n)]
+        leaves = [pytrees.flatten(out)[0] for out in outs]
+        stacked = pytrees.unflatten(pytrees.flatten(outs[0])[1],
+                                    [np.stack(column) for column in zip(*leaves)])
+        return _placed(stacked, self.out_axes, n)
+
+
+def _outside():
+    """The `stacklevel` that gives a warning the line of the first caller outside s2sad
+    (the user's call of the vmap), for the function that calls this one."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _parameter(f, i):
+    """The name of `f`'s positional parameter `i` (its position where it has none)."""
+    try:
+        names = list(inspect.signature(f).parameters)
+    except (TypeError, ValueError):
+        names = []
+    return repr(names[i]) if i < len(names) and names[i] not in ("args", "kwargs") else str(i)
+
+
 def _plan(f, in_axes, out_axes, args):
     axes = _axes_per_argument(in_axes, args)
     _, moved, batched = _batch_first(args, axes)
@@ -126,7 +168,21 @@ def _plan(f, in_axes, out_axes, args):
     direct = out_axes == 0 and type(out_axes) is int and all(
         ax is None or (ax == 0 and type(ax) is int and type(a) is np.ndarray)
         for a, ax in zip(args, axes))
-    return _Plan(_batched_code(f, items, wrt), axes, out_axes, direct, wrt)
+    codes = _batched_code(f, items, wrt)
+    drawn = [line for code in codes if code.batching for line in code.batching.draws]
+    shared = [i for i, (a, b) in enumerate(zip(args, batched))
+              if not b and any(isinstance(v, GENERATORS) for v in pytrees.leaves(a))]
+    if drawn or shared:
+        why = (f"{drawn[0]}: it draws from a random generator" if drawn else
+               f"its argument {_parameter(f, shared[0])} is a random generator, which it "
+               "may draw from")
+        warnings.warn(BatchingLoopWarning(
+            f"vmap runs {getattr(f, '__name__', 'the function')} item by item, in a Python "
+            f"loop: {why}, and a loop draws anew for each item where one batched call "
+            "would draw once for all of them (pass the batch's draws as a batched "
+            "argument instead)"), stacklevel=_outside())
+        return _Loop(f, codes, axes, out_axes)
+    return _Plan(codes, axes, out_axes, direct, wrt)
 
 
 def _call(f, in_axes, out_axes, args):
@@ -230,10 +286,10 @@ def _hessian_plan(primal, wrt, batched, args):
         plan = _plan(hvp(primal, wrt), tuple(0 if b else None for b in batched) + (0,), 0,
                      args)
     looped = [w for w in caught if issubclass(w.category, BatchingLoopWarning)]
-    if looped:
+    if looped or isinstance(plan, _Loop):
         warnings.warn(BatchingLoopWarning(
             f"vmap of hessian({driver.target(primal).__name__}) takes each item's Hessian "
-            f"in turn: {str(looped[0].message).split(': ', 1)[-1]}"), stacklevel=4)
+            f"in turn: {str(looped[0].message).split(': ', 1)[-1]}"), stacklevel=_outside())
         return None
     for w in caught:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)

@@ -45,6 +45,7 @@ from .analysis.value_kinds import (
 from .analysis.activity import active_names, definitions, useful_names, varied_names
 from .analysis.buffers import ArrayFacts
 from .analysis.operations import classify
+from .analysis.returned_shapes import returned_patterns, split
 from .analysis.shapes import Shapes, pattern
 from . import syntax
 from .errors import ComplexValueError, S2SADError, defined_at
@@ -67,8 +68,18 @@ Wrt = Union[int, str, tuple]
 SPECIALISED = (float, int, np.float64, np.ndarray, complex, np.complex128)
 
 #: The complex numbers a derivative is specialised on (see docs/complex.md); a complex
-#: array is of unknown kind (code that reads it checks it, see before_ad/complex_values.py).
+#: ndarray is an ndarray with `complex_key` (another library's complex array is of unknown
+#: kind: code that reads it checks it, see before_ad/complex_values.py).
 COMPLEX_NUMBERS = (complex, np.complex128)
+
+
+def complex_key(p):
+    """The key of a derivative's argument types under which it is specialised on its
+    parameter `p` holding a complex ndarray (`{"z": np.ndarray, "z[complex]": True}`):
+    the guard tests its dtype's kind, and before_ad/complex_values.py takes it as
+    complex."""
+    return p + "[complex]"
+
 
 #: The containers whose exact type a derivative is specialised on: their gradients have
 #: their structure. (Not named tuples: their fields are, see `arg_types_of`.)
@@ -113,6 +124,9 @@ class Compilation:
     namer: Namer
     options: Options = Options()
     patterns: dict | None = None                # {parameter: (dtype, shape pattern)}
+    #: {tuple parameter: ((dtype, shape pattern) or None, ...)} of its items, which a
+    #: caller that knew them specialises a callee's vjp on (analysis/returned_shapes.py)
+    item_patterns: dict | None = None
     seed: tuple | None = None                   # (name, value, pattern), see fused.step_guard
     can: Capabilities = Capabilities()          # what the backend's code can do
     bindings: dict = dataclasses.field(default_factory=dict)
@@ -129,6 +143,7 @@ class Compilation:
     callee_guards: str | None = None    # the name of the callees' guards' checker, if read
     code_changed: tuple | None = None   # (name, held, stale): see after_ad/guard_bindings
     assumed_real: set = dataclasses.field(default_factory=set)  # see before_ad/complex_values
+    rebound: dict = dataclasses.field(default_factory=dict)     # see before_ad/attribute_writes
     #: The driver's front end for a function this one calls, `front_end(fn, arg_types) ->
     #: (its context, its Wengert form)`, which analyses of calls read (what a callee
     #: returns and writes: before_ad/aliasing.py); None outside the driver.
@@ -157,7 +172,8 @@ class Compilation:
         fence.check(src)
         return cls(src=src, wrt=wrt_names(src, wrt), as_tuple=isinstance(wrt, (tuple, list)),
                    arg_types=arg_types, namer=Namer.for_function(src), options=options,
-                   patterns=options.patterns, **fields)
+                   patterns=split(options.patterns)[0] or None,
+                   item_patterns=split(options.patterns)[1] or None, **fields)
 
     @property
     def variant(self) -> Variant:
@@ -165,6 +181,18 @@ class Compilation:
         return self.options.variant
 
     # -- argument types -----------------------------------------------------------------
+    @property
+    def adjoints_shaped(self) -> bool:
+        """Whether each adjoint its code computes has the shape of its value, so that the
+        adjoint of an item of a tuple needs no sum back to the item's shape, and the vjps
+        it calls may be specialised on the shape patterns of their arguments: a gradient
+        specialised on shape patterns (its seed is a number, and its guard tests them),
+        and a vjp so specialised by such a caller (analysis/returned_shapes.py), whose
+        pullback that caller's code alone calls, with adjoints of this kind."""
+        if self.variant in (Variant.GRAD, Variant.VALUE_AND_GRAD):
+            return bool(self.options.guard and self.patterns)
+        return self.variant is Variant.VJP and bool(self.options.patterns)
+
     @property
     def types(self) -> dict:
         """{parameter: type} of the parameters specialised on a type."""
@@ -194,8 +222,8 @@ class Compilation:
     def structure(self) -> dict:
         """The structure of the arguments the code is specialised on, deeper than their
         own fields (see frontend/structure.py)."""
-        return {p: k for p, k in self.arg_types.items()
-                if structure.structural(p) and not p.endswith(items_key(""))}
+        return {p: k for p, k in self.arg_types.items() if structure.structural(p)
+                and not p.endswith((items_key(""), complex_key("")))}
 
     @property
     def param_items(self) -> dict:
@@ -282,8 +310,9 @@ class Compilation:
     @property
     def shapes(self) -> Shapes:
         """Which names certainly have one shape (analysis.shapes)."""
-        return self._analysis("shapes", lambda: Shapes(self.wengert, self.ops,
-                                                       self.value_kinds, self.patterns))
+        return self._analysis("shapes", lambda: Shapes(
+            self.wengert, self.ops, self.value_kinds, self.patterns, self.item_patterns,
+            returns=lambda op, pats: returned_patterns(op, pats, self)))
 
     @property
     def array_facts(self) -> ArrayFacts:
@@ -498,33 +527,45 @@ def wrt_indices(fn, wrt):
 def refuse_complex(fn, indices, args, numbers=False):
     """Refuse, with `ComplexValueError`, a complex argument (or one holding a complex
     value) among the arguments `args` at positional `indices` that `fn` is differentiated
-    with respect to; with `numbers`, but a complex number (`complex`, `np.complex128`),
-    which `grad`, `vjp` and `jvp` differentiate (docs/complex.md)."""
+    with respect to; with `numbers`, but a complex number (`complex`, `np.complex128`) or
+    ndarray, which `grad`, `vjp` and `jvp` differentiate (docs/complex.md)."""
     for i in indices:
-        if numbers and i < len(args) and type(args[i]) in COMPLEX_NUMBERS:
+        if numbers and i < len(args) and complex_argument(args[i]):
             continue
         found = runtime.complex_part(args[i]) if i < len(args) else None
         if found is not None:
             held = "holds" if pytrees.is_structure(args[i]) else "is"
-            what = ("complex numbers, not complex arrays or containers of them yet" if numbers
-                    else "complex numbers with grad, value_and_grad, vjp and jvp (the "
-                         "Python backend), and jacfwd and jacrev with holomorphic=True, only")
+            what = ("complex numbers and NumPy arrays, not containers of them yet" if numbers
+                    else "complex numbers and arrays with grad, value_and_grad, vjp, jvp and"
+                         " hvp (the Python backend), and jacfwd and jacrev with "
+                         "holomorphic=True, only")
             raise ComplexValueError(
                 f"argument {i} of {getattr(fn, '__qualname__', fn)} {held} {found}; s2sad "
                 f"differentiates with respect to {what} (docs/complex.md): pass the real "
                 "and imaginary parts as real arrays and compute with them")
 
 
+def complex_argument(x):
+    """Whether `x` is a complex number or ndarray, which the code is specialised on
+    (`COMPLEX_NUMBERS`, `complex_key`)."""
+    return type(x) in COMPLEX_NUMBERS or (type(x) is np.ndarray and x.dtype.kind == "c")
+
+
 def refuse_complex_but_holomorphic(target, indices, args, holomorphic, made_by):
     """Refuse complex arguments at `indices` but with `holomorphic`, which needs them."""
     refuse_complex(target, indices, args, numbers=holomorphic)
     for i in indices if holomorphic else ():
-        if not isinstance(args[i], (complex, np.complexfloating)):
+        if not complex_argument(args[i]):
             raise S2SADError(
                 f"{defined_at(target)}argument {i} of {target.__qualname__} is a "
-                f"{type(args[i]).__name__}: {made_by}(..., holomorphic=True) differentiates "
-                "a complex function with respect to complex numbers (as JAX's); pass "
-                "complex(x)")
+                f"{_described(args[i])}: {made_by}(..., holomorphic=True) differentiates "
+                "a complex function with respect to complex numbers and arrays (as JAX's); "
+                "pass complex(x), or x.astype(complex)")
+
+
+def _described(x):
+    dtype = getattr(x, "dtype", None)
+    return f"{type(x).__name__} of {dtype}" if dtype is not None else type(x).__name__
 
 
 def check_inputs(fn, target, wrt, args, kwargs=None, holomorphic=False):
@@ -537,12 +578,13 @@ def check_inputs(fn, target, wrt, args, kwargs=None, holomorphic=False):
         x = args[i] if i < len(args) else kwargs[params[i]]
         dtype = getattr(x, "dtype", None)
         refuse_complex(fn, [i], args, numbers=True)
-        if holomorphic and type(x) not in COMPLEX_NUMBERS:
+        if holomorphic and not complex_argument(x):
             raise S2SADError(
                 f"{defined_at(target)}argument {i} of {fn.__qualname__} is a "
-                f"{type(x).__name__}: grad(..., holomorphic=True) differentiates a complex "
-                "function with respect to complex numbers (as JAX's); pass complex(x)")
-        if type(x) in COMPLEX_NUMBERS:
+                f"{_described(x)}: grad(..., holomorphic=True) differentiates a complex "
+                "function with respect to complex numbers and arrays (as JAX's); pass "
+                "complex(x), or x.astype(complex)")
+        if complex_argument(x):
             continue
         if dtype is not None and not np.issubdtype(dtype, np.floating):
             raise S2SADError(
@@ -606,6 +648,8 @@ def arg_types_of(fn, args, kwargs=None):
     given = _given(signature, args, kwargs)
     arg_types = {p: type(a) for p, a in given.items()
                  if _specialised(a) or user_class(type(a)) or type(a) in CONTAINERS}
+    arg_types.update({complex_key(p): True for p, a in given.items()
+                      if type(a) is np.ndarray and _complex(a)})
     for p, a in given.items():
         if user_class(type(a)):
             _refuse_hidden_methods(fn, p, a)
@@ -616,6 +660,8 @@ def arg_types_of(fn, args, kwargs=None):
         if (p not in given and signature[p].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
                 and type(default) in SPECIALISED):
             arg_types[p] = type(default)
+            if type(default) is np.ndarray and _complex(default):
+                arg_types[complex_key(p)] = True
     for p, value in [*given.items(), *left.items()]:
         if function_value(value):
             arg_types[f"{p}()"] = value     # (see function_params)
@@ -716,11 +762,11 @@ def _refuse_hidden_methods(fn, param, obj):
 
 
 def _specialised(a):
-    """Whether the code is specialised on the type of argument `a`: a float, an int, or a
-    real array (a complex one is of unknown kind: code that reads it checks it, see
-    before_ad/complex_values.py)."""
+    """Whether the code is specialised on the type of argument `a`: a number, or an
+    ndarray, or a real array of another library (a complex one is of unknown kind: code
+    that reads it checks it, see before_ad/complex_values.py)."""
     return (type(a) in SPECIALISED or is_duck_array_type(type(a))) and (
-        not _complex(a) or type(a) in COMPLEX_NUMBERS)
+        not _complex(a) or type(a) in COMPLEX_NUMBERS or type(a) is np.ndarray)
 
 
 def _complex(a):

@@ -222,7 +222,8 @@ def _request(fn, wrt, arg_types, options, backend=PYTHON):
         primal, grad_wrt, kind = gradient
         fn = derivative(target(primal), grad_wrt, arg_types,   # (see gradient_code)
                         backend.recomputed(Variant(kind), options.jit), backend).fn
-    if options.patterns is not None and not (options.variant.fused and options.guard):
+    if options.patterns is not None and not (options.variant.fused and options.guard
+                                             or options.variant is Variant.VJP):
         options = dataclasses.replace(options, patterns=None)
     return _Request(fn, wrt, arg_types, options, backend)
 
@@ -399,10 +400,15 @@ class _Build:
         return found[1] if found else cache.peek(request.fn, request.key)
 
     def link(self, derivative):
-        """Bind the names `derivative`'s code calls other derivatives by."""
+        """Bind the names `derivative`'s code calls other derivatives by. (A batched
+        callee that draws from a random generator makes its caller draw: `draws`.)"""
         for name, callee in derivative.callees:
-            emit.bind_late(derivative.fn, name, _linked(
-                callee, self.compiled(callee, derivative.request)))
+            made = self.compiled(callee, derivative.request)
+            emit.bind_late(derivative.fn, name, _linked(callee, made))
+            theirs = getattr(made, "batching", None)
+            if derivative.batching is not None and theirs is not None and theirs.draws \
+                    and made is not derivative:
+                derivative.batching.draws.extend(theirs.draws)
 
 
 def _library_needs_a_rule(fn, exc, caller):

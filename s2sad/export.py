@@ -53,8 +53,8 @@ import numpy as np
 
 from . import backends, driver, emit
 from .analysis.value_kinds import guarded
-from .compilation import (Wrt, arg_types_of, default_arg_types, parameters, patterns_of,
-                          refuse_complex, wrt_names)
+from .compilation import (Wrt, arg_types_of, complex_key, default_arg_types, parameters,
+                          patterns_of, refuse_complex, wrt_names)
 from .errors import ExportError, InternalError, warn_unconnected
 from .export_pieces import Piece, Pieces
 from .frontend import source
@@ -284,6 +284,8 @@ def _vjp_guard(params, arg_types, wrt, derivative):
         name = "ndarray" if types[p] is np.ndarray else types[p].__name__
         overlay[name] = types[p]
         tests.append(f"{p}.__class__ is not {name}")
+    tests += [f"{p}.dtype.kind != 'c'" for p in guarded(params, types)
+              if arg_types.get(complex_key(p))]
     tests += [f"{p}.dtype.kind != 'f'" for p in wrt if types.get(p) is np.ndarray]
     tests += [f"{p}.dtype.kind == 'c'" for p in guarded(params, types)
               if p in derivative.assumed_real]
@@ -348,7 +350,8 @@ def _exported_for(params, arg_types, patterns, mode, open_wrt=None):
             shape += "," if len(pattern) == 1 else ""
             parts.append(f"{p} ({np.dtype(dtype).name} array of shape ({shape}))")
         elif kind is np.ndarray:
-            parts.append(f"{p} (array)")
+            parts.append(f"{p} (complex array)" if arg_types.get(complex_key(p)) else
+                         f"{p} (array)")
         elif kind.__module__ == "builtins":
             parts.append(f"{p} ({kind.__name__})")
         else:       # a class of the user's, which the module has a copy of

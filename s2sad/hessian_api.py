@@ -87,7 +87,9 @@ def hvp(f: Callable, wrt: Wrt | None = None, *, backend: str | None = None,
     With `backend="numba"`, the forward mode of the numba backend's gradient code,
     compiled by `numba.njit` (see docs/numba.md); that is the default for a
     `@numba.njit` function `f`. `argnums` may stand for `wrt`, as in `grad`. For SciPy's
-    order of arguments, `(x, v, *args)`, see `hessp`.
+    order of arguments, `(x, v, *args)`, see `hessp`. Of a complex number or array `z`
+    (the Python backend), it is the derivative of the gradient along the complex
+    direction `v`, `jvp(grad(f), (z,), (v,))` (docs/complex.md).
     """
     if variadic.takes_varargs(f):
         return variadic.Derivative(
@@ -124,7 +126,7 @@ def _product(f, wrt, args, backend):
             raise S2SADError("hessian and hvp differentiate with respect to one argument; "
                              f"got wrt={wrt!r}")
         return numba_api.gradient_jvp(f, _indices(_target(f), wrt)[0], args)
-    d = _grad_jvp(f, wrt, args)[1]
+    d = _grad_jvp(f, wrt, args, complex_too=True)[1]
 
     def product(*args, **kwargs):
         return _call(d, args[:-1], kwargs, args[-1:])
@@ -271,15 +273,17 @@ def hessp(f: Callable, wrt: Wrt | None = None, *, backend: str | None = None,
     return _mark_gradient(hessp_of, f, wrt, "hessp")
 
 
-def _grad_jvp(f, wrt, args):
+def _grad_jvp(f, wrt, args, complex_too=False):
     """`(i, d)`: the index `i` of parameter `wrt` and the compiled forward mode `d`, along
     that parameter, of `f`'s gradient code, for `args`; `d` returns `g_dot`, the
-    Hessian times the tangent."""
+    Hessian times the tangent. With `complex_too` (`hvp`), the argument may be a complex
+    number or array: `g_dot` is then the derivative of the gradient along the tangent
+    (docs/complex.md), which no complex Hessian matrix gives (`hessian` refuses)."""
     if isinstance(wrt, (tuple, list)):
         raise S2SADError("hvp differentiates with respect to one argument; got "
                          f"wrt={wrt!r} (s2sad.hessian(f, wrt={tuple(wrt)!r}) gives the "
                          "blocks of the Hessian with respect to several)")
     target = _target(f)
     i = _indices(target, wrt)[0]
-    refuse_complex(target, [i], args)
+    refuse_complex(target, [i], args, numbers=complex_too)
     return i, _gradient_jvp(f, i, (i,), arg_types_of(target, args))

@@ -159,8 +159,8 @@ def jacfwd(f: Callable, wrt: Wrt | None = None, *, argnums: int | tuple | None =
     >>> J[1], float(radius)
     (array([0., 2.]), 2.0)
 
-    With `holomorphic=True`, `f` is a complex function of complex numbers and the
-    Jacobian its complex derivative, as JAX's (see docs/complex.md).
+    With `holomorphic=True`, `f` is a complex function of complex numbers or arrays and
+    the Jacobian its complex derivative, as JAX's (see docs/complex.md).
     """
     if variadic.takes_varargs(f):
         return variadic.Derivative(

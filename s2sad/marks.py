@@ -63,7 +63,9 @@ class FunctionRecord(Mark):
 # -- Wengert form -----------------------------------------------------------------------
 AUGMENTED = Mark(
     "s2s_augmented", "the assignment was an augmented one of a name (`x += t`), the last "
-    "of those Wengert form makes of it", ["before_ad/desugar.py", "before_ad/wengert.py"],
+    "of those Wengert form makes of it (\"attribute\": of the name that holds an attribute, "
+    "`obj.x += t`)", ["before_ad/desugar.py", "before_ad/wengert.py",
+                      "before_ad/attribute_writes.py"],
     ["before_ad/wengert.py", "before_ad/aliasing.py"])
 AUGMENTED_ELEMENT = Mark(
     "s2s_augmented_element", "the assignment was an augmented one of an element (`a[i] "
@@ -81,7 +83,7 @@ INIT = Mark(
     "(`x = None`), so that every path binds it", ["before_ad/wengert.py", "ad/tapes.py",
                                                   "before_ad/resolve_calls.py"],
     ["ad/inplace.py", "after_ad/optimize.py", "before_ad/resolve_calls.py",
-     "after_ad/native_tapes.py"])
+     "after_ad/native_tapes.py", "analysis/value_kinds.py"])
 LOOP = Mark(
     "s2s_loop", "on an init of a loop's counter, the loop: only reads after it need it",
     ["before_ad/wengert.py"], ["after_ad/optimize.py"], default=None)
@@ -155,10 +157,10 @@ PRIM = Mark(
     "s2s_prim", "on a name or attribute, the object it denotes (a lifted function, a "
     "runtime helper, a method resolved), whatever the user's names",
     ["before_ad/iteration.py", "before_ad/builtin_calls.py", "before_ad/dicts.py",
-     "before_ad/lift.py",
+     "before_ad/lift.py", "before_ad/attribute_writes.py",
      "before_ad/checkpointed_loops.py",
      "before_ad/wengert.py", "before_ad/gradient_calls.py", "before_ad/resolve_calls.py",
-     "before_ad/complex_values.py"],
+     "before_ad/call_versions.py", "before_ad/complex_values.py"],
     ["frontend/source.py", "analysis/operations.py", "analysis/value_kinds.py",
      "analysis/shapes.py", "before_ad/aliasing.py", "before_ad/alias_errors.py",
      "before_ad/certain_axes.py",
@@ -177,9 +179,10 @@ LIFTED = Mark(
 # -- on the functions s2sad makes, not on nodes ------------------------------------------------
 RECORD = FunctionRecord(
     "s2s_record", "on a function s2sad made, its record: before_ad/lift.py's Lifted (a "
-    "nested function lifted), checkpointed_loops' LoopBody (a loop's step), resolve_calls' "
+    "nested function lifted), checkpointed_loops' LoopBody (a loop's step), call_versions' "
     "Version (a callee resolved)",
-    ["before_ad/lift.py", "before_ad/checkpointed_loops.py", "before_ad/resolve_calls.py"],
+    ["before_ad/lift.py", "before_ad/checkpointed_loops.py", "before_ad/call_versions.py",
+     "before_ad/resolve_calls.py", "before_ad/attribute_writes.py"],
     ["frontend/source.py", "analysis/value_kinds.py", "before_ad/lift.py",
      "before_ad/resolve_calls.py", "before_ad/gradient_calls.py", "before_ad/callee_effects.py",
      "ad/calls.py", "ad/forward_mode.py", "ad/fused.py", "ad/checkpointed.py",

@@ -8,8 +8,8 @@ Every pass is `run(fn, ctx) -> fn` over a gast function and the `Compilation` co
 >>> from s2sad import pipeline
 >>> [p.name for p in pipeline.FORWARD_MODE]  # doctest: +NORMALIZE_WHITESPACE
 ['star_forms', 'builtin_calls', 'lift', 'checkpointed_loops', 'desugar', 'wengert',
- 'resolve_calls', 'record_fields', 'aliasing', 'complex_values', 'lost_derivatives',
- 'common_subexpressions', 'hoist_invariants', 'forward', 'tangent_only',
+ 'resolve_calls', 'record_fields', 'attribute_writes', 'aliasing', 'complex_values',
+ 'lost_derivatives', 'common_subexpressions', 'hoist_invariants', 'forward', 'tangent_only',
  'inline_temporaries', 'write_in_place', 'tangents_late', 'insert_dels', 'guard',
  'guard_bindings', 'enclose']
 """
@@ -32,7 +32,7 @@ from .errors import InternalError, S2SADError
 from .frontend import source
 from .backends import BY_NAME, NUMBA, PYTHON, Backend
 from .before_ad import (
-    aliasing, builtin_calls, callee_effects, checkpointed_loops, common_subexpressions,
+    aliasing, attribute_writes, builtin_calls, callee_effects, checkpointed_loops, common_subexpressions,
     complex_values, desugar, hoist_invariants, lift, lost_derivatives, record_fields,
     resolve_calls, star_forms, wengert)
 from .after_ad import (
@@ -114,6 +114,9 @@ FRONT = [
          "values made direct, arguments by position", invalidates=True),
     Pass("record_fields", record_fields.run, "the fields a dataclass parameter is only "
          "read for, read once at the top", invalidates=True),
+    Pass("attribute_writes", attribute_writes.run, "calls of functions that change "
+         "attributes of the objects they are given as calls of versions that return them, "
+         "rebound (the passes run again from the first)"),
     Pass("aliasing", aliasing.run, "refuse a read, after a write, of another name for "
          "the memory written (a view, an alias)", when=users_code),
     Pass("complex_values", complex_values.run, "complex values meeting differentiated "
@@ -316,11 +319,17 @@ def compilation(fn: Callable, wrt: Wrt = 0, arg_types: dict | None = None,
     if until is not None and until not in [p.name for p in passes]:
         raise S2SADError(f"no pass is called {until!r}; the passes are "
                          + ", ".join(p.name for p in passes))
-    node = syntax.copied(ctx.src.node)
-    for p in passes:
+    node, k = syntax.copied(ctx.src.node), 0
+    while k < len(passes):
+        p, k = passes[k], k + 1
         if p.when is None or p.when(ctx):
             ctx.rewrote = False
-            node = p.run(node, ctx)
+            try:
+                node = p.run(node, ctx)
+            except attribute_writes.Restart:    # (ctx.rebound holds calls to rewrite)
+                node, k = syntax.copied(ctx.src.node), 0
+                ctx.changed()
+                continue
             if ctx.rewrote:
                 if not p.invalidates:
                     raise InternalError(f"the pass {p.name} rewrote the function in Wengert "

@@ -215,17 +215,17 @@ class Solve(implicit.Standing):
     def adjoints(self, side, y0, theta, extra, problem, ys_bar, ts_bar, record=None):
         """{key: adjoint} of the values the right-hand side reads, and (t0_bar, y0_bar,
         ts_bar), for the problem `problem` = (solver, t0, ts, ys, steps): the adjoint of
-        the steps of `record` (an `odes.Record`) where it kept them, else the continuous
-        adjoint."""
+        the steps of `record` (an `odes.Record`) where the solve took some, else the
+        continuous adjoint."""
         solver, t0, ts, ys, steps = problem
         if np.iscomplexobj(ys):
             raise self.refuse("a complex solution: s2sad differentiates ODEs over the reals")
         params, rhs = side.at_parameters(y0, theta)
         y0 = np.asarray(y0, dtype=float)
         try:
-            if record is not None and record.steps:
+            if record:
                 t0_bar, y0_bar, p_bar, ts_bar = odes.discrete_adjoint(
-                    rhs, solver.method, record.steps, t0, y0, ts, ys, ys_bar, ts_bar, steps)
+                    rhs, record, t0, y0, ts, ys, ys_bar, ts_bar, steps)
             else:
                 t0_bar, y0_bar, p_bar, ts_bar = odes.adjoint(
                     rhs, solver, t0, y0, ts, ys, ys_bar, ts_bar, steps)
@@ -263,8 +263,7 @@ class Solve(implicit.Standing):
         try:
             values, tangents = odes.adjoint_tangent(
                 rhs, twice, solver, t0, y0, _dot(given_dots, "y0", len(y0)), ts,
-                ys, ys_dot, ys_bar, ys_bar_dot, ts_bar, ts_bar_dot, steps,
-                record.steps if record is not None else None)
+                ys, ys_dot, ys_bar, ys_bar_dot, ts_bar, ts_bar_dot, steps, record or None)
         except (odes.InnerStepError, odes.FailedSolveError) as e:
             raise type(e)(str(self.refuse(str(e)))) from None
         keys = self.theta_keys(extra)

@@ -291,6 +291,10 @@ def test_the_batched_adjoints_of_products_are_those_of_each_item(adjoint, shapes
                                    rtol=1e-12, atol=1e-12)
         if shapes == ((3, 4), (4,), (3,)) and not lhs:      # g @ A of each item
             np.testing.assert_allclose(got, [gk @ ak for gk, ak, _ in items], rtol=1e-12)
+        if g_shape == () and axes[0] is None:       # (a number g, as gradient code has it)
+            got = batching._product_adjoint(fn, lhs, float(g), None, a, axes[1], b, axes[2])
+            np.testing.assert_allclose(got, np.stack([fn(*item) for item in items]),
+                                       rtol=1e-12, atol=1e-12)
 
 
 def test_the_parameters_read_once_follow_a_changed_default():

@@ -142,7 +142,7 @@ def test_groups():
         "trajectory", "trajectory_jvp"]
     assert [w.name for w in run.select(suite, groups="mixed")] == [
         "logsin_np", "projectile", "projectile_dataclass", "oscillator", "rk4_tuple_state",
-        "tree"]
+        "tree", "pair_energy"]
     # the native group's workloads are bench/native.py's (they need Numba), the solvers
     # group's bench/solvers.py's (they need SciPy), the batching group's
     # bench/batching.py's; dask's are made only when Dask is installed
@@ -230,3 +230,17 @@ def test_batching_references_against_central_differences_and_the_check():
     np.testing.assert_allclose(batching.logistic_hessian_by_hand(w, X, y), fd, rtol=1e-6)
     with pytest.raises(SystemExit, match="disagrees with the independent one"):
         batching._close("robot_arm", 1.01 * fd, fd)
+
+
+def test_solvers_memory_table():
+    pytest.importorskip("scipy")
+    import solvers      # (bench/solvers.py)
+    rows = [{"span": 15.0, "steps": 55, "function": 2e-3, "gradient": 6e-3,
+             "function_peak": 40e3, "gradient_peak": 90e3},
+            {"span": 150.0, "steps": 499, "function": 2e-2, "gradient": 7e-2,
+             "function_peak": 95e3, "gradient_peak": 140e3}]
+    report = solvers.memory_report(rows)
+    assert "(0, 150)    499" in report and "met (1.56x)" in report
+    rows[1]["gradient_peak"] = 900e3        # (every step kept: the peak grows)
+    assert "missed (10.00x)" in solvers.memory_report(rows)
+    assert solvers.peak_memory(bytearray, (1_000_000,)) >= 1_000_000

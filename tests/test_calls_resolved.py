@@ -207,6 +207,43 @@ def wrapped_energy(x, k=2.0):
     return k * np.sin(x) * x
 
 
+def positional_forwarding(fn):
+    @functools.wraps(fn)
+    def wrapper(*args):
+        return fn(*args)
+    return wrapper
+
+
+def binding_forwarding(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        result = fn(*args, **kwargs)
+        return result
+    return wrapper
+
+
+def dropping_keywords(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args)
+    return wrapper
+
+
+@positional_forwarding
+def cubed(x):
+    return x ** 3
+
+
+@binding_forwarding
+def damped(x, k=0.5):
+    return np.exp(-k * x) * x
+
+
+@dropping_keywords
+def scaled(x, k=2.0):
+    return k * x * x
+
+
 @counting
 def counted_energy(x):
     return x * x
@@ -233,6 +270,22 @@ def test_a_wrapper_that_only_forwards_is_seen_through():
         assert_close(s2sad.grad(wrapped_energy)(x), fd_grad(wrapped_energy, (x,)))
         assert_close(s2sad.hessian(wrapped_energy)(x),
                      fd_grad(lambda v: float(s2sad.grad(wrapped_energy)(v)), (x,)), rtol=1e-5)
+
+
+def test_wrappers_forwarding_positional_arguments_or_binding_the_result_are_seen_through():
+    """`def w(*args): return fn(*args)` and `r = fn(*args, **kwargs); return r` run the
+    function they wrap: s2sad differentiates it; a wrapper that drops its keywords does
+    more than forward (its `k=` never reaches `scaled`), and is refused at its def."""
+    def uses(x):
+        return cubed(x) + damped(x, k=x)
+    for x in (0.4, -1.3):
+        assert_close(s2sad.grad(uses)(x), fd_grad(uses, (x,)))
+        assert_close(s2sad.jvp(uses, (x,), (1.0,))[1], fd_grad(uses, (x,)))
+        assert_close(s2sad.grad(damped)(x), fd_grad(damped, (x,)))
+    line = dropping_keywords.__code__.co_firstlineno + 1
+    with pytest.raises(s2sad.SourceUnavailableError,
+                       match=rf"test_calls_resolved\.py:{line}: 'scaled' is wrapped"):
+        s2sad.grad(scaled)(0.5)
 
 
 @functools.cache

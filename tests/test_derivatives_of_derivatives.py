@@ -19,6 +19,14 @@ SPD = np.array([[2.0, 0.3, 0.1], [0.3, 1.5, 0.2], [0.1, 0.2, 1.8]])
 A = np.array([[1.0, 0.4, -0.3], [0.2, 2.0, 0.5], [-0.6, 0.1, 1.2]])
 XS, XP = np.array([-0.5, 0.3, 1.7, 3.0, 4.5]), np.array([0.0, 1.0, 2.5, 4.0])
 
+@dataclasses.dataclass
+class Field:
+    """A record of an array, a number and an int (rules/attributes.py's samples)."""
+    a: np.ndarray
+    b: float
+    k: int
+
+
 #: sample calls of the helpers with a reverse rule that test_helper_facts has none of
 MORE_SAMPLES = {
     # (of real matrices: the transposes of these, under the convention of complex values,
@@ -110,6 +118,11 @@ MORE_SAMPLES = {
                    (r(3, 4), r(3, 4), (), 1), (r(4), r(4), (np.array([0.0, 0.5, 1.5, 1.7]),))],
     "uninterp": [(r(5), XS, XP, r(4)), (r(5), XS, XP, r(4), 1.0, 2.0), (1.3, 2.2, XP, r(4))],
     "dict_set_value": [({"a": r(3), "b": 1.0}, "a")],
+    "attr_set_value": [(Field(r(3), 1.0, 2), Field(r(3), 2.0, 1), "a"),
+                       (Field(r(2), 1.0, 2), Field(r(2), 2.0, 1), "b")],
+    "attr_set_value_back": [(r(3), Field(r(3), 1.0, 2), "a"), (1.5, Field(r(2), 0.5, 1), "b")],
+    "unattr_set": [(Field(r(3), 1.0, 2), Field(r(3), 2.0, 1), "a"),
+                   (Field(r(2), 1.5, 2), Field(r(2), 2.0, 1), "k")],
     "undict_of": [({"a": r(2), "b": r(2)}, ["a", "b", "a"], [r(2), r(2), r(2)])],
     "undict_set": [({"a": r(2), "b": 1.5, "c": r(3)}, {"a": r(2), "b": 2.0}, "c"),
                    ({"a": r(2), "b": 1.5}, {"a": r(2), "b": 2.0}, "b")],
@@ -166,6 +179,13 @@ MORE_SAMPLES = {
     "unlast": [(1.5, [0.5, 1.5, 2.0])],
     "lead": [(r(2, 3), r(4)), (r(3), 2.0)],
     "partition_order": [(r(5), np.partition(r(5), 2))],
+    "running_source": [(np.maximum.accumulate(r(5)),), (np.minimum.accumulate(r(2, 3), 1), 1)],
+    "pair_rows": [(r(4, 2), 0), (r(4, 2), 1)],
+    "distance_slope": [(r(3, 1, 4), r(1, 2, 4), metric, p, which)
+                       for metric, p in [("euclidean", None), ("sqeuclidean", None),
+                                         ("cityblock", None), ("chebyshev", None),
+                                         ("minkowski", 3), ("minkowski", 2.5), ("cosine", None)]
+                       for which in (0, 1)] + [(r(3, 2), r(3, 2), "euclidean", None, 0)],
     "polygamma": [(0, np.abs(r(3)) + 0.5), (2, 1.5)],
     "polyder_value": [(r(4), r(3), 1), (r(4), 0.7, 2), (r(3), r(2), 4)],
     "midpoints": [(r(5),), (r(3, 4), 0), (r(3, 4), -1)],
@@ -415,6 +435,9 @@ def _moved(x, h, v):
         return {k: _moved(a, h, v[k]) for k, a in x.items()}
     if isinstance(x, (list, tuple)):
         return type(x)(_moved(a, h, b) for a, b in zip(x, v))
+    if dataclasses.is_dataclass(x):
+        return dataclasses.replace(x, **{f.name: _moved(getattr(x, f.name), h, getattr(
+            v, f.name)) for f in dataclasses.fields(x) if not isinstance(getattr(x, f.name), int)})
     x = np.asarray(x)
     return x.astype(np.result_type(x.dtype, float), copy=False) + h * v    # (complex stays)
 
@@ -424,8 +447,9 @@ def _dot(a, b):
     where a dict `a` has a key that `b` has not)."""
     if isinstance(a, dict):
         return sum(_dot(v, b[k]) for k, v in a.items() if k in b)
-    if dataclasses.is_dataclass(a):
-        return sum(_dot(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a))
+    if dataclasses.is_dataclass(a):     # (None: a field without a derivative)
+        return sum(_dot(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a)
+                   if getattr(a, f.name) is not None and getattr(b, f.name) is not None)
     if isinstance(a, (list, tuple)):
         return sum(_dot(x, y) for x, y in zip(a, b if isinstance(b, (list, tuple)) else
                                               [b] * len(a)))

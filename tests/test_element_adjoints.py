@@ -121,8 +121,36 @@ def picked(x, idx):
     return s
 
 
+def pairs(x):
+    e = 0.0
+    for i in range(x.shape[0]):
+        for j in range(i + 1, x.shape[0]):
+            d = x[i] - x[j]                 # a row of each pair, read a number at a time
+            e = e + 1.0 / (d[0] ** 2 + d[1] * d[0] + d[1] ** 2 + 1.0)
+    return e
+
+
+def corners(m):
+    s = 0.0
+    for k in range(3):
+        c = m * (k + 1.0)
+        s = s + c[0, 1] * c[1, 0] + c[0, 1]     # one element twice: the adds accumulate
+    return s
+
+
+def row_products(m):
+    s = 0.0
+    for k in range(2):
+        c = np.tanh(m + k)
+        s = s + np.sum(c[0] * c[1])     # rows, not numbers: their adjoints stay as they are
+    return s
+
+
 rng = np.random.default_rng(11)
 CASES = {
+    "pairs": (pairs, (rng.standard_normal((4, 2)),), 0),
+    "corners": (corners, (rng.standard_normal((2, 3)),), 0),
+    "row_products": (row_products, (rng.standard_normal((2, 3)),), 0),
     "smooth": (smooth, (rng.standard_normal(7),), 0),
     "neighbours": (neighbours, (rng.standard_normal(6),), 0),
     "weighted": (weighted, (rng.standard_normal(5), rng.standard_normal(5)), (0, 1)),
@@ -195,6 +223,29 @@ def test_elements_at_the_counter_have_one_shape():
     assert loop.startswith("reversed(range(1, t_1)):"), loop
     assert "_s2s_unbroadcast" not in loop and "_s2s_take" not in loop, loop
     assert "_s2s_tape" not in before, before
+
+
+def test_the_adjoint_of_an_array_read_a_number_at_a_time_is_zeros_added_in_place():
+    """`d[0] ** 2 + d[1] ** 2`: the adjoint of `d`, zeros with the numbers added where they
+    were read (no array per number read, no sum of them); rows are left as they were."""
+    for name, want in (("pairs", [r"(d\w*)_bar = _s2s_zeros_like\(\1\)", r"d\w*_bar\[0\] \+= "]),
+                       ("corners", [r"(c\w*)_bar = _s2s_zeros_like\(\1\)",
+                                    r"c\w*_bar\[0, 1\] \+= "])):
+        before, loop = loop_of(*CASES[name])
+        for pattern in want:
+            assert re.search(pattern, loop), loop
+        assert "_s2s_unindex" not in loop, loop
+    assert "_s2s_unindex" in loop_of(*CASES["row_products"])[1]
+
+
+@pytest.mark.parametrize("name", ["pairs", "corners"])
+def test_hessian_through_the_numbers_added_in_place(name):
+    f, (x,), _ = CASES[name]
+    H = s2sad.hessian(f)(x)
+    h, units = 1e-4, [u.reshape(x.shape) for u in np.eye(x.size)]
+    fd = np.array([[(f(x + h * a + h * b) - f(x + h * a - h * b) - f(x - h * a + h * b)
+                     + f(x - h * a - h * b)) / (4 * h * h) for b in units] for a in units])
+    np.testing.assert_allclose(H.reshape(x.size, x.size), fd, rtol=1e-5, atol=1e-5)
 
 
 def test_a_new_adjoint_is_not_copied():

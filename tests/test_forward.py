@@ -431,6 +431,8 @@ def matrix_norms_and_ufunc_methods(x):
              np.minimum.reduce(m, axis=1), np.fmax.reduce(m), np.fmin.reduce(m, axis=1),
              np.logaddexp.reduce(m), np.logaddexp2.reduce(m, axis=1),
              np.add.accumulate(m).ravel(), np.multiply.accumulate(m, axis=1).ravel(),
+             np.maximum.accumulate(m, axis=1).ravel(), np.minimum.accumulate(m).ravel(),
+             np.fmax.accumulate(m).ravel(), np.fmin.accumulate(m, axis=1).ravel(),
              np.einsum(m, [0, 1], m, [0, 2], [1, 2]).ravel(),
              np.einsum("ij,ik->jk", m, m, optimize=True).ravel(),
              sorted([x[0], x[1] * x[2], x[3]], reverse=True)] + [o.ravel() for o in outers]

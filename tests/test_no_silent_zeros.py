@@ -760,12 +760,41 @@ def added_into_the_parameter(x):
     return np.sum(x ** 3)
 
 
-@pytest.mark.parametrize("f", [added_in_a_loop, added_into_rows, added_into_the_parameter],
-                         ids=lambda f: f.__name__)
+def multiplied_in_a_loop(x):
+    a = np.ones(3) + x
+    for i in range(2):
+        np.multiply.at(a, [i, (i + 1) % 3, i], x[i] * x[(i + 1) % 3] + x)
+    np.multiply.at(a, IDX, np.append(x, x[0]) - 0.3)
+    return np.sum(np.sin(a))
+
+
+def multiplied_into_rows(x):
+    m = np.outer(x, x) + 1.0
+    np.multiply.at(m, (np.array([0, 1, 0]), np.array([2, 2, 2])), x)
+    np.multiply.at(m, 1, x[0])            # (a number, broadcast along the row)
+    return np.sum(m ** 2)
+
+
+def multiplied_by_zeros(x):
+    a = x * 1.0
+    np.multiply.at(a, [0, 2, 0, 0], x[[1, 2, 2, 0]] * np.array([1.0, 1.0, 0.0, 1.0]))
+    return np.sum(a * np.array([1.5, 2.0, -1.0])) + np.sum(a ** 2)
+
+
+def multiplied_into_the_parameter(x):
+    np.multiply.at(x, [0, 0, 1], x[2])
+    return np.sum(x ** 3)
+
+
+@pytest.mark.parametrize("f", [added_in_a_loop, added_into_rows, added_into_the_parameter,
+                               multiplied_in_a_loop, multiplied_into_rows, multiplied_by_zeros,
+                               multiplied_into_the_parameter], ids=lambda f: f.__name__)
 def test_ufunc_at_adds_as_often_as_an_index_repeats(f):
-    """np.add.at and np.subtract.at into a local array (a repeated index adds each time,
-    where `a[i] += v` adds once): an element write of the whole array, in every mode;
-    the argument is not changed by the derivative (the function changes its own copy)."""
+    """np.add.at, np.subtract.at and np.multiply.at into a local array (a repeated index
+    adds or multiplies each time, where `a[i] += v` adds once): an element write of the
+    whole array, in every mode; the argument is not changed by the derivative (the
+    function changes its own copy). The derivative of a product with a zero factor
+    divides by nothing (`multiplied_by_zeros`: one position is multiplied by 0)."""
     x = V.copy()
     want = _expected(f, V)
     np.testing.assert_allclose(s2sad.grad(f)(x), want, rtol=1e-6, atol=1e-8)

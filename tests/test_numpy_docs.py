@@ -247,7 +247,7 @@ def render():
 SCIPY_SECTION, SCIPY_LIST = "## SciPy", "### SciPy functions with derivatives"
 SCIPY_LINE = re.compile(r"^- `(scipy(?:\.\w+)+)`(.*)$")
 #: Where SciPy's rules live: modules of functions, and distributions (by their methods).
-SCIPY_MODULES = ("scipy.special", "scipy.linalg")
+SCIPY_MODULES = ("scipy.special", "scipy.linalg", "scipy.spatial.distance")
 SCIPY_DISTRIBUTIONS = tuple(f"scipy.stats.{d}" for d in (
     "norm", "multivariate_normal", "t", "gamma", "beta", "expon", "poisson", "binom",
     "dirichlet", "multivariate_t"))
@@ -278,7 +278,8 @@ def scipy_registered():
         mod = _dotted(module)
         for name in dir(mod):
             obj = getattr(mod, name)
-            if not name.startswith("_") and not spellings(obj) and _has_derivative(obj):
+            if (not name.startswith("_") and not isinstance(obj, type) and not spellings(obj)
+                    and _has_derivative(obj)):     # (a class: its constructor's, made on use)
                 out.setdefault(f"{module}.{name}", obj)
     for dist in SCIPY_DISTRIBUTIONS:
         for name in DISTRIBUTION_METHODS:

@@ -1,8 +1,8 @@
 """The adjoint of the steps an explicit Runge-Kutta solve took (rules/odes.py's
 `recording` and `discrete_adjoint`, reverse mode's for RK45 and RK23), against central
 differences of `solve_ivp` itself at tight tolerances: forwards and backwards in time,
-outputs at the start and the end, the solver's own steps, and a solve too long to keep
-(its adjoint is then the continuous one)."""
+outputs at the start and the end, the solver's own steps. The steps of a long solve are
+taken again from checkpoints: tests/test_ode_checkpoints.py."""
 
 import numpy as np
 import pytest
@@ -49,9 +49,9 @@ def test_discrete_adjoint_against_central_differences(name, backwards, method):
         t_span, t_eval = t_span[::-1], t_eval[::-1]
     weights = np.random.default_rng(0).normal(size=(len(y0), len(t_eval)))
     sol, record = recorded(f, t_span, y0, args, t_eval, method)
-    assert record.steps
+    assert len(record)
     t0_bar, y0_bar, p_bar, ts_bar = odes.discrete_adjoint(
-        rhs_of(f, args), method, record.steps, t_span[0], y0, sol.t, sol.y, weights)
+        rhs_of(f, args), record, t_span[0], y0, sol.t, sol.y, weights)
     h = 1e-5
     assert np.allclose(y0_bar, central(
         lambda y: loss_of(f, args, y, t_span, method, t_eval, weights), y0, h), rtol=1e-5)
@@ -71,8 +71,7 @@ def test_the_solvers_steps_final_state():
     ys_bar = np.zeros_like(sol.y)
     ys_bar[:, -1] = w
     t0_bar, y0_bar, p_bar, ts_bar = odes.discrete_adjoint(
-        rhs_of(f, args), "RK45", record.steps, t_span[0], y0, sol.t, sol.y, ys_bar,
-        at_steps=True)
+        rhs_of(f, args), record, t_span[0], y0, sol.t, sol.y, ys_bar, at_steps=True)
 
     def final(q, y=y0):
         return w @ solve(f, t_span, y, unflat(q, args), None, "RK45").y[:, -1]
@@ -81,8 +80,8 @@ def test_the_solvers_steps_final_state():
     assert np.allclose(y0_bar, central(lambda y: final(flat(args), y), y0, h), rtol=1e-5)
     ys_bar[:, 1] = 1.0
     with pytest.raises(odes.InnerStepError):
-        odes.discrete_adjoint(rhs_of(f, args), "RK45", record.steps, t_span[0], y0, sol.t,
-                              sol.y, ys_bar, at_steps=True)
+        odes.discrete_adjoint(rhs_of(f, args), record, t_span[0], y0, sol.t, sol.y, ys_bar,
+                              at_steps=True)
 
 
 def lotka_volterra(t, y, alpha, beta):
@@ -96,18 +95,6 @@ def fit(p):
     sol = solve_ivp(lotka_volterra, (0.0, 10.0), np.array([10.0, 5.0]), args=(p[0], p[1]),
                     t_eval=TIMES, rtol=1e-10, atol=1e-12)
     return np.sum(np.sin(TIMES) * sol.y)
-
-
-def test_a_solve_too_long_to_keep_has_the_continuous_adjoint(monkeypatch):
-    p = np.array([1.1, 0.4])
-    expected = central(fit, p, 1e-5)
-    kept = s2sad.grad(fit)(p)
-    assert np.allclose(kept, expected, rtol=1e-6)
-    monkeypatch.setattr(odes, "RECORDED", 100)
-    calls = []
-    monkeypatch.setattr(odes, "adjoint", lambda *a, **k: calls.append(1) or adjoint(*a, **k))
-    dropped = s2sad.grad(fit)(p)
-    assert calls and np.allclose(dropped, expected, rtol=1e-6)
 
 
 adjoint = odes.adjoint

@@ -549,14 +549,14 @@ class Stepper:
     def __init__(self, k, pos):
         self.k, self.pos = k, pos
 
-    def step(self, dt):                     # changes its object: refused where it is called
+    def step(self, dt):                     # changes its object (tests/test_mutating_calls.py)
         self.pos = self.pos * (1.0 - dt * self.k)
 
     def stepped(self, dt):                  # what the error says to write instead
         return Stepper(self.k, self.pos * (1.0 - dt * self.k))
 
 
-def test_a_method_changing_its_object_is_refused_saying_to_return_a_new_instance():
+def test_a_method_changing_its_object_is_differentiated_where_it_is_called():
     def changing(k):
         s = Stepper(k, 1.0)
         s.step(0.1)
@@ -567,10 +567,5 @@ def test_a_method_changing_its_object_is_refused_saying_to_return_a_new_instance
         s = s.stepped(0.1)
         return s.pos
 
-    with pytest.raises(s2sad.S2SADError, match=r"Make step\(\) return a new instance instead "
-                       r"of changing the attributes of 'self', and rebind it "
-                       r"\(s = s\.step\(\.\.\.\)\)") as e:
-        s2sad.grad(changing)(2.0)
-    first = changing.__code__.co_firstlineno     # (the read after the call, naming the call)
-    assert e.value.lineno == first + 3 and f"after line {first + 2} (s.step(0.1))" in str(e.value)
+    assert_close(s2sad.grad(changing)(2.0), fd_grad(changing, (2.0,)))
     assert_close(s2sad.grad(rebinding)(2.0), fd_grad(rebinding, (2.0,)))

@@ -514,6 +514,15 @@ def u_accumulate(a):
     return np.add.accumulate(a, axis=1) * np.multiply.accumulate(a)
 
 
+# (distinct values, apart from the samples drawn in order above and below)
+DISTINCT34 = (np.random.default_rng(40).permutation(12).reshape(3, 4) - 5.5) * 0.37
+
+
+def u_accumulate_extrema(a):
+    return (np.maximum.accumulate(a, axis=1) * np.minimum.accumulate(a)
+            + np.fmax.accumulate(a) - np.fmin.accumulate(a, 1))
+
+
 def e_interleaved(a, b):
     return np.einsum(a, [0, 1], b, [0, 2], [1, 2]) + np.einsum(a, [2, 1], b, [2, 0]).T
 
@@ -652,6 +661,7 @@ CASES = {
                                                                                       (3,))}),
     "ufunc_reduce": (u_reduce, {"mat": (S.distinct((3, 4)),)}),
     "ufunc_accumulate": (u_accumulate, {"mat": (R((3, 4)),)}),
+    "ufunc_accumulate_extrema": (u_accumulate_extrema, {"mat": (DISTINCT34,)}),
     "einsum_interleaved": (e_interleaved, {"mat": (R((3, 4)), R((3, 2)))}),
     "einsum_optimize": (e_optimize, {"mat": (R((3, 4)), R((3, 2)))}),
     "sorted": (b_sorted, {"vec": (S.distinct((4,)),)}),
@@ -766,7 +776,8 @@ def h_ufunc_methods(x):
             + np.sum(np.logaddexp.reduce(m, axis=0) ** 2)
             + np.sum(np.multiply.outer(x[:3], x[3:5]) ** 2)
             + np.sum(np.multiply.accumulate(m, axis=1) * W34)
-            + np.sum(np.maximum.outer(x[:4], W4) ** 2) + np.sum(np.add.accumulate(m) ** 2))
+            + np.sum(np.maximum.outer(x[:4], W4) ** 2) + np.sum(np.add.accumulate(m) ** 2)
+            + np.sum(np.maximum.accumulate(m, axis=1) ** 3) + np.sum(np.minimum.accumulate(m) ** 3))
 
 
 def h_einsum_sorted(x):
@@ -910,6 +921,14 @@ def c_linspace_dtype(a, b):
         a, b, 5, endpoint=False, dtype=int) * a
 
 
+def c_linspace_retstep(a, b):
+    # (the step is a float also for an integer dtype, whose samples have no derivative)
+    xs, h = np.linspace(a, b, 5, retstep=True)
+    ys, k = np.linspace(a * b, b, 4, endpoint=False, retstep=True, dtype=int)
+    zs = np.linspace(a, b * b, 3, retstep=False)
+    return xs * h + k * np.sin(xs[:, None] if np.ndim(a) else xs) + zs[1] + ys[0] * a
+
+
 def c_row_stack(a, b):
     with warnings.catch_warnings():     # (deprecated by NumPy 2.0)
         warnings.simplefilter("ignore", DeprecationWarning)
@@ -920,7 +939,9 @@ def h_linspace_row_stack(x):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         m = np.row_stack((x[:2], x[2:] * x[:2]))
-    return np.sum(np.linspace(x[0], x[1:3], 4, axis=1, dtype=np.float64) ** 3) + np.sum(m ** 3)
+    xs, h = np.linspace(x[0] * x[3], x[1:3], 4, axis=1, retstep=True)
+    return (np.sum(np.linspace(x[0], x[1:3], 4, axis=1, dtype=np.float64) ** 3) + np.sum(m ** 3)
+            + np.sum(np.sin(xs) * h[:, None]) + np.sum(h ** 3))
 
 
 CASES.update({
@@ -929,6 +950,10 @@ CASES.update({
                                           "vec": (S.uniform((3,), 1.1, 1.4),
                                                   S.uniform((3,), 2.3, 2.6))}),
     "row_stack": (c_row_stack, {"vec": (R((4,)), R((4,))), "mat": (R((2, 4)), R((3, 4)))}),
+    "linspace_retstep": (c_linspace_retstep, {"py": (S.uniform(None, 1.1, 1.4),
+                                                     S.uniform(None, 2.3, 2.6)),
+                                              "vec": (S.uniform((3,), 1.1, 1.4),
+                                                      S.uniform((3,), 2.3, 2.6))}),
 })
 HESSIANS.update({"linspace_row_stack": (h_linspace_row_stack, [R((4,))])})
 

@@ -2062,6 +2062,15 @@ def uaccumulate(a):
             + np.sum(np.multiply.accumulate(a, axis=1) * W34))
 
 
+# (distinct values, apart from the samples drawn in order above and below)
+DISTINCT34 = (np.random.default_rng(40).permutation(12).reshape(3, 4) - 5.5) * 0.37
+
+
+def uaccumulate_extrema(a):
+    return (np.sum(np.maximum.accumulate(a) * W34) + np.sum(np.minimum.accumulate(a, axis=1) ** 2)
+            + np.sum(np.fmax.accumulate(a[0]) * W4) + np.sum(np.fmin.accumulate(a, 1) * W34))
+
+
 def einsum_interleaved(a, b):
     return np.sum(np.sin(np.einsum(a, [0, 1], b, [0, 2], [1, 2])) * W45)
 
@@ -3120,6 +3129,8 @@ case(ureduce_extrema, [np.maximum.reduce, np.minimum.reduce, np.fmax.reduce, np.
      (S.distinct((3, 4)),))
 case(logaddexp_reduce, [np.logaddexp.reduce, np.logaddexp2.reduce], (R((3, 4)),))
 case(uaccumulate, [np.add.accumulate, np.multiply.accumulate], (R((3, 4)),))
+case(uaccumulate_extrema, [np.maximum.accumulate, np.minimum.accumulate, np.fmax.accumulate,
+                          np.fmin.accumulate], (DISTINCT34,))
 case(einsum_interleaved, [np.einsum], (R((3, 4)), R((3, 5))))
 case(einsum_interleaved_implicit, [np.einsum], (R((3, 4)), R((4, 5))))
 case(einsum_interleaved_one, [np.einsum], (R((3, 3)),))

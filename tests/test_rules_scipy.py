@@ -609,6 +609,68 @@ def h_one_triangle(x):
 HESSIANS.update({"one_triangle": (h_one_triangle, [PARTS.real((9,))])})
 
 
+# -- frozen distributions: `norm(mu, s).logpdf(x)` is `norm.logpdf(x, mu, s)`, also bound to
+# a name, in a branch or a loop (own samples) -------------------------------------------
+FROZEN = Samples(20261207)
+
+
+def f_frozen(x, mu, s):
+    d = norm(mu, s)
+    e = stats.t(3.5, loc=mu, scale=s)
+    return (d.logpdf(x) + d.pdf(x) + norm(mu, scale=s).cdf(x) + d.logcdf(x) * e.logpdf(x)
+            + stats.t(4.0, mu, s).pdf(x) + stats.expon(mu - 3.0, s).logpdf(x))
+
+
+def f_frozen_shapes(x, a, b):
+    g = stats.gamma(a, scale=b)
+    c = stats.gamma(2.0, scale=b)       # (the cdf in a shape parameter has no rule)
+    return (g.logpdf(x) + stats.beta(a, b).logpdf(x / (1 + x)) + stats.gamma(a).pdf(x) * c.cdf(x)
+            + stats.poisson(a * b).logpmf(K3[:, None]).sum(0) + stats.binom(7, 0.4 / a).pmf(2.0))
+
+
+def f_frozen_multivariate(x, m, alpha):
+    mvn = stats.multivariate_normal(m[0], spd(m))
+    u = np.exp(x[0]) / np.sum(np.exp(x[0]))
+    return mvn.logpdf(x) + stats.dirichlet(alpha).logpdf(u) + stats.multivariate_t(
+        m[1], spd(m), df=3.0).logpdf(x)
+
+
+def f_frozen_branch(x, mu, s):
+    if mu > 0:
+        d = norm(mu, s)
+    else:
+        d = norm(-mu, 2 * s)
+    total = 0.0
+    for k in range(3):
+        e = norm(mu * k, s)
+        total = total + e.logpdf(x) * d.cdf(x)
+    return total + d.logpdf(x)
+
+
+CASES.update({
+    "frozen": (f_frozen, {"row-py": (FROZEN.real((4,)), FROZEN.real(None),
+                                     FROZEN.uniform(None, 0.5, 2.0)),
+                          "mat-row": (FROZEN.real((3, 4)), FROZEN.real((4,)),
+                                      FROZEN.uniform((4,), 0.5, 2.0))}),
+    "frozen_shapes": (f_frozen_shapes, {"row-py": (FROZEN.uniform((4,), 0.3, 2.0),
+                                                   FROZEN.uniform(None, 1.5, 2.5),
+                                                   FROZEN.uniform(None, 1.5, 2.5))}),
+    "frozen_multivariate": (f_frozen_multivariate, {"samples": (
+        FROZEN.real((4, 3)), FROZEN.real((3, 3)), FROZEN.uniform((3,), 1.5, 2.5))}),
+    "frozen_branch": (f_frozen_branch, {"pos": (FROZEN.real((4,)), 0.7, 1.3),
+                                        "neg": (FROZEN.real((4,)), -0.6, 0.8)}),
+})
+
+
+def h_frozen(x):
+    d = norm(x[0], 1.0 + x[1] ** 2)
+    return np.sum(d.logpdf(x) * W4) + np.sum(stats.t(3.0 + x[2] ** 2, x[3]).logpdf(x)) + np.sum(
+        stats.gamma(2.0 + x[0] ** 2).logpdf(1.0 + x ** 2))
+
+
+HESSIANS.update({"frozen": (h_frozen, [FROZEN.real((4,))])})
+
+
 # -- the oracle -------------------------------------------------------------------------
 @pytest.mark.parametrize("fn, args", params(CASES))
 def test_grad_matches_finite_differences(fn, args):
@@ -645,15 +707,21 @@ def test_hessian_matches_finite_differences(fn, x):
 
 
 # -- what is not covered ----------------------------------------------------------------
-def frozen(x):
-    return np.sum(norm(0.5, 2.0).logpdf(x))
+def frozen_in(d, x):
+    return np.sum(d.logpdf(x))
+
+
+def frozen_elsewhere(x):
+    # (a frozen distribution passed to a function of the user's: its methods there have no
+    # rule)
+    return frozen_in(norm(0.5 * x[0], 2.0), x)
 
 
 def signed(x):
     return special.logsumexp(x, return_sign=True)[0]
 
 
-@pytest.mark.parametrize("fn, message", [(frozen, "norm(0.5, 2.0).logpdf()"),
+@pytest.mark.parametrize("fn, message", [(frozen_elsewhere, "logpdf()"),
                                          (signed, "return_sign=")])
 def test_uncovered_calls_raise_missing_rule_error(fn, message):
     with pytest.raises(MissingRuleError, match=message.replace("(", r"\(").replace(")", r"\)")):

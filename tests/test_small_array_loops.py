@@ -178,3 +178,26 @@ def test_fast_paths_give_what_the_general_paths_give():
     np.testing.assert_array_equal(rows, [[0.0] * 3, a.astype(np.float32)])
     np.testing.assert_array_equal(runtime.unindex(2.0, np.zeros((2, 3), int), 0),
                                   [[2.0] * 3, [0.0] * 3])
+
+
+def pair_energy(x, k):
+    e = 0.0
+    n = x.shape[0]
+    for i in range(n):
+        for j in range(i + 1, n):      # no iteration at the last i: `j` copied out as it was
+            d = x[i] - x[j]
+            r2 = d[0] ** 2 + d[1] ** 2 + 1e-3
+            e += k / r2 ** 3 - 1.0 / r2
+    return e
+
+
+@pytest.mark.parametrize("n", [1, 2, 5])
+def test_rows_indexed_by_the_counters_of_nested_loops_are_known_rows(n):
+    """The counter of an inner `for` over range is an int in the loop's body, though Wengert
+    form binds it before the loop too (`j_1 = j`, for a loop of no iteration): `x[i]`
+    and `x[j]` are rows of one shape and `d[0]` a number, so no adjoint is summed back to
+    a shape at run time (40 times the function's time before, on 20 rows)."""
+    x = np.random.default_rng(n).normal(size=(n, 2))
+    g = s2sad.grad(pair_energy, wrt=(0, 1))
+    check(pair_energy, (x, 0.01), (0, 1), g)
+    assert "_s2s_unbroadcast" not in g.source     # (of the last call)

@@ -185,6 +185,103 @@ def test_value_and_grad_per_example():
     np.testing.assert_allclose(grads, fd, rtol=1e-5, atol=1e-8)
 
 
+def test_per_example_gradients_of_a_loss_whose_auxiliary_output_is_dropped():
+    """`loss(...)[0]` of a loss returning (value, {aux}): the unused dict's adjoint is a
+    batch of zeros, batched by its rule, not item by item."""
+    def with_aux(w, x):
+        p = np.tanh(np.dot(x, w))
+        return (p - 0.5) ** 2, {"p": p, "scale": 2.0 * p}
+
+    def loss(w, x):
+        return with_aux(w, x)[0]
+    w, X = rng.normal(size=3), rng.normal(size=(B, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", BatchingLoopWarning)
+        got = s2sad.vmap(s2sad.grad(loss), in_axes=(None, 0))(w, X)
+    fd = np.stack([fd_array_grad(lambda v: loss(v, x), (w,), 0) for x in X])
+    np.testing.assert_allclose(got, fd, rtol=1e-5, atol=1e-8)
+
+
+def draws_from(x, gen):
+    z = gen.normal(size=np.shape(x))
+    return np.sum(x * z) + gen.uniform() * x[0]
+
+
+_shared = np.random.default_rng(11)
+
+
+def jitters(x):
+    return np.tanh(x) + _shared.normal(size=np.shape(x)) * np.random.uniform()
+
+
+def test_a_function_drawing_from_a_generator_argument_is_a_loop_of_it_and_says_so():
+    """A batched call would draw once for the whole batch; f of each item in turn draws
+    anew for each: vmap gives the loop's numbers (and advances the generator as it)."""
+    X = rng.normal(size=(B, 3))
+    for f in (draws_from, s2sad.grad(draws_from)):
+        gen, copy = np.random.default_rng(4), np.random.default_rng(4)
+        with pytest.warns(BatchingLoopWarning, match=r"vmap runs draws_from item by "
+                          r"item.*argument 'gen' is a random generator") as caught:
+            got = s2sad.vmap(f, in_axes=(0, None))(X, gen)
+        assert caught[0].filename == __file__       # (the line of the call)
+        want = []
+        for x in X:         # each item's draws, in turn, as a loop of f makes them
+            state = copy.bit_generator.state
+            want.append(draws_from(x, copy) if f is draws_from else fd_array_grad(
+                lambda v: draws_from(v, _seeded(state)), (x,), 0))
+            if f is not draws_from:
+                draws_from(x, copy)
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
+        assert gen.bit_generator.state == copy.bit_generator.state
+
+
+def _seeded(state):
+    gen = np.random.default_rng()
+    gen.bit_generator.state = state
+    return gen
+
+
+def test_a_function_drawing_from_a_global_generator_is_a_loop_of_it():
+    X = rng.normal(size=(B, 2))
+    state, np_state = _shared.bit_generator.state, np.random.get_state()
+    with pytest.warns(BatchingLoopWarning, match=r"vmap runs jitters item by item.*"
+                      r"test_vmap.py:\d+: it draws from a random generator") as caught:
+        got = s2sad.vmap(jitters)(X)
+    assert caught[0].filename == __file__
+    _shared.bit_generator.state = state
+    np.random.set_state(np_state)
+    np.testing.assert_allclose(got, [jitters(x) for x in X], rtol=1e-14)
+
+
+def _noise_like(x):
+    return np.random.normal(size=np.shape(x))
+
+
+def _offset():
+    return np.random.uniform()
+
+
+def noisy_through_helpers(x):
+    return x * _noise_like(x) + _offset()      # a batched call, and an unbatched one
+
+
+def test_a_function_whose_helpers_draw_is_a_loop_of_it():
+    X = rng.normal(size=(B, 2))
+    state = np.random.get_state()
+    with pytest.warns(BatchingLoopWarning, match=r"vmap runs noisy_through_helpers item "
+                      r"by item.*test_vmap.py:\d+: it draws"):
+        got = s2sad.vmap(noisy_through_helpers)(X)
+    np.random.set_state(state)
+    np.testing.assert_allclose(got, [noisy_through_helpers(x) for x in X], rtol=1e-14)
+    def no_batched_helper(x):
+        return x + _offset()
+    np.random.set_state(state)
+    with pytest.warns(BatchingLoopWarning, match=r"test_vmap.py:\d+: it draws"):
+        got = s2sad.vmap(no_batched_helper)(X[:, 0])
+    np.random.set_state(state)
+    np.testing.assert_allclose(got, [no_batched_helper(x) for x in X[:, 0]], rtol=1e-14)
+
+
 def test_vmap_of_vmap():
     def f(x, y):
         return np.sum(x * y) + x[0]

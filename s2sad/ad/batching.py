@@ -13,7 +13,9 @@ result of `f_batched` has the batch axis first. An `if` whose test is batched ru
 both branches and chooses item by item, where both may run (`select`); a `while` whose
 test is batched runs until every item is done, keeping the values of the finished ones
 (`masked`); other such `if`s and `while`s, and a `for` over a batched sequence, are
-refused.
+refused. A batched value times values the batch shares is kept as its scale, computed
+batched only where something else reads it, and its sum is a matrix product
+(ad/batch_scaling.py).
 
 >>> from s2sad.ad.batching import Batching
 >>> print(show(Batching, '''
@@ -34,6 +36,7 @@ tell here.)
 import collections
 import dataclasses
 import operator
+import random
 import warnings
 
 import gast
@@ -49,6 +52,7 @@ from ..errors import BatchingLoopWarning, InternalError, S2SADError
 from ..frontend import source
 from ..options import Variant
 from ..rules import registry, runtime
+from . import batch_scaling
 from .simplify import template_name
 
 
@@ -65,10 +69,13 @@ class BatchingResult:
     every batched value is a number or an array, and no `try` or `with` block holds
     them (`plain`: what the Jacobians built on batching trust; a batched list, tuple or
     dict, a tape, or a block whose exceptions or warnings are per direction, makes them
-    loop instead)."""
+    loop instead), and the lines that draw from a random generator s2sad resolved
+    (`np.random.normal()`, `rng.normal()` of a global `rng`): a batch of directions
+    shares the draw, as one call of the function makes it; `vmap`'s items do not."""
     batched: set
     looped: list
     plain: bool = True
+    draws: list = dataclasses.field(default_factory=list)
 
 
 class Batching:
@@ -97,7 +104,10 @@ class Batching:
         self.ctx.batching = BatchingResult(self.batched, self.looped, not any(
             self.container(self.kinds.kind.get(n)) and not self.packed(n, fn)
             for n in self.batched - returned)
-            and not any(isinstance(n, (gast.Try, gast.With)) for n in syntax.statements(fn)))
+            and not any(isinstance(n, (gast.Try, gast.With)) for n in syntax.statements(fn)),
+            [where for s in syntax.statements(fn) if s in self.ops
+             for where in self.drawn(s)])
+        self.scaling = batch_scaling.plan(self, body)
         body = self.block(body)
         body.append(syntax.located(syntax.ret(self.output(ret.value)), ret))
         if self.size is not None and not self.seeds:
@@ -110,6 +120,19 @@ class Batching:
             elif marks.PRIM.of(n) is not None:
                 n.id = self.ctx.bind(n.id, obj=marks.PRIM.of(n))
         return out
+
+    def drawn(self, s):
+        """Where statement `s` draws from a random generator: its own line, if its call is a
+        generator's method, or the lines of a user function it calls that draw (called
+        unbatched, its code runs once for the batch; a batched callee's code says it
+        too: driver.link)."""
+        op = self.ops[s]
+        if draws(op.prim):
+            return [self.src.where(s)]
+        if op.form == USER:
+            found = operations.python_function(op.prim)
+            return draws_in(found[0], set()) if found else []
+        return []
 
     # -- which names carry a batch axis ------------------------------------------------
     def analyse(self, fn):
@@ -349,6 +372,9 @@ class Batching:
             s.value = syntax.call(self.ctx.runtime("jacobian_seed"), [
                 syntax.copied(self.seeds[target])])
             return [s]
+        step = self.scaling.get(id(s))
+        if step is not None:
+            return batch_scaling.emit(self, step, s)
         if target not in self.batched:
             op = self.ops[s]
             rule = self.rule_of(op)
@@ -553,6 +579,36 @@ class Batching:
         if self.is_batched(value):
             return value
         return self.like(value)
+
+
+#: The random generators whose methods draw (and advance the generator's state).
+GENERATORS = (np.random.Generator, np.random.RandomState, random.Random)
+
+
+def draws(prim):
+    """Whether `prim` is a method of a random generator (`np.random.normal` is one of
+    NumPy's global `RandomState`), whose each call draws anew."""
+    return isinstance(getattr(prim, "__self__", None), GENERATORS)
+
+
+def draws_in(fn, seen):
+    """The lines of user function `fn`, or of a function it calls, that draw from a
+    random generator s2sad can resolve (`seen`: the functions already read)."""
+    if fn in seen:
+        return []
+    seen.add(fn)
+    try:
+        src = source.capture(fn, copy=False)
+    except S2SADError:
+        return []
+    out = []
+    for call in (n for n in syntax.walk(src.node) if isinstance(n, gast.Call)):
+        prim = src.resolve(call.func)
+        if draws(prim):
+            out.append(src.where(call))
+        elif prim is not source.MISSING and operations.python_function(prim):
+            out += draws_in(operations.python_function(prim)[0], seen)
+    return out
 
 
 def _identifier(prim):

@@ -11,6 +11,8 @@ import gast
 
 from ..analysis import operations
 from ..analysis.operations import CUSTOM
+from ..analysis.returned_shapes import given_patterns, positional
+from ..analysis.value_kinds import ARRAY, UNKNOWN
 from .. import marks, syntax
 from ..compilation import Callee
 from ..options import Variant
@@ -162,9 +164,32 @@ class CallAdjoints:
         arg_types = operations.argument_types(prim, call_args, self.kinds)
         if marks.RECORD.of(fn) is not None and (fn, wrt, arg_types) not in self.ctx.lifted:
             self.ctx.lifted.append((fn, wrt, arg_types))
+        patterns = self.callee_patterns(fn, call_args) if not (args or kwargs) else None
+        if patterns:
+            arg_types = arrays_known(arg_types, patterns)
         return self.ctx.call(Callee(fn, Variant.VJP, wrt, arg_types, tuple(args),
-                                    dict(kwargs)),
+                                    dict(kwargs), patterns=patterns),
                              f"{source.identifier(fn)}_vjp")
+
+    def callee_patterns(self, fn, call_args):
+        """The shape patterns the vjp of `fn` called with the atoms `call_args` is
+        specialised on (analysis/returned_shapes.py's `given_patterns`): those the shape
+        analysis knows of the arrays it is passed, and of the arrays in the tuples it is
+        passed, where this derivative's adjoints have the shapes of their values
+        (`Compilation.adjoints_shaped`), and which its guard, or its caller's, then
+        tests. None: none known."""
+        ctx = self.ctx
+        if not ctx.adjoints_shaped:
+            return None
+        params = positional(fn, len(call_args))
+        if params is None:
+            return None
+        found = [ctx.shapes.argument_pattern(a) for a in call_args]
+        patterns = given_patterns(params, found)
+        for a, pat in zip(call_args, found):
+            if pat is not None:
+                ctx.shapes.rely_on_argument(a)
+        return patterns or None
 
 
 def _literal_nones(fn):
@@ -190,3 +215,14 @@ def _literal_nones(fn):
     return out
 
 
+def arrays_known(arg_types, patterns):
+    """`arg_types` in which a value of unknown kind (an argument, an item of a tuple) is
+    an array where `patterns` give it axes (a number has none)."""
+    out = dict(arg_types)
+    for p, pat in patterns.items():
+        if p.endswith("[:]") and isinstance(out.get(p), tuple):
+            out[p] = tuple(ARRAY if k == UNKNOWN and item is not None and item[1] else k
+                           for k, item in zip(out[p], pat))
+        elif out.get(p) == UNKNOWN and pat[1]:
+            out[p] = ARRAY
+    return out

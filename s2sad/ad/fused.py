@@ -28,7 +28,7 @@ from ..analysis.operations import COPY, NONDIFF, PACK
 from ..analysis.names import live_names
 from ..analysis.shapes import pattern_tests
 from .. import marks, syntax
-from ..compilation import Callee, function_params, parameters
+from ..compilation import Callee, complex_key, function_params, parameters
 from ..frontend import structure
 from ..options import Variant
 from .shape_stand_ins import stand_ins
@@ -48,6 +48,21 @@ def guarded_types(ctx):
     types = ctx.types
     return [(p, ctx.bind(types[p].__name__, obj=types[p]))
             for p in guarded(parameters(ctx.src), types)]
+
+
+def dtype_tests(ctx, names):
+    """The guard's tests of the dtypes of the array parameters among `names`: a complex
+    one the code is specialised on stays complex (`complex_key`), a differentiated one
+    stays floating (grad refuses others when it compiles, compilation.check_inputs, and
+    buffer reuse relies on it), and the others the code takes as real stay so
+    (before_ad/complex_values.py)."""
+    out = []
+    for p in names:
+        if ctx.arg_types.get(complex_key(p)):
+            out.append(f"{p}.dtype.kind != 'c'")
+        elif ctx.param_kinds.get(p) == ARRAY and p in ctx.wrt:
+            out.append(f"{p}.dtype.kind != 'f'")
+    return out + [f"{p}.dtype.kind == 'c'" for p in names if p in ctx.assumed_real]
 
 
 def function_tests(ctx):
@@ -93,10 +108,7 @@ def fuse(vjp, ctx, value=True, guard=True):
     if guards or functions:
         # a differentiated array must stay floating: grad refuses others when it compiles
         # (compilation.check_inputs), and buffer reuse relies on it
-        floats = [f"{p}.dtype.kind != 'f'" for p, _ in guards
-                  if ctx.param_kinds.get(p) == ARRAY and p in ctx.wrt]
-        # the other arrays the code takes as real (before_ad/complex_values.py)
-        floats += [f"{p}.dtype.kind == 'c'" for p, _ in guards if p in ctx.assumed_real]
+        floats = dtype_tests(ctx, [p for p, _ in guards])
         check = [syntax.guard([f"{p}.__class__ is not {t}" for p, t in guards]
                              + floats + functions,
                              syntax.passing_on(runtime("respecialize"), vjp.args))]

@@ -16,6 +16,11 @@ hand-written gradient does:
 Only indexes that select each element at most once (integers, slices) are rewritten.
 Runs on the pullback after Optimize, which gathers the additions into one statement.
 
+The adjoint of an array of which numbers are read (`d[0] ** 2 + d[1] ** 2`), a sum of
+`_s2s_unindex` of numbers, one array of zeros each, is likewise zeros with the numbers
+added in place (`d_bar = _s2s_zeros_like(d)`, `d_bar[1] += t_2_bar`, `d_bar[0] += t_1_bar`),
+in a loop or not.
+
 >>> import numpy as np
 >>> from s2sad import driver
 >>> def f(x):
@@ -64,6 +69,8 @@ class ElementAdjoints:
         self.kinds = ctx.value_kinds
         self.bars = {bar: n for n, bar in ctx.reverse.adjoints.items()
                      if self.kinds.kind.get(n) == ARRAY}
+        self.numbers = {bar for n, bar in ctx.reverse.adjoints.items()
+                        if self.kinds.kind.get(n) == SCALAR}    # (adjoints of numbers)
         self.is_call = ctx.is_runtime_call
 
     def run(self, pullback):
@@ -85,7 +92,51 @@ class ElementAdjoints:
             elif isinstance(s, gast.If):
                 s.body = self.block(s.body)
                 s.orelse = self.block(s.orelse)
+            elif isinstance(s, gast.Assign):
+                made = self.elements(s)
+                if made:
+                    out += made
+                    continue
             out.append(s)
+        return out
+
+    def elements(self, s):
+        """`bar = _s2s_unindex(g, x, i) + _s2s_unindex(h, x, j) + ...`, the adjoint of an
+        array of which only numbers were read (`d[0] ** 2 + d[1] ** 2`), as zeros and the
+        numbers added in place, as a hand-written gradient does (each `_s2s_unindex`
+        makes an array of zeros; the sum adds them): `bar = _s2s_zeros_like(x)`,
+        `bar[i] += g`, `bar[j] += h`. None where `s` is not such a sum of two or more."""
+        bar = s.targets[0].id if isinstance(s.targets[0], gast.Name) else None
+        if bar not in self.bars:
+            return None
+        terms, e = [], s.value
+        while isinstance(e, gast.BinOp) and isinstance(e.op, gast.Add):
+            terms.append(e.right)
+            e = e.left
+        terms.append(e)
+        array = None
+        for t in terms:
+            if not (self.is_call(t, "unindex") and len(t.args) == 3
+                    and isinstance(t.args[1], gast.Name) and self.basic(t.args[2], bar)
+                    and self.number(t.args[0])
+                    and self.kinds.kind.get(t.args[1].id) == ARRAY
+                    and self.kinds.ndim_of(gast.Subscript(
+                        value=syntax.name(t.args[1].id), slice=t.args[2],
+                        ctx=gast.Load())) == 0):
+                return None
+            if array is None:
+                array = t.args[1].id
+            elif t.args[1].id != array:
+                return None
+        if len(terms) < 2:
+            return None
+        out = [syntax.located(syntax.assign(bar, syntax.call(
+            self.ctx.runtime("zeros_like"), [syntax.name(array)])), s)]
+        for t in reversed(terms):
+            target = gast.Subscript(value=syntax.name(bar), slice=index_syntax(
+                syntax.copied(t.args[2])), ctx=gast.Store())
+            out.append(syntax.located(gast.AugAssign(target=target, op=gast.Add(),
+                                                     value=t.args[0]), s))
         return out
 
     def updates(self, s, bar):
@@ -118,6 +169,20 @@ class ElementAdjoints:
                 return None
             found.append((t.args[2], t.args[0]))
         return found
+
+    def number(self, e):
+        """Whether `e` is certainly a number: an adjoint of a number, a number of the
+        forward pass (`kinds`), a constant, or arithmetic of them."""
+        if isinstance(e, gast.Name):
+            return e.id in self.numbers or self.kinds.kind.get(e.id) == SCALAR
+        if isinstance(e, gast.Constant):
+            return isinstance(e.value, (int, float)) and not isinstance(e.value, bool)
+        if isinstance(e, gast.BinOp) and isinstance(e.op, (gast.Add, gast.Sub, gast.Mult,
+                                                           gast.Div, gast.Pow)):
+            return self.number(e.left) and self.number(e.right)
+        if isinstance(e, gast.UnaryOp) and isinstance(e.op, (gast.USub, gast.UAdd)):
+            return self.number(e.operand)
+        return False
 
     def basic(self, index, bar):
         return bar not in syntax.names_loaded(index) and is_basic_index(index, self.kinds)

@@ -4,7 +4,7 @@ no tangent was left out. (A fused gradient's guard is the `fuse` pass's.)"""
 from .. import syntax
 from ..analysis.value_kinds import ARRAY, guarded
 from ..ad.fused import function_tests, structure_tests
-from ..compilation import parameters
+from ..compilation import complex_key, parameters
 
 
 def run(jvp, ctx):
@@ -16,10 +16,11 @@ def run(jvp, ctx):
     names = guarded(parameters(ctx.src), types)
     tests = [f"{p}.__class__ is not {ctx.bind(types[p].__name__, obj=types[p])}"
              for p in names]
-    # a complex array: jvp refuses one to differentiate, and the code takes the others it
-    # reads as real (before_ad/complex_values.py)
-    tests += [f"{p}.dtype.kind == 'c'" for p in names
-              if p in ctx.assumed_real or (p in ctx.wrt and ctx.param_kinds.get(p) == ARRAY)]
+    # a complex array the code is specialised on stays complex, and the others it reads
+    # stay real (before_ad/complex_values.py)
+    tests += [f"{p}.dtype.kind != 'c'" for p in names if ctx.arg_types.get(complex_key(p))]
+    tests += [f"{p}.dtype.kind == 'c'" for p in names if not ctx.arg_types.get(complex_key(
+        p)) and (p in ctx.assumed_real or (p in ctx.wrt and ctx.param_kinds.get(p) == ARRAY))]
     tests += function_tests(ctx) + structure_tests(ctx)
     jvp.body.insert(0, syntax.guard(
         tests + [f"{t} is None" for t in ctx.forward.tangent_names],

@@ -10,7 +10,8 @@ what a function of the user's returns) and its adjoint adds such contributions a
 distinct constant positions, it is the display of the items' adjoints
 (`_s2s_unbroadcast(g, t[i])`, which is `g` when the shapes agree, as `unindex` gives),
 zeros (`_s2s_zeros_like(t[j])`) where nothing contributes (for an item that is a number,
-`g` itself and 0.0); other contributions (the
+`g` itself and 0.0; for an array of a known shape pattern, in code whose adjoints have
+their values' shapes, `Compilation.adjoints_shaped`, `g` itself); other contributions (the
 adjoint a call's pullback gives) are still added with `_s2s_add`.
 
 >>> import numpy as np
@@ -83,9 +84,26 @@ class TupleAdjoints(gast.NodeVisitor):
         none), as `unindex` makes it: `g` in the item's shape, or its zero."""
         if self.items[name][i] == SCALAR:       # (numbers: no shape to give)
             return syntax.const(0.0) if g is None else g
+        if g is not None and self.shaped(name, i):
+            return g
         helper = "zeros_like" if g is None else "unbroadcast"
         return syntax.call(self.ctx.runtime(helper), ([] if g is None else [g])
                            + [self.item(name, i)])
+
+    def shaped(self, name, i):
+        """Whether the contribution to item `i` of the tuple `name` has its shape already:
+        an array of a known shape pattern in code whose adjoints have their values'
+        shapes (`Compilation.adjoints_shaped`), the contribution being the adjoint of
+        that item read."""
+        if not self.ctx.adjoints_shaped:
+            return False
+        shapes = self.ctx.shapes
+        items = shapes.items.get(name)
+        key = items[i] if items is not None and -len(items) <= i < len(items) else None
+        if not shapes.class_pattern(key):
+            return False
+        shapes.rely_on(key)
+        return True
 
     def terms(self, e):
         """The terms of the sum `e` (nested calls of `_s2s_add`)."""

@@ -6,11 +6,17 @@ of shapes: a parameter's own, or that of an index of an array by constant slices
 trim as many elements from each axis (`x[1:]` and `x[:-1]` have the same shape). An
 elementwise operation (`2 * x`, `np.tanh(x)`, `x + y`) has the broadcast of the sets of
 its array operands, so that `y * z` and `(y * z) - np.exp(z)` have the same shape. An
-index by an int removes an axis: a constant, the counter of a `for` over `range`, or
-the counter plus or minus an int (`x[i]` and `x[i - 1]` have one shape). Only names
+index by an int removes an axis: a constant, the counter of a `for` over `range` (in
+the loop's body, where a copy before the loop binds it too: Wengert form's `j_1 = j` for
+a loop that may run no iteration), or the counter plus or minus an int (`x[i]`, `x[j]`
+and `x[i - 1]` have one shape). Only names
 assigned once are classified; a name assigned in several places (a loop-carried value)
 has a shape of its own, unless it only ever holds versions of an array written element
-by element (`a[i] = v`), which have that array's shape.
+by element (`a[i] = v`), which have that array's shape. An item of a tuple read by a
+constant index (`state[0]`) has the class of the item: of a display's, of what a call
+of a function of the user's returns (a new shape of the pattern its summary gives,
+analysis/returned_shapes.py), of a tuple parameter whose caller gave its items'
+patterns, or of a tuple a loop carries that keeps its items' patterns.
 
 >>> import numpy as np
 >>> from s2sad import pipeline
@@ -59,7 +65,8 @@ import numpy as np
 
 from .. import marks, syntax
 from ..rules import registry, runtime
-from .value_kinds import ARRAY, SCALAR, sequence_operands
+from .operations import USER
+from .value_kinds import ARRAY, CONTAINER, SCALAR, sequence_operands
 
 
 class Shapes:
@@ -67,7 +74,7 @@ class Shapes:
     `patterns` the shape patterns of array parameters the code is specialised on (see
     `pattern`)."""
 
-    def __init__(self, fn, ops, kinds, patterns=None):
+    def __init__(self, fn, ops, kinds, patterns=None, items=None, returns=None):
         assigned = {}
         statements = syntax.statements(fn)
         for n in statements:
@@ -80,10 +87,19 @@ class Shapes:
         self.cls = {}
         self.many = {n for n, defs in assigned.items() if len(defs) > 1}
         self.ints = _ints(statements, kinds, assigned)
+        # {id(statement): the counters certainly ints there}: in the body of a `for`
+        # over `range`, its counter, though a copy before the loop binds it too (the
+        # value it keeps where the loop runs no iteration: `j_1 = j`)
+        self.body_ints = _body_ints(statements, kinds)
         # the versions of an array written element by element have its shape
         self.versions = _versions(statements, kinds, assigned, self.many)
         self.many -= set(self.versions)
         self._patterns = patterns or {}
+        # {tuple parameter: the patterns of its items (None: unknown)}, given by a caller
+        # that knew them; `returns(op, arg_patterns)`: what a call of a Python function of
+        # the user's returns (see `_returned`)
+        self._items = {p: v for p, v in (items or {}).items() if p not in assigned}
+        self._returns = returns
         # Names bound in several places (a loop's carried state), and parameters bound
         # again, are guessed to keep one shape class: that of their first value (`u =
         # u0`), else their own. A guess holds when every binding has that class, given
@@ -95,18 +111,28 @@ class Shapes:
         # each guess that fails costs a pass over the function)
         in_loops = {n for s in statements if isinstance(s, (gast.For, gast.While))
                     for n in syntax.names_stored(syntax.if_(syntax.const(True), s.body))}
+        # A tuple a loop carries keeps the patterns of its first value's items when every
+        # binding has them, given that guess (its items are new shapes of those patterns).
+        self._carried = {n: [d.value for d in defs] for n, defs in assigned.items()
+                         if n in self.many and n in in_loops and n not in params
+                         and kinds.kind.get(n) == CONTAINER and (patterns or items)
+                         and all(d is not None for d in defs)} if returns else {}
         guesses = {n: [d for d in defs if not _is_none(d.value)]
                    for n, defs in assigned.items()
                    if (n in self.many or n in params) and n in in_loops
                    and n not in self.versions and all(d is not None for d in defs)
-                   and kinds.kind.get(n) != SCALAR}     # (a number has no class)
+                   and kinds.kind.get(n) != SCALAR      # (a number has no class)
+                   and n not in self._carried}
         own = {n for n in guesses if n in params or not guesses[n]}
-        sure = _surely_run(fn) if patterns else set()
+        sure = _surely_run(fn) if patterns or items else set()
         assigns = [n for n in statements if isinstance(n, gast.Assign)]
         many = self.many | set(guesses)     # (a wrong guess is a name of unknown shape)
+        self._carried_sources = {}
         while True:
             self.many = many - set(guesses)
             self._classify(assigns, ops, sure, guesses, own)
+            if self._carried_wrong():
+                continue
             wrong = [n for n, defs in guesses.items()
                      if not all(self._holds(n, d, ops) for d in defs)]
             if not wrong:
@@ -126,26 +152,147 @@ class Shapes:
         self.parent = {}
         self.used = set()       # parameters whose patterns the classes depend on
         self._known = None      # {key: its canonical key}, once the classes are built
+        self.items = {}         # {name of a tuple: the shape classes of its items (or None)}
+        for p, pats in self._items.items():
+            self.items[p] = tuple(self._base(("name", f"{p}[{i}]"), pat[1], {f"{p}[{i}]"})
+                                  if pat is not None else None for i, pat in enumerate(pats))
         for s in assigns:
             target = s.targets[0]
+            values = self._carried.get(getattr(target, "id", None))
+            if values is not None and s.value is values[0]:
+                first = self._item_patterns(values[0]) or ()
+                self.items[target.id] = tuple(
+                    None if pat is None else self._base(
+                        ("carried", target.id, i), pat,
+                        self._carried_sources.get((target.id, i), set()))
+                    for i, pat in enumerate(first))
             if isinstance(target, gast.Name) and target.id not in self.many:
                 name = target.id
                 guessed = name in guesses
                 op = ops.get(s)
-                key = self._key(s.value, op)
+                # (a name bound once, not a guess: `state[0]` is then one value's item)
+                items = None if guessed or name in self._items else self._tuple_items(
+                    name, s.value, op)
+                if items is not None:
+                    self.items[name] = items
+                key = self._key(s.value, op, self.body_ints.get(id(s)))
                 if key is not None:
                     if not guessed or (name not in own and name not in self.cls
                                        and s is guesses[name][0]):
                         self.cls[name] = key
                     if id(s) in sure:
                         self._join(key)
-                elif self._patterns and not guessed:
+                elif (self._patterns or self._items) and not guessed:
                     self._infer(("name", name), op)
         self._known = {}
 
+    # -- tuples: the shape classes of their items ----------------------------------------
+    def _base(self, base, pat, sources):
+        """The class of one new shape `base` of pattern `pat`, which relies on the patterns
+        of the parameters `sources`."""
+        self.pattern[base] = pat
+        self.sources[base] = set(sources)
+        return frozenset([base])
+
+    def _tuple_items(self, name, value, op):
+        """The classes of the items of the tuple `name = value` binds (None: not a tuple
+        whose items are known): a display, another such tuple, or what a call of a
+        function of the user's returns (by its summary, see `_returned`)."""
+        if isinstance(value, gast.Tuple):
+            return tuple(self.of(e.id) if isinstance(e, gast.Name)
+                         and self.kinds.kind.get(e.id) not in (SCALAR, CONTAINER) else None
+                         for e in value.elts)
+        if isinstance(value, gast.Name):
+            return self.items.get(value.id)
+        if op is None or op.form != USER or self._returns is None:
+            return None
+        found = self._returned(op)
+        if not isinstance(found, list):
+            return None
+        sources = self._sources_of(op)
+        return tuple(None if pat is None else self._base(("result", name, i), pat, sources)
+                     for i, pat in enumerate(found))
+
+    def _returned(self, op):
+        """The patterns of what the call `op` returns for the patterns of its arguments
+        (`returns`): a pattern for an array, a list of patterns (or None) for a tuple's
+        items, or None when unknown."""
+        return self._returns(op, [self.argument_pattern(a) for a in op.args])
+
+    def argument_pattern(self, atom):
+        """The pattern of the atom `atom` a call passes: an array's pattern, a tuple of
+        those (or None) for a tuple of known items; None when unknown."""
+        if not isinstance(atom, gast.Name):
+            return None
+        if atom.id in self.items:
+            found = tuple(self.class_pattern(k) for k in self.items[atom.id])
+            return found if any(p is not None for p in found) else None
+        if self.kinds.kind.get(atom.id) in (SCALAR, CONTAINER):
+            return None
+        return self.pattern_of(atom.id)
+
+    def rely_on_argument(self, atom):
+        """Record that generated code relies on `argument_pattern(atom)`."""
+        if atom.id in self.items:
+            for k in self.items[atom.id]:
+                if k is not None:
+                    self.rely_on(k)
+        else:
+            self.rely_on(self.of(atom.id))
+
+    def _sources_of(self, op):
+        """The parameters whose patterns those of the arguments of `op` come from."""
+        out = set()
+        for a in op.args:
+            if isinstance(a, gast.Name):
+                keys = self.items.get(a.id) or [self.of(a.id)]
+                for k in keys:
+                    for m in k or ():
+                        out |= self._sources_deep(m)
+        return out
+
+    def _sources_deep(self, base):
+        base = self._find(base)
+        out = set(self.sources.get(base, set()))
+        if base[0] == "index":
+            for m in base[1]:
+                out |= self._sources_deep(m)
+        return out
+
+    def _item_patterns(self, value):
+        """The patterns of the items of the tuple `value` (a display or a name), or None."""
+        if isinstance(value, gast.Tuple):
+            return [None if not isinstance(e, gast.Name) or self.kinds.kind.get(e.id) in (
+                SCALAR, CONTAINER) else self.pattern_of(e.id) for e in value.elts]
+        if isinstance(value, gast.Name) and value.id in self.items:
+            return [self.class_pattern(k) for k in self.items[value.id]]
+        return None
+
+    def _carried_wrong(self):
+        """Whether a guess of `_carried` failed (it is then dropped) or the sources of its
+        items grew (then kept): the classes are to be built again."""
+        again = False
+        for n, values in list(self._carried.items()):
+            found = [self._item_patterns(v) for v in values]
+            if any(f is None or f != found[0] for f in found):
+                del self._carried[n]
+                again = True
+                continue
+            for i in range(len(found[0])):
+                sources = set(self._carried_sources.get((n, i), set()))
+                for v in values:
+                    k = self.items.get(v.id)[i] if isinstance(v, gast.Name) else (
+                        self.of(v.elts[i].id) if isinstance(v.elts[i], gast.Name) else None)
+                    for m in k or ():
+                        sources |= self._sources_deep(m)
+                if sources != self._carried_sources.get((n, i), set()):
+                    self._carried_sources[(n, i)] = sources
+                    again = True
+        return again
+
     def _holds(self, name, s, ops):
         """Whether assignment `s` binds `name` to a value of the class guessed for it."""
-        key = self._key(s.value, ops.get(s))
+        key = self._key(s.value, ops.get(s), self.body_ints.get(id(s)))
         return key is not None and self.canonical(key) == self.of(name)
 
     def of(self, name):
@@ -247,6 +394,11 @@ class Shapes:
         axes, from its operands'."""
         if op is not None and getattr(registry.primitive(op.prim), "reduction", False):
             return self._reduced(base, op)
+        if op is not None and op.form == USER and self._returns is not None:
+            found = self._returned(op)
+            if isinstance(found, tuple):
+                self._base(base, found, self._sources_of(op))
+            return
         if op is None or op.prim not in (operator.matmul, np.matmul, np.dot) or not all(
                 isinstance(a, gast.Name) for a in op.args) or len(op.args) != 2:
             return
@@ -278,12 +430,24 @@ class Shapes:
                 self.sources[base] |= self.sources.get(self._find(m), set())
 
 
-    def _key(self, value, op):
+    def _key(self, value, op, ints=None):
         if isinstance(value, gast.Name):
             return self.of(value.id)
         if (isinstance(value, gast.Subscript) and isinstance(value.value, gast.Name)
+                and value.value.id in self.items and isinstance(value.slice, gast.Constant)
+                and type(value.slice.value) is int):
+            items, i = self.items[value.value.id], value.slice.value
+            key = items[i] if -len(items) <= i < len(items) else None
+            if key is not None and len(key) == 1 and next(iter(key))[0] == "carried":
+                # (an item of a tuple a loop carries: each read is a shape of its own, of
+                # the pattern all its bindings share, not one shape for all of them)
+                base = next(iter(key))
+                return self._base(("read",) + base[1:] + (id(value),), self.pattern[base],
+                                  self.sources[base])
+            return key
+        if (isinstance(value, gast.Subscript) and isinstance(value.value, gast.Name)
                 and self.kinds[value.value] == ARRAY):
-            index = trims(value.slice, self.ints)
+            index = trims(value.slice, self.ints | ints if ints else self.ints)
             base = self.of(value.value.id)
             return None if index is None or base is None else frozenset(
                 [("index", base, index)])
@@ -402,6 +566,22 @@ def _ints(statements, kinds, assigned):
                     for x in (n.value.left, n.value.right)):
                 out.add(n.targets[0].id)
                 changed = True
+    return out
+
+
+def _body_ints(statements, kinds):
+    """{id(statement): counters}: each statement in the body of a `for` over `range`
+    whose counter (a name) the body does not bind, with that counter."""
+    out = {}
+    for n in statements:
+        if not (isinstance(n, gast.For) and isinstance(n.target, gast.Name)
+                and isinstance(n.iter, gast.Call) and kinds.src.resolve(n.iter.func) is range):
+            continue
+        body = syntax.statements(syntax.if_(syntax.const(True), n.body))
+        if n.target.id in {t for s in body for t in syntax.names_stored(s)}:
+            continue
+        for s in body:
+            out[id(s)] = out.get(id(s), frozenset()) | {n.target.id}
     return out
 
 

@@ -136,6 +136,12 @@ class ValueKinds:
                 else (n.target.id, _target_kind(n, src)) for n in statements
                 if (isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name))
                 or (isinstance(n, gast.For) and isinstance(n.target, gast.Name))]
+        # Wengert form's `j = None` for a name a path has not bound (marks.INIT), which
+        # the user's code never reads on that path: no fact of the name (a loop counter
+        # copied out of a loop that may run no iteration stays an int)
+        unbound = {id(n.value) for n in statements if isinstance(n, gast.Assign)
+                   and marks.INIT.of(n) and isinstance(n.value, gast.Constant)
+                   and n.value.value is None}
         self.assigned = {t for t, _ in defs}
         self.local = self.assigned | set(self.kind)
         self.params = set(self.kind) - self.assigned
@@ -162,6 +168,8 @@ class ValueKinds:
             while changed:
                 changed = False
                 for target, value in defs:
+                    if id(value) in unbound:
+                        continue
                     k = join(self.kind.get(target), self.of(value))
                     if k != self.kind.get(target):
                         self.kind[target] = k
@@ -431,6 +439,10 @@ class ValueKinds:
                 partial = any(k.arg in ("axis", "keepdims") for k in e.keywords) or (
                     len(e.args) > (0 if method else 1))
                 return ARRAY if partial else SCALAR
+            if record.returns_if is not None and any(
+                    k.arg == record.returns_if[0] and isinstance(k.value, gast.Constant)
+                    and k.value.value is True for k in e.keywords):
+                return record.returns_if[1]         # `np.linspace(..., retstep=True)`
             if record.returns == "args":
                 return combine([self.of(a) for a in e.args])
             if record.returns == "first":       # an element write: the array or list written

@@ -71,7 +71,8 @@ from ..analysis.value_kinds import ARRAY, CONTAINER, SCALAR, user_class
 from ..rules import registry, runtime
 from . import callee_effects, certain_axes
 from .alias_errors import AliasErrors
-from .callee_effects import FRESH, FRESH_METHODS, REGROUPING, Written, params_in, root
+from .callee_effects import (
+    FRESH, FRESH_METHODS, REGROUPING, Written, params_in, returns_its_writes, root)
 
 #: Functions whose result is bools, or arrays of ints, or a tuple of arrays: an index by
 #: it copies (`y[np.isnan(y)]`, `y[np.argsort(y)]`), whatever the number of axes.
@@ -93,7 +94,7 @@ def _writes(fn):
     assignment): without one, no name can hold an old value."""
     return any(isinstance(s, gast.Assign) and (marks.AUGMENTED.of(s) or (
         isinstance(s.value, gast.Call) and marks.PRIM.of(s.value.func) in (
-            runtime.setitem, runtime.append))) for s in syntax.statements(fn))
+            runtime.setitem, runtime.append, runtime.attr_set))) for s in syntax.statements(fn))
 
 
 def _calls_writing(fn, ctx):
@@ -161,6 +162,7 @@ class Aliasing(AliasErrors):
         self.maybe = {}         # {id of `r = y[i]` that may be a view: (the parameters
         #                          whose patterns tell, the error if it is a view)}
         self.effects = {}       # {id of a call: its `effect`}
+        self.attribute_checks = {}      # (see AliasErrors.attribute_added)
         self.defs, self.loop_of, self.statement, self.within = {}, {}, {}, {}
         self.tops = {}          # (see `made_after`)
         for s in syntax.statements(fn):
@@ -181,6 +183,7 @@ class Aliasing(AliasErrors):
         axes is not known) turn out to be. Otherwise, if such an index being a view
         would make one, check after it, at run time, that it is not (`refuse_view`)."""
         self.run(fn, raising=True)
+        self.check_attributes(fn)
         if not self.maybe or not self.run(fn, views=set(self.maybe)):
             return
         suspects = [m for m in self.maybe if self.run(fn, views={m})] or list(self.maybe)
@@ -283,6 +286,8 @@ class Aliasing(AliasErrors):
                 if base is not None:
                     # `lst[i] += v` writes into the element too, when it may be an array
                     objects = names.get(base, Held()).objects
+                    if self.reading == "raise" and self.given(v, objects):
+                        raise self.argument_changed(s, user_name(base, self.src))
                     inner = frozenset(o for o in names.get(marks.ELEMENT.of(s),
                                                            Held()).objects
                                       if o not in objects and self.may_be_array(o))
@@ -476,7 +481,7 @@ class Aliasing(AliasErrors):
                 if not made < tops.get(id(d), -1) <= wrote:
                     return False
                 if isinstance(v, gast.Call) and marks.PRIM.of(v.func) in (
-                        runtime.setitem, runtime.append):
+                        runtime.setitem, runtime.append, runtime.attr_set):
                     v = v.args[0]
                 if not isinstance(v, gast.Name):
                     return False
@@ -489,7 +494,7 @@ class Aliasing(AliasErrors):
             # (an index, a write into an array, a list: no values the derivative reads)
             skip = node.value if isinstance(node, gast.Subscript) else node.args[0] if (
                 isinstance(node, gast.Call) and marks.PRIM.of(node.func) in (
-                    runtime.setitem, runtime.append)) else None
+                    runtime.setitem, runtime.append, runtime.attr_set)) else None
             for n in syntax.name_nodes(node):
                 if n is not skip and isinstance(n.ctx, gast.Load):
                     for o in names.get(n.id, Held()).objects:
@@ -505,7 +510,7 @@ class Aliasing(AliasErrors):
         """The name whose memory the assignment `s` writes into, or None."""
         v = s.value
         if isinstance(v, gast.Call) and marks.PRIM.of(v.func) in (
-                runtime.setitem, runtime.append):
+                runtime.setitem, runtime.append, runtime.attr_set):
             return v.args[0].id
         # `x += y` writes in place only into an array or a list (of that kind, or sharing
         # the memory of one); of unknown kind (the result of a Python function) it is
@@ -514,6 +519,8 @@ class Aliasing(AliasErrors):
                 and isinstance(v.left, gast.Name)):
             return None
         objects = names.get(v.left.id, Held()).objects if names is not None else ()
+        if marks.AUGMENTED.of(s) == "attribute" and self.kinds.kind.get(v.left.id) != SCALAR:
+            return self.attribute_added(s, v.left.id)
         if v.left.id in self.arrays or any(self.may_be_array(o) for o in objects):
             return v.left.id
         if self.summarising and any(self.unknown_param(o) for o in objects):
@@ -602,14 +609,17 @@ class Aliasing(AliasErrors):
             return
         held = self.arguments(args, state, s)
         for w in found.writes:
+            rebound = w.rebinds and returns_its_writes(marks.PRIM.of(s.value.func))
             written = self.objects(w.term, held, s)
-            written |= {x for o in written if user_class(self.made_kind.get(o))  # (through
-                        for x in self.contents.get(o, ())}      # an attribute: what it holds)
+            written |= {x for o in written if not rebound and user_class(self.made_kind.get(
+                o)) for x in self.contents.get(o, ())}      # (through an attribute: what it holds)
             if not written or w.array_only and not any(
                     self.may_be_array(o) or self.unknown_param(o) for o in written):
                 continue
             readers = {r for o in written for r in state[2].get(o, ()) if r != id(s)}
-            if readers and self.reading == "raise" and self.before:
+            if w.rebinds and self.reading == "raise":
+                self.check_rebound(w, found, args, held, written, s, rebound)
+            if readers and self.reading == "raise" and self.before and not rebound:
                 raise self.read_before(w, found, args, s, self.statement[min(
                     readers, key=lambda r: self.src.lineno(self.statement[r]))])
             self.mark(target, written, s, state, callee=(found, w, args))
@@ -673,7 +683,7 @@ class Aliasing(AliasErrors):
         out = next((k.value for k in call.keywords if k.arg == "out"), None)
         if isinstance(out, gast.Name) and self.local(out):
             return [(out.id, "same")]       # `b = np.exp(a, out=a)`: b is a
-        if marks.PRIM.of(func) in (runtime.setitem, runtime.append):
+        if marks.PRIM.of(func) in (runtime.setitem, runtime.append, runtime.attr_set):
             held = self.held(call.args[1:]) if marks.PRIM.of(func) is runtime.append else []
             return [(call.args[0].id, "version")] + [(n, "holds") for n in held]
         if isinstance(func, gast.Attribute) and self.local(func.value):
@@ -878,7 +888,9 @@ def _effects(node, ctx):
             w = dataclasses.replace(w[1], term=term, param=root(term))
         else:
             w = Written(term, root(term), ctx.src.where(w), ctx.src.line_text(w).strip(),
-                        id(w) in flow.conditional)
+                        id(w) in flow.conditional, term[0] == "arg" and marks.PRIM.of(
+                            getattr(w.value, "func", None)) in (runtime.attr_set,
+                                                               runtime.setitem))
         writes.append(w)
     kinds = flow.returned_kinds
     return flow.returns, writes, kinds.pop() if len(kinds) == 1 else None

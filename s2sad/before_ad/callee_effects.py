@@ -43,6 +43,7 @@ from ..frontend import guards, source
 from ..frontend.structure import user_class
 from ..rules import registry, runtime
 from .lost_derivatives import MUTATING_METHODS, changes_its_receiver
+from .resolve_calls import Version
 
 #: Python functions whose result holds no memory of their arguments.
 FRESH = (len, int, float, bool, complex, str, repr, isinstance, type, id, hash, range,
@@ -60,12 +61,15 @@ class Written:
     """A write into an argument, in a called function: the term of the memory written
     (see `Summary`), the parameter it is reached from, where and what the write is, and
     whether it writes only where the argument is an array (`a += v` of a parameter of
-    unknown kind, which rebinds a number)."""
+    unknown kind, which rebinds a number), and whether it assigns an attribute or an
+    element (`obj.x = v`, `a[i] = v`: a new version of the object or array in Wengert
+    form, which a version of the function can return, before_ad/attribute_writes.py)."""
     term: tuple
     param: str
     where: str
     text: str
     array_only: bool = False
+    rebinds: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,6 +97,11 @@ class Summary:
     def instead(self, memory, obj=None):
         """What to write instead of the call, for an error (`obj`: `memory` is an
         instance of the user's class, the parameter `obj.param` of the write `obj`)."""
+        call = (f"{memory}.{self.name}(...)" if obj is not None and obj.param == "self"
+                else f"{self.name}(...)")
+        if self.writes and all(w.rebinds for w in self.writes):
+            return (f"Call {call} in a statement of its own ({call}, or r = {call}), "
+                    "where s2sad rebinds what it changes")
         if obj is not None:
             call = (f"{memory}.{self.name}(...)" if obj.param == "self" else
                     f"{self.name}({memory}, ...)")
@@ -350,3 +359,23 @@ def root(term):
 
 def _name(fn):
     return getattr(fn, "__name__", "the function")
+
+
+class Returning(Version):
+    """Where the version of a function that returns what it changes comes from (see
+    before_ad/attribute_writes.py's `returning`): its `def` node, with line numbers in
+    the user's file."""
+
+    def __init__(self, node, src, original, written):
+        super().__init__(node, src, ())
+        self.original, self.written = original, written
+
+    def describe(self):
+        return (f"line {self.src.lineno(self.node)}, returning what it changes in "
+                f"{', '.join(self.written)}")
+
+
+def returns_its_writes(fn):
+    """Whether `fn` is the version of a function that returns what it changes (see
+    `Returning`)."""
+    return isinstance(marks.RECORD.of(fn), Returning)

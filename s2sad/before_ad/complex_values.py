@@ -89,7 +89,7 @@ import numpy as np
 
 from .. import marks, syntax
 from ..analysis.operations import COPY, CUSTOM, NONDIFF, PACK, USER, call_arguments
-from ..compilation import COMPLEX_NUMBERS, SPECIALISED
+from ..compilation import COMPLEX_NUMBERS, SPECIALISED, complex_key
 from ..errors import ComplexValueError
 from ..frontend.source import MISSING
 from ..rules import complex_linalg, complex_numbers, registry, runtime
@@ -200,10 +200,10 @@ def run(fn, ctx):
         analysis = _Analysis(fn, ctx)
     checks = analysis.checks()
     ctx.assumed_real = analysis.assumed()
-    if analysis.rewrite(fn):
-        ctx.rewrote = True
-    if checks:
+    if checks:      # (first: a value checked is then passed through as_complex)
         _insert(fn, checks, ctx)
+        ctx.rewrote = True
+    if analysis.rewrite(fn):
         ctx.rewrote = True
     return fn
 
@@ -231,6 +231,8 @@ class _Analysis:
             return REAL     # a callee's: its caller checked the arguments
         if kind in COMPLEX_NUMBERS:
             return Complex(f"the complex argument {p}")
+        if self.ctx.arg_types.get(complex_key(p)):
+            return Complex(f"the complex array argument {p}")
         if kind in SPECIALISED or (isinstance(kind, type) and is_duck_array_type(kind)):
             return REAL     # guarded: the class, and for an array its dtype
         return UNKNOWN
@@ -592,14 +594,16 @@ class _Analysis:
 
     def real_operands(self, s, op):
         """The differentiated real names statement `s` (of `op`) computes with, in order
-        (none where it reads a container's item: the container is what it reads)."""
+        (none where it reads a container's item: the container is what it reads), and
+        those of unknown type, which are checked real before it."""
         if op.form == COPY or _in(op.prim, {operator.getitem, getattr}) or (
                 op.prim is not None and getattr(registry.primitive(op.prim), "complex", None)
                 == complex_numbers.FROM_REAL):
             return []
         names = [name for _, name, _ in self.operands_of(s.value)]
+        # (a name of unknown type is checked real just before, see `checks`)
         return list(dict.fromkeys(n for n in names if n is not None and n in self.varied
-                                  and self.state_of(n) == REAL))
+                                  and self.state_of(n) in (REAL, UNKNOWN)))
 
     def as_complex(self):
         func = syntax.name(self.ctx.runtime("as_complex"))
@@ -623,7 +627,8 @@ class _Analysis:
         """The array arguments not differentiated (and fields) whose values reach a
         statement with a differentiated value: taken as real, which the guards test."""
         arrays = {p for p, k in self.ctx.arg_types.items() if (k is np.ndarray or (
-            isinstance(k, type) and is_duck_array_type(k))) and p not in self.ctx.wrt}
+            isinstance(k, type) and is_duck_array_type(k))) and p not in self.ctx.wrt
+            and not self.ctx.arg_types.get(complex_key(p))}
         if not arrays:
             return set()
         reads, todo = {}, []

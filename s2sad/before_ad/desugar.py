@@ -57,6 +57,7 @@ from .. import marks
 from .. import syntax
 from ..frontend import source
 from . import checkpointed_loops, defaults, gradient_calls
+from .attribute_writes import attribute_write, in_place, rebinding
 from .dicts import Dicts, is_dict_node
 from .iteration import Iteration
 
@@ -124,6 +125,9 @@ class Desugar:
         return self.sugar(s)
 
     def sugar(self, s):
+        rebound = rebinding(s, self.ctx)      # (`p.step(dt)` changing p: see the module)
+        if rebound is not None:
+            return rebound
         self.rewrite_dicts(s)
         prelude, s = self.comprehensions(s)
         if prelude:
@@ -131,7 +135,8 @@ class Desugar:
         if isinstance(s, gast.AugAssign):
             # (`d[k] += v` on an array changes it in place, which before_ad.aliasing
             # follows through the element write it stays)
-            return [_augmented(s)]
+            return [attribute_write(a, self.ctx) for a in in_place(s, self.ctx, _augmented)]
+        s = attribute_write(s, self.ctx)
         written = self.dicts.element_write(s)
         if written is not None:
             return [written]

@@ -157,7 +157,8 @@ def _refuse_writes(call, s, ctx, varied, fn):
             ctx.resolve(func.value), np.ufunc):
         raise src.syntax_error(s, (
             f"{spelled}() changes its first argument in place, which s2sad "
-            "differentiates only for np.add.at and np.subtract.at into a local name. "
+            "differentiates only for np.add.at, np.subtract.at and np.multiply.at into a "
+            "local name. "
             "Build the new array instead (np.bincount, np.where, or an explicit loop "
             "that assigns elements)"))
     if not changes_its_receiver(func):

@@ -25,7 +25,12 @@ function is a value known when compiling:
   nonlinearity=np.tanh)`, a function passed or left as the default: see
   compilation.function_params; the guard tests that the argument is that function)
   and never assigned: `nonlinearity(x)` is `tanh(x)`;
-- keyword arguments go to their positions (`loglik(y, mu=mu)` is `loglik(y, mu)`).
+- keyword arguments go to their positions (`loglik(y, mu=mu)` is `loglik(y, mu)`);
+- a method of a distribution frozen in the function (`d = norm(mu, s)`, a call of an
+  object whose methods have rules, `scipy.stats.norm`): `d.logpdf(y)` is
+  `norm.logpdf(y, loc=mu, scale=s)`, the parameters named as the method's rule names them
+  (a frozen distribution is a function value of a kind: bound to names, carried through
+  branches and loops the same way, but passed to a function as it is).
 
 A call that passes a function value (`integrate(lambda t: x * t, 0.0, 1.0)`), gives a
 keyword-only parameter, or goes to a function with `*args` or `**kwargs` calls a version
@@ -35,7 +40,8 @@ with `f = functools.partial(lambda_, x=f_x)`, whose calls this pass resolves in 
 `*args` by one parameter per argument (the name reads as the tuple of them), `**kwargs`
 by one per keyword (read with `kwargs["k"]`, `kwargs.get("k", d)`, `"k" in kwargs`, or
 passed on as `**kwargs`), and keyword-only parameters become positional. The version's
-lines are the lines of the function in the user's file.
+lines are the lines of the function in the user's file (before_ad/call_versions.py writes
+the versions).
 
 >>> print(show("resolve_calls", '''
 ... import functools
@@ -79,26 +85,21 @@ import collections
 import dataclasses
 import functools
 import inspect
-import weakref
 
 import gast
 
 from .. import marks
-from .. import emit, syntax
+from .. import syntax
 from ..analysis import operations
 from ..analysis.activity import definitions, varied_names
 from ..analysis.value_kinds import ValueKinds, user_class
 from ..compilation import function_params, function_value
 from ..frontend import callables, gradients, guards, source, structure
-from ..frontend.source import MISSING, FunctionSource
+from ..frontend.source import MISSING
 from ..rules import pytrees, registry
+from .call_versions import LITERALS, Version
+from . import call_versions
 
-#: {function: {how a call uses it: (the function's stamp, the version specialised on
-#: that)}}
-_versions = weakref.WeakKeyDictionary()
-
-#: literal defaults passed as constants
-_LITERALS = (int, float, complex, bool, str, type(None))
 
 
 def run(fn, ctx):
@@ -110,10 +111,12 @@ def run(fn, ctx):
 class Known:
     """A function value known when compiling: the callable `fn` (a Python function, a
     bound method, a primitive, a partial object) with the atoms `args` and `keywords`
-    bound to it first."""
+    bound to it first; or, `frozen`, a distribution frozen by calling it (`norm(mu, s)`:
+    `fn` the distribution, `args` and `keywords` its parameters)."""
     fn: object
     args: list = dataclasses.field(default_factory=list)
     keywords: dict = dataclasses.field(default_factory=dict)
+    frozen: bool = False
 
     def places(self):
         """{place: atom}: the positions of `args`, then the keywords."""
@@ -215,6 +218,16 @@ class ResolveCalls:
             if (path is not None and f"{path}()" in found and not self.handed_on(path)
                     and e.attr not in self.stored_attrs):
                 return Known(found[f"{path}()"])
+        if (isinstance(e, gast.Attribute) and isinstance(e.value, gast.Name)
+                and e.value.id in self.assignments):
+            known = self.known_name(e.value.id)
+            if known is not None and known.frozen:
+                return _frozen_method(known, e.attr)     # `d.logpdf` of `d = norm(mu, s)`
+        if isinstance(e, gast.Call) and _distribution(self.prim(e.func)) and not any(
+                isinstance(a, gast.Starred) for a in e.args) and not any(
+                k.arg is None for k in e.keywords):
+            return Known(self.prim(e.func), list(e.args), {k.arg: k.value for k in e.keywords},
+                         frozen=True)
         if isinstance(e, gast.Call) and self.prim(e.func) is functools.partial and e.args:
             inner = self.known_value(e.args[0])
             if inner is None or any(k.arg is None for k in e.keywords):
@@ -309,7 +322,7 @@ class ResolveCalls:
         makes = {s: self.known_value(s.value) for s in assignments
                  if not _placeholder(s) and not _copy_in(s, group)}
         first = next(iter(makes.values()), None)
-        if first is None or any(k is None or k.fn is not first.fn
+        if first is None or any(k is None or k.fn is not first.fn or k.frozen != first.frozen
                                 or k.layout() != first.layout() for k in makes.values()):
             return
         changed = True
@@ -327,7 +340,8 @@ class ResolveCalls:
         for n in carried:
             self.known[n] = Known(first.fn, [syntax.name(named[n][i])
                                              for i in range(len(first.args))],
-                                  {k: syntax.name(named[n][k]) for k in first.keywords})
+                                  {k: syntax.name(named[n][k]) for k in first.keywords},
+                                  first.frozen)
         for n in carried:
             for s in self.assignments[n]:
                 if _placeholder(s):
@@ -429,8 +443,10 @@ class ResolveCalls:
         return prim if prim is not None else self.src.resolve(func)
 
     def is_function_value(self, atom):
-        return (isinstance(atom, (gast.Name, gast.Attribute))
-                and self.known_value(atom) is not None)
+        if not isinstance(atom, (gast.Name, gast.Attribute)):
+            return False
+        known = self.known_value(atom)
+        return known is not None and not known.frozen      # (a frozen distribution: passed)
 
     # -- calls ----------------------------------------------------------------------------
     def resolve(self, call, s):
@@ -539,7 +555,10 @@ class ResolveCalls:
     def set_call(self, call, fn, args, keywords):
         record = marks.RECORD.of(fn)
         lifted = record is not None and not isinstance(record, Version)
-        name = fn.__name__ if lifted else self.ctx.bind(fn.__name__, obj=fn)
+        owner = getattr(fn, "__self__", None)       # (a distribution's method: norm_logpdf)
+        base = (f"{owner.name}_{fn.__name__}" if _distribution(owner)
+                and isinstance(getattr(owner, "name", None), str) else fn.__name__)
+        name = fn.__name__ if lifted else self.ctx.bind(base, obj=fn)
         self.changed = True
         call.func = syntax.located(syntax.name(name), call)
         marks.PRIM.put(call.func, fn)
@@ -551,7 +570,7 @@ class ResolveCalls:
         """An atom for the object `value` (a default, a bound argument)."""
         if isinstance(value, gast.AST):
             return value
-        if type(value) in _LITERALS:
+        if type(value) in LITERALS:
             return syntax.const(value)
         if isinstance(value, type):
             base = value.__name__
@@ -577,13 +596,7 @@ class ResolveCalls:
             else:
                 plan.append(("value", p.name))
                 args.append(given[p.name])
-        versions = _versions.setdefault(fn, {})
-        key, stamp = guards.keyed(tuple(plan)), guards.stamp(fn)
-        made = versions.get(key)
-        if made is None or not guards.same(made[0], stamp):
-            # (made again when the function's code, defaults or closure values changed)
-            made = versions[key] = (stamp, _Specialiser(fn, plan, self.src).version())
-        return made[1], args
+        return call_versions.version(fn, plan, self.src), args
 
 
     def derivative_specialised(self, standing, given, s):
@@ -638,6 +651,35 @@ def _resolves_to(obj, fn):
         user_class(type(obj)) and getattr(type(obj), "__call__", None) is fn)
 
 
+#: The methods of a frozen distribution that stand for its distribution's (`d.logpdf(y)`
+#: of `d = norm(mu, s)` is `norm.logpdf(y, mu, s)`), where those have rules.
+_FROZEN_METHODS = ("logpdf", "pdf", "logpmf", "pmf", "cdf", "logcdf")
+
+
+def _distribution(obj):
+    """Whether calling `obj` freezes a distribution whose methods have rules
+    (`scipy.stats.norm`, `stats.multivariate_normal`)."""
+    if obj is MISSING or isinstance(obj, type) or not any(
+            hasattr(type(obj), m) for m in _FROZEN_METHODS):
+        return False
+    return any(registry.primitive(getattr(obj, m, None)) is not None for m in _FROZEN_METHODS)
+
+
+def _frozen_method(known, attr):
+    """`Known` for the method `attr` of the frozen distribution `known`: its
+    distribution's, the parameters given to the distribution passed after the value by
+    the names its rule gives them (`norm(mu, s).logpdf(y)` is `norm.logpdf(y, loc=mu,
+    scale=s)`), or None where it has no rule or more parameters than the rule."""
+    method = getattr(known.fn, attr, None) if attr in _FROZEN_METHODS else None
+    rule = registry.lookup(method) if method is not None else None
+    if rule is None or not rule.variants:
+        return None
+    names = [p for p, _ in rule.variants[0].params][1:]
+    if len(known.args) > len(names):
+        return None
+    return Known(method, [], {**dict(zip(names, known.args)), **known.keywords})
+
+
 def _assigns(s):
     return isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
 
@@ -650,250 +692,3 @@ def _placeholder(s):
 
 def _copy_in(s, group):
     return isinstance(s.value, gast.Name) and s.value.id in group
-
-
-class _Specialiser:
-    """Writes the version of a function for one `plan` (see ResolveCalls.specialised)."""
-
-    def __init__(self, fn, plan, caller):
-        self.fn, self.plan = fn, plan
-        self.fn_src = source.capture(fn)
-        self.node = self.fn_src.node
-        self.taken = {n.id for n in syntax.name_nodes(self.node)} | set(
-            self.fn_src.free_values())
-        self.bindings = {}
-
-    def fresh(self, base):
-        k, name = 0, base
-        while name in self.taken:
-            k += 1
-            name = f"{base}_{k}"
-        self.taken.add(name)
-        return name
-
-    def version(self):
-        node, src = self.node, self.fn_src
-        defaults = self.current_defaults()
-        params, kwonly, kw_defaults, prologue = [], [], [], []
-        for step in self.plan:
-            how, name = step[0], step[1]
-            if how == "value":
-                params.append(name)
-            elif how == "default" and isinstance(defaults[name], gast.Constant):
-                prologue.append(syntax.assign(name, defaults[name]))    # `n = 10`
-            elif how == "default":
-                kwonly.append(name)
-                kw_defaults.append(defaults[name])
-            elif how == "function":
-                made, lines = self.function_parts(name, step)
-                params += made
-                prologue += lines
-            elif how == "args":
-                parts = [self.fresh(f"{name}_{i}") for i in range(step[2])]
-                params += parts
-                _replace_varargs(node, name, parts, src)
-            else:
-                parts = {k: self.fresh(f"{name}_{k}") for k in step[2]}
-                params += parts.values()
-                _replace_kwargs(node, name, parts, src)
-        args = node.args
-        args.posonlyargs, args.vararg, args.kwarg, args.defaults = [], None, None, []
-        args.args = [_param(p) for p in params]
-        args.kwonlyargs = [_param(p) for p in kwonly]
-        args.kw_defaults = kw_defaults
-        for a in args.args + args.kwonlyargs:
-            syntax.located(a, node)
-        docstring = (node.body and isinstance(node.body[0], gast.Expr)
-                     and isinstance(node.body[0].value, gast.Constant))
-        at = 1 if docstring else 0
-        node.body[at:at] = [syntax.located(s, node.body[at] if node.body[at:] else node)
-                            for s in prologue]
-        node.returns = None
-        fn = self.fn
-        bindings = dict(self.bindings)
-        for var, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
-            try:
-                bindings.setdefault(var, cell.cell_contents)
-            except ValueError:
-                pass
-        filename = f"<s2sad: {node.name}, specialised from {src.filename}:{src.first_line}>"
-        made = emit.compile_functions([node], bindings, fn, filename)[0]
-        made.__qualname__ = fn.__qualname__
-        marks.RECORD.put(made, Version(node, src, self.plan))
-        return made
-
-    def current_defaults(self):
-        """{parameter: an expression of its default}: the function's defaults as they are
-        now (`__defaults__`, `__kwdefaults__`), which may not be those its source says."""
-        out = {}
-        for p in inspect.signature(self.fn).parameters.values():
-            if p.default is not p.empty:
-                out[p.name] = (syntax.const(p.default) if type(p.default) in _LITERALS
-                               else self.bind(f"{p.name}_default", p.default))
-        return out
-
-    def function_parts(self, name, step):
-        """(parameters, statements) that bind `name` to the function value of `step`
-        (see `function_step`): `name = partial(value, name_0, name_k=name_k)`, after the
-        statements that bind those of its values that are function values themselves."""
-        _, _, value, nargs, keywords, nested = step
-        nested = dict(nested)
-        params, lines, parts = [], [], []
-        for key in [*range(nargs), *keywords]:
-            part = self.fresh(f"{name}_{key}")
-            if key in nested:
-                made, inner = self.function_parts(part, nested[key])
-                params += made
-                lines += inner
-            else:
-                params.append(part)
-            parts.append(part)
-        lines.append(self.function_value(name, value, parts[:nargs],
-                                         dict(zip(keywords, parts[nargs:]))))
-        return params, lines
-
-    def function_value(self, name, value, parts, named):
-        """`name = value_name` or `name = partial(value_name, *parts, **named)`."""
-        callee = self.bind(getattr(value, "__name__", name), value)
-        marks.PRIM.put(callee, value)
-        if not parts and not named:
-            return syntax.assign(name, callee)
-        partial = self.bind("partial", functools.partial)
-        marks.PRIM.put(partial, functools.partial)
-        return syntax.assign(name, syntax.call(
-            partial, [callee] + [syntax.name(p) for p in parts],
-            [gast.keyword(arg=k, value=syntax.name(p)) for k, p in named.items()]))
-
-    def bind(self, base, obj):
-        for bound, known in self.bindings.items():
-            if known is obj:
-                return syntax.name(bound)
-        name = self.fresh(base if base.isidentifier() else "function")
-        self.bindings[name] = obj
-        return syntax.name(name)
-
-
-class Version:
-    """Where a specialised version's source comes from (see `source.capture`)."""
-
-    def __init__(self, node, src, plan):
-        self.node, self.src, self.plan = node, src, plan
-
-    def source(self, fn, copy=True):
-        src = self.src
-        node = syntax.copied(self.node) if copy else self.node
-        return FunctionSource(fn, node, src.filename, src.first_line, src.indent,
-                              src.origins)
-
-    def describe(self):
-        how = [f"{step[1]}={getattr(step[2], '__name__', step[2])}" if step[0] == "function"
-               else f"*{step[1]} of {step[2]} values" if step[0] == "args"
-               else f"**{step[1]} with {', '.join(step[2]) or 'no keys'}"
-               for step in self.plan if step[0] in ("function", "args", "kwargs")]
-        return (f"line {self.src.lineno(self.node)}, specialised for the call"
-                + (f" ({'; '.join(how)})" if how else ""))
-
-
-def _param(name):
-    p = syntax.name(name)
-    p.ctx = gast.Param()
-    return p
-
-
-def _loads(node, name):
-    return [n for n in syntax.walk(node) if isinstance(n, gast.Name) and n.id == name
-            and isinstance(n.ctx, gast.Load)]
-
-
-def _refuse_rebinding(node, name, src, what):
-    for n in syntax.walk(node):
-        if isinstance(n, gast.Name) and n.id == name and not isinstance(
-                n.ctx, (gast.Load, gast.Param)):
-            raise src.syntax_error(n, f"{what} {name!r} is assigned in {node.name}(); "
-                                      "s2sad reads it as the arguments of the call. Give "
-                                      "the new value another name")
-
-
-def _replace_varargs(node, name, parts, src):
-    """`*name` becomes the parameters `parts`: a read of `name` is the tuple of them,
-    `f(*name)` passes them one by one."""
-    _refuse_rebinding(node, name, src, "the *args parameter")
-    for call in [n for n in syntax.walk(node) if isinstance(n, gast.Call)]:
-        spliced = []
-        for a in call.args:
-            if isinstance(a, gast.Starred) and syntax.is_name(a.value, name):
-                spliced += [syntax.located(syntax.name(p), a) for p in parts]
-            else:
-                spliced.append(a)
-        call.args = spliced
-    for n in _loads(node, name):
-        elts = [syntax.located(syntax.name(p), n) for p in parts]
-        _swap(node, n, syntax.located(syntax.tuple_(elts), n))
-
-
-def _replace_kwargs(node, name, parts, src):
-    """`**name` becomes the parameters `parts` ({key: parameter}): `name["k"]`,
-    `name.get("k", d)`, `"k" in name`, `len(name)` and `f(**name)` read them; any other
-    use is refused."""
-    _refuse_rebinding(node, name, src, "the **kwargs parameter")
-    for n in list(syntax.walk(node)):
-        if isinstance(n, gast.Call):
-            keywords = []
-            for k in n.keywords:
-                if k.arg is None and syntax.is_name(k.value, name):
-                    keywords += [gast.keyword(arg=key, value=syntax.located(
-                        syntax.name(p), k.value)) for key, p in parts.items()]
-                else:
-                    keywords.append(k)
-            n.keywords = keywords
-    uses = _loads(node, name)
-    parents = {id(c): p for p in syntax.walk(node) for c in gast.iter_child_nodes(p)}
-    for n in uses:
-        parent = parents.get(id(n))
-        grand = parents.get(id(parent))
-        new = old = None
-        if isinstance(parent, gast.Subscript) and _key(parent.slice) is not None:
-            key = _key(parent.slice)
-            if key not in parts:
-                raise src.syntax_error(parent, f"{name}[{key!r}] is not given in this call "
-                                               f"(it gives {sorted(parts) or 'none'})")
-            new, old = syntax.name(parts[key]), parent
-        elif (isinstance(parent, gast.Attribute) and parent.attr == "get"
-              and isinstance(grand, gast.Call) and grand.func is parent and grand.args
-              and _key(grand.args[0]) is not None and not grand.keywords):
-            key = _key(grand.args[0])
-            default = grand.args[1] if len(grand.args) > 1 else syntax.const(None)
-            new, old = (syntax.name(parts[key]) if key in parts else default), grand
-        elif (isinstance(parent, gast.Compare) and len(parent.ops) == 1
-              and isinstance(parent.ops[0], (gast.In, gast.NotIn))
-              and parent.comparators[0] is n and _key(parent.left) is not None):
-            inside = _key(parent.left) in parts
-            new = syntax.const(inside if isinstance(parent.ops[0], gast.In) else not inside)
-            old = parent
-        elif (isinstance(parent, gast.Call) and syntax.is_name(parent.func, "len")
-              and parent.args == [n]):
-            new, old = syntax.const(len(parts)), parent
-        if new is None:
-            raise src.syntax_error(n, (
-                f"s2sad reads the **kwargs parameter {name!r} with {name}['key'], "
-                f"{name}.get('key', default), 'key' in {name}, len({name}) or passes it on "
-                f"as **{name}; write this use of {name!r} in one of those forms"))
-        _swap(node, old, syntax.located(new, old))
-
-
-def _key(e):
-    return e.value if isinstance(e, gast.Constant) and isinstance(e.value, str) else None
-
-
-def _swap(tree, old, new):
-    """Put `new` where `old` is in `tree`."""
-    for parent in syntax.walk(tree):
-        for field, value in gast.iter_fields(parent):
-            if value is old:
-                setattr(parent, field, new)
-                return
-            if isinstance(value, list):
-                for i, v in enumerate(value):
-                    if v is old:
-                        value[i] = new
-                        return

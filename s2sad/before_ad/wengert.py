@@ -46,7 +46,7 @@ def run(fn, ctx):
     """The pass; the analyses of the context (`ctx.ops`, ...) read its result."""
     ctx.wengert = Wengert(ctx.src, ctx.namer).run(fn)
     for name in {n.id for n in syntax.name_nodes(ctx.wengert)} & {
-            "_s2s_added_at", "_s2s_as_column"}:       # (np.add.at, np.c_: see Wengert)
+            "_s2s_added_at", "_s2s_multiplied_at", "_s2s_as_column"}:  # (np.add.at, np.c_)
         ctx.runtime(name.removeprefix("_s2s_"))
     return ctx.wengert
 
@@ -239,23 +239,24 @@ class Wengert:
                            [gast.keyword(arg="axis", value=syntax.const(-1))])
 
     def accumulated(self, s):
-        """`a[...] = _s2s_added_at(a, index, v)` (`-v` for subtract) for the statement
-        `np.add.at(a, index, v)` or `np.subtract.at(...)` into a local array `a`, an
-        element write of the whole array (what before_ad.aliasing and ad/inplace follow),
-        or None for any other statement."""
+        """`a[...] = _s2s_added_at(a, index, v)` (`-v` for subtract, `_s2s_multiplied_at`
+        for multiply) for the statement `np.add.at(a, index, v)`, `np.subtract.at(...)` or
+        `np.multiply.at(...)` into a local array `a`, an element write of the whole array
+        (what before_ad.aliasing and ad/inplace follow), or None for any other statement."""
         call = s.value if isinstance(s, gast.Expr) else None
         if not (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
                 and call.func.attr == "at" and len(call.args) == 3 and not call.keywords
                 and isinstance(call.args[0], gast.Name)):
             return None
         ufunc = self.src.resolve(call.func.value)
-        if ufunc is not np.add and ufunc is not np.subtract:
+        if ufunc is not np.add and ufunc is not np.subtract and ufunc is not np.multiply:
             return None
         a, index, v = call.args
         if ufunc is np.subtract:
             v = gast.UnaryOp(op=gast.USub(), operand=v)
-        added = syntax.call("_s2s_added_at", [syntax.name(a.id), index, v])
-        marks.PRIM.put(added.func, writes.added_at)
+        helper = writes.multiplied_at if ufunc is np.multiply else writes.added_at
+        added = syntax.call(f"_s2s_{helper.__name__}", [syntax.name(a.id), index, v])
+        marks.PRIM.put(added.func, helper)
         whole = gast.Subscript(value=syntax.name(a.id), slice=syntax.const(Ellipsis),
                                ctx=gast.Store())
         return syntax.located(syntax.assign(whole, added), s)
@@ -281,7 +282,7 @@ class Wengert:
             env[target.id] = self.flatten(value, env, out, s, into=new or _Deferred(
                 lambda: into or self.version(target.id))).id
             if marks.AUGMENTED.of(s):
-                marks.AUGMENTED.put(out[-1], True)        # `x = x + t`, the last of them
+                marks.AUGMENTED.put(out[-1], marks.AUGMENTED.of(s))  # the last `x = x + t`
             return
         if isinstance(value, (gast.Tuple, gast.List)) and len(value.elts) == len(target.elts):
             pairs = list(zip(target.elts, value.elts))

@@ -85,6 +85,9 @@ def _problem(node):
                 return "a starred assignment target must be in a list or tuple"
             if isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name):
                 continue
+            if isinstance(target, gast.Attribute) and isinstance(
+                    target.value, gast.Name) and len(targets) == 1:
+                continue    # (`obj.x = v`: a new version of obj, before_ad.desugar)
             for t in _flat_targets(target):
                 if isinstance(t, gast.Subscript) and isinstance(t.value, gast.Name) and (
                         isinstance(node, gast.Assign) and len(targets) == 1):
@@ -93,8 +96,8 @@ def _problem(node):
                     return ("this assignment to an element is not supported; write one "
                             "element assignment a[i] = v per line, on a variable")
                 if isinstance(t, gast.Attribute):
-                    return ("assignment to an attribute (obj.x = ...) is not supported; "
-                            "keep the value in a local variable")
+                    return ("this assignment to an attribute is not supported; write "
+                            "one attribute assignment obj.x = v per line, on a variable")
                 if not isinstance(t, gast.Name) and not (
                         isinstance(t, gast.Starred) and isinstance(t.value, gast.Name)):
                     return "this assignment target is not supported"

@@ -339,14 +339,14 @@ def unwrap(fn):
 def forwards(fn):
     """Whether `fn` is a wrapper (`functools.wraps`, with `__wrapped__`) whose body only
     calls the function it wraps with its arguments, `def w(*args, **kwargs): return
-    fn(*args, **kwargs)` (a docstring aside), `fn` a closure variable holding
+    fn(*args, **kwargs)` or `def w(*args): return fn(*args)` (a docstring aside, or the
+    result bound to a name then returned), `fn` a closure variable holding
     `fn.__wrapped__`: the function it wraps is then the code that runs."""
     inner = getattr(fn, "__wrapped__", None)
     code = getattr(fn, "__code__", None)
     if inner is None or not inspect.isfunction(fn) or code is None or (
             code.co_argcount or code.co_kwonlyargcount or code.co_posonlyargcount
-            or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
-            != inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
+            or not code.co_flags & inspect.CO_VARARGS):
         return False
     known = _forwarding.get(code)
     if known is None:
@@ -374,14 +374,20 @@ def _forwarding_call(code):
     body = fn.body[1:] if fn.body and isinstance(fn.body[0], ast.Expr) and isinstance(
         fn.body[0].value, ast.Constant) and isinstance(fn.body[0].value.value, str) else fn.body
     args, kwargs = fn.args.vararg, fn.args.kwarg
-    if len(body) != 1 or not isinstance(body[0], ast.Return) or args is None or kwargs is None:
+    if len(body) == 2 and isinstance(body[0], ast.Assign) and len(body[0].targets) == 1 and \
+            isinstance(body[0].targets[0], ast.Name) and isinstance(body[1], ast.Return) and \
+            isinstance(body[1].value, ast.Name) and body[1].value.id == body[0].targets[0].id:
+        call = body[0].value                # result = fn(*args, **kwargs); return result
+    elif len(body) == 1 and isinstance(body[0], ast.Return):
+        call = body[0].value
+    else:
         return ""
-    call = body[0].value
-    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and len(call.args) == 1
-            and isinstance(call.args[0], ast.Starred) and isinstance(call.args[0].value, ast.Name)
-            and call.args[0].value.id == args.arg and len(call.keywords) == 1
-            and call.keywords[0].arg is None and isinstance(call.keywords[0].value, ast.Name)
-            and call.keywords[0].value.id == kwargs.arg):
+    keywords = [] if kwargs is None else [kwargs.arg]
+    if not (args is not None and isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+            and len(call.args) == 1 and isinstance(call.args[0], ast.Starred)
+            and isinstance(call.args[0].value, ast.Name) and call.args[0].value.id == args.arg
+            and [k.value.id if k.arg is None and isinstance(k.value, ast.Name) else None
+                 for k in call.keywords] == keywords):
         return ""
     return call.func.id
 

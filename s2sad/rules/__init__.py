@@ -23,4 +23,5 @@ def _load_scipy():
 
 
 # (when the user's code has imported the modules of SciPy they are for)
-registry.optional(("scipy.linalg", "scipy.special", "scipy.stats"), _load_scipy)
+registry.optional(("scipy.linalg", "scipy.special", "scipy.stats", "scipy.spatial"),
+                  _load_scipy)

@@ -36,6 +36,8 @@ ns = {"np": np, "operator": operator, "float": float}
 def batch_size(x):
     """The size of the batch that `x`, a batched value, holds (the first axis of its first
     leaf that is an array: a number in a batched structure is a zero, see `_item`)."""
+    if type(x) is np.ndarray:
+        return len(x)
     leaves, _ = pytrees.flatten(x)
     return len(next((v for v in leaves if np.ndim(v)), leaves[0]))
 
@@ -67,7 +69,15 @@ def _read_only(x):
 
 def batch_like(x, n):
     """`x`, which carries no batch axis, with one of length `n` in front (a view with
-    stride 0: every item of the batch is `x`), leaf by leaf."""
+    stride 0: every item of the batch is `x`, which `vmap` reads as a result the batch
+    shares), leaf by leaf."""
+    if type(x) is np.ndarray:
+        if x.flags.c_contiguous and x.dtype.kind in "biufc":
+            # (the view np.broadcast_to makes, in a fourth of its time)
+            view = np.ndarray((n,) + x.shape, x.dtype, x, 0, (0,) + x.strides)
+            view.flags.writeable = False
+            return view
+        return np.broadcast_to(x, (n,) + x.shape)
     return pytrees.map(lambda v: np.broadcast_to(v, (n,) + np.shape(v)), x)
 
 
@@ -192,6 +202,11 @@ def _product_adjoint(fn, lhs, g, g_axis, a, a_axis, b, b_axis):
     matrix each) of each item, with the batch axis as matmul's stacked axis: an operand
     that is not batched has a stacked axis of length 1 and broadcasts. Other shapes
     (a number, more axes, a 0-d adjoint that stands for an array) loop over the batch."""
+    mine, other, other_axis = (a, b, b_axis) if lhs else (b, a, a_axis)
+    if (g_axis is None and isinstance(g, float) and other_axis is not None
+            and type(mine) is np.ndarray and mine.ndim == 1 and type(other) is np.ndarray
+            and other.ndim == 2 and other.shape[1] == len(mine)):
+        return g * other        # (of two vectors: the number g times the other vector)
     n = batch_size(g if g_axis is not None else a if a_axis is not None else b)
     per_g, per_a, per_b = (np.ndim(v) - (ax is not None) for v, ax in (
         (g, g_axis), (a, a_axis), (b, b_axis)))
@@ -251,6 +266,19 @@ def batch_set_at(a, a_axis, i, v, v_axis):
     return out
 
 
+def batch_sum_scaled(x, scale, axis=None):
+    """`np.sum(x * scale, axis)` of each item, the batched array `x` scaled by `scale`,
+    which the batch shares (ad/batch_scaling.py), summed over every axis of an item
+    (`axis` None, or the one axis of a vector): a batch of vectors and a vector is one
+    matrix product."""
+    if (type(x) is np.ndarray and type(scale) is np.ndarray and x.ndim == 2
+            and scale.ndim == 1 and axis in (None, 0, -1) and len(scale) == x.shape[1]
+            and x.dtype.kind in "fc" and scale.dtype.kind in "fc"):
+        return x @ scale
+    product = batch_pad(x, np.ndim(scale)) * scale
+    return np.sum(product, axis=batch_axis(axis, product))
+
+
 def batch_reshape(a, *shape):
     """`np.reshape` of each item of the batched array `a` to `shape` (`x.reshape(3, 4)`
     or `x.reshape((3, 4))`; Nones, which no shape holds, left out)."""
@@ -276,12 +304,16 @@ def batch_broadcast_like(t, t_axis, y, y_axis):
     if t_axis is None:
         return batch_like(broadcast_like(t, y[0]), n)
     shape = np.shape(y)[1:] if y_axis is not None else np.shape(y)
+    if type(t) is np.ndarray and t.shape[1:] == shape:
+        return t
     return np.broadcast_to(batch_pad(t, len(shape)), (n,) + shape)
 
 
 def batch_cumsum(a, axis=None):
     """`np.cumsum(a, axis)` of each item of the batched array `a` (flattened for None)."""
     if axis is None:
+        if type(a) is np.ndarray and a.ndim == 2:
+            return a.cumsum(axis=1)
         return np.cumsum(np.reshape(a, (len(a), -1)), axis=1)
     return np.cumsum(a, axis=batch_axis(axis, a))
 
@@ -290,6 +322,15 @@ def batch_array(obj, dtype=None):
     """`np.array(obj, dtype)` of each item: a list or tuple (nested) of batched values
     stacked after the batch axis (a constant, which the transform leaves a number,
     repeated along it), or a batched array copied."""
+    if dtype is None and type(obj) in (list, tuple) and obj and all(
+            type(v) is float or type(v) is np.ndarray and v.dtype == np.float64 and v.ndim == 1
+            for v in obj):      # (batched floats: the items' rows filled in, as np.stack)
+        n = {len(v) for v in obj if type(v) is np.ndarray}
+        if len(n) == 1:
+            out = np.empty((n.pop(), len(obj)))
+            for i, v in enumerate(obj):
+                out[:, i] = v
+            return out
     n = len(next(v for v in pytrees.leaves(obj) if np.ndim(v)))
 
     def stacked(o):
@@ -539,6 +580,8 @@ batching(seed, "y, name", "_s2s_batch_seed(y, name)")
 batching(broadcast_like, "t, y", "_s2s_batch_broadcast_like(t, t_axis, y, y_axis)")
 batching(np.array, "object, dtype=None", "_s2s_batch_array(object, dtype)")
 batching(pytrees.add, "a, b", "_s2s_batch_add(a, a_axis, b, b_axis)")
+# the zeros of a batch are a batch of zeros (the adjoint of an unused item or output)
+batching(pytrees.zeros_like, "x", "zeros_like(x)", {"zeros_like": pytrees.zeros_like})
 batching(unreduce, "g, x, axis=None, keepdims=False",
          "_s2s_batch_unreduce(g, g_axis, x, x_axis, axis, keepdims)")
 batching(extremum, "g, x, ans, axis=None, keepdims=False",

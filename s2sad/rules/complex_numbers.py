@@ -15,6 +15,8 @@ import operator
 
 import numpy as np
 
+from . import calculus, layout, products, reductions
+from . import numpy as numpy_rules
 from . import runtime  # noqa: F401 - the helpers its templates call, declared
 from .registry import define, helper
 
@@ -119,7 +121,15 @@ for _f in (operator.add, operator.sub, operator.mul, operator.truediv, operator.
            np.exp, np.sqrt, np.square, np.sin, np.cos, np.tan, np.sinh, np.cosh,
            np.tanh, np.sum, np.mean, np.dot, np.matmul, np.inner, np.outer, np.trace,
            np.array, np.asarray, np.stack, np.concatenate, np.transpose,
-           np.reshape, np.ravel, np.ndarray.astype, np.swapaxes):
+           np.reshape, np.ravel, np.ndarray.astype, np.swapaxes,
+           # (moves, products and sums of arrays, their adjoints transposes: complex
+           # arrays as arguments reach them)
+           np.copy, np.where, np.cumsum, np.cumprod, np.prod, np.reciprocal, np.diff,
+           np.flip, np.fliplr, np.roll, np.rot90, np.expand_dims, np.squeeze,
+           np.atleast_2d, np.diag, np.diagonal, np.tile, np.repeat, np.broadcast_to,
+           np.moveaxis, np.triu, np.tril, np.hstack, np.vstack, np.append, np.pad,
+           np.einsum, np.tensordot, np.kron, np.ndarray.flatten, numpy_rules._Reshape,
+           numpy_rules._Transpose):
     define(_f, complex=True)
 # the helpers of reverse-mode code that sum, reshape and multiply adjoints, and the writes
 # into arrays and lists (linear, with no conjugate: forward over reverse differentiates
@@ -132,7 +142,11 @@ for _f in (runtime.unbroadcast, runtime.unreduce, runtime.matmul_lhs, runtime.ma
            runtime.rebroadcast, runtime.reshape_like, runtime.split_like, runtime.trace,
            runtime.unstack, runtime.untranspose, runtime.like, runtime.setitem,
            runtime.append, runtime.zero_at, runtime.take, runtime.head, runtime.last,
-           runtime.added_at, runtime.unindex):
+           runtime.added_at, runtime.unindex, runtime.cumsum, runtime.flip, runtime.roll,
+           runtime.diag, runtime.moveaxis, runtime.triu, runtime.tril, runtime.hstack,
+           runtime.vstack, layout.undiagonal, layout.untile, layout.unrepeat,
+           layout.unkron, layout.unrot90, layout.unpad, layout.unappend, products.einsum,
+           products.tensordot, reductions.prod_others, calculus.cumprod, calculus.undiff):
     define(_f, complex=True)
 # not holomorphic: another primitive where a complex value reaches them
 for _f, _instead in ((np.abs, abs_), (builtins.abs, abs_), (np.angle, angle),

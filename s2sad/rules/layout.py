@@ -349,6 +349,21 @@ def partition_order(a, ans, axis=-1):
 helper_adjoint(partition_order, params="a, p, axis=-1", zero="a, p")     # (indices: no derivative)
 
 
+@helper(tangent=())
+def running_source(running, axis=0):
+    """Where each element of `running = np.maximum.accumulate(a, axis)` (or of `minimum`,
+    `fmax`, `fmin`) came from in `a` along `axis`: the position where the running extreme
+    last changed, so that a tie goes to the first element that attains it."""
+    running = np.moveaxis(np.asarray(running), axis, -1)
+    changed = np.ones(running.shape, bool)
+    changed[..., 1:] = running[..., 1:] != running[..., :-1]
+    positions = np.where(changed, np.arange(running.shape[-1]), 0)
+    return np.moveaxis(np.maximum.accumulate(positions, axis=-1), -1, axis)
+
+
+helper_adjoint(running_source, zero="running")     # (indices: no derivative)
+
+
 @helper(shape_only=(1, 2), linear="b")
 def unhstack(b, g, arrays):
     """The adjoint of `g` in `runtime.hstack(g, arrays)` from the adjoints `b` of the

@@ -489,16 +489,27 @@ rule(np.full, "shape, fill_value, dtype=None", None, "_s2s_unbroadcast(g, fill_v
      linear="fill_value")
 rule(np.full_like, "a, fill_value, dtype=None", None, "_s2s_unbroadcast(g, fill_value)",
      linear="fill_value", zero="a")
-# (an integer `dtype` floors the samples: no derivative; `retstep=True`, a tuple, is not
-# covered)
-_INEXACT = "np.issubdtype(np.result_type(ans), np.inexact)"
+# (an integer `dtype` floors the samples: no derivative)
+_INEXACT = "np.issubdtype(np.result_type({}), np.inexact)"
+_ENDS = [(f"_s2s_linspace_end({{}}, start, stop, num, endpoint, {i}, axis) * {_INEXACT}",
+          f"np.linspace({ends}, num, endpoint, axis=axis).astype({{}}.dtype) * {_INEXACT}")
+         for i, ends in enumerate(("t, 0.0 * stop", "0.0 * start, t"))]
 rule(np.linspace, "start, stop, num=50, endpoint=True, *, dtype=None, axis=0, device=None",
-     f"_s2s_linspace_end(g, start, stop, num, endpoint, 0, axis) * {_INEXACT}",
-     f"_s2s_linspace_end(g, start, stop, num, endpoint, 1, axis) * {_INEXACT}",
-     tangent=(f"np.linspace(t, 0.0 * stop, num, endpoint, axis=axis).astype(ans.dtype) * "
-              f"{_INEXACT}",
-              f"np.linspace(0.0 * start, t, num, endpoint, axis=axis).astype(ans.dtype) * "
-              f"{_INEXACT}"))
+     *[adjoint.format("g", "ans") for adjoint, _ in _ENDS],
+     tangent=tuple(tangent.format("ans", "ans") for _, tangent in _ENDS))
+# `retstep=True`: the samples and the step, `(stop - start) / d` for `d` intervals, a float
+# also for an integer `dtype` (for one sample with the endpoint, NaN: a constant)
+_STEP = "_s2s_safe_divide({}, (num - 1 if endpoint else num))"
+_G = "_s2s_structured(g, ans)"
+rule(np.linspace, "start, stop, num=50, endpoint=True, *, retstep=False, dtype=None, axis=0, "
+     "device=None", *[
+         f"({adjoint.format(_G + '[0]', 'ans[0]')} {sign} _s2s_unbroadcast("
+         f"{_STEP.format(_G + '[1]')}, {end})) if retstep else {adjoint.format('g', 'ans')}"
+         for (adjoint, _), sign, end in zip(_ENDS, "-+", ("start", "stop"))],
+     tangent=tuple(
+         f"({tangent.format('ans[0]', 'ans[0]')}, _s2s_rebroadcast({sign}{_STEP.format('t')}, "
+         f"ans[1])) if retstep else {tangent.format('ans', 'ans')}"
+         for (_, tangent), sign in zip(_ENDS, "-+")), returns_if=("retstep", "container"))
 rule(np.arange, "start, stop=None, step=None", "_s2s_arange_part(g, start, stop, step, 0)",
      None, "_s2s_arange_part(g, start, stop, step, 2)", zero="stop",
      tangent={"start": "np.zeros_like(ans) + (0.0 if stop is None else t)",
@@ -554,6 +565,12 @@ rule(np.add.accumulate, "array, axis=0", array="_s2s_cumsum(g, array, axis)",
      linear="array")
 rule(np.multiply.accumulate, "array, axis=0", array="_s2s_cumprod(g, array, ans, axis)",
      tangent={"array": "_s2s_cumprod_dot(t, array, ans, axis)"})
+# (each running extreme is one element of `array`: at a tie, the first that attains it)
+for _f in (np.maximum.accumulate, np.minimum.accumulate, np.fmax.accumulate,
+           np.fmin.accumulate):
+    rule(_f, "array, axis=0",
+         array="_s2s_untake_along_axis(g, array, _s2s_running_source(ans, axis), axis)",
+         tangent={"array": "np.take_along_axis(t, _s2s_running_source(ans, axis), axis)"})
 
 # functions that write into an argument (before_ad/lost_derivatives.py refuses them on
 # differentiated values)

@@ -19,11 +19,16 @@ the next, each solve starting with the step the one before would have taken next
 
 Reverse mode through the steps (`discrete_adjoint`). An explicit Runge-Kutta solve
 (`DISCRETE`, at `rtol` at most `DISCRETE_RTOL`) runs with a subclass of its method that
-records each step (`recording`: its start, size, state and stages); its adjoint goes back
-through those steps as they were computed, the step sizes held fixed: one vjp of `f` per
-stage, an output inside a step read through the step's dense output (y + h K^T P x^j), so
-the outputs cost no steps and nothing is solved again. A solve of more than `RECORDED`
-floats of steps drops them and has the continuous adjoint.
+records its steps (`recording`, a `Record`); their adjoint goes back through them as they
+were computed, the step sizes held fixed: one vjp of `f` per stage, an output inside a
+step read through the step's dense output (y + h K^T P x^j), so the outputs cost no steps.
+The record keeps one float a step (its start: the sizes are the differences), a
+checkpoint (the state and f) every `HELD` steps and the stages of at most the last two
+segments of `HELD` steps; the adjoint takes the steps of each earlier segment again from
+its checkpoint, with the recorded sizes and the solver's arithmetic (`_take`: the same
+steps, bit for bit), and drops them once through. So the stages held do not grow with the
+number of steps (what grows: one float a step, a checkpoint a segment), and a solve of at
+most `2 HELD` steps takes none again.
 
 Forward mode. The tangent `s = dy` solves `s' = f_y s + f_p p_dot`, beside `y`, from
 `s(t0) = y0_dot - f(t0, y0) t0_dot`; the tangent of an output is
@@ -38,9 +43,9 @@ outputs' adjoints: with `a` it is the adjoint of the system `Y = (y, s)`,
 (g_dot, g), whose parameters' adjoint is (p_bar_dot, p_bar) when `p_dot` counts as
 parameters too. So the adjoint of that system gives the first derivative and its tangent
 at once, the vjp of its right-hand side being s2sad's forward mode over its gradient of
-a . f: the adjoint of its steps, taken again with the recorded sizes (`_stepped`, the
-tangents of the steps), where the gradient is the adjoint of the steps, else its
-continuous adjoint (`adjoint`).
+a . f: the adjoint of its steps, taken again with the recorded sizes (`Record.retaken`,
+the tangents of the steps, recorded with checkpoints as the solve's are), where the
+gradient is the adjoint of the steps, else its continuous adjoint (`adjoint`).
 
 The solver's own steps (`t_eval=None`) move with the parameters; a derivative at such a
 step holding its time fixed would not be the derivative of the result, so only the ends
@@ -49,6 +54,8 @@ on an inner step (`InnerStepError`), forward mode gives NaN there.
 
 The module needs SciPy; only the SciPy rules import it.
 """
+from array import array
+from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Callable
 
@@ -208,33 +215,100 @@ DISCRETE = ("RK45", "RK23")
 #: 2.4e-2 at 1e-3; 1.7e-4 against 3.7e-4 at 1e-5)
 DISCRETE_RTOL = 1e-5
 
-#: the floats of the steps a recorded solve keeps at most: a longer solve drops them and
-#: its adjoint is the continuous one, from checkpoints (`adjoint`)
+#: the steps of a segment of a recorded solve: the solve keeps a checkpoint at the start of
+#: each, the stages of at most the last two segments' steps, and the adjoint takes the
+#: steps of an earlier segment again from its checkpoint (`Record`)
+HELD = 32
+
+#: the floats of the stages a segment holds at most: a large state has shorter segments
 RECORDED = 1 << 20
 
 
 class Record:
-    """The steps a solve took, `(t, h, y, K)` each (its start, its signed size, the state
-    at its start and the stages, K[-1] = f at its end), or None once dropped (beyond
-    `RECORDED` floats)."""
+    """The steps a solve took, kept so that their adjoint can go back through them: the
+    start of each step and the end of the last (`times`, one float a step: the steps'
+    sizes are their differences, as the solver computed them), at the start of every
+    `every` steps a checkpoint (the state and f there, one array), and the steps from
+    `first` on as they were computed (`kept`: `(t, h, y, K)` each, its start, its signed
+    size, the state at its start and the stages, K[-1] = f at its end). `kept` holds at
+    most two segments of steps: at the start of a segment beyond those, the older of them
+    is dropped. The steps before `first` are taken again from their checkpoints
+    (`backwards`), with the same sizes and the same arithmetic as the solver's, so they
+    are the same steps."""
 
-    def __init__(self):
-        self.steps, self.size = [], 0
+    def __init__(self, method):
+        self.method, self.times, self.end = method, array("d"), None
+        self.checkpoints, self.kept, self.first, self.every = [], [], 0, None
 
-    def add(self, t, h, y, stages):
-        if self.steps is None:
-            return
-        self.size += stages.size + y.size
-        if self.size > RECORDED:
-            self.steps = None
-        else:
-            self.steps.append((t, h, y, stages.copy()))
+    def __len__(self):
+        return len(self.times)
+
+    def add(self, t, end, y, stages):
+        """Record the step from `(t, y)` to the time `end` of stages `stages`."""
+        i = len(self.times)
+        if self.every is None:          # (the state's size is known from the first step)
+            self.every = max(1, min(HELD, RECORDED // (stages.size + y.size)))
+        if i % self.every == 0:
+            self.checkpoints.append(np.concatenate([y, stages[0]]))   # (y and f, one array)
+            if i - self.first == 2 * self.every:
+                del self.kept[:self.every]
+                self.first += self.every
+        self.times.append(t)
+        self.end = end
+        self.kept.append((t, end - t, y, stages.copy()))
+
+    def end_of(self, i):
+        return self.times[i + 1] if i + 1 < len(self.times) else self.end
+
+    def step(self, i):
+        """`(t, h)`: the start and signed size of step `i`."""
+        return self.times[i], self.end_of(i) - self.times[i]
+
+    def backwards(self, fun):
+        """`(i, (t, h, y, K))` for each step, the last first: the kept steps as they were
+        computed, the earlier ones taken again by `fun` a segment at a time, from its
+        checkpoint (one segment's stages held at once)."""
+        for i in range(len(self.kept) - 1, -1, -1):
+            yield self.first + i, self.kept[i]
+        for j in range(self.first // self.every - 1, -1, -1):
+            start = j * self.every
+            y, f = np.split(self.checkpoints[j], 2)
+            segment = list(_take(fun, self, start, start + self.every, y, f))
+            while segment:
+                yield start + len(segment) - 1, segment.pop()
+
+    def retaken(self, fun, y0):
+        """The Record of the same steps (the same starts and sizes) taken by the system
+        `fun` from `y0`: for y and its sensitivity, the tangents of the steps taken."""
+        out = Record(self.method)
+        for i, (t, _, y, K) in enumerate(_take(fun, self, 0, len(self), y0,
+                                                fun(self.times[0], y0))):
+            out.add(t, self.end_of(i), y, K)
+        return out
+
+
+def _take(fun, record, start, stop, y, f):
+    """The steps `start` to `stop` of `record` taken by `fun` from the state `y` (and f
+    there, `f`): `(t, h, y, K)` each, computed as SciPy's Runge-Kutta step computes them
+    (`scipy.integrate._ivp.rk.rk_step`), so the same bits as the solve's."""
+    tableau = getattr(scipy.integrate, record.method)
+    a_, b_, c_, stages = tableau.A, tableau.B, tableau.C, tableau.n_stages
+    for i in range(start, min(stop, len(record))):
+        t, h = record.step(i)
+        K = np.empty((stages + 1, np.size(y)))
+        K[0] = f
+        for s in range(1, stages):
+            K[s] = fun(t + c_[s] * h, y + np.dot(K[:s].T, a_[s, :s]) * h)
+        y_new = y + h * np.dot(K[:-1].T, b_)
+        K[-1] = f = fun(t + h, y_new)
+        yield t, h, y, K
+        y = y_new
 
 
 def recording(method):
     """`(solver class, Record)`: the `OdeSolver` of `method` (one of `DISCRETE`) that
     records its steps in the Record as it takes them, the solve otherwise unchanged."""
-    record = Record()
+    record = Record(method)
     base = getattr(scipy.integrate, method)
 
     class Recorded(base):
@@ -242,44 +316,48 @@ def recording(method):
             t, y = self.t, self.y
             done, message = super()._step_impl()
             if done:
-                record.add(t, self.t - t, y, self.K)
+                record.add(t, self.t, y, self.K)
             return done, message
     Recorded.__name__ = Recorded.__qualname__ = method
     return Recorded, record
 
 
-def discrete_adjoint(rhs, method, steps, t0, y0, ts, ys, ys_bar, ts_bar=None,
-                     at_steps=False):
-    """As `adjoint`, but the adjoint of the solve's own steps `steps` (a Record's, of the
-    Runge-Kutta method `method`), each differentiated as it was computed, the step sizes
-    held fixed: one vjp of the right-hand side per stage, none per output (an output
-    inside a step is its dense output, a polynomial in the stages). With `at_steps`, the
-    outputs are the steps' ends."""
-    tableau = getattr(scipy.integrate, method)
+def discrete_adjoint(rhs, record, t0, y0, ts, ys, ys_bar, ts_bar=None, at_steps=False):
+    """As `adjoint`, but the adjoint of the solve's own steps (`record`'s, a Record),
+    each differentiated as it was computed, the step sizes held fixed: one vjp of the
+    right-hand side per stage, none per output (an output inside a step is its dense
+    output, a polynomial in the stages). The steps the record no longer keeps are taken
+    again from its checkpoints, a segment at a time (`Record.backwards`). With
+    `at_steps`, the outputs are the steps' ends."""
+    tableau = getattr(scipy.integrate, record.method)
     a_, b_, c_, p_ = tableau.A, tableau.B, tableau.C, tableau.P
     stages = tableau.n_stages
     n, m = len(y0), len(ts)
     ys_bar, ts_bar, outputs = _outputs_read(rhs, n, ts, ys, ys_bar, ts_bar, at_steps)
-    # the outputs of each step: those up to its end, in the order SciPy reads them
-    within = [[] for _ in steps]
-    k, last = 0, len(steps) - 1
-    for i, (t, h, _, _) in enumerate(steps):
-        end = t + h
-        while k < m and (i == last or (ts[k] - end) * h <= 0):
-            within[i].append(k)
-            k += 1
+    # the outputs of each step: those up to its end, in the order SciPy reads them (the
+    # last step's, all those left)
+    direction = 1.0 if record.step(0)[1] > 0 else -1.0
+    order = [direction * float(t) for t in ts]      # (increasing)
+
+    def up_to_end_of(i):
+        if i < 0:
+            return 0
+        t, h = record.step(i)
+        return bisect_right(order, direction * (t + h))
+    end = m         # (the outputs up to the end of the step: all of them, for the last)
     powers = np.arange(1, p_.shape[1] + 1)
     chosen = set(outputs)
     y_bar = np.zeros(n)
     p_bar = np.zeros(rhs.size)
     carry = None            # the adjoint of f at the start of the step after
-    for i in range(len(steps) - 1, -1, -1):
-        t, h, y, K = steps[i]
+    for i, (t, h, y, K) in record.backwards(rhs.fun):
         k_bar = np.zeros_like(K)
         if carry is not None:
             k_bar[stages] = carry
         direct = 0.0
-        here = [k for k in within[i] if k in chosen]
+        begin = up_to_end_of(i - 1)
+        here = [k for k in range(begin, end) if k in chosen]
+        end = begin
         if here and at_steps:       # (the outputs are y at the steps' ends)
             for k in here:
                 if k == 0:
@@ -319,9 +397,9 @@ def adjoint_tangent(rhs, twice, solver, t0, y0, y0_dot, ts, ys, ys_dot, ys_bar, 
     `y0_dot`, the parameters' tangent (`twice`'s, the Rhs of the system of y and its
     sensitivity s, see the module's docstring), the outputs' tangents `ys_dot` and the
     adjoints' `ys_bar_dot` and `ts_bar_dot` (None for zero), the times held fixed. With
-    `recorded` (a Record's steps of the method `solver.method`, one of `DISCRETE`), forward
-    over the adjoint of those steps: the system of y and s stepped with the same sizes and
-    stages (`_stepped`), and `discrete_adjoint` of that."""
+    `recorded` (the Record of the solve's steps), forward over the adjoint of those steps:
+    the system of y and s stepped with the same sizes (`Record.retaken`), and
+    `discrete_adjoint` of that."""
     n, m = len(y0), len(ts)
     ys_bar = np.asarray(ys_bar, dtype=float).reshape(n, m)
     ys_bar_dot = np.zeros((n, m)) if ys_bar_dot is None else np.asarray(
@@ -331,9 +409,9 @@ def adjoint_tangent(rhs, twice, solver, t0, y0, y0_dot, ts, ys, ys_dot, ys_bar, 
     start = np.concatenate([y0, y0_dot])
     if recorded:
         t0_bar_dot, y0_bars, p_bars, ts_bar_dot = discrete_adjoint(
-            twice, solver.method, _stepped(twice, solver.method, recorded, start), t0,
-            start, ts, np.concatenate([ys, ys_dot]), np.concatenate([ys_bar_dot, ys_bar]),
-            ts_bar_dot, steps)
+            twice, recorded.retaken(twice.fun, start), t0, start, ts,
+            np.concatenate([ys, ys_dot]), np.concatenate([ys_bar_dot, ys_bar]), ts_bar_dot,
+            steps)
     else:
         both = Solver(solver.method, solver.rtol, np.concatenate(
             [np.broadcast_to(solver.atol, (n,))] * 2), solver.max_step)
@@ -345,26 +423,6 @@ def adjoint_tangent(rhs, twice, solver, t0, y0, y0_dot, ts, ys, ys_dot, ys_bar, 
     y0_bar, p_bar = y0_bars[n:], p_bars[size:]
     return ((-y0_bar @ rhs.fun(t0, y0), y0_bar, p_bar, ts_bar),
             (t0_bar_dot, y0_bars[:n], p_bars[:size], ts_bar_dot))
-
-
-def _stepped(rhs, method, steps, y0):
-    """The steps `steps` (a Record's, of the Runge-Kutta method `method`) taken again by
-    the system `rhs` from `y0`, with the same starts and sizes: `[(t, h, y, K)]` as a
-    Record keeps them (for y and its sensitivity, the tangents of the steps taken)."""
-    tableau = getattr(scipy.integrate, method)
-    a_, b_, c_, stages = tableau.A, tableau.B, tableau.C, tableau.n_stages
-    out, y = [], y0
-    f = rhs.fun(steps[0][0], y0)
-    for t, h, _, _ in steps:
-        K = np.empty((stages + 1, y.size))
-        K[0] = f
-        for s in range(1, stages):
-            K[s] = rhs.fun(t + c_[s] * h, y + h * (a_[s, :s] @ K[:s]))
-        y_new = y + h * (b_ @ K[:stages])
-        K[stages] = f = rhs.fun(t + h, y_new)
-        out.append((t, h, y, K))
-        y = y_new
-    return out
 
 
 def _between(t, low, high):

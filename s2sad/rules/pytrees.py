@@ -473,8 +473,9 @@ def add(a, b):
     if type(a) is type(b):          # the common cases, fast
         if type(a) in _LEAVES:
             return a + b
-        if type(a) is tuple and len(a) == len(b):
-            return tuple([add(u, v) for u, v in zip(a, b)])
+        if type(a) is tuple and len(a) == len(b):      # (leaves of one type inline)
+            return tuple([u + v if type(u) is type(v) and type(u) in _LEAVES else add(u, v)
+                          for u, v in zip(a, b)])
     if a is None or is_zero(a):
         return b
     if b is None or is_zero(b):
@@ -519,7 +520,9 @@ def from_array(g, like):
     if g is None:
         return None
     if type(like) is tuple and type(g) is tuple and len(g) == len(like):     # fast
-        return tuple([from_array(u, v) for u, v in zip(g, like)])
+        return tuple([u if type(u) is np.ndarray and type(v) is np.ndarray
+                      and u.dtype is _FLOAT64 and v.dtype is _FLOAT64 else from_array(u, v)
+                      for u, v in zip(g, like)])
     if type(g) is np.ndarray and type(like) is np.ndarray and g.dtype is _FLOAT64 \
             and like.dtype is _FLOAT64:
         return g

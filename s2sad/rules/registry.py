@@ -392,6 +392,9 @@ class Primitive:
     #: scalars, such as a shape), "args" (the kind of its arguments, as arithmetic does)
     #: or "first" (the kind of its first argument); None if unknown.
     returns: str = None
+    #: (keyword, kind): what it returns instead when the keyword is given as True
+    #: (`np.linspace(..., retstep=True)`: ("retstep", "container")), or None.
+    returns_if: tuple = None
     #: The parameters whose memory its result may share (a NumPy view: `np.reshape`'s
     #: ("a",)); with `returns="container"`, a container of views (`np.split`). Empty: its
     #: result is new memory, of its own.
@@ -575,8 +578,7 @@ def lookup(prim):
 def define(prim, params=None, *adjoints, namespace=None, broadcast=False, elementwise=False,
            uniform=None, tangent=None, linear=None, nondiff=False, returns=None, view=(),
            copies=None, reduction=False, shaped=None, floats=False, writes=None, zero=(),
-           method=(),
-           attribute=(), quiet=False, complex=None, **by_name):
+           method=(), attribute=(), quiet=False, complex=None, returns_if=None, **by_name):
     """Declare what s2sad knows about `prim` in one statement; returns `prim`.
 
     `params` ("x, axis=None, ...") is the signature of the variant the rules are for
@@ -628,6 +630,8 @@ def define(prim, params=None, *adjoints, namespace=None, broadcast=False, elemen
         record.view = tuple(dict.fromkeys(record.view + _names(view, split=True)))
     if copies is not None:
         record.copies = copies
+    if returns_if is not None:
+        record.returns_if = returns_if
     record.reduction |= reduction
     if shaped is not None:
         record.shaped = shaped

@@ -8,7 +8,7 @@ import numpy as np
 from ..errors import (
     ComplexValueError, ExceptionPathError, MissingRuleError, NonScalarOutputError, S2SADError)
 # (the modules of helpers, each declaring its own: `runtime.NAME` finds any, see __getattr__)
-from . import calculus, factorizations, layout, products, schedules  # noqa: F401
+from . import attributes, calculus, factorizations, layout, products, schedules  # noqa: F401
 from .arrays import add_at, asarray, is_array, is_duck_array, zeros
 from .pytrees import (
     add, carries_derivative, is_record, zeros_like,
@@ -57,9 +57,9 @@ def check_real(v, filename, line):
     """Nothing if `v` is real; else `ComplexValueError` at `line` of `filename`, the user's
     line where `v` meets a differentiated value: how generated code checks a value whose
     type only the run tells (see before_ad/complex_values.py)."""
-    if v.__class__ is not float:
-        found = complex_part(v)
-        if found is not None:
+    if v.__class__ is not float and not (v.__class__ in (list, tuple) and all(
+            x.__class__ in (int, float) for x in v)):     # (fast: a list of numbers)
+        if (found := complex_part(v)) is not None:
             raise complex_value(found, filename, line)
 
 

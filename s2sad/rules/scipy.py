@@ -7,7 +7,8 @@ the others give a forward rule (`tangent=`). The distributions of `scipy.stats` 
 objects whose methods are SciPy code s2sad cannot read (`*args`, `**kwds`): a rule is keyed
 by the bound method (`stats.norm.logpdf`), which equals every later reading of it, so
 `norm.logpdf(x, mu, s)` and `stats.norm.logpdf(x, scale=s)` find it. A frozen distribution
-(`norm(mu, s).logpdf(x)`) is an object made at run time: it gets no rule.
+(`norm(mu, s).logpdf(x)`) made in the function is read as that method with its parameters
+(before_ad/resolve_calls.py, which names them as the method's rule does).
 
 Where a derivative does not exist, the rules give what JAX gives: `logit` at 0 and 1 has
 slope inf; `xlogy(x, y)` has d/dx = log(y) and d/dy = x / y, so at x = y = 0 they are -inf
@@ -21,6 +22,7 @@ time where it is computed with (before_ad/complex_values.py, `LINALG_CHECKED`).
 import numpy as np
 from scipy import linalg, special, stats
 
+from . import distances  # noqa: F401  (scipy.spatial.distance's cdist and pdist)
 from . import distributions  # noqa: F401  (the other distributions of scipy.stats)
 from . import numpy as numpy_rules
 from . import solves  # noqa: F401  (the helpers these rules call, _s2s_NAME)

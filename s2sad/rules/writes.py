@@ -6,6 +6,7 @@ import numpy as np
 
 from .arrays import asarray, is_array
 from .pytrees import is_zero as _is_zero, zeros_like
+from .reductions import unbroadcast
 from .registry import define, helper, helper_adjoint, helpers
 from .runtime import _basic     # (whether an index is basic: a view)
 
@@ -33,6 +34,69 @@ def added_at(a, index, v):
 # (the adjoint of v: g gathered at the index, a repeated position read as often)
 define(added_at, "a, index, v", a="g", v="_s2s_unbroadcast(_s2s_rebroadcast(g, a)[index], v)",
        linear="a, v", returns="array")
+
+
+def multiplied_at(a, index, v):
+    """`a` after `np.multiply.at(a, index, v)`, as a new value: the elements at `index`
+    multiplied by `v` (broadcast as NumPy does), an index repeated multiplying as often
+    as it repeats."""
+    out = asarray(a).copy()
+    np.multiply.at(out, index, v)
+    return out
+
+
+# Each element of the result is `a` times the product of the values that went into it:
+# `at_slots` lays those values out along a new last axis (ones fill the rest), so that the
+# product and the products of the others (`prod_others`, which divides by nothing: a
+# zero among them is fine) are those of `np.prod`, to any order.
+_SLOTS = "_s2s_at_slots(a, index, v, 1.0)"
+define(multiplied_at, "a, index, v", namespace={"np": np},
+       a=f"g * np.prod({_SLOTS}, -1)",
+       v=f"_s2s_at_unslot(np.expand_dims(_s2s_rebroadcast(g, a) * a, -1) * "
+         f"_s2s_prod_others({_SLOTS}, -1), a, index, v)",
+       tangent={"a": f"t * np.prod({_SLOTS}, -1)",
+                "v": f"a * np.sum(_s2s_prod_others({_SLOTS}, -1) * "
+                     "_s2s_at_slots(a, index, t, 0.0), -1)"},
+       returns="array")
+
+
+def _slot_places(shape, index):
+    """Where each value written at `index` into an array of `shape` goes among the slots
+    of `at_slots`: its flat position, the count of values before it (in C order) that go
+    to the same position, both shaped like the indexed array, and the number of slots."""
+    position = np.arange(int(np.prod(shape)), dtype=np.intp).reshape(shape)[index]
+    flat = np.ravel(position)
+    order = np.argsort(flat, kind="stable")
+    ranked = flat[order]
+    first = np.searchsorted(ranked, ranked)         # where each position's run begins
+    rank = np.empty_like(flat)
+    rank[order] = np.arange(flat.size) - first
+    slots = int(rank.max()) + 1 if flat.size else 1
+    return position, rank.reshape(np.shape(position)), slots
+
+
+@helper(shape_only=(0,), tangent={"v": "_s2s_at_slots(a, index, t, 0.0)"},
+        adjoint={"zero": "index, fill", "v": "_s2s_at_unslot(ans_bar, a, index, v)"})
+def at_slots(a, index, v, fill):
+    """The values `v` (broadcast to `a[index]`) that `np.multiply.at(a, index, v)` would
+    multiply each element of `a` by, along a new last axis, one slot for each time the
+    element's position is written at most, `fill` in the slots left over."""
+    a = asarray(a)
+    position, rank, slots = _slot_places(a.shape, index)
+    out = np.full(a.shape + (slots,), fill, dtype=np.result_type(a, v, np.float32))
+    out.reshape(-1, slots)[position, rank] = np.broadcast_to(v, np.shape(position))
+    return out
+
+
+@helper(result="of_adjoint", shape_only=(1, 3), linear="g",
+        adjoint={"zero": "index", "g": "_s2s_at_slots(a, index, ans_bar, 0.0)"})
+def at_unslot(g, a, index, v):
+    """The adjoint of `v` in `at_slots(a, index, v, fill)` from the adjoint `g` of its
+    result: the entry of each value's slot, summed down to `v`'s shape."""
+    if _is_zero(g):
+        return g
+    position, rank, slots = _slot_places(np.shape(a), index)
+    return unbroadcast(np.reshape(g, (-1, slots))[position, rank], v)
 
 
 def append(a, v):

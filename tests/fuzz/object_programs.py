@@ -22,7 +22,9 @@ helper's parameters:
   values (`Affine(x, y)`, `Shifted(y, x)`, whose `__init__` is inherited), called
   (`__call__`), their methods, a method that calls another on `self` or calls `self`,
   `super()` in an override, an object passed to a helper (`use(obj, x)`), an object
-  argument, methods returning a new instance (`a = a.moved(y)`, in a loop too);
+  argument, methods returning a new instance (`a = a.moved(y)`, in a loop too), methods
+  changing their object (`a.step(y)`, one calling another), attribute assignment
+  (`a.a = v`, `a.b += v`, in a branch);
 - function values: a function or lambda passed to a helper (`apply(math.sin, x)`), a
   function as a parameter's default (`layer(x)`) or passed in its place, by position or
   keyword, `functools.partial` (keyword and positional bindings, passed on, composed);
@@ -75,6 +77,15 @@ class Affine:
 
     def moved(self, t):
         return Affine(self.w + t, self.b * t)
+
+    def step(self, t):
+        self.w = self.w + t * self.b
+        self.b = self.b - t * math.sin(self.w)
+
+    def pushed(self, t):
+        self.step(t)
+        self.b += t * self.w
+        return self.w * self.b
 
 
 class Shifted(Affine):
@@ -204,6 +215,12 @@ READS = [
     ["{a} = Affine({x}, {y})", "for {b} in range(2):", "    {a} = {a}.moved({y})",
      "s = s + {a}({x})"],
     ["{a} = Pair({x}, {y}).swapped()", "s = s + {a}.dot(Pair({y}, 1.5).swapped())"],
+    # methods that change their object, and attribute assignment (issue #34)
+    ["{a} = Affine({x}, {y})", "for {b} in range(2):", "    {a}.step({y})",
+     "s = s + {a}({x})"],
+    ["{a} = Affine({x}, {y})", "{b} = {a}.pushed(0.3)", "s = s + {b} * {a}.energy()"],
+    ["{a} = Pair({x}, {y})", "{a}.a = {a}.a * {y}", "{a}.b += {a}.a", "s = s + {a}.dot({a})"],
+    ["{a} = Pair(0.0, {y})", "if {x} > 0.5:", "    {a}.a = {x} * {x}", "s = s + {a}.a * {a}.b"],
 ]
 
 #: Reads of the object parameter `{m}` (only where f has one).
