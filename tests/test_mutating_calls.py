@@ -4,6 +4,9 @@ a method changing `self` (`p.step(dt)`), a helper filling an array it is given
 new version of the object or array (before_ad/attribute_writes.py); in grad,
 value_and_grad, vjp, jvp and hessian against central differences of the function as it
 is (float64); and what stays refused, located at the user's line."""
+import inspect
+import re
+
 import numpy as np
 import pytest
 
@@ -342,3 +345,44 @@ def test_an_attribute_of_an_attribute_is_refused_saying_what_to_write():
 def test_the_numba_backend_refuses_located():
     with pytest.raises(s2sad.S2SADError, match="test_mutating_calls.py"):
         s2sad.grad(stepped_for, backend="numba")(X)
+
+
+def step_in_a_list(x):
+    swarm = [Particle(x, V)]
+    swarm[0].step(0.1)                  # the list holds the object the method changes
+    return np.sum(swarm[0].pos ** 2)
+
+
+def step_each_of_a_list(x):
+    swarm = [Particle(x, V), Particle(2.0 * x, V)]
+    for p in swarm:
+        p.step(0.1)
+    return np.sum(swarm[0].pos * swarm[1].pos)
+
+
+class Holder:
+    def __init__(self, particle):
+        self.particle = particle
+
+
+def step_held(x):
+    h = Holder(Particle(x, V))
+    h.particle.step(0.1)
+    return np.sum(h.particle.pos)
+
+
+@pytest.mark.parametrize("f, written", [(step_in_a_list, "swarm[0].step()"),
+                                        (step_each_of_a_list, "p.step()"),
+                                        (step_held, "h.particle.step()")])
+def test_a_method_changing_an_object_a_list_or_an_object_holds_is_refused(f, written):
+    """The method is called for what it changes (its result unused) on an object s2sad
+    did not bind to a name of its own: the change was lost without a word (the gradient
+    of the objects as they were built), now refused at the call's line."""
+    lines, first = inspect.getsourcelines(f)
+    line = first + next(i for i, text in enumerate(lines)
+                        if text.strip().startswith(written.replace("()", "(0.1)")))
+    for make in (s2sad.grad, lambda g: (lambda x: s2sad.jvp(g, (x,), (X,)))):
+        with pytest.raises(s2sad.UnsupportedSyntaxError,
+                           match=rf"test_mutating_calls\.py:{line}:\d+: {re.escape(written)} "
+                                 r"is called for what it does.*return a new instance"):
+            make(f)(X)

@@ -46,6 +46,7 @@ from .. import marks, syntax
 from ..analysis.names import as_written
 from ..analysis.operations import CALL, CUSTOM, USER
 from ..errors import MissingRuleError
+from ..frontend import source
 from ..rules import registry
 
 #: The builtins that make text of a value (`format`, `ascii`: no rule, refused anyway).
@@ -86,6 +87,8 @@ def run(fn, ctx):
         if isinstance(s, (gast.Assign, gast.Expr)):
             for call in (n for n in syntax.walk(s.value) if isinstance(n, gast.Call)):
                 _refuse_writes(call, s, ctx, varied, fn)
+        if isinstance(s, gast.Expr):
+            _refuse_unknown_effects(s, ctx, varied, fn)
         if s in ctx.ops:
             _refuse_functions_to_library(ctx.ops[s], s, ctx, varied, functions)
             _refuse_unruled_arguments(ctx.ops[s], s, ctx, varied)
@@ -185,6 +188,30 @@ def _refuse_writes(call, s, ctx, varied, fn):
             f"{x}.{func.attr}() changes {root} in place (through {x}), which s2sad cannot "
             "differentiate: the derivative would miss the change. Compute the new values "
             f"and assign them instead ({root}[...] = <new values>, or {root} = <new array>)"))
+
+
+def _refuse_unknown_effects(s, ctx, varied, fn):
+    """Refuse `obj.m(...)` called for what it does (its result unused) on a value that
+    depends on the differentiated inputs, where s2sad did not resolve `m` (a method of
+    an object a list or another object holds: `objs[0].step(dt)`, `for o in objs:
+    o.step(dt)`): what it changes in the object would be lost without a word."""
+    call = s.value
+    func = call.func if isinstance(call, gast.Call) else None
+    if not (isinstance(func, gast.Attribute) and varied & set(syntax.names_loaded(func.value))):
+        return
+    if func.attr in registry.METHODS or func.attr in MUTATING_METHODS or func.attr == "append":
+        return      # (NumPy's methods and the changes refused above)
+    if ctx.resolve(func) not in (None, source.MISSING):
+        return
+    x = as_written(func.value, fn, ctx.src)
+    raise ctx.src.syntax_error(s, (
+        f"{x}.{func.attr}() is called for what it does (its result is not used), and s2sad "
+        f"does not know what it changes in {x}, which depends on the differentiated "
+        "inputs: a change the derivative cannot see would be lost. s2sad follows a method "
+        "that changes its object where the object is bound to a name of its own (p = "
+        f"make(...); p.{func.attr}(...)), not one a list or another object holds; or make "
+        f"{func.attr}() return a new instance and put it back ({x} = "
+        f"{x}.{func.attr}(...))"))
 
 
 def _function_values(fn):
