@@ -168,6 +168,14 @@ def _plan(f, in_axes, out_axes, args):
     direct = out_axes == 0 and type(out_axes) is int and all(
         ax is None or (ax == 0 and type(ax) is int and type(a) is np.ndarray)
         for a, ax in zip(args, axes))
+    complex_ = [i for i, a in enumerate(args) if any(
+        np.iscomplexobj(v) for v in pytrees.leaves(a) if isinstance(v, np.ndarray))]
+    if complex_:        # (the derivatives a batched function calls take them as real)
+        warnings.warn(BatchingLoopWarning(
+            f"vmap runs {getattr(f, '__name__', 'the function')} item by item, in a Python "
+            f"loop: its argument {_parameter(f, complex_[0])} holds a complex array, which "
+            "the batching transform does not batch yet"), stacklevel=_outside())
+        return _Loop(f, [], axes, out_axes)
     codes = _batched_code(f, items, wrt)
     drawn = [line for code in codes if code.batching for line in code.batching.draws]
     shared = [i for i, (a, b) in enumerate(zip(args, batched))
