@@ -1,6 +1,6 @@
 """The `s2sad` command: show generated derivative source, check gradients.
 
-    s2sad show FILE.py:FUNC [--mode reverse|forward] [--wrt NAME[,NAME]] [--stage STAGE]
+    s2sad show FILE.py:FUNC [--mode reverse|forward|batched] [--wrt NAME[,NAME]] [--stage STAGE]
                [--backend python|numba] [--at V [V ...]]
     s2sad check FILE.py:FUNC --at V [V ...] [--wrt NAME[,NAME]]
     s2sad trace FILE.py:FUNC --at V [V ...] [--wrt NAME[,NAME]] [--format text|markdown|json]
@@ -70,11 +70,14 @@ def _parser():
     sub = parser.add_subparsers(dest="command", required=True)
     show = sub.add_parser("show", help="print the generated derivative source")
     show.add_argument("target", metavar="FILE.py:FUNC", nargs="?")
-    show.add_argument("--mode", choices=["reverse", "forward"], default="reverse")
+    show.add_argument("--mode", choices=["reverse", "forward", "batched"], default="reverse",
+                      help="batched: the function vmap runs, batched along --wrt (--at: "
+                           "the values of one item)")
     show.add_argument("--wrt", help="parameters to differentiate, comma-separated "
                                     "(default: the first)")
     show.add_argument("--stage", metavar="PASS", choices=["list"] + list(dict.fromkeys(
-        pipeline.stage_names() + pipeline.stage_names("forward"))),
+        pipeline.stage_names() + pipeline.stage_names("forward")
+        + pipeline.stage_names("batched"))),
         help="print the code after this pass instead; 'list' lists the passes")
     show.add_argument("--backend", choices=["python", "numba"], default="python",
                       help="numba: the code grad(f, backend='numba') (with --mode forward, "
@@ -174,7 +177,12 @@ def _show(args):
     # the types of --at's values, or those s2sad.source assumes
     at = None if args.at is None else _arguments(target, args.at)
     arg_types = default_arg_types(target) if at is None else arg_types_of(target, at)
-    if args.backend == "numba" and gradient:
+    if args.mode == "batched":
+        # the function vmap runs, batched along wrt
+        if args.backend == "numba":
+            raise CLIError("--mode batched prints vmap's code, which the Python backend runs")
+        text = pipeline.stage_source(primal, args.stage, wrt, arg_types, mode="batched")
+    elif args.backend == "numba" and gradient:
         # hvp(f, backend="numba"): forward mode of the numba backend's gradient code
         grad_wrt = gradient[1]
         tangents = wrt_indices(target, _wrt(args.wrt, getattr(fn, "s2s_tangents", 0)))

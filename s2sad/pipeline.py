@@ -260,7 +260,7 @@ def described() -> str:
 
 def stage_names(mode: str = "reverse") -> list[str]:
     """The names `--stage` takes in `mode`."""
-    lists = ([NUMBA_FORWARD] if mode == "forward" else
+    lists = ([NUMBA_FORWARD] if mode == "forward" else [BATCHED] if mode == "batched" else
              [REVERSE_MODE, FUSED_GRADIENT, NUMBA_GRADIENT])
     return list(dict.fromkeys(p.name for passes in lists for p in passes))
 

@@ -59,6 +59,19 @@ def test_show_prints_the_derivative():
     compile(out.stdout, "shown", "exec")
 
 
+def test_show_prints_the_batched_function_vmap_runs(tmp_path):
+    path = tmp_path / "per_example.py"
+    path.write_text("import numpy as np\n\n\ndef loss(w, x, y):\n"
+                    "    return (np.dot(x, w) - y) ** 2\n")
+    out = run("show", f"{path}:loss", "--mode", "batched", "--wrt", "x,y")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("def loss_batched(w, x, y):"), out.stdout
+    assert "_s2s_batch_dot(x, 0, w, None)" in out.stdout, out.stdout
+    compile(out.stdout, "shown", "exec")
+    staged = run("show", f"{path}:loss", "--mode", "batched", "--stage", "wengert")
+    assert staged.returncode == 0 and "t = np.dot(x, w)" in staged.stdout, staged.stderr
+
+
 def test_show_wengert_stage():
     out = run("show", f"{BABY}:babysqrt", "--stage", "wengert")
     assert out.returncode == 0, out.stderr
