@@ -122,9 +122,9 @@ class _Plan:
 
 
 class _Loop(_Plan):
-    """A call of `vmap(f, ...)` of a function that draws from a random generator: `f` of
-    each item in turn, as a loop of `f` draws (the batched code would draw once for the
-    whole batch). Its codes are those it checked (`holds`)."""
+    """A call of `vmap(f, ...)` that runs `f` of each item in turn (`_looped` says why:
+    `f` draws from a random generator, or is given a complex array). Its codes are
+    those it checked (`holds`)."""
 
     def __init__(self, f, codes, axes, out_axes):
         self.f, self.codes, self.axes, self.out_axes = f, codes, axes, out_axes
@@ -137,6 +137,14 @@ class _Loop(_Plan):
         stacked = pytrees.unflatten(pytrees.flatten(outs[0])[1],
                                     [np.stack(column) for column in zip(*leaves)])
         return _placed(stacked, self.out_axes, n)
+
+
+def _looped(f, why, codes, axes, out_axes):
+    """The `_Loop` of `f`, after a `BatchingLoopWarning` at the user's line saying `why`."""
+    warnings.warn(BatchingLoopWarning(
+        f"vmap runs {getattr(f, '__name__', 'the function')} item by item, in a Python "
+        f"loop: {why}"), stacklevel=_outside())
+    return _Loop(f, codes, axes, out_axes)
 
 
 def _outside():
@@ -171,11 +179,9 @@ def _plan(f, in_axes, out_axes, args):
     complex_ = [i for i, a in enumerate(args) if any(
         np.iscomplexobj(v) for v in pytrees.leaves(a) if isinstance(v, np.ndarray))]
     if complex_:        # (the derivatives a batched function calls take them as real)
-        warnings.warn(BatchingLoopWarning(
-            f"vmap runs {getattr(f, '__name__', 'the function')} item by item, in a Python "
-            f"loop: its argument {_parameter(f, complex_[0])} holds a complex array, which "
-            "the batching transform does not batch yet"), stacklevel=_outside())
-        return _Loop(f, [], axes, out_axes)
+        return _looped(f, f"its argument {_parameter(f, complex_[0])} holds a complex "
+                       "array, which the batching transform does not batch yet", [], axes,
+                       out_axes)
     codes = _batched_code(f, items, wrt)
     drawn = [line for code in codes if code.batching for line in code.batching.draws]
     shared = [i for i, (a, b) in enumerate(zip(args, batched))
@@ -184,12 +190,9 @@ def _plan(f, in_axes, out_axes, args):
         why = (f"{drawn[0]}: it draws from a random generator" if drawn else
                f"its argument {_parameter(f, shared[0])} is a random generator, which it "
                "may draw from")
-        warnings.warn(BatchingLoopWarning(
-            f"vmap runs {getattr(f, '__name__', 'the function')} item by item, in a Python "
-            f"loop: {why}, and a loop draws anew for each item where one batched call "
-            "would draw once for all of them (pass the batch's draws as a batched "
-            "argument instead)"), stacklevel=_outside())
-        return _Loop(f, codes, axes, out_axes)
+        return _looped(f, f"{why}, and a loop draws anew for each item where one batched "
+                       "call would draw once for all of them (pass the batch's draws as a "
+                       "batched argument instead)", codes, axes, out_axes)
     return _Plan(codes, axes, out_axes, direct, wrt)
 
 

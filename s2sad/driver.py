@@ -400,15 +400,10 @@ class _Build:
         return found[1] if found else cache.peek(request.fn, request.key)
 
     def link(self, derivative):
-        """Bind the names `derivative`'s code calls other derivatives by. (A batched
-        callee that draws from a random generator makes its caller draw: `draws`.)"""
+        """Bind the names `derivative`'s code calls other derivatives by."""
         for name, callee in derivative.callees:
-            made = self.compiled(callee, derivative.request)
-            emit.bind_late(derivative.fn, name, _linked(callee, made))
-            theirs = getattr(made, "batching", None)
-            if derivative.batching is not None and theirs is not None and theirs.draws \
-                    and made is not derivative:
-                derivative.batching.draws.extend(theirs.draws)
+            emit.bind_late(derivative.fn, name, _linked(
+                callee, self.compiled(callee, derivative.request)))
 
 
 def _library_needs_a_rule(fn, exc, caller):

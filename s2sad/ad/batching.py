@@ -123,9 +123,8 @@ class Batching:
 
     def drawn(self, s):
         """Where statement `s` draws from a random generator: its own line, if its call is a
-        generator's method, or the lines of a user function it calls that draw (called
-        unbatched, its code runs once for the batch; a batched callee's code says it
-        too: driver.link)."""
+        generator's method, or the lines of a user function it calls (batched or not)
+        that draw, read from its source."""
         op = self.ops[s]
         if draws(op.prim):
             return [self.src.where(s)]
