@@ -18,7 +18,6 @@ import gast
 from .. import marks
 from .. import emit, syntax
 from ..frontend import guards, source
-from ..frontend.source import FunctionSource
 
 #: {function: {how a call uses it: (the function's stamp, the version specialised on
 #: that)}}
@@ -168,10 +167,7 @@ class Version:
         self.node, self.src, self.plan = node, src, plan
 
     def source(self, fn, copy=True):
-        src = self.src
-        node = syntax.copied(self.node) if copy else self.node
-        return FunctionSource(fn, node, src.filename, src.first_line, src.indent,
-                              src.origins)
+        return self.src.of(fn, self.node, copy)
 
     def describe(self):
         how = [f"{step[1]}={getattr(step[2], '__name__', step[2])}" if step[0] == "function"

@@ -38,7 +38,6 @@ import gast
 
 from .. import emit, marks, syntax
 from ..frontend import guards
-from ..frontend.source import FunctionSource
 
 #: user function -> (its stamp, lifted functions, signatures)
 _lifted = weakref.WeakKeyDictionary()
@@ -317,10 +316,7 @@ class Lifted:
         self.params, self.extras = signature[:2]      # (a Signature, or a pair)
 
     def source(self, fn, copy=True):
-        src = self.src
-        node = syntax.copied(self.node) if copy else self.node
-        return FunctionSource(fn, node, src.filename, src.first_line, src.indent,
-                              src.origins)
+        return self.src.of(fn, self.node, copy)
 
     def describe(self):
         extras = ", ".join(self.extras)

@@ -50,6 +50,12 @@ class FunctionSource:
         #: the globals whose structure the code relies on (`structure_of`): {name: object}
         self.structured = {}
 
+    def of(self, fn, node, copy=True):
+        """The source of `fn`, a function s2sad made from `node` (a tree read from this
+        source: lines still the user's), a copy of `node` unless `copy` is false."""
+        return FunctionSource(fn, syntax.copied(node) if copy else node, self.filename,
+                              self.first_line, self.indent, self.origins)
+
     @property
     def name(self):
         return self.node.name
