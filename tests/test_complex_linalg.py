@@ -116,13 +116,14 @@ def spectral_norm(x):
     return np.linalg.norm(a, 2)
 
 
-def factors(x):
+def hermitian_factors(x):
     a = np.reshape(x[:4], (2, 2)) + 1j * np.reshape(x[4:], (2, 2))
-    return np.real(np.sum(np.linalg.svd(a)[0]))
+    return np.sum(np.abs(np.linalg.svd(a, hermitian=True)[0]) ** 2)
 
 
+# (the factors of svd: tests/test_complex_factors.py)
 @pytest.mark.parametrize("f, message", [(spectral_norm, "matrix norm ord=2 of a complex"),
-                                        (factors, "only for its singular values")])
+                                        (hermitian_factors, "without hermitian=True")])
 def test_refused(f, message):
     with pytest.raises(MissingRuleError, match=message):
         s2sad.grad(f)(np.linspace(0.1, 0.8, 8))

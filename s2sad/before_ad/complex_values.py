@@ -133,7 +133,8 @@ REAL_RESULTS = {abs, len, isinstance, issubclass, type, id, hash, bool, int, flo
 
 #: Functions that return a tuple, the positions of its items that are real whatever the
 #: arguments (of a complex matrix, `np.linalg.slogdet`'s logarithm; its sign is complex).
-REAL_ITEMS = {complex_linalg.slogdet: (1, -1)}
+REAL_ITEMS = {complex_linalg.slogdet: (1, -1), complex_linalg.hermitian_eigh: (0, -2),
+              complex_linalg.complex_svd: (1, -2)}
 
 #: Functions without a derivative that are constants of complex values too (a function
 #: of the shape, or of which numbers are equal, or finite).
@@ -215,7 +216,7 @@ class _Analysis:
         self.ctx, self.src, self.ops, self.varied = ctx, ctx.src, ctx.ops, ctx.varied
         self.params = [a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
         self.stmts = [s for s in syntax.statements(fn) if s is not fn]
-        self.made_by = self.primitives_binding()     # {name: its one binding's primitive}
+        self.made_by = self.operations_binding()     # {name: its one binding's operation}
         self.operands = {}      # {id(node): [(node, local name or None, state)]}
         self.made_complex = {}  # {id(statement): whether it makes a complex value}
         self.categories = {}    # {id(primitive): its category}
@@ -290,16 +291,17 @@ class _Analysis:
             return UNKNOWN, (), False   # a function s2sad knows nothing of
         return self.joined(s.value) + (s.targets[0].id in self.varied,)
 
-    def primitives_binding(self):
-        """{name: the primitive of the statement that binds it}, of the names bound once."""
+    def operations_binding(self):
+        """{name: the operation of the statement that binds it}, of the names bound once
+        by a primitive."""
         found, twice = {}, set()
         for s in self.stmts:
             for name in syntax.names_stored(s):
                 if name in found:
                     twice.add(name)
                 op = self.ops.get(s) if isinstance(s, gast.Assign) else None
-                found[name] = op.prim if op is not None else None
-        return {n: p for n, p in found.items() if n not in twice and p is not None}
+                found[name] = op if op is not None and op.prim is not None else None
+        return {n: op for n, op in found.items() if n not in twice and op is not None}
 
     def real_item(self, op):
         """Whether `op` reads an item that is real whatever the arguments (`REAL_ITEMS`)
@@ -307,17 +309,28 @@ class _Analysis:
         if not _in(op.prim, {operator.getitem}) or len(op.args) != 2 or not (
                 isinstance(op.args[0], gast.Name) and isinstance(op.args[1], gast.Constant)):
             return False
-        prim = self.made_by.get(op.args[0].id)
-        record = registry.primitive(prim) if prim is not None else None
-        instead = record.complex if record is not None and callable(record.complex) else prim
+        made = self.made_by.get(op.args[0].id)
+        if made is None:
+            return False
+        instead = self.instead_of(made) or made.prim
         return op.args[1].value in REAL_ITEMS.get(instead, ()) if _in(
             instead, REAL_ITEMS) else False
 
     def instead_of(self, op):
         """The primitive that takes the place of `op`'s where a complex value reaches it
-        (`Primitive.complex`), or None."""
+        (`Primitive.complex`; or what it chooses by the constant arguments of the call,
+        `complex_numbers.chooses`), or None."""
         record = registry.primitive(op.prim) if op.prim is not None else None
-        return record.complex if record is not None and callable(record.complex) else None
+        if record is None or not callable(record.complex):
+            return None
+        chooses = complex_numbers.CHOOSERS.get(record.complex)
+        if chooses is None:
+            return record.complex
+        args, keywords = call_arguments(op, self.src) if op.node is not None else (
+            op.args, {})
+        given = {**dict(zip(chooses, args)), **keywords}
+        return record.complex({p: a.value for p, a in given.items()
+                               if isinstance(a, gast.Constant)})
 
     def category(self, prim):
         """What `prim` gives (see `_category`), found once per compilation."""
@@ -512,7 +525,7 @@ class _Analysis:
                         self.state_of(a.id), Complex) for a in op.args):
                 continue
             if callable(record.complex):
-                self.instead(s, op, record.complex)
+                self.instead(s, op, self.instead_of(op))
                 found = True
             elif not _in(op.prim, CONSTANT_OF_COMPLEX):
                 raise self.refused(s, f"{_spelled(s.value)}() of a complex value that "
@@ -523,14 +536,20 @@ class _Analysis:
         return found
 
     def instead(self, s, op, prim):
-        """Make statement `s` (of `op`) call `prim` on the same arguments."""
+        """Make statement `s` (of `op`) call `prim` on the same arguments (and, for a
+        primitive that takes them, `complex_numbers.located`, the user's file and line)."""
         func = syntax.name(self.ctx.runtime(prim.__name__))
         marks.PRIM.put(func, prim)
         args, keywords = call_arguments(op, self.src) if op.node is not None else (
             op.args, {})
-        s.value = syntax.located(syntax.call(func, [syntax.copied(a) for a in args], [
-            gast.keyword(arg=k, value=syntax.copied(v)) for k, v in keywords.items()]),
-            s.value)
+        keywords = [gast.keyword(arg=k, value=syntax.copied(v)) for k, v in keywords.items()]
+        if prim in complex_numbers.LOCATED:
+            # (the file is bound, not written: see `_insert`)
+            keywords += [gast.keyword(arg="file", value=syntax.name(self.ctx.bind(
+                "_s2s_file", obj=self.ctx.src.filename))), gast.keyword(
+                arg="line", value=syntax.const(self.src.lineno(s)))]
+        s.value = syntax.located(syntax.call(func, [syntax.copied(a) for a in args],
+                                             keywords), s.value)
 
     def rewrite(self, fn):
         """Where a complex value meets a rule that holds for complex values: call the
@@ -539,8 +558,8 @@ class _Analysis:
         that its adjoint is the real part of what reaches it."""
         before = {}
         for s, op in self.meeting:
-            instead = registry.primitive(op.prim).complex if op.prim is not None else True
-            if callable(instead):
+            instead = self.instead_of(op) if op.prim is not None else None
+            if instead is not None:
                 self.instead(s, op, instead)
             mapping = {name: syntax.name(self.ctx.namer.fresh(name + "_c"))
                        for name in self.real_operands(s, op)}

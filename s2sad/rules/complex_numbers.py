@@ -28,6 +28,34 @@ ns = {"np": np}
 FROM_REAL = "from real"
 
 
+#: The primitives that take the place of others and take the user's file and line too,
+#: as their last parameters `file` and `line` (see `located`).
+LOCATED = set()
+
+#: {function: the parameters it reads}: the `complex` of a primitive whose replacement
+#: depends on the call's constant arguments, a function of {parameter: constant value}
+#: that returns it (see `chooses`).
+CHOOSERS = {}
+
+
+def located(fn):
+    """Mark the primitive `fn`, which takes the place of another where a complex value
+    reaches it, as one that takes the user's file and line too (its last parameters,
+    `file` and `line`): the errors its rule raises at run time name them."""
+    LOCATED.add(fn)
+    return fn
+
+
+def chooses(*params):
+    """Declare a function of {parameter: constant value} of the call (of `params`, by
+    position or keyword) that returns the primitive that takes the place of another
+    where a complex value reaches it."""
+    def declared(fn):
+        CHOOSERS[fn] = params
+        return fn
+    return declared
+
+
 @helper
 def as_complex(x):
     """`x`, a real value a complex one meets, as a complex value: its adjoint is the
