@@ -89,7 +89,7 @@ import numpy as np
 
 from .. import marks, syntax
 from ..analysis.operations import COPY, CUSTOM, NONDIFF, PACK, USER, call_arguments
-from ..compilation import COMPLEX_NUMBERS, SPECIALISED, complex_key
+from ..compilation import COMPLEX_NUMBERS, SPECIALISED, complex_key, complex_leaves_key
 from ..errors import ComplexValueError
 from ..frontend.source import MISSING
 from ..rules import complex_linalg, complex_numbers, registry, runtime
@@ -100,10 +100,36 @@ REAL, UNKNOWN = "real", "unknown"
 
 class Complex:
     """The state of a name that holds a complex value: `what` made it, in statement
-    `stmt` (None for an argument or a global)."""
+    `stmt` (None for an argument or a global); of a structure argument that holds complex
+    values and real ones, `leaves`, which are (`complex_numbers.complex_leaves`)."""
 
-    def __init__(self, what, stmt=None):
-        self.what, self.stmt = what, stmt
+    def __init__(self, what, stmt=None, leaves=None):
+        self.what, self.stmt, self.leaves = what, stmt, leaves
+
+
+def narrowed(state, step):
+    """The state of the value at `step` (see `complex_numbers.complex_leaves`; None, a
+    step not known when compiling) of a structure of `state`: complex, real, a structure
+    of both, or UNKNOWN where `step` could be one or the other (the item of a list read
+    by a computed index)."""
+    if not (isinstance(state, Complex) and state.leaves):
+        return state
+    if step is None:
+        inner = [(path[1:], c) for path, c in state.leaves]
+    else:
+        if step[0] == "[" and type(step[1]) is int and step[1] < 0:    # (from the end)
+            step = ("[", step[1] + len({p[0] for p, _ in state.leaves if p[:1] and p[0][
+                0] == "[" and type(p[0][1]) is int}))
+        inner = [(path[1:], c) for path, c in state.leaves if path[:1] == (step,)]
+        if not inner:   # (not a step the leaves are known by: any of them)
+            return narrowed(state, None)
+    if not any(c for _, c in inner):
+        return REAL
+    if all(c for _, c in inner) and (step is None or inner == [((), True)]):
+        return Complex(state.what)
+    if step is None:
+        return UNKNOWN
+    return Complex(state.what, leaves=tuple(inner))
 
 
 def _rank(state):
@@ -222,7 +248,12 @@ class _Analysis:
         self.categories = {}    # {id(primitive): its category}
         # names a check of generated code (differentiated again) already tests
         self.checked = {s.value.args[0].id for s in self.stmts if _is_check(s, ctx)}
+        self.rebound = {n for s in self.stmts for n in syntax.names_stored(s)}
         self.state = {p: self.param_state(p) for p in self.params}
+        # the names bound once to a structure argument, or to a structure it holds read at
+        # a constant index or field, whose `leaves` are those of what they hold
+        self.exact = {p for p in self.params if isinstance(self.state[p], Complex)
+                      and self.state[p].leaves}
         self.fixed_point()
 
     # -- what each name holds ---------------------------------------------------------
@@ -234,6 +265,11 @@ class _Analysis:
             return Complex(f"the complex argument {p}")
         if self.ctx.arg_types.get(complex_key(p)):
             return Complex(f"the complex array argument {p}")
+        leaves = self.ctx.arg_types.get(complex_leaves_key(p))
+        if leaves and p not in self.rebound:
+            return Complex(f"a complex value in the argument {p}", leaves=leaves)
+        if leaves:
+            return Complex(f"a complex value in the argument {p}")
         if kind in SPECIALISED or (isinstance(kind, type) and is_duck_array_type(kind)):
             return REAL     # guarded: the class, and for an array its dtype
         return UNKNOWN
@@ -241,15 +277,19 @@ class _Analysis:
     def fixed_point(self):
         """The state of each name: the join over its bindings, each the join of what its
         statement makes and of the names it reads (`transfer`), to a fixed point."""
-        bindings = []
-        for s in self.stmts:
+        bindings, state = [], self.state
+        for s in self.stmts:    # (in order: an item of a structure read is narrowed)
             if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
                 bindings.append((s.targets[0].id,) + self.transfer(s))
             elif isinstance(s, gast.For) and isinstance(s.target, gast.Name):
                 bindings.append((s.target.id,) + self.joined(s.iter) + (False,))
-        state = self.state
-        for target, made, _, _ in bindings:
-            state[target] = join(state.get(target, REAL), made)
+            else:
+                continue
+            target, made, names, real = bindings[-1]
+            for n in names:
+                made = join(made, state.get(n, REAL))
+            state[target] = join(state.get(target, REAL), REAL if real and made == UNKNOWN
+                                 else made)
         if all(state[n] == REAL for n in state):
             return      # (no value of unknown type or complex: the names read change none)
         changed = True
@@ -285,11 +325,32 @@ class _Analysis:
         if op.form == USER:
             varied = any(a in self.varied for a in _names(op.args))
             return (REAL if varied else UNKNOWN), (), False
+        item = self.item_state(op)
+        if item is not None:
+            if isinstance(item, Complex) and item.leaves and s.targets[0].id in self.made_by:
+                self.exact.add(s.targets[0].id)
+            return item, (), False
         if op.form == NONDIFF or _structural(op):
             return self.joined(s.value) + (False,)
         if not (kind == "known" or op.form == CUSTOM):  # (a rule of the user's, trusted)
             return UNKNOWN, (), False   # a function s2sad knows nothing of
         return self.joined(s.value) + (s.targets[0].id in self.varied,)
+
+    def item_state(self, op):
+        """The state of what `op` reads from a structure argument that holds complex
+        values (see `narrowed`): at a constant index or field of a name that holds it,
+        bound once, that of that item; else complex if all it holds is, unknown if some
+        of it is real; None for another operation."""
+        if not (_in(op.prim, {operator.getitem, getattr}) and len(op.args) == 2 and (
+                isinstance(op.args[0], gast.Name) and self.src.is_local(op.args[0].id))):
+            return None
+        name, key = op.args[0].id, op.args[1]
+        state = self.state.get(name, REAL)
+        if not (isinstance(state, Complex) and state.leaves):
+            return None
+        if not (name in self.exact and isinstance(key, gast.Constant)):
+            return narrowed(state, None)
+        return narrowed(state, ("[" if _in(op.prim, {operator.getitem}) else ".", key.value))
 
     def operations_binding(self):
         """{name: the operation of the statement that binds it}, of the names bound once
