@@ -265,7 +265,8 @@ def _gauge(twisted, adjoints, what, vectors, file, line):
         raise ComplexValueError(
             f"{_place(file, line)}the function depends on the phase of {vectors} "
             f"{what} gives of a complex matrix (each is defined only up to a factor "
-            "e^(i phi), which NumPy picks), so it has no derivative. Compute with what the "
+            "e^(i phi), which NumPy picks), so its derivative is that of NumPy's pick. "
+            "Compute with what the "
             "phases leave alone: the moduli |v|, products v v^H or U diag(s) V^H, overlaps "
             "|u^H x| (docs/complex.md)" + _text(file, line))
 
