@@ -254,3 +254,12 @@ def test_transforms_without_complex_arguments_refuse_them():
         s2sad.jacrev(mixed_list)([FIELD, np.ones(3), 1j])
     with pytest.raises(ComplexValueError, match="argument 0 of mixed_list holds"):
         s2sad.hessian(mixed_list)([FIELD, np.ones(3), 1j])
+
+
+def test_items_read_from_the_end_and_by_negative_keys():
+    def ends(p):
+        return np.sum(np.abs(p[0][-1]) ** 2) + np.sum(np.abs(p[1][-1]) ** 2) * p[0][0]
+    x = ([0.5, np.array([1.0 + 1j, 2.0])], {-1: np.array([0.5j, 1.0]), 1: 2.0})
+    check(s2sad.grad(ends)(x), central(ends, x))
+    y = ([0.5, np.array([1.0 + 1j, 2.0])], {-1: np.array([0.5, 1.0]), 1: 2.0 + 1j})
+    check(s2sad.grad(ends)(y), central(ends, y))

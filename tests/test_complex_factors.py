@@ -193,3 +193,14 @@ def test_the_argument_is_left_as_it_was():
     s2sad.grad(reconstruction)(z)
     s2sad.grad(rank_one)(z)
     assert np.array_equal(z, Z3)
+
+
+def slope(theta):
+    return np.sum(s2sad.grad(ground_state_density)(theta) ** 2)
+
+
+def test_reverse_over_reverse_is_refused_at_its_line():
+    with pytest.raises(ComplexValueError, match="np.linalg.eigh's adjoint") as caught:
+        s2sad.grad(slope)(np.array([0.3, 0.8, 0.5, -0.4]))
+    assert f"{__file__}:{line_of(ground_state_density, 'np.linalg.eigh')}:" in str(
+        caught.value)

@@ -8,11 +8,15 @@ over loops) finds whether each holds
 - a complex value: a complex literal (`1j`), `complex(...)`, a function of `cmath`, a
   complex NumPy type (`np.complex128(...)`) or dtype (`dtype=complex`,
   `.astype("complex64")`), `np.fft` (and `scipy.fft`), `np.emath` (`np.lib.scimath`), a
-  complex global or closure value, a complex number argument (the code is specialised
-  on its class, see compilation.arg_types_of), and what is computed from one, but its
-  modulus, phase, real or imaginary part (`abs(z)`, `np.angle(z)`, `z.real`);
-- a value of unknown type: an argument of a type the code is not specialised on (a
-  complex array is one), what a function without a rule returns (`np.roots(p)`,
+  complex global or closure value, a complex number or array argument (the code is
+  specialised on its class, and an array's dtype, see compilation.arg_types_of), an
+  item of a container argument that is complex (the code is specialised on which are:
+  an item read at a constant index or field has its leaf's state, one read at a computed
+  index is complex if all it may be are, and unknown if some are real), and what is
+  computed from one, but its modulus, phase, real or imaginary part (`abs(z)`,
+  `np.angle(z)`, `z.real`);
+- a value of unknown type: an argument of a type the code is not specialised on (an
+  array of another library, an item of a container of real values), what a function without a rule returns (`np.roots(p)`,
   `np.linalg.eig(a)`, a library's), or a Python function called with no differentiated
   argument (which runs as it is), a field of an object, and what is computed from one;
 - a real value: the rest. Arguments specialised as floats, ints or arrays are real: the
@@ -117,9 +121,10 @@ def narrowed(state, step):
     if step is None:
         inner = [(path[1:], c) for path, c in state.leaves]
     else:
-        if step[0] == "[" and type(step[1]) is int and step[1] < 0:    # (from the end)
-            step = ("[", step[1] + len({p[0] for p, _ in state.leaves if p[:1] and p[0][
-                0] == "[" and type(p[0][1]) is int}))
+        firsts = {p[0] for p, _ in state.leaves if p}
+        if step not in firsts and step[0] == "[" and type(step[1]) is int and step[1] < 0:
+            # (of a sequence, from the end)
+            step = ("[", step[1] + len({s for s in firsts if type(s[1]) is int}))
         inner = [(path[1:], c) for path, c in state.leaves if path[:1] == (step,)]
         if not inner:   # (not a step the leaves are known by: any of them)
             return narrowed(state, None)

@@ -293,6 +293,7 @@ def _text(file, line):
     return f"\n    {text}" if text else ""
 
 
+define(phase_tangent, nondiff=True)
 _PHASE = "_s2s_phase_tangent({!r}, file, line)"
 define(hermitian_eigh, "a, UPLO='L', file=None, line=None",
        a="_s2s_hermitian_eigh_adjoint(g, a, ans, UPLO, file, line)", namespace=ns,
@@ -301,6 +302,12 @@ define(complex_svd, "a, full_matrices=True, compute_uv=True, hermitian=False, fi
        "line=None", a="_s2s_complex_svd_adjoint(g, a, ans, compute_uv, file, line)",
        namespace=ns, tangent={"a": _PHASE.format("np.linalg.svd")}, returns=None,
        complex=True)
+# (second derivatives: refused, as forward mode, which they would need, refuses)
+_TWICE = "_s2s_phase_tangent({!r}, file, line)"
+helper_adjoint(hermitian_eigh_adjoint, zero="UPLO, file, line",
+               **dict.fromkeys(("g", "a", "ans"), _TWICE.format("np.linalg.eigh's adjoint")))
+helper_adjoint(complex_svd_adjoint, zero="compute_uv, file, line",
+               **dict.fromkeys(("g", "a", "ans"), _TWICE.format("np.linalg.svd's adjoint")))
 define(hermitian_eigh_adjoint, complex=True)
 define(complex_svd_adjoint, complex=True)
 

@@ -73,11 +73,18 @@ def complex_leaves(x):
     return tuple(out)
 
 
+_FLOAT64 = np.dtype(np.float64)
+
+
 def _holds_complex(x):     # (fast: a guard calls it at each call)
-    if x.__class__ in (list, tuple):
-        return any(v.__class__ is not float and _holds_complex(v) for v in x)
-    if x.__class__ is dict:
-        return any(v.__class__ is not float and _holds_complex(v) for v in x.values())
+    if x.__class__ in (list, tuple, dict):
+        for v in x.values() if x.__class__ is dict else x:
+            if v.__class__ is float or v.__class__ is np.ndarray and (
+                    v.dtype is _FLOAT64 or v.dtype.kind != "c"):
+                continue
+            if _holds_complex(v):
+                return True
+        return False
     if x.__class__ is np.ndarray:
         return x.dtype.kind == "c"
     if isinstance(x, (complex, np.complexfloating)):

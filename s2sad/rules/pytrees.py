@@ -25,6 +25,7 @@ import builtins
 import copy
 import dataclasses
 import inspect
+import numbers
 import types
 
 import numpy as np
@@ -536,9 +537,10 @@ def from_array(g, like):
             g = asarray(g)
             return (np.real(g) if g.dtype.kind == "c" and like.dtype.kind != "c" else g).astype(
                 np.result_type(like.dtype, np.float32), copy=False)
+        if type(like) is complex and isinstance(g, numbers.Number):
+            return complex(g)
         if isinstance(g, (complex, np.complexfloating)):
-            return complex(g) if type(like) is complex else float(g.real) if isinstance(
-                like, (int, float)) else g
+            return float(g.real) if isinstance(like, (int, float)) else g
         return float(g) if isinstance(like, (int, float)) and not is_structure(g) else g
     parts, aux = node.flatten(like)
     if _is_number(g):
