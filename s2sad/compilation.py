@@ -562,11 +562,20 @@ def complex_argument(x):
     return type(x) in COMPLEX_NUMBERS or (type(x) is np.ndarray and x.dtype.kind == "c")
 
 
+def holomorphic_argument(x):
+    """Whether `x` is what `holomorphic=True` differentiates with respect to: a complex
+    number or ndarray, or a structure whose leaves all are."""
+    if complex_argument(x):
+        return True
+    leaves = complex_numbers.complex_leaves(x) if pytrees.is_structure(x) else ()
+    return bool(leaves) and all(c for _, c in leaves)
+
+
 def refuse_complex_but_holomorphic(target, indices, args, holomorphic, made_by):
     """Refuse complex arguments at `indices` but with `holomorphic`, which needs them."""
     refuse_complex(target, indices, args, numbers=holomorphic)
     for i in indices if holomorphic else ():
-        if not complex_argument(args[i]):
+        if not holomorphic_argument(args[i]):
             raise S2SADError(
                 f"{defined_at(target)}argument {i} of {target.__qualname__} is a "
                 f"{_described(args[i])}: {made_by}(..., holomorphic=True) differentiates "
@@ -589,7 +598,7 @@ def check_inputs(fn, target, wrt, args, kwargs=None, holomorphic=False):
         x = args[i] if i < len(args) else kwargs[params[i]]
         dtype = getattr(x, "dtype", None)
         refuse_complex(fn, [i], args, numbers=True)
-        if holomorphic and not complex_argument(x):
+        if holomorphic and not holomorphic_argument(x):
             raise S2SADError(
                 f"{defined_at(target)}argument {i} of {fn.__qualname__} is a "
                 f"{_described(x)}: grad(..., holomorphic=True) differentiates a complex "

@@ -263,3 +263,46 @@ def test_items_read_from_the_end_and_by_negative_keys():
     check(s2sad.grad(ends)(x), central(ends, x))
     y = ([0.5, np.array([1.0 + 1j, 2.0])], {-1: np.array([0.5, 1.0]), 1: 2.0 + 1j})
     check(s2sad.grad(ends)(y), central(ends, y))
+
+
+# -- holomorphic=True: complex functions of structures of complex values -----------------
+def squares(p):
+    return p["a"] ** 2 * p["b"][::-1] + np.exp(p["b"])
+
+
+def sum_of_squares(p):
+    return np.sum((p["a"] ** 2 * p["b"][::-1] + np.exp(p["b"])) * np.array([1.0, 2.0 - 1j]))
+
+
+POINT = {"a": np.array([1.0 + 1.0j, 2.0j]), "b": np.array([0.5 + 0.0j, 1.0 - 1.0j])}
+
+
+def holomorphic_columns(f, x):
+    """{key: the complex derivative of `f` with respect to x[key]}, by central
+    differences along the real direction (of a holomorphic `f`, its derivative)."""
+    out = {}
+    for key, leaf in x.items():
+        cols = []
+        for k in range(leaf.size):
+            e = np.zeros(leaf.shape, complex)
+            e[k] = H
+            cols.append((f({**x, key: leaf + e}) - f({**x, key: leaf - e})) / (2 * H))
+        out[key] = np.array(cols).T
+    return out
+
+
+def test_holomorphic_grad_and_jacobians_of_a_dict():
+    expected = holomorphic_columns(sum_of_squares, POINT)
+    g = s2sad.grad(sum_of_squares, holomorphic=True)(POINT)
+    for key in POINT:
+        assert np.allclose(g[key], expected[key], atol=1e-6)
+    expected = holomorphic_columns(squares, POINT)
+    for jacobian in (s2sad.jacfwd, s2sad.jacrev):
+        jac = jacobian(squares, holomorphic=True)(POINT)
+        for key in POINT:
+            assert np.allclose(jac[key], expected[key], atol=1e-6), (jacobian, key)
+
+
+def test_holomorphic_refuses_a_structure_with_a_real_leaf():
+    with pytest.raises(s2sad.S2SADError, match="holomorphic=True"):
+        s2sad.grad(sum_of_squares, holomorphic=True)({"a": POINT["a"], "b": np.ones(2)})
