@@ -122,6 +122,23 @@ def test_svd_of_a_complex_matrix_argument(f, shape):
     close(s2sad.grad(f)(a), central(f, a))
 
 
+def stacked_svd(a):
+    u, s, vh = np.linalg.svd(np.stack([a, a.T * 1j, a + 1.0]), full_matrices=False)
+    return np.sum(np.abs(u[:, :, 0]) ** 3) + np.sum(s[:, 0]) + np.sum(np.abs(
+        (u * s[:, None, :]) @ vh) * np.abs(WEIGHTS))
+
+
+def test_svd_of_a_stack_of_complex_matrices():
+    close(s2sad.grad(stacked_svd)(Z3), central(stacked_svd, Z3))
+
+
+def test_single_precision():
+    """The check's tolerance is that of the dtype: a function of complex64 eigenvectors
+    that does not depend on their phases is not refused for its rounding."""
+    z = Z3.astype(np.complex64)
+    close(s2sad.grad(moduli)(z), central(moduli, Z3), rtol=1e-3)
+
+
 def full_square(x):
     a = np.reshape(x[:9], (3, 3)) + 1j * np.reshape(x[9:], (3, 3))
     u, s, vh = np.linalg.svd(a)            # (full_matrices=True: of a square matrix, thin)

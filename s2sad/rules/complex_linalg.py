@@ -251,17 +251,14 @@ def complex_svd_adjoint(g, a, ans, compute_uv=True, file=None, line=None):
     return np.conj(out)
 
 
-#: How large, relative to the adjoints of the vectors, the derivative along their
-#: phases may be and still be taken for rounding.
-PHASE_TOLERANCE = 1e-7
-
-
 def _gauge(twisted, adjoints, what, vectors, file, line):
     """Raise unless `twisted`, the derivative of the function along the phase of each
-    vector (`vectors` of `what`), is zero up to rounding."""
+    vector (`vectors` of `what`), is zero up to rounding: up to the square root of the
+    precision of its dtype times the size of the adjoints of the vectors."""
     adjoints = adjoints if isinstance(adjoints, tuple) else (adjoints,)
     scale = sum(float(np.sqrt(np.sum(np.abs(a) ** 2))) for a in adjoints)
-    if np.size(twisted) and np.max(np.abs(twisted)) > PHASE_TOLERANCE * scale:
+    precision = np.finfo(np.result_type(twisted, np.float32)).eps ** 0.5
+    if np.size(twisted) and np.max(np.abs(twisted)) > precision * scale:
         raise ComplexValueError(
             f"{_place(file, line)}the function depends on the phase of {vectors} "
             f"{what} gives of a complex matrix (each is defined only up to a factor "
