@@ -12,7 +12,9 @@ calls instead where a complex matrix reaches it:
   itself and, conjugated, for its mirror image; the imaginary part of the diagonal is
   not read);
 - `svd(a, compute_uv=False)`: `d s_k = Re(u_k^H da v_k)`, the adjoint
-  `conj(U diag(g) V^H)`;
+  `conj(U diag(g) V^H)`; both adjoints to second order, with any tangent of the vectors
+  that keeps them (they do not depend on the phases), transposed by the symmetry of the
+  Hessian;
 - `eigh` of a Hermitian matrix and `svd` with its factors: each eigenvector (each pair of
   singular vectors) is defined only up to a phase `e^{i phi}`, so only a function that
   does not depend on those phases has a derivative (`|v|^2`, `v v^H`, `U diag(s) V^H`,
@@ -77,8 +79,7 @@ def _hermitian(t, UPLO):
 
 
 @helper(tangent=("_s2s_hermitian_eigvalsh_adjoint(t, a, UPLO)",
-                 "_s2s_no_second_derivative(\"np.linalg.eigvalsh of a complex matrix\")",
-                 None))
+                 "_s2s_hermitian_eigvalsh_adjoint_dot(g, a, t, UPLO)", None))
 def hermitian_eigvalsh_adjoint(g, a, UPLO="L"):
     """The adjoint of the complex Hermitian `a` in `np.linalg.eigvalsh(a, UPLO)`:
     `conj(V) diag(g) V^T`, Hermitian, on the triangle read: twice an entry off the
@@ -86,8 +87,22 @@ def hermitian_eigvalsh_adjoint(g, a, UPLO="L"):
     v = np.linalg.eigh(a, UPLO)[1]
     b = (np.conj(v) * np.expand_dims(factorizations.spread(g, v[..., 0]), -2)) @ (
         np.swapaxes(v, -1, -2))
-    tri = np.tril(b, -1) if UPLO.upper() == "L" else np.triu(b, 1)
-    return 2 * tri + diag_embed(np.real(np.diagonal(b, 0, -2, -1)))
+    return _triangle_adjoint(b, UPLO)
+
+
+@helper(params="g, a, d, UPLO='L'",
+        tangent=('_s2s_no_second_derivative("np.linalg.eigvalsh\'s adjoint")',) * 3)
+def hermitian_eigvalsh_adjoint_dot(g, a, t, UPLO="L"):
+    """The tangent of `hermitian_eigvalsh_adjoint(g, a, UPLO)` along `t`, the tangent of
+    `a`: `conj(V) diag(g) V^T` does not depend on the phases of the eigenvectors, so
+    any tangent of them does, `dV = V (F * (V^H dH V))` (`F` the inverse gaps, `dH` the
+    Hermitian matrix read from `t`)."""
+    w, v = np.linalg.eigh(a, UPLO)
+    dv = v @ (factorizations.eigen_gaps(w) * (np.conj(np.swapaxes(v, -1, -2)) @ _hermitian(
+        t, UPLO) @ v))
+    gv = np.expand_dims(factorizations.spread(g, w), -2)
+    vt, dvt = np.swapaxes(v, -1, -2), np.swapaxes(dv, -1, -2)
+    return _triangle_adjoint((np.conj(dv) * gv) @ vt + (np.conj(v) * gv) @ dvt, UPLO)
 
 
 @helper
@@ -107,11 +122,15 @@ def eigvalsh_dot(d, a, UPLO="L"):
 
 # (the transpose along `g` is the tangent of the eigenvalues: Re(v_k^H P v_k), P the
 # lower triangle twice and the diagonal, is that of the Hermitian matrix P reads)
-helper_adjoint(hermitian_eigvalsh_adjoint, zero="UPLO", g="_s2s_eigvalsh_dot(ans_bar, a, UPLO)")
+# (the transpose along `a` is the tangent along `ans_bar`: the Hessian of <g, eigvalsh(a)>
+# is symmetric)
+helper_adjoint(hermitian_eigvalsh_adjoint, zero="UPLO", g="_s2s_eigvalsh_dot(ans_bar, a, UPLO)",
+               a="_s2s_hermitian_eigvalsh_adjoint_dot(g, a, ans_bar, UPLO)")
 define(eigvalsh, "a, UPLO='L'", a="_s2s_hermitian_eigvalsh_adjoint(g, a, UPLO)",
        namespace=ns, tangent={"a": "_s2s_eigvalsh_dot(t, a, UPLO)"}, returns="array",
        complex=True)
 define(hermitian_eigvalsh_adjoint, complex=True)
+define(hermitian_eigvalsh_adjoint_dot, complex=True)
 define(eigvalsh_dot, complex=True)
 
 
@@ -137,19 +156,52 @@ def singular_values_dot(d, a):
 
 
 @helper(tangent=("_s2s_singular_values_adjoint(t, a)",
-                 "_s2s_no_second_derivative(\"np.linalg.svd of a complex matrix\")"))
+                 "_s2s_singular_values_adjoint_dot(g, a, t)"))
 def singular_values_adjoint(g, a):
     """The adjoint of a complex `a` in `np.linalg.svd(a, compute_uv=False)`:
     `conj(U diag(g) V^H)`."""
     return np.conj(factorizations.svd_values_adjoint(g, a))
 
 
-helper_adjoint(singular_values_adjoint, g="_s2s_singular_values_dot(ans_bar, a)")
+@helper(params="g, a, d", tangent=(
+    '_s2s_no_second_derivative("np.linalg.svd\'s adjoint of a complex matrix")',) * 2)
+def singular_values_adjoint_dot(g, a, t):
+    """The tangent of `singular_values_adjoint(g, a)` along `t`, the tangent of `a`.
+    `U diag(g) V^H` does not depend on the common phase of each pair of singular
+    vectors, so any tangent of them that keeps it does: with `C = U^H t V` and `F` the
+    inverse gaps of `s^2`, `dU = U Wu + (I - U U^H) t V S^-1`, `dV = V Wv + (I - V V^H)
+    t^H U S^-1`, `Wu = F * (C S + S C^H)`, `Wv = F * (S C + C^H S)` off the diagonal and
+    `+-i Im(C_kk) / 2 s_k` on it."""
+    u, s, vh = np.linalg.svd(a, full_matrices=False)
+    uh, v = np.conj(np.swapaxes(u, -1, -2)), np.conj(np.swapaxes(vh, -1, -2))
+    c = uh @ t @ v
+    ch = np.conj(np.swapaxes(c, -1, -2))
+    f = factorizations.eigen_gaps(s * s)
+    inverse = np.where(s == 0, 0.0, 1.0 / np.where(s == 0, 1.0, s))
+    turn = diag_embed(0.5j * np.imag(np.diagonal(c, 0, -2, -1)) * inverse)
+    du = u @ (f * (c * s[..., None, :] + s[..., :, None] * ch) + turn)
+    dv = v @ (f * (s[..., :, None] * c + ch * s[..., None, :]) - turn)
+    m, n = np.shape(a)[-2:]
+    if m > n:
+        du = du + (t @ v - u @ (c)) * inverse[..., None, :]
+    if n > m:
+        th = np.conj(np.swapaxes(t, -1, -2))
+        du_v = (th @ u - v @ ch) * inverse[..., None, :]
+        dv = dv + du_v
+    d = np.expand_dims(factorizations.spread(g, s), -2)
+    return np.conj((du * d) @ vh + (u * d) @ np.conj(np.swapaxes(dv, -1, -2)))
+
+
+# (the transpose along `a` is the tangent along `ans_bar`: the Hessian of <g, s(a)> is
+# symmetric)
+helper_adjoint(singular_values_adjoint, g="_s2s_singular_values_dot(ans_bar, a)",
+               a="_s2s_singular_values_adjoint_dot(g, a, ans_bar)")
 define(singular_values, "a, full_matrices=True, compute_uv=True, hermitian=False",
        a="_s2s_singular_values_adjoint(g, a)", namespace=ns,
        tangent={"a": "_s2s_singular_values_dot(t, a)"}, returns="array", complex=True)
 define(singular_values_dot, complex=True)
 define(singular_values_adjoint, complex=True)
+define(singular_values_adjoint_dot, complex=True)
 
 
 @helper
