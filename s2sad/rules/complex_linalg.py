@@ -320,7 +320,7 @@ def _gauge(twisted, adjoints, what, vectors, file, line):
             "|u^H x| (docs/complex.md)" + _text(file, line))
 
 
-@helper
+@helper(tangent=())       # (it raises: a constant)
 def phase_tangent(what, file=None, line=None):
     """Raise: forward mode refuses the eigenvectors and singular vectors of complex
     matrices, whose tangents depend on how their phases move (see the module
