@@ -254,6 +254,8 @@ def test_transforms_without_complex_arguments_refuse_them():
         s2sad.jacrev(mixed_list)([FIELD, np.ones(3), 1j])
     with pytest.raises(ComplexValueError, match="argument 0 of mixed_list holds"):
         s2sad.hessian(mixed_list)([FIELD, np.ones(3), 1j])
+    with pytest.raises(ComplexValueError, match="argument 0 of mixed_list holds"):
+        s2sad.export(mixed_list, None, args=([FIELD, np.ones(3), 1j],))
 
 
 def test_items_read_from_the_end_and_by_negative_keys():
