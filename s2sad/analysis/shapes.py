@@ -78,15 +78,19 @@ class Shapes:
         assigned = {}
         statements = syntax.statements(fn)
         for n in statements:
+            if _unbound(n):
+                continue        # (the user's code never reads the name on that path)
             if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name):
                 assigned.setdefault(n.targets[0].id, []).append(n)
             elif isinstance(n, (gast.For, gast.AugAssign)):
                 for t in syntax.name_nodes(n.target):
                     assigned.setdefault(t.id, []).extend([None, None])
         self.kinds = kinds
+        self._bindings, self._ops = assigned, ops
         self.cls = {}
         self.many = {n for n, defs in assigned.items() if len(defs) > 1}
-        self.ints = _ints(statements, kinds, assigned)
+        self.ints = _ints(statements, kinds, assigned) | {
+            n for n, known in kinds.ints.items() if known is True}
         # {id(statement): the counters certainly ints there}: in the body of a `for`
         # over `range`, its counter, though a copy before the loop binds it too (the
         # value it keeps where the loop runs no iteration: `j_1 = j`)
@@ -125,7 +129,7 @@ class Shapes:
                    and n not in self._carried}
         own = {n for n in guesses if n in params or not guesses[n]}
         sure = _surely_run(fn) if patterns or items else set()
-        assigns = [n for n in statements if isinstance(n, gast.Assign)]
+        assigns = [n for n in statements if isinstance(n, gast.Assign) and not _unbound(n)]
         many = self.many | set(guesses)     # (a wrong guess is a name of unknown shape)
         self._carried_sources = {}
         while True:
@@ -314,6 +318,38 @@ class Shapes:
         """The shape pattern of `name` (see `pattern`), or None when unknown."""
         key = self.of(name)
         return None if key is None else _broadcast([self._pattern(b) for b in key])
+
+    def bound_patterns(self, name):
+        """The patterns of the arrays `name` is bound to, one per binding (None where
+        unknown): that of its class for a name bound once."""
+        if name not in self.many:
+            return [self.pattern_of(name)]
+        out = []
+        for s in self._bindings.get(name, [None]):
+            op = None if s is None else self._ops.get(s)
+            if op is not None and op.form == USER and self._returns is not None:
+                found = self._returned(op)
+                out.append(found if isinstance(found, tuple) else None)
+                continue
+            key = None if s is None else self._key(s.value, op, self.body_ints.get(id(s)))
+            out.append(self.class_pattern(None if key is None else self.canonical(key)))
+        return out
+
+    def result_shaped(self, mine, operands):
+        """Whether the atom `mine`, one of the array `operands` of a broadcasting operation,
+        has the shape of its result: its pattern is their broadcast's (two axes of more
+        than one element broadcast only if equal). Code that relies on it relies on their
+        patterns."""
+        if not self.pattern or not all(isinstance(a, gast.Name) for a in operands) or not any(
+                a is mine for a in operands):
+            return False
+        keys = [self.of(a.id) for a in operands]
+        pats = [self.class_pattern(k) for k in keys]
+        if None in pats or self.class_pattern(self.of(mine.id)) != _broadcast(pats):
+            return False
+        for k in keys:
+            self.rely_on(k)
+        return True
 
     def class_pattern(self, key):
         """The shape pattern of the arrays of shape class `key` (a value of `of`), or None
@@ -509,6 +545,12 @@ def _is_none(value):
     """Whether `value` is the constant None (a name bound before a loop that may run no
     iteration): it has no shape to keep."""
     return isinstance(value, gast.Constant) and value.value is None
+
+
+def _unbound(s):
+    """Whether `s` is Wengert form's `x = None` for a name a path has not bound
+    (marks.INIT), which the user's code never reads on that path: no binding of it."""
+    return (isinstance(s, gast.Assign) and marks.INIT.of(s) and _is_none(s.value))
 
 
 def _depth(base):

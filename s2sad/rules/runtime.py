@@ -57,8 +57,8 @@ def check_real(v, filename, line):
     """Nothing if `v` is real; else `ComplexValueError` at `line` of `filename`, the user's
     line where `v` meets a differentiated value: how generated code checks a value whose
     type only the run tells (see before_ad/complex_values.py)."""
-    if v.__class__ is not float and not (v.__class__ in (list, tuple) and all(
-            x.__class__ in (int, float) for x in v)):     # (fast: a list of numbers)
+    if v.__class__ is not float and not (v.__class__ in (list, tuple) and set(
+            map(type, v)) <= {int, float}):     # (fast: a list of numbers)
         if (found := complex_part(v)) is not None:
             raise complex_value(found, filename, line)
 
@@ -149,7 +149,6 @@ class _Marker:
     """A stand-in for child `k` of a registered structure (see `child_of`)."""
 
     __slots__ = ("k",)
-
     def __init__(self, k):
         self.k = k
 
@@ -224,8 +223,9 @@ def unindex(g, x, index):
             out[index] = unbroadcast(g, x[index])
             return out if type(x) is list else tuple(out)
         if type(x) is np.ndarray and type(g) in _PLAIN:
-            out = np.zeros(x.shape, np.result_type(x.dtype, np.float32))
-            out[index] = unbroadcast(g, out[index])
+            out = np.zeros(x.shape, x.dtype if x.dtype is _FLOAT64 else  # (result_type: slow)
+                           np.result_type(x.dtype, np.float32))
+            out[index] = g if getattr(g, "shape", 0) == x.shape[1:] else unbroadcast(g, out[index])
             return out
     if isinstance(x, (tuple, list)):
         out = list(zeros_like(x))
@@ -256,7 +256,7 @@ helper_adjoint(unindex, zero="index",
                g="_s2s_rebroadcast(_s2s_rebroadcast(ans_bar, x)[index], g)")
 
 
-_SEQUENCES = frozenset({tuple, list})
+_SEQUENCES, _FLOAT64 = frozenset({tuple, list}), np.dtype(np.float64)
 _PLAIN = frozenset({float, np.float64, np.ndarray})
 
 
