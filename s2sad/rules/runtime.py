@@ -213,10 +213,6 @@ define(like, "x", None, zero=("x",), tangent=())          # only its shape is re
 @helper(shape_only=(1,), result="fresh", numba=True, linear="g")
 def unindex(g, x, index):
     """The adjoint of `x[index]`: zeros shaped like `x` with `g` added at `index`."""
-    if isinstance(x, dict):
-        out = zeros_like(x)
-        out[index] = unbroadcast(g, x[index])
-        return out
     if type(index) is int:      # the common cases, fast
         if type(x) in _SEQUENCES:
             out = [zeros_like(v) for v in x]
@@ -227,6 +223,10 @@ def unindex(g, x, index):
                            np.result_type(x.dtype, np.float32))
             out[index] = g if getattr(g, "shape", 0) == x.shape[1:] else unbroadcast(g, out[index])
             return out
+    if isinstance(x, dict):
+        out = zeros_like(x)
+        out[index] = unbroadcast(g, x[index])
+        return out
     if isinstance(x, (tuple, list)):
         out = list(zeros_like(x))
         named = _is_named_tuple(x)
