@@ -7,9 +7,12 @@ arguments reads the callee's summary for them: its Wengert form (made by the dri
 front end, `ctx.front_end`) analysed with those patterns. `y = axpy(state, h, d)`, whose
 `axpy` returns `state[0] + h * d[0], state[1] + h * d[1]`, gives `y`'s items the patterns
 of `state`'s, so that the adjoints of what the caller computes from them need no sum back
-to a shape at run time. A pattern that depends on the path the callee takes, or on a call
-of itself, is unknown. The caller's derivative relies on the code the summary was found
-from: its guards are the caller's too (`ctx.assume`).
+to a shape at run time. A callee bound in several places (a result on each path) returns
+the pattern all its bindings have, else an unknown one; the number it is passed that the
+caller knows an int (`0`, `2 * i + 1`) is an `int` to it (`ints_known`), so that an index
+by it removes an axis. A function calling itself returns a guessed pattern, checked
+(see `_found_by_guess`). The caller's derivative relies on the code the summary was
+found from: its guards are the caller's too (`ctx.assume`).
 
 >>> import numpy as np
 >>> from s2sad import pipeline
@@ -26,6 +29,25 @@ from: its guards are the caller's too (`ctx.assume`).
 ...     options=Options(patterns={"x": vector, "v": vector}), until="wengert")
 >>> ctx.shapes.pattern_of("a"), ctx.shapes.same("b", "a")
 ((0,), True)
+
+A node of a tree is a row of `leaves`, or the sum or product of two nodes: the guess that
+a call of itself returns a row holds on every path.
+
+>>> def node(ops, leaves, i):
+...     if ops[i] == 0:
+...         return leaves[i]
+...     a = node(ops, leaves, 2 * i + 1)
+...     b = node(ops, leaves, 2 * i + 2)
+...     if ops[i] == 1:
+...         return a + b
+...     return a * b
+>>> def tree(leaves, ops):
+...     t = node(ops, leaves, 0)
+...     return t
+>>> ctx, _ = pipeline.compilation(tree, arg_types={"leaves": np.ndarray, "ops": list},
+...     options=Options(patterns={"leaves": ("<f8", (0, 0))}), until="wengert")
+>>> ctx.shapes.pattern_of("t")
+(0,)
 """
 import inspect
 import weakref

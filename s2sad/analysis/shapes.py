@@ -8,9 +8,11 @@ elementwise operation (`2 * x`, `np.tanh(x)`, `x + y`) has the broadcast of the 
 its array operands, so that `y * z` and `(y * z) - np.exp(z)` have the same shape. An
 index by an int removes an axis: a constant, the counter of a `for` over `range` (in
 the loop's body, where a copy before the loop binds it too: Wengert form's `j_1 = j` for
-a loop that may run no iteration), or the counter plus or minus an int (`x[i]`, `x[j]`
-and `x[i - 1]` have one shape). Only names
-assigned once are classified; a name assigned in several places (a loop-carried value)
+a loop that may run no iteration), a name the kind analysis knows an int (sums and
+products of ints, a parameter specialised on `int`), or the counter plus or minus an int
+(`x[i]`, `x[j]` and `x[i - 1]` have one shape). Only names assigned once are classified
+(Wengert form's `a = None` on a path that does not bind `a` is no binding: the user's
+code never reads it there); a name assigned in several places (a loop-carried value)
 has a shape of its own, unless it only ever holds versions of an array written element
 by element (`a[i] = v`), which have that array's shape. An item of a tuple read by a
 constant index (`state[0]`) has the class of the item: of a display's, of what a call
@@ -44,6 +46,9 @@ other members of the set are dropped, and the shapes of those arrays are one whe
 statement that broadcast them surely ran. In `y * X @ w` with `y` of shape (n,) and
 `X` of shape (n, d), `y` and the product have one shape, and the adjoint of a mean of
 it stays a number. The patterns of matrix products are inferred from their operands'.
+An operand whose pattern is that of the broadcast of all of them has the shape of the
+result (`result_shaped`), also where the result's name is bound in several places (`y =
+a + b` on one path of several).
 The guard then tests the patterns the classes depend on (`used`, `pattern_tests`).
 
 >>> def g(w, X, y):
