@@ -209,6 +209,13 @@ def test_unindex_of_a_row():
         got = runtime.unindex(g, x, i)
         assert got.dtype == expected.dtype and got.shape == expected.shape
         np.testing.assert_array_equal(got, expected)
+    # a `g` larger than the row is summed down to its shape
+    for x, g, i, row in [(np.zeros(3), np.ones(1) * 2.0, 0, 2.0),
+                         (np.zeros((4, 3)), np.arange(6.0).reshape(2, 3), 1, [3.0, 5.0, 7.0]),
+                         (np.zeros((4, 1)), np.arange(3.0), 2, [3.0])]:
+        expected = np.zeros(x.shape)
+        expected[i] = row
+        np.testing.assert_array_equal(runtime.unindex(g, x, i), expected)
 
 
 def tick(x, n):

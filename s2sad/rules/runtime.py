@@ -57,10 +57,9 @@ def check_real(v, filename, line):
     """Nothing if `v` is real; else `ComplexValueError` at `line` of `filename`, the user's
     line where `v` meets a differentiated value: how generated code checks a value whose
     type only the run tells (see before_ad/complex_values.py)."""
-    if v.__class__ is not float and not (v.__class__ in (list, tuple) and set(
-            map(type, v)) <= {int, float}):     # (fast: a list of numbers)
-        if (found := complex_part(v)) is not None:
-            raise complex_value(found, filename, line)
+    if (v.__class__ is not float and not (v.__class__ in (list, tuple) and set(map(type, v))
+            <= {int, float}) and (found := complex_part(v)) is not None):  # (fast: numbers)
+        raise complex_value(found, filename, line)
 
 
 def complex_part(v, depth=0):
@@ -221,7 +220,10 @@ def unindex(g, x, index):
         if type(x) is np.ndarray and type(g) in _PLAIN:
             out = np.zeros(x.shape, x.dtype if x.dtype is _FLOAT64 else  # (result_type: slow)
                            np.result_type(x.dtype, np.float32))
-            out[index] = g if getattr(g, "shape", 0) == x.shape[1:] else unbroadcast(g, out[index])
+            try:
+                out[index] = g      # (NumPy broadcasts a `g` no larger than the row)
+            except ValueError:
+                out[index] = unbroadcast(g, out[index])
             return out
     if isinstance(x, dict):
         out = zeros_like(x)
@@ -252,8 +254,7 @@ def unindex(g, x, index):
     return out
 
 
-helper_adjoint(unindex, zero="index",
-               g="_s2s_rebroadcast(_s2s_rebroadcast(ans_bar, x)[index], g)")
+helper_adjoint(unindex, zero="index", g="_s2s_rebroadcast(_s2s_rebroadcast(ans_bar, x)[index], g)")
 
 
 _SEQUENCES, _FLOAT64 = frozenset({tuple, list}), np.dtype(np.float64)
@@ -378,9 +379,8 @@ helper_adjoint(variance, namespace=ns, zero="ddof", g=(
     "axis, ddof, True)"))
 
 
-@helper(tangent=(
-    "_s2s_nanvariance(t, x, axis, ddof, keepdims)",
-    "_s2s_nanvariance(g, np.where(np.isnan(x), np.nan, t), axis, ddof, keepdims)"))
+@helper(tangent=("_s2s_nanvariance(t, x, axis, ddof, keepdims)",
+                 "_s2s_nanvariance(g, np.where(np.isnan(x), np.nan, t), axis, ddof, keepdims)"))
 def nanvariance(g, x, axis=None, ddof=0, keepdims=False):
     """The adjoint of np.nanvar(x, axis, ddof): as `variance` over the values that are
     not NaN, 0 at the NaNs (and where no more than `ddof` values are left)."""
@@ -510,8 +510,7 @@ def diag(g, v, k=0):
 helper_adjoint(diag, zero="v", g="_s2s_diag(ans_bar, g, k)")    # (each other's transposes)
 
 
-@helper(result="fresh",
-        params="g, x, n, ord=None, axis=None, keepdims=False",
+@helper(result="fresh", params="g, x, n, ord=None, axis=None, keepdims=False",
         tangent=("_s2s_norm(t, x, n, ord, axis, keepdims)",
                  "_s2s_norm_adjoint_dot(g, x, n, t, 0, ord, axis, keepdims)",
                  "_s2s_norm_adjoint_dot(g, x, n, t, 1, ord, axis, keepdims)"))
