@@ -260,3 +260,58 @@ def test_a_method_out_it_cannot_rewrite_is_refused():
     with pytest.raises(s2sad.S2SADError) as err:
         s2sad.grad(method_out_unknown)(X.copy())
     assert "test_write_calls.py" in str(err.value) and "m.clip" in str(err.value)
+
+
+def test_a_patched_copyto_recompiles(monkeypatch):
+    # the derivative stands for what np.copyto does; patched, f changes, and so must it
+    x = X.copy()
+    s2sad.grad(copyto)(x)
+    real = np.copyto
+
+    def doubled(dst, src):
+        real(dst, 2.0 * np.asarray(src))
+
+    monkeypatch.setattr(np, "copyto", doubled)
+    assert_close(s2sad.grad(copyto)(x), fd_array_grad(copyto, (X.copy(),), 0))
+
+
+def fill_by_copyto(dst, v):
+    np.copyto(dst, v)
+
+
+def fill_by_out(dst, v):
+    np.multiply(v, 1.0, out=dst)
+
+
+def fill_by_position(dst, v):
+    np.multiply(v, 1.0, dst)
+
+
+def put_first(dst, v):
+    np.put(dst, [0], v[0])
+
+
+def helper_fills(fill_with):
+    def f(x):
+        y = np.zeros(3)
+        fill_with(y, x ** 2)
+        return np.sum(y * x)
+    return f
+
+
+@pytest.mark.parametrize("helper", [fill_by_copyto, fill_by_out, fill_by_position],
+                         ids=lambda h: h.__name__)
+def test_a_helper_writing_into_its_argument_by_a_numpy_call(helper):
+    # (it was silently lost before: the helper's source showed no write, so the caller
+    # took y as zeros; now the write is an element assignment the caller rebinds)
+    f = helper_fills(helper)
+    assert_close(s2sad.grad(f)(X.copy()), fd_array_grad(f, (X.copy(),), 0))
+    value, tangent = s2sad.jvp(f, (X.copy(),), (np.ones(3),))
+    assert_close(tangent, fd_array_grad(f, (X.copy(),), 0).sum())
+
+
+def test_a_helper_writing_by_a_call_it_cannot_rewrite_is_refused():
+    f = helper_fills(put_first)
+    with pytest.raises(s2sad.S2SADError) as err:
+        s2sad.grad(f)(X.copy())
+    assert "test_write_calls.py" in str(err.value)

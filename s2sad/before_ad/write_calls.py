@@ -43,7 +43,12 @@ import gast
 import numpy as np
 
 from .. import marks, syntax
+from ..rules import snapshots
 from ..frontend.source import MISSING
+
+
+#: NumPy as s2sad found it (rules/snapshots.py): `np.copyto` patched is not NumPy's.
+_NP = snapshots.of(np)
 
 
 def run(fn, ctx):
@@ -117,7 +122,7 @@ class WriteCalls:
                 return None     # (np.take(a, i, 0, y, "clip"): an argument after out)
             return _element(out, gast.Call(func=func, args=[a for a in call.args if a is not out],
                                            keywords=[k for k in call.keywords if k.arg != "out"]))
-        if obj is np.copyto:
+        if obj is _NP.copyto:
             # np.copyto(dst, src, casting="same_kind", where=True): casting only decides
             # whether NumPy raises
             named = dict(zip(("dst", "src", "casting", "where"), call.args))
@@ -126,12 +131,14 @@ class WriteCalls:
                     named) or not _target(named["dst"]) or not isinstance(named.get(
                     "casting", syntax.const("")), gast.Constant):
                 return None
+            self.src.resolve(func)      # (guarded: the code no longer calls it)
             dst, value = named["dst"], named["src"]
             if "where" in named:
                 value = syntax.call(self.numpy("where"), [named["where"], value, _load(dst)])
             return _element(dst, value)
-        if (obj is np.fill_diagonal and len(call.args) == 2 and not call.keywords
+        if (obj is _NP.fill_diagonal and len(call.args) == 2 and not call.keywords
                 and isinstance(call.args[0], gast.Name)):
+            self.src.resolve(func)      # (guarded: the code no longer calls it)
             y = call.args[0].id
             index = syntax.call(self.numpy("diag_indices"), [
                 syntax.call(self.ctx.bind("min"), [_attr(y, "shape")]), _attr(y, "ndim")])
@@ -144,8 +151,7 @@ class WriteCalls:
         return None
 
     def resolve(self, func):
-        obj = self.src.resolve(func)
-        return None if obj is MISSING else obj
+        return _peek(self.src, func)
 
     def numpy(self, attr):
         """`np.<attr>` in generated code (`np` the user's name for NumPy if it has one)."""
@@ -243,7 +249,7 @@ def _certain_arrays(fn, ctx):
         if isinstance(n, gast.Assign) and len(n.targets) == 1 and isinstance(
                 n.targets[0], gast.Name):
             value = n.value
-            ok = isinstance(value, gast.Call) and _numpy(_resolved(ctx, value.func))
+            ok = isinstance(value, gast.Call) and _numpy(_peek(ctx.src, value.func))
             made[n.targets[0].id] = made.get(n.targets[0].id, True) and ok
         elif isinstance(n, (gast.Assign, gast.For, gast.AugAssign, gast.AnnAssign,
                             gast.NamedExpr, gast.comprehension)):
@@ -255,6 +261,12 @@ def _certain_arrays(fn, ctx):
     return out | {k for k, ok in made.items() if ok and k not in params}
 
 
-def _resolved(ctx, func):
-    obj = ctx.src.resolve(func)
+def _peek(src, func):
+    """What `func` denotes (None if nothing outside the function), without making it one of
+    the bindings the derivative's guard tests: the passes after this one resolve what the
+    code still calls, in its order; what this pass rewrites away it resolves again."""
+    known = len(src.resolved)
+    obj = src.resolve(func)
+    while len(src.resolved) > known:
+        src.resolved.popitem()
     return None if obj is MISSING else obj
