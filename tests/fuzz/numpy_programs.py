@@ -1195,6 +1195,10 @@ ALIAS_HELPERS = {
     "scale": ("def scale(a):\n    a *= 2.0\n", False, True),
     "scale_tail": ("def scale_tail(a):\n    b = a[1:]\n    b *= 3.0\n", False, True),
     "scaled": ("def scaled(a):\n    a *= 2.0\n    return a\n", False, True),
+    # (writes by a NumPy call: before_ad/write_calls.py and callee_effects see them)
+    "scale_copyto": ("def scale_copyto(a):\n    np.copyto(a, a * 2.0)\n", False, True),
+    "scale_out": ("def scale_out(a):\n    np.multiply(a, 2.0, out=a)\n", False, True),
+    "scale_position": ("def scale_position(a):\n    np.multiply(a, 2.0, a)\n", False, True),
 }
 
 #: The names a form binds, and whether they share the memory of `y`: (statement, {name:
@@ -1227,6 +1231,9 @@ ALIAS_FORMS = (
     ("scale_tail(y)", {}, True, "scale_tail"),
     ("z = scaled(y)", {"z": "array"}, True, "scaled"),
     ("y = scaled(y)", {}, False, "scaled"),
+    ("scale_copyto(y)", {}, True, "scale_copyto"),
+    ("scale_out(y[1:])", {}, True, "scale_out"),
+    ("scale_position(y)", {}, True, "scale_position"),
 )
 
 ALIAS_BASES = ("np.sin(x)", "np.tanh(x) + 0.5", "x * 1.5", "np.linspace(0.5, 1.5, 4)",
