@@ -158,7 +158,7 @@ PRIM = Mark(
     "runtime helper, a method resolved), whatever the user's names",
     ["before_ad/iteration.py", "before_ad/builtin_calls.py", "before_ad/dicts.py",
      "before_ad/lift.py", "before_ad/attribute_writes.py",
-     "before_ad/checkpointed_loops.py",
+     "before_ad/checkpointed_loops.py", "before_ad/write_calls.py",
      "before_ad/wengert.py", "before_ad/gradient_calls.py", "before_ad/resolve_calls.py",
      "before_ad/call_versions.py", "before_ad/complex_values.py"],
     ["frontend/source.py", "analysis/operations.py", "analysis/value_kinds.py",
