@@ -13,10 +13,10 @@ discrete distributions (`poisson`, `binom`) have derivatives in their continuous
 parameters (`mu`, `p`); the number counted `k`, `n` and `loc` are integers: no rule.
 Each formula holds inside the support, where the density is positive.
 """
-from scipy import stats
+from scipy import special, stats
 
 from . import numpy as numpy_rules
-from . import solves  # noqa: F401  (the helpers these rules call: _s2s_cov_matrix, ...)
+from . import incomplete, solves  # noqa: F401  (helpers of these rules: _s2s_cov_matrix, ...)
 from .registry import define
 
 ns = dict(numpy_rules.ns, stats=stats)
@@ -30,10 +30,11 @@ _Z = "((x - loc) / scale)"
 
 
 def located(name, shapes, dz, **by_shape):
-    """The rules of `stats.NAME`'s `logpdf`, `pdf`, `cdf` and `logcdf`, each called as
-    `(x, *shapes, loc=0.0, scale=1.0)`: `dz`, the derivative of the log density in `z`,
-    and `by_shape`, its derivative in each shape parameter (templates over `z`, written
-    `Z`, and the parameters). `cdf` and `logcdf` have none in the shape parameters."""
+    """The rules of `stats.NAME`'s `logpdf`, `pdf`, `cdf`, `logcdf`, `sf` and `logsf`, each
+    called as `(x, *shapes, loc=0.0, scale=1.0)`: `dz`, the derivative of the log density
+    in `z`, and `by_shape`, its derivative in each shape parameter (templates over `z`,
+    written `Z`, and the parameters). Those of the cdf and sf in a shape parameter are
+    integrals (rules/incomplete.py)."""
     dist = getattr(stats, name)
     params = "x, " + "".join(f"{s}, " for s in shapes) + "loc=0.0, scale=1.0"
     args = "x, " + "".join(f"{s}, " for s in shapes) + "loc, scale"
@@ -45,9 +46,13 @@ def located(name, shapes, dz, **by_shape):
              broadcast=True)
     pdf = f"stats.{name}.pdf({args})"
     ratio = f"np.exp(stats.{name}.logpdf({args}) - ans)"     # pdf / cdf, without underflow
-    for method, p in (("cdf", pdf), ("logcdf", ratio)):
+    given = ", ".join(shapes)
+    for method, p in (("cdf", pdf), ("logcdf", ratio), ("sf", f"-{pdf}"),
+                      ("logsf", f"-{ratio}")):
         rule(getattr(dist, method), params, x=f"g * {p}", loc=f"-g * {p}",
-             scale=f"-g * {p} * {_Z}", broadcast=True)
+             scale=f"-g * {p} * {_Z}", broadcast=True,
+             **{s: f"g * _s2s_shape_cdf({name!r}, {method!r}, {i}, {_Z}, {given})"
+                for i, s in enumerate(shapes)})
 
 
 _PSI = "_s2s_polygamma(0, {})"
@@ -118,3 +123,12 @@ for _method, _g in (("logpdf", "g"), ("pdf", "(g * ans)")):
                            f"np.trace(np.linalg.solve({_SHAPE}, _s2s_cov_matrix(t, x)), 0, "
                            f"-2, -1)){_times}",
                   "df": f"t * {_DDF}{_times}"})
+
+# scipy.special's regularized incomplete gamma and beta functions, the cdfs of gamma and beta
+rule(special.gammainc, "a, x", "g * _s2s_shape_cdf('gamma', 'cdf', 0, x, a)",
+     "g * stats.gamma.pdf(x, a)", broadcast=True, elementwise=True, returns="array")
+rule(special.gammaincc, "a, x", "g * _s2s_shape_cdf('gamma', 'sf', 0, x, a)",
+     "-g * stats.gamma.pdf(x, a)", broadcast=True, elementwise=True, returns="array")
+rule(special.betainc, "a, b, x", "g * _s2s_shape_cdf('beta', 'cdf', 0, x, a, b)",
+     "g * _s2s_shape_cdf('beta', 'cdf', 1, x, a, b)", "g * stats.beta.pdf(x, a, b)",
+     broadcast=True, elementwise=True, returns="array")

@@ -1,0 +1,288 @@
+"""Helpers of the SciPy rules for the derivatives of distribution functions in their shape
+parameters: the regularized incomplete gamma function P(a, x) in `a` (`gamma`'s cdf,
+`special.gammainc`), the regularized incomplete beta function I_x(a, b) in `a` and `b`
+(`beta`'s cdf, `special.betainc`), and Student's t cdf in `df`. SciPy gives none of them.
+
+Each is an integral of the density: with `s(t)` the derivative of the log density in the
+parameter, d/da cdf(x) = ∫_lo^x s(t) pdf(t) dt; and as the score has mean zero, it is
+also -∫_x^hi s(t) pdf(t) dt. The integral is taken over the tail that `x` cuts off (below
+the mean, or above it), where it is small, so that it keeps its relative accuracy far in
+either tail; its density scaled by its largest value there, so that the ratio to the tail's
+probability (the derivative of `logcdf` or `logsf`) does not underflow. `scipy.integrate.quad`
+evaluates it, one element at a time; near a density's pole (a shape parameter below 1 at
+the end 0 or 1) the variable is changed to u = t^a, which takes the pole away.
+
+Second derivatives through them are not given: their forward and reverse rules raise a
+located `MissingRuleError` (`refuse_second`). The module needs SciPy; only
+rules/distributions.py imports it.
+"""
+import math
+
+import numpy as np
+from scipy import integrate, special
+
+from .registry import define, helper_adjoint, helpers
+
+_QUAD = dict(epsabs=0.0, epsrel=1e-11, limit=200)
+
+
+def _quad(f, lo, hi, peak=None):
+    """∫_lo^hi f, to about 1e-11 relative, split at `peak` (where f is largest) if it is
+    inside."""
+    if peak is not None and lo < peak < hi:
+        return _quad(f, lo, peak) + _quad(f, peak, hi)
+    return integrate.quad(f, lo, hi, **_QUAD)[0]
+
+
+# -- the tails: (lower, shift, integral) with integral(w) = ∫ w(t, ln t, ln(1 - t))
+#    times the density times exp(-shift), over the tail x cuts off (below x if lower)
+def _gamma_tail(x, a):
+    lg = special.gammaln(a)
+    lower = x < a
+    if lower and a < 1:     # (u = t^a: the density is e^(-t) du / Γ(a + 1))
+        shift, hi = -special.gammaln(a + 1), math.exp(a * math.log(x))
+
+        def integral(w):
+            def f(u):
+                if u <= 0:
+                    return 0.0
+                lt = math.log(u) / a
+                return w(math.exp(lt), lt, None) * math.exp(-math.exp(lt))
+            return _quad(f, 0.0, hi)
+        return lower, shift, integral
+    mode = max(a - 1, 0.0)
+    peak = min(mode, x) if lower else max(mode, x)
+    shift = (a - 1) * math.log(peak) - peak - lg if peak > 0 else -lg
+
+    def integral(w):
+        def f(t):
+            if t <= 0:
+                return 0.0
+            lt = math.log(t)
+            return w(t, lt, None) * math.exp((a - 1) * lt - t - lg - shift)
+        if lower:
+            return _quad(f, 0.0, x, mode)
+        far = max(x, a) + 60 * math.sqrt(a) + 60
+        return _quad(f, x, far, mode) + _quad(f, far, math.inf)
+    return lower, shift, integral
+
+
+def _beta_lower(x, a, b):
+    """(shift, integral) of the Beta(a, b) density's tail below x."""
+    lb = special.betaln(a, b)
+    if a < 1:               # (u = t^a: the density is (1 - t)^(b - 1) du / (a B(a, b)))
+        lead = -lb - math.log(a)
+        shift = lead + max(0.0, (b - 1) * math.log1p(-x))
+        hi = math.exp(a * math.log(x))
+
+        def integral(w):
+            def f(u):
+                if u <= 0:
+                    return 0.0
+                lt = math.log(u) / a
+                t = math.exp(lt)
+                l1t = math.log1p(-t)
+                return w(t, lt, l1t) * math.exp((b - 1) * l1t + lead - shift)
+            return _quad(f, 0.0, hi)
+        return shift, integral
+
+    def logd(t):
+        return (a - 1) * math.log(t) + (b - 1) * math.log1p(-t) - lb if t > 0 else (
+            -lb if a == 1 else -math.inf)
+    mode = min(max((a - 1) / (a + b - 2) if a + b > 2 else 0.0, 0.0), x)
+    shift = max(logd(x), logd(mode))
+
+    def integral(w):
+        def f(t):
+            if t <= 0:
+                return 0.0
+            lt, l1t = math.log(t), math.log1p(-t)
+            return w(t, lt, l1t) * math.exp((a - 1) * lt + (b - 1) * l1t - lb - shift)
+        return _quad(f, 0.0, x, mode)
+    return shift, integral
+
+
+def _beta_tail(x, a, b):
+    lower = x < a / (a + b)
+    if lower:
+        shift, integral = _beta_lower(x, a, b)
+        return lower, shift, integral
+    shift, swapped = _beta_lower(1 - x, b, a)      # (t -> 1 - t: Beta(b, a))
+    return lower, shift, lambda w: swapped(lambda s, ls, l1s: w(1 - s, l1s, ls))
+
+
+def _t_tail(x, df):
+    lc = special.gammaln(0.5 * (df + 1)) - special.gammaln(0.5 * df) - 0.5 * math.log(
+        math.pi * df)
+
+    def logd(t):
+        return lc - 0.5 * (df + 1) * math.log1p(t * t / df)
+    lower, shift = x < 0, logd(x)           # (the density is largest at x in its tail)
+
+    def integral(w):
+        lo, hi = (-math.inf, x) if lower else (x, math.inf)
+        return _quad(lambda t: w(t, None, None) * math.exp(logd(t) - shift), lo, hi)
+    return lower, shift, integral
+
+
+# -- the scores (the derivatives of the log density in a shape parameter) and their
+#    derivatives: (scores, {(i, j): d score_i / d shape_j}) at t, given ln t, ln(1 - t)
+def _gamma_scores(a, b=None):
+    psi, tri = special.digamma(a), special.polygamma(1, a)
+    return (lambda t, lt, l1t: (lt - psi,)), {(0, 0): -tri}
+
+
+def _beta_scores(a, b):
+    pa, pb, pab = special.digamma(a), special.digamma(b), special.digamma(a + b)
+    ta, tb, tab = (special.polygamma(1, v) for v in (a, b, a + b))
+    return (lambda t, lt, l1t: (lt - pa + pab, l1t - pb + pab)), {
+        (0, 0): tab - ta, (1, 1): tab - tb, (0, 1): tab, (1, 0): tab}
+
+
+def _t_scores(df, b=None):
+    lead = 0.5 * (special.digamma(0.5 * (df + 1)) - special.digamma(0.5 * df)) - 0.5 / df
+    dlead = 0.25 * (special.polygamma(1, 0.5 * (df + 1)) - special.polygamma(1, 0.5 * df)
+                    ) + 0.5 / (df * df)
+
+    def score(t, lt, l1t):
+        r = t * t / (df + t * t)              # q / (1 + q), q = t^2 / df
+        return (lead - 0.5 * math.log1p(t * t / df) + 0.5 * (df + 1) * r / df,)
+
+    def dscore(t, lt, l1t):
+        s = t * t
+        return dlead + 0.5 * s / (df * (df + s)) + 0.5 * s * (
+            df * (df + s) - (df + 1) * (2 * df + s)) / (df * df * (df + s) ** 2)
+    return score, {(0, 0): dscore}
+
+
+_DISTS = {"gamma": (_gamma_tail, _gamma_scores, 1), "beta": (_beta_tail, _beta_scores, 2),
+          "t": (_t_tail, _t_scores, 1)}
+
+
+def _one(name, kind, which, second, x, a, b):
+    """d/d shape_which of `kind` at x, or with `second` (a shape's index), the derivative
+    of that in shape_second."""
+    tail, scores, _ = _DISTS[name]
+    if math.isnan(x) or not a > 0 or (b is not None and not b > 0):
+        return math.nan
+    if name == "t" and (x == 0 or math.isinf(x)) or name != "t" and (
+            x <= 0 or name == "beta" and x >= 1 or math.isinf(x)):
+        return 0.0                          # (where the cdf is 0 or 1 whatever the shapes)
+    lower, shift, integral = tail(x, a, b) if b is not None else tail(x, a)
+    score, dscore = scores(a, b)
+    den = integral(lambda t, lt, l1t: 1.0)
+    n_i = integral(lambda t, lt, l1t: score(t, lt, l1t)[which])
+    if second is None:
+        return _first(kind, lower, n_i, den, shift)
+    n_j = n_i if second == which else integral(lambda t, lt, l1t: score(t, lt, l1t)[second])
+    d = dscore.get((which, second), 0.0)
+    n_ij = integral(lambda t, lt, l1t: score(t, lt, l1t)[which] * score(t, lt, l1t)[second]
+                    + (d(t, lt, l1t) if callable(d) else d))
+    return _second(kind, lower, n_i, n_j, n_ij, den, shift)
+
+
+def _first(kind, lower, n, den, shift):
+    """The derivative of `kind` from the tail's integrals of the score times the scaled
+    density (`n`) and of that density (`den`)."""
+    if kind in ("cdf", "sf"):
+        d = n * math.exp(shift)                 # the tail's probability's
+        return d if lower == (kind == "cdf") else -d
+    if (kind == "logcdf") == lower:             # the log of the tail's probability
+        return n / den
+    return -n * math.exp(shift) / _rest(den, shift)
+
+
+def _second(kind, lower, n_i, n_j, n_ij, den, shift):
+    if kind in ("cdf", "sf"):
+        d = n_ij * math.exp(shift)
+        return d if lower == (kind == "cdf") else -d
+    if (kind == "logcdf") == lower:
+        return n_ij / den - (n_i / den) * (n_j / den)
+    rest, scale = _rest(den, shift), math.exp(shift)
+    return -n_ij * scale / rest - (n_i * scale / rest) * (n_j * scale / rest)
+
+
+def _rest(den, shift):
+    """1 - the tail's probability, from its scaled integral."""
+    return -math.expm1(math.log(den) + shift) if den > 0 else 1.0
+
+
+def _elementwise(fn, x, a, b):
+    args = (x, a) if b is None else (x, a, b)
+    if all(np.ndim(v) == 0 for v in args):
+        return fn(float(x), float(a), None if b is None else float(b))
+    arrays = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in args))
+    out = np.empty(arrays[0].shape)
+    for i in np.ndindex(out.shape):
+        out[i] = fn(*(float(v[i]) for v in arrays), *(() if b is not None else (None,)))
+    return out
+
+
+def shape_cdf(name, kind, which, x, a, b=None):
+    """The derivative of `kind` (cdf, sf, logcdf or logsf) of the standard distribution
+    `name` ("gamma", "beta" or "t") at `x`, in its shape parameter `which` (0: `a` or `df`;
+    1: `b`), the shape parameters `a` (and `b`): arrays broadcast, a number for numbers."""
+    return _elementwise(lambda x, a, b: _one(name, kind, which, None, x, a, b), x, a, b)
+
+
+def shape_cdf2(name, kind, which, second, x, a, b=None):
+    """The derivative of `shape_cdf(name, kind, which, x, a, b)` in the shape parameter
+    `second` (0: `a` or `df`; 1: `b`)."""
+    return _elementwise(lambda x, a, b: _one(name, kind, which, second, x, a, b), x, a, b)
+
+
+_LOGPDF = {"gamma": lambda x, a, b: (a - 1) * math.log(x) - x - special.gammaln(a),
+           "beta": lambda x, a, b: (a - 1) * math.log(x) + (b - 1) * math.log1p(-x)
+           - special.betaln(a, b),
+           "t": lambda x, a, b: special.gammaln(0.5 * (a + 1)) - special.gammaln(0.5 * a)
+           - 0.5 * math.log(math.pi * a) - 0.5 * (a + 1) * math.log1p(x * x / a)}
+
+
+def _one_dx(name, kind, which, x, a, b, first):
+    """d/dx of `first`, the derivative of `kind` at x in shape_which: the density at x
+    times its score there, less `first` times the density over the tail's probability for
+    the logarithms."""
+    if math.isnan(x) or (name != "t" and (x <= 0 or name == "beta" and x >= 1)):
+        return 0.0 if not math.isnan(x) else math.nan
+    logpdf = _LOGPDF[name](x, a, b)
+    s = _DISTS[name][1](a, b)[0](x, math.log(x) if x > 0 else None,
+                                 math.log1p(-x) if name == "beta" else None)[which]
+    if kind in ("cdf", "sf"):
+        return math.exp(logpdf) * s * (1 if kind == "cdf" else -1)
+    if kind == "logcdf":
+        p = (special.betainc(a, b, x) if name == "beta" else special.gammainc(a, x)
+             if name == "gamma" else special.stdtr(a, x))
+    else:
+        p = (special.betainc(b, a, 1 - x) if name == "beta" else special.gammaincc(a, x)
+             if name == "gamma" else special.stdtr(a, -x))
+    ratio = math.exp(logpdf) / p
+    return ratio * (s - first) if kind == "logcdf" else ratio * (first - s)
+
+
+def shape_cdf_dx(name, kind, which, x, a, b=None, first=None):
+    """The derivative in `x` of `first = shape_cdf(name, kind, which, x, a, b)`."""
+    args = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (
+        x, a, 1.0 if b is None else b, first)))
+    if all(np.ndim(v) == 0 for v in (x, a, b, first)):
+        return _one_dx(name, kind, which, float(x), float(a), None if b is None else float(b),
+                       float(first))
+    out = np.empty(args[0].shape)
+    for i in np.ndindex(out.shape):
+        out[i] = _one_dx(name, kind, which, float(args[0][i]), float(args[1][i]),
+                         None if b is None else float(args[2][i]), float(args[3][i]))
+    return out
+
+
+helpers(__name__)
+_SECOND = "_s2s_shape_cdf2(name, kind, which, {}, x, a, b)"
+_DX = "_s2s_shape_cdf_dx(name, kind, which, x, a, b, ans)"
+define(shape_cdf, "name, kind, which, x, a, b=None",
+       tangent={"x": f"t * {_DX}", "a": f"t * {_SECOND.format(0)}",
+                "b": f"t * {_SECOND.format(1)}"}, namespace={"np": np})
+helper_adjoint(shape_cdf, zero="name, kind, which",
+               x=f"_s2s_unbroadcast(ans_bar * {_DX}, x)",
+               a=f"_s2s_unbroadcast(ans_bar * {_SECOND.format(0)}, a)",
+               b=f"_s2s_unbroadcast(ans_bar * {_SECOND.format(1)}, b)")
+# (third derivatives have no rule: a differentiated value passed to these is refused)
+helper_adjoint(shape_cdf2, zero="name, kind, which, second")
+helper_adjoint(shape_cdf_dx, zero="name, kind, which")
