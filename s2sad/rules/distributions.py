@@ -98,14 +98,15 @@ for _method, _g in (("logpdf", "g"), ("pdf", "(g * ans)")):
 
 # multivariate_t: shape a matrix (SciPy reads its lower triangle, as multivariate_normal's
 # cov), a vector (its diagonal) or a number; x one sample or a batch
-_SHAPE = "_s2s_cov_matrix(shape, x)"
-_R = "(x - loc if loc is not None else x)"
+_X = "_s2s_samples(x, loc, shape)"        # (a vector may be samples of dimension 1)
+_SHAPE = f"_s2s_cov_matrix(shape, {_X})"
+_R = f"({_X} - loc if loc is not None else {_X})"
 _S = f"({_R} @ np.linalg.inv({_SHAPE}))"                  # shape^-1 (x - loc), by sample
 _M = f"np.sum({_S} * {_R}, -1)"                             # the Mahalanobis distances
-_P = "np.shape(x)[-1]"
+_P = f"np.shape({_X})[-1]"
 _C = f"((df + {_P}) / (df + {_M}))"
 _CS = f"np.expand_dims({_C}, -1) * {_S}"
-_FLAT = "np.reshape({}, (-1, np.shape(x)[-1]))"
+_FLAT = "np.reshape({}, (-1, %s))" % _P
 _DDF = (f"0.5 * ({_PSI.format(f'0.5 * (df + {_P})')} - {_PSI.format('0.5 * df')} - {_P} / df "
         f"- np.log1p({_M} / df) + (df + {_P}) * {_M} / (df * (df + {_M})))")
 _T = "np.swapaxes({}, -1, -2)"
@@ -113,14 +114,15 @@ for _method, _g in (("logpdf", "g"), ("pdf", "(g * ans)")):
     _GCS = f"np.expand_dims({_g}, -1) * {_CS}"
     _times = "" if _g == "g" else " * ans"
     rule(getattr(stats.multivariate_t, _method), "x, loc=None, shape=1, df=1",
-         x=f"-_s2s_unbroadcast({_GCS}, x)", loc=f"_s2s_unbroadcast({_GCS}, loc)",
+         x=f"-np.reshape(_s2s_unbroadcast({_GCS}, {_X}), np.shape(x))",
+         loc=f"_s2s_unbroadcast({_GCS}, loc)",
          shape=f"_s2s_cov_adjoint(-0.5 * (np.sum({_g}) * np.linalg.inv({_SHAPE}) - "
                f"{_T.format(_FLAT.format(_GCS))} @ {_FLAT.format(_S)}), shape)",
          df=f"_s2s_unbroadcast({_g} * {_DDF}, df)",
-         tangent={"x": f"-np.sum(t * {_CS}, -1){_times}",
+         tangent={"x": f"-np.sum(_s2s_samples(t, loc, shape) * {_CS}, -1){_times}",
                   "loc": f"np.sum(t * {_CS}, -1){_times}",
-                  "shape": f"0.5 * (np.sum({_S} @ _s2s_cov_matrix(t, x) * {_CS}, -1) - "
-                           f"np.trace(np.linalg.solve({_SHAPE}, _s2s_cov_matrix(t, x)), 0, "
+                  "shape": f"0.5 * (np.sum({_S} @ _s2s_cov_matrix(t, {_X}) * {_CS}, -1) - "
+                           f"np.trace(np.linalg.solve({_SHAPE}, _s2s_cov_matrix(t, {_X})), 0, "
                            f"-2, -1)){_times}",
                   "df": f"t * {_DDF}{_times}"})
 

@@ -199,15 +199,18 @@ rule(stats.norm.logcdf, _NORM, f"g * {_Q}", f"-g * {_Q}", f"-g * {_Q} * {_Z}",
      broadcast=True)
 # cov a number, a vector (the diagonal) or a matrix, of which SciPy reads the lower
 # triangle: its adjoint is on that triangle (JAX gives the symmetric part)
-_COV = "_s2s_cov_matrix(cov, x)"
-_R = "(x - mean if mean is not None else x)"
+_X = "_s2s_samples(x, mean, cov)"          # (a vector may be samples of dimension 1)
+_COV = f"_s2s_cov_matrix(cov, {_X})"
+_R = f"({_X} - mean if mean is not None else {_X})"
 _S = f"({_R} @ np.linalg.inv({_COV}))"                     # cov^-1 (x - mean), by sample
 _GS = f"np.expand_dims(g, -1) * {_S}"
-_FLAT = "np.reshape({}, (-1, np.shape(x)[-1]))"
+_FLAT = "np.reshape({}, (-1, np.shape(%s)[-1]))" % _X
 rule(stats.multivariate_normal.logpdf, "x, mean=None, cov=1, allow_singular=False",
-     x=f"-_s2s_unbroadcast({_GS}, x)", mean=f"_s2s_unbroadcast({_GS}, mean)",
+     x=f"-np.reshape(_s2s_unbroadcast({_GS}, {_X}), np.shape(x))",
+     mean=f"_s2s_unbroadcast({_GS}, mean)",
      cov=f"_s2s_cov_adjoint(-0.5 * (np.sum(g) * np.linalg.inv({_COV}) - "
          f"{_T.format(_FLAT.format(_GS))} @ {_FLAT.format(_S)}), cov)",
-     tangent={"x": f"-np.sum(t * {_S}, -1)", "mean": f"np.sum(t * {_S}, -1)",
-              "cov": f"0.5 * (np.sum({_S} @ _s2s_cov_matrix(t, x) * {_S}, -1) - "
-                     f"np.trace(np.linalg.solve({_COV}, _s2s_cov_matrix(t, x)), 0, -2, -1))"})
+     tangent={"x": f"-np.sum(_s2s_samples(t, mean, cov) * {_S}, -1)",
+              "mean": f"np.sum(t * {_S}, -1)",
+              "cov": f"0.5 * (np.sum({_S} @ _s2s_cov_matrix(t, {_X}) * {_S}, -1) - "
+                     f"np.trace(np.linalg.solve({_COV}, _s2s_cov_matrix(t, {_X})), 0, -2, -1))"})

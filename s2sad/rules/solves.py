@@ -257,4 +257,16 @@ def cov_adjoint(g, cov):
 helper_adjoint(cov_adjoint, zero="cov", g="_s2s_cov_matrix(ans_bar, g)")
 
 
+@helper(linear="x")
+def samples(x, mean, cov):
+    """`x` as `multivariate_normal` and `multivariate_t` read it, samples along its last
+    axis: of dimension 1 (`mean` None or of size 1, `cov` a number or of size 1), a
+    number or a vector holds one sample per element."""
+    one = np.size(mean) == 1 if mean is not None else np.size(cov) == 1
+    return np.reshape(x, (-1, 1)) if one and np.ndim(x) <= 1 else x
+
+
+helper_adjoint(samples, namespace=ns, zero="mean, cov", x="np.reshape(ans_bar, np.shape(x))")
+
+
 helpers(__name__)
