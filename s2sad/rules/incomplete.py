@@ -4,17 +4,21 @@ parameters: the regularized incomplete gamma function P(a, x) in `a` (`gamma`'s 
 (`beta`'s cdf, `special.betainc`), and Student's t cdf in `df`. SciPy gives none of them.
 
 Each is an integral of the density: with `s(t)` the derivative of the log density in the
-parameter, d/da cdf(x) = ∫_lo^x s(t) pdf(t) dt; and as the score has mean zero, it is
-also -∫_x^hi s(t) pdf(t) dt. The integral is taken over the tail that `x` cuts off (below
-the mean, or above it), where it is small, so that it keeps its relative accuracy far in
-either tail; its density scaled by its largest value there, so that the ratio to the tail's
-probability (the derivative of `logcdf` or `logsf`) does not underflow. `scipy.integrate.quad`
-evaluates it, one element at a time; near a density's pole (a shape parameter below 1 at
-the end 0 or 1) the variable is changed to u = t^a, which takes the pole away.
+parameter (its score), d/da cdf(x) = ∫_lo^x s(t) pdf(t) dt; and as the score has mean
+zero, it is also -∫_x^hi s(t) pdf(t) dt. The integral is taken over the tail that `x`
+cuts off (below the mean, or above it), where it is small, so that it keeps its relative
+accuracy far in either tail, with the density scaled by about its largest value there,
+so that the ratio to the tail's probability (the derivative of `logcdf` or `logsf`) does
+not underflow. `scipy.integrate.quad` evaluates it, one element at a time; where the
+density has a pole (a shape parameter below 1, at the end 0) the variable is changed to
+u = t^a, which takes the pole away.
 
-Second derivatives through them are not given: their forward and reverse rules raise a
-located `MissingRuleError` (`refuse_second`). The module needs SciPy; only
-rules/distributions.py imports it.
+Second derivatives are integrals of the same kind, of s_i s_j + ds_i/da_j
+(`shape_cdf2`), and in `x` the density times the score at `x` (`shape_cdf_dx`). Third
+derivatives have no rule: the reverse rules of those two declare none of their
+parameters, so a differentiated value reaching them is refused when s2sad compiles
+(before_ad/lost_derivatives.py). The module needs SciPy; only rules/distributions.py
+imports it.
 """
 import math
 
