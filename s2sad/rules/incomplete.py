@@ -25,7 +25,8 @@ import math
 import numpy as np
 from scipy import integrate, special
 
-from .registry import define, helper_adjoint, helpers
+from ..errors import MissingRuleError
+from .registry import define, helper, helper_adjoint, helpers
 
 _QUAD = dict(epsabs=0.0, epsrel=1e-11, limit=200)
 
@@ -277,7 +278,18 @@ def shape_cdf_dx(name, kind, which, x, a, b=None, first=None):
     return out
 
 
+@helper(tangent=())       # (it raises: a constant)
+def third_derivative(name):
+    """Raise: the third derivatives of `name`'s distribution functions in a shape
+    parameter have no rule."""
+    raise MissingRuleError(
+        f"third derivatives of stats.{name}'s cdf, sf, logcdf or logsf (or of gammainc, "
+        "gammaincc, betainc) in a shape parameter have no rule; differentiate twice at "
+        "most, or pass the parameter through s2sad.stop_gradient")
+
+
 helpers(__name__)
+define(third_derivative, nondiff=True)
 _SECOND = "_s2s_shape_cdf2(name, kind, which, {}, x, a, b)"
 _DX = "_s2s_shape_cdf_dx(name, kind, which, x, a, b, ans)"
 define(shape_cdf, "name, kind, which, x, a, b=None",
@@ -287,6 +299,13 @@ helper_adjoint(shape_cdf, zero="name, kind, which",
                x=f"_s2s_unbroadcast(ans_bar * {_DX}, x)",
                a=f"_s2s_unbroadcast(ans_bar * {_SECOND.format(0)}, a)",
                b=f"_s2s_unbroadcast(ans_bar * {_SECOND.format(1)}, b)")
-# (third derivatives have no rule: a differentiated value passed to these is refused)
+# (third derivatives have no rule: a differentiated value passed to these is refused where
+# s2sad compiles, as their reverse rules declare none of their parameters; their forward
+# rules, which that refusal comes before, raise)
 helper_adjoint(shape_cdf2, zero="name, kind, which, second")
 helper_adjoint(shape_cdf_dx, zero="name, kind, which")
+_THIRD = "_s2s_third_derivative(name)"
+define(shape_cdf2, "name, kind, which, second, x, a, b=None",
+       tangent=dict.fromkeys(("x", "a", "b"), _THIRD))
+define(shape_cdf_dx, "name, kind, which, x, a, b=None, first=None",
+       tangent=dict.fromkeys(("x", "a", "b", "first"), _THIRD))
