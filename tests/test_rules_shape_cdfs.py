@@ -138,8 +138,15 @@ def v_t(df, x, scale):
             + stats.t.logsf(x[:, None], df, scale=scale))
 
 
-def v_expon(x, loc, scale):
-    return stats.expon.sf(x, loc, scale) + stats.expon.logsf(x, loc=loc, scale=scale)
+def v_tails(x, loc, scale):
+    return (stats.expon.sf(x, loc, scale) + stats.expon.logsf(x, loc=loc, scale=scale)
+            + stats.norm.sf(x, loc, scale) + stats.norm.logsf(4 * x, loc, scale=scale))
+
+
+def v_frozen(a, s):
+    # (a frozen distribution's sf and logsf are its distribution's)
+    d = stats.gamma(a, scale=s)
+    return d.sf(X4) + d.logsf(3.0 * X4) + stats.beta(a, 2.0).logsf(U4)
 
 
 def v_special(a, b, x):
@@ -154,7 +161,8 @@ ARRAYS = {
                               U4)}),
     "t": (v_t, {"vec": (np.array([0.8, 2.5, 5.0, 40.0]), np.array([-6.0, -0.4, 1.2, 25.0]),
                         1.7)}),
-    "expon": (v_expon, {"vec": (X4 + 0.5, np.array([0.1, 0.2, 0.0, 0.3]), 1.4)}),
+    "tails": (v_tails, {"vec": (X4 + 0.5, np.array([0.1, 0.2, 0.0, 0.3]), 1.4)}),
+    "frozen": (v_frozen, {"vec": (np.array([0.4, 1.5, 3.0, 12.0]), 1.3), "py": (2.5, 0.7)}),
     "special": (v_special, {"vec": (np.array([0.3, 1.5, 4.0, 2.0]),
                                     np.array([0.7, 2.0, 1.2, 9.0]), U4)}),
 }

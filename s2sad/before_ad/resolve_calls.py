@@ -653,7 +653,7 @@ def _resolves_to(obj, fn):
 
 #: The methods of a frozen distribution that stand for its distribution's (`d.logpdf(y)`
 #: of `d = norm(mu, s)` is `norm.logpdf(y, mu, s)`), where those have rules.
-_FROZEN_METHODS = ("logpdf", "pdf", "logpmf", "pmf", "cdf", "logcdf")
+_FROZEN_METHODS = ("logpdf", "pdf", "logpmf", "pmf", "cdf", "logcdf", "sf", "logsf")
 
 
 def _distribution(obj):

@@ -197,6 +197,9 @@ rule(stats.norm.cdf, _NORM, f"g * {_P}", f"-g * {_P}", f"-g * {_P} * {_Z}", broa
 _Q = "np.exp(norm.logpdf(x, loc, scale) - ans)"           # pdf / cdf, without underflow
 rule(stats.norm.logcdf, _NORM, f"g * {_Q}", f"-g * {_Q}", f"-g * {_Q} * {_Z}",
      broadcast=True)
+rule(stats.norm.sf, _NORM, f"-g * {_P}", f"g * {_P}", f"g * {_P} * {_Z}", broadcast=True)
+rule(stats.norm.logsf, _NORM, f"-g * {_Q}", f"g * {_Q}", f"g * {_Q} * {_Z}",     # (pdf / sf)
+     broadcast=True)
 # cov a number, a vector (the diagonal) or a matrix, of which SciPy reads the lower
 # triangle: its adjoint is on that triangle (JAX gives the symmetric part)
 _X = "_s2s_samples(x, mean, cov)"          # (a vector may be samples of dimension 1)
