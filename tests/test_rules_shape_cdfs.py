@@ -82,12 +82,12 @@ def betainc(a, b, x):
 
 
 _GAMMA = [(0.05, 1e-5), (0.3, 0.01), (0.3, 2.0), (1.0, 1e-3), (2.5, 0.5), (2.5, 8.0),
-          (5.0, 60.0), (50.0, 30.0), (50.0, 70.0), (1000.0, 1100.0)]
+          (5.0, 60.0), (50.0, 30.0), (50.0, 70.0), (1000.0, 1100.0), (50.0, 1e-3)]
 _BETA = [(0.05, 0.05, 1e-6), (0.05, 0.05, 1 - 1e-6), (0.3, 0.4, 0.01), (0.3, 0.4, 0.99),
          (2.5, 3.0, 0.1), (2.5, 3.0, 0.9), (0.5, 5.0, 0.3), (5.0, 0.5, 0.7), (1.0, 1.0, 0.3),
-         (200.0, 300.0, 0.3), (200.0, 300.0, 0.45)]
+         (200.0, 300.0, 0.3), (200.0, 300.0, 0.45), (20.0, 30.0, 1e-3), (20.0, 30.0, 0.995)]
 _T = [(0.5, -3.0), (0.5, 40.0), (3.0, 0.5), (3.0, -8.0), (100.0, 2.0), (2.5, -30.0),
-      (1e4, -5.0)]
+      (1e4, -5.0), (3.0, -1e3), (0.5, 1e6)]
 POINTS = [pytest.param(f, p, id=f"{f.__name__}{p}") for fns, points in (
     ((gamma_cdf, gamma_sf, gamma_logcdf, gamma_logsf, gammainc, gammaincc), _GAMMA),
     ((beta_cdf, beta_sf, beta_logcdf, beta_logsf, betainc), _BETA),
@@ -212,6 +212,24 @@ HESSIANS = {"gamma": (h_gamma, [np.array([0.3, -0.5, 1.2]), np.array([-2.0, 0.1,
                                            for k, (f, p) in HESSIANS.items()}))
 def test_hessian_matches_finite_differences(fn, x):
     check_hessian(fn, x)
+
+
+def mixed_in_a_and_x(a, b, x):
+    return s2sad.grad(beta_logsf)(a, b, x)
+
+
+def logsf_slope(a, b, x):
+    """d/dx of beta's logsf, -pdf / sf, as SciPy computes them."""
+    return -np.exp(stats.beta.logpdf(x, a, b) - stats.beta.logsf(x, a, b))
+
+
+@pytest.mark.parametrize("a, b, x", [(0.128, 0.125, 1e-20), (2.5, 3.0, 0.3), (5.0, 0.5, 0.9),
+                                     (0.3, 4.0, 1e-4)])
+def test_the_shape_derivative_of_logsf_in_x_far_in_the_lower_tail(a, b, x):
+    # (1 - I_x(a, b) where I_x(a, b) is small but 1 - x rounds to 1)
+    got = s2sad.grad(mixed_in_a_and_x, wrt=2)(a, b, x)
+    expected = central(lambda v: logsf_slope(v, b, x), (a,), 0)
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
 
 
 def cdf_in_a(a):

@@ -116,17 +116,30 @@ def _beta_tail(x, a, b):
     return lower, shift, lambda w: swapped(lambda s, ls, l1s: w(1 - s, l1s, ls))
 
 
+def _t_point(t, df):
+    """(w, ln w, ln(1 - w)) of w = df / (df + t^2), in which the t density's score is
+    written (a Beta(df / 2, 1 / 2) variable: far in the tails, w is small)."""
+    q = t * t / df
+    return 1 / (1 + q), -math.log1p(q), (math.log(q) - math.log1p(q)) if q > 0 else -math.inf
+
+
 def _t_tail(x, df):
+    # (density and score are even in t: the tail beyond |x|; up to c = max(|x|, sqrt(df))
+    # in t, beyond it in w, where the heavy tail is a finite interval)
     lc = special.gammaln(0.5 * (df + 1)) - special.gammaln(0.5 * df) - 0.5 * math.log(
         math.pi * df)
 
     def logd(t):
         return lc - 0.5 * (df + 1) * math.log1p(t * t / df)
-    lower, shift = x < 0, logd(x)           # (the density is largest at x in its tail)
+    lower, shift, x = x < 0, logd(x), abs(x)     # (the density is largest at x in its tail)
+    c = max(x, math.sqrt(df))
+    shift_w, far = _beta_lower(df / (df + c * c), 0.5 * df, 0.5)
+    scale_w = math.exp(min(shift_w + math.log(0.5) - shift, 700.0))
 
     def integral(w):
-        lo, hi = (-math.inf, x) if lower else (x, math.inf)
-        return _quad(lambda t: w(t, None, None) * math.exp(logd(t) - shift), lo, hi)
+        near = _quad(lambda t: w(*_t_point(t, df)) * math.exp(logd(t) - shift), x, c) \
+            if c > x else 0.0
+        return near + (far(w) * scale_w if scale_w > 0 else 0.0)
     return lower, shift, integral
 
 
@@ -149,14 +162,12 @@ def _t_scores(df, b=None):
     dlead = 0.25 * (special.polygamma(1, 0.5 * (df + 1)) - special.polygamma(1, 0.5 * df)
                     ) + 0.5 / (df * df)
 
-    def score(t, lt, l1t):
-        r = t * t / (df + t * t)              # q / (1 + q), q = t^2 / df
-        return (lead - 0.5 * math.log1p(t * t / df) + 0.5 * (df + 1) * r / df,)
+    def score(w, lw, l1w):                    # (at t, w = df / (df + t^2): `_t_point`)
+        return (lead + 0.5 * lw + 0.5 * (df + 1) * (1 - w) / df,)
 
-    def dscore(t, lt, l1t):
-        s = t * t
-        return dlead + 0.5 * s / (df * (df + s)) + 0.5 * s * (
-            df * (df + s) - (df + 1) * (2 * df + s)) / (df * df * (df + s) ** 2)
+    def dscore(w, lw, l1w):
+        return dlead + 0.5 * (1 - w) / df + 0.5 * (1 - w) * (df - (df + 1) * (1 + w)) / (
+            df * df)
     return score, {(0, 0): dscore}
 
 
@@ -245,23 +256,34 @@ _LOGPDF = {"gamma": lambda x, a, b: (a - 1) * math.log(x) - x - special.gammaln(
 
 def _one_dx(name, kind, which, x, a, b, first):
     """d/dx of `first`, the derivative of `kind` at x in shape_which: the density at x
-    times its score there, less `first` times the density over the tail's probability for
-    the logarithms."""
-    if math.isnan(x) or (name != "t" and (x <= 0 or name == "beta" and x >= 1)):
-        return 0.0 if not math.isnan(x) else math.nan
+    times its score there (of the cdf; minus that, of the sf); of their logarithms, the
+    density over the tail's probability times the score less `first`."""
+    if math.isnan(x):
+        return math.nan
+    if math.isinf(x) or (name != "t" and (x <= 0 or name == "beta" and x >= 1)):
+        return 0.0
     logpdf = _LOGPDF[name](x, a, b)
-    s = _DISTS[name][1](a, b)[0](x, math.log(x) if x > 0 else None,
-                                 math.log1p(-x) if name == "beta" else None)[which]
+    point = _t_point(x, a) if name == "t" else (
+        x, math.log(x), math.log1p(-x) if name == "beta" else None)
+    s = _DISTS[name][1](a, b)[0](*point)[which]
     if kind in ("cdf", "sf"):
         return math.exp(logpdf) * s * (1 if kind == "cdf" else -1)
     if kind == "logcdf":
         p = (special.betainc(a, b, x) if name == "beta" else special.gammainc(a, x)
              if name == "gamma" else special.stdtr(a, x))
     else:
-        p = (special.betainc(b, a, 1 - x) if name == "beta" else special.gammaincc(a, x)
+        p = (_betaincc(a, b, x) if name == "beta" else special.gammaincc(a, x)
              if name == "gamma" else special.stdtr(a, -x))
-    ratio = math.exp(logpdf) / p
+    ratio = math.exp(logpdf - math.log(p)) if p > 0 else math.inf     # (density / tail)
     return ratio * (s - first) if kind == "logcdf" else ratio * (first - s)
+
+
+def _betaincc(a, b, x):
+    """1 - I_x(a, b), accurate where I_x(a, b) is small too (`special.betaincc` is SciPy
+    1.11's: before, 1 - x is exact from x = 0.5 on)."""
+    if hasattr(special, "betaincc"):
+        return special.betaincc(a, b, x)
+    return special.betainc(b, a, 1 - x) if x >= 0.5 else 1 - special.betainc(a, b, x)
 
 
 def shape_cdf_dx(name, kind, which, x, a, b=None, first=None):
