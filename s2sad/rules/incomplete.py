@@ -11,7 +11,9 @@ accuracy far in either tail, with the density scaled by about its largest value 
 so that the ratio to the tail's probability (the derivative of `logcdf` or `logsf`) does
 not underflow. `scipy.integrate.quad` evaluates it, one element at a time; where the
 density has a pole (a shape parameter below 1, at the end 0) the variable is changed to
-u = t^a, which takes the pole away.
+u = t^a, which takes the pole away; Student's t beyond sqrt(df) is integrated in
+w = df / (df + t^2), a Beta(df / 2, 1 / 2) variable, in which its heavy tail is a finite
+interval.
 
 Second derivatives are integrals of the same kind, of s_i s_j + ds_i/da_j
 (`shape_cdf2`), and in `x` the density times the score at `x` (`shape_cdf_dx`). Third
