@@ -30,15 +30,17 @@ from scipy import integrate, special
 from ..errors import MissingRuleError
 from .registry import define, helper, helper_adjoint, helpers
 
-_QUAD = dict(epsabs=0.0, epsrel=1e-11, limit=200)
+_QUAD = dict(epsrel=1e-11, limit=200)
 
 
 def _quad(f, lo, hi, peak=None):
-    """∫_lo^hi f, to about 1e-11 relative, split at `peak` (where f is largest) if it is
-    inside."""
+    """∫_lo^hi f, to about 1e-11 relative (or 1e-14 of the interval's length, where the
+    scaled density, at most about 1, changes sign with the score), split at `peak` (where
+    f is largest) if it is inside."""
     if peak is not None and lo < peak < hi:
         return _quad(f, lo, peak) + _quad(f, peak, hi)
-    return integrate.quad(f, lo, hi, **_QUAD)[0]
+    small = 1e-14 * (hi - lo) if math.isfinite(hi - lo) else 0.0
+    return integrate.quad(f, lo, hi, epsabs=small, **_QUAD)[0]
 
 
 # -- the tails: (lower, shift, integral) with integral(w) = ∫ w(t, ln t, ln(1 - t))
