@@ -8,7 +8,9 @@ everything else follows from the code, as Python's arithmetic gives it: `/` and 
 values of two types has the wider (`bool < int < float`); a name of unknown type, or
 bound to a number and to something else, has none. An array indexed by ints is an
 element, unless it is a parameter with more axes than ints (Numba's types give their
-number: `ndims`), whose index is an array (a row of a matrix).
+number: `ndims`), whose index is an array (a row of a matrix). A number's adjoint
+summed down to a number (`_s2s_unbroadcast(g, x)`, both numbers) is `g`, however long
+the chain of adjoints that leads to it.
 
 >>> import gast, math
 >>> from s2sad import syntax
@@ -37,6 +39,7 @@ import numpy as np
 
 from .. import syntax
 from ..frontend import source
+from ..rules import reductions
 
 BOOL, INT, FLOAT, ARRAY = "bool", "int", "float", "array"
 PENDING = "pending"     # of a name no binding has given a type yet
@@ -177,6 +180,9 @@ class NumberTypes:
         args = [self.of(a) for a in e.args]
         if fn in _MAKES_ARRAYS:
             return ARRAY
+        if fn is reductions.unbroadcast and len(args) == 2 and args[0] in _ORDER \
+                and args[1] in _ORDER:
+            return args[0]      # (a number's adjoint summed to a number: itself)
         # (a function of the user's: what its source returns; NumPy's, s2sad's helpers:
         # an array for an array)
         python = source.numba_function(fn) or (fn if inspect.isfunction(fn) and (
