@@ -627,8 +627,12 @@ def test_a_local_list_of_arrays_as_loop_state(wrt):
     native = s2sad.grad(layered, wrt=wrt, backend="numba")
     np.testing.assert_allclose(native(*args), fd_array_grad(layered, args, wrt),
                                rtol=1e-6, atol=1e-8)
-    # (the adjoint of the lists: lists of zeros, elements replaced in a copy)
+    # (the adjoint of the lists: lists of zeros, elements replaced in place where no other
+    # name sees them; with respect to `state`, the adjoint of the list the comprehension
+    # made is another name for them, `hidden_bar = hidden_2_bar`, and they are copied)
     assert "hidden_2_bar = [np.zeros_like(_s2s_e) for _s2s_e in hidden_2]" in native.source
+    assert "hidden_2_bar[i_3] = " in native.source
+    assert ("hidden_2_bar = hidden_2_bar.copy()" in native.source) == (wrt == 1)
     # forward mode: the lists and their tangents appended to in place
     tangent = rng.normal(size=args[wrt].shape)
     value, derivative = s2sad.jvp(layered, args, tuple(tangent if i == wrt else None
