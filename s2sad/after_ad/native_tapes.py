@@ -119,7 +119,60 @@ def run(fn, ctx):
                 s.targets[0], gast.Name):
             s.value = syntax.const(_ZEROS.get(types.of_name(s.targets[0].id), 0.0))
     native_lists.rewrite(fn, ctx, _NativeForms(ctx, types).helper, types)
+    _prune_objects(fn)
     return fn
+
+
+def _prune_objects(fn):
+    """`fn` with each value of a tape of objects (`_s2s_tape_objects.append((a, b))`, read
+    back by `a, b = _s2s_tape_objects[_s2s_row]`) that no statement which can run after a
+    read-back reads left out: the lists whose adjoints the Python backend's helpers built
+    from them, which native_lists' lists of the same length do not read."""
+    pushes, reads = {}, {}
+
+    def visit(stmts, chain):
+        for k, s in enumerate(stmts):
+            here = chain + [(stmts, k)]
+            v = getattr(s, "value", None)
+            if (isinstance(s, gast.Expr) and isinstance(v, gast.Call) and len(v.args) == 1
+                    and isinstance(v.func, gast.Attribute) and v.func.attr == "append"
+                    and syntax.is_name(v.func.value)):
+                pushes.setdefault(v.func.value.id, []).append(v)
+            if (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Tuple)
+                    and isinstance(v, gast.Subscript) and syntax.is_name(v.value)
+                    and v.value.id.startswith("_s2s_tape")):
+                reads.setdefault(v.value.id, []).append((s, here))
+            for field in ("body", "orelse"):
+                if type(getattr(s, field, None)) is list:
+                    visit(getattr(s, field), here)
+    visit(fn.body, [])
+    for tape, unpacks in reads.items():
+        width = len(unpacks[0][0].targets[0].elts)
+        calls = pushes.get(tape, [])
+        if not calls or any(not isinstance(c.args[0], gast.Tuple) or len(c.args[0].elts)
+                            != width for c in calls) or any(
+                len(s.targets[0].elts) != width for s, _ in unpacks):
+            continue
+        unread = set(range(width))
+        for s, here in unpacks:
+            later = []
+            for depth, (stmts, k) in enumerate(here):
+                later += stmts[k + 1:]
+                if depth < len(here) - 1 and isinstance(stmts[k], (gast.For, gast.While)):
+                    later += stmts[k].body + stmts[k].orelse     # (its next iterations)
+            loaded = {n.id for t in later for n in syntax.name_nodes(t)
+                      if isinstance(n.ctx, gast.Load)}
+            unread &= {k for k, e in enumerate(s.targets[0].elts)
+                       if isinstance(e, gast.Name) and e.id not in loaded}
+        kept = [k for k in range(width) if k not in unread] or [0]
+        if len(kept) == width:
+            continue
+        for c in calls:
+            items = [c.args[0].elts[k] for k in kept]
+            c.args[0] = items[0] if len(items) == 1 else syntax.tuple_(items)
+        for s, _ in unpacks:
+            names = [s.targets[0].elts[k] for k in kept]
+            s.targets[0] = names[0] if len(names) == 1 else syntax.tuple_(names, store=True)
 
 
 def _depth(fn, tape):
