@@ -272,7 +272,7 @@ class _NativeForms:
                and of(t.args[0]) in (FLOAT, INT, BOOL) and of(t.args[2]) == INT]
         rest = [t for t in terms if not any(t is u for u in put)]
         if not put or len(terms) < 2 or len(rest) > 1 or of(put[0].args[1]) != ARRAY or (
-                rest and not syntax.is_name(rest[0], target)):
+                rest and not (syntax.is_name(rest[0], target) and of(rest[0]) == ARRAY)):
             return None
         np_ = self.numpy()
         made = (syntax.call(syntax.attribute(np_, "copy"), [rest[0]]) if rest else
