@@ -170,3 +170,27 @@ def test_refusals_name_the_users_line():
         s2sad.jacfwd(posed, has_aux=True, backend="numba")
     with pytest.raises(NativeBackendError, match="is a tuple, whose derivative would be one too"):
         s2sad.jacfwd(spiral, backend="numba")((0.7, 0.2), 1.3)
+
+
+SCALE = 2.0
+
+
+def scaled(x):
+    return np.sin(SCALE * x) * x[0]
+
+
+def test_kept_code_follows_a_rebound_global():
+    # jvp and a jacfwd kept across calls hold the code compiled for the arguments' kinds;
+    # a global it read rebound makes it again (Numba froze the old value into it)
+    global SCALE
+    x = np.array([0.3, 0.5, -0.4])
+    jac = s2sad.jacfwd(scaled, backend="numba")
+    try:
+        for value in (2.0, 3.0):
+            SCALE = value
+            want = fd_jacobian(scaled, (x,), 0)
+            np.testing.assert_allclose(jac(x), want, rtol=1e-6, atol=1e-8)
+            _, tangent = s2sad.jvp(scaled, (x,), (np.ones(3),), backend="numba")
+            np.testing.assert_allclose(tangent, want.sum(axis=1), rtol=1e-6, atol=1e-8)
+    finally:
+        SCALE = 2.0
