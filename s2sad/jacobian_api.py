@@ -313,7 +313,7 @@ def _forward_plan(f, indices, args, kwargs, arg_types, many, of_gradient):
 
 def _numba_jacfwd(f, wrt, has_aux, holomorphic):
     """`jacfwd(f, wrt, backend="numba")`: one column a unit tangent, each by `f_jvp`
-    compiled by Numba once for the arguments' types (see numba_api.jvp_along)."""
+    compiled by Numba once for the arguments' kinds (numba_api.NumbaJvp)."""
     for given, name in ((has_aux, "has_aux=True"), (holomorphic, "holomorphic=True"),
                         (_gradient(f) is not None, "a gradient (forward over reverse)"),
                         (variadic.takes_varargs(f), "a function of *args"),

@@ -1,5 +1,7 @@
 """The numba backend's derivatives: `grad(f, backend="numba")`, `value_and_grad(f,
-backend="numba")`, `jvp(f, primals, tangents, backend="numba")`, `vjp(f, *args,
+backend="numba")`, `jvp(f, primals, tangents, backend="numba")` (its code, `NumbaJvp`,
+kept by the arguments' kinds, also runs the columns of `jacfwd(f, backend="numba")`),
+`vjp(f, *args,
 backend="numba")` (its pullback runs `f_adjoint`, forward and reverse sweeps, compiled by
 Numba), and the second derivatives
 `hvp(f, backend="numba")` and `hessian(f, backend="numba")` (see docs/numba.md).
