@@ -194,3 +194,25 @@ def test_kept_code_follows_a_rebound_global():
             np.testing.assert_allclose(tangent, want.sum(axis=1), rtol=1e-6, atol=1e-8)
     finally:
         SCALE = 2.0
+
+
+def written_argument(x, k):
+    # the function writes into its argument, a slice then elements: the derivative
+    # writes into a copy of it, never into the caller's array
+    x[1:3] = x[0:2] * k
+    for i in range(2):
+        x[i + 2] = x[i] * x[i + 1]
+    return np.sin(x)
+
+
+def test_a_function_writing_into_its_argument():
+    x = np.array([0.3, 0.5, 0.7, 0.9])
+    want = fd_jacobian(lambda a, k: written_argument(a.copy(), k), (x, 2.0), 0)
+    before = x.copy()
+    np.testing.assert_allclose(s2sad.jacfwd(written_argument, backend="numba")(x, 2.0), want,
+                               rtol=1e-6, atol=1e-8)
+    value, tangent = s2sad.jvp(written_argument, (x, 2.0), (np.ones(4), None),
+                               backend="numba")
+    np.testing.assert_array_equal(x, before)
+    np.testing.assert_allclose(value, written_argument(x.copy(), 2.0), rtol=1e-15)
+    np.testing.assert_allclose(tangent, want.sum(axis=1), rtol=1e-6, atol=1e-8)
