@@ -20,6 +20,8 @@ bools or ints or a list (named or not: `y[y > 0]`, `x[[-1, 0]]` copy); the argum
 a primitive's record names in `view` (`np.reshape`, `x.T`, `np.split`'s list of views,
 `x.astype(float, copy=False)`: `registry.viewed`), and every argument of a method or a
 function s2sad knows nothing of; a list or tuple holding the array; a loop over it.
+The parts of one split (`a, b = np.split(y, [1])`, cut in order) share the memory of
+`y` but not each other's: a write into `b` leaves `a` as it was (`split_parts`).
 A Python function s2sad reads is analysed for what it returns and writes into
 (before_ad/callee_effects.py): its write into an argument (`def scale(a): a *= 2.0`) is
 followed only through what it returns. In reverse mode, a call that changes in place
@@ -169,6 +171,8 @@ class Aliasing(AliasErrors, SharedMemory):
         self.values = {n: [d.value for d in ds] for n, ds in self.defs.items()}
         self.ndim, self.patterned = certain_axes.ndims(self.values, ctx)
         self.arrays = self.mutable()
+        self.parts = self.split_parts(fn)
+        self.split = self.split_arrays()
 
     def check(self, fn):
         """Raise at the first read of an old value, if there is one whatever the indexes
@@ -276,6 +280,8 @@ class Aliasing(AliasErrors, SharedMemory):
                     self.bind_call(target, effect, s, state)
                 else:
                     self.bind(target, self.shares(target, v, s), s, state)
+                    if id(s) in self.parts:
+                        self.keep_parts_apart(target, s, names)
                 if base is not None:
                     # `lst[i] += v` writes into the element too, when it may be an array
                     objects = names.get(base, Held()).objects
@@ -342,11 +348,20 @@ class Aliasing(AliasErrors, SharedMemory):
         for n, h in names.items():
             if target in h.apart:
                 names[n] = dataclasses.replace(h, apart=h.apart - {target})
-        apart = frozenset(n for n in apart if n != target and n in names and self.kinds.kind.get(
-            n) == ARRAY) if self.kinds.kind.get(target) == ARRAY else frozenset()
+        apart = frozenset(n for n in apart if n != target and n in names and self.certain_array(
+            n)) if self.certain_array(target) else frozenset()
         names[target] = dataclasses.replace(held, apart=apart)
         for n in apart:
             names[n] = dataclasses.replace(names[n], apart=names[n].apart | {target})
+
+    def keep_parts_apart(self, target, s, names):
+        """`target`, bound by `s` to a part of an array split (`b = parts[1]`), is apart
+        from the names of its other parts (`a = parts[0]`) and from what the array split
+        is apart from (see `split_parts`)."""
+        siblings, base = self.parts[id(s)]
+        apart = {n for n in siblings if n in names} | (names[base].apart if base in names
+                                                        else frozenset())
+        self.place(names, target, names[target], names[target].apart | apart)
 
     def related(self, h, relation, s):
         """What a value made by `s` holds, that is the "version", a view ("same"), an

@@ -1,11 +1,14 @@
 """What a value shares memory with, for the aliasing pass (before_ad/aliasing.py, whose
 `Aliasing` sets `ctx`, `src`, `kinds`, `params`, `values`, `ndim`, `patterned`, `maybe`
 and `views`): the names a value of Wengert form is the same object as, a view, an
-element or a part of, or a new container holding; and the indexes that certainly copy."""
+element or a part of, or a new container holding; the indexes that certainly copy; and
+the parts of one array split (`a, b = np.split(y, [1])`), which share no memory with
+each other (`split_parts`)."""
 import gast
 import numpy as np
 
 from .. import marks
+from .. import syntax
 from ..analysis.value_kinds import ARRAY, CONTAINER, SCALAR, user_class
 from ..rules import registry, runtime
 from .callee_effects import FRESH, FRESH_METHODS, REGROUPING
@@ -19,7 +22,86 @@ INDEX_ARRAYS = (np.argsort, np.nonzero, np.flatnonzero, np.argwhere, np.arange,
 
 
 class SharedMemory:
-    """`shares` and what it asks (see the module docstring)."""
+    """`shares` and what it asks, and `split_parts` (see the module docstring)."""
+
+    def split_parts(self, fn):
+        """{id of `b = parts[j]`: (the names bound since to other parts of the same split,
+        `a = parts[k]`, k != j, and not bound again; the name of the array split, if not
+        bound again since, or None)}, after each `parts = np.split(y, ...)` (a primitive
+        whose record says `disjoint`). Wengert form unpacks `a, b = np.split(y, [1])`
+        so. The parts of one array share no memory with each other: a write into one
+        leaves the others as they are."""
+        out = {}
+        for block in syntax.blocks(fn.body, functions=False):
+            for i, s in enumerate(block):
+                split = self.split_of(s)
+                if split is False:
+                    continue
+                parts, base, bound = s.targets[0].id, split, {}
+                for later in block[i + 1:]:
+                    k = _part_index(later, parts)
+                    if k is not None:
+                        target = later.targets[0].id
+                        out[id(later)] = ([n for n, j in bound.items() if j != k and n != target],
+                                          base)
+                    stored = syntax.names_stored(later)
+                    if parts in stored:
+                        break
+                    for n in stored:
+                        bound.pop(n, None)
+                    base = None if base in stored else base
+                    if k is not None:
+                        bound[target] = k
+        return out
+
+    def split_of(self, s):
+        """The name of the array `s` splits into parts that share no memory (None when
+        not a name), or False: `s` is no such split. The parts share none where the
+        array is cut in a number of parts, or at indexes in order (`[1, 3]`; `[3, 1]`
+        makes parts `y[:3]` and `y[1:]`)."""
+        if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+                and isinstance(s.value, gast.Call)):
+            return False
+        record = registry.primitive(self.ctx.resolve(s.value.func))
+        if record is None or record.disjoint is None or len(s.value.args) <= record.disjoint \
+                or not self.in_order(s.value.args[record.disjoint]):
+            return False
+        keywords = {k.arg: k.value for k in s.value.keywords if k.arg is not None}
+        viewed = self.held(registry.viewed(record, s.value.args, keywords))
+        return viewed[0] if len(viewed) == 1 else None
+
+    def in_order(self, cuts):
+        """Whether `cuts`, where an array is split, is a number (of parts) or indexes in
+        order, all from the start or all from the end."""
+        if isinstance(cuts, gast.Constant) or (isinstance(cuts, gast.Name)
+                                               and self.kinds.kind.get(cuts.id) == SCALAR):
+            return isinstance(cuts, gast.Name) or type(cuts.value) is int
+        values = self.values.get(cuts.id, []) if isinstance(cuts, gast.Name) else [cuts]
+        if len(values) != 1 or not isinstance(values[0], (gast.List, gast.Tuple)):
+            return False
+        at = [_number(e) for e in values[0].elts]
+        return all(type(k) is int for k in at) and at == sorted(at) and (
+            not at or (at[0] >= 0) == (at[-1] >= 0))
+
+    def split_arrays(self):
+        """The names bound only to parts of arrays split (`split_parts`), or to versions of
+        them written into (`b_1 = setitem(b, 0, v)`): certainly arrays."""
+        looped = {s.target.id for s in self.statement.values() if isinstance(s, gast.For)
+                  and isinstance(s.target, gast.Name)}
+        out = set()
+        while True:
+            more = {n for n, defs in self.defs.items() if n not in out | looped and all(
+                id(d) in self.parts or isinstance(d.value, gast.Call) and marks.PRIM.of(
+                    d.value.func) is runtime.setitem and isinstance(d.value.args[0], gast.Name)
+                and d.value.args[0].id in out for d in defs)}
+            if not more:
+                return out
+            out |= more
+
+    def certain_array(self, name):
+        """Whether `name` certainly holds an array (whose memory may be apart from
+        another's)."""
+        return self.kinds.kind.get(name) == ARRAY or name in self.split
 
     def shares(self, target, v, s=None):
         """[(name, relation)]: the names whose memory the value `v` of `target` shares:
@@ -165,3 +247,20 @@ def _ints(parts, kinds):
     return all(isinstance(p, gast.Constant) and type(p.value) is int or (
         isinstance(p, gast.Name) and kinds.kind.get(p.id) == SCALAR) for p in parts)
 
+
+def _part_index(s, parts):
+    """k, where `s` is `a = parts[k]`, k a constant not below 0; else None."""
+    v = s.value if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name) else None
+    if (isinstance(v, gast.Subscript) and isinstance(v.value, gast.Name) and v.value.id == parts
+            and isinstance(v.slice, gast.Constant) and type(v.slice.value) is int
+            and v.slice.value >= 0):
+        return v.slice.value
+    return None
+
+
+def _number(e):
+    """The number the constant `e` is (`-1` too), or None."""
+    if isinstance(e, gast.UnaryOp) and isinstance(e.op, gast.USub):
+        inner = _number(e.operand)
+        return None if inner is None else -inner
+    return e.value if isinstance(e, gast.Constant) and type(e.value) is int else None
