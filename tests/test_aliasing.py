@@ -137,6 +137,17 @@ def split_cut_out_of_order(x):
     return np.sum(a * x[:2])
 
 
+def split_part_named_in_branches_then_written(x):
+    y = np.cos(x)
+    a, b = np.split(y, 2)
+    if x[0] > 0:
+        c = a
+    else:
+        c = b
+    b[1] = x[2] ** 2
+    return np.sum(c * x[:2])
+
+
 def split_part_read_after_the_array_is_written(x):
     y = np.sin(x)
     a, b = np.split(y, 2)
@@ -300,6 +311,7 @@ REFUSED = [
     (split_part_taken_twice, 5, 4, 3),
     (split_cut_out_of_order, 5, 4, 3),
     (split_part_read_after_the_array_is_written, 4, 3, 2),
+    (split_part_named_in_branches_then_written, 8, 7, 2),
 ]
 
 
@@ -536,6 +548,27 @@ def split_in_a_loop(x):
     return s
 
 
+def split_part_written_after_the_array_is_read(x):
+    # (the gradient reads y, read before: the write into b is made on a copy)
+    y = np.sin(x)
+    s = np.sum(y * y * x)
+    a, b = np.split(y, [2])
+    t = np.sum(a * b)
+    b[0] = x[0] * x[3]
+    b *= x[1]
+    return s + np.sum(a * x[:2]) + np.sum(b * b) + t
+
+
+def split_parts_written_in_branches(x):
+    y = np.cos(x)
+    a, b = np.split(y, 2)
+    if x[0] > 0:
+        b[1] = x[2] ** 2
+    else:
+        a[0] = x[1] ** 3
+    return np.sum(a * b * x[:2])
+
+
 def split_argument_written(x):
     # (f writes into its argument; its derivatives do not)
     a, b = np.split(x, [2])
@@ -642,6 +675,7 @@ ACCEPTED = [jacobi_sweeps_swapping_two_buffers, double_buffered_stencil, buffers
             split_in_sections_written_other_part_read, array_split_parts_written_in_turn,
             hsplit_part_scaled_other_part_read, vsplit_part_written_twice_other_part_read,
             split_parts_named_from_the_list, split_of_a_split_part, split_in_a_loop,
+            split_part_written_after_the_array_is_read, split_parts_written_in_branches,
             split_argument_written]
 
 
