@@ -186,7 +186,7 @@ RECORD = FunctionRecord(
     ["frontend/source.py", "analysis/value_kinds.py", "before_ad/lift.py",
      "before_ad/resolve_calls.py", "before_ad/gradient_calls.py", "before_ad/callee_effects.py",
      "ad/calls.py", "ad/forward_mode.py", "ad/fused.py", "ad/checkpointed.py",
-     "ad/batching.py", "driver.py", "api.py"], default=None)
+     "ad/batching.py", "ad/header.py", "driver.py", "api.py"], default=None)
 
 #: Every mark of a node, by attribute.
 ALL = {m.attr: m for m in globals().values() if type(m) is Mark}
