@@ -713,8 +713,8 @@ def test_with_the_numba_backend():
         s2sad.grad(f, backend="numba")(X.copy())
 
 
-@pytest.mark.parametrize("f", [helper_makes_a_new_array, boolean_mask_copies],
-                         ids=lambda f: f.__name__)
+@pytest.mark.parametrize("f", [helper_makes_a_new_array, boolean_mask_copies,
+                               split_part_written_other_part_read], ids=lambda f: f.__name__)
 def test_exported(f, tmp_path):
     path = tmp_path / f"{f.__name__}_derivatives.py"
     s2sad.export(f, path, args=(X,))
