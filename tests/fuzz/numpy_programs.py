@@ -55,9 +55,10 @@ says which it uses):
 - `writers`: calls that write into a writable array (possibly a view), or into a view
   of it written out (`y[1:].sort()`, `np.exp(y.T, out=y.T)`): `out=` on ufuncs and
   reductions (`np.multiply(a, b, out=y)`, `np.exp(y, out=y)`,
-  `np.sum(a, axis=0, out=y)`, `np.clip(a, lo, hi, out=y)`, sometimes with the result
+  `np.sum(a, axis=0, out=y)`, `np.clip(a, lo, hi, out=y)`, the output of a ufunc or
+  `np.clip` also by position (`np.add(a, b, y)`), sometimes with the result
   bound to a new name, an alias of `y`), in-place methods (`y.sort()`, `y.fill(e)`) and
-  writer functions (`np.copyto(y, e)`, `np.put(y, idx, e)`, `np.add.at(y, idx, e)`,
+  writer functions (`np.copyto(y, e)`, also `where=` a comparison, `np.put(y, idx, e)`, `np.add.at(y, idx, e)`,
   `np.subtract.at`).
 
 The generator keeps, for each name, the names that may share its storage, and a write
@@ -962,7 +963,10 @@ class _Gen(Choices):
             a = itself if self.chance(40) else self.bounded(env, d, shape, 2.0)
             b = self.bounded(env, d, self.broadcast_partner(shape), 2.0)
             bound = a.bound * b.bound if fn == "multiply" else a.bound + b.bound
-            text = result = f"np.{fn}({a.text}, {b.text}, out={target})"
+            # (the output by keyword or by position: a ufunc's first output is its
+            # argument after its inputs)
+            out = f"out={target}" if self.chance(70) else target
+            text = result = f"np.{fn}({a.text}, {b.text}, {out})"
         elif form == "unary":
             fn = self.pick(("tanh", "sin", "exp", "negative"))
             a = itself if self.chance(50) else self.bounded(
@@ -974,7 +978,8 @@ class _Gen(Choices):
         elif form == "clip":
             a = self.expr(env, d, self.broadcast_partner(shape))
             lo = self.pick((-1.0, -0.5, 0.0))
-            text = result = f"np.clip({a.text}, {_num(lo)}, {_num(lo + 1.5)}, out={target})"
+            out = f"out={target}" if self.chance(70) else target    # (np.clip(a, lo, hi, out))
+            text = result = f"np.clip({a.text}, {_num(lo)}, {_num(lo + 1.5)}, {out})"
             bound = 1.5
         elif form == "reduce":
             template, src = self.pick(reduced)
@@ -984,7 +989,11 @@ class _Gen(Choices):
             text = result = template.format(fn=fn, a=a.text, out=target)
         elif form == "copyto":
             a = self.bounded(env, d, self.broadcast_partner(shape), limit)
-            text, bound = f"np.copyto({target}, {a.text})", a.bound
+            where = ""
+            if self.chance(30):
+                c = self.expr(env, 0, self.broadcast_partner(shape))
+                where = f", where={c.text} > {_num(self.const(-1.0, 1.0))}"
+            text, bound = f"np.copyto({target}, {a.text}{where})", max(a.bound, var.bound)
         elif form == "fill":
             a = self.bounded(env, d, (), limit)
             text, bound = f"{target}.fill({a.text})", a.bound
@@ -1186,6 +1195,10 @@ ALIAS_HELPERS = {
     "scale": ("def scale(a):\n    a *= 2.0\n", False, True),
     "scale_tail": ("def scale_tail(a):\n    b = a[1:]\n    b *= 3.0\n", False, True),
     "scaled": ("def scaled(a):\n    a *= 2.0\n    return a\n", False, True),
+    # (writes by a NumPy call: before_ad/write_calls.py and callee_effects see them)
+    "scale_copyto": ("def scale_copyto(a):\n    np.copyto(a, a * 2.0)\n", False, True),
+    "scale_out": ("def scale_out(a):\n    np.multiply(a, 2.0, out=a)\n", False, True),
+    "scale_position": ("def scale_position(a):\n    np.multiply(a, 2.0, a)\n", False, True),
 }
 
 #: The names a form binds, and whether they share the memory of `y`: (statement, {name:
@@ -1225,6 +1238,9 @@ ALIAS_FORMS = (
     ("scale_tail(y)", {}, True, "scale_tail"),
     ("z = scaled(y)", {"z": "array"}, True, "scaled"),
     ("y = scaled(y)", {}, False, "scaled"),
+    ("scale_copyto(y)", {}, True, "scale_copyto"),
+    ("scale_out(y[1:])", {}, True, "scale_out"),
+    ("scale_position(y)", {}, True, "scale_position"),
 )
 
 ALIAS_BASES = ("np.sin(x)", "np.tanh(x) + 0.5", "x * 1.5", "np.linspace(0.5, 1.5, 4)",
