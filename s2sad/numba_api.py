@@ -342,15 +342,19 @@ def gradient_jvp(f, i, args):
     target = driver.target(f)
     refuse_complex(target, [i], args)
     arg_types = arg_types_of(target, args)
-    d = gradient_code_jvp(f, i, (i,), arg_types)
+    ndims = _ndims(target, args)
+    d = gradient_code_jvp(f, i, (i,), arg_types, ndims=ndims)
     code = d.fn.__code__
     by_position = code.co_varnames[len(args):code.co_argcount] == tuple(d.tangent_names)
 
     def product(*args_and_v, **kwargs):
-        nonlocal d
+        nonlocal d, ndims
         *primals, v = args_and_v
-        if not d.holds():       # (a global rebound, or an array it holds written into)
-            d = gradient_code_jvp(f, i, (i,), arg_types)
+        # (a global rebound, an array it holds written into, or arrays of other numbers
+        # of axes, which the code's types may rely on)
+        if not d.holds() or _ndims(target, primals) != ndims:
+            ndims = _ndims(target, primals)
+            d = gradient_code_jvp(f, i, (i,), arg_types, ndims=ndims)
         try:
             if by_position:
                 return d.native(*primals, v, **kwargs)
@@ -362,21 +366,23 @@ def gradient_jvp(f, i, args):
     return product
 
 
-def gradient_code_jvp(f, i, tangents, arg_types, stage=None):
+def gradient_code_jvp(f, i, tangents, arg_types, stage=None, ndims=()):
     """The forward mode, along parameters `tangents` (indices), of the numba backend's
-    gradient code of `f` with respect to parameter `i`, for arguments of `arg_types`: the
-    tangent alone, through the cache (what `hvp(f, backend="numba")` compiles). With
-    `stage`, its source after that pass of forward mode (for `s2sad show`)."""
+    gradient code of `f` with respect to parameter `i`, for arguments of `arg_types` (and
+    arrays of `ndims`, Options.ndims, if given): the tangent alone, through the cache
+    (what `hvp(f, backend="numba")` compiles). With `stage`, its source after that pass
+    of forward mode (for `s2sad show`)."""
     target = driver.target(f)
     _refuse_containers(target, i, arg_types)
     jit = backends.jit_of(f)
-    gradient = warn_unconnected(driver.derivative(
-        target, i, arg_types, NUMBA.options(Variant.GRAD, jit), NUMBA))
+    gradient = warn_unconnected(driver.derivative(target, i, arg_types, dataclasses.replace(
+        NUMBA.options(Variant.GRAD, jit), ndims=ndims), NUMBA))
     if stage is not None:
         return pipeline.stage_source(gradient.fn, stage, tangents, arg_types, mode="forward",
                                      backend=NUMBA)
     return warn_unconnected(driver.derivative(
-        gradient.fn, tuple(tangents), arg_types, NUMBA.options(Variant.TANGENT, jit), NUMBA))
+        gradient.fn, tuple(tangents), arg_types, dataclasses.replace(
+            NUMBA.options(Variant.TANGENT, jit), ndims=ndims), NUMBA))
 
 
 def _ndims(target, args):
