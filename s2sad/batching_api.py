@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import os
-import sys
 import warnings
 from typing import Any, Callable
 
@@ -18,7 +16,7 @@ import numpy as np
 
 from . import driver, forward_api
 from .compilation import NoKey, arg_types_of, call_key
-from .errors import BatchingLoopWarning, S2SADError
+from .errors import BatchingLoopWarning, S2SADError, outside_stacklevel
 from .forward_api import gradient_of
 from .hessian_api import hvp
 from .options import Options, Variant
@@ -143,20 +141,8 @@ def _looped(f, why, codes, axes, out_axes):
     """The `_Loop` of `f`, after a `BatchingLoopWarning` at the user's line saying `why`."""
     warnings.warn(BatchingLoopWarning(
         f"vmap runs {getattr(f, '__name__', 'the function')} item by item, in a Python "
-        f"loop: {why}"), stacklevel=_outside())
+        f"loop: {why}"), stacklevel=outside_stacklevel())
     return _Loop(f, codes, axes, out_axes)
-
-
-def _outside():
-    """The `stacklevel` that gives a warning the line of the first caller outside s2sad
-    (the user's call of the vmap), for the function that calls this one."""
-    frame, level = sys._getframe(1), 1
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
-        frame, level = frame.f_back, level + 1
-    return level
-
-
-_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 def _parameter(f, i):
@@ -300,7 +286,7 @@ def _hessian_plan(primal, wrt, batched, args):
     if looped or isinstance(plan, _Loop):
         warnings.warn(BatchingLoopWarning(
             f"vmap of hessian({driver.target(primal).__name__}) takes each item's Hessian "
-            f"in turn: {str(looped[0].message).split(': ', 1)[-1]}"), stacklevel=_outside())
+            f"in turn: {str(looped[0].message).split(': ', 1)[-1]}"), stacklevel=outside_stacklevel())
         return None
     for w in caught:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)

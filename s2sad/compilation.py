@@ -55,7 +55,7 @@ from .frontend import structure
 from .frontend.structure import function_value
 from .naming import Namer
 from .options import Capabilities, Options, Variant
-from .rules import pytrees, runtime, snapshots
+from .rules import complex_numbers, pytrees, runtime, snapshots
 from .rules.registry import HELPERS, helper_facts
 from .rules.arrays import is_duck_array, is_duck_array_type
 
@@ -79,6 +79,15 @@ def complex_key(p):
     the guard tests its dtype's kind, and before_ad/complex_values.py takes it as
     complex."""
     return p + "[complex]"
+
+
+def complex_leaves_key(p):
+    """The key of a derivative's argument types under which it is specialised on the
+    values its parameter `p` holds, a structure (a list, tuple, dict, dataclass, ...)
+    that holds complex numbers or arrays: `rules.complex_numbers.complex_leaves` of it,
+    each leaf's path and whether it is complex, which the guard tests and
+    before_ad/complex_values.py reads."""
+    return p + "[complex leaves]"
 
 
 #: The containers whose exact type a derivative is specialised on: their gradients have
@@ -223,7 +232,7 @@ class Compilation:
         """The structure of the arguments the code is specialised on, deeper than their
         own fields (see frontend/structure.py)."""
         return {p: k for p, k in self.arg_types.items() if structure.structural(p)
-                and not p.endswith((items_key(""), complex_key("")))}
+                and not p.endswith((items_key(""), complex_key(""), complex_leaves_key("")))}
 
     @property
     def param_items(self) -> dict:
@@ -528,14 +537,16 @@ def refuse_complex(fn, indices, args, numbers=False):
     """Refuse, with `ComplexValueError`, a complex argument (or one holding a complex
     value) among the arguments `args` at positional `indices` that `fn` is differentiated
     with respect to; with `numbers`, but a complex number (`complex`, `np.complex128`) or
-    ndarray, which `grad`, `vjp` and `jvp` differentiate (docs/complex.md)."""
+    ndarray, or a structure of them and real values, which `grad`, `vjp` and `jvp`
+    differentiate (docs/complex.md)."""
     for i in indices:
-        if numbers and i < len(args) and complex_argument(args[i]):
+        if numbers and i < len(args) and (complex_argument(args[i]) or pytrees.is_structure(
+                args[i])):
             continue
         found = runtime.complex_part(args[i]) if i < len(args) else None
         if found is not None:
             held = "holds" if pytrees.is_structure(args[i]) else "is"
-            what = ("complex numbers and NumPy arrays, not containers of them yet" if numbers
+            what = ("complex numbers and NumPy arrays, and structures of them" if numbers
                     else "complex numbers and arrays with grad, value_and_grad, vjp, jvp and"
                          " hvp (the Python backend), and jacfwd and jacrev with "
                          "holomorphic=True, only")
@@ -551,11 +562,20 @@ def complex_argument(x):
     return type(x) in COMPLEX_NUMBERS or (type(x) is np.ndarray and x.dtype.kind == "c")
 
 
+def holomorphic_argument(x):
+    """Whether `x` is what `holomorphic=True` differentiates with respect to: a complex
+    number or ndarray, or a structure whose leaves all are."""
+    if complex_argument(x):
+        return True
+    leaves = complex_numbers.complex_leaves(x) if pytrees.is_structure(x) else ()
+    return bool(leaves) and all(c for _, c in leaves)
+
+
 def refuse_complex_but_holomorphic(target, indices, args, holomorphic, made_by):
     """Refuse complex arguments at `indices` but with `holomorphic`, which needs them."""
     refuse_complex(target, indices, args, numbers=holomorphic)
     for i in indices if holomorphic else ():
-        if not complex_argument(args[i]):
+        if not holomorphic_argument(args[i]):
             raise S2SADError(
                 f"{defined_at(target)}argument {i} of {target.__qualname__} is a "
                 f"{_described(args[i])}: {made_by}(..., holomorphic=True) differentiates "
@@ -578,7 +598,7 @@ def check_inputs(fn, target, wrt, args, kwargs=None, holomorphic=False):
         x = args[i] if i < len(args) else kwargs[params[i]]
         dtype = getattr(x, "dtype", None)
         refuse_complex(fn, [i], args, numbers=True)
-        if holomorphic and not complex_argument(x):
+        if holomorphic and not holomorphic_argument(x):
             raise S2SADError(
                 f"{defined_at(target)}argument {i} of {fn.__qualname__} is a "
                 f"{_described(x)}: grad(..., holomorphic=True) differentiates a complex "
@@ -650,6 +670,9 @@ def arg_types_of(fn, args, kwargs=None):
                  if _specialised(a) or user_class(type(a)) or type(a) in CONTAINERS}
     arg_types.update({complex_key(p): True for p, a in given.items()
                       if type(a) is np.ndarray and _complex(a)})
+    for p, a in given.items():
+        if pytrees.is_structure(a) and (leaves := complex_numbers.complex_leaves(a)):
+            arg_types[complex_leaves_key(p)] = leaves
     for p, a in given.items():
         if user_class(type(a)):
             _refuse_hidden_methods(fn, p, a)

@@ -3,6 +3,8 @@
 Every error a user can meet is an `S2SADError`; each condition has its own class
 whose message says what was expected, what was found, where, and how to fix it.
 """
+import os
+import sys
 import warnings
 from typing import NamedTuple
 
@@ -143,3 +145,15 @@ def warn_unconnected(derivative):
                 "docs/errors.md)", UnconnectedInputWarning,
                 src.filename, src.first_line)
     return derivative
+
+
+def outside_stacklevel():
+    """The `stacklevel` that gives a warning the line of the first caller outside s2sad
+    (the user's call), for the function that calls this one."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep

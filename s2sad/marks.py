@@ -83,7 +83,7 @@ INIT = Mark(
     "(`x = None`), so that every path binds it", ["before_ad/wengert.py", "ad/tapes.py",
                                                   "before_ad/resolve_calls.py"],
     ["ad/inplace.py", "after_ad/optimize.py", "before_ad/resolve_calls.py",
-     "after_ad/native_tapes.py", "analysis/value_kinds.py"])
+     "after_ad/native_tapes.py", "analysis/value_kinds.py", "analysis/shapes.py"])
 LOOP = Mark(
     "s2s_loop", "on an init of a loop's counter, the loop: only reads after it need it",
     ["before_ad/wengert.py"], ["after_ad/optimize.py"], default=None)
@@ -158,12 +158,12 @@ PRIM = Mark(
     "runtime helper, a method resolved), whatever the user's names",
     ["before_ad/iteration.py", "before_ad/builtin_calls.py", "before_ad/dicts.py",
      "before_ad/lift.py", "before_ad/attribute_writes.py",
-     "before_ad/checkpointed_loops.py",
+     "before_ad/checkpointed_loops.py", "before_ad/write_calls.py",
      "before_ad/wengert.py", "before_ad/gradient_calls.py", "before_ad/resolve_calls.py",
      "before_ad/call_versions.py", "before_ad/complex_values.py"],
     ["frontend/source.py", "analysis/operations.py", "analysis/value_kinds.py",
      "analysis/shapes.py", "before_ad/aliasing.py", "before_ad/alias_errors.py",
-     "before_ad/certain_axes.py",
+     "before_ad/shared_memory.py", "before_ad/certain_axes.py",
      "before_ad/callee_effects.py",
      "before_ad/common_subexpressions.py", "before_ad/lost_derivatives.py",
      "after_ad/tangents_late.py", "ad/reverse_mode.py", "ad/forward_mode.py", "ad/tapes.py",
@@ -186,7 +186,7 @@ RECORD = FunctionRecord(
     ["frontend/source.py", "analysis/value_kinds.py", "before_ad/lift.py",
      "before_ad/resolve_calls.py", "before_ad/gradient_calls.py", "before_ad/callee_effects.py",
      "ad/calls.py", "ad/forward_mode.py", "ad/fused.py", "ad/checkpointed.py",
-     "ad/batching.py", "driver.py", "api.py"], default=None)
+     "ad/batching.py", "ad/header.py", "driver.py", "api.py"], default=None)
 
 #: Every mark of a node, by attribute.
 ALL = {m.attr: m for m in globals().values() if type(m) is Mark}

@@ -7,7 +7,8 @@ Every pass is `run(fn, ctx) -> fn` over a gast function and the `Compilation` co
 
 >>> from s2sad import pipeline
 >>> [p.name for p in pipeline.FORWARD_MODE]  # doctest: +NORMALIZE_WHITESPACE
-['star_forms', 'builtin_calls', 'lift', 'checkpointed_loops', 'desugar', 'wengert',
+['star_forms', 'builtin_calls', 'lift', 'checkpointed_loops', 'write_calls', 'desugar',
+ 'wengert',
  'resolve_calls', 'record_fields', 'attribute_writes', 'aliasing', 'complex_values',
  'lost_derivatives', 'common_subexpressions', 'hoist_invariants', 'forward', 'tangent_only',
  'inline_temporaries', 'write_in_place', 'tangents_late', 'insert_dels', 'guard',
@@ -34,7 +35,7 @@ from .backends import BY_NAME, NUMBA, PYTHON, Backend
 from .before_ad import (
     aliasing, attribute_writes, builtin_calls, callee_effects, checkpointed_loops, common_subexpressions,
     complex_values, desugar, hoist_invariants, lift, lost_derivatives, record_fields,
-    resolve_calls, star_forms, wengert)
+    resolve_calls, star_forms, wengert, write_calls)
 from .after_ad import (
     combine_terms, distinct_results, element_adjoints, enclose, guard, guard_bindings,
     guard_patterns, inline_helpers, inline_temporaries, insert_dels, optimize, peephole,
@@ -105,6 +106,8 @@ FRONT = [
     Pass("lift", lift.run, "nested functions and lambdas become functions of their own"),
     Pass("checkpointed_loops", checkpointed_loops.run, "the body of a loop over "
          "s2sad.checkpointed(...) a step function of the loop state"),
+    Pass("write_calls", write_calls.run, "calls that write into an array they are given "
+         "(out=, np.copyto, np.fill_diagonal, y.fill) as element assignments"),
     Pass("desugar", desugar.run, "comprehensions, augmented and multiple assignment, "
          ":=, and/or values as ifs, loops over sequences as loops over indexes, loop "
          "else, early returns, jumps; del and global dropped, the bodies of with and try "

@@ -386,9 +386,10 @@ def test_runtime_refusal(f, rest, text, mode):
     with pytest.raises(ComplexValueError) as caught:
         derivative(mode, f, args)
     message = str(caught.value)
-    if mode == "vjp" and rest:
+    if mode == "vjp" and rest and not isinstance(rest[0], list):
         # vjp differentiates every positional argument: a complex one is refused first,
-        # and np.roots of a differentiated p is refused where it is
+        # and np.roots of a differentiated p is refused where it is (a list that holds
+        # complex and real numbers, read by a loop, where the loop reads it)
         assert message.startswith("argument 1 of" if np.iscomplexobj(rest[0]) else
                                   line_of(f, "np.roots(p)") + ": "), message
         return
@@ -515,7 +516,7 @@ TAKE_ARRAYS = ("grad", "value_and_grad", "vjp", "jvp", "hvp")
 REFUSED = [(mode, f, x) for f, x in [(sumsq, np.array([1.0, 2j])),
                                      (sumsq_dict, {"a": np.array([1j])}),
                                      (sumsq_list, [1.0, 2j])]
-           for mode in MODES if not (f is sumsq and mode in TAKE_ARRAYS)]
+           for mode in MODES if mode not in TAKE_ARRAYS]     # (containers of them too)
 
 
 @pytest.mark.parametrize("mode, f, x", REFUSED,

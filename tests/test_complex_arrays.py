@@ -579,12 +579,7 @@ def test_refused_where_it_meets(f, text):
                                         ), caught.value
 
 
-def test_containers_refused():
-    """Complex arrays inside a container to differentiate: not yet, refused."""
-    def f(p):
-        return np.sum(np.abs(p[0]) ** 2)
-    with pytest.raises(ComplexValueError, match="not containers of them yet"):
-        s2sad.grad(f)((point((2,)),))
+# (containers of complex arrays: tests/test_complex_containers.py)
 
 
 @pytest.mark.skipif(not HAS_NUMBA, reason="Numba is not installed")

@@ -57,6 +57,12 @@ def singular_values(x):
     return 2.0 * s[0] + s[1] ** 2
 
 
+def singular_values_tall(x):
+    a = np.reshape(x[:6], (3, 2)) + 1j * np.reshape(x[6:12], (3, 2))
+    s = np.linalg.svd(a, compute_uv=False)
+    return s[0] * s[1] + np.sum(s ** 3)
+
+
 def norms(x):
     a = np.reshape(x[:6], (2, 3)) + 1j * np.reshape(x[6:12], (2, 3))
     return (np.linalg.norm(a) + np.sum(np.linalg.norm(a, axis=1) ** 3)
@@ -65,8 +71,9 @@ def norms(x):
 
 #: (loss, its number of parameters, whether s2sad has its second derivative)
 CASES = [(solve, 19, True), (solve_matrix, 19, True), (inverse, 18, True),
-         (determinant, 18, True), (log_determinant, 18, True), (eigenvalues, 18, False),
-         (eigenvalues_upper, 18, False), (singular_values, 12, False), (norms, 12, True)]
+         (determinant, 18, True), (log_determinant, 18, True), (eigenvalues, 18, True),
+         (eigenvalues_upper, 18, True), (singular_values, 12, True),
+         (singular_values_tall, 12, True), (norms, 12, True)]
 
 
 def assert_close(actual, expected, rtol=1e-6, atol=1e-8):
@@ -116,13 +123,14 @@ def spectral_norm(x):
     return np.linalg.norm(a, 2)
 
 
-def factors(x):
+def hermitian_factors(x):
     a = np.reshape(x[:4], (2, 2)) + 1j * np.reshape(x[4:], (2, 2))
-    return np.real(np.sum(np.linalg.svd(a)[0]))
+    return np.sum(np.abs(np.linalg.svd(a, hermitian=True)[0]) ** 2)
 
 
+# (the factors of svd: tests/test_complex_factors.py)
 @pytest.mark.parametrize("f, message", [(spectral_norm, "matrix norm ord=2 of a complex"),
-                                        (factors, "only for its singular values")])
+                                        (hermitian_factors, "without hermitian=True")])
 def test_refused(f, message):
     with pytest.raises(MissingRuleError, match=message):
         s2sad.grad(f)(np.linspace(0.1, 0.8, 8))

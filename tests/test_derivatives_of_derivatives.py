@@ -465,8 +465,15 @@ def _samples():
             yield pytest.param(name, variant, args, id=name)
 
 
+#: The helpers whose reverse rule refuses, naming the user's line (the adjoints of the
+#: eigenvectors and singular vectors of complex matrices, which have no second
+#: derivative: tests/test_complex_factors.py)
+REFUSING = {"hermitian_eigh_adjoint", "complex_svd_adjoint"}
+
+
 def test_every_helper_with_a_reverse_rule_has_a_sample_call():
-    assert sorted(n for n in ADJOINTS if n not in SAMPLES and n not in MORE_SAMPLES) == []
+    assert sorted(n for n in ADJOINTS if n not in SAMPLES and n not in MORE_SAMPLES
+                  and n not in REFUSING) == []
 
 
 def _ragged(x):

@@ -849,3 +849,20 @@ def test_a_join_copies_the_variable_of_a_loop_that_ran_no_iteration():
             pytest.approx(want, rel=1e-8)
         assert s2sad.jvp(_zero_trip_loop_then_a_join, (x,), (1.0,))[1] == \
             pytest.approx(want, rel=1e-8)
+
+
+def test_an_array_row_changed_in_place_by_its_loop_variable_is_refused_with_the_indexed_loop():
+    # `for row in y: row *= c` writes into y through the row; the refusal names the line
+    # and shows the loop over indexes, which is differentiated
+    from s2sad.frontend.source import function_from_source
+    f = function_from_source(
+        "def f(x):\n    y = np.outer(x, x)\n    for row in y:\n        row *= 2.0\n"
+        "    return np.sum(y)\n", {"np": np})
+    with pytest.raises(s2sad.UnsupportedSyntaxError) as err:
+        s2sad.grad(f)(np.array([1.0, 2.0]))
+    assert err.value.lineno == 3 + f.__code__.co_firstlineno - 1
+    assert "for i in range(len(y)): y[i] *= ..." in str(err.value)
+    g = function_from_source(
+        "def g(x):\n    y = np.outer(x, x)\n    for i in range(len(y)):\n"
+        "        y[i] *= 2.0\n    return np.sum(y)\n", {"np": np})
+    np.testing.assert_allclose(s2sad.grad(g)(np.array([1.0, 2.0])), 4.0 * 3.0 * np.ones(2))

@@ -433,3 +433,46 @@ def test_per_example_gradients_of_an_mlp_with_dict_parameters():
             return mlp_loss({**p, k: v}, X[0], int(Y[0]))
         np.testing.assert_allclose(g(p, X[0], int(Y[0]))[k], fd_array_grad(along, (p[k],), 0),
                                    rtol=1e-5, atol=1e-8)
+
+
+def rows_written(x):
+    y = np.ones((2, 4))
+    y[1, 1:3] = x[:2] * x[1:3]       # a slice of a row
+    y[0, 3] = x[0] ** 2              # one element
+    y[...] = y * np.sin(x)           # the whole array
+    return np.sum(y * x)
+
+
+def test_per_example_gradients_through_element_writes_have_a_rule():
+    # the adjoint of `y[index] = v` (take) batches with a basic index: no loop, and each
+    # item's gradient is that of the function, by central differences
+    xs = rng.normal(size=(B, 4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", BatchingLoopWarning)
+        got = s2sad.vmap(s2sad.grad(rows_written))(xs)
+    expected = np.stack([fd_array_grad(rows_written, (x,), 0) for x in xs])
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-8)
+
+
+def repeated_write(x):
+    y = np.zeros(3)
+    y[[0, 0, 2]] = x[:3] * x[1:]     # NumPy keeps the last write into y[0]
+    return np.sum(y * np.cos(x[:3]))
+
+
+def test_a_repeated_index_write_is_right():
+    # (its adjoint is taken item by item: take zeroes the writes a later one overwrote)
+    xs = rng.normal(size=(B, 4))
+    got = s2sad.vmap(s2sad.grad(repeated_write))(xs)
+    expected = np.stack([fd_array_grad(repeated_write, (x,), 0) for x in xs])
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-8)
+
+
+def sorted_min(x):
+    return np.sort(x)[0] * x[1]
+
+
+def test_a_loop_warning_names_the_users_call():
+    with pytest.warns(BatchingLoopWarning) as caught:
+        s2sad.vmap(s2sad.grad(sorted_min))(rng.normal(size=(B, 4)))
+    assert [w.filename for w in caught] == [__file__] * len(caught)

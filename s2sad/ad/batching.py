@@ -48,7 +48,7 @@ from ..analysis.activity import closure, definitions
 from ..analysis.operations import COPY, CUSTOM, NONDIFF, PACK, USER
 from ..analysis.value_kinds import ARRAY, CONTAINER, SCALAR, UNKNOWN
 from ..compilation import Callee
-from ..errors import BatchingLoopWarning, InternalError, S2SADError
+from ..errors import BatchingLoopWarning, InternalError, S2SADError, outside_stacklevel
 from ..frontend import source
 from ..options import Variant
 from ..rules import registry, runtime
@@ -541,7 +541,7 @@ class Batching:
         warnings.warn(BatchingLoopWarning(
             f"{self.src.where(s)}: vmap applies {self.named(op)} item by item, in a "
             "Python loop: it has no batching rule (s2sad.rules.registry.batching "
-            "declares one)"), stacklevel=2)
+            "declares one)"), stacklevel=outside_stacklevel())
         self.looped.append(self.src.where(s))
         node = s.value
         args, keywords = operations.call_arguments(op, self.src) if op.prim is not None else (None, None)

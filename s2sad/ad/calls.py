@@ -11,7 +11,7 @@ import gast
 
 from ..analysis import operations
 from ..analysis.operations import CUSTOM
-from ..analysis.returned_shapes import given_patterns, positional
+from ..analysis.returned_shapes import given_patterns, ints_known, positional
 from ..analysis.value_kinds import ARRAY, UNKNOWN
 from .. import marks, syntax
 from ..compilation import Callee
@@ -166,7 +166,8 @@ class CallAdjoints:
             self.ctx.lifted.append((fn, wrt, arg_types))
         patterns = self.callee_patterns(fn, call_args) if not (args or kwargs) else None
         if patterns:
-            arg_types = arrays_known(arg_types, patterns)
+            arg_types = ints_known(arrays_known(arg_types, patterns),
+                                   positional(fn, len(call_args)), call_args, self.kinds)
         return self.ctx.call(Callee(fn, Variant.VJP, wrt, arg_types, tuple(args),
                                     dict(kwargs), patterns=patterns),
                              f"{source.identifier(fn)}_vjp")

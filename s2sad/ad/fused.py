@@ -28,7 +28,8 @@ from ..analysis.operations import COPY, NONDIFF, PACK
 from ..analysis.names import live_names
 from ..analysis.shapes import pattern_tests
 from .. import marks, syntax
-from ..compilation import Callee, complex_key, function_params, parameters
+from ..compilation import (Callee, CONTAINERS, complex_key, complex_leaves_key, function_params,
+                           parameters)
 from ..frontend import structure
 from ..options import Variant
 from .shape_stand_ins import stand_ins
@@ -74,6 +75,22 @@ def function_tests(ctx):
             for p, fn in function_params(ctx.arg_types).items() if p in params]
 
 
+def leaves_tests(ctx):
+    """The guard's tests that the structures the code is specialised on the complex values
+    of still hold them, and the same real ones (`compilation.complex_leaves_key`), and
+    that a differentiated one that held no complex value holds none."""
+    out = []
+    for p in parameters(ctx.src):
+        leaves = ctx.arg_types.get(complex_leaves_key(p))
+        kind = ctx.arg_types.get(p)
+        if leaves or p in ctx.wrt and (kind in CONTAINERS or isinstance(kind, type) and (
+                structure.user_class(kind))):
+            found = f"{ctx.runtime('complex_leaves')}({p})"
+            out.append(f"{found} != {ctx.bind(p + '_leaves', obj=leaves)}" if leaves
+                       else found)
+    return out
+
+
 def structure_tests(ctx):
     """The guard's tests that the arguments keep the structure the code is specialised
     on (`len(layers) != 2`, `layers[1].__class__ is not Dense`, `layers[1].act is not
@@ -102,7 +119,7 @@ def fuse(vjp, ctx, value=True, guard=True):
     as its first parameter (what `recompute` calls)."""
     namer, helper, runtime = ctx.namer, ctx.bind, ctx.runtime
     guards = guarded_types(ctx) if guard else ()
-    functions = function_tests(ctx) + structure_tests(ctx) if guard else []
+    functions = function_tests(ctx) + structure_tests(ctx) + leaves_tests(ctx) if guard else []
     pullback = ctx.reverse.pullback
     check = []
     if guards or functions:

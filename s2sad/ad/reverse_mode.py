@@ -421,10 +421,10 @@ class Reverse(CallAdjoints):
 
     def needs_unbroadcast(self, op, param, target):
         """Whether the contribution to `param` may have another shape than it: not when
-        it has the shape of the result `target`, nor when every other operand is a
-        scalar or has the same shape (`x * x`, `x[1:] - x[:-1]`)."""
-        mine = op.bound[param]
-        if self.shapes.same(mine, target):
+        it has the shape of the result `target` (or the broadcast's pattern), nor when
+        every other operand is a scalar or has its shape (`x * x`, `x[1:] - x[:-1]`)."""
+        mine, arrays = op.bound[param], [a for a in op.bound.values() if self.kinds[a] != SCALAR]
+        if self.shapes.same(mine, target) or self.shapes.result_shaped(mine, arrays):
             return False
         others = [a for p, a in op.bound.items() if p != param]
         return not all(self.kinds[a] == SCALAR or _same(a, mine) or self.shapes.same(a, mine)

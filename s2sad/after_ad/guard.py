@@ -3,7 +3,7 @@ without looking at its arguments tests first the types it was specialised on, an
 no tangent was left out. (A fused gradient's guard is the `fuse` pass's.)"""
 from .. import syntax
 from ..analysis.value_kinds import ARRAY, guarded
-from ..ad.fused import function_tests, structure_tests
+from ..ad.fused import function_tests, leaves_tests, structure_tests
 from ..compilation import complex_key, parameters
 
 
@@ -21,7 +21,7 @@ def run(jvp, ctx):
     tests += [f"{p}.dtype.kind != 'c'" for p in names if ctx.arg_types.get(complex_key(p))]
     tests += [f"{p}.dtype.kind == 'c'" for p in names if not ctx.arg_types.get(complex_key(
         p)) and (p in ctx.assumed_real or (p in ctx.wrt and ctx.param_kinds.get(p) == ARRAY))]
-    tests += function_tests(ctx) + structure_tests(ctx)
+    tests += function_tests(ctx) + structure_tests(ctx) + leaves_tests(ctx)
     jvp.body.insert(0, syntax.guard(
         tests + [f"{t} is None" for t in ctx.forward.tangent_names],
         syntax.passing_on(ctx.runtime("respecialize"), jvp.args)))

@@ -92,6 +92,7 @@ GROWN_FROM = 16
 
 def run(fn, ctx):
     """The pass (the numba backend's)."""
+    _ellipses_as_slices(fn, ctx)
     for _ in range(2):      # a helper's result written natively may type another's argument
         _NativeForms(ctx, number_types(fn, ctx)).rewrite(fn)
     if ctx.reverse is None:     # forward mode: no tape, no adjoint
@@ -173,6 +174,22 @@ def _prune_objects(fn):
         for s, _ in unpacks:
             names = [s.targets[0].elts[k] for k in kept]
             s.targets[0] = names[0] if len(names) == 1 else syntax.tuple_(names, store=True)
+
+
+def _ellipses_as_slices(fn, ctx):
+    """`a[...]` as `a[:]`, and an index `...` given to a helper as `slice(None)`: Numba
+    has no indexing by Ellipsis, and its arrays have an axis at least (a 0-d value is a
+    number there)."""
+    for n in syntax.walk(fn):
+        if isinstance(n, gast.Subscript) and _is_ellipsis(n.slice):
+            n.slice = gast.Slice(lower=None, upper=None, step=None)
+        elif isinstance(n, gast.Call):
+            n.args = [syntax.call(ctx.bind("slice"), [syntax.const(None)])
+                      if _is_ellipsis(a) else a for a in n.args]
+
+
+def _is_ellipsis(e):
+    return isinstance(e, gast.Constant) and e.value is Ellipsis
 
 
 def _depth(fn, tape):

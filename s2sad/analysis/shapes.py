@@ -8,9 +8,11 @@ elementwise operation (`2 * x`, `np.tanh(x)`, `x + y`) has the broadcast of the 
 its array operands, so that `y * z` and `(y * z) - np.exp(z)` have the same shape. An
 index by an int removes an axis: a constant, the counter of a `for` over `range` (in
 the loop's body, where a copy before the loop binds it too: Wengert form's `j_1 = j` for
-a loop that may run no iteration), or the counter plus or minus an int (`x[i]`, `x[j]`
-and `x[i - 1]` have one shape). Only names
-assigned once are classified; a name assigned in several places (a loop-carried value)
+a loop that may run no iteration), a name the kind analysis knows an int (sums and
+products of ints, a parameter specialised on `int`), or the counter plus or minus an int
+(`x[i]`, `x[j]` and `x[i - 1]` have one shape). Only names assigned once are classified
+(Wengert form's `a = None` on a path that does not bind `a` is no binding: the user's
+code never reads it there); a name assigned in several places (a loop-carried value)
 has a shape of its own, unless it only ever holds versions of an array written element
 by element (`a[i] = v`), which have that array's shape. An item of a tuple read by a
 constant index (`state[0]`) has the class of the item: of a display's, of what a call
@@ -44,6 +46,9 @@ other members of the set are dropped, and the shapes of those arrays are one whe
 statement that broadcast them surely ran. In `y * X @ w` with `y` of shape (n,) and
 `X` of shape (n, d), `y` and the product have one shape, and the adjoint of a mean of
 it stays a number. The patterns of matrix products are inferred from their operands'.
+An operand whose pattern is that of the broadcast of all of them has the shape of the
+result (`result_shaped`), also where the result's name is bound in several places (`y =
+a + b` on one path of several).
 The guard then tests the patterns the classes depend on (`used`, `pattern_tests`).
 
 >>> def g(w, X, y):
@@ -78,15 +83,19 @@ class Shapes:
         assigned = {}
         statements = syntax.statements(fn)
         for n in statements:
+            if _unbound(n):
+                continue        # (the user's code never reads the name on that path)
             if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name):
                 assigned.setdefault(n.targets[0].id, []).append(n)
             elif isinstance(n, (gast.For, gast.AugAssign)):
                 for t in syntax.name_nodes(n.target):
                     assigned.setdefault(t.id, []).extend([None, None])
         self.kinds = kinds
+        self._bindings, self._ops = assigned, ops
         self.cls = {}
         self.many = {n for n, defs in assigned.items() if len(defs) > 1}
-        self.ints = _ints(statements, kinds, assigned)
+        self.ints = _ints(statements, kinds, assigned) | {
+            n for n, known in kinds.ints.items() if known is True}
         # {id(statement): the counters certainly ints there}: in the body of a `for`
         # over `range`, its counter, though a copy before the loop binds it too (the
         # value it keeps where the loop runs no iteration: `j_1 = j`)
@@ -125,7 +134,7 @@ class Shapes:
                    and n not in self._carried}
         own = {n for n in guesses if n in params or not guesses[n]}
         sure = _surely_run(fn) if patterns or items else set()
-        assigns = [n for n in statements if isinstance(n, gast.Assign)]
+        assigns = [n for n in statements if isinstance(n, gast.Assign) and not _unbound(n)]
         many = self.many | set(guesses)     # (a wrong guess is a name of unknown shape)
         self._carried_sources = {}
         while True:
@@ -314,6 +323,38 @@ class Shapes:
         """The shape pattern of `name` (see `pattern`), or None when unknown."""
         key = self.of(name)
         return None if key is None else _broadcast([self._pattern(b) for b in key])
+
+    def bound_patterns(self, name):
+        """The patterns of the arrays `name` is bound to, one per binding (None where
+        unknown): that of its class for a name bound once."""
+        if name not in self.many:
+            return [self.pattern_of(name)]
+        out = []
+        for s in self._bindings.get(name, [None]):
+            op = None if s is None else self._ops.get(s)
+            if op is not None and op.form == USER and self._returns is not None:
+                found = self._returned(op)
+                out.append(found if isinstance(found, tuple) else None)
+                continue
+            key = None if s is None else self._key(s.value, op, self.body_ints.get(id(s)))
+            out.append(self.class_pattern(None if key is None else self.canonical(key)))
+        return out
+
+    def result_shaped(self, mine, operands):
+        """Whether the atom `mine`, one of the array `operands` of a broadcasting operation,
+        has the shape of its result: its pattern is their broadcast's (two axes of more
+        than one element broadcast only if equal). Code that relies on it relies on their
+        patterns."""
+        if not self.pattern or not all(isinstance(a, gast.Name) for a in operands) or not any(
+                a is mine for a in operands):
+            return False
+        keys = [self.of(a.id) for a in operands]
+        pats = [self.class_pattern(k) for k in keys]
+        if None in pats or self.class_pattern(self.of(mine.id)) != _broadcast(pats):
+            return False
+        for k in keys:
+            self.rely_on(k)
+        return True
 
     def class_pattern(self, key):
         """The shape pattern of the arrays of shape class `key` (a value of `of`), or None
@@ -509,6 +550,12 @@ def _is_none(value):
     """Whether `value` is the constant None (a name bound before a loop that may run no
     iteration): it has no shape to keep."""
     return isinstance(value, gast.Constant) and value.value is None
+
+
+def _unbound(s):
+    """Whether `s` is Wengert form's `x = None` for a name a path has not bound
+    (marks.INIT), which the user's code never reads on that path: no binding of it."""
+    return (isinstance(s, gast.Assign) and marks.INIT.of(s) and _is_none(s.value))
 
 
 def _depth(base):

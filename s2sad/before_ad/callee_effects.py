@@ -43,6 +43,7 @@ from ..frontend import guards, source
 from ..frontend.structure import user_class
 from ..rules import registry, runtime
 from .lost_derivatives import MUTATING_METHODS, changes_its_receiver
+from .write_calls import out_argument
 from .resolve_calls import Version
 
 #: Python functions whose result holds no memory of their arguments.
@@ -117,10 +118,10 @@ def changed_in_place(call, ctx):
     array of `out=`, the argument a primitive's record `writes` into (`np.copyto`), the
     first argument of a ufunc's `.at`."""
     func = call.func
-    out = next((k.value for k in call.keywords if k.arg == "out"), None)
+    prim = ctx.resolve(func)
+    out = out_argument(call, prim)
     if isinstance(out, gast.Name):
         return out.id
-    prim = ctx.resolve(func)
     record = registry.primitive(prim)
     if isinstance(func, gast.Attribute) and func.attr == "at" and isinstance(
             ctx.resolve(func.value), np.ufunc):
@@ -133,6 +134,16 @@ def changed_in_place(call, ctx):
     else:
         written = None
     return written.id if isinstance(written, gast.Name) else None
+
+
+def _writes_into_an_argument(call, obj):
+    """Whether `call`, of `obj` (None if unknown), writes into an array it is given: a
+    NumPy call's `out` (by keyword or position), a primitive whose record `writes` into
+    an argument (`np.copyto`, `np.put`), a ufunc's `.at`."""
+    record = registry.primitive(obj)
+    return out_argument(call, obj) is not None or (
+        record is not None and record.writes is not None) or (
+        isinstance(call.func, gast.Attribute) and call.func.attr == "at")
 
 
 def python_callee(call, ctx):
@@ -219,6 +230,9 @@ def _may_write(fn, seen):
             break
         if isinstance(node, gast.Call):
             obj = src.resolve(node.func)
+            if _writes_into_an_argument(node, None if obj is source.MISSING else obj):
+                found = True        # (np.copyto(dst, v), np.multiply(a, b, out=dst))
+                break
             if obj is not source.MISSING and registry.primitive(obj) is None and (
                     operations.python_function(obj) is not None):
                 inner, inner_relied = _may_write(operations.python_function(obj)[0],

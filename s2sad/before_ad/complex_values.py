@@ -8,11 +8,15 @@ over loops) finds whether each holds
 - a complex value: a complex literal (`1j`), `complex(...)`, a function of `cmath`, a
   complex NumPy type (`np.complex128(...)`) or dtype (`dtype=complex`,
   `.astype("complex64")`), `np.fft` (and `scipy.fft`), `np.emath` (`np.lib.scimath`), a
-  complex global or closure value, a complex number argument (the code is specialised
-  on its class, see compilation.arg_types_of), and what is computed from one, but its
-  modulus, phase, real or imaginary part (`abs(z)`, `np.angle(z)`, `z.real`);
-- a value of unknown type: an argument of a type the code is not specialised on (a
-  complex array is one), what a function without a rule returns (`np.roots(p)`,
+  complex global or closure value, a complex number or array argument (the code is
+  specialised on its class, and an array's dtype, see compilation.arg_types_of), an
+  item of a container argument that is complex (the code is specialised on which are:
+  an item read at a constant index or field has its leaf's state, one read at a computed
+  index is complex if all it may be are, and unknown if some are real), and what is
+  computed from one, but its modulus, phase, real or imaginary part (`abs(z)`,
+  `np.angle(z)`, `z.real`);
+- a value of unknown type: an argument of a type the code is not specialised on (an
+  array of another library, an item of a container of real values), what a function without a rule returns (`np.roots(p)`,
   `np.linalg.eig(a)`, a library's), or a Python function called with no differentiated
   argument (which runs as it is), a field of an object, and what is computed from one;
 - a real value: the rest. Arguments specialised as floats, ints or arrays are real: the
@@ -89,7 +93,7 @@ import numpy as np
 
 from .. import marks, syntax
 from ..analysis.operations import COPY, CUSTOM, NONDIFF, PACK, USER, call_arguments
-from ..compilation import COMPLEX_NUMBERS, SPECIALISED, complex_key
+from ..compilation import COMPLEX_NUMBERS, SPECIALISED, complex_key, complex_leaves_key
 from ..errors import ComplexValueError
 from ..frontend.source import MISSING
 from ..rules import complex_linalg, complex_numbers, registry, runtime
@@ -100,10 +104,37 @@ REAL, UNKNOWN = "real", "unknown"
 
 class Complex:
     """The state of a name that holds a complex value: `what` made it, in statement
-    `stmt` (None for an argument or a global)."""
+    `stmt` (None for an argument or a global); of a structure argument that holds complex
+    values and real ones, `leaves`, which are (`complex_numbers.complex_leaves`)."""
 
-    def __init__(self, what, stmt=None):
-        self.what, self.stmt = what, stmt
+    def __init__(self, what, stmt=None, leaves=None):
+        self.what, self.stmt, self.leaves = what, stmt, leaves
+
+
+def narrowed(state, step):
+    """The state of the value at `step` (see `complex_numbers.complex_leaves`; None, a
+    step not known when compiling) of a structure of `state`: complex, real, a structure
+    of both, or UNKNOWN where `step` could be one or the other (the item of a list read
+    by a computed index)."""
+    if not (isinstance(state, Complex) and state.leaves):
+        return state
+    if step is None:
+        inner = [(path[1:], c) for path, c in state.leaves]
+    else:
+        firsts = {p[0] for p, _ in state.leaves if p}
+        if step not in firsts and step[0] == "[" and type(step[1]) is int and step[1] < 0:
+            # (of a sequence, from the end)
+            step = ("[", step[1] + len({s for s in firsts if type(s[1]) is int}))
+        inner = [(path[1:], c) for path, c in state.leaves if path[:1] == (step,)]
+        if not inner:   # (not a step the leaves are known by: any of them)
+            return narrowed(state, None)
+    if not any(c for _, c in inner):
+        return REAL
+    if all(c for _, c in inner) and (step is None or inner == [((), True)]):
+        return Complex(state.what)
+    if step is None:
+        return UNKNOWN
+    return Complex(state.what, leaves=tuple(inner))
 
 
 def _rank(state):
@@ -133,7 +164,8 @@ REAL_RESULTS = {abs, len, isinstance, issubclass, type, id, hash, bool, int, flo
 
 #: Functions that return a tuple, the positions of its items that are real whatever the
 #: arguments (of a complex matrix, `np.linalg.slogdet`'s logarithm; its sign is complex).
-REAL_ITEMS = {complex_linalg.slogdet: (1, -1)}
+REAL_ITEMS = {complex_linalg.slogdet: (1, -1), complex_linalg.hermitian_eigh: (0, -2),
+              complex_linalg.complex_svd: (1, -2)}
 
 #: Functions without a derivative that are constants of complex values too (a function
 #: of the shape, or of which numbers are equal, or finite).
@@ -215,13 +247,18 @@ class _Analysis:
         self.ctx, self.src, self.ops, self.varied = ctx, ctx.src, ctx.ops, ctx.varied
         self.params = [a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
         self.stmts = [s for s in syntax.statements(fn) if s is not fn]
-        self.made_by = self.primitives_binding()     # {name: its one binding's primitive}
+        self.made_by = self.operations_binding()     # {name: its one binding's operation}
         self.operands = {}      # {id(node): [(node, local name or None, state)]}
         self.made_complex = {}  # {id(statement): whether it makes a complex value}
         self.categories = {}    # {id(primitive): its category}
         # names a check of generated code (differentiated again) already tests
         self.checked = {s.value.args[0].id for s in self.stmts if _is_check(s, ctx)}
+        self.rebound = {n for s in self.stmts for n in syntax.names_stored(s)}
         self.state = {p: self.param_state(p) for p in self.params}
+        # the names bound once to a structure argument, or to a structure it holds read at
+        # a constant index or field, whose `leaves` are those of what they hold
+        self.exact = {p for p in self.params if isinstance(self.state[p], Complex)
+                      and self.state[p].leaves}
         self.fixed_point()
 
     # -- what each name holds ---------------------------------------------------------
@@ -233,6 +270,11 @@ class _Analysis:
             return Complex(f"the complex argument {p}")
         if self.ctx.arg_types.get(complex_key(p)):
             return Complex(f"the complex array argument {p}")
+        leaves = self.ctx.arg_types.get(complex_leaves_key(p))
+        if leaves and p not in self.rebound:
+            return Complex(f"a complex value in the argument {p}", leaves=leaves)
+        if leaves:
+            return Complex(f"a complex value in the argument {p}")
         if kind in SPECIALISED or (isinstance(kind, type) and is_duck_array_type(kind)):
             return REAL     # guarded: the class, and for an array its dtype
         return UNKNOWN
@@ -240,15 +282,19 @@ class _Analysis:
     def fixed_point(self):
         """The state of each name: the join over its bindings, each the join of what its
         statement makes and of the names it reads (`transfer`), to a fixed point."""
-        bindings = []
-        for s in self.stmts:
+        bindings, state = [], self.state
+        for s in self.stmts:    # (in order: an item of a structure read is narrowed)
             if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
                 bindings.append((s.targets[0].id,) + self.transfer(s))
             elif isinstance(s, gast.For) and isinstance(s.target, gast.Name):
                 bindings.append((s.target.id,) + self.joined(s.iter) + (False,))
-        state = self.state
-        for target, made, _, _ in bindings:
-            state[target] = join(state.get(target, REAL), made)
+            else:
+                continue
+            target, made, names, real = bindings[-1]
+            for n in names:
+                made = join(made, state.get(n, REAL))
+            state[target] = join(state.get(target, REAL), REAL if real and made == UNKNOWN
+                                 else made)
         if all(state[n] == REAL for n in state):
             return      # (no value of unknown type or complex: the names read change none)
         changed = True
@@ -284,22 +330,44 @@ class _Analysis:
         if op.form == USER:
             varied = any(a in self.varied for a in _names(op.args))
             return (REAL if varied else UNKNOWN), (), False
+        item = self.item_state(op)
+        if item is not None:
+            if isinstance(item, Complex) and item.leaves and s.targets[0].id in self.made_by:
+                self.exact.add(s.targets[0].id)
+            return item, (), False
         if op.form == NONDIFF or _structural(op):
             return self.joined(s.value) + (False,)
         if not (kind == "known" or op.form == CUSTOM):  # (a rule of the user's, trusted)
             return UNKNOWN, (), False   # a function s2sad knows nothing of
         return self.joined(s.value) + (s.targets[0].id in self.varied,)
 
-    def primitives_binding(self):
-        """{name: the primitive of the statement that binds it}, of the names bound once."""
+    def item_state(self, op):
+        """The state of what `op` reads from a structure argument that holds complex
+        values (see `narrowed`): at a constant index or field of a name that holds it,
+        bound once, that of that item; else complex if all it holds is, unknown if some
+        of it is real; None for another operation."""
+        if not (_in(op.prim, {operator.getitem, getattr}) and len(op.args) == 2 and (
+                isinstance(op.args[0], gast.Name) and self.src.is_local(op.args[0].id))):
+            return None
+        name, key = op.args[0].id, op.args[1]
+        state = self.state.get(name, REAL)
+        if not (isinstance(state, Complex) and state.leaves):
+            return None
+        if not (name in self.exact and isinstance(key, gast.Constant)):
+            return narrowed(state, None)
+        return narrowed(state, ("[" if _in(op.prim, {operator.getitem}) else ".", key.value))
+
+    def operations_binding(self):
+        """{name: the operation of the statement that binds it}, of the names bound once
+        by a primitive."""
         found, twice = {}, set()
         for s in self.stmts:
             for name in syntax.names_stored(s):
                 if name in found:
                     twice.add(name)
                 op = self.ops.get(s) if isinstance(s, gast.Assign) else None
-                found[name] = op.prim if op is not None else None
-        return {n: p for n, p in found.items() if n not in twice and p is not None}
+                found[name] = op if op is not None and op.prim is not None else None
+        return {n: op for n, op in found.items() if n not in twice and op is not None}
 
     def real_item(self, op):
         """Whether `op` reads an item that is real whatever the arguments (`REAL_ITEMS`)
@@ -307,17 +375,28 @@ class _Analysis:
         if not _in(op.prim, {operator.getitem}) or len(op.args) != 2 or not (
                 isinstance(op.args[0], gast.Name) and isinstance(op.args[1], gast.Constant)):
             return False
-        prim = self.made_by.get(op.args[0].id)
-        record = registry.primitive(prim) if prim is not None else None
-        instead = record.complex if record is not None and callable(record.complex) else prim
+        made = self.made_by.get(op.args[0].id)
+        if made is None:
+            return False
+        instead = self.instead_of(made) or made.prim
         return op.args[1].value in REAL_ITEMS.get(instead, ()) if _in(
             instead, REAL_ITEMS) else False
 
     def instead_of(self, op):
         """The primitive that takes the place of `op`'s where a complex value reaches it
-        (`Primitive.complex`), or None."""
+        (`Primitive.complex`; or what it chooses by the constant arguments of the call,
+        `complex_numbers.chooses`), or None."""
         record = registry.primitive(op.prim) if op.prim is not None else None
-        return record.complex if record is not None and callable(record.complex) else None
+        if record is None or not callable(record.complex):
+            return None
+        chooses = complex_numbers.CHOOSERS.get(record.complex)
+        if chooses is None:
+            return record.complex
+        args, keywords = call_arguments(op, self.src) if op.node is not None else (
+            op.args, {})
+        given = {**dict(zip(chooses, args)), **keywords}
+        return record.complex({p: a.value for p, a in given.items()
+                               if isinstance(a, gast.Constant)})
 
     def category(self, prim):
         """What `prim` gives (see `_category`), found once per compilation."""
@@ -512,7 +591,7 @@ class _Analysis:
                         self.state_of(a.id), Complex) for a in op.args):
                 continue
             if callable(record.complex):
-                self.instead(s, op, record.complex)
+                self.instead(s, op, self.instead_of(op))
                 found = True
             elif not _in(op.prim, CONSTANT_OF_COMPLEX):
                 raise self.refused(s, f"{_spelled(s.value)}() of a complex value that "
@@ -523,14 +602,20 @@ class _Analysis:
         return found
 
     def instead(self, s, op, prim):
-        """Make statement `s` (of `op`) call `prim` on the same arguments."""
+        """Make statement `s` (of `op`) call `prim` on the same arguments (and, for a
+        primitive that takes them, `complex_numbers.located`, the user's file and line)."""
         func = syntax.name(self.ctx.runtime(prim.__name__))
         marks.PRIM.put(func, prim)
         args, keywords = call_arguments(op, self.src) if op.node is not None else (
             op.args, {})
-        s.value = syntax.located(syntax.call(func, [syntax.copied(a) for a in args], [
-            gast.keyword(arg=k, value=syntax.copied(v)) for k, v in keywords.items()]),
-            s.value)
+        keywords = [gast.keyword(arg=k, value=syntax.copied(v)) for k, v in keywords.items()]
+        if prim in complex_numbers.LOCATED:
+            # (the file is bound, not written: see `_insert`)
+            keywords += [gast.keyword(arg="file", value=syntax.name(self.ctx.bind(
+                "_s2s_file", obj=self.ctx.src.filename))), gast.keyword(
+                arg="line", value=syntax.const(self.src.lineno(s)))]
+        s.value = syntax.located(syntax.call(func, [syntax.copied(a) for a in args],
+                                             keywords), s.value)
 
     def rewrite(self, fn):
         """Where a complex value meets a rule that holds for complex values: call the
@@ -539,8 +624,8 @@ class _Analysis:
         that its adjoint is the real part of what reaches it."""
         before = {}
         for s, op in self.meeting:
-            instead = registry.primitive(op.prim).complex if op.prim is not None else True
-            if callable(instead):
+            instead = self.instead_of(op) if op.prim is not None else None
+            if instead is not None:
                 self.instead(s, op, instead)
             mapping = {name: syntax.name(self.ctx.namer.fresh(name + "_c"))
                        for name in self.real_operands(s, op)}

@@ -7,10 +7,11 @@ it cannot see would come out as a zero gradient. So, where a value that depends 
 differentiated inputs (`ctx.varied`) meets one of these, compilation stops with a
 located error that says what to write instead:
 
-- a call that writes into an array it is given: a keyword `out=` (`np.multiply(x, x,
-  out=y)`), a NumPy function that writes into an argument (`np.copyto`, `np.put`,
-  `np.place`, ...: its record's `writes`), a ufunc's `.at` (`np.add.at`), or an in-place
-  method (`y.sort()`, `y.fill(v)`, `lst.extend(v)`, also through a view: `y[:2].sort()`,
+- a call that writes into an array it is given, which before_ad.write_calls did not
+  make an element assignment: a keyword `out=` (with a ufunc's `where=`: `np.divide(a,
+  b, out=y, where=b != 0)`), a NumPy function that writes into an argument (`np.put`,
+  `np.place`, ...: its record's `writes`), a ufunc's `.at` (`np.maximum.at`), or an
+  in-place method (`y.sort()`, `lst.extend(v)`, also through a view: `y[:2].sort()`,
   `h.T.fill(v)`): `UnsupportedSyntaxError`, since the write changes the array behind
   the names that hold it;
 - a call of a value that holds differentiated values and that `resolve_calls` could
@@ -48,6 +49,7 @@ from ..analysis.operations import CALL, CUSTOM, USER
 from ..errors import MissingRuleError
 from ..frontend import source
 from ..rules import registry
+from .write_calls import out_argument
 
 #: The builtins that make text of a value (`format`, `ascii`: no rule, refused anyway).
 TEXT = (str, repr, format, ascii)
@@ -142,7 +144,7 @@ def _refuse_writes(call, s, ctx, varied, fn):
             "way on every path, or call the function it wraps directly, with those values "
             f"as arguments\n    {src.line_text(s).strip()}")
     spelled = syntax.unparse(func)
-    out = next((k.value for k in call.keywords if k.arg == "out"), None)
+    out = out_argument(call, ctx.resolve(func))
     if out is not None:
         target = syntax.unparse(out)
         raise src.syntax_error(s, (

@@ -111,6 +111,20 @@ def _problem(node):
         loop_vars = {t.id for t in _flat_targets(node.target)}
         again = next((n.id for s in node.body for n in syntax.name_nodes(s)
                       if n.id in loop_vars and isinstance(n.ctx, gast.Store)), None)
+        augmented = next((s for s in node.body for s in syntax.walk(s) if isinstance(
+            s, gast.AugAssign) and isinstance(s.target, gast.Name)
+            and s.target.id in loop_vars), None)
+        if augmented is not None and isinstance(node.target, gast.Name):
+            seq = syntax.unparse(node.iter)
+            op = syntax.unparse(gast.AugAssign(target=syntax.name("a", store=True),
+                                               op=augmented.op, value=syntax.name("b")))
+            op = op.split()[1]      # ('a *= b': '*=')
+            return (f"{augmented.target.id} {op} ... changes the "
+                    f"loop variable in place: for an array item (a row of {seq}), NumPy "
+                    f"writes into {seq}, and s2sad follows in-place writes only through "
+                    f"indexes; write the loop over indexes (for i in range(len({seq})): "
+                    f"{seq}[i] {op} ...), or use another name "
+                    f"({augmented.target.id}_new = {augmented.target.id} ...)")
         if again is not None:
             return (f"the loop variable {again!r} is assigned inside its loop; use "
                     "another name for the new value")

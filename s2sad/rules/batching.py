@@ -28,7 +28,8 @@ from .runtime import cumsum as cumsum_adjoint, extremum, unindex
 from .tangents import broadcast_like
 from .runtime import seed
 from .registry import METHODS, batching, helpers
-from .writes import setitem
+from .runtime import _basic
+from .writes import setitem, take, zero_at
 
 ns = {"np": np, "operator": operator, "float": float}
 
@@ -264,6 +265,30 @@ def batch_set_at(a, a_axis, i, v, v_axis):
     target = out[batch_index(i)]
     out[batch_index(i)] = batch_pad(v, np.ndim(target) - 1) if v_axis is not None else v
     return out
+
+
+def batch_take_written(g, g_axis, index, index_axis):
+    """`take(g, index)` of each item (the adjoint of the values `a[index] = v` wrote):
+    `g[:, index]` of a batched array `g` and a basic index the batch shares (a copy, as
+    `take` gives); item by item otherwise (an index array may repeat a position, whose
+    earlier writes `take` zeroes, and mixing arrays with slices moves axes)."""
+    if type(g) is np.ndarray and g_axis is not None and index_axis is None and _basic(
+            index):
+        return g[batch_index(index)].copy()
+    n = batch_size(g if g_axis is not None else index)
+    return batch_loop(take, n, (g, index), (g_axis, index_axis))
+
+
+def batch_zero_at(g, g_axis, index, index_axis):
+    """`zero_at(g, index)` of each item: a copy of the batched `g` with zeros at `index`,
+    which the batch shares (a zero goes to every position the index names, in whatever
+    order NumPy takes them); item by item where the index is batched."""
+    if type(g) is np.ndarray and g_axis is not None and index_axis is None:
+        out = g.astype(np.result_type(g, np.float32))
+        out[batch_index(index)] = 0
+        return out
+    n = batch_size(g if g_axis is not None else index)
+    return batch_loop(zero_at, n, (g, index), (g_axis, index_axis))
 
 
 def batch_sum_scaled(x, scale, axis=None):
@@ -560,6 +585,9 @@ batching(np.ndim, "a", "np.ndim(a) - 1", ns, unbatched=True)
 batching(len, "obj", "_s2s_batch_len(obj)", unbatched=True)
 batching(type, "obj", "_s2s_batch_element_type(obj)", unbatched=True)
 batching(setitem, "a, index, v", "_s2s_batch_set_at(a, a_axis, index, v, v_axis)")
+batching(np.copy, "a", "np.copy(a)", ns)
+batching(zero_at, "g, index", "_s2s_batch_zero_at(g, g_axis, index, index_axis)")
+batching(take, "g, index", "_s2s_batch_take_written(g, g_axis, index, index_axis)")
 batching(dot_rhs, "g, a, b", "_s2s_batch_dot_rhs(g, g_axis, a, a_axis, b, b_axis)")
 batching(dot_lhs, "g, a, b", "_s2s_batch_dot_lhs(g, g_axis, a, a_axis, b, b_axis)")
 batching(matmul_rhs, "g, a, b",

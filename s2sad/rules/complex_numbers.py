@@ -11,11 +11,13 @@ its adjoint is the real part of what reaches it.
 """
 import builtins
 import cmath
+import dataclasses
+import numbers
 import operator
 
 import numpy as np
 
-from . import calculus, layout, products, reductions
+from . import calculus, containers, layout, products, pytrees, reductions
 from . import numpy as numpy_rules
 from . import runtime  # noqa: F401 - the helpers its templates call, declared
 from .registry import define, helper
@@ -26,6 +28,101 @@ ns = {"np": np}
 #: (`np.fft.rfft`, which refuses complex ones): its templates hold, and the real values
 #: it reads are passed as they are (not through `as_complex`).
 FROM_REAL = "from real"
+
+
+#: The primitives that take the place of others and take the user's file and line too,
+#: as their last parameters `file` and `line` (see `located`).
+LOCATED = set()
+
+#: {function: the parameters it reads}: the `complex` of a primitive whose replacement
+#: depends on the call's constant arguments, a function of {parameter: constant value}
+#: that returns it (see `chooses`).
+CHOOSERS = {}
+
+
+def located(fn):
+    """Mark the primitive `fn`, which takes the place of another where a complex value
+    reaches it, as one that takes the user's file and line too (its last parameters,
+    `file` and `line`): the errors its rule raises at run time name them."""
+    LOCATED.add(fn)
+    return fn
+
+
+def chooses(*params):
+    """Declare a function of {parameter: constant value} of the call (of `params`, by
+    position or keyword) that returns the primitive that takes the place of another
+    where a complex value reaches it."""
+    def declared(fn):
+        CHOOSERS[fn] = params
+        return fn
+    return declared
+
+
+@helper
+def complex_leaves(x):
+    """() if no value the structure `x` holds is complex; else ((path, whether it is
+    complex), ...) of each of its leaves (and empty structures), in order, a path a tuple
+    of steps `("[", key)` (an item of a list, tuple or dict) or `(".", name)` (a field of
+    a dataclass or named tuple, or an attribute of a plain or registered class; a child
+    of a registered class no attribute is, `("#", i)`): what a derivative is specialised on, and its guard
+    tests (compilation.complex_leaves_key)."""
+    if not _holds_complex(x):
+        return ()
+    out = []
+    _leaves(x, (), out)
+    return tuple(out)
+
+
+_FLOAT64 = np.dtype(np.float64)
+
+
+def _holds_complex(x):     # (fast: a guard calls it at each call)
+    if x.__class__ in (list, tuple, dict):
+        for v in x.values() if x.__class__ is dict else x:
+            if v.__class__ is float or v.__class__ is np.ndarray and (
+                    v.dtype is _FLOAT64 or v.dtype.kind != "c"):
+                continue
+            if _holds_complex(v):
+                return True
+        return False
+    if x.__class__ is np.ndarray:
+        return x.dtype.kind == "c"
+    if isinstance(x, (complex, np.complexfloating)):
+        return True
+    if isinstance(x, (str, bytes, numbers.Real, np.generic)) or x is None:
+        return False
+    return any(_holds_complex(v) for v in pytrees.children(x))
+
+
+def _leaves(x, path, out):
+    node = pytrees.node_of(type(x))
+    if node is None:
+        out.append((path, isinstance(x, (complex, np.complexfloating)) or (
+            getattr(getattr(x, "dtype", None), "kind", None) == "c")))
+        return
+    children, aux = node.flatten(x)
+    if isinstance(x, dict):
+        steps = [("[", k) for k in x]
+    elif isinstance(x, tuple) and hasattr(x, "_fields") or dataclasses.is_dataclass(x):
+        steps = [(".", f) for f in (x._fields if isinstance(x, tuple) else [
+            f.name for f in dataclasses.fields(x)])]
+    elif isinstance(x, (list, tuple)):
+        steps = [("[", i) for i in range(len(x))]
+    elif pytrees.by_attributes(type(x)) and not pytrees.registered(type(x)):
+        steps = [(".", name) for name in aux[0][1]]
+    else:
+        steps = [("#", i) for i in range(len(children))]
+        for name in getattr(x, "__dict__", ()):     # (the children its attributes are)
+            try:
+                k = runtime.child_of(node, aux, x, name)
+            except Exception:   # noqa: BLE001 - an attribute computed from the children
+                k = None
+            if k is not None:
+                steps[k] = (".", name)
+    if not children:
+        out.append((path, False))
+    for step, child in zip(steps, children):
+        _leaves(child, path + (step,), out)
 
 
 @helper
@@ -146,7 +243,12 @@ for _f in (runtime.unbroadcast, runtime.unreduce, runtime.matmul_lhs, runtime.ma
            runtime.diag, runtime.moveaxis, runtime.triu, runtime.tril, runtime.hstack,
            runtime.vstack, layout.undiagonal, layout.untile, layout.unrepeat,
            layout.unkron, layout.unrot90, layout.unpad, layout.unappend, products.einsum,
-           products.tensordot, reductions.prod_others, calculus.cumprod, calculus.undiff):
+           products.tensordot, reductions.prod_others, calculus.cumprod, calculus.undiff,
+           # (the moves of the loops over containers, of dicts and of fields)
+           runtime.unattr, runtime.attr_dot, containers.sequence, containers.unsequence, containers.unlist,
+           containers.dict_of, containers.undict_of, containers.undict, containers.dict_set,
+           containers.undict_set, containers.dict_set_value, containers.dict_get,
+           containers.unget, containers.unget_default):
     define(_f, complex=True)
 # not holomorphic: another primitive where a complex value reaches them
 for _f, _instead in ((np.abs, abs_), (builtins.abs, abs_), (np.angle, angle),

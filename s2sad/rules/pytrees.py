@@ -25,6 +25,7 @@ import builtins
 import copy
 import dataclasses
 import inspect
+import numbers
 import types
 
 import numpy as np
@@ -531,10 +532,16 @@ def from_array(g, like):
         return g.tolist()
     node = node_of(type(like))
     if node is None:
+        # (of a real value, the real part of a complex adjoint: as_complex's adjoint)
         if isinstance(like, np.ndarray):
-            return asarray(g).astype(np.result_type(like.dtype, np.float32), copy=False)
-        return float(g) if isinstance(like, (int, float)) and not (
-            is_structure(g) or isinstance(g, complex)) else g
+            g = asarray(g)
+            return (np.real(g) if g.dtype.kind == "c" and like.dtype.kind != "c" else g).astype(
+                np.result_type(like.dtype, np.float32), copy=False)
+        if type(like) is complex and isinstance(g, numbers.Number):
+            return complex(g)
+        if isinstance(g, (complex, np.complexfloating)):
+            return float(g.real) if isinstance(like, (int, float)) else g
+        return float(g) if isinstance(like, (int, float)) and not is_structure(g) else g
     parts, aux = node.flatten(like)
     if _is_number(g):
         items = [g] * len(parts)

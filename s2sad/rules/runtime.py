@@ -57,10 +57,9 @@ def check_real(v, filename, line):
     """Nothing if `v` is real; else `ComplexValueError` at `line` of `filename`, the user's
     line where `v` meets a differentiated value: how generated code checks a value whose
     type only the run tells (see before_ad/complex_values.py)."""
-    if v.__class__ is not float and not (v.__class__ in (list, tuple) and all(
-            x.__class__ in (int, float) for x in v)):     # (fast: a list of numbers)
-        if (found := complex_part(v)) is not None:
-            raise complex_value(found, filename, line)
+    if (v.__class__ is not float and not (v.__class__ in (list, tuple) and set(map(type, v))
+            <= {int, float}) and (found := complex_part(v)) is not None):  # (fast: numbers)
+        raise complex_value(found, filename, line)
 
 
 def complex_part(v, depth=0):
@@ -149,7 +148,6 @@ class _Marker:
     """A stand-in for child `k` of a registered structure (see `child_of`)."""
 
     __slots__ = ("k",)
-
     def __init__(self, k):
         self.k = k
 
@@ -214,19 +212,23 @@ define(like, "x", None, zero=("x",), tangent=())          # only its shape is re
 @helper(shape_only=(1,), result="fresh", numba=True, linear="g")
 def unindex(g, x, index):
     """The adjoint of `x[index]`: zeros shaped like `x` with `g` added at `index`."""
-    if isinstance(x, dict):
-        out = zeros_like(x)
-        out[index] = unbroadcast(g, x[index])
-        return out
     if type(index) is int:      # the common cases, fast
         if type(x) in _SEQUENCES:
             out = [zeros_like(v) for v in x]
             out[index] = unbroadcast(g, x[index])
             return out if type(x) is list else tuple(out)
         if type(x) is np.ndarray and type(g) in _PLAIN:
-            out = np.zeros(x.shape, np.result_type(x.dtype, np.float32))
-            out[index] = unbroadcast(g, out[index])
+            out = np.zeros(x.shape, x.dtype if x.dtype is _FLOAT64 else  # (result_type: slow)
+                           np.result_type(x.dtype, np.float32))
+            try:
+                out[index] = g      # (NumPy broadcasts a `g` no larger than the row)
+            except ValueError:
+                out[index] = unbroadcast(g, out[index])
             return out
+    if isinstance(x, dict):
+        out = zeros_like(x)
+        out[index] = unbroadcast(g, x[index])
+        return out
     if isinstance(x, (tuple, list)):
         out = list(zeros_like(x))
         named = _is_named_tuple(x)
@@ -252,11 +254,10 @@ def unindex(g, x, index):
     return out
 
 
-helper_adjoint(unindex, zero="index",
-               g="_s2s_rebroadcast(_s2s_rebroadcast(ans_bar, x)[index], g)")
+helper_adjoint(unindex, zero="index", g="_s2s_rebroadcast(_s2s_rebroadcast(ans_bar, x)[index], g)")
 
 
-_SEQUENCES = frozenset({tuple, list})
+_SEQUENCES, _FLOAT64 = frozenset({tuple, list}), np.dtype(np.float64)
 _PLAIN = frozenset({float, np.float64, np.ndarray})
 
 
@@ -378,9 +379,8 @@ helper_adjoint(variance, namespace=ns, zero="ddof", g=(
     "axis, ddof, True)"))
 
 
-@helper(tangent=(
-    "_s2s_nanvariance(t, x, axis, ddof, keepdims)",
-    "_s2s_nanvariance(g, np.where(np.isnan(x), np.nan, t), axis, ddof, keepdims)"))
+@helper(tangent=("_s2s_nanvariance(t, x, axis, ddof, keepdims)",
+                 "_s2s_nanvariance(g, np.where(np.isnan(x), np.nan, t), axis, ddof, keepdims)"))
 def nanvariance(g, x, axis=None, ddof=0, keepdims=False):
     """The adjoint of np.nanvar(x, axis, ddof): as `variance` over the values that are
     not NaN, 0 at the NaNs (and where no more than `ddof` values are left)."""
@@ -510,8 +510,7 @@ def diag(g, v, k=0):
 helper_adjoint(diag, zero="v", g="_s2s_diag(ans_bar, g, k)")    # (each other's transposes)
 
 
-@helper(result="fresh",
-        params="g, x, n, ord=None, axis=None, keepdims=False",
+@helper(result="fresh", params="g, x, n, ord=None, axis=None, keepdims=False",
         tangent=("_s2s_norm(t, x, n, ord, axis, keepdims)",
                  "_s2s_norm_adjoint_dot(g, x, n, t, 0, ord, axis, keepdims)",
                  "_s2s_norm_adjoint_dot(g, x, n, t, 1, ord, axis, keepdims)"))

@@ -55,9 +55,10 @@ says which it uses):
 - `writers`: calls that write into a writable array (possibly a view), or into a view
   of it written out (`y[1:].sort()`, `np.exp(y.T, out=y.T)`): `out=` on ufuncs and
   reductions (`np.multiply(a, b, out=y)`, `np.exp(y, out=y)`,
-  `np.sum(a, axis=0, out=y)`, `np.clip(a, lo, hi, out=y)`, sometimes with the result
+  `np.sum(a, axis=0, out=y)`, `np.clip(a, lo, hi, out=y)`, the output of a ufunc or
+  `np.clip` also by position (`np.add(a, b, y)`), sometimes with the result
   bound to a new name, an alias of `y`), in-place methods (`y.sort()`, `y.fill(e)`) and
-  writer functions (`np.copyto(y, e)`, `np.put(y, idx, e)`, `np.add.at(y, idx, e)`,
+  writer functions (`np.copyto(y, e)`, also `where=` a comparison, `np.put(y, idx, e)`, `np.add.at(y, idx, e)`,
   `np.subtract.at`).
 
 The generator keeps, for each name, the names that may share its storage, and a write
@@ -962,7 +963,10 @@ class _Gen(Choices):
             a = itself if self.chance(40) else self.bounded(env, d, shape, 2.0)
             b = self.bounded(env, d, self.broadcast_partner(shape), 2.0)
             bound = a.bound * b.bound if fn == "multiply" else a.bound + b.bound
-            text = result = f"np.{fn}({a.text}, {b.text}, out={target})"
+            # (the output by keyword or by position: a ufunc's first output is its
+            # argument after its inputs)
+            out = f"out={target}" if self.chance(70) else target
+            text = result = f"np.{fn}({a.text}, {b.text}, {out})"
         elif form == "unary":
             fn = self.pick(("tanh", "sin", "exp", "negative"))
             a = itself if self.chance(50) else self.bounded(
@@ -974,7 +978,8 @@ class _Gen(Choices):
         elif form == "clip":
             a = self.expr(env, d, self.broadcast_partner(shape))
             lo = self.pick((-1.0, -0.5, 0.0))
-            text = result = f"np.clip({a.text}, {_num(lo)}, {_num(lo + 1.5)}, out={target})"
+            out = f"out={target}" if self.chance(70) else target    # (np.clip(a, lo, hi, out))
+            text = result = f"np.clip({a.text}, {_num(lo)}, {_num(lo + 1.5)}, {out})"
             bound = 1.5
         elif form == "reduce":
             template, src = self.pick(reduced)
@@ -984,7 +989,11 @@ class _Gen(Choices):
             text = result = template.format(fn=fn, a=a.text, out=target)
         elif form == "copyto":
             a = self.bounded(env, d, self.broadcast_partner(shape), limit)
-            text, bound = f"np.copyto({target}, {a.text})", a.bound
+            where = ""
+            if self.chance(30):
+                c = self.expr(env, 0, self.broadcast_partner(shape))
+                where = f", where={c.text} > {_num(self.const(-1.0, 1.0))}"
+            text, bound = f"np.copyto({target}, {a.text}{where})", max(a.bound, var.bound)
         elif form == "fill":
             a = self.bounded(env, d, (), limit)
             text, bound = f"{target}.fill({a.text})", a.bound
@@ -1186,11 +1195,17 @@ ALIAS_HELPERS = {
     "scale": ("def scale(a):\n    a *= 2.0\n", False, True),
     "scale_tail": ("def scale_tail(a):\n    b = a[1:]\n    b *= 3.0\n", False, True),
     "scaled": ("def scaled(a):\n    a *= 2.0\n    return a\n", False, True),
+    # (writes by a NumPy call: before_ad/write_calls.py and callee_effects see them)
+    "scale_copyto": ("def scale_copyto(a):\n    np.copyto(a, a * 2.0)\n", False, True),
+    "scale_out": ("def scale_out(a):\n    np.multiply(a, 2.0, out=a)\n", False, True),
+    "scale_position": ("def scale_position(a):\n    np.multiply(a, 2.0, a)\n", False, True),
 }
 
 #: The names a form binds, and whether they share the memory of `y`: (statement, {name:
 #: "array" | "arrays" (a list of arrays) | "numbers" (a list of numbers)}, aliased,
-#: helper or None)
+#: helper or None). Aliased "parts": the names are parts of one split of `y` (cut in
+#: order), which share memory with `y` but not with each other: a write into a part
+#: with a later read of another part only must be differentiated, not refused.
 ALIAS_FORMS = (
     ("z = y", {"z": "array"}, True, None),
     ("z = y[1:]", {"z": "array"}, True, None),
@@ -1200,8 +1215,13 @@ ALIAS_FORMS = (
     ("z = y[y > 0.3]", {"z": "array"}, False, None),
     ("z = y[np.argsort(x)]", {"z": "array"}, False, None),
     ("z = y[~(y > 0.3)]", {"z": "array"}, False, None),
-    ("a, b = np.split(y, 2)", {"a": "array", "b": "array"}, True, None),
-    ("a, b = np.hsplit(y, 2)", {"a": "array", "b": "array"}, True, None),
+    ("a, b = np.split(y, 2)", {"a": "array", "b": "array"}, "parts", None),
+    ("a, b = np.hsplit(y, 2)", {"a": "array", "b": "array"}, "parts", None),
+    ("a, b = np.split(y, [1])", {"a": "array", "b": "array"}, "parts", None),
+    ("a, b, c = np.array_split(y, [1, 3])", {"a": "array", "b": "array", "c": "array"},
+     "parts", None),
+    ("parts = np.split(y, [3])\n    a = parts[0]\n    b = parts[1]",
+     {"a": "array", "b": "array"}, "parts", None),
     ("parts = np.array_split(y, 3)", {"parts": "arrays"}, True, None),
     ("lst = [y, x * 2.0]", {"lst": "arrays"}, True, None),
     ("lst = [y, y]", {"lst": "arrays"}, True, None),
@@ -1218,6 +1238,9 @@ ALIAS_FORMS = (
     ("scale_tail(y)", {}, True, "scale_tail"),
     ("z = scaled(y)", {"z": "array"}, True, "scaled"),
     ("y = scaled(y)", {}, False, "scaled"),
+    ("scale_copyto(y)", {}, True, "scale_copyto"),
+    ("scale_out(y[1:])", {}, True, "scale_out"),
+    ("scale_position(y)", {}, True, "scale_position"),
 )
 
 ALIAS_BASES = ("np.sin(x)", "np.tanh(x) + 0.5", "x * 1.5", "np.linspace(0.5, 1.5, 4)",
@@ -1246,31 +1269,38 @@ def aliasing_programs(draw):
     if before:
         lines.append("    s = np.sum(y * x)")
     lines.append(f"    {statement}")
-    writes = ["    y[{}] = {}".format(draw(st.integers(0, 3)), scalar()), f"    y *= {scalar()}"]
+    writes = [("y", "    y[{}] = {}".format(draw(st.integers(0, 3)), scalar())),
+              ("y", f"    y *= {scalar()}")]      # (the name written, the write)
     for name, kind in names.items():
         if kind == "array" and statement.startswith("z = y.reshape"):
-            writes += [f"    {name}[1, {draw(st.integers(0, 1))}] = {scalar()}",
-                       f"    {name} *= {scalar()}"]
+            forms = [f"    {name}[1, {draw(st.integers(0, 1))}] = {scalar()}",
+                     f"    {name} *= {scalar()}"]
         elif kind == "array" and "y > 0.3" in statement:
-            writes += [f"    {name} *= {scalar()}"]     # (a mask may pick no element)
+            forms = [f"    {name} *= {scalar()}"]     # (a mask may pick no element)
         elif kind == "array":
-            writes += [f"    {name}[0] = {scalar()}", f"    {name} *= {scalar()}",
-                       f"    {name} += {scalar()}"]
+            forms = [f"    {name}[0] = {scalar()}", f"    {name} *= {scalar()}",
+                     f"    {name} += {scalar()}"]
         elif kind == "arrays":
-            writes += [f"    {name}[0] += x * x" if name == "lst" else f"    {name}[0] *= 2.0",
-                       f"    t = {name}[0]\n    t[1] = {scalar()}",
-                       f"    {name}[1] = x * 3.0" if name == "lst" else
-                       f"    {name}[1] = {name}[1] * 3.0"]
+            forms = [f"    {name}[0] += x * x" if name == "lst" else f"    {name}[0] *= 2.0",
+                     f"    t = {name}[0]\n    t[1] = {scalar()}",
+                     f"    {name}[1] = x * 3.0" if name == "lst" else
+                     f"    {name}[1] = {name}[1] * 3.0"]
         else:
-            writes += [f"    {name}[0] += {scalar()}", f"    {name}[1] = {scalar()}"]
-    if draw(st.booleans()):
-        lines.append(pick(writes))
-    reads = ["np.sum(y * x)"]
+            forms = [f"    {name}[0] += {scalar()}", f"    {name}[1] = {scalar()}"]
+        writes += [(name, w) for w in forms]
+    written = pick(writes) if draw(st.booleans()) else (None, None)
+    if written[0] is not None:
+        lines.append(written[1])
+    reads = [("y", "np.sum(y * x)")]
     for name, kind in names.items():
-        reads.append(f"np.sum({name} * {name})" if kind == "array" else
-                     f"np.sum({name}[0] * x[:{2 if name == 'parts' else 4}])"
-                     if kind == "arrays" else f"{name}[0] * {name}[1]")
+        reads.append((name, f"np.sum({name} * {name})" if kind == "array" else
+                      f"np.sum({name}[0] * x[:{2 if name == 'parts' else 4}])"
+                      if kind == "arrays" else f"{name}[0] * {name}[1]"))
     chosen = [r for r in reads if draw(st.booleans())] or [reads[-1]]
+    if aliased == "parts":      # (a read of what the write changes through another name)
+        aliased = any(r not in (written[0], "y") if written[0] == "y" else r == "y"
+                      for r, _ in chosen) if written[0] is not None else False
+    chosen = [r for _, r in chosen]
     if before:
         chosen.append("s")
     lines.append(f"    return {' + '.join(chosen)}")
