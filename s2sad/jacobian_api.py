@@ -9,10 +9,11 @@ import numpy as np
 from . import batched_jacobians as batched
 from . import driver, variadic
 from .compilation import Wrt, arg_types_of, refuse_complex_but_holomorphic, wrt_or_argnums
-from .errors import warn_unconnected
+from .errors import S2SADError, warn_unconnected
 from .forward_api import (_as_one_call, _bound_to, _by_position, _call, _gradient,
                           _gradient_code, _gradient_jvp, _of_method, _target, _wrt,
                           compiled, split_aux)
+from .numba_api import NumbaJvp, check_backend
 from .options import Options
 from .rules import pytrees, runtime
 
@@ -121,7 +122,8 @@ def _assemble_rows(rows, out_like, x):
 
 
 def jacfwd(f: Callable, wrt: Wrt | None = None, *, argnums: int | tuple | None = None,
-           has_aux: bool = False, holomorphic: bool = False) -> Callable:
+           has_aux: bool = False, holomorphic: bool = False,
+           backend: str | None = None) -> Callable:
     """The Jacobian of `f` with respect to argument(s) `wrt`, by forward mode: one `jvp`
     per input element, so it pays off for few inputs and many outputs. The Jacobian has
     shape `output.shape + input.shape`; a tuple `wrt` gives a tuple of them.
@@ -161,7 +163,12 @@ def jacfwd(f: Callable, wrt: Wrt | None = None, *, argnums: int | tuple | None =
 
     With `holomorphic=True`, `f` is a complex function of complex numbers or arrays and
     the Jacobian its complex derivative, as JAX's (see docs/complex.md).
+
+    With `backend="numba"`, each column is forward mode's `f_jvp` compiled by
+    `numba.njit`, along one unit tangent (see docs/numba.md), for numbers and arrays.
     """
+    if backend is not None and check_backend(backend) == "numba":
+        return _numba_jacfwd(f, wrt_or_argnums(wrt, argnums), has_aux, holomorphic)
     if variadic.takes_varargs(f):
         return variadic.Derivative(
             f, lambda g: jacfwd(g, wrt, argnums=argnums, has_aux=has_aux), extra=0)
@@ -302,3 +309,49 @@ def _forward_plan(f, indices, args, kwargs, arg_types, many, of_gradient):
     return batched.forward_plan([*codes, d], d, args, kwargs,
                                 [_template(args[i]) for i in indices], many, of_gradient,
                                 _jacobian, indices)
+
+
+def _numba_jacfwd(f, wrt, has_aux, holomorphic):
+    """`jacfwd(f, wrt, backend="numba")`: one column a unit tangent, each by `f_jvp`
+    compiled by Numba once for the arguments' kinds (numba_api.NumbaJvp)."""
+    for given, name in ((has_aux, "has_aux=True"), (holomorphic, "holomorphic=True"),
+                        (_gradient(f) is not None, "a gradient (forward over reverse)"),
+                        (variadic.takes_varargs(f), "a function of *args"),
+                        (_bound_to(f) is not None, "a bound method")):
+        if given:
+            raise S2SADError(f'jacfwd(f, backend="numba") of {getattr(f, "__name__", f)}: '
+                             f"{name} is the Python backend's (jacfwd without backend=)")
+
+    def plan(args, kwargs):
+        many, indices = _wrt(_target(f), wrt)
+        return _NumbaColumns(many, [NumbaJvp(f, args, (i,), kwargs) for i in indices],
+                             indices)
+    plans = batched.Plans(plan)
+
+    def jacobian(*args, **kwargs):
+        args, kwargs = _by_position(f, args, kwargs)
+        columns = plans.get(args, kwargs) or plan(args, kwargs)
+        likes = [_template(args[i]) for i in columns.indices]
+        value, cols = None, []
+        for code, like in zip(columns.codes, likes):
+            for e in _basis(like):
+                value, column = code(args, (e,), kwargs)
+                cols.append(column)
+        if not cols:
+            value = f(*args, **kwargs)
+        return _assemble(cols, cols[0] if cols else value,
+                         tuple(likes) if columns.many else likes[0])
+    jacobian.__name__ = f"jacfwd_{getattr(f, '__name__', 'f')}"
+    jacobian.s2s_made_by = "jacfwd"
+    return jacobian
+
+
+class _NumbaColumns:
+    """The `NumbaJvp` of each argument a numba backend's `jacfwd` differentiates (a
+    batched_jacobians.Plans plan)."""
+
+    def __init__(self, many, codes, indices):
+        self.many, self.codes, self.indices = many, codes, indices
+
+    def holds(self):
+        return all(code.holds() for code in self.codes)

@@ -163,7 +163,7 @@ PRIM = Mark(
      "before_ad/call_versions.py", "before_ad/complex_values.py"],
     ["frontend/source.py", "analysis/operations.py", "analysis/value_kinds.py",
      "analysis/shapes.py", "before_ad/aliasing.py", "before_ad/alias_errors.py",
-     "before_ad/certain_axes.py",
+     "before_ad/shared_memory.py", "before_ad/certain_axes.py",
      "before_ad/callee_effects.py",
      "before_ad/common_subexpressions.py", "before_ad/lost_derivatives.py",
      "after_ad/tangents_late.py", "ad/reverse_mode.py", "ad/forward_mode.py", "ad/tapes.py",
@@ -186,7 +186,7 @@ RECORD = FunctionRecord(
     ["frontend/source.py", "analysis/value_kinds.py", "before_ad/lift.py",
      "before_ad/resolve_calls.py", "before_ad/gradient_calls.py", "before_ad/callee_effects.py",
      "ad/calls.py", "ad/forward_mode.py", "ad/fused.py", "ad/checkpointed.py",
-     "ad/batching.py", "driver.py", "api.py"], default=None)
+     "ad/batching.py", "ad/header.py", "driver.py", "api.py"], default=None)
 
 #: Every mark of a node, by attribute.
 ALL = {m.attr: m for m in globals().values() if type(m) is Mark}

@@ -1,5 +1,7 @@
 """The numba backend's derivatives: `grad(f, backend="numba")`, `value_and_grad(f,
-backend="numba")`, `jvp(f, primals, tangents, backend="numba")`, `vjp(f, *args,
+backend="numba")`, `jvp(f, primals, tangents, backend="numba")` (its code, `NumbaJvp`,
+kept by the arguments' kinds, also runs the columns of `jacfwd(f, backend="numba")`),
+`vjp(f, *args,
 backend="numba")` (its pullback runs `f_adjoint`, forward and reverse sweeps, compiled by
 Numba), and the second derivatives
 `hvp(f, backend="numba")` and `hessian(f, backend="numba")` (see docs/numba.md).
@@ -24,10 +26,12 @@ import dataclasses
 import functools
 import inspect
 import re
+import types
+import weakref
 
 import numpy as np
 
-from . import backends, driver, native_cache, pipeline
+from . import backends, batched_jacobians, driver, native_cache, pipeline
 from .backends import NUMBA
 from .compilation import arg_types_of, refuse_complex, wrt_indices
 from .errors import (CustomRuleError, NativeBackendError, NonScalarOutputError, S2SADError,
@@ -221,7 +225,6 @@ def jvp(f, primals, tangents, kwargs):
     """`jvp(f, primals, tangents, backend="numba")`: `(f(*primals), y_dot)` from `f_jvp`
     compiled by `numba.njit` (with the options of `f` if it is a `@numba.njit` function);
     a tangent None leaves its argument out, as with the Python backend."""
-    numba = _numba()
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise S2SADError(f"jvp needs one tangent per primal: got {len(primals)} primal(s) "
@@ -229,24 +232,64 @@ def jvp(f, primals, tangents, kwargs):
     wrt = tuple(i for i, t in enumerate(tangents) if t is not None)
     if not wrt:
         raise S2SADError("jvp needs at least one tangent that is not None")
-    target = driver.target(f)
-    refuse_complex(target, wrt, primals)
-    jit = backends.jit_of(f)
-    arg_types = arg_types_of(target, primals)
-    _refuse_containers(target, wrt, arg_types)
-    options = dataclasses.replace(NUMBA.options(Variant.JVP, jit), ndims=_ndims(target, primals))
-    d = warn_unconnected(driver.derivative(target, wrt, arg_types, options, NUMBA))
     given = [t for t in tangents if t is not None]
-    code = d.fn.__code__
-    by_name = {} if code.co_varnames[len(primals):code.co_argcount] == tuple(
-        d.tangent_names) else dict(zip(d.tangent_names, given))
+    return jvp_code(f, primals, wrt, kwargs)(primals, given, kwargs)
+
+
+def jvp_code(f, primals, wrt, kwargs):
+    """The `NumbaJvp` of `f` along the arguments `wrt` (indices) for arguments of the
+    kind of `primals` and `kwargs` (compilation.call_key), kept per function while its
+    guards hold (what `jvp` and `jacfwd(f, backend="numba")`, one call per column, run,
+    without reading the arguments' types again at each call)."""
+    if not (isinstance(f, types.FunctionType) or numba_function(f) is not None):
+        return NumbaJvp(f, primals, wrt, kwargs)    # (a partial: its values may change)
     try:
-        if by_name:
-            return d.native(*primals, **kwargs, **by_name)
-        return d.native(*primals, *given, **kwargs)
-    except numba.core.errors.TypingError as exc:
-        raise _not_compiled(target, exc, "s2sad.source(f, mode='forward') for the "
-                            "code") from exc
+        per_wrt = _jvp_codes.setdefault(f, {})
+    except TypeError:
+        return NumbaJvp(f, primals, wrt, kwargs)
+    plans = per_wrt.get(wrt)
+    if plans is None:
+        plans = per_wrt[wrt] = batched_jacobians.Plans(
+            lambda args, kw: NumbaJvp(f, args, wrt, kw))
+    code = plans.get(primals, kwargs)
+    return NumbaJvp(f, primals, wrt, kwargs) if code is None else code
+
+
+_jvp_codes = weakref.WeakKeyDictionary()
+
+
+class NumbaJvp:
+    """`f_jvp` of `f` along the arguments `wrt` (indices), compiled by `numba.njit` (with
+    the options of `f` if it is a `@numba.njit` function) for the types of `primals`:
+    `code(primals, tangents, kwargs)` is `(f(*primals), y_dot)`, one tangent per `wrt`."""
+
+    def __init__(self, f, primals, wrt, kwargs):
+        self.typing_error = _numba().core.errors.TypingError
+        target = self.target = driver.target(f)
+        refuse_complex(target, wrt, primals)
+        jit = backends.jit_of(f)
+        arg_types = arg_types_of(target, primals)
+        _refuse_containers(target, wrt, arg_types)
+        options = dataclasses.replace(NUMBA.options(Variant.JVP, jit),
+                                      ndims=_ndims(target, primals))
+        d = self.d = warn_unconnected(driver.derivative(target, wrt, arg_types, options,
+                                                        NUMBA))
+        code = d.fn.__code__
+        self.by_position = code.co_varnames[len(primals):code.co_argcount] == tuple(
+            d.tangent_names)
+
+    def holds(self):
+        return self.d.holds()
+
+    def __call__(self, primals, tangents, kwargs):
+        try:
+            if self.by_position:
+                return self.d.native(*primals, *tangents, **kwargs)
+            return self.d.native(*primals, **kwargs, **dict(zip(self.d.tangent_names,
+                                                               tangents)))
+        except self.typing_error as exc:
+            raise _not_compiled(self.target, exc, "s2sad.source(f, mode='forward') for "
+                                "the code") from exc
 
 
 def vjp(f, args, kwargs):
@@ -299,15 +342,19 @@ def gradient_jvp(f, i, args):
     target = driver.target(f)
     refuse_complex(target, [i], args)
     arg_types = arg_types_of(target, args)
-    d = gradient_code_jvp(f, i, (i,), arg_types)
+    ndims = _ndims(target, args)
+    d = gradient_code_jvp(f, i, (i,), arg_types, ndims=ndims)
     code = d.fn.__code__
     by_position = code.co_varnames[len(args):code.co_argcount] == tuple(d.tangent_names)
 
     def product(*args_and_v, **kwargs):
-        nonlocal d
+        nonlocal d, ndims
         *primals, v = args_and_v
-        if not d.holds():       # (a global rebound, or an array it holds written into)
-            d = gradient_code_jvp(f, i, (i,), arg_types)
+        # (a global rebound, an array it holds written into, or arrays of other numbers
+        # of axes, which the code's types may rely on)
+        if not d.holds() or _ndims(target, primals) != ndims:
+            ndims = _ndims(target, primals)
+            d = gradient_code_jvp(f, i, (i,), arg_types, ndims=ndims)
         try:
             if by_position:
                 return d.native(*primals, v, **kwargs)
@@ -319,21 +366,23 @@ def gradient_jvp(f, i, args):
     return product
 
 
-def gradient_code_jvp(f, i, tangents, arg_types, stage=None):
+def gradient_code_jvp(f, i, tangents, arg_types, stage=None, ndims=()):
     """The forward mode, along parameters `tangents` (indices), of the numba backend's
-    gradient code of `f` with respect to parameter `i`, for arguments of `arg_types`: the
-    tangent alone, through the cache (what `hvp(f, backend="numba")` compiles). With
-    `stage`, its source after that pass of forward mode (for `s2sad show`)."""
+    gradient code of `f` with respect to parameter `i`, for arguments of `arg_types` (and
+    arrays of `ndims`, Options.ndims, if given): the tangent alone, through the cache
+    (what `hvp(f, backend="numba")` compiles). With `stage`, its source after that pass
+    of forward mode (for `s2sad show`)."""
     target = driver.target(f)
     _refuse_containers(target, i, arg_types)
     jit = backends.jit_of(f)
-    gradient = warn_unconnected(driver.derivative(
-        target, i, arg_types, NUMBA.options(Variant.GRAD, jit), NUMBA))
+    gradient = warn_unconnected(driver.derivative(target, i, arg_types, dataclasses.replace(
+        NUMBA.options(Variant.GRAD, jit), ndims=ndims), NUMBA))
     if stage is not None:
         return pipeline.stage_source(gradient.fn, stage, tangents, arg_types, mode="forward",
                                      backend=NUMBA)
     return warn_unconnected(driver.derivative(
-        gradient.fn, tuple(tangents), arg_types, NUMBA.options(Variant.TANGENT, jit), NUMBA))
+        gradient.fn, tuple(tangents), arg_types, dataclasses.replace(
+            NUMBA.options(Variant.TANGENT, jit), ndims=ndims), NUMBA))
 
 
 def _ndims(target, args):

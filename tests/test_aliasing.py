@@ -105,6 +105,56 @@ def vsplit_part_written_then_matrix_read(x):
     return np.sum(y * y)
 
 
+def split_part_written_then_its_other_name_read(x):
+    y = np.sin(x)
+    a, b = np.split(y, [1])
+    c = b
+    b[0] = 5.0 * x[0]
+    return np.sum(c * x[1:]) + np.sum(a)
+
+
+def split_part_written_then_the_list_read(x):
+    y = np.sin(x)
+    parts = np.split(y, 2)
+    b = parts[1]
+    b[0] = 5.0 * x[0]
+    return np.sum(parts[0] * x[:2])
+
+
+def split_part_taken_twice(x):
+    y = np.sin(x)
+    parts = np.split(y, 2)
+    a, b = parts[1], parts[1]
+    b[0] = 5.0 * x[0]
+    return np.sum(a * x[:2])
+
+
+def split_cut_out_of_order(x):
+    # (`[2, 1]` makes y[:2], y[1:1] and y[1:]: a and b share y[1])
+    y = np.sin(x)
+    a, e, b = np.split(y, [2, 1])
+    b[0] = 5.0 * x[0]
+    return np.sum(a * x[:2])
+
+
+def split_part_named_in_branches_then_written(x):
+    y = np.cos(x)
+    a, b = np.split(y, 2)
+    if x[0] > 0:
+        c = a
+    else:
+        c = b
+    b[1] = x[2] ** 2
+    return np.sum(c * x[:2])
+
+
+def split_part_read_after_the_array_is_written(x):
+    y = np.sin(x)
+    a, b = np.split(y, 2)
+    y[0] = x[1] ** 2
+    return np.sum(a * x[:2]) + np.sum(b)
+
+
 def astype_without_copy_written(x):
     y = np.sin(x)
     z = y.astype(float, copy=False)
@@ -256,6 +306,12 @@ REFUSED = [
     (first_buffer_kept_then_written, 6, 5, 4),
     (buffer_of_this_iteration_named_twice, 6, 5, 4),
     (buffers_swapped_into_one, 4, 3, 5),
+    (split_part_written_then_its_other_name_read, 5, 4, 2),
+    (split_part_written_then_the_list_read, 5, 4, 2),
+    (split_part_taken_twice, 5, 4, 3),
+    (split_cut_out_of_order, 5, 4, 3),
+    (split_part_read_after_the_array_is_written, 4, 3, 2),
+    (split_part_named_in_branches_then_written, 8, 7, 2),
 ]
 
 
@@ -417,12 +473,107 @@ def callee_writes_and_returns_the_new_value(x):
 
 
 def split_part_written_and_read(x):
-    # (the parts of one array are taken as sharing memory: `b` is not read after)
     y = np.sin(x)
     a, b = np.split(y, 2)
     s = np.sum(b * x[2:])
     a[0] = x[1] ** 2
     return np.sum(a * a) + s
+
+
+# the parts of one split share memory with the array split, not with each other: a write
+# into one part leaves the others as they were
+def split_part_written_other_part_read(x):
+    y = np.sin(x)
+    a, b = np.split(y, [1])
+    b[0] = 5.0 * x[0] * x[2]
+    return np.sum(a * x[0]) + np.sum(b * b)
+
+
+def split_in_sections_written_other_part_read(x):
+    y = np.sin(x)
+    a, b = np.split(y, 2)
+    a[1] = x[3] ** 2
+    return np.sum(b * x[:2]) + np.sum(a * a)
+
+
+def array_split_parts_written_in_turn(x):
+    y = np.cos(x)
+    a, b, c = np.array_split(y, 3)
+    c[0] = x[0] * x[1]
+    b[0] = a[0] * x[3]
+    return np.sum(a * b) + np.sum(c * b)
+
+
+def hsplit_part_scaled_other_part_read(x):
+    y = np.sin(x)
+    a, b = np.hsplit(y, 2)
+    b *= x[0]
+    return np.sum(a * x[2:]) + np.sum(b)
+
+
+def vsplit_part_written_twice_other_part_read(x):
+    y = np.outer(x, np.cos(x))
+    top, bottom = np.vsplit(y, 2)
+    top[0, 1] = x[2] ** 2
+    top[1, 0] = x[1] * x[0]
+    return np.sum(bottom * bottom) + np.sum(top * x)
+
+
+def split_parts_named_from_the_list(x):
+    y = np.sin(x)
+    parts = np.split(y, [1, 3])
+    a = parts[0]
+    s = np.sum(a)
+    c = parts[2]
+    c[0] = s * x[1]
+    return np.sum(a * x[0]) + np.sum(c) + s
+
+
+def split_of_a_split_part(x):
+    y = np.sin(x)
+    a, b = np.split(y, 2)
+    c, d = np.split(a, 2)
+    d[0] = x[0] * x[3]
+    return np.sum(c * b) + np.sum(d)
+
+
+def split_in_a_loop(x):
+    y = np.sin(x)
+    s = 0.0
+    for k in range(3):
+        z = y * (k + 1.0)
+        a, b = np.split(z, [2])
+        b[1] = x[k] ** 2
+        s = s + np.sum(a * b[1])
+    return s
+
+
+def split_part_written_after_the_array_is_read(x):
+    # (the gradient reads y, read before: the write into b is made on a copy)
+    y = np.sin(x)
+    s = np.sum(y * y * x)
+    a, b = np.split(y, [2])
+    t = np.sum(a * b)
+    b[0] = x[0] * x[3]
+    b *= x[1]
+    return s + np.sum(a * x[:2]) + np.sum(b * b) + t
+
+
+def split_parts_written_in_branches(x):
+    y = np.cos(x)
+    a, b = np.split(y, 2)
+    if x[0] > 0:
+        b[1] = x[2] ** 2
+    else:
+        a[0] = x[1] ** 3
+    return np.sum(a * b * x[:2])
+
+
+def split_argument_written(x):
+    # (f writes into its argument; its derivatives do not)
+    a, b = np.split(x, [2])
+    b[0] = a[0] * a[1]
+    return np.sum(a * b)
 
 
 def astype_copies(x):
@@ -520,7 +671,12 @@ ACCEPTED = [jacobi_sweeps_swapping_two_buffers, double_buffered_stencil, buffers
             index_array_copies, callee_writes_and_returns_the_new_value,
             split_part_written_and_read, astype_copies, list_of_numbers_added_to,
             list_of_elements_added_to, list_of_new_arrays_made_in_a_loop,
-            list_of_arrays_read_through_the_list]
+            list_of_arrays_read_through_the_list, split_part_written_other_part_read,
+            split_in_sections_written_other_part_read, array_split_parts_written_in_turn,
+            hsplit_part_scaled_other_part_read, vsplit_part_written_twice_other_part_read,
+            split_parts_named_from_the_list, split_of_a_split_part, split_in_a_loop,
+            split_part_written_after_the_array_is_read, split_parts_written_in_branches,
+            split_argument_written]
 
 
 @pytest.mark.parametrize("f", ACCEPTED, ids=lambda f: f.__name__)
@@ -557,8 +713,8 @@ def test_with_the_numba_backend():
         s2sad.grad(f, backend="numba")(X.copy())
 
 
-@pytest.mark.parametrize("f", [helper_makes_a_new_array, boolean_mask_copies],
-                         ids=lambda f: f.__name__)
+@pytest.mark.parametrize("f", [helper_makes_a_new_array, boolean_mask_copies,
+                               split_part_written_other_part_read], ids=lambda f: f.__name__)
 def test_exported(f, tmp_path):
     path = tmp_path / f"{f.__name__}_derivatives.py"
     s2sad.export(f, path, args=(X,))

@@ -409,3 +409,34 @@ def test_a_fused_header_names_what_the_reverse_sweep_reads_not_what_was_deleted(
     said = claimed(text, ast.parse(text).body[0])[0]
     assert "del t_1\n" in text and "t_1" not in said and "t_8" not in said
     assert "_s2s_unbroadcast_product(t_11_bar, t_7, t_10)" in text and "t_10" in said
+
+
+class _Particle:
+    def __init__(self, pos, vel):
+        self.pos, self.vel = pos, vel
+
+    def step(self, dt):
+        self.pos = self.pos + dt * self.vel
+
+
+def _nudge(q, dt):
+    q.vel = q.vel * dt
+    return q.pos
+
+
+def _moved(x):
+    p = _Particle(x, 2.0)
+    for _ in range(3):
+        p.step(0.1)
+    r = _nudge(p, 0.5)
+    return p.pos ** 2 + r
+
+
+def test_the_rules_line_names_a_function_that_changes_its_arguments_as_it_is_called():
+    # (s2sad differentiates the version of step and of _nudge that returns what it changes,
+    # bound under a name of its own, `step_1`: the rules line says what the code calls)
+    g = s2sad.grad(_moved)
+    rules = next(line.strip() for line in g.source.splitlines() if "# rules:" in line)
+    assert rules == "# rules: _Particle, .step(), [], _nudge, .pos, **, +", rules
+    # p.pos is x + 0.6, r is x + 0.6 too (pos read before vel changes): 2 (x + 0.6) + 1
+    assert g(1.5) == pytest.approx(2 * (1.5 + 0.6) + 1, rel=1e-14)

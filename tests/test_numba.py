@@ -627,8 +627,12 @@ def test_a_local_list_of_arrays_as_loop_state(wrt):
     native = s2sad.grad(layered, wrt=wrt, backend="numba")
     np.testing.assert_allclose(native(*args), fd_array_grad(layered, args, wrt),
                                rtol=1e-6, atol=1e-8)
-    # (the adjoint of the lists: lists of zeros, elements replaced in a copy)
+    # (the adjoint of the lists: lists of zeros, elements replaced in place where no other
+    # name sees them; with respect to `state`, the adjoint of the list the comprehension
+    # made is another name for them, `hidden_bar = hidden_2_bar`, and they are copied)
     assert "hidden_2_bar = [np.zeros_like(_s2s_e) for _s2s_e in hidden_2]" in native.source
+    assert "hidden_2_bar[i_3] = " in native.source
+    assert ("hidden_2_bar = hidden_2_bar.copy()" in native.source) == (wrt == 1)
     # forward mode: the lists and their tangents appended to in place
     tangent = rng.normal(size=args[wrt].shape)
     value, derivative = s2sad.jvp(layered, args, tuple(tangent if i == wrt else None
@@ -810,3 +814,66 @@ def test_a_call_from_python_goes_through_the_entry():
     assert d(2.0) == pytest.approx(0.5 / math.sqrt(2.0), rel=1e-12)
     assert d(2.0) == pytest.approx(0.5 / math.sqrt(2.0), rel=1e-12)
     assert not d._by_types
+
+
+# -- rows of matrices the function makes: their number of axes settled by the code ----------
+def reshaped_rows(x):
+    n = len(x) // 3
+    m = x.reshape(n, 3)
+    s = 0.0
+    for i in range(n):
+        row = m[i]
+        s = s + np.sum(row * row) * row[0]
+    return s
+
+
+def rows_of_zeros_written(x):
+    n = len(x)
+    m = np.zeros((n, 3))
+    for i in range(n):
+        m[i, 1] = x[i] ** 2
+    s = 0.0
+    for i in range(n):
+        row = m[i]
+        s = s + np.sum(np.sin(row)) * x[i]
+    return s
+
+
+def rows_of_a_shape_named(x):
+    shape = (3, 2)
+    m = np.ones(shape) * x[0]
+    s = 0.0
+    for i in range(3):
+        r = m[i] + x[2 * i]
+        s = s + np.sum(r * r)
+    return s
+
+
+def rows_of_a_sum(x):
+    m = np.reshape(x * 2.0, (2, 3)) + np.zeros((2, 3))
+    s = 1.0
+    for i in range(2):
+        r = np.tanh(m[i])
+        s = s * 0.5 + np.sum(r * x[:3])
+    return s
+
+
+LOCAL_MATRICES = [reshaped_rows, rows_of_zeros_written, rows_of_a_shape_named, rows_of_a_sum]
+
+
+@pytest.mark.parametrize("f", LOCAL_MATRICES, ids=lambda f: f.__name__)
+def test_rows_of_a_local_matrix_are_arrays(f):
+    # (`row = m[i]` was typed a number where `m` is made in the function: Numba refused)
+    from numpy_cases import fd_array_grad
+    x = np.array([0.7, -0.4, 1.3, 0.9, 0.2, -1.1])
+    t = np.array([0.3, -1.1, 0.6, 0.8, -0.2, 0.5])
+    want = fd_array_grad(f, (x.copy(),), 0)
+    np.testing.assert_allclose(s2sad.grad(f, backend="numba")(x), want, rtol=1e-7, atol=1e-9)
+    value, gradient = s2sad.value_and_grad(f, backend="numba")(x)
+    assert value == pytest.approx(f(x.copy()), rel=1e-13)
+    np.testing.assert_allclose(gradient, want, rtol=1e-7, atol=1e-9)
+    value, tangent = s2sad.jvp(f, (x,), (t,), backend="numba")
+    assert value == pytest.approx(f(x.copy()), rel=1e-13)
+    assert tangent == pytest.approx(np.sum(want * t), rel=1e-7, abs=1e-9)
+    np.testing.assert_allclose(s2sad.hessian(f, backend="numba")(x), fd_hessian(f, (x,), 0),
+                               rtol=1e-5, atol=1e-6)

@@ -4,8 +4,15 @@ block-sparse: each observation's two errors depend only on its camera's 11 param
 point's 3 coordinates and its weight. The inputs are one camera, point, weight and feature
 repeated (GradBench's duplication, not exploited here), and the outputs are encoded as GradBench's
 C++ reference encodes them, which its validator checks: the errors' first elements and counts,
-and the CSR Jacobian's first 30 entries and last one."""
+and the CSR Jacobian's first 30 entries and last one.
+
+On the numba backend the eval is the loop over observations its README describes ("mostly a
+bunch of scalar control flow") and ADBench's implementations write: each observation's error
+computed a coordinate at a time (`observation_error`), its Jacobian's two rows two gradients
+of it, in a loop compiled by Numba (`jacobian_loops`). The vectorised form above is the one
+for NumPy (the Python backend)."""
 import functools
+import math
 
 import numpy as np
 import s2sad
@@ -69,6 +76,91 @@ def jacobian(cams, X, w, feats, obs, backend="python"):
     return rows, cols, values
 
 
+def observation_error(cam, X, w, feat, row):
+    """Error `row` (0: x, 1: y) of the observation of point `X` by camera `cam` (its 11
+    parameters), of weight `w` and feature `feat`, as ADBench's C++ (computeReprojError)
+    computes it, a coordinate at a time."""
+    x0 = X[0] - cam[3]
+    x1 = X[1] - cam[4]
+    x2 = X[2] - cam[5]
+    r0 = cam[0]
+    r1 = cam[1]
+    r2 = cam[2]
+    sqtheta = r0 * r0 + r1 * r1 + r2 * r2
+    if sqtheta != 0:
+        theta = math.sqrt(sqtheta)
+        cos = math.cos(theta)
+        sin = math.sin(theta)
+        a0 = r0 / theta
+        a1 = r1 / theta
+        a2 = r2 / theta
+        tmp = (a0 * x0 + a1 * x1 + a2 * x2) * (1 - cos)
+        y0 = x0 * cos + (a1 * x2 - a2 * x1) * sin + a0 * tmp
+        y1 = x1 * cos + (a2 * x0 - a0 * x2) * sin + a1 * tmp
+        y2 = x2 * cos + (a0 * x1 - a1 * x0) * sin + a2 * tmp
+    else:
+        y0 = x0 + (r1 * x2 - r2 * x1)
+        y1 = x1 + (r2 * x0 - r0 * x2)
+        y2 = x2 + (r0 * x1 - r1 * x0)
+    p0 = y0 / y2
+    p1 = y1 / y2
+    rsq = p0 * p0 + p1 * p1
+    distortion = 1 + cam[9] * rsq + cam[10] * rsq * rsq
+    if row == 0:
+        return w * (p0 * distortion * cam[6] + cam[7] - feat[0])
+    return w * (p1 * distortion * cam[6] + cam[8] - feat[1])
+
+
+def objective_loops(cams, X, w, feats, obs):
+    """`objective`, an observation at a time (the numba backend's)."""
+    p = w.shape[0]
+    reproj = np.empty((p, 2))
+    for i in range(p):
+        for row in range(2):
+            reproj[i, row] = observation_error(cams[obs[i, 0]], X[obs[i, 1]], w[i], feats[i],
+                                               row)
+    return reproj, 1 - w * w
+
+
+#: grad(observation_error, wrt=(0, 1, 2), backend="numba"), made by `functions("numba")`
+d_observation_error = None
+
+
+def jacobian_loops(cams, X, w, feats, obs):
+    """`jacobian` (rows, columns and values of the CSR Jacobian), an observation at a time:
+    its two rows the gradients of its two errors with respect to its camera, point and
+    weight (compiled by Numba, which calls `d_observation_error` from it)."""
+    n, m, p = cams.shape[0], X.shape[0], w.shape[0]
+    rows = np.empty(3 * p + 1, dtype=np.int64)
+    cols = np.empty(2 * p * (CAMERA + 4) + p, dtype=np.int64)
+    values = np.empty(2 * p * (CAMERA + 4) + p)
+    k = 0
+    for i in range(p):
+        c = obs[i, 0]
+        j = obs[i, 1]
+        for row in range(2):
+            rows[2 * i + row] = k
+            d_cam, d_X, d_w = d_observation_error(cams[c], X[j], w[i], feats[i], row)
+            for a in range(CAMERA):
+                cols[k] = CAMERA * c + a
+                values[k] = d_cam[a]
+                k += 1
+            for a in range(3):
+                cols[k] = CAMERA * n + 3 * j + a
+                values[k] = d_X[a]
+                k += 1
+            cols[k] = CAMERA * n + 3 * m + i
+            values[k] = d_w
+            k += 1
+    for i in range(p):
+        rows[2 * p + i] = k
+        cols[k] = CAMERA * n + 3 * m + i
+        values[k] = -2 * w[i]
+        k += 1
+    rows[3 * p] = k
+    return rows, cols, values
+
+
 def _input(input):
     n, m, p = int(input["n"]), int(input["m"]), int(input["p"])
     cams = np.tile(np.array(input["cam"], dtype=float), (n, 1))
@@ -94,6 +186,12 @@ def _sparse(csr):
 
 
 def functions(backend):
+    if backend == "numba":
+        global d_observation_error
+        from s2sad.backends import NUMBA
+        d_observation_error = s2sad.grad(observation_error, wrt=(0, 1, 2), backend="numba")
+        return {"objective": Function(_input, primal(objective_loops, backend), _errors),
+                "jacobian": Function(_input, NUMBA.njit_user(jacobian_loops, {}), _sparse)}
     return {"objective": Function(_input, primal(objective, backend), _errors),
             "jacobian": Function(_input, functools.partial(jacobian, backend=backend),
                                  _sparse)}

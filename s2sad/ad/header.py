@@ -42,6 +42,7 @@ import gast
 
 from ..analysis.names import exposed
 from .. import marks, syntax
+from ..before_ad.callee_effects import returns_its_writes
 from ..compilation import parameters
 from ..options import Variant
 from ..syntax import unparse
@@ -195,8 +196,15 @@ _SYMBOLS = {gast.Add: "+", gast.Sub: "-", gast.Mult: "*", gast.Div: "/", gast.Po
 
 
 def _rule_name(op, src):
-    """How the header names the rule of `op`: as the user spelled the operation."""
+    """How the header names the rule of `op`: as the user spelled the operation (a call
+    of a function that changes the objects it is given, by its name, not that of the
+    version s2sad differentiates, which returns them: before_ad/attribute_writes.py)."""
     node = op.node
+    if returns_its_writes(op.prim):
+        original = marks.RECORD.of(op.prim).original
+        steps = original.__qualname__.split(".")
+        method = len(steps) > 1 and steps[-2] != "<locals>"    # (defined in a class)
+        return f".{original.__name__}()" if method else original.__name__
     if isinstance(node, (gast.BinOp, gast.UnaryOp)):
         return _SYMBOLS.get(type(node.op), type(node.op).__name__)
     if isinstance(node, gast.Subscript):

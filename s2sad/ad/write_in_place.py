@@ -33,16 +33,23 @@ def run(jvp, ctx):
     owned = owned_names([jvp], ctx.src, (runtime.setitem,), ctx.resolve) - _aliases(jvp)
     owned |= _copied_once(jvp, {s.targets[0].id for s in writes} - owned)
     in_place = {id(s) for s in writes + renamed if s.targets[0].id in owned}
+    # where tapes are arrays (Numba's code), a write that cannot be in place is a copy,
+    # then the write into it (`b = a.copy(); b[:, 2] = v`): what `_s2s_setitem` does,
+    # written with the index as syntax, which Numba compiles (a `slice(...)` it does not)
+    copied = {id(s) for s in writes + renamed if ctx.can.tape_arrays} - in_place
 
     def rewritten(s):
-        if id(s) not in in_place:
+        if id(s) not in in_place and id(s) not in copied:
             return [s]
         call, name = s.value, s.targets[0].id
         # (the index of the call as it is now: an earlier pass may have put a
         # temporary's expression into it)
         index = operations.index_syntax(call.args[1])
         before = []
-        if not syntax.is_name(call.args[0], name):
+        if id(s) in copied:
+            before = [syntax.located(syntax.assign(name, syntax.call(
+                syntax.attribute(call.args[0], "copy"), [])), s)]
+        elif not syntax.is_name(call.args[0], name):
             before = [syntax.located(syntax.assign(name, call.args[0]), s)]
         target = gast.Subscript(value=syntax.name(name), slice=syntax.copied(index),
                                 ctx=gast.Store())
@@ -61,12 +68,37 @@ def _aliases(jvp):
     for n in syntax.walk(jvp):
         if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load):
             reads[n.id] = reads.get(n.id, 0) + 1
-    copies = [(s.targets[0].id, s.value.id) for s in syntax.statements(jvp)
-              if isinstance(s, gast.Assign) and syntax.is_name(s.targets[0])
-              and isinstance(s.value, gast.Name)]
+    copies = [s for s in syntax.statements(jvp) if isinstance(s, gast.Assign)
+              and syntax.is_name(s.targets[0]) and isinstance(s.value, gast.Name)]
+    other = _read_in_the_other_branch(jvp)
     # (and a copy of such a copy: `yn_2_dot = yn_1_dot`)
-    return closure({n for a, b in copies if reads.get(b, 0) > 1 for n in (a, b)},
-                   [(b, a) for a, b in copies])
+    return closure({n for s in copies if reads.get(s.value.id, 0) - other.get(id(s), 0) > 1
+                    for n in (s.targets[0].id, s.value.id)},
+                   [(s.value.id, s.targets[0].id) for s in copies])
+
+
+def _read_in_the_other_branch(jvp):
+    """{id of a copy `a = b` in a branch of an `if`: the reads of `b` in its other
+    branch}, for a `b` bound in the block of the `if`, before it: the copy and those
+    reads never both see that value (`pose_5 = pose_4` in the `else` of an `if` whose
+    body writes `pose_5 = _s2s_setitem(pose_4, i, v)`, a write in one branch of a loop
+    over an array), so they do not make `a` another name for memory read elsewhere."""
+    other = {}
+    for block in syntax.blocks(jvp.body):
+        bound = set()
+        for s in block:
+            if isinstance(s, gast.If):
+                for here, there in ((s.body, s.orelse), (s.orelse, s.body)):
+                    for c in here:
+                        if (isinstance(c, gast.Assign) and syntax.is_name(c.targets[0])
+                                and isinstance(c.value, gast.Name) and c.value.id in bound):
+                            other[id(c)] = sum(
+                                1 for t in there for n in syntax.walk(t)
+                                if isinstance(n, gast.Name) and n.id == c.value.id
+                                and isinstance(n.ctx, gast.Load))
+            if isinstance(s, gast.Assign):
+                bound |= {t.id for t in s.targets if isinstance(t, gast.Name)}
+    return other
 
 
 def _copied_once(jvp, names):

@@ -17,6 +17,7 @@ same length:
 - the adjoint of an element written and read, `_s2s_add(_s2s_zero_at(a_bar, i),
   _s2s_unindex(g, a, i))`, a copy of the list with `g` at `i` (a sum of more
   `_s2s_unindex(g, a, j)`, of a list's adjoint, with each `g` added at its `j`).
+  The copy goes where no other name can see the list (`_in_place`): `a_bar[i] = g`.
 
 What other helper meets such a list is left as it is: native_check or Numba's typing
 refuses it, naming the user's line or function. (In forward mode, such a list and its
@@ -60,7 +61,40 @@ def rewrite(fn, ctx, helper, types):
             part = getattr(s, field, None)
             if isinstance(part, gast.AST):
                 setattr(s, field, _takes(part, adjoints, helper))
+    _in_place(fn, set(adjoints))
     return fn
+
+
+def _in_place(fn, adjoints):
+    """`fn` without the copies `a_bar = a_bar.copy()` before an element of the adjoint
+    `a_bar` is replaced, when no other name can see the list: each binding of `a_bar` is
+    a list of zeros or such a copy, and it is read only by its elements (`a_bar[i]`,
+    which a replacement leaves as they were) and by those copies."""
+    def copy_of_itself(s):
+        v = s.value if isinstance(s, gast.Assign) else None
+        return (isinstance(v, gast.Call) and not v.args and isinstance(v.func, gast.Attribute)
+                and v.func.attr == "copy" and isinstance(s.targets[0], gast.Name)
+                and syntax.is_name(v.func.value, s.targets[0].id))
+    allowed = set()
+    for s in syntax.statements(fn):
+        for node in syntax.walk(s):
+            if isinstance(node, gast.Subscript) and isinstance(node.value, gast.Name):
+                allowed.add(id(node.value))
+        if copy_of_itself(s):
+            allowed.add(id(s.value.func.value))
+    owned = set(adjoints)
+    for s in syntax.statements(fn):
+        for node in syntax.walk(s):
+            if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load) and \
+                    id(node) not in allowed:
+                owned.discard(node.id)
+        for name in _targets(s):
+            if name in owned and not (copy_of_itself(s) or isinstance(
+                    s, gast.Assign) and isinstance(s.value, gast.ListComp)):
+                owned.discard(name)
+    for block in syntax.blocks(fn.body):
+        block[:] = [s for s in block if not (copy_of_itself(s)
+                                              and s.targets[0].id in owned)]
 
 
 def zeros(fn, ctx, helper, types):

@@ -120,7 +120,60 @@ def run(fn, ctx):
                 s.targets[0], gast.Name):
             s.value = syntax.const(_ZEROS.get(types.of_name(s.targets[0].id), 0.0))
     native_lists.rewrite(fn, ctx, _NativeForms(ctx, types).helper, types)
+    _prune_objects(fn)
     return fn
+
+
+def _prune_objects(fn):
+    """`fn` with each value of a tape of objects (`_s2s_tape_objects.append((a, b))`, read
+    back by `a, b = _s2s_tape_objects[_s2s_row]`) that no statement which can run after a
+    read-back reads left out: the lists whose adjoints the Python backend's helpers built
+    from them, which native_lists' lists of the same length do not read."""
+    pushes, reads = {}, {}
+
+    def visit(stmts, chain):
+        for k, s in enumerate(stmts):
+            here = chain + [(stmts, k)]
+            v = getattr(s, "value", None)
+            if (isinstance(s, gast.Expr) and isinstance(v, gast.Call) and len(v.args) == 1
+                    and isinstance(v.func, gast.Attribute) and v.func.attr == "append"
+                    and syntax.is_name(v.func.value)):
+                pushes.setdefault(v.func.value.id, []).append(v)
+            if (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Tuple)
+                    and isinstance(v, gast.Subscript) and syntax.is_name(v.value)
+                    and v.value.id.startswith("_s2s_tape")):
+                reads.setdefault(v.value.id, []).append((s, here))
+            for field in ("body", "orelse"):
+                if type(getattr(s, field, None)) is list:
+                    visit(getattr(s, field), here)
+    visit(fn.body, [])
+    for tape, unpacks in reads.items():
+        width = len(unpacks[0][0].targets[0].elts)
+        calls = pushes.get(tape, [])
+        if not calls or any(not isinstance(c.args[0], gast.Tuple) or len(c.args[0].elts)
+                            != width for c in calls) or any(
+                len(s.targets[0].elts) != width for s, _ in unpacks):
+            continue
+        unread = set(range(width))
+        for s, here in unpacks:
+            later = []
+            for depth, (stmts, k) in enumerate(here):
+                later += stmts[k + 1:]
+                if depth < len(here) - 1 and isinstance(stmts[k], (gast.For, gast.While)):
+                    later += stmts[k].body + stmts[k].orelse     # (its next iterations)
+            loaded = {n.id for t in later for n in syntax.name_nodes(t)
+                      if isinstance(n.ctx, gast.Load)}
+            unread &= {k for k, e in enumerate(s.targets[0].elts)
+                       if isinstance(e, gast.Name) and e.id not in loaded}
+        kept = [k for k in range(width) if k not in unread] or [0]
+        if len(kept) == width:
+            continue
+        for c in calls:
+            items = [c.args[0].elts[k] for k in kept]
+            c.args[0] = items[0] if len(items) == 1 else syntax.tuple_(items)
+        for s, _ in unpacks:
+            names = [s.targets[0].elts[k] for k in kept]
+            s.targets[0] = names[0] if len(names) == 1 else syntax.tuple_(names, store=True)
 
 
 def _ellipses_as_slices(fn, ctx):
@@ -185,9 +238,11 @@ class _NativeForms:
             for field in ("value", "test"):
                 if isinstance(getattr(s, field, None), gast.AST):
                     setattr(s, field, self.expression(getattr(s, field)))
+        self.copies = []    # the copies `puts` makes
         for block in syntax.blocks(fn.body):
             block[:] = [new for s in block for new in self.statement(s)]
             _drop_fresh_copies(block, self.ctx)
+        _drop_owned_copies(fn, self.copies, self.ctx)
         return fn
 
     def statement(self, s):
@@ -203,6 +258,9 @@ class _NativeForms:
             put = syntax.assign(gast.Subscript(value=syntax.name(target), slice=i,
                                                ctx=gast.Store()), g)
             return [syntax.located(syntax.assign(target, zeros), s), syntax.located(put, s)]
+        puts = self.puts(target, call)
+        if puts is not None:
+            return [syntax.located(new, s) for new in puts]
         if kind == "append" and syntax.is_name(call.args[0], target) and (
                 target.startswith("_s2s_") or target in self.lists):
             # (forward mode over the numba backend's gradient code: its tape of arrays,
@@ -211,6 +269,41 @@ class _NativeForms:
             grow = syntax.call(syntax.attribute(syntax.name(target), "append"), [call.args[1]])
             return [syntax.located(gast.Expr(value=grow), s)]
         return [s]
+
+    def puts(self, target, e):
+        """`target = a + _s2s_unindex(g, x, i) + _s2s_unindex(h, x, j)` (numbers `g`,
+        `h` added at ints `i`, `j` of the adjoint `target` of `x`, `a` that adjoint or
+        left out) as a copy of `a` (zeros if left out) and the numbers added in place,
+        `target[i] += g`: one array, where each term is one and each sum another. None
+        for any other statement."""
+        terms, of = [], self.types.of
+        while isinstance(e, gast.BinOp) and isinstance(e.op, gast.Add):
+            terms.append(e.right)
+            e = e.left
+        terms.append(e)
+        adjoint_of = {a: n for n, a in (self.ctx.reverse.adjoints.items()
+                                        if self.ctx.reverse else ())}
+        x = adjoint_of.get(target)
+        put = [t for t in terms if self.helper(t) == "unindex" and len(t.args) == 3
+               and not t.keywords and syntax.is_name(t.args[1], x)
+               and of(t.args[0]) in (FLOAT, INT, BOOL) and of(t.args[2]) == INT]
+        rest = [t for t in terms if not any(t is u for u in put)]
+        if not put or len(terms) < 2 or len(rest) > 1 or of(put[0].args[1]) != ARRAY or (
+                rest and not (syntax.is_name(rest[0], target) and of(rest[0]) == ARRAY)):
+            return None
+        np_ = self.numpy()
+        made = (syntax.call(syntax.attribute(np_, "copy"), [rest[0]]) if rest else
+                syntax.call(syntax.attribute(np_, "zeros"), [syntax.attribute(
+                    syntax.name(x), "shape")]))
+        out = [syntax.assign(target, made)]
+        if rest:
+            self.copies.append(out[0])
+        for t in reversed(put):
+            g, _, i = t.args
+            out.append(gast.AugAssign(target=gast.Subscript(
+                value=syntax.name(target), slice=i, ctx=gast.Store()), op=gast.Add(),
+                value=g))
+        return out
 
     def numpy(self):
         return syntax.name(self.ctx.bind("np", obj=np))
@@ -667,6 +760,46 @@ def _drop_fresh_copies(block, ctx):
                     if isinstance(t, gast.Subscript))):
                 del fresh[n]
     block[:] = [s for s in block if s is not None]
+
+
+def _drop_owned_copies(fn, copies, ctx):
+    """`fn` without the `copies` (`a = np.copy(a)`) of an array `a` that no other name can
+    see: each binding of `a` makes an array (`np.zeros`, `np.zeros_like`, `np.copy`), and
+    `a` is read only as the array written into (`a[i] += g`), by those copies, or returned
+    (`return (a, b)`). Its elements are then written in place."""
+    made = (np.zeros, np.zeros_like, np.copy)
+    names = {s.targets[0].id for s in copies}
+    if not names:
+        return
+    allowed = set()     # the loads of `a` that cannot make another name for it
+    for s in syntax.statements(fn):
+        if isinstance(s, (gast.Assign, gast.AugAssign)):
+            for t in (s.targets if isinstance(s, gast.Assign) else [s.target]):
+                if isinstance(t, gast.Subscript) and isinstance(t.value, gast.Name):
+                    allowed.add(id(t.value))
+        if isinstance(s, gast.Return) and s.value is not None:
+            allowed |= {id(e) for e in (s.value.elts if isinstance(s.value, gast.Tuple)
+                                         else [s.value]) if isinstance(e, gast.Name)}
+        if isinstance(s, gast.Assign) and isinstance(s.value, gast.Call) and any(
+                s is c for c in copies):
+            allowed.add(id(s.value.args[0]))
+    params = {a.id for a in fn.args.args + fn.args.posonlyargs + fn.args.kwonlyargs}
+    owned = names - params
+    for s in syntax.statements(fn):
+        for node in syntax.walk(s):
+            if isinstance(node, gast.Name) and node.id in owned and isinstance(
+                    node.ctx, gast.Load) and id(node) not in allowed:
+                owned.discard(node.id)
+        bound = (s.targets if isinstance(s, gast.Assign) else
+                 [s.target] if isinstance(s, (gast.For, gast.AugAssign)) else [])
+        for t in (n for t in bound for n in syntax.name_nodes(t)
+                  if isinstance(n.ctx, gast.Store)):
+            if t.id in owned and not (isinstance(s, gast.Assign) and isinstance(
+                    s.value, gast.Call) and ctx.resolve(s.value.func) in made):
+                owned.discard(t.id)
+    for block in syntax.blocks(fn.body):
+        block[:] = [s for s in block if not (any(s is c for c in copies)
+                                              and s.targets[0].id in owned)]
 
 
 def _reuse_reads(stmts, ctx):

@@ -7,8 +7,12 @@ everything else follows from the code, as Python's arithmetic gives it: `/` and 
 `math` functions give floats, a comparison a bool, `int + int` an int. A name bound to
 values of two types has the wider (`bool < int < float`); a name of unknown type, or
 bound to a number and to something else, has none. An array indexed by ints is an
-element, unless it is a parameter with more axes than ints (Numba's types give their
-number: `ndims`), whose index is an array (a row of a matrix).
+element, unless it has more axes than ints, whose index is an array (a row of a
+matrix): a parameter's number of axes Numba's types give (`ndims`); a local array's, the
+code settles where it makes the array (`M = np.zeros((n, 3))`, `M = x.reshape(n, 3)`,
+arithmetic, copies and basic indexes of such arrays: `local_ndims`). A number's adjoint
+summed down to a number (`_s2s_unbroadcast(g, x)`, both numbers) is `g`, however long
+the chain of adjoints that leads to it.
 
 >>> import gast, math
 >>> from s2sad import syntax
@@ -37,6 +41,7 @@ import numpy as np
 
 from .. import syntax
 from ..frontend import source
+from ..rules import reductions
 
 BOOL, INT, FLOAT, ARRAY = "bool", "int", "float", "array"
 PENDING = "pending"     # of a name no binding has given a type yet
@@ -87,6 +92,14 @@ class NumberTypes:
         self.displays = {target: value for target, value in bindings
                          if isinstance(value, (gast.Tuple, gast.List))
                          and bound.count(target) == 1}
+        self._settle(bindings)
+        local = self.local_ndims(bindings, set(params))
+        if local:       # (the rows of local matrices: the types again, knowing them)
+            self.ndims.update(local)
+            self.types = {p: t for p, t in self.types.items() if p in params}
+            self._settle(bindings)
+
+    def _settle(self, bindings):
         changed = True
         while changed:
             changed = False
@@ -98,6 +111,81 @@ class NumberTypes:
                 if target not in self.types or new != self.types[target]:
                     self.types[target] = new
                     changed = True
+
+    def local_ndims(self, bindings, params):
+        """{name: number of axes} of the arrays bound here (not parameters) whose every
+        binding settles it: an allocation with a shape of known length (`np.zeros((n,
+        3))`, `t = (n, 3)` then `np.empty(t)`), a reshape (`x.reshape(n, 3)`), a copy,
+        `*_like`, arithmetic, a ufunc or a basic index of arrays whose number is known."""
+        values = {}
+        for target, value in bindings:
+            if target not in params:
+                values.setdefault(target, []).append(value)
+        out = {}
+        for _ in range(len(values) + 1):    # (each round knows more names, or it is done)
+            found = {}
+            for target, vs in values.items():
+                ds = {None if isinstance(v, str) or v is None else self._ndim(v, out)
+                      for v in vs}
+                if len(ds) == 1 and None not in ds:
+                    found[target] = ds.pop()
+            if found == out:
+                break
+            out = found
+        return out
+
+    def _ndim(self, e, local):
+        """The number of axes of what `e` computes, with `local` the numbers of the
+        names known so far, or None."""
+        if isinstance(e, gast.Constant):
+            return 0 if type(e.value) in (int, float, bool) else None
+        if isinstance(e, gast.Name):
+            return local.get(e.id, self.ndims.get(e.id))
+        if isinstance(e, gast.BinOp) and not isinstance(e.op, gast.MatMult):
+            ds = [self._ndim(e.left, local), self._ndim(e.right, local)]
+            return None if None in ds else max(ds)
+        if isinstance(e, gast.UnaryOp) and not isinstance(e.op, gast.Not):
+            return self._ndim(e.operand, local)
+        if isinstance(e, gast.Subscript):
+            d = self._ndim(e.value, local)
+            parts = e.slice.elts if isinstance(e.slice, gast.Tuple) else [e.slice]
+            if d is None or not all(isinstance(p, gast.Slice) or _is_none(p)
+                                    or self.of(p) == INT for p in parts):
+                return None
+            ints = sum(1 for p in parts if not isinstance(p, gast.Slice) and not _is_none(p))
+            return d - ints + sum(map(_is_none, parts)) if ints <= d else None
+        if not isinstance(e, gast.Call) or any(isinstance(a, gast.Starred) for a in e.args):
+            return None
+        fn = self.resolve(e.func)
+        if isinstance(e.func, gast.Attribute) and fn is None:      # a method of an array
+            if e.keywords:
+                return None
+            if e.func.attr == "copy" and not e.args:
+                return self._ndim(e.func.value, local)
+            if e.func.attr == "reshape" and e.args:
+                return len(e.args) if len(e.args) > 1 else self._length(e.args[0])
+            return None
+        keywords = {k.arg for k in e.keywords}
+        if fn in (np.zeros, np.ones, np.empty, np.full) and e.args and keywords <= {"dtype"}:
+            return self._length(e.args[0])
+        if fn is np.reshape and len(e.args) == 2 and not keywords:
+            return self._length(e.args[1])
+        if fn in (np.zeros_like, np.ones_like, np.empty_like, np.full_like, np.copy) and \
+                e.args and keywords <= {"dtype"}:
+            return self._ndim(e.args[0], local)
+        if isinstance(fn, np.ufunc) and len(e.args) == fn.nin and not keywords:
+            ds = [self._ndim(a, local) for a in e.args]
+            return None if None in ds else max(ds)
+        return None
+
+    def _length(self, shape):
+        """The length of the shape `shape` (a tuple display, a name bound once to one, or
+        an int), or None."""
+        shape = self.displays.get(getattr(shape, "id", None), shape)
+        if isinstance(shape, (gast.Tuple, gast.List)):
+            return len(shape.elts) if not any(
+                isinstance(e, gast.Starred) for e in shape.elts) else None
+        return 1 if self.of(shape) == INT else None
 
     def _bindings(self, fn):
         """(name, value expression or type) of each binding of a name in `fn`."""
@@ -177,6 +265,9 @@ class NumberTypes:
         args = [self.of(a) for a in e.args]
         if fn in _MAKES_ARRAYS:
             return ARRAY
+        if fn is reductions.unbroadcast and len(args) == 2 and args[0] in _ORDER \
+                and args[1] in _ORDER:
+            return args[0]      # (a number's adjoint summed to a number: itself)
         # (a function of the user's: what its source returns; NumPy's, s2sad's helpers:
         # an array for an array)
         python = source.numba_function(fn) or (fn if inspect.isfunction(fn) and (
@@ -234,6 +325,10 @@ def returned(fn, args):
                 out = t if out == PENDING else join(out, t)
         known[args] = None if out == PENDING else out
     return known[args]
+
+
+def _is_none(e):
+    return isinstance(e, gast.Constant) and e.value is None
 
 
 def _of_value(obj):

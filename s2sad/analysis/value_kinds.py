@@ -231,16 +231,18 @@ class ValueKinds:
         if (isinstance(e.func, gast.Attribute) and e.func.attr == "copy" and not e.args
                 and not e.keywords and self.of(e.func.value) == ARRAY):
             return self._ndim(e.func.value)         # `a.copy()`
+        if (isinstance(e.func, gast.Attribute) and e.func.attr == "reshape" and e.args
+                and not e.keywords and self.of(e.func.value) == ARRAY):
+            return len(e.args) if len(e.args) > 1 else self._length(e.args[0])
         prim = marks.PRIM.of(e.func) or self.src.resolve(e.func)
         if getattr(type(prim), "__hash__", None) is None:
             prim = None                 # (a callable instance of a class with __eq__ only)
         keywords = {k.arg: k.value for k in e.keywords}
         try:
             if prim in _ALLOCATIONS:
-                shape = e.args[0] if e.args else keywords["shape"]
-                if isinstance(shape, gast.Tuple):
-                    return len(shape.elts)
-                return 1 if self._known(self.is_int(shape), False) is True else _ANY
+                return self._length(e.args[0] if e.args else keywords["shape"])
+            if prim is np.reshape and len(e.args) == 2 and not keywords:
+                return self._length(e.args[1])
             if prim in _COPIES and not set(keywords) & {"shape", "ndmin"}:
                 return self._ndim(e.args[0] if e.args else keywords["a"])
             if getattr(registry.primitive(prim), "returns", None) == "first":
@@ -250,6 +252,20 @@ class ValueKinds:
         if isinstance(prim, np.ufunc) and e.args and not e.keywords:
             return _widest([self._ndim(a) for a in e.args])
         return _ANY
+
+    def _length(self, shape):
+        """The number of axes of an array of shape `shape`: the length of a tuple display
+        or of a name's tuple of known items (`t = (n, 3)`, as Wengert form names it), 1
+        for an int; else `_ANY` (None while not known yet)."""
+        if isinstance(shape, gast.Tuple):
+            starred = any(isinstance(e, gast.Starred) for e in shape.elts)
+            return _ANY if starred else len(shape.elts)
+        items = self._items(shape) if isinstance(shape, gast.Name) else False
+        if items is None:
+            return None
+        if items is not False:
+            return len(items)
+        return 1 if self._known(self.is_int(shape), False) is True else _ANY
 
     def _indexed(self, ndim, index):
         """The number of axes of an index of an array of `ndim` axes by `index`: ints

@@ -20,6 +20,8 @@ bools or ints or a list (named or not: `y[y > 0]`, `x[[-1, 0]]` copy); the argum
 a primitive's record names in `view` (`np.reshape`, `x.T`, `np.split`'s list of views,
 `x.astype(float, copy=False)`: `registry.viewed`), and every argument of a method or a
 function s2sad knows nothing of; a list or tuple holding the array; a loop over it.
+The parts of one split (`a, b = np.split(y, [1])`, cut in order) share the memory of
+`y` but not each other's: a write into `b` leaves `a` as it was (`split_parts`).
 A Python function s2sad reads is analysed for what it returns and writes into
 (before_ad/callee_effects.py): its write into an argument (`def scale(a): a *= 2.0`) is
 followed only through what it returns. In reverse mode, a call that changes in place
@@ -62,24 +64,17 @@ def f(a):
 import dataclasses
 
 import gast
-import numpy as np
 
 from .. import marks
 from .. import syntax
 from ..analysis.names import user_name
 from ..analysis.value_kinds import ARRAY, CONTAINER, SCALAR, user_class
-from ..rules import registry, runtime
+from ..rules import runtime
 from . import callee_effects, certain_axes
 from .alias_errors import AliasErrors
-from .callee_effects import (
-    FRESH, FRESH_METHODS, REGROUPING, Written, params_in, returns_its_writes, root)
+from .callee_effects import Written, params_in, returns_its_writes, root
+from .shared_memory import SharedMemory
 
-#: Functions whose result is bools, or arrays of ints, or a tuple of arrays: an index by
-#: it copies (`y[np.isnan(y)]`, `y[np.argsort(y)]`), whatever the number of axes.
-INDEX_ARRAYS = (np.argsort, np.nonzero, np.flatnonzero, np.argwhere, np.arange,
-                np.logical_and, np.logical_or, np.logical_not, np.logical_xor, np.isnan,
-                np.isinf, np.isfinite, np.isclose, np.less, np.less_equal, np.greater,
-                np.greater_equal, np.equal, np.not_equal)
 
 def run(fn, ctx):
     """The pass: check `fn` (not s2sad's own derivatives differentiated again, which
@@ -140,7 +135,7 @@ class Held:
                     self.made or other.made, self.apart & other.apart)
 
 
-class Aliasing(AliasErrors):
+class Aliasing(AliasErrors, SharedMemory):
     """See the module docstring. With `summarising`, the data flow of a called function
     (`summary`): nothing is refused, what it returns and writes into is recorded."""
 
@@ -176,6 +171,8 @@ class Aliasing(AliasErrors):
         self.values = {n: [d.value for d in ds] for n, ds in self.defs.items()}
         self.ndim, self.patterned = certain_axes.ndims(self.values, ctx)
         self.arrays = self.mutable()
+        self.parts = self.split_parts(fn)
+        self.split = self.split_arrays()
 
     def check(self, fn):
         """Raise at the first read of an old value, if there is one whatever the indexes
@@ -283,6 +280,8 @@ class Aliasing(AliasErrors):
                     self.bind_call(target, effect, s, state)
                 else:
                     self.bind(target, self.shares(target, v, s), s, state)
+                    if id(s) in self.parts:
+                        self.keep_parts_apart(target, s, names)
                 if base is not None:
                     # `lst[i] += v` writes into the element too, when it may be an array
                     objects = names.get(base, Held()).objects
@@ -349,11 +348,20 @@ class Aliasing(AliasErrors):
         for n, h in names.items():
             if target in h.apart:
                 names[n] = dataclasses.replace(h, apart=h.apart - {target})
-        apart = frozenset(n for n in apart if n != target and n in names and self.kinds.kind.get(
-            n) == ARRAY) if self.kinds.kind.get(target) == ARRAY else frozenset()
+        apart = frozenset(n for n in apart if n != target and n in names and self.certain_array(
+            n)) if self.certain_array(target) else frozenset()
         names[target] = dataclasses.replace(held, apart=apart)
         for n in apart:
             names[n] = dataclasses.replace(names[n], apart=names[n].apart | {target})
+
+    def keep_parts_apart(self, target, s, names):
+        """`target`, bound by `s` to a part of an array split (`b = parts[1]`), is apart
+        from the names of its other parts (`a = parts[0]`) and from what the array split
+        is apart from (see `split_parts`)."""
+        siblings, base = self.parts[id(s)]
+        apart = {n for n in siblings if n in names} | (names[base].apart if base in names
+                                                        else frozenset())
+        self.place(names, target, names[target], names[target].apart | apart)
 
     def related(self, h, relation, s):
         """What a value made by `s` holds, that is the "version", a view ("same"), an
@@ -650,146 +658,6 @@ class Aliasing(AliasErrors):
             return {("holds", inner)} if inner else set()
         return set()
 
-    # -- what a value shares ---------------------------------------------------------
-    def shares(self, target, v, s=None):
-        """[(name, relation)]: the names whose memory the value `v` of `target` shares:
-        the same object ("version"), a view of it ("same"), an element of it
-        ("element"), a part of a value that may be an array or a list ("part"), or a new
-        container holding it ("holds") or what it holds ("elements"). None: new memory."""
-        if isinstance(v, gast.Subscript) and isinstance(v.value, gast.Name):
-            if not self.local(v.value) or self.copies(v.value.id, v.slice) or (
-                    s is not None and self.may_copy(s, v.value.id, v.slice)):
-                return []
-            if isinstance(v.slice, gast.Slice) and self.kinds.kind.get(v.value.id) == CONTAINER:
-                return [(v.value.id, "elements")]   # (a slice of a list: a new list of them)
-            return [(v.value.id, self.part(v.value.id))]
-        if isinstance(v, gast.Attribute) and isinstance(v.value, gast.Name):
-            if not self.local(v.value):
-                return []
-            record = registry.primitive(registry.ATTRIBUTES.get(v.attr))
-            return [(v.value.id, "same")] if record is None or record.view else []
-        if isinstance(v, (gast.Tuple, gast.List, gast.Dict)):
-            return [(n, "holds") for n in self.held(
-                v.values if isinstance(v, gast.Dict) else v.elts)]
-        if isinstance(v, gast.BinOp) and self.kinds.of(v) == CONTAINER:   # `a + b`, `a * 2`
-            return [(n, "elements") for n in self.held([v.left, v.right])
-                    for _ in range(1 if isinstance(v.op, gast.Add) else 2)]
-        if isinstance(v, gast.Call):
-            return self.returned(v)
-        return []
-
-    def returned(self, call):
-        func = call.func
-        out = next((k.value for k in call.keywords if k.arg == "out"), None)
-        if isinstance(out, gast.Name) and self.local(out):
-            return [(out.id, "same")]       # `b = np.exp(a, out=a)`: b is a
-        if marks.PRIM.of(func) in (runtime.setitem, runtime.append, runtime.attr_set):
-            held = self.held(call.args[1:]) if marks.PRIM.of(func) is runtime.append else []
-            return [(call.args[0].id, "version")] + [(n, "holds") for n in held]
-        if isinstance(func, gast.Attribute) and self.local(func.value):
-            record = registry.primitive(registry.METHODS.get(func.attr))
-            if record is not None:
-                return self.viewing(record, [func.value] + call.args, call)
-            if func.attr in FRESH_METHODS:
-                return []
-            return [(n, "same") for n in [func.value.id] + self.held(call.args)]
-        prim = self.ctx.resolve(func)
-        if any(prim is f for f in FRESH):
-            return []
-        if isinstance(prim, type) and user_class(prim):     # an object holds its fields
-            return [(n, "holds") for n in self.held(call.args + [k.value for k in call.keywords])]
-        if any(prim is f for f in REGROUPING):
-            return [(n, r) for n in self.held(call.args[:1]) for r in (
-                ["holds"] if self.kinds.kind.get(n) == ARRAY else ["elements"]
-                if self.kinds.kind.get(n) == CONTAINER else ["holds", "elements"])]
-        record = registry.primitive(prim)
-        if record is not None:
-            return self.viewing(record, call.args, call)
-        return [(n, "same") for n in self.held(call.args + [k.value for k in call.keywords])]
-
-    def viewing(self, record, args, call):
-        """The relations of a call of a primitive whose record is `record`, given `args`:
-        the views of arguments its record says (a list of them: `np.split`)."""
-        keywords = {k.arg: k.value for k in call.keywords if k.arg is not None}
-        relation = "holds" if record.returns == "container" else "same"
-        return [(n, relation) for n in self.held(registry.viewed(record, args, keywords))]
-
-    def iterated(self, it):
-        if isinstance(it, gast.Call):
-            if self.ctx.resolve(it.func) is range:
-                return []
-            return [(n, self.part(n)) for n in self.held(it.args)]
-        return [(n, self.part(n)) for n in self.held([it])]
-
-    def part(self, container):
-        """How an element or a loop variable of `container` relates to it: a list's
-        element is held by it, an index of an array is a view, and of a value of unknown
-        kind either."""
-        kind = self.kinds.kind.get(container)
-        return "element" if kind == CONTAINER else "same" if kind == ARRAY else "part"
-
-    def held(self, values):
-        return [v.id for v in values if isinstance(v, gast.Name) and self.local(v)
-                and self.kinds.kind.get(v.id) != SCALAR]
-
-    def local(self, e):
-        return isinstance(e, gast.Name) and (self.src.is_local(e.id) or e.id in self.params)
-
-    def copies(self, base, index):
-        """Whether `base[index]` is certainly not a view: one element of an array of
-        known number of axes, or an index by an array of bools or ints or by a list."""
-        parts = index.elts if isinstance(index, gast.Tuple) else [index]
-        if any(isinstance(p, gast.List) or (isinstance(p, gast.Name) and (self.ndim.get(
-                p.id, 0) > 0 and p.id not in self.patterned or self.index_array(p.id)))
-               for p in parts):
-            return True
-        return _ints(parts, self.kinds) and self.ndim.get(base) == len(parts) and (
-            base not in self.patterned)
-
-    def index_array(self, name, seen=()):
-        """Whether `name`, as an index, is certainly bools or an array of ints, or a tuple
-        of them (which copies): bound only to a comparison (`t = y > 0`), `not` or `~` of
-        one, a function of `INDEX_ARRAYS`, a list display (`t = [-1, 0]`, which Wengert
-        form names), or `np.array`/`np.asarray` of one."""
-        values = self.values.get(name)
-        if not values or name in seen:
-            return False
-        seen = seen + (name,)
-
-        def copying(v):
-            if isinstance(v, (gast.List, gast.Compare)) or (
-                    isinstance(v, gast.UnaryOp) and isinstance(v.op, gast.Not)):
-                return True
-            if isinstance(v, gast.UnaryOp) and isinstance(v.op, gast.Invert):
-                return isinstance(v.operand, gast.Name) and all(
-                    isinstance(w, gast.Compare) for w in self.values.get(v.operand.id, [None]))
-            if not isinstance(v, gast.Call) or v.keywords:
-                return False
-            prim = self.ctx.resolve(v.func)
-            if any(prim is f for f in INDEX_ARRAYS):
-                return True
-            return (any(prim is f for f in (np.array, np.asarray)) and len(v.args) == 1
-                    and isinstance(v.args[0], gast.Name) and all(
-                        isinstance(w, gast.List) for w in self.values.get(v.args[0].id, [None])))
-        return all(copying(v) for v in values)
-
-    def may_copy(self, s, base, index):
-        """Whether `s`, `r = base[index]` by ints, is taken as a number in this run,
-        where `base`'s number of axes is not known, or known only from the shape
-        patterns `grad` is specialised on (see `check`)."""
-        parts = index.elts if isinstance(index, gast.Tuple) else [index]
-        if not _ints(parts, self.kinds) or self.kinds.kind.get(base) == CONTAINER or (
-                base in self.ndim and (base not in self.patterned
-                                       or self.ndim[base] != len(parts))):
-            return False
-        if id(s) not in self.maybe:
-            self.maybe[id(s)] = (self.patterned.get(base), self.src.syntax_error(s, (
-                f"{self.src.line_text(s).strip()} is a view (the array has more axes than "
-                "it is indexed with), and the function reads it after a write into the "
-                "array, which s2sad follows only through the name written. Make the copy "
-                "explicit (.copy()), or index the array again after the write")))
-        return id(s) not in self.views
-
     def apart(self, n, write, base, names):
         """Whether `write` into `base` certainly misses the memory of `n`: in one
         iteration of a `for` over `range`, `n = b[i + c]` is bound before the write
@@ -859,11 +727,6 @@ def _join(a, b):
     for o, readers in b[2].items():
         seen[o] = seen.get(o, frozenset()) | readers
     return names, {**b[1], **a[1]}, seen
-
-
-def _ints(parts, kinds):
-    return all(isinstance(p, gast.Constant) and type(p.value) is int or (
-        isinstance(p, gast.Name) and kinds.kind.get(p.id) == SCALAR) for p in parts)
 
 
 def _first(index):

@@ -65,10 +65,14 @@ class WriteCalls:
         self.ctx = ctx
         self.src = ctx.src
         self.fn = fn
+        self._arrays = None
 
-    @functools.cache
     def arrays(self):
-        return _certain_arrays(self.fn, self.ctx)
+        """The names certainly arrays (found at the first `fill`: most functions have
+        none)."""
+        if self._arrays is None:
+            self._arrays = _certain_arrays(self.fn, self.ctx)
+        return self._arrays
 
     def run(self, fn):
         fn.body = self.block(fn.body)

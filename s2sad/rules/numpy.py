@@ -424,17 +424,17 @@ rule(np.delete, "arr, obj, axis=None", arr="_s2s_undelete(g, arr, obj, axis)", l
 rule(np.insert, "arr, obj, values, axis=None", arr="_s2s_uninsert(g, arr, obj, values, axis)",
      values="_s2s_uninsert_values(g, arr, obj, values, axis)", linear="arr, values")
 _SPLIT = "ary, indices_or_sections, axis=0"
-# (lists of views of `ary`)
+# (lists of views of parts of `ary`, which share no memory where the cuts are in order)
 rule(np.split, _SPLIT, ary="_s2s_unsplit(g, ans, axis)", linear="ary", returns="container",
-     view="ary")
+     view="ary", disjoint=1)
 rule(np.array_split, _SPLIT, ary="_s2s_unsplit(g, ans, axis)", linear="ary",
-     returns="container", view="ary")
+     returns="container", view="ary", disjoint=1)
 rule(np.hsplit, "ary, indices_or_sections", "_s2s_unsplit(g, ans, None)", linear="ary",
-     returns="container", view="ary")
+     returns="container", view="ary", disjoint=1)
 rule(np.vsplit, "ary, indices_or_sections", "_s2s_unsplit(g, ans, 0)", linear="ary",
-     returns="container", view="ary")
+     returns="container", view="ary", disjoint=1)
 rule(np.dsplit, "ary, indices_or_sections", "_s2s_unsplit(g, ans, 2)", linear="ary",
-     returns="container", view="ary")
+     returns="container", view="ary", disjoint=1)
 for _n in (4, 3, 2, 1):     # (the longest first: a shorter one would bind `copy` to x1)
     _xs = [f"x{i}" for i in range(_n)]
     rule(np.meshgrid, ", ".join(_xs) + ", copy=True, sparse=False, indexing='xy'",

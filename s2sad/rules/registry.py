@@ -399,6 +399,9 @@ class Primitive:
     #: ("a",)); with `returns="container"`, a container of views (`np.split`). Empty: its
     #: result is new memory, of its own.
     view: tuple = ()
+    #: With `returns="container"`: the position of the argument saying where it cuts the
+    #: array (`np.split`'s 1), whose views share no memory when the cuts are in order.
+    disjoint: int = None
     #: (keyword, default): the keyword that makes the result a copy when true, and its
     #: value when not given (`x.astype(float, copy=False)` is `x` itself when `x` is float
     #: already: ("copy", True)), or None.
@@ -578,7 +581,8 @@ def lookup(prim):
 def define(prim, params=None, *adjoints, namespace=None, broadcast=False, elementwise=False,
            uniform=None, tangent=None, linear=None, nondiff=False, returns=None, view=(),
            copies=None, reduction=False, shaped=None, floats=False, writes=None, zero=(),
-           method=(), attribute=(), quiet=False, complex=None, returns_if=None, **by_name):
+           method=(), attribute=(), quiet=False, complex=None, returns_if=None, disjoint=None,
+           **by_name):
     """Declare what s2sad knows about `prim` in one statement; returns `prim`.
 
     `params` ("x, axis=None, ...") is the signature of the variant the rules are for
@@ -630,6 +634,7 @@ def define(prim, params=None, *adjoints, namespace=None, broadcast=False, elemen
         record.view = tuple(dict.fromkeys(record.view + _names(view, split=True)))
     if copies is not None:
         record.copies = copies
+    record.disjoint = record.disjoint if disjoint is None else disjoint
     if returns_if is not None:
         record.returns_if = returns_if
     record.reduction |= reduction

@@ -1203,7 +1203,9 @@ ALIAS_HELPERS = {
 
 #: The names a form binds, and whether they share the memory of `y`: (statement, {name:
 #: "array" | "arrays" (a list of arrays) | "numbers" (a list of numbers)}, aliased,
-#: helper or None)
+#: helper or None). Aliased "parts": the names are parts of one split of `y` (cut in
+#: order), which share memory with `y` but not with each other: a write into a part
+#: with a later read of another part only must be differentiated, not refused.
 ALIAS_FORMS = (
     ("z = y", {"z": "array"}, True, None),
     ("z = y[1:]", {"z": "array"}, True, None),
@@ -1213,8 +1215,13 @@ ALIAS_FORMS = (
     ("z = y[y > 0.3]", {"z": "array"}, False, None),
     ("z = y[np.argsort(x)]", {"z": "array"}, False, None),
     ("z = y[~(y > 0.3)]", {"z": "array"}, False, None),
-    ("a, b = np.split(y, 2)", {"a": "array", "b": "array"}, True, None),
-    ("a, b = np.hsplit(y, 2)", {"a": "array", "b": "array"}, True, None),
+    ("a, b = np.split(y, 2)", {"a": "array", "b": "array"}, "parts", None),
+    ("a, b = np.hsplit(y, 2)", {"a": "array", "b": "array"}, "parts", None),
+    ("a, b = np.split(y, [1])", {"a": "array", "b": "array"}, "parts", None),
+    ("a, b, c = np.array_split(y, [1, 3])", {"a": "array", "b": "array", "c": "array"},
+     "parts", None),
+    ("parts = np.split(y, [3])\n    a = parts[0]\n    b = parts[1]",
+     {"a": "array", "b": "array"}, "parts", None),
     ("parts = np.array_split(y, 3)", {"parts": "arrays"}, True, None),
     ("lst = [y, x * 2.0]", {"lst": "arrays"}, True, None),
     ("lst = [y, y]", {"lst": "arrays"}, True, None),
@@ -1262,31 +1269,38 @@ def aliasing_programs(draw):
     if before:
         lines.append("    s = np.sum(y * x)")
     lines.append(f"    {statement}")
-    writes = ["    y[{}] = {}".format(draw(st.integers(0, 3)), scalar()), f"    y *= {scalar()}"]
+    writes = [("y", "    y[{}] = {}".format(draw(st.integers(0, 3)), scalar())),
+              ("y", f"    y *= {scalar()}")]      # (the name written, the write)
     for name, kind in names.items():
         if kind == "array" and statement.startswith("z = y.reshape"):
-            writes += [f"    {name}[1, {draw(st.integers(0, 1))}] = {scalar()}",
-                       f"    {name} *= {scalar()}"]
+            forms = [f"    {name}[1, {draw(st.integers(0, 1))}] = {scalar()}",
+                     f"    {name} *= {scalar()}"]
         elif kind == "array" and "y > 0.3" in statement:
-            writes += [f"    {name} *= {scalar()}"]     # (a mask may pick no element)
+            forms = [f"    {name} *= {scalar()}"]     # (a mask may pick no element)
         elif kind == "array":
-            writes += [f"    {name}[0] = {scalar()}", f"    {name} *= {scalar()}",
-                       f"    {name} += {scalar()}"]
+            forms = [f"    {name}[0] = {scalar()}", f"    {name} *= {scalar()}",
+                     f"    {name} += {scalar()}"]
         elif kind == "arrays":
-            writes += [f"    {name}[0] += x * x" if name == "lst" else f"    {name}[0] *= 2.0",
-                       f"    t = {name}[0]\n    t[1] = {scalar()}",
-                       f"    {name}[1] = x * 3.0" if name == "lst" else
-                       f"    {name}[1] = {name}[1] * 3.0"]
+            forms = [f"    {name}[0] += x * x" if name == "lst" else f"    {name}[0] *= 2.0",
+                     f"    t = {name}[0]\n    t[1] = {scalar()}",
+                     f"    {name}[1] = x * 3.0" if name == "lst" else
+                     f"    {name}[1] = {name}[1] * 3.0"]
         else:
-            writes += [f"    {name}[0] += {scalar()}", f"    {name}[1] = {scalar()}"]
-    if draw(st.booleans()):
-        lines.append(pick(writes))
-    reads = ["np.sum(y * x)"]
+            forms = [f"    {name}[0] += {scalar()}", f"    {name}[1] = {scalar()}"]
+        writes += [(name, w) for w in forms]
+    written = pick(writes) if draw(st.booleans()) else (None, None)
+    if written[0] is not None:
+        lines.append(written[1])
+    reads = [("y", "np.sum(y * x)")]
     for name, kind in names.items():
-        reads.append(f"np.sum({name} * {name})" if kind == "array" else
-                     f"np.sum({name}[0] * x[:{2 if name == 'parts' else 4}])"
-                     if kind == "arrays" else f"{name}[0] * {name}[1]")
+        reads.append((name, f"np.sum({name} * {name})" if kind == "array" else
+                      f"np.sum({name}[0] * x[:{2 if name == 'parts' else 4}])"
+                      if kind == "arrays" else f"{name}[0] * {name}[1]"))
     chosen = [r for r in reads if draw(st.booleans())] or [reads[-1]]
+    if aliased == "parts":      # (a read of what the write changes through another name)
+        aliased = any(r not in (written[0], "y") if written[0] == "y" else r == "y"
+                      for r, _ in chosen) if written[0] is not None else False
+    chosen = [r for _, r in chosen]
     if before:
         chosen.append("s")
     lines.append(f"    return {' + '.join(chosen)}")
