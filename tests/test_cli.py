@@ -157,7 +157,7 @@ def test_show_at_prints_the_numba_example_its_docstring_names():
     out = run(*command[1:-2], "[1.0, 1.0]")
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("def loss_grad(a, b, c, d, observed):")
-    assert "_s2s_tape = np.empty((len(range(t)), 6))" in out.stdout
+    assert "_s2s_tape = np.empty((len(range(t)), 4))" in out.stdout
     without = run("show", f"{ODE}:loss", "--wrt", "a,b,c,d", "--backend", "numba")
     assert without.returncode == 0, without.stderr
     assert "_s2s_tape_objects.append((r, t_11, total))" in without.stdout

@@ -29,6 +29,16 @@ class Field:
 
 #: sample calls of the helpers with a reverse rule that test_helper_facts has none of
 MORE_SAMPLES = {
+    # (rules/solves.py: x read as samples of dimension 1; rules/incomplete.py: the
+    # derivatives of distribution functions in their shape parameters, whose own
+    # derivatives in the shape parameters, shape_cdf2 and shape_cdf_dx, have no rule)
+    "samples": [(r(3), None, 1.5), (r(2, 2), r(2), np.eye(2))],
+    # (of the beta distribution, whose two shape parameters are both numbers: the
+    # others' `b` is None, no value to perturb; tests/test_rules_shape_cdfs.py has them)
+    "shape_cdf": [("beta", "cdf", 0, 0.3, 1.5, 2.0), ("beta", "logcdf", 1, 0.3, 1.5, 2.0),
+                  ("beta", "sf", 1, r(2) * 0.1 + 0.5, 1.5, 2.0)],
+    "shape_cdf2": [("beta", "cdf", 0, 0, 0.3, 1.5, 2.0)],
+    "shape_cdf_dx": [("beta", "cdf", 0, 0.3, 1.5, 2.0, 0.1)],
     # (of real matrices: the transposes of these, under the convention of complex values,
     # are checked with complex ones in tests/test_complex_linalg.py)
     "hermitian_eigvalsh_adjoint": [(r(3), r(3, 3), "L"), (r(3), r(3, 3), "U")],

@@ -76,13 +76,15 @@ def complex_leaves(x):
 _FLOAT64 = np.dtype(np.float64)
 
 
-def _holds_complex(x):     # (fast: a guard calls it at each call)
+def _holds_complex(x, seen=()):     # (fast: a guard calls it at each call)
+    # (`seen`: the structures on the way down, so that one holding itself ends the walk;
+    # the guard and the flattening then refuse it, saying so)
     if x.__class__ in (list, tuple, dict):
         for v in x.values() if x.__class__ is dict else x:
             if v.__class__ is float or v.__class__ is np.ndarray and (
                     v.dtype is _FLOAT64 or v.dtype.kind != "c"):
                 continue
-            if _holds_complex(v):
+            if id(v) not in seen and _holds_complex(v, seen + (id(x),)):
                 return True
         return False
     if x.__class__ is np.ndarray:
@@ -91,7 +93,8 @@ def _holds_complex(x):     # (fast: a guard calls it at each call)
         return True
     if isinstance(x, (str, bytes, numbers.Real, np.generic)) or x is None:
         return False
-    return any(_holds_complex(v) for v in pytrees.children(x))
+    inner = seen + (id(x),)
+    return any(id(v) not in inner and _holds_complex(v, inner) for v in pytrees.children(x))
 
 
 def _leaves(x, path, out):
