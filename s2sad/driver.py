@@ -49,6 +49,8 @@ class CompiledDerivative:
                                          ctx.src.first_line),
                             ctx.reverse.unconnected if ctx.reverse else [])
         self.tangent_names = ctx.forward.tangent_names if ctx.forward else None
+        # {name: its tangent's name} (numba_directions reads which names are tangents)
+        self.tangent_of = dict(ctx.forward.dots) if ctx.forward else None
         self.batching = getattr(ctx, "batching", None)   # (ad/batching.py's BatchingResult)
         self.assumed_real = ctx.assumed_real     # (see before_ad/complex_values.py)
         self.callees = ctx.callees    # [(name in its code, Callee)]: linked by the driver

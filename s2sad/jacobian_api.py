@@ -312,8 +312,10 @@ def _forward_plan(f, indices, args, kwargs, arg_types, many, of_gradient):
 
 
 def _numba_jacfwd(f, wrt, has_aux, holomorphic):
-    """`jacfwd(f, wrt, backend="numba")`: one column a unit tangent, each by `f_jvp`
-    compiled by Numba once for the arguments' kinds (numba_api.NumbaJvp)."""
+    """`jacfwd(f, wrt, backend="numba")`: the columns of an array argument in one pass,
+    the primal once and each tangent statement once per direction (numba_directions),
+    else one column a unit tangent, each by `f_jvp` compiled by Numba once for the
+    arguments' kinds (numba_api.NumbaJvp)."""
     for given, name in ((has_aux, "has_aux=True"), (holomorphic, "holomorphic=True"),
                         (_gradient(f) is not None, "a gradient (forward over reverse)"),
                         (variadic.takes_varargs(f), "a function of *args"),
@@ -334,6 +336,11 @@ def _numba_jacfwd(f, wrt, has_aux, holomorphic):
         likes = [_template(args[i]) for i in columns.indices]
         value, cols = None, []
         for code, like in zip(columns.codes, likes):
+            together = code.columns(args, like, kwargs)     # (all at once where it can)
+            if together is not None:
+                value, along = together
+                cols.extend(along)
+                continue
             for e in _basis(like):
                 value, column = code(args, (e,), kwargs)
                 cols.append(column)

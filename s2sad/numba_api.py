@@ -31,7 +31,7 @@ import weakref
 
 import numpy as np
 
-from . import backends, batched_jacobians, driver, native_cache, pipeline
+from . import backends, batched_jacobians, driver, native_cache, numba_directions, pipeline
 from .backends import NUMBA
 from .compilation import arg_types_of, refuse_complex, wrt_indices
 from .errors import (CustomRuleError, NativeBackendError, NonScalarOutputError, S2SADError,
@@ -280,6 +280,30 @@ class NumbaJvp:
 
     def holds(self):
         return self.d.holds()
+
+    def columns(self, primals, like, kwargs):
+        """`(f(*primals), [y_dot along each unit tangent of the array like `like`])` in one
+        pass, the primal once (numba_directions), or None where that code is refused,
+        Numba cannot compile it, or it raises: the caller then loops over the columns."""
+        if kwargs or not self.by_position or np.ndim(like) == 0 or np.size(like) < 2:
+            return None
+        if self._directions is None:
+            try:
+                self._directions = numba_directions.compiled(self.d)
+            except numba_directions.Refused:
+                self._directions = False
+        if self._directions is False:
+            return None
+        n = np.size(like)
+        try:
+            y, cols = numba_directions.call(self._directions, primals,
+                                            [np.eye(n).reshape((n,) + np.shape(like))])
+        except Exception:       # (the columns one by one raise it, located, or compile)
+            self._directions = False
+            return None
+        return y, list(cols)
+
+    _directions = None      # (its dispatcher, False where refused)
 
     def __call__(self, primals, tangents, kwargs):
         try:

@@ -1,0 +1,387 @@
+"""`jacfwd(f, backend="numba")` along all its directions in one compiled pass: the numba
+backend's `f_jvp` (numba_api.NumbaJvp) rewritten so that the primal runs once and each
+tangent statement runs once per direction, `f_jvp_directions(x, ..., x_dot, ...)` with
+each tangent a Numba typed list of one tangent per direction.
+
+In each list of statements (a function's body, a branch, a loop's body) the consecutive
+tangent statements are gathered into one loop over the directions `_s2s_k`, which runs
+after the primal statements between them: a primal statement moves before the tangent
+statements above it only when it binds no name they read and writes into no array (a
+write, an augmented assignment, a call as a statement, a call of a function of the
+user's: what could change a value they read), else it closes the loop before it. Inside
+the loop a tangent every occurrence of which is in that loop, first bound there, is a
+plain local (one direction's, in the cache while the loop's statements use it); any
+other (a parameter's, one a loop carries, one read after the loop) is a typed list with
+one item per direction, read and bound at `_s2s_k`, so that each direction's tangents
+are bound and share arrays as the single-direction code's do. A call of a callee's
+`g_jvp` calls its own such code, its tangents lists; `return (y, y_dot)` returns the list
+of `y_dot`s, a new one.
+
+What the rewrite does not follow is refused (`Refused`), and `jacfwd` then takes one pass
+a direction: a statement that binds a primal and a tangent other than a callee's call, a
+primal computed from a tangent, an `if` or loop on a tangent, code that is not plain
+statements. (With many directions, the primal once saves the time of the primal in each
+pass; the tangent statements still run once a direction.)
+"""
+from __future__ import annotations
+
+import ast
+import warnings
+
+from .frontend.source import function_from_source
+
+K, LOOP = "_s2s_k", "_s2s_directions"     # (the direction, and how many there are)
+
+
+class Refused(Exception):
+    """The code is not of a form the rewrite follows (jacfwd then loops over columns)."""
+
+
+def compiled(d, made=None):
+    """The Numba dispatcher of `f_jvp_directions` for the numba backend's derivative `d`
+    (a `driver.Derivative` of forward mode, compiled), its callees' such code made too
+    (`made`: {id(derivative): dispatcher or None while it is made}). Raises Refused."""
+    import numba
+    from numba.typed import List
+    made = {} if made is None else made
+    if id(d) in made:
+        if made[id(d)] is None:
+            raise Refused("recursion")
+        return made[id(d)]
+    made[id(d)] = None
+    dots = getattr(d, "tangent_of", None)
+    if not dots or d.tangent_names is None:
+        raise Refused("no tangent names")
+    code = d.fn.__code__
+    if code.co_kwonlyargcount or code.co_flags & 0x0C:        # (*args, **kwargs)
+        raise Refused("parameters")
+    d.native        # (binds the functions it calls to their Numba dispatchers)
+    namespace = dict(d.fn.__globals__)
+    for name, cell in zip(code.co_freevars, d.fn.__closure__ or ()):
+        namespace[name] = cell.cell_contents
+    callees = {}
+    for name, callee in d.callees:
+        linked = d.linked.get(name)
+        if callee.variant.value == "jvp" and linked is not None:
+            callees[name] = linked
+    tree = ast.parse(d.source)
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef))
+    source = Rewrite(set(dots.values()) | set(d.tangent_names), list(d.tangent_names),
+                     set(callees), set(getattr(d, "native_calls", {}))).function(fn)
+    for name, linked in callees.items():
+        namespace[name] = compiled(linked, made)
+    namespace["List"] = List
+    py = function_from_source(source, namespace, own=True)
+    made[id(d)] = numba.njit(**{k: v for k, v in d.jit.items() if k != "cache"})(py)
+    made[id(d)].s2s_source = source
+    return made[id(d)]
+
+
+def call(dispatcher, primals, tangents):
+    """`(y, [y_dot for each direction])`: `tangents`, arrays whose first axis runs over
+    the directions (one per parameter differentiated)."""
+    from numba.core.errors import NumbaTypeSafetyWarning
+    with warnings.catch_warnings():     # (the lists' item types, inferred after use)
+        warnings.simplefilter("ignore", NumbaTypeSafetyWarning)
+        return dispatcher(*primals, *map(_rows(), tangents))
+
+
+def _rows():
+    global _ROWS
+    if _ROWS is None:
+        import numba
+        from numba.typed import List
+
+        @numba.njit
+        def rows(a):
+            out = List()
+            for k in range(a.shape[0]):
+                out.append(a[k])
+            return out
+        _ROWS = rows
+    return _ROWS
+
+
+_ROWS = None
+
+
+def _names(node, ctx=None):
+    """The names `node` reads (ctx ast.Load) or binds (ast.Store), or all."""
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)
+            and (ctx is None or isinstance(n.ctx, ctx))}
+
+
+def _stored(target):
+    """The names an assignment target binds or writes into."""
+    if isinstance(target, ast.Name):
+        return {target.id}
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return set().union(*map(_stored, target.elts))
+    if isinstance(target, (ast.Subscript, ast.Attribute)):
+        return _stored(target.value)
+    if isinstance(target, ast.Starred):
+        return _stored(target.value)
+    raise Refused("target")
+
+
+def _roots(value):
+    """The names whose arrays `value` may be (or be a view of)."""
+    if isinstance(value, ast.Name):
+        return {value.id}
+    if isinstance(value, (ast.Subscript, ast.Attribute, ast.Starred)):
+        return _roots(value.value)
+    if isinstance(value, (ast.Tuple, ast.List)):
+        return set().union(set(), *map(_roots, value.elts))
+    if isinstance(value, ast.IfExp):
+        return _roots(value.body) | _roots(value.orelse)
+    if isinstance(value, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.Constant)):
+        return set()
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and (
+            value.func.attr == "copy" and not value.args):
+        return set()            # (x.copy(): a new array)
+    return _names(value)        # (a call: its result may be an argument, or a view of one)
+
+
+def _sharing(fn):
+    """shares(name): the names of `fn` that may hold an array sharing memory with name's
+    (those bound from one another: views, the same array, a call's result), for the
+    barrier of a write; arithmetic and comparisons make new values."""
+    parent = {}
+
+    def root(n):
+        while parent.get(n, n) != n:
+            n = parent[n]
+        return n
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and not isinstance(
+                node.value, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.Constant)):
+            names = set().union(*map(_stored, node.targets)) | _roots(node.value)
+            first = root(next(iter(names))) if names else None
+            for n in names:
+                parent[root(n)] = first
+    groups = {}
+    for n in list(parent):
+        groups.setdefault(root(n), set()).add(n)
+    return lambda n: groups.get(root(n), {n}) | {n}
+
+
+class Rewrite:
+    """The rewrite of one `f_jvp` (see the module docstring): `tangents` the names of its
+    tangents, `params` those of its tangent parameters, `callees` the names of the
+    callees' `g_jvp` it calls, `users` those of the user's functions it calls."""
+
+    def __init__(self, tangents, params, callees, users):
+        self.tangents, self.params, self.callees, self.users = (tangents, params, callees,
+                                                                users)
+        self.segments = []      # [[statements]]: the loops over the directions
+        self.where = {}         # {tangent: {segment index or -1 (outside a loop)}}
+        self.first_bound = {}   # {tangent: whether its first occurrence binds it}
+
+    def function(self, fn):
+        self.shares = _sharing(fn)
+        body = self.block(fn.body)
+        lists = {t for t, where in self.where.items() if len(where) > 1 or -1 in where
+                 or not self.first_bound.get(t, False)} | set(self.params)
+        body = self.finished(body, lists)
+        given = [f"{p}_given" for p in self.params]
+        args = fn.args
+        names = [a.arg for a in args.args]
+        for p in self.params:
+            if p not in names:
+                raise Refused("tangent parameter")
+            args.args[names.index(p)].arg = f"{p}_given"
+        prologue = [f"{LOOP} = len({given[0]})"]
+        for p, g in zip(self.params, given):
+            prologue += [f"{p} = List()", f"for {K} in range({LOOP}):\n"
+                         f"    {p}.append({g}[{K}])"]
+        for t in sorted(lists - set(self.params) - self.bound_by_calls):
+            prologue.append(f"{t} = List()")
+        fn.body = [ast.parse(s).body[0] for s in prologue] + body
+        fn.name = fn.name + "_directions"
+        fn.decorator_list = []
+        return ast.unparse(ast.fix_missing_locations(fn)) + "\n"
+
+    # -- gathering the tangent statements into loops over the directions
+
+    def block(self, stmts):
+        out, pending = [], []
+
+        def flush():
+            if pending:
+                out.append(("loop", len(self.segments)))
+                self.segments.append(list(pending))
+                for p in pending:
+                    self.note(p, len(self.segments) - 1)
+                pending.clear()
+        for s in stmts:
+            kind = self.kind(s)
+            if kind == "tangent":
+                pending.append(s)
+            elif kind == "primal":
+                if self.barrier(s, pending):
+                    flush()
+                out.append(s)
+            elif kind == "call":
+                flush()
+                self.note(s, -1)
+                out.append(s)
+            elif kind == "return":
+                flush()
+                self.note(s.value.elts[1], -1)
+                out.append(s)
+            else:           # if, for, while, break, continue, pass
+                flush()
+                for field in ("body", "orelse"):
+                    if hasattr(s, field):
+                        setattr(s, field, self.block(getattr(s, field)))
+                out.append(s)
+        flush()
+        return out
+
+    def note(self, node, segment):
+        """Record where the tangents of statement `node` occur (`segment`, -1 outside the
+        loops), and whether each one's first occurrence binds it."""
+        reads = _names(node, ast.Load) & self.tangents
+        for t in (_names(node) & self.tangents):
+            self.where.setdefault(t, set()).add(segment)
+        for t in reads if segment >= 0 else _names(node) & self.tangents:
+            self.first_bound.setdefault(t, False)
+        for t in _names(node, ast.Store) & self.tangents:
+            self.first_bound.setdefault(t, True)
+
+    def kind(self, s):
+        kind = self._kind(s)
+        if kind != "call" and not isinstance(s, (ast.If, ast.While, ast.For)) and (
+                _names(s) & self.callees):
+            raise Refused("a callee's forward mode called otherwise")
+        return kind
+
+    def _kind(self, s):
+        T = self.tangents
+        if isinstance(s, ast.Assign):
+            stored = set().union(*map(_stored, s.targets))
+            reads = _names(s.value) | set().union(*(_names(t, ast.Load) for t in s.targets))
+            if stored <= T:
+                return "tangent"
+            if not stored & T:
+                if reads & T:
+                    raise Refused("a primal computed from a tangent")
+                return "primal"
+            if (len(s.targets) == 1 and isinstance(s.targets[0], ast.Tuple)
+                    and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Name)
+                    and s.value.func.id in self.callees and not s.value.keywords
+                    and all(isinstance(e, ast.Name) for e in s.targets[0].elts)
+                    and all(isinstance(a, ast.Name) or not _names(a) & T
+                            for a in s.value.args)):
+                return "call"
+            raise Refused("a statement binding a primal and a tangent")
+        if isinstance(s, ast.AugAssign):
+            if _stored(s.target) <= T:
+                return "tangent"
+            if _names(s) & T:
+                raise Refused("a primal computed from a tangent")
+            return "primal"
+        if isinstance(s, ast.Expr):
+            if _names(s) & T:
+                raise Refused("a tangent in an expression statement")
+            return "primal"
+        if isinstance(s, ast.Return):
+            v = s.value
+            if not (isinstance(v, ast.Tuple) and len(v.elts) == 2 and not _names(v.elts[0]) & T):
+                raise Refused("return")
+            return "return"
+        if isinstance(s, (ast.If, ast.While)):
+            if _names(s.test) & T:
+                raise Refused("a test on a tangent")
+            return "control"
+        if isinstance(s, ast.For):
+            if (_names(s.iter) | _names(s.target)) & T or s.orelse:
+                raise Refused("a loop over a tangent")
+            return "control"
+        if isinstance(s, (ast.Break, ast.Continue, ast.Pass)):
+            return "control"
+        raise Refused(type(s).__name__)
+
+    def barrier(self, s, pending):
+        """Whether primal statement `s` must stay after the pending tangent statements."""
+        if not pending:
+            return False
+        read = set().union(*(_names(p, ast.Load) for p in pending))
+        if isinstance(s, ast.Assign) and all(isinstance(t, ast.Subscript) and isinstance(
+                t.value, ast.Name) for t in s.targets):
+            # (a write into an array: a barrier if they read it, or what may share it)
+            return any(self.shares(t.value.id) & read for t in s.targets) or any(
+                isinstance(n, ast.Call) for n in ast.walk(s.value))
+        if not (isinstance(s, ast.Assign) and all(isinstance(t, (ast.Name, ast.Tuple))
+                                                  for t in s.targets)):
+            return True         # (an augmented assignment, a call as a statement)
+        if any(isinstance(n, ast.Call) and (
+                any(k.arg == "out" for k in n.keywords) or isinstance(n.func, ast.Name)
+                and n.func.id in self.users) for n in ast.walk(s.value)):
+            return True
+        return bool(set().union(*map(_stored, s.targets)) & read)
+
+    # -- writing the loops, with the tangents that live beyond one loop as lists
+
+    @property
+    def bound_by_calls(self):
+        return getattr(self, "_by_calls", set())
+
+    def finish(self, s, lists):
+        if isinstance(s, tuple):
+            return self.loop(self.segments[s[1]], lists)
+        if isinstance(s, ast.Assign) and isinstance(s.value, ast.Call) and (
+                isinstance(s.value.func, ast.Name) and s.value.func.id in self.callees) and (
+                _stored(s.targets[0]) & self.tangents):
+            self._by_calls = self.bound_by_calls | (_stored(s.targets[0]) & self.tangents)
+            return s        # (its tangents, lists: the callee's code takes and gives lists)
+        if isinstance(s, ast.Return):
+            r = "_s2s_out"
+            value = _Indexed(lists).visit(s.value.elts[1])
+            head = ast.parse(f"{r} = List()\nfor {K} in range({LOOP}):\n"
+                             f"    {r}.append(0)").body
+            head[1].body[0].value.args[0] = value
+            s.value.elts[1] = ast.Name(r, ast.Load())
+            return head + [s]
+        for field in ("body", "orelse"):
+            if hasattr(s, field):
+                setattr(s, field, self.finished(getattr(s, field), lists))
+        return s
+
+    def finished(self, stmts, lists):
+        out = []
+        for s in stmts:
+            made = self.finish(s, lists)
+            out.extend(made if isinstance(made, list) else [made])
+        return out
+
+    def loop(self, stmts, lists):
+        body = []
+        for s in stmts:
+            if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(
+                    s.targets[0], ast.Name) and s.targets[0].id in lists:
+                t = s.targets[0].id
+                body += ast.parse(f"_s2s_v = 0\nif {K} < len({t}):\n    {t}[{K}] = _s2s_v\n"
+                                  f"else:\n    {t}.append(_s2s_v)").body
+                body[-2].value = _Indexed(lists).visit(s.value)
+                continue
+            if isinstance(s, ast.Assign) and any(
+                    isinstance(t, ast.Name) and t.id in lists for t in ast.walk(s.targets[0])
+                    if isinstance(getattr(t, "ctx", None), ast.Store)):
+                raise Refused("a tuple of tangents bound")
+            body.append(_Indexed(lists).visit(s))
+        return ast.For(ast.Name(K, ast.Store()), ast.parse(f"range({LOOP})").body[0].value,
+                       body, [])
+
+
+class _Indexed(ast.NodeTransformer):
+    """Each occurrence of a tangent held as a list as its item of the direction `_s2s_k`."""
+
+    def __init__(self, lists):
+        self.lists = lists
+
+    def visit_Name(self, node):
+        if node.id in self.lists:
+            return ast.Subscript(ast.Name(node.id, ast.Load()), ast.Name(K, ast.Load()),
+                                 node.ctx)
+        return node
