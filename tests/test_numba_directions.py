@@ -1,0 +1,129 @@
+"""`jacfwd(f, backend="numba")` along all the directions of an array argument in one pass
+(s2sad/numba_directions.py: the primal once, the tangent statements in loops over the
+directions): functions with loops, element writes, a branch, a `while`, a helper of the
+user's called in a loop, numbers and arrays, several arguments; the fallback to one
+`f_jvp` a column where the rewrite refuses the code (recursion); ht's model. Checked against central differences of the functions as they are
+(tests/oracle.py), and that the pass along all directions is the one that ran.
+"""
+import numpy as np
+import pytest
+
+from optional import require
+
+numba = require("numba", "numba")
+
+import s2sad  # noqa: E402
+from s2sad import numba_api, numba_directions  # noqa: E402
+from test_numba_forward import chained, fd_jacobian, posed, written_argument  # noqa: E402
+
+
+def rotated(v, angle):
+    # a helper of the user's, whose forward mode the loop below calls: its tangents pass
+    # as lists, one per direction
+    R = np.eye(2)
+    R[0, 0] = np.cos(angle)
+    R[0, 1] = -np.sin(angle)
+    R[1, 0] = np.sin(angle)
+    R[1, 1] = np.cos(angle)
+    return R @ v
+
+
+def walked(theta, start, scale):
+    # a loop carrying an array and a number, a helper called in it, an element written
+    # in one branch, a `while` on primal values
+    v = start * 1.0
+    total = 0.0
+    out = np.zeros(theta.shape[0] + 1)
+    for i in range(theta.shape[0]):
+        v = rotated(v, theta[i] * scale)
+        total = total + v[0] * v[1]
+        if i % 2 == 0:
+            out[i] = total
+        else:
+            out[i] = v[0] - theta[i]
+    k = 0
+    while total > -10.0 and k < 3:
+        total = total - 0.5 * np.sin(total)
+        k += 1
+    out[-1] = total
+    return out
+
+
+def tower(x, n):
+    # recursion: the rewrite refuses it, and jacfwd takes one pass a column
+    if n == 0:
+        return x
+    return np.sin(tower(x, n - 1)) * x
+
+
+def _along_all(f, args, i):
+    """The pass along all the directions of argument `i`, or None where it falls back."""
+    return numba_api.NumbaJvp(f, args, (i,), {}).columns(args, args[i], {})
+
+
+THETA = np.array([0.3, -0.7, 1.1, 0.2, -0.4])
+START = np.array([0.6, -0.2])
+
+
+@pytest.mark.parametrize("f, args, wrt", [
+    (walked, (THETA, START, 0.8), 0),
+    (walked, (THETA, START, 0.8), 1),
+    (posed, (np.array([0.3, -0.2, 0.5, 0.1, 0.7, -0.4, 0.9, 0.2, -0.5]), 4), 0),
+    (chained, (np.array([0.3, -0.7, 1.1, 0.2]),), 0),
+], ids=["walked-theta", "walked-start", "posed", "chained"])
+def test_all_directions_in_one_pass_agree_with_central_differences(f, args, wrt):
+    before = [np.copy(a) for a in args]
+    want = fd_jacobian(f, args, wrt)
+    value, columns = _along_all(f, args, wrt)
+    assert len(columns) == np.size(args[wrt])
+    np.testing.assert_allclose(value, f(*args), rtol=1e-14, atol=1e-15)
+    np.testing.assert_allclose(np.stack(columns, -1), want.reshape(
+        np.shape(value) + (-1,)), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(s2sad.jacfwd(f, wrt, backend="numba")(*args), want,
+                               rtol=1e-6, atol=1e-8)
+    for a, b in zip(args, before):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_several_arguments_and_a_number():
+    jac = s2sad.jacfwd(walked, wrt=(0, 1, 2), backend="numba")
+    for scale in (0.8, -1.3):       # (the second call runs the code the first compiled)
+        args = (THETA, START, scale)
+        got = jac(*args)
+        for i in range(3):
+            np.testing.assert_allclose(got[i], fd_jacobian(walked, args, i), rtol=1e-6,
+                                       atol=1e-8)
+
+
+def test_the_arguments_are_not_written():
+    # the function writes into its argument: the pass along all directions writes into
+    # a copy, as the single-direction code does
+    x = np.array([0.3, 0.5, 0.7, 0.9])
+    before = x.copy()
+    assert _along_all(written_argument, (x, 2.0), 0) is not None
+    np.testing.assert_array_equal(x, before)
+    want = fd_jacobian(lambda a, k: written_argument(a.copy(), k), (x, 2.0), 0)
+    np.testing.assert_allclose(s2sad.jacfwd(written_argument, backend="numba")(x, 2.0), want,
+                               rtol=1e-6, atol=1e-8)
+    np.testing.assert_array_equal(x, before)
+
+
+def test_the_fallback_to_one_pass_a_column():
+    x = np.array([0.3, -0.5, 0.9])
+    code = numba_api.NumbaJvp(tower, (x, 3), (0,), {})
+    with pytest.raises(numba_directions.Refused, match="recursion"):
+        numba_directions.compiled(code.d)
+    assert code.columns((x, 3), x, {}) is None
+    np.testing.assert_allclose(s2sad.jacfwd(tower, backend="numba")(x, 3),
+                               fd_jacobian(tower, (x, 3), 0), rtol=1e-6, atol=1e-8)
+
+
+def test_ht_model_along_all_directions():
+    from gradbench import evals
+    from test_gradbench_tool import ht_input
+    ht = evals.load("ht")
+    args = ht._input(ht_input(True), "numba")
+    value, columns = _along_all(ht.objective_by_bone, args, 0)
+    np.testing.assert_allclose(value, ht.objective(*ht._input(ht_input(True))), rtol=1e-13)
+    want = fd_jacobian(ht.objective_by_bone, args, 0)
+    np.testing.assert_allclose(np.stack(columns, -1), want, rtol=1e-6, atol=1e-8)
