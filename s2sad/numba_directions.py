@@ -124,6 +124,28 @@ def _stored(target):
     raise Refused("target")
 
 
+# NumPy's functions that write into an argument, and the methods of arrays that write
+# nothing (any other method may write into its array)
+_WRITING = {"copyto", "put", "place", "putmask", "fill_diagonal", "put_along_axis"}
+_READING = {"copy", "reshape", "ravel", "flatten", "transpose", "sum", "prod", "dot",
+            "astype", "item", "max", "min", "mean", "any", "all", "conj", "nonzero"}
+
+
+def _may_write(call, users):
+    """Whether `call` may write into an array it is given: a function of the user's, a
+    call with `out=`, NumPy's functions that write, a method of an array that may."""
+    f = call.func
+    if any(k.arg == "out" for k in call.keywords):
+        return True
+    if isinstance(f, ast.Name):
+        return f.id in users
+    if isinstance(f, ast.Attribute):
+        if isinstance(f.value, ast.Name) and f.value.id == "np":
+            return f.attr in _WRITING
+        return f.attr not in _READING
+    return True
+
+
 def _roots(value):
     """The names whose arrays `value` may be (or be a view of)."""
     if isinstance(value, ast.Name):
@@ -242,6 +264,8 @@ class Rewrite:
         """Record where the tangents of statement `node` occur (`segment`, -1 outside the
         loops), and whether each one's first occurrence binds it."""
         reads = _names(node, ast.Load) & self.tangents
+        if isinstance(node, ast.AugAssign):         # (it reads what it binds)
+            reads |= _stored(node.target) & self.tangents
         for t in (_names(node) & self.tangents):
             self.where.setdefault(t, set()).add(segment)
         for t in reads if segment >= 0 else _names(node) & self.tangents:
@@ -311,13 +335,13 @@ class Rewrite:
                 t.value, ast.Name) for t in s.targets):
             # (a write into an array: a barrier if they read it, or what may share it)
             return any(self.shares(t.value.id) & read for t in s.targets) or any(
-                isinstance(n, ast.Call) for n in ast.walk(s.value))
+                isinstance(n, ast.Call) and _may_write(n, self.users)
+                for n in ast.walk(s.value))
         if not (isinstance(s, ast.Assign) and all(isinstance(t, (ast.Name, ast.Tuple))
                                                   for t in s.targets)):
             return True         # (an augmented assignment, a call as a statement)
-        if any(isinstance(n, ast.Call) and (
-                any(k.arg == "out" for k in n.keywords) or isinstance(n.func, ast.Name)
-                and n.func.id in self.users) for n in ast.walk(s.value)):
+        if any(isinstance(n, ast.Call) and _may_write(n, self.users)
+               for n in ast.walk(s.value)):
             return True
         return bool(set().union(*map(_stored, s.targets)) & read)
 
