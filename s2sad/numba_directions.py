@@ -73,7 +73,7 @@ def compiled(d, made=None):
     namespace["List"] = List
     py = function_from_source(source, namespace, own=True)
     made[id(d)] = numba.njit(**{k: v for k, v in d.jit.items() if k != "cache"})(py)
-    made[id(d)].s2s_source = source
+    made[id(d)].directions_source = source
     return made[id(d)]
 
 
