@@ -258,6 +258,11 @@ def jvp_code(f, primals, wrt, kwargs):
 _jvp_codes = weakref.WeakKeyDictionary()
 
 
+#: The most directions `jacfwd(f, backend="numba")` runs in one pass (each tangent that
+#: lives beyond a loop over them holds one value per direction); more take several.
+DIRECTIONS = 64
+
+
 class NumbaJvp:
     """`f_jvp` of `f` along the arguments `wrt` (indices), compiled by `numba.njit` (with
     the options of `f` if it is a `@numba.njit` function) for the types of `primals`:
@@ -294,14 +299,18 @@ class NumbaJvp:
                 self._directions = False
         if self._directions is False:
             return None
-        n = np.size(like)
-        try:
-            y, cols = numba_directions.call(self._directions, primals,
-                                            [np.eye(n).reshape((n,) + np.shape(like))])
-        except Exception:       # (the columns one by one raise it, located, or compile)
-            self._directions = False
-            return None
-        return y, list(cols)
+        n, out = np.size(like), []
+        for start in range(0, n, DIRECTIONS):   # (at most DIRECTIONS at once: memory)
+            units = np.zeros((min(DIRECTIONS, n - start), n))
+            units[:, start:start + len(units)] = np.eye(len(units))
+            try:
+                y, cols = numba_directions.call(self._directions, primals, [
+                    units.reshape((len(units),) + np.shape(like))])
+            except Exception:   # (the columns one by one raise it, located, or compile)
+                self._directions = False
+                return None
+            out.extend(cols)
+        return y, out
 
     _directions = None      # (its dispatcher, False where refused)
 

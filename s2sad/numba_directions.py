@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ast
 import warnings
+import weakref
 
 from .frontend.source import function_from_source
 
@@ -43,7 +44,16 @@ def compiled(d, made=None):
     (`made`: {id(derivative): dispatcher or None while it is made}). Raises Refused."""
     import numba
     from numba.typed import List
-    made = {} if made is None else made
+    if made is None:        # (a call from the API: kept while the derivative lives)
+        kept = _kept.get(d)
+        if kept is None:
+            try:
+                kept = _kept[d] = compiled(d, {})
+            except Refused as exc:
+                kept = _kept[d] = exc
+        if isinstance(kept, Refused):
+            raise kept
+        return kept
     if id(d) in made:
         if made[id(d)] is None:
             raise Refused("recursion")
@@ -75,6 +85,9 @@ def compiled(d, made=None):
     made[id(d)] = numba.njit(**{k: v for k, v in d.jit.items() if k != "cache"})(py)
     made[id(d)].directions_source = source
     return made[id(d)]
+
+
+_kept = weakref.WeakKeyDictionary()     # {derivative: its dispatcher, or Refused}
 
 
 def call(dispatcher, primals, tangents):

@@ -127,3 +127,13 @@ def test_ht_model_along_all_directions():
     np.testing.assert_allclose(value, ht.objective(*ht._input(ht_input(True))), rtol=1e-13)
     want = fd_jacobian(ht.objective_by_bone, args, 0)
     np.testing.assert_allclose(np.stack(columns, -1), want, rtol=1e-6, atol=1e-8)
+
+
+def test_many_directions_in_several_passes(monkeypatch):
+    # at most numba_api.DIRECTIONS directions a pass (memory): 5 directions in 2, 2, 1
+    monkeypatch.setattr(numba_api, "DIRECTIONS", 2)
+    args = (THETA, START, 0.8)
+    value, columns = _along_all(walked, args, 0)
+    assert len(columns) == 5
+    np.testing.assert_allclose(np.stack(columns, -1), fd_jacobian(walked, args, 0),
+                               rtol=1e-6, atol=1e-8)
