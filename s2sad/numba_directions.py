@@ -26,9 +26,14 @@ pass; the tangent statements still run once a direction.)
 from __future__ import annotations
 
 import ast
+import hashlib
+import importlib.util
+import os
+import sys
 import warnings
 import weakref
 
+from . import native_cache
 from .frontend.source import function_from_source
 
 K, LOOP = "_s2s_k", "_s2s_directions"     # (the direction, and how many there are)
@@ -81,10 +86,52 @@ def compiled(d, made=None):
     for name, linked in callees.items():
         namespace[name] = compiled(linked, made)
     namespace["List"] = List
-    py = function_from_source(source, namespace, own=True)
-    made[id(d)] = numba.njit(**{k: v for k, v in d.jit.items() if k != "cache"})(py)
+    jit = {k: v for k, v in d.jit.items() if k != "cache"}
+    py = _on_disk(d, fn.name, source, namespace)
+    if py is None:
+        py = function_from_source(source, namespace, own=True)
+    else:
+        jit["cache"] = True
+    made[id(d)] = numba.njit(**jit)(py)
     made[id(d)].directions_source = source
     return made[id(d)]
+
+
+def _on_disk(d, name, source, namespace):
+    """The function `name` of `source` defined in a module file of s2sad's cache directory
+    (native_cache), so that Numba keeps its machine code on disk, its names `namespace`;
+    None where native_cache's digest cannot follow what `d`'s code reads and calls (then
+    Numba compiles it in each process). The module is named by that digest, this module's
+    source and `source`."""
+    key = native_cache._key(d.fn, d.jit, d.native_calls, d.native_late())
+    folder = native_cache.directory()
+    if key is None or folder is None:
+        return None
+    with open(__file__) as f:
+        own = f.read()
+    digest = hashlib.sha256("\n".join((key, own, source)).encode()).hexdigest()[:32]
+    module_name = f"s2sad_{name}_{digest}"
+    path = os.path.join(folder, module_name + ".py")
+    try:
+        if not os.path.exists(path):
+            os.makedirs(folder, exist_ok=True)
+            temporary = f"{path}.{os.getpid()}.tmp"
+            with open(temporary, "w") as f:
+                f.write(f"# s2sad: {name}, compiled by Numba and kept on disk\n{source}")
+            os.replace(temporary, path)
+    except OSError:
+        return None
+    namespace = {k: v for k, v in namespace.items() if not k.startswith("__")}
+    module = sys.modules.get(module_name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(spec)
+        module.__dict__.update(namespace)
+        spec.loader.exec_module(module)
+        sys.modules[module_name] = module     # (Numba finds the module by its name)
+    else:
+        module.__dict__.update(namespace)
+    return module.__dict__[name]
 
 
 _kept = weakref.WeakKeyDictionary()     # {derivative: its dispatcher, or Refused}
