@@ -21,7 +21,8 @@ What the rewrite does not follow is refused (`Refused`), and `jacfwd` then takes
 a direction: a statement that binds a primal and a tangent other than a callee's call, a
 primal computed from a tangent, an `if` or loop on a tangent, code that is not plain
 statements. (With many directions, the primal once saves the time of the primal in each
-pass; the tangent statements still run once a direction.)
+pass; the tangent statements still run once a direction.) The rewritten code is kept on
+disk as the numba backend's derivatives are (`_on_disk`, native_cache's digest).
 """
 from __future__ import annotations
 
