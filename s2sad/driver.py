@@ -166,8 +166,11 @@ def _share_defaults(compiled, fn):
         guards.set_quietly(compiled, "__defaults__", tuple(
             shared.get(n, d) for n, d in zip(named, compiled.__defaults__)))
     if compiled.__kwdefaults__:
-        guards.set_quietly(compiled, "__kwdefaults__", {
-            n: shared.get(n, d) for n, d in compiled.__kwdefaults__.items()})
+        kw = {n: shared.get(n, d) for n, d in compiled.__kwdefaults__.items()}
+        theirs = fn.__kwdefaults__ or {}
+        if kw.keys() == theirs.keys() and all(v is theirs[n] for n, v in kw.items()):
+            kw = theirs     # (the dict itself, which the user may change in place)
+        guards.set_quietly(compiled, "__kwdefaults__", kw)
 
 
 @reported
