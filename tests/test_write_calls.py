@@ -1,8 +1,11 @@
 """Calls that write into an array they are given (`out=`, `np.copyto`, `np.fill_diagonal`,
-`y.fill(v)`), differentiated as the element assignments they stand for
+`y.fill(v)`), and `setattr(obj, "name", v)`, differentiated as the element assignments they stand for
 (before_ad/write_calls.py): grad, value_and_grad's value, vjp, jvp and hessian against
 central differences of the function as it is (float64); what stays refused is refused at
 the user's line."""
+import logging
+import operator
+
 import numpy as np
 import pytest
 
@@ -95,9 +98,28 @@ def out_through_view(x):
     return np.sum(y * np.arange(4.0))
 
 
+class Box:
+    def put(self, v):
+        setattr(self, "w", v * 2.0)
+
+
+def set_attribute(x):
+    # (its gradient was zero: setattr was not followed)
+    box = Box()
+    box.w = 0.0
+    setattr(box, "w", x * np.sin(x))
+    return np.sum(box.w ** 2)
+
+
+def set_attribute_in_a_method(x):
+    box = Box()
+    box.put(x ** 2)
+    return np.sum(box.w * x)
+
+
 CASES = [ufunc_out, bound_result, out_slice, reduction_out, out_into_own_input, copyto,
          copyto_where, copyto_where_positional, fill_diagonal, fill_diagonal_wide, fill,
-         fill_in_loop]
+         fill_in_loop, set_attribute, set_attribute_in_a_method]
 
 
 def assert_close(actual, expected, rtol=1e-6, atol=1e-8):
@@ -125,7 +147,8 @@ def test_vjp_and_jvp(f):
     assert_close(tangent, expected @ t)
 
 
-@pytest.mark.parametrize("f", [ufunc_out, out_slice, copyto_where, fill_diagonal, fill],
+@pytest.mark.parametrize("f", [ufunc_out, out_slice, copyto_where, fill_diagonal, fill,
+                               set_attribute],
                          ids=lambda f: f.__name__)
 def test_hessian(f):
     assert_close(s2sad.hessian(f)(X.copy()), fd_hessian(f, X.copy()), rtol=1e-4, atol=1e-5)
@@ -190,6 +213,65 @@ def test_what_stays_refused_is_located():
     with pytest.raises(s2sad.S2SADError) as err:
         s2sad.grad(out_through_view)(X.copy())
     assert "test_write_calls.py" in str(err.value) and "y is read after" in str(err.value)
+
+
+def set_attribute_by_a_name(x):
+    box, name = Box(), "w"
+    setattr(box, name, x * 2.0)
+    return np.sum(box.w ** 2)
+
+
+def set_attribute_through_object(x):
+    box = Box()
+    object.__setattr__(box, "w", x * 2.0)
+    return np.sum(box.w ** 2)
+
+
+def set_item_by_operator(x):
+    y = np.zeros(3)
+    operator.setitem(y, 0, x[1] ** 2)
+    return np.sum(y) + x[0]
+
+
+def add_in_place_by_operator(x):
+    y = x * 1.0
+    operator.iadd(y, x)
+    return np.sum(y ** 2)
+
+
+def update_vars(x):
+    box = Box()
+    vars(box).update(w=x * 2.0)
+    return np.sum(box.w ** 2)
+
+
+def delete_attribute(x):
+    box = Box()
+    box.put(x)
+    delattr(box, "w")
+    return np.sum(x) + 1.0
+
+
+@pytest.mark.parametrize("f", [set_attribute_by_a_name, set_attribute_through_object,
+                               set_item_by_operator, add_in_place_by_operator, update_vars,
+                               delete_attribute], ids=lambda f: f.__name__)
+def test_library_calls_that_change_what_they_are_given_are_refused(f):
+    # each gave a zero or partial gradient without a word: a library function without a
+    # rule, its result unused, given a differentiated value and something it may change
+    for mode in (s2sad.grad, lambda f: lambda x: s2sad.jvp(f, (x,), (x,))):
+        with pytest.raises(s2sad.S2SADError) as err:
+            mode(f)(X.copy())
+        assert "test_write_calls.py:" in str(err.value)
+
+
+def logged(x):
+    y = np.sum(x ** 2)
+    logging.debug("y = %s", y)      # numbers only: nothing it could change
+    return y
+
+
+def test_a_library_call_given_only_numbers_is_differentiated():
+    assert_close(s2sad.grad(logged)(X.copy()), fd_array_grad(logged, (X.copy(),), 0))
 
 
 @pytest.mark.parametrize("f", [ufunc_out, copyto, fill], ids=lambda f: f.__name__)

@@ -139,9 +139,10 @@ def changed_in_place(call, ctx):
 def _writes_into_an_argument(call, obj):
     """Whether `call`, of `obj` (None if unknown), writes into an array it is given: a
     NumPy call's `out` (by keyword or position), a primitive whose record `writes` into
-    an argument (`np.copyto`, `np.put`), a ufunc's `.at`."""
+    an argument (`np.copyto`, `np.put`), a ufunc's `.at`, `setattr` (an attribute
+    assignment: see before_ad/write_calls.py)."""
     record = registry.primitive(obj)
-    return out_argument(call, obj) is not None or (
+    return obj is setattr or out_argument(call, obj) is not None or (
         record is not None and record.writes is not None) or (
         isinstance(call.func, gast.Attribute) and call.func.attr == "at")
 

@@ -22,6 +22,9 @@ located error that says what to write instead:
   (`np.r_[x, x]`, an index of an object s2sad has no rule for):
   `MissingRuleError`, unless the rule says the derivative is zero there
   (`registry.Variant.zero`: a shape, a dtype, a piecewise-constant choice);
+- a call of a library function without a rule, its result unused, given a
+  differentiated value and an array, container or object it may change (`setattr(obj,
+  name, v)`, `operator.setitem(y, i, v)`): `MissingRuleError`;
 - a differentiated value made text (`str(x)`, `repr(x)`, an f-string, `"%g" % x`) where
   the output depends on the text (`float(str(x))`): `MissingRuleError`; text only
   printed or compared loses nothing.
@@ -45,7 +48,8 @@ import numpy as np
 
 from .. import marks, syntax
 from ..analysis.names import as_written
-from ..analysis.operations import CALL, CUSTOM, USER
+from ..analysis.operations import CALL, CUSTOM, USER, classify
+from ..analysis.value_kinds import SCALAR
 from ..errors import MissingRuleError
 from ..frontend import source
 from ..rules import registry
@@ -91,6 +95,8 @@ def run(fn, ctx):
                 _refuse_writes(call, s, ctx, varied, fn)
         if isinstance(s, gast.Expr):
             _refuse_unknown_effects(s, ctx, varied, fn)
+        if isinstance(s, (gast.Assign, gast.Expr)) and isinstance(s.value, gast.Call):
+            _refuse_library_effects(s, ctx, varied, fn)
         if s in ctx.ops:
             _refuse_functions_to_library(ctx.ops[s], s, ctx, varied, functions)
             _refuse_unruled_arguments(ctx.ops[s], s, ctx, varied)
@@ -169,6 +175,15 @@ def _refuse_writes(call, s, ctx, varied, fn):
     if not changes_its_receiver(func):
         return
     root = syntax.receiver_root(func.value)
+    if root is None and isinstance(func.value, gast.Call):
+        # `vars(obj).update(w=v)`, `obj.__dict__.update(...)`: what the call returns may be
+        # memory of what it is given (vars(obj) is obj's attributes)
+        x = as_written(func.value, fn, src)
+        raise src.syntax_error(s, (
+            f"{x}.{func.attr}() changes in place what {x} returns, which may be memory of "
+            "what it is given (vars(obj) is the attributes of obj), and s2sad cannot "
+            "follow that: the derivative would miss the change. Assign what changes "
+            "instead (obj.name = v)"))
     if root is not None and ctx.src.is_local(root):
         x = syntax.unparse(func.value)
         if isinstance(func.value, gast.Attribute) and not hasattr(np.ndarray, func.value.attr):
@@ -214,6 +229,44 @@ def _refuse_unknown_effects(s, ctx, varied, fn):
         f"make(...); p.{func.attr}(...)), not one a list or another object holds; or make "
         f"{func.attr}() return a new instance and put it back ({x} = "
         f"{x}.{func.attr}(...))"))
+
+
+def _refuse_library_effects(s, ctx, varied, fn):
+    """Refuse a call of a function of a library that has no rule (`setattr(obj, name,
+    v)`, `operator.setitem(y, i, v)`, `vars(obj).update(w=v)`) where its result is not
+    used and it is given a value that depends on the differentiated inputs, with an
+    array, a container or an object it may change: what it changes there would be lost
+    without a word (a used result needs a rule, and is refused where it has none). A call
+    given only numbers and constants (`logging.debug("%s", y)`) changes none of the
+    function's values."""
+    call = s.value
+    if isinstance(s, gast.Assign) and (len(s.targets) != 1 or not isinstance(
+            s.targets[0], gast.Name) or s.targets[0].id in ctx.useful):
+        return
+    op = ctx.ops.get(s) or classify(call, ctx.src)
+    if op.form != CALL or op.variant is not None or op.prim in (None, source.MISSING) or (
+            registry.primitive(op.prim) is not None):
+        return      # (an unresolved method: see _refuse_unknown_effects)
+    args = list(call.args) + [k.value for k in call.keywords]
+    if isinstance(call.func, gast.Attribute):
+        args.insert(0, call.func.value)     # (a method: its object too)
+    given = [a for a in args if varied & set(syntax.names_loaded(a))]
+    if not given:
+        return
+    kinds = ctx.value_kinds
+    if all(kinds[a] == SCALAR for a in args if a in given or isinstance(a, gast.Name)
+           and ctx.src.is_local(a.id)):
+        return
+    spelled = syntax.unparse(call.func)
+    lost = as_written(given[0], fn, ctx.src)
+    raise MissingRuleError(
+        f"{ctx.src.where(s)}: {spelled}() is given {lost}, which depends on the "
+        "differentiated inputs, and s2sad has no rule for it: what it changes in the "
+        "arrays, containers or objects it is given would be lost without a word. Write "
+        "the change as Python s2sad follows (obj.name = v for setattr, y[i] = v for "
+        f"operator.setitem, a new object instead of an update), or pass "
+        f"s2sad.stop_gradient({lost}) if no derivative should flow there"
+        f"\n    {ctx.src.line_text(s).strip()}")
 
 
 def _function_values(fn):
