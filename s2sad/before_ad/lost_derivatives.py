@@ -19,7 +19,8 @@ located error that says what to write instead:
   and a differentiated value passed by keyword to a Python function it could not put
   in its place (a `custom_vjp`'s): `MissingRuleError`;
 - a differentiated value passed for a parameter the rule gives no derivative for
-  (`np.r_[x, x]`, an index of an object s2sad has no rule for):
+  (`np.r_[x, x]`, an index of an object s2sad has no rule for; in forward mode, the
+  forward rule, also one registered with `s2sad.defjvp` only, of a Python function too):
   `MissingRuleError`, unless the rule says the derivative is zero there
   (`registry.Variant.zero`: a shape, a dtype, a piecewise-constant choice);
 - a call of a library function without a rule, its result unused, given a
@@ -48,7 +49,7 @@ import numpy as np
 
 from .. import marks, syntax
 from ..analysis.names import as_written
-from ..analysis.operations import CALL, CUSTOM, USER, classify
+from ..analysis.operations import CALL, CUSTOM, USER, call_arguments, classify
 from ..analysis.value_kinds import SCALAR
 from ..errors import MissingRuleError
 from ..frontend import source
@@ -99,7 +100,7 @@ def run(fn, ctx):
             _refuse_library_effects(s, ctx, varied, fn)
         if s in ctx.ops:
             _refuse_functions_to_library(ctx.ops[s], s, ctx, varied, functions)
-            _refuse_unruled_arguments(ctx.ops[s], s, ctx, varied)
+            _refuse_unruled_arguments(ctx.ops[s], s, ctx, varied, fn)
             _refuse_keywords_to_python(ctx.ops[s], s, ctx, varied)
     if texts:
         _refuse_text(texts, ctx, varied)
@@ -302,27 +303,44 @@ def _refuse_functions_to_library(op, s, ctx, varied, functions):
             f"\n    {ctx.src.line_text(s).strip()}")
 
 
-def _refuse_unruled_arguments(op, s, ctx, varied):
-    """Refuse a varied value passed for a parameter `op`'s rule has no derivative for."""
-    variant = op.variant
-    if op.form != CALL or variant is None:
+def _refuse_unruled_arguments(op, s, ctx, varied, fn):
+    """Refuse a varied value passed for a parameter `op`'s rule has no derivative for:
+    in forward mode, the rule forward mode calls (a rule registered for forward mode
+    only, `s2sad.defjvp`, is one `op` does not hold)."""
+    if op.form not in (CALL, USER):      # (a Python function may have a forward rule)
         return
+    variant, bound, zero = op.variant, op.bound, set()
+    if ctx.variant.forward and not source.is_generated(ctx.src) and isinstance(
+            op.node, gast.Call):
+        # (s2sad's own code, differentiated again, calls its helpers for the structure of
+        # a value where their rules have no template: the derivative is zero there)
+        record = registry.primitive(op.prim) if op.prim is not None else None
+        if record is not None and record.jvp is not None:
+            matched, matched_bound = record.jvp.match(*call_arguments(op, ctx.src))
+            if matched is not None:
+                # (a parameter the reverse rule says is zero there is zero in both modes)
+                zero = set(variant.zero) if variant is not None else set()
+                variant, bound = matched, matched_bound
+    if variant is None or op.form == USER and variant is op.variant:
+        return      # (a Python function without a forward rule: its source is read)
     linear = {p for group in (variant.linear or ()) for p in group}
-    for param, arg in op.bound.items():
-        if param in variant.templates or param in variant.zero or param in linear:
+    for param, arg in bound.items():
+        if param in variant.templates or param in variant.zero or param in linear or (
+                param in zero):
             continue
         if param == "index" and _local(op, ctx):
             continue    # an index of a local array is an int (a float fails at run time)
         lost = sorted(n.id for n in syntax.name_nodes(arg) if n.id in varied)
         if lost:
             where, line = ctx.src.where(s), ctx.src.line_text(s).strip()
-            spelled = _spelled(op)
+            spelled, lost = _spelled(op), as_written(syntax.name(lost[0]), fn, ctx.src)
+            rule = "s2sad.defjvp" if ctx.variant.forward else "s2sad.defvjp"
             raise MissingRuleError(
-                f"{where}: {lost[0]} depends on the differentiated inputs and is passed to "
+                f"{where}: {lost} depends on the differentiated inputs and is passed to "
                 f"{spelled} as its parameter {param!r}, for which s2sad's rule has no "
                 "derivative, so the gradient would lose it. Pass it where the rule "
-                f"differentiates, rewrite the call, or register a rule with s2sad.defvjp; "
-                f"use s2sad.stop_gradient({lost[0]}) if no derivative should flow there"
+                f"differentiates, rewrite the call, or register a rule with {rule}; "
+                f"use s2sad.stop_gradient({lost}) if no derivative should flow there"
                 f"\n    {line}")
 
 
