@@ -102,6 +102,9 @@ class Box:
     def put(self, v):
         setattr(self, "w", v * 2.0)
 
+    def put_named(self, name, v):
+        setattr(self, name, v * 2.0)
+
 
 def set_attribute(x):
     # (its gradient was zero: setattr was not followed)
@@ -245,6 +248,13 @@ def update_vars(x):
     return np.sum(box.w ** 2)
 
 
+def set_attribute_by_a_name_in_a_method(x):
+    # (the method's change of its object was lost: its summary did not see setattr)
+    box = Box()
+    box.put_named("w", x * x)
+    return np.sum(box.w * x)
+
+
 def delete_attribute(x):
     box = Box()
     box.put(x)
@@ -254,7 +264,8 @@ def delete_attribute(x):
 
 @pytest.mark.parametrize("f", [set_attribute_by_a_name, set_attribute_through_object,
                                set_item_by_operator, add_in_place_by_operator, update_vars,
-                               delete_attribute], ids=lambda f: f.__name__)
+                               delete_attribute, set_attribute_by_a_name_in_a_method],
+                         ids=lambda f: f.__name__)
 def test_library_calls_that_change_what_they_are_given_are_refused(f):
     # each gave a zero or partial gradient without a word: a library function without a
     # rule, its result unused, given a differentiated value and something it may change
