@@ -144,7 +144,13 @@ def _compiled(ctx, node, backend):
     filename = f"<s2sad: {node.name}, from {src.filename}:{src.first_line}>"
     compiled, text = emit.compile_function(node, bindings, src.fn, filename)
     _share_defaults(compiled, src.fn)
-    return CompiledDerivative(compiled, text, compiled.__code__.co_filename, ctx, backend)
+    made = CompiledDerivative(compiled, text, compiled.__code__.co_filename, ctx, backend)
+    if backend.can.frozen_globals:
+        # (Numba holds the value of each global its code reads, and of those the
+        # functions it compiles with it read: rebound, it must compile again)
+        made.own_guards = guards.unique(made.own_guards + source.frozen_reads(
+            [compiled, *made.native_calls.values()]))
+    return made
 
 
 def _share_defaults(compiled, fn):

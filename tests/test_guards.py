@@ -369,6 +369,30 @@ def test_the_numba_backend_sees_a_global_array_written_into():
         g.__closure__[0].cell_contents[2] = -4.0
 
 
+def test_the_numba_backend_sees_a_global_number_rebound_where_the_passes_did_not_look():
+    # Numba takes each global its code reads as a constant: a flag read by a branch
+    # (`if USE:`, which no pass resolves) and a number read by a helper it compiles gave
+    # the derivative of the function as it was, rebound to a value of the same class
+    pytest.importorskip("numba")
+    nb = Notebook(USE=True, c=2.0).run(
+        "def f(x):\n    if USE:\n        return np.sum(np.sin(x))\n"
+        "    return np.sum(x ** 2)\n").run(
+        "def h(x):\n    return c * x ** 2\n").run(
+        "def g(x):\n    return np.sum(h(x))\n")
+    x, v = np.array([0.3, -0.7, 1.1]), np.array([1.0, 0.5, -0.3])
+    made = [(nb[n], s2sad.grad(nb[n], backend="numba"), s2sad.hvp(nb[n], backend="numba"))
+            for n in ("f", "g")]
+    for step in range(2):
+        # (the Hessians are diagonal: -sin(x) or 2 for f, 2 c for g)
+        curvatures = [-np.sin(x) if nb["USE"] else 2.0, 2.0 * nb["c"]]
+        for (f, grad, hvp), curvature in zip(made, curvatures):
+            close(grad(x), fd_array_grad(f, (x,), 0))
+            close(s2sad.jvp(f, (x,), (v,), backend="numba")[1],
+                  np.dot(fd_array_grad(f, (x,), 0), v))
+            close(hvp(x, v), curvature * v)
+        nb.ns["USE"], nb.ns["c"] = False, 3.0
+
+
 def test_the_numba_backend_with_an_array_default_kept_on_disk(monkeypatch, tmp_path):
     # the copy of the derivative kept in the disk cache is a module of its own: its
     # defaults' expressions read the user's names, and its defaults are the user's objects

@@ -296,16 +296,22 @@ def holds(guards):
 
 
 def unique(guards):
-    """`guards` without repeats (the first guard on each thing), and without the guard
+    """`guards` without repeats (the first guard on each thing, or a later one on its
+    identity where the first tests its class only), and without the guard
     that a global names a module where the attributes read through it are guarded (a
     derivative whose `math.sin` is still `math.sin` is right whatever `math` is)."""
     chained = {(id(g.root[1]), g.root[2]) for g in guards if g.root[0] == "global" and g.attrs}
-    seen, out = set(), []
+    seen, out = {}, []
     for g in guards:
-        if g.identity in seen or (not g.attrs and g.root[0] == "global" and isinstance(
+        if g.identity in seen:
+            kept = out[seen[g.identity]]
+            if kept.how == "class" and g.how == "is":
+                out[seen[g.identity]] = g   # (the same object: of the same class too)
+            continue
+        if (not g.attrs and g.root[0] == "global" and isinstance(
                 g.expected, types.ModuleType) and (id(g.root[1]), g.root[2]) in chained):
             continue
-        seen.add(g.identity)
+        seen[g.identity] = len(out)
         out.append(g)
     return out
 

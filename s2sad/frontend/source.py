@@ -203,6 +203,41 @@ class _Reads(dict):
         return value
 
 
+def frozen_reads(fns):
+    """The guards, by identity (and arrays by their contents), of the data in the globals
+    that the functions `fns` read, and the Python functions of the user's they call read:
+    for code that holds the values of its globals (Numba takes each as a constant where
+    the code reads it, `if USE:` too, which the passes did not resolve)."""
+    out, seen, todo = [], set(), list(fns)
+    while todo:
+        fn = todo.pop()
+        code = getattr(fn, "__code__", None)
+        if code is None or id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        space = fn.__globals__
+        for name in sorted(_code_names(code)):
+            value = space.get(name, MISSING)
+            if value is MISSING:
+                continue
+            if inspect.isfunction(value) and not is_library(value) and not (
+                    value.__module__ or "").startswith("s2sad."):
+                todo.append(value)
+            elif guards.is_data(value):
+                out.append(guards.Guard(("global", space, name), (), value, "is"))
+                if guards.contents(("global", space, name), (), value) is not None:
+                    out.append(guards.contents(("global", space, name), (), value))
+    return out
+
+
+def _code_names(code):
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _code_names(const)
+    return names
+
+
 def guards_of(src, frozen=False):
     """The guards (see frontend/guards.py) on what a derivative compiled from `src` took
     of the world: what its origins are made of (code, defaults, closure values), each
