@@ -87,18 +87,22 @@ import functools
 import inspect
 
 import gast
+import numpy as np
 
 from .. import marks
 from .. import syntax
 from ..analysis import operations
 from ..analysis.activity import definitions, varied_names
-from ..analysis.value_kinds import ValueKinds, user_class
+from ..analysis.value_kinds import ARRAY, ValueKinds, user_class
 from ..compilation import function_params, function_value
 from ..frontend import callables, gradients, guards, source, structure
 from ..frontend.source import MISSING
-from ..rules import pytrees, registry
+from ..rules import pytrees, registry, snapshots
 from .call_versions import LITERALS, Version
 from . import call_versions
+
+#: NumPy as s2sad found it (rules/snapshots.py).
+_NP = snapshots.of(np)
 
 
 
@@ -464,6 +468,12 @@ class ResolveCalls:
                 isinstance(a, gast.Starred) for a in call.args) or any(
                 k.arg is None for k in call.keywords):
             return      # a call that is not differentiated runs as it is
+        if (len(call.args) == 1 and not call.keywords and self.prim(func) is abs
+                and self.kinds[call.args[0]] == ARRAY):
+            # (the builtin `abs` of an array is NumPy's: its rule, not math.copysign's)
+            marks.PRIM.put(func, _NP.abs)
+            self.changed = True
+            return
         static = not (isinstance(func, gast.Name) and self.known.get(func.id)) and (
             self.prim(func) is not MISSING)
         known = self.known_value(func)
