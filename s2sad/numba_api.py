@@ -282,6 +282,7 @@ class NumbaJvp:
         return self.d.holds()
 
     def __call__(self, primals, tangents, kwargs):
+        kwargs = {**(self.d.fn.__kwdefaults__ or {}), **kwargs}    # (Numba needs them given)
         try:
             if self.by_position:
                 return self.d.native(*primals, *tangents, **kwargs)
@@ -355,6 +356,7 @@ def gradient_jvp(f, i, args):
         if not d.holds() or _ndims(target, primals) != ndims:
             ndims = _ndims(target, primals)
             d = gradient_code_jvp(f, i, (i,), arg_types, ndims=ndims)
+        kwargs = {**(d.fn.__kwdefaults__ or {}), **kwargs}     # (Numba needs them given)
         try:
             if by_position:
                 return d.native(*primals, v, **kwargs)

@@ -393,6 +393,21 @@ def test_the_numba_backend_sees_a_global_number_rebound_where_the_passes_did_not
         nb.ns["USE"], nb.ns["c"] = False, 3.0
 
 
+def test_the_numba_backend_with_a_keyword_only_default_changed_in_place():
+    # jvp and hvp of the numba backend failed with a TypeError (Numba is given keyword
+    # defaults only where they are passed), and grad kept the old value
+    pytest.importorskip("numba")
+    nb = Notebook().run("def f(x, *, p=2.0):\n    return np.sum(x ** p)\n")
+    f, x, v = nb["f"], np.array([0.3, 0.7, 1.1]), np.array([1.0, 0.5, -0.3])
+    grad, hvp = s2sad.grad(f, backend="numba"), s2sad.hvp(f, backend="numba")
+    for p in (2.0, 3.0):
+        close(grad(x), fd_array_grad(f, (x,), 0))
+        close(s2sad.jvp(f, (x,), (v,), backend="numba")[1],
+              np.dot(fd_array_grad(f, (x,), 0), v))
+        close(hvp(x, v), p * (p - 1) * x ** (p - 2) * v)       # (a diagonal Hessian)
+        f.__kwdefaults__["p"] = 3.0
+
+
 def test_the_numba_backend_with_an_array_default_kept_on_disk(monkeypatch, tmp_path):
     # the copy of the derivative kept in the disk cache is a module of its own: its
     # defaults' expressions read the user's names, and its defaults are the user's objects
