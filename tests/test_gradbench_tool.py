@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+import s2sad
 from gradbench import evals, tool
 
 
@@ -62,9 +63,18 @@ def test_llsq():
     y = 0.5 * sum((np.sign(ti) - sum(xj * ti ** j for j, xj in enumerate(x))) ** 2
                   for ti in t)
     assert call("llsq", "primal", {"x": x.tolist(), "n": n}) == pytest.approx(y, rel=1e-12)
-    llsq = evals.load("llsq").llsq
+    module = evals.load("llsq")
     np.testing.assert_allclose(call("llsq", "gradient", {"x": x.tolist(), "n": n}),
-                               fd(lambda v: llsq(v, n), x), rtol=1e-6)
+                               fd(lambda v: module.llsq(v, n), x), rtol=1e-6)
+    # the form first written, elementwise powers (the numba backend's)
+    assert module.llsq_power(x, n) == pytest.approx(y, rel=1e-12)
+    np.testing.assert_allclose(s2sad.grad(module.llsq_power)(x, n),
+                               fd(lambda v: module.llsq_power(v, n), x), rtol=1e-6)
+    # one coefficient: no powers at all
+    assert module.llsq(x[:1], n) == pytest.approx(
+        0.5 * sum((np.sign(ti) - x[0]) ** 2 for ti in t), rel=1e-12)
+    np.testing.assert_allclose(s2sad.grad(module.llsq)(x[:1], n),
+                               fd(lambda v: module.llsq(v, n), x[:1]), rtol=1e-6)
 
 
 def test_ode():
