@@ -153,6 +153,12 @@ def test_kmeans(backend):
         diagonal[i] = fd(partial, centroids)[i]
     np.testing.assert_allclose(call("kmeans", "dir", input, backend), gradient / diagonal,
                                rtol=1e-5, atol=1e-8)
+    # the form first written, the differences broadcast to n×k×d
+    assert km.cost_broadcast(centroids, points) == pytest.approx(km.cost(centroids, points),
+                                                                 rel=1e-12)
+    g, h = s2sad.jvp(s2sad.grad(km.cost_broadcast, backend=backend), (centroids, points),
+                     (np.ones_like(centroids), None))
+    np.testing.assert_allclose(g / h, gradient / diagonal, rtol=1e-5, atol=1e-8)
 
 
 def gmm_input(d, k, n, m, gamma, seed):
