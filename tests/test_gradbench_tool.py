@@ -203,10 +203,16 @@ def test_gmm(backend):
     gmm = evals.load("gmm")
     args = gmm._input(input)
     jacobian = call("gmm", "jacobian", input, backend)
+    # both forms, the first written too (einsum over (n, k, d)), against the definition
+    # and central differences
+    assert gmm.objective_einsum(*args) == pytest.approx(gmm_definition(input), rel=1e-10)
+    first = s2sad.grad(gmm.objective_einsum, wrt=(0, 1, 2, 3), backend=backend)(*args)
     for i, name in enumerate(("alpha", "mu", "q", "l")):
         def f(v):
             return gmm.objective(*args[:i], v, *args[i + 1:])
-        np.testing.assert_allclose(jacobian[name], fd(f, args[i]), rtol=1e-6, atol=1e-8)
+        expected = fd(f, args[i])
+        np.testing.assert_allclose(jacobian[name], expected, rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(first[i], expected, rtol=1e-6, atol=1e-8)
 
 
 def test_det():
