@@ -84,7 +84,7 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence, *, backend: str | No
 
     For `f` a gradient made by `grad` (`grad(g)`, `grad(grad(g))`, `elementwise_grad(g)`),
     the tangent is forward mode over its gradient code (a Hessian-vector product, as
-    `hvp`):
+    `hvp`), which gives the gradient too: both come from one pass.
 
     >>> s2sad.jvp(s2sad.grad(f), (3.0, 2.0), (1.0, 0.0))      # d2f/dx2 = -sin x
     (1.0100075033995546, -0.1411200080598672)
@@ -336,7 +336,8 @@ def _gradient_jvp(f, grad_wrt, wrt, arg_types, value=False):
     the pair (gradient, tangent), both from one pass (what `jvp(grad(f), ...)` returns)."""
     grad = _gradient_code(_target(f), grad_wrt, arg_types)
     return driver.derivative(grad.fn, tuple(wrt), arg_types, Options(
-        Variant.JVP if value else Variant.TANGENT, guard=False, complex_output=True))
+        Variant.JVP if value else Variant.TANGENT, guard=False, release=True,
+        complex_output=True))
 
 
 def gradient_of(f):
