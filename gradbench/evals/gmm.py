@@ -55,8 +55,8 @@ def objective(alpha, mu, q, strict, x, m, gamma, rows, cols):
 def objective_einsum(alpha, mu, q, strict, x, m, gamma, rows, cols):
     """As first written (the numba backend's: Numba's matmul takes no stacks of
     matrices): the points lead the axes, and Qₖ(xᵢ - μₖ) is NumPy's `einsum` over
-    (n, k, d), which makes no matrix product of it (about 2 times `objective`'s time at
-    d = 10, k = 25, n = 1,000, its gradient 2 to 3 times)."""
+    (n, k, d), which makes no matrix product of it (about twice `objective`'s CPU time
+    at d = 10, k = 25, n = 1,000, and its gradient's)."""
     n, d = x.shape
     k = alpha.shape[0]
     lower = np.zeros((k, d, d))

@@ -20,8 +20,8 @@ def cost(centroids, points):
 
 
 def cost_broadcast(centroids, points):
-    """As first written: the differences broadcast to an n×k×d array (100 times `cost`'s
-    time at k = 100, n = 1,000, d = 8)."""
+    """As first written: the differences broadcast to an n×k×d array (15 times `cost`'s
+    CPU time at k = 100, n = 1,000, d = 8)."""
     distances = np.sum((points[:, None, :] - centroids[None, :, :]) ** 2, axis=2)
     return np.sum(np.min(distances, axis=1))
 

@@ -3,7 +3,8 @@
 The adjoint of a broadcasting operation is summed back to each argument's shape unless
 the shapes are known to be equal. The shape of a name is known as the broadcast of a set
 of shapes: a parameter's own, or that of an index of an array by constant slices that
-trim as many elements from each axis (`x[1:]` and `x[:-1]` have the same shape). An
+trim as many elements from each axis (`x[1:]` and `x[:-1]` have the same shape), or of
+the array another is made like (`np.zeros_like(a)`, `np.ones(a.shape)`). An
 elementwise operation (`2 * x`, `np.tanh(x)`, `x + y`) has the broadcast of the sets of
 its array operands, so that `y * z` and `(y * z) - np.exp(z)` have the same shape. An
 index by an int removes an axis: a constant, the counter of a `for` over `range` (in
