@@ -16,13 +16,16 @@ calls instead where a complex matrix reaches it:
   that keeps them (they do not depend on the phases), transposed by the symmetry of the
   Hessian;
 - `eigh` of a Hermitian matrix and `svd` with its factors: each eigenvector (each pair of
-  singular vectors) is defined only up to a phase `e^{i phi}`, so only a function that
-  does not depend on those phases has a derivative (`|v|^2`, `v v^H`, `U diag(s) V^H`,
-  `|u^H x|`). The adjoint is that of such a function; the pullback checks that the
-  function is one (the imaginary part of `diag(V^T G)`, the derivative along the phases,
-  is zero, as PyTorch checks) and raises a `ComplexValueError` at the user's line if
-  not. Forward mode has no such check (the tangent of a vector depends on how its phase
-  moves, which a function of it may read), so it refuses them;
+  singular vectors) is defined only up to a phase `e^{i phi}`, which NumPy (LAPACK)
+  picks by keeping one entry of it real (`_gauge_entries`, `_gauge_pair`). The rules
+  differentiate that function: a tangent of the vectors that does not turn them, plus
+  the turn that keeps that entry's phase (forward, `hermitian_eigh_dot`,
+  `complex_svd_dot`), and its transpose (reverse, `_eigh_adjoint`, `_svd_adjoint`).
+  Where that entry is about 0, NumPy's phase is ill-defined: forward mode refuses there,
+  at the user's line, and reverse mode where the function depends on the phase (its
+  derivative along it, `Im(diag(V^T G))` for `eigh`, is not zero). Second order is
+  forward mode over the reverse rules: their tangents along the factors are their own
+  code run on value-tangent pairs (`_Dual`);
 - `norm`: the norms of the moduli of the entries (the vector norms, `"fro"`, and the
   matrix norms 1, -1, inf and -inf), through the modulus's derivative; the matrix
   norms of singular values (2, -2, `"nuc"`) are refused.
@@ -169,10 +172,8 @@ def singular_values_adjoint(g, a):
 def singular_values_adjoint_dot(g, a, t):
     """The tangent of `singular_values_adjoint(g, a)` along `t`, the tangent of `a`.
     `U diag(g) V^H` does not depend on the common phase of each pair of singular
-    vectors, so any tangent of them that keeps it does: with `C = U^H t V` and `F` the
-    inverse gaps of `s^2`, `dU = U Wu + (I - U U^H) t V S^-1`, `dV = V Wv + (I - V V^H)
-    t^H U S^-1`, `Wu = F * (C S + S C^H)`, `Wv = F * (S C + C^H S)` off the diagonal and
-    `+-i Im(C_kk) / 2 s_k` on it."""
+    vectors, so any tangent of them that keeps it does: the one that turns none
+    (`_svd_tangent`)."""
     u, s, vh = np.linalg.svd(a, full_matrices=False)
     du, _, dv = _svd_tangent(t, u, s, vh)
     d = np.expand_dims(factorizations.spread(g, s), -2)
@@ -312,6 +313,7 @@ def _inverse(s):
     inverse = np.where(sx == 0, 0.0, 1.0 / np.where(sx == 0, 1.0, sx))
     return _Dual(inverse, -inverse * inverse * s.d) if isinstance(s, _Dual) else inverse
 
+
 # -- the factors of eigh and svd, in the phases NumPy picks -----------------------------
 # LAPACK's zheevd (eigh) reduces the matrix to a real tridiagonal one with Householder
 # reflections that leave the first row (UPLO "L"; the last, "U") alone, so that row of
@@ -344,9 +346,11 @@ def _turns(d, x, what, vectors, file, line):
     that keeps the phase of its entry `x`: `-Im(d / x)` (see `_gauge_entries`)."""
     ok = _well_defined(x)
     if not np.all(ok):
-        raise _ill_defined(what, vectors, file, line, "forward mode (jvp, jacfwd, hvp, hessian)"
-                           " cannot tell whether the function reads that phase. Differentiate"
-                           " it in reverse mode (grad, value_and_grad, vjp), which can")
+        raise _ill_defined(what, vectors, file, line, (
+            "forward mode (jvp, jacfwd, hvp, hessian) cannot tell whether the function "
+            "reads that phase. Differentiate it in reverse mode (grad, value_and_grad, "
+            "vjp), which can, or use the eigenvalues or singular values alone "
+            "(np.linalg.eigvalsh, svd(a, compute_uv=False))"))
     return -np.imag(d / x)
 
 
@@ -354,9 +358,7 @@ def _ill_defined(what, vectors, file, line, instead):
     return ComplexValueError(
         f"{_place(file, line)}the phase NumPy picks for {vectors} {what} gives of this "
         "complex matrix is ill-defined: the entry it keeps real (docs/complex.md) is 0, "
-        f"or nearly, so the phase jumps with the matrix; {instead}, or compute with what "
-        "the phases leave alone: the moduli |v|, products v v^H or U diag(s) V^H, "
-        "overlaps |u^H x|" + _text(file, line))
+        f"or nearly, so the phase jumps with the matrix; {instead}" + _text(file, line))
 
 
 @located
@@ -438,7 +440,9 @@ def _phase_adjoint(twisted, x, adjoints, what, vectors, file, line):
     parts = (twisted.x, twisted.d) if isinstance(twisted, _Dual) else (twisted,)
     if not np.all(ok) and any(np.max(np.abs(np.where(ok, 0.0, p))) > precision * scale
                               for p in parts):
-        raise _ill_defined(what, vectors, file, line, "the function depends on that phase")
+        raise _ill_defined(what, vectors, file, line, (
+            "the function depends on that phase. Compute with what the phases leave alone: "
+            "the moduli |v|, products v v^H or U diag(s) V^H, overlaps |u^H x|"))
     safe = _where(ok, x, 1.0)
     return _where(ok, -1j * twisted / safe, 0.0)
 
