@@ -368,43 +368,42 @@ def hermitian_eigh(a, UPLO="L", file=None, line=None):
     return np.linalg.eigh(a, UPLO)
 
 
-@helper(params="d, factors, UPLO='L', file=None, line=None",
-        tangent=('_s2s_no_second_derivative("np.linalg.eigh\'s tangent of a complex '
+@helper(tangent=('_s2s_no_second_derivative("np.linalg.eigh\'s tangent of a complex '
                  'matrix")',) * 2)
-def hermitian_eigh_dot(t, ans, UPLO="L", file=None, line=None):
-    """The tangent of `ans = np.linalg.eigh(a, UPLO)` of a complex Hermitian `a` along
-    `t`: with `C = V^H h V`, `h` the Hermitian matrix read from `t`, `dw = Re diag(C)`
+def hermitian_eigh_dot(d, factors, UPLO="L", file=None, line=None):
+    """The tangent of `factors = np.linalg.eigh(a, UPLO)` of a complex Hermitian `a` along
+    `d`: with `C = V^H h V`, `h` the Hermitian matrix read from `d`, `dw = Re diag(C)`
     and `dV = V (F * C) + i V diag(phi)`, `F` the inverse gaps (`eigen_gaps`), `phi`
     the turns that keep the phases NumPy picks (`_turns`)."""
-    w, v = ans
-    c = np.conj(_t(v)) @ _hermitian(t, UPLO) @ v
+    w, v = factors
+    c = np.conj(_t(v)) @ _hermitian(d, UPLO) @ v
     dv = v @ (factorizations.eigen_gaps(w) * c)
     phi = _turns(_gauge_entries(dv, UPLO), _gauge_entries(v, UPLO), "np.linalg.eigh",
                  "an eigenvector", file, line)
-    return rebuild(ans, [np.real(np.diagonal(c, 0, -2, -1)), dv + 1j * v * phi[..., None, :]])
+    return rebuild(factors, [np.real(np.diagonal(c, 0, -2, -1)),
+                             dv + 1j * v * phi[..., None, :]])
 
 
-@helper(params="g, factors, UPLO='L', file=None, line=None", tangent=(
+@helper(tangent=(
     "_s2s_hermitian_eigh_adjoint(t, factors, UPLO, file, line)",
     "_s2s_hermitian_eigh_adjoint_dot(g, factors, t, UPLO, file, line)"))
-def hermitian_eigh_adjoint(g, ans, UPLO="L", file=None, line=None):
-    """The adjoint of the complex Hermitian `a` in `ans = np.linalg.eigh(a, UPLO)`, with
+def hermitian_eigh_adjoint(g, factors, UPLO="L", file=None, line=None):
+    """The adjoint of the complex Hermitian `a` in `factors = np.linalg.eigh(a, UPLO)`, with
     the phases NumPy picks (`_eigh_adjoint`)."""
-    g = factorizations.structured(g, ans)
-    w, v = ans
+    g = factorizations.structured(g, factors)
+    w, v = factors
     return _eigh_adjoint(factorizations.spread(g[0], w), factorizations.spread(g[1], v), w,
                          v, UPLO, file, line)
 
 
-@helper(params="g, factors, d, UPLO='L', file=None, line=None",
-        tangent=('_s2s_no_second_derivative("np.linalg.eigh\'s adjoint of a complex '
+@helper(tangent=('_s2s_no_second_derivative("np.linalg.eigh\'s adjoint of a complex '
                  'matrix")',) * 3)
-def hermitian_eigh_adjoint_dot(g, ans, d, UPLO="L", file=None, line=None):
-    """The tangent of `hermitian_eigh_adjoint(g, ans, ...)` along `d`, the tangent of
-    `ans`: the same computation on `_Dual`s."""
-    g = factorizations.structured(g, ans)
-    d = factorizations.structured(d, ans)
-    w, v = (_Dual(x, factorizations.spread(dx, x)) for x, dx in zip(ans, d))
+def hermitian_eigh_adjoint_dot(g, factors, d, UPLO="L", file=None, line=None):
+    """The tangent of `hermitian_eigh_adjoint(g, factors, ...)` along `d`, the tangent of
+    `factors`: the same computation on `_Dual`s."""
+    g = factorizations.structured(g, factors)
+    d = factorizations.structured(d, factors)
+    w, v = (_Dual(x, factorizations.spread(dx, x)) for x, dx in zip(factors, d))
     return _eigh_adjoint(factorizations.spread(g[0], w.x), factorizations.spread(g[1], v.x),
                          w, v, UPLO, file, line).d
 
@@ -429,22 +428,22 @@ def _eigh_adjoint(gw, gv, w, v, UPLO, file, line):
 
 def _phase_adjoint(twisted, x, adjoints, what, vectors, file, line):
     """The adjoint `-i twisted / x` of the entries `x` of the vectors NumPy keeps real
-    (`_gauge_entries`) that gives the derivative `twisted` along their phases (zero where
-    `twisted` is zero up to rounding: up to the square root of the precision of its dtype
-    times the size of the `adjoints` of the vectors); a ComplexValueError where `x` is
-    about 0 but `twisted` is not (`twisted`, `x` arrays or `_Dual`s)."""
+    (`_gauge_entries`), through which the derivative `twisted` of the function along
+    their phases flows back; 0 where `x` is about 0 (`_well_defined`), and there a
+    ComplexValueError unless `twisted` is 0 up to rounding: up to the square root of the
+    precision of its dtype times the size of the `adjoints` of the vectors. `twisted` and
+    `x` are arrays, or `_Dual`s (forward over reverse, whose forward pass has refused
+    where an `x` is about 0)."""
     ok = _well_defined(_value(x))
-    adjoints = adjoints if isinstance(adjoints, tuple) else (adjoints,)
-    scale = sum(float(np.sqrt(np.sum(np.abs(a) ** 2))) for a in adjoints)
-    precision = np.finfo(np.result_type(_value(twisted), np.float32)).eps ** 0.5
-    parts = (twisted.x, twisted.d) if isinstance(twisted, _Dual) else (twisted,)
-    if not np.all(ok) and any(np.max(np.abs(np.where(ok, 0.0, p))) > precision * scale
-                              for p in parts):
-        raise _ill_defined(what, vectors, file, line, (
-            "the function depends on that phase. Compute with what the phases leave alone: "
-            "the moduli |v|, products v v^H or U diag(s) V^H, overlaps |u^H x|"))
-    safe = _where(ok, x, 1.0)
-    return _where(ok, -1j * twisted / safe, 0.0)
+    if not np.all(ok):
+        adjoints = adjoints if isinstance(adjoints, tuple) else (adjoints,)
+        scale = sum(float(np.sqrt(np.sum(np.abs(a) ** 2))) for a in adjoints)
+        precision = np.finfo(np.result_type(_value(twisted), np.float32)).eps ** 0.5
+        if np.max(np.abs(np.where(ok, 0.0, _value(twisted)))) > precision * scale:
+            raise _ill_defined(what, vectors, file, line, (
+                "the function depends on that phase. Compute with what the phases leave "
+                "alone: the moduli |v|, products v v^H or U diag(s) V^H, overlaps |u^H x|"))
+    return _where(ok, -1j * twisted / _where(ok, x, 1.0), 0.0)
 
 
 def _triangle_adjoint(b, UPLO):
@@ -466,21 +465,20 @@ def complex_svd(a, full_matrices=True, compute_uv=True, hermitian=False, file=No
     return np.linalg.svd(a, full_matrices, compute_uv)
 
 
-@helper(params="d, a, factors, compute_uv=True, file=None, line=None",
-        tangent=('_s2s_no_second_derivative("np.linalg.svd\'s tangent of a complex '
+@helper(tangent=('_s2s_no_second_derivative("np.linalg.svd\'s tangent of a complex '
                  'matrix")',) * 3)
-def complex_svd_dot(t, a, ans, compute_uv=True, file=None, line=None):
-    """The tangent of `ans = np.linalg.svd(a, ...)` of a complex `a` along `t`: the
+def complex_svd_dot(d, a, factors, compute_uv=True, file=None, line=None):
+    """The tangent of `factors = np.linalg.svd(a, ...)` of a complex `a` along `d`: the
     tangent that does not turn the pairs of singular vectors (`_svd_tangent`), and the
     turns `phi` that keep the phases NumPy picks (`_turns`)."""
     if not compute_uv:
-        return singular_values_dot(t, a)
-    u, s, vh = factorizations.thin(ans, "svd")
-    du, ds, dv = _svd_tangent(t, u, s, vh)
+        return singular_values_dot(d, a)
+    u, s, vh = factorizations.thin(factors, "svd")
+    du, ds, dv = _svd_tangent(d, u, s, vh)
     wide, x = _gauge_pair(u, vh)
     phi = 1j * _turns(du[..., 0, :] if wide else dv[..., 0, :], x, "np.linalg.svd",
                       "a pair of singular vectors", file, line)[..., None, :]
-    return rebuild(ans, [du + u * phi, ds, np.conj(_t(dv + np.conj(_t(vh)) * phi))])
+    return rebuild(factors, [du + u * phi, ds, np.conj(_t(dv + np.conj(_t(vh)) * phi))])
 
 
 def _svd_tangent(t, u, s, vh):
@@ -505,29 +503,28 @@ def _svd_tangent(t, u, s, vh):
     return du, np.real(np.diagonal(c, 0, -2, -1)), dv
 
 
-@helper(params="g, a, factors, compute_uv=True, file=None, line=None", tangent=(
+@helper(tangent=(
     "_s2s_complex_svd_adjoint(t, a, factors, compute_uv, file, line)",
     "_s2s_singular_values_adjoint_dot(g, a, t) if not compute_uv else 0.0",
     "_s2s_complex_svd_adjoint_dot(g, factors, t, file, line) if compute_uv else 0.0"))
-def complex_svd_adjoint(g, a, ans, compute_uv=True, file=None, line=None):
-    """The adjoint of a complex `a` in `ans = np.linalg.svd(a, ...)`, with the phases
+def complex_svd_adjoint(g, a, factors, compute_uv=True, file=None, line=None):
+    """The adjoint of a complex `a` in `factors = np.linalg.svd(a, ...)`, with the phases
     NumPy picks (`_svd_adjoint`)."""
     if not compute_uv:
         return singular_values_adjoint(g, a)
-    g = factorizations.structured(g, ans)
-    u, s, vh = factorizations.thin(ans, "svd")
+    g = factorizations.structured(g, factors)
+    u, s, vh = factorizations.thin(factors, "svd")
     return _svd_adjoint(*_svd_adjoints(g, u, s, vh), u, s, vh, file, line)
 
 
-@helper(params="g, factors, d, file=None, line=None",
-        tangent=('_s2s_no_second_derivative("np.linalg.svd\'s adjoint of a complex '
+@helper(tangent=('_s2s_no_second_derivative("np.linalg.svd\'s adjoint of a complex '
                  'matrix")',) * 3)
-def complex_svd_adjoint_dot(g, ans, d, file=None, line=None):
-    """The tangent of `complex_svd_adjoint(g, a, ans)` along `d`, the tangent of `ans`:
+def complex_svd_adjoint_dot(g, factors, d, file=None, line=None):
+    """The tangent of `complex_svd_adjoint(g, a, factors)` along `d`, the tangent of `factors`:
     the same computation on `_Dual`s."""
-    g = factorizations.structured(g, ans)
-    d = factorizations.structured(d, ans)
-    u, s, vh = factorizations.thin(ans, "svd")
+    g = factorizations.structured(g, factors)
+    d = factorizations.structured(d, factors)
+    u, s, vh = factorizations.thin(factors, "svd")
     dual = [_Dual(x, factorizations.spread(dx, x)) for x, dx in zip((u, s, vh), d)]
     return _svd_adjoint(*_svd_adjoints(g, u, s, vh), *dual, file, line).d
 
@@ -605,12 +602,10 @@ define(complex_svd, "a, full_matrices=True, compute_uv=True, hermitian=False, fi
        returns=None, complex=True)
 # (the gradient of a gradient: refused; hessian runs forward mode over the gradient)
 _TWICE = "_s2s_twice_refused({!r}, file, line)"
-helper_adjoint(hermitian_eigh_adjoint, params="g, factors, UPLO='L', file=None, line=None",
-               zero="UPLO, file, line", **dict.fromkeys(
-                   ("g", "factors"), _TWICE.format("np.linalg.eigh's adjoint")))
-helper_adjoint(complex_svd_adjoint, params="g, a, factors, compute_uv=True, file=None, "
-               "line=None", zero="compute_uv, file, line", **dict.fromkeys(
-                   ("g", "a", "factors"), _TWICE.format("np.linalg.svd's adjoint")))
+helper_adjoint(hermitian_eigh_adjoint, zero="UPLO, file, line", **dict.fromkeys(
+    ("g", "factors"), _TWICE.format("np.linalg.eigh's adjoint")))
+helper_adjoint(complex_svd_adjoint, zero="compute_uv, file, line", **dict.fromkeys(
+    ("g", "a", "factors"), _TWICE.format("np.linalg.svd's adjoint")))
 for _f in (hermitian_eigh_dot, hermitian_eigh_adjoint, hermitian_eigh_adjoint_dot,
            complex_svd_dot, complex_svd_adjoint, complex_svd_adjoint_dot):
     define(_f, complex=True)
