@@ -196,6 +196,11 @@ def singular_loss(theta):
     return np.real(u[2, 0] * vh[1, 1]) + s[1] ** 2 + np.imag(u[0, 1])
 
 
+def full_square(theta):                   # full_matrices=True of a square matrix
+    u, s, vh = np.linalg.svd(np.reshape(theta[:9] + 1j * theta[9:], (3, 3)))
+    return np.real(u[1, 2] * (1.0 - 1.0j)) + np.imag(vh[2, 1]) + s[2]
+
+
 def columns(f, x):
     return np.stack([along(f, x, e) for e in np.eye(x.size)], axis=-1)
 
@@ -208,7 +213,8 @@ def test_jacfwd_and_jacrev_of_real_parameters(f, size):
     close(s2sad.jacrev(f)(theta), expected)
 
 
-@pytest.mark.parametrize("f, size", [(ground_state_energy_and_phase, 5), (singular_loss, 12)])
+@pytest.mark.parametrize("f, size", [(ground_state_energy_and_phase, 5), (singular_loss, 12),
+                                     (full_square, 18)])
 def test_hessian_and_hvp_of_real_parameters(f, size):
     theta = np.random.default_rng(size + 1).normal(size=size)
     expected = second(f, theta)
@@ -291,3 +297,58 @@ def test_reverse_mode_is_refused_where_the_phase_is_ill_defined_and_read(f, text
     with pytest.raises(ComplexValueError, match="depends on that phase") as caught:
         s2sad.grad(f)(a)
     assert f"{__file__}:{line_of(f, text)}:" in str(caught.value)
+
+
+# -- autograd's tests/test_linalg.py, complex eigh and svd, in every mode ----------------
+# (autograd checks them in reverse mode; each returns a tuple, here weighed by fixed
+# random arrays into a real loss; eigh reads one triangle of a matrix that is not
+# Hermitian)
+def projected(parts, seed=0):
+    rng = np.random.default_rng(seed)
+    return sum(np.sum(p * rng.normal(size=np.shape(p))) for p in parts)
+
+
+def eigvalh_lower_complex(x):
+    w, v = np.linalg.eigh(x)
+    return projected((w, np.abs(v)))
+
+
+def eigvalh_upper_complex(x):
+    w, v = np.linalg.eigh(x, "U")
+    return projected((w, np.abs(v)))
+
+
+def svd_complex(x):
+    u, s, v = np.linalg.svd(x, full_matrices=False)
+    return projected((np.abs(u), s, np.abs(v)))
+
+
+AUTOGRAD = [(eigvalh_lower_complex, (6, 6)), (eigvalh_upper_complex, (6, 6))] + [
+    (svd_complex, shape) for shape in ((3, 5), (4, 3, 5), (4, 4), (3, 4, 4), (5, 3),
+                                       (4, 5, 3))]
+
+
+def mixed(f, z, v, u):
+    """The second derivative of `f` at `z` along `v` and `u` by central differences,
+    Richardson-extrapolated from the steps 1e-3 and 2e-3."""
+    def at(h):
+        return (f(z + h * (v + u)) - f(z + h * (v - u)) - f(z - h * (v - u))
+                + f(z - h * (v + u))) / (4 * h * h)
+    return (4 * at(1e-3) - at(2e-3)) / 3
+
+
+@pytest.mark.parametrize("f, shape", AUTOGRAD,
+                         ids=[f"{f.__name__}-{'x'.join(map(str, s))}" for f, s in AUTOGRAD])
+def test_autograds_complex_eigh_and_svd(f, shape):
+    """grad, jvp along a complex direction, and hvp: `Re(sum(hvp(z, v) * u))` is the
+    second derivative along `v` and `u` (the gradient `df/dx - i df/dy` gives the
+    derivative along `u` as `Re(sum(g * u))`)."""
+    rng = np.random.default_rng(42)
+    z = random_complex(shape, rng)
+    v = random_complex(shape, rng)
+    close(s2sad.grad(f)(z), central(f, z))
+    close(s2sad.jvp(f, (z,), (v,))[1], along(f, z, v))
+    moved = s2sad.hvp(f)(z, v)
+    for _ in range(3):
+        u = random_complex(shape, rng)
+        close(np.real(np.sum(moved * u)), mixed(f, z, v, u), rtol=1e-5)
