@@ -352,3 +352,61 @@ def test_autograds_complex_eigh_and_svd(f, shape):
     for _ in range(3):
         u = random_complex(shape, rng)
         close(np.real(np.sum(moved * u)), mixed(f, z, v, u), rtol=1e-5)
+
+
+# -- a NumPy whose LAPACK picks the phases otherwise ------------------------------------
+class _Turned:
+    """numpy, but for `linalg.eigh` and `linalg.svd`, whose vectors it turns by fixed
+    phases: the entries NumPy's LAPACK keeps real are not."""
+
+    def __init__(self, module):
+        self._module = module
+
+    def __getattr__(self, name):
+        return getattr(self._module, name)
+
+
+@pytest.fixture
+def another_lapack(monkeypatch):
+    from s2sad.rules import complex_linalg
+    linalg = _Turned(np.linalg)
+
+    def eigh(a, UPLO="L"):
+        out = np.linalg.eigh(a, UPLO)
+        turn = np.exp(1j * np.arange(1.0, 1.0 + out[0].shape[-1]))
+        return type(out)(out[0], out[1] * turn)
+
+    def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+        out = np.linalg.svd(a, full_matrices, compute_uv, hermitian)
+        if not compute_uv:
+            return out
+        turn = np.exp(1j * np.arange(1.0, 1.0 + out[1].shape[-1]))
+        u, vh = out[0].copy(), out[2].copy()
+        k = turn.shape[-1]
+        u[..., :k] *= turn
+        vh[..., :k, :] *= np.conj(turn)[:, None]
+        return type(out)(u, out[1], vh)
+    linalg.eigh, linalg.svd = eigh, svd
+    fake = _Turned(np)
+    fake.linalg = linalg
+    monkeypatch.setattr(complex_linalg, "np", fake)
+
+
+@pytest.mark.parametrize("f, text", [(eigh_entry, "np.linalg.eigh"),
+                                     (svd_entries, "np.linalg.svd")])
+def test_phases_picked_otherwise_are_refused(another_lapack, f, text):
+    """Where the entry NumPy's LAPACK keeps real is not (another LAPACK), forward mode
+    refuses, and reverse mode where the function depends on the phases; reverse mode
+    differentiates the functions that do not."""
+    z = random_complex((3, 3), np.random.default_rng(1))
+    with pytest.raises(ComplexValueError, match="is not known") as caught:
+        s2sad.jvp(f, (z,), (z,))
+    assert f"{__file__}:{line_of(f, text)}:" in str(caught.value)
+    with pytest.raises(ComplexValueError, match="is not known.*depends on that phase"):
+        s2sad.grad(f)(z)
+
+
+@pytest.mark.parametrize("f", [eigh_moduli, svd_moduli])
+def test_phases_picked_otherwise_and_not_read(another_lapack, f):
+    z = random_complex((3, 3), np.random.default_rng(1))
+    close(s2sad.grad(f)(z), central(f, z))

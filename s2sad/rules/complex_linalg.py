@@ -336,9 +336,12 @@ def _gauge_pair(u, vh):
 
 
 def _well_defined(x):
-    """Where the entry `x` a vector's phase is read from is far enough from 0 (the square
-    root of the precision of its dtype) for that phase to be defined."""
-    return np.abs(x) > np.finfo(np.result_type(x, np.float32)).eps ** 0.5
+    """Where the entry `x` a vector's phase is read from is far enough from 0 for that
+    phase to be defined, and real, as `_gauge_entries` says NumPy keeps it (another
+    LAPACK may pick the phases otherwise): up to the square root of the precision of
+    its dtype."""
+    tolerance = np.finfo(np.result_type(x, np.float32)).eps ** 0.5
+    return (np.abs(x) > tolerance) & (np.abs(np.imag(x)) <= tolerance * np.abs(x))
 
 
 def _turns(d, x, what, vectors, file, line):
@@ -346,7 +349,7 @@ def _turns(d, x, what, vectors, file, line):
     that keeps the phase of its entry `x`: `-Im(d / x)` (see `_gauge_entries`)."""
     ok = _well_defined(x)
     if not np.all(ok):
-        raise _ill_defined(what, vectors, file, line, (
+        raise _ill_defined(x, ok, what, vectors, file, line, (
             "forward mode (jvp, jacfwd, hvp, hessian) cannot tell whether the function "
             "reads that phase. Differentiate it in reverse mode (grad, value_and_grad, "
             "vjp), which can, or use the eigenvalues or singular values alone "
@@ -354,11 +357,18 @@ def _turns(d, x, what, vectors, file, line):
     return -np.imag(d / x)
 
 
-def _ill_defined(what, vectors, file, line, instead):
+def _ill_defined(x, ok, what, vectors, file, line, instead):
+    """The error where the phase of a vector is not known: where `ok` is False, its entry
+    `x` that NumPy keeps real is about 0, or not real."""
+    real = np.all(np.where(ok, 0.0, np.abs(np.imag(x))) <= np.finfo(
+        np.result_type(x, np.float32)).eps ** 0.5 * np.abs(x))
+    why = ("is ill-defined: the entry it keeps real (docs/complex.md) is 0, or nearly, so "
+           "the phase jumps with the matrix" if real else
+           "is not known: the entry NumPy's LAPACK keeps real (docs/complex.md) is not real"
+           " here, so this NumPy picks the phases otherwise")
     return ComplexValueError(
         f"{_place(file, line)}the phase NumPy picks for {vectors} {what} gives of this "
-        "complex matrix is ill-defined: the entry it keeps real (docs/complex.md) is 0, "
-        f"or nearly, so the phase jumps with the matrix; {instead}" + _text(file, line))
+        f"complex matrix {why}; {instead}" + _text(file, line))
 
 
 @located
@@ -429,18 +439,18 @@ def _eigh_adjoint(gw, gv, w, v, UPLO, file, line):
 def _phase_adjoint(twisted, x, adjoints, what, vectors, file, line):
     """The adjoint `-i twisted / x` of the entries `x` of the vectors NumPy keeps real
     (`_gauge_entries`), through which the derivative `twisted` of the function along
-    their phases flows back; 0 where `x` is about 0 (`_well_defined`), and there a
-    ComplexValueError unless `twisted` is 0 up to rounding: up to the square root of the
-    precision of its dtype times the size of the `adjoints` of the vectors. `twisted` and
-    `x` are arrays, or `_Dual`s (forward over reverse, whose forward pass has refused
-    where an `x` is about 0)."""
+    their phases flows back; 0 where `x` is about 0 or not real (`_well_defined`), and
+    there a ComplexValueError unless `twisted` is 0 up to rounding: up to the square
+    root of the precision of its dtype times the size of the `adjoints` of the vectors.
+    `twisted` and `x` are arrays, or `_Dual`s (forward over reverse, whose forward pass
+    has refused where an `x` is not `_well_defined`)."""
     ok = _well_defined(_value(x))
     if not np.all(ok):
         adjoints = adjoints if isinstance(adjoints, tuple) else (adjoints,)
         scale = sum(float(np.sqrt(np.sum(np.abs(a) ** 2))) for a in adjoints)
         precision = np.finfo(np.result_type(_value(twisted), np.float32)).eps ** 0.5
         if np.max(np.abs(np.where(ok, 0.0, _value(twisted)))) > precision * scale:
-            raise _ill_defined(what, vectors, file, line, (
+            raise _ill_defined(_value(x), ok, what, vectors, file, line, (
                 "the function depends on that phase. Compute with what the phases leave "
                 "alone: the moduli |v|, products v v^H or U diag(s) V^H, overlaps |u^H x|"))
     return _where(ok, -1j * twisted / _where(ok, x, 1.0), 0.0)
