@@ -476,8 +476,9 @@ def _samples():
 
 
 #: The helpers whose reverse rule refuses, naming the user's line (the adjoints of the
-#: eigenvectors and singular vectors of complex matrices, which have no second
-#: derivative: tests/test_complex_factors.py)
+#: eigenvectors and singular vectors of complex matrices: no reverse mode over them, the
+#: gradient of a gradient; their second derivatives are forward over reverse:
+#: tests/test_complex_factors.py, tests/test_complex_vector_gauge.py)
 REFUSING = {"hermitian_eigh_adjoint", "complex_svd_adjoint"}
 
 
