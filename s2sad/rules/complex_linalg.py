@@ -569,10 +569,10 @@ def _svd_adjoint(gu, gs, gv, u, s, vh, file, line):
         k = k + fix
     f = _gaps(s * s)
     inverse = _inverse(s)
-    x = (f * (j - _conj(_t(j)))) * s[..., None, :] + s[..., :, None] * (
+    middle = (f * (j - _conj(_t(j)))) * s[..., None, :] + s[..., :, None] * (
         f * (k - _conj(_t(k)))) + _linear(diag_embed, np.real(gs) + 0.5j * _imag(
             _diagonal(j) - _diagonal(k)) * inverse)
-    out = u @ x @ vh
+    out = u @ middle @ vh
     m, n = np.shape(_value(u))[-2], np.shape(_value(vh))[-1]
     if m > n:
         out = out + ((gu - u @ (uh @ gu)) * inverse[..., None, :]) @ vh
