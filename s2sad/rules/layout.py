@@ -82,7 +82,7 @@ def uninsert_values(g, arr, obj, values, axis=None):
         np.shape(values)).astype(_dtype(g))
 
 
-@helper(linear="g", shape_only=(1,))
+@helper(linear="g")
 def resplit(g, pieces, axis=0, cuts=None):
     """`g` cut into pieces shaped like `pieces` along `axis` (None: as `np.hsplit` cuts), at
     `cuts` where given: the transpose of `unsplit`."""
