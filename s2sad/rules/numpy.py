@@ -425,15 +425,16 @@ rule(np.insert, "arr, obj, values, axis=None", arr="_s2s_uninsert(g, arr, obj, v
      values="_s2s_uninsert_values(g, arr, obj, values, axis)", linear="arr, values")
 _SPLIT = "ary, indices_or_sections, axis=0"
 # (lists of views of parts of `ary`, which share no memory where the cuts are in order)
-rule(np.split, _SPLIT, ary="_s2s_unsplit(g, ans, axis)", linear="ary", returns="container",
+_UNSPLIT = "_s2s_unsplit(g, ans, {}, indices_or_sections, ary)"
+rule(np.split, _SPLIT, ary=_UNSPLIT.format("axis"), linear="ary", returns="container",
      view="ary", disjoint=1)
-rule(np.array_split, _SPLIT, ary="_s2s_unsplit(g, ans, axis)", linear="ary",
+rule(np.array_split, _SPLIT, ary=_UNSPLIT.format("axis"), linear="ary",
      returns="container", view="ary", disjoint=1)
-rule(np.hsplit, "ary, indices_or_sections", "_s2s_unsplit(g, ans, None)", linear="ary",
+rule(np.hsplit, "ary, indices_or_sections", _UNSPLIT.format(None), linear="ary",
      returns="container", view="ary", disjoint=1)
-rule(np.vsplit, "ary, indices_or_sections", "_s2s_unsplit(g, ans, 0)", linear="ary",
+rule(np.vsplit, "ary, indices_or_sections", _UNSPLIT.format(0), linear="ary",
      returns="container", view="ary", disjoint=1)
-rule(np.dsplit, "ary, indices_or_sections", "_s2s_unsplit(g, ans, 2)", linear="ary",
+rule(np.dsplit, "ary, indices_or_sections", _UNSPLIT.format(2), linear="ary",
      returns="container", view="ary", disjoint=1)
 for _n in (4, 3, 2, 1):     # (the longest first: a shorter one would bind `copy` to x1)
     _xs = [f"x{i}" for i in range(_n)]
