@@ -273,6 +273,10 @@ def s_split_unordered(x):
     return np.concatenate([a * a, b, 3.0 * c, np.sin(d), e, f ** 3])
 
 
+def s_multi_dot(a, b):
+    return np.linalg.multi_dot([a, b, b.T, np.sin(a.T)])
+
+
 def s_append(x, y):
     return np.append(x, y) * 2.0 + np.append(x, x[:1], axis=0).sum()
 
@@ -610,6 +614,7 @@ CASES = {
     "array_split": (s_array_split, {"vec": (R((5,)),)}),
     "hsplit_vsplit": (s_hsplit_vsplit, {"mat": (R((3, 4)),)}),
     "split_unordered": (s_split_unordered, {"vec": (R((6,)),)}),
+    "multi_dot": (s_multi_dot, {"mats": (R((2, 3)), R((3, 4)))}),
     "append": (s_append, {"mat-vec": (R((2, 3)), R((4,))), "mat-py": (R((2, 3)), R(None))}),
     "flips": (s_flips, {"mat": (R((3, 4)),)}),
     "rot90": (s_rot90, {"mat": (R((3, 4)),)}),
@@ -973,6 +978,14 @@ def h_split_unordered(x):
 
 
 HESSIANS.update({"split_unordered": (h_split_unordered, [R((6,))])})
+
+
+def h_multi_dot(x):
+    a = x.reshape(2, 3)
+    return np.sum(np.linalg.multi_dot([a, a.T, a]) ** 2)
+
+
+HESSIANS.update({"multi_dot": (h_multi_dot, [R((6,))])})
 
 
 # -- the oracle -------------------------------------------------------------------------

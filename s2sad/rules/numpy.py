@@ -302,6 +302,8 @@ rule(np.linalg.norm, "x, ord=None, axis=None, keepdims=False",
 rule(np.linalg.solve, "a, b", "_s2s_solve(g, a, b, ans, 0)", "_s2s_solve(g, a, b, ans, 1)",
      tangent=("-np.linalg.solve(a, t @ ans)", "np.linalg.solve(a, t)"))
 rule(np.linalg.inv, "a", "_s2s_inv(g, ans)", tangent="-ans @ t @ ans")
+rule(np.linalg.multi_dot, "arrays, *, out=None", arrays="_s2s_unmulti_dot(g, arrays)",
+     tangent={"arrays": "_s2s_multi_dot_dot(t, arrays)"})
 # the cofactors, not det * inv(a).T: singular matrices have them too (see cofactors)
 rule(np.linalg.det, "a", "np.asarray(g)[..., None, None] * _s2s_cofactors(a, ans)",
      tangent="np.sum(_s2s_cofactors(a, ans) * t, axis=(-2, -1))", returns="scalar")
