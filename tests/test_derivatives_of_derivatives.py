@@ -65,10 +65,16 @@ MORE_SAMPLES = {
     "unrepeat": [(r(2, 6), r(2, 3), 2, 1), (r(6), r(3), [1, 2, 3])],
     "unsort": [(r(2, 3), r(2, 3), 0), (r(6), r(2, 3), None)],
     "unsum": [(r(3), r(2, 3)), (r(3), [1.5, r(3)])],
+    "unmulti_dot": [(r(2, 5), [r(2, 3), r(3, 4), r(4, 5)]), (1.5, [r(3), r(3, 4), r(4)]),
+                    (r(4), [r(3), r(3, 4)])],
+    "multi_dot_dot": [([r(2, 3), 0.0, r(4, 5)], [r(2, 3), r(3, 4), r(4, 5)]),
+                      ([r(3), r(3, 4)], [r(3), r(3, 4)])],
     "unsplit": [([r(2, 3), r(2, 3)], [r(2, 3), r(2, 3)], 1), ([r(3), r(3)], [r(3), r(3)], None),
-                ([r(2, 2), r(2, 2)], [r(2, 2), r(2, 2)], None)],
+                ([r(2, 2), r(2, 2)], [r(2, 2), r(2, 2)], None),
+                ([r(4), r(0), r(4)], [r(4), r(0), r(4)], 0, [4, 2], r(6))],
     "resplit": [(r(2, 6), [r(2, 2), r(2, 4)], 1), (r(5), [r(2), r(3)], None),
-                (r(3, 4), [r(3, 1), r(3, 3)], None), (r(5, 2), [r(2, 2), r(3, 2)])],
+                (r(3, 4), [r(3, 1), r(3, 3)], None), (r(5, 2), [r(2, 2), r(3, 2)]),
+                (r(6), [r(4), r(0), r(4)], 0, [4, 2])],
     "unmeshgrid": [([r(4, 3), r(4, 3)], w, r((3, 4)[w]), "xy") for w in (0, 1)]
     + [([r(3, 4, 2)] * 3, w, r((3, 4, 2)[w]), "ij") for w in (0, 1, 2)],
     "remeshgrid": [(r((3, 4)[w]), w, [r(4, 3), r(4, 3)], "xy") for w in (0, 1)]
@@ -507,8 +513,9 @@ def _samples():
 
 
 #: The helpers whose reverse rule refuses, naming the user's line (the adjoints of the
-#: eigenvectors and singular vectors of complex matrices, which have no second
-#: derivative: tests/test_complex_factors.py)
+#: eigenvectors and singular vectors of complex matrices: no reverse mode over them, the
+#: gradient of a gradient; their second derivatives are forward over reverse:
+#: tests/test_complex_factors.py, tests/test_complex_vector_gauge.py)
 REFUSING = {"hermitian_eigh_adjoint", "complex_svd_adjoint"}
 
 
