@@ -336,8 +336,7 @@ def _gradient_jvp(f, grad_wrt, wrt, arg_types, value=False):
     the pair (gradient, tangent), both from one pass (what `jvp(grad(f), ...)` returns)."""
     grad = _gradient_code(_target(f), grad_wrt, arg_types)
     return driver.derivative(grad.fn, tuple(wrt), arg_types, Options(
-        Variant.JVP if value else Variant.TANGENT, guard=False, release=True,
-        complex_output=True))
+        Variant.JVP if value else Variant.TANGENT, guard=False, complex_output=True))
 
 
 def gradient_of(f):
