@@ -425,7 +425,7 @@ def _library_needs_a_rule(fn, exc, caller):
     try:
         src = source.capture(caller, copy=False)
         call = next(n for n in syntax.walk(src.node) if isinstance(n, gast.Call)
-                    and src.resolve(n.func) is fn)
+                    and _calls(src.resolve(n.func), fn))
         where, code = f"{src.where(call)}: ", f"\n    {src.line_text(call).strip()}"
     except Exception:       # noqa: BLE001 - the call is not found: the message without it
         pass
@@ -436,6 +436,13 @@ def _library_needs_a_rule(fn, exc, caller):
         f"s2sad.defvjp({fn.__qualname__}, ...) (one template per argument) or wrap its call "
         "in an @s2sad.custom_vjp function of your own (see docs/rules.md), or compute the "
         f"value with NumPy in your function{code}")
+
+
+def _calls(made, fn):
+    """Whether calling `made` runs the function `fn`: it is `fn`, a method bound to it, or
+    an object whose class's `__call__` it is."""
+    return made is fn or getattr(made, "__func__", None) is fn or (
+        not isinstance(made, type) and getattr(type(made), "__call__", None) is fn)
 
 
 _builds = threading.Lock()

@@ -326,7 +326,8 @@ def vjp(f, args, kwargs):
 
     def pullback(y_bar):
         try:
-            return d.native(y_bar, *values)
+            adjoints = d.native(y_bar, *values)
+            return (adjoints,) if wrt == 0 else adjoints     # (a tuple, as vjp's on Python)
         except numba.core.errors.TypingError as exc:
             raise _not_compiled(target, exc, "s2sad.source(f) for the code") from exc
     pullback.__name__ = pullback.__qualname__ = f"{target.__name__}_pullback"

@@ -102,7 +102,7 @@ FRONT = [
          "number is known"),
     Pass("builtin_calls", builtin_calls.run, "map and filter where consumed as generator "
          "expressions, max/min/sorted with key= and of one sequence as indexing, divmod as "
-         "a pair, functools.reduce as a loop"),
+         "a pair, functools.reduce as a loop, np.vectorize calls as the loop NumPy runs"),
     Pass("lift", lift.run, "nested functions and lambdas become functions of their own"),
     Pass("checkpointed_loops", checkpointed_loops.run, "the body of a loop over "
          "s2sad.checkpointed(...) a step function of the loop state"),

@@ -422,7 +422,8 @@ def decompositions(x):
     parts = [w, (v * v).ravel(), np.linalg.eigvalsh(m[:3] + m[:3].T), s, (u * u).ravel(),
              np.linalg.svd(m, compute_uv=False), np.linalg.pinv(m).ravel(), q.ravel(),
              r.ravel(), sol, res, sv, np.linalg.matrix_power(m[:3] + 2 * np.eye(3), 2).ravel(),
-             np.linalg.matrix_power(m[1:] + 2 * np.eye(3), -1).ravel()]
+             np.linalg.matrix_power(m[1:] + 2 * np.eye(3), -1).ravel(),
+             np.linalg.multi_dot([x[:4], m, m.T, np.sin(x[4:8])]).ravel()]
     return np.concatenate(parts)
 
 

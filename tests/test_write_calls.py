@@ -408,3 +408,54 @@ def test_a_helper_writing_by_a_call_it_cannot_rewrite_is_refused():
     with pytest.raises(s2sad.S2SADError) as err:
         s2sad.grad(f)(X.copy())
     assert "test_write_calls.py" in str(err.value)
+
+
+# -- compiled code s2sad cannot read, called for what it does -----------------------------
+def _spline():
+    interpolate = pytest.importorskip("scipy.interpolate")
+    return interpolate.CubicSpline(np.linspace(0.0, 1.0, 5), np.linspace(0.0, 1.0, 5) ** 2)
+
+
+def test_a_spline_of_scipy_is_refused_at_the_users_line_not_differentiated_to_zero():
+    # (SciPy's PPoly.__call__ fills `out` with compiled code (`_ppoly.evaluate(..., out)`):
+    # s2sad read the Python around it and gave a gradient of zeros)
+    spline = _spline()
+
+    def through_spline(x):
+        return np.sum(spline(x))
+    with pytest.raises(s2sad.MissingRuleError, match="may write into out") as info:
+        s2sad.grad(through_spline)(np.array([0.2, 0.5]))
+    assert str(info.value).startswith(f"{__file__}:")
+
+
+def test_compiled_code_given_an_array_to_fill_is_refused_here_and_in_a_helper():
+    _ppoly = pytest.importorskip("scipy.interpolate._ppoly")
+    spline = _spline()
+    c = spline.c.reshape(spline.c.shape[0], spline.c.shape[1], -1)
+
+    def fill(x, out):
+        _ppoly.evaluate(c, spline.x, x, 0, True, out)
+
+    def inline(x):
+        out = np.empty((len(x), 1))
+        _ppoly.evaluate(c, spline.x, x, 0, True, out)
+        return np.sum(out)
+
+    def through_helper(x):
+        out = np.empty((len(x), 1))
+        fill(x, out)
+        return np.sum(out)
+    for f, line in ((inline, "_ppoly.evaluate(c"), (through_helper, "fill(x, out)")):
+        with pytest.raises(s2sad.UnsupportedSyntaxError, match="may write into out") as info:
+            s2sad.grad(f)(np.array([0.2, 0.5]))
+        assert info.value.filename == __file__ and line in info.value.text
+
+
+def test_compiled_code_given_only_numbers_or_only_differentiated_values_is_not_refused():
+    # print and a compiled function that reads (np.shares_memory: a rule-less builtin)
+    def logs(x):
+        y = np.sin(x)
+        print(y.shape)
+        np.shares_memory(x, y)
+        return np.sum(y)
+    np.testing.assert_allclose(s2sad.grad(logs)(X), np.cos(X), rtol=1e-12)

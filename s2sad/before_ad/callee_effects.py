@@ -43,7 +43,7 @@ from ..errors import S2SADError
 from ..frontend import guards, source
 from ..frontend.structure import user_class
 from ..rules import registry, runtime
-from .lost_derivatives import MUTATING_METHODS, changes_its_receiver
+from .lost_derivatives import MUTATING_METHODS, changes_its_receiver, opaque_call_given
 from .write_calls import out_argument
 from .resolve_calls import Version
 
@@ -243,8 +243,10 @@ def _may_write(fn, seen):
     except Exception:       # noqa: BLE001 - no source: nothing s2sad differentiates
         return False, []
     found, relied = False, []
+    params = {a.id for a in src.node.args.args + src.node.args.posonlyargs
+              + src.node.args.kwonlyargs}
     for node in syntax.walk(src.node):
-        if mutated_name(node, None) is not None:
+        if mutated_name(node, None) is not None or opaque_call_given(node, src, params):
             found = True
             break
         if isinstance(node, gast.Call):

@@ -14,6 +14,11 @@ located error that says what to write instead:
   in-place method (`y.sort()`, `lst.extend(v)`, also through a view: `y[:2].sort()`,
   `h.T.fill(v)`): `UnsupportedSyntaxError`, since the write changes the array behind
   the names that hold it;
+- a call, for what it does, of compiled code s2sad has no rule for and cannot read (or
+  of a Python function that makes one: `callee_effects.writes_through_compiled_code`),
+  given differentiated values and an array of the function's they do not reach, or
+  one of its parameters (SciPy's splines fill `out` with `_ppoly.evaluate`): it may
+  write into that array, unseen: `UnsupportedSyntaxError`;
 - a call of a value that holds differentiated values and that `resolve_calls` could
   not resolve (a `functools.partial` assigned on two paths, an object built from them),
   and a differentiated value passed by keyword to a Python function it could not put
@@ -43,14 +48,16 @@ located error that says what to write instead:
 4 y.sort() changes y in place, which s2sad cannot differentiate: the derivative would miss the change. Compute a new array instead: y = np.sort(y)
 """
 import functools
+import inspect
 
 import gast
 import numpy as np
 
 from .. import marks, syntax
 from ..analysis.names import as_written
+from ..analysis import operations
 from ..analysis.operations import CALL, CUSTOM, USER, call_arguments, classify
-from ..analysis.value_kinds import SCALAR
+from ..analysis.value_kinds import ARRAY, CONTAINER, SCALAR
 from ..errors import MissingRuleError
 from ..frontend import source
 from ..rules import registry
@@ -96,6 +103,7 @@ def run(fn, ctx):
                 _refuse_writes(call, s, ctx, varied, fn)
         if isinstance(s, gast.Expr):
             _refuse_unknown_effects(s, ctx, varied, fn)
+            _refuse_opaque_writes(s, ctx, varied)
         if isinstance(s, (gast.Assign, gast.Expr)) and isinstance(s.value, gast.Call):
             _refuse_library_effects(s, ctx, varied, fn)
         if s in ctx.ops:
@@ -232,6 +240,11 @@ def _refuse_unknown_effects(s, ctx, varied, fn):
         f"{x}.{func.attr}(...))"))
 
 
+#: Libraries whose functions read what they are given and change none of it (logging a
+#: differentiated array, plotting it, warning about it): not refused.
+READ_ONLY = frozenset({"logging", "warnings", "pprint", "matplotlib", "seaborn"})
+
+
 def _refuse_library_effects(s, ctx, varied, fn):
     """Refuse a call of a function of a library that has no rule (`setattr(obj, name,
     v)`, `operator.setitem(y, i, v)`, `vars(obj).update(w=v)`) where its result is not
@@ -248,6 +261,9 @@ def _refuse_library_effects(s, ctx, varied, fn):
     if op.form != CALL or op.variant is not None or op.prim in (None, source.MISSING) or (
             registry.primitive(op.prim) is not None):
         return      # (an unresolved method: see _refuse_unknown_effects)
+    module = getattr(op.prim, "__module__", None) or ""
+    if module.split(".")[0] in READ_ONLY or module.startswith("numpy.testing"):
+        return      # (logging, warnings, plotting: they read what they are given)
     args = list(call.args) + [k.value for k in call.keywords]
     if isinstance(call.func, gast.Attribute):
         args.insert(0, call.func.value)     # (a method: its object too)
@@ -268,6 +284,96 @@ def _refuse_library_effects(s, ctx, varied, fn):
         f"operator.setitem, a new object instead of an update), or pass "
         f"s2sad.stop_gradient({lost}) if no derivative should flow there"
         f"\n    {ctx.src.line_text(s).strip()}")
+
+
+def _refuse_opaque_writes(s, ctx, varied):
+    """Refuse a call, for what it does (its result unused), of compiled code s2sad has no
+    rule for and cannot read (a C or Cython function: SciPy's `_ppoly.evaluate(c, x, xs,
+    0, True, out)`), given values that depend on the differentiated inputs and an array
+    of the function's that they do not, which the result then depends on, or one of its
+    parameters (its caller may read it): the call likely writes into that array, and
+    the derivative would not see the write."""
+    call = s.value
+    if not isinstance(call, gast.Call) or not varied & set(syntax.names_loaded(call)):
+        return
+    obj = marks.PRIM.of(call.func) or ctx.resolve(call.func)
+    func = call.func
+    if obj in (None, source.MISSING) and isinstance(func, gast.Attribute) and isinstance(
+            func.value, gast.Name) and isinstance(ctx.types.get(func.value.id), type):
+        obj = getattr(ctx.types[func.value.id], func.attr, None)    # (`self._evaluate`)
+    if obj in (None, source.MISSING, print) or registry.primitive(obj) is not None:
+        return      # (a rule, or no derivative declared: s2sad.nondiff)
+    python = operations.python_function(obj)
+    if python is not None and not writes_through_compiled_code(python[0]):
+        return
+    args = [*call.args, *(k.value for k in call.keywords)]
+    params = {a.id for a in ctx.src.node.args.args + ctx.src.node.args.posonlyargs
+              + ctx.src.node.args.kwonlyargs}
+    kinds = ctx.value_kinds.kind
+    buffers = sorted((a.id for a in args if isinstance(a, gast.Name) and a.id not in varied
+                      and (a.id in params or ctx.src.is_local(a.id) and (
+                          a.id in ctx.useful or kinds.get(a.id) in (ARRAY, CONTAINER)))),
+                     key=lambda name: name in params)     # (the function's own first)
+    if not buffers:
+        return
+    spelled = syntax.unparse(call.func)
+    raise ctx.src.syntax_error(s, (
+        f"{spelled}() is called for what it does (its result is not used) with values that "
+        f"depend on the differentiated inputs and with {buffers[0]}, which the result (or "
+        f"the caller) then reads: it may write into {buffers[0]}, and s2sad, which has no "
+        f"rule for {spelled} (or for the compiled code it calls) and cannot read that code, "
+        f"would miss that write. Give {spelled} a rule "
+        "(a custom_vjp function that calls it, docs/rules.md), or compute the values with "
+        "NumPy"))
+
+
+def writes_through_compiled_code(fn, seen=()):
+    """Whether the Python function `fn`, or one it calls, gives one of its parameters to
+    compiled code s2sad cannot read, for what that does (`opaque_call_given`)."""
+    if fn in seen:
+        return False
+    try:
+        src = source.capture(fn, copy=False)
+    except Exception:       # noqa: BLE001 - no source: nothing s2sad differentiates
+        return False
+    params = {a.id for a in src.node.args.args + src.node.args.posonlyargs
+              + src.node.args.kwonlyargs}
+    for node in syntax.walk(src.node):
+        if opaque_call_given(node, src, params):
+            return True
+        if isinstance(node, gast.Expr) and isinstance(node.value, gast.Call):
+            obj = src.resolve(node.value.func)
+            python = None if obj is source.MISSING or registry.primitive(obj) is not None \
+                else operations.python_function(obj)
+            if python is None and isinstance(node.value.func, gast.Attribute) and isinstance(
+                    node.value.func.value, gast.Name) and node.value.func.value.id == "self":
+                method = getattr(_class_of_self(fn), node.value.func.attr, None)
+                python = operations.python_function(method) if method else None
+            if python is not None and writes_through_compiled_code(python[0], seen + (fn,)):
+                return True
+    return False
+
+
+def _class_of_self(fn):
+    """The class a method `fn` is defined in (from its qualified name), or None."""
+    owner = getattr(inspect.getmodule(fn), fn.__qualname__.split(".")[0], None)
+    return owner if isinstance(owner, type) else None
+
+
+def opaque_call_given(node, src, params):
+    """Whether `node` is a call, for what it does (its result unused), of compiled code
+    s2sad has no rule for and cannot read (a C or Cython function: SciPy's
+    `_ppoly.evaluate(c, x, xs, nu, ext, out)`), given one of `params`, the parameters of
+    the function `src`: it may write into it."""
+    if not (isinstance(node, gast.Expr) and isinstance(node.value, gast.Call)):
+        return False
+    call = node.value
+    if not any(isinstance(a, gast.Name) and a.id in params
+               for a in [*call.args, *(k.value for k in call.keywords)]):
+        return False
+    obj = src.resolve(call.func)
+    return (obj is not source.MISSING and callable(obj) and registry.primitive(obj) is None
+            and operations.python_function(obj) is None and obj is not print)
 
 
 def _function_values(fn):

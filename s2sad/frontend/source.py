@@ -44,6 +44,9 @@ class FunctionSource:
         #: what the passes looked up outside the function: {name or (name, attr, ...):
         #: the object found}, for the guards of the derivative (see guards_of)
         self.resolved = {}
+        #: the chains of `resolved` a pass read where the user's code does not write them,
+        #: and no code s2sad writes reads them again (`np.vectorize`'s `pyfunc`): guarded
+        self.read_away = set()
         #: the lists and tuples outside the function whose items' classes the code relies
         #: on (`items_of`): {name or (name, attr, ...): the object}
         self.unrolled = {}
@@ -264,7 +267,7 @@ def guards_of(src, frozen=False):
         written = set()     # (its globals are its own: see function_from_source)
     for key, value in src.resolved.items():
         name, attrs = (key, ()) if isinstance(key, str) else (key[0], key[1:])
-        if (name, *attrs) not in written:
+        if (name, *attrs) not in written and key not in src.read_away:
             continue        # (read by code s2sad wrote, which reads it again when it runs)
         if attrs and not callable(value) and is_library(space.get(name)):
             continue        # (a library's constant: np.pi, math.inf)
