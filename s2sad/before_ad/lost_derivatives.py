@@ -14,11 +14,11 @@ located error that says what to write instead:
   in-place method (`y.sort()`, `lst.extend(v)`, also through a view: `y[:2].sort()`,
   `h.T.fill(v)`): `UnsupportedSyntaxError`, since the write changes the array behind
   the names that hold it;
-- a call, for what it does, of compiled code s2sad has no rule for and cannot read (or
-  of a Python function that makes one: `callee_effects.writes_through_compiled_code`),
+- a call, for what it does, of a Python function that gives one of its parameters to
+  compiled code s2sad has no rule for and cannot read (`writes_through_compiled_code`),
   given differentiated values and an array of the function's they do not reach, or
-  one of its parameters (SciPy's splines fill `out` with `_ppoly.evaluate`): it may
-  write into that array, unseen: `UnsupportedSyntaxError`;
+  one of its parameters (SciPy's splines fill `out` with `_ppoly.evaluate` in a
+  method): it may write into that array, unseen: `UnsupportedSyntaxError`;
 - a call of a value that holds differentiated values and that `resolve_calls` could
   not resolve (a `functools.partial` assigned on two paths, an object built from them),
   and a differentiated value passed by keyword to a Python function it could not put
@@ -95,6 +95,9 @@ def run(fn, ctx):
         return fn
     functions = _function_values(fn)
     texts = []
+    for s in syntax.statements(fn):     # (first: the values it leaves unseen look unused)
+        if isinstance(s, gast.Expr):
+            _refuse_opaque_writes(s, ctx, varied)
     for s in syntax.statements(fn):
         if isinstance(s, gast.Assign) and _made_text(s, ctx, varied):
             texts.append(s)
@@ -103,7 +106,6 @@ def run(fn, ctx):
                 _refuse_writes(call, s, ctx, varied, fn)
         if isinstance(s, gast.Expr):
             _refuse_unknown_effects(s, ctx, varied, fn)
-            _refuse_opaque_writes(s, ctx, varied)
         if isinstance(s, (gast.Assign, gast.Expr)) and isinstance(s.value, gast.Call):
             _refuse_library_effects(s, ctx, varied, fn)
         if s in ctx.ops:
@@ -287,9 +289,11 @@ def _refuse_library_effects(s, ctx, varied, fn):
 
 
 def _refuse_opaque_writes(s, ctx, varied):
-    """Refuse a call, for what it does (its result unused), of compiled code s2sad has no
-    rule for and cannot read (a C or Cython function: SciPy's `_ppoly.evaluate(c, x, xs,
-    0, True, out)`), given values that depend on the differentiated inputs and an array
+    """Refuse a call, for what it does (its result unused), of a Python function that gives
+    a parameter to compiled code s2sad has no rule for and cannot read (a C or Cython
+    function: SciPy's `_ppoly.evaluate(c, x, xs, 0, True, out)` in `PPoly._evaluate`; a
+    direct call of one is `_refuse_library_effects`'s), given values that depend on the
+    differentiated inputs and an array
     of the function's that they do not, which the result then depends on, or one of its
     parameters (its caller may read it): the call likely writes into that array, and
     the derivative would not see the write."""
@@ -304,8 +308,8 @@ def _refuse_opaque_writes(s, ctx, varied):
     if obj in (None, source.MISSING, print) or registry.primitive(obj) is not None:
         return      # (a rule, or no derivative declared: s2sad.nondiff)
     python = operations.python_function(obj)
-    if python is not None and not writes_through_compiled_code(python[0]):
-        return
+    if python is None or not writes_through_compiled_code(python[0]):
+        return      # (a library's function called here: _refuse_library_effects)
     args = [*call.args, *(k.value for k in call.keywords)]
     params = {a.id for a in ctx.src.node.args.args + ctx.src.node.args.posonlyargs
               + ctx.src.node.args.kwonlyargs}
