@@ -48,6 +48,7 @@ import gast
 import numpy as np
 
 from .. import syntax
+from ..options import Variant
 from ..analysis.number_types import BOOL, FLOAT, INT
 from ..rules import fusion, runtime
 from .native_tapes import number_types
@@ -105,6 +106,11 @@ class _Fusion:
         self.private = self._private()
         self.ints = self._ints()
         self.inlinable = {}
+        self.at = ctx.runtime("at")
+        self.elements = set()       # the loop's numbers that are elements of arrays
+        self.adjoints = {name: c for name, c in ctx.callees
+                         if c.variant is Variant.ADJOINT and not c.args and not c.kwargs}
+        self.adjoint_codes = {}
 
     def _ints(self):
         """The names every binding of which is an int of a shape (`b = hidden.shape[0]`,
@@ -253,26 +259,24 @@ class _Fusion:
         target = s.targets[0].id
         if self.types.of_name(target) in (BOOL, INT, FLOAT) or target in self.ints:
             return False
-        inputs, parts = dict(run.inputs), dict(run.parts)
-        before = []
-        value = self.scalar(s.value, run, inputs, parts, before, {})
+        st = _Statement(run, dict(run.inputs), dict(run.parts), [], [])
+        value = self.scalar(s.value, st)
         if value is None:
             return False
+        inputs, parts, before = st.inputs, st.parts, st.before
         read = set(syntax.names_loaded(s.value))
         if target in inputs or target in read - set(run.bound):
             return False        # (it reads the value it replaces: not fused)
-        at = self.ctx.runtime("at")
-        scalars = {sc for _, sc, _ in run.loops}
-        if not any(isinstance(n, gast.Call) and syntax.is_name(n.func, at)
-                   or isinstance(n, gast.Name) and n.id in scalars
-                   for n in syntax.walk(value)):
+        if not self.backed(value) and not any(self.backed(v) for _, v in st.pre):
             return False        # (no array: a number, not a statement of the loop)
         if any(n in run.bound for n in self.part_reads(before)):
             return False
         scalar = self.fresh(f"{target}_k")
         run.inputs, run.parts = inputs, parts
         run.made += [(k - 0.5, b) for b in before]
+        run.loops += [(None, name, v) for name, v in st.pre]
         run.loops.append((target, scalar, value))
+        self.elements.add(scalar)
         run.bound[target] = k
         run.stmts.append((k, s))
         return True
@@ -310,59 +314,68 @@ class _Fusion:
         return True
 
     # -- expressions ----------------------------------------------------------------
-    def scalar(self, e, run, inputs, parts, before, params):
-        """`e` as the expression of numbers that computes one element of it in the loop,
-        recording the names it reads; None if it is not elementwise."""
-        again = lambda x: self.scalar(x, run, inputs, parts, before, params)  # noqa: E731
+    def scalar(self, e, st):
+        """`e` as the expression of numbers that computes one element of it in the loop
+        (`st`: what the statement reads and needs, `_Statement`); None if it is not
+        elementwise."""
         if isinstance(e, gast.Constant):
             ok = type(e.value) in (int, float)
             return syntax.const(e.value) if ok else None
         if isinstance(e, gast.Name):
-            if params:
-                return syntax.copied(params[e.id]) if e.id in params else None
-            return self.read(e.id, run, inputs)
+            if st.env is not None:
+                return syntax.copied(st.env[e.id]) if e.id in st.env else None
+            return self.read(e.id, st)
         if isinstance(e, gast.BinOp) and isinstance(e.op, _OPS):
-            left, right = again(e.left), again(e.right)
+            left, right = self.scalar(e.left, st), self.scalar(e.right, st)
             if left is None or right is None:
                 return None
             if isinstance(e.op, gast.Div):
                 return syntax.call(self.np("divide"), [left, right])
             return syntax.binop(left, type(e.op)(), right)
         if isinstance(e, gast.UnaryOp) and isinstance(e.op, (gast.USub, gast.UAdd)):
-            operand = again(e.operand)
+            operand = self.scalar(e.operand, st)
             return None if operand is None else syntax.unary(type(e.op)(), operand)
-        if isinstance(e, gast.Subscript) and not params:
-            return self.part(e, run, inputs, parts, before)
+        if isinstance(e, gast.Subscript) and st.env is None:
+            return self.part(e, st)
         if not isinstance(e, gast.Call) or e.keywords:
             return None
-        kind = self.helper(e)
+        kind = self.helper(e) if st.env is None else _helper_of(e, st.module)
         if kind == "unbroadcast" and len(e.args) == 2 and syntax.is_name(e.args[1]):
-            x = e.args[1].id
-            if params or self.read(x, run, inputs) is None or inputs.get(
-                    x, "array") != "array":
-                return None
-            return again(e.args[0])
+            x = self.scalar(e.args[1], st)     # (the array of the run it is summed to)
+            return self.scalar(e.args[0], st) if x is not None and self.backed(x) else None
         if kind == "add" and len(e.args) == 2:
-            left, right = again(e.args[0]), again(e.args[1])
+            left, right = self.scalar(e.args[0], st), self.scalar(e.args[1], st)
             if left is None or right is None:
                 return None
             return syntax.binop(left, gast.Add(), right)
-        obj = self.resolve(e.func, params)
-        if obj in UNARY and len(e.args) == 1:
-            arg = again(e.args[0])
-            return None if arg is None else syntax.call(self.np(obj.__name__), [arg])
-        body = self.inlined(obj)
-        if body is None or params or len(e.args) != len(body[0]):
-            return None
-        args = [again(a) for a in e.args]
+        obj = self.resolve(e.func, st)
+        args = [self.scalar(a, st) for a in e.args]
         if any(a is None for a in args):
             return None
-        return self.scalar(body[1], run, inputs, parts, before,
-                           {**dict(zip(body[0], args)), "__module__": body[2]})
+        if obj in UNARY and len(args) == 1:
+            return syntax.call(self.np(obj.__name__), args)
+        if obj is np.divide and len(args) == 2:
+            return syntax.call(self.np("divide"), args)
+        body = self.inlined(obj) if st.env is None else None
+        if body is not None and len(args) == len(body[0]):
+            inner = _Statement(st.run, st.inputs, st.parts, st.before, st.pre)
+            inner.env, inner.module = dict(zip(body[0], args)), body[2]
+            return self.scalar(body[1], inner)
+        if st.env is None and syntax.is_name(e.func) and e.func.id in self.adjoints:
+            return self.adjoint(self.adjoints[e.func.id], args, st)
+        return None
 
-    def read(self, name, run, inputs):
+    def backed(self, e):
+        """Whether the expression of numbers `e` reads an element of an array (else it is
+        a number, and an adjoint summed to it is not elementwise)."""
+        return any(isinstance(n, gast.Call) and syntax.is_name(n.func, self.at)
+                   or isinstance(n, gast.Name) and n.id in self.elements
+                   for n in syntax.walk(e))
+
+    def read(self, name, st):
         """A name the statement reads: the number of the run's value, or an element of an
         array (a number itself) the run reads."""
+        run, inputs = st.run, st.inputs
         if name in run.bound:
             return syntax.name(next(s for t, s, _ in reversed(run.loops) if t == name))
         kind = self.types.of_name(name)
@@ -372,58 +385,92 @@ class _Fusion:
                           else "array")
         if inputs[name] == "number":
             return syntax.name(name)
-        return syntax.call(self.ctx.runtime("at"), [syntax.name(name),
-                                                    syntax.name(self.index())])
+        return syntax.call(self.at, [syntax.name(name), syntax.name(self.index())])
 
-    def part(self, e, run, inputs, parts, before):
+    def part(self, e, st):
         """`y_bar[1]` (an item of a tuple or a row of an array, by a constant): named
         before the run, and read as an array of it."""
         if not (syntax.is_name(e.value) and isinstance(e.slice, gast.Constant)
-                and type(e.slice.value) is int and e.value.id not in run.bound):
+                and type(e.slice.value) is int and e.value.id not in st.run.bound):
             return None
         key = (e.value.id, e.slice.value)
-        if key not in parts:
+        if key not in st.parts:
             name = self.fresh(f"{e.value.id}_{e.slice.value}")
-            parts[key] = name
-            before.append(syntax.assign(name, syntax.copied(e)))
-        return self.read(parts[key], run, inputs)
+            st.parts[key] = name
+            st.before.append(syntax.assign(name, syntax.copied(e)))
+        return self.read(st.parts[key], st)
 
-    def resolve(self, func, params):
-        module = params.get("__module__")
-        if module is None:
+    def resolve(self, func, st):
+        if st.module is None:
             return self.ctx.resolve(func)
         if isinstance(func, gast.Attribute) and syntax.is_name(func.value):
-            return getattr(module.get(func.value.id), func.attr, None)
+            return getattr(st.module.get(func.value.id), func.attr, None)
+        if syntax.is_name(func):
+            return st.module.get(func.id)
         return None
 
+    def adjoint(self, callee, args, st):
+        """The call of the adjoint of a function of the user's that returns one
+        elementwise expression (`sigmoid_adjoint(g, x)`): its code, a straight run of
+        elementwise statements, computed in the loop."""
+        code = self.adjoint_code(callee)
+        if code is None or len(args) != len(code[0]):
+            return None
+        inner = _Statement(st.run, st.inputs, st.parts, st.before, st.pre)
+        inner.env, inner.module = dict(zip(code[0], args)), code[2]
+        for target, value in code[1]:
+            if value is None:
+                return inner.env.get(target) if target in inner.env else None
+            element = self.scalar(value, inner)
+            if element is None:
+                return None
+            name = self.fresh(f"{target}_k")
+            st.pre.append((name, element))
+            if self.backed(element):
+                self.elements.add(name)
+            inner.env[target] = syntax.name(name)
+        return None
+
+    def adjoint_code(self, callee):
+        """(parameters, [(target, value)] ending with (returned name, None), the values
+        its names read) of the generated adjoint of `callee`, or None."""
+        if callee in self.adjoint_codes:
+            return self.adjoint_codes[callee]
+        found = None
+        if self.inlined(callee.fn) is not None:
+            from .. import driver   # noqa: PLC0415 - (the driver runs this pass)
+            derivative = driver.compiled_callee(callee, _Caller(self.ctx))
+            tree = syntax.parse(derivative.source).body[0]
+            body = [s for s in _unfused(tree.body) if not (
+                isinstance(s, gast.Expr) and isinstance(s.value, gast.Constant))]
+            steps = []
+            for s in body[:-1]:
+                if not (isinstance(s, gast.Assign) and len(s.targets) == 1
+                        and syntax.is_name(s.targets[0])):
+                    steps = None
+                    break
+                steps.append((s.targets[0].id, s.value))
+            last = body[-1] if body else None
+            if steps is not None and isinstance(last, gast.Return) and syntax.is_name(
+                    last.value):
+                fn = derivative.fn
+                module = {**fn.__globals__, **dict(zip(fn.__code__.co_freevars, (
+                    c.cell_contents for c in fn.__closure__ or ())))}
+                found = ([a.id for a in tree.args.args], steps + [(last.value.id, None)],
+                         module)
+        self.adjoint_codes[callee] = found
+        return found
+
     def inlined(self, obj):
-        """(parameters, returned expression, globals) of a function of the user's whose
-        body returns one expression of its parameters, or None."""
+        """(parameters, returned expression, the values of the names its module binds)
+        of a function of the user's whose body returns one expression of its parameters
+        (NumPy's functions of them), or None."""
         obj = getattr(obj, "py_func", obj)
         if not inspect.isfunction(obj) or obj.__module__.startswith("s2sad"):
             return None
-        if obj in self.inlinable:
-            return self.inlinable[obj]
-        found = None
-        try:
-            tree = syntax.parse(textwrap.dedent(inspect.getsource(obj))).body[0]
-        except (OSError, TypeError, SyntaxError):
-            tree = None
-        args = getattr(tree, "args", None)
-        body = [s for s in getattr(tree, "body", [])
-                if not (isinstance(s, gast.Expr) and isinstance(s.value, gast.Constant))]
-        if (isinstance(tree, gast.FunctionDef) and len(body) == 1 and not tree.decorator_list
-                or isinstance(tree, gast.FunctionDef) and len(body) == 1
-                and obj is not getattr(obj, "py_func", None)) and isinstance(
-                body[0], gast.Return) and body[0].value is not None and not (
-                args.vararg or args.kwarg or args.kwonlyargs or args.defaults
-                or args.posonlyargs) and not obj.__closure__:
-            params = [a.id for a in args.args]
-            free = set(syntax.names_loaded(body[0].value)) - set(params)
-            if all(obj.__globals__.get(n) is np for n in free):
-                found = (params, body[0].value, obj.__globals__)
-        self.inlinable[obj] = found
-        return found
+        if obj not in self.inlinable:
+            self.inlinable[obj] = _single_expression(obj)
+        return self.inlinable[obj]
 
     def np(self, attr):
         return syntax.attribute(syntax.name(self.ctx.bind("np", obj=np)), attr)
@@ -442,7 +489,7 @@ class _Fusion:
             for n in syntax.name_nodes(s):
                 if type(n.ctx) is gast.Load:
                     outside[n.id] = outside.get(n.id, 0) + 1
-        last = {t: sc for t, sc, _ in run.loops}
+        last = {t: sc for t, sc, _ in run.loops if t is not None}
         results = [t for t in last if self.loads.get(t, 0) > outside.get(t, 0)]
         k = self.index()
         body = []
@@ -468,6 +515,71 @@ class _Fusion:
                 _tuple(arrays), _tuple(numbers)]), syntax.name("float")]),
             syntax.call(self.ctx.runtime("same_shape"), [_tuple(arrays)])])
         return syntax.if_(test, [note] + allocations + [loop], [s for _, s in run.stmts])
+
+
+def _single_expression(fn):
+    try:
+        tree = syntax.parse(textwrap.dedent(inspect.getsource(fn))).body[0]
+    except (OSError, TypeError, SyntaxError):
+        return None
+    if not isinstance(tree, gast.FunctionDef) or fn.__closure__:
+        return None
+    args = tree.args
+    body = [s for s in tree.body
+            if not (isinstance(s, gast.Expr) and isinstance(s.value, gast.Constant))]
+    if len(body) != 1 or not isinstance(body[0], gast.Return) or body[0].value is None or (
+            args.vararg or args.kwarg or args.kwonlyargs or args.defaults
+            or args.posonlyargs):
+        return None
+    params = [a.id for a in args.args]
+    free = set(syntax.names_loaded(body[0].value)) - set(params)
+    if not all(fn.__globals__.get(n) is np for n in free):
+        return None
+    return params, body[0].value, fn.__globals__
+
+
+class _Statement:
+    """What the statement being made a part of the loop reads (`inputs`, `parts` read by
+    constant indexes, named `before` the run) and the numbers it needs computed first
+    (`pre`); in the code of a function written in its place, the numbers its names
+    stand for (`env`) and the values of the names its code reads (`module`)."""
+
+    def __init__(self, run, inputs, parts, before, pre):
+        self.run, self.inputs, self.parts, self.before, self.pre = (
+            run, inputs, parts, before, pre)
+        self.env, self.module = None, None
+
+
+class _Caller:
+    """The request of the derivative being made, as driver.compiled_callee reads it."""
+
+    def __init__(self, ctx):
+        from .. import backends     # noqa: PLC0415 - (whose passes this module is one of)
+        self.backend, self.options = backends.NUMBA, ctx.options
+
+
+def _unfused(stmts):
+    """`stmts` with each fused loop this pass made as the statements it stands for."""
+    out = []
+    for s in stmts:
+        test = getattr(s, "test", None)
+        first = test.values[0] if isinstance(test, gast.BoolOp) else None
+        if (isinstance(s, gast.If) and isinstance(first, gast.Call)
+                and syntax.is_name(first.func, "isinstance") and first.args
+                and isinstance(first.args[0], gast.Call) and syntax.is_name(
+                    first.args[0].func) and first.args[0].func.id.startswith(
+                    "_s2s_fusable")):
+            out += _unfused(s.orelse)
+        else:
+            out.append(s)
+    return out
+
+
+def _helper_of(e, module):
+    """The name of the runtime helper that the call `e` of code reading `module` calls."""
+    obj = module.get(e.func.id) if syntax.is_name(e.func) else None
+    name = getattr(obj, "__name__", None)
+    return name if name and getattr(runtime, name, None) is obj else None
 
 
 def _int_of(e, shapes, ints):
