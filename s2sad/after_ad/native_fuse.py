@@ -104,6 +104,8 @@ class _Fusion:
             if type(n.ctx) is gast.Load:
                 self.loads[n.id] = self.loads.get(n.id, 0) + 1
         self.private = self._private()
+        self.inlinable = {}
+        self.written = self._written()
         self.ints = self._ints()
         self.inlinable = {}
         self.at = ctx.runtime("at")
@@ -111,6 +113,39 @@ class _Fusion:
         self.adjoints = {name: c for name, c in ctx.callees
                          if c.variant is Variant.ADJOINT and not c.args and not c.kwargs}
         self.adjoint_codes = {}
+
+    def _written(self):
+        """The names of arrays the code may write into: `a[i] = v`, `a[i] += v`, `a +=
+        v`, the arguments a runtime helper writes into (its `writes`), and those passed
+        to a function of the user's. A statement reading or binding one is not fused:
+        the loop's arrays are new, where the statements' may share memory with another
+        name's."""
+        from ..rules.registry import helper_facts   # noqa: PLC0415
+        out = set()
+        for s in syntax.statements(self.fn):
+            targets = s.targets if isinstance(s, gast.Assign) else (
+                [s.target] if isinstance(s, gast.AugAssign) else [])
+            for t in targets:
+                if isinstance(t, gast.Subscript):
+                    out |= {n.id for n in syntax.name_nodes(t.value)}
+                elif isinstance(s, gast.AugAssign) and syntax.is_name(t):
+                    out.add(t.id)
+        for n in syntax.walk(self.fn):
+            if not isinstance(n, gast.Call):
+                continue
+            obj = self.ctx.resolve(n.func) if not (
+                syntax.is_name(n.func) and n.func.id in dict(self.ctx.callees)) else None
+            facts = helper_facts(obj) if obj is not None else None
+            if facts is not None:
+                positions = facts.writes
+            elif inspect.isfunction(getattr(obj, "py_func", obj)) and not getattr(
+                    obj, "__module__", "").startswith("s2sad") and self.inlined(obj) is None:
+                positions = range(len(n.args))
+            else:
+                continue
+            out |= {n.args[i].id for i in positions
+                    if i < len(n.args) and syntax.is_name(n.args[i])}
+        return out
 
     def _ints(self):
         """The names every binding of which is an int of a shape (`b = hidden.shape[0]`,
@@ -267,6 +302,11 @@ class _Fusion:
         read = set(syntax.names_loaded(s.value))
         if target in inputs or target in read - set(run.bound):
             return False        # (it reads the value it replaces: not fused)
+        if target in self.written or any(
+                n in self.written for n, kind in inputs.items() if kind == "array"):
+            return False        # (an array written in place: its memory may be shared)
+        if isinstance(value, gast.Call) and syntax.is_name(value.func, self.at):
+            return False        # (an array as it is: the statement may name it anew)
         if not self.backed(value) and not any(self.backed(v) for _, v in st.pre):
             return False        # (no array: a number, not a statement of the loop)
         if any(n in run.bound for n in self.part_reads(before)):
