@@ -179,3 +179,14 @@ def test_the_python_backend_has_no_loop():
     gradient = s2sad.grad(gates, wrt=(0, 1))
     gradient(np.ones(3), np.ones(3), 0.5)
     assert LOOP not in gradient.source
+
+
+def test_hvp_differentiates_the_statements():
+    # forward mode over the numba gradient's code reads each fused loop as its statements;
+    # the Hessian of sum(exp(x) * y * x) along v: (exp(x) * y * (x + 2)) * v
+    def f(x, y):
+        t = np.exp(x) * y
+        return np.sum(t * x)
+    x, y, v = rng.normal(size=5), rng.normal(size=5), rng.normal(size=5)
+    np.testing.assert_allclose(s2sad.hvp(f, backend="numba")(x, y, v),
+                               np.exp(x) * y * (x + 2) * v, rtol=1e-12)

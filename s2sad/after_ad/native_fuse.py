@@ -31,14 +31,37 @@ changes what they read.
 ...     return np.sum(t * t - x)
 >>> print(pipeline.stage_source(f, "native_fuse", arg_types={"x": np.ndarray,
 ...                                                          "y": np.ndarray}))
-... # doctest: +ELLIPSIS
 def f_grad(x, y):
-    ...
+    y_1_bar = 1.0
     if isinstance(_s2s_fusable((x, y), ()), float) and _s2s_same_shape((x, y)):
-        # one loop over the elements for the elementwise statements of lines 2 to 3
-        ...
+        # one loop over the elements for the 2 elementwise statements of line 2 (those of the else branch)
+        t_1 = np.empty(x.shape)
+        t = np.empty(x.shape)
         for _s2s_k in range(x.size):
-    ...
+            t_1_k = np.exp(_s2s_at(x, _s2s_k))
+            t_k = t_1_k * _s2s_at(y, _s2s_k)
+            _s2s_put(t_1, _s2s_k, t_1_k)
+            _s2s_put(t, _s2s_k, t_k)
+    else:
+        t_1 = np.exp(x)
+        t = t_1 * y
+    # grad of: return np.sum(t * t - x)
+    t_3_bar = _s2s_unreduce(y_1_bar, t)
+    if isinstance(_s2s_fusable((t_3_bar, t, t_1, y, x), ()), float) and _s2s_same_shape((t_3_bar, t, t_1, y, x)):
+        # one loop over the elements for the 3 elementwise statements of lines 2 to 3 (those of the else branch)
+        x_bar = np.empty(t_3_bar.shape)
+        for _s2s_k in range(t_3_bar.size):
+            t_bar_k = 2 * _s2s_at(t_3_bar, _s2s_k) * _s2s_at(t, _s2s_k)
+            t_1_bar_k = t_bar_k * _s2s_at(y, _s2s_k)
+            x_bar_k = -_s2s_at(t_3_bar, _s2s_k) + t_1_bar_k * _s2s_at(t_1, _s2s_k)
+            _s2s_put(x_bar, _s2s_k, x_bar_k)
+    else:
+        t_bar = 2 * t_3_bar * t
+        # grad of: t = np.exp(x) * y
+        t_1_bar = _s2s_unbroadcast(t_bar * y, t_1)
+        x_bar = _s2s_unbroadcast(-t_3_bar, x) + t_1_bar * t_1
+    return x_bar
+<BLANKLINE>
 """
 import builtins
 import inspect
@@ -50,7 +73,9 @@ import numpy as np
 from .. import syntax
 from ..options import Variant
 from ..analysis.number_types import BOOL, FLOAT, INT
+from ..frontend.source import unfused
 from ..rules import fusion, runtime
+from ..rules.registry import helper_facts
 from .native_tapes import number_types
 
 #: NumPy's elementwise functions of one argument that a fused loop computes of numbers
@@ -120,7 +145,6 @@ class _Fusion:
         to a function of the user's. A statement reading or binding one is not fused:
         the loop's arrays are new, where the statements' may share memory with another
         name's."""
-        from ..rules.registry import helper_facts   # noqa: PLC0415
         out = set()
         for s in syntax.statements(self.fn):
             targets = s.targets if isinstance(s, gast.Assign) else (
@@ -191,14 +215,6 @@ class _Fusion:
             name, k = f"{base}_{k}", k + 1
         self.names.add(name)
         return name
-
-    def helper(self, e):
-        """The name of the runtime helper `e` calls, or None."""
-        if not (isinstance(e, gast.Call) and isinstance(e.func, gast.Name)):
-            return None
-        obj = self.ctx.bindings.get(e.func.id)
-        name = getattr(obj, "__name__", None)
-        return name if name and getattr(runtime, name, None) is obj else None
 
     def _private(self):
         """The names bound once, by a call making a new array, that the code reads only
@@ -379,7 +395,7 @@ class _Fusion:
             return self.part(e, st)
         if not isinstance(e, gast.Call) or e.keywords:
             return None
-        kind = self.helper(e) if st.env is None else _helper_of(e, st.module)
+        kind = _helper_name(self.resolve(e.func, st))
         if kind == "unbroadcast" and len(e.args) == 2 and syntax.is_name(e.args[1]):
             x = self.scalar(e.args[1], st)     # (the array of the run it is summed to)
             return self.scalar(e.args[0], st) if x is not None and self.backed(x) else None
@@ -399,7 +415,7 @@ class _Fusion:
         body = self.inlined(obj) if st.env is None else None
         if body is not None and len(args) == len(body[0]):
             inner = _Statement(st.run, st.inputs, st.parts, st.before, st.pre)
-            inner.env, inner.module = dict(zip(body[0], args)), body[2]
+            inner.env, inner.resolve = dict(zip(body[0], args)), body[2]
             return self.scalar(body[1], inner)
         if st.env is None and syntax.is_name(e.func) and e.func.id in self.adjoints:
             return self.adjoint(self.adjoints[e.func.id], args, st)
@@ -441,13 +457,9 @@ class _Fusion:
         return self.read(st.parts[key], st)
 
     def resolve(self, func, st):
-        if st.module is None:
-            return self.ctx.resolve(func)
-        if isinstance(func, gast.Attribute) and syntax.is_name(func.value):
-            return getattr(st.module.get(func.value.id), func.attr, None)
-        if syntax.is_name(func):
-            return st.module.get(func.id)
-        return None
+        """What `func` denotes in the code the statement is of (this function's, or that
+        of a function written in its place)."""
+        return (st.resolve or self.ctx.resolve)(func)
 
     def adjoint(self, callee, args, st):
         """The call of the adjoint of a function of the user's that returns one
@@ -457,7 +469,7 @@ class _Fusion:
         if code is None or len(args) != len(code[0]):
             return None
         inner = _Statement(st.run, st.inputs, st.parts, st.before, st.pre)
-        inner.env, inner.module = dict(zip(code[0], args)), code[2]
+        inner.env, inner.resolve = dict(zip(code[0], args)), code[2]
         for target, value in code[1]:
             if value is None:
                 return inner.env.get(target) if target in inner.env else None
@@ -472,16 +484,16 @@ class _Fusion:
         return None
 
     def adjoint_code(self, callee):
-        """(parameters, [(target, value)] ending with (returned name, None), the values
-        its names read) of the generated adjoint of `callee`, or None."""
+        """(parameters, [(target, value)] ending with (returned name, None), what a name
+        of it denotes) of the adjoint of `callee` that this code calls, as the backend
+        makes it (`ctx.adjoint_code`), when its function returns one elementwise
+        expression and the adjoint is a straight run of statements; else None."""
         if callee in self.adjoint_codes:
             return self.adjoint_codes[callee]
         found = None
-        if self.inlined(callee.fn) is not None:
-            from .. import driver   # noqa: PLC0415 - (the driver runs this pass)
-            derivative = driver.compiled_callee(callee, _Caller(self.ctx))
-            tree = syntax.parse(derivative.source).body[0]
-            body = [s for s in _unfused(tree.body) if not (
+        if self.inlined(callee.fn) is not None and self.ctx.adjoint_code is not None:
+            made, tree = self.ctx.adjoint_code(callee)
+            body = [s for s in unfused(tree.body) if not (
                 isinstance(s, gast.Expr) and isinstance(s.value, gast.Constant))]
             steps = []
             for s in body[:-1]:
@@ -493,11 +505,8 @@ class _Fusion:
             last = body[-1] if body else None
             if steps is not None and isinstance(last, gast.Return) and syntax.is_name(
                     last.value):
-                fn = derivative.fn
-                module = {**fn.__globals__, **dict(zip(fn.__code__.co_freevars, (
-                    c.cell_contents for c in fn.__closure__ or ())))}
                 found = ([a.id for a in tree.args.args], steps + [(last.value.id, None)],
-                         module)
+                         made.resolve)
         self.adjoint_codes[callee] = found
         return found
 
@@ -575,49 +584,27 @@ def _single_expression(fn):
     free = set(syntax.names_loaded(body[0].value)) - set(params)
     if not all(fn.__globals__.get(n) is np for n in free):
         return None
-    return params, body[0].value, fn.__globals__
+    def resolve(func):
+        if isinstance(func, gast.Attribute) and syntax.is_name(func.value):
+            return getattr(fn.__globals__.get(func.value.id), func.attr, None)
+        return fn.__globals__.get(func.id) if syntax.is_name(func) else None
+    return params, body[0].value, resolve
 
 
 class _Statement:
     """What the statement being made a part of the loop reads (`inputs`, `parts` read by
     constant indexes, named `before` the run) and the numbers it needs computed first
     (`pre`); in the code of a function written in its place, the numbers its names
-    stand for (`env`) and the values of the names its code reads (`module`)."""
+    stand for (`env`) and what a name or attribute of its code denotes (`resolve`)."""
 
     def __init__(self, run, inputs, parts, before, pre):
         self.run, self.inputs, self.parts, self.before, self.pre = (
             run, inputs, parts, before, pre)
-        self.env, self.module = None, None
+        self.env, self.resolve = None, None
 
 
-class _Caller:
-    """The request of the derivative being made, as driver.compiled_callee reads it."""
-
-    def __init__(self, ctx):
-        from .. import backends     # noqa: PLC0415 - (whose passes this module is one of)
-        self.backend, self.options = backends.NUMBA, ctx.options
-
-
-def _unfused(stmts):
-    """`stmts` with each fused loop this pass made as the statements it stands for."""
-    out = []
-    for s in stmts:
-        test = getattr(s, "test", None)
-        first = test.values[0] if isinstance(test, gast.BoolOp) else None
-        if (isinstance(s, gast.If) and isinstance(first, gast.Call)
-                and syntax.is_name(first.func, "isinstance") and first.args
-                and isinstance(first.args[0], gast.Call) and syntax.is_name(
-                    first.args[0].func) and first.args[0].func.id.startswith(
-                    "_s2s_fusable")):
-            out += _unfused(s.orelse)
-        else:
-            out.append(s)
-    return out
-
-
-def _helper_of(e, module):
-    """The name of the runtime helper that the call `e` of code reading `module` calls."""
-    obj = module.get(e.func.id) if syntax.is_name(e.func) else None
+def _helper_name(obj):
+    """The name of the runtime helper `obj`, or None."""
     name = getattr(obj, "__name__", None)
     return name if name and getattr(runtime, name, None) is obj else None
 

@@ -11,7 +11,7 @@ Python versions here say the same for NumPy values.
 (0.0, 0)
 >>> same_shape((np.ones((2, 3)), np.zeros((2, 3)))), same_shape((np.ones(3), np.ones(4)))
 (True, False)
->>> m = np.zeros((2, 3)); put(m, 4, 7.0); at(m, 4), at(2.5, 4)
+>>> m = np.zeros((2, 3)); put(m, 4, 7.0); float(at(m, 4)), at(2.5, 4)
 (7.0, 2.5)
 """
 import numpy as np
