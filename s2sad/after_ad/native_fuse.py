@@ -96,6 +96,8 @@ def run(fn, ctx):
     if any(names.get(n, getattr(builtins, n)) is not getattr(builtins, n)
            for n in ("isinstance", "float", "range")):
         return fn       # (the generated code reads them from the user's module)
+    if not _straight(fn):
+        return fn
     fusion_ = _Fusion(fn, ctx)
     for block in list(syntax.blocks(fn.body)):
         block[:] = fusion_.block(block)
@@ -624,6 +626,17 @@ def _int_of(e, shapes, ints):
                                                        gast.FloorDiv, gast.Mod)):
         return _int_of(e.left, shapes, ints) and _int_of(e.right, shapes, ints)
     return False
+
+
+def _straight(fn):
+    """Whether `fn` is straight code: no `if`, loop, `try` or `with`, one `return`, at
+    its end. (Numba settles `isinstance` by typing the function in part first, which
+    fails on a name some paths leave unbound: `det` recursing, say. The loops the pass
+    makes leave none such.)"""
+    body = [s for s in fn.body if not syntax.is_comment(s)]
+    return all(not isinstance(s, (gast.If, gast.For, gast.While, gast.Try, gast.With,
+                                  gast.Return, gast.FunctionDef)) for s in body[:-1]) and (
+        bool(body) and isinstance(body[-1], gast.Return))
 
 
 def _tuple(names):
