@@ -3,7 +3,8 @@ Numba compiles (`backend="numba"`).
 
 NumPy computes `t = a * b`, then `u = np.exp(t) + c`, an array each, in a pass over the
 elements each; on small arrays (an LSTM's gates) the allocations and the passes are
-most of the time. This pass takes a straight run of such statements (of names bound to
+most of the time. In straight code (a function without `if`, loops or early returns,
+`_straight`), this pass takes a straight run of such statements (of names bound to
 arrays, `+ - * /`, unary `-`, NumPy's elementwise functions of one argument, numbers;
 the adjoint of a broadcast to an array of the run, `_s2s_unbroadcast(g, x)`, and the
 sum of two adjoints, `_s2s_add(a, b)`; a call of a function of the user's that returns
