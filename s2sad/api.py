@@ -694,6 +694,7 @@ class custom_vjp:
 
     def __call__(self, *args, **kwargs):
         return self.primal(*args, **kwargs)
+    __call__.s2s_own_call = True   # (refused where made in a differentiated function)
 
 
 class checkpoint(custom_vjp):
@@ -745,14 +746,28 @@ class checkpoint(custom_vjp):
             derivative = driver.derivative(fn, wrt, arg_types_of(fn, args))
             adjoints = iter(derivative.fn(*args)[1](g))
             return tuple(next(adjoints) if i in wrt else None for i in range(len(args)))
+        self.s2s_sites = []     # (where the user's code calls it: callables.called_at)
         for helper, role in ((fwd, "fwd"), (bwd, "bwd")):
             helper.__name__ = helper.__qualname__ = f"{name}_checkpoint_{role}"
+            helper.s2s_sites = self.s2s_sites
             helper.s2s_not_differentiable = (
                 f"second derivatives through s2sad.checkpoint({name}) are not supported "
                 f"yet (they need the derivative of its recomputation); for hessian, hvp or "
                 f"grad(grad(...)), call {name} without the checkpoint")
         # set, not defvjp: no compiled code can name a new checkpoint, nothing to redo
         self.fwd, self.bwd = fwd, bwd
+
+    @classmethod
+    def of(cls, fn):
+        """The checkpoint of the function `fn` that `s2sad.checkpoint(fn)(...)`, written in
+        a differentiated function, calls: one for each function (a new one at each call
+        would be a new function value, whose derivative is compiled each time)."""
+        made = cls.__dict__.get("_made")
+        if made is None:
+            made = cls._made = weakref.WeakKeyDictionary()
+        if fn not in made:
+            made[fn] = cls(fn)
+        return made[fn]
 
 
 class custom_jvp:
@@ -803,6 +818,7 @@ class custom_jvp:
 
     def __call__(self, *args, **kwargs):
         return self.primal(*args, **kwargs)
+    __call__.s2s_own_call = True   # (refused where made in a differentiated function)
 
 
 def stop_gradient(x: Any) -> Any:

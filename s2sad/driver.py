@@ -144,7 +144,13 @@ def _compiled(ctx, node, backend):
     filename = f"<s2sad: {node.name}, from {src.filename}:{src.first_line}>"
     compiled, text = emit.compile_function(node, bindings, src.fn, filename)
     _share_defaults(compiled, src.fn)
-    return CompiledDerivative(compiled, text, compiled.__code__.co_filename, ctx, backend)
+    made = CompiledDerivative(compiled, text, compiled.__code__.co_filename, ctx, backend)
+    if backend.can.frozen_globals:
+        # (Numba holds the value of each global its code reads, and of those the
+        # functions it compiles with it read: rebound, it must compile again)
+        made.own_guards = guards.unique(made.own_guards + source.frozen_reads(
+            [compiled, *made.native_calls.values()]))
+    return made
 
 
 def _share_defaults(compiled, fn):
@@ -166,8 +172,11 @@ def _share_defaults(compiled, fn):
         guards.set_quietly(compiled, "__defaults__", tuple(
             shared.get(n, d) for n, d in zip(named, compiled.__defaults__)))
     if compiled.__kwdefaults__:
-        guards.set_quietly(compiled, "__kwdefaults__", {
-            n: shared.get(n, d) for n, d in compiled.__kwdefaults__.items()})
+        kw = {n: shared.get(n, d) for n, d in compiled.__kwdefaults__.items()}
+        theirs = fn.__kwdefaults__ or {}
+        if kw.keys() == theirs.keys() and all(v is theirs[n] for n, v in kw.items()):
+            kw = theirs     # (the dict itself, which the user may change in place)
+        guards.set_quietly(compiled, "__kwdefaults__", kw)
 
 
 @reported
@@ -416,7 +425,7 @@ def _library_needs_a_rule(fn, exc, caller):
     try:
         src = source.capture(caller, copy=False)
         call = next(n for n in syntax.walk(src.node) if isinstance(n, gast.Call)
-                    and src.resolve(n.func) is fn)
+                    and _calls(src.resolve(n.func), fn))
         where, code = f"{src.where(call)}: ", f"\n    {src.line_text(call).strip()}"
     except Exception:       # noqa: BLE001 - the call is not found: the message without it
         pass
@@ -427,6 +436,13 @@ def _library_needs_a_rule(fn, exc, caller):
         f"s2sad.defvjp({fn.__qualname__}, ...) (one template per argument) or wrap its call "
         "in an @s2sad.custom_vjp function of your own (see docs/rules.md), or compute the "
         f"value with NumPy in your function{code}")
+
+
+def _calls(made, fn):
+    """Whether calling `made` runs the function `fn`: it is `fn`, a method bound to it, or
+    an object whose class's `__call__` it is."""
+    return made is fn or getattr(made, "__func__", None) is fn or (
+        not isinstance(made, type) and getattr(type(made), "__call__", None) is fn)
 
 
 _builds = threading.Lock()

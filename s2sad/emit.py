@@ -191,6 +191,7 @@ def _compile(fn_nodes, bindings, user_fn, filename):
     source = "\n".join(to_source(n) for n in fn_nodes)
     filename = _unused(filename, source)
     tree = ast.parse(source, filename)
+    bindings = {**_enclosing_names(tree, bindings, user_fn), **bindings}
     params = sorted(bindings)
     factory = ast.parse(f"def _s2s_factory({', '.join(params)}):\n    pass").body[0]
     made = ast.Tuple(elts=[ast.Name(id=n.name, ctx=ast.Load()) for n in fn_nodes],
@@ -208,6 +209,21 @@ def _compile(fn_nodes, bindings, user_fn, filename):
     for fn in fns:
         fn.__qualname__ = fn.__name__
     return fns, source
+
+
+def _enclosing_names(tree, bindings, user_fn):
+    """{name: None} of the names the defaults of the functions of `tree` read that
+    neither `bindings` nor the user's module binds: the user's function is nested and
+    its default reads a variable of the function around it (`def step(u, body=body)`).
+    Python evaluated that default when `def` ran; driver._share_defaults gives the
+    compiled function the object the user's function holds, in place of this None."""
+    builtins = user_fn.__globals__.get("__builtins__", {})
+    builtins = vars(builtins) if isinstance(builtins, types.ModuleType) else builtins
+    read = {n.id for f in tree.body if isinstance(f, ast.FunctionDef)
+            for d in [*f.args.defaults, *filter(None, f.args.kw_defaults)]
+            for n in ast.walk(d) if isinstance(n, ast.Name)}
+    return {n: None for n in sorted(read) if n not in bindings
+            and n not in user_fn.__globals__ and n not in builtins}
 
 
 def bind_late(fn, name, value):

@@ -84,7 +84,7 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence, *, backend: str | No
 
     For `f` a gradient made by `grad` (`grad(g)`, `grad(grad(g))`, `elementwise_grad(g)`),
     the tangent is forward mode over its gradient code (a Hessian-vector product, as
-    `hvp`):
+    `hvp`), which gives the gradient too: both come from one pass.
 
     >>> s2sad.jvp(s2sad.grad(f), (3.0, 2.0), (1.0, 0.0))      # d2f/dx2 = -sin x
     (1.0100075033995546, -0.1411200080598672)
@@ -179,8 +179,14 @@ def _gradient_tangent(f, primals, tangents, kwargs):
     if not wrt:
         raise S2SADError("jvp needs at least one tangent that is not None")
     refuse_complex(target, wrt, primals, numbers=True)
-    d = _gradient_jvp(primal, grad_wrt, wrt, arg_types_of(target, primals, kwargs))
-    return f(*primals, **kwargs), _call(d, primals, kwargs, [tangents[k] for k in wrt])
+    arg_types = arg_types_of(target, primals, kwargs)
+    tangents = [tangents[k] for k in wrt]
+    if getattr(f, "holomorphic", False):     # (its value is not the gradient code's)
+        return f(*primals, **kwargs), _call(_gradient_jvp(primal, grad_wrt, wrt, arg_types),
+                                            primals, kwargs, tangents)
+    # the gradient and its tangent from one pass of forward mode over the gradient code
+    return _call(_gradient_jvp(primal, grad_wrt, wrt, arg_types, value=True), primals,
+                 kwargs, tangents)
 
 
 def _run(entry, primals, tangents, kwargs):
@@ -320,16 +326,17 @@ def _gradient_code(target, grad_wrt, arg_types=None):
     return warn_unconnected(driver.gradient_code(target, grad_wrt, arg_types))
 
 
-def _gradient_jvp(f, grad_wrt, wrt, arg_types):
+def _gradient_jvp(f, grad_wrt, wrt, arg_types, value=False):
     """The compiled forward mode, along parameters `wrt` (indices), of the `f_grad` that
     `grad(f, grad_wrt)` runs (forward over reverse), for arguments of `arg_types`, through
     the cache. The gradient code is compiled without its argument-type guard (the
     callers pick the version by the arguments' types) and calls other functions
-    through their adjoints (see `gradient_code`). Without the value, it computes no
-    tangent of the value but those the gradient's tangent needs."""
+    through their adjoints (see `gradient_code`). It returns the gradient's tangent
+    alone, computing no tangent of the value but those that tangent needs; with `value`,
+    the pair (gradient, tangent), both from one pass (what `jvp(grad(f), ...)` returns)."""
     grad = _gradient_code(_target(f), grad_wrt, arg_types)
     return driver.derivative(grad.fn, tuple(wrt), arg_types, Options(
-        Variant.TANGENT, guard=False, complex_output=True))
+        Variant.JVP if value else Variant.TANGENT, guard=False, complex_output=True))
 
 
 def gradient_of(f):

@@ -35,6 +35,8 @@ import types
 
 import numpy as np
 
+from .frontend import guards
+
 
 
 #: The modules whose functions and constants the code may read: their versions are in the
@@ -238,6 +240,11 @@ def cached_copy(fn, jit: dict, calls=None, late=None):
     except OSError:
         return None
     bindings = _bindings(fn)
+    # (the names the module's own lines read: those of the defaults' expressions, which
+    # the copy then takes from `fn`, the objects the user's function holds)
+    outer = compile(source, path, "exec").co_names
+    bindings.update({n: fn.__globals__[n] for n in outer
+                     if n not in bindings and n in fn.__globals__})
     module = sys.modules.get(name)
     if module is None:
         spec = importlib.util.spec_from_file_location(name, path)
@@ -251,4 +258,6 @@ def cached_copy(fn, jit: dict, calls=None, late=None):
     fn.s2s_copy_globals = module.__dict__
     copy = module.__dict__[fn.__name__]
     copy.__qualname__ = fn.__qualname__
+    for part in ("__defaults__", "__kwdefaults__"):
+        guards.set_quietly(copy, part, getattr(fn, part))
     return copy

@@ -282,6 +282,7 @@ class NumbaJvp:
         return self.d.holds()
 
     def __call__(self, primals, tangents, kwargs):
+        kwargs = {**(self.d.fn.__kwdefaults__ or {}), **kwargs}    # (Numba needs them given)
         try:
             if self.by_position:
                 return self.d.native(*primals, *tangents, **kwargs)
@@ -325,7 +326,8 @@ def vjp(f, args, kwargs):
 
     def pullback(y_bar):
         try:
-            return d.native(y_bar, *values)
+            adjoints = d.native(y_bar, *values)
+            return (adjoints,) if wrt == 0 else adjoints     # (a tuple, as vjp's on Python)
         except numba.core.errors.TypingError as exc:
             raise _not_compiled(target, exc, "s2sad.source(f) for the code") from exc
     pullback.__name__ = pullback.__qualname__ = f"{target.__name__}_pullback"
@@ -355,6 +357,7 @@ def gradient_jvp(f, i, args):
         if not d.holds() or _ndims(target, primals) != ndims:
             ndims = _ndims(target, primals)
             d = gradient_code_jvp(f, i, (i,), arg_types, ndims=ndims)
+        kwargs = {**(d.fn.__kwdefaults__ or {}), **kwargs}     # (Numba needs them given)
         try:
             if by_position:
                 return d.native(*primals, v, **kwargs)

@@ -102,12 +102,13 @@ FRONT = [
          "number is known"),
     Pass("builtin_calls", builtin_calls.run, "map and filter where consumed as generator "
          "expressions, max/min/sorted with key= and of one sequence as indexing, divmod as "
-         "a pair, functools.reduce as a loop"),
+         "a pair, functools.reduce as a loop, np.vectorize calls as the loop NumPy runs"),
     Pass("lift", lift.run, "nested functions and lambdas become functions of their own"),
     Pass("checkpointed_loops", checkpointed_loops.run, "the body of a loop over "
          "s2sad.checkpointed(...) a step function of the loop state"),
     Pass("write_calls", write_calls.run, "calls that write into an array they are given "
-         "(out=, np.copyto, np.fill_diagonal, y.fill) as element assignments"),
+         "(out=, np.copyto, np.fill_diagonal, y.fill) as element assignments, "
+         "setattr(obj, 'name', v) as obj.name = v"),
     Pass("desugar", desugar.run, "comprehensions, augmented and multiple assignment, "
          ":=, and/or values as ifs, loops over sequences as loops over indexes, loop "
          "else, early returns, jumps; del and global dropped, the bodies of with and try "
@@ -126,7 +127,8 @@ FRONT = [
          "ones through the rules that take them, refused at others; those of unknown type "
          "checked at run time", invalidates=True),
     Pass("lost_derivatives", lost_derivatives.run, "refuse writes into arrays through "
-         "calls, and differentiated values passed where a rule has no derivative"),
+         "calls, calls of library functions without a rule that may change what they are "
+         "given, and differentiated values passed where a rule has no derivative"),
     Pass("common_subexpressions", common_subexpressions.run, "a number computed again "
          "from the same values (`u[i]` twice) computed once", when=subexpressions_kept,
          invalidates=True),

@@ -270,3 +270,12 @@ def test_reduce_of_nothing_raises_as_python_does():
     with pytest.raises(TypeError, match="reduce\\(\\) of empty iterable with no initial value"):
         s2sad.grad(f)(1.0, [])
     assert s2sad.grad(f)(2.0, [3.0]) == 3.0
+
+
+def sum_of_abs_squares(x):
+    return np.sum(abs(x) ** 2) + np.sum(abs(x * 2.0 - 1.0))
+
+
+def test_abs_of_an_array_is_numpys():
+    # (its rule was math.copysign's, which raised a TypeError in the generated code)
+    check(sum_of_abs_squares, [0.3, -0.7, 1.1])

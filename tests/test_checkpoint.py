@@ -149,3 +149,60 @@ def test_a_checkpoint_in_a_checkpointed_loop_keeps_what_the_inline_step_keeps():
     text = s2sad.source(heat_call, wrt=(0, 1))
     step = text[text.index("def heat_call_step_adjoint"):]
     assert "heat_step_adjoint(" in step and "heat_step_pullback" not in step, step
+
+
+# -- s2sad.checkpoint(step)(...) written in the function differentiated, as with jax ----
+def wrapped_inline(u0, kappa):
+    u = u0
+    for i in range(6):
+        u = s2sad.checkpoint(step)(u, kappa)
+    return np.sum(u * u)
+
+
+def test_a_checkpoint_made_in_the_function_checkpoints_its_step():
+    # (it differentiated s2sad's own checkpoint class, and refused at a line of s2sad)
+    args = (np.linspace(-0.6, 0.9, 7), 0.3)
+    g = s2sad.grad(wrapped_inline, wrt=(0, 1))
+    for got, i in zip(g(*args), (0, 1)):
+        np.testing.assert_allclose(got, fd_array_grad(wrapped_inline, args, i), rtol=1e-6,
+                                   atol=1e-9)
+    assert "step_checkpoint_fwd(u, kappa)" in g.source
+    _, tangent = s2sad.jvp(wrapped_inline, args, (np.zeros(7), 1.0))
+    assert tangent == pytest.approx(float(fd_array_grad(wrapped_inline, args, 1)), rel=1e-6)
+
+
+def step_now(u, kappa):
+    return np.sin(kappa * u)
+
+
+def inline_model(u0, kappa):
+    return np.sum(s2sad.checkpoint(step_now)(u0, kappa) ** 2)
+
+
+def test_a_checkpoint_made_in_the_function_follows_its_step_redefined():
+    global step_now
+    args = (np.linspace(-0.6, 0.9, 5), 0.3)
+    g = s2sad.grad(inline_model)
+    np.testing.assert_allclose(g(*args), fd_array_grad(inline_model, args, 0), rtol=1e-6,
+                               atol=1e-9)
+
+    def step_now(u, kappa):         # (a notebook's cell run again)
+        return np.exp(kappa * u) * u
+    np.testing.assert_allclose(g(*args), fd_array_grad(inline_model, args, 0), rtol=1e-6,
+                               atol=1e-9)
+
+
+def test_a_checkpoint_of_a_closure_is_refused_at_the_users_line():
+    def model(u0, kappa):
+        return np.sum(s2sad.checkpoint(lambda u: np.sin(kappa * u))(u0))
+    with pytest.raises(s2sad.S2SADError, match="define the step at module level") as info:
+        s2sad.grad(model)(np.ones(3), 0.5)
+    assert info.value.filename == __file__
+    assert "s2sad.checkpoint(lambda u" in info.value.text
+
+
+def test_second_derivatives_through_a_checkpoint_name_the_users_call():
+    with pytest.raises(s2sad.S2SADError, match="second derivatives through") as info:
+        s2sad.hessian(checkpointed, wrt=1)(np.linspace(0.0, 1.0, 5), 0.1)
+    assert info.value.filename == __file__
+    assert "u = checkpointed_step(u, kappa)" in info.value.text

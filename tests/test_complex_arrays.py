@@ -601,3 +601,27 @@ def test_vmap_of_a_jvp_of_complex_arrays_runs_item_by_item_and_says_so():
     close([tangent_along_i(z) for z in Z], expected)
     with pytest.warns(s2sad.BatchingLoopWarning, match="argument 'z' holds a complex array"):
         close(s2sad.vmap(tangent_along_i)(Z), expected)
+
+
+def _rows_real_and_complex(theta):
+    h = np.array([[theta[0], 0.0], [0.0, 1j * theta[1]]])
+    return np.real(np.sum(h * np.conj(h) * np.exp(1j * theta[0]))) + theta[1] ** 3
+
+
+def _tuple_rows(theta):
+    rows = (theta[0], theta[1] * 2.0)
+    return np.abs(np.sum(np.array([rows, (1j, theta[0] * 1j)]) ** 2))
+
+
+@pytest.mark.parametrize("f", [_rows_real_and_complex, _tuple_rows])
+def test_an_array_display_of_real_rows_and_complex_rows(f):
+    # (a row of real values meeting a complex row went through as_complex as a list:
+    # a TypeError from s2sad, list + 0j)
+    x, h = np.array([0.4, 1.3]), 1e-6
+    expected = np.array([(f(x + h * e) - f(x - h * e)) / (2 * h) for e in np.eye(2)])
+    np.testing.assert_allclose(s2sad.grad(f)(x), expected, rtol=1e-6)
+    _, tangent = s2sad.jvp(f, (x,), (np.array([1.0, 0.5]),))
+    assert tangent == pytest.approx(expected @ [1.0, 0.5], rel=1e-6)
+    grad = s2sad.grad(f)
+    numeric = np.array([(grad(x + h * e) - grad(x - h * e)) / (2 * h) for e in np.eye(2)])
+    np.testing.assert_allclose(s2sad.hessian(f)(x), numeric, rtol=1e-5, atol=1e-6)

@@ -1,10 +1,9 @@
 """The eigenvectors (`np.linalg.eigh`) and singular vectors (`np.linalg.svd`) of complex
-matrices (s2sad/rules/complex_linalg.py): each is defined only up to a phase, so s2sad
-differentiates the functions of them that do not depend on the phases, in reverse mode,
-against central differences along the real and the imaginary direction of each element
-(the gradient of a real `f` of a complex `z` is `df/dx - i df/dy`, docs/complex.md); a
-function that depends on a phase is refused at run time, at the user's line, and so is
-forward mode, which cannot tell."""
+matrices (s2sad/rules/complex_linalg.py), in reverse mode, against central differences
+along the real and the imaginary direction of each element (the gradient of a real `f`
+of a complex `z` is `df/dx - i df/dy`, docs/complex.md): functions that do not depend on
+the phases of the vectors, and functions that do, differentiated in the phases NumPy
+picks (forward mode and second order: tests/test_complex_vector_gauge.py)."""
 import numpy as np
 import pytest
 
@@ -150,7 +149,7 @@ def test_svd_of_real_parameters_full_matrices_of_a_square_matrix():
     close(s2sad.grad(full_square)(x), central(full_square, x))
 
 
-# -- refused: a function of the phases, forward mode -------------------------------------
+# -- functions of the phases: the derivative of the function NumPy computes -------------
 def phase_of_eigenvector(z):
     w, v = np.linalg.eigh(z)
     return np.real(v[1, 0])
@@ -167,33 +166,21 @@ def line_of(f, text):
     return first + next(i for i, line in enumerate(lines) if text in line)
 
 
-@pytest.mark.parametrize("f, text", [(phase_of_eigenvector, "np.linalg.eigh"),
-                                     (phase_of_singular_vector, "np.linalg.svd")])
-def test_a_function_of_the_phases_is_refused_at_its_line(f, text):
-    with pytest.raises(ComplexValueError, match="depends on the phase") as caught:
-        s2sad.grad(f)(Z3)
-    assert f"{__file__}:{line_of(f, text)}:" in str(caught.value)
-    with pytest.raises(ComplexValueError, match="depends on the phase"):
-        s2sad.vjp(f, Z3)[1](1.0)
+@pytest.mark.parametrize("f", [phase_of_eigenvector, phase_of_singular_vector])
+def test_a_function_of_the_phases(f):
+    expected = central(f, Z3)
+    close(s2sad.grad(f)(Z3), expected)
+    close(s2sad.vjp(f, Z3)[1](2.0)[0], 2.0 * expected)
 
 
-def test_a_phase_that_does_not_move_to_first_order():
-    """The check is of the derivative along the phases at the point: numpy's first row of
-    eigenvectors is real (the Householder reflections leave it), so `Re(v[0, 0])` does not
-    move with the phase at that point, and its derivative is that of numpy's function."""
+def test_the_entry_numpy_keeps_real():
+    """numpy's first row of eigenvectors is real (the Householder reflections leave it):
+    `Re(v[0, 0])` does not move with the phase at the point, so its derivative is the
+    same, whether the phase the rule keeps is NumPy's or not."""
     def first_entry(z):
         w, v = np.linalg.eigh(z)
         return np.real(v[0, 0])
     close(s2sad.grad(first_entry)(Z3), central(first_entry, Z3))
-
-
-@pytest.mark.parametrize("f", [moduli, singular_moduli])
-def test_forward_mode_is_refused_at_its_line(f):
-    with pytest.raises(ComplexValueError, match="forward mode") as caught:
-        s2sad.jvp(f, (Z3,), (np.ones((3, 3)) + 0j,))
-    assert f"{__file__}:" in str(caught.value)
-    with pytest.raises(ComplexValueError, match="forward mode"):
-        s2sad.hvp(f)(Z3, np.ones((3, 3)) + 0j)
 
 
 def test_a_phase_pair_that_turns_together():

@@ -65,10 +65,16 @@ MORE_SAMPLES = {
     "unrepeat": [(r(2, 6), r(2, 3), 2, 1), (r(6), r(3), [1, 2, 3])],
     "unsort": [(r(2, 3), r(2, 3), 0), (r(6), r(2, 3), None)],
     "unsum": [(r(3), r(2, 3)), (r(3), [1.5, r(3)])],
+    "unmulti_dot": [(r(2, 5), [r(2, 3), r(3, 4), r(4, 5)]), (1.5, [r(3), r(3, 4), r(4)]),
+                    (r(4), [r(3), r(3, 4)])],
+    "multi_dot_dot": [([r(2, 3), 0.0, r(4, 5)], [r(2, 3), r(3, 4), r(4, 5)]),
+                      ([r(3), r(3, 4)], [r(3), r(3, 4)])],
     "unsplit": [([r(2, 3), r(2, 3)], [r(2, 3), r(2, 3)], 1), ([r(3), r(3)], [r(3), r(3)], None),
-                ([r(2, 2), r(2, 2)], [r(2, 2), r(2, 2)], None)],
+                ([r(2, 2), r(2, 2)], [r(2, 2), r(2, 2)], None),
+                ([r(4), r(0), r(4)], [r(4), r(0), r(4)], 0, [4, 2], r(6))],
     "resplit": [(r(2, 6), [r(2, 2), r(2, 4)], 1), (r(5), [r(2), r(3)], None),
-                (r(3, 4), [r(3, 1), r(3, 3)], None), (r(5, 2), [r(2, 2), r(3, 2)])],
+                (r(3, 4), [r(3, 1), r(3, 3)], None), (r(5, 2), [r(2, 2), r(3, 2)]),
+                (r(6), [r(4), r(0), r(4)], 0, [4, 2])],
     "unmeshgrid": [([r(4, 3), r(4, 3)], w, r((3, 4)[w]), "xy") for w in (0, 1)]
     + [([r(3, 4, 2)] * 3, w, r((3, 4, 2)[w]), "ij") for w in (0, 1, 2)],
     "remeshgrid": [(r((3, 4)[w]), w, [r(4, 3), r(4, 3)], "xy") for w in (0, 1)]
@@ -359,6 +365,37 @@ def test_jvp_of_a_gradient_is_forward_over_reverse():
     assert np.allclose(tangent, -2 * t * (1 - t ** 2) * v)
 
 
+def weighted_distance(c, p, w):
+    return w * np.sum(np.min(np.sum((p[:, None, :] - c[None]) ** 2, axis=2), axis=1)
+                      * np.sum(c ** 3))
+
+
+def test_jvp_of_a_gradient_gives_both_from_one_pass(monkeypatch):
+    """jvp(grad(f)) returns the gradient and its tangent from one pass of forward mode
+    over the gradient code (the gradient function itself is not called), each against
+    central differences: with respect to one argument and to two, and a tangent None."""
+    rng = np.random.default_rng(5)
+    c, p, w = rng.normal(size=(3, 2)), rng.normal(size=(7, 2)), 1.5
+    vc, vp = rng.normal(size=(3, 2)), rng.normal(size=(7, 2))
+    g, g2 = s2sad.grad(weighted_distance), s2sad.grad(weighted_distance, wrt=(0, 1))
+    expected = g(c, p, w)
+    monkeypatch.setattr(type(g), "__call__", lambda *a, **k: pytest.fail("a second pass"))
+    value, tangent = s2sad.jvp(g, (c, p, w), (vc, None, None))
+    gradient = central(lambda v: weighted_distance(v, p, w), c)
+    assert np.allclose(value, gradient, rtol=1e-6) and np.allclose(value, expected)
+    def along(gradient_at, h=1e-4):     # the derivative of a gradient along e
+        return (gradient_at(h) - gradient_at(-h)) / (2 * h)
+    assert np.allclose(tangent, along(lambda e: central(
+        lambda v: weighted_distance(v, p, w), c + e * vc)), rtol=1e-5, atol=1e-6)
+    (gc, gp), (tc, tp) = s2sad.jvp(g2, (c, p, w), (vc, vp, None))
+    assert np.allclose(gc, gradient) and np.allclose(
+        gp, central(lambda v: weighted_distance(c, v, w), p), rtol=1e-6)
+    assert np.allclose(tc, along(lambda e: central(
+        lambda v: weighted_distance(v, p + e * vp, w), c + e * vc)), rtol=1e-5, atol=1e-6)
+    assert np.allclose(tp, along(lambda e: central(
+        lambda v: weighted_distance(c + e * vc, v, w), p + e * vp)), rtol=1e-5, atol=1e-6)
+
+
 def test_the_fourth_derivative_of_tanh_elementwise():
     eg = s2sad.elementwise_grad
     x = np.linspace(-1.5, 1.5, 7)
@@ -476,8 +513,9 @@ def _samples():
 
 
 #: The helpers whose reverse rule refuses, naming the user's line (the adjoints of the
-#: eigenvectors and singular vectors of complex matrices, which have no second
-#: derivative: tests/test_complex_factors.py)
+#: eigenvectors and singular vectors of complex matrices: no reverse mode over them, the
+#: gradient of a gradient; their second derivatives are forward over reverse:
+#: tests/test_complex_factors.py, tests/test_complex_vector_gauge.py)
 REFUSING = {"hermitian_eigh_adjoint", "complex_svd_adjoint"}
 
 

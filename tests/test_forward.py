@@ -221,6 +221,38 @@ def test_defjvp():
         registry.bump()
 
 
+def test_a_forward_rule_without_a_template_for_a_differentiated_argument_is_refused():
+    # `None` in defjvp, as in defvjp, is "no derivative": a differentiated value passed
+    # there lost its tangent without a word (the check read the reverse rule only, which
+    # these functions have none of)
+    def hyp(a, b):
+        return a * a + b
+    f = _module_level(None, {"hyp": hyp}, "def f(x):\n    return hyp(x, 3.0 * x)\n")
+    g = _module_level(None, {"hyp": hyp}, "def g(x):\n    return hyp(x, 3.0)\n")
+    power = _module_level(None, {"np": np},
+                          "def power(x):\n    return np.float_power(2.0, x) + x\n")
+    cube = _module_level(None, {"np": np},
+                         "def cube(x):\n    return np.float_power(x, 3.0)\n")
+    s2sad.defjvp(hyp, "a, b", "2 * a * t", None)
+    s2sad.defjvp(np.float_power, "x1, x2", "t * x2 * np.float_power(x1, x2 - 1)", None,
+                 namespace={"np": np})
+    try:
+        for fn in (f, power):
+            with pytest.raises(s2sad.MissingRuleError, match=r":2: .*parameter "
+                               r"'(b|x2)'.*s2sad.defjvp"):
+                s2sad.jvp(fn, (0.7,), (1.0,))
+        for fn in (g, cube):     # (passed where the rule differentiates: its tangent)
+            value, tangent = s2sad.jvp(fn, (0.7,), (1.0,))
+            assert value == pytest.approx(fn(0.7), rel=1e-12)
+            assert tangent == pytest.approx(fd_partial(fn, (0.7,), 0), rel=1e-7)
+        # (reverse mode reads hyp's source, which has no rule of that mode)
+        assert s2sad.grad(f)(0.7) == pytest.approx(fd_partial(f, (0.7,), 0), rel=1e-7)
+    finally:
+        registry.JVPS.pop(hyp)
+        registry.PRIMITIVES.pop(np.float_power)
+        registry.bump()
+
+
 def test_generated_source_is_deterministic():
     from s2sad import driver
     from s2sad.options import Options, Variant
@@ -390,7 +422,8 @@ def decompositions(x):
     parts = [w, (v * v).ravel(), np.linalg.eigvalsh(m[:3] + m[:3].T), s, (u * u).ravel(),
              np.linalg.svd(m, compute_uv=False), np.linalg.pinv(m).ravel(), q.ravel(),
              r.ravel(), sol, res, sv, np.linalg.matrix_power(m[:3] + 2 * np.eye(3), 2).ravel(),
-             np.linalg.matrix_power(m[1:] + 2 * np.eye(3), -1).ravel()]
+             np.linalg.matrix_power(m[1:] + 2 * np.eye(3), -1).ravel(),
+             np.linalg.multi_dot([x[:4], m, m.T, np.sin(x[4:8])]).ravel()]
     return np.concatenate(parts)
 
 

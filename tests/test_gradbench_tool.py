@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+import s2sad
 from gradbench import evals, tool
 
 
@@ -62,9 +63,18 @@ def test_llsq():
     y = 0.5 * sum((np.sign(ti) - sum(xj * ti ** j for j, xj in enumerate(x))) ** 2
                   for ti in t)
     assert call("llsq", "primal", {"x": x.tolist(), "n": n}) == pytest.approx(y, rel=1e-12)
-    llsq = evals.load("llsq").llsq
+    module = evals.load("llsq")
     np.testing.assert_allclose(call("llsq", "gradient", {"x": x.tolist(), "n": n}),
-                               fd(lambda v: llsq(v, n), x), rtol=1e-6)
+                               fd(lambda v: module.llsq(v, n), x), rtol=1e-6)
+    # the form first written, elementwise powers (the numba backend's)
+    assert module.llsq_power(x, n) == pytest.approx(y, rel=1e-12)
+    np.testing.assert_allclose(s2sad.grad(module.llsq_power)(x, n),
+                               fd(lambda v: module.llsq_power(v, n), x), rtol=1e-6)
+    # one coefficient: no powers at all
+    assert module.llsq(x[:1], n) == pytest.approx(
+        0.5 * sum((np.sign(ti) - x[0]) ** 2 for ti in t), rel=1e-12)
+    np.testing.assert_allclose(s2sad.grad(module.llsq)(x[:1], n),
+                               fd(lambda v: module.llsq(v, n), x[:1]), rtol=1e-6)
 
 
 def test_ode():
@@ -143,6 +153,12 @@ def test_kmeans(backend):
         diagonal[i] = fd(partial, centroids)[i]
     np.testing.assert_allclose(call("kmeans", "dir", input, backend), gradient / diagonal,
                                rtol=1e-5, atol=1e-8)
+    # the form first written, the differences broadcast to n×k×d
+    assert km.cost_broadcast(centroids, points) == pytest.approx(km.cost(centroids, points),
+                                                                 rel=1e-12)
+    g, h = s2sad.jvp(s2sad.grad(km.cost_broadcast, backend=backend), (centroids, points),
+                     (np.ones_like(centroids), None))
+    np.testing.assert_allclose(g / h, gradient / diagonal, rtol=1e-5, atol=1e-8)
 
 
 def gmm_input(d, k, n, m, gamma, seed):
@@ -187,10 +203,16 @@ def test_gmm(backend):
     gmm = evals.load("gmm")
     args = gmm._input(input)
     jacobian = call("gmm", "jacobian", input, backend)
+    # both forms, the first written too (einsum over (n, k, d)), against the definition
+    # and central differences
+    assert gmm.objective_einsum(*args) == pytest.approx(gmm_definition(input), rel=1e-10)
+    first = s2sad.grad(gmm.objective_einsum, wrt=(0, 1, 2, 3), backend=backend)(*args)
     for i, name in enumerate(("alpha", "mu", "q", "l")):
         def f(v):
             return gmm.objective(*args[:i], v, *args[i + 1:])
-        np.testing.assert_allclose(jacobian[name], fd(f, args[i]), rtol=1e-6, atol=1e-8)
+        expected = fd(f, args[i])
+        np.testing.assert_allclose(jacobian[name], expected, rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(first[i], expected, rtol=1e-6, atol=1e-8)
 
 
 def test_det():

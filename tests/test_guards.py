@@ -156,6 +156,19 @@ def test_changed_defaults_and_keyword_defaults():
     every_mode_agrees(f, 1.5, g)
 
 
+def test_keyword_defaults_changed_in_place():
+    # `__kwdefaults__` is a dict: an item set in it is no assignment to the function,
+    # which the audit hook would report; its values are compiled in
+    nb = Notebook().run("def f(x, *, p=2.0):\n    return x ** p\n").run(
+        "def helper(x, *, k=2.0):\n    return k * x * x\n"
+        "def fh(x):\n    return helper(x) + x\n")
+    for f, kw in [(nb["f"], nb["f"].__kwdefaults__), (nb["fh"], nb["helper"].__kwdefaults__)]:
+        g = s2sad.grad(f)
+        every_mode_agrees(f, 1.5, g)
+        kw[next(iter(kw))] = 3.0
+        every_mode_agrees(f, 1.5, g)
+
+
 def test_defaults_of_a_called_helper_changed():
     nb = Notebook().run("def scaled(x, k=2.0):\n    return k * x * x\n").run(
         "def f(x):\n    return scaled(x) + 1.0\n")
@@ -354,6 +367,60 @@ def test_the_numba_backend_sees_a_global_array_written_into():
         nb["w"][0] = 10.0
         nb["ws"][1][2] = -3.0
         g.__closure__[0].cell_contents[2] = -4.0
+
+
+def test_the_numba_backend_sees_a_global_number_rebound_where_the_passes_did_not_look():
+    # Numba takes each global its code reads as a constant: a flag read by a branch
+    # (`if USE:`, which no pass resolves) and a number read by a helper it compiles gave
+    # the derivative of the function as it was, rebound to a value of the same class
+    pytest.importorskip("numba")
+    nb = Notebook(USE=True, c=2.0).run(
+        "def f(x):\n    if USE:\n        return np.sum(np.sin(x))\n"
+        "    return np.sum(x ** 2)\n").run(
+        "def h(x):\n    return c * x ** 2\n").run(
+        "def g(x):\n    return np.sum(h(x))\n")
+    x, v = np.array([0.3, -0.7, 1.1]), np.array([1.0, 0.5, -0.3])
+    made = [(nb[n], s2sad.grad(nb[n], backend="numba"), s2sad.hvp(nb[n], backend="numba"))
+            for n in ("f", "g")]
+    for step in range(2):
+        # (the Hessians are diagonal: -sin(x) or 2 for f, 2 c for g)
+        curvatures = [-np.sin(x) if nb["USE"] else 2.0, 2.0 * nb["c"]]
+        for (f, grad, hvp), curvature in zip(made, curvatures):
+            close(grad(x), fd_array_grad(f, (x,), 0))
+            close(s2sad.jvp(f, (x,), (v,), backend="numba")[1],
+                  np.dot(fd_array_grad(f, (x,), 0), v))
+            close(hvp(x, v), curvature * v)
+        nb.ns["USE"], nb.ns["c"] = False, 3.0
+
+
+def test_the_numba_backend_with_a_keyword_only_default_changed_in_place():
+    # jvp and hvp of the numba backend failed with a TypeError (Numba is given keyword
+    # defaults only where they are passed), and grad kept the old value
+    pytest.importorskip("numba")
+    nb = Notebook().run("def f(x, *, p=2.0):\n    return np.sum(x ** p)\n")
+    f, x, v = nb["f"], np.array([0.3, 0.7, 1.1]), np.array([1.0, 0.5, -0.3])
+    grad, hvp = s2sad.grad(f, backend="numba"), s2sad.hvp(f, backend="numba")
+    for p in (2.0, 3.0):
+        close(grad(x), fd_array_grad(f, (x,), 0))
+        close(s2sad.jvp(f, (x,), (v,), backend="numba")[1],
+              np.dot(fd_array_grad(f, (x,), 0), v))
+        close(hvp(x, v), p * (p - 1) * x ** (p - 2) * v)       # (a diagonal Hessian)
+        f.__kwdefaults__["p"] = 3.0
+
+
+def test_the_numba_backend_with_an_array_default_kept_on_disk(monkeypatch, tmp_path):
+    # the copy of the derivative kept in the disk cache is a module of its own: its
+    # defaults' expressions read the user's names, and its defaults are the user's objects
+    pytest.importorskip("numba")
+    monkeypatch.setenv("S2SAD_CACHE_DIR", str(tmp_path))
+    nb = Notebook().run("def f(x, w=np.array([1.0, 2.0, 3.0])):\n"
+                        "    return np.sum(w * x ** 2)\n")
+    f, x = nb["f"], np.array([0.3, -0.7, 1.1])
+    g = s2sad.grad(f, backend="numba")
+    close(g(x), fd_array_grad(f, (x,), 0))
+    f.__defaults__[0][0] = 10.0
+    close(g(x), fd_array_grad(f, (x,), 0))
+    close(s2sad.value_and_grad(f, backend="numba")(x)[1], fd_array_grad(f, (x,), 0))
 
 
 def test_the_numba_backends_hvp_sees_a_rebound_global():

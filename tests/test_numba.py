@@ -313,7 +313,9 @@ def test_vjp_pulls_back_through_numbas_adjoint():
             expected = fd_array_grad(lambda *a: np.sum(rodrigues(*a) * seed), args, i)
             np.testing.assert_allclose(got[i], expected, rtol=1e-6, atol=1e-8)
     _, pullback = s2sad.vjp(babysqrt, 2.0, backend="numba")
-    assert pullback(1.0) == pytest.approx(1 / (2 * math.sqrt(2)), rel=1e-12)
+    x_bar, = pullback(1.0)      # (a tuple of one adjoint a positional argument, as on Python)
+    assert x_bar == pytest.approx(1 / (2 * math.sqrt(2)), rel=1e-12)
+    assert type(pullback(1.0)) is type(s2sad.vjp(babysqrt, 2.0)[1](1.0)) is tuple
     with pytest.raises(s2sad.S2SADError, match="has_aux"):
         s2sad.vjp(babysqrt, 2.0, backend="numba", has_aux=True)
     with pytest.raises(s2sad.S2SADError, match="the backend is 'python' or 'numba'"):

@@ -866,3 +866,17 @@ def test_an_array_row_changed_in_place_by_its_loop_variable_is_refused_with_the_
         "def g(x):\n    y = np.outer(x, x)\n    for i in range(len(y)):\n"
         "        y[i] *= 2.0\n    return np.sum(y)\n", {"np": np})
     np.testing.assert_allclose(s2sad.grad(g)(np.array([1.0, 2.0])), 4.0 * 3.0 * np.ones(2))
+
+
+def test_a_nested_function_whose_default_reads_a_variable_of_the_function_around_it():
+    # (the generated signature evaluated `body=body` where only the user's function
+    # could: a NameError inside s2sad)
+    x = np.array([0.3, 0.8])
+    for body, scale in ((lambda u, k: np.sin(k * u), 3.0), (lambda u, k: np.exp(k * u), 0.5)):
+        def loss(u, kappa, body=body, s=scale):
+            return s * np.sum(body(u, kappa))
+        h = 1e-6
+        expected = [(loss(x + h * e, 0.5) - loss(x - h * e, 0.5)) / (2 * h) for e in np.eye(2)]
+        np.testing.assert_allclose(s2sad.grad(loss)(x, 0.5), expected, rtol=1e-7)
+        _, tangent = s2sad.jvp(loss, (x, 0.5), (np.array([1.0, 0.0]), 0.0))
+        assert tangent == pytest.approx(expected[0], rel=1e-7)

@@ -265,6 +265,18 @@ def s_hsplit_vsplit(x):
     return np.concatenate([a.ravel(), b[0] * c[0, 1:], d[0], e[0] * 2.0])
 
 
+def s_split_unordered(x):
+    # (cuts out of order: NumPy's parts x[:4] and x[2:] overlap, the middle one is empty;
+    # their adjoints were joined as if they tiled x)
+    a, b, c = np.split(x, [4, 2])
+    d, e, f = np.hsplit(x, [-2, 2])
+    return np.concatenate([a * a, b, 3.0 * c, np.sin(d), e, f ** 3])
+
+
+def s_multi_dot(a, b):
+    return np.linalg.multi_dot([a, b, b.T, np.sin(a.T)])
+
+
 def s_append(x, y):
     return np.append(x, y) * 2.0 + np.append(x, x[:1], axis=0).sum()
 
@@ -601,6 +613,8 @@ CASES = {
     "split": (s_split, {"mat": (R((3, 4)),)}),
     "array_split": (s_array_split, {"vec": (R((5,)),)}),
     "hsplit_vsplit": (s_hsplit_vsplit, {"mat": (R((3, 4)),)}),
+    "split_unordered": (s_split_unordered, {"vec": (R((6,)),)}),
+    "multi_dot": (s_multi_dot, {"mats": (R((2, 3)), R((3, 4)))}),
     "append": (s_append, {"mat-vec": (R((2, 3)), R((4,))), "mat-py": (R((2, 3)), R(None))}),
     "flips": (s_flips, {"mat": (R((3, 4)),)}),
     "rot90": (s_rot90, {"mat": (R((3, 4)),)}),
@@ -956,6 +970,22 @@ CASES.update({
                                                       S.uniform((3,), 2.3, 2.6))}),
 })
 HESSIANS.update({"linspace_row_stack": (h_linspace_row_stack, [R((4,))])})
+
+
+def h_split_unordered(x):
+    a, b, c = np.split(x, [4, 2])
+    return np.sum(np.sin(a) * c) + np.sum(b) + np.sum(np.array_split(x * x, [-1, 1])[2] ** 2)
+
+
+HESSIANS.update({"split_unordered": (h_split_unordered, [R((6,))])})
+
+
+def h_multi_dot(x):
+    a = x.reshape(2, 3)
+    return np.sum(np.linalg.multi_dot([a, a.T, a]) ** 2)
+
+
+HESSIANS.update({"multi_dot": (h_multi_dot, [R((6,))])})
 
 
 # -- the oracle -------------------------------------------------------------------------

@@ -2110,6 +2110,21 @@ def split_at(x):
     return np.sum(np.sin(p[0])) + np.sum(p[2] * W_) + np.sum(p[1] ** 2)
 
 
+def multi_dot_chain(a, b, c):
+    return np.sum(np.linalg.multi_dot([a, b, c]) * W25)
+
+
+def multi_dot_vectors(v, a, w):
+    # (a 1-D first operand is a row, a 1-D last one a column: a number)
+    return np.linalg.multi_dot([v, a, a.T, w]) * W_
+
+
+def split_unordered(x):
+    # (cuts out of order: the parts x[:4] and x[2:] overlap)
+    a, b, c = np.split(x, [4, 2])
+    return np.sum(np.sin(a) * W_) + np.sum(b) + np.sum(c ** 3)
+
+
 def array_split_fn(x):
     p = np.array_split(x, 3)
     return np.sum(np.sin(p[0])) + np.sum(p[2] * 3.0)
@@ -3142,6 +3157,9 @@ case(einsum_four, [np.einsum], (R((3,)), R((3, 4)), R((2, 5))))
 case(split_halves, [np.split], (R((3, 4)),))
 case(split_at, [np.split], (R((5,)),))
 case(array_split_fn, [np.array_split], (R((4,)),))
+case(split_unordered, [np.split], (R((6,)),))
+case(multi_dot_chain, [np.linalg.multi_dot], (R((2, 3)), R((3, 4)), R((4, 5))))
+case(multi_dot_vectors, [np.linalg.multi_dot], (R((3,)), R((3, 4)), R((3,))))
 case(hsplit_fn, [np.hsplit], {"mat": (R((3, 4)),), "vec": (R((4,)),)})
 case(vsplit_fn, [np.vsplit], (R((3, 4)),))
 case(append_flat, [np.append], {"mat-vec": (R((2, 3)), R((4,))), "vec-py": (R((3,)), R(None))})

@@ -1,8 +1,11 @@
 """Calls that write into an array they are given (`out=`, `np.copyto`, `np.fill_diagonal`,
-`y.fill(v)`), differentiated as the element assignments they stand for
+`y.fill(v)`), and `setattr(obj, "name", v)`, differentiated as the element assignments they stand for
 (before_ad/write_calls.py): grad, value_and_grad's value, vjp, jvp and hessian against
 central differences of the function as it is (float64); what stays refused is refused at
 the user's line."""
+import logging
+import operator
+
 import numpy as np
 import pytest
 
@@ -95,9 +98,31 @@ def out_through_view(x):
     return np.sum(y * np.arange(4.0))
 
 
+class Box:
+    def put(self, v):
+        setattr(self, "w", v * 2.0)
+
+    def put_named(self, name, v):
+        setattr(self, name, v * 2.0)
+
+
+def set_attribute(x):
+    # (its gradient was zero: setattr was not followed)
+    box = Box()
+    box.w = 0.0
+    setattr(box, "w", x * np.sin(x))
+    return np.sum(box.w ** 2)
+
+
+def set_attribute_in_a_method(x):
+    box = Box()
+    box.put(x ** 2)
+    return np.sum(box.w * x)
+
+
 CASES = [ufunc_out, bound_result, out_slice, reduction_out, out_into_own_input, copyto,
          copyto_where, copyto_where_positional, fill_diagonal, fill_diagonal_wide, fill,
-         fill_in_loop]
+         fill_in_loop, set_attribute, set_attribute_in_a_method]
 
 
 def assert_close(actual, expected, rtol=1e-6, atol=1e-8):
@@ -125,7 +150,8 @@ def test_vjp_and_jvp(f):
     assert_close(tangent, expected @ t)
 
 
-@pytest.mark.parametrize("f", [ufunc_out, out_slice, copyto_where, fill_diagonal, fill],
+@pytest.mark.parametrize("f", [ufunc_out, out_slice, copyto_where, fill_diagonal, fill,
+                               set_attribute],
                          ids=lambda f: f.__name__)
 def test_hessian(f):
     assert_close(s2sad.hessian(f)(X.copy()), fd_hessian(f, X.copy()), rtol=1e-4, atol=1e-5)
@@ -190,6 +216,73 @@ def test_what_stays_refused_is_located():
     with pytest.raises(s2sad.S2SADError) as err:
         s2sad.grad(out_through_view)(X.copy())
     assert "test_write_calls.py" in str(err.value) and "y is read after" in str(err.value)
+
+
+def set_attribute_by_a_name(x):
+    box, name = Box(), "w"
+    setattr(box, name, x * 2.0)
+    return np.sum(box.w ** 2)
+
+
+def set_attribute_through_object(x):
+    box = Box()
+    object.__setattr__(box, "w", x * 2.0)
+    return np.sum(box.w ** 2)
+
+
+def set_item_by_operator(x):
+    y = np.zeros(3)
+    operator.setitem(y, 0, x[1] ** 2)
+    return np.sum(y) + x[0]
+
+
+def add_in_place_by_operator(x):
+    y = x * 1.0
+    operator.iadd(y, x)
+    return np.sum(y ** 2)
+
+
+def update_vars(x):
+    box = Box()
+    vars(box).update(w=x * 2.0)
+    return np.sum(box.w ** 2)
+
+
+def set_attribute_by_a_name_in_a_method(x):
+    # (the method's change of its object was lost: its summary did not see setattr)
+    box = Box()
+    box.put_named("w", x * x)
+    return np.sum(box.w * x)
+
+
+def delete_attribute(x):
+    box = Box()
+    box.put(x)
+    delattr(box, "w")
+    return np.sum(x) + 1.0
+
+
+@pytest.mark.parametrize("f", [set_attribute_by_a_name, set_attribute_through_object,
+                               set_item_by_operator, add_in_place_by_operator, update_vars,
+                               delete_attribute, set_attribute_by_a_name_in_a_method],
+                         ids=lambda f: f.__name__)
+def test_library_calls_that_change_what_they_are_given_are_refused(f):
+    # each gave a zero or partial gradient without a word: a library function without a
+    # rule, its result unused, given a differentiated value and something it may change
+    for mode in (s2sad.grad, lambda f: lambda x: s2sad.jvp(f, (x,), (x,))):
+        with pytest.raises(s2sad.S2SADError) as err:
+            mode(f)(X.copy())
+        assert "test_write_calls.py:" in str(err.value)
+
+
+def logged(x):
+    y = np.sum(x ** 2)
+    logging.debug("y = %s", y)      # numbers only: nothing it could change
+    return y
+
+
+def test_a_library_call_given_only_numbers_is_differentiated():
+    assert_close(s2sad.grad(logged)(X.copy()), fd_array_grad(logged, (X.copy(),), 0))
 
 
 @pytest.mark.parametrize("f", [ufunc_out, copyto, fill], ids=lambda f: f.__name__)
@@ -315,3 +408,58 @@ def test_a_helper_writing_by_a_call_it_cannot_rewrite_is_refused():
     with pytest.raises(s2sad.S2SADError) as err:
         s2sad.grad(f)(X.copy())
     assert "test_write_calls.py" in str(err.value)
+
+
+# -- compiled code s2sad cannot read, called for what it does -----------------------------
+def _spline():
+    interpolate = pytest.importorskip("scipy.interpolate")
+    return interpolate.CubicSpline(np.linspace(0.0, 1.0, 5), np.linspace(0.0, 1.0, 5) ** 2)
+
+
+def test_a_spline_of_scipy_is_refused_at_the_users_line_not_differentiated_to_zero():
+    # (SciPy's PPoly.__call__ fills `out` with compiled code (`_ppoly.evaluate(..., out)`):
+    # s2sad read the Python around it and gave a gradient of zeros)
+    spline = _spline()
+
+    def through_spline(x):
+        return np.sum(spline(x))
+    with pytest.raises(s2sad.MissingRuleError, match="may write into out") as info:
+        s2sad.grad(through_spline)(np.array([0.2, 0.5]))
+    assert str(info.value).startswith(f"{__file__}:")
+
+
+def test_compiled_code_given_an_array_to_fill_is_refused_here_and_in_a_helper():
+    _ppoly = pytest.importorskip("scipy.interpolate._ppoly")
+    spline = _spline()
+    c = spline.c.reshape(spline.c.shape[0], spline.c.shape[1], -1)
+
+    def fill(x, out):
+        _ppoly.evaluate(c, spline.x, x, 0, True, out)
+
+    def inline(x):
+        out = np.empty((len(x), 1))
+        _ppoly.evaluate(c, spline.x, x, 0, True, out)
+        return np.sum(out)
+
+    def through_helper(x):
+        out = np.empty((len(x), 1))
+        fill(x, out)
+        return np.sum(out)
+    with pytest.raises(s2sad.MissingRuleError, match="what it changes in the arrays") as info:
+        s2sad.grad(inline)(np.array([0.2, 0.5]))
+    assert str(info.value).startswith(f"{__file__}:") and "_ppoly.evaluate(c" in str(info.value)
+    with pytest.raises(s2sad.UnsupportedSyntaxError, match="may write into out") as info:
+        s2sad.grad(through_helper)(np.array([0.2, 0.5]))
+    assert info.value.filename == __file__ and "fill(x, out)" in info.value.text
+
+
+def test_calls_that_read_differentiated_arrays_are_not_refused():
+    # print, and logging given the arrays themselves (which a library reads)
+    import logging
+
+    def logs(x):
+        y = np.sin(x)
+        print(y.shape)
+        logging.getLogger(__name__).debug("%s %s", x, y)
+        return np.sum(y)
+    np.testing.assert_allclose(s2sad.grad(logs)(X), np.cos(X), rtol=1e-12)

@@ -32,7 +32,31 @@ def lower_columns(d):
 
 
 def objective(alpha, mu, q, strict, x, m, gamma, rows, cols):
-    """`strict` is the README's l: each component's strictly lower part, column by column."""
+    """`strict` is the README's l: each component's strictly lower part, column by column.
+    The components lead the axes, so that Qₖ(xᵢ - μₖ) for all i is one matrix product per
+    component (GradBench's JAX and PyTorch tools write it as an einsum over (n, k, d))."""
+    n, d = x.shape
+    k = alpha.shape[0]
+    lower = np.zeros((k, d, d))
+    lower[:, rows, cols] = strict
+    Q = lower + np.exp(q)[:, :, None] * np.eye(d)
+    centred = x[None, :, :] - mu[:, None, :]                        # (k, n, d)
+    Qx = centred @ np.transpose(Q, (0, 2, 1))                       # (k, n, d)
+    sum_q = np.sum(q, axis=1)
+    beta = (alpha + sum_q)[:, None] - 0.5 * np.sum(Qx * Qx, axis=2)     # (k, n)
+    likelihood = (-n * (0.5 * d * math.log(2 * math.pi) + logsumexp(alpha, 0))
+                  + np.sum(logsumexp(beta, 0)))
+    dof = d + m + 1
+    prior = (k * (dof * d * math.log(gamma / math.sqrt(2)) - log_multigamma(0.5 * dof, d))
+             - 0.5 * gamma * gamma * np.sum(Q * Q) + m * np.sum(sum_q))
+    return likelihood + prior
+
+
+def objective_einsum(alpha, mu, q, strict, x, m, gamma, rows, cols):
+    """As first written (the numba backend's: Numba's matmul takes no stacks of
+    matrices): the points lead the axes, and Qₖ(xᵢ - μₖ) is NumPy's `einsum` over
+    (n, k, d), which makes no matrix product of it (about twice `objective`'s CPU time
+    at d = 10, k = 25, n = 1,000, and its gradient's)."""
     n, d = x.shape
     k = alpha.shape[0]
     lower = np.zeros((k, d, d))
@@ -66,6 +90,7 @@ def _jacobian(parts):
 
 
 def functions(backend):
-    return {"objective": Function(_input, primal(objective, backend), float),
-            "jacobian": Function(_input, s2sad.grad(objective, wrt=(0, 1, 2, 3),
+    f = objective if backend == "python" else objective_einsum
+    return {"objective": Function(_input, primal(f, backend), float),
+            "jacobian": Function(_input, s2sad.grad(f, wrt=(0, 1, 2, 3),
                                                     backend=backend), _jacobian)}

@@ -3,7 +3,8 @@
 The adjoint of a broadcasting operation is summed back to each argument's shape unless
 the shapes are known to be equal. The shape of a name is known as the broadcast of a set
 of shapes: a parameter's own, or that of an index of an array by constant slices that
-trim as many elements from each axis (`x[1:]` and `x[:-1]` have the same shape). An
+trim as many elements from each axis (`x[1:]` and `x[:-1]` have the same shape), or of
+the array another is made like (`np.zeros_like(a)`, `np.ones(a.shape)`). An
 elementwise operation (`2 * x`, `np.tanh(x)`, `x + y`) has the broadcast of the sets of
 its array operands, so that `y * z` and `(y * z) - np.exp(z)` have the same shape. An
 index by an int removes an axis: a constant, the counter of a `for` over `range` (in
@@ -492,6 +493,9 @@ class Shapes:
             base = self.of(value.value.id)
             return None if index is None or base is None else frozenset(
                 [("index", base, index)])
+        made = self._made_like(value, op)
+        if made is not None:
+            return made
         variant = getattr(op, "variant", None)
         like = getattr(registry.primitive(op.prim), "shaped", None) if op else None
         if like is not None and op.bound and isinstance(op.bound.get(like), gast.Name):
@@ -503,6 +507,27 @@ class Shapes:
             return None
         keys = [self.of(a.id) for a in shaped]
         return None if None in keys else frozenset().union(*keys)
+
+    def _made_like(self, value, op):
+        """The class of an array made in the shape of another: `np.zeros_like(a)` (and
+        `ones_like`, `empty_like`, `full_like(a, v)`) without a `shape`, and
+        `np.zeros(s)` (`ones`, `empty`, `full(s, v)`) of `s = a.shape`: that of `a`."""
+        if op is None or not isinstance(value, gast.Call) or not value.args:
+            return None
+        first = value.args[0]
+        if not isinstance(first, gast.Name) or any(
+                k.arg not in ("dtype", "order", "fill_value") for k in value.keywords):
+            return None
+        if op.prim in _MADE_LIKE and len(value.args) <= _MADE_LIKE[op.prim]:
+            return self.of(first.id) if self.kinds.kind.get(first.id) == ARRAY else None
+        if op.prim in _MADE_OF_SHAPE and len(value.args) <= _MADE_OF_SHAPE[op.prim]:
+            defs = self._bindings.get(first.id, [])
+            shape = defs[0].value if len(defs) == 1 and defs[0] is not None else None
+            if (isinstance(shape, gast.Attribute) and shape.attr == "shape"
+                    and isinstance(shape.value, gast.Name)
+                    and self.kinds.kind.get(shape.value.id) == ARRAY):
+                return self.of(shape.value.id)
+        return None
 
     def _reduced(self, base, op):
         if op.bound is None:        # a call the rule does not cover (`where=`)
@@ -528,6 +553,12 @@ class Shapes:
         self.sources[base] = set()
         for m in key:
             self.sources[base] |= self.sources.get(self._find(m), set())
+
+
+# {function: how many positional arguments it may take with the shape made as its
+# first's}: of an array (`_like`), of a shape (`np.zeros(a.shape)`)
+_MADE_LIKE = {np.zeros_like: 2, np.ones_like: 2, np.empty_like: 2, np.full_like: 3}
+_MADE_OF_SHAPE = {np.zeros: 2, np.ones: 2, np.empty: 2, np.full: 3}
 
 
 def pattern(array):

@@ -18,6 +18,12 @@ loops, indexing and arithmetic it differentiates:
 - `functools.reduce(f, xs, init)` is the loop it stands for, before the statement (`acc =
   init`, `for x in xs: acc = f(acc, x)`; without `init`, from the first item over the
   others, raising Python's TypeError for no items), and the call is `acc`.
+- a call of `np.vectorize(f)` (made in the function, or an object made outside it) of a
+  Python function `f` is the loop NumPy runs: `f` called on each element of the
+  arguments broadcast together (`shape = np.broadcast_shapes(np.shape(x), np.shape(y))`,
+  then `np.reshape(np.array([f(a, b) for a, b in zip(np.ravel(np.broadcast_to(x, shape)),
+  ...)]), shape)`); the object's `pyfunc` is guarded. `signature=`, `excluded=`
+  and keyword arguments are refused at the line.
 
 A sequence, a key function or an operand that is not a name is evaluated once, into a
 name bound before the statement (a lambda given as `key=` becomes a named one, which
@@ -40,6 +46,7 @@ import builtins
 import functools
 
 import gast
+import numpy as np
 
 from .. import marks, syntax
 from ..rules.registry import HELPERS
@@ -57,7 +64,7 @@ def run(fn, ctx):
     """The pass (nothing to do without a name of one of the builtins it rewrites)."""
     if any(n.id in NAMES for n in syntax.name_nodes(fn)) or any(     # (a consumer too)
             isinstance(n, gast.Attribute) and n.attr == "reduce" or isinstance(n, gast.Name)
-            and n.id == "reduce" for n in syntax.walk(fn)):
+            and n.id == "reduce" for n in syntax.walk(fn)) or _vectorized_calls(fn, ctx.src):
         BuiltinCalls(ctx).run(fn)
     return fn
 
@@ -124,6 +131,8 @@ class BuiltinCalls:
             for k in e.keywords:
                 k.value = self.expr(k.value, held=held)
             made = self.call(e, called, consumed, in_loop_iter, held)
+            if made is None and _vectorize_of(e.func, self.src) is not None:
+                made = self.vectorized(e, held)
             if made is None and self.is_reduce(e.func):
                 made = self.reduced(e, held)
             if made is None and consumed and _view_of_dict(e):
@@ -220,6 +229,46 @@ class BuiltinCalls:
             elt, ifs = syntax.name(targets[0]), [test]
         return gast.GeneratorExp(elt=elt, generators=[gast.comprehension(
             target=target, iter=iterable, ifs=ifs, is_async=0)])
+
+    def vectorized(self, e, held):
+        """The call `e` of an `np.vectorize` object as the loop NumPy runs (see the module
+        docstring); None where nothing can be bound before the statement."""
+        vectorized, f = _vectorize_of(e.func, self.src)
+        if vectorized is not None and (vectorized.signature is not None
+                                       or vectorized.excluded):
+            raise self.src.syntax_error(e, (
+                "np.vectorize with signature= or excluded= is not differentiated: call the "
+                "function on the elements in a loop or a comprehension"))
+        if e.keywords or any(isinstance(a, gast.Starred) for a in e.args) or not e.args:
+            raise self.src.syntax_error(e, (
+                "a call of an np.vectorize function is differentiated with its arguments "
+                "given by position, one by one: write f(x, y), not f(x, k=y) or f(*xs)"))
+        if not held or self.prelude is None:
+            return None
+        args = [self.atom(a, "arg", held) for a in e.args]
+        if len(args) == 1:
+            shape = syntax.call(self.name("shape", np.shape), [args[0]])
+            flat = [syntax.call(self.name("ravel", np.ravel), [args[0]])]
+        else:
+            shape = syntax.name(self.namer.fresh("shape"))
+            self.prelude.append(syntax.assign(shape.id, syntax.call(
+                self.name("broadcast_shapes", np.broadcast_shapes),
+                [syntax.call(self.name("shape", np.shape), [a]) for a in args])))
+            flat = [syntax.call(self.name("ravel", np.ravel), [syntax.call(
+                self.name("broadcast_to", np.broadcast_to), [a, syntax.name(shape.id)])])
+                for a in args]
+        items = [self.namer.fresh("x") for _ in args]
+        if len(items) == 1:
+            target, iterable = syntax.name(items[0], store=True), flat[0]
+        else:
+            target = gast.Tuple(elts=[syntax.name(t, store=True) for t in items],
+                                ctx=gast.Store())
+            iterable = syntax.call(self.name("zip", zip), flat)
+        values = gast.ListComp(elt=syntax.call(f, [syntax.name(t) for t in items]),
+                               generators=[gast.comprehension(target=target, iter=iterable,
+                                                              ifs=[], is_async=0)])
+        return syntax.call(self.name("reshape", np.reshape), [
+            syntax.call(self.name("array", np.array), [values]), shape])
 
     def is_reduce(self, func):
         """Whether `func` denotes `functools.reduce` (`reduce` imported, or
@@ -351,9 +400,40 @@ class BuiltinCalls:
         return func
 
     def name(self, name, obj):
-        func = syntax.name(self.ctx.bind(name))
+        func = syntax.name(self.ctx.bind(name, obj=obj))
         marks.PRIM.put(func, obj)
         return func
+
+
+def _vectorize_of(func, src):
+    """(the np.vectorize object, None where it is made here; the node of its Python
+    function) of the called `func`, an `np.vectorize` object (a name or attribute chain
+    denoting one, whose `pyfunc` is then resolved, and so guarded) or `np.vectorize(f)`,
+    or None."""
+    if isinstance(func, gast.Call) and len(func.args) == 1 and not func.keywords and (
+            isinstance(func.func, (gast.Name, gast.Attribute)) and _chain(func.func)
+            and src.resolve(func.func) is np.vectorize):
+        f = func.args[0]
+        return (None, f) if isinstance(f, (gast.Name, gast.Attribute)) else None
+    if not (isinstance(func, (gast.Name, gast.Attribute)) and _chain(func)):
+        return None
+    obj = src.resolve(func)
+    if type(obj) is not np.vectorize:
+        return None
+    pyfunc = gast.Attribute(value=syntax.copied(func), attr="pyfunc", ctx=gast.Load())
+    src.resolve(pyfunc)     # (guarded: a new function set on the object is seen)
+    attrs, base = [], pyfunc
+    while isinstance(base, gast.Attribute):
+        attrs.append(base.attr)
+        base = base.value
+    src.read_away.add((base.id, *reversed(attrs)))
+    return obj, pyfunc
+
+
+def _vectorized_calls(fn, src):
+    """Whether `fn` calls an `np.vectorize` object (see `_vectorize_of`)."""
+    return any(isinstance(n, gast.Call) and _vectorize_of(n.func, src) is not None
+               for n in syntax.walk(fn))
 
 
 def _view_of_dict(e):

@@ -29,6 +29,7 @@ rebinding them are written.
 """
 import dataclasses
 import inspect
+import operator
 import weakref
 
 import gast
@@ -42,7 +43,7 @@ from ..errors import S2SADError
 from ..frontend import guards, source
 from ..frontend.structure import user_class
 from ..rules import registry, runtime
-from .lost_derivatives import MUTATING_METHODS, changes_its_receiver
+from .lost_derivatives import MUTATING_METHODS, changes_its_receiver, opaque_call_given
 from .write_calls import out_argument
 from .resolve_calls import Version
 
@@ -112,18 +113,28 @@ class Summary:
                 f"value and use what it returns ({memory} = {self.name}(...))")
 
 
+#: Python's functions that change their first argument (`setattr(obj, name, v)` by a
+#: name not written in the call, `operator.setitem(y, i, v)`, `operator.iadd(y, v)`).
+CHANGING_THEIR_FIRST = (setattr, delattr, object.__setattr__, object.__delattr__,
+                        operator.setitem, operator.delitem, operator.iadd, operator.isub,
+                        operator.imul, operator.itruediv, operator.ifloordiv,
+                        operator.ipow, operator.imatmul, operator.imod)
+
+
 def changed_in_place(call, ctx):
     """The name whose memory `call` changes in place as it runs, or None: the receiver
     of an in-place method (`y.sort()`, `lst.extend(v)`, `t.fill(v)` of a view `t`), the
     array of `out=`, the argument a primitive's record `writes` into (`np.copyto`), the
-    first argument of a ufunc's `.at`."""
+    first argument of a ufunc's `.at`, or of one of `CHANGING_THEIR_FIRST`."""
     func = call.func
     prim = ctx.resolve(func)
     out = out_argument(call, prim)
     if isinstance(out, gast.Name):
         return out.id
     record = registry.primitive(prim)
-    if isinstance(func, gast.Attribute) and func.attr == "at" and isinstance(
+    if _changes_its_first(prim) and call.args:
+        written = call.args[0]
+    elif isinstance(func, gast.Attribute) and func.attr == "at" and isinstance(
             ctx.resolve(func.value), np.ufunc):
         written = call.args[0] if call.args else None
     elif record is not None and record.writes is not None and len(call.args) > record.writes:
@@ -139,11 +150,19 @@ def changed_in_place(call, ctx):
 def _writes_into_an_argument(call, obj):
     """Whether `call`, of `obj` (None if unknown), writes into an array it is given: a
     NumPy call's `out` (by keyword or position), a primitive whose record `writes` into
-    an argument (`np.copyto`, `np.put`), a ufunc's `.at`."""
+    an argument (`np.copyto`, `np.put`), a ufunc's `.at`, one of `CHANGING_THEIR_FIRST`
+    (`setattr`: see before_ad/write_calls.py)."""
     record = registry.primitive(obj)
-    return out_argument(call, obj) is not None or (
+    return _changes_its_first(obj) or out_argument(call, obj) is not None or (
         record is not None and record.writes is not None) or (
         isinstance(call.func, gast.Attribute) and call.func.attr == "at")
+
+
+def _changes_its_first(obj):
+    try:
+        return any(obj is f for f in CHANGING_THEIR_FIRST)
+    except TypeError:
+        return False
 
 
 def python_callee(call, ctx):
@@ -224,8 +243,10 @@ def _may_write(fn, seen):
     except Exception:       # noqa: BLE001 - no source: nothing s2sad differentiates
         return False, []
     found, relied = False, []
+    params = {a.id for a in src.node.args.args + src.node.args.posonlyargs
+              + src.node.args.kwonlyargs}
     for node in syntax.walk(src.node):
-        if mutated_name(node, None) is not None:
+        if mutated_name(node, None) is not None or opaque_call_given(node, src, params):
             found = True
             break
         if isinstance(node, gast.Call):

@@ -14,14 +14,23 @@ located error that says what to write instead:
   in-place method (`y.sort()`, `lst.extend(v)`, also through a view: `y[:2].sort()`,
   `h.T.fill(v)`): `UnsupportedSyntaxError`, since the write changes the array behind
   the names that hold it;
+- a call, for what it does, of a Python function that gives one of its parameters to
+  compiled code s2sad has no rule for and cannot read (`writes_through_compiled_code`),
+  given differentiated values and an array of the function's they do not reach, or
+  one of its parameters (SciPy's splines fill `out` with `_ppoly.evaluate` in a
+  method): it may write into that array, unseen: `UnsupportedSyntaxError`;
 - a call of a value that holds differentiated values and that `resolve_calls` could
   not resolve (a `functools.partial` assigned on two paths, an object built from them),
   and a differentiated value passed by keyword to a Python function it could not put
   in its place (a `custom_vjp`'s): `MissingRuleError`;
 - a differentiated value passed for a parameter the rule gives no derivative for
-  (`np.r_[x, x]`, an index of an object s2sad has no rule for):
+  (`np.r_[x, x]`, an index of an object s2sad has no rule for; in forward mode, the
+  forward rule, also one registered with `s2sad.defjvp` only, of a Python function too):
   `MissingRuleError`, unless the rule says the derivative is zero there
   (`registry.Variant.zero`: a shape, a dtype, a piecewise-constant choice);
+- a call of a library function without a rule, its result unused, given a
+  differentiated value and an array, container or object it may change (`setattr(obj,
+  name, v)`, `operator.setitem(y, i, v)`): `MissingRuleError`;
 - a differentiated value made text (`str(x)`, `repr(x)`, an f-string, `"%g" % x`) where
   the output depends on the text (`float(str(x))`): `MissingRuleError`; text only
   printed or compared loses nothing.
@@ -39,13 +48,16 @@ located error that says what to write instead:
 4 y.sort() changes y in place, which s2sad cannot differentiate: the derivative would miss the change. Compute a new array instead: y = np.sort(y)
 """
 import functools
+import inspect
 
 import gast
 import numpy as np
 
 from .. import marks, syntax
 from ..analysis.names import as_written
-from ..analysis.operations import CALL, CUSTOM, USER
+from ..analysis import operations
+from ..analysis.operations import CALL, CUSTOM, USER, call_arguments, classify
+from ..analysis.value_kinds import ARRAY, CONTAINER, SCALAR
 from ..errors import MissingRuleError
 from ..frontend import source
 from ..rules import registry
@@ -83,6 +95,9 @@ def run(fn, ctx):
         return fn
     functions = _function_values(fn)
     texts = []
+    for s in syntax.statements(fn):     # (first: the values it leaves unseen look unused)
+        if isinstance(s, gast.Expr):
+            _refuse_opaque_writes(s, ctx, varied)
     for s in syntax.statements(fn):
         if isinstance(s, gast.Assign) and _made_text(s, ctx, varied):
             texts.append(s)
@@ -91,9 +106,11 @@ def run(fn, ctx):
                 _refuse_writes(call, s, ctx, varied, fn)
         if isinstance(s, gast.Expr):
             _refuse_unknown_effects(s, ctx, varied, fn)
+        if isinstance(s, (gast.Assign, gast.Expr)) and isinstance(s.value, gast.Call):
+            _refuse_library_effects(s, ctx, varied, fn)
         if s in ctx.ops:
             _refuse_functions_to_library(ctx.ops[s], s, ctx, varied, functions)
-            _refuse_unruled_arguments(ctx.ops[s], s, ctx, varied)
+            _refuse_unruled_arguments(ctx.ops[s], s, ctx, varied, fn)
             _refuse_keywords_to_python(ctx.ops[s], s, ctx, varied)
     if texts:
         _refuse_text(texts, ctx, varied)
@@ -169,6 +186,15 @@ def _refuse_writes(call, s, ctx, varied, fn):
     if not changes_its_receiver(func):
         return
     root = syntax.receiver_root(func.value)
+    if root is None and isinstance(func.value, gast.Call):
+        # `vars(obj).update(w=v)`, `obj.__dict__.update(...)`: what the call returns may be
+        # memory of what it is given (vars(obj) is obj's attributes)
+        x = as_written(func.value, fn, src)
+        raise src.syntax_error(s, (
+            f"{x}.{func.attr}() changes in place what {x} returns, which may be memory of "
+            "what it is given (vars(obj) is the attributes of obj), and s2sad cannot "
+            "follow that: the derivative would miss the change. Assign what changes "
+            "instead (obj.name = v)"))
     if root is not None and ctx.src.is_local(root):
         x = syntax.unparse(func.value)
         if isinstance(func.value, gast.Attribute) and not hasattr(np.ndarray, func.value.attr):
@@ -216,6 +242,144 @@ def _refuse_unknown_effects(s, ctx, varied, fn):
         f"{x}.{func.attr}(...))"))
 
 
+#: Libraries whose functions read what they are given and change none of it (logging a
+#: differentiated array, plotting it, warning about it): not refused.
+READ_ONLY = frozenset({"logging", "warnings", "pprint", "matplotlib", "seaborn"})
+
+
+def _refuse_library_effects(s, ctx, varied, fn):
+    """Refuse a call of a function of a library that has no rule (`setattr(obj, name,
+    v)`, `operator.setitem(y, i, v)`, `vars(obj).update(w=v)`) where its result is not
+    used and it is given a value that depends on the differentiated inputs, with an
+    array, a container or an object it may change: what it changes there would be lost
+    without a word (a used result needs a rule, and is refused where it has none). A call
+    given only numbers and constants (`logging.debug("%s", y)`) changes none of the
+    function's values."""
+    call = s.value
+    if isinstance(s, gast.Assign) and (len(s.targets) != 1 or not isinstance(
+            s.targets[0], gast.Name) or s.targets[0].id in ctx.useful):
+        return
+    op = ctx.ops.get(s) or classify(call, ctx.src)
+    if op.form != CALL or op.variant is not None or op.prim in (None, source.MISSING) or (
+            registry.primitive(op.prim) is not None):
+        return      # (an unresolved method: see _refuse_unknown_effects)
+    module = getattr(op.prim, "__module__", None) or ""
+    if module.split(".")[0] in READ_ONLY or module.startswith("numpy.testing"):
+        return      # (logging, warnings, plotting: they read what they are given)
+    args = list(call.args) + [k.value for k in call.keywords]
+    if isinstance(call.func, gast.Attribute):
+        args.insert(0, call.func.value)     # (a method: its object too)
+    given = [a for a in args if varied & set(syntax.names_loaded(a))]
+    if not given:
+        return
+    kinds = ctx.value_kinds
+    if all(kinds[a] == SCALAR for a in args if a in given or isinstance(a, gast.Name)
+           and ctx.src.is_local(a.id)):
+        return
+    spelled = syntax.unparse(call.func)
+    lost = as_written(given[0], fn, ctx.src)
+    raise MissingRuleError(
+        f"{ctx.src.where(s)}: {spelled}() is given {lost}, which depends on the "
+        "differentiated inputs, and s2sad has no rule for it: what it changes in the "
+        "arrays, containers or objects it is given would be lost without a word. Write "
+        "the change as Python s2sad follows (obj.name = v for setattr, y[i] = v for "
+        f"operator.setitem, a new object instead of an update), or pass "
+        f"s2sad.stop_gradient({lost}) if no derivative should flow there"
+        f"\n    {ctx.src.line_text(s).strip()}")
+
+
+def _refuse_opaque_writes(s, ctx, varied):
+    """Refuse a call, for what it does (its result unused), of a Python function that gives
+    a parameter to compiled code s2sad has no rule for and cannot read (a C or Cython
+    function: SciPy's `_ppoly.evaluate(c, x, xs, 0, True, out)` in `PPoly._evaluate`; a
+    direct call of one is `_refuse_library_effects`'s), given values that depend on the
+    differentiated inputs and an array
+    of the function's that they do not, which the result then depends on, or one of its
+    parameters (its caller may read it): the call likely writes into that array, and
+    the derivative would not see the write."""
+    call = s.value
+    if not isinstance(call, gast.Call) or not varied & set(syntax.names_loaded(call)):
+        return
+    obj = marks.PRIM.of(call.func) or ctx.resolve(call.func)
+    func = call.func
+    if obj in (None, source.MISSING) and isinstance(func, gast.Attribute) and isinstance(
+            func.value, gast.Name) and isinstance(ctx.types.get(func.value.id), type):
+        obj = getattr(ctx.types[func.value.id], func.attr, None)    # (`self._evaluate`)
+    if obj in (None, source.MISSING, print) or registry.primitive(obj) is not None:
+        return      # (a rule, or no derivative declared: s2sad.nondiff)
+    python = operations.python_function(obj)
+    if python is None or not writes_through_compiled_code(python[0]):
+        return      # (a library's function called here: _refuse_library_effects)
+    args = [*call.args, *(k.value for k in call.keywords)]
+    params = {a.id for a in ctx.src.node.args.args + ctx.src.node.args.posonlyargs
+              + ctx.src.node.args.kwonlyargs}
+    kinds = ctx.value_kinds.kind
+    buffers = sorted((a.id for a in args if isinstance(a, gast.Name) and a.id not in varied
+                      and (a.id in params or ctx.src.is_local(a.id) and (
+                          a.id in ctx.useful or kinds.get(a.id) in (ARRAY, CONTAINER)))),
+                     key=lambda name: name in params)     # (the function's own first)
+    if not buffers:
+        return
+    spelled = syntax.unparse(call.func)
+    raise ctx.src.syntax_error(s, (
+        f"{spelled}() is called for what it does (its result is not used) with values that "
+        f"depend on the differentiated inputs and with {buffers[0]}, which the result (or "
+        f"the caller) then reads: it may write into {buffers[0]}, and s2sad, which has no "
+        f"rule for {spelled} (or for the compiled code it calls) and cannot read that code, "
+        f"would miss that write. Give {spelled} a rule "
+        "(a custom_vjp function that calls it, docs/rules.md), or compute the values with "
+        "NumPy"))
+
+
+def writes_through_compiled_code(fn, seen=()):
+    """Whether the Python function `fn`, or one it calls, gives one of its parameters to
+    compiled code s2sad cannot read, for what that does (`opaque_call_given`)."""
+    if fn in seen:
+        return False
+    try:
+        src = source.capture(fn, copy=False)
+    except Exception:       # noqa: BLE001 - no source: nothing s2sad differentiates
+        return False
+    params = {a.id for a in src.node.args.args + src.node.args.posonlyargs
+              + src.node.args.kwonlyargs}
+    for node in syntax.walk(src.node):
+        if opaque_call_given(node, src, params):
+            return True
+        if isinstance(node, gast.Expr) and isinstance(node.value, gast.Call):
+            obj = src.resolve(node.value.func)
+            python = None if obj is source.MISSING or registry.primitive(obj) is not None \
+                else operations.python_function(obj)
+            if python is None and isinstance(node.value.func, gast.Attribute) and isinstance(
+                    node.value.func.value, gast.Name) and node.value.func.value.id == "self":
+                method = getattr(_class_of_self(fn), node.value.func.attr, None)
+                python = operations.python_function(method) if method else None
+            if python is not None and writes_through_compiled_code(python[0], seen + (fn,)):
+                return True
+    return False
+
+
+def _class_of_self(fn):
+    """The class a method `fn` is defined in (from its qualified name), or None."""
+    owner = getattr(inspect.getmodule(fn), fn.__qualname__.split(".")[0], None)
+    return owner if isinstance(owner, type) else None
+
+
+def opaque_call_given(node, src, params):
+    """Whether `node` is a call, for what it does (its result unused), of compiled code
+    s2sad has no rule for and cannot read (a C or Cython function: SciPy's
+    `_ppoly.evaluate(c, x, xs, nu, ext, out)`), given one of `params`, the parameters of
+    the function `src`: it may write into it."""
+    if not (isinstance(node, gast.Expr) and isinstance(node.value, gast.Call)):
+        return False
+    call = node.value
+    if not any(isinstance(a, gast.Name) and a.id in params
+               for a in [*call.args, *(k.value for k in call.keywords)]):
+        return False
+    obj = src.resolve(call.func)
+    return (obj is not source.MISSING and callable(obj) and registry.primitive(obj) is None
+            and operations.python_function(obj) is None and obj is not print)
+
+
 def _function_values(fn):
     """The names of `fn` that hold a nested function or lambda (lifted, passed on as
     `partial(lam, x=x)`, see before_ad/lift.py)."""
@@ -249,27 +413,44 @@ def _refuse_functions_to_library(op, s, ctx, varied, functions):
             f"\n    {ctx.src.line_text(s).strip()}")
 
 
-def _refuse_unruled_arguments(op, s, ctx, varied):
-    """Refuse a varied value passed for a parameter `op`'s rule has no derivative for."""
-    variant = op.variant
-    if op.form != CALL or variant is None:
+def _refuse_unruled_arguments(op, s, ctx, varied, fn):
+    """Refuse a varied value passed for a parameter `op`'s rule has no derivative for:
+    in forward mode, the rule forward mode calls (a rule registered for forward mode
+    only, `s2sad.defjvp`, is one `op` does not hold)."""
+    if op.form not in (CALL, USER):      # (a Python function may have a forward rule)
         return
+    variant, bound, zero = op.variant, op.bound, set()
+    if ctx.variant.forward and not source.is_generated(ctx.src) and isinstance(
+            op.node, gast.Call):
+        # (s2sad's own code, differentiated again, calls its helpers for the structure of
+        # a value where their rules have no template: the derivative is zero there)
+        record = registry.primitive(op.prim) if op.prim is not None else None
+        if record is not None and record.jvp is not None:
+            matched, matched_bound = record.jvp.match(*call_arguments(op, ctx.src))
+            if matched is not None:
+                # (a parameter the reverse rule says is zero there is zero in both modes)
+                zero = set(variant.zero) if variant is not None else set()
+                variant, bound = matched, matched_bound
+    if variant is None or op.form == USER and variant is op.variant:
+        return      # (a Python function without a forward rule: its source is read)
     linear = {p for group in (variant.linear or ()) for p in group}
-    for param, arg in op.bound.items():
-        if param in variant.templates or param in variant.zero or param in linear:
+    for param, arg in bound.items():
+        if param in variant.templates or param in variant.zero or param in linear or (
+                param in zero):
             continue
         if param == "index" and _local(op, ctx):
             continue    # an index of a local array is an int (a float fails at run time)
         lost = sorted(n.id for n in syntax.name_nodes(arg) if n.id in varied)
         if lost:
             where, line = ctx.src.where(s), ctx.src.line_text(s).strip()
-            spelled = _spelled(op)
+            spelled, lost = _spelled(op), as_written(syntax.name(lost[0]), fn, ctx.src)
+            rule = "s2sad.defjvp" if ctx.variant.forward else "s2sad.defvjp"
             raise MissingRuleError(
-                f"{where}: {lost[0]} depends on the differentiated inputs and is passed to "
+                f"{where}: {lost} depends on the differentiated inputs and is passed to "
                 f"{spelled} as its parameter {param!r}, for which s2sad's rule has no "
                 "derivative, so the gradient would lose it. Pass it where the rule "
-                f"differentiates, rewrite the call, or register a rule with s2sad.defvjp; "
-                f"use s2sad.stop_gradient({lost[0]}) if no derivative should flow there"
+                f"differentiates, rewrite the call, or register a rule with {rule}; "
+                f"use s2sad.stop_gradient({lost}) if no derivative should flow there"
                 f"\n    {line}")
 
 

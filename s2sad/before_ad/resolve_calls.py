@@ -85,20 +85,25 @@ import collections
 import dataclasses
 import functools
 import inspect
+import types
 
 import gast
+import numpy as np
 
 from .. import marks
 from .. import syntax
 from ..analysis import operations
 from ..analysis.activity import definitions, varied_names
-from ..analysis.value_kinds import ValueKinds, user_class
+from ..analysis.value_kinds import ARRAY, ValueKinds, user_class
 from ..compilation import function_params, function_value
 from ..frontend import callables, gradients, guards, source, structure
 from ..frontend.source import MISSING
-from ..rules import pytrees, registry
+from ..rules import pytrees, registry, snapshots
 from .call_versions import LITERALS, Version
 from . import call_versions
+
+#: NumPy as s2sad found it (rules/snapshots.py).
+_NP = snapshots.of(np)
 
 
 
@@ -228,6 +233,10 @@ class ResolveCalls:
                 k.arg is None for k in e.keywords):
             return Known(self.prim(e.func), list(e.args), {k.arg: k.value for k in e.keywords},
                          frozen=True)
+        if isinstance(e, gast.Call) and getattr(self.prim(e.func), "s2s_checkpoint", None) \
+                and isinstance(self.prim(e.func), type) and len(e.args) == 1 \
+                and not e.keywords and isinstance(self.prim(e.args[0]), types.FunctionType):
+            return Known(self.prim(e.func).of(self.prim(e.args[0])))  # s2sad.checkpoint(step)
         if isinstance(e, gast.Call) and self.prim(e.func) is functools.partial and e.args:
             inner = self.known_value(e.args[0])
             if inner is None or any(k.arg is None for k in e.keywords):
@@ -464,6 +473,12 @@ class ResolveCalls:
                 isinstance(a, gast.Starred) for a in call.args) or any(
                 k.arg is None for k in call.keywords):
             return      # a call that is not differentiated runs as it is
+        if (len(call.args) == 1 and not call.keywords and self.prim(func) is abs
+                and self.kinds[call.args[0]] == ARRAY):
+            # (the builtin `abs` of an array is NumPy's: its rule, not math.copysign's)
+            marks.PRIM.put(func, _NP.abs)
+            self.changed = True
+            return
         static = not (isinstance(func, gast.Name) and self.known.get(func.id)) and (
             self.prim(func) is not MISSING)
         known = self.known_value(func)
@@ -503,6 +518,8 @@ class ResolveCalls:
             return
         if getattr(fn, "s2s_not_differentiable", None):   # (a rule's own helper: checkpoint's)
             raise callables.not_differentiable(fn, self.src, s)
+        if getattr(fn, "s2s_own_call", False):    # (a custom_vjp's __call__, checkpoint's)
+            raise self.src.syntax_error(s, _own_object(target))
         signature = inspect.signature(fn)
         positional = [p.name for p in signature.parameters.values()
                       if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
@@ -692,3 +709,14 @@ def _placeholder(s):
 
 def _copy_in(s, group):
     return isinstance(s.value, gast.Name) and s.value.id in group
+
+
+def _own_object(target):
+    """Why a call of an object of s2sad's own made in the function differentiated (a
+    `checkpoint` of a lambda, a `custom_vjp`) is refused, and what to write."""
+    return ("this calls an object of s2sad's (s2sad.checkpoint, custom_vjp, custom_jvp) made "
+            "in the function differentiated, of a function s2sad cannot name at module "
+            "level: `s2sad.checkpoint(step)(u)` takes a function defined at module level, or "
+            "a nested one that reads none of this function's variables; for a lambda or a "
+            "closure, define the step at module level with those values as parameters, "
+            "decorated with @s2sad.checkpoint (or @s2sad.custom_vjp and its rules)")

@@ -10,7 +10,10 @@ for, so that the passes after this one follow the write as they follow `y[i] = v
 - `np.fill_diagonal(y, v)` is `y[np.diag_indices(min(y.shape), y.ndim)] = v`, the
   elements NumPy fills when it does not wrap;
 - `y.fill(v)`, on a name that is certainly an array (an array parameter, or a name every
-  assignment binds to what a NumPy function returns), is `y[...] = v`.
+  assignment binds to what a NumPy function returns), is `y[...] = v`;
+- `setattr(obj, "name", v)`, the name a string written in the call, is `obj.name = v`
+  (before_ad.attribute_writes follows that; another `setattr` that is given a
+  differentiated value, before_ad.lost_derivatives refuses).
 
 `y` is a name, or an element or slice of one (`out=y[1:]`: `y[1:][...]` is `y[1:]`).
 A call whose other arguments this pass cannot carry over (a ufunc's `where=`, `out=` a
@@ -148,6 +151,12 @@ class WriteCalls:
                 syntax.call(self.ctx.bind("min"), [_attr(y, "shape")]), _attr(y, "ndim")])
             return syntax.assign(gast.Subscript(value=syntax.name(y), slice=index,
                                                 ctx=gast.Store()), call.args[1])
+        if (obj is setattr and len(call.args) == 3 and not call.keywords and isinstance(
+                call.args[0], gast.Name) and isinstance(call.args[1], gast.Constant)
+                and isinstance(call.args[1].value, str) and call.args[1].value.isidentifier()):
+            self.src.resolve(func)      # (guarded: the code no longer calls it)
+            return syntax.assign(gast.Attribute(value=syntax.name(call.args[0].id), attr=(
+                call.args[1].value), ctx=gast.Store()), call.args[2])
         if (isinstance(func, gast.Attribute) and func.attr == "fill" and isinstance(
                 func.value, gast.Name) and len(call.args) == 1 and not call.keywords
                 and func.value.id in self.arrays()):

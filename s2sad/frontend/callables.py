@@ -21,6 +21,7 @@ library (`optional`), as the rules of SciPy are (rules/registry.py).
 """
 import dataclasses
 import inspect
+import re
 import sys
 from typing import Callable
 
@@ -120,8 +121,9 @@ def not_differentiable(helper, src, s):
     that has no derivative (a solver's rules, checkpoint's): located at the user's call of
     the rule in the function whose derivative's code `src` is (recorded by `called_at`
     when that derivative was compiled), else at `s`."""
+    made_from = re.sub(r" #\d+>$", ">", src.filename)    # (a second compile of one name)
     here = [place for origin, place in getattr(helper, "s2s_sites", ())
-            if src.filename.endswith(f" from {origin}>")]
+            if made_from.endswith(f" from {origin}>")]
     if here:
         return UnsupportedSyntaxError(helper.s2s_not_differentiable, *here[0])
     return src.syntax_error(s, helper.s2s_not_differentiable)

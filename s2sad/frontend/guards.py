@@ -92,7 +92,7 @@ def watch(watcher):
 def counted(g):
     """Whether an assignment to what `g` reads is reported to `watch`'s watchers: a
     function's code, defaults or keyword defaults."""
-    return (g.root[0] == "function"
+    return (g.root[0] == "function" and g.how == "is"
             and len(g.attrs) == 1 and g.attrs[0] in _FUNCTION_PARTS)
 
 
@@ -105,8 +105,10 @@ class Guard(NamedTuple):
     a `(function, instance)` pair ("method"), a list or tuple whose items are of the
     classes `expected`, a tuple, in order ("items": see `items`), an object of the
     structure `expected` ("structure": see `structured`), an array equal to the copy
-    `expected` ("contents": see `contents`), or a `functools.partial` that binds the
-    values `expected` ("binds": see `binds`)."""
+    `expected` ("contents": see `contents`), a `functools.partial` that binds the
+    values `expected` ("binds": see `binds`), or a dict of the same keys whose values
+    are those of the dict `expected`, by identity ("keywords": a function's keyword
+    defaults, see `of_function`)."""
     root: tuple
     attrs: tuple
     expected: object
@@ -126,7 +128,8 @@ class Guard(NamedTuple):
     def identity(self):
         """What tells two guards on the same thing apart."""
         return (self.root[0], *map(id, self.root[1:2]), *self.root[2:], self.attrs) + (
-            (self.how,) if self.how in ("items", "structure", "contents", "binds") else ())
+            (self.how,) if self.how in ("items", "structure", "contents", "binds", "keywords")
+            else ())
         # (beside the guard of the value)
 
 
@@ -220,6 +223,13 @@ def bound_by(p):
     return p.func, p.args, dict(p.keywords)
 
 
+def same_keywords(value, expected):
+    """Whether the dict `value` has the keys of the dict `expected`, each bound to the same
+    object."""
+    return (type(value) is dict and len(value) == len(expected)
+            and all(value.get(k, MISSING) is v for k, v in expected.items()))
+
+
 def same_binding(value, expected):
     """Whether `value` is a partial that binds the same objects as `expected` (see
     `bound_by`)."""
@@ -275,6 +285,8 @@ def holds(guards):
             ok = value is not MISSING and structure.key(value) == g.expected
         elif g.how == "binds":
             ok = same_binding(value, g.expected)
+        elif g.how == "keywords":
+            ok = same_keywords(value, g.expected)
         else:
             ok = (isinstance(value, types.MethodType) and value.__func__ is g.expected[0]
                   and value.__self__ is g.expected[1])
@@ -284,16 +296,22 @@ def holds(guards):
 
 
 def unique(guards):
-    """`guards` without repeats (the first guard on each thing), and without the guard
+    """`guards` without repeats (the first guard on each thing, or a later one on its
+    identity where the first tests its class only), and without the guard
     that a global names a module where the attributes read through it are guarded (a
     derivative whose `math.sin` is still `math.sin` is right whatever `math` is)."""
     chained = {(id(g.root[1]), g.root[2]) for g in guards if g.root[0] == "global" and g.attrs}
-    seen, out = set(), []
+    seen, out = {}, []
     for g in guards:
-        if g.identity in seen or (not g.attrs and g.root[0] == "global" and isinstance(
+        if g.identity in seen:
+            kept = out[seen[g.identity]]
+            if kept.how == "class" and g.how == "is":
+                out[seen[g.identity]] = g   # (the same object: of the same class too)
+            continue
+        if (not g.attrs and g.root[0] == "global" and isinstance(
                 g.expected, types.ModuleType) and (id(g.root[1]), g.root[2]) in chained):
             continue
-        seen.add(g.identity)
+        seen[g.identity] = len(out)
         out.append(g)
     return out
 
@@ -344,6 +362,9 @@ def tests(guards, name, bare=None, class_name=None, taken=()):
         elif g.how == "binds":
             out.append(f"not {name(same_binding, 'same_binding')}({expr}, "
                        f"{name(g.expected, 'binding')})")
+        elif g.how == "keywords":
+            out.append(f"not {name(same_keywords, 'same_keywords')}({expr}, "
+                       f"{name(g.expected, 'keywords')})")
         elif g.how == "is" and g.expected is None:
             out.append(f"{expr} is not None")
         elif g.how == "method":     # (what is read may be no method now)
@@ -495,6 +516,11 @@ def of_function(fn):
     out = [Guard(("function", ref), (attr,), getattr(fn, attr), "is")
            for attr in ("__code__", "__defaults__", "__kwdefaults__")
            if getattr(fn, attr) is not None]
+    if fn.__kwdefaults__:
+        # (a dict, which `f.__kwdefaults__["p"] = 3.0` changes in place: no assignment to
+        # the function that the audit hook would see; its values are compiled in)
+        out.append(Guard(("function", ref), ("__kwdefaults__",), dict(fn.__kwdefaults__),
+                         "keywords"))
     for cell in fn.__closure__ or ():
         try:
             out.append(Guard(("cell", cell), (), cell.cell_contents, "is"))

@@ -44,6 +44,9 @@ class FunctionSource:
         #: what the passes looked up outside the function: {name or (name, attr, ...):
         #: the object found}, for the guards of the derivative (see guards_of)
         self.resolved = {}
+        #: the chains of `resolved` a pass read where the user's code does not write them,
+        #: and no code s2sad writes reads them again (`np.vectorize`'s `pyfunc`): guarded
+        self.read_away = set()
         #: the lists and tuples outside the function whose items' classes the code relies
         #: on (`items_of`): {name or (name, attr, ...): the object}
         self.unrolled = {}
@@ -203,6 +206,41 @@ class _Reads(dict):
         return value
 
 
+def frozen_reads(fns):
+    """The guards, by identity (and arrays by their contents), of the data in the globals
+    that the functions `fns` read, and the Python functions of the user's they call read:
+    for code that holds the values of its globals (Numba takes each as a constant where
+    the code reads it, `if USE:` too, which the passes did not resolve)."""
+    out, seen, todo = [], set(), list(fns)
+    while todo:
+        fn = todo.pop()
+        code = getattr(fn, "__code__", None)
+        if code is None or id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        space = fn.__globals__
+        for name in sorted(_code_names(code)):
+            value = space.get(name, MISSING)
+            if value is MISSING:
+                continue
+            if inspect.isfunction(value) and not is_library(value) and not (
+                    value.__module__ or "").startswith("s2sad."):
+                todo.append(value)
+            elif guards.is_data(value):
+                out.append(guards.Guard(("global", space, name), (), value, "is"))
+                if guards.contents(("global", space, name), (), value) is not None:
+                    out.append(guards.contents(("global", space, name), (), value))
+    return out
+
+
+def _code_names(code):
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _code_names(const)
+    return names
+
+
 def guards_of(src, frozen=False):
     """The guards (see frontend/guards.py) on what a derivative compiled from `src` took
     of the world: what its origins are made of (code, defaults, closure values), each
@@ -229,7 +267,7 @@ def guards_of(src, frozen=False):
         written = set()     # (its globals are its own: see function_from_source)
     for key, value in src.resolved.items():
         name, attrs = (key, ()) if isinstance(key, str) else (key[0], key[1:])
-        if (name, *attrs) not in written:
+        if (name, *attrs) not in written and key not in src.read_away:
             continue        # (read by code s2sad wrote, which reads it again when it runs)
         if attrs and not callable(value) and is_library(space.get(name)):
             continue        # (a library's constant: np.pi, math.inf)

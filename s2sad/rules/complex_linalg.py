@@ -16,13 +16,16 @@ calls instead where a complex matrix reaches it:
   that keeps them (they do not depend on the phases), transposed by the symmetry of the
   Hessian;
 - `eigh` of a Hermitian matrix and `svd` with its factors: each eigenvector (each pair of
-  singular vectors) is defined only up to a phase `e^{i phi}`, so only a function that
-  does not depend on those phases has a derivative (`|v|^2`, `v v^H`, `U diag(s) V^H`,
-  `|u^H x|`). The adjoint is that of such a function; the pullback checks that the
-  function is one (the imaginary part of `diag(V^T G)`, the derivative along the phases,
-  is zero, as PyTorch checks) and raises a `ComplexValueError` at the user's line if
-  not. Forward mode has no such check (the tangent of a vector depends on how its phase
-  moves, which a function of it may read), so it refuses them;
+  singular vectors) is defined only up to a phase `e^{i phi}`, which NumPy (LAPACK)
+  picks by keeping one entry of it real (`_gauge_entries`, `_gauge_pair`). The rules
+  differentiate that function: a tangent of the vectors that does not turn them, plus
+  the turn that keeps that entry's phase (forward, `hermitian_eigh_dot`,
+  `complex_svd_dot`), and its transpose (reverse, `_eigh_adjoint`, `_svd_adjoint`).
+  Where that entry is about 0, NumPy's phase is ill-defined: forward mode refuses there,
+  at the user's line, and reverse mode where the function depends on the phase (its
+  derivative along it, `Im(diag(V^T G))` for `eigh`, is not zero). Second order is
+  forward mode over the reverse rules: their tangents along the factors are their own
+  code run on value-tangent pairs (`_Dual`);
 - `norm`: the norms of the moduli of the entries (the vector norms, `"fro"`, and the
   matrix norms 1, -1, inf and -inf), through the modulus's derivative; the matrix
   norms of singular values (2, -2, `"nuc"`) are refused.
@@ -35,6 +38,7 @@ from ..errors import ComplexValueError, MissingRuleError
 from . import factorizations
 from .complex_numbers import chooses, located
 from .factorizations import diag_embed
+from .pytrees import rebuild
 from .registry import define, helper, helper_adjoint
 
 ns = {"np": np}
@@ -168,26 +172,10 @@ def singular_values_adjoint(g, a):
 def singular_values_adjoint_dot(g, a, t):
     """The tangent of `singular_values_adjoint(g, a)` along `t`, the tangent of `a`.
     `U diag(g) V^H` does not depend on the common phase of each pair of singular
-    vectors, so any tangent of them that keeps it does: with `C = U^H t V` and `F` the
-    inverse gaps of `s^2`, `dU = U Wu + (I - U U^H) t V S^-1`, `dV = V Wv + (I - V V^H)
-    t^H U S^-1`, `Wu = F * (C S + S C^H)`, `Wv = F * (S C + C^H S)` off the diagonal and
-    `+-i Im(C_kk) / 2 s_k` on it."""
+    vectors, so any tangent of them that keeps it does: the one that turns none
+    (`_svd_tangent`)."""
     u, s, vh = np.linalg.svd(a, full_matrices=False)
-    uh, v = np.conj(np.swapaxes(u, -1, -2)), np.conj(np.swapaxes(vh, -1, -2))
-    c = uh @ t @ v
-    ch = np.conj(np.swapaxes(c, -1, -2))
-    f = factorizations.eigen_gaps(s * s)
-    inverse = np.where(s == 0, 0.0, 1.0 / np.where(s == 0, 1.0, s))
-    turn = diag_embed(0.5j * np.imag(np.diagonal(c, 0, -2, -1)) * inverse)
-    du = u @ (f * (c * s[..., None, :] + s[..., :, None] * ch) + turn)
-    dv = v @ (f * (s[..., :, None] * c + ch * s[..., None, :]) - turn)
-    m, n = np.shape(a)[-2:]
-    if m > n:
-        du = du + (t @ v - u @ (c)) * inverse[..., None, :]
-    if n > m:
-        th = np.conj(np.swapaxes(t, -1, -2))
-        du_v = (th @ u - v @ ch) * inverse[..., None, :]
-        dv = dv + du_v
+    du, _, dv = _svd_tangent(t, u, s, vh)
     d = np.expand_dims(factorizations.spread(g, s), -2)
     return np.conj((du * d) @ vh + (u * d) @ np.conj(np.swapaxes(dv, -1, -2)))
 
@@ -224,7 +212,165 @@ define(norm_of_moduli, "x, ord=None, axis=None, keepdims=False",
                      f"{_MODULI}, ans, ord, axis, keepdims)"},
        returns=None, complex=True)
 
-# -- the factors of eigh and svd: functions of them that do not depend on the phases ---
+# -- the tangents of the adjoints of the factors: the same code on pairs -----------------
+class _Dual:
+    """An array `x` with a tangent `d`, of which `+`, `-`, `*`, `/`, `@` and indexing
+    give the value and the tangent (`_conj` and the others below, too): the tangent of
+    each adjoint of the factors along the factors is its own code run on these."""
+    __array_ufunc__ = None          # (an ndarray on the left defers to the methods here)
+
+    def __init__(self, x, d):
+        self.x, self.d = x, d
+
+    def __add__(self, o):
+        o = _pair(o)
+        return _Dual(self.x + o.x, self.d + o.d)
+
+    __radd__ = __add__
+
+    def __sub__(self, o):
+        o = _pair(o)
+        return _Dual(self.x - o.x, self.d - o.d)
+
+    def __rsub__(self, o):
+        return _pair(o) - self
+
+    def __mul__(self, o):
+        o = _pair(o)
+        return _Dual(self.x * o.x, self.d * o.x + self.x * o.d)
+
+    __rmul__ = __mul__
+
+    def __matmul__(self, o):
+        o = _pair(o)
+        return _Dual(self.x @ o.x, self.d @ o.x + self.x @ o.d)
+
+    def __rmatmul__(self, o):
+        return _pair(o) @ self
+
+    def __truediv__(self, o):
+        o = _pair(o)
+        q = self.x / o.x
+        return _Dual(q, (self.d - q * o.d) / o.x)
+
+    def __rtruediv__(self, o):
+        return _pair(o) / self
+
+    def __neg__(self):
+        return _Dual(-self.x, -self.d)
+
+    def __getitem__(self, index):
+        return _Dual(self.x[index], self.d[index])
+
+
+def _pair(o):
+    return o if isinstance(o, _Dual) else _Dual(o, np.zeros(np.shape(o)))
+
+
+def _value(a):
+    return a.x if isinstance(a, _Dual) else a
+
+
+def _linear(f, a):
+    """`f(a)` of a function `f` linear in `a`."""
+    return _Dual(f(a.x), f(a.d)) if isinstance(a, _Dual) else f(a)
+
+
+def _t(a):
+    return _linear(lambda m: np.swapaxes(m, -1, -2), a)
+
+
+def _conj(a):
+    return _linear(np.conj, a)
+
+
+def _imag(a):
+    return _linear(np.imag, a)
+
+
+def _diagonal(a):
+    return _linear(lambda m: np.diagonal(m, 0, -2, -1), a)
+
+
+def _where(ok, a, other):
+    """`np.where(ok, a, other)`, `other` a constant."""
+    if isinstance(a, _Dual):
+        return _Dual(np.where(ok, a.x, other), np.where(ok, a.d, 0.0))
+    return np.where(ok, a, other)
+
+
+def _gaps(w):
+    """`eigen_gaps(w)`, with its tangent (F[i, j] moves by -F[i, j]^2 (dw[j] - dw[i]))."""
+    f = factorizations.eigen_gaps(_value(w))
+    if not isinstance(w, _Dual):
+        return f
+    return _Dual(f, -f * f * (w.d[..., None, :] - w.d[..., :, None]))
+
+
+def _inverse(s):
+    """`1 / s`, 0 where `s` is 0, with its tangent."""
+    sx = _value(s)
+    inverse = np.where(sx == 0, 0.0, 1.0 / np.where(sx == 0, 1.0, sx))
+    return _Dual(inverse, -inverse * inverse * s.d) if isinstance(s, _Dual) else inverse
+
+
+# -- the factors of eigh and svd, in the phases NumPy picks -----------------------------
+# LAPACK's zheevd (eigh) reduces the matrix to a real tridiagonal one with Householder
+# reflections that leave the first row (UPLO "L"; the last, "U") alone, so that row of
+# the eigenvectors is real; zgesdd (svd) reduces it to a real bidiagonal one likewise,
+# which leaves the first row of V (the first column of vh) real, and of a wide matrix
+# the first row of U (exactly, or, where it first factors a = L Q, up to rounding).
+# Those are the phases differentiated: each vector turns so that its entry there keeps
+# its phase (`_turns`).
+def _gauge_entries(v, UPLO):
+    """The entries of the eigenvectors `v` NumPy's `eigh(a, UPLO)` keeps real."""
+    return v[..., 0 if UPLO.upper() == "L" else -1, :]
+
+
+def _gauge_pair(u, vh):
+    """Whether NumPy's `svd` keeps the first row of U real (of a wide matrix) rather than
+    that of V, and the entries of the vectors that it keeps real: U's or V's (`u`, `vh`
+    ordinary arrays or `_Dual`s)."""
+    wide = np.shape(_value(u))[-2] < np.shape(_value(vh))[-1]
+    return wide, (u[..., 0, :] if wide else _conj(vh[..., :, 0]))
+
+
+def _well_defined(x):
+    """Where the entry `x` a vector's phase is read from is far enough from 0 for that
+    phase to be defined, and real, as `_gauge_entries` says NumPy keeps it (another
+    LAPACK may pick the phases otherwise): up to the square root of the precision of
+    its dtype."""
+    tolerance = np.finfo(np.result_type(x, np.float32)).eps ** 0.5
+    return (np.abs(x) > tolerance) & (np.abs(np.imag(x)) <= tolerance * np.abs(x))
+
+
+def _turns(d, x, what, vectors, file, line):
+    """The turn `phi` of each vector, of which `d` is a tangent that does not turn it,
+    that keeps the phase of its entry `x`: `-Im(d / x)` (see `_gauge_entries`)."""
+    ok = _well_defined(x)
+    if not np.all(ok):
+        raise _ill_defined(x, ok, what, vectors, file, line, (
+            "forward mode (jvp, jacfwd, hvp, hessian) cannot tell whether the function "
+            "reads that phase. Differentiate it in reverse mode (grad, value_and_grad, "
+            "vjp), which can, or use the eigenvalues or singular values alone "
+            "(np.linalg.eigvalsh, svd(a, compute_uv=False))"))
+    return -np.imag(d / x)
+
+
+def _ill_defined(x, ok, what, vectors, file, line, instead):
+    """The error where the phase of a vector is not known: where `ok` is False, its entry
+    `x` that NumPy keeps real is about 0, or not real."""
+    real = np.all(np.where(ok, 0.0, np.abs(np.imag(x))) <= np.finfo(
+        np.result_type(x, np.float32)).eps ** 0.5 * np.abs(x))
+    why = ("is ill-defined: the entry it keeps real (docs/complex.md) is 0, or nearly, so "
+           "the phase jumps with the matrix" if real else
+           "is not known: the entry NumPy's LAPACK keeps real (docs/complex.md) is not real"
+           " here, so this NumPy picks the phases otherwise")
+    return ComplexValueError(
+        f"{_place(file, line)}the phase NumPy picks for {vectors} {what} gives of this "
+        f"complex matrix {why}; {instead}" + _text(file, line))
+
+
 @located
 @helper
 def hermitian_eigh(a, UPLO="L", file=None, line=None):
@@ -232,21 +378,82 @@ def hermitian_eigh(a, UPLO="L", file=None, line=None):
     return np.linalg.eigh(a, UPLO)
 
 
-@helper(tangent=("_s2s_phase_tangent(\"np.linalg.eigh's adjoint\", file, line)",) * 3)
-def hermitian_eigh_adjoint(g, a, ans, UPLO="L", file=None, line=None):
-    """The adjoint of the complex Hermitian `a` in `ans = np.linalg.eigh(a, UPLO)`, of a
-    function that does not depend on the phases of the eigenvectors (checked: the
-    imaginary part of `diag(V^T G)` is zero). With `F` the inverse gaps
-    (`eigen_gaps`), `P = F * (V^T G) + diag(Re g_w)`, the adjoint of the Hermitian matrix
-    is `conj(V) P V^T`, and that of `a` the part the triangle read gives."""
-    g = factorizations.structured(g, ans)
-    w, v = ans
-    gv = factorizations.spread(g[1], v)
-    m = np.swapaxes(v, -1, -2) @ gv
-    _gauge(np.imag(np.diagonal(m, 0, -2, -1)), gv, "np.linalg.eigh", "an eigenvector", file,
-           line)
-    p = factorizations.eigen_gaps(w) * m + diag_embed(np.real(factorizations.spread(g[0], w)))
-    return _triangle_adjoint(np.conj(v) @ p @ np.swapaxes(v, -1, -2), UPLO)
+@helper(tangent=('_s2s_no_second_derivative("np.linalg.eigh\'s tangent of a complex '
+                 'matrix")',) * 2)
+def hermitian_eigh_dot(d, factors, UPLO="L", file=None, line=None):
+    """The tangent of `factors = np.linalg.eigh(a, UPLO)` of a complex Hermitian `a` along
+    `d`: with `C = V^H h V`, `h` the Hermitian matrix read from `d`, `dw = Re diag(C)`
+    and `dV = V (F * C) + i V diag(phi)`, `F` the inverse gaps (`eigen_gaps`), `phi`
+    the turns that keep the phases NumPy picks (`_turns`)."""
+    w, v = factors
+    c = np.conj(_t(v)) @ _hermitian(d, UPLO) @ v
+    dv = v @ (factorizations.eigen_gaps(w) * c)
+    phi = _turns(_gauge_entries(dv, UPLO), _gauge_entries(v, UPLO), "np.linalg.eigh",
+                 "an eigenvector", file, line)
+    return rebuild(factors, [np.real(np.diagonal(c, 0, -2, -1)),
+                             dv + 1j * v * phi[..., None, :]])
+
+
+@helper(tangent=(
+    "_s2s_hermitian_eigh_adjoint(t, factors, UPLO, file, line)",
+    "_s2s_hermitian_eigh_adjoint_dot(g, factors, t, UPLO, file, line)"))
+def hermitian_eigh_adjoint(g, factors, UPLO="L", file=None, line=None):
+    """The adjoint of the complex Hermitian `a` in `factors = np.linalg.eigh(a, UPLO)`, with
+    the phases NumPy picks (`_eigh_adjoint`)."""
+    g = factorizations.structured(g, factors)
+    w, v = factors
+    return _eigh_adjoint(factorizations.spread(g[0], w), factorizations.spread(g[1], v), w,
+                         v, UPLO, file, line)
+
+
+@helper(tangent=('_s2s_no_second_derivative("np.linalg.eigh\'s adjoint of a complex '
+                 'matrix")',) * 3)
+def hermitian_eigh_adjoint_dot(g, factors, d, UPLO="L", file=None, line=None):
+    """The tangent of `hermitian_eigh_adjoint(g, factors, ...)` along `d`, the tangent of
+    `factors`: the same computation on `_Dual`s."""
+    g = factorizations.structured(g, factors)
+    d = factorizations.structured(d, factors)
+    w, v = (_Dual(x, factorizations.spread(dx, x)) for x, dx in zip(factors, d))
+    return _eigh_adjoint(factorizations.spread(g[0], w.x), factorizations.spread(g[1], v.x),
+                         w, v, UPLO, file, line).d
+
+
+def _eigh_adjoint(gw, gv, w, v, UPLO, file, line):
+    """The adjoint of the Hermitian matrix from the adjoints `gw` and `gv` of its
+    eigenvalues `w` and eigenvectors `v` (arrays, or `_Dual`s along the factors), onto
+    the triangle `UPLO` read. The derivative of the function along the turn of each
+    eigenvector, `tau = -Im(diag(V^T G))`, flows back through the turn `phi = -Im(dv_r /
+    v_r)` that keeps the entry `v_r` NumPy keeps real (`_turns`), as an adjoint `i tau /
+    v_r` of that entry; with it the function no longer turns with the phases, and with `F`
+    the inverse gaps (`eigen_gaps`) and `P = F * (V^T G) + diag(Re gw)`, the adjoint of the
+    Hermitian matrix is `conj(V) P V^T`."""
+    m = _t(v) @ gv
+    x = _gauge_entries(v, UPLO)
+    fix = _phase_adjoint(_imag(_diagonal(m)), x, gv, "np.linalg.eigh", "an eigenvector",
+                         file, line)
+    m = m + x[..., :, None] * fix[..., None, :]
+    p = _gaps(w) * m + factorizations.diag_embed(np.real(gw))
+    return _linear(lambda b: _triangle_adjoint(b, UPLO), _conj(v) @ p @ _t(v))
+
+
+def _phase_adjoint(twisted, x, adjoints, what, vectors, file, line):
+    """The adjoint `-i twisted / x` of the entries `x` of the vectors NumPy keeps real
+    (`_gauge_entries`), through which the derivative `twisted` of the function along
+    their phases flows back; 0 where `x` is about 0 or not real (`_well_defined`), and
+    there a ComplexValueError unless `twisted` is 0 up to rounding: up to the square
+    root of the precision of its dtype times the size of the `adjoints` of the vectors.
+    `twisted` and `x` are arrays, or `_Dual`s (forward over reverse, whose forward pass
+    has refused where an `x` is not `_well_defined`)."""
+    ok = _well_defined(_value(x))
+    if not np.all(ok):
+        adjoints = adjoints if isinstance(adjoints, tuple) else (adjoints,)
+        scale = sum(float(np.sqrt(np.sum(np.abs(a) ** 2))) for a in adjoints)
+        precision = np.finfo(np.result_type(_value(twisted), np.float32)).eps ** 0.5
+        if np.max(np.abs(np.where(ok, 0.0, _value(twisted)))) > precision * scale:
+            raise _ill_defined(_value(x), ok, what, vectors, file, line, (
+                "the function depends on that phase. Compute with what the phases leave "
+                "alone: the moduli |v|, products v v^H or U diag(s) V^H, overlaps |u^H x|"))
+    return _where(ok, -1j * twisted / _where(ok, x, 1.0), 0.0)
 
 
 def _triangle_adjoint(b, UPLO):
@@ -268,69 +475,121 @@ def complex_svd(a, full_matrices=True, compute_uv=True, hermitian=False, file=No
     return np.linalg.svd(a, full_matrices, compute_uv)
 
 
-@helper(tangent=("_s2s_phase_tangent(\"np.linalg.svd's adjoint\", file, line)",) * 3)
-def complex_svd_adjoint(g, a, ans, compute_uv=True, file=None, line=None):
-    """The adjoint of a complex `a` in `ans = np.linalg.svd(a, ...)`, of a function that
-    does not depend on the common phase of each pair of singular vectors (checked: the
-    imaginary part of `diag(U^H Gu + V^H Gv)` is zero, `Gu = conj(G_U)`, `Gv = G_Vh^T`,
-    the adjoints in the convention `dL = Re(tr(G^H dX))`, in which the adjoint is
-    `U X V^H + (I - U U^H) Gu S^-1 V^H + U S^-1 Gv^H (I - V V^H)`, `X = F * (J - J^H) S +
-    S F * (K - K^H) + diag(Re g_s + i Im(J_kk - K_kk) / 2 s_k)`, `J = U^H Gu`, `K =
-    V^H Gv`, `F` the inverse gaps of `s^2`); returned conjugated, in s2sad's."""
+@helper(tangent=('_s2s_no_second_derivative("np.linalg.svd\'s tangent of a complex '
+                 'matrix")',) * 3)
+def complex_svd_dot(d, a, factors, compute_uv=True, file=None, line=None):
+    """The tangent of `factors = np.linalg.svd(a, ...)` of a complex `a` along `d`: the
+    tangent that does not turn the pairs of singular vectors (`_svd_tangent`), and the
+    turns `phi` that keep the phases NumPy picks (`_turns`)."""
+    if not compute_uv:
+        return singular_values_dot(d, a)
+    u, s, vh = factorizations.thin(factors, "svd")
+    du, ds, dv = _svd_tangent(d, u, s, vh)
+    wide, x = _gauge_pair(u, vh)
+    phi = 1j * _turns(du[..., 0, :] if wide else dv[..., 0, :], x, "np.linalg.svd",
+                      "a pair of singular vectors", file, line)[..., None, :]
+    return rebuild(factors, [du + u * phi, ds, np.conj(_t(dv + np.conj(_t(vh)) * phi))])
+
+
+def _svd_tangent(t, u, s, vh):
+    """The tangent of the thin SVD `u diag(s) vh` of a complex matrix along `t` that
+    turns no pair of singular vectors (`Im(u_k^H du_k + v_k^H dv_k) = 0`): `du, ds, dv`.
+    With `C = U^H t V` and `F` the inverse gaps of `s^2`, `ds = Re diag(C)`, `dU = U Wu +
+    (I - U U^H) t V S^-1`, `dV = V Wv + (I - V V^H) t^H U S^-1`, `Wu = F * (C S + S C^H)`,
+    `Wv = F * (S C + C^H S)` off the diagonal and `+-i Im(C_kk) / 2 s_k` on it."""
+    uh, v = np.conj(_t(u)), np.conj(_t(vh))
+    c = uh @ t @ v
+    ch = np.conj(_t(c))
+    f = factorizations.eigen_gaps(s * s)
+    inverse = _inverse(s)
+    turn = diag_embed(0.5j * np.imag(np.diagonal(c, 0, -2, -1)) * inverse)
+    du = u @ (f * (c * s[..., None, :] + s[..., :, None] * ch) + turn)
+    dv = v @ (f * (s[..., :, None] * c + ch * s[..., None, :]) - turn)
+    m, n = np.shape(u)[-2], np.shape(vh)[-1]
+    if m > n:
+        du = du + (t @ v - u @ c) * inverse[..., None, :]
+    if n > m:
+        dv = dv + (np.conj(_t(t)) @ u - v @ ch) * inverse[..., None, :]
+    return du, np.real(np.diagonal(c, 0, -2, -1)), dv
+
+
+@helper(tangent=(
+    "_s2s_complex_svd_adjoint(t, a, factors, compute_uv, file, line)",
+    "_s2s_singular_values_adjoint_dot(g, a, t) if not compute_uv else 0.0",
+    "_s2s_complex_svd_adjoint_dot(g, factors, t, file, line) if compute_uv else 0.0"))
+def complex_svd_adjoint(g, a, factors, compute_uv=True, file=None, line=None):
+    """The adjoint of a complex `a` in `factors = np.linalg.svd(a, ...)`, with the phases
+    NumPy picks (`_svd_adjoint`)."""
     if not compute_uv:
         return singular_values_adjoint(g, a)
-    g = factorizations.structured(g, ans)
-    u, s, vh = factorizations.thin(ans, "svd")
-    uh, v = np.conj(np.swapaxes(u, -1, -2)), np.conj(np.swapaxes(vh, -1, -2))
-    gu = np.conj(factorizations.spread(g[0], u))
-    gv = np.swapaxes(factorizations.spread(g[2], vh), -1, -2)
+    g = factorizations.structured(g, factors)
+    u, s, vh = factorizations.thin(factors, "svd")
+    return _svd_adjoint(*_svd_adjoints(g, u, s, vh), u, s, vh, file, line)
+
+
+@helper(tangent=('_s2s_no_second_derivative("np.linalg.svd\'s adjoint of a complex '
+                 'matrix")',) * 3)
+def complex_svd_adjoint_dot(g, factors, d, file=None, line=None):
+    """The tangent of `complex_svd_adjoint(g, a, factors)` along `d`, the tangent of `factors`:
+    the same computation on `_Dual`s."""
+    g = factorizations.structured(g, factors)
+    d = factorizations.structured(d, factors)
+    u, s, vh = factorizations.thin(factors, "svd")
+    dual = [_Dual(x, factorizations.spread(dx, x)) for x, dx in zip((u, s, vh), d)]
+    return _svd_adjoint(*_svd_adjoints(g, u, s, vh), *dual, file, line).d
+
+
+def _svd_adjoints(g, u, s, vh):
+    """The adjoints of the thin factors in the convention `dL = Re(tr(G^H dX))`:
+    `Gu = conj(G_U)`, `g_s`, `Gv = G_Vh^T`."""
+    return (np.conj(factorizations.spread(g[0], u)), factorizations.spread(g[1], s),
+            _t(factorizations.spread(g[2], vh)))
+
+
+def _svd_adjoint(gu, gs, gv, u, s, vh, file, line):
+    """The adjoint of a complex matrix `a = U diag(s) V^H` from the adjoints `gu`, `gs`,
+    `gv` of its thin factors (`_svd_adjoints`; the factors arrays, or `_Dual`s along
+    them), returned conjugated, in s2sad's convention. With `J = U^H Gu`, `K = V^H Gv`,
+    the derivative of the function along the turn of each pair of singular vectors is
+    `tau = Im(diag(J + K))`; it flows back through the turn that keeps the entry `x` of
+    the vectors NumPy keeps real (`_gauge_pair`) as an adjoint `-i tau / conj(x)` of
+    that entry; with it the function no longer turns with the phases, and the adjoint is
+    `U X V^H + (I - U U^H) Gu S^-1 V^H + U S^-1 Gv^H (I - V V^H)`, `X = F * (J - J^H) S + S
+    F * (K - K^H) + diag(Re g_s + i Im(J_kk - K_kk) / 2 s_k)`, `F` the inverse gaps of
+    `s^2`."""
+    uh, v = _conj(_t(u)), _conj(_t(vh))
     j, k = uh @ gu, vh @ gv
-    dj, dk = np.diagonal(j, 0, -2, -1), np.diagonal(k, 0, -2, -1)
-    _gauge(np.imag(dj + dk), (gu, gv), "np.linalg.svd", "a pair of singular vectors", file,
-           line)
-    f = factorizations.eigen_gaps(s * s)
-    inverse = np.where(s == 0, 0.0, 1.0 / np.where(s == 0, 1.0, s))
-    x = (f * (j - np.conj(np.swapaxes(j, -1, -2)))) * s[..., None, :] + s[..., :, None] * (
-        f * (k - np.conj(np.swapaxes(k, -1, -2)))) + diag_embed(
-        np.real(factorizations.spread(g[1], s)) + 0.5j * np.imag(dj - dk) * inverse)
-    out = u @ x @ vh
-    m, n = np.shape(a)[-2:]
+    wide, x = _gauge_pair(u, vh)
+    fix = _conj(x)[..., :, None] * _phase_adjoint(
+        _imag(_diagonal(j) + _diagonal(k)), _conj(x), (gu, gv), "np.linalg.svd",
+        "a pair of singular vectors", file, line)[..., None, :]
+    if wide:            # (the adjoint of U's first row: only `j` reads it, as m < n)
+        j = j + fix
+    else:               # (of V's: only `k` reads it, as m >= n)
+        k = k + fix
+    f = _gaps(s * s)
+    inverse = _inverse(s)
+    middle = (f * (j - _conj(_t(j)))) * s[..., None, :] + s[..., :, None] * (
+        f * (k - _conj(_t(k)))) + _linear(diag_embed, np.real(gs) + 0.5j * _imag(
+            _diagonal(j) - _diagonal(k)) * inverse)
+    out = u @ middle @ vh
+    m, n = np.shape(_value(u))[-2], np.shape(_value(vh))[-1]
     if m > n:
         out = out + ((gu - u @ (uh @ gu)) * inverse[..., None, :]) @ vh
     if n > m:
-        gvh = np.conj(np.swapaxes(gv, -1, -2))
+        gvh = _conj(_t(gv))
         out = out + u @ ((gvh - (gvh @ v) @ vh) * inverse[..., :, None])
-    return np.conj(out)
-
-
-def _gauge(twisted, adjoints, what, vectors, file, line):
-    """Raise unless `twisted`, the derivative of the function along the phase of each
-    vector (`vectors` of `what`), is zero up to rounding: up to the square root of the
-    precision of its dtype times the size of the adjoints of the vectors."""
-    adjoints = adjoints if isinstance(adjoints, tuple) else (adjoints,)
-    scale = sum(float(np.sqrt(np.sum(np.abs(a) ** 2))) for a in adjoints)
-    precision = np.finfo(np.result_type(twisted, np.float32)).eps ** 0.5
-    if np.size(twisted) and np.max(np.abs(twisted)) > precision * scale:
-        raise ComplexValueError(
-            f"{_place(file, line)}the function depends on the phase of {vectors} "
-            f"{what} gives of a complex matrix (each is defined only up to a factor "
-            "e^(i phi), which NumPy picks), so its derivative is that of NumPy's pick. "
-            "Compute with what the "
-            "phases leave alone: the moduli |v|, products v v^H or U diag(s) V^H, overlaps "
-            "|u^H x| (docs/complex.md)" + _text(file, line))
+    return _conj(out)
 
 
 @helper(tangent=())       # (it raises: a constant)
-def phase_tangent(what, file=None, line=None):
-    """Raise: forward mode refuses the eigenvectors and singular vectors of complex
-    matrices, whose tangents depend on how their phases move (see the module
-    docstring)."""
+def twice_refused(what, file=None, line=None):
+    """Raise: s2sad has no reverse mode over the adjoints of the eigenvectors and
+    singular vectors of complex matrices."""
     raise ComplexValueError(
-        f"{_place(file, line)}forward mode (jvp, jacfwd, hvp, hessian) of {what} of a "
-        "complex matrix: the phase of each of its vectors is NumPy's pick, and forward mode "
-        "cannot tell whether the function reads it. Differentiate in reverse mode (grad, "
-        "value_and_grad, vjp), which checks, or use the eigenvalues or singular values "
-        "alone (np.linalg.eigvalsh, svd(a, compute_uv=False))" + _text(file, line))
+        f"{_place(file, line)}s2sad has no reverse mode over {what} of a complex matrix "
+        "(the gradient of a gradient): for second derivatives, use hessian or hvp, which "
+        "run forward mode over the gradient" + _text(file, line))
 
 
 def _place(file, line):
@@ -342,23 +601,24 @@ def _text(file, line):
     return f"\n    {text}" if text else ""
 
 
-define(phase_tangent, nondiff=True)
-_PHASE = "_s2s_phase_tangent({!r}, file, line)"
+define(twice_refused, nondiff=True)
 define(hermitian_eigh, "a, UPLO='L', file=None, line=None",
-       a="_s2s_hermitian_eigh_adjoint(g, a, ans, UPLO, file, line)", namespace=ns,
-       tangent={"a": _PHASE.format("np.linalg.eigh")}, returns="container", complex=True)
+       a="_s2s_hermitian_eigh_adjoint(g, ans, UPLO, file, line)", namespace=ns,
+       tangent={"a": "_s2s_hermitian_eigh_dot(t, ans, UPLO, file, line)"},
+       returns="container", complex=True)
 define(complex_svd, "a, full_matrices=True, compute_uv=True, hermitian=False, file=None, "
        "line=None", a="_s2s_complex_svd_adjoint(g, a, ans, compute_uv, file, line)",
-       namespace=ns, tangent={"a": _PHASE.format("np.linalg.svd")}, returns=None,
-       complex=True)
-# (second derivatives: refused, as forward mode, which they would need, refuses)
-_TWICE = "_s2s_phase_tangent({!r}, file, line)"
-helper_adjoint(hermitian_eigh_adjoint, zero="UPLO, file, line",
-               **dict.fromkeys(("g", "a", "ans"), _TWICE.format("np.linalg.eigh's adjoint")))
-helper_adjoint(complex_svd_adjoint, zero="compute_uv, file, line",
-               **dict.fromkeys(("g", "a", "ans"), _TWICE.format("np.linalg.svd's adjoint")))
-define(hermitian_eigh_adjoint, complex=True)
-define(complex_svd_adjoint, complex=True)
+       namespace=ns, tangent={"a": "_s2s_complex_svd_dot(t, a, ans, compute_uv, file, line)"},
+       returns=None, complex=True)
+# (the gradient of a gradient: refused; hessian runs forward mode over the gradient)
+_TWICE = "_s2s_twice_refused({!r}, file, line)"
+helper_adjoint(hermitian_eigh_adjoint, zero="UPLO, file, line", **dict.fromkeys(
+    ("g", "factors"), _TWICE.format("np.linalg.eigh's adjoint")))
+helper_adjoint(complex_svd_adjoint, zero="compute_uv, file, line", **dict.fromkeys(
+    ("g", "a", "factors"), _TWICE.format("np.linalg.svd's adjoint")))
+for _f in (hermitian_eigh_dot, hermitian_eigh_adjoint, hermitian_eigh_adjoint_dot,
+           complex_svd_dot, complex_svd_adjoint, complex_svd_adjoint_dot):
+    define(_f, complex=True)
 
 
 @chooses("a", "full_matrices", "compute_uv", "hermitian")

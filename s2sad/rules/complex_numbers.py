@@ -131,7 +131,10 @@ def _leaves(x, path, out):
 @helper
 def as_complex(x):
     """`x`, a real value a complex one meets, as a complex value: its adjoint is the
-    real part of the complex adjoint that reaches it."""
+    real part of the complex adjoint that reaches it. A list or tuple (a row of an array
+    display, `[[t, 0.0], [0.0, 1j]]`) item by item."""
+    if type(x) in (list, tuple):
+        return type(x)([as_complex(v) for v in x])
     return x + 0j
 
 

@@ -17,17 +17,26 @@ def _dtype(x):
     return np.result_type(x, np.float32)
 
 
-@helper(linear="g")
-def unsplit(g, pieces, axis=0):
-    """The adjoint of `np.split(x, ..., axis)` (and `array_split`, `vsplit`; `hsplit` with
-    `axis` None), whose result is `pieces`: the adjoints of the pieces joined again (a
-    number for a zero)."""
+@helper(linear="g", shape_only=(4,))
+def unsplit(g, pieces, axis=0, cuts=None, ary=None):
+    """The adjoint of `np.split(ary, cuts, axis)` (and `array_split`, `vsplit`; `hsplit`
+    with `axis` None), whose result is `pieces`: the adjoints of the pieces joined again
+    (a number for a zero). Cuts out of order (`[4, 2]`) make pieces that overlap (`ary[:4]`
+    and `ary[2:]`) and one that is empty: their adjoints are added where they overlap."""
     if not isinstance(g, (list, tuple)) and np.ndim(g) == 0:
         return g
     if axis is None:
         axis = 1 if np.ndim(pieces[0]) > 1 else 0
-    return np.concatenate([np.broadcast_to(d, np.shape(p)) for d, p in zip(g, pieces)],
-                          axis=axis)
+    parts = [np.broadcast_to(d, np.shape(p)) for d, p in zip(g, pieces)]
+    if ary is None or sum(np.shape(p)[axis] for p in pieces) == np.shape(ary)[axis]:
+        return np.concatenate(parts, axis=axis)
+    out = np.zeros(np.shape(ary), np.result_type(*parts))
+    ends = [0, *np.ravel(cuts).tolist(), np.shape(ary)[axis]]
+    at = [slice(None)] * np.ndim(ary)
+    for start, stop, part in zip(ends, ends[1:], parts):
+        at[axis] = slice(start, stop)
+        out[tuple(at)] += part
+    return out
 
 
 def _ids(shape, fill=None):
@@ -74,20 +83,22 @@ def uninsert_values(g, arr, obj, values, axis=None):
 
 
 @helper(linear="g")
-def resplit(g, pieces, axis=0):
-    """`g` cut into pieces shaped like `pieces` along `axis` (None: as `np.hsplit` cuts):
-    the transpose of `unsplit`."""
+def resplit(g, pieces, axis=0, cuts=None):
+    """`g` cut into pieces shaped like `pieces` along `axis` (None: as `np.hsplit` cuts), at
+    `cuts` where given: the transpose of `unsplit`."""
     if np.ndim(g) == 0:
         return [g] * len(pieces)
     if axis is None:
         axis = 1 if np.ndim(pieces[0]) > 1 else 0
-    return np.split(g, np.cumsum([np.shape(p)[axis] for p in pieces])[:-1], axis=axis)
+    if cuts is None:
+        cuts = np.cumsum([np.shape(p)[axis] for p in pieces])[:-1]
+    return np.split(g, cuts, axis=axis)
 
 
-# (joining the adjoints of the pieces, and cutting `ans_bar` into pieces again)
-helper_adjoint(unsplit, zero="pieces",
-               g="_s2s_resplit(_s2s_rebroadcast(ans_bar, ans), pieces, axis)")
-helper_adjoint(resplit, zero="pieces", g="_s2s_rebroadcast(_s2s_unsplit(ans_bar, pieces, axis), g)")
+helper_adjoint(unsplit, zero="pieces, cuts, ary",
+               g="_s2s_resplit(_s2s_rebroadcast(ans_bar, ans), pieces, axis, cuts)")
+helper_adjoint(resplit, zero="pieces, cuts",
+               g="_s2s_rebroadcast(_s2s_unsplit(ans_bar, pieces, axis, cuts, g), g)")
 
 
 @helper(linear="g")

@@ -302,6 +302,8 @@ rule(np.linalg.norm, "x, ord=None, axis=None, keepdims=False",
 rule(np.linalg.solve, "a, b", "_s2s_solve(g, a, b, ans, 0)", "_s2s_solve(g, a, b, ans, 1)",
      tangent=("-np.linalg.solve(a, t @ ans)", "np.linalg.solve(a, t)"))
 rule(np.linalg.inv, "a", "_s2s_inv(g, ans)", tangent="-ans @ t @ ans")
+rule(np.linalg.multi_dot, "arrays, *, out=None", arrays="_s2s_unmulti_dot(g, arrays)",
+     tangent={"arrays": "_s2s_multi_dot_dot(t, arrays)"})
 # the cofactors, not det * inv(a).T: singular matrices have them too (see cofactors)
 rule(np.linalg.det, "a", "np.asarray(g)[..., None, None] * _s2s_cofactors(a, ans)",
      tangent="np.sum(_s2s_cofactors(a, ans) * t, axis=(-2, -1))", returns="scalar")
@@ -425,15 +427,16 @@ rule(np.insert, "arr, obj, values, axis=None", arr="_s2s_uninsert(g, arr, obj, v
      values="_s2s_uninsert_values(g, arr, obj, values, axis)", linear="arr, values")
 _SPLIT = "ary, indices_or_sections, axis=0"
 # (lists of views of parts of `ary`, which share no memory where the cuts are in order)
-rule(np.split, _SPLIT, ary="_s2s_unsplit(g, ans, axis)", linear="ary", returns="container",
+_UNSPLIT = "_s2s_unsplit(g, ans, {}, indices_or_sections, ary)"
+rule(np.split, _SPLIT, ary=_UNSPLIT.format("axis"), linear="ary", returns="container",
      view="ary", disjoint=1)
-rule(np.array_split, _SPLIT, ary="_s2s_unsplit(g, ans, axis)", linear="ary",
+rule(np.array_split, _SPLIT, ary=_UNSPLIT.format("axis"), linear="ary",
      returns="container", view="ary", disjoint=1)
-rule(np.hsplit, "ary, indices_or_sections", "_s2s_unsplit(g, ans, None)", linear="ary",
+rule(np.hsplit, "ary, indices_or_sections", _UNSPLIT.format(None), linear="ary",
      returns="container", view="ary", disjoint=1)
-rule(np.vsplit, "ary, indices_or_sections", "_s2s_unsplit(g, ans, 0)", linear="ary",
+rule(np.vsplit, "ary, indices_or_sections", _UNSPLIT.format(0), linear="ary",
      returns="container", view="ary", disjoint=1)
-rule(np.dsplit, "ary, indices_or_sections", "_s2s_unsplit(g, ans, 2)", linear="ary",
+rule(np.dsplit, "ary, indices_or_sections", _UNSPLIT.format(2), linear="ary",
      returns="container", view="ary", disjoint=1)
 for _n in (4, 3, 2, 1):     # (the longest first: a shorter one would bind `copy` to x1)
     _xs = [f"x{i}" for i in range(_n)]

@@ -324,3 +324,96 @@ helper_adjoint(outer, namespace=ns, g=(
 
 
 helpers(__name__)
+
+
+# -- np.linalg.multi_dot([a, b, ..., z]): a @ b @ ... @ z, a 1-D first a row, last a column
+def _chain_matrices(arrays):
+    """The operands of `multi_dot` as matrices: a 1-D first one a row, a 1-D last one a
+    column, as `multi_dot` reads them."""
+    mats = [asarray(a) for a in arrays]
+    if mats[0].ndim == 1:
+        mats[0] = mats[0][None, :]
+    if mats[-1].ndim == 1:
+        mats[-1] = mats[-1][:, None]
+    return mats
+
+
+def _chain(mats, identity_size):
+    """The product of the matrices `mats` (the identity of `identity_size` for none)."""
+    if not mats:
+        return np.eye(identity_size)
+    return mats[0] if len(mats) == 1 else np.linalg.multi_dot(mats)
+
+
+@helper(tangent=("_s2s_unmulti_dot(t, arrays)", "_s2s_unmulti_dot_dot(g, arrays, t)"))
+def unmulti_dot(g, arrays):
+    """The adjoints of the operands of `np.linalg.multi_dot(arrays)`: of the i-th, `L^T G
+    R^T`, `L` and `R` the products of the operands before and after it, `G` the adjoint
+    of the product as a matrix."""
+    mats = _chain_matrices(arrays)
+    rows, cols = mats[0].shape[0], mats[-1].shape[1]
+    g = np.reshape(spread_to(g, np.shape(np.linalg.multi_dot(arrays))
+                             if np.ndim(g) == 0 else np.shape(g)), (rows, cols))
+    out = []
+    for i, a in enumerate(arrays):
+        left = _chain(mats[:i], rows)
+        right = _chain(mats[i + 1:], cols)
+        out.append(np.reshape(left.T @ g @ right.T, np.shape(a)))
+    return out
+
+
+@helper(tangent=("_s2s_unmulti_dot_dot(t, arrays, d)",
+                 "_s2s_no_second_derivative(\"np.linalg.multi_dot's adjoint\")",
+                 "_s2s_unmulti_dot_dot(g, arrays, t)"))
+def unmulti_dot_dot(g, arrays, d):
+    """The tangent of `unmulti_dot(g, arrays)` along the tangents `d` of the operands: the
+    adjoint of each operand is linear in each of the others, so its tangent is the sum of
+    its adjoints with one other operand replaced by its tangent."""
+    out = [0.0 * asarray(a) for a in arrays]
+    for j, dj in enumerate(d):
+        if np.ndim(dj) == 0 and not np.any(dj):
+            continue
+        replaced = [*arrays[:j], np.broadcast_to(dj, np.shape(arrays[j])), *arrays[j + 1:]]
+        for i, adjoint in enumerate(unmulti_dot(g, replaced)):
+            if i != j:
+                out[i] = out[i] + adjoint
+    return out
+
+
+@helper(tangent=("_s2s_multi_dot_dot(t, arrays)", "_s2s_multi_dot_dot_dot(d, arrays, t)"))
+def multi_dot_dot(d, arrays):
+    """The tangent of `np.linalg.multi_dot(arrays)` along the tangents `d` of its
+    operands (a number 0 for an operand without one): the sum of the products with one
+    operand replaced by its tangent."""
+    total = 0.0
+    for i, di in enumerate(d):
+        if np.ndim(di) == 0 and not np.any(di):
+            continue
+        di = np.broadcast_to(di, np.shape(arrays[i]))
+        term = np.linalg.multi_dot([*arrays[:i], di, *arrays[i + 1:]]) if len(arrays) > 2 \
+            else (di @ arrays[1] if i == 0 else arrays[0] @ di)
+        total = total + term
+    return total
+
+
+@helper
+def multi_dot_dot_dot(d, arrays, e):
+    """The tangent of `multi_dot_dot(d, arrays)` along `e`, the tangents of the operands:
+    the products with two operands replaced, one by its `d`, the other by its `e`."""
+    total = 0.0
+    for j, ej in enumerate(e):
+        if np.ndim(ej) == 0 and not np.any(ej):
+            continue
+        replaced = [*arrays[:j], np.broadcast_to(ej, np.shape(arrays[j])), *arrays[j + 1:]]
+        others = [0.0 if i == j else u for i, u in enumerate(d)]
+        total = total + multi_dot_dot(others, replaced)
+    return total
+
+
+# (the adjoint of the product's adjoint pairs the cotangents with the operands as a
+# tangent does; of the tangent, as an adjoint does)
+helper_adjoint(unmulti_dot, g="_s2s_multi_dot_dot(ans_bar, arrays)",
+               arrays="_s2s_unmulti_dot_dot(g, arrays, ans_bar)")
+helper_adjoint(multi_dot_dot, d="_s2s_unmulti_dot(ans_bar, arrays)",
+               arrays="_s2s_unmulti_dot_dot(ans_bar, arrays, d)")
+

@@ -353,7 +353,7 @@ def extremum(g, x, ans, axis=None, keepdims=False):
         g = np.expand_dims(g, axes) if np.ndim(g) else g
     mask = x == ans
     dtype = np.result_type(x, np.float32)
-    return g * (mask / mask.sum(axis=axis, keepdims=True, dtype=dtype))
+    return mask * (g / mask.sum(axis=axis, keepdims=True, dtype=dtype))    # (one x-sized array)
 
 
 # (the weights, 1/k on the k elements that attain the extremum, are constant where the

@@ -24,7 +24,7 @@ helper's parameters:
   `super()` in an override, an object passed to a helper (`use(obj, x)`), an object
   argument, methods returning a new instance (`a = a.moved(y)`, in a loop too), methods
   changing their object (`a.step(y)`, one calling another), attribute assignment
-  (`a.a = v`, `a.b += v`, in a branch);
+  (`a.a = v`, `a.b += v`, in a branch; `setattr(a, "a", v)`, in a method too);
 - function values: a function or lambda passed to a helper (`apply(math.sin, x)`), a
   function as a parameter's default (`layer(x)`) or passed in its place, by position or
   keyword, `functools.partial` (keyword and positional bindings, passed on, composed);
@@ -105,6 +105,9 @@ class Pair:
 
     def swapped(self):
         return Pair(self.b, self.a)
+
+    def put(self, v):
+        setattr(self, "a", v * 2.0)
 
 
 def use(obj, t):
@@ -221,6 +224,11 @@ READS = [
     ["{a} = Affine({x}, {y})", "{b} = {a}.pushed(0.3)", "s = s + {b} * {a}.energy()"],
     ["{a} = Pair({x}, {y})", "{a}.a = {a}.a * {y}", "{a}.b += {a}.a", "s = s + {a}.dot({a})"],
     ["{a} = Pair(0.0, {y})", "if {x} > 0.5:", "    {a}.a = {x} * {x}", "s = s + {a}.a * {a}.b"],
+    # setattr with the name written in the call, as the attribute assignment (issue #34)
+    ["{a} = Pair({x}, 1.0)", "setattr({a}, 'b', {a}.a * {y})", "s = s + {a}.a * {a}.b"],
+    ["{a} = Pair({y}, 0.5)", "if {x} > 0.5:", "    setattr({a}, 'a', {x} * {y})",
+     "s = s + {a}.dot({a})"],
+    ["{a} = Pair({x}, {y})", "{a}.put({y} * {x})", "s = s + {a}.a * {a}.b"],
 ]
 
 #: Reads of the object parameter `{m}` (only where f has one).
