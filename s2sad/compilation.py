@@ -162,6 +162,11 @@ class Compilation:
     #: (before_ad/callee_effects.returned_kind: from the summary of the function called
     #: with arguments of `kinds`, which its front end makes); None outside the driver.
     returns: Any = None
+    #: The code of the adjoint of a callee this one calls, `adjoint_code(callee) -> (its
+    #: context, its function after the passes of this one's backend)`, which the numba
+    #: backend writes in place of a call of it (after_ad/native_fuse.py); None outside
+    #: the driver.
+    adjoint_code: Any = None
     _analyses: dict = dataclasses.field(default_factory=dict, repr=False)
     _shape_only: tuple | None = dataclasses.field(default=None, repr=False)
 

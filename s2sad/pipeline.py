@@ -321,6 +321,7 @@ def compilation(fn: Callable, wrt: Wrt = 0, arg_types: dict | None = None,
     passes = passes_for(options.variant, backend) if passes is None else passes
     ctx = Compilation.of(fn, wrt, arg_types, options, can=backend.can)
     ctx.front_end, ctx.returns = _front_end, _returned_kind
+    ctx.adjoint_code = functools.partial(_adjoint_code, backend, options.jit)
     if until is not None and until not in [p.name for p in passes]:
         raise S2SADError(f"no pass is called {until!r}; the passes are "
                          + ", ".join(p.name for p in passes))
@@ -351,6 +352,13 @@ def _front_end(fn, arg_types):
     aliasing pass (to `resolve_calls`), specialised on `arg_types`, for analyses of the
     call."""
     return compilation(fn, (), arg_types, until="resolve_calls", passes=FRONT)
+
+
+def _adjoint_code(backend, jit, callee):
+    """`(ctx, node)`: the adjoint of `callee` that code of `backend` calls (compiled with
+    `jit`), through that backend's passes."""
+    return compilation(callee.fn, callee.wrt, callee.arg_types,
+                       backend.callee_options(callee, jit), backend=backend)
 
 
 def _returned_kind(call, kinds, ctx, fn=None):

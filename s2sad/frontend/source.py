@@ -531,7 +531,29 @@ def _parse(fn):
             f"s2sad differentiates functions defined with def; {fn.__qualname__!r} is a "
             "lambda. Define it with def.", filename, first_line, indent + 1, lines[0])
     node.decorator_list = []
+    if filename.startswith("<s2sad:"):      # (s2sad's code, differentiated again)
+        for block in syntax.blocks(node.body):
+            block[:] = unfused(block)
     return filename, first_line, indent, node
+
+
+def unfused(stmts):
+    """`stmts` with each loop that the numba backend fused a run of elementwise statements
+    into (after_ad/native_fuse.py: `if isinstance(_s2s_fusable(...), float) and ...:
+    <the loop> else: <the statements>`) as the statements it stands for: what forward
+    mode differentiates of the numba gradient's code (`hvp`)."""
+    out = []
+    for s in stmts:
+        test = getattr(s, "test", None)
+        first = test.values[0] if isinstance(test, gast.BoolOp) else None
+        inner = first.args[0] if isinstance(first, gast.Call) and first.args else None
+        if (isinstance(s, gast.If) and isinstance(inner, gast.Call)
+                and syntax.is_name(first.func, "isinstance") and syntax.is_name(inner.func)
+                and inner.func.id.startswith("_s2s_fusable")):
+            out += unfused(s.orelse)
+        else:
+            out.append(s)
+    return out
 
 
 def _source_lines(fn):

@@ -13,6 +13,7 @@ with registry.loading():     # (a template may call a helper of a module loaded 
     from . import complex_numbers  # noqa: F401  (what the rules above do with complex values)
     from . import fft, complex_linalg  # noqa: F401  (np.fft's, np.linalg's of complex values)
     from . import batching  # noqa: F401  (batching rules, after the primitives they batch)
+    from . import fusion  # noqa: F401  (the numba backend's fused loops: after_ad/native_fuse.py)
 
 __all__ = ["registry", "runtime", "writes", "operators", "math", "builtins", "numpy", "tangents"]
 

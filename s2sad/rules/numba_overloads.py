@@ -11,7 +11,7 @@ from numba.core.errors import TypingError
 from numba.extending import overload
 
 from ..errors import ComplexValueError, CustomRuleError, defined_at
-from . import products, runtime, tangents
+from . import fusion, products, runtime, tangents
 
 
 def numeric_type(t):
@@ -700,3 +700,57 @@ def _checked(params, result, rule, parts):
     namespace = {"CustomRuleError": CustomRuleError, **messages}
     exec("\n".join(lines) + "\n", namespace)      # noqa: S102 - code for the types above
     return namespace["check"]
+
+
+def _fused_kinds(arrays, numbers):
+    """Whether a fused loop (rules/fusion.py) applies to the Numba types of the tuples
+    `arrays` and `numbers`: float64 arrays of one number of axes (one or two), and
+    numbers that are not bools."""
+    arrays = getattr(arrays, "types", None)
+    numbers = getattr(numbers, "types", None)
+    return bool(arrays) and numbers is not None and all(
+        isinstance(a, types.Array) and a.dtype == types.float64 and a.ndim in (1, 2)
+        and a.ndim == arrays[0].ndim for a in arrays) and all(
+        isinstance(n, (types.Float, types.Integer)) for n in numbers)
+
+
+@overload(fusion.fusable)
+def numba_fusable(arrays, numbers):
+    if _fused_kinds(arrays, numbers):
+        return lambda arrays, numbers: 0.0
+    return lambda arrays, numbers: 0
+
+
+@overload(fusion.same_shape)
+def numba_same_shape(arrays):
+    kinds = getattr(arrays, "types", ())
+    if not kinds or not all(isinstance(a, types.Array) and a.ndim == kinds[0].ndim
+                            for a in kinds):
+        return lambda arrays: False
+    tests = " and ".join(f"arrays[{i}].shape == arrays[0].shape"
+                         for i in range(1, len(kinds))) or "True"
+    return _made("def same_shape(arrays):", f"    return {tests}")
+
+
+@overload(fusion.at, inline="always")
+def numba_at(x, k):
+    if not isinstance(x, types.Array):
+        return lambda x, k: x
+    if x.ndim == 1:
+        return lambda x, k: x[k]
+    if x.ndim == 2:
+        return lambda x, k: x[k // x.shape[1], k % x.shape[1]]
+    raise TypingError(f"s2sad's fused loops take arrays of one or two axes, got {x}")
+
+
+@overload(fusion.put, inline="always")
+def numba_put(x, k, v):
+    if isinstance(x, types.Array) and x.ndim == 1:
+        def one(x, k, v):
+            x[k] = v
+        return one
+    if isinstance(x, types.Array) and x.ndim == 2:
+        def two(x, k, v):
+            x[k // x.shape[1], k % x.shape[1]] = v
+        return two
+    raise TypingError(f"s2sad's fused loops write arrays of one or two axes, got {x}")

@@ -7,7 +7,7 @@ case outside them (a broadcast of three axes, a sum along an axis) is a typing e
 that names the helper and the case. `register()` imports Numba and registers them, once;
 `versions()` gives them by helper (what `s2sad.export(f, backend="numba")` copies).
 """
-from . import runtime, tangents  # noqa: F401 - every helper declared, with its facts
+from . import fusion, runtime, tangents  # noqa: F401 - every helper declared, with its facts
 from .registry import HELPER_FACTS, HELPERS
 
 
