@@ -82,6 +82,7 @@ def compiled(d, made=None):
             callees[name] = linked
     tree = ast.parse(d.source)
     fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef))
+    fn.body = _unfused(fn.body)
     source = Rewrite(set(dots.values()) | set(d.tangent_names), list(d.tangent_names),
                      set(callees), set(getattr(d, "native_calls", {}))).function(fn)
     for name, linked in callees.items():
@@ -96,6 +97,21 @@ def compiled(d, made=None):
     made[id(d)] = numba.njit(**jit)(py)
     made[id(d)].directions_source = source
     return made[id(d)]
+
+
+def _unfused(stmts):
+    """`stmts` with each run of elementwise statements the numba backend fused into one
+    loop (after_ad/native_fuse.py: `if isinstance(_s2s_fusable(...), float) and ...:
+    <the loop> else: <the statements>`) as the statements it stands for, which the
+    rewrite puts in its loop over the directions (as frontend/source.unfused does for
+    gast)."""
+    out = []
+    for s in stmts:
+        if isinstance(s, ast.If) and ast.unparse(s.test).startswith("isinstance(_s2s_fusable"):
+            out += _unfused(s.orelse)
+        else:
+            out.append(s)
+    return out
 
 
 def _on_disk(d, name, source, namespace):
