@@ -36,20 +36,14 @@ def objective(alpha, mu, q, strict, x, m, gamma, rows, cols):
     The components lead the axes, so that Qₖ(xᵢ - μₖ) for all i is one matrix product per
     component (GradBench's JAX and PyTorch tools write it as an einsum over (n, k, d))."""
     n, d = x.shape
-    k = alpha.shape[0]
-    lower = np.zeros((k, d, d))
-    lower[:, rows, cols] = strict
-    Q = lower + np.exp(q)[:, :, None] * np.eye(d)
+    Q = precision_factors(q, strict, rows, cols)
     centred = x[None, :, :] - mu[:, None, :]                        # (k, n, d)
     Qx = centred @ np.transpose(Q, (0, 2, 1))                       # (k, n, d)
     sum_q = np.sum(q, axis=1)
     beta = (alpha + sum_q)[:, None] - 0.5 * np.sum(Qx * Qx, axis=2)     # (k, n)
     likelihood = (-n * (0.5 * d * math.log(2 * math.pi) + logsumexp(alpha, 0))
                   + np.sum(logsumexp(beta, 0)))
-    dof = d + m + 1
-    prior = (k * (dof * d * math.log(gamma / math.sqrt(2)) - log_multigamma(0.5 * dof, d))
-             - 0.5 * gamma * gamma * np.sum(Q * Q) + m * np.sum(sum_q))
-    return likelihood + prior
+    return likelihood + wishart_prior(Q, sum_q, m, gamma)
 
 
 def objective_einsum(alpha, mu, q, strict, x, m, gamma, rows, cols):
@@ -58,20 +52,30 @@ def objective_einsum(alpha, mu, q, strict, x, m, gamma, rows, cols):
     (n, k, d), which makes no matrix product of it (about twice `objective`'s CPU time
     at d = 10, k = 25, n = 1,000, and its gradient's)."""
     n, d = x.shape
-    k = alpha.shape[0]
-    lower = np.zeros((k, d, d))
-    lower[:, rows, cols] = strict
-    Q = lower + np.exp(q)[:, :, None] * np.eye(d)
+    Q = precision_factors(q, strict, rows, cols)
     centred = x[:, None, :] - mu[None, :, :]                       # (n, k, d)
     Qx = np.einsum("kij,nkj->nki", Q, centred)
     sum_q = np.sum(q, axis=1)
     beta = alpha + sum_q - 0.5 * np.sum(Qx * Qx, axis=2)            # (n, k)
     likelihood = (-n * (0.5 * d * math.log(2 * math.pi) + logsumexp(alpha, 0))
                   + np.sum(logsumexp(beta, 1)))
+    return likelihood + wishart_prior(Q, sum_q, m, gamma)
+
+
+def precision_factors(q, strict, rows, cols):
+    """Each component's Q: exp(q) on the diagonal, `strict` below it, column by column."""
+    k, d = q.shape
+    lower = np.zeros((k, d, d))
+    lower[:, rows, cols] = strict
+    return lower + np.exp(q)[:, :, None] * np.eye(d)
+
+
+def wishart_prior(Q, sum_q, m, gamma):
+    """The README's Wishart prior on the components' precision factors `Q`."""
+    k, d = Q.shape[0], Q.shape[1]
     dof = d + m + 1
-    prior = (k * (dof * d * math.log(gamma / math.sqrt(2)) - log_multigamma(0.5 * dof, d))
-             - 0.5 * gamma * gamma * np.sum(Q * Q) + m * np.sum(sum_q))
-    return likelihood + prior
+    return (k * (dof * d * math.log(gamma / math.sqrt(2)) - log_multigamma(0.5 * dof, d))
+            - 0.5 * gamma * gamma * np.sum(Q * Q) + m * np.sum(sum_q))
 
 
 def _input(input):
