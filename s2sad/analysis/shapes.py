@@ -518,9 +518,13 @@ class Shapes:
         if not isinstance(first, gast.Name) or any(
                 k.arg not in ("dtype", "order", "fill_value") for k in value.keywords):
             return None
-        if op.prim in _MADE_LIKE and len(value.args) <= _MADE_LIKE[op.prim]:
+        try:
+            like, of_shape = _MADE_LIKE.get(op.prim), _MADE_OF_SHAPE.get(op.prim)
+        except TypeError:       # (an object called that cannot be hashed: a dataclass's)
+            return None
+        if like is not None and len(value.args) <= like:
             return self.of(first.id) if self.kinds.kind.get(first.id) == ARRAY else None
-        if op.prim in _MADE_OF_SHAPE and len(value.args) <= _MADE_OF_SHAPE[op.prim]:
+        if of_shape is not None and len(value.args) <= of_shape:
             defs = self._bindings.get(first.id, [])
             shape = defs[0].value if len(defs) == 1 and defs[0] is not None else None
             if (isinstance(shape, gast.Attribute) and shape.attr == "shape"
