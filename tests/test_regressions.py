@@ -872,7 +872,9 @@ def test_a_nested_function_whose_default_reads_a_variable_of_the_function_around
     # (the generated signature evaluated `body=body` where only the user's function
     # could: a NameError inside s2sad)
     x = np.array([0.3, 0.8])
-    for body, scale in ((lambda u, k: np.sin(k * u), 3.0), (lambda u, k: np.exp(k * u), 0.5)):
+    bodies = [(lambda u, k: np.sin(k * u), 3.0),
+              (lambda u, k: np.exp(k * u), 0.5)]      # (a lambda a line: Python 3.10)
+    for body, scale in bodies:
         def loss(u, kappa, body=body, s=scale):
             return s * np.sum(body(u, kappa))
         h = 1e-6
