@@ -198,6 +198,37 @@ def _key(fn, jit: dict, calls: dict, late: dict, stack=()) -> str | None:
     return "\n".join(lines)
 
 
+def module_on_disk(name, text, bindings, again=None):
+    """The module `name` of s2sad's cache directory, its file written with `text` where
+    it is missing (whole, whatever other processes do), run with the globals `bindings`
+    (where this process has it already, given `again`, by default `bindings`), so that
+    Numba keeps the machine code of its functions on disk; None where the directory
+    cannot be written."""
+    folder = directory()
+    if folder is None:
+        return None
+    path = os.path.join(folder, name + ".py")
+    try:
+        if not os.path.exists(path):
+            os.makedirs(folder, exist_ok=True)
+            temporary = f"{path}.{os.getpid()}.tmp"
+            with open(temporary, "w") as f:
+                f.write(text)
+            os.replace(temporary, path)
+    except OSError:
+        return None
+    module = sys.modules.get(name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        module.__dict__.update(bindings)
+        spec.loader.exec_module(module)
+        sys.modules[name] = module      # (Numba finds the module of its code by its name)
+    else:
+        module.__dict__.update(bindings if again is None else again)
+    return module
+
+
 def _bindings(fn) -> dict:
     """The values of the names the generated function `fn` reads: its closure's, and the
     globals of the user's module it reads."""
@@ -227,34 +258,19 @@ def cached_copy(fn, jit: dict, calls=None, late=None):
     source = "".join(linecache.getlines(fn.__code__.co_filename))
     digest = hashlib.sha256(key.encode()).hexdigest()[:32]
     name = f"s2sad_{fn.__name__}_{digest}"
-    path = os.path.join(folder, name + ".py")
-    try:
-        if not os.path.exists(path):
-            os.makedirs(folder, exist_ok=True)
-            text = (f"# s2sad: {fn.__name__}, compiled by Numba and kept on disk\n"
-                    f"# {_versions()}\n{source}")
-            temporary = f"{path}.{os.getpid()}.tmp"
-            with open(temporary, "w") as f:
-                f.write(text)
-            os.replace(temporary, path)     # (whole, whatever other processes do)
-    except OSError:
-        return None
     bindings = _bindings(fn)
     # (the names the module's own lines read: those of the defaults' expressions, which
     # the copy then takes from `fn`, the objects the user's function holds)
-    outer = compile(source, path, "exec").co_names
+    outer = compile(source, name, "exec").co_names
     bindings.update({n: fn.__globals__[n] for n in outer
                      if n not in bindings and n in fn.__globals__})
-    module = sys.modules.get(name)
+    module = module_on_disk(
+        name, f"# s2sad: {fn.__name__}, compiled by Numba and kept on disk\n"
+        f"# {_versions()}\n{source}", bindings,
+        # (the same digest: the same code and values; these derivatives' links)
+        again={n: v for n, v in bindings.items() if v is not None})
     if module is None:
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        module.__dict__.update(bindings)
-        spec.loader.exec_module(module)
-        # (Numba finds the module of the code it loads from disk by its name)
-        sys.modules[name] = module
-    else:       # (the same digest: the same code and values; these derivatives' links)
-        module.__dict__.update({n: v for n, v in bindings.items() if v is not None})
+        return None
     fn.s2s_copy_globals = module.__dict__
     copy = module.__dict__[fn.__name__]
     copy.__qualname__ = fn.__qualname__

@@ -28,9 +28,6 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import importlib.util
-import os
-import sys
 import warnings
 import weakref
 
@@ -121,33 +118,16 @@ def _on_disk(d, name, source, namespace):
     Numba compiles it in each process). The module is named by that digest, this module's
     source and `source`."""
     key = native_cache._key(d.fn, d.jit, d.native_calls, d.native_late())
-    folder = native_cache.directory()
-    if key is None or folder is None:
+    if key is None:
         return None
     with open(__file__) as f:
         own = f.read()
     digest = hashlib.sha256("\n".join((key, own, source)).encode()).hexdigest()[:32]
-    module_name = f"s2sad_{name}_{digest}"
-    path = os.path.join(folder, module_name + ".py")
-    try:
-        if not os.path.exists(path):
-            os.makedirs(folder, exist_ok=True)
-            temporary = f"{path}.{os.getpid()}.tmp"
-            with open(temporary, "w") as f:
-                f.write(f"# s2sad: {name}, compiled by Numba and kept on disk\n{source}")
-            os.replace(temporary, path)
-    except OSError:
-        return None
-    namespace = {k: v for k, v in namespace.items() if not k.startswith("__")}
-    module = sys.modules.get(module_name)
+    module = native_cache.module_on_disk(
+        f"s2sad_{name}_{digest}", f"# s2sad: {name}, compiled by Numba and kept on disk\n"
+        f"{source}", {k: v for k, v in namespace.items() if not k.startswith("__")})
     if module is None:
-        spec = importlib.util.spec_from_file_location(module_name, path)
-        module = importlib.util.module_from_spec(spec)
-        module.__dict__.update(namespace)
-        spec.loader.exec_module(module)
-        sys.modules[module_name] = module     # (Numba finds the module by its name)
-    else:
-        module.__dict__.update(namespace)
+        return None
     return module.__dict__[name]
 
 
