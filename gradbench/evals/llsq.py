@@ -31,7 +31,6 @@ def _x_n(input):
 
 
 def functions(backend):
-    # (Numba's np.cumprod takes no axis: the numba backend differentiates the first form)
-    f = llsq if backend == "python" else llsq_power
-    return {"primal": Function(_x_n, primal(f, backend), float),
-            "gradient": Function(_x_n, s2sad.grad(f, backend=backend), floats)}
+    # (on the numba backend too: s2sad gives Numba's np.cumprod an axis)
+    return {"primal": Function(_x_n, primal(llsq, backend), float),
+            "gradient": Function(_x_n, s2sad.grad(llsq, backend=backend), floats)}

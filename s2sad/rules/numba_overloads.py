@@ -377,6 +377,56 @@ def numpy_sum(a, axis=None, dtype=None, keepdims=False):
         "    return np.sum(a, axis=k)", np=np)
 
 
+@overload(np.cumprod)
+def numpy_cumprod(a, axis=None):
+    # (along one axis, an integer known when it runs, which Numba's np.cumprod does not
+    # take, in NumPy's order: each element the product of the one before it along the
+    # axis and its own. A matrix is read as it is, a running product per row along its
+    # rows; another array as (before, along, after), copied first where it is a view,
+    # such as np.broadcast_to's)
+    if not (isinstance(a, types.Array) and isinstance(a.dtype, (types.Integer, types.Float))
+            and axis_type(axis)):
+        return None
+    n = a.ndim
+    dtype = getattr(np, str(a.dtype if isinstance(a.dtype, types.Float) else types.int64))
+    head = ["def cumprod(a, axis=None):",
+            f"    if not -{n} <= axis < {n}:",
+            f"        raise ValueError('axis is out of bounds for an array of {n} axes')",
+            f"    k = axis % {n}",
+            "    out = np.empty(a.shape, dtype)"]
+    if n == 2:
+        return _made(
+            *head,
+            "    if k == 1:",
+            "        for i in range(a.shape[0] if a.shape[1] else 0):",
+            "            acc = a[i, 0]",
+            "            out[i, 0] = acc",
+            "            for r in range(1, a.shape[1]):",
+            "                acc = acc * a[i, r]",
+            "                out[i, r] = acc",
+            "        return out",
+            "    for r in range(a.shape[0]):",
+            "        for j in range(a.shape[1]):",
+            "            out[r, j] = a[r, j] if r == 0 else out[r - 1, j] * a[r, j]",
+            "    return out", np=np, dtype=dtype)
+    return _made(
+        *head,
+        "    before, after = 1, 1",
+        f"    for j in range({n}):",
+        "        if j < k:",
+        "            before *= a.shape[j]",
+        "        elif j > k:",
+        "            after *= a.shape[j]",
+        "    m = a.shape[k]",
+        "    b = np.ascontiguousarray(a).reshape((before, m, after))",
+        "    o = out.reshape((before, m, after))",
+        "    for i in range(before):",
+        "        for r in range(m):",
+        "            for j in range(after):",
+        "                o[i, r, j] = b[i, r, j] if r == 0 else o[i, r - 1, j] * b[i, r, j]",
+        "    return out", np=np, dtype=dtype)
+
+
 @overload(np.squeeze, prefer_literal=True)
 def numpy_squeeze(a, axis=None):
     # (one axis given, an integer known when it runs: the result's axes are known from the
@@ -588,7 +638,9 @@ def numba_matmul_rhs(g, a, b):
     if not (array_type(a) and array_type(b)):
         raise TypingError(f"no native adjoint of {a} @ {b}")
     if a.ndim == 2 and b.ndim == 1:
-        return lambda g, a, b: np.ascontiguousarray(a.T) @ g
+        # (Aᵀg as gᵀA: BLAS reads A as it lies; a contiguous copy of Aᵀ took longer
+        # than the product)
+        return lambda g, a, b: g @ a
     if a.ndim == 2 and b.ndim == 2:
         return lambda g, a, b: np.ascontiguousarray(a.T) @ g
     if a.ndim == 1 and b.ndim == 2:
