@@ -19,6 +19,7 @@ False
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import types
@@ -109,7 +110,8 @@ class NumbaBackend(Backend):
     `reversed`, no closures and no containers, and LLVM merges common subexpressions."""
     name = "numba"
     can = Capabilities(reversed=False, tape_arrays=True, merges_subexpressions=True,
-                       frozen_globals=True, built_derivatives=False)
+                       frozen_globals=True, built_derivatives=False,
+                       graded_calls=True)
     passes = (
         Pass("native_tapes", native_tapes.run, "(numba) tapes as arrays, one column per "
              "value, helpers of numbers as numbers"),
@@ -137,8 +139,10 @@ class NumbaBackend(Backend):
     def callee_options(self, callee, jit=()):
         """A callee's `g_jvp`, or its `g_adjoint` (no closure), with the options of its
         function's if it is a Numba function, else the caller's."""
-        variant = Variant.JVP if callee.variant is Variant.JVP else Variant.ADJOINT
-        return self.options(variant, jit_of(callee.fn, jit))
+        variant = callee.variant if callee.variant in (
+            Variant.JVP, Variant.VALUE_AND_GRAD) else Variant.ADJOINT
+        options = self.options(variant, jit_of(callee.fn, jit))
+        return dataclasses.replace(options, ndims=callee.ndims) if callee.ndims else options
 
     def calls(self, ctx):
         # (not a library's Python function, `np.ones` bound as `ones`: Numba has its own)

@@ -105,7 +105,9 @@ class Callee:
     `kwargs` are bound to it first (a method's instance, a partial's arguments); `nargs`
     is the number of positional arguments the call passes (for a jvp, whose tangents
     follow them); `patterns`, those a `STEP` or an `ADVANCE` is specialised on under a
-    guard of its own (see ad/checkpointed.py)."""
+    guard of its own (see ad/checkpointed.py); `ndims`, (parameter, number of axes) of
+    the array arguments where the caller knows them (`Options.ndims`: the numba
+    backend's callees, which Numba dispatches on them)."""
     fn: Callable
     variant: Variant
     wrt: Any
@@ -114,13 +116,15 @@ class Callee:
     kwargs: dict = dataclasses.field(default_factory=dict)
     nargs: int = 0
     patterns: dict | None = None
+    ndims: tuple = ()
 
     def same(self, other):
         """Whether `other` is the same derivative, with nothing bound to it."""
         return (not (self.args or self.kwargs or other.args or other.kwargs)
                 and self.fn is other.fn and (self.variant, self.wrt, self.arg_types,
-                                             self.nargs, self.patterns)
-                == (other.variant, other.wrt, other.arg_types, other.nargs, other.patterns))
+                                             self.nargs, self.patterns, self.ndims)
+                == (other.variant, other.wrt, other.arg_types, other.nargs, other.patterns,
+                    other.ndims))
 
 
 @dataclasses.dataclass(eq=False)
@@ -221,8 +225,12 @@ class Compilation:
     @property
     def param_ndims(self) -> dict:
         """{parameter: number of axes} of the array arguments whose shape patterns the
-        code is specialised on (a guard tests those it relies on, `ndims_relied`)."""
-        return {p: len(pat) for p, (_, pat) in (self.patterns or {}).items()}
+        code is specialised on (a guard tests those it relies on, `ndims_relied`), and
+        those of the array parameters the numba backend's code is compiled for
+        (`Options.ndims`: Numba dispatches on them)."""
+        ndims = dict(self.options.ndims or ())
+        ndims.update({p: len(pat) for p, (_, pat) in (self.patterns or {}).items()})
+        return ndims
 
     @property
     def param_kinds(self) -> dict:

@@ -103,9 +103,13 @@ class Capabilities:
     of the globals it was compiled with (so data is guarded by identity);
     `built_derivatives`, it compiles the Python functions s2sad writes for the jacfwd,
     jacrev, hessian and hvp and the pullback of the vjp called in differentiated code
-    (frontend/gradients.py: lists of columns, a call of the API's jvp)."""
+    (frontend/gradients.py: lists of columns, a call of the API's jvp); `graded_calls`,
+    a call of a function of the user's that returns a number is differentiated by its
+    `g_value_and_grad` in the forward sweep, its pullback the product of the result's
+    adjoint and that gradient (ad/calls.py), not by `g_adjoint`, which runs `g` again."""
     reversed: bool = True
     tape_arrays: bool = False
     merges_subexpressions: bool = False
     frozen_globals: bool = False
     built_derivatives: bool = True
+    graded_calls: bool = False

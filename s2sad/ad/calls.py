@@ -12,7 +12,7 @@ import gast
 from ..analysis import operations
 from ..analysis.operations import CUSTOM
 from ..analysis.returned_shapes import given_patterns, ints_known, positional
-from ..analysis.value_kinds import ARRAY, UNKNOWN
+from ..analysis.value_kinds import ARRAY, SCALAR, UNKNOWN
 from .. import marks, syntax
 from ..compilation import Callee
 from ..options import Variant
@@ -41,7 +41,10 @@ class CallAdjoints:
             prim = prim.primal
         name = source.identifier(operations.python_function(prim)[0])
         wrt = tuple(active) if len(active) > 1 else active[0]
-        if self.recompute:
+        graded = self.recompute and op.form != CUSTOM and self.graded_call(s, prim, wrt, g)
+        if graded:
+            call = graded
+        elif self.recompute:
             call = self.adjoint_call(s, prim, wrt, g)
         elif self.ctx.variant is Variant.STEP and self.returned_only(s):
             # (the step of a checkpointed loop whose result is the callee's: its adjoint
@@ -73,6 +76,38 @@ class CallAdjoints:
                 then.extend(self.accumulate(arg, syntax.name(temp), defined, s))
         return out + then
 
+    def graded_call(self, s, prim, wrt, g):
+        """Where the backend differentiates so (`graded_calls`, the numba backend's), for
+        `t = helper(a, b)` binding a number: the forward sweep calls
+        `helper_value_and_grad`, `t, helper_grad = helper_value_and_grad(a, b)`, and the
+        pullback is `t_bar * helper_grad` (a tuple of such products for several `wrt`),
+        since a number's adjoint scales its gradient. `helper_adjoint` would run the
+        callee's forward sweep again: a recursion of depth d then costs about d times its
+        primal. None where it does not apply (a result that may not be a float, arguments
+        bound to the callee, the step of a checkpointed loop)."""
+        if not (self.ctx.can.graded_calls and self.ctx.variant is not Variant.STEP
+                and isinstance(s, gast.Assign) and len(s.targets) == 1
+                and isinstance(s.targets[0], gast.Name)):
+            return None
+        target = s.targets[0].id
+        if self.kinds.kind.get(target) != SCALAR or self.kinds.ints.get(target) is not False:
+            return None
+        fn, args, kwargs = operations.python_function(prim)
+        if args or kwargs or s.value.keywords:
+            return None
+        arg_types = operations.argument_types(prim, s.value.args, self.kinds)
+        name = source.identifier(fn)
+        grads = self.namer.fresh(f"{name}_gradient")
+        self.user_calls[s] = (grads, self.ctx.call(
+            Callee(fn, Variant.VALUE_AND_GRAD, wrt, arg_types,
+                   ndims=self.known_ndims(fn, s.value.args)), f"{name}_value_and_grad"))
+        self.primal_names.add(grads)
+        if not isinstance(wrt, tuple):
+            return gast.BinOp(left=syntax.copied(g), op=gast.Mult(), right=syntax.name(grads))
+        return syntax.tuple_([gast.BinOp(left=syntax.copied(g), op=gast.Mult(), right=gast.Subscript(
+            value=syntax.name(grads), slice=syntax.const(i), ctx=gast.Load()))
+            for i in range(len(wrt))])
+
     def adjoint_call(self, s, prim, wrt, g, variant=Variant.ADJOINT):
         """With `recompute`, `helper_adjoint(t_bar, a, b)` for `t = helper(a, b)`: the
         callee's pullback that runs its forward pass again, a plain function of the
@@ -91,7 +126,8 @@ class CallAdjoints:
             given = {p: self.ctx.patterns.get(getattr(a, "id", None))
                      for p, a in zip(params, s.value.args)}
             patterns = {p: pat for p, pat in given.items() if pat is not None} or None
-        adjoint = self.ctx.call(Callee(fn, variant, wrt, arg_types, patterns=patterns),
+        adjoint = self.ctx.call(Callee(fn, variant, wrt, arg_types, patterns=patterns,
+                                       ndims=self.known_ndims(fn, s.value.args)),
                                 f"{source.identifier(fn)}_adjoint")
         bound = [syntax.name(self.ctx.bind(f"{source.identifier(fn)}_{p}", obj=a))
                  for p, a in zip(params, args)]
@@ -100,6 +136,18 @@ class CallAdjoints:
                     for k, v in kwargs.items()]
         return syntax.call(adjoint, [g] + bound + syntax.copied(s.value.args),
                           keywords + syntax.copied(s.value.keywords))
+
+    def known_ndims(self, fn, call_args):
+        """(parameter, number of axes) of the parameters of `fn` that `call_args` (by
+        position) pass arrays of a known number of axes, for a backend whose callees are
+        specialised on them (`graded_calls`, the numba backend's; else none)."""
+        if not self.ctx.can.graded_calls:
+            return ()
+        params = positional(fn, len(call_args)) or ()
+        return tuple(sorted(
+            (p, self.kinds.ndim[a.id]) for p, a in zip(params, call_args)
+            if isinstance(a, gast.Name) and self.kinds.kind.get(a.id) == ARRAY
+            and isinstance(self.kinds.ndim.get(a.id), int)))
 
     def returned_only(self, s):
         """Whether `s`, `t = helper(a, b)` at the top level of the function, binds the

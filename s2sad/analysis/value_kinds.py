@@ -118,6 +118,7 @@ class ValueKinds:
     def __init__(self, fn, src, params=None, ndims=None, relied=None, ints=(), returns=None,
                  structure=None, param_items=None):
         self.src = src
+        self._node = fn
         self.structure = structure or {}
         self._returns = returns
         self._calls = {}        # {(id(function), its arguments' kinds): what it returns}
@@ -147,6 +148,8 @@ class ValueKinds:
         self.params = set(self.kind) - self.assigned
         self.paths = {}     # {name: the expression of a parameter or global it is}
         made = collections.Counter(t for t, _ in defs)
+        # {name: the tuple display it is bound to, once}
+        self._displays = {t: v for t, v in defs if made[t] == 1 and isinstance(v, gast.Tuple)}
         for target, value in defs:
             path = self.path(value) if made[target] == 1 else None
             if path is not None:
@@ -251,7 +254,21 @@ class ValueKinds:
             return _ANY
         if isinstance(prim, np.ufunc) and e.args and not e.keywords:
             return _widest([self._ndim(a) for a in e.args])
+        if prim is np.concatenate and len(e.args) == 1 and set(keywords) <= {"axis"}:
+            return self._joined(e.args[0])
         return _ANY
+
+    def _joined(self, arrays):
+        """The number of axes of `np.concatenate(arrays)`: that of each array of the tuple
+        display `arrays` names, where they all have it; else `_ANY`."""
+        display = self._displays.get(getattr(arrays, "id", None))
+        if display is None or not display.elts or any(
+                isinstance(a, gast.Starred) or self.of(a) != ARRAY for a in display.elts):
+            return _ANY
+        ndims = {self._ndim(a) for a in display.elts}
+        if None in ndims:
+            return None
+        return ndims.pop() if len(ndims) == 1 and 0 not in ndims else _ANY
 
     def _length(self, shape):
         """The number of axes of an array of shape `shape`: the length of a tuple display
@@ -309,6 +326,33 @@ class ValueKinds:
             prim = marks.PRIM.of(e.func) or self.src.resolve(e.func)
             return prim in (len, int) and len(e.args) == 1 and not e.keywords
         return False
+
+    def _called_itself(self, call, fn):
+        """(the kind of what the function returns, False) for `call`, a call of the
+        function itself with arguments of the kinds (and numbers of axes, ints) of its
+        parameters, where the code is specialised on them all: by induction on the depth
+        of the recursion, it returns what its other returns give (None while not known
+        yet); else None (see `_returned`)."""
+        if (fn is MISSING or getattr(self.src, "fn", None) is None or fn is not self.src.fn
+                or call.keywords or not self._node.body
+                or not isinstance(self._node.body[-1], gast.Return)
+                or not isinstance(self._node.body[-1].value, gast.Name)):
+            return None
+        params = [a.id for a in self._node.args.posonlyargs + self._node.args.args]
+        if self._node.args.vararg or self._node.args.kwonlyargs or len(call.args) != len(
+                params) or not all(p in self.params for p in params):
+            return None
+        for p, a in zip(params, call.args):
+            kind = self.kind.get(p)
+            if kind not in (SCALAR, ARRAY) or self.of(a) != kind:
+                return None
+            if kind == ARRAY and (self._ndims.get(p) is None
+                                  or self._ndim(a) != self._ndims[p]):
+                return None
+            if kind == SCALAR and self.ints.get(p) != self._known(self.is_int(a), False):
+                return None
+        kind = self.kind.get(self._node.body[-1].value.id)
+        return None if kind is None else (kind, False)
 
     def _returned(self, call, fn, method=False):
         """(the kind of what `call` of the Python function `fn` returns, the kinds of its
@@ -449,7 +493,7 @@ class ValueKinds:
                 found = self._method_returned(e)
                 return found and found[0]
             if record is None:
-                found = self._returned(e, prim)
+                found = self._called_itself(e, prim) or self._returned(e, prim)
                 return found and found[0]
             if record.reduction:        # a full reduction has shape ()
                 partial = any(k.arg in ("axis", "keepdims") for k in e.keywords) or (
