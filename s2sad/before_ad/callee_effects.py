@@ -295,37 +295,20 @@ def summary(fn, arg_types, ctx, analyse):
     guess = Summary(_name(fn))
     relied = guards.of_function(fn)
     for _ in range(5):
-        found, relied, used = _guessed(fn, arg_types, ctx, analyse, pending, guess)
+        _pending[pending] = [guess, False]
+        try:
+            found, relied = _analysed(fn, arg_types, ctx, analyse)
+        finally:
+            used = _pending.pop(pending)[1]
         if found == guess or not used:
             break
         guess = found
     else:
         found = _scanned(fn, arg_types)
-    if used and found.kind is None:
-        # a result of one kind where the calls of itself return that kind (a recursion
-        # that returns a number from each branch, `det`): that kind, by induction on the
-        # depth of the recursion
-        for kind in (SCALAR, ARRAY):
-            guess = dataclasses.replace(found, kind=kind, items=False)
-            again, again_relied, _ = _guessed(fn, arg_types, ctx, analyse, pending, guess)
-            if again == guess:
-                found, relied = again, again_relied
-                break
     relied = guards.unique(relied)
     _summaries.setdefault(fn, {})[key] = (found, relied, guards.checker(relied))
     ctx.assume(relied)
     return found
-
-
-def _guessed(fn, arg_types, ctx, analyse, pending, guess):
-    """(the Summary of `fn`, the guards of what it was found from, whether it calls
-    itself), its calls of itself taken to do what `guess` says."""
-    _pending[pending] = [guess, False]
-    try:
-        found, relied = _analysed(fn, arg_types, ctx, analyse)
-    finally:
-        used = _pending.pop(pending)[1]
-    return found, relied, used
 
 
 def _analysed(fn, arg_types, ctx, analyse):
