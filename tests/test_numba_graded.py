@@ -14,6 +14,7 @@ numba = require("numba", "numba")
 
 import s2sad  # noqa: E402
 from s2sad.compilation import arg_types_of  # noqa: E402
+from s2sad.errors import NativeBackendError  # noqa: E402
 from numpy_cases import fd_array_grad  # noqa: E402
 
 
@@ -153,3 +154,20 @@ def test_the_adjoint_of_a_matrix_vector_products_vector():
                                np.cos(A @ x) @ A, rtol=1e-12)
     np.testing.assert_allclose(s2sad.grad(matrix_vector, 1, backend="numba")(A.T.copy().T, x),
                                fd_array_grad(matrix_vector, (A, x), 1), rtol=1e-7)
+
+
+def pair_norm(pair, s):
+    return (np.sum(pair[0] * pair[1]) + s) ** 2
+
+
+def through_a_tuple(x):
+    return pair_norm((x, np.sin(x)), x[0])
+
+
+def test_a_call_differentiated_along_a_tuple_is_no_product():
+    # (its adjoint, as before: which the numba backend refuses, naming the callee's line;
+    # never a tuple scaled as a gradient)
+    x = np.array([0.3, -1.2, 0.7])
+    with pytest.raises(NativeBackendError, match=r"test_numba_graded.py:\d+: the numba "
+                       r"backend cannot compile s2sad's runtime helper"):
+        s2sad.grad(through_a_tuple, backend="numba")(x)

@@ -83,8 +83,9 @@ class CallAdjoints:
         pullback is `t_bar * helper_grad` (a tuple of such products for several `wrt`),
         since a number's adjoint scales its gradient. `helper_adjoint` would run the
         callee's forward sweep again: a recursion of depth d then costs about d times its
-        primal. None where it does not apply (a result that may not be a float, arguments
-        bound to the callee, the step of a checkpointed loop)."""
+        primal. None where it does not apply (a result that may not be a float, an argument
+        differentiated that may be a list or a tuple, arguments bound to the callee, the
+        step of a checkpointed loop)."""
         if not (self.ctx.can.graded_calls and self.ctx.variant is not Variant.STEP
                 and isinstance(s, gast.Assign) and len(s.targets) == 1
                 and isinstance(s.targets[0], gast.Name)):
@@ -94,6 +95,10 @@ class CallAdjoints:
             return None
         fn, args, kwargs = operations.python_function(prim)
         if args or kwargs or s.value.keywords:
+            return None
+        # (numbers and arrays: the gradient along a list or a tuple is no product)
+        if any(self.kinds.kind.get(s.value.args[i].id) not in (SCALAR, ARRAY)
+               for i in (wrt if isinstance(wrt, tuple) else (wrt,))):
             return None
         arg_types = operations.argument_types(prim, s.value.args, self.kinds)
         name = source.identifier(fn)
