@@ -321,13 +321,19 @@ class Compilation:
             self.wengert, self.src, self.param_kinds, self.param_ndims, self.ndims_relied,
             self.int_params, self.returned_kind, self.structure, self.param_items))
 
-    def returned_kind(self, call, kinds, fn=None) -> tuple:
+    def returned_kind(self, call, kinds, fn=None, ndims=()) -> tuple:
         """(the kind of what `call`, of a Python function (of `fn`, for a method call),
         returns when its arguments are of `kinds`, the kinds of the items of a tuple it
         returns or False; see `returns`, UNKNOWN without it). The derivative relies on the
-        code they were found from: its guards are this derivative's too."""
-        return (UNKNOWN, False) if self.returns is None else self.returns(call, kinds, self,
-                                                                          fn)
+        code they were found from: its guards are this derivative's too. `ndims`: the
+        arguments' numbers of axes (None where not known), which the callee's code is
+        specialised on where this code's backend specialises its callees so
+        (`graded_calls`, the numba backend's: `Callee.ndims`)."""
+        if self.returns is None:
+            return UNKNOWN, False
+        if not self.can.graded_calls:
+            ndims = ()
+        return self.returns(call, kinds, self, fn, ndims)
 
     @property
     def shapes(self) -> Shapes:

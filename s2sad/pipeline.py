@@ -347,11 +347,12 @@ def compilation(fn: Callable, wrt: Wrt = 0, arg_types: dict | None = None,
     return ctx, node
 
 
-def _front_end(fn, arg_types):
+def _front_end(fn, arg_types, ndims=None):
     """`(ctx, node)`: `fn`, a function another one calls, through the passes before the
-    aliasing pass (to `resolve_calls`), specialised on `arg_types`, for analyses of the
-    call."""
-    return compilation(fn, (), arg_types, until="resolve_calls", passes=FRONT)
+    aliasing pass (to `resolve_calls`), specialised on `arg_types` (and on the numbers of
+    axes `ndims`, {parameter: number}, if given), for analyses of the call."""
+    options = Options(ndims=tuple(sorted(ndims.items()))) if ndims else Options()
+    return compilation(fn, (), arg_types, options, until="resolve_calls", passes=FRONT)
 
 
 def _adjoint_code(backend, jit, callee):
@@ -361,11 +362,12 @@ def _adjoint_code(backend, jit, callee):
                        backend.callee_options(callee, jit), backend=backend)
 
 
-def _returned_kind(call, kinds, ctx, fn=None):
+def _returned_kind(call, kinds, ctx, fn=None, ndims=()):
     """The value kind of what `call`, of a Python function (of `fn`, a method's), returns
-    when its arguments are of `kinds`, and the kinds of a tuple's items: what the
-    aliasing pass's summary of the function found."""
-    return callee_effects.returned_kind(call, kinds, ctx, aliasing.summary, fn)
+    when its arguments are of `kinds` (and of the numbers of axes `ndims`, None where not
+    known), and the kinds of a tuple's items: what the aliasing pass's summary of the
+    function found."""
+    return callee_effects.returned_kind(call, kinds, ctx, aliasing.summary, fn, ndims)
 
 
 def stage_source(fn: Callable, stage: str | None, wrt: Wrt = 0, arg_types: dict | None = None,

@@ -267,6 +267,7 @@ class ValueKinds:
             return _ANY
         ndims = {self._ndim(a) for a in display.elts}
         if None in ndims:
+            self._found[id(call)] = None
             return None
         return ndims.pop() if len(ndims) == 1 and 0 not in ndims else _ANY
 
@@ -362,9 +363,16 @@ class ValueKinds:
             return UNKNOWN, False
         args = [call.func.value, *call.args] if method else call.args
         kinds = tuple(self.of(a) for a in args)
-        key = (id(fn), kinds)
+        # (the numbers of axes of its array arguments, where known: the callee's own
+        # code then knows them, if the caller's specialisation passes them on)
+        ndims = tuple(self._ndim(a) if k == ARRAY else _ANY for a, k in zip(args, kinds))
+        if None in ndims:
+            self._found[id(call)] = None
+            return None
+        ndims = tuple(d if isinstance(d, int) else None for d in ndims)
+        key = (id(fn), kinds, ndims)
         if None not in kinds and key not in self._calls:
-            self._calls[key] = self._returns(call, kinds, fn if method else None)
+            self._calls[key] = self._returns(call, kinds, fn if method else None, ndims)
         self._found[id(call)] = self._calls.get(key)
         return self._found[id(call)]
 

@@ -733,11 +733,11 @@ def _first(index):
     return index.elts[0] if isinstance(index, gast.Tuple) and index.elts else index
 
 
-def summary(fn, kinds, ctx):
+def summary(fn, kinds, ctx, ndims=None):
     """What the Python function `fn` does with its arguments' memory, called with
-    arguments of `kinds` (a callee_effects.Summary): this pass's data flow over its
-    Wengert form."""
-    return callee_effects.summary(fn, kinds, ctx, _effects)
+    arguments of `kinds` (and of the numbers of axes `ndims`, {parameter: number}, if
+    given) (a callee_effects.Summary): this pass's data flow over its Wengert form."""
+    return callee_effects.summary(fn, kinds, ctx, _effects, ndims)
 
 
 def _effects(node, ctx):

@@ -185,14 +185,16 @@ def python_callee(call, ctx):
     return fn, params
 
 
-def returned_kind(call, kinds, ctx, summarise, fn=None):
+def returned_kind(call, kinds, ctx, summarise, fn=None, ndims=()):
     """(the value kind of what `call` returns, the kinds of its items or False; see
     ValueKinds): `call` is a call by position of a Python function s2sad reads, with
     arguments of the value kinds `kinds`; the kind its summary for them found
     (`summarise(fn, {parameter: kind}, ctx)`, see `summary`) where it is SCALAR, ARRAY or
     CONTAINER; else UNKNOWN (a kind that depends on the path, on a call of itself, or on
     a parameter the call passes by keyword or through `*args`). `fn`: the function of a
-    method call `obj.m(a)` (found on `obj`'s class; `kinds` are those of `obj, a`)."""
+    method call `obj.m(a)` (found on `obj`'s class; `kinds` are those of `obj, a`);
+    `ndims`: the arguments' numbers of axes (None where not known), which the summary
+    is then specialised on."""
     callee = python_callee(call, ctx) if fn is None else (
         fn, list(inspect.signature(fn).parameters))
     if callee is None or call.keywords or any(isinstance(a, gast.Starred)
@@ -204,7 +206,9 @@ def returned_kind(call, kinds, ctx, summarise, fn=None):
         inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)]
     if len(kinds) > len(positional):
         return UNKNOWN, False       # (`*args`)
-    found = summarise(fn, dict(zip(positional, kinds)), ctx)
+    axes = {p: d for p, d in zip(positional, ndims) if d is not None}
+    found = (summarise(fn, dict(zip(positional, kinds)), ctx, axes) if axes
+             else summarise(fn, dict(zip(positional, kinds)), ctx))
     if found.kind not in (SCALAR, ARRAY, CONTAINER) and not (
             isinstance(found.kind, type) and user_class(found.kind)):
         return UNKNOWN, False       # (an instance of the user's class: `return Sim(...)`)
@@ -275,15 +279,16 @@ _summaries = weakref.WeakKeyDictionary()
 _pending = {}
 
 
-def summary(fn, arg_types, ctx, analyse):
+def summary(fn, arg_types, ctx, analyse, ndims=None):
     """The `Summary` of the Python function `fn` called with arguments of `arg_types`
     ({parameter: kind}): `analyse(node, its ctx)` -> (returns, writes, kind) over its Wengert
     form (which the driver's front end makes: `ctx.front_end`), or, where that cannot
     be made, what its source says (`_scanned`). A function that calls itself is found
     from a guess that it writes and returns nothing, again until the guess is what it
     finds. The caller's derivative relies on what the summary was found from: its
-    guards are the caller's too (`ctx.assume`)."""
-    key = (arg_types_key(arg_types), registry.version)
+    guards are the caller's too (`ctx.assume`). `ndims`: {parameter: number of axes} of
+    array arguments its code is specialised on too, if given."""
+    key = (arg_types_key(arg_types), tuple(sorted((ndims or {}).items())), registry.version)
     known = _summaries.get(fn, {}).get(key)
     if known is not None and known[2]():
         ctx.assume(known[1])
@@ -297,7 +302,7 @@ def summary(fn, arg_types, ctx, analyse):
     for _ in range(5):
         _pending[pending] = [guess, False]
         try:
-            found, relied = _analysed(fn, arg_types, ctx, analyse)
+            found, relied = _analysed(fn, arg_types, ctx, analyse, ndims)
         finally:
             used = _pending.pop(pending)[1]
         if found == guess or not used:
@@ -311,12 +316,13 @@ def summary(fn, arg_types, ctx, analyse):
     return found
 
 
-def _analysed(fn, arg_types, ctx, analyse):
+def _analysed(fn, arg_types, ctx, analyse, ndims=None):
     """(the Summary of `fn`, the guards of what it was found from)."""
     if ctx.front_end is None or source.is_library(fn):
         return _scanned(fn, arg_types), guards.of_function(fn)
     try:
-        inner, node = ctx.front_end(fn, arg_types)
+        inner, node = (ctx.front_end(fn, arg_types, ndims) if ndims
+                       else ctx.front_end(fn, arg_types))
     except S2SADError:
         return _scanned(fn, arg_types), guards.of_function(fn)
     returns, writes, kind = analyse(node, inner)
