@@ -365,7 +365,9 @@ class ValueKinds:
         kinds = tuple(self.of(a) for a in args)
         # (the numbers of axes of its array arguments, where known: the callee's own
         # code then knows them, if the caller's specialisation passes them on)
+        reading, self._reading = getattr(self, "_reading", set()), set()
         ndims = tuple(self._ndim(a) if k == ARRAY else _ANY for a, k in zip(args, kinds))
+        self._reading = reading
         if None in ndims:
             self._found[id(call)] = None
             return None
