@@ -267,7 +267,6 @@ class ValueKinds:
             return _ANY
         ndims = {self._ndim(a) for a in display.elts}
         if None in ndims:
-            self._found[id(call)] = None
             return None
         return ndims.pop() if len(ndims) == 1 and 0 not in ndims else _ANY
 
