@@ -219,14 +219,20 @@ def test_gmm(backend):
         np.testing.assert_allclose(first[i], expected, rtol=1e-6, atol=1e-8)
 
 
-def test_det():
+@pytest.mark.parametrize("backend", ["python", "numba"])
+def test_det(backend):
+    if backend == "numba":      # (each minor's gradient from its value_and_grad)
+        pytest.importorskip("numba")
     rng = np.random.default_rng(5)
     A = rng.normal(size=(4, 4))
     input = {"A": A.ravel().tolist(), "ell": 4}
-    assert call("det", "primal", input) == pytest.approx(np.linalg.det(A), rel=1e-12)
+    assert call("det", "primal", input, backend) == pytest.approx(np.linalg.det(A), rel=1e-12)
     det = evals.load("det").det
-    np.testing.assert_allclose(call("det", "gradient", input),
+    np.testing.assert_allclose(call("det", "gradient", input, backend),
                                fd(lambda v: det(v, 4), A.ravel()), rtol=1e-6, atol=1e-9)
+    # the cofactors, det(A) A^-T
+    np.testing.assert_allclose(call("det", "gradient", input, backend),
+                               (np.linalg.det(A) * np.linalg.inv(A).T).ravel(), rtol=1e-10)
 
 
 def lstm_scalar(main, extra, state, sequence):
