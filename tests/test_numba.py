@@ -207,7 +207,9 @@ def test_calls_of_njit_functions_are_differentiated_through_their_python_source(
     got = native(0.7)
     assert_close(got, fd_grad(njit_caller.py_func, (0.7,)), rtol=1e-6, atol=1e-8)
     assert got == pytest.approx(s2sad.grad(njit_caller)(0.7), rel=1e-12)
-    assert "njit_step_adjoint" in native.source
+    # (a call that returns a number: its gradient from the forward sweep, by its
+    # value_and_grad, scaled in the pullback)
+    assert "njit_step_value_and_grad" in native.source
 
 
 def test_refusals_name_the_line_before_numba_sees_the_code():
