@@ -762,8 +762,10 @@ def test_numba_modules_are_njit_functions_with_numba_helpers(numba_exported):
                               else node.names)}
         assert "numba" in imported and "s2sad" not in imported
     outer = exported["outer"][0]
-    assert "@numba.njit\ndef inner_adjoint(" in outer
-    assert "# from nmodel.py, line 41\n@numba.njit\ndef inner(a, b):" in outer
+    # (inner returns a number: outer's gradient calls its value_and_grad, which gives
+    # the value too, so inner itself is neither called nor copied)
+    assert "@numba.njit\ndef inner_value_and_grad(" in outer
+    assert "inner_adjoint" not in outer and "def inner(a, b):" not in outer
     assert "--backend numba" in outer
 
 
@@ -820,8 +822,9 @@ def test_numba_export_of_njit_functions_keeps_their_options(tmp_path):
     text = s2sad.export(fn, tmp_path / "model_numba.py", kind="grad", backend="numba")
     options = "@numba.njit(boundscheck=None, error_model='numpy', fastmath=True)\n"
     assert options + "def model_grad(x):" in text
-    assert options + "def step_adjoint(y_bar, x, c):" in text      # as the backend made it
-    assert "line 6\n@numba.njit(fastmath=True)\ndef step(x, c):" in text   # its own, once
+    # (as the backend made it: step returns a number, so its value_and_grad)
+    assert options + "def step_value_and_grad(x, c):" in text
+    assert "def step(x, c):" not in text     # (its value_and_grad gives its value)
     run = subprocess.run([sys.executable, "-c", "import model_numba; "
                           "print(model_numba.model_grad(0.7))"], cwd=tmp_path,
                          capture_output=True, text=True, timeout=300)
