@@ -142,7 +142,8 @@ class NumbaBackend(Backend):
         variant = callee.variant if callee.variant in (
             Variant.JVP, Variant.VALUE_AND_GRAD) else Variant.ADJOINT
         options = self.options(variant, jit_of(callee.fn, jit))
-        return dataclasses.replace(options, ndims=callee.ndims) if callee.ndims else options
+        return dataclasses.replace(options, ndims=callee.ndims, axes=callee.ndims) if (
+            callee.ndims) else options
 
     def calls(self, ctx):
         # (not a library's Python function, `np.ones` bound as `ones`: Numba has its own)

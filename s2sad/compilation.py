@@ -226,9 +226,9 @@ class Compilation:
     def param_ndims(self) -> dict:
         """{parameter: number of axes} of the array arguments whose shape patterns the
         code is specialised on (a guard tests those it relies on, `ndims_relied`), and
-        those of the array parameters the numba backend's code is compiled for
-        (`Options.ndims`: Numba dispatches on them)."""
-        ndims = dict(self.options.ndims or ())
+        those of the array parameters of a callee of the numba backend's code that its
+        caller proved (`Options.axes`: Numba dispatches on them)."""
+        ndims = dict(self.options.axes or ())
         ndims.update({p: len(pat) for p, (_, pat) in (self.patterns or {}).items()})
         return ndims
 
@@ -331,7 +331,7 @@ class Compilation:
         (`graded_calls`, the numba backend's: `Callee.ndims`)."""
         if self.returns is None:
             return UNKNOWN, False
-        if not self.can.graded_calls:
+        if not self.can.graded_calls or self.variant.forward:
             ndims = ()
         return self.returns(call, kinds, self, fn, ndims)
 

@@ -71,7 +71,9 @@ class Options:
     holomorphic=True)`, forward mode called by the API, see docs/complex.md; not a callee,
     whose caller takes what it returns as real); `ndims`, (parameter, number of axes)
     pairs of array arguments, for the numba backend, whose code Numba compiles for that
-    many axes (it dispatches on them, so the code may rely on them without a guard)."""
+    many axes (it dispatches on them, so the code may rely on them without a guard);
+    `axes`, those of them that the value kinds read too (a callee's, which its caller's
+    value kinds proved: ad/calls.py's `known_ndims`)."""
     variant: Variant = Variant.VJP
     release: bool = False
     guard: bool = True
@@ -83,13 +85,14 @@ class Options:
     aux: bool = False
     complex_output: bool = False
     ndims: tuple = ()
+    axes: tuple = ()
 
     @property
     def key(self) -> tuple:
         """The options as a key of the cache."""
         return (self.variant.value, self.release, self.guard, self.guard_bindings,
                 self.recompute, tuple(sorted((self.patterns or {}).items())), self.memory,
-                self.jit, self.aux, self.complex_output, self.ndims)
+                self.jit, self.aux, self.complex_output, self.ndims, self.axes)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -351,7 +351,8 @@ def _front_end(fn, arg_types, ndims=None):
     """`(ctx, node)`: `fn`, a function another one calls, through the passes before the
     aliasing pass (to `resolve_calls`), specialised on `arg_types` (and on the numbers of
     axes `ndims`, {parameter: number}, if given), for analyses of the call."""
-    options = Options(ndims=tuple(sorted(ndims.items()))) if ndims else Options()
+    axes = tuple(sorted((ndims or {}).items()))
+    options = Options(ndims=axes, axes=axes) if ndims else Options()
     return compilation(fn, (), arg_types, options, until="resolve_calls", passes=FRONT)
 
 

@@ -82,15 +82,30 @@ def test_a_recursion_by_minors_is_the_cofactor_matrix(n):
                                cofactors.ravel(), rtol=1e-12, atol=1e-12)
 
 
+def sources(derivative, seen=None):
+    """The source of `derivative` and of the derivatives it calls."""
+    seen = set() if seen is None else seen
+    if id(derivative) in seen:
+        return []
+    seen.add(id(derivative))
+    out = [derivative.source]
+    for callee in getattr(derivative, "linked", {}).values():
+        if hasattr(callee, "source"):
+            out += sources(callee, seen)
+    return out
+
+
 def test_the_recursion_calls_its_value_and_grad_once_a_minor():
-    a = np.arange(9.0).reshape(3, 3) ** 1.5
-    g = s2sad.grad(det_minors, backend="numba")
-    g(a)
-    source = g.derivative(arg_types_of(g._target, (a,)), {"a": 2}).source
-    # the minor's gradient from the forward sweep, scaled in the pullback: no
-    # det_minors_adjoint, which ran the minor's forward sweep again
-    assert "det_minors_value_and_grad(minor)" in source
-    assert "det_minors_adjoint" not in source and "= det_minors(" not in source
+    a = (np.arange(9.0) ** 1.5).reshape(3, 3)
+    g = s2sad.grad(det_flat, backend="numba")
+    g(a.ravel(), 3)
+    code = "\n".join(sources(g.derivative(arg_types_of(g._target, (a.ravel(), 3)),
+                                          {"a": 1})))
+    # each minor's gradient from the forward sweep, scaled in the pullback: no
+    # det_minors_adjoint, which ran the minor's forward sweep again at every level
+    assert "det_minors_value_and_grad(t)" in code
+    assert "det_minors_value_and_grad(minor)" in code
+    assert "det_minors_adjoint" not in code and "= det_minors(" not in code
 
 
 @pytest.mark.parametrize("wrt", [0, 1, (0, 1)])
