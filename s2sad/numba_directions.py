@@ -460,13 +460,12 @@ class Rewrite:
         if guard is None:
             body = self.bodied(stmts, lists)
         else:
-            seed, zero = guard
-            test = ast.parse(f"if _s2s_nonzero({stmts[seed].targets[0].id}):\n    pass\n"
-                             f"else:\n    pass").body[0]
+            at, seed, zero = guard
+            test = ast.parse(f"if _s2s_nonzero({seed}):\n    pass\nelse:\n    pass").body[0]
             test.test = _Indexed(lists).visit(test.test)
-            test.body = self.bodied(stmts[seed + 1:], lists)
+            test.body = self.bodied(stmts[at + 1:], lists)
             test.orelse = self.bodied(zero, lists) or [ast.Pass()]
-            body = self.bodied(stmts[:seed + 1], lists) + [test]
+            body = self.bodied(stmts[:at + 1], lists) + [test]
         return ast.For(ast.Name(K, ast.Store()), ast.parse(f"range({LOOP})").body[0].value,
                        body, [])
 
@@ -501,6 +500,17 @@ _FRESH = {"copy", "_s2s_zeros_like", "zeros", "zeros_like", "empty", "ones", "ey
           "empty_like", "ones_like", "full_like"}
 
 
+def _seed(s):
+    """The tangent statement `s` binds (`t = ...`), or writes an element of (`t[i] = ...`:
+    tested after the write), or None."""
+    if not (isinstance(s, ast.Assign) and len(s.targets) == 1):
+        return None
+    t = s.targets[0]
+    if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+        return t.value.id
+    return t.id if isinstance(t, ast.Name) else None
+
+
 def _product(node):
     """Whether `node` is a product of arrays (`@`, `np.dot` and the like): the work a
     zero test is worth (a test stops at the first element not zero; a zero tested in full
@@ -525,15 +535,15 @@ class Guard:
 
     def find(self, stmts):
         for i, s in enumerate(stmts[:-1]):
-            if not (isinstance(s, ast.Assign) and len(s.targets) == 1
-                    and isinstance(s.targets[0], ast.Name)):
+            seed = _seed(s)
+            if seed is None:
                 continue
             try:
-                zero, skipped = self.zeroed(stmts[i + 1:], s.targets[0].id)
+                zero, skipped = self.zeroed(stmts[i + 1:], seed)
             except _Zero:
                 continue
             if any(_product(n) for k in skipped for n in ast.walk(k.value)):
-                return i, zero
+                return i, seed, zero
         return None
 
     def zeroed(self, stmts, seed):
@@ -672,8 +682,11 @@ def _written(fn):
 
 
 def _made(value):
-    """Whether `value` is a new array or number (arithmetic, a copy, an array made)."""
-    if isinstance(value, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.Constant)):
+    """Whether `value` is a new array or number (arithmetic, a copy, an array made); not a
+    sum or difference, which a guard may make one of its terms (`_s2s_plus_zero`)."""
+    if isinstance(value, ast.BinOp):
+        return not isinstance(value.op, (ast.Add, ast.Sub))
+    if isinstance(value, (ast.UnaryOp, ast.Compare, ast.BoolOp, ast.Constant)):
         return True
     return isinstance(value, ast.Call) and (
         isinstance(value.func, ast.Attribute) and value.func.attr == "copy"
