@@ -1,7 +1,8 @@
 """Helpers of the rules for special functions, differences, integrals, polynomials,
 convolutions, order statistics (quantiles), `np.gradient` and `np.interp`: derivatives
 too long for a template (`polygamma`, `interp_slope`) and adjoints
-(`undiff`, `rediff`, `unpolyval`, `unconvolve`, `unquantile`, ...). Generated code reaches them through
+(`undiff`, `rediff`, `unpolyval`, `unconvolve`, `unquantile`, ...), and the exponent's
+term in the derivative of a power (`exponent_term`). Generated code reaches them through
 `runtime`, which imports them; each helper's forward rule is above its `def`."""
 import math
 
@@ -671,6 +672,29 @@ def interp_outside(g, x, xp, side):
 helper_adjoint(interp_outside, zero="x, xp", namespace={"np": np}, g=(
     "_s2s_rebroadcast(np.where(np.asarray(x) > np.asarray(xp)[-1] if side else np.asarray(x) < "
     "np.asarray(xp)[0], ans_bar, 0.0), g)"))
+
+
+@helper(tangent={"u": "_s2s_exponent_term(t, x)", "x": "u * _s2s_log_base_dot(t, x)"})
+def exponent_term(u, x):
+    """`u * log(x)`, the term of the exponent in a derivative of `x ** y` (`u` is `g * ans`
+    or `t * ans`): 0 where x == 0 (0 ** y is flat in y); where x < 0 (whose powers NumPy
+    makes NaN off the integers), 0 where u == 0 (nothing moves the exponent: `x ** (i + 1)`
+    of an int `i`), else NaN."""
+    if np.ndim(u) or np.ndim(x):
+        logs = u * np.log(np.where(x > 0, x, 1.0))
+        return np.where(x > 0, logs, np.where((x == 0) | (u == 0), 0.0 * logs, np.nan))
+    return u * math.log(x) if x > 0 else 0.0 * u if x == 0 or u == 0 else math.nan
+
+
+def log_base_dot(t, x):
+    """The tangent of log(x) in `exponent_term`: `t / x`, and 0 where x == 0."""
+    if isinstance(x, np.ndarray):
+        return np.where(x == 0, 0.0, t / np.where(x == 0, 1.0, x))
+    return t / x if x != 0 else 0.0 * t
+
+
+helper_adjoint(exponent_term, u="_s2s_exponent_term(ans_bar, x)",
+               x="_s2s_unbroadcast(_s2s_safe_divide(ans_bar * u, x), x)")
 
 
 helpers(__name__)

@@ -131,7 +131,8 @@ def thin(ans, what):
         ans[0].shape[-1] == ans[-1].shape[-2] if what == "svd"
         else ans[1].shape[-2] == ans[1].shape[-1])
     if not square:
-        detail = ("full_matrices=True of a matrix that is not square; pass "
+        detail = ("full_matrices=False or of a square matrix (the extra columns "
+                  "full_matrices=True adds have no unique derivative); pass "
                   "full_matrices=False" if what == "svd" else
                   "mode='reduced' of a matrix with at least as many rows as columns")
         raise MissingRuleError(f"s2sad differentiates np.linalg.{what} only with {detail}")
