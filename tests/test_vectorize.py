@@ -158,3 +158,29 @@ def test_several_outputs_are_refused_at_the_line(f):
             derivative(X)
         assert info.value.filename == __file__
         assert "v_polar" in info.value.text
+
+
+def relu_made_here(x):
+    return np.sum(np.vectorize(lambda a: a if a > 0 else 0)(x) * x)
+
+
+def powers_in_a_loop(x):
+    s = 0.0
+    for k in range(3):
+        s = s + np.sum(np.vectorize(lambda a: a ** (k + 1))(x))
+    return s
+
+
+@pytest.mark.parametrize("f, x", [(relu_made_here, np.array([-0.5, 0.6, 2.7])),
+                                  (relu_made_here, np.array([0.5, -0.6, 2.7])),
+                                  (powers_in_a_loop, np.array([0.5, -0.6, 2.7]))])
+def test_a_lambda_vectorized_in_the_function(f, x):
+    # (refused before: a lambda is named before the statement, and lifted; the dtype of
+    # each loop's array, read back from the tape, has no derivative in the hessian)
+    expected = numeric(f, (x,), 0)
+    np.testing.assert_allclose(s2sad.grad(f)(x), expected, rtol=1e-6, atol=1e-9)
+    direction = np.array([0.3, -0.2, 0.5])
+    assert s2sad.jvp(f, (x,), (direction,))[1] == pytest.approx(expected @ direction, rel=1e-6)
+    hessian = np.array([numeric(lambda z: numeric(f, (z,), 0)[k], (x,), 0, h=1e-4)
+                        for k in range(x.size)])
+    np.testing.assert_allclose(s2sad.hessian(f)(x), hessian, atol=1e-4)

@@ -18,9 +18,9 @@ loops, indexing and arithmetic it differentiates:
 - `functools.reduce(f, xs, init)` is the loop it stands for, before the statement (`acc =
   init`, `for x in xs: acc = f(acc, x)`; without `init`, from the first item over the
   others, raising Python's TypeError for no items), and the call is `acc`.
-- a call of `np.vectorize(f)` (made in the function, or an object made outside it) of a
-  Python function `f` is the loop NumPy runs: `f` called on each element of the
-  arguments broadcast together (`shape = np.broadcast_shapes(np.shape(x), np.shape(y))`,
+- a call of `np.vectorize(f)` (made in the function, of a name or a lambda, which is
+  named before the statement, or an object made outside it) of a Python function `f` is
+  the loop NumPy runs: `f` called on each element of the arguments broadcast together (`shape = np.broadcast_shapes(np.shape(x), np.shape(y))`,
   then `values = [f(a, b) for a, b in zip(np.ravel(np.broadcast_to(x, shape)), ...)]`
   and `np.reshape(np.array(values, dtype=...), shape)`, of NumPy's dtype: `otypes`, else
   that of the first output, `_s2s_vectorized_dtype(values, ...)`, which refuses several
@@ -252,6 +252,7 @@ class BuiltinCalls:
                 "differentiated: vectorize a function for each value"))
         if not held or self.prelude is None:
             return None
+        f = self.atom(f, "f", held, names_only=True)    # (a lambda named, which lift lifts)
         args = [self.atom(a, "arg", held) for a in e.args]
         if len(args) == 1:
             shape = syntax.call(self.name("shape", np.shape), [args[0]])
@@ -422,13 +423,13 @@ class BuiltinCalls:
 def _vectorize_of(func, src):
     """(the np.vectorize object, None where it is made here; the node of its Python
     function) of the called `func`, an `np.vectorize` object (a name or attribute chain
-    denoting one, whose `pyfunc` is then resolved, and so guarded) or `np.vectorize(f)`,
-    or None."""
+    denoting one, whose `pyfunc` is then resolved, and so guarded) or `np.vectorize(f)`
+    (`f` a name, an attribute chain or a lambda), or None."""
     if isinstance(func, gast.Call) and len(func.args) == 1 and not func.keywords and (
             isinstance(func.func, (gast.Name, gast.Attribute)) and _chain(func.func)
             and src.resolve(func.func) is np.vectorize):
         f = func.args[0]
-        return (None, f) if isinstance(f, (gast.Name, gast.Attribute)) else None
+        return (None, f) if isinstance(f, (gast.Name, gast.Attribute, gast.Lambda)) else None
     if not (isinstance(func, (gast.Name, gast.Attribute)) and _chain(func)):
         return None
     obj = src.resolve(func)

@@ -721,7 +721,8 @@ def int_zero(g, dtype=None):
     return zeros(np.shape(g), np.float64, g)
 
 
-helper_adjoint(int_zero, g="_s2s_int_zero(ans_bar, dtype)")     # (symmetric)
+# (symmetric; a dtype read back from a tape, which second derivatives differentiate: zero)
+helper_adjoint(int_zero, zero="dtype", g="_s2s_int_zero(ans_bar, dtype)")
 
 
 def cast_tangent(t, dtype=None):
