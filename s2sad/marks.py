@@ -160,6 +160,7 @@ PRIM = Mark(
      "before_ad/lift.py", "before_ad/attribute_writes.py",
      "before_ad/checkpointed_loops.py", "before_ad/write_calls.py",
      "before_ad/wengert.py", "before_ad/gradient_calls.py", "before_ad/resolve_calls.py",
+     "before_ad/unread_factors.py",
      "before_ad/call_versions.py", "before_ad/complex_values.py"],
     ["frontend/source.py", "analysis/operations.py", "analysis/value_kinds.py",
      "analysis/shapes.py", "before_ad/aliasing.py", "before_ad/alias_errors.py",

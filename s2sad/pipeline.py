@@ -10,7 +10,7 @@ Every pass is `run(fn, ctx) -> fn` over a gast function and the `Compilation` co
 ['star_forms', 'builtin_calls', 'lift', 'checkpointed_loops', 'write_calls', 'desugar',
  'wengert',
  'resolve_calls', 'record_fields', 'attribute_writes', 'aliasing', 'complex_values',
- 'lost_derivatives', 'common_subexpressions', 'hoist_invariants', 'forward', 'tangent_only',
+ 'unread_factors', 'lost_derivatives', 'common_subexpressions', 'hoist_invariants', 'forward', 'tangent_only',
  'inline_temporaries', 'write_in_place', 'tangents_late', 'insert_dels', 'guard',
  'guard_bindings', 'enclose']
 """
@@ -35,7 +35,7 @@ from .backends import BY_NAME, NUMBA, PYTHON, Backend
 from .before_ad import (
     aliasing, attribute_writes, builtin_calls, callee_effects, checkpointed_loops, common_subexpressions,
     complex_values, desugar, hoist_invariants, lift, lost_derivatives, record_fields,
-    resolve_calls, star_forms, wengert, write_calls)
+    resolve_calls, star_forms, unread_factors, wengert, write_calls)
 from .after_ad import (
     combine_terms, distinct_results, element_adjoints, enclose, guard, guard_bindings,
     guard_patterns, inline_helpers, inline_temporaries, insert_dels, optimize, peephole,
@@ -126,6 +126,9 @@ FRONT = [
     Pass("complex_values", complex_values.run, "complex values meeting differentiated "
          "ones through the rules that take them, refused at others; those of unknown type "
          "checked at run time", invalidates=True),
+    Pass("unread_factors", unread_factors.run, "a factorization whose vectors are not "
+         "read (`w, v = np.linalg.eigh(a)`, v unread) computes its values alone, whose "
+         "rules derive no vectors", invalidates=True),
     Pass("lost_derivatives", lost_derivatives.run, "refuse writes into arrays through "
          "calls, calls of library functions without a rule that may change what they are "
          "given, and differentiated values passed where a rule has no derivative"),
