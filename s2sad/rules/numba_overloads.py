@@ -293,6 +293,26 @@ def numba_extremum_dot(t, a, ans, axis=None, keepdims=False):
     raise TypingError(f"no native tangent of an extremum of {a} along an axis ({axis})")
 
 
+@overload(tangents.sort_dot)
+def numba_sort_dot(t, a, axis=-1):
+    # (Numba's np.argsort takes no axis: a vector's order, or each row's)
+    if array_type(a) and a.ndim == 1 and array_type(t) and t.ndim == 1:
+        return lambda t, a, axis=-1: t[np.argsort(a)]
+    if array_type(a) and a.ndim == 2 and array_type(t) and t.ndim == 2:
+        def rows(t, a, axis=-1):
+            if axis % 2 == 0:
+                out = np.empty_like(t.T)
+                for j in range(a.shape[1]):
+                    out[j] = t[:, j][np.argsort(a[:, j])]
+                return out.T.copy()
+            out = np.empty_like(t)
+            for i in range(a.shape[0]):
+                out[i] = t[i][np.argsort(a[i])]
+            return out
+        return rows
+    raise TypingError(f"no native tangent of np.sort of {a} along {t}")
+
+
 # -- what Numba lacks of NumPy: np.min and np.max along an axis (`numpy_NAME`, not the
 # -- version of a helper) ------------------------------------------------------------------
 def extremum_along(a, axis, keepdims, smaller):

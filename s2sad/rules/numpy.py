@@ -459,7 +459,7 @@ rule(np.copy, "a", "g", linear="a", method="copy", shaped="a")
 rule(np.ndarray.item, "self", "_s2s_reshape_like(g, self)", linear="self", returns="scalar",
      method="item")
 rule(np.sort, "a, axis=-1", a="_s2s_unsort(g, a, axis)",
-     tangent={"a": "np.take_along_axis(t, np.argsort(a, axis), axis)"})
+     tangent={"a": "_s2s_sort_dot(t, a, axis)"})
 rule(np.partition, "a, kth, axis=-1, kind='introselect'",
      a="_s2s_untake_along_axis(g, a, _s2s_partition_order(a, ans, axis), axis)",
      tangent={"a": "np.take_along_axis(t, _s2s_partition_order(a, ans, axis), axis)"})
