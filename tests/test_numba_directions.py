@@ -181,3 +181,16 @@ def test_orders_agree_with_central_differences(f, x):
     value, tangent = s2sad.jvp(f, (x,), (np.ones_like(x),), backend="numba")
     np.testing.assert_allclose(tangent, np.tensordot(want, np.ones_like(x), x.ndim),
                                rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("f, x", [
+    (sorted_times, np.array([3.0, 1.0, 2.0])),
+    (rows_sorted, np.array([[0.5, -1.0, 2.0], [3.0, 1.5, -0.5]])),
+], ids=["vector", "rows"])
+def test_sort_in_reverse_mode(f, x):
+    # (runtime.unsort's Numba version)
+    def total(x):
+        return np.sum(f(x) * f(x))
+    want = fd_jacobian(total, (x,), 0)
+    np.testing.assert_allclose(s2sad.grad(total, backend="numba")(x), want, rtol=1e-6,
+                               atol=1e-8)
