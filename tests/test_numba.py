@@ -879,3 +879,20 @@ def test_rows_of_a_local_matrix_are_arrays(f):
     assert tangent == pytest.approx(np.sum(want * t), rel=1e-7, abs=1e-9)
     np.testing.assert_allclose(s2sad.hessian(f, backend="numba")(x), fd_hessian(f, (x,), 0),
                                rtol=1e-5, atol=1e-6)
+
+
+def sine_weighted(x):
+    return np.sum(np.sin(x) * x)
+
+
+def test_source_before_the_first_call():
+    # (the default argument types, arrays for a function of NumPy: it raised
+    # AttributeError before a call had settled them)
+    g = s2sad.grad(sine_weighted, backend="numba")
+    before = g.source
+    assert before.startswith("def sine_weighted_grad(x):") and "np.cos(x)" in before
+    x = np.array([0.3, -1.2, 2.0])
+    np.testing.assert_allclose(g(x), np.sin(x) + x * np.cos(x), rtol=1e-12)
+    assert g.source == before
+    assert s2sad.value_and_grad(sine_weighted, backend="numba").source.startswith(
+        "def sine_weighted_value_and_grad(x):")
