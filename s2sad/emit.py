@@ -149,11 +149,15 @@ def _visible(s):
     return syntax.comment(kind.replace("_", " ")) if kind else s
 
 
+_TRAILING = re.compile(rf"^(.*\S)\(([^()]*), '{syntax.COMMENT}([^'\\]*)'\)$")
 _TUPLE_FOR = re.compile(r"^([ \t]*)for \(([^()\n]*)\) in ", re.M)
 _TUPLE_ASSIGN = re.compile(r"^([ \t]*)\(([^()\n]*)\) = ", re.M)
 
 
 def _comment_line(line):
+    trailing = _TRAILING.match(line)
+    if trailing:        # (a comment as a call's last argument: after the line)
+        return f"{trailing.group(1)}({trailing.group(2)})  # {trailing.group(3)}"
     stripped = line.lstrip()
     if stripped.lstrip("'\"").startswith(syntax.COMMENT):
         if "\\" in stripped or stripped[:3] in ("'''", '"""') or stripped[0] != stripped[-1]:

@@ -30,7 +30,7 @@ from .ad import (
 from .compilation import Compilation, Pass, Wrt
 from .options import Options, Variant
 from .errors import InternalError, S2SADError
-from .frontend import source
+from .frontend import deferred, source
 from .backends import BY_NAME, NUMBA, PYTHON, Backend
 from .before_ad import (
     aliasing, attribute_writes, builtin_calls, callee_effects, checkpointed_loops, common_subexpressions,
@@ -317,9 +317,25 @@ def compilation(fn: Callable, wrt: Wrt = 0, arg_types: dict | None = None,
     """`(ctx, node)`: `fn` through `passes` (by default those of `options.variant`, see
     `passes_for`), up to and including the pass named `until` (all of them without it),
     for `wrt`, specialised on `arg_types` (by default `default_arg_types`), with
-    `options`, for `backend` (its capabilities `ctx.can`)."""
+    `options`, for `backend` (its capabilities `ctx.can`). A refusal of a statement in
+    a branch is deferred to the run time of that statement (frontend/deferred.py): the
+    function is compiled again with it raising the error there."""
     passes = passes_for(options.variant, backend) if passes is None else passes
-    ctx = Compilation.of(fn, wrt, arg_types, options, can=backend.can)
+    refused = {}
+    while True:
+        try:
+            return _compiled(fn, wrt, arg_types, options, until, passes, backend, refused)
+        except S2SADError as exc:
+            line = deferred.deferred_line(exc, source.capture(fn, copy=False))
+            if line is None or line in refused:
+                raise
+            refused[line] = exc         # (that branch raises it: compiled again)
+
+
+def _compiled(fn, wrt, arg_types, options, until, passes, backend, refused):
+    """`(ctx, node)` of `compilation`, the statements of `refused` ({line: error})
+    raising their errors (frontend/deferred.py)."""
+    ctx = Compilation.of(fn, wrt, arg_types, options, refused, can=backend.can)
     ctx.front_end, ctx.returns = _front_end, _returned_kind
     ctx.adjoint_code = functools.partial(_adjoint_code, backend, options.jit)
     if until is not None and until not in [p.name for p in passes]:
