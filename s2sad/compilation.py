@@ -185,7 +185,9 @@ class Compilation:
         src = source.capture(fn, copy=options.variant.forward or generated or bool(refused))
         if refused:
             deferred.rewritten(src.node, refused, src.first_line)
-            fields["bindings"] = {deferred.NAME: deferred.raiser(refused)}
+            src.refused = {**src.refused, **refused}
+        if src.refused:
+            fields["bindings"] = {**fields.get("bindings", {}), **deferred.bindings(src)}
         source.prepare_generated(src)
         fence.check(src)
         return cls(src=src, wrt=wrt_names(src, wrt), as_tuple=isinstance(wrt, (tuple, list)),

@@ -63,6 +63,12 @@ def rewritten(node: gast.FunctionDef, refused: dict, first_line: int) -> gast.Fu
     return node
 
 
+def bindings(src) -> dict:
+    """{`NAME`: its class} for code made from `src` that raises the refusals it defers
+    (`src.refused`), else {}."""
+    return {NAME: raiser(src.refused)} if src.refused else {}
+
+
 def raiser(refused: dict) -> type:
     """The class `_s2s_refused` denotes: called with a line of `refused`, it gives the
     error refused there (the numba backend's code raises it too: Numba calls an
@@ -127,5 +133,5 @@ def _summary(exc) -> str:
     clause = re.split(r"[;(]", first)[0].strip().rstrip(",.")
     if len(clause) > 70:
         clause = clause[:70].rsplit(" ", 1)[0] + " ..."
-    clause = re.sub(r"[^\x20-\x7e]|['\\]", "", clause)
+    clause = re.sub(r"[^\x20-\x7e]|\\", "", clause).replace('"', "'")
     return f"{type(exc).__name__} when this runs: {clause}"
