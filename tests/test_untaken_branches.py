@@ -6,8 +6,12 @@ do not reach it is checked against central differences (tests/oracle.py), in eac
 the path that reaches it raises the error, of the same class, naming this file and the
 statement's line, in each mode.
 """
+import importlib.util
 import inspect
 import math
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -332,3 +336,53 @@ def test_numba_backend(s):
     with pytest.raises(MissingRuleError) as info:
         s2sad.jvp(scalar, (0.4, s), (1.0, 0.5), backend="numba")
     _located(info, scalar, APPLY)
+
+
+def dicts(x, s):
+    y = np.sin(x)
+    if s > 1.0:
+        d = {"a": y, "b": y * 2.0}                      # no dict in the numba backend
+        y = d["a"] + d["b"]
+    return np.sum(y * x)
+
+
+@pytest.mark.parametrize("s", [0.5, 1.5])
+def test_numba_backend_refusal_in_a_branch(s):
+    pytest.importorskip("numba")
+    from s2sad import NativeBackendError
+    grad = s2sad.grad(dicts, backend="numba")
+    if s < 1.0:
+        assert_close(grad(X, s), fd_grad(dicts, (X, s), 0))
+        return
+    with pytest.raises(NativeBackendError) as info:
+        grad(X, s)
+    _located(info, dicts, '{"a": y')
+    assert_close(s2sad.grad(dicts)(X, s), fd_grad(dicts, (X, s), 0))   # (Python backend)
+
+
+def test_show_command():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-m", "s2sad", "show",
+                          "tests/test_untaken_branches.py:gated", "--wrt", "x,s"],
+                         cwd=root, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("def gated_vjp(x, s):")
+    assert (f"raise _s2s_refused({_line(gated, APPLY)})  # MissingRuleError when this runs"
+            in out.stdout)
+
+
+def test_export(tmp_path):
+    path = tmp_path / "gated_exported.py"
+    s2sad.export(gated, path, wrt=(0, 1), args=(X, 0.5))
+    text = path.read_text()
+    assert "import s2sad" not in text and "class _s2s_refused(Exception):" in text
+    spec = importlib.util.spec_from_file_location("gated_exported", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert_close(module.gated_grad(X, 0.5), fd_grad(gated, (X, 0.5), (0, 1)))
+    with pytest.raises(Exception) as info:
+        module.gated_grad(X, 1.5)
+    assert type(info.value).__name__ == "MissingRuleError"
+    with pytest.raises(MissingRuleError) as expected:
+        s2sad.grad(gated)(X, 1.5)
+    assert str(info.value) == str(expected.value)

@@ -81,6 +81,7 @@ def raiser(refused: dict) -> type:
             return errors[line].with_traceback(None)
 
     Refused.__name__ = Refused.__qualname__ = NAME
+    Refused.s2s_refused = errors      # (what an exported module writes out: export_pieces)
     return Refused
 
 
