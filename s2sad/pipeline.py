@@ -326,10 +326,16 @@ def compilation(fn: Callable, wrt: Wrt = 0, arg_types: dict | None = None,
         try:
             return _compiled(fn, wrt, arg_types, options, until, passes, backend, refused)
         except S2SADError as exc:
-            line = deferred.deferred_line(exc, source.capture(fn, copy=False))
-            if line is None or line in refused:
+            line = deferred.deferred_line(exc, source.capture(fn, copy=False), refused)
+            if line is None and refused and isinstance(exc, InternalError):
+                raise next(iter(refused.values())) from None    # (see below)
+            if line is None:
                 raise
             refused[line] = exc         # (that branch raises it: compiled again)
+        except Exception:
+            if refused:     # what s2sad cannot compile with a refusal deferred, it refuses
+                raise next(iter(refused.values())) from None
+            raise
 
 
 def _compiled(fn, wrt, arg_types, options, until, passes, backend, refused):

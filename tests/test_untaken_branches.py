@@ -157,6 +157,14 @@ def at_top(x):
     return np.sum(y)
 
 
+def every_arm(x, s):
+    if s > 1.0:
+        y = np.apply_along_axis(np.cumsum, 0, x)        # no rule
+    else:
+        y = s2sad.vmap(double)(x)                       # a call s2sad cannot resolve
+    return np.sum(y)
+
+
 def in_loop_body(x, s):
     total = 0.0
     for i in range(3):
@@ -299,6 +307,10 @@ def test_a_refusal_on_every_path_stays_a_refusal_when_compiling():
     with pytest.raises(MissingRuleError) as info:
         s2sad.grad(in_loop_body)(X, 0.5)
     _located(info, in_loop_body, APPLY)
+    for grad in (s2sad.grad(every_arm), s2sad.jacfwd(every_arm)):
+        with pytest.raises(MissingRuleError) as info:
+            grad(X, 0.5)
+        _located(info, every_arm, VMAP)
 
 
 def test_a_refusal_in_a_try_block_stays_a_refusal_when_compiling():

@@ -35,16 +35,19 @@ _BLOCKS = {gast.If: ("body", "orelse"), gast.For: ("body", "orelse"),
            gast.While: ("body", "orelse")}
 
 
-def deferred_line(exc: S2SADError, src) -> int | None:
+def deferred_line(exc: S2SADError, src, refused: dict) -> int | None:
     """The user's line of the statement `exc` refuses, when the refusal may wait for
     that statement to run: `exc` is of a kind in `DEFERRED`, located in `src`'s file,
-    at a statement in an arm of an `if` of the function (see `_found`); else None."""
+    at a statement in an arm of an `if` of the function (see `_found`), and with it and
+    those `refused` before some path through the function still raises nothing; else
+    None."""
     if not isinstance(exc, DEFERRED) or src.filename.startswith("<s2sad:"):
         return None     # (code s2sad generated, differentiated again: its lines are not the user's)
     line = _line_of(exc, src.filename)
-    if line is None or _found(src.node, line - src.first_line + 1) is None:
+    if line is None or line in refused or _found(src.node, line - src.first_line + 1) is None:
         return None
-    return line
+    node = rewritten(syntax.copied(src.node), {**refused, line: exc}, src.first_line)
+    return None if _always_raises(node.body) else line
 
 
 def rewritten(node: gast.FunctionDef, refused: dict, first_line: int) -> gast.FunctionDef:
@@ -119,6 +122,23 @@ def _found(fn, line):
             return found
         branched = branched or isinstance(s, gast.If)
         block = inner[0]
+
+
+def _always_raises(block):
+    """Whether every path through `block` ends in a `raise` (a `return` in it may be
+    reached: not so)."""
+    for s in block:
+        if _returns(s):
+            return False
+        if isinstance(s, gast.Raise) or isinstance(s, gast.If) and _always_raises(
+                s.body) and _always_raises(s.orelse):
+            return True
+    return False
+
+
+def _returns(node):
+    return isinstance(node, gast.Return) or any(
+        _returns(n) for n in gast.iter_child_nodes(node) if not isinstance(n, gast.FunctionDef))
 
 
 COMPOUND = (gast.With, gast.Try, gast.FunctionDef, gast.ClassDef, gast.AsyncWith,
