@@ -398,3 +398,23 @@ def test_export(tmp_path):
     with pytest.raises(MissingRuleError) as expected:
         s2sad.grad(gated)(X, 1.5)
     assert str(info.value) == str(expected.value)
+
+
+@pytest.mark.parametrize("s", [0.5, 1.5])
+def test_numba_backend_second_derivatives(s):
+    pytest.importorskip("numba")
+    f = _of_x(gated, s)
+    made = [s2sad.hessian(f, backend="numba"), s2sad.jacfwd(f, backend="numba")]
+    if s < 1.0:
+        expected = fd_hessian(f, X)
+        assert_close(made[0](X), expected, rtol=1e-5, atol=1e-6)
+        assert_close(s2sad.hvp(f, backend="numba")(X, V), expected @ V, rtol=1e-5, atol=1e-6)
+        assert_close(made[1](X), fd_grad(f, (X,), 0))
+        return
+    for derivative in made:
+        with pytest.raises(MissingRuleError) as info:
+            derivative(X)
+        _located(info, gated, APPLY)
+    with pytest.raises(MissingRuleError) as info:
+        s2sad.hvp(f, backend="numba")(X, V)
+    _located(info, gated, APPLY)
