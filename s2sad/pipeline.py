@@ -326,7 +326,7 @@ def compilation(fn: Callable, wrt: Wrt = 0, arg_types: dict | None = None,
         try:
             return _compiled(fn, wrt, arg_types, options, until, passes, backend, refused)
         except S2SADError as exc:
-            line = deferred.deferred_line(exc, source.capture(fn, copy=False), refused)
+            line = deferred.deferred_line(exc, fn, refused)
             if line is None and refused and isinstance(exc, InternalError):
                 raise next(iter(refused.values())) from None    # (see below)
             if line is None:

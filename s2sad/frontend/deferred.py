@@ -22,6 +22,7 @@ import re
 import gast
 
 from .. import syntax
+from . import source
 from ..errors import (MissingRuleError, NativeBackendError, S2SADError,
                       UnsupportedSyntaxError)
 
@@ -35,13 +36,19 @@ _BLOCKS = {gast.If: ("body", "orelse"), gast.For: ("body", "orelse"),
            gast.While: ("body", "orelse")}
 
 
-def deferred_line(exc: S2SADError, src, refused: dict) -> int | None:
+def deferred_line(exc: S2SADError, fn, refused: dict) -> int | None:
     """The user's line of the statement `exc` refuses, when the refusal may wait for
-    that statement to run: `exc` is of a kind in `DEFERRED`, located in `src`'s file,
-    at a statement in an arm of an `if` of the function (see `_found`), and with it and
-    those `refused` before some path through the function still raises nothing; else
-    None."""
-    if not isinstance(exc, DEFERRED) or src.filename.startswith("<s2sad:"):
+    that statement to run: `exc` is of a kind in `DEFERRED`, located in the file of
+    `fn`'s source, at a statement in an arm of an `if` of the function (see `_found`),
+    and with it and those `refused` before some path through the function still raises
+    nothing; else None."""
+    if not isinstance(exc, DEFERRED):
+        return None
+    try:
+        src = source.capture(fn, copy=False)
+    except S2SADError:
+        return None     # (the source itself refused)
+    if src.filename.startswith("<s2sad:"):
         return None     # (code s2sad generated, differentiated again: its lines are not the user's)
     line = _line_of(exc, src.filename)
     if line is None or line in refused or _found(src.node, line - src.first_line + 1) is None:
