@@ -46,6 +46,7 @@ import numpy as np
 from . import driver
 from .errors import ExportError, InternalError, UnsupportedSyntaxError
 from .export_names import column, identifiers, module_names, renamed
+from .frontend import deferred
 from .frontend.source import MISSING, is_library, numba_function
 from .options import Variant
 from .rules import registry, runtime
@@ -170,7 +171,7 @@ class Pieces:
             return key
         if isinstance(obj, driver.CompiledDerivative):
             return self.add_derivative(obj)
-        if isinstance(getattr(obj, "s2s_refused", None), dict):
+        if isinstance(obj, type) and issubclass(obj, deferred.Refused):
             return self._refused(obj, name, piece)
         if isinstance(obj, types.ModuleType):
             return self._module(obj, name, piece)
@@ -257,7 +258,7 @@ class Pieces:
     def _refused(self, obj, name, piece):
         """The class that makes the errors of the refusals the code defers to run time
         (frontend/deferred.py), written out with their messages."""
-        errors, env = obj.s2s_refused, {"Exception": Exception}
+        errors, env = obj.errors, {"Exception": Exception}
         key = ("refused", tuple((line, type(e), str(e)) for line, e in sorted(errors.items())))
         if key not in self.provider:
             made = []

@@ -79,20 +79,21 @@ def bindings(src) -> dict:
     return {NAME: raiser(src.refused)} if src.refused else {}
 
 
+class Refused(S2SADError):
+    """What `_s2s_refused` denotes, a subclass (see `raiser`) whose `errors` are {line:
+    the error refused there}: called with a line, it gives that error (the numba
+    backend's code raises it too: Numba calls an exception class with the constants it
+    was given)."""
+    errors: dict = {}
+
+    def __new__(cls, line, *comment):
+        return cls.errors[line].with_traceback(None)
+
+
 def raiser(refused: dict) -> type:
-    """The class `_s2s_refused` denotes: called with a line of `refused`, it gives the
-    error refused there (the numba backend's code raises it too: Numba calls an
-    exception class with the constants it was given)."""
+    """The `Refused` class of the errors of `refused` ({line: error})."""
     errors = {line: _detached(exc) for line, exc in refused.items()}
-
-    class Refused(S2SADError):
-        """A refusal deferred to run time (frontend/deferred.py)."""
-        def __new__(cls, line, *comment):
-            return errors[line].with_traceback(None)
-
-    Refused.__name__ = Refused.__qualname__ = NAME
-    Refused.s2s_refused = errors      # (what an exported module writes out: export_pieces)
-    return Refused
+    return type(NAME, (Refused,), {"errors": errors, "__module__": __name__})
 
 
 def _detached(exc):
