@@ -121,6 +121,18 @@ def looped(x, s):
     return total * s
 
 
+def whiled(x, s):
+    y = x
+    k = 0
+    while k < 3:
+        y = np.sin(y) * s
+        if s > k + 1.0:
+            y = np.apply_along_axis(np.cumsum, 0, y)    # no rule
+            break
+        k += 1
+    return np.sum(y * x)
+
+
 def helper(y, s):
     if s > 1.0:
         y = np.apply_along_axis(np.cumsum, 0, y)        # no rule
@@ -207,6 +219,7 @@ CASES = [
     (both_arms, 0.5, 2.5, APPLY, MissingRuleError),
     (both_arms, 0.5, 1.5, VMAP, MissingRuleError),
     (looped, 1.0, 6.5, APPLY, MissingRuleError),
+    (whiled, 0.5, 2.5, APPLY, MissingRuleError),
     (calls_helper, 0.5, 1.5, APPLY, MissingRuleError),
     (nested, 0.5, 1.5, APPLY, MissingRuleError),
 ]
@@ -306,6 +319,20 @@ def test_a_refusal_on_every_path_stays_a_refusal_when_compiling():
         with pytest.raises(MissingRuleError) as info:
             grad(X, 0.5)
         _located(info, every_arm, VMAP)
+
+
+def aliased(x, s):
+    y = x * 2.0
+    v = y[0:2]
+    if s > 1.0:
+        v *= s                                          # a write y would see
+    return np.sum(y * x)
+
+
+def test_a_write_in_a_branch_that_a_read_after_it_sees_stays_a_refusal():
+    with pytest.raises(UnsupportedSyntaxError) as info:
+        s2sad.grad(aliased)(X, 0.5)     # (located at the read, outside the branch)
+    _located(info, aliased, "return np.sum(y * x)")
 
 
 def test_a_refusal_in_a_try_block_stays_a_refusal_when_compiling():
