@@ -469,6 +469,12 @@ for _params in ("self, dtype", "self, dtype, *, copy=True"):
     rule(np.ndarray.astype, _params, self="_s2s_cast_like(g, self, dtype)",
          tangent={"self": "_s2s_cast_tangent(t, dtype)"}, method="astype", view="self",
          copies=("copy", True))
+# (NumPy 2.1's array-API spellings, which SciPy's code calls: before_ad/array_namespaces.py)
+if hasattr(np, "cumulative_sum"):
+    for _params in ("x, dtype", "x, dtype, *, copy=True"):
+        rule(np.astype, _params, x="_s2s_cast_like(g, x, dtype)",
+             tangent={"x": "_s2s_cast_tangent(t, dtype)"}, view="x", copies=("copy", True))
+    rule(np.cumulative_sum, "x, *, axis=None", x="_s2s_cumsum(g, x, axis)", linear="x")
 rule(np.diagonal, "a, offset=0, axis1=0, axis2=1",
      a="_s2s_undiagonal(g, a, offset, axis1, axis2)", linear="a", view="a", method="diagonal")
 
