@@ -20,6 +20,7 @@ The helpers these rules call are in rules/solves.py, each with its forward rule.
 time where it is computed with (before_ad/complex_values.py, `LINALG_CHECKED`).
 """
 import numpy as np
+import scipy
 from scipy import integrate, linalg, special, stats
 
 from . import distances  # noqa: F401  (scipy.spatial.distance's cdist and pdist)
@@ -78,8 +79,9 @@ rule(special.log_softmax, "x, axis=None",
 # scipy.integrate: the trapezoidal rule as NumPy's; Simpson's rule is linear in the
 # samples, weighted by the spacing (a derivative with respect to `x` or `dx` is refused:
 # the rule has none)
-rule(integrate.simpson, "y, x=None, *, dx=1.0, axis=-1",
-     y="_s2s_unreduce(g, y, axis) * _s2s_simpson_weights(y, x, dx, axis)", linear="y")
+if np.lib.NumpyVersion(scipy.__version__) >= "1.11.0":     # (the even count's correction)
+    rule(integrate.simpson, "y, x=None, *, dx=1.0, axis=-1",
+         y="_s2s_unreduce(g, y, axis) * _s2s_simpson_weights(y, x, dx, axis)", linear="y")
 rule(integrate.trapezoid, "y, x=None, dx=1.0, axis=-1", **numpy_rules.TRAPEZOID)
 
 # scipy.linalg
