@@ -59,17 +59,17 @@ def run(fn, ctx):
     makers = namespace_makers()
     if not makers:
         return fn
-    loads, stores = name_counts(fn)
+    made = [s for s in syntax.statements(fn) if isinstance(s, gast.Assign)
+            and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name)
+            and isinstance(s.value, gast.Call) and any(
+                ctx.resolve(s.value.func) is m for m in makers)]
+    if not made:
+        return fn
+    _, stores = name_counts(fn)
     nested = {n.id for d in syntax.walk(fn) if d is not fn and isinstance(
         d, (gast.FunctionDef, gast.Lambda)) for n in syntax.name_nodes(d)}
-    found = {}
-    for s in syntax.statements(fn):
-        if (isinstance(s, gast.Assign) and len(s.targets) == 1
-                and isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Call)
-                and any(ctx.resolve(s.value.func) is m for m in makers)):
-            name = s.targets[0].id
-            if stores[name] == 1 and name not in nested:
-                found[name] = s
+    found = {s.targets[0].id: s for s in made
+             if stores[s.targets[0].id] == 1 and s.targets[0].id not in nested}
     if not found:
         return fn
     namespace = compat_numpy()
