@@ -10,18 +10,21 @@ from __future__ import annotations
 import functools
 import inspect
 import warnings
+import weakref
 from typing import Any, Callable
 
 import numpy as np
 
-from . import driver, forward_api
+from . import api, driver, forward_api
 from .compilation import NoKey, arg_types_of, call_key
 from .errors import BatchingLoopWarning, S2SADError, outside_stacklevel
 from .forward_api import gradient_of
+from .frontend import gradients
+from .frontend.source import function_from_source
 from .hessian_api import hvp
 from .options import Options, Variant
 from .ad.batching import GENERATORS
-from .rules import pytrees, registry
+from .rules import pytrees, registry, runtime
 
 
 def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
@@ -407,3 +410,80 @@ def _nested(inner, in_axes, out_axes, args):
     leaves = [np.moveaxis(np.reshape(v, (n, m) + np.shape(v)[1:]), 1,
                           ax + 1 if ax >= 0 else ax) for v, ax in zip(leaves, axes)]
     return _placed(pytrees.unflatten(structure, leaves), out_axes, n)
+
+
+class BatchedCall(api.custom_vjp):
+    """`vmap(f, in_axes, out_axes)(x, ...)` called in code differentiated in reverse mode
+    (made by gradient_calls from `loop`, the loop over the items frontend.gradients
+    writes): `fwd` runs the batched function, and `bwd` the batched gradient of f's
+    cotangent function (`vmap(grad(cotangent))`, each item's pullback of its cotangent
+    in one pass), the adjoints of the arguments the batch shares summed over it. Where
+    that gradient cannot be batched, `bwd` runs the loop's pullback. Forward mode
+    differentiates the loop, and second derivatives call the loop itself."""
+
+    def __init__(self, loop):
+        super().__init__(loop)
+        f, params, extras, in_axes, out_axes = loop.s2s_vmap_of
+        axes = tuple(in_axes) + (None,) * len(extras)
+        outs = out_axes if isinstance(out_axes, tuple) else (out_axes,)
+        batched = vmap(f, axes, out_axes)
+        cotangent = _cotangent(f, len(axes), len(outs), isinstance(out_axes, tuple))
+        gradients_of = {}     # wrt -> vmap of cotangent's gradient with respect to wrt
+
+        def fwd(*args):
+            return batched(*args), args
+
+        def bwd(args, g):
+            wrt = tuple(i for i, a in enumerate(args) if runtime.carries_derivative(a))
+            if not wrt:
+                return (None,) * len(args)
+            if wrt not in gradients_of:
+                gradients_of[wrt] = vmap(api.grad(cotangent, wrt=wrt), axes + outs, tuple(
+                    0 if axes[i] is None else axes[i] for i in wrt))
+            try:
+                with warnings.catch_warnings():     # (of s2sad's own code: the numbers hold)
+                    warnings.simplefilter("ignore", BatchingLoopWarning)
+                    found = gradients_of[wrt](*args, *(g if len(outs) > 1 else (g,)))
+            except S2SADError:      # (a gradient code the batching transform refuses)
+                found = driver.derivative(loop, wrt, arg_types_of(loop, args)).fn(
+                    *args)[1](g)
+                found = tuple(found) if isinstance(found, tuple) else (found,)
+            else:
+                found = tuple(np.sum(v, axis=0) if axes[i] is None else v
+                              for i, v in zip(wrt, found))
+            adjoints = dict(zip(wrt, found))
+            return tuple(adjoints.get(i) for i in range(len(args)))
+        name = loop.__name__
+        for helper, role in ((fwd, "fwd"), (bwd, "bwd")):
+            helper.__name__ = helper.__qualname__ = f"{name}_{role}"
+        self.fwd, self.bwd = fwd, bwd
+
+    @classmethod
+    def of(cls, loop):
+        """The one BatchedCall of the loop `loop` (see frontend.gradients.vmap_function)."""
+        made = cls.__dict__.get("_made")
+        if made is None:
+            made = cls._made = weakref.WeakKeyDictionary()
+        if loop not in made:
+            made[loop] = cls(loop)
+        return made[loop]
+
+
+def _cotangent(f, n, m, many):
+    """`def f_cotangent(a0, ..., y_bar0, ...): return np.sum(f(a0, ...) * y_bar0) + ...`,
+    `f` of `n` arguments returning `m` results (a tuple, `many`), whose gradient is f's
+    pullback of the `y_bar`s."""
+    args = [f"a{k}" for k in range(n)]
+    bars = [f"y_bar{j}" for j in range(m)]
+    value = f"_s2s_f({', '.join(args)})"
+    terms = [f"np.sum(y[{j}] * {b})" if many else f"np.sum(y * {b})"
+             for j, b in enumerate(bars)]
+    made = function_from_source(
+        f"def {getattr(f, '__name__', 'f')}_cotangent({', '.join(args + bars)}):\n"
+        f"    y = {value}\n    return {' + '.join(terms)}\n", {"_s2s_f": f, "np": np},
+        own=True)
+    made.__module__ = getattr(f, "__module__", None) or "__main__"
+    return made
+
+
+gradients.MAKERS["vmap"] = BatchedCall.of

@@ -54,7 +54,11 @@ from .. import syntax
 from ..errors import NativeBackendError
 from ..frontend import callables, gradients
 from ..frontend.source import MISSING
+from ..options import Variant
 from .lift import Lifted
+
+#: the variants whose code calls a vmap's batched function and gradient (not the loop)
+_BATCHED_REVERSE = (Variant.VJP, Variant.GRAD, Variant.VALUE_AND_GRAD)
 
 #: the options of grad and value_and_grad that do not change the numbers
 _OPTIONS = ("backend", "memory")
@@ -155,7 +159,10 @@ class GradientCalls(gast.NodeTransformer):
             made = marks.PRIM.of(call.func)
         if (getattr(made, "s2s_gradient", None) is not None
                 or getattr(made, "s2s_forward", None) is not None):     # made here
-            self.check_keywords(call, made)
+            if getattr(made, "s2s_forward", None) != "vmap":
+                self.check_keywords(call, made)
+            else:   # (the values a nested function reads, after the call's: vmap_called)
+                call.args, call.keywords = call.args + [k.value for k in call.keywords], []
             return call
         if getattr(made, "s2s_vmap", None) is not None:    # vmap(f, ...) made outside
             f, in_axes, out_axes = made.s2s_vmap
@@ -312,7 +319,11 @@ class GradientCalls(gast.NodeTransformer):
                                           f"{out_axes!r}")
         if all(ax is None for ax in in_axes):
             raise self.vmap_refused(call, "batches no argument (in_axes are all None)")
-        return gradients.vmap_function(primal, params, extras, in_axes, out_axes)
+        loop = gradients.vmap_function(primal, params, extras, in_axes, out_axes)
+        if self.ctx.variant in _BATCHED_REVERSE and not self.ctx.options.recompute and (
+                getattr(primal, "s2s_vmap_of", None) is None):     # (vmap(vmap(g)): loops)
+            return gradients.MAKERS["vmap"](loop)     # (batched fwd and bwd)
+        return loop
 
     def vmap_called(self, call):
         """Refuse keyword arguments in `call`, of what stands for a vmap."""

@@ -33,8 +33,9 @@ API = {"grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hvp", "hessp
 GRADIENTS = ("grad", "value_and_grad")
 
 #: {name: the API function}: grad, value_and_grad and jvp, which the functions that stand
-#: for derivatives made in differentiated code call (api.py declares them: the passes
-#: that make those functions are of a lower layer)
+#: for derivatives made in differentiated code call, and vmap, what stands for a vmap
+#: called in code differentiated in reverse mode (api.py and batching_api.py declare them:
+#: the passes that make those functions are of a lower layer)
 MAKERS = {}
 
 #: the derivatives made by forward mode called inside a differentiated function that s2sad
@@ -352,6 +353,7 @@ def vmap_function(primal, params, extras, in_axes, out_axes):
         + "".join(f"    {line}\n" for line in lines), {"_s2s_f": primal, "np": np}, own=True)
     made.__module__ = getattr(primal, "__module__", None) or "__main__"
     made.s2s_forward = "vmap"
+    made.s2s_vmap_of = (primal, tuple(params), tuple(extras), in_axes, out_axes)
     per_key[key] = made
     return made
 
