@@ -22,6 +22,7 @@ import weakref
 
 import numpy as np
 
+from ..errors import S2SADError
 from .source import function_from_source, identifier, numba_function
 
 #: s2sad's functions that make or compute derivatives, by name (of s2sad.api,
@@ -319,10 +320,16 @@ def vmap_function(primal, params, extras, in_axes, out_axes):
     size, k, result = fresh("size"), fresh("k"), fresh("result")
     batched = [(p, ax) for p, ax in zip(params, in_axes) if ax is not None]
     first, axis = batched[0]
-    lines = [f"{size} = np.shape({first})[{axis}]"]
+    lines = []
+    for p, ax in batched:       # (an item of a list, tuple or dict is not `p[k]`)
+        lines += [f"if isinstance({p}, (list, tuple, dict)):",
+                  "    raise _s2s_error('vmap called inside a differentiated function batches "
+                  "arrays along an axis, not lists, tuples or dicts: pass their arrays as "
+                  "arguments of their own')"]
+    lines.append(f"{size} = np.shape({first})[{axis}]")
     for p, ax in batched[1:]:
         lines += [f"if np.shape({p})[{ax}] != {size}:",
-                  "    raise ValueError('vmap: the batched arguments have batches of "
+                  "    raise _s2s_error('vmap: the batched arguments have batches of "
                   "different sizes')"]
     items = [p if ax is None else f"{p}[{_item_index(ax, k)}]"
              for p, ax in zip(params, in_axes)]
@@ -334,14 +341,14 @@ def vmap_function(primal, params, extras, in_axes, out_axes):
     lines += [f"for {k} in range({size}):", f"    {result} = {call}"]
     if isinstance(out_axes, tuple):
         lines += [f"    if not isinstance({result}, tuple) or len({result}) != {len(outs)}:",
-                  f"        raise ValueError('vmap: out_axes={out_axes!r} needs a tuple of "
+                  f"        raise _s2s_error('vmap: out_axes={out_axes!r} needs a tuple of "
                   f"{len(outs)} results')"]
         lines += [f"    {s}.append({result}[{j}])" for j, s in enumerate(stacks)]
         returned = "(" + "".join(f"np.stack({s}, axis={ax}), "
                                  for s, ax in zip(stacks, outs)) + ")"
     else:
         lines += [f"    if isinstance({result}, tuple):",
-                  "        raise ValueError('vmap called inside a differentiated function "
+                  "        raise _s2s_error('vmap called inside a differentiated function "
                   "takes a function that returns a tuple with out_axes a tuple, one axis "
                   "per result')",
                   f"    {stacks[0]}.append({result})"]
@@ -350,7 +357,8 @@ def vmap_function(primal, params, extras, in_axes, out_axes):
     name = identifier(getattr(primal, "__func__", primal))
     made = function_from_source(
         f"def {name}_vmap({', '.join(list(params) + list(extras))}):\n"
-        + "".join(f"    {line}\n" for line in lines), {"_s2s_f": primal, "np": np}, own=True)
+        + "".join(f"    {line}\n" for line in lines),
+        {"_s2s_f": primal, "np": np, "_s2s_error": S2SADError}, own=True)
     made.__module__ = getattr(primal, "__module__", None) or "__main__"
     made.s2s_forward = "vmap"
     made.s2s_vmap_of = (primal, tuple(params), tuple(extras), in_axes, out_axes)
