@@ -413,13 +413,15 @@ def _nested(inner, in_axes, out_axes, args):
 
 
 class BatchedCall(api.custom_vjp):
-    """`vmap(f, in_axes, out_axes)(x, ...)` called in code differentiated in reverse mode
-    (made by gradient_calls from `loop`, the loop over the items frontend.gradients
-    writes): `fwd` runs the batched function, and `bwd` the batched gradient of f's
-    cotangent function (`vmap(grad(cotangent))`, each item's pullback of its cotangent
-    in one pass), the adjoints of the arguments the batch shares summed over it. Where
-    that gradient cannot be batched, `bwd` runs the loop's pullback. Forward mode
-    differentiates the loop, and second derivatives call the loop itself."""
+    """`vmap(f, in_axes, out_axes)(x, ...)` called in differentiated code (made by
+    gradient_calls from `loop`, the loop over the items frontend.gradients writes), a
+    custom rule in both modes: `fwd` runs the batched function, `bwd` the batched
+    gradient of f's cotangent function (`vmap(grad(cotangent))`, each item's pullback of
+    its cotangent in one pass), the adjoints of the arguments the batch shares summed
+    over it, and `rule` the batched jvp of f. Where the batching transform refuses that
+    derivative's code, they run the loop's; second derivatives call the loop itself."""
+
+    s2s_custom = ("vjp", "jvp")
 
     def __init__(self, loop):
         super().__init__(loop)
@@ -453,10 +455,25 @@ class BatchedCall(api.custom_vjp):
                               for i, v in zip(wrt, found))
             adjoints = dict(zip(wrt, found))
             return tuple(adjoints.get(i) for i in range(len(args)))
+        jvps = {}     # wrt -> vmap of f's jvp along the arguments wrt
+
+        def rule(primals, tangents):
+            wrt = tuple(i for i, (a, t) in enumerate(zip(primals, tangents))
+                        if t is not None and runtime.carries_derivative(a))
+            if not wrt:
+                return batched(*primals), pytrees.zeros_like(batched(*primals))
+            if wrt not in jvps:
+                jvps[wrt] = vmap(gradients.jvp_function(f, wrt, forward_api.jvp),
+                                 axes + tuple(axes[i] for i in wrt), (out_axes, out_axes))
+            try:
+                return tuple(jvps[wrt](*primals, *(tangents[i] for i in wrt)))
+            except S2SADError:      # (a tangent code the batching transform refuses)
+                return forward_api.jvp(loop, tuple(primals), tuple(
+                    t if i in wrt else None for i, t in enumerate(tangents)))
         name = loop.__name__
-        for helper, role in ((fwd, "fwd"), (bwd, "bwd")):
+        for helper, role in ((fwd, "fwd"), (bwd, "bwd"), (rule, "jvp")):
             helper.__name__ = helper.__qualname__ = f"{name}_{role}"
-        self.fwd, self.bwd = fwd, bwd
+        self.fwd, self.bwd, self.rule = fwd, bwd, rule
 
     @classmethod
     def of(cls, loop):

@@ -227,17 +227,42 @@ def test_the_pullback_falls_back_to_the_loop_where_the_gradient_does_not_batch(m
             return f(*args)
         made.s2s_made_by = "jacrev"
         return made
-    def h_again(x, c):
+
+    def h(x, c):
         return np.sum(s2sad.vmap(lambda r: np.cos(c * r[0]) * r[1] ** 2)(x) ** 2)
     monkeypatch.setattr(s2sad.api, "grad", not_batchable)
-    dx, dc = s2sad.grad(h_again, wrt=(0, 1))(X, 1.3)
-    np.testing.assert_allclose(dx, fd_array_grad(h_again, (X, 1.3), 0), **TOL)
-    assert dc == pytest.approx(fd_array_grad(h_again, (X, 1.3), 1), rel=1e-6)
+    dx, dc = s2sad.grad(h, wrt=(0, 1))(X, 1.3)
+    np.testing.assert_allclose(dx, fd_array_grad(h, (X, 1.3), 0), **TOL)
+    assert dc == pytest.approx(fd_array_grad(h, (X, 1.3), 1), rel=1e-6)
 
 
-def test_a_batched_list_or_dict_is_refused():
-    def h(x):
-        pair = [x, 2.0 * x]
-        return np.sum(s2sad.vmap(lambda d: np.sum(d[0] * np.sin(d[1])))(pair))
+def paired(x):
+    pair = [x, 2.0 * x]
+    return np.sum(s2sad.vmap(lambda d: np.sum(d[0] * np.sin(d[1])))(pair))
+
+
+def test_a_batched_list_in_jvp_and_refused_by_the_loop():
+    # jvp runs vmap's own batched jvp, which batches each array of the list
+    value, tangent = s2sad.jvp(paired, (X,), (X,))
+    assert value == pytest.approx(paired(X), rel=1e-14)
+    assert tangent == pytest.approx(np.sum(fd_array_grad(paired, (X,), 0) * X), rel=1e-6)
+    # the loop of second derivatives would index the list itself: refused
     with pytest.raises(s2sad.S2SADError, match="not lists, tuples or dicts"):
-        s2sad.jvp(h, (X,), (X,))
+        s2sad.hessian(paired)(X)
+
+
+def test_the_tangent_falls_back_to_the_loop_where_the_jvp_does_not_batch(monkeypatch):
+    def not_batchable(f, wrt, jvp):     # (vmap refuses a derivative other than grad's)
+        def made(*args):
+            return f(*args)
+        made.s2s_made_by = "jacrev"
+        return made
+
+    def h(x, c):
+        return np.sum(s2sad.vmap(lambda r: np.exp(c * r[0]) * r[2] ** 2)(x) ** 2)
+    monkeypatch.setattr(s2sad.frontend.gradients, "jvp_function", not_batchable)
+    v = np.array([[1.0, 0.5, -0.2], [0.3, -1.0, 0.4]])
+    value, tangent = s2sad.jvp(h, (X, 0.6), (v, 0.5))
+    expected = (np.sum(fd_array_grad(h, (X, 0.6), 0) * v)
+                + 0.5 * fd_array_grad(h, (X, 0.6), 1))
+    assert tangent == pytest.approx(expected, rel=1e-6)

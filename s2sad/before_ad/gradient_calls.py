@@ -58,7 +58,7 @@ from ..options import Variant
 from .lift import Lifted
 
 #: the variants whose code calls a vmap's batched function and gradient (not the loop)
-_BATCHED_REVERSE = (Variant.VJP, Variant.GRAD, Variant.VALUE_AND_GRAD)
+_BATCHED = (Variant.VJP, Variant.GRAD, Variant.VALUE_AND_GRAD, Variant.JVP, Variant.TANGENT)
 
 #: the options of grad and value_and_grad that do not change the numbers
 _OPTIONS = ("backend", "memory")
@@ -313,14 +313,17 @@ class GradientCalls(gast.NodeTransformer):
         else:
             in_axes = (in_axes,) * len(params)
         axes = in_axes + (out_axes if isinstance(out_axes, tuple) else (out_axes,))
-        if any(ax is not None and (type(ax) is not int) for ax in axes) or any(
-                ax is None for ax in axes[len(in_axes):]):
+        if any(ax is None for ax in axes[len(in_axes):]):
+            raise self.vmap_refused(call, "has out_axes=None (a result the batch shares): "
+                                          "return it batched, out_axes=0, and take its "
+                                          "first item")
+        if any(ax is not None and (type(ax) is not int) for ax in axes):
             raise self.vmap_refused(call, f"has in_axes={in_axes!r} and out_axes="
                                           f"{out_axes!r}")
         if all(ax is None for ax in in_axes):
             raise self.vmap_refused(call, "batches no argument (in_axes are all None)")
         loop = gradients.vmap_function(primal, params, extras, in_axes, out_axes)
-        if self.ctx.variant in _BATCHED_REVERSE and not self.ctx.options.recompute and (
+        if self.ctx.variant in _BATCHED and not self.ctx.options.recompute and (
                 getattr(primal, "s2s_vmap_of", None) is None):     # (vmap(vmap(g)): loops)
             return gradients.MAKERS["vmap"](loop)     # (batched fwd and bwd)
         return loop
