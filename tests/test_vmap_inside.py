@@ -266,3 +266,39 @@ def test_the_tangent_falls_back_to_the_loop_where_the_jvp_does_not_batch(monkeyp
     expected = (np.sum(fd_array_grad(h, (X, 0.6), 0) * v)
                 + 0.5 * fd_array_grad(h, (X, 0.6), 1))
     assert tangent == pytest.approx(expected, rel=1e-6)
+
+
+def shared_scale(c):
+    return np.sum(s2sad.vmap(lambda r, c: np.sum(np.sin(c * r) * r), in_axes=(0, None))(X, c)
+                  ** 2)
+
+
+def test_grad_of_grad_matches_an_analytic_formula():
+    # s_k = sum_j sin(c x_kj) x_kj; h = sum_k s_k^2; h'' = 2 sum_k (s_k'^2 + s_k s_k'')
+    c = 0.7
+    s = np.sum(np.sin(c * X) * X, axis=1)
+    s1 = np.sum(np.cos(c * X) * X ** 2, axis=1)
+    s2 = -np.sum(np.sin(c * X) * X ** 3, axis=1)
+    assert s2sad.grad(shared_scale)(c) == pytest.approx(2 * np.sum(s * s1), rel=1e-12)
+    assert s2sad.grad(s2sad.grad(shared_scale))(c) == pytest.approx(
+        2 * np.sum(s1 ** 2 + s * s2), rel=1e-12)
+
+
+def called_in_a_loop(x, c):
+    t = 0.0
+    for i in range(3):
+        t = t + np.sum(batch_of_energies(x * (i + 1), c * W) ** 2)
+    return t
+
+
+def test_a_callee_that_calls_vmap_in_a_loop():
+    args = (X, 0.7)
+    g = s2sad.grad(called_in_a_loop, wrt=(0, 1))(*args)
+    np.testing.assert_allclose(g[0], fd_array_grad(called_in_a_loop, args, 0), **TOL)
+    assert g[1] == pytest.approx(fd_array_grad(called_in_a_loop, args, 1), rel=1e-6)
+
+
+def test_export_refuses_at_the_users_function():
+    with pytest.raises(s2sad.S2SADError, match="runs without it") as info:
+        s2sad.export(by_rows, None, args=(X, W))
+    assert f"{__file__}:" in str(info.value)
