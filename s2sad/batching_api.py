@@ -433,7 +433,7 @@ class BatchedCall(api.custom_vjp):
         gradients_of = {}     # wrt -> vmap of cotangent's gradient with respect to wrt
 
         def fwd(*args):
-            return batched(*args), args
+            return _one_per_axis(batched(*args), out_axes), args
 
         def bwd(args, g):
             wrt = tuple(i for i, a in enumerate(args) if runtime.carries_derivative(a))
@@ -461,12 +461,14 @@ class BatchedCall(api.custom_vjp):
             wrt = tuple(i for i, (a, t) in enumerate(zip(primals, tangents))
                         if t is not None and runtime.carries_derivative(a))
             if not wrt:
-                return batched(*primals), pytrees.zeros_like(batched(*primals))
+                value = _one_per_axis(batched(*primals), out_axes)
+                return value, pytrees.zeros_like(value)
             if wrt not in jvps:
                 jvps[wrt] = vmap(gradients.jvp_function(f, wrt, forward_api.jvp),
                                  axes + tuple(axes[i] for i in wrt), (out_axes, out_axes))
             try:
-                return tuple(jvps[wrt](*primals, *(tangents[i] for i in wrt)))
+                value, tangent = jvps[wrt](*primals, *(tangents[i] for i in wrt))
+                return _one_per_axis(value, out_axes), tangent
             except S2SADError:      # (a tangent code the batching transform refuses)
                 return forward_api.jvp(loop, tuple(primals), tuple(
                     t if i in wrt else None for i, t in enumerate(tangents)))
@@ -484,6 +486,15 @@ class BatchedCall(api.custom_vjp):
         if loop not in made:
             made[loop] = cls(loop)
         return made[loop]
+
+
+def _one_per_axis(value, out_axes):
+    """`value`, refused where it is a tuple and `out_axes` one int (as the loop refuses
+    it: the cotangent function reads one result)."""
+    if isinstance(value, tuple) and not isinstance(out_axes, tuple):
+        raise S2SADError("vmap called inside a differentiated function takes a function "
+                         "that returns a tuple with out_axes a tuple, one axis per result")
+    return value
 
 
 def _cotangent(f, n, m, many):

@@ -302,3 +302,23 @@ def test_export_refuses_at_the_users_function():
     with pytest.raises(s2sad.S2SADError, match="runs without it") as info:
         s2sad.export(by_rows, None, args=(X, W))
     assert f"{__file__}:" in str(info.value)
+
+
+def sine_loss(w, x):
+    return np.sin(np.dot(x, w)) ** 2
+
+
+def values_and_gradients(w):
+    v, g = s2sad.vmap(s2sad.value_and_grad(sine_loss), in_axes=(None, 0), out_axes=(0, 0))(
+        w, X)
+    return np.sum(v) + np.sum(g ** 2)
+
+
+def test_vmap_of_value_and_grad_in_each_mode():
+    np.testing.assert_allclose(s2sad.grad(values_and_gradients)(W),
+                               fd_array_grad(values_and_gradients, (W,), 0), **TOL)
+    _, tangent = s2sad.jvp(values_and_gradients, (W,), (X[0],))
+    assert tangent == pytest.approx(np.dot(fd_array_grad(values_and_gradients, (W,), 0),
+                                           X[0]), rel=1e-6)
+    np.testing.assert_allclose(s2sad.hessian(values_and_gradients)(W),
+                               fd_hessian(values_and_gradients, W), rtol=1e-5, atol=1e-6)
