@@ -472,10 +472,54 @@ class BatchedCall(api.custom_vjp):
             except S2SADError:      # (a tangent code the batching transform refuses)
                 return forward_api.jvp(loop, tuple(primals), tuple(
                     t if i in wrt else None for i, t in enumerate(tangents)))
+        pairs = {}    # wrt -> vmap of the jvp of cotangent's gradient with respect to wrt
+
+        def fwd_rule(primals, tangents):
+            value, value_dot = rule(primals, tangents)
+            return (value, tuple(primals)), (value_dot, tuple(tangents))
+
+        def bwd_rule(primals, tangents):
+            try:
+                return batched_bwd_rule(primals, tangents)
+            except S2SADError:      # (a derivative's code the batching transform refuses)
+                (args, g), (dots, g_dot) = primals, tangents
+                dots = tuple(pytrees.zeros_like(a) if d is None else d
+                             for a, d in zip(args, dots))
+                g_dot = pytrees.zeros_like(g) if g_dot is None else g_dot
+                return forward_api.jvp(self.bwd.primal, (tuple(args), g), (dots, g_dot))
+
+        def batched_bwd_rule(primals, tangents):
+            (args, g), (dots, g_dot) = primals, tangents
+            wrt = tuple(i for i, a in enumerate(args) if runtime.carries_derivative(a))
+            if not wrt:
+                return (None,) * len(args), (None,) * len(args)
+            per = tuple(0 if axes[i] is None else axes[i] for i in wrt)
+            if wrt not in pairs:
+                along = wrt + tuple(range(len(args), len(args) + len(outs)))
+                standing = gradients.called_gradient(api.grad(cotangent, wrt=wrt))[0]
+                pairs[wrt] = vmap(gradients.jvp_function(standing, along, forward_api.jvp),
+                                  axes + outs + tuple(axes[i] for i in wrt) + outs,
+                                  (per, per))
+            gs, g_dots = (g, g_dot) if len(outs) > 1 else ((g,), (g_dot,))
+            g_dots = tuple(pytrees.zeros_like(b) if d is None else d
+                           for b, d in zip(gs, g_dots))
+            dots = tuple(pytrees.zeros_like(args[i]) if dots[i] is None else dots[i]
+                         for i in wrt)
+            with warnings.catch_warnings():     # (of s2sad's own code: the numbers hold)
+                warnings.simplefilter("ignore", BatchingLoopWarning)
+                found, found_dot = pairs[wrt](*args, *gs, *dots, *g_dots)
+            summed = [tuple(np.sum(v, axis=0) if axes[i] is None else v
+                            for i, v in zip(wrt, part)) for part in (found, found_dot)]
+            return tuple(tuple(dict(zip(wrt, part)).get(i) for i in range(len(args)))
+                         for part in summed)
         name = loop.__name__
         for helper, role in ((fwd, "fwd"), (bwd, "bwd"), (rule, "jvp")):
             helper.__name__ = helper.__qualname__ = f"{name}_{role}"
-        self.fwd, self.bwd, self.rule = fwd, bwd, rule
+        self.rule = rule
+        # (forward over reverse-mode code that calls them runs their batched rules;
+        # reverse mode over it reads their source, which calls the loop)
+        self.fwd = _Rule(fwd, fwd_rule, _loop_source(loop, len(axes), "fwd"))
+        self.bwd = _Rule(bwd, bwd_rule, _loop_source(loop, len(axes), "bwd"))
 
     @classmethod
     def of(cls, loop):
@@ -486,6 +530,45 @@ class BatchedCall(api.custom_vjp):
         if loop not in made:
             made[loop] = cls(loop)
         return made[loop]
+
+
+class _Rule:
+    """`fast`, a helper of BatchedCall's rule (its `fwd`, `bwd`), as a custom_jvp of
+    s2sad's own: forward mode over code that calls it calls `rule(primals, tangents)`,
+    reverse mode reads `primal`, a Python function that computes the same through the
+    loop (see `_loop_source`)."""
+
+    s2s_custom = ("jvp",)
+
+    def __init__(self, fast, rule, primal):
+        self.fast, self.primal = fast, primal
+        self.__name__ = self.__qualname__ = fast.__name__
+
+        def jvp(primals, tangents):
+            return rule(primals, tangents)
+        jvp.__name__ = jvp.__qualname__ = f"{fast.__name__}_jvp"
+        self.rule = jvp
+
+    def __call__(self, *args):
+        return self.fast(*args)
+
+
+def _loop_source(loop, n, role):
+    """The `fwd` (role) or `bwd` of BatchedCall written with `loop`, of `n` arguments, as
+    Python that s2sad reads: `fwd(a0, ...)` returns the loop's value and its arguments,
+    `bwd(residuals, g)` the loop's pullback of `g`."""
+    args = ", ".join(f"a{k}" for k in range(n))
+    if role == "fwd":
+        body = f"    return _s2s_loop({args}), ({args},)\n"
+    else:
+        body = (f"    {args}, = residuals\n"
+                f"    y, pullback = _s2s_vjp(_s2s_loop, {args})\n"
+                f"    return pullback(g)\n")
+    made = function_from_source(
+        f"def {loop.__name__}_{role}({args if role == 'fwd' else 'residuals, g'}):\n" + body,
+        {"_s2s_loop": loop, "_s2s_vjp": api.vjp}, own=True)
+    made.__module__ = __name__      # (s2sad's: export refuses it, as it runs s2sad)
+    return made
 
 
 def _one_per_axis(value, out_axes):

@@ -58,7 +58,8 @@ from ..options import Variant
 from .lift import Lifted
 
 #: the variants whose code calls a vmap's batched function and gradient (not the loop)
-_BATCHED = (Variant.VJP, Variant.GRAD, Variant.VALUE_AND_GRAD, Variant.JVP, Variant.TANGENT)
+_BATCHED = (Variant.VJP, Variant.GRAD, Variant.VALUE_AND_GRAD, Variant.ADJOINT, Variant.JVP,
+            Variant.TANGENT)
 
 #: the options of grad and value_and_grad that do not change the numbers
 _OPTIONS = ("backend", "memory")
@@ -323,7 +324,8 @@ class GradientCalls(gast.NodeTransformer):
         if all(ax is None for ax in in_axes):
             raise self.vmap_refused(call, "batches no argument (in_axes are all None)")
         loop = gradients.vmap_function(primal, params, extras, in_axes, out_axes)
-        if self.ctx.variant in _BATCHED and not self.ctx.options.recompute and (
+        if self.ctx.variant in _BATCHED and not (
+                self.ctx.options.recompute and self.ctx.variant.forward) and (
                 getattr(primal, "s2s_vmap_of", None) is None):     # (vmap(vmap(g)): loops)
             return gradients.MAKERS["vmap"](loop)     # (batched fwd and bwd)
         return loop
