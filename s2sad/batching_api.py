@@ -418,8 +418,10 @@ class BatchedCall(api.custom_vjp):
     custom rule in both modes: `fwd` runs the batched function, `bwd` the batched
     gradient of f's cotangent function (`vmap(grad(cotangent))`, each item's pullback of
     its cotangent in one pass), the adjoints of the arguments the batch shares summed
-    over it, and `rule` the batched jvp of f. Where the batching transform refuses that
-    derivative's code, they run the loop's; second derivatives call the loop itself."""
+    over it, and `rule` the batched jvp of f. `fwd` and `bwd` have batched forward rules
+    too (forward over reverse: `hvp`, `hessian`), and a source that reverse mode reads,
+    through the loop (`_Rule`). Where the batching transform refuses a derivative's code,
+    they run the loop's."""
 
     s2s_custom = ("vjp", "jvp")
 

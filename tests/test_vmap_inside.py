@@ -322,3 +322,23 @@ def test_vmap_of_value_and_grad_in_each_mode():
                                            X[0]), rel=1e-6)
     np.testing.assert_allclose(s2sad.hessian(values_and_gradients)(W),
                                fd_hessian(values_and_gradients, W), rtol=1e-5, atol=1e-6)
+
+
+def test_a_hessian_whose_batched_pass_is_refused_tries_it_once(monkeypatch):
+    from s2sad import batched_jacobians
+    tried = []
+    original = batched_jacobians._tried
+
+    def counting(code, wrt, arg_types):
+        made = original(code, wrt, arg_types)
+        tried.append(made is None)
+        return made
+    monkeypatch.setattr(batched_jacobians, "_tried", counting)
+    H = s2sad.hessian(by_rows, wrt=1)
+    first = H(X, W)
+    count = len(tried)
+    again = H(X, W)
+    assert True in tried and len(tried) == count       # (refused once, remembered)
+    np.testing.assert_allclose(again, first, rtol=1e-15)
+    np.testing.assert_allclose(again, fd_hessian(lambda w: by_rows(X, w), W), rtol=1e-5,
+                               atol=1e-7)
