@@ -150,14 +150,23 @@ def uses_changing(x):
     return np.sum(s2sad.vmap(changing)(x) ** 2)
 
 
+def _check_each_mode(g, H):
+    expected = fd_array_grad(uses_changing, (X,), 0)
+    np.testing.assert_allclose(g(X), expected, **TOL)
+    v = np.array([[1.0, 0.5, -0.2], [0.3, -1.0, 0.4]])
+    assert s2sad.jvp(uses_changing, (X,), (v,))[1] == pytest.approx(np.sum(expected * v),
+                                                                      rel=1e-6)
+    np.testing.assert_allclose(H(X), fd_hessian(uses_changing, X), rtol=1e-5, atol=1e-6)
+
+
 def test_a_redefined_function_gives_the_new_derivative():
     global changing
-    g = s2sad.grad(uses_changing)
-    np.testing.assert_allclose(g(X), fd_array_grad(uses_changing, (X,), 0), **TOL)
+    g, H = s2sad.grad(uses_changing), s2sad.hessian(uses_changing)
+    _check_each_mode(g, H)
 
     def changing(r):        # (a notebook's cell run again)
         return np.sum(np.sin(r))
-    np.testing.assert_allclose(g(X), fd_array_grad(uses_changing, (X,), 0), **TOL)
+    _check_each_mode(g, H)
 
 
 def test_batches_of_different_sizes_raise_as_vmap_does():
