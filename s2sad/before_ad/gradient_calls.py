@@ -57,7 +57,8 @@ from ..frontend.source import MISSING
 from ..options import Variant
 from .lift import Lifted
 
-#: the variants whose code calls a vmap's batched function and gradient (not the loop)
+#: the variants whose code calls a vmap's batched rules (batching_api.BatchedCall), not the
+#: loop over its items (but forward mode over code to be differentiated again)
 _BATCHED = (Variant.VJP, Variant.GRAD, Variant.VALUE_AND_GRAD, Variant.ADJOINT, Variant.JVP,
             Variant.TANGENT)
 

@@ -34,9 +34,9 @@ API = {"grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hvp", "hessp
 GRADIENTS = ("grad", "value_and_grad")
 
 #: {name: the API function}: grad, value_and_grad and jvp, which the functions that stand
-#: for derivatives made in differentiated code call, and vmap, what stands for a vmap
-#: called in code differentiated in reverse mode (api.py and batching_api.py declare them:
-#: the passes that make those functions are of a lower layer)
+#: for derivatives made in differentiated code call, and vmap, the batched rules that
+#: stand for a vmap called in differentiated code (api.py and batching_api.py declare
+#: them: the passes that make those functions are of a lower layer)
 MAKERS = {}
 
 #: the derivatives made by forward mode called inside a differentiated function that s2sad
