@@ -7,7 +7,7 @@ Every pass is `run(fn, ctx) -> fn` over a gast function and the `Compilation` co
 
 >>> from s2sad import pipeline
 >>> [p.name for p in pipeline.FORWARD_MODE]  # doctest: +NORMALIZE_WHITESPACE
-['star_forms', 'builtin_calls', 'lift', 'checkpointed_loops', 'write_calls', 'desugar',
+['star_forms', 'array_namespaces', 'builtin_calls', 'lift', 'checkpointed_loops', 'write_calls', 'desugar',
  'wengert',
  'resolve_calls', 'record_fields', 'attribute_writes', 'aliasing', 'complex_values',
  'lost_derivatives', 'common_subexpressions', 'hoist_invariants', 'forward', 'tangent_only',
@@ -33,7 +33,7 @@ from .errors import InternalError, S2SADError
 from .frontend import deferred, source
 from .backends import BY_NAME, NUMBA, PYTHON, Backend
 from .before_ad import (
-    aliasing, attribute_writes, builtin_calls, callee_effects, checkpointed_loops, common_subexpressions,
+    aliasing, array_namespaces, attribute_writes, builtin_calls, callee_effects, checkpointed_loops, common_subexpressions,
     complex_values, desugar, hoist_invariants, lift, lost_derivatives, record_fields,
     resolve_calls, star_forms, wengert, write_calls)
 from .after_ad import (
@@ -100,6 +100,8 @@ FRONT = [
     Pass("star_forms", star_forms.run, "starred targets as items and slices, elements in "
          "tuple targets one by one, *xs in calls and displays as its items where their "
          "number is known"),
+    Pass("array_namespaces", array_namespaces.run, "SciPy's array-API calls `xp.f(...)` of "
+         "`xp = array_namespace(...)` as NumPy's `np.f(...)`, the namespace checked"),
     Pass("builtin_calls", builtin_calls.run, "map and filter where consumed as generator "
          "expressions, max/min/sorted with key= and of one sequence as indexing, divmod as "
          "a pair, functools.reduce as a loop, np.vectorize calls as the loop NumPy runs"),
