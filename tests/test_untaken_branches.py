@@ -78,14 +78,10 @@ def gated(x, s):
     return np.sum(y * x)
 
 
-def double(v):
-    return v * 2.0
-
-
 def unresolved(x, s):
     y = np.cos(x) * s
     if s > 1.0:
-        y = s2sad.vmap(double)(y)                       # a call s2sad cannot resolve
+        y = getattr(np, "sin" if s > 9.0 else "cos")(y)  # a call s2sad cannot resolve
     return np.sum(y ** 2)
 
 
@@ -96,7 +92,7 @@ def chain(x, s):
     elif s > 5.0:
         y = np.apply_along_axis(np.cumsum, 0, y)        # no rule
     elif s > 2.0:
-        y = s2sad.vmap(double)(y)                       # a call s2sad cannot resolve
+        y = getattr(np, "sin" if s > 9.0 else "cos")(y)  # a call s2sad cannot resolve
     else:
         y = y * s
     return np.sum(y * x)
@@ -108,7 +104,7 @@ def both_arms(x, s):
         if s > 2.0:
             y = np.apply_along_axis(np.cumsum, 0, y)    # no rule
         else:
-            y = s2sad.vmap(double)(y)                   # a call s2sad cannot resolve
+            y = getattr(np, "sin" if s > 9.0 else "cos")(y)  # a call s2sad cannot resolve
     return np.sum(y * y)
 
 
@@ -168,7 +164,7 @@ def every_arm(x, s):
     if s > 1.0:
         y = np.apply_along_axis(np.cumsum, 0, x)        # no rule
     else:
-        y = s2sad.vmap(double)(x)                       # a call s2sad cannot resolve
+        y = getattr(np, "sin" if s > 9.0 else "cos")(x)  # a call s2sad cannot resolve
     return np.sum(y)
 
 
@@ -207,7 +203,7 @@ def _located(info, fn, text):
 X = np.array([0.3, -0.7, 1.1])
 V = np.array([0.5, 0.25, -1.0])
 APPLY = "apply_along_axis(np.cumsum"
-VMAP = "s2sad.vmap(double)"
+VMAP = 'getattr(np, "sin"'
 
 # (function, the argument s where no refused statement runs, where one runs, its text, class)
 CASES = [
