@@ -61,8 +61,8 @@ def run(fn, ctx):
         return fn
     made = [s for s in syntax.statements(fn) if isinstance(s, gast.Assign)
             and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name)
-            and isinstance(s.value, gast.Call) and any(
-                ctx.resolve(s.value.func) is m for m in makers)]
+            and isinstance(s.value, gast.Call) and _spelled_maker(s.value.func)
+            and any(ctx.resolve(s.value.func) is m for m in makers)]
     if not made:
         return fn
     _, stores = name_counts(fn)
@@ -89,6 +89,12 @@ def run(fn, ctx):
                 value[:] = [_spelled(v, found, namespace, numpy, ctx)
                             if isinstance(v, gast.Attribute) else v for v in value]
     return fn
+
+
+def _spelled_maker(func):
+    """Whether `func` is spelled `array_namespace` (only such calls are resolved: a
+    resolution is a guard of the derivative)."""
+    return getattr(func, "id", getattr(func, "attr", None)) == "array_namespace"
 
 
 def _spelled(e, found, namespace, numpy, ctx):
