@@ -156,6 +156,49 @@ helper_adjoint(trapezoid_weights, zero="y", x=(
     "- _s2s_trapezoid_weights(y, x, 0.0, axis)), dx)"))
 
 
+# (constant in the samples; the rules that call it have no derivative in x and dx)
+@helper(shape_only=(0,), result="fresh", tangent=(None,), adjoint={})
+def simpson_weights(y, x=None, dx=1.0, axis=-1):
+    """What each sample of `y` is multiplied by in `scipy.integrate.simpson(y, x=x, dx=dx,
+    axis=axis)`, shaped to broadcast against `y`: Simpson's rule on pairs of intervals
+    (for uneven spacing, the parabola through three samples), and with an even number of
+    samples the last interval's correction (Cartwright's) as SciPy since 1.11 computes it."""
+    n = np.shape(y)[axis]
+    if x is None:
+        h = np.full(max(n - 1, 0), float(dx))
+    else:
+        x = np.asarray(x, dtype=float)
+        h = np.moveaxis(np.diff(x, axis=axis if x.ndim > 1 else -1), axis if x.ndim > 1
+                        else -1, -1)
+    w = np.zeros(h.shape[:-1] + (n,))
+    if n % 2 == 0 and n == 2:
+        w[..., :] = 0.5 * h[..., -1:]
+    else:
+        stop = n - 2 if n % 2 else n - 3
+        h0, h1 = h[..., 0:stop:2], h[..., 1:stop + 1:2]
+        hsum, hprod = h0 + h1, h0 * h1
+        ratio = _quotient(h0, h1)
+        w[..., 0:stop:2] += hsum / 6.0 * (2.0 - _quotient(1.0, ratio))
+        w[..., 1:stop + 1:2] += hsum / 6.0 * (hsum * _quotient(hsum, hprod))
+        w[..., 2:stop + 2:2] += hsum / 6.0 * (2.0 - ratio)
+        if n % 2 == 0:
+            a, b = h[..., -2], h[..., -1]
+            w[..., -1] += _quotient(2 * b ** 2 + 3 * a * b, 6 * (b + a))
+            w[..., -2] += _quotient(b ** 2 + 3.0 * a * b, 6 * a)
+            w[..., -3] -= _quotient(b ** 3, 6 * a * (a + b))
+    if w.ndim == 1:
+        shape = [1] * np.ndim(y)
+        shape[axis] = n
+        return w.reshape(shape)
+    return np.moveaxis(w, -1, axis)
+
+
+def _quotient(a, b):
+    """a / b, and 0 where b is 0 (as SciPy's simpson divides)."""
+    a, b = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(b, dtype=float))
+    return np.divide(a, b, out=np.zeros(b.shape), where=b != 0)
+
+
 def _pad(d, axis, before, after):
     width = [(0, 0)] * np.ndim(d)
     width[axis] = (before, after)

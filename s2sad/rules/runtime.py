@@ -679,7 +679,7 @@ for _n in range(3, 9):                      # 0 or 1: no tangent
                    zero="a, " + ", ".join(f"x{k}" for k in range(_n)))
 
 
-@helper(result="fresh", linear="g")
+@helper(result="fresh", linear="g", numba=True)
 def unsort(g, x, axis=-1):
     """The adjoint of np.sort: `g` put back where each element came from."""
     x = asarray(x)
