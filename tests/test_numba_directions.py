@@ -238,3 +238,60 @@ def test_zero_helpers():
     np.testing.assert_array_equal(
         numba.njit(lambda a, b: plus_zero(a, b))(np.arange(3.0), np.zeros((2, 3))),
         np.array([[0.0, 1.0, 2.0]] * 2))
+
+
+# -- orders: np.sort's tangent (tangents.sort_dot: Numba's np.argsort takes no axis),
+# -- indexing by np.argsort, np.where, a branch on the values
+def sorted_times(x):
+    return np.sort(x) * x
+
+
+def reordered(x):
+    order = np.argsort(x)
+    return x[order] * np.arange(1.0, x.shape[0] + 1.0)
+
+
+def chosen(x):
+    return np.where(x > 1.5, x * x, -np.sin(x))
+
+
+def branched(x):
+    if x[0] > x[1]:
+        y = np.sort(x) * 2.0
+    else:
+        y = np.cumsum(x * x)
+    return y + np.sort(-x)
+
+
+def rows_sorted(a):
+    return np.sort(a) * a
+
+
+@pytest.mark.parametrize("f, x", [
+    (sorted_times, np.array([3.0, 1.0, 2.0])),
+    (reordered, np.array([0.4, -1.2, 2.5, 0.9])),
+    (chosen, np.array([0.4, 2.2, 1.7, -0.3])),
+    (branched, np.array([3.0, 1.0, 2.0])),
+    (branched, np.array([1.0, 3.0, 2.0])),
+    (rows_sorted, np.array([[0.5, -1.0, 2.0], [3.0, 1.5, -0.5]])),
+], ids=["sort", "argsort-index", "where", "branch-sorted", "branch-cumsum", "rows"])
+def test_orders_agree_with_central_differences(f, x):
+    want = fd_jacobian(f, (x,), 0)
+    np.testing.assert_allclose(s2sad.jacfwd(f, backend="numba")(x), want, rtol=1e-6,
+                               atol=1e-8)
+    value, tangent = s2sad.jvp(f, (x,), (np.ones_like(x),), backend="numba")
+    np.testing.assert_allclose(tangent, np.tensordot(want, np.ones_like(x), x.ndim),
+                               rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("f, x", [
+    (sorted_times, np.array([3.0, 1.0, 2.0])),
+    (rows_sorted, np.array([[0.5, -1.0, 2.0], [3.0, 1.5, -0.5]])),
+], ids=["vector", "rows"])
+def test_sort_in_reverse_mode(f, x):
+    # (runtime.unsort's Numba version)
+    def total(x):
+        return np.sum(f(x) * f(x))
+    want = fd_jacobian(total, (x,), 0)
+    np.testing.assert_allclose(s2sad.grad(total, backend="numba")(x), want, rtol=1e-6,
+                               atol=1e-8)
