@@ -14,6 +14,7 @@ from . import driver, forward_api, hessian_api, marks, numba_api, variadic
 from .compilation import (Wrt, arg_types_key, arg_types_of, check_inputs, patterns_of,
                           wrt_indices, wrt_or_argnums)
 from .errors import GradientCheckError, S2SADError, defined_at, warn_unconnected
+from .before_ad import callee_effects
 from .frontend import gradients, guards
 from .options import Options, Variant
 from .rules import pytrees, registry, runtime
@@ -721,7 +722,10 @@ class checkpoint(custom_vjp):
     >>> bool(abs(dkappa - (simulate(u0, 0.1 + h) - simulate(u0, 0.1 - h)) / (2 * h)) < 1e-6)
     True
 
-    Its pullback is `f`'s pullback (`s2sad.vjp`), so second derivatives (`hessian`,
+    Where `f` may write into an array it is given, the forward pass keeps a copy of it
+    as it was before the call, which the pullback computes `f` again from (a name for
+    that array read after the call is refused at the line, as for any call that changes
+    an argument). Its pullback is `f`'s pullback (`s2sad.vjp`), so second derivatives (`hessian`,
     `hvp`) of a function that calls a checkpoint are not available yet.
     """
 
@@ -733,18 +737,24 @@ class checkpoint(custom_vjp):
         super().__init__(fn)
         name = getattr(fn, "__name__", "f")
 
-        def fwd(*args):
-            return fn(*args), args
+        def fwd(*args, **kwargs):
+            # (the arguments as they are before fn runs: copies of the arrays, where fn
+            # may write into them, which the pullback computes fn again from)
+            kept = pytrees.map(_copied, (args, kwargs)) if callee_effects.may_write(
+                (fn, None)) else (args, kwargs)
+            return fn(*args, **kwargs), kept
 
-        def bwd(args, g):
-            # the pullback of fn for the arguments that carry derivatives; an argument
-            # the output does not depend on is not worth a warning here (the caller's
-            # own derivative warns for its inputs)
+        def bwd(kept, g):
+            # the pullback of fn for the arguments that carry derivatives (those given by
+            # position: the caller's derivative refuses a differentiated keyword); an
+            # argument the output does not depend on is not worth a warning here (the
+            # caller's own derivative warns for its inputs)
+            args, kwargs = kept
             wrt = tuple(i for i, a in enumerate(args) if runtime.carries_derivative(a))
             if not wrt:
                 return (None,) * len(args)
-            derivative = driver.derivative(fn, wrt, arg_types_of(fn, args))
-            adjoints = iter(derivative.fn(*args)[1](g))
+            derivative = driver.derivative(fn, wrt, arg_types_of(fn, args, kwargs))
+            adjoints = iter(derivative.fn(*args, **kwargs)[1](g))
             return tuple(next(adjoints) if i in wrt else None for i in range(len(args)))
         self.s2s_sites = []     # (where the user's code calls it: callables.called_at)
         for helper, role in ((fwd, "fwd"), (bwd, "bwd")):
@@ -768,6 +778,10 @@ class checkpoint(custom_vjp):
         if fn not in made:
             made[fn] = cls(fn)
         return made[fn]
+
+
+def _copied(leaf):
+    return leaf.copy() if isinstance(leaf, np.ndarray) else leaf
 
 
 class custom_jvp:

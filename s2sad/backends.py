@@ -13,7 +13,7 @@ holds the Numba dispatchers it made.
 >>> backends.NUMBA.can.reversed, backends.PYTHON.can.reversed
 (False, True)
 >>> [p.name for p in backends.NUMBA.passes]
-['native_tapes', 'native_check', 'native_fuse']
+['native_tapes', 'native_globals', 'native_check', 'native_fuse']
 >>> backends.NUMBA.options(Variant.GRAD).guard
 False
 """
@@ -30,7 +30,7 @@ from .compilation import Callee, Compilation, Pass
 from .errors import NativeBackendError, S2SADError
 from .frontend.source import function_from_source, is_library, numba_function
 from .options import Capabilities, Options, Variant
-from .after_ad import native_check, native_fuse, native_tapes
+from .after_ad import native_check, native_fuse, native_globals, native_tapes
 from .rules import numba_runtime
 
 
@@ -115,6 +115,9 @@ class NumbaBackend(Backend):
     passes = (
         Pass("native_tapes", native_tapes.run, "(numba) tapes as arrays, one column per "
              "value, helpers of numbers as numbers"),
+        Pass("native_globals", native_globals.run, "(numba) a number or an array read "
+             "from a global dict or SimpleNamespace (CFG['lr'], cfg.scale) as a constant, "
+             "guarded"),
         Pass("native_check", native_check.run, "(numba) refuse what Numba cannot compile, "
              "naming the user's line"),
         Pass("native_fuse", native_fuse.run, "(numba) a run of elementwise statements as "

@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import inspect
 import warnings
+import weakref
 
 import numpy as np
 
 from . import driver
-from .compilation import NoKey, arg_types_of, call_key
+from .compilation import NoKey, arg_types_key, arg_types_of, call_key
 from .errors import BatchingLoopWarning, InternalError, S2SADError
 from .options import Options, Variant
 from .rules import batching as batching_rules, pytrees, registry
@@ -258,7 +259,22 @@ class Plans:
 def _batched(code, wrt, arg_types):
     """The batched derivative of `code`, or None where the batching transform refuses it,
     would apply a primitive of it item by item (the loop over the directions is as fast,
-    and warns nothing), or leaves a batched list, tuple or dict (`BatchingResult.plain`)."""
+    and warns nothing), or leaves a batched list, tuple or dict (`BatchingResult.plain`).
+    A refusal is remembered for `code` (the transform is not tried at each call)."""
+    key = (registry.version, wrt, arg_types_key(arg_types))
+    refused = _refused.setdefault(code, set())
+    if key in refused:
+        return None
+    made = _tried(code, wrt, arg_types)
+    if made is None:
+        refused.add(key)
+    return made
+
+
+_refused = weakref.WeakKeyDictionary()      # {code: the keys `_batched` refused it for}
+
+
+def _tried(code, wrt, arg_types):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:

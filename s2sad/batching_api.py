@@ -10,18 +10,21 @@ from __future__ import annotations
 import functools
 import inspect
 import warnings
+import weakref
 from typing import Any, Callable
 
 import numpy as np
 
-from . import driver, forward_api
+from . import api, driver, forward_api
 from .compilation import NoKey, arg_types_of, call_key
 from .errors import BatchingLoopWarning, S2SADError, outside_stacklevel
 from .forward_api import gradient_of
+from .frontend import gradients
+from .frontend.source import function_from_source
 from .hessian_api import hvp
 from .options import Options, Variant
 from .ad.batching import GENERATORS
-from .rules import pytrees, registry
+from .rules import pytrees, registry, runtime
 
 
 def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
@@ -407,3 +410,193 @@ def _nested(inner, in_axes, out_axes, args):
     leaves = [np.moveaxis(np.reshape(v, (n, m) + np.shape(v)[1:]), 1,
                           ax + 1 if ax >= 0 else ax) for v, ax in zip(leaves, axes)]
     return _placed(pytrees.unflatten(structure, leaves), out_axes, n)
+
+
+class BatchedCall(api.custom_vjp):
+    """`vmap(f, in_axes, out_axes)(x, ...)` called in differentiated code (made by
+    gradient_calls from `loop`, the loop over the items frontend.gradients writes), a
+    custom rule in both modes: `fwd` runs the batched function, `bwd` the batched
+    gradient of f's cotangent function (`vmap(grad(cotangent))`, each item's pullback of
+    its cotangent in one pass), the adjoints of the arguments the batch shares summed
+    over it, and `rule` the batched jvp of f. `fwd` and `bwd` have batched forward rules
+    too (forward over reverse: `hvp`, `hessian`), and a source that reverse mode reads,
+    through the loop (`_Rule`). Where the batching transform refuses a derivative's code,
+    they run the loop's."""
+
+    s2s_custom = ("vjp", "jvp")
+
+    def __init__(self, loop):
+        super().__init__(loop)
+        f, params, extras, in_axes, out_axes = loop.s2s_vmap_of
+        axes = tuple(in_axes) + (None,) * len(extras)
+        outs = out_axes if isinstance(out_axes, tuple) else (out_axes,)
+        batched = vmap(f, axes, out_axes)
+        cotangent = _cotangent(f, len(axes), len(outs), isinstance(out_axes, tuple))
+        gradients_of = {}     # wrt -> vmap of cotangent's gradient with respect to wrt
+
+        def fwd(*args):
+            return _one_per_axis(batched(*args), out_axes), args
+
+        def bwd(args, g):
+            wrt = tuple(i for i, a in enumerate(args) if runtime.carries_derivative(a))
+            if not wrt:
+                return (None,) * len(args)
+            if wrt not in gradients_of:
+                gradients_of[wrt] = vmap(api.grad(cotangent, wrt=wrt), axes + outs, tuple(
+                    0 if axes[i] is None else axes[i] for i in wrt))
+            try:
+                with warnings.catch_warnings():     # (of s2sad's own code: the numbers hold)
+                    warnings.simplefilter("ignore", BatchingLoopWarning)
+                    found = gradients_of[wrt](*args, *(g if len(outs) > 1 else (g,)))
+            except S2SADError:      # (a gradient code the batching transform refuses)
+                found = driver.derivative(loop, wrt, arg_types_of(loop, args)).fn(
+                    *args)[1](g)
+                found = tuple(found) if isinstance(found, tuple) else (found,)
+            else:
+                found = tuple(np.sum(v, axis=0) if axes[i] is None else v
+                              for i, v in zip(wrt, found))
+            adjoints = dict(zip(wrt, found))
+            return tuple(adjoints.get(i) for i in range(len(args)))
+        jvps = {}     # wrt -> vmap of f's jvp along the arguments wrt
+
+        def rule(primals, tangents):
+            wrt = tuple(i for i, (a, t) in enumerate(zip(primals, tangents))
+                        if t is not None and runtime.carries_derivative(a))
+            if not wrt:
+                value = _one_per_axis(batched(*primals), out_axes)
+                return value, pytrees.zeros_like(value)
+            if wrt not in jvps:
+                jvps[wrt] = vmap(gradients.jvp_function(f, wrt, forward_api.jvp),
+                                 axes + tuple(axes[i] for i in wrt), (out_axes, out_axes))
+            try:
+                value, tangent = jvps[wrt](*primals, *(tangents[i] for i in wrt))
+                return _one_per_axis(value, out_axes), tangent
+            except S2SADError:      # (a tangent code the batching transform refuses)
+                return forward_api.jvp(loop, tuple(primals), tuple(
+                    t if i in wrt else None for i, t in enumerate(tangents)))
+        pairs = {}    # wrt -> vmap of the jvp of cotangent's gradient with respect to wrt
+
+        def fwd_rule(primals, tangents):
+            value, value_dot = rule(primals, tangents)
+            return (value, tuple(primals)), (value_dot, tuple(tangents))
+
+        def bwd_rule(primals, tangents):
+            try:
+                return batched_bwd_rule(primals, tangents)
+            except S2SADError:      # (a derivative's code the batching transform refuses)
+                (args, g), (dots, g_dot) = primals, tangents
+                dots = tuple(pytrees.zeros_like(a) if d is None else d
+                             for a, d in zip(args, dots))
+                g_dot = pytrees.zeros_like(g) if g_dot is None else g_dot
+                return forward_api.jvp(self.bwd.primal, (tuple(args), g), (dots, g_dot))
+
+        def batched_bwd_rule(primals, tangents):
+            (args, g), (dots, g_dot) = primals, tangents
+            wrt = tuple(i for i, a in enumerate(args) if runtime.carries_derivative(a))
+            if not wrt:
+                return (None,) * len(args), (None,) * len(args)
+            per = tuple(0 if axes[i] is None else axes[i] for i in wrt)
+            if wrt not in pairs:
+                along = wrt + tuple(range(len(args), len(args) + len(outs)))
+                standing = gradients.called_gradient(api.grad(cotangent, wrt=wrt))[0]
+                pairs[wrt] = vmap(gradients.jvp_function(standing, along, forward_api.jvp),
+                                  axes + outs + tuple(axes[i] for i in wrt) + outs,
+                                  (per, per))
+            gs, g_dots = (g, g_dot) if len(outs) > 1 else ((g,), (g_dot,))
+            g_dots = tuple(pytrees.zeros_like(b) if d is None else d
+                           for b, d in zip(gs, g_dots))
+            dots = tuple(pytrees.zeros_like(args[i]) if dots[i] is None else dots[i]
+                         for i in wrt)
+            with warnings.catch_warnings():     # (of s2sad's own code: the numbers hold)
+                warnings.simplefilter("ignore", BatchingLoopWarning)
+                found, found_dot = pairs[wrt](*args, *gs, *dots, *g_dots)
+            summed = [tuple(np.sum(v, axis=0) if axes[i] is None else v
+                            for i, v in zip(wrt, part)) for part in (found, found_dot)]
+            return tuple(tuple(dict(zip(wrt, part)).get(i) for i in range(len(args)))
+                         for part in summed)
+        name = loop.__name__
+        for helper, role in ((fwd, "fwd"), (bwd, "bwd"), (rule, "jvp")):
+            helper.__name__ = helper.__qualname__ = f"{name}_{role}"
+        self.rule = rule
+        # (forward over reverse-mode code that calls them runs their batched rules;
+        # reverse mode over it reads their source, which calls the loop)
+        self.fwd = _Rule(fwd, fwd_rule, _loop_source(loop, len(axes), "fwd"))
+        self.bwd = _Rule(bwd, bwd_rule, _loop_source(loop, len(axes), "bwd"))
+
+    @classmethod
+    def of(cls, loop):
+        """The one BatchedCall of the loop `loop` (see frontend.gradients.vmap_function)."""
+        made = cls.__dict__.get("_made")
+        if made is None:
+            made = cls._made = weakref.WeakKeyDictionary()
+        if loop not in made:
+            made[loop] = cls(loop)
+        return made[loop]
+
+
+class _Rule:
+    """`fast`, a helper of BatchedCall's rule (its `fwd`, `bwd`), as a custom_jvp of
+    s2sad's own: forward mode over code that calls it calls `rule(primals, tangents)`,
+    reverse mode reads `primal`, a Python function that computes the same through the
+    loop (see `_loop_source`)."""
+
+    s2s_custom = ("jvp",)
+
+    def __init__(self, fast, rule, primal):
+        self.fast, self.primal = fast, primal
+        self.__name__ = self.__qualname__ = fast.__name__
+
+        def jvp(primals, tangents):
+            return rule(primals, tangents)
+        jvp.__name__ = jvp.__qualname__ = f"{fast.__name__}_jvp"
+        self.rule = jvp
+
+    def __call__(self, *args):
+        return self.fast(*args)
+
+
+def _loop_source(loop, n, role):
+    """The `fwd` (role) or `bwd` of BatchedCall written with `loop`, of `n` arguments, as
+    Python that s2sad reads: `fwd(a0, ...)` returns the loop's value and its arguments,
+    `bwd(residuals, g)` the loop's pullback of `g`."""
+    args = ", ".join(f"a{k}" for k in range(n))
+    if role == "fwd":
+        body = f"    return _s2s_loop({args}), ({args},)\n"
+    else:
+        body = (f"    {args}, = residuals\n"
+                f"    y, pullback = _s2s_vjp(_s2s_loop, {args})\n"
+                f"    return pullback(g)\n")
+    made = function_from_source(
+        f"def {loop.__name__}_{role}({args if role == 'fwd' else 'residuals, g'}):\n" + body,
+        {"_s2s_loop": loop, "_s2s_vjp": api.vjp}, own=True)
+    made.__module__ = __name__      # (s2sad's: export refuses it, as it runs s2sad)
+    return made
+
+
+def _one_per_axis(value, out_axes):
+    """`value`, refused where it is a tuple and `out_axes` one int (as the loop refuses
+    it: the cotangent function reads one result)."""
+    if isinstance(value, tuple) and not isinstance(out_axes, tuple):
+        raise S2SADError("vmap called inside a differentiated function takes a function "
+                         "that returns a tuple with out_axes a tuple, one axis per result")
+    return value
+
+
+def _cotangent(f, n, m, many):
+    """`def f_cotangent(a0, ..., y_bar0, ...): return np.sum(f(a0, ...) * y_bar0) + ...`,
+    `f` of `n` arguments returning `m` results (a tuple, `many`), whose gradient is f's
+    pullback of the `y_bar`s."""
+    args = [f"a{k}" for k in range(n)]
+    bars = [f"y_bar{j}" for j in range(m)]
+    value = f"_s2s_f({', '.join(args)})"
+    terms = [f"np.sum(y[{j}] * {b})" if many else f"np.sum(y * {b})"
+             for j, b in enumerate(bars)]
+    made = function_from_source(
+        f"def {getattr(f, '__name__', 'f')}_cotangent({', '.join(args + bars)}):\n"
+        f"    y = {value}\n    return {' + '.join(terms)}\n", {"_s2s_f": f, "np": np},
+        own=True)
+    made.__module__ = getattr(f, "__module__", None) or "__main__"
+    return made
+
+
+gradients.MAKERS["vmap"] = BatchedCall.of

@@ -49,7 +49,7 @@ from .analysis.returned_shapes import returned_patterns, split
 from .analysis.shapes import Shapes, pattern
 from . import syntax
 from .errors import ComplexValueError, S2SADError, defined_at
-from .frontend import fence, guards, source
+from .frontend import deferred, fence, guards, source
 from .frontend.source import MISSING, FunctionSource
 from .frontend import structure
 from .frontend.structure import function_value
@@ -175,17 +175,23 @@ class Compilation:
     _shape_only: tuple | None = dataclasses.field(default=None, repr=False)
 
     @classmethod
-    def of(cls, fn, wrt=0, arg_types=None, options=Options(), **fields):
+    def of(cls, fn, wrt=0, arg_types=None, options=Options(), refused=None, **fields):
         """The context for compiling `fn`'s derivative with respect to `wrt` (an index, a
         name, or a tuple of them), specialised on `arg_types` (by default
         `default_arg_types`), with `options`: the front end, which reads `fn`'s source
-        and refuses what s2sad does not support (frontend.fence)."""
+        and refuses what s2sad does not support (frontend.fence), the statements of
+        `refused` ({line: error}) raising their errors (frontend/deferred.py)."""
         arg_types = default_arg_types(fn) if arg_types is None else arg_types
         # the passes run on a copy of the tree (pipeline.compilation); generated code
         # differentiated again has its loops rewritten in the tree itself first
         generated = getattr(getattr(fn, "__code__", None), "co_filename", "").startswith(
             "<s2sad:")
-        src = source.capture(fn, copy=options.variant.forward or generated)
+        src = source.capture(fn, copy=options.variant.forward or generated or bool(refused))
+        if refused:
+            deferred.rewritten(src.node, refused, src.first_line)
+            src.refused = {**src.refused, **refused}
+        if src.refused:
+            fields["bindings"] = {**fields.get("bindings", {}), **deferred.bindings(src)}
         source.prepare_generated(src)
         fence.check(src)
         return cls(src=src, wrt=wrt_names(src, wrt), as_tuple=isinstance(wrt, (tuple, list)),

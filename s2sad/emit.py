@@ -149,11 +149,17 @@ def _visible(s):
     return syntax.comment(kind.replace("_", " ")) if kind else s
 
 
+_TRAILING = re.compile(rf"^(.*\S)\(([^()]*), '{syntax.COMMENT}([^'\\]*)'\)$|"
+                       rf'^(.*\S)\(([^()]*), "{syntax.COMMENT}([^"\\]*)"\)$')
 _TUPLE_FOR = re.compile(r"^([ \t]*)for \(([^()\n]*)\) in ", re.M)
 _TUPLE_ASSIGN = re.compile(r"^([ \t]*)\(([^()\n]*)\) = ", re.M)
 
 
 def _comment_line(line):
+    trailing = _TRAILING.match(line)
+    if trailing:        # (a comment as a call's last argument: after the line)
+        call, args, text = [g for g in trailing.groups() if g is not None]
+        return f"{call}({args})  # {text}"
     stripped = line.lstrip()
     if stripped.lstrip("'\"").startswith(syntax.COMMENT):
         if "\\" in stripped or stripped[:3] in ("'''", '"""') or stripped[0] != stripped[-1]:

@@ -44,8 +44,9 @@ from typing import Callable
 import numpy as np
 
 from . import driver
-from .errors import ExportError, InternalError
+from .errors import ExportError, InternalError, UnsupportedSyntaxError
 from .export_names import column, identifiers, module_names, renamed
+from .frontend import deferred
 from .frontend.source import MISSING, is_library, numba_function
 from .options import Variant
 from .rules import registry, runtime
@@ -170,6 +171,8 @@ class Pieces:
             return key
         if isinstance(obj, driver.CompiledDerivative):
             return self.add_derivative(obj)
+        if isinstance(obj, type) and issubclass(obj, deferred.Refused):
+            return self._refused(obj, name, piece)
         if isinstance(obj, types.ModuleType):
             return self._module(obj, name, piece)
         if numba_function(obj) is not None and not _library(numba_function(obj)):
@@ -250,6 +253,29 @@ class Pieces:
         self._add(Piece("function", text, env, where, {obj.__name__: key},
                         title=f"your function {obj.__name__}()", jit=piece.jit),
                   key, obj.__name__)
+        return key
+
+    def _refused(self, obj, name, piece):
+        """The class that makes the errors of the refusals the code defers to run time
+        (frontend/deferred.py), written out with their messages."""
+        errors, env = obj.errors, {"Exception": Exception}
+        key = ("refused", tuple((line, type(e), str(e)) for line, e in sorted(errors.items())))
+        if key not in self.provider:
+            made = []
+            for line, exc in sorted(errors.items()):
+                kind = type(exc)
+                env[kind.__name__] = kind
+                args = ((exc.reason, exc.filename, exc.lineno, exc.offset, exc.text)
+                        if isinstance(exc, UnsupportedSyntaxError) else exc.args)
+                made.append(f"            {line}: {kind.__name__}"
+                            f"({', '.join(literal(a) for a in args)}),\n")
+            text = (f"class {name}(Exception):\n"
+                    '    """The error s2sad refused the statement at `line` with: the code\n'
+                    '    raises it where it reaches that statement (docs/errors.md)."""\n'
+                    "    def __new__(cls, line):\n"
+                    "        return {\n" + "".join(made) + "        }[line]\n")
+            self._add(Piece("helper", text, env.get, piece.where, {name: key},
+                            title="the refusals deferred"), key, name)
         return key
 
     def _helper(self, obj, name, piece):

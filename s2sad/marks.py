@@ -156,10 +156,12 @@ UNFOLDED = Mark(
 PRIM = Mark(
     "s2s_prim", "on a name or attribute, the object it denotes (a lifted function, a "
     "runtime helper, a method resolved), whatever the user's names",
-    ["before_ad/iteration.py", "before_ad/builtin_calls.py", "before_ad/dicts.py",
+    ["before_ad/iteration.py", "before_ad/array_namespaces.py", "before_ad/builtin_calls.py",
+     "before_ad/dicts.py",
      "before_ad/lift.py", "before_ad/attribute_writes.py",
      "before_ad/checkpointed_loops.py", "before_ad/write_calls.py",
      "before_ad/wengert.py", "before_ad/gradient_calls.py", "before_ad/resolve_calls.py",
+     "before_ad/unread_factors.py",
      "before_ad/call_versions.py", "before_ad/complex_values.py"],
     ["frontend/source.py", "analysis/operations.py", "analysis/value_kinds.py",
      "analysis/shapes.py", "before_ad/aliasing.py", "before_ad/alias_errors.py",

@@ -457,7 +457,7 @@ def _refuse_containers(target, wrt, arg_types):
     derivative would be one too, and Numba code has no containers."""
     for i in wrt_indices(target, wrt):
         p = list(inspect.signature(target).parameters)[i]
-        kind = arg_types.get(p)
+        kind = (arg_types or {}).get(p)     # (None: the default types, numbers or arrays)
         if isinstance(kind, type) and issubclass(kind, (list, tuple, dict)) or (
                 dataclasses.is_dataclass(kind)):
             what = (f"a {kind.__name__}" if kind in (list, tuple, dict) else "a named tuple"

@@ -17,6 +17,16 @@ are bound and share arrays as the single-direction code's do. A call of a callee
 `g_jvp` calls its own such code, its tangents lists; `return (y, y_dot)` returns the list
 of `y_dot`s, a new one.
 
+Inside a loop over the directions, a tangent that is zero along a direction is tested at
+run time (`_s2s_nonzero`, which stops at its first element not zero) before the
+statements it reaches, which are then skipped (`Guard`): the tangent of a hand's bone
+along the angle of another finger is zero, and the product of its transform with the
+10,000 vertices is not computed. A product, slice or transpose of a zero is a zero; a sum
+with a zero is the other term (`_s2s_plus_zero`: of the sum's shape, its primal's); a
+zero that lives beyond the loop is made (`_s2s_zeros_like` of its primal). A tangent
+exactly zero is taken for a zero, as a symbolic zero is (a product of it with an
+infinite or NaN primal is not computed).
+
 What the rewrite does not follow is refused (`Refused`), and `jacfwd` then takes one pass
 a direction: a statement that binds a primal and a tangent other than a callee's call, a
 primal computed from a tangent, an `if` or loop on a tangent, code that is not plain
@@ -27,6 +37,7 @@ disk as the numba backend's derivatives are (`_on_disk`, native_cache's digest).
 from __future__ import annotations
 
 import ast
+import copy
 import hashlib
 import warnings
 import weakref
@@ -81,10 +92,12 @@ def compiled(d, made=None):
     fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef))
     fn.body = _unfused(fn.body)
     source = Rewrite(set(dots.values()) | set(d.tangent_names), list(d.tangent_names),
-                     set(callees), set(getattr(d, "native_calls", {}))).function(fn)
+                     set(callees), set(getattr(d, "native_calls", {})),
+                     {t: p for p, t in dots.items()}).function(fn)
     for name, linked in callees.items():
         namespace[name] = compiled(linked, made)
     namespace["List"] = List
+    namespace["_s2s_nonzero"], namespace["_s2s_plus_zero"] = _helpers()
     jit = {k: v for k, v in d.jit.items() if k != "cache"}
     py = _on_disk(d, fn.name, source, namespace)
     if py is None:
@@ -249,15 +262,19 @@ class Rewrite:
     tangents, `params` those of its tangent parameters, `callees` the names of the
     callees' `g_jvp` it calls, `users` those of the user's functions it calls."""
 
-    def __init__(self, tangents, params, callees, users):
+    def __init__(self, tangents, params, callees, users, primal_of=None):
+        self.primal_of = primal_of or {}
         self.tangents, self.params, self.callees, self.users = (tangents, params, callees,
                                                                 users)
         self.segments = []      # [[statements]]: the loops over the directions
+        self.moved_after = {}   # {id(tangent statement): {names bound by primal
+        #                          statements after it, moved above its loop}}
         self.where = {}         # {tangent: {segment index or -1 (outside a loop)}}
         self.first_bound = {}   # {tangent: whether its first occurrence binds it}
 
     def function(self, fn):
         self.shares = _sharing(fn)
+        self.unsafe = _written(fn)
         body = self.block(fn.body)
         lists = {t for t, where in self.where.items() if len(where) > 1 or -1 in where
                  or not self.first_bound.get(t, False)} | set(self.params)
@@ -299,6 +316,8 @@ class Rewrite:
             elif kind == "primal":
                 if self.barrier(s, pending):
                     flush()
+                for p in pending:   # (it moves before them: names bound after each)
+                    self.moved_after.setdefault(id(p), set()).update(_names(s, ast.Store))
                 out.append(s)
             elif kind == "call":
                 flush()
@@ -437,6 +456,20 @@ class Rewrite:
         return out
 
     def loop(self, stmts, lists):
+        guard = Guard(self, lists).find(stmts)
+        if guard is None:
+            body = self.bodied(stmts, lists)
+        else:
+            at, seed, zero = guard
+            test = ast.parse(f"if _s2s_nonzero({seed}):\n    pass\nelse:\n    pass").body[0]
+            test.test = _Indexed(lists).visit(test.test)
+            test.body = self.bodied(stmts[at + 1:], lists)
+            test.orelse = self.bodied(zero, lists) or [ast.Pass()]
+            body = self.bodied(stmts[:at + 1], lists) + [test]
+        return ast.For(ast.Name(K, ast.Store()), ast.parse(f"range({LOOP})").body[0].value,
+                       body, [])
+
+    def bodied(self, stmts, lists):
         body = []
         for s in stmts:
             if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(
@@ -451,8 +484,252 @@ class Rewrite:
                     if isinstance(getattr(t, "ctx", None), ast.Store)):
                 raise Refused("a tuple of tangents bound")
             body.append(_Indexed(lists).visit(s))
-        return ast.For(ast.Name(K, ast.Store()), ast.parse(f"range({LOOP})").body[0].value,
-                       body, [])
+        return body
+
+
+class _Zero(Exception):
+    """A statement a zero tangent reaches that the guard does not follow."""
+
+
+ZERO = object()      # (a value known to be zero along the direction)
+
+# the calls whose result is a zero where their first operand is one (its shape changed)
+_ZERO_METHODS = {"ravel", "copy", "reshape", "transpose", "flatten", "squeeze"}
+_ZERO_CALLS = {"_s2s_broadcast_like"}
+_FRESH = {"copy", "_s2s_zeros_like", "zeros", "zeros_like", "empty", "ones", "eye", "full",
+          "empty_like", "ones_like", "full_like"}
+
+
+def _seed(s):
+    """The tangent statement `s` binds (`t = ...`), or writes an element of (`t[i] = ...`:
+    tested after the write), or None."""
+    if not (isinstance(s, ast.Assign) and len(s.targets) == 1):
+        return None
+    t = s.targets[0]
+    if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+        return t.value.id
+    return t.id if isinstance(t, ast.Name) else None
+
+
+def _product(node):
+    """Whether `node` is a product of arrays (`@`, `np.dot` and the like): the work a
+    zero test is worth (a test stops at the first element not zero; a zero tested in full
+    saves a product that reads it at least once)."""
+    if isinstance(node, ast.BinOp):
+        return isinstance(node.op, ast.MatMult)
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
+        node.func.attr in {"dot", "matmul", "outer", "einsum", "tensordot", "kron", "inner"})
+
+
+class Guard:
+    """The test of a tangent zero along a direction, in one loop over the directions: the
+    first tangent statement `t = ...` after which the statements that `t` being zero
+    makes zero (or simpler) include a product of arrays, and those statements as they are
+    where `t` is zero (`find`). A tangent bound zero that lives beyond the loop (a list)
+    is made by `_s2s_zeros_like` of its primal; a sum with a zero is `_s2s_plus_zero(the
+    other term, its primal)`, which is the other term itself where the shapes agree (so
+    neither it nor the other term may be written into: `Rewrite.unsafe`)."""
+
+    def __init__(self, rewrite, lists):
+        self.rw, self.lists = rewrite, lists
+
+    def find(self, stmts):
+        for i, s in enumerate(stmts[:-1]):
+            seed = _seed(s)
+            if seed is None:
+                continue
+            try:
+                zero, skipped = self.zeroed(stmts[i + 1:], seed)
+            except _Zero:
+                continue
+            if any(_product(n) for k in skipped for n in ast.walk(k.value)):
+                return i, seed, zero
+        return None
+
+    def zeroed(self, stmts, seed):
+        """`stmts` where `seed` is zero, and the statements made zero or simpler."""
+        zeros, out, skipped = {seed}, [], []
+        for s in stmts:
+            if not _names(s) & zeros:
+                out.append(copy.deepcopy(s))
+                continue
+            if not (isinstance(s, ast.Assign) and len(s.targets) == 1
+                    and isinstance(s.targets[0], ast.Name)):
+                raise _Zero(s)
+            x = s.targets[0].id
+            value, summed = self.value(s.value, zeros)
+            if value is ZERO and x not in self.lists:
+                zeros.add(x)
+            elif value is ZERO:
+                out.append(self.assign(x, "_s2s_zeros_like", self.primal(x, s)))
+            elif summed:
+                if x in self.rw.unsafe or _roots(value) & self.rw.unsafe:
+                    raise _Zero(s)
+                out.append(self.assign(x, "_s2s_plus_zero", value, self.primal(x, s)))
+            else:
+                out.append(ast.Assign([ast.Name(x, ast.Store())], value))
+            if value is not ZERO:
+                zeros.discard(x)
+            skipped.append(s)
+        return [ast.fix_missing_locations(s) for s in out], skipped
+
+    def primal(self, x, s):
+        """The primal of tangent `x` as its statement `s` sees it (its shape `x`'s)."""
+        p = self.rw.primal_of.get(x)
+        if p is None or p in self.rw.tangents or p in self.rw.moved_after.get(id(s), ()):
+            raise _Zero(x)      # (none, or bound again before the loop)
+        return ast.Name(p, ast.Load())
+
+    @staticmethod
+    def assign(x, helper, *args):
+        return ast.Assign([ast.Name(x, ast.Store())],
+                          ast.Call(ast.Name(helper, ast.Load()), list(args), []))
+
+    def value(self, e, zeros):
+        """(`e` where the names `zeros` are zero: ZERO, or an expression; whether it is a
+        sum with a zero term left out). Raises _Zero where it does not follow."""
+        v = self.term(e, zeros)
+        if v is not ZERO and isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub)):
+            left, right = self.term(e.left, zeros), self.term(e.right, zeros)
+            if left is ZERO or right is ZERO:
+                return v, True
+        return v, False
+
+    def term(self, e, zeros):
+        if not _names(e) & zeros:
+            return copy.deepcopy(e)
+        if isinstance(e, ast.Name):
+            return ZERO
+        if isinstance(e, (ast.Subscript, ast.Attribute)):
+            if isinstance(e, ast.Subscript) and _names(e.slice) & zeros:
+                raise _Zero(e)
+            if isinstance(e, ast.Attribute) and e.attr != "T":
+                raise _Zero(e)
+            if self.term(e.value, zeros) is ZERO:
+                return ZERO
+        if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)) and (
+                self.term(e.operand, zeros) is ZERO):
+            return ZERO
+        if isinstance(e, ast.Call) and not e.keywords and e.args and not any(
+                _names(a) & zeros for a in e.args[1:]):
+            f = e.func
+            if isinstance(f, ast.Attribute) and f.attr in _ZERO_METHODS and not (
+                    _names(e.args[0]) & zeros) and self.term(f.value, zeros) is ZERO:
+                return ZERO
+            if isinstance(f, ast.Name) and f.id in _ZERO_CALLS and self.term(
+                    e.args[0], zeros) is ZERO:
+                return ZERO
+        if isinstance(e, ast.Call) and not e.args and not e.keywords and isinstance(
+                e.func, ast.Attribute) and e.func.attr in _ZERO_METHODS and self.term(
+                e.func.value, zeros) is ZERO:
+            return ZERO
+        if isinstance(e, ast.BinOp):
+            left, right = self.term(e.left, zeros), self.term(e.right, zeros)
+            if isinstance(e.op, (ast.Mult, ast.MatMult)) and ZERO in (left, right):
+                return ZERO
+            if isinstance(e.op, ast.Div) and left is ZERO:
+                return ZERO
+            if isinstance(e.op, (ast.Add, ast.Sub)):
+                if left is ZERO and right is ZERO:
+                    return ZERO
+                if right is ZERO:
+                    return left
+                if left is ZERO and isinstance(e.op, ast.Add):
+                    return right
+                if left is ZERO:
+                    return ast.UnaryOp(ast.USub(), right)
+        raise _Zero(e)
+
+
+def _written(fn):
+    """The names whose arrays a statement of `fn` may write into other than just after it
+    made them (`x = y.copy()` then `x[i] = v`), and the names whose arrays may be theirs
+    or views of them (bound from one another other than by arithmetic or a copy)."""
+    out, parent = set(), {}
+
+    def root(n):
+        while parent.get(n, n) != n:
+            n = parent[n]
+        return n
+
+    def scan(stmts):
+        fresh = set()
+        for s in stmts:
+            for field in ("body", "orelse"):
+                if hasattr(s, field):
+                    scan(getattr(s, field))
+            if isinstance(s, ast.Assign):
+                for t in s.targets:
+                    if isinstance(t, ast.Subscript) and not _roots(t) <= fresh:
+                        out.update(_roots(t))
+                fresh -= _names(s.value)
+                made = _made(s.value)
+                stored = set().union(*(_stored(t) for t in s.targets
+                                       if not isinstance(t, ast.Subscript)))
+                names = stored | (set() if made or not stored else _roots(s.value))
+                for n in names:
+                    parent[root(n)] = root(next(iter(names)))
+                fresh -= stored
+                if made:
+                    fresh |= {t.id for t in s.targets if isinstance(t, ast.Name)}
+            elif isinstance(s, ast.AugAssign):
+                out.update(_roots(s.target))
+            else:
+                fresh.clear()
+    scan(fn.body)
+    roots = {root(n) for n in out}
+    return {n for n in parent if root(n) in roots} | out
+
+
+def _made(value):
+    """Whether `value` is a new array or number (arithmetic, a copy, an array made); not a
+    sum or difference, which a guard may make one of its terms (`_s2s_plus_zero`)."""
+    if isinstance(value, ast.BinOp):
+        return not isinstance(value.op, (ast.Add, ast.Sub))
+    if isinstance(value, (ast.UnaryOp, ast.Compare, ast.BoolOp, ast.Constant)):
+        return True
+    return isinstance(value, ast.Call) and (
+        isinstance(value.func, ast.Attribute) and value.func.attr == "copy"
+        or isinstance(value.func, ast.Attribute) and isinstance(value.func.value, ast.Name)
+        and value.func.value.id == "np" and value.func.attr in _FRESH
+        or isinstance(value.func, ast.Name) and value.func.id in _FRESH)
+
+
+def _helpers():
+    """`_s2s_nonzero(a)`: whether an element of `a` (an array or a number) is not 0 (NaN
+    is not); `_s2s_plus_zero(a, like)`: `a` plus a zero of `like`'s shape, `a` itself
+    where their shapes agree."""
+    global _HELPERS
+    if _HELPERS is None:
+        import numba
+        import numpy as np
+        from numba.extending import overload
+
+        @numba.njit
+        def nonzero(a):
+            for v in np.asarray(a).ravel():
+                if v != 0:
+                    return True
+            return False
+
+        def plus_zero(a, like):
+            return a + np.zeros(np.shape(like))
+
+        @overload(plus_zero)
+        def _plus_zero(a, like):
+            if getattr(a, "ndim", 0) != getattr(like, "ndim", 0):
+                return lambda a, like: a + np.zeros(np.shape(like))
+
+            def same(a, like):
+                if np.shape(a) == np.shape(like):
+                    return a
+                return a + np.zeros(np.shape(like))
+            return same
+        _HELPERS = nonzero, plus_zero
+    return _HELPERS
+
+
+_HELPERS = None
 
 
 class _Indexed(ast.NodeTransformer):

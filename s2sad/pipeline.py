@@ -7,10 +7,10 @@ Every pass is `run(fn, ctx) -> fn` over a gast function and the `Compilation` co
 
 >>> from s2sad import pipeline
 >>> [p.name for p in pipeline.FORWARD_MODE]  # doctest: +NORMALIZE_WHITESPACE
-['star_forms', 'builtin_calls', 'lift', 'checkpointed_loops', 'write_calls', 'desugar',
+['star_forms', 'array_namespaces', 'builtin_calls', 'lift', 'checkpointed_loops', 'write_calls', 'desugar',
  'wengert',
  'resolve_calls', 'record_fields', 'attribute_writes', 'aliasing', 'complex_values',
- 'lost_derivatives', 'common_subexpressions', 'hoist_invariants', 'forward', 'tangent_only',
+ 'unread_factors', 'lost_derivatives', 'common_subexpressions', 'hoist_invariants', 'forward', 'tangent_only',
  'inline_temporaries', 'write_in_place', 'tangents_late', 'insert_dels', 'guard',
  'guard_bindings', 'enclose']
 """
@@ -30,12 +30,12 @@ from .ad import (
 from .compilation import Compilation, Pass, Wrt
 from .options import Options, Variant
 from .errors import InternalError, S2SADError
-from .frontend import source
+from .frontend import deferred, source
 from .backends import BY_NAME, NUMBA, PYTHON, Backend
 from .before_ad import (
-    aliasing, attribute_writes, builtin_calls, callee_effects, checkpointed_loops, common_subexpressions,
+    aliasing, array_namespaces, attribute_writes, builtin_calls, callee_effects, checkpointed_loops, common_subexpressions,
     complex_values, desugar, hoist_invariants, lift, lost_derivatives, record_fields,
-    resolve_calls, star_forms, wengert, write_calls)
+    resolve_calls, star_forms, unread_factors, wengert, write_calls)
 from .after_ad import (
     combine_terms, distinct_results, element_adjoints, enclose, guard, guard_bindings,
     guard_patterns, inline_helpers, inline_temporaries, insert_dels, optimize, peephole,
@@ -100,6 +100,8 @@ FRONT = [
     Pass("star_forms", star_forms.run, "starred targets as items and slices, elements in "
          "tuple targets one by one, *xs in calls and displays as its items where their "
          "number is known"),
+    Pass("array_namespaces", array_namespaces.run, "SciPy's array-API calls `xp.f(...)` of "
+         "`xp = array_namespace(...)` as NumPy's `np.f(...)`, the namespace checked"),
     Pass("builtin_calls", builtin_calls.run, "map and filter where consumed as generator "
          "expressions, max/min/sorted with key= and of one sequence as indexing, divmod as "
          "a pair, functools.reduce as a loop, np.vectorize calls as the loop NumPy runs"),
@@ -126,6 +128,9 @@ FRONT = [
     Pass("complex_values", complex_values.run, "complex values meeting differentiated "
          "ones through the rules that take them, refused at others; those of unknown type "
          "checked at run time", invalidates=True),
+    Pass("unread_factors", unread_factors.run, "a factorization whose vectors are not "
+         "read (`w, v = np.linalg.eigh(a)`, v unread) computes its values alone, whose "
+         "rules derive no vectors", invalidates=True),
     Pass("lost_derivatives", lost_derivatives.run, "refuse writes into arrays through "
          "calls, calls of library functions without a rule that may change what they are "
          "given, and differentiated values passed where a rule has no derivative"),
@@ -317,9 +322,31 @@ def compilation(fn: Callable, wrt: Wrt = 0, arg_types: dict | None = None,
     """`(ctx, node)`: `fn` through `passes` (by default those of `options.variant`, see
     `passes_for`), up to and including the pass named `until` (all of them without it),
     for `wrt`, specialised on `arg_types` (by default `default_arg_types`), with
-    `options`, for `backend` (its capabilities `ctx.can`)."""
+    `options`, for `backend` (its capabilities `ctx.can`). A refusal of a statement in
+    a branch is deferred to the run time of that statement (frontend/deferred.py): the
+    function is compiled again with it raising the error there."""
     passes = passes_for(options.variant, backend) if passes is None else passes
-    ctx = Compilation.of(fn, wrt, arg_types, options, can=backend.can)
+    refused = {}
+    while True:
+        try:
+            return _compiled(fn, wrt, arg_types, options, until, passes, backend, refused)
+        except S2SADError as exc:
+            line = deferred.deferred_line(exc, fn, refused)
+            if line is None and refused and isinstance(exc, InternalError):
+                raise next(iter(refused.values())) from None    # (see below)
+            if line is None:
+                raise
+            refused[line] = exc         # (that branch raises it: compiled again)
+        except Exception:
+            if refused:     # what s2sad cannot compile with a refusal deferred, it refuses
+                raise next(iter(refused.values())) from None
+            raise
+
+
+def _compiled(fn, wrt, arg_types, options, until, passes, backend, refused):
+    """`(ctx, node)` of `compilation`, the statements of `refused` ({line: error})
+    raising their errors (frontend/deferred.py)."""
+    ctx = Compilation.of(fn, wrt, arg_types, options, refused, can=backend.can)
     ctx.front_end, ctx.returns = _front_end, _returned_kind
     ctx.adjoint_code = functools.partial(_adjoint_code, backend, options.jit)
     if until is not None and until not in [p.name for p in passes]:

@@ -206,3 +206,69 @@ def test_second_derivatives_through_a_checkpoint_name_the_users_call():
         s2sad.hessian(checkpointed, wrt=1)(np.linspace(0.0, 1.0, 5), 0.1)
     assert info.value.filename == __file__
     assert "u = checkpointed_step(u, kappa)" in info.value.text
+
+
+def doubling_step(u, kappa):
+    u[0] = u[0] * 2.0                  # (writes into the array it is given)
+    return u * np.cos(kappa * u)
+
+
+def shrinking_step(parts, kappa):
+    parts[0] = parts[0] * kappa        # (replaces an item of the list it is given)
+    return parts[0] + parts[1]
+
+
+@s2sad.checkpoint
+def decaying_step(u, kappa=0.5):
+    return u * np.exp(-kappa * u)
+
+
+def doubling(u0, kappa):
+    u = u0 * 1.0
+    for i in range(3):
+        u = s2sad.checkpoint(doubling_step)(u, kappa)
+    return np.sum(u)
+
+
+def shrinking(u0, kappa):
+    return np.sum(s2sad.checkpoint(shrinking_step)([u0, u0 * u0], kappa))
+
+
+def by_keyword(u0, kappa):
+    u = u0
+    for i in range(3):
+        u = decaying_step(u, kappa=0.3) * kappa + decaying_step(u)
+    return np.sum(u)
+
+
+@pytest.mark.parametrize("f", [doubling, shrinking, by_keyword])
+def test_a_step_that_changes_its_arguments_or_takes_keywords(f):
+    # the pullback computes the step again from its arguments as they were before it
+    # changed them (it computed from the changed ones); a keyword went to fwd, which
+    # took none (a raw TypeError)
+    x = np.linspace(0.2, 0.9, 4)
+    args = (x, 0.3)
+    expected = [fd_array_grad(f, args, i) for i in (0, 1)]
+    value, got = s2sad.value_and_grad(f, wrt=(0, 1))(*args)
+    assert value == pytest.approx(f(*args), rel=1e-12)
+    for g, e in zip(got, expected):
+        np.testing.assert_allclose(g, e, rtol=1e-6, atol=1e-9)
+    direction = np.linspace(-1.0, 1.0, 4)
+    _, tangent = s2sad.jvp(f, args, (direction, 0.5))
+    assert tangent == pytest.approx(expected[0] @ direction + 0.5 * expected[1], rel=1e-6)
+
+
+def read_after_changed(u0):
+    u = u0 * 1.0
+    v = s2sad.checkpoint(doubling_step)(u, 0.3)
+    return np.sum(u * v)
+
+
+def test_an_argument_the_step_changed_read_after_it_is_refused_at_the_line():
+    # (the derivative took u as it was before the call: a wrong number in grad and jvp)
+    for derivative in (s2sad.grad(read_after_changed),
+                       lambda x: s2sad.jvp(read_after_changed, (x,), (x,))):
+        with pytest.raises(s2sad.UnsupportedSyntaxError, match="writes into its argument") as info:
+            derivative(np.linspace(0.2, 0.9, 4))
+        assert info.value.filename == __file__
+        assert "np.sum(u * v)" in info.value.text and "doubling_step" in str(info.value)

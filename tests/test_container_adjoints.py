@@ -482,7 +482,7 @@ def test_add_reads_an_array_as_the_entries_of_a_list():
     ((1.0, 2.0), np.array([1.0, 2.0, 3.0])),
     ({"a": 1.0}, {"b": 1.0}),
     ({"a": 1.0}, [1.0]),
-    ([{"a": 1.0}], [{"a": 1.0, "b": 2.0}]),
+    ([{"a": 1.0}], [{"b": 1.0, "c": 2.0}]),
 ], ids=["lengths", "array_length", "keys", "dict_and_list", "nested_keys"])
 def test_add_refuses_structures_that_differ(a, b):
     """Adjoints of one value have its structure: two that differ are a bug of s2sad's,
@@ -491,6 +491,13 @@ def test_add_refuses_structures_that_differ(a, b):
         runtime.add(a, b)
     with pytest.raises(InternalError, match="different structures"):
         runtime.add(b, a)
+
+
+def test_add_of_a_dicts_versions_adds_at_the_keys_each_has():
+    """A dict filled as the function runs has adjoints of its versions, each with the
+    keys it had: the earlier one adds nothing at the keys added later."""
+    assert runtime.add({"a": 1.0}, {"a": 2.0, "b": 3.0}) == {"a": 3.0, "b": 3.0}
+    assert runtime.add([{"a": 1.0, "b": 3.0}], [{"a": 2.0}]) == [{"a": 3.0, "b": 3.0}]
 
 
 def test_from_array_gives_the_structure():

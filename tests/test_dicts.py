@@ -144,9 +144,22 @@ def element_write_of_a_helpers_dict(x):
     return d["a"] * np.sum(d["b"])
 
 
+def table_filled_in_a_loop(x):
+    # a Romberg-like table, read as it grows (scipy.integrate.romb's): the adjoints of its
+    # versions have different keys, which second derivatives added (an InternalError)
+    r = {}
+    r[(0, 0)] = x[0] * x[-1]
+    for i in range(1, 3):
+        r[(i, 0)] = 0.5 * (r[(i - 1, 0)] * x[i])
+        for j in range(1, i + 1):
+            prev = r[(i, j - 1)]
+            r[(i, j)] = prev * prev + (prev - r[(i - 1, j - 1)]) / 3.0
+    return r[(2, 2)]
+
+
 CASES = [display, comprehension, computed_keys, get_with_default, dict_calls,
          sequence_calls, star_star, star_star_nested, dict_to_helper, dict_in_loop, enumerate_start,
-         element_writes, element_write_of_a_helpers_dict]
+         element_writes, element_write_of_a_helpers_dict, table_filled_in_a_loop]
 
 
 @pytest.mark.parametrize("f", CASES, ids=lambda f: f.__name__)

@@ -385,7 +385,8 @@ def more_reductions(x):
              np.trapezoid(m, x[:3] * 2.0), [np.trapezoid(x, dx=x[0])],
              np.polyval(x[:3], x[3:]), np.convolve(x[:4], x[4:], "same"),
              np.correlate(x[:2], x[2:], "full"), np.logaddexp2(x, 0.3),
-             np.clip(x, min=-0.5)]
+             np.clip(x, min=-0.5), np.cumulative_sum(m, axis=1).ravel(),
+             np.astype(x, np.float64) * x]
     return np.concatenate(parts)
 
 

@@ -225,6 +225,34 @@ def test_a_method_set_on_a_module_level_instance():
     every_mode_agrees(nb["f"], 1.2, g)
 
 
+@pytest.mark.parametrize("call", ["model(x)", "model.loss(x)"])
+def test_a_function_set_on_a_module_level_instance_over_a_method_its_methods_call(call):
+    # `self.predict` in `loss` is the instance's function, which hides the class's
+    # method: s2sad found it through the class (x * x where Python ran sin), before the
+    # derivative was made and after
+    nb = Notebook().run(
+        "class Model:\n"
+        "    def predict(self, x):\n"
+        "        return x * x\n"
+        "    def loss(self, x):\n"
+        "        return self.predict(x) + 1.0\n"
+        "    def __call__(self, x):\n"
+        "        return self.loss(x)\n"
+        "model = Model()\n"
+        "def f(x):\n"
+        f"    return {call}\n")
+    g = s2sad.grad(nb["f"])
+    every_mode_agrees(nb["f"], 1.2, g)
+    nb["model"].predict = math.sin
+    assert nb["f"](1.2) == math.sin(1.2) + 1.0
+    for derivative in (g, s2sad.grad(nb["f"]), lambda x: s2sad.jvp(nb["f"], (x,), (1.0,))):
+        with pytest.raises(s2sad.UnsupportedSyntaxError, match="hides the method") as info:
+            derivative(1.2)
+        assert info.value.filename.startswith("<notebook-cell-") and call in info.value.text
+    del nb["model"].predict
+    every_mode_agrees(nb["f"], 1.2, g)
+
+
 def test_swapped_code():
     nb = Notebook().run("def f(x):\n    return x * x\n").run(
         "def f3(x):\n    return x * x * x\n")

@@ -18,7 +18,7 @@ ON_FUNCTIONS = {"s2s_gradient", "s2s_made_by", "s2s_custom", "s2s_derivative", "
                 "s2s_watcher", "s2s_bound", "s2s_tangents", "s2s_not_differentiable",
                 "s2s_forward_over_reverse", "s2s_as_gradient", "s2s_forward", "s2s_vmap",
                 "s2s_checkpoint", "s2s_sites", "s2s_partial", "s2s_partial_binds",
-                "s2s_copy_globals", "s2s_own_call"}
+                "s2s_copy_globals", "s2s_own_call", "s2s_vmap_of"}
 
 
 def _sources():

@@ -190,3 +190,39 @@ def test_hvp_differentiates_the_statements():
     x, y, v = rng.normal(size=5), rng.normal(size=5), rng.normal(size=5)
     np.testing.assert_allclose(s2sad.hvp(f, backend="numba")(x, y, v),
                                np.exp(x) * y * (x + 2) * v, rtol=1e-12)
+
+
+def soft(x):
+    return np.log1p(np.exp(x))
+
+
+def soft_loss(w, v):
+    # `soft` of a number and of an array: its adjoint for the number has no loop (no
+    # operand known to be an array: Numba would never compile it), that for the array has
+    return soft(3.0 * w) * w + np.sum(soft(v * w))
+
+
+def _with_callees(d, seen):
+    """The sources of the derivative `d` and of the derivatives it calls."""
+    if id(d) in seen:
+        return []
+    seen.add(id(d))
+    return [d.source] + [text for linked in d.linked.values() if hasattr(linked, "source")
+                         for text in _with_callees(linked, seen)]
+
+
+def test_a_run_of_numbers_alone_is_not_fused():
+    args = (0.5, np.array([0.2, -0.4, 1.0]))
+    gradient = s2sad.grad(soft_loss, wrt=(0, 1), backend="numba")
+    grads = gradient(*args)
+    w, v = args
+    sig = 1 / (1 + np.exp(-3 * w))
+    sigs = 1 / (1 + np.exp(-v * w))
+    np.testing.assert_allclose(grads[0], 3 * w * sig + np.log1p(np.exp(3 * w)) + np.sum(
+        v * sigs), rtol=1e-12)
+    np.testing.assert_allclose(grads[1], w * sigs, rtol=1e-12)
+    seen = set()
+    adjoints = [text for d in gradient._compiled for text in _with_callees(d, seen)
+                if text.startswith("def soft_adjoint")]
+    # (one for the array v * w, fused; one for the number 3 w, not)
+    assert sorted(LOOP in text for text in adjoints) == [False, True], adjoints

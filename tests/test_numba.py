@@ -7,6 +7,7 @@ level, and each test calls them.
 """
 import functools
 import math
+import types
 
 import numpy as np
 import pytest
@@ -881,3 +882,62 @@ def test_rows_of_a_local_matrix_are_arrays(f):
     assert tangent == pytest.approx(np.sum(want * t), rel=1e-7, abs=1e-9)
     np.testing.assert_allclose(s2sad.hessian(f, backend="numba")(x), fd_hessian(f, (x,), 0),
                                rtol=1e-5, atol=1e-6)
+
+
+def sine_weighted(x):
+    return np.sum(np.sin(x) * x)
+
+
+def test_source_before_the_first_call():
+    # (the default argument types, arrays for a function of NumPy: it raised
+    # AttributeError before a call had settled them)
+    g = s2sad.grad(sine_weighted, backend="numba")
+    before = g.source
+    assert before.startswith("def sine_weighted_grad(x):") and "np.cos(x)" in before
+    x = np.array([0.3, -1.2, 2.0])
+    np.testing.assert_allclose(g(x), np.sin(x) + x * np.cos(x), rtol=1e-12)
+    assert g.source == before
+    assert s2sad.value_and_grad(sine_weighted, backend="numba").source.startswith(
+        "def sine_weighted_value_and_grad(x):")
+
+
+# -- configuration globals: a dict or a SimpleNamespace, whose numbers and arrays the
+# -- numba backend reads as constants (after_ad/native_globals.py), guarded
+CONFIG = {"lr": 0.1, "w": np.array([1.0, 2.0, 3.0]), "name": "run"}
+SETTINGS = types.SimpleNamespace(scale=2.0, w=np.array([0.5, -1.0, 2.0]))
+
+
+def configured(x):
+    return np.sum(np.sin(x) * CONFIG["lr"] * CONFIG["w"])
+
+
+def set_up(x):
+    return np.sum(x * x * SETTINGS.scale + SETTINGS.w * x)
+
+
+def test_configuration_globals_are_constants_that_recompile_when_changed():
+    global CONFIG, SETTINGS
+    saved = CONFIG, SETTINGS
+    x = np.array([0.3, -0.2, 0.9])
+    g, h = s2sad.grad(configured, backend="numba"), s2sad.grad(set_up, backend="numba")
+    try:
+        for change in (None, lambda: CONFIG.update(lr=0.2),
+                       lambda: CONFIG["w"].__setitem__(0, 10.0),
+                       lambda: globals().update(CONFIG={"lr": 1.0, "w": np.ones(3)})):
+            if change is not None:
+                change()
+            np.testing.assert_allclose(g(x), np.cos(x) * CONFIG["lr"] * CONFIG["w"],
+                                       rtol=1e-13)
+        for change in (None, lambda: setattr(SETTINGS, "scale", 3.0),
+                       lambda: SETTINGS.w.__setitem__(1, 7.0),
+                       lambda: globals().update(SETTINGS=types.SimpleNamespace(
+                           scale=-1.0, w=np.zeros(3)))):
+            if change is not None:
+                change()
+            want = 2 * x * SETTINGS.scale + SETTINGS.w
+            np.testing.assert_allclose(h(x), want, rtol=1e-13)
+            np.testing.assert_allclose(
+                s2sad.jvp(set_up, (x,), (np.ones(3),), backend="numba")[1], np.sum(want),
+                rtol=1e-13)
+    finally:
+        CONFIG, SETTINGS = saved

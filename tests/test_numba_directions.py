@@ -2,7 +2,9 @@
 (s2sad/numba_directions.py: the primal once, the tangent statements in loops over the
 directions): functions with loops, element writes, a branch, a `while`, a helper of the
 user's called in a loop, numbers and arrays, several arguments; the fallback to one
-`f_jvp` a column where the rewrite refuses the code (recursion); ht's model. Checked against central differences of the functions as they are
+`f_jvp` a column where the rewrite refuses the code (recursion); ht's model; the test of
+a tangent zero along a direction before the products it reaches (a direction that
+reaches nothing, one that reaches everything, a sum written into after it). Checked against central differences of the functions as they are
 (tests/oracle.py), and that the pass along all directions is the one that ran.
 """
 import numpy as np
@@ -137,3 +139,159 @@ def test_many_directions_in_several_passes(monkeypatch):
     assert len(columns) == 5
     np.testing.assert_allclose(np.stack(columns, -1), fd_jacobian(walked, args, 0),
                                rtol=1e-6, atol=1e-8)
+
+
+def posed_chain(theta, points, parents):
+    # ht's bones in two dimensions: the angle of bone i moves it and the bones whose chain
+    # of parents reaches it; the last angle is read by nothing (a direction that reaches
+    # nothing: every tangent along it zero)
+    n = parents.shape[0]
+    absolutes = np.zeros((n, 2, 2))
+    out = np.zeros((2, points.shape[1]))
+    for i in range(n):
+        R = np.eye(2)
+        R[0, 0] = np.cos(theta[i])
+        R[0, 1] = -np.sin(theta[i])
+        R[1, 0] = np.sin(theta[i])
+        R[1, 1] = np.cos(theta[i])
+        if parents[i] == -1:
+            absolutes[i] = R
+        else:
+            absolutes[i] = absolutes[parents[i]] @ R
+        out = out + (i + 1.0) * (absolutes[i] @ points)
+    return out
+
+
+def spun(x, points):
+    # every direction reaches everything (the angle is the sum of the squares), but
+    # along the direction of a zero element of x the angle's tangent is 0 exactly
+    angle = np.sum(x * x)
+    R = np.eye(2)
+    R[0, 0] = np.cos(angle)
+    R[0, 1] = -np.sin(angle)
+    R[1, 0] = np.sin(angle)
+    R[1, 1] = np.cos(angle)
+    moved = R @ points
+    return moved + x[0] * points
+
+
+def rewritten_sum(theta, points):
+    # a sum with a term zero along most directions, then written into, while another
+    # name holds the array before the sum (s2sad copies it before the write)
+    acc = np.zeros((2, points.shape[1]))
+    total = np.zeros((2, points.shape[1]))
+    for i in range(theta.shape[0]):
+        R = np.eye(2)
+        R[0, 0] = np.cos(theta[i])
+        R[1, 1] = np.sin(theta[i])
+        prev = acc
+        acc = acc + R @ points
+        acc[0] = acc[0] * 1.5
+        total = total + prev
+    return acc + total
+
+
+POINTS = np.array([[0.3, -1.2, 0.8, 0.5], [1.1, 0.4, -0.6, 0.9]])
+PARENTS = np.array([-1, 0, 1, -1, 3, 3])
+
+
+@pytest.mark.parametrize("f, args", [
+    (posed_chain, (np.array([0.3, -0.7, 1.1, 0.2, -0.4, 0.9, 0.5]), POINTS, PARENTS)),
+    (spun, (np.array([0.4, 0.0, -0.3]), POINTS)),
+    (spun, (np.array([0.4, 0.7, -0.3]), POINTS)),
+    (rewritten_sum, (np.array([0.3, -0.7, 1.1]), POINTS)),
+], ids=["chain-reaching-nothing", "spun-zero-element", "spun-reaching-everything",
+        "rewritten-sum"])
+def test_zero_tangents_skipped_agree_with_central_differences(f, args):
+    code = numba_api.NumbaJvp(f, args, (0,), {})
+    source = numba_directions.compiled(code.d).directions_source
+    assert "_s2s_nonzero(" in source        # (the test of a zero is in the pass)
+    want = fd_jacobian(f, args, 0)
+    value, columns = code.columns(args, args[0], {})
+    np.testing.assert_allclose(value, f(*args), rtol=1e-14, atol=1e-15)
+    np.testing.assert_allclose(np.stack(columns, -1), want, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(s2sad.jacfwd(f, backend="numba")(*args), want, rtol=1e-6,
+                               atol=1e-8)
+    if f is posed_chain:        # (the last angle reaches nothing: a column of zeros)
+        np.testing.assert_array_equal(columns[-1], 0.0)
+
+
+def test_a_sum_written_into_is_not_made_its_term():
+    # a guard makes `s = a + b` with b zero `s = a` (the same array): so a write into a
+    # sum, or into what shares its array, is a write a guard must not alias; a write just
+    # after a copy or a product is into a new array
+    import ast
+    fn = ast.parse("def f_jvp(a, b):\n    p = a\n    s = a + b\n    q = s\n"
+                   "    s[0] = 1.0\n    c = b.copy()\n    c[0] = 2.0\n    m = a * b\n"
+                   "    m[1] = 0.0\n    return (p, q)\n").body[0]
+    assert numba_directions._written(fn) == {"s", "q"}
+
+
+def test_zero_helpers():
+    nonzero, plus_zero = numba_directions._helpers()
+    assert not nonzero(0.0) and nonzero(-2.0) and nonzero(np.nan)
+    assert not nonzero(np.zeros((3, 2)).T) and nonzero(np.eye(3)[:, 2])
+    a = np.ones((2, 1))
+    assert numba.njit(lambda a, b: plus_zero(a, b))(a, np.zeros((2, 1))) is a
+    np.testing.assert_array_equal(
+        numba.njit(lambda a, b: plus_zero(a, b))(a, np.zeros((2, 3))), np.ones((2, 3)))
+    np.testing.assert_array_equal(
+        numba.njit(lambda a, b: plus_zero(a, b))(np.arange(3.0), np.zeros((2, 3))),
+        np.array([[0.0, 1.0, 2.0]] * 2))
+
+
+# -- orders: np.sort's tangent (tangents.sort_dot: Numba's np.argsort takes no axis),
+# -- indexing by np.argsort, np.where, a branch on the values
+def sorted_times(x):
+    return np.sort(x) * x
+
+
+def reordered(x):
+    order = np.argsort(x)
+    return x[order] * np.arange(1.0, x.shape[0] + 1.0)
+
+
+def chosen(x):
+    return np.where(x > 1.5, x * x, -np.sin(x))
+
+
+def branched(x):
+    if x[0] > x[1]:
+        y = np.sort(x) * 2.0
+    else:
+        y = np.cumsum(x * x)
+    return y + np.sort(-x)
+
+
+def rows_sorted(a):
+    return np.sort(a) * a
+
+
+@pytest.mark.parametrize("f, x", [
+    (sorted_times, np.array([3.0, 1.0, 2.0])),
+    (reordered, np.array([0.4, -1.2, 2.5, 0.9])),
+    (chosen, np.array([0.4, 2.2, 1.7, -0.3])),
+    (branched, np.array([3.0, 1.0, 2.0])),
+    (branched, np.array([1.0, 3.0, 2.0])),
+    (rows_sorted, np.array([[0.5, -1.0, 2.0], [3.0, 1.5, -0.5]])),
+], ids=["sort", "argsort-index", "where", "branch-sorted", "branch-cumsum", "rows"])
+def test_orders_agree_with_central_differences(f, x):
+    want = fd_jacobian(f, (x,), 0)
+    np.testing.assert_allclose(s2sad.jacfwd(f, backend="numba")(x), want, rtol=1e-6,
+                               atol=1e-8)
+    value, tangent = s2sad.jvp(f, (x,), (np.ones_like(x),), backend="numba")
+    np.testing.assert_allclose(tangent, np.tensordot(want, np.ones_like(x), x.ndim),
+                               rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("f, x", [
+    (sorted_times, np.array([3.0, 1.0, 2.0])),
+    (rows_sorted, np.array([[0.5, -1.0, 2.0], [3.0, 1.5, -0.5]])),
+], ids=["vector", "rows"])
+def test_sort_in_reverse_mode(f, x):
+    # (runtime.unsort's Numba version)
+    def total(x):
+        return np.sum(f(x) * f(x))
+    want = fd_jacobian(total, (x,), 0)
+    np.testing.assert_allclose(s2sad.grad(total, backend="numba")(x), want, rtol=1e-6,
+                               atol=1e-8)

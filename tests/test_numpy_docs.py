@@ -247,7 +247,7 @@ def render():
 SCIPY_SECTION, SCIPY_LIST = "## SciPy", "### SciPy functions with derivatives"
 SCIPY_LINE = re.compile(r"^- `(scipy(?:\.\w+)+)`(.*)$")
 #: Where SciPy's rules live: modules of functions, and distributions (by their methods).
-SCIPY_MODULES = ("scipy.special", "scipy.linalg", "scipy.spatial.distance")
+SCIPY_MODULES = ("scipy.special", "scipy.linalg", "scipy.spatial.distance", "scipy.integrate")
 SCIPY_DISTRIBUTIONS = tuple(f"scipy.stats.{d}" for d in (
     "norm", "multivariate_normal", "t", "gamma", "beta", "expon", "poisson", "binom",
     "dirichlet", "multivariate_t"))

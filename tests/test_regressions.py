@@ -860,7 +860,7 @@ def test_an_array_row_changed_in_place_by_its_loop_variable_is_refused_with_the_
         "    return np.sum(y)\n", {"np": np})
     with pytest.raises(s2sad.UnsupportedSyntaxError) as err:
         s2sad.grad(f)(np.array([1.0, 2.0]))
-    assert err.value.lineno == 3 + f.__code__.co_firstlineno - 1
+    assert err.value.lineno == 4 + f.__code__.co_firstlineno - 1     # (the write's line)
     assert "for i in range(len(y)): y[i] *= ..." in str(err.value)
     g = function_from_source(
         "def g(x):\n    y = np.outer(x, x)\n    for i in range(len(y)):\n"
@@ -882,3 +882,42 @@ def test_a_nested_function_whose_default_reads_a_variable_of_the_function_around
         np.testing.assert_allclose(s2sad.grad(loss)(x, 0.5), expected, rtol=1e-7)
         _, tangent = s2sad.jvp(loss, (x, 0.5), (np.array([1.0, 0.0]), 0.0))
         assert tangent == pytest.approx(expected[0], rel=1e-7)
+
+
+def _loop_variable_error(text):
+    from s2sad.frontend.source import function_from_source
+    f = function_from_source(text, {"np": np})
+    with pytest.raises(s2sad.UnsupportedSyntaxError) as info:
+        s2sad.grad(f)(np.arange(6.0).reshape(2, 3))
+    return info.value
+
+
+def test_loop_variable_changed_in_place_names_the_write_and_what_to_write():
+    # `row += 1.0` of a row of an array writes into the array (NumPy): refused at the
+    # line of the write, saying so and what to write instead
+    exc = _loop_variable_error(
+        "def f(rows):\n"
+        "    total = 0.0\n"
+        "    for row in rows:\n"
+        "        row += 1.0\n"
+        "        total = total + np.sum(row * row)\n"
+        "    return total\n")
+    assert exc.lineno == 4 and exc.text.strip() == "row += 1.0"
+    assert str(exc).split(": ", 1)[1].startswith(
+        "row += ... changes the loop variable 'row' in place: where row is a row of an "
+        "array rows, NumPy writes the new values into rows itself")
+    assert "for i in range(len(rows)): rows[i] += ..." in str(exc)
+    assert "(row_new = row + ...)" in str(exc)
+
+
+def test_loop_variable_bound_again_points_at_the_binding():
+    exc = _loop_variable_error(
+        "def f(rows):\n"
+        "    total = 0.0\n"
+        "    for row in rows:\n"
+        "        row = row * 2.0\n"
+        "        total = total + np.sum(row)\n"
+        "    return total\n")
+    assert exc.lineno == 4 and exc.text.strip() == "row = row * 2.0"
+    assert "the loop variable 'row' is bound again in its loop" in str(exc)
+    assert "(row_new = ...)" in str(exc)

@@ -767,6 +767,18 @@ def cumsum_vec(x):
     return np.sum(np.cumsum(x) * W4)
 
 
+def cumulative_sum_ax0(x):
+    return np.sum(np.cumulative_sum(x, axis=0) * W34)
+
+
+def cumulative_sum_vec(x):
+    return np.sum(np.cumulative_sum(x) * W4)
+
+
+def astype_function(x):
+    return np.sum(np.astype(x, np.float64, copy=True) * W34) + np.sum(np.astype(x, float) ** 2)
+
+
 def cumprod_flat(x):
     return np.sum(np.cumprod(x) * W12)
 
@@ -2781,6 +2793,9 @@ for _fn in (std_ddof1, std_ax0_ddof1, std_ax1_keep_ddof2):
 for _fn in (cumsum_flat, cumsum_ax0, cumsum_ax1):
     case(_fn, [np.cumsum], (R((3, 4)),))
 case(cumsum_vec, [np.cumsum], (R((4,)),))
+case(cumulative_sum_ax0, [np.cumulative_sum], (R((3, 4)),))
+case(cumulative_sum_vec, [np.cumulative_sum], (R((4,)),))
+case(astype_function, [np.astype], (R((3, 4)),))
 for _fn in (cumprod_flat, cumprod_ax0, cumprod_ax1):
     case(_fn, [np.cumprod], (S.uniform((3, 4), 0.5, 1.5),))
 case(cumprod_vec, [np.cumprod], (S.uniform((4,), 0.5, 1.5),))

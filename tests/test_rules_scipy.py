@@ -20,7 +20,7 @@ import pytest
 from optional import require
 
 scipy = require("scipy", "scipy")
-from scipy import linalg, special, stats  # noqa: E402
+from scipy import integrate, linalg, special, stats  # noqa: E402
 from scipy.stats import norm  # noqa: E402
 
 from numpy_cases import (Samples, check_hessian, check_jvp, check_vjp, fd_array_grad,  # noqa: E402
@@ -669,6 +669,57 @@ def h_frozen(x):
 
 
 HESSIANS.update({"frozen": (h_frozen, [FROZEN.real((4,))])})
+
+
+# -- scipy.integrate's rules on samples: simpson (an odd and an even number of samples,
+# even and uneven spacing, along an axis of a matrix, x as 1-D or the samples' shape) and
+# trapezoid as NumPy's (own samples) --------------------------------------------------
+QUAD = Samples(20261208)
+_XS = np.sort(QUAD.uniform((6,), 0.0, 3.0))
+_X2 = np.sort(QUAD.uniform((3, 5), 0.0, 2.0), axis=1)
+
+
+def q_simpson(y):
+    return (integrate.simpson(np.sin(y) * y, x=_XS[:y.shape[-1]])
+            + integrate.simpson(y ** 2, dx=0.3))
+
+
+def q_simpson_axis(y):
+    return integrate.simpson(np.exp(0.3 * y), x=_X2[:, :y.shape[-1]], axis=-1)
+
+
+def q_simpson_axis0(y):
+    return integrate.simpson(y * y, x=_XS[:y.shape[0]], axis=0)
+
+
+def q_trapezoid(y):
+    return integrate.trapezoid(np.cos(y), _XS[:y.shape[-1]]) + integrate.trapezoid(y, dx=0.5)
+
+
+CASES.update({
+    "simpson_odd": (q_simpson, {"vec5": (QUAD.real((5,)),)}),
+    "simpson_even": (q_simpson, {"vec6": (QUAD.real((6,)),), "vec2": (QUAD.real((2,)),),
+                                 "vec4": (QUAD.real((4,)),)}),
+    "simpson_axis": (q_simpson_axis, {"mat5": (QUAD.real((3, 5)),),
+                                      "mat4": (QUAD.real((3, 4)),)}),
+    "simpson_axis0": (q_simpson_axis0, {"mat": (QUAD.real((4, 3)),)}),
+    "trapezoid": (q_trapezoid, {"vec": (QUAD.real((6,)),), "mat": (QUAD.real((2, 6)),)}),
+})
+
+
+def h_quadrature(x):
+    return integrate.simpson(np.sin(x) * x, x=_XS[:5]) + integrate.trapezoid(x ** 3, _XS[:5])
+
+
+HESSIANS.update({"quadrature": (h_quadrature, [QUAD.real((5,))])})
+
+
+def test_simpson_refuses_a_derivative_through_its_coordinates():
+    def f(s):
+        return integrate.simpson(np.ones(5), x=_XS[:5] * s)
+    with pytest.raises(MissingRuleError, match="simpson.*'x'") as info:
+        s2sad.grad(f)(1.5)
+    assert f"{__file__}:{f.__code__.co_firstlineno + 1}" in str(info.value)
 
 
 # -- the oracle -------------------------------------------------------------------------

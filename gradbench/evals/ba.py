@@ -131,8 +131,11 @@ def jacobian_loops(cams, X, w, feats, obs):
     its two rows the gradients of its two errors with respect to its camera, point and
     weight (compiled by Numba, which calls `d_observation_error` from it)."""
     n, m, p = cams.shape[0], X.shape[0], w.shape[0]
-    rows = np.empty(3 * p + 1, dtype=np.int64)
-    cols = np.empty(2 * p * (CAMERA + 4) + p, dtype=np.int64)
+    # indices of 32 bits, as the C++ reference's (`std::vector<int>`): with 64, the three
+    # arrays made at each call (16 MB on ba1) are more than the C library keeps when they
+    # are freed, and each call faulted its pages in again (8 of ba1's 18 ms)
+    rows = np.empty(3 * p + 1, dtype=np.int32)
+    cols = np.empty(2 * p * (CAMERA + 4) + p, dtype=np.int32)
     values = np.empty(2 * p * (CAMERA + 4) + p)
     k = 0
     for i in range(p):

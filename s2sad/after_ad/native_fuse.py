@@ -23,7 +23,8 @@ included: a quotient is `np.divide`). Statements that only name parts of arrays 
 (`t_1 = weight[:b]`, `t_5 = 2 * b`) and read nothing the run binds are moved before it;
 accumulations into slices of an array of the derivative's own that no other name sees
 (`bias_bar[:b] += t_3_bar`) are moved after it, when nothing the run binds after them
-changes what they read.
+changes what they read. A run none of whose operands is known to be an array
+(`_known_arrays`) is left as it is: Numba would compile its loop for no types.
 
 >>> import numpy as np
 >>> from s2sad import pipeline
@@ -74,6 +75,7 @@ import numpy as np
 from .. import syntax
 from ..options import Variant
 from ..analysis.number_types import BOOL, FLOAT, INT
+from ..analysis.value_kinds import ARRAY
 from ..frontend.source import unfused
 from ..rules import fusion, runtime
 from ..rules.registry import helper_facts
@@ -141,6 +143,7 @@ class _Fusion:
         self.adjoints = {name: c for name, c in ctx.callees
                          if c.variant is Variant.ADJOINT and not c.args and not c.kwargs}
         self.adjoint_codes = {}
+        self.arrays = _known_arrays(ctx)
 
     def _written(self):
         """The names of arrays the code may write into: `a[i] = v`, `a[i] += v`, `a +=
@@ -279,11 +282,18 @@ class _Fusion:
         original = sorted(run.stmts + run.before + run.after + trailing,
                           key=lambda p: p[0])
         if len(run.statements()) < SHORTEST or not self.keeps_order(run) or not any(
-                kind == "array" for kind in run.inputs.values()):
+                kind == "array" and self.known_array(name)
+                for name, kind in run.inputs.items()):
             return [s for _, s in original]
         kept = [s for _, s in trailing]
         return [s for _, s in run.before + run.made] + [self.fused(run)] + [
             s for _, s in run.after] + kept
+
+    def known_array(self, name):
+        """Whether the input `name` is known to be an array (a run of numbers alone is
+        left as it is: the loop would never be compiled for them, `_s2s_fusable`, and
+        only be longer to read)."""
+        return name in self.arrays
 
     def keeps_order(self, run):
         """Whether moving `run.before` and `run.after` keeps what each statement reads."""
@@ -627,6 +637,20 @@ def _int_of(e, shapes, ints):
                                                        gast.FloorDiv, gast.Mod)):
         return _int_of(e.left, shapes, ints) and _int_of(e.right, shapes, ints)
     return False
+
+
+def _known_arrays(ctx):
+    """The names of the code known to hold arrays: the parameters and values of the
+    function the kinds analysis finds arrays (analysis/value_kinds.py: those the call is
+    specialised on, NumPy's results of them), and their adjoints and tangents."""
+    arrays = {p for p, k in ctx.param_kinds.items() if k == ARRAY}
+    arrays |= {p for p, ndim in ctx.options.ndims if ndim}
+    if ctx.wengert is not None:
+        arrays |= {n for n, k in ctx.value_kinds.kind.items() if k == ARRAY}
+    for names in (ctx.reverse.adjoints if ctx.reverse else {},
+                  ctx.forward.dots if ctx.forward else {}):
+        arrays |= {names[n] for n in list(arrays) if n in names}
+    return arrays
 
 
 def _straight(fn):

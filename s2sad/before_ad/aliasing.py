@@ -96,7 +96,7 @@ def _calls_writing(fn, ctx):
     """Whether `fn` calls a Python function that may write into its arguments, or (in
     reverse mode) changes an array or a list in place with a call (`y.sort()`)."""
     return any(isinstance(s, (gast.Assign, gast.Expr)) and isinstance(s.value, gast.Call)
-               and (callee_effects.may_write(callee_effects.python_callee(s.value, ctx), ctx)
+               and (callee_effects.may_write(callee_effects.effects_callee(s.value, ctx), ctx)
                     or not ctx.variant.forward
                     and callee_effects.changed_in_place(s.value, ctx) is not None)
                for s in syntax.statements(fn))
@@ -568,7 +568,7 @@ class Aliasing(AliasErrors, SharedMemory):
         return self.effects[id(call)]
 
     def _effect(self, call):
-        callee = callee_effects.python_callee(call, self.ctx)
+        callee = callee_effects.effects_callee(call, self.ctx)
         if callee is None or any(isinstance(a, gast.Starred) for a in call.args):
             return None
         fn, params = callee
@@ -576,6 +576,9 @@ class Aliasing(AliasErrors, SharedMemory):
         args.update({k.arg: k.value for k in call.keywords if k.arg in params})
         kinds = {p: k for p, a in args.items() for k in [self.kinds[a]] if k is not None}
         found = summary(fn, kinds, self.ctx)
+        if callee_effects.checkpoint_call(call, self.ctx):      # (no version rebinds them)
+            found = dataclasses.replace(found, writes=tuple(
+                dataclasses.replace(w, rebinds=False) for w in found.writes))
         # an argument whose memory the result may share, for ad/inplace.py (None: new)
         shared = [args[p].id for t in sorted(found.returns, key=repr) for p in params_in(t)
                   if isinstance(args.get(p), gast.Name)]

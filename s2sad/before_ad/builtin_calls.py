@@ -18,12 +18,14 @@ loops, indexing and arithmetic it differentiates:
 - `functools.reduce(f, xs, init)` is the loop it stands for, before the statement (`acc =
   init`, `for x in xs: acc = f(acc, x)`; without `init`, from the first item over the
   others, raising Python's TypeError for no items), and the call is `acc`.
-- a call of `np.vectorize(f)` (made in the function, or an object made outside it) of a
-  Python function `f` is the loop NumPy runs: `f` called on each element of the
-  arguments broadcast together (`shape = np.broadcast_shapes(np.shape(x), np.shape(y))`,
-  then `np.reshape(np.array([f(a, b) for a, b in zip(np.ravel(np.broadcast_to(x, shape)),
-  ...)]), shape)`); the object's `pyfunc` is guarded. `signature=`, `excluded=`
-  and keyword arguments are refused at the line.
+- a call of `np.vectorize(f)` (made in the function, of a name or a lambda, which is
+  named before the statement, or an object made outside it) of a Python function `f` is
+  the loop NumPy runs: `f` called on each element of the arguments broadcast together (`shape = np.broadcast_shapes(np.shape(x), np.shape(y))`,
+  then `values = [f(a, b) for a, b in zip(np.ravel(np.broadcast_to(x, shape)), ...)]`
+  and `np.reshape(np.array(values, dtype=...), shape)`, of NumPy's dtype: `otypes`, else
+  that of the first output, `_s2s_vectorized_dtype(values, ...)`, which refuses several
+  outputs at the line); the object's `pyfunc` and `otypes` are guarded. `signature=`,
+  `excluded=`, several `otypes` and keyword arguments are refused at the line.
 
 A sequence, a key function or an operand that is not a name is evaluated once, into a
 name bound before the statement (a lambda given as `key=` becomes a named one, which
@@ -243,8 +245,14 @@ class BuiltinCalls:
             raise self.src.syntax_error(e, (
                 "a call of an np.vectorize function is differentiated with its arguments "
                 "given by position, one by one: write f(x, y), not f(x, k=y) or f(*xs)"))
+        otypes = _otypes_of(e.func, vectorized, self.src)
+        if otypes is not None and len(otypes) != 1:
+            raise self.src.syntax_error(e, (
+                "np.vectorize of a function that returns several values is not "
+                "differentiated: vectorize a function for each value"))
         if not held or self.prelude is None:
             return None
+        f = self.atom(f, "f", held, names_only=True)    # (a lambda named, which lift lifts)
         args = [self.atom(a, "arg", held) for a in e.args]
         if len(args) == 1:
             shape = syntax.call(self.name("shape", np.shape), [args[0]])
@@ -264,11 +272,18 @@ class BuiltinCalls:
             target = gast.Tuple(elts=[syntax.name(t, store=True) for t in items],
                                 ctx=gast.Store())
             iterable = syntax.call(self.name("zip", zip), flat)
-        values = gast.ListComp(elt=syntax.call(f, [syntax.name(t) for t in items]),
-                               generators=[gast.comprehension(target=target, iter=iterable,
-                                                              ifs=[], is_async=0)])
-        return syntax.call(self.name("reshape", np.reshape), [
-            syntax.call(self.name("array", np.array), [values]), shape])
+        values = self.atom(gast.ListComp(
+            elt=syntax.call(f, [syntax.name(t) for t in items]),
+            generators=[gast.comprehension(target=target, iter=iterable, ifs=[],
+                                           is_async=0)]), "values", held)
+        # NumPy's dtype: `otypes`, else the first output's (`0` first: all truncated to ints)
+        dtype = syntax.const(otypes) if otypes is not None else syntax.call(
+            self.helper("vectorized_dtype"), [
+                syntax.copied(values), syntax.name(self.ctx.bind(
+                    "_s2s_file", obj=self.src.filename)), syntax.const(self.src.lineno(e))])
+        return syntax.call(self.name("reshape", np.reshape), [syntax.call(
+            self.name("array", np.array), [syntax.copied(values)],
+            [gast.keyword(arg="dtype", value=dtype)]), shape])
 
     def is_reduce(self, func):
         """Whether `func` denotes `functools.reduce` (`reduce` imported, or
@@ -408,13 +423,13 @@ class BuiltinCalls:
 def _vectorize_of(func, src):
     """(the np.vectorize object, None where it is made here; the node of its Python
     function) of the called `func`, an `np.vectorize` object (a name or attribute chain
-    denoting one, whose `pyfunc` is then resolved, and so guarded) or `np.vectorize(f)`,
-    or None."""
+    denoting one, whose `pyfunc` is then resolved, and so guarded) or `np.vectorize(f)`
+    (`f` a name, an attribute chain or a lambda), or None."""
     if isinstance(func, gast.Call) and len(func.args) == 1 and not func.keywords and (
             isinstance(func.func, (gast.Name, gast.Attribute)) and _chain(func.func)
             and src.resolve(func.func) is np.vectorize):
         f = func.args[0]
-        return (None, f) if isinstance(f, (gast.Name, gast.Attribute)) else None
+        return (None, f) if isinstance(f, (gast.Name, gast.Attribute, gast.Lambda)) else None
     if not (isinstance(func, (gast.Name, gast.Attribute)) and _chain(func)):
         return None
     obj = src.resolve(func)
@@ -428,6 +443,16 @@ def _vectorize_of(func, src):
         base = base.value
     src.read_away.add((base.id, *reversed(attrs)))
     return obj, pyfunc
+
+
+def _otypes_of(func, vectorized, src):
+    """The `otypes` of the np.vectorize object `vectorized` (None where it is made here)
+    that `func` denotes (resolved, and so guarded), as a string of type codes, or None."""
+    if vectorized is None:
+        return None
+    otypes = src.resolve(gast.Attribute(value=syntax.copied(func), attr="otypes",
+                                        ctx=gast.Load()))
+    return "".join(np.dtype(t).char for t in otypes) if otypes else None
 
 
 def _vectorized_calls(fn, src):

@@ -185,6 +185,26 @@ def python_callee(call, ctx):
     return fn, params
 
 
+def effects_callee(call, ctx):
+    """`python_callee`, and for a call of an `s2sad.checkpoint`, its function's (which
+    its forward pass runs as it is): whose effects on the memory of the call's arguments
+    aliasing follows."""
+    if checkpoint_call(call, ctx):
+        primal = (marks.PRIM.of(call.func) or ctx.resolve(call.func)).primal
+        try:
+            return primal, list(inspect.signature(primal).parameters)
+        except (TypeError, ValueError):
+            return None
+    return python_callee(call, ctx)
+
+
+def checkpoint_call(call, ctx):
+    """Whether `call` calls an `s2sad.checkpoint` (whose pullback computes its function
+    again from copies of the arguments it writes into: the caller rebinds nothing)."""
+    prim = marks.PRIM.of(call.func) or ctx.resolve(call.func)
+    return getattr(prim, "s2s_checkpoint", False) and not isinstance(prim, type)
+
+
 def returned_kind(call, kinds, ctx, summarise, fn=None, ndims=()):
     """(the value kind of what `call` returns, the kinds of its items or False; see
     ValueKinds): `call` is a call by position of a Python function s2sad reads, with

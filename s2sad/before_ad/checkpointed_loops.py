@@ -52,6 +52,7 @@ import weakref
 import gast
 
 from .. import emit, marks, syntax
+from ..frontend import deferred
 from ..analysis.names import exposed
 from ..rules.schedules import checkpointed
 from .lift import MUTATORS, Lifted
@@ -186,7 +187,7 @@ class CheckpointedLoops:
         once per loop of a function); with a `stop` flag, it returns its state and
         whether the step ended with a `break`."""
         made = _steps.setdefault(self.src.fn, {})
-        key = (loop.lineno, loop.col_offset)
+        key = (loop.lineno, loop.col_offset, *sorted(self.src.refused))
         if key in made:
             return made[key]
         names = set(syntax.names_stored(self.fn)) | set(self.src.free_values())
@@ -212,6 +213,7 @@ class CheckpointedLoops:
         for n in syntax.walk(node):     # the lifted functions it calls
             if isinstance(n, gast.Name) and marks.LIFTED.of(n):
                 bindings[n.id] = marks.PRIM.of(n)
+        bindings.update(deferred.bindings(self.src))    # (a refusal in its body, deferred)
         filename = (f"<s2sad: {name}, the checkpointed loop at line {self.src.lineno(loop)} "
                     f"of {self.src.fn.__qualname__} in {self.src.filename}>")
         step = emit.compile_functions([syntax.copied(node)], bindings, self.src.fn,

@@ -54,7 +54,13 @@ from .. import syntax
 from ..errors import NativeBackendError
 from ..frontend import callables, gradients
 from ..frontend.source import MISSING
+from ..options import Variant
 from .lift import Lifted
+
+#: the variants whose code calls a vmap's batched rules (batching_api.BatchedCall), not the
+#: loop over its items (but forward mode over code to be differentiated again)
+_BATCHED = (Variant.VJP, Variant.GRAD, Variant.VALUE_AND_GRAD, Variant.ADJOINT, Variant.JVP,
+            Variant.TANGENT)
 
 #: the options of grad and value_and_grad that do not change the numbers
 _OPTIONS = ("backend", "memory")
@@ -129,6 +135,9 @@ class GradientCalls(gast.NodeTransformer):
     def visit_Call(self, call):
         if isinstance(call.func, gast.Call):
             self.at_once.add(id(call.func))
+            if (call.func.args and isinstance(call.func.args[0], gast.Call)
+                    and gradients.api_function(self.src.resolve(call.func.func)) == "vmap"):
+                self.at_once.add(id(call.func.args[0]))     # vmap(grad(g))(x): grad(g) too
         self.generic_visit(call)
         if id(call.func) in self.filling:
             call = self.fill(call)
@@ -141,6 +150,9 @@ class GradientCalls(gast.NodeTransformer):
         taker = callables.taker(made)
         if taker is not None:
             return self.taking_call(call, made, taker)
+        called = call.func.args[0] if marks.GRADIENT_MADE.of(call.func) else call.func
+        if getattr(marks.PRIM.of(called), "s2s_forward", None) == "vmap":
+            self.vmap_called(call)
         if marks.GRADIENT_MADE.of(call.func):     # made here, called at once
             made = call.func
             call.func = made.args[0]
@@ -149,8 +161,16 @@ class GradientCalls(gast.NodeTransformer):
             made = marks.PRIM.of(call.func)
         if (getattr(made, "s2s_gradient", None) is not None
                 or getattr(made, "s2s_forward", None) is not None):     # made here
-            self.check_keywords(call, made)
+            if getattr(made, "s2s_forward", None) != "vmap":
+                self.check_keywords(call, made)
+            else:   # (the values a nested function reads, after the call's: vmap_called)
+                call.args, call.keywords = call.args + [k.value for k in call.keywords], []
             return call
+        if getattr(made, "s2s_vmap", None) is not None:    # vmap(f, ...) made outside
+            f, in_axes, out_axes = made.s2s_vmap
+            call.func = self.name_of(self.vmap_function(call, None, f, [], in_axes,
+                                                        out_axes), call.func)
+            return self.vmap_called(call)
         kind = gradients.made_by(made)
         if kind is None:
             return call
@@ -175,6 +195,8 @@ class GradientCalls(gast.NodeTransformer):
         if kind == "vjp":
             raise self.vjp_refused(call, "is not the value of y, pullback = "
                                          "s2sad.vjp(f, x, ...)")
+        if kind == "vmap":
+            return self.vmap_made(call)
         if kind not in gradients.GRADIENTS + gradients.FORWARD + gradients.REVERSE:
             raise self.src.syntax_error(call, gradients.refusal(kind))
         if kind not in gradients.GRADIENTS:
@@ -216,6 +238,121 @@ class GradientCalls(gast.NodeTransformer):
             partial, [name] + [self.name_of(b, call) for b in bound], extras), call)
         marks.GRADIENT_MADE.put(made, True)
         return made
+
+    def vmap_made(self, call):
+        """What stands for `vmap(f, in_axes, out_axes)` (`call`) made in the function: the
+        loop frontend.gradients.vmap_function writes, or a `partial` of it with the values
+        a nested `f` reads."""
+        self.check_built(call, "vmap")
+        given = dict(zip(("f", "in_axes", "out_axes"), call.args))
+        for k in call.keywords:
+            if k.arg not in ("f", "in_axes", "out_axes") or k.arg in given:
+                raise self.vmap_refused(call, f"passes {k.arg}=, which vmap() does not take"
+                                        if k.arg else "passes **kwargs")
+            given[k.arg] = k.value
+        if "f" not in given or len(call.args) > 3:
+            raise self.vmap_refused(call, "is not vmap(f, in_axes, out_axes)")
+        axes = {k: _constant(given[k]) if k in given else 0 for k in ("in_axes", "out_axes")}
+        if MISSING in axes.values():
+            raise self.vmap_refused(call, "has in_axes or out_axes other than ints, None "
+                                          "and tuples of them, written as constants")
+        f, extras = given["f"], []
+        if isinstance(f, gast.Name) and f.id in self.function_values:
+            f = self.function_values[f.id]
+        if marks.GRADIENT_MADE.of(f):       # vmap(grad(lam)): its partial(lam_grad, x=x)
+            if len(f.args) != 1:
+                raise self.vmap_refused(call, "batches the derivative of a bound method")
+            f, extras = f.args[0], f.keywords
+            primal = marks.PRIM.of(f)
+        else:
+            f, primal, extras = self.function_of(call, f)
+        standing = self.vmap_function(call, f, primal, [k.arg for k in extras],
+                                      axes["in_axes"], axes["out_axes"])
+        name = self.name_of(standing, call)
+        if not extras:
+            return name
+        if id(call) not in self.at_once:
+            names = ", ".join(k.arg for k in extras)
+            raise self.vmap_refused(call, f"batches a nested function or lambda that reads "
+                                          f"{names} of the enclosing function and is stored: "
+                                          "call it where it is made, vmap(g)(x)")
+        partial = syntax.located(syntax.name(self.ctx.bind("partial", obj=functools.partial)),
+                                 call)
+        marks.PRIM.put(partial, functools.partial)
+        made = syntax.located(syntax.call(partial, [name], [syntax.copied(k) for k in extras]),
+                              call)
+        marks.GRADIENT_MADE.put(made, True)
+        return made
+
+    def vmap_function(self, call, f, primal, extras, in_axes, out_axes):
+        """The function that stands for `vmap(primal, in_axes, out_axes)` (see
+        frontend.gradients.vmap_function), `f` its node or None, `extras` the names of the
+        values a nested `primal` reads; or the error saying what vmap takes there."""
+        if gradients.made_by(primal) is not None and getattr(primal, "s2s_vmap", None) is None:
+            called = gradients.called_gradient(primal)      # vmap(df), df = grad(g)
+            if called is None or called[1]:
+                raise self.vmap_refused(call, "batches a derivative of s2sad's other than "
+                                              "grad(g) and value_and_grad(g)")
+            primal = called[0]
+        standing = (getattr(primal, "s2s_gradient", None) is not None
+                    or getattr(primal, "s2s_forward", None) is not None)
+        if not standing and (not inspect.isfunction(primal) or getattr(
+                primal, "s2s_made_by", None) is not None):
+            raise self.vmap_refused(call, "batches no Python function of the user's (a "
+                                          "method, a library function, a class, a vmap)")
+        lifted = self.lifted(f) if f is not None else None
+        if isinstance(lifted, Lifted):
+            params = list(lifted.params)
+        else:
+            params = [p.name for p in inspect.signature(primal).parameters.values()
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                      and (standing or p.default is p.empty) and p.name not in extras]
+        if isinstance(in_axes, tuple):
+            if len(in_axes) > len(params):
+                raise self.vmap_refused(call, f"has in_axes={in_axes!r} for the "
+                                              f"{len(params)} parameter(s) of the function")
+            params = params[:len(in_axes)]
+        else:
+            in_axes = (in_axes,) * len(params)
+        axes = in_axes + (out_axes if isinstance(out_axes, tuple) else (out_axes,))
+        if any(ax is None for ax in axes[len(in_axes):]):
+            raise self.vmap_refused(call, "has out_axes=None (a result the batch shares): "
+                                          "return it batched, out_axes=0, and take its "
+                                          "first item")
+        if any(ax is not None and (type(ax) is not int) for ax in axes):
+            raise self.vmap_refused(call, f"has in_axes={in_axes!r} and out_axes="
+                                          f"{out_axes!r}")
+        if all(ax is None for ax in in_axes):
+            raise self.vmap_refused(call, "batches no argument (in_axes are all None)")
+        loop = gradients.vmap_function(primal, params, extras, in_axes, out_axes)
+        if self.ctx.variant in _BATCHED and not (
+                self.ctx.options.recompute and self.ctx.variant.forward) and (
+                getattr(primal, "s2s_vmap_of", None) is None):     # (vmap(vmap(g)): loops)
+            return gradients.MAKERS["vmap"](loop)     # (batched fwd and bwd)
+        return loop
+
+    def vmap_called(self, call):
+        """Refuse keyword arguments in `call`, of what stands for a vmap."""
+        if call.keywords or any(isinstance(a, gast.Starred) for a in call.args):
+            raise self.vmap_refused(call, "is called with keyword or starred arguments")
+        made = call.func.args[0] if marks.GRADIENT_MADE.of(call.func) else call.func
+        params = len(inspect.signature(marks.PRIM.of(made)).parameters)
+        if marks.GRADIENT_MADE.of(call.func):
+            params -= len(call.func.keywords)
+        if len(call.args) != params:
+            raise self.vmap_refused(call, f"is given {len(call.args)} argument(s) for the "
+                                          f"{params} it batches (in_axes as a tuple gives "
+                                          "one entry per argument)")
+        return call
+
+    def vmap_refused(self, call, why):
+        return self.src.syntax_error(call, (
+            f"this s2sad.vmap() inside a differentiated function {why}; s2sad "
+            "differentiates vmap(f, in_axes, out_axes)(x, ...) there, of a module-level "
+            "function, a nested function or a lambda, or of grad(f) or value_and_grad(f), "
+            "called with positional arguments, each in_axes entry an int or None (an axis "
+            "of an array argument), out_axes an int (a tuple of ints for a function that "
+            "returns a tuple)"))
 
     def taking_call(self, call, library, taker):
         """What stands for `call`, of the library function `library` that takes a user's

@@ -516,6 +516,11 @@ class ResolveCalls:
         fn, bound, bound_keywords = python
         if source.is_library(fn):
             return
+        called = self.prim(func)        # (Python's: a method bound to an object outside)
+        obj = called.__self__ if inspect.ismethod(called) and called.__func__ is fn else called
+        if user_class(type(obj)) and any(vars(k).get(fn.__name__) is fn
+                                         for k in type(obj).__mro__):
+            self.methods_through(obj, s)
         if getattr(fn, "s2s_not_differentiable", None):   # (a rule's own helper: checkpoint's)
             raise callables.not_differentiable(fn, self.src, s)
         if getattr(fn, "s2s_own_call", False):    # (a custom_vjp's __call__, checkpoint's)
@@ -568,6 +573,22 @@ class ResolveCalls:
                                                                     f"{p.name}")
                 for p in positional[:last + 1]]
         self.set_call(call, fn, args, {})
+
+    def methods_through(self, obj, s):
+        """For the call `s` of a method of the object `obj` outside the function, whose
+        derivative finds the methods it calls on `self` through the class: refuse an
+        attribute of `obj`'s own that hides one (Python calls it), and guard that none
+        comes to (each method as `obj` reads it)."""
+        hidden = guards.hides_a_method(obj)
+        if hidden is not None:
+            cls = type(obj).__qualname__
+            raise self.src.syntax_error(s, (
+                f"this calls a method of a {cls} object that has an attribute {hidden!r} of "
+                f"its own, which hides the method {cls}.{hidden}() that Python would "
+                "otherwise call; s2sad finds the methods a method calls on self through "
+                f"its class. Set the function on the class ({cls}.{hidden} = ...), or pass "
+                "it as an argument"))
+        self.ctx.assume(guards.methods_through(obj))
 
     def set_call(self, call, fn, args, keywords):
         record = marks.RECORD.of(fn)

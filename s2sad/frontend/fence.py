@@ -59,6 +59,8 @@ def check(src):
             message = _problem(node) or _outside_change(node, src) or _block(node, src)
             if message:     # a comprehension's `for` has no place of its own: its target
                 where = node.target if isinstance(node, gast.comprehension) else node
+                if isinstance(message, tuple):      # (a message about a statement inside)
+                    message, where = message
                 raise src.syntax_error(where, message)
             declares = declares or type(node) is gast.Global
     if declares:
@@ -108,26 +110,7 @@ def _problem(node):
         return ("this for target is not supported; unpack into names (for i, (a, b) in "
                 "...), without * or elements")
     if isinstance(node, gast.For):
-        loop_vars = {t.id for t in _flat_targets(node.target)}
-        again = next((n.id for s in node.body for n in syntax.name_nodes(s)
-                      if n.id in loop_vars and isinstance(n.ctx, gast.Store)), None)
-        augmented = next((s for s in node.body for s in syntax.walk(s) if isinstance(
-            s, gast.AugAssign) and isinstance(s.target, gast.Name)
-            and s.target.id in loop_vars), None)
-        if augmented is not None and isinstance(node.target, gast.Name):
-            seq = syntax.unparse(node.iter)
-            op = syntax.unparse(gast.AugAssign(target=syntax.name("a", store=True),
-                                               op=augmented.op, value=syntax.name("b")))
-            op = op.split()[1]      # ('a *= b': '*=')
-            return (f"{augmented.target.id} {op} ... changes the "
-                    f"loop variable in place: for an array item (a row of {seq}), NumPy "
-                    f"writes into {seq}, and s2sad follows in-place writes only through "
-                    f"indexes; write the loop over indexes (for i in range(len({seq})): "
-                    f"{seq}[i] {op} ...), or use another name "
-                    f"({augmented.target.id}_new = {augmented.target.id} ...)")
-        if again is not None:
-            return (f"the loop variable {again!r} is assigned inside its loop; use "
-                    "another name for the new value")
+        return _loop_variable_bound(node)
     if isinstance(node, gast.Delete):
         return _deleted(node)
     if isinstance(node, gast.Dict) and any(k is None for k in node.keys):
@@ -138,6 +121,44 @@ def _problem(node):
     if isinstance(node, gast.Expr) and not isinstance(
             node.value, (gast.Call, gast.Constant, gast.Yield, gast.YieldFrom, gast.Await)):
         return "an expression statement that is not a call has no effect; remove it"
+    return None
+
+
+def _loop_variable_bound(loop):
+    """A message, and the statement it is about, if the body of `loop` binds its loop
+    variable: `row += 1.0` (NumPy writes into the sequence where `row` is an array row)
+    or `row = ...`."""
+    loop_vars = {t.id for t in _flat_targets(loop.target)}
+    seq = syntax.unparse(loop.iter)
+    for stmt in (s for top in loop.body for s in syntax.walk(top)):
+        if isinstance(stmt, gast.AugAssign) and isinstance(stmt.target, gast.Name) and (
+                stmt.target.id in loop_vars):
+            name = stmt.target.id
+            op = syntax.unparse(gast.AugAssign(target=syntax.name("a", store=True),
+                                               op=stmt.op, value=syntax.name("b")))
+            op = op.split()[1]      # ('a *= b': '*=')
+            return (f"{name} {op} ... changes the loop variable {name!r} in place: where "
+                    f"{name} is a row of an array {seq}, NumPy writes the new values into "
+                    f"{seq} itself, and s2sad follows in-place writes only through "
+                    f"indexes (where it is a number, {op} only rebinds it). To change "
+                    f"{seq}, loop over indexes (for i in range(len({seq})): {seq}[i] {op} "
+                    f"...); to leave {seq} alone, give the new value another name "
+                    f"({name}_new = {name} {op[:-1]} ...)", stmt)
+        if isinstance(stmt, (gast.Assign, gast.AnnAssign, gast.For)):
+            targets = stmt.targets if isinstance(stmt, gast.Assign) else [stmt.target]
+            again = next((n.id for t in targets for n in syntax.name_nodes(t)
+                          if n.id in loop_vars and isinstance(n.ctx, gast.Store)), None)
+            if again is not None:
+                return (f"the loop variable {again!r} is bound again in its loop; s2sad "
+                        f"takes {again} for the item of {seq} throughout the body. Give the "
+                        f"new value another name ({again}_new = ...) and read that after",
+                        stmt)
+    again = next((n.id for s in loop.body for n in syntax.name_nodes(s)
+                  if n.id in loop_vars and isinstance(n.ctx, gast.Store)), None)
+    if again is not None:       # (another binding: `:=`, ...)
+        return (f"the loop variable {again!r} is bound again in its loop; s2sad takes "
+                f"{again} for the item of {seq} throughout the body. Give the new value "
+                f"another name ({again}_new = ...) and read that after")
     return None
 
 

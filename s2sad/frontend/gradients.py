@@ -22,19 +22,21 @@ import weakref
 
 import numpy as np
 
+from ..errors import S2SADError
 from .source import function_from_source, identifier, numba_function
 
 #: s2sad's functions that make or compute derivatives, by name (of s2sad.api,
-#: s2sad.forward_api, s2sad.jacobian_api and s2sad.hessian_api)
+#: s2sad.forward_api, s2sad.jacobian_api and s2sad.hessian_api), and vmap (s2sad.batching_api)
 API = {"grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hvp", "hessp", "hessian",
-       "check_grad"}
+       "check_grad", "vmap"}
 
 #: the derivatives called inside a differentiated function that s2sad differentiates
 GRADIENTS = ("grad", "value_and_grad")
 
 #: {name: the API function}: grad, value_and_grad and jvp, which the functions that stand
-#: for derivatives made in differentiated code call (api.py declares them: the passes
-#: that make those functions are of a lower layer)
+#: for derivatives made in differentiated code call, and vmap, the batched rules that
+#: stand for a vmap called in differentiated code (api.py and batching_api.py declare
+#: them: the passes that make those functions are of a lower layer)
 MAKERS = {}
 
 #: the derivatives made by forward mode called inside a differentiated function that s2sad
@@ -45,7 +47,8 @@ FORWARD = ("jacfwd", "hvp", "hessian")
 #: differentiates (besides the gradients and the pullback of vjp(f, x, ...))
 REVERSE = ("jacrev",)
 
-_API_MODULES = ("s2sad.api", "s2sad.forward_api", "s2sad.jacobian_api", "s2sad.hessian_api")
+_API_MODULES = ("s2sad.api", "s2sad.forward_api", "s2sad.jacobian_api", "s2sad.hessian_api",
+                "s2sad.batching_api")
 
 
 def api_function(obj):
@@ -293,6 +296,83 @@ def forward_function(kind, standing, n, i):
 _forward = weakref.WeakKeyDictionary()      # {jvp's standing: {(kind, n, i): function}}
 
 
+def vmap_function(primal, params, extras, in_axes, out_axes):
+    """A Python function that stands for `vmap(primal, in_axes, out_axes)` where
+    differentiated code calls it: a loop over the items of the batch that calls `primal`
+    on each and stacks the results, which s2sad reads as it reads the user's code (so
+    every mode differentiates it, and the values a nested function reads, `extras`,
+    passed by keyword after `params`, carry their derivatives). `params` are the
+    positional parameters of `primal` the call gives (the others keep their defaults);
+    `in_axes` one int or None per parameter, `out_axes` an int, or a tuple of one
+    int per result of a primal that returns a tuple. The batches must have one size, and
+    a result a tuple where `out_axes` is one, as `vmap` checks."""
+    per_key = _forward.setdefault(primal, {})
+    key = ("vmap", tuple(params), tuple(extras), in_axes, out_axes)
+    if key in per_key:
+        return per_key[key]
+    taken = set(params) | set(extras) | {"np"}
+
+    def fresh(name):
+        while name in taken:
+            name += "_"
+        taken.add(name)
+        return name
+    size, k, result = fresh("size"), fresh("k"), fresh("result")
+    batched = [(p, ax) for p, ax in zip(params, in_axes) if ax is not None]
+    first, axis = batched[0]
+    lines = []
+    for p, ax in batched:       # (an item of a list, tuple or dict is not `p[k]`)
+        lines += [f"if isinstance({p}, (list, tuple, dict)):",
+                  "    raise _s2s_error('vmap called inside a differentiated function batches "
+                  "arrays along an axis, not lists, tuples or dicts: pass their arrays as "
+                  "arguments of their own')"]
+    lines.append(f"{size} = np.shape({first})[{axis}]")
+    for p, ax in batched[1:]:
+        lines += [f"if np.shape({p})[{ax}] != {size}:",
+                  "    raise _s2s_error('vmap: the batched arguments have batches of "
+                  "different sizes')"]
+    items = [p if ax is None else f"{p}[{_item_index(ax, k)}]"
+             for p, ax in zip(params, in_axes)]
+    call = f"_s2s_f({', '.join(items + [f'{e}={e}' for e in extras])})"
+    outs = out_axes if isinstance(out_axes, tuple) else (out_axes,)
+    stacks = [fresh(f"results_{j}" if isinstance(out_axes, tuple) else "results")
+              for j in range(len(outs))]
+    lines += [f"{s} = []" for s in stacks]
+    lines += [f"for {k} in range({size}):", f"    {result} = {call}"]
+    if isinstance(out_axes, tuple):
+        lines += [f"    if not isinstance({result}, tuple) or len({result}) != {len(outs)}:",
+                  f"        raise _s2s_error('vmap: out_axes={out_axes!r} needs a tuple of "
+                  f"{len(outs)} results')"]
+        lines += [f"    {s}.append({result}[{j}])" for j, s in enumerate(stacks)]
+        returned = "(" + "".join(f"np.stack({s}, axis={ax}), "
+                                 for s, ax in zip(stacks, outs)) + ")"
+    else:
+        lines += [f"    if isinstance({result}, tuple):",
+                  "        raise _s2s_error('vmap called inside a differentiated function "
+                  "takes a function that returns a tuple with out_axes a tuple, one axis "
+                  "per result')",
+                  f"    {stacks[0]}.append({result})"]
+        returned = f"np.stack({stacks[0]}, axis={out_axes})"
+    lines.append(f"return {returned}")
+    name = identifier(getattr(primal, "__func__", primal))
+    made = function_from_source(
+        f"def {name}_vmap({', '.join(list(params) + list(extras))}):\n"
+        + "".join(f"    {line}\n" for line in lines),
+        {"_s2s_f": primal, "np": np, "_s2s_error": S2SADError}, own=True)
+    made.__module__ = getattr(primal, "__module__", None) or "__main__"
+    made.s2s_forward = "vmap"
+    made.s2s_vmap_of = (primal, tuple(params), tuple(extras), in_axes, out_axes)
+    per_key[key] = made
+    return made
+
+
+def _item_index(axis, k):
+    """The index, spelled, of item `k` of a batch along `axis` (`k`, `:, k`, `..., k`)."""
+    if axis >= 0:
+        return ":, " * axis + k
+    return "..., " + k + ", :" * (-axis - 1)
+
+
 def tuple_function(kind, primal, parts):
     """A Python function that stands for `kind(primal, wrt)` with a tuple `wrt` where
     differentiated code calls it: it returns the tuple `parts` (nested, for a hessian's
@@ -400,6 +480,9 @@ _INSTEAD = {
     "jacfwd": "s2sad.jacfwd(f)(x) called where it is made; for a function with a scalar "
               "result, s2sad.grad(f) is its Jacobian",
     "check_grad": "call it outside the differentiated function",
+    "vmap": "s2sad.vmap(f, in_axes, out_axes)(x, ...) called there, of a module-level "
+            "function, a nested function or a lambda, or of grad(f); or a vmap made at "
+            "module level, called there",
 }
 _INSTEAD["jacrev"] = ("s2sad.jacrev(f)(x) or s2sad.jacfwd(f)(x) called where it is made; for "
                       "a function with a scalar result, s2sad.grad(f) is its Jacobian")

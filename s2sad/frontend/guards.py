@@ -466,15 +466,27 @@ def hides_a_method(obj):
     own = getattr(obj, "__dict__", None)
     if not own:
         return None
-    methods = _methods.get(type(obj))
-    if methods is None:
-        methods = _methods[type(obj)] = {
-            name for klass in type(obj).__mro__ for name, v in vars(klass).items()
-            if isinstance(v, (types.FunctionType, staticmethod, classmethod))}
+    methods = _method_names(type(obj))
     return next((name for name in own if name in methods), None)
 
 
+def _method_names(cls):
+    methods = _methods.get(cls)
+    if methods is None:
+        methods = _methods[cls] = {
+            name for klass in cls.__mro__ for name, v in vars(klass).items()
+            if isinstance(v, (types.FunctionType, staticmethod, classmethod))}
+    return methods
+
+
 _methods = weakref.WeakKeyDictionary()      # {class: the names of its methods}
+
+
+def methods_through(obj):
+    """The guards that `obj` reads each method of its class as its class has it (an
+    attribute of its own set later, which would hide one, compiles again)."""
+    return [guard(("object", obj), (name,), getattr(obj, name))
+            for name in sorted(_method_names(type(obj)))]
 
 
 def _always():

@@ -31,7 +31,7 @@ _parsed = weakref.WeakKeyDictionary()
 class FunctionSource:
     """A parsed user function and where it came from."""
 
-    def __init__(self, fn, node, filename, first_line, indent, origins=None):
+    def __init__(self, fn, node, filename, first_line, indent, origins=None, refused=None):
         self.fn = fn
         self.node = node
         self.filename = filename
@@ -41,6 +41,9 @@ class FunctionSource:
         #: the user's functions this source is made from: `fn`, or the function a
         #: nested function was lifted out of, or that a version was specialised from
         self.origins = [fn] if origins is None else origins
+        #: the refusals its statements raise at run time, {line: error}, of it or of the
+        #: function it was made from (frontend/deferred.py)
+        self.refused = refused or {}
         #: what the passes looked up outside the function: {name or (name, attr, ...):
         #: the object found}, for the guards of the derivative (see guards_of)
         self.resolved = {}
@@ -57,7 +60,7 @@ class FunctionSource:
         """The source of `fn`, a function s2sad made from `node` (a tree read from this
         source: lines still the user's), a copy of `node` unless `copy` is false."""
         return FunctionSource(fn, syntax.copied(node) if copy else node, self.filename,
-                              self.first_line, self.indent, self.origins)
+                              self.first_line, self.indent, self.origins, self.refused)
 
     @property
     def name(self):

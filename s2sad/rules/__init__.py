@@ -14,6 +14,7 @@ with registry.loading():     # (a template may call a helper of a module loaded 
     from . import fft, complex_linalg  # noqa: F401  (np.fft's, np.linalg's of complex values)
     from . import batching  # noqa: F401  (batching rules, after the primitives they batch)
     from . import fusion  # noqa: F401  (the numba backend's fused loops: after_ad/native_fuse.py)
+    from . import namespaces  # noqa: F401  (SciPy's array API: before_ad/array_namespaces.py)
 
 __all__ = ["registry", "runtime", "writes", "operators", "math", "builtins", "numpy", "tangents"]
 

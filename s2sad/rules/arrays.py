@@ -19,10 +19,11 @@ array([1., 2.])
 array([0., 0.])
 """
 import functools
+import linecache
 
 import numpy as np
 
-from ..errors import MissingRuleError
+from ..errors import MissingRuleError, UnsupportedSyntaxError
 from .registry import define, helper, helpers
 
 
@@ -58,6 +59,24 @@ def asarray(x):
 
 
 define(asarray, "x", "_s2s_from_array(g, x)", linear="x", view="x")
+
+
+def vectorized_dtype(outputs, filename, line):
+    """The dtype of the array a call of an `np.vectorize` object without `otypes=` makes
+    of the `outputs` of its Python function: NumPy's, that of the first output (so that
+    `0` first makes an integer array of the outputs, each truncated); the call at `line`
+    of `filename` is refused where NumPy's is not one array (several outputs: a tuple)."""
+    if not outputs:
+        raise ValueError("cannot call `vectorize` on size 0 inputs unless `otypes` is set")
+    if isinstance(outputs[0], tuple):
+        raise UnsupportedSyntaxError(
+            "np.vectorize of a function that returns several values is not differentiated: "
+            "vectorize a function for each value", filename, line, None,
+            linecache.getline(filename, line))
+    return np.asarray(outputs[0]).dtype
+
+
+define(vectorized_dtype, nondiff=True)
 
 
 def zeros(shape, dtype, *like):

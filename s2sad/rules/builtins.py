@@ -12,8 +12,8 @@ ns = {"copysign": math.copysign, "np": np}
 
 define(builtins.abs, "x", "g * copysign(1.0, x)", namespace=ns, elementwise=True,
        returns="args")
-define(builtins.pow, "x, y", POW_X, "g * ans * _s2s_log_base(x)", namespace=ns,
-       tangent=(POW_X.replace("g", "t"), "t * ans * _s2s_log_base(x)"), returns="args")
+define(builtins.pow, "x, y", POW_X, "_s2s_exponent_term(g * ans, x)", namespace=ns,
+       tangent=(POW_X.replace("g", "t"), "_s2s_exponent_term(t * ans, x)"), returns="args")
 define(builtins.max, "x, y", "g * (x >= y)", "g * (x < y)",
        tangent=("t * (x >= y)", "t * (x < y)"), returns="args")
 define(builtins.min, "x, y", "g * (x <= y)", "g * (x > y)",

@@ -1,7 +1,8 @@
 """Helpers of the rules for special functions, differences, integrals, polynomials,
 convolutions, order statistics (quantiles), `np.gradient` and `np.interp`: derivatives
 too long for a template (`polygamma`, `interp_slope`) and adjoints
-(`undiff`, `rediff`, `unpolyval`, `unconvolve`, `unquantile`, ...). Generated code reaches them through
+(`undiff`, `rediff`, `unpolyval`, `unconvolve`, `unquantile`, ...), and the exponent's
+term in the derivative of a power (`exponent_term`). Generated code reaches them through
 `runtime`, which imports them; each helper's forward rule is above its `def`."""
 import math
 
@@ -153,6 +154,49 @@ helper_adjoint(trapezoid_weights, zero="y", x=(
     "axis), x)"), dx=(
     "_s2s_rebroadcast(ans_bar * (_s2s_trapezoid_weights(y, x, 1.0, axis) "
     "- _s2s_trapezoid_weights(y, x, 0.0, axis)), dx)"))
+
+
+# (constant in the samples; the rules that call it have no derivative in x and dx)
+@helper(shape_only=(0,), result="fresh", tangent=(None,), adjoint={})
+def simpson_weights(y, x=None, dx=1.0, axis=-1):
+    """What each sample of `y` is multiplied by in `scipy.integrate.simpson(y, x=x, dx=dx,
+    axis=axis)`, shaped to broadcast against `y`: Simpson's rule on pairs of intervals
+    (for uneven spacing, the parabola through three samples), and with an even number of
+    samples the last interval's correction (Cartwright's) as SciPy since 1.11 computes it."""
+    n = np.shape(y)[axis]
+    if x is None:
+        h = np.full(max(n - 1, 0), float(dx))
+    else:
+        x = np.asarray(x, dtype=float)
+        h = np.moveaxis(np.diff(x, axis=axis if x.ndim > 1 else -1), axis if x.ndim > 1
+                        else -1, -1)
+    w = np.zeros(h.shape[:-1] + (n,))
+    if n % 2 == 0 and n == 2:
+        w[..., :] = 0.5 * h[..., -1:]
+    else:
+        stop = n - 2 if n % 2 else n - 3
+        h0, h1 = h[..., 0:stop:2], h[..., 1:stop + 1:2]
+        hsum, hprod = h0 + h1, h0 * h1
+        ratio = _quotient(h0, h1)
+        w[..., 0:stop:2] += hsum / 6.0 * (2.0 - _quotient(1.0, ratio))
+        w[..., 1:stop + 1:2] += hsum / 6.0 * (hsum * _quotient(hsum, hprod))
+        w[..., 2:stop + 2:2] += hsum / 6.0 * (2.0 - ratio)
+        if n % 2 == 0:
+            a, b = h[..., -2], h[..., -1]
+            w[..., -1] += _quotient(2 * b ** 2 + 3 * a * b, 6 * (b + a))
+            w[..., -2] += _quotient(b ** 2 + 3.0 * a * b, 6 * a)
+            w[..., -3] -= _quotient(b ** 3, 6 * a * (a + b))
+    if w.ndim == 1:
+        shape = [1] * np.ndim(y)
+        shape[axis] = n
+        return w.reshape(shape)
+    return np.moveaxis(w, -1, axis)
+
+
+def _quotient(a, b):
+    """a / b, and 0 where b is 0 (as SciPy's simpson divides)."""
+    a, b = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(b, dtype=float))
+    return np.divide(a, b, out=np.zeros(b.shape), where=b != 0)
 
 
 def _pad(d, axis, before, after):
@@ -671,6 +715,29 @@ def interp_outside(g, x, xp, side):
 helper_adjoint(interp_outside, zero="x, xp", namespace={"np": np}, g=(
     "_s2s_rebroadcast(np.where(np.asarray(x) > np.asarray(xp)[-1] if side else np.asarray(x) < "
     "np.asarray(xp)[0], ans_bar, 0.0), g)"))
+
+
+@helper(tangent={"u": "_s2s_exponent_term(t, x)", "x": "u * _s2s_log_base_dot(t, x)"})
+def exponent_term(u, x):
+    """`u * log(x)`, the term of the exponent in a derivative of `x ** y` (`u` is `g * ans`
+    or `t * ans`): 0 where x == 0 (0 ** y is flat in y); where x < 0 (whose powers NumPy
+    makes NaN off the integers), 0 where u == 0 (nothing moves the exponent: `x ** (i + 1)`
+    of an int `i`), else NaN."""
+    if np.ndim(u) or np.ndim(x):
+        logs = u * np.log(np.where(x > 0, x, 1.0))
+        return np.where(x > 0, logs, np.where((x == 0) | (u == 0), 0.0 * logs, np.nan))
+    return u * math.log(x) if x > 0 else 0.0 * u if x == 0 or u == 0 else math.nan
+
+
+def log_base_dot(t, x):
+    """The tangent of log(x) in `exponent_term`: `t / x`, and 0 where x == 0."""
+    if isinstance(x, np.ndarray):
+        return np.where(x == 0, 0.0, t / np.where(x == 0, 1.0, x))
+    return t / x if x != 0 else 0.0 * t
+
+
+helper_adjoint(exponent_term, u="_s2s_exponent_term(ans_bar, x)",
+               x="_s2s_unbroadcast(_s2s_safe_divide(ans_bar * u, x), x)")
 
 
 helpers(__name__)

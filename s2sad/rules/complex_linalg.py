@@ -110,6 +110,13 @@ def hermitian_eigvalsh_adjoint_dot(g, a, t, UPLO="L"):
 
 
 @helper
+def hermitian_eigh_values(a, UPLO="L", file=None, line=None):
+    """`hermitian_eigh(a, UPLO)[0]`, where the eigenvectors of that call are not read
+    (before_ad/unread_factors.py): the rules of `eigvalsh`, which no phase enters."""
+    return np.linalg.eigh(a, UPLO)[0]
+
+
+@helper
 def eigvalsh(a, UPLO="L"):
     """`np.linalg.eigvalsh(a, UPLO)` of a complex Hermitian `a`."""
     return np.linalg.eigvalsh(a, UPLO)
@@ -130,9 +137,11 @@ def eigvalsh_dot(d, a, UPLO="L"):
 # is symmetric)
 helper_adjoint(hermitian_eigvalsh_adjoint, zero="UPLO", g="_s2s_eigvalsh_dot(ans_bar, a, UPLO)",
                a="_s2s_hermitian_eigvalsh_adjoint_dot(g, a, ans_bar, UPLO)")
-define(eigvalsh, "a, UPLO='L'", a="_s2s_hermitian_eigvalsh_adjoint(g, a, UPLO)",
-       namespace=ns, tangent={"a": "_s2s_eigvalsh_dot(t, a, UPLO)"}, returns="array",
-       complex=True)
+for _eigenvalues in (eigvalsh, hermitian_eigh_values):
+    define(_eigenvalues, "a, UPLO='L', file=None, line=None" if _eigenvalues is not eigvalsh
+           else "a, UPLO='L'", a="_s2s_hermitian_eigvalsh_adjoint(g, a, UPLO)",
+           namespace=ns, tangent={"a": "_s2s_eigvalsh_dot(t, a, UPLO)"}, returns="array",
+           complex=True)
 define(hermitian_eigvalsh_adjoint, complex=True)
 define(hermitian_eigvalsh_adjoint_dot, complex=True)
 define(eigvalsh_dot, complex=True)
@@ -145,6 +154,16 @@ def singular_values(a, full_matrices=True, compute_uv=True, hermitian=False):
     if hermitian:
         raise MissingRuleError(_HERMITIAN_SVD)
     return np.linalg.svd(a, full_matrices, compute_uv)
+
+
+@helper
+def complex_svd_values(a, full_matrices=True, compute_uv=True, hermitian=False, file=None,
+                       line=None):
+    """`complex_svd(a, ...)[1]`, where the singular vectors of that call are not read
+    (before_ad/unread_factors.py): the rules of `singular_values`, which no phase enters."""
+    if hermitian:
+        raise MissingRuleError(_HERMITIAN_SVD)
+    return np.linalg.svd(a, full_matrices, True)[1]
 
 
 _HERMITIAN_SVD = ("s2sad differentiates np.linalg.svd of a complex matrix without "
@@ -184,9 +203,10 @@ def singular_values_adjoint_dot(g, a, t):
 # symmetric)
 helper_adjoint(singular_values_adjoint, g="_s2s_singular_values_dot(ans_bar, a)",
                a="_s2s_singular_values_adjoint_dot(g, a, ans_bar)")
-define(singular_values, "a, full_matrices=True, compute_uv=True, hermitian=False",
-       a="_s2s_singular_values_adjoint(g, a)", namespace=ns,
-       tangent={"a": "_s2s_singular_values_dot(t, a)"}, returns="array", complex=True)
+for _values, _params in ((singular_values, ""), (complex_svd_values, ", file=None, line=None")):
+    define(_values, "a, full_matrices=True, compute_uv=True, hermitian=False" + _params,
+           a="_s2s_singular_values_adjoint(g, a)", namespace=ns,
+           tangent={"a": "_s2s_singular_values_dot(t, a)"}, returns="array", complex=True)
 define(singular_values_dot, complex=True)
 define(singular_values_adjoint, complex=True)
 define(singular_values_adjoint_dot, complex=True)

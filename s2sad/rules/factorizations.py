@@ -18,7 +18,7 @@ from .arrays import asarray
 from .products import spread_to
 from .pytrees import rebuild, zeros_like
 from .reductions import unbroadcast
-from .registry import helper, helper_adjoint, helpers
+from .registry import define, helper, helper_adjoint, helpers
 
 ns = {"np": np}
 
@@ -131,7 +131,8 @@ def thin(ans, what):
         ans[0].shape[-1] == ans[-1].shape[-2] if what == "svd"
         else ans[1].shape[-2] == ans[1].shape[-1])
     if not square:
-        detail = ("full_matrices=True of a matrix that is not square; pass "
+        detail = ("full_matrices=False or of a square matrix (the extra columns "
+                  "full_matrices=True adds have no unique derivative); pass "
                   "full_matrices=False" if what == "svd" else
                   "mode='reduced' of a matrix with at least as many rows as columns")
         raise MissingRuleError(f"s2sad differentiates np.linalg.{what} only with {detail}")
@@ -242,6 +243,32 @@ def eigh_dot(t, ans):
     w, v = ans
     s = _t(v) @ symmetrize(t) @ v
     return rebuild(ans, [np.diagonal(s, 0, -2, -1).copy(), v @ (eigen_gaps(w) * s)])
+
+
+@helper
+def eigh_values(a, UPLO="L"):
+    """`np.linalg.eigh(a, UPLO)[0]`, where the eigenvectors of that call are not read
+    (before_ad/unread_factors.py): its rules are those of `eigvalsh`, which derive no
+    eigenvector (those are undefined where eigenvalues repeat, the eigenvalues' sum not)."""
+    return np.linalg.eigh(a, UPLO)[0]
+
+
+@helper
+def svd_values(a, full_matrices=True, compute_uv=True, hermitian=False):
+    """`np.linalg.svd(a, full_matrices, True, hermitian)[1]`, where the singular vectors of
+    that call are not read (before_ad/unread_factors.py): the rules of
+    `svd(a, compute_uv=False)`."""
+    return np.linalg.svd(a, full_matrices, True, hermitian)[1]
+
+
+define(eigh_values, "a, UPLO='L'", namespace=ns, returns="array",
+       a="_s2s_mirrored_adjoint(_s2s_eigvalsh_adjoint(g, a, UPLO), UPLO)",
+       tangent={"a": "_s2s_eigvals_dot(_s2s_mirrored(t, UPLO), np.linalg.eigh(a, UPLO)[1])"})
+_H = "('L' if hermitian else None)"          # (the triangle svd reads, if one)
+define(svd_values, "a, full_matrices=True, compute_uv=True, hermitian=False", namespace=ns,
+       returns="array",
+       a=f"_s2s_mirrored_adjoint(_s2s_svd_values_adjoint(g, _s2s_mirrored(a, {_H})), {_H})",
+       tangent={"a": f"_s2s_svd_dot(_s2s_mirrored(t, {_H}), _s2s_mirrored(a, {_H}), ans, False)"})
 
 
 def eigvals_dot(t, v):

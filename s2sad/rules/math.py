@@ -27,7 +27,7 @@ rule(math.log1p, "x", "g / (1 + x)")
 # division gives inf, -inf or nan (and warns), where Python's would raise
 # ZeroDivisionError; elsewhere it costs a test of truth
 rule(math.sqrt, "x", "g / (2 * (ans or np.float64(ans)))")
-rule(math.pow, "x, y", POW_X, "g * ans * _s2s_log_base(x)")
+rule(math.pow, "x, y", POW_X, "_s2s_exponent_term(g * ans, x)")
 rule(math.sin, "x", "g * cos(x)")
 rule(math.cos, "x", "-g * sin(x)")
 rule(math.tan, "x", "g * (1 + ans * ans)")

@@ -293,6 +293,42 @@ def numba_extremum_dot(t, a, ans, axis=None, keepdims=False):
     raise TypingError(f"no native tangent of an extremum of {a} along an axis ({axis})")
 
 
+@overload(tangents.sort_dot)
+def numba_sort_dot(t, a, axis=-1):
+    # (Numba's np.argsort takes no axis: a vector's order, or each row's, the last axis
+    # Numba's np.sort sorts, which takes none either)
+    if array_type(a) and a.ndim == 1 and array_type(t) and t.ndim == 1:
+        return lambda t, a, axis=-1: t[np.argsort(a)]
+    if array_type(a) and a.ndim == 2 and array_type(t) and t.ndim == 2:
+        def rows(t, a, axis=-1):
+            out = np.empty_like(t)
+            for i in range(a.shape[0]):
+                out[i] = t[i][np.argsort(a[i])]
+            return out
+        return rows
+    raise TypingError(f"no native tangent of np.sort of {a} along {t}")
+
+
+@overload(runtime.unsort)
+def numba_unsort(g, x, axis=-1):
+    # (np.sort's adjoint: `g` put back where each element came from, of a vector, or of
+    # each row, the last axis Numba's np.sort sorts)
+    if array_type(x) and x.ndim == 1 and array_type(g) and g.ndim == 1:
+        def vector(g, x, axis=-1):
+            out = np.zeros(x.shape)
+            out[np.argsort(x)] = g
+            return out
+        return vector
+    if array_type(x) and x.ndim == 2 and array_type(g) and g.ndim == 2:
+        def rows(g, x, axis=-1):
+            out = np.zeros(x.shape)
+            for i in range(x.shape[0]):
+                out[i][np.argsort(x[i])] = g[i]
+            return out
+        return rows
+    raise TypingError(f"no native adjoint of np.sort of {x} from {g}")
+
+
 # -- what Numba lacks of NumPy: np.min and np.max along an axis (`numpy_NAME`, not the
 # -- version of a helper) ------------------------------------------------------------------
 def extremum_along(a, axis, keepdims, smaller):

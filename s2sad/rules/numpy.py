@@ -116,7 +116,7 @@ ufunc2(np.add, "g", "g")
 ufunc2(np.subtract, "g", "-g")
 ufunc2(np.multiply, "g * y", "g * x")
 ufunc2(np.divide, "g / (y or np.float64(y))", "-g * x / (y * y or np.float64(0.0))")
-ufunc2(np.power, POW_X, "g * ans * _s2s_log_base(x)")
+ufunc2(np.power, POW_X, "_s2s_exponent_term(g * ans, x)")
 ufunc2(np.maximum, "g * (x >= y)", "g * (x < y)")
 ufunc2(np.minimum, "g * (x <= y)", "g * (x > y)")
 ufunc2(np.fmax, "g * (x >= y)", "g * (x < y)")
@@ -233,16 +233,18 @@ rule(np.average, "a, axis=None, weights=None, *, keepdims=False",
                          f"np.sum({_W}, axis, keepdims=keepdims)"},
      reduction=True)
 rule(np.diff, "a, n=1, axis=-1", a="_s2s_undiff(g, n, axis)", linear="a")
-rule(np.trapezoid, "y, x=None, dx=1.0, axis=-1",
-     y="_s2s_unreduce(g, y, axis) * _s2s_trapezoid_weights(y, x, dx, axis)",
-     x="_s2s_reshape_like(_s2s_unbroadcast(_s2s_undiff(_s2s_unreduce(g, _s2s_midpoints(y, "
-       "axis), axis) * _s2s_midpoints(y, axis), 1, axis), _s2s_weights_like(y, x, axis)), x)",
-     dx="_s2s_unbroadcast(g * np.trapezoid(y, None, 1.0, axis), dx)",
-     tangent={"y": "np.trapezoid(t, x, dx, axis)",
-              "x": "np.sum(_s2s_midpoints(y, axis) * np.diff(_s2s_weights_like(y, t, axis), "
-                   "axis=axis), axis)",
-              # (np.trapezoid reads dx only without x: then it is linear in dx)
-              "dx": "np.trapezoid(y, x, t, axis) - np.trapezoid(y, x, 0.0, axis)"})
+#: np.trapezoid's rule, scipy.integrate.trapezoid's too (rules/scipy.py)
+TRAPEZOID = dict(
+    y="_s2s_unreduce(g, y, axis) * _s2s_trapezoid_weights(y, x, dx, axis)",
+    x="_s2s_reshape_like(_s2s_unbroadcast(_s2s_undiff(_s2s_unreduce(g, _s2s_midpoints(y, "
+      "axis), axis) * _s2s_midpoints(y, axis), 1, axis), _s2s_weights_like(y, x, axis)), x)",
+    dx="_s2s_unbroadcast(g * np.trapezoid(y, None, 1.0, axis), dx)",
+    tangent={"y": "np.trapezoid(t, x, dx, axis)",
+             "x": "np.sum(_s2s_midpoints(y, axis) * np.diff(_s2s_weights_like(y, t, axis), "
+                  "axis=axis), axis)",
+             # (np.trapezoid reads dx only without x: then it is linear in dx)
+             "dx": "np.trapezoid(y, x, t, axis) - np.trapezoid(y, x, 0.0, axis)"})
+rule(np.trapezoid, "y, x=None, dx=1.0, axis=-1", **TRAPEZOID)
 # np.gradient(f, *spacing): with respect to `f` (spacings, at most 3, are constants)
 for _n in (3, 2, 1, 0):
     _spacing = [f"d{i}" for i in range(_n)]
@@ -459,7 +461,7 @@ rule(np.copy, "a", "g", linear="a", method="copy", shaped="a")
 rule(np.ndarray.item, "self", "_s2s_reshape_like(g, self)", linear="self", returns="scalar",
      method="item")
 rule(np.sort, "a, axis=-1", a="_s2s_unsort(g, a, axis)",
-     tangent={"a": "np.take_along_axis(t, np.argsort(a, axis), axis)"})
+     tangent={"a": "_s2s_sort_dot(t, a, axis)"})
 rule(np.partition, "a, kth, axis=-1, kind='introselect'",
      a="_s2s_untake_along_axis(g, a, _s2s_partition_order(a, ans, axis), axis)",
      tangent={"a": "np.take_along_axis(t, _s2s_partition_order(a, ans, axis), axis)"})
@@ -467,6 +469,12 @@ for _params in ("self, dtype", "self, dtype, *, copy=True"):
     rule(np.ndarray.astype, _params, self="_s2s_cast_like(g, self, dtype)",
          tangent={"self": "_s2s_cast_tangent(t, dtype)"}, method="astype", view="self",
          copies=("copy", True))
+# (NumPy 2.1's array-API spellings, which SciPy's code calls: before_ad/array_namespaces.py)
+if hasattr(np, "cumulative_sum"):
+    for _params in ("x, dtype", "x, dtype, *, copy=True"):
+        rule(np.astype, _params, x="_s2s_cast_like(g, x, dtype)",
+             tangent={"x": "_s2s_cast_tangent(t, dtype)"}, view="x", copies=("copy", True))
+    rule(np.cumulative_sum, "x, *, axis=None", x="_s2s_cumsum(g, x, axis)", linear="x")
 rule(np.diagonal, "a, offset=0, axis1=0, axis2=1",
      a="_s2s_undiagonal(g, a, offset, axis1, axis2)", linear="a", view="a", method="diagonal")
 

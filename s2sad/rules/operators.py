@@ -26,7 +26,7 @@ define(operator.mul, "x, y", "g * y", "g * x", broadcast=True, returns="args")
 # the quotient rule from the quotient: one multiplication fewer than the reverse rule's
 define(operator.truediv, "x, y", "g / y", "-g * x / (y * y)", broadcast=True,
        tangent=("t / y", "-t * ans / y"), returns="args")
-define(operator.pow, "x, y", POW_X, "g * ans * _s2s_log_base(x)", namespace=ns, broadcast=True,
+define(operator.pow, "x, y", POW_X, "_s2s_exponent_term(g * ans, x)", namespace=ns, broadcast=True,
        returns="args")
 define(operator.mod, "x, y", "g", "-g * (x // y)", broadcast=True, returns="args")
 define(operator.neg, "x", "-g", elementwise=True, returns="args")

@@ -109,9 +109,18 @@ class _Dict(Node):
         return {k: f(v) for k, v in x.items()}
 
     def zipped(self, a, b, f):
-        if not isinstance(b, dict) or a.keys() != b.keys():
+        if not isinstance(b, dict):
             return None
-        return {k: f(v, b[k]) for k, v in a.items()}
+        if a.keys() == b.keys():
+            return {k: f(v, b[k]) for k, v in a.items()}
+        if not (a.keys() <= b.keys() or b.keys() <= a.keys()):
+            return None
+        # adjoints of one dict at two versions, keys added between them (a table the
+        # function fills in a loop, read as it grows): the earlier version has nothing to
+        # add at the keys it lacks
+        out = {k: f(v, b[k]) if k in b else v for k, v in a.items()}
+        out.update((k, v) for k, v in b.items() if k not in a)
+        return out
 
 
 class _Dataclass(Node):

@@ -1,6 +1,5 @@
 """Helpers that generated code calls where plain arithmetic will not do."""
 import linecache
-import math
 import numbers
 
 import numpy as np
@@ -265,24 +264,6 @@ def _basic(index):
     items = index if isinstance(index, tuple) else (index,)
     return all(isinstance(i, (int, slice, type(None), type(Ellipsis))) or (
         isinstance(i, np.integer)) for i in items)
-
-
-@helper(tangent="_s2s_log_base_dot(t, x)")
-def log_base(x):
-    """log(x) for the exponent rule of `x ** y`: 0.0 where x == 0 (0 ** y is flat in y)."""
-    if is_array(x):
-        return np.log(np.where(x == 0, 1.0, x))
-    return math.log(x) if x != 0 else 0.0
-
-
-def log_base_dot(t, x):
-    """The tangent of `log_base`: `t / x`, and 0 where x == 0."""
-    if isinstance(x, np.ndarray):
-        return np.where(x == 0, 0.0, t / np.where(x == 0, 1.0, x))
-    return t / x if x != 0 else 0.0 * t
-
-
-helper_adjoint(log_base, x="_s2s_safe_divide(ans_bar, x)")     # (0 where x == 0, as its tangent)
 
 
 @helper(numba=True)
@@ -698,7 +679,7 @@ for _n in range(3, 9):                      # 0 or 1: no tangent
                    zero="a, " + ", ".join(f"x{k}" for k in range(_n)))
 
 
-@helper(result="fresh", linear="g")
+@helper(result="fresh", linear="g", numba=True)
 def unsort(g, x, axis=-1):
     """The adjoint of np.sort: `g` put back where each element came from."""
     x = asarray(x)
@@ -740,7 +721,8 @@ def int_zero(g, dtype=None):
     return zeros(np.shape(g), np.float64, g)
 
 
-helper_adjoint(int_zero, g="_s2s_int_zero(ans_bar, dtype)")     # (symmetric)
+# (symmetric; a dtype read back from a tape, which second derivatives differentiate: zero)
+helper_adjoint(int_zero, zero="dtype", g="_s2s_int_zero(ans_bar, dtype)")
 
 
 def cast_tangent(t, dtype=None):

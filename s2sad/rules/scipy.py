@@ -20,7 +20,8 @@ The helpers these rules call are in rules/solves.py, each with its forward rule.
 time where it is computed with (before_ad/complex_values.py, `LINALG_CHECKED`).
 """
 import numpy as np
-from scipy import linalg, special, stats
+import scipy
+from scipy import integrate, linalg, special, stats
 
 from . import distances  # noqa: F401  (scipy.spatial.distance's cdist and pdist)
 from . import distributions  # noqa: F401  (the other distributions of scipy.stats)
@@ -74,6 +75,14 @@ rule(special.softmax, "x, axis=None", x="ans * (g - np.sum(g * ans, axis, keepdi
 rule(special.log_softmax, "x, axis=None",
      x="g - np.exp(ans) * np.sum(g, axis, keepdims=True)",
      tangent={"x": "t - np.sum(np.exp(ans) * t, axis, keepdims=True)"})
+
+# scipy.integrate: the trapezoidal rule as NumPy's; Simpson's rule is linear in the
+# samples, weighted by the spacing (a derivative with respect to `x` or `dx` is refused:
+# the rule has none)
+if np.lib.NumpyVersion(scipy.__version__) >= "1.11.0":     # (the even count's correction)
+    rule(integrate.simpson, "y, x=None, *, dx=1.0, axis=-1",
+         y="_s2s_unreduce(g, y, axis) * _s2s_simpson_weights(y, x, dx, axis)", linear="y")
+rule(integrate.trapezoid, "y, x=None, dx=1.0, axis=-1", **numpy_rules.TRAPEZOID)
 
 # scipy.linalg
 _GX = "_s2s_spread(g, ans)"

@@ -87,6 +87,12 @@ def cholesky_dot(t, ans):
     return ans @ F.lower_half(inv @ t @ np.swapaxes(inv, -1, -2))
 
 
+@helper(linear="t", numba=True)
+def sort_dot(t, a, axis=-1):
+    """The tangent of `np.sort(a, axis)`: `t` in the order that sorts `a`."""
+    return np.take_along_axis(t, np.argsort(a, axis), axis)
+
+
 @helper(numba=True)
 def broadcast_like(t, y):
     """`t` broadcast to the shape of `y`: the tangent of a broadcasting operation whose

@@ -12,7 +12,8 @@ scalar. The subset:
   `np.arctan`, `np.square`, `np.abs`, `np.exp`/`np.expm1`/`np.sinh` of bounded values,
   `np.log(c + v * v)`, `np.log1p(v * v)`, `np.sqrt(2.0 + np.cos(v))`, divisions by
   `c + np.cos(v)` or `1.0 + v * v`, `np.maximum`/`np.minimum`, `np.where` on comparisons,
-  `np.clip` with constant bounds, and conditional expressions on a scalar condition;
+  `np.clip` with constant bounds, conditional expressions on a scalar condition, and
+  calls of `np.vectorize` of a lambda with a branch (whose `0` first makes an int array);
 - reductions, full or along an axis, with or without `keepdims`: `np.sum`, `np.mean`,
   `np.max`, `np.min`, and `np.prod` (of factors of at most 1, exact zeros included),
   also as methods (`v.sum(axis=0)`);
@@ -497,7 +498,7 @@ class _Gen(Choices):
         kinds = [(4, "leaf"), (5, "arith"), (3, "mul"), (2, "div"), (4, "unary"),
                  (1, "exp"), (2, "log"), (1, "sqrt"), (2, "minmax"), (2, "where"),
                  (2, "matmul"), (3, "reshape"), (1, "join"), (1, "ifexp"), (1, "clip"),
-                 (1, "mask_sum"), (1, "neg")]
+                 (1, "mask_sum"), (1, "neg"), (1, "vectorize")]
         kind = self.weighted(kinds)
         d = depth - 1
         if kind == "leaf":
@@ -580,6 +581,14 @@ class _Gen(Choices):
             c = self.const(-1.0, 1.0)
             e = _E(f"np.sum({a.text}[{a.text} > {_num(c)}])", (),
                    a.bound * _size(a.shape))
+        elif kind == "vectorize":
+            # (the lambda's `0` where the first element is flat makes an int array, every
+            # element truncated: NumPy's dtype is that of the first output)
+            a = self.expr(env, d, shape)
+            c = self.const(-1.0, 1.0)
+            flat = self.pick(("0.0", "0"))
+            e = _E(f"(1.0 * np.vectorize(lambda t: 2.0 * np.sin(t) if t > {_num(c)} else "
+                   f"{flat})({a.text}))", shape, 2.0)
         else:
             a = self.expr(env, d, shape)
             e = _E(f"(-{a.text})", shape, a.bound)

@@ -56,13 +56,13 @@ TRICKY_NAMES = (
     "value", "value_1", "y", "y_2", "_s2s_tape", "_s2s_tape_1", "_s2s_trips", "_",
     "_1", "f_pullback", "f_vjp", "f_value_and_grad", "f_pullback_1", "reversed",
     "cos", "sin", "exp", "log", "sqrt", "tanh", "copysign", "zeros_like", "seed",
-    "log_base", "_s2s_log", "ans", "g", "type", "i_bar", "a_bar", "pullback", "result",
+    "exponent_term", "_s2s_log", "ans", "g", "type", "i_bar", "a_bar", "pullback", "result",
     "_s2s_factory", "y_bar_1", "s_bar", "v_1", "returned", "broke", "_s2s_seed",
     "_s2s_zeros_like", "_s2s_Respecialize", "_s2s_respecialize", "i_1", "__1")
 TRICKY_FUNCTIONS = ("f", "t", "value", "f_pullback", "f_vjp", "x_bar", "y_bar", "g",
                     "_s2s_tape", "seed", "reversed")
 # Module globals that shadow builtins/helpers without the function reading them.
-TRICKY_SHADOWS = ("reversed", "zeros_like", "seed", "copysign", "log_base", "type")
+TRICKY_SHADOWS = ("reversed", "zeros_like", "seed", "copysign", "exponent_term", "type")
 
 CAP = 4.0          # bound of an assigned value (larger ones are squashed)
 LIMIT = 40.0       # bound of any subexpression (larger ones are squashed)
