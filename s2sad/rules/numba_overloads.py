@@ -352,16 +352,8 @@ def extremum_along(a, axis, keepdims, smaller):
     wins = "v < out[i, j]" if smaller else "v > out[i, j]"
     return _made(
         "def along(a, axis=None, keepdims=False):",
-        f"    if not -{n} <= axis < {n}:",
-        f"        raise ValueError('axis is out of bounds for an array of {n} axes')",
-        f"    k = axis % {n}",
-        "    before, after = 1, 1",
-        f"    for j in range({n}):",
-        "        if j < k:",
-        "            before *= a.shape[j]",
-        "        elif j > k:",
-        "            after *= a.shape[j]",
-        "    m = a.shape[k]",
+        *_axis_of(n),
+        *_around_axis(n),
         "    if m == 0:",
         "        raise ValueError('zero-size array to reduction operation which has no "
         "identity')",
@@ -425,11 +417,7 @@ def numpy_cumprod(a, axis=None):
         return None
     n = a.ndim
     dtype = getattr(np, str(a.dtype if isinstance(a.dtype, types.Float) else types.int64))
-    head = ["def cumprod(a, axis=None):",
-            f"    if not -{n} <= axis < {n}:",
-            f"        raise ValueError('axis is out of bounds for an array of {n} axes')",
-            f"    k = axis % {n}",
-            "    out = np.empty(a.shape, dtype)"]
+    head = ["def cumprod(a, axis=None):", *_axis_of(n), "    out = np.empty(a.shape, dtype)"]
     if n == 2:
         return _made(
             *head,
@@ -447,13 +435,7 @@ def numpy_cumprod(a, axis=None):
             "    return out", np=np, dtype=dtype)
     return _made(
         *head,
-        "    before, after = 1, 1",
-        f"    for j in range({n}):",
-        "        if j < k:",
-        "            before *= a.shape[j]",
-        "        elif j > k:",
-        "            after *= a.shape[j]",
-        "    m = a.shape[k]",
+        *_around_axis(n),
         "    b = np.ascontiguousarray(a).reshape((before, m, after))",
         "    o = out.reshape((before, m, after))",
         "    for i in range(before):",
@@ -634,6 +616,26 @@ def numba_einsum(g, subscripts, k, *operands):
     raise TypingError(f"no native adjoint of np.einsum({subscripts}, ...) of {operands} "
                       "(s2sad's numba backend takes literal subscripts, without '...' or a "
                       "subscript repeated in one operand)")
+
+
+def _axis_of(n):
+    """Lines of a made function of an array `a` of `n` axes: `k`, its `axis` counted from
+    0, or NumPy's error for an axis out of bounds."""
+    return [f"    if not -{n} <= axis < {n}:",
+            f"        raise ValueError('axis is out of bounds for an array of {n} axes')",
+            f"    k = axis % {n}"]
+
+
+def _around_axis(n):
+    """Lines of a made function: the sizes `before` and `after` axis `k` of an array `a` of
+    `n` axes, and `m`, its size along `k` (the array seen as (before, m, after))."""
+    return ["    before, after = 1, 1",
+            f"    for j in range({n}):",
+            "        if j < k:",
+            "            before *= a.shape[j]",
+            "        elif j > k:",
+            "            after *= a.shape[j]",
+            "    m = a.shape[k]"]
 
 
 def _made(*lines, **names):
