@@ -4,6 +4,8 @@ run-time check that the namespace found is that one. SciPy is optional: nothing 
 imports it; the functions look in `sys.modules` for what the user's code imported."""
 import sys
 
+import numpy as np
+
 from .registry import define, helper
 
 #: The modules that define `array_namespace`, by SciPy version (its own, since 1.15, and
@@ -27,8 +29,18 @@ def namespace_makers():
 
 
 def compat_numpy():
-    """The namespace SciPy's `array_namespace` gives for NumPy's arrays."""
-    return sys.modules.get("scipy._lib.array_api_compat.numpy")
+    """The namespace SciPy's `array_namespace` gives for NumPy's arrays (asked of it: SciPy
+    imports that namespace on the first call), or None where SciPy's array API modules
+    are not imported."""
+    makers = namespace_makers()
+    if not makers:
+        return None
+    if not _numpy_namespace:
+        _numpy_namespace.append(makers[0](np.zeros(0)))
+    return _numpy_namespace[0]
+
+
+_numpy_namespace = []
 
 
 @helper
