@@ -399,7 +399,7 @@ def _axes_given(axes):
     return axes[0] if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes
 
 
-@helper(result="of_adjoint", linear="g")
+@helper(result="of_adjoint", linear="g", numba=True)
 def untranspose(g, axes=None):
     if np.ndim(g) == 0:
         return g                                    # the zero (see `products.spread_to`)
@@ -407,7 +407,7 @@ def untranspose(g, axes=None):
     return np.transpose(g, None if axes is None else np.argsort([a % np.ndim(g) for a in axes]))
 
 
-@helper(result="of_adjoint", linear="g")
+@helper(result="of_adjoint", linear="g", numba=True)
 def retranspose(g, axes=None):
     """`np.transpose(g, axes)` with `axes` as `untranspose` takes them: the transpose of
     `untranspose`, and its reverse rule's."""

@@ -11,7 +11,7 @@ from numba.core.errors import TypingError
 from numba.extending import overload
 
 from ..errors import ComplexValueError, CustomRuleError, defined_at
-from . import fusion, products, runtime, tangents
+from . import fusion, layout, products, runtime, tangents
 
 
 def numeric_type(t):
@@ -237,12 +237,22 @@ def numba_unreduce(g, x, axis=None, keepdims=False):
     if array_type(x, 3) and numeric_type(g) and (no_axis(axis) or axis_type(axis)):
         # (along an axis: the sum of an array of one axis, or an adjoint of zero)
         return lambda g, x, axis=None, keepdims=False: np.full(x.shape, g)
-    if array_type(x, 3) and array_type(g, 3) and axis_type(axis):
-        if g.ndim == x.ndim:            # (keepdims)
-            return lambda g, x, axis=None, keepdims=False: np.zeros(x.shape) + g
-        if g.ndim == x.ndim - 1:
-            return lambda g, x, axis=None, keepdims=False: np.zeros(x.shape) + np.expand_dims(
-                g, axis % x.ndim)
+    if array_type(x, 3) and array_type(g, 3) and axis_type(axis) and g.ndim in (
+            x.ndim, x.ndim - 1):        # (g.ndim == x.ndim: keepdims)
+        # (x seen as (before, m, after), g as (before, after): each g copied along m, in
+        # one loop, where a broadcast add of three axes is Numba's slow general case)
+        return _made("def spread(g, x, axis=None, keepdims=False):",
+                     *_axis_of(x.ndim),
+                     "    a = x",
+                     *_around_axis(x.ndim),
+                     "    h = np.ascontiguousarray(g).reshape((before, after))",
+                     "    out = np.empty((before, m, after), dtype=dtype)",
+                     "    for i in range(before):",
+                     "        for r in range(m):",
+                     "            for j in range(after):",
+                     "                out[i, r, j] = h[i, j]",
+                     "    return out.reshape(x.shape)", np=np,
+                     dtype=np.complex128 if isinstance(g.dtype, types.Complex) else np.float64)
     raise TypingError(f"no native adjoint of a sum of {x} along an axis ({axis})")
 
 
@@ -258,15 +268,35 @@ def numba_extremum(g, x, ans, axis=None, keepdims=False):
         return whole
     if array_type(x, 3) and isinstance(ans, types.Array) and axis_type(axis) and (
             numeric_type(g) or array_type(g, 3) and g.ndim == ans.ndim):
-        # (kept: `ans` has x's axes, as with keepdims=True; else they are put back)
-        spread = "{0}" if ans.ndim == x.ndim else "np.expand_dims({0}, k)"
+        # (x seen as (before, m, after), `ans` and an array `g` as (before, after), with
+        # x's axes as with keepdims=True or without: each count, then each share, in
+        # loops without temporaries of x's shape)
         return _made("def along(g, x, ans, axis=None, keepdims=False):",
-                     "    k = axis % x.ndim",
-                     f"    mask = x == {spread.format('ans')}",
-                     "    count = np.sum(mask)" if x.ndim == 1 else
-                     "    count = np.expand_dims(np.sum(mask, axis=k), k)",
-                     f"    return {spread.format('g') if array_type(g, 3) else 'g'}"
-                     " * (mask / count)", np=np)
+                     *_axis_of(x.ndim),
+                     "    a = x",
+                     *_around_axis(x.ndim),
+                     "    b = np.ascontiguousarray(x).reshape((before, m, after))",
+                     "    e = np.ascontiguousarray(ans).reshape((before, after))",
+                     "    h = np.ascontiguousarray(g).reshape((before, after))"
+                     if isinstance(g, types.Array) else "    h = g",
+                     "    out = np.empty((before, m, after))",
+                     "    count = np.empty(after)",
+                     "    for i in range(before):",
+                     "        for j in range(after):",
+                     "            count[j] = 0.0",
+                     "        for r in range(m):",
+                     "            for j in range(after):",
+                     "                if b[i, r, j] == e[i, j]:",
+                     "                    count[j] += 1.0",
+                     "        for j in range(after):",
+                     "            c = count[j]",
+                     f"            gij = {'h[i, j]' if isinstance(g, types.Array) else 'h'}",
+                     "            # (g times 1 / count where x attains it, 0 / count elsewhere, "
+                     "as g * (mask / count))",
+                     "            share, other = gij * (1.0 / c), gij * (0.0 / c)",
+                     "            for r in range(m):",
+                     "                out[i, r, j] = share if b[i, r, j] == e[i, j] else other",
+                     "    return out.reshape(x.shape)", np=np)
     raise TypingError(f"no native adjoint of an extremum of {x} along an axis ({axis})")
 
 
@@ -327,6 +357,41 @@ def numba_unsort(g, x, axis=-1):
             return out
         return rows
     raise TypingError(f"no native adjoint of np.sort of {x} from {g}")
+
+
+def transposed(g, axes, inverse):
+    """The code of `untranspose` (`inverse`) or `retranspose` of `g` (a Numba type) by
+    `axes` as they take them: None, `()`, the axes, or a tuple holding them."""
+    if numeric_type(g):
+        return lambda g, axes=None: g
+    if not isinstance(g, types.Array):
+        return None
+    if no_axis(axes) or isinstance(axes, types.BaseTuple) and len(axes) == 0:
+        return lambda g, axes=None: np.transpose(g)
+    given = "axes"
+    if isinstance(axes, types.BaseTuple) and len(axes) == 1 and isinstance(
+            axes[0], types.BaseTuple):
+        given, axes = "axes[0]", axes[0]
+    if not (isinstance(axes, types.BaseTuple) and len(axes) == g.ndim
+            and all(isinstance(a, types.Integer) for a in axes)):
+        return None
+    n = g.ndim
+    lines = ["def transposed(g, axes=None):", f"    p = [a % {n} for a in {given}]"]
+    if inverse:
+        lines += [f"    q = [0] * {n}", f"    for i in range({n}):", "        q[p[i]] = i",
+                  "    p = q"]
+    return _made(*lines, f"    return np.transpose(g, ({''.join(f'p[{i}], ' for i in range(n))}))",
+                 np=np)
+
+
+@overload(layout.untranspose)
+def numba_untranspose(g, axes=None):
+    return transposed(g, axes, inverse=True)
+
+
+@overload(layout.retranspose)
+def numba_retranspose(g, axes=None):
+    return transposed(g, axes, inverse=False)
 
 
 # -- what Numba lacks of NumPy: np.min and np.max along an axis (`numpy_NAME`, not the
