@@ -233,7 +233,46 @@ def jvp(f, primals, tangents, kwargs):
     if not wrt:
         raise S2SADError("jvp needs at least one tangent that is not None")
     given = [t for t in tangents if t is not None]
+    if isinstance(f, NativeDerivative) and f.variant is Variant.GRAD:
+        return _gradient_and_tangent(f, wrt, arg_types_of(driver.target(f.primal), primals),
+                                     primals)(primals, given, kwargs)
     return jvp_code(f, primals, wrt, kwargs)(primals, given, kwargs)
+
+
+def _gradient_and_tangent(f, wrt, arg_types, primals):
+    """For `jvp(grad(g, i, backend="numba"), ...)` along the arguments `wrt` (indices):
+    `code(primals, tangents, kwargs)`, the gradient and its tangent from one pass of
+    forward mode over the numba backend's gradient code of `g` (forward over reverse, as
+    `hvp`), compiled by `numba.njit`; kept per gradient while its guards hold."""
+    target = driver.target(f.primal)
+    if isinstance(f.wrt, (tuple, list)):
+        raise S2SADError("jvp of a numba backend's gradient takes a gradient with respect to "
+                         f"one argument; got wrt={f.wrt!r}")
+    refuse_complex(target, wrt, primals)
+    ndims = _ndims(target, primals)
+    key = (wrt, tuple(map(type, primals)), ndims, repr(arg_types))
+    codes = _gradient_tangents.setdefault(f, {})
+    d = codes.get(key)
+    if d is None or not d.holds():
+        i = wrt_indices(target, f.wrt)[0]
+        d = codes[key] = gradient_code_jvp(f.primal, i, wrt, arg_types, ndims=ndims,
+                                           value=True)
+    code = d.fn.__code__
+    by_position = code.co_varnames[len(primals):code.co_argcount] == tuple(d.tangent_names)
+
+    def run(primals, tangents, kwargs):
+        kwargs = {**(d.fn.__kwdefaults__ or {}), **kwargs}     # (Numba needs them given)
+        try:
+            if by_position:
+                return d.native(*primals, *tangents, **kwargs)
+            return d.native(*primals, **kwargs, **dict(zip(d.tangent_names, tangents)))
+        except _numba().core.errors.TypingError as exc:
+            raise _not_compiled(target, exc, "s2sad.grad(f, backend='numba').source for "
+                                "the gradient code it differentiates") from exc
+    return run
+
+
+_gradient_tangents = weakref.WeakKeyDictionary()
 
 
 def jvp_code(f, primals, wrt, kwargs):
@@ -402,12 +441,13 @@ def gradient_jvp(f, i, args):
     return product
 
 
-def gradient_code_jvp(f, i, tangents, arg_types, stage=None, ndims=()):
+def gradient_code_jvp(f, i, tangents, arg_types, stage=None, ndims=(), value=False):
     """The forward mode, along parameters `tangents` (indices), of the numba backend's
     gradient code of `f` with respect to parameter `i`, for arguments of `arg_types` (and
     arrays of `ndims`, Options.ndims, if given): the tangent alone, through the cache
-    (what `hvp(f, backend="numba")` compiles). With `stage`, its source after that pass
-    of forward mode (for `s2sad show`)."""
+    (what `hvp(f, backend="numba")` compiles), or with `value` the pair (gradient,
+    tangent) (what `jvp(grad(f, backend="numba"), ..., backend="numba")` compiles). With
+    `stage`, its source after that pass of forward mode (for `s2sad show`)."""
     target = driver.target(f)
     _refuse_containers(target, i, arg_types)
     jit = backends.jit_of(f)
@@ -418,7 +458,8 @@ def gradient_code_jvp(f, i, tangents, arg_types, stage=None, ndims=()):
                                      backend=NUMBA)
     return warn_unconnected(driver.derivative(
         gradient.fn, tuple(tangents), arg_types, dataclasses.replace(
-            NUMBA.options(Variant.TANGENT, jit), ndims=ndims), NUMBA))
+            NUMBA.options(Variant.JVP if value else Variant.TANGENT, jit), ndims=ndims),
+        NUMBA))
 
 
 def _ndims(target, args):
