@@ -161,7 +161,7 @@ def test_kmeans(backend):
     assert km.cost_broadcast(centroids, points) == pytest.approx(km.cost(centroids, points),
                                                                  rel=1e-12)
     g, h = s2sad.jvp(s2sad.grad(km.cost_broadcast, backend=backend), (centroids, points),
-                     (np.ones_like(centroids), None))
+                     (np.ones_like(centroids), None), backend=backend)
     np.testing.assert_allclose(g / h, gradient / diagonal, rtol=1e-5, atol=1e-8)
 
 

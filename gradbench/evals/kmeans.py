@@ -1,7 +1,8 @@
 """kmeans: the k-means cost Σᵢ minⱼ |Cⱼ - Pᵢ|², and Newton's direction J H⁻¹ for the
 centroids C, where J is the cost's gradient and H its Hessian, which is diagonal: H times a
 vector of ones is that diagonal (forward over reverse: `s2sad.jvp` of the gradient, which
-gives the gradient and that product from one pass, as GradBench's JAX tool computes it)."""
+gives the gradient and that product from one pass, as GradBench's JAX tool computes it, on
+either backend)."""
 import numpy as np
 import s2sad
 
@@ -31,21 +32,12 @@ def _points_centroids(input):
 
 
 def functions(backend):
-    if backend == "numba":
-        # (the numba backend has no adjoint of `.T`: it differentiates the first form)
-        gradient = s2sad.grad(cost_broadcast, backend=backend)
-        hessian_times = s2sad.hvp(cost_broadcast, backend=backend)
+    gradient = s2sad.grad(cost, backend=backend)
 
-        def direction(centroids, points):
-            return gradient(centroids, points) / hessian_times(centroids, points,
-                                                               np.ones_like(centroids))
-    else:
-        gradient = s2sad.grad(cost)
+    def direction(centroids, points):
+        g, h = s2sad.jvp(gradient, (centroids, points), (np.ones_like(centroids), None),
+                         backend=backend)
+        return g / h
 
-        def direction(centroids, points):
-            g, h = s2sad.jvp(gradient, (centroids, points), (np.ones_like(centroids), None))
-            return g / h
-
-    return {"cost": Function(_points_centroids, primal(
-                cost if backend == "python" else cost_broadcast, backend), float),
+    return {"cost": Function(_points_centroids, primal(cost, backend), float),
             "dir": Function(_points_centroids, direction, floats)}
