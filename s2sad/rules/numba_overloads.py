@@ -893,6 +893,8 @@ def numba_at(x, k):
         return lambda x, k: x
     if x.ndim == 1:
         return lambda x, k: x[k]
+    if x.ndim == 2 and x.layout == "C":     # (without a division per element)
+        return lambda x, k: x.flat[k]
     if x.ndim == 2:
         return lambda x, k: x[k // x.shape[1], k % x.shape[1]]
     raise TypingError(f"s2sad's fused loops take arrays of one or two axes, got {x}")
@@ -904,6 +906,10 @@ def numba_put(x, k, v):
         def one(x, k, v):
             x[k] = v
         return one
+    if isinstance(x, types.Array) and x.ndim == 2 and x.layout == "C":
+        def flat(x, k, v):
+            x.flat[k] = v
+        return flat
     if isinstance(x, types.Array) and x.ndim == 2:
         def two(x, k, v):
             x[k // x.shape[1], k % x.shape[1]] = v
