@@ -216,3 +216,57 @@ def test_a_function_writing_into_its_argument():
     np.testing.assert_array_equal(x, before)
     np.testing.assert_allclose(value, written_argument(x.copy(), 2.0), rtol=1e-15)
     np.testing.assert_allclose(tangent, want.sum(axis=1), rtol=1e-6, atol=1e-8)
+
+
+def nearest(c, p):
+    # k-means' cost through a matrix product (`.T`), sums and a min along an axis, plus a
+    # smooth term whose Hessian is not diagonal (np.transpose with axes)
+    d = (np.sum(p * p, axis=1)[:, None] + np.sum(c * c, axis=1)[None, :]
+         - 2 * (p @ c.T))
+    return np.sum(np.min(d, axis=1)) + np.sum(np.sin(np.transpose(c, (1, 0)) @ c))
+
+
+def nearest_broadcast(c, p):
+    # the same through arrays of three axes: a sum along the last, a max along one
+    d = np.sum((p[:, None, :] - c[None, :, :]) ** 2, axis=2)
+    return np.sum(np.min(d, axis=1)) + np.sum(np.max(p[:, None, :] * c[None, :, :], axis=0,
+                                                     keepdims=True) ** 2)
+
+
+@pytest.mark.parametrize("f", [nearest, nearest_broadcast])
+def test_jvp_of_a_numba_gradient(f):
+    # jvp(grad(f, backend="numba"), backend="numba"): the gradient and its tangent, both
+    # from one pass of forward mode over the gradient code, against central differences
+    rng = np.random.default_rng(7)
+    p = rng.normal(size=(9, 3))
+    c = p[[1, 4, 6]] + 0.05 * rng.normal(size=(3, 3))
+    v = rng.normal(size=c.shape)
+    gradient, tangent = s2sad.jvp(s2sad.grad(f, backend="numba"), (c, p), (v, None),
+                                  backend="numba")
+
+    def gradient_along(t):
+        return fd_jacobian(f, (c + t * v, p), 0)
+    np.testing.assert_allclose(gradient, gradient_along(0.0), rtol=1e-6, atol=1e-8)
+    h = 1e-3
+    want = (4 * (gradient_along(h / 2) - gradient_along(-h / 2)) / h
+            - (gradient_along(h) - gradient_along(-h)) / (2 * h)) / 3
+    np.testing.assert_allclose(tangent, want, rtol=1e-5, atol=1e-6)
+    # the same code again, along another direction, and hvp's tangent alone agrees
+    np.testing.assert_allclose(s2sad.jvp(s2sad.grad(f, backend="numba"), (c, p),
+                                         (2 * v, None), backend="numba")[1], 2 * want,
+                               rtol=1e-5, atol=1e-6)
+
+
+def rows_and_columns(a, b):
+    # elementwise statements over a C-contiguous array and a transposed view (fused into
+    # one loop: the first read through .flat, the second by row and column)
+    return np.sum(np.sin(a) * b.T * 3.0 + a * a)
+
+
+def test_fused_loops_over_arrays_of_two_axes_in_either_order():
+    rng = np.random.default_rng(2)
+    a, b = rng.normal(size=(4, 5)), rng.normal(size=(5, 4))
+    for wrt in (0, 1):
+        got = s2sad.grad(rows_and_columns, wrt, backend="numba")(a, b)
+        np.testing.assert_allclose(got, fd_jacobian(rows_and_columns, (a, b), wrt),
+                                   rtol=1e-6, atol=1e-9)
