@@ -38,7 +38,7 @@ from .errors import (CustomRuleError, NativeBackendError, NonScalarOutputError, 
                      warn_unconnected)
 from .frontend.source import function_from_source, numba_function
 from .options import Variant
-from .rules import numba_runtime
+from .rules import numba_runtime, registry
 
 
 def _numba():
@@ -234,29 +234,31 @@ def jvp(f, primals, tangents, kwargs):
         raise S2SADError("jvp needs at least one tangent that is not None")
     given = [t for t in tangents if t is not None]
     if isinstance(f, NativeDerivative) and f.variant is Variant.GRAD:
-        return _gradient_and_tangent(f, wrt, arg_types_of(driver.target(f.primal), primals),
-                                     primals)(primals, given, kwargs)
+        return _gradient_and_tangent(f, wrt, primals)(primals, given, kwargs)
     return jvp_code(f, primals, wrt, kwargs)(primals, given, kwargs)
 
 
-def _gradient_and_tangent(f, wrt, arg_types, primals):
+def _gradient_and_tangent(f, wrt, primals):
     """For `jvp(grad(g, i, backend="numba"), ...)` along the arguments `wrt` (indices):
     `code(primals, tangents, kwargs)`, the gradient and its tangent from one pass of
     forward mode over the numba backend's gradient code of `g` (forward over reverse, as
-    `hvp`), compiled by `numba.njit`; kept per gradient while its guards hold."""
+    `hvp`), compiled by `numba.njit`; kept per gradient, by the arguments' types, dtype
+    kinds and numbers of axes, while its guards hold."""
+    key = (wrt, registry.version, *((type(a), getattr(a, "ndim", None),
+                                     getattr(getattr(a, "dtype", None), "kind", None))
+                                    for a in primals))
+    codes = _gradient_tangents.setdefault(f, {})
+    run = codes.get(key)
+    if run is not None and run.holds():
+        return run
     target = driver.target(f.primal)
     if isinstance(f.wrt, (tuple, list)):
         raise S2SADError("jvp of a numba backend's gradient takes a gradient with respect to "
                          f"one argument; got wrt={f.wrt!r}")
     refuse_complex(target, wrt, primals)
-    ndims = _ndims(target, primals)
-    key = (wrt, tuple(map(type, primals)), ndims, repr(arg_types))
-    codes = _gradient_tangents.setdefault(f, {})
-    d = codes.get(key)
-    if d is None or not d.holds():
-        i = wrt_indices(target, f.wrt)[0]
-        d = codes[key] = gradient_code_jvp(f.primal, i, wrt, arg_types, ndims=ndims,
-                                           value=True)
+    d = gradient_code_jvp(f.primal, wrt_indices(target, f.wrt)[0], wrt,
+                          arg_types_of(target, primals), ndims=_ndims(target, primals),
+                          value=True)
     code = d.fn.__code__
     by_position = code.co_varnames[len(primals):code.co_argcount] == tuple(d.tangent_names)
 
@@ -269,6 +271,10 @@ def _gradient_and_tangent(f, wrt, arg_types, primals):
         except _numba().core.errors.TypingError as exc:
             raise _not_compiled(target, exc, "s2sad.grad(f, backend='numba').source for "
                                 "the gradient code it differentiates") from exc
+    run.holds = d.holds
+    if len(codes) > 16:
+        codes.clear()
+    codes[key] = run
     return run
 
 
