@@ -279,11 +279,9 @@ def numba_extremum(g, x, ans, axis=None, keepdims=False):
                      "    e = np.ascontiguousarray(ans).reshape((before, after))",
                      "    h = np.ascontiguousarray(g).reshape((before, after))"
                      if isinstance(g, types.Array) else "    h = g",
-                     "    out = np.empty((before, m, after))",
-                     "    count = np.empty(after)",
+                     "    out, count = np.empty((before, m, after)), np.empty(after)",
                      "    for i in range(before):",
-                     "        for j in range(after):",
-                     "            count[j] = 0.0",
+                     "        count[:] = 0.0",
                      "        for r in range(m):",
                      "            for j in range(after):",
                      "                if b[i, r, j] == e[i, j]:",
@@ -291,9 +289,7 @@ def numba_extremum(g, x, ans, axis=None, keepdims=False):
                      "        for j in range(after):",
                      "            c = count[j]",
                      f"            gij = {'h[i, j]' if isinstance(g, types.Array) else 'h'}",
-                     "            # (g times 1 / count where x attains it, 0 / count elsewhere, "
-                     "as g * (mask / count))",
-                     "            share, other = gij * (1.0 / c), gij * (0.0 / c)",
+                     "            share, other = gij * (1.0 / c), gij * (0.0 / c)  # g * (mask / c)",
                      "            for r in range(m):",
                      "                out[i, r, j] = share if b[i, r, j] == e[i, j] else other",
                      "    return out.reshape(x.shape)", np=np)
@@ -360,28 +356,23 @@ def numba_unsort(g, x, axis=-1):
 
 
 def transposed(g, axes, inverse):
-    """The code of `untranspose` (`inverse`) or `retranspose` of `g` (a Numba type) by
-    `axes` as they take them: None, `()`, the axes, or a tuple holding them."""
+    """The code of `untranspose` (`inverse`) or `retranspose` of `g` by `axes` as they
+    take them (None, `()`, the axes, or a tuple of them: `x.transpose((1, 0))`)."""
+    nested = isinstance(axes, types.BaseTuple) and len(axes) == 1 and isinstance(
+        axes[0], types.BaseTuple)
+    given, axes = ("axes[0]", axes[0]) if nested else ("axes", axes)
     if numeric_type(g):
         return lambda g, axes=None: g
-    if not isinstance(g, types.Array):
-        return None
-    if no_axis(axes) or isinstance(axes, types.BaseTuple) and len(axes) == 0:
+    if no_axis(axes) or isinstance(axes, types.BaseTuple) and not axes:
         return lambda g, axes=None: np.transpose(g)
-    given = "axes"
-    if isinstance(axes, types.BaseTuple) and len(axes) == 1 and isinstance(
-            axes[0], types.BaseTuple):
-        given, axes = "axes[0]", axes[0]
-    if not (isinstance(axes, types.BaseTuple) and len(axes) == g.ndim
-            and all(isinstance(a, types.Integer) for a in axes)):
-        return None
-    n = g.ndim
-    lines = ["def transposed(g, axes=None):", f"    p = [a % {n} for a in {given}]"]
-    if inverse:
-        lines += [f"    q = [0] * {n}", f"    for i in range({n}):", "        q[p[i]] = i",
-                  "    p = q"]
-    return _made(*lines, f"    return np.transpose(g, ({''.join(f'p[{i}], ' for i in range(n))}))",
-                 np=np)
+    n = getattr(g, "ndim", -1)
+    if isinstance(g, types.Array) and isinstance(axes, types.BaseTuple) and len(axes) == n and all(
+            isinstance(a, types.Integer) for a in axes):
+        back = [f"    q = [0] * {n}", f"    for i in range({n}):", "        q[p[i]] = i"]
+        return _made("def transposed(g, axes=None):", f"    p = [a % {n} for a in {given}]",
+                     *(back if inverse else ["    q = p"]),
+                     f"    return np.transpose(g, ({''.join(f'q[{i}], ' for i in range(n))}))",
+                     np=np)
 
 
 @overload(layout.untranspose)
@@ -392,142 +383,6 @@ def numba_untranspose(g, axes=None):
 @overload(layout.retranspose)
 def numba_retranspose(g, axes=None):
     return transposed(g, axes, inverse=False)
-
-
-# -- what Numba lacks of NumPy: np.min and np.max along an axis (`numpy_NAME`, not the
-# -- version of a helper) ------------------------------------------------------------------
-def extremum_along(a, axis, keepdims, smaller):
-    """The code of np.min (`smaller`) or np.max of array type `a` along one axis (an
-    integer, known when it runs), with `keepdims` (a literal) or not: the elements are
-    viewed as (before, along, after), and NaN wins, as in NumPy."""
-    if not (isinstance(a, types.Array) and isinstance(a.dtype, (types.Integer, types.Float))
-            and axis_type(axis)):
-        return None
-    kept = getattr(keepdims, "literal_value", getattr(keepdims, "value", keepdims))
-    if not isinstance(kept, bool):
-        raise TypingError("s2sad's np.min and np.max along an axis for Numba take keepdims "
-                          "as a constant (True or False)")
-    n = a.ndim
-    if kept:
-        shape = [f"1 if k == {j} else a.shape[{j}]" for j in range(n)]
-    else:
-        shape = [f"a.shape[{j}] if {j} < k else a.shape[{j + 1}]" for j in range(n - 1)]
-    result = (f"out.reshape(({''.join(f'{s}, ' for s in shape)}))" if shape
-              else "out[0, 0]")
-    wins = "v < out[i, j]" if smaller else "v > out[i, j]"
-    return _made(
-        "def along(a, axis=None, keepdims=False):",
-        *_axis_of(n),
-        *_around_axis(n),
-        "    if m == 0:",
-        "        raise ValueError('zero-size array to reduction operation which has no "
-        "identity')",
-        "    b = np.ascontiguousarray(a).reshape((before, m, after))",
-        "    out = b[:, 0, :].copy()",
-        "    for i in range(before):",
-        "        for r in range(1, m):",
-        "            for j in range(after):",
-        "                v = b[i, r, j]",
-        f"                if ({wins} or v != v) and out[i, j] == out[i, j]:",
-        "                    out[i, j] = v",
-        f"    return {result}", np=np)
-
-
-@overload(np.min, prefer_literal=True)
-def numpy_min(a, axis=None, keepdims=False):
-    return extremum_along(a, axis, keepdims, smaller=True)
-
-
-@overload(np.max, prefer_literal=True)
-def numpy_max(a, axis=None, keepdims=False):
-    return extremum_along(a, axis, keepdims, smaller=False)
-
-
-overload(np.amin, prefer_literal=True)(numpy_min)
-overload(np.amax, prefer_literal=True)(numpy_max)
-
-
-@overload(np.sum, prefer_literal=True)
-def numpy_sum(a, axis=None, dtype=None, keepdims=False):
-    # (keepdims, which Numba's np.sum does not take, a constant; of the whole array or
-    # along one axis, an integer known when it runs)
-    kept = getattr(keepdims, "literal_value", getattr(keepdims, "value", None))
-    if not (isinstance(a, types.Array) and isinstance(kept, bool) and no_axis(dtype)
-            and (no_axis(axis) or axis_type(axis))):
-        return None
-    n = a.ndim
-    if no_axis(axis) or n == 1:
-        return _made("def summed(a, axis=None, dtype=None, keepdims=False):",
-                     f"    return np.full(({'1, ' * n}), np.sum(a))" if kept else
-                     "    return np.sum(a)", np=np)
-    shape = "".join(f"1 if k == {j} else a.shape[{j}], " for j in range(n))
-    return _made(
-        "def summed(a, axis=None, dtype=None, keepdims=False):",
-        f"    if not -{n} <= axis < {n}:",
-        f"        raise ValueError('axis is out of bounds for an array of {n} axes')",
-        f"    k = axis % {n}",
-        f"    return np.sum(a, axis=k).reshape(({shape}))" if kept else
-        "    return np.sum(a, axis=k)", np=np)
-
-
-@overload(np.cumprod)
-def numpy_cumprod(a, axis=None):
-    # (along one axis, an integer known when it runs, which Numba's np.cumprod does not
-    # take, in NumPy's order: each element the product of the one before it along the
-    # axis and its own. A matrix is read as it is, a running product per row along its
-    # rows; another array as (before, along, after), copied first where it is a view,
-    # such as np.broadcast_to's)
-    if not (isinstance(a, types.Array) and isinstance(a.dtype, (types.Integer, types.Float))
-            and axis_type(axis)):
-        return None
-    n = a.ndim
-    dtype = getattr(np, str(a.dtype if isinstance(a.dtype, types.Float) else types.int64))
-    head = ["def cumprod(a, axis=None):", *_axis_of(n), "    out = np.empty(a.shape, dtype)"]
-    if n == 2:
-        return _made(
-            *head,
-            "    if k == 1:",
-            "        for i in range(a.shape[0] if a.shape[1] else 0):",
-            "            acc = a[i, 0]",
-            "            out[i, 0] = acc",
-            "            for r in range(1, a.shape[1]):",
-            "                acc = acc * a[i, r]",
-            "                out[i, r] = acc",
-            "        return out",
-            "    for r in range(a.shape[0]):",
-            "        for j in range(a.shape[1]):",
-            "            out[r, j] = a[r, j] if r == 0 else out[r - 1, j] * a[r, j]",
-            "    return out", np=np, dtype=dtype)
-    return _made(
-        *head,
-        *_around_axis(n),
-        "    b = np.ascontiguousarray(a).reshape((before, m, after))",
-        "    o = out.reshape((before, m, after))",
-        "    for i in range(before):",
-        "        for r in range(m):",
-        "            for j in range(after):",
-        "                o[i, r, j] = b[i, r, j] if r == 0 else o[i, r - 1, j] * b[i, r, j]",
-        "    return out", np=np, dtype=dtype)
-
-
-@overload(np.squeeze, prefer_literal=True)
-def numpy_squeeze(a, axis=None):
-    # (one axis given, an integer known when it runs: the result's axes are known from the
-    # types; of an array of one axis, the number itself, as NumPy's arithmetic gives it)
-    if not (isinstance(a, types.Array) and axis_type(axis)):
-        return None
-    n = a.ndim
-    shape = "".join(f"a.shape[{j}] if {j} < k else a.shape[{j + 1}], " for j in range(n - 1))
-    return _made(
-        "def squeeze(a, axis=None):",
-        f"    if not -{n} <= axis < {n}:",
-        f"        raise ValueError('axis is out of bounds for an array of {n} axes')",
-        f"    k = axis % {n}",
-        "    if a.shape[k] != 1:",
-        "        raise ValueError('cannot select an axis to squeeze out which has size not "
-        "equal to one')",
-        f"    return np.ascontiguousarray(a).reshape(({shape}))" if n > 1 else
-        "    return a[0]", np=np)
 
 
 @overload(runtime.reshape_like)

@@ -5,7 +5,9 @@ rules/numba_overloads.py: `numba_NAME` for the helper `NAME`; after_ad/native_ch
 refuses a call of any other. The versions cover numbers and arrays of up to two axes; a
 case outside them (a broadcast of three axes, a sum along an axis) is a typing error
 that names the helper and the case. `register()` imports Numba and registers them, once;
-`versions()` gives them by helper (what `s2sad.export(f, backend="numba")` copies).
+`versions()` gives them by helper (what `s2sad.export(f, backend="numba")` copies). It
+registers rules/numba_numpy.py's too: NumPy's functions Numba lacks, for the primal and
+the derivatives.
 """
 from . import fusion, runtime, tangents  # noqa: F401 - every helper declared, with its facts
 from .registry import HELPER_FACTS, HELPERS
@@ -20,7 +22,7 @@ def native():
 def register():
     """Register the Numba versions (an optional dependency: imported here, once); the
     module that has them."""
-    from . import numba_overloads   # noqa: PLC0415 - Numba, only when it is used
+    from . import numba_numpy, numba_overloads  # noqa: F401, PLC0415 - Numba, when used
     return numba_overloads
 
 
