@@ -22,7 +22,9 @@ def native():
 def register():
     """Register the Numba versions (an optional dependency: imported here, once); the
     module that has them."""
-    from . import numba_numpy, numba_overloads  # noqa: F401, PLC0415 - Numba, when used
+    # (Numba, only when it is used; numba_numpy registers the helpers' versions it
+    # imports, then NumPy's functions Numba lacks)
+    from .numba_numpy import numba_overloads   # noqa: PLC0415
     return numba_overloads
 
 
