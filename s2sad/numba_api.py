@@ -4,7 +4,9 @@ kept by the arguments' kinds, also runs the columns of `jacfwd(f, backend="numba
 `vjp(f, *args,
 backend="numba")` (its pullback runs `f_adjoint`, forward and reverse sweeps, compiled by
 Numba), and the second derivatives
-`hvp(f, backend="numba")` and `hessian(f, backend="numba")` (see docs/numba.md).
+`hvp(f, backend="numba")`, `hessian(f, backend="numba")` and `jvp` of `grad(f,
+backend="numba")` with `backend="numba"` (the gradient and its tangent from one pass; see
+docs/numba.md).
 
 The derivative is the fused gradient as code Numba compiles (the pass list
 `pipeline.NUMBA_GRADIENT`), compiled by `numba.njit`. One `NativeDerivative` stands for
