@@ -334,6 +334,10 @@ def _numba_jacfwd(f, wrt, has_aux, holomorphic):
         args, kwargs = _by_position(f, args, kwargs)
         columns = plans.get(args, kwargs) or plan(args, kwargs)
         likes = [_template(args[i]) for i in columns.indices]
+        if not columns.many:        # (its columns written into the Jacobian in Numba code)
+            made = columns.codes[0].block(args, likes[0], kwargs)
+            if made is not None:
+                return made[1]
         value, cols = None, []
         for code, like in zip(columns.codes, likes):
             together = code.columns(args, like, kwargs)     # (all at once where it can)

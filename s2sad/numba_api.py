@@ -290,6 +290,23 @@ class NumbaJvp:
         """`(f(*primals), [y_dot along each unit tangent of the array like `like`])` in one
         pass, the primal once (numba_directions), or None where that code is refused,
         Numba cannot compile it, or it raises: the caller then loops over the columns."""
+        passes = self._passes(primals, like, kwargs)
+        return None if passes is None else (passes[0], [c for p in passes[1] for c in p])
+
+    def block(self, primals, like, kwargs):
+        """`(f(*primals), its Jacobian along the unit tangents of the array like `like`,
+        y's axes then like's)`, the columns of `columns` written into it in Numba code
+        (numba_directions.stacked), or None where `columns` gives none, or y and its
+        tangents are not arrays of float64 of one shape."""
+        passes = self._passes(primals, like, kwargs)
+        if passes is None:
+            return None
+        y, lists = passes
+        jac = numba_directions.stacked(y, lists)
+        return None if jac is None else (y, jac.reshape(np.shape(y) + np.shape(like)))
+
+    def _passes(self, primals, like, kwargs):
+        """`(f(*primals), [the typed list of y_dots of each pass])`, or None (`columns`)."""
         if kwargs or not self.by_position or np.ndim(like) == 0 or np.size(like) < 2:
             return None
         if self._directions is None:
@@ -309,7 +326,7 @@ class NumbaJvp:
             except Exception:   # (the columns one by one raise it, located, or compile)
                 self._directions = False
                 return None
-            out.extend(cols)
+            out.append(cols)
         return y, out
 
     _directions = None      # (its dispatcher, False where refused)
