@@ -176,7 +176,9 @@ def _made_adjoints():
         variant.declared_in = fn.__module__     # (made at a lookup: declared beside fn)
         record = _record(fn)
         _rule(record, "vjp").add(variant)
-        record.nondiff = False      # (no `bump`: every lookup makes these first)
+        record.nondiff = False
+        if looked_up(fn):   # (else nothing compiled has read its record: no `bump`)
+            bump()
 
 
 def _libraries_as_found(module_name):
@@ -451,25 +453,24 @@ def optional(modules, loader):
 def load_optional():
     """Load the rules of every optional library the process has imported. They change
     nothing compiled (no `bump`: the caches keyed by `version` keep their code) unless
-    they touch a record made before, a primitive a lookup missed before, or what a
+    they touch the record of a primitive looked up before (found or not), or what a
     method or attribute's name means."""
     global _touched
     for entry in [e for e in _OPTIONAL if any(sys.modules.get(m) is not None
                                               for m in e[0])]:
         _OPTIONAL.remove(entry)
-        before, names, _touched = set(PRIMITIVES), (dict(METHODS), dict(ATTRIBUTES)), set()
+        names, _touched = (dict(METHODS), dict(ATTRIBUTES)), set()
         try:
             with loading():
                 entry[1]()
         finally:
             touched, _touched = _touched, None
-        if any(p in before or id(p) in _MISSED for p in touched) or (
-                names != (METHODS, ATTRIBUTES)):
+        if any(map(looked_up, touched)) or names != (METHODS, ATTRIBUTES):
             bump()
 
 
 _touched = None     # (while optional rules load: the primitives whose records they touch)
-_MISSED = set()     # (the ids of the primitives lookups missed: `missed`)
+_LOOKED_UP = set()  # (the ids of the primitives looked up: `looked_up`)
 
 
 def writes_nothing(prim):
@@ -511,13 +512,12 @@ def primitive(prim):
         record = PRIMITIVES.get(prim)
     except TypeError:
         return None
+    _LOOKED_UP.add(id(prim))
     if record is None and _OPTIONAL:
         load_optional()
         record = PRIMITIVES.get(prim)
     if record is None and isinstance(prim, type) and _constructor is not None:
         record = _constructor(prim)
-    if record is None:
-        _MISSED.add(id(prim))
     return record
 
 
@@ -531,10 +531,11 @@ def constructed_by(maker):
 _constructor = None
 
 
-def missed(prim):
-    """Whether a lookup of `prim` has found no record (a rule made for it now changes what
-    was compiled; one made for a primitive never looked up changes nothing)."""
-    return id(prim) in _MISSED
+def looked_up(prim):
+    """Whether `prim` has been looked up (`primitive`): a rule made for it now may change
+    what was compiled; one made for a primitive never looked up changes nothing. (By id:
+    an id reused by a later object only bumps the version once more.)"""
+    return id(prim) in _LOOKED_UP
 
 
 def lookup(prim):
