@@ -334,13 +334,13 @@ def _numba_jacfwd(f, wrt, has_aux, holomorphic):
         args, kwargs = _by_position(f, args, kwargs)
         columns = plans.get(args, kwargs) or plan(args, kwargs)
         likes = [_template(args[i]) for i in columns.indices]
-        if not columns.many:        # (its columns written into the Jacobian in Numba code)
-            made = columns.codes[0].block(args, likes[0], kwargs)
-            if made is not None:
-                return made[1]
         value, cols = None, []
         for code, like in zip(columns.codes, likes):
-            together = code.columns(args, like, kwargs)     # (all at once where it can)
+            # (all at once where it can; for one argument, the Jacobian itself where
+            # the columns can be written into it in Numba code)
+            together = code.columns(args, like, kwargs, stacked=not columns.many)
+            if together is not None and isinstance(together[1], np.ndarray):
+                return together[1]
             if together is not None:
                 value, along = together
                 cols.extend(along)

@@ -286,24 +286,21 @@ class NumbaJvp:
     def holds(self):
         return self.d.holds()
 
-    def columns(self, primals, like, kwargs):
+    def columns(self, primals, like, kwargs, stacked=False):
         """`(f(*primals), [y_dot along each unit tangent of the array like `like`])` in one
         pass, the primal once (numba_directions), or None where that code is refused,
-        Numba cannot compile it, or it raises: the caller then loops over the columns."""
-        passes = self._passes(primals, like, kwargs)
-        return None if passes is None else (passes[0], [c for p in passes[1] for c in p])
-
-    def block(self, primals, like, kwargs):
-        """`(f(*primals), its Jacobian along the unit tangents of the array like `like`,
-        y's axes then like's)`, the columns of `columns` written into it in Numba code
-        (numba_directions.stacked), or None where `columns` gives none, or y and its
-        tangents are not arrays of float64 of one shape."""
+        Numba cannot compile it, or it raises: the caller then loops over the columns.
+        With `stacked`, where y and the y_dots are arrays of float64 of one shape, the
+        Jacobian (y's axes, then like's) in place of the list, the columns written into
+        it in Numba code (numba_directions.stacked)."""
         passes = self._passes(primals, like, kwargs)
         if passes is None:
             return None
         y, lists = passes
-        jac = numba_directions.stacked(y, lists)
-        return None if jac is None else (y, jac.reshape(np.shape(y) + np.shape(like)))
+        jac = numba_directions.stacked(y, lists) if stacked else None
+        if jac is not None:
+            return y, jac.reshape(np.shape(y) + np.shape(like))
+        return y, [c for cols in lists for c in cols]
 
     def _passes(self, primals, like, kwargs):
         """`(f(*primals), [the typed list of y_dots of each pass])`, or None (`columns`)."""

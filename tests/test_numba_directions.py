@@ -357,12 +357,39 @@ def test_rules_loaded_later_keep_the_plans(monkeypatch):
 
 def test_rules_loaded_later_for_a_function_looked_up_invalidate(monkeypatch):
     # a rule made for a function a lookup has missed (read as the user's code) changes
-    # what was compiled: every derivative is made again
+    # what was compiled: every derivative is made again (and so for a helper's reverse
+    # rule made after a lookup found its record)
     from s2sad.rules import registry
 
-    def looked_up(x):
+    def read_as_code(x):
         return 3.0 * x
-    assert registry.primitive(looked_up) is None and registry.missed(looked_up)
+    assert registry.primitive(read_as_code) is None and registry.looked_up(read_as_code)
     version = registry.version
-    _load_lazily(monkeypatch, looked_up)
+    _load_lazily(monkeypatch, read_as_code)
     assert registry.version > version
+
+
+def squared_rows(a):
+    out = np.zeros((a.shape[0], a.shape[0]))
+    for i in range(a.shape[0]):
+        out[i] = np.sin(a[i]) @ a.T
+    return out
+
+
+def test_columns_written_into_the_jacobian(monkeypatch):
+    # y and x of two axes each: the Jacobian (y's axes, then x's) written by Numba code
+    a = np.array([[0.3, -0.7, 1.1], [0.2, -0.4, 0.9]])
+    written = []
+    stacked = numba_directions.stacked
+
+    def spied(y, lists):
+        written.append(stacked(y, lists))
+        return written[-1]
+    monkeypatch.setattr(numba_directions, "stacked", spied)
+    got = s2sad.jacfwd(squared_rows, backend="numba")(a)
+    assert len(written) == 1 and written[0] is not None
+    assert got.shape == (2, 2, 2, 3)
+    np.testing.assert_allclose(got, fd_jacobian(squared_rows, (a,), 0), rtol=1e-6,
+                               atol=1e-8)
+    # a number's tangents are not arrays: the columns are stacked as before
+    assert stacked(np.float64(1.0), []) is None
