@@ -72,7 +72,7 @@ rule(np.degrees, "x", "g * (180 / np.pi)")
 
 # np.sinc: its derivative is a helper of its own, and the helper's derivative is its next
 # (hessians of np.sinc differentiate the helper in forward mode)
-@helper(tangent={"x": "t * _s2s_sinc_slope(x, n + 1)"})
+@helper(tangent={"x": "t * _s2s_sinc_slope(x, n + 1)"}, elementwise="x")
 def sinc_slope(x, n=1):
     """The `n`-th derivative (1 or 2) of `np.sinc` at `x`: by its Taylor series where
     π|x| < 0.1 (the closed forms divide 0 by 0 at 0), else the closed forms."""
