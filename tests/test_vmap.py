@@ -567,3 +567,69 @@ def test_an_if_inside_a_branch_and_a_name_one_branch_leaves_are_chosen_item_by_i
     np.testing.assert_allclose(s2sad.vmap(ramp)(xs), [ramp(x) for x in xs], rtol=1e-15)
     got = s2sad.vmap(s2sad.grad(ramp))(xs)
     np.testing.assert_allclose(got, [fd_array_grad(ramp, (x,), 0) for x in xs], rtol=1e-7)
+
+
+W3 = np.array([1.0, 2.0, 3.0])
+
+
+def scalar_or_vector(x):
+    if x > 0.0:
+        y = x * W3
+    else:
+        y = x
+    return np.sum(y * W3)
+
+
+def returns_scalar_or_vector(x):
+    if x > 0.0:
+        return x
+    return W3
+
+
+def test_branches_giving_items_of_different_shapes_are_refused_at_the_if():
+    """Each item holds a number on one branch and a vector on the other: NumPy would
+    broadcast the batch of numbers against the vectors' last axis (a batch of 3 gave
+    [14, -7, -7] for [14, -6, -12]), and an early return gave a broadcast ValueError."""
+    xs = np.array([1.0, -1.0, -2.0])
+    for f in (scalar_or_vector, returns_scalar_or_vector):
+        line = f.__code__.co_firstlineno + 1
+        with pytest.raises(s2sad.S2SADError, match=rf"test_vmap.py:{line}: vmap cannot batch "
+                           "this if: a name its branches assign has items of different shapes"):
+            s2sad.vmap(f)(xs)
+
+
+def halved_early(x):
+    y = x * 2.0
+    if x > 1.0:
+        return y * W3
+    return np.sin(y) * W3
+
+
+def sine_after(x):
+    y = x * 2.0
+    if x > 1.0:
+        return y * 1.5
+    z = np.sin(y)
+    return z
+
+
+def unbound_on_a_path(x):
+    if x > 1.0:
+        z = x * 3.0
+    return z
+
+
+@pytest.mark.parametrize("f", [halved_early, sine_after])
+def test_an_early_return_on_a_batched_test_is_chosen_item_by_item(f):
+    """(A name only the other path binds is bound to None on the returning one, which
+    nothing reads there.)"""
+    xs = np.array([0.5, 1.5, -2.0, 3.0])
+    np.testing.assert_allclose(s2sad.vmap(f)(xs), looped(f, (0,), (xs,)), rtol=1e-15)
+    got = s2sad.vmap(s2sad.grad(lambda x: np.sum(f(x))))(xs)
+    want = [fd_array_grad(lambda x: np.sum(f(x)), (x,), 0) for x in xs]
+    np.testing.assert_allclose(got, want, rtol=1e-7)
+
+
+def test_a_name_a_path_leaves_unbound_and_reads_is_refused_at_the_if():
+    with pytest.raises(s2sad.S2SADError, match=r"test_vmap.py:\d+: vmap cannot batch an if"):
+        s2sad.vmap(unbound_on_a_path)(np.array([1.0, 3.0]))

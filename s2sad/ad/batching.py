@@ -291,10 +291,13 @@ class Batching:
                         t.value, gast.Call)):
                     return False
                 inner.add(t.targets[0].id)
+        nones = [t for branch in branches for t in branch if isinstance(t, gast.Assign)
+                 and isinstance(t.value, gast.Constant) and t.value.value is None]
+        read = collections.Counter(syntax.names_loaded(self.fn))
+        read.subtract(syntax.names_loaded(s))
         if not source.is_generated(self.src) and any(
-                isinstance(t, gast.Assign) and isinstance(t.value, gast.Constant)
-                and t.value.value is None for branch in branches for t in branch):
-            return False        # (s2sad's own code assigns None where it is not read)
+                not marks.INIT.of(t) or read[t.targets[0].id] > 0 for t in nones):
+            return False        # (a None of the user's, or one a path that runs on reads)
         stored = [{n for t in branch for n in syntax.names_stored(t)} for branch in branches]
         read, assigned = set(), set()      # (what the else branch reads before it assigns)
         for t in s.orelse:
@@ -322,9 +325,21 @@ class Batching:
         out += [syntax.assign(n, syntax.name(was[n])) for n in carried]
         self.bound = before
         out += self.block(s.orelse, top=False)
+        error = self.shapes_differ(s, "this if: a name its branches assign has items of "
+                                   "different shapes in the two")
         out += [syntax.located(syntax.assign(n, syntax.call(self.ctx.runtime("batch_select"), [
-            syntax.copied(s.test), syntax.name(kept[n]), syntax.name(n)])), s) for n in names]
+            syntax.copied(s.test), syntax.name(kept[n]), syntax.name(n), syntax.copied(
+                error)])), s) for n in names]
         return out
+
+    def shapes_differ(self, s, what):
+        """The name of the located error `_s2s_batch_select` raises where the two values it
+        chooses between have items of different shapes (a batch holds items of one shape,
+        and NumPy would broadcast the two against their batch axes)."""
+        return syntax.name(self.ctx.bind("_s2s_shapes_differ", obj=S2SADError(
+            f"{self.src.where(s)}: vmap cannot batch {what} (a batch holds items of one "
+            "shape); give them values of one shape (np.broadcast_to, or np.where of the "
+            f"two), or vmap a loop over the items\n    {self.src.line_text(s).strip()}")))
 
     def maskable(self, s):
         """Whether the while loop `s`, whose test differs across the batch, may run until
@@ -372,9 +387,12 @@ class Batching:
         kept = {n: self.namer.fresh(f"{n}_kept") for n in carried}
         body = [syntax.assign(kept[n], syntax.name(n)) for n in carried]
         body += self.block(s.body, top=False)
+        error = self.shapes_differ(s, "this while loop: a name it carries has items of "
+                                   "another shape after a pass than before")
         body += [syntax.located(syntax.assign(n, syntax.call(
             self.ctx.runtime("batch_select"), [syntax.name(active), syntax.name(n),
-                                               syntax.name(kept[n])])), s) for n in carried]
+                                               syntax.name(kept[n]), syntax.copied(error)])), s)
+                 for n in carried]
         body.append(syntax.assign(active, syntax.call(self.numpy_attr("logical_and"), [
             syntax.name(active), syntax.copied(s.test)])))
         loop = syntax.located(gast.While(test=syntax.call(self.numpy_attr("any"), [
