@@ -258,7 +258,7 @@ class Forward:
                                                  for p in group}))
         for param, template in variant.templates.items():
             if self.is_varied(bound[param]):
-                terms.append(self.instantiate(template, placeholder, param, bound, target))
+                terms.append(self.instantiate(template, placeholder, param, bound, target, s))
         if len(terms) > 1 and isinstance(op.node, gast.Call) and self.kinds.kind.get(
                 target) not in (SCALAR, ARRAY):
             # the tangents of a call that may give a tuple or list add part by part (`+`
@@ -277,8 +277,8 @@ class Forward:
         return pytrees.by_attributes(kind) if isinstance(kind, type) else kind not in (
             SCALAR, ARRAY)
 
-    def instantiate(self, template, placeholder, param, bound, target):
-        subst = {"ans": syntax.name(target)}
+    def instantiate(self, template, placeholder, param, bound, target, s):
+        subst = {"ans": syntax.name(target), "where": syntax.const(self.src.where(s))}
         subst.update(bound)
         subst[placeholder] = syntax.name(self.dot(bound[param].id))
         for free, obj in template.free.items():

@@ -246,7 +246,7 @@ class Template:
     def __init__(self, source, params, namespace, cotangent="g"):
         self.source = source
         self.tree = gast.parse(source, mode="eval").body
-        bound = set(params) | {cotangent, "ans"}
+        bound = set(params) | {cotangent, "ans", "where"}     # (where: the call's line)
         self.free = {}
         for n in gast.walk(self.tree):
             if isinstance(n, gast.Name) and n.id not in bound:
