@@ -1056,3 +1056,40 @@ def test_numba_export_without_at_is_compiled_for_numbers_and_arrays(tmp_path):
     assert a == pytest.approx(_central_first(loss, 0.7, [X]), rel=1e-6)
     np.testing.assert_allclose(b, _central_first(loss, np.array([0.7, -0.2, 1.1]), [X]), rtol=1e-6)
     np.testing.assert_allclose(c, _central_first(loss, np.array([[0.7], [-0.2]]), [X]), rtol=1e-6)
+
+
+VIEWED = '''\
+import numpy as np
+
+
+def first_then_written(a):
+    y = a * 1.0
+    r = y[0]
+    y[0] = 5.0
+    return np.sum(r * a)
+'''
+
+
+def test_the_check_that_an_index_is_no_view_is_exported(tmp_path):
+    """Written for numbers and arrays alike, `r = y[0]` is a copy of a vector's element
+    and a view of a matrix's row: the exported module checks it when it runs, with
+    s2sad's located error (before, export refused the function)."""
+    (tmp_path / "viewed.py").write_text(VIEWED)
+    fn = cli.load(f"{tmp_path / 'viewed.py'}:first_then_written")
+    text = s2sad.export(fn, tmp_path / "viewed_exported.py")
+    assert "import s2sad" not in text and "_s2s_view_error = UnsupportedSyntaxError(" in text
+    call = ("import sys, numpy as np, viewed_exported as m\n"
+            "print(list(m.first_then_written_grad(np.array([1.0, 2.0]))))\n"
+            "try:\n"
+            "    m.first_then_written_grad(np.array([[1.0, 2.0]]))\n"
+            "except Exception as error:\n"
+            "    print(type(error).__name__, str(error).splitlines()[0])\n")
+    run = subprocess.run([sys.executable, "-c", call], cwd=tmp_path, capture_output=True,
+                         text=True)
+    assert run.returncode == 0, run.stderr
+    grad_line, error_line = run.stdout.strip().splitlines()
+    a, h = np.array([1.0, 2.0]), 1e-6       # f = a0 (a0 + a1)
+    fd = [(fn(a + h * e) - fn(a - h * e)) / (2 * h) for e in np.eye(2)]
+    np.testing.assert_allclose(eval(grad_line, {"np": np}), fd, rtol=1e-8)
+    assert error_line.startswith(f"UnsupportedSyntaxError {tmp_path / 'viewed.py'}:6:")
+    assert "is a view" in error_line
