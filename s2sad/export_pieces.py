@@ -180,6 +180,13 @@ class Pieces:
         if numba_function(obj) is not None and not _library(numba_function(obj)):
             return self._user(numba_function(obj), name, piece)
         plain = _plain(obj)
+        if _in_s2sad(plain) and piece.section == "function":
+            raise ExportError(
+                f"{piece.where}: {piece.title} reads {name!r}, "
+                f"{getattr(plain, '__qualname__', type(plain).__name__)} of s2sad, which "
+                "works by running s2sad, and an exported module runs without it. Export a "
+                "function whose code (and the code of the functions it calls) does not call "
+                "s2sad when it runs: in a custom_vjp's rules, write the derivative they need")
         if _in_s2sad(plain) or (piece.module and _located(piece.module, name)):
             return self._helper(plain, name, piece)
         if (inspect.isfunction(plain) or inspect.isclass(plain)) and not _library(plain):

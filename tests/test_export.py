@@ -1093,3 +1093,49 @@ def test_the_check_that_an_index_is_no_view_is_exported(tmp_path):
     np.testing.assert_allclose(eval(grad_line, {"np": np}), fd, rtol=1e-8)
     assert error_line.startswith(f"UnsupportedSyntaxError {tmp_path / 'viewed.py'}:6:")
     assert "is a view" in error_line
+
+
+CALLS_S2SAD = '''\
+import numpy as np
+import s2sad
+
+vjp = s2sad.vjp
+
+
+def inner(x):
+    return np.sin(x) * x
+
+
+@s2sad.custom_vjp
+def smooth(x):
+    return np.sum(x * x)
+
+
+def smooth_fwd(x):
+    return np.sum(x * x), x
+
+
+def smooth_bwd(x, g):
+    y, pullback = vjp(inner, x)
+    return (g * 2 * x,)
+
+
+smooth.defvjp(smooth_fwd, smooth_bwd)
+
+
+def doubled(x):
+    return smooth(x) * 2.0
+'''
+
+
+def test_a_copied_function_that_calls_s2sad_through_a_global_is_refused_at_it(tmp_path):
+    """A custom_vjp's bwd reading `vjp = s2sad.vjp`: the module copied s2sad's vjp and all
+    it reads (29,000 lines, and `import s2sad`); now refused, naming the function."""
+    (tmp_path / "calls.py").write_text(CALLS_S2SAD)
+    fn = cli.load(f"{tmp_path / 'calls.py'}:doubled")
+    x = np.array([0.3, 0.7])
+    np.testing.assert_allclose(s2sad.grad(fn)(x), 4 * x, rtol=1e-15)     # (its rule's)
+    line = CALLS_S2SAD.splitlines().index("def smooth_bwd(x, g):") + 1
+    with pytest.raises(s2sad.ExportError, match=rf"calls.py:{line}: your function "
+                       r"smooth_bwd\(\) reads 'vjp', vjp of s2sad, which works by running"):
+        s2sad.export(fn, args=(x,))
