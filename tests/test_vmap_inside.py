@@ -354,3 +354,20 @@ def test_a_hessian_whose_batched_pass_is_refused_tries_it_once(monkeypatch):
     np.testing.assert_allclose(again, first, rtol=1e-15)
     np.testing.assert_allclose(again, fd_hessian(lambda w: fresh(X, w), W), rtol=1e-5,
                                atol=1e-7)
+
+
+SQUARES_OF_ROWS = s2sad.vmap(lambda r: np.sum(r * r))      # made once, at module level
+
+
+def through_a_module_level_vmap_of_a_lambda(x):
+    return np.sum(SQUARES_OF_ROWS(x) * np.array([1.0, 3.0]))
+
+
+def test_a_module_level_vmap_of_a_lambda():
+    """(Its cotangent function was named after the lambda, `<lambda>_cotangent`: an
+    InternalError.) The gradient is 2 x scaled by each row's weight."""
+    want = 2 * X * np.array([[1.0], [3.0]])
+    np.testing.assert_allclose(s2sad.grad(through_a_module_level_vmap_of_a_lambda)(X), want,
+                               rtol=1e-15)
+    _, tangent = s2sad.jvp(through_a_module_level_vmap_of_a_lambda, (X,), (X,))
+    assert tangent == pytest.approx(np.sum(want * X), rel=1e-14)
