@@ -157,3 +157,19 @@ def test_the_full_factors_of_a_non_square_matrix_are_refused_at_the_users_line(f
         e[idx] = H
         fd[idx] = (f(square + e) - f(square - e)) / (2 * H)
     np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-7)
+
+
+def masked_total(x, where):
+    return np.sum(x * where)
+
+
+def test_a_rule_parameter_named_where_is_the_calls_argument():
+    """(Templates read `where` as the call's line only where no parameter is so named.)"""
+    from s2sad.rules.registry import define
+    define(masked_total, "x, where", "g * where", namespace={})
+    mask = np.array([1.0, 0.0, 2.0])
+
+    def f(x):
+        return masked_total(x, mask)
+    np.testing.assert_array_equal(s2sad.grad(f)(np.ones(3)), mask)
+    assert s2sad.jvp(f, (np.ones(3),), (np.ones(3),))[1] == 3.0

@@ -369,8 +369,8 @@ class Reverse(CallAdjoints):
             return syntax.call(self.ctx.runtime(helper), [g] + [
                 syntax.copied(a) for a in sequences] + [syntax.const(["x", "y"].index(param))])
         template = op.variant.uniform if reduced else op.variant.templates[param]
-        subst = {op.variant.cotangent: g, "ans": syntax.name(target), **op.bound,
-                 "where": syntax.const(self.src.where(s))}
+        subst = {"where": syntax.const(self.src.where(s)), op.variant.cotangent: g,
+                 "ans": syntax.name(target), **op.bound}    # (a parameter may be `where`)
         for free, obj in template.free.items():
             subst[free] = template_name(self.ctx.bind(free, obj=obj), obj)
         expr = syntax.substitute(template.tree, subst)
