@@ -63,7 +63,8 @@ def _versions() -> str:
     s2sad's runtime helpers and of their Numba versions (which Numba compiles into the
     code)."""
     digest = hashlib.sha256()
-    for name in ("runtime.py", "tangents.py", "numba_overloads.py"):
+    for name in ("runtime.py", "tangents.py", "numba_overloads.py",
+                 "numba_reductions.py"):
         with open(os.path.join(_RULES, name), "rb") as f:
             digest.update(f.read())
     return (f"s2sad {sys.modules[__package__].__version__}, numba "

@@ -271,7 +271,7 @@ def _along_last(fn, axis, x, *more):
     return np.moveaxis(fn(*flat).reshape(moved[0].shape), last, axes)
 
 
-@helper(result="fresh", tangent="_s2s_prod_others_dot(x, t, axis)")
+@helper(result="fresh", numba=True, tangent="_s2s_prod_others_dot(x, t, axis)")
 def prod_others(x, axis=None):
     """For each entry of `x`, the product of the other entries it is multiplied with by
     `np.prod(x, axis)`: the derivative of the product, also where an entry is zero."""

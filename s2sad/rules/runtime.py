@@ -344,7 +344,7 @@ helper_adjoint(extremum, namespace=ns, zero="x, ans", g=(
     "axis=axis, keepdims=keepdims), g)"))
 
 
-@helper(result="fresh", linear=("g", "x"))
+@helper(result="fresh", numba=True, linear=("g", "x"))
 def variance(g, x, axis=None, ddof=0, keepdims=False):
     """The adjoint of var(x, axis, ddof)."""
     x = asarray(x)
@@ -380,7 +380,7 @@ helper_adjoint(nanvariance, namespace=ns,
                   "keepdims)"))
 
 
-@helper(tangent=("_s2s_safe_divide(t, d)", "-_s2s_safe_divide(n * t, d * d)"))
+@helper(numba=True, tangent=("_s2s_safe_divide(t, d)", "-_s2s_safe_divide(n * t, d * d)"))
 def safe_divide(n, d):
     """`n / d`, and 0 where `d` is 0: the adjoint of a square root or a deviation at 0,
     where s2sad gives the subgradient 0 (the standard deviation of one value, or of
@@ -491,7 +491,7 @@ def diag(g, v, k=0):
 helper_adjoint(diag, zero="v", g="_s2s_diag(ans_bar, g, k)")    # (each other's transposes)
 
 
-@helper(result="fresh", params="g, x, n, ord=None, axis=None, keepdims=False",
+@helper(result="fresh", params="g, x, n, ord=None, axis=None, keepdims=False", numba=True,
         tangent=("_s2s_norm(t, x, n, ord, axis, keepdims)",
                  "_s2s_norm_adjoint_dot(g, x, n, t, 0, ord, axis, keepdims)",
                  "_s2s_norm_adjoint_dot(g, x, n, t, 1, ord, axis, keepdims)"))

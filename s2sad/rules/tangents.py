@@ -51,6 +51,7 @@ def extremum_dot(t, a, ans, axis=None, keepdims=False):
     return np.sum(weights * t, axis=axis, keepdims=keepdims)
 
 
+@helper(numba=True)
 def variance_dot(t, a, axis=None, ddof=0, keepdims=False):
     """The tangent of var(a): 2 <a - mean(a), t> / (n - ddof) over `axis`."""
     a = np.asarray(a)
@@ -67,6 +68,7 @@ def nanvariance_dot(t, a, axis=None, ddof=0, keepdims=False):
     return 2 * np.sum(centred * t, axis=axis, keepdims=keepdims) / np.where(n > 0, n, np.inf)
 
 
+@helper(numba=True)
 def norm_dot(t, x, ans, ord=None, axis=None, keepdims=False):
     """The tangent of np.linalg.norm: vector p-norms (and inf), and the Frobenius norm:
     the adjoint's contraction with `t` (the same derivative, read the other way)."""
