@@ -38,7 +38,7 @@ _BLOCKS = (gast.With, gast.Try, gast.FunctionDef, gast.ClassDef, gast.Global,
            gast.Nonlocal)
 #: Builtins the numba backend's generated code may call.
 _BUILTINS = {abs, min, max, len, range, float, int, bool, round, reversed, enumerate, zip,
-             print, isinstance}
+             print, isinstance, sum}
 
 
 def run(fn, ctx):

@@ -175,6 +175,7 @@ def keys(d):
 define(keys, nondiff=True)
 
 
+@helper(numba=True)
 def best_index(keys, largest):
     """The position of the item `max(items, key=...)` (`largest`) or `min(...)` picks,
     given the keys of the items: the first of those that attain the extremum."""

@@ -1,6 +1,6 @@
 """The Numba versions of the runtime helpers of NumPy's products, reductions and writes
 that loops over small arrays meet (`np.dot` of two rows, `np.prod`, `np.var` and `np.std`
-with `ddof`, `np.linalg.norm`, `y[y < 0] = 0.0`), and the parts of those functions Numba
+with `ddof`, `np.linalg.norm`, `y[y < 0] = 0.0`, Python's `sum`, `min` and `max`), and the parts of those functions Numba
 lacks (`ddof=`, `ord="fro"`): as in rules/numba_overloads.py, `numba_NAME` is the overload
 of the helper `NAME`, `numpy_NAME` of NumPy's function, each picking from the Numba types
 the plain NumPy code for them, or a TypingError that says what it takes.
@@ -10,7 +10,7 @@ from numba import types
 from numba.core.errors import TypingError
 from numba.extending import overload
 
-from . import products, reductions, runtime, tangents, writes
+from . import containers, products, reductions, runtime, tangents, writes
 from .numba_overloads import (_around_axis, _axis_of, _made, array_type, axis_type, no_axis,
                               numeric_type)
 
@@ -226,3 +226,34 @@ def numpy_norm(x, ord=None):
             and getattr(ord, "literal_value", None) == "fro"):
         return lambda x, ord=None: np.sqrt(np.sum(x * x))
     return None
+
+
+# -- Python's sum, min and max of a list or an array ---------------------------------------
+@overload(runtime.unsum)
+def numba_unsum(g, items):
+    # (`g` for every item: a list of them, or an array of the items' shape)
+    if isinstance(items, types.List) and (numeric_type(items.dtype) or array_type(items.dtype, 3)):
+        return lambda g, items: [runtime.unbroadcast(g, v) for v in items]
+    if array_type(items, 3) and (numeric_type(g) or array_type(g, 3)):
+        return lambda g, items: np.broadcast_to(g, items.shape).copy()
+    raise TypingError(f"no native adjoint of sum() of {items} (s2sad's numba backend takes "
+                      "a list or an array)")
+
+
+@overload(containers.best_index)
+def numba_best_index(keys, largest):
+    # (the first item that attains the extremum, as Python's max and min find it)
+    if not ((isinstance(keys, types.List) and numeric_type(keys.dtype))
+            or array_type(keys) and keys.ndim == 1):
+        raise TypingError(f"no native max() or min() of {keys} with a key (s2sad's numba "
+                          "backend takes a list of numbers or a vector)")
+
+    def best(keys, largest):
+        if len(keys) == 0:
+            raise ValueError("max() or min() iterable argument is empty")
+        at = 0
+        for i in range(1, len(keys)):
+            if keys[i] > keys[at] if largest else keys[i] < keys[at]:
+                at = i
+        return at
+    return best

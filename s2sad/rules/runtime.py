@@ -699,7 +699,7 @@ helper_adjoint(unsort, namespace=ns, zero="x", g=(
     "np.argsort(x, axis=axis), axis), g)"))
 
 
-@helper(result="of_adjoint", linear="g")
+@helper(result="of_adjoint", numba=True, linear="g")
 def unsum(g, items):
     """The adjoint of the builtin sum(items): `g` for every item."""
     if isinstance(items, (list, tuple)):
