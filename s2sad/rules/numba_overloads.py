@@ -82,6 +82,12 @@ def numba_add(a, b):
         # (the adjoints of a tuple a function returned: element by element)
         return _made("def add_each(a, b):", "    return (" + "".join(
             f"add(a[{k}], b[{k}]), " for k in range(len(a))) + ")", add=runtime.add)
+    if isinstance(a, types.List) and isinstance(b, types.List):
+        def add_lists(a, b):        # (the adjoints of a list of the function's, item by item)
+            if len(a) != len(b):
+                raise ValueError("s2sad: adjoints of one list of different lengths")
+            return [runtime.add(a[k], b[k]) for k in range(len(a))]
+        return add_lists
     raise TypingError(f"no native sum of the adjoints {a} and {b} (the numba backend has "
                       "no containers)")
 
@@ -119,6 +125,13 @@ def numba_unindex(g, x, index):
             return out
         numeric_g = numeric_type(g)
         return add_each
+    if isinstance(x, types.List) and isinstance(index, types.Integer) and (
+            numeric_type(x.dtype) or array_type(x.dtype, 3)):
+        def item(g, x, index):      # (a list of zeros with `g` at the item)
+            out = [runtime.zeros_like(v) for v in x]
+            out[index] = runtime.unbroadcast(g, x[index])
+            return out
+        return item
     at = getattr(index, "literal_value", None)
     if isinstance(x, types.BaseTuple) and isinstance(at, int) and -len(x) <= at < len(x):
         # (an element of a tuple: the adjoint `g` there, a zero of each other's type)

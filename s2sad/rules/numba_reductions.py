@@ -10,7 +10,7 @@ from numba import types
 from numba.core.errors import TypingError
 from numba.extending import overload
 
-from . import containers, products, reductions, runtime, tangents, writes
+from . import containers, products, pytrees, reductions, runtime, tangents, writes
 from .numba_overloads import (_around_axis, _axis_of, _made, array_type, axis_type, no_axis,
                               numeric_type)
 
@@ -257,3 +257,66 @@ def numba_best_index(keys, largest):
                 at = i
         return at
     return best
+
+
+@overload(pytrees.from_array)
+def numba_from_array(g, like):
+    # (the adjoint of `np.array(items)` of a list of numbers or of arrays: its rows, in a
+    # list; a number, the zero or a uniform adjoint, in every place)
+    items = like.dtype if isinstance(like, types.List) else None
+    if numeric_type(items) and isinstance(g, types.Array) and g.ndim == 1:
+        def numbers(g, like):
+            if g.shape[0] != len(like):
+                raise ValueError("s2sad: the adjoint of a list of another length")
+            return [g[i] for i in range(len(like))]
+        return numbers
+    if array_type(items, 3) and isinstance(g, types.Array) and g.ndim == items.ndim + 1:
+        def rows(g, like):
+            if g.shape[0] != len(like):
+                raise ValueError("s2sad: the adjoint of a list of another length")
+            return [g[i].copy() for i in range(len(like))]
+        return rows
+    if (numeric_type(items) or array_type(items, 3)) and numeric_type(g):
+        return lambda g, like: [runtime.unbroadcast(g, v) for v in like]
+    if array_type(like, 3) and array_type(g, 3):
+        return lambda g, like: g.astype(np.float64)
+    raise TypingError(f"no native adjoint of np.array() of {like} (s2sad's numba backend takes "
+                      "a list of numbers or of arrays)")
+
+
+@overload(containers.key_order)
+def numba_key_order(keys, reverse=False):
+    # (the positions in the order Python's sorted() puts the items, stable, also reversed)
+    if not ((isinstance(keys, types.List) and isinstance(keys.dtype, (types.Float,
+                                                                      types.Integer)))
+            or array_type(keys) and keys.ndim == 1):
+        raise TypingError(f"no native sorted() of {keys} with a key (s2sad's numba backend "
+                          "takes keys that are numbers)")
+
+    def order(keys, reverse=False):
+        k = np.array(keys, np.float64)
+        if np.isnan(k).any():
+            raise ValueError("s2sad's sorted() for Numba takes keys without NaN (Python's "
+                             "order of NaNs is not a sort)")
+        return list(np.argsort(-k if reverse else k, kind="mergesort"))
+    return order
+
+
+def _indexed(obj):
+    """Whether a loop over the Numba type `obj` indexes it itself: a list, tuple or array."""
+    return isinstance(obj, (types.List, types.BaseTuple, types.Array))
+
+
+@overload(containers.sequence)
+def numba_sequence(obj):
+    if _indexed(obj):
+        return lambda obj: obj
+    raise TypingError(f"no native loop over {obj} (s2sad's numba backend loops over lists, "
+                      "tuples and arrays)")
+
+
+@overload(containers.unsequence)
+def numba_unsequence(d, obj, zero):
+    if _indexed(obj):
+        return lambda d, obj, zero: d
+    raise TypingError(f"no native adjoint of a loop over {obj}")
