@@ -119,6 +119,10 @@ def _call_reason(call, ctx, names):
         return None         # the user's function, compiled with numba.njit by the driver
     if obj is None:
         return None if isinstance(func, gast.Attribute) else f"a call of {name}()"
+    if obj is np.linalg.norm and any(isinstance(a, gast.Constant) and isinstance(a.value, str)
+                                     for a in call.args + [k.value for k in call.keywords]):
+        return ("np.linalg.norm with ord a string, which Numba's takes as an error (write "
+                "np.linalg.norm(x) for the Frobenius norm of a matrix)")
     if (getattr(obj, "targetoptions", None) is not None or obj in _BUILTINS
             or isinstance(obj, (np.ufunc, type)) and obj is not object):
         return None

@@ -1,16 +1,19 @@
-"""The Numba versions of the runtime helpers of NumPy's products, reductions and writes
-that loops over small arrays meet (`np.dot` of two rows, `np.prod`, `np.var` and `np.std`
-with `ddof`, `np.linalg.norm`, `y[y < 0] = 0.0`, Python's `sum`, `min` and `max`), and the parts of those functions Numba
-lacks (`ddof=`, `ord="fro"`): as in rules/numba_overloads.py, `numba_NAME` is the overload
-of the helper `NAME`, `numpy_NAME` of NumPy's function, each picking from the Numba types
-the plain NumPy code for them, or a TypingError that says what it takes.
+"""The Numba versions of the runtime helpers that loops over small arrays meet: NumPy's
+products, reductions and writes (`np.dot` of two rows, `np.prod`, `np.var` and `np.std`
+with `ddof`, `np.linalg.norm`, `y[y < 0] = 0.0`, `x.T`), Python's `sum`, `min`, `max` and
+`sorted` with a key, loops over lists and the lists they build; and the parts of NumPy's
+functions Numba lacks (`ddof=`, `axis=`). As in rules/numba_overloads.py, `numba_NAME` is
+the overload of the helper `NAME`, `numpy_NAME` of NumPy's function, each picking from
+the Numba types the plain NumPy code for them, or a TypingError that says what it takes.
+(`np.linalg.norm(x, "fro")` is refused before Numba sees it, by after_ad/native_check.py:
+Numba's own takes any string, and raises when it runs.)
 """
 import numpy as np
 from numba import types
 from numba.core.errors import TypingError
 from numba.extending import overload
 
-from . import containers, products, pytrees, reductions, runtime, tangents, writes
+from . import containers, layout, products, pytrees, reductions, runtime, tangents, writes
 from .numba_overloads import (_around_axis, _axis_of, _made, array_type, axis_type, no_axis,
                               numeric_type)
 
@@ -100,6 +103,25 @@ def numba_prod_others(x, axis=None):
         "                out[i, r, j] = out[i, r, j] * acc",
         "                acc = acc * b[i, r, j]",
         "    return out.reshape(x.shape)", np=np)
+
+
+@overload(np.prod)
+def numpy_prod(a, axis=None):
+    # (along one axis, an integer known when it runs, which Numba's np.prod does not take)
+    if not (isinstance(a, types.Array) and isinstance(a.dtype, types.Float)
+            and axis_type(axis)):
+        return None
+    n = a.ndim
+    shape = "".join(f"a.shape[{j}] if {j} < k else a.shape[{j + 1}], " for j in range(n - 1))
+    return _made(
+        "def prod(a, axis=None):", *_axis_of(n), *_around_axis(n),
+        "    b = np.ascontiguousarray(a).reshape((before, m, after))",
+        "    out = np.ones((before, after))",
+        "    for i in range(before):",
+        "        for r in range(m):",
+        "            for j in range(after):",
+        "                out[i, j] = out[i, j] * b[i, r, j]",
+        f"    return out.reshape(({shape}))" if n > 1 else "    return out[0, 0]", np=np)
 
 
 # -- np.var and np.std with ddof -----------------------------------------------------------
@@ -219,15 +241,6 @@ def numba_norm_dot(t, x, ans, ord=None, axis=None, keepdims=False):
         ans if ans != 0 else 1.0)
 
 
-@overload(np.linalg.norm, prefer_literal=True)
-def numpy_norm(x, ord=None):
-    # (the Frobenius norm, which Numba's np.linalg.norm takes only as ord=None)
-    if (isinstance(x, types.Array) and x.ndim == 2 and isinstance(x.dtype, types.Float)
-            and getattr(ord, "literal_value", None) == "fro"):
-        return lambda x, ord=None: np.sqrt(np.sum(x * x))
-    return None
-
-
 # -- Python's sum, min and max of a list or an array ---------------------------------------
 @overload(runtime.unsum)
 def numba_unsum(g, items):
@@ -320,3 +333,14 @@ def numba_unsequence(d, obj, zero):
     if _indexed(obj):
         return lambda d, obj, zero: d
     raise TypingError(f"no native adjoint of a loop over {obj}")
+
+
+@overload(layout.untranspose)
+def numba_untranspose(g, axes=None):
+    # (the adjoint of `x.T` or `np.transpose(x)`, which reverses the axes: `g` transposed)
+    if numeric_type(g):
+        return lambda g, axes=None: g           # (the zero)
+    if isinstance(g, types.Array) and no_axis(axes):
+        return lambda g, axes=None: g.T
+    raise TypingError(f"no native adjoint of np.transpose of {g} along axes {axes} (s2sad's "
+                      "numba backend reverses the axes)")
