@@ -261,10 +261,11 @@ def test_combine_terms_moves_no_call_of_a_helper_that_writes():
 
 def test_every_numba_version_is_of_a_helper_declared_numba():
     pytest.importorskip("numba")
-    from s2sad.rules import numba_overloads, numba_runtime
+    from s2sad.rules import numba_overloads, numba_reductions, numba_runtime
     declared = {n for n, f in FACTS.items() if f.numba}
-    versions = {n[len("numba_"):] for n in vars(numba_overloads) if n.startswith("numba_")}
-    assert declared == versions
+    versions = [n[len("numba_"):] for m in (numba_overloads, numba_reductions) for n in vars(m)
+                if n.startswith("numba_")]
+    assert declared == set(versions) and len(versions) == len(set(versions))
     assert {h.__name__ for h in numba_runtime.versions()} == declared
 
 

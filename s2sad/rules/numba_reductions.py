@@ -13,7 +13,8 @@ from numba import types
 from numba.core.errors import TypingError
 from numba.extending import overload
 
-from . import containers, layout, products, pytrees, reductions, runtime, tangents, writes
+from . import (containers, layout, products, pytrees, reductions, runtime, tangents,
+               writes)
 from .numba_overloads import (_around_axis, _axis_of, _made, array_type, axis_type, no_axis,
                               numeric_type)
 

@@ -21,10 +21,11 @@ def native():
 
 
 def register():
-    """Register the Numba versions (an optional dependency: imported here, once); the
-    module that has most of them (and the constants numba_api reads)."""
-    from . import numba_overloads, numba_reductions  # noqa: PLC0415, F401 - Numba, when used
-    return numba_overloads
+    """Register the Numba versions (an optional dependency: imported here, once; the
+    module of the reductions imports the other); the module that has most of them (and the
+    constants numba_api reads)."""
+    from . import numba_reductions  # noqa: PLC0415, F401 - Numba, only when it is used
+    return sys.modules[f"{__package__}.numba_overloads"]
 
 
 def versions():
