@@ -191,3 +191,23 @@ def test_what_numba_cannot_take_is_refused_naming_the_function():
 def test_sorted_keys_with_nan_are_refused_not_sorted():
     with pytest.raises(ValueError, match="NaN"):
         s2sad.grad(ordered, backend="numba")(np.array([0.3, np.nan, 2.5, 0.9]))
+
+
+def product_of_rows(x):
+    return np.sum(np.prod(x, axis=1))
+
+
+def test_hvp_of_a_product_against_differences_of_the_products_of_the_others():
+    def others(y):          # the gradient of np.prod, each element's product of the others
+        return np.array([np.prod(np.delete(y, i)) for i in range(len(y))])
+    h = 1e-5
+    x = np.array([0.7, -1.3, 2.0, 0.0, 1.1])
+    v = np.linspace(-1.0, 1.0, 5)
+    expected = (others(x + h * v) - others(x - h * v)) / (2 * h)
+    np.testing.assert_allclose(s2sad.hvp(product, backend="numba")(x, v), expected,
+                               rtol=1e-6, atol=1e-8)
+    m, w = x[:4].reshape(2, 2), v[:4].reshape(2, 2)
+    expected = (np.array([others(r) for r in m + h * w])
+                - np.array([others(r) for r in m - h * w])) / (2 * h)
+    np.testing.assert_allclose(s2sad.hvp(product_of_rows, backend="numba")(m, w), expected,
+                               rtol=1e-6, atol=1e-8)

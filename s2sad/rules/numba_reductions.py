@@ -76,34 +76,52 @@ def numba_zero_at(g, index):
 
 
 # -- np.prod -------------------------------------------------------------------------------
-@overload(reductions.prod_others)
-def numba_prod_others(x, axis=None):
-    # (each element's product of the others, by the products before it and after it: no
-    # division, so that zeros are exact)
+def _others(x, axis, dual):
+    """The code of `prod_others(x, axis)` (each element's product of the others, by the
+    products before it and after it: no division, so that zeros are exact), or where
+    `dual` its tangent along `t`, `prod_others_dot(x, t, axis)` (the same products of dual
+    numbers); of the whole array or one axis."""
     if numeric_type(x) and no_axis(axis):
-        return lambda x, axis=None: 1.0
+        return (lambda x, t, axis=None: 0.0) if dual else (lambda x, axis=None: 1.0)
     if not (array_type(x, 3) and (no_axis(axis) or axis_type(axis))):
         raise TypingError(f"no native derivative of np.prod of {x} along {axis} (s2sad's "
                           "takes the whole array or one axis)")
     n = x.ndim
     where = (["    before, after, m, k = 1, 1, x.size, 0"] if no_axis(axis) else
              [*_axis_of(n), *[line.replace("a.", "x.") for line in _around_axis(n)]])
+    step = ["                acc, dacc = acc * b[i, r, j], dacc * b[i, r, j] + acc * c[i, r, j]"]
     return _made(
-        "def others(x, axis=None):",
+        f"def others(x, {'t, ' if dual else ''}axis=None):",
         *where,
         "    b = np.ascontiguousarray(x).reshape((before, m, after))",
+        "    c = np.ascontiguousarray(t).reshape((before, m, after))" if dual else
+        "    c = b",
         "    out = np.empty((before, m, after))",
+        "    dout = np.empty((before, m, after))",
         "    for i in range(before):",
         "        for j in range(after):",
-        "            acc = 1.0",
+        "            acc, dacc = 1.0, 0.0",
         "            for r in range(m):",
-        "                out[i, r, j] = acc",
-        "                acc = acc * b[i, r, j]",
-        "            acc = 1.0",
+        "                out[i, r, j], dout[i, r, j] = acc, dacc",
+        *step,
+        "            acc, dacc = 1.0, 0.0",
         "            for r in range(m - 1, -1, -1):",
+        "                dout[i, r, j] = dout[i, r, j] * acc + out[i, r, j] * dacc",
         "                out[i, r, j] = out[i, r, j] * acc",
-        "                acc = acc * b[i, r, j]",
-        "    return out.reshape(x.shape)", np=np)
+        *step,
+        f"    return {'dout' if dual else 'out'}.reshape(x.shape)", np=np)
+
+
+@overload(reductions.prod_others)
+def numba_prod_others(x, axis=None):
+    return _others(x, axis, dual=False)
+
+
+@overload(reductions.prod_others_dot)
+def numba_prod_others_dot(x, t, axis=None):
+    if not (numeric_type(t) and numeric_type(x) or array_type(t, 3)):
+        raise TypingError(f"no native tangent of np.prod's derivative along {t}")
+    return _others(x, axis, dual=True)
 
 
 @overload(np.prod)

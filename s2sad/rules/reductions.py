@@ -290,7 +290,7 @@ def prod_others(x, axis=None):
 helper_adjoint(prod_others, x="_s2s_prod_others_dot(x, _s2s_rebroadcast(ans_bar, x), axis)")
 
 
-@helper(params="x, u, axis=None",
+@helper(params="x, u, axis=None", numba=True,
         tangent=("_s2s_prod_others_dot2(x, u, t, axis)", "_s2s_prod_others_dot(x, t, axis)"))
 def prod_others_dot(x, t, axis=None):
     """The tangent of `prod_others(x, axis)` along `t` (products of dual numbers, so
