@@ -211,3 +211,20 @@ def test_hvp_of_a_product_against_differences_of_the_products_of_the_others():
                 - np.array([others(r) for r in m - h * w])) / (2 * h)
     np.testing.assert_allclose(s2sad.hvp(product_of_rows, backend="numba")(m, w), expected,
                                rtol=1e-6, atol=1e-8)
+
+
+def two_norms(x):
+    return np.linalg.norm(x) * 2.0 + np.linalg.norm(x[0], 2) ** 3
+
+
+def test_hvp_of_norms_against_differences_of_their_gradient():
+    def exact_grad(y):      # d||y|| = y / ||y||, of the whole matrix and of its first row
+        out = 2.0 * y / np.linalg.norm(y)
+        out[0] += 3 * np.linalg.norm(y[0]) * y[0]
+        return out
+    h = 1e-5
+    x = rng.normal(size=(2, 3))
+    v = np.linspace(-1.0, 1.0, 6).reshape(2, 3)
+    expected = (exact_grad(x + h * v) - exact_grad(x - h * v)) / (2 * h)
+    np.testing.assert_allclose(s2sad.hvp(two_norms, backend="numba")(x, v), expected,
+                               rtol=1e-6, atol=1e-8)

@@ -253,6 +253,21 @@ def numba_norm(g, x, ans, ord=None, axis=None, keepdims=False):
         g / (ans if ans != 0 else 1.0)) * x
 
 
+@overload(runtime.norm_adjoint_dot, prefer_literal=True)
+def numba_norm_adjoint_dot(g, x, n, t, which, ord=None, axis=None, keepdims=False):
+    # (the tangent of `norm`'s adjoint along `x` (which=0), or along the norm `n`)
+    _two_norm(x, ord, axis, "second derivative")
+    along = getattr(which, "literal_value", None)
+    if along == 0:
+        return lambda g, x, n, t, which, ord=None, axis=None, keepdims=False: (
+            g / (n if n != 0 else 1.0)) * t
+    if along == 1:
+        return lambda g, x, n, t, which, ord=None, axis=None, keepdims=False: (
+            -g * t / n / (n if n != 0 else 1.0)) * x
+    raise TypingError("s2sad's second derivative of np.linalg.norm for Numba takes which as "
+                      "a constant")
+
+
 @overload(tangents.norm_dot)
 def numba_norm_dot(t, x, ans, ord=None, axis=None, keepdims=False):
     _two_norm(x, ord, axis, "tangent")

@@ -523,7 +523,7 @@ helper_adjoint(norm, params="g, x, n, ord=None, axis=None, keepdims=False", name
                   "axis, keepdims), axis=axis, keepdims=keepdims), n)"))
 
 
-@helper(params="g, x, n, s, which, ord=None, axis=None, keepdims=False", tangent=(
+@helper(params="g, x, n, s, which, ord=None, axis=None, keepdims=False", numba=True, tangent=(
     "_s2s_norm_adjoint_dot(t, x, n, s, which, ord, axis, keepdims)",
     *["_s2s_no_second_derivative(\"np.linalg.norm's adjoint\")"] * 2,
     "_s2s_norm_adjoint_dot(g, x, n, t, which, ord, axis, keepdims)"))
