@@ -228,3 +228,22 @@ def test_hvp_of_norms_against_differences_of_their_gradient():
     expected = (exact_grad(x + h * v) - exact_grad(x - h * v)) / (2 * h)
     np.testing.assert_allclose(s2sad.hvp(two_norms, backend="numba")(x, v), expected,
                                rtol=1e-6, atol=1e-8)
+
+
+def weights_listed(p):
+    return np.sum(np.array([0.5, 1.0, 2.0]) * p ** 2)
+
+
+WEIGHTS = np.array([0.5, 1.0, 2.0])
+
+
+def weights_global(p):
+    return np.sum(WEIGHTS * p ** 2)
+
+
+def test_a_list_of_numbers_is_refused_saying_to_write_a_global_array_which_compiles():
+    p = np.array([0.3, -0.7, 1.1])
+    with pytest.raises(NativeBackendError, match=r"small_arrays.py:\d+: .*XS = np.array"):
+        s2sad.grad(weights_listed, backend="numba")(p)
+    np.testing.assert_allclose(s2sad.grad(weights_global, backend="numba")(p),
+                               fd_array_grad(weights_global, (p,), 0), rtol=1e-6)

@@ -71,12 +71,22 @@ def _reason(s, ctx, names):
         for n in [m for p in (part if isinstance(part, list) else [part])
                   if isinstance(p, gast.AST) for m in syntax.walk(p)]:
             if isinstance(n, _CONTAINERS) and not _tape_list(s, n):
-                return f"a {type(n).__name__.lower()} ({syntax.unparse(n)})"
+                return f"a {type(n).__name__.lower()} ({syntax.unparse(n)}){_constants(n)}"
             if isinstance(n, gast.Call):
                 reason = _call_reason(n, ctx, names)
                 if reason is not None:
                     return reason
     return None
+
+
+def _constants(n):
+    """What to write for a list of numbers written out (`[0.0, 0.5, 1.0]`), else ""."""
+    if isinstance(n, (gast.List, gast.Tuple)) and n.elts and all(
+            isinstance(e, gast.Constant) and isinstance(e.value, (int, float))
+            and not isinstance(e.value, bool) for e in n.elts):
+        return (" (an array of these numbers, a global of the module such as XS = "
+                f"np.array({syntax.unparse(n)}), compiles: Numba reads it as a constant)")
+    return ""
 
 
 def _tape_list(s, n):
