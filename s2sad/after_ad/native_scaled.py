@@ -6,14 +6,15 @@ The pullback of `t = g(a)`, `t` a number, is `a_bar = t_bar * g_gradient`, an ar
 large as `a`, which is then added into parts of the caller's adjoints (through the pieces
 of `_s2s_split_like` where `a` was a concatenation) and read no more. Where every read of
 that product is such an addition, each addition is `_s2s_add_scaled(x_bar[...],
-a_bar_scale, piece)` (rules/fusion.py): the number times each element, added in place,
-and the product is never made. In a recursion (det's expansion by minors) that is one
-array less at each call of each level.
+g_gradient_scale, piece)` (rules/fusion.py): the number times each element, added in
+place, and the product is never made. In a recursion (det's expansion by minors) that is
+one array less at each call above the leaves.
 
 It applies where
 - the gradient is bound only by the graded call and read back from a tape, and no
-  statement writes into it or passes it to a function (but the tape's `append` and
-  `_s2s_split_like`, which takes views): deferring its read changes nothing;
+  statement writes into it, passes it to a function (but the tape's `append`; arithmetic
+  of it is an array of its own), takes a view of it or binds another name to it:
+  deferring its read to the additions changes nothing;
 - the scale is a number computed from names and constants that no statement between the
   product and its last addition binds;
 - each addition is `x += p` into an array, or a part of one by slices only (a view, which
@@ -79,32 +80,50 @@ def run(fn, ctx):
 
 def _owned_gradients(fn, graded):
     """The names bound only as the gradient of a graded call (`t, g = f_value_and_grad(a)`)
-    or read back from a tape, that nothing writes into or passes to a function."""
+    or read back from a tape, that nothing writes into, passes to a function (but the
+    tape's `append`), takes a view of or binds another name to."""
     bound, other = set(), set()
     for s in syntax.statements(fn):
-        if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Tuple):
-            v = s.targets[0].elts
-            if (isinstance(s.value, gast.Call) and syntax.is_name(s.value.func)
-                    and s.value.func.id in graded and len(v) == 2):
-                bound |= {e.id for e in v[1:] if isinstance(e, gast.Name)}
-                other |= set(syntax.names_stored(v[0]))
-                continue
-            if (isinstance(s.value, gast.Subscript) and syntax.is_name(s.value.value)
-                    and s.value.value.id.startswith("_s2s_tape")):
-                continue        # (read back: what the forward sweep pushed)
-        for t in getattr(s, "targets", None) or [getattr(s, "target", None)]:
+        value, targets = getattr(s, "value", None), getattr(s, "targets", None)
+        if isinstance(s, gast.Assign) and isinstance(value, gast.Call) and syntax.is_name(
+                value.func) and value.func.id in graded and isinstance(
+                    targets[0], gast.Tuple) and len(targets[0].elts) == 2:
+            bound |= {e.id for e in targets[0].elts[1:] if isinstance(e, gast.Name)}
+            other |= set(syntax.names_stored(targets[0].elts[0]))
+            continue
+        if isinstance(s, gast.Assign) and isinstance(value, gast.Subscript) and \
+                syntax.is_name(value.value) and value.value.id.startswith("_s2s_tape"):
+            continue        # (read back: what the forward sweep pushed)
+        for t in targets or [getattr(s, "target", None)]:
             if t is not None:   # (bound otherwise, or written into)
                 other |= {n.id for n in syntax.name_nodes(t)}
+        if isinstance(s, gast.Assign) and syntax.is_name(value):
+            other.add(value.id)         # (another name for it)
+    pushed = set()
     for c in syntax.walk(fn):
-        if not isinstance(c, gast.Call):
-            continue
-        if isinstance(c.func, gast.Attribute) and c.func.attr == "append" or (
-                syntax.is_name(c.func) and (c.func.id.startswith("_s2s_split_like")
-                                            or c.func.id in graded)):
-            continue
-        other |= {n.id for a in [c.func] + c.args + [k.value for k in c.keywords]
-                  for n in syntax.name_nodes(a)}
+        if isinstance(c, gast.Call) and isinstance(c.func, gast.Attribute) and \
+                c.func.attr == "append":
+            pushed |= {id(a) for a in c.args}
+        elif isinstance(c, gast.Call) and not (syntax.is_name(c.func) and c.func.id in graded):
+            other |= {n for a in [c.func] + c.args + [k.value for k in c.keywords]
+                      for n in _direct(a)}
+        elif isinstance(c, (gast.Subscript, gast.Attribute)) and syntax.is_name(c.value):
+            other.add(c.value.id)       # (a view of it)
+    for c in syntax.walk(fn):
+        if isinstance(c, (gast.Tuple, gast.List)) and id(c) not in pushed and isinstance(
+                c.ctx, gast.Load):
+            other |= {e.id for e in c.elts if isinstance(e, gast.Name)}
     return bound - other
+
+
+def _direct(e):
+    """The names `e` reads other than as an operand of arithmetic, whose result is an
+    array of its own."""
+    if isinstance(e, gast.Name):
+        return {e.id}
+    if isinstance(e, (gast.BinOp, gast.UnaryOp)):
+        return set()
+    return {n for c in syntax.children(e) for n in _direct(c)}
 
 
 def _name_products(fn, owned, ctx):
