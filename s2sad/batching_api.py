@@ -20,7 +20,7 @@ from .compilation import NoKey, arg_types_of, call_key
 from .errors import BatchingLoopWarning, S2SADError, outside_stacklevel
 from .forward_api import gradient_of
 from .frontend import gradients
-from .frontend.source import function_from_source
+from .frontend.source import function_from_source, identifier
 from .hessian_api import hvp
 from .options import Options, Variant
 from .ad.batching import GENERATORS
@@ -427,7 +427,7 @@ class BatchedCall(api.custom_vjp):
 
     def __init__(self, loop):
         super().__init__(loop)
-        f, params, extras, in_axes, out_axes = loop.s2s_vmap_of
+        f, params, extras, in_axes, out_axes, where = loop.s2s_vmap_of
         axes = tuple(in_axes) + (None,) * len(extras)
         outs = out_axes if isinstance(out_axes, tuple) else (out_axes,)
         batched = vmap(f, axes, out_axes)
@@ -435,7 +435,7 @@ class BatchedCall(api.custom_vjp):
         gradients_of = {}     # wrt -> vmap of cotangent's gradient with respect to wrt
 
         def fwd(*args):
-            return _one_per_axis(batched(*args), out_axes), args
+            return _one_per_axis(batched(*args), out_axes, where), args
 
         def bwd(args, g):
             wrt = tuple(i for i, a in enumerate(args) if runtime.carries_derivative(a))
@@ -463,14 +463,14 @@ class BatchedCall(api.custom_vjp):
             wrt = tuple(i for i, (a, t) in enumerate(zip(primals, tangents))
                         if t is not None and runtime.carries_derivative(a))
             if not wrt:
-                value = _one_per_axis(batched(*primals), out_axes)
+                value = _one_per_axis(batched(*primals), out_axes, where)
                 return value, pytrees.zeros_like(value)
             if wrt not in jvps:
                 jvps[wrt] = vmap(gradients.jvp_function(f, wrt, forward_api.jvp),
                                  axes + tuple(axes[i] for i in wrt), (out_axes, out_axes))
             try:
                 value, tangent = jvps[wrt](*primals, *(tangents[i] for i in wrt))
-                return _one_per_axis(value, out_axes), tangent
+                return _one_per_axis(value, out_axes, where), tangent
             except S2SADError:      # (a tangent code the batching transform refuses)
                 return forward_api.jvp(loop, tuple(primals), tuple(
                     t if i in wrt else None for i, t in enumerate(tangents)))
@@ -573,12 +573,11 @@ def _loop_source(loop, n, role):
     return made
 
 
-def _one_per_axis(value, out_axes):
+def _one_per_axis(value, out_axes, where):
     """`value`, refused where it is a tuple and `out_axes` one int (as the loop refuses
-    it: the cotangent function reads one result)."""
+    it: the cotangent function reads one result), naming `where`, the call's line."""
     if isinstance(value, tuple) and not isinstance(out_axes, tuple):
-        raise S2SADError("vmap called inside a differentiated function takes a function "
-                         "that returns a tuple with out_axes a tuple, one axis per result")
+        raise S2SADError((where + ": " if where else "") + gradients.ONE_PER_AXIS)
     return value
 
 
@@ -592,7 +591,8 @@ def _cotangent(f, n, m, many):
     terms = [f"np.sum(y[{j}] * {b})" if many else f"np.sum(y * {b})"
              for j, b in enumerate(bars)]
     made = function_from_source(
-        f"def {getattr(f, '__name__', 'f')}_cotangent({', '.join(args + bars)}):\n"
+        f"def {identifier(f) if hasattr(f, '__name__') else 'f'}_cotangent("
+        f"{', '.join(args + bars)}):\n"
         f"    y = {value}\n    return {' + '.join(terms)}\n", {"_s2s_f": f, "np": np},
         own=True)
     made.__module__ = getattr(f, "__module__", None) or "__main__"
