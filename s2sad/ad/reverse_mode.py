@@ -55,8 +55,8 @@ from ..before_ad.checkpointed_loops import is_checkpointed
 from .checkpointed import CheckpointedLoop, checkpointed, rename_apart
 from .inplace import InPlaceWrites, final_element_reads
 from .simplify import doubled, on_numbers, simplify, template_name
-from .tapes import (LoopPlan, bound_before_loops, is_range, loops_in, nested_stores,
-                    own_statements, rematerialized)
+from .tapes import (LoopPlan, bound_before_loops, free_loads, is_range, loops_in,
+                    nested_stores, own_statements, rematerialized)
 
 
 def run(fn, ctx):
@@ -510,6 +510,9 @@ class Reverse(CallAdjoints):
             + "\n".join("        " + line for line in skeleton.splitlines()))
 
     def if_(self, s, defined):
+        raising = [syntax.always_raises(b) for b in (s.body, s.orelse)]
+        if raising.count(True) == 1:    # (a pullback never runs after the arm that raises)
+            return self.block(s.orelse if raising[0] else s.body, defined)
         branches = []
         for stmts in (s.body, s.orelse):
             d = set(defined)
@@ -580,7 +583,7 @@ class Reverse(CallAdjoints):
         # what the reversed body reads of this iteration; a value an inner reversed loop
         # unpacks from its own tape is that loop's business, but the same name read
         # elsewhere in the body still needs this iteration's value
-        record = sorted(n for n in _free_loads(body, set())
+        record = sorted(n for n in free_loads(body, set())
                         if n in self.primal_names and n in info.defined_inside)
         again = self.recomputable(s, record, info.defined_inside)
         body[:0] = again
@@ -762,22 +765,6 @@ def _equal_terms_doubled(terms, kinds):
 
 def _same(a, b):
     return isinstance(a, gast.Name) and isinstance(b, gast.Name) and a.id == b.id
-
-
-def _free_loads(stmts, bound):
-    """Names `stmts` read that are not bound by an enclosing `for` target among them."""
-    out = set()
-    for s in stmts:
-        if isinstance(s, gast.For):
-            out |= set(syntax.names_loaded(s.iter)) - bound
-            again = {x.targets[0].id for x in s.body if marks.RECOMPUTED.of(x)}
-            out |= _free_loads(s.body, bound | set(syntax.names_stored(s.target)) | again)
-        elif isinstance(s, (gast.If, gast.While)):
-            out |= set(syntax.names_loaded(s.test)) - bound
-            out |= _free_loads(s.body, bound) | _free_loads(s.orelse, bound)
-        else:
-            out |= set(syntax.names_loaded(s)) - bound
-    return out
 
 
 def _operands(v):
