@@ -472,3 +472,24 @@ def test_numba_backend_an_arm_that_raises_in_a_loop(fn):
     assert_close(s2sad.hessian(f, backend="numba")(X), fd_hessian(f, X), rtol=1e-5, atol=1e-6)
     pullback = s2sad.source(fn, wrt=(0, 1)).split("_pullback(")[1]
     assert " if " not in pullback and "else" not in pullback     # (nor a test taped for it)
+
+
+def history(x, s):
+    ys = []
+    y = x * s
+    for i in range(4):
+        ys.append(y)
+        y = np.sin(y) * 0.5
+        if np.any(np.isnan(y)):
+            raise ValueError("diverged")                # the user's own raise
+    return np.sum(ys[1] * ys[-1])
+
+
+def test_a_list_appended_to_in_a_loop_that_may_raise():
+    # (the append's list was refused as another name's stale list, read after the write)
+    expected = fd_grad(history, (X, 1.5), (0, 1))
+    assert_close(s2sad.grad(history, wrt=(0, 1))(X, 1.5), expected)
+    _, tangent = s2sad.jvp(history, (X, 1.5), (V, 0.5))
+    assert_close(tangent, np.dot(expected[0], V) + 0.5 * expected[1])
+    f = _of_x(history, 1.5)
+    assert_close(s2sad.hessian(f)(X), fd_hessian(f, X), rtol=1e-5, atol=1e-6)
