@@ -428,6 +428,7 @@ class BatchedCall(api.custom_vjp):
     def __init__(self, loop):
         super().__init__(loop)
         f, params, extras, in_axes, out_axes = loop.s2s_vmap_of
+        where = loop.s2s_vmap_where
         axes = tuple(in_axes) + (None,) * len(extras)
         outs = out_axes if isinstance(out_axes, tuple) else (out_axes,)
         batched = vmap(f, axes, out_axes)
@@ -435,7 +436,7 @@ class BatchedCall(api.custom_vjp):
         gradients_of = {}     # wrt -> vmap of cotangent's gradient with respect to wrt
 
         def fwd(*args):
-            return _one_per_axis(batched(*args), out_axes), args
+            return _one_per_axis(batched(*args), out_axes, where), args
 
         def bwd(args, g):
             wrt = tuple(i for i, a in enumerate(args) if runtime.carries_derivative(a))
@@ -463,14 +464,14 @@ class BatchedCall(api.custom_vjp):
             wrt = tuple(i for i, (a, t) in enumerate(zip(primals, tangents))
                         if t is not None and runtime.carries_derivative(a))
             if not wrt:
-                value = _one_per_axis(batched(*primals), out_axes)
+                value = _one_per_axis(batched(*primals), out_axes, where)
                 return value, pytrees.zeros_like(value)
             if wrt not in jvps:
                 jvps[wrt] = vmap(gradients.jvp_function(f, wrt, forward_api.jvp),
                                  axes + tuple(axes[i] for i in wrt), (out_axes, out_axes))
             try:
                 value, tangent = jvps[wrt](*primals, *(tangents[i] for i in wrt))
-                return _one_per_axis(value, out_axes), tangent
+                return _one_per_axis(value, out_axes, where), tangent
             except S2SADError:      # (a tangent code the batching transform refuses)
                 return forward_api.jvp(loop, tuple(primals), tuple(
                     t if i in wrt else None for i, t in enumerate(tangents)))
@@ -573,11 +574,11 @@ def _loop_source(loop, n, role):
     return made
 
 
-def _one_per_axis(value, out_axes):
+def _one_per_axis(value, out_axes, where):
     """`value`, refused where it is a tuple and `out_axes` one int (as the loop refuses
-    it: the cotangent function reads one result)."""
+    it: the cotangent function reads one result), the error beginning with `where`."""
     if isinstance(value, tuple) and not isinstance(out_axes, tuple):
-        raise S2SADError("vmap called inside a differentiated function takes a function "
+        raise S2SADError(f"{where}vmap called inside a differentiated function takes a function "
                          "that returns a tuple with out_axes a tuple, one axis per result")
     return value
 

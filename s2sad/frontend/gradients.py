@@ -296,7 +296,7 @@ def forward_function(kind, standing, n, i):
 _forward = weakref.WeakKeyDictionary()      # {jvp's standing: {(kind, n, i): function}}
 
 
-def vmap_function(primal, params, extras, in_axes, out_axes):
+def vmap_function(primal, params, extras, in_axes, out_axes, where=""):
     """A Python function that stands for `vmap(primal, in_axes, out_axes)` where
     differentiated code calls it: a loop over the items of the batch that calls `primal`
     on each and stacks the results, which s2sad reads as it reads the user's code (so
@@ -305,9 +305,10 @@ def vmap_function(primal, params, extras, in_axes, out_axes):
     positional parameters of `primal` the call gives (the others keep their defaults);
     `in_axes` one int or None per parameter, `out_axes` an int, or a tuple of one
     int per result of a primal that returns a tuple. The batches must have one size, and
-    a result a tuple where `out_axes` is one, as `vmap` checks."""
+    a result a tuple where `out_axes` is one, as `vmap` checks; its errors begin with
+    `where`, the user's file and line of the call ("file:line: ")."""
     per_key = _forward.setdefault(primal, {})
-    key = ("vmap", tuple(params), tuple(extras), in_axes, out_axes)
+    key = ("vmap", tuple(params), tuple(extras), in_axes, out_axes, where)
     if key in per_key:
         return per_key[key]
     taken = set(params) | set(extras) | {"np"}
@@ -323,13 +324,13 @@ def vmap_function(primal, params, extras, in_axes, out_axes):
     lines = []
     for p, ax in batched:       # (an item of a list, tuple or dict is not `p[k]`)
         lines += [f"if isinstance({p}, (list, tuple, dict)):",
-                  "    raise _s2s_error('vmap called inside a differentiated function batches "
+                  f"    raise _s2s_error({where!r} 'vmap called inside a differentiated function batches "
                   "arrays along an axis, not lists, tuples or dicts: pass their arrays as "
                   "arguments of their own')"]
     lines.append(f"{size} = np.shape({first})[{axis}]")
     for p, ax in batched[1:]:
         lines += [f"if np.shape({p})[{ax}] != {size}:",
-                  "    raise _s2s_error('vmap: the batched arguments have batches of "
+                  f"    raise _s2s_error({where!r} 'vmap: the batched arguments have batches of "
                   "different sizes')"]
     items = [p if ax is None else f"{p}[{_item_index(ax, k)}]"
              for p, ax in zip(params, in_axes)]
@@ -341,14 +342,14 @@ def vmap_function(primal, params, extras, in_axes, out_axes):
     lines += [f"for {k} in range({size}):", f"    {result} = {call}"]
     if isinstance(out_axes, tuple):
         lines += [f"    if not isinstance({result}, tuple) or len({result}) != {len(outs)}:",
-                  f"        raise _s2s_error('vmap: out_axes={out_axes!r} needs a tuple of "
+                  f"        raise _s2s_error({where!r} 'vmap: out_axes={out_axes!r} needs a tuple of "
                   f"{len(outs)} results')"]
         lines += [f"    {s}.append({result}[{j}])" for j, s in enumerate(stacks)]
         returned = "(" + "".join(f"np.stack({s}, axis={ax}), "
                                  for s, ax in zip(stacks, outs)) + ")"
     else:
         lines += [f"    if isinstance({result}, tuple):",
-                  "        raise _s2s_error('vmap called inside a differentiated function "
+                  f"        raise _s2s_error({where!r} 'vmap called inside a differentiated function "
                   "takes a function that returns a tuple with out_axes a tuple, one axis "
                   "per result')",
                   f"    {stacks[0]}.append({result})"]
@@ -362,6 +363,7 @@ def vmap_function(primal, params, extras, in_axes, out_axes):
     made.__module__ = getattr(primal, "__module__", None) or "__main__"
     made.s2s_forward = "vmap"
     made.s2s_vmap_of = (primal, tuple(params), tuple(extras), in_axes, out_axes)
+    made.s2s_vmap_where = where
     per_key[key] = made
     return made
 
