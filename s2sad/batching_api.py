@@ -427,8 +427,7 @@ class BatchedCall(api.custom_vjp):
 
     def __init__(self, loop):
         super().__init__(loop)
-        f, params, extras, in_axes, out_axes = loop.s2s_vmap_of
-        where = loop.s2s_vmap_where
+        f, params, extras, in_axes, out_axes, where = loop.s2s_vmap_of
         axes = tuple(in_axes) + (None,) * len(extras)
         outs = out_axes if isinstance(out_axes, tuple) else (out_axes,)
         batched = vmap(f, axes, out_axes)

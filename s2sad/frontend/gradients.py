@@ -362,8 +362,7 @@ def vmap_function(primal, params, extras, in_axes, out_axes, where=""):
         {"_s2s_f": primal, "np": np, "_s2s_error": S2SADError}, own=True)
     made.__module__ = getattr(primal, "__module__", None) or "__main__"
     made.s2s_forward = "vmap"
-    made.s2s_vmap_of = (primal, tuple(params), tuple(extras), in_axes, out_axes)
-    made.s2s_vmap_where = where
+    made.s2s_vmap_of = (primal, tuple(params), tuple(extras), in_axes, out_axes, where)
     per_key[key] = made
     return made
 
