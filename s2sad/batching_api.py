@@ -20,7 +20,7 @@ from .compilation import NoKey, arg_types_of, call_key
 from .errors import BatchingLoopWarning, S2SADError, outside_stacklevel
 from .forward_api import gradient_of
 from .frontend import gradients
-from .frontend.source import function_from_source
+from .frontend.source import function_from_source, identifier
 from .hessian_api import hvp
 from .options import Options, Variant
 from .ad.batching import GENERATORS
@@ -575,10 +575,9 @@ def _loop_source(loop, n, role):
 
 def _one_per_axis(value, out_axes, where):
     """`value`, refused where it is a tuple and `out_axes` one int (as the loop refuses
-    it: the cotangent function reads one result), the error beginning with `where`."""
+    it: the cotangent function reads one result), naming `where`, the call's line."""
     if isinstance(value, tuple) and not isinstance(out_axes, tuple):
-        raise S2SADError(f"{where}vmap called inside a differentiated function takes a function "
-                         "that returns a tuple with out_axes a tuple, one axis per result")
+        raise S2SADError((where + ": " if where else "") + gradients.ONE_PER_AXIS)
     return value
 
 
@@ -592,7 +591,8 @@ def _cotangent(f, n, m, many):
     terms = [f"np.sum(y[{j}] * {b})" if many else f"np.sum(y * {b})"
              for j, b in enumerate(bars)]
     made = function_from_source(
-        f"def {getattr(f, '__name__', 'f')}_cotangent({', '.join(args + bars)}):\n"
+        f"def {identifier(f) if hasattr(f, '__name__') else 'f'}_cotangent("
+        f"{', '.join(args + bars)}):\n"
         f"    y = {value}\n    return {' + '.join(terms)}\n", {"_s2s_f": f, "np": np},
         own=True)
     made.__module__ = getattr(f, "__module__", None) or "__main__"

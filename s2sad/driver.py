@@ -24,7 +24,7 @@ from typing import Callable
 import gast
 import numpy as np
 
-from . import cache, emit, errors, marks, syntax
+from . import cache, emit, errors, helper_orders, marks, syntax
 from .compilation import Callee, Wrt, arg_types_key, default_arg_types, wrt_key
 from .errors import MissingRuleError, S2SADError, UnsupportedSyntaxError
 from .errors import InternalError
@@ -249,9 +249,9 @@ class _Build:
     def run(self, request):
         with _no_collection():
             top = self.make(request)
-            queue = [(top, None, None)]
+            queue = [(top, None, None, (request.fn,))]
             while queue:
-                derivative, within, entry = queue.pop()
+                derivative, within, entry, path = queue.pop()
                 for _, callee in derivative.callees:
                     # (reverse mode of the gradient code of `grad(f)` called in a function)
                     gradient = getattr(callee.fn, "s2s_gradient", None)
@@ -260,9 +260,17 @@ class _Build:
                     # the library function the user's code calls, this callee or above it
                     into = entry or ((callee.fn, derivative) if source.is_library(callee.fn)
                                      else None)
-                    new = self.callee(callee, inside, into, derivative.request)
+                    try:
+                        new = self.callee(callee, inside, into, derivative.request)
+                    except S2SADError as exc:
+                        # (s2sad's own helper, met at a higher order: the user's line)
+                        located = helper_orders.located(
+                            path + (callee.fn,), callee.variant, exc)
+                        if located is None:
+                            raise
+                        raise located from exc
                     if new is not None:
-                        queue.append((new, inside, into))
+                        queue.append((new, inside, into, path + (callee.fn,)))
         for request, derivative in self.made.values():
             # (before any is linked: the backend may compile one, which reads them)
             derivative.linked = {name: self.compiled(callee, derivative.request)

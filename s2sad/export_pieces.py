@@ -173,11 +173,20 @@ class Pieces:
             return self.add_derivative(obj)
         if isinstance(obj, type) and issubclass(obj, deferred.Refused):
             return self._refused(obj, name, piece)
+        if isinstance(obj, BaseException):
+            return self._error(obj, name, piece)
         if isinstance(obj, types.ModuleType):
             return self._module(obj, name, piece)
         if numba_function(obj) is not None and not _library(numba_function(obj)):
             return self._user(numba_function(obj), name, piece)
         plain = _plain(obj)
+        if _in_s2sad(plain) and piece.section == "function":
+            raise ExportError(
+                f"{piece.where}: {piece.title} reads {name!r}, "
+                f"{getattr(plain, '__qualname__', type(plain).__name__)} of s2sad, which "
+                "works by running s2sad, and an exported module runs without it. Export a "
+                "function whose code (and the code of the functions it calls) does not call "
+                "s2sad when it runs: in a custom_vjp's rules, write the derivative they need")
         if _in_s2sad(plain) or (piece.module and _located(piece.module, name)):
             return self._helper(plain, name, piece)
         if (inspect.isfunction(plain) or inspect.isclass(plain)) and not _library(plain):
@@ -263,12 +272,8 @@ class Pieces:
         if key not in self.provider:
             made = []
             for line, exc in sorted(errors.items()):
-                kind = type(exc)
-                env[kind.__name__] = kind
-                args = ((exc.reason, exc.filename, exc.lineno, exc.offset, exc.text)
-                        if isinstance(exc, UnsupportedSyntaxError) else exc.args)
-                made.append(f"            {line}: {kind.__name__}"
-                            f"({', '.join(literal(a) for a in args)}),\n")
+                env[type(exc).__name__] = type(exc)
+                made.append(f"            {line}: {_made(exc)},\n")
             text = (f"class {name}(Exception):\n"
                     '    """The error s2sad refused the statement at `line` with: the code\n'
                     '    raises it where it reaches that statement (docs/errors.md)."""\n'
@@ -276,6 +281,17 @@ class Pieces:
                     "        return {\n" + "".join(made) + "        }[line]\n")
             self._add(Piece("helper", text, env.get, piece.where, {name: key},
                             title="the refusals deferred"), key, name)
+        return key
+
+    def _error(self, exc, name, piece):
+        """An error the code raises where a check it makes when it runs fails (that
+        SciPy's namespace is NumPy's, that an index is no view, that a batch's branches
+        agree in shape), written out as a call of its class, which is copied."""
+        key = ("error", name, _made(exc))
+        if key not in self.provider:
+            self._add(Piece("helper", f"{name} = {_made(exc)}", {
+                type(exc).__name__: type(exc)}.get, piece.where, {name: key},
+                title=f"the error {name}"), key, name)
         return key
 
     def _helper(self, obj, name, piece):
@@ -676,6 +692,13 @@ def _statement_names(stmt):
         return [stmt.name]
     targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
     return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+
+
+def _made(exc):
+    """The source of a call that makes the error `exc` again (its class and arguments)."""
+    args = ((exc.reason, exc.filename, exc.lineno, exc.offset, exc.text)
+            if isinstance(exc, UnsupportedSyntaxError) else exc.args)
+    return f"{type(exc).__name__}({', '.join(literal(a) for a in args)})"
 
 
 def _located(module, name):

@@ -83,7 +83,8 @@ INIT = Mark(
     "(`x = None`), so that every path binds it", ["before_ad/wengert.py", "ad/tapes.py",
                                                   "before_ad/resolve_calls.py"],
     ["ad/inplace.py", "after_ad/optimize.py", "before_ad/resolve_calls.py",
-     "after_ad/native_tapes.py", "analysis/value_kinds.py", "analysis/shapes.py"])
+     "after_ad/native_tapes.py", "analysis/value_kinds.py", "analysis/shapes.py",
+     "ad/batching.py"])
 LOOP = Mark(
     "s2s_loop", "on an init of a loop's counter, the loop: only reads after it need it",
     ["before_ad/wengert.py"], ["after_ad/optimize.py"], default=None)

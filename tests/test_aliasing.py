@@ -373,6 +373,21 @@ def test_the_element_of_a_list_is_named_in_the_message():
         s2sad.grad(list_element_added_then_array_read)(X.copy())
 
 
+def dict_written_through_another_name(x):
+    d = {}
+    for i, k in enumerate("ab"):
+        d[k] = x[i]
+    other = d
+    other["a"] = other["a"] * 10
+    return d["a"] + d["b"] ** 2
+
+
+def test_a_dict_written_through_another_name_is_called_a_dict():
+    with pytest.raises(s2sad.UnsupportedSyntaxError,
+                       match=r'other\["a"\] \* 10\) writes into the dict it shares memory with'):
+        s2sad.grad(dict_written_through_another_name)(X.copy())
+
+
 # -- reverse mode: a write in place into memory the gradient reads from before --------------
 def constant_scaled_after_use(x):
     y = np.linspace(1.0, 2.0, 4)

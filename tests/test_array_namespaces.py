@@ -106,3 +106,24 @@ def test_scipy_is_not_changed():
     value, _ = s2sad.value_and_grad(velocity_to_position)(v)
     assert value == pytest.approx(velocity_to_position(v), rel=1e-12)
     np.testing.assert_array_equal(integrate.cumulative_trapezoid(v * v, XS, initial=0), before)
+
+
+def test_export_checks_the_namespace_when_it_runs(tmp_path):
+    """The exported module makes the check s2sad's code makes (SciPy's namespace is
+    NumPy's), with the same located error, and copies nothing of s2sad's registry."""
+    import importlib.util
+    v = S.real((9,))
+    path = tmp_path / "romberg_exported.py"
+    text = s2sad.export(romberg, path, args=(v,))
+    assert "import s2sad" not in text and "_s2s_namespace_error = UnsupportedSyntaxError(" in text
+    assert "def _s2s_define(" not in text            # (the check declares nothing)
+    spec = importlib.util.spec_from_file_location("romberg_exported", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    np.testing.assert_allclose(module.romberg_grad(v), fd_array_grad(romberg, (v,), 0),
+                               rtol=1e-7, atol=1e-9)
+    with pytest.raises(Exception) as info:
+        module._s2s_numpy_namespace(np, module._s2s_namespace_error)
+    assert type(info.value).__name__ == "UnsupportedSyntaxError"
+    assert "integrate/_quadrature.py:" in str(info.value) and "are not NumPy's" in str(
+        info.value)

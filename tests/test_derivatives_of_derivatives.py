@@ -158,6 +158,12 @@ MORE_SAMPLES = {
         (np.float64(1.0), r(3)), (r(2), r(2, 3), None, 1), (r(2, 1), r(2, 3), 3, 1, True),
         (np.float64(0.7), r(2, 3), "fro"), (r(3), r(2, 3), 1, 0),
         (np.float64(0.7), r(3, 3), 1)]],
+    # (the tangent of np.linalg.norm along u: (u, x, its norm, ord, axis, keepdims))
+    "norm_dot": [(u, x, np.linalg.norm(x, *more), *more) for u, x, *more in [
+        (r(3), r(3)), (r(2, 3), r(2, 3), None, 1), (r(2, 3), r(2, 3), 3, 1, True),
+        (r(2, 3), r(2, 3), "fro"), (r(2, 3), r(2, 3), 1, 0)]],
+    "prod_others_dot": [(r(3, 4), r(3, 4), 0), (r(2, 3, 2), r(2, 3, 2), (0, 2)),
+                        (np.array([0.5, 0.0, 2.0, -1.0]), r(4))],
     "clip_mask": [(r(4), -0.5, 0.5)],
     "first": [(2.0, 1, 1.0, 2.0, 2.0)],
     "int_zero": [(r(3), float), (r(3), int), (r(2, 2),)],

@@ -1056,3 +1056,86 @@ def test_numba_export_without_at_is_compiled_for_numbers_and_arrays(tmp_path):
     assert a == pytest.approx(_central_first(loss, 0.7, [X]), rel=1e-6)
     np.testing.assert_allclose(b, _central_first(loss, np.array([0.7, -0.2, 1.1]), [X]), rtol=1e-6)
     np.testing.assert_allclose(c, _central_first(loss, np.array([[0.7], [-0.2]]), [X]), rtol=1e-6)
+
+
+VIEWED = '''\
+import numpy as np
+
+
+def first_then_written(a):
+    y = a * 1.0
+    r = y[0]
+    y[0] = 5.0
+    return np.sum(r * a)
+'''
+
+
+def test_the_check_that_an_index_is_no_view_is_exported(tmp_path):
+    """Written for numbers and arrays alike, `r = y[0]` is a copy of a vector's element
+    and a view of a matrix's row: the exported module checks it when it runs, with
+    s2sad's located error (before, export refused the function)."""
+    (tmp_path / "viewed.py").write_text(VIEWED)
+    fn = cli.load(f"{tmp_path / 'viewed.py'}:first_then_written")
+    text = s2sad.export(fn, tmp_path / "viewed_exported.py")
+    assert "import s2sad" not in text and "_s2s_view_error = UnsupportedSyntaxError(" in text
+    call = ("import sys, numpy as np, viewed_exported as m\n"
+            "print(list(m.first_then_written_grad(np.array([1.0, 2.0]))))\n"
+            "try:\n"
+            "    m.first_then_written_grad(np.array([[1.0, 2.0]]))\n"
+            "except Exception as error:\n"
+            "    print(type(error).__name__, str(error).splitlines()[0])\n")
+    run = subprocess.run([sys.executable, "-c", call], cwd=tmp_path, capture_output=True,
+                         text=True)
+    assert run.returncode == 0, run.stderr
+    grad_line, error_line = run.stdout.strip().splitlines()
+    a, h = np.array([1.0, 2.0]), 1e-6       # f = a0 (a0 + a1)
+    fd = [(fn(a + h * e) - fn(a - h * e)) / (2 * h) for e in np.eye(2)]
+    np.testing.assert_allclose(eval(grad_line, {"np": np}), fd, rtol=1e-8)
+    assert error_line.startswith(f"UnsupportedSyntaxError {tmp_path / 'viewed.py'}:6:")
+    assert "is a view" in error_line
+
+
+CALLS_S2SAD = '''\
+import numpy as np
+import s2sad
+
+vjp = s2sad.vjp
+
+
+def inner(x):
+    return np.sin(x) * x
+
+
+@s2sad.custom_vjp
+def smooth(x):
+    return np.sum(x * x)
+
+
+def smooth_fwd(x):
+    return np.sum(x * x), x
+
+
+def smooth_bwd(x, g):
+    y, pullback = vjp(inner, x)
+    return (g * 2 * x,)
+
+
+smooth.defvjp(smooth_fwd, smooth_bwd)
+
+
+def doubled(x):
+    return smooth(x) * 2.0
+'''
+
+
+def test_a_copied_function_that_calls_s2sad_through_a_global_is_refused_at_it(tmp_path):
+    """A custom_vjp's bwd reading `vjp = s2sad.vjp`: the module copied s2sad's vjp and all
+    it reads (29,000 lines, and `import s2sad`); now refused, naming the function."""
+    (tmp_path / "calls.py").write_text(CALLS_S2SAD)
+    fn = cli.load(f"{tmp_path / 'calls.py'}:doubled")
+    x = np.array([0.3, 0.7])
+    np.testing.assert_allclose(s2sad.grad(fn)(x), 4 * x, rtol=1e-15)     # (its rule's)
+    line = CALLS_S2SAD.splitlines().index("def smooth_bwd(x, g):") + 1
+    with pytest.raises(s2sad.ExportError, match=rf"calls.py:{line}: your function "
+                       r"smooth_bwd\(\) reads 'vjp', vjp of s2sad, which works by running"):
+        s2sad.export(fn, args=(x,))

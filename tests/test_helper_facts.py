@@ -335,3 +335,57 @@ def test_every_helper_reverse_code_calls_has_a_forward_rule_or_none_to_have():
                      if registry.JVPS.get(fn) is None
                      and not getattr(registry.primitive(fn), "nondiff", False))
     assert without == []
+
+
+# -- helpers vmap calls on a batch (`elementwise`) ------------------------------------------
+def _elementwise_calls():
+    """{helper name: [arguments of one item's call]}, for every helper declared
+    `elementwise`: numbers and arrays, at the values where it chooses (0, negative)."""
+    x3 = np.array([0.0, -1.5, 2.0])
+    return {
+        "exponent_term": [(r(3), np.abs(r(3)) + 0.1), (r(3), x3), (0.0, -2.0), (1.5, 2.0),
+                          (r(2, 3), x3)],
+        "log_base_dot": [(r(3), x3), (2.0, 0.0), (r(2, 3), x3)],
+        "safe_divide": [(r(3), x3), (1.0, 0.0), (r(3), 2.0)],
+        "sinc_slope": [(np.array([0.0, 0.01, 1.3]), 1), (np.array([0.0, 0.5]), 2), (0.2, 1)],
+        "polygamma": [(1, np.array([0.5, 2.0, 30.0])), (0, 3.5)],
+        "clip_mask": [(r(3), -0.5, 0.5), (r(3), x3, None), (0.3, -0.5, None)],
+    }
+
+
+ELEMENTWISE = _elementwise_calls()
+
+
+def test_every_helper_declared_elementwise_has_a_sample_call():
+    assert {n for n, f in FACTS.items() if f.elementwise} == set(ELEMENTWISE)
+
+
+def _batched_calls():
+    """(name, item arguments, the positions batched): each elementwise argument batched
+    alone, and all of them at once."""
+    for name, samples in ELEMENTWISE.items():
+        each = FACTS[name].elementwise
+        for args in samples:
+            given = [i for i in each if i < len(args) and args[i] is not None]
+            for batched in [(i,) for i in given] + [tuple(given)]:
+                yield name, args, batched
+
+
+@pytest.mark.parametrize("name, args, batched", list(_batched_calls()))
+def test_an_elementwise_helper_of_a_batch_is_the_helper_of_each_item(name, args, batched):
+    """What vmap calls (ad/batching.py): the helper on the batch, each batched argument
+    padded to the axes the others' items have, is the stack of its results item by item."""
+    from s2sad.rules.batching import batch_pad
+    n = 4
+    items = [[a * (1.0 + 0.5 * k) if i in batched else a for i, a in enumerate(args)]
+             for k in range(n)]
+    stacked = [np.stack([np.asarray(item[i]) for item in items]) if i in batched else a
+               for i, a in enumerate(args)]
+    each = [i for i in FACTS[name].elementwise if i < len(args) and args[i] is not None]
+    for i in batched:
+        ranks = [np.ndim(args[j]) for j in each if j != i]
+        stacked[i] = batch_pad(stacked[i], max(ranks, default=0))
+    got = helper(name)(*stacked)
+    want = np.stack([np.asarray(helper(name)(*item)) for item in items])
+    assert np.shape(got) == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-14)

@@ -2277,6 +2277,20 @@ def cross_axes(a, b):
     return np.sum(np.cross(a, b, 0) * W43) + np.sum(np.cross(a.T, b.T, axisb=0, axisc=0) * W34)
 
 
+def _crosses_2_vectors():
+    """Whether this NumPy takes 2-vectors in np.cross (deprecated by 2.0, refused by 2.5)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            np.cross(np.ones(2), np.ones(2))
+    except ValueError:
+        return False
+    return True
+
+
+PLANAR_CROSS = _crosses_2_vectors()
+
+
 def cross_planar(a, b):
     """2-vectors: their cross product is the z component alone (with a 3-vector, the
     2-vector is taken in the plane z = 0)."""
@@ -3031,7 +3045,8 @@ case(hstack_mat, [np.hstack], (R((3, 2)), R((3, 4))))
 case(hstack_scalars, [np.hstack], {"0d": (R(()), R(())), "py": (R(None), R(None))})
 case(vstack_vec, [np.vstack], (R((4,)), R((4,))))
 case(vstack_mat, [np.vstack], (R((2, 4)), R((3, 4))))
-case(row_stack_fn, [np.row_stack], (R((2, 4)), R((3, 4))))
+if hasattr(np, "row_stack"):       # (removed by NumPy 2.5)
+    case(row_stack_fn, [np.row_stack], (R((2, 4)), R((3, 4))))
 _SCALARS = {"py": (R(None), R(None)), "0d": (R(()), R(()))}
 case(array_scalars, [np.array], _SCALARS)
 case(array_exprs, [np.array], _SCALARS)
@@ -3202,7 +3217,8 @@ case(kron_fn, [np.kron], {"vec-vec": (R((2,)), R((3,))), "mat-mat": (R((2, 3)), 
 case(cross_fn, [np.cross], {"mat-mat": (R((4, 3)), R((4, 3))), "mat-vec": (R((4, 3)), R((3,)))})
 case(cross_axis, [np.cross], (R((3, 4)), R((3, 4))))
 case(cross_axes, [np.cross], (R((3, 4)), R((4, 3))))
-case(cross_planar, [np.cross], (R((4, 3)), R((3,))))
+if PLANAR_CROSS:
+    case(cross_planar, [np.cross], (R((4, 3)), R((3,))))
 case(fabs_fn, [np.fabs], (R((3, 3)),))
 case(rollaxis_fn, [np.rollaxis], (R((3, 4)),))
 case(select_fn, [np.select], (R((3, 3)), R((3,))))

@@ -221,3 +221,44 @@ def test_the_pullback_reads_a_call_the_forward_pass_made():
     # the derivative of np.sin(angle) is the np.cos(angle) already computed, and so on
     code = "\n".join(line for line in g.source.splitlines() if not line.strip().startswith("#"))
     assert code.count("np.cos(angle)") == 1 and code.count("np.sin(angle)") == 1
+
+
+ORDER = np.array([2, 0, 1])
+
+
+def gathered(x):
+    s = 0.5
+    for i in range(3):
+        j = ORDER[i]                    # an int the tape holds beside varied values
+        s = np.sin(s * x[j]) + x[j] * j
+    return s
+
+
+def gathered_grad(x):               # the oracle's gradient, by hand, backwards
+    s, states = 0.5, []
+    for i in range(3):
+        j = ORDER[i]
+        states.append((s, j))
+        s = np.sin(s * x[j]) + x[j] * j
+    g, s_bar = np.zeros(3), 1.0
+    for s, j in reversed(states):
+        c = np.cos(s * x[j])
+        g[j] += s_bar * (c * s + j)
+        s_bar = s_bar * c * x[j]
+    return g
+
+
+def test_an_int_read_back_from_a_tape_gets_no_tangent():
+    """Forward mode over the gradient code (`hessian`) gives each position of a tape's
+    tuples its own activity: `j` read back is an int that varies with nothing, so no
+    tangent is read back for it, nor multiplied into a product (`j_dot * t_bar`)."""
+    from s2sad import forward_api
+    from s2sad.compilation import arg_types_of
+    x = np.array([0.3, -0.7, 1.1])
+    code = forward_api._gradient_jvp(gathered, 0, (0,), arg_types_of(gathered, (x,)))
+    assert re.search(r"\bj_\d+_dot\b", code.source) is None
+    want = np.stack([fd_array_grad(lambda v, k=k: gathered_grad(v)[k], (x,), 0)
+                     for k in range(3)])
+    np.testing.assert_allclose(s2sad.hessian(gathered)(x), want, rtol=1e-6, atol=1e-8)
+    v = np.array([0.2, -1.0, 0.5])
+    np.testing.assert_allclose(s2sad.hvp(gathered)(x, v), want @ v, rtol=1e-6, atol=1e-8)

@@ -487,3 +487,27 @@ def test_plot_example_with_matplotlib(tmp_path):
     assert out.returncode == 0, out.stderr
     assert f"saved the plot to {target}" in out.stdout
     assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def checked(x, y):
+    a = x * y
+    if a > 10.0:
+        raise ValueError("too big")
+    b = math.sin(a) + x
+    return b * y
+
+
+def test_adjoints_of_a_function_with_a_raise_in_a_branch_are_analytic():
+    """The adjoint code of the branch that raises never runs: what it binds no longer
+    makes the other branch reset the output's adjoint after reading it (`y_1_bar = 0.0`,
+    which the table showed as the output's adjoint, 0 for 1)."""
+    x, y = 0.5, 2.0
+    t = s2sad.trace(checked, x, y)
+    a, b = x * y, math.sin(x * y) + x
+    want = {"a": y * math.cos(a), "t_1": y, "b": y, "y_1": 1.0}
+    for name, adjoint in want.items():
+        (row,) = t.find(name)
+        assert row.adjoint == pytest.approx(adjoint, rel=1e-14), name
+    assert t.gradient == pytest.approx((y * math.cos(a) * y + y, b + y * math.cos(a) * x),
+                                       rel=1e-14)
+    assert "y_1_bar = 0.0" not in s2sad.source(checked, wrt=(0, 1))

@@ -127,3 +127,49 @@ def test_svd_repeated_singular_values():
     close(s2sad.grad(squares)(a), 2 * a)           # the gradient of |a|^2
     close(s2sad.jvp(squares, (a,), (DIRECTION[:, :2],))[1],
           central_dir(squares, a, DIRECTION[:, :2]))
+
+
+def full_vectors(a):
+    u, s, vt = np.linalg.svd(a)             # full_matrices=True, NumPy's default
+    return np.sum(u[:, :2] * vt[:2, :2].T[:1]) + np.sum(s)
+
+
+def full_q(a):
+    q, r = np.linalg.qr(a, mode="complete")
+    return np.sum(q) + np.sum(r)
+
+
+@pytest.mark.parametrize("f, line", [(full_vectors, 1), (full_q, 1)])
+def test_the_full_factors_of_a_non_square_matrix_are_refused_at_the_users_line(f, line):
+    """Which factors are the full ones shows in their shapes, when the derivative runs:
+    the refusal names the user's line (the rules' templates read it as `where`)."""
+    a = np.random.default_rng(3).normal(size=(4, 3))
+    at = rf"test_unread_factors.py:{f.__code__.co_firstlineno + line}: s2sad differentiates"
+    with pytest.raises(s2sad.S2SADError, match=at):
+        s2sad.grad(f)(a)
+    with pytest.raises(s2sad.S2SADError, match=at):
+        s2sad.jvp(f, (a,), (a,))
+    square = a[:3]                          # a square matrix's full factors are the thin ones
+    g = s2sad.grad(f)(square)
+    fd = np.zeros_like(square)
+    for idx in np.ndindex(square.shape):
+        e = np.zeros_like(square)
+        e[idx] = H
+        fd[idx] = (f(square + e) - f(square - e)) / (2 * H)
+    np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-7)
+
+
+def masked_total(x, where):
+    return np.sum(x * where)
+
+
+def test_a_rule_parameter_named_where_is_the_calls_argument():
+    """(Templates read `where` as the call's line only where no parameter is so named.)"""
+    from s2sad.rules.registry import define
+    define(masked_total, "x, where", "g * where", namespace={})
+    mask = np.array([1.0, 0.0, 2.0])
+
+    def f(x):
+        return masked_total(x, mask)
+    np.testing.assert_array_equal(s2sad.grad(f)(np.ones(3)), mask)
+    assert s2sad.jvp(f, (np.ones(3),), (np.ones(3),))[1] == 3.0

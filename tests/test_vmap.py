@@ -476,3 +476,160 @@ def test_a_loop_warning_names_the_users_call():
     with pytest.warns(BatchingLoopWarning) as caught:
         s2sad.vmap(s2sad.grad(sorted_min))(rng.normal(size=(B, 4)))
     assert [w.filename for w in caught] == [__file__] * len(caught)
+
+
+# -- the power rule, batched: its branches on the exponent and its helpers -----------------
+def power_of_numbers(x, y):
+    return math.pow(x, y) + x ** y
+
+
+def power_of_arrays(x, y):
+    return np.sum(np.sin(x) ** y) + np.sum(np.power(x, y[0]))
+
+
+def test_per_example_gradients_of_a_power_with_a_differentiated_exponent():
+    """The adjoint of x in `x ** y` chooses by y (`... if y != 0 else 0.0 * x`, and
+    `x or np.float64(x)` inside): both branches run and each item chooses; the adjoint
+    of y calls `exponent_term`, which vmap calls on the batch (declared elementwise).
+    No item runs alone (a loop would warn), and each gradient is central differences'."""
+    xs = rng.uniform(0.5, 2.0, B)
+    ys = np.array([0.0, 1.0, 0.5, 2.5, -1.5])       # each branch of the rule
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", BatchingLoopWarning)
+        gx, gy = s2sad.vmap(s2sad.grad(power_of_numbers, argnums=(0, 1)))(xs, ys)
+    for i in range(B):
+        want = [fd_array_grad(power_of_numbers, (xs[i], ys[i]), k) for k in (0, 1)]
+        np.testing.assert_allclose([gx[i], gy[i]], want, rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("in_axes", [(0, 0), (None, 0), (0, None)])
+def test_per_example_gradients_of_powers_of_arrays(in_axes):
+    X, Y = rng.uniform(0.3, 1.5, (B, 3)), rng.uniform(-1.0, 2.0, (B, 3))
+    args = [X[0] if in_axes[0] is None else X, Y[0] if in_axes[1] is None else Y]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", BatchingLoopWarning)
+        got = s2sad.vmap(s2sad.grad(power_of_arrays, argnums=(0, 1)), in_axes=in_axes)(*args)
+    for i in range(B):
+        item = [a if ax is None else a[i] for a, ax in zip(args, in_axes)]
+        for k in (0, 1):
+            np.testing.assert_allclose(got[k][i], fd_array_grad(power_of_arrays, item, k),
+                                       rtol=1e-6, atol=1e-9)
+
+
+def powers(z):
+    return np.sum(z[:3] ** z[3:])
+
+
+def powers_grad(z):             # the oracle's gradient, by hand: y x^(y-1), x^y log x
+    x, y = z[:3], z[3:]
+    return np.concatenate([y * x ** (y - 1), x ** y * np.log(x)])
+
+
+def norm_and_product(z):
+    return np.linalg.norm(z) ** 3 + np.prod(z)
+
+
+def norm_and_product_grad(z):   # 3 |z| z + prod(z) / z
+    return 3 * np.linalg.norm(z) * z + np.prod(z) / z
+
+
+@pytest.mark.parametrize("f, grad", [(powers, powers_grad),
+                                     (norm_and_product, norm_and_product_grad)])
+def test_hessians_and_hvps_of_each_item_through_helpers(f, grad):
+    """vmap of hessian and hvp run forward mode over the gradient code, whose rules call
+    helpers (`log_base_dot`, `norm_dot`, ...): each is batched by its rule, elementwise, or
+    item by item, never read as a user's code (which refused at a line of s2sad's). The
+    oracle: central differences of the gradient written by hand."""
+    Z = rng.uniform(0.4, 1.6, (3, 6))
+    V = rng.normal(size=(3, 6))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BatchingLoopWarning)
+        H = s2sad.vmap(s2sad.hessian(f))(Z)
+        Hv = s2sad.vmap(s2sad.hvp(f))(Z, V)
+    for i in range(3):
+        want = np.stack([fd_array_grad(lambda z, k=k: grad(z)[k], (Z[i],), 0)
+                         for k in range(6)])
+        np.testing.assert_allclose(H[i], want, rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(Hv[i], want @ V[i], rtol=1e-6, atol=1e-8)
+
+
+def ramp(x):
+    y = x * 1.0
+    if x > 1.0:
+        y = 2.0 * x - 1.0
+        if x > 2.0:
+            y = y * 0.5 + 1.5
+    return y
+
+
+def test_an_if_inside_a_branch_and_a_name_one_branch_leaves_are_chosen_item_by_item():
+    xs = np.array([0.5, 1.5, 2.5, 3.0, -1.0])
+    np.testing.assert_allclose(s2sad.vmap(ramp)(xs), [ramp(x) for x in xs], rtol=1e-15)
+    got = s2sad.vmap(s2sad.grad(ramp))(xs)
+    np.testing.assert_allclose(got, [fd_array_grad(ramp, (x,), 0) for x in xs], rtol=1e-7)
+
+
+W3 = np.array([1.0, 2.0, 3.0])
+
+
+def scalar_or_vector(x):
+    if x > 0.0:
+        y = x * W3
+    else:
+        y = x
+    return np.sum(y * W3)
+
+
+def returns_scalar_or_vector(x):
+    if x > 0.0:
+        return x
+    return W3
+
+
+def test_branches_giving_items_of_different_shapes_are_refused_at_the_if():
+    """Each item holds a number on one branch and a vector on the other: NumPy would
+    broadcast the batch of numbers against the vectors' last axis (a batch of 3 gave
+    [14, -7, -7] for [14, -6, -12]), and an early return gave a broadcast ValueError."""
+    xs = np.array([1.0, -1.0, -2.0])
+    for f in (scalar_or_vector, returns_scalar_or_vector):
+        line = f.__code__.co_firstlineno + 1
+        with pytest.raises(s2sad.S2SADError, match=rf"test_vmap.py:{line}: vmap cannot batch "
+                           "this if: a name its branches assign has items of different shapes"):
+            s2sad.vmap(f)(xs)
+
+
+def halved_early(x):
+    y = x * 2.0
+    if x > 1.0:
+        return y * W3
+    return np.sin(y) * W3
+
+
+def sine_after(x):
+    y = x * 2.0
+    if x > 1.0:
+        return y * 1.5
+    z = np.sin(y)
+    return z
+
+
+def unbound_on_a_path(x):
+    if x > 1.0:
+        z = x * 3.0
+    return z
+
+
+@pytest.mark.parametrize("f", [halved_early, sine_after])
+def test_an_early_return_on_a_batched_test_is_chosen_item_by_item(f):
+    """(A name only the other path binds is bound to None on the returning one, which
+    nothing reads there.)"""
+    xs = np.array([0.5, 1.5, -2.0, 3.0])
+    np.testing.assert_allclose(s2sad.vmap(f)(xs), looped(f, (0,), (xs,)), rtol=1e-15)
+    got = s2sad.vmap(s2sad.grad(lambda x: np.sum(f(x))))(xs)
+    want = [fd_array_grad(lambda x: np.sum(f(x)), (x,), 0) for x in xs]
+    np.testing.assert_allclose(got, want, rtol=1e-7)
+
+
+def test_a_name_a_path_leaves_unbound_and_reads_is_refused_at_the_if():
+    with pytest.raises(s2sad.S2SADError, match=r"test_vmap.py:\d+: vmap cannot batch an if"):
+        s2sad.vmap(unbound_on_a_path)(np.array([1.0, 3.0]))

@@ -284,8 +284,11 @@ def test_a_batched_list_in_jvp_and_refused_by_the_loop():
     value, tangent = s2sad.jvp(paired, (X,), (X,))
     assert value == pytest.approx(paired(X), rel=1e-14)
     assert tangent == pytest.approx(np.sum(fd_array_grad(paired, (X,), 0) * X), rel=1e-6)
-    # the loop of second derivatives would index the list itself: refused
-    with pytest.raises(s2sad.S2SADError, match="not lists, tuples or dicts"):
+    # the loop of second derivatives would index the list itself: refused, at the line
+    line = paired.__code__.co_firstlineno + 2
+    with pytest.raises(s2sad.S2SADError, match=rf"test_vmap_inside.py:{line}: vmap called "
+                       "inside a differentiated function batches arrays along an axis, not "
+                       "lists, tuples or dicts"):
         s2sad.hessian(paired)(X)
 
 
@@ -383,3 +386,39 @@ def test_a_hessian_whose_batched_pass_is_refused_tries_it_once(monkeypatch):
     np.testing.assert_allclose(again, first, rtol=1e-15)
     np.testing.assert_allclose(again, fd_hessian(lambda w: fresh(X, w), W), rtol=1e-5,
                                atol=1e-7)
+
+
+SQUARES_OF_ROWS = s2sad.vmap(lambda r: np.sum(r * r))      # made once, at module level
+
+
+def through_a_module_level_vmap_of_a_lambda(x):
+    return np.sum(SQUARES_OF_ROWS(x) * np.array([1.0, 3.0]))
+
+
+def test_a_module_level_vmap_of_a_lambda():
+    """(Its cotangent function was named after the lambda, `<lambda>_cotangent`: an
+    InternalError.) The gradient is 2 x scaled by each row's weight."""
+    want = 2 * X * np.array([[1.0], [3.0]])
+    np.testing.assert_allclose(s2sad.grad(through_a_module_level_vmap_of_a_lambda)(X), want,
+                               rtol=1e-15)
+    _, tangent = s2sad.jvp(through_a_module_level_vmap_of_a_lambda, (X,), (X,))
+    assert tangent == pytest.approx(np.sum(want * X), rel=1e-14)
+
+
+def with_its_input(r):
+    return np.sum(r * r), r
+
+
+def sums_of_pairs(x):
+    return np.sum(s2sad.vmap(with_its_input)(x)[0])
+
+
+def test_a_tuple_result_with_one_out_axis_is_refused_at_the_users_line():
+    """(When it runs: the loop's check, and the batched rules', named no line.)"""
+    line = sums_of_pairs.__code__.co_firstlineno + 1
+    at = rf"test_vmap_inside.py:{line}: vmap called inside a differentiated function takes"
+    for run in (lambda: s2sad.grad(sums_of_pairs)(X),
+                lambda: s2sad.jvp(sums_of_pairs, (X,), (X,)),
+                lambda: s2sad.hessian(sums_of_pairs)(X[:1])):
+        with pytest.raises(s2sad.S2SADError, match=at):
+            run()

@@ -5,9 +5,10 @@ and every other value stays as it is. Each statement on a batched value applies 
 primitive's batching rule (rules/batching.py): an elementwise primitive pads the
 batched operands' axes where another operand may have more (`_s2s_batch_pad`), a
 reduction counts its axis past the batch axis, an index selects all of the batch first,
-a call of another Python function calls that function's own batched version, and a
-primitive without a rule is applied item by item (`_s2s_batch_loop`, said in a comment
-and a warning). A value that carries no batch axis where its name does elsewhere (a
+a call of another Python function calls that function's own batched version, a runtime
+helper declared `elementwise` is called on the batch, and a primitive (or a helper)
+without a rule is applied item by item (`_s2s_batch_loop`, said in a comment and a
+warning). A value that carries no batch axis where its name does elsewhere (a
 loop's start value) gets one (`_s2s_batch_like`), and so does every output: each
 result of `f_batched` has the batch axis first. An `if` whose test is batched runs
 both branches and chooses item by item, where both may run (`select`); a `while` whose
@@ -108,6 +109,7 @@ class Batching:
             [where for s in syntax.statements(fn) if s in self.ops
              for where in self.drawn(s)])
         self.scaling = batch_scaling.plan(self, body)
+        self.bound = set(params)        # (the names with a value where `block` is)
         body = self.block(body)
         body.append(syntax.located(syntax.ret(self.output(ret.value)), ret))
         if self.size is not None and not self.seeds:
@@ -235,12 +237,17 @@ class Batching:
                 continue
             if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
                 out.extend(self.assign(s))
+                self.bound.add(s.targets[0].id)
                 continue
-            if isinstance(s, gast.If) and self.any_batched(s.test) and self.selectable(s):
+            if isinstance(s, gast.If) and self.any_batched(s.test) and self.selectable(
+                    s, self.bound):
                 out.extend(self.select(s))
+                self.bound |= set(syntax.names_stored(s))       # (both branches ran)
                 continue
+            bound = set(self.bound)     # (a name a branch or loop assigns may be unbound)
             if isinstance(s, gast.While) and self.any_batched(s.test) and self.maskable(s):
                 out.extend(self.masked(s))
+                self.bound = bound
                 continue
             if isinstance(s, gast.If) and self.any_batched(s.test):
                 self.refuse(s, "an if whose test differs across the batch",
@@ -256,46 +263,83 @@ class Batching:
                             "loop over a range that is the same for every item")
             if isinstance(s, (gast.If, gast.For, gast.While)):
                 s.body = self.block(s.body, top=False)
+                self.bound = set(bound)
                 s.orelse = self.block(s.orelse, top=False)
+            self.bound = bound
             out.append(s)
         return out
 
-    def selectable(self, s):
+    def selectable(self, s, bound):
         """Whether both branches of the if `s` may run for every item, and be chosen
         between: each is statements `name = value` of primitives (no call of a Python
-        function, which may do more than compute), the else branch reads nothing the if
-        branch assigns, and a name only one of them assigns is a temporary of it."""
+        function, which may do more than compute), or an if of them that is selectable
+        too (a rule's `a if p else b`); a name only one of them assigns is a temporary of
+        it, or has a value before it (`bound`: the names that do), which the else branch
+        reads, and which the item keeps where that branch does not run."""
         branches = [s.body, s.orelse]
         for branch in branches:
+            inner = set(bound)
             for t in branch:
+                if isinstance(t, gast.If) and self.any_batched(t.test) and self.selectable(
+                        t, inner):
+                    inner |= set(syntax.names_stored(t))
+                    continue
                 if not (isinstance(t, gast.Assign) and isinstance(t.targets[0], gast.Name)):
                     return False
                 op = self.ops[t]
                 if op.form in (USER, CUSTOM) or (op.prim is None and isinstance(
                         t.value, gast.Call)):
                     return False
+                inner.add(t.targets[0].id)
+        nones = [t for branch in branches for t in branch if isinstance(t, gast.Assign)
+                 and isinstance(t.value, gast.Constant) and t.value.value is None]
+        read = collections.Counter(syntax.names_loaded(self.fn))
+        read.subtract(syntax.names_loaded(s))
         if not source.is_generated(self.src) and any(
-                isinstance(t.value, gast.Constant) and t.value.value is None
-                for branch in branches for t in branch):
-            return False        # (s2sad's own code assigns None where it is not read)
-        stored = [{t.targets[0].id for t in branch} for branch in branches]
-        read = {n for t in s.orelse for n in syntax.names_loaded(t.value)}
-        # (a name one branch alone assigns is a temporary of that branch, defined once)
+                not marks.INIT.of(t) or read[t.targets[0].id] > 0 for t in nones):
+            return False        # (a None of the user's, or one a path that runs on reads)
+        stored = [{n for t in branch for n in syntax.names_stored(t)} for branch in branches]
+        read, assigned = set(), set()      # (what the else branch reads before it assigns)
+        for t in s.orelse:
+            read |= set(syntax.names_loaded(t)) - assigned
+            assigned |= set(syntax.names_stored(t))
         alone = stored[0] ^ stored[1]
-        return not read & stored[0] and all(self.definitions[n] == 1 for n in alone)
+        return not read & (stored[0] - bound) and all(
+            self.definitions[n] == 1 or n in bound for n in alone)
 
     def select(self, s):
         """The if `s`, whose test differs across the batch, as both branches, one after
-        the other, and each name they assign chosen item by item
+        the other (what the if branch assigns that had a value before put back for the
+        else branch), and each name they assign chosen item by item
         (`_s2s_batch_select`)."""
-        out = self.block(s.body, top=False)
-        names = sorted({t.targets[0].id for t in s.body} & {t.targets[0].id for t in s.orelse})
+        stored = [{n for t in branch for n in syntax.names_stored(t)}
+                  for branch in (s.body, s.orelse)]
+        carried = sorted(stored[0] & self.bound)
+        names = sorted((stored[0] & stored[1]) | ((stored[0] ^ stored[1]) & self.bound))
+        was = {n: self.namer.fresh(f"{n}_was") for n in carried}
+        before = set(self.bound)
+        out = [syntax.assign(was[n], syntax.name(n)) for n in carried]
+        out += self.block(s.body, top=False)
         kept = {n: self.namer.fresh(f"{n}_if") for n in names}
         out += [syntax.assign(kept[n], syntax.name(n)) for n in names]
+        out += [syntax.assign(n, syntax.name(was[n])) for n in carried]
+        self.bound = before
         out += self.block(s.orelse, top=False)
+        error = self.shapes_differ(s, "this if: a name its branches assign has items of "
+                                   "different shapes in the two")
         out += [syntax.located(syntax.assign(n, syntax.call(self.ctx.runtime("batch_select"), [
-            syntax.copied(s.test), syntax.name(kept[n]), syntax.name(n)])), s) for n in names]
+            syntax.copied(s.test), syntax.name(kept[n]), syntax.name(n), syntax.copied(
+                error)])), s) for n in names]
         return out
+
+    def shapes_differ(self, s, what):
+        """The name of the located error `_s2s_batch_select` raises where the two values it
+        chooses between have items of different shapes (a batch holds items of one shape,
+        and NumPy would broadcast the two against their batch axes)."""
+        return syntax.name(self.ctx.bind("_s2s_shapes_differ", obj=S2SADError(
+            f"{self.src.where(s)}: vmap cannot batch {what} (a batch holds items of one "
+            "shape); give them values of one shape (np.broadcast_to, or np.where of the "
+            f"two), or vmap a loop over the items\n    {self.src.line_text(s).strip()}")))
 
     def maskable(self, s):
         """Whether the while loop `s`, whose test differs across the batch, may run until
@@ -343,9 +387,12 @@ class Batching:
         kept = {n: self.namer.fresh(f"{n}_kept") for n in carried}
         body = [syntax.assign(kept[n], syntax.name(n)) for n in carried]
         body += self.block(s.body, top=False)
+        error = self.shapes_differ(s, "this while loop: a name it carries has items of "
+                                   "another shape after a pass than before")
         body += [syntax.located(syntax.assign(n, syntax.call(
             self.ctx.runtime("batch_select"), [syntax.name(active), syntax.name(n),
-                                               syntax.name(kept[n])])), s) for n in carried]
+                                               syntax.name(kept[n]), syntax.copied(error)])), s)
+                 for n in carried]
         body.append(syntax.assign(active, syntax.call(self.numpy_attr("logical_and"), [
             syntax.name(active), syntax.copied(s.test)])))
         loop = syntax.located(gast.While(test=syntax.call(self.numpy_attr("any"), [
@@ -411,6 +458,10 @@ class Batching:
             return syntax.replaced(node, {id(a): self.like(a) for a in op.args
                                     if not self.is_batched(a) and not isinstance(
                                         a, gast.Constant)})
+        facts = registry.helper_facts(op.prim) if op.prim is not None else None
+        if facts is not None:       # (never read as a user's code)
+            return self.helper_call(facts, node) if self.rule_of(op) is None else self.by_rule(
+                self.rule_of(op), op)
         if op.form == USER and self.rule_of(op) is None:
             return self.user_call(op, node)
         if op.form == NONDIFF and op.prim is None:
@@ -432,6 +483,17 @@ class Batching:
         if record is not None and record.reduction and op.bound is not None:
             return self.reduction(op, node)
         return None
+
+    def helper_call(self, facts, node):
+        """A runtime helper's call of a batch: by `elementwise` (`HelperFacts`) where it
+        reads each batched argument element by element, else None (item by item)."""
+        batched = [i for i, a in enumerate(node.args) if self.is_batched(a)]
+        if not isinstance(node, gast.Call) or not batched or any(
+                i not in facts.elementwise for i in batched) or any(
+                self.is_batched(k.value) for k in node.keywords):
+            return None
+        return self.elementwise(node, [node.args[i] for i in facts.elementwise
+                                       if i < len(node.args)])
 
     def elementwise(self, node, operands):
         """`node` with each batched operand padded to the axes the others may have."""

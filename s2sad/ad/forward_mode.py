@@ -3,8 +3,10 @@
 Each statement whose value varies with the differentiated inputs is followed by its
 tangent statement; other values get no tangent. A tangent known to be zero is never
 computed, only written where a join or a loop needs one for a name that varies on
-another path. Control flow is kept as it is: a loop over varied values iterates their
-tangents alongside, and a call to another Python function calls its own `g_jvp`.
+another path (an item read back from a tape of tuples varies as its position in the
+tuples appended does: `tape_positions`). Control flow is kept as it is: a loop over
+varied values iterates their tangents alongside, and a call to another Python function
+calls its own `g_jvp`.
 Tangent parameters follow the primal ones (keyword-only after parameters with
 defaults); at the output a zero tangent is materialised.
 
@@ -48,6 +50,7 @@ def f_jvp(x, x_dot):
 import builtins
 import dataclasses
 import inspect
+import operator
 
 import gast
 
@@ -62,7 +65,7 @@ from ..compilation import Callee
 from ..errors import InternalError, MissingRuleError, S2SADError
 from ..frontend import source
 from ..options import Variant
-from ..rules import pytrees, registry
+from ..rules import pytrees, registry, writes
 from .reverse_mode import library_class
 from .simplify import doubled, negated, on_numbers, simplify, template_name
 
@@ -121,9 +124,12 @@ class Forward:
 
     # -- activity: the names that vary with the inputs ------------------------------------
     def analyse(self, fn):
-        edges = []
+        edges, reads = tape_positions(fn, self.ops)
         for target, s in definitions(fn.body):
             op = self.ops[s]
+            if id(s) in reads:
+                edges.append((reads[id(s)], target))
+                continue
             edges += [(a.id, target) for a in self.sources(op) if isinstance(a, gast.Name)]
         for loop in (n for n in syntax.statements(fn) if isinstance(n, gast.For)):
             edges += [(a.id, loop.target.id) for a in self.iter_sources(loop.iter)
@@ -258,7 +264,7 @@ class Forward:
                                                  for p in group}))
         for param, template in variant.templates.items():
             if self.is_varied(bound[param]):
-                terms.append(self.instantiate(template, placeholder, param, bound, target))
+                terms.append(self.instantiate(template, placeholder, param, bound, target, s))
         if len(terms) > 1 and isinstance(op.node, gast.Call) and self.kinds.kind.get(
                 target) not in (SCALAR, ARRAY):
             # the tangents of a call that may give a tuple or list add part by part (`+`
@@ -277,8 +283,8 @@ class Forward:
         return pytrees.by_attributes(kind) if isinstance(kind, type) else kind not in (
             SCALAR, ARRAY)
 
-    def instantiate(self, template, placeholder, param, bound, target):
-        subst = {"ans": syntax.name(target)}
+    def instantiate(self, template, placeholder, param, bound, target, s):
+        subst = {"ans": syntax.name(target), "where": syntax.const(self.src.where(s))}
         subst.update(bound)
         subst[placeholder] = syntax.name(self.dot(bound[param].id))
         for free, obj in template.free.items():
@@ -460,6 +466,65 @@ def _source(node):
 
 
 # -- clean-up: fold a loop's carried copies into the definitions they copy ----------------
+def tape_positions(fn, ops):
+    """The activity of each position of the tuples a tape holds (a tape of gradient code,
+    which forward mode differentiates for `hessian`): `(edges, reads)`, the edges into
+    and out of each position (`"tape[k]"`), and {id of `v = item[k]`: its position}, a
+    read whose edge from `item` they replace. A tape qualifies when `[]` starts it and it
+    grows only by `_s2s_append(tape, t)` of tuples written out (`t = (j, s, ...)`);
+    `item` is the target of a loop over it (`reversed(tape)`). So an int or a dtype
+    the tape holds beside varied values gets no tangent where it is read back."""
+    defined, parent, appended, other = {}, {}, [], set()
+    for target, s in definitions(fn.body):
+        defined.setdefault(target, []).append(s)
+
+    def find(n):
+        while parent.get(n, n) != n:
+            n = parent[n]
+        return n
+    packs = {t: ss[0].value.elts for t, ss in defined.items()
+             if len(ss) == 1 and isinstance(ss[0].value, gast.Tuple)}
+    for t, ss in defined.items():
+        for s in ss:
+            op, bound = ops[s], ops[s].bound or {}
+            if isinstance(s.value, gast.List) and not s.value.elts:
+                continue
+            if op.form == COPY and isinstance(s.value, gast.Name):
+                parent[find(t)] = find(s.value.id)
+            elif (op.prim is writes.append and syntax.is_name(bound.get("a"))
+                    and syntax.is_name(bound.get("v")) and bound["v"].id in packs):
+                parent[find(t)] = find(bound["a"].id)
+                appended.append((t, packs[bound["v"].id]))
+            else:
+                other.add(t)        # (grown otherwise: one activity for all of it)
+    spoiled = {find(t) for t in other}
+    tuples = {}
+    for t, elts in appended:
+        tuples.setdefault(find(t), []).append(elts)
+    groups = {t: find(t) for t in defined if find(t) in tuples and find(t) not in spoiled}
+    edges, reads, loops = [], {}, {}
+    for g, elts in tuples.items():
+        edges += [(e.id, f"{g}[{k}]") for each in elts for k, e in enumerate(each)
+                  if isinstance(e, gast.Name) and g not in spoiled]
+    fors = [n for n in syntax.statements(fn) if isinstance(n, gast.For)]
+    targets = [n.id for loop in fors for n in syntax.name_nodes(loop.target)]
+    for loop in fors:
+        it = loop.iter
+        if (isinstance(it, gast.Call) and syntax.is_name(it.func, "reversed")
+                and len(it.args) == 1):
+            it = it.args[0]
+        if (syntax.is_name(it) and it.id in groups and syntax.is_name(loop.target)
+                and targets.count(loop.target.id) == 1 and loop.target.id not in defined):
+            loops[loop.target.id] = groups[it.id]
+    for target, s in definitions(fn.body):
+        op = ops[s]
+        x, index = (op.bound or {}).get("x"), (op.bound or {}).get("index")
+        if (op.prim is operator.getitem and isinstance(x, gast.Name) and x.id in loops
+                and isinstance(index, gast.Constant) and type(index.value) is int):
+            reads[id(s)] = f"{loops[x.id]}[{index.value}]"
+    return edges, reads
+
+
 def _coalesce(fn, tangents):
     """`w = e; ...; c = w` at a loop's path end is `c = e` when nothing in between reads
     or writes `c` and nothing else reads `w`. Then copies whose value nothing needs are

@@ -369,8 +369,8 @@ class Reverse(CallAdjoints):
             return syntax.call(self.ctx.runtime(helper), [g] + [
                 syntax.copied(a) for a in sequences] + [syntax.const(["x", "y"].index(param))])
         template = op.variant.uniform if reduced else op.variant.templates[param]
-        subst = {op.variant.cotangent: g, "ans": syntax.name(target)}
-        subst.update(op.bound)
+        subst = {"where": syntax.const(self.src.where(s)), op.variant.cotangent: g,
+                 "ans": syntax.name(target), **op.bound}    # (a parameter may be `where`)
         for free, obj in template.free.items():
             subst[free] = template_name(self.ctx.bind(free, obj=obj), obj)
         expr = syntax.substitute(template.tree, subst)
@@ -530,10 +530,9 @@ class Reverse(CallAdjoints):
         return [syntax.located(syntax.if_(syntax.copied(s.test), then, orelse), s)]
 
     def zero(self, n):
-        """`n_bar = 0.0`, a symbolic zero that arithmetic broadcasts; for an array that no
-        loop assigns (so reading it adds nothing to a tape), zeros of its shape, which
-        indexing and reshaping rules and the caller need; for a list, tuple or dict, zeros
-        of its structure."""
+        """`n_bar = 0.0`, a symbolic zero that arithmetic broadcasts; for an array no loop
+        assigns (reading it adds nothing to a tape), zeros of its shape, which indexing and
+        reshaping rules and the caller need; for a list, tuple or dict, of its structure."""
         kind = self.kinds.kind.get(n)
         if (kind == ARRAY and n not in self.in_loops) or kind == CONTAINER:
             # a container's adjoint is indexed (`t_bar = a_bar[0]`): zeros of its

@@ -10,7 +10,7 @@ from .. import syntax
 from ..analysis.names import user_name
 from ..analysis.value_kinds import ARRAY, CONTAINER, SCALAR
 from ..frontend.structure import user_class
-from ..rules import runtime
+from ..rules import runtime, writes
 from .callee_effects import returns_its_writes
 
 
@@ -53,7 +53,7 @@ class AliasErrors:
                 "it is made (copy.copy(obj))"))
         listed = self.kinds.kind.get(base) == CONTAINER or (
             marks.PRIM.of(getattr(write.value, "func", None)) is runtime.append)
-        kind = "list" if listed and not stale.element else "array"     # (what is written)
+        kind = self.container_word(write) if listed and not stale.element else "array"
         what = f"array {user_name(base, self.src)} holds, which" if stale.element else kind
         return self.src.syntax_error(read, (
             f"{shown} is read after {line(write)} ({self.src.line_text(write).strip()}) "
@@ -63,6 +63,19 @@ class AliasErrors:
             f"the value and the derivative would use the old {shown}. Make the copy "
             f"explicit where the other name is made (.copy()), or read the {kind} "
             "written again after the write"))
+
+    @staticmethod
+    def container_word(write):
+        """What the write `write` into a container writes into: a list (an append), a dict
+        (an item at a string), or either."""
+        value = write.value
+        prim = marks.PRIM.of(getattr(value, "func", None))
+        if prim is runtime.append:
+            return "list"
+        if prim is writes.setitem and isinstance(value.args[1], gast.Constant) and isinstance(
+                value.args[1].value, str):
+            return "dict"
+        return "list or dict"
 
     def given(self, v, objects):
         """Whether `v`, a call of `_s2s_attr_set`, changes an object the function was

@@ -325,7 +325,7 @@ class GradientCalls(gast.NodeTransformer):
         if all(ax is None for ax in in_axes):
             raise self.vmap_refused(call, "batches no argument (in_axes are all None)")
         loop = gradients.vmap_function(primal, params, extras, in_axes, out_axes,
-                                       f"{self.src.where(call)}: ")
+                                       self.src.where(call))
         if self.ctx.variant in _BATCHED and not (
                 self.ctx.options.recompute and self.ctx.variant.forward) and (
                 getattr(primal, "s2s_vmap_of", None) is None):     # (vmap(vmap(g)): loops)

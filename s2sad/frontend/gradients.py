@@ -296,7 +296,13 @@ def forward_function(kind, standing, n, i):
 _forward = weakref.WeakKeyDictionary()      # {jvp's standing: {(kind, n, i): function}}
 
 
-def vmap_function(primal, params, extras, in_axes, out_axes, where=""):
+#: What vmap called inside a differentiated function says of a tuple result and one int
+#: out_axes (the loop, and batching_api's batched rules).
+ONE_PER_AXIS = ("vmap called inside a differentiated function takes a function that "
+                "returns a tuple with out_axes a tuple, one axis per result")
+
+
+def vmap_function(primal, params, extras, in_axes, out_axes, where=None):
     """A Python function that stands for `vmap(primal, in_axes, out_axes)` where
     differentiated code calls it: a loop over the items of the batch that calls `primal`
     on each and stacks the results, which s2sad reads as it reads the user's code (so
@@ -305,10 +311,13 @@ def vmap_function(primal, params, extras, in_axes, out_axes, where=""):
     positional parameters of `primal` the call gives (the others keep their defaults);
     `in_axes` one int or None per parameter, `out_axes` an int, or a tuple of one
     int per result of a primal that returns a tuple. The batches must have one size, and
-    a result a tuple where `out_axes` is one, as `vmap` checks; its errors begin with
-    `where`, the user's file and line of the call ("file:line: ")."""
+    a result a tuple where `out_axes` is one, as `vmap` checks, naming `where` (the
+    user's file and line of the call)."""
     per_key = _forward.setdefault(primal, {})
     key = ("vmap", tuple(params), tuple(extras), in_axes, out_axes, where)
+
+    def raised(message):
+        return f"raise _s2s_error({(where + ': ' if where else '') + message!r})"
     if key in per_key:
         return per_key[key]
     taken = set(params) | set(extras) | {"np"}
@@ -323,15 +332,14 @@ def vmap_function(primal, params, extras, in_axes, out_axes, where=""):
     first, axis = batched[0]
     lines = []
     for p, ax in batched:       # (an item of a list, tuple or dict is not `p[k]`)
-        lines += [f"if isinstance({p}, (list, tuple, dict)):",
-                  f"    raise _s2s_error({where!r} 'vmap called inside a differentiated function batches "
-                  "arrays along an axis, not lists, tuples or dicts: pass their arrays as "
-                  "arguments of their own')"]
+        lines += [f"if isinstance({p}, (list, tuple, dict)):", "    " + raised(
+            "vmap called inside a differentiated function batches arrays along an axis, "
+            "not lists, tuples or dicts: pass their arrays as arguments of their own")]
     lines.append(f"{size} = np.shape({first})[{axis}]")
     for p, ax in batched[1:]:
         lines += [f"if np.shape({p})[{ax}] != {size}:",
-                  f"    raise _s2s_error({where!r} 'vmap: the batched arguments have batches of "
-                  "different sizes')"]
+                  "    " + raised("vmap: the batched arguments have batches of different "
+                                  "sizes")]
     items = [p if ax is None else f"{p}[{_item_index(ax, k)}]"
              for p, ax in zip(params, in_axes)]
     call = f"_s2s_f({', '.join(items + [f'{e}={e}' for e in extras])})"
@@ -342,16 +350,14 @@ def vmap_function(primal, params, extras, in_axes, out_axes, where=""):
     lines += [f"for {k} in range({size}):", f"    {result} = {call}"]
     if isinstance(out_axes, tuple):
         lines += [f"    if not isinstance({result}, tuple) or len({result}) != {len(outs)}:",
-                  f"        raise _s2s_error({where!r} 'vmap: out_axes={out_axes!r} needs a tuple of "
-                  f"{len(outs)} results')"]
+                  "        " + raised(f"vmap: out_axes={out_axes!r} needs a tuple of "
+                                      f"{len(outs)} results")]
         lines += [f"    {s}.append({result}[{j}])" for j, s in enumerate(stacks)]
         returned = "(" + "".join(f"np.stack({s}, axis={ax}), "
                                  for s, ax in zip(stacks, outs)) + ")"
     else:
         lines += [f"    if isinstance({result}, tuple):",
-                  f"        raise _s2s_error({where!r} 'vmap called inside a differentiated function "
-                  "takes a function that returns a tuple with out_axes a tuple, one axis "
-                  "per result')",
+                  "        " + raised(ONE_PER_AXIS),
                   f"    {stacks[0]}.append({result})"]
         returned = f"np.stack({stacks[0]}, axis={out_axes})"
     lines.append(f"return {returned}")

@@ -20,6 +20,7 @@ import weakref
 
 import numpy as np
 
+from ..errors import S2SADError
 from . import pytrees
 from .products import dot_lhs, dot_rhs, matmul_lhs, matmul_rhs
 from .pytrees import from_array
@@ -475,14 +476,21 @@ def batch_cumsum_adjoint(g, g_axis, x, x_axis, axis=None):
     return np.flip(np.cumsum(np.flip(g, ax), ax), ax)
 
 
-def batch_select(test, a, b):
+def batch_select(test, a, b, error=None):
     """`a if test else b` of each item: `test` one truth per item, `a` and `b` batched
-    values of one structure."""
+    values of one structure, whose items are of one shape; else `error` (a batch holds
+    items of one shape, and NumPy would broadcast the two, against their batch axes)."""
     test = np.asarray(test).astype(bool)
     if _placeholder(a) or _placeholder(b):     # (a None the other branch's items never read)
         return b if _placeholder(a) else a
-    return pytrees.map(lambda u, v: np.where(
-        test.reshape(test.shape + (1,) * (np.ndim(u) - 1)), u, v), a, b)
+    return pytrees.map(lambda u, v: _chosen(test, u, v, error), a, b)
+
+
+def _chosen(test, u, v, error):
+    if np.shape(u)[1:] != np.shape(v)[1:]:
+        raise error or S2SADError("vmap: the branches of an if give items of different "
+                                  f"shapes, {np.shape(u)[1:]} and {np.shape(v)[1:]}")
+    return np.where(test.reshape(test.shape + (1,) * (np.ndim(u) - 1)), u, v)
 
 
 def _placeholder(x):

@@ -19,7 +19,7 @@ ns = {"np": np}
 _BERNOULLI = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510)
 
 
-@helper(tangent=(None, "t * _s2s_polygamma(n + 1, x)"))
+@helper(tangent=(None, "t * _s2s_polygamma(n + 1, x)"), elementwise="x")
 def polygamma(n, x):
     """The `n`-th derivative of the digamma function at `x` (a number or an array, not
     at a pole 0, -1, -2, ...); `n` = 0 is digamma, the derivative of log Γ. The
@@ -717,7 +717,8 @@ helper_adjoint(interp_outside, zero="x, xp", namespace={"np": np}, g=(
     "np.asarray(xp)[0], ans_bar, 0.0), g)"))
 
 
-@helper(tangent={"u": "_s2s_exponent_term(t, x)", "x": "u * _s2s_log_base_dot(t, x)"})
+@helper(tangent={"u": "_s2s_exponent_term(t, x)", "x": "u * _s2s_log_base_dot(t, x)"},
+        elementwise="u, x")
 def exponent_term(u, x):
     """`u * log(x)`, the term of the exponent in a derivative of `x ** y` (`u` is `g * ans`
     or `t * ans`): 0 where x == 0 (0 ** y is flat in y); where x < 0 (whose powers NumPy
@@ -729,6 +730,7 @@ def exponent_term(u, x):
     return u * math.log(x) if x > 0 else 0.0 * u if x == 0 or u == 0 else math.nan
 
 
+@helper(elementwise="t, x")
 def log_base_dot(t, x):
     """The tangent of log(x) in `exponent_term`: `t / x`, and 0 where x == 0."""
     if isinstance(x, np.ndarray):

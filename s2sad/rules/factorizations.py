@@ -124,9 +124,10 @@ helper_adjoint(eigen_gaps, namespace=ns, w=(
 
 
 @helper(linear="ans")
-def thin(ans, what):
+def thin(ans, what, where=None):
     """`ans`, the result of a factorization, if its factors are the thin ones whose
-    derivative s2sad knows; else a MissingRuleError."""
+    derivative s2sad knows; else a MissingRuleError, located at `where` (the user's file
+    and line of the call, which rule templates read as `where`)."""
     square = isinstance(ans, tuple) and (
         ans[0].shape[-1] == ans[-1].shape[-2] if what == "svd"
         else ans[1].shape[-2] == ans[1].shape[-1])
@@ -135,11 +136,12 @@ def thin(ans, what):
                   "full_matrices=True adds have no unique derivative); pass "
                   "full_matrices=False" if what == "svd" else
                   "mode='reduced' of a matrix with at least as many rows as columns")
-        raise MissingRuleError(f"s2sad differentiates np.linalg.{what} only with {detail}")
+        raise MissingRuleError(f"{where + ': ' if where else ''}s2sad differentiates "
+                               f"np.linalg.{what} only with {detail}")
     return ans
 
 
-helper_adjoint(thin, params="x, what", zero="what", x="ans_bar")
+helper_adjoint(thin, params="x, what, where=None", zero="what, where", x="ans_bar")
 
 
 #: The condition number (`n max|a| max|inv(a)|`, within a factor n of the 1-norm's) up
@@ -326,13 +328,13 @@ def svd_values_adjoint_dot(g, a, t):
     return (du * d) @ ans[2] + (ans[0] * d) @ dvt
 
 
-def svd_dot(t, a, ans, compute_uv=True):
+def svd_dot(t, a, ans, compute_uv=True, where=None):
     """The tangent of `ans = np.linalg.svd(a, ...)` along `t` (JAX's rule, for real
-    matrices)."""
+    matrices; `where`, the call's line, for `thin`)."""
     if not compute_uv:
         u, _, vt = np.linalg.svd(a, full_matrices=False)
         return np.diagonal(_t(u) @ t @ _t(vt), 0, -2, -1).copy()
-    u, s, vt = thin(ans, "svd")
+    u, s, vt = thin(ans, "svd", where)
     v = _t(vt)
     ds = _t(u) @ t @ v
     f = eigen_gaps(s * s)
@@ -350,10 +352,10 @@ def svd_dot(t, a, ans, compute_uv=True):
     return rebuild(ans, [du, np.diagonal(ds, 0, -2, -1).copy(), _t(dv)])
 
 
-def qr_dot(t, ans):
+def qr_dot(t, ans, where=None):
     """The tangent of `ans = np.linalg.qr(a)` along `t` (JAX's rule, for real matrices
-    with at least as many rows as columns)."""
-    q, r = thin(ans, "qr")
+    with at least as many rows as columns; `where`, the call's line, for `thin`)."""
+    q, r = thin(ans, "qr", where)
     x = _t(np.linalg.solve(_t(r), _t(t)))          # t @ inv(r)
     c = _t(q) @ x
     lower = np.tril(c, -1)

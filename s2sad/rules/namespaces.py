@@ -17,14 +17,22 @@ _declared = set()
 def namespace_makers():
     """SciPy's `array_namespace` functions, declared without derivative, or () where
     SciPy's array API modules are not imported."""
+    found = _makers()
+    for f in found:
+        if id(f) not in _declared:
+            _declared.add(id(f))
+            define(f, nondiff=True)
+    return found
+
+
+def _makers():
+    """SciPy's `array_namespace` functions (what an exported module's check reads: it
+    declares nothing)."""
     found = []
     for name in _MAKERS:
         f = getattr(sys.modules.get(name), "array_namespace", None)
         if f is not None and not any(f is g for g in found):
             found.append(f)
-            if id(f) not in _declared:
-                _declared.add(id(f))
-                define(f, nondiff=True)
     return tuple(found)
 
 
@@ -32,7 +40,7 @@ def compat_numpy():
     """The namespace SciPy's `array_namespace` gives for NumPy's arrays (asked of it: SciPy
     imports that namespace on the first call), or None where SciPy's array API modules
     are not imported."""
-    makers = namespace_makers()
+    makers = _makers()
     if not makers:
         return None
     if not _numpy_namespace:

@@ -72,7 +72,7 @@ rule(np.degrees, "x", "g * (180 / np.pi)")
 
 # np.sinc: its derivative is a helper of its own, and the helper's derivative is its next
 # (hessians of np.sinc differentiate the helper in forward mode)
-@helper(tangent={"x": "t * _s2s_sinc_slope(x, n + 1)"})
+@helper(tangent={"x": "t * _s2s_sinc_slope(x, n + 1)"}, elementwise="x")
 def sinc_slope(x, n=1):
     """The `n`-th derivative (1 or 2) of `np.sinc` at `x`: by its Taylor series where
     π|x| < 0.1 (the closed forms divide 0 by 0 at 0), else the closed forms."""
@@ -329,7 +329,7 @@ rule(np.linalg.eigvalsh, "a, UPLO='L'",
      tangent={"a": "_s2s_eigvals_dot(_s2s_mirrored(t, UPLO), np.linalg.eigh(a, UPLO)[1])"})
 _H = "('L' if hermitian else None)"          # the triangle svd and pinv read, if one
 _AH = f"_s2s_mirrored(a, {_H})"
-_U, _S, _SVT = (f"_s2s_thin(ans, 'svd')[{i}]" for i in range(3))
+_U, _S, _SVT = (f"_s2s_thin(ans, 'svd', where)[{i}]" for i in range(3))
 _UT, _SV = f"np.swapaxes({_U}, -1, -2)", f"np.swapaxes({_SVT}, -1, -2)"
 _F = f"_s2s_eigen_gaps({_S} * {_S})"
 _DS = (f"(_s2s_diag_embed({_G}[1]) + 2 * _s2s_symmetrize({_F} * ({_UT} @ {_G}[0])) * "
@@ -341,7 +341,7 @@ _SVD = (f"{_U} @ {_DS} @ {_SVT} + _s2s_safe_divide({_G}[0] - {_U} @ ({_UT} @ {_G
 rule(np.linalg.svd, "a, full_matrices=True, compute_uv=True, hermitian=False",
      a=f"_s2s_mirrored_adjoint({_SVD} if compute_uv else _s2s_svd_values_adjoint(g, {_AH}), "
        f"{_H})",
-     tangent={"a": f"_s2s_svd_dot(_s2s_mirrored(t, {_H}), {_AH}, ans, compute_uv)"},
+     tangent={"a": f"_s2s_svd_dot(_s2s_mirrored(t, {_H}), {_AH}, ans, compute_uv, where)"},
      returns=None)
 _PT, _PG = "np.swapaxes(ans, -1, -2)", "_s2s_spread(g, ans)"
 _X = f"(np.swapaxes({_PG}, -1, -2) @ ans @ {_PT})"
@@ -355,12 +355,12 @@ rule(np.linalg.lstsq, "a, b, rcond=None", "_s2s_lstsq_adjoint(g, a, b, ans, 0)",
      "_s2s_lstsq_adjoint(g, a, b, ans, 1)",
      tangent=("_s2s_lstsq_dot(t, a, b, ans, 0)", "_s2s_lstsq_dot(t, a, b, ans, 1)"),
      returns="container")
-_Q, _R = "_s2s_thin(ans, 'qr')[0]", "_s2s_thin(ans, 'qr')[1]"
+_Q, _R = "_s2s_thin(ans, 'qr', where)[0]", "_s2s_thin(ans, 'qr', where)[1]"
 _M = f"(np.swapaxes({_Q}, -1, -2) @ {_G}[0] - {_G}[1] @ np.swapaxes({_R}, -1, -2))"
 _XB = f"({_G}[0] + {_Q} @ (np.tril({_M} - np.swapaxes({_M}, -1, -2), -1) - {_M}))"
 rule(np.linalg.qr, "a, mode='reduced'",
      a=f"np.swapaxes(np.linalg.solve({_R}, np.swapaxes({_XB}, -1, -2)), -1, -2)",
-     tangent={"a": "_s2s_qr_dot(t, ans)"}, returns="container")
+     tangent={"a": "_s2s_qr_dot(t, ans, where)"}, returns="container")
 _INVT = "np.swapaxes(np.linalg.inv(a), -1, -2)"
 rule(np.linalg.matrix_power, "a, n",
      a=f"_s2s_power_dot(g, np.swapaxes(a, -1, -2), n) if n >= 0 else "

@@ -291,7 +291,12 @@ helper_adjoint(prod_others, x="_s2s_prod_others_dot(x, _s2s_rebroadcast(ans_bar,
 
 
 @helper(params="x, u, axis=None",
-        tangent=("_s2s_prod_others_dot2(x, u, t, axis)", "_s2s_prod_others_dot(x, t, axis)"))
+        tangent=("_s2s_prod_others_dot2(x, u, t, axis)", "_s2s_prod_others_dot(x, t, axis)"),
+        # (the third derivatives of the product are symmetric: `prod_others_dot2` is
+        # symmetric in its two tangents, and `prod_others_dot` its own transpose in `u`)
+        adjoint=dict(params="x, u, axis=None",
+                     x="_s2s_prod_others_dot2(x, u, _s2s_rebroadcast(ans_bar, x), axis)",
+                     u="_s2s_prod_others_dot(x, _s2s_rebroadcast(ans_bar, x), axis)"))
 def prod_others_dot(x, t, axis=None):
     """The tangent of `prod_others(x, axis)` along `t` (products of dual numbers, so
     that zero entries need no division)."""
@@ -312,6 +317,8 @@ def prod_others_dot(x, t, axis=None):
     return _along_last(dot, axis, x, t)
 
 
+@helper(params="x, u, v, axis=None",
+        tangent=('_s2s_no_second_derivative("np.prod\'s third derivative")',) * 3)
 def prod_others_dot2(x, t, s, axis=None):
     """The tangent of `prod_others_dot(x, t, axis)` along `s`, the tangent of `x`: the
     part in e1 e2 of the products of the other entries of `x + e1 t + e2 s`, numbers with

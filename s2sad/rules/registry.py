@@ -23,7 +23,7 @@ namespace given at registration; a name `_s2s_NAME` not there is the runtime hel
 `NAME` (`HELPERS`: each module of helpers declares its functions, once, with
 `helpers(__name__)` at its end, so a template may call any of them by that name; what
 s2sad knows about a helper, `HelperFacts`, is declared above its `def` with
-`@helper(shape_only=..., result=..., writes=..., numba=...)`, and read with
+`@helper(shape_only=..., result=..., writes=..., numba=..., elementwise=...)`, read with
 `helper_facts`, and so is its forward rule, `@helper(linear=...)` or
 `@helper(tangent=...)`). A parameter without a template has no derivative (like
 ChainRules' `NoTangent`); `nondiff=True` marks a whole primitive. `broadcast=True`
@@ -79,6 +79,9 @@ class HelperFacts:
     #: It has a Numba version, `numba_NAME` in rules/numba_overloads.py, which the numba
     #: backend's code may call (rules/numba_runtime.py).
     numba: bool = False
+    #: The positions of the arguments it reads element by element, broadcasting them as
+    #: NumPy does: `vmap` calls it on batches of them (ad/batching.py), else item by item.
+    elementwise: tuple = ()
 
 
 #: {name in generated code (`_s2s_NAME`): HelperFacts}, one record per runtime helper.
@@ -104,10 +107,11 @@ def helpers(module_name: str) -> dict:
 
 
 def helper(fn=None, *, tangent=None, linear=None, adjoint=None, params=None, namespace=None,
-           shape_only=(), result=None, writes=(), numba=False):
+           shape_only=(), result=None, writes=(), numba=False, elementwise=""):
     """Declare the function `fn` a runtime helper (`_s2s_` and its name, see `helpers`)
     where it is defined, with what s2sad knows about it (`HelperFacts`: `shape_only`,
-    `result`, `writes`, `numba`), and its forward rule, which forward over reverse
+    `result`, `writes`, `numba`, `elementwise` by the parameters' names, "u, x"), and its
+    forward rule, which forward over reverse
     (`hessian`) needs of a helper reverse-mode code calls: `tangent`, templates over `t`,
     the tangent of a parameter (a dict by name, a tuple by position, `()` for a constant
     result), or `linear`, the groups of parameters it is linear in ("g"; see `define`).
@@ -119,13 +123,14 @@ def helper(fn=None, *, tangent=None, linear=None, adjoint=None, params=None, nam
     if fn is None:
         return lambda f: helper(f, tangent=tangent, linear=linear, adjoint=adjoint, params=params,
                                 namespace=namespace, shape_only=shape_only, result=result,
-                                writes=writes, numba=numba)
+                                writes=writes, numba=numba, elementwise=elementwise)
     if result not in _RESULTS:
         raise S2SADError(f"helper {fn.__name__!r}: result={result!r} is none of {_RESULTS}")
-    _declare(fn, fn.__name__, HelperFacts(tuple(shape_only), result, tuple(writes), numba))
+    own = list(inspect.signature(fn).parameters.values())
+    each = tuple([p.name for p in own].index(p) for p, _ in _parse_params(elementwise))
+    _declare(fn, fn.__name__, HelperFacts(tuple(shape_only), result, tuple(writes), numba, each))
     if tangent is not None or linear is not None:
-        if params is None:
-            params = ", ".join(str(p) for p in inspect.signature(fn).parameters.values())
+        params = ", ".join(str(p) for p in own) if params is None else params
         define(fn, params, tangent=tangent, linear=linear,
                namespace=fn.__globals__ if namespace is None else namespace)
     if adjoint is not None:
@@ -241,7 +246,7 @@ class Template:
     def __init__(self, source, params, namespace, cotangent="g"):
         self.source = source
         self.tree = gast.parse(source, mode="eval").body
-        bound = set(params) | {cotangent, "ans"}
+        bound = set(params) | {cotangent, "ans", "where"}     # (where: the call's line)
         self.free = {}
         for n in gast.walk(self.tree):
             if isinstance(n, gast.Name) and n.id not in bound:
@@ -729,11 +734,9 @@ def batching(prim, params, template, namespace=None, unbatched=False):
     """Register the batching rule of `prim` called with `params` (see `BatchRule`):
     `batching(np.dot, "a, b", "_s2s_batch_dot(a, a_axis, b, b_axis)")`."""
     spec = _parse_params(params)
-    names = [n for n, _ in spec]
-    free = names + [f"{n}_axis" for n in names]
-    _record(prim).batch = BatchRule(Variant(spec, {}, False),
-                                    Template(template, free, dict(namespace or {})),
-                                    unbatched)
+    free = [n for n, _ in spec] + [f"{n}_axis" for n, _ in spec]
+    _record(prim).batch = BatchRule(Variant(spec, {}, False), Template(
+        template, free, dict(namespace or {})), unbatched)
     bump()
     return prim
 
@@ -753,10 +756,9 @@ def on_change(listener):
 
 # -- building records -------------------------------------------------------------------
 def _record(prim):
-    record = PRIMITIVES.get(prim)
-    if record is None:
-        record = PRIMITIVES[prim] = Primitive(prim)
-    return record
+    if prim not in PRIMITIVES:
+        PRIMITIVES[prim] = Primitive(prim)
+    return PRIMITIVES[prim]
 
 
 def _rule(record, field):
@@ -767,8 +769,7 @@ def _rule(record, field):
 
 
 class _Params(list):
-    """A signature, [(name, default or REQUIRED)], and how many of its parameters come
-    before a `*` (those after it are keyword-only)."""
+    """A signature, [(name, default or REQUIRED)], and how many come before a `*`."""
     positional = None
 
 

@@ -380,7 +380,8 @@ helper_adjoint(nanvariance, namespace=ns,
                   "keepdims)"))
 
 
-@helper(tangent=("_s2s_safe_divide(t, d)", "-_s2s_safe_divide(n * t, d * d)"))
+@helper(tangent=("_s2s_safe_divide(t, d)", "-_s2s_safe_divide(n * t, d * d)"),
+        elementwise="n, d")
 def safe_divide(n, d):
     """`n / d`, and 0 where `d` is 0: the adjoint of a square root or a deviation at 0,
     where s2sad gives the subgradient 0 (the standard deviation of one value, or of
@@ -651,7 +652,7 @@ def vstack(g, arrays):
 helper_adjoint(vstack, namespace=ns, zero="arrays", g="_s2s_rebroadcast(np.vstack(ans_bar), g)")
 
 
-@helper(tangent=())
+@helper(tangent=(), elementwise="x, lo, hi")
 def clip_mask(x, lo, hi):
     """Where `np.clip(x, lo, hi)` passes `x` through."""
     inside = np.asarray(True)

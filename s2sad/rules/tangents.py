@@ -67,6 +67,19 @@ def nanvariance_dot(t, a, axis=None, ddof=0, keepdims=False):
     return 2 * np.sum(centred * t, axis=axis, keepdims=keepdims) / np.where(n > 0, n, np.inf)
 
 
+# (`norm_dot(u, x, n)` is the sum along the reduced axes of `norm(1, x, n) * u`: linear in
+# `u`, and along `x` and `n` the tangents of `norm`, the adjoint, contracted with `u`)
+@helper(params="u, x, n, ord=None, axis=None, keepdims=False", tangent=(
+    "_s2s_norm_dot(t, x, n, ord, axis, keepdims)",
+    "np.sum(_s2s_norm_adjoint_dot(1.0, x, n, t, 0, ord, axis, keepdims) * u, axis=axis, "
+    "keepdims=keepdims)",
+    "np.sum(_s2s_norm_adjoint_dot(1.0, x, n, t, 1, ord, axis, keepdims) * u, axis=axis, "
+    "keepdims=keepdims)"), adjoint=dict(
+    params="u, x, n, ord=None, axis=None, keepdims=False",
+    u="_s2s_norm(ans_bar, x, n, ord, axis, keepdims)",
+    x="_s2s_norm_adjoint_dot(ans_bar, x, n, u, 0, ord, axis, keepdims)",
+    n=("_s2s_rebroadcast(np.sum(u * _s2s_norm_adjoint_dot(ans_bar, x, n, 1.0, 1, ord, axis, "
+       "keepdims), axis=axis, keepdims=keepdims), n)")))
 def norm_dot(t, x, ans, ord=None, axis=None, keepdims=False):
     """The tangent of np.linalg.norm: vector p-norms (and inf), and the Frobenius norm:
     the adjoint's contraction with `t` (the same derivative, read the other way)."""
