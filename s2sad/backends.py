@@ -13,7 +13,7 @@ holds the Numba dispatchers it made.
 >>> backends.NUMBA.can.reversed, backends.PYTHON.can.reversed
 (False, True)
 >>> [p.name for p in backends.NUMBA.passes]
-['native_tapes', 'native_globals', 'native_check', 'native_fuse']
+['native_tapes', 'native_globals', 'native_check', 'native_fuse', 'native_scaled']
 >>> backends.NUMBA.options(Variant.GRAD).guard
 False
 """
@@ -33,7 +33,8 @@ from .compilation import Callee, Compilation, Pass
 from .errors import NativeBackendError, S2SADError
 from .frontend.source import function_from_source, is_library, numba_function
 from .options import Capabilities, Options, Variant
-from .after_ad import native_check, native_fuse, native_globals, native_tapes
+from .after_ad import (native_check, native_fuse, native_globals, native_scaled,
+                       native_tapes)
 from .rules import numba_runtime
 
 
@@ -125,6 +126,8 @@ class NumbaBackend(Backend):
              "naming the user's line"),
         Pass("native_fuse", native_fuse.run, "(numba) a run of elementwise statements as "
              "one loop over the elements, where the types and shapes fit"),
+        Pass("native_scaled", native_scaled.run, "(numba) the gradient of a graded call "
+             "added scaled into its caller's adjoints, without the product's array"),
     )
 
     def __init__(self):

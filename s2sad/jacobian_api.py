@@ -336,7 +336,11 @@ def _numba_jacfwd(f, wrt, has_aux, holomorphic):
         likes = [_template(args[i]) for i in columns.indices]
         value, cols = None, []
         for code, like in zip(columns.codes, likes):
-            together = code.columns(args, like, kwargs)     # (all at once where it can)
+            # (all at once where it can; for one argument, the Jacobian itself where
+            # the columns can be written into it in Numba code)
+            together = code.columns(args, like, kwargs, stacked=not columns.many)
+            if together is not None and isinstance(together[1], np.ndarray):
+                return together[1]
             if together is not None:
                 value, along = together
                 cols.extend(along)

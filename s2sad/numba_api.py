@@ -286,10 +286,24 @@ class NumbaJvp:
     def holds(self):
         return self.d.holds()
 
-    def columns(self, primals, like, kwargs):
+    def columns(self, primals, like, kwargs, stacked=False):
         """`(f(*primals), [y_dot along each unit tangent of the array like `like`])` in one
         pass, the primal once (numba_directions), or None where that code is refused,
-        Numba cannot compile it, or it raises: the caller then loops over the columns."""
+        Numba cannot compile it, or it raises: the caller then loops over the columns.
+        With `stacked`, where y and the y_dots are arrays of float64 of one shape, the
+        Jacobian (y's axes, then like's) in place of the list, the columns written into
+        it in Numba code (numba_directions.stacked)."""
+        passes = self._passes(primals, like, kwargs)
+        if passes is None:
+            return None
+        y, lists = passes
+        jac = numba_directions.stacked(y, lists) if stacked else None
+        if jac is not None:
+            return y, jac.reshape(np.shape(y) + np.shape(like))
+        return y, [c for cols in lists for c in cols]
+
+    def _passes(self, primals, like, kwargs):
+        """`(f(*primals), [the typed list of y_dots of each pass])`, or None (`columns`)."""
         if kwargs or not self.by_position or np.ndim(like) == 0 or np.size(like) < 2:
             return None
         if self._directions is None:
@@ -309,7 +323,7 @@ class NumbaJvp:
             except Exception:   # (the columns one by one raise it, located, or compile)
                 self._directions = False
                 return None
-            out.extend(cols)
+            out.append(cols)
         return y, out
 
     _directions = None      # (its dispatcher, False where refused)

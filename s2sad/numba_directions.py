@@ -42,6 +42,8 @@ import hashlib
 import warnings
 import weakref
 
+import numpy as np
+
 from . import native_cache
 from .frontend.source import function_from_source
 
@@ -154,6 +156,55 @@ def call(dispatcher, primals, tangents):
     with warnings.catch_warnings():     # (the lists' item types, inferred after use)
         warnings.simplefilter("ignore", NumbaTypeSafetyWarning)
         return dispatcher(*primals, *map(_rows(), tangents))
+
+
+def stacked(y, lists):
+    """The Jacobian as an array (y's elements, the directions) from `lists`, the typed
+    lists of y_dots `call` gave (one a pass, in order), written in Numba code in blocks
+    of rows (a row of each column at a time: `np.stack(columns, -1)` writes with a stride
+    of the number of directions); None unless `y` and the y_dots are arrays of float64
+    of one shape."""
+    import numba
+    if not (isinstance(y, np.ndarray) and y.dtype == np.float64 and y.ndim and lists):
+        return None
+    item = lists[0]._numba_type_.item_type
+    if not (isinstance(item, numba.types.Array) and item.dtype == numba.float64
+            and item.ndim == y.ndim):
+        return None
+    out = np.empty((y.size, sum(len(cols) for cols in lists)))
+    start = 0
+    for cols in lists:
+        if not _into()(cols, out, start, y.shape):
+            return None
+        start += len(cols)
+    return out
+
+
+def _into():
+    global _INTO
+    if _INTO is None:
+        import numba
+        from numba.typed import List
+
+        @numba.njit(cache=True)
+        def into(cols, out, start, shape):
+            flat = List()
+            for k in range(len(cols)):
+                if cols[k].shape != shape:
+                    return False
+                flat.append(np.ascontiguousarray(cols[k]).reshape(-1))
+            for i0 in range(0, out.shape[0], 256):
+                i1 = min(i0 + 256, out.shape[0])
+                for k in range(len(flat)):
+                    column = flat[k]
+                    for i in range(i0, i1):
+                        out[i, start + k] = column[i]
+            return True
+        _INTO = into
+    return _INTO
+
+
+_INTO = None
 
 
 def _rows():

@@ -116,6 +116,7 @@ def _sample_calls():
         "keep_default": [(np.zeros(3), np.ones(3)), ([1.0], [2.0, 3.0])],
         "add_at": [(np.zeros(3), np.array([0, 0, 2]), np.ones(3))],
         "put": [(np.zeros((2, 3)), 4, 7.0), (np.zeros(3), 1, 2.0)],
+        "add_scaled": [(np.zeros((2, 3)), 2.0, r(2, 3)), (np.zeros(3), -1.5, 0.5)],
         "at_slots": [(r(3), [0, 2, 0, 0], r(4), 1.0), (r(2, 3), (np.array([0, 1, 0]), 2), r(3),
                                                         0.0), (r(2, 3), 1, 0.5, 1.0)],
         "at_unslot": [(r(3, 3), r(3), [0, 2, 0, 0], r(4)), (r(2, 3, 2), r(2, 3),

@@ -295,3 +295,101 @@ def test_sort_in_reverse_mode(f, x):
     want = fd_jacobian(total, (x,), 0)
     np.testing.assert_allclose(s2sad.grad(total, backend="numba")(x), want, rtol=1e-6,
                                atol=1e-8)
+
+
+# -- rules loaded lazily (an optional library's, on the lookup that misses) keep what was
+# compiled: the plans of jacfwd and jvp are not made again on the second call
+
+
+def _counting_builds(monkeypatch):
+    from s2sad import driver
+    builds, make = [], driver._Build.make
+
+    def counted(self, request):
+        builds.append(request.fn)
+        return make(self, request)
+    monkeypatch.setattr(driver._Build, "make", counted)
+    return builds
+
+
+def _load_lazily(monkeypatch, prim):
+    """Register rules for `prim` as an optional library's (loaded at the next lookup that
+    misses once its module is imported), import that module, and make a lookup miss."""
+    import sys
+    import types
+    from s2sad.rules import registry
+    name = f"s2sad_test_optional_{id(prim)}"
+    monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    registry.optional((name,), lambda: registry.define(prim, "x", "g * 3.0"))
+    registry.primitive(object())        # (a lookup that misses: the rules load)
+    assert registry.primitive(prim) is not None
+
+
+def spiral(x):
+    y = np.zeros(x.shape[0] + 1)
+    for i in range(x.shape[0]):
+        y[i] = np.sin(x[i]) * x[(i + 1) % x.shape[0]]
+    y[-1] = np.sum(x * x)
+    return y
+
+
+def test_rules_loaded_later_keep_the_plans(monkeypatch):
+    from s2sad.rules import registry
+    x = np.array([0.3, -0.7, 1.1, 0.2])
+    jac = s2sad.jacfwd(spiral, backend="numba")
+    np.testing.assert_allclose(jac(x), fd_jacobian(spiral, (x,), 0), rtol=1e-6, atol=1e-8)
+    tangent = np.array([1.0, 0.0, -2.0, 0.5])
+    _, y_dot = s2sad.jvp(spiral, (x,), (tangent,), backend="numba")
+    builds, version = _counting_builds(monkeypatch), registry.version
+
+    def never_looked_up(x):
+        return 3.0 * x
+    _load_lazily(monkeypatch, never_looked_up)
+    assert registry.version == version
+    for _ in range(2):
+        np.testing.assert_allclose(jac(x), fd_jacobian(spiral, (x,), 0), rtol=1e-6,
+                                   atol=1e-8)
+        _, again = s2sad.jvp(spiral, (x,), (tangent,), backend="numba")
+        np.testing.assert_allclose(again, fd_jacobian(spiral, (x,), 0) @ tangent,
+                                   rtol=1e-6, atol=1e-8)
+    assert builds == []
+
+
+def test_rules_loaded_later_for_a_function_looked_up_invalidate(monkeypatch):
+    # a rule made for a function a lookup has missed (read as the user's code) changes
+    # what was compiled: every derivative is made again (and so for a helper's reverse
+    # rule made after a lookup found its record)
+    from s2sad.rules import registry
+
+    def read_as_code(x):
+        return 3.0 * x
+    assert registry.primitive(read_as_code) is None and registry.looked_up(read_as_code)
+    version = registry.version
+    _load_lazily(monkeypatch, read_as_code)
+    assert registry.version > version
+
+
+def squared_rows(a):
+    out = np.zeros((a.shape[0], a.shape[0]))
+    for i in range(a.shape[0]):
+        out[i] = np.sin(a[i]) @ a.T
+    return out
+
+
+def test_columns_written_into_the_jacobian(monkeypatch):
+    # y and x of two axes each: the Jacobian (y's axes, then x's) written by Numba code
+    a = np.array([[0.3, -0.7, 1.1], [0.2, -0.4, 0.9]])
+    written = []
+    stacked = numba_directions.stacked
+
+    def spied(y, lists):
+        written.append(stacked(y, lists))
+        return written[-1]
+    monkeypatch.setattr(numba_directions, "stacked", spied)
+    got = s2sad.jacfwd(squared_rows, backend="numba")(a)
+    assert len(written) == 1 and written[0] is not None
+    assert got.shape == (2, 2, 2, 3)
+    np.testing.assert_allclose(got, fd_jacobian(squared_rows, (a,), 0), rtol=1e-6,
+                               atol=1e-8)
+    # a number's tangents are not arrays: the columns are stacked as before
+    assert stacked(np.float64(1.0), []) is None

@@ -15,6 +15,7 @@ with registry.loading():     # (a template may call a helper of a module loaded 
     from . import batching  # noqa: F401  (batching rules, after the primitives they batch)
     from . import fusion  # noqa: F401  (the numba backend's fused loops: after_ad/native_fuse.py)
     from . import namespaces  # noqa: F401  (SciPy's array API: before_ad/array_namespaces.py)
+    from . import constructors  # noqa: F401  (dataclasses', named tuples', plain classes')
 
 __all__ = ["registry", "runtime", "writes", "operators", "math", "builtins", "numpy", "tangents"]
 

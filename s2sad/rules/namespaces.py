@@ -6,7 +6,7 @@ import sys
 
 import numpy as np
 
-from .registry import define, helper
+from .registry import define, helper, looked_up
 
 #: The modules that define `array_namespace`, by SciPy version (its own, since 1.15, and
 #: the vendored array_api_compat's).
@@ -21,7 +21,7 @@ def namespace_makers():
     for f in found:
         if id(f) not in _declared:
             _declared.add(id(f))
-            define(f, nondiff=True)
+            define(f, nondiff=True, quiet=not looked_up(f))
     return found
 
 

@@ -1,6 +1,6 @@
 """Plain classes: the user's classes whose instances s2sad takes apart by their attributes
 without their being registered (rules/pytrees.py's `_Plain` node), and whose constructor
-that only stores gets a rule (rules/registry.py), from what `stored_parameters` reads in
+that only stores gets a rule (rules/constructors.py), from what `stored_parameters` reads in
 its source. Imports nothing of s2sad's."""
 import abc
 import ast
@@ -33,7 +33,7 @@ _OWN_ATTRIBUTES = ("__getattr__", "__getattribute__", "__setattr__", "__new__")
 
 def stored_parameters(cls):
     """{parameter: the attribute it is stored in} of a plain class's `__init__` that only
-    stores (see rules/registry.py's `_plain_constructor`), else None. The `__init__` may be inherited, and may
+    stores (see rules/constructors.py), else None. The `__init__` may be inherited, and may
     call its base's (`super().__init__(w)`, `Base.__init__(self, w)`) with parameters or
     constants, if that one only stores too."""
     inits = [c for c in cls.__mro__[:-1] if "__init__" in c.__dict__]

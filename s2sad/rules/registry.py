@@ -49,7 +49,6 @@ import gast
 
 from ..errors import S2SADError
 from . import snapshots
-from .plain_classes import plain, stored_parameters
 
 version = 0
 #: The runtime helpers, by the name templates and generated code call them (`_s2s_` and
@@ -183,7 +182,8 @@ def _made_adjoints():
         record = _record(fn)
         _rule(record, "vjp").add(variant)
         record.nondiff = False
-        bump()
+        if looked_up(fn):   # (else nothing compiled has read its record: no `bump`)
+            bump()
 
 
 def _libraries_as_found(module_name):
@@ -456,12 +456,26 @@ def optional(modules, loader):
 
 
 def load_optional():
-    """Load the rules of every optional library the process has imported."""
+    """Load the rules of every optional library the process has imported. They change
+    nothing compiled (no `bump`: the caches keyed by `version` keep their code) unless
+    they touch the record of a primitive looked up before (found or not), or what a
+    method or attribute's name means."""
+    global _touched
     for entry in [e for e in _OPTIONAL if any(sys.modules.get(m) is not None
                                               for m in e[0])]:
         _OPTIONAL.remove(entry)
-        with loading():
-            entry[1]()
+        names, _touched = (dict(METHODS), dict(ATTRIBUTES)), set()
+        try:
+            with loading():
+                entry[1]()
+        finally:
+            touched, _touched = _touched, None
+        if any(map(looked_up, touched)) or names != (METHODS, ATTRIBUTES):
+            bump()
+
+
+_touched = None     # (while optional rules load: the primitives whose records they touch)
+_LOOKED_UP = set()  # (the ids of the primitives looked up: `looked_up`)
 
 
 def writes_nothing(prim):
@@ -496,86 +510,37 @@ def viewed(record, args, keywords):
 
 def primitive(prim):
     """The record of `prim`, or None (also for an unhashable object). A dataclass or
-    named tuple class has one made on first use (`_constructor`)."""
+    named tuple class, or a plain class, has one made on first use (rules/constructors.py)."""
     if _PENDING:
         _made_adjoints()
     try:
         record = PRIMITIVES.get(prim)
     except TypeError:
         return None
+    _LOOKED_UP.add(id(prim))
     if record is None and _OPTIONAL:
         load_optional()
         record = PRIMITIVES.get(prim)
-    if record is None and isinstance(prim, type):
+    if record is None and isinstance(prim, type) and _constructor is not None:
         record = _constructor(prim)
     return record
 
 
-def _constructor(cls):
-    """The record of the constructor of the dataclass or named tuple `cls` called with its
-    fields (by position or name): the adjoint of a field is that field of the record's
-    adjoint, and the record is linear in its fields. None for other classes, and for
-    fields s2sad cannot pass (keyword-only, or with a default that is not a literal)."""
-    if issubclass(cls, tuple) and hasattr(cls, "_fields"):
-        defaults = getattr(cls, "_field_defaults", {})
-        fields = [(f, defaults.get(f, REQUIRED)) for f in cls._fields]
-    elif dataclasses.is_dataclass(cls):
-        fields = []
-        for f in dataclasses.fields(cls):
-            if not f.init:
-                continue
-            if getattr(f, "kw_only", False) or f.default_factory is not dataclasses.MISSING:
-                return None
-            fields.append((f.name, REQUIRED if f.default is dataclasses.MISSING
-                           else f.default))
-    else:
-        return _plain_constructor(cls)
-    if any(d is not REQUIRED and not isinstance(d, (int, float, bool, str, type(None)))
-           for _, d in fields):
-        return None
-    params = ", ".join(n if d is REQUIRED else f"{n}={d!r}" for n, d in fields)
-    define(cls, params, quiet=True,                     # (_s2s_field: containers.field)
-           linear=", ".join(n for n, _ in fields),
-           **{n: f"_s2s_field(g, {n!r})" for n, _ in fields})
-    return PRIMITIVES.get(cls)
+def constructed_by(maker):
+    """Make the record of a class's constructor on its first lookup by `maker(cls)` (the
+    record, or None): rules/constructors.py's, which defines rules (so imports this)."""
+    global _constructor
+    _constructor = maker
 
 
-def _plain_constructor(cls):
-    """The record of the constructor of the plain class `cls` (see pytrees.plain) whose
-    `__init__` only stores: each statement (but a docstring) is `self.a = p` (or `self.a,
-    self.b = p, q`), storing a parameter `p` as it is, or `self.a = c` for a constant `c`
-    that carries no derivative (an int, a string, None); each parameter stored at most
-    once, each attribute once.
-    The adjoint of a parameter stored is that attribute of the object's adjoint, and the
-    object is linear in them (as a dataclass's constructor is in its fields). A
-    parameter it does not store has no rule, so a differentiated value passed to it is
-    refused. None for other classes (an `__init__` that computes, calls or branches),
-    found once per class."""
-    if cls in _NOT_CONSTRUCTORS or not plain(cls):
-        return None
-    stored = stored_parameters(cls)
-    if stored is None:
-        _NOT_CONSTRUCTORS.add(cls)
-        return None
-    params = []
-    for p in list(inspect.signature(cls.__init__).parameters.values())[1:]:
-        default = p.default
-        if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-            _NOT_CONSTRUCTORS.add(cls)
-            return None
-        if default is inspect.Parameter.empty:
-            params.append(p.name)
-        else:       # (a default no template reads: a function, an object, a literal)
-            literal = isinstance(default, (int, float, bool, str, type(None)))
-            params.append(f"{p.name}={default!r}" if literal else f"{p.name}=None")
-    linear = [p for p in stored if p in {q.split("=")[0] for q in params}]
-    define(cls, ", ".join(params), quiet=True,           # (_s2s_field: containers.field)
-           linear=", ".join(linear) if linear else None,
-           **{p: f"_s2s_field(g, {a!r})" for p, a in stored.items()})
-    return PRIMITIVES.get(cls)
+_constructor = None
 
 
-_NOT_CONSTRUCTORS = set()   # (weak in effect: a class made in a loop is rare)
+def looked_up(prim):
+    """Whether `prim` has been looked up (`primitive`): a rule made for it now may change
+    what was compiled; one made for a primitive never looked up changes nothing. (By id:
+    an id reused by a later object only bumps the version once more.)"""
+    return id(prim) in _LOOKED_UP
 
 
 def lookup(prim):
@@ -744,6 +709,8 @@ def batching(prim, params, template, namespace=None, unbatched=False):
 def bump():
     """Invalidate every compiled derivative (a rule changed elsewhere)."""
     global version
+    if _touched is not None:        # (optional rules loading: `load_optional` decides)
+        return
     version += 1
     for listener in _listeners:
         listener()
@@ -756,9 +723,12 @@ def on_change(listener):
 
 # -- building records -------------------------------------------------------------------
 def _record(prim):
-    if prim not in PRIMITIVES:
-        PRIMITIVES[prim] = Primitive(prim)
-    return PRIMITIVES[prim]
+    if _touched is not None:
+        _touched.add(prim)
+    record = PRIMITIVES.get(prim)
+    if record is None:
+        record = PRIMITIVES[prim] = Primitive(prim)
+    return record
 
 
 def _rule(record, field):
