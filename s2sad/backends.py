@@ -13,7 +13,7 @@ holds the Numba dispatchers it made.
 >>> backends.NUMBA.can.reversed, backends.PYTHON.can.reversed
 (False, True)
 >>> [p.name for p in backends.NUMBA.passes]
-['native_tapes', 'native_globals', 'native_check', 'native_fuse']
+['native_tapes', 'native_globals', 'native_check', 'native_fuse', 'native_scaled']
 >>> backends.NUMBA.options(Variant.GRAD).guard
 False
 """
@@ -22,15 +22,19 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import numbers
 import types
 import weakref
+
+import numpy as np
 
 from . import emit, native_cache
 from .compilation import Callee, Compilation, Pass
 from .errors import NativeBackendError, S2SADError
 from .frontend.source import function_from_source, is_library, numba_function
 from .options import Capabilities, Options, Variant
-from .after_ad import native_check, native_fuse, native_globals, native_tapes
+from .after_ad import (native_check, native_fuse, native_globals, native_scaled,
+                       native_tapes)
 from .rules import numba_runtime
 
 
@@ -122,6 +126,8 @@ class NumbaBackend(Backend):
              "naming the user's line"),
         Pass("native_fuse", native_fuse.run, "(numba) a run of elementwise statements as "
              "one loop over the elements, where the types and shapes fit"),
+        Pass("native_scaled", native_scaled.run, "(numba) the gradient of a graded call "
+             "added scaled into its caller's adjoints, without the product's array"),
     )
 
     def __init__(self):
@@ -168,23 +174,22 @@ class NumbaBackend(Backend):
         """`numba.njit(**options)(fn)` for a Python function of the user's that the code
         calls, the functions of the user's it calls by global name compiled so too
         (Numba compiles a call of a Numba function, not of a Python one): a copy of `fn`
-        whose globals are its module's with those bound to their Numba versions."""
+        whose globals are its module's with those bound to their Numba versions. Made
+        again when a value Numba holds as a constant of the code (`_frozen`) changed."""
         made = self.dispatchers.setdefault(fn, {})
         key = ("calls",) + tuple(sorted(options.items()))
-        if key not in made:
+        frozen = _frozen(fn)
+        if key not in made or made[key][0] != frozen:
             callees = {n: fn.__globals__[n] for n in native_cache.global_names(fn.__code__)
                        if _users_function(fn.__globals__.get(n))}
-            if not callees:
-                made[key] = self.njit(fn, options)
-                return made[key]
             copy = types.FunctionType(fn.__code__, dict(fn.__globals__), fn.__name__,
                                       fn.__defaults__, fn.__closure__)
             functools.update_wrapper(copy, fn)
             del copy.__wrapped__
-            made[key] = self.njit(copy, options)
+            made[key] = (frozen, self.njit(copy, options))
             for n, obj in callees.items():      # (after: a recursion finds it made)
                 copy.__globals__[n] = self.njit_user(obj, options)
-        return made[key]
+        return made[key][1]
 
     def njit(self, fn, options):
         """`numba.njit(**options)(fn)`, made once per function and options."""
@@ -242,6 +247,27 @@ def jit_of(fn, default: tuple = ()) -> tuple:
     """numba.njit's options for the derivative of `fn`: those of `fn` when it is a Numba
     function, else `default`."""
     return jit_options(fn.targetoptions) if numba_function(fn) is not None else default
+
+
+def _frozen(fn):
+    """What Numba compiles into `fn`'s code as constants, as it was when read: the global
+    names it reads and the values of its closure's cells, each a number or string by
+    value, an array by its contents, anything else (a function, a tuple) by identity."""
+    cells = [c.cell_contents for c in fn.__closure__ or () if _filled(c)]
+    space = fn.__globals__
+    values = [(n, space[n]) for n in sorted(native_cache.global_names(fn.__code__))
+              if n in space] + list(enumerate(cells))
+    return tuple((n, v.dtype.str, v.shape, v.tobytes()) if isinstance(v, np.ndarray) else
+                 (n, type(v), v) if isinstance(v, (numbers.Number, str)) else (n, id(v))
+                 for n, v in values)
+
+
+def _filled(cell):
+    try:
+        cell.cell_contents
+    except ValueError:      # (a cell not bound yet)
+        return False
+    return True
 
 
 def _users_function(obj):

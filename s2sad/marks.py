@@ -117,7 +117,7 @@ MARKER = Mark(
 RECOMPUTED = Mark(
     "s2s_recomputed", "a statement of the forward pass computed again at the top of a "
     "reversed loop, which prune_tapes drops if nothing reads it",
-    ["ad/reverse_mode.py", "ad/tapes.py"], ["ad/reverse_mode.py", "ad/tapes.py"])
+    ["ad/reverse_mode.py", "ad/tapes.py"], ["ad/tapes.py"])
 READ_BACK = Mark(
     "s2s_read_back", "a value a reversed loop reads back from an array's final value "
     "instead of a tape (ad/inplace.py's final_element_reads)", ["ad/reverse_mode.py"],

@@ -57,16 +57,23 @@ def directory() -> str | None:
     return os.path.join(base, "s2sad")
 
 
+#: Raised when entries an older s2sad wrote may be wrong (2: a function of the user's
+#: compiled before a global it reads changed was compiled into the code of the new value's
+#: digest, with the old value).
+GENERATION = 2
+
+
 @functools.lru_cache(maxsize=1)
 def _versions() -> str:
     """s2sad's, Numba's, NumPy's and Python's versions, and the digest of the source of
     s2sad's runtime helpers and of their Numba versions (which Numba compiles into the
     code)."""
     digest = hashlib.sha256()
-    for name in ("runtime.py", "tangents.py", "numba_overloads.py", "numba_numpy.py"):
+    for name in ("runtime.py", "tangents.py", "numba_overloads.py", "numba_reductions.py",
+                 "numba_numpy.py"):
         with open(os.path.join(_RULES, name), "rb") as f:
             digest.update(f.read())
-    return (f"s2sad {sys.modules[__package__].__version__}, numba "
+    return (f"s2sad {sys.modules[__package__].__version__} ({GENERATION}), numba "
             f"{importlib.metadata.version('numba')}, numpy {np.__version__}, python "
             f"{sys.version.split()[0]}, helpers {digest.hexdigest()[:16]}")
 

@@ -545,6 +545,23 @@ def blocks(stmts, functions=True):
                 yield from blocks(inner, functions)
 
 
+def always_raises(block) -> bool:
+    """Whether every path through `block` ends in a `raise` (a `return` in it may be
+    reached: not so)."""
+    for s in block:
+        if _returns(s):
+            return False
+        if isinstance(s, gast.Raise) or isinstance(s, gast.If) and always_raises(
+                s.body) and always_raises(s.orelse):
+            return True
+    return False
+
+
+def _returns(node):
+    return isinstance(node, gast.Return) or any(
+        _returns(n) for n in gast.iter_child_nodes(node) if not isinstance(n, gast.FunctionDef))
+
+
 def stores(node, name):
     """Whether `node` assigns (or binds as a parameter or loop target) `name`."""
     return any(n.id == name and not isinstance(n.ctx, gast.Load) for n in name_nodes(node))

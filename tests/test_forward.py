@@ -406,7 +406,7 @@ def more_shapes_and_layout(x):
              np.atleast_2d(x)[0], np.atleast_3d(m).ravel(), np.diagonal(m, 1),
              np.kron(x[:2], x[2:4]), np.cross(x[:3], x[3:]),
              np.take_along_axis(m, np.array([[2, 0], [1, 1]]), axis=1).ravel(),
-             np.rollaxis(m[None], 2).ravel(), np.cross(m, x[3:], 0, axisc=0).ravel(),
+             np.rollaxis(m[None], 2).ravel(), np.cross(m.T, x[3:], 0, axisc=0).ravel(),
              np.select([x > 0, x < -0.5], [x * x, m.ravel() * x], x[0]),
              np.bincount([0, 2, 0, 1, 1, 3], weights=x * x[0], minlength=5)]
     return np.concatenate(parts)
@@ -505,7 +505,6 @@ JACOBIAN_CASES = [
     (more_shapes, (np.array([0.3, -0.2, 0.9, -1.4, 0.7, 0.25]),)),
     (python_builtins, (np.array([0.6, -0.4, 1.1]),)),
     (construction, (np.array([0.3, -0.4, 0.45]),)),
-    (row_stacked, (np.array([0.3, -0.4, 0.45]),)),
     (more_reductions, (np.array([0.3, -0.2, 0.9, -1.4, 0.7, 0.25]),)),
     (more_shapes_and_layout, (np.array([0.3, -0.2, 0.9, -1.4, 0.7, 0.25]),)),
     (decompositions, (np.array([0.3, -0.2, 0.9, -1.4, 0.7, 0.25, 1.1, 0.4, -0.6, 0.8, -0.5,
@@ -517,6 +516,8 @@ JACOBIAN_CASES = [
     (dicts_and_sequences, (np.array([0.6, -0.4, 1.1]),)),
     (broadcasting, (np.array([0.5, -1.0, 2.0]), np.array([0.3, 0.7]))),
 ]
+if hasattr(np, "row_stack"):        # (removed by NumPy 2.5)
+    JACOBIAN_CASES.append((row_stacked, (np.array([0.3, -0.4, 0.45]),)))
 
 
 def _fd_jacobian(f, args, i):
@@ -551,7 +552,7 @@ def test_jacrev_matches_jacfwd(f, args):
 
 
 def test_jacobian_shapes_and_tuples():
-    x, w = JACOBIAN_CASES[-1][1]
+    x, w = next(args for f, args in JACOBIAN_CASES if f is broadcasting)
     jx, jw = s2sad.jacfwd(broadcasting, wrt=(0, 1))(x, w)
     assert jx.shape == (6, 3) and jw.shape == (6, 2)
     rx, rw = s2sad.jacrev(broadcasting, wrt=("x", "w"))(x, w)

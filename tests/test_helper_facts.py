@@ -116,6 +116,7 @@ def _sample_calls():
         "keep_default": [(np.zeros(3), np.ones(3)), ([1.0], [2.0, 3.0])],
         "add_at": [(np.zeros(3), np.array([0, 0, 2]), np.ones(3))],
         "put": [(np.zeros((2, 3)), 4, 7.0), (np.zeros(3), 1, 2.0)],
+        "add_scaled": [(np.zeros((2, 3)), 2.0, r(2, 3)), (np.zeros(3), -1.5, 0.5)],
         "at_slots": [(r(3), [0, 2, 0, 0], r(4), 1.0), (r(2, 3), (np.array([0, 1, 0]), 2), r(3),
                                                         0.0), (r(2, 3), 1, 0.5, 1.0)],
         "at_unslot": [(r(3, 3), r(3), [0, 2, 0, 0], r(4)), (r(2, 3, 2), r(2, 3),
@@ -261,10 +262,11 @@ def test_combine_terms_moves_no_call_of_a_helper_that_writes():
 
 def test_every_numba_version_is_of_a_helper_declared_numba():
     pytest.importorskip("numba")
-    from s2sad.rules import numba_overloads, numba_runtime
+    from s2sad.rules import numba_overloads, numba_reductions, numba_runtime
     declared = {n for n, f in FACTS.items() if f.numba}
-    versions = {n[len("numba_"):] for n in vars(numba_overloads) if n.startswith("numba_")}
-    assert declared == versions
+    versions = [n[len("numba_"):] for m in (numba_overloads, numba_reductions) for n in vars(m)
+                if n.startswith("numba_")]
+    assert declared == set(versions) and len(versions) == len(set(versions))
     assert {h.__name__ for h in numba_runtime.versions()} == declared
 
 

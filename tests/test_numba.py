@@ -941,3 +941,41 @@ def test_configuration_globals_are_constants_that_recompile_when_changed():
                 rtol=1e-13)
     finally:
         CONFIG, SETTINGS = saved
+
+
+# -- a function of the user's that the derivative calls, reading a global number and a
+# -- global array, which Numba compiles into its code: made again when they change
+GAIN = 2.0
+SHIFT = np.array([0.5, -1.0, 2.0])
+
+
+def gained(v, i):
+    return GAIN * v * v + SHIFT[i] * v
+
+
+def gained_sum(x):
+    s = 0.0
+    for i in range(3):
+        s = s + gained(x[i], i) * gained(s + 1.0, i)
+    return s
+
+
+def test_a_called_functions_globals_changed_between_calls(monkeypatch, tmp_path):
+    global GAIN, SHIFT
+    monkeypatch.setenv("S2SAD_CACHE_DIR", str(tmp_path))   # (the disk cache too)
+    saved = GAIN, SHIFT.copy()
+    x = np.array([0.3, -0.7, 1.1])
+    g = s2sad.grad(gained_sum, backend="numba")
+    try:
+        for change in (None, lambda: globals().update(GAIN=3.0),
+                       lambda: SHIFT.__setitem__(1, 4.0),
+                       lambda: globals().update(GAIN=2.0)):
+            if change is not None:
+                change()
+            expected = np.array([fd_grad(lambda v: gained_sum(np.where(np.arange(3) == k, v, x)),
+                                         (x[k],)) for k in range(3)])
+            np.testing.assert_allclose(g(x), expected, rtol=1e-6)
+            np.testing.assert_allclose(s2sad.grad(gained_sum, backend="numba")(x), expected,
+                                       rtol=1e-6)
+    finally:
+        GAIN, SHIFT = saved

@@ -2,8 +2,9 @@
 forward sweep calls the callee's `value_and_grad`, the pullback scales that gradient by
 the result's adjoint, so a recursion no longer runs its forward sweep again at every
 level; the kinds a recursion returns; np.cumprod along an axis, which s2sad gives Numba;
-the adjoint of a matrix-vector product's vector. Checked against analytic formulas and
-central differences of the functions as they are.
+the adjoint of a matrix-vector product's vector; a graded gradient added into its
+caller's adjoints scaled, without the product's array (`_s2s_add_scaled`). Checked
+against analytic formulas, central differences of the functions as they are, and NumPy.
 """
 import numpy as np
 import pytest
@@ -16,23 +17,7 @@ import s2sad  # noqa: E402
 from s2sad.compilation import arg_types_of  # noqa: E402
 from s2sad.errors import NativeBackendError  # noqa: E402
 from numpy_cases import fd_array_grad  # noqa: E402
-
-
-def det_minors(a):
-    n = a.shape[0]
-    if n == 1:
-        return a[0, 0]
-    total = 0.0
-    sign = 1.0
-    for j in range(n):
-        minor = np.concatenate((a[1:, :j], a[1:, j + 1:]), axis=1)
-        total = total + sign * a[0, j] * det_minors(minor)
-        sign = -sign
-    return total
-
-
-def det_flat(a, n):
-    return det_minors(a.reshape(n, n))
+from test_numba import det_flat, det_minors  # noqa: E402
 
 
 def weighted(u, s):
@@ -186,3 +171,86 @@ def test_a_call_differentiated_along_a_tuple_is_no_product():
     with pytest.raises(NativeBackendError, match=r"test_numba_graded.py:\d+: the numba "
                        r"backend cannot compile s2sad's runtime helper"):
         s2sad.grad(through_a_tuple, backend="numba")(x)
+
+
+def along_slices(x):
+    total = 0.0
+    for j in range(x.shape[0] - 1):
+        total = total + x[j] * weighted(x[j:], 0.5)
+    return total
+
+
+def test_a_graded_gradient_is_added_scaled_into_its_callers_adjoint():
+    a = np.random.default_rng(4).normal(size=(4, 4))
+    g = s2sad.grad(det_flat, backend="numba")
+    np.testing.assert_allclose(g(a.ravel(), 4), (np.linalg.det(a) * np.linalg.inv(a).T).ravel(),
+                               rtol=1e-12, atol=1e-12)
+    top, *recursion = sources(g.derivative(arg_types_of(g._target, (a.ravel(), 4)),
+                                           {"a": 1}))
+    code = "\n".join(recursion)
+    # (each minor's gradient added into the slices of the caller's adjoint it came from,
+    # times its scale, element by element: no array of the product)
+    assert "_s2s_add_scaled(a_bar[1:, j + 1:], det_minors_gradient_scale, " in code
+    assert "_s2s_split_like(det_minors_gradient, " in code
+    assert "* det_minors_gradient" not in code
+    x = np.array([0.3, -1.2, 0.7, 1.1, -0.4])
+    g = s2sad.grad(along_slices, backend="numba")
+    np.testing.assert_allclose(g(x), fd_array_grad(along_slices, (x,), 0), rtol=1e-7,
+                               atol=1e-9)
+    assert "_s2s_add_scaled(x_bar[j:], " in "\n".join(sources(g.derivative(
+        arg_types_of(g._target, (x,)), {"x": 1})))
+
+
+def test_hvp_over_scaled_additions():
+    # (forward mode reads `_s2s_add_scaled(x, c, g)` as `x += c * g`); the oracle: central
+    # differences of the cofactor matrix det(A) A^-T along v
+    rng = np.random.default_rng(5)
+    a, v = rng.normal(size=(4, 4)), rng.normal(size=(4, 4))
+
+    def cofactors(m):
+        return np.linalg.det(m) * np.linalg.inv(m).T
+    h = 1e-5
+    want = (cofactors(a + h * v) - cofactors(a - h * v)) / (2 * h)
+    np.testing.assert_allclose(s2sad.hvp(det_minors, backend="numba")(a, v), want,
+                               rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("case", ["2-d", "1-d", "broadcast", "number", "overlap",
+                                  "reversed", "empty"])
+def test_the_scaled_addition_in_numba_code_is_numpys(case):
+    from s2sad.rules import fusion, numba_runtime
+    numba_runtime.register()
+
+    @numba.njit
+    def into_slice(out, c, g):
+        fusion.add_scaled(out[1:, :2], c, g)
+
+    @numba.njit
+    def into(out, c, g):
+        fusion.add_scaled(out, c, g)
+    m = np.arange(12.0).reshape(3, 4)
+    want = m.copy()
+    if case == "2-d":
+        g = np.array([[1.0, -2.0], [0.5, 3.0]])
+        into_slice(m, 1.5, g)
+        want[1:, :2] += 1.5 * g
+    elif case == "1-d":
+        into(m[1], -2.0, np.array([1.0, 2.0, 3.0, 4.0]))
+        want[1] += -2.0 * np.array([1.0, 2.0, 3.0, 4.0])
+    elif case == "broadcast":
+        into_slice(m, 2.0, np.array([1.0, -1.0]))
+        want[1:, :2] += 2.0 * np.array([1.0, -1.0])
+    elif case == "number":
+        into_slice(m, 2.0, 0.25)
+        want[1:, :2] += 2.0 * 0.25
+    elif case == "overlap":         # (g a view of out: NumPy makes the product first)
+        into_slice(m, 1.0, m[:2, 1:3])
+        want[1:, :2] += 1.0 * want[:2, 1:3]
+    elif case == "reversed":
+        into(m[::-1, :2], 3.0, m[:, 2:])        # (apart)
+        want[::-1, :2] += 3.0 * want[:, 2:]
+        into(m[::-1, 1:], 3.0, m[:, :3])        # (overlapping)
+        want[::-1, 1:] += 3.0 * want[:, :3]
+    else:
+        into(m[:0], 2.0, np.ones((0, 4)))
+    np.testing.assert_array_equal(m, want)

@@ -261,4 +261,7 @@ def test_memory_does_not_grow_with_the_number_of_steps(monkeypatch):
         peaks.append(tracemalloc.get_traced_memory()[1])
         tracemalloc.stop()
         assert sol.nfev > 6 * 4 * 64     # (several segments)
-    assert peaks[2] < 2 * peaks[1]       # (16 times the steps)
+    # (16 times the steps: what grows is a checkpoint a segment and the solver objects the
+    # collector has not freed yet, 1.9 times with SciPy 1.17 and 2.7 with 1.18; keeping
+    # every step would be about 16 times)
+    assert peaks[2] < 4 * peaks[1]

@@ -963,13 +963,14 @@ CASES.update({
                                                  S.uniform(None, 2.3, 2.6)),
                                           "vec": (S.uniform((3,), 1.1, 1.4),
                                                   S.uniform((3,), 2.3, 2.6))}),
-    "row_stack": (c_row_stack, {"vec": (R((4,)), R((4,))), "mat": (R((2, 4)), R((3, 4)))}),
     "linspace_retstep": (c_linspace_retstep, {"py": (S.uniform(None, 1.1, 1.4),
                                                      S.uniform(None, 2.3, 2.6)),
                                               "vec": (S.uniform((3,), 1.1, 1.4),
                                                       S.uniform((3,), 2.3, 2.6))}),
 })
-HESSIANS.update({"linspace_row_stack": (h_linspace_row_stack, [R((4,))])})
+if hasattr(np, "row_stack"):       # (removed by NumPy 2.5)
+    CASES["row_stack"] = (c_row_stack, {"vec": (R((4,)), R((4,))), "mat": (R((2, 4)), R((3, 4)))})
+    HESSIANS.update({"linspace_row_stack": (h_linspace_row_stack, [R((4,))])})
 
 
 def h_split_unordered(x):

@@ -1,6 +1,8 @@
 """`s2sad.vmap(g, in_axes, out_axes)(x, ...)` called inside a differentiated function, in
 every mode, against central differences of the function as it is (which runs s2sad's
 own vmap) or an analytic formula."""
+import inspect
+
 import numpy as np
 import pytest
 
@@ -169,6 +171,13 @@ def test_a_redefined_function_gives_the_new_derivative():
     _check_each_mode(g, H)
 
 
+def _at_line_of(info, fn, text):
+    """The error `info` begins with this file and the line of `fn` that has `text`."""
+    lines, first = inspect.getsourcelines(fn)
+    line = first + next(k for k, source in enumerate(lines) if text in source)
+    assert str(info.value).startswith(f"{__file__}:{line}: "), str(info.value)
+
+
 def test_batches_of_different_sizes_raise_as_vmap_does():
     def h(x, y):
         return np.sum(s2sad.vmap(lambda a, b: np.sum(a * b))(x, y))
@@ -189,8 +198,28 @@ def test_a_tuple_result_needs_a_tuple_of_out_axes():
     def h(x):
         a, b = s2sad.vmap(lambda r: (r[0], r[1]))(x)
         return np.sum(a * b)
-    with pytest.raises(s2sad.S2SADError, match="out_axes a tuple"):
-        s2sad.grad(h)(X)
+    for mode in (s2sad.grad, s2sad.hessian):
+        with pytest.raises(s2sad.S2SADError, match="out_axes a tuple") as info:
+            mode(h)(X)
+        _at_line_of(info, h, "s2sad.vmap(")
+
+
+def pair_loss(w, r):
+    return np.sum(np.tanh(r * w)) ** 2
+
+
+def one_out_axis(w, x):
+    v, g = s2sad.vmap(s2sad.value_and_grad(pair_loss), in_axes=(None, 0))(w, x)
+    return np.sum(v) + np.sum(g ** 2)
+
+
+def test_a_value_and_grad_batched_with_one_out_axis_is_refused_at_the_users_line():
+    # (the refusal named no line: it is raised by the loop s2sad writes for the call)
+    w = np.array([0.5, -1.2, 0.3])
+    for mode in (s2sad.grad, s2sad.jacfwd):
+        with pytest.raises(s2sad.S2SADError, match="out_axes a tuple") as info:
+            mode(one_out_axis)(w, X)
+        _at_line_of(info, one_out_axis, "s2sad.vmap(")
 
 
 def test_the_numba_backend_refuses_at_the_users_line():

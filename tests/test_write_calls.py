@@ -423,7 +423,10 @@ def test_a_spline_of_scipy_is_refused_at_the_users_line_not_differentiated_to_ze
 
     def through_spline(x):
         return np.sum(spline(x))
-    with pytest.raises(s2sad.MissingRuleError, match="may write into out") as info:
+    # (SciPy 1.18's PPoly.__call__ calls self._xp.asarray first: refused there, as code
+    # s2sad cannot differentiate)
+    with pytest.raises(s2sad.MissingRuleError,
+                       match="may write into out|is not code it can differentiate") as info:
         s2sad.grad(through_spline)(np.array([0.2, 0.5]))
     assert str(info.value).startswith(f"{__file__}:")
 

@@ -55,8 +55,8 @@ from ..before_ad.checkpointed_loops import is_checkpointed
 from .checkpointed import CheckpointedLoop, checkpointed, rename_apart
 from .inplace import InPlaceWrites, final_element_reads
 from .simplify import doubled, on_numbers, simplify, template_name
-from .tapes import (LoopPlan, bound_before_loops, is_range, loops_in, nested_stores,
-                    own_statements, rematerialized)
+from .tapes import (LoopPlan, bound_before_loops, free_loads, is_range, loops_in,
+                    nested_stores, own_statements, rematerialized)
 
 
 def run(fn, ctx):
@@ -510,12 +510,14 @@ class Reverse(CallAdjoints):
             + "\n".join("        " + line for line in skeleton.splitlines()))
 
     def if_(self, s, defined):
-        branches = [(self.block(stmts, d), d) for stmts in (s.body, s.orelse)
-                    for d in [set(defined)]]
-        # (what a branch that raises binds meets nothing: its adjoint code never runs)
-        run = [d for (_, d), b in zip(branches, (s.body, s.orelse))
-               if not (b and isinstance(b[-1], gast.Raise))]
-        union = set().union(*(run or [d for _, d in branches]))
+        raising = [syntax.always_raises(b) for b in (s.body, s.orelse)]
+        if raising.count(True) == 1:    # (a pullback never runs after the arm that raises)
+            return self.block(s.orelse if raising[0] else s.body, defined)
+        branches = []
+        for stmts in (s.body, s.orelse):
+            d = set(defined)
+            branches.append((self.block(stmts, d), d))
+        union = branches[0][1] | branches[1][1]
         for code, d in branches:
             code.extend(self.zero(n) for n in sorted(union - d, key=self.adj))
         defined.clear()
@@ -580,7 +582,7 @@ class Reverse(CallAdjoints):
         # what the reversed body reads of this iteration; a value an inner reversed loop
         # unpacks from its own tape is that loop's business, but the same name read
         # elsewhere in the body still needs this iteration's value
-        record = sorted(n for n in _free_loads(body, set())
+        record = sorted(n for n in free_loads(body, set())
                         if n in self.primal_names and n in info.defined_inside)
         again = self.recomputable(s, record, info.defined_inside)
         body[:0] = again
@@ -762,22 +764,6 @@ def _equal_terms_doubled(terms, kinds):
 
 def _same(a, b):
     return isinstance(a, gast.Name) and isinstance(b, gast.Name) and a.id == b.id
-
-
-def _free_loads(stmts, bound):
-    """Names `stmts` read that are not bound by an enclosing `for` target among them."""
-    out = set()
-    for s in stmts:
-        if isinstance(s, gast.For):
-            out |= set(syntax.names_loaded(s.iter)) - bound
-            again = {x.targets[0].id for x in s.body if marks.RECOMPUTED.of(x)}
-            out |= _free_loads(s.body, bound | set(syntax.names_stored(s.target)) | again)
-        elif isinstance(s, (gast.If, gast.While)):
-            out |= set(syntax.names_loaded(s.test)) - bound
-            out |= _free_loads(s.body, bound) | _free_loads(s.orelse, bound)
-        else:
-            out |= set(syntax.names_loaded(s)) - bound
-    return out
 
 
 def _operands(v):

@@ -673,3 +673,19 @@ def _indexed(shape, index):
         else:
             axes.pop(0)         # an int
     return tuple(out + axes)
+
+
+def free_loads(stmts, bound):
+    """Names `stmts` read that are not bound by an enclosing `for` target among them."""
+    out = set()
+    for s in stmts:
+        if isinstance(s, gast.For):
+            out |= set(syntax.names_loaded(s.iter)) - bound
+            again = {x.targets[0].id for x in s.body if marks.RECOMPUTED.of(x)}
+            out |= free_loads(s.body, bound | set(syntax.names_stored(s.target)) | again)
+        elif isinstance(s, (gast.If, gast.While)):
+            out |= set(syntax.names_loaded(s.test)) - bound
+            out |= free_loads(s.body, bound) | free_loads(s.orelse, bound)
+        else:
+            out |= set(syntax.names_loaded(s)) - bound
+    return out

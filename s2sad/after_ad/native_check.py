@@ -38,7 +38,7 @@ _BLOCKS = (gast.With, gast.Try, gast.FunctionDef, gast.ClassDef, gast.Global,
            gast.Nonlocal)
 #: Builtins the numba backend's generated code may call.
 _BUILTINS = {abs, min, max, len, range, float, int, bool, round, reversed, enumerate, zip,
-             print, isinstance}
+             print, isinstance, sum}
 
 
 def run(fn, ctx):
@@ -71,12 +71,22 @@ def _reason(s, ctx, names):
         for n in [m for p in (part if isinstance(part, list) else [part])
                   if isinstance(p, gast.AST) for m in syntax.walk(p)]:
             if isinstance(n, _CONTAINERS) and not _tape_list(s, n):
-                return f"a {type(n).__name__.lower()} ({syntax.unparse(n)})"
+                return f"a {type(n).__name__.lower()} ({syntax.unparse(n)}){_constants(n)}"
             if isinstance(n, gast.Call):
                 reason = _call_reason(n, ctx, names)
                 if reason is not None:
                     return reason
     return None
+
+
+def _constants(n):
+    """What to write for a list of numbers written out (`[0.0, 0.5, 1.0]`), else ""."""
+    if isinstance(n, (gast.List, gast.Tuple)) and n.elts and all(
+            isinstance(e, gast.Constant) and isinstance(e.value, (int, float))
+            and not isinstance(e.value, bool) for e in n.elts):
+        return (" (an array of these numbers, a global of the module such as XS = "
+                f"np.array({syntax.unparse(n)}), compiles: Numba reads it as a constant)")
+    return ""
 
 
 def _tape_list(s, n):
@@ -119,6 +129,10 @@ def _call_reason(call, ctx, names):
         return None         # the user's function, compiled with numba.njit by the driver
     if obj is None:
         return None if isinstance(func, gast.Attribute) else f"a call of {name}()"
+    if obj is np.linalg.norm and any(isinstance(a, gast.Constant) and isinstance(a.value, str)
+                                     for a in call.args + [k.value for k in call.keywords]):
+        return ("np.linalg.norm with ord a string, which Numba's takes as an error (write "
+                "np.linalg.norm(x) for the Frobenius norm of a matrix)")
     if (getattr(obj, "targetoptions", None) is not None or obj in _BUILTINS
             or isinstance(obj, (np.ufunc, type)) and obj is not object):
         return None

@@ -53,7 +53,7 @@ import numpy as np
 from .. import marks, syntax
 from ..rules.registry import HELPERS
 from .desugar import CONSUMERS     # (what consumes an iterable whole)
-from .iteration import _indexable
+from .iteration import _indexable, certainly_indexable
 
 #: The builtins this pass rewrites, by name.
 NAMES = {f.__name__ for f in (map, filter, divmod, zip, enumerate, reversed, *CONSUMERS)}
@@ -379,8 +379,7 @@ class BuiltinCalls:
         be held."""
         if isinstance(e, gast.GeneratorExp):
             e = gast.ListComp(elt=e.elt, generators=e.generators)
-        if not (isinstance(e, (gast.List, gast.Tuple, gast.ListComp)) or isinstance(
-                e, gast.Name) and e.id in self.indexable):
+        if not certainly_indexable(e, self.indexable):
             e = syntax.call(self.helper("sequence"), [e])
         return self.atom(e, "seq", held)
 

@@ -3,9 +3,9 @@ loop over indexes that binds its target at the top of the body, so that reverse 
 tapes an index and the adjoint of each element goes to its place in the sequence.
 
 - `for row in X` is `for i in range(len(X)): row = X[i]` where `X` is certainly a list,
-  tuple or array (an array parameter, a name bound only to displays); otherwise the loop
-  indexes `_s2s_sequence(X)`, which is `X` itself for those and a list of the items of
-  anything else (a dict's keys);
+  tuple or array (an array parameter, a name bound only to displays, a slice of one:
+  `x[1:]`); otherwise the loop indexes `_s2s_sequence(X)`, which is `X` itself for those
+  and a list of the items of anything else (a dict's keys);
 - `enumerate`, `zip` and `reversed` (nested as they like) read their sequences at the
   same index; `d.items()`, `d.keys()` and `d.values()` index `_s2s_keys(d)` and read
   `d[k]` with the key just bound;
@@ -170,8 +170,7 @@ class Iteration:
                 return gast.Subscript(value=syntax.copied(d), slice=k, ctx=gast.Load())
             return length, {"items": lambda i: (key(i), _Keyed(value)), "keys": key,
                             "values": lambda i: value(key(i))}[e.func.attr]
-        if isinstance(e, gast.Name) and e.id in self.indexable or isinstance(
-                e, (gast.List, gast.Tuple)):
+        if certainly_indexable(e, self.indexable):
             seq = self.held(e, "seq", loop, prelude)
         else:
             seq = self.namer.fresh("seq")
@@ -242,6 +241,15 @@ def _indexable(fn, types):
                             isinstance(n, gast.AugAssign) and displays.get(t.id)):
                         displays[t.id] = False
     return out | {k for k, ok in displays.items() if ok and k not in params}
+
+
+def certainly_indexable(e, indexable):
+    """Whether the expression `e` certainly holds a list, tuple or array: a display, a
+    name of `indexable` (`_indexable`), or a slice of one (`x[1:]`)."""
+    while isinstance(e, gast.Subscript) and isinstance(e.slice, gast.Slice):
+        e = e.value
+    return (isinstance(e, gast.Name) and e.id in indexable
+            or isinstance(e, (gast.List, gast.Tuple, gast.ListComp)))
 
 
 def _enumerate_call(e):

@@ -342,7 +342,10 @@ class Wengert:
         self.emit(out, syntax.if_(cond, branches[0][0], branches[1][0]), s)
         if len(live) == 1:
             env.update(live[0][1])
-            return live[0][2]
+            # after an arm that raises, what follows goes on after the `if` (no `else`
+            # to hold it: a loop's copies then end its body, as on a path with no raise)
+            dead = branches[0] if live[0] is branches[1] else branches[1]
+            return out if syntax.always_raises(dead[0]) else live[0][2]
         if live:
             env.update({v: j for v, j in joins.items() if any(v in b[1] for b in live)})
             return out

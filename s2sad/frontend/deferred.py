@@ -54,7 +54,7 @@ def deferred_line(exc: S2SADError, fn, refused: dict) -> int | None:
     if line is None or line in refused or _found(src.node, line - src.first_line + 1) is None:
         return None
     node = rewritten(syntax.copied(src.node), {**refused, line: exc}, src.first_line)
-    return None if _always_raises(node.body) else line
+    return None if syntax.always_raises(node.body) else line
 
 
 def rewritten(node: gast.FunctionDef, refused: dict, first_line: int) -> gast.FunctionDef:
@@ -130,23 +130,6 @@ def _found(fn, line):
             return found
         branched = branched or isinstance(s, gast.If)
         block = inner[0]
-
-
-def _always_raises(block):
-    """Whether every path through `block` ends in a `raise` (a `return` in it may be
-    reached: not so)."""
-    for s in block:
-        if _returns(s):
-            return False
-        if isinstance(s, gast.Raise) or isinstance(s, gast.If) and _always_raises(
-                s.body) and _always_raises(s.orelse):
-            return True
-    return False
-
-
-def _returns(node):
-    return isinstance(node, gast.Return) or any(
-        _returns(n) for n in gast.iter_child_nodes(node) if not isinstance(n, gast.FunctionDef))
 
 
 COMPOUND = (gast.With, gast.Try, gast.FunctionDef, gast.ClassDef, gast.AsyncWith,

@@ -543,10 +543,19 @@ def _parse(fn):
 def unfused(stmts):
     """`stmts` with each loop that the numba backend fused a run of elementwise statements
     into (after_ad/native_fuse.py: `if isinstance(_s2s_fusable(...), float) and ...:
-    <the loop> else: <the statements>`) as the statements it stands for: what forward
+    <the loop> else: <the statements>`) as the statements it stands for, and each
+    `_s2s_add_scaled(x, c, g)` (after_ad/native_scaled.py) as `x += c * g`: what forward
     mode differentiates of the numba gradient's code (`hvp`)."""
     out = []
     for s in stmts:
+        call = getattr(s, "value", None) if isinstance(s, gast.Expr) else None
+        if (isinstance(call, gast.Call) and syntax.is_name(call.func)
+                and call.func.id.startswith("_s2s_add_scaled") and len(call.args) == 3):
+            x, c, g = call.args
+            out.append(syntax.located(gast.AugAssign(
+                target=syntax.as_store(x), op=gast.Add(),
+                value=syntax.binop(c, gast.Mult(), g)), s))
+            continue
         test = getattr(s, "test", None)
         first = test.values[0] if isinstance(test, gast.BoolOp) else None
         inner = first.args[0] if isinstance(first, gast.Call) and first.args else None

@@ -143,6 +143,7 @@ def repeated(x, y):
     return None
 
 
+@helper(numba=True)
 def sequence(obj):
     """What a loop over `obj` indexes (before_ad.desugar writes `for v in obj` as a loop
     over indexes): a list, tuple or array itself; the keys of a dict, and the items of
@@ -154,6 +155,7 @@ define(sequence, "obj", "_s2s_unsequence(g, obj, 0.0)",
        tangent="_s2s_unsequence(t, obj, _s2s_zeros_like(ans))", view="obj")
 
 
+@helper(numba=True)
 def unsequence(d, obj, zero):
     """The adjoint or tangent `d` of `sequence(obj)`, for `obj`: `d` where the loop
     indexes `obj` itself, `zero` where it indexes keys, which carry no derivative."""
@@ -175,6 +177,7 @@ def keys(d):
 define(keys, nondiff=True)
 
 
+@helper(numba=True)
 def best_index(keys, largest):
     """The position of the item `max(items, key=...)` (`largest`) or `min(...)` picks,
     given the keys of the items: the first of those that attain the extremum."""
@@ -187,6 +190,7 @@ def best_index(keys, largest):
 define(best_index, nondiff=True, returns="scalar")
 
 
+@helper(numba=True)
 def key_order(keys, reverse=False):
     """The positions of the items in the order `sorted(items, key=..., reverse=...)`
     puts them, given their keys (a stable sort, as Python's)."""

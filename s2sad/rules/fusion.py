@@ -4,7 +4,9 @@ and Numba's versions (rules/numba_overloads.py) are what runs: `fusable` is sett
 Numba compiles the code, from the types of the arrays and numbers the run reads, so that
 the fused loop is compiled only for float64 arrays of one number of axes, and `at` and
 `put` read and write an element by its position in the elements' order (C order). The
-Python versions here say the same for NumPy values.
+Python versions here say the same for NumPy values. `add_scaled(out, c, g)` is `out += c
+* g` without the product's array, into an array or a view of one
+(after_ad/native_scaled.py).
 
 >>> import numpy as np
 >>> fusable((np.ones(3), np.zeros(3)), (2.0,)), fusable((np.ones(3, dtype=int),), ())
@@ -13,6 +15,9 @@ Python versions here say the same for NumPy values.
 (True, False)
 >>> m = np.zeros((2, 3)); put(m, 4, 7.0); float(at(m, 4)), at(2.5, 4)
 (7.0, 2.5)
+>>> add_scaled(m[:, 1:], 2.0, np.ones((2, 2))); m
+array([[0., 2., 2.],
+       [0., 9., 2.]])
 """
 import numpy as np
 
@@ -50,3 +55,9 @@ def at(x, k):
 def put(x, k, v):
     """Write `v` at the element `k` of the array `x` in C order."""
     x.flat[k] = v
+
+
+@helper(numba=True, writes=(0,))
+def add_scaled(out, c, g):
+    """`out += c * g`: `out` an array or a view of one (a basic slice), `c` a number."""
+    out += c * g

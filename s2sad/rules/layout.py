@@ -399,7 +399,7 @@ def _axes_given(axes):
     return axes[0] if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes
 
 
-@helper(result="of_adjoint", linear="g", numba=True)
+@helper(result="of_adjoint", numba=True, linear="g")
 def untranspose(g, axes=None):
     if np.ndim(g) == 0:
         return g                                    # the zero (see `products.spread_to`)

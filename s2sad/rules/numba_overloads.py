@@ -8,7 +8,7 @@ code calls. Importing this module imports Numba and registers them (numba_runtim
 import numpy as np
 from numba import types
 from numba.core.errors import TypingError
-from numba.extending import overload
+from numba.extending import overload, register_jitable
 
 from ..errors import ComplexValueError, CustomRuleError, defined_at
 from . import fusion, layout, products, runtime, tangents
@@ -82,6 +82,12 @@ def numba_add(a, b):
         # (the adjoints of a tuple a function returned: element by element)
         return _made("def add_each(a, b):", "    return (" + "".join(
             f"add(a[{k}], b[{k}]), " for k in range(len(a))) + ")", add=runtime.add)
+    if isinstance(a, types.List) and isinstance(b, types.List):
+        def add_lists(a, b):        # (the adjoints of a list of the function's, item by item)
+            if len(a) != len(b):
+                raise ValueError("s2sad: adjoints of one list of different lengths")
+            return [runtime.add(a[k], b[k]) for k in range(len(a))]
+        return add_lists
     raise TypingError(f"no native sum of the adjoints {a} and {b} (the numba backend has "
                       "no containers)")
 
@@ -119,6 +125,13 @@ def numba_unindex(g, x, index):
             return out
         numeric_g = numeric_type(g)
         return add_each
+    if isinstance(x, types.List) and isinstance(index, types.Integer) and (
+            numeric_type(x.dtype) or array_type(x.dtype, 3)):
+        def item(g, x, index):      # (a list of zeros with `g` at the item)
+            out = [runtime.zeros_like(v) for v in x]
+            out[index] = runtime.unbroadcast(g, x[index])
+            return out
+        return item
     at = getattr(index, "literal_value", None)
     if isinstance(x, types.BaseTuple) and isinstance(at, int) and -len(x) <= at < len(x):
         # (an element of a tuple: the adjoint `g` there, a zero of each other's type)
@@ -770,3 +783,47 @@ def numba_put(x, k, v):
             x[k // x.shape[1], k % x.shape[1]] = v
         return two
     raise TypingError(f"s2sad's fused loops write arrays of one or two axes, got {x}")
+
+
+
+@register_jitable
+def _bounds(x):
+    """The first byte of the array `x` and the one after its last, by its strides."""
+    lo = hi = x.ctypes.data
+    for n, step in zip(x.shape, x.strides):
+        if step < 0:
+            lo += (n - 1) * step
+        else:
+            hi += (n - 1) * step
+    return lo, hi + x.itemsize
+
+
+@register_jitable
+def _apart(a, b):
+    """Whether the memory of the arrays `a` and `b` is apart (Numba has no
+    `np.shares_memory`)."""
+    if a.size == 0 or b.size == 0:
+        return True
+    a_lo, a_hi = _bounds(a)
+    b_lo, b_hi = _bounds(b)
+    return a_hi <= b_lo or b_hi <= a_lo
+
+
+@overload(fusion.add_scaled)
+def numba_add_scaled(out, c, g):
+    # (element by element where `c` is a number, the shapes one and the memory apart; else
+    # NumPy's `+=`, which makes the product first: a broadcast, or `g` a view of `out`)
+    if not isinstance(out, types.Array):
+        raise TypingError(f"no native scaled addition of {c} times {g} into {out}")
+    if not (numeric_type(c) and isinstance(g, types.Array) and g.ndim == out.ndim
+            and out.ndim in (1, 2)):
+        def add(out, c, g):
+            out += c * g
+        return add
+    loops = (["for i in range(out.shape[0]):", "    out[i] += c * g[i]"] if out.ndim == 1
+             else ["for i in range(out.shape[0]):", "    for k in range(out.shape[1]):",
+                   "        out[i, k] += c * g[i, k]"])
+    return _made("def add(out, c, g):",
+                 "    if out.shape != g.shape or not apart(out, g):",
+                 "        out += c * g", "        return", *("    " + x for x in loops),
+                 apart=_apart)

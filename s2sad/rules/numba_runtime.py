@@ -1,7 +1,8 @@
 """The runtime helpers the numba backend's code may call, for Numba.
 
 A helper declared with `numba=True` (registry.HelperFacts) has a Numba version, in
-rules/numba_overloads.py: `numba_NAME` for the helper `NAME`; after_ad/native_check.py
+rules/numba_overloads.py or rules/numba_reductions.py (NumPy's products, reductions and
+writes): `numba_NAME` for the helper `NAME`; after_ad/native_check.py
 refuses a call of any other. The versions cover numbers and arrays of up to two axes; a
 case outside them (a broadcast of three axes, a sum along an axis) is a typing error
 that names the helper and the case. `register()` imports Numba and registers them, once;
@@ -9,6 +10,8 @@ that names the helper and the case. `register()` imports Numba and registers the
 registers rules/numba_numpy.py's too: NumPy's functions Numba lacks, for the primal and
 the derivatives.
 """
+import sys
+
 from . import fusion, runtime, tangents  # noqa: F401 - every helper declared, with its facts
 from .registry import HELPER_FACTS, HELPERS
 
@@ -20,15 +23,15 @@ def native():
 
 
 def register():
-    """Register the Numba versions (an optional dependency: imported here, once); the
-    module that has them."""
-    # (Numba, only when it is used; numba_numpy registers the helpers' versions it
-    # imports, then NumPy's functions Numba lacks)
-    from .numba_numpy import numba_overloads   # noqa: PLC0415
-    return numba_overloads
+    """Register the Numba versions (an optional dependency: imported here, once; the
+    module of the reductions and that of NumPy's functions Numba lacks import the other
+    first); the module that has most of them (and the constants numba_api reads)."""
+    from . import numba_numpy, numba_reductions  # noqa: PLC0415, F401 - Numba, when used
+    return sys.modules[f"{__package__}.numba_overloads"]
 
 
 def versions():
     """{runtime helper: its Numba version}, registered."""
-    module = register()
-    return {helper: getattr(module, f"numba_{name}") for name, helper in native().items()}
+    modules = (register(), sys.modules[f"{__package__}.numba_reductions"])
+    return {helper: next(getattr(m, f"numba_{name}") for m in modules
+                         if hasattr(m, f"numba_{name}")) for name, helper in native().items()}

@@ -73,7 +73,7 @@ helper_adjoint(matmul_rhs, namespace=ns,
                a="_s2s_matmul_lhs(g, a, _s2s_rebroadcast(ans_bar, b))")
 
 
-@helper(shape_only=(1,), result="fresh", linear=("g", "b"))
+@helper(shape_only=(1,), result="fresh", numba=True, linear=("g", "b"))
 def dot_lhs(g, a, b):
     """The adjoint of `a` in `np.dot(a, b)`."""
     a, b = asarray(a), asarray(b)
@@ -96,7 +96,7 @@ helper_adjoint(dot_lhs, namespace=ns,
                b="_s2s_dot_rhs(g, _s2s_rebroadcast(ans_bar, a), b)")
 
 
-@helper(shape_only=(2,), result="fresh", linear=("g", "a"))
+@helper(shape_only=(2,), result="fresh", numba=True, linear=("g", "a"))
 def dot_rhs(g, a, b):
     """The adjoint of `b` in `np.dot(a, b)`."""
     a, b = asarray(a), asarray(b)

@@ -519,7 +519,7 @@ def is_zero(g):
     return isinstance(g, float) and g == 0.0
 
 
-@helper(shape_only=(1,), result="of_adjoint", linear="g")
+@helper(shape_only=(1,), result="of_adjoint", numba=True, linear="g")
 def from_array(g, like):
     """`g`, an adjoint of a value of the structure of `like` (the value, or another
     adjoint of it), in that structure: the adjoint of `np.array(obj)` for `like=obj`, of

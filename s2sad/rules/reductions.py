@@ -271,7 +271,7 @@ def _along_last(fn, axis, x, *more):
     return np.moveaxis(fn(*flat).reshape(moved[0].shape), last, axes)
 
 
-@helper(result="fresh", tangent="_s2s_prod_others_dot(x, t, axis)")
+@helper(result="fresh", numba=True, tangent="_s2s_prod_others_dot(x, t, axis)")
 def prod_others(x, axis=None):
     """For each entry of `x`, the product of the other entries it is multiplied with by
     `np.prod(x, axis)`: the derivative of the product, also where an entry is zero."""
@@ -290,7 +290,7 @@ def prod_others(x, axis=None):
 helper_adjoint(prod_others, x="_s2s_prod_others_dot(x, _s2s_rebroadcast(ans_bar, x), axis)")
 
 
-@helper(params="x, u, axis=None",
+@helper(params="x, u, axis=None", numba=True,
         tangent=("_s2s_prod_others_dot2(x, u, t, axis)", "_s2s_prod_others_dot(x, t, axis)"),
         # (the third derivatives of the product are symmetric: `prod_others_dot2` is
         # symmetric in its two tangents, and `prod_others_dot` its own transpose in `u`)

@@ -75,8 +75,8 @@ class HelperFacts:
     #: The positions of the arguments it writes into (`arrays.add_at`: 0); a helper
     #: without writes changes no value it is given (after_ad/combine_terms.py).
     writes: tuple = ()
-    #: It has a Numba version, `numba_NAME` in rules/numba_overloads.py, which the numba
-    #: backend's code may call (rules/numba_runtime.py).
+    #: It has a Numba version, `numba_NAME` in rules/numba_overloads.py or
+    #: numba_reductions.py, which the numba backend's code may call (numba_runtime.py).
     numba: bool = False
     #: The positions of the arguments it reads element by element, broadcasting them as
     #: NumPy does: `vmap` calls it on batches of them (ad/batching.py), else item by item.

@@ -344,7 +344,7 @@ helper_adjoint(extremum, namespace=ns, zero="x, ans", g=(
     "axis=axis, keepdims=keepdims), g)"))
 
 
-@helper(result="fresh", linear=("g", "x"))
+@helper(result="fresh", numba=True, linear=("g", "x"))
 def variance(g, x, axis=None, ddof=0, keepdims=False):
     """The adjoint of var(x, axis, ddof)."""
     x = asarray(x)
@@ -380,7 +380,7 @@ helper_adjoint(nanvariance, namespace=ns,
                   "keepdims)"))
 
 
-@helper(tangent=("_s2s_safe_divide(t, d)", "-_s2s_safe_divide(n * t, d * d)"),
+@helper(numba=True, tangent=("_s2s_safe_divide(t, d)", "-_s2s_safe_divide(n * t, d * d)"),
         elementwise="n, d")
 def safe_divide(n, d):
     """`n / d`, and 0 where `d` is 0: the adjoint of a square root or a deviation at 0,
@@ -492,7 +492,7 @@ def diag(g, v, k=0):
 helper_adjoint(diag, zero="v", g="_s2s_diag(ans_bar, g, k)")    # (each other's transposes)
 
 
-@helper(result="fresh", params="g, x, n, ord=None, axis=None, keepdims=False",
+@helper(result="fresh", params="g, x, n, ord=None, axis=None, keepdims=False", numba=True,
         tangent=("_s2s_norm(t, x, n, ord, axis, keepdims)",
                  "_s2s_norm_adjoint_dot(g, x, n, t, 0, ord, axis, keepdims)",
                  "_s2s_norm_adjoint_dot(g, x, n, t, 1, ord, axis, keepdims)"))
@@ -524,7 +524,7 @@ helper_adjoint(norm, params="g, x, n, ord=None, axis=None, keepdims=False", name
                   "axis, keepdims), axis=axis, keepdims=keepdims), n)"))
 
 
-@helper(params="g, x, n, s, which, ord=None, axis=None, keepdims=False", tangent=(
+@helper(params="g, x, n, s, which, ord=None, axis=None, keepdims=False", numba=True, tangent=(
     "_s2s_norm_adjoint_dot(t, x, n, s, which, ord, axis, keepdims)",
     *["_s2s_no_second_derivative(\"np.linalg.norm's adjoint\")"] * 2,
     "_s2s_norm_adjoint_dot(g, x, n, t, which, ord, axis, keepdims)"))
@@ -700,7 +700,7 @@ helper_adjoint(unsort, namespace=ns, zero="x", g=(
     "np.argsort(x, axis=axis), axis), g)"))
 
 
-@helper(result="of_adjoint", linear="g")
+@helper(result="of_adjoint", numba=True, linear="g")
 def unsum(g, items):
     """The adjoint of the builtin sum(items): `g` for every item."""
     if isinstance(items, (list, tuple)):

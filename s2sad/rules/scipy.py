@@ -124,15 +124,27 @@ rule(linalg.cholesky, "a, lower=False, overwrite_a=False, check_finite=True",
      tangent={"a": f"{_CHOL_T.format('ans')} if lower else "
                    f"{_T.format(_CHOL_T.format(_T.format('ans')))}"},
      returns="array")
-# cho_factor's c holds the factor in one triangle and a's entries in the other
+
+
+def _cho_factor_keeps_a():
+    """Whether this SciPy's cho_factor leaves a's entries in the triangle its factor does
+    not fill (before 1.18), rather than zeros (1.18 on)."""
+    c, _ = linalg.cho_factor(np.array([[4.0, 2.0], [1.0, 4.0]]))
+    return bool(c[1, 0] == 1.0)
+
+
+# cho_factor's c holds the factor in one triangle, and in the other a's entries or zeros
 _C, _GC = "ans[0]", "_s2s_structured(g, ans)[0]"
 _LOW, _UP = f"np.tril({_C})", _T.format(f"np.triu({_C})")
+_KEEPS = _cho_factor_keeps_a()
+_KEPT = [f" + np.{t}({x}, {k})" if _KEEPS else "" for t, x, k in (
+    ("triu", _GC, 1), ("tril", _GC, -1), ("triu", "t", 1), ("tril", "t", -1))]
 rule(linalg.cho_factor, "a, lower=False, overwrite_a=False, check_finite=True",
-     a=f"_s2s_mirrored_adjoint(_s2s_cholesky(np.tril({_GC}), {_LOW}), True) + "
-       f"np.triu({_GC}, 1) if lower else _s2s_mirrored_adjoint(_s2s_cholesky("
-       f"{_T.format(f'np.triu({_GC})')}, {_UP}), False) + np.tril({_GC}, -1)",
-     tangent={"a": f"(np.tril({_CHOL_T.format(_LOW)}) + np.triu(t, 1) if lower else "
-                   f"np.triu({_T.format(_CHOL_T.format(_UP))}) + np.tril(t, -1), "
+     a=f"_s2s_mirrored_adjoint(_s2s_cholesky(np.tril({_GC}), {_LOW}), True){_KEPT[0]} "
+       f"if lower else _s2s_mirrored_adjoint(_s2s_cholesky("
+       f"{_T.format(f'np.triu({_GC})')}, {_UP}), False){_KEPT[1]}",
+     tangent={"a": f"(np.tril({_CHOL_T.format(_LOW)}){_KEPT[2]} if lower else "
+                   f"np.triu({_T.format(_CHOL_T.format(_UP))}){_KEPT[3]}, "
                    "_s2s_zeros_like(ans[1]))"},
      returns="container")
 _CL = "c_and_lower[0], c_and_lower[1]"

@@ -51,6 +51,7 @@ def extremum_dot(t, a, ans, axis=None, keepdims=False):
     return np.sum(weights * t, axis=axis, keepdims=keepdims)
 
 
+@helper(numba=True)
 def variance_dot(t, a, axis=None, ddof=0, keepdims=False):
     """The tangent of var(a): 2 <a - mean(a), t> / (n - ddof) over `axis`."""
     a = np.asarray(a)
@@ -69,7 +70,7 @@ def nanvariance_dot(t, a, axis=None, ddof=0, keepdims=False):
 
 # (`norm_dot(u, x, n)` is the sum along the reduced axes of `norm(1, x, n) * u`: linear in
 # `u`, and along `x` and `n` the tangents of `norm`, the adjoint, contracted with `u`)
-@helper(params="u, x, n, ord=None, axis=None, keepdims=False", tangent=(
+@helper(params="u, x, n, ord=None, axis=None, keepdims=False", numba=True, tangent=(
     "_s2s_norm_dot(t, x, n, ord, axis, keepdims)",
     "np.sum(_s2s_norm_adjoint_dot(1.0, x, n, t, 0, ord, axis, keepdims) * u, axis=axis, "
     "keepdims=keepdims)",

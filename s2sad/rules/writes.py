@@ -107,7 +107,7 @@ def append(a, v):
 define(append, "a, v", a="_s2s_head(g)", v="_s2s_last(g)", linear="a, v")
 
 
-@helper(result="of_adjoint", linear="g")
+@helper(result="of_adjoint", numba=True, linear="g")
 def zero_at(g, index):
     """The adjoint of the array or list written by `a[index] = v`: `g` without the
     overwritten elements."""

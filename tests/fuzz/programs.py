@@ -526,7 +526,7 @@ class _Gen(Choices):
                    (1, "int")]
         if depth < 3:
             choices += [(4, "if"), (3, "for"), (1, "for_display"), (2, "while")]
-        choices += [(1, "return")]
+        choices += [(1, "return"), (1, "guard")]
         if in_loop and not self.in_display:
             choices += [(2, "jump")]
         kind = self.weighted(choices)
@@ -699,6 +699,19 @@ class _Gen(Choices):
             return self.stmt_assign(env, pad, indent, depth)   # keep the rest reachable
         value, _ = self.expr(env, 2)
         return [f"{pad}return {value}"], None, True
+
+    def stmt_guard(self, env, pad, indent, depth):
+        """A check that raises, as a solver's `if n > maxiter: raise ...` (an arm that
+        raises: what follows runs after the `if`); mostly above the value's bound, so
+        that it never fires, else at a drawn condition (the point is then skipped where
+        it fires)."""
+        floats = [n for n in self.readable(env) if env[n].kind == "float"]
+        if floats and self.chance(70):
+            name = self.pick(floats)
+            cond = f"abs({name}) > {_num(env[name].bound + 1.0)}"
+        else:
+            cond = self.cond(env, 1)
+        return [f"{pad}if {cond}:", f'{pad}    raise ValueError("diverged")'], env, False
 
     def stmt_jump(self, env, pad, indent, depth):
         loop = self.loops[-1]
