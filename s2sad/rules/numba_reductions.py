@@ -13,7 +13,7 @@ from numba import types
 from numba.core.errors import TypingError
 from numba.extending import overload
 
-from . import (containers, layout, products, pytrees, reductions, runtime, tangents,
+from . import (containers, products, pytrees, reductions, runtime, tangents,
                writes)
 from .numba_overloads import (_around_axis, _axis_of, _made, array_type, axis_type, no_axis,
                               numeric_type)
@@ -367,14 +367,3 @@ def numba_unsequence(d, obj, zero):
     if _indexed(obj):
         return lambda d, obj, zero: d
     raise TypingError(f"no native adjoint of a loop over {obj}")
-
-
-@overload(layout.untranspose)
-def numba_untranspose(g, axes=None):
-    # (the adjoint of `x.T` or `np.transpose(x)`, which reverses the axes: `g` transposed)
-    if numeric_type(g):
-        return lambda g, axes=None: g           # (the zero)
-    if isinstance(g, types.Array) and no_axis(axes):
-        return lambda g, axes=None: g.T
-    raise TypingError(f"no native adjoint of np.transpose of {g} along axes {axes} (s2sad's "
-                      "numba backend reverses the axes)")
