@@ -10,7 +10,7 @@ from numba import types
 from numba.core.errors import TypingError
 from numba.extending import overload
 
-from . import numba_overloads  # noqa: F401 - registered first (rules/numba_runtime.py)
+from . import numba_overloads, numba_reductions  # noqa: F401 - registered first (numba_runtime)
 from .numba_overloads import _around_axis, _axis_of, _made, axis_type, no_axis
 
 

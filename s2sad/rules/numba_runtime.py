@@ -24,9 +24,9 @@ def native():
 
 def register():
     """Register the Numba versions (an optional dependency: imported here, once; the
-    module of the reductions and that of NumPy's functions Numba lacks import the other
-    first); the module that has most of them (and the constants numba_api reads)."""
-    from . import numba_numpy, numba_reductions  # noqa: PLC0415, F401 - Numba, when used
+    module of NumPy's functions Numba lacks imports the others first); the module that
+    has most of them (and the constants numba_api reads)."""
+    from . import numba_numpy  # noqa: PLC0415, F401 - Numba, only when it is used
     return sys.modules[f"{__package__}.numba_overloads"]
 
 
