@@ -423,6 +423,16 @@ def copied(node):
     return _copied(node, {})
 
 
+def loaded(target):
+    """A copy of the assignment target `target` read instead of written (every `ctx` a
+    Load): `x`, `x[i]`, `a.b` on the right of a statement."""
+    out = copied(target)
+    for n in walk(out):
+        if hasattr(n, "ctx"):
+            n.ctx = gast.Load()
+    return out
+
+
 def _copied(x, memo):
     # a function of its own, not a closure calling itself: that would be a cycle of
     # references, left for the garbage collector, at each copy

@@ -192,7 +192,7 @@ def _rewrite(block, k, owned, types, loads, stores, ctx):
             value=syntax.name(split.targets[0].id), slice=syntax.const(piece),
             ctx=gast.Load())
         block[block.index(add)] = syntax.located(syntax.expr_stmt(syntax.call(
-            syntax.name(ctx.runtime("add_scaled")), [_as_load(add.target),
+            syntax.name(ctx.runtime("add_scaled")), [syntax.loaded(add.target),
                                                      syntax.copied(scale), source])), add)
 
 
@@ -268,9 +268,3 @@ def _number(e, types):
     return False
 
 
-def _as_load(target):
-    out = syntax.copied(target)
-    for n in syntax.walk(out):
-        if hasattr(n, "ctx"):
-            n.ctx = gast.Load()
-    return out

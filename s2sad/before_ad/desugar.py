@@ -144,7 +144,7 @@ class Desugar:
             return [syntax.located(syntax.assign(s.target, s.value), s)]
         if isinstance(s, gast.Assign) and len(s.targets) > 1:
             first = syntax.located(syntax.assign(s.targets[0], s.value), s)
-            rest = [syntax.located(syntax.assign(t, _load(s.targets[0])), s)
+            rest = [syntax.located(syntax.assign(t, syntax.loaded(s.targets[0])), s)
                     for t in s.targets[1:]]
             return [first] + rest
         if isinstance(s, gast.If):
@@ -468,7 +468,7 @@ class Desugar:
 
 def _augmented(s):
     """`x += y` as `x = x + y`."""
-    value = gast.BinOp(left=_load(s.target), op=s.op, right=s.value)
+    value = gast.BinOp(left=syntax.loaded(s.target), op=s.op, right=s.value)
     plain = syntax.located(syntax.assign(syntax.as_store(s.target), value), s)
     # NumPy does `x += y` in place on an array, and `a[i] += y` on the element when it is
     # an array (of a list): before_ad.aliasing needs to know
@@ -782,14 +782,6 @@ def _always_exits(s):
 def _drop_docstring(body):
     return [s for s in body if not (isinstance(s, gast.Expr)
                                     and isinstance(s.value, gast.Constant))] or [gast.Pass()]
-
-
-def _load(target):
-    t = syntax.copied(target)
-    for n in syntax.walk(t):
-        if hasattr(n, "ctx"):
-            n.ctx = gast.Load()
-    return t
 
 
 # the callables that consume an iterable whole, so a list can stand for a generator
